@@ -1,0 +1,362 @@
+/* mpx_graph.h - the model representation every other module reads.
+ *
+ * Ownership:
+ *  - An mpx_graph owns one arena (mpx_arena). Every tensor, node, attribute,
+ *    string and value array reachable from the graph lives in that arena and is
+ *    freed once, by mpx_graph_free(). Nothing inside a graph is freed piecemeal.
+ *  - Loaders (mpx_graph_load*) return a new graph the caller frees, or NULL with
+ *    the error filled. They free their parse trees (protobuf-c, cJSON) before
+ *    returning, on success and on failure.
+ *  - Shape inference (mpx_graph_infer) writes into the graph's tensors (current
+ *    shapes, folded constant values, node costs); it allocates from the graph's
+ *    arena. Re-running it after a new binding recomputes every derived figure.
+ *  - mpx_error is a plain value the caller owns (usually on the stack).
+ *
+ * Nothing in graph/ prints, exits or reads stdin: functions return an
+ * mpx_status and fill an mpx_error a person can act on.
+ */
+#ifndef MPX_GRAPH_H
+#define MPX_GRAPH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- status and errors -------------------------------------------------- */
+
+typedef enum mpx_status {
+    MPX_OK = 0,
+    MPX_E_IO,          /* file missing, unreadable, short read */
+    MPX_E_PARSE,       /* bytes that are not a model / JSON syntax */
+    MPX_E_INVALID,     /* parsed, but the model is inconsistent */
+    MPX_E_UNSUPPORTED, /* valid, but mpx does not implement it */
+    MPX_E_LIMIT,       /* a size beyond what mpx accepts */
+    MPX_E_NOMEM,
+    MPX_E_SHAPE,       /* shapes that do not fit together */
+    MPX_E_ARG,         /* a bad argument from the caller (user input) */
+} mpx_status;
+
+typedef struct mpx_error {
+    mpx_status status;
+    char file[512]; /* "" when not about a file */
+    int line;       /* 1-based; 0 when unknown */
+    int column;     /* 1-based; 0 when unknown */
+    char msg[1024];
+} mpx_error;
+
+void mpx_error_clear(mpx_error *err);
+/* Fill err (may be NULL) and return st. The message should name what is wrong
+ * and where (node, tensor, JSON path), so the user can fix it. */
+mpx_status mpx_error_set(mpx_error *err, mpx_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+mpx_status mpx_error_at(mpx_error *err, mpx_status st, const char *file, int line,
+                        int column, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+/* "file:line:col: message" with the parts that are known. Returns buf. */
+const char *mpx_error_format(const mpx_error *err, char *buf, size_t n);
+const char *mpx_status_name(mpx_status st);
+
+/* ---- arena --------------------------------------------------------------- */
+
+typedef struct mpx_arena mpx_arena;
+
+mpx_arena *mpx_arena_new(void);
+void mpx_arena_free(mpx_arena *a);
+/* Zeroed, 16-byte aligned; NULL on overflow or out of memory. */
+void *mpx_arena_alloc(mpx_arena *a, size_t size);
+/* n * size with overflow check. */
+void *mpx_arena_calloc(mpx_arena *a, size_t n, size_t size);
+char *mpx_arena_strdup(mpx_arena *a, const char *s);
+char *mpx_arena_strndup(mpx_arena *a, const char *s, size_t n);
+size_t mpx_arena_bytes(const mpx_arena *a);
+
+/* ---- element types (numbering = ONNX TensorProto.DataType) ------------- */
+
+typedef enum mpx_dtype {
+    MPX_DT_UNDEFINED = 0,
+    MPX_DT_FLOAT = 1,
+    MPX_DT_UINT8 = 2,
+    MPX_DT_INT8 = 3,
+    MPX_DT_UINT16 = 4,
+    MPX_DT_INT16 = 5,
+    MPX_DT_INT32 = 6,
+    MPX_DT_INT64 = 7,
+    MPX_DT_STRING = 8,
+    MPX_DT_BOOL = 9,
+    MPX_DT_FLOAT16 = 10,
+    MPX_DT_DOUBLE = 11,
+    MPX_DT_UINT32 = 12,
+    MPX_DT_UINT64 = 13,
+    MPX_DT_COMPLEX64 = 14,
+    MPX_DT_COMPLEX128 = 15,
+    MPX_DT_BFLOAT16 = 16,
+    MPX_DT_FLOAT8E4M3FN = 17,
+    MPX_DT_FLOAT8E4M3FNUZ = 18,
+    MPX_DT_FLOAT8E5M2 = 19,
+    MPX_DT_FLOAT8E5M2FNUZ = 20,
+    MPX_DT_COUNT_
+} mpx_dtype;
+
+const char *mpx_dtype_name(mpx_dtype t);    /* "float32", "int64", ... */
+mpx_dtype mpx_dtype_from_name(const char *s); /* UNDEFINED if unknown */
+bool mpx_dtype_is_float(mpx_dtype t);        /* float, double, fp16, bf16, fp8 */
+/* Values of float dtypes are held as fp32, of integer and bool dtypes as int64. */
+bool mpx_dtype_is_int_like(mpx_dtype t);
+
+/* ---- limits -------------------------------------------------------------- */
+
+enum {
+    MPX_MAX_RANK = 8,
+};
+/* Largest element count of one tensor mpx accepts (2^31): beyond it a model is
+ * refused as malformed rather than allocated. */
+#define MPX_MAX_ELEMS ((int64_t)1 << 31)
+
+/* ---- op registry ----------------------------------------------------------- */
+
+typedef enum mpx_op {
+    MPX_OP_UNKNOWN = 0, /* an op the registry does not know: loads, marked unsupported */
+#define MPX_OP(name, shape, cost) MPX_OP_##name,
+#include "ops.def"
+#undef MPX_OP
+    MPX_OP_COUNT
+} mpx_op;
+
+const char *mpx_op_name(mpx_op op);             /* "Conv"; "?" for UNKNOWN */
+mpx_op mpx_op_from_name(const char *op_type);   /* exact, case-sensitive; UNKNOWN if none */
+/* Case-insensitive lookup for user input ("conv" -> Conv). */
+mpx_op mpx_op_from_name_ci(const char *op_type);
+
+/* ---- tensors, attributes, nodes ----------------------------------------- */
+
+typedef struct mpx_node mpx_node;
+typedef struct mpx_graph mpx_graph;
+
+enum mpx_tensor_flags {
+    MPX_T_INPUT = 1u << 0,       /* a model input the user binds */
+    MPX_T_OUTPUT = 1u << 1,      /* a model output */
+    MPX_T_INITIALIZER = 1u << 2, /* value from the model file (initializer) */
+    MPX_T_CONSTANT = 1u << 3,    /* value known at load: initializer or Constant output */
+    MPX_T_FOLDED = 1u << 4,      /* value computed by constant folding (shape chains) */
+};
+
+typedef struct mpx_tensor {
+    const char *name;
+    int32_t index;      /* position in graph->tensors */
+    mpx_dtype dtype;    /* declared or inferred; UNDEFINED until known */
+    uint32_t flags;
+
+    /* Declared shape from the model (inputs, outputs, value_info, initializers).
+     * decl_rank -1: none declared. decl_dims[i] -1 with decl_sym[i] the symbolic
+     * name ("p2o.DynamicDimension.0", "batch") or NULL when anonymous. */
+    int decl_rank;
+    int64_t decl_dims[MPX_MAX_RANK];
+    const char *decl_sym[MPX_MAX_RANK];
+
+    /* Current shape after binding and inference. rank -1: unknown. dims[i] -1:
+     * unknown (sym[i] carries the symbolic name while it is unbound). */
+    int rank;
+    int64_t dims[MPX_MAX_RANK];
+    const char *sym[MPX_MAX_RANK];
+    int64_t nelem;      /* product of dims when all known, else -1 */
+
+    /* Value, when known (initializer, Constant, or folded): exactly one of these
+     * is non-NULL, with nelem elements. Float dtypes as fp32, integers and bool
+     * as int64. Strings carry no value. */
+    float *f32;
+    int64_t *i64;
+
+    mpx_node *producer; /* NULL for inputs, initializers */
+    mpx_node **consumers;
+    int n_consumers;
+} mpx_tensor;
+
+typedef enum mpx_attr_type {
+    MPX_ATTR_UNDEFINED = 0,
+    MPX_ATTR_FLOAT = 1,
+    MPX_ATTR_INT = 2,
+    MPX_ATTR_STRING = 3,
+    MPX_ATTR_TENSOR = 4,
+    MPX_ATTR_GRAPH = 5,
+    MPX_ATTR_FLOATS = 6,
+    MPX_ATTR_INTS = 7,
+    MPX_ATTR_STRINGS = 8,
+    MPX_ATTR_TENSORS = 9,
+    MPX_ATTR_GRAPHS = 10,
+    MPX_ATTR_SPARSE_TENSOR = 11,
+    MPX_ATTR_SPARSE_TENSORS = 12,
+    MPX_ATTR_TYPE_PROTO = 13,
+    MPX_ATTR_TYPE_PROTOS = 14,
+} mpx_attr_type; /* numbering = ONNX AttributeProto.AttributeType */
+
+typedef struct mpx_attr {
+    const char *name;
+    mpx_attr_type type;
+    float f;
+    int64_t i;
+    const char *s;         /* STRING: bytes, NUL-terminated copy */
+    size_t s_len;
+    int n;                 /* element count of FLOATS/INTS/STRINGS/TENSORS/GRAPHS */
+    float *floats;
+    int64_t *ints;
+    const char **strings;
+    mpx_tensor *t;         /* TENSOR: a detached tensor (not in graph->tensors) */
+    mpx_tensor **tensors;  /* TENSORS */
+    /* GRAPH/GRAPHS: subgraphs (If/Loop/Scan bodies) are kept as their node count
+     * and name only; mpx runs no control flow. SPARSE_TENSOR and TYPE_PROTO kinds
+     * keep only their kind. */
+    const char *graph_name;
+    int graph_nodes;
+} mpx_attr;
+
+/* Cost figures, for rules ("macs >= 1M") and reports. -1 where unknown
+ * (shape not bound yet). */
+typedef struct mpx_cost {
+    int64_t macs;      /* multiply-accumulates of one forward */
+    int64_t params;    /* elements of constant inputs (weights, biases) */
+    int64_t in_elems;  /* elements of non-constant inputs */
+    int64_t out_elems; /* elements of all outputs */
+    int64_t in_ch;     /* channels in (dim 1 of input 0 for NCHW ops; K for Gemm/MatMul) */
+    int64_t out_ch;    /* channels out */
+    int64_t kernel;    /* product of kernel spatial dims (1 for non-window ops) */
+    int64_t group;     /* Conv group (1 otherwise) */
+    int64_t k;         /* reduction depth: terms summed per output value */
+} mpx_cost;
+
+struct mpx_node {
+    const char *name;      /* never NULL: ONNX's name, or "<op_type>_<index>" */
+    int32_t index;         /* position in graph->nodes (topological) */
+    mpx_op op;             /* MPX_OP_UNKNOWN when not in the registry */
+    const char *op_type;   /* as in the file */
+    const char *domain;    /* "" for the default ONNX domain */
+    int opset;             /* opset version of the node's domain */
+    int n_inputs;
+    mpx_tensor **inputs;   /* an omitted optional input ("") is NULL */
+    int n_outputs;
+    mpx_tensor **outputs;  /* an omitted optional output is NULL */
+    int n_attrs;
+    mpx_attr *attrs;
+    mpx_cost cost;
+    int file_order;        /* position in the model file */
+};
+
+struct mpx_graph {
+    mpx_arena *arena;
+    const char *path;      /* the file it came from ("" if built in memory) */
+    const char *name;
+    const char *producer;  /* producer_name [producer_version] */
+    int64_t ir_version;
+    int opset;             /* default-domain opset */
+
+    int n_tensors;
+    mpx_tensor **tensors;
+    int n_nodes;
+    mpx_node **nodes;      /* topological order, ties broken by file order */
+    int n_inputs;
+    mpx_tensor **inputs;   /* model inputs the user binds (not initializers) */
+    int n_outputs;
+    mpx_tensor **outputs;
+
+    struct mpx_name_map *map_; /* name -> tensor; private to graph.c */
+    struct mpx_name_map *node_map_; /* name -> node; private to graph.c */
+    int tensors_cap_, nodes_cap_;
+};
+
+/* ---- building a graph (used by the loaders and by tests) --------------- */
+
+/* A new empty graph with its own arena; NULL on out of memory. */
+mpx_graph *mpx_graph_new(const char *path);
+void mpx_graph_free(mpx_graph *g);
+
+/* The tensor called name, created (dtype UNDEFINED, rank -1) if new. NULL only
+ * on out of memory. */
+mpx_tensor *mpx_graph_tensor(mpx_graph *g, const char *name);
+mpx_tensor *mpx_graph_find_tensor(const mpx_graph *g, const char *name);
+mpx_node *mpx_graph_find_node(const mpx_graph *g, const char *name);
+
+/* Append a node in file order. inputs/outputs arrays are allocated with the
+ * given counts (all NULL); the loader fills them with mpx_graph_tensor(). A NULL
+ * or empty name gets "<op_type>_<n>". */
+mpx_node *mpx_graph_add_node(mpx_graph *g, const char *name, const char *op_type,
+                             const char *domain, int n_inputs, int n_outputs,
+                             int n_attrs);
+
+/* Set a tensor's declared shape (dims -1 with sym for symbolic). */
+mpx_status mpx_tensor_declare(mpx_tensor *t, mpx_dtype dtype, int rank,
+                              const int64_t *dims, const char *const *sym,
+                              mpx_error *err);
+/* Allocate a value for t from the graph's arena (f32 or i64 by dtype), with
+ * t's shape set from dims and the CONSTANT flag. The caller fills the data.
+ * Fails with MPX_E_LIMIT when the element count overflows or exceeds
+ * MPX_MAX_ELEMS. */
+mpx_status mpx_tensor_alloc_value(mpx_graph *g, mpx_tensor *t, mpx_dtype dtype,
+                                  int rank, const int64_t *dims, mpx_error *err);
+
+/* Checked product of dims: -1 if any is negative, and MPX_E_LIMIT when the
+ * product overflows or exceeds MPX_MAX_ELEMS. */
+mpx_status mpx_dims_product(int rank, const int64_t *dims, int64_t *out,
+                            mpx_error *err);
+
+/* After all nodes are added: resolve ops against the registry, check the graph
+ * (every input produced once, by a node, an initializer or a model input; no
+ * tensor with two producers; no cycle), sort nodes topologically, fill
+ * consumer lists, give Constant nodes' outputs their values. The error names
+ * the file and the node or tensor at fault. */
+mpx_status mpx_graph_finalize(mpx_graph *g, mpx_error *err);
+
+/* ---- loaders --------------------------------------------------------------- */
+
+/* By extension: .onnx or .json. */
+mpx_graph *mpx_graph_load(const char *path, mpx_error *err);
+mpx_graph *mpx_graph_load_onnx(const char *path, mpx_error *err);
+/* From bytes in memory; dir is where external data files are looked up
+ * (NULL: external data is refused). path names the source in errors. */
+mpx_graph *mpx_graph_load_onnx_buffer(const uint8_t *buf, size_t len,
+                                      const char *path, const char *dir,
+                                      mpx_error *err);
+mpx_graph *mpx_graph_load_json(const char *path, mpx_error *err);
+mpx_graph *mpx_graph_load_json_text(const char *text, size_t len,
+                                    const char *path, const char *dir,
+                                    mpx_error *err);
+
+/* ---- attributes ------------------------------------------------------------ */
+
+const mpx_attr *mpx_node_attr(const mpx_node *n, const char *name);
+/* Typed getters with a default. The float getter also accepts an INT attribute
+ * (and the int getter a FLOAT with an integral value), since hand-written
+ * models often spell 1.0 as 1. */
+int64_t mpx_node_attr_int(const mpx_node *n, const char *name, int64_t dflt);
+float mpx_node_attr_float(const mpx_node *n, const char *name, float dflt);
+const char *mpx_node_attr_string(const mpx_node *n, const char *name,
+                                 const char *dflt);
+/* INTS: returns the count (0 if absent) and sets *vals (NULL if absent). */
+int mpx_node_attr_ints(const mpx_node *n, const char *name, const int64_t **vals);
+
+/* ---- shapes, constant folding, costs -------------------------------------- */
+
+/* Bind a model input's shape (replacing its symbolic dims). Checks the rank and
+ * every fixed declared dim; the message names the input and the dim. */
+mpx_status mpx_graph_bind_input(mpx_graph *g, const char *input, int rank,
+                                const int64_t *dims, mpx_error *err);
+
+/* Infer every tensor's dtype and shape from the bound inputs, fold constant
+ * shape-computing chains (Shape -> Gather/Slice -> Concat -> Reshape ...), and
+ * compute node costs. Tensors downstream of an unbound input or an unknown op
+ * stay unknown (rank -1); that is not an error. Shapes that do not fit
+ * together (Add of 3x4 and 5, Reshape of 12 elements to 5x5) are errors naming
+ * the node. Safe to call again after re-binding. */
+mpx_status mpx_graph_infer(mpx_graph *g, mpx_error *err);
+
+/* Number of tensors whose shape is still unknown after mpx_graph_infer (and,
+ * when first_unknown is non-NULL, the first such tensor in topological order). */
+int mpx_graph_count_unknown(const mpx_graph *g, const mpx_tensor **first_unknown);
+
+/* Totals over the graph: parameter elements (initializers and Constant values of
+ * every dtype) and MACs of one forward (-1 if some node's MACs are unknown). */
+int64_t mpx_graph_param_count(const mpx_graph *g);
+int64_t mpx_graph_macs(const mpx_graph *g);
+
+/* "1x3x640x640", "?x3x?x?" or "(unknown)". Returns buf. */
+const char *mpx_tensor_shape_str(const mpx_tensor *t, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,1 @@
+#include "mpx_graph.h"

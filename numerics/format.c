@@ -1,0 +1,1 @@
+typedef int mpx_numerics_placeholder_;

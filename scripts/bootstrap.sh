@@ -1,0 +1,29 @@
+#!/bin/sh
+# Install the Debian packages mpx needs, only those that are missing.
+# Idempotent: a machine that has everything runs no apt-get at all.
+set -eu
+
+PKGS="cmake make gcc pkg-config
+libgraphviz-dev libcjson-dev libfp16-dev libprotobuf-c-dev protobuf-c-compiler
+libonnx-dev libedit-dev
+python3-onnx python3-numpy libxml2-utils tmux npm"
+
+missing=""
+for p in $PKGS; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    # npm may come with the machine's own Node.js rather than Debian's package
+    if [ "$p" = npm ] && command -v npm >/dev/null 2>&1; then continue; fi
+    missing="$missing $p"
+  fi
+done
+
+[ -z "$missing" ] && exit 0
+
+echo "bootstrap: installing:$missing" >&2
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+echo "bootstrap: done" >&2
