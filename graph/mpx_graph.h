@@ -300,8 +300,11 @@ mpx_status mpx_dims_product(int rank, const int64_t *dims, int64_t *out,
 /* After all nodes are added: resolve ops against the registry, check the graph
  * (every input produced once, by a node, an initializer or a model input; no
  * tensor with two producers; no cycle), sort nodes topologically, fill
- * consumer lists, give Constant nodes' outputs their values. The error names
- * the file and the node or tensor at fault. */
+ * consumer lists, give Constant nodes' outputs their values, and (unless the
+ * loader filled them) list graph->inputs / graph->outputs from the tensors
+ * flagged MPX_T_INPUT / MPX_T_OUTPUT, in tensor-creation order. An input that is
+ * also an initializer stays a weight. The error names the file and the node or
+ * tensor at fault. */
 mpx_status mpx_graph_finalize(mpx_graph *g, mpx_error *err);
 
 /* ---- loaders --------------------------------------------------------------- */
