@@ -1,1 +1,219 @@
-#include "mpx_graph.h"
+/* cost.c - per-node cost figures for colouring rules and reports.
+ *
+ * Decided conventions (the header's mpx_cost fields, -1 where unknown):
+ *  - macs counts multiply-accumulates of one forward: Conv, ConvTranspose,
+ *    Gemm, MatMul, Einsum their dot products (bias adds not counted);
+ *    normalisations one per output element; pools and reductions one per
+ *    input element visited (out_elems * window); Softmax one per element (its
+ *    sum). Elementwise and data-movement ops count 0: they are cheap and their
+ *    precision risk is not a matter of accumulation.
+ *  - k is the number of terms summed into one output value: the figure that
+ *    decides how much a low-precision accumulator loses. Elementwise ops have
+ *    k = 1, data movement k = 0. ConvTranspose's k is the average
+ *    (macs / out_elems), since border outputs get fewer terms.
+ *  - in_ch / out_ch are dim 1 of the first input / output (NCHW) where that
+ *    has rank >= 2, K and N for Gemm and MatMul; -1 otherwise.
+ *  - params counts elements of inputs whose value is known before running:
+ *    initializers, Constant outputs, folded values.
+ * Products saturate at INT64_MAX rather than wrap. */
+#include "shape_internal.h"
+
+#include <string.h>
+
+static int64_t mul(int64_t a, int64_t b) {
+    if (a < 0 || b < 0) return -1;
+    if (a && b > INT64_MAX / a) return INT64_MAX;
+    return a * b;
+}
+
+static int64_t add(int64_t a, int64_t b) {
+    if (a < 0 || b < 0) return -1;
+    return a > INT64_MAX - b ? INT64_MAX : a + b;
+}
+
+static const mpx_tensor *in(const mpx_node *n, int i) { return i < n->n_inputs ? n->inputs[i] : NULL; }
+static const mpx_tensor *out(const mpx_node *n, int i) { return i < n->n_outputs ? n->outputs[i] : NULL; }
+
+static int64_t dim(const mpx_tensor *t, int i) {
+    if (!t || t->rank < 0) return -1;
+    if (i < 0) i += t->rank;
+    return i >= 0 && i < t->rank ? t->dims[i] : -1;
+}
+
+static int64_t prod(const mpx_tensor *t, int from, int to) {
+    if (!t || t->rank < 0) return -1;
+    int64_t p = 1;
+    for (int i = from; i < to && i < t->rank; i++) p = mul(p, t->dims[i]);
+    return p;
+}
+
+static int64_t nelem(const mpx_tensor *t) { return t ? t->nelem : -1; }
+
+static int64_t ratio(int64_t a, int64_t b) { return a < 0 || b <= 0 ? -1 : a / b; }
+
+typedef void cost_fn(const mpx_node *n, mpx_cost *c);
+
+static void cost_none(const mpx_node *n, mpx_cost *c) {
+    (void)n;
+    c->macs = 0;
+    c->k = 0;
+}
+
+static void cost_elementwise(const mpx_node *n, mpx_cost *c) {
+    (void)n;
+    c->macs = 0;
+    c->k = 1;
+}
+
+static void cost_conv(const mpx_node *n, mpx_cost *c) {
+    const mpx_tensor *w = in(n, 1);
+    c->group = mpx_node_attr_int(n, "group", 1);
+    c->kernel = prod(w, 2, MPX_MAX_RANK);
+    c->k = mul(dim(w, 1), c->kernel); /* Cin/group * KH * KW */
+    c->out_ch = dim(w, 0);
+    c->macs = mul(nelem(out(n, 0)), c->k);
+}
+
+static void cost_conv_transpose(const mpx_node *n, mpx_cost *c) {
+    const mpx_tensor *w = in(n, 1);
+    c->group = mpx_node_attr_int(n, "group", 1);
+    c->kernel = prod(w, 2, MPX_MAX_RANK);
+    /* Every input value scatters into Cout/group * KH * KW outputs. */
+    c->macs = mul(nelem(in(n, 0)), mul(dim(w, 1), c->kernel));
+    c->k = ratio(c->macs, nelem(out(n, 0)));
+}
+
+static void cost_gemm(const mpx_node *n, mpx_cost *c) {
+    const mpx_tensor *a = in(n, 0), *b = in(n, 1);
+    bool ta = mpx_node_attr_int(n, "transA", 0) != 0, tb = mpx_node_attr_int(n, "transB", 0) != 0;
+    int64_t k = dim(a, ta ? 0 : 1), nn = dim(b, tb ? 0 : 1), m = dim(a, ta ? 1 : 0);
+    c->k = k;
+    c->in_ch = k;
+    c->out_ch = nn;
+    c->macs = mul(mul(m, nn), k);
+}
+
+static void cost_matmul(const mpx_node *n, mpx_cost *c) {
+    const mpx_tensor *b = in(n, 1);
+    int64_t k = dim(in(n, 0), -1);
+    c->k = k;
+    c->in_ch = k;
+    c->out_ch = b && b->rank == 1 ? 1 : dim(b, -1);
+    c->macs = mul(nelem(out(n, 0)), k); /* batch * M * N * K */
+}
+
+static void cost_einsum(const mpx_node *n, mpx_cost *c) {
+    c->macs = mpx_einsum_terms(n);
+    c->k = ratio(c->macs, nelem(out(n, 0)));
+}
+
+static void cost_norm(const mpx_node *n, mpx_cost *c) {
+    const mpx_tensor *x = in(n, 0);
+    c->macs = nelem(out(n, 0));
+    if (n->op == MPX_OP_LayerNormalization) {
+        int64_t ax = mpx_node_attr_int(n, "axis", -1);
+        if (x && x->rank >= 0 && ax < 0) ax += x->rank;
+        c->k = x && x->rank >= 0 && ax >= 0 ? prod(x, (int)ax, x->rank) : -1;
+    } else if (n->op == MPX_OP_InstanceNormalization) {
+        c->k = prod(x, 2, MPX_MAX_RANK);
+    } else {
+        c->k = 1;
+    }
+}
+
+static void cost_softmax(const mpx_node *n, mpx_cost *c) {
+    const mpx_tensor *x = in(n, 0);
+    c->macs = nelem(out(n, 0));
+    c->k = -1;
+    if (!x || x->rank < 0) return;
+    int r = x->rank ? x->rank : 1;
+    bool v13 = n->opset <= 0 || n->opset >= 13;
+    int64_t ax = mpx_node_attr_int(n, "axis", v13 ? -1 : 1);
+    if (ax < 0) ax += r;
+    if (ax < 0 || ax >= r) return;
+    /* Before opset 13 the input is coerced to 2-D at axis: the sum runs over all trailing dims. */
+    c->k = x->rank == 0 ? 1 : v13 ? x->dims[ax] : prod(x, (int)ax, x->rank);
+}
+
+static void cost_reduce(const mpx_node *n, mpx_cost *c) {
+    const mpx_tensor *x = in(n, 0);
+    if (n->op == MPX_OP_ArgMax || n->op == MPX_OP_ArgMin) {
+        int64_t ax = mpx_node_attr_int(n, "axis", 0);
+        c->k = x && x->rank > 0 ? dim(x, (int)(ax < 0 ? ax + x->rank : ax)) : -1;
+    } else {
+        c->k = ratio(nelem(x), nelem(out(n, 0)));
+        if (nelem(out(n, 0)) == 0) c->k = 0;
+    }
+    c->macs = mul(nelem(out(n, 0)), c->k);
+}
+
+static void cost_pool(const mpx_node *n, mpx_cost *c) {
+    const int64_t *ks;
+    int nk = mpx_node_attr_ints(n, "kernel_shape", &ks);
+    c->kernel = ks ? 1 : -1;
+    for (int i = 0; i < nk; i++) c->kernel = mul(c->kernel, ks[i]);
+    c->k = c->kernel;
+    c->macs = mul(nelem(out(n, 0)), c->kernel);
+}
+
+static void cost_global_pool(const mpx_node *n, mpx_cost *c) {
+    c->kernel = prod(in(n, 0), 2, MPX_MAX_RANK);
+    c->k = c->kernel;
+    c->macs = mul(nelem(out(n, 0)), c->kernel);
+}
+
+static cost_fn *const cost_table[MPX_OP_COUNT] = {
+    [MPX_OP_UNKNOWN] = NULL,
+#define MPX_OP(name, shape, cost) [MPX_OP_##name] = cost_##cost,
+#include "ops.def"
+#undef MPX_OP
+};
+_Static_assert(sizeof cost_table / sizeof cost_table[0] == MPX_OP_COUNT,
+               "cost table out of step with ops.def");
+
+void mpx_cost_node(mpx_node *n) {
+    mpx_cost c = {.macs = -1, .params = 0, .in_elems = 0, .out_elems = 0, .in_ch = -1, .out_ch = -1,
+                  .kernel = 1, .group = 1, .k = -1};
+    for (int i = 0; i < n->n_inputs; i++) {
+        const mpx_tensor *t = n->inputs[i];
+        bool dup = false;
+        for (int j = 0; j < i; j++) dup |= n->inputs[j] == t;
+        if (!t || dup) continue;
+        /* A constant's element count is known even when its value is not held (strings). */
+        if (t->f32 || t->i64 || (t->flags & (MPX_T_CONSTANT | MPX_T_INITIALIZER)))
+            c.params = add(c.params, t->nelem);
+        else
+            c.in_elems = add(c.in_elems, t->nelem);
+    }
+    for (int i = 0; i < n->n_outputs; i++)
+        if (n->outputs[i]) c.out_elems = add(c.out_elems, n->outputs[i]->nelem);
+    const mpx_tensor *x = in(n, 0), *y = out(n, 0);
+    if (x && x->rank >= 2) c.in_ch = x->dims[1];
+    if (y && y->rank >= 2) c.out_ch = y->dims[1];
+    if (n->op > MPX_OP_UNKNOWN && n->op < MPX_OP_COUNT) cost_table[n->op](n, &c);
+    if (c.params < 0) c.params = -1;
+    n->cost = c;
+}
+
+int64_t mpx_graph_param_count(const mpx_graph *g) {
+    if (!g) return 0;
+    int64_t total = 0;
+    for (int i = 0; i < g->n_tensors; i++) {
+        const mpx_tensor *t = g->tensors[i];
+        if (!(t->flags & (MPX_T_INITIALIZER | MPX_T_CONSTANT)) || (t->flags & MPX_T_FOLDED)) continue;
+        int64_t n = t->nelem;
+        if (n < 0 && t->rank >= 0) n = prod(t, 0, t->rank);
+        if (n > 0) total = add(total, n);
+    }
+    return total;
+}
+
+int64_t mpx_graph_macs(const mpx_graph *g) {
+    if (!g) return -1;
+    int64_t total = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (g->nodes[i]->cost.macs < 0) return -1;
+        total = add(total, g->nodes[i]->cost.macs);
+    }
+    return total;
+}

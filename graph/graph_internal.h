@@ -1,4 +1,4 @@
-/* graph_internal.h - what graph/*.c share and nothing outside graph/ sees. */
+/* graph_internal.h - what the graph/ sources share and nothing outside graph/ sees. */
 #ifndef MPX_GRAPH_INTERNAL_H
 #define MPX_GRAPH_INTERNAL_H
 

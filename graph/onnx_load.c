@@ -1,1 +1,891 @@
+/* onnx_load.c - ONNX ModelProto (protobuf-c, generated from the system's
+ * onnx.proto) into the IR.
+ *
+ * The loader only translates: structural checks (producers, dangling reads,
+ * cycles) and Constant values belong to mpx_graph_finalize, so both loaders
+ * give the same guarantees. What is ONNX-specific is checked here: tensor
+ * encodings and their lengths, external data files, opset imports.
+ *
+ * The protobuf-c tree is freed before every return. Every error names the
+ * model file (err->file) and the initializer, node or attribute at fault. */
+/* realpath() is XSI: the build's _POSIX_C_SOURCE alone does not declare it. */
+#ifndef _XOPEN_SOURCE
+#define _XOPEN_SOURCE 700
+#endif
 #include "mpx_graph.h"
+
+#include "onnx.pb-c.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* protobuf messages are limited to 2 GiB; larger models must use external
+ * data, so a bigger .onnx file is not a model protobuf-c could read. */
+#define MAX_ONNX_BYTES ((size_t)INT32_MAX)
+
+typedef struct ctx {
+    mpx_graph *g;
+    const char *path; /* the model, for messages */
+    const char *dir;  /* where external data lives; NULL: refused */
+    char *dir_real;   /* realpath(dir) + "/", computed on first use */
+    mpx_error *err;
+    const Onnx__ModelProto *model;
+} ctx;
+
+static mpx_status fail(ctx *c, mpx_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static mpx_status fail(ctx *c, mpx_status st, const char *fmt, ...) {
+    if (!c->err) return st;
+    char msg[sizeof c->err->msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return mpx_error_at(c->err, st, c->path, 0, 0, "%s", msg);
+}
+
+static const char *nz(const char *s) { return s ? s : ""; }
+
+/* ---- element decoding ------------------------------------------------------ */
+
+static float f32_from_bits(uint32_t b) {
+    float f;
+    memcpy(&f, &b, sizeof f);
+    return f;
+}
+
+/* Exact: every fp16 value is an fp32 value. */
+static float f16_to_f32(uint16_t h) {
+    uint32_t sign = ((uint32_t)h & 0x8000u) << 16;
+    uint32_t e = ((uint32_t)h >> 10) & 0x1fu, m = (uint32_t)h & 0x3ffu;
+    if (e == 0x1f) return f32_from_bits(sign | 0x7f800000u | (m << 13));
+    if (e == 0) {
+        float v = ldexpf((float)m, -24); /* subnormal (or zero): m * 2^-24 */
+        return sign ? -v : v;
+    }
+    return f32_from_bits(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+static float bf16_to_f32(uint16_t h) { return f32_from_bits((uint32_t)h << 16); }
+
+/* The four OCP / ONNX fp8 formats; all their values are exact in fp32. */
+static float f8_to_f32(uint8_t b, mpx_dtype dt) {
+    int mbits = (dt == MPX_DT_FLOAT8E5M2 || dt == MPX_DT_FLOAT8E5M2FNUZ) ? 2 : 3;
+    int ebits = 7 - mbits;
+    int bias = dt == MPX_DT_FLOAT8E4M3FN ? 7 : dt == MPX_DT_FLOAT8E4M3FNUZ ? 8
+             : dt == MPX_DT_FLOAT8E5M2 ? 15 : 16;
+    bool fnuz = dt == MPX_DT_FLOAT8E4M3FNUZ || dt == MPX_DT_FLOAT8E5M2FNUZ;
+    bool neg = (b & 0x80u) != 0;
+    unsigned e = ((unsigned)b >> mbits) & ((1u << ebits) - 1u);
+    unsigned m = (unsigned)b & ((1u << mbits) - 1u);
+    if (fnuz && b == 0x80u) return NAN; /* the only NaN; no -0, no inf */
+    if (dt == MPX_DT_FLOAT8E4M3FN && (b & 0x7fu) == 0x7fu) return neg ? -NAN : NAN;
+    if (dt == MPX_DT_FLOAT8E5M2 && e == 31u) {
+        if (m) return neg ? -NAN : NAN;
+        return neg ? -INFINITY : INFINITY;
+    }
+    float v = e == 0 ? ldexpf((float)m, 1 - bias - mbits)
+                     : ldexpf((float)((1u << mbits) + m), (int)e - bias - mbits);
+    return neg ? -v : v;
+}
+
+/* Bytes per element in raw_data / external data; 0 for types without a fixed
+ * little-endian layout mpx reads (strings, undefined). */
+static size_t elem_size(mpx_dtype dt) {
+    switch (dt) {
+    case MPX_DT_UINT8: case MPX_DT_INT8: case MPX_DT_BOOL:
+    case MPX_DT_FLOAT8E4M3FN: case MPX_DT_FLOAT8E4M3FNUZ:
+    case MPX_DT_FLOAT8E5M2: case MPX_DT_FLOAT8E5M2FNUZ:
+        return 1;
+    case MPX_DT_UINT16: case MPX_DT_INT16: case MPX_DT_FLOAT16: case MPX_DT_BFLOAT16:
+        return 2;
+    case MPX_DT_FLOAT: case MPX_DT_INT32: case MPX_DT_UINT32:
+        return 4;
+    case MPX_DT_INT64: case MPX_DT_UINT64: case MPX_DT_DOUBLE: case MPX_DT_COMPLEX64:
+        return 8;
+    case MPX_DT_COMPLEX128:
+        return 16;
+    default:
+        return 0;
+    }
+}
+
+static uint64_t le(const uint8_t *p, size_t n) {
+    uint64_t v = 0;
+    for (size_t i = n; i-- > 0;) v = (v << 8) | p[i];
+    return v;
+}
+
+/* Little-endian bytes (raw_data or an external file) into t's value. The
+ * length was checked against nelem by the caller. */
+static void decode_raw(mpx_tensor *t, const uint8_t *p) {
+    size_t es = elem_size(t->dtype);
+    for (int64_t i = 0; i < t->nelem; i++, p += es) {
+        uint64_t v = le(p, es);
+        switch (t->dtype) {
+        case MPX_DT_FLOAT: t->f32[i] = f32_from_bits((uint32_t)v); break;
+        case MPX_DT_FLOAT16: t->f32[i] = f16_to_f32((uint16_t)v); break;
+        case MPX_DT_BFLOAT16: t->f32[i] = bf16_to_f32((uint16_t)v); break;
+        case MPX_DT_DOUBLE: {
+            double d;
+            memcpy(&d, &v, sizeof d);
+            t->f32[i] = (float)d;
+            break;
+        }
+        case MPX_DT_FLOAT8E4M3FN: case MPX_DT_FLOAT8E4M3FNUZ:
+        case MPX_DT_FLOAT8E5M2: case MPX_DT_FLOAT8E5M2FNUZ:
+            t->f32[i] = f8_to_f32((uint8_t)v, t->dtype);
+            break;
+        case MPX_DT_INT8: t->i64[i] = (int8_t)(uint8_t)v; break;
+        case MPX_DT_INT16: t->i64[i] = (int16_t)(uint16_t)v; break;
+        case MPX_DT_INT32: t->i64[i] = (int32_t)(uint32_t)v; break;
+        case MPX_DT_BOOL: t->i64[i] = v != 0; break;
+        /* uint64 above INT64_MAX wraps: mpx holds integers as int64. */
+        default: t->i64[i] = (int64_t)v; break;
+        }
+    }
+}
+
+/* int32_data carries every type narrower than 32 bits, floats as bit
+ * patterns (ONNX spec, TensorProto.int32_data). */
+static void decode_int32(mpx_tensor *t, const int32_t *d) {
+    for (int64_t i = 0; i < t->nelem; i++) {
+        uint32_t u = (uint32_t)d[i];
+        switch (t->dtype) {
+        case MPX_DT_FLOAT16: t->f32[i] = f16_to_f32((uint16_t)u); break;
+        case MPX_DT_BFLOAT16: t->f32[i] = bf16_to_f32((uint16_t)u); break;
+        case MPX_DT_FLOAT8E4M3FN: case MPX_DT_FLOAT8E4M3FNUZ:
+        case MPX_DT_FLOAT8E5M2: case MPX_DT_FLOAT8E5M2FNUZ:
+            t->f32[i] = f8_to_f32((uint8_t)u, t->dtype);
+            break;
+        case MPX_DT_INT8: t->i64[i] = (int8_t)(uint8_t)u; break;
+        case MPX_DT_UINT8: t->i64[i] = (uint8_t)u; break;
+        case MPX_DT_INT16: t->i64[i] = (int16_t)(uint16_t)u; break;
+        case MPX_DT_UINT16: t->i64[i] = (uint16_t)u; break;
+        case MPX_DT_BOOL: t->i64[i] = d[i] != 0; break;
+        default: t->i64[i] = d[i]; break;
+        }
+    }
+}
+
+/* ---- external data ---------------------------------------------------------- */
+
+static bool parse_u64(const char *s, uint64_t *out) {
+    if (!s || !*s) return false;
+    uint64_t v = 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9') return false;
+        unsigned dgt = (unsigned)(*s - '0');
+        if (v > (UINT64_MAX - dgt) / 10) return false;
+        v = v * 10 + dgt;
+    }
+    *out = v;
+    return true;
+}
+
+/* Does a relative path climb above its starting folder ("a/../../x")? A
+ * lexical check gives a clear message even when the target does not exist;
+ * symlinks are caught afterwards with realpath. */
+static bool climbs_out(const char *loc) {
+    int depth = 0;
+    const char *p = loc;
+    while (*p) {
+        const char *q = strchr(p, '/');
+        size_t n = q ? (size_t)(q - p) : strlen(p);
+        if (n == 2 && p[0] == '.' && p[1] == '.') {
+            if (--depth < 0) return true;
+        } else if (n > 0 && !(n == 1 && p[0] == '.')) {
+            depth++;
+        }
+        p += n;
+        if (*p == '/') p++;
+    }
+    return false;
+}
+
+/* Read want bytes at offset from the external file loc into a new buffer. */
+static mpx_status read_external(ctx *c, const char *what, const Onnx__TensorProto *tp,
+                                size_t want, uint8_t **out) {
+    const char *loc = NULL, *off_s = NULL, *len_s = NULL;
+    for (size_t i = 0; i < tp->n_external_data; i++) {
+        const Onnx__StringStringEntryProto *e = tp->external_data[i];
+        if (!e || !e->key) continue;
+        if (strcmp(e->key, "location") == 0) loc = e->value;
+        else if (strcmp(e->key, "offset") == 0) off_s = e->value;
+        else if (strcmp(e->key, "length") == 0) len_s = e->value;
+    }
+    if (!loc || !*loc)
+        return fail(c, MPX_E_INVALID, "%s: external data without a location", what);
+    if (!c->dir)
+        return fail(c, MPX_E_UNSUPPORTED,
+                    "%s: external data file \"%s\" cannot be read: the model was not "
+                    "loaded from a folder", what, loc);
+    uint64_t off = 0, len = want;
+    if (off_s && !parse_u64(off_s, &off))
+        return fail(c, MPX_E_INVALID, "%s: external data file \"%s\": bad offset \"%s\"", what,
+                    loc, off_s);
+    if (len_s && !parse_u64(len_s, &len))
+        return fail(c, MPX_E_INVALID, "%s: external data file \"%s\": bad length \"%s\"", what,
+                    loc, len_s);
+    if (len != want)
+        return fail(c, MPX_E_INVALID,
+                    "%s: external data file \"%s\": length %llu disagrees with the dims, "
+                    "which need %zu bytes", what, loc, (unsigned long long)len, want);
+    if (loc[0] == '/')
+        return fail(c, MPX_E_INVALID,
+                    "%s: external data file \"%s\" is an absolute path; only files inside "
+                    "the model's folder are read", what, loc);
+    if (climbs_out(loc))
+        return fail(c, MPX_E_INVALID,
+                    "%s: external data file \"%s\" is outside the model's folder", what, loc);
+
+    if (!c->dir_real) {
+        char *r = realpath(c->dir, NULL);
+        if (!r)
+            return fail(c, MPX_E_IO, "%s: external data file \"%s\": model folder \"%s\": %s",
+                        what, loc, c->dir, strerror(errno));
+        size_t n = strlen(r);
+        c->dir_real = malloc(n + 2);
+        if (!c->dir_real) {
+            free(r);
+            return fail(c, MPX_E_NOMEM, "out of memory");
+        }
+        memcpy(c->dir_real, r, n + 1);
+        if (n == 0 || r[n - 1] != '/') strcat(c->dir_real, "/");
+        free(r);
+    }
+    size_t dl = strlen(c->dir), ll = strlen(loc);
+    char *joined = malloc(dl + ll + 2);
+    if (!joined) return fail(c, MPX_E_NOMEM, "out of memory");
+    snprintf(joined, dl + ll + 2, "%s/%s", c->dir, loc);
+    char *real = realpath(joined, NULL);
+    int rerr = errno;
+    free(joined);
+    if (!real)
+        return fail(c, MPX_E_IO, "%s: external data file \"%s\": %s", what, loc,
+                    rerr == ENOENT ? "no such file" : strerror(rerr));
+    /* A symlink inside the folder may point anywhere: judge where it lands. */
+    if (strncmp(real, c->dir_real, strlen(c->dir_real)) != 0) {
+        mpx_status st = fail(c, MPX_E_INVALID,
+                             "%s: external data file \"%s\" resolves to \"%s\", outside the "
+                             "model's folder", what, loc, real);
+        free(real);
+        return st;
+    }
+    int fd = open(real, O_RDONLY);
+    free(real);
+    if (fd < 0)
+        return fail(c, MPX_E_IO, "%s: external data file \"%s\": %s", what, loc, strerror(errno));
+    struct stat sb;
+    mpx_status st = MPX_OK;
+    uint8_t *buf = NULL;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        st = fail(c, MPX_E_IO, "%s: external data file \"%s\" is not a regular file", what, loc);
+    } else if (off > (uint64_t)sb.st_size || (uint64_t)sb.st_size - off < len) {
+        st = fail(c, MPX_E_IO,
+                  "%s: external data file \"%s\" is too short: %lld bytes, need %llu at offset "
+                  "%llu", what, loc, (long long)sb.st_size, (unsigned long long)len,
+                  (unsigned long long)off);
+    } else if (!(buf = malloc(want ? want : 1))) {
+        st = fail(c, MPX_E_NOMEM, "%s: out of memory for %zu bytes", what, want);
+    } else {
+        size_t got = 0;
+        while (got < want) {
+            ssize_t r = pread(fd, buf + got, want - got, (off_t)(off + got));
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) {
+                st = fail(c, MPX_E_IO, "%s: external data file \"%s\": short read at %llu", what,
+                          loc, (unsigned long long)(off + got));
+                break;
+            }
+            got += (size_t)r;
+        }
+    }
+    close(fd);
+    if (st != MPX_OK) {
+        free(buf);
+        return st;
+    }
+    *out = buf;
+    return MPX_OK;
+}
+
+/* ---- tensors ------------------------------------------------------------------ */
+
+static const char *count_field(mpx_dtype dt, const Onnx__TensorProto *tp, size_t *n) {
+    switch (dt) {
+    case MPX_DT_FLOAT: case MPX_DT_COMPLEX64:
+        *n = tp->n_float_data;
+        return "float_data";
+    case MPX_DT_INT64:
+        *n = tp->n_int64_data;
+        return "int64_data";
+    case MPX_DT_DOUBLE: case MPX_DT_COMPLEX128:
+        *n = tp->n_double_data;
+        return "double_data";
+    case MPX_DT_UINT32: case MPX_DT_UINT64:
+        *n = tp->n_uint64_data;
+        return "uint64_data";
+    case MPX_DT_STRING:
+        *n = tp->n_string_data;
+        return "string_data";
+    default:
+        *n = tp->n_int32_data;
+        return "int32_data";
+    }
+}
+
+/* Fill t (a graph tensor or a detached attribute tensor) from a TensorProto:
+ * declared shape, dtype and, for numeric types, the value. what names the
+ * tensor in messages ("initializer \"w\""). */
+static mpx_status load_tensor(ctx *c, const Onnx__TensorProto *tp, mpx_tensor *t,
+                              const char *what) {
+    if (!tp->has_data_type || tp->data_type <= 0 || tp->data_type >= MPX_DT_COUNT_)
+        return fail(c, tp->has_data_type && tp->data_type > 0 ? MPX_E_UNSUPPORTED : MPX_E_INVALID,
+                    "%s: data type %d is not supported", what, (int)tp->data_type);
+    mpx_dtype dt = (mpx_dtype)tp->data_type;
+    if (tp->n_dims > MPX_MAX_RANK)
+        return fail(c, MPX_E_UNSUPPORTED, "%s: rank %zu exceeds mpx's limit of %d", what,
+                    tp->n_dims, MPX_MAX_RANK);
+    if (tp->segment)
+        return fail(c, MPX_E_UNSUPPORTED, "%s: segmented tensors are not supported", what);
+    int rank = (int)tp->n_dims;
+    const int64_t *dims = tp->dims;
+    for (int i = 0; i < rank; i++)
+        if (dims[i] < 0)
+            return fail(c, MPX_E_INVALID, "%s: dim %d is negative (%lld)", what, i,
+                        (long long)dims[i]);
+    int64_t nelem;
+    mpx_error sub;
+    if (mpx_dims_product(rank, dims, &nelem, &sub) != MPX_OK)
+        return fail(c, MPX_E_LIMIT, "%s: %s", what, sub.msg);
+
+    if (mpx_tensor_declare(t, dt, rank, dims, NULL, &sub) != MPX_OK)
+        return fail(c, sub.status, "%s: %s", what, sub.msg);
+    bool external = tp->has_data_location &&
+                    tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    if (!mpx_dtype_is_float(dt) && !mpx_dtype_is_int_like(dt)) {
+        /* Strings and complex numbers: the type and shape are kept, the value
+         * is not (mpx computes on neither). */
+        size_t n;
+        const char *field = count_field(dt, tp, &n);
+        if (dt == MPX_DT_STRING && !external && n != (size_t)nelem)
+            return fail(c, MPX_E_INVALID, "%s: %zu values in %s, but dims hold %lld", what, n,
+                        field, (long long)nelem);
+        t->rank = rank;
+        for (int i = 0; i < MPX_MAX_RANK; i++) t->dims[i] = i < rank ? dims[i] : -1;
+        t->nelem = nelem;
+        return MPX_OK;
+    }
+    if (mpx_tensor_alloc_value(c->g, t, dt, rank, dims, &sub) != MPX_OK)
+        return fail(c, sub.status, "%s: %s", what, sub.msg);
+
+    size_t es = elem_size(dt), need = (size_t)nelem * es;
+    if (external) {
+        uint8_t *bytes = NULL;
+        mpx_status st = read_external(c, what, tp, need, &bytes);
+        if (st != MPX_OK) return st;
+        decode_raw(t, bytes);
+        free(bytes);
+        return MPX_OK;
+    }
+    size_t n;
+    const char *field = count_field(dt, tp, &n);
+    /* raw_data wins when both are present; an empty raw_data only when the
+     * typed field is empty too. */
+    if (tp->has_raw_data && (tp->raw_data.len > 0 || n == 0)) {
+        if (tp->raw_data.len != need)
+            return fail(c, MPX_E_INVALID,
+                        "%s: raw_data has %zu bytes, but its dims hold %lld elements of %s, "
+                        "which need %zu bytes",
+                        what, tp->raw_data.len, (long long)nelem, mpx_dtype_name(dt), need);
+        decode_raw(t, tp->raw_data.data);
+        return MPX_OK;
+    }
+    if (n != (size_t)nelem)
+        return fail(c, MPX_E_INVALID, "%s: %zu values in %s, but dims hold %lld elements", what,
+                    n, field, (long long)nelem);
+    if (nelem == 0) return MPX_OK;
+    switch (dt) {
+    case MPX_DT_FLOAT:
+        memcpy(t->f32, tp->float_data, n * sizeof(float));
+        break;
+    case MPX_DT_DOUBLE:
+        for (size_t i = 0; i < n; i++) t->f32[i] = (float)tp->double_data[i];
+        break;
+    case MPX_DT_INT64:
+        memcpy(t->i64, tp->int64_data, n * sizeof(int64_t));
+        break;
+    case MPX_DT_UINT32: case MPX_DT_UINT64:
+        for (size_t i = 0; i < n; i++) t->i64[i] = (int64_t)tp->uint64_data[i];
+        break;
+    default:
+        decode_int32(t, tp->int32_data);
+        break;
+    }
+    return MPX_OK;
+}
+
+/* A TENSOR attribute's value: a tensor in the graph's arena that is not one of
+ * the graph's tensors. */
+static mpx_status detached_tensor(ctx *c, const Onnx__TensorProto *tp, const char *what,
+                                  mpx_tensor **out) {
+    mpx_tensor *t = mpx_arena_alloc(c->g->arena, sizeof *t);
+    if (!t) return fail(c, MPX_E_NOMEM, "out of memory");
+    t->name = mpx_arena_strdup(c->g->arena, nz(tp->name));
+    if (!t->name) return fail(c, MPX_E_NOMEM, "out of memory");
+    t->index = -1;
+    t->rank = t->decl_rank = -1;
+    t->nelem = -1;
+    for (int i = 0; i < MPX_MAX_RANK; i++) t->dims[i] = t->decl_dims[i] = -1;
+    mpx_status st = load_tensor(c, tp, t, what);
+    if (st != MPX_OK) return st;
+    *out = t;
+    return MPX_OK;
+}
+
+/* ---- attributes ------------------------------------------------------------ */
+
+static mpx_status int_count(ctx *c, size_t n, const char *what, int *out) {
+    if (n > INT_MAX) return fail(c, MPX_E_LIMIT, "%s: %zu elements is too many", what, n);
+    *out = (int)n;
+    return MPX_OK;
+}
+
+static char *bytes_dup(mpx_arena *a, const ProtobufCBinaryData *b) {
+    char *s = mpx_arena_alloc(a, b->len + 1);
+    if (s && b->len) memcpy(s, b->data, b->len);
+    return s;
+}
+
+/* Old IR versions (before 0.0.2... and some hand-written files) omit the type:
+ * infer it from the field that is set. */
+static int infer_attr_type(const Onnx__AttributeProto *ap) {
+    if (ap->has_type) return (int)ap->type;
+    if (ap->has_f) return MPX_ATTR_FLOAT;
+    if (ap->has_i) return MPX_ATTR_INT;
+    if (ap->has_s) return MPX_ATTR_STRING;
+    if (ap->t) return MPX_ATTR_TENSOR;
+    if (ap->g) return MPX_ATTR_GRAPH;
+    if (ap->sparse_tensor) return MPX_ATTR_SPARSE_TENSOR;
+    if (ap->tp) return MPX_ATTR_TYPE_PROTO;
+    if (ap->n_floats) return MPX_ATTR_FLOATS;
+    if (ap->n_ints) return MPX_ATTR_INTS;
+    if (ap->n_strings) return MPX_ATTR_STRINGS;
+    if (ap->n_tensors) return MPX_ATTR_TENSORS;
+    if (ap->n_graphs) return MPX_ATTR_GRAPHS;
+    if (ap->n_sparse_tensors) return MPX_ATTR_SPARSE_TENSORS;
+    if (ap->n_type_protos) return MPX_ATTR_TYPE_PROTOS;
+    return MPX_ATTR_UNDEFINED;
+}
+
+static mpx_status load_attr(ctx *c, const mpx_node *n, const Onnx__AttributeProto *ap,
+                            mpx_attr *a) {
+    mpx_arena *ar = c->g->arena;
+    char what[700];
+    snprintf(what, sizeof what, "node \"%s\" (%s) attribute \"%.200s\"", n->name, n->op_type,
+             nz(ap->name));
+    a->name = mpx_arena_strdup(ar, nz(ap->name));
+    if (!a->name) return fail(c, MPX_E_NOMEM, "out of memory");
+    int type = infer_attr_type(ap);
+    if (type < 0 || type > MPX_ATTR_TYPE_PROTOS)
+        return fail(c, MPX_E_INVALID, "%s: unknown attribute type %d", what, type);
+    a->type = (mpx_attr_type)type;
+    mpx_status st = MPX_OK;
+    switch (a->type) {
+    case MPX_ATTR_UNDEFINED:
+        break; /* ref_attr_name only (function bodies) or empty: kept by name */
+    case MPX_ATTR_FLOAT:
+        a->f = ap->f;
+        break;
+    case MPX_ATTR_INT:
+        a->i = ap->i;
+        break;
+    case MPX_ATTR_STRING:
+        a->s = bytes_dup(ar, &ap->s);
+        a->s_len = ap->s.len;
+        if (!a->s) return fail(c, MPX_E_NOMEM, "out of memory");
+        break;
+    case MPX_ATTR_TENSOR:
+        if (!ap->t) return fail(c, MPX_E_INVALID, "%s: TENSOR attribute without a tensor", what);
+        return detached_tensor(c, ap->t, what, &a->t);
+    case MPX_ATTR_GRAPH:
+        if (ap->g) {
+            a->graph_name = mpx_arena_strdup(ar, nz(ap->g->name));
+            if (!a->graph_name) return fail(c, MPX_E_NOMEM, "out of memory");
+            if ((st = int_count(c, ap->g->n_node, what, &a->graph_nodes)) != MPX_OK) return st;
+        }
+        break;
+    case MPX_ATTR_FLOATS:
+        if ((st = int_count(c, ap->n_floats, what, &a->n)) != MPX_OK) return st;
+        a->floats = mpx_arena_calloc(ar, ap->n_floats ? ap->n_floats : 1, sizeof(float));
+        if (!a->floats) return fail(c, MPX_E_NOMEM, "out of memory");
+        if (ap->n_floats) memcpy(a->floats, ap->floats, ap->n_floats * sizeof(float));
+        break;
+    case MPX_ATTR_INTS:
+        if ((st = int_count(c, ap->n_ints, what, &a->n)) != MPX_OK) return st;
+        a->ints = mpx_arena_calloc(ar, ap->n_ints ? ap->n_ints : 1, sizeof(int64_t));
+        if (!a->ints) return fail(c, MPX_E_NOMEM, "out of memory");
+        if (ap->n_ints) memcpy(a->ints, ap->ints, ap->n_ints * sizeof(int64_t));
+        break;
+    case MPX_ATTR_STRINGS:
+        if ((st = int_count(c, ap->n_strings, what, &a->n)) != MPX_OK) return st;
+        a->strings = mpx_arena_calloc(ar, ap->n_strings ? ap->n_strings : 1, sizeof(char *));
+        if (!a->strings) return fail(c, MPX_E_NOMEM, "out of memory");
+        for (size_t i = 0; i < ap->n_strings; i++)
+            if (!(a->strings[i] = bytes_dup(ar, &ap->strings[i])))
+                return fail(c, MPX_E_NOMEM, "out of memory");
+        break;
+    case MPX_ATTR_TENSORS:
+        if ((st = int_count(c, ap->n_tensors, what, &a->n)) != MPX_OK) return st;
+        a->tensors = mpx_arena_calloc(ar, ap->n_tensors ? ap->n_tensors : 1, sizeof(mpx_tensor *));
+        if (!a->tensors) return fail(c, MPX_E_NOMEM, "out of memory");
+        for (size_t i = 0; i < ap->n_tensors; i++) {
+            char w2[760];
+            snprintf(w2, sizeof w2, "%s[%zu]", what, i);
+            if ((st = detached_tensor(c, ap->tensors[i], w2, &a->tensors[i])) != MPX_OK)
+                return st;
+        }
+        break;
+    case MPX_ATTR_GRAPHS:
+        /* n subgraphs; graph_name is the first one's, graph_nodes the total. */
+        if ((st = int_count(c, ap->n_graphs, what, &a->n)) != MPX_OK) return st;
+        if (ap->n_graphs) {
+            a->graph_name = mpx_arena_strdup(ar, nz(ap->graphs[0]->name));
+            if (!a->graph_name) return fail(c, MPX_E_NOMEM, "out of memory");
+        }
+        {
+            size_t total = 0;
+            for (size_t i = 0; i < ap->n_graphs; i++) total += ap->graphs[i]->n_node;
+            if ((st = int_count(c, total, what, &a->graph_nodes)) != MPX_OK) return st;
+        }
+        break;
+    case MPX_ATTR_SPARSE_TENSOR: case MPX_ATTR_TYPE_PROTO:
+        break;
+    case MPX_ATTR_SPARSE_TENSORS:
+        return int_count(c, ap->n_sparse_tensors, what, &a->n);
+    case MPX_ATTR_TYPE_PROTOS:
+        return int_count(c, ap->n_type_protos, what, &a->n);
+    }
+    return MPX_OK;
+}
+
+/* ---- declared types -------------------------------------------------------- */
+
+static mpx_status declare(ctx *c, mpx_tensor *t, const Onnx__ValueInfoProto *vi,
+                          const char *what) {
+    const Onnx__TypeProto *tp = vi->type;
+    /* Sequences, maps, optionals: no tensor shape to declare. */
+    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
+        return MPX_OK;
+    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+    mpx_dtype dt = MPX_DT_UNDEFINED;
+    if (tt->has_elem_type && tt->elem_type > 0 && tt->elem_type < MPX_DT_COUNT_)
+        dt = (mpx_dtype)tt->elem_type;
+    if (!tt->shape) /* rank unknown */
+        return mpx_tensor_declare(t, dt, -1, NULL, NULL, NULL);
+    if (tt->shape->n_dim > MPX_MAX_RANK)
+        return fail(c, MPX_E_UNSUPPORTED, "%s \"%s\": rank %zu exceeds mpx's limit of %d", what,
+                    t->name, tt->shape->n_dim, MPX_MAX_RANK);
+    int rank = (int)tt->shape->n_dim;
+    int64_t dims[MPX_MAX_RANK];
+    const char *sym[MPX_MAX_RANK];
+    for (int i = 0; i < rank; i++) {
+        const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
+        dims[i] = -1;
+        sym[i] = NULL;
+        if (!d) continue;
+        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+            /* Some exporters write -1 (or 0 for batch) for "dynamic"; negative
+             * values are taken as unknown. */
+            if (d->dim_value >= 0) dims[i] = d->dim_value;
+        } else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                   d->dim_param && *d->dim_param) {
+            sym[i] = mpx_arena_strdup(c->g->arena, d->dim_param);
+            if (!sym[i]) return fail(c, MPX_E_NOMEM, "out of memory");
+        }
+    }
+    mpx_error sub;
+    if (mpx_tensor_declare(t, dt, rank, dims, sym, &sub) != MPX_OK)
+        return fail(c, sub.status, "%s \"%s\": %s", what, t->name, sub.msg);
+    return MPX_OK;
+}
+
+/* ---- the model ------------------------------------------------------------------ */
+
+static bool default_domain(const char *d) { return !d || !*d || strcmp(d, "ai.onnx") == 0; }
+
+static mpx_status domain_opset(ctx *c, const char *domain, int *out) {
+    const Onnx__ModelProto *m = c->model;
+    bool dflt = default_domain(domain);
+    for (size_t i = 0; i < m->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *o = m->opset_import[i];
+        if (!o) continue;
+        if (dflt ? default_domain(o->domain) : strcmp(nz(o->domain), domain) == 0) {
+            if (o->version < 0 || o->version > INT_MAX)
+                return fail(c, MPX_E_INVALID, "opset import of domain \"%s\": version %lld",
+                            nz(o->domain), (long long)o->version);
+            *out = (int)o->version;
+            return MPX_OK;
+        }
+    }
+    *out = -1;
+    return MPX_OK;
+}
+
+static mpx_status tensor_for(ctx *c, const char *name, mpx_tensor **out) {
+    *out = mpx_graph_tensor(c->g, name);
+    return *out ? MPX_OK : fail(c, MPX_E_NOMEM, "out of memory");
+}
+
+static mpx_status convert(ctx *c, const Onnx__ModelProto *m) {
+    mpx_graph *g = c->g;
+    mpx_arena *ar = g->arena;
+    mpx_status st;
+    const Onnx__GraphProto *gp = m->graph;
+    if (!gp)
+        return fail(c, MPX_E_PARSE, "not an ONNX model: the file holds no graph");
+
+    /* Metadata. */
+    g->ir_version = m->has_ir_version ? m->ir_version : 0;
+    g->name = mpx_arena_strdup(ar, nz(gp->name));
+    {
+        const char *pn = nz(m->producer_name), *pv = nz(m->producer_version);
+        size_t n = strlen(pn) + strlen(pv) + 2;
+        char *p = mpx_arena_alloc(ar, n);
+        if (p) snprintf(p, n, "%s%s%s", pn, *pn && *pv ? " " : "", pv);
+        g->producer = p;
+    }
+    if (!g->name || !g->producer) return fail(c, MPX_E_NOMEM, "out of memory");
+
+    int opset;
+    if ((st = domain_opset(c, "", &opset)) != MPX_OK) return st;
+    if (opset < 0)
+        return fail(c, MPX_E_UNSUPPORTED,
+                    "the model imports no opset of the default ONNX domain (IR version %lld); "
+                    "mpx reads opset 7 and newer",
+                    (long long)g->ir_version);
+    if (opset < 7)
+        return fail(c, MPX_E_UNSUPPORTED,
+                    "the model uses ONNX opset %d; mpx reads opset 7 and newer (convert it "
+                    "with onnx.version_converter)", opset);
+    g->opset = opset;
+    if (gp->n_node > INT_MAX || gp->n_initializer > INT_MAX || gp->n_input > INT_MAX ||
+        gp->n_output > INT_MAX)
+        return fail(c, MPX_E_LIMIT, "the graph is too large");
+
+    /* Model inputs first, so tensors are listed inputs first. */
+    for (size_t i = 0; i < gp->n_input; i++) {
+        const char *nm = gp->input[i] ? gp->input[i]->name : NULL;
+        if (!nm || !*nm) return fail(c, MPX_E_INVALID, "graph input %zu has no name", i);
+        mpx_tensor *t;
+        if ((st = tensor_for(c, nm, &t)) != MPX_OK) return st;
+    }
+
+    for (size_t i = 0; i < gp->n_initializer; i++) {
+        const Onnx__TensorProto *tp = gp->initializer[i];
+        if (!tp->name || !*tp->name)
+            return fail(c, MPX_E_INVALID, "initializer %zu has no name", i);
+        char what[600];
+        snprintf(what, sizeof what, "initializer \"%.500s\"", tp->name);
+        mpx_tensor *t;
+        if ((st = tensor_for(c, tp->name, &t)) != MPX_OK) return st;
+        if (t->flags & MPX_T_INITIALIZER)
+            return fail(c, MPX_E_INVALID, "%s appears twice", what);
+        if ((st = load_tensor(c, tp, t, what)) != MPX_OK) return st;
+        t->flags |= MPX_T_INITIALIZER;
+    }
+    if (gp->n_sparse_initializer)
+        return fail(c, MPX_E_UNSUPPORTED, "sparse initializer \"%s\" is not supported",
+                    gp->sparse_initializer[0]->values
+                        ? nz(gp->sparse_initializer[0]->values->name) : "");
+
+    /* Inputs that are also initializers are weights with a default value
+     * (older exporters list every weight as an input): not model inputs. */
+    g->inputs = mpx_arena_calloc(ar, gp->n_input ? gp->n_input : 1, sizeof *g->inputs);
+    g->outputs = mpx_arena_calloc(ar, gp->n_output ? gp->n_output : 1, sizeof *g->outputs);
+    if (!g->inputs || !g->outputs) return fail(c, MPX_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < gp->n_input; i++) {
+        mpx_tensor *t = mpx_graph_find_tensor(g, gp->input[i]->name);
+        if (t->flags & (MPX_T_INITIALIZER | MPX_T_INPUT)) continue;
+        if ((st = declare(c, t, gp->input[i], "model input")) != MPX_OK) return st;
+        t->flags |= MPX_T_INPUT;
+        g->inputs[g->n_inputs++] = t;
+    }
+    for (size_t i = 0; i < gp->n_output; i++) {
+        const char *nm = gp->output[i] ? gp->output[i]->name : NULL;
+        if (!nm || !*nm) return fail(c, MPX_E_INVALID, "graph output %zu has no name", i);
+        mpx_tensor *t;
+        if ((st = tensor_for(c, nm, &t)) != MPX_OK) return st;
+        if (t->flags & MPX_T_OUTPUT) continue;
+        if (!(t->flags & (MPX_T_INITIALIZER | MPX_T_INPUT)) &&
+            (st = declare(c, t, gp->output[i], "model output")) != MPX_OK)
+            return st;
+        t->flags |= MPX_T_OUTPUT;
+        g->outputs[g->n_outputs++] = t;
+    }
+    for (size_t i = 0; i < gp->n_value_info; i++) {
+        const char *nm = gp->value_info[i] ? gp->value_info[i]->name : NULL;
+        if (!nm || !*nm) continue;
+        mpx_tensor *t;
+        if ((st = tensor_for(c, nm, &t)) != MPX_OK) return st;
+        if (t->flags & (MPX_T_INITIALIZER | MPX_T_INPUT | MPX_T_OUTPUT)) continue;
+        if ((st = declare(c, t, gp->value_info[i], "value_info")) != MPX_OK) return st;
+    }
+
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Onnx__NodeProto *np = gp->node[i];
+        if (!np->op_type || !*np->op_type)
+            return fail(c, MPX_E_INVALID, "node %zu (\"%s\") has no op_type", i, nz(np->name));
+        if (np->n_input > INT_MAX || np->n_output > INT_MAX || np->n_attribute > INT_MAX)
+            return fail(c, MPX_E_LIMIT, "node \"%s\" has too many inputs, outputs or attributes",
+                        nz(np->name));
+        mpx_node *n = mpx_graph_add_node(g, np->name, np->op_type, np->domain, (int)np->n_input,
+                                         (int)np->n_output, (int)np->n_attribute);
+        if (!n) return fail(c, MPX_E_NOMEM, "out of memory");
+        int ns;
+        if ((st = domain_opset(c, np->domain, &ns)) != MPX_OK) return st;
+        /* A domain the model does not import: 0 (unknown); mpx does not run
+         * such ops, and refusing the whole model would hide the rest. */
+        n->opset = ns < 0 ? 0 : ns;
+        for (size_t j = 0; j < np->n_input; j++)
+            if (np->input[j] && *np->input[j] &&
+                (st = tensor_for(c, np->input[j], &n->inputs[j])) != MPX_OK)
+                return st;
+        for (size_t j = 0; j < np->n_output; j++)
+            if (np->output[j] && *np->output[j] &&
+                (st = tensor_for(c, np->output[j], &n->outputs[j])) != MPX_OK)
+                return st;
+        for (size_t j = 0; j < np->n_attribute; j++)
+            if ((st = load_attr(c, n, np->attribute[j], &n->attrs[j])) != MPX_OK) return st;
+    }
+    return mpx_graph_finalize(g, c->err);
+}
+
+/* ---- entry points ------------------------------------------------------------ */
+
+mpx_graph *mpx_graph_load_onnx_buffer(const uint8_t *buf, size_t len, const char *path,
+                                      const char *dir, mpx_error *err) {
+    ctx c = {.path = path ? path : "", .dir = dir, .err = err};
+    if (!buf && len) {
+        mpx_error_set(err, MPX_E_ARG, "no buffer");
+        return NULL;
+    }
+    if (len == 0) {
+        fail(&c, MPX_E_PARSE, "not an ONNX model: the file is empty");
+        return NULL;
+    }
+    if (len > MAX_ONNX_BYTES) {
+        fail(&c, MPX_E_LIMIT,
+             "%zu bytes is beyond protobuf's 2 GiB limit (large models keep weights in "
+             "external data files)", len);
+        return NULL;
+    }
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
+    if (!m) {
+        fail(&c, MPX_E_PARSE,
+             "not an ONNX model: the protobuf does not decode (truncated or not ONNX), %zu bytes",
+             len);
+        return NULL;
+    }
+    c.model = m;
+    c.g = mpx_graph_new(c.path);
+    mpx_status st = c.g ? convert(&c, m) : fail(&c, MPX_E_NOMEM, "out of memory");
+    onnx__model_proto__free_unpacked(m, NULL);
+    free(c.dir_real);
+    if (st != MPX_OK) {
+        mpx_graph_free(c.g);
+        return NULL;
+    }
+    return c.g;
+}
+
+mpx_graph *mpx_graph_load_onnx(const char *path, mpx_error *err) {
+    if (!path || !*path) {
+        mpx_error_set(err, MPX_E_ARG, "no model path");
+        return NULL;
+    }
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) {
+        mpx_error_at(err, MPX_E_IO, path, 0, 0, "cannot open: %s", strerror(errno));
+        return NULL;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        mpx_error_at(err, MPX_E_IO, path, 0, 0, "not a regular file");
+        close(fd);
+        return NULL;
+    }
+    if ((uint64_t)sb.st_size > MAX_ONNX_BYTES) {
+        mpx_error_at(err, MPX_E_LIMIT, path, 0, 0,
+                     "%lld bytes is beyond protobuf's 2 GiB limit (large models keep weights "
+                     "in external data files)", (long long)sb.st_size);
+        close(fd);
+        return NULL;
+    }
+    size_t len = (size_t)sb.st_size, got = 0;
+    uint8_t *buf = malloc(len ? len : 1);
+    if (!buf) {
+        mpx_error_at(err, MPX_E_NOMEM, path, 0, 0, "out of memory for %zu bytes", len);
+        close(fd);
+        return NULL;
+    }
+    while (got < len) {
+        ssize_t r = read(fd, buf + got, len - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            mpx_error_at(err, MPX_E_IO, path, 0, 0, "cannot read: %s", strerror(errno));
+            close(fd);
+            free(buf);
+            return NULL;
+        }
+        if (r == 0) break; /* shrank while reading: parse what is there */
+        got += (size_t)r;
+    }
+    close(fd);
+    /* External data files are relative to the model's folder. */
+    char *dir = malloc(strlen(path) + 2);
+    mpx_graph *g = NULL;
+    if (!dir) {
+        mpx_error_at(err, MPX_E_NOMEM, path, 0, 0, "out of memory");
+    } else {
+        const char *slash = strrchr(path, '/');
+        if (!slash) strcpy(dir, ".");
+        else if (slash == path) strcpy(dir, "/");
+        else {
+            memcpy(dir, path, (size_t)(slash - path));
+            dir[slash - path] = '\0';
+        }
+        g = mpx_graph_load_onnx_buffer(buf, got, path, dir, err);
+    }
+    free(dir);
+    free(buf);
+    return g;
+}
+
+static bool has_ext(const char *path, const char *ext) {
+    size_t n = strlen(path), e = strlen(ext);
+    return n > e && strcasecmp(path + n - e, ext) == 0;
+}
+
+mpx_graph *mpx_graph_load(const char *path, mpx_error *err) {
+    if (!path || !*path) {
+        mpx_error_set(err, MPX_E_ARG, "no model path");
+        return NULL;
+    }
+    if (has_ext(path, ".onnx")) return mpx_graph_load_onnx(path, err);
+    if (has_ext(path, ".json")) return mpx_graph_load_json(path, err);
+    mpx_error_at(err, MPX_E_ARG, path, 0, 0,
+                 "unknown model format: expected a .onnx or .json file");
+    return NULL;
+}

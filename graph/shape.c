@@ -1,1 +1,977 @@
-#include "mpx_graph.h"
+/* shape.c - binding input shapes and inferring every tensor's dtype and shape.
+ *
+ * One shape function per SHAPE family of ops.def, generated into a table so a
+ * new op cannot be registered without one. Semantics follow ONNX (opsets 7 and
+ * newer). Where an argument moved from an attribute to an input across opsets
+ * (Squeeze axes, Slice starts, Split sizes, Pad pads, TopK k, reduce axes...),
+ * the attribute is used when the node carries it and the input otherwise: a
+ * node can only hold the form its opset defines, so this needs no opset table
+ * and also reads hand-written JSON models whose opset is left out.
+ *
+ * Unknown stays unknown: an input of unknown rank gives outputs of unknown
+ * rank, an unknown dim (-1, maybe with a symbolic name) propagates as -1.
+ * Only facts that contradict each other are errors. */
+#include "shape_internal.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- small shape values ------------------------------------------------- */
+
+
+shp mpx_sh_shp_unknown(void) {
+    shp s;
+    memset(&s, 0, sizeof s);
+    s.rank = -1;
+    for (int i = 0; i < MPX_MAX_RANK; i++) s.d[i] = -1;
+    return s;
+}
+
+shp mpx_sh_shp_rank(int rank) {
+    shp s = mpx_sh_shp_unknown();
+    s.rank = rank;
+    return s;
+}
+
+shp mpx_sh_shp_of(const mpx_tensor *t) {
+    shp s = mpx_sh_shp_unknown();
+    if (!t || t->rank < 0) return s;
+    s.rank = t->rank;
+    for (int i = 0; i < t->rank; i++) {
+        s.d[i] = t->dims[i];
+        s.s[i] = t->dims[i] < 0 ? t->sym[i] : NULL;
+    }
+    return s;
+}
+
+const char *mpx_sh_dims_str(int rank, const int64_t *d, char *buf, size_t n) {
+    if (!buf || n == 0) return buf;
+    buf[0] = '\0';
+    if (rank < 0) {
+        snprintf(buf, n, "(unknown)");
+        return buf;
+    }
+    if (rank == 0) {
+        snprintf(buf, n, "scalar");
+        return buf;
+    }
+    size_t used = 0;
+    for (int i = 0; i < rank && used < n; i++) {
+        int w = d[i] < 0 ? snprintf(buf + used, n - used, "%s?", i ? "x" : "")
+                         : snprintf(buf + used, n - used, "%s%lld", i ? "x" : "", (long long)d[i]);
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+    return buf;
+}
+
+/* A tensor's shape names its unbound symbolic dims ("batchx3xheightxwidth"),
+ * which is what a user needs to know to write an `input ... shape` line. */
+const char *mpx_tensor_shape_str(const mpx_tensor *t, char *buf, size_t n) {
+    mpx_sh_dims_str(t ? t->rank : -1, t ? t->dims : NULL, buf, n);
+    if (!t || t->rank <= 0 || !buf || n == 0) return buf;
+    size_t used = 0;
+    for (int i = 0; i < t->rank && used < n; i++) {
+        int w = t->dims[i] >= 0 ? snprintf(buf + used, n - used, "%s%lld", i ? "x" : "", (long long)t->dims[i])
+                : t->sym[i]     ? snprintf(buf + used, n - used, "%s%s", i ? "x" : "", t->sym[i])
+                                : snprintf(buf + used, n - used, "%s?", i ? "x" : "");
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+    return buf;
+}
+
+/* Shape strings for messages: a few rotating buffers so one message can name
+ * several shapes. */
+const char *mpx_sh_S(const shp *s) {
+    static _Thread_local char bufs[4][160];
+    static _Thread_local int k;
+    char *b = bufs[k++ & 3];
+    return mpx_sh_dims_str(s->rank, s->d, b, sizeof bufs[0]);
+}
+
+const char *mpx_sh_TS(const mpx_tensor *t) {
+    shp s = mpx_sh_shp_of(t);
+    return mpx_sh_S(&s);
+}
+
+/* ---- node context -------------------------------------------------------- */
+
+mpx_status mpx_node_error(const mpx_sctx *c, mpx_status st, const char *fmt, ...) {
+    if (!c->err) return st;
+    char msg[sizeof c->err->msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return mpx_error_at(c->err, st, c->g->path, 0, 0, "node \"%s\" (%s): %s", c->n->name,
+                        c->n->op_type, msg);
+}
+
+mpx_tensor *mpx_sh_in(const mpx_sctx *c, int i) {
+    return i < c->n->n_inputs ? c->n->inputs[i] : NULL;
+}
+
+bool mpx_sh_known(const mpx_tensor *t) { return t && t->rank >= 0; }
+
+/* A missing required input is a malformed model, not an unknown shape. */
+mpx_status mpx_sh_need(const mpx_sctx *c, int k) {
+    for (int i = 0; i < k; i++)
+        if (!mpx_sh_in(c, i))
+            return mpx_node_error(c, MPX_E_INVALID, "input %d is required but missing", i);
+    return MPX_OK;
+}
+
+/* Nodes built without an opset (JSON without one, tests) follow the newest rules. */
+int mpx_sh_opset(const mpx_sctx *c) { return c->n->opset > 0 ? c->n->opset : 1000; }
+
+mpx_dtype mpx_sh_dt(const mpx_tensor *t) { return t ? t->dtype : MPX_DT_UNDEFINED; }
+
+mpx_status mpx_sh_set_out(const mpx_sctx *c, int i, mpx_dtype dtype, const shp *s) {
+    if (i >= c->n->n_outputs || !c->n->outputs[i]) return MPX_OK;
+    mpx_tensor *t = c->n->outputs[i];
+    if (t->flags & MPX_T_CONSTANT) return MPX_OK;
+    if (dtype != MPX_DT_UNDEFINED) t->dtype = dtype;
+    if (!s || s->rank < 0) {
+        t->rank = -1;
+        t->nelem = -1;
+        for (int k = 0; k < MPX_MAX_RANK; k++) {
+            t->dims[k] = -1;
+            t->sym[k] = NULL;
+        }
+        return MPX_OK;
+    }
+    t->rank = s->rank;
+    for (int k = 0; k < MPX_MAX_RANK; k++) {
+        t->dims[k] = k < s->rank ? s->d[k] : -1;
+        t->sym[k] = k < s->rank && s->d[k] < 0 ? s->s[k] : NULL;
+    }
+    mpx_error sub;
+    if (mpx_dims_product(t->rank, t->dims, &t->nelem, &sub) != MPX_OK)
+        return mpx_node_error(c, MPX_E_LIMIT, "output \"%s\" (%s): %s", t->name, mpx_sh_S(s), sub.msg);
+    return MPX_OK;
+}
+
+mpx_status mpx_sh_check_rank(const mpx_sctx *c, int rank) {
+    if (rank > MPX_MAX_RANK)
+        return mpx_node_error(c, MPX_E_UNSUPPORTED, "output rank %d exceeds mpx's limit of %d", rank,
+                              MPX_MAX_RANK);
+    return MPX_OK;
+}
+
+/* ---- reading arguments ----------------------------------------------------- */
+
+
+static int64_t f2i(float f) {
+    if (!(f == f)) return 0;
+    if (f >= 9.2e18f) return INT64_MAX;
+    if (f <= -9.2e18f) return INT64_MIN;
+    return (int64_t)f;
+}
+
+/* A tensor's value as int64s. V_UNKNOWN when present but not known (or longer
+ * than max, which no shape argument is). */
+int mpx_sh_ints_of(const mpx_tensor *t, int64_t *buf, int max, int *n) {
+    *n = 0;
+    if (!t) return V_ABSENT;
+    if (t->nelem < 0 || (!t->i64 && !t->f32) || t->nelem > max) return V_UNKNOWN;
+    *n = (int)t->nelem;
+    for (int i = 0; i < *n; i++) buf[i] = t->i64 ? t->i64[i] : f2i(t->f32[i]);
+    return V_KNOWN;
+}
+
+int mpx_sh_floats_of(const mpx_tensor *t, float *buf, int max, int *n) {
+    *n = 0;
+    if (!t) return V_ABSENT;
+    if (t->nelem < 0 || (!t->i64 && !t->f32) || t->nelem > max) return V_UNKNOWN;
+    *n = (int)t->nelem;
+    for (int i = 0; i < *n; i++) buf[i] = t->f32 ? t->f32[i] : (float)t->i64[i];
+    return V_KNOWN;
+}
+
+/* An int list that is an attribute in older opsets and input idx in newer ones. */
+int mpx_sh_list_arg(const mpx_sctx *c, const char *attr, int idx, int64_t *buf, int max, int *n) {
+    const mpx_attr *a = mpx_node_attr(c->n, attr);
+    if (a && a->type == MPX_ATTR_INTS) {
+        if (a->n > max) return V_UNKNOWN;
+        *n = a->n;
+        for (int i = 0; i < a->n; i++) buf[i] = a->ints[i];
+        return V_KNOWN;
+    }
+    if (idx < 0) {
+        *n = 0;
+        return V_ABSENT;
+    }
+    return mpx_sh_ints_of(mpx_sh_in(c, idx), buf, max, n);
+}
+
+/* An INTS attribute of exactly n values, or n copies of dflt when absent. */
+mpx_status mpx_sh_ints_attr(const mpx_sctx *c, const char *name, int n, int64_t dflt, int64_t *out) {
+    const int64_t *v;
+    int k = mpx_node_attr_ints(c->n, name, &v);
+    if (!v) {
+        for (int i = 0; i < n; i++) out[i] = dflt;
+        return MPX_OK;
+    }
+    if (k != n)
+        return mpx_node_error(c, MPX_E_SHAPE, "attribute %s has %d values, expected %d", name, k, n);
+    for (int i = 0; i < n; i++) out[i] = v[i];
+    return MPX_OK;
+}
+
+mpx_status mpx_sh_norm_axis(const mpx_sctx *c, int64_t ax, int rank, const char *what,
+                            const mpx_tensor *t, int *out) {
+    if (ax < -rank || ax >= rank)
+        return mpx_node_error(c, MPX_E_SHAPE, "%s %lld is out of range for %s \"%s\" of shape %s",
+                              what, (long long)ax, "input", t ? t->name : "?", t ? mpx_sh_TS(t) : "?");
+    *out = (int)(ax < 0 ? ax + rank : ax);
+    return MPX_OK;
+}
+
+/* ---- broadcasting ---------------------------------------------------------- */
+
+mpx_status mpx_sh_bcast2(const mpx_sctx *c, const shp *a, const shp *b, shp *o) {
+    if (a->rank < 0 || b->rank < 0) {
+        *o = mpx_sh_shp_unknown();
+        return MPX_OK;
+    }
+    int r = a->rank > b->rank ? a->rank : b->rank;
+    shp res = mpx_sh_shp_rank(r);
+    for (int i = 0; i < r; i++) {
+        int ia = a->rank - 1 - i, ib = b->rank - 1 - i, io = r - 1 - i;
+        int64_t da = ia >= 0 ? a->d[ia] : 1, db = ib >= 0 ? b->d[ib] : 1;
+        const char *sa = ia >= 0 ? a->s[ia] : NULL, *sb = ib >= 0 ? b->s[ib] : NULL;
+        if (da == 1) {
+            res.d[io] = db;
+            res.s[io] = sb;
+        } else if (db == 1) {
+            res.d[io] = da;
+            res.s[io] = sa;
+        } else if (da < 0 && db < 0) {
+            res.s[io] = sa && sb && strcmp(sa, sb) == 0 ? sa : NULL;
+        } else if (da < 0) {
+            res.d[io] = db;
+        } else if (db < 0 || da == db) {
+            res.d[io] = da;
+        } else {
+            return mpx_node_error(c, MPX_E_SHAPE, "cannot broadcast %s with %s", mpx_sh_S(a), mpx_sh_S(b));
+        }
+    }
+    *o = res;
+    return MPX_OK;
+}
+
+/* ---- families ---------------------------------------------------------------- */
+
+typedef mpx_status shape_fn(mpx_sctx *c);
+
+mpx_status mpx_shape_constant(mpx_sctx *c) {
+    (void)c; /* mpx_graph_finalize gave the output its value */
+    return MPX_OK;
+}
+
+mpx_status mpx_shape_unary(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0);
+    shp s = mpx_sh_shp_of(x);
+    if ((c->n->op == MPX_OP_Softmax || c->n->op == MPX_OP_LogSoftmax) && s.rank >= 0) {
+        int ax;
+        st = mpx_sh_norm_axis(c, mpx_node_attr_int(c->n, "axis", mpx_sh_opset(c) >= 13 ? -1 : 1),
+                       s.rank ? s.rank : 1, "axis", x, &ax);
+        if (st) return st;
+    }
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &s);
+}
+
+mpx_status mpx_shape_unary_bool(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    shp s = mpx_sh_shp_of(mpx_sh_in(c, 0));
+    return mpx_sh_set_out(c, 0, MPX_DT_BOOL, &s);
+}
+
+mpx_status mpx_shape_dropout(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    shp s = mpx_sh_shp_of(mpx_sh_in(c, 0));
+    if ((st = mpx_sh_set_out(c, 0, mpx_sh_dt(mpx_sh_in(c, 0)), &s))) return st;
+    return mpx_sh_set_out(c, 1, mpx_sh_opset(c) >= 10 ? MPX_DT_BOOL : mpx_sh_dt(mpx_sh_in(c, 0)), &s);
+}
+
+static mpx_status bcast_all(mpx_sctx *c, int first, shp *o) {
+    *o = mpx_sh_shp_unknown();
+    bool any = false;
+    for (int i = first; i < c->n->n_inputs; i++) {
+        const mpx_tensor *t = mpx_sh_in(c, i);
+        if (!t) continue;
+        shp s = mpx_sh_shp_of(t);
+        if (!any) {
+            *o = s;
+            any = true;
+            continue;
+        }
+        mpx_status st = mpx_sh_bcast2(c, o, &s, o);
+        if (st) return st;
+    }
+    return MPX_OK;
+}
+
+mpx_status mpx_shape_broadcast(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    shp o;
+    if ((st = bcast_all(c, 0, &o))) return st;
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(mpx_sh_in(c, 0)), &o);
+}
+
+mpx_status mpx_shape_broadcast_bool(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 2);
+    if (st) return st;
+    shp o;
+    if ((st = bcast_all(c, 0, &o))) return st;
+    return mpx_sh_set_out(c, 0, MPX_DT_BOOL, &o);
+}
+
+mpx_status mpx_shape_where(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 3);
+    if (st) return st;
+    shp o;
+    if ((st = bcast_all(c, 0, &o))) return st;
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(mpx_sh_in(c, 1)), &o);
+}
+
+/* ---- normalisation ---------------------------------------------------------- */
+
+mpx_status mpx_shape_norm(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0);
+    shp s = mpx_sh_shp_of(x);
+    if ((st = mpx_sh_set_out(c, 0, mpx_sh_dt(x), &s))) return st;
+    if (c->n->op == MPX_OP_LayerNormalization) {
+        if (s.rank < 0) return MPX_OK;
+        int ax;
+        if ((st = mpx_sh_norm_axis(c, mpx_node_attr_int(c->n, "axis", -1), s.rank, "axis", x, &ax)))
+            return st;
+        shp m = s;
+        for (int i = ax; i < s.rank; i++) {
+            m.d[i] = 1;
+            m.s[i] = NULL;
+        }
+        mpx_dtype stash = (mpx_dtype)mpx_node_attr_int(c->n, "stash_type", MPX_DT_FLOAT);
+        if ((st = mpx_sh_set_out(c, 1, stash, &m))) return st;
+        return mpx_sh_set_out(c, 2, stash, &m);
+    }
+    if (c->n->op == MPX_OP_BatchNormalization || c->n->op == MPX_OP_InstanceNormalization) {
+        /* Channel count agrees with the per-channel inputs. */
+        int64_t ch = s.rank >= 2 ? s.d[1] : -1;
+        for (int i = 1; i < c->n->n_inputs; i++) {
+            const mpx_tensor *p = mpx_sh_in(c, i);
+            if (!p || p->rank != 1 || p->dims[0] < 0) continue;
+            if (ch >= 0 && p->dims[0] != ch)
+                return mpx_node_error(c, MPX_E_SHAPE,
+                                      "input \"%s\" has %lld elements but input \"%s\" (%s) has %lld channels",
+                                      p->name, (long long)p->dims[0], x->name, mpx_sh_TS(x), (long long)ch);
+            if (ch < 0) ch = p->dims[0];
+        }
+        /* Training-mode outputs (running or saved mean and variance) are per channel. */
+        shp v = mpx_sh_shp_rank(1);
+        v.d[0] = ch;
+        if (ch < 0 && s.rank >= 2) v.s[0] = s.s[1];
+        const mpx_tensor *mean = mpx_sh_in(c, 3);
+        for (int i = 1; i < c->n->n_outputs; i++)
+            if ((st = mpx_sh_set_out(c, i, mean ? mpx_sh_dt(mean) : mpx_sh_dt(x), &v))) return st;
+    }
+    return MPX_OK;
+}
+
+/* ---- windows: Conv, ConvTranspose, pools --------------------------------------- */
+
+typedef struct window {
+    int nsp;                                /* spatial dims */
+    int64_t k[MPX_MAX_RANK], s[MPX_MAX_RANK], dil[MPX_MAX_RANK];
+    int64_t pads[2 * MPX_MAX_RANK];
+    const char *auto_pad;
+} window;
+
+static mpx_status window_attrs(const mpx_sctx *c, int nsp, window *w, bool need_kernel,
+                               const mpx_tensor *wt) {
+    mpx_status st;
+    w->nsp = nsp;
+    const int64_t *ks;
+    int nk = mpx_node_attr_ints(c->n, "kernel_shape", &ks);
+    if (ks) {
+        if (nk != nsp)
+            return mpx_node_error(c, MPX_E_SHAPE, "kernel_shape has %d values for %d spatial dims",
+                                  nk, nsp);
+        for (int i = 0; i < nsp; i++) w->k[i] = ks[i];
+    } else if (need_kernel) {
+        return mpx_node_error(c, MPX_E_INVALID, "attribute kernel_shape is required");
+    } else {
+        for (int i = 0; i < nsp; i++) w->k[i] = wt ? wt->dims[2 + i] : -1;
+    }
+    if ((st = mpx_sh_ints_attr(c, "strides", nsp, 1, w->s))) return st;
+    if ((st = mpx_sh_ints_attr(c, "dilations", nsp, 1, w->dil))) return st;
+    if ((st = mpx_sh_ints_attr(c, "pads", 2 * nsp, 0, w->pads))) return st;
+    for (int i = 0; i < nsp; i++)
+        if (w->s[i] < 1 || w->dil[i] < 1 || w->pads[i] < 0 || w->pads[i + nsp] < 0)
+            return mpx_node_error(c, MPX_E_SHAPE, "strides, dilations and pads must be positive");
+    w->auto_pad = mpx_node_attr_string(c->n, "auto_pad", "NOTSET");
+    return MPX_OK;
+}
+
+static bool same_pad(const window *w) {
+    return strcmp(w->auto_pad, "SAME_UPPER") == 0 || strcmp(w->auto_pad, "SAME_LOWER") == 0;
+}
+
+/* Output length of one spatial dim of a sliding window (Conv, pools). */
+static mpx_status window_out(const mpx_sctx *c, const window *w, int i, int64_t in_len, bool ceil_mode,
+                             int64_t *out) {
+    int64_t k = w->k[i];
+    if (in_len < 0 || k < 0) {
+        *out = -1;
+        return MPX_OK;
+    }
+    int64_t s = w->s[i];
+    if (same_pad(w)) {
+        *out = (in_len + s - 1) / s;
+        return MPX_OK;
+    }
+    int64_t ek = (k - 1) * w->dil[i] + 1;
+    bool valid = strcmp(w->auto_pad, "VALID") == 0;
+    int64_t pb = valid ? 0 : w->pads[i], pe = valid ? 0 : w->pads[i + w->nsp];
+    int64_t num = in_len + pb + pe - ek;
+    if (num < 0)
+        return mpx_node_error(c, MPX_E_SHAPE,
+                              "spatial dim %d: input length %lld (pads %lld+%lld) is smaller than the "
+                              "kernel extent %lld",
+                              i, (long long)in_len, (long long)pb, (long long)pe, (long long)ek);
+    int64_t o = num / s + 1;
+    if (ceil_mode) {
+        o = (num + s - 1) / s + 1;
+        /* The last window must start inside the input or the left padding. */
+        if ((o - 1) * s >= in_len + pb) o--;
+    }
+    *out = o;
+    return MPX_OK;
+}
+
+static mpx_status spatial_rank(const mpx_sctx *c, const mpx_tensor *x) {
+    if (x->rank < 3)
+        return mpx_node_error(c, MPX_E_SHAPE,
+                              "input \"%s\" has shape %s; expected N x C x spatial dims", x->name, mpx_sh_TS(x));
+    return MPX_OK;
+}
+
+mpx_status mpx_shape_conv(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 2);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0), *w = mpx_sh_in(c, 1);
+    if (!mpx_sh_known(x) || !mpx_sh_known(w)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+    if ((st = spatial_rank(c, x))) return st;
+    if (w->rank != x->rank)
+        return mpx_node_error(c, MPX_E_SHAPE, "weights \"%s\" of shape %s do not match input %s",
+                              w->name, mpx_sh_TS(w), mpx_sh_TS(x));
+    int64_t group = mpx_node_attr_int(c->n, "group", 1);
+    if (group < 1) return mpx_node_error(c, MPX_E_SHAPE, "group %lld", (long long)group);
+    int64_t cin = x->dims[1], wc = w->dims[1], m = w->dims[0];
+    if (cin >= 0 && wc >= 0 && cin != wc * group)
+        return mpx_node_error(c, MPX_E_SHAPE,
+                              "input \"%s\" has %lld channels (shape %s) but weights \"%s\" of shape %s "
+                              "with group %lld expect %lld",
+                              x->name, (long long)cin, mpx_sh_TS(x), w->name, mpx_sh_TS(w), (long long)group,
+                              (long long)(wc * group));
+    if (m >= 0 && m % group)
+        return mpx_node_error(c, MPX_E_SHAPE, "%lld output channels do not divide into %lld groups",
+                              (long long)m, (long long)group);
+    const mpx_tensor *b = mpx_sh_in(c, 2);
+    if (mpx_sh_known(b) && m >= 0 && (b->rank != 1 || (b->dims[0] >= 0 && b->dims[0] != m)))
+        return mpx_node_error(c, MPX_E_SHAPE, "bias \"%s\" of shape %s does not match %lld output channels",
+                              b->name, mpx_sh_TS(b), (long long)m);
+    window win;
+    if ((st = window_attrs(c, x->rank - 2, &win, false, w))) return st;
+    for (int i = 0; i < win.nsp; i++)
+        if (win.k[i] >= 0 && w->dims[2 + i] >= 0 && win.k[i] != w->dims[2 + i])
+            return mpx_node_error(c, MPX_E_SHAPE, "kernel_shape does not match weights of shape %s",
+                                  mpx_sh_TS(w));
+    shp o = mpx_sh_shp_of(x);
+    o.d[1] = m;
+    o.s[1] = NULL;
+    for (int i = 0; i < win.nsp; i++) {
+        if ((st = window_out(c, &win, i, x->dims[2 + i], false, &o.d[2 + i]))) return st;
+        o.s[2 + i] = NULL; /* a new length, not the input's symbol */
+    }
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+}
+
+mpx_status mpx_shape_conv_transpose(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 2);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0), *w = mpx_sh_in(c, 1);
+    if (!mpx_sh_known(x) || !mpx_sh_known(w)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+    if ((st = spatial_rank(c, x))) return st;
+    if (w->rank != x->rank)
+        return mpx_node_error(c, MPX_E_SHAPE, "weights \"%s\" of shape %s do not match input %s",
+                              w->name, mpx_sh_TS(w), mpx_sh_TS(x));
+    int64_t group = mpx_node_attr_int(c->n, "group", 1);
+    if (group < 1) return mpx_node_error(c, MPX_E_SHAPE, "group %lld", (long long)group);
+    if (x->dims[1] >= 0 && w->dims[0] >= 0 && x->dims[1] != w->dims[0])
+        return mpx_node_error(c, MPX_E_SHAPE,
+                              "input \"%s\" has %lld channels (shape %s) but weights \"%s\" have shape %s",
+                              x->name, (long long)x->dims[1], mpx_sh_TS(x), w->name, mpx_sh_TS(w));
+    window win;
+    if ((st = window_attrs(c, x->rank - 2, &win, false, w))) return st;
+    int nsp = win.nsp;
+    int64_t opad[MPX_MAX_RANK];
+    if ((st = mpx_sh_ints_attr(c, "output_padding", nsp, 0, opad))) return st;
+    shp o = mpx_sh_shp_of(x);
+    o.d[1] = w->dims[1] >= 0 ? w->dims[1] * group : -1;
+    o.s[1] = NULL;
+    const int64_t *os;
+    int nos = mpx_node_attr_ints(c->n, "output_shape", &os);
+    if (os && nos != nsp && nos != nsp + 2)
+        return mpx_node_error(c, MPX_E_SHAPE, "output_shape has %d values for %d spatial dims", nos, nsp);
+    for (int i = 0; i < nsp; i++) {
+        int64_t len = x->dims[2 + i], *od = &o.d[2 + i];
+        o.s[2 + i] = NULL;
+        if (os) *od = os[nos - nsp + i];
+        else if (len < 0 || win.k[i] < 0) *od = -1;
+        else if (same_pad(&win)) *od = len * win.s[i];
+        else {
+            bool valid = strcmp(win.auto_pad, "VALID") == 0;
+            int64_t pads = valid ? 0 : win.pads[i] + win.pads[i + nsp];
+            *od = win.s[i] * (len - 1) + opad[i] + (win.k[i] - 1) * win.dil[i] + 1 - pads;
+            if (*od < 1)
+                return mpx_node_error(c, MPX_E_SHAPE, "spatial dim %d would have length %lld", i,
+                                      (long long)*od);
+        }
+    }
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+}
+
+mpx_status mpx_shape_pool(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0);
+    if (!mpx_sh_known(x)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+    if ((st = spatial_rank(c, x))) return st;
+    window win;
+    if ((st = window_attrs(c, x->rank - 2, &win, true, NULL))) return st;
+    bool ceil_mode = mpx_node_attr_int(c->n, "ceil_mode", 0) != 0;
+    shp o = mpx_sh_shp_of(x);
+    for (int i = 0; i < win.nsp; i++) {
+        if ((st = window_out(c, &win, i, x->dims[2 + i], ceil_mode, &o.d[2 + i]))) return st;
+        o.s[2 + i] = NULL;
+    }
+    if ((st = mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o))) return st;
+    return mpx_sh_set_out(c, 1, MPX_DT_INT64, &o); /* MaxPool's Indices */
+}
+
+mpx_status mpx_shape_global_pool(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0);
+    if (!mpx_sh_known(x)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+    if ((st = spatial_rank(c, x))) return st;
+    shp o = mpx_sh_shp_of(x);
+    for (int i = 2; i < o.rank; i++) {
+        o.d[i] = 1;
+        o.s[i] = NULL;
+    }
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+}
+
+/* ---- dot products ---------------------------------------------------------------- */
+
+mpx_status mpx_shape_gemm(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 2);
+    if (st) return st;
+    const mpx_tensor *a = mpx_sh_in(c, 0), *b = mpx_sh_in(c, 1);
+    if (!mpx_sh_known(a) || !mpx_sh_known(b)) return mpx_sh_set_out(c, 0, mpx_sh_dt(a), NULL);
+    if (a->rank != 2 || b->rank != 2)
+        return mpx_node_error(c, MPX_E_SHAPE, "A %s and B %s must both be matrices", mpx_sh_TS(a), mpx_sh_TS(b));
+    bool ta = mpx_node_attr_int(c->n, "transA", 0) != 0, tb = mpx_node_attr_int(c->n, "transB", 0) != 0;
+    shp sa = mpx_sh_shp_of(a), sb = mpx_sh_shp_of(b);
+    int64_t ka = sa.d[ta ? 0 : 1], kb = sb.d[tb ? 1 : 0];
+    if (ka >= 0 && kb >= 0 && ka != kb)
+        return mpx_node_error(c, MPX_E_SHAPE,
+                              "inner dims differ: A %s (transA %d) and B %s (transB %d)", mpx_sh_S(&sa), ta,
+                              mpx_sh_S(&sb), tb);
+    shp o = mpx_sh_shp_rank(2);
+    o.d[0] = sa.d[ta ? 1 : 0];
+    o.s[0] = sa.s[ta ? 1 : 0];
+    o.d[1] = sb.d[tb ? 0 : 1];
+    o.s[1] = sb.s[tb ? 0 : 1];
+    const mpx_tensor *cc = mpx_sh_in(c, 2);
+    if (mpx_sh_known(cc)) {
+        shp sc = mpx_sh_shp_of(cc), r;
+        if ((st = mpx_sh_bcast2(c, &o, &sc, &r))) return st;
+        if (r.rank != 2 || (r.d[0] >= 0 && o.d[0] >= 0 && r.d[0] != o.d[0]) ||
+            (r.d[1] >= 0 && o.d[1] >= 0 && r.d[1] != o.d[1]))
+            return mpx_node_error(c, MPX_E_SHAPE, "C %s does not broadcast to %s", mpx_sh_S(&sc), mpx_sh_S(&o));
+    }
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(a), &o);
+}
+
+mpx_status mpx_shape_matmul(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 2);
+    if (st) return st;
+    const mpx_tensor *a = mpx_sh_in(c, 0), *b = mpx_sh_in(c, 1);
+    if (!mpx_sh_known(a) || !mpx_sh_known(b)) return mpx_sh_set_out(c, 0, mpx_sh_dt(a), NULL);
+    if (a->rank < 1 || b->rank < 1)
+        return mpx_node_error(c, MPX_E_SHAPE, "operands %s and %s must not be scalars", mpx_sh_TS(a), mpx_sh_TS(b));
+    shp sa = mpx_sh_shp_of(a), sb = mpx_sh_shp_of(b);
+    /* 1-D operands: a vector is a 1xK row on the left, a Kx1 column on the right. */
+    bool va = sa.rank == 1, vb = sb.rank == 1;
+    if (va) {
+        sa.rank = 2;
+        sa.d[1] = sa.d[0];
+        sa.s[1] = sa.s[0];
+        sa.d[0] = 1;
+        sa.s[0] = NULL;
+    }
+    if (vb) {
+        sb.rank = 2;
+        sb.d[1] = 1;
+        sb.s[1] = NULL;
+    }
+    int64_t ka = sa.d[sa.rank - 1], kb = sb.d[sb.rank - 2];
+    if (ka >= 0 && kb >= 0 && ka != kb)
+        return mpx_node_error(c, MPX_E_SHAPE, "inner dims differ: %s times %s", mpx_sh_TS(a), mpx_sh_TS(b));
+    shp ba = sa, bb = sb, bo;
+    ba.rank -= 2;
+    bb.rank -= 2;
+    if ((st = mpx_sh_bcast2(c, &ba, &bb, &bo)))
+        return mpx_node_error(c, MPX_E_SHAPE, "batch dims do not broadcast: %s times %s", mpx_sh_TS(a), mpx_sh_TS(b));
+    shp o = bo;
+    if (!va) {
+        o.d[o.rank] = sa.d[sa.rank - 2];
+        o.s[o.rank++] = sa.s[sa.rank - 2];
+    }
+    if (!vb) {
+        o.d[o.rank] = sb.d[sb.rank - 1];
+        o.s[o.rank++] = sb.s[sb.rank - 1];
+    }
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(a), &o);
+}
+
+/* Einsum: labels are letters; "..." stands for broadcast batch dims. */
+typedef struct einsum_plan {
+    int64_t label[128];   /* dim per label char; -2 unseen */
+    int count[128];       /* occurrences over the inputs */
+    shp ell;              /* the broadcast "..." dims */
+    bool has_ell;
+    shp out;
+} einsum_plan;
+
+static mpx_status einsum_parse(const mpx_sctx *c, einsum_plan *p, bool *ok) {
+    *ok = false;
+    const char *eq = mpx_node_attr_string(c->n, "equation", NULL);
+    if (!eq) return mpx_node_error(c, MPX_E_INVALID, "attribute equation is required");
+    char buf[512], lhs[512];
+    size_t j = 0;
+    for (const char *q = eq; *q && j + 1 < sizeof buf; q++)
+        if (*q != ' ') buf[j++] = *q;
+    buf[j] = '\0';
+    const char *arrow = strstr(buf, "->");
+    size_t ll = arrow ? (size_t)(arrow - buf) : strlen(buf);
+    memcpy(lhs, buf, ll);
+    lhs[ll] = '\0';
+    for (int i = 0; i < 128; i++) {
+        p->label[i] = -2;
+        p->count[i] = 0;
+    }
+    p->ell = mpx_sh_shp_rank(0);
+    p->has_ell = false;
+    bool all_known = true;
+    int term = 0;
+    mpx_status st;
+    for (char *t = lhs, *next; t; t = next, term++) {
+        next = strchr(t, ',');
+        if (next) *next++ = '\0';
+        const mpx_tensor *x = mpx_sh_in(c, term);
+        if (!x) return mpx_node_error(c, MPX_E_SHAPE, "equation \"%s\" has more terms than inputs", eq);
+        int letters = 0;
+        bool ell = false;
+        for (const char *q = t; *q; q++) {
+            if (strncmp(q, "...", 3) == 0) {
+                ell = true;
+                q += 2;
+            } else if ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z')) {
+                letters++;
+            } else {
+                return mpx_node_error(c, MPX_E_INVALID, "equation \"%s\": unexpected '%c'", eq, *q);
+            }
+        }
+        if (!mpx_sh_known(x)) {
+            all_known = false;
+            continue;
+        }
+        if (ell ? x->rank < letters : x->rank != letters)
+            return mpx_node_error(c, MPX_E_SHAPE, "equation term \"%s\" does not fit input %d of shape %s", t,
+                                  term, mpx_sh_TS(x));
+        int pos = 0;
+        for (const char *q = t; *q; q++) {
+            if (*q == '.') {
+                shp e = mpx_sh_shp_rank(x->rank - letters);
+                for (int k = 0; k < e.rank; k++) {
+                    e.d[k] = x->dims[pos + k];
+                    e.s[k] = x->sym[pos + k];
+                }
+                pos += e.rank;
+                q += 2;
+                if ((st = mpx_sh_bcast2(c, &p->ell, &e, &p->ell))) return st;
+                p->has_ell = true;
+                continue;
+            }
+            int64_t d = x->dims[pos++], *l = &p->label[(int)*q];
+            p->count[(int)*q]++;
+            if (*l == -2 || *l == 1 || (*l == -1 && d != 1)) *l = d;
+            else if (d >= 0 && *l >= 0 && d != *l && d != 1)
+                return mpx_node_error(c, MPX_E_SHAPE, "label '%c' is %lld in one input and %lld in input %d (%s)",
+                                      *q, (long long)*l, (long long)d, term, mpx_sh_TS(x));
+        }
+    }
+    if (term != c->n->n_inputs)
+        return mpx_node_error(c, MPX_E_SHAPE, "equation \"%s\" has %d terms for %d inputs", eq, term,
+                              c->n->n_inputs);
+    if (!all_known) return MPX_OK;
+    shp o = mpx_sh_shp_rank(0);
+    if (arrow) {
+        for (const char *q = arrow + 2; *q; q++) {
+            if (strncmp(q, "...", 3) == 0) {
+                for (int k = 0; k < p->ell.rank && o.rank < MPX_MAX_RANK; k++) {
+                    o.d[o.rank] = p->ell.d[k];
+                    o.s[o.rank++] = p->ell.s[k];
+                }
+                q += 2;
+                continue;
+            }
+            if (*q < 0 || p->label[(int)*q] == -2)
+                return mpx_node_error(c, MPX_E_SHAPE, "equation \"%s\": output label '%c' is in no input",
+                                      eq, *q);
+            if (o.rank >= MPX_MAX_RANK) return mpx_sh_check_rank(c, o.rank + 1);
+            o.d[o.rank++] = p->label[(int)*q];
+        }
+    } else {
+        o = p->ell;
+        for (int ch = 0; ch < 128; ch++) {
+            if (p->count[ch] != 1) continue;
+            if (o.rank >= MPX_MAX_RANK) return mpx_sh_check_rank(c, o.rank + 1);
+            o.s[o.rank] = NULL;
+            o.d[o.rank++] = p->label[ch];
+        }
+    }
+    p->out = o;
+    *ok = true;
+    return MPX_OK;
+}
+
+int64_t mpx_einsum_terms(const mpx_node *n) {
+    mpx_sctx c;
+    memset(&c, 0, sizeof c);
+    c.n = (mpx_node *)n; /* read only: einsum_parse writes nothing through it */
+    einsum_plan p;
+    bool ok;
+    if (einsum_parse(&c, &p, &ok) != MPX_OK || !ok) return -1;
+    int64_t total = 1;
+    for (int k = 0; k < p.ell.rank; k++) {
+        if (p.ell.d[k] < 0) return -1;
+        total *= p.ell.d[k];
+    }
+    for (int ch = 0; ch < 128; ch++) {
+        if (p.label[ch] == -2) continue;
+        if (p.label[ch] < 0) return -1;
+        if (p.label[ch] && total > INT64_MAX / p.label[ch]) return -1;
+        total *= p.label[ch];
+    }
+    return total;
+}
+
+mpx_status mpx_shape_einsum(mpx_sctx *c) {
+    einsum_plan p;
+    bool ok;
+    mpx_status st = einsum_parse(c, &p, &ok);
+    if (st) return st;
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(mpx_sh_in(c, 0)), ok ? &p.out : NULL);
+}
+
+/* ---- reductions ----------------------------------------------------------------- */
+
+mpx_status mpx_shape_reduce(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0);
+    bool keep = mpx_node_attr_int(c->n, "keepdims", 1) != 0;
+    int64_t axes[LIST_MAX];
+    int na;
+    int v = mpx_sh_list_arg(c, "axes", 1, axes, LIST_MAX, &na);
+    if (!mpx_sh_known(x)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+    shp o = mpx_sh_shp_of(x);
+    if (v == V_UNKNOWN) {
+        if (!keep) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+        for (int i = 0; i < o.rank; i++) o.d[i] = -1;
+        return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+    }
+    bool mask[MPX_MAX_RANK] = {false};
+    if (na == 0) {
+        /* noop_with_empty_axes exists only where axes is an input. */
+        if (mpx_node_attr_int(c->n, "noop_with_empty_axes", 0)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+        for (int i = 0; i < o.rank; i++) mask[i] = true;
+    }
+    for (int i = 0; i < na; i++) {
+        int ax;
+        if ((st = mpx_sh_norm_axis(c, axes[i], x->rank, "axis", x, &ax))) return st;
+        mask[ax] = true;
+    }
+    shp r = mpx_sh_shp_rank(0);
+    for (int i = 0; i < o.rank; i++) {
+        c->p[i] = mask[i];
+        if (!mask[i]) {
+            r.d[r.rank] = o.d[i];
+            r.s[r.rank++] = o.s[i];
+        } else if (keep) {
+            r.s[r.rank] = NULL;
+            r.d[r.rank++] = 1;
+        }
+    }
+    c->planned = true;
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &r);
+}
+
+mpx_status mpx_shape_argreduce(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0);
+    if (!mpx_sh_known(x)) return mpx_sh_set_out(c, 0, MPX_DT_INT64, NULL);
+    int ax;
+    if ((st = mpx_sh_norm_axis(c, mpx_node_attr_int(c->n, "axis", 0), x->rank, "axis", x, &ax))) return st;
+    shp o = mpx_sh_shp_of(x);
+    if (mpx_node_attr_int(c->n, "keepdims", 1)) {
+        o.d[ax] = 1;
+        o.s[ax] = NULL;
+    } else {
+        for (int i = ax; i + 1 < o.rank; i++) {
+            o.d[i] = o.d[i + 1];
+            o.s[i] = o.s[i + 1];
+        }
+        o.rank--;
+    }
+    return mpx_sh_set_out(c, 0, MPX_DT_INT64, &o);
+}
+
+/* ---- the table ------------------------------------------------------------------ */
+
+static shape_fn *const shape_table[MPX_OP_COUNT] = {
+    [MPX_OP_UNKNOWN] = NULL,
+#define MPX_OP(name, shape, cost) [MPX_OP_##name] = mpx_shape_##shape,
+#include "ops.def"
+#undef MPX_OP
+};
+_Static_assert(sizeof shape_table / sizeof shape_table[0] == MPX_OP_COUNT,
+               "shape table out of step with ops.def");
+
+/* ---- binding, inference, queries ---------------------------------------------------- */
+
+mpx_status mpx_graph_bind_input(mpx_graph *g, const char *input, int rank, const int64_t *dims,
+                                mpx_error *err) {
+    if (!g || !input) return mpx_error_set(err, MPX_E_ARG, "no model or no input name");
+    mpx_tensor *t = NULL;
+    for (int i = 0; i < g->n_inputs; i++)
+        if (strcmp(g->inputs[i]->name, input) == 0) t = g->inputs[i];
+    if (!t) {
+        char names[512] = "";
+        size_t used = 0;
+        for (int i = 0; i < g->n_inputs && used < sizeof names; i++) {
+            int w = snprintf(names + used, sizeof names - used, "%s\"%s\"", i ? ", " : "",
+                             g->inputs[i]->name);
+            if (w < 0) break;
+            used += (size_t)w;
+        }
+        return mpx_error_set(err, MPX_E_ARG, "the model has no input \"%s\" (inputs: %s)", input,
+                             g->n_inputs ? names : "none");
+    }
+    if (rank < 0 || rank > MPX_MAX_RANK || (rank > 0 && !dims))
+        return mpx_error_set(err, MPX_E_ARG, "input \"%s\": rank %d is not supported (at most %d)", input,
+                             rank, MPX_MAX_RANK);
+    char want[160], got[160];
+    mpx_sh_dims_str(t->decl_rank, t->decl_dims, want, sizeof want);
+    mpx_sh_dims_str(rank, dims, got, sizeof got);
+    if (t->decl_rank >= 0 && rank != t->decl_rank)
+        return mpx_error_set(err, MPX_E_ARG, "input \"%s\" has rank %d (declared %s), not %d (%s)", input,
+                             t->decl_rank, want, rank, got);
+    for (int i = 0; i < rank; i++) {
+        if (dims[i] < 0)
+            return mpx_error_set(err, MPX_E_ARG, "input \"%s\": dim %d is %lld", input, i,
+                                 (long long)dims[i]);
+        if (t->decl_rank >= 0 && t->decl_dims[i] >= 0 && t->decl_dims[i] != dims[i])
+            return mpx_error_set(err, MPX_E_ARG, "input \"%s\": dim %d is fixed at %lld (declared %s), not %lld",
+                                 input, i, (long long)t->decl_dims[i], want, (long long)dims[i]);
+    }
+    int64_t n;
+    mpx_error sub;
+    if (mpx_dims_product(rank, dims, &n, &sub) != MPX_OK)
+        return mpx_error_set(err, MPX_E_LIMIT, "input \"%s\" of shape %s: %s", input, got, sub.msg);
+    t->rank = rank;
+    t->nelem = n;
+    for (int i = 0; i < MPX_MAX_RANK; i++) {
+        t->dims[i] = i < rank ? dims[i] : -1;
+        t->sym[i] = NULL;
+    }
+    return MPX_OK;
+}
+
+mpx_status mpx_graph_infer(mpx_graph *g, mpx_error *err) {
+    if (!g) return mpx_error_set(err, MPX_E_ARG, "no model");
+    /* Everything derived is recomputed: inputs keep their binding (or
+     * declared shape), constants their value. */
+    for (int i = 0; i < g->n_tensors; i++) {
+        mpx_tensor *t = g->tensors[i];
+        if (t->flags & MPX_T_CONSTANT) continue;
+        t->flags &= ~(uint32_t)MPX_T_FOLDED;
+        t->f32 = NULL;
+        t->i64 = NULL;
+        if (!t->producer) continue;
+        t->rank = -1;
+        t->nelem = -1;
+        for (int k = 0; k < MPX_MAX_RANK; k++) {
+            t->dims[k] = -1;
+            t->sym[k] = NULL;
+        }
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        mpx_sctx c;
+        memset(&c, 0, sizeof c);
+        c.g = g;
+        c.n = g->nodes[i];
+        c.err = err;
+        if (c.n->op <= MPX_OP_UNKNOWN || c.n->op >= MPX_OP_COUNT) continue;
+        mpx_status st = shape_table[c.n->op](&c);
+        if (st == MPX_OK) st = mpx_fold_node(&c);
+        if (st != MPX_OK) return st;
+    }
+    for (int i = 0; i < g->n_nodes; i++) mpx_cost_node(g->nodes[i]);
+    return MPX_OK;
+}
+
+int mpx_graph_count_unknown(const mpx_graph *g, const mpx_tensor **first_unknown) {
+    if (first_unknown) *first_unknown = NULL;
+    if (!g) return 0;
+    int n = 0;
+    for (int i = 0; i < g->n_tensors; i++) n += g->tensors[i]->rank < 0;
+    if (first_unknown && n) {
+        for (int i = 0; i < g->n_inputs && !*first_unknown; i++)
+            if (g->inputs[i]->rank < 0) *first_unknown = g->inputs[i];
+        for (int i = 0; i < g->n_nodes && !*first_unknown; i++)
+            for (int j = 0; j < g->nodes[i]->n_outputs && !*first_unknown; j++) {
+                const mpx_tensor *t = g->nodes[i]->outputs[j];
+                if (t && t->rank < 0) *first_unknown = t;
+            }
+        for (int i = 0; i < g->n_tensors && !*first_unknown; i++)
+            if (g->tensors[i]->rank < 0) *first_unknown = g->tensors[i];
+    }
+    return n;
+}

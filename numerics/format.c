@@ -1,1 +1,377 @@
-typedef int mpx_numerics_placeholder_;
+/* format.c - float format descriptors and exact round-to-nearest-even.
+ *
+ * Two implementations that must agree bit for bit (tests/test_formats.c checks
+ * all 2^32 inputs):
+ *  - mpx_round_scalar: the reference, written from the definition of rounding
+ *    (scale by the target's ulp at x's binade, round the quotient to the
+ *    nearest integer with ties to even, scale back) and generic over the
+ *    descriptor fields;
+ *  - mpx_round_array: the fast paths (F16C for fp16; integer rounding on the
+ *    fp32 bit pattern for everything else).
+ */
+#include "mpx_numerics.h"
+
+#include <math.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define MPX_HAVE_X86 1
+#else
+#define MPX_HAVE_X86 0
+#endif
+
+/* ---- descriptors ---------------------------------------------------------- */
+
+/* max_finite = (2 - 2^-m) * 2^emax, min_normal = 2^(1-bias),
+ * min_subnormal = 2^(1-bias-m); spelled as hex floats so they are exact. */
+const mpx_format mpx_format_fp32 = {
+    "fp32", MPX_FMT_FP32, 8, 23, 127, 32, true, MPX_NAN_IEEE, MPX_OVF_INF,
+    0x1.fffffep127f, 0x1p-126f, 0x1p-149f};
+const mpx_format mpx_format_tf32 = {
+    "tf32", MPX_FMT_TF32, 8, 10, 127, 32, true, MPX_NAN_IEEE, MPX_OVF_INF,
+    0x1.ffcp127f, 0x1p-126f, 0x1p-136f};
+const mpx_format mpx_format_fp16 = {
+    "fp16", MPX_FMT_FP16, 5, 10, 15, 16, true, MPX_NAN_IEEE, MPX_OVF_INF,
+    65504.0f, 0x1p-14f, 0x1p-24f};
+const mpx_format mpx_format_bf16 = {
+    "bf16", MPX_FMT_BF16, 8, 7, 127, 16, true, MPX_NAN_IEEE, MPX_OVF_INF,
+    0x1.fep127f, 0x1p-126f, 0x1p-133f};
+/* OCP E4M3FN: the top binade keeps its mantissa codes (max 1.75 * 2^8 = 448);
+ * only S.1111.111 is NaN; no infinities. */
+const mpx_format mpx_format_fp8e4m3_sat = {
+    "fp8e4m3sat", MPX_FMT_FP8E4M3, 4, 3, 7, 8, false, MPX_NAN_ONE, MPX_OVF_SATURATE,
+    448.0f, 0x1p-6f, 0x1p-9f};
+const mpx_format mpx_format_fp8e4m3_nan = {
+    "fp8e4m3nan", MPX_FMT_FP8E4M3, 4, 3, 7, 8, false, MPX_NAN_ONE, MPX_OVF_NAN,
+    448.0f, 0x1p-6f, 0x1p-9f};
+const mpx_format mpx_format_fp8e5m2 = {
+    "fp8e5m2", MPX_FMT_FP8E5M2, 5, 2, 15, 8, true, MPX_NAN_IEEE, MPX_OVF_INF,
+    57344.0f, 0x1p-14f, 0x1p-16f};
+
+static const mpx_format *const all_formats[] = {
+    &mpx_format_fp32, &mpx_format_tf32, &mpx_format_fp16, &mpx_format_bf16,
+    &mpx_format_fp8e4m3_sat, &mpx_format_fp8e4m3_nan, &mpx_format_fp8e5m2,
+};
+
+static int name_eq(const char *a, const char *b) {
+    for (; *a && *b; a++, b++) {
+        char ca = (*a >= 'A' && *a <= 'Z') ? (char)(*a - 'A' + 'a') : *a;
+        if (ca != *b) return 0;
+    }
+    return *a == *b;
+}
+
+const mpx_format *mpx_format_by_name(const char *name) {
+    if (!name) return NULL;
+    /* Plain "fp8e4m3" saturates: ONNX Cast's default (saturate=1) and the
+     * usual choice for fp8 training/inference casts. */
+    if (name_eq(name, "fp8e4m3")) return &mpx_format_fp8e4m3_sat;
+    for (size_t i = 0; i < sizeof all_formats / sizeof all_formats[0]; i++)
+        if (name_eq(name, all_formats[i]->name)) return all_formats[i];
+    return NULL;
+}
+
+size_t mpx_format_count(void) { return sizeof all_formats / sizeof all_formats[0]; }
+
+const mpx_format *mpx_format_at(size_t i) {
+    return i < mpx_format_count() ? all_formats[i] : NULL;
+}
+
+float mpx_format_max(const mpx_format *f) { return f->max_finite; }
+
+bool mpx_format_is_subnormal(const mpx_format *f, float x) {
+    float a = fabsf(x);
+    return a != 0.0f && a < f->min_normal;
+}
+
+/* ---- bit helpers ------------------------------------------------------------ */
+
+static uint32_t bits_of(float x) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static float float_of(uint32_t u) {
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+#define SIGN32 0x80000000u
+#define ABS32 0x7fffffffu
+#define INF32 0x7f800000u
+#define QUIET32 0x00400000u
+
+/* The fp32 NaN a NaN input rounds to (see the header for the rule). */
+static uint32_t nan_bits(const mpx_format *f, uint32_t u) {
+    if (f->nan == MPX_NAN_ONE) return (u & SIGN32) | INF32 | QUIET32;
+    uint32_t low = (1u << (23 - f->man_bits)) - 1u;
+    return (u & ~low) | QUIET32;
+}
+
+/* The positive fp32 result of an overflow, or of an infinite input in a
+ * format without infinities. */
+static uint32_t overflow_bits(const mpx_format *f) {
+    switch (f->overflow) {
+    case MPX_OVF_SATURATE: return bits_of(f->max_finite);
+    case MPX_OVF_NAN: return INF32 | QUIET32;
+    case MPX_OVF_INF: break;
+    }
+    return INF32;
+}
+
+/* ---- scalar reference --------------------------------------------------------- */
+
+/* 2^k as a double, for k in the double normal range (|k| < 1000 here). */
+static double pow2(int k) {
+    uint64_t b = (uint64_t)(k + 1023) << 52;
+    double d;
+    memcpy(&d, &b, sizeof d);
+    return d;
+}
+
+float mpx_round_scalar(const mpx_format *f, float x) {
+    uint32_t u = bits_of(x);
+    uint32_t sign = u & SIGN32;
+    if (isnan(x)) return float_of(nan_bits(f, u));
+    if (isinf(x)) return f->has_inf ? x : float_of(sign | overflow_bits(f));
+    if (x == 0.0f) return x;
+
+    /* x = 2^e * 1.f. In the target, values in binade e (or below the normal
+     * range, in the subnormal range at emin) are multiples of
+     * ulp = 2^(max(e, emin) - man_bits). An fp32 subnormal has e < -126, below
+     * every format's emin, so only the clamp to emin matters for it. */
+    int emin = 1 - f->bias;
+    int biased = (int)((u >> 23) & 0xffu);
+    int e = biased ? biased - 127 : -127;
+    if (e < emin) e = emin;
+    int ulp_exp = e - f->man_bits;
+
+    /* |x| / ulp < 2^(man_bits + 1) <= 2^24 and the scaling is by a power of
+     * two, so v is exact and fits an int64. */
+    double v = fabs((double)x) * pow2(-ulp_exp);
+    int64_t n = (int64_t)v;
+    double frac = v - (double)n;
+    if (frac > 0.5 || (frac == 0.5 && (n & 1)))
+        n++;
+    /* The exponent is unbounded here, so n * ulp may lie beyond max_finite:
+     * that is exactly IEEE 754's definition of overflow. */
+    double r = (double)n * pow2(ulp_exp);
+    if (r > (double)f->max_finite) return float_of(sign | overflow_bits(f));
+    return float_of(sign | bits_of((float)r)); /* exact: r is in the format */
+}
+
+/* ---- fast paths ------------------------------------------------------------------ */
+
+/* fp32 -> fp32: only quiets NaNs, so every format obeys the same NaN rule. */
+static void round_fp32(float *dst, const float *src, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u = bits_of(src[i]);
+        uint32_t q = (u & ABS32) > INF32 ? QUIET32 : 0u;
+        dst[i] = float_of(u | q);
+    }
+}
+
+/* Formats with fp32's 8-bit exponent (bf16, tf32) are fp32 with a shorter
+ * mantissa, so RNE is integer arithmetic on the bit pattern: add half an ulp
+ * minus one plus the kept LSB, then clear the dropped bits. A carry walks into
+ * the exponent as it should (and into inf past the max), and fp32 subnormals
+ * are handled because the encoding is linear there. bf16 is written here
+ * because the FP16 library (fp16.h) has no bf16. SHIFT is a constant in each
+ * caller so the loop vectorises. */
+static inline uint32_t rne_exp8(uint32_t u, unsigned shift) {
+    uint32_t low = (1u << shift) - 1u;
+    uint32_t r = (u + (low >> 1) + ((u >> shift) & 1u)) & ~low;
+    uint32_t nan = (u & ~low) | QUIET32;
+    return (u & ABS32) > INF32 ? nan : r;
+}
+
+static void round_bf16(float *dst, const float *src, size_t n) {
+    for (size_t i = 0; i < n; i++) dst[i] = float_of(rne_exp8(bits_of(src[i]), 16));
+}
+
+static void round_tf32(float *dst, const float *src, size_t n) {
+    for (size_t i = 0; i < n; i++) dst[i] = float_of(rne_exp8(bits_of(src[i]), 13));
+}
+
+/* Narrow-exponent formats (fp16 without F16C, fp8): the parameters of
+ * round_narrow, derived from the descriptor once per call. */
+typedef struct narrow {
+    unsigned shift;      /* 23 - man_bits: dropped fp32 mantissa bits */
+    uint32_t emin_b;     /* fp32 biased exponent of the target's min normal */
+    uint32_t max_bits;   /* fp32 bits of max_finite */
+    uint32_t ovf_bits;   /* positive result of a finite overflow */
+    uint32_t inf_bits;   /* positive result of an infinite input */
+    uint32_t nan_low;    /* IEEE NaN: payload bits dropped */
+    bool nan_one;
+    float min_sub;       /* 2^(emin - man_bits), an fp32 normal number here */
+} narrow;
+
+static narrow narrow_of(const mpx_format *f) {
+    narrow p;
+    p.shift = (unsigned)(23 - f->man_bits);
+    p.emin_b = (uint32_t)(1 - f->bias + 127);
+    p.max_bits = bits_of(f->max_finite);
+    p.ovf_bits = overflow_bits(f);
+    p.inf_bits = f->has_inf ? INF32 : overflow_bits(f);
+    p.nan_low = (1u << p.shift) - 1u;
+    p.nan_one = f->nan == MPX_NAN_ONE;
+    p.min_sub = f->min_subnormal;
+    return p;
+}
+
+static inline uint32_t round_narrow(const narrow *p, uint32_t u) {
+    uint32_t sign = u & SIGN32;
+    uint32_t a = u ^ sign;
+    if (a > INF32) return p->nan_one ? (sign | INF32 | QUIET32) : ((u & ~p->nan_low) | QUIET32);
+    if (a == INF32) return sign | p->inf_bits;
+    uint32_t be = a >> 23;
+    if (be >= p->emin_b) {
+        /* Target normal range: as rne_exp8, but the exponent range is narrow,
+         * so check overflow after the carry. */
+        uint32_t low = (1u << p->shift) - 1u;
+        uint32_t r = (a + (low >> 1) + ((a >> p->shift) & 1u)) & ~low;
+        return sign | (r > p->max_bits ? p->ovf_bits : r);
+    }
+    /* Target subnormal range: round the significand (implicit bit included)
+     * to a multiple of min_sub. The quotient k <= 2^man_bits; k * min_sub is
+     * exact in fp32. Past a shift of 25 everything rounds to zero (sig < 2^24),
+     * so clamp to keep the shift defined. */
+    uint32_t sig = (a & 0x7fffffu) | (be ? 0x800000u : 0u);
+    uint32_t sh = p->shift + p->emin_b - (be ? be : 1u);
+    if (sh > 25) sh = 25;
+    uint32_t k = (sig + ((1u << (sh - 1)) - 1u) + ((sig >> sh) & 1u)) >> sh;
+    return sign | bits_of((float)k * p->min_sub);
+}
+
+static void round_narrow_array(const mpx_format *f, float *dst, const float *src, size_t n) {
+    narrow p = narrow_of(f);
+    for (size_t i = 0; i < n; i++) dst[i] = float_of(round_narrow(&p, bits_of(src[i])));
+}
+
+#if MPX_HAVE_X86
+/* vcvtps2ph with an immediate rounding mode of 0 is RNE whatever MXCSR says,
+ * handles fp16 subnormals and overflow to inf, and quiets NaNs keeping the
+ * top payload bits; vcvtph2ps is exact. Compiled for F16C here so the build
+ * needs no -m flags; called only after the run-time check. */
+__attribute__((target("f16c,avx")))
+static void round_fp16_f16c(float *dst, const float *src, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(src + i);
+        __m128i h = _mm256_cvtps_ph(v, 0);
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
+    }
+    if (i < n) {
+        float buf[8] = {0};
+        memcpy(buf, src + i, (n - i) * sizeof *buf);
+        __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(buf), 0);
+        _mm256_storeu_ps(buf, _mm256_cvtph_ps(h));
+        memcpy(dst + i, buf, (n - i) * sizeof *buf);
+    }
+}
+#endif
+
+static bool fp16_hw_allowed = true;
+
+static bool fp16_hw(void) {
+#if MPX_HAVE_X86
+    return fp16_hw_allowed && __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+#else
+    return false;
+#endif
+}
+
+bool mpx_fp16_use_hw(bool on) {
+    fp16_hw_allowed = on;
+    return fp16_hw();
+}
+
+void mpx_round_array(const mpx_format *f, float *dst, const float *src, size_t n) {
+    switch (f->kind) {
+    case MPX_FMT_FP32: round_fp32(dst, src, n); return;
+    case MPX_FMT_BF16: round_bf16(dst, src, n); return;
+    case MPX_FMT_TF32: round_tf32(dst, src, n); return;
+    case MPX_FMT_FP16:
+#if MPX_HAVE_X86
+        if (fp16_hw()) { round_fp16_f16c(dst, src, n); return; }
+#endif
+        round_narrow_array(f, dst, src, n);
+        return;
+    case MPX_FMT_FP8E4M3:
+    case MPX_FMT_FP8E5M2: round_narrow_array(f, dst, src, n); return;
+    }
+    /* An unknown kind (a descriptor built elsewhere): the reference is exact. */
+    for (size_t i = 0; i < n; i++) dst[i] = mpx_round_scalar(f, src[i]);
+}
+
+/* ---- storage encodings --------------------------------------------------------- */
+
+uint32_t mpx_format_encode(const mpx_format *f, float x) {
+    uint32_t u = bits_of(mpx_round_scalar(f, x));
+    int m = f->man_bits;
+    /* Same exponent field as fp32: the code is the top bits of the pattern
+     * (rounding cleared the rest). */
+    if (f->exp_bits == 8) return f->storage_bits == 32 ? u : u >> (23 - m);
+
+    unsigned width = (unsigned)(1 + f->exp_bits + m);
+    uint32_t sign = (u >> 31) << (width - 1);
+    uint32_t emask = ((1u << f->exp_bits) - 1u) << m;
+    uint32_t mmask = (1u << m) - 1u;
+    uint32_t a = u & ABS32;
+    if (a > INF32) {
+        if (f->nan == MPX_NAN_ONE) return sign | emask | mmask;
+        return sign | emask | ((a >> (23 - m)) & mmask);
+    }
+    if (a == INF32) return sign | emask; /* only reached when has_inf */
+    if (a == 0) return sign;
+    /* a is an fp32 normal: every narrow format's min subnormal is >= 2^-24. */
+    int e = (int)(a >> 23) - 127;
+    int emin = 1 - f->bias;
+    uint32_t frac = a & 0x7fffffu;
+    if (e >= emin)
+        return sign | ((uint32_t)(e + f->bias) << m) | (frac >> (23 - m));
+    uint32_t sig = frac | 0x800000u;
+    return sign | (sig >> (unsigned)(23 - m + emin - e));
+}
+
+float mpx_format_decode(const mpx_format *f, uint32_t code) {
+    int m = f->man_bits;
+    if (f->exp_bits == 8)
+        return float_of(f->storage_bits == 32 ? code : code << (23 - m));
+
+    unsigned width = (unsigned)(1 + f->exp_bits + m);
+    uint32_t sign = ((code >> (width - 1)) & 1u) << 31;
+    uint32_t emax_field = (1u << f->exp_bits) - 1u;
+    uint32_t ef = (code >> m) & emax_field;
+    uint32_t mf = code & ((1u << m) - 1u);
+    if (f->nan == MPX_NAN_ONE) {
+        if (ef == emax_field && mf == (1u << m) - 1u) return float_of(sign | INF32 | QUIET32);
+    } else if (ef == emax_field) {
+        return float_of(sign | INF32 | (mf << (23 - m))); /* inf, or NaN keeping its payload */
+    }
+    if (ef == 0) /* subnormal: mf * 2^(emin - m), exact in fp32 */
+        return float_of(sign | bits_of((float)mf * f->min_subnormal));
+    uint32_t e32 = (uint32_t)((int)ef - f->bias + 127);
+    return float_of(sign | (e32 << 23) | (mf << (23 - m)));
+}
+
+uint16_t mpx_fp16_bits_from_f32(float x) {
+    return (uint16_t)mpx_format_encode(&mpx_format_fp16, x);
+}
+
+float mpx_fp16_bits_to_f32(uint16_t h) { return mpx_format_decode(&mpx_format_fp16, h); }
+
+uint16_t mpx_bf16_bits_from_f32(float x) {
+    return (uint16_t)mpx_format_encode(&mpx_format_bf16, x);
+}
+
+float mpx_bf16_bits_to_f32(uint16_t b) { return mpx_format_decode(&mpx_format_bf16, b); }
+
+uint8_t mpx_fp8_bits_from_f32(const mpx_format *f, float x) {
+    return (uint8_t)mpx_format_encode(f, x);
+}
+
+float mpx_fp8_bits_to_f32(const mpx_format *f, uint8_t b) { return mpx_format_decode(f, b); }

@@ -1,0 +1,766 @@
+/* shape_ops.c - shape functions of the data-movement and shape-computing
+ * families (Resize ... NonZero); the rest, the table and the driver are in
+ * shape.c. Same rules: attribute when the node has it, input otherwise. */
+#include "shape_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- data movement and shape computation ------------------------------------------ */
+
+mpx_status mpx_shape_resize(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0);
+    bool upsample = c->n->op == MPX_OP_Upsample;
+    /* Resize-10 and Upsample-9 take scales as input 1; Resize-11+ takes
+     * (roi, scales, sizes); Upsample-7 has a scales attribute. An empty
+     * tensor stands for an omitted input. */
+    const mpx_tensor *scales = upsample || mpx_sh_opset(c) <= 10 ? mpx_sh_in(c, 1) : mpx_sh_in(c, 2);
+    const mpx_tensor *sizes = upsample || mpx_sh_opset(c) <= 10 ? NULL : mpx_sh_in(c, 3);
+    if (scales && scales->nelem == 0) scales = NULL;
+    if (sizes && sizes->nelem == 0) sizes = NULL;
+    if (!mpx_sh_known(x)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+    int r = x->rank;
+    int64_t axes[MPX_MAX_RANK];
+    int na = r;
+    const int64_t *av;
+    int nav = mpx_node_attr_ints(c->n, "axes", &av);
+    for (int i = 0; i < r; i++) axes[i] = i;
+    if (av) {
+        if (nav > r) return mpx_node_error(c, MPX_E_SHAPE, "%d axes for input of rank %d", nav, r);
+        na = nav;
+        for (int i = 0; i < na; i++) {
+            int ax;
+            if ((st = mpx_sh_norm_axis(c, av[i], r, "axis", x, &ax))) return st;
+            axes[i] = ax;
+        }
+    }
+    shp o = mpx_sh_shp_of(x);
+    float fs[LIST_MAX];
+    int64_t is[LIST_MAX];
+    int n = 0, v;
+    const mpx_attr *sa = upsample ? mpx_node_attr(c->n, "scales") : NULL;
+    if (sa && sa->type == MPX_ATTR_FLOATS) {
+        v = sa->n <= LIST_MAX ? V_KNOWN : V_UNKNOWN;
+        n = sa->n;
+        for (int i = 0; i < n && v == V_KNOWN; i++) fs[i] = sa->floats[i];
+    } else if (sizes) {
+        v = mpx_sh_ints_of(sizes, is, LIST_MAX, &n);
+    } else if (scales) {
+        v = mpx_sh_floats_of(scales, fs, LIST_MAX, &n);
+    } else {
+        return mpx_node_error(c, MPX_E_SHAPE, "neither scales nor sizes is given");
+    }
+    if (v != V_KNOWN) {
+        for (int i = 0; i < na; i++) o.d[axes[i]] = -1;
+        return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+    }
+    if (n != na)
+        return mpx_node_error(c, MPX_E_SHAPE, "%s has %d values for input \"%s\" of shape %s",
+                              sizes && !sa ? "sizes" : "scales", n, x->name, mpx_sh_TS(x));
+    if (sizes && !sa) {
+        const char *policy = mpx_node_attr_string(c->n, "keep_aspect_ratio_policy", "stretch");
+        bool larger = strcmp(policy, "not_larger") == 0, smaller = strcmp(policy, "not_smaller") == 0;
+        if (larger || smaller) {
+            /* One scale for all the axes, then sizes = round(in * scale). */
+            float sc = larger ? INFINITY : 0.0f;
+            for (int i = 0; i < na; i++) {
+                int64_t d = x->dims[axes[i]];
+                if (d <= 0) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+                float f = (float)is[i] / (float)d;
+                sc = larger ? fminf(sc, f) : fmaxf(sc, f);
+            }
+            for (int i = 0; i < na; i++) {
+                int64_t d = x->dims[axes[i]];
+                o.d[axes[i]] = (int64_t)roundf(sc * (float)d);
+            }
+        } else {
+            for (int i = 0; i < na; i++) o.d[axes[i]] = is[i];
+        }
+    } else {
+        for (int i = 0; i < na; i++) {
+            int64_t d = x->dims[axes[i]];
+            if (!(fs[i] > 0.0f) || !isfinite(fs[i]))
+                return mpx_node_error(c, MPX_E_SHAPE, "scale %g for axis %lld is not positive",
+                                      (double)fs[i], (long long)axes[i]);
+            /* As ONNX and ONNX Runtime compute it: float product, floored. */
+            o.d[axes[i]] = d < 0 ? -1 : (int64_t)floorf((float)d * fs[i]);
+        }
+    }
+    for (int i = 0; i < na; i++) {
+        if (o.d[axes[i]] < -1) return mpx_node_error(c, MPX_E_SHAPE, "negative output size");
+        if (o.d[axes[i]] >= 0 || x->dims[axes[i]] != o.d[axes[i]]) o.s[axes[i]] = NULL;
+    }
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+}
+
+mpx_status mpx_shape_concat(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0);
+    const mpx_attr *aa = mpx_node_attr(c->n, "axis");
+    if (!aa) return mpx_node_error(c, MPX_E_INVALID, "attribute axis is required");
+    for (int i = 0; i < c->n->n_inputs; i++)
+        if (!mpx_sh_known(mpx_sh_in(c, i))) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+    int r = x->rank, ax;
+    if (r == 0) return mpx_node_error(c, MPX_E_SHAPE, "cannot concatenate scalars");
+    if ((st = mpx_sh_norm_axis(c, mpx_node_attr_int(c->n, "axis", 0), r, "axis", x, &ax))) return st;
+    shp o = mpx_sh_shp_of(x);
+    for (int i = 1; i < c->n->n_inputs; i++) {
+        const mpx_tensor *t = mpx_sh_in(c, i);
+        if (!t) continue;
+        if (t->rank != r)
+            return mpx_node_error(c, MPX_E_SHAPE, "input %d \"%s\" of shape %s has a different rank from %s",
+                                  i, t->name, mpx_sh_TS(t), mpx_sh_TS(x));
+        for (int k = 0; k < r; k++) {
+            int64_t d = t->dims[k];
+            if (k == ax) {
+                o.d[k] = o.d[k] < 0 || d < 0 ? -1 : o.d[k] + d;
+                o.s[k] = NULL;
+            } else if (o.d[k] < 0) {
+                if (d >= 0) o.d[k] = d;
+            } else if (d >= 0 && d != o.d[k]) {
+                return mpx_node_error(c, MPX_E_SHAPE,
+                                      "input %d \"%s\" of shape %s differs from %s in dim %d (axis is %d)", i,
+                                      t->name, mpx_sh_TS(t), mpx_sh_TS(x), k, ax);
+            }
+        }
+    }
+    c->axis = ax;
+    c->planned = true;
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+}
+
+mpx_status mpx_shape_split(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0);
+    int nout = c->n->n_outputs;
+    if (!mpx_sh_known(x)) {
+        for (int i = 0; i < nout; i++)
+            if ((st = mpx_sh_set_out(c, i, mpx_sh_dt(x), NULL))) return st;
+        return MPX_OK;
+    }
+    int ax;
+    if ((st = mpx_sh_norm_axis(c, mpx_node_attr_int(c->n, "axis", 0), x->rank, "axis", x, &ax))) return st;
+    int64_t d = x->dims[ax], sizes[LIST_MAX];
+    int ns;
+    int v = mpx_sh_list_arg(c, "split", 1, sizes, LIST_MAX, &ns);
+    if (v == V_KNOWN && ns > 0) {
+        if (ns != nout)
+            return mpx_node_error(c, MPX_E_SHAPE, "split has %d values for %d outputs", ns, nout);
+        int64_t sum = 0;
+        for (int i = 0; i < ns; i++) {
+            if (sizes[i] < 0) return mpx_node_error(c, MPX_E_SHAPE, "split size %lld", (long long)sizes[i]);
+            sum += sizes[i];
+        }
+        if (d >= 0 && sum != d)
+            return mpx_node_error(c, MPX_E_SHAPE, "split sizes add up to %lld but axis %d of %s is %lld",
+                                  (long long)sum, ax, mpx_sh_TS(x), (long long)d);
+    } else if (v == V_UNKNOWN || d < 0) {
+        for (int i = 0; i < nout; i++) sizes[i] = -1;
+    } else {
+        int64_t parts = mpx_node_attr_int(c->n, "num_outputs", nout);
+        if (parts != nout || nout < 1)
+            return mpx_node_error(c, MPX_E_SHAPE, "num_outputs %lld but %d outputs", (long long)parts, nout);
+        if (mpx_node_attr(c->n, "num_outputs")) {
+            /* Opset 18: the last chunk may be smaller. */
+            int64_t chunk = (d + nout - 1) / nout;
+            for (int i = 0; i < nout; i++) {
+                int64_t left = d - chunk * i;
+                sizes[i] = left < 0 ? 0 : left < chunk ? left : chunk;
+            }
+        } else {
+            if (d % nout)
+                return mpx_node_error(c, MPX_E_SHAPE, "axis %d of %s (%lld) does not split into %d equal parts",
+                                      ax, mpx_sh_TS(x), (long long)d, nout);
+            for (int i = 0; i < nout; i++) sizes[i] = d / nout;
+        }
+    }
+    for (int i = 0; i < nout; i++) {
+        shp o = mpx_sh_shp_of(x);
+        o.d[ax] = sizes[i];
+        o.s[ax] = NULL;
+        if ((st = mpx_sh_set_out(c, i, mpx_sh_dt(x), &o))) return st;
+    }
+    c->axis = ax;
+    c->planned = v != V_UNKNOWN;
+    return MPX_OK;
+}
+
+mpx_status mpx_shape_reshape(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0), *s = mpx_sh_in(c, 1);
+    int64_t v[LIST_MAX];
+    int n;
+    int kind = mpx_sh_list_arg(c, "shape", 1, v, LIST_MAX, &n);
+    if (kind == V_ABSENT) return mpx_node_error(c, MPX_E_INVALID, "no shape input");
+    if (kind == V_UNKNOWN) {
+        /* The target's rank is known from the length of the shape tensor. */
+        if (mpx_sh_known(s) && s->rank == 1 && s->dims[0] >= 0 && s->dims[0] <= MPX_MAX_RANK) {
+            shp o = mpx_sh_shp_rank((int)s->dims[0]);
+            return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+        }
+        return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+    }
+    if ((st = mpx_sh_check_rank(c, n))) return st;
+    bool allowzero = mpx_node_attr_int(c->n, "allowzero", 0) != 0;
+    shp xs = mpx_sh_shp_of(x), o = mpx_sh_shp_rank(n);
+    int infer = -1;
+    for (int i = 0; i < n; i++) {
+        if (v[i] == 0 && !allowzero) {
+            if (xs.rank >= 0 && i >= xs.rank)
+                return mpx_node_error(c, MPX_E_SHAPE, "shape[%d] is 0 (copy) but input \"%s\" has shape %s", i,
+                                      x->name, mpx_sh_S(&xs));
+            o.d[i] = xs.rank >= 0 ? xs.d[i] : -1;
+            o.s[i] = xs.rank >= 0 ? xs.s[i] : NULL;
+        } else if (v[i] == -1) {
+            if (infer >= 0)
+                return mpx_node_error(c, MPX_E_SHAPE, "shape has more than one -1");
+            infer = i;
+        } else if (v[i] < 0) {
+            return mpx_node_error(c, MPX_E_SHAPE, "shape[%d] is %lld", i, (long long)v[i]);
+        } else {
+            o.d[i] = v[i];
+        }
+    }
+    char want[160]; /* the target as asked, before -1 is resolved */
+    mpx_sh_dims_str(n, o.d, want, sizeof want);
+    int64_t rest = 1;
+    bool rest_known = true;
+    for (int i = 0; i < n; i++) {
+        if (i == infer) continue;
+        if (o.d[i] < 0) rest_known = false;
+        else if (o.d[i] && rest > MPX_MAX_ELEMS / o.d[i])
+            return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o); /* reports the element limit */
+        else rest *= o.d[i];
+    }
+    int64_t total = x ? x->nelem : -1;
+    if (xs.rank < 0) total = -1;
+    if (infer >= 0) {
+        if (total >= 0 && rest_known) {
+            if (rest == 0 || total % rest)
+                return mpx_node_error(c, MPX_E_SHAPE, "cannot reshape %s (%lld elements) to %s", mpx_sh_S(&xs),
+                                      (long long)total, want);
+            o.d[infer] = total / rest;
+        } else if (xs.rank >= 0) {
+            /* Keep a symbolic name when the other dims are the input's own. */
+            for (int k = 0; k < xs.rank && !o.s[infer]; k++) {
+                bool used = false;
+                for (int i = 0; i < n; i++) used |= i != infer && o.s[i] == xs.s[k] && xs.s[k];
+                if (xs.d[k] < 0 && xs.s[k] && !used && rest_known) {
+                    int64_t others = 1;
+                    bool ok = true;
+                    for (int j = 0; j < xs.rank; j++)
+                        if (j != k) {
+                            if (xs.d[j] < 0) ok = false;
+                            else others *= xs.d[j];
+                        }
+                    if (ok && others == rest) o.s[infer] = xs.s[k];
+                }
+            }
+        }
+    } else if (total >= 0 && rest_known && rest != total) {
+        return mpx_node_error(c, MPX_E_SHAPE, "cannot reshape %s (%lld elements) to %s (%lld elements)",
+                              mpx_sh_S(&xs), (long long)total, want, (long long)rest);
+    }
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+}
+
+mpx_status mpx_shape_flatten(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0);
+    if (!mpx_sh_known(x)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+    int r = x->rank;
+    int64_t ax = mpx_node_attr_int(c->n, "axis", 1);
+    if (ax < -r || ax > r)
+        return mpx_node_error(c, MPX_E_SHAPE, "axis %lld is out of range for input \"%s\" of shape %s",
+                              (long long)ax, x->name, mpx_sh_TS(x));
+    if (ax < 0) ax += r;
+    shp o = mpx_sh_shp_rank(2);
+    mpx_error sub;
+    if (mpx_dims_product((int)ax, x->dims, &o.d[0], &sub) ||
+        mpx_dims_product(r - (int)ax, x->dims + ax, &o.d[1], &sub))
+        return mpx_node_error(c, MPX_E_LIMIT, "%s", sub.msg);
+    if (ax == 1 && x->dims[0] < 0) o.s[0] = x->sym[0];
+    if (ax == r - 1 && x->dims[r - 1] < 0) o.s[1] = x->sym[r - 1];
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+}
+
+mpx_status mpx_shape_transpose(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0);
+    if (!mpx_sh_known(x)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+    int r = x->rank;
+    const int64_t *perm;
+    int np = mpx_node_attr_ints(c->n, "perm", &perm);
+    if (perm && np != r)
+        return mpx_node_error(c, MPX_E_SHAPE, "perm has %d values for input \"%s\" of shape %s", np, x->name,
+                              mpx_sh_TS(x));
+    bool seen[MPX_MAX_RANK] = {false};
+    shp xs = mpx_sh_shp_of(x), o = mpx_sh_shp_rank(r);
+    for (int i = 0; i < r; i++) {
+        int64_t p = perm ? perm[i] : r - 1 - i;
+        if (p < 0 || p >= r || seen[p])
+            return mpx_node_error(c, MPX_E_SHAPE, "perm is not a permutation of 0..%d", r - 1);
+        seen[p] = true;
+        o.d[i] = xs.d[p];
+        o.s[i] = xs.s[p];
+        c->p[i] = p;
+    }
+    c->planned = true;
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+}
+
+mpx_status mpx_shape_squeeze(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0);
+    int64_t axes[LIST_MAX];
+    int na;
+    int v = mpx_sh_list_arg(c, "axes", 1, axes, LIST_MAX, &na);
+    if (!mpx_sh_known(x) || v == V_UNKNOWN) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+    shp xs = mpx_sh_shp_of(x), o = mpx_sh_shp_rank(0);
+    bool drop[MPX_MAX_RANK] = {false};
+    if (na == 0) {
+        for (int i = 0; i < xs.rank; i++) {
+            if (xs.d[i] < 0) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL); /* might be 1 */
+            drop[i] = xs.d[i] == 1;
+        }
+    }
+    for (int i = 0; i < na; i++) {
+        int ax;
+        if ((st = mpx_sh_norm_axis(c, axes[i], xs.rank, "axis", x, &ax))) return st;
+        if (xs.d[ax] >= 0 && xs.d[ax] != 1)
+            return mpx_node_error(c, MPX_E_SHAPE, "cannot squeeze axis %d of input \"%s\" of shape %s", ax,
+                                  x->name, mpx_sh_S(&xs));
+        drop[ax] = true;
+    }
+    for (int i = 0; i < xs.rank; i++)
+        if (!drop[i]) {
+            o.d[o.rank] = xs.d[i];
+            o.s[o.rank++] = xs.s[i];
+        }
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+}
+
+mpx_status mpx_shape_unsqueeze(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0);
+    int64_t axes[LIST_MAX];
+    int na;
+    int v = mpx_sh_list_arg(c, "axes", 1, axes, LIST_MAX, &na);
+    if (v == V_ABSENT) return mpx_node_error(c, MPX_E_INVALID, "axes are required");
+    if (!mpx_sh_known(x) || v == V_UNKNOWN) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+    int r = x->rank + na;
+    if ((st = mpx_sh_check_rank(c, r))) return st;
+    bool ins[MPX_MAX_RANK] = {false};
+    for (int i = 0; i < na; i++) {
+        if (axes[i] < -r || axes[i] >= r)
+            return mpx_node_error(c, MPX_E_SHAPE, "axis %lld is out of range for output rank %d (input %s)",
+                                  (long long)axes[i], r, mpx_sh_TS(x));
+        int ax = (int)(axes[i] < 0 ? axes[i] + r : axes[i]);
+        if (ins[ax]) return mpx_node_error(c, MPX_E_SHAPE, "axis %d is repeated", ax);
+        ins[ax] = true;
+    }
+    shp xs = mpx_sh_shp_of(x), o = mpx_sh_shp_rank(r);
+    for (int i = 0, k = 0; i < r; i++) {
+        if (ins[i]) {
+            o.d[i] = 1;
+        } else {
+            o.d[i] = xs.d[k];
+            o.s[i] = xs.s[k++];
+        }
+    }
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+}
+
+/* ONNX Slice clamping for one axis of length d; returns the output length. */
+static int64_t slice_axis(int64_t d, int64_t s, int64_t e, int64_t step, int64_t *start) {
+    if (s < 0) s = s <= -d ? 0 : s + d;
+    if (e < 0) e = e < -d ? -1 : e + d;
+    int64_t len;
+    if (step > 0) {
+        s = s > d ? d : s;
+        e = e < 0 ? 0 : e > d ? d : e;
+        len = e > s ? (e - s - 1) / step + 1 : 0;
+    } else {
+        if (d == 0) {
+            *start = 0;
+            return 0;
+        }
+        s = s > d - 1 ? d - 1 : s;
+        e = e > d - 1 ? d - 1 : e;
+        int64_t ns = step < -INT64_MAX ? INT64_MAX : -step;
+        len = s > e ? (s - e - 1) / ns + 1 : 0;
+    }
+    *start = s;
+    return len;
+}
+
+mpx_status mpx_shape_slice(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0);
+    int64_t starts[LIST_MAX], ends[LIST_MAX], axes[LIST_MAX], steps[LIST_MAX];
+    int ns, ne, na, nst;
+    int vs, ve, va, vst;
+    if (mpx_node_attr(c->n, "starts") || mpx_sh_opset(c) < 10) {
+        vs = mpx_sh_list_arg(c, "starts", -1, starts, LIST_MAX, &ns);
+        ve = mpx_sh_list_arg(c, "ends", -1, ends, LIST_MAX, &ne);
+        va = mpx_sh_list_arg(c, "axes", -1, axes, LIST_MAX, &na);
+        vst = V_ABSENT;
+        nst = 0;
+    } else {
+        vs = mpx_sh_ints_of(mpx_sh_in(c, 1), starts, LIST_MAX, &ns);
+        ve = mpx_sh_ints_of(mpx_sh_in(c, 2), ends, LIST_MAX, &ne);
+        va = mpx_sh_ints_of(mpx_sh_in(c, 3), axes, LIST_MAX, &na);
+        vst = mpx_sh_ints_of(mpx_sh_in(c, 4), steps, LIST_MAX, &nst);
+    }
+    if (vs == V_ABSENT || ve == V_ABSENT) return mpx_node_error(c, MPX_E_INVALID, "starts and ends are required");
+    if (!mpx_sh_known(x)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+    shp xs = mpx_sh_shp_of(x), o = xs;
+    int r = xs.rank;
+    if (vs == V_UNKNOWN || ve == V_UNKNOWN || va == V_UNKNOWN || vst == V_UNKNOWN) {
+        /* Only the sliced axes become unknown, when the axes are known. */
+        if (va == V_KNOWN) {
+            for (int i = 0; i < na; i++) {
+                int ax;
+                if ((st = mpx_sh_norm_axis(c, axes[i], r, "axis", x, &ax))) return st;
+                o.d[ax] = -1;
+                o.s[ax] = NULL;
+            }
+        } else if (va == V_ABSENT && vs == V_UNKNOWN && mpx_sh_known(mpx_sh_in(c, 1)) && mpx_sh_in(c, 1)->rank == 1 &&
+                   mpx_sh_in(c, 1)->dims[0] >= 0 && mpx_sh_in(c, 1)->dims[0] <= r) {
+            /* No axes: the first len(starts) axes. */
+            for (int i = 0; i < mpx_sh_in(c, 1)->dims[0]; i++) {
+                o.d[i] = -1;
+                o.s[i] = NULL;
+            }
+        } else {
+            o = mpx_sh_shp_rank(r);
+        }
+        return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+    }
+    if (ne != ns || (va == V_KNOWN && na != ns) || (vst == V_KNOWN && nst != ns))
+        return mpx_node_error(c, MPX_E_SHAPE, "starts, ends, axes and steps differ in length (%d, %d, %d, %d)",
+                              ns, ne, va == V_KNOWN ? na : ns, vst == V_KNOWN ? nst : ns);
+    bool seen[MPX_MAX_RANK] = {false};
+    for (int i = 0; i < r; i++) {
+        c->p[i] = 0;
+        c->q[i] = 1;
+    }
+    for (int i = 0; i < ns; i++) {
+        int ax;
+        if ((st = mpx_sh_norm_axis(c, va == V_KNOWN ? axes[i] : i, r, "axis", x, &ax))) return st;
+        if (seen[ax]) return mpx_node_error(c, MPX_E_SHAPE, "axis %d is repeated", ax);
+        seen[ax] = true;
+        int64_t step = vst == V_KNOWN ? steps[i] : 1;
+        if (step == 0) return mpx_node_error(c, MPX_E_SHAPE, "step 0 on axis %d", ax);
+        int64_t d = xs.d[ax];
+        c->q[ax] = step;
+        if (d < 0) {
+            o.d[ax] = -1;
+            o.s[ax] = NULL;
+            continue;
+        }
+        o.d[ax] = slice_axis(d, starts[i], ends[i], step, &c->p[ax]);
+    }
+    c->planned = true;
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+}
+
+mpx_status mpx_shape_gather(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 2);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0), *idx = mpx_sh_in(c, 1);
+    if (!mpx_sh_known(x) || !mpx_sh_known(idx)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+    if (x->rank == 0) return mpx_node_error(c, MPX_E_SHAPE, "cannot gather from a scalar \"%s\"", x->name);
+    int ax;
+    if ((st = mpx_sh_norm_axis(c, mpx_node_attr_int(c->n, "axis", 0), x->rank, "axis", x, &ax))) return st;
+    int r = x->rank - 1 + idx->rank;
+    if ((st = mpx_sh_check_rank(c, r))) return st;
+    shp xs = mpx_sh_shp_of(x), is = mpx_sh_shp_of(idx), o = mpx_sh_shp_rank(0);
+    for (int i = 0; i < ax; i++) {
+        o.d[o.rank] = xs.d[i];
+        o.s[o.rank++] = xs.s[i];
+    }
+    for (int i = 0; i < is.rank; i++) {
+        o.d[o.rank] = is.d[i];
+        o.s[o.rank++] = is.s[i];
+    }
+    for (int i = ax + 1; i < xs.rank; i++) {
+        o.d[o.rank] = xs.d[i];
+        o.s[o.rank++] = xs.s[i];
+    }
+    c->axis = ax;
+    c->planned = true;
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+}
+
+mpx_status mpx_shape_gather_elements(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 2);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0), *idx = mpx_sh_in(c, 1);
+    if (!mpx_sh_known(x) || !mpx_sh_known(idx)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+    if (x->rank != idx->rank)
+        return mpx_node_error(c, MPX_E_SHAPE, "indices %s and data %s differ in rank", mpx_sh_TS(idx), mpx_sh_TS(x));
+    int ax;
+    if ((st = mpx_sh_norm_axis(c, mpx_node_attr_int(c->n, "axis", 0), x->rank, "axis", x, &ax))) return st;
+    shp o = mpx_sh_shp_of(idx);
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+}
+
+mpx_status mpx_shape_pad(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0);
+    int64_t pads[LIST_MAX], axes[LIST_MAX];
+    int np, na;
+    int v = mpx_sh_list_arg(c, "pads", 1, pads, LIST_MAX, &np);
+    int va = mpx_sh_ints_of(mpx_sh_in(c, 3), axes, LIST_MAX, &na);
+    if (v == V_ABSENT) return mpx_node_error(c, MPX_E_INVALID, "pads are required");
+    if (!mpx_sh_known(x)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+    shp o = mpx_sh_shp_of(x);
+    int r = o.rank;
+    if (v == V_UNKNOWN || va == V_UNKNOWN) {
+        o = mpx_sh_shp_rank(r);
+        return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+    }
+    if (va == V_ABSENT) {
+        na = r;
+        for (int i = 0; i < r; i++) axes[i] = i;
+    }
+    if (np != 2 * na)
+        return mpx_node_error(c, MPX_E_SHAPE, "pads has %d values for %d axes of input \"%s\" of shape %s", np,
+                              na, x->name, mpx_sh_TS(x));
+    for (int i = 0; i < na; i++) {
+        int ax;
+        if ((st = mpx_sh_norm_axis(c, axes[i], r, "axis", x, &ax))) return st;
+        if (o.d[ax] < 0) continue;
+        int64_t nd = o.d[ax] + pads[i] + pads[i + na];
+        if (nd < 0)
+            return mpx_node_error(c, MPX_E_SHAPE, "pads make axis %d of %s negative (%lld)", ax, mpx_sh_TS(x),
+                                  (long long)nd);
+        o.d[ax] = nd;
+    }
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+}
+
+/* Shape as a list of dims from a 1-D shape tensor. */
+static int shape_arg(const mpx_sctx *c, int idx, shp *out) {
+    int64_t v[LIST_MAX];
+    int n;
+    const mpx_tensor *s = mpx_sh_in(c, idx);
+    int kind = mpx_sh_ints_of(s, v, LIST_MAX, &n);
+    if (kind == V_KNOWN) {
+        if (n > MPX_MAX_RANK) return V_ABSENT;
+        *out = mpx_sh_shp_rank(n);
+        for (int i = 0; i < n; i++) out->d[i] = v[i];
+        return V_KNOWN;
+    }
+    *out = mpx_sh_shp_unknown();
+    if (mpx_sh_known(s) && s->rank == 1 && s->dims[0] >= 0 && s->dims[0] <= MPX_MAX_RANK)
+        *out = mpx_sh_shp_rank((int)s->dims[0]);
+    return kind;
+}
+
+mpx_status mpx_shape_expand(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 2);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0);
+    shp s, o, xs = mpx_sh_shp_of(x);
+    int kind = shape_arg(c, 1, &s);
+    if (kind == V_ABSENT) return mpx_node_error(c, MPX_E_UNSUPPORTED, "shape input too long");
+    if (kind == V_KNOWN)
+        for (int i = 0; i < s.rank; i++)
+            if (s.d[i] < 0) return mpx_node_error(c, MPX_E_SHAPE, "shape[%d] is %lld", i, (long long)s.d[i]);
+    if (kind == V_UNKNOWN && s.rank >= 0 && xs.rank >= 0) {
+        /* Rank is known; a dim stays the input's only where the shape could be 1. */
+        int r = s.rank > xs.rank ? s.rank : xs.rank;
+        o = mpx_sh_shp_rank(r);
+        return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+    }
+    if ((st = mpx_sh_bcast2(c, &xs, &s, &o))) return st;
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+}
+
+mpx_status mpx_shape_tile(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 2);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0);
+    int64_t rep[LIST_MAX];
+    int n;
+    int v = mpx_sh_ints_of(mpx_sh_in(c, 1), rep, LIST_MAX, &n);
+    if (!mpx_sh_known(x)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+    shp o = mpx_sh_shp_of(x);
+    if (v != V_KNOWN) {
+        o = mpx_sh_shp_rank(o.rank);
+        return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+    }
+    if (n != o.rank)
+        return mpx_node_error(c, MPX_E_SHAPE, "repeats has %d values for input \"%s\" of shape %s", n, x->name,
+                              mpx_sh_TS(x));
+    for (int i = 0; i < n; i++) {
+        if (rep[i] < 0) return mpx_node_error(c, MPX_E_SHAPE, "repeats[%d] is %lld", i, (long long)rep[i]);
+        if (o.d[i] >= 0) {
+            if (rep[i] && o.d[i] > MPX_MAX_ELEMS / rep[i])
+                return mpx_node_error(c, MPX_E_LIMIT, "tiling %s by %lld exceeds the element limit", mpx_sh_TS(x),
+                                      (long long)rep[i]);
+            o.d[i] *= rep[i];
+            if (rep[i] != 1) o.s[i] = NULL;
+        }
+    }
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+}
+
+static mpx_status depth_space(mpx_sctx *c, bool to_space) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0);
+    if (!mpx_sh_known(x)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+    if (x->rank != 4)
+        return mpx_node_error(c, MPX_E_SHAPE, "input \"%s\" of shape %s is not 4-D", x->name, mpx_sh_TS(x));
+    int64_t b = mpx_node_attr_int(c->n, "blocksize", 0);
+    if (b < 1) return mpx_node_error(c, MPX_E_SHAPE, "blocksize %lld", (long long)b);
+    shp o = mpx_sh_shp_of(x);
+    for (int i = 1; i < 4; i++) o.s[i] = NULL;
+    if (to_space) {
+        if (o.d[1] >= 0 && o.d[1] % (b * b))
+            return mpx_node_error(c, MPX_E_SHAPE, "%lld channels do not divide by blocksize^2 = %lld",
+                                  (long long)o.d[1], (long long)(b * b));
+        o.d[1] = o.d[1] < 0 ? -1 : o.d[1] / (b * b);
+        o.d[2] = o.d[2] < 0 ? -1 : o.d[2] * b;
+        o.d[3] = o.d[3] < 0 ? -1 : o.d[3] * b;
+    } else {
+        for (int i = 2; i < 4; i++)
+            if (o.d[i] >= 0 && o.d[i] % b)
+                return mpx_node_error(c, MPX_E_SHAPE, "dim %d of %s does not divide by blocksize %lld", i, mpx_sh_TS(x),
+                                      (long long)b);
+        o.d[1] = o.d[1] < 0 ? -1 : o.d[1] * b * b;
+        o.d[2] = o.d[2] < 0 ? -1 : o.d[2] / b;
+        o.d[3] = o.d[3] < 0 ? -1 : o.d[3] / b;
+    }
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+}
+
+mpx_status mpx_shape_depth_to_space(mpx_sctx *c) { return depth_space(c, true); }
+mpx_status mpx_shape_space_to_depth(mpx_sctx *c) { return depth_space(c, false); }
+
+mpx_status mpx_shape_shape(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0);
+    if (!mpx_sh_known(x)) return mpx_sh_set_out(c, 0, MPX_DT_INT64, NULL);
+    int64_t r = x->rank, s = mpx_node_attr_int(c->n, "start", 0), e = mpx_node_attr_int(c->n, "end", r);
+    if (s < 0) s += r;
+    if (e < 0) e += r;
+    s = s < 0 ? 0 : s > r ? r : s;
+    e = e < 0 ? 0 : e > r ? r : e;
+    shp o = mpx_sh_shp_rank(1);
+    o.d[0] = e > s ? e - s : 0;
+    c->p[0] = s;
+    c->planned = true;
+    return mpx_sh_set_out(c, 0, MPX_DT_INT64, &o);
+}
+
+mpx_status mpx_shape_size(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    shp o = mpx_sh_shp_rank(0);
+    return mpx_sh_set_out(c, 0, MPX_DT_INT64, &o);
+}
+
+mpx_status mpx_shape_cast(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    int64_t to = mpx_node_attr_int(c->n, "to", 0);
+    if (to <= 0 || to >= MPX_DT_COUNT_)
+        return mpx_node_error(c, MPX_E_INVALID, "attribute to (%lld) is not an element type", (long long)to);
+    shp o = mpx_sh_shp_of(mpx_sh_in(c, 0));
+    return mpx_sh_set_out(c, 0, (mpx_dtype)to, &o);
+}
+
+mpx_status mpx_shape_constant_of_shape(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    const mpx_attr *a = mpx_node_attr(c->n, "value");
+    mpx_dtype t = a && a->type == MPX_ATTR_TENSOR && a->t ? a->t->dtype : MPX_DT_FLOAT;
+    shp s;
+    int kind = shape_arg(c, 0, &s);
+    if (kind == V_ABSENT) return mpx_sh_check_rank(c, MPX_MAX_RANK + 1);
+    for (int i = 0; kind == V_KNOWN && i < s.rank; i++)
+        if (s.d[i] < 0) return mpx_node_error(c, MPX_E_SHAPE, "shape[%d] is %lld", i, (long long)s.d[i]);
+    return mpx_sh_set_out(c, 0, t, &s);
+}
+
+mpx_status mpx_shape_range(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 3);
+    if (st) return st;
+    const mpx_tensor *a = mpx_sh_in(c, 0), *b = mpx_sh_in(c, 1), *d = mpx_sh_in(c, 2);
+    shp o = mpx_sh_shp_rank(1);
+    if (a->nelem == 1 && b->nelem == 1 && d->nelem == 1 && (a->i64 || a->f32) && (b->i64 || b->f32) &&
+        (d->i64 || d->f32)) {
+        if (a->i64 && b->i64 && d->i64) {
+            int64_t s = a->i64[0], l = b->i64[0], dl = d->i64[0];
+            if (dl == 0) return mpx_node_error(c, MPX_E_SHAPE, "delta is 0");
+            double n = ceil(((double)l - (double)s) / (double)dl);
+            o.d[0] = n > 0 ? (int64_t)n : 0;
+        } else {
+            double s = a->f32 ? a->f32[0] : (double)a->i64[0], l = b->f32 ? b->f32[0] : (double)b->i64[0],
+                   dl = d->f32 ? d->f32[0] : (double)d->i64[0];
+            if (dl == 0) return mpx_node_error(c, MPX_E_SHAPE, "delta is 0");
+            double n = ceil((l - s) / dl);
+            if (!(n < 9e18)) return mpx_node_error(c, MPX_E_LIMIT, "range too long");
+            o.d[0] = n > 0 ? (int64_t)n : 0;
+        }
+    }
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(a), &o);
+}
+
+mpx_status mpx_shape_topk(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0);
+    int64_t kv[LIST_MAX];
+    int nk;
+    const mpx_attr *ka = mpx_node_attr(c->n, "k");
+    int v = ka ? V_KNOWN : mpx_sh_ints_of(mpx_sh_in(c, 1), kv, LIST_MAX, &nk);
+    if (ka) kv[0] = mpx_node_attr_int(c->n, "k", 0);
+    else if (v == V_KNOWN && nk != 1) return mpx_node_error(c, MPX_E_SHAPE, "K has %d values", nk);
+    if (v == V_ABSENT) return mpx_node_error(c, MPX_E_INVALID, "K is required");
+    if (!mpx_sh_known(x)) {
+        if ((st = mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL))) return st;
+        return mpx_sh_set_out(c, 1, MPX_DT_INT64, NULL);
+    }
+    int ax;
+    if ((st = mpx_sh_norm_axis(c, mpx_node_attr_int(c->n, "axis", -1), x->rank, "axis", x, &ax))) return st;
+    shp o = mpx_sh_shp_of(x);
+    o.s[ax] = NULL;
+    if (v == V_KNOWN) {
+        if (kv[0] < 0 || (o.d[ax] >= 0 && kv[0] > o.d[ax]))
+            return mpx_node_error(c, MPX_E_SHAPE, "k = %lld but axis %d of \"%s\" (%s) has %lld elements",
+                                  (long long)kv[0], ax, x->name, mpx_sh_TS(x), (long long)o.d[ax]);
+        o.d[ax] = kv[0];
+    } else {
+        o.d[ax] = -1;
+    }
+    if ((st = mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o))) return st;
+    return mpx_sh_set_out(c, 1, MPX_DT_INT64, &o);
+}
+
+mpx_status mpx_shape_nonzero(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0);
+    if (!mpx_sh_known(x)) return mpx_sh_set_out(c, 0, MPX_DT_INT64, NULL);
+    shp o = mpx_sh_shp_rank(2);
+    o.d[0] = x->rank;
+    return mpx_sh_set_out(c, 0, MPX_DT_INT64, &o);
+}
+
