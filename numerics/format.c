@@ -375,3 +375,9 @@ uint8_t mpx_fp8_bits_from_f32(const mpx_format *f, float x) {
 }
 
 float mpx_fp8_bits_to_f32(const mpx_format *f, uint8_t b) { return mpx_format_decode(f, b); }
+
+float mpx_round_value(const mpx_format *f, float x) {
+    float r;
+    mpx_round_array(f, &r, &x, 1);
+    return r;
+}

@@ -117,8 +117,144 @@ bool mpx_fp16_use_hw(bool on);
 
 /* ==== end float formats ===================================================== */
 
-/* ==== reference kernels (numerics/kernels.c) ================================ */
+/* ==== fast scalar rounding (numerics/format.c) ============================= */
 
-/* ==== end reference kernels ================================================= */
+/* One value, bitwise equal to mpx_round_scalar but fast (the bit tricks of
+ * mpx_round_array): what accumulation rounds with after every addition. */
+float mpx_round_value(const mpx_format *f, float x);
+
+/* ==== runtime values (numerics/value.c) ===================================== */
+
+/* A tensor's value during a run. Float dtypes live in f (fp32 buffers holding
+ * values of the tensor's format), integer and bool dtypes in i (int64).
+ * Ownership: the buffers are malloc'ed by mpx_value_alloc and freed by
+ * mpx_value_free; a value with borrowed = true points at graph-owned data
+ * (initializers) and is never freed through it. */
+typedef struct mpx_value {
+    mpx_dtype dtype;
+    int rank;
+    int64_t dims[MPX_MAX_RANK];
+    int64_t n;          /* element count; -1 when the value is absent */
+    float *f;
+    int64_t *i;
+    bool borrowed;
+} mpx_value;
+
+/* Allocate (zero-filled) for dtype and shape; refuses > MPX_MAX_ELEMS. */
+mpx_status mpx_value_alloc(mpx_value *v, mpx_dtype dtype, int rank, const int64_t *dims,
+                           mpx_error *err);
+void mpx_value_free(mpx_value *v);      /* leaves v absent (n = -1) */
+/* A borrowed view of a graph tensor's known value (initializer, Constant, folded). */
+void mpx_value_view(mpx_value *v, const mpx_tensor *t);
+/* Deep copy. */
+mpx_status mpx_value_copy(mpx_value *dst, const mpx_value *src, mpx_error *err);
+
+/* ==== tensor files (numerics/tensor_io.c) =================================== */
+
+/* NumPy .npy (versions 1.0-3.0, little-endian, C order; float16/32/64, int8-64,
+ * uint8-64, bool in; float32 or int64 out) and ONNX TensorProto .pb (as in
+ * ONNX's test data). Errors name the file and what is wrong with it. */
+mpx_status mpx_npy_read(const char *path, mpx_value *out, mpx_error *err);
+mpx_status mpx_npy_write(const char *path, const mpx_value *v, mpx_error *err);
+mpx_status mpx_pb_read(const char *path, mpx_value *out, char *name, size_t name_len,
+                       mpx_error *err);
+
+/* ==== reference kernels (numerics/kernels.c, kern_*.c) ====================== */
+
+/* Accumulation (DESIGN section 3): dot products and reductions sum their terms
+ * in a documented order (the reduction index in increasing order: for Conv
+ * input channel, then kernel row, then kernel column). With fmt fp32 the
+ * running sum is fp32; otherwise it is rounded to fmt after every addition
+ * (block 0), or each block of `block` terms is summed in fp32, rounded to fmt,
+ * and added to the running sum, which is rounded to fmt (block > 0). A bias is
+ * one more addition. The kernel's output is rounded by the executor. */
+typedef struct mpx_accum {
+    const mpx_format *fmt;   /* NULL means fp32 */
+    int block;
+} mpx_accum;
+
+typedef struct mpx_kctx {
+    const mpx_node *node;    /* attributes, opset, name for messages */
+    mpx_accum acc;
+    mpx_error *err;          /* messages name the node (mpx_kernel_error) */
+} mpx_kctx;
+
+/* A kernel reads in[0..n_in) (NULL for an omitted optional input) and
+ * allocates and fills out[0..n_out) with mpx_value_alloc (an out slot whose
+ * graph output is omitted is still filled, or left absent). Output shapes
+ * come from the input values, not from shape inference, so data-dependent
+ * shapes are right. Float outputs are exact fp32 results of fp32 arithmetic
+ * on the inputs, except that sums follow mpx_accum. */
+typedef mpx_status (*mpx_kernel_fn)(const mpx_kctx *c, const mpx_value *const *in, int n_in,
+                                    mpx_value *out, int n_out);
+
+/* The kernel for an op, or NULL: the table in kernels.c is indexed by the op
+ * enum (static_assert on its size). */
+mpx_kernel_fn mpx_kernel_for(mpx_op op);
+/* Fill c->err naming the node and op, return st. */
+mpx_status mpx_kernel_error(const mpx_kctx *c, mpx_status st, const char *fmt, ...);
+
+/* ==== executor (numerics/exec.c) ============================================ */
+
+/* What a precision plan hands the executor: the format every tensor is held
+ * in, and per node the format its float inputs are converted to before it
+ * computes (fp32 for a red node) and its accumulation. Arrays indexed by
+ * tensor->index and node->index; NULL format means fp32. */
+typedef struct mpx_node_prec {
+    const mpx_format *compute;
+    mpx_accum acc;
+} mpx_node_prec;
+
+typedef struct mpx_assign {
+    int n_tensors, n_nodes;
+    const mpx_format **tensor;
+    mpx_node_prec *node;
+} mpx_assign;
+
+/* Everything fp32 (the reference), or every float node in f with accumulate
+ * format acc (all-green); keep_io keeps model inputs and outputs fp32. */
+mpx_assign *mpx_assign_uniform(const mpx_graph *g, const mpx_format *f,
+                               const mpx_format *acc, bool keep_io);
+void mpx_assign_free(mpx_assign *a);
+
+typedef struct mpx_run_opts {
+    /* "local" error: when set, every node reads the reference run's values of
+     * its inputs (converted to its formats) instead of this run's. */
+    const struct mpx_run *local_ref;
+} mpx_run_opts;
+
+/* The values of every tensor of one run. Owns vals[i] (borrowed views for
+ * constants). */
+typedef struct mpx_run {
+    const mpx_graph *g;
+    int n;
+    mpx_value *vals;         /* [g->n_tensors]; n = -1 where not computed */
+    double ms;               /* wall time of the run */
+} mpx_run;
+
+/* Refuses, before running anything, a graph with a node that has no kernel
+ * (message names the node and op) or an unbound input. inputs are in
+ * g->inputs order. */
+mpx_status mpx_run_graph(const mpx_graph *g, const mpx_assign *a, const mpx_value *inputs,
+                         const mpx_run_opts *opts, mpx_run **out, mpx_error *err);
+void mpx_run_free(mpx_run *r);
+
+/* ==== error metrics (numerics/metrics.c) ==================================== */
+
+typedef struct mpx_metrics {
+    int64_t n;
+    double max_abs, mean_abs;
+    double rel_l2;     /* ||c - r|| / ||r|| (0 when both are 0) */
+    double cos;        /* cosine similarity */
+    double sqnr_db;    /* 20 log10(||r|| / ||c - r||); +inf when equal */
+    int64_t overflow;  /* finite in r, +-inf or NaN in c */
+    int64_t underflow; /* non-zero in r, zero in c */
+    int64_t subnormal; /* subnormal in fmt among c's values */
+    double absmax_ref; /* largest |r| */
+} mpx_metrics;
+
+/* Candidate c against reference r (same shape); fmt decides "subnormal". */
+mpx_status mpx_metrics_compute(const mpx_value *r, const mpx_value *c, const mpx_format *fmt,
+                               mpx_metrics *m, mpx_error *err);
 
 #endif

@@ -1,0 +1,2 @@
+/* exec.c - the executor (to be written). */
+#include "kern_internal.h"

@@ -1,0 +1,2 @@
+/* kern_elem.c - see kernels.def for the ops it implements. */
+#include "kern_internal.h"

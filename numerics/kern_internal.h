@@ -1,0 +1,89 @@
+/* kern_internal.h - what the kernel files (kernels.c, kern_*.c) and the
+ * executor share: the accumulator every sum goes through, broadcasting, and
+ * the kernel declarations the table in kernels.c is built from.
+ * Nothing outside numerics/ includes this. */
+#ifndef MPX_KERN_INTERNAL_H
+#define MPX_KERN_INTERNAL_H
+
+#include "mpx_numerics.h"
+
+/* ---- accumulation (DESIGN section 3, mpx_accum in the public header) ------- */
+
+/* One running sum. fp32 accumulation is a plain float sum (the reference);
+ * otherwise the sum is rounded to the accumulate format after every addition
+ * or, with a block size, after every block of terms summed in fp32. Every
+ * reduction in every kernel goes through this so the order is the documented
+ * one: terms in the order the kernel adds them. */
+typedef struct mpx_acc {
+    float sum;
+    float blk;
+    int nblk;
+    int block;
+    const mpx_format *f; /* NULL: fp32 */
+} mpx_acc;
+
+static inline void mpx_acc_init(mpx_acc *a, const mpx_accum *m, float init) {
+    a->f = (m && m->fmt && m->fmt->kind != MPX_FMT_FP32) ? m->fmt : NULL;
+    a->block = m ? m->block : 0;
+    a->sum = a->f ? mpx_round_value(a->f, init) : init;
+    a->blk = 0.0f;
+    a->nblk = 0;
+}
+
+static inline void mpx_acc_add(mpx_acc *a, float term) {
+    if (!a->f) {
+        a->sum += term;
+    } else if (a->block <= 0) {
+        a->sum = mpx_round_value(a->f, a->sum + term);
+    } else {
+        a->blk += term;
+        if (++a->nblk == a->block) {
+            a->sum = mpx_round_value(a->f, a->sum + mpx_round_value(a->f, a->blk));
+            a->blk = 0.0f;
+            a->nblk = 0;
+        }
+    }
+}
+
+/* The sum (a partial last block is added as a block). */
+static inline float mpx_acc_result(mpx_acc *a) {
+    if (a->f && a->block > 0 && a->nblk > 0) {
+        a->sum = mpx_round_value(a->f, a->sum + mpx_round_value(a->f, a->blk));
+        a->blk = 0.0f;
+        a->nblk = 0;
+    }
+    return a->sum;
+}
+
+/* True when sums need no rounding, so a kernel may take its plain fp32 loop. */
+static inline bool mpx_acc_is_fp32(const mpx_accum *m) {
+    return !m || !m->fmt || m->fmt->kind == MPX_FMT_FP32;
+}
+
+/* ---- broadcasting (numpy / ONNX multidirectional rules) --------------------- */
+
+/* Output shape of broadcasting n shapes; error names the node and the shapes. */
+mpx_status mpx_k_bcast_shape(const mpx_kctx *c, int n, const mpx_value *const *v, int *rank,
+                             int64_t *dims);
+/* Element strides of v viewed in an output of the given rank and dims: 0 on
+ * broadcast dims. */
+void mpx_k_bcast_strides(const mpx_value *v, int rank, const int64_t *dims, int64_t *strides);
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+/* Normalise an axis in [-rank, rank) (or [-rank-1, rank] when extra = 1);
+ * error names the node. */
+mpx_status mpx_k_axis(const mpx_kctx *c, int64_t axis, int rank, int extra, int *out);
+/* Allocate out with the dtype and shape; a wrapper naming the node on error. */
+mpx_status mpx_k_alloc(const mpx_kctx *c, mpx_value *out, mpx_dtype dt, int rank,
+                       const int64_t *dims);
+
+/* ---- kernel declarations -------------------------------------------------------- */
+
+#define MPX_KERNEL(op, fn)                                                              \
+    mpx_status fn(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, \
+                  int n_out);
+#include "kernels.def"
+#undef MPX_KERNEL
+
+#endif

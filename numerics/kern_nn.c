@@ -1,0 +1,2 @@
+/* kern_nn.c - see kernels.def for the ops it implements. */
+#include "kern_internal.h"

@@ -1,0 +1,91 @@
+/* kernels.c - the kernel table and what all kernels share (broadcasting,
+ * axes, allocation, error messages naming the node). */
+#include "kern_internal.h"
+
+#include <assert.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+/* Ops the registry knows: a new op in graph/ops.def must be looked at here
+ * (given a kernel in kernels.def, or knowingly left without one). */
+static_assert(MPX_OP_COUNT == 105, "graph/ops.def changed: update numerics/kernels.def");
+
+static const mpx_kernel_fn kernel_table[MPX_OP_COUNT] = {
+    [MPX_OP_UNKNOWN] = NULL,
+#define MPX_KERNEL(op, fn) [MPX_OP_##op] = fn,
+#include "kernels.def"
+#undef MPX_KERNEL
+};
+
+mpx_kernel_fn mpx_kernel_for(mpx_op op) {
+    if ((int)op <= 0 || op >= MPX_OP_COUNT) return NULL;
+    return kernel_table[op];
+}
+
+mpx_status mpx_kernel_error(const mpx_kctx *c, mpx_status st, const char *fmt, ...) {
+    if (!c->err) return st;
+    char msg[sizeof c->err->msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return mpx_error_set(c->err, st, "node \"%s\" (%s): %s", c->node ? c->node->name : "?",
+                         c->node ? c->node->op_type : "?", msg);
+}
+
+mpx_status mpx_k_alloc(const mpx_kctx *c, mpx_value *out, mpx_dtype dt, int rank,
+                       const int64_t *dims) {
+    mpx_error e = {0};
+    mpx_status st = mpx_value_alloc(out, dt, rank, dims, &e);
+    if (st != MPX_OK) return mpx_kernel_error(c, st, "%s", e.msg);
+    return MPX_OK;
+}
+
+mpx_status mpx_k_axis(const mpx_kctx *c, int64_t axis, int rank, int extra, int *out) {
+    int64_t hi = rank + extra;
+    if (axis < -hi || axis >= hi)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "axis %lld is out of range for rank %d",
+                                (long long)axis, rank);
+    *out = (int)(axis < 0 ? axis + hi : axis);
+    return MPX_OK;
+}
+
+mpx_status mpx_k_bcast_shape(const mpx_kctx *c, int n, const mpx_value *const *v, int *rank,
+                             int64_t *dims) {
+    int r = 0;
+    for (int k = 0; k < n; k++)
+        if (v[k] && v[k]->rank > r) r = v[k]->rank;
+    for (int i = 0; i < r; i++) dims[i] = 1;
+    for (int k = 0; k < n; k++) {
+        if (!v[k]) continue;
+        int off = r - v[k]->rank;
+        for (int i = 0; i < v[k]->rank; i++) {
+            int64_t d = v[k]->dims[i], *o = &dims[off + i];
+            if (d == *o || d == 1) continue;
+            if (*o == 1) {
+                *o = d;
+                continue;
+            }
+            return mpx_kernel_error(c, MPX_E_SHAPE,
+                                    "input %d (dim %d = %lld) does not broadcast with %lld", k,
+                                    i, (long long)d, (long long)*o);
+        }
+    }
+    *rank = r;
+    return MPX_OK;
+}
+
+void mpx_k_bcast_strides(const mpx_value *v, int rank, const int64_t *dims, int64_t *strides) {
+    int off = rank - v->rank;
+    int64_t s = 1;
+    for (int i = rank - 1; i >= 0; i--) {
+        int j = i - off;
+        if (j < 0 || v->dims[j] == 1) {
+            strides[i] = 0;
+        } else {
+            strides[i] = s;
+        }
+        if (j >= 0) s *= v->dims[j];
+    }
+    (void)dims;
+}

@@ -1,0 +1,2 @@
+/* metrics.c - error metrics (to be written). */
+#include "mpx_numerics.h"

@@ -1,0 +1,68 @@
+/* value.c - runtime tensor values: allocation, views of graph constants, copies. */
+#include "mpx_numerics.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+mpx_status mpx_value_alloc(mpx_value *v, mpx_dtype dtype, int rank, const int64_t *dims,
+                           mpx_error *err) {
+    if (rank < 0 || rank > MPX_MAX_RANK)
+        return mpx_error_set(err, MPX_E_LIMIT, "rank %d is beyond mpx's limit of %d", rank,
+                             MPX_MAX_RANK);
+    int64_t n = 1;
+    mpx_status st = mpx_dims_product(rank, dims, &n, err);
+    if (st != MPX_OK) return st;
+    if (n < 0) return mpx_error_set(err, MPX_E_SHAPE, "a dimension is negative");
+    memset(v, 0, sizeof *v);
+    v->dtype = dtype;
+    v->rank = rank;
+    for (int i = 0; i < rank; i++) v->dims[i] = dims[i];
+    v->n = n;
+    /* calloc(0) may return NULL; keep a valid pointer so "absent" stays n < 0. */
+    size_t cnt = n ? (size_t)n : 1u;
+    if (mpx_dtype_is_float(dtype))
+        v->f = calloc(cnt, sizeof *v->f);
+    else
+        v->i = calloc(cnt, sizeof *v->i);
+    if (!v->f && !v->i) {
+        v->n = -1;
+        return mpx_error_set(err, MPX_E_NOMEM, "out of memory allocating %lld elements",
+                             (long long)n);
+    }
+    return MPX_OK;
+}
+
+void mpx_value_free(mpx_value *v) {
+    if (!v) return;
+    if (!v->borrowed) {
+        free(v->f);
+        free(v->i);
+    }
+    memset(v, 0, sizeof *v);
+    v->n = -1;
+}
+
+void mpx_value_view(mpx_value *v, const mpx_tensor *t) {
+    memset(v, 0, sizeof *v);
+    v->n = -1;
+    if (!t || t->rank < 0 || (!t->f32 && !t->i64)) return;
+    v->dtype = t->dtype;
+    v->rank = t->rank;
+    for (int i = 0; i < t->rank; i++) v->dims[i] = t->dims[i];
+    v->n = t->nelem;
+    v->f = t->f32;
+    v->i = t->i64;
+    v->borrowed = true;
+}
+
+mpx_status mpx_value_copy(mpx_value *dst, const mpx_value *src, mpx_error *err) {
+    mpx_value tmp;
+    mpx_status st = mpx_value_alloc(&tmp, src->dtype, src->rank, src->dims, err);
+    if (st != MPX_OK) return st;
+    if (src->n > 0) {
+        if (tmp.f && src->f) memcpy(tmp.f, src->f, (size_t)src->n * sizeof *tmp.f);
+        if (tmp.i && src->i) memcpy(tmp.i, src->i, (size_t)src->n * sizeof *tmp.i);
+    }
+    *dst = tmp;
+    return MPX_OK;
+}
