@@ -498,31 +498,6 @@ static mpx_status read_side(ctx *c, FILE *f, mpx_tensor *t, const char *path) {
     return st;
 }
 
-/* splitmix64 seeds xoshiro256** (Blackman & Vigna); both are pure 64-bit
- * integer arithmetic, so the stream is the same on every machine. */
-static uint64_t splitmix64(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
-
-static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-static uint64_t xoshiro(uint64_t s[4]) {
-    uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return r;
-}
-
-/* [0, 1) in steps of 2^-53 */
-static double unit(uint64_t s[4]) { return (double)(xoshiro(s) >> 11) * (1.0 / 9007199254740992.0); }
-
 static uint64_t fnv1a(const char *s) {
     uint64_t h = 14695981039346656037u;
     for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
@@ -579,20 +554,10 @@ static mpx_status fill_init(ctx *c, const cJSON *init, const cJSON *params, mpx_
             return bad(c, MPX_E_INVALID, "\"seed\" must be a non-negative integer");
         seed = (uint64_t)s;
     }
-    uint64_t s[4];
-    for (int i = 0; i < 4; i++) s[i] = splitmix64(&seed);
+    mpx_rng rng;
+    mpx_rng_init(&rng, seed);
     for (int64_t k = 0; k < t->nelem; k++) {
-        double v;
-        if (uniform) {
-            v = a + (b - a) * unit(s);
-        } else {
-            /* Box-Muller: each pair of draws gives two values, cos then sin. */
-            double u1 = 1.0 - unit(s), u2 = unit(s);
-            double r = sqrt(-2.0 * log(u1)), th = 6.283185307179586 * u2;
-            t->f32[k] = to_dtype(t->dtype, a + b * r * cos(th));
-            if (++k == t->nelem) break;
-            v = a + b * r * sin(th);
-        }
+        double v = uniform ? a + (b - a) * mpx_rng_unit(&rng) : mpx_rng_normal(&rng, a, b);
         t->f32[k] = to_dtype(t->dtype, v);
     }
     return MPX_OK;

@@ -335,6 +335,21 @@ const char *mpx_node_attr_string(const mpx_node *n, const char *name,
 /* INTS: returns the count (0 if absent) and sets *vals (NULL if absent). */
 int mpx_node_attr_ints(const mpx_node *n, const char *name, const int64_t **vals);
 
+/* ---- seeded random numbers (graph/random.c) ------------------------------- */
+
+/* The same stream for a seed on every machine (JSON random weights, random
+ * inputs). A caller-owned value; no allocation. */
+typedef struct mpx_rng {
+    uint64_t s[4];
+    bool have_spare;
+    double spare;
+} mpx_rng;
+
+void mpx_rng_init(mpx_rng *r, uint64_t seed);
+uint64_t mpx_rng_next(mpx_rng *r);
+double mpx_rng_unit(mpx_rng *r);                           /* [0, 1), steps of 2^-53 */
+double mpx_rng_normal(mpx_rng *r, double mean, double std); /* Box-Muller */
+
 /* ---- shapes, constant folding, costs -------------------------------------- */
 
 /* Bind a model input's shape (replacing its symbolic dims). Checks the rank and

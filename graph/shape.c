@@ -67,20 +67,27 @@ const char *mpx_sh_dims_str(int rank, const int64_t *d, char *buf, size_t n) {
     return buf;
 }
 
-/* A tensor's shape names its unbound symbolic dims ("batchx3xheightxwidth"),
- * which is what a user needs to know to write an `input ... shape` line. */
-const char *mpx_tensor_shape_str(const mpx_tensor *t, char *buf, size_t n) {
-    mpx_sh_dims_str(t ? t->rank : -1, t ? t->dims : NULL, buf, n);
-    if (!t || t->rank <= 0 || !buf || n == 0) return buf;
+/* Shapes name their unbound symbolic dims ("batchx3xheightxwidth"), which is
+ * what a user needs to know to write an `input ... shape` line. */
+static const char *dims_sym_str(int rank, const int64_t *d, const char *const *sym, char *buf,
+                                size_t n) {
+    mpx_sh_dims_str(rank, d, buf, n);
+    if (rank <= 0 || !buf || n == 0) return buf;
     size_t used = 0;
-    for (int i = 0; i < t->rank && used < n; i++) {
-        int w = t->dims[i] >= 0 ? snprintf(buf + used, n - used, "%s%lld", i ? "x" : "", (long long)t->dims[i])
-                : t->sym[i]     ? snprintf(buf + used, n - used, "%s%s", i ? "x" : "", t->sym[i])
-                                : snprintf(buf + used, n - used, "%s?", i ? "x" : "");
+    for (int i = 0; i < rank && used < n; i++) {
+        const char *sep = i ? "x" : "";
+        int w = d[i] >= 0 ? snprintf(buf + used, n - used, "%s%lld", sep, (long long)d[i])
+                : sym[i]  ? snprintf(buf + used, n - used, "%s%s", sep, sym[i])
+                          : snprintf(buf + used, n - used, "%s?", sep);
         if (w < 0) break;
         used += (size_t)w;
     }
     return buf;
+}
+
+const char *mpx_tensor_shape_str(const mpx_tensor *t, char *buf, size_t n) {
+    if (!t) return mpx_sh_dims_str(-1, NULL, buf, n);
+    return dims_sym_str(t->rank, t->dims, t->sym, buf, n);
 }
 
 /* Shape strings for messages: a few rotating buffers so one message can name
@@ -898,7 +905,7 @@ mpx_status mpx_graph_bind_input(mpx_graph *g, const char *input, int rank, const
         return mpx_error_set(err, MPX_E_ARG, "input \"%s\": rank %d is not supported (at most %d)", input,
                              rank, MPX_MAX_RANK);
     char want[160], got[160];
-    mpx_sh_dims_str(t->decl_rank, t->decl_dims, want, sizeof want);
+    dims_sym_str(t->decl_rank, t->decl_dims, t->decl_sym, want, sizeof want);
     mpx_sh_dims_str(rank, dims, got, sizeof got);
     if (t->decl_rank >= 0 && rank != t->decl_rank)
         return mpx_error_set(err, MPX_E_ARG, "input \"%s\" has rank %d (declared %s), not %d (%s)", input,

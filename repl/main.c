@@ -15,6 +15,9 @@
 static void print_error(const char *where, int line, const mpx_error *err) {
     char msg[2048];
     mpx_error_format(err, msg, sizeof msg);
+    /* Results go to stdout, errors to stderr: flush so a log that merges the
+     * two shows the error after the output that preceded it. */
+    fflush(stdout);
     if (where && line > 0) fprintf(stderr, "%s:%d: error: %s\n", where, line, msg);
     else fprintf(stderr, "error: %s\n", msg);
 }
