@@ -18,6 +18,7 @@
  * Products saturate at INT64_MAX rather than wrap. */
 #include "shape_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static int64_t mul(int64_t a, int64_t b) {
@@ -171,13 +172,28 @@ static cost_fn *const cost_table[MPX_OP_COUNT] = {
 _Static_assert(sizeof cost_table / sizeof cost_table[0] == MPX_OP_COUNT,
                "cost table out of step with ops.def");
 
+static int cmp_index(const void *a, const void *b) {
+    int32_t x = (*(const mpx_tensor *const *)a)->index, y = (*(const mpx_tensor *const *)b)->index;
+    return (x > y) - (x < y);
+}
+
 void mpx_cost_node(mpx_node *n) {
     mpx_cost c = {.macs = -1, .params = 0, .in_elems = 0, .out_elems = 0, .in_ch = -1, .out_ch = -1,
                   .kernel = 1, .group = 1, .k = -1};
-    for (int i = 0; i < n->n_inputs; i++) {
-        const mpx_tensor *t = n->inputs[i];
-        bool dup = false;
-        for (int j = 0; j < i; j++) dup |= n->inputs[j] == t;
+    /* Each distinct input counts once (Mul x x). A wide node's inputs are
+     * sorted to find repeats: comparing all pairs was quadratic. */
+    const mpx_tensor **sorted = NULL;
+    int count = n->n_inputs;
+    if (n->n_inputs > 16 && (sorted = malloc((size_t)n->n_inputs * sizeof *sorted))) {
+        count = 0;
+        for (int i = 0; i < n->n_inputs; i++)
+            if (n->inputs[i]) sorted[count++] = n->inputs[i];
+        qsort(sorted, (size_t)count, sizeof *sorted, cmp_index);
+    }
+    for (int i = 0; i < count; i++) {
+        const mpx_tensor *t = sorted ? sorted[i] : n->inputs[i];
+        bool dup = sorted && i > 0 && sorted[i - 1] == t;
+        for (int j = 0; !sorted && j < i; j++) dup |= n->inputs[j] == t;
         if (!t || dup) continue;
         /* A constant's element count is known even when its value is not held (strings). */
         if (t->f32 || t->i64 || (t->flags & (MPX_T_CONSTANT | MPX_T_INITIALIZER)))
@@ -185,6 +201,7 @@ void mpx_cost_node(mpx_node *n) {
         else
             c.in_elems = add(c.in_elems, t->nelem);
     }
+    free(sorted);
     for (int i = 0; i < n->n_outputs; i++)
         if (n->outputs[i]) c.out_elems = add(c.out_elems, n->outputs[i]->nelem);
     const mpx_tensor *x = in(n, 0), *y = out(n, 0);

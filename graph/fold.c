@@ -474,6 +474,11 @@ static bool fold_reduce(mpx_sctx *c, mpx_tensor *o) {
 static bool fold_split(mpx_sctx *c, mpx_status *st) {
     const mpx_tensor *x = in(c, 0);
     int ax = c->axis;
+    if (x->nelem == 0) { /* every part is empty; see mpx_fold_node */
+        bool ok;
+        for (int j = 0; j < c->n->n_outputs && *st == MPX_OK; j++) *st = alloc_out(c, j, &ok);
+        return *st == MPX_OK;
+    }
     int64_t outer = 1, inner = 1, off = 0;
     for (int i = 0; i < ax; i++) outer *= x->dims[i];
     for (int i = ax + 1; i < x->rank; i++) inner *= x->dims[i];
@@ -555,6 +560,11 @@ mpx_status mpx_fold_node(mpx_sctx *c) {
         return st;
     }
     if ((st = alloc_out(c, 0, &ok)) || !ok) return st;
+    /* An empty result is known without computing anything. It is also the
+     * only case where the folders' products of dims could overflow: a 0 dim
+     * lets the other dims be 2^31 each, while for a non-empty output every
+     * product they take is bounded by an element count. */
+    if (o->nelem == 0) return MPX_OK;
     bool done = false;
     binop b = binop_of(op);
     if (b != B_NONE) {

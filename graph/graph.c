@@ -4,7 +4,7 @@
  * structural rule (one producer per tensor, nothing read that nobody
  * produces, no cycle) is checked once, here, so JSON and ONNX models get the
  * same guarantees and the same messages. */
-#include "mpx_graph.h"
+#include "graph_internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -165,6 +165,11 @@ mpx_tensor *mpx_graph_tensor(mpx_graph *g, const char *name) {
     return t;
 }
 
+static bool suffix_taken(const mpx_graph *g, const char *base, int k, char *alt, size_t n) {
+    snprintf(alt, n, "%.600s#%d", base, k);
+    return map_get(g->node_map_, alt) != NULL;
+}
+
 mpx_node *mpx_graph_add_node(mpx_graph *g, const char *name, const char *op_type,
                              const char *domain, int n_inputs, int n_outputs,
                              int n_attrs) {
@@ -191,10 +196,24 @@ mpx_node *mpx_graph_add_node(mpx_graph *g, const char *name, const char *op_type
         snprintf(buf, sizeof buf, "%s_%d", n->op_type, g->n_nodes);
         name = buf;
     }
-    const char *base = name;
     char alt[640];
-    for (int k = 2; map_get(g->node_map_, name); k++) {
-        snprintf(alt, sizeof alt, "%.600s#%d", base, k);
+    if (map_get(g->node_map_, name)) {
+        /* The first free "#k" (k >= 2), by galloping then bisecting over k:
+         * the suffixes handed out so far are consecutive, so this finds the
+         * next one in O(log n) look-ups, where counting up from 2 made a
+         * model that repeats one name n times take O(n^2) (20000 repeats:
+         * minutes). Any free k found keeps names unique. */
+        int lo = 1, hi = 2; /* lo: taken (1 stands for the bare name); hi: free once the loop ends */
+        while (suffix_taken(g, name, hi, alt, sizeof alt)) {
+            lo = hi;
+            hi *= 2;
+        }
+        while (hi - lo > 1) {
+            int mid = lo + (hi - lo) / 2;
+            if (suffix_taken(g, name, mid, alt, sizeof alt)) lo = mid;
+            else hi = mid;
+        }
+        snprintf(alt, sizeof alt, "%.600s#%d", name, hi);
         name = alt;
     }
     n->name = mpx_arena_strdup(g->arena, name);
@@ -226,6 +245,19 @@ mpx_status mpx_dims_product(int rank, const int64_t *dims, int64_t *out, mpx_err
     return MPX_OK;
 }
 
+/* One dim beyond the limit is refused even when another dim is 0 or unknown
+ * (which mpx_dims_product accepts): no tensor mpx can hold has it, and with
+ * every dim bounded, sums and products of two dims cannot overflow. */
+mpx_status mpx_dims_check(int rank, const int64_t *dims, int64_t *out, mpx_error *err) {
+    for (int i = 0; i < rank; i++)
+        if (dims[i] > MPX_MAX_ELEMS) {
+            *out = -1;
+            return mpx_error_set(err, MPX_E_LIMIT, "dim %d is %lld, beyond mpx's limit of %lld elements", i,
+                                 (long long)dims[i], (long long)MPX_MAX_ELEMS);
+        }
+    return mpx_dims_product(rank, dims, out, err);
+}
+
 mpx_status mpx_tensor_declare(mpx_tensor *t, mpx_dtype dtype, int rank, const int64_t *dims,
                               const char *const *sym, mpx_error *err) {
     if (rank > MPX_MAX_RANK)
@@ -255,7 +287,7 @@ mpx_status mpx_tensor_alloc_value(mpx_graph *g, mpx_tensor *t, mpx_dtype dtype, 
                                  t->name, i, (long long)dims[i]);
     int64_t n;
     mpx_error sub;
-    if (mpx_dims_product(rank, dims, &n, &sub) != MPX_OK)
+    if (mpx_dims_check(rank, dims, &n, &sub) != MPX_OK)
         return mpx_error_set(err, MPX_E_LIMIT, "tensor \"%s\": %s", t->name, sub.msg);
     t->dtype = dtype;
     t->rank = rank;
@@ -486,10 +518,10 @@ mpx_status mpx_graph_finalize(mpx_graph *g, mpx_error *err) {
         for (int j = 0; j < n->n_inputs; j++) {
             mpx_tensor *t = n->inputs[j];
             if (!t) continue;
-            /* A node reading one tensor twice (Mul x x) is one consumer. */
-            bool dup = false;
-            for (int k = 0; k < t->n_consumers; k++) dup |= t->consumers[k] == n;
-            if (!dup) t->consumers[t->n_consumers++] = n;
+            /* A node reading one tensor twice (Mul x x) is one consumer. A
+             * node's entries are appended together, so only the last one can
+             * be it (scanning them all was quadratic in the fan-out). */
+            if (!t->n_consumers || t->consumers[t->n_consumers - 1] != n) t->consumers[t->n_consumers++] = n;
         }
     }
     /* Topological order. */
@@ -502,11 +534,12 @@ mpx_status mpx_graph_finalize(mpx_graph *g, mpx_error *err) {
         st = fail(g, err, MPX_E_NOMEM, "out of memory");
         goto done;
     }
-    for (int i = 0; i < nn; i++) {
-        const mpx_node *n = g->nodes[i];
-        for (int j = 0; j < n->n_inputs; j++)
-            if (n->inputs[j] && n->inputs[j]->producer) indeg[i]++;
-    }
+    /* One edge per (produced tensor, consumer) pair: consumer lists hold
+     * each reading node once, so a node with many inputs is not rescanned
+     * for every producer placed (which was quadratic in its width). */
+    for (int t = 0; t < g->n_tensors; t++)
+        if (g->tensors[t]->producer)
+            for (int k = 0; k < g->tensors[t]->n_consumers; k++) indeg[g->tensors[t]->consumers[k]->index]++;
     for (int i = 0; i < nn; i++)
         if (!indeg[i]) heap_push(&h, (const mpx_node *const *)g->nodes, i);
     int placed_n = 0;
@@ -518,13 +551,9 @@ mpx_status mpx_graph_finalize(mpx_graph *g, mpx_error *err) {
         for (int j = 0; j < n->n_outputs; j++) {
             const mpx_tensor *t = n->outputs[j];
             if (!t) continue;
-            for (int k = 0; k < t->n_consumers; k++) {
-                const mpx_node *c = t->consumers[k];
-                /* One edge per (input slot), matching how indeg was counted. */
-                for (int s = 0; s < c->n_inputs; s++)
-                    if (c->inputs[s] == t && --indeg[c->index] == 0)
-                        heap_push(&h, (const mpx_node *const *)g->nodes, c->index);
-            }
+            for (int k = 0; k < t->n_consumers; k++)
+                if (--indeg[t->consumers[k]->index] == 0)
+                    heap_push(&h, (const mpx_node *const *)g->nodes, t->consumers[k]->index);
         }
     }
     if (placed_n < nn) {
@@ -590,7 +619,7 @@ mpx_status mpx_graph_finalize(mpx_graph *g, mpx_error *err) {
             x->sym[d] = x->decl_sym[d];
         }
         mpx_error sub;
-        if (mpx_dims_product(x->rank, x->dims, &x->nelem, &sub) != MPX_OK) {
+        if (mpx_dims_check(x->rank, x->dims, &x->nelem, &sub) != MPX_OK) {
             st = fail(g, err, MPX_E_LIMIT, "tensor \"%s\": %s", x->name, sub.msg);
             goto done;
         }

@@ -8,4 +8,10 @@
  * (fields -1 where a needed shape is unknown). */
 void mpx_cost_node(mpx_node *n);
 
+/* graph.c: mpx_dims_product, and MPX_E_LIMIT also for any one dim beyond
+ * MPX_MAX_ELEMS when another dim is 0 or unknown. Used wherever a tensor gets
+ * a shape (declared, bound, loaded, inferred), so shape arithmetic may rely
+ * on known dims being at most MPX_MAX_ELEMS. */
+mpx_status mpx_dims_check(int rank, const int64_t *dims, int64_t *out, mpx_error *err);
+
 #endif

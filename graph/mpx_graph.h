@@ -317,6 +317,12 @@ mpx_graph *mpx_graph_load_onnx(const char *path, mpx_error *err);
 mpx_graph *mpx_graph_load_onnx_buffer(const uint8_t *buf, size_t len,
                                       const char *path, const char *dir,
                                       mpx_error *err);
+/* One serialized ONNX TensorProto (as ONNX's test data input_0.pb) into a new
+ * tensor from g's arena that is not one of g's tensors: name, dtype, shape
+ * and, for numeric dtypes, the value (f32/i64), decoded and checked as
+ * initializers are. External data is refused. path names the source. */
+mpx_status mpx_tensor_proto_decode(mpx_graph *g, const uint8_t *buf, size_t len,
+                                   const char *path, mpx_tensor **out, mpx_error *err);
 mpx_graph *mpx_graph_load_json(const char *path, mpx_error *err);
 mpx_graph *mpx_graph_load_json_text(const char *text, size_t len,
                                     const char *path, const char *dir,

@@ -12,7 +12,7 @@
 #ifndef _XOPEN_SOURCE
 #define _XOPEN_SOURCE 700
 #endif
-#include "mpx_graph.h"
+#include "graph_internal.h"
 
 #include "onnx.pb-c.h"
 
@@ -367,7 +367,7 @@ static mpx_status load_tensor(ctx *c, const Onnx__TensorProto *tp, mpx_tensor *t
                         (long long)dims[i]);
     int64_t nelem;
     mpx_error sub;
-    if (mpx_dims_product(rank, dims, &nelem, &sub) != MPX_OK)
+    if (mpx_dims_check(rank, dims, &nelem, &sub) != MPX_OK)
         return fail(c, MPX_E_LIMIT, "%s: %s", what, sub.msg);
 
     if (mpx_tensor_declare(t, dt, rank, dims, NULL, &sub) != MPX_OK)
@@ -387,14 +387,18 @@ static mpx_status load_tensor(ctx *c, const Onnx__TensorProto *tp, mpx_tensor *t
         t->nelem = nelem;
         return MPX_OK;
     }
-    if (mpx_tensor_alloc_value(c->g, t, dt, rank, dims, &sub) != MPX_OK)
-        return fail(c, sub.status, "%s: %s", what, sub.msg);
-
+    /* The data's length is checked before the value is allocated: dims are
+     * only a claim, and a few hundred bytes of file must not make mpx
+     * allocate gigabytes before it finds the data missing. */
     size_t es = elem_size(dt), need = (size_t)nelem * es;
     if (external) {
         uint8_t *bytes = NULL;
         mpx_status st = read_external(c, what, tp, need, &bytes);
         if (st != MPX_OK) return st;
+        if (mpx_tensor_alloc_value(c->g, t, dt, rank, dims, &sub) != MPX_OK) {
+            free(bytes);
+            return fail(c, sub.status, "%s: %s", what, sub.msg);
+        }
         decode_raw(t, bytes);
         free(bytes);
         return MPX_OK;
@@ -403,18 +407,21 @@ static mpx_status load_tensor(ctx *c, const Onnx__TensorProto *tp, mpx_tensor *t
     const char *field = count_field(dt, tp, &n);
     /* raw_data wins when both are present; an empty raw_data only when the
      * typed field is empty too. */
-    if (tp->has_raw_data && (tp->raw_data.len > 0 || n == 0)) {
-        if (tp->raw_data.len != need)
-            return fail(c, MPX_E_INVALID,
-                        "%s: raw_data has %zu bytes, but its dims hold %lld elements of %s, "
-                        "which need %zu bytes",
-                        what, tp->raw_data.len, (long long)nelem, mpx_dtype_name(dt), need);
+    bool raw = tp->has_raw_data && (tp->raw_data.len > 0 || n == 0);
+    if (raw && tp->raw_data.len != need)
+        return fail(c, MPX_E_INVALID,
+                    "%s: raw_data has %zu bytes, but its dims hold %lld elements of %s, "
+                    "which need %zu bytes",
+                    what, tp->raw_data.len, (long long)nelem, mpx_dtype_name(dt), need);
+    if (!raw && n != (size_t)nelem)
+        return fail(c, MPX_E_INVALID, "%s: %zu values in %s, but dims hold %lld elements", what,
+                    n, field, (long long)nelem);
+    if (mpx_tensor_alloc_value(c->g, t, dt, rank, dims, &sub) != MPX_OK)
+        return fail(c, sub.status, "%s: %s", what, sub.msg);
+    if (raw) {
         decode_raw(t, tp->raw_data.data);
         return MPX_OK;
     }
-    if (n != (size_t)nelem)
-        return fail(c, MPX_E_INVALID, "%s: %zu values in %s, but dims hold %lld elements", what,
-                    n, field, (long long)nelem);
     if (nelem == 0) return MPX_OK;
     switch (dt) {
     case MPX_DT_FLOAT:
@@ -808,6 +815,27 @@ mpx_graph *mpx_graph_load_onnx_buffer(const uint8_t *buf, size_t len, const char
         return NULL;
     }
     return c.g;
+}
+
+mpx_status mpx_tensor_proto_decode(mpx_graph *g, const uint8_t *buf, size_t len,
+                                   const char *path, mpx_tensor **out, mpx_error *err) {
+    ctx c = {.g = g, .path = path ? path : "", .err = err};
+    if (!g || !out || (!buf && len)) return mpx_error_set(err, MPX_E_ARG, "no graph or buffer");
+    /* An empty buffer decodes as a TensorProto with nothing set. */
+    if (len == 0) return fail(&c, MPX_E_PARSE, "not an ONNX TensorProto: the file is empty");
+    if (len > MAX_ONNX_BYTES)
+        return fail(&c, MPX_E_LIMIT, "%zu bytes is beyond protobuf's 2 GiB limit", len);
+    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, buf);
+    if (!tp)
+        return fail(&c, MPX_E_PARSE,
+                    "not an ONNX TensorProto: the protobuf does not decode (truncated or "
+                    "another kind of file), %zu bytes", len);
+    char what[300];
+    snprintf(what, sizeof what, "tensor \"%.256s\"", nz(tp->name));
+    mpx_status st = detached_tensor(&c, tp, what, out);
+    onnx__tensor_proto__free_unpacked(tp, NULL);
+    free(c.dir_real);
+    return st;
 }
 
 mpx_graph *mpx_graph_load_onnx(const char *path, mpx_error *err) {

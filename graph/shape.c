@@ -156,7 +156,7 @@ mpx_status mpx_sh_set_out(const mpx_sctx *c, int i, mpx_dtype dtype, const shp *
         t->sym[k] = k < s->rank && s->d[k] < 0 ? s->s[k] : NULL;
     }
     mpx_error sub;
-    if (mpx_dims_product(t->rank, t->dims, &t->nelem, &sub) != MPX_OK)
+    if (mpx_dims_check(t->rank, t->dims, &t->nelem, &sub) != MPX_OK)
         return mpx_node_error(c, MPX_E_LIMIT, "output \"%s\" (%s): %s", t->name, mpx_sh_S(s), sub.msg);
     return MPX_OK;
 }
@@ -368,7 +368,10 @@ mpx_status mpx_shape_norm(mpx_sctx *c) {
             m.d[i] = 1;
             m.s[i] = NULL;
         }
-        mpx_dtype stash = (mpx_dtype)mpx_node_attr_int(c->n, "stash_type", MPX_DT_FLOAT);
+        int64_t st_type = mpx_node_attr_int(c->n, "stash_type", MPX_DT_FLOAT);
+        if (st_type <= MPX_DT_UNDEFINED || st_type >= MPX_DT_COUNT_)
+            return mpx_node_error(c, MPX_E_INVALID, "stash_type %lld is not an element type", (long long)st_type);
+        mpx_dtype stash = (mpx_dtype)st_type;
         if ((st = mpx_sh_set_out(c, 1, stash, &m))) return st;
         return mpx_sh_set_out(c, 2, stash, &m);
     }
@@ -414,7 +417,11 @@ static mpx_status window_attrs(const mpx_sctx *c, int nsp, window *w, bool need_
         if (nk != nsp)
             return mpx_node_error(c, MPX_E_SHAPE, "kernel_shape has %d values for %d spatial dims",
                                   nk, nsp);
-        for (int i = 0; i < nsp; i++) w->k[i] = ks[i];
+        for (int i = 0; i < nsp; i++) {
+            if (ks[i] < 1 || ks[i] > MPX_MAX_ELEMS)
+                return mpx_node_error(c, MPX_E_SHAPE, "kernel_shape[%d] is %lld", i, (long long)ks[i]);
+            w->k[i] = ks[i];
+        }
     } else if (need_kernel) {
         return mpx_node_error(c, MPX_E_INVALID, "attribute kernel_shape is required");
     } else {
@@ -426,6 +433,16 @@ static mpx_status window_attrs(const mpx_sctx *c, int nsp, window *w, bool need_
     for (int i = 0; i < nsp; i++)
         if (w->s[i] < 1 || w->dil[i] < 1 || w->pads[i] < 0 || w->pads[i + nsp] < 0)
             return mpx_node_error(c, MPX_E_SHAPE, "strides, dilations and pads must be positive");
+    /* Beyond the element limit none of them can describe a tensor mpx holds;
+     * refusing them here keeps the window arithmetic far from overflow. */
+    for (int i = 0; i < nsp; i++)
+        if (w->s[i] > MPX_MAX_ELEMS || w->dil[i] > MPX_MAX_ELEMS || w->pads[i] > MPX_MAX_ELEMS ||
+            w->pads[i + nsp] > MPX_MAX_ELEMS)
+            return mpx_node_error(c, MPX_E_LIMIT,
+                                  "spatial dim %d: stride %lld, dilation %lld or pads %lld+%lld exceed "
+                                  "mpx's limit of %lld",
+                                  i, (long long)w->s[i], (long long)w->dil[i], (long long)w->pads[i],
+                                  (long long)w->pads[i + nsp], (long long)MPX_MAX_ELEMS);
     w->auto_pad = mpx_node_attr_string(c->n, "auto_pad", "NOTSET");
     return MPX_OK;
 }
@@ -442,6 +459,10 @@ static mpx_status window_out(const mpx_sctx *c, const window *w, int i, int64_t 
         *out = -1;
         return MPX_OK;
     }
+    if (k == 0)
+        return mpx_node_error(c, MPX_E_SHAPE, "spatial dim %d: the kernel has length 0", i);
+    /* window_attrs bounded strides, dilations and pads, and known dims are
+     * bounded too (mpx_dims_check), so none of this overflows. */
     int64_t s = w->s[i];
     if (same_pad(w)) {
         *out = (in_len + s - 1) / s;
@@ -483,7 +504,7 @@ mpx_status mpx_shape_conv(mpx_sctx *c) {
         return mpx_node_error(c, MPX_E_SHAPE, "weights \"%s\" of shape %s do not match input %s",
                               w->name, mpx_sh_TS(w), mpx_sh_TS(x));
     int64_t group = mpx_node_attr_int(c->n, "group", 1);
-    if (group < 1) return mpx_node_error(c, MPX_E_SHAPE, "group %lld", (long long)group);
+    if (group < 1 || group > MPX_MAX_ELEMS) return mpx_node_error(c, MPX_E_SHAPE, "group %lld", (long long)group);
     int64_t cin = x->dims[1], wc = w->dims[1], m = w->dims[0];
     if (cin >= 0 && wc >= 0 && cin != wc * group)
         return mpx_node_error(c, MPX_E_SHAPE,
@@ -524,7 +545,7 @@ mpx_status mpx_shape_conv_transpose(mpx_sctx *c) {
         return mpx_node_error(c, MPX_E_SHAPE, "weights \"%s\" of shape %s do not match input %s",
                               w->name, mpx_sh_TS(w), mpx_sh_TS(x));
     int64_t group = mpx_node_attr_int(c->n, "group", 1);
-    if (group < 1) return mpx_node_error(c, MPX_E_SHAPE, "group %lld", (long long)group);
+    if (group < 1 || group > MPX_MAX_ELEMS) return mpx_node_error(c, MPX_E_SHAPE, "group %lld", (long long)group);
     if (x->dims[1] >= 0 && w->dims[0] >= 0 && x->dims[1] != w->dims[0])
         return mpx_node_error(c, MPX_E_SHAPE,
                               "input \"%s\" has %lld channels (shape %s) but weights \"%s\" have shape %s",
@@ -542,15 +563,24 @@ mpx_status mpx_shape_conv_transpose(mpx_sctx *c) {
     if (os && nos != nsp && nos != nsp + 2)
         return mpx_node_error(c, MPX_E_SHAPE, "output_shape has %d values for %d spatial dims", nos, nsp);
     for (int i = 0; i < nsp; i++) {
+        int64_t osi = os ? os[nos - nsp + i] : 0;
+        if (opad[i] < 0 || opad[i] > MPX_MAX_ELEMS || osi < 0 || osi > MPX_MAX_ELEMS)
+            return mpx_node_error(c, MPX_E_SHAPE, "spatial dim %d: output_padding %lld or output_shape %lld is "
+                                  "negative or beyond mpx's limit", i, (long long)opad[i], (long long)osi);
+    }
+    for (int i = 0; i < nsp; i++) {
         int64_t len = x->dims[2 + i], *od = &o.d[2 + i];
         o.s[2 + i] = NULL;
         if (os) *od = os[nos - nsp + i];
         else if (len < 0 || win.k[i] < 0) *od = -1;
         else if (same_pad(&win)) *od = len * win.s[i];
         else {
+            /* Each term is below 2^62 (bounded dims and attributes); their sum need not be. */
             bool valid = strcmp(win.auto_pad, "VALID") == 0;
             int64_t pads = valid ? 0 : win.pads[i] + win.pads[i + nsp];
-            *od = win.s[i] * (len - 1) + opad[i] + (win.k[i] - 1) * win.dil[i] + 1 - pads;
+            int64_t span = win.s[i] * (len - 1), ek = (win.k[i] - 1) * win.dil[i] + 1;
+            if (!mpx_sh_add(span, ek, od) || !mpx_sh_add(*od, opad[i] - pads, od))
+                return mpx_node_error(c, MPX_E_LIMIT, "spatial dim %d: the output length overflows", i);
             if (*od < 1)
                 return mpx_node_error(c, MPX_E_SHAPE, "spatial dim %d would have length %lld", i,
                                       (long long)*od);
@@ -705,6 +735,9 @@ static mpx_status einsum_parse(const mpx_sctx *c, einsum_plan *p, bool *ok) {
         bool ell = false;
         for (const char *q = t; *q; q++) {
             if (strncmp(q, "...", 3) == 0) {
+                /* A second "..." would make the term claim more dims than the input has. */
+                if (ell)
+                    return mpx_node_error(c, MPX_E_INVALID, "equation \"%s\": \"...\" twice in one term", eq);
                 ell = true;
                 q += 2;
             } else if ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z')) {
@@ -784,16 +817,16 @@ int64_t mpx_einsum_terms(const mpx_node *n) {
     einsum_plan p;
     bool ok;
     if (einsum_parse(&c, &p, &ok) != MPX_OK || !ok) return -1;
+    /* Saturates like the other cost figures. */
     int64_t total = 1;
     for (int k = 0; k < p.ell.rank; k++) {
         if (p.ell.d[k] < 0) return -1;
-        total *= p.ell.d[k];
+        if (!mpx_sh_mul(total, p.ell.d[k], &total)) total = INT64_MAX;
     }
     for (int ch = 0; ch < 128; ch++) {
         if (p.label[ch] == -2) continue;
         if (p.label[ch] < 0) return -1;
-        if (p.label[ch] && total > INT64_MAX / p.label[ch]) return -1;
-        total *= p.label[ch];
+        if (!mpx_sh_mul(total, p.label[ch], &total)) total = INT64_MAX;
     }
     return total;
 }
@@ -920,7 +953,7 @@ mpx_status mpx_graph_bind_input(mpx_graph *g, const char *input, int rank, const
     }
     int64_t n;
     mpx_error sub;
-    if (mpx_dims_product(rank, dims, &n, &sub) != MPX_OK)
+    if (mpx_dims_check(rank, dims, &n, &sub) != MPX_OK)
         return mpx_error_set(err, MPX_E_LIMIT, "input \"%s\" of shape %s: %s", input, got, sub.msg);
     t->rank = rank;
     t->nelem = n;

@@ -75,6 +75,22 @@ mpx_status mpx_sh_norm_axis(const mpx_sctx *c, int64_t ax, int rank, const char 
                             const mpx_tensor *t, int *out);
 mpx_status mpx_sh_bcast2(const mpx_sctx *c, const shp *a, const shp *b, shp *o);
 
+/* Checked int64 arithmetic for sizes that combine dims with attributes or
+ * values a model may set to anything (pads of INT64_MAX): false, and *r
+ * untouched, when the exact result does not fit. */
+static inline bool mpx_sh_add(int64_t a, int64_t b, int64_t *r) {
+    int64_t t;
+    if (__builtin_add_overflow(a, b, &t)) return false;
+    *r = t;
+    return true;
+}
+static inline bool mpx_sh_mul(int64_t a, int64_t b, int64_t *r) {
+    int64_t t;
+    if (__builtin_mul_overflow(a, b, &t)) return false;
+    *r = t;
+    return true;
+}
+
 /* One shape function per SHAPE family of ops.def (shape.c, shape_ops.c). */
 #define MPX_OP(name, shape, cost) mpx_status mpx_shape_##shape(mpx_sctx *c);
 #include "ops.def"

@@ -62,6 +62,9 @@ mpx_status mpx_shape_resize(mpx_sctx *c) {
     if (sizes && !sa) {
         const char *policy = mpx_node_attr_string(c->n, "keep_aspect_ratio_policy", "stretch");
         bool larger = strcmp(policy, "not_larger") == 0, smaller = strcmp(policy, "not_smaller") == 0;
+        for (int i = 0; i < na; i++)
+            if (is[i] < 0)
+                return mpx_node_error(c, MPX_E_SHAPE, "sizes[%d] is %lld", i, (long long)is[i]);
         if (larger || smaller) {
             /* One scale for all the axes, then sizes = round(in * scale). */
             float sc = larger ? INFINITY : 0.0f;
@@ -72,8 +75,12 @@ mpx_status mpx_shape_resize(mpx_sctx *c) {
                 sc = larger ? fminf(sc, f) : fmaxf(sc, f);
             }
             for (int i = 0; i < na; i++) {
-                int64_t d = x->dims[axes[i]];
-                o.d[axes[i]] = (int64_t)roundf(sc * (float)d);
+                float len = roundf(sc * (float)x->dims[axes[i]]);
+                /* A float beyond int64 does not convert (undefined behaviour). */
+                if (!(len <= (float)MPX_MAX_ELEMS))
+                    return mpx_node_error(c, MPX_E_LIMIT, "axis %lld would have length %g", (long long)axes[i],
+                                          (double)len);
+                o.d[axes[i]] = (int64_t)len;
             }
         } else {
             for (int i = 0; i < na; i++) o.d[axes[i]] = is[i];
@@ -85,7 +92,11 @@ mpx_status mpx_shape_resize(mpx_sctx *c) {
                 return mpx_node_error(c, MPX_E_SHAPE, "scale %g for axis %lld is not positive",
                                       (double)fs[i], (long long)axes[i]);
             /* As ONNX and ONNX Runtime compute it: float product, floored. */
-            o.d[axes[i]] = d < 0 ? -1 : (int64_t)floorf((float)d * fs[i]);
+            float len = floorf((float)d * fs[i]);
+            if (d >= 0 && !(len <= (float)MPX_MAX_ELEMS))
+                return mpx_node_error(c, MPX_E_LIMIT, "scale %g makes axis %lld of length %lld %g long",
+                                      (double)fs[i], (long long)axes[i], (long long)d, (double)len);
+            o.d[axes[i]] = d < 0 ? -1 : (int64_t)len;
         }
     }
     for (int i = 0; i < na; i++) {
@@ -153,7 +164,9 @@ mpx_status mpx_shape_split(mpx_sctx *c) {
         int64_t sum = 0;
         for (int i = 0; i < ns; i++) {
             if (sizes[i] < 0) return mpx_node_error(c, MPX_E_SHAPE, "split size %lld", (long long)sizes[i]);
-            sum += sizes[i];
+            if (!mpx_sh_add(sum, sizes[i], &sum))
+                return mpx_node_error(c, MPX_E_SHAPE, "split sizes add up to more than %lld",
+                                      (long long)INT64_MAX);
         }
         if (d >= 0 && sum != d)
             return mpx_node_error(c, MPX_E_SHAPE, "split sizes add up to %lld but axis %d of %s is %lld",
@@ -543,7 +556,10 @@ mpx_status mpx_shape_pad(mpx_sctx *c) {
         int ax;
         if ((st = mpx_sh_norm_axis(c, axes[i], r, "axis", x, &ax))) return st;
         if (o.d[ax] < 0) continue;
-        int64_t nd = o.d[ax] + pads[i] + pads[i + na];
+        int64_t nd;
+        if (!mpx_sh_add(o.d[ax], pads[i], &nd) || !mpx_sh_add(nd, pads[i + na], &nd))
+            return mpx_node_error(c, MPX_E_LIMIT, "pads %lld and %lld overflow axis %d of %s",
+                                  (long long)pads[i], (long long)pads[i + na], ax, mpx_sh_TS(x));
         if (nd < 0)
             return mpx_node_error(c, MPX_E_SHAPE, "pads make axis %d of %s negative (%lld)", ax, mpx_sh_TS(x),
                                   (long long)nd);
@@ -627,14 +643,16 @@ static mpx_status depth_space(mpx_sctx *c, bool to_space) {
     if (x->rank != 4)
         return mpx_node_error(c, MPX_E_SHAPE, "input \"%s\" of shape %s is not 4-D", x->name, mpx_sh_TS(x));
     int64_t b = mpx_node_attr_int(c->n, "blocksize", 0);
-    if (b < 1) return mpx_node_error(c, MPX_E_SHAPE, "blocksize %lld", (long long)b);
+    /* Bounded so that b * b neither overflows nor wraps to 0 (a division by zero). */
+    if (b < 1 || b > MPX_MAX_ELEMS) return mpx_node_error(c, MPX_E_SHAPE, "blocksize %lld", (long long)b);
+    int64_t bb = b * b;
     shp o = mpx_sh_shp_of(x);
     for (int i = 1; i < 4; i++) o.s[i] = NULL;
     if (to_space) {
-        if (o.d[1] >= 0 && o.d[1] % (b * b))
+        if (o.d[1] >= 0 && o.d[1] % bb)
             return mpx_node_error(c, MPX_E_SHAPE, "%lld channels do not divide by blocksize^2 = %lld",
-                                  (long long)o.d[1], (long long)(b * b));
-        o.d[1] = o.d[1] < 0 ? -1 : o.d[1] / (b * b);
+                                  (long long)o.d[1], (long long)bb);
+        o.d[1] = o.d[1] < 0 ? -1 : o.d[1] / bb;
         o.d[2] = o.d[2] < 0 ? -1 : o.d[2] * b;
         o.d[3] = o.d[3] < 0 ? -1 : o.d[3] * b;
     } else {
@@ -642,7 +660,9 @@ static mpx_status depth_space(mpx_sctx *c, bool to_space) {
             if (o.d[i] >= 0 && o.d[i] % b)
                 return mpx_node_error(c, MPX_E_SHAPE, "dim %d of %s does not divide by blocksize %lld", i, mpx_sh_TS(x),
                                       (long long)b);
-        o.d[1] = o.d[1] < 0 ? -1 : o.d[1] * b * b;
+        if (o.d[1] >= 0 && !mpx_sh_mul(o.d[1], bb, &o.d[1]))
+            return mpx_node_error(c, MPX_E_LIMIT, "%s with blocksize %lld has too many channels", mpx_sh_TS(x),
+                                  (long long)b);
         o.d[2] = o.d[2] < 0 ? -1 : o.d[2] / b;
         o.d[3] = o.d[3] < 0 ? -1 : o.d[3] / b;
     }
@@ -710,6 +730,7 @@ mpx_status mpx_shape_range(mpx_sctx *c) {
             int64_t s = a->i64[0], l = b->i64[0], dl = d->i64[0];
             if (dl == 0) return mpx_node_error(c, MPX_E_SHAPE, "delta is 0");
             double n = ceil(((double)l - (double)s) / (double)dl);
+            if (!(n < 9e18)) return mpx_node_error(c, MPX_E_LIMIT, "range too long");
             o.d[0] = n > 0 ? (int64_t)n : 0;
         } else {
             double s = a->f32 ? a->f32[0] : (double)a->i64[0], l = b->f32 ? b->f32[0] : (double)b->i64[0],

