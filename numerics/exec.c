@@ -1,2 +1,317 @@
-/* exec.c - the executor (to be written). */
+/* exec.c - the executor: runs a graph under a precision assignment and keeps
+ * every tensor's value (DESIGN section 3, Emulation).
+ *
+ * The assignment is followed literally: the executor makes no colouring
+ * decisions. A value "in format F" is an fp32 buffer of values representable
+ * in F, so a conversion is mpx_round_array and widening is free. */
 #include "kern_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* fp32 is "no rounding": NULL and the fp32 descriptor mean the same. */
+static const mpx_format *low(const mpx_format *f) {
+    return f && f->kind != MPX_FMT_FP32 ? f : NULL;
+}
+
+/* Integer and bool tensors carry no format; an undefined dtype might be
+ * float, and only float values are ever rounded, so it may hold one. */
+static bool may_be_float(const mpx_tensor *t) {
+    return t && !mpx_dtype_is_int_like(t->dtype) && t->dtype != MPX_DT_STRING;
+}
+
+mpx_assign *mpx_assign_uniform(const mpx_graph *g, const mpx_format *f, const mpx_format *acc,
+                               bool keep_io) {
+    if (!g) return NULL;
+    mpx_assign *a = calloc(1, sizeof *a);
+    if (!a) return NULL;
+    a->n_tensors = g->n_tensors;
+    a->n_nodes = g->n_nodes;
+    a->tensor = calloc(g->n_tensors ? (size_t)g->n_tensors : 1u, sizeof *a->tensor);
+    a->node = calloc(g->n_nodes ? (size_t)g->n_nodes : 1u, sizeof *a->node);
+    if (!a->tensor || !a->node) {
+        mpx_assign_free(a);
+        return NULL;
+    }
+    f = low(f);
+    if (!f) return a;
+    for (int i = 0; i < g->n_tensors; i++) {
+        const mpx_tensor *t = g->tensors[i];
+        bool io = (t->flags & (MPX_T_INPUT | MPX_T_OUTPUT)) != 0;
+        if (may_be_float(t) && !(keep_io && io)) a->tensor[t->index] = f;
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        const mpx_node *n = g->nodes[i];
+        bool fin = false;
+        for (int j = 0; j < n->n_inputs; j++) fin = fin || may_be_float(n->inputs[j]);
+        if (!fin) continue;
+        mpx_node_prec *p = &a->node[n->index];
+        p->compute = f;
+        p->output = f;
+        p->acc.fmt = acc;
+        p->acc.block = 0;
+    }
+    return a;
+}
+
+void mpx_assign_free(mpx_assign *a) {
+    if (!a) return;
+    free(a->tensor);
+    free(a->node);
+    free(a);
+}
+
+void mpx_run_free(mpx_run *r) {
+    if (!r) return;
+    for (int i = 0; r->vals && i < r->n; i++) mpx_value_free(&r->vals[i]);
+    free(r->vals);
+    free(r);
+}
+
+static bool has_value(const mpx_value *v) { return v && v->n >= 0 && (v->f || v->i); }
+
+/* A constant whose value the graph holds (initializer or Constant output). */
+static bool is_constant(const mpx_tensor *t) {
+    return t && (t->flags & MPX_T_CONSTANT) && (t->f32 || t->i64) && t->nelem >= 0 && t->rank >= 0;
+}
+
+/* Constant nodes are not run: their outputs come from the graph (as shape
+ * inference and the cost figures see them). */
+static bool skipped(const mpx_node *n) {
+    if (n->n_outputs < 1) return false;
+    for (int j = 0; j < n->n_outputs; j++)
+        if (!is_constant(n->outputs[j])) return false;
+    return true;
+}
+
+static const mpx_format *tensor_fmt(const mpx_assign *a, const mpx_tensor *t) {
+    return a ? low(a->tensor[t->index]) : NULL;
+}
+
+static mpx_status round_copy(mpx_value *v, const mpx_format *f, mpx_error *err) {
+    if (!v->f || !low(f)) return MPX_OK;
+    if (v->borrowed) {
+        mpx_value c;
+        mpx_status st = mpx_value_copy(&c, v, err);
+        if (st != MPX_OK) return st;
+        *v = c;
+    }
+    if (v->n > 0) mpx_round_array(f, v->f, v->f, (size_t)v->n);
+    return MPX_OK;
+}
+
+static bool same_shape(const mpx_value *v, const mpx_tensor *t) {
+    if (v->rank != t->rank) return false;
+    for (int i = 0; i < v->rank; i++)
+        if (v->dims[i] != t->dims[i]) return false;
+    return true;
+}
+
+static const char *vshape(const mpx_value *v, char *buf, size_t n) {
+    mpx_tensor t = {.rank = v->rank, .nelem = v->n};
+    for (int i = 0; i < v->rank && i < MPX_MAX_RANK; i++) t.dims[i] = v->dims[i];
+    return mpx_tensor_shape_str(&t, buf, n);
+}
+
+/* Everything refused before any node runs. */
+static mpx_status check(const mpx_graph *g, const mpx_assign *a, const mpx_value *inputs,
+                        const mpx_run *ref, mpx_error *err) {
+    if (a && (a->n_tensors != g->n_tensors || a->n_nodes != g->n_nodes || !a->tensor || !a->node))
+        return mpx_error_set(err, MPX_E_ARG,
+                             "the precision assignment is for another graph (%d tensors, %d nodes; "
+                             "the graph has %d and %d)",
+                             a->n_tensors, a->n_nodes, g->n_tensors, g->n_nodes);
+    if (ref && (ref->g != g || ref->n != g->n_tensors || !ref->vals))
+        return mpx_error_set(err, MPX_E_ARG,
+                             "the reference run for local error is of another graph");
+    for (int i = 0; i < g->n_nodes; i++) {
+        const mpx_node *n = g->nodes[i];
+        if (!skipped(n) && !mpx_kernel_for(n->op))
+            return mpx_error_set(err, MPX_E_UNSUPPORTED, "node \"%s\" (%s): no kernel for %s",
+                                 n->name, n->op_type, n->op_type);
+    }
+    if (g->n_inputs > 0 && !inputs)
+        return mpx_error_set(err, MPX_E_ARG, "no input values given (the model has %d inputs)",
+                             g->n_inputs);
+    char b1[128], b2[128];
+    for (int i = 0; i < g->n_inputs; i++) {
+        const mpx_tensor *t = g->inputs[i];
+        const mpx_value *v = &inputs[i];
+        bool known = t->rank >= 0;
+        for (int k = 0; known && k < t->rank; k++) known = t->dims[k] >= 0;
+        if (!known)
+            return mpx_error_set(err, MPX_E_ARG,
+                                 "input \"%s\" is not bound (shape %s): give it a shape", t->name,
+                                 mpx_tensor_shape_str(t, b1, sizeof b1));
+        if (!has_value(v) || v->rank < 0 || v->rank > MPX_MAX_RANK)
+            return mpx_error_set(err, MPX_E_ARG, "input \"%s\" has no value", t->name);
+        if (!same_shape(v, t))
+            return mpx_error_set(
+                err, MPX_E_SHAPE, "input \"%s\": the value has shape %s, the input is bound to %s",
+                t->name, vshape(v, b1, sizeof b1), mpx_tensor_shape_str(t, b2, sizeof b2));
+        bool vf = mpx_dtype_is_float(v->dtype);
+        if ((vf ? !v->f : !v->i) || v->n != t->nelem)
+            return mpx_error_set(err, MPX_E_ARG, "input \"%s\": the value is malformed", t->name);
+        if (t->dtype != MPX_DT_UNDEFINED && mpx_dtype_is_float(t->dtype) != vf)
+            return mpx_error_set(err, MPX_E_ARG, "input \"%s\" is %s but the value is %s", t->name,
+                                 mpx_dtype_name(t->dtype), mpx_dtype_name(v->dtype));
+    }
+    /* Every node input has a value by the time the node runs. */
+    bool *avail = calloc(g->n_tensors ? (size_t)g->n_tensors : 1u, sizeof *avail);
+    if (!avail) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    for (int i = 0; i < g->n_inputs; i++) avail[g->inputs[i]->index] = true;
+    for (int i = 0; i < g->n_tensors; i++)
+        if (is_constant(g->tensors[i])) avail[i] = true;
+    mpx_status st = MPX_OK;
+    for (int i = 0; i < g->n_nodes && st == MPX_OK; i++) {
+        const mpx_node *n = g->nodes[i];
+        if (skipped(n)) continue;
+        for (int j = 0; j < n->n_inputs && st == MPX_OK; j++) {
+            const mpx_tensor *t = n->inputs[j];
+            if (!t) continue;
+            if (!avail[t->index])
+                st =
+                    mpx_error_set(err, MPX_E_INVALID,
+                                  "node \"%s\" (%s): input \"%s\" has no value (not a model input, "
+                                  "an initializer or a node's output)",
+                                  n->name, n->op_type, t->name);
+            else if (ref && !has_value(&ref->vals[t->index]))
+                st = mpx_error_set(err, MPX_E_ARG,
+                                   "node \"%s\" (%s): the reference run has no value for \"%s\"",
+                                   n->name, n->op_type, t->name);
+        }
+        for (int j = 0; j < n->n_outputs; j++)
+            if (n->outputs[j]) avail[n->outputs[j]->index] = true;
+    }
+    free(avail);
+    return st;
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* One node: convert its inputs, run its kernel, round and store its outputs. */
+static mpx_status run_node(const mpx_node *n, const mpx_assign *a, const mpx_run *ref, mpx_run *run,
+                           mpx_error *err) {
+    static const mpx_node_prec fp32 = {0};
+    const mpx_node_prec *p = a ? &a->node[n->index] : &fp32;
+    const mpx_format *cf = low(p->compute);
+    int ni = n->n_inputs, no = n->n_outputs;
+    mpx_value *conv = calloc(ni ? (size_t)ni : 1u, sizeof *conv);
+    const mpx_value **ins = calloc(ni ? (size_t)ni : 1u, sizeof *ins);
+    mpx_value *outs = calloc(no ? (size_t)no : 1u, sizeof *outs);
+    mpx_status st = MPX_OK;
+    if (!conv || !ins || !outs) {
+        st =
+            mpx_error_set(err, MPX_E_NOMEM, "node \"%s\" (%s): out of memory", n->name, n->op_type);
+        goto done;
+    }
+    for (int j = 0; j < ni; j++) conv[j].n = -1;
+    for (int j = 0; j < no; j++) outs[j].n = -1;
+    for (int j = 0; j < ni; j++) {
+        const mpx_tensor *t = n->inputs[j];
+        if (!t) continue;
+        const mpx_value *src = ref ? &ref->vals[t->index] : &run->vals[t->index];
+        /* A value held in the compute format already needs no rounding. */
+        if (src->f && cf && (ref || tensor_fmt(a, t) != cf)) {
+            mpx_error e = {0};
+            if (mpx_value_copy(&conv[j], src, &e) != MPX_OK) {
+                st = mpx_error_set(err, e.status, "node \"%s\" (%s): %s", n->name, n->op_type,
+                                   e.msg);
+                goto done;
+            }
+            if (conv[j].n > 0) mpx_round_array(cf, conv[j].f, conv[j].f, (size_t)conv[j].n);
+            ins[j] = &conv[j];
+        } else {
+            ins[j] = src;
+        }
+    }
+    mpx_kctx kc = {.node = n, .acc = p->acc, .err = err};
+    if (err) err->msg[0] = '\0';
+    st = mpx_kernel_for(n->op)(&kc, ins, ni, outs, no);
+    if (st != MPX_OK) {
+        if (err && !err->msg[0]) mpx_kernel_error(&kc, st, "the kernel failed");
+        goto done;
+    }
+    for (int j = 0; j < no; j++) {
+        const mpx_tensor *t = n->outputs[j];
+        if (!t) continue;
+        mpx_value *v = &outs[j];
+        if (!has_value(v)) {
+            if (t->n_consumers > 0 || (t->flags & MPX_T_OUTPUT)) {
+                st = mpx_error_set(err, MPX_E_INVALID,
+                                   "node \"%s\" (%s): no value for output \"%s\"", n->name,
+                                   n->op_type, t->name);
+                goto done;
+            }
+            continue;
+        }
+        const mpx_format *of = low(p->output), *tf = tensor_fmt(a, t);
+        if (v->f && of && v->n > 0) mpx_round_array(of, v->f, v->f, (size_t)v->n);
+        /* Rounding twice to one format changes nothing: skip the second. */
+        if (v->f && tf && tf != of && v->n > 0) mpx_round_array(tf, v->f, v->f, (size_t)v->n);
+        mpx_value_free(&run->vals[t->index]);
+        run->vals[t->index] = *v;
+        v->n = -1;
+        v->f = NULL;
+        v->i = NULL;
+    }
+done:
+    for (int j = 0; conv && j < ni; j++) mpx_value_free(&conv[j]);
+    for (int j = 0; outs && j < no; j++) mpx_value_free(&outs[j]);
+    free(conv);
+    free(ins);
+    free(outs);
+    return st;
+}
+
+mpx_status mpx_run_graph(const mpx_graph *g, const mpx_assign *a, const mpx_value *inputs,
+                         const mpx_run_opts *opts, mpx_run **out, mpx_error *err) {
+    if (out) *out = NULL;
+    if (!g || !out) return mpx_error_set(err, MPX_E_ARG, "no graph or no place for the run");
+    const mpx_run *ref = opts ? opts->local_ref : NULL;
+    mpx_status st = check(g, a, inputs, ref, err);
+    if (st != MPX_OK) return st;
+    double t0 = now_ms();
+    mpx_run *run = calloc(1, sizeof *run);
+    if (!run) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    run->g = g;
+    run->n = g->n_tensors;
+    run->vals = calloc(g->n_tensors ? (size_t)g->n_tensors : 1u, sizeof *run->vals);
+    if (!run->vals) {
+        free(run);
+        return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < g->n_tensors; i++) run->vals[i].n = -1;
+    /* Constants: converted once, before the run (weights converted offline). */
+    for (int i = 0; i < g->n_tensors && st == MPX_OK; i++) {
+        const mpx_tensor *t = g->tensors[i];
+        if (!is_constant(t)) continue;
+        mpx_value_view(&run->vals[i], t);
+        st = round_copy(&run->vals[i], tensor_fmt(a, t), err);
+    }
+    for (int i = 0; i < g->n_inputs && st == MPX_OK; i++) {
+        const mpx_tensor *t = g->inputs[i];
+        mpx_value *v = &run->vals[t->index];
+        mpx_value_free(v);
+        st = mpx_value_copy(v, &inputs[i], err);
+        if (st != MPX_OK) break;
+        if (t->dtype != MPX_DT_UNDEFINED) v->dtype = t->dtype;
+        st = round_copy(v, tensor_fmt(a, t), err);
+    }
+    for (int i = 0; i < g->n_nodes && st == MPX_OK; i++) {
+        const mpx_node *n = g->nodes[i];
+        if (!skipped(n)) st = run_node(n, a, ref, run, err);
+    }
+    if (st != MPX_OK) {
+        mpx_run_free(run);
+        return st;
+    }
+    run->ms = now_ms() - t0;
+    *out = run;
+    return MPX_OK;
+}

@@ -1,2 +1,370 @@
-/* kern_elem.c - see kernels.def for the ops it implements. */
-#include "kern_internal.h"
+/* kern_elem.c - unary elementwise kernels, Clip and Cast (the broadcasting
+ * ones are in kern_binary.c, reductions in kern_reduce.c).
+ *
+ * Float kernels compute in fp32 with libm's float functions. Where ONNX leaves
+ * the formula open, or a formula can be evaluated in several ways, they follow
+ * ONNX Runtime's CPU kernels (Elu with exp(x) - 1, Celu and Selu as written
+ * in the operator definitions), so fp32 results agree with ORT to a few ulp;
+ * Sigmoid and Softplus are evaluated in the forms that do not overflow (ORT's
+ * MLAS logistic approximation clamps |x| to 18 and loses relative accuracy
+ * far out in the tails, where these stay exact to an ulp). NaN inputs give
+ * NaN outputs (Relu, Sign, Clip, HardSigmoid, Celu included, as ORT's Relu,
+ * Sign and Clip do), except ThresholdedRelu, whose "x > alpha ? x : 0" maps
+ * NaN to 0 in ORT and here. */
+#include "kern_elem.h"
+
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+/* ---- unary float functions ------------------------------------------------------- */
+
+static const float k_sqrt1_2 = 0.70710678118654752440f;    /* 1/sqrt(2) */
+static const float k_sqrt_2_pi = 0.79788456080286535588f;  /* sqrt(2/pi) */
+
+/* 1/(1 + exp(-x)) for x >= 0, exp(x)/(1 + exp(x)) below, so exp never
+ * overflows; written without a branch on the sign, which mispredicts on
+ * activations. */
+static float sigmoid(float x) {
+    float e = expf(-fabsf(x)), d = 1.0f + e;
+    float num = x >= 0.0f ? 1.0f : e;
+    return num / d;
+}
+
+/* log(1 + exp(x)) without overflow for large x. */
+static float softplus(float x) {
+    if (x > 0.0f) return x + log1pf(expf(-x));
+    return log1pf(expf(x));
+}
+
+typedef enum uop {
+    U_RELU, U_LEAKY_RELU, U_ELU, U_SELU, U_CELU, U_THRESHOLDED_RELU, U_SIGMOID,
+    U_HARD_SIGMOID, U_HARD_SWISH, U_SOFTPLUS, U_SOFTSIGN, U_MISH, U_TANH, U_ERF, U_GELU,
+    U_GELU_TANH, U_EXP, U_LOG, U_SQRT, U_RECIPROCAL, U_NEG, U_ABS, U_SIGN, U_FLOOR, U_CEIL,
+    U_ROUND, U_SIN, U_COS, U_NOT, U_ISNAN, U_ISINF
+} uop;
+
+typedef struct uparam {
+    float alpha, beta, gamma;
+    bool pos, neg; /* IsInf: detect_positive, detect_negative */
+} uparam;
+
+#define MAP(expr)                                                                        \
+    for (int64_t k = 0; k < n; k++) {                                                    \
+        const float v = x[k];                                                            \
+        y[k] = (expr);                                                                   \
+    }                                                                                    \
+    break
+
+static void map_float(uop op, const uparam *p, const float *x, float *y, int64_t n) {
+    const float a = p->alpha, b = p->beta, g = p->gamma;
+    switch (op) {
+    case U_RELU: MAP(v < 0.0f ? 0.0f : v);
+    case U_LEAKY_RELU: MAP(v >= 0.0f ? v : a * v);
+    case U_ELU: MAP(v >= 0.0f ? v : a * (expf(v) - 1.0f));
+    case U_SELU: MAP(v > 0.0f ? g * v : g * (a * expf(v) - a));
+    case U_CELU: MAP(v != v ? v : fmaxf(0.0f, v) + fminf(0.0f, a * (expf(v / a) - 1.0f)));
+    case U_THRESHOLDED_RELU: MAP(v > a ? v : 0.0f);
+    case U_SIGMOID: MAP(sigmoid(v));
+    case U_HARD_SIGMOID: {
+        for (int64_t k = 0; k < n; k++) {
+            float t = a * x[k] + b;
+            y[k] = t > 1.0f ? 1.0f : t < 0.0f ? 0.0f : t;
+        }
+        break;
+    }
+    case U_HARD_SWISH: {
+        for (int64_t k = 0; k < n; k++) {
+            float t = a * x[k] + b;
+            y[k] = x[k] * (t > 1.0f ? 1.0f : t < 0.0f ? 0.0f : t);
+        }
+        break;
+    }
+    case U_SOFTPLUS: MAP(softplus(v));
+    case U_SOFTSIGN: MAP(v / (1.0f + fabsf(v)));
+    case U_MISH: MAP(v * tanhf(softplus(v)));
+    case U_TANH: MAP(tanhf(v));
+    case U_ERF: MAP(erff(v));
+    case U_GELU: MAP(0.5f * v * (erff(v * k_sqrt1_2) + 1.0f));
+    case U_GELU_TANH: MAP(0.5f * v * (tanhf(k_sqrt_2_pi * (v + 0.044715f * v * v * v)) + 1.0f));
+    case U_EXP: MAP(expf(v));
+    case U_LOG: MAP(logf(v));
+    case U_SQRT: MAP(sqrtf(v));
+    case U_RECIPROCAL: MAP(1.0f / v);
+    case U_NEG: MAP(-v);
+    case U_ABS: MAP(fabsf(v));
+    case U_SIGN: MAP(v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : v == 0.0f ? 0.0f : v);
+    case U_FLOOR: MAP(floorf(v));
+    case U_CEIL: MAP(ceilf(v));
+    case U_ROUND: MAP(nearbyintf(v)); /* default rounding mode: half to even */
+    case U_SIN: MAP(sinf(v));
+    case U_COS: MAP(cosf(v));
+    case U_NOT: case U_ISNAN: case U_ISINF: break; /* not float -> float */
+    }
+}
+#undef MAP
+
+/* Integer variants (Relu from opset 14, Neg, Abs, Sign); results wrap to the
+ * dtype's width as arithmetic in that type does (Neg of INT8 -128 is -128). */
+static void map_int(uop op, const int64_t *x, int64_t *y, int64_t n, mpx_dtype dt) {
+    for (int64_t k = 0; k < n; k++) {
+        int64_t v = x[k], r;
+        switch (op) {
+        case U_RELU: r = v < 0 ? 0 : v; break;
+        case U_NEG: r = ke_sub(0, v); break;
+        case U_ABS: r = v < 0 ? ke_sub(0, v) : v; break;
+        case U_SIGN: r = v > 0 ? 1 : v < 0 ? -1 : 0; break;
+        case U_NOT: r = v == 0; break;
+        default: r = v; break;
+        }
+        y[k] = ke_wrap(r, dt);
+    }
+}
+
+/* What each op accepts: float only unless listed. */
+static unsigned uop_kinds(uop op) {
+    switch (op) {
+    case U_RELU: case U_NEG: case U_ABS: case U_SIGN: return KE_NUM;
+    case U_NOT: return KE_BOOL;
+    default: return KE_FLOAT;
+    }
+}
+
+static mpx_status unary(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                        int n_out, uop op) {
+    const mpx_value *x;
+    mpx_status st = ke_need_out(c, n_out);
+    if (st == MPX_OK) st = ke_input(c, in, n_in, 0, uop_kinds(op), false, &x);
+    if (st != MPX_OK) return st;
+    const mpx_node *nd = c->node;
+    uparam p = {0.0f, 0.0f, 0.0f, true, true};
+    switch (op) {
+    case U_LEAKY_RELU: p.alpha = mpx_node_attr_float(nd, "alpha", 0.01f); break;
+    case U_ELU: case U_CELU: case U_THRESHOLDED_RELU:
+        p.alpha = mpx_node_attr_float(nd, "alpha", 1.0f);
+        if (op == U_CELU && p.alpha == 0.0f)
+            return mpx_kernel_error(c, MPX_E_INVALID, "Celu's alpha must not be 0");
+        break;
+    case U_SELU:
+        p.alpha = mpx_node_attr_float(nd, "alpha", 1.67326319217681884765625f);
+        p.gamma = mpx_node_attr_float(nd, "gamma", 1.05070102214813232421875f);
+        break;
+    case U_HARD_SIGMOID:
+        p.alpha = mpx_node_attr_float(nd, "alpha", 0.2f);
+        p.beta = mpx_node_attr_float(nd, "beta", 0.5f);
+        break;
+    case U_HARD_SWISH:
+        p.alpha = 1.0f / 6.0f;
+        p.beta = 0.5f;
+        break;
+    case U_GELU: {
+        const char *ap = mpx_node_attr_string(nd, "approximate", "none");
+        if (strcmp(ap, "tanh") == 0) op = U_GELU_TANH;
+        else if (strcmp(ap, "none") != 0)
+            return mpx_kernel_error(c, MPX_E_INVALID,
+                                    "approximate=\"%s\" is not one of \"none\", \"tanh\"", ap);
+        break;
+    }
+    case U_ISINF:
+        p.pos = mpx_node_attr_int(nd, "detect_positive", 1) != 0;
+        p.neg = mpx_node_attr_int(nd, "detect_negative", 1) != 0;
+        break;
+    default: break;
+    }
+    bool to_bool = op == U_ISNAN || op == U_ISINF;
+    st = mpx_k_alloc(c, &out[0], to_bool ? MPX_DT_BOOL : x->dtype, x->rank, x->dims);
+    if (st != MPX_OK) return st;
+    mpx_value *y = &out[0];
+    if (op == U_ISNAN) {
+        for (int64_t k = 0; k < x->n; k++) y->i[k] = isnan(x->f[k]) ? 1 : 0;
+    } else if (op == U_ISINF) {
+        for (int64_t k = 0; k < x->n; k++) {
+            float v = x->f[k];
+            y->i[k] = isinf(v) && (v > 0 ? p.pos : p.neg);
+        }
+    } else if (x->f) {
+        map_float(op, &p, x->f, y->f, x->n);
+    } else {
+        map_int(op, x->i, y->i, x->n, x->dtype);
+    }
+    return MPX_OK;
+}
+
+#define UNARY_KERNEL(fn, op)                                                                 \
+    mpx_status fn(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,  \
+                  int n_out) {                                                               \
+        return unary(c, in, n_in, out, n_out, op);                                           \
+    }
+
+UNARY_KERNEL(mpx_k_relu, U_RELU)
+UNARY_KERNEL(mpx_k_leaky_relu, U_LEAKY_RELU)
+UNARY_KERNEL(mpx_k_elu, U_ELU)
+UNARY_KERNEL(mpx_k_selu, U_SELU)
+UNARY_KERNEL(mpx_k_celu, U_CELU)
+UNARY_KERNEL(mpx_k_thresholded_relu, U_THRESHOLDED_RELU)
+UNARY_KERNEL(mpx_k_sigmoid, U_SIGMOID)
+UNARY_KERNEL(mpx_k_hard_sigmoid, U_HARD_SIGMOID)
+UNARY_KERNEL(mpx_k_hard_swish, U_HARD_SWISH)
+UNARY_KERNEL(mpx_k_softplus, U_SOFTPLUS)
+UNARY_KERNEL(mpx_k_softsign, U_SOFTSIGN)
+UNARY_KERNEL(mpx_k_mish, U_MISH)
+UNARY_KERNEL(mpx_k_tanh, U_TANH)
+UNARY_KERNEL(mpx_k_erf, U_ERF)
+UNARY_KERNEL(mpx_k_gelu, U_GELU)
+UNARY_KERNEL(mpx_k_exp, U_EXP)
+UNARY_KERNEL(mpx_k_log, U_LOG)
+UNARY_KERNEL(mpx_k_sqrt, U_SQRT)
+UNARY_KERNEL(mpx_k_reciprocal, U_RECIPROCAL)
+UNARY_KERNEL(mpx_k_neg, U_NEG)
+UNARY_KERNEL(mpx_k_abs, U_ABS)
+UNARY_KERNEL(mpx_k_sign, U_SIGN)
+UNARY_KERNEL(mpx_k_floor, U_FLOOR)
+UNARY_KERNEL(mpx_k_ceil, U_CEIL)
+UNARY_KERNEL(mpx_k_round, U_ROUND)
+UNARY_KERNEL(mpx_k_sin, U_SIN)
+UNARY_KERNEL(mpx_k_cos, U_COS)
+UNARY_KERNEL(mpx_k_not, U_NOT)
+UNARY_KERNEL(mpx_k_isnan, U_ISNAN)
+UNARY_KERNEL(mpx_k_isinf, U_ISINF)
+
+/* ---- Clip -------------------------------------------------------------------------- */
+
+/* y = min(max(x, lo), hi), in that order as ORT does, so lo > hi gives hi
+ * everywhere (what the ONNX text prescribes); NaN stays NaN. Bounds: the
+ * min/max attributes before opset 11, optional one-element inputs from 11. */
+mpx_status mpx_k_clip(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                      int n_out) {
+    bool attrs = ke_opset(c) < 11;
+    const mpx_value *x, *lo = NULL, *hi = NULL;
+    mpx_status st = ke_need_out(c, n_out);
+    if (st == MPX_OK) st = ke_input(c, in, n_in, 0, attrs ? KE_FLOAT : KE_NUM, false, &x);
+    if (st != MPX_OK) return st;
+    if (!attrs) {
+        unsigned kind = ke_kind(x);
+        if ((st = ke_input(c, in, n_in, 1, kind, true, &lo)) != MPX_OK) return st;
+        if ((st = ke_input(c, in, n_in, 2, kind, true, &hi)) != MPX_OK) return st;
+        if ((lo && lo->n != 1) || (hi && hi->n != 1))
+            return mpx_kernel_error(c, MPX_E_SHAPE,
+                                    "min and max must hold one value each (min has %lld, max %lld)",
+                                    (long long)(lo ? lo->n : 1), (long long)(hi ? hi->n : 1));
+    }
+    if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, x->dims)) != MPX_OK) return st;
+    mpx_value *y = &out[0];
+    if (x->f) {
+        float l = attrs ? mpx_node_attr_float(c->node, "min", -FLT_MAX) : lo ? lo->f[0] : -INFINITY;
+        float h = attrs ? mpx_node_attr_float(c->node, "max", FLT_MAX) : hi ? hi->f[0] : INFINITY;
+        for (int64_t k = 0; k < x->n; k++) {
+            float v = x->f[k] < l ? l : x->f[k];
+            y->f[k] = v > h ? h : v;
+        }
+    } else {
+        int64_t l = lo ? lo->i[0] : INT64_MIN, h = hi ? hi->i[0] : INT64_MAX;
+        for (int64_t k = 0; k < x->n; k++) {
+            int64_t v = x->i[k] < l ? l : x->i[k];
+            y->i[k] = v > h ? h : v;
+        }
+    }
+    return MPX_OK;
+}
+
+/* ---- Cast ---------------------------------------------------------------------------- */
+
+/* Float to integer as x86-64 builds of ONNX Runtime convert (a C++
+ * static_cast, i.e. cvttss2si): truncate toward zero; NaN, infinities and
+ * values outside the conversion's range give the most negative integer of
+ * the conversion's width ("integer indefinite"). The conversion is 64-bit for
+ * int64, uint64 and uint32 and 32-bit for the narrower types, whose result is
+ * then wrapped to the target width (300.7 -> uint8 44, NaN -> int8 0). ONNX
+ * leaves out-of-range casts undefined; this pins one behaviour. */
+static int64_t f_to_i64(float x) {
+    if (x >= -0x1p63f && x < 0x1p63f) return (int64_t)x;
+    return INT64_MIN;
+}
+
+static int64_t f_to_i32(float x) {
+    if (x >= -0x1p31f && x < 0x1p31f) return (int64_t)(int32_t)x;
+    return INT32_MIN;
+}
+
+static int64_t f_to_int(float x, mpx_dtype to) {
+    switch (to) {
+    case MPX_DT_BOOL: return x != 0.0f; /* NaN is true, as static_cast<bool> */
+    case MPX_DT_INT64: return f_to_i64(x);
+    case MPX_DT_UINT64: /* [2^63, 2^64) as unsigned; the rest as int64's bits */
+        return x >= 0x1p63f && x < 0x1p64f ? ke_s64((uint64_t)x) : f_to_i64(x);
+    case MPX_DT_UINT32: return ke_wrap(f_to_i64(x), to);
+    default: return ke_wrap(f_to_i32(x), to);
+    }
+}
+
+/* The format a float target's values are rounded to (NULL: fp32 as it is;
+ * double holds every fp32 value). */
+static mpx_status cast_format(const mpx_kctx *c, mpx_dtype to, bool saturate,
+                              const mpx_format **f) {
+    switch (to) {
+    case MPX_DT_FLOAT: case MPX_DT_DOUBLE: *f = NULL; return MPX_OK;
+    case MPX_DT_FLOAT16: *f = &mpx_format_fp16; return MPX_OK;
+    case MPX_DT_BFLOAT16: *f = &mpx_format_bf16; return MPX_OK;
+    case MPX_DT_FLOAT8E4M3FN:
+        *f = saturate ? &mpx_format_fp8e4m3_sat : &mpx_format_fp8e4m3_nan;
+        return MPX_OK;
+    case MPX_DT_FLOAT8E5M2: *f = &mpx_format_fp8e5m2; return MPX_OK;
+    default:
+        return mpx_kernel_error(c, MPX_E_UNSUPPORTED,
+                                "casting to %s is not supported (mpx has no format for it)",
+                                mpx_dtype_name(to));
+    }
+}
+
+/* Cast: float targets hold fp32 values rounded (nearest even) to the target's
+ * format; fp8 follows the saturate attribute (opset 19, default 1) as ONNX's
+ * table says: e4m3fn overflow and +-inf give +-448 when saturating, NaN
+ * otherwise; e5m2 gives +-57344 when saturating, +-inf otherwise. Integers
+ * reach a float target through fp32 (as ORT: int64 -> bf16 rounds twice).
+ * Integer targets wrap integers to their width; floats convert as f_to_int
+ * says; bool is value != 0. */
+mpx_status mpx_k_cast(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                      int n_out) {
+    const mpx_value *x;
+    mpx_status st = ke_need_out(c, n_out);
+    if (st == MPX_OK) st = ke_input(c, in, n_in, 0, KE_ANY, false, &x);
+    if (st != MPX_OK) return st;
+    const mpx_attr *ta = mpx_node_attr(c->node, "to");
+    if (!ta || ta->type != MPX_ATTR_INT)
+        return mpx_kernel_error(c, MPX_E_INVALID,
+                                "the attribute \"to\" (an integer data type) is %s",
+                                ta ? "not an integer" : "missing");
+    if (ta->i <= MPX_DT_UNDEFINED || ta->i >= MPX_DT_COUNT_)
+        return mpx_kernel_error(c, MPX_E_INVALID, "to=%lld is not an ONNX data type",
+                                (long long)ta->i);
+    mpx_dtype to = (mpx_dtype)ta->i;
+    bool saturate = mpx_node_attr_int(c->node, "saturate", 1) != 0;
+    const mpx_format *fmt = NULL;
+    if (mpx_dtype_is_float(to)) {
+        if ((st = cast_format(c, to, saturate, &fmt)) != MPX_OK) return st;
+    } else if (!mpx_dtype_is_int_like(to)) {
+        return mpx_kernel_error(c, MPX_E_UNSUPPORTED, "casting to %s is not supported",
+                                mpx_dtype_name(to));
+    }
+    if ((st = mpx_k_alloc(c, &out[0], to, x->rank, x->dims)) != MPX_OK) return st;
+    mpx_value *y = &out[0];
+    int64_t n = x->n;
+    if (y->f) {
+        if (x->f) {
+            if (n) memcpy(y->f, x->f, (size_t)n * sizeof *y->f);
+        } else if (x->dtype == MPX_DT_UINT64) {
+            for (int64_t k = 0; k < n; k++) y->f[k] = (float)(uint64_t)x->i[k];
+        } else {
+            for (int64_t k = 0; k < n; k++) y->f[k] = (float)x->i[k];
+        }
+        if (fmt) mpx_round_array(fmt, y->f, y->f, (size_t)n);
+        if (to == MPX_DT_FLOAT8E5M2 && saturate)
+            for (int64_t k = 0; k < n; k++)
+                if (isinf(y->f[k])) y->f[k] = copysignf(mpx_format_fp8e5m2.max_finite, y->f[k]);
+    } else if (x->f) {
+        for (int64_t k = 0; k < n; k++) y->i[k] = f_to_int(x->f[k], to);
+    } else {
+        for (int64_t k = 0; k < n; k++) y->i[k] = ke_wrap(x->i[k], to);
+    }
+    return MPX_OK;
+}

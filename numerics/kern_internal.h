@@ -24,7 +24,8 @@ typedef struct mpx_acc {
 
 static inline void mpx_acc_init(mpx_acc *a, const mpx_accum *m, float init) {
     a->f = (m && m->fmt && m->fmt->kind != MPX_FMT_FP32) ? m->fmt : NULL;
-    a->block = m ? m->block : 0;
+    /* fp32: blocks of MPX_ACC_FP32_BLOCK (see mpx_accum in the header). */
+    a->block = a->f ? (m ? m->block : 0) : MPX_ACC_FP32_BLOCK;
     a->sum = a->f ? mpx_round_value(a->f, init) : init;
     a->blk = 0.0f;
     a->nblk = 0;
@@ -32,7 +33,12 @@ static inline void mpx_acc_init(mpx_acc *a, const mpx_accum *m, float init) {
 
 static inline void mpx_acc_add(mpx_acc *a, float term) {
     if (!a->f) {
-        a->sum += term;
+        a->blk += term;
+        if (++a->nblk == a->block) {
+            a->sum += a->blk;
+            a->blk = 0.0f;
+            a->nblk = 0;
+        }
     } else if (a->block <= 0) {
         a->sum = mpx_round_value(a->f, a->sum + term);
     } else {
@@ -47,7 +53,11 @@ static inline void mpx_acc_add(mpx_acc *a, float term) {
 
 /* The sum (a partial last block is added as a block). */
 static inline float mpx_acc_result(mpx_acc *a) {
-    if (a->f && a->block > 0 && a->nblk > 0) {
+    if (!a->f) {
+        if (a->nblk > 0) a->sum += a->blk;
+        a->blk = 0.0f;
+        a->nblk = 0;
+    } else if (a->block > 0 && a->nblk > 0) {
         a->sum = mpx_round_value(a->f, a->sum + mpx_round_value(a->f, a->blk));
         a->blk = 0.0f;
         a->nblk = 0;

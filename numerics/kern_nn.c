@@ -1,2 +1,909 @@
-/* kern_nn.c - see kernels.def for the ops it implements. */
-#include "kern_internal.h"
+/* kern_nn.c - the dot-product kernels: Conv, ConvTranspose, Gemm, MatMul, and
+ * what the nn kernel files share (kern_nn.h: input checks, window geometry).
+ * Pooling is in kern_pool.c, normalisation and softmax in kern_norm.c, Resize
+ * and Upsample in kern_resize.c.
+ *
+ * Summation order (DESIGN section 3; every sum goes through mpx_acc):
+ *  - Conv: the terms of one output value are added input channel by input
+ *    channel (within the group), then kernel tap in row-major order (for 2-D:
+ *    kernel row, then kernel column; for 3-D: depth, row, column). Taps that
+ *    fall into the padding are not terms. The bias is one more addition after
+ *    the products (a partial block is flushed first).
+ *  - ConvTranspose: the same order over (input channel, kernel tap) pairs that
+ *    reach the output value.
+ *  - Gemm and MatMul: k = 0, 1, ..., K-1. Gemm then multiplies the sum by
+ *    alpha (one fp32 product) and adds beta * C as one more addition.
+ * Products are fp32 products of the inputs (exact for 16-bit and 8-bit
+ * formats). The fp32 path (accumulate format fp32) keeps plain float running
+ * sums updated in exactly the order above, so it gives the same bits as
+ * mpx_acc with fp32; it is only arranged for speed: output rows (or chunks of
+ * 256 values) of four output channels at a time take one row update per
+ * (input channel, tap), and interior runs of 8 outputs keep their 32 running
+ * sums in registers through all (input channel, tap) terms (conv_tile8). The
+ * rounded path updates rows of mpx_acc in the same order. */
+#include "kern_nn.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- shared helpers (kern_nn.h) ---------------------------------------------------- */
+
+const char *kn_shape(const mpx_value *v, char *buf) {
+    if (!v || v->n < 0) {
+        snprintf(buf, 160, "(absent)");
+        return buf;
+    }
+    if (v->rank == 0) {
+        snprintf(buf, 160, "scalar");
+        return buf;
+    }
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < v->rank && len < 150; i++) {
+        int k = snprintf(buf + len, 160 - len, "%s%lld", i ? "x" : "", (long long)v->dims[i]);
+        if (k < 0) break;
+        len += (size_t)k;
+    }
+    return buf;
+}
+
+const mpx_value *kn_opt(const mpx_value *const *in, int n_in, int i) {
+    if (!in || i < 0 || i >= n_in || !in[i] || in[i]->n < 0) return NULL;
+    return in[i];
+}
+
+mpx_status kn_float_opt(const mpx_kctx *c, const mpx_value *const *in, int n_in, int i,
+                        const char *what, const mpx_value **v) {
+    const mpx_value *p = kn_opt(in, n_in, i);
+    *v = NULL;
+    if (!p) return MPX_OK;
+    if (!mpx_dtype_is_float(p->dtype) || !p->f)
+        return mpx_kernel_error(c, MPX_E_UNSUPPORTED,
+                                "input %d (%s) is %s; this kernel takes floating-point values", i,
+                                what, mpx_dtype_name(p->dtype));
+    *v = p;
+    return MPX_OK;
+}
+
+mpx_status kn_float_in(const mpx_kctx *c, const mpx_value *const *in, int n_in, int i,
+                       const char *what, const mpx_value **v) {
+    mpx_status st = kn_float_opt(c, in, n_in, i, what, v);
+    if (st == MPX_OK && !*v)
+        return mpx_kernel_error(c, MPX_E_INVALID, "input %d (%s) is missing", i, what);
+    return st;
+}
+
+mpx_status kn_need_out(const mpx_kctx *c, int n_out, int need) {
+    if (n_out < need)
+        return mpx_kernel_error(c, MPX_E_INVALID, "%d output slot(s) given, %d needed", n_out,
+                                need);
+    return MPX_OK;
+}
+
+int kn_opset(const mpx_kctx *c) {
+    /* A node without a known opset is read as the newest definitions. */
+    return c->node && c->node->opset > 0 ? c->node->opset : 1000;
+}
+
+bool kn_wants_out(const mpx_kctx *c, int n_out, int i) {
+    if (i >= n_out) return false;
+    if (!c->node) return true;
+    return i < c->node->n_outputs && c->node->outputs[i] != NULL;
+}
+
+int64_t kn_floor_div(int64_t a, int64_t b) {
+    int64_t q = a / b;
+    return (a % b != 0 && a < 0) ? q - 1 : q;
+}
+
+int64_t kn_ceil_div(int64_t a, int64_t b) {
+    int64_t q = a / b;
+    return (a % b != 0 && a > 0) ? q + 1 : q;
+}
+
+mpx_status kn_scratch(const mpx_kctx *c, size_t n, size_t size, void **p) {
+    *p = calloc(n ? n : 1, size);
+    if (!*p)
+        return mpx_kernel_error(c, MPX_E_NOMEM, "out of memory for %zu scratch elements", n);
+    return MPX_OK;
+}
+
+/* ---- window attributes -------------------------------------------------------------- */
+
+static mpx_status ints_attr(const mpx_kctx *c, const char *name, int n, int64_t dflt, int64_t lo,
+                            int64_t *out) {
+    const mpx_attr *a = mpx_node_attr(c->node, name);
+    for (int i = 0; i < n; i++) out[i] = dflt;
+    if (!a) return MPX_OK;
+    if (a->type != MPX_ATTR_INTS)
+        return mpx_kernel_error(c, MPX_E_INVALID, "attribute %s must be a list of integers", name);
+    if (a->n != n)
+        return mpx_kernel_error(c, MPX_E_INVALID, "attribute %s has %d values; %d expected", name,
+                                a->n, n);
+    for (int i = 0; i < n; i++) {
+        if (a->ints[i] < lo || a->ints[i] > KN_ATTR_MAX)
+            return mpx_kernel_error(c, MPX_E_INVALID, "attribute %s[%d] = %lld is out of range",
+                                    name, i, (long long)a->ints[i]);
+        out[i] = a->ints[i];
+    }
+    return MPX_OK;
+}
+
+mpx_status kn_window_attrs(const mpx_kctx *c, const mpx_value *x, const int64_t *kernel,
+                           kn_window *w) {
+    char sb[160];
+    mpx_status st;
+    memset(w, 0, sizeof *w);
+    if (x->rank < 3)
+        return mpx_kernel_error(c, MPX_E_SHAPE,
+                                "input X has shape %s; N x C x D1 x ... (rank 3 or more) expected",
+                                kn_shape(x, sb));
+    int nsp = w->nsp = x->rank - 2;
+    for (int i = 0; i < nsp; i++) w->in[i] = x->dims[2 + i];
+    const mpx_attr *ka = mpx_node_attr(c->node, "kernel_shape");
+    if (ka || !kernel) {
+        if (!ka) return mpx_kernel_error(c, MPX_E_INVALID, "attribute kernel_shape is required");
+        if ((st = ints_attr(c, "kernel_shape", nsp, 1, 1, w->k))) return st;
+        for (int i = 0; kernel && i < nsp; i++)
+            if (kernel[i] != w->k[i])
+                return mpx_kernel_error(c, MPX_E_SHAPE,
+                                        "kernel_shape[%d] = %lld does not match the weights' "
+                                        "kernel length %lld",
+                                        i, (long long)w->k[i], (long long)kernel[i]);
+    } else {
+        for (int i = 0; i < nsp; i++) {
+            if (kernel[i] < 1)
+                return mpx_kernel_error(c, MPX_E_SHAPE, "the weights' kernel length %d is %lld", i,
+                                        (long long)kernel[i]);
+            w->k[i] = kernel[i];
+        }
+    }
+    if ((st = ints_attr(c, "strides", nsp, 1, 1, w->s))) return st;
+    if ((st = ints_attr(c, "dilations", nsp, 1, 1, w->d))) return st;
+    int64_t pads[2 * KN_MAX_SP];
+    if ((st = ints_attr(c, "pads", 2 * nsp, 0, 0, pads))) return st;
+    for (int i = 0; i < nsp; i++) {
+        w->pb[i] = pads[i];
+        w->pe[i] = pads[nsp + i];
+    }
+    const char *ap = mpx_node_attr_string(c->node, "auto_pad", "NOTSET");
+    if (strcmp(ap, "NOTSET") == 0 || ap[0] == '\0') w->auto_pad = KN_NOTSET;
+    else if (strcmp(ap, "SAME_UPPER") == 0) w->auto_pad = KN_SAME_UPPER;
+    else if (strcmp(ap, "SAME_LOWER") == 0) w->auto_pad = KN_SAME_LOWER;
+    else if (strcmp(ap, "VALID") == 0) w->auto_pad = KN_VALID;
+    else
+        return mpx_kernel_error(c, MPX_E_INVALID,
+                                "auto_pad \"%s\" is not NOTSET, SAME_UPPER, SAME_LOWER or VALID",
+                                ap);
+    return MPX_OK;
+}
+
+mpx_status kn_window_out(const mpx_kctx *c, kn_window *w, bool ceil_mode) {
+    for (int i = 0; i < w->nsp; i++) {
+        int64_t in = w->in[i], s = w->s[i], ek = (w->k[i] - 1) * w->d[i] + 1;
+        if (w->auto_pad == KN_SAME_UPPER || w->auto_pad == KN_SAME_LOWER) {
+            int64_t o = kn_ceil_div(in, s);
+            int64_t total = (o - 1) * s + ek - in;
+            if (total < 0) total = 0;
+            w->pb[i] = w->auto_pad == KN_SAME_UPPER ? total / 2 : total - total / 2;
+            w->pe[i] = total - w->pb[i];
+            w->out[i] = o;
+            continue;
+        }
+        if (w->auto_pad == KN_VALID) w->pb[i] = w->pe[i] = 0;
+        int64_t num = in + w->pb[i] + w->pe[i] - ek;
+        if (num < 0)
+            return mpx_kernel_error(c, MPX_E_SHAPE,
+                                    "spatial dim %d: input length %lld with pads %lld+%lld is "
+                                    "shorter than the kernel extent %lld",
+                                    i, (long long)in, (long long)w->pb[i], (long long)w->pe[i],
+                                    (long long)ek);
+        int64_t o = num / s + 1;
+        if (ceil_mode) {
+            o = kn_ceil_div(num, s) + 1;
+            if ((o - 1) * s >= in + w->pb[i]) o--;
+        }
+        w->out[i] = o;
+    }
+    return MPX_OK;
+}
+
+/* ---- row updates: the inner loops of the convolutions and the matrix products ---- */
+
+/* y_j[i * ys] += w[j] * x[i * xs] for i < n and rows j < nm (1..4). The rows
+ * and x never overlap. Each output value gets one addition per call, so the
+ * order of terms per value is the order of the calls.
+ *
+ * GCC's -O2 vectoriser leaves these loops scalar, so the unit-stride output
+ * case is written with 4-lane vectors (GCC/Clang vector extension). Lanes are
+ * independent: every lane is the same fp32 multiply and add as the scalar
+ * loop (no contraction: numerics/ builds with -ffp-contract=off). */
+typedef float v4f __attribute__((vector_size(16)));
+
+static inline v4f ld4(const float *p) {
+    v4f v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void st4(float *p, v4f v) { memcpy(p, &v, sizeof v); }
+
+static inline v4f ld4s(const float *p, int64_t s) { return (v4f){p[0], p[s], p[2 * s], p[3 * s]}; }
+
+static void axpy_rows(int nm, float *const *yr, int64_t ys, const float *w,
+                      const float *restrict x, int64_t xs, int64_t n) {
+    if (ys != 1) { /* ConvTranspose's strided scatter */
+        for (int j = 0; j < nm; j++) {
+            float *restrict y = yr[j];
+            const float wj = w[j];
+            for (int64_t i = 0; i < n; i++) y[i * ys] += wj * x[i * xs];
+        }
+        return;
+    }
+    float *restrict y0 = yr[0], *restrict y1 = yr[nm > 1 ? 1 : 0], *restrict y2 = yr[nm > 2 ? 2 : 0],
+                    *restrict y3 = yr[nm > 3 ? 3 : 0];
+    const float w0 = w[0], w1 = nm > 1 ? w[1] : 0.0f, w2 = nm > 2 ? w[2] : 0.0f,
+                w3 = nm > 3 ? w[3] : 0.0f;
+    const v4f v0 = {w0, w0, w0, w0}, v1 = {w1, w1, w1, w1}, v2 = {w2, w2, w2, w2},
+              v3 = {w3, w3, w3, w3};
+    int64_t i = 0;
+    if (nm == 4) {
+        for (; i + 4 <= n; i += 4) {
+            const v4f v = xs == 1 ? ld4(x + i) : ld4s(x + i * xs, xs);
+            st4(y0 + i, ld4(y0 + i) + v0 * v);
+            st4(y1 + i, ld4(y1 + i) + v1 * v);
+            st4(y2 + i, ld4(y2 + i) + v2 * v);
+            st4(y3 + i, ld4(y3 + i) + v3 * v);
+        }
+        for (; i < n; i++) {
+            const float v = x[i * xs];
+            y0[i] += w0 * v;
+            y1[i] += w1 * v;
+            y2[i] += w2 * v;
+            y3[i] += w3 * v;
+        }
+        return;
+    }
+    for (; i + 4 <= n; i += 4) {
+        const v4f v = xs == 1 ? ld4(x + i) : ld4s(x + i * xs, xs);
+        st4(y0 + i, ld4(y0 + i) + v0 * v);
+        if (nm > 1) st4(y1 + i, ld4(y1 + i) + v1 * v);
+        if (nm > 2) st4(y2 + i, ld4(y2 + i) + v2 * v);
+    }
+    for (; i < n; i++) {
+        const float v = x[i * xs];
+        y0[i] += w0 * v;
+        if (nm > 1) y1[i] += w1 * v;
+        if (nm > 2) y2[i] += w2 * v;
+    }
+}
+
+/* The same through accumulators: acc row j, entry i * as. */
+static void acc_rows(int nm, mpx_acc *const *ar, int64_t as, const float *w, const float *x,
+                     int64_t xs, int64_t n) {
+    for (int j = 0; j < nm; j++) {
+        mpx_acc *a = ar[j];
+        const float wj = w[j];
+        for (int64_t i = 0; i < n; i++) mpx_acc_add(&a[i * as], wj * x[i * xs]);
+    }
+}
+
+/* ---- Conv and ConvTranspose ---------------------------------------------------------- */
+
+/* The geometry of one convolution, arranged as rows: every spatial dim but the
+ * last is "outer" (one output row per outer position, one kernel row per outer
+ * tap); the last dim is the row. A 1x1 convolution with unit strides and no
+ * padding is one row over the whole plane. */
+typedef struct conv_job {
+    bool transpose;
+    const float *x, *w, *b;
+    float *y;
+    int64_t N, C, M, G, cig, mg;
+    int64_t in_plane, out_plane, k_plane;
+    int no;                                         /* outer dims */
+    int64_t in_o[KN_MAX_SP], out_o[KN_MAX_SP], k_o[KN_MAX_SP], s_o[KN_MAX_SP],
+        d_o[KN_MAX_SP], pb_o[KN_MAX_SP];
+    int64_t IW, OW, KW, sw, dw, pw;                 /* the row dim */
+    int64_t rows, taps;                             /* outer output positions, outer taps */
+} conv_job;
+
+static void conv_geometry(conv_job *j, const kn_window *win, const int64_t *out) {
+    int nsp = win->nsp;
+    j->in_plane = j->out_plane = j->k_plane = 1;
+    bool pointwise = !j->transpose;
+    for (int i = 0; i < nsp; i++) {
+        j->in_plane *= win->in[i];
+        j->out_plane *= out[i];
+        j->k_plane *= win->k[i];
+        if (win->k[i] != 1 || win->s[i] != 1 || win->pb[i] != 0 || win->pe[i] != 0)
+            pointwise = false;
+    }
+    if (pointwise) {
+        j->no = 0;
+        j->IW = j->in_plane;
+        j->OW = j->out_plane;
+        j->KW = 1;
+        j->sw = j->dw = 1;
+        j->pw = 0;
+    } else {
+        j->no = nsp - 1;
+        for (int i = 0; i < j->no; i++) {
+            j->in_o[i] = win->in[i];
+            j->out_o[i] = out[i];
+            j->k_o[i] = win->k[i];
+            j->s_o[i] = win->s[i];
+            j->d_o[i] = win->d[i];
+            j->pb_o[i] = win->pb[i];
+        }
+        j->IW = win->in[nsp - 1];
+        j->OW = out[nsp - 1];
+        j->KW = win->k[nsp - 1];
+        j->sw = win->s[nsp - 1];
+        j->dw = win->d[nsp - 1];
+        j->pw = win->pb[nsp - 1];
+    }
+    j->rows = j->OW ? j->out_plane / j->OW : 0;
+    j->taps = j->k_plane / j->KW;
+}
+
+/* For output row r: the input row (flat over the outer dims) each outer tap
+ * reads, or -1 where the tap falls into the padding (or, transposed, between
+ * input positions). tc holds the taps' outer coordinates. */
+static void conv_tap_rows(const conv_job *j, int64_t r, const int64_t *tc, int64_t *tap_in) {
+    int64_t oc[KN_MAX_SP];
+    for (int i = j->no - 1; i >= 0; i--) {
+        oc[i] = r % j->out_o[i];
+        r /= j->out_o[i];
+    }
+    for (int64_t t = 0; t < j->taps; t++) {
+        int64_t flat = 0;
+        for (int i = 0; i < j->no && flat >= 0; i++) {
+            int64_t kc = tc[t * j->no + i], ic;
+            if (!j->transpose) {
+                ic = oc[i] * j->s_o[i] - j->pb_o[i] + kc * j->d_o[i];
+            } else {
+                int64_t num = oc[i] + j->pb_o[i] - kc * j->d_o[i];
+                ic = (num >= 0 && num % j->s_o[i] == 0) ? num / j->s_o[i] : -1;
+            }
+            flat = (ic >= 0 && ic < j->in_o[i]) ? flat * j->in_o[i] + ic : -1;
+        }
+        tap_in[t] = flat;
+    }
+}
+
+enum { CONV_CHUNK = 256, CONV_MB = 4 };
+
+/* Which i of a row update (y index i * ys + yoff, x index i * xs + xoff)
+ * exist for each kernel column; computed once per convolution. */
+typedef struct kw_span {
+    int64_t lo, hi, xs, xoff, ys, yoff;
+} kw_span;
+
+static void conv_spans(const conv_job *j, kw_span *sp) {
+    for (int64_t kw = 0; kw < j->KW; kw++) {
+        kw_span *p = &sp[kw];
+        int64_t off = kw * j->dw - j->pw;
+        if (!j->transpose) { /* y[ow] += w * x[ow * sw + off] */
+            p->xs = j->sw, p->xoff = off, p->ys = 1, p->yoff = 0;
+            p->lo = kn_ceil_div(-off, j->sw);
+            p->hi = kn_floor_div(j->IW - 1 - off, j->sw) + 1;
+            if (p->hi > j->OW) p->hi = j->OW;
+        } else { /* y[iw * sw + off] += w * x[iw] */
+            p->xs = 1, p->xoff = 0, p->ys = j->sw, p->yoff = off;
+            p->lo = kn_ceil_div(-off, j->sw);
+            p->hi = kn_floor_div(j->OW - 1 - off, j->sw) + 1;
+            if (p->hi > j->IW) p->hi = j->IW;
+        }
+        if (p->lo < 0) p->lo = 0;
+    }
+}
+
+/* What one convolution's loops share. */
+typedef struct conv_ctx {
+    const conv_job *j;
+    bool fp32;
+    int64_t ch;                 /* output chunk length */
+    const int64_t *tap_in;      /* input row per outer tap, for the current output row */
+    const kw_span *sp;
+    const float *wp;            /* Conv weights packed per 4 output channels (fp32 tiles) */
+    mpx_acc *acc;               /* CONV_MB x ch accumulators (rounded path) */
+} conv_ctx;
+
+/* Row updates for output channels m0 .. m0 + nm - 1 of group g, output
+ * positions [o_lo, o_hi) of row pointers yrow (chunk start c0 for the
+ * accumulators), every input channel and tap in order. */
+static void conv_rows(const conv_ctx *k, int64_t n, int64_t g, int64_t m0, int nm, float *const *yrow,
+                      int64_t c0, int64_t o_lo, int64_t o_hi) {
+    const conv_job *j = k->j;
+    for (int64_t ci = 0; ci < j->cig; ci++) {
+        const float *xc = j->x + (n * j->C + g * j->cig + ci) * j->in_plane;
+        for (int64_t t = 0; t < j->taps; t++) {
+            if (k->tap_in[t] < 0) continue;
+            const float *xrow = xc + k->tap_in[t] * j->IW;
+            for (int64_t kw = 0; kw < j->KW; kw++) {
+                const kw_span *p = &k->sp[kw];
+                int64_t i0 = p->lo, i1 = p->hi;
+                if (!j->transpose) { /* i is the output index */
+                    if (i0 < o_lo) i0 = o_lo;
+                    if (i1 > o_hi) i1 = o_hi;
+                }
+                if (i1 <= i0) continue;
+                float wv[CONV_MB];
+                for (int q = 0; q < nm; q++) {
+                    int64_t wi = j->transpose ? (g * j->cig + ci) * j->mg + m0 + q
+                                              : (g * j->mg + m0 + q) * j->cig + ci;
+                    wv[q] = j->w[wi * j->k_plane + t * j->KW + kw];
+                }
+                const float *xp = xrow + i0 * p->xs + p->xoff;
+                int64_t yo = i0 * p->ys + p->yoff;
+                if (k->fp32) {
+                    float *yp[CONV_MB];
+                    for (int q = 0; q < nm; q++) yp[q] = yrow[q] + yo;
+                    axpy_rows(nm, yp, p->ys, wv, xp, p->xs, i1 - i0);
+                } else {
+                    mpx_acc *ap[CONV_MB];
+                    for (int q = 0; q < nm; q++) ap[q] = k->acc + q * k->ch + (yo - c0);
+                    acc_rows(nm, ap, p->ys, wv, xp, p->xs, i1 - i0);
+                }
+            }
+        }
+    }
+}
+
+/* fp32 Conv, 4 output channels x 8 output positions starting at o, every tap
+ * inside the input: 32 sums stay in registers through a block of input
+ * channels (about MPX_ACC_FP32_BLOCK terms, as mpx_accum's blocked fp32
+ * order), then go into the output, which holds the running sum. wp: the 4
+ * channels' weights as [ci][tap][kw][4]. */
+static void conv_tile8(const conv_ctx *k, const float *xg, const float *wp, int64_t o,
+                       float *const *yrow) {
+    const conv_job *j = k->j;
+    const int64_t sw = j->sw;
+    const int64_t per_ci = j->taps * j->KW;
+    const int64_t cb = per_ci >= MPX_ACC_FP32_BLOCK ? 1 : MPX_ACC_FP32_BLOCK / per_ci;
+    for (int64_t c0 = 0; c0 < j->cig; c0 += cb) {
+        const int64_t c1 = c0 + cb < j->cig ? c0 + cb : j->cig;
+        v4f a00 = {0}, a01 = {0}, a10 = {0}, a11 = {0}, a20 = {0}, a21 = {0}, a30 = {0}, a31 = {0};
+        for (int64_t ci = c0; ci < c1; ci++) {
+            const float *xc = xg + ci * j->in_plane;
+            for (int64_t t = 0; t < j->taps; t++) {
+                if (k->tap_in[t] < 0) continue;
+                const float *xr = xc + k->tap_in[t] * j->IW + o * sw;
+                const float *wt = wp + (ci * j->taps + t) * j->KW * 4;
+                for (int64_t kw = 0; kw < j->KW; kw++) {
+                    const float *xp = xr + k->sp[kw].xoff, *wk = wt + kw * 4;
+                    const v4f x0 = sw == 1 ? ld4(xp) : ld4s(xp, sw);
+                    const v4f x1 = sw == 1 ? ld4(xp + 4) : ld4s(xp + 4 * sw, sw);
+                    const v4f b0 = {wk[0], wk[0], wk[0], wk[0]}, b1 = {wk[1], wk[1], wk[1], wk[1]},
+                              b2 = {wk[2], wk[2], wk[2], wk[2]}, b3 = {wk[3], wk[3], wk[3], wk[3]};
+                    a00 += b0 * x0;
+                    a01 += b0 * x1;
+                    a10 += b1 * x0;
+                    a11 += b1 * x1;
+                    a20 += b2 * x0;
+                    a21 += b2 * x1;
+                    a30 += b3 * x0;
+                    a31 += b3 * x1;
+                }
+            }
+        }
+        if (c0 > 0) {
+            a00 += ld4(yrow[0] + o), a01 += ld4(yrow[0] + o + 4);
+            a10 += ld4(yrow[1] + o), a11 += ld4(yrow[1] + o + 4);
+            a20 += ld4(yrow[2] + o), a21 += ld4(yrow[2] + o + 4);
+            a30 += ld4(yrow[3] + o), a31 += ld4(yrow[3] + o + 4);
+        }
+        st4(yrow[0] + o, a00);
+        st4(yrow[0] + o + 4, a01);
+        st4(yrow[1] + o, a10);
+        st4(yrow[1] + o + 4, a11);
+        st4(yrow[2] + o, a20);
+        st4(yrow[2] + o + 4, a21);
+        st4(yrow[3] + o, a30);
+        st4(yrow[3] + o + 4, a31);
+    }
+}
+
+static mpx_status conv_run(const mpx_kctx *c, const conv_job *j) {
+    if (j->N == 0 || j->M == 0 || j->out_plane == 0) return MPX_OK;
+    conv_ctx k = {.j = j, .fp32 = mpx_acc_is_fp32(&c->acc)};
+    /* Transposed rows scatter with a stride, so they are not chunked. */
+    k.ch = (j->transpose || j->OW < CONV_CHUNK) ? j->OW : CONV_CHUNK;
+    int64_t *tap_in = NULL, *tc = NULL;
+    kw_span *sp = NULL;
+    float *wp = NULL;
+    const bool tiles = k.fp32 && !j->transpose && j->mg >= CONV_MB;
+    const int64_t nblk = j->mg / CONV_MB;
+    mpx_status st = kn_scratch(c, (size_t)j->taps, sizeof *tap_in, (void **)&tap_in);
+    if (!st) st = kn_scratch(c, (size_t)(j->taps * (j->no ? j->no : 1)), sizeof *tc, (void **)&tc);
+    if (!st) st = kn_scratch(c, (size_t)j->KW, sizeof *sp, (void **)&sp);
+    if (!st && !k.fp32) st = kn_scratch(c, (size_t)(CONV_MB * k.ch), sizeof *k.acc, (void **)&k.acc);
+    if (!st && tiles)
+        st = kn_scratch(c, (size_t)(j->G * nblk * CONV_MB * j->cig * j->k_plane), sizeof *wp, (void **)&wp);
+    if (st) goto done;
+    for (int64_t t = 0; t < j->taps; t++) { /* outer tap coordinates, row-major */
+        int64_t q = t;
+        for (int i = j->no - 1; i >= 0; i--) {
+            tc[t * j->no + i] = q % j->k_o[i];
+            q /= j->k_o[i];
+        }
+    }
+    conv_spans(j, sp);
+    k.sp = sp;
+    k.tap_in = tap_in;
+    k.wp = wp;
+    int64_t in_lo = 0, in_hi = j->OW; /* output positions every kernel column reaches */
+    for (int64_t kw = 0; kw < j->KW; kw++) {
+        if (sp[kw].lo > in_lo) in_lo = sp[kw].lo;
+        if (sp[kw].hi < in_hi) in_hi = sp[kw].hi;
+    }
+    if (tiles) /* [g][block][ci][tap][kw][4] */
+        for (int64_t g = 0; g < j->G; g++)
+            for (int64_t b = 0; b < nblk; b++)
+                for (int64_t q = 0; q < CONV_MB; q++)
+                    for (int64_t ci = 0; ci < j->cig; ci++)
+                        for (int64_t tk = 0; tk < j->k_plane; tk++) {
+                            int64_t m = g * j->mg + b * CONV_MB + q;
+                            wp[(((g * nblk + b) * j->cig + ci) * j->k_plane + tk) * CONV_MB + q] =
+                                j->w[(m * j->cig + ci) * j->k_plane + tk];
+                        }
+    for (int64_t n = 0; n < j->N; n++)
+        for (int64_t g = 0; g < j->G; g++)
+            for (int64_t r = 0; r < j->rows; r++) {
+                conv_tap_rows(j, r, tc, tap_in);
+                for (int64_t c0 = 0; c0 < j->OW; c0 += k.ch) {
+                    int64_t c1 = c0 + k.ch < j->OW ? c0 + k.ch : j->OW;
+                    for (int64_t m0 = 0; m0 < j->mg; m0 += CONV_MB) {
+                        int nm = (int)(j->mg - m0 < CONV_MB ? j->mg - m0 : CONV_MB);
+                        float *yrow[CONV_MB];
+                        for (int q = 0; q < nm; q++)
+                            yrow[q] = j->y + (n * j->M + g * j->mg + m0 + q) * j->out_plane + r * j->OW;
+                        if (!k.fp32)
+                            for (int64_t q = 0; q < nm * k.ch; q++) mpx_acc_init(&k.acc[q], &c->acc, 0.0f);
+                        if (tiles && nm == CONV_MB) {
+                            /* Interior tiles in registers, the edges and the rest by rows. */
+                            int64_t a = in_lo > c0 ? in_lo : c0, b = in_hi < c1 ? in_hi : c1;
+                            if (a > c1) a = c1;
+                            int64_t o = a;
+                            const float *xg = j->x + (n * j->C + g * j->cig) * j->in_plane;
+                            const float *wb = wp + (g * nblk + m0 / CONV_MB) * j->cig * j->k_plane * CONV_MB;
+                            for (; o + 8 <= b; o += 8) conv_tile8(&k, xg, wb, o, yrow);
+                            if (a > c0) conv_rows(&k, n, g, m0, nm, yrow, c0, c0, a);
+                            conv_rows(&k, n, g, m0, nm, yrow, c0, o > c0 ? o : c0, c1);
+                        } else {
+                            conv_rows(&k, n, g, m0, nm, yrow, c0, c0, c1);
+                        }
+                        for (int q = 0; q < nm; q++) {
+                            const float *bp = j->b ? &j->b[g * j->mg + m0 + q] : NULL;
+                            for (int64_t o = c0; o < c1; o++) {
+                                if (k.fp32) {
+                                    if (bp) yrow[q][o] += *bp;
+                                    continue;
+                                }
+                                mpx_acc *ac = &k.acc[q * k.ch + (o - c0)];
+                                float s = mpx_acc_result(ac);
+                                if (bp) {
+                                    mpx_acc_add(ac, *bp);
+                                    s = mpx_acc_result(ac);
+                                }
+                                yrow[q][o] = s;
+                            }
+                        }
+                    }
+                }
+            }
+done:
+    free(tap_in);
+    free(tc);
+    free(sp);
+    free(k.acc);
+    free(wp);
+    return st;
+}
+
+/* Checks shared by Conv and ConvTranspose: ranks, group, bias. */
+static mpx_status conv_inputs(const mpx_kctx *c, const mpx_value *const *in, int n_in, int n_out,
+                              const mpx_value **x, const mpx_value **w, const mpx_value **b,
+                              int64_t *group) {
+    char s1[160], s2[160];
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (!st) st = kn_float_in(c, in, n_in, 0, "X", x);
+    if (!st) st = kn_float_in(c, in, n_in, 1, "W", w);
+    if (!st) st = kn_float_opt(c, in, n_in, 2, "B", b);
+    if (st) return st;
+    if ((*x)->rank < 3)
+        return mpx_kernel_error(c, MPX_E_SHAPE,
+                                "input X has shape %s; N x C x D1 x ... (rank 3 or more) expected",
+                                kn_shape(*x, s1));
+    if ((*w)->rank != (*x)->rank)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "weights W of shape %s do not match input X of shape %s",
+                                kn_shape(*w, s1), kn_shape(*x, s2));
+    *group = mpx_node_attr_int(c->node, "group", 1);
+    if (*group < 1 || *group > KN_ATTR_MAX)
+        return mpx_kernel_error(c, MPX_E_INVALID, "group %lld is not a positive count",
+                                (long long)*group);
+    return MPX_OK;
+}
+
+static mpx_status check_bias(const mpx_kctx *c, const mpx_value *b, int64_t m) {
+    char s1[160];
+    if (b && (b->rank != 1 || b->dims[0] != m))
+        return mpx_kernel_error(c, MPX_E_SHAPE, "bias B of shape %s does not match %lld output channels",
+                                kn_shape(b, s1), (long long)m);
+    return MPX_OK;
+}
+
+mpx_status mpx_k_conv(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                      int n_out) {
+    const mpx_value *x, *w, *b;
+    int64_t group;
+    char s1[160], s2[160];
+    mpx_status st = conv_inputs(c, in, n_in, n_out, &x, &w, &b, &group);
+    if (st) return st;
+    int64_t C = x->dims[1], M = w->dims[0], cig = w->dims[1];
+    if (cig * group != C)
+        return mpx_kernel_error(c, MPX_E_SHAPE,
+                                "input X of shape %s has %lld channels but weights W of shape %s "
+                                "with group %lld expect %lld",
+                                kn_shape(x, s1), (long long)C, kn_shape(w, s2), (long long)group,
+                                (long long)(cig * group));
+    if (M % group)
+        return mpx_kernel_error(c, MPX_E_SHAPE,
+                                "weights W of shape %s have %lld output channels, which group %lld "
+                                "does not divide",
+                                kn_shape(w, s1), (long long)M, (long long)group);
+    if ((st = check_bias(c, b, M))) return st;
+    kn_window win;
+    if ((st = kn_window_attrs(c, x, w->dims + 2, &win))) return st;
+    if ((st = kn_window_out(c, &win, false))) return st;
+    int64_t dims[MPX_MAX_RANK] = {x->dims[0], M};
+    for (int i = 0; i < win.nsp; i++) dims[2 + i] = win.out[i];
+    if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, dims))) return st;
+    conv_job j = {.transpose = false, .x = x->f, .w = w->f, .b = b ? b->f : NULL, .y = out[0].f,
+                  .N = x->dims[0], .C = C, .M = M, .G = group, .cig = cig, .mg = M / group};
+    conv_geometry(&j, &win, win.out);
+    if ((st = conv_run(c, &j))) mpx_value_free(&out[0]);
+    return st;
+}
+
+/* ConvTranspose: output lengths and pads as the operator text says (pads from
+ * output_shape or SAME_* split with the odd unit at the end for SAME_UPPER and
+ * at the beginning otherwise; total_padding may be negative, which extends
+ * the output with values no input reaches). */
+mpx_status mpx_k_conv_transpose(const mpx_kctx *c, const mpx_value *const *in, int n_in,
+                                mpx_value *out, int n_out) {
+    const mpx_value *x, *w, *b;
+    int64_t group;
+    char s1[160], s2[160];
+    mpx_status st = conv_inputs(c, in, n_in, n_out, &x, &w, &b, &group);
+    if (st) return st;
+    int64_t C = x->dims[1];
+    if (w->dims[0] != C)
+        return mpx_kernel_error(c, MPX_E_SHAPE,
+                                "input X of shape %s has %lld channels but weights W have shape %s "
+                                "(C x M/group x kernel expected)",
+                                kn_shape(x, s1), (long long)C, kn_shape(w, s2));
+    if (C % group)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "%lld input channels do not divide into %lld groups",
+                                (long long)C, (long long)group);
+    int64_t mg = w->dims[1], M = mg * group;
+    if ((st = check_bias(c, b, M))) return st;
+    kn_window win;
+    if ((st = kn_window_attrs(c, x, w->dims + 2, &win))) return st;
+    int nsp = win.nsp;
+    int64_t opad[KN_MAX_SP];
+    if ((st = ints_attr(c, "output_padding", nsp, 0, 0, opad))) return st;
+    const mpx_attr *osa = mpx_node_attr(c->node, "output_shape");
+    const int64_t *os = NULL;
+    if (osa) {
+        if (osa->type != MPX_ATTR_INTS || (osa->n != nsp && osa->n != nsp + 2))
+            return mpx_kernel_error(c, MPX_E_INVALID,
+                                    "output_shape must list %d spatial lengths (or %d dims)", nsp,
+                                    nsp + 2);
+        os = osa->ints + (osa->n - nsp);
+    }
+    int64_t dims[MPX_MAX_RANK] = {x->dims[0], M};
+    for (int i = 0; i < nsp; i++) {
+        int64_t full = win.s[i] * (win.in[i] - 1) + opad[i] + (win.k[i] - 1) * win.d[i] + 1;
+        int64_t o;
+        bool same = win.auto_pad == KN_SAME_UPPER || win.auto_pad == KN_SAME_LOWER;
+        if (os || same) {
+            if (os && (os[i] < 0 || os[i] > KN_ATTR_MAX))
+                return mpx_kernel_error(c, MPX_E_INVALID, "output_shape value %lld is out of range",
+                                        (long long)os[i]);
+            o = os ? os[i] : win.in[i] * win.s[i];
+            int64_t total = full - o, half = kn_floor_div(total, 2);
+            win.pb[i] = win.auto_pad == KN_SAME_UPPER ? half : total - half;
+            win.pe[i] = total - win.pb[i];
+        } else {
+            if (win.auto_pad == KN_VALID) win.pb[i] = win.pe[i] = 0;
+            o = full - win.pb[i] - win.pe[i];
+        }
+        if (o < 0)
+            return mpx_kernel_error(c, MPX_E_SHAPE, "spatial dim %d would have length %lld", i,
+                                    (long long)o);
+        dims[2 + i] = o;
+    }
+    if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, dims))) return st;
+    conv_job j = {.transpose = true, .x = x->f, .w = w->f, .b = b ? b->f : NULL, .y = out[0].f,
+                  .N = x->dims[0], .C = C, .M = M, .G = group, .cig = C / group, .mg = mg};
+    conv_geometry(&j, &win, dims + 2);
+    if ((st = conv_run(c, &j))) mpx_value_free(&out[0]);
+    return st;
+}
+
+/* ---- Gemm and MatMul ------------------------------------------------------------------ */
+
+/* Y (M x N, row-major, zero on entry) = A B, with A[i][k] = A[i * ars + k * acs]
+ * and B row-major K x N. */
+static mpx_status mm_run(const mpx_kctx *c, int64_t M, int64_t N, int64_t K, const float *A,
+                         int64_t ars, int64_t acs, const float *B, float *Y) {
+    if (M == 0 || N == 0) return MPX_OK;
+    if (mpx_acc_is_fp32(&c->acc)) {
+        for (int64_t j0 = 0; j0 < N; j0 += CONV_CHUNK) {
+            int64_t nj = N - j0 < CONV_CHUNK ? N - j0 : CONV_CHUNK;
+            for (int64_t i0 = 0; i0 < M; i0 += CONV_MB) {
+                int nm = (int)(M - i0 < CONV_MB ? M - i0 : CONV_MB);
+                float *yr[CONV_MB];
+                for (int q = 0; q < nm; q++) yr[q] = Y + (i0 + q) * N + j0;
+                for (int64_t k = 0; k < K; k++) {
+                    float wv[CONV_MB];
+                    for (int q = 0; q < nm; q++) wv[q] = A[(i0 + q) * ars + k * acs];
+                    axpy_rows(nm, yr, 1, wv, B + k * N + j0, 1, nj);
+                }
+            }
+        }
+        return MPX_OK;
+    }
+    mpx_acc *acc;
+    mpx_status st = kn_scratch(c, (size_t)N, sizeof *acc, (void **)&acc);
+    if (st) return st;
+    for (int64_t i = 0; i < M; i++) {
+        for (int64_t j = 0; j < N; j++) mpx_acc_init(&acc[j], &c->acc, 0.0f);
+        for (int64_t k = 0; k < K; k++) {
+            const float a = A[i * ars + k * acs], *br = B + k * N;
+            for (int64_t j = 0; j < N; j++) mpx_acc_add(&acc[j], a * br[j]);
+        }
+        for (int64_t j = 0; j < N; j++) Y[i * N + j] = mpx_acc_result(&acc[j]);
+    }
+    free(acc);
+    return MPX_OK;
+}
+
+/* Gemm: Y = alpha * A' B' + beta * C, A' = transA ? A^T : A (likewise B');
+ * C broadcasts unidirectionally to M x N and is optional from opset 11. With
+ * beta = 0, C is not read (as ONNX Runtime: 0 * inf would otherwise be NaN). */
+mpx_status mpx_k_gemm(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                      int n_out) {
+    const mpx_value *a, *b, *cc;
+    char s1[160], s2[160];
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (!st) st = kn_float_in(c, in, n_in, 0, "A", &a);
+    if (!st) st = kn_float_in(c, in, n_in, 1, "B", &b);
+    if (!st) st = kn_float_opt(c, in, n_in, 2, "C", &cc);
+    if (st) return st;
+    if (!cc && kn_opset(c) < 11)
+        return mpx_kernel_error(c, MPX_E_INVALID, "input C is required before opset 11");
+    if (a->rank != 2 || b->rank != 2)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "A %s and B %s must both be matrices",
+                                kn_shape(a, s1), kn_shape(b, s2));
+    bool ta = mpx_node_attr_int(c->node, "transA", 0) != 0;
+    bool tb = mpx_node_attr_int(c->node, "transB", 0) != 0;
+    float alpha = mpx_node_attr_float(c->node, "alpha", 1.0f);
+    float beta = mpx_node_attr_float(c->node, "beta", 1.0f);
+    int64_t M = a->dims[ta ? 1 : 0], K = a->dims[ta ? 0 : 1];
+    int64_t Kb = b->dims[tb ? 1 : 0], N = b->dims[tb ? 0 : 1];
+    if (K != Kb)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "inner dims differ: A %s (transA %d) and B %s (transB %d)",
+                                kn_shape(a, s1), ta, kn_shape(b, s2), tb);
+    int64_t csr = 0, csc = 0;
+    if (cc) {
+        bool ok = cc->rank <= 2;
+        if (ok && cc->rank >= 1) {
+            int64_t cn = cc->dims[cc->rank - 1];
+            ok = cn == 1 || cn == N;
+            csc = cn == 1 ? 0 : 1;
+        }
+        if (ok && cc->rank == 2) {
+            ok = cc->dims[0] == 1 || cc->dims[0] == M;
+            csr = cc->dims[0] == 1 ? 0 : cc->dims[1];
+        }
+        if (!ok)
+            return mpx_kernel_error(c, MPX_E_SHAPE, "C of shape %s does not broadcast to %lldx%lld",
+                                    kn_shape(cc, s1), (long long)M, (long long)N);
+    }
+    int64_t dims[2] = {M, N};
+    if ((st = mpx_k_alloc(c, &out[0], a->dtype, 2, dims))) return st;
+    float *y = out[0].f, *bt = NULL;
+    const float *bm = b->f;
+    if (tb && K > 0 && N > 0) { /* B' row-major, for contiguous rows */
+        if ((st = kn_scratch(c, (size_t)(K * N), sizeof *bt, (void **)&bt))) goto fail;
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t j = 0; j < N; j++) bt[k * N + j] = b->f[j * K + k];
+        bm = bt;
+    }
+    st = mm_run(c, M, N, K, a->f, ta ? 1 : K, ta ? M : 1, bm, y);
+    free(bt);
+    if (st) goto fail;
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            float s = alpha * y[i * N + j];
+            if (cc && beta != 0.0f) {
+                mpx_acc acc;
+                mpx_acc_init(&acc, &c->acc, s);
+                mpx_acc_add(&acc, beta * cc->f[i * csr + j * csc]);
+                s = mpx_acc_result(&acc);
+            }
+            y[i * N + j] = s;
+        }
+    return MPX_OK;
+fail:
+    mpx_value_free(&out[0]);
+    return st;
+}
+
+/* MatMul as numpy.matmul: a 1-D A is a row (the dim is dropped from the
+ * result), a 1-D B a column; batch dims broadcast. */
+mpx_status mpx_k_matmul(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                        int n_out) {
+    const mpx_value *a, *b;
+    char s1[160], s2[160];
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (!st) st = kn_float_in(c, in, n_in, 0, "A", &a);
+    if (!st) st = kn_float_in(c, in, n_in, 1, "B", &b);
+    if (st) return st;
+    if (a->rank < 1 || b->rank < 1)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "operands %s and %s must not be scalars",
+                                kn_shape(a, s1), kn_shape(b, s2));
+    bool va = a->rank == 1, vb = b->rank == 1;
+    int64_t M = va ? 1 : a->dims[a->rank - 2], K = a->dims[a->rank - 1];
+    int64_t Kb = vb ? b->dims[0] : b->dims[b->rank - 2], N = vb ? 1 : b->dims[b->rank - 1];
+    if (K != Kb)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "inner dims differ: A %s times B %s",
+                                kn_shape(a, s1), kn_shape(b, s2));
+    int ra = va ? 0 : a->rank - 2, rb = vb ? 0 : b->rank - 2;
+    int ro = ra > rb ? ra : rb;
+    int64_t od[MPX_MAX_RANK], sa[MPX_MAX_RANK], sb[MPX_MAX_RANK];
+    /* Batch strides in matrices; 0 on broadcast dims. */
+    int64_t pa = 1, pb = 1;
+    for (int i = ro - 1; i >= 0; i--) {
+        int ia = i - (ro - ra), ib = i - (ro - rb);
+        int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
+        if (da != db && da != 1 && db != 1)
+            return mpx_kernel_error(c, MPX_E_SHAPE, "batch dims do not broadcast: A %s times B %s",
+                                    kn_shape(a, s1), kn_shape(b, s2));
+        od[i] = da == 1 ? db : da;
+        sa[i] = da == 1 ? 0 : pa;
+        sb[i] = db == 1 ? 0 : pb;
+        pa *= da;
+        pb *= db;
+    }
+    int64_t dims[MPX_MAX_RANK];
+    int r = 0;
+    for (int i = 0; i < ro; i++) dims[r++] = od[i];
+    if (!va) dims[r++] = M;
+    if (!vb) dims[r++] = N;
+    if (r > MPX_MAX_RANK)
+        return mpx_kernel_error(c, MPX_E_LIMIT, "result rank %d is beyond %d", r, MPX_MAX_RANK);
+    if ((st = mpx_k_alloc(c, &out[0], a->dtype, r, dims))) return st;
+    int64_t nb = 1, idx[MPX_MAX_RANK] = {0};
+    for (int i = 0; i < ro; i++) nb *= od[i];
+    for (int64_t bi = 0; bi < nb; bi++) {
+        int64_t oa = 0, ob = 0;
+        for (int i = 0; i < ro; i++) {
+            oa += idx[i] * sa[i];
+            ob += idx[i] * sb[i];
+        }
+        st = mm_run(c, M, N, K, a->f + oa * M * K, K, 1, b->f + ob * K * N, out[0].f + bi * M * N);
+        if (st) {
+            mpx_value_free(&out[0]);
+            return st;
+        }
+        for (int i = ro - 1; i >= 0; i--) { /* odometer over the batch dims */
+            if (++idx[i] < od[i]) break;
+            idx[i] = 0;
+        }
+    }
+    return MPX_OK;
+}

@@ -1,0 +1,204 @@
+/* kern_data.h - what the shape, data-movement and constant kernels
+ * (kern_data.c, kern_index.c) share: input checks, index-list arguments that
+ * moved between attributes and inputs, and the strided copy. Private to those
+ * two files. */
+#ifndef MPX_KERN_DATA_H
+#define MPX_KERN_DATA_H
+
+#include "kern_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+enum { LIST_MAX = 2 * MPX_MAX_RANK }; /* longest short int list (Pad's pads) */
+
+/* ---- shared helpers -------------------------------------------------------- */
+
+/* Nodes built without an opset (JSON without one, tests) follow the newest rules. */
+static inline int opset_of(const mpx_kctx *c) {
+    return c->node && c->node->opset > 0 ? c->node->opset : 1000;
+}
+
+/* Present, its storage agrees with its dtype (so element sizes are right),
+ * and its shape is sane: dims >= 0, the product of the non-zero dims within
+ * MPX_MAX_ELEMS (so no product of dims overflows, even of an empty tensor)
+ * and n the product of all dims. */
+static inline bool valid(const mpx_value *v) {
+    if (!v || v->n < 0 || v->rank < 0 || v->rank > MPX_MAX_RANK) return false;
+    if (mpx_dtype_is_float(v->dtype) ? !v->f : !v->i) return false;
+    int64_t nz = 1;
+    bool zero = false;
+    for (int i = 0; i < v->rank; i++) {
+        int64_t d = v->dims[i];
+        if (d < 0 || d > MPX_MAX_ELEMS) return false;
+        if (d == 0) zero = true;
+        else if ((nz *= d) > MPX_MAX_ELEMS) return false;
+    }
+    return v->n == (zero ? 0 : nz);
+}
+
+static inline const char *dims_str(int r, const int64_t *d, char *buf, size_t n) {
+    if (r == 0) {
+        snprintf(buf, n, "scalar");
+        return buf;
+    }
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < r && len < n; i++) {
+        int w = snprintf(buf + len, n - len, i ? "x%lld" : "%lld", (long long)d[i]);
+        if (w < 0) break;
+        len += (size_t)w;
+    }
+    return buf;
+}
+
+/* Inputs 0..k-1 present and valid, and at least n_out_min outputs. */
+static inline mpx_status need(const mpx_kctx *c, const mpx_value *const *in, int n_in, int k,
+                              int n_out, int n_out_min) {
+    for (int i = 0; i < k; i++)
+        if (i >= n_in || !valid(in[i]))
+            return mpx_kernel_error(c, MPX_E_INVALID, "input %d is missing or malformed", i);
+    if (n_out < n_out_min)
+        return mpx_kernel_error(c, MPX_E_INVALID, "needs %d output(s), has %d", n_out_min, n_out);
+    return MPX_OK;
+}
+
+/* Optional input k: NULL when omitted; an error when present but unusable. */
+static inline mpx_status opt_in(const mpx_kctx *c, const mpx_value *const *in, int n_in, int k,
+                                const mpx_value **v) {
+    *v = NULL;
+    if (k < 0 || k >= n_in || !in[k]) return MPX_OK;
+    if (!valid(in[k])) return mpx_kernel_error(c, MPX_E_INVALID, "input %d has no value or a malformed shape", k);
+    *v = in[k];
+    return MPX_OK;
+}
+
+static inline size_t esz(const mpx_value *v) { return v->f ? sizeof(float) : sizeof(int64_t); }
+static inline const char *cbytes(const mpx_value *v) {
+    return v->f ? (const char *)v->f : (const char *)v->i;
+}
+static inline char *bytes(mpx_value *v) { return v->f ? (char *)v->f : (char *)v->i; }
+
+/* Allocate out with src's dtype; the element kinds then agree by construction. */
+static inline mpx_status alloc_like(const mpx_kctx *c, mpx_value *out, const mpx_value *src,
+                                    int rank, const int64_t *dims) {
+    return mpx_k_alloc(c, out, src->dtype, rank, dims);
+}
+
+static inline void row_strides(int r, const int64_t *dims, int64_t *s) {
+    int64_t acc = 1;
+    for (int i = r - 1; i >= 0; i--) {
+        s[i] = acc;
+        acc *= dims[i];
+    }
+}
+
+static inline int64_t prod(int from, int to, const int64_t *dims) {
+    int64_t p = 1;
+    for (int i = from; i < to; i++) p *= dims[i];
+    return p;
+}
+
+static inline mpx_status copy_whole(const mpx_kctx *c, mpx_value *out, const mpx_value *x, int rank,
+                                    const int64_t *dims) {
+    mpx_status st = alloc_like(c, out, x, rank, dims);
+    if (st != MPX_OK) return st;
+    if (out->n != x->n) {
+        mpx_value_free(out);
+        return mpx_kernel_error(c, MPX_E_SHAPE, "element counts differ (%lld, %lld)",
+                                (long long)out->n, (long long)x->n);
+    }
+    if (x->n > 0) memcpy(bytes(out), cbytes(x), (size_t)x->n * esz(x));
+    return MPX_OK;
+}
+
+/* A short integer list from an index-typed input (shape, axes, pads, ...). */
+static inline mpx_status ints_of(const mpx_kctx *c, const mpx_value *v, const char *what,
+                                 int64_t *buf, int max, int *n) {
+    *n = 0;
+    if (!v->i)
+        return mpx_kernel_error(c, MPX_E_INVALID, "%s must be an integer tensor, not %s", what,
+                                mpx_dtype_name(v->dtype));
+    if (v->rank > 1)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "%s must be 1-D (has rank %d)", what, v->rank);
+    if (v->n > max)
+        return mpx_kernel_error(c, MPX_E_LIMIT, "%s has %lld values; at most %d are accepted", what,
+                                (long long)v->n, max);
+    *n = (int)v->n;
+    for (int i = 0; i < *n; i++) buf[i] = v->i[i];
+    return MPX_OK;
+}
+
+/* An int list that is attribute attr in older opsets and input idx in newer
+ * ones; *given false when neither is there. */
+static inline mpx_status list_arg(const mpx_kctx *c, const mpx_value *const *in, int n_in,
+                                  const char *attr, int idx, int64_t *buf, int max, int *n,
+                                  bool *given) {
+    const mpx_attr *a = mpx_node_attr(c->node, attr);
+    *n = 0;
+    *given = false;
+    if (a && a->type == MPX_ATTR_INTS) {
+        if (a->n > max)
+            return mpx_kernel_error(c, MPX_E_LIMIT, "attribute %s has %d values; at most %d", attr,
+                                    a->n, max);
+        for (int i = 0; i < a->n; i++) buf[i] = a->ints[i];
+        *n = a->n;
+        *given = true;
+        return MPX_OK;
+    }
+    if (idx < 0) return MPX_OK;
+    const mpx_value *v;
+    mpx_status st = opt_in(c, in, n_in, idx, &v);
+    if (st != MPX_OK || !v) return st;
+    *given = true;
+    return ints_of(c, v, attr, buf, max, n);
+}
+
+/* ---- strided copies ----------------------------------------------------------- */
+
+/* out (written in order) = src[base + sum coord[k] * str[k]] over dims: one
+ * loop for Transpose, Slice, Expand, Tile and the depth/space shuffles. The
+ * callers build views that stay inside src. */
+typedef struct view {
+    int rank;
+    int64_t dims[2 * MPX_MAX_RANK];
+    int64_t str[2 * MPX_MAX_RANK];
+    int64_t base;
+} view;
+
+static inline void copy_view(mpx_value *out, const mpx_value *src, const view *v) {
+    if (out->n <= 0) return;
+    int r = v->rank;
+    int64_t co[2 * MPX_MAX_RANK] = {0};
+    int64_t inner = r ? v->dims[r - 1] : 1, is = r ? v->str[r - 1] : 0;
+    int64_t off = v->base;
+    for (int64_t o = 0; o < out->n; o += inner) {
+        if (out->f) {
+            float *d = out->f + o;
+            const float *s = src->f + off;
+            if (is == 1)
+                memcpy(d, s, (size_t)inner * sizeof *d);
+            else
+                for (int64_t j = 0; j < inner; j++) d[j] = s[j * is];
+        } else {
+            int64_t *d = out->i + o;
+            const int64_t *s = src->i + off;
+            if (is == 1)
+                memcpy(d, s, (size_t)inner * sizeof *d);
+            else
+                for (int64_t j = 0; j < inner; j++) d[j] = s[j * is];
+        }
+        for (int k = r - 2; k >= 0; k--) {
+            off += v->str[k];
+            if (++co[k] < v->dims[k]) break;
+            off -= co[k] * v->str[k];
+            co[k] = 0;
+        }
+    }
+}
+
+static inline void free_outs(mpx_value *out, int n) {
+    for (int j = 0; j < n; j++) mpx_value_free(&out[j]);
+}
+
+#endif

@@ -1,0 +1,103 @@
+/* kern_elem.h - what the elementwise, broadcasting and reduction kernels
+ * (kern_elem.c, kern_binary.c, kern_reduce.c) share: input checks, integer
+ * wrapping, the opset a node is read with. Private to those three files. */
+#ifndef MPX_KERN_ELEM_H
+#define MPX_KERN_ELEM_H
+
+#include "kern_internal.h"
+
+/* Kinds of values, as bits so a kernel can accept several. */
+enum { KE_FLOAT = 1u, KE_INT = 2u, KE_BOOL = 4u, KE_NUM = 3u, KE_ANY = 7u };
+
+static inline unsigned ke_kind(const mpx_value *v) {
+    if (mpx_dtype_is_float(v->dtype)) return KE_FLOAT;
+    if (v->dtype == MPX_DT_BOOL) return KE_BOOL;
+    if (mpx_dtype_is_int_like(v->dtype)) return KE_INT;
+    return 0;
+}
+
+static inline const char *ke_kinds_name(unsigned kinds) {
+    switch (kinds) {
+    case KE_FLOAT: return "a float type";
+    case KE_INT: return "an integer type";
+    case KE_BOOL: return "bool";
+    case KE_NUM: return "a float or integer type";
+    case KE_FLOAT | KE_BOOL: return "a float type or bool";
+    case KE_INT | KE_BOOL: return "an integer type or bool";
+    default: return "a numeric type or bool";
+    }
+}
+
+/* Input k when the node has it (NULL when omitted or not computed). */
+static inline const mpx_value *ke_opt(const mpx_value *const *in, int n_in, int k) {
+    if (!in || k >= n_in || !in[k] || in[k]->n < 0) return NULL;
+    return in[k];
+}
+
+/* Input k, present (unless optional), of one of the kinds, with its buffer.
+ * *out is NULL for an omitted optional input. */
+static inline mpx_status ke_input(const mpx_kctx *c, const mpx_value *const *in, int n_in, int k,
+                                  unsigned kinds, bool optional, const mpx_value **out) {
+    const mpx_value *v = ke_opt(in, n_in, k);
+    *out = v;
+    if (!v) {
+        if (optional) return MPX_OK;
+        return mpx_kernel_error(c, MPX_E_INVALID, "input %d is missing (the op needs it)", k);
+    }
+    unsigned kind = ke_kind(v);
+    if (!(kind & kinds))
+        return mpx_kernel_error(c, MPX_E_INVALID, "input %d is %s; the op takes %s", k,
+                                mpx_dtype_name(v->dtype), ke_kinds_name(kinds));
+    if (v->rank < 0 || v->rank > MPX_MAX_RANK || (kind == KE_FLOAT ? !v->f : !v->i))
+        return mpx_kernel_error(c, MPX_E_INVALID, "input %d (%s) has no data", k,
+                                mpx_dtype_name(v->dtype));
+    return MPX_OK;
+}
+
+static inline mpx_status ke_need_out(const mpx_kctx *c, int n_out) {
+    if (n_out < 1) return mpx_kernel_error(c, MPX_E_INVALID, "the op has no output slot");
+    return MPX_OK;
+}
+
+/* The node's opset; a node built without one reads as the newest. */
+static inline int ke_opset(const mpx_kctx *c) {
+    return c->node && c->node->opset > 0 ? c->node->opset : 1000;
+}
+
+/* Wrapping int64 arithmetic (two's complement through uint64: no UB). */
+static inline int64_t ke_s64(uint64_t v) {
+    if (v <= (uint64_t)INT64_MAX) return (int64_t)v;
+    return -(int64_t)(~v) - 1;
+}
+static inline int64_t ke_add(int64_t a, int64_t b) { return ke_s64((uint64_t)a + (uint64_t)b); }
+static inline int64_t ke_sub(int64_t a, int64_t b) { return ke_s64((uint64_t)a - (uint64_t)b); }
+static inline int64_t ke_mul(int64_t a, int64_t b) { return ke_s64((uint64_t)a * (uint64_t)b); }
+
+/* Narrow an int64 to its dtype's width, as arithmetic in that type wraps
+ * (uint64 stays as its bit pattern in int64). */
+static inline int64_t ke_wrap(int64_t v, mpx_dtype t) {
+    switch (t) {
+    case MPX_DT_BOOL: return v != 0;
+    case MPX_DT_UINT8: return (int64_t)(uint8_t)v;
+    case MPX_DT_INT8: return (int64_t)(int8_t)(uint8_t)v;
+    case MPX_DT_UINT16: return (int64_t)(uint16_t)v;
+    case MPX_DT_INT16: return (int64_t)(int16_t)(uint16_t)v;
+    case MPX_DT_UINT32: return (int64_t)(uint32_t)v;
+    case MPX_DT_INT32: return (int64_t)(int32_t)(uint32_t)v;
+    default: return v;
+    }
+}
+
+static inline void ke_wrap_all(mpx_value *v) {
+    if (!v->i || v->dtype == MPX_DT_INT64 || v->dtype == MPX_DT_UINT64) return;
+    for (int64_t k = 0; k < v->n; k++) v->i[k] = ke_wrap(v->i[k], v->dtype);
+}
+
+/* Free an output a kernel filled before it found a bad value, so a failed
+ * kernel leaves its slot absent. */
+static inline mpx_status ke_fail(mpx_value *out, mpx_status st) {
+    mpx_value_free(out);
+    return st;
+}
+
+#endif

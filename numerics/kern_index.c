@@ -1,0 +1,541 @@
+/* kern_index.c - indexing, padding, shape and constant kernels (ONNX
+ * semantics, opsets 7 and newer): Gather, GatherElements, Pad, Shape, Size,
+ * Constant, ConstantOfShape, Range, TopK, NonZero. The reading rules are those
+ * of kern_data.c (attribute when the node has one, else the input). */
+#include "kern_data.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* ---- Gather, GatherElements ---------------------------------------------------- */
+
+/* Index k of an axis of length d, negative counting from the end. */
+static mpx_status index_in(const mpx_kctx *c, int64_t k, int64_t d, int64_t *out) {
+    if (k < -d || k >= d)
+        return mpx_kernel_error(c, MPX_E_SHAPE,
+                                "index %lld is out of range for an axis of length %lld",
+                                (long long)k, (long long)d);
+    *out = k < 0 ? k + d : k;
+    return MPX_OK;
+}
+
+mpx_status mpx_k_gather(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                        int n_out) {
+    mpx_status st = need(c, in, n_in, 2, n_out, 1);
+    if (st != MPX_OK) return st;
+    const mpx_value *x = in[0], *idx = in[1];
+    if (!idx->i) return mpx_kernel_error(c, MPX_E_INVALID, "indices must be an integer tensor");
+    int r = x->rank, ax;
+    if (r == 0) return mpx_kernel_error(c, MPX_E_SHAPE, "cannot gather from a scalar");
+    if ((st = mpx_k_axis(c, mpx_node_attr_int(c->node, "axis", 0), r, 0, &ax)) != MPX_OK) return st;
+    int orank = r - 1 + idx->rank;
+    if (orank > MPX_MAX_RANK)
+        return mpx_kernel_error(c, MPX_E_LIMIT, "output rank %d is beyond mpx's limit of %d", orank,
+                                MPX_MAX_RANK);
+    int64_t d = x->dims[ax], dims[MPX_MAX_RANK], k;
+    for (int64_t j = 0; j < idx->n; j++)
+        if ((st = index_in(c, idx->i[j], d, &k)) != MPX_OK) return st;
+    int o = 0;
+    for (int i = 0; i < ax; i++) dims[o++] = x->dims[i];
+    for (int i = 0; i < idx->rank; i++) dims[o++] = idx->dims[i];
+    for (int i = ax + 1; i < r; i++) dims[o++] = x->dims[i];
+    if ((st = alloc_like(c, &out[0], x, orank, dims)) != MPX_OK) return st;
+    int64_t outer = prod(0, ax, x->dims), inner = prod(ax + 1, r, x->dims);
+    size_t es = esz(x), row = (size_t)inner * es;
+    char *dst = bytes(&out[0]);
+    for (int64_t oo = 0; oo < outer; oo++)
+        for (int64_t j = 0; j < idx->n; j++) {
+            k = idx->i[j] < 0 ? idx->i[j] + d : idx->i[j];
+            memcpy(dst, cbytes(x) + ((size_t)(oo * d + k) * (size_t)inner) * es, row);
+            dst += row;
+        }
+    return MPX_OK;
+}
+
+mpx_status mpx_k_gather_elements(const mpx_kctx *c, const mpx_value *const *in, int n_in,
+                                 mpx_value *out, int n_out) {
+    mpx_status st = need(c, in, n_in, 2, n_out, 1);
+    if (st != MPX_OK) return st;
+    const mpx_value *x = in[0], *idx = in[1];
+    if (!idx->i) return mpx_kernel_error(c, MPX_E_INVALID, "indices must be an integer tensor");
+    int r = x->rank, ax;
+    if (r == 0) return mpx_kernel_error(c, MPX_E_SHAPE, "cannot gather from a scalar");
+    if ((st = mpx_k_axis(c, mpx_node_attr_int(c->node, "axis", 0), r, 0, &ax)) != MPX_OK) return st;
+    char b1[96], b2[96];
+    if (idx->rank != r)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "indices of rank %d for data of rank %d", idx->rank,
+                                r);
+    for (int i = 0; i < r; i++)
+        if (i != ax && idx->dims[i] > x->dims[i])
+            return mpx_kernel_error(c, MPX_E_SHAPE, "indices %s exceed data %s on axis %d",
+                                    dims_str(r, idx->dims, b1, sizeof b1),
+                                    dims_str(r, x->dims, b2, sizeof b2), i);
+    int64_t d = x->dims[ax], k, xs[MPX_MAX_RANK], co[MPX_MAX_RANK] = {0};
+    for (int64_t j = 0; j < idx->n; j++)
+        if ((st = index_in(c, idx->i[j], d, &k)) != MPX_OK) return st;
+    row_strides(r, x->dims, xs);
+    if ((st = alloc_like(c, &out[0], x, r, idx->dims)) != MPX_OK) return st;
+    int64_t off = 0; /* offset of co in x, axis ax excluded */
+    for (int64_t j = 0; j < idx->n; j++) {
+        k = idx->i[j] < 0 ? idx->i[j] + d : idx->i[j];
+        int64_t s = off + k * xs[ax];
+        if (out[0].f)
+            out[0].f[j] = x->f[s];
+        else
+            out[0].i[j] = x->i[s];
+        for (int q = r - 1; q >= 0; q--) {
+            if (q != ax) off += xs[q];
+            if (++co[q] < idx->dims[q]) break;
+            if (q != ax) off -= co[q] * xs[q];
+            co[q] = 0;
+        }
+    }
+    return MPX_OK;
+}
+
+/* ---- Pad ------------------------------------------------------------------------- */
+
+/* Source index along an axis of length d for padded coordinate i (already
+ * shifted by the leading pad); -1 for the constant. Reflect and wrap repeat
+ * as numpy.pad does, so pads longer than the axis are defined too. */
+static int64_t pad_src(int mode, int64_t i, int64_t d) {
+    if (i >= 0 && i < d) return i;
+    switch (mode) {
+    case 1: { /* reflect */
+        if (d == 1) return 0;
+        int64_t p = 2 * (d - 1), m = i % p;
+        if (m < 0) m += p;
+        return m < d ? m : p - m;
+    }
+    case 2: /* edge */
+        return i < 0 ? 0 : d - 1;
+    case 3: { /* wrap */
+        int64_t m = i % d;
+        return m < 0 ? m + d : m;
+    }
+    default:
+        return -1;
+    }
+}
+
+mpx_status mpx_k_pad(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                     int n_out) {
+    mpx_status st = need(c, in, n_in, 1, n_out, 1);
+    if (st != MPX_OK) return st;
+    const mpx_value *x = in[0];
+    int r = x->rank;
+    const char *ms = mpx_node_attr_string(c->node, "mode", "constant");
+    int mode = strcmp(ms, "constant") == 0  ? 0
+               : strcmp(ms, "reflect") == 0 ? 1
+               : strcmp(ms, "edge") == 0    ? 2
+               : strcmp(ms, "wrap") == 0    ? 3
+                                            : -1;
+    if (mode < 0) return mpx_kernel_error(c, MPX_E_INVALID, "mode \"%s\" is not supported", ms);
+    int64_t pads[LIST_MAX], axes_v[LIST_MAX], pb[MPX_MAX_RANK] = {0}, pe[MPX_MAX_RANK] = {0};
+    int np, na = 0;
+    bool given;
+    if ((st = list_arg(c, in, n_in, "pads", 1, pads, LIST_MAX, &np, &given)) != MPX_OK) return st;
+    if (!given) return mpx_kernel_error(c, MPX_E_INVALID, "pads are required");
+    const mpx_value *cv, *av;
+    if ((st = opt_in(c, in, n_in, 2, &cv)) || (st = opt_in(c, in, n_in, 3, &av))) return st;
+    if (av && (st = ints_of(c, av, "axes", axes_v, LIST_MAX, &na)) != MPX_OK) return st;
+    if (!av) {
+        na = r;
+        for (int i = 0; i < r; i++) axes_v[i] = i;
+    }
+    if (np != 2 * na)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "pads has %d values, expected %d", np, 2 * na);
+    for (int i = 0; i < na; i++) {
+        int ax;
+        if ((st = mpx_k_axis(c, axes_v[i], r, 0, &ax)) != MPX_OK) return st;
+        pb[ax] = pads[i];
+        pe[ax] = pads[i + na];
+    }
+    /* The fill value: attribute "value" before opset 11, input 2 after. */
+    float fv = mpx_node_attr_float(c->node, "value", 0.0f);
+    int64_t iv = isfinite(fv) && fabsf(fv) < 9.0e18f ? (int64_t)fv : 0;
+    if (cv && cv->n > 0) {
+        if ((cv->f != NULL) != (x->f != NULL))
+            return mpx_kernel_error(c, MPX_E_INVALID,
+                                    "constant_value (%s) does not match data (%s)",
+                                    mpx_dtype_name(cv->dtype), mpx_dtype_name(x->dtype));
+        if (cv->f)
+            fv = cv->f[0];
+        else
+            iv = cv->i[0];
+    }
+    int64_t dims[MPX_MAX_RANK];
+    for (int i = 0; i < r; i++) {
+        if (pb[i] < -MPX_MAX_ELEMS || pb[i] > MPX_MAX_ELEMS || pe[i] < -MPX_MAX_ELEMS ||
+            pe[i] > MPX_MAX_ELEMS)
+            return mpx_kernel_error(c, MPX_E_LIMIT, "pads of axis %d are too large", i);
+        dims[i] = x->dims[i] + pb[i] + pe[i];
+        if (dims[i] < 0)
+            return mpx_kernel_error(c, MPX_E_SHAPE, "pads %lld, %lld remove more than axis %d has",
+                                    (long long)pb[i], (long long)pe[i], i);
+        if (mode && x->dims[i] == 0 && dims[i] > 0)
+            return mpx_kernel_error(c, MPX_E_SHAPE, "cannot pad the empty axis %d in %s mode", i,
+                                    ms);
+    }
+    if ((st = alloc_like(c, &out[0], x, r, dims)) != MPX_OK) return st;
+    mpx_value *y = &out[0];
+    if (y->n == 0) return MPX_OK;
+    if (r == 0) {
+        memcpy(bytes(y), cbytes(x), esz(x));
+        return MPX_OK;
+    }
+    /* Per axis, the source index of each output coordinate (-1: the constant). */
+    int64_t tot = 0, *map[MPX_MAX_RANK], xs[MPX_MAX_RANK];
+    for (int i = 0; i < r; i++) tot += dims[i];
+    int64_t *buf = malloc((size_t)tot * sizeof *buf), *at = buf;
+    if (!buf) {
+        mpx_value_free(y);
+        return mpx_kernel_error(c, MPX_E_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < r; i++) {
+        map[i] = at;
+        for (int64_t o = 0; o < dims[i]; o++) map[i][o] = pad_src(mode, o - pb[i], x->dims[i]);
+        at += dims[i];
+    }
+    row_strides(r, x->dims, xs);
+    int64_t co[MPX_MAX_RANK] = {0}, inner = dims[r - 1];
+    for (int64_t o = 0; o < y->n; o += inner) {
+        int64_t off = 0;
+        bool fill = false;
+        for (int i = 0; i < r - 1; i++) {
+            int64_t m = map[i][co[i]];
+            if (m < 0)
+                fill = true;
+            else
+                off += m * xs[i];
+        }
+        const int64_t *lm = map[r - 1];
+        for (int64_t j = 0; j < inner; j++) {
+            bool f = fill || lm[j] < 0;
+            if (y->f)
+                y->f[o + j] = f ? fv : x->f[off + lm[j]];
+            else
+                y->i[o + j] = f ? iv : x->i[off + lm[j]];
+        }
+        for (int i = r - 2; i >= 0; i--) {
+            if (++co[i] < dims[i]) break;
+            co[i] = 0;
+        }
+    }
+    free(buf);
+    return MPX_OK;
+}
+
+/* ---- Shape, Size, Constant, ConstantOfShape, Range ------------------------------- */
+
+mpx_status mpx_k_shape(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                       int n_out) {
+    mpx_status st = need(c, in, n_in, 1, n_out, 1);
+    if (st != MPX_OK) return st;
+    const mpx_value *x = in[0];
+    int64_t r = x->rank;
+    int64_t s = mpx_node_attr_int(c->node, "start", 0), e = mpx_node_attr_int(c->node, "end", r);
+    if (s < 0) s += r;
+    if (e < 0) e += r;
+    s = s < 0 ? 0 : s > r ? r : s;
+    e = e < 0 ? 0 : e > r ? r : e;
+    int64_t len = e > s ? e - s : 0;
+    if ((st = mpx_k_alloc(c, &out[0], MPX_DT_INT64, 1, &len)) != MPX_OK) return st;
+    for (int64_t i = 0; i < len; i++) out[0].i[i] = x->dims[s + i];
+    return MPX_OK;
+}
+
+mpx_status mpx_k_size(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                      int n_out) {
+    mpx_status st = need(c, in, n_in, 1, n_out, 1);
+    if (st != MPX_OK) return st;
+    if ((st = mpx_k_alloc(c, &out[0], MPX_DT_INT64, 0, NULL)) != MPX_OK) return st;
+    out[0].i[0] = in[0]->n;
+    return MPX_OK;
+}
+
+/* A TENSOR attribute's value into out. */
+static mpx_status tensor_value(const mpx_kctx *c, const mpx_tensor *t, const char *what,
+                               mpx_value *out) {
+    if (!t || t->rank < 0 || t->rank > MPX_MAX_RANK || t->nelem < 0)
+        return mpx_kernel_error(c, MPX_E_INVALID, "%s tensor has no shape", what);
+    if (!mpx_dtype_is_float(t->dtype) && !mpx_dtype_is_int_like(t->dtype))
+        return mpx_kernel_error(c, MPX_E_UNSUPPORTED, "%s of type %s is not supported", what,
+                                mpx_dtype_name(t->dtype));
+    if (mpx_dtype_is_float(t->dtype) ? !t->f32 : !t->i64)
+        return mpx_kernel_error(c, MPX_E_INVALID, "%s tensor has no data", what);
+    mpx_status st = mpx_k_alloc(c, out, t->dtype, t->rank, t->dims);
+    if (st != MPX_OK) return st;
+    if (out->n != t->nelem) {
+        mpx_value_free(out);
+        return mpx_kernel_error(c, MPX_E_INVALID, "%s tensor has %lld values for shape of %lld",
+                                what, (long long)t->nelem, (long long)out->n);
+    }
+    if (out->n > 0) {
+        if (out->f)
+            memcpy(out->f, t->f32, (size_t)out->n * sizeof *out->f);
+        else
+            memcpy(out->i, t->i64, (size_t)out->n * sizeof *out->i);
+    }
+    return MPX_OK;
+}
+
+mpx_status mpx_k_constant(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                          int n_out) {
+    mpx_status st = need(c, in, 0, 0, n_out, 1);
+    (void)in;
+    (void)n_in;
+    if (st != MPX_OK) return st;
+    const mpx_attr *a = NULL;
+    for (int k = 0; c->node && k < c->node->n_attrs; k++)
+        if (c->node->attrs[k].name && strncmp(c->node->attrs[k].name, "value", 5) == 0) {
+            a = &c->node->attrs[k];
+            break;
+        }
+    if (!a) a = mpx_node_attr(c->node, "sparse_value");
+    if (!a) return mpx_kernel_error(c, MPX_E_INVALID, "no value attribute");
+    int64_t d;
+    if (strcmp(a->name, "value") == 0 && a->type == MPX_ATTR_TENSOR)
+        return tensor_value(c, a->t, "value", &out[0]);
+    if (strcmp(a->name, "value_float") == 0 && a->type == MPX_ATTR_FLOAT) {
+        if ((st = mpx_k_alloc(c, &out[0], MPX_DT_FLOAT, 0, NULL)) == MPX_OK) out[0].f[0] = a->f;
+        return st;
+    }
+    if (strcmp(a->name, "value_int") == 0 && a->type == MPX_ATTR_INT) {
+        if ((st = mpx_k_alloc(c, &out[0], MPX_DT_INT64, 0, NULL)) == MPX_OK) out[0].i[0] = a->i;
+        return st;
+    }
+    if (strcmp(a->name, "value_floats") == 0 && a->type == MPX_ATTR_FLOATS) {
+        d = a->n;
+        if ((st = mpx_k_alloc(c, &out[0], MPX_DT_FLOAT, 1, &d)) == MPX_OK && d)
+            memcpy(out[0].f, a->floats, (size_t)d * sizeof(float));
+        return st;
+    }
+    if (strcmp(a->name, "value_ints") == 0 && a->type == MPX_ATTR_INTS) {
+        d = a->n;
+        if ((st = mpx_k_alloc(c, &out[0], MPX_DT_INT64, 1, &d)) == MPX_OK && d)
+            memcpy(out[0].i, a->ints, (size_t)d * sizeof(int64_t));
+        return st;
+    }
+    return mpx_kernel_error(c, MPX_E_UNSUPPORTED, "attribute %s is not supported", a->name);
+}
+
+mpx_status mpx_k_constant_of_shape(const mpx_kctx *c, const mpx_value *const *in, int n_in,
+                                   mpx_value *out, int n_out) {
+    mpx_status st = need(c, in, n_in, 1, n_out, 1);
+    if (st != MPX_OK) return st;
+    int64_t dims[MPX_MAX_RANK];
+    int nd;
+    if ((st = ints_of(c, in[0], "shape", dims, MPX_MAX_RANK, &nd)) != MPX_OK) return st;
+    for (int i = 0; i < nd; i++)
+        if (dims[i] < 0)
+            return mpx_kernel_error(c, MPX_E_SHAPE, "shape has a negative dim %lld",
+                                    (long long)dims[i]);
+    const mpx_attr *a = mpx_node_attr(c->node, "value");
+    mpx_value v = {.n = -1};
+    if (a && a->type == MPX_ATTR_TENSOR) {
+        if ((st = tensor_value(c, a->t, "value", &v)) != MPX_OK) return st;
+        if (v.n != 1) {
+            mpx_value_free(&v);
+            return mpx_kernel_error(c, MPX_E_INVALID, "value must hold one element");
+        }
+    } else if ((st = mpx_k_alloc(c, &v, MPX_DT_FLOAT, 0, NULL)) != MPX_OK) {
+        return st; /* default: float 0 */
+    }
+    if ((st = mpx_k_alloc(c, &out[0], v.dtype, nd, dims)) == MPX_OK) {
+        for (int64_t k = 0; k < out[0].n; k++) {
+            if (out[0].f)
+                out[0].f[k] = v.f[0];
+            else
+                out[0].i[k] = v.i[0];
+        }
+    }
+    mpx_value_free(&v);
+    return st;
+}
+
+/* Range: n = max(ceil((limit - start) / delta), 0) and out[i] = start + i*delta
+ * (ONNX's definition; float in fp32, integers exact). */
+mpx_status mpx_k_range(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                       int n_out) {
+    mpx_status st = need(c, in, n_in, 3, n_out, 1);
+    if (st != MPX_OK) return st;
+    for (int k = 0; k < 3; k++) {
+        if (in[k]->n != 1)
+            return mpx_kernel_error(c, MPX_E_SHAPE, "input %d must be a scalar (has %lld elements)",
+                                    k, (long long)in[k]->n);
+        if ((in[k]->f != NULL) != (in[0]->f != NULL))
+            return mpx_kernel_error(c, MPX_E_INVALID, "start, limit and delta differ in type");
+    }
+    int64_t n;
+    if (in[0]->f) {
+        float s = in[0]->f[0], l = in[1]->f[0], d = in[2]->f[0];
+        if (!isfinite(s) || !isfinite(l) || !isfinite(d) || d == 0.0f)
+            return mpx_kernel_error(c, MPX_E_INVALID, "range %g to %g step %g is not finite",
+                                    (double)s, (double)l, (double)d);
+        double cnt = ceil(((double)l - (double)s) / (double)d);
+        if (cnt > (double)MPX_MAX_ELEMS)
+            return mpx_kernel_error(c, MPX_E_LIMIT, "range has %g elements", cnt);
+        n = cnt > 0 ? (int64_t)cnt : 0;
+        if ((st = mpx_k_alloc(c, &out[0], in[0]->dtype, 1, &n)) != MPX_OK) return st;
+        for (int64_t i = 0; i < n; i++) out[0].f[i] = s + (float)i * d;
+        return MPX_OK;
+    }
+    int64_t s = in[0]->i[0], l = in[1]->i[0], d = in[2]->i[0];
+    if (d == 0) return mpx_kernel_error(c, MPX_E_INVALID, "delta is 0");
+    n = 0;
+    if ((d > 0 && l > s) || (d < 0 && l < s)) {
+        /* The span fits in uint64 even when l - s overflows int64. */
+        uint64_t span = d > 0 ? (uint64_t)l - (uint64_t)s : (uint64_t)s - (uint64_t)l;
+        uint64_t step = d > 0 ? (uint64_t)d : (uint64_t)0 - (uint64_t)d;
+        uint64_t cnt = span / step + (span % step != 0);
+        if (cnt > (uint64_t)MPX_MAX_ELEMS)
+            return mpx_kernel_error(c, MPX_E_LIMIT, "range has %llu elements",
+                                    (unsigned long long)cnt);
+        n = (int64_t)cnt;
+    }
+    if ((st = mpx_k_alloc(c, &out[0], in[0]->dtype, 1, &n)) != MPX_OK) return st;
+    for (int64_t i = 0; i < n; i++)
+        out[0].i[i] = (int64_t)((uint64_t)s + (uint64_t)i * (uint64_t)d);
+    return MPX_OK;
+}
+
+/* ---- TopK, NonZero ---------------------------------------------------------------- */
+
+typedef struct topk_key {
+    const float *f;
+    const int64_t *i;
+    bool largest;
+} topk_key;
+
+/* a comes strictly before b. NaN ranks above every number (as in numpy's
+ * sort), so it leads with largest=1 and trails otherwise. */
+static bool topk_before(const topk_key *k, int64_t a, int64_t b) {
+    if (k->f) {
+        float x = k->f[a], y = k->f[b];
+        bool xn = isnan(x), yn = isnan(y);
+        if (xn || yn) return k->largest ? xn && !yn : yn && !xn;
+        return k->largest ? x > y : x < y;
+    }
+    return k->largest ? k->i[a] > k->i[b] : k->i[a] < k->i[b];
+}
+
+/* Stable merge sort of positions: equal values keep the lower index first. */
+static void topk_sort(const topk_key *k, int64_t *p, int64_t *tmp, int64_t n) {
+    for (int64_t w = 1; w < n; w *= 2) {
+        for (int64_t lo = 0; lo < n; lo += 2 * w) {
+            int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            int64_t a = lo, b = mid, o = lo;
+            while (a < mid && b < hi) tmp[o++] = topk_before(k, p[b], p[a]) ? p[b++] : p[a++];
+            while (a < mid) tmp[o++] = p[a++];
+            while (b < hi) tmp[o++] = p[b++];
+        }
+        memcpy(p, tmp, (size_t)n * sizeof *p);
+    }
+}
+
+mpx_status mpx_k_topk(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                      int n_out) {
+    mpx_status st = need(c, in, n_in, 1, n_out, 1);
+    if (st != MPX_OK) return st;
+    const mpx_value *x = in[0];
+    int r = x->rank, ax;
+    if (r == 0) return mpx_kernel_error(c, MPX_E_SHAPE, "input must have rank >= 1");
+    if ((st = mpx_k_axis(c, mpx_node_attr_int(c->node, "axis", -1), r, 0, &ax)) != MPX_OK)
+        return st;
+    int64_t k;
+    const mpx_attr *ka = mpx_node_attr(c->node, "k");
+    if (ka && ka->type == MPX_ATTR_INT) {
+        k = ka->i;
+    } else {
+        if (n_in < 2 || !valid(in[1]))
+            return mpx_kernel_error(c, MPX_E_INVALID, "k is required (input 1 from opset 10)");
+        if (!in[1]->i || in[1]->n != 1)
+            return mpx_kernel_error(c, MPX_E_INVALID, "k must be one integer");
+        k = in[1]->i[0];
+    }
+    int64_t d = x->dims[ax];
+    if (k < 0 || k > d)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "k = %lld is out of range for an axis of %lld",
+                                (long long)k, (long long)d);
+    topk_key key = {.largest = mpx_node_attr_int(c->node, "largest", 1) != 0};
+    int64_t dims[MPX_MAX_RANK];
+    memcpy(dims, x->dims, sizeof dims);
+    dims[ax] = k;
+    if ((st = alloc_like(c, &out[0], x, r, dims)) != MPX_OK) return st;
+    if (n_out > 1 && (st = mpx_k_alloc(c, &out[1], MPX_DT_INT64, r, dims)) != MPX_OK) {
+        mpx_value_free(&out[0]);
+        return st;
+    }
+    int64_t outer = prod(0, ax, x->dims), inner = prod(ax + 1, r, x->dims);
+    size_t cnt = d ? (size_t)d : 1u;
+    int64_t *p = malloc(cnt * sizeof *p), *tmp = malloc(cnt * sizeof *tmp);
+    float *fv = x->f ? malloc(cnt * sizeof *fv) : NULL;
+    int64_t *iv = x->f ? NULL : malloc(cnt * sizeof *iv);
+    if (!p || !tmp || (!fv && !iv)) {
+        free(p);
+        free(tmp);
+        free(fv);
+        free(iv);
+        free_outs(out, n_out > 1 ? 2 : 1);
+        return mpx_kernel_error(c, MPX_E_NOMEM, "out of memory");
+    }
+    key.f = fv;
+    key.i = iv;
+    /* "sorted" = 0 leaves the order open; sorted output is a valid answer. */
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t in_ = 0; in_ < inner; in_++) {
+            int64_t base = o * d * inner + in_;
+            for (int64_t j = 0; j < d; j++) {
+                if (fv)
+                    fv[j] = x->f[base + j * inner];
+                else
+                    iv[j] = x->i[base + j * inner];
+                p[j] = j;
+            }
+            topk_sort(&key, p, tmp, d);
+            int64_t ob = o * k * inner + in_;
+            for (int64_t j = 0; j < k; j++) {
+                if (fv)
+                    out[0].f[ob + j * inner] = fv[p[j]];
+                else
+                    out[0].i[ob + j * inner] = iv[p[j]];
+                if (n_out > 1) out[1].i[ob + j * inner] = p[j];
+            }
+        }
+    free(p);
+    free(tmp);
+    free(fv);
+    free(iv);
+    return MPX_OK;
+}
+
+/* NonZero: [rank, nnz] coordinates in row-major order; a scalar counts as 1-D
+ * (as numpy.nonzero and ONNX Runtime do). NaN is non-zero. */
+mpx_status mpx_k_nonzero(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                         int n_out) {
+    mpx_status st = need(c, in, n_in, 1, n_out, 1);
+    if (st != MPX_OK) return st;
+    const mpx_value *x = in[0];
+    int r = x->rank ? x->rank : 1;
+    int64_t xd[MPX_MAX_RANK], nnz = 0;
+    if (x->rank)
+        memcpy(xd, x->dims, sizeof xd);
+    else
+        xd[0] = 1;
+    for (int64_t j = 0; j < x->n; j++) nnz += x->f ? x->f[j] != 0.0f : x->i[j] != 0;
+    int64_t dims[2] = {r, nnz};
+    if ((st = mpx_k_alloc(c, &out[0], MPX_DT_INT64, 2, dims)) != MPX_OK) return st;
+    int64_t co[MPX_MAX_RANK] = {0}, w = 0;
+    for (int64_t j = 0; j < x->n; j++) {
+        if (x->f ? x->f[j] != 0.0f : x->i[j] != 0) {
+            for (int q = 0; q < r; q++) out[0].i[q * nnz + w] = co[q];
+            w++;
+        }
+        for (int q = r - 1; q >= 0; q--) {
+            if (++co[q] < xd[q]) break;
+            co[q] = 0;
+        }
+    }
+    return MPX_OK;
+}

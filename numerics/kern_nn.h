@@ -1,0 +1,64 @@
+/* kern_nn.h - what the kernel files of the kern_nn section share (kern_nn.c:
+ * Conv, ConvTranspose, Gemm, MatMul; kern_pool.c: pooling; kern_norm.c:
+ * normalisation, softmax, LRN; kern_resize.c: Resize, Upsample): input
+ * checks, shape strings and sliding-window geometry. Private to numerics/. */
+#ifndef MPX_KERN_NN_H
+#define MPX_KERN_NN_H
+
+#include "kern_internal.h"
+
+/* Spatial dims of an N x C x D1 x ... x Dn tensor. */
+enum { KN_MAX_SP = MPX_MAX_RANK - 2 };
+
+/* Attribute values beyond this are refused, so window arithmetic on int64
+ * cannot overflow (tensor dims are below 2^31 already). */
+#define KN_ATTR_MAX ((int64_t)1 << 30)
+
+/* "1x3x640x640" (or "scalar"); buf must hold 160 bytes. Returns buf. */
+const char *kn_shape(const mpx_value *v, char *buf);
+/* in[i] when present (not NULL, not absent); else NULL. */
+const mpx_value *kn_opt(const mpx_value *const *in, int n_in, int i);
+/* in[i], required, with float values; the error names what (e.g. "X"). */
+mpx_status kn_float_in(const mpx_kctx *c, const mpx_value *const *in, int n_in, int i,
+                       const char *what, const mpx_value **v);
+/* An optional float input: *v = NULL when omitted. */
+mpx_status kn_float_opt(const mpx_kctx *c, const mpx_value *const *in, int n_in, int i,
+                        const char *what, const mpx_value **v);
+mpx_status kn_need_out(const mpx_kctx *c, int n_out, int need);
+int kn_opset(const mpx_kctx *c);
+/* Whether the node lists output i (an omitted optional output is NULL). */
+bool kn_wants_out(const mpx_kctx *c, int n_out, int i);
+int64_t kn_floor_div(int64_t a, int64_t b); /* b > 0 */
+int64_t kn_ceil_div(int64_t a, int64_t b);  /* b > 0 */
+/* Allocate float scratch / zeroed scratch; errors name the node. */
+mpx_status kn_scratch(const mpx_kctx *c, size_t n, size_t size, void **p);
+
+/* ---- sliding windows (Conv, ConvTranspose, pools) -------------------------- */
+
+typedef enum kn_autopad { KN_NOTSET, KN_SAME_UPPER, KN_SAME_LOWER, KN_VALID } kn_autopad;
+
+typedef struct kn_window {
+    int nsp;                       /* spatial dims */
+    int64_t in[KN_MAX_SP];         /* input lengths */
+    int64_t out[KN_MAX_SP];        /* output lengths (kn_window_out / the caller) */
+    int64_t k[KN_MAX_SP];          /* kernel lengths */
+    int64_t s[KN_MAX_SP];          /* strides */
+    int64_t d[KN_MAX_SP];          /* dilations */
+    int64_t pb[KN_MAX_SP];         /* padding before (may be set from auto_pad) */
+    int64_t pe[KN_MAX_SP];         /* padding after */
+    kn_autopad auto_pad;
+} kn_window;
+
+/* Read kernel_shape (required when kernel is NULL, else checked against it),
+ * strides, dilations, pads and auto_pad for input x (rank >= 3). */
+mpx_status kn_window_attrs(const mpx_kctx *c, const mpx_value *x, const int64_t *kernel,
+                           kn_window *w);
+/* Output lengths of Conv and the pools (ceil_mode for the pools), and the
+ * padding auto_pad implies: SAME_* pads so that out = ceil(in / stride), the
+ * odd unit at the end (UPPER) or the beginning (LOWER); the total is clamped
+ * at 0 (TensorFlow's SAME, which ONNX's text follows). VALID pads nothing.
+ * With ceil_mode the last window must start inside the input or the leading
+ * padding (as ONNX Runtime and PyTorch, and graph/shape.c). */
+mpx_status kn_window_out(const mpx_kctx *c, kn_window *w, bool ceil_mode);
+
+#endif

@@ -1,0 +1,339 @@
+/* kern_norm.c - BatchNormalization, LayerNormalization, InstanceNormalization,
+ * LRN, Softmax, LogSoftmax.
+ *
+ * Sums go through mpx_acc in increasing flat index order over the reduced
+ * elements (BatchNormalization's training statistics: batch, then spatial
+ * position). Means and variances are two-pass, as the operators' defining
+ * formulas (mean = sum / n; var = sum((x - mean)^2) / n, population
+ * variance), with fp32 divisions. Everything else is elementwise fp32 in the
+ * order of the ONNX formulas:
+ *   BatchNormalization  y = (x - mean) / sqrt(var + eps) * scale + B
+ *   LayerNormalization  y = (x - mean) * (1 / sqrt(var + eps)) * Scale + B
+ *   InstanceNorm        y = scale * (x - mean) / sqrt(var + eps) + B
+ *   Softmax             y = exp(x - max) / sum(exp(x - max))
+ *   LogSoftmax          y = (x - max) - log(sum(exp(x - max)))
+ *   LRN                 y = x / (bias + alpha / size * sum(x^2))^beta */
+#include "kern_nn.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* ---- BatchNormalization ----------------------------------------------------------- */
+
+/* Inference uses the given mean and variance. Training (opset 14+
+ * training_mode = 1; before 14, a node that lists the extra outputs) uses the
+ * batch statistics and writes running_mean = mean * momentum + batch_mean *
+ * (1 - momentum) (likewise the variance); before opset 14 also the batch mean
+ * and variance as saved_mean and saved_var. Opsets 7-8 with spatial = 0 take
+ * per-activation parameters of shape C x D1 x ... x Dn. */
+mpx_status mpx_k_batch_normalization(const mpx_kctx *c, const mpx_value *const *in, int n_in,
+                                     mpx_value *out, int n_out) {
+    static const char *names[5] = {"X", "scale", "B", "mean", "var"};
+    const mpx_value *v[5];
+    char s1[160], s2[160];
+    mpx_status st = kn_need_out(c, n_out, 1);
+    for (int i = 0; i < 5 && !st; i++) st = kn_float_in(c, in, n_in, i, names[i], &v[i]);
+    if (st) return st;
+    const mpx_value *x = v[0];
+    if (x->rank < 2)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "input X has shape %s; N x C x ... expected",
+                                kn_shape(x, s1));
+    int opset = kn_opset(c);
+    float eps = mpx_node_attr_float(c->node, "epsilon", 1e-5f);
+    float momentum = mpx_node_attr_float(c->node, "momentum", 0.9f);
+    bool spatial = opset >= 9 || mpx_node_attr_int(c->node, "spatial", 1) != 0;
+    bool training = false;
+    if (opset >= 14) {
+        training = mpx_node_attr_int(c->node, "training_mode", 0) != 0;
+    } else {
+        for (int i = 1; i < n_out; i++) training = training || kn_wants_out(c, n_out, i);
+    }
+    int64_t N = x->dims[0], C = x->dims[1], S = 1;
+    for (int i = 2; i < x->rank; i++) S *= x->dims[i];
+    int64_t per = spatial ? C : C * S; /* parameters per batch item */
+    for (int i = 1; i < 5; i++)
+        if (v[i]->n != per || (spatial && v[i]->rank != 1))
+            return mpx_kernel_error(c, MPX_E_SHAPE, "input %s of shape %s does not match X of shape %s%s",
+                                    names[i], kn_shape(v[i], s1), kn_shape(x, s2),
+                                    spatial ? " (one value per channel expected)" : "");
+    if (training && !spatial)
+        return mpx_kernel_error(c, MPX_E_UNSUPPORTED, "training mode with spatial = 0 is not supported");
+    bool made[5] = {false};
+    if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, x->dims))) return st;
+    made[0] = true;
+    float *mean = v[3]->f, *var = v[4]->f, *bm = NULL, *bv = NULL;
+    if (training) {
+        if ((st = kn_scratch(c, (size_t)(2 * C), sizeof *bm, (void **)&bm))) goto fail;
+        bv = bm + C;
+        float cnt = (float)(N * S);
+        for (int64_t ch = 0; ch < C; ch++) {
+            mpx_acc a;
+            mpx_acc_init(&a, &c->acc, 0.0f);
+            for (int64_t n = 0; n < N; n++)
+                for (int64_t k = 0; k < S; k++) mpx_acc_add(&a, x->f[(n * C + ch) * S + k]);
+            float m = mpx_acc_result(&a) / cnt;
+            mpx_acc_init(&a, &c->acc, 0.0f);
+            for (int64_t n = 0; n < N; n++)
+                for (int64_t k = 0; k < S; k++) {
+                    float d = x->f[(n * C + ch) * S + k] - m;
+                    mpx_acc_add(&a, d * d);
+                }
+            bm[ch] = m;
+            bv[ch] = mpx_acc_result(&a) / cnt;
+        }
+        mean = bm;
+        var = bv;
+    }
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t ch = 0; ch < C; ch++)
+            for (int64_t k = 0; k < S; k++) {
+                int64_t p = spatial ? ch : ch * S + k, xi = (n * C + ch) * S + k;
+                float den = sqrtf(var[p] + eps);
+                out[0].f[xi] = (x->f[xi] - mean[p]) / den * v[1]->f[p] + v[2]->f[p];
+            }
+    if (training) {
+        int64_t d1[1] = {C};
+        for (int i = 1; i < 5 && i < n_out; i++) {
+            if (!kn_wants_out(c, n_out, i) || (opset >= 14 && i > 2)) continue;
+            if ((st = mpx_k_alloc(c, &out[i], v[3]->dtype, 1, d1))) goto fail;
+            made[i] = true;
+            for (int64_t ch = 0; ch < C; ch++) {
+                float r = i == 1 ? v[3]->f[ch] * momentum + bm[ch] * (1.0f - momentum)
+                        : i == 2 ? v[4]->f[ch] * momentum + bv[ch] * (1.0f - momentum)
+                        : i == 3 ? bm[ch] : bv[ch];
+                out[i].f[ch] = r;
+            }
+        }
+    }
+    free(bm);
+    return MPX_OK;
+fail:
+    free(bm);
+    for (int i = 0; i < 5; i++)
+        if (made[i]) mpx_value_free(&out[i]);
+    return st;
+}
+
+/* ---- LayerNormalization ------------------------------------------------------------ */
+
+/* Element strides of p (unidirectionally broadcast to x's shape), or an
+ * error naming the input. */
+static mpx_status bcast_to(const mpx_kctx *c, const mpx_value *p, const mpx_value *x,
+                           const char *what, int64_t *strides) {
+    char s1[160], s2[160];
+    bool ok = p->rank <= x->rank;
+    for (int i = 0; ok && i < p->rank; i++) {
+        int64_t d = p->dims[i], xd = x->dims[x->rank - p->rank + i];
+        ok = d == 1 || d == xd;
+    }
+    if (!ok)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "%s of shape %s does not broadcast to X of shape %s",
+                                what, kn_shape(p, s1), kn_shape(x, s2));
+    mpx_k_bcast_strides(p, x->rank, x->dims, strides);
+    return MPX_OK;
+}
+
+/* Over the dims [axis, rank) of each outer index; Mean and InvStdDev (when the
+ * node lists them) have shape X.shape[:axis] + [1] * (rank - axis). */
+mpx_status mpx_k_layer_normalization(const mpx_kctx *c, const mpx_value *const *in, int n_in,
+                                     mpx_value *out, int n_out) {
+    const mpx_value *x, *sc, *b;
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (!st) st = kn_float_in(c, in, n_in, 0, "X", &x);
+    if (!st) st = kn_float_in(c, in, n_in, 1, "Scale", &sc);
+    if (!st) st = kn_float_opt(c, in, n_in, 2, "B", &b);
+    if (st) return st;
+    int ax;
+    if ((st = mpx_k_axis(c, mpx_node_attr_int(c->node, "axis", -1), x->rank, 0, &ax))) return st;
+    float eps = mpx_node_attr_float(c->node, "epsilon", 1e-5f);
+    int64_t ss[MPX_MAX_RANK] = {0}, bs[MPX_MAX_RANK] = {0};
+    if ((st = bcast_to(c, sc, x, "Scale", ss))) return st;
+    if (b && (st = bcast_to(c, b, x, "B", bs))) return st;
+    int64_t D = 1, md[MPX_MAX_RANK];
+    for (int i = 0; i < x->rank; i++) {
+        md[i] = i < ax ? x->dims[i] : 1;
+        if (i >= ax) D *= x->dims[i];
+    }
+    int64_t rows = D ? x->n / D : 0;
+    mpx_dtype sdt = (mpx_dtype)mpx_node_attr_int(c->node, "stash_type", MPX_DT_FLOAT);
+    if (!mpx_dtype_is_float(sdt)) sdt = MPX_DT_FLOAT;
+    bool want[3] = {true, kn_wants_out(c, n_out, 1), kn_wants_out(c, n_out, 2)};
+    for (int i = 0; i < 3; i++)
+        if (want[i] && (st = mpx_k_alloc(c, &out[i], i ? sdt : x->dtype, x->rank, i ? md : x->dims))) {
+            for (int k = 0; k < i; k++)
+                if (want[k]) mpx_value_free(&out[k]);
+            return st;
+        }
+    int64_t idx[MPX_MAX_RANK] = {0};
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x->f + r * D;
+        mpx_acc a;
+        mpx_acc_init(&a, &c->acc, 0.0f);
+        for (int64_t k = 0; k < D; k++) mpx_acc_add(&a, xr[k]);
+        float mean = mpx_acc_result(&a) / (float)D;
+        mpx_acc_init(&a, &c->acc, 0.0f);
+        for (int64_t k = 0; k < D; k++) {
+            float d = xr[k] - mean;
+            mpx_acc_add(&a, d * d);
+        }
+        float inv = 1.0f / sqrtf(mpx_acc_result(&a) / (float)D + eps);
+        if (want[1]) out[1].f[r] = mean;
+        if (want[2]) out[2].f[r] = inv;
+        for (int64_t k = 0; k < D; k++) {
+            int64_t so = 0, bo = 0;
+            for (int i = 0; i < x->rank; i++) {
+                so += idx[i] * ss[i];
+                bo += idx[i] * bs[i];
+            }
+            float y = (xr[k] - mean) * inv * sc->f[so];
+            out[0].f[r * D + k] = b ? y + b->f[bo] : y;
+            for (int i = x->rank - 1; i >= 0; i--) { /* odometer over X */
+                if (++idx[i] < x->dims[i]) break;
+                idx[i] = 0;
+            }
+        }
+    }
+    return MPX_OK;
+}
+
+/* ---- InstanceNormalization ----------------------------------------------------------- */
+
+mpx_status mpx_k_instance_normalization(const mpx_kctx *c, const mpx_value *const *in, int n_in,
+                                        mpx_value *out, int n_out) {
+    const mpx_value *x, *sc, *b;
+    char s1[160], s2[160], s3[160];
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (!st) st = kn_float_in(c, in, n_in, 0, "X", &x);
+    if (!st) st = kn_float_in(c, in, n_in, 1, "scale", &sc);
+    if (!st) st = kn_float_in(c, in, n_in, 2, "B", &b);
+    if (st) return st;
+    if (x->rank < 3)
+        return mpx_kernel_error(c, MPX_E_SHAPE,
+                                "input X has shape %s; N x C x D1 x ... (rank 3 or more) expected",
+                                kn_shape(x, s1));
+    int64_t N = x->dims[0], C = x->dims[1], S = C && N ? x->n / (N * C) : 0;
+    if (sc->rank != 1 || sc->dims[0] != C || b->rank != 1 || b->dims[0] != C)
+        return mpx_kernel_error(c, MPX_E_SHAPE,
+                                "scale %s and B %s must hold one value per channel of X %s",
+                                kn_shape(sc, s1), kn_shape(b, s2), kn_shape(x, s3));
+    float eps = mpx_node_attr_float(c->node, "epsilon", 1e-5f);
+    if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, x->dims))) return st;
+    for (int64_t p = 0; p < N * C; p++) {
+        const float *xp = x->f + p * S;
+        float *yp = out[0].f + p * S;
+        int64_t ch = p % C;
+        mpx_acc a;
+        mpx_acc_init(&a, &c->acc, 0.0f);
+        for (int64_t k = 0; k < S; k++) mpx_acc_add(&a, xp[k]);
+        float mean = mpx_acc_result(&a) / (float)S;
+        mpx_acc_init(&a, &c->acc, 0.0f);
+        for (int64_t k = 0; k < S; k++) {
+            float d = xp[k] - mean;
+            mpx_acc_add(&a, d * d);
+        }
+        float den = sqrtf(mpx_acc_result(&a) / (float)S + eps);
+        for (int64_t k = 0; k < S; k++) yp[k] = sc->f[ch] * (xp[k] - mean) / den + b->f[ch];
+    }
+    return MPX_OK;
+}
+
+/* ---- LRN ----------------------------------------------------------------------------- */
+
+/* Channels c - floor((size - 1) / 2) .. c + ceil((size - 1) / 2), clipped. */
+mpx_status mpx_k_lrn(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                     int n_out) {
+    const mpx_value *x;
+    char s1[160];
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (!st) st = kn_float_in(c, in, n_in, 0, "X", &x);
+    if (st) return st;
+    if (x->rank < 3)
+        return mpx_kernel_error(c, MPX_E_SHAPE,
+                                "input X has shape %s; N x C x D1 x ... (rank 3 or more) expected",
+                                kn_shape(x, s1));
+    int64_t size = mpx_node_attr_int(c->node, "size", 0);
+    if (size < 1 || size > KN_ATTR_MAX)
+        return mpx_kernel_error(c, MPX_E_INVALID, "attribute size (a positive count) is %s",
+                                mpx_node_attr(c->node, "size") ? "out of range" : "missing");
+    float alpha = mpx_node_attr_float(c->node, "alpha", 1e-4f);
+    float beta = mpx_node_attr_float(c->node, "beta", 0.75f);
+    float bias = mpx_node_attr_float(c->node, "bias", 1.0f);
+    float a_n = alpha / (float)size;
+    int64_t N = x->dims[0], C = x->dims[1], S = N && C ? x->n / (N * C) : 0;
+    int64_t before = (size - 1) / 2, after = size - 1 - before;
+    if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, x->dims))) return st;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t ch = 0; ch < C; ch++) {
+            int64_t lo = ch - before < 0 ? 0 : ch - before;
+            int64_t hi = ch + after > C - 1 ? C - 1 : ch + after;
+            for (int64_t k = 0; k < S; k++) {
+                mpx_acc a;
+                mpx_acc_init(&a, &c->acc, 0.0f);
+                for (int64_t i = lo; i <= hi; i++) {
+                    float v = x->f[(n * C + i) * S + k];
+                    mpx_acc_add(&a, v * v);
+                }
+                int64_t xi = (n * C + ch) * S + k;
+                out[0].f[xi] = x->f[xi] / powf(bias + a_n * mpx_acc_result(&a), beta);
+            }
+        }
+    return MPX_OK;
+}
+
+/* ---- Softmax, LogSoftmax ------------------------------------------------------------- */
+
+/* Before opset 13 the input is coerced to 2-D at axis (default 1) and each
+ * row of prod(dims[axis:]) values is one softmax; from 13 the softmax runs
+ * along the single axis (default -1). NaNs propagate to the whole slice. */
+static mpx_status softmax(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                          int n_out, bool log_form) {
+    const mpx_value *x;
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (!st) st = kn_float_in(c, in, n_in, 0, "input", &x);
+    if (st) return st;
+    bool old = kn_opset(c) < 13;
+    int ax;
+    if ((st = mpx_k_axis(c, mpx_node_attr_int(c->node, "axis", old ? 1 : -1), x->rank, 0, &ax)))
+        return st;
+    int64_t outer = 1, D = 1, inner = 1;
+    for (int i = 0; i < x->rank; i++) {
+        if (i < ax) outer *= x->dims[i];
+        else if (i == ax || old) D *= x->dims[i];
+        else inner *= x->dims[i];
+    }
+    if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, x->dims))) return st;
+    if (D == 0) return MPX_OK;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            const float *xp = x->f + o * D * inner + i;
+            float *yp = out[0].f + o * D * inner + i;
+            float m = xp[0];
+            for (int64_t k = 1; k < D; k++)
+                if (xp[k * inner] > m) m = xp[k * inner];
+            mpx_acc a;
+            mpx_acc_init(&a, &c->acc, 0.0f);
+            for (int64_t k = 0; k < D; k++) {
+                float e = expf(xp[k * inner] - m);
+                yp[k * inner] = e;
+                mpx_acc_add(&a, e);
+            }
+            float s = mpx_acc_result(&a);
+            if (log_form) {
+                float ls = logf(s);
+                for (int64_t k = 0; k < D; k++) yp[k * inner] = (xp[k * inner] - m) - ls;
+            } else {
+                for (int64_t k = 0; k < D; k++) yp[k * inner] /= s;
+            }
+        }
+    return MPX_OK;
+}
+
+mpx_status mpx_k_softmax(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                         int n_out) {
+    return softmax(c, in, n_in, out, n_out, false);
+}
+
+mpx_status mpx_k_log_softmax(const mpx_kctx *c, const mpx_value *const *in, int n_in,
+                             mpx_value *out, int n_out) {
+    return softmax(c, in, n_in, out, n_out, true);
+}

@@ -1,0 +1,236 @@
+/* kern_pool.c - MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool.
+ *
+ * Windows: kn_window_out gives the output lengths and the padding implied by
+ * auto_pad (kern_nn.h). A window's taps are visited in row-major order (for
+ * 2-D: kernel row, then kernel column); taps outside the input are skipped.
+ *
+ * AveragePool sums the taps inside the input through mpx_acc in that order
+ * and divides the sum by the count (one fp32 division). The count is, as in
+ * ONNX Runtime and PyTorch: without count_include_pad, the taps inside the
+ * input; with it, the taps inside the padded input (explicit or auto_pad
+ * padding, never the overhang ceil_mode adds). A window with no tap inside
+ * the input gives 0 (ORT).
+ *
+ * MaxPool takes the first tap inside the input, then any later tap that is
+ * strictly greater (ORT's rule: a NaN first tap stays, later NaNs are
+ * skipped). Indices (int64) are flat indices into X: row-major for
+ * storage_order 0, spatial dims column-major for 1, as ORT computes them. A
+ * window with no tap inside the input gives the dtype's lowest value (ORT)
+ * and index -1. Integer inputs (opset 12 int8/uint8) are pooled as integers. */
+#include "kern_nn.h"
+
+#include <float.h>
+#include <stdlib.h>
+
+/* For one output position: the valid tap range in each spatial dim and the
+ * counts for averaging. */
+typedef struct win_pos {
+    int64_t start[KN_MAX_SP]; /* input coordinate of tap 0 */
+    int64_t lo[KN_MAX_SP], hi[KN_MAX_SP];
+    int64_t n_in;             /* taps inside the input */
+    int64_t n_pad;            /* taps inside the padded input */
+} win_pos;
+
+static void window_at(const kn_window *w, const int64_t *oc, win_pos *p) {
+    p->n_in = p->n_pad = 1;
+    for (int i = 0; i < w->nsp; i++) {
+        int64_t st = oc[i] * w->s[i] - w->pb[i], d = w->d[i];
+        int64_t lo = kn_ceil_div(-st, d), hi = kn_floor_div(w->in[i] - 1 - st, d) + 1;
+        int64_t hp = kn_floor_div(w->in[i] + w->pe[i] - 1 - st, d) + 1;
+        if (lo < 0) lo = 0;
+        if (hi > w->k[i]) hi = w->k[i];
+        if (hp > w->k[i]) hp = w->k[i];
+        if (hi < lo) hi = lo;
+        if (hp < 0) hp = 0;
+        p->start[i] = st;
+        p->lo[i] = lo;
+        p->hi[i] = hi;
+        p->n_in *= hi - lo;
+        p->n_pad *= hp;
+    }
+}
+
+/* Advance a row-major odometer over the box [lo, hi); false when done. */
+static bool next_tap(int nsp, const win_pos *p, int64_t *t) {
+    for (int i = nsp - 1; i >= 0; i--) {
+        if (++t[i] < p->hi[i]) return true;
+        t[i] = p->lo[i];
+    }
+    return false;
+}
+
+static bool next_pos(int nsp, const int64_t *out, int64_t *oc) {
+    for (int i = nsp - 1; i >= 0; i--) {
+        if (++oc[i] < out[i]) return true;
+        oc[i] = 0;
+    }
+    return false;
+}
+
+static int64_t int_lowest(mpx_dtype dt) {
+    switch (dt) {
+    case MPX_DT_INT8: return INT8_MIN;
+    case MPX_DT_INT16: return INT16_MIN;
+    case MPX_DT_INT32: return INT32_MIN;
+    case MPX_DT_INT64: return INT64_MIN;
+    default: return 0; /* unsigned, bool */
+    }
+}
+
+static mpx_status pool_input(const mpx_kctx *c, const mpx_value *const *in, int n_in,
+                             bool ints_ok, const mpx_value **x) {
+    const mpx_value *p = kn_opt(in, n_in, 0);
+    char sb[160];
+    if (!p) return mpx_kernel_error(c, MPX_E_INVALID, "input 0 (X) is missing");
+    bool fl = mpx_dtype_is_float(p->dtype) && p->f;
+    bool it = ints_ok && mpx_dtype_is_int_like(p->dtype) && p->i && p->dtype != MPX_DT_BOOL;
+    if (!fl && !it)
+        return mpx_kernel_error(c, MPX_E_UNSUPPORTED, "input X is %s, which this op does not take",
+                                mpx_dtype_name(p->dtype));
+    if (p->rank < 3)
+        return mpx_kernel_error(c, MPX_E_SHAPE,
+                                "input X has shape %s; N x C x D1 x ... (rank 3 or more) expected",
+                                kn_shape(p, sb));
+    *x = p;
+    return MPX_OK;
+}
+
+static mpx_status pool(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                       int n_out, bool is_max) {
+    const mpx_value *x;
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (!st) st = pool_input(c, in, n_in, is_max, &x);
+    if (st) return st;
+    kn_window w;
+    if ((st = kn_window_attrs(c, x, NULL, &w))) return st;
+    bool ceil_mode = mpx_node_attr_int(c->node, "ceil_mode", 0) != 0;
+    if ((st = kn_window_out(c, &w, ceil_mode))) return st;
+    bool include_pad = mpx_node_attr_int(c->node, "count_include_pad", 0) != 0;
+    int64_t order = mpx_node_attr_int(c->node, "storage_order", 0);
+    if (order != 0 && order != 1)
+        return mpx_kernel_error(c, MPX_E_INVALID, "storage_order %lld is not 0 or 1",
+                                (long long)order);
+    int nsp = w.nsp;
+    int64_t dims[MPX_MAX_RANK] = {x->dims[0], x->dims[1]};
+    int64_t in_plane = 1, out_plane = 1, rstride[KN_MAX_SP], cstride[KN_MAX_SP];
+    for (int i = 0; i < nsp; i++) {
+        dims[2 + i] = w.out[i];
+        out_plane *= w.out[i];
+        cstride[i] = in_plane; /* column-major strides for storage_order 1 */
+        in_plane *= w.in[i];
+    }
+    for (int i = nsp - 1; i >= 0; i--) rstride[i] = i == nsp - 1 ? 1 : rstride[i + 1] * w.in[i + 1];
+    bool want_idx = is_max && kn_wants_out(c, n_out, 1);
+    if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, dims))) return st;
+    if (want_idx && (st = mpx_k_alloc(c, &out[1], MPX_DT_INT64, x->rank, dims))) {
+        mpx_value_free(&out[0]);
+        return st;
+    }
+    const int64_t planes = x->dims[0] * x->dims[1];
+    if (out_plane == 0 || planes == 0) return MPX_OK;
+    const int64_t low_i = int_lowest(x->dtype);
+    for (int64_t pc = 0; pc < planes; pc++) {
+        const int64_t xb = pc * in_plane;
+        int64_t oc[KN_MAX_SP] = {0}, o = 0;
+        do {
+            win_pos p;
+            window_at(&w, oc, &p);
+            int64_t t[KN_MAX_SP], best = -1;
+            for (int i = 0; i < nsp; i++) t[i] = p.lo[i];
+            const int64_t yi = pc * out_plane + o;
+            if (!is_max) {
+                mpx_acc acc;
+                mpx_acc_init(&acc, &c->acc, 0.0f);
+                if (p.n_in > 0) {
+                    do {
+                        int64_t off = 0;
+                        for (int i = 0; i < nsp; i++) off += (p.start[i] + t[i] * w.d[i]) * rstride[i];
+                        mpx_acc_add(&acc, x->f[xb + off]);
+                    } while (next_tap(nsp, &p, t));
+                }
+                int64_t cnt = include_pad ? p.n_pad : p.n_in;
+                out[0].f[yi] = p.n_in > 0 ? mpx_acc_result(&acc) / (float)cnt : 0.0f;
+            } else {
+                float bf = -FLT_MAX;
+                int64_t bi = low_i;
+                if (p.n_in > 0) {
+                    do {
+                        int64_t off = 0;
+                        for (int i = 0; i < nsp; i++) off += (p.start[i] + t[i] * w.d[i]) * rstride[i];
+                        bool take = best < 0 || (x->f ? x->f[xb + off] > bf : x->i[xb + off] > bi);
+                        if (!take) continue;
+                        best = off;
+                        if (x->f) bf = x->f[xb + off];
+                        else bi = x->i[xb + off];
+                    } while (next_tap(nsp, &p, t));
+                }
+                if (x->f) out[0].f[yi] = bf;
+                else out[0].i[yi] = bi;
+                if (want_idx) {
+                    int64_t idx = -1;
+                    if (best >= 0) {
+                        idx = xb;
+                        for (int i = 0; i < nsp; i++) {
+                            int64_t coord = (best / rstride[i]) % w.in[i];
+                            idx += coord * (order ? cstride[i] : rstride[i]);
+                        }
+                    }
+                    out[1].i[yi] = idx;
+                }
+            }
+            o++;
+        } while (next_pos(nsp, w.out, oc));
+    }
+    return MPX_OK;
+}
+
+mpx_status mpx_k_max_pool(const mpx_kctx *c, const mpx_value *const *in, int n_in,
+                          mpx_value *out, int n_out) {
+    return pool(c, in, n_in, out, n_out, true);
+}
+
+mpx_status mpx_k_average_pool(const mpx_kctx *c, const mpx_value *const *in, int n_in,
+                              mpx_value *out, int n_out) {
+    return pool(c, in, n_in, out, n_out, false);
+}
+
+/* Global pools: the whole spatial plane of each (n, c), in flat order. */
+static mpx_status global_pool(const mpx_kctx *c, const mpx_value *const *in, int n_in,
+                              mpx_value *out, int n_out, bool is_max) {
+    const mpx_value *x;
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (!st) st = pool_input(c, in, n_in, false, &x);
+    if (st) return st;
+    int64_t dims[MPX_MAX_RANK], plane = 1;
+    for (int i = 0; i < x->rank; i++) {
+        dims[i] = i < 2 ? x->dims[i] : 1;
+        if (i >= 2) plane *= x->dims[i];
+    }
+    if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, dims))) return st;
+    const int64_t planes = x->dims[0] * x->dims[1];
+    for (int64_t pc = 0; pc < planes; pc++) {
+        const float *xp = x->f + pc * plane;
+        if (is_max) {
+            float m = plane ? xp[0] : -FLT_MAX;
+            for (int64_t k = 1; k < plane; k++)
+                if (xp[k] > m) m = xp[k];
+            out[0].f[pc] = m;
+        } else {
+            mpx_acc acc;
+            mpx_acc_init(&acc, &c->acc, 0.0f);
+            for (int64_t k = 0; k < plane; k++) mpx_acc_add(&acc, xp[k]);
+            out[0].f[pc] = mpx_acc_result(&acc) / (float)plane;
+        }
+    }
+    return MPX_OK;
+}
+
+mpx_status mpx_k_global_average_pool(const mpx_kctx *c, const mpx_value *const *in, int n_in,
+                                     mpx_value *out, int n_out) {
+    return global_pool(c, in, n_in, out, n_out, false);
+}
+
+mpx_status mpx_k_global_max_pool(const mpx_kctx *c, const mpx_value *const *in, int n_in,
+                                 mpx_value *out, int n_out) {
+    return global_pool(c, in, n_in, out, n_out, true);
+}

@@ -1,0 +1,384 @@
+/* kern_resize.c - Resize (opsets 10-19) and Upsample (7-9).
+ *
+ * Inputs by version: Upsample-7 has a scales attribute; Upsample-9 and
+ * Resize-10 take scales as input 1; Resize-11+ takes (X, roi, scales, sizes),
+ * where an empty tensor (opset 11) or an omitted input stands for "not
+ * given", and exactly one of scales and sizes must be given. Resize-18 adds
+ * axes and keep_aspect_ratio_policy (supported) and antialias (refused when
+ * it would change the result: linear or cubic downsampling).
+ *
+ * Output lengths: floor(in * scale) with an fp32 product (as ONNX Runtime and
+ * graph/shape.c), or sizes. Source coordinates are computed in fp32 from the
+ * fp32 scale (the given one, or out / in from sizes) with ONNX Runtime's
+ * expressions, so nearest-neighbour ties fall as in ORT (ONNX's Python
+ * reference computes in double; the ONNX node tests agree with both).
+ * "length_resized" in the align_corners, pytorch_half_pixel,
+ * half_pixel_symmetric and tf_crop_and_resize formulas is in * scale, as the
+ * operator text defines scale = length_resized / length_original and ONNX's
+ * reference reads it; ORT uses the integer output length instead. The two
+ * differ only when in * scale is not a whole number (ONNX's
+ * test_resize_downsample_scales_*_align_corners, which ORT skips).
+ * pytorch_half_pixel maps to 0 when length_resized <= 1, as the text says.
+ *
+ * Opset 10 and Upsample: asymmetric coordinates; nearest picks ceil(x) when
+ * downsampling and floor(x) otherwise (ORT's rule for these versions).
+ * Opset 11+: coordinate_transformation_mode half_pixel (default),
+ * half_pixel_symmetric, pytorch_half_pixel, align_corners, asymmetric,
+ * tf_half_pixel_for_nn, tf_crop_and_resize (with roi and
+ * extrapolation_value); nearest_mode round_prefer_floor (default),
+ * round_prefer_ceil, floor, ceil; cubic with cubic_coeff_a and
+ * exclude_outside. Neighbours outside the input take the edge value.
+ *
+ * Values: nearest copies input values (any numeric dtype). Linear and cubic
+ * (float inputs) are separable weighted sums as in ONNX's reference: along
+ * the last axis first, then each earlier axis over the results, every sum
+ * over neighbours in increasing input index through mpx_acc; a weight is an
+ * fp32 product with the value. Neighbours with weight 0 are not terms, so an
+ * axis that is not resized adds no rounding. */
+#include "kern_nn.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { RS_NEAREST, RS_LINEAR, RS_CUBIC };
+enum { CT_HALF_PIXEL, CT_HALF_PIXEL_SYM, CT_PYTORCH, CT_ALIGN, CT_ASYM, CT_TF_NN, CT_TF_CROP };
+enum { NM_SIMPLE, NM_PREFER_FLOOR, NM_PREFER_CEIL, NM_FLOOR, NM_CEIL };
+
+typedef struct rs_term {
+    int64_t off; /* element offset in X: input index times the axis stride */
+    float w;
+} rs_term;
+
+/* One axis: up to 4 terms per output coordinate; 0 terms marks a coordinate
+ * outside the roi (tf_crop_and_resize: the output is extrapolation_value). */
+typedef struct rs_axis {
+    int64_t in, out, stride;
+    float scale, lr, roi_s, roi_e;
+    rs_term *t;
+    unsigned char *nt;
+} rs_axis;
+
+typedef struct rs_opts {
+    int mode, ct, nm;
+    double cubic_a;
+    bool exclude_outside;
+} rs_opts;
+
+static int lookup(const char *s, const char *const *names, int n) {
+    for (int i = 0; i < n; i++)
+        if (strcmp(s, names[i]) == 0) return i;
+    return -1;
+}
+
+/* fp32 arithmetic in the order ONNX Runtime evaluates these, so that ties of
+ * nearest (x exactly k + 0.5, or a whole number) fall the same way. */
+static float source_coord(const rs_opts *o, const rs_axis *a, float x) {
+    float in = (float)a->in, s = a->scale, lr = a->lr;
+    switch (o->ct) {
+    case CT_HALF_PIXEL: return (x + 0.5f) / s - 0.5f;
+    case CT_HALF_PIXEL_SYM: {
+        float adj = (float)a->out / lr, center = in / 2.0f;
+        return center * (1.0f - adj) + ((x + 0.5f) / s - 0.5f);
+    }
+    case CT_PYTORCH: return lr > 1.0f ? (x + 0.5f) / s - 0.5f : 0.0f;
+    case CT_ALIGN: return lr == 1.0f ? 0.0f : x * (in - 1.0f) / (lr - 1.0f);
+    case CT_TF_NN: return (x + 0.5f) / s;
+    case CT_TF_CROP:
+        if (lr > 1.0f)
+            return a->roi_s * (in - 1.0f) + (x * (a->roi_e - a->roi_s) * (in - 1.0f)) / (lr - 1.0f);
+        return (float)(0.5 * (double)(a->roi_s + a->roi_e) * (double)(in - 1.0f));
+    default: return x / s; /* asymmetric */
+    }
+}
+
+static int64_t clamp_idx(int64_t i, int64_t n) { return i < 0 ? 0 : i >= n ? n - 1 : i; }
+
+static void cubic_coeffs(double r, double A, double *cf) {
+    double r1 = r + 1.0, q = 1.0 - r, q1 = q + 1.0;
+    cf[0] = ((A * r1 - 5.0 * A) * r1 + 8.0 * A) * r1 - 4.0 * A;
+    cf[1] = ((A + 2.0) * r - (A + 3.0)) * r * r + 1.0;
+    cf[2] = ((A + 2.0) * q - (A + 3.0)) * q * q + 1.0;
+    cf[3] = ((A * q1 - 5.0 * A) * q1 + 8.0 * A) * q1 - 4.0 * A;
+}
+
+/* The terms of output coordinate x of axis a. */
+static void axis_terms(const rs_opts *o, rs_axis *a, int64_t x) {
+    rs_term *t = a->t + 4 * x;
+    float xo = source_coord(o, a, (float)x);
+    int n = 0;
+    if (o->ct == CT_TF_CROP && (xo < 0.0f || xo > (float)(a->in - 1))) {
+        a->nt[x] = 0;
+        return;
+    }
+    double fl = floor((double)xo), r = (double)xo - fl;
+    int64_t x0 = (int64_t)fl;
+    if (o->mode == RS_NEAREST) {
+        int64_t i;
+        switch (o->nm) {
+        case NM_SIMPLE: i = a->scale < 1.0f ? (int64_t)ceil((double)xo) : x0; break;
+        case NM_PREFER_CEIL: i = r >= 0.5 ? x0 + 1 : x0; break;
+        case NM_FLOOR: i = x0; break;
+        case NM_CEIL: i = r > 0.0 ? x0 + 1 : x0; break;
+        default: i = r > 0.5 ? x0 + 1 : x0; break;
+        }
+        t[n++] = (rs_term){clamp_idx(i, a->in) * a->stride, 1.0f};
+    } else if (r == 0.0) {
+        t[n++] = (rs_term){clamp_idx(x0, a->in) * a->stride, 1.0f};
+    } else {
+        double cf[4];
+        int64_t first;
+        int k;
+        if (o->mode == RS_LINEAR) {
+            cf[0] = 1.0 - r;
+            cf[1] = r;
+            first = x0, k = 2;
+        } else {
+            cubic_coeffs(r, o->cubic_a, cf);
+            first = x0 - 1, k = 4;
+        }
+        if (o->exclude_outside) {
+            double sum = 0.0;
+            for (int j = 0; j < k; j++) {
+                if (first + j < 0 || first + j >= a->in) cf[j] = 0.0;
+                sum += cf[j];
+            }
+            for (int j = 0; j < k; j++) cf[j] = sum != 0.0 ? cf[j] / sum : 0.0;
+        }
+        for (int j = 0; j < k; j++)
+            if (cf[j] != 0.0)
+                t[n++] = (rs_term){clamp_idx(first + j, a->in) * a->stride, (float)cf[j]};
+    }
+    a->nt[x] = (unsigned char)n;
+}
+
+/* The weighted sum over axes [k, rank) at output coordinates oc. */
+static float interp(const mpx_kctx *c, const rs_axis *ax, int rank, int k, const int64_t *oc,
+                    const float *x, int64_t base) {
+    if (k == rank) return x[base];
+    const rs_axis *a = &ax[k];
+    const rs_term *t = a->t + 4 * oc[k];
+    int n = a->nt[oc[k]];
+    if (n == 1 && t[0].w == 1.0f) return interp(c, ax, rank, k + 1, oc, x, base + t[0].off);
+    mpx_acc acc;
+    mpx_acc_init(&acc, &c->acc, 0.0f);
+    for (int j = 0; j < n; j++) mpx_acc_add(&acc, t[j].w * interp(c, ax, rank, k + 1, oc, x, base + t[j].off));
+    return mpx_acc_result(&acc);
+}
+
+/* Scales and output lengths per axis from the inputs and attributes. */
+static mpx_status rs_sizes(const mpx_kctx *c, const mpx_value *const *in, int n_in, bool upsample,
+                           const mpx_value *x, rs_axis *ax, const rs_opts *o, float *extrap) {
+    char s1[160], s2[160];
+    int opset = kn_opset(c), r = x->rank;
+    bool legacy = upsample || opset <= 10;
+    const mpx_value *scales = NULL, *sizes = NULL, *roi = NULL;
+    const mpx_attr *sa = NULL;
+    mpx_status st;
+    if (upsample && opset < 9) {
+        sa = mpx_node_attr(c->node, "scales");
+        if (!sa || sa->type != MPX_ATTR_FLOATS)
+            return mpx_kernel_error(c, MPX_E_INVALID, "attribute scales (a list of floats) is required");
+    } else if (legacy) {
+        if ((st = kn_float_in(c, in, n_in, 1, "scales", &scales))) return st;
+    } else {
+        if ((st = kn_float_opt(c, in, n_in, 1, "roi", &roi))) return st;
+        if ((st = kn_float_opt(c, in, n_in, 2, "scales", &scales))) return st;
+        sizes = kn_opt(in, n_in, 3);
+        if (sizes && (!mpx_dtype_is_int_like(sizes->dtype) || !sizes->i))
+            return mpx_kernel_error(c, MPX_E_INVALID, "input sizes must be int64, not %s",
+                                    mpx_dtype_name(sizes->dtype));
+        if (scales && scales->n == 0) scales = NULL;
+        if (sizes && sizes->n == 0) sizes = NULL;
+        if (roi && roi->n == 0) roi = NULL;
+        if (scales && sizes)
+            return mpx_kernel_error(c, MPX_E_INVALID, "scales and sizes are both given; only one may be");
+        if (!scales && !sizes)
+            return mpx_kernel_error(c, MPX_E_INVALID, "neither scales nor sizes is given");
+    }
+    int axes[MPX_MAX_RANK], na = r;
+    for (int i = 0; i < r; i++) axes[i] = i;
+    const int64_t *av;
+    int nav = legacy ? 0 : mpx_node_attr_ints(c->node, "axes", &av);
+    if (nav > 0) {
+        if (nav > r)
+            return mpx_kernel_error(c, MPX_E_INVALID, "%d axes for input X of rank %d", nav, r);
+        bool seen[MPX_MAX_RANK] = {false};
+        na = nav;
+        for (int i = 0; i < na; i++) {
+            if ((st = mpx_k_axis(c, av[i], r, 0, &axes[i]))) return st;
+            if (seen[axes[i]])
+                return mpx_kernel_error(c, MPX_E_INVALID, "axis %lld is listed twice", (long long)av[i]);
+            seen[axes[i]] = true;
+        }
+    }
+    int64_t given = sa ? sa->n : scales ? scales->n : sizes->n;
+    if (given != na)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "%s has %lld values for %d axes of input X (shape %s)",
+                                sizes ? "sizes" : "scales", (long long)given, na, kn_shape(x, s1));
+    if (roi && roi->n != 2 * na)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "roi of shape %s does not hold 2 x %d values",
+                                kn_shape(roi, s2), na);
+    if (o->ct == CT_TF_CROP && !roi)
+        return mpx_kernel_error(c, MPX_E_INVALID, "tf_crop_and_resize needs the roi input");
+    *extrap = mpx_node_attr_float(c->node, "extrapolation_value", 0.0f);
+    for (int i = 0; i < r; i++) {
+        ax[i].in = ax[i].out = x->dims[i];
+        ax[i].scale = 1.0f;
+        ax[i].lr = (float)x->dims[i];
+        ax[i].roi_s = 0.0f, ax[i].roi_e = 1.0f;
+    }
+    const char *policy = mpx_node_attr_string(c->node, "keep_aspect_ratio_policy", "stretch");
+    int keep = sizes ? lookup(policy, (const char *const[]){"stretch", "not_larger", "not_smaller"}, 3) : 0;
+    if (keep < 0)
+        return mpx_kernel_error(c, MPX_E_INVALID, "keep_aspect_ratio_policy \"%s\" is unknown", policy);
+    float common = keep == 1 ? INFINITY : 0.0f;
+    for (int i = 0; keep > 0 && i < na; i++) {
+        if (x->dims[axes[i]] <= 0)
+            return mpx_kernel_error(c, MPX_E_SHAPE, "cannot keep the aspect ratio of an empty axis");
+        float f = (float)sizes->i[i] / (float)x->dims[axes[i]];
+        common = keep == 1 ? fminf(common, f) : fmaxf(common, f);
+    }
+    for (int i = 0; i < na; i++) {
+        rs_axis *a = &ax[axes[i]];
+        if (roi) {
+            a->roi_s = roi->f[i];
+            a->roi_e = roi->f[na + i];
+        }
+        if (sizes && keep == 0) {
+            int64_t s = sizes->i[i];
+            if (s < 0 || s > MPX_MAX_ELEMS)
+                return mpx_kernel_error(c, MPX_E_SHAPE, "sizes[%d] = %lld is not a length", i, (long long)s);
+            if (a->in == 0 && s != 0)
+                return mpx_kernel_error(c, MPX_E_SHAPE, "axis %d is empty and cannot become %lld long",
+                                        axes[i], (long long)s);
+            a->out = s;
+            a->scale = a->in ? (float)s / (float)a->in : 1.0f;
+            a->lr = (float)s;
+            continue;
+        }
+        float f = sizes ? common : sa ? sa->floats[i] : scales->f[i];
+        if (!(f > 0.0f) || !isfinite(f) || (upsample && f < 1.0f))
+            return mpx_kernel_error(c, MPX_E_INVALID, "scale %g for axis %d is not %s", (double)f,
+                                    axes[i], upsample ? "at least 1" : "positive");
+        float len = sizes ? roundf(f * (float)a->in) : floorf((float)a->in * f);
+        if (len > (float)MPX_MAX_ELEMS)
+            return mpx_kernel_error(c, MPX_E_LIMIT, "scale %g makes axis %d too long", (double)f, axes[i]);
+        a->out = (int64_t)len;
+        a->scale = f;
+        a->lr = f * (float)a->in;
+    }
+    if (mpx_node_attr_int(c->node, "antialias", 0) != 0 && o->mode != RS_NEAREST)
+        for (int i = 0; i < r; i++)
+            if (ax[i].scale < 1.0f)
+                return mpx_kernel_error(c, MPX_E_UNSUPPORTED, "antialias downsampling is not supported");
+    return MPX_OK;
+}
+
+static mpx_status resize(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                         int n_out, bool upsample) {
+    static const char *const modes[] = {"nearest", "linear", "cubic"};
+    static const char *const cts[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
+                                      "align_corners", "asymmetric", "tf_half_pixel_for_nn",
+                                      "tf_crop_and_resize"};
+    static const char *const nms[] = {"", "round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (st) return st;
+    const mpx_value *x = kn_opt(in, n_in, 0);
+    if (!x) return mpx_kernel_error(c, MPX_E_INVALID, "input 0 (X) is missing");
+    bool is_float = mpx_dtype_is_float(x->dtype) && x->f;
+    if (!is_float && !(mpx_dtype_is_int_like(x->dtype) && x->i))
+        return mpx_kernel_error(c, MPX_E_UNSUPPORTED, "input X is %s", mpx_dtype_name(x->dtype));
+    bool legacy = upsample || kn_opset(c) <= 10;
+    rs_opts o = {0};
+    const char *s = mpx_node_attr_string(c->node, "mode", "nearest");
+    o.mode = lookup(s, modes, legacy ? 2 : 3);
+    if (o.mode < 0)
+        return mpx_kernel_error(c, MPX_E_INVALID, "mode \"%s\" is not one of nearest, linear%s", s,
+                                legacy ? "" : ", cubic");
+    if (legacy) {
+        o.ct = CT_ASYM;
+        o.nm = NM_SIMPLE;
+    } else {
+        s = mpx_node_attr_string(c->node, "coordinate_transformation_mode", "half_pixel");
+        o.ct = lookup(s, cts, 7);
+        if (o.ct < 0)
+            return mpx_kernel_error(c, MPX_E_INVALID, "coordinate_transformation_mode \"%s\" is unknown", s);
+        s = mpx_node_attr_string(c->node, "nearest_mode", "round_prefer_floor");
+        o.nm = lookup(s, nms, 5);
+        if (o.nm <= 0) return mpx_kernel_error(c, MPX_E_INVALID, "nearest_mode \"%s\" is unknown", s);
+        o.cubic_a = mpx_node_attr_float(c->node, "cubic_coeff_a", -0.75f);
+        o.exclude_outside = mpx_node_attr_int(c->node, "exclude_outside", 0) != 0;
+    }
+    if (!is_float && o.mode != RS_NEAREST)
+        return mpx_kernel_error(c, MPX_E_UNSUPPORTED, "%s interpolation of %s values is not supported",
+                                modes[o.mode], mpx_dtype_name(x->dtype));
+    int r = x->rank;
+    if (r < 1) return mpx_kernel_error(c, MPX_E_SHAPE, "input X is a scalar");
+    rs_axis ax[MPX_MAX_RANK];
+    memset(ax, 0, sizeof ax);
+    float extrap = 0.0f;
+    if ((st = rs_sizes(c, in, n_in, upsample, x, ax, &o, &extrap))) return st;
+    int64_t dims[MPX_MAX_RANK];
+    for (int i = 0; i < r; i++) dims[i] = ax[i].out;
+    for (int i = r - 1; i >= 0; i--) ax[i].stride = i == r - 1 ? 1 : ax[i + 1].stride * ax[i + 1].in;
+    if ((st = mpx_k_alloc(c, &out[0], x->dtype, r, dims))) return st;
+    int64_t total = out[0].n;
+    for (int i = 0; i < r && !st; i++) {
+        st = kn_scratch(c, (size_t)(4 * ax[i].out), sizeof *ax[i].t, (void **)&ax[i].t);
+        if (!st) st = kn_scratch(c, (size_t)ax[i].out, 1, (void **)&ax[i].nt);
+        for (int64_t k = 0; !st && k < ax[i].out; k++) axis_terms(&o, &ax[i], k);
+    }
+    if (st || total == 0 || x->n == 0) {
+        if (total > 0 && x->n == 0 && !st)
+            st = mpx_kernel_error(c, MPX_E_SHAPE, "input X is empty but the output is not");
+        goto done;
+    }
+    int64_t oc[MPX_MAX_RANK] = {0}, last = ax[r - 1].out;
+    const rs_axis *al = &ax[r - 1];
+    for (int64_t p = 0; p < total; p += last) {
+        /* Offsets of the outer axes (nearest: one term each; 0 terms: outside). */
+        bool outside = false, single = o.mode == RS_NEAREST;
+        int64_t base = 0;
+        for (int i = 0; i < r - 1; i++) {
+            int n = ax[i].nt[oc[i]];
+            outside = outside || n == 0;
+            if (single && n) base += ax[i].t[4 * oc[i]].off;
+        }
+        for (int64_t k = 0; k < last; k++) {
+            int64_t yi = p + k;
+            oc[r - 1] = k;
+            if (outside || al->nt[k] == 0) {
+                if (is_float) out[0].f[yi] = extrap;
+                else out[0].i[yi] = (int64_t)extrap;
+            } else if (single) {
+                int64_t xi = base + al->t[4 * k].off;
+                if (is_float) out[0].f[yi] = x->f[xi];
+                else out[0].i[yi] = x->i[xi];
+            } else {
+                out[0].f[yi] = interp(c, ax, r, 0, oc, x->f, 0);
+            }
+        }
+        for (int i = r - 2; i >= 0; i--) { /* odometer over the outer axes */
+            if (++oc[i] < ax[i].out) break;
+            oc[i] = 0;
+        }
+    }
+done:
+    for (int i = 0; i < r; i++) {
+        free(ax[i].t);
+        free(ax[i].nt);
+    }
+    if (st) mpx_value_free(&out[0]);
+    return st;
+}
+
+mpx_status mpx_k_resize(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                        int n_out) {
+    return resize(c, in, n_in, out, n_out, false);
+}
+
+mpx_status mpx_k_upsample(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                          int n_out) {
+    return resize(c, in, n_in, out, n_out, true);
+}
