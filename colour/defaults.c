@@ -1,0 +1,242 @@
+/* defaults.c - the default colour of every op: policy, kept in one table.
+ *
+ * Sources (read, not copied):
+ *  - TensorFlow's grappler/optimizers/auto_mixed_precision_lists.h: the fp16
+ *    lists (AutoMixedPrecisionListsFp16, formerly ...Cuda) and the bf16 lists
+ *    (AutoMixedPrecisionListsMkl). allow -> green, infer -> gray,
+ *    deny -> red, clear -> clear. TF names are mapped to ONNX ops below.
+ *  - TVM's relay/transform/mixed_precision.py (ALWAYS / FOLLOW / NEVER), used
+ *    where TF has no entry or where TVM's reason is numerical.
+ *  - "mpx": an op neither list has; the comment gives the reasoning.
+ *
+ * Two columns: `narrow` for targets with a narrower exponent than fp32 (fp16,
+ * fp8) and `wide` for targets with fp32's exponent range (bf16, tf32). They
+ * differ exactly where the danger is range, not precision: TF's bf16 lists move
+ * Mean and Sum from deny to infer, and mpx applies the same reasoning to every
+ * op that is red only because long sums overflow fp16.
+ *
+ * Every op of graph/ops.def must have an entry: the static_assert checks the
+ * table's length and tests/test_colour.c checks that no entry is left empty.
+ */
+#include "mpx_colour.h"
+
+#include <assert.h>
+#include <string.h>
+#include <strings.h>
+
+typedef struct entry {
+    mpx_colour narrow, wide;
+    const char *source;
+} entry;
+
+#define G MPX_COLOUR_GREEN
+#define Y MPX_COLOUR_GRAY
+#define C MPX_COLOUR_CLEAR
+#define R MPX_COLOUR_RED
+#define E(op, n, w, src) [MPX_OP_##op] = {n, w, src}
+
+static const entry table[MPX_OP_COUNT] = {
+    /* An op mpx does not know cannot be reasoned about: keep it in fp32. */
+    [MPX_OP_UNKNOWN] = {R, R, "mpx: unknown op, kept in fp32"},
+
+    /* Dot products. TF allow: Conv2D, Conv3D, DepthwiseConv2dNative,
+     * Conv2DBackpropInput (the transposed convolution), MatMul, BatchMatMul,
+     * Einsum; TVM always: conv*_transpose, dense. */
+    E(Conv, G, G, "TF AMP allow list (Conv2D)"),
+    E(ConvTranspose, G, G, "TF AMP allow list (Conv2DBackpropInput); TVM always (conv2d_transpose)"),
+    E(Gemm, G, G, "TF AMP allow list (MatMul); TVM always (dense)"),
+    E(MatMul, G, G, "TF AMP allow list (MatMul, BatchMatMul)"),
+    E(Einsum, G, G, "TF AMP allow list (Einsum)"),
+
+    /* Normalisation. BatchNormalization at inference is an affine map: TF
+     * infer (FusedBatchNormV3). LayerNormalization and InstanceNormalization
+     * compute a mean and a variance over a whole row: TVM never (layer_norm,
+     * "large summation"); with fp32's range (bf16) that is TF's Mean, infer.
+     * LRN sums squares and raises to a power (TF deny: Pow, L2Loss). */
+    E(BatchNormalization, Y, Y, "TF AMP infer list (FusedBatchNormV3)"),
+    E(LayerNormalization, R, Y, "TVM never (layer_norm: mean and variance of a row); gray for bf16 as TF's Mean"),
+    E(InstanceNormalization, R, Y, "mpx: mean and variance over H*W, as TVM's layer_norm; gray for bf16 as TF's Mean"),
+    E(LRN, R, Y, "mpx: a sum of squares and a power, as TF's deny-listed L2Loss and Pow; gray for bf16"),
+
+    /* Exact in any precision (a comparison, a select, a sign change, an
+     * integer rounding of a value that is already in the format): TF clear
+     * Relu, Relu6, Neg, Abs, Sign, Floor, Ceil, Round, ClipByValue, Identity,
+     * IsNan, IsInf; TVM follow nn.dropout. */
+    E(Relu, C, C, "TF AMP clear list (Relu)"),
+    E(ThresholdedRelu, C, C, "mpx: a comparison and a select, exact (as TF's clear Relu)"),
+    E(Neg, C, C, "TF AMP clear list (Neg)"),
+    E(Abs, C, C, "TF AMP clear list (Abs)"),
+    E(Sign, C, C, "TF AMP clear list (Sign)"),
+    E(Floor, C, C, "TF AMP clear list (Floor)"),
+    E(Ceil, C, C, "TF AMP clear list (Ceil)"),
+    E(Round, C, C, "TF AMP clear list (Round)"),
+    E(Clip, C, C, "TF AMP clear list (ClipByValue)"),
+    E(Identity, C, C, "TF AMP clear list (Identity)"),
+    E(Dropout, C, C, "TVM follow (nn.dropout): the identity at inference"),
+    E(Not, C, C, "mpx: boolean, no float values"),
+    E(IsNaN, C, C, "TF AMP clear list (IsNan)"),
+    E(IsInf, C, C, "TF AMP clear list (IsInf)"),
+
+    /* Safe in low precision but rounding: TF infer LeakyRelu, Elu, Selu,
+     * Sigmoid, Softplus, Softsign, Tanh, Log, Sqrt, Reciprocal (Inv), Erf. TVM
+     * keeps erf in fp32 only because LLVM lacked an fp16 erf (a code
+     * generation limit, not a numerical one), so Erf follows TF. */
+    E(LeakyRelu, Y, Y, "TF AMP infer list (LeakyRelu)"),
+    E(Elu, Y, Y, "TF AMP infer list (Elu)"),
+    E(Selu, Y, Y, "TF AMP infer list (Selu)"),
+    E(Celu, Y, Y, "mpx: as Elu (TF AMP infer list)"),
+    E(Sigmoid, Y, Y, "TF AMP infer list (Sigmoid)"),
+    E(HardSigmoid, Y, Y, "mpx: an affine map and a clip (as TF's infer-listed Mul, Add)"),
+    E(HardSwish, Y, Y, "mpx: x times HardSigmoid (as TF's infer-listed Mul)"),
+    E(Softplus, Y, Y, "TF AMP infer list (Softplus)"),
+    E(Softsign, Y, Y, "TF AMP infer list (Softsign)"),
+    E(Mish, Y, Y, "mpx: x * tanh(softplus(x)), built from TF infer-listed ops"),
+    E(Tanh, Y, Y, "TF AMP infer list (Tanh)"),
+    E(Erf, Y, Y, "TF AMP infer list (Erf); TVM's never is a codegen limit"),
+    E(Gelu, Y, Y, "mpx: x * Phi(x), built from TF infer-listed Erf/Tanh and Mul"),
+    E(Log, Y, Y, "TF AMP infer list (Log)"),
+    E(Sqrt, Y, Y, "TF AMP infer list (Sqrt)"),
+    E(Reciprocal, Y, Y, "TF AMP infer list (Reciprocal, Inv)"),
+    E(Sin, Y, Y, "mpx: bounded result; its error is the input's rounding"),
+    E(Cos, Y, Y, "mpx: bounded result; its error is the input's rounding"),
+
+    /* |f(x)| >> |x|: TF deny Exp, Pow; TVM never exp, power. Red for every
+     * target: exp(x) overflows fp16 above x = 11 and loses bf16's precision in
+     * its exponent. */
+    E(Exp, R, R, "TF AMP deny list (Exp)"),
+    E(Pow, R, R, "TF AMP deny list (Pow)"),
+
+    /* Softmax-class: a sum of exponentials over a row. TF infers Softmax and
+     * LogSoftmax, TVM never converts softmax: the row sum is what users find
+     * broken in fp16 (attention rows longer than a few thousand overflow or
+     * lose the small terms), so red for fp16, gray for bf16 (TF). CumSum is a
+     * running sum over a whole axis (TF's deny-listed Sum). */
+    E(Softmax, R, Y, "TVM never (softmax: a row sum of exps); TF infer for bf16"),
+    E(LogSoftmax, R, Y, "mpx: as Softmax (TVM never); TF infer for bf16"),
+    E(CumSum, R, Y, "mpx: a running sum, as TF's deny-listed Sum; TF infer for bf16"),
+
+    /* Binary arithmetic: TF infer Add/AddV2/AddN, Sub, Mul, RealDiv; TVM follow
+     * nn.prelu (LeakyRelu with a slope tensor). */
+    E(Add, Y, Y, "TF AMP infer list (Add, AddV2, BiasAdd)"),
+    E(Sub, Y, Y, "TF AMP infer list (Sub)"),
+    E(Mul, Y, Y, "TF AMP infer list (Mul)"),
+    E(Div, Y, Y, "TF AMP infer list (RealDiv)"),
+    E(Sum, Y, Y, "TF AMP infer list (AddN)"),
+    E(Mean, Y, Y, "mpx: elementwise mean of a few inputs, as TF's infer-listed AddN and RealDiv"),
+    E(PRelu, Y, Y, "TF AMP infer list (LeakyRelu); TVM follow (nn.prelu)"),
+    /* fmod of two values of a format is exactly representable in it. */
+    E(Mod, C, C, "mpx: fmod is exact"),
+    E(Max, C, C, "TF AMP clear list (Maximum)"),
+    E(Min, C, C, "TF AMP clear list (Minimum)"),
+    E(And, C, C, "mpx: boolean, no float values"),
+    E(Or, C, C, "mpx: boolean, no float values"),
+    E(Xor, C, C, "mpx: boolean, no float values"),
+    E(Equal, C, C, "TF AMP clear list (Equal)"),
+    E(Greater, C, C, "TF AMP clear list (Greater)"),
+    E(Less, C, C, "TF AMP clear list (Less)"),
+    E(GreaterOrEqual, C, C, "TF AMP clear list (GreaterEqual)"),
+    E(LessOrEqual, C, C, "TF AMP clear list (LessEqual)"),
+    E(Where, C, C, "TF AMP clear list (Select, SelectV2)"),
+
+    /* Reductions. TF deny Mean, Sum, L2Loss for fp16 (a long sum overflows
+     * 65504 or drops small terms), infer Mean and Sum for bf16; TVM never sum,
+     * mean, variance. Prod is TF infer; Max/Min/ArgMax/ArgMin are TF clear. */
+    E(ReduceMean, R, Y, "TF AMP deny list (Mean); infer for bf16"),
+    E(ReduceSum, R, Y, "TF AMP deny list (Sum); infer for bf16"),
+    E(ReduceSumSquare, R, Y, "mpx: as TF's deny-listed L2Loss and Sum; gray for bf16"),
+    E(ReduceL2, R, Y, "mpx: as TF's deny-listed L2Loss; gray for bf16"),
+    E(ReduceProd, Y, Y, "TF AMP infer list (Prod)"),
+    E(ReduceMax, C, C, "TF AMP clear list (Max)"),
+    E(ReduceMin, C, C, "TF AMP clear list (Min)"),
+    E(ArgMax, C, C, "TF AMP clear list (ArgMax)"),
+    E(ArgMin, C, C, "TF AMP clear list (ArgMin)"),
+
+    /* Pooling. TF clear MaxPool, infer AvgPool. A global average pool is TF's
+     * Mean (deny for fp16, infer for bf16) and TVM's never-listed
+     * global_avg_pool2d ("large summation"). LpPool sums powers (L2Loss). */
+    E(MaxPool, C, C, "TF AMP clear list (MaxPool)"),
+    E(GlobalMaxPool, C, C, "TF AMP clear list (Max); TVM follow (global_max_pool2d)"),
+    E(AveragePool, Y, Y, "TF AMP infer list (AvgPool)"),
+    E(GlobalAveragePool, R, Y, "TVM never (global_avg_pool2d); TF deny (Mean), infer for bf16"),
+    E(LpPool, R, Y, "mpx: a sum of powers, as TF's deny-listed L2Loss; gray for bf16"),
+
+    /* Data movement and shape computation: TF clear ConcatV2, Split, Reshape,
+     * Transpose, Squeeze, ExpandDims, StridedSlice/Slice, GatherV2, GatherNd,
+     * Pad, BroadcastTo, Tile, DepthToSpace, SpaceToDepth, Shape, Size, Fill,
+     * TopKV2, Where; TVM follow batch_flatten and cast. Resize copies values
+     * when nearest (TF clear ResizeNearestNeighbor) but interpolates otherwise:
+     * see mpx_colour_default_node. */
+    E(Resize, C, C, "TF AMP clear list (ResizeNearestNeighbor)"),
+    E(Upsample, C, C, "TF AMP clear list (ResizeNearestNeighbor)"),
+    E(Concat, C, C, "TF AMP clear list (ConcatV2)"),
+    E(Split, C, C, "TF AMP clear list (Split, SplitV)"),
+    E(Reshape, C, C, "TF AMP clear list (Reshape)"),
+    E(Flatten, C, C, "TVM follow (nn.batch_flatten); a Reshape"),
+    E(Transpose, C, C, "TF AMP clear list (Transpose)"),
+    E(Squeeze, C, C, "TF AMP clear list (Squeeze)"),
+    E(Unsqueeze, C, C, "TF AMP clear list (ExpandDims)"),
+    E(Slice, C, C, "TF AMP clear list (Slice, StridedSlice)"),
+    E(Gather, C, C, "TF AMP clear list (GatherV2)"),
+    E(GatherElements, C, C, "TF AMP clear list (GatherNd)"),
+    E(Pad, C, C, "TF AMP clear list (Pad, PadV2)"),
+    E(Expand, C, C, "TF AMP clear list (BroadcastTo)"),
+    E(Tile, C, C, "TF AMP clear list (Tile)"),
+    E(DepthToSpace, C, C, "TF AMP clear list (DepthToSpace)"),
+    E(SpaceToDepth, C, C, "TF AMP clear list (SpaceToDepth)"),
+    E(Shape, C, C, "TF AMP clear list (Shape)"),
+    E(Size, C, C, "TF AMP clear list (Size)"),
+    E(Cast, C, C, "TVM follow (cast)"),
+    E(Constant, C, C, "mpx: a constant, converted offline"),
+    E(ConstantOfShape, C, C, "TF AMP clear list (Fill)"),
+    E(TopK, C, C, "TF AMP clear list (TopKV2)"),
+    E(NonZero, C, C, "TF AMP clear list (Where)"),
+    /* TVM never (arange): the end of a range may not fit fp16, and bf16 holds
+     * integers exactly only up to 256. */
+    E(Range, R, R, "TVM never (arange)"),
+};
+static_assert(sizeof table / sizeof table[0] == MPX_OP_COUNT,
+              "default colour table out of step with graph/ops.def");
+
+#undef G
+#undef Y
+#undef C
+#undef R
+#undef E
+
+static bool wide_exponent(const mpx_format *target) {
+    return target && target->exp_bits >= mpx_format_fp32.exp_bits;
+}
+
+mpx_colour mpx_colour_default(mpx_op op, const mpx_format *target, const char **source) {
+    if ((unsigned)op >= MPX_OP_COUNT) op = MPX_OP_UNKNOWN;
+    const entry *e = &table[op];
+    if (source) *source = e->source;
+    return wide_exponent(target) ? e->wide : e->narrow;
+}
+
+mpx_colour mpx_colour_default_node(const mpx_node *n, const mpx_format *target,
+                                   const char **source) {
+    mpx_colour c = mpx_colour_default(n->op, target, source);
+    if (n->op == MPX_OP_Resize || n->op == MPX_OP_Upsample) {
+        const char *mode = mpx_node_attr_string(n, "mode", "nearest");
+        if (strcmp(mode, "nearest") != 0) {
+            if (source) *source = "mpx: Resize that interpolates rounds (as TF's infer-listed AvgPool)";
+            return MPX_COLOUR_GRAY;
+        }
+    }
+    return c;
+}
+
+static const char *const names[MPX_COLOUR_COUNT] = {"none", "green", "gray", "clear", "red"};
+
+const char *mpx_colour_name(mpx_colour c) {
+    return (unsigned)c < MPX_COLOUR_COUNT ? names[c] : "none";
+}
+
+mpx_colour mpx_colour_from_name(const char *s) {
+    if (!s) return MPX_COLOUR_NONE;
+    if (strcasecmp(s, "grey") == 0) return MPX_COLOUR_GRAY;
+    for (int i = 1; i < MPX_COLOUR_COUNT; i++)
+        if (strcasecmp(s, names[i]) == 0) return (mpx_colour)i;
+    return MPX_COLOUR_NONE;
+}

@@ -1,0 +1,281 @@
+/* mpx_colour.h - colours, rules, the precision plan, plan diffs and "why" traces.
+ *
+ * Ownership:
+ *  - Default colours are a static table: nothing to allocate or free.
+ *  - mpx_rules: mpx_rules_new and mpx_rules_copy allocate, mpx_rules_free frees.
+ *    A rule set owns its rules (the text as typed and the parsed form). Parsed
+ *    rules are immutable and shared by reference count between copies, so a
+ *    copy (one per undo step) costs one pointer array. Rules never point into a
+ *    graph: the same rule set plans a reloaded model.
+ *  - mpx_history: owns copies of every state it keeps; mpx_history_free frees them.
+ *  - mpx_plan: mpx_plan_build allocates, mpx_plan_free frees. A plan owns all its
+ *    arrays, a copy of the rule set it was built from and of the measured figures
+ *    (both needed by mpx_plan_why). It borrows the graph, which must outlive the
+ *    plan and must not be re-bound or re-inferred while the plan is used, and the
+ *    static format descriptors of numerics/.
+ *  - mpx_plan_diff: mpx_plan_diff_new allocates, mpx_plan_diff_free frees.
+ *  - Text (why, summary) is written into caller buffers with snprintf semantics:
+ *    the return value is the length the full text needs.
+ *  - mpx_assign is numerics' type and numerics allocates it (mpx_assign_uniform);
+ *    mpx_plan_fill_assign only writes into it.
+ *
+ * Nothing in colour/ prints, exits or reads stdin: functions return an
+ * mpx_status and fill an mpx_error (with the column for rule text).
+ *
+ * Numbering: rules are 0-based in this API; messages and why traces call them
+ * "rule #1", "rule #2", ... as the `rules` listing and `unrule <n>` do.
+ */
+#ifndef MPX_COLOUR_H
+#define MPX_COLOUR_H
+
+#include "mpx_graph.h"
+#include "mpx_numerics.h" /* mpx_format, mpx_assign */
+
+/* ---- colours and their defaults (colour/defaults.c) ---------------------- */
+
+typedef enum mpx_colour {
+    MPX_COLOUR_NONE = 0, /* never a node's colour; marks "no entry" in tables */
+    MPX_COLOUR_GREEN,    /* always runs in the target format */
+    MPX_COLOUR_GRAY,     /* low when every float input arrives low (constants count as low) */
+    MPX_COLOUR_CLEAR,    /* follows its inputs (mixed: the widest); adds no cast of its own */
+    MPX_COLOUR_RED,      /* always fp32 */
+    MPX_COLOUR_COUNT
+} mpx_colour;
+
+const char *mpx_colour_name(mpx_colour c); /* "green", "gray", "clear", "red" */
+/* "green", "gray", "grey", "clear", "red", case-insensitive; NONE if unknown. */
+mpx_colour mpx_colour_from_name(const char *s);
+
+/* The default colour of an op for a target format. Targets whose exponent is as
+ * wide as fp32's (bf16, tf32) take the wide-exponent column of the table, where
+ * ops that are red only for fp16's range (sums, means, softmax) are gray.
+ * *source (may be NULL) receives where the entry comes from, e.g.
+ * "TF AMP deny list (Exp)". target NULL means fp16. */
+mpx_colour mpx_colour_default(mpx_op op, const mpx_format *target, const char **source);
+/* The default for one node: the op's entry, refined by attributes where the
+ * table says so (Resize/Upsample that interpolate are gray, not clear). */
+mpx_colour mpx_colour_default_node(const mpx_node *n, const mpx_format *target,
+                                   const char **source);
+
+/* ---- rules (colour/rules.c) ------------------------------------------------ */
+
+/*   colour <selector> <colour> [when <expr> [else <colour>]]     (alias: color)
+ *   accum  <selector> <format> [when <expr> [else <format>]]
+ *
+ * selector: items separated by commas (spaces around commas allowed): an op
+ *   type (`Conv`, matched case-insensitively against the registry), `*`, or
+ *   `name:<glob>` (fnmatch: `*` also crosses `/`; `name:"a b*"` for names with
+ *   spaces or commas).
+ * expr: comparisons (< <= > >= == = !=) of figures and numbers, joined by and,
+ *   or, not and parentheses. Figures: macs params in_elems out_elems in_ch
+ *   out_ch kernel group k attr.<name> absmax. Numbers: 3, -0.5, 1e6, 64K, 1M,
+ *   1G, 2T (K/k = 1e3, M = 1e6, G = 1e9, T = 1e12).
+ * A figure that is unknown for a node (shapes not bound, attribute absent or a
+ * list) makes its comparison unknown; and/or/not follow Kleene's three-valued
+ * logic, and a `when` that is unknown leaves the node as earlier rules had it
+ * (neither branch applies; mpx_plan_why says so). */
+
+typedef enum mpx_rule_kind { MPX_RULE_COLOUR, MPX_RULE_ACCUM } mpx_rule_kind;
+
+typedef struct mpx_rules mpx_rules;
+
+mpx_rules *mpx_rules_new(void);                 /* NULL on out of memory */
+mpx_rules *mpx_rules_copy(const mpx_rules *r);  /* NULL on out of memory */
+void mpx_rules_free(mpx_rules *r);
+int mpx_rules_count(const mpx_rules *r);
+const char *mpx_rules_text(const mpx_rules *r, int i); /* as typed, trimmed; NULL if out of range */
+mpx_rule_kind mpx_rules_kind(const mpx_rules *r, int i);
+/* Whether rule i uses a measured figure (absmax), which needs a reference run. */
+bool mpx_rules_uses_measured(const mpx_rules *r, int i);
+
+/* Parse one rule and append it. On any error r is unchanged, err->column is
+ * the 1-based column in text of the problem and the message says what was
+ * expected there. An op type in the selector must be one the registry knows
+ * (case-insensitive) or, when g is given, the op_type of one of g's nodes: a
+ * typo is an error naming it (with a suggestion), never a rule that silently
+ * matches nothing. A valid op type that g lacks is accepted (the plan's
+ * rule_applied count is 0, for a warning). g may be NULL. */
+mpx_status mpx_rules_add(mpx_rules *r, const char *text, const mpx_graph *g, mpx_error *err);
+/* Remove rule i (0-based). */
+mpx_status mpx_rules_remove(mpx_rules *r, int i, mpx_error *err);
+
+/* ---- plan options and the undo history (colour/history.c) ---------------- */
+
+typedef struct mpx_plan_opts {
+    const mpx_format *target; /* the low-precision format; NULL means fp16 */
+    bool keep_io;             /* model inputs/outputs keep their declared type */
+    const mpx_format *accum;  /* accumulate format of nodes that run low; NULL = fp32 */
+    int accum_block;          /* 0: round the running sum after every add; k > 0: blocks of k */
+} mpx_plan_opts;
+
+/* target fp16, keep_io on, accumulate fp32, block 0. */
+void mpx_plan_opts_default(mpx_plan_opts *o);
+
+/* Undo/redo: a list of (rules, options) states and a cursor. `colour`, `accum`,
+ * `unrule`, `keep-io` and `target` each push a new state once the candidate
+ * state has planned successfully (so a refused command leaves no trace); undo
+ * and redo move the cursor; a push after an undo drops the undone states. */
+typedef struct mpx_history mpx_history;
+
+mpx_history *mpx_history_new(const mpx_plan_opts *opts); /* state 0: no rules; NULL opts = defaults */
+void mpx_history_free(mpx_history *h);
+const mpx_rules *mpx_history_rules(const mpx_history *h);
+const mpx_plan_opts *mpx_history_opts(const mpx_history *h);
+/* The state `back` steps before the current one (0 = current), for `diff`.
+ * false when there is none. */
+bool mpx_history_state(const mpx_history *h, int back, const mpx_rules **rules,
+                       const mpx_plan_opts **opts);
+/* Make a copy of (rules, opts) the current state. */
+mpx_status mpx_history_push(mpx_history *h, const mpx_rules *rules, const mpx_plan_opts *opts,
+                            mpx_error *err);
+bool mpx_history_undo(mpx_history *h); /* false: nothing to undo */
+bool mpx_history_redo(mpx_history *h); /* false: nothing to redo */
+
+/* ---- the plan (colour/plan.c) --------------------------------------------- */
+
+/* Figures measured by a reference run, which `repl` hands over. absmax[i] is
+ * the largest |value| of node i's fp32 float outputs (by node->index); NaN
+ * where not measured. */
+typedef struct mpx_plan_measured {
+    int n_nodes;
+    const double *absmax;
+} mpx_plan_measured;
+
+typedef struct mpx_plan_node {
+    mpx_colour dflt;          /* the default-table colour */
+    const char *dflt_source;  /* where the default comes from */
+    mpx_colour colour;        /* after the rules */
+    int colour_rule;          /* the rule that set it, -1: the default */
+    int accum_rule;           /* the accum rule that set accum, -1: default */
+    /* Whether precision applies: the node reads or writes float values at run
+     * time. false for nodes on non-float tensors only, for Shape and Size
+     * (which read no values) and for nodes folded to constants at load. */
+    bool is_float;
+    bool folded;              /* all outputs are constants computed at load */
+    bool low;                 /* compute is narrower than fp32 */
+    const mpx_format *compute; /* format its float inputs are converted to; NULL if !is_float */
+    const mpx_format *accum;   /* NULL if !is_float */
+    const mpx_format *output;  /* format of its float outputs; NULL if !is_float */
+    /* Propagation: for gray and clear nodes, the input tensor (graph index)
+     * whose arriving format decided the compute format (gray: the first input
+     * that arrives in fp32; clear: the first of the widest inputs); -1 when no
+     * input decided (constants only, no float input, green, red). */
+    int cause;
+} mpx_plan_node;
+
+typedef struct mpx_plan_tensor {
+    /* The format the tensor's values are held in (for a low output kept fp32 by
+     * keep-io: the producer's format; the cast before the output is listed in
+     * casts). For a constant: the one format all consumers use, else its
+     * declared format. NULL for non-float tensors. */
+    const mpx_format *format;
+    bool constant;            /* initializer, Constant output or folded value */
+} mpx_plan_tensor;
+
+typedef struct mpx_plan_cast {
+    int tensor;               /* graph tensor index */
+    const mpx_format *from, *to;
+    int n_consumers;
+    int *consumers;           /* node indices, ascending; -1 = the model output (keep-io) */
+} mpx_plan_cast;
+
+/* A constant converted offline to a format other than its declared one. */
+typedef struct mpx_plan_weight {
+    int tensor;
+    const mpx_format *to;
+    int64_t bytes_before, bytes_after; /* -1 when the element count is unknown */
+} mpx_plan_weight;
+
+typedef struct mpx_plan_counts {
+    int nodes[MPX_COLOUR_COUNT]; /* every node, by final colour */
+    int float_nodes;             /* nodes where precision applies */
+    int low_nodes;               /* of those, nodes computing low */
+    int casts;                   /* runtime casts (= n_casts) */
+    int weights_converted;       /* (constant, format) conversions done offline */
+    int64_t weight_bytes_before, weight_bytes_after;
+    int64_t macs_total, macs_low; /* over nodes whose MACs are known */
+    int macs_unknown;            /* nodes whose MACs are unknown (shapes not bound) */
+    double low_macs_pct;         /* 100 * macs_low / macs_total; 0 when macs_total is 0 */
+} mpx_plan_counts;
+
+typedef struct mpx_plan {
+    const mpx_graph *g;
+    mpx_plan_opts opts;          /* target and accum resolved (never NULL) */
+    int n_nodes, n_tensors;      /* = g->n_nodes, g->n_tensors */
+    mpx_plan_node *nodes;        /* by node->index */
+    mpx_plan_tensor *tensors;    /* by tensor->index */
+    int n_casts;
+    mpx_plan_cast *casts;        /* by (tensor, format) */
+    int n_weights;
+    mpx_plan_weight *weights;
+    int n_rules;
+    int *rule_selected;          /* per rule: nodes its selector matched */
+    int *rule_applied;           /* per rule: nodes it set (when true, else, or no when) */
+    mpx_plan_counts counts;
+    struct mpx_plan_priv *priv_; /* the arena, rules and measured copies */
+} mpx_plan;
+
+/* Build the plan for g (shapes inferred; unknown shapes only make figures
+ * unknown). Errors: a rule that uses a measured figure when measured is NULL
+ * (the message names the rule and the figure), measured sized for another
+ * graph, out of memory. */
+mpx_status mpx_plan_build(const mpx_graph *g, const mpx_rules *rules, const mpx_plan_opts *opts,
+                          const mpx_plan_measured *measured, mpx_plan **out, mpx_error *err);
+void mpx_plan_free(mpx_plan *p);
+
+/* The cast of tensor t to format f, or NULL. */
+const mpx_plan_cast *mpx_plan_find_cast(const mpx_plan *p, int tensor, const mpx_format *f);
+/* Whether a rule decided the node's colour or accumulate format, or its colour
+ * differs from its default: what `plan --changed` lists. */
+bool mpx_plan_node_changed(const mpx_plan *p, int node);
+/* One line: "green 3, gray 5, clear 9, red 1; 2 casts; 4 weights converted
+ * (12.0 KiB -> 6.0 KiB); 87.5% of MACs in fp16". */
+size_t mpx_plan_summary(const mpx_plan *p, char *buf, size_t size);
+
+/* Fill a (allocated by numerics for the same graph, e.g. mpx_assign_uniform)
+ * from the plan: tensor formats and per node compute, output and accumulate
+ * formats, fp32 given as NULL. A model output kept fp32 by keep-io is given
+ * in its producer's format: the cast before the output is exact, so the
+ * values are the same. Refuses an assign sized for another graph. */
+mpx_status mpx_plan_fill_assign(const mpx_plan *p, mpx_assign *a, mpx_error *err);
+/* The same into a new assignment (free with mpx_assign_free); NULL on error. */
+mpx_assign *mpx_plan_to_assign(const mpx_plan *p, mpx_error *err);
+
+/* ---- why (colour/why.c) --------------------------------------------------- */
+
+/* Lines (each ending in '\n') telling how node `node` got its colour and
+ * formats: its default and where it comes from, each rule whose selector
+ * matched and what its `when` gave (with the figures), the propagation step
+ * (for a gray node in fp32: which input arrived fp32, followed upstream to the
+ * red node, fp32 input or rule that started it), the accumulate format, and
+ * the casts and conversions on its inputs. */
+size_t mpx_plan_why(const mpx_plan *p, int node, char *buf, size_t size);
+
+/* ---- diff (colour/diff.c) ------------------------------------------------- */
+
+typedef struct mpx_plan_diff_node {
+    int node;
+    mpx_colour colour_a, colour_b;
+    const mpx_format *compute_a, *compute_b, *accum_a, *accum_b, *output_a, *output_b;
+} mpx_plan_diff_node;
+
+typedef struct mpx_plan_diff_cast {
+    int tensor;
+    const mpx_format *from, *to;
+} mpx_plan_diff_cast;
+
+typedef struct mpx_plan_diff {
+    int n_nodes;
+    mpx_plan_diff_node *nodes;   /* nodes whose colour or a format changed, by index */
+    int n_added, n_removed;
+    mpx_plan_diff_cast *added;   /* casts in b and not in a */
+    mpx_plan_diff_cast *removed; /* casts in a and not in b */
+    mpx_plan_counts a, b;        /* both plans' summary figures */
+} mpx_plan_diff;
+
+/* a and b must be plans of the same graph. */
+mpx_status mpx_plan_diff_new(const mpx_plan *a, const mpx_plan *b, mpx_plan_diff **out,
+                             mpx_error *err);
+void mpx_plan_diff_free(mpx_plan_diff *d);
+
+#endif

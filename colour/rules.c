@@ -1,0 +1,741 @@
+/* rules.c - parsing `colour` and `accum` rules, and evaluating them on a node.
+ *
+ * A hand-written recursive-descent parser over the text as typed, so every
+ * error can name the column and what was expected there. Grammar:
+ *
+ *   rule     := ("colour" | "color") selector COLOUR [when]
+ *             | "accum" selector FORMAT [when]
+ *   when     := "when" or ["else" (COLOUR | FORMAT)]
+ *   selector := item ("," item)*
+ *   item     := "*" | "name:" (GLOB | '"' chars '"') | OPTYPE
+ *   or       := and ("or" and)*
+ *   and      := not ("and" not)*
+ *   not      := "not" not | "(" or ")" | operand CMP operand
+ *   operand  := NUMBER | figure
+ *
+ * Keywords, colours and formats are case-insensitive. */
+#include "colour_internal.h"
+
+#include <ctype.h>
+#include <fnmatch.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+enum { MAX_DEPTH = 64 };
+
+/* ---- figures ---------------------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    fig kind;
+} figures[] = {
+    {"macs", FIG_MACS},     {"params", FIG_PARAMS}, {"in_elems", FIG_IN_ELEMS},
+    {"out_elems", FIG_OUT_ELEMS}, {"in_ch", FIG_IN_CH}, {"out_ch", FIG_OUT_CH},
+    {"kernel", FIG_KERNEL}, {"group", FIG_GROUP},   {"k", FIG_K},
+    {"absmax", FIG_ABSMAX},
+};
+#define FIGURE_LIST "macs, params, in_elems, out_elems, in_ch, out_ch, kernel, group, k, attr.<name>, absmax"
+#define COLOUR_LIST "green, gray, clear, red"
+#define FORMAT_LIST "fp32, tf32, fp16, bf16, fp8e4m3, fp8e5m2"
+
+static const char *fig_name(fig f) {
+    for (size_t i = 0; i < sizeof figures / sizeof figures[0]; i++)
+        if (figures[i].kind == f) return figures[i].name;
+    return f == FIG_ATTR ? "attr" : "number";
+}
+
+/* ---- did you mean ----------------------------------------------------------- */
+
+static size_t edit_distance(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 40 || lb > 40) return 99;
+    size_t row[41];
+    for (size_t j = 0; j <= lb; j++) row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t sub = diag + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
+            size_t best = up + 1 < row[j - 1] + 1 ? up + 1 : row[j - 1] + 1;
+            row[j] = sub < best ? sub : best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+/* The closest op name (registry, then the graph's own op types), or NULL when
+ * nothing is close enough to be a plausible typo. */
+static const char *suggest_op(const char *name, const mpx_graph *g) {
+    const char *best = NULL;
+    size_t bd = (size_t)-1;
+    for (int i = 1; i < MPX_OP_COUNT; i++) {
+        size_t d = edit_distance(name, mpx_op_name((mpx_op)i));
+        if (d < bd) bd = d, best = mpx_op_name((mpx_op)i);
+    }
+    for (int i = 0; g && i < g->n_nodes; i++) {
+        size_t d = edit_distance(name, g->nodes[i]->op_type);
+        if (d < bd) bd = d, best = g->nodes[i]->op_type;
+    }
+    /* One edit for short names, up to a third of the name for longer ones. */
+    return bd <= 1 || bd * 3 <= strlen(name) ? best : NULL;
+}
+
+static const char *suggest_figure(const char *name) {
+    const char *best = NULL;
+    size_t bd = 3;
+    for (size_t i = 0; i < sizeof figures / sizeof figures[0]; i++) {
+        size_t d = edit_distance(name, figures[i].name);
+        if (d < bd) bd = d, best = figures[i].name;
+    }
+    return best;
+}
+
+/* ---- the parser ------------------------------------------------------------ */
+
+typedef struct parser {
+    const char *s;
+    size_t i;
+    mpx_arena *a;
+    const mpx_graph *g;
+    mpx_error *err;
+    mpx_rule *rule;
+    int depth;
+} parser;
+
+static mpx_status fail(parser *p, size_t at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static mpx_status fail(parser *p, size_t at, const char *fmt, ...) {
+    char msg[900];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    /* The column is in the message too: scripts print "file:line: msg". */
+    return mpx_error_at(p->err, MPX_E_PARSE, NULL, 0, (int)at + 1, "column %d: %s", (int)at + 1,
+                        msg);
+}
+
+static void skip_ws(parser *p) {
+    while (p->s[p->i] && isspace((unsigned char)p->s[p->i])) p->i++;
+}
+
+static bool at_end(parser *p) {
+    skip_ws(p);
+    return p->s[p->i] == '\0';
+}
+
+/* "found "xyz"" or "found end of rule": what stands at the cursor. */
+static const char *found(parser *p, char *buf, size_t n) {
+    const char *t = p->s + p->i;
+    if (!*t) return "found end of rule";
+    size_t len = 0;
+    while (t[len] && !isspace((unsigned char)t[len]) && len < 24) len++;
+    snprintf(buf, n, "found \"%.*s\"", (int)len, t);
+    return buf;
+}
+
+static bool is_ident_start(char c) { return isalpha((unsigned char)c) || c == '_'; }
+static bool is_ident_char(char c) { return isalnum((unsigned char)c) || c == '_' || c == '.'; }
+
+/* Length of the identifier at the cursor (0 if none); letters, digits, _ and .
+ * (for attr.<name>). */
+static size_t ident_len(parser *p) {
+    const char *t = p->s + p->i;
+    if (!is_ident_start(*t)) return 0;
+    size_t n = 1;
+    while (is_ident_char(t[n])) n++;
+    return n;
+}
+
+/* The keyword kw (case-insensitive) as a whole word at the cursor. */
+static bool peek_kw(parser *p, const char *kw) {
+    skip_ws(p);
+    size_t n = ident_len(p);
+    return n == strlen(kw) && strncasecmp(p->s + p->i, kw, n) == 0;
+}
+
+static bool take_kw(parser *p, const char *kw) {
+    if (!peek_kw(p, kw)) return false;
+    p->i += strlen(kw);
+    return true;
+}
+
+static char *word_dup(parser *p, size_t at, size_t n) {
+    return mpx_arena_strndup(p->a, p->s + at, n);
+}
+
+static mpx_status nomem(parser *p) {
+    return mpx_error_set(p->err, MPX_E_NOMEM, "out of memory parsing a rule");
+}
+
+/* ---- selector --------------------------------------------------------------- */
+
+static bool graph_has_op_type(const mpx_graph *g, const char *name) {
+    for (int i = 0; g && i < g->n_nodes; i++)
+        if (strcmp(g->nodes[i]->op_type, name) == 0) return true;
+    return false;
+}
+
+static mpx_status parse_item(parser *p, sel_item *it) {
+    skip_ws(p);
+    size_t at = p->i;
+    const char *t = p->s + at;
+    char fb[64];
+    if (*t == '*' && (t[1] == '\0' || t[1] == ',' || isspace((unsigned char)t[1]))) {
+        it->kind = SEL_ALL;
+        p->i++;
+        return MPX_OK;
+    }
+    if (strncasecmp(t, "name:", 5) == 0) {
+        p->i += 5;
+        size_t start = p->i, len;
+        if (p->s[p->i] == '"') {
+            const char *close = strchr(p->s + p->i + 1, '"');
+            if (!close) return fail(p, p->i, "unterminated quote in name:\"...\"");
+            start = p->i + 1;
+            len = (size_t)(close - (p->s + start));
+            p->i = (size_t)(close - p->s) + 1;
+        } else {
+            while (p->s[p->i] && p->s[p->i] != ',' && !isspace((unsigned char)p->s[p->i])) p->i++;
+            len = p->i - start;
+        }
+        if (len == 0) return fail(p, start, "expected a node-name glob after name: (as in name:/backbone/*)");
+        it->kind = SEL_NAME;
+        it->s = word_dup(p, start, len);
+        return it->s ? MPX_OK : nomem(p);
+    }
+    size_t n = 0;
+    while (isalnum((unsigned char)t[n]) || t[n] == '_') n++;
+    if (n == 0)
+        return fail(p, at, "expected a selector (an op type such as Conv, a list Conv,Gemm, * or "
+                           "name:<glob>), %s", found(p, fb, sizeof fb));
+    if (t[n] && t[n] != ',' && !isspace((unsigned char)t[n]))
+        return fail(p, at + n, "unexpected '%c' in the op type \"%.*s\"", t[n], (int)n, t);
+    char name[128];
+    snprintf(name, sizeof name, "%.*s", (int)n, t);
+    p->i += n;
+    mpx_op op = mpx_op_from_name_ci(name);
+    if (op != MPX_OP_UNKNOWN) {
+        it->kind = SEL_OP;
+        it->op = op;
+        return MPX_OK;
+    }
+    if (graph_has_op_type(p->g, name)) {
+        it->kind = SEL_OPTYPE;
+        it->s = word_dup(p, at, n);
+        return it->s ? MPX_OK : nomem(p);
+    }
+    const char *hint = suggest_op(name, p->g);
+    char tail[160] = "";
+    if (hint) snprintf(tail, sizeof tail, "; did you mean %s?", hint);
+    return fail(p, at, "unknown op type \"%s\": not an op mpx knows%s%s", name,
+                p->g ? " and no node of the model has it" : "", tail);
+}
+
+static mpx_status parse_selector(parser *p) {
+    sel_item items[64];
+    int n = 0;
+    for (;;) {
+        if (n == (int)(sizeof items / sizeof items[0]))
+            return fail(p, p->i, "too many selector items (at most 64)");
+        mpx_status st = parse_item(p, &items[n++]);
+        if (st != MPX_OK) return st;
+        skip_ws(p);
+        if (p->s[p->i] != ',') break;
+        p->i++;
+    }
+    p->rule->sel = mpx_arena_calloc(p->a, (size_t)n, sizeof *p->rule->sel);
+    if (!p->rule->sel) return nomem(p);
+    memcpy(p->rule->sel, items, (size_t)n * sizeof items[0]);
+    p->rule->n_sel = n;
+    return MPX_OK;
+}
+
+/* The colour or (accum rules) format word at the cursor. */
+static mpx_status parse_target(parser *p, const char *after, mpx_colour *c, const mpx_format **f) {
+    skip_ws(p);
+    size_t at = p->i;
+    const char *t = p->s + at;
+    size_t n = 0;
+    while (isalnum((unsigned char)t[n]) || t[n] == '_') n++;
+    char w[64], fb[64];
+    snprintf(w, sizeof w, "%.*s", (int)(n < 60 ? n : 60), t);
+    bool colour = p->rule->kind == MPX_RULE_COLOUR;
+    if (n > 0 && n < 60) {
+        if (colour && (*c = mpx_colour_from_name(w)) != MPX_COLOUR_NONE) {
+            p->i += n;
+            return MPX_OK;
+        }
+        if (!colour && (*f = mpx_format_by_name(w)) != NULL) {
+            p->i += n;
+            return MPX_OK;
+        }
+    }
+    const char *hint = "";
+    if (colour && n && mpx_op_from_name_ci(w) != MPX_OP_UNKNOWN)
+        hint = " (op types in a selector list are separated by commas)";
+    else if (colour && n && mpx_format_by_name(w))
+        hint = " (a format goes in an accum rule, or in `target`)";
+    if (colour)
+        return fail(p, at, "expected a colour (" COLOUR_LIST ") after %s, %s%s", after,
+                    found(p, fb, sizeof fb), hint);
+    return fail(p, at, "expected a format (" FORMAT_LIST ") after %s, %s", after,
+                found(p, fb, sizeof fb));
+}
+
+/* ---- expressions ------------------------------------------------------------ */
+
+static mpx_status parse_or(parser *p, expr **out);
+
+static expr *new_expr(parser *p, expr_kind k) {
+    expr *e = mpx_arena_alloc(p->a, sizeof *e);
+    if (e) e->kind = k;
+    return e;
+}
+
+/* Digits, an optional fraction and exponent, then an optional K/k/M/G/T. */
+static mpx_status parse_number(parser *p, double *out) {
+    size_t at = p->i, j = at;
+    const char *s = p->s;
+    if (s[j] == '-' || s[j] == '+') j++;
+    size_t digits = 0;
+    while (isdigit((unsigned char)s[j])) j++, digits++;
+    if (s[j] == '.') {
+        j++;
+        while (isdigit((unsigned char)s[j])) j++, digits++;
+    }
+    if (digits == 0) return fail(p, at, "expected a number");
+    if ((s[j] == 'e' || s[j] == 'E') &&
+        (isdigit((unsigned char)s[j + 1]) ||
+         ((s[j + 1] == '-' || s[j + 1] == '+') && isdigit((unsigned char)s[j + 2])))) {
+        j += 2;
+        while (isdigit((unsigned char)s[j])) j++;
+    }
+    char buf[64];
+    if (j - at >= sizeof buf) return fail(p, at, "number too long");
+    memcpy(buf, s + at, j - at);
+    buf[j - at] = '\0';
+    double v = strtod(buf, NULL);
+    double scale = 1;
+    switch (s[j]) {
+    case 'K': case 'k': scale = 1e3; j++; break;
+    case 'M': scale = 1e6; j++; break;
+    case 'G': scale = 1e9; j++; break;
+    case 'T': scale = 1e12; j++; break;
+    default: break;
+    }
+    if (is_ident_char(s[j]))
+        return fail(p, j, "unexpected '%c' after the number \"%.*s\" (suffixes: K, M, G, T)", s[j],
+                    (int)(j - at), s + at);
+    if (!isfinite(v * scale)) return fail(p, at, "number out of range");
+    *out = v * scale;
+    p->i = j;
+    return MPX_OK;
+}
+
+static mpx_status parse_operand(parser *p, operand *o, const char *after) {
+    skip_ws(p);
+    size_t at = p->i;
+    char c = p->s[at], fb[64];
+    if (isdigit((unsigned char)c) || c == '.' || c == '-' || c == '+') {
+        o->kind = FIG_NUM;
+        return parse_number(p, &o->num);
+    }
+    size_t n = ident_len(p);
+    if (n == 0)
+        return fail(p, at, "expected a number or a figure (" FIGURE_LIST ")%s%s, %s",
+                    after ? " after " : "", after ? after : "", found(p, fb, sizeof fb));
+    char w[128];
+    snprintf(w, sizeof w, "%.*s", (int)(n < 120 ? n : 120), p->s + at);
+    if (strncasecmp(w, "attr.", 5) == 0) {
+        if (!w[5] || !is_ident_start(w[5]))
+            return fail(p, at + 5, "expected an attribute name after \"attr.\" (as in attr.group)");
+        o->kind = FIG_ATTR;
+        o->attr = word_dup(p, at + 5, n - 5);
+        p->i += n;
+        return o->attr ? MPX_OK : nomem(p);
+    }
+    for (size_t k = 0; k < sizeof figures / sizeof figures[0]; k++) {
+        if (strcasecmp(w, figures[k].name) == 0) {
+            o->kind = figures[k].kind;
+            if (o->kind == FIG_ABSMAX) p->rule->measured = true;
+            p->i += n;
+            return MPX_OK;
+        }
+    }
+    const char *hint = suggest_figure(w);
+    char tail[96] = "";
+    if (hint) snprintf(tail, sizeof tail, "; did you mean %s?", hint);
+    return fail(p, at, "unknown figure \"%s\" (figures: " FIGURE_LIST ")%s", w, tail);
+}
+
+static bool take_cmp(parser *p, cmp_op *op) {
+    skip_ws(p);
+    const char *t = p->s + p->i;
+    static const struct { const char *s; cmp_op op; } ops[] = {
+        {">=", CMP_GE}, {"<=", CMP_LE}, {"==", CMP_EQ}, {"!=", CMP_NE},
+        {">", CMP_GT},  {"<", CMP_LT},  {"=", CMP_EQ},
+    };
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+        size_t n = strlen(ops[k].s);
+        if (strncmp(t, ops[k].s, n) == 0) {
+            *op = ops[k].op;
+            p->i += n;
+            return true;
+        }
+    }
+    return false;
+}
+
+static mpx_status parse_not(parser *p, expr **out) {
+    if (++p->depth > MAX_DEPTH) return fail(p, p->i, "expression nested too deeply");
+    mpx_status st;
+    skip_ws(p);
+    size_t at = p->i;
+    char fb[64];
+    if (take_kw(p, "not")) {
+        expr *e = new_expr(p, EX_NOT);
+        if (!e) return nomem(p);
+        if ((st = parse_not(p, &e->l)) != MPX_OK) return st;
+        *out = e;
+    } else if (p->s[at] == '(') {
+        p->i++;
+        if ((st = parse_or(p, out)) != MPX_OK) return st;
+        skip_ws(p);
+        if (p->s[p->i] != ')')
+            return fail(p, p->i, "expected ')' to close the '(' at column %d, or and/or, %s",
+                        (int)at + 1, found(p, fb, sizeof fb));
+        p->i++;
+    } else {
+        expr *e = new_expr(p, EX_CMP);
+        if (!e) return nomem(p);
+        if ((st = parse_operand(p, &e->a, NULL)) != MPX_OK) return st;
+        char lhs[64];
+        snprintf(lhs, sizeof lhs, "\"%.*s\"", (int)(p->i - at < 40 ? p->i - at : 40), p->s + at);
+        if (!take_cmp(p, &e->cmp))
+            return fail(p, p->i, "expected a comparison (<, <=, >, >=, ==, !=) after %s, %s", lhs,
+                        found(p, fb, sizeof fb));
+        if ((st = parse_operand(p, &e->b, "the comparison")) != MPX_OK) return st;
+        *out = e;
+    }
+    p->depth--;
+    return MPX_OK;
+}
+
+static mpx_status parse_and(parser *p, expr **out) {
+    mpx_status st = parse_not(p, out);
+    while (st == MPX_OK && take_kw(p, "and")) {
+        expr *e = new_expr(p, EX_AND);
+        if (!e) return nomem(p);
+        e->l = *out;
+        st = parse_not(p, &e->r);
+        *out = e;
+    }
+    return st;
+}
+
+static mpx_status parse_or(parser *p, expr **out) {
+    mpx_status st = parse_and(p, out);
+    while (st == MPX_OK && take_kw(p, "or")) {
+        expr *e = new_expr(p, EX_OR);
+        if (!e) return nomem(p);
+        e->l = *out;
+        st = parse_and(p, &e->r);
+        *out = e;
+    }
+    return st;
+}
+
+/* ---- a whole rule ------------------------------------------------------------- */
+
+static mpx_status parse_rule(parser *p) {
+    mpx_rule *r = p->rule;
+    char fb[64];
+    skip_ws(p);
+    size_t at = p->i;
+    if (take_kw(p, "colour") || take_kw(p, "color"))
+        r->kind = MPX_RULE_COLOUR;
+    else if (take_kw(p, "accum"))
+        r->kind = MPX_RULE_ACCUM;
+    else
+        return fail(p, at, "expected \"colour\" or \"accum\" to start a rule, %s", found(p, fb, sizeof fb));
+    skip_ws(p);
+    if (!p->s[p->i])
+        return fail(p, p->i, "expected a selector (an op type such as Conv, a list Conv,Gemm, * or "
+                             "name:<glob>), found end of rule");
+    mpx_status st = parse_selector(p);
+    if (st != MPX_OK) return st;
+    if ((st = parse_target(p, "the selector", &r->colour, &r->format)) != MPX_OK) return st;
+    if (at_end(p)) return MPX_OK;
+    if (!take_kw(p, "when"))
+        return fail(p, p->i, "expected \"when\" or end of rule, %s", found(p, fb, sizeof fb));
+    if (at_end(p))
+        return fail(p, p->i, "expected a condition after \"when\" (as in macs >= 1M), found end of rule");
+    if ((st = parse_or(p, &r->when)) != MPX_OK) return st;
+    if (at_end(p)) return MPX_OK;
+    if (take_kw(p, "else")) {
+        r->has_else = true;
+        if ((st = parse_target(p, "\"else\"", &r->else_colour, &r->else_format)) != MPX_OK) return st;
+        if (at_end(p)) return MPX_OK;
+        return fail(p, p->i, "expected end of rule after the else %s, %s",
+                    r->kind == MPX_RULE_COLOUR ? "colour" : "format", found(p, fb, sizeof fb));
+    }
+    return fail(p, p->i, "expected \"and\", \"or\", \"else\" or end of rule, %s", found(p, fb, sizeof fb));
+}
+
+static void rule_unref(mpx_rule *r) {
+    if (r && --r->refs == 0) mpx_arena_free(r->arena);
+}
+
+/* ---- rule sets -------------------------------------------------------------- */
+
+mpx_rules *mpx_rules_new(void) { return calloc(1, sizeof(mpx_rules)); }
+
+static bool reserve(mpx_rules *r, int n) {
+    if (n <= r->cap) return true;
+    int cap = r->cap ? r->cap * 2 : 8;
+    while (cap < n) cap *= 2;
+    mpx_rule **v = realloc(r->v, (size_t)cap * sizeof *v);
+    if (!v) return false;
+    r->v = v;
+    r->cap = cap;
+    return true;
+}
+
+mpx_rules *mpx_rules_copy(const mpx_rules *r) {
+    mpx_rules *c = mpx_rules_new();
+    if (!c) return NULL;
+    if (!r || r->n == 0) return c;
+    if (!reserve(c, r->n)) {
+        free(c);
+        return NULL;
+    }
+    for (int i = 0; i < r->n; i++) {
+        c->v[i] = r->v[i];
+        c->v[i]->refs++;
+    }
+    c->n = r->n;
+    return c;
+}
+
+void mpx_rules_free(mpx_rules *r) {
+    if (!r) return;
+    for (int i = 0; i < r->n; i++) rule_unref(r->v[i]);
+    free(r->v);
+    free(r);
+}
+
+int mpx_rules_count(const mpx_rules *r) { return r ? r->n : 0; }
+
+const mpx_rule *mpx_rules_at_(const mpx_rules *r, int i) {
+    return r && i >= 0 && i < r->n ? r->v[i] : NULL;
+}
+
+const char *mpx_rules_text(const mpx_rules *r, int i) {
+    const mpx_rule *x = mpx_rules_at_(r, i);
+    return x ? x->text : NULL;
+}
+
+mpx_rule_kind mpx_rules_kind(const mpx_rules *r, int i) {
+    const mpx_rule *x = mpx_rules_at_(r, i);
+    return x ? x->kind : MPX_RULE_COLOUR;
+}
+
+bool mpx_rules_uses_measured(const mpx_rules *r, int i) {
+    const mpx_rule *x = mpx_rules_at_(r, i);
+    return x && x->measured;
+}
+
+mpx_status mpx_rules_add(mpx_rules *r, const char *text, const mpx_graph *g, mpx_error *err) {
+    if (!r || !text) return mpx_error_set(err, MPX_E_ARG, "no rule text");
+    if (!reserve(r, r->n + 1)) return mpx_error_set(err, MPX_E_NOMEM, "out of memory adding a rule");
+    mpx_arena *a = mpx_arena_new();
+    mpx_rule *rule = a ? mpx_arena_alloc(a, sizeof *rule) : NULL;
+    if (!rule) {
+        mpx_arena_free(a);
+        return mpx_error_set(err, MPX_E_NOMEM, "out of memory adding a rule");
+    }
+    rule->arena = a;
+    rule->refs = 1;
+    parser p = {.s = text, .a = a, .g = g, .err = err, .rule = rule};
+    mpx_status st = parse_rule(&p);
+    if (st == MPX_OK) {
+        size_t b = 0, e = strlen(text);
+        while (b < e && isspace((unsigned char)text[b])) b++;
+        while (e > b && isspace((unsigned char)text[e - 1])) e--;
+        rule->text = mpx_arena_strndup(a, text + b, e - b);
+        if (!rule->text) st = mpx_error_set(err, MPX_E_NOMEM, "out of memory adding a rule");
+    }
+    if (st != MPX_OK) {
+        mpx_arena_free(a);
+        return st;
+    }
+    r->v[r->n++] = rule;
+    return MPX_OK;
+}
+
+mpx_status mpx_rules_remove(mpx_rules *r, int i, mpx_error *err) {
+    if (!r || i < 0 || i >= r->n)
+        return mpx_error_set(err, MPX_E_ARG, "no rule #%d (there %s %d)", i + 1,
+                             r && r->n == 1 ? "is" : "are", r ? r->n : 0);
+    rule_unref(r->v[i]);
+    memmove(r->v + i, r->v + i + 1, (size_t)(r->n - i - 1) * sizeof *r->v);
+    r->n--;
+    return MPX_OK;
+}
+
+/* ---- evaluation ----------------------------------------------------------------- */
+
+bool mpx_rule_selects_(const mpx_rule *r, const mpx_node *n) {
+    for (int i = 0; i < r->n_sel; i++) {
+        const sel_item *s = &r->sel[i];
+        switch (s->kind) {
+        case SEL_ALL: return true;
+        case SEL_OP: if (n->op == s->op) return true; break;
+        case SEL_OPTYPE: if (strcmp(n->op_type, s->s) == 0) return true; break;
+        case SEL_NAME: if (fnmatch(s->s, n->name, 0) == 0) return true; break;
+        }
+    }
+    return false;
+}
+
+/* The operand's value for n; false when unknown. */
+static bool value_of(const operand *o, const mpx_node *n, const double *absmax, double *v) {
+    int64_t x;
+    switch (o->kind) {
+    case FIG_NUM: *v = o->num; return true;
+    case FIG_MACS: x = n->cost.macs; break;
+    case FIG_PARAMS: x = n->cost.params; break;
+    case FIG_IN_ELEMS: x = n->cost.in_elems; break;
+    case FIG_OUT_ELEMS: x = n->cost.out_elems; break;
+    case FIG_IN_CH: x = n->cost.in_ch; break;
+    case FIG_OUT_CH: x = n->cost.out_ch; break;
+    case FIG_KERNEL: x = n->cost.kernel; break;
+    case FIG_GROUP: x = n->cost.group; break;
+    case FIG_K: x = n->cost.k; break;
+    case FIG_ABSMAX:
+        if (!absmax || isnan(absmax[n->index])) return false;
+        *v = absmax[n->index];
+        return true;
+    case FIG_ATTR: {
+        const mpx_attr *a = mpx_node_attr(n, o->attr);
+        if (!a) return false;
+        if (a->type == MPX_ATTR_INT) *v = (double)a->i;
+        else if (a->type == MPX_ATTR_FLOAT) *v = a->f;
+        else if (a->type == MPX_ATTR_INTS && a->n == 1) *v = (double)a->ints[0];
+        else if (a->type == MPX_ATTR_FLOATS && a->n == 1) *v = a->floats[0];
+        else return false;
+        return !isnan(*v);
+    }
+    default: return false;
+    }
+    if (x < 0) return false;
+    *v = (double)x;
+    return true;
+}
+
+static tri eval(const expr *e, const mpx_node *n, const double *absmax) {
+    switch (e->kind) {
+    case EX_NOT: {
+        tri t = eval(e->l, n, absmax);
+        return t == TRI_UNKNOWN ? t : t == TRI_TRUE ? TRI_FALSE : TRI_TRUE;
+    }
+    case EX_AND: {
+        tri a = eval(e->l, n, absmax), b = eval(e->r, n, absmax);
+        if (a == TRI_FALSE || b == TRI_FALSE) return TRI_FALSE;
+        return a == TRI_TRUE && b == TRI_TRUE ? TRI_TRUE : TRI_UNKNOWN;
+    }
+    case EX_OR: {
+        tri a = eval(e->l, n, absmax), b = eval(e->r, n, absmax);
+        if (a == TRI_TRUE || b == TRI_TRUE) return TRI_TRUE;
+        return a == TRI_FALSE && b == TRI_FALSE ? TRI_FALSE : TRI_UNKNOWN;
+    }
+    case EX_CMP: {
+        double a, b;
+        if (!value_of(&e->a, n, absmax, &a) || !value_of(&e->b, n, absmax, &b)) return TRI_UNKNOWN;
+        bool r = false;
+        switch (e->cmp) {
+        case CMP_LT: r = a < b; break;
+        case CMP_LE: r = a <= b; break;
+        case CMP_GT: r = a > b; break;
+        case CMP_GE: r = a >= b; break;
+        case CMP_EQ: r = a == b; break;
+        case CMP_NE: r = a != b; break;
+        }
+        return r ? TRI_TRUE : TRI_FALSE;
+    }
+    }
+    return TRI_UNKNOWN;
+}
+
+tri mpx_rule_eval_(const mpx_rule *r, const mpx_node *n, const double *absmax) {
+    return r->when ? eval(r->when, n, absmax) : TRI_TRUE;
+}
+
+/* ---- figures, for why ----------------------------------------------------- */
+
+typedef struct figbuf {
+    char *buf;
+    size_t size, len;
+    const operand *seen[32];
+    int n_seen;
+} figbuf;
+
+static void fb_printf(figbuf *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fb_printf(figbuf *f, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    size_t room = f->len < f->size ? f->size - f->len : 0;
+    int k = vsnprintf(room ? f->buf + f->len : NULL, room, fmt, ap);
+    va_end(ap);
+    if (k > 0) f->len += (size_t)k;
+}
+
+static bool same_figure(const operand *a, const operand *b) {
+    return a->kind == b->kind && (a->kind != FIG_ATTR || strcmp(a->attr, b->attr) == 0);
+}
+
+static void add_figure(figbuf *f, const operand *o, const mpx_node *n, const double *absmax) {
+    if (o->kind == FIG_NUM) return;
+    for (int i = 0; i < f->n_seen; i++)
+        if (same_figure(f->seen[i], o)) return;
+    if (f->n_seen < 32) f->seen[f->n_seen++] = o;
+    const char *name = o->kind == FIG_ATTR ? o->attr : fig_name(o->kind);
+    const char *pre = o->kind == FIG_ATTR ? "attr." : "";
+    if (f->len) fb_printf(f, ", ");
+    double v;
+    if (value_of(o, n, absmax, &v))
+        fb_printf(f, "%s%s = %.15g", pre, name, v);
+    else if (o->kind == FIG_ABSMAX)
+        fb_printf(f, "absmax not measured");
+    else if (o->kind == FIG_ATTR)
+        fb_printf(f, "attr.%s absent or not a number", name);
+    else
+        fb_printf(f, "%s unknown (shapes not bound)", name);
+}
+
+static void walk_figures(figbuf *f, const expr *e, const mpx_node *n, const double *absmax) {
+    if (!e) return;
+    if (e->kind == EX_CMP) {
+        add_figure(f, &e->a, n, absmax);
+        add_figure(f, &e->b, n, absmax);
+        return;
+    }
+    walk_figures(f, e->l, n, absmax);
+    walk_figures(f, e->r, n, absmax);
+}
+
+size_t mpx_rule_figures_(const mpx_rule *r, const mpx_node *n, const double *absmax, char *buf,
+                         size_t size) {
+    figbuf f = {.buf = buf, .size = size};
+    if (size) buf[0] = '\0';
+    walk_figures(&f, r->when, n, absmax);
+    return f.len;
+}
