@@ -1,0 +1,367 @@
+/* mpx_run_model - the mpx half of the ONNX Runtime comparison
+ * (tests/ort_compare.sh): load a model, bind input shapes, fill the inputs
+ * (seeded uniform values or a synthetic text image, or read from .npy), run
+ * the fp32 reference, and write the inputs and every tensor the run computed
+ * as .npy into a folder, with a manifest (manifest.tsv: "input"/"tensor",
+ * tensor name, file, dtype, shape; and one "run" line: first and minimum run
+ * time in ms, run count) that tests/ort_run.js reads. Prints load and run
+ * times (the run is timed `repeat` times; the minimum is the figure to
+ * compare with ONNX Runtime) and the peak RSS.
+ *
+ * usage: mpx_run_model <model> <out_dir> [<input>=<AxBxC> | <AxBxC>] ...
+ *                      [--seed N] [--range LO HI | --image page|line] [--repeat N]
+ *                      [--file <input>=<x.npy> | --file <x.npy>]
+ * --image: a seeded synthetic text image instead of uniform values (a page
+ * for a text detector, a single line for a recogniser or classifier).
+ * A bare shape or file binds the model's only input; an input read from a
+ * file takes the file's shape. */
+#include "mpx_numerics.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int parse_dims(const char *s, int64_t *dims) {
+    int rank = 0;
+    while (*s) {
+        if (rank == MPX_MAX_RANK) return -1;
+        char *end;
+        long long v = strtoll(s, &end, 10);
+        if (end == s || v < 0) return -1;
+        dims[rank++] = v;
+        s = end;
+        if (*s == 'x') s++;
+        else if (*s) return -1;
+    }
+    return rank;
+}
+
+static const char *shape_str(const mpx_value *v, char *buf, size_t n) {
+    size_t at = 0;
+    buf[0] = 0;
+    for (int i = 0; i < v->rank && at < n; i++)
+        at += (size_t)snprintf(buf + at, n - at, "%s%lld", i ? "x" : "", (long long)v->dims[i]);
+    return buf;
+}
+
+/* mkdir -p */
+static int mkdir_p(const char *dir) {
+    char buf[4096];
+    size_t n = strlen(dir);
+    if (n == 0 || n >= sizeof buf) return -1;
+    memcpy(buf, dir, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] != '/' && buf[i] != 0) continue;
+        char c = buf[i];
+        buf[i] = 0;
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+        buf[i] = c;
+    }
+    return 0;
+}
+
+static int fail(const char *what, const mpx_error *err) {
+    char msg[2048];
+    fprintf(stderr, "mpx_run_model: %s: %s\n", what, mpx_error_format(err, msg, sizeof msg));
+    return 1;
+}
+
+/* ---- synthetic text images ------------------------------------------------------ */
+
+/* A seeded stand-in for a scanned document, for OCR models: dark strokes
+ * grouped into glyphs, words and lines on a light, slightly noisy
+ * background. Uniform noise is a poor input for them: the detector then
+ * answers "no text" everywhere, an output of values near 1e-7 whose relative
+ * error measures only the far tail of the sigmoid, not the network. */
+typedef enum image_kind { IMAGE_NONE, IMAGE_PAGE, IMAGE_LINE } image_kind;
+
+static int rand_int(mpx_rng *r, int lo, int hi) { /* [lo, hi] */
+    return hi <= lo ? lo : lo + (int)(mpx_rng_unit(r) * (double)(hi - lo + 1));
+}
+
+static void fill_rect(double *img, int64_t h, int64_t w, int64_t y0, int64_t x0, int64_t rh,
+                      int64_t rw, double v) {
+    for (int64_t y = y0 < 0 ? 0 : y0; y < y0 + rh && y < h; y++)
+        for (int64_t x = x0 < 0 ? 0 : x0; x < x0 + rw && x < w; x++) img[y * w + x] = v;
+}
+
+/* One line of glyphs of height lh starting at row y. */
+static void draw_line(mpx_rng *r, double *img, int64_t h, int64_t w, int64_t y, int lh) {
+    double ink = 10.0 + 50.0 * mpx_rng_unit(r);
+    int stroke = lh / 8 > 1 ? lh / 8 : 1;
+    int64_t x = rand_int(r, 2, 12);
+    while (x + lh < w) {
+        int cw = rand_int(r, lh / 3 > 1 ? lh / 3 : 1, lh);
+        int strokes = rand_int(r, 2, 4);
+        for (int k = 0; k < strokes; k++) {
+            if (mpx_rng_unit(r) < 0.5)
+                fill_rect(img, h, w, y + rand_int(r, 0, lh - stroke), x, stroke, cw, ink);
+            else
+                fill_rect(img, h, w, y, x + rand_int(r, 0, cw - stroke), lh, stroke, ink);
+        }
+        x += cw + rand_int(r, 1, lh / 3 > 2 ? lh / 3 : 2);
+        if (mpx_rng_unit(r) < 0.15) x += lh; /* a word gap */
+    }
+}
+
+/* Fill an N x 3 x H x W value with a page (several lines, normalised like
+ * PP-OCR's detector input: ImageNet mean and std) or a single text line
+ * (normalised like its recogniser and classifier: (v - 0.5) / 0.5). */
+static mpx_status make_image(mpx_rng *r, image_kind kind, mpx_value *v, mpx_error *err) {
+    if (v->rank != 4 || v->dims[1] != 3 || v->dims[2] < 8 || v->dims[3] < 8)
+        return mpx_error_set(err, MPX_E_ARG, "a text image needs an Nx3xHxW input (H, W >= 8)");
+    int64_t h = v->dims[2], w = v->dims[3];
+    double *img = malloc((size_t)(h * w) * sizeof *img);
+    if (!img) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    static const double det_mean[3] = {0.485, 0.456, 0.406}, det_std[3] = {0.229, 0.224, 0.225};
+    for (int64_t n = 0; n < v->dims[0]; n++) {
+        for (int64_t i = 0; i < h * w; i++) img[i] = 227.0 + 16.0 * mpx_rng_unit(r);
+        if (kind == IMAGE_LINE) {
+            int lh = (int)(h * 5 / 8);
+            draw_line(r, img, h, w, (h - lh) / 2 + rand_int(r, -2, 2), lh);
+        } else {
+            int64_t y = rand_int(r, 4, 12);
+            while (y + 8 < h) {
+                int lh = rand_int(r, 10, 28);
+                draw_line(r, img, h, w, y, lh);
+                y += lh + rand_int(r, lh / 3, lh);
+            }
+        }
+        for (int64_t c = 0; c < 3; c++) {
+            float *dst = v->f + (n * 3 + c) * h * w;
+            double mean = kind == IMAGE_PAGE ? det_mean[c] : 0.5;
+            double sd = kind == IMAGE_PAGE ? det_std[c] : 0.5;
+            for (int64_t i = 0; i < h * w; i++) dst[i] = (float)((img[i] / 255.0 - mean) / sd);
+        }
+    }
+    free(img);
+    return MPX_OK;
+}
+
+/* Inputs not read from files come from one seeded stream, in model-input
+ * order: uniform in [lo, hi), or a synthetic text image. */
+static mpx_status make_inputs(const mpx_graph *g, uint64_t seed, double lo, double hi,
+                              image_kind image, mpx_value *vals, mpx_error *err) {
+    mpx_rng rng;
+    mpx_rng_init(&rng, seed);
+    for (int k = 0; k < g->n_inputs; k++) {
+        const mpx_tensor *t = g->inputs[k];
+        if (vals[k].n >= 0) continue;
+        if (!mpx_dtype_is_float(t->dtype))
+            return mpx_error_set(err, MPX_E_UNSUPPORTED,
+                                 "input \"%s\" is %s: only float inputs are generated", t->name,
+                                 mpx_dtype_name(t->dtype));
+        if (t->rank < 0 || t->nelem < 0)
+            return mpx_error_set(err, MPX_E_ARG, "input \"%s\" has no bound shape: give <name>=<AxBxC>",
+                                 t->name);
+        mpx_status st = mpx_value_alloc(&vals[k], t->dtype, t->rank, t->dims, err);
+        if (st != MPX_OK) return st;
+        if (image != IMAGE_NONE) {
+            if ((st = make_image(&rng, image, &vals[k], err)) != MPX_OK) return st;
+            continue;
+        }
+        for (int64_t i = 0; i < vals[k].n; i++)
+            vals[k].f[i] = (float)(lo + (hi - lo) * mpx_rng_unit(&rng));
+    }
+    return MPX_OK;
+}
+
+int main(int argc, char **argv) {
+    const char *model = NULL, *out = NULL;
+    const char *specs[64], *files[64];
+    int n_specs = 0, n_files = 0, repeat = 1;
+    unsigned long long seed = 1;
+    double lo = -1.0, hi = 1.0;
+    image_kind image = IMAGE_NONE;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) repeat = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--file") == 0 && i + 1 < argc && n_files < 64)
+            files[n_files++] = argv[++i];
+        else if (strcmp(argv[i], "--image") == 0 && i + 1 < argc) {
+            i++;
+            image = strcmp(argv[i], "page") == 0 ? IMAGE_PAGE
+                    : strcmp(argv[i], "line") == 0 ? IMAGE_LINE : (image_kind)-1;
+        }
+        else if (strcmp(argv[i], "--range") == 0 && i + 2 < argc) {
+            lo = atof(argv[++i]);
+            hi = atof(argv[++i]);
+        } else if (!model) model = argv[i];
+        else if (!out) out = argv[i];
+        else if (n_specs < 64) specs[n_specs++] = argv[i];
+    }
+    if (!model || !out || repeat < 1 || !(lo < hi) || (int)image < 0) {
+        fprintf(stderr, "usage: mpx_run_model <model> <out_dir> [<input>=<AxBxC> | <AxBxC>] ... "
+                        "[--seed N] [--range LO HI | --image page|line] [--repeat N] "
+                        "[--file [<input>=]<x.npy>]\n");
+        return 2;
+    }
+    if (mkdir_p(out) != 0) {
+        fprintf(stderr, "mpx_run_model: cannot create %s: %s\n", out, strerror(errno));
+        return 1;
+    }
+
+    mpx_error err;
+    mpx_error_clear(&err);
+    double t0 = now_ms();
+    mpx_graph *g = mpx_graph_load(model, &err);
+    double load_ms = now_ms() - t0;
+    if (!g) return fail(model, &err);
+
+    int rc = 1;
+    mpx_value *inputs = calloc((size_t)g->n_inputs + 1, sizeof *inputs);
+    mpx_assign *a = NULL;
+    mpx_run *run = NULL;
+    FILE *man = NULL;
+    if (!inputs) goto done;
+    for (int k = 0; k < g->n_inputs; k++) inputs[k].n = -1;
+
+    for (int i = 0; i < n_specs; i++) {
+        char name[512];
+        const char *eq = strchr(specs[i], '=');
+        int64_t dims[MPX_MAX_RANK];
+        int rank = parse_dims(eq ? eq + 1 : specs[i], dims);
+        if (eq) {
+            snprintf(name, sizeof name, "%.*s", (int)(eq - specs[i]), specs[i]);
+        } else if (g->n_inputs == 1) {
+            snprintf(name, sizeof name, "%s", g->inputs[0]->name);
+        } else {
+            fprintf(stderr, "mpx_run_model: '%s': the model has %d inputs, name the one to bind\n",
+                    specs[i], g->n_inputs);
+            goto done;
+        }
+        if (rank < 0) {
+            fprintf(stderr, "mpx_run_model: bad shape in '%s' (want AxBxC)\n", specs[i]);
+            goto done;
+        }
+        if (mpx_graph_bind_input(g, name, rank, dims, &err) != MPX_OK) {
+            fail("binding input", &err);
+            goto done;
+        }
+    }
+    for (int i = 0; i < n_files; i++) {
+        const char *eq = strchr(files[i], '=');
+        int k = -1;
+        if (!eq && g->n_inputs == 1) k = 0;
+        for (int j = 0; eq && j < g->n_inputs; j++)
+            if (strlen(g->inputs[j]->name) == (size_t)(eq - files[i]) &&
+                strncmp(g->inputs[j]->name, files[i], (size_t)(eq - files[i])) == 0)
+                k = j;
+        if (k < 0 || inputs[k].n >= 0) {
+            fprintf(stderr, "mpx_run_model: '%s' names no unbound model input\n", files[i]);
+            goto done;
+        }
+        if (mpx_npy_read(eq ? eq + 1 : files[i], &inputs[k], &err) != MPX_OK) {
+            fail("reading an input", &err);
+            goto done;
+        }
+        if (mpx_graph_bind_input(g, g->inputs[k]->name, inputs[k].rank, inputs[k].dims, &err) !=
+            MPX_OK) {
+            fail("binding input", &err);
+            goto done;
+        }
+    }
+    if (mpx_graph_infer(g, &err) != MPX_OK) {
+        fail("shape inference", &err);
+        goto done;
+    }
+    if (make_inputs(g, seed, lo, hi, image, inputs, &err) != MPX_OK) {
+        fail("inputs", &err);
+        goto done;
+    }
+    a = mpx_assign_uniform(g, NULL, NULL, true);
+    if (!a) {
+        fprintf(stderr, "mpx_run_model: mpx_assign_uniform failed\n");
+        goto done;
+    }
+    /* The first run's values are written; further runs only time. */
+    double first_ms = 0.0, min_ms = 0.0;
+    for (int r = 0; r < repeat; r++) {
+        mpx_run *cur = NULL;
+        double t = now_ms();
+        if (mpx_run_graph(g, a, inputs, NULL, &cur, &err) != MPX_OK) {
+            fail("run", &err);
+            goto done;
+        }
+        double ms = now_ms() - t;
+        if (r == 0) {
+            run = cur;
+            first_ms = min_ms = ms;
+        } else {
+            if (ms < min_ms) min_ms = ms;
+            mpx_run_free(cur);
+        }
+    }
+
+    char path[4096], shape[256];
+    snprintf(path, sizeof path, "%s/manifest.tsv", out);
+    man = fopen(path, "w");
+    if (!man) {
+        fprintf(stderr, "mpx_run_model: cannot write %s: %s\n", path, strerror(errno));
+        goto done;
+    }
+    fprintf(man, "run\t%.3f\t%.3f\t%d\n", first_ms, min_ms, repeat);
+    int written = 0, missing = 0;
+    for (int k = 0; k < g->n_inputs; k++) {
+        char file[64];
+        snprintf(file, sizeof file, "input_%d.npy", k);
+        snprintf(path, sizeof path, "%s/%s", out, file);
+        if (mpx_npy_write(path, &inputs[k], &err) != MPX_OK) {
+            fail("writing input", &err);
+            goto done;
+        }
+        fprintf(man, "input\t%s\t%s\t%s\t%s\n", g->inputs[k]->name, file,
+                mpx_dtype_name(inputs[k].dtype), shape_str(&inputs[k], shape, sizeof shape));
+    }
+    /* Node outputs only: weights are the model's, not something mpx computed. */
+    for (int i = 0; i < g->n_tensors; i++) {
+        const mpx_tensor *t = g->tensors[i];
+        if (!t->producer) continue;
+        const mpx_value *v = &run->vals[t->index];
+        if (v->n < 0) {
+            missing++;
+            continue;
+        }
+        char file[64];
+        snprintf(file, sizeof file, "t%d.npy", t->index);
+        snprintf(path, sizeof path, "%s/%s", out, file);
+        if (mpx_npy_write(path, v, &err) != MPX_OK) {
+            fail("writing a tensor", &err);
+            goto done;
+        }
+        fprintf(man, "tensor\t%s\t%s\t%s\t%s\n", t->name, file, mpx_dtype_name(v->dtype),
+                shape_str(v, shape, sizeof shape));
+        written++;
+    }
+    if (fclose(man) != 0) {
+        man = NULL;
+        fprintf(stderr, "mpx_run_model: writing the manifest failed\n");
+        goto done;
+    }
+    man = NULL;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("mpx_run_model: load %.1f ms, fp32 reference run %.1f ms (first), %.1f ms (min of %d); "
+           "%d tensors written, %d node outputs not kept; peak RSS %.1f MB\n",
+           load_ms, first_ms, min_ms, repeat, written, missing, (double)ru.ru_maxrss / 1024.0);
+    rc = 0;
+done:
+    if (man) fclose(man);
+    if (run) mpx_run_free(run);
+    if (a) mpx_assign_free(a);
+    if (inputs)
+        for (int k = 0; k < g->n_inputs; k++) mpx_value_free(&inputs[k]);
+    free(inputs);
+    mpx_graph_free(g);
+    return rc;
+}

@@ -1,0 +1,821 @@
+/* test_exec.c - the executor (numerics/exec.c) and the error metrics
+ * (numerics/metrics.c): reference runs against hand computations, fp16/bf16
+ * emulation (rounding on entry, constants converted offline, accumulation),
+ * keep-io, local error, refusals before anything runs, and the metrics on
+ * vectors whose figures are known. Checks that need a kernel another file
+ * provides say so and are skipped while it is missing. */
+#include "check.h"
+#include "mpx_numerics.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+static mpx_error err;
+
+/* ---- building graphs in one line (as tests/test_shape.c) ------------------------ */
+
+static mpx_dtype dtype_of(char c) {
+    return c == 'i' ? MPX_DT_INT64 : c == 'b' ? MPX_DT_BOOL : MPX_DT_FLOAT;
+}
+
+static int parse_dims(mpx_graph *g, const char *s, int64_t *d, const char **sym) {
+    int r = 0;
+    while (*s) {
+        char *end;
+        long long v = strtoll(s, &end, 10);
+        if (end != s) {
+            d[r] = v;
+            sym[r] = NULL;
+        } else {
+            size_t n = strcspn(s, "x");
+            d[r] = -1;
+            sym[r] = mpx_arena_strndup(g->arena, s, n);
+            end = (char *)s + n;
+        }
+        r++;
+        s = end;
+        if (*s == 'x') s++;
+    }
+    return r;
+}
+
+/* "f[1,2]" (1-D), "f5" (scalar), "i[]" */
+static void set_value(mpx_graph *g, mpx_tensor *t, const char *v) {
+    mpx_dtype dt = dtype_of(v[0]);
+    double vals[64];
+    long long ivals[64];
+    int n = 0;
+    const char *p = v + 1;
+    bool list = *p == '[';
+    if (list) p++;
+    while (*p && *p != ']' && n < 64) {
+        char *end;
+        ivals[n] = strtoll(p, &end, 10);
+        vals[n++] = strtod(p, &end);
+        if (end == p) break;
+        p = *end == ',' ? end + 1 : end;
+    }
+    int64_t dim = n;
+    mpx_tensor_alloc_value(g, t, dt, list ? 1 : 0, &dim, NULL);
+    t->flags |= MPX_T_INITIALIZER;
+    for (int i = 0; i < n; i++) {
+        if (t->f32)
+            t->f32[i] = (float)vals[i];
+        else
+            t->i64[i] = ivals[i];
+    }
+}
+
+/* A graph input "x:f:2x3", an initializer "c=f[1,2]", or a tensor name. */
+static mpx_tensor *tensor_spec(mpx_graph *g, const char *spec) {
+    char name[64];
+    size_t n = strcspn(spec, ":=");
+    snprintf(name, sizeof name, "%.*s", (int)n, spec);
+    mpx_tensor *t = mpx_graph_tensor(g, name);
+    if (spec[n] == ':') {
+        int64_t d[MPX_MAX_RANK];
+        const char *sym[MPX_MAX_RANK];
+        int r = parse_dims(g, spec + n + 3, d, sym);
+        mpx_tensor_declare(t, dtype_of(spec[n + 1]), r, d, sym, NULL);
+        t->flags |= MPX_T_INPUT;
+    } else if (spec[n] == '=') {
+        set_value(g, t, spec + n + 1);
+    }
+    return t;
+}
+
+static void parse_attr(mpx_graph *g, mpx_attr *a, const char *tok) {
+    size_t n = strcspn(tok, "=");
+    a->name = mpx_arena_strndup(g->arena, tok, n);
+    const char *v = tok + n + 1;
+    if (*v == '[') {
+        a->type = MPX_ATTR_INTS;
+        a->ints = mpx_arena_calloc(g->arena, 16, sizeof(int64_t));
+        const char *p = v + 1;
+        while (*p && *p != ']' && a->n < 16) {
+            char *end;
+            a->ints[a->n++] = strtoll(p, &end, 10);
+            p = *end == ',' ? end + 1 : end;
+        }
+        return;
+    }
+    char *end;
+    long long i = strtoll(v, &end, 10);
+    if (end != v && !*end) {
+        a->type = MPX_ATTR_INT;
+        a->i = i;
+        return;
+    }
+    double f = strtod(v, &end);
+    if (end != v && !*end) {
+        a->type = MPX_ATTR_FLOAT;
+        a->f = (float)f;
+        return;
+    }
+    a->type = MPX_ATTR_STRING;
+    a->s = mpx_arena_strdup(g->arena, v);
+    a->s_len = strlen(v);
+}
+
+static int count_tokens(const char *s) {
+    int n = 0;
+    for (const char *p = s; *p;) {
+        p += strspn(p, " ");
+        if (!*p) break;
+        n++;
+        p += strcspn(p, " ");
+    }
+    return n;
+}
+
+static mpx_node *node(mpx_graph *g, const char *name, const char *op, const char *ins,
+                      const char *outs, const char *attrs) {
+    mpx_node *n = mpx_graph_add_node(g, name, op, "", count_tokens(ins), count_tokens(outs),
+                                     count_tokens(attrs));
+    const char *lists[3] = {ins, outs, attrs};
+    for (int l = 0; l < 3; l++) {
+        char buf[512];
+        snprintf(buf, sizeof buf, "%s", lists[l]);
+        int k = 0;
+        char *save;
+        for (char *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save), k++) {
+            if (l == 2)
+                parse_attr(g, &n->attrs[k], tok);
+            else if (strcmp(tok, "-") == 0)
+                continue;
+            else if (l == 0)
+                n->inputs[k] = tensor_spec(g, tok);
+            else
+                n->outputs[k] = mpx_graph_tensor(g, tok);
+        }
+    }
+    return n;
+}
+
+static mpx_graph *finish(mpx_graph *g, const char *outputs) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", outputs);
+    char *save;
+    for (char *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
+        mpx_graph_tensor(g, tok)->flags |= MPX_T_OUTPUT;
+    mpx_error_clear(&err);
+    mpx_status st = mpx_graph_finalize(g, &err);
+    if (st == MPX_OK) st = mpx_graph_infer(g, &err);
+    CHECK_MSG(st == MPX_OK, "building the test graph: %s", err.msg);
+    return g;
+}
+
+static mpx_tensor *T(const mpx_graph *g, const char *name) {
+    return mpx_graph_find_tensor(g, name);
+}
+
+/* The run's value of tensor name. */
+static const mpx_value *val(const mpx_run *r, const char *name) {
+    const mpx_tensor *t = T(r->g, name);
+    return t ? &r->vals[t->index] : NULL;
+}
+
+static float f0(const mpx_run *r, const char *name) {
+    const mpx_value *v = val(r, name);
+    return v && v->n > 0 && v->f ? v->f[0] : NAN;
+}
+
+static mpx_value fvalue(int rank, const int64_t *dims, const float *data) {
+    mpx_value v;
+    mpx_value_alloc(&v, MPX_DT_FLOAT, rank, dims, NULL);
+    for (int64_t k = 0; data && k < v.n; k++) v.f[k] = data[k];
+    return v;
+}
+
+static bool have(mpx_op op, const char *why) {
+    if (mpx_kernel_for(op)) return true;
+    printf("test_exec: skipped (no %s kernel yet): %s\n", mpx_op_name(op), why);
+    return false;
+}
+
+static mpx_run *run_(int line, const mpx_graph *g, const mpx_assign *a, const mpx_value *in,
+                     const mpx_run *local) {
+    mpx_run *r = NULL;
+    mpx_run_opts o = {.local_ref = local};
+    mpx_error_clear(&err);
+    mpx_status st = mpx_run_graph(g, a, in, &o, &r, &err);
+    CHECK_MSG(st == MPX_OK && r, "line %d: run failed: %s", line, err.msg);
+    return r;
+}
+#define RUN(...) run_(__LINE__, __VA_ARGS__)
+
+/* ---- reference runs ----------------------------------------------------------------- */
+
+/* x (2x3) -> Transpose -> Concat with w -> Reshape -> Slice, by hand. */
+static void test_reference_data(void) {
+    mpx_graph *g = mpx_graph_new("t.json");
+    g->opset = 13;
+    node(g, "tr", "Transpose", "x:f:2x3", "t", "");
+    node(g, "uq", "Unsqueeze", "w=f[7,8,9] one=i[1]", "w2", "");
+    node(g, "cat", "Concat", "t w2", "c", "axis=1");
+    node(g, "rs", "Reshape", "c s=i[1,9]", "r", "");
+    node(g, "sl", "Slice", "r st=i[2] en=i[9] ax=i[1] sp=i[3]", "y", "");
+    finish(g, "y");
+    float xd[6] = {1, 2, 3, 4, 5, 6};
+    int64_t xdims[2] = {2, 3};
+    mpx_value x = fvalue(2, xdims, xd);
+    mpx_assign *ref = mpx_assign_uniform(g, NULL, NULL, false);
+    mpx_run *r = RUN(g, ref, &x, NULL);
+    if (r) {
+        /* t = [[1,4],[2,5],[3,6]]; c = [[1,4,7],[2,5,8],[3,6,9]]; r = 1x9;
+         * r[0, 2:9:3] = c.flat[2], [5], [8] = 7, 8, 9. */
+        const mpx_value *y = val(r, "y");
+        CHECK(y->rank == 2 && y->dims[0] == 1 && y->dims[1] == 3);
+        CHECK(y->n == 3 && y->f[0] == 7 && y->f[1] == 8 && y->f[2] == 9);
+        const mpx_value *c = val(r, "c");
+        float want[9] = {1, 4, 7, 2, 5, 8, 3, 6, 9};
+        bool same = c->n == 9;
+        for (int k = 0; same && k < 9; k++) same = c->f[k] == want[k];
+        CHECK(same);
+        /* Every tensor keeps its value; weights are views of the graph's data. */
+        for (int i = 0; i < g->n_tensors; i++)
+            CHECK_MSG(r->vals[i].n >= 0, "%s", g->tensors[i]->name);
+        CHECK(val(r, "w")->borrowed && val(r, "w")->f == T(g, "w")->f32);
+        CHECK(!val(r, "x")->borrowed && val(r, "x")->f != x.f);
+        CHECK(r->ms >= 0);
+        /* Values' shapes are what shape inference said. */
+        for (int i = 0; i < g->n_tensors; i++) {
+            const mpx_tensor *t = g->tensors[i];
+            bool ok = r->vals[i].rank == t->rank;
+            for (int k = 0; ok && k < t->rank; k++) ok = r->vals[i].dims[k] == t->dims[k];
+            CHECK_MSG(ok, "shape of %s", t->name);
+        }
+    }
+    mpx_run_free(r);
+    mpx_assign_free(ref);
+    mpx_value_free(&x);
+    mpx_graph_free(g);
+}
+
+/* y = relu(x + b) * 2 against the same figures by hand, when the kernels exist. */
+static void test_reference_arith(void) {
+    if (!have(MPX_OP_Add, "reference run of Add/Relu/Mul") || !have(MPX_OP_Relu, "") ||
+        !have(MPX_OP_Mul, ""))
+        return;
+    mpx_graph *g = mpx_graph_new("t.json");
+    g->opset = 13;
+    node(g, "add", "Add", "x:f:4 b=f[0.5,-3,1,-0.25]", "s", "");
+    node(g, "relu", "Relu", "s", "a", "");
+    node(g, "mul", "Mul", "a two=f2", "y", "");
+    finish(g, "y");
+    float xd[4] = {1, 2, -4, 0.125f};
+    int64_t d = 4;
+    mpx_value x = fvalue(1, &d, xd);
+    mpx_run *r = RUN(g, NULL, &x, NULL);
+    if (r) {
+        const mpx_value *y = val(r, "y");
+        CHECK(y->n == 4 && y->f[0] == 3.0f && y->f[1] == 0.0f && y->f[2] == 0.0f &&
+              y->f[3] == 0.0f);
+        CHECK(val(r, "s")->f[3] == -0.125f);
+    }
+    mpx_run_free(r);
+    mpx_value_free(&x);
+    mpx_graph_free(g);
+}
+
+/* ---- emulation ------------------------------------------------------------------------ */
+
+static void test_fp16_add(void) {
+    if (!have(MPX_OP_Add, "fp16 Add of 1 and 2^-11")) return;
+    mpx_graph *g = mpx_graph_new("t.json");
+    g->opset = 13;
+    node(g, "add", "Add", "x:f:1 c=f[0.00048828125]", "y", ""); /* 2^-11 */
+    finish(g, "y");
+    int64_t d = 1;
+    float one = 1.0f;
+    mpx_value x = fvalue(1, &d, &one);
+    mpx_assign *a32 = mpx_assign_uniform(g, &mpx_format_fp32, NULL, false);
+    mpx_assign *a16 = mpx_assign_uniform(g, &mpx_format_fp16, NULL, false);
+    mpx_assign *k16 = mpx_assign_uniform(g, &mpx_format_fp16, NULL, true);
+    mpx_run *r32 = RUN(g, a32, &x, NULL), *r16 = RUN(g, a16, &x, NULL), *k = RUN(g, k16, &x, NULL);
+    if (r32 && r16 && k) {
+        CHECK(f0(r32, "y") == 1.0f + 0x1p-11f);
+        CHECK(f0(r16, "y") == 1.0f); /* the tie rounds to even */
+        /* keep-io: the fp32 output holds what the fp16 node wrote. */
+        CHECK(f0(k, "y") == 1.0f);
+    }
+    mpx_run_free(r32);
+    mpx_run_free(r16);
+    mpx_run_free(k);
+    mpx_assign_free(a32);
+    mpx_assign_free(a16);
+    mpx_assign_free(k16);
+    mpx_value_free(&x);
+    mpx_graph_free(g);
+}
+
+/* Rounding on entry and keep-io with data-movement ops only. */
+static void test_entry_and_keep_io(void) {
+    mpx_graph *g = mpx_graph_new("t.json");
+    g->opset = 13;
+    node(g, "id", "Identity", "x:f:3", "t", "");
+    node(g, "cat", "Concat", "t c=f[1e5,3.0001]", "y", "axis=0");
+    node(g, "shp", "Shape", "y", "s", "");
+    finish(g, "y s");
+    int64_t d = 3;
+    float xd[3] = {1.0f + 0x1p-11f, 70000.0f, 0x1p-30f};
+    mpx_value x = fvalue(1, &d, xd);
+
+    mpx_assign *a = mpx_assign_uniform(g, &mpx_format_fp16, NULL, false);
+    mpx_assign *k = mpx_assign_uniform(g, &mpx_format_fp16, &mpx_format_fp16, true);
+    CHECK(a && k);
+    if (!a || !k) return;
+    /* The arrays: keep-io leaves x and y fp32, s is int64 (no format). */
+    CHECK(a->tensor[T(g, "x")->index] == &mpx_format_fp16 &&
+          a->tensor[T(g, "y")->index] == &mpx_format_fp16);
+    CHECK(k->tensor[T(g, "x")->index] == NULL && k->tensor[T(g, "y")->index] == NULL);
+    CHECK(k->tensor[T(g, "t")->index] == &mpx_format_fp16 &&
+          k->tensor[T(g, "c")->index] == &mpx_format_fp16);
+    CHECK(a->tensor[T(g, "s")->index] == NULL);
+    for (int i = 0; i < g->n_nodes; i++) {
+        CHECK(k->node[i].compute == &mpx_format_fp16 && k->node[i].output == &mpx_format_fp16);
+        CHECK(k->node[i].acc.fmt == &mpx_format_fp16);
+    }
+    mpx_run *r = RUN(g, a, &x, NULL), *rk = RUN(g, k, &x, NULL), *ref = RUN(g, NULL, &x, NULL);
+    if (r && rk && ref) {
+        /* All fp16: the input is rounded as it enters. */
+        const mpx_value *xv = val(r, "x"), *y = val(r, "y");
+        CHECK(xv->f[0] == 1.0f && isinf(xv->f[1]) && xv->f[2] == 0.0f);
+        CHECK(y->n == 5 && y->f[0] == 1.0f && isinf(y->f[3]) && y->f[4] == 3.0f);
+        /* keep-io: x stays fp32, the fp16 node rounds it on entry. */
+        const mpx_value *kx = val(rk, "x"), *ky = val(rk, "y");
+        CHECK(kx->f[0] == xd[0] && kx->f[1] == xd[1] && kx->f[2] == xd[2]);
+        CHECK(ky->f[0] == 1.0f && isinf(ky->f[1]) && ky->f[2] == 0.0f && isinf(ky->f[3]));
+        /* Constants: rounded copies; the graph's own data untouched. */
+        CHECK(T(g, "c")->f32[0] == 1e5f && T(g, "c")->f32[1] == 3.0001f);
+        CHECK(!val(r, "c")->borrowed && isinf(val(r, "c")->f[0]));
+        CHECK(val(ref, "c")->borrowed && val(ref, "c")->f[0] == 1e5f);
+        CHECK(val(ref, "y")->f[0] == xd[0] && val(ref, "y")->f[4] == 3.0001f);
+        const mpx_value *s = val(r, "s");
+        CHECK(s->i && s->n == 1 && s->i[0] == 5);
+    }
+    mpx_run_free(r);
+    mpx_run_free(rk);
+    mpx_run_free(ref);
+    /* bf16 keeps 1e5 and 70000 finite. */
+    mpx_assign *b = mpx_assign_uniform(g, &mpx_format_bf16, NULL, false);
+    mpx_run *rb = RUN(g, b, &x, NULL);
+    if (rb) {
+        const mpx_value *y = val(rb, "y");
+        CHECK(y->f[1] == 70144.0f && y->f[3] == 99840.0f && y->f[0] == 1.0f);
+    }
+    mpx_run_free(rb);
+    mpx_assign_free(b);
+    mpx_assign_free(a);
+    mpx_assign_free(k);
+    mpx_value_free(&x);
+    mpx_graph_free(g);
+}
+
+/* A product that overflows fp16 is an overflow in the metrics; bf16 keeps it. */
+static void test_overflow_report(void) {
+    if (!have(MPX_OP_Mul, "fp16 overflow of a product")) return;
+    mpx_graph *g = mpx_graph_new("t.json");
+    g->opset = 13;
+    node(g, "mul", "Mul", "x:f:2 c=f[300,2]", "y", "");
+    finish(g, "y");
+    int64_t d = 2;
+    float xd[2] = {300, 3};
+    mpx_value x = fvalue(1, &d, xd);
+    mpx_assign *h = mpx_assign_uniform(g, &mpx_format_fp16, NULL, false);
+    mpx_assign *b = mpx_assign_uniform(g, &mpx_format_bf16, NULL, false);
+    mpx_run *ref = RUN(g, NULL, &x, NULL), *rh = RUN(g, h, &x, NULL), *rb = RUN(g, b, &x, NULL);
+    if (ref && rh && rb) {
+        mpx_metrics mh, mb;
+        CHECK(mpx_metrics_compute(val(ref, "y"), val(rh, "y"), &mpx_format_fp16, &mh, &err) ==
+              MPX_OK);
+        CHECK(mpx_metrics_compute(val(ref, "y"), val(rb, "y"), &mpx_format_bf16, &mb, &err) ==
+              MPX_OK);
+        CHECK(mh.overflow == 1 && isinf(mh.rel_l2));
+        CHECK(mb.overflow == 0 && isfinite(mb.rel_l2) && mb.rel_l2 > 0 && mb.rel_l2 < 1e-2);
+        CHECK(val(rb, "y")->f[0] == 90112.0f); /* 90000 in bf16 */
+        CHECK(mh.absmax_ref == 90000.0);
+    }
+    mpx_run_free(ref);
+    mpx_run_free(rh);
+    mpx_run_free(rb);
+    mpx_assign_free(h);
+    mpx_assign_free(b);
+    mpx_value_free(&x);
+    mpx_graph_free(g);
+}
+
+/* Sums of 4096 ones: fp16 accumulation stops at 2048 (2048 + 1 is a tie
+ * that rounds back to 2048); fp32 accumulation reaches 4096. */
+static void test_accumulation(void) {
+    int64_t d[2] = {1, 4096};
+    float *ones = malloc(4096 * sizeof *ones);
+    for (int k = 0; k < 4096; k++) ones[k] = 1.0f;
+    mpx_value x = fvalue(2, d, ones);
+    if (have(MPX_OP_MatMul, "MatMul with k = 4096 ones in fp16 accumulation")) {
+        mpx_graph *g = mpx_graph_new("t.json");
+        g->opset = 13;
+        node(g, "mm", "MatMul", "x:f:1x4096 w", "y", "");
+        int64_t wd[2] = {4096, 1};
+        mpx_tensor *w = T(g, "w");
+        mpx_tensor_alloc_value(g, w, MPX_DT_FLOAT, 2, wd, NULL);
+        w->flags |= MPX_T_INITIALIZER;
+        for (int k = 0; k < 4096; k++) w->f32[k] = 1.0f;
+        finish(g, "y");
+        mpx_assign *acc16 = mpx_assign_uniform(g, &mpx_format_fp16, &mpx_format_fp16, false);
+        mpx_assign *acc32 = mpx_assign_uniform(g, &mpx_format_fp16, NULL, false);
+        mpx_run *r16 = RUN(g, acc16, &x, NULL), *r32 = RUN(g, acc32, &x, NULL);
+        if (r16 && r32) {
+            CHECK_MSG(f0(r16, "y") == 2048.0f, "fp16 accumulation gave %g", (double)f0(r16, "y"));
+            CHECK_MSG(f0(r32, "y") == 4096.0f, "fp32 accumulation gave %g", (double)f0(r32, "y"));
+        }
+        mpx_run_free(r16);
+        mpx_run_free(r32);
+        mpx_assign_free(acc16);
+        mpx_assign_free(acc32);
+        mpx_graph_free(g);
+    }
+    if (have(MPX_OP_ReduceSum, "ReduceSum of 4096 ones in fp16 accumulation")) {
+        mpx_graph *g = mpx_graph_new("t.json");
+        g->opset = 13;
+        node(g, "sum", "ReduceSum", "x:f:1x4096 ax=i[1]", "y", "keepdims=0");
+        finish(g, "y");
+        mpx_assign *acc16 = mpx_assign_uniform(g, &mpx_format_fp16, &mpx_format_fp16, false);
+        mpx_run *r16 = RUN(g, acc16, &x, NULL);
+        if (r16)
+            CHECK_MSG(f0(r16, "y") == 2048.0f, "fp16 accumulation gave %g", (double)f0(r16, "y"));
+        mpx_run_free(r16);
+        mpx_assign_free(acc16);
+        mpx_graph_free(g);
+    }
+    mpx_value_free(&x);
+    free(ones);
+}
+
+/* ---- local error ------------------------------------------------------------------------ */
+
+static void test_local(void) {
+    /* Mechanics: a node in local mode reads the reference run's input (here
+     * doctored), rounded to its compute format. */
+    mpx_graph *g = mpx_graph_new("t.json");
+    g->opset = 13;
+    node(g, "a", "Identity", "x:f:1", "t", "");
+    node(g, "b", "Identity", "t", "y", "");
+    finish(g, "y");
+    int64_t d = 1;
+    float v = 2.0f;
+    mpx_value x = fvalue(1, &d, &v);
+    mpx_assign *a = mpx_assign_uniform(g, &mpx_format_fp16, NULL, false);
+    mpx_run *ref = RUN(g, NULL, &x, NULL);
+    if (ref) {
+        ref->vals[T(g, "t")->index].f[0] = 5.0f + 0x1p-9f; /* not an fp16 value */
+        mpx_run *loc = RUN(g, a, &x, ref), *glob = RUN(g, a, &x, NULL);
+        if (loc && glob) {
+            CHECK(f0(loc, "y") == 5.0f);
+            CHECK(f0(loc, "t") == 2.0f);
+            CHECK(f0(glob, "y") == 2.0f);
+        }
+        mpx_run_free(loc);
+        mpx_run_free(glob);
+        /* A reference of another graph is refused. */
+        mpx_graph *g2 = mpx_graph_new("u.json");
+        node(g2, "a", "Identity", "x:f:1", "y", "");
+        finish(g2, "y");
+        mpx_run *bad = NULL;
+        mpx_run_opts o = {.local_ref = ref};
+        CHECK(mpx_run_graph(g2, NULL, &x, &o, &bad, &err) == MPX_E_ARG && !bad);
+        CHECK_CONTAINS(err.msg, "another graph");
+        mpx_graph_free(g2);
+    }
+    mpx_run_free(ref);
+    mpx_assign_free(a);
+    mpx_graph_free(g);
+
+    /* Error separation: t1 = x + c, t2 = t1 + c, y = t2 - x with x = 1 and
+     * c = 0.625 ulp(1) in fp16. Globally t1 = 1+u, t2 = 1+2u, y = 2u; locally
+     * y's node reads round(ref t2 = 1 + 1.25u) = 1+u and gives u. The
+     * reference y is 1.25u. */
+    if (have(MPX_OP_Add, "local error of an Add chain") && have(MPX_OP_Sub, "local error")) {
+        g = mpx_graph_new("t.json");
+        g->opset = 13;
+        node(g, "a1", "Add", "x:f:1 c=f[0.0006103515625]", "t1", "");
+        node(g, "a2", "Add", "t1 c", "t2", "");
+        node(g, "s", "Sub", "t2 x", "y", "");
+        finish(g, "y");
+        v = 1.0f;
+        x.f[0] = v;
+        a = mpx_assign_uniform(g, &mpx_format_fp16, NULL, false);
+        ref = RUN(g, NULL, &x, NULL);
+        mpx_run *glob = RUN(g, a, &x, NULL), *loc = ref ? RUN(g, a, &x, ref) : NULL;
+        if (ref && glob && loc) {
+            CHECK(f0(ref, "y") == 1.25f * 0x1p-10f);
+            CHECK(f0(glob, "y") == 0x1p-9f);
+            CHECK(f0(loc, "y") == 0x1p-10f);
+            CHECK(f0(loc, "t2") == 1.0f + 0x1p-9f); /* from ref t1 rounded: 1+u, + c */
+        }
+        mpx_run_free(ref);
+        mpx_run_free(glob);
+        mpx_run_free(loc);
+        mpx_assign_free(a);
+        mpx_graph_free(g);
+    }
+    mpx_value_free(&x);
+}
+
+/* ---- refusals ------------------------------------------------------------------------ */
+
+static void test_refusals(void) {
+    /* A Gather that would fail at run time comes before an op with no kernel:
+     * the missing kernel is reported, so nothing ran. */
+    mpx_graph *g = mpx_graph_new("t.json");
+    g->opset = 13;
+    node(g, "/blk/gather", "Gather", "x:f:3 idx:i:1", "g1", "axis=0");
+    node(g, "/blk/foo", "FooBar", "g1", "y", "");
+    finish(g, "y");
+    int64_t d = 3, one = 1;
+    float xd[3] = {1, 2, 3};
+    mpx_value in[2];
+    in[0] = fvalue(1, &d, xd);
+    mpx_value_alloc(&in[1], MPX_DT_INT64, 1, &one, NULL);
+    in[1].i[0] = 7;
+    mpx_run *r = (mpx_run *)&err; /* must come back NULL */
+    mpx_error_clear(&err);
+    CHECK(mpx_run_graph(g, NULL, in, NULL, &r, &err) == MPX_E_UNSUPPORTED && r == NULL);
+    CHECK_CONTAINS(err.msg, "node \"/blk/foo\" (FooBar): no kernel for FooBar");
+    mpx_graph_free(g);
+
+    /* Without it, the Gather fails mid-run: the error names it, no run is returned. */
+    g = mpx_graph_new("t.json");
+    g->opset = 13;
+    node(g, "/blk/gather", "Gather", "x:f:3 idx:i:1", "g1", "axis=0");
+    node(g, "/blk/id", "Identity", "g1", "y", "");
+    finish(g, "y");
+    mpx_error_clear(&err);
+    CHECK(mpx_run_graph(g, NULL, in, NULL, &r, &err) == MPX_E_SHAPE && r == NULL);
+    CHECK_CONTAINS(err.msg, "node \"/blk/gather\" (Gather)");
+    CHECK_CONTAINS(err.msg, "index 7");
+    in[1].i[0] = -1;
+    r = RUN(g, NULL, in, NULL);
+    if (r) CHECK(f0(r, "y") == 3.0f);
+    mpx_run_free(r);
+
+    /* Inputs: missing, wrong shape, wrong type; an assignment of another graph. */
+    CHECK(mpx_run_graph(g, NULL, NULL, NULL, &r, &err) == MPX_E_ARG && !r);
+    CHECK_CONTAINS(err.msg, "no input values");
+    mpx_value wrong;
+    int64_t wd[2] = {1, 3};
+    mpx_value_alloc(&wrong, MPX_DT_FLOAT, 2, wd, NULL);
+    mpx_value keep = in[0];
+    in[0] = wrong;
+    CHECK(mpx_run_graph(g, NULL, in, NULL, &r, &err) == MPX_E_SHAPE && !r);
+    CHECK_CONTAINS(err.msg, "input \"x\": the value has shape 1x3, the input is bound to 3");
+    in[0] = in[1];
+    CHECK(mpx_run_graph(g, NULL, in, NULL, &r, &err) != MPX_OK && !r);
+    in[0] = keep;
+    mpx_value_free(&wrong);
+    mpx_value absent = {.n = -1};
+    mpx_value tmp = in[1];
+    in[1] = absent;
+    CHECK(mpx_run_graph(g, NULL, in, NULL, &r, &err) == MPX_E_ARG && !r);
+    CHECK_CONTAINS(err.msg, "input \"idx\" has no value");
+    in[1] = tmp;
+    mpx_assign other = {.n_tensors = 1, .n_nodes = 1};
+    CHECK(mpx_run_graph(g, &other, in, NULL, &r, &err) == MPX_E_ARG && !r);
+    CHECK_CONTAINS(err.msg, "another graph");
+    mpx_graph_free(g);
+
+    /* An input whose shape is not bound. */
+    g = mpx_graph_new("t.json");
+    g->opset = 13;
+    node(g, "id", "Identity", "x:f:Nx3", "y", "");
+    finish(g, "y");
+    CHECK(mpx_run_graph(g, NULL, in, NULL, &r, &err) == MPX_E_ARG && !r);
+    CHECK_CONTAINS(err.msg, "input \"x\" is not bound");
+    int64_t bd[2] = {2, 3};
+    CHECK(mpx_graph_bind_input(g, "x", 2, bd, &err) == MPX_OK &&
+          mpx_graph_infer(g, &err) == MPX_OK);
+    mpx_value xv;
+    mpx_value_alloc(&xv, MPX_DT_FLOAT, 2, bd, NULL);
+    r = RUN(g, NULL, &xv, NULL);
+    if (r) CHECK(val(r, "y")->n == 6);
+    mpx_run_free(r);
+    mpx_value_free(&xv);
+    mpx_graph_free(g);
+    mpx_value_free(&in[0]);
+    mpx_value_free(&in[1]);
+
+    CHECK(mpx_assign_uniform(NULL, NULL, NULL, false) == NULL);
+    mpx_assign_free(NULL);
+    mpx_run_free(NULL);
+}
+
+/* ---- the example models ------------------------------------------------------------------ */
+
+static void fill_normal(mpx_value *v, uint64_t seed) {
+    mpx_rng rng;
+    mpx_rng_init(&rng, seed);
+    for (int64_t k = 0; k < v->n; k++) v->f[k] = (float)mpx_rng_normal(&rng, 0.0, 1.0);
+}
+
+static void test_model(const char *file, const int64_t *dims, int rank) {
+    char path[1024];
+    const char *src = getenv("MPX_SRC");
+    snprintf(path, sizeof path, "%s/examples/%s", src ? src : "..", file);
+    mpx_graph *g = mpx_graph_load(path, &err);
+    CHECK_MSG(g != NULL, "%s: %s", path, err.msg);
+    if (!g) return;
+    CHECK(mpx_graph_bind_input(g, g->inputs[0]->name, rank, dims, &err) == MPX_OK);
+    CHECK(mpx_graph_infer(g, &err) == MPX_OK);
+    for (int i = 0; i < g->n_nodes; i++)
+        if (!mpx_kernel_for(g->nodes[i]->op)) {
+            printf("test_exec: skipped %s (no %s kernel yet)\n", file, g->nodes[i]->op_type);
+            mpx_graph_free(g);
+            return;
+        }
+    mpx_value x;
+    mpx_value_alloc(&x, MPX_DT_FLOAT, rank, dims, NULL);
+    fill_normal(&x, 7);
+    mpx_assign *h = mpx_assign_uniform(g, &mpx_format_fp16, NULL, false);
+    mpx_assign *b = mpx_assign_uniform(g, &mpx_format_bf16, NULL, false);
+    mpx_assign *k = mpx_assign_uniform(g, &mpx_format_fp16, NULL, true);
+    mpx_run *ref = RUN(g, NULL, &x, NULL), *rh = RUN(g, h, &x, NULL), *rb = RUN(g, b, &x, NULL);
+    mpx_run *rk = RUN(g, k, &x, NULL), *rl = ref ? RUN(g, h, &x, ref) : NULL;
+    if (ref && rh && rb && rk && rl) {
+        int bad_shape = 0;
+        for (int i = 0; i < g->n_tensors; i++) {
+            const mpx_tensor *t = g->tensors[i];
+            const mpx_value *v = &ref->vals[i];
+            if (v->n < 0) continue;
+            bool ok = v->rank == t->rank;
+            for (int q = 0; ok && q < t->rank; q++) ok = v->dims[q] == t->dims[q];
+            if (!ok && bad_shape++ < 3)
+                fprintf(stderr, "%s: %s differs from inference\n", file, t->name);
+        }
+        CHECK_MSG(bad_shape == 0, "%s: %d values differ in shape from shape inference", file,
+                  bad_shape);
+        const mpx_tensor *y = g->outputs[0];
+        mpx_metrics mh, mb, mk, ml;
+        CHECK(mpx_metrics_compute(&ref->vals[y->index], &rh->vals[y->index], &mpx_format_fp16, &mh,
+                                  &err) == MPX_OK);
+        CHECK(mpx_metrics_compute(&ref->vals[y->index], &rb->vals[y->index], &mpx_format_bf16, &mb,
+                                  &err) == MPX_OK);
+        CHECK(mpx_metrics_compute(&ref->vals[y->index], &rk->vals[y->index], &mpx_format_fp16, &mk,
+                                  &err) == MPX_OK);
+        CHECK(mpx_metrics_compute(&ref->vals[y->index], &rl->vals[y->index], &mpx_format_fp16, &ml,
+                                  &err) == MPX_OK);
+        printf(
+            "test_exec: %s output rel_l2 fp16 %.3g, bf16 %.3g, fp16 keep-io %.3g, fp16 local %.3g; "
+            "reference %.2f ms, fp16 %.2f ms\n",
+            file, mh.rel_l2, mb.rel_l2, mk.rel_l2, ml.rel_l2, ref->ms, rh->ms);
+        CHECK(mh.rel_l2 > 0 && mh.rel_l2 < 1e-2 && mh.overflow == 0);
+        CHECK(mb.rel_l2 > mh.rel_l2 && mb.rel_l2 < 5e-2);
+        CHECK(ml.rel_l2 > 0 && ml.rel_l2 <= mh.rel_l2);
+        CHECK(mh.cos > 0.999 && mh.n == ref->vals[y->index].n);
+        /* fp16 values everywhere a format says fp16. */
+        int off = 0;
+        for (int i = 0; i < g->n_tensors; i++) {
+            const mpx_value *v = &rh->vals[i];
+            if (!v->f || !h->tensor[i]) continue;
+            for (int64_t q = 0; q < v->n; q++) {
+                float f = v->f[q];
+                if (!(f != f) && mpx_round_scalar(&mpx_format_fp16, f) != f) off++;
+            }
+        }
+        CHECK_MSG(off == 0, "%s: %d values of fp16 tensors are not fp16 values", file, off);
+        /* keep-io: the model input stays fp32. */
+        const mpx_value *kx = &rk->vals[g->inputs[0]->index];
+        CHECK(memcmp(kx->f, x.f, (size_t)x.n * sizeof *x.f) == 0);
+    }
+    mpx_run_free(ref);
+    mpx_run_free(rh);
+    mpx_run_free(rb);
+    mpx_run_free(rk);
+    mpx_run_free(rl);
+    mpx_assign_free(h);
+    mpx_assign_free(b);
+    mpx_assign_free(k);
+    mpx_value_free(&x);
+    mpx_graph_free(g);
+}
+
+/* ---- metrics ----------------------------------------------------------------------------- */
+
+static bool near(double a, double b) { return fabs(a - b) <= 1e-12 * fmax(1.0, fabs(b)); }
+
+static mpx_metrics metrics(int n, const float *r, const float *c, const mpx_format *f) {
+    int64_t d = n;
+    mpx_value rv = fvalue(1, &d, r), cv = fvalue(1, &d, c);
+    mpx_metrics m;
+    mpx_error_clear(&err);
+    CHECK_MSG(mpx_metrics_compute(&rv, &cv, f, &m, &err) == MPX_OK, "%s", err.msg);
+    mpx_value_free(&rv);
+    mpx_value_free(&cv);
+    return m;
+}
+
+static void test_metrics(void) {
+    float r1[4] = {1, 2, 3, 4}, c1[4] = {1, 2, 3, 5};
+    mpx_metrics m = metrics(4, r1, c1, NULL);
+    CHECK(m.n == 4 && m.max_abs == 1.0 && m.mean_abs == 0.25);
+    CHECK(near(m.rel_l2, 1.0 / sqrt(30.0)));
+    CHECK(near(m.cos, 34.0 / sqrt(30.0 * 39.0)));
+    CHECK(near(m.sqnr_db, 10.0 * log10(30.0)));
+    CHECK(m.overflow == 0 && m.underflow == 0 && m.subnormal == 0 && m.absmax_ref == 4.0);
+
+    float r2[4] = {1, -2, 0.5f, 0}, c2[4] = {-1, 2, -0.5f, 0};
+    m = metrics(4, r2, c2, NULL);
+    CHECK(near(m.cos, -1.0) && near(m.rel_l2, 2.0) && m.max_abs == 4.0);
+
+    /* Overflow and underflow: counted, and the error is infinite. */
+    float r3[5] = {1e5f, 1, 0, 1e-8f, -3}, c3[5] = {INFINITY, 1, 0, 0, -3};
+    m = metrics(5, r3, c3, &mpx_format_fp16);
+    CHECK(m.overflow == 1 && m.underflow == 1);
+    CHECK(isinf(m.rel_l2) && m.rel_l2 > 0 && isinf(m.max_abs) && isinf(m.mean_abs));
+    CHECK(isinf(m.sqnr_db) && m.sqnr_db < 0 && isnan(m.cos));
+    CHECK(m.absmax_ref == (double)1e5f);
+    float c3n[5] = {1e5f, NAN, 0, 1e-8f, -3};
+    m = metrics(5, r3, c3n, NULL);
+    CHECK(m.overflow == 1 && isinf(m.rel_l2));
+
+    /* Agreeing non-finite values add nothing; a disagreeing reference infinity does. */
+    float r4[3] = {INFINITY, NAN, 2}, c4[3] = {INFINITY, NAN, 2};
+    m = metrics(3, r4, c4, NULL);
+    CHECK(m.rel_l2 == 0 && m.max_abs == 0 && m.overflow == 0 && m.cos == 1.0 && isinf(m.sqnr_db));
+    CHECK(isinf(m.absmax_ref));
+    float c4b[3] = {65504, NAN, 2};
+    m = metrics(3, r4, c4b, NULL);
+    CHECK(isinf(m.rel_l2) && m.overflow == 0);
+
+    /* Subnormals of the candidate's format. */
+    float r5[4] = {1e-5f, 1e-4f, 0, 6e-8f}, c5[4] = {1e-5f, 1e-4f, 0, 6e-8f};
+    CHECK(metrics(4, r5, c5, &mpx_format_fp16).subnormal == 2);
+    CHECK(metrics(4, r5, c5, NULL).subnormal == 0);
+    CHECK(metrics(4, r5, c5, &mpx_format_bf16).subnormal == 0);
+    float c5b[2] = {1e-39f, -1e-40f};
+    CHECK(metrics(2, c5b, c5b, &mpx_format_fp32).subnormal == 2);
+
+    /* Zeros. */
+    float z[3] = {0, 0, 0}, o[3] = {0, 1, 0};
+    m = metrics(3, z, z, NULL);
+    CHECK(m.rel_l2 == 0 && m.cos == 1.0 && isinf(m.sqnr_db) && m.sqnr_db > 0);
+    m = metrics(3, z, o, NULL);
+    CHECK(isinf(m.rel_l2) && m.cos == 0.0 && isinf(m.sqnr_db) && m.sqnr_db < 0 && m.max_abs == 1.0);
+    m = metrics(3, o, z, NULL);
+    CHECK(m.rel_l2 == 1.0 && m.cos == 0.0 && m.sqnr_db == 0.0 && m.underflow == 1);
+    m = metrics(0, NULL, NULL, NULL);
+    CHECK(m.n == 0 && m.rel_l2 == 0 && m.mean_abs == 0);
+
+    /* Sums in double: 2^24 + 1 terms of fp32 would lose the 1s. */
+    int64_t big = (1 << 24) + 2;
+    mpx_value rv, cv;
+    mpx_value_alloc(&rv, MPX_DT_FLOAT, 1, &big, NULL);
+    mpx_value_alloc(&cv, MPX_DT_FLOAT, 1, &big, NULL);
+    for (int64_t k = 0; k < big; k++) {
+        rv.f[k] = 1.0f;
+        cv.f[k] = k & 1 ? 1.0f : 1.0f + 0x1p-10f;
+    }
+    CHECK(mpx_metrics_compute(&rv, &cv, NULL, &m, &err) == MPX_OK);
+    CHECK(near(m.mean_abs, 0x1p-11) && near(m.rel_l2, sqrt(0.5) * 0x1p-10));
+    mpx_value_free(&rv);
+    mpx_value_free(&cv);
+
+    /* Integers compare too; mismatches are refused. */
+    int64_t d3 = 3, d2[2] = {1, 3};
+    mpx_value ri, ci, rf, rs;
+    mpx_value_alloc(&ri, MPX_DT_INT64, 1, &d3, NULL);
+    mpx_value_alloc(&ci, MPX_DT_INT64, 1, &d3, NULL);
+    ri.i[0] = 1, ri.i[1] = 2, ri.i[2] = 3;
+    ci.i[0] = 1, ci.i[1] = 2, ci.i[2] = 5;
+    CHECK(mpx_metrics_compute(&ri, &ci, NULL, &m, &err) == MPX_OK && m.max_abs == 2.0 &&
+          m.subnormal == 0);
+    mpx_value_alloc(&rf, MPX_DT_FLOAT, 1, &d3, NULL);
+    mpx_value_alloc(&rs, MPX_DT_FLOAT, 2, d2, NULL);
+    CHECK(mpx_metrics_compute(&rf, &ci, NULL, &m, &err) == MPX_E_ARG);
+    CHECK(mpx_metrics_compute(&rf, &rs, NULL, &m, &err) == MPX_E_SHAPE);
+    CHECK_CONTAINS(err.msg, "shape");
+    mpx_value absent = {.n = -1};
+    CHECK(mpx_metrics_compute(&rf, &absent, NULL, &m, &err) == MPX_E_ARG);
+    CHECK_CONTAINS(err.msg, "candidate has no value");
+    CHECK(mpx_metrics_compute(&rf, &rf, NULL, NULL, &err) == MPX_E_ARG);
+    mpx_value_free(&ri);
+    mpx_value_free(&ci);
+    mpx_value_free(&rf);
+    mpx_value_free(&rs);
+}
+
+int main(void) {
+    test_reference_data();
+    test_reference_arith();
+    test_fp16_add();
+    test_entry_and_keep_io();
+    test_overflow_report();
+    test_accumulation();
+    test_local();
+    test_refusals();
+    int64_t cnn[4] = {1, 3, 16, 16}, tr[3] = {1, 16, 64};
+    test_model("tiny_cnn.json", cnn, 4);
+    test_model("tiny_transformer.json", tr, 3);
+    test_metrics();
+    return check_report("test_exec");
+}

@@ -1,0 +1,517 @@
+/* test_formats.c - float format descriptors, encodings and rounding, checked
+ * against numbers written from the definitions (IEEE 754 binary16, bfloat16,
+ * OCP FP8 E4M3FN / E5M2) rather than against the code under test.
+ *
+ * The exhaustive fast-path-equals-reference check over all 2^32 inputs is
+ * tests/test_formats_all.c. */
+#include "check.h"
+#include "mpx_numerics.h"
+
+#include <fp16.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+
+static uint32_t bits_of(float x) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static float float_of(uint32_t u) {
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+static bool is_nan_bits(uint32_t u) { return (u & 0x7fffffffu) > 0x7f800000u; }
+
+/* Rounding x in f gives exactly the fp32 pattern want, by the reference,
+ * the array routine (both fp16 paths) and the one-value routine. */
+#define CHECK_ROUND(f, x, want) check_round((f), (x), (want), __LINE__)
+
+static void check_round(const mpx_format *f, float x, uint32_t want, int line) {
+    uint32_t in = bits_of(x);
+    uint32_t s = bits_of(mpx_round_scalar(f, x));
+    CHECK_MSG(s == want, "line %d: %s scalar(0x%08" PRIx32 ") = 0x%08" PRIx32
+              ", want 0x%08" PRIx32, line, f->name, in, s, want);
+    for (int hw = 1; hw >= 0; hw--) {
+        if (f->kind != MPX_FMT_FP16 && hw == 0) break;
+        if (f->kind == MPX_FMT_FP16) mpx_fp16_use_hw(hw);
+        float out;
+        mpx_round_array(f, &out, &x, 1);
+        CHECK_MSG(bits_of(out) == want, "line %d: %s array%s(0x%08" PRIx32 ") = 0x%08" PRIx32
+                  ", want 0x%08" PRIx32, line, f->name, hw ? "" : " portable", in, bits_of(out),
+                  want);
+        uint32_t v = bits_of(mpx_round_value(f, x));
+        CHECK_MSG(v == want, "line %d: %s value%s(0x%08" PRIx32 ") = 0x%08" PRIx32
+                  ", want 0x%08" PRIx32, line, f->name, hw ? "" : " portable", in, v, want);
+    }
+    mpx_fp16_use_hw(true);
+}
+
+static uint32_t pos(float x) { return bits_of(x); }
+static uint32_t neg(float x) { return bits_of(x) | 0x80000000u; }
+#define INF 0x7f800000u
+#define QNAN 0x7fc00000u
+
+/* ---- descriptors and names ----------------------------------------------- */
+
+static void test_descriptors(void) {
+    const mpx_format *f16 = &mpx_format_fp16, *b16 = &mpx_format_bf16;
+    CHECK(f16->max_finite == 65504.0f && f16->min_normal == ldexpf(1, -14) &&
+          f16->min_subnormal == ldexpf(1, -24));
+    CHECK(b16->max_finite == ldexpf(255, 120) && b16->min_subnormal == ldexpf(1, -133));
+    CHECK(mpx_format_tf32.max_finite == ldexpf(2047, 117) &&
+          mpx_format_tf32.min_subnormal == ldexpf(1, -136));
+    CHECK(mpx_format_fp32.max_finite == 0x1.fffffep127f);
+    /* OCP FP8: E4M3FN max S.1111.110 = 448, min subnormal 2^-9, no inf;
+     * E5M2 max S.11110.11 = 57344, min subnormal 2^-16. */
+    CHECK(mpx_format_fp8e4m3_sat.max_finite == 448.0f && !mpx_format_fp8e4m3_sat.has_inf);
+    CHECK(mpx_format_fp8e4m3_nan.max_finite == 448.0f && !mpx_format_fp8e4m3_nan.has_inf);
+    CHECK(mpx_format_fp8e4m3_sat.min_normal == ldexpf(1, -6) &&
+          mpx_format_fp8e4m3_sat.min_subnormal == ldexpf(1, -9));
+    CHECK(mpx_format_fp8e5m2.max_finite == 57344.0f && mpx_format_fp8e5m2.has_inf &&
+          mpx_format_fp8e5m2.min_subnormal == ldexpf(1, -16));
+    CHECK(mpx_format_max(f16) == 65504.0f);
+
+    CHECK(mpx_format_count() == 7);
+    for (size_t i = 0; i < mpx_format_count(); i++) {
+        const mpx_format *f = mpx_format_at(i);
+        CHECK(f != NULL && mpx_format_by_name(f->name) == f);
+        /* The descriptor's numbers follow from its field widths. */
+        int emin = 1 - f->bias;
+        CHECK_MSG(f->min_normal == ldexpf(1, emin), "%s min_normal", f->name);
+        CHECK_MSG(f->min_subnormal == ldexpf(1, emin - f->man_bits), "%s min_subnormal",
+                  f->name);
+        CHECK_MSG(f->storage_bits == (f->kind == MPX_FMT_TF32 ? 32 : 1 + f->exp_bits + f->man_bits),
+                  "%s storage_bits", f->name);
+    }
+    CHECK(mpx_format_at(mpx_format_count()) == NULL);
+
+    CHECK(mpx_format_by_name("fp16") == f16);
+    CHECK(mpx_format_by_name("BF16") == b16);
+    CHECK(mpx_format_by_name("Fp8E4M3") == &mpx_format_fp8e4m3_sat);
+    CHECK(mpx_format_by_name("fp8e4m3sat") == &mpx_format_fp8e4m3_sat);
+    CHECK(mpx_format_by_name("fp8e4m3nan") == &mpx_format_fp8e4m3_nan);
+    CHECK(mpx_format_by_name("fp8e5m2") == &mpx_format_fp8e5m2);
+    CHECK(mpx_format_by_name("tf32") == &mpx_format_tf32);
+    CHECK(mpx_format_by_name("FP32") == &mpx_format_fp32);
+    CHECK(mpx_format_by_name("fp") == NULL);
+    CHECK(mpx_format_by_name("fp16x") == NULL);
+    CHECK(mpx_format_by_name("float16") == NULL);
+    CHECK(mpx_format_by_name("") == NULL);
+    CHECK(mpx_format_by_name(NULL) == NULL);
+
+    CHECK(mpx_format_is_subnormal(f16, ldexpf(1, -15)));
+    CHECK(mpx_format_is_subnormal(f16, -ldexpf(1, -24)));
+    CHECK(!mpx_format_is_subnormal(f16, ldexpf(1, -14)));
+    CHECK(!mpx_format_is_subnormal(f16, 0.0f) && !mpx_format_is_subnormal(f16, -0.0f));
+    CHECK(mpx_format_is_subnormal(&mpx_format_fp8e4m3_sat, 0.01f));
+    CHECK(!mpx_format_is_subnormal(&mpx_format_fp8e4m3_sat, 0.02f));
+}
+
+/* ---- every 16-bit pattern ----------------------------------------------- */
+
+/* binary16 from its fields, as the standard defines it. */
+static float fp16_value(uint16_t h) {
+    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    float v = e == 0 ? ldexpf((float)m, -24) : ldexpf((float)(1024 + m), e - 25);
+    return (h & 0x8000) ? -v : v;
+}
+
+static void test_fp16_patterns(void) {
+    int bad_rt = 0, bad_val = 0, bad_lib = 0, bad_fix = 0, nans = 0;
+    for (uint32_t c = 0; c < 65536; c++) {
+        uint16_t h = (uint16_t)c;
+        float x = mpx_fp16_bits_to_f32(h);
+        uint32_t u = bits_of(x);
+        uint16_t back = mpx_fp16_bits_from_f32(x);
+        bool nan = (h & 0x7c00) == 0x7c00 && (h & 0x3ff);
+        if (nan) {
+            nans++;
+            /* Decoding keeps the payload (a signalling NaN stays signalling);
+             * encoding quiets it and keeps the sign and the payload. */
+            if (!is_nan_bits(u) || (u >> 31) != (uint32_t)(h >> 15) ||
+                ((u >> 13) & 0x3ff) != (h & 0x3ffu) || back != (h | 0x200))
+                bad_rt++;
+            continue;
+        }
+        if (back != h) bad_rt++;
+        bool inf = (h & 0x7fff) == 0x7c00;
+        float want = inf ? ((h & 0x8000) ? -INFINITY : INFINITY) : fp16_value(h);
+        if (u != bits_of(want)) bad_val++;
+        /* The FP16 library's bit-exact decoder agrees (except on zeros, which
+         * it must not see: it calls __builtin_clz(0), undefined behaviour that
+         * UBSan reports). */
+        if ((h & 0x7fff) && u != fp16_ieee_to_fp32_bits(h)) bad_lib++;
+        /* A value of the format is a fixed point of every rounding path. */
+        float r;
+        mpx_round_array(&mpx_format_fp16, &r, &x, 1);
+        if (bits_of(mpx_round_scalar(&mpx_format_fp16, x)) != u || bits_of(r) != u ||
+            bits_of(mpx_round_value(&mpx_format_fp16, x)) != u)
+            bad_fix++;
+    }
+    CHECK_MSG(bad_rt == 0, "%d fp16 patterns do not round-trip", bad_rt);
+    CHECK_MSG(bad_val == 0, "%d fp16 patterns decode to the wrong value", bad_val);
+    CHECK_MSG(bad_lib == 0, "%d fp16 patterns decode unlike fp16.h", bad_lib);
+    CHECK_MSG(bad_fix == 0, "%d fp16 values are not fixed points of rounding", bad_fix);
+    CHECK(nans == 2 * 1023);
+}
+
+static void test_bf16_patterns(void) {
+    int bad_rt = 0, bad_val = 0, bad_fix = 0, nans = 0;
+    for (uint32_t c = 0; c < 65536; c++) {
+        uint16_t b = (uint16_t)c;
+        float x = mpx_bf16_bits_to_f32(b);
+        uint32_t u = bits_of(x);
+        uint16_t back = mpx_bf16_bits_from_f32(x);
+        /* bfloat16 is the top half of binary32. */
+        if (u != (uint32_t)b << 16) bad_val++;
+        if ((b & 0x7f80) == 0x7f80 && (b & 0x7f)) {
+            nans++;
+            if (back != (b | 0x40)) bad_rt++;
+            continue;
+        }
+        if (back != b) bad_rt++;
+        float r;
+        mpx_round_array(&mpx_format_bf16, &r, &x, 1);
+        if (bits_of(mpx_round_scalar(&mpx_format_bf16, x)) != u || bits_of(r) != u ||
+            bits_of(mpx_round_value(&mpx_format_bf16, x)) != u)
+            bad_fix++;
+    }
+    CHECK_MSG(bad_rt == 0, "%d bf16 patterns do not round-trip", bad_rt);
+    CHECK_MSG(bad_val == 0, "%d bf16 patterns decode to the wrong value", bad_val);
+    CHECK_MSG(bad_fix == 0, "%d bf16 values are not fixed points of rounding", bad_fix);
+    CHECK(nans == 2 * 127);
+}
+
+/* ---- every fp8 pattern --------------------------------------------------------- */
+
+/* OCP FP8 from the fields. E4M3FN: bias 7, S.1111.111 is NaN, no inf.
+ * E5M2: bias 15, IEEE specials. */
+static uint32_t fp8_value_bits(bool e4m3, uint8_t c) {
+    int mb = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15, emax_field = e4m3 ? 15 : 31;
+    int e = (c & 0x7f) >> mb, m = c & ((1 << mb) - 1);
+    uint32_t sign = (uint32_t)(c >> 7) << 31;
+    if (e4m3 && e == emax_field && m == 7) return sign | QNAN;
+    if (!e4m3 && e == emax_field) return sign | (m ? QNAN | ((uint32_t)m << 21) : INF);
+    float v = e == 0 ? ldexpf((float)m, 1 - bias - mb)
+                     : ldexpf((float)((1 << mb) + m), e - bias - mb);
+    return sign | bits_of(v);
+}
+
+static void test_fp8_patterns(const mpx_format *f) {
+    bool e4m3 = f->kind == MPX_FMT_FP8E4M3;
+    int bad = 0, nans = 0;
+    float prev = -1.0f;
+    for (uint32_t c = 0; c < 256; c++) {
+        uint8_t b = (uint8_t)c;
+        float x = mpx_fp8_bits_to_f32(f, b);
+        uint32_t u = bits_of(x), want = fp8_value_bits(e4m3, b);
+        bool nan = is_nan_bits(want);
+        if (nan) {
+            nans++;
+            /* E5M2 keeps the quiet bit of the code as fp32's: both of its
+             * top payload bits survive decoding. */
+            bool ok = is_nan_bits(u) && (u >> 31) == (c >> 7) &&
+                      (e4m3 || ((u >> 21) & 3u) == (c & 3u));
+            uint8_t back = mpx_fp8_bits_from_f32(f, x);
+            ok = ok && (e4m3 ? back == b : back == (b | 2u));
+            if (!ok) {
+                bad++;
+                fprintf(stderr, "%s NaN code 0x%02x decodes to 0x%08" PRIx32
+                        ", encodes back to 0x%02x\n", f->name, c, u, back);
+            }
+            continue;
+        }
+        uint8_t back = mpx_fp8_bits_from_f32(f, x);
+        float r;
+        mpx_round_array(f, &r, &x, 1);
+        bool ok = u == want && back == b && bits_of(mpx_round_scalar(f, x)) == u &&
+                  bits_of(r) == u && bits_of(mpx_round_value(f, x)) == u;
+        if (!ok) {
+            bad++;
+            fprintf(stderr, "%s code 0x%02x: decodes to 0x%08" PRIx32 " (want 0x%08" PRIx32
+                    "), encodes back to 0x%02x\n", f->name, c, u, want, back);
+        }
+        /* Positive codes increase in value up to the max. */
+        if (c < 0x80 && !isinf(x)) {
+            if (!(x > prev || c == 0)) bad++;
+            prev = x;
+        }
+    }
+    CHECK_MSG(bad == 0, "%s: %d of 256 codes wrong", f->name, bad);
+    CHECK_MSG(nans == (e4m3 ? 2 : 6), "%s: %d NaN codes", f->name, nans);
+    CHECK(prev == f->max_finite);
+    CHECK(mpx_fp8_bits_from_f32(f, -0.0f) == 0x80 && mpx_fp8_bits_from_f32(f, 0.0f) == 0);
+}
+
+/* ---- ties between neighbours ---------------------------------------------------- */
+
+/* For consecutive positive finite values a < b of f (codes lo, lo+1): the
+ * midpoint goes to the one with the even code, the fp32 neighbours of the
+ * midpoint to the nearer one. Tests the rounding against the definition over
+ * every pair of adjacent values up to max_code (the largest finite one).
+ * decode maps a code to its fp32 value. */
+static void test_ties(const mpx_format *f, uint32_t max_code,
+                      float (*decode)(const mpx_format *, uint32_t)) {
+    int bad = 0;
+    for (uint32_t lo = 0; lo < max_code; lo++) {
+        float a = decode(f, lo), b = decode(f, lo + 1);
+        float mid = a / 2 + b / 2; /* exact: one bit more than the format; no overflow */
+        float even = (lo & 1) ? b : a;
+        float below = nextafterf(mid, 0.0f), above = nextafterf(mid, INFINITY);
+        float r_mid = mpx_round_scalar(f, mid), r_lo = mpx_round_scalar(f, below),
+              r_hi = mpx_round_scalar(f, above);
+        if (bits_of(r_mid) != bits_of(even) || bits_of(r_lo) != bits_of(a) ||
+            bits_of(r_hi) != bits_of(b)) {
+            if (bad++ < 5)
+                fprintf(stderr, "%s ties %g|%g: mid %a -> %a, below -> %a, above -> %a\n",
+                        f->name, (double)a, (double)b, (double)mid, (double)r_mid,
+                        (double)r_lo, (double)r_hi);
+        }
+        /* Negative side mirrors it. */
+        if (bits_of(mpx_round_scalar(f, -mid)) != (bits_of(even) | 0x80000000u)) bad++;
+    }
+    CHECK_MSG(bad == 0, "%s: %d adjacent pairs round wrongly", f->name, bad);
+}
+
+static float decode_code(const mpx_format *f, uint32_t c) { return mpx_format_decode(f, c); }
+
+/* ---- named edge cases ------------------------------------------------------------ */
+
+static void test_fp16_edges(void) {
+    const mpx_format *f = &mpx_format_fp16;
+    CHECK_ROUND(f, 65504.0f, pos(65504.0f));
+    CHECK_ROUND(f, 65519.99f, pos(65504.0f));
+    CHECK_ROUND(f, nextafterf(65520.0f, 0), pos(65504.0f));
+    CHECK_ROUND(f, 65520.0f, INF);          /* the tie past max overflows (IEEE) */
+    CHECK_ROUND(f, -65520.0f, neg(INFINITY));
+    CHECK_ROUND(f, 1e10f, INF);
+    CHECK_ROUND(f, 0x1.fffffep127f, INF);
+    CHECK_ROUND(f, INFINITY, INF);
+    CHECK_ROUND(f, -INFINITY, neg(INFINITY));
+    CHECK_ROUND(f, ldexpf(1, -24), pos(ldexpf(1, -24)));
+    CHECK_ROUND(f, ldexpf(1, -25), pos(0.0f));              /* tie: 0 is even */
+    CHECK_ROUND(f, -ldexpf(1, -25), neg(0.0f));
+    CHECK_ROUND(f, nextafterf(ldexpf(1, -25), 1), pos(ldexpf(1, -24)));
+    CHECK_ROUND(f, 3 * ldexpf(1, -26), pos(ldexpf(1, -24)));
+    CHECK_ROUND(f, 3 * ldexpf(1, -25), pos(ldexpf(1, -23))); /* tie 1|2 ulps -> 2 */
+    CHECK_ROUND(f, 5 * ldexpf(1, -25), pos(ldexpf(1, -23))); /* tie 2|3 ulps -> 2 */
+    CHECK_ROUND(f, ldexpf(1023, -24), pos(ldexpf(1023, -24))); /* largest subnormal */
+    CHECK_ROUND(f, ldexpf(2047, -25), pos(ldexpf(1, -14)));    /* tie -> min normal */
+    CHECK_ROUND(f, ldexpf(1, -140), pos(0.0f));  /* fp32 subnormal */
+    CHECK_ROUND(f, -ldexpf(1, -149), neg(0.0f));
+    CHECK_ROUND(f, 0.0f, pos(0.0f));
+    CHECK_ROUND(f, -0.0f, neg(0.0f));
+    CHECK_ROUND(f, 1.0f + ldexpf(1, -11), pos(1.0f));                 /* tie -> even */
+    CHECK_ROUND(f, 1.0f + 3 * ldexpf(1, -11), pos(1.0f + ldexpf(1, -9)));
+    CHECK_ROUND(f, 2049.0f, pos(2048.0f));
+    CHECK_ROUND(f, 2051.0f, pos(2052.0f));
+    CHECK_ROUND(f, 0.1f, pos(0x1.998p-4f));
+    /* NaNs: quiet, sign and the top 10 payload bits kept (as F16C). */
+    CHECK_ROUND(f, float_of(0x7fc12345u), 0x7fc12000u);
+    CHECK_ROUND(f, float_of(0xffc00001u), 0xffc00000u);
+    CHECK_ROUND(f, float_of(0x7f802000u), 0x7fc02000u);   /* signalling, payload 1 */
+    CHECK_ROUND(f, float_of(0x7f800001u), 0x7fc00000u);   /* payload below fp16's bits */
+    CHECK_ROUND(f, float_of(0xffbfe000u), 0xffffe000u);
+    CHECK(mpx_fp16_bits_from_f32(1.0f) == 0x3c00);
+    CHECK(mpx_fp16_bits_from_f32(-2.0f) == 0xc000);
+    CHECK(mpx_fp16_bits_from_f32(65504.0f) == 0x7bff);
+    CHECK(mpx_fp16_bits_from_f32(65520.0f) == 0x7c00);
+    CHECK(mpx_fp16_bits_from_f32(ldexpf(1, -24)) == 0x0001);
+    CHECK(mpx_fp16_bits_from_f32(-0.0f) == 0x8000);
+    CHECK(mpx_fp16_bits_from_f32(float_of(0x7fc12345u)) == 0x7e09);
+    CHECK(mpx_fp16_bits_from_f32(float_of(0xff800001u)) == 0xfe00);
+    CHECK(bits_of(mpx_fp16_bits_to_f32(0x7c01)) == 0x7f802000u); /* decoding is exact */
+}
+
+static void test_bf16_edges(void) {
+    const mpx_format *f = &mpx_format_bf16;
+    float max = 0x1.fep127f;
+    CHECK_ROUND(f, max, pos(max));
+    CHECK_ROUND(f, nextafterf(0x1.ffp127f, 0), pos(max));
+    CHECK_ROUND(f, 0x1.ffp127f, INF);           /* tie with 2^128: max's code is odd */
+    CHECK_ROUND(f, 0x1.fffffep127f, INF);
+    CHECK_ROUND(f, -0x1.fffffep127f, neg(INFINITY));
+    CHECK_ROUND(f, INFINITY, INF);
+    CHECK_ROUND(f, 1.0f + ldexpf(1, -8), pos(1.0f));
+    CHECK_ROUND(f, 1.0f + 3 * ldexpf(1, -8), pos(1.0f + ldexpf(1, -6)));
+    CHECK_ROUND(f, 3.14159265f, pos(3.140625f));
+    /* fp32 subnormals: bf16 shares fp32's exponent, so it has them too. */
+    CHECK_ROUND(f, float_of(0x00008000u), pos(0.0f));          /* tie -> 0 */
+    CHECK_ROUND(f, float_of(0x00018000u), 0x00020000u);        /* tie -> even */
+    CHECK_ROUND(f, float_of(0x80008001u), 0x80010000u);
+    CHECK_ROUND(f, float_of(0x007fffffu), 0x00800000u);        /* up to min normal */
+    CHECK_ROUND(f, -0.0f, neg(0.0f));
+    CHECK_ROUND(f, float_of(0x7f812345u), 0x7fc10000u);
+    CHECK_ROUND(f, float_of(0xff800001u), 0xffc00000u);
+    CHECK(mpx_bf16_bits_from_f32(1.0f) == 0x3f80);
+    CHECK(mpx_bf16_bits_from_f32(-INFINITY) == 0xff80);
+    CHECK(mpx_bf16_bits_from_f32(0x1.ffp127f) == 0x7f80);
+}
+
+static void test_tf32_fp32_edges(void) {
+    const mpx_format *t = &mpx_format_tf32, *f = &mpx_format_fp32;
+    CHECK_ROUND(t, 1.0f + ldexpf(1, -11), pos(1.0f));
+    CHECK_ROUND(t, 1.0f + 3 * ldexpf(1, -11), pos(1.0f + ldexpf(1, -9)));
+    CHECK_ROUND(t, 0x1.ffep127f, INF);
+    CHECK_ROUND(t, 0x1.ffdp127f, pos(0x1.ffcp127f));
+    CHECK_ROUND(t, float_of(0x00001000u), pos(0.0f));
+    CHECK_ROUND(t, float_of(0x00003000u), 0x00004000u);
+    CHECK_ROUND(t, float_of(0x7f800001u), 0x7fc00000u);
+    CHECK(mpx_format_encode(t, 1.0f) == 0x3f800000u);
+    CHECK_ROUND(f, 0.1f, pos(0.1f));
+    CHECK_ROUND(f, float_of(0x00000001u), 0x00000001u);
+    CHECK_ROUND(f, -0.0f, neg(0.0f));
+    CHECK_ROUND(f, float_of(0x7f800001u), 0x7fc00001u);    /* quieted, payload kept */
+    CHECK_ROUND(f, float_of(0xffc00005u), 0xffc00005u);
+    CHECK_ROUND(f, -INFINITY, neg(INFINITY));
+}
+
+static void test_fp8_edges(void) {
+    const mpx_format *s = &mpx_format_fp8e4m3_sat, *n = &mpx_format_fp8e4m3_nan,
+                     *e5 = &mpx_format_fp8e5m2;
+    /* E4M3: 448 is max; 464 is the tie between 448 and the would-be 480, and
+     * goes to 448 (even code) in both settings; anything above overflows. */
+    for (int k = 0; k < 2; k++) {
+        const mpx_format *f = k ? n : s;
+        uint32_t ovf = k ? QNAN : pos(448.0f);
+        CHECK_ROUND(f, 448.0f, pos(448.0f));
+        CHECK_ROUND(f, 464.0f, pos(448.0f));
+        CHECK_ROUND(f, -464.0f, neg(448.0f));
+        CHECK_ROUND(f, 465.0f, ovf);
+        CHECK_ROUND(f, nextafterf(464.0f, 1000.0f), ovf);
+        CHECK_ROUND(f, 480.0f, ovf);
+        CHECK_ROUND(f, 1e30f, ovf);
+        CHECK_ROUND(f, -1e30f, ovf | 0x80000000u);
+        CHECK_ROUND(f, INFINITY, ovf);                  /* no inf in E4M3FN */
+        CHECK_ROUND(f, -INFINITY, ovf | 0x80000000u);
+        CHECK_ROUND(f, NAN, QNAN);
+        CHECK_ROUND(f, float_of(0xff812345u), 0xffc00000u); /* the one NaN, signed */
+        CHECK_ROUND(f, ldexpf(1, -9), pos(ldexpf(1, -9)));  /* min subnormal */
+        CHECK_ROUND(f, ldexpf(1, -10), pos(0.0f));          /* tie -> 0 */
+        CHECK_ROUND(f, -ldexpf(1, -10), neg(0.0f));
+        CHECK_ROUND(f, 3 * ldexpf(1, -11), pos(ldexpf(1, -9)));
+        CHECK_ROUND(f, 3 * ldexpf(1, -10), pos(ldexpf(1, -8))); /* tie 1|2 -> 2 */
+        CHECK_ROUND(f, ldexpf(15, -10), pos(ldexpf(1, -6)));    /* tie 7|8 -> min normal */
+        CHECK_ROUND(f, 17.0f, pos(16.0f));
+        CHECK_ROUND(f, 19.0f, pos(20.0f));
+        CHECK(mpx_fp8_bits_from_f32(f, 448.0f) == 0x7e);
+        CHECK(mpx_fp8_bits_from_f32(f, -448.0f) == 0xfe);
+        CHECK(mpx_fp8_bits_from_f32(f, NAN) == 0x7f);
+        CHECK(mpx_fp8_bits_from_f32(f, 1.0f) == 0x38);
+        CHECK(mpx_fp8_bits_from_f32(f, ldexpf(1, -9)) == 0x01);
+    }
+    CHECK(mpx_fp8_bits_from_f32(s, INFINITY) == 0x7e);
+    CHECK(mpx_fp8_bits_from_f32(n, INFINITY) == 0x7f);
+    CHECK(mpx_fp8_bits_from_f32(n, -1e9f) == 0xff);
+
+    /* E5M2: IEEE-like; 61440 is the tie between max 57344 and 2^16 -> inf. */
+    CHECK_ROUND(e5, 57344.0f, pos(57344.0f));
+    CHECK_ROUND(e5, 61439.0f, pos(57344.0f));
+    CHECK_ROUND(e5, 61440.0f, INF);
+    CHECK_ROUND(e5, -61440.0f, neg(INFINITY));
+    CHECK_ROUND(e5, INFINITY, INF);
+    CHECK_ROUND(e5, ldexpf(1, -16), pos(ldexpf(1, -16)));
+    CHECK_ROUND(e5, ldexpf(1, -17), pos(0.0f));
+    CHECK_ROUND(e5, 3 * ldexpf(1, -18), pos(ldexpf(1, -16)));
+    CHECK_ROUND(e5, 1.125f, pos(1.0f));
+    CHECK_ROUND(e5, 1.375f, pos(1.5f));
+    CHECK_ROUND(e5, float_of(0x7fa00000u), 0x7fe00000u);  /* top 2 payload bits kept */
+    CHECK_ROUND(e5, float_of(0xff900000u), 0xffc00000u);
+    CHECK(mpx_fp8_bits_from_f32(e5, 57344.0f) == 0x7b);
+    CHECK(mpx_fp8_bits_from_f32(e5, 61440.0f) == 0x7c);
+    CHECK(mpx_fp8_bits_from_f32(e5, -INFINITY) == 0xfc);
+    CHECK(mpx_fp8_bits_from_f32(e5, float_of(0x7fa00000u)) == 0x7f);
+    CHECK(mpx_fp8_bits_from_f32(e5, NAN) == 0x7e);
+}
+
+/* ---- fast paths against the reference on a random sample -------------------------- */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15u;
+static uint32_t rnd(void) {
+    /* xorshift64*: enough to spread bit patterns. */
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return (uint32_t)((rng_state * 0x2545f4914f6cdd1du) >> 32);
+}
+
+static void test_random_sample(void) {
+    enum { N = 1 << 20 };
+    float *src = malloc(N * sizeof *src), *arr = malloc(N * sizeof *arr),
+          *ref = malloc(N * sizeof *ref);
+    if (!src || !arr || !ref) {
+        CHECK_MSG(0, "out of memory");
+        free(src);
+        free(arr);
+        free(ref);
+        return;
+    }
+    for (size_t i = 0; i < N; i++) {
+        uint32_t u = rnd();
+        /* Half raw patterns, half values near 1, where the formats' ulps and
+         * ties are (random patterns are mostly huge or tiny). */
+        if (i & 1) u = (u & 0x80ffffffu) | (((u >> 24) % 48 + 100) << 23);
+        src[i] = float_of(u);
+    }
+    for (size_t k = 0; k < mpx_format_count(); k++) {
+        const mpx_format *f = mpx_format_at(k);
+        for (int hw = 1; hw >= 0; hw--) {
+            if (f->kind != MPX_FMT_FP16 && hw == 0) break;
+            mpx_fp16_use_hw(hw);
+            int bad_a = 0, bad_v = 0, bad_r = 0;
+            mpx_round_array(f, arr, src, N);
+            mpx_round_reference_array(f, ref, src, N);
+            for (size_t i = 0; i < N; i++) {
+                uint32_t want = bits_of(mpx_round_scalar(f, src[i]));
+                if (bits_of(ref[i]) != want) bad_r++;
+                if (bits_of(arr[i]) != want) bad_a++;
+                if (bits_of(mpx_round_value(f, src[i])) != want) bad_v++;
+            }
+            CHECK_MSG(bad_a == 0 && bad_v == 0 && bad_r == 0,
+                      "%s%s: of %d random inputs, array differs on %d, value on %d, "
+                      "reference array on %d", f->name, hw ? "" : " (portable)", N, bad_a,
+                      bad_v, bad_r);
+            /* In place (dst == src) gives the same. */
+            memcpy(arr, src, N * sizeof *arr);
+            mpx_round_array(f, arr, arr, N);
+            CHECK_MSG(memcmp(arr, ref, N * sizeof *arr) == 0, "%s: in-place rounding differs",
+                      f->name);
+        }
+        mpx_fp16_use_hw(true);
+    }
+    /* Odd lengths exercise the F16C tail. */
+    for (size_t n = 0; n < 20; n++) {
+        float a[20], b[20];
+        mpx_round_array(&mpx_format_fp16, a, src, n);
+        mpx_round_reference_array(&mpx_format_fp16, b, src, n);
+        CHECK_MSG(memcmp(a, b, n * sizeof *a) == 0, "fp16 length %zu", n);
+    }
+    free(src);
+    free(arr);
+    free(ref);
+}
+
+int main(void) {
+    printf("F16C %s\n", mpx_fp16_use_hw(true) ? "in use" : "not available");
+    test_descriptors();
+    test_fp16_patterns();
+    test_bf16_patterns();
+    test_fp8_patterns(&mpx_format_fp8e4m3_sat);
+    test_fp8_patterns(&mpx_format_fp8e4m3_nan);
+    test_fp8_patterns(&mpx_format_fp8e5m2);
+    test_ties(&mpx_format_fp16, 0x7bff, decode_code);
+    test_ties(&mpx_format_bf16, 0x7f7f, decode_code);
+    test_ties(&mpx_format_fp8e4m3_sat, 0x7e, decode_code);
+    test_ties(&mpx_format_fp8e4m3_nan, 0x7e, decode_code);
+    test_ties(&mpx_format_fp8e5m2, 0x7b, decode_code);
+    test_fp16_edges();
+    test_bf16_edges();
+    test_tf32_fp32_edges();
+    test_fp8_edges();
+    test_random_sample();
+    return check_report("test_formats");
+}

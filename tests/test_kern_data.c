@@ -1,0 +1,955 @@
+/* test_kern_data.c - the shape, data-movement and constant kernels
+ * (numerics/kern_data.c): the examples of the ONNX operator documents, naive
+ * re-implementations on random shapes (Transpose, Slice with Python's slice
+ * rules, Pad with numpy.pad's modes, Tile, Expand, DepthToSpace as reshape +
+ * transpose), integer and float values, and refusals of bad inputs. */
+#include "check.h"
+#include "kern_internal.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+static mpx_graph *G;
+static mpx_error err;
+static mpx_value out[8];
+static int n_outs;
+
+/* ---- values from one-line specs --------------------------------------------- */
+
+static mpx_dtype dtype_of(char c) {
+    return c == 'i'   ? MPX_DT_INT64
+           : c == 'I' ? MPX_DT_INT32
+           : c == 'b' ? MPX_DT_BOOL
+                      : MPX_DT_FLOAT;
+}
+
+/* "f2x3: 1 2 3 4 5 6", "i3: 0 -1 2", "f: 5" (a scalar), "f2x3x4: iota",
+ * "i0:" (empty), "nan"/"inf"/"-inf"; numbers are parsed exactly for int64. */
+static mpx_value V(const char *spec) {
+    mpx_value v;
+    int64_t dims[MPX_MAX_RANK];
+    int r = 0;
+    const char *p = spec + 1;
+    while (*p && *p != ':') {
+        char *end;
+        dims[r++] = strtoll(p, &end, 10);
+        p = *end == 'x' ? end + 1 : end;
+    }
+    mpx_value_alloc(&v, dtype_of(spec[0]), r, dims, NULL);
+    if (*p == ':') p++;
+    while (*p == ' ') p++;
+    if (strncmp(p, "iota", 4) == 0) {
+        for (int64_t k = 0; k < v.n; k++) {
+            if (v.f)
+                v.f[k] = (float)k;
+            else
+                v.i[k] = k;
+        }
+        return v;
+    }
+    for (int64_t k = 0; k < v.n && *p; k++) {
+        char *end;
+        if (v.f) {
+            v.f[k] = strtof(p, &end);
+        } else {
+            v.i[k] = strtoll(p, &end, 10);
+        }
+        if (end == p) break;
+        p = end;
+        while (*p == ' ') p++;
+    }
+    return v;
+}
+
+/* ---- nodes with attributes from one-line specs ------------------------------------ */
+
+static void set_tensor(mpx_tensor *t, const char *spec) {
+    mpx_value v = V(spec);
+    mpx_tensor_alloc_value(G, t, v.dtype, v.rank, v.dims, NULL);
+    for (int64_t k = 0; k < v.n; k++) {
+        if (t->f32)
+            t->f32[k] = v.f[k];
+        else
+            t->i64[k] = v.i[k];
+    }
+    mpx_value_free(&v);
+}
+
+/* "axis=1 perm=[1,0] mode=reflect value=T:f:5 scales=[0.5,2.0] ratio=0.5" */
+static void parse_attr(mpx_attr *a, const char *tok) {
+    size_t n = strcspn(tok, "=");
+    a->name = mpx_arena_strndup(G->arena, tok, n);
+    const char *v = tok + n + 1;
+    if (strncmp(v, "T:", 2) == 0) {
+        a->type = MPX_ATTR_TENSOR;
+        a->t = mpx_arena_alloc(G->arena, sizeof *a->t);
+        a->t->name = "value";
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", v + 2);
+        for (char *q = buf; *q; q++)
+            if (*q == ',') *q = ' ';
+        set_tensor(a->t, buf);
+    } else if (*v == '[') {
+        bool flt = strchr(v, '.') != NULL;
+        a->type = flt ? MPX_ATTR_FLOATS : MPX_ATTR_INTS;
+        a->ints = mpx_arena_calloc(G->arena, 32, sizeof(int64_t));
+        a->floats = mpx_arena_calloc(G->arena, 32, sizeof(float));
+        const char *p = v + 1;
+        while (*p && *p != ']') {
+            char *end;
+            if (flt)
+                a->floats[a->n++] = strtof(p, &end);
+            else
+                a->ints[a->n++] = strtoll(p, &end, 10);
+            p = *end == ',' ? end + 1 : end;
+        }
+    } else {
+        char *end;
+        long long i = strtoll(v, &end, 10);
+        if (end != v && !*end) {
+            a->type = MPX_ATTR_INT;
+            a->i = i;
+            return;
+        }
+        double f = strtod(v, &end);
+        if (end != v && !*end) {
+            a->type = MPX_ATTR_FLOAT;
+            a->f = (float)f;
+            return;
+        }
+        a->type = MPX_ATTR_STRING;
+        a->s = mpx_arena_strdup(G->arena, v);
+        a->s_len = strlen(v);
+    }
+}
+
+static int count_tokens(const char *s, const char *sep) {
+    int n = 0;
+    for (const char *p = s; *p;) {
+        p += strspn(p, sep);
+        if (!*p) break;
+        n++;
+        p += strcspn(p, sep);
+    }
+    return n;
+}
+
+static mpx_node *mk(const char *op, int opset, const char *attrs) {
+    static int seq;
+    char name[32];
+    snprintf(name, sizeof name, "k%d", seq++);
+    mpx_node *n = mpx_graph_add_node(G, name, op, "", 0, 0, count_tokens(attrs, " "));
+    n->name = "n"; /* every message names node "n" */
+    n->opset = opset;
+    n->op = mpx_op_from_name(op);
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", attrs);
+    int k = 0;
+    char *save;
+    for (char *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
+        parse_attr(&n->attrs[k++], tok);
+    return n;
+}
+
+static void clear_outs(void) {
+    for (int j = 0; j < 8; j++) mpx_value_free(&out[j]);
+}
+
+/* Run op on inputs "spec | spec | -" ("-" omits one) with n_out outputs. */
+static mpx_status run(const char *op, int opset, const char *attrs, const char *ins, int n_out) {
+    clear_outs();
+    n_outs = n_out;
+    mpx_node *n = mk(op, opset, attrs);
+    mpx_value vals[8];
+    const mpx_value *ptr[8];
+    int ni = 0;
+    char buf[2048];
+    snprintf(buf, sizeof buf, "%s", ins);
+    char *save;
+    for (char *tok = strtok_r(buf, "|", &save); tok; tok = strtok_r(NULL, "|", &save)) {
+        while (*tok == ' ') tok++;
+        if (*tok == '-') {
+            ptr[ni] = NULL;
+            vals[ni].n = -1;
+            vals[ni].f = NULL;
+            vals[ni].i = NULL;
+            vals[ni].borrowed = false;
+        } else {
+            vals[ni] = V(tok);
+            ptr[ni] = &vals[ni];
+        }
+        ni++;
+    }
+    mpx_kernel_fn fn = mpx_kernel_for(n->op);
+    mpx_error_clear(&err);
+    mpx_status st = MPX_E_UNSUPPORTED;
+    if (fn) {
+        mpx_kctx c = {.node = n, .err = &err};
+        st = fn(&c, ptr, ni, out, n_out);
+    } else {
+        snprintf(err.msg, sizeof err.msg, "no kernel for %s", op);
+    }
+    for (int k = 0; k < ni; k++) mpx_value_free(&vals[k]);
+    return st;
+}
+
+static bool same_value(const mpx_value *a, const mpx_value *b, char *why, size_t n) {
+    if (a->n < 0 || b->n < 0) return snprintf(why, n, "absent"), false;
+    if ((a->f != NULL) != (b->f != NULL)) return snprintf(why, n, "float vs int"), false;
+    if (a->rank != b->rank) return snprintf(why, n, "rank %d, want %d", a->rank, b->rank), false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i])
+            return snprintf(why, n, "dim %d is %lld, want %lld", i, (long long)a->dims[i],
+                            (long long)b->dims[i]),
+                   false;
+    for (int64_t k = 0; k < a->n; k++) {
+        bool eq =
+            a->f ? (a->f[k] == b->f[k] || (isnan(a->f[k]) && isnan(b->f[k]))) : a->i[k] == b->i[k];
+        if (!eq)
+            return snprintf(why, n, "element %lld is %g, want %g", (long long)k,
+                            a->f ? (double)a->f[k] : (double)a->i[k],
+                            b->f ? (double)b->f[k] : (double)b->i[k]),
+                   false;
+    }
+    return true;
+}
+
+static void expect_(int line, int k, const char *spec) {
+    mpx_value want = V(spec);
+    char why[160] = "";
+    CHECK_MSG(same_value(&out[k], &want, why, sizeof why), "line %d: output %d: %s (%s)", line, k,
+              why, err.msg);
+    mpx_value_free(&want);
+}
+#define EXPECT(k, spec) expect_(__LINE__, k, spec)
+
+/* run() must be OK and output 0 equal spec. */
+static void ok_(int line, const char *op, int opset, const char *attrs, const char *ins,
+                const char *want) {
+    mpx_status st = run(op, opset, attrs, ins, 1);
+    CHECK_MSG(st == MPX_OK, "line %d: %s: %s", line, op, err.msg);
+    if (st == MPX_OK) expect_(line, 0, want);
+}
+#define OK(...) ok_(__LINE__, __VA_ARGS__)
+
+static void fail_(int line, const char *op, int opset, const char *attrs, const char *ins,
+                  int n_out, mpx_status want, const char *needle) {
+    mpx_status st = run(op, opset, attrs, ins, n_out);
+    CHECK_MSG(st == want, "line %d: %s: status %d (%s), want %d", line, op, st, err.msg, want);
+    CHECK_MSG(strstr(err.msg, needle) != NULL, "line %d: \"%s\" lacks \"%s\"", line, err.msg,
+              needle);
+    char head[64];
+    snprintf(head, sizeof head, "node \"n\" (%s)", op);
+    CHECK_MSG(strstr(err.msg, head) != NULL, "line %d: \"%s\" does not name the node", line,
+              err.msg);
+    for (int j = 0; j < n_out; j++)
+        CHECK_MSG(out[j].n < 0, "line %d: output %d left allocated after an error", line, j);
+}
+#define FAIL(...) fail_(__LINE__, __VA_ARGS__)
+
+/* ---- random values and naive references ---------------------------------------- */
+
+static uint64_t rng = 0x9E3779B97F4A7C15u;
+static int64_t rnd(int64_t lo, int64_t hi) { /* [lo, hi] */
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    uint64_t span = (uint64_t)hi - (uint64_t)lo + 1u;
+    return (int64_t)((uint64_t)lo + rng % span);
+}
+
+static mpx_value random_value(bool flt, int r, const int64_t *dims) {
+    mpx_value v;
+    mpx_value_alloc(&v, flt ? MPX_DT_FLOAT : MPX_DT_INT64, r, dims, NULL);
+    for (int64_t k = 0; k < v.n; k++) {
+        if (v.f)
+            v.f[k] = (float)rnd(-1000, 1000) / 8.0f;
+        else
+            v.i[k] = rnd(INT64_MIN / 2, INT64_MAX / 2);
+    }
+    return v;
+}
+
+static void coords(int64_t k, int r, const int64_t *dims, int64_t *co) {
+    for (int i = r - 1; i >= 0; i--) {
+        co[i] = dims[i] ? k % dims[i] : 0;
+        k = dims[i] ? k / dims[i] : 0;
+    }
+}
+
+static int64_t flat(int r, const int64_t *dims, const int64_t *co) {
+    int64_t k = 0;
+    for (int i = 0; i < r; i++) k = k * dims[i] + co[i];
+    return k;
+}
+
+static void copy_el(mpx_value *d, int64_t dk, const mpx_value *s, int64_t sk) {
+    if (d->f)
+        d->f[dk] = s->f[sk];
+    else
+        d->i[dk] = s->i[sk];
+}
+
+/* Call a kernel on prepared values. */
+static mpx_status call(mpx_node *n, int ni, const mpx_value *const *ins, int n_out) {
+    clear_outs();
+    mpx_error_clear(&err);
+    mpx_kctx c = {.node = n, .err = &err};
+    mpx_kernel_fn fn = mpx_kernel_for(n->op);
+    if (!fn) return MPX_E_UNSUPPORTED;
+    return fn(&c, ins, ni, out, n_out);
+}
+
+static mpx_value ints_value(int n, const int64_t *v) {
+    mpx_value x;
+    int64_t d = n;
+    mpx_value_alloc(&x, MPX_DT_INT64, 1, &d, NULL);
+    for (int k = 0; k < n; k++) x.i[k] = v[k];
+    return x;
+}
+
+/* ---- tests ---------------------------------------------------------------------- */
+
+static void test_concat_split(void) {
+    OK("Concat", 13, "axis=0", "f2x2: 1 2 3 4 | f2x2: 5 6 7 8", "f4x2: 1 2 3 4 5 6 7 8");
+    OK("Concat", 13, "axis=1", "f2x2: 1 2 3 4 | f2x2: 5 6 7 8", "f2x4: 1 2 5 6 3 4 7 8");
+    OK("Concat", 13, "axis=-1", "i2x1: 1 2 | i2x0: | i2x2: 3 4 5 6", "i2x3: 1 3 4 2 5 6");
+    OK("Concat", 11, "axis=1", "i1x2x1: 1 2 | i1x1x1: 9", "i1x3x1: 1 2 9");
+    OK("Concat", 13, "axis=0", "f3: 1 2 3", "f3: 1 2 3");
+    FAIL("Concat", 13, "", "f2: 1 2 | f2: 3 4", 1, MPX_E_INVALID, "axis is required");
+    FAIL("Concat", 13, "axis=0", "f: 1 | f: 2", 1, MPX_E_SHAPE, "scalars");
+    FAIL("Concat", 13, "axis=1", "f2x2: iota | f3x2: iota", 1, MPX_E_SHAPE, "does not fit input 0");
+    FAIL("Concat", 13, "axis=0", "f2: 1 2 | i2: 3 4", 1, MPX_E_SHAPE, "does not fit");
+    FAIL("Concat", 13, "axis=2", "f2x2: iota | f2x2: iota", 1, MPX_E_SHAPE, "out of range");
+    FAIL("Concat", 13, "axis=0", "f2: 1 2 | - ", 1, MPX_E_INVALID, "input 1 is missing");
+
+    CHECK(run("Split", 13, "axis=0", "f6: 1 2 3 4 5 6", 3) == MPX_OK);
+    EXPECT(0, "f2: 1 2");
+    EXPECT(1, "f2: 3 4");
+    EXPECT(2, "f2: 5 6");
+    CHECK(run("Split", 11, "axis=0 split=[2,4]", "f6: 1 2 3 4 5 6", 2) == MPX_OK);
+    EXPECT(0, "f2: 1 2");
+    EXPECT(1, "f4: 3 4 5 6");
+    CHECK(run("Split", 13, "axis=1", "i2x6: iota | i2: 2 4", 2) == MPX_OK);
+    EXPECT(0, "i2x2: 0 1 6 7");
+    EXPECT(1, "i2x4: 2 3 4 5 8 9 10 11");
+    CHECK(run("Split", 13, "axis=-1", "f2x3: iota | i3: 0 3 0", 3) == MPX_OK);
+    EXPECT(0, "f2x0:");
+    EXPECT(1, "f2x3: 0 1 2 3 4 5");
+    EXPECT(2, "f2x0:");
+    /* Opset 18: num_outputs, the last chunk smaller (the operator's example). */
+    CHECK(run("Split", 18, "axis=0 num_outputs=4", "f7: 1 2 3 4 5 6 7", 4) == MPX_OK);
+    EXPECT(0, "f2: 1 2");
+    EXPECT(1, "f2: 3 4");
+    EXPECT(2, "f2: 5 6");
+    EXPECT(3, "f1: 7");
+    CHECK(run("Split", 18, "axis=1 num_outputs=2", "i2x5: iota", 2) == MPX_OK);
+    EXPECT(0, "i2x3: 0 1 2 5 6 7");
+    EXPECT(1, "i2x2: 3 4 8 9");
+    FAIL("Split", 13, "axis=0", "f5: iota", 2, MPX_E_SHAPE, "does not split evenly");
+    FAIL("Split", 13, "axis=0", "f5: iota | i2: 2 2", 2, MPX_E_SHAPE, "add up to 4");
+    FAIL("Split", 13, "axis=0", "f5: iota | i2: 6 -1", 2, MPX_E_SHAPE, "out of range");
+    FAIL("Split", 13, "axis=0", "f5: iota | i3: 1 1 3", 2, MPX_E_SHAPE, "3 values for 2 outputs");
+    FAIL("Split", 18, "axis=0 num_outputs=4", "f5: iota", 4, MPX_E_SHAPE, "cannot split 5 into 4");
+    FAIL("Split", 18, "axis=0 num_outputs=3", "f6: iota", 2, MPX_E_SHAPE, "num_outputs is 3");
+    FAIL("Split", 13, "axis=0", "f: 1", 1, MPX_E_SHAPE, "scalar");
+    FAIL("Split", 13, "axis=0", "f4: iota | f2: 2 2", 2, MPX_E_INVALID, "integer");
+}
+
+static void test_reshape_family(void) {
+    /* Reshape's operator examples on a 2x3x4 input. */
+    OK("Reshape", 13, "", "f2x3x4: iota | i3: 4 2 3", "f4x2x3: iota");
+    OK("Reshape", 13, "", "i2x3x4: iota | i4: 2 0 4 1", "i2x3x4x1: iota");
+    OK("Reshape", 13, "", "f2x3x4: iota | i2: -1 4", "f6x4: iota");
+    OK("Reshape", 13, "", "f2x3x4: iota | i3: 2 -1 2", "f2x6x2: iota");
+    OK("Reshape", 13, "", "f2x3x4: iota | i1: -1", "f24: iota");
+    OK("Reshape", 13, "", "f1: 7 | i0:", "f: 7");
+    /* allowzero: a 0 is a 0. */
+    OK("Reshape", 14, "allowzero=1", "f0x3x4: | i3: 3 4 0", "f3x4x0:");
+    OK("Reshape", 14, "", "f0x3x4: | i3: 0 4 3", "f0x4x3:");
+    FAIL("Reshape", 14, "allowzero=1", "f0x3x4: | i3: 0 -1 4", 1, MPX_E_SHAPE, "both 0 and -1");
+    FAIL("Reshape", 13, "", "f2x3x4: iota | i2: -1 -1", 1, MPX_E_SHAPE, "more than one -1");
+    FAIL("Reshape", 13, "", "f2x3x4: iota | i2: 5 5", 1, MPX_E_SHAPE,
+         "cannot reshape 2x3x4 (24 elements) to 5x5");
+    FAIL("Reshape", 13, "", "f2x3x4: iota | i2: -1 5", 1, MPX_E_SHAPE, "cannot reshape");
+    FAIL("Reshape", 13, "", "f2x3x4: iota | i2: 6 -4", 1, MPX_E_SHAPE, "negative");
+    FAIL("Reshape", 13, "", "f2x3: iota | i3: 0 0 0", 1, MPX_E_SHAPE, "rank 2");
+    FAIL("Reshape", 13, "", "f2x3: iota | f2: 3 2", 1, MPX_E_INVALID, "integer tensor");
+    FAIL("Reshape", 13, "", "f2x3: iota | -", 1, MPX_E_INVALID, "shape input is missing");
+    FAIL("Reshape", 13, "", "f2x3: iota | i2: 4611686018427387904 4", 1, MPX_E_LIMIT, "");
+
+    OK("Flatten", 13, "axis=0", "f2x3x4: iota", "f1x24: iota");
+    OK("Flatten", 13, "", "f2x3x4: iota", "f2x12: iota");
+    OK("Flatten", 13, "axis=3", "i2x3x4: iota", "i24x1: iota");
+    OK("Flatten", 13, "axis=-1", "f2x3x4: iota", "f6x4: iota");
+    OK("Flatten", 13, "axis=0", "f: 3", "f1x1: 3");
+    FAIL("Flatten", 13, "axis=4", "f2x3x4: iota", 1, MPX_E_SHAPE, "out of range");
+
+    OK("Squeeze", 11, "axes=[0]", "f1x3x1: 1 2 3", "f3x1: 1 2 3");
+    OK("Squeeze", 13, "", "f1x3x1: 1 2 3 | i1: -1", "f1x3: 1 2 3");
+    OK("Squeeze", 13, "", "i1x3x1x1: 4 5 6", "i3: 4 5 6");
+    OK("Squeeze", 13, "", "f1x1: 9", "f: 9");
+    FAIL("Squeeze", 13, "", "f1x3: iota | i1: 1", 1, MPX_E_SHAPE, "axis 1 of length 3");
+    FAIL("Squeeze", 13, "", "f1x3: iota | i1: 2", 1, MPX_E_SHAPE, "out of range");
+
+    /* Unsqueeze's examples: 3x4x5 with axes [0, 4] and [2, 4] ... */
+    OK("Unsqueeze", 13, "", "f3x4x5: iota | i2: 0 4", "f1x3x4x5x1: iota");
+    OK("Unsqueeze", 13, "", "f3x4x5: iota | i2: 4 2", "f3x4x1x5x1: iota");
+    OK("Unsqueeze", 13, "", "f3x4x5: iota | i1: -1", "f3x4x5x1: iota");
+    OK("Unsqueeze", 11, "axes=[0,-1]", "i3: 1 2 3", "i1x3x1: 1 2 3");
+    OK("Unsqueeze", 13, "", "f: 2 | i1: 0", "f1: 2");
+    FAIL("Unsqueeze", 13, "", "f3: iota | i2: 1 1", 1, MPX_E_SHAPE, "repeated");
+    FAIL("Unsqueeze", 13, "", "f3: iota | i1: 2", 1, MPX_E_SHAPE, "out of range");
+    FAIL("Unsqueeze", 13, "", "f3: iota", 1, MPX_E_INVALID, "axes are required");
+    FAIL("Unsqueeze", 13, "", "f2x2x2x2x2x2x2: iota | i2: 0 1", 1, MPX_E_LIMIT, "rank 9");
+
+    OK("Identity", 13, "", "i2x2: 1 2 3 4", "i2x2: 1 2 3 4");
+    OK("Identity", 13, "", "f3: nan inf -0", "f3: nan inf -0");
+    CHECK(run("Dropout", 13, "", "f2x2: 1 2 3 4", 2) == MPX_OK);
+    EXPECT(0, "f2x2: 1 2 3 4");
+    EXPECT(1, "b2x2: 1 1 1 1");
+    CHECK(out[1].dtype == MPX_DT_BOOL);
+    CHECK(run("Dropout", 7, "ratio=0.2", "f3: 1 2 3", 2) == MPX_OK);
+    EXPECT(1, "f3: 1 1 1");
+    CHECK(run("Dropout", 13, "", "f2: 1 2 | f: 0.5 | b: 0", 1) == MPX_OK);
+    EXPECT(0, "f2: 1 2");
+    FAIL("Dropout", 13, "", "f2: 1 2 | f: 0.5 | b: 1", 2, MPX_E_UNSUPPORTED, "training-mode");
+    CHECK(run("Dropout", 13, "", "f2: 1 2 | f: 0 | b: 1", 1) == MPX_OK);
+}
+
+/* Transpose against out[co permuted] = x[co] on random shapes and perms. */
+static void test_transpose(void) {
+    OK("Transpose", 13, "", "f2x3: 1 2 3 4 5 6", "f3x2: 1 4 2 5 3 6");
+    OK("Transpose", 13, "perm=[0,2,1]", "i1x2x3: iota", "i1x3x2: 0 3 1 4 2 5");
+    OK("Transpose", 13, "", "f: 5", "f: 5");
+    FAIL("Transpose", 13, "perm=[0,0]", "f2x3: iota", 1, MPX_E_SHAPE, "not a permutation");
+    FAIL("Transpose", 13, "perm=[0,1,2]", "f2x3: iota", 1, MPX_E_SHAPE, "3 values");
+    FAIL("Transpose", 13, "perm=[0,2]", "f2x3: iota", 1, MPX_E_SHAPE, "not a permutation");
+    int bad = 0;
+    for (int it = 0; it < 200; it++) {
+        int r = (int)rnd(1, 6);
+        int64_t dims[MPX_MAX_RANK], perm[MPX_MAX_RANK], odims[MPX_MAX_RANK];
+        for (int i = 0; i < r; i++) {
+            dims[i] = rnd(it % 17 == 0 ? 0 : 1, 4);
+            perm[i] = i;
+        }
+        for (int i = r - 1; i > 0; i--) {
+            int j = (int)rnd(0, i);
+            int64_t t = perm[i];
+            perm[i] = perm[j];
+            perm[j] = t;
+        }
+        char attrs[128] = "perm=[";
+        for (int i = 0; i < r; i++) {
+            odims[i] = dims[perm[i]];
+            snprintf(attrs + strlen(attrs), sizeof attrs - strlen(attrs), i ? ",%lld" : "%lld",
+                     (long long)perm[i]);
+        }
+        strcat(attrs, "]");
+        mpx_value x = random_value(it & 1, r, dims), want;
+        mpx_value_alloc(&want, x.dtype, r, odims, NULL);
+        for (int64_t k = 0; k < want.n; k++) {
+            int64_t co[MPX_MAX_RANK], ci[MPX_MAX_RANK];
+            coords(k, r, odims, co);
+            for (int i = 0; i < r; i++) ci[perm[i]] = co[i];
+            copy_el(&want, k, &x, flat(r, dims, ci));
+        }
+        const mpx_value *ins[1] = {&x};
+        mpx_status st = call(mk("Transpose", 13, attrs), 1, ins, 1);
+        char why[160] = "";
+        if (st != MPX_OK || !same_value(&out[0], &want, why, sizeof why)) bad++;
+        mpx_value_free(&x);
+        mpx_value_free(&want);
+    }
+    CHECK_MSG(bad == 0, "Transpose: %d of 200 random cases differ from the naive loop", bad);
+}
+
+/* Python's slice.indices(): the naive reference (ONNX agrees with it except
+ * for a start below -d with a negative step, pinned separately below). */
+static int64_t py_slice(int64_t d, int64_t s, int64_t e, int64_t step, int64_t *idx) {
+    int64_t lo = step < 0 ? -1 : 0, hi = step < 0 ? d - 1 : d;
+    if (s < 0) {
+        s = s < -d ? lo : s + d;
+        if (s < lo) s = lo;
+    } else if (s > hi) {
+        s = hi;
+    }
+    if (e < 0) {
+        e = e < -d ? lo : e + d;
+        if (e < lo) e = lo;
+    } else if (e > hi) {
+        e = hi;
+    }
+    int64_t n = 0;
+    for (int64_t i = s; step > 0 ? i < e : i > e; i += step) idx[n++] = i;
+    return n;
+}
+
+static void test_slice(void) {
+    /* The operator's examples (x 20x10x5). */
+    OK("Slice", 13, "", "f20x10x5: iota | i2: 0 0 | i2: 3 10 | i2: 0 1 | i2: 1 1", "f3x10x5: iota");
+    OK("Slice", 13, "", "i3x4: iota | i1: 1 | i1: 9223372036854775807", "i2x4: 4 5 6 7 8 9 10 11");
+    OK("Slice", 13, "", "f3x4: iota | i1: 0 | i1: -1 | i1: 1", "f3x3: 0 1 2 4 5 6 8 9 10");
+    OK("Slice", 13, "", "i2x4: iota | i2: 1 -1 | i2: 2 -9223372036854775807 | i2: 0 1 | i2: 1 -2",
+       "i1x2: 7 5");
+    OK("Slice", 13, "", "f5: iota | i1: -1 | i1: -9223372036854775807 | i1: 0 | i1: -1",
+       "f5: 4 3 2 1 0");
+    OK("Slice", 13, "", "f5: iota | i1: 10 | i1: 20", "f0:");
+    OK("Slice", 13, "", "f5: iota | i1: 1 | i1: 1000 | - | i1: 2", "f2: 1 3");
+    OK("Slice", 13, "", "f5: iota | i1: 3 | i1: 5 | i1: 0 | i1: 4611686018427387904", "f1: 3");
+    OK("Slice", 13, "", "f5: iota | i1: 4 | i1: -9223372036854775808 | i1: 0 | i1: -9223372036854775808",
+       "f1: 4");
+    /* Opset 9: attributes. */
+    OK("Slice", 9, "starts=[1] ends=[3] axes=[1]", "i2x4: iota", "i2x2: 1 2 5 6");
+    OK("Slice", 1000, "starts=[0,1] ends=[1,1000]", "f2x3: iota", "f1x2: 1 2");
+    /* ONNX clamps a start below -d to 0 for negative steps (numpy would give []):
+     * the spec's rule, as ONNX Runtime implements it. */
+    OK("Slice", 13, "", "f3: 1 2 3 | i1: -10 | i1: -10 | i1: 0 | i1: -1", "f1: 1");
+    FAIL("Slice", 13, "", "f3: iota | i1: 0 | i1: 3 | i1: 0 | i1: 0", 1, MPX_E_SHAPE, "step 0");
+    FAIL("Slice", 13, "", "f3x3: iota | i2: 0 0 | i2: 3 3 | i2: 1 1", 1, MPX_E_SHAPE, "repeated");
+    FAIL("Slice", 13, "", "f3: iota | i2: 0 1 | i1: 3", 1, MPX_E_SHAPE, "differ in length");
+    FAIL("Slice", 13, "", "f3: iota | i1: 0 | i1: 3 | i1: 1", 1, MPX_E_SHAPE, "out of range");
+    FAIL("Slice", 13, "", "f3: iota | i1: 0", 1, MPX_E_INVALID, "starts and ends");
+    FAIL("Slice", 13, "", "f3: iota | f1: 0 | i1: 3", 1, MPX_E_INVALID, "integer tensor");
+    FAIL("Slice", 13, "", "f3: iota | i1x1: 0 | i1: 3", 1, MPX_E_SHAPE, "1-D");
+    int bad = 0, cases = 400;
+    for (int it = 0; it < cases; it++) {
+        int r = (int)rnd(1, 4);
+        int64_t dims[MPX_MAX_RANK], odims[MPX_MAX_RANK], idx[MPX_MAX_RANK][64];
+        int64_t st_[MPX_MAX_RANK], en[MPX_MAX_RANK], ax[MPX_MAX_RANK], sp[MPX_MAX_RANK];
+        int ns = (int)rnd(1, r);
+        for (int i = 0; i < r; i++) dims[i] = rnd(0, 6);
+        for (int i = 0; i < r; i++) ax[i] = i;
+        for (int i = r - 1; i > 0; i--) {
+            int j = (int)rnd(0, i);
+            int64_t t = ax[i];
+            ax[i] = ax[j];
+            ax[j] = t;
+        }
+        for (int i = 0; i < r; i++) {
+            odims[i] = py_slice(dims[i], 0, dims[i], 1, idx[i]);
+        }
+        for (int i = 0; i < ns; i++) {
+            int64_t a = ax[i], d = dims[a];
+            sp[i] = rnd(-3, 3);
+            if (sp[i] == 0) sp[i] = 1;
+            st_[i] = rnd(sp[i] < 0 ? -d : -d - 2, d + 2);
+            int64_t pick = rnd(0, 9);
+            en[i] = pick == 0   ? INT64_MAX
+                    : pick == 1 ? INT64_MIN
+                    : pick == 2 ? -INT64_MAX
+                                : rnd(-d - 2, d + 2);
+            if (it & 1) ax[i] -= r; /* negative axes too */
+            odims[a] = py_slice(d, st_[i], en[i], sp[i], idx[a]);
+        }
+        mpx_value x = random_value(it & 2, r, dims), want;
+        mpx_value_alloc(&want, x.dtype, r, odims, NULL);
+        for (int64_t k = 0; k < want.n; k++) {
+            int64_t co[MPX_MAX_RANK];
+            coords(k, r, odims, co);
+            for (int i = 0; i < r; i++) co[i] = idx[i][co[i]];
+            copy_el(&want, k, &x, flat(r, dims, co));
+        }
+        mpx_value vs = ints_value(ns, st_), ve = ints_value(ns, en), va = ints_value(ns, ax),
+                  vp = ints_value(ns, sp);
+        const mpx_value *ins[5] = {&x, &vs, &ve, &va, &vp};
+        mpx_status st = call(mk("Slice", 13, ""), 5, ins, 1);
+        char why[160] = "";
+        if (st != MPX_OK || !same_value(&out[0], &want, why, sizeof why)) {
+            if (bad++ < 3) fprintf(stderr, "Slice case %d: %s %s\n", it, why, err.msg);
+        }
+        mpx_value_free(&x);
+        mpx_value_free(&want);
+        mpx_value_free(&vs);
+        mpx_value_free(&ve);
+        mpx_value_free(&va);
+        mpx_value_free(&vp);
+    }
+    CHECK_MSG(bad == 0, "Slice: %d of %d random cases differ from Python's slicing", bad, cases);
+}
+
+static void test_gather(void) {
+    /* Gather's examples. */
+    OK("Gather", 13, "axis=0", "f3x2: 1 1.2 2.3 3.4 4.5 5.7 | i2x2: 0 1 1 2",
+       "f2x2x2: 1 1.2 2.3 3.4 2.3 3.4 4.5 5.7");
+    OK("Gather", 13, "axis=1", "f3x3: 1 1.2 1.9 2.3 3.4 3.9 4.5 5.7 5.9 | i1x2: 0 2",
+       "f3x1x2: 1 1.9 2.3 3.9 4.5 5.9");
+    OK("Gather", 13, "axis=0", "i3: 10 20 30 | i3: -1 0 -3", "i3: 30 10 10");
+    OK("Gather", 13, "axis=1", "i2x3: iota | i: 2", "i2: 2 5");
+    OK("Gather", 13, "axis=0", "f2x2: iota | i0:", "f0x2:");
+    FAIL("Gather", 13, "axis=0", "f3: iota | i1: 3", 1, MPX_E_SHAPE, "index 3 is out of range");
+    FAIL("Gather", 13, "axis=0", "f3: iota | i1: -4", 1, MPX_E_SHAPE, "index -4");
+    FAIL("Gather", 13, "axis=0", "f3: iota | f1: 1", 1, MPX_E_INVALID, "integer");
+    FAIL("Gather", 13, "axis=1", "f3: iota | i1: 0", 1, MPX_E_SHAPE, "out of range");
+    FAIL("Gather", 13, "axis=0", "f: 1 | i1: 0", 1, MPX_E_SHAPE, "scalar");
+
+    /* GatherElements' examples. */
+    OK("GatherElements", 13, "axis=1", "f2x2: 1 2 3 4 | i2x2: 0 0 1 0", "f2x2: 1 1 4 3");
+    OK("GatherElements", 13, "axis=0", "i3x3: 1 2 3 4 5 6 7 8 9 | i2x3: 1 2 0 2 0 0",
+       "i2x3: 4 8 3 7 2 3");
+    OK("GatherElements", 13, "axis=0", "f3x3: 1 2 3 4 5 6 7 8 9 | i2x3: -1 -2 0 -2 0 0",
+       "f2x3: 7 5 3 4 2 3");
+    OK("GatherElements", 13, "axis=-1", "f2x3: iota | i2x1: 2 0", "f2x1: 2 3");
+    FAIL("GatherElements", 13, "axis=1", "f2x2: iota | i2x2: 0 2 0 0", 1, MPX_E_SHAPE, "index 2");
+    FAIL("GatherElements", 13, "axis=1", "f2x2: iota | i3x1: 0 0 0", 1, MPX_E_SHAPE, "exceed");
+    FAIL("GatherElements", 13, "axis=0", "f2x2: iota | i4: 0 0 0 0", 1, MPX_E_SHAPE, "rank 1");
+}
+
+/* numpy.pad's index rule per mode for coordinate i (shifted) of an axis of d. */
+static int64_t np_pad(int mode, int64_t i, int64_t d) {
+    if (i >= 0 && i < d) return i;
+    if (mode == 0) return -1;
+    if (mode == 2) return i < 0 ? 0 : d - 1;
+    if (mode == 3) {
+        while (i < 0) i += d;
+        while (i >= d) i -= d;
+        return i;
+    }
+    if (d == 1) return 0;
+    /* reflect: bounce off the ends one step at a time */
+    while (i < 0 || i >= d) i = i < 0 ? -i : 2 * (d - 1) - i;
+    return i;
+}
+
+static void test_pad(void) {
+    const char *x = "f3x2: 1 1.2 2.3 3.4 4.5 5.7 | i4: 0 2 0 0";
+    OK("Pad", 13, "mode=constant", x, "f3x4: 0 0 1 1.2 0 0 2.3 3.4 0 0 4.5 5.7");
+    OK("Pad", 13, "mode=reflect", x, "f3x4: 1 1.2 1 1.2 2.3 3.4 2.3 3.4 4.5 5.7 4.5 5.7");
+    OK("Pad", 13, "mode=edge", x, "f3x4: 1 1 1 1.2 2.3 2.3 2.3 3.4 4.5 4.5 4.5 5.7");
+    OK("Pad", 19, "mode=wrap", "f3x2: 1 2 3 4 5 6 | i4: 0 1 0 2",
+       "f3x5: 2 1 2 1 2 4 3 4 3 4 6 5 6 5 6");
+    OK("Pad", 13, "", "f2: 1 2 | i2: 1 1 | f: 9", "f4: 9 1 2 9");
+    OK("Pad", 13, "", "i2: 1 2 | i2: 2 0 | i: -7", "i4: -7 -7 1 2");
+    OK("Pad", 2, "pads=[1,0] value=2.5", "f2: 1 2", "f3: 2.5 1 2");
+    OK("Pad", 18, "", "f2x2: 1 2 3 4 | i2: 1 0 | - | i1: -1", "f2x3: 0 1 2 0 3 4");
+    OK("Pad", 13, "", "f5: iota | i2: -1 -2", "f2: 1 2");
+    OK("Pad", 13, "mode=reflect", "f1: 7 | i2: 2 1", "f4: 7 7 7 7");
+    OK("Pad", 13, "", "f: 3 | i0:", "f: 3");
+    FAIL("Pad", 13, "", "f2x2: iota | i2: 1 1", 1, MPX_E_SHAPE, "pads has 2 values, expected 4");
+    FAIL("Pad", 13, "mode=mirror", "f2: iota | i2: 1 1", 1, MPX_E_INVALID, "mirror");
+    FAIL("Pad", 13, "", "f2: iota | i2: -2 -1", 1, MPX_E_SHAPE, "remove more");
+    FAIL("Pad", 13, "mode=edge", "f0: | i2: 1 1", 1, MPX_E_SHAPE, "empty axis");
+    FAIL("Pad", 13, "", "f2: iota | i2: 1 4611686018427387904", 1, MPX_E_LIMIT, "too large");
+    FAIL("Pad", 13, "", "f2: iota | i2: 1 1 | i: 3", 1, MPX_E_INVALID, "does not match");
+    FAIL("Pad", 13, "", "f2: iota", 1, MPX_E_INVALID, "pads are required");
+    int bad = 0, cases = 300;
+    for (int it = 0; it < cases; it++) {
+        int r = (int)rnd(1, 4), mode = (int)rnd(0, 3);
+        int64_t dims[MPX_MAX_RANK], odims[MPX_MAX_RANK], pads[2 * MPX_MAX_RANK];
+        for (int i = 0; i < r; i++) {
+            dims[i] = rnd(1, 4);
+            pads[i] = rnd(mode == 0 ? -dims[i] / 2 : 0, 5);
+            pads[i + r] = rnd(mode == 0 ? -dims[i] / 2 : 0, 5);
+            odims[i] = dims[i] + pads[i] + pads[i + r];
+        }
+        mpx_value xv = random_value(it & 1, r, dims), want, pv = ints_value(2 * r, pads), cv;
+        mpx_value_alloc(&cv, xv.dtype, 0, NULL, NULL);
+        if (cv.f)
+            cv.f[0] = -3.5f;
+        else
+            cv.i[0] = -35;
+        mpx_value_alloc(&want, xv.dtype, r, odims, NULL);
+        for (int64_t k = 0; k < want.n; k++) {
+            int64_t co[MPX_MAX_RANK];
+            bool fill = false;
+            coords(k, r, odims, co);
+            for (int i = 0; i < r; i++) {
+                co[i] = np_pad(mode, co[i] - pads[i], dims[i]);
+                fill = fill || co[i] < 0;
+            }
+            if (fill)
+                copy_el(&want, k, &cv, 0);
+            else
+                copy_el(&want, k, &xv, flat(r, dims, co));
+        }
+        static const char *modes[] = {"mode=constant", "mode=reflect", "mode=edge", "mode=wrap"};
+        const mpx_value *ins[3] = {&xv, &pv, &cv};
+        mpx_status st = call(mk("Pad", 19, modes[mode]), 3, ins, 1);
+        char why[160] = "";
+        if (st != MPX_OK || !same_value(&out[0], &want, why, sizeof why))
+            if (bad++ < 3)
+                fprintf(stderr, "Pad case %d (%s): %s %s\n", it, modes[mode], why, err.msg);
+        mpx_value_free(&xv);
+        mpx_value_free(&want);
+        mpx_value_free(&pv);
+        mpx_value_free(&cv);
+    }
+    CHECK_MSG(bad == 0, "Pad: %d of %d random cases differ from numpy.pad's rules", bad, cases);
+}
+
+static void test_expand_tile(void) {
+    OK("Expand", 13, "", "f3x1: 1 2 3 | i3: 2 1 6",
+       "f2x3x6: 1 1 1 1 1 1 2 2 2 2 2 2 3 3 3 3 3 3 1 1 1 1 1 1 2 2 2 2 2 2 3 3 3 3 3 3");
+    OK("Expand", 13, "", "i3x1: 1 2 3 | i2: 3 4", "i3x4: 1 1 1 1 2 2 2 2 3 3 3 3");
+    OK("Expand", 13, "", "f2x3: iota | i1: 1", "f2x3: iota");
+    OK("Expand", 13, "", "f: 4 | i2: 2 0", "f2x0:");
+    FAIL("Expand", 13, "", "f3: iota | i1: 2", 1, MPX_E_SHAPE, "does not broadcast");
+    FAIL("Expand", 13, "", "f3: iota | i1: -1", 1, MPX_E_SHAPE, "negative");
+    OK("Tile", 13, "", "f2x2: 0 1 2 3 | i2: 2 2", "f4x4: 0 1 0 1 2 3 2 3 0 1 0 1 2 3 2 3");
+    OK("Tile", 13, "", "i1x2: 0 1 | i2: 2 1", "i2x2: 0 1 0 1");
+    OK("Tile", 13, "", "f2: 1 2 | i1: 0", "f0:");
+    FAIL("Tile", 13, "", "f2: 1 2 | i2: 1 1", 1, MPX_E_SHAPE, "2 values for an input of rank 1");
+    FAIL("Tile", 13, "", "f2: 1 2 | i1: -1", 1, MPX_E_SHAPE, "negative");
+    FAIL("Tile", 13, "", "f2: 1 2 | i1: 4611686018427387904", 1, MPX_E_LIMIT, "too large");
+    int bad = 0;
+    for (int it = 0; it < 200; it++) {
+        int r = (int)rnd(1, 4);
+        int64_t dims[MPX_MAX_RANK], rep[MPX_MAX_RANK], odims[MPX_MAX_RANK], edims[MPX_MAX_RANK];
+        int er = r + (int)rnd(0, 2);
+        for (int i = 0; i < r; i++) {
+            dims[i] = rnd(1, 3);
+            rep[i] = rnd(0, 3);
+            odims[i] = dims[i] * rep[i];
+        }
+        for (int i = 0; i < er; i++) {
+            int xi = i - (er - r);
+            edims[i] = xi >= 0 && dims[xi] != 1 ? dims[xi] : rnd(1, 3);
+        }
+        mpx_value x = random_value(it & 1, r, dims), tw, ew, rv = ints_value(r, rep),
+                  sv = ints_value(er, edims);
+        mpx_value_alloc(&tw, x.dtype, r, odims, NULL);
+        mpx_value_alloc(&ew, x.dtype, er, edims, NULL);
+        for (int64_t k = 0; k < tw.n; k++) {
+            int64_t co[MPX_MAX_RANK];
+            coords(k, r, odims, co);
+            for (int i = 0; i < r; i++) co[i] %= dims[i];
+            copy_el(&tw, k, &x, flat(r, dims, co));
+        }
+        for (int64_t k = 0; k < ew.n; k++) {
+            int64_t co[MPX_MAX_RANK], ci[MPX_MAX_RANK];
+            coords(k, er, edims, co);
+            for (int i = 0; i < r; i++) ci[i] = dims[i] == 1 ? 0 : co[i + er - r];
+            copy_el(&ew, k, &x, flat(r, dims, ci));
+        }
+        const mpx_value *ti[2] = {&x, &rv}, *ei[2] = {&x, &sv};
+        char why[160] = "";
+        if (call(mk("Tile", 13, ""), 2, ti, 1) != MPX_OK ||
+            !same_value(&out[0], &tw, why, sizeof why))
+            bad++;
+        if (call(mk("Expand", 13, ""), 2, ei, 1) != MPX_OK ||
+            !same_value(&out[0], &ew, why, sizeof why))
+            bad++;
+        mpx_value_free(&x);
+        mpx_value_free(&tw);
+        mpx_value_free(&ew);
+        mpx_value_free(&rv);
+        mpx_value_free(&sv);
+    }
+    CHECK_MSG(bad == 0, "Tile/Expand: %d random cases differ from the naive loops", bad);
+}
+
+static void test_depth_space(void) {
+    /* DepthToSpace's examples: 1x8x2x3, blocksize 2. */
+    const char *ex = "f1x8x2x3: 0 1 2 3 4 5 9 10 11 12 13 14 18 19 20 21 22 23 27 28 29 30 31 32 "
+                     "36 37 38 39 40 41 45 46 47 48 49 50 54 55 56 57 58 59 63 64 65 66 67 68";
+    OK("DepthToSpace", 13, "blocksize=2 mode=DCR", ex,
+       "f1x2x4x6: 0 18 1 19 2 20 36 54 37 55 38 56 3 21 4 22 5 23 39 57 40 58 41 59 "
+       "9 27 10 28 11 29 45 63 46 64 47 65 12 30 13 31 14 32 48 66 49 67 50 68");
+    OK("DepthToSpace", 11, "blocksize=2 mode=CRD", ex,
+       "f1x2x4x6: 0 9 1 10 2 11 18 27 19 28 20 29 3 12 4 13 5 14 21 30 22 31 23 32 "
+       "36 45 37 46 38 47 54 63 55 64 56 65 39 48 40 49 41 50 57 66 58 67 59 68");
+    /* SpaceToDepth's example: 1x2x2x2 blocksize 2... and it inverts DCR. */
+    OK("SpaceToDepth", 13, "blocksize=2", "i1x1x2x2: 0 1 2 3", "i1x4x1x1: 0 1 2 3");
+    FAIL("DepthToSpace", 13, "blocksize=3", "f1x8x2x3: iota", 1, MPX_E_SHAPE, "do not divide");
+    FAIL("DepthToSpace", 13, "blocksize=2 mode=XYZ", "f1x8x2x3: iota", 1, MPX_E_INVALID, "XYZ");
+    FAIL("DepthToSpace", 13, "blocksize=5000", "f0x0x0x0:", 1, MPX_E_INVALID, "out of range");
+    OK("DepthToSpace", 13, "blocksize=4096", "f0x0x0x0:", "f0x0x0x0:");
+    OK("SpaceToDepth", 13, "blocksize=4096", "f1x2x0x0:", "f1x33554432x0x0:");
+    FAIL("DepthToSpace", 13, "blocksize=0", "f1x8x2x3: iota", 1, MPX_E_INVALID, "out of range");
+    FAIL("DepthToSpace", 13, "blocksize=2", "f8x2x3: iota", 1, MPX_E_SHAPE, "4-D");
+    FAIL("SpaceToDepth", 13, "blocksize=2", "f1x1x3x2: iota", 1, MPX_E_SHAPE, "does not divide");
+    int bad = 0;
+    for (int it = 0; it < 60; it++) {
+        int64_t b = rnd(1, 3), N = rnd(1, 2), C = rnd(1, 3), H = rnd(1, 3), W = rnd(1, 3);
+        int64_t dims[4] = {N, C * b * b, H, W};
+        bool crd = it & 1;
+        mpx_value x = random_value(it & 2, 4, dims), want;
+        int64_t od[4] = {N, C, H * b, W * b};
+        mpx_value_alloc(&want, x.dtype, 4, od, NULL);
+        /* reshape to [N, b, b, C, H, W] (DCR) or [N, C, b, b, H, W] (CRD), then
+         * transpose to [N, C, H, b, W, b]: written as the loops it means. */
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t c = 0; c < C; c++)
+                for (int64_t h = 0; h < H; h++)
+                    for (int64_t i = 0; i < b; i++)
+                        for (int64_t w = 0; w < W; w++)
+                            for (int64_t j = 0; j < b; j++) {
+                                int64_t ch = crd ? (c * b + i) * b + j : (i * b + j) * C + c;
+                                int64_t src = ((n * C * b * b + ch) * H + h) * W + w;
+                                int64_t dst = ((n * C + c) * H * b + h * b + i) * W * b + w * b + j;
+                                copy_el(&want, dst, &x, src);
+                            }
+        char attrs[64];
+        snprintf(attrs, sizeof attrs, "blocksize=%lld mode=%s", (long long)b, crd ? "CRD" : "DCR");
+        const mpx_value *ins[1] = {&x};
+        char why[160] = "";
+        if (call(mk("DepthToSpace", 13, attrs), 1, ins, 1) != MPX_OK ||
+            !same_value(&out[0], &want, why, sizeof why))
+            bad++;
+        if (!crd) {
+            /* SpaceToDepth undoes DCR. */
+            mpx_value y = out[0];
+            out[0].n = -1;
+            out[0].f = NULL;
+            out[0].i = NULL;
+            const mpx_value *yi[1] = {&y};
+            snprintf(attrs, sizeof attrs, "blocksize=%lld", (long long)b);
+            if (call(mk("SpaceToDepth", 13, attrs), 1, yi, 1) != MPX_OK ||
+                !same_value(&out[0], &x, why, sizeof why))
+                bad++;
+            mpx_value_free(&y);
+        }
+        mpx_value_free(&x);
+        mpx_value_free(&want);
+    }
+    CHECK_MSG(bad == 0, "DepthToSpace/SpaceToDepth: %d random cases differ", bad);
+}
+
+static void test_shape_constants(void) {
+    OK("Shape", 13, "", "f3x4x5: iota", "i3: 3 4 5");
+    OK("Shape", 15, "start=-1", "f3x4x5: iota", "i1: 5");
+    OK("Shape", 15, "end=-1", "f3x4x5: iota", "i2: 3 4");
+    OK("Shape", 15, "start=1 end=2", "i3x4x5: iota", "i1: 4");
+    OK("Shape", 15, "start=10", "f3x4x5: iota", "i0:");
+    OK("Shape", 15, "start=-10 end=10", "f3x4x5: iota", "i3: 3 4 5");
+    OK("Shape", 15, "", "f: 1", "i0:");
+    CHECK(out[0].dtype == MPX_DT_INT64);
+    OK("Size", 13, "", "f3x4x5: iota", "i: 60");
+    OK("Size", 13, "", "b0x4:", "i: 0");
+
+    OK("Constant", 13, "value=T:f2:1.5,-2", "", "f2: 1.5 -2");
+    OK("Constant", 13, "value=T:i2x2:1,2,3,4", "", "i2x2: 1 2 3 4");
+    OK("Constant", 13, "value_float=0.25", "", "f: 0.25");
+    OK("Constant", 13, "value_floats=[1.0,2.5]", "", "f2: 1 2.5");
+    OK("Constant", 13, "value_int=-3", "", "i: -3");
+    OK("Constant", 13, "value_ints=[4,5,6]", "", "i3: 4 5 6");
+    FAIL("Constant", 13, "value_string=abc", "", 1, MPX_E_UNSUPPORTED, "value_string");
+    FAIL("Constant", 13, "", "", 1, MPX_E_INVALID, "no value attribute");
+
+    OK("ConstantOfShape", 13, "", "i2: 2 3", "f2x3: 0 0 0 0 0 0");
+    OK("ConstantOfShape", 13, "value=T:i1:7", "i1: 3", "i3: 7 7 7");
+    OK("ConstantOfShape", 13, "value=T:f1:0.5", "i0:", "f: 0.5");
+    OK("ConstantOfShape", 13, "", "i2: 2 0", "f2x0:");
+    FAIL("ConstantOfShape", 13, "", "i2: 2 -1", 1, MPX_E_SHAPE, "negative");
+    FAIL("ConstantOfShape", 13, "value=T:f2:1,2", "i1: 2", 1, MPX_E_INVALID, "one element");
+    FAIL("ConstantOfShape", 13, "", "i2: 65536 65536", 1, MPX_E_LIMIT, "");
+
+    /* Range's examples, and the int64 extremes. */
+    OK("Range", 13, "", "f: 1 | f: 5 | f: 2", "f2: 1 3");
+    OK("Range", 13, "", "I: 10 | I: 6 | I: -3", "I2: 10 7");
+    OK("Range", 13, "", "i: 0 | i: 0 | i: 1", "i0:");
+    OK("Range", 13, "", "f: 0 | f: 1 | f: 0.25", "f4: 0 0.25 0.5 0.75");
+    OK("Range", 13, "", "i: -9223372036854775807 | i: 9223372036854775807 | i: 9223372036854775807",
+       "i2: -9223372036854775807 0");
+    OK("Range", 13, "", "i: -9223372036854775808 | i: 9223372036854775807 | i: 9223372036854775807",
+       "i3: -9223372036854775808 -1 9223372036854775806");
+    OK("Range", 13, "",
+       "i: 9223372036854775807 | i: -9223372036854775808 | i: -9223372036854775808",
+       "i2: 9223372036854775807 -1");
+    OK("Range", 13, "", "i: 5 | i: 10 | i: -1", "i0:");
+    FAIL("Range", 13, "", "i: 0 | i: 5 | i: 0", 1, MPX_E_INVALID, "delta is 0");
+    FAIL("Range", 13, "", "f: 0 | f: 5 | f: 0", 1, MPX_E_INVALID, "not finite");
+    FAIL("Range", 13, "", "f: 0 | f: 1e30 | f: 1", 1, MPX_E_LIMIT, "elements");
+    FAIL("Range", 13, "", "f: 0 | i: 5 | f: 1", 1, MPX_E_INVALID, "differ in type");
+    FAIL("Range", 13, "", "f2: 0 1 | f: 5 | f: 1", 1, MPX_E_SHAPE, "scalar");
+}
+
+static void test_topk_nonzero(void) {
+    /* TopK's example: 3x4 iota, k 3. */
+    CHECK(run("TopK", 11, "", "f3x4: iota | i1: 3", 2) == MPX_OK);
+    EXPECT(0, "f3x3: 3 2 1 7 6 5 11 10 9");
+    EXPECT(1, "i3x3: 3 2 1 3 2 1 3 2 1");
+    CHECK(run("TopK", 11, "largest=0", "f3x4: iota | i1: 3", 2) == MPX_OK);
+    EXPECT(0, "f3x3: 0 1 2 4 5 6 8 9 10");
+    EXPECT(1, "i3x3: 0 1 2 0 1 2 0 1 2");
+    CHECK(run("TopK", 11, "axis=0", "i3x2: 5 1 9 1 7 3 | i1: 2", 2) == MPX_OK);
+    EXPECT(0, "i2x2: 9 3 7 1");
+    EXPECT(1, "i2x2: 1 2 2 0");
+    /* Equal values keep the lower index first; NaN ranks above everything. */
+    CHECK(run("TopK", 11, "", "f6: 2 nan 2 5 -inf 2 | i1: 4", 2) == MPX_OK);
+    EXPECT(0, "f4: nan 5 2 2");
+    EXPECT(1, "i4: 1 3 0 2");
+    CHECK(run("TopK", 11, "largest=0", "f6: 2 nan 2 5 -inf 2 | i1: 3", 2) == MPX_OK);
+    EXPECT(0, "f3: -inf 2 2");
+    EXPECT(1, "i3: 4 0 2");
+    CHECK(run("TopK", 1, "k=1", "f2x3: 1 3 2 6 4 5", 2) == MPX_OK);
+    EXPECT(0, "f2x1: 3 6");
+    EXPECT(1, "i2x1: 1 0");
+    CHECK(run("TopK", 11, "", "f2x3: iota | i1: 0", 2) == MPX_OK);
+    EXPECT(0, "f2x0:");
+    FAIL("TopK", 11, "", "f2x3: iota | i1: 4", 2, MPX_E_SHAPE, "k = 4");
+    FAIL("TopK", 11, "", "f2x3: iota | i1: -1", 2, MPX_E_SHAPE, "k = -1");
+    FAIL("TopK", 11, "", "f2x3: iota", 2, MPX_E_INVALID, "k is required");
+    FAIL("TopK", 11, "", "f: 1 | i1: 1", 2, MPX_E_SHAPE, "rank");
+
+    OK("NonZero", 13, "", "i2x2: 1 0 1 1", "i2x3: 0 1 1 0 0 1");
+    OK("NonZero", 13, "", "f3: 0 nan -0", "i1x1: 1");
+    OK("NonZero", 13, "", "f: 3", "i1x1: 0");
+    OK("NonZero", 13, "", "f2x2: 0 0 0 0", "i2x0:");
+    OK("NonZero", 13, "", "b2x1x3: 0 1 0 1 0 1", "i3x3: 0 1 1 0 0 0 1 0 2");
+}
+
+/* Whatever the op, no input value at all is refused (never read). */
+static void test_missing(void) {
+    static const char *ops[] = {"Concat",         "Split",        "Reshape",
+                                "Flatten",        "Transpose",    "Squeeze",
+                                "Unsqueeze",      "Slice",        "Gather",
+                                "GatherElements", "Pad",          "Expand",
+                                "Tile",           "DepthToSpace", "SpaceToDepth",
+                                "Shape",          "Size",         "ConstantOfShape",
+                                "Identity",       "Dropout",      "Range",
+                                "TopK",           "NonZero"};
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+        mpx_node *n = mk(ops[k], 13, "axis=0");
+        CHECK_MSG(mpx_kernel_for(n->op) != NULL, "%s has no kernel", ops[k]);
+        mpx_value broken = {.dtype = MPX_DT_FLOAT, .rank = 1, .dims = {4}, .n = 4};
+        const mpx_value *ins[3] = {NULL, NULL, NULL};
+        mpx_status st = call(n, 3, ins, 1);
+        CHECK_MSG(st != MPX_OK && strstr(err.msg, "input 0"), "%s with no input: %d %s", ops[k], st,
+                  err.msg);
+        ins[0] = &broken; /* a float value without a buffer */
+        st = call(n, 1, ins, 1);
+        CHECK_MSG(st != MPX_OK && strstr(err.msg, "input 0"), "%s with a broken input: %s", ops[k],
+                  err.msg);
+        mpx_value x = V("f4: iota");
+        /* n that disagrees with the dims, and dims whose product overflows. */
+        mpx_value liar = x, huge = x;
+        liar.rank = 2, liar.dims[0] = 2, liar.dims[1] = 3;
+        huge.rank = 3, huge.n = 0, huge.dims[0] = huge.dims[1] = (int64_t)1 << 40, huge.dims[2] = 0;
+        ins[0] = &liar;
+        st = call(n, 1, ins, 1);
+        CHECK_MSG(st != MPX_OK && strstr(err.msg, "malformed"), "%s with n != dims: %s", ops[k],
+                  err.msg);
+        ins[0] = &huge;
+        st = call(n, 1, ins, 1);
+        CHECK_MSG(st != MPX_OK && strstr(err.msg, "malformed"), "%s with huge dims: %s", ops[k],
+                  err.msg);
+        ins[0] = &x;
+        st = call(n, 1, ins, 0);
+        CHECK_MSG(st != MPX_OK, "%s with no output slot", ops[k]);
+        mpx_value_free(&x);
+    }
+    CHECK(mpx_kernel_for(MPX_OP_Constant) != NULL);
+    CHECK(mpx_kernel_for(MPX_OP_UNKNOWN) == NULL);
+    CHECK(mpx_kernel_for(MPX_OP_COUNT) == NULL);
+}
+
+int main(void) {
+    G = mpx_graph_new("kern");
+    for (int j = 0; j < 8; j++) out[j].n = -1;
+    test_concat_split();
+    test_reshape_family();
+    test_transpose();
+    test_slice();
+    test_gather();
+    test_pad();
+    test_expand_tile();
+    test_depth_space();
+    test_shape_constants();
+    test_topk_nonzero();
+    test_missing();
+    clear_outs();
+    mpx_graph_free(G);
+    return check_report("test_kern_data");
+}

@@ -1,0 +1,1271 @@
+/* test_kern_elem.c - the elementwise, broadcasting, reduction and Cast kernels
+ * (numerics/kern_elem.c, kern_binary.c, kern_reduce.c).
+ *
+ * Expected values come from independent naive code: double-precision libm
+ * for the unary functions, index arithmetic written out per element for
+ * broadcasting, sequential sums in flat order for the reductions (whose order
+ * is documented, so fp32 results must match bit for bit), the FP16 library's
+ * own converter (fp16.h) for Cast to float16, and hand-worked numbers for
+ * integer semantics, fp8 saturation and fp16 accumulation. */
+#include "check.h"
+#include "mpx_numerics.h"
+
+#include <fp16.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- nodes, values, running a kernel ----------------------------------------------- */
+
+static mpx_error err;
+static mpx_node node;
+static mpx_attr attrs[8];
+static int64_t attr_ints_store[8][8];
+static mpx_accum acc; /* zero: fp32 accumulation */
+
+static void node_reset(const char *op, int opset) {
+    memset(&node, 0, sizeof node);
+    memset(attrs, 0, sizeof attrs);
+    node.name = "n1";
+    node.op_type = op;
+    node.op = mpx_op_from_name(op);
+    node.domain = "";
+    node.opset = opset;
+    node.attrs = attrs;
+    acc.fmt = NULL;
+    acc.block = 0;
+}
+
+static mpx_attr *attr_new(const char *name, mpx_attr_type t) {
+    mpx_attr *a = &attrs[node.n_attrs++];
+    a->name = name;
+    a->type = t;
+    return a;
+}
+static void attr_int(const char *name, int64_t v) { attr_new(name, MPX_ATTR_INT)->i = v; }
+static void attr_float(const char *name, float v) { attr_new(name, MPX_ATTR_FLOAT)->f = v; }
+static void attr_str(const char *name, const char *s) {
+    mpx_attr *a = attr_new(name, MPX_ATTR_STRING);
+    a->s = s;
+    a->s_len = strlen(s);
+}
+static void attr_ints(const char *name, int n, const int64_t *v) {
+    int slot = node.n_attrs;
+    mpx_attr *a = attr_new(name, MPX_ATTR_INTS);
+    for (int i = 0; i < n; i++) attr_ints_store[slot][i] = v[i];
+    a->ints = attr_ints_store[slot];
+    a->n = n;
+}
+
+#define DIMS(...) ((const int64_t[]){__VA_ARGS__})
+#define FV(...) ((const float[]){__VA_ARGS__})
+#define IV(...) ((const int64_t[]){__VA_ARGS__})
+
+static mpx_value val(mpx_dtype dt, int rank, const int64_t *dims) {
+    mpx_value v;
+    if (mpx_value_alloc(&v, dt, rank, dims, NULL) != MPX_OK) {
+        fprintf(stderr, "allocation failed\n");
+        exit(2);
+    }
+    return v;
+}
+static mpx_value valf(int rank, const int64_t *dims, const float *x) {
+    mpx_value v = val(MPX_DT_FLOAT, rank, dims);
+    if (x) memcpy(v.f, x, (size_t)v.n * sizeof *x);
+    return v;
+}
+static mpx_value vali(mpx_dtype dt, int rank, const int64_t *dims, const int64_t *x) {
+    mpx_value v = val(dt, rank, dims);
+    if (x) memcpy(v.i, x, (size_t)v.n * sizeof *x);
+    return v;
+}
+
+static mpx_rng rng;
+static void fill_uniform(mpx_value *v, double lo, double hi) {
+    for (int64_t i = 0; i < v->n; i++) v->f[i] = (float)(lo + (hi - lo) * mpx_rng_unit(&rng));
+}
+static void fill_int(mpx_value *v, int64_t lo, int64_t hi) {
+    for (int64_t i = 0; i < v->n; i++)
+        v->i[i] = lo + (int64_t)(mpx_rng_next(&rng) % (uint64_t)(hi - lo + 1));
+}
+
+/* Run the node's kernel on up to 4 inputs (NULL: omitted). */
+static mpx_status run(mpx_value *out, int n_in, const mpx_value *a, const mpx_value *b,
+                      const mpx_value *c3, const mpx_value *d) {
+    const mpx_value *in[4] = {a, b, c3, d};
+    mpx_kernel_fn fn = mpx_kernel_for(node.op);
+    memset(out, 0, sizeof *out);
+    out->n = -1;
+    mpx_error_clear(&err);
+    if (!fn) {
+        fprintf(stderr, "no kernel for %s\n", node.op_type);
+        return MPX_E_UNSUPPORTED;
+    }
+    mpx_kctx c = {&node, acc, &err};
+    return fn(&c, in, n_in, out, 1);
+}
+#define RUN1(o, a) run(o, 1, a, NULL, NULL, NULL)
+#define RUN2(o, a, b) run(o, 2, a, b, NULL, NULL)
+#define RUN3(o, a, b, c) run(o, 3, a, b, c, NULL)
+
+static bool same_shape(const mpx_value *v, int rank, const int64_t *dims) {
+    if (v->rank != rank) return false;
+    for (int i = 0; i < rank; i++)
+        if (v->dims[i] != dims[i]) return false;
+    return true;
+}
+
+static bool same_bits(float a, float b) {
+    uint32_t x, y;
+    memcpy(&x, &a, 4);
+    memcpy(&y, &b, 4);
+    return x == y || (a != a && b != b);
+}
+
+/* The flat index of v's element that output coordinate co (of rank r) reads. */
+static int64_t bidx(const mpx_value *v, int r, const int64_t *co) {
+    int64_t k = 0;
+    int off = r - v->rank;
+    for (int i = 0; i < v->rank; i++) k = k * v->dims[i] + (v->dims[i] == 1 ? 0 : co[off + i]);
+    return k;
+}
+static void coord(int64_t flat, int r, const int64_t *dims, int64_t *co) {
+    for (int i = r - 1; i >= 0; i--) {
+        co[i] = dims[i] ? flat % dims[i] : 0;
+        flat = dims[i] ? flat / dims[i] : 0;
+    }
+}
+
+/* ---- unary --------------------------------------------------------------------------- */
+
+static double ref_unary(const char *op, double x) {
+    if (!strcmp(op, "Relu")) return x > 0 ? x : 0;
+    if (!strcmp(op, "LeakyRelu")) return x >= 0 ? x : 0.01 * x;
+    if (!strcmp(op, "Elu")) return x >= 0 ? x : expm1(x);
+    if (!strcmp(op, "Selu"))
+        return 1.0507009873554804934 * (x > 0 ? x : 1.6732632423543772848 * expm1(x));
+    if (!strcmp(op, "Celu")) return x > 0 ? x : expm1(x);
+    if (!strcmp(op, "ThresholdedRelu")) return x > 1 ? x : 0;
+    if (!strcmp(op, "Sigmoid")) return 1 / (1 + exp(-x));
+    if (!strcmp(op, "HardSigmoid")) return fmax(0, fmin(1, 0.2 * x + 0.5));
+    if (!strcmp(op, "HardSwish")) return x * fmax(0, fmin(1, x / 6 + 0.5));
+    if (!strcmp(op, "Softplus")) return log1p(exp(x));
+    if (!strcmp(op, "Softsign")) return x / (1 + fabs(x));
+    if (!strcmp(op, "Mish")) return x * tanh(log1p(exp(x)));
+    if (!strcmp(op, "Tanh")) return tanh(x);
+    if (!strcmp(op, "Erf")) return erf(x);
+    if (!strcmp(op, "Gelu")) return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+    if (!strcmp(op, "Exp")) return exp(x);
+    if (!strcmp(op, "Log")) return log(x);
+    if (!strcmp(op, "Sqrt")) return sqrt(x);
+    if (!strcmp(op, "Reciprocal")) return 1 / x;
+    if (!strcmp(op, "Neg")) return -x;
+    if (!strcmp(op, "Abs")) return fabs(x);
+    if (!strcmp(op, "Sign")) return x > 0 ? 1 : x < 0 ? -1 : 0;
+    if (!strcmp(op, "Floor")) return floor(x);
+    if (!strcmp(op, "Ceil")) return ceil(x);
+    if (!strcmp(op, "Round")) return nearbyint(x);
+    if (!strcmp(op, "Sin")) return sin(x);
+    if (!strcmp(op, "Cos")) return cos(x);
+    return NAN;
+}
+
+/* Ops whose fp32 result is the correctly rounded value (double rounding of
+ * +-*, /, sqrt through double is innocuous), so they must match exactly. */
+static bool exact_op(const char *op) {
+    static const char *const ex[] = {"Relu", "Neg", "Abs", "Sign", "Floor", "Ceil", "Round",
+                                     "Sqrt", "Reciprocal", "ThresholdedRelu"};
+    for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++)
+        if (!strcmp(op, ex[i])) return true;
+    return false;
+}
+
+static void test_unary_float(void) {
+    static const char *const ops[] = {
+        "Relu", "LeakyRelu", "Elu", "Selu", "Celu", "ThresholdedRelu", "Sigmoid", "HardSigmoid",
+        "HardSwish", "Softplus", "Softsign", "Mish", "Tanh", "Erf", "Gelu", "Exp", "Log",
+        "Sqrt", "Reciprocal", "Neg", "Abs", "Sign", "Floor", "Ceil", "Round", "Sin", "Cos"};
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+        const char *op = ops[k];
+        bool pos = !strcmp(op, "Log") || !strcmp(op, "Sqrt");
+        mpx_value x = val(MPX_DT_FLOAT16, 3, DIMS(2, 3, 50)), y;
+        fill_uniform(&x, pos ? 0.01 : -6.0, 6.0);
+        x.f[0] = 2.5f, x.f[1] = -0.5f, x.f[2] = 0.0f, x.f[3] = -0.0f, x.f[4] = 1.0f;
+        node_reset(op, 20);
+        mpx_status st = RUN1(&y, &x);
+        CHECK_MSG(st == MPX_OK, "%s: %s", op, err.msg);
+        if (st != MPX_OK) continue;
+        CHECK_MSG(y.dtype == MPX_DT_FLOAT16 && same_shape(&y, 3, x.dims), "%s: dtype/shape", op);
+        int bad = 0;
+        for (int64_t i = 0; i < x.n; i++) {
+            double r = ref_unary(op, x.f[i]), g = y.f[i];
+            bool ok = exact_op(op) ? same_bits((float)r, y.f[i]) || (r == 0 && g == 0)
+                                   : fabs(g - r) <= 4e-6 * fabs(r) + 2e-7 || (float)r == (float)g ||
+                                         (isnan(r) && isnan(g));
+            if (!ok && bad++ < 3)
+                fprintf(stderr, "%s(%.9g) = %.9g, expected %.9g\n", op, (double)x.f[i], g, r);
+        }
+        CHECK_MSG(bad == 0, "%s: %d values off", op, bad);
+        mpx_value_free(&x);
+        mpx_value_free(&y);
+    }
+}
+
+static float un1(const char *op, float v) {
+    mpx_value x = valf(1, DIMS(1), &v), y;
+    float r = NAN;
+    if (RUN1(&y, &x) == MPX_OK) r = y.f[0];
+    mpx_value_free(&x);
+    mpx_value_free(&y);
+    (void)op;
+    return r;
+}
+
+static void test_unary_special(void) {
+    /* tails that a naive formula overflows or flushes */
+    node_reset("Sigmoid", 13);
+    CHECK(fabs(un1("Sigmoid", -80.0f) / exp(-80.0) - 1) < 1e-5);
+    CHECK(un1("Sigmoid", 100.0f) == 1.0f);
+    CHECK(un1("Sigmoid", -200.0f) == 0.0f);
+    node_reset("Softplus", 13);
+    CHECK(un1("Softplus", 100.0f) == 100.0f);
+    CHECK(fabs(un1("Softplus", -80.0f) / exp(-80.0) - 1) < 1e-5);
+    node_reset("Mish", 18);
+    CHECK(un1("Mish", 100.0f) == 100.0f);
+    /* Round: half to even */
+    node_reset("Round", 11);
+    CHECK(un1("Round", 0.5f) == 0.0f && un1("Round", 1.5f) == 2.0f && un1("Round", 2.5f) == 2.0f);
+    CHECK(un1("Round", -2.5f) == -2.0f && signbit(un1("Round", -0.5f)));
+    /* NaN handling */
+    node_reset("Relu", 14);
+    CHECK(isnan(un1("Relu", NAN)));
+    CHECK(signbit(un1("Relu", -0.0f)) && un1("Relu", -3.0f) == 0.0f);
+    node_reset("Sign", 13);
+    CHECK(isnan(un1("Sign", NAN)) && un1("Sign", -0.0f) == 0.0f && un1("Sign", -7.0f) == -1.0f);
+    node_reset("ThresholdedRelu", 10);
+    CHECK(un1("ThresholdedRelu", NAN) == 0.0f);
+    /* attributes */
+    node_reset("LeakyRelu", 16);
+    attr_float("alpha", 0.25f);
+    CHECK(un1("LeakyRelu", -4.0f) == -1.0f && un1("LeakyRelu", 3.0f) == 3.0f);
+    node_reset("Elu", 6);
+    attr_float("alpha", 2.0f);
+    CHECK(fabs(un1("Elu", -1.0f) - 2.0 * expm1(-1.0)) < 1e-6);
+    node_reset("Celu", 12);
+    attr_float("alpha", 2.0f);
+    CHECK(fabs(un1("Celu", -1.0f) - 2.0 * expm1(-0.5)) < 1e-6 && un1("Celu", 3.0f) == 3.0f);
+    node_reset("ThresholdedRelu", 10);
+    attr_float("alpha", 2.0f);
+    CHECK(un1("ThresholdedRelu", 2.0f) == 0.0f && un1("ThresholdedRelu", 2.5f) == 2.5f);
+    node_reset("HardSigmoid", 6);
+    attr_float("alpha", 0.5f);
+    attr_float("beta", 0.25f);
+    CHECK(un1("HardSigmoid", 1.0f) == 0.75f && un1("HardSigmoid", 4.0f) == 1.0f &&
+          un1("HardSigmoid", -4.0f) == 0.0f);
+    node_reset("Selu", 6);
+    attr_float("alpha", 2.0f);
+    attr_float("gamma", 3.0f);
+    CHECK(un1("Selu", 1.0f) == 3.0f && fabs(un1("Selu", -1.0f) - 6.0 * expm1(-1.0)) < 1e-5);
+    node_reset("HardSwish", 14);
+    CHECK(un1("HardSwish", 3.0f) == 3.0f && un1("HardSwish", -3.0f) == 0.0f &&
+          un1("HardSwish", 1.5f) == 1.5f * 0.75f);
+    /* Gelu, tanh approximation */
+    node_reset("Gelu", 20);
+    attr_str("approximate", "tanh");
+    for (float v = -5.0f; v <= 5.0f; v += 0.37f) {
+        double r = 0.5 * v * (1 + tanh(sqrt(2 / 3.141592653589793) * (v + 0.044715 * v * v * v)));
+        CHECK_MSG(fabs(un1("Gelu", v) - r) <= 4e-6 * fabs(r) + 2e-7, "gelu tanh %g", (double)v);
+    }
+    node_reset("Gelu", 20);
+    attr_str("approximate", "fast");
+    mpx_value x = valf(1, DIMS(1), FV(1.0f)), y;
+    CHECK(RUN1(&y, &x) == MPX_E_INVALID);
+    CHECK_CONTAINS(err.msg, "approximate");
+    CHECK_CONTAINS(err.msg, "node \"n1\" (Gelu)");
+    mpx_value_free(&x);
+}
+
+static void test_unary_int_bool(void) {
+    mpx_value x = vali(MPX_DT_INT8, 1, DIMS(5), IV(-128, -3, 0, 5, 127)), y;
+    node_reset("Neg", 13);
+    CHECK(RUN1(&y, &x) == MPX_OK && y.dtype == MPX_DT_INT8);
+    CHECK(y.i[0] == -128 && y.i[1] == 3 && y.i[2] == 0 && y.i[3] == -5 && y.i[4] == -127);
+    mpx_value_free(&y);
+    node_reset("Abs", 13);
+    CHECK(RUN1(&y, &x) == MPX_OK && y.i[0] == -128 && y.i[1] == 3 && y.i[4] == 127);
+    mpx_value_free(&y);
+    node_reset("Relu", 14);
+    CHECK(RUN1(&y, &x) == MPX_OK && y.i[0] == 0 && y.i[3] == 5);
+    mpx_value_free(&y);
+    node_reset("Sign", 13);
+    CHECK(RUN1(&y, &x) == MPX_OK && y.i[0] == -1 && y.i[2] == 0 && y.i[4] == 1);
+    mpx_value_free(&y);
+    /* float-only ops refuse integers, Not refuses non-bool */
+    node_reset("Exp", 13);
+    CHECK(RUN1(&y, &x) == MPX_E_INVALID);
+    CHECK_CONTAINS(err.msg, "int8");
+    node_reset("Not", 1);
+    CHECK(RUN1(&y, &x) == MPX_E_INVALID);
+    mpx_value_free(&x);
+    mpx_value b = vali(MPX_DT_BOOL, 1, DIMS(2), IV(0, 1));
+    CHECK(RUN1(&y, &b) == MPX_OK && y.dtype == MPX_DT_BOOL && y.i[0] == 1 && y.i[1] == 0);
+    mpx_value_free(&y);
+    mpx_value_free(&b);
+    /* IsNaN, IsInf */
+    mpx_value f = valf(1, DIMS(5), FV(1.0f, NAN, INFINITY, -INFINITY, -0.0f));
+    node_reset("IsNaN", 13);
+    CHECK(RUN1(&y, &f) == MPX_OK && y.dtype == MPX_DT_BOOL);
+    CHECK(y.i[0] == 0 && y.i[1] == 1 && y.i[2] == 0 && y.i[3] == 0 && y.i[4] == 0);
+    mpx_value_free(&y);
+    node_reset("IsInf", 10);
+    CHECK(RUN1(&y, &f) == MPX_OK && y.i[0] == 0 && y.i[1] == 0 && y.i[2] == 1 && y.i[3] == 1);
+    mpx_value_free(&y);
+    attr_int("detect_negative", 0);
+    CHECK(RUN1(&y, &f) == MPX_OK && y.i[2] == 1 && y.i[3] == 0);
+    mpx_value_free(&y);
+    node_reset("IsInf", 10);
+    attr_int("detect_positive", 0);
+    CHECK(RUN1(&y, &f) == MPX_OK && y.i[2] == 0 && y.i[3] == 1);
+    mpx_value_free(&y);
+    /* missing input, no output slot */
+    node_reset("Tanh", 13);
+    CHECK(RUN1(&y, NULL) == MPX_E_INVALID);
+    CHECK_CONTAINS(err.msg, "input 0 is missing");
+    CHECK(run(&y, 0, NULL, NULL, NULL, NULL) == MPX_E_INVALID);
+    mpx_kctx c = {&node, acc, &err};
+    const mpx_value *in[1] = {&f};
+    CHECK(mpx_kernel_for(MPX_OP_Tanh)(&c, in, 1, &y, 0) == MPX_E_INVALID);
+    mpx_value_free(&f);
+}
+
+/* ---- Clip ------------------------------------------------------------------------------- */
+
+static void test_clip(void) {
+    mpx_value x = valf(1, DIMS(6), FV(-5.0f, -1.0f, 0.5f, 2.0f, 9.0f, NAN)), y;
+    /* opset 6: attributes */
+    node_reset("Clip", 6);
+    attr_float("min", -1.5f);
+    attr_float("max", 2.5f);
+    CHECK(RUN1(&y, &x) == MPX_OK);
+    CHECK(y.f[0] == -1.5f && y.f[1] == -1.0f && y.f[3] == 2.0f && y.f[4] == 2.5f && isnan(y.f[5]));
+    mpx_value_free(&y);
+    node_reset("Clip", 6); /* defaults: no clipping */
+    CHECK(RUN1(&y, &x) == MPX_OK && y.f[0] == -5.0f && y.f[4] == 9.0f);
+    mpx_value_free(&y);
+    /* opset 11+: optional inputs */
+    mpx_value lo = valf(0, NULL, FV(0.0f)), hi = valf(1, DIMS(1), FV(1.0f));
+    node_reset("Clip", 13);
+    CHECK(RUN3(&y, &x, &lo, &hi) == MPX_OK);
+    CHECK(y.f[0] == 0.0f && y.f[2] == 0.5f && y.f[4] == 1.0f && isnan(y.f[5]));
+    mpx_value_free(&y);
+    CHECK(RUN3(&y, &x, NULL, &hi) == MPX_OK && y.f[0] == -5.0f && y.f[4] == 1.0f);
+    mpx_value_free(&y);
+    CHECK(RUN2(&y, &x, &lo) == MPX_OK && y.f[0] == 0.0f && y.f[4] == 9.0f);
+    mpx_value_free(&y);
+    CHECK(RUN3(&y, &x, &hi, &lo) == MPX_OK); /* min > max: everything is max */
+    CHECK(y.f[0] == 0.0f && y.f[4] == 0.0f && y.f[2] == 0.0f);
+    mpx_value_free(&y);
+    mpx_value two = valf(1, DIMS(2), FV(0.0f, 1.0f));
+    CHECK(RUN2(&y, &x, &two) == MPX_E_SHAPE);
+    mpx_value_free(&two);
+    /* integers (opset 12+) */
+    mpx_value xi = vali(MPX_DT_INT32, 1, DIMS(4), IV(-9, 0, 4, 100)),
+              li = vali(MPX_DT_INT32, 0, NULL, IV(-2));
+    mpx_value hi_i = vali(MPX_DT_INT32, 0, NULL, IV(10));
+    CHECK(RUN3(&y, &xi, &li, &hi_i) == MPX_OK && y.dtype == MPX_DT_INT32);
+    CHECK(y.i[0] == -2 && y.i[1] == 0 && y.i[2] == 4 && y.i[3] == 10);
+    mpx_value_free(&y);
+    CHECK(RUN3(&y, &xi, &lo, &hi) == MPX_E_INVALID); /* float bounds for int x */
+    node_reset("Clip", 6);
+    CHECK(RUN1(&y, &xi) == MPX_E_INVALID); /* opset 6: float only */
+    mpx_value_free(&xi);
+    mpx_value_free(&li);
+    mpx_value_free(&hi_i);
+    mpx_value_free(&lo);
+    mpx_value_free(&hi);
+    mpx_value_free(&x);
+}
+
+/* ---- broadcasting binary ---------------------------------------------------------------- */
+
+static double ref_binary(const char *op, float a, float b) {
+    if (!strcmp(op, "Add")) return (double)(a + b);
+    if (!strcmp(op, "Sub")) return (double)(a - b);
+    if (!strcmp(op, "Mul")) return (double)(a * b);
+    if (!strcmp(op, "Div")) return (double)(a / b);
+    if (!strcmp(op, "Pow")) return pow(a, b);
+    if (!strcmp(op, "Mod")) return fmod(a, b);
+    if (!strcmp(op, "Max")) return a > b ? a : b;
+    if (!strcmp(op, "Min")) return a < b ? a : b;
+    if (!strcmp(op, "PRelu")) return a > 0 ? a : (double)(a * b);
+    if (!strcmp(op, "Equal")) return a == b;
+    if (!strcmp(op, "Greater")) return a > b;
+    if (!strcmp(op, "Less")) return a < b;
+    if (!strcmp(op, "GreaterOrEqual")) return a >= b;
+    if (!strcmp(op, "LessOrEqual")) return a <= b;
+    return NAN;
+}
+
+/* op on a (shape ra) and b (shape rb), checked element by element. */
+static void check_binary(const char *op, int ra, const int64_t *da, int rb, const int64_t *db,
+                         int rr, const int64_t *dr) {
+    mpx_value a = val(MPX_DT_FLOAT, ra, da), b = val(MPX_DT_FLOAT, rb, db), y;
+    bool pow_op = !strcmp(op, "Pow");
+    fill_uniform(&a, pow_op ? 0.1 : -4.0, 4.0);
+    fill_uniform(&b, pow_op ? -3.0 : 0.25, 3.0);
+    for (int64_t i = 0; i < a.n && !pow_op; i += 7) a.f[i] = b.f[0]; /* some ties */
+    node_reset(op, 13);
+    if (!strcmp(op, "Mod")) attr_int("fmod", 1);
+    mpx_status st = RUN2(&y, &a, &b);
+    CHECK_MSG(st == MPX_OK, "%s: %s", op, err.msg);
+    if (st != MPX_OK) goto done;
+    CHECK_MSG(same_shape(&y, rr, dr), "%s: output shape", op);
+    bool cmp = strstr(op, "Equal") || strstr(op, "Greater") || strstr(op, "Less");
+    CHECK(y.dtype == (cmp ? MPX_DT_BOOL : MPX_DT_FLOAT));
+    int bad = 0;
+    int64_t co[MPX_MAX_RANK];
+    for (int64_t i = 0; i < y.n; i++) {
+        coord(i, rr, dr, co);
+        float av = a.f[bidx(&a, rr, co)], bv = b.f[bidx(&b, rr, co)];
+        double r = ref_binary(op, av, bv), g = cmp ? (double)y.i[i] : (double)y.f[i];
+        bool ok = pow_op ? fabs(g - r) <= 2e-6 * fabs(r) : (float)r == (float)g;
+        if (!ok && bad++ < 3)
+            fprintf(stderr, "%s(%g, %g) = %g, expected %g\n", op, (double)av, (double)bv, g, r);
+    }
+    CHECK_MSG(bad == 0, "%s: %d of %lld values off", op, bad, (long long)y.n);
+    mpx_value_free(&y);
+done:
+    mpx_value_free(&a);
+    mpx_value_free(&b);
+}
+
+static void test_binary_float(void) {
+    static const char *const ops[] = {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "Max", "Min",
+                                      "Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual"};
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+        const char *op = ops[k];
+        check_binary(op, 3, DIMS(3, 1, 4), 2, DIMS(5, 1), 3, DIMS(3, 5, 4));
+        check_binary(op, 2, DIMS(5, 1), 3, DIMS(3, 1, 4), 3, DIMS(3, 5, 4));
+        check_binary(op, 4, DIMS(2, 3, 4, 5), 4, DIMS(2, 3, 4, 5), 4, DIMS(2, 3, 4, 5));
+        check_binary(op, 4, DIMS(2, 3, 4, 5), 3, DIMS(3, 1, 1), 4, DIMS(2, 3, 4, 5));
+        check_binary(op, 3, DIMS(2, 3, 4), 0, NULL, 3, DIMS(2, 3, 4));
+        check_binary(op, 0, NULL, 2, DIMS(4, 3), 2, DIMS(4, 3));
+        check_binary(op, 0, NULL, 0, NULL, 0, NULL);
+        check_binary(op, 3, DIMS(1, 4, 1), 3, DIMS(3, 1, 5), 3, DIMS(3, 4, 5));
+        check_binary(op, 2, DIMS(0, 4), 2, DIMS(1, 4), 2, DIMS(0, 4));
+        check_binary(op, 3, DIMS(2, 0, 3), 1, DIMS(1), 3, DIMS(2, 0, 3));
+    }
+    check_binary("PRelu", 4, DIMS(2, 3, 4, 5), 3, DIMS(3, 1, 1), 4, DIMS(2, 3, 4, 5));
+    check_binary("PRelu", 2, DIMS(4, 5), 1, DIMS(5), 2, DIMS(4, 5));
+    check_binary("PRelu", 2, DIMS(4, 5), 0, NULL, 2, DIMS(4, 5));
+}
+
+static void test_binary_special(void) {
+    mpx_value y;
+    /* shape mismatch, named in the message */
+    mpx_value a = val(MPX_DT_FLOAT, 2, DIMS(3, 4)), b = val(MPX_DT_FLOAT, 1, DIMS(5));
+    node_reset("Add", 14);
+    CHECK(RUN2(&y, &a, &b) == MPX_E_SHAPE);
+    CHECK_CONTAINS(err.msg, "broadcast");
+    CHECK_CONTAINS(err.msg, "node \"n1\" (Add)");
+    CHECK(y.n == -1);
+    CHECK(RUN2(&y, &a, NULL) == MPX_E_INVALID);
+    CHECK(RUN1(&y, &a) == MPX_E_INVALID);
+    mpx_value ai = vali(MPX_DT_INT64, 1, DIMS(4), IV(1, 2, 3, 4));
+    CHECK(RUN2(&y, &a, &ai) == MPX_E_INVALID); /* float + int */
+    CHECK_CONTAINS(err.msg, "different types");
+    mpx_value ai32 = vali(MPX_DT_INT32, 1, DIMS(4), IV(1, 2, 3, 4));
+    CHECK(RUN2(&y, &ai, &ai32) == MPX_E_INVALID); /* int64 + int32 */
+    /* PRelu's slope must not grow X */
+    node_reset("PRelu", 16);
+    mpx_value s = val(MPX_DT_FLOAT, 3, DIMS(2, 3, 4));
+    CHECK(RUN2(&y, &a, &s) == MPX_E_SHAPE);
+    mpx_value_free(&s);
+    /* float Mod needs fmod=1; And wants bool */
+    node_reset("Mod", 13);
+    CHECK(RUN2(&y, &a, &a) == MPX_E_INVALID);
+    CHECK_CONTAINS(err.msg, "fmod");
+    node_reset("And", 7);
+    CHECK(RUN2(&y, &a, &a) == MPX_E_INVALID);
+    mpx_value_free(&a);
+    mpx_value_free(&b);
+    /* Max/Min propagate NaN from either side */
+    mpx_value p = valf(1, DIMS(3), FV(NAN, 1.0f, 2.0f)), q = valf(1, DIMS(3), FV(1.0f, NAN, 1.0f));
+    node_reset("Max", 13);
+    CHECK(RUN2(&y, &p, &q) == MPX_OK && isnan(y.f[0]) && isnan(y.f[1]) && y.f[2] == 2.0f);
+    mpx_value_free(&y);
+    node_reset("Min", 13);
+    CHECK(RUN2(&y, &p, &q) == MPX_OK && isnan(y.f[0]) && isnan(y.f[1]) && y.f[2] == 1.0f);
+    mpx_value_free(&y);
+    mpx_value_free(&p);
+    mpx_value_free(&q);
+    /* Pow: squares by multiplication; float ** int exponent; fp16 dtype kept */
+    mpx_value x = val(MPX_DT_FLOAT16, 1, DIMS(4));
+    x.f[0] = 3.0f, x.f[1] = -1.5f, x.f[2] = 0.1f, x.f[3] = -0.0f;
+    mpx_value e2 = valf(0, NULL, FV(2.0f)), e3i = vali(MPX_DT_INT64, 1, DIMS(1), IV(3));
+    node_reset("Pow", 15);
+    CHECK(RUN2(&y, &x, &e2) == MPX_OK && y.dtype == MPX_DT_FLOAT16);
+    CHECK(y.f[0] == 9.0f && y.f[1] == 2.25f && y.f[2] == 0.1f * 0.1f && y.f[3] == 0.0f);
+    mpx_value_free(&y);
+    CHECK(RUN2(&y, &x, &e3i) == MPX_OK && y.f[0] == 27.0f && y.f[1] == -3.375f);
+    mpx_value_free(&y);
+    mpx_value ev = vali(MPX_DT_INT32, 1, DIMS(4), IV(0, 3, -1, 2));
+    CHECK(RUN2(&y, &x, &ev) == MPX_OK && y.f[0] == 1.0f && y.f[1] == -3.375f &&
+          y.f[2] == (float)(1.0 / (double)0.1f) && y.f[3] == 0.0f);
+    mpx_value_free(&y);
+    mpx_value_free(&x);
+    mpx_value_free(&e2);
+    mpx_value_free(&e3i);
+    mpx_value_free(&ev);
+    mpx_value_free(&ai);
+    mpx_value_free(&ai32);
+}
+
+/* Random integers through the broadcasting walk, against per-element C. */
+static void check_binary_int_random(void) {
+    static const char *const ops[] = {"Add", "Sub", "Mul", "Div", "Mod", "Max", "Min", "Greater"};
+    mpx_value a = val(MPX_DT_INT64, 3, DIMS(3, 1, 4)), b = val(MPX_DT_INT64, 2, DIMS(5, 1)), y;
+    fill_int(&a, -1000, 1000);
+    fill_int(&b, 1, 50);
+    for (int k = 0; k < 8; k++) {
+        node_reset(ops[k], 14);
+        if (RUN2(&y, &a, &b) != MPX_OK) {
+            CHECK_MSG(0, "%s: %s", ops[k], err.msg);
+            continue;
+        }
+        int bad = 0;
+        int64_t co[3];
+        for (int64_t i = 0; i < y.n; i++) {
+            coord(i, 3, y.dims, co);
+            int64_t p = a.i[bidx(&a, 3, co)], q = b.i[bidx(&b, 3, co)];
+            int64_t r = k == 0 ? p + q : k == 1 ? p - q : k == 2 ? p * q : k == 3 ? p / q
+                      : k == 4 ? ((p % q) + q) % q : k == 5 ? (p > q ? p : q)
+                      : k == 6 ? (p < q ? p : q) : p > q;
+            bad += y.i[i] != r;
+        }
+        CHECK_MSG(bad == 0 && same_shape(&y, 3, DIMS(3, 5, 4)), "%s: %d off", ops[k], bad);
+        mpx_value_free(&y);
+    }
+    mpx_value_free(&a);
+    mpx_value_free(&b);
+}
+
+static void test_binary_int(void) {
+    mpx_value y;
+    /* shape arithmetic: int64 Add/Mul/Equal on shape tensors, broadcasting a scalar */
+    mpx_value shp = vali(MPX_DT_INT64, 1, DIMS(4), IV(1, 3, 640, 640));
+    mpx_value two = vali(MPX_DT_INT64, 0, NULL, IV(2));
+    node_reset("Mul", 14);
+    CHECK(RUN2(&y, &shp, &two) == MPX_OK && y.dtype == MPX_DT_INT64 && y.rank == 1);
+    CHECK(y.i[0] == 2 && y.i[1] == 6 && y.i[2] == 1280 && y.i[3] == 1280);
+    mpx_value_free(&y);
+    node_reset("Add", 14);
+    CHECK(RUN2(&y, &shp, &two) == MPX_OK && y.i[2] == 642);
+    mpx_value_free(&y);
+    node_reset("Equal", 13);
+    mpx_value neg = vali(MPX_DT_INT64, 1, DIMS(4), IV(1, -1, 640, 0));
+    CHECK(RUN2(&y, &shp, &neg) == MPX_OK && y.dtype == MPX_DT_BOOL);
+    CHECK(y.i[0] == 1 && y.i[1] == 0 && y.i[2] == 1 && y.i[3] == 0);
+    mpx_value_free(&y);
+    /* Div truncates, Mod: sign of divisor (fmod=0) or of dividend (fmod=1) */
+    mpx_value n = vali(MPX_DT_INT64, 1, DIMS(4), IV(-7, 7, -7, 7)),
+              d = vali(MPX_DT_INT64, 1, DIMS(4), IV(2, -2, 3, -3));
+    node_reset("Div", 14);
+    CHECK(RUN2(&y, &n, &d) == MPX_OK && y.i[0] == -3 && y.i[1] == -3 && y.i[2] == -2 &&
+          y.i[3] == -2);
+    mpx_value_free(&y);
+    node_reset("Mod", 13);
+    CHECK(RUN2(&y, &n, &d) == MPX_OK && y.i[0] == 1 && y.i[1] == -1 && y.i[2] == 2 && y.i[3] == -2);
+    mpx_value_free(&y);
+    attr_int("fmod", 1);
+    CHECK(RUN2(&y, &n, &d) == MPX_OK && y.i[0] == -1 && y.i[1] == 1 && y.i[2] == -1 && y.i[3] == 1);
+    mpx_value_free(&y);
+    mpx_value z = vali(MPX_DT_INT64, 1, DIMS(1), IV(0));
+    node_reset("Div", 14);
+    CHECK(RUN2(&y, &n, &z) == MPX_E_INVALID && y.n == -1);
+    CHECK_CONTAINS(err.msg, "division by zero");
+    node_reset("Mod", 13);
+    CHECK(RUN2(&y, &n, &z) == MPX_E_INVALID);
+    /* wrapping in the dtype's width */
+    mpx_value big = vali(MPX_DT_INT32, 1, DIMS(2), IV(INT32_MAX, INT32_MIN));
+    mpx_value one = vali(MPX_DT_INT32, 1, DIMS(1), IV(1));
+    node_reset("Add", 14);
+    CHECK(RUN2(&y, &big, &one) == MPX_OK && y.i[0] == INT32_MIN && y.i[1] == INT32_MIN + 1);
+    mpx_value_free(&y);
+    node_reset("Sub", 14);
+    CHECK(RUN2(&y, &big, &one) == MPX_OK && y.i[0] == INT32_MAX - 1 && y.i[1] == INT32_MAX);
+    mpx_value_free(&y);
+    mpx_value i64max = vali(MPX_DT_INT64, 1, DIMS(1), IV(INT64_MAX));
+    mpx_value i64one = vali(MPX_DT_INT64, 1, DIMS(1), IV(1));
+    node_reset("Add", 14);
+    CHECK(RUN2(&y, &i64max, &i64one) == MPX_OK && y.i[0] == INT64_MIN); /* no UB */
+    mpx_value_free(&y);
+    /* Pow on integers, exact */
+    mpx_value base = vali(MPX_DT_INT64, 1, DIMS(4), IV(3, -2, 2, 5)),
+              ex = vali(MPX_DT_INT64, 1, DIMS(4), IV(40, 3, -1, 0));
+    node_reset("Pow", 15);
+    CHECK(RUN2(&y, &base, &ex) == MPX_OK && y.dtype == MPX_DT_INT64);
+    CHECK(y.i[0] == -6289078614652622815LL /* 3^40 wrapped mod 2^64 */ && y.i[1] == -8 &&
+          y.i[2] == 0 && y.i[3] == 1);
+    mpx_value_free(&y);
+    mpx_value_free(&base);
+    mpx_value_free(&ex);
+    /* Max, Min of ints; comparisons */
+    mpx_value p = vali(MPX_DT_INT64, 2, DIMS(2, 1), IV(-5, 9)),
+              q = vali(MPX_DT_INT64, 1, DIMS(3), IV(0, 9, -7));
+    node_reset("Max", 13);
+    CHECK(RUN2(&y, &p, &q) == MPX_OK && same_shape(&y, 2, DIMS(2, 3)));
+    CHECK(y.i[0] == 0 && y.i[1] == 9 && y.i[2] == -5 && y.i[3] == 9 && y.i[5] == 9);
+    mpx_value_free(&y);
+    node_reset("Less", 13);
+    CHECK(RUN2(&y, &p, &q) == MPX_OK && y.i[0] == 1 && y.i[1] == 1 && y.i[2] == 0 && y.i[4] == 0);
+    mpx_value_free(&y);
+    node_reset("GreaterOrEqual", 16);
+    CHECK(RUN2(&y, &p, &q) == MPX_OK && y.i[0] == 0 && y.i[4] == 1 && y.i[5] == 1);
+    mpx_value_free(&y);
+    node_reset("PRelu", 16);
+    mpx_value sl = vali(MPX_DT_INT64, 1, DIMS(1), IV(3));
+    CHECK(RUN2(&y, &q, &sl) == MPX_OK && y.i[0] == 0 && y.i[1] == 9 && y.i[2] == -21);
+    mpx_value_free(&y);
+    mpx_value_free(&sl);
+    /* logic on bool, broadcast */
+    mpx_value ba = vali(MPX_DT_BOOL, 2, DIMS(2, 1), IV(0, 1)),
+              bb = vali(MPX_DT_BOOL, 1, DIMS(2), IV(0, 1));
+    static const char *const lops[] = {"And", "Or", "Xor", "Equal"};
+    static const int64_t truth[4][4] = {{0, 0, 0, 1}, {0, 1, 1, 1}, {0, 1, 1, 0}, {1, 0, 0, 1}};
+    for (int k = 0; k < 4; k++) {
+        node_reset(lops[k], 7);
+        CHECK_MSG(RUN2(&y, &ba, &bb) == MPX_OK && y.dtype == MPX_DT_BOOL, "%s", lops[k]);
+        CHECK_MSG(y.n == 4 && !memcmp(y.i, truth[k], sizeof truth[k]), "%s truth table", lops[k]);
+        mpx_value_free(&y);
+    }
+    node_reset("And", 7);
+    CHECK(RUN2(&y, &p, &q) == MPX_E_INVALID); /* int64 is not bool */
+    mpx_value_free(&ba);
+    mpx_value_free(&bb);
+    mpx_value_free(&p);
+    mpx_value_free(&q);
+    mpx_value_free(&big);
+    mpx_value_free(&one);
+    mpx_value_free(&i64max);
+    mpx_value_free(&i64one);
+    mpx_value_free(&z);
+    mpx_value_free(&n);
+    mpx_value_free(&d);
+    mpx_value_free(&neg);
+    mpx_value_free(&shp);
+    mpx_value_free(&two);
+}
+
+/* ---- variadic, Where ------------------------------------------------------------------- */
+
+static void test_variadic(void) {
+    mpx_value a = val(MPX_DT_FLOAT, 3, DIMS(3, 1, 4)), b = val(MPX_DT_FLOAT, 2, DIMS(5, 1));
+    mpx_value c3 = val(MPX_DT_FLOAT, 1, DIMS(4)), y;
+    fill_uniform(&a, -2, 2);
+    fill_uniform(&b, -2, 2);
+    fill_uniform(&c3, -2, 2);
+    static const char *const ops[] = {"Sum", "Mean", "Max", "Min"};
+    for (int k = 0; k < 4; k++) {
+        node_reset(ops[k], 13);
+        CHECK_MSG(RUN3(&y, &a, &b, &c3) == MPX_OK && same_shape(&y, 3, DIMS(3, 5, 4)), "%s",
+                  ops[k]);
+        int bad = 0;
+        int64_t co[3];
+        for (int64_t i = 0; i < y.n; i++) {
+            coord(i, 3, y.dims, co);
+            float u = a.f[bidx(&a, 3, co)], v = b.f[bidx(&b, 3, co)], w = c3.f[bidx(&c3, 3, co)];
+            float r = k == 0 ? (u + v) + w
+                      : k == 1 ? ((u + v) + w) / 3.0f
+                      : k == 2 ? fmaxf(fmaxf(u, v), w)
+                               : fminf(fminf(u, v), w);
+            bad += !same_bits(r, y.f[i]);
+        }
+        CHECK_MSG(bad == 0, "%s: %d values off", ops[k], bad);
+        mpx_value_free(&y);
+    }
+    /* one input is a copy; none is refused; types must agree */
+    node_reset("Sum", 13);
+    CHECK(RUN1(&y, &a) == MPX_OK && same_shape(&y, 3, a.dims) &&
+          !memcmp(y.f, a.f, 12 * sizeof(float)));
+    mpx_value_free(&y);
+    CHECK(run(&y, 0, NULL, NULL, NULL, NULL) == MPX_E_INVALID);
+    mpx_value ii = vali(MPX_DT_INT64, 1, DIMS(4), IV(1, 2, 3, 4));
+    CHECK(RUN3(&y, &a, &b, &ii) == MPX_E_INVALID);
+    CHECK_CONTAINS(err.msg, "inputs 0 and 2");
+    mpx_value jj = vali(MPX_DT_INT64, 2, DIMS(2, 1), IV(10, 20));
+    node_reset("Max", 13);
+    CHECK(RUN2(&y, &ii, &jj) == MPX_OK && y.i[0] == 10 && y.i[7] == 20);
+    mpx_value_free(&y);
+    node_reset("Mean", 13);
+    CHECK(RUN2(&y, &ii, &jj) == MPX_E_INVALID); /* Mean is float only */
+    mpx_value_free(&ii);
+    mpx_value_free(&jj);
+    /* Sum with fp16 accumulation: input 0 starts the sum, every addition rounds */
+    mpx_value p = valf(1, DIMS(2), FV(2048.0f, 1.0f)), q = valf(1, DIMS(2), FV(1.0f, 0.0004f));
+    node_reset("Sum", 13);
+    acc.fmt = &mpx_format_fp16;
+    CHECK(RUN3(&y, &p, &q, &q) == MPX_OK);
+    CHECK(y.f[0] == 2048.0f);                       /* 2048 + 1 -> 2048 twice */
+    CHECK(y.f[1] == 1.0f);                          /* 1 + 0.0004 -> 1 in fp16 */
+    mpx_value_free(&y);
+    acc.fmt = NULL;
+    CHECK(RUN3(&y, &p, &q, &q) == MPX_OK && y.f[0] == 2050.0f);
+    mpx_value_free(&y);
+    mpx_value_free(&p);
+    mpx_value_free(&q);
+    mpx_value_free(&a);
+    mpx_value_free(&b);
+    mpx_value_free(&c3);
+}
+
+static void test_where(void) {
+    mpx_value cd = vali(MPX_DT_BOOL, 3, DIMS(2, 1, 1), IV(1, 0));
+    mpx_value x = val(MPX_DT_FLOAT, 3, DIMS(1, 3, 1)), yv = val(MPX_DT_FLOAT, 2, DIMS(1, 4)), o;
+    fill_uniform(&x, -1, 1);
+    fill_uniform(&yv, 5, 6);
+    node_reset("Where", 16);
+    CHECK(RUN3(&o, &cd, &x, &yv) == MPX_OK && same_shape(&o, 3, DIMS(2, 3, 4)) &&
+          o.dtype == MPX_DT_FLOAT);
+    int bad = 0;
+    int64_t co[3];
+    for (int64_t i = 0; i < o.n; i++) {
+        coord(i, 3, o.dims, co);
+        float r = cd.i[bidx(&cd, 3, co)] ? x.f[bidx(&x, 3, co)] : yv.f[bidx(&yv, 3, co)];
+        bad += r != o.f[i];
+    }
+    CHECK(bad == 0);
+    mpx_value_free(&o);
+    mpx_value xi = vali(MPX_DT_INT64, 0, NULL, IV(7)),
+              yi = vali(MPX_DT_INT64, 1, DIMS(3), IV(1, 2, 3));
+    CHECK(RUN3(&o, &cd, &xi, &yi) == MPX_OK && same_shape(&o, 3, DIMS(2, 1, 3)));
+    CHECK(o.i[0] == 7 && o.i[2] == 7 && o.i[3] == 1 && o.i[5] == 3);
+    mpx_value_free(&o);
+    CHECK(RUN3(&o, &cd, &x, &yi) == MPX_E_INVALID);   /* X float, Y int */
+    CHECK(RUN3(&o, &x, &x, &yv) == MPX_E_INVALID);    /* condition not bool */
+    CHECK_CONTAINS(err.msg, "input 0");
+    mpx_value c2 = vali(MPX_DT_BOOL, 1, DIMS(2), IV(1, 0));
+    CHECK(RUN3(&o, &c2, &x, &yv) == MPX_E_SHAPE);     /* 2 against 4 */
+    mpx_value_free(&c2);
+    mpx_value_free(&xi);
+    mpx_value_free(&yi);
+    mpx_value_free(&cd);
+    mpx_value_free(&x);
+    mpx_value_free(&yv);
+}
+
+/* ---- reductions ----------------------------------------------------------------------- */
+
+/* Naive reduction of x over mask: terms in flat order, fp32 sequential. */
+static void ref_reduce(const char *op, const mpx_value *x, const bool *mask, float *out,
+                       int64_t nout) {
+    int64_t cnt = 1;
+    for (int i = 0; i < x->rank; i++)
+        if (mask[i]) cnt *= x->dims[i];
+    for (int64_t j = 0; j < nout; j++)
+        out[j] = !strcmp(op, "ReduceProd") ? 1.0f : !strcmp(op, "ReduceMax") ? -INFINITY
+                 : !strcmp(op, "ReduceMin") ? INFINITY : 0.0f;
+    int64_t co[MPX_MAX_RANK];
+    for (int64_t i = 0; i < x->n; i++) {
+        coord(i, x->rank, x->dims, co);
+        int64_t j = 0;
+        for (int d = 0; d < x->rank; d++)
+            if (!mask[d]) j = j * x->dims[d] + co[d];
+        float v = x->f[i];
+        if (!strcmp(op, "ReduceProd")) out[j] *= v;
+        else if (!strcmp(op, "ReduceMax")) out[j] = fmaxf(out[j], v);
+        else if (!strcmp(op, "ReduceMin")) out[j] = fminf(out[j], v);
+        else if (!strcmp(op, "ReduceL2") || !strcmp(op, "ReduceSumSquare")) out[j] += v * v;
+        else out[j] += v;
+    }
+    for (int64_t j = 0; j < nout; j++) {
+        if (!strcmp(op, "ReduceMean")) out[j] /= (float)cnt;
+        if (!strcmp(op, "ReduceL2")) out[j] = sqrtf(out[j]);
+    }
+}
+
+/* Axes given as an attribute (old opsets) or an input (new), checked against
+ * ref_reduce bit for bit. */
+static void check_reduce(const char *op, int opset, bool axes_input, int na, const int64_t *axes,
+                         bool keep) {
+    mpx_value x = val(MPX_DT_FLOAT, 4, DIMS(2, 3, 4, 5)), y;
+    fill_uniform(&x, -2, 2);
+    mpx_value av = vali(MPX_DT_INT64, 1, DIMS(na), axes);
+    node_reset(op, opset);
+    if (!axes_input && na) attr_ints("axes", na, axes);
+    if (!keep) attr_int("keepdims", 0);
+    mpx_status st = axes_input ? RUN2(&y, &x, &av) : RUN1(&y, &x);
+    CHECK_MSG(st == MPX_OK, "%s: %s", op, err.msg);
+    if (st == MPX_OK) {
+        bool mask[4] = {na == 0, na == 0, na == 0, na == 0};
+        for (int i = 0; i < na; i++) mask[axes[i] < 0 ? axes[i] + 4 : axes[i]] = true;
+        int64_t dims[4];
+        int r = 0;
+        for (int i = 0; i < 4; i++)
+            if (!mask[i] || keep) dims[r++] = mask[i] ? 1 : x.dims[i];
+        CHECK_MSG(same_shape(&y, r, dims), "%s: output shape", op);
+        float ref[120];
+        ref_reduce(op, &x, mask, ref, y.n);
+        int bad = 0;
+        for (int64_t j = 0; j < y.n; j++) bad += !same_bits(ref[j], y.f[j]);
+        CHECK_MSG(bad == 0, "%s opset %d: %d of %lld values differ from the flat-order sum", op,
+                  opset, bad, (long long)y.n);
+        mpx_value_free(&y);
+    }
+    mpx_value_free(&x);
+    mpx_value_free(&av);
+}
+
+static void test_reduce_float(void) {
+    static const char *const ops[] = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
+                                      "ReduceProd", "ReduceL2", "ReduceSumSquare"};
+    for (int k = 0; k < 7; k++) {
+        const char *op = ops[k];
+        int new_opset = k == 0 ? 13 : 18;
+        check_reduce(op, 11, false, 1, IV(1), true);
+        check_reduce(op, 11, false, 2, IV(0, -1), false);
+        check_reduce(op, 11, false, 2, IV(3, 1), true);
+        check_reduce(op, 11, false, 0, NULL, true);           /* all axes */
+        check_reduce(op, 11, false, 0, NULL, false);
+        check_reduce(op, new_opset, true, 1, IV(-2), false);
+        check_reduce(op, new_opset, true, 3, IV(0, 2, 3), true);
+        check_reduce(op, new_opset, true, 4, IV(0, 1, 2, 3), false);
+        check_reduce(op, new_opset, true, 0, NULL, true);     /* empty axes input */
+    }
+    /* the sum really is taken in flat order, against double */
+    mpx_value x = val(MPX_DT_FLOAT, 2, DIMS(64, 300)), y;
+    fill_uniform(&x, 0, 1);
+    node_reset("ReduceSum", 13);
+    CHECK(RUN1(&y, &x) == MPX_OK && y.n == 1 && same_shape(&y, 2, DIMS(1, 1)));
+    double s = 0;
+    for (int64_t i = 0; i < x.n; i++) s += x.f[i];
+    CHECK(fabs(y.f[0] - s) < 1e-3 * s);
+    mpx_value_free(&y);
+    /* noop_with_empty_axes: identity; omitted axes input */
+    node_reset("ReduceSum", 13);
+    attr_int("noop_with_empty_axes", 1);
+    CHECK(RUN2(&y, &x, NULL) == MPX_OK && same_shape(&y, 2, x.dims) && y.f[77] == x.f[77]);
+    mpx_value_free(&y);
+    mpx_value empty = vali(MPX_DT_INT64, 1, DIMS(0), NULL);
+    CHECK(RUN2(&y, &x, &empty) == MPX_OK && y.n == x.n);
+    mpx_value_free(&y);
+    mpx_value_free(&empty);
+    /* bad axes */
+    mpx_value ax = vali(MPX_DT_INT64, 1, DIMS(2), IV(1, -1));
+    node_reset("ReduceSum", 13);
+    CHECK(RUN2(&y, &x, &ax) == MPX_E_INVALID);
+    CHECK_CONTAINS(err.msg, "twice");
+    mpx_value ax2 = vali(MPX_DT_INT64, 1, DIMS(1), IV(2));
+    CHECK(RUN2(&y, &x, &ax2) == MPX_E_SHAPE);
+    CHECK_CONTAINS(err.msg, "out of range");
+    mpx_value axf = valf(1, DIMS(1), FV(0.0f));
+    CHECK(RUN2(&y, &x, &axf) == MPX_E_INVALID);
+    mpx_value_free(&ax);
+    mpx_value_free(&ax2);
+    mpx_value_free(&axf);
+    mpx_value_free(&x);
+    /* empty reductions: sum 0, max -inf, mean NaN */
+    mpx_value e = val(MPX_DT_FLOAT, 2, DIMS(0, 3));
+    node_reset("ReduceSum", 11);
+    attr_ints("axes", 1, IV(0));
+    CHECK(RUN1(&y, &e) == MPX_OK && same_shape(&y, 2, DIMS(1, 3)) && y.f[0] == 0.0f);
+    mpx_value_free(&y);
+    node_reset("ReduceMax", 11);
+    attr_ints("axes", 1, IV(0));
+    CHECK(RUN1(&y, &e) == MPX_OK && y.f[2] == -INFINITY);
+    mpx_value_free(&y);
+    node_reset("ReduceMean", 11);
+    attr_ints("axes", 1, IV(0));
+    attr_int("keepdims", 0);
+    CHECK(RUN1(&y, &e) == MPX_OK && same_shape(&y, 1, DIMS(3)) && isnan(y.f[1]));
+    mpx_value_free(&y);
+    mpx_value_free(&e);
+    /* NaN wins in ReduceMax wherever it sits */
+    mpx_value nn = valf(1, DIMS(3), FV(1.0f, NAN, 5.0f));
+    node_reset("ReduceMax", 18);
+    CHECK(RUN1(&y, &nn) == MPX_OK && isnan(y.f[0]));
+    mpx_value_free(&y);
+    mpx_value_free(&nn);
+}
+
+static void test_reduce_accum(void) {
+    mpx_value ones = val(MPX_DT_FLOAT16, 1, DIMS(4096)), y;
+    for (int i = 0; i < 4096; i++) ones.f[i] = 1.0f;
+    node_reset("ReduceSum", 13);
+    CHECK(RUN1(&y, &ones) == MPX_OK && y.f[0] == 4096.0f && y.dtype == MPX_DT_FLOAT16);
+    mpx_value_free(&y);
+    acc.fmt = &mpx_format_fp16;
+    CHECK(RUN1(&y, &ones) == MPX_OK && y.f[0] == 2048.0f); /* 2048 + 1 rounds to 2048 */
+    mpx_value_free(&y);
+    acc.fmt = &mpx_format_bf16;
+    CHECK(RUN1(&y, &ones) == MPX_OK && y.f[0] == 256.0f);
+    mpx_value_free(&y);
+    acc.fmt = &mpx_format_fp16;
+    acc.block = 16; /* blocks of 16 summed in fp32: 16, 32, ... all exact in fp16 */
+    CHECK(RUN1(&y, &ones) == MPX_OK && y.f[0] == 4096.0f);
+    mpx_value_free(&y);
+    acc.block = 0;
+    /* along a middle axis, each output's own running sum is rounded */
+    mpx_value x = val(MPX_DT_FLOAT, 3, DIMS(2, 4096, 3));
+    for (int64_t i = 0; i < x.n; i++) x.f[i] = (float)(1 + i % 3);
+    node_reset("ReduceSum", 11);
+    attr_ints("axes", 1, IV(1));
+    acc.fmt = &mpx_format_fp16;
+    CHECK(RUN1(&y, &x) == MPX_OK && same_shape(&y, 3, DIMS(2, 1, 3)));
+    /* 1s stop at 2048; 2s at 4096 (spacing 4 there); 3s at 4096 + 4 ... worked by hand below */
+    float s3 = 0.0f;
+    for (int i = 0; i < 4096; i++) s3 = mpx_round_scalar(&mpx_format_fp16, s3 + 3.0f);
+    CHECK(y.f[0] == 2048.0f && y.f[1] == 4096.0f && y.f[2] == s3 && y.f[5] == s3);
+    mpx_value_free(&y);
+    node_reset("ReduceMean", 11);
+    attr_ints("axes", 1, IV(1));
+    acc.fmt = &mpx_format_fp16;
+    CHECK(RUN1(&y, &x) == MPX_OK && y.f[0] == 0.5f && y.f[4] == 1.0f);
+    mpx_value_free(&y);
+    node_reset("ReduceSumSquare", 18);
+    acc.fmt = &mpx_format_fp16;
+    mpx_value v = valf(1, DIMS(3), FV(2048.0f, 1.0f, 1.0f));
+    CHECK(RUN1(&y, &v) == MPX_OK && y.f[0] == INFINITY); /* 2048^2 overflows fp16 */
+    mpx_value_free(&y);
+    acc.fmt = NULL;
+    mpx_value_free(&v);
+    mpx_value_free(&x);
+    mpx_value_free(&ones);
+}
+
+static void test_reduce_int(void) {
+    mpx_value shp = vali(MPX_DT_INT64, 1, DIMS(4), IV(1, 3, 640, 640)), y;
+    node_reset("ReduceProd", 13);
+    attr_int("keepdims", 0);
+    CHECK(RUN1(&y, &shp) == MPX_OK && y.rank == 0 && y.dtype == MPX_DT_INT64 && y.i[0] == 1228800);
+    mpx_value_free(&y);
+    mpx_value m = vali(MPX_DT_INT32, 2, DIMS(2, 3), IV(1, -8, 3, 4, 5, 7)),
+              ax = vali(MPX_DT_INT64, 1, DIMS(1), IV(1));
+    node_reset("ReduceSum", 13);
+    CHECK(RUN2(&y, &m, &ax) == MPX_OK && same_shape(&y, 2, DIMS(2, 1)) && y.i[0] == -4 &&
+          y.i[1] == 16);
+    mpx_value_free(&y);
+    node_reset("ReduceMax", 18);
+    CHECK(RUN2(&y, &m, &ax) == MPX_OK && y.i[0] == 3 && y.i[1] == 7 && y.dtype == MPX_DT_INT32);
+    mpx_value_free(&y);
+    node_reset("ReduceMin", 13);
+    attr_ints("axes", 1, IV(0));
+    CHECK(RUN1(&y, &m) == MPX_OK && y.i[0] == 1 && y.i[1] == -8 && y.i[2] == 3);
+    mpx_value_free(&y);
+    node_reset("ReduceMean", 13);
+    attr_ints("axes", 1, IV(1));
+    CHECK(RUN1(&y, &m) == MPX_OK && y.i[0] == -1 && y.i[1] == 5); /* -4/3 truncates */
+    mpx_value_free(&y);
+    node_reset("ReduceSumSquare", 13);
+    attr_ints("axes", 1, IV(1));
+    CHECK(RUN1(&y, &m) == MPX_OK && y.i[0] == 74 && y.i[1] == 90);
+    mpx_value_free(&y);
+    mpx_value bl = vali(MPX_DT_BOOL, 1, DIMS(3), IV(0, 1, 0));
+    node_reset("ReduceMax", 20);
+    CHECK(RUN1(&y, &bl) == MPX_OK && y.dtype == MPX_DT_BOOL && y.i[0] == 1);
+    mpx_value_free(&y);
+    node_reset("ReduceSum", 13);
+    CHECK(RUN1(&y, &bl) == MPX_E_INVALID); /* bool sums are not ONNX */
+    mpx_value_free(&bl);
+    mpx_value_free(&m);
+    mpx_value_free(&ax);
+    mpx_value_free(&shp);
+}
+
+/* ---- ArgMax, ArgMin, CumSum ------------------------------------------------------------ */
+
+static void test_arg(void) {
+    /* 2x3x4, with ties */
+    mpx_value x = val(MPX_DT_FLOAT, 3, DIMS(2, 3, 4)), y;
+    for (int64_t i = 0; i < x.n; i++) x.f[i] = (float)((i * 7) % 5);
+    for (int axis = -3; axis < 3; axis++) {
+        for (int mode = 0; mode < 8; mode++) {
+            bool max = mode & 1, keep = mode & 2, last = mode & 4;
+            node_reset(max ? "ArgMax" : "ArgMin", 13);
+            attr_int("axis", axis);
+            attr_int("keepdims", keep);
+            attr_int("select_last_index", last);
+            if (RUN1(&y, &x) != MPX_OK) {
+                CHECK_MSG(0, "%s", err.msg);
+                continue;
+            }
+            int ax = axis < 0 ? axis + 3 : axis;
+            CHECK(y.dtype == MPX_DT_INT64 && y.rank == (keep ? 3 : 2));
+            int bad = 0;
+            int64_t co[3];
+            for (int64_t i = 0; i < x.n; i++) {
+                coord(i, 3, x.dims, co);
+                if (co[ax] != 0) continue;
+                int64_t best = 0, stride = ax == 2 ? 1 : ax == 1 ? 4 : 12;
+                for (int64_t k = 1; k < x.dims[ax]; k++) {
+                    float v = x.f[i + k * stride], b = x.f[i + best * stride];
+                    if (max ? (v > b || (last && v == b)) : (v < b || (last && v == b))) best = k;
+                }
+                int64_t j = 0;
+                for (int d = 0; d < 3; d++)
+                    if (d != ax) j = j * x.dims[d] + co[d];
+                bad += y.i[j] != best;
+            }
+            CHECK_MSG(bad == 0, "axis %d mode %d", axis, mode);
+            mpx_value_free(&y);
+        }
+    }
+    mpx_value_free(&x);
+    /* NaN is the extreme; ints; bad axis; empty axis */
+    mpx_value nn = valf(1, DIMS(4), FV(1.0f, NAN, 9.0f, NAN));
+    node_reset("ArgMax", 13);
+    CHECK(RUN1(&y, &nn) == MPX_OK && y.i[0] == 1);
+    mpx_value_free(&y);
+    attr_int("select_last_index", 1);
+    CHECK(RUN1(&y, &nn) == MPX_OK && y.i[0] == 3);
+    mpx_value_free(&y);
+    node_reset("ArgMin", 13);
+    CHECK(RUN1(&y, &nn) == MPX_OK && y.i[0] == 1);
+    mpx_value_free(&y);
+    mpx_value_free(&nn);
+    mpx_value xi = vali(MPX_DT_INT32, 2, DIMS(2, 2), IV(5, -1, 5, 9));
+    node_reset("ArgMin", 13);
+    attr_int("axis", 1);
+    attr_int("keepdims", 0);
+    CHECK(RUN1(&y, &xi) == MPX_OK && same_shape(&y, 1, DIMS(2)) && y.i[0] == 1 && y.i[1] == 0);
+    mpx_value_free(&y);
+    node_reset("ArgMax", 13);
+    attr_int("axis", 2);
+    CHECK(RUN1(&y, &xi) == MPX_E_SHAPE);
+    CHECK_CONTAINS(err.msg, "axis 2");
+    mpx_value_free(&xi);
+    mpx_value e = val(MPX_DT_FLOAT, 2, DIMS(3, 0));
+    node_reset("ArgMax", 13);
+    attr_int("axis", 1);
+    CHECK(RUN1(&y, &e) == MPX_E_SHAPE);
+    mpx_value_free(&e);
+}
+
+static void test_cumsum(void) {
+    mpx_value x = val(MPX_DT_FLOAT, 3, DIMS(2, 5, 3)), y;
+    fill_uniform(&x, -1, 1);
+    for (int axis = -3; axis < 3; axis++) {
+        for (int mode = 0; mode < 4; mode++) {
+            bool excl = mode & 1, rev = mode & 2;
+            mpx_value av =
+                vali(mode & 1 ? MPX_DT_INT32 : MPX_DT_INT64, mode == 2 ? 1 : 0, DIMS(1), IV(axis));
+            node_reset("CumSum", 14);
+            attr_int("exclusive", excl);
+            attr_int("reverse", rev);
+            if (RUN2(&y, &x, &av) != MPX_OK) {
+                CHECK_MSG(0, "%s", err.msg);
+                mpx_value_free(&av);
+                continue;
+            }
+            CHECK(same_shape(&y, 3, x.dims));
+            int ax = axis < 0 ? axis + 3 : axis, bad = 0;
+            int64_t stride = ax == 2 ? 1 : ax == 1 ? 3 : 15, len = x.dims[ax], co[3];
+            for (int64_t i = 0; i < x.n; i++) {
+                coord(i, 3, x.dims, co);
+                float s = 0.0f;
+                int64_t base = i - co[ax] * stride;
+                for (int64_t t = 0; t < len; t++) {
+                    int64_t k = rev ? len - 1 - t : t;
+                    if (k == co[ax] && excl) break;
+                    s += x.f[base + k * stride];
+                    if (k == co[ax]) break;
+                }
+                bad += !same_bits(s, y.f[i]);
+            }
+            CHECK_MSG(bad == 0, "CumSum axis %d mode %d: %d off", axis, mode, bad);
+            mpx_value_free(&y);
+            mpx_value_free(&av);
+        }
+    }
+    mpx_value_free(&x);
+    /* integers; fp16 accumulation */
+    mpx_value xi = vali(MPX_DT_INT64, 1, DIMS(4), IV(1, 2, 3, 4)),
+              a0 = vali(MPX_DT_INT64, 0, NULL, IV(0));
+    node_reset("CumSum", 11);
+    CHECK(RUN2(&y, &xi, &a0) == MPX_OK && y.i[0] == 1 && y.i[1] == 3 && y.i[3] == 10);
+    mpx_value_free(&y);
+    attr_int("exclusive", 1);
+    attr_int("reverse", 1);
+    CHECK(RUN2(&y, &xi, &a0) == MPX_OK && y.i[0] == 9 && y.i[2] == 4 && y.i[3] == 0);
+    mpx_value_free(&y);
+    mpx_value ones = val(MPX_DT_FLOAT, 1, DIMS(3000));
+    for (int i = 0; i < 3000; i++) ones.f[i] = 1.0f;
+    node_reset("CumSum", 11);
+    acc.fmt = &mpx_format_fp16;
+    CHECK(RUN2(&y, &ones, &a0) == MPX_OK && y.f[2046] == 2047.0f && y.f[2047] == 2048.0f &&
+          y.f[2999] == 2048.0f);
+    mpx_value_free(&y);
+    acc.block = 8; /* the partial block counts in each output */
+    CHECK(RUN2(&y, &ones, &a0) == MPX_OK && y.f[4] == 5.0f && y.f[2999] == 3000.0f);
+    mpx_value_free(&y);
+    acc.fmt = NULL;
+    acc.block = 0;
+    /* bad inputs */
+    CHECK(RUN1(&y, &ones) == MPX_E_INVALID);
+    mpx_value a2 = vali(MPX_DT_INT64, 1, DIMS(2), IV(0, 0));
+    CHECK(RUN2(&y, &ones, &a2) == MPX_E_SHAPE);
+    mpx_value a5 = vali(MPX_DT_INT64, 0, NULL, IV(1));
+    CHECK(RUN2(&y, &ones, &a5) == MPX_E_SHAPE);
+    mpx_value_free(&a2);
+    mpx_value_free(&a5);
+    mpx_value_free(&ones);
+    mpx_value_free(&xi);
+    mpx_value_free(&a0);
+}
+
+/* ---- Cast ------------------------------------------------------------------------------- */
+
+static mpx_value cast(mpx_dtype to, int saturate, const mpx_value *x, mpx_status *st) {
+    node_reset("Cast", saturate >= 0 ? 19 : 13);
+    attr_int("to", to);
+    if (saturate >= 0) attr_int("saturate", saturate);
+    mpx_value y;
+    *st = RUN1(&y, x);
+    return y;
+}
+
+static void test_cast(void) {
+    mpx_status st;
+    /* float -> float16: every value equals the FP16 library's conversion */
+    mpx_value x = val(MPX_DT_FLOAT, 1, DIMS(2000));
+    fill_uniform(&x, -70000, 70000);
+    for (int i = 0; i < 1000; i++)
+        x.f[i] = (float)(mpx_rng_normal(&rng, 0, 1) * pow(2, i % 40 - 28));
+    x.f[0] = 65519.99f, x.f[1] = 65520.0f, x.f[2] = NAN, x.f[3] = -INFINITY, x.f[4] = -0.0f;
+    mpx_value y = cast(MPX_DT_FLOAT16, -1, &x, &st);
+    CHECK(st == MPX_OK && y.dtype == MPX_DT_FLOAT16 && y.n == 2000);
+    int bad = 0;
+    for (int64_t i = 0; i < x.n && st == MPX_OK; i++)
+        bad += !same_bits(fp16_ieee_to_fp32_value(fp16_ieee_from_fp32_value(x.f[i])), y.f[i]);
+    CHECK_MSG(bad == 0, "%d fp16 casts differ from fp16.h", bad);
+    CHECK(y.f[0] == 65504.0f && y.f[1] == INFINITY && signbit(y.f[4]));
+    mpx_value_free(&y);
+    /* bfloat16: round to nearest even on the top 16 bits */
+    mpx_value b =
+        valf(1, DIMS(4), FV(1.00390625f, 1.01171875f, 3.0e38f, 1.0f + 0x1p-8f + 0x1p-20f));
+    y = cast(MPX_DT_BFLOAT16, -1, &b, &st);
+    CHECK(st == MPX_OK && y.f[0] == 1.0f && y.f[1] == 1.015625f && y.f[2] == 0x1.c4p+127f &&
+          y.f[3] == 1.0078125f);
+    mpx_value_free(&y);
+    mpx_value_free(&b);
+    /* fp8: saturate (default 1) vs not */
+    mpx_value f8 = valf(1, DIMS(6), FV(500.0f, -1e9f, INFINITY, NAN, 0.3f, 460.0f));
+    y = cast(MPX_DT_FLOAT8E4M3FN, -1, &f8, &st);
+    CHECK(st == MPX_OK && y.f[0] == 448.0f && y.f[1] == -448.0f && y.f[2] == 448.0f &&
+          isnan(y.f[3]));
+    CHECK(y.f[4] == 0.3125f && y.f[5] == 448.0f);
+    mpx_value_free(&y);
+    y = cast(MPX_DT_FLOAT8E4M3FN, 0, &f8, &st);
+    CHECK(st == MPX_OK && isnan(y.f[0]) && isnan(y.f[1]) && isnan(y.f[2]) && y.f[5] == 448.0f);
+    mpx_value_free(&y);
+    y = cast(MPX_DT_FLOAT8E5M2, 1, &f8, &st);
+    CHECK(st == MPX_OK && y.f[0] == 512.0f && y.f[1] == -57344.0f && y.f[2] == 57344.0f &&
+          isnan(y.f[3]));
+    mpx_value_free(&y);
+    y = cast(MPX_DT_FLOAT8E5M2, 0, &f8, &st);
+    CHECK(st == MPX_OK && y.f[1] == -INFINITY && y.f[2] == INFINITY && y.f[4] == 0.3125f);
+    mpx_value_free(&y);
+    y = cast(MPX_DT_FLOAT8E4M3FNUZ, -1, &f8, &st);
+    CHECK(st == MPX_E_UNSUPPORTED);
+    CHECK_CONTAINS(err.msg, "float8e4m3fnuz");
+    mpx_value_free(&f8);
+    mpx_value_free(&x);
+    /* float -> integers */
+    mpx_value fi = valf(1, DIMS(8), FV(2.7f, -2.7f, NAN, INFINITY, 300.7f, -1.0f, 1e10f, -0.0f));
+    y = cast(MPX_DT_INT64, -1, &fi, &st);
+    CHECK(st == MPX_OK && y.dtype == MPX_DT_INT64 && y.i[0] == 2 && y.i[1] == -2);
+    CHECK(y.i[2] == INT64_MIN && y.i[3] == INT64_MIN && y.i[6] == 10000000000LL && y.i[7] == 0);
+    mpx_value_free(&y);
+    y = cast(MPX_DT_INT32, -1, &fi, &st);
+    CHECK(st == MPX_OK && y.i[0] == 2 && y.i[2] == INT32_MIN && y.i[4] == 300 &&
+          y.i[6] == INT32_MIN);
+    mpx_value_free(&y);
+    y = cast(MPX_DT_UINT8, -1, &fi, &st);
+    CHECK(st == MPX_OK && y.i[4] == 44 && y.i[5] == 255 && y.i[2] == 0);
+    mpx_value_free(&y);
+    y = cast(MPX_DT_INT8, -1, &fi, &st);
+    CHECK(st == MPX_OK && y.i[4] == 44 && y.i[1] == -2);
+    mpx_value_free(&y);
+    y = cast(MPX_DT_UINT32, -1, &fi, &st);
+    CHECK(st == MPX_OK && y.i[5] == UINT32_MAX &&
+          y.i[6] == (int64_t)(10000000000ULL & 0xffffffffu));
+    mpx_value_free(&y);
+    y = cast(MPX_DT_BOOL, -1, &fi, &st);
+    CHECK(st == MPX_OK && y.dtype == MPX_DT_BOOL && y.i[0] == 1 && y.i[2] == 1 && y.i[7] == 0);
+    mpx_value_free(&y);
+    mpx_value_free(&fi);
+    /* integers -> integers and floats */
+    mpx_value ii = vali(MPX_DT_INT64, 1, DIMS(5), IV(300, -1, 70000, 16777217, 0));
+    y = cast(MPX_DT_INT8, -1, &ii, &st);
+    CHECK(st == MPX_OK && y.dtype == MPX_DT_INT8 && y.i[0] == 44 && y.i[1] == -1 && y.i[2] == 112);
+    mpx_value_free(&y);
+    y = cast(MPX_DT_UINT16, -1, &ii, &st);
+    CHECK(st == MPX_OK && y.i[1] == 65535 && y.i[2] == 4464);
+    mpx_value_free(&y);
+    y = cast(MPX_DT_FLOAT, -1, &ii, &st);
+    CHECK(st == MPX_OK && y.dtype == MPX_DT_FLOAT && y.f[0] == 300.0f && y.f[3] == 16777216.0f);
+    mpx_value_free(&y);
+    y = cast(MPX_DT_FLOAT16, -1, &ii, &st);
+    CHECK(st == MPX_OK && y.f[0] == 300.0f && y.f[2] == INFINITY);
+    mpx_value_free(&y);
+    y = cast(MPX_DT_BOOL, -1, &ii, &st);
+    CHECK(st == MPX_OK && y.i[0] == 1 && y.i[4] == 0);
+    mpx_value_free(&y);
+    mpx_value u = vali(MPX_DT_UINT64, 1, DIMS(1), IV(-1)); /* 2^64 - 1 */
+    y = cast(MPX_DT_FLOAT, -1, &u, &st);
+    CHECK(st == MPX_OK && y.f[0] == 0x1p64f);
+    mpx_value_free(&y);
+    mpx_value_free(&u);
+    /* bad "to" */
+    node_reset("Cast", 13);
+    CHECK(RUN1(&y, &ii) == MPX_E_INVALID);
+    CHECK_CONTAINS(err.msg, "\"to\"");
+    y = cast(MPX_DT_STRING, -1, &ii, &st);
+    CHECK(st == MPX_E_UNSUPPORTED);
+    y = cast((mpx_dtype)99, -1, &ii, &st);
+    CHECK(st == MPX_E_INVALID);
+    mpx_value_free(&ii);
+}
+
+/* ---- the table ---------------------------------------------------------------------------- */
+
+static void test_table(void) {
+    static const char *const ops[] = {
+        "Relu", "LeakyRelu", "Elu", "Selu", "Celu", "ThresholdedRelu", "Sigmoid", "HardSigmoid",
+        "HardSwish", "Softplus", "Softsign", "Mish", "Tanh", "Erf", "Gelu", "Exp", "Log", "Sqrt",
+        "Reciprocal", "Neg", "Abs", "Sign", "Floor", "Ceil", "Round", "Sin", "Cos", "Clip", "Not",
+        "IsNaN", "IsInf", "Cast", "Add", "Sub", "Mul", "Div", "Pow", "Mod", "Max", "Min", "Sum",
+        "Mean", "PRelu", "And", "Or", "Xor", "Equal", "Greater", "Less", "GreaterOrEqual",
+        "LessOrEqual", "Where", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd",
+        "ReduceL2", "ReduceSumSquare", "ArgMax", "ArgMin", "CumSum"};
+    int missing = 0;
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (!mpx_kernel_for(mpx_op_from_name(ops[i]))) {
+            fprintf(stderr, "no kernel for %s\n", ops[i]);
+            missing++;
+        }
+    CHECK(missing == 0);
+}
+
+int main(void) {
+    mpx_rng_init(&rng, 20240611);
+    test_table();
+    test_unary_float();
+    test_unary_special();
+    test_unary_int_bool();
+    test_clip();
+    test_binary_float();
+    test_binary_special();
+    test_binary_int();
+    check_binary_int_random();
+    test_variadic();
+    test_where();
+    test_reduce_float();
+    test_reduce_accum();
+    test_reduce_int();
+    test_arg();
+    test_cumsum();
+    test_cast();
+    return check_report("test_kern_elem");
+}

@@ -1,0 +1,1176 @@
+/* test_kern_nn.c - the nn kernels (numerics/kern_nn.c, kern_pool.c, kern_norm.c,
+ * kern_resize.c): random cases against naive computations written here from
+ * the operator definitions (bit for bit, since both add the terms in the
+ * documented order), ONNX's operator examples (values from python3-onnx
+ * 1.12's backend test cases), accumulation in fp16/bf16 (per addition and
+ * blocked), and inputs that must be refused with a message. */
+#include "check.h"
+#include "mpx_numerics.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static mpx_graph *G;
+static mpx_error err;
+static mpx_rng rng;
+
+/* ---- values --------------------------------------------------------------------- */
+
+/* "2x3x4" ("" is a scalar). */
+static int parse_shape(const char *s, int64_t *d) {
+    int r = 0;
+    while (*s) {
+        char *end;
+        d[r++] = strtoll(s, &end, 10);
+        s = *end == 'x' ? end + 1 : end;
+    }
+    return r;
+}
+
+static mpx_value vzero(mpx_dtype dt, const char *shape) {
+    int64_t d[MPX_MAX_RANK];
+    int r = parse_shape(shape, d);
+    mpx_value v;
+    mpx_value_alloc(&v, dt, r, d, NULL);
+    return v;
+}
+
+static mpx_value vdata(const char *shape, const float *data) {
+    mpx_value v = vzero(MPX_DT_FLOAT, shape);
+    memcpy(v.f, data, (size_t)v.n * sizeof *v.f);
+    return v;
+}
+
+static mpx_value vints(const char *shape, const int64_t *data) {
+    mpx_value v = vzero(MPX_DT_INT64, shape);
+    memcpy(v.i, data, (size_t)v.n * sizeof *v.i);
+    return v;
+}
+
+/* 1, 2, 3, ... (start 0 or 1), as ONNX's examples. */
+static mpx_value vseq(const char *shape, float start) {
+    mpx_value v = vzero(MPX_DT_FLOAT, shape);
+    for (int64_t i = 0; i < v.n; i++) v.f[i] = start + (float)i;
+    return v;
+}
+
+static mpx_value vfill(const char *shape, float x) {
+    mpx_value v = vzero(MPX_DT_FLOAT, shape);
+    for (int64_t i = 0; i < v.n; i++) v.f[i] = x;
+    return v;
+}
+
+/* Uniform in [-1, 1), rounded to fp16 so products are exact in fp32. */
+static mpx_value vrand(const char *shape) {
+    mpx_value v = vzero(MPX_DT_FLOAT, shape);
+    for (int64_t i = 0; i < v.n; i++)
+        v.f[i] = mpx_round_scalar(&mpx_format_fp16, (float)(2.0 * mpx_rng_unit(&rng) - 1.0));
+    return v;
+}
+
+static mpx_value absent(void) {
+    mpx_value v;
+    memset(&v, 0, sizeof v);
+    v.n = -1;
+    return v;
+}
+
+/* ---- nodes ----------------------------------------------------------------------- */
+
+static int count_tokens(const char *s) {
+    int n = 0;
+    for (const char *p = s; *p;) {
+        p += strspn(p, " ");
+        if (!*p) break;
+        n++;
+        p += strcspn(p, " ");
+    }
+    return n;
+}
+
+/* "pads=[1,1,1,1] alpha=0.5 mode=linear scales=[1.0,2.0] group=2" */
+static void parse_attr(mpx_attr *a, const char *tok) {
+    size_t n = strcspn(tok, "=");
+    a->name = mpx_arena_strndup(G->arena, tok, n);
+    const char *v = tok + n + 1;
+    char *end;
+    if (*v == '[') {
+        bool flt = strchr(v, '.') != NULL;
+        a->type = flt ? MPX_ATTR_FLOATS : MPX_ATTR_INTS;
+        a->ints = mpx_arena_calloc(G->arena, 16, sizeof(int64_t));
+        a->floats = mpx_arena_calloc(G->arena, 16, sizeof(float));
+        for (const char *p = v + 1; *p && *p != ']'; p = *end == ',' ? end + 1 : end) {
+            if (flt) a->floats[a->n++] = strtof(p, &end);
+            else a->ints[a->n++] = strtoll(p, &end, 10);
+            if (end == p) break;
+        }
+        return;
+    }
+    long long i = strtoll(v, &end, 10);
+    if (end != v && !*end) {
+        a->type = MPX_ATTR_INT;
+        a->i = i;
+        return;
+    }
+    double f = strtod(v, &end);
+    if (end != v && !*end) {
+        a->type = MPX_ATTR_FLOAT;
+        a->f = (float)f;
+        return;
+    }
+    a->type = MPX_ATTR_STRING;
+    a->s = mpx_arena_strdup(G->arena, v);
+    a->s_len = strlen(v);
+}
+
+/* A node of op at opset with n_in inputs; outs names the outputs ("-" for
+ * an omitted one, e.g. "y - inv"). */
+static mpx_node *node(const char *op, int opset, int n_in, const char *outs, const char *attrs) {
+    G->opset = opset;
+    mpx_node *n = mpx_graph_add_node(G, "/blk/n", op, "", n_in, count_tokens(outs), count_tokens(attrs));
+    n->op = mpx_op_from_name(op);
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", outs);
+    int k = 0;
+    char *save;
+    for (char *t = strtok_r(buf, " ", &save); t; t = strtok_r(NULL, " ", &save), k++)
+        n->outputs[k] = strcmp(t, "-") ? mpx_graph_tensor(G, t) : NULL;
+    snprintf(buf, sizeof buf, "%s", attrs);
+    k = 0;
+    for (char *t = strtok_r(buf, " ", &save); t; t = strtok_r(NULL, " ", &save), k++) parse_attr(&n->attrs[k], t);
+    return n;
+}
+
+/* Run n's kernel; out[0..n_out) come back allocated (or absent). */
+static mpx_status run(const mpx_node *n, const mpx_format *acc, int block, int n_in,
+                      const mpx_value *const *in, int n_out, mpx_value *out) {
+    for (int i = 0; i < n_out; i++) out[i] = absent();
+    mpx_error_clear(&err);
+    mpx_kernel_fn fn = mpx_kernel_for(n->op);
+    if (!fn) return mpx_error_set(&err, MPX_E_UNSUPPORTED, "no kernel for %s", n->op_type);
+    mpx_kctx c = {.node = n, .acc = {acc, block}, .err = &err};
+    return fn(&c, in, n_in, out, n_out);
+}
+
+/* One output, fp32 accumulation; the value, or absent on error. */
+static mpx_value run1(const mpx_node *n, int n_in, const mpx_value *const *in) {
+    mpx_value y;
+    if (run(n, NULL, 0, n_in, in, 1, &y) != MPX_OK) {
+        CHECK_MSG(0, "%s", err.msg);
+        return absent();
+    }
+    return y;
+}
+
+static void vfree(int n, mpx_value *v) {
+    for (int i = 0; i < n; i++) mpx_value_free(&v[i]);
+}
+
+/* ---- comparing ---------------------------------------------------------------------- */
+
+static bool same_shape(const mpx_value *a, const char *shape) {
+    int64_t d[MPX_MAX_RANK];
+    int r = parse_shape(shape, d);
+    if (a->n < 0 || a->rank != r) return false;
+    for (int i = 0; i < r; i++)
+        if (a->dims[i] != d[i]) return false;
+    return true;
+}
+
+/* Equal bits (NaN equal to NaN). */
+static void check_bits_(int line, const char *what, const mpx_value *got, const mpx_value *want) {
+    bool ok = got->n == want->n && got->rank == want->rank && got->n >= 0;
+    for (int i = 0; ok && i < got->rank; i++) ok = got->dims[i] == want->dims[i];
+    int64_t bad = -1;
+    for (int64_t k = 0; ok && k < got->n; k++) {
+        float a = got->f[k], b = want->f[k];
+        if (memcmp(&a, &b, sizeof a) != 0 && !(a != a && b != b)) {
+            ok = false;
+            bad = k;
+        }
+    }
+    CHECK_MSG(ok, "line %d: %s: n %lld vs %lld; first difference at %lld: %.9g vs %.9g", line, what,
+              (long long)got->n, (long long)want->n, (long long)bad, bad >= 0 ? (double)got->f[bad] : 0.0,
+              bad >= 0 ? (double)want->f[bad] : 0.0);
+}
+#define CHECK_BITS(what, got, want) check_bits_(__LINE__, what, got, want)
+
+/* Close to literal values: |d| <= atol + rtol |want| (ONNX's test tolerances). */
+static void check_vals_(int line, const char *what, const mpx_value *got, const char *shape,
+                        const float *want, double rtol) {
+    bool ok = same_shape(got, shape);
+    int64_t bad = -1;
+    for (int64_t k = 0; ok && k < got->n; k++)
+        if (!(fabs((double)got->f[k] - want[k]) <= 1e-7 + rtol * fabs(want[k]))) {
+            ok = false;
+            bad = k;
+        }
+    CHECK_MSG(ok, "line %d: %s: first difference at %lld: %.9g vs %.9g (shape ok: %d)", line, what,
+              (long long)bad, bad >= 0 ? (double)got->f[bad] : 0.0, bad >= 0 ? (double)want[bad] : 0.0,
+              same_shape(got, shape));
+}
+#define CHECK_VALS(what, got, shape, ...)                                                   \
+    do {                                                                                    \
+        static const float want_[] = {__VA_ARGS__};                                         \
+        check_vals_(__LINE__, what, got, shape, want_, 1e-6);                               \
+    } while (0)
+
+/* ---- the naive references ------------------------------------------------------------- */
+
+/* The accumulation rule of DESIGN section 3, written again from its text with
+ * the slow reference rounding. */
+typedef struct tacc {
+    const mpx_format *f;
+    int block, nb;
+    float sum, blk;
+} tacc;
+
+static void ta_init(tacc *a, const mpx_format *f, int block, float init) {
+    a->f = f, a->block = block, a->nb = 0, a->blk = 0.0f;
+    a->sum = f ? mpx_round_scalar(f, init) : init;
+}
+
+static void ta_add(tacc *a, float t) {
+    if (!a->f) {
+        a->sum += t;
+    } else if (a->block <= 0) {
+        a->sum = mpx_round_scalar(a->f, a->sum + t);
+    } else {
+        a->blk += t;
+        if (++a->nb == a->block) {
+            a->sum = mpx_round_scalar(a->f, a->sum + mpx_round_scalar(a->f, a->blk));
+            a->blk = 0.0f, a->nb = 0;
+        }
+    }
+}
+
+static float ta_result(tacc *a) {
+    if (a->f && a->block > 0 && a->nb > 0) {
+        a->sum = mpx_round_scalar(a->f, a->sum + mpx_round_scalar(a->f, a->blk));
+        a->blk = 0.0f, a->nb = 0;
+    }
+    return a->sum;
+}
+
+/* The bias: one more addition after the products. */
+static float ta_finish(tacc *a, const float *bias) {
+    float s = ta_result(a);
+    if (!bias) return s;
+    ta_add(a, *bias);
+    return ta_result(a);
+}
+
+typedef struct convp {
+    int nsp;
+    int64_t k[3], s[3], d[3], pb[3], pe[3], opad[3];
+    int64_t group;
+} convp;
+
+/* Conv with explicit pads: for every output value, input channel, then the
+ * kernel taps in row-major order, skipping taps in the padding. */
+static mpx_value ref_conv(const mpx_value *x, const mpx_value *w, const mpx_value *b, const convp *p,
+                          const mpx_format *f, int block) {
+    int nsp = p->nsp;
+    int64_t N = x->dims[0], C = x->dims[1], M = w->dims[0], cig = C / p->group, mg = M / p->group;
+    int64_t od[MPX_MAX_RANK] = {N, M}, in_pl = 1, out_pl = 1, k_pl = 1;
+    for (int i = 0; i < nsp; i++) {
+        od[2 + i] = (x->dims[2 + i] + p->pb[i] + p->pe[i] - (p->k[i] - 1) * p->d[i] - 1) / p->s[i] + 1;
+        in_pl *= x->dims[2 + i];
+        out_pl *= od[2 + i];
+        k_pl *= p->k[i];
+    }
+    mpx_value y;
+    mpx_value_alloc(&y, MPX_DT_FLOAT, 2 + nsp, od, NULL);
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t o = 0; o < out_pl; o++) {
+                int64_t oc[3], rem = o;
+                for (int i = nsp - 1; i >= 0; i--) oc[i] = rem % od[2 + i], rem /= od[2 + i];
+                tacc a;
+                ta_init(&a, f, block, 0.0f);
+                int64_t g = m / mg;
+                for (int64_t ci = 0; ci < cig; ci++)
+                    for (int64_t t = 0; t < k_pl; t++) {
+                        int64_t tc[3], tr = t, xi = 0;
+                        bool in = true;
+                        for (int i = nsp - 1; i >= 0; i--) tc[i] = tr % p->k[i], tr /= p->k[i];
+                        for (int i = 0; i < nsp; i++) {
+                            int64_t pos = oc[i] * p->s[i] - p->pb[i] + tc[i] * p->d[i];
+                            in = in && pos >= 0 && pos < x->dims[2 + i];
+                            xi = xi * x->dims[2 + i] + pos;
+                        }
+                        if (!in) continue;
+                        ta_add(&a, x->f[(n * C + g * cig + ci) * in_pl + xi] * w->f[(m * cig + ci) * k_pl + t]);
+                    }
+                y.f[(n * M + m) * out_pl + o] = ta_finish(&a, b ? &b->f[m] : NULL);
+            }
+    return y;
+}
+
+/* ConvTranspose with explicit pads and output_padding: for every output
+ * value, input channel, then kernel taps in row-major order, where a tap
+ * reaches the output from input position (o + pad - tap * dilation) / stride
+ * when that divides exactly and lies inside the input. */
+static mpx_value ref_convt(const mpx_value *x, const mpx_value *w, const mpx_value *b, const convp *p,
+                           const mpx_format *f, int block) {
+    int nsp = p->nsp;
+    int64_t N = x->dims[0], C = x->dims[1], cig = C / p->group, mg = w->dims[1], M = mg * p->group;
+    int64_t od[MPX_MAX_RANK] = {N, M}, in_pl = 1, out_pl = 1, k_pl = 1;
+    for (int i = 0; i < nsp; i++) {
+        od[2 + i] = p->s[i] * (x->dims[2 + i] - 1) + p->opad[i] + (p->k[i] - 1) * p->d[i] + 1 - p->pb[i] - p->pe[i];
+        in_pl *= x->dims[2 + i];
+        out_pl *= od[2 + i];
+        k_pl *= p->k[i];
+    }
+    mpx_value y;
+    mpx_value_alloc(&y, MPX_DT_FLOAT, 2 + nsp, od, NULL);
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t o = 0; o < out_pl; o++) {
+                int64_t oc[3], rem = o, g = m / mg;
+                for (int i = nsp - 1; i >= 0; i--) oc[i] = rem % od[2 + i], rem /= od[2 + i];
+                tacc a;
+                ta_init(&a, f, block, 0.0f);
+                for (int64_t ci = 0; ci < cig; ci++)
+                    for (int64_t t = 0; t < k_pl; t++) {
+                        int64_t tc[3], tr = t, xi = 0;
+                        bool in = true;
+                        for (int i = nsp - 1; i >= 0; i--) tc[i] = tr % p->k[i], tr /= p->k[i];
+                        for (int i = 0; i < nsp; i++) {
+                            int64_t num = oc[i] + p->pb[i] - tc[i] * p->d[i];
+                            in = in && num >= 0 && num % p->s[i] == 0 && num / p->s[i] < x->dims[2 + i];
+                            xi = xi * x->dims[2 + i] + (in ? num / p->s[i] : 0);
+                        }
+                        if (!in) continue;
+                        int64_t cg = g * cig + ci;
+                        ta_add(&a, x->f[(n * C + cg) * in_pl + xi] * w->f[(cg * mg + (m - g * mg)) * k_pl + t]);
+                    }
+                y.f[(n * M + m) * out_pl + o] = ta_finish(&a, b ? &b->f[m] : NULL);
+            }
+    return y;
+}
+
+static convp cp2(int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t pt,
+                 int64_t pl, int64_t pb, int64_t pr, int64_t group) {
+    convp p = {.nsp = 2, .k = {kh, kw}, .s = {sh, sw}, .d = {dh, dw}, .pb = {pt, pl}, .pe = {pb, pr}, .group = group};
+    return p;
+}
+
+/* ---- Conv ------------------------------------------------------------------------------- */
+
+/* x, w, b random; the kernel against ref_conv in fp32, fp16 per addition and
+ * bf16 in blocks of 3, bit for bit. */
+static void conv_case(int line, const char *xs, const char *ws, bool bias, const convp *p, const char *attrs) {
+    mpx_value x = vrand(xs), w = vrand(ws), b = absent();
+    if (bias) {
+        char bs[32];
+        snprintf(bs, sizeof bs, "%lld", (long long)w.dims[0]);
+        b = vrand(bs);
+    }
+    const mpx_value *in[3] = {&x, &w, bias ? &b : NULL};
+    mpx_node *n = node("Conv", 13, 3, "y", attrs);
+    const mpx_format *fs[3] = {NULL, &mpx_format_fp16, &mpx_format_bf16};
+    int blocks[3] = {0, 0, 3};
+    for (int k = 0; k < 3; k++) {
+        mpx_value y, r = ref_conv(&x, &w, bias ? &b : NULL, p, fs[k], blocks[k]);
+        mpx_status st = run(n, fs[k], blocks[k], 3, in, 1, &y);
+        CHECK_MSG(st == MPX_OK, "line %d: %s", line, err.msg);
+        char what[64];
+        snprintf(what, sizeof what, "conv line %d acc %s", line, fs[k] ? fs[k]->name : "fp32");
+        if (st == MPX_OK) CHECK_BITS(what, &y, &r);
+        mpx_value_free(&y);
+        mpx_value_free(&r);
+    }
+    mpx_value_free(&x);
+    mpx_value_free(&w);
+    mpx_value_free(&b);
+}
+
+static void test_conv(void) {
+    convp p;
+    p = cp2(3, 2, 1, 2, 1, 2, 1, 0, 2, 1, 2);
+    conv_case(__LINE__, "2x4x7x9", "6x2x3x2", true, &p, "group=2 strides=[1,2] dilations=[1,2] pads=[1,0,2,1]");
+    p = cp2(3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 6);
+    conv_case(__LINE__, "1x6x9x9", "6x1x3x3", true, &p, "group=6 pads=[1,1,1,1]");
+    p = cp2(3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1); /* 4-channel register tiles over a strided input */
+    conv_case(__LINE__, "1x3x16x37", "8x3x3x3", true, &p, "strides=[2,2] pads=[1,1,1,1]");
+    p = cp2(1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1); /* 1x1: one row over 1200 positions, chunked */
+    conv_case(__LINE__, "1x5x40x30", "7x5x1x1", true, &p, "");
+    p = cp2(3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1); /* rows longer than a chunk */
+    conv_case(__LINE__, "1x2x3x700", "9x2x3x3", false, &p, "pads=[1,1,1,1] kernel_shape=[3,3]");
+    p = cp2(2, 5, 3, 1, 2, 1, 0, 3, 1, 0, 1); /* kernel wider than its padded row in places */
+    conv_case(__LINE__, "2x2x8x6", "4x2x2x5", true, &p, "strides=[3,1] dilations=[2,1] pads=[0,3,1,0]");
+    p = cp2(1, 3, 1, 1, 1, 1, 0, 290, 0, 290, 1); /* padding wider than a chunk */
+    conv_case(__LINE__, "1x1x1x300", "4x1x1x3", true, &p, "pads=[0,290,0,290]");
+    convp p1 = {.nsp = 1, .k = {4}, .s = {2}, .d = {2}, .pb = {2}, .pe = {1}, .group = 1};
+    conv_case(__LINE__, "2x3x11", "5x3x4", false, &p1, "strides=[2] pads=[2,1] dilations=[2]");
+    convp p3 = {.nsp = 3, .k = {2, 3, 2}, .s = {1, 2, 1}, .d = {1, 1, 1}, .pb = {1, 0, 1}, .pe = {0, 1, 1}, .group = 1};
+    conv_case(__LINE__, "1x2x5x6x7", "3x2x2x3x2", true, &p3, "strides=[1,2,1] pads=[1,0,1,0,1,1]");
+
+    /* auto_pad against the explicit pads it stands for: in 6, kernel 3,
+     * stride 2 -> out 3, total padding 1: SAME_UPPER (0, 1), SAME_LOWER (1, 0). */
+    p = cp2(3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 1);
+    conv_case(__LINE__, "1x2x6x6", "3x2x3x3", true, &p, "strides=[2,2] auto_pad=SAME_UPPER");
+    p = cp2(3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 1);
+    conv_case(__LINE__, "1x2x6x6", "3x2x3x3", true, &p, "strides=[2,2] auto_pad=SAME_LOWER");
+    p = cp2(3, 3, 2, 2, 1, 1, 0, 0, 0, 0, 1);
+    conv_case(__LINE__, "1x2x6x6", "3x2x3x3", true, &p, "strides=[2,2] pads=[5,5,5,5] auto_pad=VALID");
+    /* kernel 1 with stride 3 on 6: SAME needs no padding (the total is clamped at 0) */
+    p = cp2(1, 1, 3, 3, 1, 1, 0, 0, 0, 0, 1);
+    conv_case(__LINE__, "1x2x6x6", "3x2x1x1", false, &p, "strides=[3,3] auto_pad=SAME_UPPER");
+
+    /* ONNX's examples */
+    mpx_value x = vseq("1x1x5x5", 0.0f), w = vfill("1x1x3x3", 1.0f), y;
+    const mpx_value *in[2] = {&x, &w};
+    y = run1(node("Conv", 11, 2, "y", "kernel_shape=[3,3] pads=[1,1,1,1]"), 2, in);
+    CHECK_VALS("test_basic_conv_with_padding", &y, "1x1x5x5", 12, 21, 27, 33, 24, 33, 54, 63, 72, 51, 63, 99,
+               108, 117, 81, 93, 144, 153, 162, 111, 72, 111, 117, 123, 84);
+    mpx_value_free(&y);
+    y = run1(node("Conv", 11, 2, "y", "kernel_shape=[3,3] strides=[2,2] auto_pad=SAME_LOWER"), 2, in);
+    CHECK_VALS("test_conv_with_autopad_same", &y, "1x1x3x3", 12, 27, 24, 63, 108, 81, 72, 117, 84);
+    mpx_value_free(&y);
+    mpx_value_free(&x);
+    x = vseq("1x1x7x5", 0.0f);
+    y = run1(node("Conv", 11, 2, "y", "kernel_shape=[3,3] pads=[1,0,1,0] strides=[2,2]"), 2, in);
+    CHECK_VALS("test_conv_with_strides_and_asymmetric_padding", &y, "1x1x4x2", 21, 33, 99, 117, 189, 207, 171, 183);
+    mpx_value_free(&y);
+    vfree(1, &x);
+    vfree(1, &w);
+}
+
+/* ---- ConvTranspose ------------------------------------------------------------------ */
+
+static void convt_case(int line, const char *xs, const char *ws, bool bias, const convp *p, const char *attrs) {
+    mpx_value x = vrand(xs), w = vrand(ws), b = absent();
+    if (bias) {
+        char bs[32];
+        snprintf(bs, sizeof bs, "%lld", (long long)(w.dims[1] * p->group));
+        b = vrand(bs);
+    }
+    const mpx_value *in[3] = {&x, &w, bias ? &b : NULL};
+    mpx_node *n = node("ConvTranspose", 13, 3, "y", attrs);
+    const mpx_format *fs[3] = {NULL, &mpx_format_fp16, &mpx_format_bf16};
+    int blocks[3] = {0, 0, 2};
+    for (int k = 0; k < 3; k++) {
+        mpx_value y, r = ref_convt(&x, &w, bias ? &b : NULL, p, fs[k], blocks[k]);
+        mpx_status st = run(n, fs[k], blocks[k], 3, in, 1, &y);
+        CHECK_MSG(st == MPX_OK, "line %d: %s", line, err.msg);
+        char what[64];
+        snprintf(what, sizeof what, "convtranspose line %d acc %s", line, fs[k] ? fs[k]->name : "fp32");
+        if (st == MPX_OK) CHECK_BITS(what, &y, &r);
+        mpx_value_free(&y);
+        mpx_value_free(&r);
+    }
+    vfree(1, &x);
+    vfree(1, &w);
+    vfree(1, &b);
+}
+
+static void test_conv_transpose(void) {
+    convp p = cp2(3, 2, 3, 2, 1, 2, 1, 0, 0, 1, 2);
+    p.opad[0] = 1, p.opad[1] = 1;
+    convt_case(__LINE__, "2x4x3x4", "4x2x3x2", true, &p,
+               "group=2 strides=[3,2] pads=[1,0,0,1] output_padding=[1,1] dilations=[1,2]");
+    p = cp2(2, 2, 2, 2, 1, 1, 0, 0, 0, 0, 1);
+    convt_case(__LINE__, "1x3x5x6", "3x5x2x2", false, &p, "strides=[2,2]");
+    /* SAME_UPPER: out = in * stride; total padding 2*2 + 3 - 6 = 1, put at the end */
+    p = cp2(3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 1);
+    convt_case(__LINE__, "1x2x3x3", "2x2x3x3", true, &p, "strides=[2,2] auto_pad=SAME_UPPER");
+    p = cp2(3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 1);
+    convt_case(__LINE__, "1x2x3x3", "2x2x3x3", true, &p, "strides=[2,2] auto_pad=SAME_LOWER");
+    /* output_shape 10x8 from 3x3, strides 3x2, kernel 3: totals -1 -> pads (0, -1) */
+    p = cp2(3, 3, 3, 2, 1, 1, 0, 0, -1, -1, 1);
+    convt_case(__LINE__, "1x1x3x3", "1x2x3x3", false, &p, "strides=[3,2] output_shape=[10,8]");
+    convp p1 = {.nsp = 1, .k = {3}, .s = {2}, .d = {1}, .pb = {1}, .pe = {1}, .group = 1};
+    convt_case(__LINE__, "1x2x5", "2x3x3", true, &p1, "strides=[2] pads=[1,1]");
+
+    /* ONNX's examples */
+    mpx_value x = vseq("1x1x3x3", 0.0f), w = vfill("1x2x3x3", 1.0f), y;
+    const mpx_value *in[2] = {&x, &w};
+    y = run1(node("ConvTranspose", 11, 2, "y", "strides=[3,2] pads=[1,2,1,2]"), 2, in);
+    CHECK_VALS("test_convtranspose_pads", &y, "1x2x7x3", 1, 1, 3, 1, 1, 3, 7, 4, 9, 7, 4, 9, 7, 4, 9, 13, 7, 15,
+               13, 7, 15, 1, 1, 3, 1, 1, 3, 7, 4, 9, 7, 4, 9, 7, 4, 9, 13, 7, 15, 13, 7, 15);
+    mpx_value_free(&y);
+    y = run1(node("ConvTranspose", 11, 2, "y", "strides=[2,2] auto_pad=SAME_UPPER"), 2, in);
+    CHECK_VALS("test_convtranspose_autopad_same", &y, "1x2x6x6", 0, 0, 1, 1, 3, 2, 0, 0, 1, 1, 3, 2, 3, 3, 8, 5,
+               12, 7, 3, 3, 7, 4, 9, 5, 9, 9, 20, 11, 24, 13, 6, 6, 13, 7, 15, 8, 0, 0, 1, 1, 3, 2, 0, 0, 1, 1, 3,
+               2, 3, 3, 8, 5, 12, 7, 3, 3, 7, 4, 9, 5, 9, 9, 20, 11, 24, 13, 6, 6, 13, 7, 15, 8);
+    mpx_value_free(&y);
+    y = run1(node("ConvTranspose", 11, 2, "y", "strides=[3,2] output_shape=[10,8] kernel_shape=[3,3] output_padding=[1,1]"), 2, in);
+    CHECK(same_shape(&y, "1x2x10x8") && y.f[7] == 0.0f && y.f[8 * 3 + 2] == 7.0f && y.f[79] == 0.0f);
+    mpx_value_free(&y);
+    vfree(1, &w);
+    mpx_value_free(&x);
+    static const float xd[] = {3, 8, 1, 9, 5, 7, 3, 2, 6}, wd[] = {7, 2, 1, 9};
+    x = vdata("1x1x3x3", xd);
+    w = vdata("1x1x2x2", wd);
+    y = run1(node("ConvTranspose", 11, 2, "y", "dilations=[2,2]"), 2, in);
+    CHECK_VALS("test_convtranspose_dilations", &y, "1x1x5x5", 21, 56, 13, 16, 2, 63, 35, 67, 10, 14, 24, 22, 76, 76,
+               21, 9, 5, 88, 45, 63, 3, 2, 33, 18, 54);
+    mpx_value_free(&y);
+    vfree(1, &x);
+    vfree(1, &w);
+}
+
+/* ---- Gemm, MatMul --------------------------------------------------------------------- */
+
+/* Y = alpha * A'B' + beta * C, k in order, then alpha, then beta * C as one
+ * more addition. */
+static mpx_value ref_gemm(const mpx_value *a, const mpx_value *b, const mpx_value *c, bool ta, bool tb,
+                          float alpha, float beta, const mpx_format *f, int block) {
+    int64_t M = a->dims[ta ? 1 : 0], K = a->dims[ta ? 0 : 1], N = b->dims[tb ? 0 : 1];
+    int64_t d[2] = {M, N};
+    mpx_value y;
+    mpx_value_alloc(&y, MPX_DT_FLOAT, 2, d, NULL);
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            tacc s;
+            ta_init(&s, f, block, 0.0f);
+            for (int64_t k = 0; k < K; k++)
+                ta_add(&s, a->f[ta ? k * M + i : i * K + k] * b->f[tb ? j * K + k : k * N + j]);
+            float v = alpha * ta_result(&s);
+            if (c && beta != 0.0f) {
+                int64_t ci = 0;
+                if (c->rank == 1) ci = c->dims[0] == 1 ? 0 : j;
+                if (c->rank == 2) ci = (c->dims[0] == 1 ? 0 : i) * c->dims[1] + (c->dims[1] == 1 ? 0 : j);
+                ta_init(&s, f, block, v);
+                ta_add(&s, beta * c->f[ci]);
+                v = ta_result(&s);
+            }
+            y.f[i * N + j] = v;
+        }
+    return y;
+}
+
+static void test_gemm(void) {
+    struct {
+        const char *a, *b, *c, *attrs;
+        bool ta, tb;
+        float alpha, beta;
+    } cs[] = {
+        {"5x3", "4x5", "4", "transA=1 transB=1 alpha=0.5 beta=2.0", true, true, 0.5f, 2.0f},
+        {"3x5", "5x4", "3x1", "", false, false, 1.0f, 1.0f},
+        {"3x5", "5x4", "", "alpha=3.0", false, false, 3.0f, 1.0f},
+        {"3x7", "4x7", "1x1", "transB=1", false, true, 1.0f, 1.0f},
+        {"9x6", "9x600", "6x600", "transA=1 beta=-1.5", true, false, 1.0f, -1.5f},
+        {"2x3", "3x2", "", "beta=0.0", false, false, 1.0f, 0.0f},
+    };
+    const mpx_format *fs[3] = {NULL, &mpx_format_fp16, &mpx_format_bf16};
+    int blocks[3] = {0, 0, 4};
+    for (size_t t = 0; t < sizeof cs / sizeof cs[0]; t++) {
+        mpx_value a = vrand(cs[t].a), b = vrand(cs[t].b), c = cs[t].c[0] ? vrand(cs[t].c) : absent();
+        const mpx_value *in[3] = {&a, &b, cs[t].c[0] ? &c : NULL};
+        mpx_node *n = node("Gemm", 13, 3, "y", cs[t].attrs);
+        for (int k = 0; k < 3; k++) {
+            mpx_value y, r = ref_gemm(&a, &b, in[2], cs[t].ta, cs[t].tb, cs[t].alpha, cs[t].beta, fs[k], blocks[k]);
+            mpx_status st = run(n, fs[k], blocks[k], 3, in, 1, &y);
+            CHECK_MSG(st == MPX_OK, "gemm %zu: %s", t, err.msg);
+            char what[64];
+            snprintf(what, sizeof what, "gemm case %zu acc %s", t, fs[k] ? fs[k]->name : "fp32");
+            if (st == MPX_OK) CHECK_BITS(what, &y, &r);
+            vfree(1, &y);
+            vfree(1, &r);
+        }
+        vfree(1, &a);
+        vfree(1, &b);
+        vfree(1, &c);
+    }
+    static const float ad[] = {1, 2, 3, 4}, bd[] = {5, 6, 7, 8}, cd[] = {1, 1};
+    mpx_value a = vdata("2x2", ad), b = vdata("2x2", bd), c = vdata("2", cd), y;
+    const mpx_value *in[3] = {&a, &b, &c};
+    y = run1(node("Gemm", 13, 3, "y", ""), 3, in);
+    CHECK_VALS("gemm 2x2", &y, "2x2", 20, 23, 44, 51);
+    vfree(1, &y);
+    vfree(1, &a);
+    vfree(1, &b);
+    vfree(1, &c);
+}
+
+/* MatMul against Gemm on each broadcast pair of matrices. */
+static void matmul_case(int line, const char *as, const char *bs, const char *ys) {
+    mpx_value a = vrand(as), b = vrand(bs), y;
+    const mpx_value *in[2] = {&a, &b};
+    mpx_status st = run(node("MatMul", 13, 2, "y", ""), &mpx_format_fp16, 0, 2, in, 1, &y);
+    CHECK_MSG(st == MPX_OK && same_shape(&y, ys), "line %d: %s", line, err.msg);
+    if (st != MPX_OK || !same_shape(&y, ys)) goto out;
+    /* Check each output value against a dot product in order. */
+    int ra = a.rank, rb = b.rank, ry = y.rank;
+    int64_t K = a.dims[ra - 1], M = ra == 1 ? 1 : a.dims[ra - 2], N = rb == 1 ? 1 : b.dims[rb - 1];
+    int64_t nb = y.n / (M * N);
+    bool ok = true;
+    for (int64_t bi = 0; bi < nb; bi++) {
+        /* batch coordinates of y, then the broadcast offsets of a and b */
+        int nbd = ry - (ra > 1) - (rb > 1);
+        int64_t bc[MPX_MAX_RANK], rem = bi, oa = 0, ob = 0, sa = 1, sb = 1;
+        for (int i = nbd - 1; i >= 0; i--) bc[i] = rem % y.dims[i], rem /= y.dims[i];
+        for (int i = nbd - 1, ia = ra - 3, ib = rb - 3; i >= 0; i--, ia--, ib--) {
+            if (ia >= 0) {
+                oa += (a.dims[ia] == 1 ? 0 : bc[i]) * sa;
+                sa *= a.dims[ia];
+            }
+            if (ib >= 0) {
+                ob += (b.dims[ib] == 1 ? 0 : bc[i]) * sb;
+                sb *= b.dims[ib];
+            }
+        }
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                tacc s;
+                ta_init(&s, &mpx_format_fp16, 0, 0.0f);
+                for (int64_t k = 0; k < K; k++) ta_add(&s, a.f[oa * M * K + i * K + k] * b.f[ob * K * N + k * N + j]);
+                ok = ok && y.f[bi * M * N + i * N + j] == ta_result(&s);
+            }
+    }
+    CHECK_MSG(ok, "line %d: MatMul %s x %s values", line, as, bs);
+out:
+    vfree(1, &y);
+    vfree(1, &a);
+    vfree(1, &b);
+}
+
+static void test_matmul(void) {
+    matmul_case(__LINE__, "3", "3", "");
+    matmul_case(__LINE__, "3", "3x4", "4");
+    matmul_case(__LINE__, "2x3", "3", "2");
+    matmul_case(__LINE__, "2x1x3x4", "5x4x2", "2x5x3x2");
+    matmul_case(__LINE__, "4", "2x4x3", "2x3");
+    matmul_case(__LINE__, "2x3x5", "5", "2x3");
+    matmul_case(__LINE__, "6x700", "700x9", "6x9");
+    matmul_case(__LINE__, "3x1x2x8", "1x4x8x5", "3x4x2x5");
+}
+
+/* ---- accumulation order: 2048 + 1 stays 2048 in fp16 ------------------------------------ */
+
+static void test_accumulation(void) {
+    mpx_value x = vfill("1x4096x1x1", 1.0f), w = vfill("1x4096x1x1", 1.0f), y;
+    static const float b1[] = {1}, b3[] = {3};
+    mpx_value bias1 = vdata("1", b1), bias3 = vdata("1", b3);
+    const mpx_value *in[3] = {&x, &w, NULL};
+    mpx_node *conv = node("Conv", 13, 3, "y", "");
+    struct {
+        const mpx_format *f;
+        int block;
+        const mpx_value *bias;
+        float want;
+    } cs[] = {
+        {NULL, 0, NULL, 4096.0f},
+        {&mpx_format_fp16, 0, NULL, 2048.0f},      /* 2048 + 1 rounds back to 2048 */
+        {&mpx_format_fp16, 16, NULL, 4096.0f},     /* blocks of 16: 2048 + 16 is exact */
+        {&mpx_format_fp16, 0, &bias1, 2048.0f},    /* bias: one more addition */
+        {&mpx_format_fp16, 0, &bias3, 2052.0f},    /* 2051 is a tie: to even, 2052 */
+        {&mpx_format_bf16, 0, NULL, 256.0f},       /* bf16's 8 bits stop at 256 */
+        {&mpx_format_bf16, 4, NULL, 1024.0f},      /* blocks of 4: 1024 + 4 is a tie, stays */
+        {&mpx_format_fp32, 0, NULL, 4096.0f},
+    };
+    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+        in[2] = cs[k].bias;
+        mpx_status st = run(conv, cs[k].f, cs[k].block, 3, in, 1, &y);
+        CHECK_MSG(st == MPX_OK && y.f[0] == cs[k].want, "conv case %zu: got %g want %g (%s)", k,
+                  st == MPX_OK ? (double)y.f[0] : -1.0, (double)cs[k].want, err.msg);
+        vfree(1, &y);
+    }
+    /* MatMul of two 4096-vectors; Gemm 1x4096 by 4096x1 with alpha and C. */
+    mpx_value a = vfill("4096", 1.0f), b = vfill("4096", 1.0f);
+    const mpx_value *mi[2] = {&a, &b};
+    CHECK(run(node("MatMul", 13, 2, "y", ""), &mpx_format_fp16, 0, 2, mi, 1, &y) == MPX_OK && y.rank == 0 &&
+          y.f[0] == 2048.0f);
+    vfree(1, &y);
+    vfree(1, &a);
+    vfree(1, &b);
+    a = vfill("1x4096", 1.0f), b = vfill("4096x1", 1.0f);
+    const mpx_value *gi[3] = {&a, &b, &bias3};
+    CHECK(run(node("Gemm", 13, 3, "y", ""), &mpx_format_fp16, 0, 3, gi, 1, &y) == MPX_OK && y.f[0] == 2052.0f);
+    vfree(1, &y);
+    CHECK(run(node("Gemm", 13, 3, "y", "alpha=0.5"), &mpx_format_fp16, 0, 3, gi, 1, &y) == MPX_OK &&
+          y.f[0] == 1027.0f);
+    vfree(1, &y);
+    vfree(1, &a);
+    vfree(1, &b);
+    /* Pools, normalisation and softmax sums go through the same accumulator. */
+    mpx_value ones = vfill("1x1x64x64", 1.0f), zeros = vfill("1x4096", 0.0f);
+    const mpx_value *pi[1] = {&ones}, *si[1] = {&zeros};
+    CHECK(run(node("GlobalAveragePool", 13, 1, "y", ""), &mpx_format_fp16, 0, 1, pi, 1, &y) == MPX_OK &&
+          y.f[0] == 0.5f);
+    vfree(1, &y);
+    CHECK(run(node("AveragePool", 13, 1, "y", "kernel_shape=[64,64]"), &mpx_format_fp16, 0, 1, pi, 1, &y) ==
+              MPX_OK && y.f[0] == 0.5f);
+    vfree(1, &y);
+    CHECK(run(node("AveragePool", 13, 1, "y", "kernel_shape=[64,64]"), NULL, 0, 1, pi, 1, &y) == MPX_OK &&
+          y.f[0] == 1.0f);
+    vfree(1, &y);
+    CHECK(run(node("Softmax", 13, 1, "y", ""), &mpx_format_fp16, 0, 1, si, 1, &y) == MPX_OK &&
+          y.f[0] == 1.0f / 2048.0f && y.f[4095] == 1.0f / 2048.0f);
+    vfree(1, &y);
+    CHECK(run(node("Softmax", 13, 1, "y", ""), NULL, 0, 1, si, 1, &y) == MPX_OK && y.f[0] == 1.0f / 4096.0f);
+    vfree(1, &y);
+    mpx_value sc = vfill("4096", 1.0f), lo[3];
+    const mpx_value *li[2] = {&ones, &sc};
+    /* LayerNormalization's mean of 4096 ones: fp16 stops at 2048 -> 0.5. */
+    ones.rank = 2, ones.dims[0] = 1, ones.dims[1] = 4096;
+    CHECK(run(node("LayerNormalization", 17, 2, "y mean -", ""), &mpx_format_fp16, 0, 2, li, 3, lo) == MPX_OK &&
+          lo[1].n == 1 && lo[1].f[0] == 0.5f && lo[2].n < 0);
+    vfree(3, lo);
+    vfree(1, &sc);
+    vfree(1, &ones);
+    vfree(1, &zeros);
+    vfree(1, &x);
+    vfree(1, &w);
+    vfree(1, &bias1);
+    vfree(1, &bias3);
+}
+
+/* ---- pooling ------------------------------------------------------------------------------ */
+
+static void test_pool(void) {
+    mpx_value x = vseq("1x1x5x5", 1.0f), y[2];
+    const mpx_value *in[1] = {&x};
+    CHECK(run(node("MaxPool", 12, 1, "y i", "kernel_shape=[5,5] pads=[2,2,2,2]"), NULL, 0, 1, in, 2, y) == MPX_OK);
+    CHECK_VALS("test_maxpool_with_argmax_2d_precomputed_pads", &y[0], "1x1x5x5", 13, 14, 15, 15, 15, 18, 19, 20,
+               20, 20, 23, 24, 25, 25, 25, 23, 24, 25, 25, 25, 23, 24, 25, 25, 25);
+    static const int64_t idx1[] = {12, 13, 14, 14, 14, 17, 18, 19, 19, 19, 22, 23, 24, 24, 24, 22, 23, 24, 24, 24, 22, 23, 24, 24, 24};
+    CHECK(y[1].dtype == MPX_DT_INT64 && y[1].n == 25 && memcmp(y[1].i, idx1, sizeof idx1) == 0);
+    vfree(2, y);
+    CHECK(run(node("MaxPool", 12, 1, "y i", "kernel_shape=[2,2] strides=[2,2] storage_order=1"), NULL, 0, 1, in, 2,
+              y) == MPX_OK);
+    CHECK_VALS("test_maxpool_with_argmax_2d_precomputed_strides", &y[0], "1x1x2x2", 7, 9, 17, 19);
+    CHECK(y[1].n == 4 && y[1].i[0] == 6 && y[1].i[1] == 16 && y[1].i[2] == 8 && y[1].i[3] == 18);
+    vfree(2, y);
+    /* Indices not asked for: the slot stays absent. */
+    CHECK(run(node("MaxPool", 12, 1, "y -", "kernel_shape=[2,2]"), NULL, 0, 1, in, 2, y) == MPX_OK && y[1].n < 0);
+    vfree(2, y);
+    y[0] = run1(node("AveragePool", 11, 1, "y", "kernel_shape=[5,5] pads=[2,2,2,2] count_include_pad=1"), 1, in);
+    CHECK_VALS("test_averagepool_2d_precomputed_pads_count_include_pad", &y[0], "1x1x5x5", 2.52f, 3.6f, 4.8f,
+               4.08f, 3.24f, 4.56f, 6.4f, 8.4f, 7.04f, 5.52f, 7.2f, 10.0f, 13.0f, 10.8f, 8.4f, 6.96f, 9.6f, 12.4f,
+               10.24f, 7.92f, 6.12f, 8.4f, 10.8f, 8.88f, 6.84f);
+    vfree(1, y);
+    y[0] = run1(node("AveragePool", 11, 1, "y", "kernel_shape=[5,5] pads=[2,2,2,2]"), 1, in);
+    CHECK(same_shape(&y[0], "1x1x5x5") && y[0].f[0] == 7.0f && y[0].f[12] == 13.0f);
+    vfree(1, y);
+    vfree(1, &x);
+    x = vseq("1x1x4x4", 1.0f);
+    y[0] = run1(node("MaxPool", 12, 1, "y", "kernel_shape=[2,2] strides=[1,1] dilations=[2,2]"), 1, in);
+    CHECK_VALS("test_maxpool_2d_dilations", &y[0], "1x1x2x2", 11, 12, 15, 16);
+    vfree(1, y);
+    y[0] = run1(node("MaxPool", 12, 1, "y", "kernel_shape=[3,3] strides=[2,2] ceil_mode=1"), 1, in);
+    CHECK_VALS("test_maxpool_2d_ceil", &y[0], "1x1x2x2", 11, 12, 15, 16);
+    vfree(1, y);
+    y[0] = run1(node("AveragePool", 11, 1, "y", "kernel_shape=[3,3] strides=[2,2] ceil_mode=1"), 1, in);
+    CHECK_VALS("test_averagepool_2d_ceil", &y[0], "1x1x2x2", 6, 7.5f, 12, 13.5f);
+    vfree(1, y);
+    /* ceil_mode's overhang is not counted even with count_include_pad (ORT,
+     * PyTorch): the last window starts at row 3 of 4 with 1 row of padding,
+     * so rows 3 and 4 count and row 5 does not: 16 / (2 x 2). */
+    y[0] = run1(node("AveragePool", 19, 1, "y",
+                     "kernel_shape=[3,3] strides=[2,2] pads=[1,1,1,1] ceil_mode=1 count_include_pad=1"), 1, in);
+    CHECK(same_shape(&y[0], "1x1x3x3") && y[0].f[0] == (1.0f + 2.0f + 5.0f + 6.0f) / 9.0f && y[0].f[8] == 4.0f &&
+          y[0].f[1] == (2.0f + 3.0f + 4.0f + 6.0f + 7.0f + 8.0f) / 9.0f);
+    vfree(1, y);
+    y[0] = run1(node("AveragePool", 19, 1, "y", "kernel_shape=[3,3] strides=[2,2] pads=[1,1,1,1] ceil_mode=1"), 1, in);
+    CHECK(same_shape(&y[0], "1x1x3x3") && y[0].f[0] == 14.0f / 4.0f && y[0].f[8] == 16.0f);
+    vfree(1, y);
+    y[0] = run1(node("GlobalMaxPool", 1, 1, "y", ""), 1, in);
+    CHECK_VALS("GlobalMaxPool", &y[0], "1x1x1x1", 16);
+    vfree(1, y);
+    y[0] = run1(node("GlobalAveragePool", 1, 1, "y", ""), 1, in);
+    CHECK_VALS("GlobalAveragePool", &y[0], "1x1x1x1", 8.5f);
+    vfree(1, y);
+    vfree(1, &x);
+    /* uint8 (opset 12) pools as integers; 3-D storage_order 1 indices. */
+    x = vzero(MPX_DT_UINT8, "1x1x5x5");
+    for (int k = 0; k < 25; k++) x.i[k] = k + 1;
+    CHECK(run(node("MaxPool", 12, 1, "y", "kernel_shape=[5,5] pads=[2,2,2,2]"), NULL, 0, 1, in, 1, y) == MPX_OK &&
+          y[0].dtype == MPX_DT_UINT8 && y[0].i && y[0].i[0] == 13 && y[0].i[24] == 25);
+    vfree(1, y);
+    vfree(1, &x);
+    x = vrand("1x2x3x4x5");
+    CHECK(run(node("MaxPool", 12, 1, "y i", "kernel_shape=[3,4,5] storage_order=1"), NULL, 0, 1, in, 2, y) ==
+          MPX_OK);
+    for (int c = 0; c < 2 && y[1].n == 2; c++) {
+        /* column-major over the spatial dims: idx = c*60 + d0 + 3*d1 + 12*d2 */
+        int64_t id = y[1].i[c] - c * 60, d0 = id % 3, d1 = (id / 3) % 4, d2 = id / 12;
+        float best = -INFINITY;
+        for (int k = 0; k < 60; k++) best = fmaxf(best, x.f[c * 60 + k]);
+        CHECK(x.f[c * 60 + (d0 * 4 + d1) * 5 + d2] == best && y[0].f[c] == best);
+    }
+    vfree(2, y);
+    vfree(1, &x);
+}
+
+/* ---- normalisation, softmax, LRN ------------------------------------------------------------ */
+
+static void test_norm(void) {
+    /* BatchNormalization from its formula, per channel and (opset 7) per activation. */
+    static const float xd[] = {-1, 0, 1, 2, 3, 4}, sd[] = {1.0f, 1.5f}, bd[] = {0, 1}, md[] = {0, 3}, vd[] = {1, 1.5f};
+    mpx_value x = vdata("1x2x1x3", xd), s = vdata("2", sd), b = vdata("2", bd), m = vdata("2", md), v = vdata("2", vd);
+    const mpx_value *in[5] = {&x, &s, &b, &m, &v};
+    mpx_value y = run1(node("BatchNormalization", 15, 5, "y", ""), 5, in);
+    bool ok = same_shape(&y, "1x2x1x3");
+    for (int k = 0; ok && k < 6; k++) {
+        int c = k / 3;
+        ok = y.f[k] == (xd[k] - md[c]) / sqrtf(vd[c] + 1e-5f) * sd[c] + bd[c];
+    }
+    CHECK(ok);
+    vfree(1, &y);
+    mpx_value s6 = vfill("2x1x3", 2.0f), b6 = vseq("2x1x3", 0.0f), m6 = vfill("2x1x3", 1.0f), v6 = vfill("2x1x3", 4.0f);
+    const mpx_value *in6[5] = {&x, &s6, &b6, &m6, &v6};
+    y = run1(node("BatchNormalization", 7, 5, "y", "spatial=0 epsilon=0.0"), 5, in6);
+    CHECK(same_shape(&y, "1x2x1x3") && y.f[0] == -2.0f && y.f[5] == 8.0f); /* (4 - 1) / 2 * 2 + 5 */
+    vfree(1, &y);
+    /* training mode: batch statistics and running averages */
+    mpx_value tr[3];
+    CHECK(run(node("BatchNormalization", 15, 5, "y rm rv", "training_mode=1 momentum=0.5 epsilon=0.0"), NULL, 0, 5,
+              in, 3, tr) == MPX_OK);
+    CHECK(tr[1].n == 2 && tr[1].f[0] == 0.0f && tr[1].f[1] == 3.0f);                    /* 0.5*0 + 0.5*0 ; 0.5*3 + 0.5*3 */
+    CHECK(tr[2].n == 2 && tr[2].f[0] == 0.5f * 1.0f + 0.5f * (2.0f / 3.0f));             /* population variance */
+    CHECK(tr[0].n == 6 && tr[0].f[2] == (1.0f - 0.0f) / sqrtf(2.0f / 3.0f) * 1.0f + 0.0f);
+    vfree(3, tr);
+    vfree(1, &s6), vfree(1, &b6), vfree(1, &m6), vfree(1, &v6);
+
+    /* InstanceNormalization, ONNX's example */
+    const mpx_value *ii[3] = {&x, &s, &b};
+    y = run1(node("InstanceNormalization", 6, 3, "y", ""), 3, ii);
+    CHECK_VALS("test_instancenorm_example", &y, "1x2x1x3", -1.2247356f, 0.0f, 1.2247356f, -0.8371035f, 1.0f, 2.8371034f);
+    vfree(1, &y);
+
+    /* LayerNormalization over the last two dims against a double computation */
+    mpx_value lx = vrand("2x3x4x5"), ls = vrand("4x5"), lb = vrand("5"), lo[3];
+    const mpx_value *li[3] = {&lx, &ls, &lb};
+    CHECK(run(node("LayerNormalization", 17, 3, "y mean inv", "axis=-2 epsilon=0.001"), NULL, 0, 3, li, 3, lo) == MPX_OK);
+    ok = same_shape(&lo[0], "2x3x4x5") && same_shape(&lo[1], "2x3x1x1") && same_shape(&lo[2], "2x3x1x1");
+    for (int r = 0; ok && r < 6; r++) {
+        double mean = 0, var = 0;
+        for (int k = 0; k < 20; k++) mean += lx.f[r * 20 + k];
+        mean /= 20;
+        for (int k = 0; k < 20; k++) var += (lx.f[r * 20 + k] - mean) * (lx.f[r * 20 + k] - mean);
+        double inv = 1.0 / sqrt(var / 20 + 0.001);
+        ok = fabs(lo[1].f[r] - mean) < 1e-6 && fabs(lo[2].f[r] - inv) < 1e-5 * inv;
+        for (int k = 0; ok && k < 20; k++) {
+            double want = (lx.f[r * 20 + k] - mean) * inv * ls.f[k] + lb.f[k % 5];
+            ok = fabs(lo[0].f[r * 20 + k] - want) < 1e-5;
+        }
+    }
+    CHECK(ok);
+    vfree(3, lo);
+    vfree(1, &lx), vfree(1, &ls), vfree(1, &lb);
+
+    /* LRN from its formula (size 3: channels c-1 .. c+1) */
+    mpx_value rx = vrand("1x5x2x2");
+    const mpx_value *ri[1] = {&rx};
+    y = run1(node("LRN", 13, 1, "y", "size=3 alpha=0.5 beta=0.75 bias=2.0"), 1, ri);
+    ok = same_shape(&y, "1x5x2x2");
+    for (int c = 0; ok && c < 5; c++)
+        for (int p = 0; ok && p < 4; p++) {
+            double sq = 0;
+            for (int i = c - 1; i <= c + 1; i++)
+                if (i >= 0 && i < 5) sq += (double)rx.f[i * 4 + p] * rx.f[i * 4 + p];
+            double want = rx.f[c * 4 + p] / pow(2.0 + 0.5 / 3 * sq, 0.75);
+            ok = fabs(y.f[c * 4 + p] - want) < 1e-6;
+        }
+    CHECK(ok);
+    vfree(1, &y);
+    vfree(1, &rx);
+    vfree(1, &x), vfree(1, &s), vfree(1, &b), vfree(1, &m), vfree(1, &v);
+}
+
+static void test_softmax(void) {
+    static const float d[] = {-1, 0, 1};
+    mpx_value x = vdata("1x3", d), y;
+    const mpx_value *in[1] = {&x};
+    y = run1(node("Softmax", 13, 1, "y", ""), 1, in);
+    CHECK_VALS("test_softmax_example", &y, "1x3", 0.09003057f, 0.24472847f, 0.66524094f);
+    vfree(1, &y);
+    y = run1(node("LogSoftmax", 13, 1, "y", ""), 1, in);
+    CHECK_VALS("test_logsoftmax_example_1", &y, "1x3", -2.4076061f, -1.4076060f, -0.40760601f);
+    vfree(1, &y);
+    vfree(1, &x);
+    /* Opset 11 coerces to 2-D at axis 1 (one softmax over 3x4 = 12 values);
+     * opset 13 takes axis 1 alone (over 3 values). */
+    x = vrand("2x3x4");
+    y = run1(node("Softmax", 11, 1, "y", "axis=1"), 1, in);
+    double sum = 0, e12 = 0;
+    for (int k = 12; k < 24; k++) sum += y.f[k], e12 += exp(x.f[k]);
+    CHECK(fabs(sum - 1.0) < 1e-6 && fabs(y.f[12] - exp(x.f[12]) / e12) < 1e-7);
+    vfree(1, &y);
+    y = run1(node("Softmax", 13, 1, "y", "axis=1"), 1, in);
+    sum = (double)y.f[1] + y.f[5] + y.f[9]; /* n 0, inner 1, over the 3 channels */
+    double e = exp(x.f[1]) + exp(x.f[5]) + exp(x.f[9]);
+    CHECK(fabs(sum - 1.0) < 1e-6 && fabs(y.f[5] - exp(x.f[5]) / e) < 1e-7);
+    vfree(1, &y);
+    y = run1(node("LogSoftmax", 11, 1, "y", ""), 1, in); /* default axis 1 before 13 */
+    double ls = 0;
+    for (int k = 12; k < 24; k++) ls += exp(y.f[k]);
+    CHECK(fabs(ls - 1.0) < 1e-6);
+    vfree(1, &y);
+    vfree(1, &x);
+    /* large values: no overflow (the max is subtracted) */
+    static const float big[] = {1000, 1001, 1002};
+    x = vdata("3", big);
+    y = run1(node("Softmax", 13, 1, "y", ""), 1, in);
+    CHECK_VALS("softmax large", &y, "3", 0.09003057f, 0.24472847f, 0.66524094f);
+    vfree(1, &y);
+    vfree(1, &x);
+}
+
+/* ---- Resize, Upsample --------------------------------------------------------------------- */
+
+static void test_resize(void) {
+    static const float s2[] = {1, 1, 2, 2}, s23[] = {1, 1, 2, 3}, s06[] = {1, 1, 0.6f, 0.6f};
+    mpx_value x = vseq("1x1x2x2", 1.0f), sc = vdata("4", s23), y;
+    const mpx_value *in4[4] = {&x, NULL, &sc, NULL};
+    y = run1(node("Resize", 13, 4, "y", "mode=nearest"), 3, in4);
+    CHECK_VALS("test_resize_upsample_scales_nearest", &y, "1x1x4x6", 1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4,
+               4, 4, 3, 3, 3, 4, 4, 4);
+    vfree(1, &y);
+    vfree(1, &sc);
+    sc = vdata("4", s2);
+    y = run1(node("Resize", 13, 4, "y", "mode=linear"), 3, in4);
+    CHECK_VALS("test_resize_upsample_scales_linear", &y, "1x1x4x4", 1, 1.25f, 1.75f, 2, 1.5f, 1.75f, 2.25f, 2.5f,
+               2.5f, 2.75f, 3.25f, 3.5f, 3, 3.25f, 3.75f, 4);
+    vfree(1, &y);
+    y = run1(node("Resize", 13, 4, "y", "mode=linear coordinate_transformation_mode=align_corners"), 3, in4);
+    CHECK_VALS("test_resize_upsample_scales_linear_align_corners", &y, "1x1x4x4", 1, 1.3333333f, 1.6666666f, 2,
+               1.6666666f, 2, 2.3333333f, 2.6666667f, 2.3333333f, 2.6666667f, 3, 3.3333333f, 3, 3.3333333f,
+               3.6666667f, 4);
+    vfree(1, &y);
+    /* Upsample-7 (scales attribute) and -9 (scales input): asymmetric, floor */
+    const mpx_value *u1[1] = {&x};
+    y = run1(node("Upsample", 7, 1, "y", "mode=nearest scales=[1.0,1.0,2.0,3.0]"), 1, u1);
+    CHECK_VALS("test_upsample_nearest", &y, "1x1x4x6", 1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 3, 3,
+               3, 4, 4, 4);
+    vfree(1, &y);
+    const mpx_value *u9[2] = {&x, &sc};
+    y = run1(node("Upsample", 9, 2, "y", "mode=linear"), 2, u9);
+    CHECK_VALS("upsample-9 linear (asymmetric, edge)", &y, "1x1x4x4", 1, 1.5f, 2, 2, 2, 2.5f, 3, 3, 3, 3.5f, 4, 4,
+               3, 3.5f, 4, 4);
+    vfree(1, &y);
+    vfree(1, &x);
+    vfree(1, &sc);
+
+    x = vseq("1x1x2x4", 1.0f);
+    sc = vdata("4", s06);
+    in4[0] = &x;
+    y = run1(node("Resize", 13, 4, "y", "mode=nearest"), 3, in4);
+    CHECK_VALS("test_resize_downsample_scales_nearest", &y, "1x1x1x2", 1, 3);
+    vfree(1, &y);
+    y = run1(node("Resize", 13, 4, "y", "mode=linear"), 3, in4);
+    CHECK_VALS("test_resize_downsample_scales_linear", &y, "1x1x1x2", 2.6666665f, 4.3333331f);
+    vfree(1, &y);
+    /* ONNX's reference reads length_resized as in * scale (2.4 here, not 2) */
+    y = run1(node("Resize", 13, 4, "y", "mode=linear coordinate_transformation_mode=align_corners"), 3, in4);
+    CHECK_VALS("test_resize_downsample_scales_linear_align_corners", &y, "1x1x1x2", 1, 3.142857f);
+    vfree(1, &y);
+    /* Resize-10: scales as input 1, asymmetric; nearest downsampling takes ceil */
+    const mpx_value *r10[2] = {&x, &sc};
+    y = run1(node("Resize", 10, 2, "y", "mode=nearest"), 2, r10);
+    CHECK_VALS("resize-10 nearest downsample", &y, "1x1x1x2", 1, 3);
+    vfree(1, &y);
+    static const int64_t sz[] = {1, 1, 1, 3};
+    mpx_value size = vints("4", sz);
+    const mpx_value *in_sz[4] = {&x, NULL, NULL, &size};
+    y = run1(node("Resize", 13, 4, "y", "mode=nearest"), 4, in_sz);
+    CHECK_VALS("test_resize_downsample_sizes_nearest", &y, "1x1x1x3", 1, 2, 4);
+    vfree(1, &y);
+    vfree(1, &size);
+    vfree(1, &x);
+    vfree(1, &sc);
+
+    x = vseq("1x1x4x4", 1.0f);
+    static const int64_t sz8[] = {1, 1, 8, 8}, sz31[] = {1, 1, 3, 1}, sz33[] = {1, 1, 3, 3};
+    size = vints("4", sz8);
+    in_sz[0] = &x, in_sz[3] = &size;
+    y = run1(node("Resize", 13, 4, "y", "mode=nearest nearest_mode=ceil"), 4, in_sz);
+    CHECK_VALS("test_resize_upsample_sizes_nearest_ceil_half_pixel", &y, "1x1x8x8", 1, 2, 2, 3, 3, 4, 4, 4, 5, 6, 6,
+               7, 7, 8, 8, 8, 5, 6, 6, 7, 7, 8, 8, 8, 9, 10, 10, 11, 11, 12, 12, 12, 9, 10, 10, 11, 11, 12, 12, 12, 13,
+               14, 14, 15, 15, 16, 16, 16, 13, 14, 14, 15, 15, 16, 16, 16, 13, 14, 14, 15, 15, 16, 16, 16);
+    vfree(1, &y);
+    y = run1(node("Resize", 13, 4, "y", "mode=nearest nearest_mode=floor coordinate_transformation_mode=align_corners"),
+             4, in_sz);
+    CHECK_VALS("test_resize_upsample_sizes_nearest_floor_align_corners", &y, "1x1x8x8", 1, 1, 1, 2, 2, 3, 3, 4, 1,
+               1, 1, 2, 2, 3, 3, 4, 1, 1, 1, 2, 2, 3, 3, 4, 5, 5, 5, 6, 6, 7, 7, 8, 5, 5, 5, 6, 6, 7, 7, 8, 9, 9, 9, 10,
+               10, 11, 11, 12, 9, 9, 9, 10, 10, 11, 11, 12, 13, 13, 13, 14, 14, 15, 15, 16);
+    vfree(1, &y);
+    vfree(1, &size);
+    size = vints("4", sz31);
+    in_sz[3] = &size;
+    y = run1(node("Resize", 13, 4, "y", "mode=linear coordinate_transformation_mode=pytorch_half_pixel"), 4, in_sz);
+    CHECK_VALS("test_resize_downsample_sizes_linear_pytorch_half_pixel", &y, "1x1x3x1", 1.6666666f, 7, 12.333333f);
+    vfree(1, &y);
+    vfree(1, &size);
+    sc = vdata("4", s2);
+    in4[0] = &x, in4[2] = &sc;
+    y = run1(node("Resize", 13, 4, "y", "mode=cubic coordinate_transformation_mode=asymmetric"), 3, in4);
+    CHECK(same_shape(&y, "1x1x8x8") && fabsf(y.f[1] - 1.40625f) < 1e-6f && fabsf(y.f[7] - 4.09375f) < 1e-6f &&
+          fabsf(y.f[63] - 16.46875f) < 1e-5f && y.f[56] == 13.375f && y.f[8] == 2.625f);
+    vfree(1, &y);
+    vfree(1, &sc);
+    static const float s08[] = {1, 1, 0.8f, 0.8f};
+    sc = vdata("4", s08);
+    in4[2] = &sc;
+    y = run1(node("Resize", 13, 4, "y", "mode=cubic cubic_coeff_a=-0.5 exclude_outside=1"), 3, in4);
+    CHECK_VALS("test_resize_downsample_scales_cubic_A_n0p5_exclude_outside", &y, "1x1x3x3", 1.3681267f, 2.6695013f,
+               4.0133367f, 6.573625f, 7.875f, 9.218835f, 11.948966f, 13.250341f, 14.594176f);
+    vfree(1, &y);
+    vfree(1, &sc);
+    static const float roi[] = {0, 0, 0.4f, 0.6f, 1, 1, 1.2f, 1.7f};
+    mpx_value rv = vdata("8", roi);
+    size = vints("4", sz33);
+    const mpx_value *in_crop[4] = {&x, &rv, NULL, &size};
+    y = run1(node("Resize", 13, 4, "y", "mode=linear coordinate_transformation_mode=tf_crop_and_resize extrapolation_value=10.0"),
+             4, in_crop);
+    CHECK_VALS("test_resize_tf_crop_and_resize_extrapolation_value", &y, "1x1x3x3", 7.6000004f, 10, 10, 12.400001f,
+               10, 10, 10, 10, 10);
+    vfree(1, &y);
+    vfree(1, &rv);
+    vfree(1, &size);
+    /* opset 18: axes */
+    static const float s_ax[] = {2.0f, 0.5f};
+    sc = vdata("2", s_ax);
+    in4[2] = &sc;
+    y = run1(node("Resize", 18, 4, "y", "mode=nearest axes=[3,2]"), 3, in4);
+    CHECK(same_shape(&y, "1x1x2x8") && y.f[0] == 1.0f && y.f[1] == 1.0f && y.f[8] == 9.0f);
+    vfree(1, &y);
+    vfree(1, &sc);
+    vfree(1, &x);
+
+    /* linear sums go through the accumulator: fp16 rounds 2048 + 0.5 * 1 */
+    static const float big[] = {2048, 2049.0f};
+    x = vdata("2", big);
+    static const float s15[] = {1.5f};
+    sc = vdata("1", s15);
+    in4[0] = &x, in4[2] = &sc;
+    mpx_node *lin = node("Resize", 13, 4, "y", "mode=linear coordinate_transformation_mode=align_corners");
+    CHECK(run(lin, &mpx_format_fp16, 0, 3, in4, 1, &y) == MPX_OK && same_shape(&y, "3") && y.f[1] == 2048.0f);
+    vfree(1, &y);
+    CHECK(run(lin, NULL, 0, 3, in4, 1, &y) == MPX_OK && y.f[1] == 2048.5f);
+    vfree(1, &y);
+    vfree(1, &x);
+    vfree(1, &sc);
+}
+
+/* ---- refused inputs --------------------------------------------------------------------------- */
+
+/* The node must fail with st and a message naming the node and containing needle. */
+static void bad_(int line, mpx_node *n, int n_in, const mpx_value *const *in, mpx_status want, const char *needle) {
+    mpx_value out[3];
+    mpx_status st = run(n, NULL, 0, n_in, in, 3, out);
+    CHECK_MSG(st == want, "line %d: %s: status %d, want %d (%s)", line, n->op_type, st, want, err.msg);
+    CHECK_MSG(strstr(err.msg, needle) != NULL, "line %d: \"%s\" lacks \"%s\"", line, err.msg, needle);
+    CHECK_MSG(strstr(err.msg, "/blk/n") != NULL, "line %d: \"%s\" does not name the node", line, err.msg);
+    for (int i = 0; i < 3; i++) CHECK_MSG(out[i].n < 0, "line %d: output %d left allocated", line, i);
+}
+#define BAD(n, n_in, in, st, needle) bad_(__LINE__, n, n_in, in, st, needle)
+
+static void test_bad(void) {
+    mpx_value x = vrand("1x4x5x5"), w = vrand("6x3x3x3"), w2 = vrand("6x2x3x3"), b = vrand("5");
+    mpx_value xi = vzero(MPX_DT_INT64, "2x2"), x2 = vrand("4x5");
+    const mpx_value *cw[3] = {&x, &w, NULL}, *cw2[3] = {&x, &w2, NULL}, *cb[3] = {&x, &w2, &b};
+    BAD(node("Conv", 13, 3, "y", ""), 3, cw, MPX_E_SHAPE, "expect 3");
+    BAD(node("Conv", 13, 3, "y", "group=4"), 3, cw2, MPX_E_SHAPE, "expect 8");
+    BAD(node("Conv", 13, 3, "y", "group=0"), 3, cw2, MPX_E_INVALID, "group 0");
+    BAD(node("Conv", 13, 3, "y", "group=2"), 3, cb, MPX_E_SHAPE, "bias B of shape 5");
+    BAD(node("Conv", 13, 3, "y", "group=2 pads=[1,1]"), 3, cw2, MPX_E_INVALID, "pads has 2 values");
+    BAD(node("Conv", 13, 3, "y", "group=2 strides=[0,1]"), 3, cw2, MPX_E_INVALID, "strides[0] = 0");
+    BAD(node("Conv", 13, 3, "y", "group=2 auto_pad=SAME"), 3, cw2, MPX_E_INVALID, "auto_pad \"SAME\"");
+    BAD(node("Conv", 13, 3, "y", "group=2 kernel_shape=[2,2]"), 3, cw2, MPX_E_SHAPE, "kernel_shape[0] = 2");
+    BAD(node("Conv", 13, 3, "y", "group=2 dilations=[3,3]"), 3, cw2, MPX_E_SHAPE, "shorter than the kernel extent 7");
+    mpx_value wbig = vrand("2x4x6x6");
+    const mpx_value *cbig[2] = {&x, &wbig};
+    BAD(node("Conv", 13, 2, "y", ""), 2, cbig, MPX_E_SHAPE, "kernel extent 6");
+    const mpx_value *c1[2] = {&x, NULL};
+    BAD(node("Conv", 13, 2, "y", ""), 2, c1, MPX_E_INVALID, "input 1 (W) is missing");
+    const mpx_value *cint[2] = {&xi, &w};
+    BAD(node("Conv", 13, 2, "y", ""), 2, cint, MPX_E_UNSUPPORTED, "int64");
+    const mpx_value *c2d[2] = {&x2, &x2};
+    BAD(node("Conv", 13, 2, "y", ""), 2, c2d, MPX_E_SHAPE, "rank 3 or more");
+    BAD(node("ConvTranspose", 13, 2, "y", ""), 2, cw, MPX_E_SHAPE, "4 channels but weights W have shape 6x3x3x3");
+    mpx_value wt = vrand("4x1x3x3");
+    const mpx_value *ct[2] = {&x, &wt};
+    BAD(node("ConvTranspose", 13, 2, "y", "group=3"), 2, ct, MPX_E_SHAPE, "do not divide into 3 groups");
+    BAD(node("ConvTranspose", 13, 2, "y", "pads=[4,4,4,4]"), 2, ct, MPX_E_SHAPE, "would have length -1");
+    BAD(node("ConvTranspose", 13, 2, "y", "output_shape=[3]"), 2, ct, MPX_E_INVALID, "output_shape must list 2");
+
+    mpx_value a = vrand("3x5"), bm = vrand("4x5"), c = vrand("2x4");
+    const mpx_value *g[3] = {&a, &bm, NULL}, *gc[3] = {&a, &bm, &c};
+    BAD(node("Gemm", 13, 3, "y", ""), 3, g, MPX_E_SHAPE, "inner dims differ");
+    BAD(node("Gemm", 13, 3, "y", "transB=1"), 3, gc, MPX_E_SHAPE, "C of shape 2x4 does not broadcast to 3x4");
+    BAD(node("Gemm", 9, 3, "y", "transB=1"), 3, g, MPX_E_INVALID, "C is required before opset 11");
+    const mpx_value *g3[3] = {&x, &bm, NULL};
+    BAD(node("Gemm", 13, 3, "y", ""), 3, g3, MPX_E_SHAPE, "must both be matrices");
+    mpx_value m1 = vrand("2x3x4"), m2 = vrand("3x4x5"), s0 = vzero(MPX_DT_FLOAT, "");
+    const mpx_value *mm[2] = {&m1, &m2}, *mm2[2] = {&m1, &a}, *ms[2] = {&s0, &a}, *mi[2] = {&xi, &xi};
+    BAD(node("MatMul", 13, 2, "y", ""), 2, mm, MPX_E_SHAPE, "batch dims do not broadcast");
+    BAD(node("MatMul", 13, 2, "y", ""), 2, mm2, MPX_E_SHAPE, "inner dims differ: A 2x3x4 times B 3x5");
+    BAD(node("MatMul", 13, 2, "y", ""), 2, ms, MPX_E_SHAPE, "must not be scalars");
+    BAD(node("MatMul", 13, 2, "y", ""), 2, mi, MPX_E_UNSUPPORTED, "floating-point");
+
+    const mpx_value *p1[1] = {&x};
+    BAD(node("MaxPool", 12, 1, "y", ""), 1, p1, MPX_E_INVALID, "kernel_shape is required");
+    BAD(node("MaxPool", 12, 1, "y", "kernel_shape=[3]"), 1, p1, MPX_E_INVALID, "kernel_shape has 1 values");
+    BAD(node("AveragePool", 12, 1, "y", "kernel_shape=[7,7]"), 1, p1, MPX_E_SHAPE, "kernel extent 7");
+    BAD(node("MaxPool", 12, 1, "y", "kernel_shape=[2,2] storage_order=2"), 1, p1, MPX_E_INVALID, "storage_order 2");
+    const mpx_value *p2[1] = {&x2};
+    BAD(node("GlobalAveragePool", 1, 1, "y", ""), 1, p2, MPX_E_SHAPE, "rank 3 or more");
+
+    mpx_value s3 = vrand("3");
+    const mpx_value *bn[5] = {&x, &s3, &s3, &s3, &s3};
+    BAD(node("BatchNormalization", 15, 5, "y", ""), 5, bn, MPX_E_SHAPE, "one value per channel");
+    const mpx_value *bn4[5] = {&x, &s3, &s3, &s3, NULL};
+    BAD(node("BatchNormalization", 15, 5, "y", ""), 5, bn4, MPX_E_INVALID, "input 4 (var) is missing");
+    const mpx_value *ln[2] = {&x, &s3};
+    BAD(node("LayerNormalization", 17, 2, "y", ""), 2, ln, MPX_E_SHAPE, "Scale of shape 3 does not broadcast");
+    BAD(node("LayerNormalization", 17, 2, "y", "axis=4"), 2, ln, MPX_E_SHAPE, "axis 4 is out of range");
+    const mpx_value *in3[3] = {&x, &s3, &s3};
+    BAD(node("InstanceNormalization", 6, 3, "y", ""), 3, in3, MPX_E_SHAPE, "one value per channel");
+    BAD(node("LRN", 13, 1, "y", ""), 1, p1, MPX_E_INVALID, "size");
+    BAD(node("Softmax", 13, 1, "y", "axis=-5"), 1, p1, MPX_E_SHAPE, "axis -5 is out of range");
+    BAD(node("Softmax", 11, 1, "y", "axis=4"), 1, p1, MPX_E_SHAPE, "axis 4 is out of range");
+
+    static const float s4[] = {1, 1, 2, 2}, s3v[] = {1, 2, 2}, sneg[] = {1, 1, -2, 2}, s05[] = {1, 1, 0.5f, 1};
+    static const int64_t z4[] = {1, 4, 10, 10};
+    mpx_value sc4 = vdata("4", s4), sc3 = vdata("3", s3v), scn = vdata("4", sneg), sc05 = vdata("4", s05), sz = vints("4", z4);
+    const mpx_value *r1[4] = {&x, NULL, &sc4, &sz}, *r2[4] = {&x, NULL, &sc3, NULL}, *r3[4] = {&x, NULL, NULL, NULL},
+                    *r4[4] = {&x, NULL, &scn, NULL};
+    BAD(node("Resize", 13, 4, "y", ""), 4, r1, MPX_E_INVALID, "scales and sizes are both given");
+    BAD(node("Resize", 13, 4, "y", ""), 4, r2, MPX_E_SHAPE, "scales has 3 values for 4 axes");
+    BAD(node("Resize", 13, 4, "y", ""), 4, r3, MPX_E_INVALID, "neither scales nor sizes");
+    BAD(node("Resize", 13, 4, "y", ""), 3, r4, MPX_E_INVALID, "scale -2 for axis 2 is not positive");
+    BAD(node("Resize", 13, 4, "y", "mode=bilinear"), 3, r1, MPX_E_INVALID, "mode \"bilinear\"");
+    BAD(node("Resize", 10, 2, "y", "mode=cubic"), 2, r1, MPX_E_INVALID, "mode \"cubic\"");
+    BAD(node("Resize", 13, 4, "y", "coordinate_transformation_mode=tf_crop_and_resize"), 3, r1, MPX_E_INVALID, "roi");
+    const mpx_value *u7[1] = {&x}, *u9[2] = {&x, &sc05};
+    BAD(node("Upsample", 7, 1, "y", ""), 1, u7, MPX_E_INVALID, "scales (a list of floats) is required");
+    BAD(node("Upsample", 9, 2, "y", ""), 2, u9, MPX_E_INVALID, "not at least 1");
+    const mpx_value *r5[4] = {&x, NULL, &sc05, NULL};
+    BAD(node("Resize", 18, 4, "y", "mode=linear antialias=1"), 3, r5, MPX_E_UNSUPPORTED, "antialias");
+    mpx_value xi4 = vzero(MPX_DT_INT64, "1x1x2x2");
+    const mpx_value *r6[4] = {&xi4, NULL, &sc4, NULL};
+    BAD(node("Resize", 13, 4, "y", "mode=linear"), 3, r6, MPX_E_UNSUPPORTED, "linear interpolation of int64");
+    /* nearest on integers is a copy */
+    mpx_value y;
+    CHECK(run(node("Resize", 13, 4, "y", ""), NULL, 0, 3, r6, 1, &y) == MPX_OK && y.dtype == MPX_DT_INT64 && y.n == 16);
+    vfree(1, &y);
+    BAD(node("Conv", 13, 2, "y", ""), 2, cw, MPX_E_SHAPE, "/blk/n");
+    mpx_value_free(&x), mpx_value_free(&w), mpx_value_free(&w2), mpx_value_free(&b), mpx_value_free(&xi);
+    mpx_value_free(&x2), mpx_value_free(&wbig), mpx_value_free(&wt), mpx_value_free(&a), mpx_value_free(&bm);
+    mpx_value_free(&c), mpx_value_free(&m1), mpx_value_free(&m2), mpx_value_free(&s0), mpx_value_free(&s3);
+    mpx_value_free(&sc4), mpx_value_free(&sc3), mpx_value_free(&scn), mpx_value_free(&sc05), mpx_value_free(&sz);
+    mpx_value_free(&xi4);
+}
+
+int main(void) {
+    G = mpx_graph_new("test_kern_nn");
+    mpx_rng_init(&rng, 20240611);
+    test_conv();
+    test_conv_transpose();
+    test_gemm();
+    test_matmul();
+    test_accumulation();
+    test_pool();
+    test_norm();
+    test_softmax();
+    test_resize();
+    test_bad();
+    mpx_graph_free(G);
+    return check_report("test_kern_nn");
+}
