@@ -65,6 +65,8 @@ const char *mpx_status_name(mpx_status st) {
     case MPX_E_NOMEM: return "out of memory";
     case MPX_E_SHAPE: return "shape error";
     case MPX_E_ARG: return "bad argument";
+    case MPX_E_CANCELLED: return "cancelled";
+    case MPX_E_ASSERT: return "assertion failed";
     }
     return "unknown status";
 }

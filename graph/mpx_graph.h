@@ -34,6 +34,8 @@ typedef enum mpx_status {
     MPX_E_NOMEM,
     MPX_E_SHAPE,       /* shapes that do not fit together */
     MPX_E_ARG,         /* a bad argument from the caller (user input) */
+    MPX_E_CANCELLED,   /* stopped on request (Ctrl-C) */
+    MPX_E_ASSERT,      /* an `assert` that did not hold */
 } mpx_status;
 
 typedef struct mpx_error {

@@ -296,4 +296,54 @@ typedef struct mpx_metrics {
 mpx_status mpx_metrics_compute(const mpx_value *r, const mpx_value *c, const mpx_format *fmt,
                                mpx_metrics *m, mpx_error *err);
 
+/* ==== paired runs: per-layer comparison (numerics/compare.c) ================ */
+
+/* One float tensor computed by a node (not constants, not model inputs), as
+ * compared: the candidate's format and metrics against the reference, and
+ * with local mode the node's own error (reference inputs, converted to its
+ * formats). Kept for every such tensor whatever keep says. */
+typedef struct mpx_layer {
+    int tensor, node;            /* graph indices */
+    const mpx_format *fmt;       /* the candidate tensor's format (NULL: fp32) */
+    mpx_metrics m;               /* candidate run vs reference run */
+    bool has_local;
+    mpx_metrics local;           /* node fed reference inputs vs reference */
+} mpx_layer;
+
+typedef struct mpx_compare_opts {
+    bool local;                  /* also compute local metrics (a third, per-node run) */
+    /* [g->n_tensors] or NULL: tensors whose reference and candidate values are
+     * kept after the run (for `tensor`, plots); model outputs are always kept. */
+    const bool *keep;
+    /* Checked between nodes; when it becomes non-zero the run stops with
+     * MPX_E_CANCELLED (a Ctrl-C handler sets it). */
+    const volatile int *cancel;
+    /* Called between nodes (may be NULL): done of total nodes. */
+    void (*progress)(void *ctx, int done, int total);
+    void *progress_ctx;
+} mpx_compare_opts;
+
+typedef struct mpx_compare {
+    const mpx_graph *g;
+    int n_layers;
+    mpx_layer *layers;           /* in node order, then output order */
+    /* [g->n_tensors]: kept values (n = -1 where not kept); owned. */
+    mpx_value *ref, *cand;
+    double ms_ref, ms_cand, ms_local, ms_metrics; /* wall times */
+    size_t peak_bytes;           /* most value bytes alive at once during the run */
+} mpx_compare;
+
+/* Runs the fp32 reference and the candidate assignment a (NULL: fp32) side by
+ * side, node by node in topological order, computes every layer's metrics as
+ * soon as both values exist, and frees each value once its last consumer has
+ * run in both runs unless it is kept: memory stays near two live activation
+ * sets, not two copies of the whole model. The same executor semantics as
+ * mpx_run_graph (section "executor"); errors name the node. On error or
+ * cancel nothing is returned. */
+mpx_status mpx_compare_run(const mpx_graph *g, const mpx_assign *a, const mpx_value *inputs,
+                           const mpx_compare_opts *opts, mpx_compare **out, mpx_error *err);
+void mpx_compare_free(mpx_compare *c);
+/* The layer of a tensor, or NULL. */
+const mpx_layer *mpx_compare_layer(const mpx_compare *c, int tensor);
+
 #endif

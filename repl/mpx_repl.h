@@ -1,9 +1,11 @@
 /* mpx_repl.h - the session and its command table (the only module that talks
  * to a person).
  *
- * Ownership: an mpx_session owns its current graph (freed on a successful
- * load of another model, or by mpx_session_free). Commands never leave it
- * half-changed: each builds its result aside and swaps it in only on success.
+ * Ownership: an mpx_session owns everything it points at: the graph, the
+ * inputs' values, the history of rules and settings, the current plan and
+ * the last run's comparison. A load of another model frees the old ones only
+ * once the new model is in. Commands never leave it half-changed: each builds
+ * its result aside and swaps it in only on success.
  */
 #ifndef MPX_REPL_H
 #define MPX_REPL_H
@@ -11,21 +13,70 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "mpx_colour.h"
 #include "mpx_graph.h"
+#include "mpx_numerics.h"
 
 /* Exit statuses of the mpx program (documented in the README). */
 enum {
     MPX_EXIT_OK = 0,
     MPX_EXIT_ERROR = 1,  /* a command failed */
-    MPX_EXIT_ASSERT = 2, /* an assert failed (reserved for the assert command) */
+    MPX_EXIT_ASSERT = 2, /* an assert failed */
     MPX_EXIT_USAGE = 64, /* bad command line */
 };
+
+/* How one model input's values are made (`input <name> random|const|file`).
+ * The values are made again whenever the input's shape changes. */
+typedef enum mpx_input_kind {
+    MPX_INPUT_DEFAULT = 0, /* not set: random normal(0, 1), seed 0 */
+    MPX_INPUT_NORMAL,      /* a = mean, b = std */
+    MPX_INPUT_UNIFORM,     /* [a, b) */
+    MPX_INPUT_CONST,       /* a */
+    MPX_INPUT_FILE,        /* path (.npy) */
+} mpx_input_kind;
+
+typedef struct mpx_input_spec {
+    char name[256];
+    mpx_input_kind kind;
+    double a, b;
+    unsigned long long seed;
+    char path[1024];
+    char shape[256];         /* as typed with `input <name> shape`, "" if never */
+} mpx_input_spec;
 
 typedef struct mpx_session {
     mpx_graph *graph;
     char model_path[1024];
+
+    /* Inputs, in the order they were set (replayed by `save`). */
+    int n_specs;
+    mpx_input_spec *specs;
+
+    /* Rules and plan options (target, keep-io, accumulation) with undo/redo;
+     * the plan built from its current state (NULL without a model). */
+    mpx_history *hist;
+    mpx_plan *plan;
+
+    /* The last run: its comparison and the plan options and rules it ran
+     * under (so `report` can say what it reports). NULL before any run. */
+    mpx_compare *last;
+    double *absmax;          /* [n_nodes] from the last reference, for rules */
+
+    /* Settings (`set`). */
+    bool bail;               /* scripts stop at the first error (default on) */
+    int report_top;          /* rows of `report` without --top (default 20) */
+    bool color;              /* ANSI colour (terminal and NO_COLOR unset) */
+    bool progress;           /* progress on stderr (a terminal) */
+
+    /* Scripts: `source` depth, and the file and line being run (messages). */
+    int depth;
+    const char *cur_file;
+    int cur_line;
+    int assert_failed;       /* an assert failed: exit status 2 */
+
+    const volatile int *cancel; /* set by the Ctrl-C handler (main.c) */
     bool quit;
-    FILE *out; /* where results go (stdout) */
+    FILE *out;               /* where results go (stdout) */
 } mpx_session;
 
 void mpx_session_init(mpx_session *s, FILE *out);

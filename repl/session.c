@@ -1,12 +1,12 @@
-/* session.c - the command table and the commands that exist so far.
+/* session.c - the session's life, shared helpers, the one command table,
+ * help and dispatch.
  *
- * One table drives dispatch, `help` and (later) completion: adding a command
- * is adding a row. Handlers validate everything before touching the session,
- * so a failed command leaves it as it was. */
-#include "mpx_repl.h"
+ * One table drives dispatch, `help` and completion: adding a command is
+ * adding a row (the handlers live in cmd_*.c, grouped by subject). */
+#include "repl_internal.h"
 
-#include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -14,20 +14,72 @@
 void mpx_session_init(mpx_session *s, FILE *out) {
     memset(s, 0, sizeof *s);
     s->out = out;
+    s->bail = true;
+    s->report_top = 20;
+}
+
+static void drop_run(mpx_session *s) {
+    mpx_compare_free(s->last);
+    s->last = NULL;
+    free(s->absmax);
+    s->absmax = NULL;
 }
 
 void mpx_session_free(mpx_session *s) {
+    drop_run(s);
+    mpx_plan_free(s->plan);
+    s->plan = NULL;
+    mpx_history_free(s->hist);
+    s->hist = NULL;
     mpx_graph_free(s->graph);
     s->graph = NULL;
+    free(s->specs);
+    s->specs = NULL;
+    s->n_specs = 0;
 }
 
-static mpx_status need_model(const mpx_session *s, mpx_error *err) {
+mpx_status repl_set_graph(mpx_session *s, mpx_graph *g, const char *path, bool fresh, mpx_error *err) {
+    mpx_history *h = NULL;
+    if (fresh || !s->hist) {
+        /* A new model starts with no rules; the plan options stay. */
+        h = mpx_history_new(s->hist ? mpx_history_opts(s->hist) : NULL);
+        if (!h) {
+            mpx_graph_free(g);
+            return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+        }
+    }
+    const mpx_history *use = h ? h : s->hist;
+    mpx_plan *p = NULL;
+    mpx_status st = mpx_plan_build(g, mpx_history_rules(use), mpx_history_opts(use), NULL, &p, err);
+    if (st) {
+        mpx_history_free(h);
+        mpx_graph_free(g);
+        return st;
+    }
+    drop_run(s);
+    mpx_plan_free(s->plan);
+    s->plan = p;
+    if (h) {
+        mpx_history_free(s->hist);
+        s->hist = h;
+    }
+    if (fresh) {
+        free(s->specs);
+        s->specs = NULL;
+        s->n_specs = 0;
+    }
+    mpx_graph_free(s->graph);
+    s->graph = g;
+    if (path != s->model_path) snprintf(s->model_path, sizeof s->model_path, "%s", path);
+    return MPX_OK;
+}
+
+mpx_status repl_need_model(const mpx_session *s, mpx_error *err) {
     if (!s->graph) return mpx_error_set(err, MPX_E_ARG, "no model loaded (use: load <file.onnx|file.json>)");
     return MPX_OK;
 }
 
-/* "1x3x224x224" -> dims; rejects empty parts, signs, junk and overflow. */
-static mpx_status parse_shape(const char *text, int *rank, int64_t *dims, mpx_error *err) {
+mpx_status repl_parse_shape(const char *text, int *rank, int64_t *dims, mpx_error *err) {
     int r = 0;
     const char *p = text;
     while (*p) {
@@ -54,14 +106,13 @@ static mpx_status parse_shape(const char *text, int *rank, int64_t *dims, mpx_er
     return MPX_OK;
 }
 
-static double now_ms(void) {
+double repl_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* "12.3M" style figures for tables. */
-static const char *human(int64_t v, char *buf, size_t n) {
+const char *repl_human(int64_t v, char *buf, size_t n) {
     if (v < 0) snprintf(buf, n, "?");
     else if (v >= 1000000000) snprintf(buf, n, "%.2fG", (double)v / 1e9);
     else if (v >= 1000000) snprintf(buf, n, "%.2fM", (double)v / 1e6);
@@ -70,231 +121,65 @@ static const char *human(int64_t v, char *buf, size_t n) {
     return buf;
 }
 
-/* ---- commands ------------------------------------------------------------- */
 
-static mpx_status cmd_load(mpx_session *s, int argc, char **argv, mpx_error *err) {
-    if (argc != 2) return mpx_error_set(err, MPX_E_ARG, "usage: load <file.onnx|file.json>");
-    double t0 = now_ms();
-    mpx_graph *g = mpx_graph_load(argv[1], err);
-    if (!g) return err->status ? err->status : MPX_E_IO;
-    /* Shapes that are fully declared (no symbolic dims) are inferred at once. */
-    mpx_status st = mpx_graph_infer(g, err);
-    if (st != MPX_OK) {
-        mpx_graph_free(g);
-        return st;
+mpx_status repl_parse_number(const char *text, const char *what, double *out, mpx_error *err) {
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || errno == ERANGE)
+        return mpx_error_set(err, MPX_E_ARG, "%s: \"%s\" is not a number", what, text);
+    switch (*end) {
+    case 'K': case 'k': v *= 1e3; end++; break;
+    case 'M': v *= 1e6; end++; break;
+    case 'G': v *= 1e9; end++; break;
+    default: break;
     }
-    double t1 = now_ms();
-    mpx_graph_free(s->graph);
-    s->graph = g;
-    snprintf(s->model_path, sizeof s->model_path, "%s", argv[1]);
-    char p[32];
-    fprintf(s->out, "loaded %s: %d nodes, %d tensors, %s params, opset %d (%.1f ms)\n", argv[1],
-            g->n_nodes, g->n_tensors, human(mpx_graph_param_count(g), p, sizeof p), g->opset, t1 - t0);
-    for (int i = 0; i < g->n_inputs; i++) {
-        char sh[256];
-        fprintf(s->out, "  input  %s %s %s\n", g->inputs[i]->name, mpx_dtype_name(g->inputs[i]->dtype),
-                mpx_tensor_shape_str(g->inputs[i], sh, sizeof sh));
+    if (*end || isnan(v))
+        return mpx_error_set(err, MPX_E_ARG, "%s: \"%s\" is not a number", what, text);
+    *out = v;
+    return MPX_OK;
+}
+
+mpx_status repl_write_file(const char *path, const char *text, mpx_error *err) {
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) return mpx_error_set(err, MPX_E_IO, "cannot write %s: %s", path, strerror(errno));
+    bool ok = fputs(text, f) >= 0;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        int e = errno;
+        remove(tmp);
+        return mpx_error_set(err, MPX_E_IO, "cannot write %s: %s", path, strerror(e));
     }
     return MPX_OK;
 }
 
-static mpx_status cmd_input(mpx_session *s, int argc, char **argv, mpx_error *err) {
-    if (argc != 4 || strcmp(argv[2], "shape") != 0)
-        return mpx_error_set(err, MPX_E_ARG, "usage: input <name> shape <AxBxC>");
-    mpx_status st = need_model(s, err);
-    if (st) return st;
-    int rank = 0;
-    int64_t dims[MPX_MAX_RANK];
-    if ((st = parse_shape(argv[3], &rank, dims, err))) return st;
-    /* Bind on a fresh copy so a shape that does not fit leaves the session's
-     * model exactly as it was. */
-    mpx_graph *g = mpx_graph_load(s->model_path, err);
-    if (!g) return err->status;
-    for (int i = 0; i < s->graph->n_inputs; i++) {
-        const mpx_tensor *old = s->graph->inputs[i];
-        if (strcmp(old->name, argv[1]) == 0 || old->rank < 0) continue;
-        bool known = old->nelem >= 0;
-        if (known && (st = mpx_graph_bind_input(g, old->name, old->rank, old->dims, err))) break;
-    }
-    if (!st) st = mpx_graph_bind_input(g, argv[1], rank, dims, err);
-    if (!st) st = mpx_graph_infer(g, err);
-    if (st) {
-        mpx_graph_free(g);
-        return st;
-    }
-    mpx_graph_free(s->graph);
-    s->graph = g;
-    const mpx_tensor *unknown = NULL;
-    int nu = mpx_graph_count_unknown(g, &unknown);
-    char m[32];
-    fprintf(s->out, "input %s: %s; %d tensors shaped, %s MACs", argv[1], argv[3], g->n_tensors - nu,
-            human(mpx_graph_macs(g), m, sizeof m));
-    if (nu) fprintf(s->out, "; %d unknown (first: %s)", nu, unknown ? unknown->name : "?");
-    fputc('\n', s->out);
-    return MPX_OK;
-}
-
-static mpx_status cmd_info(mpx_session *s, int argc, char **argv, mpx_error *err) {
-    (void)argv;
-    if (argc != 1) return mpx_error_set(err, MPX_E_ARG, "usage: info");
-    mpx_status st = need_model(s, err);
-    if (st) return st;
-    const mpx_graph *g = s->graph;
-    char a[32], b[32], sh[256];
-    fprintf(s->out, "model     %s\n", s->model_path);
-    fprintf(s->out, "name      %s\n", g->name);
-    fprintf(s->out, "producer  %s\n", g->producer);
-    fprintf(s->out, "opset     %d\n", g->opset);
-    fprintf(s->out, "nodes     %d\ntensors   %d\n", g->n_nodes, g->n_tensors);
-    fprintf(s->out, "params    %s\nMACs      %s\n", human(mpx_graph_param_count(g), a, sizeof a),
-            human(mpx_graph_macs(g), b, sizeof b));
-    for (int i = 0; i < g->n_inputs; i++)
-        fprintf(s->out, "input     %s %s %s\n", g->inputs[i]->name, mpx_dtype_name(g->inputs[i]->dtype),
-                mpx_tensor_shape_str(g->inputs[i], sh, sizeof sh));
-    for (int i = 0; i < g->n_outputs; i++)
-        fprintf(s->out, "output    %s %s %s\n", g->outputs[i]->name, mpx_dtype_name(g->outputs[i]->dtype),
-                mpx_tensor_shape_str(g->outputs[i], sh, sizeof sh));
-    return MPX_OK;
-}
-
-typedef struct {
-    const char *op;
-    int count;
-    int64_t params, macs;
-    bool macs_unknown;
-} op_row;
-
-static int row_cmp(const void *x, const void *y) {
-    const op_row *a = x, *b = y;
-    if (a->count != b->count) return b->count - a->count;
-    return strcmp(a->op, b->op);
-}
-
-/* ops [--json [<file>]]: per op type, how many nodes, weights and MACs. */
-static mpx_status cmd_ops(mpx_session *s, int argc, char **argv, mpx_error *err) {
-    bool json = argc >= 2 && strcmp(argv[1], "--json") == 0;
-    if (argc > 3 || (argc >= 2 && !json))
-        return mpx_error_set(err, MPX_E_ARG, "usage: ops [--json [<file>]]");
-    mpx_status st = need_model(s, err);
-    if (st) return st;
-    const mpx_graph *g = s->graph;
-    op_row *rows = calloc((size_t)g->n_nodes + 1, sizeof *rows);
-    if (!rows) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
-    int nr = 0;
-    for (int i = 0; i < g->n_nodes; i++) {
-        const mpx_node *n = g->nodes[i];
-        int r = 0;
-        while (r < nr && strcmp(rows[r].op, n->op_type) != 0) r++;
-        if (r == nr) rows[nr++].op = n->op_type;
-        rows[r].count++;
-        if (n->cost.params > 0) rows[r].params += n->cost.params;
-        if (n->cost.macs >= 0) rows[r].macs += n->cost.macs;
-        else rows[r].macs_unknown = true;
-    }
-    qsort(rows, (size_t)nr, sizeof *rows, row_cmp);
-    if (json) {
-        cJSON *root = cJSON_CreateObject();
-        cJSON *arr = cJSON_AddArrayToObject(root, "ops");
-        for (int r = 0; r < nr; r++) {
-            cJSON *o = cJSON_CreateObject();
-            cJSON_AddStringToObject(o, "op", rows[r].op);
-            cJSON_AddBoolToObject(o, "supported", mpx_op_from_name(rows[r].op) != MPX_OP_UNKNOWN);
-            cJSON_AddNumberToObject(o, "count", rows[r].count);
-            cJSON_AddNumberToObject(o, "params", (double)rows[r].params);
-            if (rows[r].macs_unknown) cJSON_AddNullToObject(o, "macs");
-            else cJSON_AddNumberToObject(o, "macs", (double)rows[r].macs);
-            cJSON_AddItemToArray(arr, o);
-        }
-        cJSON_AddNumberToObject(root, "nodes", g->n_nodes);
-        cJSON_AddNumberToObject(root, "params", (double)mpx_graph_param_count(g));
-        char *text = cJSON_Print(root);
-        cJSON_Delete(root);
-        free(rows);
-        if (!text) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
-        if (argc == 3) {
-            /* Write aside, then rename: a reader never sees half a file. */
-            char tmp[1100];
-            snprintf(tmp, sizeof tmp, "%s.tmp", argv[2]);
-            FILE *f = fopen(tmp, "w");
-            if (!f) {
+mpx_status repl_emit(mpx_session *s, char *text, const char *path, mpx_error *err) {
+    if (!text) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    mpx_status st = MPX_OK;
+    if (path) {
+        size_t n = strlen(text);
+        bool nl = n && text[n - 1] == '\n';
+        if (!nl) {
+            char *t2 = realloc(text, n + 2);
+            if (!t2) {
                 free(text);
-                return mpx_error_set(err, MPX_E_IO, "cannot write %s: %s", argv[2], strerror(errno));
+                return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
             }
-            bool ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-            ok = (fclose(f) == 0) && ok;
-            free(text);
-            if (!ok || rename(tmp, argv[2]) != 0) {
-                remove(tmp);
-                return mpx_error_set(err, MPX_E_IO, "cannot write %s: %s", argv[2], strerror(errno));
-            }
-            fprintf(s->out, "wrote %s\n", argv[2]);
-        } else {
-            fprintf(s->out, "%s\n", text);
-            free(text);
+            text = t2;
+            text[n] = '\n';
+            text[n + 1] = '\0';
         }
-        return MPX_OK;
+        st = repl_write_file(path, text, err);
+        if (!st) fprintf(s->out, "wrote %s\n", path);
+    } else {
+        fputs(text, s->out);
+        size_t n = strlen(text);
+        if (!n || text[n - 1] != '\n') fputc('\n', s->out);
     }
-    char a[32], b[32];
-    fprintf(s->out, "%-24s %6s %10s %10s\n", "op", "nodes", "params", "MACs");
-    for (int r = 0; r < nr; r++)
-        fprintf(s->out, "%-24s %6d %10s %10s%s\n", rows[r].op, rows[r].count, human(rows[r].params, a, sizeof a),
-                rows[r].macs_unknown ? "?" : human(rows[r].macs, b, sizeof b),
-                mpx_op_from_name(rows[r].op) == MPX_OP_UNKNOWN ? "  (not supported)" : "");
-    free(rows);
-    return MPX_OK;
-}
-
-static void print_tensor_line(FILE *out, const char *label, const mpx_tensor *t) {
-    char sh[256];
-    if (!t) {
-        fprintf(out, "  %-7s (omitted)\n", label);
-        return;
-    }
-    fprintf(out, "  %-7s %s %s %s%s\n", label, t->name, mpx_dtype_name(t->dtype), mpx_tensor_shape_str(t, sh, sizeof sh),
-            (t->flags & MPX_T_CONSTANT) ? " (constant)" : (t->flags & MPX_T_FOLDED) ? " (folded)" : "");
-}
-
-static mpx_status cmd_show(mpx_session *s, int argc, char **argv, mpx_error *err) {
-    if (argc != 2) return mpx_error_set(err, MPX_E_ARG, "usage: show <node>");
-    mpx_status st = need_model(s, err);
-    if (st) return st;
-    const mpx_node *n = mpx_graph_find_node(s->graph, argv[1]);
-    if (!n) return mpx_error_set(err, MPX_E_ARG, "no node named \"%s\"", argv[1]);
-    fprintf(s->out, "node %s\n  op      %s%s%s (opset %d)%s\n", n->name, n->domain[0] ? n->domain : "",
-            n->domain[0] ? "." : "", n->op_type, n->opset, n->op == MPX_OP_UNKNOWN ? " (not supported)" : "");
-    for (int i = 0; i < n->n_inputs; i++) print_tensor_line(s->out, "input", n->inputs[i]);
-    for (int i = 0; i < n->n_outputs; i++) print_tensor_line(s->out, "output", n->outputs[i]);
-    for (int i = 0; i < n->n_attrs; i++) {
-        const mpx_attr *a = &n->attrs[i];
-        fprintf(s->out, "  attr    %s = ", a->name);
-        switch (a->type) {
-        case MPX_ATTR_INT: fprintf(s->out, "%lld", (long long)a->i); break;
-        case MPX_ATTR_FLOAT: fprintf(s->out, "%g", (double)a->f); break;
-        case MPX_ATTR_STRING: fprintf(s->out, "\"%s\"", a->s ? a->s : ""); break;
-        case MPX_ATTR_INTS:
-            for (int k = 0; k < a->n; k++) fprintf(s->out, "%s%lld", k ? "," : "[", (long long)a->ints[k]);
-            fprintf(s->out, a->n ? "]" : "[]");
-            break;
-        case MPX_ATTR_FLOATS:
-            for (int k = 0; k < a->n; k++) fprintf(s->out, "%s%g", k ? "," : "[", (double)a->floats[k]);
-            fprintf(s->out, a->n ? "]" : "[]");
-            break;
-        case MPX_ATTR_TENSOR: {
-            char sh[256];
-            fprintf(s->out, "tensor %s %s", a->t ? mpx_dtype_name(a->t->dtype) : "?",
-                    a->t ? mpx_tensor_shape_str(a->t, sh, sizeof sh) : "");
-            break;
-        }
-        default: fprintf(s->out, "(attribute kind %d)", (int)a->type); break;
-        }
-        fputc('\n', s->out);
-    }
-    const mpx_cost *c = &n->cost;
-    fprintf(s->out, "  cost    macs=%lld params=%lld in_elems=%lld out_elems=%lld in_ch=%lld out_ch=%lld "
-            "kernel=%lld group=%lld k=%lld\n", (long long)c->macs, (long long)c->params, (long long)c->in_elems,
-            (long long)c->out_elems, (long long)c->in_ch, (long long)c->out_ch, (long long)c->kernel,
-            (long long)c->group, (long long)c->k);
-    return MPX_OK;
+    free(text);
+    return st;
 }
 
 static mpx_status cmd_help(mpx_session *s, int argc, char **argv, mpx_error *err);
@@ -311,20 +196,26 @@ static const mpx_command commands[] = {
     {"load", "load <file.onnx|file.json>", "load a model (the previous one stays if this fails)",
      "Loads an ONNX model or an mpx JSON model. Inputs keep their symbolic dims until\n"
      "bound with `input`. A model that fails to load leaves the session unchanged.",
-     cmd_load},
-    {"input", "input <name> shape <AxBxC>", "bind a model input's shape and infer every tensor",
-     "Binds the input's dims (replacing symbolic ones such as p2o.DynamicDimension.0),\n"
-     "then infers every tensor's shape and each node's cost figures. A shape that does\n"
-     "not fit the model is refused and the session keeps the previous binding.",
-     cmd_input},
-    {"info", "info", "model summary: opset, node and parameter counts, inputs, outputs", NULL, cmd_info},
+     repl_cmd_load},
+    {"input", "input <name> shape <AxBxC> | random [normal|uniform] [<a> <b>] [seed <n>] | const <v> | file <x.npy>",
+     "bind an input's shape, or say how its values are made",
+     "shape: binds the input's dims (replacing symbolic ones such as\n"
+     "p2o.DynamicDimension.0), then infers every tensor's shape and each node's cost\n"
+     "figures; a shape that does not fit the model is refused and the previous\n"
+     "binding stays.\n"
+     "random: normal(mean, std) (default 0 1) or uniform [low, high) (default 0 1),\n"
+     "seeded (default seed 0): the same seed gives the same values on every machine.\n"
+     "const: every element the value. file: a NumPy .npy file, whose shape is bound.\n"
+     "An input never set is random normal(0, 1), seed 0.",
+     repl_cmd_input},
+    {"info", "info", "model summary: opset, node and parameter counts, inputs, outputs", NULL, repl_cmd_info},
     {"ops", "ops [--json [<file>]]", "per op type: nodes, parameters, MACs",
      "Lists each op type with its node count, weight elements and multiply-accumulates.\n"
      "--json prints (or writes) {\"ops\": [{\"op\", \"supported\", \"count\", \"params\",\n"
      "\"macs\"}...], \"nodes\", \"params\"}.",
-     cmd_ops},
+     repl_cmd_ops},
     {"show", "show <node>", "a node: op, inputs and outputs with shapes, attributes, cost figures", NULL,
-     cmd_show},
+     repl_cmd_show},
     {"help", "help [<command>]", "list commands, or explain one", NULL, cmd_help},
     {"quit", "quit", "leave mpx (also: exit, Ctrl-D)", NULL, cmd_quit},
 };

@@ -1,0 +1,225 @@
+/* cmd_model.c - the model commands: load, input shapes, info, ops, show. */
+#include "repl_internal.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+mpx_status repl_cmd_load(mpx_session *s, int argc, char **argv, mpx_error *err) {
+    if (argc != 2) return mpx_error_set(err, MPX_E_ARG, "usage: load <file.onnx|file.json>");
+    double t0 = repl_now_ms();
+    mpx_graph *g = mpx_graph_load(argv[1], err);
+    if (!g) return err->status ? err->status : MPX_E_IO;
+    /* Shapes that are fully declared (no symbolic dims) are inferred at once. */
+    mpx_status st = mpx_graph_infer(g, err);
+    if (st != MPX_OK) {
+        mpx_graph_free(g);
+        return st;
+    }
+    double t1 = repl_now_ms();
+    if ((st = repl_set_graph(s, g, argv[1], true, err))) return st;
+    char p[32];
+    fprintf(s->out, "loaded %s: %d nodes, %d tensors, %s params, opset %d (%.1f ms)\n", argv[1],
+            g->n_nodes, g->n_tensors, repl_human(mpx_graph_param_count(g), p, sizeof p), g->opset, t1 - t0);
+    for (int i = 0; i < g->n_inputs; i++) {
+        char sh[256];
+        fprintf(s->out, "  input  %s %s %s\n", g->inputs[i]->name, mpx_dtype_name(g->inputs[i]->dtype),
+                mpx_tensor_shape_str(g->inputs[i], sh, sizeof sh));
+    }
+    return MPX_OK;
+}
+
+mpx_status repl_input_shape(mpx_session *s, const char *name, const char *shape, mpx_error *err) {
+    mpx_status st = repl_need_model(s, err);
+    if (st) return st;
+    int rank = 0;
+    int64_t dims[MPX_MAX_RANK];
+    if ((st = repl_parse_shape(shape, &rank, dims, err))) return st;
+    /* Bind on a fresh copy so a shape that does not fit leaves the session's
+     * model exactly as it was. */
+    mpx_graph *g = mpx_graph_load(s->model_path, err);
+    if (!g) return err->status;
+    for (int i = 0; i < s->graph->n_inputs; i++) {
+        const mpx_tensor *old = s->graph->inputs[i];
+        if (strcmp(old->name, name) == 0 || old->rank < 0) continue;
+        bool known = old->nelem >= 0;
+        if (known && (st = mpx_graph_bind_input(g, old->name, old->rank, old->dims, err))) break;
+    }
+    if (!st) st = mpx_graph_bind_input(g, name, rank, dims, err);
+    if (!st) st = mpx_graph_infer(g, err);
+    if (!st) st = repl_set_graph(s, g, s->model_path, false, err);
+    if (st) return st;
+    const mpx_tensor *unknown = NULL;
+    int nu = mpx_graph_count_unknown(g, &unknown);
+    char m[32];
+    fprintf(s->out, "input %s: %s; %d tensors shaped, %s MACs", name, shape, g->n_tensors - nu,
+            repl_human(mpx_graph_macs(g), m, sizeof m));
+    if (nu) fprintf(s->out, "; %d unknown (first: %s)", nu, unknown ? unknown->name : "?");
+    fputc('\n', s->out);
+    return MPX_OK;
+}
+
+mpx_status repl_cmd_info(mpx_session *s, int argc, char **argv, mpx_error *err) {
+    (void)argv;
+    if (argc != 1) return mpx_error_set(err, MPX_E_ARG, "usage: info");
+    mpx_status st = repl_need_model(s, err);
+    if (st) return st;
+    const mpx_graph *g = s->graph;
+    char a[32], b[32], sh[256];
+    fprintf(s->out, "model     %s\n", s->model_path);
+    fprintf(s->out, "name      %s\n", g->name);
+    fprintf(s->out, "producer  %s\n", g->producer);
+    fprintf(s->out, "opset     %d\n", g->opset);
+    fprintf(s->out, "nodes     %d\ntensors   %d\n", g->n_nodes, g->n_tensors);
+    fprintf(s->out, "params    %s\nMACs      %s\n", repl_human(mpx_graph_param_count(g), a, sizeof a),
+            repl_human(mpx_graph_macs(g), b, sizeof b));
+    for (int i = 0; i < g->n_inputs; i++)
+        fprintf(s->out, "input     %s %s %s\n", g->inputs[i]->name, mpx_dtype_name(g->inputs[i]->dtype),
+                mpx_tensor_shape_str(g->inputs[i], sh, sizeof sh));
+    for (int i = 0; i < g->n_outputs; i++)
+        fprintf(s->out, "output    %s %s %s\n", g->outputs[i]->name, mpx_dtype_name(g->outputs[i]->dtype),
+                mpx_tensor_shape_str(g->outputs[i], sh, sizeof sh));
+    return MPX_OK;
+}
+
+typedef struct {
+    const char *op;
+    int count;
+    int64_t params, macs;
+    bool macs_unknown;
+} op_row;
+
+static int row_cmp(const void *x, const void *y) {
+    const op_row *a = x, *b = y;
+    if (a->count != b->count) return b->count - a->count;
+    return strcmp(a->op, b->op);
+}
+
+/* ops [--json [<file>]]: per op type, how many nodes, weights and MACs. */
+mpx_status repl_cmd_ops(mpx_session *s, int argc, char **argv, mpx_error *err) {
+    bool json = argc >= 2 && strcmp(argv[1], "--json") == 0;
+    if (argc > 3 || (argc >= 2 && !json))
+        return mpx_error_set(err, MPX_E_ARG, "usage: ops [--json [<file>]]");
+    mpx_status st = repl_need_model(s, err);
+    if (st) return st;
+    const mpx_graph *g = s->graph;
+    op_row *rows = calloc((size_t)g->n_nodes + 1, sizeof *rows);
+    if (!rows) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    int nr = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const mpx_node *n = g->nodes[i];
+        int r = 0;
+        while (r < nr && strcmp(rows[r].op, n->op_type) != 0) r++;
+        if (r == nr) rows[nr++].op = n->op_type;
+        rows[r].count++;
+        if (n->cost.params > 0) rows[r].params += n->cost.params;
+        if (n->cost.macs >= 0) rows[r].macs += n->cost.macs;
+        else rows[r].macs_unknown = true;
+    }
+    qsort(rows, (size_t)nr, sizeof *rows, row_cmp);
+    if (json) {
+        cJSON *root = cJSON_CreateObject();
+        cJSON *arr = cJSON_AddArrayToObject(root, "ops");
+        for (int r = 0; r < nr; r++) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "op", rows[r].op);
+            cJSON_AddBoolToObject(o, "supported", mpx_op_from_name(rows[r].op) != MPX_OP_UNKNOWN);
+            cJSON_AddNumberToObject(o, "count", rows[r].count);
+            cJSON_AddNumberToObject(o, "params", (double)rows[r].params);
+            if (rows[r].macs_unknown) cJSON_AddNullToObject(o, "macs");
+            else cJSON_AddNumberToObject(o, "macs", (double)rows[r].macs);
+            cJSON_AddItemToArray(arr, o);
+        }
+        cJSON_AddNumberToObject(root, "nodes", g->n_nodes);
+        cJSON_AddNumberToObject(root, "params", (double)mpx_graph_param_count(g));
+        char *text = cJSON_Print(root);
+        cJSON_Delete(root);
+        free(rows);
+        if (!text) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+        if (argc == 3) {
+            /* Write aside, then rename: a reader never sees half a file. */
+            char tmp[1100];
+            snprintf(tmp, sizeof tmp, "%s.tmp", argv[2]);
+            FILE *f = fopen(tmp, "w");
+            if (!f) {
+                free(text);
+                return mpx_error_set(err, MPX_E_IO, "cannot write %s: %s", argv[2], strerror(errno));
+            }
+            bool ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
+            ok = (fclose(f) == 0) && ok;
+            free(text);
+            if (!ok || rename(tmp, argv[2]) != 0) {
+                remove(tmp);
+                return mpx_error_set(err, MPX_E_IO, "cannot write %s: %s", argv[2], strerror(errno));
+            }
+            fprintf(s->out, "wrote %s\n", argv[2]);
+        } else {
+            fprintf(s->out, "%s\n", text);
+            free(text);
+        }
+        return MPX_OK;
+    }
+    char a[32], b[32];
+    fprintf(s->out, "%-24s %6s %10s %10s\n", "op", "nodes", "params", "MACs");
+    for (int r = 0; r < nr; r++)
+        fprintf(s->out, "%-24s %6d %10s %10s%s\n", rows[r].op, rows[r].count, repl_human(rows[r].params, a, sizeof a),
+                rows[r].macs_unknown ? "?" : repl_human(rows[r].macs, b, sizeof b),
+                mpx_op_from_name(rows[r].op) == MPX_OP_UNKNOWN ? "  (not supported)" : "");
+    free(rows);
+    return MPX_OK;
+}
+
+static void print_tensor_line(FILE *out, const char *label, const mpx_tensor *t) {
+    char sh[256];
+    if (!t) {
+        fprintf(out, "  %-7s (omitted)\n", label);
+        return;
+    }
+    fprintf(out, "  %-7s %s %s %s%s\n", label, t->name, mpx_dtype_name(t->dtype), mpx_tensor_shape_str(t, sh, sizeof sh),
+            (t->flags & MPX_T_CONSTANT) ? " (constant)" : (t->flags & MPX_T_FOLDED) ? " (folded)" : "");
+}
+
+mpx_status repl_cmd_show(mpx_session *s, int argc, char **argv, mpx_error *err) {
+    if (argc != 2) return mpx_error_set(err, MPX_E_ARG, "usage: show <node>");
+    mpx_status st = repl_need_model(s, err);
+    if (st) return st;
+    const mpx_node *n = mpx_graph_find_node(s->graph, argv[1]);
+    if (!n) return mpx_error_set(err, MPX_E_ARG, "no node named \"%s\"", argv[1]);
+    fprintf(s->out, "node %s\n  op      %s%s%s (opset %d)%s\n", n->name, n->domain[0] ? n->domain : "",
+            n->domain[0] ? "." : "", n->op_type, n->opset, n->op == MPX_OP_UNKNOWN ? " (not supported)" : "");
+    for (int i = 0; i < n->n_inputs; i++) print_tensor_line(s->out, "input", n->inputs[i]);
+    for (int i = 0; i < n->n_outputs; i++) print_tensor_line(s->out, "output", n->outputs[i]);
+    for (int i = 0; i < n->n_attrs; i++) {
+        const mpx_attr *a = &n->attrs[i];
+        fprintf(s->out, "  attr    %s = ", a->name);
+        switch (a->type) {
+        case MPX_ATTR_INT: fprintf(s->out, "%lld", (long long)a->i); break;
+        case MPX_ATTR_FLOAT: fprintf(s->out, "%g", (double)a->f); break;
+        case MPX_ATTR_STRING: fprintf(s->out, "\"%s\"", a->s ? a->s : ""); break;
+        case MPX_ATTR_INTS:
+            for (int k = 0; k < a->n; k++) fprintf(s->out, "%s%lld", k ? "," : "[", (long long)a->ints[k]);
+            fprintf(s->out, a->n ? "]" : "[]");
+            break;
+        case MPX_ATTR_FLOATS:
+            for (int k = 0; k < a->n; k++) fprintf(s->out, "%s%g", k ? "," : "[", (double)a->floats[k]);
+            fprintf(s->out, a->n ? "]" : "[]");
+            break;
+        case MPX_ATTR_TENSOR: {
+            char sh[256];
+            fprintf(s->out, "tensor %s %s", a->t ? mpx_dtype_name(a->t->dtype) : "?",
+                    a->t ? mpx_tensor_shape_str(a->t, sh, sizeof sh) : "");
+            break;
+        }
+        default: fprintf(s->out, "(attribute kind %d)", (int)a->type); break;
+        }
+        fputc('\n', s->out);
+    }
+    const mpx_cost *c = &n->cost;
+    fprintf(s->out, "  cost    macs=%lld params=%lld in_elems=%lld out_elems=%lld in_ch=%lld out_ch=%lld "
+            "kernel=%lld group=%lld k=%lld\n", (long long)c->macs, (long long)c->params, (long long)c->in_elems,
+            (long long)c->out_elems, (long long)c->in_ch, (long long)c->out_ch, (long long)c->kernel,
+            (long long)c->group, (long long)c->k);
+    return MPX_OK;
+}
+

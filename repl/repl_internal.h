@@ -1,0 +1,53 @@
+/* repl_internal.h - what the command files of repl/ share: the session's
+ * inner state and helpers, and the handlers the one command table in
+ * session.c points at. Only repl/ includes it.
+ *
+ * Handler contract: validate everything and build results aside; touch the
+ * session only once nothing can fail any more, so a failed command leaves
+ * it exactly as it was. Results go to s->out; errors go into err. */
+#ifndef MPX_REPL_INTERNAL_H
+#define MPX_REPL_INTERNAL_H
+
+#include "mpx_repl.h"
+
+#include <stdint.h>
+
+#define MPX_CMD(name) mpx_status name(mpx_session *s, int argc, char **argv, mpx_error *err)
+
+/* ---- helpers (session.c) ------------------------------------------------ */
+mpx_status repl_need_model(const mpx_session *s, mpx_error *err);
+/* "1x3x224x224" -> dims; rejects empty parts, signs, junk and overflow. */
+mpx_status repl_parse_shape(const char *text, int *rank, int64_t *dims, mpx_error *err);
+/* A number: 1e-3, 1M, 64K, 1G (SI suffixes) - the whole word or an error
+ * naming `what`. */
+mpx_status repl_parse_number(const char *text, const char *what, double *out, mpx_error *err);
+double repl_now_ms(void);
+/* "12.3M" style figures for tables. */
+const char *repl_human(int64_t v, char *buf, size_t n);
+/* Write text to path atomically (a temporary file, then rename). */
+mpx_status repl_write_file(const char *path, const char *text, mpx_error *err);
+/* Print text, or write it to path when path is non-NULL (saying so). Frees text. */
+mpx_status repl_emit(mpx_session *s, char *text, const char *path, mpx_error *err);
+
+/* Put a new graph in (load: fresh = true drops rules and inputs; a new
+ * input shape: fresh = false keeps them): builds its plan first and on
+ * failure frees g and leaves the session as it was. Takes g either way.
+ * Drops the last run (its values belong to the old graph). */
+mpx_status repl_set_graph(mpx_session *s, mpx_graph *g, const char *path, bool fresh, mpx_error *err);
+
+/* ---- model: load, input shapes, info, ops, show (cmd_model.c) ----------- */
+MPX_CMD(repl_cmd_load);
+MPX_CMD(repl_cmd_info);
+MPX_CMD(repl_cmd_ops);
+MPX_CMD(repl_cmd_show);
+/* `input <name> shape ...` (the shape form; the value forms are cmd_run.c's) */
+mpx_status repl_input_shape(mpx_session *s, const char *name, const char *shape, mpx_error *err);
+
+/* ---- inputs and runs (cmd_run.c) --------------------------------------- */
+MPX_CMD(repl_cmd_input);
+/* Every model input's values from the session's specs (default: random
+ * normal, seed 0), in g->inputs order; free with repl_free_inputs. */
+mpx_status repl_make_inputs(const mpx_session *s, mpx_value **out, mpx_error *err);
+void repl_free_inputs(const mpx_session *s, mpx_value *v);
+
+#endif
