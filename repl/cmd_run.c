@@ -223,3 +223,679 @@ MPX_CMD(repl_cmd_input) {
     }
     return MPX_OK;
 }
+
+/* ---- run ------------------------------------------------------------------ */
+
+static const char *fmt_name(const mpx_format *f) { return f ? f->name : "fp32"; }
+
+static void progress_cb(void *ctx, int done, int total) {
+    (void)ctx;
+    /* Only on a terminal (s->progress), at most ~50 updates a run. */
+    if (total > 0 && (done % (total / 50 + 1) == 0 || done == total))
+        fprintf(stderr, "\r  running: node %d of %d", done, total);
+    if (done == total) fputs("\r                                   \r", stderr);
+}
+
+mpx_status repl_run_plan(mpx_session *s, const mpx_plan *p, bool local, const bool *keep, mpx_compare **out,
+                         mpx_error *err) {
+    mpx_value *inputs = NULL;
+    mpx_status st = repl_make_inputs(s, &inputs, err);
+    if (st) return st;
+    mpx_assign *a = mpx_plan_to_assign(p, err);
+    if (!a) {
+        repl_free_inputs(s, inputs);
+        return err->status ? err->status : MPX_E_NOMEM;
+    }
+    mpx_compare_opts o = {.local = local, .keep = keep, .cancel = s->cancel};
+    if (s->progress) o.progress = progress_cb;
+    st = mpx_compare_run(s->graph, a, inputs, &o, out, err);
+    mpx_assign_free(a);
+    repl_free_inputs(s, inputs);
+    return st;
+}
+
+/* The worst layer by rel_l2 (NaN counts as worst), or NULL. */
+static const mpx_layer *worst_layer(const mpx_compare *c) {
+    const mpx_layer *w = NULL;
+    for (int i = 0; i < c->n_layers; i++) {
+        const mpx_layer *L = &c->layers[i];
+        if (!w || L->m.rel_l2 > w->m.rel_l2 || (isnan(L->m.rel_l2) && !isnan(w->m.rel_l2))) w = L;
+    }
+    return w;
+}
+
+static bool is_output(const mpx_graph *g, int tensor) { return (g->tensors[tensor]->flags & MPX_T_OUTPUT) != 0; }
+
+/* Counts over every layer: overflow, underflow, subnormal elements, and the
+ * number of layers with any overflow. */
+typedef struct run_totals {
+    int64_t overflow, underflow, subnormal;
+    int layers_overflow, layers_underflow;
+    const mpx_layer *first_overflow;
+    double out_rel_l2; /* worst over model outputs */
+    const mpx_layer *worst_out;
+} run_totals;
+
+static run_totals totals(const mpx_graph *g, const mpx_compare *c) {
+    run_totals t = {0};
+    for (int i = 0; i < c->n_layers; i++) {
+        const mpx_layer *L = &c->layers[i];
+        t.overflow += L->m.overflow;
+        t.underflow += L->m.underflow;
+        t.subnormal += L->m.subnormal;
+        if (L->m.overflow) {
+            t.layers_overflow++;
+            if (!t.first_overflow) t.first_overflow = L;
+        }
+        if (L->m.underflow) t.layers_underflow++;
+        if (is_output(g, L->tensor) && (!t.worst_out || L->m.rel_l2 > t.out_rel_l2 || isnan(L->m.rel_l2))) {
+            t.worst_out = L;
+            t.out_rel_l2 = L->m.rel_l2;
+        }
+    }
+    return t;
+}
+
+/* Tensor indices named in a comma list (for --keep); err names the first unknown. */
+static mpx_status parse_keep(const mpx_graph *g, const char *list, bool *keep, mpx_error *err) {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        const mpx_tensor *t = mpx_graph_find_tensor(g, tok);
+        if (!t) {
+            const mpx_node *n = mpx_graph_find_node(g, tok);
+            t = n && n->n_outputs ? n->outputs[0] : NULL;
+        }
+        if (!t) return mpx_error_set(err, MPX_E_ARG, "no tensor or node named \"%s\"", tok);
+        keep[t->index] = true;
+    }
+    return MPX_OK;
+}
+
+/* After a run: the largest |fp32 output| per node, for `when absmax ...`. */
+static double *absmax_of(const mpx_graph *g, const mpx_compare *c) {
+    double *a = malloc((size_t)(g->n_nodes ? g->n_nodes : 1) * sizeof *a);
+    if (!a) return NULL;
+    for (int i = 0; i < g->n_nodes; i++) a[i] = NAN;
+    for (int i = 0; i < c->n_layers; i++) {
+        const mpx_layer *L = &c->layers[i];
+        if (isnan(a[L->node]) || L->m.absmax_ref > a[L->node]) a[L->node] = L->m.absmax_ref;
+    }
+    return a;
+}
+
+static bool rules_use_measured(const mpx_session *s) {
+    const mpx_rules *r = mpx_history_rules(s->hist);
+    for (int i = 0; i < mpx_rules_count(r); i++)
+        if (mpx_rules_uses_measured(r, i)) return true;
+    return false;
+}
+
+static const char *layer_name(const mpx_graph *g, const mpx_layer *L) { return g->tensors[L->tensor]->name; }
+
+static void print_run_summary(mpx_session *s, const mpx_compare *c, const mpx_format *target) {
+    const mpx_graph *g = s->graph;
+    run_totals t = totals(g, c);
+    fprintf(s->out, "run: %s plan against the fp32 reference, %d layers compared (%.1f ms + %.1f ms)\n",
+            fmt_name(target), c->n_layers, c->ms_ref, c->ms_cand);
+    for (int i = 0; i < c->n_layers; i++) {
+        const mpx_layer *L = &c->layers[i];
+        if (!is_output(g, L->tensor)) continue;
+        fprintf(s->out, "  output %s: rel_l2 %.3g, max_abs %.3g, cos %.6f%s\n", layer_name(g, L), L->m.rel_l2,
+                L->m.max_abs, L->m.cos, L->m.overflow ? " (OVERFLOW)" : "");
+    }
+    const mpx_layer *w = worst_layer(c);
+    if (w)
+        fprintf(s->out, "  worst layer: %s (%s %s) rel_l2 %.3g\n", layer_name(g, w), g->nodes[w->node]->op_type,
+                g->nodes[w->node]->name, w->m.rel_l2);
+    if (t.layers_overflow)
+        fprintf(s->out, "  overflow: %lld values in %d layers, first at %s (%s): fp32 values up to %.4g do not fit %s\n",
+                (long long)t.overflow, t.layers_overflow, layer_name(g, t.first_overflow),
+                g->nodes[t.first_overflow->node]->op_type, t.first_overflow->m.absmax_ref,
+                fmt_name(t.first_overflow->fmt));
+    else fprintf(s->out, "  overflow: none\n");
+    if (t.layers_underflow)
+        fprintf(s->out, "  underflow: %lld non-zero values became zero in %d layers\n", (long long)t.underflow,
+                t.layers_underflow);
+}
+
+/* run [--local] [--keep <tensor,...>] */
+MPX_CMD(repl_cmd_run) {
+    mpx_status st = repl_need_model(s, err);
+    if (st) return st;
+    if (!s->plan) return mpx_error_set(err, MPX_E_INVALID, "no plan (load a model first)");
+    bool local = false;
+    bool *keep = calloc((size_t)(s->graph->n_tensors ? s->graph->n_tensors : 1), sizeof *keep);
+    if (!keep) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    for (int a = 1; a < argc && !st; a++) {
+        if (strcmp(argv[a], "--local") == 0) local = true;
+        else if (strcmp(argv[a], "--keep") == 0 && a + 1 < argc) st = parse_keep(s->graph, argv[++a], keep, err);
+        else st = mpx_error_set(err, MPX_E_ARG, "usage: run [--local] [--keep <tensor,...>]");
+    }
+    mpx_compare *c = NULL;
+    if (!st) st = repl_run_plan(s, s->plan, local, keep, &c, err);
+    free(keep);
+    if (st) return st;
+    double *am = absmax_of(s->graph, c);
+    if (!am) {
+        mpx_compare_free(c);
+        return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    }
+    mpx_compare_free(s->last);
+    s->last = c;
+    s->last_target = s->plan->opts.target;
+    s->last_local = local;
+    free(s->absmax);
+    s->absmax = am;
+    print_run_summary(s, c, s->last_target);
+    if (rules_use_measured(s)) {
+        /* Rules on absmax now see this run's figures. */
+        mpx_plan *p = NULL;
+        mpx_error e2;
+        if (repl_build_plan(s, mpx_history_rules(s->hist), mpx_history_opts(s->hist), &p, &e2) == MPX_OK) {
+            mpx_plan_free(s->plan);
+            s->plan = p;
+            fprintf(s->out, "  plan re-made with the measured absmax (run again to see its effect)\n");
+            repl_after_plan_change(s);
+        }
+    }
+    return MPX_OK;
+}
+
+/* ---- report ----------------------------------------------------------------- */
+
+typedef enum { M_REL_L2, M_MAX_ABS, M_MEAN_ABS, M_COS, M_SQNR, M_OVERFLOW, M_UNDERFLOW, M_SUBNORMAL, M_LOCAL,
+               M_ORDER, M_COUNT } metric_id;
+static const char *const metric_names[M_COUNT] = {"rel_l2",   "max_abs",   "mean_abs",  "cos",   "sqnr_db",
+                                                  "overflow", "underflow", "subnormal", "local", "order"};
+
+/* The figure a report sorts by, oriented so that larger is worse. */
+static double badness(const mpx_layer *L, metric_id m) {
+    double v;
+    switch (m) {
+    case M_REL_L2: v = L->m.rel_l2; break;
+    case M_MAX_ABS: v = L->m.max_abs; break;
+    case M_MEAN_ABS: v = L->m.mean_abs; break;
+    case M_COS: v = -L->m.cos; break;
+    case M_SQNR: v = -L->m.sqnr_db; break;
+    case M_OVERFLOW: v = (double)L->m.overflow; break;
+    case M_UNDERFLOW: v = (double)L->m.underflow; break;
+    case M_SUBNORMAL: v = (double)L->m.subnormal; break;
+    case M_LOCAL: v = L->has_local ? L->local.rel_l2 : -1.0; break;
+    default: v = 0.0; break;
+    }
+    return isnan(v) ? INFINITY : v;
+}
+
+static metric_id sort_metric;
+
+static int layer_cmp(const void *x, const void *y) {
+    const mpx_layer *a = *(const mpx_layer *const *)x, *b = *(const mpx_layer *const *)y;
+    if (sort_metric != M_ORDER) {
+        double da = badness(a, sort_metric), db = badness(b, sort_metric);
+        if (da != db) return da < db ? 1 : -1;
+    }
+    if (a->node != b->node) return a->node - b->node;
+    return a->tensor - b->tensor;
+}
+
+/* A bar for a rel_l2 on a log scale: 1e-8 or less empty, 1 or more full. */
+static void bar(char *buf, double rel) {
+    int n = 0;
+    if (isnan(rel) || rel >= 1.0) n = 10;
+    else if (rel > 1e-8) n = (int)lround((log10(rel) + 8.0) * 10.0 / 8.0);
+    if (n < 0) n = 0;
+    if (n > 10) n = 10;
+    for (int i = 0; i < 10; i++) buf[i] = i < n ? '#' : '.';
+    buf[10] = '\0';
+}
+
+static cJSON *metrics_json(const mpx_metrics *m) {
+    cJSON *o = cJSON_CreateObject();
+    /* JSON has no inf or NaN: such figures are written as strings. */
+#define NUM(key, v)                                                            \
+    do {                                                                       \
+        double v_ = (v);                                                       \
+        if (isfinite(v_)) cJSON_AddNumberToObject(o, key, v_);                 \
+        else cJSON_AddStringToObject(o, key, isnan(v_) ? "nan" : v_ > 0 ? "inf" : "-inf"); \
+    } while (0)
+    NUM("rel_l2", m->rel_l2);
+    NUM("max_abs", m->max_abs);
+    NUM("mean_abs", m->mean_abs);
+    NUM("cos", m->cos);
+    NUM("sqnr_db", m->sqnr_db);
+    NUM("absmax_ref", m->absmax_ref);
+#undef NUM
+    cJSON_AddNumberToObject(o, "overflow", (double)m->overflow);
+    cJSON_AddNumberToObject(o, "underflow", (double)m->underflow);
+    cJSON_AddNumberToObject(o, "subnormal", (double)m->subnormal);
+    cJSON_AddNumberToObject(o, "n", (double)m->n);
+    return o;
+}
+
+static char *csv_field(const char *s, char *buf, size_t n) {
+    if (!strpbrk(s, ",\"\n")) {
+        snprintf(buf, n, "%s", s);
+        return buf;
+    }
+    size_t o = 0;
+    if (o + 1 < n) buf[o++] = '"';
+    for (; *s && o + 3 < n; s++) {
+        if (*s == '"') buf[o++] = '"';
+        buf[o++] = *s;
+    }
+    buf[o++] = '"';
+    buf[o] = '\0';
+    return buf;
+}
+
+/* report [--top n | --all] [--sort metric] [--json [file] | --csv [file]] */
+MPX_CMD(repl_cmd_report) {
+    static const char usage[] =
+        "usage: report [--top <n> | --all] [--sort rel_l2|max_abs|mean_abs|cos|sqnr_db|overflow|underflow|"
+        "subnormal|local|order] [--json [<file>] | --csv [<file>]]";
+    mpx_status st = repl_need_model(s, err);
+    if (st) return st;
+    int top = s->report_top;
+    bool top_given = false;
+    metric_id sm = M_REL_L2;
+    bool json = false, csv = false;
+    const char *path = NULL;
+    for (int a = 1; a < argc; a++) {
+        if (strcmp(argv[a], "--top") == 0 && a + 1 < argc) {
+            double v;
+            if ((st = repl_parse_number(argv[++a], "--top", &v, err))) return st;
+            if (v < 1 || v != (double)(int)v) return mpx_error_set(err, MPX_E_ARG, "--top %s: a count of rows", argv[a]);
+            top = (int)v;
+            top_given = true;
+        } else if (strcmp(argv[a], "--all") == 0) {
+            top = -1;
+            top_given = true;
+        } else if (strcmp(argv[a], "--sort") == 0 && a + 1 < argc) {
+            a++;
+            int k = 0;
+            while (k < M_COUNT && strcmp(metric_names[k], argv[a]) != 0) k++;
+            if (k == M_COUNT) return mpx_error_set(err, MPX_E_ARG, "unknown metric \"%s\"; %s", argv[a], usage);
+            sm = (metric_id)k;
+        } else if (strcmp(argv[a], "--json") == 0 || strcmp(argv[a], "--csv") == 0) {
+            if (argv[a][2] == 'j') json = true;
+            else csv = true;
+            if (a + 1 < argc && argv[a + 1][0] != '-') path = argv[++a];
+        } else {
+            return mpx_error_set(err, MPX_E_ARG, "%s", usage);
+        }
+    }
+    if (json && csv) return mpx_error_set(err, MPX_E_ARG, "--json or --csv, not both");
+    const mpx_compare *c = s->last;
+    if (!c) return mpx_error_set(err, MPX_E_ARG, "no run yet (use: run)");
+    if (sm == M_LOCAL && !s->last_local)
+        return mpx_error_set(err, MPX_E_ARG, "the last run has no local figures (use: run --local)");
+    const mpx_graph *g = s->graph;
+    const mpx_layer **rows = malloc((size_t)(c->n_layers ? c->n_layers : 1) * sizeof *rows);
+    if (!rows) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    for (int i = 0; i < c->n_layers; i++) rows[i] = &c->layers[i];
+    sort_metric = sm;
+    qsort(rows, (size_t)c->n_layers, sizeof *rows, layer_cmp);
+    /* The terminal gets the worst rows; machines get every row unless --top. */
+    if ((json || csv) && !top_given) top = -1;
+    int n = (top < 0 || top > c->n_layers) ? c->n_layers : top;
+    if (json || csv) {
+        char *text = NULL;
+        if (json) {
+            cJSON *root = cJSON_CreateObject();
+            cJSON_AddStringToObject(root, "target", fmt_name(s->last_target));
+            cJSON_AddBoolToObject(root, "local", s->last_local);
+            cJSON_AddStringToObject(root, "sort", metric_names[sm]);
+            run_totals t = totals(g, c);
+            cJSON_AddNumberToObject(root, "overflow", (double)t.overflow);
+            cJSON_AddNumberToObject(root, "underflow", (double)t.underflow);
+            cJSON_AddNumberToObject(root, "ms_ref", c->ms_ref);
+            cJSON_AddNumberToObject(root, "ms_cand", c->ms_cand);
+            cJSON *arr = cJSON_AddArrayToObject(root, "layers");
+            for (int i = 0; i < n; i++) {
+                const mpx_layer *L = rows[i];
+                cJSON *e = cJSON_CreateObject();
+                cJSON_AddStringToObject(e, "tensor", layer_name(g, L));
+                cJSON_AddStringToObject(e, "node", g->nodes[L->node]->name);
+                cJSON_AddStringToObject(e, "op", g->nodes[L->node]->op_type);
+                cJSON_AddNumberToObject(e, "order", L->node);
+                cJSON_AddStringToObject(e, "format", fmt_name(L->fmt));
+                cJSON_AddBoolToObject(e, "output", is_output(g, L->tensor));
+                cJSON_AddItemToObject(e, "metrics", metrics_json(&L->m));
+                if (L->has_local) cJSON_AddItemToObject(e, "local", metrics_json(&L->local));
+                cJSON_AddItemToArray(arr, e);
+            }
+            text = cJSON_Print(root);
+            cJSON_Delete(root);
+        } else {
+            size_t cap = 256 + (size_t)n * 512, o = 0;
+            text = malloc(cap);
+            if (text) {
+                o += (size_t)snprintf(text + o, cap - o,
+                                      "order,node,op,tensor,format,rel_l2,max_abs,mean_abs,cos,sqnr_db,overflow,"
+                                      "underflow,subnormal,absmax_ref,local_rel_l2\n");
+                for (int i = 0; i < n && o < cap; i++) {
+                    const mpx_layer *L = rows[i];
+                    char f1[300], f2[300];
+                    o += (size_t)snprintf(text + o, cap - o, "%d,%s,%s,%s,%s,%.6g,%.6g,%.6g,%.9g,%.6g,%lld,%lld,%lld,%.6g,",
+                                          L->node, csv_field(g->nodes[L->node]->name, f1, sizeof f1),
+                                          g->nodes[L->node]->op_type, csv_field(layer_name(g, L), f2, sizeof f2),
+                                          fmt_name(L->fmt), L->m.rel_l2, L->m.max_abs, L->m.mean_abs, L->m.cos,
+                                          L->m.sqnr_db, (long long)L->m.overflow, (long long)L->m.underflow,
+                                          (long long)L->m.subnormal, L->m.absmax_ref);
+                    if (o < cap && L->has_local) o += (size_t)snprintf(text + o, cap - o, "%.6g", L->local.rel_l2);
+                    if (o < cap) o += (size_t)snprintf(text + o, cap - o, "\n");
+                }
+            }
+        }
+        free(rows);
+        return repl_emit(s, text, path, err);
+    }
+    fprintf(s->out, "%s against fp32, %d layers, sorted by %s%s\n", fmt_name(s->last_target), c->n_layers,
+            metric_names[sm], n < c->n_layers ? "" : " (all)");
+    fprintf(s->out, "%-5s %-30s %-14s %-5s %9s %-10s %9s %9s %8s %6s %6s%s\n", "#", "node", "op", "fmt", "rel_l2", "",
+            "max_abs", "cos", "sqnr_db", "ovf", "unf", s->last_local ? "  local" : "");
+    for (int i = 0; i < n; i++) {
+        const mpx_layer *L = rows[i];
+        char b[16], name[64];
+        bar(b, L->m.rel_l2);
+        const char *nm = g->nodes[L->node]->name;
+        size_t len = strlen(nm);
+        /* Long exported names: keep the informative tail. */
+        if (len > 30) snprintf(name, sizeof name, "...%s", nm + len - 27);
+        else snprintf(name, sizeof name, "%s", nm);
+        fprintf(s->out, "%-5d %-30s %-14.14s %-5s %9.3g %-10s %9.3g %9.6f %8.1f %6lld %6lld", L->node, name,
+                g->nodes[L->node]->op_type, fmt_name(L->fmt), L->m.rel_l2, b, L->m.max_abs, L->m.cos, L->m.sqnr_db,
+                (long long)L->m.overflow, (long long)L->m.underflow);
+        if (L->has_local) fprintf(s->out, "  %.3g", L->local.rel_l2);
+        fputc('\n', s->out);
+    }
+    free(rows);
+    return MPX_OK;
+}
+
+/* ---- tensor ------------------------------------------------------------------ */
+
+static void value_stats(const mpx_value *v, double *mn, double *mx, double *mean, int64_t *nonfinite) {
+    double lo = INFINITY, hi = -INFINITY, sum = 0.0;
+    int64_t bad = 0, cnt = 0;
+    for (int64_t i = 0; i < v->n; i++) {
+        double x = v->f ? (double)v->f[i] : (double)v->i[i];
+        if (!isfinite(x)) {
+            bad++;
+            continue;
+        }
+        lo = x < lo ? x : lo;
+        hi = x > hi ? x : hi;
+        sum += x;
+        cnt++;
+    }
+    *mn = lo, *mx = hi, *mean = cnt ? sum / (double)cnt : NAN, *nonfinite = bad;
+}
+
+/* tensor <name> [--save <file.npy>] [--save-ref <file.npy>] */
+MPX_CMD(repl_cmd_tensor) {
+    static const char usage[] = "usage: tensor <name> [--save <file.npy>] [--save-ref <file.npy>]";
+    mpx_status st = repl_need_model(s, err);
+    if (st) return st;
+    if (argc < 2) return mpx_error_set(err, MPX_E_ARG, "%s", usage);
+    const char *save = NULL, *save_ref = NULL;
+    for (int a = 2; a < argc; a++) {
+        if (strcmp(argv[a], "--save") == 0 && a + 1 < argc) save = argv[++a];
+        else if (strcmp(argv[a], "--save-ref") == 0 && a + 1 < argc) save_ref = argv[++a];
+        else return mpx_error_set(err, MPX_E_ARG, "%s", usage);
+    }
+    const mpx_graph *g = s->graph;
+    const mpx_tensor *t = mpx_graph_find_tensor(g, argv[1]);
+    if (!t) {
+        const mpx_node *n = mpx_graph_find_node(g, argv[1]);
+        t = n && n->n_outputs ? n->outputs[0] : NULL;
+    }
+    if (!t) return mpx_error_set(err, MPX_E_ARG, "no tensor or node named \"%s\"", argv[1]);
+    const mpx_compare *c = s->last;
+    mpx_compare *fresh = NULL;
+    if (!c || c->ref[t->index].n < 0) {
+        /* Not kept by the last run (or no run yet): run the current plan again
+         * keeping this tensor; the session's last run stays as it was. */
+        bool *keep = calloc((size_t)g->n_tensors, sizeof *keep);
+        if (!keep) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+        keep[t->index] = true;
+        st = repl_run_plan(s, s->plan, false, keep, &fresh, err);
+        free(keep);
+        if (st) return st;
+        c = fresh;
+        if (c->ref[t->index].n < 0) {
+            mpx_compare_free(fresh);
+            return mpx_error_set(err, MPX_E_ARG, "tensor \"%s\" has no value in a run (not computed)", t->name);
+        }
+    }
+    const mpx_value *r = &c->ref[t->index], *v = &c->cand[t->index];
+    char sh[256];
+    const mpx_format *f = s->plan ? s->plan->tensors[t->index].format : NULL;
+    fprintf(s->out, "tensor %s %s %s, held in %s%s\n", t->name, mpx_dtype_name(t->dtype),
+            dims_str(r->rank, r->dims, sh, sizeof sh), fmt_name(f), fresh ? " (from a fresh run of the current plan)" : "");
+    for (int k = 0; k < 2; k++) {
+        const mpx_value *x = k ? v : r;
+        double mn, mx, mean;
+        int64_t bad;
+        value_stats(x, &mn, &mx, &mean, &bad);
+        fprintf(s->out, "  %-9s min %.6g, max %.6g, mean %.6g", k ? "candidate" : "reference", mn, mx, mean);
+        if (bad) fprintf(s->out, ", %lld inf/NaN", (long long)bad);
+        fputc('\n', s->out);
+    }
+    mpx_metrics m;
+    if (r->f && v->f && mpx_metrics_compute(r, v, f, &m, err) == MPX_OK)
+        fprintf(s->out, "  rel_l2 %.3g, max_abs %.3g, cos %.6f, overflow %lld, underflow %lld, subnormal %lld\n",
+                m.rel_l2, m.max_abs, m.cos, (long long)m.overflow, (long long)m.underflow, (long long)m.subnormal);
+    if (!st && save && (st = mpx_npy_write(save, v, err)) == MPX_OK) fprintf(s->out, "wrote %s\n", save);
+    if (!st && save_ref && (st = mpx_npy_write(save_ref, r, err)) == MPX_OK) fprintf(s->out, "wrote %s\n", save_ref);
+    mpx_compare_free(fresh);
+    return st;
+}
+
+/* ---- compare ---------------------------------------------------------------- */
+
+/* compare <fmt> <fmt> ...: the current rules under each target, side by side. */
+MPX_CMD(repl_cmd_compare) {
+    mpx_status st = repl_need_model(s, err);
+    if (st) return st;
+    if (!s->plan) return mpx_error_set(err, MPX_E_INVALID, "no plan (load a model first)");
+    bool json = argc > 1 && strcmp(argv[argc - 1], "--json") == 0;
+    int nf = argc - 1 - (json ? 1 : 0);
+    if (nf < 1) return mpx_error_set(err, MPX_E_ARG, "usage: compare <format> [<format> ...] [--json]");
+    if (nf > 8) return mpx_error_set(err, MPX_E_ARG, "at most 8 formats at once");
+    const mpx_format *fmts[8];
+    for (int i = 0; i < nf; i++) {
+        fmts[i] = mpx_format_by_name(argv[1 + i]);
+        if (!fmts[i] || fmts[i]->kind == MPX_FMT_FP32)
+            return mpx_error_set(err, MPX_E_ARG, "unknown format \"%s\" (fp16 bf16 tf32 fp8e4m3 fp8e4m3nan fp8e5m2)",
+                                 argv[1 + i]);
+    }
+    mpx_compare *cmp[8] = {0};
+    mpx_plan *plans[8] = {0};
+    for (int i = 0; i < nf && !st; i++) {
+        mpx_plan_opts o = *mpx_history_opts(s->hist);
+        o.target = fmts[i];
+        st = repl_build_plan(s, mpx_history_rules(s->hist), &o, &plans[i], err);
+        if (!st) st = repl_run_plan(s, plans[i], false, NULL, &cmp[i], err);
+    }
+    if (st) {
+        for (int i = 0; i < nf; i++) {
+            mpx_compare_free(cmp[i]);
+            mpx_plan_free(plans[i]);
+        }
+        return st;
+    }
+    const mpx_graph *g = s->graph;
+    cJSON *root = json ? cJSON_CreateArray() : NULL;
+    if (!json)
+        fprintf(s->out, "%-10s %6s %7s %11s %11s %9s %9s  %s\n", "target", "casts", "low%", "output", "worst", "overflow",
+                "underflow", "worst layer");
+    for (int i = 0; i < nf; i++) {
+        run_totals t = totals(g, cmp[i]);
+        const mpx_layer *w = worst_layer(cmp[i]);
+        if (json) {
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddStringToObject(e, "target", fmts[i]->name);
+            cJSON_AddNumberToObject(e, "casts", plans[i]->counts.casts);
+            cJSON_AddNumberToObject(e, "low_macs_pct", plans[i]->counts.low_macs_pct);
+            if (t.worst_out) cJSON_AddItemToObject(e, "output", metrics_json(&t.worst_out->m));
+            if (w) {
+                cJSON_AddStringToObject(e, "worst_tensor", layer_name(g, w));
+                cJSON_AddItemToObject(e, "worst", metrics_json(&w->m));
+            }
+            cJSON_AddNumberToObject(e, "overflow", (double)t.overflow);
+            cJSON_AddNumberToObject(e, "underflow", (double)t.underflow);
+            cJSON_AddItemToArray(root, e);
+        } else {
+            fprintf(s->out, "%-10s %6d %6.1f%% %11.3g %11.3g %9lld %9lld  %s\n", fmts[i]->name, plans[i]->counts.casts,
+                    plans[i]->counts.low_macs_pct, t.worst_out ? t.worst_out->m.rel_l2 : NAN, w ? w->m.rel_l2 : NAN,
+                    (long long)t.overflow, (long long)t.underflow, w ? layer_name(g, w) : "-");
+        }
+        mpx_plan_free(plans[i]);
+    }
+    /* Keep the runs for plot/html: they replace the previous stash. */
+    for (int i = 0; i < s->n_stash; i++) mpx_compare_free(s->stash[i].cmp);
+    for (int i = 0; i < nf; i++) {
+        s->stash[i].fmt = fmts[i];
+        s->stash[i].cmp = cmp[i];
+    }
+    s->n_stash = nf;
+    if (json) {
+        char *text = cJSON_Print(root);
+        cJSON_Delete(root);
+        return repl_emit(s, text, NULL, err);
+    }
+    return MPX_OK;
+}
+
+/* ---- assert ----------------------------------------------------------------- */
+
+static bool metric_of(const mpx_layer *L, const char *metric, double *out) {
+    const mpx_metrics *m = &L->m;
+    if (strcmp(metric, "rel_l2") == 0) *out = m->rel_l2;
+    else if (strcmp(metric, "max_abs") == 0) *out = m->max_abs;
+    else if (strcmp(metric, "mean_abs") == 0) *out = m->mean_abs;
+    else if (strcmp(metric, "cos") == 0) *out = m->cos;
+    else if (strcmp(metric, "sqnr_db") == 0) *out = m->sqnr_db;
+    else if (strcmp(metric, "overflow") == 0) *out = (double)m->overflow;
+    else if (strcmp(metric, "underflow") == 0) *out = (double)m->underflow;
+    else if (strcmp(metric, "subnormal") == 0) *out = (double)m->subnormal;
+    else if (strcmp(metric, "absmax") == 0) *out = m->absmax_ref;
+    else if (strcmp(metric, "local") == 0 && L->has_local) *out = L->local.rel_l2;
+    else return false;
+    return true;
+}
+
+/* The worse of two figures of one metric (cos and sqnr_db: the smaller). */
+static double worse(const char *metric, double a, double b) {
+    bool low_bad = strcmp(metric, "cos") == 0 || strcmp(metric, "sqnr_db") == 0;
+    if (isnan(a) || isnan(b)) return NAN;
+    return low_bad ? (a < b ? a : b) : (a > b ? a : b);
+}
+
+static mpx_status need_run(const mpx_session *s, const char *fig, mpx_error *err) {
+    if (!s->last) return mpx_error_set(err, MPX_E_ARG, "%s needs a run (use: run)", fig);
+    return MPX_OK;
+}
+
+/* The value of a figure: plan figures, run totals, or <what>.<metric> where
+ * what is output (worst model output), worst (worst layer) or a tensor or
+ * node name (the name may itself contain dots: the metric is after the last). */
+static mpx_status figure(const mpx_session *s, const char *fig, double *out, mpx_error *err) {
+    const mpx_plan *p = s->plan;
+    static const char *const colours[] = {"green", "gray", "clear", "red"};
+    for (int c = 0; c < 4; c++)
+        if (strcmp(fig, colours[c]) == 0) return *out = p->counts.nodes[c + 1], MPX_OK;
+    if (strcmp(fig, "casts") == 0) return *out = p->counts.casts, MPX_OK;
+    if (strcmp(fig, "low_nodes") == 0) return *out = p->counts.low_nodes, MPX_OK;
+    if (strcmp(fig, "low_macs_pct") == 0) return *out = p->counts.low_macs_pct, MPX_OK;
+    if (strcmp(fig, "weights_converted") == 0) return *out = p->counts.weights_converted, MPX_OK;
+    mpx_status st;
+    if (strcmp(fig, "overflow") == 0 || strcmp(fig, "underflow") == 0 || strcmp(fig, "subnormal") == 0 ||
+        strcmp(fig, "layers") == 0) {
+        if ((st = need_run(s, fig, err))) return st;
+        run_totals t = totals(s->graph, s->last);
+        *out = fig[0] == 'o' ? (double)t.overflow : fig[0] == 'u' ? (double)t.underflow
+               : fig[0] == 's' ? (double)t.subnormal : (double)s->last->n_layers;
+        return MPX_OK;
+    }
+    const char *dot = strrchr(fig, '.');
+    if (!dot || dot == fig || !dot[1])
+        return mpx_error_set(err, MPX_E_ARG,
+                             "unknown figure \"%s\" (plan: casts green gray clear red low_nodes low_macs_pct "
+                             "weights_converted; run: overflow underflow subnormal layers, and "
+                             "output.<metric>, worst.<metric>, <tensor or node>.<metric>)", fig);
+    char what[512];
+    snprintf(what, sizeof what, "%.*s", (int)(dot - fig), fig);
+    const char *metric = dot + 1;
+    if ((st = need_run(s, fig, err))) return st;
+    const mpx_compare *c = s->last;
+    const mpx_graph *g = s->graph;
+    bool any = false;
+    double v = NAN, x;
+    int want = -1;
+    bool all_outputs = strcmp(what, "output") == 0, all_layers = strcmp(what, "worst") == 0;
+    if (!all_outputs && !all_layers) {
+        const mpx_tensor *t = mpx_graph_find_tensor(g, what);
+        if (!t) {
+            const mpx_node *n = mpx_graph_find_node(g, what);
+            t = n && n->n_outputs ? n->outputs[0] : NULL;
+        }
+        if (!t) return mpx_error_set(err, MPX_E_ARG, "figure %s: no tensor or node named \"%s\"", fig, what);
+        want = t->index;
+    }
+    for (int i = 0; i < c->n_layers; i++) {
+        const mpx_layer *L = &c->layers[i];
+        if (want >= 0 ? L->tensor != want : (all_outputs && !is_output(g, L->tensor))) continue;
+        if (!metric_of(L, metric, &x))
+            return mpx_error_set(err, MPX_E_ARG,
+                                 "figure %s: unknown metric \"%s\" (rel_l2 max_abs mean_abs cos sqnr_db overflow "
+                                 "underflow subnormal absmax%s)", fig, metric, s->last_local ? " local" : "");
+        v = any ? worse(metric, v, x) : x;
+        any = true;
+    }
+    if (!any) return mpx_error_set(err, MPX_E_ARG, "figure %s: the last run compared no such tensor", fig);
+    *out = v;
+    return MPX_OK;
+}
+
+/* assert <figure> <op> <number> [and <figure> <op> <number> ...] */
+MPX_CMD(repl_cmd_assert) {
+    mpx_status st = repl_need_model(s, err);
+    if (st) return st;
+    if (!s->plan) return mpx_error_set(err, MPX_E_INVALID, "no plan (load a model first)");
+    /* Re-split the words into clauses at "and"; a clause may be written with
+     * or without blanks around its operator. */
+    char clause[1024];
+    int a = 1;
+    if (argc < 2) return mpx_error_set(err, MPX_E_ARG, "usage: assert <figure> <op> <number> [and ...]");
+    while (a < argc) {
+        size_t o = 0;
+        clause[0] = '\0';
+        for (; a < argc && strcmp(argv[a], "and") != 0; a++)
+            o += (size_t)snprintf(clause + o, o < sizeof clause ? sizeof clause - o : 0, "%s", argv[a]);
+        if (o >= sizeof clause) return mpx_error_set(err, MPX_E_ARG, "assert: expression too long");
+        a++; /* past "and" */
+        static const char *const ops[] = {"<=", ">=", "==", "!=", "<", ">", "="};
+        char *at = NULL;
+        int op = -1;
+        for (int k = 0; k < 7 && !at; k++)
+            if ((at = strstr(clause, ops[k]))) op = k;
+        if (!at || at == clause)
+            return mpx_error_set(err, MPX_E_ARG, "assert: expected <figure> <op> <number> in \"%s\" (op: < <= > >= == !=)",
+                                 clause);
+        char fig[512];
+        snprintf(fig, sizeof fig, "%.*s", (int)(at - clause), clause);
+        const char *num = at + strlen(ops[op]);
+        double want, got = NAN;
+        if ((st = repl_parse_number(num, "assert", &want, err))) return st;
+        if ((st = figure(s, fig, &got, err))) return st;
+        bool ok = op == 0 ? got <= want : op == 1 ? got >= want : op == 2 || op == 6 ? got == want
+                  : op == 3 ? got != want : op == 4 ? got < want : got > want;
+        if (!ok)
+            return mpx_error_set(err, MPX_E_ASSERT, "assert failed: %s %s %s, but %s = %.6g", fig, ops[op], num, fig,
+                                 got);
+    }
+    return MPX_OK;
+}

@@ -60,7 +60,16 @@ typedef struct mpx_session {
     /* The last run: its comparison and the plan options and rules it ran
      * under (so `report` can say what it reports). NULL before any run. */
     mpx_compare *last;
+    const mpx_format *last_target; /* the target the last run ran */
+    bool last_local;         /* it has local metrics */
     double *absmax;          /* [n_nodes] from the last reference, for rules */
+
+    /* `compare`'s runs, one per format (for `plot` and `html`). */
+    int n_stash;
+    struct {
+        const mpx_format *fmt;
+        mpx_compare *cmp;
+    } stash[8];
 
     /* Settings (`set`). */
     bool bail;               /* scripts stop at the first error (default on) */
@@ -74,6 +83,10 @@ typedef struct mpx_session {
     int cur_line;
     int assert_failed;       /* an assert failed: exit status 2 */
 
+    const char *line;        /* the command line being run (rules keep its text) */
+    /* Called after every change of the plan (e.g. `svg --watch` rewrites its
+     * file); NULL when nothing follows the plan. */
+    void (*on_plan_change)(struct mpx_session *s);
     const volatile int *cancel; /* set by the Ctrl-C handler (main.c) */
     bool quit;
     FILE *out;               /* where results go (stdout) */

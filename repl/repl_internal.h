@@ -43,8 +43,34 @@ MPX_CMD(repl_cmd_show);
 /* `input <name> shape ...` (the shape form; the value forms are cmd_run.c's) */
 mpx_status repl_input_shape(mpx_session *s, const char *name, const char *shape, mpx_error *err);
 
+/* ---- colouring and the plan (cmd_plan.c) ------------------------------ */
+MPX_CMD(repl_cmd_target);
+MPX_CMD(repl_cmd_keep_io);
+MPX_CMD(repl_cmd_rule);   /* colour, color, accum */
+MPX_CMD(repl_cmd_unrule);
+MPX_CMD(repl_cmd_undo);   /* undo, redo */
+MPX_CMD(repl_cmd_rules);
+MPX_CMD(repl_cmd_plan);
+MPX_CMD(repl_cmd_diff);
+MPX_CMD(repl_cmd_why);
+/* Plan rules and options for the session's graph (measured figures from
+ * the last reference run when there is one). */
+mpx_status repl_build_plan(const mpx_session *s, const mpx_rules *r, const mpx_plan_opts *o, mpx_plan **out,
+                           mpx_error *err);
+/* After the plan changed: s->on_plan_change, if set. */
+void repl_after_plan_change(mpx_session *s);
+
 /* ---- inputs and runs (cmd_run.c) --------------------------------------- */
 MPX_CMD(repl_cmd_input);
+MPX_CMD(repl_cmd_run);
+MPX_CMD(repl_cmd_report);
+MPX_CMD(repl_cmd_tensor);
+MPX_CMD(repl_cmd_compare);
+MPX_CMD(repl_cmd_assert);
+/* Run plan p on the session's inputs against the fp32 reference (Ctrl-C
+ * cancels; progress on a terminal). keep: tensors to keep, or NULL. */
+mpx_status repl_run_plan(mpx_session *s, const mpx_plan *p, bool local, const bool *keep, mpx_compare **out,
+                         mpx_error *err);
 /* Every model input's values from the session's specs (default: random
  * normal, seed 0), in g->inputs order; free with repl_free_inputs. */
 mpx_status repl_make_inputs(const mpx_session *s, mpx_value **out, mpx_error *err);

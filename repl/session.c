@@ -21,6 +21,8 @@ void mpx_session_init(mpx_session *s, FILE *out) {
 static void drop_run(mpx_session *s) {
     mpx_compare_free(s->last);
     s->last = NULL;
+    for (int i = 0; i < s->n_stash; i++) mpx_compare_free(s->stash[i].cmp);
+    s->n_stash = 0;
     free(s->absmax);
     s->absmax = NULL;
 }
@@ -36,6 +38,10 @@ void mpx_session_free(mpx_session *s) {
     free(s->specs);
     s->specs = NULL;
     s->n_specs = 0;
+}
+
+void repl_after_plan_change(mpx_session *s) {
+    if (s->on_plan_change) s->on_plan_change(s);
 }
 
 mpx_status repl_set_graph(mpx_session *s, mpx_graph *g, const char *path, bool fresh, mpx_error *err) {
@@ -216,6 +222,88 @@ static const mpx_command commands[] = {
      repl_cmd_ops},
     {"show", "show <node>", "a node: op, inputs and outputs with shapes, attributes, cost figures", NULL,
      repl_cmd_show},
+    {"target", "target [<format> [block <k>]]", "the low-precision format (fp16 bf16 tf32 fp8e4m3 fp8e5m2)",
+     "Sets the format green nodes (and gray/clear nodes that follow them) run in.\n"
+     "block k: a low accumulation format rounds the running sum after each block of k\n"
+     "terms (summed in fp32) instead of after every addition (block 0, the default).\n"
+     "Without arguments prints the current target.",
+     repl_cmd_target},
+    {"keep-io", "keep-io [on|off]", "keep model inputs and outputs in their declared type (default on)", NULL,
+     repl_cmd_keep_io},
+    {"colour", "colour <selector> <colour> [when <expr> [else <colour>]]", "recolour nodes: green gray clear red",
+     "selector: op types separated by commas (Conv,Gemm), * for every node, or\n"
+     "name:<glob> (name:/backbone/*). colour: green (always low), gray (low when all\n"
+     "float inputs arrive low), clear (follows its inputs), red (always fp32).\n"
+     "when: comparisons of node figures - macs params in_elems out_elems in_ch out_ch\n"
+     "kernel group k attr.<name>, and absmax (largest |fp32 output| of the last run) -\n"
+     "with and/or/not and parentheses; numbers like 1e6, 1M, 64K. Nodes the condition\n"
+     "does not hold for keep what earlier rules gave them, unless `else` says.\n"
+     "Later rules override earlier ones. Example: colour Conv green when macs >= 1M else gray",
+     repl_cmd_rule},
+    {"color", "color <selector> <colour> [when <expr> [else <colour>]]", "same as colour", NULL, repl_cmd_rule},
+    {"accum", "accum <selector> <format> [when <expr> [else <format>]]",
+     "the accumulation format of dot products and sums (default fp32)",
+     "Selectors and conditions as for colour. With fp16 or bf16 the running sum of\n"
+     "Conv, Gemm, MatMul, reductions and Softmax's sum is rounded after every addition\n"
+     "(or every block: see target).",
+     repl_cmd_rule},
+    {"rules", "rules [--json]", "the rules in order, with how many nodes each selects and sets", NULL,
+     repl_cmd_rules},
+    {"unrule", "unrule <n>", "remove rule n (numbers as `rules` shows them)", NULL, repl_cmd_unrule},
+    {"undo", "undo", "undo the last change of rules, target or keep-io", NULL, repl_cmd_undo},
+    {"redo", "redo", "redo what undo undid", NULL, repl_cmd_undo},
+    {"plan", "plan [--changed] [--json [<file>]]", "every node's colour and formats, the casts, the summary",
+     "--changed lists only nodes a rule decided or whose colour differs from its\n"
+     "default. --json: {\"target\", \"keep_io\", \"counts\": {green, gray, clear, red,\n"
+     "casts, weights_converted, weight_bytes_before, weight_bytes_after,\n"
+     "low_macs_pct}, \"nodes\": [{name, op, colour, default, rule, compute, accum,\n"
+     "output}], \"casts\": [{tensor, from, to, consumers}]}.",
+     repl_cmd_plan},
+    {"diff", "diff [--json]", "what the last change did: nodes recoloured, casts added and removed",
+     "--json: {\"nodes\": [{name, op, colour_before, colour_after, compute_before,\n"
+     "compute_after}], \"casts_added\", \"casts_removed\": [{tensor, from, to}],\n"
+     "\"casts_before\", \"casts_after\"}.",
+     repl_cmd_diff},
+    {"why", "why <node>", "how a node got its colour and formats: default, rules, propagation", NULL,
+     repl_cmd_why},
+    {"run", "run [--local] [--keep <tensor,...>]", "run the plan against the fp32 reference, layer by layer",
+     "Runs the inputs (see input) through the fp32 reference and through the plan's\n"
+     "emulated formats side by side and compares every float tensor a node computes\n"
+     "(rel_l2, max_abs, mean_abs, cos, sqnr_db, overflow, underflow, subnormal).\n"
+     "--local also feeds each node the reference values of its inputs (in its\n"
+     "formats), separating a layer's own error from what it inherits. --keep keeps\n"
+     "those tensors' values for `tensor` (model outputs are always kept). Ctrl-C\n"
+     "stops a run; the session stays as it was.",
+     repl_cmd_run},
+    {"report", "report [--top <n> | --all] [--sort <metric>] [--json [<file>] | --csv [<file>]]",
+     "per-layer error of the last run, worst first",
+     "metric: rel_l2 (default) max_abs mean_abs cos sqnr_db overflow underflow\n"
+     "subnormal local (needs run --local) order (graph order). The terminal shows the\n"
+     "top rows (set top <n>); --json and --csv give every row unless --top. --json:\n"
+     "{\"target\", \"local\", \"sort\", \"overflow\", \"underflow\", \"ms_ref\",\n"
+     "\"ms_cand\", \"layers\": [{tensor, node, op, order, format, output, metrics:\n"
+     "{rel_l2, max_abs, mean_abs, cos, sqnr_db, absmax_ref, overflow, underflow,\n"
+     "subnormal, n}, local: {...}}]}; inf and NaN are written as strings.",
+     repl_cmd_report},
+    {"tensor", "tensor <name> [--save <file.npy>] [--save-ref <file.npy>]",
+     "one tensor of the last run: range, error; save it as .npy",
+     "name: a tensor, or a node (its first output). A tensor the last run did not\n"
+     "keep is computed by a fresh run of the current plan (the last run stays).\n"
+     "--save writes the emulated values, --save-ref the fp32 reference.",
+     repl_cmd_tensor},
+    {"compare", "compare <format> [<format> ...] [--json]", "the current rules under several targets, side by side",
+     "Plans and runs the rules with each target (e.g. compare fp16 bf16) and prints\n"
+     "casts, share of MACs in the low format, the worst output and layer rel_l2, and\n"
+     "overflow/underflow counts. The runs are kept for plot and html.",
+     repl_cmd_compare},
+    {"assert", "assert <figure> <op> <number> [and ...]", "fail the script unless a figure of the plan or run holds",
+     "op: < <= > >= == !=. Plan figures: casts green gray clear red low_nodes\n"
+     "low_macs_pct weights_converted. Run figures: overflow underflow subnormal layers,\n"
+     "output.<metric> (worst model output), worst.<metric> (worst layer),\n"
+     "<tensor or node>.<metric>; metric as in report, plus absmax. A failed assert\n"
+     "stops a script with exit status 2.\n"
+     "Example: assert output.rel_l2 < 1e-3 and overflow == 0 and casts <= 40",
+     repl_cmd_assert},
     {"help", "help [<command>]", "list commands, or explain one", NULL, cmd_help},
     {"quit", "quit", "leave mpx (also: exit, Ctrl-D)", NULL, cmd_quit},
 };
@@ -287,7 +375,10 @@ mpx_status mpx_session_exec(mpx_session *s, const char *line, mpx_error *err) {
         if (!c) {
             st = mpx_error_set(err, MPX_E_ARG, "unknown command \"%s\" (try: help)", argv[0]);
         } else {
+            const char *saved = s->line;
+            s->line = line;
             st = c->handler(s, argc, argv, err);
+            s->line = saved;
         }
     }
     free(copy);

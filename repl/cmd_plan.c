@@ -1,0 +1,395 @@
+/* cmd_plan.c - colouring and the plan: target, keep-io, colour, accum, rules,
+ * unrule, undo, redo, plan, diff, why.
+ *
+ * Every command that changes the plan goes through apply(): build the
+ * candidate plan aside, and only when it planned push the state onto the
+ * history and swap the plan in, then print one line saying what changed. */
+#include "repl_internal.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *fmt_name(const mpx_format *f) { return f ? f->name : "fp32"; }
+
+static mpx_plan_measured measured(const mpx_session *s) {
+    mpx_plan_measured m = {0, NULL};
+    if (s->absmax && s->graph) {
+        m.n_nodes = s->graph->n_nodes;
+        m.absmax = s->absmax;
+    }
+    return m;
+}
+
+mpx_status repl_build_plan(const mpx_session *s, const mpx_rules *r, const mpx_plan_opts *o, mpx_plan **out,
+                           mpx_error *err) {
+    mpx_plan_measured m = measured(s);
+    return mpx_plan_build(s->graph, r, o, m.absmax ? &m : NULL, out, err);
+}
+
+/* "plan: 3 nodes changed (2 to green, 1 to gray); casts 4 -> 6 (+3 -1); 61.2% of MACs in fp16" */
+static void print_change(mpx_session *s, const mpx_plan *a, const mpx_plan *b) {
+    mpx_plan_diff *d = NULL;
+    mpx_error e;
+    if (!a || mpx_plan_diff_new(a, b, &d, &e) != MPX_OK) {
+        char sum[512];
+        mpx_plan_summary(b, sum, sizeof sum);
+        fprintf(s->out, "plan: %s\n", sum);
+        return;
+    }
+    int to[MPX_COLOUR_COUNT] = {0}, fmt_only = 0;
+    for (int i = 0; i < d->n_nodes; i++) {
+        if (d->nodes[i].colour_a != d->nodes[i].colour_b) to[d->nodes[i].colour_b]++;
+        else fmt_only++;
+    }
+    fprintf(s->out, "plan: %d node%s changed", d->n_nodes, d->n_nodes == 1 ? "" : "s");
+    if (d->n_nodes) {
+        const char *sep = " (";
+        for (int c = 1; c < MPX_COLOUR_COUNT; c++)
+            if (to[c]) {
+                fprintf(s->out, "%s%d to %s", sep, to[c], mpx_colour_name((mpx_colour)c));
+                sep = ", ";
+            }
+        if (fmt_only) fprintf(s->out, "%s%d formats only", sep, fmt_only);
+        fputc(')', s->out);
+    }
+    fprintf(s->out, "; casts %d -> %d (+%d -%d); %.1f%% of MACs in %s\n", d->a.casts, d->b.casts, d->n_added,
+            d->n_removed, d->b.low_macs_pct, fmt_name(b->opts.target));
+    mpx_plan_diff_free(d);
+}
+
+/* Plan (rules, opts); on success push it as the new state and swap the plan. */
+static mpx_status apply(mpx_session *s, const mpx_rules *r, const mpx_plan_opts *o, mpx_error *err) {
+    mpx_plan *p = NULL;
+    mpx_status st = repl_build_plan(s, r, o, &p, err);
+    if (st) return st;
+    if ((st = mpx_history_push(s->hist, r, o, err))) {
+        mpx_plan_free(p);
+        return st;
+    }
+    print_change(s, s->plan, p);
+    mpx_plan_free(s->plan);
+    s->plan = p;
+    repl_after_plan_change(s);
+    return MPX_OK;
+}
+
+static mpx_status need_plan(const mpx_session *s, mpx_error *err) {
+    mpx_status st = repl_need_model(s, err);
+    if (!st && (!s->hist || !s->plan)) st = mpx_error_set(err, MPX_E_INVALID, "no plan (load a model first)");
+    return st;
+}
+
+/* target fp16|bf16|tf32|fp8e4m3|fp8e4m3nan|fp8e5m2 [block <k>] */
+MPX_CMD(repl_cmd_target) {
+    mpx_status st = need_plan(s, err);
+    if (st) return st;
+    mpx_plan_opts o = *mpx_history_opts(s->hist);
+    if (argc == 1) {
+        fprintf(s->out, "target %s", fmt_name(o.target));
+        if (o.accum_block) fprintf(s->out, " block %d", o.accum_block);
+        fputc('\n', s->out);
+        return MPX_OK;
+    }
+    if (argc != 2 && !(argc == 4 && strcmp(argv[2], "block") == 0))
+        return mpx_error_set(err, MPX_E_ARG, "usage: target <format> [block <k>]");
+    const mpx_format *f = mpx_format_by_name(argv[1]);
+    if (!f || f->kind == MPX_FMT_FP32)
+        return mpx_error_set(err, MPX_E_ARG,
+                             "unknown target \"%s\" (formats: fp16 bf16 tf32 fp8e4m3 fp8e4m3nan fp8e5m2)", argv[1]);
+    o.target = f;
+    if (argc == 4) {
+        double k;
+        if ((st = repl_parse_number(argv[3], "block", &k, err))) return st;
+        if (k < 0 || k > 1e6 || k != (double)(int)k)
+            return mpx_error_set(err, MPX_E_ARG, "block %s: a count from 0 (round after every addition) up", argv[3]);
+        o.accum_block = (int)k;
+    }
+    return apply(s, mpx_history_rules(s->hist), &o, err);
+}
+
+MPX_CMD(repl_cmd_keep_io) {
+    mpx_status st = need_plan(s, err);
+    if (st) return st;
+    mpx_plan_opts o = *mpx_history_opts(s->hist);
+    if (argc == 1) {
+        fprintf(s->out, "keep-io %s\n", o.keep_io ? "on" : "off");
+        return MPX_OK;
+    }
+    if (argc != 2 || (strcmp(argv[1], "on") != 0 && strcmp(argv[1], "off") != 0))
+        return mpx_error_set(err, MPX_E_ARG, "usage: keep-io on|off");
+    o.keep_io = strcmp(argv[1], "on") == 0;
+    return apply(s, mpx_history_rules(s->hist), &o, err);
+}
+
+/* colour/color/accum: the whole line is the rule (its text is kept as typed). */
+MPX_CMD(repl_cmd_rule) {
+    (void)argv;
+    mpx_status st = need_plan(s, err);
+    if (st) return st;
+    if (argc < 3)
+        return mpx_error_set(err, MPX_E_ARG, "usage: %s",
+                             strcmp(argv[0], "accum") == 0 ? "accum <selector> <format> [when <expr> [else <format>]]"
+                                                           : "colour <selector> <colour> [when <expr> [else <colour>]]");
+    mpx_rules *r = mpx_rules_copy(mpx_history_rules(s->hist));
+    if (!r) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    st = mpx_rules_add(r, s->line, s->graph, err);
+    if (!st) st = apply(s, r, mpx_history_opts(s->hist), err);
+    if (!st) {
+        int k = mpx_rules_count(r) - 1;
+        if (s->plan->rule_selected[k] == 0)
+            fprintf(s->out, "warning: rule %d matches no node of this model\n", k + 1);
+        else if (s->plan->rule_applied[k] == 0)
+            fprintf(s->out, "warning: rule %d selects %d node%s but its condition holds for none\n", k + 1,
+                    s->plan->rule_selected[k], s->plan->rule_selected[k] == 1 ? "" : "s");
+    }
+    mpx_rules_free(r);
+    return st;
+}
+
+MPX_CMD(repl_cmd_unrule) {
+    mpx_status st = need_plan(s, err);
+    if (st) return st;
+    const mpx_rules *cur = mpx_history_rules(s->hist);
+    double k;
+    if (argc != 2) return mpx_error_set(err, MPX_E_ARG, "usage: unrule <n> (see: rules)");
+    if ((st = repl_parse_number(argv[1], "rule number", &k, err))) return st;
+    int n = mpx_rules_count(cur);
+    if (k != (double)(int)k || k < 1 || k > n)
+        return mpx_error_set(err, MPX_E_ARG, "no rule %s (there %s %d; see: rules)", argv[1], n == 1 ? "is" : "are", n);
+    mpx_rules *r = mpx_rules_copy(cur);
+    if (!r) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    st = mpx_rules_remove(r, (int)k - 1, err);
+    if (!st) st = apply(s, r, mpx_history_opts(s->hist), err);
+    mpx_rules_free(r);
+    return st;
+}
+
+/* undo / redo: move the cursor, plan the state; put it back if that fails. */
+MPX_CMD(repl_cmd_undo) {
+    mpx_status st = need_plan(s, err);
+    if (st) return st;
+    if (argc != 1) return mpx_error_set(err, MPX_E_ARG, "usage: %s", argv[0]);
+    bool undo = strcmp(argv[0], "undo") == 0;
+    if (!(undo ? mpx_history_undo(s->hist) : mpx_history_redo(s->hist)))
+        return mpx_error_set(err, MPX_E_ARG, "nothing to %s", argv[0]);
+    mpx_plan *p = NULL;
+    st = repl_build_plan(s, mpx_history_rules(s->hist), mpx_history_opts(s->hist), &p, err);
+    if (st) {
+        if (undo) mpx_history_redo(s->hist);
+        else mpx_history_undo(s->hist);
+        return st;
+    }
+    print_change(s, s->plan, p);
+    mpx_plan_free(s->plan);
+    s->plan = p;
+    repl_after_plan_change(s);
+    return MPX_OK;
+}
+
+/* rules [--json] */
+MPX_CMD(repl_cmd_rules) {
+    mpx_status st = need_plan(s, err);
+    if (st) return st;
+    bool json = argc == 2 && strcmp(argv[1], "--json") == 0;
+    if (argc > 2 || (argc == 2 && !json)) return mpx_error_set(err, MPX_E_ARG, "usage: rules [--json]");
+    const mpx_rules *r = mpx_history_rules(s->hist);
+    const mpx_plan_opts *o = mpx_history_opts(s->hist);
+    int n = mpx_rules_count(r);
+    if (json) {
+        cJSON *root = cJSON_CreateObject();
+        cJSON_AddStringToObject(root, "target", fmt_name(o->target));
+        cJSON_AddBoolToObject(root, "keep_io", o->keep_io);
+        cJSON_AddNumberToObject(root, "accum_block", o->accum_block);
+        cJSON *arr = cJSON_AddArrayToObject(root, "rules");
+        for (int i = 0; i < n; i++) {
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddNumberToObject(e, "n", i + 1);
+            cJSON_AddStringToObject(e, "text", mpx_rules_text(r, i));
+            cJSON_AddStringToObject(e, "kind", mpx_rules_kind(r, i) == MPX_RULE_ACCUM ? "accum" : "colour");
+            cJSON_AddNumberToObject(e, "selected", s->plan->rule_selected[i]);
+            cJSON_AddNumberToObject(e, "applied", s->plan->rule_applied[i]);
+            cJSON_AddItemToArray(arr, e);
+        }
+        char *text = cJSON_Print(root);
+        cJSON_Delete(root);
+        return repl_emit(s, text, NULL, err);
+    }
+    fprintf(s->out, "target %s, keep-io %s%s\n", fmt_name(o->target), o->keep_io ? "on" : "off",
+            o->accum_block ? ", low accumulation in blocks" : "");
+    if (!n) fprintf(s->out, "no rules: every node has its default colour\n");
+    for (int i = 0; i < n; i++)
+        fprintf(s->out, "%3d  %-48s  selects %d, sets %d\n", i + 1, mpx_rules_text(r, i), s->plan->rule_selected[i],
+                s->plan->rule_applied[i]);
+    return MPX_OK;
+}
+
+static const char *rule_label(const mpx_plan_node *pn, char *buf, size_t n) {
+    if (pn->colour_rule >= 0) snprintf(buf, n, "rule %d", pn->colour_rule + 1);
+    else snprintf(buf, n, "default");
+    return buf;
+}
+
+/* plan [--changed] [--json [<file>]] */
+MPX_CMD(repl_cmd_plan) {
+    mpx_status st = need_plan(s, err);
+    if (st) return st;
+    bool changed = false, json = false;
+    const char *path = NULL;
+    for (int a = 1; a < argc; a++) {
+        if (strcmp(argv[a], "--changed") == 0) changed = true;
+        else if (strcmp(argv[a], "--json") == 0) {
+            json = true;
+            if (a + 1 < argc && argv[a + 1][0] != '-') path = argv[++a];
+        } else return mpx_error_set(err, MPX_E_ARG, "usage: plan [--changed] [--json [<file>]]");
+    }
+    const mpx_plan *p = s->plan;
+    const mpx_graph *g = s->graph;
+    if (json) {
+        cJSON *root = cJSON_CreateObject();
+        cJSON_AddStringToObject(root, "target", fmt_name(p->opts.target));
+        cJSON_AddBoolToObject(root, "keep_io", p->opts.keep_io);
+        cJSON *cnt = cJSON_AddObjectToObject(root, "counts");
+        for (int c = 1; c < MPX_COLOUR_COUNT; c++)
+            cJSON_AddNumberToObject(cnt, mpx_colour_name((mpx_colour)c), p->counts.nodes[c]);
+        cJSON_AddNumberToObject(cnt, "casts", p->counts.casts);
+        cJSON_AddNumberToObject(cnt, "weights_converted", p->counts.weights_converted);
+        cJSON_AddNumberToObject(cnt, "weight_bytes_before", (double)p->counts.weight_bytes_before);
+        cJSON_AddNumberToObject(cnt, "weight_bytes_after", (double)p->counts.weight_bytes_after);
+        cJSON_AddNumberToObject(cnt, "low_macs_pct", p->counts.low_macs_pct);
+        cJSON *nodes = cJSON_AddArrayToObject(root, "nodes");
+        for (int i = 0; i < g->n_nodes; i++) {
+            const mpx_plan_node *pn = &p->nodes[i];
+            if (changed && !mpx_plan_node_changed(p, i)) continue;
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddStringToObject(e, "name", g->nodes[i]->name);
+            cJSON_AddStringToObject(e, "op", g->nodes[i]->op_type);
+            cJSON_AddStringToObject(e, "colour", mpx_colour_name(pn->colour));
+            cJSON_AddStringToObject(e, "default", mpx_colour_name(pn->dflt));
+            if (pn->colour_rule >= 0) cJSON_AddNumberToObject(e, "rule", pn->colour_rule + 1);
+            else cJSON_AddNullToObject(e, "rule");
+            if (pn->is_float) {
+                cJSON_AddStringToObject(e, "compute", fmt_name(pn->compute));
+                cJSON_AddStringToObject(e, "accum", fmt_name(pn->accum));
+                cJSON_AddStringToObject(e, "output", fmt_name(pn->output));
+            }
+            cJSON_AddItemToArray(nodes, e);
+        }
+        cJSON *casts = cJSON_AddArrayToObject(root, "casts");
+        for (int i = 0; i < p->n_casts; i++) {
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddStringToObject(e, "tensor", g->tensors[p->casts[i].tensor]->name);
+            cJSON_AddStringToObject(e, "from", fmt_name(p->casts[i].from));
+            cJSON_AddStringToObject(e, "to", fmt_name(p->casts[i].to));
+            cJSON_AddNumberToObject(e, "consumers", p->casts[i].n_consumers);
+            cJSON_AddItemToArray(casts, e);
+        }
+        char *text = cJSON_Print(root);
+        cJSON_Delete(root);
+        return repl_emit(s, text, path, err);
+    }
+    char sum[512], rl[32];
+    mpx_plan_summary(p, sum, sizeof sum);
+    fprintf(s->out, "%-32s %-18s %-6s %-7s %-7s %-7s %s\n", "node", "op", "colour", "compute", "accum", "output",
+            "set by");
+    int shown = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const mpx_plan_node *pn = &p->nodes[i];
+        if (changed && !mpx_plan_node_changed(p, i)) continue;
+        shown++;
+        fprintf(s->out, "%-32s %-18s %-6s %-7s %-7s %-7s %s\n", g->nodes[i]->name, g->nodes[i]->op_type,
+                mpx_colour_name(pn->colour), pn->is_float ? fmt_name(pn->compute) : "-",
+                pn->is_float ? fmt_name(pn->accum) : "-", pn->is_float ? fmt_name(pn->output) : "-",
+                rule_label(pn, rl, sizeof rl));
+    }
+    if (changed && !shown) fprintf(s->out, "(no node changed by rules)\n");
+    for (int i = 0; i < p->n_casts; i++)
+        fprintf(s->out, "cast %s %s -> %s (%d consumer%s)\n", g->tensors[p->casts[i].tensor]->name,
+                fmt_name(p->casts[i].from), fmt_name(p->casts[i].to), p->casts[i].n_consumers,
+                p->casts[i].n_consumers == 1 ? "" : "s");
+    fprintf(s->out, "%s\n", sum);
+    return MPX_OK;
+}
+
+/* diff [--json]: the current plan against the one before the last change. */
+MPX_CMD(repl_cmd_diff) {
+    mpx_status st = need_plan(s, err);
+    if (st) return st;
+    bool json = argc == 2 && strcmp(argv[1], "--json") == 0;
+    if (argc > 2 || (argc == 2 && !json)) return mpx_error_set(err, MPX_E_ARG, "usage: diff [--json]");
+    const mpx_rules *r;
+    const mpx_plan_opts *o;
+    if (!mpx_history_state(s->hist, 1, &r, &o))
+        return mpx_error_set(err, MPX_E_ARG, "no earlier state to compare with (nothing changed yet)");
+    mpx_plan *prev = NULL;
+    if ((st = repl_build_plan(s, r, o, &prev, err))) return st;
+    mpx_plan_diff *d = NULL;
+    st = mpx_plan_diff_new(prev, s->plan, &d, err);
+    mpx_plan_free(prev);
+    if (st) return st;
+    const mpx_graph *g = s->graph;
+    if (json) {
+        cJSON *root = cJSON_CreateObject();
+        cJSON *nodes = cJSON_AddArrayToObject(root, "nodes");
+        for (int i = 0; i < d->n_nodes; i++) {
+            const mpx_plan_diff_node *n = &d->nodes[i];
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddStringToObject(e, "name", g->nodes[n->node]->name);
+            cJSON_AddStringToObject(e, "op", g->nodes[n->node]->op_type);
+            cJSON_AddStringToObject(e, "colour_before", mpx_colour_name(n->colour_a));
+            cJSON_AddStringToObject(e, "colour_after", mpx_colour_name(n->colour_b));
+            cJSON_AddStringToObject(e, "compute_before", fmt_name(n->compute_a));
+            cJSON_AddStringToObject(e, "compute_after", fmt_name(n->compute_b));
+            cJSON_AddItemToArray(nodes, e);
+        }
+        for (int k = 0; k < 2; k++) {
+            cJSON *arr = cJSON_AddArrayToObject(root, k ? "casts_removed" : "casts_added");
+            int n = k ? d->n_removed : d->n_added;
+            const mpx_plan_diff_cast *c = k ? d->removed : d->added;
+            for (int i = 0; i < n; i++) {
+                cJSON *e = cJSON_CreateObject();
+                cJSON_AddStringToObject(e, "tensor", g->tensors[c[i].tensor]->name);
+                cJSON_AddStringToObject(e, "from", fmt_name(c[i].from));
+                cJSON_AddStringToObject(e, "to", fmt_name(c[i].to));
+                cJSON_AddItemToArray(arr, e);
+            }
+        }
+        cJSON_AddNumberToObject(root, "casts_before", d->a.casts);
+        cJSON_AddNumberToObject(root, "casts_after", d->b.casts);
+        mpx_plan_diff_free(d);
+        char *text = cJSON_Print(root);
+        cJSON_Delete(root);
+        return repl_emit(s, text, NULL, err);
+    }
+    for (int i = 0; i < d->n_nodes; i++) {
+        const mpx_plan_diff_node *n = &d->nodes[i];
+        fprintf(s->out, "  %-32s %-16s %s/%s -> %s/%s\n", g->nodes[n->node]->name, g->nodes[n->node]->op_type,
+                mpx_colour_name(n->colour_a), fmt_name(n->compute_a), mpx_colour_name(n->colour_b),
+                fmt_name(n->compute_b));
+    }
+    for (int i = 0; i < d->n_added; i++)
+        fprintf(s->out, "  + cast %s %s -> %s\n", g->tensors[d->added[i].tensor]->name, fmt_name(d->added[i].from),
+                fmt_name(d->added[i].to));
+    for (int i = 0; i < d->n_removed; i++)
+        fprintf(s->out, "  - cast %s %s -> %s\n", g->tensors[d->removed[i].tensor]->name,
+                fmt_name(d->removed[i].from), fmt_name(d->removed[i].to));
+    fprintf(s->out, "%d node%s changed; casts %d -> %d\n", d->n_nodes, d->n_nodes == 1 ? "" : "s", d->a.casts,
+            d->b.casts);
+    mpx_plan_diff_free(d);
+    return MPX_OK;
+}
+
+MPX_CMD(repl_cmd_why) {
+    mpx_status st = need_plan(s, err);
+    if (st) return st;
+    if (argc != 2) return mpx_error_set(err, MPX_E_ARG, "usage: why <node>");
+    const mpx_node *n = mpx_graph_find_node(s->graph, argv[1]);
+    if (!n) return mpx_error_set(err, MPX_E_ARG, "no node named \"%s\"", argv[1]);
+    size_t need = mpx_plan_why(s->plan, n->index, NULL, 0) + 1;
+    char *buf = malloc(need);
+    if (!buf) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    mpx_plan_why(s->plan, n->index, buf, need);
+    fputs(buf, s->out);
+    free(buf);
+    return MPX_OK;
+}
