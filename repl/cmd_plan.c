@@ -53,8 +53,11 @@ static void print_change(mpx_session *s, const mpx_plan *a, const mpx_plan *b) {
         if (fmt_only) fprintf(s->out, "%s%d formats only", sep, fmt_only);
         fputc(')', s->out);
     }
-    fprintf(s->out, "; casts %d -> %d (+%d -%d); %.1f%% of MACs in %s\n", d->a.casts, d->b.casts, d->n_added,
-            d->n_removed, d->b.low_macs_pct, fmt_name(b->opts.target));
+    fprintf(s->out, "; casts %d -> %d (+%d -%d); ", d->a.casts, d->b.casts, d->n_added, d->n_removed);
+    if (d->b.macs_total == 0 && d->b.macs_unknown)
+        fprintf(s->out, "MACs unknown until the inputs' shapes are bound\n");
+    else
+        fprintf(s->out, "%.1f%% of MACs in %s\n", d->b.low_macs_pct, fmt_name(b->opts.target));
     mpx_plan_diff_free(d);
 }
 
@@ -290,14 +293,20 @@ MPX_CMD(repl_cmd_plan) {
     }
     char sum[512], rl[32];
     mpx_plan_summary(p, sum, sizeof sum);
-    fprintf(s->out, "%-32s %-18s %-6s %-7s %-7s %-7s %s\n", "node", "op", "colour", "compute", "accum", "output",
+    int w = 4;
+    for (int i = 0; i < g->n_nodes; i++) {
+        int len = (int)strlen(g->nodes[i]->name);
+        if ((!changed || mpx_plan_node_changed(p, i)) && len > w) w = len;
+    }
+    if (w > 60) w = 60;
+    fprintf(s->out, "%-*s %-18s %-6s %-7s %-7s %-7s %s\n", w, "node", "op", "colour", "compute", "accum", "output",
             "set by");
     int shown = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         const mpx_plan_node *pn = &p->nodes[i];
         if (changed && !mpx_plan_node_changed(p, i)) continue;
         shown++;
-        fprintf(s->out, "%-32s %-18s %-6s %-7s %-7s %-7s %s\n", g->nodes[i]->name, g->nodes[i]->op_type,
+        fprintf(s->out, "%-*s %-18s %-6s %-7s %-7s %-7s %s\n", w, g->nodes[i]->name, g->nodes[i]->op_type,
                 mpx_colour_name(pn->colour), pn->is_float ? fmt_name(pn->compute) : "-",
                 pn->is_float ? fmt_name(pn->accum) : "-", pn->is_float ? fmt_name(pn->output) : "-",
                 rule_label(pn, rl, sizeof rl));

@@ -549,8 +549,6 @@ MPX_CMD(repl_cmd_report) {
             run_totals t = totals(g, c);
             cJSON_AddNumberToObject(root, "overflow", (double)t.overflow);
             cJSON_AddNumberToObject(root, "underflow", (double)t.underflow);
-            cJSON_AddNumberToObject(root, "ms_ref", c->ms_ref);
-            cJSON_AddNumberToObject(root, "ms_cand", c->ms_cand);
             cJSON *arr = cJSON_AddArrayToObject(root, "layers");
             for (int i = 0; i < n; i++) {
                 const mpx_layer *L = rows[i];

@@ -280,8 +280,7 @@ static const mpx_command commands[] = {
      "metric: rel_l2 (default) max_abs mean_abs cos sqnr_db overflow underflow\n"
      "subnormal local (needs run --local) order (graph order). The terminal shows the\n"
      "top rows (set top <n>); --json and --csv give every row unless --top. --json:\n"
-     "{\"target\", \"local\", \"sort\", \"overflow\", \"underflow\", \"ms_ref\",\n"
-     "\"ms_cand\", \"layers\": [{tensor, node, op, order, format, output, metrics:\n"
+     "{\"target\", \"local\", \"sort\", \"overflow\", \"underflow\", \"layers\": [{tensor, node, op, order, format, output, metrics:\n"
      "{rel_l2, max_abs, mean_abs, cos, sqnr_db, absmax_ref, overflow, underflow,\n"
      "subnormal, n}, local: {...}}]}; inf and NaN are written as strings.",
      repl_cmd_report},
