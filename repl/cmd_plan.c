@@ -317,6 +317,10 @@ MPX_CMD(repl_cmd_plan) {
                 fmt_name(p->casts[i].from), fmt_name(p->casts[i].to), p->casts[i].n_consumers,
                 p->casts[i].n_consumers == 1 ? "" : "s");
     fprintf(s->out, "%s\n", sum);
+    if (repl_check_weights(s, p, NULL, NULL)) {
+        fprintf(s->out, "weights that do not fit %s:\n", fmt_name(p->opts.target));
+        repl_check_weights(s, p, s->out, NULL);
+    }
     return MPX_OK;
 }
 

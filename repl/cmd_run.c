@@ -224,9 +224,51 @@ MPX_CMD(repl_cmd_input) {
     return MPX_OK;
 }
 
-/* ---- run ------------------------------------------------------------------ */
-
 static const char *fmt_name(const mpx_format *f) { return f ? f->name : "fp32"; }
+
+/* ---- weights converted offline ------------------------------------------- */
+
+/* Converting a constant can itself overflow (a BatchNormalization variance of
+ * 1e8 becomes inf in fp16) or flush values to zero: the activations' metrics
+ * never show that as overflow, only as a layer that went wrong. So every
+ * conversion the plan makes is checked here, value by value. Returns the
+ * number of weights with an overflow; prints one line per weight that
+ * overflows or loses more than 1% (rel_l2) when out is non-NULL. */
+int repl_check_weights(const mpx_session *s, const mpx_plan *p, FILE *out, int64_t *n_overflow) {
+    int bad = 0;
+    int64_t total = 0;
+    for (int i = 0; i < p->n_weights; i++) {
+        const mpx_plan_weight *w = &p->weights[i];
+        const mpx_tensor *t = s->graph->tensors[w->tensor];
+        mpx_value ref, conv;
+        mpx_value_view(&ref, t);
+        if (ref.n <= 0 || !ref.f) continue;
+        mpx_error e;
+        if (mpx_value_copy(&conv, &ref, &e) != MPX_OK) continue;
+        mpx_round_array(w->to, conv.f, conv.f, (size_t)conv.n);
+        mpx_metrics m;
+        if (mpx_metrics_compute(&ref, &conv, w->to, &m, &e) == MPX_OK) {
+            total += m.overflow;
+            if (m.overflow) bad++;
+            if (out && (m.overflow || m.rel_l2 > 1e-2)) {
+                const mpx_node *user = t->n_consumers ? t->consumers[0] : NULL;
+                fprintf(out, "  weight %s (%lld values, used by %s %s) in %s: ", t->name, (long long)ref.n,
+                        user ? user->op_type : "?", user ? user->name : "?", fmt_name(w->to));
+                if (m.overflow)
+                    fprintf(out, "%lld overflow (values up to %.4g; largest finite %s is %.6g)", (long long)m.overflow,
+                            m.absmax_ref, fmt_name(w->to), (double)w->to->max_finite);
+                else
+                    fprintf(out, "rel_l2 %.3g, %lld flushed to zero", m.rel_l2, (long long)m.underflow);
+                fputc('\n', out);
+            }
+        }
+        mpx_value_free(&conv);
+    }
+    if (n_overflow) *n_overflow = total;
+    return bad;
+}
+
+/* ---- run ------------------------------------------------------------------ */
 
 static void progress_cb(void *ctx, int done, int total) {
     (void)ctx;
@@ -296,16 +338,21 @@ static run_totals totals(const mpx_graph *g, const mpx_compare *c) {
     return t;
 }
 
+/* A name the user typed: a node (its first output; what report and plan
+ * show) or else a tensor. Exported models reuse names across the two (p2o
+ * names node p2o.Add.280's output p2o.Add.281), so nodes come first. */
+static const mpx_tensor *find_named(const mpx_graph *g, const char *name) {
+    const mpx_node *n = mpx_graph_find_node(g, name);
+    if (n && n->n_outputs && n->outputs[0]) return n->outputs[0];
+    return mpx_graph_find_tensor(g, name);
+}
+
 /* Tensor indices named in a comma list (for --keep); err names the first unknown. */
 static mpx_status parse_keep(const mpx_graph *g, const char *list, bool *keep, mpx_error *err) {
     char buf[4096];
     snprintf(buf, sizeof buf, "%s", list);
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        const mpx_tensor *t = mpx_graph_find_tensor(g, tok);
-        if (!t) {
-            const mpx_node *n = mpx_graph_find_node(g, tok);
-            t = n && n->n_outputs ? n->outputs[0] : NULL;
-        }
+        const mpx_tensor *t = find_named(g, tok);
         if (!t) return mpx_error_set(err, MPX_E_ARG, "no tensor or node named \"%s\"", tok);
         keep[t->index] = true;
     }
@@ -353,7 +400,11 @@ static void print_run_summary(mpx_session *s, const mpx_compare *c, const mpx_fo
                 (long long)t.overflow, t.layers_overflow, layer_name(g, t.first_overflow),
                 g->nodes[t.first_overflow->node]->op_type, t.first_overflow->m.absmax_ref,
                 fmt_name(t.first_overflow->fmt));
-    else fprintf(s->out, "  overflow: none\n");
+    else fprintf(s->out, "  overflow: none in activations\n");
+    if (repl_check_weights(s, s->plan, NULL, NULL)) {
+        fprintf(s->out, "  weights that do not fit %s (converted offline, before the run):\n", fmt_name(target));
+        repl_check_weights(s, s->plan, s->out, NULL);
+    }
     if (t.layers_underflow)
         fprintf(s->out, "  underflow: %lld non-zero values became zero in %d layers\n", (long long)t.underflow,
                 t.layers_underflow);
@@ -644,11 +695,7 @@ MPX_CMD(repl_cmd_tensor) {
         else return mpx_error_set(err, MPX_E_ARG, "%s", usage);
     }
     const mpx_graph *g = s->graph;
-    const mpx_tensor *t = mpx_graph_find_tensor(g, argv[1]);
-    if (!t) {
-        const mpx_node *n = mpx_graph_find_node(g, argv[1]);
-        t = n && n->n_outputs ? n->outputs[0] : NULL;
-    }
+    const mpx_tensor *t = find_named(g, argv[1]);
     if (!t) return mpx_error_set(err, MPX_E_ARG, "no tensor or node named \"%s\"", argv[1]);
     const mpx_compare *c = s->last;
     mpx_compare *fresh = NULL;
@@ -809,6 +856,11 @@ static mpx_status figure(const mpx_session *s, const char *fig, double *out, mpx
     if (strcmp(fig, "low_nodes") == 0) return *out = p->counts.low_nodes, MPX_OK;
     if (strcmp(fig, "low_macs_pct") == 0) return *out = p->counts.low_macs_pct, MPX_OK;
     if (strcmp(fig, "weights_converted") == 0) return *out = p->counts.weights_converted, MPX_OK;
+    if (strcmp(fig, "weights_overflow") == 0) {
+        int64_t n;
+        repl_check_weights(s, p, NULL, &n);
+        return *out = (double)n, MPX_OK;
+    }
     mpx_status st;
     if (strcmp(fig, "overflow") == 0 || strcmp(fig, "underflow") == 0 || strcmp(fig, "subnormal") == 0 ||
         strcmp(fig, "layers") == 0) {
@@ -822,7 +874,7 @@ static mpx_status figure(const mpx_session *s, const char *fig, double *out, mpx
     if (!dot || dot == fig || !dot[1])
         return mpx_error_set(err, MPX_E_ARG,
                              "unknown figure \"%s\" (plan: casts green gray clear red low_nodes low_macs_pct "
-                             "weights_converted; run: overflow underflow subnormal layers, and "
+                             "weights_converted weights_overflow; run: overflow underflow subnormal layers, and "
                              "output.<metric>, worst.<metric>, <tensor or node>.<metric>)", fig);
     char what[512];
     snprintf(what, sizeof what, "%.*s", (int)(dot - fig), fig);
@@ -835,11 +887,7 @@ static mpx_status figure(const mpx_session *s, const char *fig, double *out, mpx
     int want = -1;
     bool all_outputs = strcmp(what, "output") == 0, all_layers = strcmp(what, "worst") == 0;
     if (!all_outputs && !all_layers) {
-        const mpx_tensor *t = mpx_graph_find_tensor(g, what);
-        if (!t) {
-            const mpx_node *n = mpx_graph_find_node(g, what);
-            t = n && n->n_outputs ? n->outputs[0] : NULL;
-        }
+        const mpx_tensor *t = find_named(g, what);
         if (!t) return mpx_error_set(err, MPX_E_ARG, "figure %s: no tensor or node named \"%s\"", fig, what);
         want = t->index;
     }

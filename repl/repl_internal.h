@@ -63,6 +63,9 @@ void repl_after_plan_change(mpx_session *s);
 /* ---- inputs and runs (cmd_run.c) --------------------------------------- */
 MPX_CMD(repl_cmd_input);
 MPX_CMD(repl_cmd_run);
+/* Check every weight the plan converts: the number of weights with values
+ * that overflow the format (n_overflow: values), lines to out if non-NULL. */
+int repl_check_weights(const mpx_session *s, const mpx_plan *p, FILE *out, int64_t *n_overflow);
 MPX_CMD(repl_cmd_report);
 MPX_CMD(repl_cmd_tensor);
 MPX_CMD(repl_cmd_compare);
@@ -75,5 +78,34 @@ mpx_status repl_run_plan(mpx_session *s, const mpx_plan *p, bool local, const bo
  * normal, seed 0), in g->inputs order; free with repl_free_inputs. */
 mpx_status repl_make_inputs(const mpx_session *s, mpx_value **out, mpx_error *err);
 void repl_free_inputs(const mpx_session *s, mpx_value *v);
+
+/* ---- scripts (script.c) and the session commands (cmd_session.c) ------- */
+MPX_CMD(repl_cmd_source);
+MPX_CMD(repl_cmd_set);
+MPX_CMD(repl_cmd_save);
+/* `source` nests at most this deep (counting the script run from the
+ * command line). */
+#define REPL_SOURCE_DEPTH 16
+/* Run the commands read from in (path names it in messages): comments (#),
+ * blank lines, trailing-backslash continuations. Each error is printed as
+ * path:line: error: ... (the line the command starts on); the script stops
+ * at the first unless `set bail off`, and at quit or Ctrl-C. Returns an exit
+ * status: MPX_EXIT_OK, _ERROR, or _ASSERT (a command failed MPX_E_ASSERT). */
+int repl_run_stream(mpx_session *s, const char *path, FILE *in);
+int repl_run_file(mpx_session *s, const char *path);
+/* -c 'cmd; cmd' (split on ; outside double quotes). */
+int repl_run_inline(mpx_session *s, const char *text);
+/* One line typed at the prompt: errors without file:line. */
+int repl_run_line(mpx_session *s, const char *line);
+/* Run a script from inside a command; its errors are printed by its own
+ * runner, so a failure comes back "already reported" (repl_error_reported). */
+mpx_status repl_source(mpx_session *s, const char *path, mpx_error *err);
+bool repl_error_reported(const mpx_error *err);
+/* "error: ..." on stderr, after "where:line: " when known. */
+void repl_print_error(const mpx_session *s, const char *where, int line, const mpx_error *err);
+/* The exit status of two outcomes together (an error outranks an assert). */
+int repl_exit_worst(int a, int b);
+/* Cut a trailing comment (a # outside double quotes). */
+void repl_strip_comment(char *text);
 
 #endif

@@ -286,7 +286,7 @@ static const mpx_command commands[] = {
      repl_cmd_report},
     {"tensor", "tensor <name> [--save <file.npy>] [--save-ref <file.npy>]",
      "one tensor of the last run: range, error; save it as .npy",
-     "name: a tensor, or a node (its first output). A tensor the last run did not\n"
+     "name: a node (its first output) or a tensor. A tensor the last run did not\n"
      "keep is computed by a fresh run of the current plan (the last run stays).\n"
      "--save writes the emulated values, --save-ref the fp32 reference.",
      repl_cmd_tensor},
@@ -297,12 +297,29 @@ static const mpx_command commands[] = {
      repl_cmd_compare},
     {"assert", "assert <figure> <op> <number> [and ...]", "fail the script unless a figure of the plan or run holds",
      "op: < <= > >= == !=. Plan figures: casts green gray clear red low_nodes\n"
-     "low_macs_pct weights_converted. Run figures: overflow underflow subnormal layers,\n"
+     "low_macs_pct weights_converted weights_overflow (values). Run figures: overflow underflow subnormal layers,\n"
      "output.<metric> (worst model output), worst.<metric> (worst layer),\n"
-     "<tensor or node>.<metric>; metric as in report, plus absmax. A failed assert\n"
+     "<node or tensor>.<metric>; metric as in report, plus absmax. A failed assert\n"
      "stops a script with exit status 2.\n"
      "Example: assert output.rel_l2 < 1e-3 and overflow == 0 and casts <= 40",
      repl_cmd_assert},
+    {"source", "source <file.mpx>", "run the commands of a script file in this session",
+     "Comments (#), blank lines and trailing-backslash continuations as in scripts.\n"
+     "An error names the sourced file and its line and stops it (and the scripts\n"
+     "that sourced it) unless `set bail off`; the commands before the error stay\n"
+     "done. Scripts nest up to 16 deep. Paths are relative to the current folder.",
+     repl_cmd_source},
+    {"set", "set [bail on|off | top <n>]", "change a setting; without arguments, list them",
+     "bail: on (default) stops a script at its first error; off goes on with the\n"
+     "next command (the exit status still says a command failed).\n"
+     "top: the rows `report` shows without --top (default 20).",
+     repl_cmd_set},
+    {"save", "save [<file.mpx>]", "write the session as a script that rebuilds it (no file: print it)",
+     "Writes load, the inputs (shape, then values), target and keep-io, the rules\n"
+     "in order as typed, and the settings that differ from their defaults. The\n"
+     "current state is saved, not the undo history. The file is replaced whole or\n"
+     "not at all.",
+     repl_cmd_save},
     {"help", "help [<command>]", "list commands, or explain one", NULL, cmd_help},
     {"quit", "quit", "leave mpx (also: exit, Ctrl-D)", NULL, cmd_quit},
 };
