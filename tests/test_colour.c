@@ -1105,9 +1105,9 @@ static void test_history(void) {
     mpx_history_free(NULL);
 }
 
-/* ---- planning speed ------------------------------------------------------------------ */
+/* ---- a big graph ------------------------------------------------------------------ */
 
-static void test_benchmark(void) {
+static void test_big_graph(void) {
     /* 10,000 nodes: blocks of Conv -> BatchNormalization -> Relu -> Add
      * (residual) -> Sigmoid, with a threshold rule and a name rule. */
     mpx_graph *g = new_graph();
@@ -1134,20 +1134,9 @@ static void test_benchmark(void) {
     CHECK(mpx_rules_add(r, "colour Conv green when macs >= 1M else gray", g, &err) == MPX_OK);
     CHECK(mpx_rules_add(r, "colour name:/blk1*/* red", g, &err) == MPX_OK);
     CHECK(mpx_rules_add(r, "accum Conv fp16 when k > 4", g, &err) == MPX_OK);
-    double best = 1e9;
+    /* Timing lives in bench/plan_bench.c; this checks a big plan is right. */
     mpx_plan *p = NULL;
-    for (int rep = 0; rep < 5; rep++) {
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        mpx_plan_free(p);
-        CHECK(mpx_plan_build(g, r, NULL, NULL, &p, &err) == MPX_OK);
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
-        if (ms < best) best = ms;
-    }
-    printf("test_colour: planning 10000 nodes: %.2f ms (best of 5)\n", best);
-    /* Generous bound so sanitizer builds pass; the figure above is the measurement. */
-    CHECK(best < 500.0);
+    CHECK(mpx_plan_build(g, r, NULL, NULL, &p, &err) == MPX_OK);
     if (p) {
         CHECK(p->counts.nodes[MPX_COLOUR_RED] > 0 && p->counts.nodes[MPX_COLOUR_GRAY] > 0);
         check_no_cancelling(p);
@@ -1169,6 +1158,6 @@ int main(void) {
     test_assign();
     test_run_plan();
     test_history();
-    test_benchmark();
+    test_big_graph();
     return check_report("test_colour");
 }
