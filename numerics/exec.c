@@ -3,7 +3,11 @@
  *
  * The assignment is followed literally: the executor makes no colouring
  * decisions. A value "in format F" is an fp32 buffer of values representable
- * in F, so a conversion is mpx_round_array and widening is free. */
+ * in F, so a conversion is mpx_round_array and widening is free.
+ *
+ * A run is made of steps (mpx_exec_check, mpx_exec_start, mpx_exec_node)
+ * that the streaming comparison (compare.c) drives too: one definition of
+ * what a node computes, whichever driver keeps or frees the values. */
 #include "kern_internal.h"
 
 #include <stdlib.h>
@@ -194,30 +198,67 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* One node: convert its inputs, run its kernel, round and store its outputs. */
-static mpx_status run_node(const mpx_node *n, const mpx_assign *a, const mpx_run *ref, mpx_run *run,
-                           mpx_error *err) {
+bool mpx_exec_skipped(const mpx_node *n) { return n && skipped(n); }
+
+mpx_status mpx_exec_check(const mpx_graph *g, const mpx_assign *a, const mpx_value *inputs,
+                          mpx_error *err) {
+    if (!g) return mpx_error_set(err, MPX_E_ARG, "no graph");
+    return check(g, a, inputs, NULL, err);
+}
+
+mpx_status mpx_exec_start(const mpx_graph *g, const mpx_assign *a, const mpx_value *inputs,
+                          mpx_value *vals, mpx_error *err) {
+    mpx_status st = MPX_OK;
+    for (int i = 0; i < g->n_tensors; i++) vals[i].n = -1;
+    /* Constants: converted once, before the run (weights converted offline). */
+    for (int i = 0; i < g->n_tensors && st == MPX_OK; i++) {
+        const mpx_tensor *t = g->tensors[i];
+        if (!is_constant(t)) continue;
+        mpx_value_view(&vals[i], t);
+        st = round_copy(&vals[i], tensor_fmt(a, t), err);
+    }
+    for (int i = 0; i < g->n_inputs && st == MPX_OK; i++) {
+        const mpx_tensor *t = g->inputs[i];
+        mpx_value *v = &vals[t->index];
+        mpx_value_free(v);
+        st = mpx_value_copy(v, &inputs[i], err);
+        if (st != MPX_OK) break;
+        if (t->dtype != MPX_DT_UNDEFINED) v->dtype = t->dtype;
+        st = round_copy(v, tensor_fmt(a, t), err);
+    }
+    if (st != MPX_OK)
+        for (int i = 0; i < g->n_tensors; i++) mpx_value_free(&vals[i]);
+    return st;
+}
+
+/* One node: convert its inputs, run its kernel, round its outputs. Kept free
+ * of shared mutable state (everything it writes is outs, its own scratch or
+ * err) so that a comparison may run two of them at once. */
+mpx_status mpx_exec_node(const mpx_node *n, const mpx_assign *a, const mpx_value *vals,
+                         bool ref_inputs, mpx_value *outs, size_t *scratch_bytes,
+                         mpx_error *err) {
     static const mpx_node_prec fp32 = {0};
     const mpx_node_prec *p = a ? &a->node[n->index] : &fp32;
     const mpx_format *cf = low(p->compute);
     int ni = n->n_inputs, no = n->n_outputs;
+    size_t scratch = 0;
+    for (int j = 0; j < no; j++) outs[j].n = -1, outs[j].f = NULL, outs[j].i = NULL;
     mpx_value *conv = calloc(ni ? (size_t)ni : 1u, sizeof *conv);
     const mpx_value **ins = calloc(ni ? (size_t)ni : 1u, sizeof *ins);
-    mpx_value *outs = calloc(no ? (size_t)no : 1u, sizeof *outs);
     mpx_status st = MPX_OK;
-    if (!conv || !ins || !outs) {
+    if (!conv || !ins) {
         st =
             mpx_error_set(err, MPX_E_NOMEM, "node \"%s\" (%s): out of memory", n->name, n->op_type);
         goto done;
     }
     for (int j = 0; j < ni; j++) conv[j].n = -1;
-    for (int j = 0; j < no; j++) outs[j].n = -1;
     for (int j = 0; j < ni; j++) {
         const mpx_tensor *t = n->inputs[j];
         if (!t) continue;
-        const mpx_value *src = ref ? &ref->vals[t->index] : &run->vals[t->index];
-        /* A value held in the compute format already needs no rounding. */
-        if (src->f && cf && (ref || tensor_fmt(a, t) != cf)) {
+        const mpx_value *src = &vals[t->index];
+        /* A value held in the compute format already needs no rounding;
+         * reference values are fp32 and always do. */
+        if (src->f && cf && (ref_inputs || tensor_fmt(a, t) != cf)) {
             mpx_error e = {0};
             if (mpx_value_copy(&conv[j], src, &e) != MPX_OK) {
                 st = mpx_error_set(err, e.status, "node \"%s\" (%s): %s", n->name, n->op_type,
@@ -225,6 +266,7 @@ static mpx_status run_node(const mpx_node *n, const mpx_assign *a, const mpx_run
                 goto done;
             }
             if (conv[j].n > 0) mpx_round_array(cf, conv[j].f, conv[j].f, (size_t)conv[j].n);
+            scratch += mpx_value_bytes(&conv[j]);
             ins[j] = &conv[j];
         } else {
             ins[j] = src;
@@ -239,8 +281,11 @@ static mpx_status run_node(const mpx_node *n, const mpx_assign *a, const mpx_run
     }
     for (int j = 0; j < no; j++) {
         const mpx_tensor *t = n->outputs[j];
-        if (!t) continue;
         mpx_value *v = &outs[j];
+        if (!t) {
+            mpx_value_free(v);
+            continue;
+        }
         if (!has_value(v)) {
             if (t->n_consumers > 0 || (t->flags & MPX_T_OUTPUT)) {
                 st = mpx_error_set(err, MPX_E_INVALID,
@@ -248,25 +293,36 @@ static mpx_status run_node(const mpx_node *n, const mpx_assign *a, const mpx_run
                                    n->op_type, t->name);
                 goto done;
             }
+            mpx_value_free(v); /* absent, whatever the kernel left */
             continue;
         }
         const mpx_format *of = low(p->output), *tf = tensor_fmt(a, t);
         if (v->f && of && v->n > 0) mpx_round_array(of, v->f, v->f, (size_t)v->n);
         /* Rounding twice to one format changes nothing: skip the second. */
         if (v->f && tf && tf != of && v->n > 0) mpx_round_array(tf, v->f, v->f, (size_t)v->n);
-        mpx_value_free(&run->vals[t->index]);
-        run->vals[t->index] = *v;
-        v->n = -1;
-        v->f = NULL;
-        v->i = NULL;
     }
 done:
+    if (st != MPX_OK)
+        for (int j = 0; j < no; j++) mpx_value_free(&outs[j]);
     for (int j = 0; conv && j < ni; j++) mpx_value_free(&conv[j]);
-    for (int j = 0; outs && j < no; j++) mpx_value_free(&outs[j]);
     free(conv);
     free(ins);
-    free(outs);
+    if (scratch_bytes) *scratch_bytes = scratch;
     return st;
+}
+
+/* Store a node's outputs into a run's values (a node may recompute a tensor
+ * that also had a value before, which it replaces). */
+static void store_outputs(const mpx_node *n, mpx_value *outs, mpx_value *vals) {
+    for (int j = 0; j < n->n_outputs; j++) {
+        const mpx_tensor *t = n->outputs[j];
+        if (!t || !has_value(&outs[j])) continue;
+        mpx_value_free(&vals[t->index]);
+        vals[t->index] = outs[j];
+        outs[j].n = -1;
+        outs[j].f = NULL;
+        outs[j].i = NULL;
+    }
 }
 
 mpx_status mpx_run_graph(const mpx_graph *g, const mpx_assign *a, const mpx_value *inputs,
@@ -282,31 +338,24 @@ mpx_status mpx_run_graph(const mpx_graph *g, const mpx_assign *a, const mpx_valu
     run->g = g;
     run->n = g->n_tensors;
     run->vals = calloc(g->n_tensors ? (size_t)g->n_tensors : 1u, sizeof *run->vals);
-    if (!run->vals) {
+    int max_out = 1;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i]->n_outputs > max_out) max_out = g->nodes[i]->n_outputs;
+    mpx_value *outs = calloc((size_t)max_out, sizeof *outs);
+    if (!run->vals || !outs) {
+        free(outs);
+        free(run->vals);
         free(run);
         return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     }
-    for (int i = 0; i < g->n_tensors; i++) run->vals[i].n = -1;
-    /* Constants: converted once, before the run (weights converted offline). */
-    for (int i = 0; i < g->n_tensors && st == MPX_OK; i++) {
-        const mpx_tensor *t = g->tensors[i];
-        if (!is_constant(t)) continue;
-        mpx_value_view(&run->vals[i], t);
-        st = round_copy(&run->vals[i], tensor_fmt(a, t), err);
-    }
-    for (int i = 0; i < g->n_inputs && st == MPX_OK; i++) {
-        const mpx_tensor *t = g->inputs[i];
-        mpx_value *v = &run->vals[t->index];
-        mpx_value_free(v);
-        st = mpx_value_copy(v, &inputs[i], err);
-        if (st != MPX_OK) break;
-        if (t->dtype != MPX_DT_UNDEFINED) v->dtype = t->dtype;
-        st = round_copy(v, tensor_fmt(a, t), err);
-    }
+    st = mpx_exec_start(g, a, inputs, run->vals, err);
     for (int i = 0; i < g->n_nodes && st == MPX_OK; i++) {
         const mpx_node *n = g->nodes[i];
-        if (!skipped(n)) st = run_node(n, a, ref, run, err);
+        if (skipped(n)) continue;
+        st = mpx_exec_node(n, a, ref ? ref->vals : run->vals, ref != NULL, outs, NULL, err);
+        if (st == MPX_OK) store_outputs(n, outs, run->vals);
     }
+    free(outs);
     if (st != MPX_OK) {
         mpx_run_free(run);
         return st;

@@ -321,6 +321,12 @@ typedef struct mpx_compare_opts {
     /* Called between nodes (may be NULL): done of total nodes. */
     void (*progress)(void *ctx, int done, int total);
     void *progress_ctx;
+    /* 1: everything on the calling thread. Otherwise (0, the default) a
+     * second thread shares each node's work: its reference, candidate and
+     * local steps, then its metrics, run as independent jobs (results are
+     * the same bits either way; progress and cancel stay on the caller's
+     * thread). */
+    int threads;
 } mpx_compare_opts;
 
 typedef struct mpx_compare {
@@ -329,8 +335,13 @@ typedef struct mpx_compare {
     mpx_layer *layers;           /* in node order, then output order */
     /* [g->n_tensors]: kept values (n = -1 where not kept); owned. */
     mpx_value *ref, *cand;
-    double ms_ref, ms_cand, ms_local, ms_metrics; /* wall times */
-    size_t peak_bytes;           /* most value bytes alive at once during the run */
+    /* Time spent in each kind of work; on two threads they overlap, so
+     * their sum may exceed the run's wall time. */
+    double ms_ref, ms_cand, ms_local, ms_metrics;
+    /* Most value bytes alive at once during the run: both runs' live values,
+     * a node's outputs and its input copies (on two threads, all three
+     * steps' at once). Kernels' own scratch is not counted. */
+    size_t peak_bytes;
 } mpx_compare;
 
 /* Runs the fp32 reference and the candidate assignment a (NULL: fp32) side by
@@ -345,5 +356,41 @@ mpx_status mpx_compare_run(const mpx_graph *g, const mpx_assign *a, const mpx_va
 void mpx_compare_free(mpx_compare *c);
 /* The layer of a tensor, or NULL. */
 const mpx_layer *mpx_compare_layer(const mpx_compare *c, int tensor);
+
+/* Bytes a value owns: 0 for borrowed views and absent values (what
+ * peak_bytes counts). */
+size_t mpx_value_bytes(const mpx_value *v);
+
+/* ---- the executor's steps (numerics/exec.c) ----------------------------------
+ * mpx_run_graph and mpx_compare_run are both built from these, so the two
+ * follow one set of rules (section "executor"); a driver that runs nodes in
+ * its own order (streaming, threads) uses them too. vals is always an array
+ * of g->n_tensors values indexed by tensor->index. */
+
+/* mpx_run_graph's refusals before anything runs (no kernel, unbound or
+ * mismatched inputs, an assignment of another graph, a node input nothing
+ * computes). */
+mpx_status mpx_exec_check(const mpx_graph *g, const mpx_assign *a, const mpx_value *inputs,
+                          mpx_error *err);
+/* A node that is not run: every output is a constant the graph holds. */
+bool mpx_exec_skipped(const mpx_node *n);
+/* Fill vals with what a run under a starts from: constants as borrowed views,
+ * or rounded copies where a's format needs rounding; model inputs as copies
+ * in their tensors' formats; everything else absent. On error every value is
+ * freed (absent). */
+mpx_status mpx_exec_start(const mpx_graph *g, const mpx_assign *a, const mpx_value *inputs,
+                          mpx_value *vals, mpx_error *err);
+/* One node under a: its float inputs, read from vals, converted to its compute
+ * format (ref_inputs: vals are fp32 reference values, the local mode, so
+ * every float input is converted); its kernel with its accumulation; its
+ * float outputs rounded to its output format, then their tensors' formats.
+ * outs[n->n_outputs] receives the outputs (owned by the caller; absent for
+ * an omitted output). scratch_bytes (may be NULL): bytes of the converted
+ * input copies held while the kernel ran. Reads vals and writes only outs,
+ * its scratch and err: two calls may run at once on different outs and err.
+ * On error outs are all absent and the message names the node. */
+mpx_status mpx_exec_node(const mpx_node *n, const mpx_assign *a, const mpx_value *vals,
+                         bool ref_inputs, mpx_value *outs, size_t *scratch_bytes,
+                         mpx_error *err);
 
 #endif

@@ -11,13 +11,30 @@
  * usage: mpx_run_model <model> <out_dir> [<input>=<AxBxC> | <AxBxC>] ...
  *                      [--seed N] [--range LO HI | --image page|line] [--repeat N]
  *                      [--file <input>=<x.npy> | --file <x.npy>]
+ *        mpx_run_model <model> --compare <format> [--local] [--keep-all] [--layers]
+ *                      [--threads N]
+ *                      [<input>=<AxBxC> | <AxBxC>] ... (same input options)
  * --image: a seeded synthetic text image instead of uniform values (a page
  * for a text detector, a single line for a recogniser or classifier).
  * A bare shape or file binds the model's only input; an input read from a
- * file takes the file's shape. */
+ * file takes the file's shape.
+ *
+ * --compare: a per-layer report instead of the .npy dump: every node in
+ * <format> (mpx_assign_uniform, keep-io) against the fp32 reference, with
+ * mpx_compare_run (streaming: values freed after their last reader), or with
+ * --keep-all as two (three with --local) whole mpx_run_graph runs that keep
+ * every value. Prints the layer count, the output's and the worst layer's
+ * rel_l2, a hash of every layer's metrics (equal in both modes when the
+ * results are bit for bit equal), the value bytes at the peak, the peak RSS
+ * before and after the run, and the times; --layers also prints one line per
+ * layer (node, op, tensor, rel_l2, overflow count, local rel_l2); --threads
+ * is mpx_compare_opts.threads (1: one thread). Run each
+ * mode in its own process:
+ * peak RSS is the process's. */
 #include "mpx_numerics.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,10 +193,154 @@ static mpx_status make_inputs(const mpx_graph *g, uint64_t seed, double lo, doub
     return MPX_OK;
 }
 
+/* ---- --compare ------------------------------------------------------------------- */
+
+static double peak_rss_mb(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_maxrss / 1024.0;
+}
+
+/* FNV-1a over every layer's tensor, metrics and local metrics: two modes
+ * that agree bit for bit print the same hash. */
+static uint64_t hash_bytes(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+typedef struct compare_report {
+    int n_layers;
+    uint64_t hash;
+    double out_rel, worst_rel, worst_local;
+    const char *worst;
+    size_t bytes;
+    double ms_ref, ms_cand, ms_local, ms_metrics;
+} compare_report;
+
+static bool print_layers;
+
+static void report_layer(compare_report *r, const mpx_graph *g, const mpx_layer *L) {
+    if (print_layers) {
+        const mpx_node *n = g->nodes[L->node];
+        printf("layer\t%s\t%s\t%s\t%.4g\t%lld", n->name, n->op_type, g->tensors[L->tensor]->name,
+               L->m.rel_l2, (long long)L->m.overflow);
+        if (L->has_local) printf("\t%.4g", L->local.rel_l2);
+        printf("\n");
+    }
+    r->n_layers++;
+    r->hash = hash_bytes(r->hash, &L->tensor, sizeof L->tensor);
+    r->hash = hash_bytes(r->hash, &L->m, sizeof L->m);
+    if (L->has_local) r->hash = hash_bytes(r->hash, &L->local, sizeof L->local);
+    if (g->tensors[L->tensor]->flags & MPX_T_OUTPUT) r->out_rel = L->m.rel_l2;
+    if (!r->worst || L->m.rel_l2 > r->worst_rel || isnan(L->m.rel_l2)) {
+        r->worst_rel = L->m.rel_l2;
+        r->worst = g->tensors[L->tensor]->name;
+    }
+    if (L->has_local && L->local.rel_l2 > r->worst_local) r->worst_local = L->local.rel_l2;
+}
+
+static size_t run_bytes(const mpx_run *r) {
+    size_t b = 0;
+    for (int i = 0; r && i < r->n; i++) b += mpx_value_bytes(&r->vals[i]);
+    return b;
+}
+
+/* What the first, non-streaming comparison did: whole runs, every value
+ * kept, then the metrics. */
+static mpx_status compare_keep_all(const mpx_graph *g, const mpx_assign *a,
+                                   const mpx_value *inputs, bool local, compare_report *r,
+                                   mpx_error *err) {
+    mpx_run *ref = NULL, *cand = NULL, *loc = NULL;
+    mpx_status st = mpx_run_graph(g, NULL, inputs, NULL, &ref, err);
+    if (st == MPX_OK) st = mpx_run_graph(g, a, inputs, NULL, &cand, err);
+    mpx_run_opts lo = {.local_ref = ref};
+    if (st == MPX_OK && local) st = mpx_run_graph(g, a, inputs, &lo, &loc, err);
+    if (st != MPX_OK) goto done;
+    r->ms_ref = ref->ms;
+    r->ms_cand = cand->ms;
+    r->ms_local = loc ? loc->ms : 0.0;
+    r->bytes = run_bytes(ref) + run_bytes(cand) + run_bytes(loc);
+    double t0 = now_ms();
+    for (int ni = 0; ni < g->n_nodes && st == MPX_OK; ni++) {
+        const mpx_node *n = g->nodes[ni];
+        for (int k = 0; k < n->n_outputs && st == MPX_OK; k++) {
+            const mpx_tensor *t = n->outputs[k];
+            if (!t || (t->flags & MPX_T_CONSTANT)) continue;
+            const mpx_value *rv = &ref->vals[t->index], *cv = &cand->vals[t->index];
+            if (rv->n < 0 || cv->n < 0 || !rv->f || !cv->f) continue;
+            mpx_layer L = {.tensor = t->index, .node = n->index};
+            const mpx_format *f = a->tensor[t->index];
+            L.fmt = f && f->kind != MPX_FMT_FP32 ? f : NULL;
+            st = mpx_metrics_compute(rv, cv, L.fmt, &L.m, err);
+            if (st == MPX_OK && loc && loc->vals[t->index].n >= 0) {
+                st = mpx_metrics_compute(rv, &loc->vals[t->index], L.fmt, &L.local, err);
+                L.has_local = true;
+            }
+            if (st == MPX_OK) report_layer(r, g, &L);
+        }
+    }
+    r->ms_metrics = now_ms() - t0;
+done:
+    mpx_run_free(ref);
+    mpx_run_free(cand);
+    mpx_run_free(loc);
+    return st;
+}
+
+static int run_compare(const mpx_graph *g, const mpx_value *inputs, const mpx_format *f,
+                       bool local, bool keep_all, int threads) {
+    mpx_error err;
+    mpx_error_clear(&err);
+    mpx_assign *a = mpx_assign_uniform(g, f, NULL, true);
+    if (!a) {
+        fprintf(stderr, "mpx_run_model: mpx_assign_uniform failed\n");
+        return 1;
+    }
+    compare_report r = {.hash = 14695981039346656037ull};
+    double rss0 = peak_rss_mb(), t0 = now_ms();
+    mpx_status st;
+    if (keep_all) {
+        st = compare_keep_all(g, a, inputs, local, &r, &err);
+    } else {
+        mpx_compare_opts o = {.local = local, .threads = threads};
+        mpx_compare *c = NULL;
+        st = mpx_compare_run(g, a, inputs, &o, &c, &err);
+        if (st == MPX_OK) {
+            for (int i = 0; i < c->n_layers; i++) report_layer(&r, g, &c->layers[i]);
+            r.bytes = c->peak_bytes;
+            r.ms_ref = c->ms_ref;
+            r.ms_cand = c->ms_cand;
+            r.ms_local = c->ms_local;
+            r.ms_metrics = c->ms_metrics;
+        }
+        mpx_compare_free(c);
+    }
+    double total = now_ms() - t0;
+    mpx_assign_free(a);
+    if (st != MPX_OK) return fail("compare", &err);
+    printf("mpx_run_model: compare %s%s, %s: %d layers, output rel_l2 %.4g, worst layer rel_l2 "
+           "%.4g (%s)",
+           f->name, local ? " with local" : "", keep_all ? "keep-all" : "streaming", r.n_layers,
+           r.out_rel, r.worst_rel, r.worst ? r.worst : "-");
+    if (local) printf(", worst local rel_l2 %.4g", r.worst_local);
+    printf("; metrics hash %016llx\n", (unsigned long long)r.hash);
+    printf("mpx_run_model: peak value bytes %zu (%.1f MB); peak RSS %.1f MB before the run, "
+           "%.1f MB after\n",
+           r.bytes, (double)r.bytes / 1048576.0, rss0, peak_rss_mb());
+    printf("mpx_run_model: times: reference %.1f ms, candidate %.1f ms, local %.1f ms, metrics "
+           "%.1f ms, total %.1f ms\n",
+           r.ms_ref, r.ms_cand, r.ms_local, r.ms_metrics, total);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *model = NULL, *out = NULL;
-    const char *specs[64], *files[64];
-    int n_specs = 0, n_files = 0, repeat = 1;
+    const char *specs[64], *files[64], *positional[66];
+    int n_specs = 0, n_files = 0, n_pos = 0, repeat = 1;
+    const char *compare = NULL;
+    bool local = false, keep_all = false;
+    int threads = 0;
     unsigned long long seed = 1;
     double lo = -1.0, hi = 1.0;
     image_kind image = IMAGE_NONE;
@@ -196,17 +357,30 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--range") == 0 && i + 2 < argc) {
             lo = atof(argv[++i]);
             hi = atof(argv[++i]);
-        } else if (!model) model = argv[i];
-        else if (!out) out = argv[i];
-        else if (n_specs < 64) specs[n_specs++] = argv[i];
+        } else if (strcmp(argv[i], "--compare") == 0 && i + 1 < argc) compare = argv[++i];
+        else if (strcmp(argv[i], "--local") == 0) local = true;
+        else if (strcmp(argv[i], "--keep-all") == 0) keep_all = true;
+        else if (strcmp(argv[i], "--layers") == 0) print_layers = true;
+        else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (n_pos < 66) positional[n_pos++] = argv[i];
     }
-    if (!model || !out || repeat < 1 || !(lo < hi) || (int)image < 0) {
+    /* A comparison writes no files: everything after the model is a shape. */
+    int first_spec = compare ? 1 : 2;
+    if (n_pos > 0) model = positional[0];
+    if (!compare && n_pos > 1) out = positional[1];
+    for (int i = first_spec; i < n_pos && n_specs < 64; i++) specs[n_specs++] = positional[i];
+    const mpx_format *cmp_fmt = compare ? mpx_format_by_name(compare) : NULL;
+    if (!model || (!compare && !out) || (compare && !cmp_fmt) || repeat < 1 || !(lo < hi) ||
+        (int)image < 0) {
         fprintf(stderr, "usage: mpx_run_model <model> <out_dir> [<input>=<AxBxC> | <AxBxC>] ... "
                         "[--seed N] [--range LO HI | --image page|line] [--repeat N] "
-                        "[--file [<input>=]<x.npy>]\n");
+                        "[--file [<input>=]<x.npy>]\n"
+                        "       mpx_run_model <model> --compare <format> [--local] [--keep-all] [--layers] "
+                        "[--threads N] "
+                        "[<input>=<AxBxC> | <AxBxC>] ... (input options as above)\n");
         return 2;
     }
-    if (mkdir_p(out) != 0) {
+    if (!compare && mkdir_p(out) != 0) {
         fprintf(stderr, "mpx_run_model: cannot create %s: %s\n", out, strerror(errno));
         return 1;
     }
@@ -277,6 +451,11 @@ int main(int argc, char **argv) {
     }
     if (make_inputs(g, seed, lo, hi, image, inputs, &err) != MPX_OK) {
         fail("inputs", &err);
+        goto done;
+    }
+    if (compare) {
+        printf("mpx_run_model: load %.1f ms\n", load_ms);
+        rc = run_compare(g, inputs, cmp_fmt, local, keep_all, threads);
         goto done;
     }
     a = mpx_assign_uniform(g, NULL, NULL, true);

@@ -1,0 +1,684 @@
+/* test_compare.c - the streaming per-layer comparison (numerics/compare.c):
+ * its metrics are bit for bit those of two whole mpx_run_graph runs (and a
+ * local run), on the example CNN and transformer and on hand-built graphs;
+ * overflow shows in the layer metrics; local mode separates a node's own
+ * error from what it inherits; keep; values are freed after their last
+ * reader (peak_bytes on a chain); cancel, progress, and errors that return
+ * nothing and leak nothing (run it under the sanitizer build). */
+#include "check.h"
+#include "mpx_numerics.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+static mpx_error err;
+
+/* ---- building graphs in one line (as tests/test_shape.c) ------------------------ */
+
+static mpx_dtype dtype_of(char c) {
+    return c == 'i' ? MPX_DT_INT64 : c == 'b' ? MPX_DT_BOOL : MPX_DT_FLOAT;
+}
+
+static int parse_dims(mpx_graph *g, const char *s, int64_t *d, const char **sym) {
+    int r = 0;
+    while (*s) {
+        char *end;
+        long long v = strtoll(s, &end, 10);
+        if (end != s) {
+            d[r] = v;
+            sym[r] = NULL;
+        } else {
+            size_t n = strcspn(s, "x");
+            d[r] = -1;
+            sym[r] = mpx_arena_strndup(g->arena, s, n);
+            end = (char *)s + n;
+        }
+        r++;
+        s = end;
+        if (*s == 'x') s++;
+    }
+    return r;
+}
+
+/* "f[1,2]" (1-D), "f5" (scalar), "i[]" */
+static void set_value(mpx_graph *g, mpx_tensor *t, const char *v) {
+    mpx_dtype dt = dtype_of(v[0]);
+    double vals[64];
+    long long ivals[64];
+    int n = 0;
+    const char *p = v + 1;
+    bool list = *p == '[';
+    if (list) p++;
+    while (*p && *p != ']' && n < 64) {
+        char *end;
+        ivals[n] = strtoll(p, &end, 10);
+        vals[n++] = strtod(p, &end);
+        if (end == p) break;
+        p = *end == ',' ? end + 1 : end;
+    }
+    int64_t dim = n;
+    mpx_tensor_alloc_value(g, t, dt, list ? 1 : 0, &dim, NULL);
+    t->flags |= MPX_T_INITIALIZER;
+    for (int i = 0; i < n; i++) {
+        if (t->f32)
+            t->f32[i] = (float)vals[i];
+        else
+            t->i64[i] = ivals[i];
+    }
+}
+
+/* A graph input "x:f:2x3", an initializer "c=f[1,2]", or a tensor name. */
+static mpx_tensor *tensor_spec(mpx_graph *g, const char *spec) {
+    char name[64];
+    size_t n = strcspn(spec, ":=");
+    snprintf(name, sizeof name, "%.*s", (int)n, spec);
+    mpx_tensor *t = mpx_graph_tensor(g, name);
+    if (spec[n] == ':') {
+        int64_t d[MPX_MAX_RANK];
+        const char *sym[MPX_MAX_RANK];
+        int r = parse_dims(g, spec + n + 3, d, sym);
+        mpx_tensor_declare(t, dtype_of(spec[n + 1]), r, d, sym, NULL);
+        t->flags |= MPX_T_INPUT;
+    } else if (spec[n] == '=') {
+        set_value(g, t, spec + n + 1);
+    }
+    return t;
+}
+
+static void parse_attr(mpx_graph *g, mpx_attr *a, const char *tok) {
+    size_t n = strcspn(tok, "=");
+    a->name = mpx_arena_strndup(g->arena, tok, n);
+    const char *v = tok + n + 1;
+    if (*v == '[') {
+        a->type = MPX_ATTR_INTS;
+        a->ints = mpx_arena_calloc(g->arena, 16, sizeof(int64_t));
+        const char *p = v + 1;
+        while (*p && *p != ']' && a->n < 16) {
+            char *end;
+            a->ints[a->n++] = strtoll(p, &end, 10);
+            p = *end == ',' ? end + 1 : end;
+        }
+        return;
+    }
+    char *end;
+    long long i = strtoll(v, &end, 10);
+    if (end != v && !*end) {
+        a->type = MPX_ATTR_INT;
+        a->i = i;
+        return;
+    }
+    double f = strtod(v, &end);
+    if (end != v && !*end) {
+        a->type = MPX_ATTR_FLOAT;
+        a->f = (float)f;
+        return;
+    }
+    a->type = MPX_ATTR_STRING;
+    a->s = mpx_arena_strdup(g->arena, v);
+    a->s_len = strlen(v);
+}
+
+static int count_tokens(const char *s) {
+    int n = 0;
+    for (const char *p = s; *p;) {
+        p += strspn(p, " ");
+        if (!*p) break;
+        n++;
+        p += strcspn(p, " ");
+    }
+    return n;
+}
+
+static mpx_node *node(mpx_graph *g, const char *name, const char *op, const char *ins,
+                      const char *outs, const char *attrs) {
+    mpx_node *n = mpx_graph_add_node(g, name, op, "", count_tokens(ins), count_tokens(outs),
+                                     count_tokens(attrs));
+    const char *lists[3] = {ins, outs, attrs};
+    for (int l = 0; l < 3; l++) {
+        char buf[512];
+        snprintf(buf, sizeof buf, "%s", lists[l]);
+        int k = 0;
+        char *save;
+        for (char *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save), k++) {
+            if (l == 2)
+                parse_attr(g, &n->attrs[k], tok);
+            else if (strcmp(tok, "-") == 0)
+                continue;
+            else if (l == 0)
+                n->inputs[k] = tensor_spec(g, tok);
+            else
+                n->outputs[k] = mpx_graph_tensor(g, tok);
+        }
+    }
+    return n;
+}
+
+static mpx_graph *finish(mpx_graph *g, const char *outputs) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", outputs);
+    char *save;
+    for (char *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
+        mpx_graph_tensor(g, tok)->flags |= MPX_T_OUTPUT;
+    mpx_error_clear(&err);
+    mpx_status st = mpx_graph_finalize(g, &err);
+    if (st == MPX_OK) st = mpx_graph_infer(g, &err);
+    CHECK_MSG(st == MPX_OK, "building the test graph: %s", err.msg);
+    return g;
+}
+
+static mpx_tensor *T(const mpx_graph *g, const char *name) {
+    return mpx_graph_find_tensor(g, name);
+}
+
+
+static mpx_value fvalue(int rank, const int64_t *dims, const float *data) {
+    mpx_value v;
+    mpx_value_alloc(&v, MPX_DT_FLOAT, rank, dims, NULL);
+    for (int64_t k = 0; data && k < v.n; k++) v.f[k] = data[k];
+    return v;
+}
+
+static mpx_run *run_(int line, const mpx_graph *g, const mpx_assign *a, const mpx_value *in,
+                     const mpx_run *local) {
+    mpx_run *r = NULL;
+    mpx_run_opts o = {.local_ref = local};
+    mpx_error_clear(&err);
+    mpx_status st = mpx_run_graph(g, a, in, &o, &r, &err);
+    CHECK_MSG(st == MPX_OK && r, "line %d: run failed: %s", line, err.msg);
+    return r;
+}
+#define RUN(...) run_(__LINE__, __VA_ARGS__)
+
+static mpx_compare *compare_(int line, const mpx_graph *g, const mpx_assign *a,
+                             const mpx_value *in, const mpx_compare_opts *o) {
+    mpx_compare *c = NULL;
+    mpx_error_clear(&err);
+    mpx_status st = mpx_compare_run(g, a, in, o, &c, &err);
+    CHECK_MSG(st == MPX_OK && c, "line %d: compare failed: %s", line, err.msg);
+    return c;
+}
+#define COMPARE(...) compare_(__LINE__, __VA_ARGS__)
+
+static bool same_bits(const mpx_value *x, const mpx_value *y) {
+    if (x->n != y->n || x->rank != y->rank || !x->f != !y->f) return false;
+    for (int k = 0; k < x->rank; k++)
+        if (x->dims[k] != y->dims[k]) return false;
+    if (x->n <= 0) return true;
+    return x->f ? memcmp(x->f, y->f, (size_t)x->n * sizeof *x->f) == 0
+                : memcmp(x->i, y->i, (size_t)x->n * sizeof *x->i) == 0;
+}
+
+/* Bytes of every value the runs hold (what keeping everything costs). */
+static size_t run_bytes(const mpx_run *r) {
+    size_t b = 0;
+    for (int i = 0; r && i < r->n; i++) b += mpx_value_bytes(&r->vals[i]);
+    return b;
+}
+
+/* The comparison the streaming one replaces: whole runs, every value kept,
+ * then the metrics of every float tensor a node computed; c must list the
+ * same layers in the same order with the same bits (mpx_metrics is all
+ * 8-byte fields, so memcmp sees every bit, NaNs included). Returns the
+ * bytes the whole runs held. */
+static size_t check_equal_(int line, const mpx_graph *g, const mpx_assign *a, const mpx_value *in,
+                           const mpx_compare *c, bool local) {
+    mpx_run *ref = RUN(g, NULL, in, NULL), *cand = RUN(g, a, in, NULL);
+    mpx_run *loc = local && ref ? RUN(g, a, in, ref) : NULL;
+    size_t bytes = run_bytes(ref) + run_bytes(cand) + run_bytes(loc);
+    int k = 0, bad = 0;
+    if (ref && cand && c && (!local || loc)) {
+        for (int ni = 0; ni < g->n_nodes; ni++) {
+            const mpx_node *n = g->nodes[ni];
+            for (int q = 0; q < n->n_outputs; q++) {
+                const mpx_tensor *t = n->outputs[q];
+                if (!t || (t->flags & MPX_T_CONSTANT)) continue;
+                const mpx_value *r = &ref->vals[t->index], *v = &cand->vals[t->index];
+                if (r->n < 0 || v->n < 0 || !r->f || !v->f) continue;
+                const mpx_format *f = a && a->tensor[t->index] &&
+                                              a->tensor[t->index]->kind != MPX_FMT_FP32
+                                          ? a->tensor[t->index]
+                                          : NULL;
+                mpx_metrics m, ml;
+                CHECK(mpx_metrics_compute(r, v, f, &m, &err) == MPX_OK);
+                if (local)
+                    CHECK(mpx_metrics_compute(r, &loc->vals[t->index], f, &ml, &err) == MPX_OK);
+                const mpx_layer *L = k < c->n_layers ? &c->layers[k] : NULL;
+                bool ok = L && L->tensor == t->index && L->node == n->index && L->fmt == f &&
+                          memcmp(&L->m, &m, sizeof m) == 0 && L->has_local == local &&
+                          (!local || memcmp(&L->local, &ml, sizeof ml) == 0);
+                if (!ok && bad++ < 3)
+                    fprintf(stderr, "line %d: layer %d (%s) differs\n", line, k, t->name);
+                k++;
+            }
+        }
+        CHECK_MSG(bad == 0 && k == c->n_layers, "line %d: %d layers differ; %d layers, want %d",
+                  line, bad, c->n_layers, k);
+        /* Kept values are the runs' values; nothing else is kept. */
+        for (int i = 0; i < g->n_tensors; i++) {
+            if (!(g->tensors[i]->flags & MPX_T_OUTPUT)) continue;
+            CHECK_MSG(same_bits(&c->ref[i], &ref->vals[i]) && same_bits(&c->cand[i], &cand->vals[i]),
+                      "line %d: kept output %s", line, g->tensors[i]->name);
+        }
+    }
+    mpx_run_free(ref);
+    mpx_run_free(cand);
+    mpx_run_free(loc);
+    return bytes;
+}
+#define CHECK_EQUAL(...) check_equal_(__LINE__, __VA_ARGS__)
+
+static int64_t live_count(const mpx_graph *g, const mpx_value *vals) {
+    int64_t n = 0;
+    for (int i = 0; i < g->n_tensors; i++) n += vals[i].n >= 0;
+    return n;
+}
+
+/* ---- equality with whole runs ----------------------------------------------------------- */
+
+static void fill_normal(mpx_value *v, uint64_t seed) {
+    mpx_rng rng;
+    mpx_rng_init(&rng, seed);
+    for (int64_t k = 0; k < v->n; k++) v->f[k] = (float)mpx_rng_normal(&rng, 0.0, 1.0);
+}
+
+static void test_model(const char *file, const int64_t *dims, int rank) {
+    char path[1024];
+    const char *src = getenv("MPX_SRC");
+    snprintf(path, sizeof path, "%s/examples/%s", src ? src : "..", file);
+    mpx_graph *g = mpx_graph_load(path, &err);
+    CHECK_MSG(g != NULL, "%s: %s", path, err.msg);
+    if (!g) return;
+    /* The examples' input dims are symbolic ("batch", "height"): bind them. */
+    CHECK(mpx_graph_bind_input(g, g->inputs[0]->name, rank, dims, &err) == MPX_OK);
+    CHECK(mpx_graph_infer(g, &err) == MPX_OK);
+    for (int i = 0; i < g->n_nodes; i++)
+        if (!mpx_kernel_for(g->nodes[i]->op)) {
+            printf("test_compare: skipped %s (no %s kernel yet)\n", file, g->nodes[i]->op_type);
+            mpx_graph_free(g);
+            return;
+        }
+    mpx_value x;
+    mpx_value_alloc(&x, MPX_DT_FLOAT, rank, dims, NULL);
+    fill_normal(&x, 7);
+    const mpx_assign *as[4] = {
+        mpx_assign_uniform(g, &mpx_format_fp16, NULL, false),
+        mpx_assign_uniform(g, &mpx_format_fp16, NULL, true),
+        mpx_assign_uniform(g, &mpx_format_bf16, &mpx_format_bf16, false),
+        NULL, /* fp32 against itself */
+    };
+    for (int k = 0; k < 4; k++) {
+        for (int local = 0; local < 2; local++) {
+            /* One thread for the local runs, a worker for the others. */
+            mpx_compare_opts o = {.local = local, .threads = local ? 1 : 0};
+            mpx_compare *c = COMPARE(g, as[k], &x, &o);
+            size_t whole = CHECK_EQUAL(g, as[k], &x, c, local);
+            if (c) {
+                CHECK(c->n_layers > 0);
+                CHECK_MSG(c->peak_bytes > 0 && c->peak_bytes < whole,
+                          "%s: peak %zu bytes, whole runs %zu", file, c->peak_bytes, whole);
+                CHECK(c->ms_ref >= 0 && c->ms_cand >= 0 && c->ms_metrics >= 0);
+                CHECK(local ? c->ms_local >= 0 : c->ms_local == 0);
+                /* Only the model's output values are kept. */
+                CHECK(live_count(g, c->ref) == g->n_outputs &&
+                      live_count(g, c->cand) == g->n_outputs);
+                if (k == 3) {
+                    const mpx_layer *L = mpx_compare_layer(c, g->outputs[0]->index);
+                    CHECK(L && L->m.rel_l2 == 0 && L->m.max_abs == 0);
+                }
+                if (k == 1 && local)
+                    printf("test_compare: %s fp16 local: %d layers, peak %zu bytes (whole runs "
+                           "%zu)\n",
+                           file, c->n_layers, c->peak_bytes, whole);
+            }
+            mpx_compare_free(c);
+        }
+    }
+    for (int k = 0; k < 4; k++) mpx_assign_free((mpx_assign *)as[k]);
+    mpx_value_free(&x);
+    mpx_graph_free(g);
+}
+
+/* A hand-built chain with a branch, a constant shared by two nodes, a tensor
+ * read twice by one node, an int64 side path and a second output. */
+static void test_chain_equal(void) {
+    mpx_graph *g = mpx_graph_new("t.json");
+    g->opset = 13;
+    node(g, "m1", "Mul", "x:f:2x8 c=f[0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8]", "t1", "");
+    node(g, "a1", "Add", "t1 t1", "t2", "");
+    node(g, "r1", "Relu", "t2", "t3", "");
+    node(g, "m2", "Mul", "t3 c", "t4", "");
+    node(g, "s1", "Sub", "t4 t1", "t5", "");
+    node(g, "shp", "Shape", "t5", "s", "");
+    node(g, "rs", "Reshape", "t5 s", "y", "");
+    finish(g, "y t3");
+    int64_t d[2] = {2, 8};
+    mpx_value x;
+    mpx_value_alloc(&x, MPX_DT_FLOAT, 2, d, NULL);
+    fill_normal(&x, 3);
+    mpx_assign *a = mpx_assign_uniform(g, &mpx_format_fp16, &mpx_format_fp16, false);
+    mpx_assign *b = mpx_assign_uniform(g, &mpx_format_fp8e4m3_sat, NULL, true);
+    for (int v = 0; v < 4; v++) {
+        bool local = v & 1;
+        mpx_compare_opts o = {.local = local, .threads = v < 2 ? 1 : 0};
+        mpx_compare *c = COMPARE(g, a, &x, &o);
+        CHECK_EQUAL(g, a, &x, c, local);
+        if (c) {
+            CHECK(c->n_layers == 6); /* t1..t5 and y; not the int64 shape */
+            CHECK(mpx_compare_layer(c, T(g, "s")->index) == NULL);
+            CHECK(mpx_compare_layer(c, T(g, "t2")->index)->fmt == &mpx_format_fp16);
+        }
+        mpx_compare_free(c);
+        c = COMPARE(g, b, &x, &o);
+        CHECK_EQUAL(g, b, &x, c, local);
+        mpx_compare_free(c);
+    }
+    mpx_assign_free(a);
+    mpx_assign_free(b);
+    mpx_value_free(&x);
+    mpx_graph_free(g);
+}
+
+/* ---- what the metrics say ----------------------------------------------------------------- */
+
+/* 300 * 300 = 90000 overflows fp16 (max 65504); bf16 holds it as 90112. */
+static void test_overflow(void) {
+    mpx_graph *g = mpx_graph_new("t.json");
+    g->opset = 13;
+    node(g, "mul", "Mul", "x:f:2 c=f[300,2]", "p", "");
+    node(g, "relu", "Relu", "p", "y", "");
+    finish(g, "y");
+    int64_t d = 2;
+    float xd[2] = {300, 3};
+    mpx_value x = fvalue(1, &d, xd);
+    mpx_assign *h = mpx_assign_uniform(g, &mpx_format_fp16, NULL, false);
+    mpx_assign *b = mpx_assign_uniform(g, &mpx_format_bf16, NULL, false);
+    mpx_compare *ch = COMPARE(g, h, &x, NULL), *cb = COMPARE(g, b, &x, NULL);
+    if (ch && cb) {
+        const mpx_layer *lh = mpx_compare_layer(ch, T(g, "p")->index);
+        const mpx_layer *lb = mpx_compare_layer(cb, T(g, "p")->index);
+        CHECK(lh && lh->m.overflow == 1 && isinf(lh->m.rel_l2) && lh->m.absmax_ref == 90000.0);
+        CHECK(lb && lb->m.overflow == 0 && isfinite(lb->m.rel_l2) && lb->m.rel_l2 > 0 &&
+              lb->m.rel_l2 < 1e-2);
+        CHECK(lh && lh->fmt == &mpx_format_fp16 && lb && lb->fmt == &mpx_format_bf16);
+        /* The infinity travels on: Relu inherits it. */
+        lh = mpx_compare_layer(ch, T(g, "y")->index);
+        CHECK(lh && lh->m.overflow == 1 && !lh->has_local);
+        CHECK(ch->cand[T(g, "y")->index].n == 2 && isinf(ch->cand[T(g, "y")->index].f[0]));
+        CHECK(cb->cand[T(g, "y")->index].f[0] == 90112.0f);
+    }
+    CHECK_EQUAL(g, h, &x, ch, false);
+    CHECK_EQUAL(g, b, &x, cb, false);
+    mpx_compare_free(ch);
+    mpx_compare_free(cb);
+    mpx_assign_free(h);
+    mpx_assign_free(b);
+    mpx_value_free(&x);
+    mpx_graph_free(g);
+}
+
+/* Only the first node loses anything: Floor of x after x is rounded to fp16
+ * on entry (2.9998 -> 3 in fp16, so floor 3 where the reference says 2).
+ * The reference's floors are small integers, exact in fp16, so the Mul and
+ * Add after it, fed the reference values, compute exactly: their local error
+ * is 0 while the error they inherit is large. */
+static void test_local(void) {
+    mpx_graph *g = mpx_graph_new("t.json");
+    g->opset = 13;
+    node(g, "fl", "Floor", "x:f:4", "t1", "");
+    node(g, "m", "Mul", "t1 c=f[0.5,2,4,8]", "t2", "");
+    node(g, "a", "Add", "t2 t1", "y", "");
+    finish(g, "y");
+    int64_t d = 4;
+    float xd[4] = {2.9998f, 1.5f, 7.9999f, -3.25f};
+    mpx_value x = fvalue(1, &d, xd);
+    mpx_assign *h = mpx_assign_uniform(g, &mpx_format_fp16, NULL, true);
+    mpx_compare_opts o = {.local = true};
+    mpx_compare *c = COMPARE(g, h, &x, &o);
+    if (c) {
+        const mpx_layer *l1 = mpx_compare_layer(c, T(g, "t1")->index);
+        const mpx_layer *l2 = mpx_compare_layer(c, T(g, "t2")->index);
+        const mpx_layer *ly = mpx_compare_layer(c, T(g, "y")->index);
+        CHECK(l1 && l2 && ly && l1->has_local && l2->has_local && ly->has_local);
+        if (l1 && l2 && ly) {
+            /* The first node's own error is all of its error. */
+            CHECK(l1->m.rel_l2 > 0.05 && l1->local.rel_l2 == l1->m.rel_l2);
+            CHECK_MSG(l2->m.rel_l2 > 0.05 && l2->local.rel_l2 == 0,
+                      "Mul: inherited %g, local %g", l2->m.rel_l2, l2->local.rel_l2);
+            CHECK_MSG(ly->m.rel_l2 > 0.05 && ly->local.rel_l2 == 0,
+                      "Add: inherited %g, local %g", ly->m.rel_l2, ly->local.rel_l2);
+        }
+    }
+    CHECK_EQUAL(g, h, &x, c, true);
+    mpx_compare_free(c);
+    mpx_assign_free(h);
+    mpx_value_free(&x);
+    mpx_graph_free(g);
+}
+
+/* ---- memory: keep, freeing after the last reader ------------------------------------------- */
+
+/* x -> 10 nodes -> y, 1000 floats each: streaming holds the value being read
+ * and the one being made in each run (4 activations, plus the fp16 copy of
+ * the scalar), whole runs hold all 22. */
+static void test_chain_memory(void) {
+    mpx_graph *g = mpx_graph_new("t.json");
+    g->opset = 13;
+    char in[32], out[32];
+    for (int k = 0; k < 10; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "n%d", k);
+        /* Even nodes negate, odd ones scale by the shared scalar c. */
+        if (k == 0)
+            snprintf(in, sizeof in, "x:f:1000");
+        else if (k == 1)
+            snprintf(in, sizeof in, "t1 c=f1.5");
+        else
+            snprintf(in, sizeof in, k % 2 ? "t%d c" : "t%d", k);
+        snprintf(out, sizeof out, k == 9 ? "y" : "t%d", k + 1);
+        node(g, name, k % 2 ? "Mul" : "Neg", in, out, "");
+    }
+    finish(g, "y");
+    int64_t d = 1000;
+    mpx_value x;
+    mpx_value_alloc(&x, MPX_DT_FLOAT, 1, &d, NULL);
+    fill_normal(&x, 5);
+    mpx_assign *h = mpx_assign_uniform(g, &mpx_format_fp16, NULL, false);
+    const size_t act = 1000 * sizeof(float);
+    for (int threads = 0; threads < 2; threads++) {
+        mpx_compare_opts o = {.threads = threads};
+        mpx_compare *c = COMPARE(g, h, &x, &o);
+        size_t whole = CHECK_EQUAL(g, h, &x, c, false);
+        CHECK(whole >= 22 * act);
+        if (c) {
+            CHECK(c->n_layers == 10);
+            CHECK_MSG(c->peak_bytes >= 4 * act && c->peak_bytes <= 4 * act + 64,
+                      "peak %zu bytes, want about %zu", c->peak_bytes, 4 * act);
+            CHECK(c->peak_bytes < whole / 4);
+            CHECK(live_count(g, c->ref) == 1 && c->ref[T(g, "y")->index].n == 1000);
+        }
+        mpx_compare_free(c);
+    }
+
+    /* keep: the asked tensor (and the output) survive, no other value does. */
+    bool *keep = calloc((size_t)g->n_tensors, sizeof *keep);
+    keep[T(g, "t4")->index] = true;
+    mpx_compare_opts o = {.keep = keep, .local = true};
+    mpx_compare *c = COMPARE(g, h, &x, &o);
+    CHECK_EQUAL(g, h, &x, c, true);
+    if (c) {
+        mpx_run *ref = RUN(g, NULL, &x, NULL), *cand = RUN(g, h, &x, NULL);
+        int t4 = T(g, "t4")->index;
+        if (ref && cand)
+            CHECK(same_bits(&c->ref[t4], &ref->vals[t4]) &&
+                  same_bits(&c->cand[t4], &cand->vals[t4]));
+        mpx_run_free(ref);
+        mpx_run_free(cand);
+        for (int i = 0; i < g->n_tensors; i++) {
+            bool kept = i == t4 || i == T(g, "y")->index;
+            CHECK_MSG((c->ref[i].n >= 0) == kept && (c->cand[i].n >= 0) == kept, "%s",
+                      g->tensors[i]->name);
+        }
+        CHECK(c->ref[T(g, "t3")->index].n == -1 && c->cand[T(g, "x")->index].n == -1);
+        /* t4 stays alive to the end, as does a local output while compared. */
+        CHECK(c->peak_bytes > 4 * act && c->peak_bytes <= 8 * act + 64);
+        CHECK(c->ms_local >= 0);
+    }
+    mpx_compare_free(c);
+    /* A kept constant is the graph's own data (a borrowed view) in the reference. */
+    keep[T(g, "t4")->index] = false;
+    keep[T(g, "c")->index] = true;
+    c = COMPARE(g, h, &x, &o);
+    if (c) {
+        const mpx_value *cr = &c->ref[T(g, "c")->index], *cc = &c->cand[T(g, "c")->index];
+        CHECK(cr->borrowed && cr->f == T(g, "c")->f32 && !cc->borrowed && cc->f[0] == 1.5f);
+    }
+    mpx_compare_free(c);
+    free(keep);
+    mpx_assign_free(h);
+    mpx_value_free(&x);
+    mpx_graph_free(g);
+}
+
+/* ---- cancel, progress, errors ------------------------------------------------------------------ */
+
+typedef struct progress_log {
+    int calls, last_done, total;
+    bool increasing;
+    volatile int *cancel;
+    int cancel_at;
+} progress_log;
+
+static void on_progress(void *ctx, int done, int total) {
+    progress_log *p = ctx;
+    if (done <= p->last_done) p->increasing = false;
+    p->calls++;
+    p->last_done = done;
+    p->total = total;
+    if (p->cancel && done == p->cancel_at) *p->cancel = 1;
+}
+
+static void test_cancel_progress(void) {
+    mpx_graph *g = mpx_graph_new("t.json");
+    g->opset = 13;
+    node(g, "first", "Neg", "x:f:3", "t1", "");
+    node(g, "second", "Relu", "t1", "t2", "");
+    node(g, "third", "Neg", "t2", "y", "");
+    finish(g, "y");
+    int64_t d = 3;
+    float xd[3] = {1, -2, 3};
+    mpx_value x = fvalue(1, &d, xd);
+    mpx_assign *h = mpx_assign_uniform(g, &mpx_format_fp16, NULL, false);
+
+    progress_log log = {.increasing = true};
+    mpx_compare_opts o = {.progress = on_progress, .progress_ctx = &log, .local = true};
+    mpx_compare *c = COMPARE(g, h, &x, &o);
+    CHECK(log.calls == 3 && log.last_done == 3 && log.total == 3 && log.increasing);
+    mpx_compare_free(c);
+
+    /* Cancelled before the run: nothing runs, nothing is returned. */
+    volatile int cancel = 1;
+    o.cancel = &cancel;
+    log = (progress_log){.increasing = true};
+    c = (mpx_compare *)&err; /* must come back NULL */
+    mpx_error_clear(&err);
+    CHECK(mpx_compare_run(g, h, &x, &o, &c, &err) == MPX_E_CANCELLED && c == NULL);
+    CHECK_CONTAINS(err.msg, "run cancelled at node \"first\"");
+    CHECK(log.calls == 0);
+
+    /* Cancelled by the progress callback after the second node. */
+    for (int threads = 0; threads < 2; threads++) {
+        cancel = 0;
+        o.threads = threads;
+        log = (progress_log){.increasing = true, .cancel = &cancel, .cancel_at = 2};
+        c = (mpx_compare *)&err;
+        CHECK(mpx_compare_run(g, h, &x, &o, &c, &err) == MPX_E_CANCELLED && c == NULL);
+        CHECK_CONTAINS(err.msg, "run cancelled at node \"third\"");
+        CHECK(log.calls == 2);
+    }
+    mpx_assign_free(h);
+    mpx_value_free(&x);
+    mpx_graph_free(g);
+}
+
+static void test_errors(void) {
+    /* A Gather that fails mid-run, after values exist in both runs: the error
+     * names it, nothing is returned (the sanitizer build checks no leak). */
+    mpx_graph *g = mpx_graph_new("t.json");
+    g->opset = 13;
+    node(g, "/pre", "Neg", "x:f:3", "t", "");
+    node(g, "/blk/gather", "Gather", "t idx:i:1", "g1", "axis=0");
+    node(g, "/blk/id", "Identity", "g1", "y", "");
+    finish(g, "y");
+    int64_t d = 3, one = 1;
+    float xd[3] = {1, 2, 3};
+    mpx_value in[2];
+    in[0] = fvalue(1, &d, xd);
+    mpx_value_alloc(&in[1], MPX_DT_INT64, 1, &one, NULL);
+    in[1].i[0] = 7;
+    mpx_assign *h = mpx_assign_uniform(g, &mpx_format_fp16, NULL, false);
+    mpx_compare_opts o = {.local = true};
+    mpx_compare *c;
+    for (int threads = 0; threads < 2; threads++) {
+        o.threads = threads;
+        c = (mpx_compare *)&err; /* must come back NULL */
+        mpx_error_clear(&err);
+        CHECK(mpx_compare_run(g, h, in, &o, &c, &err) == MPX_E_SHAPE && c == NULL);
+        CHECK_CONTAINS(err.msg, "node \"/blk/gather\" (Gather)");
+        CHECK_CONTAINS(err.msg, "index 7");
+    }
+    in[1].i[0] = -1;
+    c = COMPARE(g, h, in, &o);
+    if (c) CHECK(c->cand[T(g, "y")->index].f[0] == -3.0f);
+    mpx_compare_free(c);
+
+    /* A wrong input shape is refused before anything runs. */
+    mpx_value wrong;
+    int64_t wd[2] = {1, 3};
+    mpx_value_alloc(&wrong, MPX_DT_FLOAT, 2, wd, NULL);
+    mpx_value keep = in[0];
+    in[0] = wrong;
+    c = (mpx_compare *)&err;
+    CHECK(mpx_compare_run(g, h, in, &o, &c, &err) == MPX_E_SHAPE && c == NULL);
+    CHECK_CONTAINS(err.msg, "input \"x\": the value has shape 1x3, the input is bound to 3");
+    in[0] = keep;
+    mpx_value_free(&wrong);
+    /* No inputs; an assignment of another graph; no graph. */
+    CHECK(mpx_compare_run(g, h, NULL, NULL, &c, &err) == MPX_E_ARG && c == NULL);
+    mpx_assign other = {.n_tensors = 1, .n_nodes = 1};
+    CHECK(mpx_compare_run(g, &other, in, NULL, &c, &err) == MPX_E_ARG && c == NULL);
+    CHECK_CONTAINS(err.msg, "another graph");
+    CHECK(mpx_compare_run(NULL, NULL, in, NULL, &c, &err) == MPX_E_ARG && c == NULL);
+    mpx_assign_free(h);
+    mpx_graph_free(g);
+    mpx_value_free(&in[0]);
+    mpx_value_free(&in[1]);
+
+    /* A node with no kernel: refused up front. */
+    g = mpx_graph_new("t.json");
+    g->opset = 13;
+    node(g, "/blk/foo", "FooBar", "x:f:3", "y", "");
+    finish(g, "y");
+    mpx_value x = fvalue(1, &d, xd);
+    CHECK(mpx_compare_run(g, NULL, &x, NULL, &c, &err) == MPX_E_UNSUPPORTED && c == NULL);
+    CHECK_CONTAINS(err.msg, "no kernel for FooBar");
+    mpx_value_free(&x);
+    mpx_graph_free(g);
+
+    mpx_compare_free(NULL);
+    CHECK(mpx_compare_layer(NULL, 0) == NULL);
+    CHECK(mpx_value_bytes(NULL) == 0);
+}
+
+int main(void) {
+    int64_t cnn[4] = {1, 3, 16, 16}, tr[3] = {1, 16, 64};
+    test_model("tiny_cnn.json", cnn, 4);
+    test_model("tiny_transformer.json", tr, 3);
+    test_chain_equal();
+    test_overflow();
+    test_local();
+    test_chain_memory();
+    test_cancel_progress();
+    test_errors();
+    return check_report("test_compare");
+}
