@@ -1,0 +1,186 @@
+#!/bin/sh
+# interactive.sh MPX SRC - mpx at a terminal, driven through tmux: tab
+# completion (commands, paths, node names, op types, colours, formats),
+# Ctrl-C abandoning a line, a refused command leaving the session as it was,
+# history kept across sessions (MPX_HISTORY and the XDG default), Ctrl-D.
+# First a few checks without a terminal (stdin, usage).
+#
+# Every step waits for the screen to show what it expects, polling with a
+# time limit instead of sleeping a fixed time: a loaded machine makes the
+# test slower, not flaky. Keys are sent only once the previous step shows on
+# screen (Ctrl-C makes the terminal drop input typed before it).
+# Skips (exit 0, "SKIP") only when tmux is missing; scripts/bootstrap.sh
+# installs it.
+set -eu
+MPX=$1
+SRC=$2
+LIMIT=${MPX_TEST_TIMEOUT:-60} # seconds per wait
+
+tmp=$(mktemp -d)
+sock="$tmp/tmux.sock"
+cleanup() {
+  tmux -S "$sock" kill-server 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+fail() {
+  echo "FAIL: $*"
+  if [ -S "$sock" ]; then
+    echo "--- screen:"
+    screen
+  fi
+  exit 1
+}
+
+# ---- without a terminal --------------------------------------------------
+
+cd "$SRC"
+out=$(echo 'help quit' | "$MPX" 2>&1) || fail "stdin commands: exit status $?"
+case $out in
+  "usage: quit"*) ;;
+  *) fail "stdin commands: expected help's text and no prompt, got: $out" ;;
+esac
+status=0
+out=$(printf 'frobnicate\nhelp quit\n' | "$MPX" 2>&1) || status=$?
+[ "$status" = 1 ] || fail "stdin error: exit status $status, expected 1"
+[ "$out" = '<stdin>:1: error: unknown command "frobnicate" (try: help)' ] ||
+  fail "stdin error: expected one error and a stop, got: $out"
+status=0
+"$MPX" -Z >/dev/null 2>&1 || status=$?
+[ "$status" = 64 ] || fail "bad option: exit status $status, expected 64"
+"$MPX" -h | grep -q "exit status: 0 ok, 1 a command failed, 2 an assert failed, 64 usage" ||
+  fail "mpx -h does not document the exit statuses"
+echo "without a terminal: ok"
+
+# ---- at a terminal -----------------------------------------------------------
+
+if ! command -v tmux >/dev/null 2>&1; then
+  echo "SKIP: tmux is not installed (scripts/bootstrap.sh installs it)"
+  exit 0
+fi
+
+tm() { tmux -S "$sock" -f /dev/null "$@"; }
+screen() { tm capture-pane -p -J -S - -t mpx 2>/dev/null || true; }
+last() { screen | sed 's/[[:space:]]*$//; /^$/d' | tail -n 1; }
+last_is() { [ "$(last)" = "$1" ]; }
+has() { screen | grep -qF -- "$1"; }
+gone() { ! tm has-session -t mpx 2>/dev/null; }
+keys() { tm send-keys -t mpx "$@"; }
+
+# wait_for WHAT CMD...: run CMD every 0.1 s until it succeeds.
+wait_for() {
+  what=$1
+  shift
+  n=0
+  until "$@"; do
+    n=$((n + 1))
+    [ $n -le $((LIMIT * 10)) ] || fail "timed out waiting for $what"
+    sleep 0.1
+  done
+}
+# The line being edited, without trailing blanks ("mpx> load " is "mpx> load";
+# the text typed after it shows whether the blank was there).
+expect_line() { wait_for "the line \"$1\"" last_is "$1"; }
+# Type a command, wait for its output and the next prompt.
+run() {
+  if [ -n "$1" ]; then keys "$1" Enter; else keys Enter; fi
+  wait_for "the output of \"$1\"" has "$2"
+  expect_line "mpx>"
+}
+# start VAR=VALUE...: mpx in a fresh window (the environment cleaned of the
+# caller's MPX_HISTORY), at its first prompt.
+start() {
+  tm new-session -d -s mpx -x 160 -y 50 -c "$SRC" "env -u MPX_HISTORY NO_COLOR=1 $* '$MPX'"
+  expect_line "mpx>"
+}
+quit_with_ctrl_d() {
+  keys C-d
+  wait_for "mpx to leave on Ctrl-D" gone
+}
+
+# One session that outlives mpx's keeps the tmux server up between them.
+tm new-session -d -s keep "sleep 86400"
+hist="$tmp/history"
+
+start "MPX_HISTORY='$hist'"
+
+# Commands, then paths: a unique match gets a blank after it, several
+# complete to their common part.
+keys lo Tab
+expect_line "mpx> load"
+keys examples/ti
+expect_line "mpx> load examples/ti"
+keys Tab
+expect_line "mpx> load examples/tiny_"
+keys c Tab
+expect_line "mpx> load examples/tiny_cnn"
+keys .j Tab
+expect_line "mpx> load examples/tiny_cnn.json"
+run "" "loaded examples/tiny_cnn.json"
+echo "completion of commands and paths: ok"
+
+# Node names, op types in a selector list, colours, formats.
+keys "show /backbone/stage1/dwc" Tab
+expect_line "mpx> show /backbone/stage1/dwconv/Conv"
+run "" "node /backbone/stage1/dwconv/Conv"
+keys "colour Relu,Gem" Tab
+expect_line "mpx> colour Relu,Gemm"
+keys re Tab
+expect_line "mpx> colour Relu,Gemm red"
+# Ctrl-C abandons the line: nothing runs.
+keys C-c
+expect_line "mpx>"
+keys "target bf" Tab
+expect_line "mpx> target bf16"
+keys C-c
+expect_line "mpx>"
+run "rules" "no rules: every node has its default colour"
+has "plan:" && fail "a line abandoned with Ctrl-C ran"
+echo "completion of nodes, op types, colours, formats; Ctrl-C at the prompt: ok"
+
+# Refused commands leave the session exactly as it was: the same `save`
+# before and after, the same input shape.
+run "input x shape 1x3x32x32" "input x: 1x3x32x32"
+run "colour Conv green when macs >= 100K" "plan:"
+run "save $tmp/before.mpx" "saved $tmp/before.mpx"
+run "input x shape 1x4x32x32" "dim 1 is fixed at 3"
+run "colour Conv purple" 'found "purple"'
+run "set top 0" "set top: expected a row count"
+run "save $tmp/after.mpx" "saved $tmp/after.mpx"
+cmp -s "$tmp/before.mpx" "$tmp/after.mpx" || fail "refused commands changed the session: $(diff "$tmp/before.mpx" "$tmp/after.mpx")"
+grep -qx "input x shape 1x3x32x32" "$tmp/after.mpx" || fail "the saved session lost the input shape"
+grep -qx "colour Conv green when macs >= 100K" "$tmp/after.mpx" || fail "the saved session lost the rule"
+echo "refused commands leave the session unchanged: ok"
+
+# History: kept in MPX_HISTORY, recalled with Up after a restart.
+run "help quit" "leave mpx"
+quit_with_ctrl_d
+grep -q "help" "$hist" || fail "history file $hist does not hold the commands"
+start "MPX_HISTORY='$hist'"
+keys Up
+expect_line "mpx> help quit"
+keys Up
+expect_line "mpx> save $tmp/after.mpx"
+keys C-c
+expect_line "mpx>"
+keys quit Enter
+wait_for "mpx to leave on quit" gone
+echo "history across sessions: ok"
+
+# The default place: $XDG_DATA_HOME/mpx/history, its folder made.
+start "XDG_DATA_HOME='$tmp/xdg'"
+run "help set" "change a setting"
+quit_with_ctrl_d
+grep -q "help" "$tmp/xdg/mpx/history" || fail "no history in \$XDG_DATA_HOME/mpx/history"
+
+# A history that cannot be kept is a warning, not the end of the session.
+: >"$tmp/plain_file"
+start "MPX_HISTORY='$tmp/plain_file/history'"
+has "warning: cannot read history" || fail "no warning for an unusable history file"
+run "help quit" "leave mpx"
+quit_with_ctrl_d
+echo "history in the XDG folder; unusable history file: ok"
+
+echo "interactive: ok"
