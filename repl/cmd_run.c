@@ -291,6 +291,7 @@ mpx_status repl_run_plan(mpx_session *s, const mpx_plan *p, bool local, const bo
     mpx_compare_opts o = {.local = local, .keep = keep, .cancel = s->cancel};
     if (s->progress) o.progress = progress_cb;
     st = mpx_compare_run(s->graph, a, inputs, &o, out, err);
+    if (st && s->progress) fputs("\r                                   \r", stderr); /* a cancelled run's line */
     mpx_assign_free(a);
     repl_free_inputs(s, inputs);
     return st;
