@@ -448,9 +448,10 @@ MPX_CMD(repl_cmd_run) {
             mpx_plan_free(s->plan);
             s->plan = p;
             fprintf(s->out, "  plan re-made with the measured absmax (run again to see its effect)\n");
-            repl_after_plan_change(s);
         }
     }
+    /* Followers of the plan (svg --watch) also show the run's overlay. */
+    repl_after_plan_change(s);
     return MPX_OK;
 }
 

@@ -108,4 +108,16 @@ int repl_exit_worst(int a, int b);
 /* Cut a trailing comment (a # outside double quotes). */
 void repl_strip_comment(char *text);
 
+/* ---- pictures: dot, svg, plot, html (cmd_viz.c) ------------------------ */
+MPX_CMD(repl_cmd_dot);
+MPX_CMD(repl_cmd_svg);
+MPX_CMD(repl_cmd_plot);
+MPX_CMD(repl_cmd_html);
+/* Re-write the file of `svg <file> --watch` after a change of the plan (a
+ * no-op when nothing is watched). `svg --watch` installs it as
+ * s->on_plan_change; callers may also call it directly. Prints nothing unless
+ * the re-write fails (a warning on stderr: the command that changed the plan
+ * has succeeded all the same). */
+void repl_viz_after_change(mpx_session *s);
+
 #endif

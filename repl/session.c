@@ -77,6 +77,7 @@ mpx_status repl_set_graph(mpx_session *s, mpx_graph *g, const char *path, bool f
     mpx_graph_free(s->graph);
     s->graph = g;
     if (path != s->model_path) snprintf(s->model_path, sizeof s->model_path, "%s", path);
+    repl_after_plan_change(s);
     return MPX_OK;
 }
 
@@ -303,6 +304,40 @@ static const mpx_command commands[] = {
      "stops a script with exit status 2.\n"
      "Example: assert output.rel_l2 < 1e-3 and overflow == 0 and casts <= 40",
      repl_cmd_assert},
+    {"dot", "dot [<file.dot>] [--around <node> <depth>] [--shapes] [--collapse] [--cluster <n>] [--weights] [--all] [--overlay]",
+     "the cast graph as DOT text (printed, or written to a file)",
+     "Nodes are filled by colour and labelled with op type and name; runtime casts\n"
+     "are hexagons labelled with the conversion (fp32->fp16); edges carry the format\n"
+     "of their values; a double border marks a colour set by a rule; W->fp16 marks\n"
+     "weights converted offline. Constant and folded nodes are left out (--all\n"
+     "draws them). --around <node> <depth>: only nodes within depth edges of the\n"
+     "node (or of the tensor's producer). --shapes: edge labels add shapes.\n"
+     "--collapse: chains of nodes with the same formats become one node.\n"
+     "--cluster <n>: group by the first n components of node names\n"
+     "(/backbone/stage2/...). --weights: draw weights as nodes.\n"
+     "--overlay [--local]: border colour and width by the last run's rel_l2 (log\n"
+     "scale), overflow and underflow marked. The text is the same for the same\n"
+     "plan and options (ids from graph indices), so it can be diffed.",
+     repl_cmd_dot},
+    {"svg", "svg <file.svg> [dot's options] [--engine dot|sfdp|neato] [--watch] | svg --unwatch",
+     "the cast graph as SVG, laid out in-process by Graphviz",
+     "Options as for dot. --watch re-writes the file after every change of the plan\n"
+     "(rules, target, undo...), so a viewer that reloads on change follows along;\n"
+     "svg --unwatch stops. --engine: the Graphviz layout (dot, the default, draws\n"
+     "layers top to bottom; sfdp and neato are force-directed).",
+     repl_cmd_svg},
+    {"plot", "plot <file.svg> [<metric>] [--local]", "per-layer error along the graph as an SVG plot",
+     "One line per run: the last run (under its target) and the runs of `compare`\n"
+     "(e.g. compare fp16 bf16). metric: rel_l2 (default) max_abs mean_abs sqnr_db\n"
+     "cos overflow underflow subnormal; log scale except sqnr_db. Red nodes and\n"
+     "runtime casts of the current plan are marked, overflowing layers crossed, the\n"
+     "three worst layers named.",
+     repl_cmd_plot},
+    {"html", "html <file.html> [dot's options] [--no-overlay]", "one self-contained review page",
+     "Model summary, target and rules, the plan's figures and casts, the cast graph\n"
+     "(with the last run's error overlay), the error plot and the per-layer table,\n"
+     "in one file that opens from disk with no network.",
+     repl_cmd_html},
     {"source", "source <file.mpx>", "run the commands of a script file in this session",
      "Comments (#), blank lines and trailing-backslash continuations as in scripts.\n"
      "An error names the sourced file and its line and stops it (and the scripts\n"
@@ -316,9 +351,9 @@ static const mpx_command commands[] = {
      repl_cmd_set},
     {"save", "save [<file.mpx>]", "write the session as a script that rebuilds it (no file: print it)",
      "Writes load, the inputs (shape, then values), target and keep-io, the rules\n"
-     "in order as typed, and the settings that differ from their defaults. The\n"
-     "current state is saved, not the undo history. The file is replaced whole or\n"
-     "not at all.",
+     "in order as typed (a `run` before the first that uses absmax), and the\n"
+     "settings that differ from their defaults. The current state is saved, not the\n"
+     "undo history. The file is replaced whole or not at all.",
      repl_cmd_save},
     {"help", "help [<command>]", "list commands, or explain one", NULL, cmd_help},
     {"quit", "quit", "leave mpx (also: exit, Ctrl-D)", NULL, cmd_quit},
@@ -338,8 +373,10 @@ static const mpx_command *find_command(const char *name) {
 
 static mpx_status cmd_help(mpx_session *s, int argc, char **argv, mpx_error *err) {
     if (argc == 1) {
+        /* Names and summaries; the usage lines are long, `help <command>` has them. */
         for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-            fprintf(s->out, "  %-32s %s\n", commands[i].usage, commands[i].summary);
+            fprintf(s->out, "  %-9s %s\n", commands[i].name, commands[i].summary);
+        fprintf(s->out, "help <command> gives its usage and details.\n");
         return MPX_OK;
     }
     const mpx_command *c = argc == 2 ? find_command(argv[1]) : NULL;

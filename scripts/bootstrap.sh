@@ -3,10 +3,12 @@
 # Idempotent: a machine that has everything runs no apt-get at all.
 set -eu
 
+# libxml2-utils (xmllint) and chromium (headless): the SVG and HTML review-page tests
 PKGS="cmake make gcc pkg-config
 libgraphviz-dev libcjson-dev libfp16-dev libprotobuf-c-dev protobuf-c-compiler
 libonnx-dev libedit-dev
-python3-onnx python3-numpy libxml2-utils tmux npm"
+python3-onnx python3-numpy libxml2-utils tmux npm
+chromium"
 
 missing=""
 for p in $PKGS; do

@@ -1,0 +1,576 @@
+/* test_viz.c - the cast graph (DOT against expected text, SVG content), the
+ * error overlay, the per-layer plot and the HTML review page.
+ *
+ * Expected DOT lives in tests/viz/ (*.dot files). The text is built from the plan in
+ * graph order with ids from graph indices, so it does not depend on layout;
+ * it does depend on how this Graphviz version's agwrite formats attributes.
+ * MPX_UPDATE_GOLDEN=1 rewrites the files (then review the diff); on a
+ * mismatch the actual text is left in $MPX_TMP for `diff`.
+ *
+ * tiny_cnn is examples/tiny_cnn.json bound to 1x3x32x32 under the rule
+ * "colour Conv green when macs >= 1M else gray" (the same session
+ * tests/viz_check.sh drives through the REPL, which must give the same DOT). */
+#include "check.h"
+#include "mpx_colour.h"
+#include "mpx_viz.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static mpx_error err;
+
+#define RULE "colour Conv green when macs >= 1M else gray"
+
+/* ---- helpers -------------------------------------------------------------------- */
+
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
+        free(s);
+        s = NULL;
+    }
+    if (s) s[n] = '\0';
+    fclose(f);
+    return s;
+}
+
+static void write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        fprintf(stderr, "cannot write %s\n", path);
+        return;
+    }
+    fputs(text, f);
+    fclose(f);
+}
+
+static const char *tmp_dir(void) {
+    const char *t = getenv("MPX_TMP");
+    if (!t) t = ".";
+    mkdir(t, 0777);
+    return t;
+}
+
+/* text must equal tests/viz/<name>. */
+static void golden(const char *name, const char *text) {
+    const char *src = getenv("MPX_SRC");
+    char path[1024], out[1024];
+    snprintf(path, sizeof path, "%s/tests/viz/%s", src ? src : "..", name);
+    if (getenv("MPX_UPDATE_GOLDEN")) {
+        write_text(path, text);
+        printf("test_viz: wrote %s\n", path);
+        return;
+    }
+    char *want = read_text(path);
+    CHECK_MSG(want != NULL, "missing expected file %s (MPX_UPDATE_GOLDEN=1 writes it)", path);
+    if (!want) return;
+    if (strcmp(want, text) != 0) {
+        snprintf(out, sizeof out, "%s/%s", tmp_dir(), name);
+        write_text(out, text);
+        size_t i = 0, line = 1;
+        while (want[i] && want[i] == text[i]) line += want[i++] == '\n';
+        CHECK_MSG(0, "%s differs from the expected text at line %zu (actual: %s; diff them)", name, line, out);
+    }
+    free(want);
+}
+
+static mpx_graph *load_tiny_cnn(int64_t h, int64_t w) {
+    const char *src = getenv("MPX_SRC");
+    char p[900];
+    snprintf(p, sizeof p, "%s/examples/tiny_cnn.json", src ? src : "..");
+    mpx_error_clear(&err);
+    mpx_graph *g = mpx_graph_load_json(p, &err);
+    CHECK_MSG(g != NULL, "%s", err.msg);
+    if (!g) return NULL;
+    int64_t d[4] = {1, 3, h, w};
+    CHECK(mpx_graph_bind_input(g, "x", 4, d, &err) == MPX_OK);
+    CHECK_MSG(mpx_graph_infer(g, &err) == MPX_OK, "%s", err.msg);
+    return g;
+}
+
+static mpx_rules *rules_of(const mpx_graph *g, const char *text) {
+    mpx_rules *r = mpx_rules_new();
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", text);
+    char *save;
+    for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        CHECK_MSG(mpx_rules_add(r, line, g, &err) == MPX_OK, "rule \"%s\": %s", line, err.msg);
+    return r;
+}
+
+static mpx_plan *plan_of(const mpx_graph *g, const mpx_rules *r, const mpx_format *target) {
+    mpx_plan_opts o;
+    mpx_plan_opts_default(&o);
+    if (target) o.target = target;
+    mpx_plan *p = NULL;
+    CHECK_MSG(mpx_plan_build(g, r, &o, NULL, &p, &err) == MPX_OK, "plan: %s", err.msg);
+    return p;
+}
+
+static mpx_compare *run_of(const mpx_graph *g, const mpx_plan *p, uint64_t seed) {
+    mpx_value *in = calloc((size_t)g->n_inputs, sizeof *in);
+    for (int i = 0; i < g->n_inputs; i++) {
+        const mpx_tensor *t = g->inputs[i];
+        CHECK(mpx_value_alloc(&in[i], t->dtype, t->rank, t->dims, &err) == MPX_OK);
+        mpx_rng r;
+        mpx_rng_init(&r, seed + (uint64_t)i);
+        for (int64_t k = 0; k < in[i].n; k++) in[i].f[k] = (float)mpx_rng_normal(&r, 0.0, 1.0);
+    }
+    mpx_assign *a = mpx_plan_to_assign(p, &err);
+    CHECK_MSG(a != NULL, "%s", err.msg);
+    mpx_compare *c = NULL;
+    CHECK_MSG(mpx_compare_run(g, a, in, NULL, &c, &err) == MPX_OK, "run: %s", err.msg);
+    mpx_assign_free(a);
+    for (int i = 0; i < g->n_inputs; i++) mpx_value_free(&in[i]);
+    free(in);
+    return c;
+}
+
+static char *dot_of(const mpx_plan *p, const mpx_viz_opts *o) {
+    char *text = NULL;
+    mpx_error_clear(&err);
+    CHECK_MSG(mpx_viz_dot(p, o, &text, NULL, &err) == MPX_OK, "dot: %s", err.msg);
+    return text ? text : calloc(1, 1);
+}
+
+static int count_of(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle)) n++;
+    return n;
+}
+
+/* ---- DOT ----------------------------------------------------------------------- */
+
+static void test_dot_tiny_cnn(void) {
+    mpx_graph *g = load_tiny_cnn(32, 32);
+    if (!g) return;
+    mpx_rules *r = rules_of(g, RULE);
+    mpx_plan *p = plan_of(g, r, NULL);
+    mpx_viz_opts o;
+    mpx_viz_opts_default(&o);
+    o.rules = r;
+    char *a = dot_of(p, &o), *b = dot_of(p, &o);
+    CHECK_MSG(strcmp(a, b) == 0, "the same plan gives different DOT");
+    golden("tiny_cnn.dot", a);
+    /* what a reviewer must see */
+    CHECK_CONTAINS(a, "n0\t[fillcolor=\"#bdbdbd\"");          /* the stem conv: gray by the rule's else */
+    CHECK_CONTAINS(a, "label=\"Conv\\n/backbone/stem/conv/Conv\\nrule #1\"");
+    CHECK_CONTAINS(a, "label=\"Conv\\n/backbone/stage1/conv1/Conv\\nrule #1 \xc2\xb7 W\xe2\x86\x92" "fp16\"");
+    CHECK_CONTAINS(a, "label=\"Cast\\nfp32\xe2\x86\x92" "fp16\"");
+    CHECK_CONTAINS(a, "label=\"Cast\\nfp16\xe2\x86\x92" "fp32\"");
+    CHECK_CONTAINS(a, "shape=hexagon");
+    CHECK_CONTAINS(a, "shape=invhouse");                      /* the input */
+    CHECK_CONTAINS(a, "shape=house");                         /* the output */
+    CHECK_CONTAINS(a, "label=\"input x\\nfloat32 1x3x32x32\"");
+    CHECK_CONTAINS(a, "label=fp16");                          /* edges carry formats */
+    CHECK_CONTAINS(a, "label=fp32");
+    CHECK_CONTAINS(a, "fillcolor=\"#a5d6a7\"");               /* green */
+    CHECK_CONTAINS(a, "fillcolor=\"#ef9a9a\"");               /* red */
+    CHECK_CONTAINS(a, "<B>legend</B>");
+    CHECK_CONTAINS(a, "rule #1: colour Conv green when macs >= 1M else gray");
+    /* rule-set nodes (the 7 Convs) have a double border, defaults do not */
+    int ruled = 0;
+    for (int i = 0; i < g->n_nodes; i++) ruled += p->nodes[i].colour_rule >= 0;
+    CHECK(ruled == 7 && count_of(a, "peripheries=2") == ruled);
+    /* one cast node per plan cast */
+    CHECK(count_of(a, "shape=hexagon") == p->n_casts);
+    /* every op node is drawn once (tiny_cnn has no Constant nodes) */
+    char id[16];
+    for (int i = 0; i < g->n_nodes; i++) {
+        snprintf(id, sizeof id, "\tn%d\t[", i);
+        CHECK_MSG(count_of(a, id) == 1, "node n%d drawn %d times", i, count_of(a, id));
+    }
+    free(a);
+    free(b);
+
+    /* collapsed chains in clusters */
+    o.collapse = true;
+    o.cluster = 2;
+    a = dot_of(p, &o);
+    golden("tiny_cnn_collapse.dot", a);
+    CHECK_CONTAINS(a, "subgraph \"cluster_/backbone\"");
+    CHECK_CONTAINS(a, "subgraph \"cluster_/backbone/stage1\"");
+    CHECK_CONTAINS(a, "\tc0\t[");                              /* stem conv, bn, relu: one chain */
+    CHECK_CONTAINS(a, "3 nodes, fp32");
+    CHECK(strstr(a, "\tn1\t[") == NULL);                       /* inside c0 */
+    mpx_viz_stats st;
+    free(a);
+    a = NULL;
+    CHECK(mpx_viz_dot(p, &o, &a, &st, &err) == MPX_OK);
+    CHECK(st.chains > 0 && st.clusters == 7 && st.op_nodes == g->n_nodes);
+    CHECK(st.nodes < g->n_nodes);
+    free(a);
+
+    /* a neighbourhood with weights and shapes */
+    mpx_viz_opts_default(&o);
+    o.rules = r;
+    o.around = "/backbone/stage1/se/Mul";
+    o.depth = 1;
+    o.weights = true;
+    o.shapes = true;
+    a = dot_of(p, &o);
+    golden("tiny_cnn_around.dot", a);
+    CHECK_CONTAINS(a, "1x32x8x8");                           /* a shape on an edge */
+    CHECK_CONTAINS(a, "style=\"rounded,dashed\"");             /* stubs at depth 2 */
+    CHECK_CONTAINS(a, "\tw");                                  /* weight nodes */
+    CHECK(strstr(a, "\tin0\t[") == NULL);                      /* the input is far away */
+    free(a);
+
+    /* a tensor stands for its producer */
+    o.around = "s1.se.out";
+    a = dot_of(p, &o);
+    CHECK_CONTAINS(a, "label=\"Mul\\n/backbone/stage1/se/Mul\",\n\t\tpenwidth=3");
+    free(a);
+    o.around = "x"; /* a model input has no producer */
+    CHECK(mpx_viz_dot(p, &o, &a, NULL, &err) == MPX_E_ARG);
+    CHECK_CONTAINS(err.msg, "model input or weight");
+
+    /* errors: a node that does not exist, a negative depth, a bad cluster depth */
+    o.around = "/no/such/node";
+    a = (char *)"untouched";
+    CHECK(mpx_viz_dot(p, &o, &a, NULL, &err) == MPX_E_ARG);
+    CHECK(a == NULL);
+    CHECK_CONTAINS(err.msg, "no node or tensor named \"/no/such/node\"");
+    o.around = "/head/Softmax";
+    o.depth = -1;
+    CHECK(mpx_viz_dot(p, &o, &a, NULL, &err) == MPX_E_ARG);
+    CHECK_CONTAINS(err.msg, "depth");
+    mpx_viz_opts_default(&o);
+    o.cluster = -2;
+    CHECK(mpx_viz_dot(p, &o, &a, NULL, &err) == MPX_E_ARG);
+    CHECK(mpx_viz_dot(NULL, &o, &a, NULL, &err) == MPX_E_ARG);
+
+    mpx_plan_free(p);
+    mpx_rules_free(r);
+    mpx_graph_free(g);
+}
+
+/* keep-io casts into and out of a low chain, a red node, and names that need
+ * escaping in DOT, SVG and HTML. */
+static const char weird_json[] =
+    "{\"format\": \"mpx-model\", \"name\": \"esc<&>\\\"q\", \"opset\": 17,"
+    " \"inputs\": [{\"name\": \"x<in>\", \"type\": \"float32\", \"shape\": [1, 4, 6, 6]}],"
+    " \"outputs\": [{\"name\": \"y&out\", \"type\": \"float32\"}, {\"name\": \"e\", \"type\": \"float32\"}],"
+    " \"initializers\": [{\"name\": \"w\", \"type\": \"float32\", \"shape\": [4, 4, 1, 1],"
+    "   \"init\": {\"dist\": \"normal\", \"mean\": 0, \"std\": 0.5, \"seed\": 1}}],"
+    " \"nodes\": ["
+    "  {\"name\": \"conv \\\"a\\\" \\\\N <b>&c\", \"op\": \"Conv\", \"inputs\": [\"x<in>\", \"w\"], \"outputs\": [\"c\"],"
+    "   \"attrs\": {\"kernel_shape\": [1, 1]}},"
+    "  {\"name\": \"relu\", \"op\": \"Relu\", \"inputs\": [\"c\"], \"outputs\": [\"y&out\"]},"
+    "  {\"name\": \"exp\", \"op\": \"Exp\", \"inputs\": [\"c\"], \"outputs\": [\"e\"]}"
+    " ]}";
+
+static mpx_graph *load_weird(void) {
+    mpx_error_clear(&err);
+    mpx_graph *g = mpx_graph_load_json_text(weird_json, sizeof weird_json - 1, "weird.json", NULL, &err);
+    CHECK_MSG(g != NULL, "weird model: %s", err.msg);
+    if (g) CHECK_MSG(mpx_graph_infer(g, &err) == MPX_OK, "%s", err.msg);
+    return g;
+}
+
+static void test_dot_casts_and_escaping(void) {
+    mpx_graph *g = load_weird();
+    if (!g) return;
+    mpx_rules *r = rules_of(g, "colour Conv green");
+    mpx_plan *p = plan_of(g, r, NULL);
+    mpx_viz_opts o;
+    mpx_viz_opts_default(&o);
+    o.rules = r;
+    o.legend = false;
+    char *a = dot_of(p, &o);
+    golden("keepio.dot", a);
+    /* keep-io: fp32 -> fp16 after the input, fp16 -> fp32 before each low output */
+    CHECK_CONTAINS(a, "in0 -> k0");
+    CHECK_CONTAINS(a, "label=\"Cast\\nfp32\xe2\x86\x92" "fp16\"");
+    CHECK_CONTAINS(a, "-> out0");
+    CHECK(strstr(a, "legend") == NULL);
+    /* the name's backslash is doubled (no \N expansion), quotes escaped */
+    CHECK_CONTAINS(a, "conv \\\"a\\\" \\\\N <b>&c");
+    free(a);
+
+    /* SVG: well-formed XML is viz_check.sh's job (xmllint); here: escaped */
+    char *svg = NULL;
+    CHECK_MSG(mpx_viz_svg(p, &o, &svg, NULL, &err) == MPX_OK, "svg: %s", err.msg);
+    if (svg) {
+        CHECK(strstr(svg, "<b>&c") == NULL);
+        CHECK_CONTAINS(svg, "&lt;b&gt;&amp;c");
+        char path[1024];
+        snprintf(path, sizeof path, "%s/weird.svg", tmp_dir());
+        write_text(path, svg);
+    }
+    free(svg);
+
+    mpx_compare *c = run_of(g, p, 3);
+    mpx_viz_series s = {"fp16 <run>", c};
+    mpx_viz_page pg = {p, r, "dir/we<ird>.json", &s, 1, NULL, NULL};
+    char *html = NULL;
+    CHECK_MSG(mpx_viz_html(&pg, &html, NULL, &err) == MPX_OK, "html: %s", err.msg);
+    if (html) {
+        CHECK(strstr(html, "<b>&c") == NULL);
+        CHECK(strstr(html, "we<ird>") == NULL);
+        CHECK_CONTAINS(html, "we&lt;ird&gt;.json");
+        CHECK_CONTAINS(html, "fp16 &lt;run&gt;");
+    }
+    free(html);
+    mpx_compare_free(c);
+    mpx_plan_free(p);
+    mpx_rules_free(r);
+    mpx_graph_free(g);
+}
+
+/* ---- SVG, overlay, plot, page -------------------------------------------------- */
+
+static void test_svg_and_overlay(void) {
+    mpx_graph *g = load_tiny_cnn(32, 32);
+    if (!g) return;
+    mpx_rules *r = rules_of(g, RULE);
+    mpx_plan *p = plan_of(g, r, NULL);
+    mpx_viz_opts o;
+    mpx_viz_opts_default(&o);
+    o.rules = r;
+    char *svg = NULL;
+    mpx_viz_stats st;
+    CHECK_MSG(mpx_viz_svg(p, &o, &svg, &st, &err) == MPX_OK, "svg: %s", err.msg);
+    if (!svg) return;
+    CHECK(strncmp(svg, "<?xml", 5) == 0);
+    CHECK(st.bytes == strlen(svg) && st.ms_layout >= 0);
+    CHECK_CONTAINS(svg, "<g id=\"n3\" class=\"node\">");
+    CHECK_CONTAINS(svg, "<g id=\"k0\" class=\"node\">");
+    CHECK_CONTAINS(svg, "fill=\"#a5d6a7\"");
+    CHECK_CONTAINS(svg, "fp32\xe2\x86\x92" "fp16");
+    CHECK_CONTAINS(svg, "/backbone/stage1/conv1/Conv");
+    free(svg);
+
+    /* the overlay: border by error, figures in the label, the scale in the legend */
+    mpx_compare *c = run_of(g, p, 1);
+    if (!c) return;
+    o.overlay = c;
+    char *a = dot_of(p, &o);
+    CHECK_CONTAINS(a, "border: rel_l2 of the last run");
+    CHECK_CONTAINS(a, "\\nrel_l2 ");
+    CHECK_CONTAINS(a, "penwidth=");
+    free(a);
+
+    /* a compare of another graph is refused */
+    mpx_graph *g2 = load_tiny_cnn(16, 16);
+    mpx_plan *p2 = plan_of(g2, r, NULL);
+    mpx_compare *c2 = run_of(g2, p2, 1);
+    a = NULL;
+    CHECK(mpx_viz_dot(p, &o, &a, NULL, &err) == MPX_OK);
+    free(a);
+    o.overlay = c2;
+    CHECK(mpx_viz_dot(p, &o, &a, NULL, &err) == MPX_E_ARG);
+    CHECK_CONTAINS(err.msg, "another model");
+
+    /* plot: one line per run, casts and red nodes of the plan marked */
+    mpx_plan *pb = plan_of(g, r, &mpx_format_bf16);
+    mpx_compare *cb = run_of(g, pb, 1);
+    mpx_viz_series s[2] = {{"fp16", c}, {"bf16", cb}};
+    mpx_viz_plot_opts po;
+    mpx_viz_plot_opts_default(&po);
+    po.marks = p;
+    char *plot = NULL;
+    CHECK_MSG(mpx_viz_plot(s, 2, &po, &plot, &err) == MPX_OK, "plot: %s", err.msg);
+    if (plot) {
+        CHECK(count_of(plot, "<polyline") == 2);
+        CHECK_CONTAINS(plot, ">fp16</text>");
+        CHECK_CONTAINS(plot, ">bf16</text>");
+        CHECK_CONTAINS(plot, "rel_l2 (log scale)");
+        CHECK_CONTAINS(plot, "layers in topological order");
+        CHECK(count_of(plot, "<title>Cast ") == p->n_casts);
+        CHECK(count_of(plot, "<title>red: ") == p->counts.nodes[MPX_COLOUR_RED]);
+        CHECK_CONTAINS(plot, "id=\"plot-worst\"");
+        CHECK(strstr(plot, "nan") == NULL);
+        char path[1024];
+        snprintf(path, sizeof path, "%s/plot.svg", tmp_dir());
+        write_text(path, plot);
+    }
+    free(plot);
+    /* sqnr_db is linear */
+    CHECK(mpx_viz_metric_from_name("SQNR_DB", &po.metric) && po.metric == MPX_VIZ_SQNR_DB);
+    CHECK(!mpx_viz_metric_from_name("rel", &po.metric));
+    po.metric = MPX_VIZ_SQNR_DB;
+    CHECK(mpx_viz_plot(s, 1, &po, &plot, &err) == MPX_OK);
+    if (plot) CHECK_CONTAINS(plot, "sqnr_db (dB)");
+    free(plot);
+    /* errors: nothing to plot, runs of different models, marks of another model */
+    CHECK(mpx_viz_plot(s, 0, &po, &plot, &err) == MPX_E_ARG);
+    mpx_viz_series mixed[2] = {{"a", c}, {"b", c2}};
+    CHECK(mpx_viz_plot(mixed, 2, &po, &plot, &err) == MPX_E_ARG);
+    po.marks = p2;
+    CHECK(mpx_viz_plot(s, 1, &po, &plot, &err) == MPX_E_ARG);
+
+    /* the page: self-contained, every section, the run's figures */
+    mpx_viz_page pg = {p, r, "examples/tiny_cnn.json", s, 2, NULL, NULL};
+    char *html = NULL;
+    mpx_viz_stats hs;
+    CHECK_MSG(mpx_viz_html(&pg, &html, &hs, &err) == MPX_OK, "html: %s", err.msg);
+    if (html) {
+        CHECK(strncmp(html, "<!DOCTYPE html>", 15) == 0);
+        CHECK_CONTAINS(html, "Precision review: tiny_cnn.json");
+        CHECK_CONTAINS(html, "id=\"model\"");
+        CHECK_CONTAINS(html, "<code>colour Conv green when macs &gt;= 1M else gray</code>");
+        CHECK_CONTAINS(html, "id=\"graph\"");
+        CHECK_CONTAINS(html, "id=\"plot\"");
+        CHECK_CONTAINS(html, "id=\"layers\"");
+        CHECK_CONTAINS(html, "Worst layers");
+        CHECK_CONTAINS(html, "border: rel_l2 of the last run"); /* the overlay is on by default with a run */
+        CHECK(count_of(html, "<svg") == 2);
+        CHECK(strstr(html, "<?xml") == NULL);
+        CHECK(strstr(html, "<!DOCTYPE svg") == NULL);
+        /* nothing fetched: no external scripts, styles, images or links */
+        CHECK(strstr(html, "src=") == NULL);
+        CHECK(strstr(html, "<link") == NULL);
+        CHECK(strstr(html, "href=\"http") == NULL);
+        CHECK(strstr(html, "@import") == NULL);
+        CHECK(hs.nodes > 0);
+        char path[1024];
+        snprintf(path, sizeof path, "%s/tiny_cnn.html", tmp_dir());
+        write_text(path, html);
+    }
+    free(html);
+    /* without a run: the plan table and no plot */
+    pg.n_series = 0;
+    CHECK(mpx_viz_html(&pg, &html, NULL, &err) == MPX_OK);
+    if (html) {
+        CHECK_CONTAINS(html, "No run yet");
+        CHECK(count_of(html, "<svg") == 1);
+    }
+    free(html);
+    pg.n_series = 2;
+    pg.series = mixed;
+    CHECK(mpx_viz_html(&pg, &html, NULL, &err) == MPX_E_ARG);
+
+    mpx_compare_free(c);
+    mpx_compare_free(cb);
+    mpx_compare_free(c2);
+    mpx_plan_free(p);
+    mpx_plan_free(pb);
+    mpx_plan_free(p2);
+    mpx_rules_free(r);
+    mpx_graph_free(g);
+    mpx_graph_free(g2);
+}
+
+/* Whether a geometry attribute (x y cx cy x1 y1 x2 y2 width height points d
+ * transform) of the SVG holds "nan" or "inf". */
+static bool non_finite_coordinate(const char *svg) {
+    static const char *const attrs[] = {" x=\"", " y=\"", " cx=\"", " cy=\"", " x1=\"", " y1=\"", " x2=\"",
+                                        " y2=\"", " width=\"", " height=\"", " points=\"", " d=\"", " transform=\""};
+    for (size_t a = 0; a < sizeof attrs / sizeof attrs[0]; a++)
+        for (const char *p = strstr(svg, attrs[a]); p; p = strstr(p + 1, attrs[a])) {
+            const char *v = p + strlen(attrs[a]), *e = strchr(v, '"');
+            if (!e) return true;
+            for (const char *q = v; q < e; q++)
+                if (strncmp(q, "nan", 3) == 0 || strncmp(q, "inf", 3) == 0) return true;
+        }
+    return false;
+}
+
+/* Infinite, NaN and zero errors: on the plot's edges, never "nan" coordinates. */
+static void test_plot_special_values(void) {
+    mpx_graph *g = load_tiny_cnn(32, 32);
+    if (!g) return;
+    mpx_layer layers[5];
+    memset(layers, 0, sizeof layers);
+    double v[5] = {0.0, INFINITY, NAN, 1e-3, 1e-30};
+    for (int i = 0; i < 5; i++) {
+        layers[i].node = i;
+        layers[i].tensor = g->nodes[i]->outputs[0]->index;
+        layers[i].m.rel_l2 = v[i];
+        layers[i].m.cos = 1;
+        layers[i].m.sqnr_db = i == 0 ? INFINITY : 10.0 * i;
+    }
+    layers[1].m.overflow = 7;
+    layers[4].m.underflow = 3;
+    mpx_compare c;
+    memset(&c, 0, sizeof c);
+    c.g = g;
+    c.n_layers = 5;
+    c.layers = layers;
+    mpx_viz_series s = {"fp16", &c};
+    for (int m = 0; m < MPX_VIZ_METRIC_COUNT; m++) {
+        mpx_viz_plot_opts po;
+        mpx_viz_plot_opts_default(&po);
+        po.metric = (mpx_viz_metric)m;
+        char *plot = NULL;
+        CHECK_MSG(mpx_viz_plot(&s, 1, &po, &plot, &err) == MPX_OK, "%s: %s", mpx_viz_metric_name(po.metric), err.msg);
+        if (!plot) continue;
+        CHECK_MSG(!non_finite_coordinate(plot),
+                  "%s: a non-finite coordinate", mpx_viz_metric_name(po.metric));
+        if (m == MPX_VIZ_REL_L2) {
+            char path[1024];
+            snprintf(path, sizeof path, "%s/plot_special.svg", tmp_dir());
+            write_text(path, plot);
+            CHECK_CONTAINS(plot, "overflow 7");
+            CHECK_CONTAINS(plot, "underflow 3");
+        }
+        free(plot);
+    }
+    c.n_layers = 0;
+    char *plot = NULL;
+    CHECK(mpx_viz_plot(&s, 1, NULL, &plot, &err) == MPX_E_ARG);
+    CHECK_CONTAINS(err.msg, "nothing to plot");
+    mpx_graph_free(g);
+}
+
+/* The real detector, when the models were fetched: DOT is deterministic,
+ * every non-Constant node drawn, and the SVG renders fast. */
+static void test_ppocr_det(void) {
+    const char *src = getenv("MPX_SRC"), *cache = getenv("MPX_CACHE");
+    char path[1024];
+    if (cache && *cache) snprintf(path, sizeof path, "%s/ocr-models-1.4.2/assets/ch_PP-OCRv4_det_infer.onnx", cache);
+    else snprintf(path, sizeof path, "%s/.cache/ocr-models-1.4.2/assets/ch_PP-OCRv4_det_infer.onnx", src ? src : "..");
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        printf("test_viz: PP-OCRv4 det not fetched, skipped (scripts/fetch-models.sh .cache)\n");
+        return;
+    }
+    fclose(f);
+    mpx_graph *g = mpx_graph_load(path, &err);
+    CHECK_MSG(g != NULL, "%s", err.msg);
+    if (!g) return;
+    int64_t d[4] = {1, 3, 640, 640};
+    CHECK(mpx_graph_bind_input(g, "x", 4, d, &err) == MPX_OK);
+    CHECK(mpx_graph_infer(g, &err) == MPX_OK);
+    mpx_rules *r = rules_of(g, "colour Conv green when macs >= 100M else gray");
+    mpx_plan *p = plan_of(g, r, NULL);
+    mpx_viz_opts o;
+    mpx_viz_opts_default(&o);
+    o.rules = r;
+    char *a = dot_of(p, &o), *b = dot_of(p, &o);
+    CHECK(strcmp(a, b) == 0);
+    int constants = 0;
+    for (int i = 0; i < g->n_nodes; i++) constants += g->nodes[i]->op == MPX_OP_Constant || p->nodes[i].folded;
+    mpx_viz_stats st;
+    char *svg = NULL;
+    CHECK_MSG(mpx_viz_svg(p, &o, &svg, &st, &err) == MPX_OK, "%s", err.msg);
+    CHECK(st.op_nodes + st.hidden == g->n_nodes && st.hidden == constants);
+    CHECK(st.casts == p->n_casts);
+    printf("test_viz: PP-OCRv4 det 640: %d nodes drawn, SVG %zu bytes, layout %.0f ms, render %.0f ms\n", st.nodes,
+           st.bytes, st.ms_layout, st.ms_render);
+    CHECK(st.ms_layout + st.ms_render < 10000);
+    free(svg);
+    free(a);
+    free(b);
+    mpx_plan_free(p);
+    mpx_rules_free(r);
+    mpx_graph_free(g);
+}
+
+int main(void) {
+    test_dot_tiny_cnn();
+    test_dot_casts_and_escaping();
+    test_svg_and_overlay();
+    test_plot_special_values();
+    test_ppocr_det();
+    return check_report("test_viz");
+}

@@ -1,0 +1,1034 @@
+/* graph.c - the cast graph: a plan drawn as a Graphviz graph (libcgraph),
+ * written as DOT (agwrite into memory) or laid out and rendered to SVG
+ * in-process (libgvc), with no `dot` program involved.
+ *
+ * What is drawn (DESIGN section 3, Casts):
+ *  - each op node filled by its colour, labelled with op type and name; a
+ *    double border when a rule decided its colour; "W->fp16" when it reads
+ *    weights converted offline; a dashed border when precision does not apply
+ *    (no float values);
+ *  - each runtime cast of the plan as a hexagon of its own colour labelled
+ *    with the conversion, between the producer and exactly the consumers the
+ *    plan lists for it;
+ *  - model inputs and outputs as house shapes;
+ *  - each edge labelled with the format its values travel in (and the shape);
+ *  - with an overlay, each node's border coloured and widened by the worst
+ *    rel_l2 of its outputs on a log scale, overflow/underflow spelled out.
+ * Constant nodes and nodes folded at load are weights, not steps of the
+ * computation: they are left out unless opts.all (PP-OCRv4 rec has 325
+ * Constant nodes among its 765).
+ *
+ * Determinism: cgraph orders subgraphs by object id, and its default id
+ * discipline makes a named object's id the address of its interned name, so
+ * the order of clusters in agwrite's output would follow malloc. The id
+ * discipline below gives every object the next number of a counter instead
+ * (cgraph keeps the names in its internal map), so the DOT text depends only
+ * on the order objects are made in, which is graph order. The price: agclose
+ * of Graphviz 2.42 does not free the internal map's entries of the graph and
+ * its clusters (48 bytes each per picture; tests/viz/lsan.supp). */
+#include "viz_internal.h"
+
+#include <graphviz/cgraph.h>
+#include <graphviz/gvc.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Graphviz plumbing ------------------------------------------------------ */
+
+/* Sequential ids (see the file comment). Named objects: "cannot map", so
+ * cgraph asks for an anonymous id and records the name itself. */
+typedef struct { IDTYPE next; } seq_ids;
+
+static void *ids_open(Agraph_t *g, Agdisc_t *d) {
+    (void)g;
+    (void)d;
+    seq_ids *s = calloc(1, sizeof *s);
+    if (s) s->next = 1;
+    return s;
+}
+static long ids_map(void *state, int objtype, char *str, IDTYPE *id, int createflag) {
+    (void)objtype;
+    if (str || !createflag) return 0;
+    seq_ids *s = state;
+    *id = s->next;
+    s->next += 2; /* odd, as cgraph's own anonymous ids */
+    return 1;
+}
+static long ids_alloc(void *state, int objtype, IDTYPE id) {
+    (void)state;
+    (void)objtype;
+    (void)id;
+    return 0;
+}
+static void ids_free(void *state, int objtype, IDTYPE id) {
+    (void)state;
+    (void)objtype;
+    (void)id;
+}
+static char *ids_print(void *state, int objtype, IDTYPE id) {
+    (void)state;
+    (void)objtype;
+    (void)id;
+    return NULL;
+}
+static void ids_close(void *state) { free(state); }
+static void ids_register(void *state, int objtype, void *obj) {
+    (void)state;
+    (void)objtype;
+    (void)obj;
+}
+static Agiddisc_t seq_id_disc = {ids_open, ids_map, ids_alloc, ids_free, ids_print, ids_close, ids_register};
+
+/* agwrite into a vz_buf. */
+static int io_put(void *chan, const char *s) {
+    vz_put(chan, s);
+    return ((vz_buf *)chan)->oom ? EOF : 0;
+}
+static int io_flush(void *chan) {
+    (void)chan;
+    return 0;
+}
+static int io_read(void *chan, char *buf, int n) {
+    (void)chan;
+    (void)buf;
+    (void)n;
+    return 0;
+}
+static Agiodisc_t mem_io = {io_read, io_put, io_flush};
+
+/* Graphviz reports through agerr; while viz runs, messages land here instead
+ * of on stderr (viz prints nothing) and the last error goes into mpx_error. */
+static char gv_msg[512];
+static int gv_errf(char *msg) {
+    size_t n = strlen(gv_msg);
+    if (n + 1 < sizeof gv_msg) snprintf(gv_msg + n, sizeof gv_msg - n, "%s", msg);
+    return 0;
+}
+typedef struct { agusererrf f; agerrlevel_t lvl; } gv_errs;
+static gv_errs gv_catch(void) {
+    gv_msg[0] = '\0';
+    gv_errs e;
+    e.f = agseterrf(gv_errf);
+    e.lvl = agseterr(AGERR); /* warnings (font substitutions...) are not errors */
+    agreseterrors();
+    return e;
+}
+static void gv_release(gv_errs e) {
+    agseterrf(e.f);
+    agseterr(e.lvl);
+}
+static const char *gv_last(void) {
+    size_t n = strlen(gv_msg);
+    while (n && (gv_msg[n - 1] == '\n' || gv_msg[n - 1] == ' ')) gv_msg[--n] = '\0';
+    return gv_msg[0] ? gv_msg : "no message";
+}
+
+/* cgraph's setters take char *; every string literal passed stays unmodified. */
+static void set(void *obj, const char *name, const char *value) {
+    agsafeset(obj, (char *)name, (char *)value, (char *)"");
+}
+
+/* ---- the view: what is drawn ------------------------------------------------ */
+
+enum { V_NONE = 0, V_OP, V_CHAIN, V_STUB };
+
+typedef struct endpoint {
+    Agnode_t *an;
+    bool full;   /* an op in view, a cast, an input or output (not a stub) */
+} endpoint;
+
+typedef struct view {
+    const mpx_plan *p;
+    const mpx_graph *g;
+    const mpx_viz_opts *o;
+    int center;          /* --around node, -1 */
+    bool *hidden;        /* [n_nodes] Constant/folded, not drawn */
+    int *dist;           /* [n_nodes] --around distance, -1 unreached (0 everywhere without it) */
+    int *head;           /* [n_nodes] the node drawing it (chain head, itself), -1 none */
+    int *next;           /* [n_nodes] next chain member, -1 */
+    char *kind;          /* [n_nodes] of heads: V_OP, V_CHAIN, V_STUB */
+    int *cast_of;        /* [n_tensors] first cast index of the tensor, -1 */
+    vz_node_err *err;    /* [n_nodes] overlay figures or NULL */
+    Agraph_t *G;
+    Agnode_t **an;       /* [n_nodes] by head */
+    Agnode_t **acast;    /* [n_casts] */
+    Agnode_t **ain, **aout; /* [n_inputs], [n_outputs] */
+    Agnode_t **aw;       /* [n_tensors] weight nodes */
+    int *stamp;          /* [n_nodes + n_casts + n_outputs] edge dedupe per tensor */
+    mpx_viz_stats st;
+    vz_buf tmp;
+} view;
+
+static bool is_data_tensor(const view *v, const mpx_tensor *t) {
+    if (!t) return false;
+    if (!v->p->tensors[t->index].constant) return true;
+    /* a constant drawn as an edge: produced by a node that is drawn (--all) */
+    return t->producer && !v->hidden[t->producer->index];
+}
+
+static bool is_weight_input(const view *v, const mpx_tensor *t) {
+    return t && !is_data_tensor(v, t) && mpx_dtype_is_float(t->dtype);
+}
+
+static void free_view(view *v) {
+    free(v->hidden);
+    free(v->dist);
+    free(v->head);
+    free(v->next);
+    free(v->kind);
+    free(v->cast_of);
+    free(v->err);
+    free(v->an);
+    free(v->acast);
+    free(v->ain);
+    free(v->aout);
+    free(v->aw);
+    free(v->stamp);
+    vz_buf_free(&v->tmp);
+    if (v->G) agclose(v->G);
+    v->G = NULL;
+}
+
+/* Breadth-first distances from the center over data edges, both directions. */
+static mpx_status around(view *v, mpx_error *err) {
+    const mpx_graph *g = v->g;
+    int *queue = malloc((size_t)g->n_nodes * sizeof *queue);
+    if (!queue) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    for (int i = 0; i < g->n_nodes; i++) v->dist[i] = -1;
+    int qh = 0, qt = 0;
+    v->dist[v->center] = 0;
+    queue[qt++] = v->center;
+    int limit = v->o->depth + 1; /* one ring further: the stubs */
+    while (qh < qt) {
+        int n = queue[qh++];
+        if (v->dist[n] >= limit) continue;
+        const mpx_node *nd = g->nodes[n];
+        for (int side = 0; side < 2; side++) {
+            int cnt = side ? nd->n_outputs : nd->n_inputs;
+            for (int k = 0; k < cnt; k++) {
+                const mpx_tensor *t = side ? nd->outputs[k] : nd->inputs[k];
+                if (!is_data_tensor(v, t)) continue;
+                int nc = side ? t->n_consumers : 1;
+                for (int c = 0; c < nc; c++) {
+                    const mpx_node *m = side ? t->consumers[c] : t->producer;
+                    if (!m || v->hidden[m->index] || v->dist[m->index] >= 0) continue;
+                    v->dist[m->index] = v->dist[n] + 1;
+                    queue[qt++] = m->index;
+                }
+            }
+        }
+    }
+    free(queue);
+    return MPX_OK;
+}
+
+static bool in_view(const view *v, int n) {
+    return !v->hidden[n] && v->dist[n] >= 0 && v->dist[n] <= (v->o->around ? v->o->depth : 0);
+}
+
+/* A node name's non-empty '/'-separated components (at most max). */
+static int name_parts(const char *name, const char **comp, size_t *len, int max) {
+    int nc = 0;
+    for (const char *p = name; *p && nc < max;) {
+        while (*p == '/') p++;
+        if (!*p) break;
+        size_t l = strcspn(p, "/");
+        comp[nc] = p;
+        len[nc++] = l;
+        p += l;
+    }
+    return nc;
+}
+
+/* Whether two names fall in the same cluster (the rule of cluster_for: the
+ * first `depth` components, never the last one, which names the node). */
+static bool same_cluster(const char *a, const char *b, int depth) {
+    const char *ca[64], *cb[64];
+    size_t la[64], lb[64];
+    int na = name_parts(a, ca, la, 64) - 1, nb = name_parts(b, cb, lb, 64) - 1;
+    if (na > depth) na = depth;
+    if (nb > depth) nb = depth;
+    if (na != nb) return false;
+    for (int i = 0; i < na; i++)
+        if (la[i] != lb[i] || strncmp(ca[i], cb[i], la[i]) != 0) return false;
+    return true;
+}
+
+/* The one drawn data consumer of node a's single output (a -> b), or -1. */
+static int chain_successor(const view *v, int a) {
+    const mpx_node *na = v->g->nodes[a];
+    const mpx_tensor *out = NULL;
+    for (int k = 0; k < na->n_outputs; k++) {
+        const mpx_tensor *t = na->outputs[k];
+        if (!t || t->n_consumers == 0) continue;
+        if (out) return -1; /* two used outputs */
+        out = t;
+    }
+    if (!out || (out->flags & MPX_T_OUTPUT) || v->cast_of[out->index] >= 0) return -1;
+    int b = -1;
+    for (int c = 0; c < out->n_consumers; c++) {
+        int m = out->consumers[c]->index;
+        if (v->hidden[m]) continue;
+        if (b >= 0 && b != m) return -1;
+        b = m;
+    }
+    if (b < 0 || !in_view(v, b) || b == v->center) return -1;
+    /* b reads no other data than a's output */
+    const mpx_node *nb = v->g->nodes[b];
+    for (int k = 0; k < nb->n_inputs; k++)
+        if (is_data_tensor(v, nb->inputs[k]) && nb->inputs[k] != out) return -1;
+    const mpx_plan_node *pa = &v->p->nodes[a], *pb = &v->p->nodes[b];
+    if (pa->is_float != pb->is_float || pa->compute != pb->compute || pa->output != pb->output) return -1;
+    /* with clusters, a chain stays inside one cluster */
+    if (v->o->cluster > 0 && !same_cluster(v->g->nodes[a]->name, v->g->nodes[b]->name, v->o->cluster)) return -1;
+    return b;
+}
+
+static mpx_status build_view(view *v, mpx_error *err) {
+    const mpx_graph *g = v->g;
+    const mpx_plan *p = v->p;
+    size_t nn = (size_t)(g->n_nodes ? g->n_nodes : 1), nt = (size_t)(g->n_tensors ? g->n_tensors : 1);
+    v->hidden = calloc(nn, sizeof *v->hidden);
+    v->dist = calloc(nn, sizeof *v->dist);
+    v->head = malloc(nn * sizeof *v->head);
+    v->next = malloc(nn * sizeof *v->next);
+    v->kind = calloc(nn, sizeof *v->kind);
+    v->cast_of = malloc(nt * sizeof *v->cast_of);
+    v->an = calloc(nn, sizeof *v->an);
+    v->acast = calloc((size_t)p->n_casts + 1, sizeof *v->acast);
+    v->ain = calloc((size_t)g->n_inputs + 1, sizeof *v->ain);
+    v->aout = calloc((size_t)g->n_outputs + 1, sizeof *v->aout);
+    v->aw = calloc(nt, sizeof *v->aw);
+    size_t ns = nn + (size_t)p->n_casts + (size_t)g->n_outputs + 1;
+    v->stamp = malloc(ns * sizeof *v->stamp);
+    if (!v->hidden || !v->dist || !v->head || !v->next || !v->kind || !v->cast_of || !v->an || !v->acast ||
+        !v->ain || !v->aout || !v->aw || !v->stamp)
+        return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < ns; i++) v->stamp[i] = -1;
+    for (int t = 0; t < g->n_tensors; t++) v->cast_of[t] = -1;
+    for (int k = p->n_casts - 1; k >= 0; k--) v->cast_of[p->casts[k].tensor] = k;
+    for (int i = 0; i < g->n_nodes; i++) {
+        v->hidden[i] = !v->o->all && (g->nodes[i]->op == MPX_OP_Constant || p->nodes[i].folded);
+        if (v->hidden[i]) v->st.hidden++;
+        v->head[i] = v->next[i] = -1;
+    }
+    if (v->o->around) {
+        mpx_status st = around(v, err);
+        if (st) return st;
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (v->hidden[i] || v->dist[i] < 0) continue;
+        if (in_view(v, i)) {
+            v->head[i] = i;
+            v->kind[i] = V_OP;
+            v->st.op_nodes++;
+        } else if (v->dist[i] == v->o->depth + 1) {
+            v->head[i] = i;
+            v->kind[i] = V_STUB;
+        }
+    }
+    if (v->o->collapse) {
+        bool *has_prev = calloc(nn, sizeof *has_prev);
+        if (!has_prev) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+        for (int a = 0; a < g->n_nodes; a++) {
+            if (v->kind[a] != V_OP || a == v->center) continue;
+            int b = chain_successor(v, a);
+            if (b >= 0) {
+                v->next[a] = b;
+                has_prev[b] = true;
+            }
+        }
+        /* Heads are members without a predecessor; walk each chain once. */
+        for (int a = 0; a < g->n_nodes; a++) {
+            if (v->next[a] < 0 || has_prev[a]) continue;
+            v->kind[a] = V_CHAIN;
+            v->st.chains++;
+            for (int m = v->next[a]; m >= 0; m = v->next[m]) {
+                v->head[m] = a;
+                v->kind[m] = V_NONE;
+            }
+        }
+        free(has_prev);
+    }
+    if (v->o->overlay) {
+        v->err = vz_node_errors(v->o->overlay, g->n_nodes, v->o->overlay_local);
+        if (!v->err) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    }
+    return MPX_OK;
+}
+
+/* ---- labels ------------------------------------------------------------------- */
+
+/* Text for a DOT label: backslashes doubled, so names never turn into
+ * Graphviz escapes (\N, \G, \l ...); our own line breaks are added as "\n". */
+static void put_label_text(vz_buf *b, const char *s) {
+    for (; *s; s++) {
+        if (*s == '\\') vz_put(b, "\\\\");
+        else if (*s == '\n') vz_put(b, "\\n");
+        else vz_putn(b, s, 1);
+    }
+}
+
+static const char *fmt_name(const mpx_format *f) { return f ? f->name : "fp32"; }
+
+/* The format a tensor's values travel in, or its dtype when not float. */
+static const char *tensor_fmt(const view *v, const mpx_tensor *t) {
+    const mpx_format *f = v->p->tensors[t->index].format;
+    return f ? f->name : mpx_dtype_name(t->dtype);
+}
+
+/* The converted weights node n reads: the format, or NULL. */
+static const mpx_format *converted_weights(const view *v, int n) {
+    const mpx_node *nd = v->g->nodes[n];
+    const mpx_plan_node *pn = &v->p->nodes[n];
+    for (int k = 0; k < nd->n_inputs; k++) {
+        const mpx_tensor *t = nd->inputs[k];
+        if (!is_weight_input(v, t)) continue;
+        for (int w = 0; w < v->p->n_weights; w++)
+            if (v->p->weights[w].tensor == t->index && v->p->weights[w].to == pn->compute) return pn->compute;
+    }
+    return NULL;
+}
+
+/* The overlay's lines and border for node figures e. */
+static void overlay_style(Agnode_t *an, const vz_node_err *e, vz_buf *label) {
+    if (!e || !e->has) return;
+    char fig[32], col[8];
+    double t = vz_err_t(e->rel_l2);
+    vz_err_colour(t, col);
+    char pw[16];
+    snprintf(pw, sizeof pw, "%.1f", 1.5 + 4.5 * t);
+    /* exact nodes keep their border colour but no text: "rel_l2 0" would be
+     * noise on every node of a mostly-fp32 plan (the tooltip still has it) */
+    if (e->rel_l2 != 0) vz_printf(label, "\\nrel_l2 %s", vz_fig(e->rel_l2, fig, sizeof fig));
+    if (e->overflow) {
+        vz_printf(label, "\\nOVERFLOW %lld", (long long)e->overflow);
+        snprintf(col, sizeof col, "%s", VZ_OVERFLOW_COLOUR);
+        snprintf(pw, sizeof pw, "6");
+    }
+    if (e->underflow) vz_printf(label, "\\nunderflow %lld", (long long)e->underflow);
+    set(an, "color", col);
+    set(an, "penwidth", pw);
+}
+
+static void node_tooltip(view *v, vz_buf *b, int n) {
+    const mpx_node *nd = v->g->nodes[n];
+    const mpx_plan_node *pn = &v->p->nodes[n];
+    put_label_text(b, nd->op_type);
+    vz_put(b, " ");
+    put_label_text(b, nd->name);
+    vz_put(b, "\\n");
+    vz_printf(b, "colour %s", mpx_colour_name(pn->colour));
+    if (pn->colour_rule >= 0) {
+        const char *text = v->o->rules ? mpx_rules_text(v->o->rules, pn->colour_rule) : NULL;
+        vz_printf(b, " (rule #%d%s", pn->colour_rule + 1, text ? ": " : "");
+        if (text) put_label_text(b, text);
+        vz_put(b, ")");
+    } else {
+        vz_printf(b, " (default: %s)", pn->dflt_source ? pn->dflt_source : "table");
+    }
+    if (pn->is_float)
+        vz_printf(b, "\\ncompute %s, accumulate %s, output %s", fmt_name(pn->compute), fmt_name(pn->accum),
+                  fmt_name(pn->output));
+    else
+        vz_put(b, "\\nno float values: precision does not apply");
+    char m[32];
+    if (nd->cost.macs > 0) vz_printf(b, "\\nMACs %lld", (long long)nd->cost.macs);
+    if (v->err && v->err[n].has)
+        vz_printf(b, "\\nrel_l2 %s, overflow %lld, underflow %lld", vz_fig(v->err[n].rel_l2, m, sizeof m),
+                  (long long)v->err[n].overflow, (long long)v->err[n].underflow);
+}
+
+static Agnode_t *new_node(view *v, const char *id) {
+    Agnode_t *an = agnode(v->G, (char *)id, 1);
+    if (an) {
+        set(an, "id", id);
+        v->st.nodes++;
+    }
+    return an;
+}
+
+/* The cluster a node's name puts it in (nested by '/' components), or the root. */
+static Agraph_t *cluster_for(view *v, const char *name) {
+    Agraph_t *parent = v->G;
+    if (v->o->cluster <= 0) return parent;
+    const char *comp[64];
+    size_t len[64];
+    int nc = name_parts(name, comp, len, 64);
+    int levels = nc - 1 < v->o->cluster ? nc - 1 : v->o->cluster;
+    char key[1024];
+    size_t kl = (size_t)snprintf(key, sizeof key, "cluster_");
+    for (int L = 0; L < levels; L++) {
+        if (kl + len[L] + 2 >= sizeof key) break;
+        key[kl++] = '/';
+        memcpy(key + kl, comp[L], len[L]);
+        kl += len[L];
+        key[kl] = '\0';
+        Agraph_t *sub = agsubg(parent, key, 0);
+        if (!sub) {
+            sub = agsubg(parent, key, 1);
+            if (!sub) return parent;
+            v->st.clusters++;
+            char part[256];
+            snprintf(part, sizeof part, "%.*s", (int)len[L], comp[L]);
+            vz_buf lb;
+            vz_buf_init(&lb);
+            put_label_text(&lb, part);
+            set(sub, "label", lb.s ? lb.s : "");
+            set(sub, "id", key);
+            vz_buf_free(&lb);
+            set(sub, "style", "rounded,filled");
+            set(sub, "fillcolor", L % 2 ? "#ffffff" : "#f5f5f5");
+            set(sub, "color", "#9e9e9e");
+        }
+        parent = sub;
+    }
+    return parent;
+}
+
+static void add_op(view *v, int h) {
+    const mpx_graph *g = v->g;
+    const mpx_node *nd = g->nodes[h];
+    const mpx_plan_node *pn = &v->p->nodes[h];
+    char id[32];
+    snprintf(id, sizeof id, "%c%d", v->kind[h] == V_CHAIN ? 'c' : v->kind[h] == V_STUB ? 's' : 'n', h);
+    Agnode_t *an = new_node(v, id);
+    if (!an) return;
+    v->an[h] = an;
+    Agraph_t *cl = cluster_for(v, nd->name);
+    if (cl != v->G) agsubnode(cl, an, 1);
+    vz_buf *b = &v->tmp;
+    if (v->kind[h] == V_STUB) {
+        b->len = 0;
+        put_label_text(b, nd->op_type);
+        vz_put(b, "\\n");
+        put_label_text(b, nd->name);
+        set(an, "label", b->s ? b->s : "");
+        set(an, "style", "rounded,dashed");
+        set(an, "color", "#9e9e9e");
+        set(an, "fontcolor", "#757575");
+        b->len = 0;
+        vz_put(b, "outside --around: ");
+        put_label_text(b, nd->name);
+        set(an, "tooltip", b->s ? b->s : "");
+        return;
+    }
+    bool rule = false, nofloat = !pn->is_float;
+    const mpx_format *w = NULL;
+    int count = 0, cnt[MPX_COLOUR_COUNT] = {0};
+    vz_node_err e = {0};
+    for (int m = h; m >= 0; m = v->kind[h] == V_CHAIN ? v->next[m] : -1) {
+        count++;
+        cnt[v->p->nodes[m].colour]++;
+        if (v->p->nodes[m].colour_rule >= 0) rule = true;
+        if (!w) w = converted_weights(v, m);
+        if (v->err && v->err[m].has) {
+            if (!e.has || v->err[m].rel_l2 > e.rel_l2) e.rel_l2 = v->err[m].rel_l2;
+            e.has = true;
+            e.overflow += v->err[m].overflow;
+            e.underflow += v->err[m].underflow;
+        }
+    }
+    b->len = 0;
+    if (v->kind[h] == V_CHAIN) {
+        int last = h;
+        while (v->next[last] >= 0) last = v->next[last];
+        vz_printf(b, "%d nodes, %s\\n", count, pn->is_float ? fmt_name(pn->compute) : "no float");
+        int k = 0;
+        for (int m = h; m >= 0; m = v->next[m], k++) {
+            if (count > 4 && k == 2) {
+                vz_put(b, " \xe2\x86\x92 \xe2\x80\xa6");
+                while (v->next[m] != last) m = v->next[m];
+                continue;
+            }
+            if (k) vz_put(b, " \xe2\x86\x92 ");
+            put_label_text(b, g->nodes[m]->op_type);
+        }
+        vz_put(b, "\\n");
+        put_label_text(b, nd->name);
+        vz_put(b, " \xe2\x80\xa6\\n");
+        put_label_text(b, g->nodes[last]->name);
+        /* striped by colour share: a chain of mixed colours shows each */
+        char fc[256] = "";
+        size_t o = 0;
+        int kinds = 0;
+        for (int c = 1; c < MPX_COLOUR_COUNT; c++) kinds += cnt[c] > 0;
+        for (int c = 1; c < MPX_COLOUR_COUNT && o < sizeof fc; c++) {
+            if (!cnt[c]) continue;
+            if (kinds == 1) o += (size_t)snprintf(fc + o, sizeof fc - o, "%s", vz_fill((mpx_colour)c));
+            else
+                o += (size_t)snprintf(fc + o, sizeof fc - o, "%s%s;%.3f", o ? ":" : "", vz_fill((mpx_colour)c),
+                                      (double)cnt[c] / count - 0.0005);
+        }
+        set(an, "shape", "box");
+        set(an, "style", kinds == 1 ? (nofloat ? "filled,dashed" : "filled") : "striped");
+        set(an, "fillcolor", fc);
+    } else {
+        put_label_text(b, nd->op_type);
+        vz_put(b, "\\n");
+        put_label_text(b, nd->name);
+        set(an, "fillcolor", vz_fill(pn->colour));
+        if (nofloat) set(an, "style", "rounded,filled,dashed");
+    }
+    if (rule || w) {
+        vz_put(b, "\\n");
+        if (rule) {
+            if (v->kind[h] == V_CHAIN) vz_put(b, "rule");
+            else vz_printf(b, "rule #%d", pn->colour_rule + 1);
+        }
+        if (w) vz_printf(b, "%sW\xe2\x86\x92%s", rule ? " \xc2\xb7 " : "", w->name);
+    }
+    if (rule) set(an, "peripheries", "2");
+    if (h == v->center) {
+        set(an, "fontsize", "12");
+        if (!v->err) set(an, "penwidth", "3");
+    }
+    overlay_style(an, v->err ? &e : NULL, b);
+    set(an, "label", b->s ? b->s : "");
+    b->len = 0;
+    if (v->kind[h] == V_CHAIN) {
+        int k = 0;
+        for (int m = h; m >= 0 && k < 24; m = v->next[m], k++) {
+            if (k) vz_put(b, "\\n");
+            put_label_text(b, g->nodes[m]->op_type);
+            vz_put(b, " ");
+            put_label_text(b, g->nodes[m]->name);
+            vz_printf(b, " (%s%s)", mpx_colour_name(v->p->nodes[m].colour),
+                      v->p->nodes[m].colour_rule >= 0 ? ", rule" : "");
+        }
+        if (count > 24) vz_printf(b, "\\n... %d more", count - 24);
+    } else {
+        node_tooltip(v, b, h);
+    }
+    set(an, "tooltip", b->s ? b->s : "");
+}
+
+static void add_io(view *v, const mpx_tensor *t, bool input, int k) {
+    char id[32], sh[256];
+    snprintf(id, sizeof id, "%s%d", input ? "in" : "out", k);
+    Agnode_t *an = new_node(v, id);
+    if (!an) return;
+    (input ? v->ain : v->aout)[k] = an;
+    vz_buf *b = &v->tmp;
+    b->len = 0;
+    vz_put(b, input ? "input " : "output ");
+    put_label_text(b, t->name);
+    vz_printf(b, "\\n%s %s", mpx_dtype_name(t->dtype), mpx_tensor_shape_str(t, sh, sizeof sh));
+    set(an, "label", b->s ? b->s : "");
+    set(an, "shape", input ? "invhouse" : "house");
+    set(an, "style", "filled");
+    set(an, "fillcolor", VZ_IO_FILL);
+    set(an, "tooltip", b->s ? b->s : "");
+}
+
+static Agnode_t *cast_node(view *v, int k) {
+    if (v->acast[k]) return v->acast[k];
+    const mpx_plan_cast *c = &v->p->casts[k];
+    char id[32];
+    snprintf(id, sizeof id, "k%d", k);
+    Agnode_t *an = new_node(v, id);
+    if (!an) return NULL;
+    v->acast[k] = an;
+    v->st.casts++;
+    vz_buf *b = &v->tmp;
+    b->len = 0;
+    vz_printf(b, "Cast\\n%s\xe2\x86\x92%s", fmt_name(c->from), fmt_name(c->to));
+    set(an, "label", b->s ? b->s : "");
+    set(an, "shape", "hexagon");
+    set(an, "style", "filled");
+    set(an, "fillcolor", VZ_CAST_FILL);
+    set(an, "color", "#e65100");
+    set(an, "fontsize", "9");
+    b->len = 0;
+    vz_printf(b, "runtime cast of ");
+    put_label_text(b, v->g->tensors[c->tensor]->name);
+    vz_printf(b, ": %s to %s, %d consumer%s", fmt_name(c->from), fmt_name(c->to), c->n_consumers,
+              c->n_consumers == 1 ? "" : "s");
+    set(an, "tooltip", b->s ? b->s : "");
+    return an;
+}
+
+static void add_edge(view *v, Agnode_t *a, Agnode_t *b, const mpx_tensor *t, const char *fmt) {
+    Agedge_t *e = agedge(v->G, a, b, NULL, 1);
+    if (!e) return;
+    v->st.edges++;
+    vz_buf *lb = &v->tmp;
+    lb->len = 0;
+    vz_put(lb, fmt);
+    if (v->o->shapes) {
+        char sh[256];
+        vz_printf(lb, "\\n%s", mpx_tensor_shape_str(t, sh, sizeof sh));
+    }
+    set(e, "label", lb->s ? lb->s : "");
+    lb->len = 0;
+    put_label_text(lb, t->name);
+    vz_printf(lb, " (%s)", fmt);
+    set(e, "tooltip", lb->s ? lb->s : "");
+}
+
+/* The endpoint drawing node n. */
+static endpoint node_end(const view *v, int n) {
+    endpoint e = {NULL, false};
+    int h = v->head[n];
+    if (h < 0) return e;
+    e.an = v->an[h];
+    e.full = v->kind[h] != V_STUB;
+    return e;
+}
+
+/* Whether cast k routes tensor t to consumer c (-1: the model output). */
+static bool cast_serves(const mpx_plan_cast *k, int c) {
+    for (int i = 0; i < k->n_consumers; i++)
+        if (k->consumers[i] == c) return true;
+    return false;
+}
+
+/* Edges of one data tensor: from its source to each consumer (through the
+ * cast that serves it, if any) and to the output node. stamp dedupes targets
+ * per tensor (a node reading a tensor twice, two members of one chain). */
+static void tensor_edges(view *v, const mpx_tensor *t, endpoint src, int out_k) {
+    const mpx_plan *p = v->p;
+    int nn = v->g->n_nodes;
+    int tid = t->index;
+    for (int c = -1; c < t->n_consumers; c++) {
+        endpoint dst;
+        int slot, cid;
+        if (c < 0) {
+            if (out_k < 0 || !v->aout[out_k]) continue;
+            dst.an = v->aout[out_k];
+            dst.full = true;
+            slot = nn + p->n_casts + out_k;
+            cid = -1;
+        } else {
+            cid = t->consumers[c]->index;
+            dst = node_end(v, cid);
+            if (!dst.an) continue;
+            slot = v->head[cid];
+        }
+        int k = -1;
+        for (int j = v->cast_of[tid]; j >= 0 && j < p->n_casts && p->casts[j].tensor == tid; j++)
+            if (cast_serves(&p->casts[j], cid)) k = j;
+        if (k < 0) {
+            if (!src.an || src.an == dst.an || !(src.full || dst.full) || v->stamp[slot] == tid) continue;
+            v->stamp[slot] = tid;
+            add_edge(v, src.an, dst.an, t, tensor_fmt(v, t));
+        } else {
+            if (!(src.full || dst.full) || v->stamp[slot] == tid) continue;
+            v->stamp[slot] = tid;
+            bool fresh = !v->acast[k];
+            Agnode_t *kn = cast_node(v, k);
+            if (!kn) continue;
+            if (fresh && src.an) add_edge(v, src.an, kn, t, fmt_name(p->casts[k].from));
+            add_edge(v, kn, dst.an, t, fmt_name(p->casts[k].to));
+        }
+    }
+}
+
+static void add_weights(view *v, int n) {
+    const mpx_node *nd = v->g->nodes[n];
+    endpoint dst = node_end(v, n);
+    if (!dst.an || !dst.full) return;
+    for (int k = 0; k < nd->n_inputs; k++) {
+        const mpx_tensor *t = nd->inputs[k];
+        if (!is_weight_input(v, t)) continue;
+        int ti = t->index;
+        const mpx_format *to = NULL;
+        for (int w = 0; w < v->p->n_weights; w++)
+            if (v->p->weights[w].tensor == ti && v->p->weights[w].to == v->p->nodes[n].compute)
+                to = v->p->weights[w].to;
+        if (!v->aw[ti]) {
+            char id[32];
+            snprintf(id, sizeof id, "w%d", ti);
+            Agnode_t *an = new_node(v, id);
+            if (!an) return;
+            v->aw[ti] = an;
+            vz_buf *b = &v->tmp;
+            b->len = 0;
+            put_label_text(b, t->name);
+            set(an, "label", b->s ? b->s : "");
+            set(an, "shape", "note");
+            set(an, "fontsize", "8");
+            set(an, "style", "filled");
+            set(an, "fillcolor", "#fafafa");
+            set(an, "tooltip", b->s ? b->s : "");
+        }
+        if (to) {
+            set(v->aw[ti], "fillcolor", "#c8e6c9");
+            char lb[64];
+            snprintf(lb, sizeof lb, "%s\xe2\x86\x92%s offline", tensor_fmt(v, t), to->name);
+            add_edge(v, v->aw[ti], dst.an, t, lb);
+        } else {
+            add_edge(v, v->aw[ti], dst.an, t, tensor_fmt(v, t));
+        }
+    }
+}
+
+static void add_legend(view *v) {
+    vz_buf b;
+    vz_buf_init(&b);
+    const char *tgt = fmt_name(v->p->opts.target);
+    vz_put(&b, "<TABLE BORDER=\"0\" CELLBORDER=\"1\" CELLSPACING=\"0\" CELLPADDING=\"4\">"
+               "<TR><TD COLSPAN=\"2\"><B>legend</B></TD></TR>");
+    static const char *what[MPX_COLOUR_COUNT] = {NULL, "always %s", "%s when its float inputs are %s",
+                                                 "follows its inputs (exact)", "always fp32"};
+    for (int c = 1; c < MPX_COLOUR_COUNT; c++) {
+        vz_printf(&b, "<TR><TD BGCOLOR=\"%s\">%s</TD><TD ALIGN=\"LEFT\" WIDTH=\"215\">", vz_fill((mpx_colour)c),
+                  mpx_colour_name((mpx_colour)c));
+        vz_printf(&b, what[c], tgt, tgt);
+        vz_put(&b, "</TD></TR>");
+    }
+    vz_printf(&b, "<TR><TD BGCOLOR=\"%s\">Cast</TD><TD ALIGN=\"LEFT\" WIDTH=\"215\">runtime cast (from&#8594;to)</TD></TR>",
+              VZ_CAST_FILL);
+    vz_printf(&b, "<TR><TD BGCOLOR=\"%s\">input/output</TD><TD ALIGN=\"LEFT\" WIDTH=\"215\">model inputs and outputs</TD></TR>",
+              VZ_IO_FILL);
+    vz_put(&b, "<TR><TD>rule #n</TD><TD ALIGN=\"LEFT\" WIDTH=\"215\">double border: colour set by a rule</TD></TR>"
+               "<TR><TD>W&#8594;fmt</TD><TD ALIGN=\"LEFT\" WIDTH=\"215\">reads weights converted offline</TD></TR>"
+               "<TR><TD>edge label</TD><TD ALIGN=\"LEFT\" WIDTH=\"215\">format of the values</TD></TR>"
+               "<TR><TD>dashed</TD><TD ALIGN=\"LEFT\" WIDTH=\"215\">no float values</TD></TR>");
+    if (v->err) {
+        vz_put(&b, "<TR><TD COLSPAN=\"2\">border: rel_l2 of the last run</TD></TR><TR><TD COLSPAN=\"2\">"
+                   "<TABLE BORDER=\"0\" CELLSPACING=\"1\"><TR>");
+        static const double ticks[] = {1e-6, 1e-4, 1e-2, 1};
+        static const char *names[] = {"&#8804;1e-6", "1e-4", "1e-2", "&#8805;1"};
+        for (int i = 0; i < 4; i++) {
+            char col[8];
+            vz_err_colour(vz_err_t(ticks[i]), col);
+            vz_printf(&b, "<TD BGCOLOR=\"%s\"><FONT COLOR=\"%s\">%s</FONT></TD>", col, i >= 2 ? "white" : "black",
+                      names[i]);
+        }
+        vz_printf(&b, "<TD BGCOLOR=\"%s\"><FONT COLOR=\"white\">overflow</FONT></TD></TR></TABLE></TD></TR>",
+                  VZ_OVERFLOW_COLOUR);
+    }
+    vz_put(&b, "</TABLE>");
+    if (b.s && !b.oom) {
+        Agnode_t *an = new_node(v, "legend");
+        if (an) {
+            /* agstrdup interns by content: making the HTML string first makes
+             * agsafeset's copy of the same text the HTML one. */
+            char *html = agstrdup_html(v->G, b.s);
+            set(an, "label", html);
+            agstrfree(v->G, html);
+            set(an, "shape", "plaintext");
+            set(an, "style", "");
+            set(an, "tooltip", "legend");
+        }
+    }
+    vz_buf_free(&b);
+}
+
+static mpx_status make_graph(view *v, mpx_error *err) {
+    const mpx_graph *g = v->g;
+    const mpx_plan *p = v->p;
+    Agdisc_t disc = {&AgMemDisc, &seq_id_disc, &mem_io};
+    v->G = agopen((char *)"plan", Agdirected, &disc);
+    if (!v->G) return mpx_error_set(err, MPX_E_NOMEM, "graphviz: cannot make a graph: %s", gv_last());
+    Agraph_t *G = v->G;
+    /* Defaults, declared first so every node and edge shares them. */
+    agattr(G, AGRAPH, (char *)"rankdir", (char *)"TB");
+    agattr(G, AGRAPH, (char *)"fontname", (char *)"Helvetica");
+    agattr(G, AGRAPH, (char *)"nodesep", (char *)"0.25");
+    agattr(G, AGRAPH, (char *)"ranksep", (char *)"0.3");
+    agattr(G, AGRAPH, (char *)"labelloc", (char *)"t");
+    agattr(G, AGRAPH, (char *)"fontsize", (char *)"16");
+    agattr(G, AGNODE, (char *)"shape", (char *)"box");
+    agattr(G, AGNODE, (char *)"style", (char *)"rounded,filled");
+    agattr(G, AGNODE, (char *)"fontname", (char *)"Helvetica");
+    agattr(G, AGNODE, (char *)"fontsize", (char *)"10");
+    agattr(G, AGNODE, (char *)"margin", (char *)"0.08,0.03");
+    agattr(G, AGNODE, (char *)"height", (char *)"0.3");
+    agattr(G, AGEDGE, (char *)"fontname", (char *)"Helvetica");
+    agattr(G, AGEDGE, (char *)"fontsize", (char *)"8");
+    agattr(G, AGEDGE, (char *)"arrowsize", (char *)"0.6");
+    agattr(G, AGEDGE, (char *)"color", (char *)"#616161");
+
+    vz_buf *b = &v->tmp;
+    b->len = 0;
+    if (v->o->title) {
+        put_label_text(b, v->o->title);
+    } else {
+        char sum[512];
+        mpx_plan_summary(p, sum, sizeof sum);
+        put_label_text(b, g->name && *g->name ? g->name : "model");
+        vz_printf(b, " \xc2\xb7 target %s\n", fmt_name(p->opts.target));
+        put_label_text(b, sum);
+        if (v->o->around) {
+            vz_put(b, "\\naround ");
+            put_label_text(b, v->o->around);
+            vz_printf(b, ", depth %d", v->o->depth);
+        }
+        if (v->st.hidden) vz_printf(b, "\\n%d Constant/folded nodes not drawn", v->st.hidden);
+    }
+    set(G, "label", b->s ? b->s : "");
+
+    if (v->o->legend) add_legend(v);
+    for (int i = 0; i < g->n_inputs; i++) {
+        const mpx_tensor *t = g->inputs[i];
+        bool used = !v->o->around;
+        for (int c = 0; c < t->n_consumers && !used; c++) used = node_end(v, t->consumers[c]->index).full;
+        if (used) add_io(v, t, true, i);
+    }
+    for (int i = 0; i < g->n_nodes; i++)
+        if (v->head[i] == i) add_op(v, i);
+    for (int i = 0; i < g->n_outputs; i++) {
+        const mpx_tensor *t = g->outputs[i];
+        bool used = !v->o->around || (t->producer && node_end(v, t->producer->index).full);
+        if (used) add_io(v, t, false, i);
+    }
+    /* Edges in graph order: model inputs, then each node's outputs. */
+    for (int i = 0; i < g->n_inputs; i++) {
+        endpoint src = {v->ain[i], true};
+        int out_k = -1;
+        for (int o = 0; o < g->n_outputs; o++)
+            if (g->outputs[o] == g->inputs[i]) out_k = o;
+        tensor_edges(v, g->inputs[i], src, out_k);
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (v->head[i] < 0) continue;
+        endpoint src = node_end(v, i);
+        const mpx_node *nd = g->nodes[i];
+        for (int k = 0; k < nd->n_outputs; k++) {
+            const mpx_tensor *t = nd->outputs[k];
+            if (!is_data_tensor(v, t)) continue;
+            int out_k = -1;
+            for (int o = 0; o < g->n_outputs; o++)
+                if (g->outputs[o] == t) out_k = o;
+            tensor_edges(v, t, src, out_k);
+        }
+        if (v->o->weights) add_weights(v, i);
+    }
+    if (v->tmp.oom) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    return MPX_OK;
+}
+
+/* ---- entry points ------------------------------------------------------------- */
+
+void mpx_viz_opts_default(mpx_viz_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->legend = true;
+    o->engine = "dot";
+}
+
+static mpx_status prepare(view *v, const mpx_plan *p, const mpx_viz_opts *o, mpx_error *err) {
+    memset(v, 0, sizeof *v);
+    vz_buf_init(&v->tmp);
+    v->p = p;
+    v->o = o;
+    v->center = -1;
+    if (!p || !p->g || !o) return mpx_error_set(err, MPX_E_ARG, "no plan to draw");
+    v->g = p->g;
+    if (o->overlay && o->overlay->g != p->g)
+        return mpx_error_set(err, MPX_E_ARG, "the run to overlay belongs to another model (run again)");
+    if (o->around) {
+        if (o->depth < 0) return mpx_error_set(err, MPX_E_ARG, "--around: depth must be 0 or more, not %d", o->depth);
+        /* a node, or a tensor standing for its producer (as other commands resolve names) */
+        const mpx_node *c = mpx_graph_find_node(p->g, o->around);
+        const mpx_tensor *t = c ? NULL : mpx_graph_find_tensor(p->g, o->around);
+        if (t && t->producer) c = t->producer;
+        if (!c)
+            return mpx_error_set(err, MPX_E_ARG, "--around: no node %s\"%s\"",
+                                 t ? "produces the model input or weight " : "or tensor named ", o->around);
+        v->center = c->index;
+    }
+    if (o->cluster < 0) return mpx_error_set(err, MPX_E_ARG, "--cluster: depth must be 0 or more");
+    double t0 = vz_now_ms();
+    mpx_status st = build_view(v, err);
+    if (v->center >= 0 && v->hidden[v->center])
+        return mpx_error_set(err, MPX_E_ARG, "--around: node \"%s\" is a Constant or folded node (add --all)",
+                             o->around);
+    if (!st) st = make_graph(v, err);
+    v->st.ms_build = vz_now_ms() - t0;
+    return st;
+}
+
+static mpx_status finish(view *v, mpx_viz_stats *stats, mpx_status st) {
+    if (stats) *stats = v->st;
+    free_view(v);
+    return st;
+}
+
+mpx_status mpx_viz_dot(const mpx_plan *plan, const mpx_viz_opts *o, char **out, mpx_viz_stats *stats,
+                       mpx_error *err) {
+    *out = NULL;
+    gv_errs saved = gv_catch();
+    view v;
+    mpx_status st = prepare(&v, plan, o, err);
+    if (!st) {
+        double t0 = vz_now_ms();
+        vz_buf b;
+        vz_buf_init(&b);
+        if (agwrite(v.G, &b) != 0 || b.oom) {
+            vz_buf_free(&b);
+            st = b.oom ? mpx_error_set(err, MPX_E_NOMEM, "out of memory")
+                       : mpx_error_set(err, MPX_E_INVALID, "graphviz: writing DOT failed: %s", gv_last());
+        } else {
+            v.st.bytes = b.len;
+            *out = vz_buf_take(&b);
+            if (!*out) st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+        }
+        v.st.ms_render = vz_now_ms() - t0;
+    }
+    st = finish(&v, stats, st);
+    gv_release(saved);
+    return st;
+}
+
+/* One Graphviz context for the life of the process, never freed: Graphviz
+ * 2.42's pango text layout keeps a pointer to the last font name, which
+ * belongs to the context's font table, so freeing a context and laying out
+ * with a new one reads freed memory (AddressSanitizer caught it on the
+ * second SVG). Reusing one context is also what the library intends, and
+ * saves loading the plugins again for every picture. */
+static GVC_t *shared_context(void) {
+    static GVC_t *gvc;
+    if (!gvc) gvc = gvContext();
+    return gvc;
+}
+
+mpx_status mpx_viz_svg(const mpx_plan *plan, const mpx_viz_opts *o, char **out, mpx_viz_stats *stats,
+                       mpx_error *err) {
+    *out = NULL;
+    gv_errs saved = gv_catch();
+    view v;
+    mpx_status st = prepare(&v, plan, o, err);
+    const char *engine = o && o->engine && *o->engine ? o->engine : "dot";
+    GVC_t *gvc = NULL;
+    if (!st) {
+        gvc = shared_context();
+        if (!gvc) st = mpx_error_set(err, MPX_E_NOMEM, "graphviz: cannot make a context: %s", gv_last());
+    }
+    if (!st) {
+        double t0 = vz_now_ms();
+        if (gvLayout(gvc, v.G, engine) != 0) {
+            st = mpx_error_set(err, MPX_E_INVALID, "graphviz: layout with \"%s\" failed: %s", engine, gv_last());
+        } else {
+            double t1 = vz_now_ms();
+            v.st.ms_layout = t1 - t0;
+            char *data = NULL;
+            unsigned int len = 0;
+            if (gvRenderData(gvc, v.G, "svg", &data, &len) != 0 || !data) {
+                st = mpx_error_set(err, MPX_E_INVALID, "graphviz: SVG rendering failed: %s", gv_last());
+            } else {
+                /* Our own copy, so callers free() it whatever allocator
+                 * Graphviz used. */
+                char *s = malloc((size_t)len + 1);
+                if (!s) {
+                    st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+                } else {
+                    memcpy(s, data, len);
+                    s[len] = '\0';
+                    *out = s;
+                    v.st.bytes = len;
+                }
+            }
+            if (data) gvFreeRenderData(data);
+            gvFreeLayout(gvc, v.G);
+            v.st.ms_render = vz_now_ms() - t1;
+        }
+    }
+    st = finish(&v, stats, st);
+    gv_release(saved);
+    return st;
+}

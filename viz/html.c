@@ -1,0 +1,448 @@
+/* html.c - one self-contained review page: everything a reviewer needs to
+ * judge a precision plan without mpx, in one file that opens from disk with
+ * no network (inline CSS, inline SVG, a few lines of inline script to sort
+ * the tables and zoom the graph; no fonts, images or scripts fetched).
+ *
+ * Sections: model summary; target, options and rules; the plan's figures and
+ * its casts; the cast graph (SVG from graph.c, with the error overlay when a
+ * run is given); the error plot (plot.c); the per-layer table. */
+#include "viz_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *human(int64_t v, char *buf, size_t n) {
+    if (v < 0) snprintf(buf, n, "?");
+    else if (v >= 1000000000) snprintf(buf, n, "%.2fG", (double)v / 1e9);
+    else if (v >= 1000000) snprintf(buf, n, "%.2fM", (double)v / 1e6);
+    else if (v >= 10000) snprintf(buf, n, "%.1fK", (double)v / 1e3);
+    else snprintf(buf, n, "%lld", (long long)v);
+    return buf;
+}
+
+static const char *bytes_str(int64_t v, char *buf, size_t n) {
+    if (v < 0) snprintf(buf, n, "?");
+    else if (v >= 1 << 20) snprintf(buf, n, "%.1f MiB", (double)v / (1 << 20));
+    else if (v >= 1 << 10) snprintf(buf, n, "%.1f KiB", (double)v / (1 << 10));
+    else snprintf(buf, n, "%lld B", (long long)v);
+    return buf;
+}
+
+static const char *fname(const mpx_format *f) { return f ? f->name : "fp32"; }
+
+static const char css[] =
+    "body{font-family:Helvetica,Arial,sans-serif;margin:0;color:#212121;background:#fafafa}"
+    "header{background:#263238;color:#fff;padding:14px 24px}header h1{margin:0;font-size:22px}"
+    "header p{margin:4px 0 0;color:#cfd8dc;font-size:13px}"
+    "nav{padding:6px 24px;background:#eceff1;font-size:13px}nav a{margin-right:14px;color:#1565c0}"
+    "section{background:#fff;margin:14px 24px;padding:10px 18px 16px;border:1px solid #e0e0e0;border-radius:6px}"
+    "h2{font-size:17px;margin:8px 0 10px;color:#37474f}h3{font-size:14px;margin:14px 0 6px;color:#455a64}"
+    "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #e0e0e0;padding:3px 7px;text-align:left}"
+    "th{background:#f5f5f5;position:sticky;top:0}table.sortable th{cursor:pointer}"
+    "table.kv th{position:static;width:140px}td.num{text-align:right;font-variant-numeric:tabular-nums}"
+    ".badge{display:inline-block;padding:1px 8px;border:1px solid #9e9e9e;border-radius:9px;font-size:12px}"
+    ".cards{display:flex;flex-wrap:wrap;gap:10px}.card{border:1px solid #e0e0e0;border-radius:6px;padding:8px 14px;"
+    "min-width:110px}.card b{display:block;font-size:20px}.card span{font-size:12px;color:#616161}"
+    ".graph{overflow:auto;max-height:min(85vh,1400px);border:1px solid #e0e0e0;background:#fff}"
+    ".graph.fit svg{width:100%;height:auto}.tools button{font-size:12px;margin-right:6px}"
+    ".plot svg{max-width:100%;height:auto}.scroll{max-height:70vh;overflow:auto}"
+    "code{background:#f5f5f5;padding:1px 4px;border-radius:3px}.note{color:#616161;font-size:12px}"
+    "ol.rules li{margin:3px 0}footer{margin:14px 24px 30px;color:#757575;font-size:12px}";
+
+static const char script[] =
+    "document.querySelectorAll('table.sortable').forEach(function(t){"
+    "t.querySelectorAll('th').forEach(function(th,i){th.title='click to sort';"
+    "th.addEventListener('click',function(){var b=t.tBodies[0],r=Array.prototype.slice.call(b.rows),"
+    "d=th.dataset.dir==='a'?-1:1;th.dataset.dir=d>0?'a':'d';"
+    "function v(x){var c=x.cells[i];return c.dataset.v!==undefined?c.dataset.v:c.textContent;}"
+    "r.sort(function(x,y){var a=v(x),c=v(y),na=parseFloat(a),nc=parseFloat(c);"
+    "if(!isNaN(na)&&!isNaN(nc))return na===nc?0:(na<nc?-d:d);return a.localeCompare(c)*d;});"
+    "r.forEach(function(x){b.appendChild(x);});});});});"
+    "document.querySelectorAll('button[data-zoom]').forEach(function(bt){bt.addEventListener('click',function(){"
+    "var g=document.getElementById('graph-box');g.classList.toggle('fit',bt.dataset.zoom==='fit');});});";
+
+static void colour_badge(vz_buf *b, mpx_colour c) {
+    vz_printf(b, "<span class=\"badge\" style=\"background:%s\">%s</span>", vz_fill(c), mpx_colour_name(c));
+}
+
+/* A number cell; data-v holds the exact value the sort script compares
+ * (NaN sorts as the worst: +inf). style may be NULL. */
+static void num_cell(vz_buf *b, double v, const char *style) {
+    char fig[32], key[40];
+    if (isnan(v) || (isinf(v) && v > 0)) snprintf(key, sizeof key, "Infinity");
+    else if (isinf(v)) snprintf(key, sizeof key, "-Infinity");
+    else snprintf(key, sizeof key, "%.17g", v);
+    vz_printf(b, "<td class=\"num\"%s%s%s data-v=\"%s\">%s</td>", style ? " style=\"" : "", style ? style : "",
+              style ? "\"" : "", key, vz_fig(v, fig, sizeof fig));
+}
+
+static void model_section(vz_buf *b, const mpx_viz_page *pg) {
+    const mpx_graph *g = pg->plan->g;
+    char h1[32], h2[32], sh[256];
+    vz_put(b, "<section id=\"model\"><h2>Model</h2><table class=\"kv\">");
+    vz_put(b, "<tr><th>file</th><td>");
+    vz_put_xml(b, pg->model_path ? pg->model_path : g->path);
+    vz_put(b, "</td></tr><tr><th>name</th><td>");
+    vz_put_xml(b, g->name);
+    vz_put(b, "</td></tr><tr><th>producer</th><td>");
+    vz_put_xml(b, g->producer);
+    vz_printf(b, "</td></tr><tr><th>opset</th><td>%d</td></tr>", g->opset);
+    vz_printf(b, "<tr><th>nodes</th><td>%d (%d tensors)</td></tr>", g->n_nodes, g->n_tensors);
+    vz_printf(b, "<tr><th>parameters</th><td>%s</td></tr><tr><th>MACs</th><td>%s</td></tr>",
+              human(mpx_graph_param_count(g), h1, sizeof h1), human(mpx_graph_macs(g), h2, sizeof h2));
+    for (int i = 0; i < g->n_inputs; i++) {
+        vz_put(b, "<tr><th>input</th><td><code>");
+        vz_put_xml(b, g->inputs[i]->name);
+        vz_printf(b, "</code> %s %s</td></tr>", mpx_dtype_name(g->inputs[i]->dtype),
+                  mpx_tensor_shape_str(g->inputs[i], sh, sizeof sh));
+    }
+    for (int i = 0; i < g->n_outputs; i++) {
+        vz_put(b, "<tr><th>output</th><td><code>");
+        vz_put_xml(b, g->outputs[i]->name);
+        vz_printf(b, "</code> %s %s</td></tr>", mpx_dtype_name(g->outputs[i]->dtype),
+                  mpx_tensor_shape_str(g->outputs[i], sh, sizeof sh));
+    }
+    /* op types by count */
+    int counts[MPX_OP_COUNT];
+    memset(counts, 0, sizeof counts);
+    for (int i = 0; i < g->n_nodes; i++) counts[g->nodes[i]->op]++;
+    vz_put(b, "<tr><th>op types</th><td>");
+    for (int shown = 0; shown < MPX_OP_COUNT; shown++) {
+        int best = -1;
+        for (int k = 0; k < MPX_OP_COUNT; k++)
+            if (counts[k] > 0 && (best < 0 || counts[k] > counts[best])) best = k;
+        if (best < 0) break;
+        vz_printf(b, "%s%s %d", shown ? ", " : "", mpx_op_name((mpx_op)best), counts[best]);
+        counts[best] = 0;
+    }
+    vz_put(b, "</td></tr></table></section>\n");
+}
+
+static void plan_section(vz_buf *b, const mpx_viz_page *pg) {
+    const mpx_plan *p = pg->plan;
+    const mpx_graph *g = p->g;
+    char sum[512], a[32], c[32];
+    vz_put(b, "<section id=\"plan\"><h2>Target and rules</h2><table class=\"kv\">");
+    vz_printf(b, "<tr><th>target</th><td><b>%s</b></td></tr>", fname(p->opts.target));
+    vz_printf(b, "<tr><th>keep-io</th><td>%s</td></tr>", p->opts.keep_io ? "on (model inputs and outputs keep their type)" : "off");
+    vz_printf(b, "<tr><th>accumulate</th><td>%s", fname(p->opts.accum));
+    if (p->opts.accum_block > 0) vz_printf(b, ", rounded every %d terms", p->opts.accum_block);
+    vz_put(b, "</td></tr></table>");
+    int nr = pg->rules ? mpx_rules_count(pg->rules) : 0;
+    if (nr == 0) {
+        vz_put(b, "<p>No rules: every node has its default colour.</p>");
+    } else {
+        vz_put(b, "<h3>Rules (later rules override earlier ones)</h3><ol class=\"rules\">");
+        for (int i = 0; i < nr; i++) {
+            vz_put(b, "<li><code>");
+            vz_put_xml(b, mpx_rules_text(pg->rules, i));
+            vz_put(b, "</code>");
+            if (i < p->n_rules)
+                vz_printf(b, " <span class=\"note\">selects %d node%s, sets %d</span>", p->rule_selected[i],
+                          p->rule_selected[i] == 1 ? "" : "s", p->rule_applied[i]);
+            vz_put(b, "</li>");
+        }
+        vz_put(b, "</ol>");
+    }
+    mpx_plan_summary(p, sum, sizeof sum);
+    const mpx_plan_counts *k = &p->counts;
+    vz_put(b, "<h2>Plan</h2><p>");
+    vz_put_xml(b, sum);
+    vz_put(b, "</p><div class=\"cards\">");
+    for (int col = 1; col < MPX_COLOUR_COUNT; col++)
+        vz_printf(b, "<div class=\"card\" style=\"background:%s\"><b>%d</b><span>%s nodes</span></div>",
+                  vz_fill((mpx_colour)col), k->nodes[col], mpx_colour_name((mpx_colour)col));
+    vz_printf(b, "<div class=\"card\"><b>%d / %d</b><span>float nodes computing low</span></div>", k->low_nodes,
+              k->float_nodes);
+    vz_printf(b, "<div class=\"card\" style=\"background:%s\"><b>%d</b><span>runtime casts</span></div>",
+              VZ_CAST_FILL, k->casts);
+    vz_printf(b, "<div class=\"card\"><b>%d</b><span>weights converted (%s &#8594; %s)</span></div>",
+              k->weights_converted, bytes_str(k->weight_bytes_before, a, sizeof a),
+              bytes_str(k->weight_bytes_after, c, sizeof c));
+    vz_printf(b, "<div class=\"card\"><b>%.1f%%</b><span>of MACs in %s%s</span></div></div>", k->low_macs_pct,
+              fname(p->opts.target), k->macs_unknown ? " (some MACs unknown)" : "");
+    if (p->n_casts) {
+        vz_put(b, "<h3>Runtime casts</h3><div class=\"scroll\"><table class=\"sortable\"><thead><tr><th>tensor</th>"
+                  "<th>from</th><th>to</th><th>consumers</th></tr></thead><tbody>");
+        for (int i = 0; i < p->n_casts; i++) {
+            const mpx_plan_cast *cs = &p->casts[i];
+            vz_put(b, "<tr><td><code>");
+            vz_put_xml(b, g->tensors[cs->tensor]->name);
+            vz_printf(b, "</code></td><td>%s</td><td>%s</td><td>", fname(cs->from), fname(cs->to));
+            for (int j = 0; j < cs->n_consumers; j++) {
+                if (j) vz_put(b, ", ");
+                if (j == 8) {
+                    vz_printf(b, "&#8230; %d more", cs->n_consumers - 8);
+                    break;
+                }
+                vz_put_xml(b, cs->consumers[j] < 0 ? "(model output)" : g->nodes[cs->consumers[j]]->name);
+            }
+            vz_put(b, "</td></tr>");
+        }
+        vz_put(b, "</tbody></table></div>");
+    }
+    vz_put(b, "</section>\n");
+}
+
+static void run_summary(vz_buf *b, const mpx_viz_page *pg) {
+    const mpx_graph *g = pg->plan->g;
+    vz_put(b, "<table class=\"kv\">");
+    for (int s = 0; s < pg->n_series; s++) {
+        const mpx_compare *c = pg->series[s].cmp;
+        int worst = -1, ovf = 0, unf = 0;
+        for (int k = 0; k < c->n_layers; k++) {
+            const mpx_metrics *m = &c->layers[k].m;
+            double r = isnan(m->rel_l2) ? INFINITY : m->rel_l2;
+            if (worst < 0 || r > (isnan(c->layers[worst].m.rel_l2) ? INFINITY : c->layers[worst].m.rel_l2))
+                worst = k;
+            ovf += m->overflow > 0;
+            unf += m->underflow > 0;
+        }
+        char fig[32];
+        vz_put(b, "<tr><th>");
+        vz_put_xml(b, pg->series[s].label ? pg->series[s].label : "run");
+        vz_printf(b, "</th><td>%d layers compared", c->n_layers);
+        if (worst >= 0) {
+            vz_printf(b, "; worst rel_l2 %s at <code>", vz_fig(c->layers[worst].m.rel_l2, fig, sizeof fig));
+            vz_put_xml(b, g->nodes[c->layers[worst].node]->name);
+            vz_put(b, "</code>");
+        }
+        vz_printf(b, "; %d layer%s overflowed, %d underflowed", ovf, ovf == 1 ? "" : "s", unf);
+        for (int o = 0; o < g->n_outputs; o++) {
+            const mpx_layer *l = mpx_compare_layer(c, g->outputs[o]->index);
+            if (!l) continue;
+            vz_put(b, "<br>output <code>");
+            vz_put_xml(b, g->outputs[o]->name);
+            vz_printf(b, "</code>: rel_l2 %s", vz_fig(l->m.rel_l2, fig, sizeof fig));
+            vz_printf(b, ", max_abs %s", vz_fig(l->m.max_abs, fig, sizeof fig));
+            vz_printf(b, ", sqnr %s dB", vz_fig(l->m.sqnr_db, fig, sizeof fig));
+        }
+        vz_put(b, "</td></tr>");
+    }
+    vz_put(b, "</table>");
+}
+
+static void node_link(vz_buf *b, const mpx_viz_page *pg, int n);
+
+/* The ten layers with the largest rel_l2 in the first run. */
+static void worst_table(vz_buf *b, const mpx_viz_page *pg) {
+    const mpx_compare *c = pg->series[0].cmp;
+    const mpx_graph *g = pg->plan->g;
+    int top[10], nt = 0;
+    for (int k = 0; k < c->n_layers; k++) {
+        double r = isnan(c->layers[k].m.rel_l2) ? INFINITY : c->layers[k].m.rel_l2;
+        int at = nt;
+        while (at > 0) {
+            double q = c->layers[top[at - 1]].m.rel_l2;
+            if (!(r > (isnan(q) ? INFINITY : q))) break;
+            at--;
+        }
+        if (at >= 10) continue;
+        for (int j = (nt < 10 ? nt : 9); j > at; j--) top[j] = top[j - 1];
+        top[at] = k;
+        if (nt < 10) nt++;
+    }
+    if (!nt) return;
+    vz_put(b, "<h3>Worst layers</h3><table><thead><tr><th>#</th><th>node</th><th>op</th><th>colour</th>"
+              "<th>format</th><th>rel_l2</th><th>max_abs</th><th>overflow</th><th>underflow</th></tr></thead><tbody>");
+    for (int i = 0; i < nt; i++) {
+        const mpx_layer *l = &c->layers[top[i]];
+        char col[8], style[64];
+        vz_err_colour(vz_err_t(l->m.rel_l2), col);
+        snprintf(style, sizeof style, "border-left:6px solid %s", l->m.overflow ? VZ_OVERFLOW_COLOUR : col);
+        vz_printf(b, "<tr><td class=\"num\">%d</td><td>", l->node);
+        node_link(b, pg, l->node);
+        vz_put(b, "</td><td>");
+        vz_put_xml(b, g->nodes[l->node]->op_type);
+        vz_put(b, "</td><td>");
+        colour_badge(b, pg->plan->nodes[l->node].colour);
+        vz_printf(b, "</td><td>%s</td>", fname(l->fmt));
+        num_cell(b, l->m.rel_l2, style);
+        num_cell(b, l->m.max_abs, NULL);
+        vz_printf(b, "<td class=\"num\">%lld</td><td class=\"num\">%lld</td></tr>", (long long)l->m.overflow,
+                  (long long)l->m.underflow);
+    }
+    vz_put(b, "</tbody></table>");
+}
+
+static void node_link(vz_buf *b, const mpx_viz_page *pg, int n) {
+    const mpx_graph *g = pg->plan->g;
+    /* a node is drawn under its own id n<i> unless chains or --around changed that */
+    bool linked = !pg->graph || (!pg->graph->collapse && !pg->graph->around);
+    if (linked) vz_printf(b, "<a href=\"#n%d\">", n);
+    vz_put_xml(b, g->nodes[n]->name);
+    if (linked) vz_put(b, "</a>");
+}
+
+static void layer_table(vz_buf *b, const mpx_viz_page *pg) {
+    const mpx_plan *p = pg->plan;
+    const mpx_graph *g = p->g;
+    vz_put(b, "<section id=\"layers\"><h2>Per-layer table</h2>");
+    if (pg->n_series == 0) {
+        vz_put(b, "<p class=\"note\">No run yet: the plan per node. Click a heading to sort.</p>"
+                  "<div class=\"scroll\"><table class=\"sortable\"><thead><tr><th>#</th><th>node</th><th>op</th>"
+                  "<th>colour</th><th>set by</th><th>compute</th><th>accumulate</th><th>output</th><th>MACs</th>"
+                  "</tr></thead><tbody>");
+        for (int i = 0; i < g->n_nodes; i++) {
+            const mpx_plan_node *pn = &p->nodes[i];
+            if (g->nodes[i]->op == MPX_OP_Constant || pn->folded) continue;
+            char m[32];
+            vz_printf(b, "<tr><td class=\"num\">%d</td><td>", i);
+            node_link(b, pg, i);
+            vz_put(b, "</td><td>");
+            vz_put_xml(b, g->nodes[i]->op_type);
+            vz_put(b, "</td><td>");
+            colour_badge(b, pn->colour);
+            if (pn->colour_rule >= 0) vz_printf(b, "</td><td>rule #%d", pn->colour_rule + 1);
+            else vz_put(b, "</td><td>default");
+            vz_printf(b, "</td><td>%s</td><td>%s</td><td>%s</td><td class=\"num\" data-v=\"%lld\">%s</td></tr>",
+                      pn->is_float ? fname(pn->compute) : "-", pn->is_float ? fname(pn->accum) : "-",
+                      pn->is_float ? fname(pn->output) : "-", (long long)g->nodes[i]->cost.macs,
+                      human(g->nodes[i]->cost.macs, m, sizeof m));
+        }
+        vz_put(b, "</tbody></table></div></section>\n");
+        return;
+    }
+    const mpx_compare *c = pg->series[0].cmp;
+    bool local = false;
+    for (int k = 0; k < c->n_layers && !local; k++) local = c->layers[k].has_local;
+    vz_put(b, "<p class=\"note\">One row per float tensor a node computes, in topological order, against the fp32 "
+              "reference (");
+    vz_put_xml(b, pg->series[0].label ? pg->series[0].label : "run");
+    vz_put(b, "). The rel_l2 cell is tinted on the graph overlay's scale. Click a heading to sort; a node name "
+              "jumps to it in the graph.</p><div class=\"scroll\"><table class=\"sortable\"><thead><tr><th>#</th>"
+              "<th>node</th><th>op</th><th>colour</th><th>compute</th><th>tensor</th><th>format</th><th>rel_l2</th>");
+    for (int s = 1; s < pg->n_series; s++) {
+        vz_put(b, "<th>rel_l2 ");
+        vz_put_xml(b, pg->series[s].label ? pg->series[s].label : "run");
+        vz_put(b, "</th>");
+    }
+    if (local) vz_put(b, "<th>local rel_l2</th>");
+    vz_put(b, "<th>max_abs</th><th>sqnr_db</th><th>cos</th><th>overflow</th><th>underflow</th><th>subnormal</th>"
+              "</tr></thead><tbody>");
+    for (int k = 0; k < c->n_layers; k++) {
+        const mpx_layer *l = &c->layers[k];
+        if (l->node < 0 || l->node >= g->n_nodes || l->tensor < 0 || l->tensor >= g->n_tensors) continue;
+        const mpx_plan_node *pn = &p->nodes[l->node];
+        vz_printf(b, "<tr><td class=\"num\">%d</td><td>", l->node);
+        node_link(b, pg, l->node);
+        vz_put(b, "</td><td>");
+        vz_put_xml(b, g->nodes[l->node]->op_type);
+        vz_put(b, "</td><td>");
+        colour_badge(b, pn->colour);
+        if (pn->colour_rule >= 0) vz_printf(b, " #%d", pn->colour_rule + 1);
+        vz_printf(b, "</td><td>%s</td><td><code>", pn->is_float ? fname(pn->compute) : "-");
+        vz_put_xml(b, g->tensors[l->tensor]->name);
+        vz_printf(b, "</code></td><td>%s</td>", fname(l->fmt));
+        char col[8], style[64];
+        vz_err_colour(vz_err_t(l->m.rel_l2), col);
+        snprintf(style, sizeof style, "border-left:6px solid %s", l->m.overflow ? VZ_OVERFLOW_COLOUR : col);
+        num_cell(b, l->m.rel_l2, style);
+        for (int s = 1; s < pg->n_series; s++) {
+            const mpx_layer *o = mpx_compare_layer(pg->series[s].cmp, l->tensor);
+            num_cell(b, o ? o->m.rel_l2 : NAN, NULL);
+        }
+        if (local) num_cell(b, l->has_local ? l->local.rel_l2 : NAN, NULL);
+        num_cell(b, l->m.max_abs, NULL);
+        num_cell(b, l->m.sqnr_db, NULL);
+        num_cell(b, l->m.cos, NULL);
+        vz_printf(b, "<td class=\"num\"%s>%lld</td><td class=\"num\">%lld</td><td class=\"num\">%lld</td></tr>\n",
+                  l->m.overflow ? " style=\"background:#e1bee7\"" : "", (long long)l->m.overflow,
+                  (long long)l->m.underflow, (long long)l->m.subnormal);
+    }
+    vz_put(b, "</tbody></table></div></section>\n");
+}
+
+mpx_status mpx_viz_html(const mpx_viz_page *pg, char **out, mpx_viz_stats *stats, mpx_error *err) {
+    *out = NULL;
+    if (!pg || !pg->plan) return mpx_error_set(err, MPX_E_ARG, "no plan for the page");
+    const mpx_plan *p = pg->plan;
+    const mpx_graph *g = p->g;
+    for (int s = 0; s < pg->n_series; s++)
+        if (!pg->series[s].cmp || pg->series[s].cmp->g != g)
+            return mpx_error_set(err, MPX_E_ARG, "the run \"%s\" belongs to another model (run again)",
+                                 pg->series[s].label ? pg->series[s].label : "?");
+    /* the cast graph and the plot first: their errors stop the page */
+    mpx_viz_opts go;
+    if (pg->graph) go = *pg->graph;
+    else {
+        mpx_viz_opts_default(&go);
+        if (pg->n_series) go.overlay = pg->series[0].cmp;
+    }
+    if (!go.rules) go.rules = pg->rules;
+    char *svg = NULL, *plot = NULL;
+    mpx_viz_stats gst;
+    mpx_status st = mpx_viz_svg(p, &go, &svg, &gst, err);
+    if (st) return st;
+    if (stats) *stats = gst;
+    if (pg->n_series) {
+        mpx_viz_plot_opts po;
+        if (pg->plot) po = *pg->plot;
+        else {
+            mpx_viz_plot_opts_default(&po);
+            po.marks = p;
+        }
+        st = mpx_viz_plot(pg->series, pg->n_series, &po, &plot, err);
+        if (st) {
+            free(svg);
+            return st;
+        }
+    }
+
+    vz_buf b;
+    vz_buf_init(&b);
+    /* the file's base name says which model at a glance; exported models'
+     * own names are often generic ("Model from PaddlePaddle.") */
+    const char *path = pg->model_path && *pg->model_path ? pg->model_path : g->path;
+    const char *title = path ? strrchr(path, '/') : NULL;
+    title = title ? title + 1 : path;
+    if (!title || !*title) title = g->name && *g->name ? g->name : "model";
+    vz_put(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+               "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>mpx review: ");
+    vz_put_xml(&b, title);
+    vz_printf(&b, "</title><style>%s</style></head><body>\n<header><h1>Precision review: ", css);
+    vz_put_xml(&b, title);
+    vz_printf(&b, " &#8594; %s</h1><p>", fname(p->opts.target));
+    vz_put_xml(&b, pg->model_path ? pg->model_path : g->path);
+    vz_put(&b, " &#183; written by mpx; this page is self-contained and needs no network</p></header>\n"
+               "<nav><a href=\"#model\">model</a><a href=\"#plan\">target, rules and plan</a>"
+               "<a href=\"#graph\">cast graph</a><a href=\"#plot\">error plot</a><a href=\"#layers\">per-layer table</a>"
+               "</nav>\n");
+    model_section(&b, pg);
+    plan_section(&b, pg);
+
+    vz_put(&b, "<section id=\"graph\"><h2>Cast graph</h2><p class=\"note\">Nodes are filled by colour "
+               "(green: always low, gray: low when its inputs are, clear: follows its inputs, red: fp32); hexagons "
+               "are runtime casts; edges are labelled with the format the values travel in; a double border marks "
+               "a colour set by a rule");
+    if (go.overlay) vz_put(&b, "; the border colour and width show the node's rel_l2 in the run (log scale, see "
+                               "the legend), purple with OVERFLOW where values overflowed");
+    vz_printf(&b, ". Hover a node for details. %d nodes drawn", gst.nodes);
+    if (gst.hidden) vz_printf(&b, " (%d Constant/folded nodes left out)", gst.hidden);
+    if (gst.chains) vz_printf(&b, ", %d chains collapsed", gst.chains);
+    vz_printf(&b, ".</p><div class=\"tools\"><button data-zoom=\"fit\">fit width</button>"
+                  "<button data-zoom=\"full\">actual size</button></div>"
+                  "<div class=\"graph fit\" id=\"graph-box\">%s</div></section>\n",
+              vz_svg_body(svg));
+    free(svg);
+
+    vz_put(&b, "<section id=\"plot\"><h2>Error per layer</h2>");
+    if (plot) {
+        run_summary(&b, pg);
+        vz_printf(&b, "<div class=\"plot\">%s</div>", vz_svg_body(plot));
+        worst_table(&b, pg);
+        free(plot);
+    } else {
+        vz_put(&b, "<p>No run yet: run the plan (<code>run</code>) to compare it with the fp32 reference.</p>");
+    }
+    vz_put(&b, "</section>\n");
+    layer_table(&b, pg);
+    vz_printf(&b, "<footer>Cast graph: %d nodes, %d edges, %d casts; built in %.0f ms, laid out in %.0f ms, rendered "
+                  "in %.0f ms.</footer>\n<script>%s</script>\n</body></html>\n",
+              gst.nodes, gst.edges, gst.casts, gst.ms_build, gst.ms_layout, gst.ms_render, script);
+    *out = vz_buf_take(&b);
+    if (!*out) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    return MPX_OK;
+}

@@ -1,0 +1,156 @@
+/* mpx_viz.h - pictures of a precision plan: the cast graph as DOT (built with
+ * Graphviz's libcgraph) and SVG (laid out and rendered in-process by libgvc),
+ * the per-layer error plot (SVG written by mpx itself) and the self-contained
+ * HTML review page.
+ *
+ * Ownership: every function that makes text returns it in *out, malloc'ed and
+ * NUL-terminated; the caller frees it with free(). Nothing else is allocated
+ * across calls. The plan, compares and rules passed in are borrowed for the
+ * call only.
+ *
+ * Nothing in viz/ prints, exits or reads stdin: functions return an mpx_status
+ * and fill an mpx_error. Graphviz's own warnings are caught (not written to
+ * stderr) and an error from it is returned in the mpx_error.
+ *
+ * Not thread-safe: Graphviz keeps global state (its error handler, and the
+ * one layout context viz keeps for the life of the process; see graph.c).
+ *
+ * Determinism: the DOT text of a plan depends only on the plan, the options
+ * and the compare given (ids from graph indices, nodes and edges in graph
+ * order), never on layout, time or addresses, so it can be compared with
+ * expected text.
+ *
+ * Node ids in DOT and in the SVG's <title> elements:
+ *   n<i>   op node i (graph node index)        c<i>  a collapsed chain whose first node is i
+ *   s<i>   stub: node i, just outside --around  k<j>  runtime cast j (plan->casts[j])
+ *   in<i>  model input i (g->inputs)            out<i> model output i (g->outputs)
+ *   w<t>   constant tensor t (with weights on)  legend the legend
+ */
+#ifndef MPX_VIZ_H
+#define MPX_VIZ_H
+
+#include "mpx_colour.h"
+#include "mpx_graph.h"
+#include "mpx_numerics.h"
+
+/* ---- the cast graph (viz/graph.c) ---------------------------------------- */
+
+typedef struct mpx_viz_opts {
+    /* Only the neighbourhood of one node: the nodes within `depth` data edges
+     * of it (either direction); nodes one step further are drawn as dashed
+     * stubs so the cut is visible. NULL: the whole graph. */
+    const char *around;
+    int depth;
+    bool shapes;        /* edge labels add the tensor's shape */
+    /* Collapse chains (a -> b where a's only data consumer is b and b's only
+     * data producer is a) of nodes with the same compute and output format
+     * and no cast between them into one node. */
+    bool collapse;
+    /* Group nodes into nested clusters by the first `cluster` components of
+     * their names split at '/' (/backbone/stage2/conv3/Conv -> backbone,
+     * backbone/stage2). 0: no clusters. */
+    int cluster;
+    bool weights;       /* draw constant float inputs as nodes (default: a mark on the reader) */
+    bool all;           /* also draw Constant nodes and nodes folded at load */
+    bool legend;        /* the legend node (default on) */
+    /* The per-layer error overlay (rel_l2 of each node's worst output on the
+     * log scale VZ_ERR_LO..HI as border colour and width, overflow and
+     * underflow marked). NULL: none. Must be a compare of plan->g. */
+    const mpx_compare *overlay;
+    bool overlay_local; /* overlay the local error where the compare has it */
+    /* The plan's rules, for rule text in node tooltips (NULL: "rule #n" only). */
+    const mpx_rules *rules;
+    /* Graph title (NULL: the model's name, target and plan summary). */
+    const char *title;
+    /* Layout engine for SVG: "dot" (default, layered), or "sfdp"/"neato"
+     * for very large graphs. */
+    const char *engine;
+} mpx_viz_opts;
+
+/* everything off, legend on, engine "dot". */
+void mpx_viz_opts_default(mpx_viz_opts *o);
+
+/* What was drawn and how long it took. */
+typedef struct mpx_viz_stats {
+    int nodes;          /* graph nodes drawn (ops, chains, stubs, casts, inputs, outputs, weights) */
+    int op_nodes;       /* plan nodes drawn (inside chains included) */
+    int edges;
+    int casts;          /* runtime cast nodes drawn */
+    int hidden;         /* Constant/folded nodes left out (see opts.all) */
+    int chains;         /* collapsed chains (each counts once in nodes) */
+    int clusters;
+    double ms_build;    /* building the cgraph */
+    double ms_layout;   /* gvLayout (SVG only) */
+    double ms_render;   /* agwrite or gvRenderData */
+    size_t bytes;       /* length of the text returned */
+} mpx_viz_stats;
+
+/* The cast graph of plan as DOT text. stats may be NULL. Errors: --around
+ * naming no node (the message says so), a negative depth, an overlay of
+ * another graph, out of memory. */
+mpx_status mpx_viz_dot(const mpx_plan *plan, const mpx_viz_opts *o, char **out,
+                       mpx_viz_stats *stats, mpx_error *err);
+/* The same graph laid out and rendered to SVG in-process. */
+mpx_status mpx_viz_svg(const mpx_plan *plan, const mpx_viz_opts *o, char **out,
+                       mpx_viz_stats *stats, mpx_error *err);
+
+/* ---- per-layer error plot (viz/plot.c) ------------------------------------- */
+
+typedef enum mpx_viz_metric {
+    MPX_VIZ_REL_L2, MPX_VIZ_MAX_ABS, MPX_VIZ_MEAN_ABS, MPX_VIZ_SQNR_DB,
+    MPX_VIZ_COS,        /* plotted as 1 - cos on a log scale */
+    MPX_VIZ_OVERFLOW, MPX_VIZ_UNDERFLOW, MPX_VIZ_SUBNORMAL,
+    MPX_VIZ_METRIC_COUNT
+} mpx_viz_metric;
+
+/* "rel_l2", "max_abs", "mean_abs", "sqnr_db", "cos", "overflow", "underflow",
+ * "subnormal" (case-insensitive); false if unknown. */
+bool mpx_viz_metric_from_name(const char *name, mpx_viz_metric *out);
+const char *mpx_viz_metric_name(mpx_viz_metric m);
+
+/* One line of the plot: a run (compare) and its legend text ("fp16"). */
+typedef struct mpx_viz_series {
+    const char *label;
+    const mpx_compare *cmp;
+} mpx_viz_series;
+
+typedef struct mpx_viz_plot_opts {
+    mpx_viz_metric metric;   /* default rel_l2 */
+    bool local;              /* plot local errors where the compares have them */
+    /* Casts and red nodes to mark along the x axis (the plan the runs ran
+     * under); NULL: no marks. Must be a plan of the compares' graph. */
+    const mpx_plan *marks;
+    const char *title;       /* NULL: "<metric> per layer" */
+    int width, height;       /* pixels; 0: 1100 x 440 */
+} mpx_viz_plot_opts;
+
+void mpx_viz_plot_opts_default(mpx_viz_plot_opts *o);
+
+/* SVG of the metric of every compared layer against the position of its node
+ * in topological order, one line per series (log scale except sqnr_db, whose
+ * scale is linear), with axis labels, a legend, casts and red nodes marked,
+ * overflowing layers marked, and the three worst layers named. All series
+ * must be compares of the same graph; n >= 1. */
+mpx_status mpx_viz_plot(const mpx_viz_series *series, int n, const mpx_viz_plot_opts *o,
+                        char **out, mpx_error *err);
+
+/* ---- the HTML review page (viz/html.c) ------------------------------------- */
+
+typedef struct mpx_viz_page {
+    const mpx_plan *plan;           /* required */
+    const mpx_rules *rules;         /* the plan's rules (NULL: none listed) */
+    const char *model_path;         /* as loaded (NULL: the graph's path) */
+    const mpx_viz_series *series;   /* runs (may be 0): plot, and the table of series[0] */
+    int n_series;
+    const mpx_viz_opts *graph;      /* cast graph options (NULL: defaults) */
+    const mpx_viz_plot_opts *plot;  /* plot options (NULL: defaults; marks = plan) */
+} mpx_viz_page;
+
+/* One self-contained HTML page (inline CSS, inline SVG, a few lines of inline
+ * script for sorting and zoom; nothing fetched): model summary, target and
+ * options, rules, the plan's summary figures, the cast graph, the error plot
+ * and the per-layer table. stats (may be NULL) receives the cast graph's. */
+mpx_status mpx_viz_html(const mpx_viz_page *page, char **out, mpx_viz_stats *stats,
+                        mpx_error *err);
+
+#endif
