@@ -136,29 +136,7 @@ mpx_status repl_cmd_ops(mpx_session *s, int argc, char **argv, mpx_error *err) {
         char *text = cJSON_Print(root);
         cJSON_Delete(root);
         free(rows);
-        if (!text) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
-        if (argc == 3) {
-            /* Write aside, then rename: a reader never sees half a file. */
-            char tmp[1100];
-            snprintf(tmp, sizeof tmp, "%s.tmp", argv[2]);
-            FILE *f = fopen(tmp, "w");
-            if (!f) {
-                free(text);
-                return mpx_error_set(err, MPX_E_IO, "cannot write %s: %s", argv[2], strerror(errno));
-            }
-            bool ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-            ok = (fclose(f) == 0) && ok;
-            free(text);
-            if (!ok || rename(tmp, argv[2]) != 0) {
-                remove(tmp);
-                return mpx_error_set(err, MPX_E_IO, "cannot write %s: %s", argv[2], strerror(errno));
-            }
-            fprintf(s->out, "wrote %s\n", argv[2]);
-        } else {
-            fprintf(s->out, "%s\n", text);
-            free(text);
-        }
-        return MPX_OK;
+        return repl_emit(s, text, argc == 3 ? argv[2] : NULL, err);
     }
     char a[32], b[32];
     fprintf(s->out, "%-24s %6s %10s %10s\n", "op", "nodes", "params", "MACs");

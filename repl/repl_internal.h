@@ -24,7 +24,10 @@ mpx_status repl_parse_number(const char *text, const char *what, double *out, mp
 double repl_now_ms(void);
 /* "12.3M" style figures for tables. */
 const char *repl_human(int64_t v, char *buf, size_t n);
-/* Write text to path atomically (a temporary file, then rename). */
+/* Create the folders path needs (mkdir -p of its parent). */
+mpx_status repl_make_parent(const char *path, mpx_error *err);
+/* Write text to path atomically (a temporary file, then rename), making the
+ * folders it needs. */
 mpx_status repl_write_file(const char *path, const char *text, mpx_error *err);
 /* Print text, or write it to path when path is non-NULL (saying so). Frees text. */
 mpx_status repl_emit(mpx_session *s, char *text, const char *path, mpx_error *err);

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 void mpx_session_init(mpx_session *s, FILE *out) {
@@ -147,7 +148,30 @@ mpx_status repl_parse_number(const char *text, const char *what, double *out, mp
     return MPX_OK;
 }
 
+mpx_status repl_make_parent(const char *path, mpx_error *err) {
+    char dir[1024];
+    if (strlen(path) >= sizeof dir) return mpx_error_set(err, MPX_E_ARG, "path too long: %s", path);
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir) return MPX_OK;
+    *slash = '\0';
+    /* mkdir -p: each prefix in turn; an existing folder is fine. */
+    for (char *p = dir + 1;; p++) {
+        if (*p == '/' || !*p) {
+            char c = *p;
+            *p = '\0';
+            if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+                return mpx_error_set(err, MPX_E_IO, "cannot create folder %s for %s: %s", dir, path, strerror(errno));
+            *p = c;
+            if (!c) break;
+        }
+    }
+    return MPX_OK;
+}
+
 mpx_status repl_write_file(const char *path, const char *text, mpx_error *err) {
+    mpx_status mk = repl_make_parent(path, err);
+    if (mk) return mk;
     char tmp[1100];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "w");
