@@ -278,4 +278,21 @@ mpx_status mpx_plan_diff_new(const mpx_plan *a, const mpx_plan *b, mpx_plan_diff
                              mpx_error *err);
 void mpx_plan_diff_free(mpx_plan_diff *d);
 
+/* ---- weights converted offline (colour/weights.c) -------------------------- */
+
+/* A weight whose conversion is lossy enough to look at. */
+#define MPX_WEIGHT_LOSS 1e-2   /* rel_l2 above which a converted weight is listed */
+
+typedef struct mpx_weight_check {
+    int weight;                /* index into plan->weights */
+    int64_t n, overflow, underflow;
+    double absmax;             /* largest |value| before conversion */
+    double rel_l2;             /* converted against original (inf on overflow) */
+} mpx_weight_check;
+
+/* Convert every weight the plan converts and compare it with the original:
+ * the weights that overflow the format or lose more than MPX_WEIGHT_LOSS
+ * (rel_l2), in plan order, in *out (malloc'ed; NULL when none). */
+mpx_status mpx_plan_check_weights(const mpx_plan *p, mpx_weight_check **out, int *n, mpx_error *err);
+
 #endif

@@ -235,35 +235,27 @@ static const char *fmt_name(const mpx_format *f) { return f ? f->name : "fp32"; 
  * number of weights with an overflow; prints one line per weight that
  * overflows or loses more than 1% (rel_l2) when out is non-NULL. */
 int repl_check_weights(const mpx_session *s, const mpx_plan *p, FILE *out, int64_t *n_overflow) {
-    int bad = 0;
+    mpx_weight_check *w = NULL;
+    int n = 0, bad = 0;
     int64_t total = 0;
-    for (int i = 0; i < p->n_weights; i++) {
-        const mpx_plan_weight *w = &p->weights[i];
-        const mpx_tensor *t = s->graph->tensors[w->tensor];
-        mpx_value ref, conv;
-        mpx_value_view(&ref, t);
-        if (ref.n <= 0 || !ref.f) continue;
-        mpx_error e;
-        if (mpx_value_copy(&conv, &ref, &e) != MPX_OK) continue;
-        mpx_round_array(w->to, conv.f, conv.f, (size_t)conv.n);
-        mpx_metrics m;
-        if (mpx_metrics_compute(&ref, &conv, w->to, &m, &e) == MPX_OK) {
-            total += m.overflow;
-            if (m.overflow) bad++;
-            if (out && (m.overflow || m.rel_l2 > 1e-2)) {
-                const mpx_node *user = t->n_consumers ? t->consumers[0] : NULL;
-                fprintf(out, "  weight %s (%lld values, used by %s %s) in %s: ", t->name, (long long)ref.n,
-                        user ? user->op_type : "?", user ? user->name : "?", fmt_name(w->to));
-                if (m.overflow)
-                    fprintf(out, "%lld overflow (values up to %.4g; largest finite %s is %.6g)", (long long)m.overflow,
-                            m.absmax_ref, fmt_name(w->to), (double)w->to->max_finite);
-                else
-                    fprintf(out, "rel_l2 %.3g, %lld flushed to zero", m.rel_l2, (long long)m.underflow);
-                fputc('\n', out);
-            }
-        }
-        mpx_value_free(&conv);
+    mpx_error e;
+    if (mpx_plan_check_weights(p, &w, &n, &e) != MPX_OK) n = 0;
+    for (int i = 0; i < n; i++) {
+        const mpx_plan_weight *pw = &p->weights[w[i].weight];
+        const mpx_tensor *t = s->graph->tensors[pw->tensor];
+        total += w[i].overflow;
+        bad += w[i].overflow > 0;
+        if (!out) continue;
+        const mpx_node *user = t->n_consumers ? t->consumers[0] : NULL;
+        fprintf(out, "  weight %s (%lld values, used by %s %s) in %s: ", t->name, (long long)w[i].n,
+                user ? user->op_type : "?", user ? user->name : "?", fmt_name(pw->to));
+        if (w[i].overflow)
+            fprintf(out, "%lld overflow (values up to %.4g; largest finite %s is %.6g)\n", (long long)w[i].overflow,
+                    w[i].absmax, fmt_name(pw->to), (double)pw->to->max_finite);
+        else
+            fprintf(out, "rel_l2 %.3g, %lld flushed to zero\n", w[i].rel_l2, (long long)w[i].underflow);
     }
+    free(w);
     if (n_overflow) *n_overflow = total;
     return bad;
 }

@@ -1105,6 +1105,44 @@ static void test_history(void) {
     mpx_history_free(NULL);
 }
 
+/* Converting weights: a variance of 1e8 overflows fp16 (found, with its
+ * count and size), bf16 keeps it; a weight of tiny values flushes to zero in
+ * fp16 (listed as lossy); 0.5 everywhere converts exactly (not listed). */
+static void test_weight_check(void) {
+    mpx_graph *g = new_graph();
+    node(g, "bn", "BatchNormalization", "x:f:1x4x2x2 sc#f:4 b#f:4 m#f:4 v#f:4", "y", "epsilon=1e-5");
+    node(g, "mul", "Mul", "y tiny#f:4x2x2", "z", "");
+    finish(g, "z");
+    mpx_tensor *v = mpx_graph_find_tensor(g, "v"), *tiny = mpx_graph_find_tensor(g, "tiny");
+    v->f32[1] = 1e8f;
+    v->f32[3] = -7e4f;
+    for (int64_t i = 0; i < tiny->nelem; i++) tiny->f32[i] = 1e-9f;
+    const char *forms[2] = {"fp16", "bf16"};
+    for (int f = 0; f < 2; f++) {
+        mpx_plan_opts o;
+        mpx_plan_opts_default(&o);
+        o.target = mpx_format_by_name(forms[f]);
+        mpx_plan *p = plan_with(g, "colour * green", &o);
+        if (!p) continue;
+        mpx_weight_check *w = NULL;
+        int n = -1;
+        CHECK(mpx_plan_check_weights(p, &w, &n, &err) == MPX_OK);
+        if (f == 0) {
+            CHECK_MSG(n == 2, "fp16: %d weights listed", n);
+            for (int i = 0; i < n; i++) {
+                const char *name = g->tensors[p->weights[w[i].weight].tensor]->name;
+                if (strcmp(name, "v") == 0) CHECK(w[i].overflow == 2 && w[i].absmax == 1e8 && isinf(w[i].rel_l2));
+                else CHECK(strcmp(name, "tiny") == 0 && w[i].overflow == 0 && w[i].underflow == 16 && w[i].rel_l2 == 1.0);
+            }
+        } else {
+            CHECK_MSG(n == 0, "bf16: %d weights listed", n);
+        }
+        free(w);
+        mpx_plan_free(p);
+    }
+    mpx_graph_free(g);
+}
+
 /* ---- a big graph ------------------------------------------------------------------ */
 
 static void test_big_graph(void) {
@@ -1158,6 +1196,7 @@ int main(void) {
     test_assign();
     test_run_plan();
     test_history();
+    test_weight_check();
     test_big_graph();
     return check_report("test_colour");
 }

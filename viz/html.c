@@ -163,6 +163,28 @@ static void plan_section(vz_buf *b, const mpx_viz_page *pg) {
               bytes_str(k->weight_bytes_after, c, sizeof c));
     vz_printf(b, "<div class=\"card\"><b>%.1f%%</b><span>of MACs in %s%s</span></div></div>", k->low_macs_pct,
               fname(p->opts.target), k->macs_unknown ? " (some MACs unknown)" : "");
+    mpx_weight_check *wc = NULL;
+    int nwc = 0;
+    mpx_error werr;
+    if (mpx_plan_check_weights(p, &wc, &nwc, &werr) == MPX_OK && nwc) {
+        /* Converting a weight offline can overflow it: the run only shows the
+         * layer that went wrong, so the page names the weight. */
+        vz_put(b, "<h3>Weights the conversion damages</h3><div class=\"scroll\"><table><thead><tr><th>weight</th>"
+                  "<th>used by</th><th>to</th><th>values</th><th>overflow</th><th>largest |value|</th>"
+                  "<th>rel_l2</th></tr></thead><tbody>");
+        for (int i = 0; i < nwc; i++) {
+            const mpx_plan_weight *pw = &p->weights[wc[i].weight];
+            const mpx_tensor *t = g->tensors[pw->tensor];
+            vz_put(b, "<tr><td><code>");
+            vz_put_xml(b, t->name);
+            vz_put(b, "</code></td><td>");
+            vz_put_xml(b, t->n_consumers ? t->consumers[0]->name : "?");
+            vz_printf(b, "</td><td>%s</td><td>%lld</td><td>%lld</td><td>%.4g</td><td>%.3g</td></tr>", fname(pw->to),
+                      (long long)wc[i].n, (long long)wc[i].overflow, wc[i].absmax, wc[i].rel_l2);
+        }
+        vz_put(b, "</tbody></table></div>");
+    }
+    free(wc);
     if (p->n_casts) {
         vz_put(b, "<h3>Runtime casts</h3><div class=\"scroll\"><table class=\"sortable\"><thead><tr><th>tensor</th>"
                   "<th>from</th><th>to</th><th>consumers</th></tr></thead><tbody>");
