@@ -48,8 +48,11 @@ mpx_status repl_input_shape(mpx_session *s, const char *name, const char *shape,
     }
     if (!st) st = mpx_graph_bind_input(g, name, rank, dims, err);
     if (!st) st = mpx_graph_infer(g, err);
-    if (!st) st = repl_set_graph(s, g, s->model_path, false, err);
-    if (st) return st;
+    if (st) {
+        mpx_graph_free(g);
+        return st;
+    }
+    if ((st = repl_set_graph(s, g, s->model_path, false, err))) return st; /* it took g */
     const mpx_tensor *unknown = NULL;
     int nu = mpx_graph_count_unknown(g, &unknown);
     char m[32];
