@@ -14,15 +14,43 @@
  *  - Gemm and MatMul: k = 0, 1, ..., K-1. Gemm then multiplies the sum by
  *    alpha (one fp32 product) and adds beta * C as one more addition.
  * Products are fp32 products of the inputs (exact for 16-bit and 8-bit
- * formats). The fp32 path (accumulate format fp32) keeps plain float running
- * sums updated in exactly the order above, so it gives the same bits as
- * mpx_acc with fp32; it is only arranged for speed: output rows (or chunks of
- * 256 values) of four output channels at a time take one row update per
- * (input channel, tap), and interior runs of 8 outputs keep their 32 running
- * sums in registers through all (input channel, tap) terms (conv_tile8). The
- * rounded path updates rows of mpx_acc in the same order. */
+ * formats), never fused with the addition (no FMA), so results do not
+ * depend on the CPU.
+ *
+ * How the sums are kept, by accumulate format:
+ *  - rounded (fp16, bf16, tf32 with block 0): the running sum is rounded
+ *    after every addition, exactly as mpx_acc (bit for bit the same results
+ *    on every path below).
+ *  - fp32: blocks of MPX_ACC_FP32_BLOCK (64) consecutive terms in the order
+ *    above are summed from 0, each block then added to the running sum, as
+ *    mpx_acc. On the fast paths (below) a Conv tap that falls into the
+ *    padding still takes its place in its block, adding nothing: a block is
+ *    64 consecutive (input channel, kernel row, kernel column) indices, so
+ *    output values near the border may group their terms differently from
+ *    interior ones (the sums are otherwise the same; with at most 64 taps
+ *    there is one block and no difference). On the general path the fp32
+ *    sums are plain running sums per (input channel, tap) row update, with
+ *    register tiles that sum about 64 terms at a time (conv_tile8).
+ *
+ * Paths (the fast ones in kern_gemm.c, kern_gemm.h says why they look as
+ * they do):
+ *  - Conv, 1-D or 2-D, fp32 or rounded per addition, finite weights: the
+ *    packed GEMM core (B a shifted view of the zero-padded input, no im2col
+ *    matrix), or the direct depthwise kernel when each group has one input
+ *    and one output channel. Zero-padding adds 0 * w = +-0 terms where the
+ *    order above has none, which changes no running sum (it starts at +0 and
+ *    x + +-0 = x) as long as w is finite; non-finite weights (an fp16 weight
+ *    that overflowed) take the general path so that 0 * inf never makes NaN.
+ *  - ConvTranspose with kernel = stride (no overlap), no padding and
+ *    dilation 1: one GEMM with a row per (output channel, tap).
+ *  - Gemm and MatMul: the GEMM core, fp32 or rounded per addition.
+ *  - Everything else (3-D convolutions, overlapping ConvTranspose, blocked
+ *    rounding, fp8 accumulation): the general path here, rows of mpx_acc (or
+ *    plain float rows for fp32) updated in the order above. */
+#include "kern_gemm.h"
 #include "kern_nn.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -602,6 +630,135 @@ done:
     return st;
 }
 
+/* ---- the fast paths: the GEMM core and the depthwise kernel (kern_gemm.h) ---------- */
+
+static bool all_finite(const float *v, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(v[i])) return false;
+    return true;
+}
+
+/* A 1-D or 2-D convolution seen as 2-D (a 1-D one has one row). */
+typedef struct conv2 {
+    int64_t H, W, OH, OW, KH, KW, sh, sw, dh, dw, pt, pl, pb, pr;
+} conv2;
+
+static conv2 conv2_of(const kn_window *w, const int64_t *out) {
+    conv2 v = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+    int last = w->nsp - 1;
+    if (w->nsp == 2) {
+        v.H = w->in[0], v.OH = out[0], v.KH = w->k[0], v.sh = w->s[0], v.dh = w->d[0];
+        v.pt = w->pb[0], v.pb = w->pe[0];
+    }
+    v.W = w->in[last], v.OW = out[last], v.KW = w->k[last], v.sw = w->s[last], v.dw = w->d[last];
+    v.pl = w->pb[last], v.pr = w->pe[last];
+    return v;
+}
+
+/* Conv through the GEMM core, or for depthwise convolutions the depthwise
+ * kernel. B is the input seen through kg_conv (kern_gemm.h): outputs on a
+ * grid Wq = ceil(padded width / sw) columns wide, of which the first OW are
+ * kept, and tap (kh, kw) a fixed shift of a zero-padded, stride-phase-split
+ * copy of the input rows (made per work item, not one im2col matrix). A
+ * kernel one column wide over an unpadded input with unit strides (1x1
+ * convolutions) reads the input itself, the grid being the output. */
+static mpx_status conv_fast(const mpx_kctx *c, const conv_job *j, const kn_window *win, int mode) {
+    const conv2 v = conv2_of(win, win->out);
+    const bool dwise = j->cig == 1 && j->mg == 1;
+    const bool direct = !dwise && v.KW == 1 && v.sh == 1 && v.sw == 1 && v.pt == 0 && v.pl == 0 &&
+                        v.pb == 0 && v.pr == 0;
+    const int64_t Wq = direct ? v.W : kn_ceil_div(v.W + v.pl + v.pr, v.sw);
+    const int64_t K = j->cig * j->k_plane;
+    int64_t *boff = NULL, *crow = NULL;
+    mpx_status st = MPX_OK;
+    if (!dwise) st = kn_scratch(c, (size_t)j->mg, sizeof *crow, (void **)&crow);
+    if (!st && direct) st = kn_scratch(c, (size_t)K, sizeof *boff, (void **)&boff);
+    if (st) goto done;
+    for (int64_t m = 0; crow && m < j->mg; m++) crow[m] = m * j->out_plane;
+    for (int64_t ci = 0; boff && ci < j->cig; ci++)
+        for (int64_t kh = 0; kh < v.KH; kh++) boff[ci * v.KH + kh] = ci * j->in_plane + kh * v.dh * v.W;
+    for (int64_t n = 0; n < j->N; n++) {
+        const float *x = j->x + n * j->C * j->in_plane;
+        float *y = j->y + n * j->M * j->out_plane;
+        kg_conv cv = {.x = x, .H = v.H, .W = v.W, .KH = v.KH, .KW = v.KW, .sh = v.sh, .sw = v.sw,
+                      .dh = v.dh, .dw = v.dw, .pt = v.pt, .pl = v.pl, .OH = v.OH, .Wq = Wq,
+                      .cig = j->cig};
+        bool ok;
+        if (dwise) {
+            kg_dw d = {.C = j->C, .OW = v.OW, .conv = &cv, .w = j->w, .bias = j->b, .y = y,
+                       .yc = j->out_plane, .mode = (kg_mode)mode};
+            ok = kg_dw_run(&d);
+        } else {
+            kg_gemm g = {.M = j->mg, .N = v.OH * Wq, .K = K, .G = j->G,
+                         .a = j->w, .ams = K, .aks = 1, .ga = j->mg * K,
+                         .b = x, .boff = boff, .gb = j->cig * j->in_plane, .conv = direct ? NULL : &cv,
+                         .c = y, .crow = crow, .gc = j->mg * j->out_plane,
+                         .gw = Wq, .gvalid = v.OW, .rs = v.OW, .cs = 1,
+                         .bias = j->b, .gbias = j->mg, .mode = (kg_mode)mode};
+            ok = kg_gemm_run(&g);
+        }
+        if (!ok) {
+            st = mpx_kernel_error(c, MPX_E_NOMEM, "out of memory for the convolution's buffers");
+            goto done;
+        }
+    }
+done:
+    free(crow);
+    free(boff);
+    return st;
+}
+
+/* ConvTranspose whose kernel equals its stride (no overlap, no padding, no
+ * dilation): every output value gets one tap, from one input position, per
+ * input channel, so it is one GEMM with a row per (output channel, tap):
+ * row m * taps + t, column q = input position, written to output position
+ * (ih sh + th, iw sw + tw). The terms of an output are the input channels in
+ * order, as the general path adds them. */
+static bool convt_fast_ok(const conv_job *j, const kn_window *win, const int64_t *out) {
+    if (win->nsp > 2) return false;
+    for (int i = 0; i < win->nsp; i++)
+        if (win->k[i] != win->s[i] || win->d[i] != 1 || win->pb[i] != 0 || win->pe[i] != 0 ||
+            out[i] != win->s[i] * win->in[i])
+            return false;
+    return j->N > 0;
+}
+
+static mpx_status convt_fast(const mpx_kctx *c, const conv_job *j, const kn_window *win,
+                             const int64_t *out, int mode) {
+    const conv2 v = conv2_of(win, out);
+    const int64_t taps = j->k_plane, Mr = j->mg * taps;
+    int64_t *boff = NULL, *crow = NULL;
+    float *bx = NULL;
+    mpx_status st = kn_scratch(c, (size_t)j->cig, sizeof *boff, (void **)&boff);
+    if (!st) st = kn_scratch(c, (size_t)Mr, sizeof *crow, (void **)&crow);
+    if (!st && j->b) st = kn_scratch(c, (size_t)(j->G * Mr), sizeof *bx, (void **)&bx);
+    if (st) goto done;
+    for (int64_t ci = 0; ci < j->cig; ci++) boff[ci] = ci * j->in_plane;
+    for (int64_t m = 0; m < j->mg; m++)
+        for (int64_t t = 0; t < taps; t++)
+            crow[m * taps + t] = m * j->out_plane + (t / v.KW) * v.OW + t % v.KW;
+    if (bx)
+        for (int64_t g = 0; g < j->G; g++)
+            for (int64_t r = 0; r < Mr; r++) bx[g * Mr + r] = j->b[g * j->mg + r / taps];
+    for (int64_t n = 0; n < j->N; n++) {
+        kg_gemm g = {.M = Mr, .N = j->in_plane, .K = j->cig, .G = j->G,
+                     .a = j->w, .ams = 1, .aks = j->mg * taps, .ga = j->cig * j->mg * taps,
+                     .b = j->x + n * j->C * j->in_plane, .boff = boff, .gb = j->cig * j->in_plane,
+                     .c = j->y + n * j->M * j->out_plane, .crow = crow, .gc = j->mg * j->out_plane,
+                     .gw = v.W, .gvalid = v.W, .rs = v.sh * v.OW, .cs = v.sw,
+                     .bias = bx, .gbias = Mr, .mode = (kg_mode)mode};
+        if (!kg_gemm_run(&g)) {
+            st = mpx_kernel_error(c, MPX_E_NOMEM, "out of memory for the convolution's buffers");
+            goto done;
+        }
+    }
+done:
+    free(bx);
+    free(crow);
+    free(boff);
+    return st;
+}
+
 /* Checks shared by Conv and ConvTranspose: ranks, group, bias. */
 static mpx_status conv_inputs(const mpx_kctx *c, const mpx_value *const *in, int n_in, int n_out,
                               const mpx_value **x, const mpx_value **w, const mpx_value **b,
@@ -663,7 +820,13 @@ mpx_status mpx_k_conv(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
     conv_job j = {.transpose = false, .x = x->f, .w = w->f, .b = b ? b->f : NULL, .y = out[0].f,
                   .N = x->dims[0], .C = C, .M = M, .G = group, .cig = cig, .mg = M / group};
     conv_geometry(&j, &win, win.out);
-    if ((st = conv_run(c, &j))) mpx_value_free(&out[0]);
+    const int mode = kg_mode_of(&c->acc);
+    if (mode >= 0 && win.nsp <= 2 && j.N > 0 && j.M > 0 && j.cig > 0 && j.out_plane > 0 &&
+        all_finite(j.w, w->n))
+        st = conv_fast(c, &j, &win, mode);
+    else
+        st = conv_run(c, &j);
+    if (st) mpx_value_free(&out[0]);
     return st;
 }
 
@@ -729,7 +892,13 @@ mpx_status mpx_k_conv_transpose(const mpx_kctx *c, const mpx_value *const *in, i
     conv_job j = {.transpose = true, .x = x->f, .w = w->f, .b = b ? b->f : NULL, .y = out[0].f,
                   .N = x->dims[0], .C = C, .M = M, .G = group, .cig = C / group, .mg = mg};
     conv_geometry(&j, &win, dims + 2);
-    if ((st = conv_run(c, &j))) mpx_value_free(&out[0]);
+    const int mode = kg_mode_of(&c->acc);
+    if (mode >= 0 && j.M > 0 && j.cig > 0 && j.in_plane > 0 && j.out_plane > 0 &&
+        convt_fast_ok(&j, &win, dims + 2) && all_finite(j.w, w->n))
+        st = convt_fast(c, &j, &win, dims + 2, mode);
+    else
+        st = conv_run(c, &j);
+    if (st) mpx_value_free(&out[0]);
     return st;
 }
 
@@ -740,6 +909,24 @@ mpx_status mpx_k_conv_transpose(const mpx_kctx *c, const mpx_value *const *in, i
 static mpx_status mm_run(const mpx_kctx *c, int64_t M, int64_t N, int64_t K, const float *A,
                          int64_t ars, int64_t acs, const float *B, float *Y) {
     if (M == 0 || N == 0) return MPX_OK;
+    const int mode = kg_mode_of(&c->acc);
+    if (mode >= 0 && K > 0) {
+        int64_t *boff = NULL, *crow = NULL;
+        mpx_status st = kn_scratch(c, (size_t)K, sizeof *boff, (void **)&boff);
+        if (!st) st = kn_scratch(c, (size_t)M, sizeof *crow, (void **)&crow);
+        if (!st) {
+            for (int64_t k = 0; k < K; k++) boff[k] = k * N;
+            for (int64_t i = 0; i < M; i++) crow[i] = i * N;
+            kg_gemm g = {.M = M, .N = N, .K = K, .G = 1, .a = A, .ams = ars, .aks = acs,
+                         .b = B, .boff = boff, .c = Y, .crow = crow,
+                         .gw = N, .gvalid = N, .rs = 0, .cs = 1, .mode = (kg_mode)mode};
+            if (!kg_gemm_run(&g))
+                st = mpx_kernel_error(c, MPX_E_NOMEM, "out of memory for the product's buffers");
+        }
+        free(crow);
+        free(boff);
+        return st;
+    }
     if (mpx_acc_is_fp32(&c->acc)) {
         for (int64_t j0 = 0; j0 < N; j0 += CONV_CHUNK) {
             int64_t nj = N - j0 < CONV_CHUNK ? N - j0 : CONV_CHUNK;

@@ -172,8 +172,10 @@ mpx_status mpx_pb_read(const char *path, mpx_value *out, char *name, size_t name
  * then added to the running sum. A plain running sum loses small terms
  * against a large one systematically (a 6625-class Softmax was 4e-5 off in
  * rel_l2 against float64, ONNX Runtime's vector lanes 6e-6); blocking bounds
- * the error by (n/64 + 64) ulps and matches ORT there. Kernels whose fp32 fast
- * path sums short dot products in a plain loop (Conv, Gemm) say so. Otherwise it is rounded to fmt after every addition
+ * the error by (n/64 + 64) ulps and matches ORT there. Conv, ConvTranspose,
+ * Gemm and MatMul follow the same blocks over their reduction index (a padding
+ * tap keeps its place in its block; numerics/kern_gemm.h). With a low fmt the
+ * running sum is rounded to fmt after every addition
  * (block 0), or each block of `block` terms is summed in fp32, rounded to fmt,
  * and added to the running sum, which is rounded to fmt (block > 0). A bias is
  * one more addition. The kernel's output is rounded by the executor. */

@@ -1,0 +1,222 @@
+// bench.js - the driver bench/run.sh starts: mpx against ONNX Runtime on the
+// PP-OCR models, measured in one run, interleaved, several rounds, medians.
+//
+// Per model and round, in this order (so drifting machine load hits every
+// measurement alike):
+//   (1) ort_fp32   ONNX Runtime, the model as shipped, all graph optimisations,
+//                  --ort-threads intra-op threads (default 2), --ort-reps runs
+//   (3) mpx_fp32   the fp32 reference forward (mpx_bench fp32: mpx_run_graph,
+//                  every tensor kept)
+//   (2) ort_all    ONNX Runtime on the same model with every node output made
+//                  a graph output (tests/ort_compare.py all-outputs)
+//   (4) mpx_report fp32 reference + fp16 + bf16 per-layer comparisons, every
+//                  metric (mpx_bench report)
+//   (5) mpx_acc16  every node in fp16, fp16 accumulation rounded after every
+//                  addition (mpx_bench acc16)
+//   (6) mpx_rerun  the fp16 comparison again after recolouring the last
+//                  Conv/Gemm/MatMul red (mpx_bench rerun; a full re-run: the
+//                  engine has no incremental mode)
+//   (3b) mpx_fp32_reuse  (3) with glibc told to keep freed memory
+//                  (GLIBC_TUNABLES mmap/trim thresholds): what the forward
+//                  costs without fresh pages; information, not a target
+// Each mpx measurement is its own process (the peak RSS is that mode's);
+// its JSON line carries its samples. Every timed run follows an untimed one
+// in the same process, as ONNX Runtime's follow a warm-up run: the first run
+// of a fresh process pays for memory the machine has not handed it yet (on
+// this VM the first fp16 run of det took 2.4 s, the next ones 0.9 s). For
+// (6) the untimed run is the first report, before the recolouring. Medians
+// are over all samples of all rounds.
+//
+// usage: node bench.js --build DIR --ort DIR --models DIR --py PYTHON --root DIR
+//                      [--only det,rec,cls] [--rounds 3] [--ort-reps 10]
+//                      [--mpx-reps 3] [--heavy-reps 1] [--ort-threads 2]
+//                      [--out FILE] [--work DIR]
+'use strict';
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const { spawnSync } = require('child_process');
+
+const opt = {
+  only: 'det,rec,cls', rounds: 3, 'ort-reps': 10, 'mpx-reps': 3, 'heavy-reps': 1,
+  'ort-threads': 2, out: '', work: '',
+};
+const args = process.argv.slice(2);
+for (let i = 0; i < args.length; i++) {
+  if (!args[i].startsWith('--') || i + 1 >= args.length) {
+    console.error(`bench.js: bad argument ${args[i]}`);
+    process.exit(2);
+  }
+  opt[args[i].slice(2)] = args[++i];
+}
+for (const k of ['rounds', 'ort-reps', 'mpx-reps', 'heavy-reps', 'ort-threads']) opt[k] = Number(opt[k]);
+for (const k of ['build', 'ort', 'models', 'py', 'root'])
+  if (!opt[k]) { console.error(`bench.js: --${k} is required`); process.exit(2); }
+const work = opt.work || path.join(opt.build, 'bench');
+const outFile = opt.out || path.join(opt.root, 'out', 'bench', 'results.json');
+fs.mkdirSync(work, { recursive: true });
+fs.mkdirSync(path.dirname(outFile), { recursive: true });
+const ort = require(path.join(opt.ort, 'node_modules', 'onnxruntime-node'));
+const mpxBench = path.join(opt.build, 'mpx_bench');
+
+const MODELS = {
+  det: { file: 'ch_PP-OCRv4_det_infer.onnx', shape: '1x3x640x640', image: 'page' },
+  rec: { file: 'ch_PP-OCRv4_rec_infer.onnx', shape: '1x3x48x320', image: 'line' },
+  cls: { file: 'ch_ppocr_mobile_v2.0_cls_infer.onnx', shape: '1x3x48x192', image: 'line' },
+};
+const REUSE_TUNABLES = 'glibc.malloc.mmap_threshold=4294967295:glibc.malloc.trim_threshold=4294967295';
+
+function median(v) {
+  if (!v.length) return NaN;
+  const s = [...v].sort((a, b) => a - b), h = s.length >> 1;
+  return s.length % 2 ? s[h] : (s[h - 1] + s[h]) / 2;
+}
+
+function readNpyF32(file) {
+  const buf = fs.readFileSync(file);
+  const major = buf[6];
+  const hlen = major === 1 ? buf.readUInt16LE(8) : buf.readUInt32LE(8);
+  const start = major === 1 ? 10 : 12;
+  const header = buf.toString('latin1', start, start + hlen);
+  if (!/'descr':\s*'<f4'/.test(header)) throw new Error(`${file}: not float32`);
+  const dims = /'shape':\s*\(([^)]*)\)/.exec(header)[1].split(',').map((s) => s.trim())
+    .filter((s) => s.length).map(Number);
+  const n = dims.reduce((a, b) => a * b, 1);
+  const bytes = new Uint8Array(buf.buffer, buf.byteOffset + start + hlen, n * 4).slice();
+  return { dims, data: new Float32Array(bytes.buffer) };
+}
+
+function runMpx(modelPath, m, mode, reps, warmup, env) {
+  const a = [modelPath, m.shape, mode, '--image', m.image, '--repeat', String(reps), '--warmup', String(warmup)];
+  const r = spawnSync(mpxBench, a, { encoding: 'utf8', env: { ...process.env, ...(env || {}) }, maxBuffer: 1 << 24 });
+  if (r.status !== 0) throw new Error(`mpx_bench ${mode} failed (${r.status}): ${r.stderr}`);
+  return JSON.parse(r.stdout.trim().split('\n').pop());
+}
+
+async function timeOrt(session, feeds, reps) {
+  await session.run(feeds); // warm-up
+  const t = [];
+  for (let i = 0; i < reps; i++) {
+    const t0 = performance.now();
+    await session.run(feeds);
+    t.push(performance.now() - t0);
+  }
+  return t;
+}
+
+function loadavg() { return os.loadavg().map((x) => Number(x.toFixed(2))); }
+
+(async () => {
+  const keys = opt.only.split(',').filter((k) => MODELS[k]);
+  const res = {
+    when: new Date().toISOString(),
+    machine: { cpu: os.cpus()[0] ? os.cpus()[0].model : '?', cpus: os.cpus().length, load_before: loadavg() },
+    config: { rounds: opt.rounds, ort_reps: opt['ort-reps'], mpx_reps: opt['mpx-reps'],
+      heavy_reps: opt['heavy-reps'], ort_threads: opt['ort-threads'],
+      ort_version: require(path.join(opt.ort, 'node_modules', 'onnxruntime-node', 'package.json')).version,
+      mpx_kern_threads: process.env.MPX_KERN_THREADS || '2 (default)' },
+    models: {},
+  };
+  const state = {};
+  for (const k of keys) {
+    const m = MODELS[k], modelPath = path.join(opt.models, m.file);
+    const npy = path.join(work, `${k}_input.npy`);
+    const w = spawnSync(mpxBench, [modelPath, m.shape, 'input', '--image', m.image, '--out', npy], { encoding: 'utf8' });
+    if (w.status !== 0) throw new Error(`mpx_bench input: ${w.stderr}`);
+    const all = spawnSync(opt.py, [path.join(opt.root, 'tests', 'ort_compare.py'), 'all-outputs', modelPath,
+      path.join(work, 'models')], { encoding: 'utf8' });
+    if (all.status !== 0) throw new Error(`ort_compare.py all-outputs: ${all.stderr}`);
+    const x = readNpyF32(npy);
+    const so = { intraOpNumThreads: opt['ort-threads'], interOpNumThreads: 1, graphOptimizationLevel: 'all' };
+    const plain = await ort.InferenceSession.create(modelPath, so);
+    const allSess = await ort.InferenceSession.create(all.stdout.trim(), so);
+    const feeds = { [plain.inputNames[0]]: new ort.Tensor('float32', x.data, x.dims) };
+    state[k] = { m, modelPath, plain, allSess, feeds, outputs: allSess.outputNames.length };
+    res.models[k] = { shape: m.shape, file: m.file, ort_all_outputs: allSess.outputNames.length, samples: {}, runs: {} };
+  }
+  const add = (k, name, ms) => { (res.models[k].samples[name] ||= []).push(...ms); };
+  for (let round = 0; round < opt.rounds; round++) {
+    for (const k of keys) {
+      const s = state[k];
+      process.stderr.write(`bench: round ${round + 1}/${opt.rounds} ${k} `);
+      add(k, 'ort_fp32', await timeOrt(s.plain, s.feeds, opt['ort-reps']));
+      process.stderr.write('.');
+      const f = runMpx(s.modelPath, s.m, 'fp32', opt['mpx-reps'], 1);
+      add(k, 'mpx_fp32', f.ms);
+      res.models[k].runs.mpx_fp32 = f;
+      process.stderr.write('.');
+      add(k, 'ort_all', await timeOrt(s.allSess, s.feeds, Math.max(1, opt['ort-reps'] >> 1)));
+      process.stderr.write('.');
+      const r = runMpx(s.modelPath, s.m, 'report', opt['heavy-reps'], 1);
+      add(k, 'mpx_report', r.ms);
+      res.models[k].runs.mpx_report = r;
+      process.stderr.write('.');
+      const a = runMpx(s.modelPath, s.m, 'acc16', opt['mpx-reps'], 1);
+      add(k, 'mpx_acc16', a.ms);
+      res.models[k].runs.mpx_acc16 = a;
+      process.stderr.write('.');
+      const e = runMpx(s.modelPath, s.m, 'rerun', opt['heavy-reps'], 0);
+      add(k, 'mpx_rerun', e.ms);
+      res.models[k].runs.mpx_rerun = e;
+      process.stderr.write('.');
+      const u = runMpx(s.modelPath, s.m, 'fp32', opt['mpx-reps'], 1, { GLIBC_TUNABLES: REUSE_TUNABLES });
+      add(k, 'mpx_fp32_reuse', u.ms);
+      res.models[k].runs.mpx_fp32_reuse = u;
+      process.stderr.write('.\n');
+    }
+  }
+  res.machine.load_after = loadavg();
+
+  // ---- medians, ratios, table ----
+  const lines = [];
+  const p = (s) => lines.push(s);
+  const fmtMs = (x) => (x >= 100 ? x.toFixed(0) : x.toFixed(1)).padStart(8);
+  const fmtR = (x) => x.toFixed(2).padStart(6);
+  p(`mpx vs ONNX Runtime ${res.config.ort_version} (${res.config.ort_threads} threads) on ${res.machine.cpu}, ${res.machine.cpus} CPUs; ` +
+    `${opt.rounds} rounds; load average ${res.machine.load_before.join(' ')} -> ${res.machine.load_after.join(' ')}`);
+  p('median wall times in ms (all samples of all rounds); peak RSS of the mpx process in MB');
+  p('');
+  const head = 'model  shape         (1)ORT  (2)ORTall  (3)mpx32  (4)report  (5)acc16  (6)rerun  (3b)reuse' +
+    '   3/1    4/2    5/3    6/4   RSS3   RSS4';
+  p(head);
+  p('-'.repeat(head.length));
+  for (const k of keys) {
+    const M = res.models[k];
+    const med = {};
+    for (const [name, v] of Object.entries(M.samples)) med[name] = median(v);
+    M.median_ms = med;
+    M.ratios = {
+      mpx_fp32_over_ort_fp32: med.mpx_fp32 / med.ort_fp32,
+      mpx_report_over_ort_all: med.mpx_report / med.ort_all,
+      acc16_over_mpx_fp32: med.mpx_acc16 / med.mpx_fp32,
+      rerun_over_report: med.mpx_rerun / med.mpx_report,
+      mpx_fp32_reuse_over_ort_fp32: med.mpx_fp32_reuse / med.ort_fp32,
+    };
+    M.peak_rss_mb = { mpx_fp32: M.runs.mpx_fp32.peak_rss_mb, mpx_report: M.runs.mpx_report.peak_rss_mb,
+      mpx_acc16: M.runs.mpx_acc16.peak_rss_mb };
+    const R = M.ratios;
+    p(`${k.padEnd(6)} ${M.shape.padEnd(12)} ${fmtMs(med.ort_fp32)} ${fmtMs(med.ort_all).padStart(10)} ` +
+      `${fmtMs(med.mpx_fp32).padStart(9)} ${fmtMs(med.mpx_report).padStart(10)} ${fmtMs(med.mpx_acc16).padStart(9)} ` +
+      `${fmtMs(med.mpx_rerun).padStart(9)} ${fmtMs(med.mpx_fp32_reuse).padStart(10)} ` +
+      `${fmtR(R.mpx_fp32_over_ort_fp32)} ${fmtR(R.mpx_report_over_ort_all)} ${fmtR(R.acc16_over_mpx_fp32)} ` +
+      `${fmtR(R.rerun_over_report)} ${String(Math.round(M.peak_rss_mb.mpx_fp32)).padStart(6)} ` +
+      `${String(Math.round(M.peak_rss_mb.mpx_report)).padStart(6)}`);
+  }
+  p('');
+  p('(1) ORT fp32, model as shipped   (2) ORT fp32, every node output a graph output');
+  p('(3) mpx fp32 reference forward (mpx_run_graph, every tensor kept)');
+  p('(4) mpx per-layer report: fp32 reference + fp16 and bf16 runs of the default plan, all metrics (two mpx_compare_run)');
+  p('(5) mpx all-fp16 with fp16 accumulation rounded after every addition   (6) (4)\'s fp16 run again after recolouring');
+  p('    the last Conv/ConvTranspose/Gemm/MatMul red: a full re-run (no incremental recompute in the engine)   (3b) (3) with glibc keeping freed memory');
+  p('ratios: 3/1 target <= 1.5, 4/2, 5/3 target <= 2.5, 6/4; RSS3/RSS4: peak RSS of (3) and (4)');
+  for (const k of keys) {
+    const e = res.models[k].runs.mpx_rerun;
+    p(`${k}: re-run recoloured node ${e.recoloured} (${e.node_index + 1} of ${e.nodes} in topological order)`);
+  }
+  const text = lines.join('\n');
+  console.log(text);
+  res.table = text;
+  fs.writeFileSync(outFile, JSON.stringify(res, null, 1) + '\n');
+  console.log(`\nresults: ${outFile}`);
+  process.exit(0);
+})().catch((e) => { console.error(`bench.js: ${e.stack || e}`); process.exit(1); });

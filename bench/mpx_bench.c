@@ -1,0 +1,441 @@
+/* mpx_bench - the mpx half of bench/run.sh: one kind of run of one model,
+ * timed in this process, with the process's peak RSS. Each mode runs in its
+ * own process so the peak RSS is that mode's alone. Prints one JSON object
+ * on stdout (times in ms, every repetition listed, and their median).
+ *
+ * usage: mpx_bench <model> <AxBxC> <mode> [--image page|line] [--seed N]
+ *                  [--repeat N] [--warmup N] [--out x.npy]
+ * modes:
+ *   input    write the input (--out x.npy) for ONNX Runtime, nothing timed
+ *   fp32     the fp32 reference forward: mpx_run_graph with no assignment
+ *            (every tensor kept, as mpx_run_model and the REPL's reference)
+ *   report   the full per-layer report: for fp16 and for bf16, the default
+ *            plan (no rules, target f, keep-io, fp32 accumulation: what
+ *            `compare fp16 bf16` in the REPL plans) run by mpx_compare_run
+ *            against the fp32 reference, every metric of every layer; one
+ *            repetition is both formats
+ *   acc16    every node in fp16 with fp16 accumulation, the running sum
+ *            rounded after every addition (mpx_assign_uniform(g, fp16, fp16,
+ *            keep-io)), through mpx_run_graph like fp32
+ *   rerun    the report's fp16 run after recolouring one late layer (the
+ *            last Conv, ConvTranspose, Gemm or MatMul: `colour name:<it> red`)
+ *            and re-planning. mpx_compare_run has no incremental mode (it
+ *            cannot recompute only the nodes downstream of a change), so this
+ *            is a full fp16 comparison under the new plan
+ *   profile  (development) time per node and per op type of the fp32
+ *            reference (or with --acc16 the acc16 run), nodes run one by one
+ *            through mpx_exec_node, to stderr
+ * The input is a seeded synthetic text image (--image, the default page for
+ * a 4-D input of height > 64, else a line) as tests/mpx_run_model.c makes it
+ * (copied here: that file is a test program), or uniform [-1, 1) with
+ * --image none. */
+#include "mpx_colour.h"
+#include "mpx_numerics.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* The process's peak resident set (VmHWM), in MB. Not getrusage's
+ * ru_maxrss: Linux keeps that across exec, so a process started by a large
+ * parent (node with ONNX Runtime's sessions) would report the parent's. */
+static double peak_rss_mb(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    double kb = -1.0;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "VmHWM:", 6) == 0) kb = atof(line + 6);
+    if (f) fclose(f);
+    if (kb < 0) { /* not Linux: ru_maxrss (kB on Linux and the BSDs) */
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        kb = (double)ru.ru_maxrss;
+    }
+    return kb / 1024.0;
+}
+
+static int fail(const char *what, const mpx_error *err) {
+    char msg[2048];
+    fprintf(stderr, "mpx_bench: %s: %s\n", what, mpx_error_format(err, msg, sizeof msg));
+    return 1;
+}
+
+static int parse_dims(const char *s, int64_t *dims) {
+    int rank = 0;
+    while (*s) {
+        if (rank == MPX_MAX_RANK) return -1;
+        char *end;
+        long long v = strtoll(s, &end, 10);
+        if (end == s || v < 0) return -1;
+        dims[rank++] = v;
+        s = end;
+        if (*s == 'x') s++;
+        else if (*s) return -1;
+    }
+    return rank;
+}
+
+/* ---- synthetic text images (as tests/mpx_run_model.c) ------------------------------ */
+
+typedef enum image_kind { IMAGE_NONE, IMAGE_PAGE, IMAGE_LINE, IMAGE_AUTO } image_kind;
+
+static int rand_int(mpx_rng *r, int lo, int hi) { /* [lo, hi] */
+    return hi <= lo ? lo : lo + (int)(mpx_rng_unit(r) * (double)(hi - lo + 1));
+}
+
+static void fill_rect(double *img, int64_t h, int64_t w, int64_t y0, int64_t x0, int64_t rh,
+                      int64_t rw, double v) {
+    for (int64_t y = y0 < 0 ? 0 : y0; y < y0 + rh && y < h; y++)
+        for (int64_t x = x0 < 0 ? 0 : x0; x < x0 + rw && x < w; x++) img[y * w + x] = v;
+}
+
+static void draw_line(mpx_rng *r, double *img, int64_t h, int64_t w, int64_t y, int lh) {
+    double ink = 10.0 + 50.0 * mpx_rng_unit(r);
+    int stroke = lh / 8 > 1 ? lh / 8 : 1;
+    int64_t x = rand_int(r, 2, 12);
+    while (x + lh < w) {
+        int cw = rand_int(r, lh / 3 > 1 ? lh / 3 : 1, lh);
+        int strokes = rand_int(r, 2, 4);
+        for (int k = 0; k < strokes; k++) {
+            if (mpx_rng_unit(r) < 0.5)
+                fill_rect(img, h, w, y + rand_int(r, 0, lh - stroke), x, stroke, cw, ink);
+            else
+                fill_rect(img, h, w, y, x + rand_int(r, 0, cw - stroke), lh, stroke, ink);
+        }
+        x += cw + rand_int(r, 1, lh / 3 > 2 ? lh / 3 : 2);
+        if (mpx_rng_unit(r) < 0.15) x += lh;
+    }
+}
+
+static mpx_status make_image(mpx_rng *r, image_kind kind, mpx_value *v, mpx_error *err) {
+    if (v->rank != 4 || v->dims[1] != 3 || v->dims[2] < 8 || v->dims[3] < 8)
+        return mpx_error_set(err, MPX_E_ARG, "a text image needs an Nx3xHxW input (H, W >= 8)");
+    int64_t h = v->dims[2], w = v->dims[3];
+    double *img = malloc((size_t)(h * w) * sizeof *img);
+    if (!img) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    static const double det_mean[3] = {0.485, 0.456, 0.406}, det_std[3] = {0.229, 0.224, 0.225};
+    for (int64_t n = 0; n < v->dims[0]; n++) {
+        for (int64_t i = 0; i < h * w; i++) img[i] = 227.0 + 16.0 * mpx_rng_unit(r);
+        if (kind == IMAGE_LINE) {
+            int lh = (int)(h * 5 / 8);
+            draw_line(r, img, h, w, (h - lh) / 2 + rand_int(r, -2, 2), lh);
+        } else {
+            int64_t y = rand_int(r, 4, 12);
+            while (y + 8 < h) {
+                int lh = rand_int(r, 10, 28);
+                draw_line(r, img, h, w, y, lh);
+                y += lh + rand_int(r, lh / 3, lh);
+            }
+        }
+        for (int64_t c = 0; c < 3; c++) {
+            float *dst = v->f + (n * 3 + c) * h * w;
+            double mean = kind == IMAGE_PAGE ? det_mean[c] : 0.5;
+            double sd = kind == IMAGE_PAGE ? det_std[c] : 0.5;
+            for (int64_t i = 0; i < h * w; i++) dst[i] = (float)((img[i] / 255.0 - mean) / sd);
+        }
+    }
+    free(img);
+    return MPX_OK;
+}
+
+/* ---- runs ------------------------------------------------------------------------------ */
+
+typedef struct bench {
+    mpx_graph *g;
+    mpx_value *inputs;
+    int repeat, warmup;
+    double *ms;    /* [repeat] */
+    int n_ms;
+    char extra[1024]; /* extra JSON members, ", \"k\": v" */
+} bench;
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(const double *v, int n) {
+    if (n <= 0) return NAN;
+    double *s = malloc((size_t)n * sizeof *s);
+    if (!s) return NAN;
+    memcpy(s, v, (size_t)n * sizeof *s);
+    qsort(s, (size_t)n, sizeof *s, cmp_double);
+    double m = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+    free(s);
+    return m;
+}
+
+static mpx_status run_once(bench *b, const mpx_assign *a, mpx_error *err) {
+    mpx_run *r = NULL;
+    mpx_status st = mpx_run_graph(b->g, a, b->inputs, NULL, &r, err);
+    mpx_run_free(r);
+    return st;
+}
+
+/* One comparison under plan p's assignment; the worst layer's rel_l2 into *worst. */
+static mpx_status compare_once(bench *b, const mpx_assign *a, double *worst, int *layers,
+                               mpx_error *err) {
+    mpx_compare_opts o = {0};
+    mpx_compare *c = NULL;
+    mpx_status st = mpx_compare_run(b->g, a, b->inputs, &o, &c, err);
+    if (st) return st;
+    double w = 0.0;
+    for (int i = 0; i < c->n_layers; i++)
+        if (!(c->layers[i].m.rel_l2 <= w)) w = c->layers[i].m.rel_l2;
+    if (worst) *worst = w;
+    if (layers) *layers = c->n_layers;
+    mpx_compare_free(c);
+    return MPX_OK;
+}
+
+static mpx_assign *plan_assign(const mpx_graph *g, const mpx_rules *rules, const mpx_format *f,
+                               mpx_error *err) {
+    mpx_plan_opts o;
+    mpx_plan_opts_default(&o);
+    o.target = f;
+    mpx_plan *p = NULL;
+    if (mpx_plan_build(g, rules, &o, NULL, &p, err)) return NULL;
+    mpx_assign *a = mpx_plan_to_assign(p, err);
+    mpx_plan_free(p);
+    return a;
+}
+
+/* The last node doing a dot product: the "late layer" the rerun mode recolours. */
+static const mpx_node *late_layer(const mpx_graph *g) {
+    for (int i = g->n_nodes - 1; i >= 0; i--) {
+        mpx_op op = g->nodes[i]->op;
+        if (op == MPX_OP_Conv || op == MPX_OP_ConvTranspose || op == MPX_OP_Gemm ||
+            op == MPX_OP_MatMul)
+            return g->nodes[i];
+    }
+    return NULL;
+}
+
+/* ---- profile ------------------------------------------------------------------------------ */
+
+static int profile(bench *b, const mpx_assign *a) {
+    mpx_error err;
+    mpx_error_clear(&err);
+    const mpx_graph *g = b->g;
+    double *node_ms = calloc((size_t)g->n_nodes, sizeof *node_ms);
+    mpx_value *vals = calloc((size_t)g->n_tensors, sizeof *vals);
+    mpx_value outs[16];
+    if (!node_ms || !vals) return 1;
+    for (int rep = 0; rep < b->repeat; rep++) {
+        if (mpx_exec_start(g, a, b->inputs, vals, &err)) return fail("start", &err);
+        for (int i = 0; i < g->n_nodes; i++) {
+            const mpx_node *n = g->nodes[i];
+            if (mpx_exec_skipped(n)) continue;
+            double t0 = now_ms();
+            if (mpx_exec_node(n, a, vals, false, outs, NULL, &err)) return fail("node", &err);
+            double dt = now_ms() - t0;
+            if (rep == 0 || dt < node_ms[i]) node_ms[i] = dt;
+            for (int k = 0; k < n->n_outputs; k++) {
+                const mpx_tensor *t = n->outputs[k];
+                if (!t || outs[k].n < 0) {
+                    mpx_value_free(&outs[k]);
+                    continue;
+                }
+                mpx_value_free(&vals[t->index]);
+                vals[t->index] = outs[k];
+            }
+        }
+        for (int i = 0; i < g->n_tensors; i++) mpx_value_free(&vals[i]);
+    }
+    /* per op type */
+    const char *types[128];
+    double tms[128] = {0}, tmacs[128] = {0};
+    int nt = 0;
+    double total = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const mpx_node *n = g->nodes[i];
+        int k = 0;
+        while (k < nt && strcmp(types[k], n->op_type) != 0) k++;
+        if (k == nt && nt < 128) types[nt++] = n->op_type;
+        if (k < 128) {
+            tms[k] += node_ms[i];
+            tmacs[k] += (double)n->cost.macs;
+        }
+        total += node_ms[i];
+    }
+    fprintf(stderr, "total %.1f ms (min per node over %d runs)\n", total, b->repeat);
+    for (int k = 0; k < nt; k++)
+        fprintf(stderr, "  %-20s %8.1f ms %5.1f%%  %8.3f GMAC  %6.2f GMAC/s\n", types[k], tms[k],
+                100 * tms[k] / total, tmacs[k] / 1e9, tms[k] > 0 ? tmacs[k] / 1e6 / tms[k] : 0.0);
+    /* the slowest nodes */
+    for (int shown = 0; shown < 40; shown++) {
+        int best = -1;
+        for (int i = 0; i < g->n_nodes; i++)
+            if (node_ms[i] >= 0 && (best < 0 || node_ms[i] > node_ms[best])) best = i;
+        if (best < 0) break;
+        const mpx_node *n = g->nodes[best];
+        const mpx_tensor *x = n->n_inputs ? n->inputs[0] : NULL, *y = n->outputs[0];
+        fprintf(stderr, "  %7.2f ms %-14s in %lldx%lldx%lld out %lldx%lldx%lld k%lld g%lld  %6.2f GMAC/s  %s\n",
+                node_ms[best], n->op_type, x && x->rank == 4 ? (long long)x->dims[1] : -1LL,
+                x && x->rank == 4 ? (long long)x->dims[2] : -1LL,
+                x && x->rank == 4 ? (long long)x->dims[3] : -1LL,
+                y && y->rank == 4 ? (long long)y->dims[1] : -1LL,
+                y && y->rank == 4 ? (long long)y->dims[2] : -1LL,
+                y && y->rank == 4 ? (long long)y->dims[3] : -1LL, (long long)n->cost.kernel,
+                (long long)n->cost.group,
+                node_ms[best] > 0 ? (double)n->cost.macs / 1e6 / node_ms[best] : 0.0, n->name);
+        node_ms[best] = -1;
+    }
+    free(node_ms);
+    free(vals);
+    return 0;
+}
+
+/* ---- main ------------------------------------------------------------------------------------- */
+
+int main(int argc, char **argv) {
+    /* A run allocates and frees activations of up to tens of MB per node.
+     * glibc would hand each large block back to the kernel (mmap/munmap) and
+     * fault it in again on the next run: on PP-OCRv4 det that page-faulting
+     * cost more system time than all the kernels. Keep freed memory in the
+     * process instead (a few hundred MB stay mapped between runs). */
+    mallopt(M_MMAP_THRESHOLD, 1 << 30);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    const char *pos[3] = {0}, *out = NULL;
+    int n_pos = 0, repeat = 3, warmup = 1;
+    bool acc16 = false;
+    unsigned long long seed = 20240601;
+    image_kind image = IMAGE_AUTO;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) repeat = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--warmup") == 0 && i + 1 < argc) warmup = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) out = argv[++i];
+        else if (strcmp(argv[i], "--acc16") == 0) acc16 = true;
+        else if (strcmp(argv[i], "--image") == 0 && i + 1 < argc) {
+            i++;
+            image = strcmp(argv[i], "page") == 0   ? IMAGE_PAGE
+                    : strcmp(argv[i], "line") == 0 ? IMAGE_LINE
+                    : strcmp(argv[i], "none") == 0 ? IMAGE_NONE
+                                                   : (image_kind)-1;
+        } else if (n_pos < 3) pos[n_pos++] = argv[i];
+        else n_pos = 99;
+    }
+    int64_t dims[MPX_MAX_RANK];
+    int rank = n_pos == 3 ? parse_dims(pos[1], dims) : -1;
+    const char *mode = pos[2];
+    static const char *const modes[] = {"input", "fp32", "report", "acc16", "rerun", "profile"};
+    bool known = false;
+    for (size_t i = 0; mode && i < sizeof modes / sizeof *modes; i++) known |= strcmp(mode, modes[i]) == 0;
+    if (rank < 0 || !known || repeat < 1 || warmup < 0 || (int)image < 0 ||
+        (strcmp(mode, "input") == 0 && !out)) {
+        fprintf(stderr, "usage: mpx_bench <model> <AxBxC> input|fp32|report|acc16|rerun|profile "
+                        "[--image page|line|none] [--seed N] [--repeat N] [--warmup N] [--out x.npy]\n");
+        return 2;
+    }
+
+    mpx_error err;
+    mpx_error_clear(&err);
+    bench b = {.repeat = repeat, .warmup = warmup};
+    double t0 = now_ms();
+    b.g = mpx_graph_load(pos[0], &err);
+    double load_ms = now_ms() - t0;
+    if (!b.g) return fail(pos[0], &err);
+    mpx_graph *g = b.g;
+    if (g->n_inputs != 1) {
+        fprintf(stderr, "mpx_bench: models with one input only (this one has %d)\n", g->n_inputs);
+        return 1;
+    }
+    if (mpx_graph_bind_input(g, g->inputs[0]->name, rank, dims, &err)) return fail("binding", &err);
+    if (mpx_graph_infer(g, &err)) return fail("shape inference", &err);
+    mpx_value in = {.n = -1};
+    if (mpx_value_alloc(&in, g->inputs[0]->dtype, rank, dims, &err)) return fail("input", &err);
+    mpx_rng rng;
+    mpx_rng_init(&rng, seed);
+    if (image == IMAGE_AUTO) image = rank == 4 && dims[2] > 64 ? IMAGE_PAGE : IMAGE_LINE;
+    if (image == IMAGE_NONE) {
+        for (int64_t i = 0; i < in.n; i++) in.f[i] = (float)(-1.0 + 2.0 * mpx_rng_unit(&rng));
+    } else if (make_image(&rng, image, &in, &err)) {
+        return fail("input", &err);
+    }
+    b.inputs = &in;
+    if (strcmp(mode, "input") == 0) {
+        if (mpx_npy_write(out, &in, &err)) return fail(out, &err);
+        printf("{\"mode\": \"input\", \"file\": \"%s\"}\n", out);
+        return 0;
+    }
+
+    mpx_assign *a = NULL, *a2 = NULL;
+    mpx_rules *rules = NULL;
+    const mpx_node *late = NULL;
+    if (strcmp(mode, "acc16") == 0 || (strcmp(mode, "profile") == 0 && acc16)) {
+        a = mpx_assign_uniform(g, &mpx_format_fp16, &mpx_format_fp16, true);
+        if (!a) return fail("assign", &err);
+    } else if (strcmp(mode, "report") == 0) {
+        if (!(a = plan_assign(g, NULL, &mpx_format_fp16, &err))) return fail("plan fp16", &err);
+        if (!(a2 = plan_assign(g, NULL, &mpx_format_bf16, &err))) return fail("plan bf16", &err);
+    } else if (strcmp(mode, "rerun") == 0) {
+        late = late_layer(g);
+        if (!late) {
+            fprintf(stderr, "mpx_bench: no Conv, ConvTranspose, Gemm or MatMul to recolour\n");
+            return 1;
+        }
+        char rule[1024];
+        snprintf(rule, sizeof rule, "colour name:%s red", late->name);
+        rules = mpx_rules_new();
+        if (!rules || mpx_rules_add(rules, rule, g, &err)) return fail(rule, &err);
+        if (!(a = plan_assign(g, NULL, &mpx_format_fp16, &err))) return fail("plan fp16", &err);
+        if (!(a2 = plan_assign(g, rules, &mpx_format_fp16, &err))) return fail("plan", &err);
+    }
+    if (strcmp(mode, "profile") == 0) return profile(&b, a);
+
+    b.ms = calloc((size_t)repeat, sizeof *b.ms);
+    if (!b.ms) return 1;
+    double worst16 = NAN, worstbf = NAN;
+    int layers = 0;
+    mpx_status st = MPX_OK;
+    if (strcmp(mode, "rerun") == 0) /* the session's first report, not timed */
+        st = compare_once(&b, a, NULL, NULL, &err);
+    for (int r = -warmup; r < repeat && !st; r++) {
+        double t = now_ms();
+        if (strcmp(mode, "fp32") == 0 || strcmp(mode, "acc16") == 0) {
+            st = run_once(&b, a, &err);
+        } else if (strcmp(mode, "report") == 0) {
+            st = compare_once(&b, a, &worst16, &layers, &err);
+            if (!st) st = compare_once(&b, a2, &worstbf, NULL, &err);
+        } else { /* rerun */
+            st = compare_once(&b, a2, &worst16, &layers, &err);
+        }
+        if (r >= 0) b.ms[b.n_ms++] = now_ms() - t;
+    }
+    if (st) return fail(mode, &err);
+    if (strcmp(mode, "report") == 0)
+        snprintf(b.extra, sizeof b.extra,
+                 ", \"layers\": %d, \"worst_rel_l2_fp16\": %.6g, \"worst_rel_l2_bf16\": %.6g", layers,
+                 worst16, worstbf);
+    else if (strcmp(mode, "rerun") == 0)
+        snprintf(b.extra, sizeof b.extra,
+                 ", \"recoloured\": \"%s\", \"node_index\": %d, \"nodes\": %d, \"incremental\": false",
+                 late->name, late->index, g->n_nodes);
+    printf("{\"mode\": \"%s\", \"model\": \"%s\", \"shape\": \"%s\", \"load_ms\": %.3f, "
+           "\"median_ms\": %.3f, \"ms\": [",
+           mode, pos[0], pos[1], load_ms, median(b.ms, b.n_ms));
+    for (int i = 0; i < b.n_ms; i++) printf("%s%.3f", i ? ", " : "", b.ms[i]);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("], \"peak_rss_mb\": %.1f, \"cpu_user_s\": %.3f, \"cpu_sys_s\": %.3f, \"minor_faults\": %ld%s}\n",
+           peak_rss_mb(), (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6,
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6, ru.ru_minflt, b.extra);
+    mpx_assign_free(a);
+    mpx_assign_free(a2);
+    mpx_rules_free(rules);
+    free(b.ms);
+    mpx_value_free(&in);
+    mpx_graph_free(g);
+    return 0;
+}

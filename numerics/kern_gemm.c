@@ -1,0 +1,312 @@
+/* kern_gemm.c - the GEMM core and the depthwise kernel (kern_gemm.h): operand
+ * packing, the choice of the AVX2 or the portable build of the inner loops
+ * (kern_gemm_body.h), and the threads.
+ *
+ * Blocking (BLIS order): A is packed once per call into panels of 6 rows,
+ * [K][6] each (all of A: the models' M x K are at most a few hundred KiB, L2).
+ * Work items are (group, a run of about 512 output columns; for a
+ * convolution whole rows of the output grid). For each K block of 256 terms
+ * a thread packs B for a chunk of 16-column panels (about 128 KiB, [kc][16]
+ * per panel, each k's run of columns read in one go), then runs the
+ * micro-kernel for every panel (16 KiB, in L1) against every 6-row panel of A
+ * (from L2). K blocks are a multiple of the fp32 block of 64, so the fp32
+ * order is blocks of 64 k whatever the blocking. The running sum lives in C
+ * between K blocks.
+ *
+ * Threads: each call starts up to kg_threads() - 1 helpers (pthreads), which
+ * take work items from a shared atomic counter with the calling thread; each
+ * writes only its own items' outputs and its own packing buffer, so the
+ * result does not depend on who ran what. Calls below about 4 M
+ * multiply-adds run on the calling thread alone (a thread start costs tens
+ * of microseconds). Nothing static is mutable. */
+#include "kern_gemm.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define KG_HAVE_X86 1
+#else
+#define KG_HAVE_X86 0
+#endif
+
+/* 32-byte vectors in the portable build are passed in memory: only
+ * always-inline helpers take or return them, so the ABI note does not apply. */
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Wpsabi"
+#elif defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
+enum { KG_MR = 6, KG_NR = 16, KG_KC = 256, KG_PACK = 32768 /* floats of packed B */ };
+_Static_assert(KG_KC % MPX_ACC_FP32_BLOCK == 0, "K blocks must hold whole fp32 blocks");
+
+typedef float v8f __attribute__((vector_size(32)));
+typedef uint32_t v8u __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+
+/* Lanes 0, 2, ..., 14 of the 16 lanes of a and b. */
+#if defined(__clang__)
+#define KG_EVENS(a, b) __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14)
+#else
+#define KG_EVENS(a, b) __builtin_shuffle(a, b, (v8i){0, 2, 4, 6, 8, 10, 12, 14})
+#endif
+
+/* The vector helpers the inner loops use (ld8, st8, splat, rne8) are defined
+ * in kern_gemm_body.h, once per build: a helper compiled for the baseline ISA
+ * and inlined into AVX2 code keeps its baseline lowering (a broadcast became
+ * two halves and four inserts). */
+
+/* What one call's work items share. Per-thread buffers are indexed by the
+ * thread's number. */
+typedef struct kg_ctx {
+    const kg_gemm *j;
+    const kg_dw *d;
+    const float *ap;       /* packed A: [g][panel][K][6] */
+    const int64_t *boff;   /* B offsets per k (conv: into the strip) */
+    int64_t nqb, icols;    /* work items per group; grid columns per item */
+    int64_t srows, splane, schan; /* strip: rows, phase plane, channel (floats) */
+    float *bp[8], *strip[8];
+    bool avx2;
+} kg_ctx;
+
+static int64_t kg_cdiv(int64_t a, int64_t b) { /* ceil(a / b), b > 0 */
+    int64_t q = a / b;
+    return (a % b != 0 && a > 0) ? q + 1 : q;
+}
+
+/* The portable build. */
+#define KG_F(x) x##_gen
+#define KG_SIMD 0
+#define KG_TARGET
+#include "kern_gemm_body.h"
+#undef KG_F
+#undef KG_SIMD
+#undef KG_TARGET
+
+/* The AVX2 build (F16C for fp16 rounding); used only when the CPU has both.
+ * Every function of it carries the target attribute (GCC and Clang), so the
+ * build needs no -m flags. */
+#if KG_HAVE_X86
+#define KG_F(x) x##_avx2
+#define KG_SIMD 1
+#define KG_TARGET __attribute__((target("avx2,f16c")))
+#include "kern_gemm_body.h"
+#undef KG_F
+#undef KG_SIMD
+#undef KG_TARGET
+#endif
+
+static bool kg_use_avx2(void) {
+#if KG_HAVE_X86
+    const char *e = getenv("MPX_KERN_PORTABLE");
+    if (e && *e && strcmp(e, "0") != 0) return false;
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+#else
+    return false;
+#endif
+}
+
+int kg_threads(void) {
+    const char *e = getenv("MPX_KERN_THREADS");
+    if (e && *e) {
+        int n = atoi(e);
+        if (n >= 1 && n <= 8) return n;
+    }
+    return 2;
+}
+
+int kg_mode_of(const mpx_accum *m) {
+    if (mpx_acc_is_fp32(m)) return KG_FP32;
+    if (m->block > 0) return -1;
+    switch (m->fmt->kind) {
+    case MPX_FMT_FP16: return KG_FP16;
+    case MPX_FMT_BF16: return KG_BF16;
+    case MPX_FMT_TF32: return KG_TF32;
+    default: return -1;
+    }
+}
+
+/* ---- threads --------------------------------------------------------------------------------- */
+
+typedef struct kg_par {
+    atomic_long next;
+    long n;
+    void (*fn)(void *ctx, int tid, long item);
+    void *ctx;
+} kg_par;
+
+typedef struct kg_worker {
+    kg_par *p;
+    int tid;
+    pthread_t th;
+} kg_worker;
+
+static void kg_par_loop(kg_par *p, int tid) {
+    long i;
+    while ((i = atomic_fetch_add(&p->next, 1)) < p->n) p->fn(p->ctx, tid, i);
+}
+
+static void *kg_par_main(void *arg) {
+    kg_worker *w = arg;
+    kg_par_loop(w->p, w->tid);
+    return NULL;
+}
+
+/* fn(ctx, tid, item) for every item < n, on up to nt threads (tid < nt). */
+static void kg_parallel(long n, int nt, void (*fn)(void *, int, long), void *ctx) {
+    kg_par p = {.n = n, .fn = fn, .ctx = ctx};
+    atomic_init(&p.next, 0);
+    kg_worker w[8];
+    int started = 0;
+    if (nt > n) nt = (int)n;
+    for (int t = 1; t < nt && t < 8; t++) {
+        w[started].p = &p;
+        w[started].tid = t;
+        if (pthread_create(&w[started].th, NULL, kg_par_main, &w[started]) != 0) break;
+        started++;
+    }
+    kg_par_loop(&p, 0);
+    for (int t = 0; t < started; t++) pthread_join(w[t].th, NULL);
+}
+
+/* Threads for a job of `macs` multiply-adds. */
+static int kg_threads_for(double macs) {
+    return macs < 4e6 ? 1 : kg_threads();
+}
+
+static float *kg_alloc(size_t n) {
+    size_t bytes = (n ? n : 1) * sizeof(float);
+    bytes = (bytes + 63) & ~(size_t)63;
+    return aligned_alloc(64, bytes);
+}
+
+/* ---- GEMM ------------------------------------------------------------------------------------- */
+
+static void kg_gemm_fn(void *ctx, int tid, long item) {
+    kg_ctx *x = ctx;
+#if KG_HAVE_X86
+    if (x->avx2) {
+        gemm_item_avx2(x, tid, item);
+        return;
+    }
+#endif
+    gemm_item_gen(x, tid, item);
+}
+
+static void kg_free_bufs(kg_ctx *x) {
+    for (int t = 0; t < 8; t++) {
+        free(x->bp[t]);
+        free(x->strip[t]);
+    }
+}
+
+bool kg_gemm_run(const kg_gemm *j) {
+    const int64_t M = j->M, N = j->N, K = j->K, mpan = (M + KG_MR - 1) / KG_MR;
+    const double macs = (double)j->G * (double)M * (double)N * (double)K;
+    int nt = kg_threads_for(macs);
+    kg_ctx x = {.j = j, .avx2 = kg_use_avx2()};
+    int64_t *boff = NULL;
+    float *ap = kg_alloc((size_t)(j->G * mpan * KG_MR * K));
+    bool ok = ap != NULL;
+    if (j->conv) {
+        /* Items are bands of R grid rows: about 512 columns, at least 4 items
+         * a thread. The strip holds R rows, the rows the taps reach below
+         * them, and one more for the dropped columns' reads. */
+        const kg_conv *v = j->conv;
+        int64_t R = kg_cdiv(512, v->Wq), most = kg_cdiv(v->OH, 4 * nt);
+        if (R > most) R = most;
+        if (R < 1) R = 1;
+        x.icols = R * v->Wq;
+        x.srows = R + (v->KH - 1) * v->dh / v->sh + 1;
+        x.splane = x.srows * v->Wq;
+        x.schan = v->sh * v->sw * x.splane;
+        boff = malloc((size_t)K * sizeof *boff);
+        ok = ok && boff;
+        for (int64_t ci = 0; ok && ci < v->cig; ci++)
+            for (int64_t kh = 0; kh < v->KH; kh++)
+                for (int64_t kw = 0; kw < v->KW; kw++) {
+                    const int64_t ph = kh * v->dh % v->sh, pw = kw * v->dw % v->sw;
+                    boff[(ci * v->KH + kh) * v->KW + kw] = ci * x.schan + (ph * v->sw + pw) * x.splane +
+                                                           kh * v->dh / v->sh * v->Wq + kw * v->dw / v->sw;
+                }
+        x.boff = boff;
+    } else {
+        int64_t nc = (kg_cdiv(N, 4 * nt) + KG_NR - 1) / KG_NR * KG_NR;
+        x.icols = nc < 64 ? 64 : nc > 512 ? 512 : nc;
+        x.boff = j->boff;
+    }
+    x.nqb = kg_cdiv(N, x.icols);
+    const long items = (long)(j->G * x.nqb);
+    if (nt > items) nt = (int)items;
+    /* Packed B: at most KG_PACK floats, less for small products. */
+    const int64_t kcm = K < KG_KC ? K : KG_KC, colm = (x.icols + KG_NR - 1) / KG_NR * KG_NR;
+    const int64_t bpn = kcm * colm < KG_PACK ? kcm * colm : KG_PACK;
+    for (int t = 0; ok && t < nt; t++) {
+        ok = (x.bp[t] = kg_alloc((size_t)bpn)) != NULL;
+        if (ok && j->conv) /* zeroed: columns past the last grid row are read (and dropped) */
+            ok = (x.strip[t] = calloc((size_t)(j->conv->cig * x.schan + 16), sizeof(float))) != NULL;
+    }
+    if (ok) {
+        /* Pack A: [g][panel][k][6], zero rows past M. */
+        for (int64_t g = 0; g < j->G; g++)
+            for (int64_t i = 0; i < mpan; i++) {
+                float *dst = ap + (g * mpan + i) * KG_MR * K;
+                for (int r = 0; r < KG_MR; r++) {
+                    const int64_t m = i * KG_MR + r;
+                    const float *src = j->a + g * j->ga + m * j->ams;
+                    for (int64_t k = 0; k < K; k++) dst[k * KG_MR + r] = m < M ? src[k * j->aks] : 0.0f;
+                }
+            }
+        x.ap = ap;
+        kg_parallel(items, nt, kg_gemm_fn, &x);
+    }
+    kg_free_bufs(&x);
+    free(boff);
+    free(ap);
+    return ok;
+}
+
+/* ---- depthwise -------------------------------------------------------------------------------- */
+
+static void kg_dw_fn(void *ctx, int tid, long ch) {
+    kg_ctx *x = ctx;
+#if KG_HAVE_X86
+    if (x->avx2) {
+        dw_item_avx2(x, tid, ch);
+        return;
+    }
+#endif
+    dw_item_gen(x, tid, ch);
+}
+
+bool kg_dw_run(const kg_dw *j) {
+    const kg_conv *v = j->conv;
+    const int64_t K = v->KH * v->KW;
+    int nt = kg_threads_for((double)j->C * (double)v->OH * (double)j->OW * (double)K * 4.0);
+    if (nt > j->C) nt = (int)j->C;
+    kg_ctx x = {.d = j, .avx2 = kg_use_avx2()};
+    /* The whole channel: the grid's rows, the rows the taps reach below
+     * them, one more for the dropped columns; 32 floats of slack for the
+     * last vectors. */
+    x.srows = v->OH + (v->KH - 1) * v->dh / v->sh + 1;
+    x.splane = x.srows * v->Wq;
+    x.schan = v->sh * v->sw * x.splane;
+    int64_t *off = malloc((size_t)K * sizeof *off);
+    bool ok = off != NULL;
+    for (int64_t kh = 0; ok && kh < v->KH; kh++)
+        for (int64_t kw = 0; kw < v->KW; kw++) {
+            const int64_t ph = kh * v->dh % v->sh, pw = kw * v->dw % v->sw;
+            off[kh * v->KW + kw] = (ph * v->sw + pw) * x.splane + kh * v->dh / v->sh * v->Wq + kw * v->dw / v->sw;
+        }
+    x.boff = off;
+    for (int t = 0; ok && t < nt; t++)
+        ok = (x.strip[t] = calloc((size_t)(x.schan + 32), sizeof(float))) != NULL;
+    if (ok) kg_parallel((long)j->C, nt, kg_dw_fn, &x);
+    kg_free_bufs(&x);
+    free(off);
+    return ok;
+}

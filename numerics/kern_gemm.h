@@ -1,0 +1,121 @@
+/* kern_gemm.h - the packed, blocked GEMM core under Conv, ConvTranspose, Gemm
+ * and MatMul (kern_nn.c), and the direct depthwise convolution. Private to
+ * numerics/.
+ *
+ * What it computes, for every output value, whatever the CPU and the number
+ * of threads (the bits never depend on either):
+ *
+ *   C(m, q) = sum over k = 0 .. K-1, in increasing k, of A(m, k) * B(k, q),
+ *             then + bias(m) when there is a bias,
+ *
+ * each product an fp32 product (no fused multiply-add), and the sum
+ *  - KG_FP32: in blocks of MPX_ACC_FP32_BLOCK (64) consecutive k, each block
+ *    summed from 0 in fp32, then added to the running sum (which starts at
+ *    +0), as mpx_acc with fp32 does when every k is a term;
+ *  - KG_FP16, KG_BF16, KG_TF32: the running sum rounded to the format after
+ *    every addition, starting at +0, as mpx_acc with block 0; the bias is one
+ *    more rounded addition.
+ * The callers map a convolution onto this with B a shifted view of the
+ * (zero-padded) input, so a kernel tap in the padding is a k whose product is
+ * +-0: with finite weights adding it changes no running sum (a sum that
+ * starts at +0 is never -0, and s + +-0 = s), so the result is the one that
+ * skips those taps, except that in fp32 the tap still takes its place in its
+ * block of 64. Callers check the weights are finite (0 * inf would be NaN).
+ *
+ * Why this shape (the issue "Performance"): a register-blocked micro-kernel
+ * is the only way to get near the FPU's peak, and packing both operands into
+ * the order the micro-kernel reads them makes every load contiguous and keeps
+ * the B panel in L1 and the A block in L2 (the BLIS design; MR x NR = 6 x 16
+ * fills 12 of AVX2's 16 vector registers with sums). No FMA: with the fp32
+ * products rounded first, results equal the documented order bit for bit and
+ * do not depend on the CPU (the baseline build has no FMA). On this machine
+ * (AMD EPYC, Zen 3) FMA made the micro-kernel alone 1.3-2x faster on data in
+ * L1, but PP-OCRv4 det's convolutions as a whole no faster (131 against 132
+ * ms on one thread): packing, memory traffic and the outputs' fresh pages
+ * weigh more there. Rounded accumulation is bound by the rounding itself
+ * (F16C's two conversions per vector and addition for fp16), 3-4x the fp32
+ * micro-kernel's time. The code is written once with GCC vector extensions
+ * and compiled twice: for AVX2 (+F16C for fp16 rounding), chosen at run time with
+ * __builtin_cpu_supports, and for the baseline ISA (the portable path). */
+#ifndef MPX_KERN_GEMM_H
+#define MPX_KERN_GEMM_H
+
+#include "kern_internal.h"
+
+typedef enum kg_mode { KG_FP32 = 0, KG_FP16 = 1, KG_BF16 = 2, KG_TF32 = 3 } kg_mode;
+
+/* The mode for an accumulation, or -1 when the core does not handle it
+ * (rounding per block of terms; fp8 accumulation): the caller's general
+ * path does. */
+int kg_mode_of(const mpx_accum *m);
+
+/* A convolution's input as B (Conv through the GEMM core, and the depthwise
+ * kernel): output (oh, ow) of the grid is column q = oh * Wq + ow, and the
+ * term k = (ci, kh, kw) (ci < cig, input channel g * cig + ci of group g)
+ * reads the zero-padded input at row oh sh + kh dh - pt, column
+ * ow sw + kw dw - pl (zero outside the input). Columns ow >= OW of the grid
+ * are computed and dropped (the caller's gvalid). The core copies the input
+ * rows each work item needs into a per-thread strip, zero-padded and split
+ * into stride phases, where B(k, q) is a fixed shift per k: packing is then
+ * copies of 16 floats. */
+typedef struct kg_conv {
+    const float *x;  /* input channel c at x + c * H * W */
+    int64_t H, W, KH, KW, sh, sw, dh, dw, pt, pl;
+    int64_t OH, Wq;  /* grid rows; grid width, ceil((W + pl + pr) / sw) >= OW */
+    int64_t cig;
+} kg_conv;
+
+/* One GEMM (per group g of G, with its operands offset by g times the group
+ * strides):
+ *   A(m, k) = a[g * ga + m * ams + k * aks]
+ *   B(k, q) = b[g * gb + boff[k] + q]          (contiguous in q), or with conv
+ *             set, the convolution's input above (b, boff, gb unused; N must
+ *             be conv->OH * conv->Wq and K conv->cig * KH * KW)
+ *   C(m, q) = c[g * gc + crow[m] + cmap(q)], where with r = q / gw and
+ *             col = q % gw: cmap(q) = r * rs + col * cs, and only columns with
+ *             col < gvalid are written (the others are computed and dropped)
+ *   bias(m) = bias[g * gbias + m]              (bias NULL: none)
+ * M, N, K > 0. C's values before the call are not read. */
+typedef struct kg_gemm {
+    int64_t M, N, K, G;
+    const float *a;
+    int64_t ams, aks, ga;
+    const float *b;
+    const int64_t *boff;
+    int64_t gb;
+    const kg_conv *conv;
+    float *c;
+    const int64_t *crow;
+    int64_t gc, gw, gvalid, rs, cs;
+    const float *bias;
+    int64_t gbias;
+    kg_mode mode;
+} kg_gemm;
+
+/* false: out of memory (C partly written). */
+bool kg_gemm_run(const kg_gemm *j);
+
+/* Depthwise convolution (one input and one output channel per group, so
+ * conv->cig = 1), C channels: for channel ch and grid column q,
+ *   y[ch * yc + (q / Wq) * OW + q % Wq] (for q % Wq < OW)
+ *     = sum over taps k = (kh, kw) of w[ch * KH * KW + k] * input, + bias[ch],
+ * the input read as kg_conv says for channel ch. */
+typedef struct kg_dw {
+    int64_t C, OW;
+    const kg_conv *conv;
+    const float *w, *bias;
+    float *y;
+    int64_t yc;
+    kg_mode mode;
+} kg_dw;
+
+/* false: out of memory. */
+bool kg_dw_run(const kg_dw *j);
+
+/* Threads the core uses: 2, or MPX_KERN_THREADS (1..8) from the environment
+ * (read at each call; for measurements). MPX_KERN_PORTABLE=1 likewise makes
+ * the core use its baseline-ISA build on any CPU (for tests: the two builds
+ * must agree bit for bit). */
+int kg_threads(void);
+
+#endif

@@ -1,0 +1,384 @@
+/* kern_gemm_body.h - the inner loops of kern_gemm.c, included there twice:
+ * once for the baseline ISA (KG_F(x) = x##_gen, KG_SIMD 0, KG_TARGET empty)
+ * and once with every function compiled for AVX2 and F16C (KG_F(x) =
+ * x##_avx2, KG_SIMD 1, KG_TARGET the target attribute). Only
+ * fp16 rounding differs in source between the two (F16C against
+ * mpx_round_value per lane, which agree bit for bit: format.c); everything
+ * else is the same GCC vector-extension code, so the two builds compute the
+ * same bits. Not a header of its own: no include guard on purpose. */
+
+/* ---- vector helpers ---------------------------------------------------------------- */
+
+static inline KG_TARGET __attribute__((always_inline)) v8f KG_F(ld8)(const float *p) {
+    v8f v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline KG_TARGET __attribute__((always_inline)) void KG_F(st8)(float *p, v8f v) {
+    memcpy(p, &v, sizeof v);
+}
+
+static inline KG_TARGET __attribute__((always_inline)) v8f KG_F(splat)(float x) {
+    return (v8f){x, x, x, x, x, x, x, x};
+}
+
+/* format.c's rne_exp8 on 8 lanes: RNE to a format with fp32's exponent and
+ * 23 - shift mantissa bits (bf16: 16, tf32: 13); NaNs quieted, payload's top
+ * bits kept. Bit for bit mpx_round_value for bf16 and tf32. */
+static inline KG_TARGET __attribute__((always_inline)) v8f KG_F(rne8)(v8f x, const unsigned shift) {
+    const uint32_t low = (1u << shift) - 1u;
+    v8u u;
+    memcpy(&u, &x, sizeof u);
+    const v8u r = (u + (low >> 1) + ((u >> shift) & 1u)) & ~low;
+    const v8u nan = (u & ~low) | 0x00400000u;
+    const v8u m = (v8u)((v8i)(u & 0x7fffffffu) > (v8i){0x7f800000, 0x7f800000, 0x7f800000, 0x7f800000,
+                                                         0x7f800000, 0x7f800000, 0x7f800000, 0x7f800000});
+    const v8u o = (r & ~m) | (nan & m);
+    v8f y;
+    memcpy(&y, &o, sizeof y);
+    return y;
+}
+
+/* Grid rows r0 .. r0 + nr - 1 of one input channel xc into the strip: the
+ * plane of stride phase (ph, pw) at dst + (ph * sw + pw) * plane holds, in
+ * row i and column jj, the padded input at row (r0 + i) sh + ph - pt and
+ * column jj sw + pw - pl, zero outside the input. */
+static KG_TARGET void KG_F(fill)(const kg_conv *v, const float *xc, int64_t r0, int64_t nr,
+                                 float *dst, int64_t plane) {
+    for (int64_t ph = 0; ph < v->sh; ph++)
+        for (int64_t pw = 0; pw < v->sw; pw++) {
+            float *d = dst + (ph * v->sw + pw) * plane;
+            int64_t jlo = kg_cdiv(v->pl - pw, v->sw), jhi = kg_cdiv(v->W + v->pl - pw, v->sw);
+            if (jlo < 0) jlo = 0;
+            if (jlo > v->Wq) jlo = v->Wq;
+            if (jhi > v->Wq) jhi = v->Wq;
+            if (jhi < jlo) jhi = jlo;
+            for (int64_t i = 0; i < nr; i++) {
+                float *row = d + i * v->Wq;
+                const int64_t ir = (r0 + i) * v->sh + ph - v->pt;
+                if (ir < 0 || ir >= v->H) {
+                    memset(row, 0, (size_t)v->Wq * sizeof *row);
+                    continue;
+                }
+                /* Column jj reads input column jj sw + o, inside the row for
+                 * jlo <= jj < jhi. */
+                const float *in = xc + ir * v->W;
+                const int64_t o = pw - v->pl;
+                memset(row, 0, (size_t)jlo * sizeof *row);
+                if (v->sw == 1) {
+                    memcpy(row + jlo, in + jlo + o, (size_t)(jhi - jlo) * sizeof *row);
+                } else {
+                    int64_t jj = jlo;
+                    if (v->sw == 2) /* 8 at a time: the even lanes of 16 (lane 15,
+                                     * column 2 jj + 15 + o, is inside the row while
+                                     * jj + 8 < jhi) */
+                        for (; jj + 8 < jhi; jj += 8) {
+                            const float *p = in + 2 * jj + o;
+                            KG_F(st8)(row + jj, KG_EVENS(KG_F(ld8)(p), KG_F(ld8)(p + 8)));
+                        }
+                    for (; jj < jhi; jj++) row[jj] = in[jj * v->sw + o];
+                }
+                memset(row + jhi, 0, (size_t)(v->Wq - jhi) * sizeof *row);
+            }
+        }
+}
+
+/* ---- rounding a vector of running sums --------------------------------------------- */
+
+static inline KG_TARGET __attribute__((always_inline)) v8f KG_F(rnd)(const int RM, v8f x) {
+    if (RM == KG_FP16) {
+#if KG_SIMD
+        /* vcvtps2ph with immediate 0 is RNE whatever MXCSR says; as
+         * mpx_round_value's F16C path (format.c). */
+        return (v8f)_mm256_cvtph_ps(_mm256_cvtps_ph((__m256)x, 0));
+#else
+        float t[8];
+        memcpy(t, &x, sizeof t);
+        for (int i = 0; i < 8; i++) t[i] = mpx_round_value(&mpx_format_fp16, t[i]);
+        memcpy(&x, t, sizeof t);
+        return x;
+#endif
+    }
+    if (RM == KG_BF16) return KG_F(rne8)(x, 16);
+    if (RM == KG_TF32) return KG_F(rne8)(x, 13);
+    return x;
+}
+
+/* ---- the micro-kernel: MR x 16 outputs, kc terms ------------------------------------------
+ * a: packed A, [kc][6] (rows beyond MR are zero and ignored); b: packed B,
+ * [kc][16]; cr[i]: row i of the C tile (16 floats). first: this is k = 0 of
+ * the whole sum (C not read); bias: add bias[i] after the last term (the
+ * caller passes it with the last K block only).
+ * fp32: blocks of 64 terms summed in registers, each added to C (the
+ * running sum), as the header says; the caller's K blocks are multiples of
+ * 64 so blocks never straddle them. Rounded: C holds the rounded running
+ * sum; every addition is rounded. */
+#define KG_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
+
+static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr)(const int MR, const int RM, int64_t kc,
+                                                            const float *restrict a,
+                                                            const float *restrict b,
+                                                            float *const *cr, bool first,
+                                                            const float *bias) {
+    const v8f z = {0};
+#define KG_DECL(i) v8f c##i##0 = z, c##i##1 = z;
+    KG_ROWS(KG_DECL)
+#undef KG_DECL
+    if (RM == KG_FP32) {
+        for (int64_t k0 = 0; k0 < kc; k0 += MPX_ACC_FP32_BLOCK) {
+            const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < kc ? k0 + MPX_ACC_FP32_BLOCK : kc;
+#define KG_ZERO(i) c##i##0 = z, c##i##1 = z;
+            KG_ROWS(KG_ZERO)
+#undef KG_ZERO
+            const float *ak = a + k0 * KG_MR, *bk = b + k0 * KG_NR;
+            for (int64_t k = k0; k < k1; k++, ak += KG_MR, bk += KG_NR) {
+                const v8f b0 = KG_F(ld8)(bk), b1 = KG_F(ld8)(bk + 8);
+#define KG_MAC(i)                                                                        \
+    if (MR > i) {                                                                        \
+        const v8f ai = KG_F(splat)(ak[i]);                                                  \
+        c##i##0 += ai * b0;                                                              \
+        c##i##1 += ai * b1;                                                              \
+    }
+                KG_ROWS(KG_MAC)
+#undef KG_MAC
+            }
+            const bool f = first && k0 == 0, last = bias && k1 == kc;
+#define KG_PUT(i)                                                                        \
+    if (MR > i) {                                                                        \
+        float *r = cr[i];                                                                \
+        v8f s0 = (f ? z : KG_F(ld8)(r)) + c##i##0, s1 = (f ? z : KG_F(ld8)(r + 8)) + c##i##1;  \
+        if (last) {                                                                      \
+            const v8f bi = KG_F(splat)(bias[i]);                                            \
+            s0 += bi;                                                                    \
+            s1 += bi;                                                                    \
+        }                                                                                \
+        KG_F(st8)(r, s0);                                                                   \
+        KG_F(st8)(r + 8, s1);                                                               \
+    }
+            KG_ROWS(KG_PUT)
+#undef KG_PUT
+        }
+        return;
+    }
+    if (!first) {
+#define KG_GET(i)                                                                        \
+    if (MR > i) c##i##0 = KG_F(ld8)(cr[i]), c##i##1 = KG_F(ld8)(cr[i] + 8);
+        KG_ROWS(KG_GET)
+#undef KG_GET
+    }
+    const float *ak = a, *bk = b;
+    for (int64_t k = 0; k < kc; k++, ak += KG_MR, bk += KG_NR) {
+        const v8f b0 = KG_F(ld8)(bk), b1 = KG_F(ld8)(bk + 8);
+#define KG_RMAC(i)                                                                       \
+    if (MR > i) {                                                                        \
+        const v8f ai = KG_F(splat)(ak[i]);                                                  \
+        c##i##0 = KG_F(rnd)(RM, c##i##0 + ai * b0);                                      \
+        c##i##1 = KG_F(rnd)(RM, c##i##1 + ai * b1);                                      \
+    }
+        KG_ROWS(KG_RMAC)
+#undef KG_RMAC
+    }
+#define KG_RPUT(i)                                                                       \
+    if (MR > i) {                                                                        \
+        if (bias) {                                                                      \
+            const v8f bi = KG_F(splat)(bias[i]);                                            \
+            c##i##0 = KG_F(rnd)(RM, c##i##0 + bi);                                       \
+            c##i##1 = KG_F(rnd)(RM, c##i##1 + bi);                                       \
+        }                                                                                \
+        KG_F(st8)(cr[i], c##i##0);                                                          \
+        KG_F(st8)(cr[i] + 8, c##i##1);                                                      \
+    }
+    KG_ROWS(KG_RPUT)
+#undef KG_RPUT
+}
+#undef KG_ROWS
+
+/* Every (mode, MR) pair as its own specialised copy, chosen through a
+ * constant table once per panel row. */
+typedef void (*KG_F(ukr_fn))(int64_t kc, const float *a, const float *b, float *const *cr,
+                             bool first, const float *bias);
+#define KG_UKR_DEF(RM, MR)                                                               \
+    static KG_TARGET void KG_F(ukr_##RM##_##MR)(int64_t kc, const float *a, const float *b,      \
+                                      float *const *cr, bool first, const float *bias) { \
+        KG_F(ukr)(MR, RM, kc, a, b, cr, first, bias);                                    \
+    }
+#define KG_UKR_MODE(RM) KG_UKR_DEF(RM, 1) KG_UKR_DEF(RM, 2) KG_UKR_DEF(RM, 3) \
+    KG_UKR_DEF(RM, 4) KG_UKR_DEF(RM, 5) KG_UKR_DEF(RM, 6)
+KG_UKR_MODE(0)
+KG_UKR_MODE(1)
+KG_UKR_MODE(2)
+KG_UKR_MODE(3)
+#undef KG_UKR_MODE
+#undef KG_UKR_DEF
+_Static_assert(KG_FP32 == 0 && KG_FP16 == 1 && KG_BF16 == 2 && KG_TF32 == 3, "table order");
+#define KG_UKR_ROW(RM) {KG_F(ukr_##RM##_1), KG_F(ukr_##RM##_2), KG_F(ukr_##RM##_3), \
+                        KG_F(ukr_##RM##_4), KG_F(ukr_##RM##_5), KG_F(ukr_##RM##_6)}
+static const KG_F(ukr_fn) KG_F(ukr_table)[4][KG_MR] = {KG_UKR_ROW(0), KG_UKR_ROW(1), KG_UKR_ROW(2),
+                                                        KG_UKR_ROW(3)};
+#undef KG_UKR_ROW
+
+/* ---- one work item of a GEMM: group g, columns [q0, q0 + icols) ------------------------ */
+
+static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
+    const kg_gemm *j = x->j;
+    const int64_t M = j->M, N = j->N, K = j->K, mpan = (M + KG_MR - 1) / KG_MR;
+    const int64_t g = item / x->nqb, q0 = (item % x->nqb) * x->icols;
+    const int64_t q1 = q0 + x->icols < N ? q0 + x->icols : N;
+    const float *apg = x->ap + g * mpan * KG_MR * K;
+    float *c = j->c + g * j->gc;
+    const float *bias = j->bias ? j->bias + g * j->gbias : NULL;
+    const float *src;
+    int64_t qshift = 0;
+    if (j->conv) { /* the input rows this item reads, as the strip */
+        const kg_conv *v = j->conv;
+        const int64_t rbase = q0 / v->Wq;
+        float *st = x->strip[tid];
+        for (int64_t ci = 0; ci < v->cig; ci++)
+            KG_F(fill)(v, v->x + (g * v->cig + ci) * v->H * v->W, rbase, x->srows, st + ci * x->schan,
+                    x->splane);
+        src = st;
+        qshift = rbase * v->Wq;
+    } else {
+        src = j->b + g * j->gb;
+    }
+    float *bp = x->bp[tid];
+    const KG_F(ukr_fn) *ukrs = KG_F(ukr_table)[j->mode];
+    for (int64_t k0 = 0; k0 < K; k0 += KG_KC) {
+        const int64_t kc = K - k0 < KG_KC ? K - k0 : KG_KC;
+        const bool first = k0 == 0;
+        const float *bs = k0 + kc == K ? bias : NULL;
+        const int64_t *boff = x->boff + k0;
+        /* Columns packed per chunk of panels (about 128 KiB: L2), each k's run
+         * of the chunk read in one go (long runs suit the prefetchers). */
+        int64_t cw = (KG_PACK / kc) / KG_NR * KG_NR;
+        if (cw < KG_NR) cw = KG_NR;
+        for (int64_t qa = q0; qa < q1; qa += cw) {
+            const int64_t qb = qa + cw < q1 ? qa + cw : q1;
+            const float *sa = src + (qa - qshift);
+            for (int64_t k = 0; k < kc; k++) {
+                const float *s = sa + boff[k];
+                float *d = bp + k * KG_NR;
+                int64_t l = 0;
+                for (; l + KG_NR <= qb - qa; l += KG_NR, d += kc * KG_NR) {
+                    KG_F(st8)(d, KG_F(ld8)(s + l));
+                    KG_F(st8)(d + 8, KG_F(ld8)(s + l + 8));
+                }
+                if (l < qb - qa)
+                    for (int64_t i = 0; i < KG_NR; i++) d[i] = l + i < qb - qa ? s[l + i] : 0.0f;
+            }
+            for (int64_t q = qa; q < qb; q += KG_NR) {
+                const int64_t ncols = qb - q < KG_NR ? qb - q : KG_NR;
+                const float *bpp = bp + (q - qa) * kc;
+                const int64_t col = q % j->gw, cq = (q / j->gw) * j->rs + col * j->cs;
+                const bool direct = ncols == KG_NR && j->cs == 1 &&
+                                    (col + KG_NR <= j->gvalid || (j->gw == j->gvalid && j->rs == j->gw));
+                /* Otherwise each column's place in C (-1: dropped), once a panel. */
+                int64_t at[KG_NR];
+                if (!direct)
+                    for (int64_t l = 0, r = q / j->gw, cl = col; l < KG_NR; l++) {
+                        at[l] = l < ncols && cl < j->gvalid ? r * j->rs + cl * j->cs : -1;
+                        if (++cl == j->gw) cl = 0, r++;
+                    }
+                for (int64_t i = 0; i < mpan; i++) {
+                    const int mr = (int)(M - i * KG_MR < KG_MR ? M - i * KG_MR : KG_MR);
+                    const float *ap = apg + i * KG_MR * K + k0 * KG_MR;
+                    const int64_t *crow = j->crow + i * KG_MR;
+                    const float *bi = bs ? bs + i * KG_MR : NULL;
+                    float *cr[KG_MR];
+                    if (direct) {
+                        for (int r = 0; r < mr; r++) cr[r] = c + crow[r] + cq;
+                        ukrs[mr - 1](kc, ap, bpp, cr, first, bi);
+                        continue;
+                    }
+                    /* A tile that is not one run of C: through a buffer. */
+                    float buf[KG_MR * KG_NR];
+                    for (int r = 0; r < mr; r++) cr[r] = buf + r * KG_NR;
+                    if (!first) /* the running sum so far (first: C is not read) */
+                        for (int r = 0; r < mr; r++)
+                            for (int64_t l = 0; l < KG_NR; l++)
+                                buf[r * KG_NR + l] = at[l] >= 0 ? c[crow[r] + at[l]] : 0.0f;
+                    ukrs[mr - 1](kc, ap, bpp, cr, first, bi);
+                    for (int r = 0; r < mr; r++)
+                        for (int64_t l = 0; l < KG_NR; l++)
+                            if (at[l] >= 0) c[crow[r] + at[l]] = buf[r * KG_NR + l];
+                }
+            }
+        }
+    }
+}
+
+/* ---- depthwise: one channel ------------------------------------------------------------------
+ * The channel's padded, phase-split input into the thread's strip, then grid
+ * rows 32 outputs at a time in 4 vectors; the taps' terms in order (fp32:
+ * blocks of 64 taps, as the GEMM). */
+static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_chan)(const int RM, const kg_ctx *x,
+                                                                int tid, int64_t ch) {
+    const kg_dw *j = x->d;
+    const kg_conv *v = j->conv;
+    const int64_t K = v->KH * v->KW;
+    float *st = x->strip[tid];
+    KG_F(fill)(v, v->x + ch * v->H * v->W, 0, x->srows, st, x->splane);
+    const float *w = j->w + ch * K;
+    float *y = j->y + ch * j->yc;
+    const float *bp = j->bias ? j->bias + ch : NULL;
+    const int64_t *off = x->boff;
+    const v8f z = {0};
+    for (int64_t r = 0; r < v->OH; r++) {
+        for (int64_t col = 0; col < j->OW; col += 32) {
+            const float *xq = st + r * v->Wq + col;
+            v8f s0 = z, s1 = z, s2 = z, s3 = z;
+            if (RM == KG_FP32) {
+                for (int64_t k0 = 0; k0 < K; k0 += MPX_ACC_FP32_BLOCK) {
+                    const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < K ? k0 + MPX_ACC_FP32_BLOCK : K;
+                    v8f a0 = z, a1 = z, a2 = z, a3 = z;
+                    for (int64_t k = k0; k < k1; k++) {
+                        const v8f wk = KG_F(splat)(w[k]);
+                        const float *p = xq + off[k];
+                        a0 += wk * KG_F(ld8)(p);
+                        a1 += wk * KG_F(ld8)(p + 8);
+                        a2 += wk * KG_F(ld8)(p + 16);
+                        a3 += wk * KG_F(ld8)(p + 24);
+                    }
+                    s0 += a0, s1 += a1, s2 += a2, s3 += a3;
+                }
+                if (bp) {
+                    const v8f bv = KG_F(splat)(*bp);
+                    s0 += bv, s1 += bv, s2 += bv, s3 += bv;
+                }
+            } else {
+                for (int64_t k = 0; k < K; k++) {
+                    const v8f wk = KG_F(splat)(w[k]);
+                    const float *p = xq + off[k];
+                    s0 = KG_F(rnd)(RM, s0 + wk * KG_F(ld8)(p));
+                    s1 = KG_F(rnd)(RM, s1 + wk * KG_F(ld8)(p + 8));
+                    s2 = KG_F(rnd)(RM, s2 + wk * KG_F(ld8)(p + 16));
+                    s3 = KG_F(rnd)(RM, s3 + wk * KG_F(ld8)(p + 24));
+                }
+                if (bp) {
+                    const v8f bv = KG_F(splat)(*bp);
+                    s0 = KG_F(rnd)(RM, s0 + bv), s1 = KG_F(rnd)(RM, s1 + bv);
+                    s2 = KG_F(rnd)(RM, s2 + bv), s3 = KG_F(rnd)(RM, s3 + bv);
+                }
+            }
+            float *yo = y + r * j->OW + col;
+            const int64_t n = j->OW - col < 32 ? j->OW - col : 32;
+            if (n == 32) {
+                KG_F(st8)(yo, s0), KG_F(st8)(yo + 8, s1), KG_F(st8)(yo + 16, s2), KG_F(st8)(yo + 24, s3);
+            } else {
+                float t[32];
+                KG_F(st8)(t, s0), KG_F(st8)(t + 8, s1), KG_F(st8)(t + 16, s2), KG_F(st8)(t + 24, s3);
+                memcpy(yo, t, (size_t)n * sizeof *t);
+            }
+        }
+    }
+}
+
+static KG_TARGET void KG_F(dw_item)(const kg_ctx *x, int tid, long ch) {
+    switch (x->d->mode) {
+    case KG_FP32: KG_F(dw_chan)(KG_FP32, x, tid, ch); return;
+    case KG_FP16: KG_F(dw_chan)(KG_FP16, x, tid, ch); return;
+    case KG_BF16: KG_F(dw_chan)(KG_BF16, x, tid, ch); return;
+    case KG_TF32: KG_F(dw_chan)(KG_TF32, x, tid, ch); return;
+    }
+}

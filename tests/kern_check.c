@@ -1,0 +1,360 @@
+/* kern_check - randomised agreement of the Conv, ConvTranspose, Gemm and
+ * MatMul kernels (numerics/kern_nn.c and the GEMM core, kern_gemm.c) with
+ * naive evaluations of their documented summation order, bit for bit:
+ *  - accumulate fp16, bf16, tf32 (rounded after every addition, block 0),
+ *    fp16 in blocks of 5 and fp8 e4m3 (the general path): terms in order
+ *    (input channel, kernel row, kernel column; taps in the padding are not
+ *    terms), the running sum rounded as mpx_accum says, the bias one more
+ *    addition;
+ *  - fp32: blocks of 64 consecutive k = (input channel, kernel row, kernel
+ *    column), a tap in the padding keeping its place in its block (kern_nn.c's
+ *    header), products and sums rounded to fp32 separately (no FMA).
+ * Shapes are random (1-D and 2-D, strides, dilations, pads, groups,
+ * depthwise, several images, sizes that reach the threads) and so are the
+ * values: half the cases fp16-exact, half arbitrary fp32 so that products
+ * are inexact. Run it also with MPX_KERN_PORTABLE=1 (the baseline-ISA build
+ * of the inner loops) and MPX_KERN_THREADS=1.
+ *
+ * usage: kern_check [cases] [seed]      exit status 0 when everything agrees */
+#include "mpx_numerics.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static mpx_graph *G;
+static mpx_rng rng;
+static int failures, checks;
+
+static int64_t rnd(int64_t lo, int64_t hi) { /* [lo, hi] */
+    return lo + (int64_t)(mpx_rng_unit(&rng) * (double)(hi - lo + 1));
+}
+
+static mpx_value value(int rank, const int64_t *dims, bool exact) {
+    mpx_value v;
+    mpx_value_alloc(&v, MPX_DT_FLOAT, rank, dims, NULL);
+    for (int64_t i = 0; i < v.n; i++) {
+        float x = (float)(2.0 * mpx_rng_unit(&rng) - 1.0);
+        if (mpx_rng_unit(&rng) < 0.05) x = 0.0f;
+        v.f[i] = exact ? mpx_round_scalar(&mpx_format_fp16, x) : x;
+    }
+    return v;
+}
+
+static void add_ints(mpx_attr *a, const char *name, int n, const int64_t *v) {
+    a->name = name;
+    a->type = MPX_ATTR_INTS;
+    a->n = n;
+    a->ints = mpx_arena_calloc(G->arena, (size_t)n, sizeof(int64_t));
+    memcpy(a->ints, v, (size_t)n * sizeof *v);
+}
+
+static void add_int(mpx_attr *a, const char *name, int64_t v) {
+    a->name = name;
+    a->type = MPX_ATTR_INT;
+    a->i = v;
+}
+
+/* ---- the documented order ------------------------------------------------------------- */
+
+typedef struct racc {
+    const mpx_format *f; /* NULL: fp32 */
+    int block;           /* rounded: 0 per addition, else per block of terms */
+    float sum, blk;
+    int nb;              /* terms (rounded, block > 0) or positions (fp32) in blk */
+} racc;
+
+static void ra_init(racc *a, const mpx_format *f, int block) {
+    a->f = f, a->block = block, a->sum = 0.0f, a->blk = 0.0f, a->nb = 0;
+}
+
+/* A position of the sum: term t, or (present false) a tap in the padding,
+ * which in fp32 still counts in its block of 64. */
+static void ra_add(racc *a, bool present, float t) {
+    if (!a->f) {
+        if (present) a->blk += t;
+        if (++a->nb == MPX_ACC_FP32_BLOCK) a->sum += a->blk, a->blk = 0.0f, a->nb = 0;
+        return;
+    }
+    if (!present) return;
+    if (a->block <= 0) {
+        a->sum = mpx_round_scalar(a->f, a->sum + t);
+    } else {
+        a->blk += t;
+        if (++a->nb == a->block) {
+            a->sum = mpx_round_scalar(a->f, a->sum + mpx_round_scalar(a->f, a->blk));
+            a->blk = 0.0f, a->nb = 0;
+        }
+    }
+}
+
+static float ra_result(racc *a, const float *bias) {
+    if (!a->f) {
+        if (a->nb > 0) a->sum += a->blk;
+        a->nb = 0, a->blk = 0.0f;
+        return bias ? a->sum + *bias : a->sum;
+    }
+    if (a->block > 0 && a->nb > 0)
+        a->sum = mpx_round_scalar(a->f, a->sum + mpx_round_scalar(a->f, a->blk));
+    a->nb = 0, a->blk = 0.0f;
+    if (!bias) return a->sum;
+    /* The bias is one more term (with blocks: a block of its own). */
+    ra_add(a, true, *bias);
+    return ra_result(a, NULL);
+}
+
+typedef struct cparams {
+    int nsp;
+    int64_t N, C, M, G, H, W, KH, KW, sh, sw, dh, dw, pt, pl, pb, pr, OH, OW;
+    bool transpose, bias;
+} cparams;
+
+static mpx_value ref_conv(const cparams *p, const mpx_value *x, const mpx_value *w,
+                          const mpx_value *b, const mpx_format *f, int block) {
+    int64_t dims[4] = {p->N, p->M, p->nsp == 2 ? p->OH : p->OW, p->OW};
+    mpx_value y;
+    mpx_value_alloc(&y, MPX_DT_FLOAT, 2 + p->nsp, dims, NULL);
+    const int64_t cig = p->C / p->G, mg = p->M / p->G;
+    for (int64_t n = 0; n < p->N; n++)
+        for (int64_t m = 0; m < p->M; m++)
+            for (int64_t oh = 0; oh < p->OH; oh++)
+                for (int64_t ow = 0; ow < p->OW; ow++) {
+                    racc a;
+                    ra_init(&a, f, block);
+                    const int64_t g = m / mg;
+                    for (int64_t ci = 0; ci < cig; ci++)
+                        for (int64_t kh = 0; kh < p->KH; kh++)
+                            for (int64_t kw = 0; kw < p->KW; kw++) {
+                                const int64_t ih = oh * p->sh - p->pt + kh * p->dh;
+                                const int64_t iw = ow * p->sw - p->pl + kw * p->dw;
+                                const bool in = ih >= 0 && ih < p->H && iw >= 0 && iw < p->W;
+                                const int64_t c = g * cig + ci;
+                                const float t =
+                                    in ? x->f[((n * p->C + c) * p->H + ih) * p->W + iw] *
+                                             w->f[((m * cig + ci) * p->KH + kh) * p->KW + kw]
+                                       : 0.0f;
+                                ra_add(&a, in, t);
+                            }
+                    y.f[((n * p->M + m) * p->OH + oh) * p->OW + ow] =
+                        ra_result(&a, b ? &b->f[m] : NULL);
+                }
+    return y;
+}
+
+/* ConvTranspose: terms (input channel, tap) that reach the output, in order. */
+static mpx_value ref_convt(const cparams *p, const mpx_value *x, const mpx_value *w,
+                           const mpx_value *b, const mpx_format *f, int block) {
+    int64_t dims[4] = {p->N, p->M, p->nsp == 2 ? p->OH : p->OW, p->OW};
+    mpx_value y;
+    mpx_value_alloc(&y, MPX_DT_FLOAT, 2 + p->nsp, dims, NULL);
+    const int64_t cig = p->C / p->G, mg = p->M / p->G;
+    for (int64_t n = 0; n < p->N; n++)
+        for (int64_t m = 0; m < p->M; m++)
+            for (int64_t oh = 0; oh < p->OH; oh++)
+                for (int64_t ow = 0; ow < p->OW; ow++) {
+                    racc a;
+                    ra_init(&a, f, block);
+                    const int64_t g = m / mg;
+                    for (int64_t ci = 0; ci < cig; ci++)
+                        for (int64_t kh = 0; kh < p->KH; kh++)
+                            for (int64_t kw = 0; kw < p->KW; kw++) {
+                                const int64_t nh = oh + p->pt - kh * p->dh, nw = ow + p->pl - kw * p->dw;
+                                const bool in = nh >= 0 && nh % p->sh == 0 && nh / p->sh < p->H &&
+                                                nw >= 0 && nw % p->sw == 0 && nw / p->sw < p->W;
+                                if (!in) continue; /* not a term, not a position */
+                                const int64_t c = g * cig + ci;
+                                ra_add(&a, true,
+                                       x->f[((n * p->C + c) * p->H + nh / p->sh) * p->W + nw / p->sw] *
+                                           w->f[((c * mg + m % mg) * p->KH + kh) * p->KW + kw]);
+                            }
+                    y.f[((n * p->M + m) * p->OH + oh) * p->OW + ow] =
+                        ra_result(&a, b ? &b->f[m] : NULL);
+                }
+    return y;
+}
+
+static bool same_bits(const mpx_value *a, const mpx_value *b, int64_t *at) {
+    if (a->n != b->n) {
+        *at = -1;
+        return false;
+    }
+    for (int64_t i = 0; i < a->n; i++) {
+        uint32_t u, v;
+        memcpy(&u, &a->f[i], 4);
+        memcpy(&v, &b->f[i], 4);
+        if (u != v && !(isnan(a->f[i]) && isnan(b->f[i]))) {
+            *at = i;
+            return false;
+        }
+    }
+    return true;
+}
+
+static const struct {
+    const mpx_format *f;
+    int block;
+} ACCS[] = {
+    {NULL, 0},
+    {&mpx_format_fp16, 0},
+    {&mpx_format_bf16, 0},
+    {&mpx_format_tf32, 0},
+    {&mpx_format_fp16, 5},
+    {&mpx_format_fp8e4m3_sat, 0},
+};
+enum { N_ACCS = sizeof ACCS / sizeof ACCS[0] };
+
+static void check(const char *what, const mpx_node *node, int n_in, const mpx_value *const *in,
+                  int acc, const mpx_value *want) {
+    mpx_error err;
+    mpx_error_clear(&err);
+    mpx_kctx c = {.node = node, .acc = {ACCS[acc].f, ACCS[acc].block}, .err = &err};
+    mpx_value y;
+    memset(&y, 0, sizeof y);
+    y.n = -1;
+    mpx_status st = mpx_kernel_for(node->op)(&c, in, n_in, &y, 1);
+    int64_t at = 0;
+    checks++;
+    if (st != MPX_OK) {
+        failures++;
+        fprintf(stderr, "FAIL %s acc %s/%d: %s\n", what, ACCS[acc].f ? ACCS[acc].f->name : "fp32",
+                ACCS[acc].block, err.msg);
+    } else if (!same_bits(&y, want, &at)) {
+        failures++;
+        fprintf(stderr, "FAIL %s acc %s/%d: at %lld got %.9g want %.9g\n", what,
+                ACCS[acc].f ? ACCS[acc].f->name : "fp32", ACCS[acc].block, (long long)at,
+                at >= 0 ? (double)y.f[at] : 0.0, at >= 0 ? (double)want->f[at] : 0.0);
+    }
+    mpx_value_free(&y);
+}
+
+/* ---- cases -------------------------------------------------------------------------------- */
+
+static void conv_case(int idx, bool transpose, bool big) {
+    cparams p = {.nsp = mpx_rng_unit(&rng) < 0.2 ? 1 : 2, .transpose = transpose};
+    p.N = rnd(1, 2);
+    p.G = mpx_rng_unit(&rng) < 0.6 ? 1 : rnd(2, 4);
+    const bool dwise = !transpose && mpx_rng_unit(&rng) < 0.25;
+    int64_t cig = big ? rnd(8, 48) : rnd(1, 12), mg = big ? rnd(6, 40) : rnd(1, 14);
+    if (dwise) cig = 1, mg = 1, p.G = big ? rnd(8, 64) : rnd(1, 12);
+    p.C = cig * p.G, p.M = mg * p.G;
+    p.H = p.nsp == 2 ? (big ? rnd(16, 70) : rnd(1, 24)) : 1;
+    p.W = big ? rnd(16, 90) : rnd(1, 40);
+    p.KH = p.nsp == 2 ? rnd(1, 5) : 1, p.KW = rnd(1, 5);
+    p.sh = p.nsp == 2 ? rnd(1, 3) : 1, p.sw = rnd(1, 3);
+    p.dh = p.nsp == 2 ? rnd(1, 2) : 1, p.dw = rnd(1, 2);
+    if (transpose && mpx_rng_unit(&rng) < 0.7) { /* the fast path: kernel = stride */
+        p.KH = p.sh = p.nsp == 2 ? rnd(1, 3) : 1;
+        p.KW = p.sw = rnd(1, 3);
+        p.dh = p.dw = 1;
+    }
+    p.pt = p.nsp == 2 ? rnd(0, 3) : 0, p.pb = p.nsp == 2 ? rnd(0, 3) : 0;
+    p.pl = rnd(0, 3), p.pr = rnd(0, 3);
+    if (mpx_rng_unit(&rng) < 0.3) p.pt = p.pb = p.pl = p.pr = 0;
+    if (transpose && mpx_rng_unit(&rng) < 0.7) p.pt = p.pb = p.pl = p.pr = 0;
+    p.bias = mpx_rng_unit(&rng) < 0.6;
+    if (!transpose) {
+        const int64_t eh = (p.KH - 1) * p.dh + 1, ew = (p.KW - 1) * p.dw + 1;
+        if (p.H + p.pt + p.pb < eh || p.W + p.pl + p.pr < ew) return;
+        p.OH = (p.H + p.pt + p.pb - eh) / p.sh + 1;
+        p.OW = (p.W + p.pl + p.pr - ew) / p.sw + 1;
+    } else {
+        p.OH = p.sh * (p.H - 1) + (p.KH - 1) * p.dh + 1 - p.pt - p.pb;
+        p.OW = p.sw * (p.W - 1) + (p.KW - 1) * p.dw + 1 - p.pl - p.pr;
+        if (p.OH < 1 || p.OW < 1) return;
+    }
+    const bool exact = mpx_rng_unit(&rng) < 0.5;
+    int64_t xd[4] = {p.N, p.C, p.nsp == 2 ? p.H : p.W, p.W};
+    int64_t wd[4] = {transpose ? p.C : p.M, transpose ? mg : cig, p.nsp == 2 ? p.KH : p.KW, p.KW};
+    int64_t bd[1] = {p.M};
+    mpx_value x = value(2 + p.nsp, xd, exact), w = value(2 + p.nsp, wd, exact),
+              b = value(1, bd, exact);
+    mpx_node *n = mpx_graph_add_node(G, "conv", transpose ? "ConvTranspose" : "Conv", "", 3, 1, 4);
+    n->op = mpx_op_from_name(transpose ? "ConvTranspose" : "Conv");
+    n->opset = 13;
+    n->outputs[0] = mpx_graph_tensor(G, "y");
+    int64_t s[2] = {p.sh, p.sw}, d[2] = {p.dh, p.dw}, pads[4] = {p.pt, p.pl, p.pb, p.pr};
+    const int o = p.nsp == 2 ? 0 : 1;
+    int64_t pads1[2] = {p.pl, p.pr};
+    add_ints(&n->attrs[0], "strides", p.nsp, s + o);
+    add_ints(&n->attrs[1], "dilations", p.nsp, d + o);
+    add_ints(&n->attrs[2], "pads", 2 * p.nsp, p.nsp == 2 ? pads : pads1);
+    add_int(&n->attrs[3], "group", p.G);
+    const mpx_value *in[3] = {&x, &w, p.bias ? &b : NULL};
+    char what[512];
+    snprintf(what, sizeof what,
+             "case %d %s%s N%lld C%lld M%lld G%lld in %lldx%lld k %lldx%lld s %lld,%lld d %lld,%lld "
+             "pads %lld,%lld,%lld,%lld bias %d exact %d",
+             idx, transpose ? "ConvTranspose" : "Conv", p.nsp == 1 ? " 1-D" : "", (long long)p.N,
+             (long long)p.C, (long long)p.M, (long long)p.G, (long long)p.H, (long long)p.W,
+             (long long)p.KH, (long long)p.KW, (long long)p.sh, (long long)p.sw, (long long)p.dh,
+             (long long)p.dw, (long long)p.pt, (long long)p.pl, (long long)p.pb, (long long)p.pr,
+             p.bias, exact);
+    /* fp32 through the general path (ConvTranspose that overlaps) has its
+     * own row order; only the fast paths' order is checked for fp32. */
+    const bool fast_t = !transpose || (p.KH == p.sh && p.KW == p.sw && p.dh == 1 && p.dw == 1 &&
+                                       p.pt + p.pb + p.pl + p.pr == 0);
+    for (int a = 0; a < N_ACCS; a++) {
+        if (a == 0 && !fast_t) continue;
+        mpx_value r = transpose ? ref_convt(&p, &x, &w, p.bias ? &b : NULL, ACCS[a].f, ACCS[a].block)
+                                : ref_conv(&p, &x, &w, p.bias ? &b : NULL, ACCS[a].f, ACCS[a].block);
+        check(what, n, 3, in, a, &r);
+        mpx_value_free(&r);
+    }
+    mpx_value_free(&x);
+    mpx_value_free(&w);
+    mpx_value_free(&b);
+}
+
+static void matmul_case(int idx, bool big) {
+    const int64_t M = big ? rnd(1, 100) : rnd(1, 20), K = big ? rnd(1, 700) : rnd(1, 80),
+                  N = big ? rnd(1, 300) : rnd(1, 40);
+    const bool exact = mpx_rng_unit(&rng) < 0.5, gemm = mpx_rng_unit(&rng) < 0.5;
+    const bool ta = gemm && mpx_rng_unit(&rng) < 0.5, tb = gemm && mpx_rng_unit(&rng) < 0.5;
+    int64_t ad[2] = {ta ? K : M, ta ? M : K}, bd[2] = {tb ? N : K, tb ? K : N};
+    mpx_value a = value(2, ad, exact), b = value(2, bd, exact);
+    mpx_node *n = mpx_graph_add_node(G, "mm", gemm ? "Gemm" : "MatMul", "", 2, 1, 2);
+    n->op = mpx_op_from_name(gemm ? "Gemm" : "MatMul");
+    n->opset = 13;
+    n->outputs[0] = mpx_graph_tensor(G, "y");
+    add_int(&n->attrs[0], "transA", ta);
+    add_int(&n->attrs[1], "transB", tb);
+    if (!gemm) n->n_attrs = 0;
+    const mpx_value *in[2] = {&a, &b};
+    char what[160];
+    snprintf(what, sizeof what, "case %d %s M%lld K%lld N%lld ta %d tb %d exact %d", idx,
+             gemm ? "Gemm" : "MatMul", (long long)M, (long long)K, (long long)N, ta, tb, exact);
+    for (int acc = 0; acc < N_ACCS; acc++) {
+        int64_t yd[2] = {M, N};
+        mpx_value r;
+        mpx_value_alloc(&r, MPX_DT_FLOAT, 2, yd, NULL);
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                racc s;
+                ra_init(&s, ACCS[acc].f, ACCS[acc].block);
+                for (int64_t k = 0; k < K; k++)
+                    ra_add(&s, true, a.f[ta ? k * M + i : i * K + k] * b.f[tb ? j * K + k : k * N + j]);
+                r.f[i * N + j] = ra_result(&s, NULL);
+            }
+        check(what, n, 2, in, acc, &r);
+        mpx_value_free(&r);
+    }
+    mpx_value_free(&a);
+    mpx_value_free(&b);
+}
+
+int main(int argc, char **argv) {
+    int cases = argc > 1 ? atoi(argv[1]) : 300;
+    mpx_rng_init(&rng, argc > 2 ? strtoull(argv[2], NULL, 10) : 20240612);
+    G = mpx_graph_new("kern_check");
+    for (int i = 0; i < cases; i++) {
+        const bool big = i % 10 == 9;
+        const double u = mpx_rng_unit(&rng);
+        if (u < 0.55) conv_case(i, false, big);
+        else if (u < 0.75) conv_case(i, true, big);
+        else matmul_case(i, big);
+    }
+    mpx_graph_free(G);
+    printf("kern_check: %d checks, %d failed\n", checks, failures);
+    return failures ? 1 : 0;
+}
