@@ -2,6 +2,7 @@
  * (DESIGN section 3, Error metrics; the non-finite rule is in the header). */
 #include "mpx_numerics.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -27,7 +28,37 @@ mpx_status mpx_metrics_compute(const mpx_value *r, const mpx_value *c, const mpx
     const mpx_format *f = fmt ? fmt : &mpx_format_fp32;
     double se = 0, sa = 0, rr = 0, cc = 0, cr = 0, mx = 0, amax = 0;
     bool bad = false;
-    for (int64_t k = 0; k < r->n; k++) {
+    int64_t k = 0;
+    if (r->f && c->f) {
+        /* The float case, which is every layer of a report (over half a
+         * report's time went here): the same sums in the same order as the
+         * general loop below, without its per-element calls and conversions.
+         * It stops at the first non-finite value and leaves the rest, from
+         * there on, to the general loop. */
+        const float *rf = r->f, *cf = c->f;
+        const float tiny = f->min_normal;
+        int64_t sub = 0, unf = 0;
+        float famax = 0.0f;
+        for (; k < r->n; k++) {
+            const float xf = rf[k], yf = cf[k];
+            const float ax = fabsf(xf), ay = fabsf(yf);
+            if (!(ax <= FLT_MAX && ay <= FLT_MAX)) break; /* inf or NaN: general loop */
+            famax = ax > famax ? ax : famax;
+            sub += ay != 0.0f && ay < tiny;
+            unf += xf != 0.0f && yf == 0.0f;
+            const double x = xf, y = yf, d = y - x, ad = fabs(d);
+            sa += ad;
+            se += d * d;
+            mx = ad > mx ? ad : mx;
+            rr += x * x;
+            cc += y * y;
+            cr += x * y;
+        }
+        amax = famax;
+        m->subnormal = sub;
+        m->underflow = unf;
+    }
+    for (; k < r->n; k++) {
         double x = r->f ? (double)r->f[k] : (double)r->i[k];
         double y = c->f ? (double)c->f[k] : (double)c->i[k];
         if (!isnan(x) && fabs(x) > amax) amax = fabs(x);
