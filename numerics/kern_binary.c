@@ -79,6 +79,70 @@ static void bwalk_run(const bwalk *w, void *ctx, row_fn fn) {
     }
 }
 
+/* The same walk split into items of whole rows or, for few long rows, row
+ * pieces, on two threads: elementwise ops on large tensors are a third of an
+ * fp32 forward of a CNN and bound by memory traffic one core cannot saturate.
+ * Each output element is computed exactly as in bwalk_run (only who computes
+ * it changes), so results are the same bits. */
+enum { PAR_MIN = 1 << 18, PAR_PIECE = 1 << 15 };
+
+typedef struct bpar {
+    const bwalk *w;
+    void *ctx;
+    row_fn fn;
+    int64_t inner, rows;
+    int64_t pieces;        /* pieces per row (long rows), or 1 */
+    int64_t rows_per_item; /* rows per item (short rows), or 1 */
+} bpar;
+
+static void bpar_item(void *vc, int tid, long item) {
+    (void)tid;
+    const bpar *p = vc;
+    const bwalk *w = p->w;
+    int r = w->rank;
+    int64_t row = (int64_t)item / p->pieces * p->rows_per_item, piece = (int64_t)item % p->pieces;
+    int64_t i0 = 0, i1 = p->inner;
+    if (p->pieces > 1) {
+        i0 = piece * PAR_PIECE;
+        i1 = i0 + PAR_PIECE < p->inner ? i0 + PAR_PIECE : p->inner;
+    }
+    int64_t row_end = row + p->rows_per_item < p->rows ? row + p->rows_per_item : p->rows;
+    int64_t off[WALK_MAX_IN] = {0}, step[WALK_MAX_IN] = {0}, co[MPX_MAX_RANK] = {0}, rest = row;
+    for (int i = r - 2; i >= 0; i--) {
+        co[i] = rest % w->dims[i];
+        rest /= w->dims[i];
+        for (int k = 0; k < w->nin; k++) off[k] += co[i] * w->st[k][i];
+    }
+    for (int k = 0; k < w->nin; k++) step[k] = w->st[k][r - 1];
+    for (; row < row_end; row++) {
+        int64_t o[WALK_MAX_IN];
+        for (int k = 0; k < w->nin; k++) o[k] = off[k] + i0 * step[k];
+        p->fn(p->ctx, i1 - i0, row * p->inner + i0, o, step);
+        for (int i = r - 2; i >= 0; i--) { /* next row, as bwalk_run */
+            for (int k = 0; k < w->nin; k++) off[k] += w->st[k][i];
+            if (++co[i] < w->dims[i]) break;
+            for (int k = 0; k < w->nin; k++) off[k] -= w->st[k][i] * w->dims[i];
+            co[i] = 0;
+        }
+    }
+}
+
+static void bwalk_run_par(const bwalk *w, int64_t n_out, void *ctx, row_fn fn) {
+    int nt = kg_threads();
+    if (n_out < PAR_MIN || nt < 2) {
+        bwalk_run(w, ctx, fn);
+        return;
+    }
+    int r = w->rank;
+    bpar p = {w, ctx, fn, w->dims[r - 1], 0, 1, 1};
+    if (p.inner == 0) return;
+    p.rows = n_out / p.inner;
+    if (p.inner > 2 * PAR_PIECE) p.pieces = (p.inner + PAR_PIECE - 1) / PAR_PIECE;
+    else if (p.inner < PAR_PIECE) p.rows_per_item = PAR_PIECE / p.inner;
+    int64_t items = (p.rows + p.rows_per_item - 1) / p.rows_per_item * p.pieces;
+    mpx_k_parallel((long)items, nt, bpar_item, &p);
+}
+
 /* ---- operations ------------------------------------------------------------------------ */
 
 typedef enum bop {
@@ -273,7 +337,7 @@ static mpx_status apply(const mpx_kctx *c, bop op, const mpx_value *a, const mpx
     if (op == B_POW && !a->f != !b->f) { /* one operand float, the other int */
         bwalk_run(&w, &bc, pow_mixed_row);
     } else if (a->f) {
-        bwalk_run(&w, &bc, frow);
+        bwalk_run_par(&w, y->n, &bc, frow); /* float rows never write bc's shared fields */
     } else {
         bwalk_run(&w, &bc, irow);
     }

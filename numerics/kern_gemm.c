@@ -156,8 +156,9 @@ static void *kg_par_main(void *arg) {
     return NULL;
 }
 
-/* fn(ctx, tid, item) for every item < n, on up to nt threads (tid < nt). */
-static void kg_parallel(long n, int nt, void (*fn)(void *, int, long), void *ctx) {
+/* fn(ctx, tid, item) for every item < n, on up to nt threads (tid < nt).
+ * Shared with the elementwise kernels as mpx_k_parallel (kern_internal.h). */
+void mpx_k_parallel(long n, int nt, void (*fn)(void *, int, long), void *ctx) {
     kg_par p = {.n = n, .fn = fn, .ctx = ctx};
     atomic_init(&p.next, 0);
     kg_worker w[8];
@@ -262,7 +263,7 @@ bool kg_gemm_run(const kg_gemm *j) {
                 }
             }
         x.ap = ap;
-        kg_parallel(items, nt, kg_gemm_fn, &x);
+        mpx_k_parallel(items, nt, kg_gemm_fn, &x);
     }
     kg_free_bufs(&x);
     free(boff);
@@ -305,7 +306,7 @@ bool kg_dw_run(const kg_dw *j) {
     x.boff = off;
     for (int t = 0; ok && t < nt; t++)
         ok = (x.strip[t] = calloc((size_t)(x.schan + 32), sizeof(float))) != NULL;
-    if (ok) kg_parallel((long)j->C, nt, kg_dw_fn, &x);
+    if (ok) mpx_k_parallel((long)j->C, nt, kg_dw_fn, &x);
     kg_free_bufs(&x);
     free(off);
     return ok;

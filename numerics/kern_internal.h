@@ -79,6 +79,14 @@ mpx_status mpx_k_bcast_shape(const mpx_kctx *c, int n, const mpx_value *const *v
  * broadcast dims. */
 void mpx_k_bcast_strides(const mpx_value *v, int rank, const int64_t *dims, int64_t *strides);
 
+/* ---- threads ------------------------------------------------------------------ */
+
+/* fn(ctx, tid, item) for every item < n on up to nt threads (tid < nt); the
+ * items are handed out one by one, so they may take different times. */
+void mpx_k_parallel(long n, int nt, void (*fn)(void *, int, long), void *ctx);
+/* How many threads a kernel may use (kern_gemm.c: 2, or MPX_KERN_THREADS). */
+int kg_threads(void);
+
 /* ---- helpers ------------------------------------------------------------------ */
 
 /* Normalise an axis in [-rank, rank) (or [-rank-1, rank] when extra = 1);

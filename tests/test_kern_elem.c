@@ -1248,9 +1248,44 @@ static void test_table(void) {
     CHECK(missing == 0);
 }
 
+/* Large broadcasts run on two threads in pieces of rows or of one long row;
+ * every element must be the bits one thread computes. */
+static void test_binary_threads(void) {
+    static const struct {
+        int ra, rb;
+        int64_t da[4], db[4];
+    } cases[] = {
+        {4, 4, {1, 32, 128, 128}, {1, 32, 1, 1}},   /* per-channel scale: rows of 16K */
+        {4, 4, {1, 8, 256, 256}, {1, 8, 256, 256}}, /* same shape: merged to one long row */
+        {4, 1, {2, 3, 256, 256}, {256}},            /* short broadcast rows */
+        {3, 3, {600, 1, 700}, {1, 500, 1}},         /* outer product: rows of 1 */
+    };
+    const char *ops[] = {"Add", "Mul", "Div", "Sub", "Max"};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+        for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+            node_reset(ops[o], 14);
+            mpx_value a = val(MPX_DT_FLOAT, cases[k].ra, cases[k].da), b = val(MPX_DT_FLOAT, cases[k].rb, cases[k].db);
+            fill_uniform(&a, -3, 3);
+            fill_uniform(&b, 0.5, 2);
+            mpx_value y1, y2;
+            setenv("MPX_KERN_THREADS", "1", 1);
+            CHECK(RUN2(&y1, &a, &b) == MPX_OK);
+            setenv("MPX_KERN_THREADS", "2", 1);
+            CHECK(RUN2(&y2, &a, &b) == MPX_OK);
+            unsetenv("MPX_KERN_THREADS");
+            CHECK_MSG(y1.n == y2.n && y1.n >= (1 << 18) && memcmp(y1.f, y2.f, (size_t)y1.n * sizeof(float)) == 0,
+                      "%s case %zu: two threads differ from one", ops[o], k);
+            mpx_value_free(&a);
+            mpx_value_free(&b);
+            mpx_value_free(&y1);
+            mpx_value_free(&y2);
+        }
+}
+
 int main(void) {
     mpx_rng_init(&rng, 20240611);
     test_table();
+    test_binary_threads();
     test_unary_float();
     test_unary_special();
     test_unary_int_bool();
