@@ -1,0 +1,225 @@
+/* kern_einsum.c - Einsum: sums of products over labelled axes.
+ *
+ * Written as one general loop rather than by rewriting equations into
+ * MatMul/Transpose: the emulation has to fix the order of the sum, and this
+ * way the order is simply stated. Each output element is a sum over the
+ * summed labels (those not in the output) in row-major order of the summed
+ * labels taken by first appearance in the equation; each term is the product
+ * of the inputs' elements in input order, in fp32; the sum follows mpx_accum
+ * like every dot product. Repeated labels in one term take diagonals; "..."
+ * stands for broadcast batch dims (right-aligned across inputs). Without
+ * "->" the output is "..." then the labels that occur once, in character
+ * order (as numpy and ONNX). Integer inputs are summed exactly in int64. */
+#include "kern_internal.h"
+#include "kern_nn.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { EIN_MAX_IN = 8, EIN_MAX_LABELS = 52 + MPX_MAX_RANK };
+
+typedef struct ein {
+    int n_labels;
+    int64_t size[EIN_MAX_LABELS];
+    int first[EIN_MAX_LABELS];   /* order of first appearance */
+    int n_in;
+    int in_rank[EIN_MAX_IN];
+    int in_label[EIN_MAX_IN][MPX_MAX_RANK];
+    int n_out;
+    int out_label[MPX_MAX_RANK];
+} ein;
+
+/* Label ids: 'a'-'z' 0-25, 'A'-'Z' 26-51, "..." dims 52.. (from the right). */
+static int letter_id(char ch) {
+    if (ch >= 'a' && ch <= 'z') return ch - 'a';
+    if (ch >= 'A' && ch <= 'Z') return 26 + ch - 'A';
+    return -1;
+}
+
+static mpx_status parse(const mpx_kctx *c, const char *eq, const mpx_value *const *in, int n_in, ein *e) {
+    char buf[512];
+    size_t j = 0;
+    for (const char *q = eq; *q; q++) {
+        if (*q == ' ') continue;
+        if (j + 1 >= sizeof buf) return mpx_kernel_error(c, MPX_E_LIMIT, "equation too long");
+        buf[j++] = *q;
+    }
+    buf[j] = '\0';
+    memset(e, 0, sizeof *e);
+    for (int i = 0; i < EIN_MAX_LABELS; i++) e->size[i] = -1, e->first[i] = -1;
+    char *arrow = strstr(buf, "->");
+    if (arrow) *arrow = '\0';
+    int ell_rank = 0, order = 0, count[EIN_MAX_LABELS] = {0};
+    /* First pass: the rank "..." stands for (the largest over the inputs). */
+    int term = 0;
+    for (char *t = buf; term <= n_in; term++) {
+        char *next = strchr(t, ',');
+        int letters = 0;
+        bool ell = false;
+        for (char *q = t; *q && q != next; q++) {
+            if (strncmp(q, "...", 3) == 0) {
+                if (ell) return mpx_kernel_error(c, MPX_E_INVALID, "equation \"%s\": \"...\" twice in one term", eq);
+                ell = true;
+                q += 2;
+            } else if (letter_id(*q) >= 0) {
+                letters++;
+            } else {
+                return mpx_kernel_error(c, MPX_E_INVALID, "equation \"%s\": unexpected '%c'", eq, *q);
+            }
+        }
+        if (term >= n_in) return mpx_kernel_error(c, MPX_E_INVALID, "equation \"%s\" has more terms than inputs", eq);
+        int r = in[term]->rank;
+        if (ell ? r < letters : r != letters)
+            return mpx_kernel_error(c, MPX_E_SHAPE, "equation term %d of \"%s\" does not fit an input of rank %d", term,
+                                    eq, r);
+        if (ell && r - letters > ell_rank) ell_rank = r - letters;
+        if (!next) break;
+        t = next + 1;
+    }
+    if (term + 1 != n_in)
+        return mpx_kernel_error(c, MPX_E_INVALID, "equation \"%s\" has %d terms for %d inputs", eq, term + 1, n_in);
+    /* Second pass: labels and sizes. */
+    char *t = buf;
+    for (int k = 0; k < n_in; k++) {
+        char *next = strchr(t, ',');
+        const mpx_value *x = in[k];
+        int pos = 0, letters = 0;
+        for (char *q = t; *q && q != next; q++) letters += letter_id(*q) >= 0;
+        for (char *q = t; *q && q != next; q++) {
+            int ids[MPX_MAX_RANK], n_ids = 0;
+            if (*q == '.') {
+                int er = x->rank - letters;
+                for (int i = 0; i < er; i++) ids[n_ids++] = 52 + ell_rank - er + i;
+                q += 2;
+            } else {
+                ids[n_ids++] = letter_id(*q);
+            }
+            for (int i = 0; i < n_ids; i++) {
+                int id = ids[i];
+                int64_t d = x->dims[pos];
+                e->in_label[k][pos++] = id;
+                count[id]++;
+                if (e->first[id] < 0) e->first[id] = order++;
+                if (e->size[id] < 0 || e->size[id] == 1) e->size[id] = d;
+                else if (d != 1 && d != e->size[id])
+                    return mpx_kernel_error(c, MPX_E_SHAPE, "equation \"%s\": a label is %lld in one place and %lld in input %d",
+                                            eq, (long long)e->size[id], (long long)d, k);
+            }
+        }
+        e->in_rank[k] = pos;
+        if (next) t = next + 1;
+    }
+    e->n_in = n_in;
+    /* The output labels. */
+    if (arrow) {
+        for (char *q = arrow + 2; *q; q++) {
+            int ids[MPX_MAX_RANK], n_ids = 0;
+            if (strncmp(q, "...", 3) == 0) {
+                for (int i = 0; i < ell_rank; i++) ids[n_ids++] = 52 + i;
+                q += 2;
+            } else if (letter_id(*q) >= 0 && e->first[letter_id(*q)] >= 0) {
+                ids[n_ids++] = letter_id(*q);
+            } else {
+                return mpx_kernel_error(c, MPX_E_INVALID, "equation \"%s\": output label '%c' is in no input", eq, *q);
+            }
+            for (int i = 0; i < n_ids; i++) {
+                if (e->n_out == MPX_MAX_RANK) return mpx_kernel_error(c, MPX_E_LIMIT, "output rank beyond %d", MPX_MAX_RANK);
+                for (int o = 0; o < e->n_out; o++)
+                    if (e->out_label[o] == ids[i])
+                        return mpx_kernel_error(c, MPX_E_INVALID, "equation \"%s\": output label repeated", eq);
+                e->out_label[e->n_out++] = ids[i];
+            }
+        }
+    } else {
+        for (int i = 0; i < ell_rank; i++) e->out_label[e->n_out++] = 52 + i;
+        for (int rnk = 0; rnk < 52; rnk++) {
+            int id = rnk < 26 ? 26 + rnk : rnk - 26; /* character order: 'A'-'Z', then 'a'-'z' */
+            if (count[id] != 1) continue;
+            if (e->n_out == MPX_MAX_RANK) return mpx_kernel_error(c, MPX_E_LIMIT, "output rank beyond %d", MPX_MAX_RANK);
+            e->out_label[e->n_out++] = id;
+        }
+    }
+    e->n_labels = EIN_MAX_LABELS;
+    return MPX_OK;
+}
+
+mpx_status mpx_k_einsum(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (st) return st;
+    if (n_in < 1 || n_in > EIN_MAX_IN)
+        return mpx_kernel_error(c, MPX_E_INVALID, "%d inputs (1 to %d supported)", n_in, EIN_MAX_IN);
+    bool is_float = in[0] && in[0]->f;
+    for (int k = 0; k < n_in; k++) {
+        if (!in[k] || in[k]->n < 0) return mpx_kernel_error(c, MPX_E_INVALID, "input %d is missing", k);
+        if ((in[k]->f != NULL) != is_float)
+            return mpx_kernel_error(c, MPX_E_INVALID, "inputs 0 and %d have different types", k);
+    }
+    const char *eq = mpx_node_attr_string(c->node, "equation", NULL);
+    if (!eq) return mpx_kernel_error(c, MPX_E_INVALID, "attribute equation is required");
+    ein e;
+    if ((st = parse(c, eq, in, n_in, &e))) return st;
+    /* Loop labels: output labels (row-major), then summed labels by first appearance. */
+    int loop[EIN_MAX_LABELS], n_loop = 0;
+    bool in_out[EIN_MAX_LABELS] = {false};
+    for (int o = 0; o < e.n_out; o++) loop[n_loop++] = e.out_label[o], in_out[e.out_label[o]] = true;
+    int n_sum = 0;
+    for (int ord = 0;; ord++) {
+        int id = -1;
+        for (int l = 0; l < EIN_MAX_LABELS; l++)
+            if (e.first[l] == ord) id = l;
+        if (id < 0) break;
+        if (!in_out[id]) loop[n_loop++] = id, n_sum++;
+    }
+    int64_t dims[MPX_MAX_RANK];
+    for (int o = 0; o < e.n_out; o++) dims[o] = e.size[e.out_label[o]];
+    if ((st = mpx_k_alloc(c, &out[0], in[0]->dtype, e.n_out, dims))) return st;
+    /* Per input, the element stride of each loop label (summed over a
+     * repeated label: a diagonal; 0 where the input broadcasts it). */
+    int64_t stride[EIN_MAX_IN][EIN_MAX_LABELS];
+    for (int k = 0; k < n_in; k++) {
+        int64_t s = 1;
+        int64_t st_l[EIN_MAX_LABELS] = {0};
+        for (int p = e.in_rank[k] - 1; p >= 0; p--) {
+            if (in[k]->dims[p] != 1) st_l[e.in_label[k][p]] += s;
+            s *= in[k]->dims[p];
+        }
+        for (int l = 0; l < n_loop; l++) stride[k][l] = st_l[loop[l]];
+    }
+    int64_t sum_n = 1;
+    for (int l = e.n_out; l < n_loop; l++) sum_n *= e.size[loop[l]];
+    int64_t idx[EIN_MAX_LABELS] = {0}, off[EIN_MAX_IN] = {0};
+    for (int64_t y = 0; y < out[0].n; y++) {
+        /* off[] points at the output element's first term; walk the summed labels. */
+        int64_t so[EIN_MAX_IN], sidx[EIN_MAX_LABELS] = {0};
+        for (int k = 0; k < n_in; k++) so[k] = off[k];
+        mpx_acc a;
+        int64_t isum = 0;
+        mpx_acc_init(&a, &c->acc, 0.0f);
+        for (int64_t t = 0; t < sum_n; t++) {
+            if (is_float) {
+                float p = in[0]->f[so[0]];
+                for (int k = 1; k < n_in; k++) p *= in[k]->f[so[k]];
+                mpx_acc_add(&a, p);
+            } else {
+                int64_t p = in[0]->i[so[0]];
+                for (int k = 1; k < n_in; k++) p = (int64_t)((uint64_t)p * (uint64_t)in[k]->i[so[k]]);
+                isum = (int64_t)((uint64_t)isum + (uint64_t)p);
+            }
+            for (int l = n_loop - 1; l >= e.n_out; l--) {
+                for (int k = 0; k < n_in; k++) so[k] += stride[k][l];
+                if (++sidx[l] < e.size[loop[l]]) break;
+                for (int k = 0; k < n_in; k++) so[k] -= stride[k][l] * e.size[loop[l]];
+                sidx[l] = 0;
+            }
+        }
+        if (is_float) out[0].f[y] = sum_n ? mpx_acc_result(&a) : 0.0f;
+        else out[0].i[y] = isum;
+        for (int l = e.n_out - 1; l >= 0; l--) {
+            for (int k = 0; k < n_in; k++) off[k] += stride[k][l];
+            if (++idx[l] < e.size[loop[l]]) break;
+            for (int k = 0; k < n_in; k++) off[k] -= stride[k][l] * e.size[loop[l]];
+            idx[l] = 0;
+        }
+    }
+    return MPX_OK;
+}
