@@ -130,6 +130,46 @@ static unsigned uop_kinds(uop op) {
     }
 }
 
+/* Large float maps run on two threads in pieces (a map is per element, so
+ * the bits do not depend on who computes which piece). */
+enum { UPAR_MIN = 1 << 18, UPAR_PIECE = 1 << 15 };
+
+typedef struct upar {
+    uop op;
+    const uparam *p;
+    const float *x;
+    float *y;
+    float lo, hi; /* U_CLIP_RANGE */
+    int64_t n;
+} upar;
+
+#define U_CLIP_RANGE ((uop)-1)
+
+static void upar_item(void *vc, int tid, long item) {
+    (void)tid;
+    const upar *u = vc;
+    int64_t piece = u->n < UPAR_MIN ? u->n : UPAR_PIECE; /* small maps: one piece */
+    int64_t i0 = (int64_t)item * piece, n = u->n - i0 < piece ? u->n - i0 : piece;
+    if (u->op == U_CLIP_RANGE) {
+        for (int64_t k = i0; k < i0 + n; k++) {
+            float v = u->x[k] < u->lo ? u->lo : u->x[k];
+            u->y[k] = v > u->hi ? u->hi : v;
+        }
+        return;
+    }
+    map_float(u->op, u->p, u->x + i0, u->y + i0, n);
+}
+
+static void map_float_par(upar *u) {
+    int nt = kg_threads();
+    long pieces = u->n < UPAR_MIN ? 1 : (long)((u->n + UPAR_PIECE - 1) / UPAR_PIECE);
+    if (pieces == 1 || nt < 2) {
+        for (long i = 0; i < pieces; i++) upar_item(u, 0, i);
+        return;
+    }
+    mpx_k_parallel(pieces, nt, upar_item, u);
+}
+
 static mpx_status unary(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
                         int n_out, uop op) {
     const mpx_value *x;
@@ -183,7 +223,8 @@ static mpx_status unary(const mpx_kctx *c, const mpx_value *const *in, int n_in,
             y->i[k] = isinf(v) && (v > 0 ? p.pos : p.neg);
         }
     } else if (x->f) {
-        map_float(op, &p, x->f, y->f, x->n);
+        upar u = {op, &p, x->f, y->f, 0.0f, 0.0f, x->n};
+        map_float_par(&u);
     } else {
         map_int(op, x->i, y->i, x->n, x->dtype);
     }
@@ -253,10 +294,8 @@ mpx_status mpx_k_clip(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
     if (x->f) {
         float l = attrs ? mpx_node_attr_float(c->node, "min", -FLT_MAX) : lo ? lo->f[0] : -INFINITY;
         float h = attrs ? mpx_node_attr_float(c->node, "max", FLT_MAX) : hi ? hi->f[0] : INFINITY;
-        for (int64_t k = 0; k < x->n; k++) {
-            float v = x->f[k] < l ? l : x->f[k];
-            y->f[k] = v > h ? h : v;
-        }
+        upar u = {U_CLIP_RANGE, NULL, x->f, y->f, l, h, x->n};
+        map_float_par(&u);
     } else {
         int64_t l = lo ? lo->i[0] : INT64_MIN, h = hi ? hi->i[0] : INT64_MAX;
         for (int64_t k = 0; k < x->n; k++) {

@@ -1280,6 +1280,35 @@ static void test_binary_threads(void) {
             mpx_value_free(&y1);
             mpx_value_free(&y2);
         }
+    /* Unary maps and Clip likewise, over a length that is not a multiple of the piece. */
+    const char *uops[] = {"Relu", "Sigmoid", "HardSigmoid", "Tanh", "Clip"};
+    for (size_t o = 0; o < sizeof uops / sizeof uops[0]; o++) {
+        node_reset(uops[o], o == 4 ? 6 : 14);
+        if (o == 4) {
+            mpx_attr *lo = attr_new("min", MPX_ATTR_FLOAT), *hi = attr_new("max", MPX_ATTR_FLOAT);
+            lo->f = -1.0f;
+            hi->f = 1.5f;
+        }
+        mpx_value a = val(MPX_DT_FLOAT, 2, DIMS(3, 100003));
+        fill_uniform(&a, -4, 4);
+        mpx_value y1, y2;
+        setenv("MPX_KERN_THREADS", "1", 1);
+        CHECK(RUN1(&y1, &a) == MPX_OK);
+        setenv("MPX_KERN_THREADS", "2", 1);
+        CHECK(RUN1(&y2, &a) == MPX_OK);
+        unsetenv("MPX_KERN_THREADS");
+        CHECK_MSG(y1.n == a.n && y2.n == a.n && memcmp(y1.f, y2.f, (size_t)y1.n * sizeof(float)) == 0,
+                  "%s: two threads differ from one", uops[o]);
+        /* And against the element-by-element definition for Relu. */
+        if (o == 0) {
+            int64_t bad = 0;
+            for (int64_t k = 0; k < a.n; k++) bad += y2.f[k] != (a.f[k] > 0 ? a.f[k] : 0.0f);
+            CHECK(bad == 0);
+        }
+        mpx_value_free(&a);
+        mpx_value_free(&y1);
+        mpx_value_free(&y2);
+    }
 }
 
 int main(void) {
