@@ -14,8 +14,8 @@
 //   (5) mpx_acc16  every node in fp16, fp16 accumulation rounded after every
 //                  addition (mpx_bench acc16)
 //   (6) mpx_rerun  the fp16 comparison again after recolouring the last
-//                  Conv/Gemm/MatMul red (mpx_bench rerun; a full re-run: the
-//                  engine has no incremental mode)
+//                  Conv/Gemm/MatMul red (mpx_bench rerun: with the run cache,
+//                  only the nodes downstream of the change are recomputed)
 //   (3b) mpx_fp32_reuse  (3) with glibc told to keep freed memory
 //                  (GLIBC_TUNABLES mmap/trim thresholds): what the forward
 //                  costs without fresh pages; information, not a target
@@ -207,7 +207,7 @@ function loadavg() { return os.loadavg().map((x) => Number(x.toFixed(2))); }
   p('(3) mpx fp32 reference forward (mpx_run_graph, every tensor kept)');
   p('(4) mpx per-layer report: fp32 reference + fp16 and bf16 runs of the default plan, all metrics (two mpx_compare_run)');
   p('(5) mpx all-fp16 with fp16 accumulation rounded after every addition   (6) (4)\'s fp16 run again after recolouring');
-  p('    the last Conv/ConvTranspose/Gemm/MatMul red: a full re-run (no incremental recompute in the engine)   (3b) (3) with glibc keeping freed memory');
+  p('    the last Conv/ConvTranspose/Gemm/MatMul red: only what depends on the change is recomputed (run cache)   (3b) (3) with glibc keeping freed memory');
   p('ratios: 3/1 target <= 1.5, 4/2, 5/3 target <= 2.5, 6/4; RSS3/RSS4: peak RSS of (3) and (4)');
   for (const k of keys) {
     const e = res.models[k].runs.mpx_rerun;

@@ -329,6 +329,14 @@ typedef struct mpx_compare_opts {
      * the same bits either way; progress and cancel stay on the caller's
      * thread). */
     int threads;
+    /* An incremental cache (may be NULL; see mpx_compare_cache_new). A run
+     * with a cache keeps every computed value in it (within its budget) with
+     * the assignment it ran under; the next run with the same cache, graph
+     * and input values recomputes only the nodes whose precision or tensor
+     * formats changed and everything downstream of them, reusing the cached
+     * values and the other layers' metrics. The result is bit for bit what a
+     * run without the cache gives. Local runs do not use it (nor touch it). */
+    struct mpx_compare_cache *cache;
 } mpx_compare_opts;
 
 typedef struct mpx_compare {
@@ -344,6 +352,11 @@ typedef struct mpx_compare {
      * a node's outputs and its input copies (on two threads, all three
      * steps' at once). Kernels' own scratch is not counted. */
     size_t peak_bytes;
+    /* Nodes run by this call: all of them for a full run, only the
+     * recomputed ones when a cache made the run incremental (values held
+     * by the cache are not counted in peak_bytes). */
+    int n_run;
+    bool incremental;
 } mpx_compare;
 
 /* Runs the fp32 reference and the candidate assignment a (NULL: fp32) side by
@@ -358,6 +371,23 @@ mpx_status mpx_compare_run(const mpx_graph *g, const mpx_assign *a, const mpx_va
 void mpx_compare_free(mpx_compare *c);
 /* The layer of a tensor, or NULL. */
 const mpx_layer *mpx_compare_layer(const mpx_compare *c, int tensor);
+
+/* The incremental cache of mpx_compare_opts.cache: owned by the caller, one
+ * per graph and input set in use (a run with other input values or another
+ * graph does a full run and refills it; local runs leave it alone; the
+ * caller clears it when a graph is freed, since a new one may reuse its
+ * address). budget_bytes caps the values
+ * it holds (0: 512 MB); over it, the values earliest in topological order
+ * are dropped first (late recolours are the common case), and a later run
+ * needing a dropped value runs in full. Peak memory of a cached run is about
+ * the budget plus a run without it. NULL on out of memory. */
+typedef struct mpx_compare_cache mpx_compare_cache;
+mpx_compare_cache *mpx_compare_cache_new(size_t budget_bytes);
+/* Forget everything held (e.g. when the inputs or the model change). */
+void mpx_compare_cache_clear(mpx_compare_cache *k);
+void mpx_compare_cache_free(mpx_compare_cache *k);
+/* Bytes of values it holds now. */
+size_t mpx_compare_cache_bytes(const mpx_compare_cache *k);
 
 /* Bytes a value owns: 0 for borrowed views and absent values (what
  * peak_bytes counts). */

@@ -270,8 +270,10 @@ static void progress_cb(void *ctx, int done, int total) {
     if (done == total) fputs("\r                                   \r", stderr);
 }
 
-mpx_status repl_run_plan(mpx_session *s, const mpx_plan *p, bool local, const bool *keep, mpx_compare **out,
-                         mpx_error *err) {
+/* repl_run_plan, with `run`'s cache (NULL for the other commands: `compare`
+ * runs other plans, which would only churn it). */
+static mpx_status run_plan_cached(mpx_session *s, const mpx_plan *p, bool local, const bool *keep,
+                                  mpx_compare_cache *cache, mpx_compare **out, mpx_error *err) {
     mpx_value *inputs = NULL;
     mpx_status st = repl_make_inputs(s, &inputs, err);
     if (st) return st;
@@ -280,13 +282,18 @@ mpx_status repl_run_plan(mpx_session *s, const mpx_plan *p, bool local, const bo
         repl_free_inputs(s, inputs);
         return err->status ? err->status : MPX_E_NOMEM;
     }
-    mpx_compare_opts o = {.local = local, .keep = keep, .cancel = s->cancel};
+    mpx_compare_opts o = {.local = local, .keep = keep, .cancel = s->cancel, .cache = cache};
     if (s->progress) o.progress = progress_cb;
     st = mpx_compare_run(s->graph, a, inputs, &o, out, err);
     if (st && s->progress) fputs("\r                                   \r", stderr); /* a cancelled run's line */
     mpx_assign_free(a);
     repl_free_inputs(s, inputs);
     return st;
+}
+
+mpx_status repl_run_plan(mpx_session *s, const mpx_plan *p, bool local, const bool *keep, mpx_compare **out,
+                         mpx_error *err) {
+    return run_plan_cached(s, p, local, keep, NULL, out, err);
 }
 
 /* The worst layer by rel_l2 (NaN counts as worst), or NULL. */
@@ -417,7 +424,9 @@ MPX_CMD(repl_cmd_run) {
         else st = mpx_error_set(err, MPX_E_ARG, "usage: run [--local] [--keep <tensor,...>]");
     }
     mpx_compare *c = NULL;
-    if (!st) st = repl_run_plan(s, s->plan, local, keep, &c, err);
+    /* Without memory for a cache the run is a full one, as always. */
+    if (!s->run_cache) s->run_cache = mpx_compare_cache_new(0);
+    if (!st) st = run_plan_cached(s, s->plan, local, keep, s->run_cache, &c, err);
     free(keep);
     if (st) return st;
     double *am = absmax_of(s->graph, c);

@@ -63,6 +63,10 @@ typedef struct mpx_session {
     const mpx_format *last_target; /* the target the last run ran */
     bool last_local;         /* it has local metrics */
     double *absmax;          /* [n_nodes] from the last reference, for rules */
+    /* `run`'s values and assignment (NULL before the first run): the next
+     * `run` on the same inputs recomputes only what a plan change touched.
+     * It checks the input values itself; freed with the run. */
+    mpx_compare_cache *run_cache;
 
     /* `compare`'s runs, one per format (for `plot` and `html`). */
     int n_stash;

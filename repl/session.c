@@ -26,6 +26,8 @@ static void drop_run(mpx_session *s) {
     s->n_stash = 0;
     free(s->absmax);
     s->absmax = NULL;
+    mpx_compare_cache_free(s->run_cache);
+    s->run_cache = NULL;
 }
 
 void mpx_session_free(mpx_session *s) {

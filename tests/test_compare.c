@@ -4,7 +4,9 @@
  * overflow shows in the layer metrics; local mode separates a node's own
  * error from what it inherits; keep; values are freed after their last
  * reader (peak_bytes on a chain); cancel, progress, and errors that return
- * nothing and leak nothing (run it under the sanitizer build). */
+ * nothing and leak nothing (run it under the sanitizer build); the
+ * incremental cache: re-runs after recolouring a late or an early node, or
+ * nothing, are bit for bit full runs. */
 #include "check.h"
 #include "mpx_numerics.h"
 
@@ -670,6 +672,198 @@ static void test_errors(void) {
     CHECK(mpx_value_bytes(NULL) == 0);
 }
 
+/* ---- the incremental cache ---------------------------------------------------------------- */
+
+/* Node i fp32 ("red"): computes, writes and holds its outputs in fp32. */
+static void make_red(const mpx_graph *g, mpx_assign *a, int i) {
+    const mpx_node *n = g->nodes[i];
+    a->node[i].compute = NULL;
+    a->node[i].output = NULL;
+    for (int j = 0; j < n->n_outputs; j++)
+        if (n->outputs[j]) a->tensor[n->outputs[j]->index] = NULL;
+}
+
+/* The first and last nodes that run with a float input (-1: none). */
+static int float_node(const mpx_graph *g, bool last) {
+    int found = -1;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const mpx_node *n = g->nodes[i];
+        if (mpx_exec_skipped(n) || n->n_inputs < 1 || !n->inputs[0] ||
+            !mpx_dtype_is_float(n->inputs[0]->dtype))
+            continue;
+        found = i;
+        if (!last) break;
+    }
+    return found;
+}
+
+/* One run with the cache k: checked against whole runs (metrics memcmp,
+ * kept values); want_inc 1/0: it must (not) have been incremental, -1:
+ * either. Returns the nodes it ran. */
+static int cached_run_(int line, const mpx_graph *g, const mpx_assign *a, const mpx_value *in,
+                       mpx_compare_cache *k, const bool *keep, int threads, int want_inc) {
+    mpx_compare_opts o = {.cache = k, .keep = keep, .threads = threads};
+    mpx_compare *c = compare_(line, g, a, in, &o);
+    if (!c) return -1;
+    check_equal_(line, g, a, in, c, false);
+    if (want_inc >= 0)
+        CHECK_MSG(c->incremental == (want_inc == 1), "line %d: incremental %d, want %d", line,
+                  c->incremental, want_inc);
+    if (keep) {
+        mpx_run *ref = run_(line, g, NULL, in, NULL), *cand = run_(line, g, a, in, NULL);
+        for (int i = 0; ref && cand && i < g->n_tensors; i++)
+            if (keep[i])
+                CHECK_MSG(same_bits(&c->ref[i], &ref->vals[i]) &&
+                              same_bits(&c->cand[i], &cand->vals[i]),
+                          "line %d: kept %s", line, g->tensors[i]->name);
+        mpx_run_free(ref);
+        mpx_run_free(cand);
+    }
+    int n = c->n_run;
+    mpx_compare_free(c);
+    return n;
+}
+#define CACHED_RUN(...) cached_run_(__LINE__, __VA_ARGS__)
+
+static int run_nodes(const mpx_graph *g) {
+    int n = 0;
+    for (int i = 0; i < g->n_nodes; i++) n += !mpx_exec_skipped(g->nodes[i]);
+    return n;
+}
+
+/* Recolour late, early, nothing, the accumulation, back; other inputs; a
+ * budget too small for anything; local runs leave the cache alone. Every
+ * result is bit for bit a full run's. */
+static void check_cache(const mpx_graph *g, mpx_value *x, const bool *keep) {
+    int all = run_nodes(g), late = float_node(g, true), early = float_node(g, false);
+    CHECK(late >= 0 && early >= 0);
+    if (late < 0 || early < 0) return;
+    for (int threads = 0; threads < 2; threads++) {
+        mpx_compare_cache *k = mpx_compare_cache_new(0);
+        mpx_assign *a = mpx_assign_uniform(g, &mpx_format_fp16, NULL, false);
+        CHECK(CACHED_RUN(g, a, x, k, keep, threads, 0) == all);
+        CHECK(mpx_compare_cache_bytes(k) > 0);
+        CHECK(CACHED_RUN(g, a, x, k, keep, threads, 1) == 0); /* nothing changed */
+        make_red(g, a, late);
+        int n_late = CACHED_RUN(g, a, x, k, keep, threads, 1);
+        CHECK_MSG(n_late >= 1 && n_late < all, "late recolour ran %d of %d", n_late, all);
+        make_red(g, a, early);
+        int n_early = CACHED_RUN(g, a, x, k, keep, threads, 1);
+        CHECK(n_early >= n_late);
+        a->node[late].acc.fmt = &mpx_format_bf16;
+        CHECK(CACHED_RUN(g, a, x, k, keep, threads, 1) >= 1);
+        mpx_assign *b = mpx_assign_uniform(g, &mpx_format_bf16, &mpx_format_bf16, true);
+        CACHED_RUN(g, b, x, k, keep, threads, 1);
+        CACHED_RUN(g, NULL, x, k, keep, threads, 1);
+        CACHED_RUN(g, a, x, k, keep, threads, 1);
+        /* Local runs: the full thing, the cache unchanged. */
+        size_t bytes = mpx_compare_cache_bytes(k);
+        mpx_compare_opts lo = {.cache = k, .local = true, .keep = keep};
+        mpx_compare *c = COMPARE(g, b, x, &lo);
+        CHECK_EQUAL(g, b, x, c, true);
+        CHECK(c && !c->incremental && mpx_compare_cache_bytes(k) == bytes);
+        mpx_compare_free(c);
+        CHECK(CACHED_RUN(g, a, x, k, keep, threads, 1) == 0);
+        /* Other input values: a full run. */
+        x->f[0] += 1.0f;
+        CHECK(CACHED_RUN(g, a, x, k, keep, threads, 0) == all);
+        CHECK(CACHED_RUN(g, b, x, k, keep, threads, 1) >= 1);
+        x->f[0] -= 1.0f;
+        CHECK(CACHED_RUN(g, b, x, k, keep, threads, 0) == all);
+        mpx_compare_cache_clear(k);
+        CHECK(mpx_compare_cache_bytes(k) == 0);
+        CHECK(CACHED_RUN(g, b, x, k, keep, threads, 0) == all);
+        mpx_compare_cache_free(k);
+        /* A budget of one byte holds nothing: every run is a full one, and
+         * right. */
+        k = mpx_compare_cache_new(1);
+        CHECK(CACHED_RUN(g, a, x, k, keep, threads, 0) == all);
+        CHECK(mpx_compare_cache_bytes(k) <= 1);
+        make_red(g, b, late);
+        CHECK(CACHED_RUN(g, b, x, k, keep, threads, -1) >= 1);
+        mpx_compare_cache_free(k);
+        /* Half the values: the earliest are dropped; whatever the re-runs
+         * find missing, they are right. */
+        k = mpx_compare_cache_new(bytes / 2);
+        CHECK(CACHED_RUN(g, a, x, k, keep, threads, 0) == all);
+        CHECK(mpx_compare_cache_bytes(k) <= bytes / 2);
+        CACHED_RUN(g, b, x, k, keep, threads, -1);
+        CACHED_RUN(g, a, x, k, keep, threads, -1);
+        mpx_compare_cache_free(k);
+        mpx_assign_free(a);
+        mpx_assign_free(b);
+    }
+}
+
+static void test_cache(void) {
+    /* The example CNN and transformer. */
+    const char *files[2] = {"tiny_cnn.json", "tiny_transformer.json"};
+    int64_t dims[2][4] = {{1, 3, 16, 16}, {1, 16, 64}};
+    int ranks[2] = {4, 3};
+    for (int f = 0; f < 2; f++) {
+        char path[1024];
+        const char *src = getenv("MPX_SRC");
+        snprintf(path, sizeof path, "%s/examples/%s", src ? src : "..", files[f]);
+        mpx_graph *g = mpx_graph_load(path, &err);
+        CHECK_MSG(g != NULL, "%s: %s", path, err.msg);
+        if (!g) continue;
+        CHECK(mpx_graph_bind_input(g, g->inputs[0]->name, ranks[f], dims[f], &err) == MPX_OK);
+        CHECK(mpx_graph_infer(g, &err) == MPX_OK);
+        mpx_value x;
+        mpx_value_alloc(&x, MPX_DT_FLOAT, ranks[f], dims[f], NULL);
+        fill_normal(&x, 11);
+        bool skip = false;
+        for (int i = 0; i < g->n_nodes; i++) skip = skip || !mpx_kernel_for(g->nodes[i]->op);
+        if (!skip) {
+            check_cache(g, &x, NULL);
+            /* A middle tensor kept too. */
+            bool *keep = calloc((size_t)g->n_tensors, sizeof *keep);
+            const mpx_node *mid = g->nodes[g->n_nodes / 2];
+            if (keep && mid->n_outputs > 0 && mid->outputs[0]) keep[mid->outputs[0]->index] = true;
+            if (keep) check_cache(g, &x, keep);
+            free(keep);
+        }
+        mpx_value_free(&x);
+        mpx_graph_free(g);
+    }
+    /* The hand-built chain: a branch, a shared constant, a tensor read twice
+     * by one node, an int64 side path, two outputs. */
+    mpx_graph *g = mpx_graph_new("t.json");
+    g->opset = 13;
+    node(g, "m1", "Mul", "x:f:2x8 c=f[0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8]", "t1", "");
+    node(g, "a1", "Add", "t1 t1", "t2", "");
+    node(g, "r1", "Relu", "t2", "t3", "");
+    node(g, "m2", "Mul", "t3 c", "t4", "");
+    node(g, "s1", "Sub", "t4 t1", "t5", "");
+    node(g, "shp", "Shape", "t5", "s", "");
+    node(g, "rs", "Reshape", "t5 s", "y", "");
+    finish(g, "y t3");
+    int64_t d[2] = {2, 8};
+    mpx_value x;
+    mpx_value_alloc(&x, MPX_DT_FLOAT, 2, d, NULL);
+    fill_normal(&x, 3);
+    check_cache(g, &x, NULL);
+    bool keep[64] = {0};
+    CHECK(g->n_tensors <= 64);
+    keep[T(g, "t2")->index] = true;
+    keep[T(g, "c")->index] = true;
+    keep[T(g, "x")->index] = true;
+    check_cache(g, &x, keep);
+    /* Recolouring the last node runs it alone. */
+    mpx_compare_cache *k = mpx_compare_cache_new(0);
+    mpx_assign *a = mpx_assign_uniform(g, &mpx_format_fp16, NULL, false);
+    CACHED_RUN(g, a, &x, k, NULL, 0, 0);
+    make_red(g, a, float_node(g, true));
+    CHECK(CACHED_RUN(g, a, &x, k, NULL, 0, 1) == 1);
+    /* The constant c's format: both its readers and what follows them. */
+    a->tensor[T(g, "c")->index] = &mpx_format_bf16;
+    CHECK(CACHED_RUN(g, a, &x, k, NULL, 0, 1) == 7); /* m1 and m2, and all after m1 */
+    mpx_assign_free(a);
+    mpx_compare_cache_free(k);
+    mpx_value_free(&x);
+    mpx_graph_free(g);
+}
+
 int main(void) {
     int64_t cnn[4] = {1, 3, 16, 16}, tr[3] = {1, 16, 64};
     test_model("tiny_cnn.json", cnn, 4);
@@ -680,5 +874,6 @@ int main(void) {
     test_chain_memory();
     test_cancel_progress();
     test_errors();
+    test_cache();
     return check_report("test_compare");
 }
