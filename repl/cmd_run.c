@@ -425,7 +425,7 @@ MPX_CMD(repl_cmd_run) {
     }
     mpx_compare *c = NULL;
     /* Without memory for a cache the run is a full one, as always. */
-    if (!s->run_cache) s->run_cache = mpx_compare_cache_new(0);
+    if (!s->run_cache && s->cache_mb > 0) s->run_cache = mpx_compare_cache_new((size_t)s->cache_mb << 20);
     if (!st) st = run_plan_cached(s, s->plan, local, keep, s->run_cache, &c, err);
     free(keep);
     if (st) return st;

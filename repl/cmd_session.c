@@ -26,6 +26,8 @@ enum { TOP_MAX = 1000000 };
 static void print_settings(const mpx_session *s) {
     fprintf(s->out, "bail  %-8s whether a script stops at its first error\n", s->bail ? "on" : "off");
     fprintf(s->out, "top   %-8d rows `report` shows without --top\n", s->report_top);
+    fprintf(s->out, "cache %-8d MB of the last run's values kept so a re-run recomputes only what changed (0: off)\n",
+            s->cache_mb);
 }
 
 MPX_CMD(repl_cmd_set) {
@@ -33,7 +35,7 @@ MPX_CMD(repl_cmd_set) {
         print_settings(s);
         return MPX_OK;
     }
-    if (argc != 3) return mpx_error_set(err, MPX_E_ARG, "usage: set [bail on|off | top <n>]");
+    if (argc != 3) return mpx_error_set(err, MPX_E_ARG, "usage: set [bail on|off | top <n> | cache <MB>]");
     const char *name = argv[1], *value = argv[2];
     if (strcmp(name, "bail") == 0) {
         if (strcmp(value, "on") != 0 && strcmp(value, "off") != 0)
@@ -51,7 +53,20 @@ MPX_CMD(repl_cmd_set) {
         s->report_top = (int)v;
         return MPX_OK;
     }
-    return mpx_error_set(err, MPX_E_ARG, "unknown setting \"%s\" (settings: bail, top)", name);
+    if (strcmp(name, "cache") == 0) {
+        char *end;
+        errno = 0;
+        long v = strtol(value, &end, 10);
+        if (end == value || *end || errno == ERANGE || v < 0 || v > 1 << 20)
+            return mpx_error_set(err, MPX_E_ARG, "set cache: expected megabytes from 0 (off) to %d, not \"%s\"",
+                                 1 << 20, value);
+        /* A new budget starts a new cache at the next run. */
+        mpx_compare_cache_free(s->run_cache);
+        s->run_cache = NULL;
+        s->cache_mb = (int)v;
+        return MPX_OK;
+    }
+    return mpx_error_set(err, MPX_E_ARG, "unknown setting \"%s\" (settings: bail, top, cache)", name);
 }
 
 /* ---- save ---------------------------------------------------------------------- */
@@ -202,6 +217,7 @@ static mpx_status save_text(const mpx_session *s, sbuf *b, int *n_cmds, mpx_erro
         sb_printf(b, "set bail %s\n", s->bail ? "on" : "off");
         n++;
     }
+    if (s->cache_mb != d.cache_mb) sb_printf(b, "set cache %d\n", s->cache_mb);
     if (s->report_top != d.report_top) {
         sb_printf(b, "set top %d\n", s->report_top);
         n++;

@@ -67,6 +67,7 @@ typedef struct mpx_session {
      * `run` on the same inputs recomputes only what a plan change touched.
      * It checks the input values itself; freed with the run. */
     mpx_compare_cache *run_cache;
+    int cache_mb;            /* its budget (`set cache`, default 512; 0: no cache) */
 
     /* `compare`'s runs, one per format (for `plot` and `html`). */
     int n_stash;

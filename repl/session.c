@@ -17,6 +17,7 @@ void mpx_session_init(mpx_session *s, FILE *out) {
     s->out = out;
     s->bail = true;
     s->report_top = 20;
+    s->cache_mb = 512;
 }
 
 static void drop_run(mpx_session *s) {
@@ -370,10 +371,12 @@ static const mpx_command commands[] = {
      "that sourced it) unless `set bail off`; the commands before the error stay\n"
      "done. Scripts nest up to 16 deep. Paths are relative to the current folder.",
      repl_cmd_source},
-    {"set", "set [bail on|off | top <n>]", "change a setting; without arguments, list them",
+    {"set", "set [bail on|off | top <n> | cache <MB>]", "change a setting; without arguments, list them",
      "bail: on (default) stops a script at its first error; off goes on with the\n"
      "next command (the exit status still says a command failed).\n"
-     "top: the rows `report` shows without --top (default 20).",
+     "top: the rows `report` shows without --top (default 20).\n"
+     "cache: megabytes of the last run's values `run` keeps (default 512; 0: none), so\n"
+     "a re-run after a recolour recomputes only the nodes downstream of the change.",
      repl_cmd_set},
     {"save", "save [<file.mpx>]", "write the session as a script that rebuilds it (no file: print it)",
      "Writes load, the inputs (shape, then values), target and keep-io, the rules\n"
