@@ -20,6 +20,7 @@
 #include "kern_nn.h"
 
 #include <float.h>
+#include <math.h>
 #include <stdlib.h>
 
 /* For one output position: the valid tap range in each spatial dim and the
@@ -95,8 +96,16 @@ static mpx_status pool_input(const mpx_kctx *c, const mpx_value *const *in, int 
     return MPX_OK;
 }
 
+/* Average, max or Lp (y = (sum |x|^p)^(1/p) over the taps inside the input,
+ * as ONNX's LpPool: padding adds zeros, which add nothing). */
+typedef enum pool_kind { POOL_AVG, POOL_MAX, POOL_LP } pool_kind;
+
+static float lp_term(float v, float pw) { return pw == 2.0f ? v * v : pw == 1.0f ? fabsf(v) : powf(fabsf(v), pw); }
+static float lp_root(float s, float pw) { return pw == 2.0f ? sqrtf(s) : pw == 1.0f ? s : powf(s, 1.0f / pw); }
+
 static mpx_status pool(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
-                       int n_out, bool is_max) {
+                       int n_out, pool_kind kind) {
+    const bool is_max = kind == POOL_MAX;
     const mpx_value *x;
     mpx_status st = kn_need_out(c, n_out, 1);
     if (!st) st = pool_input(c, in, n_in, is_max, &x);
@@ -106,6 +115,12 @@ static mpx_status pool(const mpx_kctx *c, const mpx_value *const *in, int n_in, 
     bool ceil_mode = mpx_node_attr_int(c->node, "ceil_mode", 0) != 0;
     if ((st = kn_window_out(c, &w, ceil_mode))) return st;
     bool include_pad = mpx_node_attr_int(c->node, "count_include_pad", 0) != 0;
+    float pw = 2.0f;
+    if (kind == POOL_LP) {
+        int64_t pi = mpx_node_attr_int(c->node, "p", 2);
+        if (pi < 1 || pi > 64) return mpx_kernel_error(c, MPX_E_INVALID, "p = %lld: a power from 1 to 64", (long long)pi);
+        pw = (float)pi;
+    }
     int64_t order = mpx_node_attr_int(c->node, "storage_order", 0);
     if (order != 0 && order != 1)
         return mpx_kernel_error(c, MPX_E_INVALID, "storage_order %lld is not 0 or 1",
@@ -145,11 +160,13 @@ static mpx_status pool(const mpx_kctx *c, const mpx_value *const *in, int n_in, 
                     do {
                         int64_t off = 0;
                         for (int i = 0; i < nsp; i++) off += (p.start[i] + t[i] * w.d[i]) * rstride[i];
-                        mpx_acc_add(&acc, x->f[xb + off]);
+                        float v = x->f[xb + off];
+                        mpx_acc_add(&acc, kind == POOL_LP ? lp_term(v, pw) : v);
                     } while (next_tap(nsp, &p, t));
                 }
                 int64_t cnt = include_pad ? p.n_pad : p.n_in;
-                out[0].f[yi] = p.n_in > 0 ? mpx_acc_result(&acc) / (float)cnt : 0.0f;
+                if (kind == POOL_LP) out[0].f[yi] = p.n_in > 0 ? lp_root(mpx_acc_result(&acc), pw) : 0.0f;
+                else out[0].f[yi] = p.n_in > 0 ? mpx_acc_result(&acc) / (float)cnt : 0.0f;
             } else {
                 float bf = -FLT_MAX;
                 int64_t bi = low_i;
@@ -186,12 +203,17 @@ static mpx_status pool(const mpx_kctx *c, const mpx_value *const *in, int n_in, 
 
 mpx_status mpx_k_max_pool(const mpx_kctx *c, const mpx_value *const *in, int n_in,
                           mpx_value *out, int n_out) {
-    return pool(c, in, n_in, out, n_out, true);
+    return pool(c, in, n_in, out, n_out, POOL_MAX);
 }
 
 mpx_status mpx_k_average_pool(const mpx_kctx *c, const mpx_value *const *in, int n_in,
                               mpx_value *out, int n_out) {
-    return pool(c, in, n_in, out, n_out, false);
+    return pool(c, in, n_in, out, n_out, POOL_AVG);
+}
+
+mpx_status mpx_k_lp_pool(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                         int n_out) {
+    return pool(c, in, n_in, out, n_out, POOL_LP);
 }
 
 /* Global pools: the whole spatial plane of each (n, c), in flat order. */

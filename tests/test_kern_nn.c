@@ -769,6 +769,17 @@ static void test_pool(void) {
     y[0] = run1(node("AveragePool", 19, 1, "y", "kernel_shape=[3,3] strides=[2,2] pads=[1,1,1,1] ceil_mode=1"), 1, in);
     CHECK(same_shape(&y[0], "1x1x3x3") && y[0].f[0] == 14.0f / 4.0f && y[0].f[8] == 16.0f);
     vfree(1, y);
+    /* LpPool: (sum |x|^p)^(1/p) over the window; padding adds nothing. On
+     * 1..16: the 2x2 window at (0,0) holds 1 2 5 6. */
+    y[0] = run1(node("LpPool", 11, 1, "y", "kernel_shape=[2,2] strides=[2,2]"), 1, in);
+    CHECK(same_shape(&y[0], "1x1x2x2") && y[0].f[0] == sqrtf(66.0f) && y[0].f[3] == sqrtf(121.0f + 144.0f + 225.0f + 256.0f));
+    vfree(1, y);
+    y[0] = run1(node("LpPool", 11, 1, "y", "kernel_shape=[2,2] strides=[2,2] p=1"), 1, in);
+    CHECK_VALS("LpPool p=1", &y[0], "1x1x2x2", 14, 22, 46, 54);
+    vfree(1, y);
+    y[0] = run1(node("LpPool", 11, 1, "y", "kernel_shape=[2,2] pads=[1,1,0,0] p=3"), 1, in);
+    CHECK(same_shape(&y[0], "1x1x4x4") && y[0].f[0] == 1.0f && fabsf(y[0].f[5] - cbrtf(1 + 8 + 125 + 216)) < 1e-5f);
+    vfree(1, y);
     y[0] = run1(node("GlobalMaxPool", 1, 1, "y", ""), 1, in);
     CHECK_VALS("GlobalMaxPool", &y[0], "1x1x1x1", 16);
     vfree(1, y);
