@@ -4,6 +4,7 @@
  * Graphs are built in one line per node (the builder API, as test_shape.c);
  * tiny_cnn is examples/tiny_cnn.json bound to 1x3x64x64. */
 #include "check.h"
+#include "graph_build.h"
 #include "mpx_colour.h"
 
 #include <math.h>
@@ -14,134 +15,11 @@
 static mpx_error err;
 static const mpx_format *F16 = &mpx_format_fp16, *F32 = &mpx_format_fp32, *BF16 = &mpx_format_bf16;
 
-/* ---- building graphs ---------------------------------------------------------- */
-
-static mpx_dtype dtype_of(char c) {
-    return c == 'i' ? MPX_DT_INT64 : c == 'h' ? MPX_DT_FLOAT16 : MPX_DT_FLOAT;
-}
-
-static int parse_dims(const char *s, int64_t *d) {
-    int r = 0;
-    while (*s && r < MPX_MAX_RANK) {
-        char *end;
-        d[r++] = strtoll(s, &end, 10);
-        s = *end == 'x' ? end + 1 : end;
-        if (end == s && !*s) break;
-    }
-    return r;
-}
-
-/* "x:f:1x3x8x8" a graph input; "w#f:8x3x3x3" an initializer of that shape
- * (every value 0.5, or int64 1); "s=i[1,-1]" a 1-D int64 initializer; else a
- * plain tensor name. */
-static mpx_tensor *tspec(mpx_graph *g, const char *spec) {
-    char name[64];
-    size_t n = strcspn(spec, ":#=");
-    snprintf(name, sizeof name, "%.*s", (int)n, spec);
-    mpx_tensor *t = mpx_graph_tensor(g, name);
-    int64_t d[MPX_MAX_RANK];
-    if (spec[n] == ':') {
-        int r = spec[n + 3] ? parse_dims(spec + n + 3, d) : 0;
-        mpx_tensor_declare(t, dtype_of(spec[n + 1]), r, d, NULL, NULL);
-        t->flags |= MPX_T_INPUT;
-    } else if (spec[n] == '#') {
-        int r = spec[n + 3] ? parse_dims(spec + n + 3, d) : 0;
-        mpx_tensor_alloc_value(g, t, dtype_of(spec[n + 1]), r, d, NULL);
-        for (int64_t i = 0; i < t->nelem; i++) {
-            if (t->f32) t->f32[i] = 0.5f;
-            else t->i64[i] = 1;
-        }
-        t->flags |= MPX_T_INITIALIZER;
-    } else if (spec[n] == '=') {
-        long long v[16];
-        int k = 0;
-        for (const char *p = spec + n + 3; *p && *p != ']' && k < 16;) {
-            char *end;
-            v[k++] = strtoll(p, &end, 10);
-            p = *end == ',' ? end + 1 : end;
-        }
-        int64_t dim = k;
-        mpx_tensor_alloc_value(g, t, MPX_DT_INT64, 1, &dim, NULL);
-        for (int i = 0; i < k; i++) t->i64[i] = v[i];
-        t->flags |= MPX_T_INITIALIZER;
-    }
-    return t;
-}
-
-static void parse_attr(mpx_graph *g, mpx_attr *a, const char *tok) {
-    size_t n = strcspn(tok, "=");
-    a->name = mpx_arena_strndup(g->arena, tok, n);
-    const char *v = tok + n + 1;
-    if (*v == '[') {
-        a->type = MPX_ATTR_INTS;
-        a->ints = mpx_arena_calloc(g->arena, 16, sizeof(int64_t));
-        for (const char *p = v + 1; *p && *p != ']' && a->n < 16;) {
-            char *end;
-            a->ints[a->n++] = strtoll(p, &end, 10);
-            p = *end == ',' ? end + 1 : end;
-        }
-        return;
-    }
-    char *end;
-    long long i = strtoll(v, &end, 10);
-    if (end != v && !*end) {
-        a->type = MPX_ATTR_INT;
-        a->i = i;
-        return;
-    }
-    double f = strtod(v, &end);
-    if (end != v && !*end) {
-        a->type = MPX_ATTR_FLOAT;
-        a->f = (float)f;
-        return;
-    }
-    a->type = MPX_ATTR_STRING;
-    a->s = mpx_arena_strdup(g->arena, v);
-    a->s_len = strlen(v);
-}
-
-static int count_tokens(const char *s) {
-    int n = 0;
-    for (const char *p = s; *p;) {
-        p += strspn(p, " ");
-        if (!*p) break;
-        n++;
-        p += strcspn(p, " ");
-    }
-    return n;
-}
-
-/* node(g, "c1", "Conv", "x:f:1x3x8x8 w#f:4x3x3x3", "y", "pads=[1,1,1,1]") */
-static mpx_node *node(mpx_graph *g, const char *name, const char *op, const char *ins,
-                      const char *outs, const char *attrs) {
-    mpx_node *n = mpx_graph_add_node(g, name, op, "", count_tokens(ins), count_tokens(outs),
-                                     count_tokens(attrs));
-    const char *lists[3] = {ins, outs, attrs};
-    for (int l = 0; l < 3; l++) {
-        char buf[512];
-        snprintf(buf, sizeof buf, "%s", lists[l]);
-        int k = 0;
-        char *save;
-        for (char *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save), k++) {
-            if (l == 2) parse_attr(g, &n->attrs[k], tok);
-            else if (strcmp(tok, "-") == 0) continue;
-            else if (l == 0) n->inputs[k] = tspec(g, tok);
-            else n->outputs[k] = mpx_graph_tensor(g, tok);
-        }
-    }
-    return n;
-}
+/* ---- building graphs (tests/graph_build.h) ------------------------------------ */
 
 /* Mark model outputs, finalize, infer. */
 static mpx_graph *finish(mpx_graph *g, const char *outputs) {
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", outputs);
-    char *save;
-    for (char *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
-        mpx_graph_tensor(g, tok)->flags |= MPX_T_OUTPUT;
-    mpx_error_clear(&err);
-    mpx_status st = mpx_graph_finalize(g, &err);
-    if (st == MPX_OK) st = mpx_graph_infer(g, &err);
+    mpx_status st = gb_build(g, outputs, &err);
     CHECK_MSG(st == MPX_OK, "building the graph: %s", err.msg);
     return g;
 }

@@ -5,6 +5,7 @@
  * vectors whose figures are known. Checks that need a kernel another file
  * provides say so and are skipped while it is missing. */
 #include "check.h"
+#include "graph_build.h"
 #include "mpx_numerics.h"
 
 #include <math.h>
@@ -13,155 +14,10 @@
 
 static mpx_error err;
 
-/* ---- building graphs in one line (as tests/test_shape.c) ------------------------ */
-
-static mpx_dtype dtype_of(char c) {
-    return c == 'i' ? MPX_DT_INT64 : c == 'b' ? MPX_DT_BOOL : MPX_DT_FLOAT;
-}
-
-static int parse_dims(mpx_graph *g, const char *s, int64_t *d, const char **sym) {
-    int r = 0;
-    while (*s) {
-        char *end;
-        long long v = strtoll(s, &end, 10);
-        if (end != s) {
-            d[r] = v;
-            sym[r] = NULL;
-        } else {
-            size_t n = strcspn(s, "x");
-            d[r] = -1;
-            sym[r] = mpx_arena_strndup(g->arena, s, n);
-            end = (char *)s + n;
-        }
-        r++;
-        s = end;
-        if (*s == 'x') s++;
-    }
-    return r;
-}
-
-/* "f[1,2]" (1-D), "f5" (scalar), "i[]" */
-static void set_value(mpx_graph *g, mpx_tensor *t, const char *v) {
-    mpx_dtype dt = dtype_of(v[0]);
-    double vals[64];
-    long long ivals[64];
-    int n = 0;
-    const char *p = v + 1;
-    bool list = *p == '[';
-    if (list) p++;
-    while (*p && *p != ']' && n < 64) {
-        char *end;
-        ivals[n] = strtoll(p, &end, 10);
-        vals[n++] = strtod(p, &end);
-        if (end == p) break;
-        p = *end == ',' ? end + 1 : end;
-    }
-    int64_t dim = n;
-    mpx_tensor_alloc_value(g, t, dt, list ? 1 : 0, &dim, NULL);
-    t->flags |= MPX_T_INITIALIZER;
-    for (int i = 0; i < n; i++) {
-        if (t->f32)
-            t->f32[i] = (float)vals[i];
-        else
-            t->i64[i] = ivals[i];
-    }
-}
-
-/* A graph input "x:f:2x3", an initializer "c=f[1,2]", or a tensor name. */
-static mpx_tensor *tensor_spec(mpx_graph *g, const char *spec) {
-    char name[64];
-    size_t n = strcspn(spec, ":=");
-    snprintf(name, sizeof name, "%.*s", (int)n, spec);
-    mpx_tensor *t = mpx_graph_tensor(g, name);
-    if (spec[n] == ':') {
-        int64_t d[MPX_MAX_RANK];
-        const char *sym[MPX_MAX_RANK];
-        int r = parse_dims(g, spec + n + 3, d, sym);
-        mpx_tensor_declare(t, dtype_of(spec[n + 1]), r, d, sym, NULL);
-        t->flags |= MPX_T_INPUT;
-    } else if (spec[n] == '=') {
-        set_value(g, t, spec + n + 1);
-    }
-    return t;
-}
-
-static void parse_attr(mpx_graph *g, mpx_attr *a, const char *tok) {
-    size_t n = strcspn(tok, "=");
-    a->name = mpx_arena_strndup(g->arena, tok, n);
-    const char *v = tok + n + 1;
-    if (*v == '[') {
-        a->type = MPX_ATTR_INTS;
-        a->ints = mpx_arena_calloc(g->arena, 16, sizeof(int64_t));
-        const char *p = v + 1;
-        while (*p && *p != ']' && a->n < 16) {
-            char *end;
-            a->ints[a->n++] = strtoll(p, &end, 10);
-            p = *end == ',' ? end + 1 : end;
-        }
-        return;
-    }
-    char *end;
-    long long i = strtoll(v, &end, 10);
-    if (end != v && !*end) {
-        a->type = MPX_ATTR_INT;
-        a->i = i;
-        return;
-    }
-    double f = strtod(v, &end);
-    if (end != v && !*end) {
-        a->type = MPX_ATTR_FLOAT;
-        a->f = (float)f;
-        return;
-    }
-    a->type = MPX_ATTR_STRING;
-    a->s = mpx_arena_strdup(g->arena, v);
-    a->s_len = strlen(v);
-}
-
-static int count_tokens(const char *s) {
-    int n = 0;
-    for (const char *p = s; *p;) {
-        p += strspn(p, " ");
-        if (!*p) break;
-        n++;
-        p += strcspn(p, " ");
-    }
-    return n;
-}
-
-static mpx_node *node(mpx_graph *g, const char *name, const char *op, const char *ins,
-                      const char *outs, const char *attrs) {
-    mpx_node *n = mpx_graph_add_node(g, name, op, "", count_tokens(ins), count_tokens(outs),
-                                     count_tokens(attrs));
-    const char *lists[3] = {ins, outs, attrs};
-    for (int l = 0; l < 3; l++) {
-        char buf[512];
-        snprintf(buf, sizeof buf, "%s", lists[l]);
-        int k = 0;
-        char *save;
-        for (char *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save), k++) {
-            if (l == 2)
-                parse_attr(g, &n->attrs[k], tok);
-            else if (strcmp(tok, "-") == 0)
-                continue;
-            else if (l == 0)
-                n->inputs[k] = tensor_spec(g, tok);
-            else
-                n->outputs[k] = mpx_graph_tensor(g, tok);
-        }
-    }
-    return n;
-}
+/* ---- building graphs in one line (tests/graph_build.h) ------------------------ */
 
 static mpx_graph *finish(mpx_graph *g, const char *outputs) {
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", outputs);
-    char *save;
-    for (char *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
-        mpx_graph_tensor(g, tok)->flags |= MPX_T_OUTPUT;
-    mpx_error_clear(&err);
-    mpx_status st = mpx_graph_finalize(g, &err);
-    if (st == MPX_OK) st = mpx_graph_infer(g, &err);
+    mpx_status st = gb_build(g, outputs, &err);
     CHECK_MSG(st == MPX_OK, "building the test graph: %s", err.msg);
     return g;
 }

@@ -4,6 +4,7 @@
  * 1.12, strict mode) unless a comment says otherwise (ONNX 1.12 leaves Einsum dims,
  * opset-9 Slice and opset-18 Split/Pad unresolved; those follow the operator spec). */
 #include "check.h"
+#include "graph_build.h"
 #include "mpx_graph.h"
 
 #include <stdint.h>
@@ -11,150 +12,7 @@
 
 static mpx_error err;
 
-/* ---- building graphs in one line ------------------------------------------ */
-
-static mpx_dtype dtype_of(char c) {
-    return c == 'i' ? MPX_DT_INT64 : c == 'b' ? MPX_DT_BOOL : c == 'I' ? MPX_DT_INT32 : MPX_DT_FLOAT;
-}
-
-/* "1x3xHx4": numbers, or names for symbolic dims; "" is a scalar. */
-static int parse_dims(mpx_graph *g, const char *s, int64_t *d, const char **sym) {
-    int r = 0;
-    while (*s) {
-        char *end;
-        long long v = strtoll(s, &end, 10);
-        if (end != s) {
-            d[r] = v;
-            sym[r] = NULL;
-        } else {
-            size_t n = strcspn(s, "x");
-            d[r] = -1;
-            sym[r] = mpx_arena_strndup(g->arena, s, n);
-            end = (char *)s + n;
-        }
-        r++;
-        s = end;
-        if (*s == 'x') s++;
-    }
-    return r;
-}
-
-/* "i[1,2]", "i5" (scalar), "f[0.5,2]", "f0.5", "i[]": fill t with a value. */
-static void set_value(mpx_graph *g, mpx_tensor *t, const char *v) {
-    mpx_dtype dt = dtype_of(v[0]);
-    double vals[64];
-    long long ivals[64];
-    int n = 0;
-    const char *p = v + 1;
-    bool list = *p == '[';
-    if (list) p++;
-    while (*p && *p != ']') {
-        char *end;
-        ivals[n] = strtoll(p, &end, 10); /* exact for INT64_MAX */
-        vals[n++] = strtod(p, &end);
-        p = *end == ',' ? end + 1 : end;
-        if (end == p && *p != ']' && *p) break;
-    }
-    int64_t dim = n;
-    mpx_tensor_alloc_value(g, t, dt, list ? 1 : 0, &dim, NULL);
-    for (int i = 0; i < n; i++) {
-        if (t->f32) t->f32[i] = (float)vals[i];
-        else t->i64[i] = ivals[i];
-    }
-}
-
-/* A graph input "x:f:1x3xHxW" or an initializer "s=i[0,-1]". */
-static mpx_tensor *tensor_spec(mpx_graph *g, const char *spec) {
-    char name[64];
-    size_t n = strcspn(spec, ":=");
-    snprintf(name, sizeof name, "%.*s", (int)n, spec);
-    mpx_tensor *t = mpx_graph_tensor(g, name);
-    if (spec[n] == ':') {
-        int64_t d[MPX_MAX_RANK];
-        const char *sym[MPX_MAX_RANK];
-        int r = parse_dims(g, spec + n + 3, d, sym);
-        mpx_tensor_declare(t, dtype_of(spec[n + 1]), r, d, sym, NULL);
-        t->flags |= MPX_T_INPUT;
-    } else if (spec[n] == '=') {
-        set_value(g, t, spec + n + 1);
-        t->flags |= MPX_T_INITIALIZER;
-    }
-    return t;
-}
-
-static void parse_attr(mpx_graph *g, mpx_attr *a, const char *tok) {
-    size_t n = strcspn(tok, "=");
-    a->name = mpx_arena_strndup(g->arena, tok, n);
-    const char *v = tok + n + 1;
-    if (strncmp(v, "T:", 2) == 0) {
-        a->type = MPX_ATTR_TENSOR;
-        a->t = mpx_arena_alloc(g->arena, sizeof *a->t);
-        a->t->name = "value";
-        set_value(g, a->t, v + 2);
-    } else if (*v == '[') {
-        bool flt = strchr(v, '.') != NULL;
-        a->type = flt ? MPX_ATTR_FLOATS : MPX_ATTR_INTS;
-        a->ints = mpx_arena_calloc(g->arena, 16, sizeof(int64_t));
-        a->floats = mpx_arena_calloc(g->arena, 16, sizeof(float));
-        const char *p = v + 1;
-        while (*p && *p != ']') {
-            char *end;
-            if (flt) a->floats[a->n++] = strtof(p, &end);
-            else a->ints[a->n++] = strtoll(p, &end, 10);
-            p = *end == ',' ? end + 1 : end;
-        }
-    } else {
-        char *end;
-        long long i = strtoll(v, &end, 10);
-        if (end != v && !*end) {
-            a->type = MPX_ATTR_INT;
-            a->i = i;
-        } else {
-            double f = strtod(v, &end);
-            if (end != v && !*end) {
-                a->type = MPX_ATTR_FLOAT;
-                a->f = (float)f;
-            } else {
-                a->type = MPX_ATTR_STRING;
-                a->s = mpx_arena_strdup(g->arena, v);
-                a->s_len = strlen(v);
-            }
-        }
-    }
-}
-
-static int count_tokens(const char *s) {
-    int n = 0;
-    for (const char *p = s; *p;) {
-        p += strspn(p, " ");
-        if (!*p) break;
-        n++;
-        p += strcspn(p, " ");
-    }
-    return n;
-}
-
-/* node(g, "name", "Conv", "x w -", "y", "pads=[1,1,1,1] group=2"): inputs are
- * tensor names, graph inputs "x:f:1x3" or initializers "s=i[1,2]"; "-" omits. */
-static mpx_node *node(mpx_graph *g, const char *name, const char *op, const char *ins,
-                      const char *outs, const char *attrs) {
-    mpx_node *n = mpx_graph_add_node(g, name, op, "", count_tokens(ins), count_tokens(outs),
-                                     count_tokens(attrs));
-    const char *lists[3] = {ins, outs, attrs};
-    for (int l = 0; l < 3; l++) {
-        char buf[512];
-        snprintf(buf, sizeof buf, "%s", lists[l]);
-        int k = 0;
-        char *save;
-        for (char *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save), k++) {
-            if (l == 2) parse_attr(g, &n->attrs[k], tok);
-            else if (strcmp(tok, "-") == 0) continue;
-            else if (l == 0) n->inputs[k] = tensor_spec(g, tok);
-            else n->outputs[k] = mpx_graph_tensor(g, tok);
-        }
-    }
-    return n;
-}
+/* ---- building graphs in one line (tests/graph_build.h) ------------------- */
 
 static mpx_graph *graph(int opset) {
     mpx_graph *g = mpx_graph_new("t.onnx");
@@ -162,12 +20,7 @@ static mpx_graph *graph(int opset) {
     return g;
 }
 
-static mpx_status finish(mpx_graph *g) {
-    mpx_error_clear(&err);
-    mpx_status st = mpx_graph_finalize(g, &err);
-    if (st == MPX_OK) st = mpx_graph_infer(g, &err);
-    return st;
-}
+static mpx_status finish(mpx_graph *g) { return gb_build(g, NULL, &err); }
 
 static const char *shape(mpx_graph *g, const char *t) {
     static char buf[4][128];
@@ -625,7 +478,7 @@ static void test_costs(void) {
 
 static void test_shape_str(void) {
     mpx_graph *g = graph(13);
-    mpx_tensor *t = tensor_spec(g, "x:f:Nx3x?x4");
+    mpx_tensor *t = gb_tensor(g, "x:f:Nx3x?x4");
     char b[64];
     CHECK(strcmp(mpx_tensor_shape_str(t, b, sizeof b), "(unknown)") == 0); /* before finalize */
     CHECK(finish(g) == MPX_OK);
