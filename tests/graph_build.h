@@ -16,6 +16,7 @@
 #define MPX_TEST_GRAPH_BUILD_H
 
 #include "mpx_graph.h"
+#include "mpx_numerics.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -191,6 +192,31 @@ static inline mpx_status gb_build(mpx_graph *g, const char *outputs, mpx_error *
     mpx_status st = mpx_graph_finalize(g, err);
     if (st == MPX_OK) st = mpx_graph_infer(g, err);
     return st;
+}
+
+/* examples/<file> from the source tree ($MPX_SRC, as ctest sets it; else
+ * ".."), its first input bound to dims, shapes inferred. NULL with err
+ * filled (naming the file) on failure. */
+static inline mpx_graph *gb_load_example(const char *file, int rank, const int64_t *dims, mpx_error *err) {
+    char path[1024];
+    const char *src = getenv("MPX_SRC");
+    snprintf(path, sizeof path, "%s/examples/%s", src ? src : "..", file);
+    mpx_graph *g = mpx_graph_load(path, err);
+    if (!g) return NULL;
+    mpx_status st = rank > 0 ? mpx_graph_bind_input(g, g->inputs[0]->name, rank, dims, err) : MPX_OK;
+    if (!st) st = mpx_graph_infer(g, err);
+    if (st) {
+        mpx_graph_free(g);
+        return NULL;
+    }
+    return g;
+}
+
+/* v's float values from a seeded normal(0, 1). */
+static inline void gb_fill_normal(mpx_value *v, uint64_t seed) {
+    mpx_rng rng;
+    mpx_rng_init(&rng, seed);
+    for (int64_t k = 0; k < v->n; k++) v->f[k] = (float)mpx_rng_normal(&rng, 0.0, 1.0);
 }
 
 #endif

@@ -134,22 +134,11 @@ static int64_t live_count(const mpx_graph *g, const mpx_value *vals) {
 
 /* ---- equality with whole runs ----------------------------------------------------------- */
 
-static void fill_normal(mpx_value *v, uint64_t seed) {
-    mpx_rng rng;
-    mpx_rng_init(&rng, seed);
-    for (int64_t k = 0; k < v->n; k++) v->f[k] = (float)mpx_rng_normal(&rng, 0.0, 1.0);
-}
-
 static void test_model(const char *file, const int64_t *dims, int rank) {
-    char path[1024];
-    const char *src = getenv("MPX_SRC");
-    snprintf(path, sizeof path, "%s/examples/%s", src ? src : "..", file);
-    mpx_graph *g = mpx_graph_load(path, &err);
-    CHECK_MSG(g != NULL, "%s: %s", path, err.msg);
+    /* The examples' input dims are symbolic ("batch", "height"): bound here. */
+    mpx_graph *g = gb_load_example(file, rank, dims, &err);
+    CHECK_MSG(g != NULL, "%s: %s", file, err.msg);
     if (!g) return;
-    /* The examples' input dims are symbolic ("batch", "height"): bind them. */
-    CHECK(mpx_graph_bind_input(g, g->inputs[0]->name, rank, dims, &err) == MPX_OK);
-    CHECK(mpx_graph_infer(g, &err) == MPX_OK);
     for (int i = 0; i < g->n_nodes; i++)
         if (!mpx_kernel_for(g->nodes[i]->op)) {
             printf("test_compare: skipped %s (no %s kernel yet)\n", file, g->nodes[i]->op_type);
@@ -158,7 +147,7 @@ static void test_model(const char *file, const int64_t *dims, int rank) {
         }
     mpx_value x;
     mpx_value_alloc(&x, MPX_DT_FLOAT, rank, dims, NULL);
-    fill_normal(&x, 7);
+    gb_fill_normal(&x, 7);
     const mpx_assign *as[4] = {
         mpx_assign_uniform(g, &mpx_format_fp16, NULL, false),
         mpx_assign_uniform(g, &mpx_format_fp16, NULL, true),
@@ -213,7 +202,7 @@ static void test_chain_equal(void) {
     int64_t d[2] = {2, 8};
     mpx_value x;
     mpx_value_alloc(&x, MPX_DT_FLOAT, 2, d, NULL);
-    fill_normal(&x, 3);
+    gb_fill_normal(&x, 3);
     mpx_assign *a = mpx_assign_uniform(g, &mpx_format_fp16, &mpx_format_fp16, false);
     mpx_assign *b = mpx_assign_uniform(g, &mpx_format_fp8e4m3_sat, NULL, true);
     for (int v = 0; v < 4; v++) {
@@ -340,7 +329,7 @@ static void test_chain_memory(void) {
     int64_t d = 1000;
     mpx_value x;
     mpx_value_alloc(&x, MPX_DT_FLOAT, 1, &d, NULL);
-    fill_normal(&x, 5);
+    gb_fill_normal(&x, 5);
     mpx_assign *h = mpx_assign_uniform(g, &mpx_format_fp16, NULL, false);
     const size_t act = 1000 * sizeof(float);
     for (int threads = 0; threads < 2; threads++) {
@@ -657,17 +646,12 @@ static void test_cache(void) {
     int64_t dims[2][4] = {{1, 3, 16, 16}, {1, 16, 64}};
     int ranks[2] = {4, 3};
     for (int f = 0; f < 2; f++) {
-        char path[1024];
-        const char *src = getenv("MPX_SRC");
-        snprintf(path, sizeof path, "%s/examples/%s", src ? src : "..", files[f]);
-        mpx_graph *g = mpx_graph_load(path, &err);
-        CHECK_MSG(g != NULL, "%s: %s", path, err.msg);
+        mpx_graph *g = gb_load_example(files[f], ranks[f], dims[f], &err);
+        CHECK_MSG(g != NULL, "%s: %s", files[f], err.msg);
         if (!g) continue;
-        CHECK(mpx_graph_bind_input(g, g->inputs[0]->name, ranks[f], dims[f], &err) == MPX_OK);
-        CHECK(mpx_graph_infer(g, &err) == MPX_OK);
         mpx_value x;
         mpx_value_alloc(&x, MPX_DT_FLOAT, ranks[f], dims[f], NULL);
-        fill_normal(&x, 11);
+        gb_fill_normal(&x, 11);
         bool skip = false;
         for (int i = 0; i < g->n_nodes; i++) skip = skip || !mpx_kernel_for(g->nodes[i]->op);
         if (!skip) {
@@ -697,7 +681,7 @@ static void test_cache(void) {
     int64_t d[2] = {2, 8};
     mpx_value x;
     mpx_value_alloc(&x, MPX_DT_FLOAT, 2, d, NULL);
-    fill_normal(&x, 3);
+    gb_fill_normal(&x, 3);
     check_cache(g, &x, NULL);
     bool keep[64] = {0};
     CHECK(g->n_tensors <= 64);

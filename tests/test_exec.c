@@ -468,21 +468,10 @@ static void test_refusals(void) {
 
 /* ---- the example models ------------------------------------------------------------------ */
 
-static void fill_normal(mpx_value *v, uint64_t seed) {
-    mpx_rng rng;
-    mpx_rng_init(&rng, seed);
-    for (int64_t k = 0; k < v->n; k++) v->f[k] = (float)mpx_rng_normal(&rng, 0.0, 1.0);
-}
-
 static void test_model(const char *file, const int64_t *dims, int rank) {
-    char path[1024];
-    const char *src = getenv("MPX_SRC");
-    snprintf(path, sizeof path, "%s/examples/%s", src ? src : "..", file);
-    mpx_graph *g = mpx_graph_load(path, &err);
-    CHECK_MSG(g != NULL, "%s: %s", path, err.msg);
+    mpx_graph *g = gb_load_example(file, rank, dims, &err);
+    CHECK_MSG(g != NULL, "%s: %s", file, err.msg);
     if (!g) return;
-    CHECK(mpx_graph_bind_input(g, g->inputs[0]->name, rank, dims, &err) == MPX_OK);
-    CHECK(mpx_graph_infer(g, &err) == MPX_OK);
     for (int i = 0; i < g->n_nodes; i++)
         if (!mpx_kernel_for(g->nodes[i]->op)) {
             printf("test_exec: skipped %s (no %s kernel yet)\n", file, g->nodes[i]->op_type);
@@ -491,7 +480,7 @@ static void test_model(const char *file, const int64_t *dims, int rank) {
         }
     mpx_value x;
     mpx_value_alloc(&x, MPX_DT_FLOAT, rank, dims, NULL);
-    fill_normal(&x, 7);
+    gb_fill_normal(&x, 7);
     mpx_assign *h = mpx_assign_uniform(g, &mpx_format_fp16, NULL, false);
     mpx_assign *b = mpx_assign_uniform(g, &mpx_format_bf16, NULL, false);
     mpx_assign *k = mpx_assign_uniform(g, &mpx_format_fp16, NULL, true);
