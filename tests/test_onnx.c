@@ -4,6 +4,7 @@
  * kind, opsets, declared and symbolic shapes, external data and its
  * refusals, and bad files, each refusal naming the file and the offender. */
 #include "check.h"
+#include "test_alloc.h"
 #include "mpx_graph.h"
 #include "onnx.pb-c.h"
 
@@ -19,33 +20,7 @@ static char msgbuf[2048];
 
 static const char *msg(void) { return mpx_error_format(&err, msgbuf, sizeof msgbuf); }
 
-/* ---- allocations of the test models, freed after each test ------------------ */
-
-static void **pool;
-static size_t npool, cappool;
-
-static void *tal(size_t n) {
-    void *p = calloc(1, n ? n : 1);
-    if (!p) abort();
-    if (npool == cappool) {
-        cappool = cappool ? cappool * 2 : 256;
-        pool = realloc(pool, cappool * sizeof *pool);
-        if (!pool) abort();
-    }
-    pool[npool++] = p;
-    return p;
-}
-
-static void pool_free(void) {
-    for (size_t i = 0; i < npool; i++) free(pool[i]);
-    npool = 0;
-}
-
-static char *tstr(const char *s) {
-    char *p = tal(strlen(s) + 1);
-    strcpy(p, s);
-    return p;
-}
+/* Allocations of the test models: tests/test_alloc.h (tal, tstr, pool_free). */
 
 static char *path_in(const char *dir, const char *name) {
     static char buf[4][900];

@@ -31,6 +31,7 @@
  * MPX_ROBUST_TRACE=1    print each case before running it (to name a crasher);
  *                       2 also prints every refusal and inference error */
 #include "check.h"
+#include "test_alloc.h"
 #include "mpx_graph.h"
 #include "onnx.pb-c.h"
 
@@ -101,33 +102,7 @@ static float pick_float(void) {
     return f[rnd(NELEM(f))];
 }
 
-/* ---- allocations of the test models, freed after each case ------------------- */
-
-static void **pool;
-static size_t npool, cappool;
-
-static void *tal(size_t n) {
-    void *p = calloc(1, n ? n : 1);
-    if (!p) abort();
-    if (npool == cappool) {
-        cappool = cappool ? cappool * 2 : 256;
-        pool = realloc(pool, cappool * sizeof *pool);
-        if (!pool) abort();
-    }
-    pool[npool++] = p;
-    return p;
-}
-
-static void pool_free(void) {
-    for (size_t i = 0; i < npool; i++) free(pool[i]);
-    npool = 0;
-}
-
-static char *tstr(const char *s) {
-    char *p = tal(strlen(s) + 1);
-    strcpy(p, s);
-    return p;
-}
+/* Allocations of the test models: tests/test_alloc.h (tal, tstr, pool_free). */
 
 static char *tfmt(const char *fmt, int a, int b) {
     char buf[64];
