@@ -82,6 +82,8 @@ const mpx_format *mpx_format_at(size_t i) {
 
 float mpx_format_max(const mpx_format *f) { return f->max_finite; }
 
+const char *mpx_format_name(const mpx_format *f) { return f ? f->name : "fp32"; }
+
 bool mpx_format_is_subnormal(const mpx_format *f, float x) {
     float a = fabsf(x);
     return a != 0.0f && a < f->min_normal;

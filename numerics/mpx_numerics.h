@@ -82,6 +82,8 @@ extern const mpx_format mpx_format_fp8e5m2;    /* OCP E5M2, IEEE-like, overflow 
  * Cast's default saturate=1), "fp8e4m3sat", "fp8e4m3nan", "fp8e5m2".
  * Case-insensitive. NULL if unknown. */
 const mpx_format *mpx_format_by_name(const char *name);
+/* f's name, "fp32" for NULL (the convention for "no rounding" everywhere). */
+const char *mpx_format_name(const mpx_format *f);
 /* The distinct descriptors above, i in [0, mpx_format_count()); NULL past the end. */
 size_t mpx_format_count(void);
 const mpx_format *mpx_format_at(size_t i);

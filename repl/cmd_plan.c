@@ -10,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *fmt_name(const mpx_format *f) { return f ? f->name : "fp32"; }
-
 static mpx_plan_measured measured(const mpx_session *s) {
     mpx_plan_measured m = {0, NULL};
     if (s->absmax && s->graph) {
@@ -57,7 +55,7 @@ static void print_change(mpx_session *s, const mpx_plan *a, const mpx_plan *b) {
     if (d->b.macs_total == 0 && d->b.macs_unknown)
         fprintf(s->out, "MACs unknown until the inputs' shapes are bound\n");
     else
-        fprintf(s->out, "%.1f%% of MACs in %s\n", d->b.low_macs_pct, fmt_name(b->opts.target));
+        fprintf(s->out, "%.1f%% of MACs in %s\n", d->b.low_macs_pct, mpx_format_name(b->opts.target));
     mpx_plan_diff_free(d);
 }
 
@@ -89,7 +87,7 @@ MPX_CMD(repl_cmd_target) {
     if (st) return st;
     mpx_plan_opts o = *mpx_history_opts(s->hist);
     if (argc == 1) {
-        fprintf(s->out, "target %s", fmt_name(o.target));
+        fprintf(s->out, "target %s", mpx_format_name(o.target));
         if (o.accum_block) fprintf(s->out, " block %d", o.accum_block);
         fputc('\n', s->out);
         return MPX_OK;
@@ -201,7 +199,7 @@ MPX_CMD(repl_cmd_rules) {
     int n = mpx_rules_count(r);
     if (json) {
         cJSON *root = cJSON_CreateObject();
-        cJSON_AddStringToObject(root, "target", fmt_name(o->target));
+        cJSON_AddStringToObject(root, "target", mpx_format_name(o->target));
         cJSON_AddBoolToObject(root, "keep_io", o->keep_io);
         cJSON_AddNumberToObject(root, "accum_block", o->accum_block);
         cJSON *arr = cJSON_AddArrayToObject(root, "rules");
@@ -218,7 +216,7 @@ MPX_CMD(repl_cmd_rules) {
         cJSON_Delete(root);
         return repl_emit(s, text, NULL, err);
     }
-    fprintf(s->out, "target %s, keep-io %s%s\n", fmt_name(o->target), o->keep_io ? "on" : "off",
+    fprintf(s->out, "target %s, keep-io %s%s\n", mpx_format_name(o->target), o->keep_io ? "on" : "off",
             o->accum_block ? ", low accumulation in blocks" : "");
     if (!n) fprintf(s->out, "no rules: every node has its default colour\n");
     for (int i = 0; i < n; i++)
@@ -250,7 +248,7 @@ MPX_CMD(repl_cmd_plan) {
     const mpx_graph *g = s->graph;
     if (json) {
         cJSON *root = cJSON_CreateObject();
-        cJSON_AddStringToObject(root, "target", fmt_name(p->opts.target));
+        cJSON_AddStringToObject(root, "target", mpx_format_name(p->opts.target));
         cJSON_AddBoolToObject(root, "keep_io", p->opts.keep_io);
         cJSON *cnt = cJSON_AddObjectToObject(root, "counts");
         for (int c = 1; c < MPX_COLOUR_COUNT; c++)
@@ -272,9 +270,9 @@ MPX_CMD(repl_cmd_plan) {
             if (pn->colour_rule >= 0) cJSON_AddNumberToObject(e, "rule", pn->colour_rule + 1);
             else cJSON_AddNullToObject(e, "rule");
             if (pn->is_float) {
-                cJSON_AddStringToObject(e, "compute", fmt_name(pn->compute));
-                cJSON_AddStringToObject(e, "accum", fmt_name(pn->accum));
-                cJSON_AddStringToObject(e, "output", fmt_name(pn->output));
+                cJSON_AddStringToObject(e, "compute", mpx_format_name(pn->compute));
+                cJSON_AddStringToObject(e, "accum", mpx_format_name(pn->accum));
+                cJSON_AddStringToObject(e, "output", mpx_format_name(pn->output));
             }
             cJSON_AddItemToArray(nodes, e);
         }
@@ -282,8 +280,8 @@ MPX_CMD(repl_cmd_plan) {
         for (int i = 0; i < p->n_casts; i++) {
             cJSON *e = cJSON_CreateObject();
             cJSON_AddStringToObject(e, "tensor", g->tensors[p->casts[i].tensor]->name);
-            cJSON_AddStringToObject(e, "from", fmt_name(p->casts[i].from));
-            cJSON_AddStringToObject(e, "to", fmt_name(p->casts[i].to));
+            cJSON_AddStringToObject(e, "from", mpx_format_name(p->casts[i].from));
+            cJSON_AddStringToObject(e, "to", mpx_format_name(p->casts[i].to));
             cJSON_AddNumberToObject(e, "consumers", p->casts[i].n_consumers);
             cJSON_AddItemToArray(casts, e);
         }
@@ -307,18 +305,18 @@ MPX_CMD(repl_cmd_plan) {
         if (changed && !mpx_plan_node_changed(p, i)) continue;
         shown++;
         fprintf(s->out, "%-*s %-18s %-6s %-7s %-7s %-7s %s\n", w, g->nodes[i]->name, g->nodes[i]->op_type,
-                mpx_colour_name(pn->colour), pn->is_float ? fmt_name(pn->compute) : "-",
-                pn->is_float ? fmt_name(pn->accum) : "-", pn->is_float ? fmt_name(pn->output) : "-",
+                mpx_colour_name(pn->colour), pn->is_float ? mpx_format_name(pn->compute) : "-",
+                pn->is_float ? mpx_format_name(pn->accum) : "-", pn->is_float ? mpx_format_name(pn->output) : "-",
                 rule_label(pn, rl, sizeof rl));
     }
     if (changed && !shown) fprintf(s->out, "(no node changed by rules)\n");
     for (int i = 0; i < p->n_casts; i++)
         fprintf(s->out, "cast %s %s -> %s (%d consumer%s)\n", g->tensors[p->casts[i].tensor]->name,
-                fmt_name(p->casts[i].from), fmt_name(p->casts[i].to), p->casts[i].n_consumers,
+                mpx_format_name(p->casts[i].from), mpx_format_name(p->casts[i].to), p->casts[i].n_consumers,
                 p->casts[i].n_consumers == 1 ? "" : "s");
     fprintf(s->out, "%s\n", sum);
     if (repl_check_weights(s, p, NULL, NULL)) {
-        fprintf(s->out, "weights that do not fit %s:\n", fmt_name(p->opts.target));
+        fprintf(s->out, "weights that do not fit %s:\n", mpx_format_name(p->opts.target));
         repl_check_weights(s, p, s->out, NULL);
     }
     return MPX_OK;
@@ -351,8 +349,8 @@ MPX_CMD(repl_cmd_diff) {
             cJSON_AddStringToObject(e, "op", g->nodes[n->node]->op_type);
             cJSON_AddStringToObject(e, "colour_before", mpx_colour_name(n->colour_a));
             cJSON_AddStringToObject(e, "colour_after", mpx_colour_name(n->colour_b));
-            cJSON_AddStringToObject(e, "compute_before", fmt_name(n->compute_a));
-            cJSON_AddStringToObject(e, "compute_after", fmt_name(n->compute_b));
+            cJSON_AddStringToObject(e, "compute_before", mpx_format_name(n->compute_a));
+            cJSON_AddStringToObject(e, "compute_after", mpx_format_name(n->compute_b));
             cJSON_AddItemToArray(nodes, e);
         }
         for (int k = 0; k < 2; k++) {
@@ -362,8 +360,8 @@ MPX_CMD(repl_cmd_diff) {
             for (int i = 0; i < n; i++) {
                 cJSON *e = cJSON_CreateObject();
                 cJSON_AddStringToObject(e, "tensor", g->tensors[c[i].tensor]->name);
-                cJSON_AddStringToObject(e, "from", fmt_name(c[i].from));
-                cJSON_AddStringToObject(e, "to", fmt_name(c[i].to));
+                cJSON_AddStringToObject(e, "from", mpx_format_name(c[i].from));
+                cJSON_AddStringToObject(e, "to", mpx_format_name(c[i].to));
                 cJSON_AddItemToArray(arr, e);
             }
         }
@@ -377,15 +375,15 @@ MPX_CMD(repl_cmd_diff) {
     for (int i = 0; i < d->n_nodes; i++) {
         const mpx_plan_diff_node *n = &d->nodes[i];
         fprintf(s->out, "  %-32s %-16s %s/%s -> %s/%s\n", g->nodes[n->node]->name, g->nodes[n->node]->op_type,
-                mpx_colour_name(n->colour_a), fmt_name(n->compute_a), mpx_colour_name(n->colour_b),
-                fmt_name(n->compute_b));
+                mpx_colour_name(n->colour_a), mpx_format_name(n->compute_a), mpx_colour_name(n->colour_b),
+                mpx_format_name(n->compute_b));
     }
     for (int i = 0; i < d->n_added; i++)
-        fprintf(s->out, "  + cast %s %s -> %s\n", g->tensors[d->added[i].tensor]->name, fmt_name(d->added[i].from),
-                fmt_name(d->added[i].to));
+        fprintf(s->out, "  + cast %s %s -> %s\n", g->tensors[d->added[i].tensor]->name, mpx_format_name(d->added[i].from),
+                mpx_format_name(d->added[i].to));
     for (int i = 0; i < d->n_removed; i++)
         fprintf(s->out, "  - cast %s %s -> %s\n", g->tensors[d->removed[i].tensor]->name,
-                fmt_name(d->removed[i].from), fmt_name(d->removed[i].to));
+                mpx_format_name(d->removed[i].from), mpx_format_name(d->removed[i].to));
     fprintf(s->out, "%d node%s changed; casts %d -> %d\n", d->n_nodes, d->n_nodes == 1 ? "" : "s", d->a.casts,
             d->b.casts);
     mpx_plan_diff_free(d);

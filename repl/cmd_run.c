@@ -224,8 +224,6 @@ MPX_CMD(repl_cmd_input) {
     return MPX_OK;
 }
 
-static const char *fmt_name(const mpx_format *f) { return f ? f->name : "fp32"; }
-
 /* ---- weights converted offline ------------------------------------------- */
 
 /* Converting a constant can itself overflow (a BatchNormalization variance of
@@ -248,10 +246,10 @@ int repl_check_weights(const mpx_session *s, const mpx_plan *p, FILE *out, int64
         if (!out) continue;
         const mpx_node *user = t->n_consumers ? t->consumers[0] : NULL;
         fprintf(out, "  weight %s (%lld values, used by %s %s) in %s: ", t->name, (long long)w[i].n,
-                user ? user->op_type : "?", user ? user->name : "?", fmt_name(pw->to));
+                user ? user->op_type : "?", user ? user->name : "?", mpx_format_name(pw->to));
         if (w[i].overflow)
             fprintf(out, "%lld overflow (values up to %.4g; largest finite %s is %.6g)\n", (long long)w[i].overflow,
-                    w[i].absmax, fmt_name(pw->to), (double)pw->to->max_finite);
+                    w[i].absmax, mpx_format_name(pw->to), (double)pw->to->max_finite);
         else
             fprintf(out, "rel_l2 %.3g, %lld flushed to zero\n", w[i].rel_l2, (long long)w[i].underflow);
     }
@@ -384,7 +382,7 @@ static void print_run_summary(mpx_session *s, const mpx_compare *c, const mpx_fo
     const mpx_graph *g = s->graph;
     run_totals t = totals(g, c);
     fprintf(s->out, "run: %s plan against the fp32 reference, %d layers compared (%.1f ms + %.1f ms)\n",
-            fmt_name(target), c->n_layers, c->ms_ref, c->ms_cand);
+            mpx_format_name(target), c->n_layers, c->ms_ref, c->ms_cand);
     for (int i = 0; i < c->n_layers; i++) {
         const mpx_layer *L = &c->layers[i];
         if (!is_output(g, L->tensor)) continue;
@@ -399,10 +397,10 @@ static void print_run_summary(mpx_session *s, const mpx_compare *c, const mpx_fo
         fprintf(s->out, "  overflow: %lld values in %d layers, first at %s (%s): fp32 values up to %.4g do not fit %s\n",
                 (long long)t.overflow, t.layers_overflow, layer_name(g, t.first_overflow),
                 g->nodes[t.first_overflow->node]->op_type, t.first_overflow->m.absmax_ref,
-                fmt_name(t.first_overflow->fmt));
+                mpx_format_name(t.first_overflow->fmt));
     else fprintf(s->out, "  overflow: none in activations\n");
     if (repl_check_weights(s, s->plan, NULL, NULL)) {
-        fprintf(s->out, "  weights that do not fit %s (converted offline, before the run):\n", fmt_name(target));
+        fprintf(s->out, "  weights that do not fit %s (converted offline, before the run):\n", mpx_format_name(target));
         repl_check_weights(s, s->plan, s->out, NULL);
     }
     if (t.layers_underflow)
@@ -597,7 +595,7 @@ MPX_CMD(repl_cmd_report) {
         char *text = NULL;
         if (json) {
             cJSON *root = cJSON_CreateObject();
-            cJSON_AddStringToObject(root, "target", fmt_name(s->last_target));
+            cJSON_AddStringToObject(root, "target", mpx_format_name(s->last_target));
             cJSON_AddBoolToObject(root, "local", s->last_local);
             cJSON_AddStringToObject(root, "sort", metric_names[sm]);
             run_totals t = totals(g, c);
@@ -611,7 +609,7 @@ MPX_CMD(repl_cmd_report) {
                 cJSON_AddStringToObject(e, "node", g->nodes[L->node]->name);
                 cJSON_AddStringToObject(e, "op", g->nodes[L->node]->op_type);
                 cJSON_AddNumberToObject(e, "order", L->node);
-                cJSON_AddStringToObject(e, "format", fmt_name(L->fmt));
+                cJSON_AddStringToObject(e, "format", mpx_format_name(L->fmt));
                 cJSON_AddBoolToObject(e, "output", is_output(g, L->tensor));
                 cJSON_AddItemToObject(e, "metrics", metrics_json(&L->m));
                 if (L->has_local) cJSON_AddItemToObject(e, "local", metrics_json(&L->local));
@@ -632,7 +630,7 @@ MPX_CMD(repl_cmd_report) {
                     o += (size_t)snprintf(text + o, cap - o, "%d,%s,%s,%s,%s,%.6g,%.6g,%.6g,%.9g,%.6g,%lld,%lld,%lld,%.6g,",
                                           L->node, csv_field(g->nodes[L->node]->name, f1, sizeof f1),
                                           g->nodes[L->node]->op_type, csv_field(layer_name(g, L), f2, sizeof f2),
-                                          fmt_name(L->fmt), L->m.rel_l2, L->m.max_abs, L->m.mean_abs, L->m.cos,
+                                          mpx_format_name(L->fmt), L->m.rel_l2, L->m.max_abs, L->m.mean_abs, L->m.cos,
                                           L->m.sqnr_db, (long long)L->m.overflow, (long long)L->m.underflow,
                                           (long long)L->m.subnormal, L->m.absmax_ref);
                     if (o < cap && L->has_local) o += (size_t)snprintf(text + o, cap - o, "%.6g", L->local.rel_l2);
@@ -643,7 +641,7 @@ MPX_CMD(repl_cmd_report) {
         free(rows);
         return repl_emit(s, text, path, err);
     }
-    fprintf(s->out, "%s against fp32, %d layers, sorted by %s%s\n", fmt_name(s->last_target), c->n_layers,
+    fprintf(s->out, "%s against fp32, %d layers, sorted by %s%s\n", mpx_format_name(s->last_target), c->n_layers,
             metric_names[sm], n < c->n_layers ? "" : " (all)");
     fprintf(s->out, "%-5s %-30s %-14s %-5s %9s %-10s %9s %9s %8s %6s %6s%s\n", "#", "node", "op", "fmt", "rel_l2", "",
             "max_abs", "cos", "sqnr_db", "ovf", "unf", s->last_local ? "  local" : "");
@@ -657,7 +655,7 @@ MPX_CMD(repl_cmd_report) {
         if (len > 30) snprintf(name, sizeof name, "...%s", nm + len - 27);
         else snprintf(name, sizeof name, "%s", nm);
         fprintf(s->out, "%-5d %-30s %-14.14s %-5s %9.3g %-10s %9.3g %9.6f %8.1f %6lld %6lld", L->node, name,
-                g->nodes[L->node]->op_type, fmt_name(L->fmt), L->m.rel_l2, b, L->m.max_abs, L->m.cos, L->m.sqnr_db,
+                g->nodes[L->node]->op_type, mpx_format_name(L->fmt), L->m.rel_l2, b, L->m.max_abs, L->m.cos, L->m.sqnr_db,
                 (long long)L->m.overflow, (long long)L->m.underflow);
         if (L->has_local) fprintf(s->out, "  %.3g", L->local.rel_l2);
         fputc('\n', s->out);
@@ -721,7 +719,7 @@ MPX_CMD(repl_cmd_tensor) {
     char sh[256];
     const mpx_format *f = s->plan ? s->plan->tensors[t->index].format : NULL;
     fprintf(s->out, "tensor %s %s %s, held in %s%s\n", t->name, mpx_dtype_name(t->dtype),
-            dims_str(r->rank, r->dims, sh, sizeof sh), fmt_name(f), fresh ? " (from a fresh run of the current plan)" : "");
+            dims_str(r->rank, r->dims, sh, sizeof sh), mpx_format_name(f), fresh ? " (from a fresh run of the current plan)" : "");
     for (int k = 0; k < 2; k++) {
         const mpx_value *x = k ? v : r;
         double mn, mx, mean;

@@ -95,8 +95,6 @@ static mpx_status parse_viz_args(int argc, char **argv, bool allow_watch, viz_ar
     return MPX_OK;
 }
 
-static const char *fmt_or_fp32(const mpx_format *f) { return f ? f->name : "fp32"; }
-
 /* Whether the last run ran the current plan (see the file comment). */
 static bool run_is_current(const mpx_session *s) {
     const mpx_compare *c = s->last;
@@ -105,7 +103,7 @@ static bool run_is_current(const mpx_session *s) {
     for (int i = 0; i < c->n_layers; i++) {
         const mpx_layer *l = &c->layers[i];
         if (l->tensor < 0 || l->tensor >= s->plan->n_tensors) return false;
-        if (strcmp(fmt_or_fp32(l->fmt), fmt_or_fp32(s->plan->tensors[l->tensor].format)) != 0) return false;
+        if (strcmp(mpx_format_name(l->fmt), mpx_format_name(s->plan->tensors[l->tensor].format)) != 0) return false;
     }
     return true;
 }
@@ -117,14 +115,14 @@ static int run_series(const mpx_session *s, mpx_viz_series *out, char (*labels)[
     const mpx_format *last_fmt = NULL;
     if (s->last && s->last->g == s->graph && run_is_current(s)) {
         last_fmt = s->last_target ? s->last_target : s->plan->opts.target;
-        snprintf(labels[n], 48, "%s", fmt_or_fp32(last_fmt));
+        snprintf(labels[n], 48, "%s", mpx_format_name(last_fmt));
         out[n].label = labels[n];
         out[n].cmp = s->last;
         n++;
     }
     for (int i = 0; i < s->n_stash && n < max; i++) {
         if (!s->stash[i].cmp || s->stash[i].cmp->g != s->graph || s->stash[i].fmt == last_fmt) continue;
-        snprintf(labels[n], 48, "%s (compare)", fmt_or_fp32(s->stash[i].fmt));
+        snprintf(labels[n], 48, "%s (compare)", mpx_format_name(s->stash[i].fmt));
         out[n].label = labels[n];
         out[n].cmp = s->stash[i].cmp;
         n++;

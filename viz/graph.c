@@ -372,8 +372,6 @@ static void put_label_text(vz_buf *b, const char *s) {
     }
 }
 
-static const char *fmt_name(const mpx_format *f) { return f ? f->name : "fp32"; }
-
 /* The format a tensor's values travel in, or its dtype when not float. */
 static const char *tensor_fmt(const view *v, const mpx_tensor *t) {
     const mpx_format *f = v->p->tensors[t->index].format;
@@ -431,8 +429,8 @@ static void node_tooltip(view *v, vz_buf *b, int n) {
         vz_printf(b, " (default: %s)", pn->dflt_source ? pn->dflt_source : "table");
     }
     if (pn->is_float)
-        vz_printf(b, "\\ncompute %s, accumulate %s, output %s", fmt_name(pn->compute), fmt_name(pn->accum),
-                  fmt_name(pn->output));
+        vz_printf(b, "\\ncompute %s, accumulate %s, output %s", mpx_format_name(pn->compute), mpx_format_name(pn->accum),
+                  mpx_format_name(pn->output));
     else
         vz_put(b, "\\nno float values: precision does not apply");
     char m[32];
@@ -536,7 +534,7 @@ static void add_op(view *v, int h) {
     if (v->kind[h] == V_CHAIN) {
         int last = h;
         while (v->next[last] >= 0) last = v->next[last];
-        vz_printf(b, "%d nodes, %s\\n", count, pn->is_float ? fmt_name(pn->compute) : "no float");
+        vz_printf(b, "%d nodes, %s\\n", count, pn->is_float ? mpx_format_name(pn->compute) : "no float");
         int k = 0;
         for (int m = h; m >= 0; m = v->next[m], k++) {
             if (count > 4 && k == 2) {
@@ -635,7 +633,7 @@ static Agnode_t *cast_node(view *v, int k) {
     v->st.casts++;
     vz_buf *b = &v->tmp;
     b->len = 0;
-    vz_printf(b, "Cast\\n%s\xe2\x86\x92%s", fmt_name(c->from), fmt_name(c->to));
+    vz_printf(b, "Cast\\n%s\xe2\x86\x92%s", mpx_format_name(c->from), mpx_format_name(c->to));
     set(an, "label", b->s ? b->s : "");
     set(an, "shape", "hexagon");
     set(an, "style", "filled");
@@ -645,7 +643,7 @@ static Agnode_t *cast_node(view *v, int k) {
     b->len = 0;
     vz_printf(b, "runtime cast of ");
     put_label_text(b, v->g->tensors[c->tensor]->name);
-    vz_printf(b, ": %s to %s, %d consumer%s", fmt_name(c->from), fmt_name(c->to), c->n_consumers,
+    vz_printf(b, ": %s to %s, %d consumer%s", mpx_format_name(c->from), mpx_format_name(c->to), c->n_consumers,
               c->n_consumers == 1 ? "" : "s");
     set(an, "tooltip", b->s ? b->s : "");
     return an;
@@ -721,8 +719,8 @@ static void tensor_edges(view *v, const mpx_tensor *t, endpoint src, int out_k) 
             bool fresh = !v->acast[k];
             Agnode_t *kn = cast_node(v, k);
             if (!kn) continue;
-            if (fresh && src.an) add_edge(v, src.an, kn, t, fmt_name(p->casts[k].from));
-            add_edge(v, kn, dst.an, t, fmt_name(p->casts[k].to));
+            if (fresh && src.an) add_edge(v, src.an, kn, t, mpx_format_name(p->casts[k].from));
+            add_edge(v, kn, dst.an, t, mpx_format_name(p->casts[k].to));
         }
     }
 }
@@ -769,7 +767,7 @@ static void add_weights(view *v, int n) {
 static void add_legend(view *v) {
     vz_buf b;
     vz_buf_init(&b);
-    const char *tgt = fmt_name(v->p->opts.target);
+    const char *tgt = mpx_format_name(v->p->opts.target);
     vz_put(&b, "<TABLE BORDER=\"0\" CELLBORDER=\"1\" CELLSPACING=\"0\" CELLPADDING=\"4\">"
                "<TR><TD COLSPAN=\"2\"><B>legend</B></TD></TR>");
     static const char *what[MPX_COLOUR_COUNT] = {NULL, "always %s", "%s when its float inputs are %s",
@@ -852,7 +850,7 @@ static mpx_status make_graph(view *v, mpx_error *err) {
         char sum[512];
         mpx_plan_summary(p, sum, sizeof sum);
         put_label_text(b, g->name && *g->name ? g->name : "model");
-        vz_printf(b, " \xc2\xb7 target %s\n", fmt_name(p->opts.target));
+        vz_printf(b, " \xc2\xb7 target %s\n", mpx_format_name(p->opts.target));
         put_label_text(b, sum);
         if (v->o->around) {
             vz_put(b, "\\naround ");

@@ -30,8 +30,6 @@ static const char *bytes_str(int64_t v, char *buf, size_t n) {
     return buf;
 }
 
-static const char *fname(const mpx_format *f) { return f ? f->name : "fp32"; }
-
 static const char css[] =
     "body{font-family:Helvetica,Arial,sans-serif;margin:0;color:#212121;background:#fafafa}"
     "header{background:#263238;color:#fff;padding:14px 24px}header h1{margin:0;font-size:22px}"
@@ -125,9 +123,9 @@ static void plan_section(vz_buf *b, const mpx_viz_page *pg) {
     const mpx_graph *g = p->g;
     char sum[512], a[32], c[32];
     vz_put(b, "<section id=\"plan\"><h2>Target and rules</h2><table class=\"kv\">");
-    vz_printf(b, "<tr><th>target</th><td><b>%s</b></td></tr>", fname(p->opts.target));
+    vz_printf(b, "<tr><th>target</th><td><b>%s</b></td></tr>", mpx_format_name(p->opts.target));
     vz_printf(b, "<tr><th>keep-io</th><td>%s</td></tr>", p->opts.keep_io ? "on (model inputs and outputs keep their type)" : "off");
-    vz_printf(b, "<tr><th>accumulate</th><td>%s", fname(p->opts.accum));
+    vz_printf(b, "<tr><th>accumulate</th><td>%s", mpx_format_name(p->opts.accum));
     if (p->opts.accum_block > 0) vz_printf(b, ", rounded every %d terms", p->opts.accum_block);
     vz_put(b, "</td></tr></table>");
     int nr = pg->rules ? mpx_rules_count(pg->rules) : 0;
@@ -162,7 +160,7 @@ static void plan_section(vz_buf *b, const mpx_viz_page *pg) {
               k->weights_converted, bytes_str(k->weight_bytes_before, a, sizeof a),
               bytes_str(k->weight_bytes_after, c, sizeof c));
     vz_printf(b, "<div class=\"card\"><b>%.1f%%</b><span>of MACs in %s%s</span></div></div>", k->low_macs_pct,
-              fname(p->opts.target), k->macs_unknown ? " (some MACs unknown)" : "");
+              mpx_format_name(p->opts.target), k->macs_unknown ? " (some MACs unknown)" : "");
     mpx_weight_check *wc = NULL;
     int nwc = 0;
     mpx_error werr;
@@ -179,7 +177,7 @@ static void plan_section(vz_buf *b, const mpx_viz_page *pg) {
             vz_put_xml(b, t->name);
             vz_put(b, "</code></td><td>");
             vz_put_xml(b, t->n_consumers ? t->consumers[0]->name : "?");
-            vz_printf(b, "</td><td>%s</td><td>%lld</td><td>%lld</td><td>%.4g</td><td>%.3g</td></tr>", fname(pw->to),
+            vz_printf(b, "</td><td>%s</td><td>%lld</td><td>%lld</td><td>%.4g</td><td>%.3g</td></tr>", mpx_format_name(pw->to),
                       (long long)wc[i].n, (long long)wc[i].overflow, wc[i].absmax, wc[i].rel_l2);
         }
         vz_put(b, "</tbody></table></div>");
@@ -192,7 +190,7 @@ static void plan_section(vz_buf *b, const mpx_viz_page *pg) {
             const mpx_plan_cast *cs = &p->casts[i];
             vz_put(b, "<tr><td><code>");
             vz_put_xml(b, g->tensors[cs->tensor]->name);
-            vz_printf(b, "</code></td><td>%s</td><td>%s</td><td>", fname(cs->from), fname(cs->to));
+            vz_printf(b, "</code></td><td>%s</td><td>%s</td><td>", mpx_format_name(cs->from), mpx_format_name(cs->to));
             for (int j = 0; j < cs->n_consumers; j++) {
                 if (j) vz_put(b, ", ");
                 if (j == 8) {
@@ -280,7 +278,7 @@ static void worst_table(vz_buf *b, const mpx_viz_page *pg) {
         vz_put_xml(b, g->nodes[l->node]->op_type);
         vz_put(b, "</td><td>");
         colour_badge(b, pg->plan->nodes[l->node].colour);
-        vz_printf(b, "</td><td>%s</td>", fname(l->fmt));
+        vz_printf(b, "</td><td>%s</td>", mpx_format_name(l->fmt));
         num_cell(b, l->m.rel_l2, style);
         num_cell(b, l->m.max_abs, NULL);
         vz_printf(b, "<td class=\"num\">%lld</td><td class=\"num\">%lld</td></tr>", (long long)l->m.overflow,
@@ -320,8 +318,8 @@ static void layer_table(vz_buf *b, const mpx_viz_page *pg) {
             if (pn->colour_rule >= 0) vz_printf(b, "</td><td>rule #%d", pn->colour_rule + 1);
             else vz_put(b, "</td><td>default");
             vz_printf(b, "</td><td>%s</td><td>%s</td><td>%s</td><td class=\"num\" data-v=\"%lld\">%s</td></tr>",
-                      pn->is_float ? fname(pn->compute) : "-", pn->is_float ? fname(pn->accum) : "-",
-                      pn->is_float ? fname(pn->output) : "-", (long long)g->nodes[i]->cost.macs,
+                      pn->is_float ? mpx_format_name(pn->compute) : "-", pn->is_float ? mpx_format_name(pn->accum) : "-",
+                      pn->is_float ? mpx_format_name(pn->output) : "-", (long long)g->nodes[i]->cost.macs,
                       human(g->nodes[i]->cost.macs, m, sizeof m));
         }
         vz_put(b, "</tbody></table></div></section>\n");
@@ -355,9 +353,9 @@ static void layer_table(vz_buf *b, const mpx_viz_page *pg) {
         vz_put(b, "</td><td>");
         colour_badge(b, pn->colour);
         if (pn->colour_rule >= 0) vz_printf(b, " #%d", pn->colour_rule + 1);
-        vz_printf(b, "</td><td>%s</td><td><code>", pn->is_float ? fname(pn->compute) : "-");
+        vz_printf(b, "</td><td>%s</td><td><code>", pn->is_float ? mpx_format_name(pn->compute) : "-");
         vz_put_xml(b, g->tensors[l->tensor]->name);
-        vz_printf(b, "</code></td><td>%s</td>", fname(l->fmt));
+        vz_printf(b, "</code></td><td>%s</td>", mpx_format_name(l->fmt));
         char col[8], style[64];
         vz_err_colour(vz_err_t(l->m.rel_l2), col);
         snprintf(style, sizeof style, "border-left:6px solid %s", l->m.overflow ? VZ_OVERFLOW_COLOUR : col);
@@ -426,7 +424,7 @@ mpx_status mpx_viz_html(const mpx_viz_page *pg, char **out, mpx_viz_stats *stats
     vz_put_xml(&b, title);
     vz_printf(&b, "</title><style>%s</style></head><body>\n<header><h1>Precision review: ", css);
     vz_put_xml(&b, title);
-    vz_printf(&b, " &#8594; %s</h1><p>", fname(p->opts.target));
+    vz_printf(&b, " &#8594; %s</h1><p>", mpx_format_name(p->opts.target));
     vz_put_xml(&b, pg->model_path ? pg->model_path : g->path);
     vz_put(&b, " &#183; written by mpx; this page is self-contained and needs no network</p></header>\n"
                "<nav><a href=\"#model\">model</a><a href=\"#plan\">target, rules and plan</a>"

@@ -245,8 +245,8 @@ mpx_status mpx_viz_plot(const mpx_viz_series *series, int n, const mpx_viz_plot_
             double y = P.yb;
             vz_printf(&b, "<path d=\"M%.1f %.1f l-4.5 8 h9 z\"><title>Cast ", x, y + 1);
             vz_put_xml(&b, t->name);
-            vz_printf(&b, " %s&#8594;%s</title></path>\n", c->from ? c->from->name : "fp32",
-                      c->to ? c->to->name : "fp32");
+            vz_printf(&b, " %s&#8594;%s</title></path>\n", mpx_format_name(c->from),
+                      mpx_format_name(c->to));
         }
         vz_put(&b, "</g>\n");
     }
