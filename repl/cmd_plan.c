@@ -315,10 +315,9 @@ MPX_CMD(repl_cmd_plan) {
                 mpx_format_name(p->casts[i].from), mpx_format_name(p->casts[i].to), p->casts[i].n_consumers,
                 p->casts[i].n_consumers == 1 ? "" : "s");
     fprintf(s->out, "%s\n", sum);
-    if (repl_check_weights(s, p, NULL, NULL)) {
-        fprintf(s->out, "weights that do not fit %s:\n", mpx_format_name(p->opts.target));
-        repl_check_weights(s, p, s->out, NULL);
-    }
+    char head[96];
+    snprintf(head, sizeof head, "weights that do not fit %s:\n", mpx_format_name(p->opts.target));
+    repl_check_weights(s, p, s->out, head, NULL);
     return MPX_OK;
 }
 

@@ -229,21 +229,24 @@ MPX_CMD(repl_cmd_input) {
 /* Converting a constant can itself overflow (a BatchNormalization variance of
  * 1e8 becomes inf in fp16) or flush values to zero: the activations' metrics
  * never show that as overflow, only as a layer that went wrong. So every
- * conversion the plan makes is checked here, value by value. Returns the
- * number of weights with an overflow; prints one line per weight that
- * overflows or loses more than 1% (rel_l2) when out is non-NULL. */
-int repl_check_weights(const mpx_session *s, const mpx_plan *p, FILE *out, int64_t *n_overflow) {
+ * conversion the plan makes is checked here, value by value, once. Returns
+ * the number of weights with an overflow; when there is one and out is
+ * non-NULL, prints header and then one line per weight that overflows or
+ * loses more than 1% (rel_l2). */
+int repl_check_weights(const mpx_session *s, const mpx_plan *p, FILE *out, const char *header, int64_t *n_overflow) {
     mpx_weight_check *w = NULL;
     int n = 0, bad = 0;
     int64_t total = 0;
     mpx_error e;
     if (mpx_plan_check_weights(p, &w, &n, &e) != MPX_OK) n = 0;
     for (int i = 0; i < n; i++) {
-        const mpx_plan_weight *pw = &p->weights[w[i].weight];
-        const mpx_tensor *t = s->graph->tensors[pw->tensor];
         total += w[i].overflow;
         bad += w[i].overflow > 0;
-        if (!out) continue;
+    }
+    if (out && bad && header) fputs(header, out);
+    for (int i = 0; out && bad && i < n; i++) {
+        const mpx_plan_weight *pw = &p->weights[w[i].weight];
+        const mpx_tensor *t = s->graph->tensors[pw->tensor];
         const mpx_node *user = t->n_consumers ? t->consumers[0] : NULL;
         fprintf(out, "  weight %s (%lld values, used by %s %s) in %s: ", t->name, (long long)w[i].n,
                 user ? user->op_type : "?", user ? user->name : "?", mpx_format_name(pw->to));
@@ -399,10 +402,10 @@ static void print_run_summary(mpx_session *s, const mpx_compare *c, const mpx_fo
                 g->nodes[t.first_overflow->node]->op_type, t.first_overflow->m.absmax_ref,
                 mpx_format_name(t.first_overflow->fmt));
     else fprintf(s->out, "  overflow: none in activations\n");
-    if (repl_check_weights(s, s->plan, NULL, NULL)) {
-        fprintf(s->out, "  weights that do not fit %s (converted offline, before the run):\n", mpx_format_name(target));
-        repl_check_weights(s, s->plan, s->out, NULL);
-    }
+    char head[160];
+    snprintf(head, sizeof head, "  weights that do not fit %s (converted offline, before the run):\n",
+             mpx_format_name(target));
+    repl_check_weights(s, s->plan, s->out, head, NULL);
     if (t.layers_underflow)
         fprintf(s->out, "  underflow: %lld non-zero values became zero in %d layers\n", (long long)t.underflow,
                 t.layers_underflow);
@@ -859,7 +862,7 @@ static mpx_status figure(const mpx_session *s, const char *fig, double *out, mpx
     if (strcmp(fig, "weights_converted") == 0) return *out = p->counts.weights_converted, MPX_OK;
     if (strcmp(fig, "weights_overflow") == 0) {
         int64_t n;
-        repl_check_weights(s, p, NULL, &n);
+        repl_check_weights(s, p, NULL, NULL, &n);
         return *out = (double)n, MPX_OK;
     }
     mpx_status st;

@@ -66,9 +66,10 @@ void repl_after_plan_change(mpx_session *s);
 /* ---- inputs and runs (cmd_run.c) --------------------------------------- */
 MPX_CMD(repl_cmd_input);
 MPX_CMD(repl_cmd_run);
-/* Check every weight the plan converts: the number of weights with values
- * that overflow the format (n_overflow: values), lines to out if non-NULL. */
-int repl_check_weights(const mpx_session *s, const mpx_plan *p, FILE *out, int64_t *n_overflow);
+/* Check every weight the plan converts (once): the number of weights with
+ * values that overflow the format (n_overflow: values); when there is one,
+ * header and a line per damaged weight to out if non-NULL. */
+int repl_check_weights(const mpx_session *s, const mpx_plan *p, FILE *out, const char *header, int64_t *n_overflow);
 MPX_CMD(repl_cmd_report);
 MPX_CMD(repl_cmd_tensor);
 MPX_CMD(repl_cmd_compare);
