@@ -7,8 +7,9 @@
  *                  [--repeat N] [--warmup N] [--out x.npy]
  * modes:
  *   input    write the input (--out x.npy) for ONNX Runtime, nothing timed
- *   fp32     the fp32 reference forward: mpx_run_graph with no assignment
- *            (every tensor kept, as mpx_run_model and the REPL's reference)
+ *   fp32     the fp32 reference forward: mpx_run_graph with no assignment,
+ *            streaming (each value freed after its last consumer, the
+ *            outputs kept: what ONNX Runtime's forward does)
  *   report   the full per-layer report: for fp16 and for bf16, the default
  *            plan (no rules, target f, keep-io, fp32 accumulation: what
  *            `compare fp16 bf16` in the REPL plans) run by mpx_compare_run
@@ -16,7 +17,7 @@
  *            repetition is both formats
  *   acc16    every node in fp16 with fp16 accumulation, the running sum
  *            rounded after every addition (mpx_assign_uniform(g, fp16, fp16,
- *            keep-io)), through mpx_run_graph like fp32
+ *            keep-io)), through mpx_run_graph, streaming like fp32
  *   rerun    the report's fp16 run after recolouring one late layer (the
  *            last Conv, ConvTranspose, Gemm or MatMul: `colour name:<it> red`)
  *            and re-planning, as the REPL's `run` does it: with the
@@ -121,7 +122,8 @@ static double median(const double *v, int n) {
 
 static mpx_status run_once(bench *b, const mpx_assign *a, mpx_error *err) {
     mpx_run *r = NULL;
-    mpx_status st = mpx_run_graph(b->g, a, b->inputs, NULL, &r, err);
+    mpx_run_opts o = {.stream = true};
+    mpx_status st = mpx_run_graph(b->g, a, b->inputs, &o, &r, err);
     mpx_run_free(r);
     return st;
 }

@@ -325,6 +325,19 @@ static void store_outputs(const mpx_node *n, mpx_value *outs, mpx_value *vals) {
     }
 }
 
+/* For each tensor the index of the last node that reads it (-1: none). */
+static int *last_uses(const mpx_graph *g) {
+    int *last = malloc((g->n_tensors ? (size_t)g->n_tensors : 1u) * sizeof *last);
+    if (!last) return NULL;
+    for (int i = 0; i < g->n_tensors; i++) last[i] = -1;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const mpx_node *n = g->nodes[i];
+        for (int j = 0; j < n->n_inputs; j++)
+            if (n->inputs[j]) last[n->inputs[j]->index] = i;
+    }
+    return last;
+}
+
 mpx_status mpx_run_graph(const mpx_graph *g, const mpx_assign *a, const mpx_value *inputs,
                          const mpx_run_opts *opts, mpx_run **out, mpx_error *err) {
     if (out) *out = NULL;
@@ -348,13 +361,25 @@ mpx_status mpx_run_graph(const mpx_graph *g, const mpx_assign *a, const mpx_valu
         free(run);
         return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     }
-    st = mpx_exec_start(g, a, inputs, run->vals, err);
+    bool stream = opts && opts->stream;
+    int *last = stream ? last_uses(g) : NULL;
+    if (stream && !last) st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    else st = mpx_exec_start(g, a, inputs, run->vals, err);
     for (int i = 0; i < g->n_nodes && st == MPX_OK; i++) {
         const mpx_node *n = g->nodes[i];
         if (skipped(n)) continue;
         st = mpx_exec_node(n, a, ref ? ref->vals : run->vals, ref != NULL, outs, NULL, err);
         if (st == MPX_OK) store_outputs(n, outs, run->vals);
+        if (st != MPX_OK || !stream) continue;
+        /* Free what this node read last (and outputs nothing reads). */
+        for (int j = 0; j < n->n_inputs + n->n_outputs; j++) {
+            const mpx_tensor *t = j < n->n_inputs ? n->inputs[j] : n->outputs[j - n->n_inputs];
+            if (t && last[t->index] <= i && !(t->flags & MPX_T_OUTPUT) &&
+                !(opts->keep && opts->keep[t->index]) && !run->vals[t->index].borrowed)
+                mpx_value_free(&run->vals[t->index]);
+        }
     }
+    free(last);
     free(outs);
     if (st != MPX_OK) {
         mpx_run_free(run);

@@ -385,7 +385,7 @@ static mpx_status binary(const mpx_kctx *c, const mpx_value *const *in, int n_in
                                     b->rank, a->rank);
     }
     mpx_dtype dt = bop_gives_bool(op) ? MPX_DT_BOOL : a->dtype;
-    if ((st = mpx_k_alloc(c, &out[0], dt, rank, dims)) != MPX_OK) return st;
+    if ((st = mpx_k_alloc_raw(c, &out[0], dt, rank, dims)) != MPX_OK) return st;
     if ((st = apply(c, op, a, b, &out[0])) != MPX_OK) return ke_fail(&out[0], st);
     ke_wrap_all(&out[0]);
     return MPX_OK;

@@ -212,7 +212,7 @@ static mpx_status unary(const mpx_kctx *c, const mpx_value *const *in, int n_in,
     default: break;
     }
     bool to_bool = op == U_ISNAN || op == U_ISINF;
-    st = mpx_k_alloc(c, &out[0], to_bool ? MPX_DT_BOOL : x->dtype, x->rank, x->dims);
+    st = mpx_k_alloc_raw(c, &out[0], to_bool ? MPX_DT_BOOL : x->dtype, x->rank, x->dims);
     if (st != MPX_OK) return st;
     mpx_value *y = &out[0];
     if (op == U_ISNAN) {
@@ -289,7 +289,7 @@ mpx_status mpx_k_clip(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
                                     "min and max must hold one value each (min has %lld, max %lld)",
                                     (long long)(lo ? lo->n : 1), (long long)(hi ? hi->n : 1));
     }
-    if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, x->dims)) != MPX_OK) return st;
+    if ((st = mpx_k_alloc_raw(c, &out[0], x->dtype, x->rank, x->dims)) != MPX_OK) return st;
     mpx_value *y = &out[0];
     if (x->f) {
         float l = attrs ? mpx_node_attr_float(c->node, "min", -FLT_MAX) : lo ? lo->f[0] : -INFINITY;

@@ -95,6 +95,10 @@ mpx_status mpx_k_axis(const mpx_kctx *c, int64_t axis, int rank, int extra, int 
 /* Allocate out with the dtype and shape; a wrapper naming the node on error. */
 mpx_status mpx_k_alloc(const mpx_kctx *c, mpx_value *out, mpx_dtype dt, int rank,
                        const int64_t *dims);
+/* Not cleared (poisoned in sanitizer builds): only for kernels that write
+ * every element of the output. */
+mpx_status mpx_k_alloc_raw(const mpx_kctx *c, mpx_value *out, mpx_dtype dt, int rank,
+                           const int64_t *dims);
 
 /* ---- kernel declarations -------------------------------------------------------- */
 

@@ -59,7 +59,7 @@ mpx_status mpx_k_batch_normalization(const mpx_kctx *c, const mpx_value *const *
     if (training && !spatial)
         return mpx_kernel_error(c, MPX_E_UNSUPPORTED, "training mode with spatial = 0 is not supported");
     bool made[5] = {false};
-    if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, x->dims))) return st;
+    if ((st = mpx_k_alloc_raw(c, &out[0], x->dtype, x->rank, x->dims))) return st;
     made[0] = true;
     float *mean = v[3]->f, *var = v[4]->f, *bm = NULL, *bv = NULL;
     if (training) {
@@ -85,12 +85,21 @@ mpx_status mpx_k_batch_normalization(const mpx_kctx *c, const mpx_value *const *
         var = bv;
     }
     for (int64_t n = 0; n < N; n++)
-        for (int64_t ch = 0; ch < C; ch++)
-            for (int64_t k = 0; k < S; k++) {
-                int64_t p = spatial ? ch : ch * S + k, xi = (n * C + ch) * S + k;
-                float den = sqrtf(var[p] + eps);
-                out[0].f[xi] = (x->f[xi] - mean[p]) / den * v[1]->f[p] + v[2]->f[p];
+        for (int64_t ch = 0; ch < C; ch++) {
+            const float *xr = x->f + (n * C + ch) * S;
+            float *yr = out[0].f + (n * C + ch) * S;
+            if (spatial) { /* one channel's factors for the whole row: the loop vectorises */
+                const float m = mean[ch], den = sqrtf(var[ch] + eps), s = v[1]->f[ch],
+                            b = v[2]->f[ch];
+                for (int64_t k = 0; k < S; k++) yr[k] = (xr[k] - m) / den * s + b;
+                continue;
             }
+            for (int64_t k = 0; k < S; k++) {
+                int64_t p = ch * S + k;
+                float den = sqrtf(var[p] + eps);
+                yr[k] = (xr[k] - mean[p]) / den * v[1]->f[p] + v[2]->f[p];
+            }
+        }
     if (training) {
         int64_t d1[1] = {C};
         for (int i = 1; i < 5 && i < n_out; i++) {

@@ -322,7 +322,7 @@ static mpx_status resize(const mpx_kctx *c, const mpx_value *const *in, int n_in
     int64_t dims[MPX_MAX_RANK];
     for (int i = 0; i < r; i++) dims[i] = ax[i].out;
     for (int i = r - 1; i >= 0; i--) ax[i].stride = i == r - 1 ? 1 : ax[i + 1].stride * ax[i + 1].in;
-    if ((st = mpx_k_alloc(c, &out[0], x->dtype, r, dims))) return st;
+    if ((st = mpx_k_alloc_raw(c, &out[0], x->dtype, r, dims))) return st;
     int64_t total = out[0].n;
     for (int i = 0; i < r && !st; i++) {
         st = kn_scratch(c, (size_t)(4 * ax[i].out), sizeof *ax[i].t, (void **)&ax[i].t);

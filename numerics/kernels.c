@@ -41,6 +41,14 @@ mpx_status mpx_k_alloc(const mpx_kctx *c, mpx_value *out, mpx_dtype dt, int rank
     return MPX_OK;
 }
 
+mpx_status mpx_k_alloc_raw(const mpx_kctx *c, mpx_value *out, mpx_dtype dt, int rank,
+                           const int64_t *dims) {
+    mpx_error e = {0};
+    mpx_status st = mpx_value_alloc_raw(out, dt, rank, dims, &e);
+    if (st != MPX_OK) return mpx_kernel_error(c, st, "%s", e.msg);
+    return MPX_OK;
+}
+
 mpx_status mpx_k_axis(const mpx_kctx *c, int64_t axis, int rank, int extra, int *out) {
     int64_t hi = rank + extra;
     if (axis < -hi || axis >= hi)

@@ -149,6 +149,9 @@ typedef struct mpx_value {
 /* Allocate (zero-filled) for dtype and shape; refuses > MPX_MAX_ELEMS. */
 mpx_status mpx_value_alloc(mpx_value *v, mpx_dtype dtype, int rank, const int64_t *dims,
                            mpx_error *err);
+/* The same, not cleared: for a writer that fills every element. */
+mpx_status mpx_value_alloc_raw(mpx_value *v, mpx_dtype dtype, int rank, const int64_t *dims,
+                               mpx_error *err);
 void mpx_value_free(mpx_value *v);      /* leaves v absent (n = -1) */
 /* A borrowed view of a graph tensor's known value (initializer, Constant, folded). */
 void mpx_value_view(mpx_value *v, const mpx_tensor *t);
@@ -246,6 +249,14 @@ typedef struct mpx_run_opts {
     /* "local" error: when set, every node reads the reference run's values of
      * its inputs (converted to its formats) instead of this run's. */
     const struct mpx_run *local_ref;
+    /* Stream: free every value once its last consumer has run, keeping only
+     * model outputs and the tensors marked in keep ([g->n_tensors], may be
+     * NULL). A forward pass then holds one live activation set, as a runtime
+     * does, and its buffers are reused instead of faulting in fresh pages
+     * (keeping every tensor of PP-OCRv4 det is 680 MB, and the kernel's page
+     * clearing was half of that run's time). Values are the same bits. */
+    bool stream;
+    const bool *keep;
 } mpx_run_opts;
 
 /* The values of every tensor of one run. Owns vals[i] (borrowed views for
@@ -263,7 +274,8 @@ typedef struct mpx_run {
  * nodes are not run, their values come from the graph); each node gets its
  * float inputs rounded to its compute format, runs its kernel with its
  * accumulation, and its float outputs are rounded to its output format and
- * then their tensors' formats. Every tensor's value is kept.
+ * then their tensors' formats. Every tensor's value is kept (unless
+ * opts->stream).
  * Refuses, before running anything, a graph with a node that has no kernel
  * (message names the node and op), an unbound input, or an input value whose
  * shape or type differs from the bound input. inputs are in g->inputs order.

@@ -1,11 +1,12 @@
 /* value.c - runtime tensor values: allocation, views of graph constants, copies. */
 #include "mpx_numerics.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-mpx_status mpx_value_alloc(mpx_value *v, mpx_dtype dtype, int rank, const int64_t *dims,
-                           mpx_error *err) {
+static mpx_status value_alloc(mpx_value *v, mpx_dtype dtype, int rank, const int64_t *dims,
+                              bool zero, mpx_error *err) {
     if (rank < 0 || rank > MPX_MAX_RANK)
         return mpx_error_set(err, MPX_E_LIMIT, "rank %d is beyond mpx's limit of %d", rank,
                              MPX_MAX_RANK);
@@ -20,16 +21,39 @@ mpx_status mpx_value_alloc(mpx_value *v, mpx_dtype dtype, int rank, const int64_
     v->n = n;
     /* calloc(0) may return NULL; keep a valid pointer so "absent" stays n < 0. */
     size_t cnt = n ? (size_t)n : 1u;
-    if (mpx_dtype_is_float(dtype))
+    if (!zero) {
+        /* malloc of memory the heap reuses is not cleared: calloc's memset
+         * was an eighth of an fp32 forward. */
+        size_t each = mpx_dtype_is_float(dtype) ? sizeof *v->f : sizeof *v->i;
+        void *p = cnt <= SIZE_MAX / each ? malloc(cnt * each) : NULL;
+#ifdef MPX_POISON_RAW
+        /* Sanitizer builds: all-ones bytes (NaN, -1) so that a kernel that
+         * reads an element it did not write shows in the tests. */
+        if (p) memset(p, 0xff, cnt * each);
+#endif
+        if (mpx_dtype_is_float(dtype)) v->f = p;
+        else v->i = p;
+    } else if (mpx_dtype_is_float(dtype)) {
         v->f = calloc(cnt, sizeof *v->f);
-    else
+    } else {
         v->i = calloc(cnt, sizeof *v->i);
+    }
     if (!v->f && !v->i) {
         v->n = -1;
         return mpx_error_set(err, MPX_E_NOMEM, "out of memory allocating %lld elements",
                              (long long)n);
     }
     return MPX_OK;
+}
+
+mpx_status mpx_value_alloc(mpx_value *v, mpx_dtype dtype, int rank, const int64_t *dims,
+                           mpx_error *err) {
+    return value_alloc(v, dtype, rank, dims, true, err);
+}
+
+mpx_status mpx_value_alloc_raw(mpx_value *v, mpx_dtype dtype, int rank, const int64_t *dims,
+                               mpx_error *err) {
+    return value_alloc(v, dtype, rank, dims, false, err);
 }
 
 void mpx_value_free(mpx_value *v) {

@@ -468,6 +468,37 @@ static void test_refusals(void) {
 
 /* ---- the example models ------------------------------------------------------------------ */
 
+/* A streaming run (values freed after their last consumer) gives the same
+ * bits as keeping everything, for the outputs and for a kept intermediate
+ * tensor (the middle node's first output), and holds nothing else. */
+static void check_stream(const char *file, const mpx_graph *g, const mpx_assign *a,
+                         const mpx_value *x, const mpx_run *whole) {
+    bool *keep = calloc((size_t)g->n_tensors, sizeof *keep);
+    const mpx_tensor *mid = g->nodes[g->n_nodes / 2]->outputs[0];
+    keep[mid->index] = true;
+    mpx_run_opts o = {.stream = true, .keep = keep};
+    mpx_run *r = NULL;
+    CHECK_MSG(mpx_run_graph(g, a, x, &o, &r, &err) == MPX_OK, "%s: %s", file, err.msg);
+    int differ = 0, held = 0;
+    for (int i = 0; r && i < g->n_tensors; i++) {
+        const mpx_tensor *t = g->tensors[i];
+        const mpx_value *v = &r->vals[i], *w = &whole->vals[i];
+        if ((t->flags & MPX_T_CONSTANT) && !keep[i]) continue; /* views, or copies freed */
+        bool want = keep[i] || (t->flags & MPX_T_OUTPUT);
+        if (!want) {
+            held += v->n >= 0 && !(t->flags & MPX_T_INPUT);
+            continue;
+        }
+        if (v->n != w->n || (v->f && memcmp(v->f, w->f, (size_t)v->n * sizeof *v->f) != 0))
+            differ++;
+    }
+    CHECK_MSG(r && differ == 0 && held == 0,
+              "%s (%s): streaming: %d tensors differ from the whole run, %d freed ones held",
+              file, a ? "fp16" : "fp32", differ, held);
+    mpx_run_free(r);
+    free(keep);
+}
+
 static void test_model(const char *file, const int64_t *dims, int rank) {
     mpx_graph *g = gb_load_example(file, rank, dims, &err);
     CHECK_MSG(g != NULL, "%s: %s", file, err.msg);
@@ -531,6 +562,8 @@ static void test_model(const char *file, const int64_t *dims, int rank) {
         /* keep-io: the model input stays fp32. */
         const mpx_value *kx = &rk->vals[g->inputs[0]->index];
         CHECK(memcmp(kx->f, x.f, (size_t)x.n * sizeof *x.f) == 0);
+        check_stream(file, g, NULL, &x, ref);
+        check_stream(file, g, h, &x, rh);
     }
     mpx_run_free(ref);
     mpx_run_free(rh);
