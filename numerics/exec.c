@@ -234,9 +234,9 @@ mpx_status mpx_exec_start(const mpx_graph *g, const mpx_assign *a, const mpx_val
 /* One node: convert its inputs, run its kernel, round its outputs. Kept free
  * of shared mutable state (everything it writes is outs, its own scratch or
  * err) so that a comparison may run two of them at once. */
-mpx_status mpx_exec_node(const mpx_node *n, const mpx_assign *a, const mpx_value *vals,
-                         bool ref_inputs, mpx_value *outs, size_t *scratch_bytes,
-                         mpx_error *err) {
+static mpx_status exec_node(const mpx_node *n, const mpx_assign *a, const mpx_value *const *srcs,
+                            bool ref_inputs, mpx_value *outs, size_t *scratch_bytes,
+                            float *dest, int64_t dest_n, mpx_error *err) {
     static const mpx_node_prec fp32 = {0};
     const mpx_node_prec *p = a ? &a->node[n->index] : &fp32;
     const mpx_format *cf = low(p->compute);
@@ -254,8 +254,8 @@ mpx_status mpx_exec_node(const mpx_node *n, const mpx_assign *a, const mpx_value
     for (int j = 0; j < ni; j++) conv[j].n = -1;
     for (int j = 0; j < ni; j++) {
         const mpx_tensor *t = n->inputs[j];
-        if (!t) continue;
-        const mpx_value *src = &vals[t->index];
+        const mpx_value *src = srcs[j];
+        if (!t || !src) continue;
         /* A value held in the compute format already needs no rounding;
          * reference values are fp32 and always do. */
         if (src->f && cf && (ref_inputs || tensor_fmt(a, t) != cf)) {
@@ -272,7 +272,9 @@ mpx_status mpx_exec_node(const mpx_node *n, const mpx_assign *a, const mpx_value
             ins[j] = src;
         }
     }
-    mpx_kctx kc = {.node = n, .acc = p->acc, .err = err};
+    bool taken = false;
+    mpx_kctx kc = {.node = n, .acc = p->acc, .err = err, .dest = dest, .dest_n = dest_n,
+                   .dest_taken = &taken};
     if (err) err->msg[0] = '\0';
     st = mpx_kernel_for(n->op)(&kc, ins, ni, outs, no);
     if (st != MPX_OK) {
@@ -309,6 +311,27 @@ done:
     free(ins);
     if (scratch_bytes) *scratch_bytes = scratch;
     return st;
+}
+
+mpx_status mpx_exec_node(const mpx_node *n, const mpx_assign *a, const mpx_value *vals,
+                         bool ref_inputs, mpx_value *outs, size_t *scratch_bytes,
+                         mpx_error *err) {
+    enum { FEW = 8 };
+    const mpx_value *few[FEW] = {0}, **srcs = few;
+    if (n->n_inputs > FEW && !(srcs = malloc((size_t)n->n_inputs * sizeof *srcs))) {
+        for (int j = 0; j < n->n_outputs; j++) outs[j].n = -1, outs[j].f = NULL, outs[j].i = NULL;
+        return mpx_error_set(err, MPX_E_NOMEM, "node \"%s\" (%s): out of memory", n->name,
+                             n->op_type);
+    }
+    for (int j = 0; j < n->n_inputs; j++) srcs[j] = n->inputs[j] ? &vals[n->inputs[j]->index] : NULL;
+    mpx_status st = exec_node(n, a, srcs, ref_inputs, outs, scratch_bytes, NULL, 0, err);
+    if (srcs != few) free(srcs);
+    return st;
+}
+
+mpx_status mpx_exec_node_with(const mpx_node *n, const mpx_assign *a, const mpx_value *const *srcs,
+                              mpx_value *outs, float *dest, int64_t dest_n, mpx_error *err) {
+    return exec_node(n, a, srcs, false, outs, NULL, dest, dest_n, err);
 }
 
 /* Store a node's outputs into a run's values (a node may recompute a tensor
@@ -365,20 +388,43 @@ mpx_status mpx_run_graph(const mpx_graph *g, const mpx_assign *a, const mpx_valu
     int *last = stream ? last_uses(g) : NULL;
     if (stream && !last) st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     else st = mpx_exec_start(g, a, inputs, run->vals, err);
+    bool *needed = calloc(g->n_tensors ? (size_t)g->n_tensors : 1u, sizeof *needed);
+    if (!needed && st == MPX_OK) st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     for (int i = 0; i < g->n_nodes && st == MPX_OK; i++) {
         const mpx_node *n = g->nodes[i];
         if (skipped(n)) continue;
-        st = mpx_exec_node(n, a, ref ? ref->vals : run->vals, ref != NULL, outs, NULL, err);
-        if (st == MPX_OK) store_outputs(n, outs, run->vals);
-        if (st != MPX_OK || !stream) continue;
-        /* Free what this node read last (and outputs nothing reads). */
-        for (int j = 0; j < n->n_inputs + n->n_outputs; j++) {
-            const mpx_tensor *t = j < n->n_inputs ? n->inputs[j] : n->outputs[j - n->n_inputs];
-            if (t && last[t->index] <= i && !(t->flags & MPX_T_OUTPUT) &&
-                !(opts->keep && opts->keep[t->index]) && !run->vals[t->index].borrowed)
-                mpx_value_free(&run->vals[t->index]);
+        /* A chain of elementwise nodes runs by tiles (fuse.c); outputs that
+         * nothing after the chain reads are never written out whole. */
+        int span = ref ? 0 : mpx_fuse_span(g, i), end = i;
+        if (span >= 2) {
+            end = i + span - 1;
+            for (int k = i; k <= end; k++) {
+                const mpx_tensor *t = g->nodes[k]->outputs[0];
+                needed[t->index] = !stream || last[t->index] > end ||
+                                   (t->flags & MPX_T_OUTPUT) || (opts->keep && opts->keep[t->index]);
+            }
+            st = mpx_fuse_run(g, a, i, span, run->vals, needed, err);
+        } else {
+            st = mpx_exec_node(n, a, ref ? ref->vals : run->vals, ref != NULL, outs, NULL, err);
+            if (st == MPX_OK) store_outputs(n, outs, run->vals);
         }
+        if (st != MPX_OK || !stream) {
+            i = end;
+            continue;
+        }
+        /* Free what these nodes read last (and outputs nothing reads). */
+        for (; i <= end; i++) {
+            n = g->nodes[i];
+            for (int j = 0; j < n->n_inputs + n->n_outputs; j++) {
+                const mpx_tensor *t = j < n->n_inputs ? n->inputs[j] : n->outputs[j - n->n_inputs];
+                if (t && last[t->index] <= end && !(t->flags & MPX_T_OUTPUT) &&
+                    !(opts->keep && opts->keep[t->index]) && !run->vals[t->index].borrowed)
+                    mpx_value_free(&run->vals[t->index]);
+            }
+        }
+        i = end;
     }
+    free(needed);
     free(last);
     free(outs);
     if (st != MPX_OK) {

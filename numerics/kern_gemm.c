@@ -156,15 +156,93 @@ static void *kg_par_main(void *arg) {
     return NULL;
 }
 
+/* A pool of worker threads kept for the process: a det forward calls this
+ * about a thousand times, and creating and joining a thread per call cost
+ * more than some of the calls' work. One caller at a time holds the pool;
+ * a second, concurrent caller (compare.c runs a node's reference and
+ * candidate on two threads, each with its own kernels) starts threads of
+ * its own as before. Workers sleep on a condition variable between jobs. */
+enum { KG_POOL_MAX = 7 };
+
+static struct {
+    pthread_mutex_t hold; /* held by the caller whose job the pool runs */
+    pthread_mutex_t m;
+    pthread_cond_t go, done;
+    kg_par *job;
+    int job_nt;           /* workers 1 .. job_nt-1 take part */
+    unsigned long gen;    /* bumped for every job */
+    int busy;             /* workers still in the current job */
+    int started;          /* workers alive */
+    kg_worker w[KG_POOL_MAX];
+} kg_pool = {.hold = PTHREAD_MUTEX_INITIALIZER,
+             .m = PTHREAD_MUTEX_INITIALIZER,
+             .go = PTHREAD_COND_INITIALIZER,
+             .done = PTHREAD_COND_INITIALIZER};
+
+static void *kg_pool_main(void *arg) {
+    kg_worker *w = arg;
+    unsigned long seen = 0;
+    pthread_mutex_lock(&kg_pool.m);
+    for (;;) {
+        while (kg_pool.gen == seen) pthread_cond_wait(&kg_pool.go, &kg_pool.m);
+        seen = kg_pool.gen;
+        kg_par *p = kg_pool.job;
+        bool mine = w->tid < kg_pool.job_nt;
+        pthread_mutex_unlock(&kg_pool.m);
+        if (mine) kg_par_loop(p, w->tid);
+        pthread_mutex_lock(&kg_pool.m);
+        if (mine && --kg_pool.busy == 0) pthread_cond_signal(&kg_pool.done);
+    }
+    return NULL;
+}
+
+/* Runs p on the pool with nt threads (the caller is thread 0); false when
+ * another caller holds the pool or its threads cannot be started. */
+static bool kg_pool_run(kg_par *p, int nt) {
+    if (pthread_mutex_trylock(&kg_pool.hold) != 0) return false;
+    pthread_mutex_lock(&kg_pool.m);
+    while (kg_pool.started < nt - 1) {
+        kg_worker *w = &kg_pool.w[kg_pool.started];
+        w->tid = kg_pool.started + 1;
+        if (pthread_create(&w->th, NULL, kg_pool_main, w) != 0) break;
+        pthread_detach(w->th);
+        kg_pool.started++;
+    }
+    if (kg_pool.started < nt - 1) {
+        pthread_mutex_unlock(&kg_pool.m);
+        pthread_mutex_unlock(&kg_pool.hold);
+        return false;
+    }
+    kg_pool.job = p;
+    kg_pool.job_nt = nt;
+    kg_pool.busy = nt - 1;
+    kg_pool.gen++;
+    pthread_cond_broadcast(&kg_pool.go);
+    pthread_mutex_unlock(&kg_pool.m);
+    kg_par_loop(p, 0);
+    pthread_mutex_lock(&kg_pool.m);
+    while (kg_pool.busy > 0) pthread_cond_wait(&kg_pool.done, &kg_pool.m);
+    kg_pool.job = NULL;
+    pthread_mutex_unlock(&kg_pool.m);
+    pthread_mutex_unlock(&kg_pool.hold);
+    return true;
+}
+
 /* fn(ctx, tid, item) for every item < n, on up to nt threads (tid < nt).
  * Shared with the elementwise kernels as mpx_k_parallel (kern_internal.h). */
 void mpx_k_parallel(long n, int nt, void (*fn)(void *, int, long), void *ctx) {
     kg_par p = {.n = n, .fn = fn, .ctx = ctx};
     atomic_init(&p.next, 0);
-    kg_worker w[8];
-    int started = 0;
     if (nt > n) nt = (int)n;
-    for (int t = 1; t < nt && t < 8; t++) {
+    if (nt > KG_POOL_MAX + 1) nt = KG_POOL_MAX + 1;
+    if (nt < 2) {
+        kg_par_loop(&p, 0);
+        return;
+    }
+    if (kg_pool_run(&p, nt)) return;
+    kg_worker w[KG_POOL_MAX];
+    int started = 0;
+    for (int t = 1; t < nt; t++) {
         w[started].p = &p;
         w[started].tid = t;
         if (pthread_create(&w[started].th, NULL, kg_par_main, &w[started]) != 0) break;

@@ -100,6 +100,30 @@ mpx_status mpx_k_alloc(const mpx_kctx *c, mpx_value *out, mpx_dtype dt, int rank
 mpx_status mpx_k_alloc_raw(const mpx_kctx *c, mpx_value *out, mpx_dtype dt, int rank,
                            const int64_t *dims);
 
+/* ---- the executor's step on given input values (exec.c) ----------------------- */
+
+/* mpx_exec_node with the node's input values given one by one (srcs[j] for
+ * n->inputs[j], NULL when absent), as the run's own values (not reference
+ * ones), and dest (may be NULL) offered to the kernel for its output
+ * (mpx_kctx.dest): fuse.c runs nodes on tile views this way. */
+mpx_status mpx_exec_node_with(const mpx_node *n, const mpx_assign *a, const mpx_value *const *srcs,
+                              mpx_value *outs, float *dest, int64_t dest_n, mpx_error *err);
+
+/* ---- chains of elementwise nodes run by tiles (fuse.c) ------------------------- */
+
+/* How many nodes from g->nodes[first] on form a chain fuse.c runs by tiles:
+ * consecutive elementwise nodes (unary maps, Add/Sub/Mul/Div,
+ * inference-mode BatchNormalization) with one output shape of known dims,
+ * whose other operands are whole tensors of that shape or values
+ * broadcast over long planes of it. 0 or 1: no chain. */
+int mpx_fuse_span(const mpx_graph *g, int first);
+/* Runs nodes first .. first+count-1 tile by tile, on two threads, with the
+ * same bits as running them one after another. Reads their outside inputs
+ * from vals; writes into vals only the outputs marked in needed (indexed by
+ * tensor). On error nothing is written and the message names the node. */
+mpx_status mpx_fuse_run(const mpx_graph *g, const mpx_assign *a, int first, int count,
+                        mpx_value *vals, const bool *needed, mpx_error *err);
+
 /* ---- kernel declarations -------------------------------------------------------- */
 
 #define MPX_KERNEL(op, fn)                                                              \

@@ -816,7 +816,9 @@ mpx_status mpx_k_conv(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
     if ((st = kn_window_out(c, &win, false))) return st;
     int64_t dims[MPX_MAX_RANK] = {x->dims[0], M};
     for (int i = 0; i < win.nsp; i++) dims[2 + i] = win.out[i];
-    if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, dims))) return st;
+    /* Uncleared: the fast path writes every output (its first K block
+     * stores without reading); the general loop adds into zeros. */
+    if ((st = mpx_k_alloc_raw(c, &out[0], x->dtype, x->rank, dims))) return st;
     conv_job j = {.transpose = false, .x = x->f, .w = w->f, .b = b ? b->f : NULL, .y = out[0].f,
                   .N = x->dims[0], .C = C, .M = M, .G = group, .cig = cig, .mg = M / group};
     conv_geometry(&j, &win, win.out);
@@ -824,8 +826,10 @@ mpx_status mpx_k_conv(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
     if (mode >= 0 && win.nsp <= 2 && j.N > 0 && j.M > 0 && j.cig > 0 && j.out_plane > 0 &&
         all_finite(j.w, w->n))
         st = conv_fast(c, &j, &win, mode);
-    else
+    else {
+        if (out[0].n > 0) memset(out[0].f, 0, (size_t)out[0].n * sizeof *out[0].f);
         st = conv_run(c, &j);
+    }
     if (st) mpx_value_free(&out[0]);
     return st;
 }

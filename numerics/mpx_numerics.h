@@ -195,6 +195,13 @@ typedef struct mpx_kctx {
     const mpx_node *node;    /* attributes, opset, name for messages */
     mpx_accum acc;
     mpx_error *err;          /* messages name the node (mpx_kernel_error) */
+    /* A buffer of dest_n floats the executor offers for the output (NULL:
+     * none): a kernel that allocates its output uncleared takes it when
+     * the size matches, once (*dest_taken), as a borrowed value. fuse.c
+     * offers the place in a whole tensor where a tile's result goes. */
+    float *dest;
+    int64_t dest_n;
+    bool *dest_taken;
 } mpx_kctx;
 
 /* A kernel reads in[0..n_in) (NULL for an omitted optional input) and

@@ -81,11 +81,19 @@ void mpx_value_view(mpx_value *v, const mpx_tensor *t) {
 
 mpx_status mpx_value_copy(mpx_value *dst, const mpx_value *src, mpx_error *err) {
     mpx_value tmp;
-    mpx_status st = mpx_value_alloc(&tmp, src->dtype, src->rank, src->dims, err);
+    /* Every element is copied when src holds its buffer: no need to clear. */
+    bool whole = src->n >= 0 && (mpx_dtype_is_float(src->dtype) ? src->f != NULL : src->i != NULL);
+    mpx_status st = value_alloc(&tmp, src->dtype, src->rank, src->dims, !whole, err);
     if (st != MPX_OK) return st;
     if (src->n > 0) {
         if (tmp.f && src->f) memcpy(tmp.f, src->f, (size_t)src->n * sizeof *tmp.f);
         if (tmp.i && src->i) memcpy(tmp.i, src->i, (size_t)src->n * sizeof *tmp.i);
+    }
+    if (whole && tmp.n > src->n) { /* a malformed src: clear what it did not fill */
+        size_t each = tmp.f ? sizeof *tmp.f : sizeof *tmp.i;
+        char *base = tmp.f ? (char *)tmp.f : (char *)tmp.i;
+        int64_t from = src->n > 0 ? src->n : 0;
+        memset(base + (size_t)from * each, 0, (size_t)(tmp.n - from) * each);
     }
     *dst = tmp;
     return MPX_OK;

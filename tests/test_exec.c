@@ -7,6 +7,7 @@
 #include "check.h"
 #include "graph_build.h"
 #include "mpx_numerics.h"
+#include "kern_internal.h" /* mpx_fuse_span: which chains run by tiles */
 
 #include <math.h>
 #include <stdint.h>
@@ -577,6 +578,95 @@ static void test_model(const char *file, const int64_t *dims, int rank) {
     mpx_graph_free(g);
 }
 
+/* ---- chains run by tiles (numerics/fuse.c) ----------------------------------------- */
+
+/* Every node on its own through mpx_exec_node, every value kept: what a
+ * fused chain must equal bit for bit. */
+static mpx_value *run_unfused(const mpx_graph *g, const mpx_assign *a, const mpx_value *in) {
+    mpx_value *vals = calloc((size_t)g->n_tensors, sizeof *vals);
+    CHECK(mpx_exec_start(g, a, in, vals, &err) == MPX_OK);
+    mpx_value outs[4];
+    for (int i = 0; i < g->n_nodes; i++) {
+        const mpx_node *n = g->nodes[i];
+        if (mpx_exec_skipped(n)) continue;
+        CHECK_MSG(mpx_exec_node(n, a, vals, false, outs, NULL, &err) == MPX_OK, "%s", err.msg);
+        for (int j = 0; j < n->n_outputs; j++)
+            if (n->outputs[j]) vals[n->outputs[j]->index] = outs[j];
+    }
+    return vals;
+}
+
+static void test_fused_chain(void) {
+    mpx_graph *g = mpx_graph_new("t.json");
+    g->opset = 13;
+    /* BatchNormalization, hard-swish (Add Clip Mul Div), a per-channel
+     * scale computed outside (input s), Sigmoid, Sub of a second whole
+     * input; then a row-broadcast Add (one value per W: not one value per
+     * tile, so it runs alone) and Relu, Mul after it; hs is also read by
+     * a Transpose, so it must be written out. */
+    node(g, "bn", "BatchNormalization",
+         "x:f:1x8x64x64 sc=f[1,2,0.5,1.5,3,0.25,1,2] bi=f[0,1,-1,0.5,2,-2,0,3] "
+         "mu=f[0.1,-0.2,0.3,0,1,-1,0.5,0] va=f[1,2,0.5,4,1,0.25,3,1]",
+         "b", "epsilon=0.001");
+    node(g, "a1", "Add", "b three=f3", "t1", "");
+    node(g, "cl", "Clip", "t1 lo=f0 hi=f6", "t2", "");
+    node(g, "m1", "Mul", "b t2", "t3", "");
+    node(g, "dv", "Div", "t3 six=f6", "hs", "");
+    node(g, "m2", "Mul", "hs s:f:1x8x1x1", "t4", "");
+    node(g, "sg", "Sigmoid", "t4", "t5", "");
+    node(g, "sb", "Sub", "t5 y:f:1x8x64x64", "t6", "");
+    node(g, "ar", "Add", "t6 row#f:64", "t7", "");
+    node(g, "rl", "Relu", "t7", "t8", "");
+    node(g, "m3", "Mul", "t8 t6", "t9", "");
+    node(g, "tr", "Transpose", "hs", "ht", "perm=[0,1,3,2]");
+    finish(g, "t9 ht");
+    CHECK(mpx_fuse_span(g, 0) == 8); /* bn .. sb; ar breaks the chain */
+    CHECK(mpx_fuse_span(g, 8) == 0 && mpx_fuse_span(g, 9) == 2);
+    int64_t xd[4] = {1, 8, 64, 64}, sd[4] = {1, 8, 1, 1};
+    mpx_value in[3];
+    mpx_value_alloc(&in[0], MPX_DT_FLOAT, 4, xd, NULL);
+    mpx_value_alloc(&in[1], MPX_DT_FLOAT, 4, sd, NULL);
+    mpx_value_alloc(&in[2], MPX_DT_FLOAT, 4, xd, NULL);
+    for (int k = 0; k < 3; k++) gb_fill_normal(&in[k], 11u + (uint64_t)k);
+    for (int64_t k = 0; k < in[0].n; k++) in[0].f[k] *= 4.0f; /* reach both ends of Clip */
+    const mpx_format *fmts[3] = {NULL, &mpx_format_fp16, &mpx_format_bf16};
+    for (int f = 0; f < 3; f++) {
+        mpx_assign *a = fmts[f] ? mpx_assign_uniform(g, fmts[f], NULL, false) : NULL;
+        mpx_value *want = run_unfused(g, a, in);
+        mpx_run *whole = RUN(g, a, in, NULL), *st = NULL;
+        mpx_run_opts o = {.stream = true};
+        CHECK(mpx_run_graph(g, a, in, &o, &st, &err) == MPX_OK);
+        int differ = 0, missing = 0, held = 0;
+        for (int i = 0; whole && st && i < g->n_tensors; i++) {
+            const mpx_tensor *t = g->tensors[i];
+            if (t->flags & MPX_T_CONSTANT) continue;
+            const mpx_value *w = &want[i];
+            for (int r = 0; r < 2; r++) {
+                const mpx_value *v = r ? &st->vals[i] : &whole->vals[i];
+                bool must = !r || (t->flags & MPX_T_OUTPUT);
+                if (v->n < 0) {
+                    missing += must;
+                    continue;
+                }
+                held += r && !must && !(t->flags & MPX_T_INPUT);
+                if (v->n != w->n || v->dtype != w->dtype || v->rank != w->rank ||
+                    memcmp(v->f, w->f, (size_t)w->n * sizeof *w->f) != 0)
+                    differ++;
+            }
+        }
+        CHECK_MSG(whole && st && differ == 0 && missing == 0 && held == 0,
+                  "fused chain (%s): %d values differ from node-by-node, %d missing, %d held",
+                  fmts[f] ? fmts[f]->name : "fp32", differ, missing, held);
+        for (int i = 0; i < g->n_tensors; i++) mpx_value_free(&want[i]);
+        free(want);
+        mpx_run_free(whole);
+        mpx_run_free(st);
+        mpx_assign_free(a);
+    }
+    for (int k = 0; k < 3; k++) mpx_value_free(&in[k]);
+    mpx_graph_free(g);
+}
+
 /* ---- metrics ----------------------------------------------------------------------------- */
 
 static bool near(double a, double b) { return fabs(a - b) <= 1e-12 * fmax(1.0, fabs(b)); }
@@ -691,6 +781,7 @@ int main(void) {
     test_accumulation();
     test_local();
     test_refusals();
+    test_fused_chain();
     int64_t cnn[4] = {1, 3, 16, 16}, tr[3] = {1, 16, 64};
     test_model("tiny_cnn.json", cnn, 4);
     test_model("tiny_transformer.json", tr, 3);

@@ -102,7 +102,7 @@ static mpx_status run(mpx_value *out, int n_in, const mpx_value *a, const mpx_va
         fprintf(stderr, "no kernel for %s\n", node.op_type);
         return MPX_E_UNSUPPORTED;
     }
-    mpx_kctx c = {&node, acc, &err};
+    mpx_kctx c = {.node = &node, .acc = acc, .err = &err};
     return fn(&c, in, n_in, out, 1);
 }
 #define RUN1(o, a) run(o, 1, a, NULL, NULL, NULL)
@@ -333,7 +333,7 @@ static void test_unary_int_bool(void) {
     CHECK(RUN1(&y, NULL) == MPX_E_INVALID);
     CHECK_CONTAINS(err.msg, "input 0 is missing");
     CHECK(run(&y, 0, NULL, NULL, NULL, NULL) == MPX_E_INVALID);
-    mpx_kctx c = {&node, acc, &err};
+    mpx_kctx c = {.node = &node, .acc = acc, .err = &err};
     const mpx_value *in[1] = {&f};
     CHECK(mpx_kernel_for(MPX_OP_Tanh)(&c, in, 1, &y, 0) == MPX_E_INVALID);
     mpx_value_free(&f);

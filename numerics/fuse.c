@@ -1,0 +1,353 @@
+/* fuse.c - runs a chain of elementwise nodes tile by tile.
+ *
+ * Why: in a CNN's fp32 forward most non-convolution time is elementwise
+ * nodes over the largest tensors (hard-swish is Add, Clip, Mul, Div after
+ * every BatchNormalization), each reading and writing the whole tensor.
+ * ONNX Runtime fuses such chains into the convolution with other roundings;
+ * mpx must keep every node's exact output, so instead it runs the chain one
+ * tile (a few thousand elements) at a time: every node of the chain on
+ * tile 1, then on tile 2, ..., so intermediate values stay in cache and
+ * only the values someone needs are written out whole.
+ *
+ * Exact by construction: a tile runs the same kernel through the same
+ * executor step (mpx_exec_node_with: the node's input conversions, kernel
+ * and output rounding) on views of the tile, and every op fused here
+ * computes each element from the elements at the same place alone, so the
+ * bits are those of the whole-tensor run. Operands that broadcast (a
+ * per-channel scale, Clip's bounds, BatchNormalization's parameters) must
+ * be one value over each tile: tiles never cross a plane over which such
+ * an operand is constant.
+ *
+ * The executor (exec.c) asks mpx_fuse_span for a group starting at a node
+ * and runs it with mpx_fuse_run. */
+#include "kern_internal.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    FUSE_TILE = 8192,       /* elements per tile: a chain's tiles fit in L2 */
+    FUSE_MIN_ELEMS = 16384, /* smaller tensors gain nothing */
+    FUSE_MIN_PLANE = 1024,  /* a broadcast operand constant over fewer: tiles too short */
+    FUSE_MAX_NODES = 64,
+};
+
+/* Ops that compute each output element from the input elements at the same
+ * place (after broadcasting) and nothing else. Pow is left out: for a
+ * one-value exponent its kernel squares by multiplication, so a tile view
+ * of a per-channel exponent could take another path. */
+static bool pointwise(mpx_op op) {
+    switch (op) {
+    case MPX_OP_Relu: case MPX_OP_LeakyRelu: case MPX_OP_Elu: case MPX_OP_Selu:
+    case MPX_OP_Celu: case MPX_OP_ThresholdedRelu: case MPX_OP_Sigmoid:
+    case MPX_OP_HardSigmoid: case MPX_OP_HardSwish: case MPX_OP_Softplus:
+    case MPX_OP_Softsign: case MPX_OP_Mish: case MPX_OP_Tanh: case MPX_OP_Erf:
+    case MPX_OP_Gelu: case MPX_OP_Exp: case MPX_OP_Log: case MPX_OP_Sqrt:
+    case MPX_OP_Reciprocal: case MPX_OP_Neg: case MPX_OP_Abs: case MPX_OP_Sign:
+    case MPX_OP_Floor: case MPX_OP_Ceil: case MPX_OP_Round: case MPX_OP_Sin:
+    case MPX_OP_Cos: case MPX_OP_Clip:
+    case MPX_OP_Add: case MPX_OP_Sub: case MPX_OP_Mul: case MPX_OP_Div:
+    case MPX_OP_BatchNormalization:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static bool known_float(const mpx_tensor *t) {
+    if (!t || !mpx_dtype_is_float(t->dtype) || t->rank < 1 || t->rank > MPX_MAX_RANK)
+        return false;
+    for (int i = 0; i < t->rank; i++)
+        if (t->dims[i] < 0) return false;
+    return true;
+}
+
+static bool same_dims(const mpx_tensor *a, const mpx_tensor *b) {
+    if (a->rank != b->rank) return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i]) return false;
+    return true;
+}
+
+/* How operand t is read by a node whose output is out: strides over out's
+ * dims (0 where broadcast), whether it is out's own layout ("full"), and the
+ * largest product of trailing out dims over which it is one value. */
+typedef struct operand {
+    int64_t st[MPX_MAX_RANK];
+    bool full;
+    int64_t plane;
+} operand;
+
+static bool describe(const mpx_tensor *t, const mpx_tensor *out, bool per_channel, operand *o) {
+    int r = out->rank;
+    if (per_channel) { /* BatchNormalization's [C] parameters, read at dim 1 */
+        if (t->rank != 1 || r < 2 || t->dims[0] != out->dims[1]) return false;
+        for (int i = 0; i < r; i++) o->st[i] = i == 1 ? 1 : 0;
+    } else {
+        if (t->rank > r) return false;
+        int off = r - t->rank;
+        int64_t s = 1;
+        for (int i = r - 1; i >= 0; i--) {
+            int j = i - off;
+            if (j >= 0 && t->dims[j] != 1 && t->dims[j] != out->dims[i]) return false;
+            o->st[i] = (j < 0 || t->dims[j] == 1) ? 0 : s;
+            if (j >= 0) s *= t->dims[j];
+        }
+    }
+    o->full = true;
+    int64_t s = 1;
+    for (int i = r - 1; i >= 0; i--) {
+        if (out->dims[i] != 1 && o->st[i] != s) o->full = false;
+        s *= out->dims[i];
+    }
+    o->plane = 1;
+    for (int i = r - 1; i >= 0 && (o->st[i] == 0 || out->dims[i] == 1); i--) o->plane *= out->dims[i];
+    return true;
+}
+
+/* Node n alone: can it run by tiles of its output? *plane receives the tile
+ * bound its broadcast operands set (its output size when none). */
+static bool node_ok(const mpx_node *n, int64_t *plane) {
+    if (!pointwise(n->op) || n->n_outputs < 1 || !known_float(n->outputs[0])) return false;
+    for (int j = 1; j < n->n_outputs; j++)
+        if (n->outputs[j]) return false;
+    const mpx_tensor *out = n->outputs[0];
+    if (out->nelem < FUSE_MIN_ELEMS) return false;
+    bool bn = n->op == MPX_OP_BatchNormalization;
+    if (bn && (mpx_node_attr_int(n, "training_mode", 0) != 0 ||
+               (n->opset > 0 && n->opset < 9 && mpx_node_attr_int(n, "spatial", 1) == 0) ||
+               n->n_inputs != 5))
+        return false;
+    *plane = out->nelem;
+    bool any_full = false;
+    for (int j = 0; j < n->n_inputs; j++) {
+        const mpx_tensor *t = n->inputs[j];
+        if (!t) continue;
+        if (!known_float(t) && !(t->rank == 0 && mpx_dtype_is_float(t->dtype))) return false;
+        operand o;
+        if (t->rank == 0) {
+            memset(&o, 0, sizeof o);
+            o.plane = out->nelem;
+        } else if (!describe(t, out, bn && j > 0, &o)) {
+            return false;
+        }
+        if (o.full && (!bn || j == 0)) {
+            any_full = true;
+            continue;
+        }
+        if (bn && j == 0) return false;
+        if (o.plane < FUSE_MIN_PLANE) return false;
+        if (o.plane < *plane) *plane = o.plane;
+    }
+    return any_full;
+}
+
+int mpx_fuse_span(const mpx_graph *g, int first) {
+    if (!g || first < 0 || first >= g->n_nodes) return 0;
+    const mpx_node *n0 = g->nodes[first];
+    int64_t plane;
+    if (mpx_exec_skipped(n0) || !node_ok(n0, &plane)) return 0;
+    const mpx_tensor *shape = n0->outputs[0];
+    int k = first + 1;
+    for (; k < g->n_nodes && k - first < FUSE_MAX_NODES; k++) {
+        const mpx_node *n = g->nodes[k];
+        if (mpx_exec_skipped(n) || !node_ok(n, &plane) || !same_dims(n->outputs[0], shape)) break;
+    }
+    return k - first;
+}
+
+/* ---- running a group -------------------------------------------------------------------- */
+
+typedef struct fin {
+    const mpx_value *ext; /* an outside value (NULL: a value of the group) */
+    int member;           /* the group node that makes it, when ext is NULL */
+    operand o;
+    bool scalar;          /* rank 0 */
+} fin;
+
+typedef struct fnode {
+    const mpx_node *n;
+    fin in[8];
+    bool out_needed;
+    mpx_dtype dt;      /* the output's dtype, as the first tile's kernel set it */
+} fnode;
+
+typedef struct fgroup {
+    const mpx_assign *a;
+    int count;
+    fnode *nodes;
+    const mpx_tensor *shape;
+    int64_t total, plane, tile, tiles_per_plane;
+    mpx_value *outs;   /* [count]: whole outputs written (n = -1 when not needed) */
+    int nt;
+    mpx_error *errs;   /* [nt] */
+    mpx_status *st;    /* [nt] */
+    atomic_int failed;
+} fgroup;
+
+/* The offset in an operand of output element `flat`. */
+static int64_t operand_offset(const fgroup *f, const operand *o, int64_t flat) {
+    int64_t off = 0;
+    for (int i = f->shape->rank - 1; i >= 0; i--) {
+        int64_t d = f->shape->dims[i];
+        off += (flat % d) * o->st[i];
+        flat /= d;
+    }
+    return off;
+}
+
+static void view(mpx_value *v, mpx_dtype dt, float *data, int64_t n, int rank) {
+    memset(v, 0, sizeof *v);
+    v->dtype = dt;
+    v->rank = rank;
+    for (int i = 0; i < rank; i++) v->dims[i] = 1;
+    if (rank > 0) v->dims[rank - 1] = n;
+    v->n = n;
+    v->f = data;
+    v->borrowed = true;
+}
+
+static void run_tile(void *vc, int tid, long item) {
+    fgroup *f = vc;
+    if (atomic_load(&f->failed)) return;
+    int64_t p = (int64_t)item / f->tiles_per_plane, t = (int64_t)item % f->tiles_per_plane;
+    int64_t start = p * f->plane + t * f->tile;
+    int64_t len = f->plane - t * f->tile < f->tile ? f->plane - t * f->tile : f->tile;
+    mpx_value tv[FUSE_MAX_NODES];
+    int made = 0;
+    mpx_status st = MPX_OK;
+    for (int k = 0; k < f->count && st == MPX_OK; k++) {
+        const fnode *fn = &f->nodes[k];
+        const mpx_node *n = fn->n;
+        bool bn = n->op == MPX_OP_BatchNormalization;
+        mpx_value views[8];
+        const mpx_value *srcs[8] = {0};
+        for (int j = 0; j < n->n_inputs; j++) {
+            const fin *in = &fn->in[j];
+            if (!n->inputs[j]) continue;
+            if (!in->ext) { /* a value made earlier in this tile */
+                const mpx_value *m = &tv[in->member];
+                view(&views[j], m->dtype, m->f, len, bn && j == 0 ? 3 : 1);
+            } else if (in->scalar) {
+                views[j] = *in->ext;
+            } else if (in->o.full) {
+                view(&views[j], in->ext->dtype, in->ext->f + start, len, bn && j == 0 ? 3 : 1);
+            } else {
+                view(&views[j], in->ext->dtype, in->ext->f + operand_offset(f, &in->o, start), 1,
+                     1);
+            }
+            srcs[j] = &views[j];
+        }
+        float *dest = fn->out_needed ? f->outs[k].f + start : NULL;
+        st = mpx_exec_node_with(n, f->a, srcs, &tv[k], dest, len, &f->errs[tid]);
+        if (st != MPX_OK) break;
+        made = k + 1;
+        if (tv[k].n != len || !tv[k].f) {
+            st = mpx_error_set(&f->errs[tid], MPX_E_INVALID,
+                               "node \"%s\" (%s): a tile gave %lld values for %lld", n->name,
+                               n->op_type, (long long)tv[k].n, (long long)len);
+            break;
+        }
+        if (item == 0) f->nodes[k].dt = tv[k].dtype;
+        if (dest && tv[k].f != dest) /* the kernel did not write in place */
+            memcpy(dest, tv[k].f, (size_t)len * sizeof(float));
+    }
+    for (int k = 0; k < made; k++) mpx_value_free(&tv[k]);
+    if (st != MPX_OK) {
+        if (f->st[tid] == MPX_OK) f->st[tid] = st;
+        atomic_store(&f->failed, 1);
+    }
+}
+
+mpx_status mpx_fuse_run(const mpx_graph *g, const mpx_assign *a, int first, int count,
+                        mpx_value *vals, const bool *needed, mpx_error *err) {
+    if (count < 1 || count > FUSE_MAX_NODES || first < 0 || first + count > g->n_nodes)
+        return mpx_error_set(err, MPX_E_ARG, "no group of nodes to run");
+    fgroup f = {.a = a, .count = count, .shape = g->nodes[first]->outputs[0]};
+    atomic_init(&f.failed, 0);
+    f.total = f.shape->nelem;
+    f.plane = f.total;
+    f.nodes = calloc((size_t)count, sizeof *f.nodes);
+    f.outs = calloc((size_t)count, sizeof *f.outs);
+    f.nt = kg_threads();
+    if (f.nt < 1) f.nt = 1;
+    f.errs = calloc((size_t)f.nt, sizeof *f.errs);
+    f.st = calloc((size_t)f.nt, sizeof *f.st);
+    mpx_status st = MPX_OK;
+    if (!f.nodes || !f.outs || !f.errs || !f.st) {
+        st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+        goto done;
+    }
+    for (int k = 0; k < count; k++) f.outs[k].n = -1;
+    for (int k = 0; k < count && st == MPX_OK; k++) {
+        const mpx_node *n = g->nodes[first + k];
+        fnode *fn = &f.nodes[k];
+        fn->n = n;
+        int64_t plane;
+        if (n->n_inputs > 8 || !node_ok(n, &plane) || !same_dims(n->outputs[0], f.shape)) {
+            st = mpx_error_set(err, MPX_E_ARG, "node \"%s\" (%s) cannot run by tiles", n->name,
+                               n->op_type);
+            break;
+        }
+        if (plane < f.plane) f.plane = plane;
+        bool bn = n->op == MPX_OP_BatchNormalization;
+        for (int j = 0; j < n->n_inputs; j++) {
+            const mpx_tensor *t = n->inputs[j];
+            fin *in = &fn->in[j];
+            if (!t) continue;
+            int m = -1;
+            for (int q = k - 1; q >= 0 && m < 0; q--)
+                if (g->nodes[first + q]->outputs[0] == t) m = q;
+            if (m >= 0) {
+                in->member = m;
+                continue;
+            }
+            const mpx_value *v = &vals[t->index];
+            bool ok = v->n >= 0 && v->f && v->rank == t->rank && v->n == t->nelem;
+            for (int i = 0; ok && i < t->rank; i++) ok = v->dims[i] == t->dims[i];
+            if (!ok) {
+                st = mpx_error_set(err, MPX_E_INVALID, "node \"%s\" (%s): input \"%s\" has no value",
+                                   n->name, n->op_type, t->name);
+                break;
+            }
+            in->ext = v;
+            in->scalar = t->rank == 0;
+            if (!in->scalar) describe(t, f.shape, bn && j > 0, &in->o);
+        }
+        fn->out_needed = needed[n->outputs[0]->index];
+        if (fn->out_needed && st == MPX_OK) {
+            mpx_error e = {0};
+            const mpx_tensor *o = n->outputs[0];
+            if ((st = mpx_value_alloc_raw(&f.outs[k], MPX_DT_FLOAT, o->rank, o->dims, &e)))
+                mpx_error_set(err, st, "node \"%s\" (%s): %s", n->name, n->op_type, e.msg);
+        }
+    }
+    if (st != MPX_OK) goto done;
+    f.tile = f.plane < FUSE_TILE ? f.plane : FUSE_TILE;
+    f.tiles_per_plane = (f.plane + f.tile - 1) / f.tile;
+    long items = (long)(f.total / f.plane * f.tiles_per_plane);
+    if (f.total > 0) mpx_k_parallel(items, f.nt, run_tile, &f);
+    for (int t = 0; t < f.nt && st == MPX_OK; t++)
+        if (f.st[t] != MPX_OK) {
+            st = f.st[t];
+            if (err) *err = f.errs[t];
+        }
+    if (st == MPX_OK)
+        for (int k = 0; k < count; k++) {
+            const mpx_tensor *o = g->nodes[first + k]->outputs[0];
+            if (f.outs[k].n < 0) continue;
+            f.outs[k].dtype = f.nodes[k].dt;
+            mpx_value_free(&vals[o->index]);
+            vals[o->index] = f.outs[k];
+            f.outs[k].n = -1;
+            f.outs[k].f = NULL;
+        }
+done:
+    for (int k = 0; f.outs && k < count; k++) mpx_value_free(&f.outs[k]);
+    free(f.outs);
+    free(f.nodes);
+    free(f.errs);
+    free(f.st);
+    return st;
+}
