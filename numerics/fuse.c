@@ -30,7 +30,7 @@ enum {
     FUSE_TILE = 8192,       /* elements per tile: a chain's tiles fit in L2 */
     FUSE_MIN_ELEMS = 16384, /* smaller tensors gain nothing */
     FUSE_MIN_PLANE = 1024,  /* a broadcast operand constant over fewer: tiles too short */
-    FUSE_MAX_NODES = 64,
+    FUSE_MAX_NODES = MPX_FUSE_MAX_NODES,
 };
 
 /* Ops that compute each output element from the input elements at the same
@@ -143,8 +143,15 @@ static bool node_ok(const mpx_node *n, int64_t *plane) {
     return any_full;
 }
 
+/* MPX_FUSE=0 runs every node on its own (to measure what fusing gives, or
+ * to rule it out when chasing a problem). */
+static bool fuse_off(void) {
+    const char *e = getenv("MPX_FUSE");
+    return e && strcmp(e, "0") == 0;
+}
+
 int mpx_fuse_span(const mpx_graph *g, int first) {
-    if (!g || first < 0 || first >= g->n_nodes) return 0;
+    if (!g || first < 0 || first >= g->n_nodes || fuse_off()) return 0;
     const mpx_node *n0 = g->nodes[first];
     int64_t plane;
     if (mpx_exec_skipped(n0) || !node_ok(n0, &plane)) return 0;

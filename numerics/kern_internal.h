@@ -117,6 +117,7 @@ mpx_status mpx_exec_node_with(const mpx_node *n, const mpx_assign *a, const mpx_
  * whose other operands are whole tensors of that shape or values
  * broadcast over long planes of it. 0 or 1: no chain. */
 int mpx_fuse_span(const mpx_graph *g, int first);
+enum { MPX_FUSE_MAX_NODES = 64 }; /* the longest chain run as one */
 /* Runs nodes first .. first+count-1 tile by tile, on two threads, with the
  * same bits as running them one after another. Reads their outside inputs
  * from vals; writes into vals only the outputs marked in needed (indexed by

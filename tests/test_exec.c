@@ -748,6 +748,47 @@ static void test_metrics(void) {
     mpx_value_free(&rv);
     mpx_value_free(&cv);
 
+    /* The float path's lanes (AVX2 or portable): the same bits either way,
+     * the sums of a naive long double loop, counts over every element, and
+     * a non-finite value in the middle handed on to the general loop. */
+    enum { NL = 1003 };
+    float *lr = malloc(NL * sizeof *lr), *lc = malloc(NL * sizeof *lc);
+    mpx_rng rng;
+    mpx_rng_init(&rng, 5);
+    for (int k = 0; k < NL; k++) {
+        lr[k] = (float)mpx_rng_normal(&rng, 0.0, k % 7 == 0 ? 1e-6 : 3.0);
+        lc[k] = mpx_round_scalar(&mpx_format_fp16, lr[k]);
+        if (k % 97 == 0) lr[k] = lc[k] = 0.0f;
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) lc[517] = INFINITY;
+        long double se = 0, rr = 0, sa = 0, mx = 0;
+        int64_t sub = 0, unf = 0;
+        for (int k = 0; k < NL; k++) {
+            long double d = (long double)lc[k] - lr[k];
+            if (pass && k == 517) d = 0;
+            se += d * d, rr += (long double)lr[k] * lr[k], sa += fabsl(d);
+            mx = fabsl(d) > mx ? fabsl(d) : mx;
+            sub += lc[k] != 0 && fabsf(lc[k]) < 0x1p-14f;
+            unf += lr[k] != 0 && lc[k] == 0;
+        }
+        mpx_metrics a = metrics(NL, lr, lc, &mpx_format_fp16), b;
+        setenv("MPX_KERN_PORTABLE", "1", 1);
+        b = metrics(NL, lr, lc, &mpx_format_fp16);
+        unsetenv("MPX_KERN_PORTABLE");
+        CHECK_MSG(memcmp(&a, &b, sizeof a) == 0, "metrics: lanes differ between AVX2 and portable (pass %d)", pass);
+        CHECK(a.subnormal == sub && a.underflow == unf);
+        if (!pass) {
+            CHECK(fabs(a.rel_l2 - (double)sqrtl(se / rr)) <= 1e-12 * a.rel_l2);
+            CHECK(fabs(a.mean_abs - (double)(sa / NL)) <= 1e-12 * a.mean_abs);
+            CHECK(a.max_abs == (double)mx && a.overflow == 0);
+        } else {
+            CHECK(a.overflow == 1 && isinf(a.rel_l2));
+        }
+    }
+    free(lr);
+    free(lc);
+
     /* Integers compare too; mismatches are refused. */
     int64_t d3 = 3, d2[2] = {1, 3};
     mpx_value ri, ci, rf, rs;
