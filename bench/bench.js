@@ -6,7 +6,7 @@
 //   (1) ort_fp32   ONNX Runtime, the model as shipped, all graph optimisations,
 //                  --ort-threads intra-op threads (default 2), --ort-reps runs
 //   (3) mpx_fp32   the fp32 reference forward (mpx_bench fp32: mpx_run_graph,
-//                  every tensor kept)
+//                  streaming: each value freed after its last reader)
 //   (2) ort_all    ONNX Runtime on the same model with every node output made
 //                  a graph output (tests/ort_compare.py all-outputs)
 //   (4) mpx_report fp32 reference + fp16 + bf16 per-layer comparisons, every
@@ -16,9 +16,9 @@
 //   (6) mpx_rerun  the fp16 comparison again after recolouring the last
 //                  Conv/Gemm/MatMul red (mpx_bench rerun: with the run cache,
 //                  only the nodes downstream of the change are recomputed)
-//   (3b) mpx_fp32_reuse  (3) with glibc told to keep freed memory
-//                  (GLIBC_TUNABLES mmap/trim thresholds): what the forward
-//                  costs without fresh pages; information, not a target
+//   (3b) mpx_fp32_nofuse  (3) with MPX_FUSE=0: every elementwise node on
+//                  its own instead of chains run by tiles (numerics/fuse.c);
+//                  what the fusion gives, measured in the same run
 // Each mpx measurement is its own process (the peak RSS is that mode's);
 // its JSON line carries its samples. Every timed run follows an untimed one
 // in the same process, as ONNX Runtime's follow a warm-up run: the first run
@@ -64,7 +64,6 @@ const MODELS = {
   rec: { file: 'ch_PP-OCRv4_rec_infer.onnx', shape: '1x3x48x320', image: 'line' },
   cls: { file: 'ch_ppocr_mobile_v2.0_cls_infer.onnx', shape: '1x3x48x192', image: 'line' },
 };
-const REUSE_TUNABLES = 'glibc.malloc.mmap_threshold=4294967295:glibc.malloc.trim_threshold=4294967295';
 
 function median(v) {
   if (!v.length) return NaN;
@@ -159,9 +158,9 @@ function loadavg() { return os.loadavg().map((x) => Number(x.toFixed(2))); }
       add(k, 'mpx_rerun', e.ms);
       res.models[k].runs.mpx_rerun = e;
       process.stderr.write('.');
-      const u = runMpx(s.modelPath, s.m, 'fp32', opt['mpx-reps'], 1, { GLIBC_TUNABLES: REUSE_TUNABLES });
-      add(k, 'mpx_fp32_reuse', u.ms);
-      res.models[k].runs.mpx_fp32_reuse = u;
+      const u = runMpx(s.modelPath, s.m, 'fp32', opt['mpx-reps'], 1, { MPX_FUSE: '0' });
+      add(k, 'mpx_fp32_nofuse', u.ms);
+      res.models[k].runs.mpx_fp32_nofuse = u;
       process.stderr.write('.\n');
     }
   }
@@ -176,7 +175,7 @@ function loadavg() { return os.loadavg().map((x) => Number(x.toFixed(2))); }
     `${opt.rounds} rounds; load average ${res.machine.load_before.join(' ')} -> ${res.machine.load_after.join(' ')}`);
   p('median wall times in ms (all samples of all rounds); peak RSS of the mpx process in MB');
   p('');
-  const head = 'model  shape         (1)ORT  (2)ORTall  (3)mpx32  (4)report  (5)acc16  (6)rerun  (3b)reuse' +
+  const head = 'model  shape         (1)ORT  (2)ORTall  (3)mpx32  (4)report  (5)acc16  (6)rerun (3b)nofuse' +
     '   3/1    4/2    5/3    6/4   RSS3   RSS4';
   p(head);
   p('-'.repeat(head.length));
@@ -190,24 +189,24 @@ function loadavg() { return os.loadavg().map((x) => Number(x.toFixed(2))); }
       mpx_report_over_ort_all: med.mpx_report / med.ort_all,
       acc16_over_mpx_fp32: med.mpx_acc16 / med.mpx_fp32,
       rerun_over_report: med.mpx_rerun / med.mpx_report,
-      mpx_fp32_reuse_over_ort_fp32: med.mpx_fp32_reuse / med.ort_fp32,
+      mpx_fp32_nofuse_over_ort_fp32: med.mpx_fp32_nofuse / med.ort_fp32,
     };
     M.peak_rss_mb = { mpx_fp32: M.runs.mpx_fp32.peak_rss_mb, mpx_report: M.runs.mpx_report.peak_rss_mb,
       mpx_acc16: M.runs.mpx_acc16.peak_rss_mb };
     const R = M.ratios;
     p(`${k.padEnd(6)} ${M.shape.padEnd(12)} ${fmtMs(med.ort_fp32)} ${fmtMs(med.ort_all).padStart(10)} ` +
       `${fmtMs(med.mpx_fp32).padStart(9)} ${fmtMs(med.mpx_report).padStart(10)} ${fmtMs(med.mpx_acc16).padStart(9)} ` +
-      `${fmtMs(med.mpx_rerun).padStart(9)} ${fmtMs(med.mpx_fp32_reuse).padStart(10)} ` +
+      `${fmtMs(med.mpx_rerun).padStart(9)} ${fmtMs(med.mpx_fp32_nofuse).padStart(10)} ` +
       `${fmtR(R.mpx_fp32_over_ort_fp32)} ${fmtR(R.mpx_report_over_ort_all)} ${fmtR(R.acc16_over_mpx_fp32)} ` +
       `${fmtR(R.rerun_over_report)} ${String(Math.round(M.peak_rss_mb.mpx_fp32)).padStart(6)} ` +
       `${String(Math.round(M.peak_rss_mb.mpx_report)).padStart(6)}`);
   }
   p('');
   p('(1) ORT fp32, model as shipped   (2) ORT fp32, every node output a graph output');
-  p('(3) mpx fp32 reference forward (mpx_run_graph, every tensor kept)');
+  p('(3) mpx fp32 reference forward (mpx_run_graph, streaming: each value freed after its last reader)');
   p('(4) mpx per-layer report: fp32 reference + fp16 and bf16 runs of the default plan, all metrics (two mpx_compare_run)');
   p('(5) mpx all-fp16 with fp16 accumulation rounded after every addition   (6) (4)\'s fp16 run again after recolouring');
-  p('    the last Conv/ConvTranspose/Gemm/MatMul red: only what depends on the change is recomputed (run cache)   (3b) (3) with glibc keeping freed memory');
+  p('    the last Conv/ConvTranspose/Gemm/MatMul red: only what depends on the change is recomputed (run cache)   (3b) (3) with MPX_FUSE=0 (no elementwise chains run by tiles)');
   p('ratios: 3/1 target <= 1.5, 4/2, 5/3 target <= 2.5, 6/4; RSS3/RSS4: peak RSS of (3) and (4)');
   for (const k of keys) {
     const e = res.models[k].runs.mpx_rerun;
