@@ -282,7 +282,9 @@ typedef struct mpx_run {
  * float inputs rounded to its compute format, runs its kernel with its
  * accumulation, and its float outputs are rounded to its output format and
  * then their tensors' formats. Every tensor's value is kept (unless
- * opts->stream).
+ * opts->stream). Chains of elementwise nodes run tile by tile (fuse.c; the
+ * same kernels, the same bits; MPX_FUSE=0 turns it off), except with
+ * opts->local_ref.
  * Refuses, before running anything, a graph with a node that has no kernel
  * (message names the node and op), an unbound input, or an input value whose
  * shape or type differs from the bound input. inputs are in g->inputs order.
