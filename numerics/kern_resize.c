@@ -275,6 +275,76 @@ static mpx_status rs_sizes(const mpx_kctx *c, const mpx_value *const *in, int n_
     return MPX_OK;
 }
 
+/* ---- nearest, float: rows of the last axis, on two threads ----------------------------
+ * The same copies as the general loop in resize() (each output element is one
+ * input element, or the extrapolation value), done as a gather per output
+ * row with the last axis' offsets made once, and a row that reads the same
+ * input row as the one before it (upsampling repeats each row) copied from
+ * it. The general loop spent about 3 ns per element (PP-OCRv4 det's 2x
+ * upsamplings were 8% of its forward). */
+enum { RS_ROWS_PER_ITEM = 64 };
+
+typedef struct rs_near {
+    const rs_axis *ax;
+    int r;
+    const float *x;
+    float *y;
+    const int64_t *loff; /* [last]: input offset, or -1 outside */
+    int64_t last, rows;
+    float extrap;
+} rs_near;
+
+/* The input offset of output row `row` over the outer axes, or -1 when it
+ * is outside (0 terms on some axis). */
+static int64_t near_base(const rs_near *n, int64_t row) {
+    int64_t base = 0;
+    for (int i = n->r - 2; i >= 0; i--) {
+        const rs_axis *a = &n->ax[i];
+        int64_t k = row % a->out;
+        row /= a->out;
+        if (a->nt[k] == 0) return -1;
+        base += a->t[4 * k].off;
+    }
+    return base;
+}
+
+static void near_item(void *vc, int tid, long item) {
+    (void)tid;
+    const rs_near *n = vc;
+    int64_t r0 = (int64_t)item * RS_ROWS_PER_ITEM;
+    int64_t r1 = r0 + RS_ROWS_PER_ITEM < n->rows ? r0 + RS_ROWS_PER_ITEM : n->rows;
+    int64_t prev = -2;
+    for (int64_t row = r0; row < r1; row++) {
+        float *y = n->y + row * n->last;
+        int64_t base = near_base(n, row);
+        if (base == prev && row > r0) {
+            memcpy(y, y - n->last, (size_t)n->last * sizeof *y);
+            continue;
+        }
+        prev = base;
+        if (base < 0) {
+            for (int64_t k = 0; k < n->last; k++) y[k] = n->extrap;
+            continue;
+        }
+        const float *xb = n->x + base;
+        for (int64_t k = 0; k < n->last; k++) y[k] = n->loff[k] >= 0 ? xb[n->loff[k]] : n->extrap;
+    }
+}
+
+static mpx_status nearest_rows(const mpx_kctx *c, const rs_axis *ax, int r, const float *x, float *y,
+                               int64_t total, float extrap) {
+    const rs_axis *al = &ax[r - 1];
+    int64_t *loff = NULL;
+    mpx_status st = kn_scratch(c, (size_t)al->out, sizeof *loff, (void **)&loff);
+    if (st) return st;
+    for (int64_t k = 0; k < al->out; k++) loff[k] = al->nt[k] ? al->t[4 * k].off : -1;
+    rs_near n = {ax, r, x, y, loff, al->out, total / al->out, extrap};
+    long items = (long)((n.rows + RS_ROWS_PER_ITEM - 1) / RS_ROWS_PER_ITEM);
+    mpx_k_parallel(items, total >= (1 << 16) ? kg_threads() : 1, near_item, &n);
+    free(loff);
+    return MPX_OK;
+}
+
 static mpx_status resize(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
                          int n_out, bool upsample) {
     static const char *const modes[] = {"nearest", "linear", "cubic"};
@@ -332,6 +402,10 @@ static mpx_status resize(const mpx_kctx *c, const mpx_value *const *in, int n_in
     if (st || total == 0 || x->n == 0) {
         if (total > 0 && x->n == 0 && !st)
             st = mpx_kernel_error(c, MPX_E_SHAPE, "input X is empty but the output is not");
+        goto done;
+    }
+    if (o.mode == RS_NEAREST && is_float) {
+        st = nearest_rows(c, ax, r, x->f, out[0].f, total, extrap);
         goto done;
     }
     int64_t oc[MPX_MAX_RANK] = {0}, last = ax[r - 1].out;
