@@ -181,29 +181,37 @@ static void run_jobs(pool *p, job *jobs, int n) {
 
 /* ---- the stream --------------------------------------------------------------------- */
 
-/* Everything a streaming comparison holds while it runs. With a worker, a
- * node's metrics are not taken at once but in the next node's batch, beside
- * that node's steps (a node's steps depend on each other's results only
- * through values already stored), so the two threads always have at least
- * three jobs to share; what the metrics read stays alive until they ran. */
+/* Everything a streaming comparison holds while it runs: the reference and
+ * nc candidates (several formats against one reference, as `compare fp16
+ * bf16` asks: the reference runs once). With a worker, a node's metrics are
+ * not taken at once but in the next node's batch, beside that node's steps
+ * (a node's steps depend on each other's results only through values
+ * already stored), so the two threads always have several jobs to share;
+ * what the metrics read stays alive until they ran. */
+enum { MAX_CANDS = MPX_COMPARE_MAX_CANDS };
+
 typedef struct stream {
     const mpx_graph *g;
-    const mpx_assign *a;
+    int nc;                          /* candidates */
+    const mpx_assign *a[MAX_CANDS];
     const mpx_compare_opts *opts;
-    mpx_compare *c;
-    mpx_value *ref, *cand;      /* [n_tensors]: live values of each run */
-    int *uses;                  /* [n_tensors]: nodes still to read the tensor */
-    bool *keep;                 /* [n_tensors]: kept after the run */
+    mpx_compare *c[MAX_CANDS];       /* one result per candidate */
+    mpx_value *ref;                  /* [n_tensors]: live values of the reference */
+    mpx_value *cand[MAX_CANDS];      /* [n_tensors]: and of each candidate */
+    int *uses;                       /* [n_tensors]: nodes still to read the tensor */
+    bool *keep;                      /* [n_tensors]: kept after the run */
     int max_out;
-    mpx_value *out_r, *out_c;   /* [max_out]: one node's outputs */
-    mpx_value *out_l, *pend_l;  /* [max_out]: local outputs being made / compared */
-    job *batch;                 /* [3 + 2 * max_out] */
-    job *pend;                  /* [2 * max_out]: metrics not run yet */
+    mpx_value *out_r;                /* [max_out]: one node's outputs */
+    mpx_value *out_c[MAX_CANDS];
+    mpx_value *out_l[MAX_CANDS], *pend_l[MAX_CANDS]; /* local outputs being made / compared */
+    job *batch;                      /* [1 + 2 nc + max_pend] */
+    job *pend;                       /* [max_pend = 2 nc max_out]: metrics not run yet */
+    int *pend_cand;                  /* [max_pend]: whose they are */
     int n_pend;
-    const mpx_node *pend_node;  /* whose metrics they are (NULL: none) */
+    const mpx_node *pend_node;       /* whose metrics they are (NULL: none) */
     pool pool;
-    size_t live, peak;          /* bytes of non-borrowed values, local ones too */
-    struct mpx_compare_cache *cache; /* NULL: dropped values are freed */
+    size_t live, peak;               /* bytes of non-borrowed values, local ones too */
+    struct mpx_compare_cache *cache; /* NULL: dropped values are freed (one candidate only) */
 } stream;
 
 static void note_peak(stream *s, size_t extra) {
@@ -221,10 +229,11 @@ static void cache_put(struct mpx_compare_cache *k, int t, mpx_value *r, mpx_valu
 /* A value no later step needs: freed, or with a cache moved into it (which
  * takes it only within its budget). */
 static void drop(stream *s, int t) {
-    s->live -= mpx_value_bytes(&s->ref[t]) + mpx_value_bytes(&s->cand[t]);
-    if (s->cache) cache_put(s->cache, t, &s->ref[t], &s->cand[t]);
+    s->live -= mpx_value_bytes(&s->ref[t]);
+    for (int q = 0; q < s->nc; q++) s->live -= mpx_value_bytes(&s->cand[q][t]);
+    if (s->cache) cache_put(s->cache, t, &s->ref[t], &s->cand[0][t]);
     mpx_value_free(&s->ref[t]);
-    mpx_value_free(&s->cand[t]);
+    for (int q = 0; q < s->nc; q++) mpx_value_free(&s->cand[q][t]);
 }
 
 /* Move a node's outputs into a run's values; a node may recompute a tensor
@@ -246,28 +255,35 @@ static void free_outs(mpx_value *outs, int n) {
     for (int j = 0; outs && j < n; j++) mpx_value_free(&outs[j]);
 }
 
-/* Queue the metrics of node n's float outputs; their layers are listed now
- * (node order, then output order) and filled when the jobs run. */
+/* Queue the metrics of node n's float outputs, for every candidate; their
+ * layers are listed now (node order, then output order) and filled when the
+ * jobs run. */
 static void queue_metrics(stream *s, const mpx_node *n) {
-    mpx_compare *c = s->c;
     s->n_pend = 0;
     s->pend_node = n;
-    for (int k = 0; k < n->n_outputs; k++) {
-        const mpx_tensor *t = n->outputs[k];
-        if (!t || (t->flags & MPX_T_CONSTANT)) continue;
-        const mpx_value *r = &s->ref[t->index], *v = &s->cand[t->index];
-        if (r->n < 0 || v->n < 0 || !r->f || !v->f) continue;
-        mpx_layer *L = &c->layers[c->n_layers++];
-        memset(L, 0, sizeof *L);
-        L->tensor = t->index;
-        L->node = n->index;
-        L->fmt = s->a && is_low(s->a->tensor[t->index]) ? s->a->tensor[t->index] : NULL;
-        s->pend[s->n_pend++] =
-            (job){.kind = JOB_METRICS, .n = n, .t = t, .r = r, .c = v, .fmt = L->fmt, .m = &L->m};
-        if (s->pend_l && s->pend_l[k].n >= 0) {
-            L->has_local = true;
-            s->pend[s->n_pend++] = (job){.kind = JOB_METRICS_LOCAL, .n = n, .t = t, .r = r,
-                                         .c = &s->pend_l[k], .fmt = L->fmt, .m = &L->local};
+    for (int q = 0; q < s->nc; q++) {
+        mpx_compare *c = s->c[q];
+        const mpx_assign *a = s->a[q];
+        for (int k = 0; k < n->n_outputs; k++) {
+            const mpx_tensor *t = n->outputs[k];
+            if (!t || (t->flags & MPX_T_CONSTANT)) continue;
+            const mpx_value *r = &s->ref[t->index], *v = &s->cand[q][t->index];
+            if (r->n < 0 || v->n < 0 || !r->f || !v->f) continue;
+            mpx_layer *L = &c->layers[c->n_layers++];
+            memset(L, 0, sizeof *L);
+            L->tensor = t->index;
+            L->node = n->index;
+            L->fmt = a && is_low(a->tensor[t->index]) ? a->tensor[t->index] : NULL;
+            s->pend_cand[s->n_pend] = q;
+            s->pend[s->n_pend++] = (job){.kind = JOB_METRICS, .n = n, .t = t, .r = r, .c = v,
+                                         .fmt = L->fmt, .m = &L->m};
+            if (s->pend_l[q] && s->pend_l[q][k].n >= 0) {
+                L->has_local = true;
+                s->pend_cand[s->n_pend] = q;
+                s->pend[s->n_pend++] =
+                    (job){.kind = JOB_METRICS_LOCAL, .n = n, .t = t, .r = r,
+                          .c = &s->pend_l[q][k], .fmt = L->fmt, .m = &L->local};
+            }
         }
     }
 }
@@ -280,13 +296,15 @@ static mpx_status finish_metrics(stream *s, const job *done, mpx_error *err) {
     if (!n) return MPX_OK;
     mpx_status st = MPX_OK;
     for (int k = 0; k < s->n_pend; k++) {
-        s->c->ms_metrics += done[k].ms;
+        s->c[s->pend_cand[k]]->ms_metrics += done[k].ms;
         if (st == MPX_OK && done[k].st != MPX_OK)
             st = mpx_error_set(err, done[k].st, "node \"%s\" (%s): output \"%s\": %s", n->name,
                                n->op_type, done[k].t->name, done[k].err.msg);
     }
-    s->live -= outs_bytes(s->pend_l, n->n_outputs);
-    free_outs(s->pend_l, n->n_outputs);
+    for (int q = 0; q < s->nc; q++) {
+        s->live -= outs_bytes(s->pend_l[q], n->n_outputs);
+        free_outs(s->pend_l[q], n->n_outputs);
+    }
     s->n_pend = 0;
     s->pend_node = NULL;
     if (st != MPX_OK) return st;
@@ -306,21 +324,30 @@ static mpx_status flush_metrics(stream *s, mpx_error *err) {
     return finish_metrics(s, s->batch, err);
 }
 
-/* Node n: its three steps (beside the previous node's metrics when there is
- * a worker), stored; then its inputs that no later node reads are freed
- * and its metrics queued. */
+/* Node n: its steps (the reference, each candidate, each candidate's local
+ * step; beside the previous node's metrics when there is a worker), stored;
+ * then its inputs that no later node reads are freed and its metrics
+ * queued. */
 static mpx_status step(stream *s, const mpx_node *n, mpx_error *err) {
-    mpx_compare *c = s->c;
-    int no = n->n_outputs, np = s->n_pend, ns = s->opts->local ? 3 : 2;
+    int no = n->n_outputs, np = s->n_pend, nc = s->nc;
+    bool local = s->opts->local;
+    int ns = 1 + nc + (local ? nc : 0);
     job *J = s->batch, *S = s->batch + np;
     memcpy(J, s->pend, (size_t)np * sizeof *J);
     S[0] = (job){.kind = JOB_REF, .n = n, .a = NULL, .vals = s->ref, .outs = s->out_r};
-    S[1] = (job){.kind = JOB_CAND, .n = n, .a = s->a, .vals = s->cand, .outs = s->out_c};
-    S[2] = (job){.kind = JOB_LOCAL, .n = n, .a = s->a, .vals = s->ref, .outs = s->out_l};
+    for (int q = 0; q < nc; q++) {
+        S[1 + q] = (job){.kind = JOB_CAND, .n = n, .a = s->a[q], .vals = s->cand[q],
+                         .outs = s->out_c[q]};
+        if (local)
+            S[1 + nc + q] = (job){.kind = JOB_LOCAL, .n = n, .a = s->a[q], .vals = s->ref,
+                                  .outs = s->out_l[q]};
+    }
     run_jobs(&s->pool, J, np + ns);
-    c->ms_ref += S[0].ms;
-    c->ms_cand += S[1].ms;
-    if (ns > 2) c->ms_local += S[2].ms;
+    for (int q = 0; q < nc; q++) {
+        s->c[q]->ms_ref += S[0].ms;
+        s->c[q]->ms_cand += S[1 + q].ms;
+        if (local) s->c[q]->ms_local += S[1 + nc + q].ms;
+    }
     /* The earlier node's errors first. */
     mpx_status st = finish_metrics(s, J, err);
     for (int k = 0; k < ns && st == MPX_OK; k++)
@@ -329,26 +356,30 @@ static mpx_status step(stream *s, const mpx_node *n, mpx_error *err) {
             st = S[k].st;
         }
     if (st != MPX_OK) return st;
-    size_t o[3] = {0, 0, 0};
-    for (int k = 0; k < ns; k++) o[k] = outs_bytes(S[k].outs, no);
     if (s->pool.running) {
         /* The jobs may all have been alive at once. */
         size_t all = 0;
-        for (int k = 0; k < ns; k++) all += S[k].scratch + o[k];
+        for (int k = 0; k < ns; k++) all += S[k].scratch + outs_bytes(S[k].outs, no);
         note_peak(s, all);
     } else {
         /* One after the other: a step's input copies are gone before the next. */
-        note_peak(s, S[0].scratch + o[0]);
-        note_peak(s, o[0] + S[1].scratch + o[1]);
-        if (ns > 2) note_peak(s, o[0] + o[1] + S[2].scratch + o[2]);
+        size_t made = 0;
+        for (int k = 0; k < ns; k++) {
+            size_t o = outs_bytes(S[k].outs, no);
+            note_peak(s, made + S[k].scratch + o);
+            made += o;
+        }
     }
     store(s, n, s->out_r, s->ref);
-    store(s, n, s->out_c, s->cand);
-    s->live += o[2];
-    /* Local outputs wait for their metrics in the other buffer. */
-    mpx_value *l = s->out_l;
-    s->out_l = s->pend_l;
-    s->pend_l = l;
+    for (int q = 0; q < nc; q++) {
+        store(s, n, s->out_c[q], s->cand[q]);
+        if (!local) continue;
+        s->live += outs_bytes(s->out_l[q], no);
+        /* Local outputs wait for their metrics in the other buffer. */
+        mpx_value *l = s->out_l[q];
+        s->out_l[q] = s->pend_l[q];
+        s->pend_l[q] = l;
+    }
     /* Inputs this node was the last reader of (every metrics job reading
      * them has run: they were queued by earlier nodes). */
     for (int j = 0; j < n->n_inputs; j++) {
@@ -361,27 +392,28 @@ static mpx_status step(stream *s, const mpx_node *n, mpx_error *err) {
     return s->pool.running ? MPX_OK : flush_metrics(s, err);
 }
 
+static void free_values(mpx_value *v, int n) {
+    for (int i = 0; v && i < n; i++) mpx_value_free(&v[i]);
+    free(v);
+}
+
 static void stream_free(stream *s) {
     /* The worker first: nothing may run while values go. */
     pool_stop(&s->pool);
-    if (s->ref)
-        for (int i = 0; i < s->g->n_tensors; i++) mpx_value_free(&s->ref[i]);
-    if (s->cand)
-        for (int i = 0; i < s->g->n_tensors; i++) mpx_value_free(&s->cand[i]);
-    free_outs(s->out_r, s->max_out);
-    free_outs(s->out_c, s->max_out);
-    free_outs(s->out_l, s->max_out);
-    free_outs(s->pend_l, s->max_out);
-    free(s->ref);
-    free(s->cand);
+    int nt = s->g->n_tensors;
+    free_values(s->ref, nt);
+    free_values(s->out_r, s->max_out);
+    for (int q = 0; q < MAX_CANDS; q++) {
+        free_values(s->cand[q], nt);
+        free_values(s->out_c[q], s->max_out);
+        free_values(s->out_l[q], s->max_out);
+        free_values(s->pend_l[q], s->max_out);
+    }
     free(s->uses);
     free(s->keep);
-    free(s->out_r);
-    free(s->out_c);
-    free(s->out_l);
-    free(s->pend_l);
     free(s->batch);
     free(s->pend);
+    free(s->pend_cand);
 }
 
 static void *alloc_n(int n, size_t size) { return calloc(n > 0 ? (size_t)n : 1u, size); }
@@ -799,46 +831,44 @@ done:
     return st;
 }
 
-mpx_status mpx_compare_run(const mpx_graph *g, const mpx_assign *a, const mpx_value *inputs,
-                           const mpx_compare_opts *opts, mpx_compare **out, mpx_error *err) {
-    if (out) *out = NULL;
-    if (!g || !out) return mpx_error_set(err, MPX_E_ARG, "no graph or no place for the result");
-    mpx_compare_opts none = {0};
-    if (!opts) opts = &none;
-    mpx_status st = mpx_exec_check(g, a, inputs, err);
-    if (st != MPX_OK) return st;
+/* The streamed full run of nc candidates (k: the cache, for one candidate). */
+static mpx_status run_stream(const mpx_graph *g, const mpx_assign *const *a, int nc,
+                             const mpx_value *inputs, const mpx_compare_opts *opts,
+                             mpx_compare_cache *k, mpx_compare **out, mpx_error *err) {
     int nt = g->n_tensors;
-    /* Local runs neither use nor change the cache. */
-    mpx_compare_cache *k = opts->local ? NULL : opts->cache;
-    if (k && cache_fits(k, g, inputs)) {
-        st = run_incremental(k, g, a, inputs, opts, out, err);
-        if (st != MPX_OK || *out) return st;
-    }
-    /* A full run refills the cache; without memory for one, it runs without. */
-    if (k && cache_start(k, g, inputs, NULL) != MPX_OK) k = NULL;
-    stream s = {.g = g, .a = a, .opts = opts, .max_out = 1, .cache = k};
+    mpx_status st = MPX_OK;
+    stream s = {.g = g, .nc = nc, .opts = opts, .max_out = 1, .cache = k};
     for (int i = 0; i < g->n_nodes; i++)
         if (g->nodes[i]->n_outputs > s.max_out) s.max_out = g->nodes[i]->n_outputs;
-    s.c = calloc(1, sizeof *s.c);
-    if (s.c) s.c->g = g;
+    int max_pend = 2 * nc * s.max_out;
     s.ref = alloc_values(nt);
-    s.cand = alloc_values(nt);
     s.uses = alloc_n(nt, sizeof *s.uses);
     s.keep = alloc_n(nt, sizeof *s.keep);
     s.out_r = alloc_values(s.max_out);
-    s.out_c = alloc_values(s.max_out);
-    s.out_l = opts->local ? alloc_values(s.max_out) : NULL;
-    s.pend_l = opts->local ? alloc_values(s.max_out) : NULL;
-    s.batch = alloc_n(3 + 2 * s.max_out, sizeof *s.batch);
-    s.pend = alloc_n(2 * s.max_out, sizeof *s.pend);
-    mpx_compare *c = s.c;
-    if (c) c->layers = alloc_n(nt, sizeof *c->layers);
-    if (!c || !c->layers || !s.ref || !s.cand || !s.uses || !s.keep || !s.out_r || !s.out_c ||
-        !s.batch || !s.pend || (opts->local && (!s.out_l || !s.pend_l))) {
+    s.batch = alloc_n(1 + 2 * nc + max_pend, sizeof *s.batch);
+    s.pend = alloc_n(max_pend, sizeof *s.pend);
+    s.pend_cand = alloc_n(max_pend, sizeof *s.pend_cand);
+    bool ok = s.ref && s.uses && s.keep && s.out_r && s.batch && s.pend && s.pend_cand;
+    for (int q = 0; q < nc; q++) {
+        s.a[q] = a[q];
+        s.c[q] = calloc(1, sizeof *s.c[q]);
+        if (s.c[q]) {
+            s.c[q]->g = g;
+            s.c[q]->layers = alloc_n(nt, sizeof *s.c[q]->layers);
+        }
+        s.cand[q] = alloc_values(nt);
+        s.out_c[q] = alloc_values(s.max_out);
+        if (opts->local) {
+            s.out_l[q] = alloc_values(s.max_out);
+            s.pend_l[q] = alloc_values(s.max_out);
+        }
+        ok = ok && s.c[q] && s.c[q]->layers && s.cand[q] && s.out_c[q] &&
+             (!opts->local || (s.out_l[q] && s.pend_l[q]));
+    }
+    if (!ok) {
         st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
         goto fail;
     }
-    c->g = g;
     if (opts->threads != 1) pool_start(&s.pool);
     /* Readers per tensor, counted once per node however often it reads it. */
     for (int i = 0; i < g->n_nodes; i++) {
@@ -851,18 +881,21 @@ mpx_status mpx_compare_run(const mpx_graph *g, const mpx_assign *a, const mpx_va
             if (first) s.uses[t->index]++;
         }
     }
-    for (int i = 0; i < nt; i++)
-        s.keep[i] = (opts->keep && opts->keep[i]) || (g->tensors[i]->flags & MPX_T_OUTPUT);
+    for (int i = 0; i < nt; i++) s.keep[i] = kept(g, opts, i);
 
     double t0 = now_ms();
     st = mpx_exec_start(g, NULL, inputs, s.ref, err);
     double t1 = now_ms();
-    if (st == MPX_OK) st = mpx_exec_start(g, a, inputs, s.cand, err);
-    c->ms_ref = t1 - t0;
-    c->ms_cand = now_ms() - t1;
+    for (int q = 0; q < nc; q++) {
+        if (st == MPX_OK) st = mpx_exec_start(g, a[q], inputs, s.cand[q], err);
+        s.c[q]->ms_ref = t1 - t0;
+        s.c[q]->ms_cand = now_ms() - t1;
+    }
     if (st != MPX_OK) goto fail;
-    for (int i = 0; i < nt; i++)
-        s.live += mpx_value_bytes(&s.ref[i]) + mpx_value_bytes(&s.cand[i]);
+    for (int i = 0; i < nt; i++) {
+        s.live += mpx_value_bytes(&s.ref[i]);
+        for (int q = 0; q < nc; q++) s.live += mpx_value_bytes(&s.cand[q][i]);
+    }
     note_peak(&s, 0);
     /* Model inputs and constants no node reads (when not kept) go at once. */
     for (int i = 0; i < nt; i++)
@@ -877,26 +910,73 @@ mpx_status mpx_compare_run(const mpx_graph *g, const mpx_assign *a, const mpx_va
         }
         if (!mpx_exec_skipped(n)) {
             if ((st = step(&s, n, err)) != MPX_OK) goto fail;
-            c->n_run++;
+            for (int q = 0; q < nc; q++) s.c[q]->n_run++;
         }
         if (opts->progress) opts->progress(opts->progress_ctx, i + 1, g->n_nodes);
     }
     if ((st = flush_metrics(&s, err)) != MPX_OK) goto fail;
     /* What is left is kept (anything else was dropped after its last reader;
-     * the sweep only guards that rule): hand the arrays over. */
+     * the sweep only guards that rule): hand the arrays over, the
+     * reference's kept values to the first result and copies to the others. */
     for (int i = 0; i < nt; i++)
         if (!s.keep[i]) drop(&s, i);
-    c->peak_bytes = s.peak;
-    c->ref = s.ref;
-    c->cand = s.cand;
-    s.ref = s.cand = NULL;
+    for (int q = 1; q < nc; q++) {
+        s.c[q]->ref = alloc_values(nt);
+        if (!s.c[q]->ref) {
+            st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+            goto fail;
+        }
+        for (int i = 0; i < nt; i++)
+            if (s.ref[i].n >= 0 && (st = mpx_value_copy(&s.c[q]->ref[i], &s.ref[i], err)) != MPX_OK)
+                goto fail;
+    }
+    for (int q = 0; q < nc; q++) {
+        s.c[q]->peak_bytes = s.peak;
+        s.c[q]->cand = s.cand[q];
+        s.cand[q] = NULL;
+        out[q] = s.c[q];
+        s.c[q] = NULL;
+    }
+    out[0]->ref = s.ref;
+    s.ref = NULL;
     stream_free(&s);
-    if (k) cache_finish(k, a, c);
-    *out = c;
+    if (k) cache_finish(k, a[0], out[0]);
     return MPX_OK;
 fail:
     stream_free(&s);
-    mpx_compare_free(c);
+    for (int q = 0; q < nc; q++) mpx_compare_free(s.c[q]);
     if (k) mpx_compare_cache_clear(k);
     return st;
+}
+
+mpx_status mpx_compare_run_many(const mpx_graph *g, const mpx_assign *const *a, int n,
+                                const mpx_value *inputs, const mpx_compare_opts *opts,
+                                mpx_compare **out, mpx_error *err) {
+    for (int q = 0; out && q < n && q < MAX_CANDS; q++) out[q] = NULL;
+    if (!g || !out || !a) return mpx_error_set(err, MPX_E_ARG, "no graph or no place for the result");
+    if (n < 1 || n > MAX_CANDS)
+        return mpx_error_set(err, MPX_E_ARG, "%d candidates: from 1 to %d at once", n, MAX_CANDS);
+    mpx_compare_opts none = {0};
+    if (!opts) opts = &none;
+    for (int q = 0; q < n; q++) {
+        mpx_status st = mpx_exec_check(g, a[q], inputs, err);
+        if (st != MPX_OK) return st;
+    }
+    /* Local runs neither use nor change the cache; it holds one candidate. */
+    mpx_compare_cache *k = opts->local || n > 1 ? NULL : opts->cache;
+    if (k && cache_fits(k, g, inputs)) {
+        mpx_status st = run_incremental(k, g, a[0], inputs, opts, out, err);
+        if (st != MPX_OK || *out) return st;
+    }
+    /* A full run refills the cache; without memory for one, it runs without. */
+    if (k && cache_start(k, g, inputs, NULL) != MPX_OK) k = NULL;
+    return run_stream(g, a, n, inputs, opts, k, out, err);
+}
+
+mpx_status mpx_compare_run(const mpx_graph *g, const mpx_assign *a, const mpx_value *inputs,
+                           const mpx_compare_opts *opts, mpx_compare **out, mpx_error *err) {
+    if (out) *out = NULL;
+    if (!g || !out) return mpx_error_set(err, MPX_E_ARG, "no graph or no place for the result");
+    const mpx_assign *one[1] = {a};
+    return mpx_compare_run_many(g, one, 1, inputs, opts, out, err);
 }

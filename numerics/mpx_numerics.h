@@ -391,6 +391,16 @@ typedef struct mpx_compare {
  * cancel nothing is returned. */
 mpx_status mpx_compare_run(const mpx_graph *g, const mpx_assign *a, const mpx_value *inputs,
                            const mpx_compare_opts *opts, mpx_compare **out, mpx_error *err);
+/* Several candidates (n <= MPX_COMPARE_MAX_CANDS) against one reference
+ * run, all streamed together: the reference is computed once, not once per
+ * candidate (`compare fp16 bf16`). out[k] is a[k]'s result, the same as
+ * mpx_compare_run(a[k]) gives bit for bit, except that peak_bytes is the
+ * joint run's and ms_ref the shared reference's time. The cache is used
+ * only when n is 1. On error nothing is returned. */
+enum { MPX_COMPARE_MAX_CANDS = 8 };
+mpx_status mpx_compare_run_many(const mpx_graph *g, const mpx_assign *const *a, int n,
+                                const mpx_value *inputs, const mpx_compare_opts *opts,
+                                mpx_compare **out, mpx_error *err);
 void mpx_compare_free(mpx_compare *c);
 /* The layer of a tensor, or NULL. */
 const mpx_layer *mpx_compare_layer(const mpx_compare *c, int tensor);

@@ -292,6 +292,29 @@ static mpx_status run_plan_cached(mpx_session *s, const mpx_plan *p, bool local,
     return st;
 }
 
+/* Several plans against one shared reference run (`compare`). */
+static mpx_status run_plans(mpx_session *s, mpx_plan *const *plans, int n, mpx_compare **out,
+                            mpx_error *err) {
+    mpx_value *inputs = NULL;
+    mpx_status st = repl_make_inputs(s, &inputs, err);
+    if (st) return st;
+    const mpx_assign *as[MPX_COMPARE_MAX_CANDS] = {0};
+    for (int i = 0; i < n && !st; i++) {
+        mpx_assign *a = mpx_plan_to_assign(plans[i], err);
+        if (!a) st = err->status ? err->status : MPX_E_NOMEM;
+        as[i] = a;
+    }
+    if (!st) {
+        mpx_compare_opts o = {.cancel = s->cancel};
+        if (s->progress) o.progress = progress_cb;
+        st = mpx_compare_run_many(s->graph, as, n, inputs, &o, out, err);
+        if (st && s->progress) fputs("\r                                   \r", stderr);
+    }
+    for (int i = 0; i < n; i++) mpx_assign_free((mpx_assign *)as[i]);
+    repl_free_inputs(s, inputs);
+    return st;
+}
+
 mpx_status repl_run_plan(mpx_session *s, const mpx_plan *p, bool local, const bool *keep, mpx_compare **out,
                          mpx_error *err) {
     return run_plan_cached(s, p, local, keep, NULL, out, err);
@@ -752,22 +775,24 @@ MPX_CMD(repl_cmd_compare) {
     bool json = argc > 1 && strcmp(argv[argc - 1], "--json") == 0;
     int nf = argc - 1 - (json ? 1 : 0);
     if (nf < 1) return mpx_error_set(err, MPX_E_ARG, "usage: compare <format> [<format> ...] [--json]");
-    if (nf > 8) return mpx_error_set(err, MPX_E_ARG, "at most 8 formats at once");
-    const mpx_format *fmts[8];
+    if (nf > MPX_COMPARE_MAX_CANDS)
+        return mpx_error_set(err, MPX_E_ARG, "at most %d formats at once", MPX_COMPARE_MAX_CANDS);
+    const mpx_format *fmts[MPX_COMPARE_MAX_CANDS];
     for (int i = 0; i < nf; i++) {
         fmts[i] = mpx_format_by_name(argv[1 + i]);
         if (!fmts[i] || fmts[i]->kind == MPX_FMT_FP32)
             return mpx_error_set(err, MPX_E_ARG, "unknown format \"%s\" (fp16 bf16 tf32 fp8e4m3 fp8e4m3nan fp8e5m2)",
                                  argv[1 + i]);
     }
-    mpx_compare *cmp[8] = {0};
-    mpx_plan *plans[8] = {0};
+    mpx_compare *cmp[MPX_COMPARE_MAX_CANDS] = {0};
+    mpx_plan *plans[MPX_COMPARE_MAX_CANDS] = {0};
     for (int i = 0; i < nf && !st; i++) {
         mpx_plan_opts o = *mpx_history_opts(s->hist);
         o.target = fmts[i];
         st = repl_build_plan(s, mpx_history_rules(s->hist), &o, &plans[i], err);
-        if (!st) st = repl_run_plan(s, plans[i], false, NULL, &cmp[i], err);
     }
+    /* One reference run shared by every format. */
+    if (!st) st = run_plans(s, plans, nf, cmp, err);
     if (st) {
         for (int i = 0; i < nf; i++) {
             mpx_compare_free(cmp[i]);

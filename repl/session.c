@@ -321,7 +321,8 @@ static const mpx_command commands[] = {
     {"compare", "compare <format> [<format> ...] [--json]", "the current rules under several targets, side by side",
      "Plans and runs the rules with each target (e.g. compare fp16 bf16) and prints\n"
      "casts, share of MACs in the low format, the worst output and layer rel_l2, and\n"
-     "overflow/underflow counts. The runs are kept for plot and html.",
+     "overflow/underflow counts. The fp32 reference runs once for all the targets\n"
+     "(at most 8). The runs are kept for plot and html.",
      repl_cmd_compare},
     {"assert", "assert <figure> <op> <number> [and ...]", "fail the script unless a figure of the plan or run holds",
      "op: < <= > >= == !=. Plan figures: casts green gray clear red low_nodes\n"

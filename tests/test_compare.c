@@ -181,6 +181,40 @@ static void test_model(const char *file, const int64_t *dims, int rank) {
             mpx_compare_free(c);
         }
     }
+    /* All four candidates against one shared reference: each result is the
+     * single run's, layer for layer and bit for bit, kept values too. */
+    for (int local = 0; local < 2; local++)
+        for (int threads = 0; threads < 2; threads++) {
+            mpx_compare_opts o = {.local = local, .threads = threads};
+            mpx_compare *many[4] = {0};
+            mpx_error_clear(&err);
+            CHECK_MSG(mpx_compare_run_many(g, as, 4, &x, &o, many, &err) == MPX_OK, "%s",
+                      err.msg);
+            for (int k = 0; k < 4 && many[0]; k++) {
+                mpx_compare *one = COMPARE(g, as[k], &x, &o);
+                bool same = one && many[k] && one->n_layers == many[k]->n_layers;
+                for (int i = 0; same && i < one->n_layers; i++) {
+                    const mpx_layer *a = &one->layers[i], *b = &many[k]->layers[i];
+                    same = a->tensor == b->tensor && a->node == b->node && a->fmt == b->fmt &&
+                           memcmp(&a->m, &b->m, sizeof a->m) == 0 &&
+                           a->has_local == b->has_local &&
+                           (!a->has_local || memcmp(&a->local, &b->local, sizeof a->local) == 0);
+                }
+                for (int i = 0; same && i < g->n_tensors; i++)
+                    same = (one->ref[i].n < 0) == (many[k]->ref[i].n < 0) &&
+                           (one->ref[i].n < 0 || same_bits(&one->ref[i], &many[k]->ref[i])) &&
+                           (one->cand[i].n < 0) == (many[k]->cand[i].n < 0) &&
+                           (one->cand[i].n < 0 || same_bits(&one->cand[i], &many[k]->cand[i]));
+                CHECK_MSG(same, "%s: candidate %d of 4 (local %d, threads %d) differs from its own run",
+                          file, k, local, threads);
+                mpx_compare_free(one);
+            }
+            for (int k = 0; k < 4; k++) mpx_compare_free(many[k]);
+        }
+    mpx_compare *none[9] = {0};
+    CHECK(mpx_compare_run_many(g, as, 0, &x, NULL, none, &err) == MPX_E_ARG && !none[0]);
+    const mpx_assign *nine[9] = {0};
+    CHECK(mpx_compare_run_many(g, nine, 9, &x, NULL, none, &err) == MPX_E_ARG && !none[0]);
     for (int k = 0; k < 4; k++) mpx_assign_free((mpx_assign *)as[k]);
     mpx_value_free(&x);
     mpx_graph_free(g);
