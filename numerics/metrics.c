@@ -66,14 +66,14 @@ static int64_t lanes_portable(lanes *L, const float *rf, const float *cf, int64_
 /* lanes_body with AVX2 intrinsics (GCC does not vectorise it by itself):
  * lanes 0-3 are the low four floats of each block of eight, 4-7 the high
  * four; the same IEEE operations per lane (no FMA), so the same bits. */
-__attribute__((target("avx2"))) static int64_t lanes_avx2(lanes *L, const float *rf,
-                                                           const float *cf, int64_t n, float tiny) {
+__attribute__((target("avx2,popcnt"))) static int64_t lanes_avx2(lanes *L, const float *rf,
+                                                                  const float *cf, int64_t n,
+                                                                  float tiny) {
     const __m256 fmax = _mm256_set1_ps(FLT_MAX), tinyv = _mm256_set1_ps(tiny),
                  zf = _mm256_setzero_ps(),
                  absf = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     const __m256d absd = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
-    __m256d se[2], sa[2], rr[2], cc[2], cr[2], mx[2], am[2];
-    __m256i sub[2], unf[2];
+    __m256d se[2], sa[2], rr[2], cc[2], cr[2], mx[2];
     for (int h = 0; h < 2; h++) {
         se[h] = _mm256_loadu_pd(L->se + 4 * h);
         sa[h] = _mm256_loadu_pd(L->sa + 4 * h);
@@ -81,10 +81,11 @@ __attribute__((target("avx2"))) static int64_t lanes_avx2(lanes *L, const float 
         cc[h] = _mm256_loadu_pd(L->cc + 4 * h);
         cr[h] = _mm256_loadu_pd(L->cr + 4 * h);
         mx[h] = _mm256_loadu_pd(L->mx + 4 * h);
-        am[h] = _mm256_loadu_pd(L->amax + 4 * h);
-        sub[h] = _mm256_loadu_si256((const __m256i *)(const void *)(L->sub + 4 * h));
-        unf[h] = _mm256_loadu_si256((const __m256i *)(const void *)(L->unf + 4 * h));
     }
+    /* Counts and the largest |x| do not depend on the order: kept as
+     * totals and one float vector. */
+    __m256 am = zf;
+    int64_t sub = 0, unf = 0;
     int64_t k = 0;
     for (; k + ML <= n; k += ML) {
         const __m256 xf = _mm256_loadu_ps(rf + k), yf = _mm256_loadu_ps(cf + k);
@@ -92,20 +93,15 @@ __attribute__((target("avx2"))) static int64_t lanes_avx2(lanes *L, const float 
         const __m256 ok = _mm256_and_ps(_mm256_cmp_ps(axf, fmax, _CMP_LE_OQ),
                                         _mm256_cmp_ps(ayf, fmax, _CMP_LE_OQ));
         if (_mm256_movemask_ps(ok) != 0xff) break;
-        const __m256i subm = _mm256_castps_si256(_mm256_and_ps(
-            _mm256_cmp_ps(ayf, zf, _CMP_NEQ_OQ), _mm256_cmp_ps(ayf, tinyv, _CMP_LT_OQ)));
-        const __m256i unfm = _mm256_castps_si256(_mm256_and_ps(
-            _mm256_cmp_ps(xf, zf, _CMP_NEQ_OQ), _mm256_cmp_ps(yf, zf, _CMP_EQ_OQ)));
+        am = _mm256_max_ps(axf, am);
+        sub += __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_and_ps(
+            _mm256_cmp_ps(ayf, zf, _CMP_NEQ_OQ), _mm256_cmp_ps(ayf, tinyv, _CMP_LT_OQ))));
+        unf += __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_and_ps(
+            _mm256_cmp_ps(xf, zf, _CMP_NEQ_OQ), _mm256_cmp_ps(yf, zf, _CMP_EQ_OQ))));
         for (int h = 0; h < 2; h++) {
-            const __m128 xh = h ? _mm256_extractf128_ps(xf, 1) : _mm256_castps256_ps128(xf);
-            const __m128 yh = h ? _mm256_extractf128_ps(yf, 1) : _mm256_castps256_ps128(yf);
-            const __m128i sh = h ? _mm256_extracti128_si256(subm, 1) : _mm256_castsi256_si128(subm);
-            const __m128i uh = h ? _mm256_extracti128_si256(unfm, 1) : _mm256_castsi256_si128(unfm);
-            const __m256d x = _mm256_cvtps_pd(xh), y = _mm256_cvtps_pd(yh);
+            const __m256d x = _mm256_cvtps_pd(_mm_loadu_ps(rf + k + 4 * h));
+            const __m256d y = _mm256_cvtps_pd(_mm_loadu_ps(cf + k + 4 * h));
             const __m256d d = _mm256_sub_pd(y, x), ad = _mm256_and_pd(d, absd);
-            am[h] = _mm256_max_pd(_mm256_and_pd(x, absd), am[h]);
-            sub[h] = _mm256_sub_epi64(sub[h], _mm256_cvtepi32_epi64(sh));
-            unf[h] = _mm256_sub_epi64(unf[h], _mm256_cvtepi32_epi64(uh));
             sa[h] = _mm256_add_pd(sa[h], ad);
             se[h] = _mm256_add_pd(se[h], _mm256_mul_pd(d, d));
             mx[h] = _mm256_max_pd(ad, mx[h]);
@@ -121,10 +117,14 @@ __attribute__((target("avx2"))) static int64_t lanes_avx2(lanes *L, const float 
         _mm256_storeu_pd(L->cc + 4 * h, cc[h]);
         _mm256_storeu_pd(L->cr + 4 * h, cr[h]);
         _mm256_storeu_pd(L->mx + 4 * h, mx[h]);
-        _mm256_storeu_pd(L->amax + 4 * h, am[h]);
-        _mm256_storeu_si256((__m256i *)(void *)(L->sub + 4 * h), sub[h]);
-        _mm256_storeu_si256((__m256i *)(void *)(L->unf + 4 * h), unf[h]);
     }
+    float amf[ML];
+    _mm256_storeu_ps(amf, am);
+    for (int l = 0; l < ML; l++) {
+        L->amax[l] = (double)amf[l] > L->amax[l] ? (double)amf[l] : L->amax[l];
+    }
+    L->sub[0] += sub;
+    L->unf[0] += unf;
     return k;
 }
 #endif
@@ -172,7 +172,7 @@ mpx_status mpx_metrics_compute(const mpx_value *r, const mpx_value *c, const mpx
         memset(&L, 0, sizeof L);
         const float tiny = f->min_normal;
 #if defined(__x86_64__) || defined(__i386__)
-        if (!getenv_portable() && __builtin_cpu_supports("avx2"))
+        if (!getenv_portable() && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt"))
             k = lanes_avx2(&L, r->f, c->f, r->n, tiny);
         else
             k = lanes_portable(&L, r->f, c->f, r->n, tiny);
