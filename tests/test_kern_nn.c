@@ -6,6 +6,7 @@
  * blocked), and inputs that must be refused with a message. */
 #include "check.h"
 #include "mpx_numerics.h"
+#include "kern_internal.h" /* mpx_acc: the order sums follow */
 
 #include <math.h>
 #include <stdlib.h>
@@ -805,6 +806,30 @@ static void test_pool(void) {
         CHECK(x.f[c * 60 + (d0 * 4 + d1) * 5 + d2] == best && y[0].f[c] == best);
     }
     vfree(2, y);
+    vfree(1, &x);
+    /* GlobalAveragePool over 13 planes of 150 (eight at a time, then one by
+     * one: blocks of 64 and a partial one): each plane's sum is mpx_acc's,
+     * bit for bit; in fp16 accumulation too. */
+    x = vrand("1x13x10x15");
+    /* Full fp32 mantissas of mixed magnitudes, so that another order of
+     * additions would show. */
+    for (int64_t k = 0; k < x.n; k++) x.f[k] = x.f[k] * 1000.0f + 1.0f / (float)(k + 3);
+    for (int fp16 = 0; fp16 < 2; fp16++) {
+        const mpx_format *acc = fp16 ? &mpx_format_fp16 : NULL;
+        CHECK(run(node("GlobalAveragePool", 1, 1, "y", ""), acc, 0, 1, in, 1, y) == MPX_OK);
+        int off = 0;
+        for (int pc = 0; pc < 13 && y[0].n == 13; pc++) {
+            mpx_accum m = {acc, 0};
+            mpx_acc a;
+            mpx_acc_init(&a, &m, 0.0f);
+            for (int k = 0; k < 150; k++) mpx_acc_add(&a, x.f[pc * 150 + k]);
+            float want = mpx_acc_result(&a) / 150.0f;
+            off += memcmp(&want, &y[0].f[pc], sizeof want) != 0;
+        }
+        CHECK_MSG(y[0].n == 13 && off == 0, "GlobalAveragePool (%s accumulation): %d planes differ from mpx_acc",
+                  fp16 ? "fp16" : "fp32", off);
+        vfree(1, y);
+    }
     vfree(1, &x);
 }
 
