@@ -243,8 +243,18 @@ static mpx_status exec_node(const mpx_node *n, const mpx_assign *a, const mpx_va
     int ni = n->n_inputs, no = n->n_outputs;
     size_t scratch = 0;
     for (int j = 0; j < no; j++) outs[j].n = -1, outs[j].f = NULL, outs[j].i = NULL;
-    mpx_value *conv = calloc(ni ? (size_t)ni : 1u, sizeof *conv);
-    const mpx_value **ins = calloc(ni ? (size_t)ni : 1u, sizeof *ins);
+    /* Most nodes have few inputs: their arrays on the stack (this runs for
+     * every node, and for every tile of a fused chain). */
+    enum { FEW = 8 };
+    mpx_value conv_few[FEW];
+    const mpx_value *ins_few[FEW];
+    bool heap = ni > FEW;
+    mpx_value *conv = heap ? calloc((size_t)ni, sizeof *conv) : conv_few;
+    const mpx_value **ins = heap ? calloc((size_t)ni, sizeof *ins) : ins_few;
+    if (!heap) {
+        memset(conv_few, 0, sizeof conv_few);
+        memset(ins_few, 0, sizeof ins_few);
+    }
     mpx_status st = MPX_OK;
     if (!conv || !ins) {
         st =
@@ -307,8 +317,10 @@ done:
     if (st != MPX_OK)
         for (int j = 0; j < no; j++) mpx_value_free(&outs[j]);
     for (int j = 0; conv && j < ni; j++) mpx_value_free(&conv[j]);
-    free(conv);
-    free(ins);
+    if (heap) {
+        free(conv);
+        free(ins);
+    }
     if (scratch_bytes) *scratch_bytes = scratch;
     return st;
 }

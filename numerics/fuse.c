@@ -28,7 +28,7 @@
 
 enum {
     FUSE_TILE = 8192,       /* elements per tile: a chain's tiles fit in L2 */
-    FUSE_MIN_ELEMS = 16384, /* smaller tensors gain nothing */
+    FUSE_MIN_ELEMS = 1 << 17, /* smaller ones stay in L2 anyway: nothing to gain */
     FUSE_MIN_PLANE = 1024,  /* a broadcast operand constant over fewer: tiles too short */
     FUSE_MAX_NODES = MPX_FUSE_MAX_NODES,
     FUSE_PAR_MIN = 1 << 19, /* element-steps (elements x nodes) worth two threads */
@@ -188,6 +188,7 @@ typedef struct fgroup {
     const mpx_tensor *shape;
     int64_t total, plane, tile, tiles_per_plane;
     mpx_value *outs;   /* [count]: whole outputs written (n = -1 when not needed) */
+    float **scratch;   /* [nt]: count x tile floats per thread for the other outputs */
     int nt;
     mpx_error *errs;   /* [nt] */
     mpx_status *st;    /* [nt] */
@@ -247,7 +248,9 @@ static void run_tile(void *vc, int tid, long item) {
             }
             srcs[j] = &views[j];
         }
-        float *dest = fn->out_needed ? f->outs[k].f + start : NULL;
+        /* Outputs written out go straight into place; the others into the
+         * thread's scratch (no allocation per tile). */
+        float *dest = fn->out_needed ? f->outs[k].f + start : f->scratch[tid] + k * f->tile;
         st = mpx_exec_node_with(n, f->a, srcs, &tv[k], dest, len, &f->errs[tid]);
         if (st != MPX_OK) break;
         made = k + 1;
@@ -258,7 +261,7 @@ static void run_tile(void *vc, int tid, long item) {
             break;
         }
         if (item == 0) f->nodes[k].dt = tv[k].dtype;
-        if (dest && tv[k].f != dest) /* the kernel did not write in place */
+        if (fn->out_needed && tv[k].f != dest) /* the kernel did not write in place */
             memcpy(dest, tv[k].f, (size_t)len * sizeof(float));
     }
     for (int k = 0; k < made; k++) mpx_value_free(&tv[k]);
@@ -335,6 +338,12 @@ mpx_status mpx_fuse_run(const mpx_graph *g, const mpx_assign *a, int first, int 
     }
     if (st != MPX_OK) goto done;
     f.tile = f.plane < FUSE_TILE ? f.plane : FUSE_TILE;
+    f.scratch = calloc((size_t)f.nt, sizeof *f.scratch);
+    for (int t = 0; f.scratch && t < f.nt && st == MPX_OK; t++)
+        if (!(f.scratch[t] = malloc((size_t)count * (size_t)f.tile * sizeof(float))))
+            st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    if (!f.scratch && st == MPX_OK) st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    if (st != MPX_OK) goto done;
     f.tiles_per_plane = (f.plane + f.tile - 1) / f.tile;
     long items = (long)(f.total / f.plane * f.tiles_per_plane);
     if (f.total > 0) mpx_k_parallel(items, f.nt, run_tile, &f);
@@ -356,6 +365,8 @@ mpx_status mpx_fuse_run(const mpx_graph *g, const mpx_assign *a, int first, int 
 done:
     for (int k = 0; f.outs && k < count; k++) mpx_value_free(&f.outs[k]);
     free(f.outs);
+    for (int t = 0; f.scratch && t < f.nt; t++) free(f.scratch[t]);
+    free(f.scratch);
     free(f.nodes);
     free(f.errs);
     free(f.st);

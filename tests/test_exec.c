@@ -605,7 +605,7 @@ static void test_fused_chain(void) {
      * tile, so it runs alone) and Relu, Mul after it; hs is also read by
      * a Transpose, so it must be written out. */
     node(g, "bn", "BatchNormalization",
-         "x:f:1x8x64x64 sc=f[1,2,0.5,1.5,3,0.25,1,2] bi=f[0,1,-1,0.5,2,-2,0,3] "
+         "x:f:1x8x128x128 sc=f[1,2,0.5,1.5,3,0.25,1,2] bi=f[0,1,-1,0.5,2,-2,0,3] "
          "mu=f[0.1,-0.2,0.3,0,1,-1,0.5,0] va=f[1,2,0.5,4,1,0.25,3,1]",
          "b", "epsilon=0.001");
     node(g, "a1", "Add", "b three=f3", "t1", "");
@@ -614,15 +614,15 @@ static void test_fused_chain(void) {
     node(g, "dv", "Div", "t3 six=f6", "hs", "");
     node(g, "m2", "Mul", "hs s:f:1x8x1x1", "t4", "");
     node(g, "sg", "Sigmoid", "t4", "t5", "");
-    node(g, "sb", "Sub", "t5 y:f:1x8x64x64", "t6", "");
-    node(g, "ar", "Add", "t6 row#f:64", "t7", "");
+    node(g, "sb", "Sub", "t5 y:f:1x8x128x128", "t6", "");
+    node(g, "ar", "Add", "t6 row#f:128", "t7", "");
     node(g, "rl", "Relu", "t7", "t8", "");
     node(g, "m3", "Mul", "t8 t6", "t9", "");
     node(g, "tr", "Transpose", "hs", "ht", "perm=[0,1,3,2]");
     finish(g, "t9 ht");
     CHECK(mpx_fuse_span(g, 0) == 8); /* bn .. sb; ar breaks the chain */
     CHECK(mpx_fuse_span(g, 8) == 0 && mpx_fuse_span(g, 9) == 2);
-    int64_t xd[4] = {1, 8, 64, 64}, sd[4] = {1, 8, 1, 1};
+    int64_t xd[4] = {1, 8, 128, 128}, sd[4] = {1, 8, 1, 1};
     mpx_value in[3];
     mpx_value_alloc(&in[0], MPX_DT_FLOAT, 4, xd, NULL);
     mpx_value_alloc(&in[1], MPX_DT_FLOAT, 4, sd, NULL);
