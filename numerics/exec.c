@@ -208,17 +208,23 @@ mpx_status mpx_exec_check(const mpx_graph *g, const mpx_assign *a, const mpx_val
 
 mpx_status mpx_exec_start(const mpx_graph *g, const mpx_assign *a, const mpx_value *inputs,
                           mpx_value *vals, mpx_error *err) {
+    return mpx_exec_start_some(g, a, inputs, NULL, vals, err);
+}
+
+mpx_status mpx_exec_start_some(const mpx_graph *g, const mpx_assign *a, const mpx_value *inputs,
+                               const bool *want, mpx_value *vals, mpx_error *err) {
     mpx_status st = MPX_OK;
     for (int i = 0; i < g->n_tensors; i++) vals[i].n = -1;
     /* Constants: converted once, before the run (weights converted offline). */
     for (int i = 0; i < g->n_tensors && st == MPX_OK; i++) {
         const mpx_tensor *t = g->tensors[i];
-        if (!is_constant(t)) continue;
+        if (!is_constant(t) || (want && !want[i])) continue;
         mpx_value_view(&vals[i], t);
         st = round_copy(&vals[i], tensor_fmt(a, t), err);
     }
     for (int i = 0; i < g->n_inputs && st == MPX_OK; i++) {
         const mpx_tensor *t = g->inputs[i];
+        if (want && !want[t->index]) continue;
         mpx_value *v = &vals[t->index];
         mpx_value_free(v);
         st = mpx_value_copy(v, &inputs[i], err);

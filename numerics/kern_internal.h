@@ -109,6 +109,12 @@ mpx_status mpx_k_alloc_raw(const mpx_kctx *c, mpx_value *out, mpx_dtype dt, int 
 mpx_status mpx_exec_node_with(const mpx_node *n, const mpx_assign *a, const mpx_value *const *srcs,
                               mpx_value *outs, float *dest, int64_t dest_n, mpx_error *err);
 
+/* mpx_exec_start for the tensors marked in want only (NULL: all): a re-run
+ * that recomputes a few nodes needs a few constants, not every weight
+ * rounded again. */
+mpx_status mpx_exec_start_some(const mpx_graph *g, const mpx_assign *a, const mpx_value *inputs,
+                               const bool *want, mpx_value *vals, mpx_error *err);
+
 /* ---- chains of elementwise nodes run by tiles (fuse.c) ------------------------- */
 
 /* How many nodes from g->nodes[first] on form a chain fuse.c runs by tiles:
