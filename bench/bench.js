@@ -10,7 +10,7 @@
 //   (2) ort_all    ONNX Runtime on the same model with every node output made
 //                  a graph output (tests/ort_compare.py all-outputs)
 //   (4) mpx_report fp32 reference + fp16 + bf16 per-layer comparisons, every
-//                  metric (mpx_bench report)
+//                  metric, one shared reference (mpx_bench report)
 //   (5) mpx_acc16  every node in fp16, fp16 accumulation rounded after every
 //                  addition (mpx_bench acc16)
 //   (6) mpx_rerun  the fp16 comparison again after recolouring the last
@@ -204,7 +204,7 @@ function loadavg() { return os.loadavg().map((x) => Number(x.toFixed(2))); }
   p('');
   p('(1) ORT fp32, model as shipped   (2) ORT fp32, every node output a graph output');
   p('(3) mpx fp32 reference forward (mpx_run_graph, streaming: each value freed after its last reader)');
-  p('(4) mpx per-layer report: fp32 reference + fp16 and bf16 runs of the default plan, all metrics (two mpx_compare_run)');
+  p('(4) mpx per-layer report: fp32 reference + fp16 and bf16 runs of the default plan, all metrics (one mpx_compare_run_many)');
   p('(5) mpx all-fp16 with fp16 accumulation rounded after every addition   (6) (4)\'s fp16 run again after recolouring');
   p('    the last Conv/ConvTranspose/Gemm/MatMul red: only what depends on the change is recomputed (run cache)   (3b) (3) with MPX_FUSE=0 (no elementwise chains run by tiles)');
   p('ratios: 3/1 target <= 1.5, 4/2, 5/3 target <= 2.5, 6/4; RSS3/RSS4: peak RSS of (3) and (4)');

@@ -297,6 +297,22 @@ static mpx_status global_pool(const mpx_kctx *c, const mpx_value *const *in, int
             }
             for (int q = 0; q < GP; q++) out[0].f[pc + q] = sum[q] / (float)plane;
         }
+    } else if (!is_max && c->acc.block <= 0) {
+        /* Rounded accumulation, after every addition: the eight running sums
+         * rounded together (one array rounding instead of eight scalar
+         * ones), each the sequence mpx_acc makes. */
+        enum { GP = 8 };
+        const mpx_format *f = c->acc.fmt;
+        for (; pc + GP <= planes; pc += GP) {
+            const float *xp = x->f + pc * plane;
+            float sum[GP], t[GP];
+            for (int q = 0; q < GP; q++) sum[q] = mpx_round_value(f, 0.0f);
+            for (int64_t k = 0; k < plane; k++) {
+                for (int q = 0; q < GP; q++) t[q] = sum[q] + xp[q * plane + k];
+                mpx_round_array(f, sum, t, GP);
+            }
+            for (int q = 0; q < GP; q++) out[0].f[pc + q] = sum[q] / (float)plane;
+        }
     }
     for (; pc < planes; pc++) {
         const float *xp = x->f + pc * plane;
