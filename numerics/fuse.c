@@ -157,12 +157,17 @@ int mpx_fuse_span(const mpx_graph *g, int first) {
     int64_t plane;
     if (mpx_exec_skipped(n0) || !node_ok(n0, &plane)) return 0;
     const mpx_tensor *shape = n0->outputs[0];
-    int k = first + 1;
-    for (; k < g->n_nodes && k - first < FUSE_MAX_NODES; k++) {
+    int last = first;
+    /* Constant nodes (not run: their values come from the graph) may sit
+     * between a chain's nodes in topological order, as exporters emit the
+     * scalar of each x + 3 just before it: they are stepped over. */
+    for (int k = first + 1; k < g->n_nodes && k - first < FUSE_MAX_NODES; k++) {
         const mpx_node *n = g->nodes[k];
-        if (mpx_exec_skipped(n) || !node_ok(n, &plane) || !same_dims(n->outputs[0], shape)) break;
+        if (mpx_exec_skipped(n)) continue;
+        if (!node_ok(n, &plane) || !same_dims(n->outputs[0], shape)) break;
+        last = k;
     }
-    return k - first;
+    return last - first + 1;
 }
 
 /* ---- running a group -------------------------------------------------------------------- */
@@ -176,6 +181,7 @@ typedef struct fin {
 
 typedef struct fnode {
     const mpx_node *n;
+    bool skip;         /* a Constant node inside the span: not run */
     fin in[8];
     bool out_needed;
     mpx_dtype dt;      /* the output's dtype, as the first tile's kernel set it */
@@ -229,6 +235,12 @@ static void run_tile(void *vc, int tid, long item) {
     for (int k = 0; k < f->count && st == MPX_OK; k++) {
         const fnode *fn = &f->nodes[k];
         const mpx_node *n = fn->n;
+        if (fn->skip) {
+            memset(&tv[k], 0, sizeof tv[k]);
+            tv[k].n = -1;
+            made = k + 1;
+            continue;
+        }
         bool bn = n->op == MPX_OP_BatchNormalization;
         mpx_value views[8];
         const mpx_value *srcs[8] = {0};
@@ -297,6 +309,10 @@ mpx_status mpx_fuse_run(const mpx_graph *g, const mpx_assign *a, int first, int 
         const mpx_node *n = g->nodes[first + k];
         fnode *fn = &f.nodes[k];
         fn->n = n;
+        if (mpx_exec_skipped(n)) {
+            fn->skip = true;
+            continue;
+        }
         int64_t plane;
         if (n->n_inputs > 8 || !node_ok(n, &plane) || !same_dims(n->outputs[0], f.shape)) {
             st = mpx_error_set(err, MPX_E_ARG, "node \"%s\" (%s) cannot run by tiles", n->name,
@@ -311,7 +327,7 @@ mpx_status mpx_fuse_run(const mpx_graph *g, const mpx_assign *a, int first, int 
             if (!t) continue;
             int m = -1;
             for (int q = k - 1; q >= 0 && m < 0; q--)
-                if (g->nodes[first + q]->outputs[0] == t) m = q;
+                if (!f.nodes[q].skip && g->nodes[first + q]->outputs[0] == t) m = q;
             if (m >= 0) {
                 in->member = m;
                 continue;
