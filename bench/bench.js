@@ -11,6 +11,9 @@
 //                  a graph output (tests/ort_compare.py all-outputs)
 //   (4) mpx_report fp32 reference + fp16 + bf16 per-layer comparisons, every
 //                  metric, one shared reference (mpx_bench report)
+//   (4b) mpx_report1  the same, one format at a time (mpx_bench report1:
+//                  the reference runs twice; two live activation sets at the
+//                  peak instead of three)
 //   (5) mpx_acc16  every node in fp16, fp16 accumulation rounded after every
 //                  addition (mpx_bench acc16)
 //   (6) mpx_rerun  the fp16 comparison again after recolouring the last
@@ -150,6 +153,10 @@ function loadavg() { return os.loadavg().map((x) => Number(x.toFixed(2))); }
       add(k, 'mpx_report', r.ms);
       res.models[k].runs.mpx_report = r;
       process.stderr.write('.');
+      const r1 = runMpx(s.modelPath, s.m, 'report1', opt['heavy-reps'], 1);
+      add(k, 'mpx_report1', r1.ms);
+      res.models[k].runs.mpx_report1 = r1;
+      process.stderr.write('.');
       const a = runMpx(s.modelPath, s.m, 'acc16', opt['mpx-reps'], 1);
       add(k, 'mpx_acc16', a.ms);
       res.models[k].runs.mpx_acc16 = a;
@@ -175,8 +182,8 @@ function loadavg() { return os.loadavg().map((x) => Number(x.toFixed(2))); }
     `${opt.rounds} rounds; load average ${res.machine.load_before.join(' ')} -> ${res.machine.load_after.join(' ')}`);
   p('median wall times in ms (all samples of all rounds); peak RSS of the mpx process in MB');
   p('');
-  const head = 'model  shape         (1)ORT  (2)ORTall  (3)mpx32  (4)report  (5)acc16  (6)rerun (3b)nofuse' +
-    '   3/1    4/2    5/3    6/4   RSS3   RSS4';
+  const head = 'model  shape         (1)ORT  (2)ORTall  (3)mpx32  (4)report (4b)report1  (5)acc16  (6)rerun (3b)nofuse' +
+    '   3/1    4/2   4b/2    5/3    6/4   RSS3   RSS4  RSS4b  val4  val4b';
   p(head);
   p('-'.repeat(head.length));
   for (const k of keys) {
@@ -187,19 +194,26 @@ function loadavg() { return os.loadavg().map((x) => Number(x.toFixed(2))); }
     M.ratios = {
       mpx_fp32_over_ort_fp32: med.mpx_fp32 / med.ort_fp32,
       mpx_report_over_ort_all: med.mpx_report / med.ort_all,
+      mpx_report1_over_ort_all: med.mpx_report1 / med.ort_all,
       acc16_over_mpx_fp32: med.mpx_acc16 / med.mpx_fp32,
       rerun_over_report: med.mpx_rerun / med.mpx_report,
       mpx_fp32_nofuse_over_ort_fp32: med.mpx_fp32_nofuse / med.ort_fp32,
     };
     M.peak_rss_mb = { mpx_fp32: M.runs.mpx_fp32.peak_rss_mb, mpx_report: M.runs.mpx_report.peak_rss_mb,
-      mpx_acc16: M.runs.mpx_acc16.peak_rss_mb };
+      mpx_report1: M.runs.mpx_report1.peak_rss_mb, mpx_acc16: M.runs.mpx_acc16.peak_rss_mb };
+    M.peak_value_mb = { mpx_report: M.runs.mpx_report.peak_value_mb,
+      mpx_report1: M.runs.mpx_report1.peak_value_mb };
     const R = M.ratios;
     p(`${k.padEnd(6)} ${M.shape.padEnd(12)} ${fmtMs(med.ort_fp32)} ${fmtMs(med.ort_all).padStart(10)} ` +
-      `${fmtMs(med.mpx_fp32).padStart(9)} ${fmtMs(med.mpx_report).padStart(10)} ${fmtMs(med.mpx_acc16).padStart(9)} ` +
+      `${fmtMs(med.mpx_fp32).padStart(9)} ${fmtMs(med.mpx_report).padStart(10)} ${fmtMs(med.mpx_report1).padStart(12)} ` +
+      `${fmtMs(med.mpx_acc16).padStart(9)} ` +
       `${fmtMs(med.mpx_rerun).padStart(9)} ${fmtMs(med.mpx_fp32_nofuse).padStart(10)} ` +
-      `${fmtR(R.mpx_fp32_over_ort_fp32)} ${fmtR(R.mpx_report_over_ort_all)} ${fmtR(R.acc16_over_mpx_fp32)} ` +
+      `${fmtR(R.mpx_fp32_over_ort_fp32)} ${fmtR(R.mpx_report_over_ort_all)} ${fmtR(R.mpx_report1_over_ort_all)} ` +
+      `${fmtR(R.acc16_over_mpx_fp32)} ` +
       `${fmtR(R.rerun_over_report)} ${String(Math.round(M.peak_rss_mb.mpx_fp32)).padStart(6)} ` +
-      `${String(Math.round(M.peak_rss_mb.mpx_report)).padStart(6)}`);
+      `${String(Math.round(M.peak_rss_mb.mpx_report)).padStart(6)} ` +
+      `${String(Math.round(M.peak_rss_mb.mpx_report1)).padStart(6)} ` +
+      `${M.peak_value_mb.mpx_report.toFixed(1).padStart(5)} ${M.peak_value_mb.mpx_report1.toFixed(1).padStart(6)}`);
   }
   p('');
   p('(1) ORT fp32, model as shipped   (2) ORT fp32, every node output a graph output');
@@ -207,7 +221,9 @@ function loadavg() { return os.loadavg().map((x) => Number(x.toFixed(2))); }
   p('(4) mpx per-layer report: fp32 reference + fp16 and bf16 runs of the default plan, all metrics (one mpx_compare_run_many)');
   p('(5) mpx all-fp16 with fp16 accumulation rounded after every addition   (6) (4)\'s fp16 run again after recolouring');
   p('    the last Conv/ConvTranspose/Gemm/MatMul red: only what depends on the change is recomputed (run cache)   (3b) (3) with MPX_FUSE=0 (no elementwise chains run by tiles)');
-  p('ratios: 3/1 target <= 1.5, 4/2, 5/3 target <= 2.5, 6/4; RSS3/RSS4: peak RSS of (3) and (4)');
+  p('(4b) (4) one format at a time: two mpx_compare_run, the reference run twice');
+  p('ratios: 3/1 target <= 1.5, 4/2 and 4b/2 target <= 1.0, 5/3 target <= 2.5, 6/4 target <= 0.1; RSS: peak RSS of (3), (4), (4b) in MB;');
+  p('val4/val4b: most value bytes (MB) alive at once in (4) and (4b) (mpx_compare peak_bytes)');
   for (const k of keys) {
     const e = res.models[k].runs.mpx_rerun;
     p(`${k}: re-run recoloured node ${e.recoloured} (${e.node_index + 1} of ${e.nodes} in topological order)`);

@@ -15,6 +15,9 @@
  *            `compare fp16 bf16` in the REPL plans), both run by one
  *            mpx_compare_run_many against one fp32 reference, every metric
  *            of every layer; one repetition is both formats
+ *   report1  the same two comparisons one after the other (two
+ *            mpx_compare_run, the reference run twice): slower, about two
+ *            live activation sets at the peak instead of three
  *   acc16    every node in fp16 with fp16 accumulation, the running sum
  *            rounded after every addition (mpx_assign_uniform(g, fp16, fp16,
  *            keep-io)), through mpx_run_graph, streaming like fp32
@@ -102,6 +105,7 @@ typedef struct bench {
     mpx_compare_cache *cache; /* rerun: the session's cache (else NULL) */
     int n_run, incremental;   /* of the last comparison */
     size_t cache_bytes;
+    size_t peak_values;       /* report: most value bytes alive at once */
 } bench;
 
 static int cmp_double(const void *a, const void *b) {
@@ -145,6 +149,7 @@ static mpx_status compare_once(bench *b, const mpx_assign *a, double *worst, int
     if (st) return st;
     b->n_run = c->n_run;
     b->incremental = c->incremental;
+    b->peak_values = c->peak_bytes;
     b->cache_bytes = mpx_compare_cache_bytes(b->cache);
     if (worst) *worst = worst_of(c);
     if (layers) *layers = c->n_layers;
@@ -163,6 +168,7 @@ static mpx_status report_once(bench *b, const mpx_assign *a16, const mpx_assign 
     *w16 = worst_of(c[0]);
     *wbf = worst_of(c[1]);
     *layers = c[0]->n_layers;
+    b->peak_values = c[0]->peak_bytes;
     mpx_compare_free(c[0]);
     mpx_compare_free(c[1]);
     return MPX_OK;
@@ -299,12 +305,13 @@ int main(int argc, char **argv) {
     int64_t dims[MPX_MAX_RANK];
     int rank = n_pos == 3 ? parse_dims(pos[1], dims) : -1;
     const char *mode = pos[2];
-    static const char *const modes[] = {"input", "fp32", "report", "acc16", "rerun", "profile"};
+    static const char *const modes[] = {"input", "fp32", "report", "report1", "acc16", "rerun",
+                                        "profile"};
     bool known = false;
     for (size_t i = 0; mode && i < sizeof modes / sizeof *modes; i++) known |= strcmp(mode, modes[i]) == 0;
     if (rank < 0 || !known || repeat < 1 || warmup < 0 || (int)image < 0 ||
         (strcmp(mode, "input") == 0 && !out)) {
-        fprintf(stderr, "usage: mpx_bench <model> <AxBxC> input|fp32|report|acc16|rerun|profile "
+        fprintf(stderr, "usage: mpx_bench <model> <AxBxC> input|fp32|report|report1|acc16|rerun|profile "
                         "[--image page|line|none] [--seed N] [--repeat N] [--warmup N] [--out x.npy]\n");
         return 2;
     }
@@ -346,7 +353,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "acc16") == 0 || (strcmp(mode, "profile") == 0 && acc16)) {
         a = mpx_assign_uniform(g, &mpx_format_fp16, &mpx_format_fp16, true);
         if (!a) return fail("assign", &err);
-    } else if (strcmp(mode, "report") == 0) {
+    } else if (strcmp(mode, "report") == 0 || strcmp(mode, "report1") == 0) {
         if (!(a = plan_assign(g, NULL, &mpx_format_fp16, &err))) return fail("plan fp16", &err);
         if (!(a2 = plan_assign(g, NULL, &mpx_format_bf16, &err))) return fail("plan bf16", &err);
     } else if (strcmp(mode, "rerun") == 0) {
@@ -380,16 +387,22 @@ int main(int argc, char **argv) {
             st = run_once(&b, a, &err);
         } else if (strcmp(mode, "report") == 0) {
             st = report_once(&b, a, a2, &worst16, &worstbf, &layers, &err);
+        } else if (strcmp(mode, "report1") == 0) { /* one format at a time */
+            st = compare_once(&b, a, &worst16, &layers, &err);
+            size_t p16 = b.peak_values;
+            if (!st) st = compare_once(&b, a2, &worstbf, NULL, &err);
+            if (p16 > b.peak_values) b.peak_values = p16;
         } else { /* rerun: recoloured, then back, ... */
             st = compare_once(&b, (r + warmup) % 2 == 0 ? a2 : a, &worst16, &layers, &err);
         }
         if (r >= 0) b.ms[b.n_ms++] = now_ms() - t;
     }
     if (st) return fail(mode, &err);
-    if (strcmp(mode, "report") == 0)
+    if (strcmp(mode, "report") == 0 || strcmp(mode, "report1") == 0)
         snprintf(b.extra, sizeof b.extra,
-                 ", \"layers\": %d, \"worst_rel_l2_fp16\": %.6g, \"worst_rel_l2_bf16\": %.6g", layers,
-                 worst16, worstbf);
+                 ", \"layers\": %d, \"worst_rel_l2_fp16\": %.6g, \"worst_rel_l2_bf16\": %.6g, "
+                 "\"peak_value_mb\": %.1f",
+                 layers, worst16, worstbf, (double)b.peak_values / 1048576.0);
     else if (strcmp(mode, "rerun") == 0)
         snprintf(b.extra, sizeof b.extra,
                  ", \"recoloured\": \"%s\", \"node_index\": %d, \"nodes\": %d, \"incremental\": %s, "
