@@ -296,7 +296,9 @@ void mpx_run_free(mpx_run *r);
 
 /* ==== error metrics (numerics/metrics.c) ==================================== */
 
-/* Sums are taken in double. Non-finite values follow one rule: an element
+/* Sums are taken in double, in eight lanes (element k in lane k % 8 up to
+ * the first non-finite value, the lanes then added pairwise; metrics.c), the
+ * same order on every CPU. Non-finite values follow one rule: an element
  * where c and r differ and one of them is not finite (an overflow: r finite,
  * c +-inf or NaN; or r +-inf/NaN and c something else) makes the error infinite:
  * max_abs, mean_abs and rel_l2 are +inf, sqnr_db is -inf and cos is NaN. A
