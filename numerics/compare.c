@@ -332,7 +332,10 @@ static mpx_status step(stream *s, const mpx_node *n, mpx_error *err) {
     int no = n->n_outputs, np = s->n_pend, nc = s->nc;
     bool local = s->opts->local;
     int ns = 1 + nc + (local ? nc : 0);
-    job *J = s->batch, *S = s->batch + np;
+    /* The node's steps first, then the earlier metrics: the two threads
+     * take jobs in order, and the steps are the long ones (so the batch
+     * ends on short jobs, with less waiting at its end). */
+    job *S = s->batch, *J = s->batch + ns;
     memcpy(J, s->pend, (size_t)np * sizeof *J);
     S[0] = (job){.kind = JOB_REF, .n = n, .a = NULL, .vals = s->ref, .outs = s->out_r};
     for (int q = 0; q < nc; q++) {
@@ -342,7 +345,7 @@ static mpx_status step(stream *s, const mpx_node *n, mpx_error *err) {
             S[1 + nc + q] = (job){.kind = JOB_LOCAL, .n = n, .a = s->a[q], .vals = s->ref,
                                   .outs = s->out_l[q]};
     }
-    run_jobs(&s->pool, J, np + ns);
+    run_jobs(&s->pool, S, np + ns);
     for (int q = 0; q < nc; q++) {
         s->c[q]->ms_ref += S[0].ms;
         s->c[q]->ms_cand += S[1 + q].ms;
