@@ -22,7 +22,7 @@ static bool usable(const mpx_value *v) {
  * the two halves). The order is fixed by this code, not by the CPU: the
  * AVX2 build and the portable build below are one source and give the same
  * bits. A plain running sum would be one long dependency chain of double
- * additions (about 3.5 ns per element on the machines here). */
+ * additions (3.0 ns per element on the machine here; the lanes 0.67-0.75). */
 enum { ML = 8 };
 
 typedef struct lanes {
