@@ -422,7 +422,18 @@ mpx_status mpx_run_graph(const mpx_graph *g, const mpx_assign *a, const mpx_valu
                                    (t->flags & MPX_T_OUTPUT) || (opts->keep && opts->keep[t->index]);
             }
             st = mpx_fuse_run(g, a, i, span, run->vals, needed, err);
-        } else {
+            /* A chain that fails changed nothing: its first node runs on its
+             * own instead (values whose shapes differ from shape inference's,
+             * or a kernel's refusal, then get the node-by-node path and its
+             * message). */
+            if (st != MPX_OK) {
+                end = i;
+                if (err) mpx_error_clear(err);
+                st = MPX_OK;
+                span = 0;
+            }
+        }
+        if (span < 2) {
             st = mpx_exec_node(n, a, ref ? ref->vals : run->vals, ref != NULL, outs, NULL, err);
             if (st == MPX_OK) store_outputs(n, outs, run->vals);
         }
