@@ -78,6 +78,7 @@ typedef struct job {
     const mpx_value *r, *c;
     const mpx_format *fmt;
     mpx_metrics *m;
+    int cand;                 /* whose metrics (the candidate's index) */
     /* results */
     mpx_status st;
     double ms;
@@ -206,7 +207,6 @@ typedef struct stream {
     mpx_value *out_l[MAX_CANDS], *pend_l[MAX_CANDS]; /* local outputs being made / compared */
     job *batch;                      /* [1 + 2 nc + max_pend] */
     job *pend;                       /* [max_pend = 2 nc max_out]: metrics not run yet */
-    int *pend_cand;                  /* [max_pend]: whose they are */
     int n_pend;
     const mpx_node *pend_node;       /* whose metrics they are (NULL: none) */
     pool pool;
@@ -274,15 +274,13 @@ static void queue_metrics(stream *s, const mpx_node *n) {
             L->tensor = t->index;
             L->node = n->index;
             L->fmt = a && is_low(a->tensor[t->index]) ? a->tensor[t->index] : NULL;
-            s->pend_cand[s->n_pend] = q;
             s->pend[s->n_pend++] = (job){.kind = JOB_METRICS, .n = n, .t = t, .r = r, .c = v,
-                                         .fmt = L->fmt, .m = &L->m};
+                                         .fmt = L->fmt, .m = &L->m, .cand = q};
             if (s->pend_l[q] && s->pend_l[q][k].n >= 0) {
                 L->has_local = true;
-                s->pend_cand[s->n_pend] = q;
                 s->pend[s->n_pend++] =
                     (job){.kind = JOB_METRICS_LOCAL, .n = n, .t = t, .r = r,
-                          .c = &s->pend_l[q][k], .fmt = L->fmt, .m = &L->local};
+                          .c = &s->pend_l[q][k], .fmt = L->fmt, .m = &L->local, .cand = q};
             }
         }
     }
@@ -296,7 +294,7 @@ static mpx_status finish_metrics(stream *s, const job *done, mpx_error *err) {
     if (!n) return MPX_OK;
     mpx_status st = MPX_OK;
     for (int k = 0; k < s->n_pend; k++) {
-        s->c[s->pend_cand[k]]->ms_metrics += done[k].ms;
+        s->c[done[k].cand]->ms_metrics += done[k].ms;
         if (st == MPX_OK && done[k].st != MPX_OK)
             st = mpx_error_set(err, done[k].st, "node \"%s\" (%s): output \"%s\": %s", n->name,
                                n->op_type, done[k].t->name, done[k].err.msg);
@@ -396,7 +394,7 @@ static mpx_status step(stream *s, const mpx_node *n, mpx_error *err) {
 }
 
 static void free_values(mpx_value *v, int n) {
-    for (int i = 0; v && i < n; i++) mpx_value_free(&v[i]);
+    free_outs(v, n);
     free(v);
 }
 
@@ -416,7 +414,6 @@ static void stream_free(stream *s) {
     free(s->keep);
     free(s->batch);
     free(s->pend);
-    free(s->pend_cand);
 }
 
 static void *alloc_n(int n, size_t size) { return calloc(n > 0 ? (size_t)n : 1u, size); }
@@ -860,8 +857,7 @@ static mpx_status run_stream(const mpx_graph *g, const mpx_assign *const *a, int
     s.out_r = alloc_values(s.max_out);
     s.batch = alloc_n(1 + 2 * nc + max_pend, sizeof *s.batch);
     s.pend = alloc_n(max_pend, sizeof *s.pend);
-    s.pend_cand = alloc_n(max_pend, sizeof *s.pend_cand);
-    bool ok = s.ref && s.uses && s.keep && s.out_r && s.batch && s.pend && s.pend_cand;
+    bool ok = s.ref && s.uses && s.keep && s.out_r && s.batch && s.pend;
     for (int q = 0; q < nc; q++) {
         s.a[q] = a[q];
         s.c[q] = calloc(1, sizeof *s.c[q]);

@@ -105,13 +105,6 @@ static mpx_status round_copy(mpx_value *v, const mpx_format *f, mpx_error *err) 
     return MPX_OK;
 }
 
-static bool same_shape(const mpx_value *v, const mpx_tensor *t) {
-    if (v->rank != t->rank) return false;
-    for (int i = 0; i < v->rank; i++)
-        if (v->dims[i] != t->dims[i]) return false;
-    return true;
-}
-
 static const char *vshape(const mpx_value *v, char *buf, size_t n) {
     mpx_tensor t = {.rank = v->rank, .nelem = v->n};
     for (int i = 0; i < v->rank && i < MPX_MAX_RANK; i++) t.dims[i] = v->dims[i];
@@ -150,7 +143,7 @@ static mpx_status check(const mpx_graph *g, const mpx_assign *a, const mpx_value
                                  mpx_tensor_shape_str(t, b1, sizeof b1));
         if (!has_value(v) || v->rank < 0 || v->rank > MPX_MAX_RANK)
             return mpx_error_set(err, MPX_E_ARG, "input \"%s\" has no value", t->name);
-        if (!same_shape(v, t))
+        if (!mpx_k_same_shape(v, t))
             return mpx_error_set(
                 err, MPX_E_SHAPE, "input \"%s\": the value has shape %s, the input is bound to %s",
                 t->name, vshape(v, b1, sizeof b1), mpx_tensor_shape_str(t, b2, sizeof b2));
@@ -406,6 +399,7 @@ mpx_status mpx_run_graph(const mpx_graph *g, const mpx_assign *a, const mpx_valu
     int *last = stream ? last_uses(g) : NULL;
     if (stream && !last) st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     else st = mpx_exec_start(g, a, inputs, run->vals, err);
+    bool fuse = !ref && mpx_fuse_enabled();
     bool *needed = calloc(g->n_tensors ? (size_t)g->n_tensors : 1u, sizeof *needed);
     if (!needed && st == MPX_OK) st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     for (int i = 0; i < g->n_nodes && st == MPX_OK; i++) {
@@ -413,7 +407,7 @@ mpx_status mpx_run_graph(const mpx_graph *g, const mpx_assign *a, const mpx_valu
         if (skipped(n)) continue;
         /* A chain of elementwise nodes runs by tiles (fuse.c); outputs that
          * nothing after the chain reads are never written out whole. */
-        int span = ref ? 0 : mpx_fuse_span(g, i), end = i;
+        int span = fuse ? mpx_fuse_span(g, i) : 0, end = i;
         if (span >= 2) {
             end = i + span - 1;
             for (int k = i; k <= end; k++) {

@@ -85,16 +85,15 @@ static bool describe(const mpx_tensor *t, const mpx_tensor *out, bool per_channe
     if (per_channel) { /* BatchNormalization's [C] parameters, read at dim 1 */
         if (t->rank != 1 || r < 2 || t->dims[0] != out->dims[1]) return false;
         for (int i = 0; i < r; i++) o->st[i] = i == 1 ? 1 : 0;
-    } else {
+    } else { /* numpy broadcasting, as the kernels walk it */
         if (t->rank > r) return false;
         int off = r - t->rank;
-        int64_t s = 1;
-        for (int i = r - 1; i >= 0; i--) {
-            int j = i - off;
-            if (j >= 0 && t->dims[j] != 1 && t->dims[j] != out->dims[i]) return false;
-            o->st[i] = (j < 0 || t->dims[j] == 1) ? 0 : s;
-            if (j >= 0) s *= t->dims[j];
+        mpx_value shape = {.rank = t->rank};
+        for (int j = 0; j < t->rank; j++) {
+            if (t->dims[j] != 1 && t->dims[j] != out->dims[off + j]) return false;
+            shape.dims[j] = t->dims[j];
         }
+        mpx_k_bcast_strides(&shape, r, out->dims, o->st);
     }
     o->full = true;
     int64_t s = 1;
@@ -146,13 +145,13 @@ static bool node_ok(const mpx_node *n, int64_t *plane) {
 
 /* MPX_FUSE=0 runs every node on its own (to measure what fusing gives, or
  * to rule it out when chasing a problem). */
-static bool fuse_off(void) {
+bool mpx_fuse_enabled(void) {
     const char *e = getenv("MPX_FUSE");
-    return e && strcmp(e, "0") == 0;
+    return !(e && strcmp(e, "0") == 0);
 }
 
 int mpx_fuse_span(const mpx_graph *g, int first) {
-    if (!g || first < 0 || first >= g->n_nodes || fuse_off()) return 0;
+    if (!g || first < 0 || first >= g->n_nodes) return 0;
     const mpx_node *n0 = g->nodes[first];
     int64_t plane;
     if (mpx_exec_skipped(n0) || !node_ok(n0, &plane)) return 0;
@@ -333,9 +332,7 @@ mpx_status mpx_fuse_run(const mpx_graph *g, const mpx_assign *a, int first, int 
                 continue;
             }
             const mpx_value *v = &vals[t->index];
-            bool ok = v->n >= 0 && v->f && v->rank == t->rank && v->n == t->nelem;
-            for (int i = 0; ok && i < t->rank; i++) ok = v->dims[i] == t->dims[i];
-            if (!ok) {
+            if (v->n < 0 || !v->f || v->n != t->nelem || !mpx_k_same_shape(v, t)) {
                 st = mpx_error_set(err, MPX_E_INVALID, "node \"%s\" (%s): input \"%s\" has no value",
                                    n->name, n->op_type, t->name);
                 break;

@@ -102,6 +102,14 @@ mpx_status mpx_k_alloc_raw(const mpx_kctx *c, mpx_value *out, mpx_dtype dt, int 
 
 /* ---- the executor's step on given input values (exec.c) ----------------------- */
 
+/* A value has the shape the graph gives its tensor (rank and dims). */
+static inline bool mpx_k_same_shape(const mpx_value *v, const mpx_tensor *t) {
+    if (v->rank != t->rank) return false;
+    for (int i = 0; i < v->rank; i++)
+        if (v->dims[i] != t->dims[i]) return false;
+    return true;
+}
+
 /* mpx_exec_node with the node's input values given one by one (srcs[j] for
  * n->inputs[j], NULL when absent), as the run's own values (not reference
  * ones), and dest (may be NULL) offered to the kernel for its output
@@ -123,6 +131,8 @@ mpx_status mpx_exec_start_some(const mpx_graph *g, const mpx_assign *a, const mp
  * whose other operands are whole tensors of that shape or values
  * broadcast over long planes of it. 0 or 1: no chain. */
 int mpx_fuse_span(const mpx_graph *g, int first);
+/* False when MPX_FUSE=0 asks for every node on its own (read once a run). */
+bool mpx_fuse_enabled(void);
 enum { MPX_FUSE_MAX_NODES = 64 }; /* the longest chain run as one */
 /* Runs nodes first .. first+count-1 tile by tile, on two threads, with the
  * same bits as running them one after another. Reads their outside inputs

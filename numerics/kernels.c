@@ -46,9 +46,8 @@ mpx_status mpx_k_alloc_raw(const mpx_kctx *c, mpx_value *out, mpx_dtype dt, int 
                            const int64_t *dims) {
     if (c && c->dest && c->dest_taken && !*c->dest_taken && mpx_dtype_is_float(dt) && rank >= 0 &&
         rank <= MPX_MAX_RANK) {
-        int64_t n = 1;
-        for (int i = 0; i < rank && n >= 0; i++) n = dims[i] < 0 ? -1 : n * dims[i];
-        if (n == c->dest_n) {
+        int64_t n = -1;
+        if (mpx_dims_product(rank, dims, &n, NULL) == MPX_OK && n == c->dest_n) {
             memset(out, 0, sizeof *out);
             out->dtype = dt;
             out->rank = rank;
