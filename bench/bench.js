@@ -143,32 +143,22 @@ function loadavg() { return os.loadavg().map((x) => Number(x.toFixed(2))); }
       process.stderr.write(`bench: round ${round + 1}/${opt.rounds} ${k} `);
       add(k, 'ort_fp32', await timeOrt(s.plain, s.feeds, opt['ort-reps']));
       process.stderr.write('.');
-      const f = runMpx(s.modelPath, s.m, 'fp32', opt['mpx-reps'], 1);
-      add(k, 'mpx_fp32', f.ms);
-      res.models[k].runs.mpx_fp32 = f;
-      process.stderr.write('.');
+      // One mpx measurement: its samples, and its last process's record.
+      const mpx = (name, mode, reps, warmup, env) => {
+        const r = runMpx(s.modelPath, s.m, mode, reps, warmup, env);
+        add(k, name, r.ms);
+        res.models[k].runs[name] = r;
+        process.stderr.write('.');
+      };
+      mpx('mpx_fp32', 'fp32', opt['mpx-reps'], 1);
       add(k, 'ort_all', await timeOrt(s.allSess, s.feeds, Math.max(1, opt['ort-reps'] >> 1)));
       process.stderr.write('.');
-      const r = runMpx(s.modelPath, s.m, 'report', opt['heavy-reps'], 1);
-      add(k, 'mpx_report', r.ms);
-      res.models[k].runs.mpx_report = r;
-      process.stderr.write('.');
-      const r1 = runMpx(s.modelPath, s.m, 'report1', opt['heavy-reps'], 1);
-      add(k, 'mpx_report1', r1.ms);
-      res.models[k].runs.mpx_report1 = r1;
-      process.stderr.write('.');
-      const a = runMpx(s.modelPath, s.m, 'acc16', opt['mpx-reps'], 1);
-      add(k, 'mpx_acc16', a.ms);
-      res.models[k].runs.mpx_acc16 = a;
-      process.stderr.write('.');
-      const e = runMpx(s.modelPath, s.m, 'rerun', opt['heavy-reps'], 0);
-      add(k, 'mpx_rerun', e.ms);
-      res.models[k].runs.mpx_rerun = e;
-      process.stderr.write('.');
-      const u = runMpx(s.modelPath, s.m, 'fp32', opt['mpx-reps'], 1, { MPX_FUSE: '0' });
-      add(k, 'mpx_fp32_nofuse', u.ms);
-      res.models[k].runs.mpx_fp32_nofuse = u;
-      process.stderr.write('.\n');
+      mpx('mpx_report', 'report', opt['heavy-reps'], 1);
+      mpx('mpx_report1', 'report1', opt['heavy-reps'], 1);
+      mpx('mpx_acc16', 'acc16', opt['mpx-reps'], 1);
+      mpx('mpx_rerun', 'rerun', opt['heavy-reps'], 0);
+      mpx('mpx_fp32_nofuse', 'fp32', opt['mpx-reps'], 1, { MPX_FUSE: '0' });
+      process.stderr.write('\n');
     }
   }
   res.machine.load_after = loadavg();
