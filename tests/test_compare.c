@@ -213,8 +213,10 @@ static void test_model(const char *file, const int64_t *dims, int rank) {
         }
     mpx_compare *none[9] = {0};
     CHECK(mpx_compare_run_many(g, as, 0, &x, NULL, none, &err) == MPX_E_ARG && !none[0]);
+    CHECK_CONTAINS(err.msg, "0 candidates: from 1 to 8 at once");
     const mpx_assign *nine[9] = {0};
     CHECK(mpx_compare_run_many(g, nine, 9, &x, NULL, none, &err) == MPX_E_ARG && !none[0]);
+    CHECK_CONTAINS(err.msg, "9 candidates: from 1 to 8 at once");
     for (int k = 0; k < 4; k++) mpx_assign_free((mpx_assign *)as[k]);
     mpx_value_free(&x);
     mpx_graph_free(g);
