@@ -1,14 +1,26 @@
 #!/bin/sh
 # Install the Debian packages mpx needs, only those that are missing.
 # Idempotent: a machine that has everything runs no apt-get at all.
+#
+#   scripts/bootstrap.sh          what building and running mpx needs (make demo)
+#   scripts/bootstrap.sh --test   that, plus what the tests need (make test):
+#                                 python3-onnx/numpy (reference models), xmllint
+#                                 (SVG checks), tmux (the interactive test), npm
+#                                 (onnxruntime-node and the real models), chromium
+#                                 (the review page in a real browser)
 set -eu
 
-# libxml2-utils (xmllint) and chromium (headless): the SVG and HTML review-page tests
-PKGS="cmake make gcc pkg-config
+RUNTIME="cmake make gcc pkg-config
 libgraphviz-dev libcjson-dev libfp16-dev libprotobuf-c-dev protobuf-c-compiler
-libonnx-dev libedit-dev
-python3-onnx python3-numpy libxml2-utils tmux npm
-chromium"
+libonnx-dev libedit-dev"
+TEST="python3-onnx python3-numpy libxml2-utils tmux npm chromium"
+
+PKGS=$RUNTIME
+case "${1:-}" in
+  --test) PKGS="$RUNTIME $TEST" ;;
+  "") ;;
+  *) echo "usage: scripts/bootstrap.sh [--test]" >&2; exit 64 ;;
+esac
 
 missing=""
 for p in $PKGS; do
