@@ -272,10 +272,10 @@ static void progress_cb(void *ctx, int done, int total) {
     if (done == total) fputs("\r                                   \r", stderr);
 }
 
-/* repl_run_plan, with `run`'s cache (NULL for the other commands: `compare`
+/* cache: `run`'s and `search`'s (NULL for the other commands: `compare`
  * runs other plans, which would only churn it). */
-static mpx_status run_plan_cached(mpx_session *s, const mpx_plan *p, bool local, const bool *keep,
-                                  mpx_compare_cache *cache, mpx_compare **out, mpx_error *err) {
+mpx_status repl_run_plan(mpx_session *s, const mpx_plan *p, bool local, const bool *keep,
+                         mpx_compare_cache *cache, mpx_compare **out, mpx_error *err) {
     mpx_value *inputs = NULL;
     mpx_status st = repl_make_inputs(s, &inputs, err);
     if (st) return st;
@@ -316,10 +316,6 @@ static mpx_status run_plans(mpx_session *s, mpx_plan *const *plans, int n, mpx_c
     return st;
 }
 
-mpx_status repl_run_plan(mpx_session *s, const mpx_plan *p, bool local, const bool *keep, mpx_compare **out,
-                         mpx_error *err) {
-    return run_plan_cached(s, p, local, keep, NULL, out, err);
-}
 
 /* Tensor indices named in a comma list (for --keep); err names the first unknown. */
 static mpx_status parse_keep(const mpx_graph *g, const char *list, bool *keep, mpx_error *err) {
@@ -400,7 +396,7 @@ MPX_CMD(repl_cmd_run) {
     mpx_compare *c = NULL;
     /* Without memory for a cache the run is a full one, as always. */
     if (!s->run_cache && s->cache_mb > 0) s->run_cache = mpx_compare_cache_new((size_t)s->cache_mb << 20);
-    if (!st) st = run_plan_cached(s, s->plan, local, keep, s->run_cache, &c, err);
+    if (!st) st = repl_run_plan(s, s->plan, local, keep, s->run_cache, &c, err);
     free(keep);
     if (st) return st;
     double *am = absmax_of(s->graph, c);
@@ -682,7 +678,7 @@ MPX_CMD(repl_cmd_tensor) {
         bool *keep = calloc((size_t)g->n_tensors, sizeof *keep);
         if (!keep) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
         keep[t->index] = true;
-        st = repl_run_plan(s, s->plan, false, keep, &fresh, err);
+        st = repl_run_plan(s, s->plan, false, keep, NULL, &fresh, err);
         free(keep);
         if (st) return st;
         c = fresh;

@@ -60,6 +60,9 @@ MPX_CMD(repl_cmd_why);
  * the last reference run when there is one). */
 mpx_status repl_build_plan(const mpx_session *s, const mpx_rules *r, const mpx_plan_opts *o, mpx_plan **out,
                            mpx_error *err);
+/* Plan (rules, opts); on success push it as the new state (one undo step),
+ * swap the plan in and print the one line saying what changed. */
+mpx_status repl_apply_rules(mpx_session *s, const mpx_rules *r, const mpx_plan_opts *o, mpx_error *err);
 /* After the plan changed: s->on_plan_change, if set. */
 void repl_after_plan_change(mpx_session *s);
 
@@ -75,8 +78,8 @@ MPX_CMD(repl_cmd_tensor);
 MPX_CMD(repl_cmd_compare);
 /* Run plan p on the session's inputs against the fp32 reference (Ctrl-C
  * cancels; progress on a terminal). keep: tensors to keep, or NULL. */
-mpx_status repl_run_plan(mpx_session *s, const mpx_plan *p, bool local, const bool *keep, mpx_compare **out,
-                         mpx_error *err);
+mpx_status repl_run_plan(mpx_session *s, const mpx_plan *p, bool local, const bool *keep,
+                         mpx_compare_cache *cache, mpx_compare **out, mpx_error *err);
 /* Every model input's values from the session's specs (default: random
  * normal, seed 0), in g->inputs order; free with repl_free_inputs. */
 mpx_status repl_make_inputs(const mpx_session *s, mpx_value **out, mpx_error *err);
@@ -84,6 +87,7 @@ void repl_free_inputs(const mpx_session *s, mpx_value *v);
 
 /* ---- figures and conditions (figures.c): assert, search, sweep ---------- */
 MPX_CMD(repl_cmd_assert);
+MPX_CMD(repl_cmd_search); /* cmd_search.c */
 /* Counts over every layer of a comparison: overflow, underflow, subnormal
  * elements, layers with any, the first layer that overflows and the worst
  * model output (by rel_l2; NaN is worst). */
