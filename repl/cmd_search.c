@@ -121,13 +121,8 @@ static mpx_status evaluate(search *x, const bool *set, bool local, bool *holds, 
     mpx_plan *p = NULL;
     mpx_compare *c = NULL;
     mpx_status st = rules_with(x, set, &r, err);
-    if (!st) st = repl_build_plan(s, r, mpx_history_opts(s->hist), &p, err);
+    if (!st) st = repl_trial(s, r, mpx_history_opts(s->hist), x->need_run, local, &p, &c, err);
     mpx_rules_free(r);
-    if (!st && x->need_run) {
-        if (!local && !s->run_cache && s->cache_mb > 0)
-            s->run_cache = mpx_compare_cache_new((size_t)s->cache_mb << 20);
-        st = repl_run_plan(s, p, local, NULL, local ? NULL : s->run_cache, &c, err);
-    }
     double got[REPL_COND_MAX];
     int failed = -1;
     if (!st) {
