@@ -869,7 +869,6 @@ mpx_status mpx_shape_reduce(mpx_sctx *c) {
     }
     shp r = mpx_sh_shp_rank(0);
     for (int i = 0; i < o.rank; i++) {
-        c->p[i] = mask[i];
         if (!mask[i]) {
             r.d[r.rank] = o.d[i];
             r.s[r.rank++] = o.s[i];
@@ -878,7 +877,6 @@ mpx_status mpx_shape_reduce(mpx_sctx *c) {
             r.d[r.rank++] = 1;
         }
     }
-    c->planned = true;
     return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &r);
 }
 
@@ -907,7 +905,7 @@ mpx_status mpx_shape_argreduce(mpx_sctx *c) {
 
 static shape_fn *const shape_table[MPX_OP_COUNT] = {
     [MPX_OP_UNKNOWN] = NULL,
-#define MPX_OP(name, shape, cost) [MPX_OP_##name] = mpx_shape_##shape,
+#define MPX_OP(name, shape, cost, fold) [MPX_OP_##name] = mpx_shape_##shape,
 #include "ops.def"
 #undef MPX_OP
 };

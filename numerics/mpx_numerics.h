@@ -12,6 +12,16 @@
 
 #include "mpx_graph.h"
 
+/* ==== start-up (numerics/fold_eval.c) ======================================= */
+
+/* Registers the kernels as graph/'s constant folder (mpx_graph_set_evaluator;
+ * mpx_graph.h, "constant folding"), so shape inference folds every op that has
+ * a kernel with the kernel's own arithmetic (fp32 reference accumulation) and
+ * an op's meaning is written once, in its kernel. Call once at start, from one
+ * thread, before mpx_graph_infer: the mpx program, the
+ * benches and every test program do. Idempotent. */
+void mpx_numerics_init(void);
+
 /* ==== float formats (numerics/format.c) ==================================== */
 
 /* Every emulated value lives in an fp32 buffer; a buffer "in format F" holds

@@ -5,6 +5,7 @@
  *
  * usage: model_info <model> [<input>=<AxBxC> ...] */
 #include "mpx_graph.h"
+#include "mpx_numerics.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -33,6 +34,7 @@ static int parse_dims(const char *s, int64_t *dims) {
 }
 
 int main(int argc, char **argv) {
+    mpx_numerics_init(); /* constant folding runs the kernels */
     if (argc < 2) {
         fprintf(stderr, "usage: model_info <model> [<input>=<AxBxC> ...]\n");
         return 2;

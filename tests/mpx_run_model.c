@@ -264,6 +264,7 @@ static int run_compare(const mpx_graph *g, const mpx_value *inputs, const mpx_fo
 }
 
 int main(int argc, char **argv) {
+    mpx_numerics_init(); /* constant folding runs the kernels */
     const char *model = NULL, *out = NULL;
     const char *specs[64], *files[64], *positional[66];
     int n_specs = 0, n_files = 0, n_pos = 0, repeat = 1;

@@ -1,0 +1,26 @@
+/* index.c - index arithmetic that shape inference (graph/) and the kernels
+ * (numerics/) both need, written once so a tensor's inferred shape and its
+ * computed value cannot disagree. Declared in mpx_graph.h. */
+#include "mpx_graph.h"
+
+int64_t mpx_slice_axis(int64_t d, int64_t s, int64_t e, int64_t step, int64_t *start) {
+    if (s < 0) s = s <= -d ? 0 : s + d;
+    if (e < 0) e = e < -d ? -1 : e + d;
+    int64_t len;
+    if (step > 0) {
+        s = s > d ? d : s;
+        e = e < 0 ? 0 : e > d ? d : e;
+        len = e > s ? (e - s - 1) / step + 1 : 0;
+    } else {
+        if (d == 0) {
+            *start = 0;
+            return 0;
+        }
+        s = s > d - 1 ? d - 1 : s;
+        e = e > d - 1 ? d - 1 : e;
+        int64_t ns = step < -INT64_MAX ? INT64_MAX : -step;
+        len = s > e ? (s - e - 1) / ns + 1 : 0;
+    }
+    *start = s;
+    return len;
+}
