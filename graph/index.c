@@ -3,6 +3,8 @@
  * computed value cannot disagree. Declared in mpx_graph.h. */
 #include "mpx_graph.h"
 
+#include <stdlib.h>
+
 int64_t mpx_slice_axis(int64_t d, int64_t s, int64_t e, int64_t step, int64_t *start) {
     if (s < 0) s = s <= -d ? 0 : s + d;
     if (e < 0) e = e < -d ? -1 : e + d;
@@ -23,4 +25,19 @@ int64_t mpx_slice_axis(int64_t d, int64_t s, int64_t e, int64_t step, int64_t *s
     }
     *start = s;
     return len;
+}
+
+int mpx_dims_parse(const char *s, int64_t *dims) {
+    int rank = 0;
+    while (*s) {
+        if (rank == MPX_MAX_RANK) return -1;
+        char *end;
+        long long v = strtoll(s, &end, 10);
+        if (end == s || v < 0) return -1;
+        dims[rank++] = v;
+        s = end;
+        if (*s == 'x') s++;
+        else if (*s) return -1;
+    }
+    return rank;
 }

@@ -419,6 +419,10 @@ mpx_node_eval_fn mpx_graph_evaluator(void);
  * the Slice kernel both call it, so a shape and its values agree. */
 int64_t mpx_slice_axis(int64_t d, int64_t s, int64_t e, int64_t step, int64_t *start);
 
+/* "1x3x224x224" (dims >= 0, "" is rank 0) into dims[MPX_MAX_RANK]: the rank,
+ * or -1 for anything else (the benches' and test tools' argument syntax). */
+int mpx_dims_parse(const char *s, int64_t *dims);
+
 /* Number of tensors whose shape is still unknown after mpx_graph_infer (and,
  * when first_unknown is non-NULL, the first such tensor in topological order). */
 int mpx_graph_count_unknown(const mpx_graph *g, const mpx_tensor **first_unknown);

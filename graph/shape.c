@@ -326,29 +326,19 @@ static mpx_status bcast_all(mpx_sctx *c, int first, shp *o) {
     return MPX_OK;
 }
 
-mpx_status mpx_shape_broadcast(mpx_sctx *c) {
-    mpx_status st = mpx_sh_need(c, 1);
+/* Outputs broadcast from every input, after the first `need` are checked
+ * present; dtype from input dt_input (-1: bool). */
+static mpx_status bcast_out(mpx_sctx *c, int need, int dt_input) {
+    mpx_status st = mpx_sh_need(c, need);
     if (st) return st;
     shp o;
     if ((st = bcast_all(c, 0, &o))) return st;
-    return mpx_sh_set_out(c, 0, mpx_sh_dt(mpx_sh_in(c, 0)), &o);
+    return mpx_sh_set_out(c, 0, dt_input < 0 ? MPX_DT_BOOL : mpx_sh_dt(mpx_sh_in(c, dt_input)), &o);
 }
 
-mpx_status mpx_shape_broadcast_bool(mpx_sctx *c) {
-    mpx_status st = mpx_sh_need(c, 2);
-    if (st) return st;
-    shp o;
-    if ((st = bcast_all(c, 0, &o))) return st;
-    return mpx_sh_set_out(c, 0, MPX_DT_BOOL, &o);
-}
-
-mpx_status mpx_shape_where(mpx_sctx *c) {
-    mpx_status st = mpx_sh_need(c, 3);
-    if (st) return st;
-    shp o;
-    if ((st = bcast_all(c, 0, &o))) return st;
-    return mpx_sh_set_out(c, 0, mpx_sh_dt(mpx_sh_in(c, 1)), &o);
-}
+mpx_status mpx_shape_broadcast(mpx_sctx *c) { return bcast_out(c, 1, 0); }
+mpx_status mpx_shape_broadcast_bool(mpx_sctx *c) { return bcast_out(c, 2, -1); }
+mpx_status mpx_shape_where(mpx_sctx *c) { return bcast_out(c, 3, 1); }
 
 /* ---- normalisation ---------------------------------------------------------- */
 
