@@ -18,6 +18,7 @@
 #ifndef MPX_GRAPH_H
 #define MPX_GRAPH_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -54,6 +55,13 @@ mpx_status mpx_error_set(mpx_error *err, mpx_status st, const char *fmt, ...)
 mpx_status mpx_error_at(mpx_error *err, mpx_status st, const char *file, int line,
                         int column, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
+/* What the modules' error wrappers build on: the message is node's
+ * "node "<name>" (<op>): " (when node is non-NULL) followed by fmt with ap;
+ * file as in mpx_error_at (NULL: none), line and column unknown. fmt's
+ * arguments may point into err->msg. */
+struct mpx_node;
+mpx_status mpx_error_vnode(mpx_error *err, mpx_status st, const char *file,
+                           const struct mpx_node *node, const char *fmt, va_list ap);
 /* "file:line:col: message" with the parts that are known. Returns buf. */
 const char *mpx_error_format(const mpx_error *err, char *buf, size_t n);
 const char *mpx_status_name(mpx_status st);

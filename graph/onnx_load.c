@@ -45,13 +45,11 @@ static mpx_status fail(ctx *c, mpx_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 static mpx_status fail(ctx *c, mpx_status st, const char *fmt, ...) {
-    if (!c->err) return st;
-    char msg[sizeof c->err->msg];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    st = mpx_error_vnode(c->err, st, c->path, NULL, fmt, ap);
     va_end(ap);
-    return mpx_error_at(c->err, st, c->path, 0, 0, "%s", msg);
+    return st;
 }
 
 static const char *nz(const char *s) { return s ? s : ""; }

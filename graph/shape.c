@@ -107,14 +107,11 @@ const char *mpx_sh_TS(const mpx_tensor *t) {
 /* ---- node context -------------------------------------------------------- */
 
 mpx_status mpx_node_error(const mpx_sctx *c, mpx_status st, const char *fmt, ...) {
-    if (!c->err) return st;
-    char msg[sizeof c->err->msg];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    st = mpx_error_vnode(c->err, st, c->g->path, c->n, fmt, ap);
     va_end(ap);
-    return mpx_error_at(c->err, st, c->g->path, 0, 0, "node \"%s\" (%s): %s", c->n->name,
-                        c->n->op_type, msg);
+    return st;
 }
 
 mpx_tensor *mpx_sh_in(const mpx_sctx *c, int i) {
