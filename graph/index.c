@@ -27,6 +27,17 @@ int64_t mpx_slice_axis(int64_t d, int64_t s, int64_t e, int64_t step, int64_t *s
     return len;
 }
 
+int64_t mpx_shape_op_range(const mpx_node *n, int rank, int64_t *start) {
+    int64_t r = rank;
+    int64_t s = mpx_node_attr_int(n, "start", 0), e = mpx_node_attr_int(n, "end", r);
+    if (s < 0) s += r;
+    if (e < 0) e += r;
+    s = s < 0 ? 0 : s > r ? r : s;
+    e = e < 0 ? 0 : e > r ? r : e;
+    *start = s;
+    return e > s ? e - s : 0;
+}
+
 int mpx_dims_parse(const char *s, int64_t *dims) {
     int rank = 0;
     while (*s) {

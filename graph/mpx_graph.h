@@ -427,6 +427,11 @@ mpx_node_eval_fn mpx_graph_evaluator(void);
  * the Slice kernel both call it, so a shape and its values agree. */
 int64_t mpx_slice_axis(int64_t d, int64_t s, int64_t e, int64_t step, int64_t *start);
 
+/* The dims a Shape node n reads from an input of rank `rank` (its start and
+ * end attributes, clamped as ONNX says): returns how many, from *start. Shape
+ * inference and the Shape kernel both call it. */
+int64_t mpx_shape_op_range(const mpx_node *n, int rank, int64_t *start);
+
 /* "1x3x224x224" (dims >= 0, "" is rank 0) into dims[MPX_MAX_RANK]: the rank,
  * or -1 for anything else (the benches' and test tools' argument syntax). */
 int mpx_dims_parse(const char *s, int64_t *dims);

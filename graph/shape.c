@@ -481,17 +481,33 @@ static mpx_status spatial_rank(const mpx_sctx *c, const mpx_tensor *x) {
     return MPX_OK;
 }
 
-mpx_status mpx_shape_conv(mpx_sctx *c) {
+/* What Conv and ConvTranspose check first: input and weights present, of
+ * one rank with spatial dims, and the group. *x NULL: a shape is unknown
+ * (the output is set unknown). */
+static mpx_status conv_inputs(mpx_sctx *c, const mpx_tensor **x, const mpx_tensor **w,
+                              int64_t *group) {
+    *x = NULL;
     mpx_status st = mpx_sh_need(c, 2);
     if (st) return st;
-    const mpx_tensor *x = mpx_sh_in(c, 0), *w = mpx_sh_in(c, 1);
-    if (!mpx_sh_known(x) || !mpx_sh_known(w)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
-    if ((st = spatial_rank(c, x))) return st;
-    if (w->rank != x->rank)
+    const mpx_tensor *in = mpx_sh_in(c, 0), *wt = mpx_sh_in(c, 1);
+    if (!mpx_sh_known(in) || !mpx_sh_known(wt)) return mpx_sh_set_out(c, 0, mpx_sh_dt(in), NULL);
+    if ((st = spatial_rank(c, in))) return st;
+    if (wt->rank != in->rank)
         return mpx_node_error(c, MPX_E_SHAPE, "weights \"%s\" of shape %s do not match input %s",
-                              w->name, mpx_sh_TS(w), mpx_sh_TS(x));
-    int64_t group = mpx_node_attr_int(c->n, "group", 1);
-    if (group < 1 || group > MPX_MAX_ELEMS) return mpx_node_error(c, MPX_E_SHAPE, "group %lld", (long long)group);
+                              wt->name, mpx_sh_TS(wt), mpx_sh_TS(in));
+    *group = mpx_node_attr_int(c->n, "group", 1);
+    if (*group < 1 || *group > MPX_MAX_ELEMS)
+        return mpx_node_error(c, MPX_E_SHAPE, "group %lld", (long long)*group);
+    *x = in;
+    *w = wt;
+    return MPX_OK;
+}
+
+mpx_status mpx_shape_conv(mpx_sctx *c) {
+    const mpx_tensor *x, *w;
+    int64_t group;
+    mpx_status st = conv_inputs(c, &x, &w, &group);
+    if (st || !x) return st;
     int64_t cin = x->dims[1], wc = w->dims[1], m = w->dims[0];
     if (cin >= 0 && wc >= 0 && cin != wc * group)
         return mpx_node_error(c, MPX_E_SHAPE,
@@ -523,16 +539,10 @@ mpx_status mpx_shape_conv(mpx_sctx *c) {
 }
 
 mpx_status mpx_shape_conv_transpose(mpx_sctx *c) {
-    mpx_status st = mpx_sh_need(c, 2);
-    if (st) return st;
-    const mpx_tensor *x = mpx_sh_in(c, 0), *w = mpx_sh_in(c, 1);
-    if (!mpx_sh_known(x) || !mpx_sh_known(w)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
-    if ((st = spatial_rank(c, x))) return st;
-    if (w->rank != x->rank)
-        return mpx_node_error(c, MPX_E_SHAPE, "weights \"%s\" of shape %s do not match input %s",
-                              w->name, mpx_sh_TS(w), mpx_sh_TS(x));
-    int64_t group = mpx_node_attr_int(c->n, "group", 1);
-    if (group < 1 || group > MPX_MAX_ELEMS) return mpx_node_error(c, MPX_E_SHAPE, "group %lld", (long long)group);
+    const mpx_tensor *x, *w;
+    int64_t group;
+    mpx_status st = conv_inputs(c, &x, &w, &group);
+    if (st || !x) return st;
     if (x->dims[1] >= 0 && w->dims[0] >= 0 && x->dims[1] != w->dims[0])
         return mpx_node_error(c, MPX_E_SHAPE,
                               "input \"%s\" has %lld channels (shape %s) but weights \"%s\" have shape %s",

@@ -641,14 +641,8 @@ mpx_status mpx_shape_shape(mpx_sctx *c) {
     if (st) return st;
     const mpx_tensor *x = mpx_sh_in(c, 0);
     if (!mpx_sh_known(x)) return mpx_sh_set_out(c, 0, MPX_DT_INT64, NULL);
-    int64_t r = x->rank, s = mpx_node_attr_int(c->n, "start", 0), e = mpx_node_attr_int(c->n, "end", r);
-    if (s < 0) s += r;
-    if (e < 0) e += r;
-    s = s < 0 ? 0 : s > r ? r : s;
-    e = e < 0 ? 0 : e > r ? r : e;
     shp o = mpx_sh_shp_rank(1);
-    o.d[0] = e > s ? e - s : 0;
-    c->shape_start = s;
+    o.d[0] = mpx_shape_op_range(c->n, x->rank, &c->shape_start);
     return mpx_sh_set_out(c, 0, MPX_DT_INT64, &o);
 }
 
