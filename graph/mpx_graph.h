@@ -391,12 +391,13 @@ mpx_status mpx_graph_infer(mpx_graph *g, mpx_error *err);
  * mpx_graph_infer: shape chains such as Shape -> Cast -> Slice -> Concat ->
  * Reshape) runs those kernels through the evaluator registered here, so the
  * layers keep their direction (graph/ never includes numerics/) and a new op
- * needs no folding code: a kernel is all it takes for its values to fold.
+ * needs no folding code: its kernel and "fold" in its ops.def row are all it
+ * takes for its values to fold.
  *
  * mpx_graph_infer folds a node of an op marked fold in ops.def when every
  * present input has a value (t->f32 or t->i64), the node has at least one
- * input, and an output has a known
- * shape of at most MPX_FOLD_MAX_ELEMS elements. graph/ allocates those
+ * input, and an output has a known shape of at most MPX_FOLD_MAX_ELEMS
+ * elements (inputs may be any size: a Gather from a weight). graph/ allocates those
  * outputs' buffers (f32 or i64 by dtype, nelem elements, shape as inferred)
  * and calls the evaluator, which fills every allocated buffer and sets *done;
  * *done false (an op without a kernel, a result that is not exact to compute,
