@@ -78,21 +78,6 @@ static int fail(const char *what, const mpx_error *err) {
     return 1;
 }
 
-static int parse_dims(const char *s, int64_t *dims) {
-    int rank = 0;
-    while (*s) {
-        if (rank == MPX_MAX_RANK) return -1;
-        char *end;
-        long long v = strtoll(s, &end, 10);
-        if (end == s || v < 0) return -1;
-        dims[rank++] = v;
-        s = end;
-        if (*s == 'x') s++;
-        else if (*s) return -1;
-    }
-    return rank;
-}
-
 /* ---- runs ------------------------------------------------------------------------------ */
 
 typedef struct bench {
@@ -275,6 +260,7 @@ static int profile(bench *b, const mpx_assign *a) {
 /* ---- main ------------------------------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
+    mpx_numerics_init(); /* constant folding runs the kernels */
     /* A run allocates and frees activations of up to tens of MB per node.
      * glibc would hand each large block back to the kernel (mmap/munmap) and
      * fault it in again on the next run: on PP-OCRv4 det that page-faulting
@@ -303,7 +289,7 @@ int main(int argc, char **argv) {
         else n_pos = 99;
     }
     int64_t dims[MPX_MAX_RANK];
-    int rank = n_pos == 3 ? parse_dims(pos[1], dims) : -1;
+    int rank = n_pos == 3 ? mpx_dims_parse(pos[1], dims) : -1;
     const char *mode = pos[2];
     static const char *const modes[] = {"input", "fp32", "report", "report1", "acc16", "rerun",
                                         "profile"};

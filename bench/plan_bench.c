@@ -86,6 +86,7 @@ static double time_plan(const mpx_graph *g, const mpx_rules *r, int reps, double
 }
 
 int main(int argc, char **argv) {
+    mpx_numerics_init(); /* constant folding runs the kernels */
     int n = argc > 1 ? atoi(argv[1]) : 10000;
     if (n < 5 || n > 1000000) {
         fprintf(stderr, "usage: plan_bench [n_nodes >= 5]\n");

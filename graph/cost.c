@@ -165,7 +165,7 @@ static void cost_global_pool(const mpx_node *n, mpx_cost *c) {
 
 static cost_fn *const cost_table[MPX_OP_COUNT] = {
     [MPX_OP_UNKNOWN] = NULL,
-#define MPX_OP(name, shape, cost) [MPX_OP_##name] = cost_##cost,
+#define MPX_OP(name, shape, cost, fold) [MPX_OP_##name] = cost_##cost,
 #include "ops.def"
 #undef MPX_OP
 };

@@ -37,6 +37,16 @@ mpx_status mpx_error_at(mpx_error *err, mpx_status st, const char *file, int lin
     return st;
 }
 
+mpx_status mpx_error_vnode(mpx_error *err, mpx_status st, const char *file,
+                           const struct mpx_node *node, const char *fmt, va_list ap) {
+    if (!err) return st;
+    char msg[sizeof err->msg];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    if (node)
+        return mpx_error_at(err, st, file, 0, 0, "node \"%s\" (%s): %s", node->name, node->op_type, msg);
+    return mpx_error_at(err, st, file, 0, 0, "%s", msg);
+}
+
 const char *mpx_error_format(const mpx_error *err, char *buf, size_t n) {
     if (!buf || n == 0) return buf;
     if (!err) {

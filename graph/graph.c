@@ -318,13 +318,11 @@ static mpx_status fail(mpx_graph *g, mpx_error *err, mpx_status st, const char *
     __attribute__((format(printf, 4, 5)));
 
 static mpx_status fail(mpx_graph *g, mpx_error *err, mpx_status st, const char *fmt, ...) {
-    if (!err) return st;
-    char msg[sizeof err->msg];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    st = mpx_error_vnode(err, st, g->path, NULL, fmt, ap);
     va_end(ap);
-    return mpx_error_at(err, st, g->path, 0, 0, "%s", msg);
+    return st;
 }
 
 /* A Constant node's attribute becomes its output's value at load, so weights

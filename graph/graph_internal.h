@@ -14,4 +14,12 @@ void mpx_cost_node(mpx_node *n);
  * on known dims being at most MPX_MAX_ELEMS. */
 mpx_status mpx_dims_check(int rank, const int64_t *dims, int64_t *out, mpx_error *err);
 
+/* loaders (files.c): parse buf (len bytes read from path) with the
+ * loader's from-memory entry point, giving it path's folder as the folder its
+ * side files (JSON) or external data (ONNX) are relative to. Frees buf. */
+typedef mpx_graph *(*mpx_buffer_loader)(const void *buf, size_t len, const char *path,
+                                        const char *dir, mpx_error *err);
+mpx_graph *mpx_load_in_folder(void *buf, size_t len, const char *path, mpx_buffer_loader load,
+                              mpx_error *err);
+
 #endif

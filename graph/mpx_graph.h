@@ -18,6 +18,7 @@
 #ifndef MPX_GRAPH_H
 #define MPX_GRAPH_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -54,6 +55,13 @@ mpx_status mpx_error_set(mpx_error *err, mpx_status st, const char *fmt, ...)
 mpx_status mpx_error_at(mpx_error *err, mpx_status st, const char *file, int line,
                         int column, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
+/* What the modules' error wrappers build on: the message is node's
+ * "node "<name>" (<op>): " (when node is non-NULL) followed by fmt with ap;
+ * file as in mpx_error_at (NULL: none), line and column unknown. fmt's
+ * arguments may point into err->msg. */
+struct mpx_node;
+mpx_status mpx_error_vnode(mpx_error *err, mpx_status st, const char *file,
+                           const struct mpx_node *node, const char *fmt, va_list ap);
 /* "file:line:col: message" with the parts that are known. Returns buf. */
 const char *mpx_error_format(const mpx_error *err, char *buf, size_t n);
 const char *mpx_status_name(mpx_status st);
@@ -118,7 +126,7 @@ enum {
 
 typedef enum mpx_op {
     MPX_OP_UNKNOWN = 0, /* an op the registry does not know: loads, marked unsupported */
-#define MPX_OP(name, shape, cost) MPX_OP_##name,
+#define MPX_OP(name, shape, cost, fold) MPX_OP_##name,
 #include "ops.def"
 #undef MPX_OP
     MPX_OP_COUNT
@@ -128,6 +136,9 @@ const char *mpx_op_name(mpx_op op);             /* "Conv"; "?" for UNKNOWN */
 mpx_op mpx_op_from_name(const char *op_type);   /* exact, case-sensitive; UNKNOWN if none */
 /* Case-insensitive lookup for user input ("conv" -> Conv). */
 mpx_op mpx_op_from_name_ci(const char *op_type);
+/* ops.def's FOLD column: whether shape inference computes the op's values
+ * when its inputs are known (see "constant folding" below). */
+bool mpx_op_folds(mpx_op op);
 
 /* ---- tensors, attributes, nodes ----------------------------------------- */
 
@@ -372,6 +383,59 @@ mpx_status mpx_graph_bind_input(mpx_graph *g, const char *input, int rank,
  * together (Add of 3x4 and 5, Reshape of 12 elements to 5x5) are errors naming
  * the node. Safe to call again after re-binding. */
 mpx_status mpx_graph_infer(mpx_graph *g, mpx_error *err);
+
+/* ---- constant folding: one evaluator of op meaning ------------------------
+ *
+ * graph/ defines what each op does to shapes (shape.c, shape_ops.c); what an op
+ * computes is defined once, by numerics' kernels. Constant folding (inside
+ * mpx_graph_infer: shape chains such as Shape -> Cast -> Slice -> Concat ->
+ * Reshape) runs those kernels through the evaluator registered here, so the
+ * layers keep their direction (graph/ never includes numerics/) and a new op
+ * needs no folding code: its kernel and "fold" in its ops.def row are all it
+ * takes for its values to fold.
+ *
+ * mpx_graph_infer folds a node of an op marked fold in ops.def when every
+ * present input has a value (t->f32 or t->i64), the node has at least one
+ * input, and an output has a known shape of at most MPX_FOLD_MAX_ELEMS
+ * elements (inputs may be any size: a Gather from a weight). graph/ allocates those
+ * outputs' buffers (f32 or i64 by dtype, nelem elements, shape as inferred)
+ * and calls the evaluator, which fills every allocated buffer and sets *done;
+ * *done false (an op without a kernel, a result that is not exact to compute,
+ * a kernel refusing the values for a reason only a run may have) leaves the
+ * outputs unknown, which is never an error. It returns an error (err filled,
+ * naming the node) only when the values do not fit the op (MPX_E_SHAPE: a
+ * Gather index out of range), as the run would fail the same way. Shape and
+ * Size (their values need only the input's shape) and empty outputs fold
+ * without it.
+ *
+ * Registration is process-wide and explicit: a program calls
+ * mpx_numerics_init() (numerics/mpx_numerics.h) once, before inferring, from
+ * one thread. A program that links graph/ alone, or registers nothing, still
+ * infers every shape that needs no folded value. */
+/* Largest folded value: shape chains carry a handful of int64s; anything
+ * bigger is real data and is left to the executor. */
+enum { MPX_FOLD_MAX_ELEMS = 4096 };
+typedef mpx_status (*mpx_node_eval_fn)(const mpx_node *n, bool *done, mpx_error *err);
+void mpx_graph_set_evaluator(mpx_node_eval_fn fn); /* NULL: none */
+mpx_node_eval_fn mpx_graph_evaluator(void);
+
+/* ---- index arithmetic both layers use (graph/index.c) ----------------------- */
+
+/* ONNX Slice on one axis of length d (d >= 0) with start s, end e and step
+ * (non-zero): negative starts/ends count from the end; starts clamp to [0, d]
+ * ([0, d-1] for negative steps), ends to [0, d] ([-1, d-1]). Returns the
+ * output length and sets *start to the first index taken. Shape inference and
+ * the Slice kernel both call it, so a shape and its values agree. */
+int64_t mpx_slice_axis(int64_t d, int64_t s, int64_t e, int64_t step, int64_t *start);
+
+/* The dims a Shape node n reads from an input of rank `rank` (its start and
+ * end attributes, clamped as ONNX says): returns how many, from *start. Shape
+ * inference and the Shape kernel both call it. */
+int64_t mpx_shape_op_range(const mpx_node *n, int rank, int64_t *start);
+
+/* "1x3x224x224" (dims >= 0, "" is rank 0) into dims[MPX_MAX_RANK]: the rank,
+ * or -1 for anything else (the benches' and test tools' argument syntax). */
+int mpx_dims_parse(const char *s, int64_t *dims);
 
 /* Number of tensors whose shape is still unknown after mpx_graph_infer (and,
  * when first_unknown is non-NULL, the first such tensor in topological order). */

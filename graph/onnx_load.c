@@ -45,13 +45,11 @@ static mpx_status fail(ctx *c, mpx_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 static mpx_status fail(ctx *c, mpx_status st, const char *fmt, ...) {
-    if (!c->err) return st;
-    char msg[sizeof c->err->msg];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    st = mpx_error_vnode(c->err, st, c->path, NULL, fmt, ap);
     va_end(ap);
-    return mpx_error_at(c->err, st, c->path, 0, 0, "%s", msg);
+    return st;
 }
 
 static const char *nz(const char *s) { return s ? s : ""; }
@@ -838,6 +836,11 @@ mpx_status mpx_tensor_proto_decode(mpx_graph *g, const uint8_t *buf, size_t len,
     return st;
 }
 
+static mpx_graph *from_buffer(const void *buf, size_t len, const char *path, const char *dir,
+                              mpx_error *err) {
+    return mpx_graph_load_onnx_buffer(buf, len, path, dir, err);
+}
+
 mpx_graph *mpx_graph_load_onnx(const char *path, mpx_error *err) {
     if (!path || !*path) {
         mpx_error_set(err, MPX_E_ARG, "no model path");
@@ -881,24 +884,7 @@ mpx_graph *mpx_graph_load_onnx(const char *path, mpx_error *err) {
         got += (size_t)r;
     }
     close(fd);
-    /* External data files are relative to the model's folder. */
-    char *dir = malloc(strlen(path) + 2);
-    mpx_graph *g = NULL;
-    if (!dir) {
-        mpx_error_at(err, MPX_E_NOMEM, path, 0, 0, "out of memory");
-    } else {
-        const char *slash = strrchr(path, '/');
-        if (!slash) strcpy(dir, ".");
-        else if (slash == path) strcpy(dir, "/");
-        else {
-            memcpy(dir, path, (size_t)(slash - path));
-            dir[slash - path] = '\0';
-        }
-        g = mpx_graph_load_onnx_buffer(buf, got, path, dir, err);
-    }
-    free(dir);
-    free(buf);
-    return g;
+    return mpx_load_in_folder(buf, got, path, from_buffer, err);
 }
 
 static bool has_ext(const char *path, const char *ext) {

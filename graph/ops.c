@@ -7,12 +7,22 @@
 
 static const char *const op_names[MPX_OP_COUNT] = {
     [MPX_OP_UNKNOWN] = "?",
-#define MPX_OP(name, shape, cost) [MPX_OP_##name] = #name,
+#define MPX_OP(name, shape, cost, fold) [MPX_OP_##name] = #name,
 #include "ops.def"
 #undef MPX_OP
 };
 static_assert(sizeof op_names / sizeof op_names[0] == MPX_OP_COUNT,
               "op name table out of step with ops.def");
+
+/* The FOLD column: fold or run (see ops.def). */
+enum { fold = 1, run = 0 };
+static const bool op_folds[MPX_OP_COUNT] = {
+#define MPX_OP(name, shape, cost, f) [MPX_OP_##name] = f,
+#include "ops.def"
+#undef MPX_OP
+};
+
+bool mpx_op_folds(mpx_op op) { return (unsigned)op < MPX_OP_COUNT && op_folds[op]; }
 
 const char *mpx_op_name(mpx_op op) {
     if ((unsigned)op >= MPX_OP_COUNT) return "?";

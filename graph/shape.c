@@ -107,14 +107,11 @@ const char *mpx_sh_TS(const mpx_tensor *t) {
 /* ---- node context -------------------------------------------------------- */
 
 mpx_status mpx_node_error(const mpx_sctx *c, mpx_status st, const char *fmt, ...) {
-    if (!c->err) return st;
-    char msg[sizeof c->err->msg];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    st = mpx_error_vnode(c->err, st, c->g->path, c->n, fmt, ap);
     va_end(ap);
-    return mpx_error_at(c->err, st, c->g->path, 0, 0, "node \"%s\" (%s): %s", c->n->name,
-                        c->n->op_type, msg);
+    return st;
 }
 
 mpx_tensor *mpx_sh_in(const mpx_sctx *c, int i) {
@@ -326,29 +323,19 @@ static mpx_status bcast_all(mpx_sctx *c, int first, shp *o) {
     return MPX_OK;
 }
 
-mpx_status mpx_shape_broadcast(mpx_sctx *c) {
-    mpx_status st = mpx_sh_need(c, 1);
+/* Outputs broadcast from every input, after the first `need` are checked
+ * present; dtype from input dt_input (-1: bool). */
+static mpx_status bcast_out(mpx_sctx *c, int need, int dt_input) {
+    mpx_status st = mpx_sh_need(c, need);
     if (st) return st;
     shp o;
     if ((st = bcast_all(c, 0, &o))) return st;
-    return mpx_sh_set_out(c, 0, mpx_sh_dt(mpx_sh_in(c, 0)), &o);
+    return mpx_sh_set_out(c, 0, dt_input < 0 ? MPX_DT_BOOL : mpx_sh_dt(mpx_sh_in(c, dt_input)), &o);
 }
 
-mpx_status mpx_shape_broadcast_bool(mpx_sctx *c) {
-    mpx_status st = mpx_sh_need(c, 2);
-    if (st) return st;
-    shp o;
-    if ((st = bcast_all(c, 0, &o))) return st;
-    return mpx_sh_set_out(c, 0, MPX_DT_BOOL, &o);
-}
-
-mpx_status mpx_shape_where(mpx_sctx *c) {
-    mpx_status st = mpx_sh_need(c, 3);
-    if (st) return st;
-    shp o;
-    if ((st = bcast_all(c, 0, &o))) return st;
-    return mpx_sh_set_out(c, 0, mpx_sh_dt(mpx_sh_in(c, 1)), &o);
-}
+mpx_status mpx_shape_broadcast(mpx_sctx *c) { return bcast_out(c, 1, 0); }
+mpx_status mpx_shape_broadcast_bool(mpx_sctx *c) { return bcast_out(c, 2, -1); }
+mpx_status mpx_shape_where(mpx_sctx *c) { return bcast_out(c, 3, 1); }
 
 /* ---- normalisation ---------------------------------------------------------- */
 
@@ -494,17 +481,33 @@ static mpx_status spatial_rank(const mpx_sctx *c, const mpx_tensor *x) {
     return MPX_OK;
 }
 
-mpx_status mpx_shape_conv(mpx_sctx *c) {
+/* What Conv and ConvTranspose check first: input and weights present, of
+ * one rank with spatial dims, and the group. *x NULL: a shape is unknown
+ * (the output is set unknown). */
+static mpx_status conv_inputs(mpx_sctx *c, const mpx_tensor **x, const mpx_tensor **w,
+                              int64_t *group) {
+    *x = NULL;
     mpx_status st = mpx_sh_need(c, 2);
     if (st) return st;
-    const mpx_tensor *x = mpx_sh_in(c, 0), *w = mpx_sh_in(c, 1);
-    if (!mpx_sh_known(x) || !mpx_sh_known(w)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
-    if ((st = spatial_rank(c, x))) return st;
-    if (w->rank != x->rank)
+    const mpx_tensor *in = mpx_sh_in(c, 0), *wt = mpx_sh_in(c, 1);
+    if (!mpx_sh_known(in) || !mpx_sh_known(wt)) return mpx_sh_set_out(c, 0, mpx_sh_dt(in), NULL);
+    if ((st = spatial_rank(c, in))) return st;
+    if (wt->rank != in->rank)
         return mpx_node_error(c, MPX_E_SHAPE, "weights \"%s\" of shape %s do not match input %s",
-                              w->name, mpx_sh_TS(w), mpx_sh_TS(x));
-    int64_t group = mpx_node_attr_int(c->n, "group", 1);
-    if (group < 1 || group > MPX_MAX_ELEMS) return mpx_node_error(c, MPX_E_SHAPE, "group %lld", (long long)group);
+                              wt->name, mpx_sh_TS(wt), mpx_sh_TS(in));
+    *group = mpx_node_attr_int(c->n, "group", 1);
+    if (*group < 1 || *group > MPX_MAX_ELEMS)
+        return mpx_node_error(c, MPX_E_SHAPE, "group %lld", (long long)*group);
+    *x = in;
+    *w = wt;
+    return MPX_OK;
+}
+
+mpx_status mpx_shape_conv(mpx_sctx *c) {
+    const mpx_tensor *x, *w;
+    int64_t group;
+    mpx_status st = conv_inputs(c, &x, &w, &group);
+    if (st || !x) return st;
     int64_t cin = x->dims[1], wc = w->dims[1], m = w->dims[0];
     if (cin >= 0 && wc >= 0 && cin != wc * group)
         return mpx_node_error(c, MPX_E_SHAPE,
@@ -536,16 +539,10 @@ mpx_status mpx_shape_conv(mpx_sctx *c) {
 }
 
 mpx_status mpx_shape_conv_transpose(mpx_sctx *c) {
-    mpx_status st = mpx_sh_need(c, 2);
-    if (st) return st;
-    const mpx_tensor *x = mpx_sh_in(c, 0), *w = mpx_sh_in(c, 1);
-    if (!mpx_sh_known(x) || !mpx_sh_known(w)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
-    if ((st = spatial_rank(c, x))) return st;
-    if (w->rank != x->rank)
-        return mpx_node_error(c, MPX_E_SHAPE, "weights \"%s\" of shape %s do not match input %s",
-                              w->name, mpx_sh_TS(w), mpx_sh_TS(x));
-    int64_t group = mpx_node_attr_int(c->n, "group", 1);
-    if (group < 1 || group > MPX_MAX_ELEMS) return mpx_node_error(c, MPX_E_SHAPE, "group %lld", (long long)group);
+    const mpx_tensor *x, *w;
+    int64_t group;
+    mpx_status st = conv_inputs(c, &x, &w, &group);
+    if (st || !x) return st;
     if (x->dims[1] >= 0 && w->dims[0] >= 0 && x->dims[1] != w->dims[0])
         return mpx_node_error(c, MPX_E_SHAPE,
                               "input \"%s\" has %lld channels (shape %s) but weights \"%s\" have shape %s",
@@ -869,7 +866,6 @@ mpx_status mpx_shape_reduce(mpx_sctx *c) {
     }
     shp r = mpx_sh_shp_rank(0);
     for (int i = 0; i < o.rank; i++) {
-        c->p[i] = mask[i];
         if (!mask[i]) {
             r.d[r.rank] = o.d[i];
             r.s[r.rank++] = o.s[i];
@@ -878,7 +874,6 @@ mpx_status mpx_shape_reduce(mpx_sctx *c) {
             r.d[r.rank++] = 1;
         }
     }
-    c->planned = true;
     return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &r);
 }
 
@@ -907,7 +902,7 @@ mpx_status mpx_shape_argreduce(mpx_sctx *c) {
 
 static shape_fn *const shape_table[MPX_OP_COUNT] = {
     [MPX_OP_UNKNOWN] = NULL,
-#define MPX_OP(name, shape, cost) [MPX_OP_##name] = mpx_shape_##shape,
+#define MPX_OP(name, shape, cost, fold) [MPX_OP_##name] = mpx_shape_##shape,
 #include "ops.def"
 #undef MPX_OP
 };

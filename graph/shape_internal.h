@@ -4,21 +4,14 @@
 
 #include "graph_internal.h"
 
-/* Largest folded value: shape chains carry a handful of int64s; anything
- * bigger is real data and is left to the executor. */
-enum { MPX_FOLD_MAX_ELEMS = 4096 };
-
 /* One node being inferred. */
 typedef struct mpx_sctx {
     mpx_graph *g;
     mpx_node *n;
     mpx_error *err;
-    /* What the shape function resolved for the folder: arguments that moved
-     * between attributes and inputs across opsets, normalised axes. */
-    bool planned;
-    int axis;                 /* Gather, Concat, Split */
-    int64_t p[MPX_MAX_RANK];  /* Slice starts, Transpose perm, reduce mask, Shape start */
-    int64_t q[MPX_MAX_RANK];  /* Slice steps */
+    /* Shape's resolved start (its value needs only its input's shape, so
+     * fold.c fills it without an evaluator). */
+    int64_t shape_start;
 } mpx_sctx;
 
 /* Fill err with "node "<name>" (<op>): <message>" and return st. */
@@ -26,8 +19,9 @@ mpx_status mpx_node_error(const mpx_sctx *c, mpx_status st, const char *fmt, ...
     __attribute__((format(printf, 3, 4)));
 
 /* fold.c: after the node's output shapes are set, compute its output values
- * when every input value is known and the outputs are small. Leaves values
- * unknown (not an error) for anything it cannot fold. */
+ * through the registered evaluator (mpx_graph_set_evaluator) when every input
+ * value is known and the outputs are small. Leaves values unknown (not an
+ * error) for anything it cannot fold. */
 mpx_status mpx_fold_node(mpx_sctx *c);
 
 /* shape.c, for cost.c: product of every Einsum label's dim (the terms of the
@@ -92,7 +86,7 @@ static inline bool mpx_sh_mul(int64_t a, int64_t b, int64_t *r) {
 }
 
 /* One shape function per SHAPE family of ops.def (shape.c, shape_ops.c). */
-#define MPX_OP(name, shape, cost) mpx_status mpx_shape_##shape(mpx_sctx *c);
+#define MPX_OP(name, shape, cost, fold) mpx_status mpx_shape_##shape(mpx_sctx *c);
 #include "ops.def"
 #undef MPX_OP
 

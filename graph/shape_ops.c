@@ -138,8 +138,6 @@ mpx_status mpx_shape_concat(mpx_sctx *c) {
             }
         }
     }
-    c->axis = ax;
-    c->planned = true;
     return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
 }
 
@@ -197,8 +195,6 @@ mpx_status mpx_shape_split(mpx_sctx *c) {
         o.s[ax] = NULL;
         if ((st = mpx_sh_set_out(c, i, mpx_sh_dt(x), &o))) return st;
     }
-    c->axis = ax;
-    c->planned = v != V_UNKNOWN;
     return MPX_OK;
 }
 
@@ -323,9 +319,7 @@ mpx_status mpx_shape_transpose(mpx_sctx *c) {
         seen[p] = true;
         o.d[i] = xs.d[p];
         o.s[i] = xs.s[p];
-        c->p[i] = p;
     }
-    c->planned = true;
     return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
 }
 
@@ -393,29 +387,6 @@ mpx_status mpx_shape_unsqueeze(mpx_sctx *c) {
     return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
 }
 
-/* ONNX Slice clamping for one axis of length d; returns the output length. */
-static int64_t slice_axis(int64_t d, int64_t s, int64_t e, int64_t step, int64_t *start) {
-    if (s < 0) s = s <= -d ? 0 : s + d;
-    if (e < 0) e = e < -d ? -1 : e + d;
-    int64_t len;
-    if (step > 0) {
-        s = s > d ? d : s;
-        e = e < 0 ? 0 : e > d ? d : e;
-        len = e > s ? (e - s - 1) / step + 1 : 0;
-    } else {
-        if (d == 0) {
-            *start = 0;
-            return 0;
-        }
-        s = s > d - 1 ? d - 1 : s;
-        e = e > d - 1 ? d - 1 : e;
-        int64_t ns = step < -INT64_MAX ? INT64_MAX : -step;
-        len = s > e ? (s - e - 1) / ns + 1 : 0;
-    }
-    *start = s;
-    return len;
-}
-
 mpx_status mpx_shape_slice(mpx_sctx *c) {
     mpx_status st = mpx_sh_need(c, 1);
     if (st) return st;
@@ -464,10 +435,6 @@ mpx_status mpx_shape_slice(mpx_sctx *c) {
         return mpx_node_error(c, MPX_E_SHAPE, "starts, ends, axes and steps differ in length (%d, %d, %d, %d)",
                               ns, ne, va == V_KNOWN ? na : ns, vst == V_KNOWN ? nst : ns);
     bool seen[MPX_MAX_RANK] = {false};
-    for (int i = 0; i < r; i++) {
-        c->p[i] = 0;
-        c->q[i] = 1;
-    }
     for (int i = 0; i < ns; i++) {
         int ax;
         if ((st = mpx_sh_norm_axis(c, va == V_KNOWN ? axes[i] : i, r, "axis", x, &ax))) return st;
@@ -476,15 +443,14 @@ mpx_status mpx_shape_slice(mpx_sctx *c) {
         int64_t step = vst == V_KNOWN ? steps[i] : 1;
         if (step == 0) return mpx_node_error(c, MPX_E_SHAPE, "step 0 on axis %d", ax);
         int64_t d = xs.d[ax];
-        c->q[ax] = step;
         if (d < 0) {
             o.d[ax] = -1;
             o.s[ax] = NULL;
             continue;
         }
-        o.d[ax] = slice_axis(d, starts[i], ends[i], step, &c->p[ax]);
+        int64_t start;
+        o.d[ax] = mpx_slice_axis(d, starts[i], ends[i], step, &start);
     }
-    c->planned = true;
     return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
 }
 
@@ -511,8 +477,6 @@ mpx_status mpx_shape_gather(mpx_sctx *c) {
         o.d[o.rank] = xs.d[i];
         o.s[o.rank++] = xs.s[i];
     }
-    c->axis = ax;
-    c->planned = true;
     return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
 }
 
@@ -677,15 +641,8 @@ mpx_status mpx_shape_shape(mpx_sctx *c) {
     if (st) return st;
     const mpx_tensor *x = mpx_sh_in(c, 0);
     if (!mpx_sh_known(x)) return mpx_sh_set_out(c, 0, MPX_DT_INT64, NULL);
-    int64_t r = x->rank, s = mpx_node_attr_int(c->n, "start", 0), e = mpx_node_attr_int(c->n, "end", r);
-    if (s < 0) s += r;
-    if (e < 0) e += r;
-    s = s < 0 ? 0 : s > r ? r : s;
-    e = e < 0 ? 0 : e > r ? r : e;
     shp o = mpx_sh_shp_rank(1);
-    o.d[0] = e > s ? e - s : 0;
-    c->p[0] = s;
-    c->planned = true;
+    o.d[0] = mpx_shape_op_range(c->n, x->rank, &c->shape_start);
     return mpx_sh_set_out(c, 0, MPX_DT_INT64, &o);
 }
 

@@ -355,31 +355,6 @@ mpx_status mpx_k_transpose(const mpx_kctx *c, const mpx_value *const *in, int n_
     return MPX_OK;
 }
 
-/* ONNX Slice clamping (as graph/shape_ops.c): negative starts/ends count from
- * the end; starts clamp to [0, d] (negative steps [0, d-1]), ends to [0, d]
- * (negative steps [-1, d-1]). Returns the length. */
-static int64_t slice_axis(int64_t d, int64_t s, int64_t e, int64_t step, int64_t *start) {
-    if (s < 0) s = s <= -d ? 0 : s + d;
-    if (e < 0) e = e < -d ? -1 : e + d;
-    int64_t len;
-    if (step > 0) {
-        s = s > d ? d : s;
-        e = e < 0 ? 0 : e > d ? d : e;
-        len = e > s ? (e - s - 1) / step + 1 : 0;
-    } else {
-        if (d == 0) {
-            *start = 0;
-            return 0;
-        }
-        s = s > d - 1 ? d - 1 : s;
-        e = e > d - 1 ? d - 1 : e;
-        int64_t ns = step < -INT64_MAX ? INT64_MAX : -step;
-        len = s > e ? (s - e - 1) / ns + 1 : 0;
-    }
-    *start = s;
-    return len;
-}
-
 mpx_status mpx_k_slice(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
                        int n_out) {
     mpx_status st = need(c, in, n_in, 1, n_out, 1);
@@ -423,7 +398,7 @@ mpx_status mpx_k_slice(const mpx_kctx *c, const mpx_value *const *in, int n_in, 
         seen[ax] = true;
         int64_t step = gst ? steps[i] : 1, start;
         if (step == 0) return mpx_kernel_error(c, MPX_E_SHAPE, "step 0 on axis %d", ax);
-        v.dims[ax] = slice_axis(x->dims[ax], starts[i], ends[i], step, &start);
+        v.dims[ax] = mpx_slice_axis(x->dims[ax], starts[i], ends[i], step, &start);
         v.base += start * xs[ax];
         /* With two or more elements |step| < d, so the stride cannot overflow. */
         v.str[ax] = v.dims[ax] > 1 ? xs[ax] * step : 0;

@@ -233,13 +233,7 @@ mpx_status mpx_k_shape(const mpx_kctx *c, const mpx_value *const *in, int n_in, 
     mpx_status st = need(c, in, n_in, 1, n_out, 1);
     if (st != MPX_OK) return st;
     const mpx_value *x = in[0];
-    int64_t r = x->rank;
-    int64_t s = mpx_node_attr_int(c->node, "start", 0), e = mpx_node_attr_int(c->node, "end", r);
-    if (s < 0) s += r;
-    if (e < 0) e += r;
-    s = s < 0 ? 0 : s > r ? r : s;
-    e = e < 0 ? 0 : e > r ? r : e;
-    int64_t len = e > s ? e - s : 0;
+    int64_t s, len = mpx_shape_op_range(c->node, x->rank, &s);
     if ((st = mpx_k_alloc(c, &out[0], MPX_DT_INT64, 1, &len)) != MPX_OK) return st;
     for (int64_t i = 0; i < len; i++) out[0].i[i] = x->dims[s + i];
     return MPX_OK;

@@ -24,14 +24,12 @@ mpx_kernel_fn mpx_kernel_for(mpx_op op) {
 }
 
 mpx_status mpx_kernel_error(const mpx_kctx *c, mpx_status st, const char *fmt, ...) {
-    if (!c->err) return st;
-    char msg[sizeof c->err->msg];
+    static const mpx_node unnamed = {.name = "?", .op_type = "?"};
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    st = mpx_error_vnode(c->err, st, NULL, c->node ? c->node : &unnamed, fmt, ap);
     va_end(ap);
-    return mpx_error_set(c->err, st, "node \"%s\" (%s): %s", c->node ? c->node->name : "?",
-                         c->node ? c->node->op_type : "?", msg);
+    return st;
 }
 
 mpx_status mpx_k_alloc(const mpx_kctx *c, mpx_value *out, mpx_dtype dt, int rank,

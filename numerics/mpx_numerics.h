@@ -12,6 +12,16 @@
 
 #include "mpx_graph.h"
 
+/* ==== start-up (numerics/fold_eval.c) ======================================= */
+
+/* Registers the kernels as graph/'s constant folder (mpx_graph_set_evaluator;
+ * mpx_graph.h, "constant folding"), so shape inference folds every op that has
+ * a kernel with the kernel's own arithmetic (fp32 reference accumulation) and
+ * an op's meaning is written once, in its kernel. Call once at start, from one
+ * thread, before mpx_graph_infer: the mpx program, the
+ * benches and every test program do. Idempotent. */
+void mpx_numerics_init(void);
+
 /* ==== float formats (numerics/format.c) ==================================== */
 
 /* Every emulated value lives in an fp32 buffer; a buffer "in format F" holds
@@ -157,6 +167,9 @@ void mpx_value_free(mpx_value *v);      /* leaves v absent (n = -1) */
 void mpx_value_view(mpx_value *v, const mpx_tensor *t);
 /* Deep copy. */
 mpx_status mpx_value_copy(mpx_value *dst, const mpx_value *src, mpx_error *err);
+/* Bytes a value owns: 0 for borrowed views and absent values (what
+ * mpx_compare's peak_bytes counts). */
+size_t mpx_value_bytes(const mpx_value *v);
 
 /* ==== tensor files (numerics/tensor_io.c) =================================== */
 
@@ -424,9 +437,6 @@ void mpx_compare_cache_free(mpx_compare_cache *k);
 /* Bytes of values it holds now. */
 size_t mpx_compare_cache_bytes(const mpx_compare_cache *k);
 
-/* Bytes a value owns: 0 for borrowed views and absent values (what
- * peak_bytes counts). */
-size_t mpx_value_bytes(const mpx_value *v);
 
 /* ---- the executor's steps (numerics/exec.c) ----------------------------------
  * mpx_run_graph and mpx_compare_run are both built from these, so the two

@@ -31,13 +31,11 @@ static mpx_status file_error(mpx_error *err, mpx_status st, const char *path, co
 
 static mpx_status file_error(mpx_error *err, mpx_status st, const char *path, const char *fmt,
                              ...) {
-    if (!err) return st;
-    char msg[sizeof err->msg];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    st = mpx_error_vnode(err, st, path, NULL, fmt, ap);
     va_end(ap);
-    return mpx_error_at(err, st, path, 0, 0, "%s", msg);
+    return st;
 }
 
 static uint64_t load_le(const unsigned char *p, size_t n) {

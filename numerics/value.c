@@ -98,3 +98,10 @@ mpx_status mpx_value_copy(mpx_value *dst, const mpx_value *src, mpx_error *err) 
     *dst = tmp;
     return MPX_OK;
 }
+
+size_t mpx_value_bytes(const mpx_value *v) {
+    if (!v || v->n <= 0 || v->borrowed) return 0;
+    if (v->f) return (size_t)v->n * sizeof *v->f;
+    if (v->i) return (size_t)v->n * sizeof *v->i;
+    return 0;
+}

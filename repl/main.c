@@ -573,6 +573,7 @@ static int merge_main(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+    mpx_numerics_init(); /* constant folding runs the kernels */
     /* A run allocates and frees activations of up to tens of MB per node.
      * glibc would hand each large block back to the kernel (mmap/munmap) and
      * fault it in again on the next run: on PP-OCRv4 det that page-faulting

@@ -5,6 +5,7 @@
  *
  * usage: model_info <model> [<input>=<AxBxC> ...] */
 #include "mpx_graph.h"
+#include "mpx_numerics.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -18,21 +19,8 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static int parse_dims(const char *s, int64_t *dims) {
-    int rank = 0;
-    while (*s && rank < MPX_MAX_RANK) {
-        char *end;
-        long long v = strtoll(s, &end, 10);
-        if (end == s || v < 0) return -1;
-        dims[rank++] = v;
-        s = end;
-        if (*s == 'x') s++;
-        else if (*s) return -1;
-    }
-    return rank;
-}
-
 int main(int argc, char **argv) {
+    mpx_numerics_init(); /* constant folding runs the kernels */
     if (argc < 2) {
         fprintf(stderr, "usage: model_info <model> [<input>=<AxBxC> ...]\n");
         return 2;
@@ -51,7 +39,7 @@ int main(int argc, char **argv) {
         char name[256];
         const char *eq = strchr(argv[i], '=');
         int64_t dims[MPX_MAX_RANK];
-        int rank = eq ? parse_dims(eq + 1, dims) : -1;
+        int rank = eq ? mpx_dims_parse(eq + 1, dims) : -1;
         if (!eq || rank < 0 || (size_t)(eq - argv[i]) >= sizeof name) {
             fprintf(stderr, "model_info: bad input spec '%s'\n", argv[i]);
             mpx_graph_free(g);

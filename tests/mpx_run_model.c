@@ -49,21 +49,6 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static int parse_dims(const char *s, int64_t *dims) {
-    int rank = 0;
-    while (*s) {
-        if (rank == MPX_MAX_RANK) return -1;
-        char *end;
-        long long v = strtoll(s, &end, 10);
-        if (end == s || v < 0) return -1;
-        dims[rank++] = v;
-        s = end;
-        if (*s == 'x') s++;
-        else if (*s) return -1;
-    }
-    return rank;
-}
-
 static const char *shape_str(const mpx_value *v, char *buf, size_t n) {
     size_t at = 0;
     buf[0] = 0;
@@ -264,6 +249,7 @@ static int run_compare(const mpx_graph *g, const mpx_value *inputs, const mpx_fo
 }
 
 int main(int argc, char **argv) {
+    mpx_numerics_init(); /* constant folding runs the kernels */
     const char *model = NULL, *out = NULL;
     const char *specs[64], *files[64], *positional[66];
     int n_specs = 0, n_files = 0, n_pos = 0, repeat = 1;
@@ -333,7 +319,7 @@ int main(int argc, char **argv) {
         char name[512];
         const char *eq = strchr(specs[i], '=');
         int64_t dims[MPX_MAX_RANK];
-        int rank = parse_dims(eq ? eq + 1 : specs[i], dims);
+        int rank = mpx_dims_parse(eq ? eq + 1 : specs[i], dims);
         if (eq) {
             snprintf(name, sizeof name, "%.*s", (int)(eq - specs[i]), specs[i]);
         } else if (g->n_inputs == 1) {

@@ -558,6 +558,7 @@ static void print_tallies(const char *title, tallies *ts) {
 /* ---- main ------------------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
+    mpx_numerics_init(); /* constant folding runs the kernels */
     const char *root = NULL;
     bool verbose = false, isolate = true;
     const char **filters = calloc((size_t)argc, sizeof *filters);

@@ -1054,6 +1054,7 @@ static void test_big_graph(void) {
 }
 
 int main(void) {
+    mpx_numerics_init(); /* constant folding runs the kernels */
     test_defaults();
     test_parse();
     test_rule_semantics();

@@ -741,6 +741,7 @@ static void test_cache(void) {
 }
 
 int main(void) {
+    mpx_numerics_init(); /* constant folding runs the kernels */
     int64_t cnn[4] = {1, 3, 16, 16}, tr[3] = {1, 16, 64};
     test_model("tiny_cnn.json", cnn, 4);
     test_model("tiny_transformer.json", tr, 3);

@@ -844,6 +844,7 @@ static void test_metrics(void) {
 }
 
 int main(void) {
+    mpx_numerics_init(); /* constant folding runs the kernels */
     test_reference_data();
     test_reference_arith();
     test_fp16_add();

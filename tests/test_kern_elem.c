@@ -1312,6 +1312,7 @@ static void test_binary_threads(void) {
 }
 
 int main(void) {
+    mpx_numerics_init(); /* constant folding runs the kernels */
     mpx_rng_init(&rng, 20240611);
     test_table();
     test_binary_threads();

@@ -1195,6 +1195,7 @@ static void test_bad(void) {
 }
 
 int main(void) {
+    mpx_numerics_init(); /* constant folding runs the kernels */
     G = mpx_graph_new("test_kern_nn");
     mpx_rng_init(&rng, 20240611);
     test_conv();

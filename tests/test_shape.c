@@ -6,7 +6,9 @@
 #include "check.h"
 #include "graph_build.h"
 #include "mpx_graph.h"
+#include "mpx_numerics.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -295,6 +297,34 @@ static void test_fold_ops(void) {
     mpx_graph_free(g);
 }
 
+/* Folding runs the kernels registered by mpx_numerics_init (one meaning per
+ * op): without an evaluator only Shape/Size fold; with it a Cast to float16
+ * rounds as the Cast kernel does, and an op marked run in ops.def (Sigmoid)
+ * never folds. */
+static void test_fold_evaluator(void) {
+    mpx_node_eval_fn kernels = mpx_graph_evaluator();
+    CHECK(kernels != NULL);
+    mpx_graph *g = graph(13);
+    node(g, "sh", "Shape", "x:f:2x6", "s", "");
+    node(g, "c", "Cast", "s", "s32", "to=6");
+    node(g, "h", "Cast", "k=f[0.1,70000]", "k16", "to=10");
+    node(g, "sg", "Sigmoid", "k", "ks", "");
+    node(g, "r", "Reshape", "x s32", "y", "");
+    mpx_graph_set_evaluator(NULL);
+    CHECK(finish(g) == MPX_OK);
+    CHECK(T(g, "s")->i64 && T(g, "s")->i64[1] == 6);
+    CHECK(T(g, "s32")->i64 == NULL && T(g, "k16")->f32 == NULL);
+    CHECK(strcmp(shape(g, "y"), "?x?") == 0);
+    mpx_graph_set_evaluator(kernels);
+    CHECK(mpx_graph_infer(g, &err) == MPX_OK);
+    CHECK(T(g, "s32")->i64 && T(g, "s32")->i64[0] == 2 && (T(g, "s32")->flags & MPX_T_FOLDED));
+    CHECK(strcmp(shape(g, "y"), "2x6") == 0);
+    const mpx_tensor *h = T(g, "k16");
+    CHECK(h->f32 && h->f32[0] == 0.0999755859375f && h->f32[1] == INFINITY);
+    CHECK(T(g, "ks")->f32 == NULL && !(T(g, "ks")->flags & MPX_T_FOLDED));
+    mpx_graph_free(g);
+}
+
 /* ---- partial knowledge --------------------------------------------------------------- */
 
 static void test_symbolic(void) {
@@ -490,12 +520,14 @@ static void test_shape_str(void) {
 }
 
 int main(void) {
+    mpx_numerics_init(); /* constant folding runs the kernels */
     test_windows();
     test_dot_norm();
     test_elementwise_reduce();
     test_data_movement();
     test_ppocr_chain();
     test_fold_ops();
+    test_fold_evaluator();
     test_symbolic();
     test_errors();
     test_costs();

@@ -567,6 +567,7 @@ static void test_ppocr_det(void) {
 }
 
 int main(void) {
+    mpx_numerics_init(); /* constant folding runs the kernels */
     test_dot_tiny_cnn();
     test_dot_casts_and_escaping();
     test_svg_and_overlay();

@@ -1,0 +1,423 @@
+/* compare_cache.c - values kept between comparisons, so a recolour
+ * reruns only what changed (compare_internal.h). */
+#include "compare_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the incremental cache -----------------------------------------------------------
+ * A run with a cache moves each value into it where a plain run frees it
+ * (and copies the kept ones in at the end), and records the assignment it
+ * ran under and its layers. A later run with the same graph and input bytes
+ * compares the new assignment with the recorded one: a node whose precision
+ * or any of whose input or output tensors' formats differ is dirty, and so
+ * is every node reading a tensor a dirty node writes. The reference does
+ * not depend on the assignment, so its cached values stand; clean nodes'
+ * candidate values and layers stand too (same inputs, same formats, same
+ * kernels: the same bits). Only dirty nodes run, on the cached candidate
+ * values of their clean inputs, and only their layers' metrics are taken,
+ * against the cached reference values. When a value that needs is not in
+ * the cache (dropped over budget), the run is a full one, which refills the
+ * cache. */
+
+struct mpx_compare_cache {
+    size_t budget, bytes;
+    bool valid;                /* describes a complete run (below) */
+    const mpx_graph *g;
+    int n_tensors, n_nodes, n_inputs;
+    mpx_value *inputs;         /* [n_inputs]: copies of that run's input values */
+    mpx_value *ref, *cand;     /* [n_tensors]: values of tensors nodes compute */
+    const mpx_format **tfmt;   /* [n_tensors]: the formats they were made in */
+    mpx_node_prec *prec;       /* [n_nodes]: and the nodes' precisions */
+    int n_layers;
+    mpx_layer *layers;         /* that run's layers */
+    /* Tensors a (run) node computes, by their producer's position: only they
+     * are cached (constants and inputs come back from mpx_exec_start). The
+     * values of order[0..evict) are dropped for good: the earliest go first,
+     * and a value older than one dropped is not taken in. */
+    int *rank;                 /* [n_tensors]: position in order, -1: not cached */
+    int *order;
+    int n_order, evict;
+};
+
+#define CACHE_DEFAULT_BUDGET ((size_t)512 << 20)
+
+mpx_compare_cache *mpx_compare_cache_new(size_t budget_bytes) {
+    mpx_compare_cache *k = calloc(1, sizeof *k);
+    if (k) k->budget = budget_bytes ? budget_bytes : CACHE_DEFAULT_BUDGET;
+    return k;
+}
+
+void mpx_compare_cache_clear(mpx_compare_cache *k) {
+    if (!k) return;
+    for (int i = 0; k->ref && i < k->n_tensors; i++) mpx_value_free(&k->ref[i]);
+    for (int i = 0; k->cand && i < k->n_tensors; i++) mpx_value_free(&k->cand[i]);
+    for (int i = 0; k->inputs && i < k->n_inputs; i++) mpx_value_free(&k->inputs[i]);
+    free(k->inputs);
+    free(k->ref);
+    free(k->cand);
+    free(k->tfmt);
+    free(k->prec);
+    free(k->layers);
+    free(k->rank);
+    free(k->order);
+    size_t budget = k->budget;
+    memset(k, 0, sizeof *k);
+    k->budget = budget;
+}
+
+void mpx_compare_cache_free(mpx_compare_cache *k) {
+    mpx_compare_cache_clear(k);
+    free(k);
+}
+
+size_t mpx_compare_cache_bytes(const mpx_compare_cache *k) { return k ? k->bytes : 0; }
+
+static void cache_drop(mpx_compare_cache *k, int t) {
+    k->bytes -= mpx_value_bytes(&k->ref[t]) + mpx_value_bytes(&k->cand[t]);
+    mpx_value_free(&k->ref[t]);
+    mpx_value_free(&k->cand[t]);
+}
+
+static void cache_trim(mpx_compare_cache *k) {
+    while (k->bytes > k->budget && k->evict < k->n_order) cache_drop(k, k->order[k->evict++]);
+}
+
+static void take(mpx_value *dst, mpx_value *src) {
+    *dst = *src;
+    memset(src, 0, sizeof *src);
+    src->n = -1;
+}
+
+/* Takes r and c (leaving them absent) when t is cached and not dropped for
+ * good; otherwise leaves them to the caller, who frees them. */
+void mpx_cmp_cache_put(mpx_compare_cache *k, int t, mpx_value *r, mpx_value *c) {
+    if (!k->rank || k->rank[t] < 0 || k->rank[t] < k->evict || r->borrowed || c->borrowed ||
+        (r->n < 0 && c->n < 0)) /* (the run's last sweep drops absent values too) */
+        return;
+    cache_drop(k, t);
+    k->bytes += mpx_value_bytes(r) + mpx_value_bytes(c);
+    take(&k->ref[t], r);
+    take(&k->cand[t], c);
+    cache_trim(k);
+}
+
+/* A recomputed candidate value replaces the cached one (same rule). */
+static void cache_put_cand(mpx_compare_cache *k, int t, mpx_value *c) {
+    if (k->rank[t] < 0 || k->rank[t] < k->evict || c->borrowed) return;
+    k->bytes -= mpx_value_bytes(&k->cand[t]);
+    mpx_value_free(&k->cand[t]);
+    k->bytes += mpx_value_bytes(c);
+    take(&k->cand[t], c);
+    cache_trim(k);
+}
+
+/* The format a value of t is held in and a node's precision under a, as
+ * the executor reads them (fp32 written NULL): what decides its bits. */
+const mpx_format *fmt_of(const mpx_assign *a, int t) {
+    return a && mpx_cmp_is_low(a->tensor[t]) ? a->tensor[t] : NULL;
+}
+
+static mpx_node_prec prec_of(const mpx_assign *a, int n) {
+    mpx_node_prec p = {0};
+    if (!a) return p;
+    p = a->node[n];
+    if (!mpx_cmp_is_low(p.compute)) p.compute = NULL;
+    if (!mpx_cmp_is_low(p.output)) p.output = NULL;
+    return p;
+}
+
+static bool same_prec(const mpx_node_prec *x, const mpx_node_prec *y) {
+    return x->compute == y->compute && x->output == y->output && x->acc.fmt == y->acc.fmt &&
+           x->acc.block == y->acc.block;
+}
+
+static bool same_value(const mpx_value *x, const mpx_value *y) {
+    if (x->dtype != y->dtype || x->rank != y->rank || x->n != y->n || !x->f != !y->f ||
+        !x->i != !y->i)
+        return false;
+    for (int d = 0; d < x->rank; d++)
+        if (x->dims[d] != y->dims[d]) return false;
+    if (x->n <= 0) return true;
+    size_t n = (size_t)x->n;
+    return (!x->f || memcmp(x->f, y->f, n * sizeof *x->f) == 0) &&
+           (!x->i || memcmp(x->i, y->i, n * sizeof *x->i) == 0);
+}
+
+/* The cache describes a run of this graph on these input bytes. */
+bool mpx_cmp_cache_fits(const mpx_compare_cache *k, const mpx_graph *g, const mpx_value *inputs) {
+    if (!k->valid || k->g != g || k->n_tensors != g->n_tensors || k->n_nodes != g->n_nodes ||
+        k->n_inputs != g->n_inputs)
+        return false;
+    for (int i = 0; i < g->n_inputs; i++)
+        if (!same_value(&k->inputs[i], &inputs[i])) return false;
+    return true;
+}
+
+/* Empty, ready for a full run of g on inputs. */
+mpx_status mpx_cmp_cache_start(mpx_compare_cache *k, const mpx_graph *g, const mpx_value *inputs,
+                              mpx_error *err) {
+    mpx_compare_cache_clear(k);
+    int nt = g->n_tensors;
+    k->g = g;
+    k->ref = mpx_cmp_alloc_values(nt);
+    k->cand = mpx_cmp_alloc_values(nt);
+    k->n_tensors = nt;
+    k->n_nodes = g->n_nodes;
+    k->inputs = mpx_cmp_alloc_values(g->n_inputs);
+    k->n_inputs = g->n_inputs;
+    k->tfmt = mpx_cmp_alloc_n(nt, sizeof *k->tfmt);
+    k->prec = mpx_cmp_alloc_n(g->n_nodes, sizeof *k->prec);
+    k->rank = mpx_cmp_alloc_n(nt, sizeof *k->rank);
+    k->order = mpx_cmp_alloc_n(nt, sizeof *k->order);
+    if (!k->ref || !k->cand || !k->inputs || !k->tfmt || !k->prec || !k->rank || !k->order) {
+        mpx_compare_cache_clear(k);
+        return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < nt; i++) k->rank[i] = -1;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const mpx_node *n = g->nodes[i];
+        if (mpx_exec_skipped(n)) continue;
+        for (int j = 0; j < n->n_outputs; j++) {
+            const mpx_tensor *t = n->outputs[j];
+            if (t && k->rank[t->index] < 0) {
+                k->rank[t->index] = k->n_order;
+                k->order[k->n_order++] = t->index;
+            }
+        }
+    }
+    for (int i = 0; i < g->n_inputs; i++) {
+        mpx_status st = mpx_value_copy(&k->inputs[i], &inputs[i], err);
+        if (st != MPX_OK) {
+            mpx_compare_cache_clear(k);
+            return st;
+        }
+    }
+    return MPX_OK;
+}
+
+/* After a full run c under a: its assignment, layers and kept values. Out
+ * of memory leaves the cache empty (the run itself stands). */
+void mpx_cmp_cache_finish(mpx_compare_cache *k, const mpx_assign *a, const mpx_compare *c) {
+    for (int i = 0; i < k->n_tensors; i++) k->tfmt[i] = fmt_of(a, i);
+    for (int i = 0; i < k->n_nodes; i++) k->prec[i] = prec_of(a, i);
+    k->layers = mpx_cmp_alloc_n(c->n_layers, sizeof *k->layers);
+    if (!k->layers) {
+        mpx_compare_cache_clear(k);
+        return;
+    }
+    if (c->n_layers > 0) memcpy(k->layers, c->layers, (size_t)c->n_layers * sizeof *k->layers);
+    k->n_layers = c->n_layers;
+    for (int t = 0; t < k->n_tensors; t++) {
+        if (k->rank[t] < k->evict || c->ref[t].n < 0 || c->cand[t].n < 0) continue;
+        mpx_value r, v;
+        if (mpx_value_copy(&r, &c->ref[t], NULL) != MPX_OK) {
+            mpx_compare_cache_clear(k);
+            return;
+        }
+        if (mpx_value_copy(&v, &c->cand[t], NULL) != MPX_OK) {
+            mpx_value_free(&r);
+            mpx_compare_cache_clear(k);
+            return;
+        }
+        mpx_cmp_cache_put(k, t, &r, &v);
+        mpx_value_free(&r);
+        mpx_value_free(&v);
+    }
+    k->valid = true;
+}
+
+bool mpx_cmp_kept(const mpx_graph *g, const mpx_compare_opts *opts, int t) {
+    return (opts->keep && opts->keep[t]) || (g->tensors[t]->flags & MPX_T_OUTPUT);
+}
+
+/* A view of a cached value: the cache keeps it (freeing the view frees
+ * nothing). */
+static void view(mpx_value *dst, const mpx_value *src) {
+    *dst = *src;
+    if (dst->n >= 0) dst->borrowed = true;
+}
+
+/* The run from the cache k (which fits g and the inputs). MPX_OK with *out
+ * NULL: a value it needs is not cached, run in full. The cache changes only
+ * when the run succeeds. */
+mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, const mpx_assign *a,
+                                  const mpx_value *inputs, const mpx_compare_opts *opts,
+                                  mpx_compare **out, mpx_error *err) {
+    int nt = g->n_tensors, nn = g->n_nodes, max_out = 1;
+    *out = NULL;
+    for (int i = 0; i < nn; i++)
+        if (g->nodes[i]->n_outputs > max_out) max_out = g->nodes[i]->n_outputs;
+    bool *dirty = mpx_cmp_alloc_n(nn, sizeof *dirty), *changed = mpx_cmp_alloc_n(nt, sizeof *changed),
+         *layer = mpx_cmp_alloc_n(nt, sizeof *layer), *want = mpx_cmp_alloc_n(nt, sizeof *want);
+    mpx_value *ref = mpx_cmp_alloc_values(nt), *cand = mpx_cmp_alloc_values(nt), *outs = mpx_cmp_alloc_values(max_out);
+    mpx_compare *c = calloc(1, sizeof *c);
+    mpx_status st = MPX_OK;
+    if (c) {
+        c->g = g;
+        c->layers = mpx_cmp_alloc_n(k->n_layers, sizeof *c->layers);
+        c->ref = mpx_cmp_alloc_values(nt);
+        c->cand = mpx_cmp_alloc_values(nt);
+    }
+    if (!dirty || !changed || !layer || !want || !ref || !cand || !outs || !c || !c->layers || !c->ref ||
+        !c->cand) {
+        st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+        goto done;
+    }
+    /* What changed: formats first, then nodes in topological order. */
+    for (int i = 0; i < k->n_layers; i++) layer[k->layers[i].tensor] = true;
+    for (int t = 0; t < nt; t++) changed[t] = fmt_of(a, t) != k->tfmt[t];
+    for (int i = 0; i < nn; i++) {
+        const mpx_node *n = g->nodes[i];
+        if (mpx_exec_skipped(n)) continue;
+        mpx_node_prec p = prec_of(a, i);
+        bool d = !same_prec(&p, &k->prec[i]);
+        for (int j = 0; j < n->n_inputs && !d; j++) d = n->inputs[j] && changed[n->inputs[j]->index];
+        for (int j = 0; j < n->n_outputs && !d; j++)
+            d = n->outputs[j] && changed[n->outputs[j]->index];
+        if (!d) continue;
+        dirty[i] = true;
+        for (int j = 0; j < n->n_outputs; j++)
+            if (n->outputs[j]) changed[n->outputs[j]->index] = true;
+    }
+    /* Everything read from the cache must be there: candidate values of
+     * dirty nodes' unchanged inputs, reference values of their layers, both
+     * values of kept tensors. */
+    bool ok = true;
+    for (int i = 0; i < nn && ok; i++) {
+        const mpx_node *n = g->nodes[i];
+        if (!dirty[i]) continue;
+        for (int j = 0; j < n->n_inputs && ok; j++) {
+            const mpx_tensor *t = n->inputs[j];
+            ok = !t || k->rank[t->index] < 0 || changed[t->index] || k->cand[t->index].n >= 0;
+        }
+        for (int j = 0; j < n->n_outputs && ok; j++) {
+            const mpx_tensor *t = n->outputs[j];
+            ok = !t || !layer[t->index] || k->ref[t->index].n >= 0;
+        }
+    }
+    for (int t = 0; t < nt && ok; t++)
+        if (k->rank[t] >= 0 && mpx_cmp_kept(g, opts, t))
+            ok = k->ref[t].n >= 0 && (changed[t] || k->cand[t].n >= 0);
+    if (!ok) goto done;
+
+    /* Only the constants and inputs the dirty nodes read, and the kept
+     * ones, are made (rounding every weight again cost more than
+     * recomputing a late layer). */
+    for (int i = 0; i < nn; i++) {
+        const mpx_node *n = g->nodes[i];
+        for (int j = 0; dirty[i] && j < n->n_inputs; j++)
+            if (n->inputs[j]) want[n->inputs[j]->index] = true;
+    }
+    for (int t = 0; t < nt; t++) want[t] = want[t] || mpx_cmp_kept(g, opts, t);
+    double t0 = mpx_cmp_now_ms();
+    st = mpx_exec_start_some(g, NULL, inputs, want, ref, err);
+    double t1 = mpx_cmp_now_ms();
+    if (st == MPX_OK) st = mpx_exec_start_some(g, a, inputs, want, cand, err);
+    c->ms_ref = t1 - t0;
+    c->ms_cand = mpx_cmp_now_ms() - t1;
+    if (st != MPX_OK) goto done;
+    size_t live = 0, peak;
+    for (int t = 0; t < nt; t++) live += mpx_value_bytes(&ref[t]) + mpx_value_bytes(&cand[t]);
+    peak = live;
+    for (int t = 0; t < nt; t++)
+        if (k->rank[t] >= 0) {
+            view(&ref[t], &k->ref[t]);
+            view(&cand[t], &k->cand[t]);
+        }
+    for (int i = 0; i < nn; i++) {
+        const mpx_node *n = g->nodes[i];
+        if (!dirty[i]) continue;
+        if (opts->cancel && *opts->cancel) {
+            st = mpx_error_set(err, MPX_E_CANCELLED, "run cancelled at node \"%s\" (%d of %d)",
+                               n->name, i + 1, nn);
+            goto done;
+        }
+        size_t scratch = 0;
+        double t2 = mpx_cmp_now_ms();
+        st = mpx_exec_node(n, a, cand, false, outs, &scratch, err);
+        c->ms_cand += mpx_cmp_now_ms() - t2;
+        if (st != MPX_OK) goto done;
+        size_t o = mpx_cmp_outs_bytes(outs, n->n_outputs);
+        if (live + scratch + o > peak) peak = live + scratch + o;
+        for (int j = 0; j < n->n_outputs; j++) {
+            const mpx_tensor *t = n->outputs[j];
+            if (!t) {
+                mpx_value_free(&outs[j]);
+                continue;
+            }
+            live -= mpx_value_bytes(&cand[t->index]);
+            mpx_value_free(&cand[t->index]);
+            take(&cand[t->index], &outs[j]);
+            live += mpx_value_bytes(&cand[t->index]);
+        }
+        c->n_run++;
+    }
+    /* Layers: the cached ones, the dirty nodes' measured again. */
+    for (int i = 0; i < k->n_layers; i++) {
+        mpx_layer *L = &c->layers[c->n_layers++];
+        *L = k->layers[i];
+        L->fmt = fmt_of(a, L->tensor);
+        if (!dirty[L->node]) continue;
+        const mpx_tensor *t = g->tensors[L->tensor];
+        double t2 = mpx_cmp_now_ms();
+        mpx_error e;
+        mpx_error_clear(&e);
+        st = mpx_metrics_compute(&ref[t->index], &cand[t->index], L->fmt, &L->m, &e);
+        c->ms_metrics += mpx_cmp_now_ms() - t2;
+        if (st != MPX_OK) {
+            const mpx_node *n = g->nodes[L->node];
+            st = mpx_error_set(err, st, "node \"%s\" (%s): output \"%s\": %s", n->name, n->op_type,
+                               t->name, e.msg);
+            goto done;
+        }
+    }
+    /* Kept values: copies of what the cache holds, inputs and constants as
+     * mpx_exec_start made them. */
+    for (int t = 0; t < nt; t++) {
+        if (!mpx_cmp_kept(g, opts, t)) continue;
+        if (k->rank[t] < 0) {
+            take(&c->ref[t], &ref[t]);
+            take(&c->cand[t], &cand[t]);
+            continue;
+        }
+        if (ref[t].n >= 0 && (st = mpx_value_copy(&c->ref[t], &ref[t], err)) != MPX_OK) goto done;
+        if (cand[t].n >= 0 && (st = mpx_value_copy(&c->cand[t], &cand[t], err)) != MPX_OK)
+            goto done;
+    }
+    /* The cache now describes this run. */
+    for (int i = 0; i < nn; i++) {
+        const mpx_node *n = g->nodes[i];
+        if (!dirty[i]) continue;
+        for (int j = 0; j < n->n_outputs; j++) {
+            const mpx_tensor *t = n->outputs[j];
+            if (!t) continue;
+            /* (an absent output replaces the cached value too) */
+            mpx_value v;
+            take(&v, &cand[t->index]);
+            cache_put_cand(k, t->index, &v);
+            mpx_value_free(&v);
+        }
+    }
+    for (int t = 0; t < nt; t++) k->tfmt[t] = fmt_of(a, t);
+    for (int i = 0; i < nn; i++) k->prec[i] = prec_of(a, i);
+    memcpy(k->layers, c->layers, (size_t)k->n_layers * sizeof *k->layers);
+    c->peak_bytes = peak;
+    c->incremental = true;
+    if (opts->progress) opts->progress(opts->progress_ctx, nn, nn);
+    *out = c;
+    c = NULL;
+done:
+    for (int t = 0; ref && t < nt; t++) mpx_value_free(&ref[t]);
+    for (int t = 0; cand && t < nt; t++) mpx_value_free(&cand[t]);
+    for (int j = 0; outs && j < max_out; j++) mpx_value_free(&outs[j]);
+    free(ref);
+    free(cand);
+    free(outs);
+    free(dirty);
+    free(changed);
+    free(layer);
+    free(want);
+    mpx_compare_free(c);
+    return st;
+}
