@@ -448,6 +448,20 @@ const mpx_plan_cast *mpx_plan_find_cast(const mpx_plan *p, int tensor, const mpx
     return NULL;
 }
 
+const mpx_format *mpx_plan_input_format(const mpx_plan *p, const mpx_node *node, int i) {
+    if (!p || !node || node->index < 0 || node->index >= p->n_nodes || i < 0 || i >= node->n_inputs)
+        return NULL;
+    const mpx_plan_node *pn = &p->nodes[node->index];
+    const mpx_tensor *t = node->inputs[i];
+    if (!pn->is_float || !is_float_t(t) || param_input(node, i)) return NULL;
+    return pn->compute;
+}
+
+const mpx_format *mpx_plan_dtype_format(mpx_dtype t) { return mpx_dtype_format_(t); }
+bool mpx_plan_tensor_is_const(const mpx_tensor *t) { return t && mpx_tensor_is_const_(t); }
+
+bool mpx_plan_input_is_param(const mpx_node *node, int i) { return node && param_input(node, i); }
+
 bool mpx_plan_node_changed(const mpx_plan *p, int node) {
     if (!p || node < 0 || node >= p->n_nodes) return false;
     const mpx_plan_node *pn = &p->nodes[node];

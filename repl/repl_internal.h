@@ -87,6 +87,9 @@ void repl_free_inputs(const mpx_session *s, mpx_value *v);
 MPX_CMD(repl_cmd_source);
 MPX_CMD(repl_cmd_set);
 MPX_CMD(repl_cmd_save);
+
+/* ---- export (cmd_export.c) ------------------------------------------- */
+MPX_CMD(repl_cmd_export);
 /* `source` nests at most this deep (counting the script run from the
  * command line). */
 #define REPL_SOURCE_DEPTH 16
