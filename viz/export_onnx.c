@@ -706,7 +706,10 @@ mpx_status mpx_viz_export_onnx(const mpx_plan *p, const char *path, bool force, 
                              "ONNX has no %s type, so a %s plan cannot be written as a model: export with "
                              "target fp16 (or bf16), or deploy tf32 through the runtime's own setting",
                              p->opts.target->name, p->opts.target->name);
-    if (p->counts.low_nodes == 0 && p->n_casts == 0 && p->n_weights == 0)
+    /* An all-fp32 plan of an .onnx model would write the loaded model again;
+     * of a JSON model it writes the fp32 reference as ONNX, which is useful. */
+    bool from_file = g->path && has_ext(g->path, ".onnx");
+    if (from_file && p->counts.low_nodes == 0 && p->n_casts == 0 && p->n_weights == 0)
         return mpx_error_set(err, MPX_E_ARG,
                              "the plan runs no node in %s (nothing differs from the loaded model): colour "
                              "nodes green or gray, or check the rules, before exporting",
@@ -735,7 +738,6 @@ mpx_status mpx_viz_export_onnx(const mpx_plan *p, const char *path, bool force, 
 
     uint8_t *src = NULL, *out = NULL;
     size_t src_len = 0;
-    bool from_file = g->path && has_ext(g->path, ".onnx");
     if (from_file) {
         st = read_all(g->path, &src, &src_len, err);
         if (!st) {
