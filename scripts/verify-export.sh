@@ -41,6 +41,7 @@ if [ -z "$MPX" ]; then
   if [ -x "$ROOT/build/mpx" ]; then MPX=$ROOT/build/mpx; else MPX=mpx; fi
 fi
 ORT_DIR=${ORT_DIR:-$(ls -d "$ROOT"/.cache/ort-* 2>/dev/null | tail -1)}
+case $ORT_DIR in /*|'') ;; *) ORT_DIR=$PWD/$ORT_DIR ;; esac
 [ -n "$ORT_DIR" ] && [ -d "$ORT_DIR/node_modules/onnxruntime-node" ] ||
   { echo "verify-export: no onnxruntime-node (set ORT_DIR; scripts/fetch-models.sh fetches it)" >&2; exit 64; }
 if [ -n "${VERIFY_WORK:-}" ]; then

@@ -85,11 +85,45 @@ def ort_array(o):
     return np.fromfile(o["file"], dtype=dt).reshape(o["dims"]).astype(np.float32)
 
 
+LOW_TYPES = (10, 16, 17, 18, 19, 20)  # FLOAT16, BFLOAT16, FLOAT8*
+
+
+def low_nodes(model):
+    """(nodes computing in a low type, compute nodes) of a model: a node
+    computes low when a float input arrives low (a low initializer or graph
+    input, a Cast to a low type, or another low node's output). Run on the
+    model ORT optimised, it counts what ORT really computes in low precision:
+    its CPU provider wraps nodes it has no low kernel for in Casts to fp32
+    and folds the weights' Casts, so whole runs of nodes compute in fp32."""
+    import onnx
+    m = onnx.load(model)
+    low = {t.name for t in m.graph.initializer if t.data_type in LOW_TYPES}
+    low |= {i.name for i in m.graph.input if i.type.tensor_type.elem_type in LOW_TYPES}
+    n_low = n_all = 0
+    for n in m.graph.node:
+        if n.op_type == "Cast":
+            to = [a.i for a in n.attribute if a.name == "to"]
+            if to and to[0] in LOW_TYPES:
+                low.update(n.output)
+            continue
+        n_all += 1
+        if any(i in low for i in n.input if i):
+            n_low += 1
+            low.update(n.output)
+    return n_low, n_all
+
+
 def table(work, label, factor, must_run):
     ins, outs = read_names(work)
     with open(os.path.join(work, "ort.json")) as f:
         res = json.load(f)
     bad = 0
+    opt = os.path.join(work, "ort_optimized.onnx")
+    ort_low = None
+    if "error" not in res["exported"] and os.path.exists(opt):
+        ort_low, ort_all = low_nodes(opt)
+        print(f"{label}: ORT computes {ort_low} of {ort_all} nodes of the export in low precision "
+              f"(the rest in fp32 behind its own Casts)")
     print(f"{label}: output | mpx predicted rel_l2 | ORT measured rel_l2 | mpx vs ORT low rel_l2 | ratio")
     for k, name in enumerate(outs):
         low = np.load(os.path.join(work, f"mpx_low_{k}.npy")).astype(np.float32)
@@ -112,9 +146,18 @@ def table(work, label, factor, must_run):
             hi, lo = max(pred, meas), min(pred, meas)
             ratio = hi / lo if lo > 0 else float("inf")
             ok = hi < 1e-7 or ratio <= factor
+            note = ""
+            if not ok and ort_low == 0 and meas < pred:
+                # ORT ran every node in fp32 on rounded weights: it measured
+                # the weights' rounding alone, mpx predicts a device that
+                # computes in the low format. Explained, not a failure.
+                ok = True
+                note = "  (over the factor: ORT computed no node in low precision, so it measured only " \
+                       "the weights' rounding)"
+            elif not ok:
+                note = f"  OVER the factor {factor:g}"
             bad += not ok
-            print(f"{label}: {name} | {pred:.3g} | {meas:.3g} | {cross:.3g} | {ratio:.2f}"
-                  f"{'' if ok else f'  OVER the factor {factor:g}'}")
+            print(f"{label}: {name} | {pred:.3g} | {meas:.3g} | {cross:.3g} | {ratio:.2f}{note}")
     sys.exit(1 if bad else 0)
 
 
