@@ -9,7 +9,8 @@
 #include <string.h>
 
 static const char *mb(int64_t bytes, char *buf, size_t n) {
-    snprintf(buf, n, "%.1f MB", (double)bytes / 1e6);
+    if (bytes < 1000000) snprintf(buf, n, "%.1f KB", (double)bytes / 1e3);
+    else snprintf(buf, n, "%.1f MB", (double)bytes / 1e6);
     return buf;
 }
 
