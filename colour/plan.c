@@ -25,7 +25,8 @@
  *  - Shape and Size read no values: precision does not apply to them, nor to
  *    nodes on non-float tensors only, nor to nodes folded to constants at load.
  *  - A model Cast to a narrower float type keeps its type (part of the model);
- *    a Cast to fp32 is clear.
+ *    a Cast to fp32 is clear, unless its input is declared low (a model
+ *    already in mixed precision): then it keeps its type too.
  *  - "Widest" of two formats is the one that holds the other exactly; when
  *    neither does (fp16 and bf16), fp32.
  *  - A tensor of undefined type (downstream of an unknown op) is not float.
@@ -236,6 +237,12 @@ static bool plan_node(mpx_plan *p, const mpx_node *n, reqs *casts, reqs *convs) 
     if (n->op == MPX_OP_Cast) {
         const mpx_format *to = mpx_dtype_format_((mpx_dtype)mpx_node_attr_int(n, "to", 0));
         if (to && is_low(to)) pn->output = to;
+        /* A model already in mixed precision (an export loaded back)
+         * converts back to fp32 itself: a Cast of a tensor the model
+         * declares low keeps its type, so the plan shows the formats the
+         * model declares and adds no cast of its own. */
+        else if (to && n->n_inputs > 0 && n->inputs[0] && is_low(mpx_dtype_format_(n->inputs[0]->dtype)))
+            pn->output = to;
     }
     if (pn->accum_rule < 0) pn->accum = pn->low ? p->opts.accum : fp32;
 

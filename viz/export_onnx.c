@@ -375,7 +375,7 @@ static mpx_status edit_node(ex *e, const mpx_node *n, mpx_error *err) {
             e->sum.casts_retyped++;
         }
     }
-    if (pn->low && (n->cost.k != 1 || e->p->opts.accum_block > 0)) {
+    if (pn->low && n->op != MPX_OP_Cast && (n->cost.k != 1 || e->p->opts.accum_block > 0)) {
         const char *note = e->accum_note;
         const char *old = np->doc_string ? np->doc_string : "";
         if (!strstr(old, "mpx: accumulate")) {
