@@ -112,5 +112,39 @@ verify tiny_transformer-fp16 "$HERE/../examples/tiny_transformer.json" ""
 name=tiny_transformer_bf16; plan 'target bf16'
 verify tiny_transformer-bf16 "$HERE/../examples/tiny_transformer.json" ""
 
+# Round trip: the export loaded back shows the same compute and output
+# format for every node the source had, `plan` adds no cast and converts no
+# weight, and exporting it again gives the same bytes.
+roundtrip() { # label model plan-commands
+  runs=$((runs + 1))
+  d="$WORK/rt-$1"
+  mkdir -p "$d"
+  if ! out=$("$MPX" -c "load $2; $3; plan --json $d/p1.json; export $d/a.onnx; load $d/a.onnx; $3; \
+      plan --json $d/p2.json; assert casts == 0; export $d/b.onnx" 2>&1) ||
+     ! cmp -s "$d/a.onnx" "$d/b.onnx" ||
+     ! "$PY" - "$d/p1.json" "$d/p2.json" <<'PYEOF'
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+nb = {n["name"]: n for n in b["nodes"]}
+bad = [n["name"] for n in a["nodes"] if n["name"] in nb and
+       (n.get("compute"), n.get("output")) != (nb[n["name"]].get("compute"), nb[n["name"]].get("output"))]
+missing = [n["name"] for n in a["nodes"] if n["name"] not in nb and n.get("compute")]
+if bad or missing or b["counts"]["weights_converted"]:
+    print("formats differ:", bad[:5], "missing:", missing[:5], "weights:", b["counts"]["weights_converted"])
+    sys.exit(1)
+PYEOF
+  then
+    echo "$out" | tail -5
+    echo "export_check roundtrip $1: FAIL (formats, casts or bytes differ)"
+    failed=$((failed + 1))
+    return
+  fi
+  echo "roundtrip $1: same formats, 0 casts added, 0 weights converted, byte-identical re-export"
+}
+roundtrip cls "$CLS" "keep-io on"
+roundtrip rec-keepio-off "$REC" "keep-io off"
+roundtrip det-bf16 "$DET" "target bf16"
+roundtrip tiny_transformer "$HERE/../examples/tiny_transformer.json" "keep-io on"
+
 echo "export_check: $runs exports, $failed failed"
 [ "$failed" -eq 0 ]
