@@ -16,7 +16,7 @@ static const char *mb(int64_t bytes, char *buf, size_t n) {
 
 /* The summary line: figures, then what ONNX cannot say and what the
  * conversion damaged, so nothing is silently dropped. */
-static void print_line(FILE *out, const char *path, const mpx_export_summary *x) {
+static void print_line(FILE *out, const char *path, const mpx_export_summary *x, double ms) {
     char a[32], b[32], h[32];
     fprintf(out, "exported %s: %d nodes, %d Cast%s", path, x->nodes, x->casts, x->casts == 1 ? "" : "s");
     if (x->casts_retyped) fprintf(out, " (+%d of the model's retyped)", x->casts_retyped);
@@ -37,7 +37,7 @@ static void print_line(FILE *out, const char *path, const mpx_export_summary *x)
     if (x->n_flushed) fprintf(out, "; %d weight%s with values flushed to zero: %s", x->n_flushed,
                               x->n_flushed == 1 ? "" : "s", x->flushed);
     if (x->n_kept) fprintf(out, "; kept as declared (parameters, never converted): %s", x->kept);
-    fputc('\n', out);
+    fprintf(out, " (%.1f ms)\n", ms);
 }
 
 static char *json_text(const char *path, const mpx_export_summary *x) {
@@ -90,13 +90,15 @@ MPX_CMD(repl_cmd_export) {
     mpx_status st = repl_need_model(s, err);
     if (st) return st;
     mpx_export_summary x;
+    double t0 = repl_now_ms();
     st = mpx_viz_export_onnx(s->plan, file, force, &x, err);
+    double ms = repl_now_ms() - t0;
     if (st) return st;
     if (json) {
         char *text = json_text(file, &x);
         if (!text) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
         return repl_emit(s, text, json_file, err);
     }
-    print_line(s->out, file, &x);
+    print_line(s->out, file, &x, ms);
     return MPX_OK;
 }
