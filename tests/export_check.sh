@@ -59,7 +59,7 @@ verify() { # label model input-arg
     return
   fi
   echo "$scripts_out" | grep -v "^$1: output |"
-  rm -rf "${WORK:?}/$1"
+  [ "${VERIFY_KEEP:-0}" = 1 ] || rm -rf "${WORK:?}/$1"
 }
 refused() { # label model expected-message-part
   runs=$((runs + 1))
@@ -111,6 +111,27 @@ name=tiny_transformer; plan 'colour Softmax red'
 verify tiny_transformer-fp16 "$HERE/../examples/tiny_transformer.json" ""
 name=tiny_transformer_bf16; plan 'target bf16'
 verify tiny_transformer-bf16 "$HERE/../examples/tiny_transformer.json" ""
+
+# A weight read by a low and an fp32 node is kept once per format, under a
+# name that collides with nothing (the model already has a `w_fp16`).
+name=shared; plan 'colour name:b red'
+VERIFY_KEEP=1
+verify shared-weight "$HERE/models/shared_weight.json" ""
+runs=$((runs + 1))
+if ! "$PY" - "$WORK/shared-weight/export.onnx" <<'PYEOF'
+import sys, onnx
+m = onnx.load(sys.argv[1])
+inits = sorted((t.name, t.data_type) for t in m.graph.initializer)
+reads = {n.name: list(n.input) for n in m.graph.node}
+ok = inits == [("w", 1), ("w_fp16", 1), ("w_fp16_2", 10)] and reads["a"][1] == "w_fp16_2" and reads["b"][1] == "w"
+print("shared-weight:", inits, "a reads", reads["a"][1], "b reads", reads["b"][1])
+sys.exit(0 if ok else 1)
+PYEOF
+then
+  echo "export_check shared-weight: FAIL (one initializer per format expected)"
+  failed=$((failed + 1))
+fi
+VERIFY_KEEP=0
 
 # fp8: the export raises the opset to 19 and the IR version to 9 (FLOAT8
 # types). Debian's python3-onnx 1.12 knows neither (IR 8, opset 17, no FLOAT8

@@ -49,16 +49,23 @@ int vx_dtype_of(const mpx_format *f) {
 
 static bool is_fp8(const mpx_format *f) { return f && f->storage_bits == 8; }
 
+/* Room for one more element in a malloc'ed array (doubling). */
+static bool grow(void *arr, size_t n, size_t *cap, size_t elem) {
+    if (n < *cap) return true;
+    size_t c = *cap ? *cap * 2 : 64;
+    void *old;
+    memcpy(&old, arr, sizeof old);
+    void *v = realloc(old, c * elem);
+    if (!v) return false;
+    memcpy(arr, &v, sizeof v);
+    *cap = c;
+    return true;
+}
+
 /* ---- pointer swaps, undone before protobuf-c frees its tree ---------------------- */
 
 static bool save_slot(ex *e, void *slot, size_t *nslot) {
-    if (e->n_rs == e->cap_rs) {
-        size_t cap = e->cap_rs ? e->cap_rs * 2 : 64;
-        vx_restore *v = realloc(e->rs, cap * sizeof *v);
-        if (!v) return false;
-        e->rs = v;
-        e->cap_rs = cap;
-    }
+    if (!grow(&e->rs, e->n_rs, &e->cap_rs, sizeof *e->rs)) return false;
     vx_restore *r = &e->rs[e->n_rs++];
     r->slot = slot;
     memcpy(&r->old, slot, sizeof r->old);
@@ -94,13 +101,7 @@ static const char *fresh_name(ex *e, const char *base, const char *suffix) {
     if (!s) return NULL;
     snprintf(s, n, "%s%s", base, suffix);
     for (int k = 2; name_taken(e, s); k++) snprintf(s, n, "%s%s_%d", base, suffix, k);
-    if (e->n_names == e->cap_names) {
-        size_t cap = e->cap_names ? e->cap_names * 2 : 64;
-        const char **v = realloc(e->names, cap * sizeof *v);
-        if (!v) return NULL;
-        e->names = v;
-        e->cap_names = cap;
-    }
+    if (!grow(&e->names, e->n_names, &e->cap_names, sizeof *e->names)) return NULL;
     e->names[e->n_names++] = s;
     return s;
 }
@@ -192,13 +193,7 @@ static void set_elem_type(Onnx__ValueInfoProto *vi, int dt) {
 /* A Cast node from -> to (format f), anchored after proto node `anchor`
  * (-1: before every node). */
 static bool add_cast(ex *e, const char *from, const char *to, const mpx_format *f, int anchor) {
-    if (e->n_new == e->cap_new) {
-        size_t cap = e->cap_new ? e->cap_new * 2 : 64;
-        vx_new_node *v = realloc(e->new_nodes, cap * sizeof *v);
-        if (!v) return false;
-        e->new_nodes = v;
-        e->cap_new = cap;
-    }
+    if (!grow(&e->new_nodes, e->n_new, &e->cap_new, sizeof *e->new_nodes)) return false;
     Onnx__NodeProto *n = mpx_arena_alloc(e->a, sizeof *n);
     Onnx__AttributeProto *at = mpx_arena_calloc(e->a, 2, sizeof *at);
     Onnx__AttributeProto **ats = mpx_arena_calloc(e->a, 2, sizeof *ats);
@@ -245,22 +240,18 @@ static const char *const_name(ex *e, const mpx_tensor *t, const mpx_format *f) {
     if (f == nat) return e->base[t->index];
     for (size_t i = 0; i < e->n_convs; i++)
         if (e->convs[i].tensor == t->index && e->convs[i].f == f) return e->convs[i].name;
-    if (e->n_convs == e->cap_convs) {
-        size_t cap = e->cap_convs ? e->cap_convs * 2 : 64;
-        vx_conv *v = realloc(e->convs, cap * sizeof *v);
-        if (!v) return NULL;
-        e->convs = v;
-        e->cap_convs = cap;
-    }
+    if (!grow(&e->convs, e->n_convs, &e->cap_convs, sizeof *e->convs)) return NULL;
     Onnx__GraphProto *gp = e->m->graph;
     const mpx_node *prod = t->producer;
     Onnx__TensorProto *init = prod ? NULL : find_init(gp, t->name);
     Onnx__NodeProto *cn = prod && prod->op == MPX_OP_Constant ? gp->node[prod->file_order] : NULL;
     Onnx__AttributeProto *cv = cn ? find_attr(cn, "value") : NULL;
     const char *name = NULL;
+    char suffix[24];
+    snprintf(suffix, sizeof suffix, "_%s", f->name);
     if (!t->f32 || (!init && !(cv && cv->t))) {
         /* Folded from a chain: a runtime Cast, never a baked value. */
-        name = fresh_name(e, t->name, f == &mpx_format_fp32 ? "_fp32" : "_low");
+        name = fresh_name(e, t->name, suffix);
         if (!name || !add_cast(e, e->base[t->index], name, f, anchor_of(t))) return NULL;
     } else if (e->in_place[t->index] == f) {
         name = t->name;
@@ -279,18 +270,10 @@ static const char *const_name(ex *e, const mpx_tensor *t, const mpx_format *f) {
             cv->t = tp;
         }
     } else {
-        char suffix[24];
-        snprintf(suffix, sizeof suffix, "_%s", f->name);
         name = fresh_name(e, t->name, suffix);
         Onnx__TensorProto *tp = name ? encode_tensor(e, t, init ? init : cv->t, f, name) : NULL;
         if (!tp) return NULL;
-        if (e->n_extra_init == e->cap_extra_init) {
-            size_t cap = e->cap_extra_init ? e->cap_extra_init * 2 : 64;
-            Onnx__TensorProto **v = realloc(e->extra_init, cap * sizeof *v);
-            if (!v) return NULL;
-            e->extra_init = v;
-            e->cap_extra_init = cap;
-        }
+        if (!grow(&e->extra_init, e->n_extra_init, &e->cap_extra_init, sizeof *e->extra_init)) return NULL;
         e->extra_init[e->n_extra_init++] = tp;
     }
     e->convs[e->n_convs++] = (vx_conv){t->index, f, name};
@@ -487,7 +470,13 @@ static void retype(ex *e) {
     const mpx_plan *p = e->p;
     for (size_t i = 0; i < gp->n_value_info; i++) {
         const mpx_tensor *t = mpx_graph_find_tensor(e->g, gp->value_info[i]->name);
-        if (!t || !mpx_dtype_is_float(t->dtype) || mpx_plan_tensor_is_const(t)) continue;
+        if (!t || !mpx_dtype_is_float(t->dtype)) continue;
+        if (mpx_plan_tensor_is_const(t)) { /* converted in place: its own name, new type */
+            for (size_t c = 0; c < e->n_convs; c++)
+                if (e->convs[c].tensor == t->index && e->convs[c].name == t->name)
+                    set_elem_type(gp->value_info[i], vx_dtype_of(e->convs[c].f));
+            continue;
+        }
         if (strcmp(e->base[t->index], t->name) != 0) continue; /* now the Cast back's output */
         set_elem_type(gp->value_info[i], vx_dtype_of(p->tensors[t->index].format));
     }
