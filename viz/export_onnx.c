@@ -309,6 +309,18 @@ static mpx_status edit_node(ex *e, const mpx_node *n, mpx_error *err) {
     if ((size_t)n->n_inputs != np->n_input)
         return mpx_error_set(err, MPX_E_INVALID, "node %s: %zu inputs in the file, %d loaded: load the model again",
                              n->name, np->n_input, n->n_inputs);
+    /* A node that makes float values from no float input (Range of ints,
+     * RandomNormal, ConstantOfShape) has its output type fixed by attributes
+     * ONNX does not let the plan's format reach: refuse rather than write a
+     * model whose types disagree with the plan. */
+    const mpx_plan_node *pn0 = &e->p->nodes[n->index];
+    bool reads_float = false;
+    for (int i = 0; i < n->n_inputs; i++) reads_float |= mpx_plan_input_format(e->p, n, i) != NULL;
+    if (pn0->is_float && pn0->low && !reads_float && n->op != MPX_OP_Cast)
+        return mpx_error_set(err, MPX_E_UNSUPPORTED,
+                             "node %s (%s) makes float values from no float input and the plan computes it in "
+                             "%s, which its ONNX attributes cannot say: colour it red (colour name:%s red)",
+                             n->name, n->op_type, pn0->compute->name, n->name);
     char **in = NULL;
     for (int i = 0; i < n->n_inputs; i++) {
         const mpx_tensor *t = n->inputs[i];
