@@ -564,7 +564,15 @@ mpx_status mpx_rules_add(mpx_rules *r, const char *text, const mpx_graph *g, mpx
     }
     rule->arena = a;
     rule->refs = 1;
-    parser p = {.s = text, .a = a, .g = g, .err = err, .rule = rule};
+    /* A comment (# to the end) is kept in the rule's text, not parsed: search
+     * says in it why it added the rule, and `rules`, `why` and `save` show it. */
+    const char *hash = strchr(text, '#');
+    char *body = hash ? mpx_arena_strndup(a, text, (size_t)(hash - text)) : NULL;
+    if (hash && !body) {
+        mpx_arena_free(a);
+        return mpx_error_set(err, MPX_E_NOMEM, "out of memory adding a rule");
+    }
+    parser p = {.s = body ? body : text, .a = a, .g = g, .err = err, .rule = rule};
     mpx_status st = parse_rule(&p);
     if (st == MPX_OK) {
         size_t b = 0, e = strlen(text);

@@ -59,8 +59,7 @@ static void print_change(mpx_session *s, const mpx_plan *a, const mpx_plan *b) {
     mpx_plan_diff_free(d);
 }
 
-/* Plan (rules, opts); on success push it as the new state and swap the plan. */
-static mpx_status apply(mpx_session *s, const mpx_rules *r, const mpx_plan_opts *o, mpx_error *err) {
+mpx_status repl_apply_rules(mpx_session *s, const mpx_rules *r, const mpx_plan_opts *o, mpx_error *err) {
     mpx_plan *p = NULL;
     mpx_status st = repl_build_plan(s, r, o, &p, err);
     if (st) return st;
@@ -106,7 +105,7 @@ MPX_CMD(repl_cmd_target) {
             return mpx_error_set(err, MPX_E_ARG, "block %s: a count from 0 (round after every addition) up", argv[3]);
         o.accum_block = (int)k;
     }
-    return apply(s, mpx_history_rules(s->hist), &o, err);
+    return repl_apply_rules(s, mpx_history_rules(s->hist), &o, err);
 }
 
 MPX_CMD(repl_cmd_keep_io) {
@@ -120,7 +119,7 @@ MPX_CMD(repl_cmd_keep_io) {
     if (argc != 2 || (strcmp(argv[1], "on") != 0 && strcmp(argv[1], "off") != 0))
         return mpx_error_set(err, MPX_E_ARG, "usage: keep-io on|off");
     o.keep_io = strcmp(argv[1], "on") == 0;
-    return apply(s, mpx_history_rules(s->hist), &o, err);
+    return repl_apply_rules(s, mpx_history_rules(s->hist), &o, err);
 }
 
 /* colour/color/accum: the whole line is the rule (its text is kept as typed). */
@@ -135,7 +134,7 @@ MPX_CMD(repl_cmd_rule) {
     mpx_rules *r = mpx_rules_copy(mpx_history_rules(s->hist));
     if (!r) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     st = mpx_rules_add(r, s->line, s->graph, err);
-    if (!st) st = apply(s, r, mpx_history_opts(s->hist), err);
+    if (!st) st = repl_apply_rules(s, r, mpx_history_opts(s->hist), err);
     if (!st) {
         int k = mpx_rules_count(r) - 1;
         if (s->plan->rule_selected[k] == 0)
@@ -161,7 +160,7 @@ MPX_CMD(repl_cmd_unrule) {
     mpx_rules *r = mpx_rules_copy(cur);
     if (!r) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     st = mpx_rules_remove(r, (int)k - 1, err);
-    if (!st) st = apply(s, r, mpx_history_opts(s->hist), err);
+    if (!st) st = repl_apply_rules(s, r, mpx_history_opts(s->hist), err);
     mpx_rules_free(r);
     return st;
 }

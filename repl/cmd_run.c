@@ -3,7 +3,8 @@
  * A run is mpx_compare_run: the fp32 reference and the plan's assignment side
  * by side, per-layer metrics for every float tensor a node computes. Input
  * values are made from the session's input specs at every run (cheap next to
- * the run, and it keeps the specs the single truth that `save` replays). */
+ * the run, and it keeps the specs the single truth that `save` replays).
+ * Figures, conditions and assert are figures.c's. */
 #include "repl_internal.h"
 
 #include <cjson/cJSON.h>
@@ -271,10 +272,10 @@ static void progress_cb(void *ctx, int done, int total) {
     if (done == total) fputs("\r                                   \r", stderr);
 }
 
-/* repl_run_plan, with `run`'s cache (NULL for the other commands: `compare`
+/* cache: `run`'s and `search`'s (NULL for the other commands: `compare`
  * runs other plans, which would only churn it). */
-static mpx_status run_plan_cached(mpx_session *s, const mpx_plan *p, bool local, const bool *keep,
-                                  mpx_compare_cache *cache, mpx_compare **out, mpx_error *err) {
+mpx_status repl_run_plan(mpx_session *s, const mpx_plan *p, bool local, const bool *keep,
+                         mpx_compare_cache *cache, mpx_compare **out, mpx_error *err) {
     mpx_value *inputs = NULL;
     mpx_status st = repl_make_inputs(s, &inputs, err);
     if (st) return st;
@@ -315,68 +316,13 @@ static mpx_status run_plans(mpx_session *s, mpx_plan *const *plans, int n, mpx_c
     return st;
 }
 
-mpx_status repl_run_plan(mpx_session *s, const mpx_plan *p, bool local, const bool *keep, mpx_compare **out,
-                         mpx_error *err) {
-    return run_plan_cached(s, p, local, keep, NULL, out, err);
-}
-
-/* The worst layer by rel_l2 (NaN counts as worst), or NULL. */
-static const mpx_layer *worst_layer(const mpx_compare *c) {
-    const mpx_layer *w = NULL;
-    for (int i = 0; i < c->n_layers; i++) {
-        const mpx_layer *L = &c->layers[i];
-        if (!w || L->m.rel_l2 > w->m.rel_l2 || (isnan(L->m.rel_l2) && !isnan(w->m.rel_l2))) w = L;
-    }
-    return w;
-}
-
-static bool is_output(const mpx_graph *g, int tensor) { return (g->tensors[tensor]->flags & MPX_T_OUTPUT) != 0; }
-
-/* Counts over every layer: overflow, underflow, subnormal elements, and the
- * number of layers with any overflow. */
-typedef struct run_totals {
-    int64_t overflow, underflow, subnormal;
-    int layers_overflow, layers_underflow;
-    const mpx_layer *first_overflow;
-    double out_rel_l2; /* worst over model outputs */
-    const mpx_layer *worst_out;
-} run_totals;
-
-static run_totals totals(const mpx_graph *g, const mpx_compare *c) {
-    run_totals t = {0};
-    for (int i = 0; i < c->n_layers; i++) {
-        const mpx_layer *L = &c->layers[i];
-        t.overflow += L->m.overflow;
-        t.underflow += L->m.underflow;
-        t.subnormal += L->m.subnormal;
-        if (L->m.overflow) {
-            t.layers_overflow++;
-            if (!t.first_overflow) t.first_overflow = L;
-        }
-        if (L->m.underflow) t.layers_underflow++;
-        if (is_output(g, L->tensor) && (!t.worst_out || L->m.rel_l2 > t.out_rel_l2 || isnan(L->m.rel_l2))) {
-            t.worst_out = L;
-            t.out_rel_l2 = L->m.rel_l2;
-        }
-    }
-    return t;
-}
-
-/* A name the user typed: a node (its first output; what report and plan
- * show) or else a tensor. Exported models reuse names across the two (p2o
- * names node p2o.Add.280's output p2o.Add.281), so nodes come first. */
-static const mpx_tensor *find_named(const mpx_graph *g, const char *name) {
-    const mpx_node *n = mpx_graph_find_node(g, name);
-    if (n && n->n_outputs && n->outputs[0]) return n->outputs[0];
-    return mpx_graph_find_tensor(g, name);
-}
 
 /* Tensor indices named in a comma list (for --keep); err names the first unknown. */
 static mpx_status parse_keep(const mpx_graph *g, const char *list, bool *keep, mpx_error *err) {
     char buf[4096];
     snprintf(buf, sizeof buf, "%s", list);
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        const mpx_tensor *t = find_named(g, tok);
+        const mpx_tensor *t = repl_find_named(g, tok);
         if (!t) return mpx_error_set(err, MPX_E_ARG, "no tensor or node named \"%s\"", tok);
         keep[t->index] = true;
     }
@@ -406,16 +352,16 @@ static const char *layer_name(const mpx_graph *g, const mpx_layer *L) { return g
 
 static void print_run_summary(mpx_session *s, const mpx_compare *c, const mpx_format *target) {
     const mpx_graph *g = s->graph;
-    run_totals t = totals(g, c);
+    repl_run_totals t = repl_totals(g, c);
     fprintf(s->out, "run: %s plan against the fp32 reference, %d layers compared (%.1f ms + %.1f ms)\n",
             mpx_format_name(target), c->n_layers, c->ms_ref, c->ms_cand);
     for (int i = 0; i < c->n_layers; i++) {
         const mpx_layer *L = &c->layers[i];
-        if (!is_output(g, L->tensor)) continue;
+        if (!repl_is_output(g, L->tensor)) continue;
         fprintf(s->out, "  output %s: rel_l2 %.3g, max_abs %.3g, cos %.6f%s\n", layer_name(g, L), L->m.rel_l2,
                 L->m.max_abs, L->m.cos, L->m.overflow ? " (OVERFLOW)" : "");
     }
-    const mpx_layer *w = worst_layer(c);
+    const mpx_layer *w = repl_worst_layer(c);
     if (w)
         fprintf(s->out, "  worst layer: %s (%s %s) rel_l2 %.3g\n", layer_name(g, w), g->nodes[w->node]->op_type,
                 g->nodes[w->node]->name, w->m.rel_l2);
@@ -450,7 +396,7 @@ MPX_CMD(repl_cmd_run) {
     mpx_compare *c = NULL;
     /* Without memory for a cache the run is a full one, as always. */
     if (!s->run_cache && s->cache_mb > 0) s->run_cache = mpx_compare_cache_new((size_t)s->cache_mb << 20);
-    if (!st) st = run_plan_cached(s, s->plan, local, keep, s->run_cache, &c, err);
+    if (!st) st = repl_run_plan(s, s->plan, local, keep, s->run_cache, &c, err);
     free(keep);
     if (st) return st;
     double *am = absmax_of(s->graph, c);
@@ -624,7 +570,7 @@ MPX_CMD(repl_cmd_report) {
             cJSON_AddStringToObject(root, "target", mpx_format_name(s->last_target));
             cJSON_AddBoolToObject(root, "local", s->last_local);
             cJSON_AddStringToObject(root, "sort", metric_names[sm]);
-            run_totals t = totals(g, c);
+            repl_run_totals t = repl_totals(g, c);
             cJSON_AddNumberToObject(root, "overflow", (double)t.overflow);
             cJSON_AddNumberToObject(root, "underflow", (double)t.underflow);
             cJSON *arr = cJSON_AddArrayToObject(root, "layers");
@@ -636,7 +582,7 @@ MPX_CMD(repl_cmd_report) {
                 cJSON_AddStringToObject(e, "op", g->nodes[L->node]->op_type);
                 cJSON_AddNumberToObject(e, "order", L->node);
                 cJSON_AddStringToObject(e, "format", mpx_format_name(L->fmt));
-                cJSON_AddBoolToObject(e, "output", is_output(g, L->tensor));
+                cJSON_AddBoolToObject(e, "output", repl_is_output(g, L->tensor));
                 cJSON_AddItemToObject(e, "metrics", metrics_json(&L->m));
                 if (L->has_local) cJSON_AddItemToObject(e, "local", metrics_json(&L->local));
                 cJSON_AddItemToArray(arr, e);
@@ -722,7 +668,7 @@ MPX_CMD(repl_cmd_tensor) {
         else return mpx_error_set(err, MPX_E_ARG, "%s", usage);
     }
     const mpx_graph *g = s->graph;
-    const mpx_tensor *t = find_named(g, argv[1]);
+    const mpx_tensor *t = repl_find_named(g, argv[1]);
     if (!t) return mpx_error_set(err, MPX_E_ARG, "no tensor or node named \"%s\"", argv[1]);
     const mpx_compare *c = s->last;
     mpx_compare *fresh = NULL;
@@ -732,7 +678,7 @@ MPX_CMD(repl_cmd_tensor) {
         bool *keep = calloc((size_t)g->n_tensors, sizeof *keep);
         if (!keep) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
         keep[t->index] = true;
-        st = repl_run_plan(s, s->plan, false, keep, &fresh, err);
+        st = repl_run_plan(s, s->plan, false, keep, NULL, &fresh, err);
         free(keep);
         if (st) return st;
         c = fresh;
@@ -806,8 +752,8 @@ MPX_CMD(repl_cmd_compare) {
         fprintf(s->out, "%-10s %6s %7s %11s %11s %9s %9s  %s\n", "target", "casts", "low%", "output", "worst", "overflow",
                 "underflow", "worst layer");
     for (int i = 0; i < nf; i++) {
-        run_totals t = totals(g, cmp[i]);
-        const mpx_layer *w = worst_layer(cmp[i]);
+        repl_run_totals t = repl_totals(g, cmp[i]);
+        const mpx_layer *w = repl_worst_layer(cmp[i]);
         if (json) {
             cJSON *e = cJSON_CreateObject();
             cJSON_AddStringToObject(e, "target", fmts[i]->name);
@@ -839,138 +785,6 @@ MPX_CMD(repl_cmd_compare) {
         char *text = cJSON_Print(root);
         cJSON_Delete(root);
         return repl_emit(s, text, NULL, err);
-    }
-    return MPX_OK;
-}
-
-/* ---- assert ----------------------------------------------------------------- */
-
-static bool metric_of(const mpx_layer *L, const char *metric, double *out) {
-    const mpx_metrics *m = &L->m;
-    if (strcmp(metric, "rel_l2") == 0) *out = m->rel_l2;
-    else if (strcmp(metric, "max_abs") == 0) *out = m->max_abs;
-    else if (strcmp(metric, "mean_abs") == 0) *out = m->mean_abs;
-    else if (strcmp(metric, "cos") == 0) *out = m->cos;
-    else if (strcmp(metric, "sqnr_db") == 0) *out = m->sqnr_db;
-    else if (strcmp(metric, "overflow") == 0) *out = (double)m->overflow;
-    else if (strcmp(metric, "underflow") == 0) *out = (double)m->underflow;
-    else if (strcmp(metric, "subnormal") == 0) *out = (double)m->subnormal;
-    else if (strcmp(metric, "absmax") == 0) *out = m->absmax_ref;
-    else if (strcmp(metric, "local") == 0 && L->has_local) *out = L->local.rel_l2;
-    else return false;
-    return true;
-}
-
-/* The worse of two figures of one metric (cos and sqnr_db: the smaller). */
-static double worse(const char *metric, double a, double b) {
-    bool low_bad = strcmp(metric, "cos") == 0 || strcmp(metric, "sqnr_db") == 0;
-    if (isnan(a) || isnan(b)) return NAN;
-    return low_bad ? (a < b ? a : b) : (a > b ? a : b);
-}
-
-static mpx_status need_run(const mpx_session *s, const char *fig, mpx_error *err) {
-    if (!s->last) return mpx_error_set(err, MPX_E_ARG, "%s needs a run (use: run)", fig);
-    return MPX_OK;
-}
-
-/* The value of a figure: plan figures, run totals, or <what>.<metric> where
- * what is output (worst model output), worst (worst layer) or a tensor or
- * node name (the name may itself contain dots: the metric is after the last). */
-static mpx_status figure(const mpx_session *s, const char *fig, double *out, mpx_error *err) {
-    const mpx_plan *p = s->plan;
-    static const char *const colours[] = {"green", "gray", "clear", "red"};
-    for (int c = 0; c < 4; c++)
-        if (strcmp(fig, colours[c]) == 0) return *out = p->counts.nodes[c + 1], MPX_OK;
-    if (strcmp(fig, "casts") == 0) return *out = p->counts.casts, MPX_OK;
-    if (strcmp(fig, "low_nodes") == 0) return *out = p->counts.low_nodes, MPX_OK;
-    if (strcmp(fig, "low_macs_pct") == 0) return *out = p->counts.low_macs_pct, MPX_OK;
-    if (strcmp(fig, "weights_converted") == 0) return *out = p->counts.weights_converted, MPX_OK;
-    if (strcmp(fig, "weights_overflow") == 0) {
-        int64_t n;
-        repl_check_weights(s, p, NULL, NULL, &n);
-        return *out = (double)n, MPX_OK;
-    }
-    mpx_status st;
-    if (strcmp(fig, "overflow") == 0 || strcmp(fig, "underflow") == 0 || strcmp(fig, "subnormal") == 0 ||
-        strcmp(fig, "layers") == 0) {
-        if ((st = need_run(s, fig, err))) return st;
-        run_totals t = totals(s->graph, s->last);
-        *out = fig[0] == 'o' ? (double)t.overflow : fig[0] == 'u' ? (double)t.underflow
-               : fig[0] == 's' ? (double)t.subnormal : (double)s->last->n_layers;
-        return MPX_OK;
-    }
-    const char *dot = strrchr(fig, '.');
-    if (!dot || dot == fig || !dot[1])
-        return mpx_error_set(err, MPX_E_ARG,
-                             "unknown figure \"%s\" (plan: casts green gray clear red low_nodes low_macs_pct "
-                             "weights_converted weights_overflow; run: overflow underflow subnormal layers, and "
-                             "output.<metric>, worst.<metric>, <tensor or node>.<metric>)", fig);
-    char what[512];
-    snprintf(what, sizeof what, "%.*s", (int)(dot - fig), fig);
-    const char *metric = dot + 1;
-    if ((st = need_run(s, fig, err))) return st;
-    const mpx_compare *c = s->last;
-    const mpx_graph *g = s->graph;
-    bool any = false;
-    double v = NAN, x;
-    int want = -1;
-    bool all_outputs = strcmp(what, "output") == 0, all_layers = strcmp(what, "worst") == 0;
-    if (!all_outputs && !all_layers) {
-        const mpx_tensor *t = find_named(g, what);
-        if (!t) return mpx_error_set(err, MPX_E_ARG, "figure %s: no tensor or node named \"%s\"", fig, what);
-        want = t->index;
-    }
-    for (int i = 0; i < c->n_layers; i++) {
-        const mpx_layer *L = &c->layers[i];
-        if (want >= 0 ? L->tensor != want : (all_outputs && !is_output(g, L->tensor))) continue;
-        if (!metric_of(L, metric, &x))
-            return mpx_error_set(err, MPX_E_ARG,
-                                 "figure %s: unknown metric \"%s\" (rel_l2 max_abs mean_abs cos sqnr_db overflow "
-                                 "underflow subnormal absmax%s)", fig, metric, s->last_local ? " local" : "");
-        v = any ? worse(metric, v, x) : x;
-        any = true;
-    }
-    if (!any) return mpx_error_set(err, MPX_E_ARG, "figure %s: the last run compared no such tensor", fig);
-    *out = v;
-    return MPX_OK;
-}
-
-/* assert <figure> <op> <number> [and <figure> <op> <number> ...] */
-MPX_CMD(repl_cmd_assert) {
-    mpx_status st = repl_need_model(s, err);
-    if (st) return st;
-    if (!s->plan) return mpx_error_set(err, MPX_E_INVALID, "no plan (load a model first)");
-    /* Re-split the words into clauses at "and"; a clause may be written with
-     * or without blanks around its operator. */
-    char clause[1024];
-    int a = 1;
-    if (argc < 2) return mpx_error_set(err, MPX_E_ARG, "usage: assert <figure> <op> <number> [and ...]");
-    while (a < argc) {
-        size_t o = 0;
-        clause[0] = '\0';
-        for (; a < argc && strcmp(argv[a], "and") != 0; a++)
-            o += (size_t)snprintf(clause + o, o < sizeof clause ? sizeof clause - o : 0, "%s", argv[a]);
-        if (o >= sizeof clause) return mpx_error_set(err, MPX_E_ARG, "assert: expression too long");
-        a++; /* past "and" */
-        static const char *const ops[] = {"<=", ">=", "==", "!=", "<", ">", "="};
-        char *at = NULL;
-        int op = -1;
-        for (int k = 0; k < 7 && !at; k++)
-            if ((at = strstr(clause, ops[k]))) op = k;
-        if (!at || at == clause)
-            return mpx_error_set(err, MPX_E_ARG, "assert: expected <figure> <op> <number> in \"%s\" (op: < <= > >= == !=)",
-                                 clause);
-        char fig[512];
-        snprintf(fig, sizeof fig, "%.*s", (int)(at - clause), clause);
-        const char *num = at + strlen(ops[op]);
-        double want, got = NAN;
-        if ((st = repl_parse_number(num, "assert", &want, err))) return st;
-        if ((st = figure(s, fig, &got, err))) return st;
-        bool ok = op == 0 ? got <= want : op == 1 ? got >= want : op == 2 || op == 6 ? got == want
-                  : op == 3 ? got != want : op == 4 ? got < want : got > want;
-        if (!ok)
-            return mpx_error_set(err, MPX_E_ASSERT, "assert failed: %s %s %s, but %s = %.6g", fig, ops[op], num, fig,
-                                 got);
     }
     return MPX_OK;
 }

@@ -60,6 +60,9 @@ MPX_CMD(repl_cmd_why);
  * the last reference run when there is one). */
 mpx_status repl_build_plan(const mpx_session *s, const mpx_rules *r, const mpx_plan_opts *o, mpx_plan **out,
                            mpx_error *err);
+/* Plan (rules, opts); on success push it as the new state (one undo step),
+ * swap the plan in and print the one line saying what changed. */
+mpx_status repl_apply_rules(mpx_session *s, const mpx_rules *r, const mpx_plan_opts *o, mpx_error *err);
 /* After the plan changed: s->on_plan_change, if set. */
 void repl_after_plan_change(mpx_session *s);
 
@@ -73,15 +76,72 @@ int repl_check_weights(const mpx_session *s, const mpx_plan *p, FILE *out, const
 MPX_CMD(repl_cmd_report);
 MPX_CMD(repl_cmd_tensor);
 MPX_CMD(repl_cmd_compare);
-MPX_CMD(repl_cmd_assert);
 /* Run plan p on the session's inputs against the fp32 reference (Ctrl-C
  * cancels; progress on a terminal). keep: tensors to keep, or NULL. */
-mpx_status repl_run_plan(mpx_session *s, const mpx_plan *p, bool local, const bool *keep, mpx_compare **out,
-                         mpx_error *err);
+mpx_status repl_run_plan(mpx_session *s, const mpx_plan *p, bool local, const bool *keep,
+                         mpx_compare_cache *cache, mpx_compare **out, mpx_error *err);
 /* Every model input's values from the session's specs (default: random
  * normal, seed 0), in g->inputs order; free with repl_free_inputs. */
 mpx_status repl_make_inputs(const mpx_session *s, mpx_value **out, mpx_error *err);
 void repl_free_inputs(const mpx_session *s, mpx_value *v);
+
+/* ---- figures and conditions (figures.c): assert, search, sweep ---------- */
+MPX_CMD(repl_cmd_assert);
+MPX_CMD(repl_cmd_search); /* cmd_search.c */
+/* Counts over every layer of a comparison: overflow, underflow, subnormal
+ * elements, layers with any, the first layer that overflows and the worst
+ * model output (by rel_l2; NaN is worst). */
+typedef struct repl_run_totals {
+    int64_t overflow, underflow, subnormal;
+    int layers_overflow, layers_underflow;
+    const mpx_layer *first_overflow;
+    double out_rel_l2;
+    const mpx_layer *worst_out;
+} repl_run_totals;
+repl_run_totals repl_totals(const mpx_graph *g, const mpx_compare *c);
+/* The worst layer by rel_l2 (NaN counts as worst), or NULL. */
+const mpx_layer *repl_worst_layer(const mpx_compare *c);
+bool repl_is_output(const mpx_graph *g, int tensor);
+/* A name the user typed: a node (its first output; what report and plan
+ * show) or else a tensor; NULL when neither. */
+const mpx_tensor *repl_find_named(const mpx_graph *g, const char *name);
+
+/* What a figure is read from: a plan and, for run figures, a comparison of
+ * that plan (NULL: none yet). s gives the weight check. */
+typedef struct repl_figctx {
+    const mpx_session *s;
+    const mpx_plan *plan;
+    const mpx_compare *cmp;
+    bool local; /* cmp has local metrics (for the message listing metrics) */
+} repl_figctx;
+/* Plan figures (casts, green, ..., low_macs_pct, weights_overflow), run
+ * totals (overflow underflow subnormal layers) and <what>.<metric> with what
+ * = output (worst model output), worst (worst layer) or a tensor/node name. */
+mpx_status repl_figure(const repl_figctx *x, const char *fig, double *out, mpx_error *err);
+/* Whether a figure is read from a run (false: from the plan alone). */
+bool repl_figure_needs_run(const char *fig);
+
+#define REPL_COND_MAX 16
+typedef struct repl_clause {
+    char fig[512];
+    char num[64]; /* the number as typed */
+    int op;       /* index into the operators <= >= == != < > = */
+    double want;
+} repl_clause;
+/* <figure> <op> <number> [and <figure> <op> <number> ...] */
+typedef struct repl_cond {
+    int n;
+    repl_clause c[REPL_COND_MAX];
+    char text[1024]; /* normalised: "output.rel_l2 < 1e-3 and casts <= 40" */
+} repl_cond;
+/* Parse argv (the words after the command; cmd names it in messages). */
+mpx_status repl_cond_parse(const char *cmd, int argc, char **argv, repl_cond *c, mpx_error *err);
+bool repl_cond_needs_run(const repl_cond *c);
+/* Evaluate the clauses in order: got[i] their figures (NaN where not
+ * evaluated); *failed the first clause that does not hold (-1: all hold);
+ * the clauses after it are not evaluated. Errors: unknown figures. */
+mpx_status repl_cond_eval(const repl_figctx *x, const repl_cond *c, double *got, int *failed, mpx_error *err);
+const char *repl_cond_op(const repl_clause *cl);
 
 /* ---- scripts (script.c) and the session commands (cmd_session.c) ------- */
 MPX_CMD(repl_cmd_source);

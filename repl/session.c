@@ -332,6 +332,25 @@ static const mpx_command commands[] = {
      "stops a script with exit status 2.\n"
      "Example: assert output.rel_l2 < 1e-3 and overflow == 0 and casts <= 40",
      repl_cmd_assert},
+    {"search", "search <figure> <op> <number> [and ...] [--method auto|greedy|bisect] [--max-evals <n>] [--json [<file>]]",
+     "find the nodes to keep in fp32 so that a condition holds",
+     "The condition is assert's (same figures and grammar), e.g.\n"
+     "  search output.rel_l2 < 1e-3 and casts <= 40\n"
+     "Each evaluation plans the rules so far plus `colour name:<node> red` for a set\n"
+     "of nodes and runs it (only what the set changes is recomputed). auto (the\n"
+     "default): one local run ranks the low nodes (overflow in their weights or own\n"
+     "output first, then their own rel_l2); the top 1, 2, 4, ... go fp32 until the\n"
+     "condition holds; then each, largest MACs first, goes back to low while the\n"
+     "condition still holds, until no single node of the set can (1-minimal).\n"
+     "greedy: auto without giving back. bisect: onnxconverter-common's method\n"
+     "(segments of the topological order tried low, failing ones halved), for\n"
+     "comparison. The result is added as rules `colour name:<node> red  # search:\n"
+     "<condition>`, one undo step. Nothing is applied when no plan meets the\n"
+     "condition, on an error, at --max-evals (default 500) or on Ctrl-C.\n"
+     "--json prints (or writes) {condition, method, fp32: [names], figures,\n"
+     "low_macs_pct, candidates, n_evaluations, ms, evaluations: [{set, holds,\n"
+     "figures, low_macs_pct, ms}]}.",
+     repl_cmd_search},
     {"dot", "dot [<file.dot>] [--around <node> <depth>] [--shapes] [--collapse] [--cluster <n>] [--weights] [--all] [--overlay]",
      "the cast graph as DOT text (printed, or written to a file)",
      "Nodes are filled by colour and labelled with op type and name; runtime casts\n"

@@ -1,0 +1,531 @@
+/* cmd_search.c - `search`: the nodes to keep in fp32 so that a condition
+ * (assert's grammar and figures) holds, with as much of the model low as
+ * possible.
+ *
+ * Every evaluation is a real plan and a real run: the session's rules plus
+ * `colour name:<node> red` for each node of the set, planned as `colour`
+ * would plan it and run through the session's run cache (only what the set
+ * changed is recomputed), and the condition evaluated by figures.c's code,
+ * the same as assert's. So the result, applied as ordinary rules, reproduces
+ * the reported figures exactly.
+ *
+ * Methods:
+ *  - auto (default): one local run ranks the low nodes by what they do on
+ *    their own (overflow in their output or their weights first, then their
+ *    own rel_l2); the top 1, 2, 4, ... are kept fp32 until the condition
+ *    holds; then each node of the set, largest MACs first, is given back to
+ *    the low format while the condition still holds, pass after pass until a
+ *    pass gives nothing back. The last pass tried every remaining node
+ *    against the final set, so the result is 1-minimal: no single node of it
+ *    can go back to low.
+ *  - bisect: onnxconverter-common's auto_convert_mixed_precision, the peers'
+ *    method, for comparison: segments of the topological order are tried
+ *    low (everything not yet decided stays fp32); a segment that fails is
+ *    split in halves, and a single node that fails stays fp32.
+ *  - greedy: auto without the pruning pass.
+ * Nothing is applied until the search has succeeded: an error, a condition
+ * no plan meets, --max-evals or Ctrl-C leave the session as it was. */
+#include "repl_internal.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { M_AUTO, M_GREEDY, M_BISECT } method;
+static const char *const method_names[] = {"auto", "greedy", "bisect"};
+
+typedef struct search {
+    mpx_session *s;
+    repl_cond cond;
+    bool need_run;
+    method how;
+    int max_evals, n_evals;
+    double t0;
+    int n_cand;
+    int *cand;          /* node indices of the nodes low in the session's plan, topological */
+    cJSON *log;         /* every evaluation (for --json) */
+    /* the last evaluation that held: */
+    double best_got[REPL_COND_MAX];
+    double best_low_pct;
+} search;
+
+/* A figure in the JSON with all its digits: cJSON prints 15 digits when
+ * they read back within an epsilon, which can lose the last bit, and a
+ * search result must be checkable exactly (assert output.rel_l2 == ...). */
+static void add_exact(cJSON *obj, const char *key, double v) {
+    char buf[64];
+    if (isfinite(v)) snprintf(buf, sizeof buf, "%.17g", v);
+    else snprintf(buf, sizeof buf, "null");
+    cJSON_AddItemToObject(obj, key, cJSON_CreateRaw(buf));
+}
+
+/* name:<glob> matching exactly this node: glob characters escaped (fnmatch
+ * reads a backslash as an escape); a comma or a blank, which would end the
+ * selector, matches as '?'. */
+static void name_selector(const char *name, char *buf, size_t n) {
+    size_t o = 0;
+    for (const char *c = name; *c && o + 3 < n; c++) {
+        if (*c == '*' || *c == '?' || *c == '[' || *c == '\\') buf[o++] = '\\';
+        buf[o++] = (*c == ',' || *c == ' ' || *c == '\t') ? '?' : *c;
+    }
+    buf[o] = '\0';
+}
+
+static mpx_status add_red(mpx_rules *r, const mpx_graph *g, int node, const char *comment, mpx_error *err) {
+    char sel[1024], text[2048];
+    name_selector(g->nodes[node]->name, sel, sizeof sel);
+    snprintf(text, sizeof text, "colour name:%s red%s%s", sel, comment ? "  # " : "", comment ? comment : "");
+    return mpx_rules_add(r, text, g, err);
+}
+
+/* The session's rules with the nodes of set (indices into cand) red. */
+static mpx_status rules_with(const search *x, const bool *set, mpx_rules **out, mpx_error *err) {
+    mpx_rules *r = mpx_rules_copy(mpx_history_rules(x->s->hist));
+    if (!r) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    mpx_status st = MPX_OK;
+    for (int i = 0; i < x->n_cand && !st; i++)
+        if (set[i]) st = add_red(r, x->s->graph, x->cand[i], NULL, err);
+    if (st) {
+        mpx_rules_free(r);
+        return st;
+    }
+    *out = r;
+    return MPX_OK;
+}
+
+static void progress(const search *x, int set_size, double fig) {
+    if (!x->s->progress) return;
+    fprintf(stderr, "\r  search: %d evaluations, set of %d, %s %.3g      ", x->n_evals, set_size,
+            x->cond.c[0].fig, fig);
+}
+
+static int count(const search *x, const bool *set) {
+    int k = 0;
+    for (int i = 0; i < x->n_cand; i++) k += set[i];
+    return k;
+}
+
+/* One evaluation: plan the set, run it (when the condition reads a run),
+ * evaluate the condition. local: also the nodes' own error (for ranking; a
+ * local run does not use the cache). *cmp_out (may be NULL) gets the run. */
+static mpx_status evaluate(search *x, const bool *set, bool local, bool *holds, mpx_compare **cmp_out,
+                           mpx_error *err) {
+    mpx_session *s = x->s;
+    if (x->n_evals >= x->max_evals)
+        return mpx_error_set(err, MPX_E_LIMIT, "search: stopped at --max-evals %d before the condition held",
+                             x->max_evals);
+    if (s->cancel && *s->cancel) return mpx_error_set(err, MPX_E_CANCELLED, "search: interrupted");
+    double t = repl_now_ms();
+    mpx_rules *r = NULL;
+    mpx_plan *p = NULL;
+    mpx_compare *c = NULL;
+    mpx_status st = rules_with(x, set, &r, err);
+    if (!st) st = repl_build_plan(s, r, mpx_history_opts(s->hist), &p, err);
+    mpx_rules_free(r);
+    if (!st && x->need_run) {
+        if (!local && !s->run_cache && s->cache_mb > 0)
+            s->run_cache = mpx_compare_cache_new((size_t)s->cache_mb << 20);
+        st = repl_run_plan(s, p, local, NULL, local ? NULL : s->run_cache, &c, err);
+    }
+    double got[REPL_COND_MAX];
+    int failed = -1;
+    if (!st) {
+        repl_figctx fc = {.s = s, .plan = p, .cmp = c, .local = local};
+        st = repl_cond_eval(&fc, &x->cond, got, &failed, err);
+    }
+    if (st) {
+        mpx_plan_free(p);
+        mpx_compare_free(c);
+        return st;
+    }
+    x->n_evals++;
+    *holds = failed < 0;
+    if (*holds) {
+        memcpy(x->best_got, got, sizeof got);
+        x->best_low_pct = p->counts.low_macs_pct;
+    }
+    if (x->log) {
+        cJSON *e = cJSON_CreateObject(), *names = cJSON_AddArrayToObject(e, "set");
+        for (int i = 0; i < x->n_cand; i++)
+            if (set[i]) cJSON_AddItemToArray(names, cJSON_CreateString(s->graph->nodes[x->cand[i]]->name));
+        cJSON_AddBoolToObject(e, "holds", *holds);
+        cJSON *f = cJSON_AddObjectToObject(e, "figures");
+        for (int i = 0; i < x->cond.n; i++)
+            if (!isnan(got[i])) add_exact(f, x->cond.c[i].fig, got[i]);
+        cJSON_AddNumberToObject(e, "low_macs_pct", p->counts.low_macs_pct);
+        cJSON_AddNumberToObject(e, "ms", repl_now_ms() - t);
+        cJSON_AddItemToArray(x->log, e);
+    }
+    progress(x, count(x, set), got[0]);
+    mpx_plan_free(p);
+    if (cmp_out) *cmp_out = c;
+    else mpx_compare_free(c);
+    return MPX_OK;
+}
+
+/* ---- auto and greedy ------------------------------------------------------- */
+
+typedef struct ranked {
+    int i;        /* index into cand */
+    double score; /* larger: keep fp32 first */
+} ranked;
+
+static int by_score(const void *a, const void *b) {
+    const ranked *x = a, *y = b;
+    if (x->score != y->score) return x->score < y->score ? 1 : -1;
+    return x->i - y->i; /* earlier nodes first on ties: their error reaches more */
+}
+
+/* How much a node adds to the error, from one local run: 2 for an overflow
+ * in its weights, 1 for an overflow in its own output (fed reference
+ * inputs), plus its own rel_l2 (fed reference inputs; at most 1, NaN counts
+ * as 1) divided by 1 + its MACs over the mean MACs of the candidates, and
+ * the jump of the inherited rel_l2 from its worst input to its output as a
+ * tie-breaker. */
+static double clip1(double e) { return isnan(e) || e > 1 ? 1 : e < 0 ? 0 : e; }
+
+static void rank(const search *x, const mpx_compare *c, ranked *r, mpx_error *err) {
+    const mpx_session *s = x->s;
+    const mpx_graph *g = s->graph;
+    double *own = calloc((size_t)g->n_nodes, sizeof *own);
+    double *inh = malloc((size_t)(g->n_tensors ? g->n_tensors : 1) * sizeof *inh);
+    mpx_weight_check *w = NULL;
+    int n_w = 0;
+    if (mpx_plan_check_weights(s->plan, &w, &n_w, err) != MPX_OK) n_w = 0;
+    for (int k = 0; own && k < n_w; k++) {
+        if (!w[k].overflow) continue;
+        const mpx_tensor *t = g->tensors[s->plan->weights[w[k].weight].tensor];
+        for (int j = 0; j < t->n_consumers; j++) own[t->consumers[j]->index] = 2;
+    }
+    free(w);
+    for (int k = 0; inh && k < g->n_tensors; k++) inh[k] = 0;
+    for (int k = 0; inh && c && k < c->n_layers; k++) inh[c->layers[k].tensor] = clip1(c->layers[k].m.rel_l2);
+    for (int k = 0; own && inh && c && k < c->n_layers; k++) {
+        const mpx_layer *L = &c->layers[k];
+        const mpx_node *n = g->nodes[L->node];
+        double in = 0;
+        for (int j = 0; j < n->n_inputs; j++)
+            if (n->inputs[j] && inh[n->inputs[j]->index] > in) in = inh[n->inputs[j]->index];
+        /* The jump of the inherited error was tried as well: on rec it put
+         * the large Convs first (21.8% of MACs left low against 58% by own
+         * error per MAC), so it only breaks ties below the own error. */
+        double e = L->has_local ? clip1(L->local.rel_l2) : 0;
+        double jump = clip1(L->m.rel_l2) - in;
+        if (jump > 0) e += 1e-3 * jump;
+        double tier = own[L->node] >= 2 ? 2 : L->has_local && L->local.overflow ? 1 : 0;
+        if (tier + e > own[L->node]) own[L->node] = tier + e;
+    }
+    /* Per MAC kept fp32: of two nodes that add the same error, the one with
+     * fewer multiply-accumulates goes fp32 first (the aim is as many MACs
+     * low as possible); overflow tiers stay ahead whatever their cost. */
+    double total = 0;
+    for (int i = 0; i < x->n_cand; i++) total += (double)(g->nodes[x->cand[i]]->cost.macs > 0 ? g->nodes[x->cand[i]]->cost.macs : 0);
+    double mean = x->n_cand ? total / x->n_cand : 0;
+    for (int i = 0; i < x->n_cand; i++) {
+        double sc = own ? own[x->cand[i]] : 0, tier = sc >= 2 ? 2 : sc >= 1 ? 1 : 0;
+        int64_t macs = g->nodes[x->cand[i]]->cost.macs;
+        double wt = mean > 0 && macs > 0 ? 1 + (double)macs / mean : 1;
+        r[i] = (ranked){i, tier + (sc - tier) / wt};
+    }
+    free(own);
+    free(inh);
+    qsort(r, (size_t)x->n_cand, sizeof *r, by_score);
+}
+
+/* Give nodes of the set back to low while the condition holds: chunks of
+ * half the set, then quarters, ... (delta debugging: cheap when most of the
+ * set is not needed), then single nodes, pass after pass, until a pass of
+ * single nodes gives none back. That last pass tried every node against the
+ * final set: the result is 1-minimal. Nodes go back largest MACs first. */
+static mpx_status prune(search *x, bool *set, mpx_error *err) {
+    const mpx_graph *g = x->s->graph;
+    int *order = malloc((size_t)(x->n_cand > 0 ? x->n_cand : 1) * sizeof *order), n = 0;
+    if (!order) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    for (int i = 0; i < x->n_cand; i++)
+        if (set[i]) order[n++] = i;
+    for (int a = 1; a < n; a++) /* insertion sort, stable: sets are small */
+        for (int b = a; b > 0; b--) {
+            int64_t ma = g->nodes[x->cand[order[b - 1]]]->cost.macs, mb = g->nodes[x->cand[order[b]]]->cost.macs;
+            if (ma >= mb) break;
+            int t = order[b];
+            order[b] = order[b - 1];
+            order[b - 1] = t;
+        }
+    mpx_status st = MPX_OK;
+    bool holds;
+    int *taken = malloc((size_t)(n ? n : 1) * sizeof *taken);
+    if (!taken) st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    for (int chunk = n / 2; chunk > 1 && !st; chunk /= 2) {
+        for (int j = 0; j < n && !st; j += chunk) {
+            int m = 0;
+            for (int i = j; i < j + chunk && i < n; i++)
+                if (set[order[i]]) {
+                    set[order[i]] = false;
+                    taken[m++] = order[i];
+                }
+            if (!m) continue;
+            st = evaluate(x, set, false, &holds, NULL, err);
+            if (st || !holds)
+                for (int i = 0; i < m; i++) set[taken[i]] = true;
+        }
+    }
+    free(taken);
+    bool gave = true;
+    while (gave && !st) {
+        gave = false;
+        for (int j = 0; j < n && !st; j++) {
+            if (!set[order[j]]) continue;
+            set[order[j]] = false;
+            if ((st = evaluate(x, set, false, &holds, NULL, err))) set[order[j]] = true;
+            else if (holds) gave = true;
+            else set[order[j]] = true;
+        }
+    }
+    free(order);
+    return st;
+}
+
+static mpx_status run_auto(search *x, bool *set, mpx_error *err) {
+    mpx_compare *c = NULL;
+    bool holds = false;
+    memset(set, 0, (size_t)x->n_cand * sizeof *set);
+    mpx_status st = evaluate(x, set, x->need_run, &holds, &c, err);
+    if (st || holds) {
+        mpx_compare_free(c);
+        return st;
+    }
+    ranked *r = malloc((size_t)(x->n_cand ? x->n_cand : 1) * sizeof *r);
+    if (!r) {
+        mpx_compare_free(c);
+        return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    }
+    rank(x, c, r, err);
+    mpx_compare_free(c);
+    /* Grow: the top 1, 2, 4, ... until the condition holds; then the
+     * shortest prefix between the last that failed and the first that held
+     * (bisection on the prefix length). */
+    int fail = 0, ok = -1;
+    for (int want = 1; ok < 0 && !st; want *= 2) {
+        if (want > x->n_cand) want = x->n_cand;
+        for (int i = 0; i < x->n_cand; i++) set[r[i].i] = i < want;
+        if ((st = evaluate(x, set, false, &holds, NULL, err))) break;
+        if (holds) ok = want;
+        else if (want == x->n_cand)
+            st = mpx_error_set(err, MPX_E_INVALID,
+                               "search: no plan meets %s, not even with every low node in fp32 (nothing applied)",
+                               x->cond.text);
+        else fail = want;
+    }
+    while (!st && ok - fail > 1) {
+        int mid = fail + (ok - fail) / 2;
+        for (int i = 0; i < x->n_cand; i++) set[r[i].i] = i < mid;
+        if ((st = evaluate(x, set, false, &holds, NULL, err))) break;
+        if (holds) ok = mid;
+        else fail = mid;
+    }
+    if (!st)
+        for (int i = 0; i < x->n_cand; i++) set[r[i].i] = i < ok;
+    free(r);
+    if (st || x->how == M_GREEDY) return st;
+    if ((st = prune(x, set, err))) return st;
+    /* The figures of the final set (the last evaluation that held may have
+     * been of a larger set). */
+    return evaluate(x, set, false, &holds, NULL, err);
+}
+
+/* ---- bisect ------------------------------------------------------------------ */
+
+static mpx_status run_bisect(search *x, bool *set, mpx_error *err) {
+    bool holds = false;
+    memset(set, 0, (size_t)x->n_cand * sizeof *set);
+    mpx_status st = evaluate(x, set, false, &holds, NULL, err);
+    if (st || holds) return st;
+    /* Undecided nodes stay fp32 while a segment is tried low. */
+    for (int i = 0; i < x->n_cand; i++) set[i] = true;
+    if ((st = evaluate(x, set, false, &holds, NULL, err))) return st;
+    if (!holds)
+        return mpx_error_set(err, MPX_E_INVALID,
+                             "search: no plan meets %s, not even with every low node in fp32 (nothing applied)",
+                             x->cond.text);
+    /* A stack of segments [lo, hi), first segment on top. */
+    int *lo = malloc((size_t)(2 * x->n_cand + 2) * sizeof *lo), *hi = malloc((size_t)(2 * x->n_cand + 2) * sizeof *hi);
+    if (!lo || !hi) {
+        free(lo);
+        free(hi);
+        return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    }
+    int top = 0;
+    lo[top] = 0;
+    hi[top++] = x->n_cand;
+    while (top > 0 && !st) {
+        top--;
+        int a = lo[top], b = hi[top];
+        for (int i = a; i < b; i++) set[i] = false;
+        if ((st = evaluate(x, set, false, &holds, NULL, err))) break;
+        if (holds) continue;
+        for (int i = a; i < b; i++) set[i] = true;
+        if (b - a == 1) continue; /* a single node that fails stays fp32 */
+        int m = a + (b - a) / 2;
+        lo[top] = m; /* second half below, first half on top */
+        hi[top++] = b;
+        lo[top] = a;
+        hi[top++] = m;
+    }
+    free(lo);
+    free(hi);
+    if (!st) st = evaluate(x, set, false, &holds, NULL, err); /* the final set's figures */
+    return st;
+}
+
+/* ---- the command ------------------------------------------------------------- */
+
+/* search <condition> [--method auto|greedy|bisect] [--max-evals n] [--json [file]] */
+MPX_CMD(repl_cmd_search) {
+    mpx_status st = repl_need_model(s, err);
+    if (st) return st;
+    if (!s->plan || !s->hist) return mpx_error_set(err, MPX_E_INVALID, "no plan (load a model first)");
+    search x = {.s = s, .how = M_AUTO, .max_evals = 500};
+    bool json = false;
+    const char *json_path = NULL;
+    int n_words = argc - 1;
+    for (int a = 1; a < argc; a++) {
+        if (strncmp(argv[a], "--", 2) != 0) continue;
+        if (n_words == argc - 1) n_words = a - 1;
+        if (strcmp(argv[a], "--method") == 0 && a + 1 < argc) {
+            const char *m = argv[++a];
+            int k = 0;
+            while (k < 3 && strcmp(m, method_names[k]) != 0) k++;
+            if (k == 3) return mpx_error_set(err, MPX_E_ARG, "search: unknown method \"%s\" (auto greedy bisect)", m);
+            x.how = (method)k;
+        } else if (strcmp(argv[a], "--max-evals") == 0 && a + 1 < argc) {
+            double v;
+            if ((st = repl_parse_number(argv[++a], "--max-evals", &v, err))) return st;
+            if (v < 1 || v > 1e6 || v != (double)(int)v)
+                return mpx_error_set(err, MPX_E_ARG, "--max-evals %s: a count from 1 up", argv[a]);
+            x.max_evals = (int)v;
+        } else if (strcmp(argv[a], "--json") == 0) {
+            json = true;
+            if (a + 1 < argc && strncmp(argv[a + 1], "--", 2) != 0) json_path = argv[++a];
+        } else {
+            return mpx_error_set(err, MPX_E_ARG,
+                                 "usage: search <figure> <op> <number> [and ...] [--method auto|greedy|bisect] "
+                                 "[--max-evals n] [--json [file]]");
+        }
+    }
+    if (n_words < 1)
+        return mpx_error_set(err, MPX_E_ARG,
+                             "usage: search <figure> <op> <number> [and ...] [--method auto|greedy|bisect] "
+                             "[--max-evals n] [--json [file]]");
+    if ((st = repl_cond_parse("search", n_words, argv + 1, &x.cond, err))) return st;
+    x.need_run = repl_cond_needs_run(&x.cond);
+    /* Check the figures' names before any run: a typo costs nothing. */
+    for (int i = 0; i < x.cond.n; i++) {
+        repl_figctx fc = {.s = s, .plan = s->plan, .cmp = s->last, .local = s->last_local};
+        double v;
+        mpx_error e;
+        if (!repl_figure_needs_run(x.cond.c[i].fig) || s->last) {
+            if (repl_figure(&fc, x.cond.c[i].fig, &v, &e) != MPX_OK && !strstr(e.msg, "compared no such"))
+                return mpx_error_set(err, e.status, "%s", e.msg);
+        }
+    }
+    const mpx_graph *g = s->graph;
+    x.cand = malloc((size_t)(g->n_nodes ? g->n_nodes : 1) * sizeof *x.cand);
+    bool *set = calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof *set);
+    if (!x.cand || !set) {
+        free(x.cand);
+        free(set);
+        return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < g->n_nodes; i++)
+        if (s->plan->nodes[i].low && s->plan->nodes[i].is_float && !s->plan->nodes[i].folded) x.cand[x.n_cand++] = i;
+    if (json) x.log = cJSON_CreateArray();
+    x.t0 = repl_now_ms();
+    st = x.how == M_BISECT ? run_bisect(&x, set, err) : run_auto(&x, set, err);
+    if (s->progress) fputs("\r                                                              \r", stderr);
+    double ms = repl_now_ms() - x.t0;
+    int k = st ? 0 : count(&x, set);
+    /* The JSON first: when its file cannot be written nothing is applied. */
+    char *json_text = NULL;
+    if (!st && json) {
+        cJSON *root = cJSON_CreateObject();
+        cJSON_AddStringToObject(root, "condition", x.cond.text);
+        cJSON_AddStringToObject(root, "method", method_names[x.how]);
+        cJSON *res = cJSON_AddArrayToObject(root, "fp32");
+        for (int i = 0; i < x.n_cand; i++)
+            if (set[i]) cJSON_AddItemToArray(res, cJSON_CreateString(g->nodes[x.cand[i]]->name));
+        cJSON *f = cJSON_AddObjectToObject(root, "figures");
+        for (int i = 0; i < x.cond.n; i++) add_exact(f, x.cond.c[i].fig, x.best_got[i]);
+        cJSON_AddNumberToObject(root, "low_macs_pct", x.best_low_pct);
+        cJSON_AddNumberToObject(root, "candidates", x.n_cand);
+        cJSON_AddNumberToObject(root, "n_evaluations", x.n_evals);
+        cJSON_AddNumberToObject(root, "ms", ms);
+        cJSON_AddItemToObject(root, "evaluations", x.log);
+        x.log = NULL;
+        char *text = cJSON_Print(root);
+        cJSON_Delete(root);
+        size_t n = text ? strlen(text) : 0;
+        json_text = text ? realloc(text, n + 2) : NULL;
+        if (!json_text) {
+            free(text);
+            st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+        } else {
+            memcpy(json_text + n, "\n", 2);
+            if (json_path) {
+                st = repl_write_file(json_path, json_text, err);
+                free(json_text);
+                json_text = NULL;
+            }
+        }
+    }
+    /* Apply: one rule per node, one undo step; the user's rules stay. */
+    if (!st && k > 0) {
+        mpx_rules *r = mpx_rules_copy(mpx_history_rules(s->hist));
+        if (!r) st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+        for (int i = 0; i < x.n_cand && !st; i++) {
+            if (!set[i]) continue;
+            char why[1200];
+            snprintf(why, sizeof why, "search: %s", x.cond.text);
+            st = add_red(r, g, x.cand[i], why, err);
+        }
+        if (!st) st = repl_apply_rules(s, r, mpx_history_opts(s->hist), err);
+        mpx_rules_free(r);
+    }
+    if (!st) {
+        char line[4096];
+        size_t o = 0;
+        if (k == 0)
+            o += (size_t)snprintf(line, sizeof line, "search: the current plan already meets %s; nothing added",
+                                  x.cond.text);
+        else {
+            o += (size_t)snprintf(line, sizeof line, "search: %d node%s kept fp32", k, k == 1 ? "" : "s");
+            const char *sep = " (";
+            int shown = 0;
+            for (int i = 0; i < x.n_cand && o < sizeof line; i++) {
+                if (!set[i]) continue;
+                if (shown++ == 8) {
+                    o += (size_t)snprintf(line + o, sizeof line - o, ", ... %d more", k - 8);
+                    break;
+                }
+                o += (size_t)snprintf(line + o, sizeof line - o, "%s%s", sep, g->nodes[x.cand[i]]->name);
+                sep = ", ";
+            }
+            if (o < sizeof line) o += (size_t)snprintf(line + o, sizeof line - o, ")");
+        }
+        for (int i = 0; i < x.cond.n && o < sizeof line; i++)
+            o += (size_t)snprintf(line + o, sizeof line - o, "; %s %.3g %s %s", x.cond.c[i].fig, x.best_got[i],
+                                  repl_cond_op(&x.cond.c[i]), x.cond.c[i].num);
+        if (o < sizeof line)
+            snprintf(line + o, sizeof line - o, "; %.1f%% of MACs in %s; %d evaluation%s (%.1f ms)", x.best_low_pct,
+                     mpx_format_name(s->plan->opts.target), x.n_evals, x.n_evals == 1 ? "" : "s", ms);
+        fprintf(s->out, "%s\n", line);
+        if (json_text) {
+            fputs(json_text, s->out);
+        }
+    }
+    free(json_text);
+    cJSON_Delete(x.log);
+    free(x.cand);
+    free(set);
+    return st;
+}

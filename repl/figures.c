@@ -1,0 +1,228 @@
+/* figures.c - the figures a condition names and the conditions themselves:
+ * what `assert` checks and what `search` must make hold.
+ *
+ * A figure is read from a (plan, comparison) pair, not from the session, so
+ * that search can evaluate candidate plans it has not applied with exactly
+ * the code assert uses: a search result that "meets output.rel_l2 < 1e-3"
+ * is then an assert that passes, by construction. */
+#include "repl_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const mpx_layer *repl_worst_layer(const mpx_compare *c) {
+    const mpx_layer *w = NULL;
+    for (int i = 0; i < c->n_layers; i++) {
+        const mpx_layer *L = &c->layers[i];
+        if (!w || L->m.rel_l2 > w->m.rel_l2 || (isnan(L->m.rel_l2) && !isnan(w->m.rel_l2))) w = L;
+    }
+    return w;
+}
+
+bool repl_is_output(const mpx_graph *g, int tensor) { return (g->tensors[tensor]->flags & MPX_T_OUTPUT) != 0; }
+
+repl_run_totals repl_totals(const mpx_graph *g, const mpx_compare *c) {
+    repl_run_totals t = {0};
+    for (int i = 0; i < c->n_layers; i++) {
+        const mpx_layer *L = &c->layers[i];
+        t.overflow += L->m.overflow;
+        t.underflow += L->m.underflow;
+        t.subnormal += L->m.subnormal;
+        if (L->m.overflow) {
+            t.layers_overflow++;
+            if (!t.first_overflow) t.first_overflow = L;
+        }
+        if (L->m.underflow) t.layers_underflow++;
+        if (repl_is_output(g, L->tensor) && (!t.worst_out || L->m.rel_l2 > t.out_rel_l2 || isnan(L->m.rel_l2))) {
+            t.worst_out = L;
+            t.out_rel_l2 = L->m.rel_l2;
+        }
+    }
+    return t;
+}
+
+/* Exported models reuse names across nodes and tensors (p2o names node
+ * p2o.Add.280's output p2o.Add.281), so nodes come first. */
+const mpx_tensor *repl_find_named(const mpx_graph *g, const char *name) {
+    const mpx_node *n = mpx_graph_find_node(g, name);
+    if (n && n->n_outputs && n->outputs[0]) return n->outputs[0];
+    return mpx_graph_find_tensor(g, name);
+}
+
+static bool metric_of(const mpx_layer *L, const char *metric, double *out) {
+    const mpx_metrics *m = &L->m;
+    if (strcmp(metric, "rel_l2") == 0) *out = m->rel_l2;
+    else if (strcmp(metric, "max_abs") == 0) *out = m->max_abs;
+    else if (strcmp(metric, "mean_abs") == 0) *out = m->mean_abs;
+    else if (strcmp(metric, "cos") == 0) *out = m->cos;
+    else if (strcmp(metric, "sqnr_db") == 0) *out = m->sqnr_db;
+    else if (strcmp(metric, "overflow") == 0) *out = (double)m->overflow;
+    else if (strcmp(metric, "underflow") == 0) *out = (double)m->underflow;
+    else if (strcmp(metric, "subnormal") == 0) *out = (double)m->subnormal;
+    else if (strcmp(metric, "absmax") == 0) *out = m->absmax_ref;
+    else if (strcmp(metric, "local") == 0 && L->has_local) *out = L->local.rel_l2;
+    else return false;
+    return true;
+}
+
+/* The worse of two figures of one metric (cos and sqnr_db: the smaller). */
+static double worse(const char *metric, double a, double b) {
+    bool low_bad = strcmp(metric, "cos") == 0 || strcmp(metric, "sqnr_db") == 0;
+    if (isnan(a) || isnan(b)) return NAN;
+    return low_bad ? (a < b ? a : b) : (a > b ? a : b);
+}
+
+bool repl_figure_needs_run(const char *fig) {
+    static const char *const plan_figs[] = {"green", "gray", "clear", "red", "casts", "low_nodes",
+                                            "low_macs_pct", "weights_converted", "weights_overflow"};
+    for (size_t i = 0; i < sizeof plan_figs / sizeof *plan_figs; i++)
+        if (strcmp(fig, plan_figs[i]) == 0) return false;
+    return true;
+}
+
+mpx_status repl_figure(const repl_figctx *x, const char *fig, double *out, mpx_error *err) {
+    const mpx_plan *p = x->plan;
+    const mpx_graph *g = p->g;
+    for (int c = 1; c < MPX_COLOUR_COUNT; c++)
+        if (strcmp(fig, mpx_colour_name((mpx_colour)c)) == 0) return *out = p->counts.nodes[c], MPX_OK;
+    if (strcmp(fig, "casts") == 0) return *out = p->counts.casts, MPX_OK;
+    if (strcmp(fig, "low_nodes") == 0) return *out = p->counts.low_nodes, MPX_OK;
+    if (strcmp(fig, "low_macs_pct") == 0) return *out = p->counts.low_macs_pct, MPX_OK;
+    if (strcmp(fig, "weights_converted") == 0) return *out = p->counts.weights_converted, MPX_OK;
+    if (strcmp(fig, "weights_overflow") == 0) {
+        int64_t n;
+        repl_check_weights(x->s, p, NULL, NULL, &n);
+        return *out = (double)n, MPX_OK;
+    }
+    const mpx_compare *c = x->cmp;
+    if (strcmp(fig, "overflow") == 0 || strcmp(fig, "underflow") == 0 || strcmp(fig, "subnormal") == 0 ||
+        strcmp(fig, "layers") == 0) {
+        if (!c) return mpx_error_set(err, MPX_E_ARG, "%s needs a run (use: run)", fig);
+        repl_run_totals t = repl_totals(g, c);
+        *out = fig[0] == 'o' ? (double)t.overflow : fig[0] == 'u' ? (double)t.underflow
+               : fig[0] == 's' ? (double)t.subnormal : (double)c->n_layers;
+        return MPX_OK;
+    }
+    const char *dot = strrchr(fig, '.');
+    if (!dot || dot == fig || !dot[1])
+        return mpx_error_set(err, MPX_E_ARG,
+                             "unknown figure \"%s\" (plan: casts green gray clear red low_nodes low_macs_pct "
+                             "weights_converted weights_overflow; run: overflow underflow subnormal layers, and "
+                             "output.<metric>, worst.<metric>, <tensor or node>.<metric>)", fig);
+    char what[512];
+    snprintf(what, sizeof what, "%.*s", (int)(dot - fig), fig);
+    const char *metric = dot + 1;
+    if (!c) return mpx_error_set(err, MPX_E_ARG, "%s needs a run (use: run)", fig);
+    bool any = false;
+    double v = NAN, val;
+    int want = -1;
+    bool all_outputs = strcmp(what, "output") == 0, all_layers = strcmp(what, "worst") == 0;
+    if (!all_outputs && !all_layers) {
+        const mpx_tensor *t = repl_find_named(g, what);
+        if (!t) return mpx_error_set(err, MPX_E_ARG, "figure %s: no tensor or node named \"%s\"", fig, what);
+        want = t->index;
+    }
+    for (int i = 0; i < c->n_layers; i++) {
+        const mpx_layer *L = &c->layers[i];
+        if (want >= 0 ? L->tensor != want : (all_outputs && !repl_is_output(g, L->tensor))) continue;
+        if (!metric_of(L, metric, &val))
+            return mpx_error_set(err, MPX_E_ARG,
+                                 "figure %s: unknown metric \"%s\" (rel_l2 max_abs mean_abs cos sqnr_db overflow "
+                                 "underflow subnormal absmax%s)", fig, metric, x->local ? " local" : "");
+        v = any ? worse(metric, v, val) : val;
+        any = true;
+    }
+    if (!any) return mpx_error_set(err, MPX_E_ARG, "figure %s: the last run compared no such tensor", fig);
+    *out = v;
+    return MPX_OK;
+}
+
+/* ---- conditions ------------------------------------------------------------ */
+
+static const char *const cmp_ops[] = {"<=", ">=", "==", "!=", "<", ">", "="};
+
+mpx_status repl_cond_parse(const char *cmd, int argc, char **argv, repl_cond *c, mpx_error *err) {
+    memset(c, 0, sizeof *c);
+    if (argc < 1) return mpx_error_set(err, MPX_E_ARG, "usage: %s <figure> <op> <number> [and ...]", cmd);
+    /* Clauses are split at "and"; a clause may be written with or without
+     * blanks around its operator. */
+    int a = 0;
+    size_t to = 0;
+    while (a < argc) {
+        if (c->n == REPL_COND_MAX)
+            return mpx_error_set(err, MPX_E_ARG, "%s: more than %d clauses", cmd, REPL_COND_MAX);
+        char clause[1024];
+        size_t o = 0;
+        clause[0] = '\0';
+        for (; a < argc && strcmp(argv[a], "and") != 0; a++)
+            o += (size_t)snprintf(clause + o, o < sizeof clause ? sizeof clause - o : 0, "%s", argv[a]);
+        if (o >= sizeof clause) return mpx_error_set(err, MPX_E_ARG, "%s: expression too long", cmd);
+        a++; /* past "and" */
+        char *at = NULL;
+        int op = -1;
+        for (int k = 0; k < 7 && !at; k++)
+            if ((at = strstr(clause, cmp_ops[k]))) op = k;
+        if (!at || at == clause)
+            return mpx_error_set(err, MPX_E_ARG, "%s: expected <figure> <op> <number> in \"%s\" (op: < <= > >= == !=)",
+                                 cmd, clause);
+        repl_clause *cl = &c->c[c->n++];
+        snprintf(cl->fig, sizeof cl->fig, "%.*s", (int)(at - clause), clause);
+        snprintf(cl->num, sizeof cl->num, "%s", at + strlen(cmp_ops[op]));
+        cl->op = op;
+        mpx_status st = repl_parse_number(cl->num, cmd, &cl->want, err);
+        if (st) return st;
+        to += (size_t)snprintf(c->text + to, to < sizeof c->text ? sizeof c->text - to : 0, "%s%s %s %s",
+                               c->n > 1 ? " and " : "", cl->fig, cmp_ops[op], cl->num);
+    }
+    return MPX_OK;
+}
+
+bool repl_cond_needs_run(const repl_cond *c) {
+    for (int i = 0; i < c->n; i++)
+        if (repl_figure_needs_run(c->c[i].fig)) return true;
+    return false;
+}
+
+mpx_status repl_cond_eval(const repl_figctx *x, const repl_cond *c, double *got, int *failed, mpx_error *err) {
+    for (int i = 0; i < c->n; i++) got[i] = NAN;
+    *failed = -1;
+    for (int i = 0; i < c->n; i++) {
+        const repl_clause *cl = &c->c[i];
+        double v = NAN;
+        mpx_status st = repl_figure(x, cl->fig, &v, err);
+        if (st) return st;
+        got[i] = v;
+        int op = cl->op;
+        double w = cl->want;
+        bool ok = op == 0 ? v <= w : op == 1 ? v >= w : op == 2 || op == 6 ? v == w : op == 3 ? v != w
+                  : op == 4 ? v < w : v > w;
+        if (!ok) {
+            *failed = i; /* the later clauses are not evaluated (assert names the first) */
+            return MPX_OK;
+        }
+    }
+    return MPX_OK;
+}
+
+const char *repl_cond_op(const repl_clause *cl) { return cmp_ops[cl->op]; }
+
+/* assert <figure> <op> <number> [and <figure> <op> <number> ...] */
+MPX_CMD(repl_cmd_assert) {
+    mpx_status st = repl_need_model(s, err);
+    if (st) return st;
+    if (!s->plan) return mpx_error_set(err, MPX_E_INVALID, "no plan (load a model first)");
+    if (argc < 2) return mpx_error_set(err, MPX_E_ARG, "usage: assert <figure> <op> <number> [and ...]");
+    repl_cond c;
+    if ((st = repl_cond_parse("assert", argc - 1, argv + 1, &c, err))) return st;
+    repl_figctx x = {.s = s, .plan = s->plan, .cmp = s->last, .local = s->last_local};
+    double got[REPL_COND_MAX];
+    int failed;
+    if ((st = repl_cond_eval(&x, &c, got, &failed, err))) return st;
+    if (failed >= 0) {
+        const repl_clause *cl = &c.c[failed];
+        return mpx_error_set(err, MPX_E_ASSERT, "assert failed: %s %s %s, but %s = %.6g", cl->fig, repl_cond_op(cl),
+                             cl->num, cl->fig, got[failed]);
+    }
+    return MPX_OK;
+}

@@ -1,0 +1,54 @@
+#!/bin/sh
+# search's promises, checked with mpx itself on the bundled CNN (bf16):
+#  - the set it applies meets the condition, and the applied rules reproduce
+#    the figure it reported exactly (assert ... == <reported value>);
+#  - auto's set is 1-minimal: giving any one node back to low breaks the
+#    budget (each checked by a plan without that node's rule);
+#  - greedy and bisect sets meet the condition too.
+# Usage: search_check.sh <mpx> <source root>
+set -eu
+MPX=$1
+cd "$2"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+SETUP="load examples/tiny_cnn.json; input x shape 1x3x32x32; input x random normal 0 1 seed 7; target bf16"
+COND="output.rel_l2 < 1e-3"
+fail=0
+for method in auto greedy bisect; do
+  "$MPX" -c "$SETUP; search $COND --method $method --json $tmp/$method.json" >/dev/null
+  python3 - "$tmp/$method.json" > "$tmp/$method.txt" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(repr(d["figures"]["output.rel_l2"]))
+for n in d["fp32"]:
+    print(n)
+PY
+  want=$(head -1 "$tmp/$method.txt")
+  tail -n +2 "$tmp/$method.txt" > "$tmp/$method.set"
+  n=$(wc -l < "$tmp/$method.set")
+  rules=""
+  while read -r node; do rules="$rules; colour name:$node red"; done < "$tmp/$method.set"
+  # The applied rules (the session after search) give the reported figure exactly.
+  if ! "$MPX" -c "$SETUP; search $COND --method $method; run; assert output.rel_l2 == $want and $COND" >/dev/null; then
+    echo "search_check: $method: the applied rules do not reproduce output.rel_l2 = $want"; fail=1
+  fi
+  # The same set as rules typed by hand: the same figure (plans are pure functions of the rules).
+  if ! "$MPX" -c "$SETUP$rules; run; assert output.rel_l2 == $want" >/dev/null; then
+    echo "search_check: $method: the set as typed rules does not give output.rel_l2 = $want"; fail=1
+  fi
+  echo "search_check: $method: $n nodes fp32, output.rel_l2 $want"
+  [ "$method" = auto ] || continue
+  [ "$n" -ge 1 ] || { echo "search_check: auto found an empty set for a budget the default plan misses"; fail=1; }
+  # 1-minimal: without any one of its rules the budget breaks (assert fails: exit 2).
+  while read -r drop; do
+    others=""
+    while read -r node; do [ "$node" = "$drop" ] || others="$others; colour name:$node red"; done < "$tmp/$method.set"
+    status=0
+    "$MPX" -c "$SETUP$others; run; assert $COND" >/dev/null 2>&1 || status=$?
+    if [ "$status" != 2 ]; then
+      echo "search_check: auto's set is not 1-minimal: without $drop the condition still holds (exit $status)"; fail=1
+    fi
+  done < "$tmp/$method.set"
+done
+[ $fail = 0 ] && echo "search_check: ok"
+exit $fail
