@@ -303,6 +303,21 @@ static void find_in_place(ex *e) {
     }
 }
 
+/* Name i of a node's input or output list becomes name. The list is
+ * protobuf-c's: the first change swaps in a copy from the arena (*owned). */
+static bool set_name(ex *e, char ***list, size_t n, bool *owned, int i, const char *name) {
+    if (strcmp((*list)[i], name) == 0) return true;
+    if (!*owned) {
+        char **copy = mpx_arena_calloc(e->a, n, sizeof *copy);
+        if (!copy || !save_slot(e, list, NULL)) return false;
+        memcpy(copy, *list, n * sizeof *copy);
+        *list = copy;
+        *owned = true;
+    }
+    (*list)[i] = (char *)name;
+    return true;
+}
+
 /* Rewire node k's inputs per the plan; retype a float Cast. */
 static mpx_status edit_node(ex *e, const mpx_node *n, mpx_error *err) {
     Onnx__NodeProto *np = e->m->graph->node[n->file_order];
@@ -321,7 +336,7 @@ static mpx_status edit_node(ex *e, const mpx_node *n, mpx_error *err) {
                              "node %s (%s) makes float values from no float input and the plan computes it in "
                              "%s, which its ONNX attributes cannot say: colour it red (colour name:%s red)",
                              n->name, n->op_type, pn0->compute->name, n->name);
-    char **in = NULL;
+    bool own_in = false;
     for (int i = 0; i < n->n_inputs; i++) {
         const mpx_tensor *t = n->inputs[i];
         if (!t) continue;
@@ -337,30 +352,15 @@ static mpx_status edit_node(ex *e, const mpx_node *n, mpx_error *err) {
             snprintf(what, sizeof what, "%s (%s of %s)", t->name, i == 1 ? "roi/ratio" : "scales", n->name);
             add_name(e->sum.kept, sizeof e->sum.kept, &e->sum.n_kept, what);
         }
-        if (!name) return mpx_error_set(err, MPX_E_NOMEM, "out of memory writing the model");
-        if (strcmp(name, np->input[i]) == 0) continue;
-        if (!in) {
-            in = mpx_arena_calloc(e->a, np->n_input, sizeof *in);
-            if (!in || !save_slot(e, &np->input, NULL))
-                return mpx_error_set(err, MPX_E_NOMEM, "out of memory writing the model");
-            memcpy(in, np->input, np->n_input * sizeof *in);
-            np->input = in;
-        }
-        in[i] = (char *)name;
+        if (!name || !set_name(e, &np->input, np->n_input, &own_in, i, name))
+            return mpx_error_set(err, MPX_E_NOMEM, "out of memory writing the model");
     }
     /* keep-io renames of this node's outputs. */
-    char **out = NULL;
+    bool own_out = false;
     for (int i = 0; i < n->n_outputs; i++) {
         const mpx_tensor *t = n->outputs[i];
-        if (!t || strcmp(e->base[t->index], np->output[i]) == 0) continue;
-        if (!out) {
-            out = mpx_arena_calloc(e->a, np->n_output, sizeof *out);
-            if (!out || !save_slot(e, &np->output, NULL))
-                return mpx_error_set(err, MPX_E_NOMEM, "out of memory writing the model");
-            memcpy(out, np->output, np->n_output * sizeof *out);
-            np->output = out;
-        }
-        out[i] = (char *)e->base[t->index];
+        if (t && !set_name(e, &np->output, np->n_output, &own_out, i, e->base[t->index]))
+            return mpx_error_set(err, MPX_E_NOMEM, "out of memory writing the model");
     }
     const mpx_plan_node *pn = &e->p->nodes[n->index];
     if (n->op == MPX_OP_Cast && pn->is_float && pn->output) {
