@@ -225,6 +225,21 @@ void mpx_plan_free(mpx_plan *p);
 
 /* The cast of tensor t to format f, or NULL. */
 const mpx_plan_cast *mpx_plan_find_cast(const mpx_plan *p, int tensor, const mpx_format *f);
+/* The format node `node` reads its input i in, as the plan decided it (a
+ * constant converted offline or a value behind a cast reads in the node's
+ * compute format), or NULL where precision does not apply to that input:
+ * not a float tensor, a parameter rather than data (Resize/Upsample roi and
+ * scales, Dropout's ratio: kept as declared), or a node where precision does
+ * not apply. The exporter writes the model from this per-input view. */
+const mpx_format *mpx_plan_input_format(const mpx_plan *p, const mpx_node *node, int i);
+/* Whether input i of node is a parameter the plan never converts (above). */
+bool mpx_plan_input_is_param(const mpx_node *node, int i);
+/* The format descriptor of a float dtype (double as fp32; the FNUZ fp8
+ * variants as the nearest descriptor); NULL for other dtypes. */
+const mpx_format *mpx_plan_dtype_format(mpx_dtype t);
+/* Whether the plan treats t as a constant (converted offline, never cast):
+ * an initializer, a Constant's output or a value folded at load. */
+bool mpx_plan_tensor_is_const(const mpx_tensor *t);
 /* Whether a rule decided the node's colour or accumulate format, or its colour
  * differs from its default: what `plan --changed` lists. */
 bool mpx_plan_node_changed(const mpx_plan *p, int node);

@@ -25,7 +25,8 @@
  *  - Shape and Size read no values: precision does not apply to them, nor to
  *    nodes on non-float tensors only, nor to nodes folded to constants at load.
  *  - A model Cast to a narrower float type keeps its type (part of the model);
- *    a Cast to fp32 is clear.
+ *    a Cast to fp32 is clear, unless its input is declared low (a model
+ *    already in mixed precision): then it keeps its type too.
  *  - "Widest" of two formats is the one that holds the other exactly; when
  *    neither does (fp16 and bf16), fp32.
  *  - A tensor of undefined type (downstream of an unknown op) is not float.
@@ -236,6 +237,12 @@ static bool plan_node(mpx_plan *p, const mpx_node *n, reqs *casts, reqs *convs) 
     if (n->op == MPX_OP_Cast) {
         const mpx_format *to = mpx_dtype_format_((mpx_dtype)mpx_node_attr_int(n, "to", 0));
         if (to && is_low(to)) pn->output = to;
+        /* A model already in mixed precision (an export loaded back)
+         * converts back to fp32 itself: a Cast of a tensor the model
+         * declares low keeps its type, so the plan shows the formats the
+         * model declares and adds no cast of its own. */
+        else if (to && n->n_inputs > 0 && n->inputs[0] && is_low(mpx_dtype_format_(n->inputs[0]->dtype)))
+            pn->output = to;
     }
     if (pn->accum_rule < 0) pn->accum = pn->low ? p->opts.accum : fp32;
 
@@ -447,6 +454,20 @@ const mpx_plan_cast *mpx_plan_find_cast(const mpx_plan *p, int tensor, const mpx
         if (p->casts[i].tensor == tensor && p->casts[i].to == f) return &p->casts[i];
     return NULL;
 }
+
+const mpx_format *mpx_plan_input_format(const mpx_plan *p, const mpx_node *node, int i) {
+    if (!p || !node || node->index < 0 || node->index >= p->n_nodes || i < 0 || i >= node->n_inputs)
+        return NULL;
+    const mpx_plan_node *pn = &p->nodes[node->index];
+    const mpx_tensor *t = node->inputs[i];
+    if (!pn->is_float || !is_float_t(t) || param_input(node, i)) return NULL;
+    return pn->compute;
+}
+
+const mpx_format *mpx_plan_dtype_format(mpx_dtype t) { return mpx_dtype_format_(t); }
+bool mpx_plan_tensor_is_const(const mpx_tensor *t) { return t && mpx_tensor_is_const_(t); }
+
+bool mpx_plan_input_is_param(const mpx_node *node, int i) { return node && param_input(node, i); }
 
 bool mpx_plan_node_changed(const mpx_plan *p, int node) {
     if (!p || node < 0 || node >= p->n_nodes) return false;

@@ -156,6 +156,9 @@ const char *repl_cond_op(const repl_clause *cl);
 MPX_CMD(repl_cmd_source);
 MPX_CMD(repl_cmd_set);
 MPX_CMD(repl_cmd_save);
+
+/* ---- export (cmd_export.c) ------------------------------------------- */
+MPX_CMD(repl_cmd_export);
 /* `source` nests at most this deep (counting the script run from the
  * command line). */
 #define REPL_SOURCE_DEPTH 16

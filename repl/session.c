@@ -405,6 +405,19 @@ static const mpx_command commands[] = {
      "(with the last run's error overlay), the error plot and the per-layer table,\n"
      "in one file that opens from disk with no network.",
      repl_cmd_html},
+    {"export", "export <file.onnx> [--force] [--json [<file>]]",
+     "write the plan as a mixed-precision ONNX model",
+     "Writes the current plan as an ONNX model a runtime can load: weights read by\n"
+     "low nodes stored in the low format (rounded as the emulation rounds them), one\n"
+     "Cast per plan cast, the model's float Casts retyped, keep-io Casts at inputs and\n"
+     "outputs, the opset raised where the format needs it (bf16: 13, fp8: 19; refused\n"
+     "when one of the model's ops changed meaning in between). A model loaded from\n"
+     ".onnx keeps its metadata, doc strings and value_info. ONNX has no attribute for\n"
+     "the accumulation format: it goes into metadata mpx.accumulate and the low nodes'\n"
+     "doc strings. tf32 is refused (no ONNX type). Never overwrites the loaded model;\n"
+     "an existing file needs --force; the folder must exist; a failure leaves no file.\n"
+     "Check the result in ONNX Runtime with scripts/verify-export.sh.",
+     repl_cmd_export},
     {"source", "source <file.mpx>", "run the commands of a script file in this session",
      "Comments (#), blank lines and trailing-backslash continuations as in scripts.\n"
      "An error names the sourced file and its line and stops it (and the scripts\n"

@@ -170,4 +170,45 @@ typedef struct mpx_viz_page {
 mpx_status mpx_viz_html(const mpx_viz_page *page, char **out, mpx_viz_stats *stats,
                         mpx_error *err);
 
+/* ---- the plan as a deployable ONNX model (viz/export_onnx.c) ---------------- */
+
+/* What export wrote, for the one-line summary and --json. Names are lists
+ * "a, b, c" cut short with ", ..." when long; the counts are complete. */
+typedef struct mpx_export_summary {
+    int nodes;                 /* nodes in the written graph, Casts included */
+    int casts;                 /* Cast nodes added (the plan's casts) */
+    int casts_retyped;         /* the model's own float Casts whose `to` changed */
+    int weights;               /* (constant, format) conversions written */
+    int64_t weight_elems;      /* their elements */
+    int64_t bytes_before;      /* size of the source model */
+    int64_t bytes_after;       /* size of the written file */
+    int opset_before, opset;   /* default-domain opset read and written */
+    int n_overflow;            /* converted weights with values beyond the format's range */
+    char overflow[256];
+    int n_flushed;             /* converted weights with non-zero values flushed to zero */
+    char flushed[256];
+    int n_kept;                /* float parameters of low nodes kept as declared (Resize scales ...) */
+    char kept[256];
+    const mpx_format *target;
+    const mpx_format *accum;   /* the accumulation the plan emulates (metadata mpx.accumulate) */
+    int accum_block;
+    bool keep_io;
+} mpx_export_summary;
+
+/* Write plan p (of a model loaded from .onnx or .json) to path as an ONNX
+ * model. An .onnx source is re-read and edited, so everything mpx's IR does
+ * not carry (metadata, doc strings, value_info, attributes) is kept; a JSON
+ * source is written from the IR. Weights read by low nodes are stored in the
+ * format the plan gives them (rounded by mpx_format_encode, the emulation's
+ * rounding); a Cast node per plan cast; the model's float Casts retyped; the
+ * default-domain opset raised where a format needs it; the accumulation
+ * written to metadata and the low nodes' doc strings.
+ * Refused (nothing written): no plan, tf32 (no ONNX type), the source's own
+ * path, an existing file without force, a folder that does not exist, an
+ * opset raise across a change of one of the model's ops. The file is written
+ * to a temporary name in the same folder and renamed, so a failure leaves
+ * no file. sum may be NULL. */
+mpx_status mpx_viz_export_onnx(const mpx_plan *p, const char *path, bool force,
+                               mpx_export_summary *sum, mpx_error *err);
+
 #endif

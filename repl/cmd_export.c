@@ -1,0 +1,104 @@
+/* cmd_export.c - `export <file.onnx> [--force] [--json [<file>]]`: the
+ * current plan written as a mixed-precision ONNX model (viz/export_onnx.c
+ * does the work; this file parses, calls and says what was written). */
+#include "repl_internal.h"
+#include "mpx_viz.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *mb(int64_t bytes, char *buf, size_t n) {
+    if (bytes < 1000000) snprintf(buf, n, "%.1f KB", (double)bytes / 1e3);
+    else snprintf(buf, n, "%.1f MB", (double)bytes / 1e6);
+    return buf;
+}
+
+/* The summary line: figures, then what ONNX cannot say and what the
+ * conversion damaged, so nothing is silently dropped. */
+static void print_line(FILE *out, const char *path, const mpx_export_summary *x, double ms) {
+    char a[32], b[32], h[32];
+    fprintf(out, "exported %s: %d nodes, %d Cast%s", path, x->nodes, x->casts, x->casts == 1 ? "" : "s");
+    if (x->casts_retyped) fprintf(out, " (+%d of the model's retyped)", x->casts_retyped);
+    fprintf(out, ", %d weight%s converted (%s values", x->weights, x->weights == 1 ? "" : "s",
+            repl_human(x->weight_elems, h, sizeof h));
+    if (x->bytes_before >= 0)
+        fprintf(out, "; file %s -> %s", mb(x->bytes_before, a, sizeof a), mb(x->bytes_after, b, sizeof b));
+    else
+        fprintf(out, "; file %s", mb(x->bytes_after, b, sizeof b));
+    fprintf(out, "), opset %d", x->opset);
+    if (x->opset != x->opset_before) fprintf(out, " (raised from %d)", x->opset_before);
+    fprintf(out, ", keep-io %s", x->keep_io ? "on" : "off");
+    fprintf(out, "; accumulation not expressible in ONNX (plan: %s", mpx_format_name(x->accum));
+    if (x->accum_block > 0) fprintf(out, " block %d", x->accum_block);
+    fprintf(out, ", in metadata mpx.accumulate; the runtime decides)");
+    if (x->n_overflow) fprintf(out, "; %d weight%s overflow %s: %s", x->n_overflow, x->n_overflow == 1 ? "" : "s",
+                               x->target->name, x->overflow);
+    if (x->n_flushed) fprintf(out, "; %d weight%s with values flushed to zero: %s", x->n_flushed,
+                              x->n_flushed == 1 ? "" : "s", x->flushed);
+    if (x->n_kept) fprintf(out, "; kept as declared (parameters, never converted): %s", x->kept);
+    fprintf(out, " (%.1f ms)\n", ms);
+}
+
+static char *json_text(const char *path, const mpx_export_summary *x) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "file", path);
+    cJSON_AddStringToObject(o, "target", x->target->name);
+    cJSON_AddBoolToObject(o, "keep_io", x->keep_io);
+    cJSON_AddNumberToObject(o, "nodes", x->nodes);
+    cJSON_AddNumberToObject(o, "casts", x->casts);
+    cJSON_AddNumberToObject(o, "casts_retyped", x->casts_retyped);
+    cJSON_AddNumberToObject(o, "weights_converted", x->weights);
+    cJSON_AddNumberToObject(o, "weight_values", (double)x->weight_elems);
+    if (x->bytes_before >= 0) cJSON_AddNumberToObject(o, "bytes_before", (double)x->bytes_before);
+    else cJSON_AddNullToObject(o, "bytes_before");
+    cJSON_AddNumberToObject(o, "bytes_after", (double)x->bytes_after);
+    cJSON_AddNumberToObject(o, "opset_before", x->opset_before);
+    cJSON_AddNumberToObject(o, "opset", x->opset);
+    cJSON_AddStringToObject(o, "accumulate", mpx_format_name(x->accum));
+    cJSON_AddNumberToObject(o, "accumulate_block", x->accum_block);
+    cJSON_AddNumberToObject(o, "weights_overflow", x->n_overflow);
+    cJSON_AddStringToObject(o, "weights_overflow_names", x->overflow);
+    cJSON_AddNumberToObject(o, "weights_flushed", x->n_flushed);
+    cJSON_AddStringToObject(o, "weights_flushed_names", x->flushed);
+    cJSON_AddNumberToObject(o, "kept_parameters", x->n_kept);
+    cJSON_AddStringToObject(o, "kept_parameters_names", x->kept);
+    char *text = cJSON_Print(o);
+    cJSON_Delete(o);
+    return text;
+}
+
+MPX_CMD(repl_cmd_export) {
+    static const char usage[] = "usage: export <file.onnx> [--force] [--json [<file>]]";
+    const char *file = NULL, *json_file = NULL;
+    bool force = false, json = false;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--force") == 0) {
+            force = true;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            json = true;
+            if (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0 && file) json_file = argv[++i];
+        } else if (strncmp(argv[i], "--", 2) == 0) {
+            return mpx_error_set(err, MPX_E_ARG, "unknown option \"%s\" (%s)", argv[i], usage);
+        } else if (!file) {
+            file = argv[i];
+        } else {
+            return mpx_error_set(err, MPX_E_ARG, "one model file only (\"%s\" and \"%s\"); %s", file, argv[i], usage);
+        }
+    }
+    if (!file) return mpx_error_set(err, MPX_E_ARG, "%s", usage);
+    mpx_status st = repl_need_model(s, err);
+    if (st) return st;
+    mpx_export_summary x;
+    double t0 = repl_now_ms();
+    st = mpx_viz_export_onnx(s->plan, file, force, &x, err);
+    double ms = repl_now_ms() - t0;
+    if (st) return st;
+    if (json) {
+        char *text = json_text(file, &x);
+        if (!text) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+        return repl_emit(s, text, json_file, err);
+    }
+    print_line(s->out, file, &x, ms);
+    return MPX_OK;
+}

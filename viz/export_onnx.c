@@ -1,0 +1,782 @@
+/* export_onnx.c - the precision plan written as a deployable ONNX model.
+ *
+ * Ownership: the source model is unpacked by protobuf-c and edited in place
+ * only through pointer swaps recorded in `ex.rs` (arrays, strings, tensors
+ * replaced by ones from this export's arena); every swap is undone before
+ * onnx__model_proto__free_unpacked, so protobuf-c frees exactly what it
+ * allocated and the arena frees the rest. Scalars (a Cast's `to`, a
+ * value_info's elem_type) are changed in place: nothing to free there.
+ *
+ * Why edit the source file instead of writing the IR: mpx's IR drops what it
+ * does not need (doc strings, value_info, metadata, attribute bytes), and a
+ * deployable model must keep all of it. A JSON model has no source proto:
+ * export_build.c makes one from the IR, then the same edits apply.
+ *
+ * The edits follow the plan and nothing else, so the written model computes
+ * what mpx emulated (up to what ONNX cannot say: the accumulation format).
+ *  - A constant read low is stored in that format (mpx_format_encode: the
+ *    emulation's own rounding), in place when every reader reads it in that
+ *    format, else as a second initializer `<name>_<fmt>`. A constant mpx
+ *    folded from a chain of nodes is not baked in (it may depend on the bound
+ *    input shape): it gets a Cast like any other value.
+ *  - One Cast node per plan cast, right after the producer (graph inputs'
+ *    Casts first), so the node list stays topologically sorted.
+ *  - keep-io: an output the plan computes low is renamed `<name>_<fmt>` at
+ *    its producer, and the Cast back writes the output's own name.
+ */
+#include "mpx_viz.h"
+#include "viz_export.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- formats and ONNX types ------------------------------------------------------ */
+
+int vx_dtype_of(const mpx_format *f) {
+    if (!f || f == &mpx_format_fp32) return MPX_DT_FLOAT;
+    if (f == &mpx_format_fp16) return MPX_DT_FLOAT16;
+    if (f == &mpx_format_bf16) return MPX_DT_BFLOAT16;
+    if (f == &mpx_format_fp8e4m3_sat || f == &mpx_format_fp8e4m3_nan) return MPX_DT_FLOAT8E4M3FN;
+    if (f == &mpx_format_fp8e5m2) return MPX_DT_FLOAT8E5M2;
+    return MPX_DT_UNDEFINED; /* tf32: ONNX has no type for it */
+}
+
+static bool is_fp8(const mpx_format *f) { return f && f->storage_bits == 8; }
+
+/* Room for one more element in a malloc'ed array (doubling). */
+static bool grow(void *arr, size_t n, size_t *cap, size_t elem) {
+    if (n < *cap) return true;
+    size_t c = *cap ? *cap * 2 : 64;
+    void *old;
+    memcpy(&old, arr, sizeof old);
+    void *v = realloc(old, c * elem);
+    if (!v) return false;
+    memcpy(arr, &v, sizeof v);
+    *cap = c;
+    return true;
+}
+
+/* ---- pointer swaps, undone before protobuf-c frees its tree ---------------------- */
+
+static bool save_slot(ex *e, void *slot, size_t *nslot) {
+    if (!grow(&e->rs, e->n_rs, &e->cap_rs, sizeof *e->rs)) return false;
+    vx_restore *r = &e->rs[e->n_rs++];
+    r->slot = slot;
+    memcpy(&r->old, slot, sizeof r->old);
+    r->nslot = nslot;
+    r->nold = nslot ? *nslot : 0;
+    return true;
+}
+
+void vx_undo_swaps(ex *e) {
+    while (e->n_rs) {
+        vx_restore *r = &e->rs[--e->n_rs];
+        memcpy(r->slot, &r->old, sizeof r->old);
+        if (r->nslot) *r->nslot = r->nold;
+    }
+    free(e->rs);
+    e->rs = NULL;
+    e->cap_rs = 0;
+}
+
+/* ---- names ------------------------------------------------------------------------- */
+
+static bool name_taken(const ex *e, const char *s) {
+    if (mpx_graph_find_tensor(e->g, s) || mpx_graph_find_node(e->g, s)) return true;
+    for (size_t i = 0; i < e->n_names; i++)
+        if (strcmp(e->names[i], s) == 0) return true;
+    return false;
+}
+
+/* base + suffix, with _2, _3 ... until it collides with no tensor or node. */
+static const char *fresh_name(ex *e, const char *base, const char *suffix) {
+    size_t n = strlen(base) + strlen(suffix) + 24;
+    char *s = mpx_arena_alloc(e->a, n);
+    if (!s) return NULL;
+    snprintf(s, n, "%s%s", base, suffix);
+    for (int k = 2; name_taken(e, s); k++) snprintf(s, n, "%s%s_%d", base, suffix, k);
+    if (!grow(&e->names, e->n_names, &e->cap_names, sizeof *e->names)) return NULL;
+    e->names[e->n_names++] = s;
+    return s;
+}
+
+/* ---- weights ----------------------------------------------------------------------- */
+
+static void add_name(char *list, size_t size, int *count, const char *name) {
+    (*count)++;
+    size_t n = strlen(list);
+    if (n + strlen(name) + 8 >= size) {
+        if (n + 6 < size && !strstr(list, ", ...")) strcat(list, ", ...");
+        return;
+    }
+    if (n) strcat(list, ", ");
+    strcat(list, name);
+}
+
+/* A TensorProto holding t's value in format f, named name, shaped as src
+ * (dims borrowed from src, which outlives the export). */
+static Onnx__TensorProto *encode_tensor(ex *e, const mpx_tensor *t, const Onnx__TensorProto *src,
+                                        const mpx_format *f, const char *name) {
+    Onnx__TensorProto *tp = mpx_arena_alloc(e->a, sizeof *tp);
+    if (!tp) return NULL;
+    onnx__tensor_proto__init(tp);
+    size_t nb = (size_t)f->storage_bits / 8, ne = (size_t)t->nelem;
+    uint8_t *raw = mpx_arena_alloc(e->a, ne * nb + 1);
+    if (!raw) return NULL;
+    bool overflow = false, flushed = false;
+    for (size_t i = 0; i < ne; i++) {
+        float x = t->f32[i];
+        uint32_t code = mpx_format_encode(f, x);
+        for (size_t b = 0; b < nb; b++) raw[i * nb + b] = (uint8_t)(code >> (8 * b));
+        if (isfinite(x) && fabsf(x) > f->max_finite) overflow = true;
+        if (x != 0.0f && mpx_format_decode(f, code) == 0.0f) flushed = true;
+    }
+    if (src) {
+        tp->n_dims = src->n_dims;
+        tp->dims = src->dims;
+        tp->doc_string = src->doc_string;
+    } else {
+        tp->n_dims = (size_t)(t->rank > 0 ? t->rank : 0);
+        tp->dims = mpx_arena_calloc(e->a, tp->n_dims + 1, sizeof *tp->dims);
+        if (!tp->dims) return NULL;
+        for (size_t i = 0; i < tp->n_dims; i++) tp->dims[i] = t->dims[i];
+    }
+    tp->has_data_type = true;
+    tp->data_type = vx_dtype_of(f);
+    tp->name = (char *)name;
+    tp->has_raw_data = true;
+    tp->raw_data.len = ne * nb;
+    tp->raw_data.data = raw;
+    mpx_export_summary *s = &e->sum;
+    s->weights++;
+    s->weight_elems += (int64_t)ne;
+    if (overflow) add_name(s->overflow, sizeof s->overflow, &s->n_overflow, t->name);
+    if (flushed) add_name(s->flushed, sizeof s->flushed, &s->n_flushed, t->name);
+    return tp;
+}
+
+/* ---- the edit ---------------------------------------------------------------------- */
+
+static Onnx__AttributeProto *find_attr(Onnx__NodeProto *n, const char *name) {
+    for (size_t i = 0; i < n->n_attribute; i++)
+        if (n->attribute[i] && n->attribute[i]->name && strcmp(n->attribute[i]->name, name) == 0)
+            return n->attribute[i];
+    return NULL;
+}
+
+static Onnx__TensorProto *find_init(Onnx__GraphProto *gp, const char *name) {
+    for (size_t i = 0; i < gp->n_initializer; i++)
+        if (gp->initializer[i]->name && strcmp(gp->initializer[i]->name, name) == 0) return gp->initializer[i];
+    return NULL;
+}
+
+static Onnx__ValueInfoProto *find_vi(Onnx__ValueInfoProto **v, size_t n, const char *name) {
+    for (size_t i = 0; i < n; i++)
+        if (v[i]->name && strcmp(v[i]->name, name) == 0) return v[i];
+    return NULL;
+}
+
+static void set_elem_type(Onnx__ValueInfoProto *vi, int dt) {
+    if (vi && vi->type && vi->type->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
+        vi->type->tensor_type) {
+        vi->type->tensor_type->has_elem_type = true;
+        vi->type->tensor_type->elem_type = dt;
+    }
+}
+
+/* A Cast node from -> to (format f), anchored after proto node `anchor`
+ * (-1: before every node). */
+static bool add_cast(ex *e, const char *from, const char *to, const mpx_format *f, int anchor) {
+    if (!grow(&e->new_nodes, e->n_new, &e->cap_new, sizeof *e->new_nodes)) return false;
+    Onnx__NodeProto *n = mpx_arena_alloc(e->a, sizeof *n);
+    Onnx__AttributeProto *at = mpx_arena_calloc(e->a, 2, sizeof *at);
+    Onnx__AttributeProto **ats = mpx_arena_calloc(e->a, 2, sizeof *ats);
+    char **in = mpx_arena_calloc(e->a, 1, sizeof *in), **out = mpx_arena_calloc(e->a, 1, sizeof *out);
+    const char *name = fresh_name(e, to, "_cast");
+    if (!n || !at || !ats || !in || !out || !name) return false;
+    onnx__node_proto__init(n);
+    n->op_type = (char *)"Cast";
+    n->name = (char *)name;
+    in[0] = (char *)from;
+    out[0] = (char *)to;
+    n->n_input = n->n_output = 1;
+    n->input = in;
+    n->output = out;
+    for (int i = 0; i < 2; i++) onnx__attribute_proto__init(&at[i]);
+    at[0].name = (char *)"to";
+    at[0].has_type = true;
+    at[0].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+    at[0].has_i = true;
+    at[0].i = vx_dtype_of(f);
+    ats[0] = &at[0];
+    n->n_attribute = 1;
+    if (f == &mpx_format_fp8e4m3_nan) { /* overflow to NaN, as the emulation does */
+        at[1].name = (char *)"saturate";
+        at[1].has_type = true;
+        at[1].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+        at[1].has_i = true;
+        at[1].i = 0;
+        ats[1] = &at[1];
+        n->n_attribute = 2;
+    }
+    n->attribute = ats;
+    e->new_nodes[e->n_new++] = (vx_new_node){n, anchor};
+    e->sum.casts++;
+    return true;
+}
+
+static int anchor_of(const mpx_tensor *t) { return t->producer ? t->producer->file_order : -1; }
+
+/* The name under which consumers reading constant t in format f find it
+ * (creating the conversion on first use). */
+static const char *const_name(ex *e, const mpx_tensor *t, const mpx_format *f) {
+    const mpx_format *nat = mpx_plan_dtype_format(t->dtype);
+    if (f == nat) return e->base[t->index];
+    for (size_t i = 0; i < e->n_convs; i++)
+        if (e->convs[i].tensor == t->index && e->convs[i].f == f) return e->convs[i].name;
+    if (!grow(&e->convs, e->n_convs, &e->cap_convs, sizeof *e->convs)) return NULL;
+    Onnx__GraphProto *gp = e->m->graph;
+    const mpx_node *prod = t->producer;
+    Onnx__TensorProto *init = prod ? NULL : find_init(gp, t->name);
+    Onnx__NodeProto *cn = prod && prod->op == MPX_OP_Constant ? gp->node[prod->file_order] : NULL;
+    Onnx__AttributeProto *cv = cn ? find_attr(cn, "value") : NULL;
+    const char *name = NULL;
+    char suffix[24];
+    snprintf(suffix, sizeof suffix, "_%s", f->name);
+    if (!t->f32 || (!init && !(cv && cv->t))) {
+        /* Folded from a chain: a runtime Cast, never a baked value. */
+        name = fresh_name(e, t->name, suffix);
+        if (!name || !add_cast(e, e->base[t->index], name, f, anchor_of(t))) return NULL;
+    } else if (e->in_place[t->index] == f) {
+        name = t->name;
+        Onnx__TensorProto *tp = encode_tensor(e, t, init ? init : cv->t, f, init ? init->name : cv->t->name);
+        if (!tp) return NULL;
+        if (init) {
+            for (size_t i = 0; i < gp->n_initializer; i++)
+                if (gp->initializer[i] == init) {
+                    if (!save_slot(e, &gp->initializer[i], NULL)) return NULL;
+                    gp->initializer[i] = tp;
+                }
+            /* Old models list initializers as inputs too: keep that type true. */
+            set_elem_type(find_vi(gp->input, gp->n_input, t->name), vx_dtype_of(f));
+        } else {
+            if (!save_slot(e, &cv->t, NULL)) return NULL;
+            cv->t = tp;
+        }
+    } else {
+        name = fresh_name(e, t->name, suffix);
+        Onnx__TensorProto *tp = name ? encode_tensor(e, t, init ? init : cv->t, f, name) : NULL;
+        if (!tp) return NULL;
+        if (!grow(&e->extra_init, e->n_extra_init, &e->cap_extra_init, sizeof *e->extra_init)) return NULL;
+        e->extra_init[e->n_extra_init++] = tp;
+    }
+    e->convs[e->n_convs++] = (vx_conv){t->index, f, name};
+    return name;
+}
+
+/* Constants every reader reads in one format other than the declared one are
+ * converted in place; e->in_place[t] is that format (NULL: not in place). */
+static void find_in_place(ex *e) {
+    const mpx_graph *g = e->g;
+    for (int k = 0; k < g->n_tensors; k++) {
+        const mpx_tensor *t = g->tensors[k];
+        e->in_place[k] = NULL;
+        if (!mpx_dtype_is_float(t->dtype) || !t->f32 || (t->flags & (MPX_T_OUTPUT | MPX_T_INPUT))) continue;
+        const mpx_format *one = NULL;
+        bool ok = t->n_consumers > 0;
+        for (int c = 0; ok && c < t->n_consumers; c++) {
+            const mpx_node *n = t->consumers[c];
+            for (int i = 0; ok && i < n->n_inputs; i++) {
+                if (n->inputs[i] != t) continue;
+                const mpx_format *f = mpx_plan_input_format(e->p, n, i);
+                if (!f || (one && f != one)) ok = false;
+                one = f;
+            }
+        }
+        if (ok && one && one != mpx_plan_dtype_format(t->dtype)) e->in_place[k] = one;
+    }
+}
+
+/* Name i of a node's input or output list becomes name. The list is
+ * protobuf-c's: the first change swaps in a copy from the arena (*owned). */
+static bool set_name(ex *e, char ***list, size_t n, bool *owned, int i, const char *name) {
+    if (strcmp((*list)[i], name) == 0) return true;
+    if (!*owned) {
+        char **copy = mpx_arena_calloc(e->a, n, sizeof *copy);
+        if (!copy || !save_slot(e, list, NULL)) return false;
+        memcpy(copy, *list, n * sizeof *copy);
+        *list = copy;
+        *owned = true;
+    }
+    (*list)[i] = (char *)name;
+    return true;
+}
+
+/* Rewire node k's inputs per the plan; retype a float Cast. */
+static mpx_status edit_node(ex *e, const mpx_node *n, mpx_error *err) {
+    Onnx__NodeProto *np = e->m->graph->node[n->file_order];
+    if ((size_t)n->n_inputs != np->n_input)
+        return mpx_error_set(err, MPX_E_INVALID, "node %s: %zu inputs in the file, %d loaded: load the model again",
+                             n->name, np->n_input, n->n_inputs);
+    /* A node that makes float values from no float input (Range of ints,
+     * RandomNormal, ConstantOfShape) has its output type fixed by attributes
+     * ONNX does not let the plan's format reach: refuse rather than write a
+     * model whose types disagree with the plan. */
+    const mpx_plan_node *pn0 = &e->p->nodes[n->index];
+    bool reads_float = false;
+    for (int i = 0; i < n->n_inputs; i++) reads_float |= mpx_plan_input_format(e->p, n, i) != NULL;
+    if (pn0->is_float && pn0->low && !reads_float && n->op != MPX_OP_Cast)
+        return mpx_error_set(err, MPX_E_UNSUPPORTED,
+                             "node %s (%s) makes float values from no float input and the plan computes it in "
+                             "%s, which its ONNX attributes cannot say: colour it red (colour name:%s red)",
+                             n->name, n->op_type, pn0->compute->name, n->name);
+    bool own_in = false;
+    for (int i = 0; i < n->n_inputs; i++) {
+        const mpx_tensor *t = n->inputs[i];
+        if (!t) continue;
+        const char *name = e->base[t->index];
+        const mpx_format *f = mpx_plan_input_format(e->p, n, i);
+        if (f && mpx_plan_tensor_is_const(t)) {
+            name = const_name(e, t, f);
+        } else if (f) {
+            for (int c = 0; c < e->p->n_casts; c++)
+                if (e->p->casts[c].tensor == t->index && e->p->casts[c].to == f) name = e->cast_out[c];
+        } else if (mpx_dtype_is_float(t->dtype) && e->p->nodes[n->index].low && mpx_plan_input_is_param(n, i)) {
+            char what[160];
+            snprintf(what, sizeof what, "%s (%s of %s)", t->name, i == 1 ? "roi/ratio" : "scales", n->name);
+            add_name(e->sum.kept, sizeof e->sum.kept, &e->sum.n_kept, what);
+        }
+        if (!name || !set_name(e, &np->input, np->n_input, &own_in, i, name))
+            return mpx_error_set(err, MPX_E_NOMEM, "out of memory writing the model");
+    }
+    /* keep-io renames of this node's outputs. */
+    bool own_out = false;
+    for (int i = 0; i < n->n_outputs; i++) {
+        const mpx_tensor *t = n->outputs[i];
+        if (t && !set_name(e, &np->output, np->n_output, &own_out, i, e->base[t->index]))
+            return mpx_error_set(err, MPX_E_NOMEM, "out of memory writing the model");
+    }
+    const mpx_plan_node *pn = &e->p->nodes[n->index];
+    if (n->op == MPX_OP_Cast && pn->is_float && pn->output) {
+        Onnx__AttributeProto *to = find_attr(np, "to");
+        if (to && mpx_dtype_is_float((mpx_dtype)to->i) && to->i != vx_dtype_of(pn->output)) {
+            to->i = vx_dtype_of(pn->output);
+            e->sum.casts_retyped++;
+        }
+    }
+    if (pn->low && n->op != MPX_OP_Cast && (n->cost.k != 1 || e->p->opts.accum_block > 0)) {
+        const char *note = e->accum_note;
+        const char *old = np->doc_string ? np->doc_string : "";
+        if (!strstr(old, "mpx: accumulate")) {
+            size_t len = strlen(old) + strlen(note) + 2;
+            char *d = mpx_arena_alloc(e->a, len);
+            if (!d || !save_slot(e, &np->doc_string, NULL))
+                return mpx_error_set(err, MPX_E_NOMEM, "out of memory writing the model");
+            snprintf(d, len, "%s%s%s", old, *old ? "\n" : "", note);
+            np->doc_string = d;
+        }
+    }
+    return MPX_OK;
+}
+
+/* Ops whose inputs or attributes changed meaning at an opset version: raising
+ * the opset across one of these changes what the model computes, so the
+ * export refuses instead (onnx.version_converter rewrites such nodes). */
+static const struct { mpx_op op; int version; const char *what; } op_changes[] = {
+    {MPX_OP_Slice, 10, "starts/ends became inputs"},
+    {MPX_OP_Clip, 11, "min/max became inputs"},
+    {MPX_OP_Dropout, 12, "ratio became an input"},
+    {MPX_OP_TopK, 10, "k became an input"},
+    {MPX_OP_Resize, 11, "roi input and new attributes"},
+    {MPX_OP_Upsample, 10, "removed"},
+    {MPX_OP_Pad, 11, "pads became an input"},
+    {MPX_OP_Squeeze, 13, "axes became an input"},
+    {MPX_OP_Unsqueeze, 13, "axes became an input"},
+    {MPX_OP_ReduceSum, 13, "axes became an input"},
+    {MPX_OP_Split, 13, "split became an input"},
+    {MPX_OP_Softmax, 13, "axis no longer flattens to 2-D"},
+    {MPX_OP_LogSoftmax, 13, "axis no longer flattens to 2-D"},
+    {MPX_OP_ReduceMean, 18, "axes became an input"},
+    {MPX_OP_ReduceMax, 18, "axes became an input"},
+    {MPX_OP_ReduceMin, 18, "axes became an input"},
+    {MPX_OP_ReduceProd, 18, "axes became an input"},
+    {MPX_OP_ReduceL2, 18, "axes became an input"},
+    {MPX_OP_ReduceSumSquare, 18, "axes became an input"},
+    {MPX_OP_Split, 18, "num_outputs added"},
+};
+
+static mpx_status raise_opset(ex *e, mpx_error *err) {
+    bool bf16 = e->p->opts.target == &mpx_format_bf16, fp8 = is_fp8(e->p->opts.target);
+    for (int i = 0; i < e->p->n_tensors; i++) {
+        const mpx_format *f = e->p->tensors[i].format;
+        bf16 |= f == &mpx_format_bf16;
+        fp8 |= is_fp8(f);
+    }
+    int need = fp8 ? 19 : bf16 ? 13 : 0;
+    Onnx__ModelProto *m = e->m;
+    Onnx__OperatorSetIdProto *os = NULL;
+    for (size_t i = 0; i < m->n_opset_import; i++)
+        if (!m->opset_import[i]->domain || !*m->opset_import[i]->domain ||
+            strcmp(m->opset_import[i]->domain, "ai.onnx") == 0)
+            os = m->opset_import[i];
+    int have = os && os->has_version ? (int)os->version : 0;
+    e->sum.opset_before = e->sum.opset = have;
+    if (!os || have >= need) return MPX_OK;
+    for (int k = 0; k < e->g->n_nodes; k++) {
+        const mpx_node *n = e->g->nodes[k];
+        if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx") != 0) continue;
+        for (size_t c = 0; c < sizeof op_changes / sizeof op_changes[0]; c++)
+            if (op_changes[c].op == n->op && op_changes[c].version > have && op_changes[c].version <= need)
+                return mpx_error_set(err, MPX_E_UNSUPPORTED,
+                                     "%s needs ONNX opset %d and the model is opset %d: node %s (%s) changed "
+                                     "at opset %d (%s), so raising the opset would change the model; convert "
+                                     "the model first (python3 -c \"import onnx, onnx.version_converter as v; "
+                                     "onnx.save(v.convert_version(onnx.load('in.onnx'), %d), 'out.onnx')\") "
+                                     "or export with target fp16",
+                                     e->p->opts.target->name, need, have, n->name, n->op_type,
+                                     op_changes[c].version, op_changes[c].what, need);
+    }
+    os->version = need;
+    e->sum.opset = need;
+    int64_t ir = need >= 19 ? 9 : 7;
+    if (!m->has_ir_version || m->ir_version < ir) {
+        m->has_ir_version = true;
+        m->ir_version = ir;
+    }
+    return MPX_OK;
+}
+
+static mpx_status set_metadata(ex *e, mpx_error *err) {
+    Onnx__ModelProto *m = e->m;
+    const char *key = "mpx.accumulate";
+    for (size_t i = 0; i < m->n_metadata_props; i++)
+        if (m->metadata_props[i]->key && strcmp(m->metadata_props[i]->key, key) == 0) {
+            if (!save_slot(e, &m->metadata_props[i]->value, NULL))
+                return mpx_error_set(err, MPX_E_NOMEM, "out of memory writing the model");
+            m->metadata_props[i]->value = (char *)e->accum_value;
+            return MPX_OK;
+        }
+    Onnx__StringStringEntryProto *kv = mpx_arena_alloc(e->a, sizeof *kv);
+    Onnx__StringStringEntryProto **v = mpx_arena_calloc(e->a, m->n_metadata_props + 1, sizeof *v);
+    if (!kv || !v || !save_slot(e, &m->metadata_props, &m->n_metadata_props))
+        return mpx_error_set(err, MPX_E_NOMEM, "out of memory writing the model");
+    onnx__string_string_entry_proto__init(kv);
+    kv->key = (char *)key;
+    kv->value = (char *)e->accum_value;
+    if (m->n_metadata_props) memcpy(v, m->metadata_props, m->n_metadata_props * sizeof *v);
+    v[m->n_metadata_props] = kv;
+    m->metadata_props = v;
+    m->n_metadata_props++;
+    return MPX_OK;
+}
+
+/* Types of graph inputs, outputs and value_info as the plan holds them. */
+static void retype(ex *e) {
+    Onnx__GraphProto *gp = e->m->graph;
+    const mpx_plan *p = e->p;
+    for (size_t i = 0; i < gp->n_value_info; i++) {
+        const mpx_tensor *t = mpx_graph_find_tensor(e->g, gp->value_info[i]->name);
+        if (!t || !mpx_dtype_is_float(t->dtype)) continue;
+        if (mpx_plan_tensor_is_const(t)) { /* converted in place: its own name, new type */
+            for (size_t c = 0; c < e->n_convs; c++)
+                if (e->convs[c].tensor == t->index && e->convs[c].name == t->name)
+                    set_elem_type(gp->value_info[i], vx_dtype_of(e->convs[c].f));
+            continue;
+        }
+        if (strcmp(e->base[t->index], t->name) != 0) continue; /* now the Cast back's output */
+        set_elem_type(gp->value_info[i], vx_dtype_of(p->tensors[t->index].format));
+    }
+    if (p->opts.keep_io) return;
+    for (size_t i = 0; i < gp->n_input; i++) {
+        const mpx_tensor *t = mpx_graph_find_tensor(e->g, gp->input[i]->name);
+        if (t && (t->flags & MPX_T_INPUT) && mpx_dtype_is_float(t->dtype) && !mpx_plan_tensor_is_const(t))
+            set_elem_type(gp->input[i], vx_dtype_of(p->tensors[t->index].format));
+    }
+    for (size_t i = 0; i < gp->n_output; i++) {
+        const mpx_tensor *t = mpx_graph_find_tensor(e->g, gp->output[i]->name);
+        if (t && mpx_dtype_is_float(t->dtype) && !mpx_plan_tensor_is_const(t))
+            set_elem_type(gp->output[i], vx_dtype_of(p->tensors[t->index].format));
+    }
+}
+
+static mpx_status oom(mpx_error *err) {
+    return mpx_error_set(err, MPX_E_NOMEM, "out of memory writing the model");
+}
+
+mpx_status vx_apply_plan(ex *e, mpx_error *err) {
+    const mpx_plan *p = e->p;
+    const mpx_graph *g = e->g;
+    Onnx__GraphProto *gp = e->m->graph;
+    if (gp->n_node != (size_t)g->n_nodes)
+        return mpx_error_set(err, MPX_E_INVALID,
+                             "%s holds %zu nodes and the session's model %d: the file changed since it "
+                             "was loaded; load it again",
+                             g->path, gp->n_node, g->n_nodes);
+    mpx_status st;
+    if ((st = raise_opset(e, err)) != MPX_OK) return st;
+
+    e->base = mpx_arena_calloc(e->a, (size_t)g->n_tensors + 1, sizeof *e->base);
+    e->in_place = mpx_arena_calloc(e->a, (size_t)g->n_tensors + 1, sizeof *e->in_place);
+    e->cast_out = mpx_arena_calloc(e->a, (size_t)p->n_casts + 1, sizeof *e->cast_out);
+    if (!e->base || !e->in_place || !e->cast_out) return oom(err);
+    for (int i = 0; i < g->n_tensors; i++) e->base[i] = g->tensors[i]->name;
+    find_in_place(e);
+
+    /* keep-io: an output held low is renamed at its producer; the Cast back
+     * writes the output's name. */
+    for (int c = 0; c < p->n_casts; c++) {
+        const mpx_plan_cast *pc = &p->casts[c];
+        const mpx_tensor *t = g->tensors[pc->tensor];
+        bool to_output = false;
+        for (int k = 0; k < pc->n_consumers; k++) to_output |= pc->consumers[k] < 0;
+        if (!to_output) continue;
+        char suffix[24];
+        snprintf(suffix, sizeof suffix, "_%s", pc->from->name);
+        if (!(e->base[t->index] = fresh_name(e, t->name, suffix))) return oom(err);
+        e->cast_out[c] = t->name;
+    }
+    for (int c = 0; c < p->n_casts; c++) {
+        const mpx_plan_cast *pc = &p->casts[c];
+        const mpx_tensor *t = g->tensors[pc->tensor];
+        if (!e->cast_out[c]) {
+            char suffix[24];
+            snprintf(suffix, sizeof suffix, "_%s", pc->to->name);
+            if (!(e->cast_out[c] = fresh_name(e, t->name, suffix))) return oom(err);
+        }
+        if (!add_cast(e, e->base[t->index], e->cast_out[c], pc->to, anchor_of(t))) return oom(err);
+    }
+    for (int k = 0; k < g->n_nodes; k++)
+        if ((st = edit_node(e, g->nodes[k], err)) != MPX_OK) return st;
+    retype(e);
+    if (p->counts.low_nodes > 0 && (st = set_metadata(e, err)) != MPX_OK) return st;
+
+    /* The node list: graph inputs' Casts first, then each node followed by
+     * the Casts of its outputs. */
+    size_t n_total = gp->n_node + e->n_new;
+    Onnx__NodeProto **nodes = mpx_arena_calloc(e->a, n_total + 1, sizeof *nodes);
+    if (!nodes) return oom(err);
+    size_t w = 0;
+    for (size_t j = 0; j < e->n_new; j++)
+        if (e->new_nodes[j].anchor < 0) nodes[w++] = e->new_nodes[j].node;
+    int *first = mpx_arena_calloc(e->a, gp->n_node + 1, sizeof *first);
+    int *next = mpx_arena_calloc(e->a, e->n_new + 1, sizeof *next);
+    if (!first || !next) return oom(err);
+    for (size_t i = 0; i < gp->n_node; i++) first[i] = -1;
+    for (size_t j = e->n_new; j-- > 0;) {
+        int a = e->new_nodes[j].anchor;
+        if (a < 0) continue;
+        next[j] = first[a];
+        first[a] = (int)j;
+    }
+    for (size_t i = 0; i < gp->n_node; i++) {
+        nodes[w++] = gp->node[i];
+        for (int j = first[i]; j >= 0; j = next[j]) nodes[w++] = e->new_nodes[j].node;
+    }
+    if (!save_slot(e, &gp->node, &gp->n_node)) return oom(err);
+    gp->node = nodes;
+    gp->n_node = w;
+    e->sum.nodes = (int)w;
+
+    if (e->n_extra_init) {
+        Onnx__TensorProto **v = mpx_arena_calloc(e->a, gp->n_initializer + e->n_extra_init, sizeof *v);
+        if (!v || !save_slot(e, &gp->initializer, &gp->n_initializer)) return oom(err);
+        if (gp->n_initializer) memcpy(v, gp->initializer, gp->n_initializer * sizeof *v);
+        memcpy(v + gp->n_initializer, e->extra_init, e->n_extra_init * sizeof *v);
+        gp->initializer = v;
+        gp->n_initializer += e->n_extra_init;
+    }
+    return MPX_OK;
+}
+
+/* ---- writing ------------------------------------------------------------------------ */
+
+static const char *dir_of(const char *path, char *buf, size_t n) {
+    snprintf(buf, n, "%s", path);
+    char *slash = strrchr(buf, '/');
+    if (!slash) snprintf(buf, n, ".");
+    else if (slash == buf) buf[1] = '\0';
+    else *slash = '\0';
+    return buf;
+}
+
+static mpx_status check_path(const mpx_graph *g, const char *path, bool force, mpx_error *err) {
+    if (!path || !*path) return mpx_error_set(err, MPX_E_ARG, "export needs a file name (file.onnx)");
+    char dir[1024];
+    struct stat sd, sp, sg;
+    dir_of(path, dir, sizeof dir);
+    if (stat(dir, &sd) != 0)
+        return mpx_error_set(err, MPX_E_IO, "cannot export to %s: the folder %s does not exist (create it first)",
+                             path, dir);
+    if (!S_ISDIR(sd.st_mode))
+        return mpx_error_set(err, MPX_E_IO, "cannot export to %s: %s is not a folder", path, dir);
+    if (stat(path, &sp) == 0) {
+        if (g->path && *g->path && stat(g->path, &sg) == 0 && sg.st_dev == sp.st_dev && sg.st_ino == sp.st_ino)
+            return mpx_error_set(err, MPX_E_ARG,
+                                 "%s is the model this session loaded: export to another file", path);
+        if (S_ISDIR(sp.st_mode)) return mpx_error_set(err, MPX_E_IO, "cannot export to %s: it is a folder", path);
+        if (!force)
+            return mpx_error_set(err, MPX_E_IO, "%s exists: add --force to replace it", path);
+    }
+    return MPX_OK;
+}
+
+/* Write bytes to a temporary file in path's folder, then rename it over
+ * path: a failure at any point leaves no file behind. */
+static mpx_status write_atomic(const char *path, const uint8_t *buf, size_t len, mpx_error *err) {
+    size_t n = strlen(path) + 16;
+    char *tmp = malloc(n);
+    if (!tmp) return oom(err);
+    snprintf(tmp, n, "%s.tmpXXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        char dir[1024];
+        mpx_status st = mpx_error_set(err, MPX_E_IO, "cannot write in %s: %s", dir_of(path, dir, sizeof dir),
+                                      strerror(errno));
+        free(tmp);
+        return st;
+    }
+    /* mkstemp makes the file 0600; a model is for others to read too. */
+    mode_t um = umask(0);
+    umask(um);
+    fchmod(fd, 0666 & ~um);
+    size_t off = 0;
+    int e = 0;
+    while (off < len) {
+        ssize_t k = write(fd, buf + off, len - off);
+        if (k < 0) {
+            if (errno == EINTR) continue;
+            e = errno;
+            break;
+        }
+        off += (size_t)k;
+    }
+    if (close(fd) != 0 && !e) e = errno;
+    if (!e && rename(tmp, path) != 0) e = errno;
+    if (e) {
+        unlink(tmp);
+        mpx_status st = mpx_error_set(err, MPX_E_IO, "cannot write %s: %s", path, strerror(e));
+        free(tmp);
+        return st;
+    }
+    free(tmp);
+    return MPX_OK;
+}
+
+static mpx_status read_all(const char *path, uint8_t **buf, size_t *len, mpx_error *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return mpx_error_set(err, MPX_E_IO, "cannot read the loaded model %s again: %s", path, strerror(errno));
+    long n = -1;
+    if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);
+    if (n < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        fclose(f);
+        return mpx_error_set(err, MPX_E_IO, "cannot read %s: not a regular file", path);
+    }
+    *buf = malloc((size_t)n + 1);
+    if (!*buf) {
+        fclose(f);
+        return oom(err);
+    }
+    size_t got = fread(*buf, 1, (size_t)n, f);
+    fclose(f);
+    if (got != (size_t)n) {
+        free(*buf);
+        *buf = NULL;
+        return mpx_error_set(err, MPX_E_IO, "cannot read %s: short read", path);
+    }
+    *len = got;
+    return MPX_OK;
+}
+
+static bool has_ext(const char *path, const char *ext) {
+    size_t n = strlen(path), k = strlen(ext);
+    return n >= k && strcmp(path + n - k, ext) == 0;
+}
+
+mpx_status mpx_viz_export_onnx(const mpx_plan *p, const char *path, bool force, mpx_export_summary *sum,
+                               mpx_error *err) {
+    if (!p || !p->g) return mpx_error_set(err, MPX_E_ARG, "no model loaded: load one, then export its plan");
+    const mpx_graph *g = p->g;
+    if (vx_dtype_of(p->opts.target) == MPX_DT_UNDEFINED)
+        return mpx_error_set(err, MPX_E_UNSUPPORTED,
+                             "ONNX has no %s type, so a %s plan cannot be written as a model: export with "
+                             "target fp16 (or bf16), or deploy tf32 through the runtime's own setting",
+                             p->opts.target->name, p->opts.target->name);
+    /* An all-fp32 plan of an .onnx model would write the loaded model again;
+     * of a JSON model it writes the fp32 reference as ONNX, which is useful. */
+    bool from_file = g->path && has_ext(g->path, ".onnx");
+    if (from_file && p->counts.low_nodes == 0 && p->n_casts == 0 && p->n_weights == 0)
+        return mpx_error_set(err, MPX_E_ARG,
+                             "the plan runs no node in %s (nothing differs from the loaded model): colour "
+                             "nodes green or gray, or check the rules, before exporting",
+                             p->opts.target->name);
+    mpx_status st = check_path(g, path, force, err);
+    if (st) return st;
+
+    ex e;
+    memset(&e, 0, sizeof e);
+    e.p = p;
+    e.g = g;
+    e.a = mpx_arena_new();
+    if (!e.a) return oom(err);
+    e.sum.target = p->opts.target;
+    e.sum.accum = p->opts.accum;
+    e.sum.accum_block = p->opts.accum_block;
+    e.sum.keep_io = p->opts.keep_io;
+    char note[96], value[64];
+    if (p->opts.accum_block > 0)
+        snprintf(value, sizeof value, "%s block %d", mpx_format_name(p->opts.accum), p->opts.accum_block);
+    else
+        snprintf(value, sizeof value, "%s", mpx_format_name(p->opts.accum));
+    snprintf(note, sizeof note, "mpx: accumulate %s", value);
+    e.accum_note = note;
+    e.accum_value = value;
+
+    uint8_t *src = NULL, *out = NULL;
+    size_t src_len = 0;
+    if (from_file) {
+        st = read_all(g->path, &src, &src_len, err);
+        if (!st) {
+            e.m = onnx__model_proto__unpack(NULL, src_len, src);
+            if (!e.m || !e.m->graph)
+                st = mpx_error_set(err, MPX_E_PARSE, "%s no longer reads as an ONNX model: load it again", g->path);
+        }
+    } else {
+        st = vx_build_model(&e, err);
+        src_len = 0;
+    }
+    if (!st) st = vx_apply_plan(&e, err);
+    size_t len = 0;
+    if (!st) {
+        len = onnx__model_proto__get_packed_size(e.m);
+        if (len > (size_t)INT32_MAX)
+            st = mpx_error_set(err, MPX_E_LIMIT,
+                               "the exported model would be %.1f GB: protobuf cannot hold more than 2 GB and mpx "
+                               "does not write external data yet",
+                               (double)len / 1e9);
+    }
+    if (!st && !(out = malloc(len ? len : 1))) st = oom(err);
+    if (!st) {
+        onnx__model_proto__pack(e.m, out);
+        st = write_atomic(path, out, len, err);
+    }
+    vx_undo_swaps(&e);
+    if (e.m && from_file) onnx__model_proto__free_unpacked(e.m, NULL);
+    free(out);
+    free(src);
+    free(e.names);
+    free(e.new_nodes);
+    free(e.convs);
+    free(e.extra_init);
+    mpx_arena_free(e.a);
+    if (st) return st;
+    e.sum.bytes_before = from_file ? (int64_t)src_len : -1;
+    e.sum.bytes_after = (int64_t)len;
+    if (sum) *sum = e.sum;
+    return MPX_OK;
+}

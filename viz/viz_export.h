@@ -1,0 +1,64 @@
+/* viz_export.h - what the two halves of the ONNX exporter share (viz/ only).
+ *
+ * Ownership: an `ex` lives on export_onnx.c's stack for one export. Its
+ * arena owns every proto object the export makes; the growable arrays
+ * (rs, names, new_nodes, convs, extra_init) are malloc'ed and freed by
+ * mpx_viz_export_onnx. m is either protobuf-c's unpacked tree of the source
+ * file (freed with free_unpacked after vx_undo_swaps) or, for a JSON source,
+ * a tree vx_build_model made entirely from the arena (never free_unpacked).
+ */
+#ifndef MPX_VIZ_EXPORT_H
+#define MPX_VIZ_EXPORT_H
+
+#include "mpx_viz.h"
+#include "onnx.pb-c.h"
+
+typedef struct vx_restore {
+    void *slot;      /* where a pointer was replaced */
+    void *old;       /* what was there */
+    size_t *nslot;   /* its count, when an array was replaced (else NULL) */
+    size_t nold;
+} vx_restore;
+
+typedef struct vx_conv {
+    int tensor;
+    const mpx_format *f;
+    const char *name;
+} vx_conv;
+
+typedef struct vx_new_node {
+    Onnx__NodeProto *node;
+    int anchor;      /* proto node it follows; -1: before all */
+} vx_new_node;
+
+typedef struct ex {
+    const mpx_plan *p;
+    const mpx_graph *g;
+    Onnx__ModelProto *m;
+    mpx_arena *a;
+    vx_restore *rs;
+    size_t n_rs, cap_rs;
+    const char **names;          /* names this export made (collision checks) */
+    size_t n_names, cap_names;
+    const char **base;           /* per tensor: the name its producer writes */
+    const mpx_format **in_place; /* per tensor: constant converted in place to */
+    const char **cast_out;       /* per plan cast: its output's name */
+    vx_new_node *new_nodes;
+    size_t n_new, cap_new;
+    vx_conv *convs;
+    size_t n_convs, cap_convs;
+    Onnx__TensorProto **extra_init;
+    size_t n_extra_init, cap_extra_init;
+    const char *accum_note, *accum_value;
+    mpx_export_summary sum;
+} ex;
+
+/* ONNX TensorProto.DataType of a format (fp32 for NULL); UNDEFINED for tf32. */
+int vx_dtype_of(const mpx_format *f);
+/* Edit e->m per e->p (export_onnx.c). */
+mpx_status vx_apply_plan(ex *e, mpx_error *err);
+void vx_undo_swaps(ex *e);
+/* e->m from the IR, for a model that came from JSON (export_build.c). */
+mpx_status vx_build_model(ex *e, mpx_error *err);
+
+#endif
