@@ -45,6 +45,10 @@ typedef struct search {
     int n_cand;
     int *cand;          /* node indices of the nodes low in the session's plan, topological */
     cJSON *log;         /* every evaluation (for --json) */
+    /* per node (auto): its own rel_l2 (NaN: not measured), and whether its
+     * output or its weights overflow, for the rules' comments */
+    double *own;
+    unsigned char *flags; /* 1: own output overflows, 2: weights overflow */
     /* the last evaluation that held: */
     double best_got[REPL_COND_MAX];
     double best_low_pct;
@@ -121,13 +125,8 @@ static mpx_status evaluate(search *x, const bool *set, bool local, bool *holds, 
     mpx_plan *p = NULL;
     mpx_compare *c = NULL;
     mpx_status st = rules_with(x, set, &r, err);
-    if (!st) st = repl_build_plan(s, r, mpx_history_opts(s->hist), &p, err);
+    if (!st) st = repl_trial(s, r, mpx_history_opts(s->hist), x->need_run, local, &p, &c, err);
     mpx_rules_free(r);
-    if (!st && x->need_run) {
-        if (!local && !s->run_cache && s->cache_mb > 0)
-            s->run_cache = mpx_compare_cache_new((size_t)s->cache_mb << 20);
-        st = repl_run_plan(s, p, local, NULL, local ? NULL : s->run_cache, &c, err);
-    }
     double got[REPL_COND_MAX];
     int failed = -1;
     if (!st) {
@@ -185,7 +184,7 @@ static int by_score(const void *a, const void *b) {
  * tie-breaker. */
 static double clip1(double e) { return isnan(e) || e > 1 ? 1 : e < 0 ? 0 : e; }
 
-static void rank(const search *x, const mpx_compare *c, ranked *r, mpx_error *err) {
+static void rank(search *x, const mpx_compare *c, ranked *r, mpx_error *err) {
     const mpx_session *s = x->s;
     const mpx_graph *g = s->graph;
     double *own = calloc((size_t)g->n_nodes, sizeof *own);
@@ -196,7 +195,10 @@ static void rank(const search *x, const mpx_compare *c, ranked *r, mpx_error *er
     for (int k = 0; own && k < n_w; k++) {
         if (!w[k].overflow) continue;
         const mpx_tensor *t = g->tensors[s->plan->weights[w[k].weight].tensor];
-        for (int j = 0; j < t->n_consumers; j++) own[t->consumers[j]->index] = 2;
+        for (int j = 0; j < t->n_consumers; j++) {
+            own[t->consumers[j]->index] = 2;
+            if (x->flags) x->flags[t->consumers[j]->index] |= 2;
+        }
     }
     free(w);
     for (int k = 0; inh && k < g->n_tensors; k++) inh[k] = 0;
@@ -214,6 +216,8 @@ static void rank(const search *x, const mpx_compare *c, ranked *r, mpx_error *er
         double jump = clip1(L->m.rel_l2) - in;
         if (jump > 0) e += 1e-3 * jump;
         double tier = own[L->node] >= 2 ? 2 : L->has_local && L->local.overflow ? 1 : 0;
+        if (x->own && L->has_local && !(x->own[L->node] >= L->local.rel_l2)) x->own[L->node] = L->local.rel_l2;
+        if (x->flags && L->has_local && L->local.overflow) x->flags[L->node] |= 1;
         if (tier + e > own[L->node]) own[L->node] = tier + e;
     }
     /* Per MAC kept fp32: of two nodes that add the same error, the one with
@@ -440,6 +444,9 @@ MPX_CMD(repl_cmd_search) {
     for (int i = 0; i < g->n_nodes; i++)
         if (s->plan->nodes[i].low && s->plan->nodes[i].is_float && !s->plan->nodes[i].folded) x.cand[x.n_cand++] = i;
     if (json) x.log = cJSON_CreateArray();
+    x.own = malloc((size_t)(g->n_nodes ? g->n_nodes : 1) * sizeof *x.own);
+    x.flags = calloc((size_t)(g->n_nodes ? g->n_nodes : 1), 1);
+    for (int i = 0; x.own && i < g->n_nodes; i++) x.own[i] = NAN;
     x.t0 = repl_now_ms();
     st = x.how == M_BISECT ? run_bisect(&x, set, err) : run_auto(&x, set, err);
     if (s->progress) fputs("\r                                                              \r", stderr);
@@ -484,8 +491,17 @@ MPX_CMD(repl_cmd_search) {
         if (!r) st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
         for (int i = 0; i < x.n_cand && !st; i++) {
             if (!set[i]) continue;
-            char why[1200];
-            snprintf(why, sizeof why, "search: %s", x.cond.text);
+            char why[1400];
+            int nd = x.cand[i];
+            size_t w = (size_t)snprintf(why, sizeof why, "search: %s", x.cond.text);
+            /* What the ranking run saw of the node: `why` shows the rule. */
+            char parts[160] = "";
+            if (x.own && !isnan(x.own[nd])) snprintf(parts, sizeof parts, "own rel_l2 %.3g", x.own[nd]);
+            if (x.flags && (x.flags[nd] & 1))
+                strncat(parts, parts[0] ? ", own output overflows" : "own output overflows", sizeof parts - strlen(parts) - 1);
+            if (x.flags && (x.flags[nd] & 2))
+                strncat(parts, parts[0] ? ", weights overflow" : "weights overflow", sizeof parts - strlen(parts) - 1);
+            if (parts[0] && w < sizeof why) snprintf(why + w, sizeof why - w, " (%s)", parts);
             st = add_red(r, g, x.cand[i], why, err);
         }
         if (!st) st = repl_apply_rules(s, r, mpx_history_opts(s->hist), err);
@@ -525,6 +541,8 @@ MPX_CMD(repl_cmd_search) {
     }
     free(json_text);
     cJSON_Delete(x.log);
+    free(x.own);
+    free(x.flags);
     free(x.cand);
     free(set);
     return st;

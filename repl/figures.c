@@ -138,6 +138,28 @@ mpx_status repl_figure(const repl_figctx *x, const char *fig, double *out, mpx_e
     return MPX_OK;
 }
 
+/* ---- trials: a plan not applied, and its run -------------------------------- */
+
+mpx_status repl_trial(mpx_session *s, const mpx_rules *r, const mpx_plan_opts *o, bool run, bool local,
+                      mpx_plan **plan, mpx_compare **cmp, mpx_error *err) {
+    *plan = NULL;
+    *cmp = NULL;
+    mpx_plan *p = NULL;
+    mpx_status st = repl_build_plan(s, r, o, &p, err);
+    if (st || !run) {
+        *plan = p;
+        return st;
+    }
+    /* Local runs neither use nor touch the cache (numerics' rule). */
+    if (!local && !s->run_cache && s->cache_mb > 0) s->run_cache = mpx_compare_cache_new((size_t)s->cache_mb << 20);
+    if ((st = repl_run_plan(s, p, local, NULL, local ? NULL : s->run_cache, cmp, err))) {
+        mpx_plan_free(p);
+        return st;
+    }
+    *plan = p;
+    return MPX_OK;
+}
+
 /* ---- conditions ------------------------------------------------------------ */
 
 static const char *const cmp_ops[] = {"<=", ">=", "==", "!=", "<", ">", "="};

@@ -534,6 +534,7 @@ static void interactive(mpx_session *s) {
 static void usage(FILE *to) {
     fprintf(to,
             "usage: mpx [-i] [-c 'cmd; cmd'] [script.mpx ...]\n"
+            "       mpx merge <shard.json> ... [--json [file] | --csv [file]] [--plot file.svg]\n"
             "  (no arguments)  interactive session on a terminal; commands from stdin otherwise\n"
             "  script.mpx      run the script(s), then exit\n"
             "  -c 'cmd; cmd'   run the commands (after the scripts), then exit\n"
@@ -546,6 +547,31 @@ static void usage(FILE *to) {
             "  $XDG_DATA_HOME/mpx/history or ~/.local/share/mpx/history)\n");
 }
 
+static int merge_main(int argc, char **argv) {
+    size_t n = 16;
+    for (int i = 1; i < argc; i++) n += strlen(argv[i]) + 3;
+    char *line = malloc(n);
+    if (!line) return MPX_EXIT_ERROR;
+    size_t o = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strchr(argv[i], '"')) {
+            fprintf(stderr, "mpx merge: a file name with a double quote: %s\n", argv[i]);
+            free(line);
+            return MPX_EXIT_USAGE;
+        }
+        o += (size_t)snprintf(line + o, n - o, i == 1 ? "%s" : " \"%s\"", argv[i]);
+    }
+    mpx_session s;
+    mpx_session_init(&s, stdout);
+    mpx_error err;
+    mpx_error_clear(&err);
+    mpx_status st = mpx_session_exec(&s, line, &err);
+    if (st) repl_print_error(&s, NULL, 0, &err);
+    mpx_session_free(&s);
+    free(line);
+    return st ? MPX_EXIT_ERROR : MPX_EXIT_OK;
+}
+
 int main(int argc, char **argv) {
     /* A run allocates and frees activations of up to tens of MB per node.
      * glibc would hand each large block back to the kernel (mmap/munmap) and
@@ -554,6 +580,9 @@ int main(int argc, char **argv) {
      * process instead (a few hundred MB stay mapped between runs). */
     mallopt(M_MMAP_THRESHOLD, 1 << 30);
     mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    /* `mpx merge a.json b.json ...`: the shards of a sweep joined (the same
+     * as the command `merge`), for schedulers that run shards as processes. */
+    if (argc >= 2 && strcmp(argv[1], "merge") == 0) return merge_main(argc, argv);
     bool stay = false;
     const char *inline_cmds = NULL;
     int opt;

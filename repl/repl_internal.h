@@ -88,6 +88,8 @@ void repl_free_inputs(const mpx_session *s, mpx_value *v);
 /* ---- figures and conditions (figures.c): assert, search, sweep ---------- */
 MPX_CMD(repl_cmd_assert);
 MPX_CMD(repl_cmd_search); /* cmd_search.c */
+MPX_CMD(repl_cmd_sweep);  /* cmd_sweep.c */
+MPX_CMD(repl_cmd_merge);
 /* Counts over every layer of a comparison: overflow, underflow, subnormal
  * elements, layers with any, the first layer that overflows and the worst
  * model output (by rel_l2; NaN is worst). */
@@ -120,6 +122,13 @@ typedef struct repl_figctx {
 mpx_status repl_figure(const repl_figctx *x, const char *fig, double *out, mpx_error *err);
 /* Whether a figure is read from a run (false: from the plan alone). */
 bool repl_figure_needs_run(const char *fig);
+
+/* A trial (search's evaluations, sweep's points): plan (r, o) as `colour`
+ * would, without applying it, and when run is set run it on the session's
+ * inputs through the run cache (only what differs from the cache's last run
+ * is recomputed; a local run bypasses the cache). The caller frees both. */
+mpx_status repl_trial(mpx_session *s, const mpx_rules *r, const mpx_plan_opts *o, bool run, bool local,
+                      mpx_plan **plan, mpx_compare **cmp, mpx_error *err);
 
 #define REPL_COND_MAX 16
 typedef struct repl_clause {

@@ -351,6 +351,26 @@ static const mpx_command commands[] = {
      "low_macs_pct, candidates, n_evaluations, ms, evaluations: [{set, holds,\n"
      "figures, low_macs_pct, ms}]}.",
      repl_cmd_search},
+    {"sweep", "sweep <name> in <v1>,<v2>,... : <command using $name> [--json [<file>] | --csv [<file>]] [--plot <file.svg>] [--shard <k>/<n>]",
+     "try a plan change with several values, every point planned and run",
+     "e.g. sweep t in 0,64k,256k,1M,4M : colour Conv green when macs >= $t else gray\n"
+     "Each point is the session's rules plus the command (colour, color, accum, target\n"
+     "or keep-io) with $name replaced by the value, planned and run on the session's\n"
+     "inputs through the run cache (the fp32 reference once, each point recomputing\n"
+     "only what its plan changes). Nothing is applied: the rules are the same after.\n"
+     "Table: colour counts, casts, % of MACs low, weight bytes, output rel_l2,\n"
+     "overflow and underflow counts, the worst layer. --json/--csv instead of the\n"
+     "table (to a file or stdout); --plot writes error against % of MACs low with\n"
+     "the Pareto front. --shard k/n runs only the points i with i % n == k-1 (its\n"
+     "JSON is merged with `merge`). A command that fails for one value names it and\n"
+     "keeps nothing.",
+     repl_cmd_sweep},
+    {"merge", "merge <shard.json> ... [--json [<file>] | --csv [<file>]] [--plot <file.svg>]",
+     "join the JSON shards of a sweep into its table, CSV, JSON or plot",
+     "The shards must be of one sweep (name, command, values, model, target) and\n"
+     "together hold every point once; the result is what the unsharded sweep gives.\n"
+     "Also `mpx merge a.json b.json ...` from the shell.",
+     repl_cmd_merge},
     {"dot", "dot [<file.dot>] [--around <node> <depth>] [--shapes] [--collapse] [--cluster <n>] [--weights] [--all] [--overlay]",
      "the cast graph as DOT text (printed, or written to a file)",
      "Nodes are filled by colour and labelled with op type and name; runtime casts\n"

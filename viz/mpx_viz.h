@@ -134,6 +134,23 @@ void mpx_viz_plot_opts_default(mpx_viz_plot_opts *o);
 mpx_status mpx_viz_plot(const mpx_viz_series *series, int n, const mpx_viz_plot_opts *o,
                         char **out, mpx_error *err);
 
+/* ---- error against MACs low, with the Pareto front (viz/pareto.c) --------- */
+
+/* One plan of a sweep: its label (the swept value), the share of MACs in
+ * the low format, its output error, and the series (format) it belongs to. */
+typedef struct mpx_viz_point {
+    const char *label;
+    double low_pct;  /* 0..100 */
+    double error;    /* output rel_l2; 0 sits on the bottom edge, NaN is not on the front */
+    int series;      /* index into the series names */
+} mpx_viz_point;
+
+/* SVG scatter: x = % of MACs low (linear), y = error (log), every point
+ * labelled, each series' Pareto front (points no other point of the series
+ * beats on both axes) filled and joined. n >= 1, n_series >= 1. */
+mpx_status mpx_viz_pareto(const mpx_viz_point *p, int n, const char *const *series_names, int n_series,
+                          const char *title, char **out, mpx_error *err);
+
 /* ---- the HTML review page (viz/html.c) ------------------------------------- */
 
 typedef struct mpx_viz_page {

@@ -1,0 +1,41 @@
+#!/bin/sh
+# A sweep split into shards and merged (in any order, also by `mpx merge`)
+# equals the unsharded sweep: the same points with the same figures, digit
+# for digit; merging shards of different sweeps or models is refused by name.
+# Usage: sweep_check.sh <mpx> <source root>
+set -eu
+MPX=$1
+cd "$2"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+S="load examples/tiny_cnn.json; input x shape 1x3x64x64; input x random normal 0 1 seed 5"
+C='sweep t in 0,64k,256k,1M,4M : colour Conv green when macs >= $t else gray'
+"$MPX" -c "$S; $C --json $tmp/full.json --csv $tmp/full.csv --plot $tmp/full.svg" >/dev/null
+for k in 1 2 3; do "$MPX" -c "$S; $C --shard $k/3 --json $tmp/s$k.json" >/dev/null; done
+"$MPX" merge "$tmp/s3.json" "$tmp/s1.json" "$tmp/s2.json" --json "$tmp/merged.json" --csv "$tmp/merged.csv" >/dev/null
+"$MPX" -c "merge $tmp/s2.json $tmp/s3.json $tmp/s1.json --plot $tmp/merged.svg" >/dev/null
+fail=0
+python3 - "$tmp/full.json" "$tmp/merged.json" <<'PY' || fail=1
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+for k in ("name", "command", "values", "model", "target"):
+    assert a["sweep"][k] == b["sweep"][k], k
+assert len(a["points"]) == 5 and a["points"] == b["points"], "points differ"
+assert len({p["output_rel_l2"] for p in a["points"]}) > 1, "every point has the same error: the sweep swept nothing"
+PY
+cmp -s "$tmp/full.csv" "$tmp/merged.csv" || { echo "sweep_check: merged CSV differs"; fail=1; }
+cmp -s "$tmp/full.svg" "$tmp/merged.svg" || { echo "sweep_check: merged plot differs"; fail=1; }
+xmllint --noout "$tmp/full.svg" 2>/dev/null || { command -v xmllint >/dev/null && { echo "sweep_check: plot is not XML"; fail=1; }; }
+# A missing shard, another sweep, another model: refused, naming the file.
+out=$("$MPX" merge "$tmp/s1.json" "$tmp/s2.json" 2>&1) && { echo "sweep_check: merge without shard 3 passed"; fail=1; }
+echo "$out" | grep -q "a shard is missing" || { echo "sweep_check: missing shard: $out"; fail=1; }
+"$MPX" -c "$S; sweep u in 0,1M : colour Conv green when macs >= \$u else gray --json $tmp/other.json" >/dev/null
+out=$("$MPX" merge "$tmp/s1.json" "$tmp/other.json" 2>&1) && { echo "sweep_check: merge of two sweeps passed"; fail=1; }
+echo "$out" | grep -q "other.json is another sweep" || { echo "sweep_check: other sweep: $out"; fail=1; }
+"$MPX" -c "load examples/tiny_transformer.json; $C --shard 2/3 --json $tmp/model2.json" >/dev/null 2>&1 || true
+if [ -f "$tmp/model2.json" ]; then
+  out=$("$MPX" merge "$tmp/s1.json" "$tmp/model2.json" "$tmp/s3.json" 2>&1) && { echo "sweep_check: merge across models passed"; fail=1; }
+  echo "$out" | grep -q "another model" || { echo "sweep_check: other model: $out"; fail=1; }
+fi
+[ $fail = 0 ] && echo "sweep_check: ok"
+exit $fail
