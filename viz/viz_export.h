@@ -1,9 +1,11 @@
-/* viz_export.h - what the two halves of the ONNX exporter share (viz/ only).
+/* viz_export.h - what the parts of the ONNX exporter share (viz/ only):
+ * export_write.c (entry, paths, file), export_onnx.c (the edit per plan),
+ * export_build.c (a model from the IR for JSON sources).
  *
- * Ownership: an `ex` lives on export_onnx.c's stack for one export. Its
- * arena owns every proto object the export makes; the growable arrays
- * (rs, names, new_nodes, convs, extra_init) are malloc'ed and freed by
- * mpx_viz_export_onnx. m is either protobuf-c's unpacked tree of the source
+ * Ownership: an `ex` lives on mpx_viz_export_onnx's stack (export_write.c)
+ * for one export. Its arena owns every proto object the export makes; the
+ * growable arrays (rs, names, new_nodes, convs, extra_init) are malloc'ed
+ * and freed there too. m is either protobuf-c's unpacked tree of the source
  * file (freed with free_unpacked after vx_undo_swaps) or, for a JSON source,
  * a tree vx_build_model made entirely from the arena (never free_unpacked).
  */

@@ -1,0 +1,205 @@
+/* export_write.c - `export`'s entry point: checks of the target path, the
+ * source read again (or built from the IR), the edit (export_onnx.c), and
+ * the file written under a temporary name in its folder and renamed.
+ *
+ * Ownership: everything one export allocates lives in its `ex` (see
+ * viz_export.h) and is freed here, on success and on failure.
+ */
+#include "viz_export.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static mpx_status oom(mpx_error *err) {
+    return mpx_error_set(err, MPX_E_NOMEM, "out of memory writing the model");
+}
+
+static const char *dir_of(const char *path, char *buf, size_t n) {
+    snprintf(buf, n, "%s", path);
+    char *slash = strrchr(buf, '/');
+    if (!slash) snprintf(buf, n, ".");
+    else if (slash == buf) buf[1] = '\0';
+    else *slash = '\0';
+    return buf;
+}
+
+static mpx_status check_path(const mpx_graph *g, const char *path, bool force, mpx_error *err) {
+    if (!path || !*path) return mpx_error_set(err, MPX_E_ARG, "export needs a file name (file.onnx)");
+    char dir[1024];
+    struct stat sd, sp, sg;
+    dir_of(path, dir, sizeof dir);
+    if (stat(dir, &sd) != 0)
+        return mpx_error_set(err, MPX_E_IO, "cannot export to %s: the folder %s does not exist (create it first)",
+                             path, dir);
+    if (!S_ISDIR(sd.st_mode))
+        return mpx_error_set(err, MPX_E_IO, "cannot export to %s: %s is not a folder", path, dir);
+    if (stat(path, &sp) == 0) {
+        if (g->path && *g->path && stat(g->path, &sg) == 0 && sg.st_dev == sp.st_dev && sg.st_ino == sp.st_ino)
+            return mpx_error_set(err, MPX_E_ARG,
+                                 "%s is the model this session loaded: export to another file", path);
+        if (S_ISDIR(sp.st_mode)) return mpx_error_set(err, MPX_E_IO, "cannot export to %s: it is a folder", path);
+        if (!force)
+            return mpx_error_set(err, MPX_E_IO, "%s exists: add --force to replace it", path);
+    }
+    return MPX_OK;
+}
+
+/* Write bytes to a temporary file in path's folder, then rename it over
+ * path: a failure at any point leaves no file behind. */
+static mpx_status write_atomic(const char *path, const uint8_t *buf, size_t len, mpx_error *err) {
+    size_t n = strlen(path) + 16;
+    char *tmp = malloc(n);
+    if (!tmp) return oom(err);
+    snprintf(tmp, n, "%s.tmpXXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        char dir[1024];
+        mpx_status st = mpx_error_set(err, MPX_E_IO, "cannot write in %s: %s", dir_of(path, dir, sizeof dir),
+                                      strerror(errno));
+        free(tmp);
+        return st;
+    }
+    /* mkstemp makes the file 0600; a model is for others to read too. */
+    mode_t um = umask(0);
+    umask(um);
+    fchmod(fd, 0666 & ~um);
+    size_t off = 0;
+    int e = 0;
+    while (off < len) {
+        ssize_t k = write(fd, buf + off, len - off);
+        if (k < 0) {
+            if (errno == EINTR) continue;
+            e = errno;
+            break;
+        }
+        off += (size_t)k;
+    }
+    if (close(fd) != 0 && !e) e = errno;
+    if (!e && rename(tmp, path) != 0) e = errno;
+    if (e) {
+        unlink(tmp);
+        mpx_status st = mpx_error_set(err, MPX_E_IO, "cannot write %s: %s", path, strerror(e));
+        free(tmp);
+        return st;
+    }
+    free(tmp);
+    return MPX_OK;
+}
+
+static mpx_status read_all(const char *path, uint8_t **buf, size_t *len, mpx_error *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return mpx_error_set(err, MPX_E_IO, "cannot read the loaded model %s again: %s", path, strerror(errno));
+    long n = -1;
+    if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);
+    if (n < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        fclose(f);
+        return mpx_error_set(err, MPX_E_IO, "cannot read %s: not a regular file", path);
+    }
+    *buf = malloc((size_t)n + 1);
+    if (!*buf) {
+        fclose(f);
+        return oom(err);
+    }
+    size_t got = fread(*buf, 1, (size_t)n, f);
+    fclose(f);
+    if (got != (size_t)n) {
+        free(*buf);
+        *buf = NULL;
+        return mpx_error_set(err, MPX_E_IO, "cannot read %s: short read", path);
+    }
+    *len = got;
+    return MPX_OK;
+}
+
+static bool has_ext(const char *path, const char *ext) {
+    size_t n = strlen(path), k = strlen(ext);
+    return n >= k && strcmp(path + n - k, ext) == 0;
+}
+
+mpx_status mpx_viz_export_onnx(const mpx_plan *p, const char *path, bool force, mpx_export_summary *sum,
+                               mpx_error *err) {
+    if (!p || !p->g) return mpx_error_set(err, MPX_E_ARG, "no model loaded: load one, then export its plan");
+    const mpx_graph *g = p->g;
+    if (vx_dtype_of(p->opts.target) == MPX_DT_UNDEFINED)
+        return mpx_error_set(err, MPX_E_UNSUPPORTED,
+                             "ONNX has no %s type, so a %s plan cannot be written as a model: export with "
+                             "target fp16 (or bf16), or deploy tf32 through the runtime's own setting",
+                             p->opts.target->name, p->opts.target->name);
+    /* An all-fp32 plan of an .onnx model would write the loaded model again;
+     * of a JSON model it writes the fp32 reference as ONNX, which is useful. */
+    bool from_file = g->path && has_ext(g->path, ".onnx");
+    if (from_file && p->counts.low_nodes == 0 && p->n_casts == 0 && p->n_weights == 0)
+        return mpx_error_set(err, MPX_E_ARG,
+                             "the plan runs no node in %s (nothing differs from the loaded model): colour "
+                             "nodes green or gray, or check the rules, before exporting",
+                             p->opts.target->name);
+    mpx_status st = check_path(g, path, force, err);
+    if (st) return st;
+
+    ex e;
+    memset(&e, 0, sizeof e);
+    e.p = p;
+    e.g = g;
+    e.a = mpx_arena_new();
+    if (!e.a) return oom(err);
+    e.sum.target = p->opts.target;
+    e.sum.accum = p->opts.accum;
+    e.sum.accum_block = p->opts.accum_block;
+    e.sum.keep_io = p->opts.keep_io;
+    char note[96], value[64];
+    if (p->opts.accum_block > 0)
+        snprintf(value, sizeof value, "%s block %d", mpx_format_name(p->opts.accum), p->opts.accum_block);
+    else
+        snprintf(value, sizeof value, "%s", mpx_format_name(p->opts.accum));
+    snprintf(note, sizeof note, "mpx: accumulate %s", value);
+    e.accum_note = note;
+    e.accum_value = value;
+
+    uint8_t *src = NULL, *out = NULL;
+    size_t src_len = 0;
+    if (from_file) {
+        st = read_all(g->path, &src, &src_len, err);
+        if (!st) {
+            e.m = onnx__model_proto__unpack(NULL, src_len, src);
+            if (!e.m || !e.m->graph)
+                st = mpx_error_set(err, MPX_E_PARSE, "%s no longer reads as an ONNX model: load it again", g->path);
+        }
+    } else {
+        st = vx_build_model(&e, err);
+        src_len = 0;
+    }
+    if (!st) st = vx_apply_plan(&e, err);
+    size_t len = 0;
+    if (!st) {
+        len = onnx__model_proto__get_packed_size(e.m);
+        if (len > (size_t)INT32_MAX)
+            st = mpx_error_set(err, MPX_E_LIMIT,
+                               "the exported model would be %.1f GB: protobuf cannot hold more than 2 GB and mpx "
+                               "does not write external data yet",
+                               (double)len / 1e9);
+    }
+    if (!st && !(out = malloc(len ? len : 1))) st = oom(err);
+    if (!st) {
+        onnx__model_proto__pack(e.m, out);
+        st = write_atomic(path, out, len, err);
+    }
+    vx_undo_swaps(&e);
+    if (e.m && from_file) onnx__model_proto__free_unpacked(e.m, NULL);
+    free(out);
+    free(src);
+    free(e.names);
+    free(e.new_nodes);
+    free(e.convs);
+    free(e.extra_init);
+    mpx_arena_free(e.a);
+    if (st) return st;
+    e.sum.bytes_before = from_file ? (int64_t)src_len : -1;
+    e.sum.bytes_after = (int64_t)len;
+    if (sum) *sum = e.sum;
+    return MPX_OK;
+}
