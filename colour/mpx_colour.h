@@ -96,6 +96,9 @@ bool mpx_rules_uses_measured(const mpx_rules *r, int i);
  * matches nothing. A valid op type that g lacks is accepted (the plan's
  * rule_applied count is 0, for a warning). g may be NULL. */
 mpx_status mpx_rules_add(mpx_rules *r, const char *text, const mpx_graph *g, mpx_error *err);
+/* The node figures a `when` condition may name ("macs", "params", ...,
+ * "absmax"), i from 0; NULL past the end (attr.<name> is not listed). */
+const char *mpx_rule_figure_at(size_t i);
 /* Remove rule i (0-based). */
 mpx_status mpx_rules_remove(mpx_rules *r, int i, mpx_error *err);
 

@@ -38,9 +38,38 @@ static const struct {
     {"kernel", FIG_KERNEL}, {"group", FIG_GROUP},   {"k", FIG_K},
     {"absmax", FIG_ABSMAX},
 };
-#define FIGURE_LIST "macs, params, in_elems, out_elems, in_ch, out_ch, kernel, group, k, attr.<name>, absmax"
-#define COLOUR_LIST "green, gray, clear, red"
-#define FORMAT_LIST "fp32, tf32, fp16, bf16, fp8e4m3, fp8e5m2"
+const char *mpx_rule_figure_at(size_t i) { return i < sizeof figures / sizeof figures[0] ? figures[i].name : NULL; }
+
+/* The lists messages show, made from the tables that define the names
+ * (figures above, colours in defaults.c, formats in numerics). */
+typedef struct name_list {
+    char s[256];
+} name_list;
+
+static name_list figure_list(void) {
+    name_list l = {""};
+    size_t o = 0;
+    for (size_t i = 0; mpx_rule_figure_at(i) && o < sizeof l.s; i++)
+        o += (size_t)snprintf(l.s + o, sizeof l.s - o, "%s, ", mpx_rule_figure_at(i));
+    if (o < sizeof l.s) snprintf(l.s + o, sizeof l.s - o, "attr.<name>");
+    return l;
+}
+
+static name_list colour_list(void) {
+    name_list l = {""};
+    size_t o = 0;
+    for (int c = 1; c < MPX_COLOUR_COUNT && o < sizeof l.s; c++)
+        o += (size_t)snprintf(l.s + o, sizeof l.s - o, "%s%s", c > 1 ? ", " : "", mpx_colour_name((mpx_colour)c));
+    return l;
+}
+
+static name_list format_list(void) {
+    name_list l = {""};
+    size_t o = 0;
+    for (size_t i = 0; mpx_format_at(i) && o < sizeof l.s; i++)
+        o += (size_t)snprintf(l.s + o, sizeof l.s - o, "%s%s", i ? ", " : "", mpx_format_at(i)->name);
+    return l;
+}
 
 static const char *fig_name(fig f) {
     for (size_t i = 0; i < sizeof figures / sizeof figures[0]; i++)
@@ -284,10 +313,9 @@ static mpx_status parse_target(parser *p, const char *after, mpx_colour *c, cons
     else if (colour && n && mpx_format_by_name(w))
         hint = " (a format goes in an accum rule, or in `target`)";
     if (colour)
-        return fail(p, at, "expected a colour (" COLOUR_LIST ") after %s, %s%s", after,
+        return fail(p, at, "expected a colour (%s) after %s, %s%s", colour_list().s, after,
                     found(p, fb, sizeof fb), hint);
-    return fail(p, at, "expected a format (" FORMAT_LIST ") after %s, %s", after,
-                found(p, fb, sizeof fb));
+    return fail(p, at, "expected a format (%s) after %s, %s", format_list().s, after, found(p, fb, sizeof fb));
 }
 
 /* ---- expressions ------------------------------------------------------------ */
@@ -350,7 +378,7 @@ static mpx_status parse_operand(parser *p, operand *o, const char *after) {
     }
     size_t n = ident_len(p);
     if (n == 0)
-        return fail(p, at, "expected a number or a figure (" FIGURE_LIST ")%s%s, %s",
+        return fail(p, at, "expected a number or a figure (%s)%s%s, %s", figure_list().s,
                     after ? " after " : "", after ? after : "", found(p, fb, sizeof fb));
     char w[128];
     snprintf(w, sizeof w, "%.*s", (int)(n < 120 ? n : 120), p->s + at);
@@ -373,7 +401,7 @@ static mpx_status parse_operand(parser *p, operand *o, const char *after) {
     const char *hint = suggest_figure(w);
     char tail[96] = "";
     if (hint) snprintf(tail, sizeof tail, "; did you mean %s?", hint);
-    return fail(p, at, "unknown figure \"%s\" (figures: " FIGURE_LIST ")%s", w, tail);
+    return fail(p, at, "unknown figure \"%s\" (figures: %s)%s", w, figure_list().s, tail);
 }
 
 static bool take_cmp(parser *p, cmp_op *op) {

@@ -5,7 +5,9 @@
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -232,4 +234,52 @@ mpx_status mpx_metrics_compute(const mpx_value *r, const mpx_value *c, const mpx
     else
         m->cos = fmax(-1.0, fmin(1.0, cr / (nr * nc)));
     return MPX_OK;
+}
+
+/* ---- the metric table ------------------------------------------------------- */
+
+#define REAL false
+#define COUNT true
+#define HIGH false
+#define LOW true
+static const mpx_metric_info metric_table[] = {
+#define MPX_METRIC(name, kind, worse) {#name, kind, worse},
+#include "metrics.def"
+#undef MPX_METRIC
+};
+#undef REAL
+#undef COUNT
+#undef HIGH
+#undef LOW
+_Static_assert(sizeof metric_table / sizeof metric_table[0] == MPX_METRIC_COUNT, "metrics.def and the table agree");
+
+const mpx_metric_info *mpx_metric_info_of(mpx_metric_id id) {
+    return (int)id >= 0 && id < MPX_METRIC_COUNT ? &metric_table[id] : NULL;
+}
+
+bool mpx_metric_by_name(const char *name, mpx_metric_id *id) {
+    for (int i = 0; name && i < MPX_METRIC_COUNT; i++)
+        if (strcasecmp(name, metric_table[i].name) == 0) {
+            *id = (mpx_metric_id)i;
+            return true;
+        }
+    return false;
+}
+
+double mpx_metric_value(const mpx_metrics *m, mpx_metric_id id) {
+    switch (id) {
+#define MPX_METRIC(name, kind, worse) \
+    case MPX_METRIC_##name: return (double)m->name;
+#include "metrics.def"
+#undef MPX_METRIC
+    default: return NAN;
+    }
+}
+
+const char *mpx_metric_names(const char *sep, char *buf, size_t n) {
+    size_t o = 0;
+    if (n) buf[0] = '\0';
+    for (int i = 0; i < MPX_METRIC_COUNT && o < n; i++)
+        o += (size_t)snprintf(buf + o, n - o, "%s%s", i ? sep : "", metric_table[i].name);
+    return buf;
 }

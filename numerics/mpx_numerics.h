@@ -331,6 +331,30 @@ typedef struct mpx_metrics {
     double absmax_ref; /* largest |r| (NaNs left out) */
 } mpx_metrics;
 
+/* The metrics by name and in one order (numerics/metrics.def): every list
+ * of metrics (report, assert, completion, plots) iterates this table. */
+typedef enum mpx_metric_id {
+#define MPX_METRIC(name, kind, worse) MPX_METRIC_##name,
+#include "metrics.def"
+#undef MPX_METRIC
+    MPX_METRIC_COUNT
+} mpx_metric_id;
+
+typedef struct mpx_metric_info {
+    const char *name;
+    bool count;        /* an int64 count of elements (else a double) */
+    bool low_is_worse; /* cos, sqnr_db */
+} mpx_metric_info;
+
+/* The row of id (NULL when out of range). */
+const mpx_metric_info *mpx_metric_info_of(mpx_metric_id id);
+/* The metric named name (case-insensitive); false if none. */
+bool mpx_metric_by_name(const char *name, mpx_metric_id *id);
+/* Its value in m (a count as a double). */
+double mpx_metric_value(const mpx_metrics *m, mpx_metric_id id);
+/* "rel_l2 max_abs ... subnormal": the names in order, separated by sep. */
+const char *mpx_metric_names(const char *sep, char *buf, size_t n);
+
 /* Candidate c against reference r (same shape, both float or both integer);
  * fmt (NULL: fp32) decides "subnormal". */
 mpx_status mpx_metrics_compute(const mpx_value *r, const mpx_value *c, const mpx_format *fmt,

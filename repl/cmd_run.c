@@ -428,25 +428,23 @@ MPX_CMD(repl_cmd_run) {
 
 /* ---- report ----------------------------------------------------------------- */
 
-typedef enum { M_REL_L2, M_MAX_ABS, M_MEAN_ABS, M_COS, M_SQNR, M_OVERFLOW, M_UNDERFLOW, M_SUBNORMAL, M_LOCAL,
-               M_ORDER, M_COUNT } metric_id;
-static const char *const metric_names[M_COUNT] = {"rel_l2",   "max_abs",   "mean_abs",  "cos",   "sqnr_db",
-                                                  "overflow", "underflow", "subnormal", "local", "order"};
+/* Sort keys: the metrics (numerics/metrics.def, in its order), then local
+ * (the node's own rel_l2, after run --local) and order (graph order). */
+enum { K_LOCAL = MPX_METRIC_COUNT, K_ORDER, K_COUNT };
+typedef int metric_id;
+
+static const char *key_name(metric_id k) {
+    return k == K_LOCAL ? "local" : k == K_ORDER ? "order" : mpx_metric_info_of((mpx_metric_id)k)->name;
+}
 
 /* The figure a report sorts by, oriented so that larger is worse. */
 static double badness(const mpx_layer *L, metric_id m) {
     double v;
-    switch (m) {
-    case M_REL_L2: v = L->m.rel_l2; break;
-    case M_MAX_ABS: v = L->m.max_abs; break;
-    case M_MEAN_ABS: v = L->m.mean_abs; break;
-    case M_COS: v = -L->m.cos; break;
-    case M_SQNR: v = -L->m.sqnr_db; break;
-    case M_OVERFLOW: v = (double)L->m.overflow; break;
-    case M_UNDERFLOW: v = (double)L->m.underflow; break;
-    case M_SUBNORMAL: v = (double)L->m.subnormal; break;
-    case M_LOCAL: v = L->has_local ? L->local.rel_l2 : -1.0; break;
-    default: v = 0.0; break;
+    if (m == K_LOCAL) v = L->has_local ? L->local.rel_l2 : -1.0;
+    else if (m == K_ORDER) v = 0.0;
+    else {
+        v = mpx_metric_value(&L->m, (mpx_metric_id)m);
+        if (mpx_metric_info_of((mpx_metric_id)m)->low_is_worse) v = -v;
     }
     return isnan(v) ? INFINITY : v;
 }
@@ -455,7 +453,7 @@ static metric_id sort_metric;
 
 static int layer_cmp(const void *x, const void *y) {
     const mpx_layer *a = *(const mpx_layer *const *)x, *b = *(const mpx_layer *const *)y;
-    if (sort_metric != M_ORDER) {
+    if (sort_metric != K_ORDER) {
         double da = badness(a, sort_metric), db = badness(b, sort_metric);
         if (da != db) return da < db ? 1 : -1;
     }
@@ -483,16 +481,15 @@ static cJSON *metrics_json(const mpx_metrics *m) {
         if (isfinite(v_)) cJSON_AddNumberToObject(o, key, v_);                 \
         else cJSON_AddStringToObject(o, key, isnan(v_) ? "nan" : v_ > 0 ? "inf" : "-inf"); \
     } while (0)
-    NUM("rel_l2", m->rel_l2);
-    NUM("max_abs", m->max_abs);
-    NUM("mean_abs", m->mean_abs);
-    NUM("cos", m->cos);
-    NUM("sqnr_db", m->sqnr_db);
+    /* The real metrics, the reference's absmax, the counts: the table's order. */
+    for (int k = 0; k < MPX_METRIC_COUNT; k++)
+        if (!mpx_metric_info_of((mpx_metric_id)k)->count)
+            NUM(mpx_metric_info_of((mpx_metric_id)k)->name, mpx_metric_value(m, (mpx_metric_id)k));
     NUM("absmax_ref", m->absmax_ref);
 #undef NUM
-    cJSON_AddNumberToObject(o, "overflow", (double)m->overflow);
-    cJSON_AddNumberToObject(o, "underflow", (double)m->underflow);
-    cJSON_AddNumberToObject(o, "subnormal", (double)m->subnormal);
+    for (int k = 0; k < MPX_METRIC_COUNT; k++)
+        if (mpx_metric_info_of((mpx_metric_id)k)->count)
+            cJSON_AddNumberToObject(o, mpx_metric_info_of((mpx_metric_id)k)->name, mpx_metric_value(m, (mpx_metric_id)k));
     cJSON_AddNumberToObject(o, "n", (double)m->n);
     return o;
 }
@@ -515,14 +512,14 @@ static char *csv_field(const char *s, char *buf, size_t n) {
 
 /* report [--top n | --all] [--sort metric] [--json [file] | --csv [file]] */
 MPX_CMD(repl_cmd_report) {
-    static const char usage[] =
-        "usage: report [--top <n> | --all] [--sort rel_l2|max_abs|mean_abs|cos|sqnr_db|overflow|underflow|"
-        "subnormal|local|order] [--json [<file>] | --csv [<file>]]";
+    char names[256], usage[512];
+    snprintf(usage, sizeof usage, "usage: report [--top <n> | --all] [--sort %s|local|order] [--json [<file>] | --csv [<file>]]",
+             mpx_metric_names("|", names, sizeof names));
     mpx_status st = repl_need_model(s, err);
     if (st) return st;
     int top = s->report_top;
     bool top_given = false;
-    metric_id sm = M_REL_L2;
+    metric_id sm = MPX_METRIC_rel_l2;
     bool json = false, csv = false;
     const char *path = NULL;
     for (int a = 1; a < argc; a++) {
@@ -538,9 +535,9 @@ MPX_CMD(repl_cmd_report) {
         } else if (strcmp(argv[a], "--sort") == 0 && a + 1 < argc) {
             a++;
             int k = 0;
-            while (k < M_COUNT && strcmp(metric_names[k], argv[a]) != 0) k++;
-            if (k == M_COUNT) return mpx_error_set(err, MPX_E_ARG, "unknown metric \"%s\"; %s", argv[a], usage);
-            sm = (metric_id)k;
+            while (k < K_COUNT && strcmp(key_name(k), argv[a]) != 0) k++;
+            if (k == K_COUNT) return mpx_error_set(err, MPX_E_ARG, "unknown metric \"%s\"; %s", argv[a], usage);
+            sm = k;
         } else if (strcmp(argv[a], "--json") == 0 || strcmp(argv[a], "--csv") == 0) {
             if (argv[a][2] == 'j') json = true;
             else csv = true;
@@ -552,7 +549,7 @@ MPX_CMD(repl_cmd_report) {
     if (json && csv) return mpx_error_set(err, MPX_E_ARG, "--json or --csv, not both");
     const mpx_compare *c = s->last;
     if (!c) return mpx_error_set(err, MPX_E_ARG, "no run yet (use: run)");
-    if (sm == M_LOCAL && !s->last_local)
+    if (sm == K_LOCAL && !s->last_local)
         return mpx_error_set(err, MPX_E_ARG, "the last run has no local figures (use: run --local)");
     const mpx_graph *g = s->graph;
     const mpx_layer **rows = malloc((size_t)(c->n_layers ? c->n_layers : 1) * sizeof *rows);
@@ -569,7 +566,7 @@ MPX_CMD(repl_cmd_report) {
             cJSON *root = cJSON_CreateObject();
             cJSON_AddStringToObject(root, "target", mpx_format_name(s->last_target));
             cJSON_AddBoolToObject(root, "local", s->last_local);
-            cJSON_AddStringToObject(root, "sort", metric_names[sm]);
+            cJSON_AddStringToObject(root, "sort", key_name(sm));
             repl_run_totals t = repl_totals(g, c);
             cJSON_AddNumberToObject(root, "overflow", (double)t.overflow);
             cJSON_AddNumberToObject(root, "underflow", (double)t.underflow);
@@ -614,7 +611,7 @@ MPX_CMD(repl_cmd_report) {
         return repl_emit(s, text, path, err);
     }
     fprintf(s->out, "%s against fp32, %d layers, sorted by %s%s\n", mpx_format_name(s->last_target), c->n_layers,
-            metric_names[sm], n < c->n_layers ? "" : " (all)");
+            key_name(sm), n < c->n_layers ? "" : " (all)");
     fprintf(s->out, "%-5s %-30s %-14s %-5s %9s %-10s %9s %9s %8s %6s %6s%s\n", "#", "node", "op", "fmt", "rel_l2", "",
             "max_abs", "cos", "sqnr_db", "ovf", "unf", s->last_local ? "  local" : "");
     for (int i = 0; i < n; i++) {

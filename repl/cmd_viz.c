@@ -287,10 +287,10 @@ MPX_CMD(repl_cmd_plot) {
     if (st) return st;
     mpx_viz_plot_opts po;
     mpx_viz_plot_opts_default(&po);
-    if (metric && !mpx_viz_metric_from_name(metric, &po.metric))
-        return mpx_error_set(err, MPX_E_ARG,
-                             "unknown metric \"%s\" (rel_l2 max_abs mean_abs sqnr_db cos overflow underflow subnormal)",
-                             metric);
+    char names[256];
+    if (metric && !mpx_metric_by_name(metric, &po.metric))
+        return mpx_error_set(err, MPX_E_ARG, "unknown metric \"%s\" (%s)", metric,
+                             mpx_metric_names(" ", names, sizeof names));
     po.local = local;
     mpx_viz_series series[9];
     char labels[9][48];
@@ -313,7 +313,7 @@ MPX_CMD(repl_cmd_plot) {
     free(svg);
     if (st) return st;
     char k[32];
-    fprintf(s->out, "wrote %s: %s per layer, %d line%s (", file, mpx_viz_metric_name(po.metric), n, n == 1 ? "" : "s");
+    fprintf(s->out, "wrote %s: %s per layer, %d line%s (", file, mpx_metric_info_of(po.metric)->name, n, n == 1 ? "" : "s");
     for (int i = 0; i < n; i++) fprintf(s->out, "%s%s", i ? ", " : "", series[i].label);
     fprintf(s->out, "); %s\n", kib(len, k, sizeof k));
     return MPX_OK;

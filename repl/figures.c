@@ -50,17 +50,13 @@ const mpx_tensor *repl_find_named(const mpx_graph *g, const char *name) {
     return mpx_graph_find_tensor(g, name);
 }
 
+/* A metric of the table (numerics/metrics.def), absmax (the reference's
+ * largest |value|) or local (the node's own rel_l2, after run --local). */
 static bool metric_of(const mpx_layer *L, const char *metric, double *out) {
-    const mpx_metrics *m = &L->m;
-    if (strcmp(metric, "rel_l2") == 0) *out = m->rel_l2;
-    else if (strcmp(metric, "max_abs") == 0) *out = m->max_abs;
-    else if (strcmp(metric, "mean_abs") == 0) *out = m->mean_abs;
-    else if (strcmp(metric, "cos") == 0) *out = m->cos;
-    else if (strcmp(metric, "sqnr_db") == 0) *out = m->sqnr_db;
-    else if (strcmp(metric, "overflow") == 0) *out = (double)m->overflow;
-    else if (strcmp(metric, "underflow") == 0) *out = (double)m->underflow;
-    else if (strcmp(metric, "subnormal") == 0) *out = (double)m->subnormal;
-    else if (strcmp(metric, "absmax") == 0) *out = m->absmax_ref;
+    mpx_metric_id id;
+    if (mpx_metric_by_name(metric, &id) && strcmp(metric, mpx_metric_info_of(id)->name) == 0)
+        *out = mpx_metric_value(&L->m, id);
+    else if (strcmp(metric, "absmax") == 0) *out = L->m.absmax_ref;
     else if (strcmp(metric, "local") == 0 && L->has_local) *out = L->local.rel_l2;
     else return false;
     return true;
@@ -68,32 +64,45 @@ static bool metric_of(const mpx_layer *L, const char *metric, double *out) {
 
 /* The worse of two figures of one metric (cos and sqnr_db: the smaller). */
 static double worse(const char *metric, double a, double b) {
-    bool low_bad = strcmp(metric, "cos") == 0 || strcmp(metric, "sqnr_db") == 0;
+    mpx_metric_id id;
+    bool low_bad = mpx_metric_by_name(metric, &id) && mpx_metric_info_of(id)->low_is_worse;
     if (isnan(a) || isnan(b)) return NAN;
     return low_bad ? (a < b ? a : b) : (a > b ? a : b);
 }
 
-bool repl_figure_needs_run(const char *fig) {
-    static const char *const plan_figs[] = {"green", "gray", "clear", "red", "casts", "low_nodes",
-                                            "low_macs_pct", "weights_converted", "weights_overflow"};
-    for (size_t i = 0; i < sizeof plan_figs / sizeof *plan_figs; i++)
-        if (strcmp(fig, plan_figs[i]) == 0) return false;
-    return true;
+/* The plan's figures, once: read by assert, search and their messages. */
+typedef enum { PF_CASTS, PF_LOW_NODES, PF_LOW_MACS_PCT, PF_WEIGHTS_CONVERTED, PF_WEIGHTS_OVERFLOW, PF_COUNT } plan_fig;
+static const char *const plan_fig_names[PF_COUNT] = {"casts", "low_nodes", "low_macs_pct", "weights_converted",
+                                                     "weights_overflow"};
+
+/* A plan figure's index, PF_COUNT + colour for a colour count, -1 if fig is
+ * not a plan figure. */
+static int plan_figure(const char *fig) {
+    for (int i = 0; i < PF_COUNT; i++)
+        if (strcmp(fig, plan_fig_names[i]) == 0) return i;
+    for (int c = 1; c < MPX_COLOUR_COUNT; c++)
+        if (strcmp(fig, mpx_colour_name((mpx_colour)c)) == 0) return PF_COUNT + c;
+    return -1;
 }
+
+bool repl_figure_needs_run(const char *fig) { return plan_figure(fig) < 0; }
 
 mpx_status repl_figure(const repl_figctx *x, const char *fig, double *out, mpx_error *err) {
     const mpx_plan *p = x->plan;
     const mpx_graph *g = p->g;
-    for (int c = 1; c < MPX_COLOUR_COUNT; c++)
-        if (strcmp(fig, mpx_colour_name((mpx_colour)c)) == 0) return *out = p->counts.nodes[c], MPX_OK;
-    if (strcmp(fig, "casts") == 0) return *out = p->counts.casts, MPX_OK;
-    if (strcmp(fig, "low_nodes") == 0) return *out = p->counts.low_nodes, MPX_OK;
-    if (strcmp(fig, "low_macs_pct") == 0) return *out = p->counts.low_macs_pct, MPX_OK;
-    if (strcmp(fig, "weights_converted") == 0) return *out = p->counts.weights_converted, MPX_OK;
-    if (strcmp(fig, "weights_overflow") == 0) {
+    int pf = plan_figure(fig);
+    if (pf >= PF_COUNT) return *out = p->counts.nodes[pf - PF_COUNT], MPX_OK;
+    switch (pf) {
+    case PF_CASTS: return *out = p->counts.casts, MPX_OK;
+    case PF_LOW_NODES: return *out = p->counts.low_nodes, MPX_OK;
+    case PF_LOW_MACS_PCT: return *out = p->counts.low_macs_pct, MPX_OK;
+    case PF_WEIGHTS_CONVERTED: return *out = p->counts.weights_converted, MPX_OK;
+    case PF_WEIGHTS_OVERFLOW: {
         int64_t n;
         repl_check_weights(x->s, p, NULL, NULL, &n);
         return *out = (double)n, MPX_OK;
+    }
+    default: break;
     }
     const mpx_compare *c = x->cmp;
     if (strcmp(fig, "overflow") == 0 || strcmp(fig, "underflow") == 0 || strcmp(fig, "subnormal") == 0 ||
@@ -126,10 +135,11 @@ mpx_status repl_figure(const repl_figctx *x, const char *fig, double *out, mpx_e
     for (int i = 0; i < c->n_layers; i++) {
         const mpx_layer *L = &c->layers[i];
         if (want >= 0 ? L->tensor != want : (all_outputs && !repl_is_output(g, L->tensor))) continue;
-        if (!metric_of(L, metric, &val))
-            return mpx_error_set(err, MPX_E_ARG,
-                                 "figure %s: unknown metric \"%s\" (rel_l2 max_abs mean_abs cos sqnr_db overflow "
-                                 "underflow subnormal absmax%s)", fig, metric, x->local ? " local" : "");
+        if (!metric_of(L, metric, &val)) {
+            char names[256];
+            return mpx_error_set(err, MPX_E_ARG, "figure %s: unknown metric \"%s\" (%s absmax%s)", fig, metric,
+                                 mpx_metric_names(" ", names, sizeof names), x->local ? " local" : "");
+        }
         v = any ? worse(metric, v, val) : val;
         any = true;
     }

@@ -269,11 +269,25 @@ static char *cand_next(const char *text, int state) {
     return c;
 }
 
-static const char *const formats[] = {"fp32", "fp16", "bf16", "tf32", "fp8e4m3", "fp8e5m2", NULL};
-static const char *const colours[] = {"green", "gray", "clear", "red", NULL};
 static const char *const on_off[] = {"on", "off", NULL};
-static const char *const figures[] = {"macs",   "params", "in_elems", "out_elems", "in_ch", "out_ch",
-                                      "kernel", "group",  "k",        "absmax",    NULL};
+
+/* Names come from the tables that define them: formats (numerics), colours
+ * and rule figures (colour), metrics (numerics/metrics.def). */
+static void cand_formats(const char *text) {
+    for (size_t i = 0; mpx_format_at(i); i++) cand(text, mpx_format_at(i)->name);
+}
+
+static void cand_colours(const char *text) {
+    for (int c = 1; c < MPX_COLOUR_COUNT; c++) cand(text, mpx_colour_name((mpx_colour)c));
+}
+
+static void cand_figures(const char *text) {
+    for (size_t i = 0; mpx_rule_figure_at(i); i++) cand(text, mpx_rule_figure_at(i));
+}
+
+static void cand_metrics(const char *text) {
+    for (int m = 0; m < MPX_METRIC_COUNT; m++) cand(text, mpx_metric_info_of((mpx_metric_id)m)->name);
+}
 
 static void cand_commands(const char *text) {
     int n = 0;
@@ -389,7 +403,7 @@ static void gather(const char *text, int pos, char **w) {
     } else if (is(prev, "--around")) {
         cand_nodes(text, "");
     } else if (is(cmd, "load") || is(cmd, "source") || is(cmd, "save") || is(cmd, "dot") || is(cmd, "svg") ||
-               is(cmd, "html") || is(cmd, "export") || is(cmd, "plot")) {
+               is(cmd, "html") || is(cmd, "export")) {
         if (pos == 1) cand_files(text);
     } else if (is(cmd, "input")) {
         static const char *const kinds[] = {"shape", "random", "const", "file", NULL};
@@ -399,17 +413,17 @@ static void gather(const char *text, int pos, char **w) {
         else if (pos == 3 && is(w[2], "random")) cand_list(text, dists);
         else if (pos == 3 && is(w[2], "file")) cand_files(text);
     } else if (is(cmd, "colour") || is(cmd, "color") || is(cmd, "accum")) {
-        const char *const *values = cmd[0] == 'a' ? formats : colours;
         if (pos == 1) cand_selector(text);
-        else if (pos == 2 || is(prev, "else")) cand_list(text, values);
+        else if ((pos == 2 || is(prev, "else")) && cmd[0] == 'a') cand_formats(text);
+        else if (pos == 2 || is(prev, "else")) cand_colours(text);
         else if (pos == 3) cand(text, "when");
         else if (is(prev, "when") || is(prev, "and") || is(prev, "or") || is(prev, "not") || is(prev, "("))
-            cand_list(text, figures);
+            cand_figures(text);
     } else if (is(cmd, "target")) {
-        if (pos == 1) cand_list(text, formats);
+        if (pos == 1) cand_formats(text);
         else if (pos == 2) cand(text, "block");
     } else if (is(cmd, "compare")) {
-        cand_list(text, formats);
+        cand_formats(text);
     } else if (is(cmd, "keep-io")) {
         if (pos == 1) cand_list(text, on_off);
     } else if (is(cmd, "set")) {
@@ -423,8 +437,13 @@ static void gather(const char *text, int pos, char **w) {
             cand_nodes(text, "");
             cand_tensors(text);
         }
-    } else if (is(cmd, "sweep")) {
-        if (pos == 1) cand_selector(text);
+    } else if (is(cmd, "report") && is(prev, "--sort")) {
+        cand_metrics(text);
+        cand(text, "local");
+        cand(text, "order");
+    } else if (is(cmd, "plot")) {
+        if (pos == 1) cand_files(text);
+        else if (pos == 2) cand_metrics(text);
     } else if (is(cmd, "help")) {
         if (pos == 1) cand_commands(text);
     }

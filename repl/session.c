@@ -305,12 +305,12 @@ static const mpx_command commands[] = {
      repl_cmd_run},
     {"report", "report [--top <n> | --all] [--sort <metric>] [--json [<file>] | --csv [<file>]]",
      "per-layer error of the last run, worst first",
-     "metric: rel_l2 (default) max_abs mean_abs cos sqnr_db overflow underflow\n"
-     "subnormal local (needs run --local) order (graph order). The terminal shows the\n"
+     "metric: one of the metrics listed below (default rel_l2), local (the node's own\n"
+     "rel_l2; needs run --local) or order (graph order). The terminal shows the\n"
      "top rows (set top <n>); --json and --csv give every row unless --top. --json:\n"
      "{\"target\", \"local\", \"sort\", \"overflow\", \"underflow\", \"layers\": [{tensor, node, op, order, format, output, metrics:\n"
-     "{rel_l2, max_abs, mean_abs, cos, sqnr_db, absmax_ref, overflow, underflow,\n"
-     "subnormal, n}, local: {...}}]}; inf and NaN are written as strings.",
+     "{the real metrics, absmax_ref, the counts, n}, local: {...}}]}; inf and NaN are\n"
+     "written as strings.",
      repl_cmd_report},
     {"tensor", "tensor <name> [--save <file.npy>] [--save-ref <file.npy>]",
      "one tensor of the last run: range, error; save it as .npy",
@@ -395,8 +395,8 @@ static const mpx_command commands[] = {
      repl_cmd_svg},
     {"plot", "plot <file.svg> [<metric>] [--local]", "per-layer error along the graph as an SVG plot",
      "One line per run: the last run (under its target) and the runs of `compare`\n"
-     "(e.g. compare fp16 bf16). metric: rel_l2 (default) max_abs mean_abs sqnr_db\n"
-     "cos overflow underflow subnormal; log scale except sqnr_db. Red nodes and\n"
+     "(e.g. compare fp16 bf16). metric: one of the metrics listed below (default\n"
+     "rel_l2; cos is drawn as 1 - cos); log scale except sqnr_db. Red nodes and\n"
      "runtime casts of the current plan are marked, overflowing layers crossed, the\n"
      "three worst layers named.",
      repl_cmd_plot},
@@ -465,6 +465,11 @@ static mpx_status cmd_help(mpx_session *s, int argc, char **argv, mpx_error *err
     if (!c) return mpx_error_set(err, MPX_E_ARG, "no command \"%s\" (try: help)", argc == 2 ? argv[1] : "");
     fprintf(s->out, "usage: %s\n%s\n", c->usage, c->summary);
     if (c->help) fprintf(s->out, "\n%s\n", c->help);
+    /* The metrics a command takes come from their one table. */
+    if (strstr(c->usage, "<metric>") || strstr(c->usage, "<figure>")) {
+        char names[256];
+        fprintf(s->out, "metrics: %s\n", mpx_metric_names(" ", names, sizeof names));
+    }
     return MPX_OK;
 }
 

@@ -136,6 +136,25 @@ keys "target bf" Tab
 expect_line "mpx> target bf16"
 keys C-c
 expect_line "mpx>"
+# Every format of numerics' table completes, the NaN variant of fp8 e4m3 too.
+keys "target fp8e4m3n" Tab
+expect_line "mpx> target fp8e4m3nan"
+keys C-c
+expect_line "mpx>"
+# Metrics complete from their table: report --sort lists exactly the metrics
+# `help report` names (numerics/metrics.def), then local and order.
+keys "report --sort sq" Tab
+expect_line "mpx> report --sort sqnr_db"
+keys C-c
+expect_line "mpx>"
+keys "report --sort " Tab Tab
+want=$("$MPX" -c "help report" | sed -n 's/^metrics: //p')
+[ -n "$want" ] || fail "help report lists no metrics"
+for m in $want local order; do
+  wait_for "the completion list to show $m" has " $m"
+done
+keys C-c
+expect_line "mpx>"
 run "rules" "no rules: every node has its default colour"
 has "plan:" && fail "a line abandoned with Ctrl-C ran"
 echo "completion of nodes, op types, colours, formats; Ctrl-C at the prompt: ok"

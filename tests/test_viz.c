@@ -395,9 +395,9 @@ static void test_svg_and_overlay(void) {
     }
     free(plot);
     /* sqnr_db is linear */
-    CHECK(mpx_viz_metric_from_name("SQNR_DB", &po.metric) && po.metric == MPX_VIZ_SQNR_DB);
-    CHECK(!mpx_viz_metric_from_name("rel", &po.metric));
-    po.metric = MPX_VIZ_SQNR_DB;
+    CHECK(mpx_metric_by_name("SQNR_DB", &po.metric) && po.metric == MPX_METRIC_sqnr_db);
+    CHECK(!mpx_metric_by_name("rel", &po.metric));
+    po.metric = MPX_METRIC_sqnr_db;
     CHECK(mpx_viz_plot(s, 1, &po, &plot, &err) == MPX_OK);
     if (plot) CHECK_CONTAINS(plot, "sqnr_db (dB)");
     free(plot);
@@ -497,16 +497,16 @@ static void test_plot_special_values(void) {
     c.n_layers = 5;
     c.layers = layers;
     mpx_viz_series s = {"fp16", &c};
-    for (int m = 0; m < MPX_VIZ_METRIC_COUNT; m++) {
+    for (int m = 0; m < MPX_METRIC_COUNT; m++) {
         mpx_viz_plot_opts po;
         mpx_viz_plot_opts_default(&po);
         po.metric = (mpx_viz_metric)m;
         char *plot = NULL;
-        CHECK_MSG(mpx_viz_plot(&s, 1, &po, &plot, &err) == MPX_OK, "%s: %s", mpx_viz_metric_name(po.metric), err.msg);
+        CHECK_MSG(mpx_viz_plot(&s, 1, &po, &plot, &err) == MPX_OK, "%s: %s", mpx_metric_info_of(po.metric)->name, err.msg);
         if (!plot) continue;
         CHECK_MSG(!non_finite_coordinate(plot),
-                  "%s: a non-finite coordinate", mpx_viz_metric_name(po.metric));
-        if (m == MPX_VIZ_REL_L2) {
+                  "%s: a non-finite coordinate", mpx_metric_info_of(po.metric)->name);
+        if (m == MPX_METRIC_rel_l2) {
             char path[1024];
             snprintf(path, sizeof path, "%s/plot_special.svg", tmp_dir());
             write_text(path, plot);

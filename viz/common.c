@@ -160,33 +160,8 @@ vz_node_err *vz_node_errors(const mpx_compare *cmp, int n_nodes, bool local) {
 }
 
 double vz_metric(const mpx_metrics *m, mpx_viz_metric k) {
-    switch (k) {
-    case MPX_VIZ_REL_L2: return m->rel_l2;
-    case MPX_VIZ_MAX_ABS: return m->max_abs;
-    case MPX_VIZ_MEAN_ABS: return m->mean_abs;
-    case MPX_VIZ_SQNR_DB: return m->sqnr_db;
-    case MPX_VIZ_COS: return isnan(m->cos) ? INFINITY : 1.0 - m->cos;
-    case MPX_VIZ_OVERFLOW: return (double)m->overflow;
-    case MPX_VIZ_UNDERFLOW: return (double)m->underflow;
-    case MPX_VIZ_SUBNORMAL: return (double)m->subnormal;
-    default: return NAN;
-    }
-}
-
-static const char *const metric_names[MPX_VIZ_METRIC_COUNT] = {
-    "rel_l2", "max_abs", "mean_abs", "sqnr_db", "cos", "overflow", "underflow", "subnormal"};
-
-bool mpx_viz_metric_from_name(const char *name, mpx_viz_metric *out) {
-    for (int i = 0; name && i < MPX_VIZ_METRIC_COUNT; i++)
-        if (strcasecmp(name, metric_names[i]) == 0) {
-            *out = (mpx_viz_metric)i;
-            return true;
-        }
-    return false;
-}
-
-const char *mpx_viz_metric_name(mpx_viz_metric m) {
-    return (int)m >= 0 && m < MPX_VIZ_METRIC_COUNT ? metric_names[m] : "?";
+    if (k == MPX_METRIC_cos) return isnan(m->cos) ? INFINITY : 1.0 - m->cos;
+    return mpx_metric_value(m, k);
 }
 
 const char *vz_svg_body(const char *svg) {

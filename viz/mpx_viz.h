@@ -96,17 +96,10 @@ mpx_status mpx_viz_svg(const mpx_plan *plan, const mpx_viz_opts *o, char **out,
 
 /* ---- per-layer error plot (viz/plot.c) ------------------------------------- */
 
-typedef enum mpx_viz_metric {
-    MPX_VIZ_REL_L2, MPX_VIZ_MAX_ABS, MPX_VIZ_MEAN_ABS, MPX_VIZ_SQNR_DB,
-    MPX_VIZ_COS,        /* plotted as 1 - cos on a log scale */
-    MPX_VIZ_OVERFLOW, MPX_VIZ_UNDERFLOW, MPX_VIZ_SUBNORMAL,
-    MPX_VIZ_METRIC_COUNT
-} mpx_viz_metric;
-
-/* "rel_l2", "max_abs", "mean_abs", "sqnr_db", "cos", "overflow", "underflow",
- * "subnormal" (case-insensitive); false if unknown. */
-bool mpx_viz_metric_from_name(const char *name, mpx_viz_metric *out);
-const char *mpx_viz_metric_name(mpx_viz_metric m);
+/* The plot's metric is one of numerics' (numerics/metrics.def; by name with
+ * mpx_metric_by_name); cos is plotted as 1 - cos on a log scale, sqnr_db on
+ * a linear one, the others on a log scale. */
+typedef mpx_metric_id mpx_viz_metric;
 
 /* One line of the plot: a run (compare) and its legend text ("fp16"). */
 typedef struct mpx_viz_series {

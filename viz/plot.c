@@ -21,7 +21,7 @@ static const char *const palette[] = {"#1565c0", "#ef6c00", "#2e7d32", "#6a1b9a"
 
 void mpx_viz_plot_opts_default(mpx_viz_plot_opts *o) {
     memset(o, 0, sizeof *o);
-    o->metric = MPX_VIZ_REL_L2;
+    o->metric = MPX_METRIC_rel_l2;
 }
 
 typedef struct plot {
@@ -82,7 +82,7 @@ typedef struct worst {
 /* Larger is worse, except sqnr_db where smaller is. NaN/inf count as worst. */
 static double badness(double v, mpx_viz_metric m) {
     if (isnan(v)) return INFINITY;
-    return m == MPX_VIZ_SQNR_DB ? -v : v;
+    return m == MPX_METRIC_sqnr_db ? -v : v; /* cos is plotted as 1 - cos */
 }
 
 mpx_status mpx_viz_plot(const mpx_viz_series *series, int n, const mpx_viz_plot_opts *opts, char **out,
@@ -92,7 +92,7 @@ mpx_status mpx_viz_plot(const mpx_viz_series *series, int n, const mpx_viz_plot_
     mpx_viz_plot_opts_default(&dflt);
     const mpx_viz_plot_opts *o = opts ? opts : &dflt;
     if (n < 1 || !series || !series[0].cmp) return mpx_error_set(err, MPX_E_ARG, "nothing to plot: no run yet");
-    if ((int)o->metric < 0 || o->metric >= MPX_VIZ_METRIC_COUNT)
+    if ((int)o->metric < 0 || o->metric >= MPX_METRIC_COUNT)
         return mpx_error_set(err, MPX_E_ARG, "unknown metric");
     const mpx_graph *g = series[0].cmp->g;
     for (int s = 1; s < n; s++)
@@ -120,7 +120,7 @@ mpx_status mpx_viz_plot(const mpx_viz_series *series, int n, const mpx_viz_plot_
     }
 
     /* y range over finite (and, on a log scale, positive) values */
-    bool logy = o->metric != MPX_VIZ_SQNR_DB;
+    bool logy = o->metric != MPX_METRIC_sqnr_db;
     double lo = INFINITY, hi = -INFINITY;
     for (int s = 0; s < n; s++)
         for (int k = 0; k < series[s].cmp->n_layers; k++) {
@@ -145,9 +145,9 @@ mpx_status mpx_viz_plot(const mpx_viz_series *series, int n, const mpx_viz_plot_
     /* A log axis gets a lane below its range for exact (zero) values. */
     double yb = (double)H - 62;
     plot P = {78, (double)W - 190, 44, logy ? yb - 22 : yb, logy ? yb - 8 : yb, yb, n_pos, logy, lo, hi};
-    const char *mname = mpx_viz_metric_name(o->metric);
+    const char *mname = mpx_metric_info_of(o->metric)->name;
     char ylab[96];
-    snprintf(ylab, sizeof ylab, "%s%s%s", o->metric == MPX_VIZ_COS ? "1 - cos" : mname, o->local ? " (local)" : "",
+    snprintf(ylab, sizeof ylab, "%s%s%s", o->metric == MPX_METRIC_cos ? "1 - cos" : mname, o->local ? " (local)" : "",
              logy ? " (log scale)" : " (dB)");
 
     vz_buf b;
