@@ -12,6 +12,8 @@
  */
 #include "mpx_numerics.h"
 
+#include <stdio.h>
+
 #include <fp16.h>
 #include <math.h>
 #include <string.h>
@@ -78,6 +80,16 @@ size_t mpx_format_count(void) { return sizeof all_formats / sizeof all_formats[0
 
 const mpx_format *mpx_format_at(size_t i) {
     return i < mpx_format_count() ? all_formats[i] : NULL;
+}
+
+const char *mpx_format_names(const char *sep, bool low_only, char *buf, size_t n) {
+    size_t o = 0;
+    if (n) buf[0] = '\0';
+    for (size_t i = 0; i < mpx_format_count() && o < n; i++) {
+        if (low_only && all_formats[i]->kind == MPX_FMT_FP32) continue;
+        o += (size_t)snprintf(buf + o, n - o, "%s%s", o ? sep : "", all_formats[i]->name);
+    }
+    return buf;
 }
 
 float mpx_format_max(const mpx_format *f) { return f->max_finite; }

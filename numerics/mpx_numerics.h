@@ -97,6 +97,9 @@ const char *mpx_format_name(const mpx_format *f);
 /* The distinct descriptors above, i in [0, mpx_format_count()); NULL past the end. */
 size_t mpx_format_count(void);
 const mpx_format *mpx_format_at(size_t i);
+/* The names of the formats above in table order, separated by sep; with
+ * low_only, without fp32 (the formats a plan can target). Returns buf. */
+const char *mpx_format_names(const char *sep, bool low_only, char *buf, size_t n);
 
 /* Reference rounding, written from the definition and generic over the
  * descriptor (slow; the tests hold mpx_round_array to it). */

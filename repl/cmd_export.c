@@ -1,4 +1,4 @@
-/* cmd_export.c - `export <file.onnx> [--force] [--json [<file>]]`: the
+/* cmd_export.c - `export <file.onnx> [--force] [--external] [--json [<file>]]`: the
  * current plan written as a mixed-precision ONNX model (viz/export_onnx.c
  * does the work; this file parses, calls and says what was written). */
 #include "repl_internal.h"
@@ -37,6 +37,9 @@ static void print_line(FILE *out, const char *path, const mpx_export_summary *x,
     if (x->n_flushed) fprintf(out, "; %d weight%s with values flushed to zero: %s", x->n_flushed,
                               x->n_flushed == 1 ? "" : "s", x->flushed);
     if (x->n_kept) fprintf(out, "; kept as declared (parameters, never converted): %s", x->kept);
+    if (x->external_bytes)
+        fprintf(out, "; weights as external data in %s (%s)", x->external,
+                mb(x->external_bytes, a, sizeof a));
     fprintf(out, " (%.1f ms)\n", ms);
 }
 
@@ -61,6 +64,10 @@ static char *json_text(const char *path, const mpx_export_summary *x) {
     cJSON_AddStringToObject(o, "weights_overflow_names", x->overflow);
     cJSON_AddNumberToObject(o, "weights_flushed", x->n_flushed);
     cJSON_AddStringToObject(o, "weights_flushed_names", x->flushed);
+    if (x->external_bytes) {
+        cJSON_AddStringToObject(o, "external_data", x->external);
+        cJSON_AddNumberToObject(o, "external_bytes", (double)x->external_bytes);
+    } else cJSON_AddNullToObject(o, "external_data");
     cJSON_AddNumberToObject(o, "kept_parameters", x->n_kept);
     cJSON_AddStringToObject(o, "kept_parameters_names", x->kept);
     char *text = cJSON_Print(o);
@@ -69,12 +76,14 @@ static char *json_text(const char *path, const mpx_export_summary *x) {
 }
 
 MPX_CMD(repl_cmd_export) {
-    static const char usage[] = "usage: export <file.onnx> [--force] [--json [<file>]]";
+    static const char usage[] = "usage: export <file.onnx> [--force] [--external] [--json [<file>]]";
     const char *file = NULL, *json_file = NULL;
-    bool force = false, json = false;
+    bool force = false, json = false, external = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--force") == 0) {
             force = true;
+        } else if (strcmp(argv[i], "--external") == 0) {
+            external = true;
         } else if (strcmp(argv[i], "--json") == 0) {
             json = true;
             if (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0 && file) json_file = argv[++i];
@@ -91,7 +100,7 @@ MPX_CMD(repl_cmd_export) {
     if (st) return st;
     mpx_export_summary x;
     double t0 = repl_now_ms();
-    st = mpx_viz_export_onnx(s->plan, file, force, &x, err);
+    st = mpx_viz_export_onnx(s->plan, file, force, external, &x, err);
     double ms = repl_now_ms() - t0;
     if (st) return st;
     if (json) {

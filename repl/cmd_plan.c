@@ -80,7 +80,7 @@ static mpx_status need_plan(const mpx_session *s, mpx_error *err) {
     return st;
 }
 
-/* target fp16|bf16|tf32|fp8e4m3|fp8e4m3nan|fp8e5m2 [block <k>] */
+/* target <format> [block <k>] (formats: numerics' table) */
 MPX_CMD(repl_cmd_target) {
     mpx_status st = need_plan(s, err);
     if (st) return st;
@@ -94,9 +94,11 @@ MPX_CMD(repl_cmd_target) {
     if (argc != 2 && !(argc == 4 && strcmp(argv[2], "block") == 0))
         return mpx_error_set(err, MPX_E_ARG, "usage: target <format> [block <k>]");
     const mpx_format *f = mpx_format_by_name(argv[1]);
-    if (!f || f->kind == MPX_FMT_FP32)
-        return mpx_error_set(err, MPX_E_ARG,
-                             "unknown target \"%s\" (formats: fp16 bf16 tf32 fp8e4m3 fp8e4m3nan fp8e5m2)", argv[1]);
+    if (!f || f->kind == MPX_FMT_FP32) {
+        char names[256];
+        return mpx_error_set(err, MPX_E_ARG, "unknown target \"%s\" (formats: %s)", argv[1],
+                             mpx_format_names(" ", true, names, sizeof names));
+    }
     o.target = f;
     if (argc == 4) {
         double k;

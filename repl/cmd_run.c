@@ -723,9 +723,11 @@ MPX_CMD(repl_cmd_compare) {
     const mpx_format *fmts[MPX_COMPARE_MAX_CANDS];
     for (int i = 0; i < nf; i++) {
         fmts[i] = mpx_format_by_name(argv[1 + i]);
-        if (!fmts[i] || fmts[i]->kind == MPX_FMT_FP32)
-            return mpx_error_set(err, MPX_E_ARG, "unknown format \"%s\" (fp16 bf16 tf32 fp8e4m3 fp8e4m3nan fp8e5m2)",
-                                 argv[1 + i]);
+        if (!fmts[i] || fmts[i]->kind == MPX_FMT_FP32) {
+            char names[256];
+            return mpx_error_set(err, MPX_E_ARG, "unknown format \"%s\" (%s)", argv[1 + i],
+                                 mpx_format_names(" ", true, names, sizeof names));
+        }
     }
     mpx_compare *cmp[MPX_COMPARE_MAX_CANDS] = {0};
     mpx_plan *plans[MPX_COMPARE_MAX_CANDS] = {0};

@@ -250,7 +250,7 @@ static const mpx_command commands[] = {
      repl_cmd_ops},
     {"show", "show <node>", "a node: op, inputs and outputs with shapes, attributes, cost figures", NULL,
      repl_cmd_show},
-    {"target", "target [<format> [block <k>]]", "the low-precision format (fp16 bf16 tf32 fp8e4m3 fp8e5m2)",
+    {"target", "target [<format> [block <k>]]", "the low-precision format (see: help target)",
      "Sets the format green nodes (and gray/clear nodes that follow them) run in.\n"
      "block k: a low accumulation format rounds the running sum after each block of k\n"
      "terms (summed in fp32) instead of after every addition (block 0, the default).\n"
@@ -405,7 +405,7 @@ static const mpx_command commands[] = {
      "(with the last run's error overlay), the error plot and the per-layer table,\n"
      "in one file that opens from disk with no network.",
      repl_cmd_html},
-    {"export", "export <file.onnx> [--force] [--json [<file>]]",
+    {"export", "export <file.onnx> [--force] [--external] [--json [<file>]]",
      "write the plan as a mixed-precision ONNX model",
      "Writes the current plan as an ONNX model a runtime can load: weights read by\n"
      "low nodes stored in the low format (rounded as the emulation rounds them), one\n"
@@ -416,6 +416,8 @@ static const mpx_command commands[] = {
      "the accumulation format: it goes into metadata mpx.accumulate and the low nodes'\n"
      "doc strings. tf32 is refused (no ONNX type). Never overwrites the loaded model;\n"
      "an existing file needs --force; the folder must exist; a failure leaves no file.\n"
+     "Weights of 1 KiB and more go to external data, <file.onnx>.data beside the model,\n"
+     "when the model would pass protobuf's 2 GB limit, or always with --external.\n"
      "Check the result in ONNX Runtime with scripts/verify-export.sh.",
      repl_cmd_export},
     {"source", "source <file.mpx>", "run the commands of a script file in this session",
@@ -465,7 +467,11 @@ static mpx_status cmd_help(mpx_session *s, int argc, char **argv, mpx_error *err
     if (!c) return mpx_error_set(err, MPX_E_ARG, "no command \"%s\" (try: help)", argc == 2 ? argv[1] : "");
     fprintf(s->out, "usage: %s\n%s\n", c->usage, c->summary);
     if (c->help) fprintf(s->out, "\n%s\n", c->help);
-    /* The metrics a command takes come from their one table. */
+    /* The formats and metrics a command takes come from their tables. */
+    if (strstr(c->usage, "<format>") || strstr(c->usage, "<fmt>")) {
+        char names[256];
+        fprintf(s->out, "formats: %s (fp8e4m3 is fp8e4m3sat)\n", mpx_format_names(" ", true, names, sizeof names));
+    }
     if (strstr(c->usage, "<metric>") || strstr(c->usage, "<figure>")) {
         char names[256];
         fprintf(s->out, "metrics: %s\n", mpx_metric_names(" ", names, sizeof names));

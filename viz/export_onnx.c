@@ -60,7 +60,7 @@ static bool grow(void *arr, size_t n, size_t *cap, size_t elem) {
 
 /* ---- pointer swaps, undone before protobuf-c frees its tree ---------------------- */
 
-static bool save_slot(ex *e, void *slot, size_t *nslot) {
+bool vx_save_slot(ex *e, void *slot, size_t *nslot) {
     if (!grow(&e->rs, e->n_rs, &e->cap_rs, sizeof *e->rs)) return false;
     vx_restore *r = &e->rs[e->n_rs++];
     r->slot = slot;
@@ -256,13 +256,13 @@ static const char *const_name(ex *e, const mpx_tensor *t, const mpx_format *f) {
         if (init) {
             for (size_t i = 0; i < gp->n_initializer; i++)
                 if (gp->initializer[i] == init) {
-                    if (!save_slot(e, &gp->initializer[i], NULL)) return NULL;
+                    if (!vx_save_slot(e, &gp->initializer[i], NULL)) return NULL;
                     gp->initializer[i] = tp;
                 }
             /* Old models list initializers as inputs too: keep that type true. */
             set_elem_type(find_vi(gp->input, gp->n_input, t->name), vx_dtype_of(f));
         } else {
-            if (!save_slot(e, &cv->t, NULL)) return NULL;
+            if (!vx_save_slot(e, &cv->t, NULL)) return NULL;
             cv->t = tp;
         }
     } else {
@@ -305,7 +305,7 @@ static bool set_name(ex *e, char ***list, size_t n, bool *owned, int i, const ch
     if (strcmp((*list)[i], name) == 0) return true;
     if (!*owned) {
         char **copy = mpx_arena_calloc(e->a, n, sizeof *copy);
-        if (!copy || !save_slot(e, list, NULL)) return false;
+        if (!copy || !vx_save_slot(e, list, NULL)) return false;
         memcpy(copy, *list, n * sizeof *copy);
         *list = copy;
         *owned = true;
@@ -372,7 +372,7 @@ static mpx_status edit_node(ex *e, const mpx_node *n, mpx_error *err) {
         if (!strstr(old, "mpx: accumulate")) {
             size_t len = strlen(old) + strlen(note) + 2;
             char *d = mpx_arena_alloc(e->a, len);
-            if (!d || !save_slot(e, &np->doc_string, NULL))
+            if (!d || !vx_save_slot(e, &np->doc_string, NULL))
                 return mpx_error_set(err, MPX_E_NOMEM, "out of memory writing the model");
             snprintf(d, len, "%s%s%s", old, *old ? "\n" : "", note);
             np->doc_string = d;
@@ -453,14 +453,14 @@ static mpx_status set_metadata(ex *e, mpx_error *err) {
     const char *key = "mpx.accumulate";
     for (size_t i = 0; i < m->n_metadata_props; i++)
         if (m->metadata_props[i]->key && strcmp(m->metadata_props[i]->key, key) == 0) {
-            if (!save_slot(e, &m->metadata_props[i]->value, NULL))
+            if (!vx_save_slot(e, &m->metadata_props[i]->value, NULL))
                 return mpx_error_set(err, MPX_E_NOMEM, "out of memory writing the model");
             m->metadata_props[i]->value = (char *)e->accum_value;
             return MPX_OK;
         }
     Onnx__StringStringEntryProto *kv = mpx_arena_alloc(e->a, sizeof *kv);
     Onnx__StringStringEntryProto **v = mpx_arena_calloc(e->a, m->n_metadata_props + 1, sizeof *v);
-    if (!kv || !v || !save_slot(e, &m->metadata_props, &m->n_metadata_props))
+    if (!kv || !v || !vx_save_slot(e, &m->metadata_props, &m->n_metadata_props))
         return mpx_error_set(err, MPX_E_NOMEM, "out of memory writing the model");
     onnx__string_string_entry_proto__init(kv);
     kv->key = (char *)key;
@@ -574,14 +574,14 @@ mpx_status vx_apply_plan(ex *e, mpx_error *err) {
         nodes[w++] = gp->node[i];
         for (int j = first[i]; j >= 0; j = next[j]) nodes[w++] = e->new_nodes[j].node;
     }
-    if (!save_slot(e, &gp->node, &gp->n_node)) return oom(err);
+    if (!vx_save_slot(e, &gp->node, &gp->n_node)) return oom(err);
     gp->node = nodes;
     gp->n_node = w;
     e->sum.nodes = (int)w;
 
     if (e->n_extra_init) {
         Onnx__TensorProto **v = mpx_arena_calloc(e->a, gp->n_initializer + e->n_extra_init, sizeof *v);
-        if (!v || !save_slot(e, &gp->initializer, &gp->n_initializer)) return oom(err);
+        if (!v || !vx_save_slot(e, &gp->initializer, &gp->n_initializer)) return oom(err);
         if (gp->n_initializer) memcpy(v, gp->initializer, gp->n_initializer * sizeof *v);
         memcpy(v + gp->n_initializer, e->extra_init, e->n_extra_init * sizeof *v);
         gp->initializer = v;

@@ -121,8 +121,8 @@ static bool has_ext(const char *path, const char *ext) {
     return n >= k && strcmp(path + n - k, ext) == 0;
 }
 
-mpx_status mpx_viz_export_onnx(const mpx_plan *p, const char *path, bool force, mpx_export_summary *sum,
-                               mpx_error *err) {
+mpx_status mpx_viz_export_onnx(const mpx_plan *p, const char *path, bool force, bool external,
+                               mpx_export_summary *sum, mpx_error *err) {
     if (!p || !p->g) return mpx_error_set(err, MPX_E_ARG, "no model loaded: load one, then export its plan");
     const mpx_graph *g = p->g;
     if (vx_dtype_of(p->opts.target) == MPX_DT_UNDEFINED)
@@ -140,6 +140,10 @@ mpx_status mpx_viz_export_onnx(const mpx_plan *p, const char *path, bool force, 
                              p->opts.target->name);
     mpx_status st = check_path(g, path, force, err);
     if (st) return st;
+    /* The external data file beside the model: "<file name>.data". */
+    char data_path[1100];
+    snprintf(data_path, sizeof data_path, "%s.data", path);
+    const char *location = strrchr(data_path, '/') ? strrchr(data_path, '/') + 1 : data_path;
 
     ex e;
     memset(&e, 0, sizeof e);
@@ -168,26 +172,37 @@ mpx_status mpx_viz_export_onnx(const mpx_plan *p, const char *path, bool force, 
             e.m = onnx__model_proto__unpack(NULL, src_len, src);
             if (!e.m || !e.m->graph)
                 st = mpx_error_set(err, MPX_E_PARSE, "%s no longer reads as an ONNX model: load it again", g->path);
+            else st = vx_internalize(&e, g->path, err);
         }
     } else {
         st = vx_build_model(&e, err);
         src_len = 0;
     }
     if (!st) st = vx_apply_plan(&e, err);
-    size_t len = 0;
+    size_t len = 0, data_len = 0;
+    uint8_t *data = NULL;
     if (!st) {
         len = onnx__model_proto__get_packed_size(e.m);
-        if (len > (size_t)INT32_MAX)
+        /* Over protobuf's 2 GB, or asked for: the weights go beside the model. */
+        if (external || len > (size_t)INT32_MAX) {
+            if (!(st = check_path(g, data_path, force, err))) st = vx_externalize(&e, location, &data, &data_len, err);
+            if (!st) len = onnx__model_proto__get_packed_size(e.m);
+        }
+        if (!st && len > (size_t)INT32_MAX)
             st = mpx_error_set(err, MPX_E_LIMIT,
-                               "the exported model would be %.1f GB: protobuf cannot hold more than 2 GB and mpx "
-                               "does not write external data yet",
-                               (double)len / 1e9);
+                               "the exported model would be %.1f GB even with its weights as external data: "
+                               "protobuf cannot hold more than 2 GB", (double)len / 1e9);
     }
     if (!st && !(out = malloc(len ? len : 1))) st = oom(err);
     if (!st) {
         onnx__model_proto__pack(e.m, out);
-        st = write_atomic(path, out, len, err);
+        if (data && (st = write_atomic(data_path, data, data_len, err)) == MPX_OK) {
+            e.sum.external_bytes = (int64_t)data_len;
+            snprintf(e.sum.external, sizeof e.sum.external, "%s", data_path);
+        }
+        if (!st && (st = write_atomic(path, out, len, err)) != MPX_OK && data) unlink(data_path);
     }
+    free(data);
     vx_undo_swaps(&e);
     if (e.m && from_file) onnx__model_proto__free_unpacked(e.m, NULL);
     free(out);

@@ -182,6 +182,8 @@ typedef struct mpx_export_summary {
     char flushed[256];
     int n_kept;                /* float parameters of low nodes kept as declared (Resize scales ...) */
     char kept[256];
+    int64_t external_bytes;    /* bytes written to the external data file (0: none) */
+    char external[1100];       /* its path ("" when the weights are inline) */
     const mpx_format *target;
     const mpx_format *accum;   /* the accumulation the plan emulates (metadata mpx.accumulate) */
     int accum_block;
@@ -200,8 +202,12 @@ typedef struct mpx_export_summary {
  * path, an existing file without force, a folder that does not exist, an
  * opset raise across a change of one of the model's ops. The file is written
  * to a temporary name in the same folder and renamed, so a failure leaves
- * no file. sum may be NULL. */
-mpx_status mpx_viz_export_onnx(const mpx_plan *p, const char *path, bool force,
+ * no file. Weights go to external data, the file "<path>.data" beside the
+ * model (ONNX's external data: relative location, offset, length), when the
+ * model would pass protobuf's 2 GB limit or when external is set; that file
+ * is written the same way, before the model, and removed if the model's
+ * write fails. sum may be NULL. */
+mpx_status mpx_viz_export_onnx(const mpx_plan *p, const char *path, bool force, bool external,
                                mpx_export_summary *sum, mpx_error *err);
 
 #endif

@@ -60,6 +60,17 @@ int vx_dtype_of(const mpx_format *f);
 /* Edit e->m per e->p (export_onnx.c). */
 mpx_status vx_apply_plan(ex *e, mpx_error *err);
 void vx_undo_swaps(ex *e);
+/* Remember the pointer at slot (and the count at nslot, may be NULL) so
+ * vx_undo_swaps puts them back; false on out of memory. */
+bool vx_save_slot(ex *e, void *slot, size_t *nslot);
+/* Move the initializers' raw data of 1 KiB and more into one buffer (*data,
+ * malloc'ed, *data_len bytes, offsets aligned to 4 KiB) to be written as
+ * the file `location` beside the model; the tensors name it
+ * (export_external.c). */
+mpx_status vx_externalize(ex *e, const char *location, uint8_t **data, size_t *data_len, mpx_error *err);
+/* The source model's external data (src_path's folder) read into its
+ * initializers, so the export owns all its weights. */
+mpx_status vx_internalize(ex *e, const char *src_path, mpx_error *err);
 /* e->m from the IR, for a model that came from JSON (export_build.c). */
 mpx_status vx_build_model(ex *e, mpx_error *err);
 
