@@ -30,6 +30,9 @@
  *  - "Widest" of two formats is the one that holds the other exactly; when
  *    neither does (fp16 and bf16), fp32.
  *  - A tensor of undefined type (downstream of an unknown op) is not float.
+ *  - In a model that holds weights narrower than fp32 (already in mixed
+ *    precision), a green or gray node whose float outputs are declared fp32
+ *    is red by default.
  */
 #include "colour_internal.h"
 
@@ -141,12 +144,46 @@ static mpx_status oom(mpx_error *err) {
     return mpx_error_set(err, MPX_E_NOMEM, "out of memory building the plan");
 }
 
+/* A model already in mixed precision: it holds weights narrower than fp32
+ * (an export of mpx or another converter's output). A model that only
+ * casts an activation to fp16 is an fp32 model with a Cast. */
+static bool declares_low(const mpx_graph *g) {
+    for (int i = 0; i < g->n_tensors; i++) {
+        mpx_dtype d = g->tensors[i]->dtype;
+        if ((g->tensors[i]->flags & MPX_T_CONSTANT) && mpx_dtype_is_float(d) && d != MPX_DT_FLOAT &&
+            d != MPX_DT_DOUBLE)
+            return true;
+    }
+    return false;
+}
+
+/* In such a model a node the op table would run low (green, gray) but whose
+ * float outputs the model declares fp32 was kept fp32 by whoever converted
+ * it: its default is red, so the plan shows the model's own precision (an
+ * export loaded back has the formats of the plan that wrote it, rules
+ * included) and re-exporting it changes nothing. */
+static bool declared_fp32(const mpx_node *n) {
+    int float_out = 0;
+    for (int k = 0; k < n->n_outputs; k++) {
+        const mpx_tensor *t = n->outputs[k];
+        if (!t || !mpx_dtype_is_float(t->dtype)) continue;
+        if (t->dtype != MPX_DT_FLOAT) return false;
+        float_out++;
+    }
+    return float_out > 0 && n->op != MPX_OP_Cast;
+}
+
 static void colour_nodes(mpx_plan *p, const mpx_rules *rules, const double *absmax) {
     const mpx_graph *g = p->g;
+    bool mixed = declares_low(g);
     for (int i = 0; i < g->n_nodes; i++) {
         const mpx_node *n = g->nodes[i];
         mpx_plan_node *pn = &p->nodes[n->index];
         pn->dflt = mpx_colour_default_node(n, p->opts.target, &pn->dflt_source);
+        if (mixed && (pn->dflt == MPX_COLOUR_GREEN || pn->dflt == MPX_COLOUR_GRAY) && declared_fp32(n)) {
+            pn->dflt = MPX_COLOUR_RED;
+            pn->dflt_source = "mpx: declared fp32 in a model already in mixed precision";
+        }
         pn->colour = pn->dflt;
         pn->colour_rule = pn->accum_rule = -1;
         pn->cause = -1;
