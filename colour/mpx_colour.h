@@ -255,6 +255,10 @@ size_t mpx_plan_summary(const mpx_plan *p, char *buf, size_t size);
  * formats, fp32 given as NULL. A model output kept fp32 by keep-io is given
  * in its producer's format: the cast before the output is exact, so the
  * values are the same. Refuses an assign sized for another graph. */
+/* Whether nodes of op compute in fp32 whatever their colour (Range, TopK,
+ * CumSum: runtimes have no low-precision kernels for them). */
+bool mpx_plan_op_fp32_only(mpx_op op);
+
 mpx_status mpx_plan_fill_assign(const mpx_plan *p, mpx_assign *a, mpx_error *err);
 /* The same into a new assignment (free with mpx_assign_free); NULL on error. */
 mpx_assign *mpx_plan_to_assign(const mpx_plan *p, mpx_error *err);

@@ -30,6 +30,8 @@
  *  - "Widest" of two formats is the one that holds the other exactly; when
  *    neither does (fp16 and bf16), fp32.
  *  - A tensor of undefined type (downstream of an unknown op) is not float.
+ *  - Range, TopK and CumSum compute in fp32 whatever their colour
+ *    (mpx_plan_op_fp32_only: runtimes have no low-precision kernels).
  *  - In a model that holds weights narrower than fp32 (already in mixed
  *    precision), a green or gray node whose float outputs are declared fp32
  *    is red by default.
@@ -268,6 +270,7 @@ static bool plan_node(mpx_plan *p, const mpx_node *n, reqs *casts, reqs *convs) 
         break;
     default: comp = fp32; break; /* red, and NONE which never occurs */
     }
+    if (mpx_plan_op_fp32_only(n->op)) comp = fp32;
     pn->compute = comp;
     pn->low = is_low(comp);
     pn->output = comp;
@@ -503,6 +506,16 @@ const mpx_format *mpx_plan_input_format(const mpx_plan *p, const mpx_node *node,
 
 const mpx_format *mpx_plan_dtype_format(mpx_dtype t) { return mpx_dtype_format_(t); }
 bool mpx_plan_tensor_is_const(const mpx_tensor *t) { return t && mpx_tensor_is_const_(t); }
+
+/* Ops runtimes run in fp32 only (ONNX Runtime's CPU provider has no fp16
+ * kernel for them; converters keep their inputs fp32: onnxconverter-common's
+ * block list, ModelOpt AutoCast): a plan that ran them low would predict a
+ * model no runtime computes, so whatever their colour they compute in fp32
+ * and the export keeps their inputs fp32. NonMaxSuppression and RoiAlign
+ * belong here too once the registry has them. */
+bool mpx_plan_op_fp32_only(mpx_op op) {
+    return op == MPX_OP_Range || op == MPX_OP_TopK || op == MPX_OP_CumSum;
+}
 
 bool mpx_plan_input_is_param(const mpx_node *node, int i) { return node && param_input(node, i); }
 

@@ -111,6 +111,11 @@ static void propagation(out *o, const mpx_plan *p, const mpx_node *n) {
         if (first && f != first) mixed = true;
         if (!first) first = f;
     }
+    if (mpx_plan_op_fp32_only(n->op) && pn->colour != MPX_COLOUR_RED) {
+        put(o, "  %s, but %s computes in fp32 whatever its colour: runtimes have no low-precision kernel for it\n",
+            mpx_colour_name(pn->colour), n->op_type);
+        return;
+    }
     switch (pn->colour) {
     case MPX_COLOUR_RED: put(o, "  red: computes in fp32\n"); return;
     case MPX_COLOUR_GREEN: put(o, "  green: computes in %s, the target\n", target); return;

@@ -755,6 +755,28 @@ static void test_gray_clear_red(void) {
 
 /* ---- non-float edges, Shape, folded nodes --------------------------------------- */
 
+/* TopK (like Range and CumSum) computes in fp32 whatever its colour:
+ * runtimes have no low-precision kernel, so a low plan would predict a
+ * model nobody runs. The cast before it is the plan's, and why says so. */
+static void test_fp32_only_ops(void) {
+    char why[4096];
+    mpx_graph *g = new_graph();
+    node(g, "conv", "Conv", "x:f:1x2x4x4 w#f:2x2x1x1", "c", "");
+    node(g, "flat", "Flatten", "c", "f", "axis=1");
+    node(g, "topk", "TopK", "f k=i[3]", "vals idx", "axis=1");
+    finish(g, "vals idx");
+    mpx_plan *p = plan_with(g, "colour TopK green", NULL);
+    CHECK(PN(p, "conv")->compute == F16 && PN(p, "flat")->compute == F16);
+    CHECK(PN(p, "topk")->colour == MPX_COLOUR_GREEN && PN(p, "topk")->compute == F32 && !PN(p, "topk")->low);
+    CHECK(cast_of(p, "f", F32) != NULL);
+    mpx_plan_why(p, NI(g, "topk"), why, sizeof why);
+    CHECK_CONTAINS(why, "TopK computes in fp32 whatever its colour");
+    CHECK(mpx_plan_op_fp32_only(MPX_OP_Range) && mpx_plan_op_fp32_only(MPX_OP_CumSum) &&
+          !mpx_plan_op_fp32_only(MPX_OP_Conv));
+    mpx_plan_free(p);
+    mpx_graph_free(g);
+}
+
 static void test_non_float(void) {
     mpx_graph *g = new_graph();
     node(g, "conv", "Conv", "x:f:1x2x4x4 w#f:2x2x1x1", "c", "");
@@ -1062,6 +1084,7 @@ int main(void) {
     test_rfc_and_keep_io();
     test_gray_clear_red();
     test_non_float();
+    test_fp32_only_ops();
     test_measured();
     test_assign();
     test_run_plan();
