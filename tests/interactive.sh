@@ -202,4 +202,29 @@ run "help quit" "leave mpx"
 quit_with_ctrl_d
 echo "history in the XDG folder; unusable history file: ok"
 
+# Ctrl-C stops a search between or inside its evaluations and applies
+# nothing (PP-OCRv4 det: an evaluation takes seconds; skipped when the models
+# have not been fetched).
+DET="$SRC/.cache/ocr-models-1.4.2/assets/ch_PP-OCRv4_det_infer.onnx"
+if [ -f "$DET" ]; then
+  start
+  run "load $DET" "loaded"
+  run "input x shape 1x3x640x640" "tensors shaped"
+  run "save $tmp/search_before.mpx" "saved"
+  keys "search output.rel_l2 < 1e-2" Enter
+  sleep 4
+  keys C-c
+  wait_for "the search to stop" has "cancelled"
+  expect_line "mpx>"
+  has "search: " && fail "an interrupted search printed a result"
+  run "save $tmp/search_after.mpx" "saved"
+  cmp -s "$tmp/search_before.mpx" "$tmp/search_after.mpx" ||
+    fail "an interrupted search changed the session: $(diff "$tmp/search_before.mpx" "$tmp/search_after.mpx")"
+  run "rules" "no rules"
+  quit_with_ctrl_d
+  echo "Ctrl-C stops a search, nothing applied: ok"
+else
+  echo "SKIP: Ctrl-C during search (no $DET; scripts/fetch-models.sh fetches it)"
+fi
+
 echo "interactive: ok"
