@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -394,11 +395,10 @@ static mpx_status npy_read_header(const char *path, FILE *fp, uint64_t size, npy
     return st;
 }
 
-mpx_status mpx_npy_read(const char *path, mpx_value *out, mpx_error *err) {
-    FILE *fp = NULL;
-    uint64_t size = 0;
-    mpx_status st = open_regular(path, &fp, &size, err);
-    if (st != MPX_OK) return st;
+/* The .npy in fp (size bytes from its start); path names it in messages. */
+static mpx_status npy_read_stream(const char *path, FILE *fp, uint64_t size, mpx_value *out,
+                                  mpx_error *err) {
+    mpx_status st = MPX_OK;
     npy_header h;
     uint64_t off = 0;
     const npy_type *t = NULL;
@@ -456,13 +456,35 @@ mpx_status mpx_npy_read(const char *path, mpx_value *out, mpx_error *err) {
     }
 done:
     free(buf);
-    fclose(fp);
     if (st != MPX_OK) {
         mpx_value_free(&v);
         return st;
     }
     *out = v;
     return MPX_OK;
+}
+
+mpx_status mpx_npy_read(const char *path, mpx_value *out, mpx_error *err) {
+    FILE *fp = NULL;
+    uint64_t size = 0;
+    mpx_status st = open_regular(path, &fp, &size, err);
+    if (st != MPX_OK) return st;
+    st = npy_read_stream(path, fp, size, out, err);
+    fclose(fp);
+    return st;
+}
+
+/* An .npz member arrives decompressed in memory; fmemopen lets the one
+ * stream reader above serve it, so the two paths cannot disagree. */
+mpx_status mpx_npy_read_mem(const char *name, const void *data, size_t len, mpx_value *out,
+                            mpx_error *err) {
+    if (len == 0)
+        return file_error(err, MPX_E_PARSE, name, "not a .npy file: it is empty");
+    FILE *fp = fmemopen((void *)(uintptr_t)data, len, "rb");
+    if (!fp) return file_error(err, MPX_E_NOMEM, name, "cannot read from memory: %s", strerror(errno));
+    mpx_status st = npy_read_stream(name, fp, (uint64_t)len, out, err);
+    fclose(fp);
+    return st;
 }
 
 /* ---- .npy write --------------------------------------------------------------- */

@@ -164,7 +164,13 @@ static bool save_input(sbuf *b, const mpx_input_spec *sp) {
     case MPX_INPUT_FILE:
         sb_printf(b, " file ");
         ok = sb_word(b, sp->path) && ok;
-        sb_printf(b, "\n");
+        sb_printf(b, "%s\n", sp->convert ? " convert" : "");
+        break;
+    case MPX_INPUT_IMAGE:
+    case MPX_INPUT_AUDIO:
+        sb_printf(b, sp->kind == MPX_INPUT_IMAGE ? " image " : " audio ");
+        ok = sb_word(b, sp->path) && ok;
+        sb_printf(b, "%s%s\n", sp->opts[0] ? " " : "", sp->opts);
         break;
     case MPX_INPUT_DEFAULT: break;
     }

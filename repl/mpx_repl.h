@@ -32,7 +32,9 @@ typedef enum mpx_input_kind {
     MPX_INPUT_NORMAL,      /* a = mean, b = std */
     MPX_INPUT_UNIFORM,     /* [a, b) */
     MPX_INPUT_CONST,       /* a */
-    MPX_INPUT_FILE,        /* path (.npy) */
+    MPX_INPUT_FILE,        /* path (.npy); convert: integers to a float input */
+    MPX_INPUT_IMAGE,       /* path (PNG/JPEG), opts */
+    MPX_INPUT_AUDIO,       /* path (WAV, FLAC...), opts */
 } mpx_input_kind;
 
 typedef struct mpx_input_spec {
@@ -41,7 +43,9 @@ typedef struct mpx_input_spec {
     double a, b;
     unsigned long long seed;
     char path[1024];
-    char shape[256];         /* as typed with `input <name> shape`, "" if never */
+    bool convert;            /* file: integer values converted for a float input */
+    char opts[512];          /* image/audio: the option words as typed (checked) */
+    char shape[256];         /* as typed with `input <name> shape` or bound by a file, "" if never */
 } mpx_input_spec;
 
 typedef struct mpx_session {

@@ -22,6 +22,8 @@ mpx_status repl_parse_shape(const char *text, int *rank, int64_t *dims, mpx_erro
  * naming `what`. */
 mpx_status repl_parse_number(const char *text, const char *what, double *out, mpx_error *err);
 double repl_now_ms(void);
+/* "1x3x?x?" (? for an unknown dim), "scalar" for rank 0. */
+const char *repl_dims_str(int rank, const int64_t *dims, char *buf, size_t n);
 /* "12.3M" style figures for tables. */
 const char *repl_human(int64_t v, char *buf, size_t n);
 /* Create the folders path needs (mkdir -p of its parent). */

@@ -231,7 +231,7 @@ static const mpx_command commands[] = {
      "Loads an ONNX model or an mpx JSON model. Inputs keep their symbolic dims until\n"
      "bound with `input`. A model that fails to load leaves the session unchanged.",
      repl_cmd_load},
-    {"input", "input <name> shape <AxBxC> | random [normal|uniform] [<a> <b>] [seed <n>] | const <v> | file <x.npy>",
+    {"input", "input <name> shape <AxBxC> | random [normal|uniform] [<a> <b>] [seed <n>] | const <v> | file <x.npy> [convert] | image <file> [size <H>x<W>] [layout nchw|nhwc] [channels rgb|bgr|gray] [scale <s>] [mean <a,b,c>] [std <a,b,c>] | audio <file> [rate <hz>] [length <n>] [scale <s>]",
      "bind an input's shape, or say how its values are made",
      "shape: binds the input's dims (replacing symbolic ones such as\n"
      "p2o.DynamicDimension.0), then infers every tensor's shape and each node's cost\n"
@@ -239,7 +239,18 @@ static const mpx_command commands[] = {
      "binding stays.\n"
      "random: normal(mean, std) (default 0 1) or uniform [low, high) (default 0 1),\n"
      "seeded (default seed 0): the same seed gives the same values on every machine.\n"
-     "const: every element the value. file: a NumPy .npy file, whose shape is bound.\n"
+     "const: every element the value. file: a NumPy .npy file, whose shape is bound;\n"
+     "integer arrays feed a float input only with `convert` (each to the nearest float).\n"
+     "image: a PNG or JPEG (libpng, libjpeg-turbo); value = (pixel/255*scale - mean)/std\n"
+     "per channel (default 1, 0, 1; mean/std take 1 or 3 values). The shape follows the\n"
+     "input: rank 4 gets batch 1, layout nchw unless the input's last dim is 1 or 3\n"
+     "(nhwc), channels gray for a 1-channel input else rgb; alpha is dropped, gray from\n"
+     "colour is 0.299R+0.587G+0.114B. size resizes (bilinear, half-pixel centres, no\n"
+     "antialiasing) only when it differs from the file.\n"
+     "audio: WAV, FLAC, OGG... (libsndfile), channels averaged, values in [-1, 1) times\n"
+     "scale (32768: int16 range); rate resamples (libsamplerate, best sinc); length\n"
+     "pads with zeros or cuts. Shape [n], [1, n] or [1, 1, n] by the input's rank.\n"
+     "A file whose shape differs from the bound one binds its shape (and says so).\n"
      "An input never set is random normal(0, 1), seed 0.",
      repl_cmd_input},
     {"info", "info", "model summary: opset, node and parameter counts, inputs, outputs", NULL, repl_cmd_info},

@@ -1,0 +1,144 @@
+/* data_npz.c - NumPy .npz archives (np.savez, np.savez_compressed) and the
+ * sniffing of data files by content.
+ *
+ * An .npz is a zip of .npy members. libzip reads the archive (stored and
+ * deflated members, zip64, CRC checked as it reads); each member is
+ * decompressed into memory and handed to the one .npy reader
+ * (mpx_npy_read_mem), so .npy and .npz cannot disagree. */
+#include "mpx_numerics.h"
+
+#include <errno.h>
+#include <sndfile.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zip.h>
+
+/* A member larger than this is refused before it is decompressed (a zip bomb
+ * claims gigabytes): 8 bytes per element at mpx's element limit. */
+#define MAX_MEMBER ((zip_uint64_t)MPX_MAX_ELEMS * 8u + 65536u)
+
+static mpx_status npz_error(mpx_error *err, mpx_status st, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static mpx_status npz_error(mpx_error *err, mpx_status st, const char *path, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    st = mpx_error_vnode(err, st, path, NULL, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+void mpx_npz_free(mpx_npz *z) {
+    if (!z) return;
+    for (int i = 0; i < z->n; i++) {
+        free(z->keys[i]);
+        mpx_value_free(&z->values[i]);
+    }
+    free(z->keys);
+    free(z->values);
+    memset(z, 0, sizeof *z);
+}
+
+/* Member i of an open archive into z (keys[z->n], values[z->n]). */
+static mpx_status read_member(const char *path, zip_t *za, zip_uint64_t i, mpx_npz *z, mpx_error *err) {
+    zip_stat_t zs;
+    if (zip_stat_index(za, i, 0, &zs) != 0 || !(zs.valid & ZIP_STAT_NAME) || !(zs.valid & ZIP_STAT_SIZE))
+        return npz_error(err, MPX_E_PARSE, path, "member %llu: %s", (unsigned long long)i, zip_strerror(za));
+    size_t nl = strlen(zs.name);
+    if (nl < 5 || strcmp(zs.name + nl - 4, ".npy") != 0)
+        return npz_error(err, MPX_E_PARSE, path, "member \"%s\" is not an .npy array (an .npz holds only those)", zs.name);
+    if (zs.size > MAX_MEMBER)
+        return npz_error(err, MPX_E_LIMIT, path, "member \"%s\" claims %llu bytes, more than mpx reads", zs.name,
+                         (unsigned long long)zs.size);
+    char name[1200];
+    snprintf(name, sizeof name, "%s:%s", path, zs.name);
+    unsigned char *buf = malloc(zs.size ? (size_t)zs.size : 1u);
+    if (!buf) return npz_error(err, MPX_E_NOMEM, path, "out of memory for member \"%s\"", zs.name);
+    zip_file_t *zf = zip_fopen_index(za, i, 0);
+    zip_int64_t got = zf ? zip_fread(zf, buf, zs.size) : -1;
+    /* A CRC mismatch or a short member shows at the read or at the close. */
+    bool bad = !zf || got < 0 || (zip_uint64_t)got != zs.size;
+    char why[200] = "";
+    if (bad) snprintf(why, sizeof why, "%s", zf ? zip_file_strerror(zf) : zip_strerror(za));
+    if (zf && zip_fclose(zf) != 0 && !bad) {
+        bad = true;
+        snprintf(why, sizeof why, "checksum or length does not match");
+    }
+    if (bad) {
+        free(buf);
+        return npz_error(err, MPX_E_PARSE, path, "member \"%s\" cannot be read: %s", zs.name, why);
+    }
+    mpx_value v;
+    mpx_status st = mpx_npy_read_mem(name, buf, (size_t)zs.size, &v, err);
+    free(buf);
+    if (st) return st;
+    char *key = malloc(nl - 3);
+    if (!key) {
+        mpx_value_free(&v);
+        return npz_error(err, MPX_E_NOMEM, path, "out of memory");
+    }
+    memcpy(key, zs.name, nl - 4);
+    key[nl - 4] = '\0';
+    z->keys[z->n] = key;
+    z->values[z->n] = v;
+    z->n++;
+    return MPX_OK;
+}
+
+mpx_status mpx_npz_read(const char *path, mpx_npz *out, mpx_error *err) {
+    struct stat sb;
+    if (stat(path, &sb) != 0) return npz_error(err, MPX_E_IO, path, "cannot open: %s", strerror(errno));
+    if (!S_ISREG(sb.st_mode)) return npz_error(err, MPX_E_IO, path, "not a regular file");
+    int ze = 0;
+    zip_t *za = zip_open(path, ZIP_RDONLY | ZIP_CHECKCONS, &ze);
+    if (!za) {
+        zip_error_t e;
+        zip_error_init_with_code(&e, ze);
+        mpx_status st = npz_error(err, MPX_E_PARSE, path, "not a readable .npz (zip) archive: %s", zip_error_strerror(&e));
+        zip_error_fini(&e);
+        return st;
+    }
+    zip_int64_t n = zip_get_num_entries(za, 0);
+    mpx_npz z = {0};
+    mpx_status st = MPX_OK;
+    if (n <= 0) {
+        st = npz_error(err, MPX_E_PARSE, path, "the archive holds no arrays");
+    } else if (n > 4096) {
+        st = npz_error(err, MPX_E_LIMIT, path, "the archive holds %lld members; mpx reads at most 4096", (long long)n);
+    } else {
+        z.keys = calloc((size_t)n, sizeof *z.keys);
+        z.values = calloc((size_t)n, sizeof *z.values);
+        if (!z.keys || !z.values) st = npz_error(err, MPX_E_NOMEM, path, "out of memory");
+        for (zip_int64_t i = 0; !st && i < n; i++) st = read_member(path, za, (zip_uint64_t)i, &z, err);
+    }
+    zip_discard(za);
+    if (st) {
+        mpx_npz_free(&z);
+        return st;
+    }
+    *out = z;
+    return MPX_OK;
+}
+
+const char *mpx_data_kind(const char *path) {
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) return NULL;
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return NULL;
+    unsigned char sig[8] = {0};
+    size_t got = fread(sig, 1, sizeof sig, fp);
+    fclose(fp);
+    if (got == 8 && memcmp(sig, "\x89PNG\r\n\x1a\n", 8) == 0) return "png";
+    if (got >= 3 && sig[0] == 0xff && sig[1] == 0xd8 && sig[2] == 0xff) return "jpeg";
+    if (got >= 6 && memcmp(sig, "\x93NUMPY", 6) == 0) return "npy";
+    if (got >= 4 && memcmp(sig, "PK\x03\x04", 4) == 0) return "npz";
+    SF_INFO info;
+    memset(&info, 0, sizeof info);
+    SNDFILE *f = sf_open(path, SFM_READ, &info);
+    if (!f) return NULL;
+    sf_close(f);
+    return "audio";
+}

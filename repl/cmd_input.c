@@ -1,0 +1,420 @@
+/* cmd_input.c - `input`: how each model input's values are made.
+ *
+ * A spec (mpx_input_spec) says how: random, constant, an .npy file, an image
+ * or a sound file with their options. The values are made from the specs at
+ * every run (decoding is cheap next to a run, and it keeps the specs the one
+ * truth that `save` replays). Image and audio options are kept as the words
+ * the user typed and parsed by the same function at `input` time and at run
+ * time, so what was checked is what runs. */
+#include "repl_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const mpx_tensor *find_input(const mpx_graph *g, const char *name) {
+    for (int i = 0; i < g->n_inputs; i++)
+        if (strcmp(g->inputs[i]->name, name) == 0) return g->inputs[i];
+    return NULL;
+}
+
+static mpx_input_spec *find_spec(mpx_session *s, const char *name) {
+    for (int i = 0; i < s->n_specs; i++)
+        if (strcmp(s->specs[i].name, name) == 0) return &s->specs[i];
+    return NULL;
+}
+
+/* The session's spec for name, made (default) if missing; NULL on out of memory. */
+static mpx_input_spec *spec_slot(mpx_session *s, const char *name) {
+    mpx_input_spec *sp = find_spec(s, name);
+    if (sp) return sp;
+    mpx_input_spec *grown = realloc(s->specs, (size_t)(s->n_specs + 1) * sizeof *grown);
+    if (!grown) return NULL;
+    s->specs = grown;
+    sp = &s->specs[s->n_specs++];
+    memset(sp, 0, sizeof *sp);
+    snprintf(sp->name, sizeof sp->name, "%s", name);
+    return sp;
+}
+
+const char *repl_dims_str(int rank, const int64_t *dims, char *buf, size_t n) {
+    size_t o = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < rank && o < n; i++) {
+        if (dims[i] < 0) o += (size_t)snprintf(buf + o, n - o, "%s?", i ? "x" : "");
+        else o += (size_t)snprintf(buf + o, n - o, "%s%lld", i ? "x" : "", (long long)dims[i]);
+    }
+    if (rank == 0) snprintf(buf, n, "scalar");
+    return buf;
+}
+
+/* ---- image and audio options ------------------------------------------------- */
+
+/* "a,b,c" (or one value for every channel) into v[3]. */
+static mpx_status parse_triple(const char *text, const char *what, double v[3], mpx_error *err) {
+    char buf[128];
+    if (strlen(text) >= sizeof buf) return mpx_error_set(err, MPX_E_ARG, "%s: \"%s\" is too long", what, text);
+    snprintf(buf, sizeof buf, "%s", text);
+    int k = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (k == 3) return mpx_error_set(err, MPX_E_ARG, "%s: \"%s\" has more than 3 values", what, text);
+        mpx_status st = repl_parse_number(tok, what, &v[k++], err);
+        if (st) return st;
+    }
+    if (k == 1) v[1] = v[2] = v[0];
+    else if (k != 3)
+        return mpx_error_set(err, MPX_E_ARG, "%s: \"%s\" needs 1 or 3 values (a,b,c)", what, text);
+    return MPX_OK;
+}
+
+static mpx_status parse_count(const char *text, const char *what, int64_t lo, int64_t *out, mpx_error *err) {
+    double d;
+    mpx_status st = repl_parse_number(text, what, &d, err);
+    if (st) return st;
+    if (!(d >= (double)lo) || d > 2147483647.0 || d != floor(d))
+        return mpx_error_set(err, MPX_E_ARG, "%s: \"%s\" is not a whole number >= %lld", what, text, (long long)lo);
+    *out = (int64_t)d;
+    return MPX_OK;
+}
+
+static mpx_status parse_image_opts(int argc, char **argv, mpx_image_opts *o, mpx_error *err) {
+    mpx_image_opts_default(o);
+    mpx_status st = MPX_OK;
+    for (int a = 0; a < argc && !st; a += 2) {
+        const char *k = argv[a], *v = a + 1 < argc ? argv[a + 1] : NULL;
+        if (!v)
+            return mpx_error_set(err, MPX_E_ARG, "%s needs a value (image options: size <H>x<W>, layout nchw|nhwc, "
+                                 "channels rgb|bgr|gray, scale <s>, mean <a,b,c>, std <a,b,c>)", k);
+        if (strcmp(k, "size") == 0) {
+            int rank = 0;
+            int64_t d[MPX_MAX_RANK];
+            if ((st = repl_parse_shape(v, &rank, d, err))) return st;
+            if (rank != 2) return mpx_error_set(err, MPX_E_ARG, "size: \"%s\" is not <H>x<W>", v);
+            o->height = d[0], o->width = d[1];
+        } else if (strcmp(k, "layout") == 0) {
+            if (strcmp(v, "nchw") == 0) o->layout = MPX_LAYOUT_NCHW;
+            else if (strcmp(v, "nhwc") == 0) o->layout = MPX_LAYOUT_NHWC;
+            else return mpx_error_set(err, MPX_E_ARG, "layout: \"%s\" is not nchw or nhwc", v);
+        } else if (strcmp(k, "channels") == 0) {
+            if (strcmp(v, "rgb") == 0) o->channels = MPX_CHANNELS_RGB;
+            else if (strcmp(v, "bgr") == 0) o->channels = MPX_CHANNELS_BGR;
+            else if (strcmp(v, "gray") == 0 || strcmp(v, "grey") == 0) o->channels = MPX_CHANNELS_GRAY;
+            else return mpx_error_set(err, MPX_E_ARG, "channels: \"%s\" is not rgb, bgr or gray", v);
+        } else if (strcmp(k, "scale") == 0) {
+            st = repl_parse_number(v, "scale", &o->scale, err);
+        } else if (strcmp(k, "mean") == 0) {
+            st = parse_triple(v, "mean", o->mean, err);
+        } else if (strcmp(k, "std") == 0) {
+            st = parse_triple(v, "std", o->std, err);
+        } else {
+            return mpx_error_set(err, MPX_E_ARG, "unknown image option \"%s\" (size, layout, channels, scale, mean, std)", k);
+        }
+    }
+    return st;
+}
+
+static mpx_status parse_audio_opts(int argc, char **argv, mpx_audio_opts *o, mpx_error *err) {
+    mpx_audio_opts_default(o);
+    mpx_status st = MPX_OK;
+    for (int a = 0; a < argc && !st; a += 2) {
+        const char *k = argv[a], *v = a + 1 < argc ? argv[a + 1] : NULL;
+        if (!v) return mpx_error_set(err, MPX_E_ARG, "%s needs a value (audio options: rate <hz>, length <n>, scale <s>)", k);
+        int64_t n = 0;
+        if (strcmp(k, "rate") == 0) {
+            if (!(st = parse_count(v, "rate", 1, &n, err))) o->rate = (int)n;
+        } else if (strcmp(k, "length") == 0) {
+            if (!(st = parse_count(v, "length", 1, &n, err))) o->length = n;
+        } else if (strcmp(k, "scale") == 0) {
+            st = repl_parse_number(v, "scale", &o->scale, err);
+        } else {
+            return mpx_error_set(err, MPX_E_ARG, "unknown audio option \"%s\" (rate, length, scale)", k);
+        }
+    }
+    return st;
+}
+
+/* The option words kept in a spec, split again (they hold no spaces). */
+static int split_opts(char *text, char **words, int max) {
+    int n = 0;
+    for (char *save = NULL, *tok = strtok_r(text, " ", &save); tok && n < max; tok = strtok_r(NULL, " ", &save))
+        words[n++] = tok;
+    return n;
+}
+
+/* ---- values from a spec ------------------------------------------------------- */
+
+/* Decode a spec's file (npy, image or audio) for input t. */
+static mpx_status read_spec_file(const mpx_input_spec *sp, const mpx_tensor *t, mpx_value *v, mpx_error *err) {
+    char opts[sizeof sp->opts];
+    char *words[32];
+    snprintf(opts, sizeof opts, "%s", sp->opts);
+    int nw = split_opts(opts, words, 32);
+    mpx_status st;
+    if (sp->kind == MPX_INPUT_IMAGE) {
+        mpx_image_opts io;
+        if ((st = parse_image_opts(nw, words, &io, err))) return st;
+        if (t->rank < 0) return mpx_error_set(err, MPX_E_SHAPE, "input %s has no known rank; bind its shape first", t->name);
+        return mpx_image_read(sp->path, &io, t->rank, t->dims, v, err);
+    }
+    if (sp->kind == MPX_INPUT_AUDIO) {
+        mpx_audio_opts ao;
+        if ((st = parse_audio_opts(nw, words, &ao, err))) return st;
+        if (t->rank < 0) return mpx_error_set(err, MPX_E_SHAPE, "input %s has no known rank; bind its shape first", t->name);
+        return mpx_audio_read(sp->path, &ao, t->rank, v, NULL, err);
+    }
+    const char *dk = mpx_data_kind(sp->path);
+    if (dk && strcmp(dk, "npy") != 0)
+        return mpx_error_set(err, MPX_E_ARG, "%s is %s %s file, not .npy (%s)", sp->path, strcmp(dk, "audio") == 0 ? "an" : "a",
+                             dk, strcmp(dk, "npz") == 0 ? "an .npz holds several arrays: use `data <file.npz>`"
+                                 : strcmp(dk, "audio") == 0 ? "use: input <name> audio <file>"
+                                                            : "use: input <name> image <file>");
+    if ((st = mpx_npy_read(sp->path, v, err))) return st;
+    bool is_int = v->i != NULL, want_int = mpx_dtype_is_int_like(t->dtype);
+    if (is_int && !want_int) {
+        if (!sp->convert) {
+            char dt[32];
+            snprintf(dt, sizeof dt, "%s", mpx_dtype_name(v->dtype));
+            mpx_value_free(v);
+            return mpx_error_set(err, MPX_E_ARG,
+                                 "%s holds %s values but input %s is %s; add `convert` (input %s file %s convert) "
+                                 "to convert each integer to the nearest %s", sp->path, dt, t->name,
+                                 mpx_dtype_name(t->dtype), t->name, sp->path, mpx_dtype_name(t->dtype));
+        }
+        mpx_value f;
+        if ((st = mpx_value_alloc_raw(&f, MPX_DT_FLOAT, v->rank, v->dims, err))) {
+            mpx_value_free(v);
+            return st;
+        }
+        for (int64_t i = 0; i < v->n; i++) f.f[i] = (float)v->i[i];
+        mpx_value_free(v);
+        *v = f;
+    } else if (!is_int && want_int) {
+        mpx_value_free(v);
+        return mpx_error_set(err, MPX_E_ARG, "%s holds float values but input %s is %s (integer)", sp->path, t->name,
+                             mpx_dtype_name(t->dtype));
+    }
+    return MPX_OK;
+}
+
+/* Values for one input from its spec (the input's shape must be bound). */
+static mpx_status make_input(const mpx_input_spec *sp, const mpx_tensor *t, mpx_value *v, mpx_error *err) {
+    char a[256], b[256];
+    if (sp && (sp->kind == MPX_INPUT_FILE || sp->kind == MPX_INPUT_IMAGE || sp->kind == MPX_INPUT_AUDIO)) {
+        mpx_value f;
+        mpx_status st = read_spec_file(sp, t, &f, err);
+        if (st) return st;
+        bool same = f.rank == t->rank;
+        for (int i = 0; same && i < t->rank; i++) same = f.dims[i] == t->dims[i];
+        if (!same) {
+            mpx_value_free(&f);
+            return mpx_error_set(err, MPX_E_SHAPE, "%s gives shape %s but input %s is bound to %s", sp->path,
+                                 repl_dims_str(f.rank, f.dims, a, sizeof a), t->name,
+                                 repl_dims_str(t->rank, t->dims, b, sizeof b));
+        }
+        f.dtype = t->dtype;
+        *v = f;
+        return MPX_OK;
+    }
+    if (t->nelem < 0)
+        return mpx_error_set(err, MPX_E_SHAPE, "input %s has no shape yet (use: input %s shape <AxBxC>)",
+                             t->name, t->name);
+    mpx_status st = mpx_value_alloc(v, t->dtype, t->rank, t->dims, err);
+    if (st) return st;
+    mpx_input_kind k = sp ? sp->kind : MPX_INPUT_DEFAULT;
+    double pa = sp ? sp->a : 0.0, pb = sp ? sp->b : 1.0;
+    if (k == MPX_INPUT_DEFAULT) k = MPX_INPUT_NORMAL, pa = 0.0, pb = 1.0;
+    mpx_rng r;
+    mpx_rng_init(&r, sp ? sp->seed : 0);
+    for (int64_t i = 0; i < v->n; i++) {
+        double x = k == MPX_INPUT_CONST     ? pa
+                   : k == MPX_INPUT_UNIFORM ? pa + (pb - pa) * mpx_rng_unit(&r)
+                                            : mpx_rng_normal(&r, pa, pb);
+        if (v->f) v->f[i] = (float)x;
+        else v->i[i] = (int64_t)floor(x);
+    }
+    return MPX_OK;
+}
+
+mpx_status repl_make_inputs(const mpx_session *s, mpx_value **out, mpx_error *err) {
+    const mpx_graph *g = s->graph;
+    mpx_value *v = calloc(g->n_inputs ? (size_t)g->n_inputs : 1u, sizeof *v);
+    if (!v) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    for (int i = 0; i < g->n_inputs; i++) v[i].n = -1;
+    for (int i = 0; i < g->n_inputs; i++) {
+        const mpx_input_spec *sp = NULL;
+        for (int k = 0; k < s->n_specs; k++)
+            if (strcmp(s->specs[k].name, g->inputs[i]->name) == 0) sp = &s->specs[k];
+        mpx_status st = make_input(sp, g->inputs[i], &v[i], err);
+        if (st) {
+            repl_free_inputs(s, v);
+            return st;
+        }
+    }
+    *out = v;
+    return MPX_OK;
+}
+
+void repl_free_inputs(const mpx_session *s, mpx_value *v) {
+    if (!v) return;
+    for (int i = 0; i < s->graph->n_inputs; i++) mpx_value_free(&v[i]);
+    free(v);
+}
+
+static mpx_status parse_seed(const char *text, unsigned long long *seed, mpx_error *err) {
+    char *end;
+    if (!*text || *text == '-') return mpx_error_set(err, MPX_E_ARG, "seed: \"%s\" is not a count", text);
+    unsigned long long v = strtoull(text, &end, 10);
+    if (*end) return mpx_error_set(err, MPX_E_ARG, "seed: \"%s\" is not a count", text);
+    *seed = v;
+    return MPX_OK;
+}
+
+/* ---- the command ------------------------------------------------------------------ */
+
+static mpx_status parse_random(int argc, char **argv, mpx_input_spec *sp, const char *usage, mpx_error *err) {
+    int a = 3;
+    mpx_status st;
+    sp->kind = MPX_INPUT_NORMAL, sp->a = 0.0, sp->b = 1.0, sp->seed = 0;
+    if (a < argc && (strcmp(argv[a], "normal") == 0 || strcmp(argv[a], "uniform") == 0)) {
+        if (argv[a][0] == 'u') sp->kind = MPX_INPUT_UNIFORM, sp->a = 0.0, sp->b = 1.0;
+        a++;
+    }
+    if (a + 1 < argc && strcmp(argv[a], "seed") != 0) {
+        if ((st = repl_parse_number(argv[a], sp->kind == MPX_INPUT_NORMAL ? "mean" : "low", &sp->a, err)) ||
+            (st = repl_parse_number(argv[a + 1], sp->kind == MPX_INPUT_NORMAL ? "std" : "high", &sp->b, err)))
+            return st;
+        a += 2;
+        if (sp->kind == MPX_INPUT_NORMAL && !(sp->b >= 0))
+            return mpx_error_set(err, MPX_E_ARG, "std %s is negative", argv[a - 1]);
+        if (sp->kind == MPX_INPUT_UNIFORM && !(sp->b > sp->a))
+            return mpx_error_set(err, MPX_E_ARG, "uniform range [%s, %s) is empty", argv[a - 2], argv[a - 1]);
+    }
+    if (a + 1 < argc && strcmp(argv[a], "seed") == 0) {
+        if ((st = parse_seed(argv[a + 1], &sp->seed, err))) return st;
+        a += 2;
+    }
+    if (a != argc) return mpx_error_set(err, MPX_E_ARG, "unexpected \"%s\"; %s", argv[a], usage);
+    return MPX_OK;
+}
+
+/* file, image, audio: check the options, decode once (the file decides the
+ * shape where the model leaves it open) and bind that shape when it differs,
+ * saying when it replaces one the user set. */
+static mpx_status parse_file_kind(mpx_session *s, int argc, char **argv, const mpx_tensor *t, mpx_input_spec *sp,
+                                  mpx_error *err) {
+    const char *kind = argv[2];
+    if (argc < 4) return mpx_error_set(err, MPX_E_ARG, "usage: input <name> %s <file> [options]", kind);
+    if (strlen(argv[3]) >= sizeof sp->path) return mpx_error_set(err, MPX_E_ARG, "path too long");
+    sp->kind = strcmp(kind, "image") == 0 ? MPX_INPUT_IMAGE : strcmp(kind, "audio") == 0 ? MPX_INPUT_AUDIO : MPX_INPUT_FILE;
+    snprintf(sp->path, sizeof sp->path, "%s", argv[3]);
+    sp->convert = false;
+    sp->opts[0] = '\0';
+    mpx_status st;
+    if (sp->kind == MPX_INPUT_FILE) {
+        if (argc == 5 && strcmp(argv[4], "convert") == 0) sp->convert = true;
+        else if (argc != 4) return mpx_error_set(err, MPX_E_ARG, "usage: input <name> file <x.npy> [convert]");
+    } else {
+        /* Check the words now; keep them for every later run and for save. */
+        size_t o = 0;
+        for (int a = 4; a < argc; a++) {
+            if (strchr(argv[a], ' ')) return mpx_error_set(err, MPX_E_ARG, "option \"%s\" holds a space", argv[a]);
+            int w = snprintf(sp->opts + o, sizeof sp->opts - o, "%s%s", o ? " " : "", argv[a]);
+            if (w < 0 || (size_t)w >= sizeof sp->opts - o) return mpx_error_set(err, MPX_E_ARG, "options too long");
+            o += (size_t)w;
+        }
+        mpx_image_opts io;
+        mpx_audio_opts ao;
+        st = sp->kind == MPX_INPUT_IMAGE ? parse_image_opts(argc - 4, argv + 4, &io, err)
+                                         : parse_audio_opts(argc - 4, argv + 4, &ao, err);
+        if (st) return st;
+    }
+    mpx_value f;
+    if ((st = read_spec_file(sp, t, &f, err))) return st;
+    char shape[256], was[256];
+    repl_dims_str(f.rank, f.dims, shape, sizeof shape);
+    bool same = t->nelem >= 0 && f.rank == t->rank;
+    for (int i = 0; same && i < t->rank; i++) same = f.dims[i] == t->dims[i];
+    mpx_value_free(&f);
+    if (!same) {
+        bool typed = sp->shape[0] != 0;
+        snprintf(was, sizeof was, "%s", sp->shape);
+        if ((st = repl_input_shape(s, argv[1], shape, err))) return st;
+        if (typed && strcmp(was, shape) != 0)
+            fprintf(s->out, "input %s: %s gives shape %s, which replaces the shape %s bound before\n", argv[1],
+                    sp->path, shape, was);
+        snprintf(sp->shape, sizeof sp->shape, "%s", shape);
+    }
+    return MPX_OK;
+}
+
+/* input <name> shape S | random [normal|uniform] [a b] [seed n] | const v
+ *            | file x.npy [convert] | image f [opts] | audio f [opts] */
+MPX_CMD(repl_cmd_input) {
+    static const char usage[] =
+        "usage: input <name> shape <AxBxC> | random [normal|uniform] [<a> <b>] [seed <n>] | "
+        "const <v> | file <x.npy> [convert] | image <file> [options] | audio <file> [options]";
+    if (argc < 3) return mpx_error_set(err, MPX_E_ARG, "%s", usage);
+    mpx_status st = repl_need_model(s, err);
+    if (st) return st;
+    const mpx_tensor *t = find_input(s->graph, argv[1]);
+    if (!t) {
+        char names[512] = "";
+        size_t o = 0;
+        for (int i = 0; i < s->graph->n_inputs && o < sizeof names; i++)
+            o += (size_t)snprintf(names + o, sizeof names - o, "%s%s", i ? ", " : "", s->graph->inputs[i]->name);
+        return mpx_error_set(err, MPX_E_ARG, "the model has no input \"%s\" (inputs: %s)", argv[1], names);
+    }
+    const char *kind = argv[2];
+    mpx_input_spec sp;
+    memset(&sp, 0, sizeof sp);
+    mpx_input_spec *old = find_spec(s, argv[1]);
+    if (old) sp = *old;
+    snprintf(sp.name, sizeof sp.name, "%s", argv[1]);
+    if (strcmp(kind, "shape") == 0) {
+        if (argc != 4) return mpx_error_set(err, MPX_E_ARG, "usage: input <name> shape <AxBxC>");
+        if (strlen(argv[3]) >= sizeof sp.shape) return mpx_error_set(err, MPX_E_ARG, "shape too long");
+        st = repl_input_shape(s, argv[1], argv[3], err);
+        if (st) return st;
+        mpx_input_spec *slot = spec_slot(s, argv[1]);
+        if (slot) snprintf(slot->shape, sizeof slot->shape, "%s", argv[3]);
+        return MPX_OK;
+    }
+    if (strcmp(kind, "random") == 0) {
+        if ((st = parse_random(argc, argv, &sp, usage, err))) return st;
+    } else if (strcmp(kind, "const") == 0) {
+        if (argc != 4) return mpx_error_set(err, MPX_E_ARG, "usage: input <name> const <value>");
+        if ((st = repl_parse_number(argv[3], "const", &sp.a, err))) return st;
+        if (!isfinite(sp.a)) return mpx_error_set(err, MPX_E_ARG, "const: %s is not finite", argv[3]);
+        sp.kind = MPX_INPUT_CONST;
+    } else if (strcmp(kind, "file") == 0 || strcmp(kind, "image") == 0 || strcmp(kind, "audio") == 0) {
+        if ((st = parse_file_kind(s, argc, argv, t, &sp, err))) return st;
+    } else {
+        return mpx_error_set(err, MPX_E_ARG, "unknown input kind \"%s\"; %s", kind, usage);
+    }
+    mpx_input_spec *slot = spec_slot(s, argv[1]);
+    if (!slot) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    *slot = sp;
+    switch (sp.kind) {
+    case MPX_INPUT_NORMAL:
+        fprintf(s->out, "input %s: random normal(mean %g, std %g), seed %llu\n", sp.name, sp.a, sp.b, sp.seed);
+        break;
+    case MPX_INPUT_UNIFORM:
+        fprintf(s->out, "input %s: random uniform [%g, %g), seed %llu\n", sp.name, sp.a, sp.b, sp.seed);
+        break;
+    case MPX_INPUT_CONST: fprintf(s->out, "input %s: constant %g\n", sp.name, sp.a); break;
+    case MPX_INPUT_FILE:
+        fprintf(s->out, "input %s: values from %s%s\n", sp.name, sp.path,
+                sp.convert ? " (integers converted to the nearest float)" : "");
+        break;
+    case MPX_INPUT_IMAGE:
+    case MPX_INPUT_AUDIO: {
+        char shape[256];
+        t = find_input(s->graph, argv[1]); /* the graph may be new (a shape bound) */
+        fprintf(s->out, "input %s: %s %s%s%s, shape %s\n", sp.name, sp.kind == MPX_INPUT_IMAGE ? "image" : "audio",
+                sp.path, sp.opts[0] ? " " : "", sp.opts, t ? repl_dims_str(t->rank, t->dims, shape, sizeof shape) : "?");
+        break;
+    }
+    default: break;
+    }
+    return MPX_OK;
+}
