@@ -30,6 +30,7 @@ void mpx_compare_free(mpx_compare *c) {
     free(c->ref);
     free(c->cand);
     free(c->layers);
+    mpx_samples_free(c->samples);
     free(c);
 }
 

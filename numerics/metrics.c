@@ -276,6 +276,20 @@ double mpx_metric_value(const mpx_metrics *m, mpx_metric_id id) {
     }
 }
 
+void mpx_metric_set(mpx_metrics *m, mpx_metric_id id, double v) {
+    switch (id) {
+#define REAL_SET(name) m->name = v
+#define COUNT_SET(name) m->name = isfinite(v) ? (int64_t)llround(v) : INT64_MAX
+#define MPX_METRIC(name, kind, worse) \
+    case MPX_METRIC_##name: kind##_SET(name); break;
+#include "metrics.def"
+#undef MPX_METRIC
+#undef REAL_SET
+#undef COUNT_SET
+    default: break;
+    }
+}
+
 const char *mpx_metric_names(const char *sep, char *buf, size_t n) {
     size_t o = 0;
     if (n) buf[0] = '\0';

@@ -502,6 +502,12 @@ typedef struct mpx_compare {
      * by the cache are not counted in peak_bytes). */
     int n_run;
     bool incremental;
+    /* When this comparison stands for a run over several samples (a data
+     * set): every sample's figures (owned; freed with it). layers then hold
+     * each layer's worst over the samples (mpx_samples_reduce), and ref/cand
+     * the kept values of the sample whose worst model output is worst. NULL
+     * for a one-input run. */
+    struct mpx_samples *samples;
 } mpx_compare;
 
 /* Runs the fp32 reference and the candidate assignment a (NULL: fp32) side by
@@ -526,6 +532,42 @@ mpx_status mpx_compare_run_many(const mpx_graph *g, const mpx_assign *const *a, 
 void mpx_compare_free(mpx_compare *c);
 /* The layer of a tensor, or NULL. */
 const mpx_layer *mpx_compare_layer(const mpx_compare *c, int tensor);
+
+/* ---- many samples (numerics/samples.c) ----------------------------------------
+ * The figures of one plan run on several samples, layer by layer, and their
+ * statistics. A layer's "worst" is taken per metric (the largest of a HIGH
+ * metric, the smallest of a LOW one, NaN worst of all), so the worst rel_l2
+ * and the worst cos of a layer may come from different samples. */
+typedef enum mpx_stat {
+    MPX_STAT_WORST,
+    MPX_STAT_MEAN,   /* arithmetic mean (an infinite sample makes it infinite) */
+    MPX_STAT_P95,    /* nearest rank: the ceil(0.95 n)-th best sample */
+    MPX_STAT_SAMPLE, /* one sample's own figures */
+} mpx_stat;
+
+typedef struct mpx_samples {
+    int n_layers, n_samples;
+    int *tensor;           /* [n_layers] each layer's tensor (the first sample's order) */
+    bool local;            /* local figures held too */
+    mpx_metrics *m;        /* [n_samples * n_layers], sample by sample */
+    mpx_metrics *lm;       /* the same for local figures, or NULL */
+    int cap;
+    int kept;              /* the caller's: the sample whose values a comparison kept */
+} mpx_samples;
+
+mpx_samples *mpx_samples_new(void);
+void mpx_samples_free(mpx_samples *S);
+/* Appends c's figures as the next sample; c must have the same layers, in
+ * the same order, as the first sample added. */
+mpx_status mpx_samples_add(mpx_samples *S, const mpx_compare *c, mpx_error *err);
+/* Writes stat over the samples (sample k for MPX_STAT_SAMPLE) into
+ * layers[0..n_layers) (their tensor, node and fmt are left as they are: the
+ * caller's copy of the layers); worst_sample (may be NULL) [n_layers] gets, per
+ * layer, the sample with the worst rel_l2. */
+mpx_status mpx_samples_reduce(const mpx_samples *S, mpx_stat stat, int k, mpx_layer *layers,
+                              int *worst_sample, mpx_error *err);
+/* Set a metric of m (a count is rounded). */
+void mpx_metric_set(mpx_metrics *m, mpx_metric_id id, double v);
 
 /* The incremental cache of mpx_compare_opts.cache: owned by the caller, one
  * per graph and input set in use (a run with other input values or another

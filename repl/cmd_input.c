@@ -144,7 +144,7 @@ static int split_opts(char *text, char **words, int max) {
 /* ---- values from a spec ------------------------------------------------------- */
 
 /* Decode a spec's file (npy, image or audio) for input t. */
-static mpx_status read_spec_file(const mpx_input_spec *sp, const mpx_tensor *t, mpx_value *v, mpx_error *err) {
+mpx_status repl_input_value(const mpx_input_spec *sp, const mpx_tensor *t, mpx_value *v, mpx_error *err) {
     char opts[sizeof sp->opts];
     char *words[32];
     snprintf(opts, sizeof opts, "%s", sp->opts);
@@ -201,7 +201,7 @@ static mpx_status make_input(const mpx_input_spec *sp, const mpx_tensor *t, mpx_
     char a[256], b[256];
     if (sp && (sp->kind == MPX_INPUT_FILE || sp->kind == MPX_INPUT_IMAGE || sp->kind == MPX_INPUT_AUDIO)) {
         mpx_value f;
-        mpx_status st = read_spec_file(sp, t, &f, err);
+        mpx_status st = repl_input_value(sp, t, &f, err);
         if (st) return st;
         bool same = f.rank == t->rank;
         for (int i = 0; same && i < t->rank; i++) same = f.dims[i] == t->dims[i];
@@ -329,7 +329,7 @@ static mpx_status parse_file_kind(mpx_session *s, int argc, char **argv, const m
         if (st) return st;
     }
     mpx_value f;
-    if ((st = read_spec_file(sp, t, &f, err))) return st;
+    if ((st = repl_input_value(sp, t, &f, err))) return st;
     char shape[256], was[256];
     repl_dims_str(f.rank, f.dims, shape, sizeof shape);
     bool same = t->nelem >= 0 && f.rank == t->rank;
@@ -345,6 +345,38 @@ static mpx_status parse_file_kind(mpx_session *s, int argc, char **argv, const m
         snprintf(sp->shape, sizeof sp->shape, "%s", shape);
     }
     return MPX_OK;
+}
+
+/* The words after `input <name> files '<glob>'`: npy [convert] | image
+ * [options] | audio [options], into sp (kind, opts, convert). */
+static mpx_status files_check(int argc, char **argv, mpx_input_spec *sp, mpx_error *err) {
+    if (argc < 1) return mpx_error_set(err, MPX_E_ARG, "usage: input <name> files '<glob>' npy|image|audio [options] [limit <n>] [shuffle <seed>]");
+    const char *kind = argv[0];
+    mpx_status st = MPX_OK;
+    if (strcmp(kind, "npy") == 0) {
+        sp->kind = MPX_INPUT_FILE;
+        if (argc == 2 && strcmp(argv[1], "convert") == 0) sp->convert = true;
+        else if (argc != 1) return mpx_error_set(err, MPX_E_ARG, "unexpected \"%s\" (npy takes only convert)", argv[1]);
+        return MPX_OK;
+    }
+    if (strcmp(kind, "image") == 0) {
+        mpx_image_opts io;
+        sp->kind = MPX_INPUT_IMAGE;
+        st = parse_image_opts(argc - 1, argv + 1, &io, err);
+    } else if (strcmp(kind, "audio") == 0) {
+        mpx_audio_opts ao;
+        sp->kind = MPX_INPUT_AUDIO;
+        st = parse_audio_opts(argc - 1, argv + 1, &ao, err);
+    } else {
+        return mpx_error_set(err, MPX_E_ARG, "files: \"%s\" is not npy, image or audio", kind);
+    }
+    size_t o = 0;
+    for (int a = 1; !st && a < argc; a++) {
+        int w = snprintf(sp->opts + o, sizeof sp->opts - o, "%s%s", o ? " " : "", argv[a]);
+        if (w < 0 || (size_t)w >= sizeof sp->opts - o) return mpx_error_set(err, MPX_E_ARG, "options too long");
+        o += (size_t)w;
+    }
+    return st;
 }
 
 /* input <name> shape S | random [normal|uniform] [a b] [seed n] | const v
@@ -386,6 +418,9 @@ MPX_CMD(repl_cmd_input) {
         if ((st = repl_parse_number(argv[3], "const", &sp.a, err))) return st;
         if (!isfinite(sp.a)) return mpx_error_set(err, MPX_E_ARG, "const: %s is not finite", argv[3]);
         sp.kind = MPX_INPUT_CONST;
+    } else if (strcmp(kind, "files") == 0) {
+        if (argc < 5) return mpx_error_set(err, MPX_E_ARG, "usage: input <name> files '<glob>' npy|image|audio [options] [limit <n>] [shuffle <seed>]");
+        return repl_data_from_files(s, argv[1], argv[3], argc - 4, argv + 4, files_check, err);
     } else if (strcmp(kind, "file") == 0 || strcmp(kind, "image") == 0 || strcmp(kind, "audio") == 0) {
         if ((st = parse_file_kind(s, argc, argv, t, &sp, err))) return st;
     } else {

@@ -59,10 +59,92 @@ static void progress_cb(void *ctx, int done, int total) {
     if (done == total) fputs("\r                                   \r", stderr);
 }
 
+typedef struct sample_progress {
+    int k, n;
+} sample_progress;
+
+static void sample_progress_cb(void *ctx, int done, int total) {
+    const sample_progress *sp = ctx;
+    if (total > 0 && (done % (total / 20 + 1) == 0 || done == total))
+        fprintf(stderr, "\r  sample %d of %d, node %d of %d   ", sp->k + 1, sp->n, done, total);
+}
+
+/* The worst model output's rel_l2 of a comparison (NaN worst). */
+static double output_badness(const mpx_graph *g, const mpx_compare *c) {
+    double r = repl_totals(g, c).out_rel_l2;
+    return isnan(r) ? INFINITY : r;
+}
+
+/* A run over the data set's samples, one at a time: each sample's inputs
+ * made, run, its figures appended, its values freed, except the kept values
+ * of the sample whose worst output is worst (what `tensor` then shows). The
+ * result's layers hold each layer's worst over the samples; ->samples has
+ * every sample's figures. The run cache is not used (it holds one input set;
+ * samples would only evict each other). */
+static mpx_status run_samples(mpx_session *s, const mpx_plan *p, bool local, const bool *keep, mpx_compare **out,
+                              mpx_error *err) {
+    const mpx_graph *g = s->graph;
+    int n = repl_data_count(s->data);
+    mpx_assign *a = mpx_plan_to_assign(p, err);
+    if (!a) return err->status ? err->status : MPX_E_NOMEM;
+    mpx_samples *S = mpx_samples_new();
+    mpx_status st = S ? MPX_OK : mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    mpx_compare *best = NULL; /* the kept one: worst output so far */
+    double ms[4] = {0};
+    size_t peak = 0;
+    for (int k = 0; k < n && !st; k++) {
+        mpx_value *inputs = NULL;
+        if ((st = repl_data_inputs(s, k, &inputs, err))) break;
+        sample_progress sp = {k, n};
+        mpx_compare_opts o = {.local = local, .keep = keep, .cancel = s->cancel};
+        if (s->progress) o.progress = sample_progress_cb, o.progress_ctx = &sp;
+        mpx_compare *c = NULL;
+        st = mpx_compare_run(g, a, inputs, &o, &c, err);
+        repl_free_inputs(s, inputs);
+        if (st) {
+            if (st != MPX_E_CANCELLED) {
+                char msg[sizeof err->msg];
+                snprintf(msg, sizeof msg, "%s", err->msg);
+                mpx_error_set(err, st, "sample %d of %d (%s): %s", k + 1, n, repl_data_label(s->data, k), msg);
+            }
+            break;
+        }
+        ms[0] += c->ms_ref, ms[1] += c->ms_cand, ms[2] += c->ms_local, ms[3] += c->ms_metrics;
+        if (c->peak_bytes > peak) peak = c->peak_bytes;
+        if ((st = mpx_samples_add(S, c, err))) {
+            mpx_compare_free(c);
+            break;
+        }
+        if (!best || output_badness(g, c) > output_badness(g, best)) {
+            mpx_compare_free(best);
+            best = c;
+            S->kept = k;
+        } else {
+            mpx_compare_free(c);
+        }
+    }
+    if (s->progress) fputs("\r                                                    \r", stderr);
+    mpx_assign_free(a);
+    if (!st) st = mpx_samples_reduce(S, MPX_STAT_WORST, 0, best->layers, NULL, err);
+    if (st) {
+        mpx_samples_free(S);
+        mpx_compare_free(best);
+        return st;
+    }
+    best->samples = S;
+    best->ms_ref = ms[0], best->ms_cand = ms[1], best->ms_local = ms[2], best->ms_metrics = ms[3];
+    best->peak_bytes = peak;
+    best->incremental = false;
+    *out = best;
+    return MPX_OK;
+}
+
 /* cache: `run`'s and `search`'s (NULL for the other commands: `compare`
- * runs other plans, which would only churn it). */
+ * runs other plans, which would only churn it). With a data set, the run goes
+ * over its samples (run_samples). */
 mpx_status repl_run_plan(mpx_session *s, const mpx_plan *p, bool local, const bool *keep,
                          mpx_compare_cache *cache, mpx_compare **out, mpx_error *err) {
+    if (s->data) return run_samples(s, p, local, keep, out, err);
     mpx_value *inputs = NULL;
     mpx_status st = repl_make_inputs(s, &inputs, err);
     if (st) return st;
@@ -142,6 +224,9 @@ static void print_run_summary(mpx_session *s, const mpx_compare *c, const mpx_fo
     repl_run_totals t = repl_totals(g, c);
     fprintf(s->out, "run: %s plan against the fp32 reference, %d layers compared (%.1f ms + %.1f ms)\n",
             mpx_format_name(target), c->n_layers, c->ms_ref, c->ms_cand);
+    if (c->samples)
+        fprintf(s->out, "  over %d samples: each figure is its layer's worst; the worst output is sample %d (%s)\n",
+                c->samples->n_samples, c->samples->kept + 1, repl_data_label(s->data, c->samples->kept));
     for (int i = 0; i < c->n_layers; i++) {
         const mpx_layer *L = &c->layers[i];
         if (!repl_is_output(g, L->tensor)) continue;
@@ -298,19 +383,59 @@ static char *csv_field(const char *s, char *buf, size_t n) {
 }
 
 /* report [--top n | --all] [--sort metric] [--json [file] | --csv [file]] */
+/* report --samples: one row per sample, its model outputs' worst figures. */
+static mpx_status report_samples(mpx_session *s, const mpx_compare *c, mpx_error *err) {
+    const mpx_samples *S = c->samples;
+    const mpx_graph *g = s->graph;
+    mpx_layer *v = malloc((size_t)(c->n_layers ? c->n_layers : 1) * sizeof *v);
+    if (!v) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    fprintf(s->out, "%s against fp32 over %d samples: each sample's worst model output\n", mpx_format_name(s->last_target),
+            S->n_samples);
+    fprintf(s->out, "%-6s %-44s %9s %9s %9s %6s %6s  %s\n", "sample", "file", "rel_l2", "max_abs", "cos", "ovf", "unf",
+            "worst layer");
+    mpx_status st = MPX_OK;
+    for (int k = 0; k < S->n_samples && !st; k++) {
+        memcpy(v, c->layers, (size_t)c->n_layers * sizeof *v);
+        if ((st = mpx_samples_reduce(S, MPX_STAT_SAMPLE, k, v, NULL, err))) break;
+        mpx_compare view = *c;
+        view.layers = v;
+        repl_run_totals t = repl_totals(g, &view);
+        const mpx_layer *w = repl_worst_layer(&view);
+        const char *label = repl_data_label(s->data, k);
+        size_t len = strlen(label);
+        char lb[64];
+        if (len > 44) snprintf(lb, sizeof lb, "...%s", label + len - 41);
+        else snprintf(lb, sizeof lb, "%s", label);
+        const mpx_layer *o = t.worst_out;
+        fprintf(s->out, "%-6d %-44s %9.3g %9.3g %9.6f %6lld %6lld  %s\n", k + 1, lb, o ? o->m.rel_l2 : NAN,
+                o ? o->m.max_abs : NAN, o ? o->m.cos : NAN, (long long)t.overflow, (long long)t.underflow,
+                w ? g->nodes[w->node]->name : "-");
+    }
+    free(v);
+    return st;
+}
+
 MPX_CMD(repl_cmd_report) {
     char names[256], usage[512];
-    snprintf(usage, sizeof usage, "usage: report [--top <n> | --all] [--sort %s|local|order] [--json [<file>] | --csv [<file>]]",
-             mpx_metric_names("|", names, sizeof names));
+    snprintf(usage, sizeof usage, "usage: report [--top <n> | --all] [--sort %s|local|order] [--sample <k> | --samples] "
+             "[--json [<file>] | --csv [<file>]]", mpx_metric_names("|", names, sizeof names));
     mpx_status st = repl_need_model(s, err);
     if (st) return st;
     int top = s->report_top;
     bool top_given = false;
     metric_id sm = MPX_METRIC_rel_l2;
-    bool json = false, csv = false;
+    bool json = false, csv = false, per_sample = false;
+    int one = -1; /* --sample k (0-based) */
     const char *path = NULL;
     for (int a = 1; a < argc; a++) {
-        if (strcmp(argv[a], "--top") == 0 && a + 1 < argc) {
+        if (strcmp(argv[a], "--sample") == 0 && a + 1 < argc) {
+            double v;
+            if ((st = repl_parse_number(argv[++a], "--sample", &v, err))) return st;
+            if (v < 1 || v != (double)(int)v) return mpx_error_set(err, MPX_E_ARG, "--sample %s: a sample number from 1", argv[a]);
+            one = (int)v - 1;
+        } else if (strcmp(argv[a], "--samples") == 0) {
+            per_sample = true;
+        } else if (strcmp(argv[a], "--top") == 0 && a + 1 < argc) {
             double v;
             if ((st = repl_parse_number(argv[++a], "--top", &v, err))) return st;
             if (v < 1 || v != (double)(int)v) return mpx_error_set(err, MPX_E_ARG, "--top %s: a count of rows", argv[a]);
@@ -338,9 +463,42 @@ MPX_CMD(repl_cmd_report) {
     if (!c) return mpx_error_set(err, MPX_E_ARG, "no run yet (use: run)");
     if (sm == K_LOCAL && !s->last_local)
         return mpx_error_set(err, MPX_E_ARG, "the last run has no local figures (use: run --local)");
+    const mpx_samples *S = c->samples;
+    if ((one >= 0 || per_sample) && !S)
+        return mpx_error_set(err, MPX_E_ARG, "the last run had one input, not a data set (see: help data)");
+    if (one >= 0 && per_sample) return mpx_error_set(err, MPX_E_ARG, "--sample or --samples, not both");
+    if (per_sample) return report_samples(s, c, err);
     const mpx_graph *g = s->graph;
+    /* Per layer: the sample of its worst rel_l2 and the mean over samples;
+     * with --sample k, the layers are that sample's own figures. */
+    mpx_layer *view = NULL, *mean = NULL;
+    int *worst_of = NULL;
+    mpx_compare vc;
+    if (S) {
+        size_t nl = (size_t)(c->n_layers ? c->n_layers : 1);
+        view = malloc(nl * sizeof *view);
+        mean = malloc(nl * sizeof *mean);
+        worst_of = malloc(nl * sizeof *worst_of);
+        if (!view || !mean || !worst_of) st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+        if (!st) {
+            memcpy(view, c->layers, (size_t)c->n_layers * sizeof *view);
+            memcpy(mean, c->layers, (size_t)c->n_layers * sizeof *mean);
+            st = mpx_samples_reduce(S, one >= 0 ? MPX_STAT_SAMPLE : MPX_STAT_WORST, one, view, worst_of, err);
+        }
+        if (!st) st = mpx_samples_reduce(S, MPX_STAT_MEAN, 0, mean, NULL, err);
+        if (st) {
+            free(view), free(mean), free(worst_of);
+            return st;
+        }
+        vc = *c;
+        vc.layers = view;
+        c = &vc;
+    }
     const mpx_layer **rows = malloc((size_t)(c->n_layers ? c->n_layers : 1) * sizeof *rows);
-    if (!rows) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    if (!rows) {
+        free(view), free(mean), free(worst_of);
+        return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    }
     for (int i = 0; i < c->n_layers; i++) rows[i] = &c->layers[i];
     sort_metric = sm;
     qsort(rows, (size_t)c->n_layers, sizeof *rows, layer_cmp);
@@ -357,6 +515,12 @@ MPX_CMD(repl_cmd_report) {
             repl_run_totals t = repl_totals(g, c);
             cJSON_AddNumberToObject(root, "overflow", (double)t.overflow);
             cJSON_AddNumberToObject(root, "underflow", (double)t.underflow);
+            if (S) {
+                cJSON_AddStringToObject(root, "figures", one >= 0 ? "sample" : "worst");
+                if (one >= 0) cJSON_AddNumberToObject(root, "sample", one + 1);
+                cJSON *sa = cJSON_AddArrayToObject(root, "samples");
+                for (int k = 0; k < S->n_samples; k++) cJSON_AddItemToArray(sa, cJSON_CreateString(repl_data_label(s->data, k)));
+            }
             cJSON *arr = cJSON_AddArrayToObject(root, "layers");
             for (int i = 0; i < n; i++) {
                 const mpx_layer *L = rows[i];
@@ -369,6 +533,15 @@ MPX_CMD(repl_cmd_report) {
                 cJSON_AddBoolToObject(e, "output", repl_is_output(g, L->tensor));
                 cJSON_AddItemToObject(e, "metrics", metrics_json(&L->m));
                 if (L->has_local) cJSON_AddItemToObject(e, "local", metrics_json(&L->local));
+                if (S) {
+                    int li = (int)(L - c->layers);
+                    if (one < 0) cJSON_AddNumberToObject(e, "worst_sample", worst_of[li] + 1);
+                    cJSON_AddItemToObject(e, "mean", metrics_json(&mean[li].m));
+                    /* Every sample's figures of this layer, in sample order. */
+                    cJSON *ps = cJSON_AddArrayToObject(e, "per_sample");
+                    for (int k = 0; k < S->n_samples; k++)
+                        cJSON_AddItemToArray(ps, metrics_json(&S->m[(size_t)k * (size_t)S->n_layers + (size_t)li]));
+                }
                 cJSON_AddItemToArray(arr, e);
             }
             text = cJSON_Print(root);
@@ -379,7 +552,8 @@ MPX_CMD(repl_cmd_report) {
             if (text) {
                 o += (size_t)snprintf(text + o, cap - o,
                                       "order,node,op,tensor,format,rel_l2,max_abs,mean_abs,cos,sqnr_db,overflow,"
-                                      "underflow,subnormal,absmax_ref,local_rel_l2\n");
+                                      "underflow,subnormal,absmax_ref,local_rel_l2%s\n",
+                                      S ? ",worst_sample,mean_rel_l2" : "");
                 for (int i = 0; i < n && o < cap; i++) {
                     const mpx_layer *L = rows[i];
                     char f1[300], f2[300];
@@ -390,17 +564,28 @@ MPX_CMD(repl_cmd_report) {
                                           L->m.sqnr_db, (long long)L->m.overflow, (long long)L->m.underflow,
                                           (long long)L->m.subnormal, L->m.absmax_ref);
                     if (o < cap && L->has_local) o += (size_t)snprintf(text + o, cap - o, "%.6g", L->local.rel_l2);
+                    if (o < cap && S) {
+                        int li = (int)(L - c->layers);
+                        o += (size_t)snprintf(text + o, cap - o, ",%d,%.6g", one < 0 ? worst_of[li] + 1 : one + 1,
+                                              mean[li].m.rel_l2);
+                    }
                     if (o < cap) o += (size_t)snprintf(text + o, cap - o, "\n");
                 }
             }
         }
         free(rows);
+        free(view), free(mean), free(worst_of);
         return repl_emit(s, text, path, err);
     }
     fprintf(s->out, "%s against fp32, %d layers, sorted by %s%s\n", mpx_format_name(s->last_target), c->n_layers,
             key_name(sm), n < c->n_layers ? "" : " (all)");
-    fprintf(s->out, "%-5s %-30s %-14s %-5s %9s %-10s %9s %9s %8s %6s %6s%s\n", "#", "node", "op", "fmt", "rel_l2", "",
-            "max_abs", "cos", "sqnr_db", "ovf", "unf", s->last_local ? "  local" : "");
+    if (S && one >= 0) fprintf(s->out, "sample %d of %d (%s)\n", one + 1, S->n_samples, repl_data_label(s->data, one));
+    else if (S)
+        fprintf(s->out, "over %d samples: each layer's worst figures, the sample of its worst rel_l2 and the mean rel_l2\n",
+                S->n_samples);
+    fprintf(s->out, "%-5s %-30s %-14s %-5s %9s %-10s %9s %9s %8s %6s %6s%s%s\n", "#", "node", "op", "fmt", "rel_l2", "",
+            "max_abs", "cos", "sqnr_db", "ovf", "unf", S && one < 0 ? "  sample      mean" : "",
+            s->last_local ? "  local" : "");
     for (int i = 0; i < n; i++) {
         const mpx_layer *L = rows[i];
         char b[16], name[64];
@@ -413,10 +598,12 @@ MPX_CMD(repl_cmd_report) {
         fprintf(s->out, "%-5d %-30s %-14.14s %-5s %9.3g %-10s %9.3g %9.6f %8.1f %6lld %6lld", L->node, name,
                 g->nodes[L->node]->op_type, mpx_format_name(L->fmt), L->m.rel_l2, b, L->m.max_abs, L->m.cos, L->m.sqnr_db,
                 (long long)L->m.overflow, (long long)L->m.underflow);
+        if (S && one < 0) fprintf(s->out, "  %6d %9.3g", worst_of[L - c->layers] + 1, mean[L - c->layers].m.rel_l2);
         if (L->has_local) fprintf(s->out, "  %.3g", L->local.rel_l2);
         fputc('\n', s->out);
     }
     free(rows);
+    free(view), free(mean), free(worst_of);
     return MPX_OK;
 }
 

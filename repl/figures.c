@@ -87,7 +87,60 @@ static int plan_figure(const char *fig) {
 
 bool repl_figure_needs_run(const char *fig) { return plan_figure(fig) < 0; }
 
+/* "mean:", "p95:", "worst:" or "sample<k>:" (written `sample 3:`; the
+ * condition parser joins the words) before a run figure: which statistic
+ * over a data set's samples it reads. *rest is the figure after it. */
+static bool stat_prefix(const char *fig, mpx_stat *stat, int *k, const char **rest) {
+    static const struct {
+        const char *name;
+        mpx_stat stat;
+    } pre[] = {{"mean:", MPX_STAT_MEAN}, {"p95:", MPX_STAT_P95}, {"worst:", MPX_STAT_WORST}};
+    for (size_t i = 0; i < sizeof pre / sizeof pre[0]; i++)
+        if (strncmp(fig, pre[i].name, strlen(pre[i].name)) == 0) {
+            *stat = pre[i].stat, *k = 0, *rest = fig + strlen(pre[i].name);
+            return true;
+        }
+    if (strncmp(fig, "sample", 6) == 0) {
+        char *end;
+        long v = strtol(fig + 6, &end, 10);
+        if (end != fig + 6 && *end == ':' && v >= 1 && v <= INT32_MAX) {
+            *stat = MPX_STAT_SAMPLE, *k = (int)v - 1, *rest = end + 1;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A prefixed figure: read rest from a view of the run whose layers hold
+ * the statistic. */
+static mpx_status stat_figure(const repl_figctx *x, const char *fig, mpx_stat stat, int k, const char *rest,
+                              double *out, mpx_error *err) {
+    const mpx_compare *c = x->cmp;
+    if (!repl_figure_needs_run(rest))
+        return mpx_error_set(err, MPX_E_ARG, "%s: %s is a figure of the plan, the same for every sample", fig, rest);
+    if (!c) return mpx_error_set(err, MPX_E_ARG, "%s needs a run (use: run)", fig);
+    if (!c->samples)
+        return mpx_error_set(err, MPX_E_ARG, "%s: the run had one input, not a data set (see: help data)", fig);
+    mpx_layer *v = malloc((size_t)(c->n_layers ? c->n_layers : 1) * sizeof *v);
+    if (!v) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    memcpy(v, c->layers, (size_t)c->n_layers * sizeof *v);
+    mpx_status st = mpx_samples_reduce(c->samples, stat, k, v, NULL, err);
+    if (!st) {
+        mpx_compare view = *c;
+        view.layers = v;
+        repl_figctx y = *x;
+        y.cmp = &view;
+        st = repl_figure(&y, rest, out, err);
+    }
+    free(v);
+    return st;
+}
+
 mpx_status repl_figure(const repl_figctx *x, const char *fig, double *out, mpx_error *err) {
+    mpx_stat stat;
+    int sk;
+    const char *rest;
+    if (stat_prefix(fig, &stat, &sk, &rest)) return stat_figure(x, fig, stat, sk, rest, out, err);
     const mpx_plan *p = x->plan;
     const mpx_graph *g = p->g;
     int pf = plan_figure(fig);

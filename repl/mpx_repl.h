@@ -55,6 +55,9 @@ typedef struct mpx_session {
     /* Inputs, in the order they were set (replayed by `save`). */
     int n_specs;
     mpx_input_spec *specs;
+    /* A data set (`data`, `input <name> files`): runs go over its samples;
+     * NULL: one run on the specs' values. */
+    struct repl_dataset *data;
 
     /* Rules and plan options (target, keep-io, accumulation) with undo/redo;
      * the plan built from its current state (NULL without a model). */

@@ -34,6 +34,25 @@ mpx_status repl_write_file(const char *path, const char *text, mpx_error *err);
 /* Print text, or write it to path when path is non-NULL (saying so). Frees text. */
 mpx_status repl_emit(mpx_session *s, char *text, const char *path, mpx_error *err);
 
+/* Forget the last run, compare's runs and the run cache. */
+void repl_drop_run(mpx_session *s);
+
+/* ---- inputs (cmd_input.c) and data sets (cmd_data.c) -------------------- */
+/* The values a file spec (npy, image, audio) gives input t. */
+mpx_status repl_input_value(const mpx_input_spec *sp, const mpx_tensor *t, mpx_value *v, mpx_error *err);
+typedef struct repl_dataset repl_dataset;
+void repl_data_free(repl_dataset *d);
+int repl_data_count(const repl_dataset *d);         /* 0 for NULL */
+const char *repl_data_label(const repl_dataset *d, int k);
+/* Input values of sample k (the session's specs for inputs it does not
+ * hold); errors name the sample. */
+mpx_status repl_data_inputs(const mpx_session *s, int k, mpx_value **out, mpx_error *err);
+/* input <name> files '<glob>' ...: check parses the words after the pattern
+ * (kind and its options) into a spec. */
+mpx_status repl_data_from_files(mpx_session *s, const char *input, const char *pattern, int argc, char **argv,
+                                mpx_status (*check)(int argc, char **argv, mpx_input_spec *sp, mpx_error *err),
+                                mpx_error *err);
+
 /* Put a new graph in (load: fresh = true drops rules and inputs; a new
  * input shape: fresh = false keeps them): builds its plan first and on
  * failure frees g and leaves the session as it was. Takes g either way.
@@ -70,6 +89,7 @@ void repl_after_plan_change(mpx_session *s);
 
 /* ---- inputs and runs (cmd_run.c) --------------------------------------- */
 MPX_CMD(repl_cmd_input);
+MPX_CMD(repl_cmd_data);   /* cmd_data.c */
 MPX_CMD(repl_cmd_run);
 /* Check every weight the plan converts (once): the number of weights with
  * values that overflow the format (n_overflow: values); when there is one,

@@ -20,7 +20,7 @@ void mpx_session_init(mpx_session *s, FILE *out) {
     s->cache_mb = 512;
 }
 
-static void drop_run(mpx_session *s) {
+void repl_drop_run(mpx_session *s) {
     mpx_compare_free(s->last);
     s->last = NULL;
     for (int i = 0; i < s->n_stash; i++) mpx_compare_free(s->stash[i].cmp);
@@ -32,7 +32,7 @@ static void drop_run(mpx_session *s) {
 }
 
 void mpx_session_free(mpx_session *s) {
-    drop_run(s);
+    repl_drop_run(s);
     mpx_plan_free(s->plan);
     s->plan = NULL;
     mpx_history_free(s->hist);
@@ -42,6 +42,8 @@ void mpx_session_free(mpx_session *s) {
     free(s->specs);
     s->specs = NULL;
     s->n_specs = 0;
+    repl_data_free(s->data);
+    s->data = NULL;
 }
 
 void repl_after_plan_change(mpx_session *s) {
@@ -66,7 +68,7 @@ mpx_status repl_set_graph(mpx_session *s, mpx_graph *g, const char *path, bool f
         mpx_graph_free(g);
         return st;
     }
-    drop_run(s);
+    repl_drop_run(s);
     mpx_plan_free(s->plan);
     s->plan = p;
     if (h) {
@@ -77,6 +79,8 @@ mpx_status repl_set_graph(mpx_session *s, mpx_graph *g, const char *path, bool f
         free(s->specs);
         s->specs = NULL;
         s->n_specs = 0;
+        repl_data_free(s->data); /* its files name another model's inputs */
+        s->data = NULL;
     }
     mpx_graph_free(s->graph);
     s->graph = g;
@@ -253,6 +257,21 @@ static const mpx_command commands[] = {
      "A file whose shape differs from the bound one binds its shape (and says so).\n"
      "An input never set is random normal(0, 1), seed 0.",
      repl_cmd_input},
+    {"data", "data [<file.npz>|<folder>|'<glob>' [stacked] [limit <n>] [shuffle <seed>] | off]",
+     "run over many samples: an .npz, a folder or glob of .npz files or sample folders",
+     "An .npz whose keys are input names is one sample (stacked: its arrays have a\n"
+     "leading sample axis, one sample per index). A folder or glob of .npz files gives\n"
+     "one sample each; a folder of folders one sample per folder, each holding\n"
+     "<input>.npy, .png, .jpg or .wav files (images and audio with the options of the\n"
+     "input's own `input <name> image|audio` line). For one input's files:\n"
+     "input <name> files '<glob>' npy|image|audio [options]. Files are taken in name\n"
+     "order (shuffle <seed>: a seeded shuffle first), then the first <limit>; more than\n"
+     "100000 files need a limit. Inputs a sample does not hold keep their own specs.\n"
+     "The first sample's shapes are bound; every sample must share them.\n"
+     "run, report, assert, search and sweep then go over every sample, one at a time:\n"
+     "each layer's figures are its worst over the samples (report names the sample),\n"
+     "absmax rules see the largest value over all samples. data off: back to one run.",
+     repl_cmd_data},
     {"info", "info", "model summary: opset, node and parameter counts, inputs, outputs", NULL, repl_cmd_info},
     {"ops", "ops [--json [<file>]]", "per op type: nodes, parameters, MACs",
      "Lists each op type with its node count, weight elements and multiply-accumulates.\n"
@@ -314,14 +333,19 @@ static const mpx_command commands[] = {
      "those tensors' values for `tensor` (model outputs are always kept). Ctrl-C\n"
      "stops a run; the session stays as it was.",
      repl_cmd_run},
-    {"report", "report [--top <n> | --all] [--sort <metric>] [--json [<file>] | --csv [<file>]]",
+    {"report", "report [--top <n> | --all] [--sort <metric>] [--sample <k> | --samples] [--json [<file>] | --csv [<file>]]",
      "per-layer error of the last run, worst first",
      "metric: one of the metrics listed below (default rel_l2), local (the node's own\n"
      "rel_l2; needs run --local) or order (graph order). The terminal shows the\n"
      "top rows (set top <n>); --json and --csv give every row unless --top. --json:\n"
      "{\"target\", \"local\", \"sort\", \"overflow\", \"underflow\", \"layers\": [{tensor, node, op, order, format, output, metrics:\n"
      "{the real metrics, absmax_ref, the counts, n}, local: {...}}]}; inf and NaN are\n"
-     "written as strings.",
+     "written as strings.\n"
+     "After a run over a data set (see data): each layer's figures are its worst over\n"
+     "the samples, with the sample of its worst rel_l2 and the mean rel_l2; JSON adds\n"
+     "\"samples\" (their files) and per layer worst_sample, mean and per_sample; CSV adds\n"
+     "worst_sample and mean_rel_l2. --sample k: sample k's own figures. --samples: one\n"
+     "row per sample with its worst model output and worst layer.",
      repl_cmd_report},
     {"tensor", "tensor <name> [--save <file.npy>] [--save-ref <file.npy>]",
      "one tensor of the last run: range, error; save it as .npy",
@@ -339,8 +363,10 @@ static const mpx_command commands[] = {
      "op: < <= > >= == !=. Plan figures: casts green gray clear red low_nodes\n"
      "low_macs_pct weights_converted weights_overflow (values). Run figures: overflow underflow subnormal layers,\n"
      "output.<metric> (worst model output), worst.<metric> (worst layer),\n"
-     "<node or tensor>.<metric>; metric as in report, plus absmax. A failed assert\n"
-     "stops a script with exit status 2.\n"
+     "<node or tensor>.<metric>; metric as in report, plus absmax. After a run over a\n"
+     "data set, run figures are the worst over its samples; prefixes choose others:\n"
+     "mean:, p95: (nearest rank), sample <k>: (e.g. assert p95:output.rel_l2 < 1e-3).\n"
+     "A failed assert stops a script with exit status 2.\n"
      "Example: assert output.rel_l2 < 1e-3 and overflow == 0 and casts <= 40",
      repl_cmd_assert},
     {"search", "search <figure> <op> <number> [and ...] [--method auto|greedy|bisect] [--max-evals <n>] [--json [<file>]]",

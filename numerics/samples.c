@@ -1,0 +1,135 @@
+/* samples.c - one plan's per-layer figures over many samples, and their
+ * worst, mean, 95th percentile or one sample's values.
+ *
+ * Each sample's comparison is streamed and freed by the caller; only its
+ * figures are appended here (a layer's mpx_metrics per sample: 403 layers x
+ * 256 samples of rec is 10 MB), so memory does not grow with the values of
+ * the samples, only with their figures. */
+#include "mpx_numerics.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+mpx_samples *mpx_samples_new(void) { return calloc(1, sizeof(mpx_samples)); }
+
+void mpx_samples_free(mpx_samples *S) {
+    if (!S) return;
+    free(S->tensor);
+    free(S->m);
+    free(S->lm);
+    free(S);
+}
+
+mpx_status mpx_samples_add(mpx_samples *S, const mpx_compare *c, mpx_error *err) {
+    if (S->n_samples == 0) {
+        free(S->tensor);
+        S->tensor = malloc((size_t)(c->n_layers ? c->n_layers : 1) * sizeof *S->tensor);
+        if (!S->tensor) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+        S->n_layers = c->n_layers;
+        for (int i = 0; i < c->n_layers; i++) S->tensor[i] = c->layers[i].tensor;
+        S->local = c->n_layers > 0 && c->layers[0].has_local;
+    }
+    if (c->n_layers != S->n_layers)
+        return mpx_error_set(err, MPX_E_INVALID, "sample %d compared %d layers, the first sample %d", S->n_samples + 1,
+                             c->n_layers, S->n_layers);
+    for (int i = 0; i < c->n_layers; i++)
+        if (c->layers[i].tensor != S->tensor[i])
+            return mpx_error_set(err, MPX_E_INVALID, "sample %d compared other layers than the first sample",
+                                 S->n_samples + 1);
+    if (S->n_samples == S->cap) {
+        int cap = S->cap ? S->cap * 2 : 16;
+        size_t per = (size_t)(S->n_layers ? S->n_layers : 1) * sizeof(mpx_metrics);
+        mpx_metrics *m = realloc(S->m, (size_t)cap * per);
+        if (!m) return mpx_error_set(err, MPX_E_NOMEM, "out of memory for the figures of %d samples", cap);
+        S->m = m;
+        if (S->local) {
+            mpx_metrics *lm = realloc(S->lm, (size_t)cap * per);
+            if (!lm) return mpx_error_set(err, MPX_E_NOMEM, "out of memory for the figures of %d samples", cap);
+            S->lm = lm;
+        }
+        S->cap = cap;
+    }
+    mpx_metrics *row = S->m + (size_t)S->n_samples * (size_t)S->n_layers;
+    for (int i = 0; i < c->n_layers; i++) row[i] = c->layers[i].m;
+    if (S->local) {
+        mpx_metrics *lrow = S->lm + (size_t)S->n_samples * (size_t)S->n_layers;
+        for (int i = 0; i < c->n_layers; i++) lrow[i] = c->layers[i].local;
+    }
+    S->n_samples++;
+    return MPX_OK;
+}
+
+/* Badness of a metric value: larger is worse, NaN worst of all. */
+static double badness(mpx_metric_id id, double v) {
+    if (isnan(v)) return INFINITY;
+    return mpx_metric_info_of(id)->low_is_worse ? -v : v;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* stat of one layer's figures over the samples: rows m[k * stride]. */
+static void reduce_layer(const mpx_metrics *m, size_t stride, int n, mpx_stat stat, double *scratch,
+                         mpx_metrics *out, int *worst) {
+    /* n and absmax_ref are the reference's: the same kind of statistic of
+     * the largest magnitude (calibration takes the worst, the largest). */
+    double amax = 0, nsum = 0;
+    for (int k = 0; k < n; k++) {
+        const mpx_metrics *x = &m[(size_t)k * stride];
+        if (x->absmax_ref > amax || isnan(x->absmax_ref)) amax = x->absmax_ref;
+        nsum += (double)x->n;
+    }
+    out->absmax_ref = amax;
+    out->n = (int64_t)llround(nsum / n);
+    for (int id = 0; id < MPX_METRIC_COUNT; id++) {
+        mpx_metric_id mid = (mpx_metric_id)id;
+        double v;
+        if (stat == MPX_STAT_MEAN) {
+            double sum = 0;
+            for (int k = 0; k < n; k++) sum += mpx_metric_value(&m[(size_t)k * stride], mid);
+            v = sum / n;
+        } else {
+            int wk = 0;
+            for (int k = 0; k < n; k++) {
+                scratch[k] = badness(mid, mpx_metric_value(&m[(size_t)k * stride], mid));
+                if (scratch[k] > scratch[wk]) wk = k;
+            }
+            if (mid == MPX_METRIC_rel_l2 && worst) *worst = wk;
+            if (stat == MPX_STAT_WORST) {
+                v = mpx_metric_value(&m[(size_t)wk * stride], mid);
+            } else {
+                qsort(scratch, (size_t)n, sizeof *scratch, cmp_double);
+                int rank = (int)ceil(0.95 * n); /* 1-based nearest rank */
+                double b = scratch[rank - 1];
+                v = isinf(b) && b > 0 ? (mid == MPX_METRIC_cos ? NAN : mpx_metric_info_of(mid)->low_is_worse ? -INFINITY : INFINITY)
+                                      : mpx_metric_info_of(mid)->low_is_worse ? -b : b;
+            }
+        }
+        mpx_metric_set(out, mid, v);
+    }
+}
+
+mpx_status mpx_samples_reduce(const mpx_samples *S, mpx_stat stat, int k, mpx_layer *layers,
+                              int *worst_sample, mpx_error *err) {
+    if (S->n_samples == 0) return mpx_error_set(err, MPX_E_INVALID, "no samples");
+    if (stat == MPX_STAT_SAMPLE && (k < 0 || k >= S->n_samples))
+        return mpx_error_set(err, MPX_E_ARG, "sample %d: the run had samples 1 to %d", k + 1, S->n_samples);
+    double *scratch = malloc((size_t)S->n_samples * sizeof *scratch);
+    if (!scratch) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    size_t stride = (size_t)S->n_layers;
+    for (int i = 0; i < S->n_layers; i++) {
+        if (stat == MPX_STAT_SAMPLE) {
+            layers[i].m = S->m[(size_t)k * stride + (size_t)i];
+            if (S->lm) layers[i].local = S->lm[(size_t)k * stride + (size_t)i];
+            if (worst_sample) worst_sample[i] = k;
+            continue;
+        }
+        reduce_layer(S->m + i, stride, S->n_samples, stat, scratch, &layers[i].m, worst_sample ? &worst_sample[i] : NULL);
+        if (S->lm) reduce_layer(S->lm + i, stride, S->n_samples, stat, scratch, &layers[i].local, NULL);
+    }
+    free(scratch);
+    return MPX_OK;
+}

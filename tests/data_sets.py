@@ -1,0 +1,177 @@
+#!/usr/bin/python3
+"""ctest entry data_sets (issue 14): runs over many samples.
+
+Six random inputs of examples/tiny_cnn.json are given as a folder of .npz
+files, one stacked .npz, a glob, sample folders (x.npy each) and one input's
+files (`input x files`). Each sample is also run alone (`input x file`): the
+data-set run's per-layer worst, mean, per-sample figures, p95 gates and
+--samples table must be what the six single runs give (the same bits: the
+same computation, only aggregated). Then the refusals: an .npz missing the
+input or holding an extra key, mixed shapes, an empty folder, a glob that
+matches nothing, a non-.npz file, too many files without a limit; each names
+the file or sample and leaves the earlier data set in place.
+
+usage: data_sets.py <mpx> <source_dir> <work_dir>
+"""
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+MPX, SRC, W = sys.argv[1], sys.argv[2], sys.argv[3]
+MODEL = os.path.join(SRC, "examples", "tiny_cnn.json")
+shutil.rmtree(W, ignore_errors=True)
+os.makedirs(W)
+fails = 0
+checks = 0
+
+
+def fail(msg):
+    global fails
+    fails += 1
+    print("data_sets: FAIL:", msg)
+
+
+def check(cond, msg):
+    global checks
+    checks += 1
+    if not cond:
+        fail(msg)
+
+
+def mpx(script):
+    return subprocess.run([MPX, "-c", script], capture_output=True, text=True)
+
+
+def ok(script, what):
+    r = mpx(script)
+    if r.returncode != 0:
+        fail("%s: exit %d: %s" % (what, r.returncode, (r.stdout + r.stderr)[-2000:]))
+    return r
+
+
+N = 6
+rng = np.random.default_rng(3)
+xs = [rng.normal(0, 1 + 3 * k, (1, 3, 32, 32)).astype(np.float32) for k in range(N)]
+os.makedirs(W + "/npz")
+os.makedirs(W + "/npy")
+for k, x in enumerate(xs):
+    np.save("%s/npy/s%d.npy" % (W, k), x)
+    np.savez("%s/npz/s%d.npz" % (W, k), x=x)
+    os.makedirs("%s/folders/s%d" % (W, k))
+    np.save("%s/folders/s%d/x.npy" % (W, k), x)
+np.savez_compressed(W + "/stacked.npz", x=np.stack(xs))
+
+
+def layers_of(path):
+    with open(path) as f:
+        d = json.load(f)
+    return d, {L["tensor"]: L for L in d["layers"]}
+
+
+# each sample alone
+single = []
+for k in range(N):
+    ok("load %s; input x file %s/npy/s%d.npy; run; report --json %s/one%d.json" % (MODEL, W, k, W, k), "sample %d alone" % k)
+    single.append(layers_of("%s/one%d.json" % (W, k))[1])
+
+
+def num(v):
+    return float(v) if not isinstance(v, str) else float(v.replace("inf", "inf"))
+
+
+def check_set(how, path):
+    d, L = layers_of(path)
+    check(d.get("figures") == "worst" and len(d.get("samples", [])) == N, "%s: %s samples, figures %s" %
+          (how, len(d.get("samples", [])), d.get("figures")))
+    for t, lay in L.items():
+        per = [num(single[k][t]["metrics"]["rel_l2"]) for k in range(N)]
+        got = num(lay["metrics"]["rel_l2"])
+        check(got == max(per), "%s: %s worst rel_l2 %r, the single runs' max %r" % (how, t, got, max(per)))
+        check(lay["worst_sample"] == per.index(max(per)) + 1, "%s: %s worst sample %d, expected %d" %
+              (how, t, lay["worst_sample"], per.index(max(per)) + 1))
+        mean = sum(per) / N
+        check(abs(num(lay["mean"]["rel_l2"]) - mean) <= 1e-15 * max(mean, 1e-300),
+              "%s: %s mean %r, expected %r" % (how, t, lay["mean"]["rel_l2"], mean))
+        cosw = min(num(single[k][t]["metrics"]["cos"]) for k in range(N))
+        check(num(lay["metrics"]["cos"]) == cosw, "%s: %s worst cos %r, expected %r" % (how, t, lay["metrics"]["cos"], cosw))
+        ps = [num(m["rel_l2"]) for m in lay["per_sample"]]
+        check(ps == per, "%s: %s per-sample rel_l2 differ from the single runs" % (how, t))
+    return d
+
+
+ok("load %s; data %s/npz; run; report --json %s/set_npz.json" % (MODEL, W, W), "data folder of npz")
+check_set("folder of .npz", W + "/set_npz.json")
+ok("load %s; data %s/stacked.npz stacked; run; report --json %s/set_stacked.json" % (MODEL, W, W), "stacked")
+check_set("stacked .npz", W + "/set_stacked.json")
+ok("load %s; data %s/folders; run; report --json %s/set_folders.json" % (MODEL, W, W), "sample folders")
+check_set("sample folders", W + "/set_folders.json")
+ok("load %s; input x files %s/npy/s?.npy npy; run; report --json %s/set_files.json" % (MODEL, W, W), "input files")
+check_set("input x files", W + "/set_files.json")
+
+# output figures: the worst, mean, p95 (nearest rank) and one sample, by assert
+out_t = [t for t in single[0] if single[0][t]["output"]][0]
+outs = [num(single[k][out_t]["metrics"]["rel_l2"]) for k in range(N)]
+p95 = sorted(outs)[math.ceil(0.95 * N) - 1]
+base = "load %s; data %s/npz; run; " % (MODEL, W)
+for fig, v in (("output.rel_l2", max(outs)), ("mean:output.rel_l2", sum(outs) / N), ("p95:output.rel_l2", p95),
+               ("sample 3:output.rel_l2", outs[2])):
+    hi, lo = v * (1 + 1e-9), v * (1 - 1e-9)
+    r = mpx(base + "assert %s < %.17g" % (fig, hi))
+    check(r.returncode == 0, "assert %s < %g (value %g) failed: %s" % (fig, hi, v, r.stdout + r.stderr))
+    r = mpx(base + "assert %s < %.17g" % (fig, lo))
+    check(r.returncode == 2, "assert %s < %g (value %g) passed or errored: exit %d" % (fig, lo, v, r.returncode))
+
+r = ok(base + "report --samples", "report --samples")
+rows = [l for l in r.stdout.splitlines() if l[:1].isdigit() and "/npz/s" in l]
+check(len(rows) == N, "report --samples: %d rows, expected %d" % (len(rows), N))
+r = ok(base + "report --sample 4 --json %s/s4.json" % W, "report --sample 4")
+d4, L4 = layers_of(W + "/s4.json")
+check(all(L4[t]["metrics"]["rel_l2"] == single[3][t]["metrics"]["rel_l2"] for t in L4), "report --sample 4 differs from sample 4 alone")
+
+# limit and shuffle: deterministic, the said count
+r1 = ok("load %s; data %s/npz limit 3 shuffle 7; data" % (MODEL, W), "limit shuffle")
+r2 = ok("load %s; data %s/npz limit 3 shuffle 7; data" % (MODEL, W), "limit shuffle again")
+dl = lambda r: [l for l in r.stdout.splitlines() if l.startswith("data:")]
+check("3 samples (of 6 matched: limit 3)" in r1.stdout and dl(r1) == dl(r2) and "first: %s/npz/s3.npz" % W in r1.stdout,
+      "limit 3 shuffle 7: %s / %s" % (r1.stdout, r2.stdout))
+
+# calibration: absmax rules see the largest value over all samples
+r = ok("load %s; data %s/npz; run; colour * red when absmax > 1e30; rules" % (MODEL, W), "absmax over samples")
+
+# ---- refusals, each leaving the data set that was there
+np.savez(W + "/wrongkey.npz", y=xs[0])
+np.savez(W + "/extra.npz", x=xs[0], z=xs[0])
+os.makedirs(W + "/mixed")
+np.savez(W + "/mixed/a.npz", x=xs[0])
+np.savez(W + "/mixed/b.npz", x=np.zeros((1, 3, 16, 16), np.float32))
+os.makedirs(W + "/empty")
+open(W + "/text.npz", "w").write("not a zip\n")
+
+
+def refused(cmd, part, status=1):
+    r = mpx("set bail off; load %s; data %s/npz; %s; data" % (MODEL, W, cmd))
+    text = r.stdout + r.stderr
+    check(r.returncode == status and part in text and "data: %s/npz, 6 samples (first" % W in r.stdout,
+          "%s: exit %d, expected %d, \"%s\" and the old data set kept: %s" % (cmd, r.returncode, status, part, text[-1500:]))
+
+
+refused("data %s/wrongkey.npz" % W, "wrongkey.npz holds \"y\", which is not an input of the model")
+refused("data %s/extra.npz" % W, "extra.npz holds \"z\", which is not an input")
+# mixed shapes are found when a run reaches the odd sample (files are not all
+# read by `data`): the run fails naming it and the last run stays
+r = mpx("set bail off; load %s; data %s/mixed; run; report --top 1" % (MODEL, W))
+check(r.returncode == 1 and "sample 2 of 2 (%s/mixed/b.npz): %s/mixed/b.npz:x gives input x shape 1x3x16x16 but it is "
+      "bound to 1x3x32x32" % (W, W) in r.stderr and "no run yet" in r.stderr, "mixed shapes: " + r.stdout + r.stderr)
+refused("data %s/empty" % W, "the folder is empty")
+refused("data %s/nothing*.npz" % W, "matches no file")
+refused("data %s/text.npz" % W, "text.npz: not an .npz file")
+refused("data %s/npy" % W, "is not named after an input of the model")
+refused("data %s/npz limit 0" % W, "limit: \"0\" is not a count")
+
+print("data_sets: %d checks, %d failed" % (checks, fails))
+sys.exit(1 if fails else 0)
