@@ -5,7 +5,8 @@
 #   scripts/bootstrap.sh          what building and running mpx needs (make demo)
 #   scripts/bootstrap.sh --test   that, plus what the tests need (make test):
 #                                 python3-onnx/numpy (reference models), python3-pil
-#                                 and flac (independent image and audio decoders), xmllint
+#                                 and flac (independent image and audio decoders),
+#                                 espeak-ng (speech for the audio model test), xmllint
 #                                 (SVG checks), tmux (the interactive test), npm
 #                                 (onnxruntime-node and the real models), chromium
 #                                 (the review page in a real browser)
@@ -15,7 +16,7 @@ RUNTIME="cmake make gcc pkg-config
 libgraphviz-dev libcjson-dev libfp16-dev libprotobuf-c-dev protobuf-c-compiler
 libonnx-dev libedit-dev
 libpng-dev libjpeg62-turbo-dev libsndfile1-dev libsamplerate0-dev libzip-dev"
-TEST="python3-onnx python3-numpy python3-pil flac libxml2-utils tmux npm chromium"
+TEST="python3-onnx python3-numpy python3-pil flac espeak-ng libxml2-utils tmux npm chromium"
 
 PKGS=$RUNTIME
 case "${1:-}" in
