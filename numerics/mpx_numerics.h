@@ -548,22 +548,26 @@ typedef enum mpx_stat {
 typedef struct mpx_samples {
     int n_layers, n_samples;
     int *tensor;           /* [n_layers] each layer's tensor (the first sample's order) */
+    int *id;               /* [n_samples] the caller's number of each sample (e.g. its
+                              index in a data set; a shard holds some of them) */
     bool local;            /* local figures held too */
     mpx_metrics *m;        /* [n_samples * n_layers], sample by sample */
     mpx_metrics *lm;       /* the same for local figures, or NULL */
     int cap;
-    int kept;              /* the caller's: the sample whose values a comparison kept */
+    int kept;              /* the row of the sample whose values a comparison kept */
 } mpx_samples;
 
 mpx_samples *mpx_samples_new(void);
 void mpx_samples_free(mpx_samples *S);
 /* Appends c's figures as the next sample; c must have the same layers, in
  * the same order, as the first sample added. */
-mpx_status mpx_samples_add(mpx_samples *S, const mpx_compare *c, mpx_error *err);
-/* Writes stat over the samples (sample k for MPX_STAT_SAMPLE) into
+mpx_status mpx_samples_add(mpx_samples *S, const mpx_compare *c, int id, mpx_error *err);
+/* The row of the sample numbered id, or -1. */
+int mpx_samples_row(const mpx_samples *S, int id);
+/* Writes stat over the samples (the sample of row k for MPX_STAT_SAMPLE) into
  * layers[0..n_layers) (their tensor, node and fmt are left as they are: the
  * caller's copy of the layers); worst_sample (may be NULL) [n_layers] gets, per
- * layer, the sample with the worst rel_l2. */
+ * layer, the row of the sample with the worst rel_l2. */
 mpx_status mpx_samples_reduce(const mpx_samples *S, mpx_stat stat, int k, mpx_layer *layers,
                               int *worst_sample, mpx_error *err);
 /* Set a metric of m (a count is rounded). */

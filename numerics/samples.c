@@ -16,12 +16,19 @@ mpx_samples *mpx_samples_new(void) { return calloc(1, sizeof(mpx_samples)); }
 void mpx_samples_free(mpx_samples *S) {
     if (!S) return;
     free(S->tensor);
+    free(S->id);
     free(S->m);
     free(S->lm);
     free(S);
 }
 
-mpx_status mpx_samples_add(mpx_samples *S, const mpx_compare *c, mpx_error *err) {
+int mpx_samples_row(const mpx_samples *S, int id) {
+    for (int k = 0; k < S->n_samples; k++)
+        if (S->id[k] == id) return k;
+    return -1;
+}
+
+mpx_status mpx_samples_add(mpx_samples *S, const mpx_compare *c, int id, mpx_error *err) {
     if (S->n_samples == 0) {
         free(S->tensor);
         S->tensor = malloc((size_t)(c->n_layers ? c->n_layers : 1) * sizeof *S->tensor);
@@ -43,6 +50,9 @@ mpx_status mpx_samples_add(mpx_samples *S, const mpx_compare *c, mpx_error *err)
         mpx_metrics *m = realloc(S->m, (size_t)cap * per);
         if (!m) return mpx_error_set(err, MPX_E_NOMEM, "out of memory for the figures of %d samples", cap);
         S->m = m;
+        int *ids = realloc(S->id, (size_t)cap * sizeof *ids);
+        if (!ids) return mpx_error_set(err, MPX_E_NOMEM, "out of memory for the figures of %d samples", cap);
+        S->id = ids;
         if (S->local) {
             mpx_metrics *lm = realloc(S->lm, (size_t)cap * per);
             if (!lm) return mpx_error_set(err, MPX_E_NOMEM, "out of memory for the figures of %d samples", cap);
@@ -56,6 +66,7 @@ mpx_status mpx_samples_add(mpx_samples *S, const mpx_compare *c, mpx_error *err)
         mpx_metrics *lrow = S->lm + (size_t)S->n_samples * (size_t)S->n_layers;
         for (int i = 0; i < c->n_layers; i++) lrow[i] = c->layers[i].local;
     }
+    S->id[S->n_samples] = id;
     S->n_samples++;
     return MPX_OK;
 }
@@ -116,7 +127,7 @@ mpx_status mpx_samples_reduce(const mpx_samples *S, mpx_stat stat, int k, mpx_la
                               int *worst_sample, mpx_error *err) {
     if (S->n_samples == 0) return mpx_error_set(err, MPX_E_INVALID, "no samples");
     if (stat == MPX_STAT_SAMPLE && (k < 0 || k >= S->n_samples))
-        return mpx_error_set(err, MPX_E_ARG, "sample %d: the run had samples 1 to %d", k + 1, S->n_samples);
+        return mpx_error_set(err, MPX_E_ARG, "row %d: the run had %d samples", k, S->n_samples);
     double *scratch = malloc((size_t)S->n_samples * sizeof *scratch);
     if (!scratch) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     size_t stride = (size_t)S->n_layers;

@@ -41,6 +41,7 @@ struct repl_dataset {
     repl_sample *samples;
     mpx_npz stack;         /* a stacked .npz, read once */
     int64_t matched;       /* files the source matched before limit */
+    bool labels_only;      /* from merged shards: names, no files to run */
 };
 
 void repl_data_free(repl_dataset *d) {
@@ -120,6 +121,9 @@ static mpx_status check_keys(const mpx_session *s, const mpx_npz *z, const char 
 
 mpx_status repl_data_inputs(const mpx_session *s, int k, mpx_value **out, mpx_error *err) {
     const repl_dataset *d = s->data;
+    if (d->labels_only)
+        return mpx_error_set(err, MPX_E_INVALID, "the samples came from merged shards (%s) and name no files to run; give "
+                             "the data set again with data ...", d->source);
     const repl_sample *smp = &d->samples[k];
     mpx_value *inputs = NULL;
     mpx_status st = repl_make_inputs(s, &inputs, err);
@@ -183,6 +187,24 @@ fail:
 static repl_dataset *data_new(const char *source) {
     repl_dataset *d = calloc(1, sizeof *d);
     if (d) snprintf(d->source, sizeof d->source, "%s", source);
+    return d;
+}
+
+static repl_sample *add_sample(repl_dataset *d, const char *label, mpx_error *err);
+
+repl_dataset *repl_data_labels(const char *source, int n, const char *const *labels, mpx_error *err) {
+    repl_dataset *d = data_new(source);
+    if (!d) {
+        mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+        return NULL;
+    }
+    d->labels_only = true;
+    d->matched = n;
+    for (int i = 0; i < n; i++)
+        if (!add_sample(d, labels[i] ? labels[i] : "?", err)) {
+            repl_data_free(d);
+            return NULL;
+        }
     return d;
 }
 

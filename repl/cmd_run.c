@@ -81,8 +81,8 @@ static double output_badness(const mpx_graph *g, const mpx_compare *c) {
  * result's layers hold each layer's worst over the samples; ->samples has
  * every sample's figures. The run cache is not used (it holds one input set;
  * samples would only evict each other). */
-static mpx_status run_samples(mpx_session *s, const mpx_plan *p, bool local, const bool *keep, mpx_compare **out,
-                              mpx_error *err) {
+static mpx_status run_samples(mpx_session *s, const mpx_plan *p, bool local, const bool *keep, int shard_k,
+                              int shard_n, mpx_compare **out, mpx_error *err) {
     const mpx_graph *g = s->graph;
     int n = repl_data_count(s->data);
     mpx_assign *a = mpx_plan_to_assign(p, err);
@@ -92,7 +92,7 @@ static mpx_status run_samples(mpx_session *s, const mpx_plan *p, bool local, con
     mpx_compare *best = NULL; /* the kept one: worst output so far */
     double ms[4] = {0};
     size_t peak = 0;
-    for (int k = 0; k < n && !st; k++) {
+    for (int k = shard_k; k < n && !st; k += shard_n) {
         mpx_value *inputs = NULL;
         if ((st = repl_data_inputs(s, k, &inputs, err))) break;
         sample_progress sp = {k, n};
@@ -111,20 +111,22 @@ static mpx_status run_samples(mpx_session *s, const mpx_plan *p, bool local, con
         }
         ms[0] += c->ms_ref, ms[1] += c->ms_cand, ms[2] += c->ms_local, ms[3] += c->ms_metrics;
         if (c->peak_bytes > peak) peak = c->peak_bytes;
-        if ((st = mpx_samples_add(S, c, err))) {
+        if ((st = mpx_samples_add(S, c, k, err))) {
             mpx_compare_free(c);
             break;
         }
         if (!best || output_badness(g, c) > output_badness(g, best)) {
             mpx_compare_free(best);
             best = c;
-            S->kept = k;
+            S->kept = S->n_samples - 1;
         } else {
             mpx_compare_free(c);
         }
     }
     if (s->progress) fputs("\r                                                    \r", stderr);
     mpx_assign_free(a);
+    if (!st && !best) st = mpx_error_set(err, MPX_E_ARG, "shard %d/%d holds no sample (the data set has %d)", shard_k + 1,
+                                         shard_n, n);
     if (!st) st = mpx_samples_reduce(S, MPX_STAT_WORST, 0, best->layers, NULL, err);
     if (st) {
         mpx_samples_free(S);
@@ -144,7 +146,7 @@ static mpx_status run_samples(mpx_session *s, const mpx_plan *p, bool local, con
  * over its samples (run_samples). */
 mpx_status repl_run_plan(mpx_session *s, const mpx_plan *p, bool local, const bool *keep,
                          mpx_compare_cache *cache, mpx_compare **out, mpx_error *err) {
-    if (s->data) return run_samples(s, p, local, keep, out, err);
+    if (s->data) return run_samples(s, p, local, keep, 0, 1, out, err);
     mpx_value *inputs = NULL;
     mpx_status st = repl_make_inputs(s, &inputs, err);
     if (st) return st;
@@ -219,14 +221,15 @@ static bool rules_use_measured(const mpx_session *s) {
 
 static const char *layer_name(const mpx_graph *g, const mpx_layer *L) { return g->tensors[L->tensor]->name; }
 
-static void print_run_summary(mpx_session *s, const mpx_compare *c, const mpx_format *target) {
+void repl_print_run_summary(mpx_session *s, const mpx_compare *c, const mpx_format *target) {
     const mpx_graph *g = s->graph;
     repl_run_totals t = repl_totals(g, c);
     fprintf(s->out, "run: %s plan against the fp32 reference, %d layers compared (%.1f ms + %.1f ms)\n",
             mpx_format_name(target), c->n_layers, c->ms_ref, c->ms_cand);
     if (c->samples)
         fprintf(s->out, "  over %d samples: each figure is its layer's worst; the worst output is sample %d (%s)\n",
-                c->samples->n_samples, c->samples->kept + 1, repl_data_label(s->data, c->samples->kept));
+                c->samples->n_samples, c->samples->id[c->samples->kept] + 1,
+                repl_data_label(s->data, c->samples->id[c->samples->kept]));
     for (int i = 0; i < c->n_layers; i++) {
         const mpx_layer *L = &c->layers[i];
         if (!repl_is_output(g, L->tensor)) continue;
@@ -252,25 +255,7 @@ static void print_run_summary(mpx_session *s, const mpx_compare *c, const mpx_fo
                 t.layers_underflow);
 }
 
-/* run [--local] [--keep <tensor,...>] */
-MPX_CMD(repl_cmd_run) {
-    mpx_status st = repl_need_model(s, err);
-    if (st) return st;
-    if (!s->plan) return mpx_error_set(err, MPX_E_INVALID, "no plan (load a model first)");
-    bool local = false;
-    bool *keep = calloc((size_t)(s->graph->n_tensors ? s->graph->n_tensors : 1), sizeof *keep);
-    if (!keep) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
-    for (int a = 1; a < argc && !st; a++) {
-        if (strcmp(argv[a], "--local") == 0) local = true;
-        else if (strcmp(argv[a], "--keep") == 0 && a + 1 < argc) st = parse_keep(s->graph, argv[++a], keep, err);
-        else st = mpx_error_set(err, MPX_E_ARG, "usage: run [--local] [--keep <tensor,...>]");
-    }
-    mpx_compare *c = NULL;
-    /* Without memory for a cache the run is a full one, as always. */
-    if (!s->run_cache && s->cache_mb > 0) s->run_cache = mpx_compare_cache_new((size_t)s->cache_mb << 20);
-    if (!st) st = repl_run_plan(s, s->plan, local, keep, s->run_cache, &c, err);
-    free(keep);
-    if (st) return st;
+mpx_status repl_take_run(mpx_session *s, mpx_compare *c, const mpx_format *target, bool local, mpx_error *err) {
     double *am = absmax_of(s->graph, c);
     if (!am) {
         mpx_compare_free(c);
@@ -278,11 +263,40 @@ MPX_CMD(repl_cmd_run) {
     }
     mpx_compare_free(s->last);
     s->last = c;
-    s->last_target = s->plan->opts.target;
+    s->last_target = target;
     s->last_local = local;
     free(s->absmax);
     s->absmax = am;
-    print_run_summary(s, c, s->last_target);
+    repl_print_run_summary(s, c, s->last_target);
+    return MPX_OK;
+}
+
+/* run [--local] [--keep <tensor,...>] [--samples k/n] */
+MPX_CMD(repl_cmd_run) {
+    mpx_status st = repl_need_model(s, err);
+    if (st) return st;
+    if (!s->plan) return mpx_error_set(err, MPX_E_INVALID, "no plan (load a model first)");
+    bool local = false;
+    bool *keep = calloc((size_t)(s->graph->n_tensors ? s->graph->n_tensors : 1), sizeof *keep);
+    if (!keep) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    int shard_k = 0, shard_n = 1;
+    for (int a = 1; a < argc && !st; a++) {
+        if (strcmp(argv[a], "--local") == 0) local = true;
+        else if (strcmp(argv[a], "--keep") == 0 && a + 1 < argc) st = parse_keep(s->graph, argv[++a], keep, err);
+        else if (strcmp(argv[a], "--samples") == 0 && a + 1 < argc) {
+            if (!(st = repl_parse_shard(argv[++a], "--samples", &shard_k, &shard_n, err))) shard_k--;
+        } else st = mpx_error_set(err, MPX_E_ARG, "usage: run [--local] [--keep <tensor,...>] [--samples <k>/<n>]");
+    }
+    if (!st && shard_n > 1 && !s->data) st = mpx_error_set(err, MPX_E_ARG, "--samples %d/%d: no data set (see: help data)",
+                                                          shard_k + 1, shard_n);
+    mpx_compare *c = NULL;
+    /* Without memory for a cache the run is a full one, as always. */
+    if (!s->run_cache && s->cache_mb > 0) s->run_cache = mpx_compare_cache_new((size_t)s->cache_mb << 20);
+    if (!st && shard_n > 1) st = run_samples(s, s->plan, local, keep, shard_k, shard_n, &c, err);
+    else if (!st) st = repl_run_plan(s, s->plan, local, keep, s->run_cache, &c, err);
+    free(keep);
+    if (st) return st;
+    if ((st = repl_take_run(s, c, s->plan->opts.target, local, err))) return st;
     if (rules_use_measured(s)) {
         /* Rules on absmax now see this run's figures. */
         mpx_plan *p = NULL;
@@ -346,19 +360,12 @@ static void bar(char *buf, double rel) {
 
 static cJSON *metrics_json(const mpx_metrics *m) {
     cJSON *o = cJSON_CreateObject();
-    /* JSON has no inf or NaN: such figures are written as strings. */
-#define NUM(key, v)                                                            \
-    do {                                                                       \
-        double v_ = (v);                                                       \
-        if (isfinite(v_)) cJSON_AddNumberToObject(o, key, v_);                 \
-        else cJSON_AddStringToObject(o, key, isnan(v_) ? "nan" : v_ > 0 ? "inf" : "-inf"); \
-    } while (0)
-    /* The real metrics, the reference's absmax, the counts: the table's order. */
+    /* JSON has no inf or NaN: such figures are written as strings. All
+     * digits: merged shards must give one run's figures exactly. */
     for (int k = 0; k < MPX_METRIC_COUNT; k++)
         if (!mpx_metric_info_of((mpx_metric_id)k)->count)
-            NUM(mpx_metric_info_of((mpx_metric_id)k)->name, mpx_metric_value(m, (mpx_metric_id)k));
-    NUM("absmax_ref", m->absmax_ref);
-#undef NUM
+            repl_json_exact(o, mpx_metric_info_of((mpx_metric_id)k)->name, mpx_metric_value(m, (mpx_metric_id)k), NULL);
+    repl_json_exact(o, "absmax_ref", m->absmax_ref, NULL);
     for (int k = 0; k < MPX_METRIC_COUNT; k++)
         if (mpx_metric_info_of((mpx_metric_id)k)->count)
             cJSON_AddNumberToObject(o, mpx_metric_info_of((mpx_metric_id)k)->name, mpx_metric_value(m, (mpx_metric_id)k));
@@ -401,13 +408,13 @@ static mpx_status report_samples(mpx_session *s, const mpx_compare *c, mpx_error
         view.layers = v;
         repl_run_totals t = repl_totals(g, &view);
         const mpx_layer *w = repl_worst_layer(&view);
-        const char *label = repl_data_label(s->data, k);
+        const char *label = repl_data_label(s->data, S->id[k]);
         size_t len = strlen(label);
         char lb[64];
         if (len > 44) snprintf(lb, sizeof lb, "...%s", label + len - 41);
         else snprintf(lb, sizeof lb, "%s", label);
         const mpx_layer *o = t.worst_out;
-        fprintf(s->out, "%-6d %-44s %9.3g %9.3g %9.6f %6lld %6lld  %s\n", k + 1, lb, o ? o->m.rel_l2 : NAN,
+        fprintf(s->out, "%-6d %-44s %9.3g %9.3g %9.6f %6lld %6lld  %s\n", S->id[k] + 1, lb, o ? o->m.rel_l2 : NAN,
                 o ? o->m.max_abs : NAN, o ? o->m.cos : NAN, (long long)t.overflow, (long long)t.underflow,
                 w ? g->nodes[w->node]->name : "-");
     }
@@ -468,6 +475,11 @@ MPX_CMD(repl_cmd_report) {
         return mpx_error_set(err, MPX_E_ARG, "the last run had one input, not a data set (see: help data)");
     if (one >= 0 && per_sample) return mpx_error_set(err, MPX_E_ARG, "--sample or --samples, not both");
     if (per_sample) return report_samples(s, c, err);
+    int row = S && one >= 0 ? mpx_samples_row(S, one) : -1;
+    if (S && one >= 0 && row < 0)
+        return mpx_error_set(err, MPX_E_ARG, "--sample %d: the last run did not run it (it ran %d sample%s%s)", one + 1,
+                             S->n_samples, S->n_samples == 1 ? "" : "s",
+                             S->n_samples < repl_data_count(s->data) ? ", a shard of the data set" : "");
     const mpx_graph *g = s->graph;
     /* Per layer: the sample of its worst rel_l2 and the mean over samples;
      * with --sample k, the layers are that sample's own figures. */
@@ -483,7 +495,7 @@ MPX_CMD(repl_cmd_report) {
         if (!st) {
             memcpy(view, c->layers, (size_t)c->n_layers * sizeof *view);
             memcpy(mean, c->layers, (size_t)c->n_layers * sizeof *mean);
-            st = mpx_samples_reduce(S, one >= 0 ? MPX_STAT_SAMPLE : MPX_STAT_WORST, one, view, worst_of, err);
+            st = mpx_samples_reduce(S, one >= 0 ? MPX_STAT_SAMPLE : MPX_STAT_WORST, row, view, worst_of, err);
         }
         if (!st) st = mpx_samples_reduce(S, MPX_STAT_MEAN, 0, mean, NULL, err);
         if (st) {
@@ -519,7 +531,19 @@ MPX_CMD(repl_cmd_report) {
                 cJSON_AddStringToObject(root, "figures", one >= 0 ? "sample" : "worst");
                 if (one >= 0) cJSON_AddNumberToObject(root, "sample", one + 1);
                 cJSON *sa = cJSON_AddArrayToObject(root, "samples");
-                for (int k = 0; k < S->n_samples; k++) cJSON_AddItemToArray(sa, cJSON_CreateString(repl_data_label(s->data, k)));
+                cJSON *si = cJSON_AddArrayToObject(root, "sample_ids");
+                for (int k = 0; k < S->n_samples; k++) {
+                    cJSON_AddItemToArray(sa, cJSON_CreateString(repl_data_label(s->data, S->id[k])));
+                    cJSON_AddItemToArray(si, cJSON_CreateNumber(S->id[k] + 1));
+                }
+                /* What a shard's merge checks: the same model, plan and data set. */
+                cJSON_AddStringToObject(root, "kind", "mpx-samples");
+                cJSON_AddStringToObject(root, "model", s->model_path);
+                cJSON_AddNumberToObject(root, "n_samples_total", repl_data_count(s->data));
+                cJSON *ru = cJSON_AddArrayToObject(root, "rules");
+                const mpx_rules *rr = mpx_history_rules(s->hist);
+                for (int k = 0; k < mpx_rules_count(rr); k++)
+                    cJSON_AddItemToArray(ru, cJSON_CreateString(mpx_rules_text(rr, k)));
             }
             cJSON *arr = cJSON_AddArrayToObject(root, "layers");
             for (int i = 0; i < n; i++) {
@@ -535,7 +559,7 @@ MPX_CMD(repl_cmd_report) {
                 if (L->has_local) cJSON_AddItemToObject(e, "local", metrics_json(&L->local));
                 if (S) {
                     int li = (int)(L - c->layers);
-                    if (one < 0) cJSON_AddNumberToObject(e, "worst_sample", worst_of[li] + 1);
+                    if (one < 0) cJSON_AddNumberToObject(e, "worst_sample", S->id[worst_of[li]] + 1);
                     cJSON_AddItemToObject(e, "mean", metrics_json(&mean[li].m));
                     /* Every sample's figures of this layer, in sample order. */
                     cJSON *ps = cJSON_AddArrayToObject(e, "per_sample");
@@ -566,7 +590,7 @@ MPX_CMD(repl_cmd_report) {
                     if (o < cap && L->has_local) o += (size_t)snprintf(text + o, cap - o, "%.6g", L->local.rel_l2);
                     if (o < cap && S) {
                         int li = (int)(L - c->layers);
-                        o += (size_t)snprintf(text + o, cap - o, ",%d,%.6g", one < 0 ? worst_of[li] + 1 : one + 1,
+                        o += (size_t)snprintf(text + o, cap - o, ",%d,%.6g", one < 0 ? S->id[worst_of[li]] + 1 : one + 1,
                                               mean[li].m.rel_l2);
                     }
                     if (o < cap) o += (size_t)snprintf(text + o, cap - o, "\n");
@@ -579,7 +603,8 @@ MPX_CMD(repl_cmd_report) {
     }
     fprintf(s->out, "%s against fp32, %d layers, sorted by %s%s\n", mpx_format_name(s->last_target), c->n_layers,
             key_name(sm), n < c->n_layers ? "" : " (all)");
-    if (S && one >= 0) fprintf(s->out, "sample %d of %d (%s)\n", one + 1, S->n_samples, repl_data_label(s->data, one));
+    if (S && one >= 0) fprintf(s->out, "sample %d of %d (%s)\n", one + 1, repl_data_count(s->data),
+                              repl_data_label(s->data, one));
     else if (S)
         fprintf(s->out, "over %d samples: each layer's worst figures, the sample of its worst rel_l2 and the mean rel_l2\n",
                 S->n_samples);
@@ -598,7 +623,7 @@ MPX_CMD(repl_cmd_report) {
         fprintf(s->out, "%-5d %-30s %-14.14s %-5s %9.3g %-10s %9.3g %9.6f %8.1f %6lld %6lld", L->node, name,
                 g->nodes[L->node]->op_type, mpx_format_name(L->fmt), L->m.rel_l2, b, L->m.max_abs, L->m.cos, L->m.sqnr_db,
                 (long long)L->m.overflow, (long long)L->m.underflow);
-        if (S && one < 0) fprintf(s->out, "  %6d %9.3g", worst_of[L - c->layers] + 1, mean[L - c->layers].m.rel_l2);
+        if (S && one < 0) fprintf(s->out, "  %6d %9.3g", S->id[worst_of[L - c->layers]] + 1, mean[L - c->layers].m.rel_l2);
         if (L->has_local) fprintf(s->out, "  %.3g", L->local.rel_l2);
         fputc('\n', s->out);
     }

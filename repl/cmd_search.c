@@ -54,15 +54,9 @@ typedef struct search {
     double best_low_pct;
 } search;
 
-/* A figure in the JSON with all its digits: cJSON prints 15 digits when
- * they read back within an epsilon, which can lose the last bit, and a
- * search result must be checkable exactly (assert output.rel_l2 == ...). */
-static void add_exact(cJSON *obj, const char *key, double v) {
-    char buf[64];
-    if (isfinite(v)) snprintf(buf, sizeof buf, "%.17g", v);
-    else snprintf(buf, sizeof buf, "null");
-    cJSON_AddItemToObject(obj, key, cJSON_CreateRaw(buf));
-}
+/* A search result must be checkable exactly (assert output.rel_l2 == ...):
+ * all digits, and null for a figure that is not finite. */
+static void add_exact(cJSON *obj, const char *key, double v) { repl_json_exact(obj, key, v, "null"); }
 
 /* name:<glob> matching exactly this node: glob characters escaped (fnmatch
  * reads a backslash as an escape); a comma or a blank, which would end the

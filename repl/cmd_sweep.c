@@ -278,12 +278,8 @@ static mpx_status parse_outputs(int argc, char **argv, int from, outputs *o, int
         } else if (strcmp(argv[a], "--plot") == 0 && has_arg) {
             o->plot = argv[++a];
         } else if (shard_k && strcmp(argv[a], "--shard") == 0 && has_arg) {
-            int k = 0, n = 0;
-            char extra;
-            if (sscanf(argv[++a], "%d/%d%c", &k, &n, &extra) != 2 || n < 1 || k < 1 || k > n)
-                return mpx_error_set(err, MPX_E_ARG, "--shard %s: k/n with 1 <= k <= n (e.g. --shard 2/4)", argv[a]);
-            *shard_k = k;
-            *shard_n = n;
+            mpx_status st = repl_parse_shard(argv[++a], "--shard", shard_k, shard_n, err);
+            if (st) return st;
         } else {
             return mpx_error_set(err, MPX_E_ARG, "usage: %s", usage);
         }
@@ -384,7 +380,7 @@ MPX_CMD(repl_cmd_sweep) {
 
 /* ---- merge ------------------------------------------------------------------- */
 
-static mpx_status read_json(const char *path, cJSON **out, mpx_error *err) {
+mpx_status repl_read_json(const char *path, cJSON **out, mpx_error *err) {
     FILE *f = fopen(path, "rb");
     if (!f) return mpx_error_set(err, MPX_E_IO, "merge: cannot read %s", path);
     char *buf = NULL;
@@ -492,6 +488,15 @@ MPX_CMD(repl_cmd_merge) {
     int files = 1;
     while (files < argc && strncmp(argv[files], "--", 2) != 0) files++;
     if (files == 1) return mpx_error_set(err, MPX_E_ARG, "usage: %s", merge_usage);
+    /* Shards of a data-set run (report --json after run --samples k/n) are
+     * data_merge.c's. */
+    cJSON *first = NULL;
+    mpx_status st0 = repl_read_json(argv[1], &first, err);
+    if (st0) return st0;
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(first, "kind");
+    bool samples = cJSON_IsString(kind) && strcmp(kind->valuestring, "mpx-samples") == 0;
+    cJSON_Delete(first);
+    if (samples) return repl_merge_samples(s, argc, argv, err);
     outputs out;
     mpx_status st = parse_outputs(argc, argv, files, &out, NULL, NULL, merge_usage, err);
     if (st) return st;
@@ -499,7 +504,7 @@ MPX_CMD(repl_cmd_merge) {
     if (!d) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     for (int a = 1; a < files && !st; a++) {
         cJSON *root = NULL;
-        if (!(st = read_json(argv[a], &root, err))) st = merge_one(argv[a], root, d, a == 1, err);
+        if (!(st = repl_read_json(argv[a], &root, err))) st = merge_one(argv[a], root, d, a == 1, err);
         cJSON_Delete(root);
     }
     for (int i = 0; i < d->n && !st; i++)

@@ -43,6 +43,9 @@ mpx_status repl_input_value(const mpx_input_spec *sp, const mpx_tensor *t, mpx_v
 typedef struct repl_dataset repl_dataset;
 void repl_data_free(repl_dataset *d);
 int repl_data_count(const repl_dataset *d);         /* 0 for NULL */
+/* A data set of names only (merged shards): reports name its samples, runs
+ * refuse it. NULL on out of memory. */
+repl_dataset *repl_data_labels(const char *source, int n, const char *const *labels, mpx_error *err);
 const char *repl_data_label(const repl_dataset *d, int k);
 /* Input values of sample k (the session's specs for inputs it does not
  * hold); errors name the sample. */
@@ -52,6 +55,28 @@ mpx_status repl_data_inputs(const mpx_session *s, int k, mpx_value **out, mpx_er
 mpx_status repl_data_from_files(mpx_session *s, const char *input, const char *pattern, int argc, char **argv,
                                 mpx_status (*check)(int argc, char **argv, mpx_input_spec *sp, mpx_error *err),
                                 mpx_error *err);
+
+/* A figure in JSON with all its digits (%.17g): cJSON prints 15 digits when
+ * they read back within an epsilon, which can lose the last bit, and merged
+ * shards must give the figures of one run exactly. A value that is not
+ * finite is written as nonfinite (e.g. "null"), or as the string "inf",
+ * "-inf" or "nan" when nonfinite is NULL. */
+struct cJSON;
+void repl_json_exact(struct cJSON *obj, const char *key, double v, const char *nonfinite);
+/* A JSON file (at most 256 MB), parsed; errors name it. */
+struct cJSON;
+mpx_status repl_read_json(const char *path, struct cJSON **out, mpx_error *err);
+/* merge <shard.json> ... [--json [<file>] | --csv [<file>]]: the shards of a
+ * data-set run (run --samples k/n; report --json) made the session's last run,
+ * as one unsharded run gives (data_merge.c). */
+mpx_status repl_merge_samples(mpx_session *s, int argc, char **argv, mpx_error *err);
+/* Make c (a run of the session's plan, or merged shards) the last run: the
+ * measured absmax taken from it, its summary printed. Takes c. */
+mpx_status repl_take_run(mpx_session *s, mpx_compare *c, const mpx_format *target, bool local, mpx_error *err);
+/* The run's text summary (outputs, worst layer, overflow, underflow). */
+void repl_print_run_summary(mpx_session *s, const mpx_compare *c, const mpx_format *target);
+/* "k/n" with 1 <= k <= n; opt names the option in messages. */
+mpx_status repl_parse_shard(const char *text, const char *opt, int *k, int *n, mpx_error *err);
 
 /* Put a new graph in (load: fresh = true drops rules and inputs; a new
  * input shape: fresh = false keeps them): builds its plan first and on

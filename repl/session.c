@@ -5,6 +5,7 @@
  * adding a row (the handlers live in cmd_*.c, grouped by subject). */
 #include "repl_internal.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -86,6 +87,24 @@ mpx_status repl_set_graph(mpx_session *s, mpx_graph *g, const char *path, bool f
     s->graph = g;
     if (path != s->model_path) snprintf(s->model_path, sizeof s->model_path, "%s", path);
     repl_after_plan_change(s);
+    return MPX_OK;
+}
+
+void repl_json_exact(cJSON *obj, const char *key, double v, const char *nonfinite) {
+    char buf[64];
+    if (isfinite(v)) snprintf(buf, sizeof buf, "%.17g", v);
+    else if (nonfinite) snprintf(buf, sizeof buf, "%s", nonfinite);
+    else snprintf(buf, sizeof buf, "\"%s\"", isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+    cJSON_AddItemToObject(obj, key, cJSON_CreateRaw(buf));
+}
+
+mpx_status repl_parse_shard(const char *text, const char *opt, int *k, int *n, mpx_error *err) {
+    int a = 0, b = 0;
+    char extra;
+    if (sscanf(text, "%d/%d%c", &a, &b, &extra) != 2 || b < 1 || a < 1 || a > b)
+        return mpx_error_set(err, MPX_E_ARG, "%s %s: k/n with 1 <= k <= n (e.g. %s 2/4)", opt, text, opt);
+    *k = a;
+    *n = b;
     return MPX_OK;
 }
 
@@ -324,14 +343,17 @@ static const mpx_command commands[] = {
      repl_cmd_diff},
     {"why", "why <node>", "how a node got its colour and formats: default, rules, propagation", NULL,
      repl_cmd_why},
-    {"run", "run [--local] [--keep <tensor,...>]", "run the plan against the fp32 reference, layer by layer",
+    {"run", "run [--local] [--keep <tensor,...>] [--samples <k>/<n>]", "run the plan against the fp32 reference, layer by layer",
      "Runs the inputs (see input) through the fp32 reference and through the plan's\n"
      "emulated formats side by side and compares every float tensor a node computes\n"
      "(rel_l2, max_abs, mean_abs, cos, sqnr_db, overflow, underflow, subnormal).\n"
      "--local also feeds each node the reference values of its inputs (in its\n"
      "formats), separating a layer's own error from what it inherits. --keep keeps\n"
      "those tensors' values for `tensor` (model outputs are always kept). Ctrl-C\n"
-     "stops a run; the session stays as it was.",
+     "stops a run; the session stays as it was. With a data set (see data) every\n"
+     "sample is run, one at a time; `tensor` shows the sample whose output is worst.\n"
+     "--samples k/n runs only samples i with i % n == k-1: a shard, whose report\n"
+     "--json `merge` joins with the others into the unsharded run's report.",
      repl_cmd_run},
     {"report", "report [--top <n> | --all] [--sort <metric>] [--sample <k> | --samples] [--json [<file>] | --csv [<file>]]",
      "per-layer error of the last run, worst first",
@@ -403,9 +425,12 @@ static const mpx_command commands[] = {
      "keeps nothing.",
      repl_cmd_sweep},
     {"merge", "merge <shard.json> ... [--json [<file>] | --csv [<file>]] [--plot <file.svg>]",
-     "join the JSON shards of a sweep into its table, CSV, JSON or plot",
+     "join the JSON shards of a sweep, or of a run over a data set",
      "The shards must be of one sweep (name, command, values, model, target) and\n"
      "together hold every point once; the result is what the unsharded sweep gives.\n"
+     "Shards of a data set (run --samples k/n, then report --json) become the last\n"
+     "run, as the unsharded run gives it (the model loaded if need be): report,\n"
+     "assert and --json/--csv (the report's) then work on all samples.\n"
      "Also `mpx merge a.json b.json ...` from the shell.",
      repl_cmd_merge},
     {"dot", "dot [<file.dot>] [--around <node> <depth>] [--shapes] [--collapse] [--cluster <n>] [--weights] [--all] [--overlay]",

@@ -143,6 +143,31 @@ check("3 samples (of 6 matched: limit 3)" in r1.stdout and dl(r1) == dl(r2) and 
 # calibration: absmax rules see the largest value over all samples
 r = ok("load %s; data %s/npz; run; colour * red when absmax > 1e30; rules" % (MODEL, W), "absmax over samples")
 
+# shards: run --samples k/3 and report --json each; merge gives the unsharded
+# run's report byte for byte, and gates work after the merge
+for k in (1, 2, 3):
+    ok("load %s; data %s/npz; run --samples %d/3; report --json %s/shard%d.json" % (MODEL, W, k, W, k), "shard %d" % k)
+ok("load %s; data %s/npz; run; report --json %s/full.json" % (MODEL, W, W), "unsharded")
+shards = " ".join("%s/shard%d.json" % (W, k) for k in (3, 1, 2))
+r = subprocess.run([MPX, "merge"] + shards.split() + ["--json", W + "/merged.json"], capture_output=True, text=True)
+check(r.returncode == 0 and open(W + "/merged.json").read() == open(W + "/full.json").read(),
+      "mpx merge of 3 shards differs from the unsharded report: %s" % (r.stdout + r.stderr))
+r = mpx("merge %s; assert p95:output.rel_l2 < %.17g; report --samples" % (shards, p95 * (1 + 1e-9)))
+check(r.returncode == 0 and len([l for l in r.stdout.splitlines() if "/npz/s" in l and l[:1].isdigit()]) == N,
+      "merge then assert and report --samples: " + r.stdout + r.stderr)
+r = subprocess.run([MPX, "merge", W + "/shard1.json", W + "/shard2.json"], capture_output=True, text=True)
+check(r.returncode == 1 and "no shard holds sample 3 of 6 (a shard is missing)" in r.stderr, "merge with a shard missing: " + r.stderr)
+r = subprocess.run([MPX, "merge", W + "/shard1.json", W + "/shard1.json", W + "/shard2.json", W + "/shard3.json"],
+                   capture_output=True, text=True)
+check(r.returncode == 1 and "sample 1 is in" in r.stderr, "merge with a shard twice: " + r.stderr)
+ok("load %s; data %s/npz; colour Conv red; run --samples 2/3; report --json %s/other.json" % (MODEL, W, W), "other rules")
+r = subprocess.run([MPX, "merge", W + "/shard1.json", W + "/other.json", W + "/shard3.json"], capture_output=True, text=True)
+check(r.returncode == 1 and "ran other rules than" in r.stderr, "merge of shards of other rules: " + r.stderr)
+r = mpx("load %s; data %s/npz; merge %s; run" % (MODEL, W, shards))
+check(r.returncode == 1 and "came from merged shards" in r.stderr, "a run after a merge: " + r.stderr)
+r = mpx("load %s; run --samples 1/2" % MODEL)
+check(r.returncode == 1 and "--samples 1/2: no data set" in r.stderr, "run --samples without a data set: " + r.stderr)
+
 # ---- refusals, each leaving the data set that was there
 np.savez(W + "/wrongkey.npz", y=xs[0])
 np.savez(W + "/extra.npz", x=xs[0], z=xs[0])
