@@ -399,7 +399,7 @@ mpx_status mpx_run_graph(const mpx_graph *g, const mpx_assign *a, const mpx_valu
     int *last = stream ? last_uses(g) : NULL;
     if (stream && !last) st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     else st = mpx_exec_start(g, a, inputs, run->vals, err);
-    bool fuse = !ref && mpx_fuse_enabled();
+    bool fuse = !ref && mpx_fuse_enabled() && !(opts && opts->on_value);
     bool *needed = calloc(g->n_tensors ? (size_t)g->n_tensors : 1u, sizeof *needed);
     if (!needed && st == MPX_OK) st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     for (int i = 0; i < g->n_nodes && st == MPX_OK; i++) {
@@ -430,6 +430,11 @@ mpx_status mpx_run_graph(const mpx_graph *g, const mpx_assign *a, const mpx_valu
         if (span < 2) {
             st = mpx_exec_node(n, a, ref ? ref->vals : run->vals, ref != NULL, outs, NULL, err);
             if (st == MPX_OK) store_outputs(n, outs, run->vals);
+            for (int j = 0; st == MPX_OK && opts && opts->on_value && j < n->n_outputs; j++) {
+                const mpx_tensor *t = n->outputs[j];
+                if (t && run->vals[t->index].n >= 0 && run->vals[t->index].f)
+                    opts->on_value(opts->on_value_ctx, t, &run->vals[t->index]);
+            }
         }
         if (st != MPX_OK || !stream) {
             i = end;

@@ -360,6 +360,12 @@ typedef struct mpx_run_opts {
      * clearing was half of that run's time). Values are the same bits. */
     bool stream;
     const bool *keep;
+    /* Called with every node's float outputs as soon as they exist (before
+     * streaming frees them): `stats` reads each tensor's range this way.
+     * Elementwise chains then run node by node (no fusion: every value is
+     * made whole); the values are the same bits. */
+    void (*on_value)(void *ctx, const mpx_tensor *t, const mpx_value *v);
+    void *on_value_ctx;
 } mpx_run_opts;
 
 /* The values of every tensor of one run. Owns vals[i] (borrowed views for

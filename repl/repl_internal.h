@@ -115,6 +115,7 @@ void repl_after_plan_change(mpx_session *s);
 /* ---- inputs and runs (cmd_run.c) --------------------------------------- */
 MPX_CMD(repl_cmd_input);
 MPX_CMD(repl_cmd_data);   /* cmd_data.c */
+MPX_CMD(repl_cmd_stats);  /* cmd_stats.c */
 MPX_CMD(repl_cmd_run);
 /* Check every weight the plan converts (once): the number of weights with
  * values that overflow the format (n_overflow: values); when there is one,

@@ -291,6 +291,17 @@ static const mpx_command commands[] = {
      "each layer's figures are its worst over the samples (report names the sample),\n"
      "absmax rules see the largest value over all samples. data off: back to one run.",
      repl_cmd_data},
+    {"stats", "stats [--top <n> | --all] [--save <ranges.json>] | stats --load <ranges.json>",
+     "every tensor's range in the fp32 reference, over all samples (calibration)",
+     "Runs the fp32 reference on the inputs (every sample of a data set, one at a\n"
+     "time) and shows per tensor min, max, absmax and the 99th and 99.9th percentile\n"
+     "of |x|, largest absmax first, marking those beyond the target's largest finite\n"
+     "value. Percentiles come from a histogram with 8 bins per power of two: the\n"
+     "bin's upper edge, at most 9% above the true value. absmax rules (colour ... when\n"
+     "absmax > ...) then use these ranges. --save writes them as JSON; --load reads\n"
+     "such a file into the plan's absmax rules without running anything (the tensors\n"
+     "must be the model's).",
+     repl_cmd_stats},
     {"info", "info", "model summary: opset, node and parameter counts, inputs, outputs", NULL, repl_cmd_info},
     {"ops", "ops [--json [<file>]]", "per op type: nodes, parameters, MACs",
      "Lists each op type with its node count, weight elements and multiply-accumulates.\n"

@@ -168,6 +168,32 @@ check(r.returncode == 1 and "came from merged shards" in r.stderr, "a run after 
 r = mpx("load %s; run --samples 1/2" % MODEL)
 check(r.returncode == 1 and "--samples 1/2: no data set" in r.stderr, "run --samples without a data set: " + r.stderr)
 
+# stats: ranges over the data set are the widest of the samples' own; saved
+# ranges plan as the measured ones do
+per = []
+for k in range(N):
+    ok("load %s; input x file %s/npy/s%d.npy; stats --save %s/r%d.json" % (MODEL, W, k, W, k), "stats of sample %d" % k)
+    per.append({t["tensor"]: t for t in json.load(open("%s/r%d.json" % (W, k)))["tensors"]})
+ok("load %s; data %s/npz; stats --all --save %s/rall.json" % (MODEL, W, W), "stats over the data set")
+rall = json.load(open(W + "/rall.json"))
+check(rall["samples"] == N and len(rall["tensors"]) == len(per[0]), "stats over the set: %d samples, %d tensors" %
+      (rall["samples"], len(rall["tensors"])))
+for t in rall["tensors"]:
+    name = t["tensor"]
+    check(t["absmax"] == max(p[name]["absmax"] for p in per) and t["min"] == min(p[name]["min"] for p in per) and
+          t["max"] == max(p[name]["max"] for p in per) and t["n"] == sum(p[name]["n"] for p in per),
+          "stats %s: the set's range is not the samples' widest" % name)
+    check(t["p99"] <= t["p999"] <= t["absmax"], "stats %s: p99 %g, p99.9 %g, absmax %g out of order" %
+          (name, t["p99"], t["p999"], t["absmax"]))
+thr = sorted(t["absmax"] for t in rall["tensors"])[len(rall["tensors"]) // 2]
+a = ok("load %s; data %s/npz; stats; colour * red when absmax > %.17g; plan --json %s/plan_a.json" % (MODEL, W, thr, W), "plan a")
+b = ok("load %s; stats --load %s/rall.json; colour * red when absmax > %.17g; plan --json %s/plan_b.json" % (MODEL, W, thr, W),
+       "plan b")
+pa, pb = json.load(open(W + "/plan_a.json")), json.load(open(W + "/plan_b.json"))
+check(pa["nodes"] == pb["nodes"] and pa["counts"]["red"] > 0, "a plan from saved ranges differs from one from measured ranges")
+r = mpx("load %s; stats --load %s/full.json" % (MODEL, W))
+check(r.returncode == 1 and "is not a ranges file" in r.stderr, "stats --load of a report: " + r.stderr)
+
 # ---- refusals, each leaving the data set that was there
 np.savez(W + "/wrongkey.npz", y=xs[0])
 np.savez(W + "/extra.npz", x=xs[0], z=xs[0])
