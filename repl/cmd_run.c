@@ -80,26 +80,28 @@ static double output_badness(const mpx_graph *g, const mpx_compare *c) {
  * of the sample whose worst output is worst (what `tensor` then shows). The
  * result's layers hold each layer's worst over the samples; ->samples has
  * every sample's figures. The run cache is not used (it holds one input set;
- * samples would only evict each other). */
-static mpx_status run_samples(mpx_session *s, const mpx_plan *p, bool local, const bool *keep, int shard_k,
-                              int shard_n, mpx_compare **out, mpx_error *err) {
+ * samples would only evict each other). nc candidates (compare's formats)
+ * share each sample's reference run; out[j] is as[j]'s. */
+static mpx_status run_samples_many(mpx_session *s, const mpx_assign *const *as, int nc, bool local, const bool *keep,
+                                   int shard_k, int shard_n, mpx_compare **out, mpx_error *err) {
     const mpx_graph *g = s->graph;
     int n = repl_data_count(s->data);
-    mpx_assign *a = mpx_plan_to_assign(p, err);
-    if (!a) return err->status ? err->status : MPX_E_NOMEM;
-    mpx_samples *S = mpx_samples_new();
-    mpx_status st = S ? MPX_OK : mpx_error_set(err, MPX_E_NOMEM, "out of memory");
-    mpx_compare *best = NULL; /* the kept one: worst output so far */
-    double ms[4] = {0};
+    mpx_samples *S[MPX_COMPARE_MAX_CANDS] = {0};
+    mpx_compare *best[MPX_COMPARE_MAX_CANDS] = {0}; /* the kept ones: worst output so far */
+    double ms[MPX_COMPARE_MAX_CANDS][4] = {{0}};
     size_t peak = 0;
+    mpx_status st = MPX_OK;
+    for (int j = 0; j < nc && !st; j++)
+        if (!(S[j] = mpx_samples_new())) st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     for (int k = shard_k; k < n && !st; k += shard_n) {
         mpx_value *inputs = NULL;
         if ((st = repl_data_inputs(s, k, &inputs, err))) break;
         sample_progress sp = {k, n};
         mpx_compare_opts o = {.local = local, .keep = keep, .cancel = s->cancel};
         if (s->progress) o.progress = sample_progress_cb, o.progress_ctx = &sp;
-        mpx_compare *c = NULL;
-        st = mpx_compare_run(g, a, inputs, &o, &c, err);
+        mpx_compare *c[MPX_COMPARE_MAX_CANDS] = {0};
+        st = nc == 1 ? mpx_compare_run(g, as[0], inputs, &o, &c[0], err)
+                     : mpx_compare_run_many(g, as, nc, inputs, &o, c, err);
         repl_free_inputs(s, inputs);
         if (st) {
             if (st != MPX_E_CANCELLED) {
@@ -109,36 +111,46 @@ static mpx_status run_samples(mpx_session *s, const mpx_plan *p, bool local, con
             }
             break;
         }
-        ms[0] += c->ms_ref, ms[1] += c->ms_cand, ms[2] += c->ms_local, ms[3] += c->ms_metrics;
-        if (c->peak_bytes > peak) peak = c->peak_bytes;
-        if ((st = mpx_samples_add(S, c, k, err))) {
-            mpx_compare_free(c);
-            break;
-        }
-        if (!best || output_badness(g, c) > output_badness(g, best)) {
-            mpx_compare_free(best);
-            best = c;
-            S->kept = S->n_samples - 1;
-        } else {
-            mpx_compare_free(c);
+        for (int j = 0; j < nc; j++) {
+            ms[j][0] += c[j]->ms_ref, ms[j][1] += c[j]->ms_cand, ms[j][2] += c[j]->ms_local, ms[j][3] += c[j]->ms_metrics;
+            if (c[j]->peak_bytes > peak) peak = c[j]->peak_bytes;
+            if (!st) st = mpx_samples_add(S[j], c[j], k, err);
+            if (!st && (!best[j] || output_badness(g, c[j]) > output_badness(g, best[j]))) {
+                mpx_compare_free(best[j]);
+                best[j] = c[j];
+                S[j]->kept = S[j]->n_samples - 1;
+            } else {
+                mpx_compare_free(c[j]);
+            }
         }
     }
     if (s->progress) fputs("\r                                                    \r", stderr);
-    mpx_assign_free(a);
-    if (!st && !best) st = mpx_error_set(err, MPX_E_ARG, "shard %d/%d holds no sample (the data set has %d)", shard_k + 1,
-                                         shard_n, n);
-    if (!st) st = mpx_samples_reduce(S, MPX_STAT_WORST, 0, best->layers, NULL, err);
-    if (st) {
-        mpx_samples_free(S);
-        mpx_compare_free(best);
-        return st;
+    if (!st && !best[0]) st = mpx_error_set(err, MPX_E_ARG, "shard %d/%d holds no sample (the data set has %d)", shard_k + 1,
+                                            shard_n, n);
+    for (int j = 0; j < nc && !st; j++) st = mpx_samples_reduce(S[j], MPX_STAT_WORST, 0, best[j]->layers, NULL, err);
+    for (int j = 0; j < nc; j++) {
+        if (st) {
+            mpx_samples_free(S[j]);
+            mpx_compare_free(best[j]);
+            continue;
+        }
+        best[j]->samples = S[j];
+        best[j]->ms_ref = ms[j][0], best[j]->ms_cand = ms[j][1], best[j]->ms_local = ms[j][2], best[j]->ms_metrics = ms[j][3];
+        best[j]->peak_bytes = peak;
+        best[j]->incremental = false;
+        out[j] = best[j];
     }
-    best->samples = S;
-    best->ms_ref = ms[0], best->ms_cand = ms[1], best->ms_local = ms[2], best->ms_metrics = ms[3];
-    best->peak_bytes = peak;
-    best->incremental = false;
-    *out = best;
-    return MPX_OK;
+    return st;
+}
+
+static mpx_status run_samples(mpx_session *s, const mpx_plan *p, bool local, const bool *keep, int shard_k,
+                              int shard_n, mpx_compare **out, mpx_error *err) {
+    mpx_assign *a = mpx_plan_to_assign(p, err);
+    if (!a) return err->status ? err->status : MPX_E_NOMEM;
+    const mpx_assign *as[1] = {a};
+    mpx_status st = run_samples_many(s, as, 1, local, keep, shard_k, shard_n, out, err);
+    mpx_assign_free(a);
+    return st;
 }
 
 /* cache: `run`'s and `search`'s (NULL for the other commands: `compare`
@@ -176,7 +188,9 @@ static mpx_status run_plans(mpx_session *s, mpx_plan *const *plans, int n, mpx_c
         if (!a) st = err->status ? err->status : MPX_E_NOMEM;
         as[i] = a;
     }
-    if (!st) {
+    if (!st && s->data) {
+        st = run_samples_many(s, as, n, false, NULL, 0, 1, out, err);
+    } else if (!st) {
         mpx_compare_opts o = {.cancel = s->cancel};
         if (s->progress) o.progress = progress_cb;
         st = mpx_compare_run_many(s->graph, as, n, inputs, &o, out, err);
@@ -746,6 +760,8 @@ MPX_CMD(repl_cmd_compare) {
     }
     const mpx_graph *g = s->graph;
     cJSON *root = json ? cJSON_CreateArray() : NULL;
+    if (!json && s->data)
+        fprintf(s->out, "over %d samples: each figure is the worst of any sample\n", repl_data_count(s->data));
     if (!json)
         fprintf(s->out, "%-10s %6s %7s %11s %11s %9s %9s  %s\n", "target", "casts", "low%", "output", "worst", "overflow",
                 "underflow", "worst layer");

@@ -133,6 +133,12 @@ r = ok(base + "report --sample 4 --json %s/s4.json" % W, "report --sample 4")
 d4, L4 = layers_of(W + "/s4.json")
 check(all(L4[t]["metrics"]["rel_l2"] == single[3][t]["metrics"]["rel_l2"] for t in L4), "report --sample 4 differs from sample 4 alone")
 
+# compare over the samples: fp16's row is the run's worst output
+r = ok(base + "compare fp16 bf16 --json", "compare over samples")
+rows = json.loads(r.stdout[r.stdout.index("["):])
+check(rows[0]["target"] == "fp16" and rows[0]["output"]["rel_l2"] == max(outs),
+      "compare over samples: fp16 output %r, the samples' worst %r" % (rows[0]["output"]["rel_l2"], max(outs)))
+
 # limit and shuffle: deterministic, the said count
 r1 = ok("load %s; data %s/npz limit 3 shuffle 7; data" % (MODEL, W), "limit shuffle")
 r2 = ok("load %s; data %s/npz limit 3 shuffle 7; data" % (MODEL, W), "limit shuffle again")
