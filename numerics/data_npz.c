@@ -59,7 +59,10 @@ static mpx_status read_member(const char *path, zip_t *za, zip_uint64_t i, mpx_n
     if (!buf) return npz_error(err, MPX_E_NOMEM, path, "out of memory for member \"%s\"", zs.name);
     zip_file_t *zf = zip_fopen_index(za, i, 0);
     zip_int64_t got = zf ? zip_fread(zf, buf, zs.size) : -1;
-    /* A CRC mismatch or a short member shows at the read or at the close. */
+    /* libzip checks the CRC when a read reaches the member's end: one more
+     * read must give 0 bytes, or the error (ZIP_ER_CRC). */
+    unsigned char extra;
+    if (zf && got >= 0 && (zip_uint64_t)got == zs.size && zip_fread(zf, &extra, 1) != 0) got = -1;
     bool bad = !zf || got < 0 || (zip_uint64_t)got != zs.size;
     char why[200] = "";
     if (bad) snprintf(why, sizeof why, "%s", zf ? zip_file_strerror(zf) : zip_strerror(za));

@@ -58,6 +58,15 @@ const char *repl_data_label(const repl_dataset *d, int k) {
     return d && k >= 0 && k < d->n ? d->samples[k].label : "?";
 }
 
+mpx_status repl_error_sample(mpx_error *err, int k, int n, const char *label) {
+    char msg[sizeof err->msg], file[sizeof err->file + 2] = "";
+    snprintf(msg, sizeof msg, "%s", err->msg);
+    if (err->file[0] && strcmp(err->file, label) != 0) snprintf(file, sizeof file, "%s: ", err->file);
+    mpx_status st = err->status;
+    mpx_error_set(err, st, "sample %d of %d (%s): %s%s", k + 1, n, label, file, msg);
+    return st;
+}
+
 static int input_index(const mpx_graph *g, const char *name) {
     for (int i = 0; i < g->n_inputs; i++)
         if (strcmp(g->inputs[i]->name, name) == 0) return i;
@@ -174,12 +183,7 @@ mpx_status repl_data_inputs(const mpx_session *s, int k, mpx_value **out, mpx_er
 fail:
     repl_free_inputs(s, inputs);
     /* Name the sample first: "sample 7 of 32 (data/007): ...". */
-    {
-        char msg[sizeof err->msg];
-        snprintf(msg, sizeof msg, "%s", err->msg);
-        mpx_error_set(err, st, "sample %d of %d (%s): %s", k + 1, d->n, smp->label, msg);
-    }
-    return st;
+    return repl_error_sample(err, k, d->n, smp->label);
 }
 
 /* ---- building a data set ------------------------------------------------------ */
@@ -517,11 +521,7 @@ static mpx_status adopt(mpx_session *s, repl_dataset *d, mpx_error *err) {
     char names[64][256], shapes[64][256];
     int n = 0;
     mpx_status st = sample_shapes(s, d, 0, names, shapes, &n, 64, err);
-    if (st) {
-        char msg[sizeof err->msg];
-        snprintf(msg, sizeof msg, "%s", err->msg);
-        return mpx_error_set(err, st, "sample 1 of %d (%s): %s", d->n, d->samples[0].label, msg);
-    }
+    if (st) return repl_error_sample(err, 0, d->n, d->samples[0].label);
     for (int j = 0; j < n && !st; j++) {
         const mpx_tensor *t = NULL;
         for (int i = 0; i < s->graph->n_inputs; i++)

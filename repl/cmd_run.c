@@ -104,11 +104,7 @@ static mpx_status run_samples_many(mpx_session *s, const mpx_assign *const *as, 
                      : mpx_compare_run_many(g, as, nc, inputs, &o, c, err);
         repl_free_inputs(s, inputs);
         if (st) {
-            if (st != MPX_E_CANCELLED) {
-                char msg[sizeof err->msg];
-                snprintf(msg, sizeof msg, "%s", err->msg);
-                mpx_error_set(err, st, "sample %d of %d (%s): %s", k + 1, n, repl_data_label(s->data, k), msg);
-            }
+            if (st != MPX_E_CANCELLED) repl_error_sample(err, k, n, repl_data_label(s->data, k));
             break;
         }
         for (int j = 0; j < nc; j++) {

@@ -117,11 +117,7 @@ static mpx_status gather(mpx_session *s, tstat **out, int *n_samples, mpx_error 
         mpx_run_free(r);
         repl_free_inputs(s, inputs);
         if (!st && x.nomem) st = mpx_error_set(err, MPX_E_NOMEM, "out of memory for the histograms");
-        if (st && s->data && st != MPX_E_CANCELLED) {
-            char msg[sizeof err->msg];
-            snprintf(msg, sizeof msg, "%s", err->msg);
-            mpx_error_set(err, st, "sample %d of %d (%s): %s", k + 1, n, repl_data_label(s->data, k), msg);
-        }
+        if (st && s->data && st != MPX_E_CANCELLED) repl_error_sample(err, k, n, repl_data_label(s->data, k));
     }
     if (s->progress && n > 1) fputs("\r                              \r", stderr);
     if (st) {

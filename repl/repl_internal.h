@@ -47,6 +47,10 @@ int repl_data_count(const repl_dataset *d);         /* 0 for NULL */
  * refuse it. NULL on out of memory. */
 repl_dataset *repl_data_labels(const char *source, int n, const char *const *labels, mpx_error *err);
 const char *repl_data_label(const repl_dataset *d, int k);
+/* Prefix err's message with the sample it is about: "sample k+1 of n (label):
+ * [file: ]message" (the file named when it is not the label). Returns
+ * err->status. */
+mpx_status repl_error_sample(mpx_error *err, int k, int n, const char *label);
 /* Input values of sample k (the session's specs for inputs it does not
  * hold); errors name the sample. */
 mpx_status repl_data_inputs(const mpx_session *s, int k, mpx_value **out, mpx_error *err);

@@ -208,6 +208,14 @@ np.savez(W + "/mixed/a.npz", x=xs[0])
 np.savez(W + "/mixed/b.npz", x=np.zeros((1, 3, 16, 16), np.float32))
 os.makedirs(W + "/empty")
 open(W + "/text.npz", "w").write("not a zip\n")
+raw = open(W + "/npz/s0.npz", "rb").read()
+open(W + "/cut.npz", "wb").write(raw[: len(raw) // 2])
+import zipfile
+with zipfile.ZipFile(W + "/readme.npz", "w") as z:
+    z.writestr("readme.txt", "hello")
+bad = bytearray(raw)
+bad[200:260] = b"\xff" * 60  # inside the member's data: its CRC no longer matches
+open(W + "/crc.npz", "wb").write(bytes(bad))
 
 
 def refused(cmd, part, status=1):
@@ -228,6 +236,9 @@ refused("data %s/empty" % W, "the folder is empty")
 refused("data %s/nothing*.npz" % W, "matches no file")
 refused("data %s/text.npz" % W, "text.npz: not an .npz file")
 refused("data %s/npy" % W, "is not named after an input of the model")
+refused("data %s/cut.npz" % W, "cut.npz): not a readable .npz (zip) archive")
+refused("data %s/readme.npz" % W, "member \"readme.txt\" is not an .npy array")
+refused("data %s/crc.npz" % W, "crc.npz): member \"x.npy\" cannot be read: CRC error")
 refused("data %s/npz limit 0" % W, "limit: \"0\" is not a count")
 
 print("data_sets: %d checks, %d failed" % (checks, fails))
