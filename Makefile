@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all bootstrap bootstrap-test configure build demo test sanitize clean
+.PHONY: all bootstrap bootstrap-test configure build demo test sanitize clang fuzz clean
 
 all: build
 
@@ -33,5 +33,18 @@ sanitize: bootstrap-test
 	@cmake --build build-asan -j $(JOBS)
 	@cd build-asan && ctest --output-on-failure -j $(JOBS)
 
+# The build with clang, and its unit, script and fuzz-corpus tests.
+clang: bootstrap-test
+	@CC=clang cmake -S . -B build-clang -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build build-clang -j $(JOBS)
+	@cd build-clang && ctest --output-on-failure -j $(JOBS) -R '^(test_|script_|fuzz_corpus_)'
+
+# libFuzzer (clang): every harness of tests/fuzz for FUZZ_SECONDS each.
+FUZZ_SECONDS ?= 60
+fuzz: bootstrap-test
+	@CC=clang cmake -S . -B build-fuzz -DMPX_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build build-fuzz -j $(JOBS) --target fuzz_onnx fuzz_json fuzz_tensor fuzz_image fuzz_audio fuzz_npz fuzz_cmd
+	@JOBS=$(JOBS) scripts/fuzz.sh build-fuzz $(FUZZ_SECONDS)
+
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan build-clang build-fuzz

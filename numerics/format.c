@@ -11,6 +11,7 @@
  *  - mpx_round_value: the same fast paths for one value.
  */
 #include "mpx_numerics.h"
+#include "kern_internal.h"
 
 #include <stdio.h>
 
@@ -19,11 +20,34 @@
 #include <string.h>
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#include <stdatomic.h>
 #include <immintrin.h>
 #define MPX_HAVE_X86 1
 #else
 #define MPX_HAVE_X86 0
 #endif
+
+/* F16C from CPUID (leaf 1, ECX bit 29) rather than
+ * __builtin_cpu_supports("f16c"), which clang 14 does not know. F16C's
+ * instructions are VEX-encoded: callers also require AVX (whose
+ * __builtin_cpu_supports check includes the OS's saving of the registers).
+ * Asked once: CPUID traps to the hypervisor in a VM (microseconds), and
+ * this is asked per rounded value. */
+bool mpx_cpu_has_f16c(void) {
+#if MPX_HAVE_X86
+    static _Atomic int known = -1; /* every thread that asks writes the same */
+    int k = atomic_load_explicit(&known, memory_order_relaxed);
+    if (k < 0) {
+        unsigned a, b, c, d;
+        k = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+        atomic_store_explicit(&known, k, memory_order_relaxed);
+    }
+    return k != 0;
+#else
+    return false;
+#endif
+}
 
 /* ---- descriptors ---------------------------------------------------------- */
 
@@ -321,7 +345,7 @@ static bool fp16_hw_allowed = true;
 
 static bool fp16_hw(void) {
 #if MPX_HAVE_X86
-    return fp16_hw_allowed && __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+    return fp16_hw_allowed && __builtin_cpu_supports("avx") && mpx_cpu_has_f16c();
 #else
     return false;
 #endif

@@ -104,7 +104,7 @@ static bool kg_use_avx2(void) {
 #if KG_HAVE_X86
     const char *e = getenv("MPX_KERN_PORTABLE");
     if (e && *e && strcmp(e, "0") != 0) return false;
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    return __builtin_cpu_supports("avx2") && mpx_cpu_has_f16c();
 #else
     return false;
 #endif

@@ -149,4 +149,7 @@ mpx_status mpx_fuse_run(const mpx_graph *g, const mpx_assign *a, int first, int 
 #include "kernels.def"
 #undef MPX_KERNEL
 
+/* The CPU has F16C (format.c; callers also check AVX). */
+bool mpx_cpu_has_f16c(void);
+
 #endif
