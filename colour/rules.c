@@ -7,7 +7,7 @@
  *             | "accum" selector FORMAT [when]
  *   when     := "when" or ["else" (COLOUR | FORMAT)]
  *   selector := item ("," item)*
- *   item     := "*" | "name:" (GLOB | '"' chars '"') | OPTYPE
+ *   item     := "*" | "name:" (GLOB | '"' chars '"' | "'" chars "'") | OPTYPE
  *   or       := and ("or" and)*
  *   and      := not ("and" not)*
  *   not      := "not" not | "(" or ")" | operand CMP operand
@@ -225,9 +225,10 @@ static mpx_status parse_item(parser *p, sel_item *it) {
     if (strncasecmp(t, "name:", 5) == 0) {
         p->i += 5;
         size_t start = p->i, len;
-        if (p->s[p->i] == '"') {
-            const char *close = strchr(p->s + p->i + 1, '"');
-            if (!close) return fail(p, p->i, "unterminated quote in name:\"...\"");
+        char q = p->s[p->i];
+        if (q == '"' || q == '\'') {
+            const char *close = strchr(p->s + p->i + 1, q);
+            if (!close) return fail(p, p->i, q == '"' ? "unterminated quote in name:\"...\"" : "unterminated quote in name:'...'");
             start = p->i + 1;
             len = (size_t)(close - (p->s + start));
             p->i = (size_t)(close - p->s) + 1;

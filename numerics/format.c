@@ -68,7 +68,7 @@ const mpx_format mpx_format_bf16 = {
 /* OCP E4M3FN: the top binade keeps its mantissa codes (max 1.75 * 2^8 = 448);
  * only S.1111.111 is NaN; no infinities. */
 const mpx_format mpx_format_fp8e4m3_sat = {
-    "fp8e4m3sat", MPX_FMT_FP8E4M3, 4, 3, 7, 8, false, MPX_NAN_ONE, MPX_OVF_SATURATE,
+    "fp8e4m3", MPX_FMT_FP8E4M3, 4, 3, 7, 8, false, MPX_NAN_ONE, MPX_OVF_SATURATE,
     448.0f, 0x1p-6f, 0x1p-9f};
 const mpx_format mpx_format_fp8e4m3_nan = {
     "fp8e4m3nan", MPX_FMT_FP8E4M3, 4, 3, 7, 8, false, MPX_NAN_ONE, MPX_OVF_NAN,
@@ -92,9 +92,9 @@ static int name_eq(const char *a, const char *b) {
 
 const mpx_format *mpx_format_by_name(const char *name) {
     if (!name) return NULL;
-    /* Plain "fp8e4m3" saturates: ONNX Cast's default (saturate=1) and the
-     * usual choice for fp8 training/inference casts. */
-    if (name_eq(name, "fp8e4m3")) return &mpx_format_fp8e4m3_sat;
+    /* "fp8e4m3" (saturating: ONNX Cast's default saturate=1) was once
+     * printed "fp8e4m3sat"; scripts written then still load. */
+    if (name_eq(name, "fp8e4m3sat")) return &mpx_format_fp8e4m3_sat;
     for (size_t i = 0; i < sizeof all_formats / sizeof all_formats[0]; i++)
         if (name_eq(name, all_formats[i]->name)) return all_formats[i];
     return NULL;

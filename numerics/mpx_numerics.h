@@ -88,8 +88,9 @@ extern const mpx_format mpx_format_fp8e4m3_sat;/* OCP E4M3FN, overflow -> +-448 
 extern const mpx_format mpx_format_fp8e4m3_nan;/* OCP E4M3FN, overflow -> NaN */
 extern const mpx_format mpx_format_fp8e5m2;    /* OCP E5M2, IEEE-like, overflow -> inf */
 
-/* Names: "fp32", "tf32", "fp16", "bf16", "fp8e4m3" (= saturating, as ONNX
- * Cast's default saturate=1), "fp8e4m3sat", "fp8e4m3nan", "fp8e5m2".
+/* Names: "fp32", "tf32", "fp16", "bf16", "fp8e4m3" (saturating, as ONNX
+ * Cast's default saturate=1; "fp8e4m3sat", its old name, is read too),
+ * "fp8e4m3nan", "fp8e5m2".
  * Case-insensitive. NULL if unknown. */
 const mpx_format *mpx_format_by_name(const char *name);
 /* f's name, "fp32" for NULL (the convention for "no rounding" everywhere). */

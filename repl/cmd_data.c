@@ -547,9 +547,9 @@ static mpx_status adopt(mpx_session *s, repl_dataset *d, mpx_error *err) {
 }
 
 static void say_data(mpx_session *s, const repl_dataset *d, int64_t limit) {
-    fprintf(s->out, "data: %s, %d sample%s", d->source, d->n, d->n == 1 ? "" : "s");
-    if (d->matched > d->n) fprintf(s->out, " (of %lld matched: limit %lld)", (long long)d->matched, (long long)limit);
-    fprintf(s->out, "; runs go over every sample\n");
+    fprintf(s->info, "data: %s, %d sample%s", d->source, d->n, d->n == 1 ? "" : "s");
+    if (d->matched > d->n) fprintf(s->info, " (of %lld matched: limit %lld)", (long long)d->matched, (long long)limit);
+    fprintf(s->info, "; runs go over every sample\n");
 }
 
 /* `limit n` and `shuffle seed` among words (removed from them). */
@@ -651,7 +651,7 @@ MPX_CMD(repl_cmd_data) {
         repl_data_free(s->data);
         s->data = NULL;
         repl_drop_run(s);
-        fprintf(s->out, "data: off (runs use the inputs' own specs)\n");
+        fprintf(s->info, "data: off (runs use the inputs' own specs)\n");
         return MPX_OK;
     }
     data_args a = {0};

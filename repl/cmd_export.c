@@ -108,6 +108,6 @@ MPX_CMD(repl_cmd_export) {
         if (!text) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
         return repl_emit(s, text, json_file, err);
     }
-    print_line(s->out, file, &x, ms);
+    print_line(s->info, file, &x, ms);
     return MPX_OK;
 }

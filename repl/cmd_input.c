@@ -334,13 +334,20 @@ static mpx_status parse_file_kind(mpx_session *s, int argc, char **argv, const m
     repl_dims_str(f.rank, f.dims, shape, sizeof shape);
     bool same = t->nelem >= 0 && f.rank == t->rank;
     for (int i = 0; same && i < t->rank; i++) same = f.dims[i] == t->dims[i];
+    int f_rank = f.rank;
     mpx_value_free(&f);
+    if (f_rank != t->rank) {
+        /* Another rank cannot be the same input: both shapes, not a guess. */
+        repl_dims_str(t->rank, t->dims, was, sizeof was);
+        return mpx_error_set(err, MPX_E_ARG, "%s holds %s%s but input %s is %s (rank %d)", sp->path,
+                             f_rank ? "shape " : "a ", f_rank ? shape : "scalar", argv[1], was, t->rank);
+    }
     if (!same) {
         bool typed = sp->shape[0] != 0;
         snprintf(was, sizeof was, "%s", sp->shape);
         if ((st = repl_input_shape(s, argv[1], shape, err))) return st;
         if (typed && strcmp(was, shape) != 0)
-            fprintf(s->out, "input %s: %s gives shape %s, which replaces the shape %s bound before\n", argv[1],
+            fprintf(s->info, "input %s: %s gives shape %s, which replaces the shape %s bound before\n", argv[1],
                     sp->path, shape, was);
         snprintf(sp->shape, sizeof sp->shape, "%s", shape);
     }
@@ -431,21 +438,21 @@ MPX_CMD(repl_cmd_input) {
     *slot = sp;
     switch (sp.kind) {
     case MPX_INPUT_NORMAL:
-        fprintf(s->out, "input %s: random normal(mean %g, std %g), seed %llu\n", sp.name, sp.a, sp.b, sp.seed);
+        fprintf(s->info, "input %s: random normal(mean %g, std %g), seed %llu\n", sp.name, sp.a, sp.b, sp.seed);
         break;
     case MPX_INPUT_UNIFORM:
-        fprintf(s->out, "input %s: random uniform [%g, %g), seed %llu\n", sp.name, sp.a, sp.b, sp.seed);
+        fprintf(s->info, "input %s: random uniform [%g, %g), seed %llu\n", sp.name, sp.a, sp.b, sp.seed);
         break;
-    case MPX_INPUT_CONST: fprintf(s->out, "input %s: constant %g\n", sp.name, sp.a); break;
+    case MPX_INPUT_CONST: fprintf(s->info, "input %s: constant %g\n", sp.name, sp.a); break;
     case MPX_INPUT_FILE:
-        fprintf(s->out, "input %s: values from %s%s\n", sp.name, sp.path,
+        fprintf(s->info, "input %s: values from %s%s\n", sp.name, sp.path,
                 sp.convert ? " (integers converted to the nearest float)" : "");
         break;
     case MPX_INPUT_IMAGE:
     case MPX_INPUT_AUDIO: {
         char shape[256];
         t = find_input(s->graph, argv[1]); /* the graph may be new (a shape bound) */
-        fprintf(s->out, "input %s: %s %s%s%s, shape %s\n", sp.name, sp.kind == MPX_INPUT_IMAGE ? "image" : "audio",
+        fprintf(s->info, "input %s: %s %s%s%s, shape %s\n", sp.name, sp.kind == MPX_INPUT_IMAGE ? "image" : "audio",
                 sp.path, sp.opts[0] ? " " : "", sp.opts, t ? repl_dims_str(t->rank, t->dims, shape, sizeof shape) : "?");
         break;
     }

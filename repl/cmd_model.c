@@ -20,11 +20,11 @@ mpx_status repl_cmd_load(mpx_session *s, int argc, char **argv, mpx_error *err) 
     double t1 = repl_now_ms();
     if ((st = repl_set_graph(s, g, argv[1], true, err))) return st;
     char p[32];
-    fprintf(s->out, "loaded %s: %d nodes, %d tensors, %s params, opset %d (%.1f ms)\n", argv[1],
+    fprintf(s->info, "loaded %s: %d nodes, %d tensors, %s params, opset %d (%.1f ms)\n", argv[1],
             g->n_nodes, g->n_tensors, repl_human(mpx_graph_param_count(g), p, sizeof p), g->opset, t1 - t0);
     for (int i = 0; i < g->n_inputs; i++) {
         char sh[256];
-        fprintf(s->out, "  input  %s %s %s\n", g->inputs[i]->name, mpx_dtype_name(g->inputs[i]->dtype),
+        fprintf(s->info, "  input  %s %s %s\n", g->inputs[i]->name, mpx_dtype_name(g->inputs[i]->dtype),
                 mpx_tensor_shape_str(g->inputs[i], sh, sizeof sh));
     }
     return MPX_OK;
@@ -56,10 +56,10 @@ mpx_status repl_input_shape(mpx_session *s, const char *name, const char *shape,
     const mpx_tensor *unknown = NULL;
     int nu = mpx_graph_count_unknown(g, &unknown);
     char m[32];
-    fprintf(s->out, "input %s: %s; %d tensors shaped, %s MACs", name, shape, g->n_tensors - nu,
+    fprintf(s->info, "input %s: %s; %d tensors shaped, %s MACs", name, shape, g->n_tensors - nu,
             repl_human(mpx_graph_macs(g), m, sizeof m));
-    if (nu) fprintf(s->out, "; %d unknown (first: %s)", nu, unknown ? unknown->name : "?");
-    fputc('\n', s->out);
+    if (nu) fprintf(s->info, "; %d unknown (first: %s)", nu, unknown ? unknown->name : "?");
+    fputc('\n', s->info);
     return MPX_OK;
 }
 

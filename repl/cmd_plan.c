@@ -32,7 +32,7 @@ static void print_change(mpx_session *s, const mpx_plan *a, const mpx_plan *b) {
     if (!a || mpx_plan_diff_new(a, b, &d, &e) != MPX_OK) {
         char sum[512];
         mpx_plan_summary(b, sum, sizeof sum);
-        fprintf(s->out, "plan: %s\n", sum);
+        fprintf(s->info, "plan: %s\n", sum);
         return;
     }
     int to[MPX_COLOUR_COUNT] = {0}, fmt_only = 0;
@@ -40,22 +40,22 @@ static void print_change(mpx_session *s, const mpx_plan *a, const mpx_plan *b) {
         if (d->nodes[i].colour_a != d->nodes[i].colour_b) to[d->nodes[i].colour_b]++;
         else fmt_only++;
     }
-    fprintf(s->out, "plan: %d node%s changed", d->n_nodes, d->n_nodes == 1 ? "" : "s");
+    fprintf(s->info, "plan: %d node%s changed", d->n_nodes, d->n_nodes == 1 ? "" : "s");
     if (d->n_nodes) {
         const char *sep = " (";
         for (int c = 1; c < MPX_COLOUR_COUNT; c++)
             if (to[c]) {
-                fprintf(s->out, "%s%d to %s", sep, to[c], mpx_colour_name((mpx_colour)c));
+                fprintf(s->info, "%s%d to %s", sep, to[c], mpx_colour_name((mpx_colour)c));
                 sep = ", ";
             }
-        if (fmt_only) fprintf(s->out, "%s%d formats only", sep, fmt_only);
-        fputc(')', s->out);
+        if (fmt_only) fprintf(s->info, "%s%d formats only", sep, fmt_only);
+        fputc(')', s->info);
     }
-    fprintf(s->out, "; casts %d -> %d (+%d -%d); ", d->a.casts, d->b.casts, d->n_added, d->n_removed);
+    fprintf(s->info, "; casts %d -> %d (+%d -%d); ", d->a.casts, d->b.casts, d->n_added, d->n_removed);
     if (d->b.macs_total == 0 && d->b.macs_unknown)
-        fprintf(s->out, "MACs unknown until the inputs' shapes are bound\n");
+        fprintf(s->info, "MACs unknown until the inputs' shapes are bound\n");
     else
-        fprintf(s->out, "%.1f%% of MACs in %s\n", d->b.low_macs_pct, mpx_format_name(b->opts.target));
+        fprintf(s->info, "%.1f%% of MACs in %s\n", d->b.low_macs_pct, mpx_format_name(b->opts.target));
     mpx_plan_diff_free(d);
 }
 
@@ -140,9 +140,9 @@ MPX_CMD(repl_cmd_rule) {
     if (!st) {
         int k = mpx_rules_count(r) - 1;
         if (s->plan->rule_selected[k] == 0)
-            fprintf(s->out, "warning: rule %d matches no node of this model\n", k + 1);
+            fprintf(s->info, "warning: rule %d matches no node of this model\n", k + 1);
         else if (s->plan->rule_applied[k] == 0)
-            fprintf(s->out, "warning: rule %d selects %d node%s but its condition holds for none\n", k + 1,
+            fprintf(s->info, "warning: rule %d selects %d node%s but its condition holds for none\n", k + 1,
                     s->plan->rule_selected[k], s->plan->rule_selected[k] == 1 ? "" : "s");
     }
     mpx_rules_free(r);
@@ -318,7 +318,7 @@ MPX_CMD(repl_cmd_plan) {
     fprintf(s->out, "%s\n", sum);
     char head[96];
     snprintf(head, sizeof head, "weights that do not fit %s:\n", mpx_format_name(p->opts.target));
-    repl_check_weights(s, p, s->out, head, NULL);
+    repl_check_weights(s, p, s->out, head, NULL, NULL);
     return MPX_OK;
 }
 

@@ -21,16 +21,19 @@
  * the number of weights with an overflow; when there is one and out is
  * non-NULL, prints header and then one line per weight that overflows or
  * loses more than 1% (rel_l2). */
-int repl_check_weights(const mpx_session *s, const mpx_plan *p, FILE *out, const char *header, int64_t *n_overflow) {
+int repl_check_weights(const mpx_session *s, const mpx_plan *p, FILE *out, const char *header, int64_t *n_overflow,
+                       int *n_flushed) {
     mpx_weight_check *w = NULL;
-    int n = 0, bad = 0;
+    int n = 0, bad = 0, flushed = 0;
     int64_t total = 0;
     mpx_error e;
     if (mpx_plan_check_weights(p, &w, &n, &e) != MPX_OK) n = 0;
     for (int i = 0; i < n; i++) {
         total += w[i].overflow;
         bad += w[i].overflow > 0;
+        flushed += w[i].underflow > 0;
     }
+    if (n_flushed) *n_flushed = flushed;
     if (out && bad && header) fputs(header, out);
     for (int i = 0; out && bad && i < n; i++) {
         const mpx_plan_weight *pw = &p->weights[w[i].weight];
@@ -234,34 +237,43 @@ static const char *layer_name(const mpx_graph *g, const mpx_layer *L) { return g
 void repl_print_run_summary(mpx_session *s, const mpx_compare *c, const mpx_format *target) {
     const mpx_graph *g = s->graph;
     repl_run_totals t = repl_totals(g, c);
-    fprintf(s->out, "run: %s plan against the fp32 reference, %d layers compared (%.1f ms + %.1f ms)\n",
+    fprintf(s->info, "run: %s plan against the fp32 reference, %d layers compared (%.1f ms + %.1f ms)\n",
             mpx_format_name(target), c->n_layers, c->ms_ref, c->ms_cand);
     if (c->samples)
-        fprintf(s->out, "  over %d samples: each figure is its layer's worst; the worst output is sample %d (%s)\n",
+        fprintf(s->info, "  over %d samples: each figure is its layer's worst; the worst output is sample %d (%s)\n",
                 c->samples->n_samples, c->samples->id[c->samples->kept] + 1,
                 repl_data_label(s->data, c->samples->id[c->samples->kept]));
     for (int i = 0; i < c->n_layers; i++) {
         const mpx_layer *L = &c->layers[i];
         if (!repl_is_output(g, L->tensor)) continue;
-        fprintf(s->out, "  output %s: rel_l2 %.3g, max_abs %.3g, cos %.6f%s\n", layer_name(g, L), L->m.rel_l2,
+        fprintf(s->info, "  output %s: rel_l2 %.3g, max_abs %.3g, cos %.6f%s\n", layer_name(g, L), L->m.rel_l2,
                 L->m.max_abs, L->m.cos, L->m.overflow ? " (OVERFLOW)" : "");
     }
     const mpx_layer *w = repl_worst_layer(c);
     if (w)
-        fprintf(s->out, "  worst layer: %s (%s %s) rel_l2 %.3g\n", layer_name(g, w), g->nodes[w->node]->op_type,
+        fprintf(s->info, "  worst layer: %s (%s %s) rel_l2 %.3g\n", layer_name(g, w), g->nodes[w->node]->op_type,
                 g->nodes[w->node]->name, w->m.rel_l2);
+    /* With --local figures the cause leads: the layer whose own rounding
+     * does the most, which the worst layer above may only inherit. */
+    const mpx_layer *own = NULL;
+    for (int i = 0; i < c->n_layers; i++)
+        if (c->layers[i].has_local && (!own || c->layers[i].local.rel_l2 > own->local.rel_l2)) own = &c->layers[i];
+    if (own)
+        fprintf(s->info, "  worst own error: %s (%s %s) local rel_l2 %.3g (rel_l2 %.3g at its output)\n",
+                layer_name(g, own), g->nodes[own->node]->op_type, g->nodes[own->node]->name, own->local.rel_l2,
+                own->m.rel_l2);
     if (t.layers_overflow)
-        fprintf(s->out, "  overflow: %lld values in %d layers, first at %s (%s): fp32 values up to %.4g do not fit %s\n",
+        fprintf(s->info, "  overflow: %lld values in %d layers, first at %s (%s): fp32 values up to %.4g do not fit %s\n",
                 (long long)t.overflow, t.layers_overflow, layer_name(g, t.first_overflow),
                 g->nodes[t.first_overflow->node]->op_type, t.first_overflow->m.absmax_ref,
                 mpx_format_name(t.first_overflow->fmt));
-    else fprintf(s->out, "  overflow: none in activations\n");
+    else fprintf(s->info, "  overflow: none in activations\n");
     char head[160];
     snprintf(head, sizeof head, "  weights that do not fit %s (converted offline, before the run):\n",
              mpx_format_name(target));
-    repl_check_weights(s, s->plan, s->out, head, NULL);
+    repl_check_weights(s, s->plan, s->info, head, NULL, NULL);
     if (t.layers_underflow)
-        fprintf(s->out, "  underflow: %lld non-zero values became zero in %d layers\n", (long long)t.underflow,
+        fprintf(s->info, "  underflow: %lld non-zero values became zero in %d layers\n", (long long)t.underflow,
                 t.layers_underflow);
 }
 
@@ -314,7 +326,7 @@ MPX_CMD(repl_cmd_run) {
         if (repl_build_plan(s, mpx_history_rules(s->hist), mpx_history_opts(s->hist), &p, &e2) == MPX_OK) {
             mpx_plan_free(s->plan);
             s->plan = p;
-            fprintf(s->out, "  plan re-made with the measured absmax (run again to see its effect)\n");
+            fprintf(s->info, "  plan re-made with the measured absmax (run again to see its effect)\n");
         }
     }
     /* Followers of the plan (svg --watch) also show the run's overlay. */
@@ -618,7 +630,14 @@ MPX_CMD(repl_cmd_report) {
     else if (S)
         fprintf(s->out, "over %d samples: each layer's worst figures, the sample of its worst rel_l2 and the mean rel_l2\n",
                 S->n_samples);
-    fprintf(s->out, "%-5s %-30s %-14s %-5s %9s %-10s %9s %9s %8s %6s %6s%s%s\n", "#", "node", "op", "fmt", "rel_l2", "",
+    /* The op column as wide as the longest op shown (BatchNormalization,
+     * DequantizeLinear), never cut. */
+    int opw = 14;
+    for (int i = 0; i < n; i++) {
+        int l = (int)strlen(g->nodes[rows[i]->node]->op_type);
+        if (l > opw) opw = l;
+    }
+    fprintf(s->out, "%-5s %-30s %-*s %-5s %9s %-10s %9s %9s %8s %6s %6s%s%s\n", "#", "node", opw, "op", "fmt", "rel_l2", "",
             "max_abs", "cos", "sqnr_db", "ovf", "unf", S && one < 0 ? "  sample      mean" : "",
             s->last_local ? "  local" : "");
     for (int i = 0; i < n; i++) {
@@ -630,7 +649,7 @@ MPX_CMD(repl_cmd_report) {
         /* Long exported names: keep the informative tail. */
         if (len > 30) snprintf(name, sizeof name, "...%s", nm + len - 27);
         else snprintf(name, sizeof name, "%s", nm);
-        fprintf(s->out, "%-5d %-30s %-14.14s %-5s %9.3g %-10s %9.3g %9.6f %8.1f %6lld %6lld", L->node, name,
+        fprintf(s->out, "%-5d %-30s %-*s %-5s %9.3g %-10s %9.3g %9.6f %8.1f %6lld %6lld", L->node, name, opw,
                 g->nodes[L->node]->op_type, mpx_format_name(L->fmt), L->m.rel_l2, b, L->m.max_abs, L->m.cos, L->m.sqnr_db,
                 (long long)L->m.overflow, (long long)L->m.underflow);
         if (S && one < 0) fprintf(s->out, "  %6d %9.3g", S->id[worst_of[L - c->layers]] + 1, mean[L - c->layers].m.rel_l2);
@@ -711,8 +730,8 @@ MPX_CMD(repl_cmd_tensor) {
     if (r->f && v->f && mpx_metrics_compute(r, v, f, &m, err) == MPX_OK)
         fprintf(s->out, "  rel_l2 %.3g, max_abs %.3g, cos %.6f, overflow %lld, underflow %lld, subnormal %lld\n",
                 m.rel_l2, m.max_abs, m.cos, (long long)m.overflow, (long long)m.underflow, (long long)m.subnormal);
-    if (!st && save && !(st = repl_make_parent(save, err)) && (st = mpx_npy_write(save, v, err)) == MPX_OK) fprintf(s->out, "wrote %s\n", save);
-    if (!st && save_ref && !(st = repl_make_parent(save_ref, err)) && (st = mpx_npy_write(save_ref, r, err)) == MPX_OK) fprintf(s->out, "wrote %s\n", save_ref);
+    if (!st && save && !(st = repl_make_parent(s, save, err)) && (st = mpx_npy_write(save, v, err)) == MPX_OK) fprintf(s->info, "wrote %s\n", save);
+    if (!st && save_ref && !(st = repl_make_parent(s, save_ref, err)) && (st = mpx_npy_write(save_ref, r, err)) == MPX_OK) fprintf(s->info, "wrote %s\n", save_ref);
     mpx_compare_free(fresh);
     return st;
 }
@@ -759,11 +778,15 @@ MPX_CMD(repl_cmd_compare) {
     if (!json && s->data)
         fprintf(s->out, "over %d samples: each figure is the worst of any sample\n", repl_data_count(s->data));
     if (!json)
-        fprintf(s->out, "%-10s %6s %7s %11s %11s %9s %9s  %s\n", "target", "casts", "low%", "output", "worst", "overflow",
-                "underflow", "worst layer");
+        fprintf(s->out, "%-10s %6s %7s %11s %11s %9s %9s %6s %7s  %s\n", "target", "casts", "low%", "output", "worst",
+                "overflow", "underflow", "w.ovf", "w.flush", "worst layer");
     for (int i = 0; i < nf; i++) {
         repl_run_totals t = repl_totals(g, cmp[i]);
         const mpx_layer *w = repl_worst_layer(cmp[i]);
+        /* Weights are converted before the run: their overflow is not in
+         * the activations' count, so each row says it apart. */
+        int w_flushed = 0;
+        int w_overflow = repl_check_weights(s, plans[i], NULL, NULL, NULL, &w_flushed);
         if (json) {
             cJSON *e = cJSON_CreateObject();
             cJSON_AddStringToObject(e, "target", fmts[i]->name);
@@ -776,11 +799,14 @@ MPX_CMD(repl_cmd_compare) {
             }
             cJSON_AddNumberToObject(e, "overflow", (double)t.overflow);
             cJSON_AddNumberToObject(e, "underflow", (double)t.underflow);
+            cJSON_AddNumberToObject(e, "weights_overflow", w_overflow);
+            cJSON_AddNumberToObject(e, "weights_flushed", w_flushed);
             cJSON_AddItemToArray(root, e);
         } else {
-            fprintf(s->out, "%-10s %6d %6.1f%% %11.3g %11.3g %9lld %9lld  %s\n", fmts[i]->name, plans[i]->counts.casts,
-                    plans[i]->counts.low_macs_pct, t.worst_out ? t.worst_out->m.rel_l2 : NAN, w ? w->m.rel_l2 : NAN,
-                    (long long)t.overflow, (long long)t.underflow, w ? layer_name(g, w) : "-");
+            fprintf(s->out, "%-10s %6d %6.1f%% %11.3g %11.3g %9lld %9lld %6d %7d  %s\n", fmts[i]->name,
+                    plans[i]->counts.casts, plans[i]->counts.low_macs_pct, t.worst_out ? t.worst_out->m.rel_l2 : NAN,
+                    w ? w->m.rel_l2 : NAN, (long long)t.overflow, (long long)t.underflow, w_overflow, w_flushed,
+                    w ? layer_name(g, w) : "-");
         }
         mpx_plan_free(plans[i]);
     }

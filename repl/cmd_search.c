@@ -473,7 +473,7 @@ MPX_CMD(repl_cmd_search) {
         } else {
             memcpy(json_text + n, "\n", 2);
             if (json_path) {
-                st = repl_write_file(json_path, json_text, err);
+                st = repl_write_file(s, json_path, json_text, err);
                 free(json_text);
                 json_text = NULL;
             }

@@ -105,15 +105,12 @@ __attribute__((format(printf, 2, 3))) static void sb_printf(sbuf *b, const char 
     }
 }
 
-/* One word as the tokenizer reads it back: in double quotes when it holds a
- * blank, a comment mark, a ; (the -c separator) or ends in a backslash (a
- * continuation). A word with a double quote or a line break cannot be
- * written (the tokenizer has no escapes): false. */
+/* One word as the tokenizer reads it back (quoted where needed); false for
+ * a word that cannot be written (a line break). */
 static bool sb_word(sbuf *b, const char *w) {
-    if (strpbrk(w, "\"\n\r")) return false;
-    size_t n = strlen(w);
-    bool quote = n == 0 || strpbrk(w, " \t#;") || w[n - 1] == '\\';
-    sb_printf(b, quote ? "\"%s\"" : "%s", w);
+    char q[4096];
+    if (!repl_quote_word(q, sizeof q, w)) return false;
+    sb_printf(b, "%s", q);
     return true;
 }
 
@@ -218,7 +215,7 @@ static mpx_status save_text(const mpx_session *s, sbuf *b, int *n_cmds, mpx_erro
         }
     }
     mpx_session d;
-    mpx_session_init(&d, s->out);
+    mpx_session_init(&d, s->out); /* only its defaults are read */
     if (s->bail != d.bail) {
         sb_printf(b, "set bail %s\n", s->bail ? "on" : "off");
         n++;
@@ -240,8 +237,8 @@ MPX_CMD(repl_cmd_save) {
     int n = 0;
     mpx_status st = save_text(s, &b, &n, err);
     if (!st && argc == 1) fputs(b.p, s->out);
-    if (!st && argc == 2 && !(st = repl_write_file(argv[1], b.p, err)))
-        fprintf(s->out, "saved %s (%d command%s)%s\n", argv[1], n, n == 1 ? "" : "s",
+    if (!st && argc == 2 && !(st = repl_write_file(s, argv[1], b.p, err)))
+        fprintf(s->info, "saved %s (%d command%s)%s\n", argv[1], n, n == 1 ? "" : "s",
                 s->graph ? "" : "; no model loaded");
     free(b.p);
     return st;

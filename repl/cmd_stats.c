@@ -229,7 +229,7 @@ static mpx_status load_ranges(mpx_session *s, const char *path, mpx_error *err) 
     if (!st && !na) st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     if (st) return st;
     if ((st = use_absmax(s, na, err))) return st;
-    fprintf(s->out, "stats: ranges of %d tensors from %s (%d sample%s); absmax rules use them\n", used, path, n_samples,
+    fprintf(s->info, "stats: ranges of %d tensors from %s (%d sample%s); absmax rules use them\n", used, path, n_samples,
             n_samples == 1 ? "" : "s");
     return MPX_OK;
 }
@@ -265,7 +265,7 @@ MPX_CMD(repl_cmd_stats) {
     /* Save first: a failed write leaves the session as it was. */
     if (save) {
         char *text = ranges_json(s, t, n_samples);
-        st = text ? repl_write_file(save, text, err) : mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+        st = text ? repl_write_file(s, save, text, err) : mpx_error_set(err, MPX_E_NOMEM, "out of memory");
         free(text);
         if (st) {
             free_stats(g, t);
@@ -305,7 +305,7 @@ MPX_CMD(repl_cmd_stats) {
         fprintf(s->out, "%-30s %-14s %11.4g %11.4g %11.4g %11.4g %11.4g%s\n", name, tt->producer ? tt->producer->op_type : "-",
                 x->min, x->max, x->absmax, quantile(x, 0.99), quantile(x, 0.999), x->absmax > maxf ? "  OVER" : "");
     }
-    if (save) fprintf(s->out, "wrote %s\n", save);
+    if (save) fprintf(s->info, "wrote %s\n", save);
     free_stats(g, t);
     free(order);
     double *na = node_absmax(g, ta);

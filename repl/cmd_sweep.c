@@ -122,7 +122,7 @@ static void record(const mpx_session *s, const mpx_plan *p, const mpx_compare *c
     pt->casts = p->counts.casts;
     pt->low_pct = p->counts.low_macs_pct;
     pt->weight_bytes = p->counts.weight_bytes_after;
-    repl_check_weights(s, p, NULL, NULL, &pt->weights_overflow);
+    repl_check_weights(s, p, NULL, NULL, &pt->weights_overflow, NULL);
     repl_run_totals t = repl_totals(p->g, c);
     pt->out_rel_l2 = t.worst_out ? t.out_rel_l2 : NAN;
     pt->overflow = t.overflow;
@@ -236,17 +236,17 @@ static mpx_status emit(mpx_session *s, const sweep_def *d, const outputs *o, con
     if (o->plot) {
         char *svg = NULL;
         if (!(st = plot_text(d, &svg, err))) {
-            st = repl_write_file(o->plot, svg, err);
+            st = repl_write_file(s, o->plot, svg, err);
             free(svg);
         }
-        if (!st) fprintf(s->out, "wrote %s\n", o->plot);
+        if (!st) fprintf(s->info, "wrote %s\n", o->plot);
     }
     if (!st && o->want_json) {
         char *t = json_text(d, shard);
         if (!t) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
         if (o->json) {
-            st = repl_write_file(o->json, t, err);
-            if (!st) fprintf(s->out, "wrote %s\n", o->json);
+            st = repl_write_file(s, o->json, t, err);
+            if (!st) fprintf(s->info, "wrote %s\n", o->json);
         } else fprintf(s->out, "%s\n", t);
         free(t);
     }
@@ -254,8 +254,8 @@ static mpx_status emit(mpx_session *s, const sweep_def *d, const outputs *o, con
         char *t = csv_text(d);
         if (!t) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
         if (o->csv) {
-            st = repl_write_file(o->csv, t, err);
-            if (!st) fprintf(s->out, "wrote %s\n", o->csv);
+            st = repl_write_file(s, o->csv, t, err);
+            if (!st) fprintf(s->info, "wrote %s\n", o->csv);
         } else fputs(t, s->out);
         free(t);
     }
@@ -372,7 +372,7 @@ MPX_CMD(repl_cmd_sweep) {
     snprintf(shard, sizeof shard, "%d/%d", sk, sn);
     if (!st) st = emit(s, d, &out, sn ? shard : NULL, err);
     if (!st && !(out.want_json && !out.json) && !(out.want_csv && !out.csv))
-        fprintf(s->out, "  %d point%s in %.0f ms%s\n", d->n, d->n == 1 ? "" : "s", repl_now_ms() - t0,
+        fprintf(s->info, "  %d point%s in %.0f ms%s\n", d->n, d->n == 1 ? "" : "s", repl_now_ms() - t0,
                 sn ? " (this shard's only)" : "");
     free(d);
     return st;

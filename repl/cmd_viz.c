@@ -160,14 +160,14 @@ static const char *kib(size_t n, char *buf, size_t len) {
 
 static void say_wrote(mpx_session *s, const char *path, const mpx_viz_stats *st, bool laid_out) {
     char k[32];
-    fprintf(s->out, "wrote %s: %d nodes (%d ops", path, st->nodes, st->op_nodes);
-    if (st->chains) fprintf(s->out, ", %d chains", st->chains);
-    fprintf(s->out, "), %d edges, %d casts", st->edges, st->casts);
-    if (st->clusters) fprintf(s->out, ", %d clusters", st->clusters);
-    if (st->hidden) fprintf(s->out, "; %d Constant/folded nodes left out", st->hidden);
-    fprintf(s->out, "; %s", kib(st->bytes, k, sizeof k));
-    if (laid_out) fprintf(s->out, "; layout %.2f s, render %.2f s", st->ms_layout / 1e3, st->ms_render / 1e3);
-    fputc('\n', s->out);
+    fprintf(s->info, "wrote %s: %d nodes (%d ops", path, st->nodes, st->op_nodes);
+    if (st->chains) fprintf(s->info, ", %d chains", st->chains);
+    fprintf(s->info, "), %d edges, %d casts", st->edges, st->casts);
+    if (st->clusters) fprintf(s->info, ", %d clusters", st->clusters);
+    if (st->hidden) fprintf(s->info, "; %d Constant/folded nodes left out", st->hidden);
+    fprintf(s->info, "; %s", kib(st->bytes, k, sizeof k));
+    if (laid_out) fprintf(s->info, "; layout %.2f s, render %.2f s", st->ms_layout / 1e3, st->ms_render / 1e3);
+    fputc('\n', s->info);
 }
 
 /* ---- dot -------------------------------------------------------------------- */
@@ -183,7 +183,7 @@ MPX_CMD(repl_cmd_dot) {
     mpx_viz_stats vs;
     if ((st = mpx_viz_dot(s->plan, &a.o, &text, &vs, err))) return st;
     if (!a.file) return repl_emit(s, text, NULL, err);
-    st = repl_write_file(a.file, text, err);
+    st = repl_write_file(s, a.file, text, err);
     free(text);
     if (!st) say_wrote(s, a.file, &vs, false);
     return st;
@@ -204,7 +204,7 @@ static mpx_status write_svg(mpx_session *s, const char *path, viz_args *a, mpx_v
     char *svg = NULL;
     mpx_status st = mpx_viz_svg(s->plan, &a->o, &svg, vs, err);
     if (st) return st;
-    st = repl_write_file(path, svg, err);
+    st = repl_write_file(s, path, svg, err);
     free(svg);
     return st;
 }
@@ -243,8 +243,8 @@ MPX_CMD(repl_cmd_svg) {
     if (st) return st;
     if (a.unwatch) {
         if (a.file || a.watch || argc != 2) return mpx_error_set(err, MPX_E_ARG, "usage: svg --unwatch");
-        if (watch.s == s && watch.path[0]) fprintf(s->out, "no longer watching %s\n", watch.path);
-        else fprintf(s->out, "no svg is watched\n");
+        if (watch.s == s && watch.path[0]) fprintf(s->info, "no longer watching %s\n", watch.path);
+        else fprintf(s->info, "no svg is watched\n");
         unwatch(s);
         return MPX_OK;
     }
@@ -262,7 +262,7 @@ MPX_CMD(repl_cmd_svg) {
         watch.a = a;
         watch.a.file = NULL;
         s->on_plan_change = repl_viz_after_change;
-        fprintf(s->out, "watching: %s is re-written after every change of the plan (svg --unwatch stops)\n",
+        fprintf(s->info, "watching: %s is re-written after every change of the plan (svg --unwatch stops)\n",
                 a.file);
     }
     return MPX_OK;
@@ -308,14 +308,14 @@ MPX_CMD(repl_cmd_plot) {
     po.marks = series[0].cmp == s->last ? s->plan : NULL;
     char *svg = NULL;
     if ((st = mpx_viz_plot(series, n, &po, &svg, err))) return st;
-    st = repl_write_file(file, svg, err);
+    st = repl_write_file(s, file, svg, err);
     size_t len = strlen(svg);
     free(svg);
     if (st) return st;
     char k[32];
-    fprintf(s->out, "wrote %s: %s per layer, %d line%s (", file, mpx_metric_info_of(po.metric)->name, n, n == 1 ? "" : "s");
-    for (int i = 0; i < n; i++) fprintf(s->out, "%s%s", i ? ", " : "", series[i].label);
-    fprintf(s->out, "); %s\n", kib(len, k, sizeof k));
+    fprintf(s->info, "wrote %s: %s per layer, %d line%s (", file, mpx_metric_info_of(po.metric)->name, n, n == 1 ? "" : "s");
+    for (int i = 0; i < n; i++) fprintf(s->info, "%s%s", i ? ", " : "", series[i].label);
+    fprintf(s->info, "); %s\n", kib(len, k, sizeof k));
     return MPX_OK;
 }
 
@@ -340,16 +340,16 @@ MPX_CMD(repl_cmd_html) {
     double t0 = repl_now_ms();
     if ((st = mpx_viz_html(&pg, &html, &vs, err))) return st;
     double ms = repl_now_ms() - t0;
-    st = repl_write_file(a.file, html, err);
+    st = repl_write_file(s, a.file, html, err);
     size_t len = strlen(html);
     free(html);
     if (st) return st;
     char k[32];
-    fprintf(s->out, "wrote %s: %s; cast graph of %d nodes, %d casts; ", a.file, kib(len, k, sizeof k), vs.nodes,
+    fprintf(s->info, "wrote %s: %s; cast graph of %d nodes, %d casts; ", a.file, kib(len, k, sizeof k), vs.nodes,
             vs.casts);
-    if (!n) fprintf(s->out, "plan table (no run yet)");
-    for (int i = 0; i < n; i++) fprintf(s->out, "%s%s", i ? ", " : "error plot and per-layer table of ", labels[i]);
-    fprintf(s->out, "; %.2f s\n", ms / 1e3);
-    if (!n && s->last) fprintf(s->out, "  the last run used another plan: run again to add its errors\n");
+    if (!n) fprintf(s->info, "plan table (no run yet)");
+    for (int i = 0; i < n; i++) fprintf(s->info, "%s%s", i ? ", " : "error plot and per-layer table of ", labels[i]);
+    fprintf(s->info, "; %.2f s\n", ms / 1e3);
+    if (!n && s->last) fprintf(s->info, "  the last run used another plan: run again to add its errors\n");
     return MPX_OK;
 }

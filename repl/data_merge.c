@@ -220,7 +220,7 @@ mpx_status repl_merge_samples(mpx_session *s, int argc, char **argv, mpx_error *
         repl_drop_run(s);
         repl_data_free(s->data);
         s->data = d;
-        fprintf(s->out, "merge: %d shard%s, %d samples of %s\n", n, n == 1 ? "" : "s", (int)total, model);
+        fprintf(s->info, "merge: %d shard%s, %d samples of %s\n", n, n == 1 ? "" : "s", (int)total, model);
         st = repl_take_run(s, c, strcmp(target, "fp32") == 0 ? NULL : mpx_format_by_name(target), false, err);
         c = NULL;
     }

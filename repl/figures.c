@@ -152,7 +152,7 @@ mpx_status repl_figure(const repl_figctx *x, const char *fig, double *out, mpx_e
     case PF_WEIGHTS_CONVERTED: return *out = p->counts.weights_converted, MPX_OK;
     case PF_WEIGHTS_OVERFLOW: {
         int64_t n;
-        repl_check_weights(x->s, p, NULL, NULL, &n);
+        repl_check_weights(x->s, p, NULL, NULL, &n, NULL);
         return *out = (double)n, MPX_OK;
     }
     default: break;

@@ -7,10 +7,12 @@
  *   mpx -i file.mpx          run the script, then stay interactive
  */
 #include "repl_internal.h"
+#include "mpx_version.h"
 
 #include <dirent.h>
 #include <editline/readline.h>
 #include <errno.h>
+#include <getopt.h>
 #include <locale.h>
 #include <signal.h>
 #include <malloc.h>
@@ -456,23 +458,15 @@ static char **complete(const char *text, int start, int end) {
     rl_attempted_completion_over = 1; /* no fallback to libedit's own file names */
     rl_completion_append_character = ' ';
     cands_reset();
-    /* The words before the one being completed (blank-separated; a quoted
-     * word counts as one). */
+    /* The words before the one being completed, read as commands are. */
     char line[4096];
     size_t n = (size_t)start < sizeof line - 1 ? (size_t)start : sizeof line - 1;
     memcpy(line, rl_line_buffer, n);
     line[n] = '\0';
     char *w[COMPLETE_WORDS];
     int pos = 0;
-    for (char *p = line; *p && pos < COMPLETE_WORDS;) {
-        while (*p == ' ' || *p == '\t') p++;
-        if (!*p) break;
-        bool q = *p == '"';
-        w[pos++] = p + q;
-        p += q;
-        while (*p && (q ? *p != '"' : (*p != ' ' && *p != '\t'))) p++;
-        if (*p) *p++ = '\0';
-    }
+    mpx_error err;
+    if (repl_split_words(line, &pos, w, COMPLETE_WORDS, true, &err)) return NULL;
     if (pos == COMPLETE_WORDS) return NULL;
     gather(text, pos, w);
     cands_unique();
@@ -552,36 +546,46 @@ static void interactive(mpx_session *s) {
 
 static void usage(FILE *to) {
     fprintf(to,
-            "usage: mpx [-i] [-c 'cmd; cmd'] [script.mpx ...]\n"
+            "usage: mpx [options] [script.mpx ...]\n"
             "       mpx merge <shard.json> ... [--json [file] | --csv [file]] [--plot file.svg]\n"
-            "  (no arguments)  interactive session on a terminal; commands from stdin otherwise\n"
-            "  script.mpx      run the script(s), then exit\n"
-            "  -c 'cmd; cmd'   run the commands (after the scripts), then exit\n"
-            "  -i              stay interactive after the scripts / commands\n"
-            "  -h              this help; `mpx -c help` lists the commands\n"
+            "  (no arguments)        interactive session on a terminal; commands from stdin otherwise\n"
+            "  script.mpx            run the script(s), then exit\n"
+            "  -c, --command 'a; b'  run the commands (after the scripts), then exit\n"
+            "  -i, --interactive     stay interactive after the scripts / commands\n"
+            "  -q, --quiet           leave out what commands did (loaded, wrote, plan summaries)\n"
+            "  -h, --help            this help; `mpx -c help` lists the commands\n"
+            "  -V, --version         the version and the git revision it was built from\n"
+            "Options may come before or after the scripts.\n"
+            "Output: what a command was asked for (tables, --json, --csv, dot without a file)\n"
+            "goes to stdout; what it did (loaded ..., input ..., plan: ..., wrote ...),\n"
+            "warnings, progress and errors go to stderr.\n"
             "A failing command prints file:line: error: ... and stops the scripts\n"
             "(unless `set bail off`: then they go on, and the exit status still says so).\n"
-            "exit status: 0 ok, 1 a command failed, 2 an assert failed, 64 usage\n"
+            "exit status: 0 ok; 1 a command failed; 2 only asserts failed; 64 usage\n"
             "environment: NO_COLOR (no colour), MPX_HISTORY (history file; default\n"
-            "  $XDG_DATA_HOME/mpx/history or ~/.local/share/mpx/history)\n");
+            "  $XDG_DATA_HOME/mpx/history or ~/.local/share/mpx/history), PAGER (long output\n"
+            "  on a terminal; default less -FRX; `set pager off`), MPX_KERN_THREADS (threads of\n"
+            "  the kernels; default: the CPUs)\n");
 }
 
 static int merge_main(int argc, char **argv) {
     size_t n = 16;
-    for (int i = 1; i < argc; i++) n += strlen(argv[i]) + 3;
+    for (int i = 1; i < argc; i++) n += 2 * strlen(argv[i]) + 3;
     char *line = malloc(n);
     if (!line) return MPX_EXIT_ERROR;
     size_t o = 0;
     for (int i = 1; i < argc; i++) {
-        if (strchr(argv[i], '"')) {
-            fprintf(stderr, "mpx merge: a file name with a double quote: %s\n", argv[i]);
+        if (i > 1) line[o++] = ' ';
+        if (!repl_quote_word(line + o, n - o, argv[i])) {
+            fprintf(stderr, "mpx merge: a file name with a line break: %s\n", argv[i]);
             free(line);
             return MPX_EXIT_USAGE;
         }
-        o += (size_t)snprintf(line + o, n - o, i == 1 ? "%s" : " \"%s\"", argv[i]);
+        o += strlen(line + o);
     }
     mpx_session s;
     mpx_session_init(&s, stdout);
+    s.info = stderr;
     mpx_error err;
     mpx_error_clear(&err);
     mpx_status st = mpx_session_exec(&s, line, &err);
@@ -605,20 +609,34 @@ int main(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "merge") == 0) return merge_main(argc, argv);
     bool stay = false;
     const char *inline_cmds = NULL;
+    bool quiet = false;
+    static const struct option longs[] = {
+        {"command", required_argument, NULL, 'c'}, {"interactive", no_argument, NULL, 'i'},
+        {"quiet", no_argument, NULL, 'q'},         {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},       {NULL, 0, NULL, 0},
+    };
     int opt;
-    while ((opt = getopt(argc, argv, "ic:h")) != -1) {
+    /* glibc's getopt_long permutes: options may follow the script names. */
+    while ((opt = getopt_long(argc, argv, "ic:qhV", longs, NULL)) != -1) {
         switch (opt) {
         case 'i': stay = true; break;
         case 'c': inline_cmds = optarg; break;
+        case 'q': quiet = true; break;
         case 'h': usage(stdout); return MPX_EXIT_OK;
+        case 'V': printf("mpx %s\n", MPX_VERSION); return MPX_EXIT_OK;
         default: usage(stderr); return MPX_EXIT_USAGE;
         }
     }
+    /* Results on stdout, line-buffered so that they interleave with stderr's
+     * informational lines in order when both go to one file (2>&1). */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     mpx_session s;
     mpx_session_init(&s, stdout);
+    s.info = quiet ? fopen("/dev/null", "w") : stderr;
+    if (!s.info) s.info = stderr;
     const char *no_color = getenv("NO_COLOR");
     s.color = isatty(STDOUT_FILENO) && !no_color;
-    s.progress = isatty(STDERR_FILENO);
+    s.progress = isatty(STDERR_FILENO) && !quiet;
     s.cancel = &interrupted;
 
     bool ran = optind < argc || inline_cmds;
@@ -644,6 +662,7 @@ int main(int argc, char **argv) {
     }
     /* An assert may record its failure without failing its command. */
     if (s.assert_failed && rc == MPX_EXIT_OK) rc = MPX_EXIT_ASSERT;
+    if (s.info != stderr) fclose(s.info);
     mpx_session_free(&s);
     return rc;
 }

@@ -101,7 +101,12 @@ typedef struct mpx_session {
     void (*on_plan_change)(struct mpx_session *s);
     const volatile int *cancel; /* set by the Ctrl-C handler (main.c) */
     bool quit;
-    FILE *out;               /* where results go (stdout) */
+    FILE *out;               /* what a command was asked for: tables, JSON, DOT (stdout) */
+    /* What a command did, not what it was asked for: "loaded ...", "input
+     * ...", plan summaries after a change, "wrote ...", warnings. The program
+     * sends it to stderr (so `mpx -c '...; plan --json' | jq` reads JSON
+     * alone) or nowhere (-q); mpx_session_init makes it out. */
+    FILE *info;
 } mpx_session;
 
 void mpx_session_init(mpx_session *s, FILE *out);

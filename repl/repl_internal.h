@@ -26,11 +26,13 @@ double repl_now_ms(void);
 const char *repl_dims_str(int rank, const int64_t *dims, char *buf, size_t n);
 /* "12.3M" style figures for tables. */
 const char *repl_human(int64_t v, char *buf, size_t n);
-/* Create the folders path needs (mkdir -p of its parent). */
-mpx_status repl_make_parent(const char *path, mpx_error *err);
-/* Write text to path atomically (a temporary file, then rename), making the
- * folders it needs. */
-mpx_status repl_write_file(const char *path, const char *text, mpx_error *err);
+/* Before writing path: refused when it is the loaded model's file; the
+ * folders it needs are created when path is below the current folder
+ * (relative, no ".."), else a missing folder is an error naming it. */
+mpx_status repl_make_parent(const mpx_session *s, const char *path, mpx_error *err);
+/* Write text to path atomically (a temporary file, then rename), after
+ * repl_make_parent. */
+mpx_status repl_write_file(const mpx_session *s, const char *path, const char *text, mpx_error *err);
 /* Print text, or write it to path when path is non-NULL (saying so). Frees text. */
 mpx_status repl_emit(mpx_session *s, char *text, const char *path, mpx_error *err);
 
@@ -122,9 +124,11 @@ MPX_CMD(repl_cmd_data);   /* cmd_data.c */
 MPX_CMD(repl_cmd_stats);  /* cmd_stats.c */
 MPX_CMD(repl_cmd_run);
 /* Check every weight the plan converts (once): the number of weights with
- * values that overflow the format (n_overflow: values); when there is one,
- * header and a line per damaged weight to out if non-NULL. */
-int repl_check_weights(const mpx_session *s, const mpx_plan *p, FILE *out, const char *header, int64_t *n_overflow);
+ * values that overflow the format (n_overflow: values; n_flushed: weights
+ * with a non-zero value flushed to zero); when there is one, header and a
+ * line per damaged weight to out if non-NULL. */
+int repl_check_weights(const mpx_session *s, const mpx_plan *p, FILE *out, const char *header, int64_t *n_overflow,
+                       int *n_flushed);
 MPX_CMD(repl_cmd_report);
 MPX_CMD(repl_cmd_tensor);
 MPX_CMD(repl_cmd_compare);
@@ -221,7 +225,7 @@ MPX_CMD(repl_cmd_export);
  * status: MPX_EXIT_OK, _ERROR, or _ASSERT (a command failed MPX_E_ASSERT). */
 int repl_run_stream(mpx_session *s, const char *path, FILE *in);
 int repl_run_file(mpx_session *s, const char *path);
-/* -c 'cmd; cmd' (split on ; outside double quotes). */
+/* -c 'cmd; cmd' (split on ; outside quotes). */
 int repl_run_inline(mpx_session *s, const char *text);
 /* One line typed at the prompt: errors without file:line. */
 int repl_run_line(mpx_session *s, const char *line);
@@ -233,8 +237,27 @@ bool repl_error_reported(const mpx_error *err);
 void repl_print_error(const mpx_session *s, const char *where, int line, const mpx_error *err);
 /* The exit status of two outcomes together (an error outranks an assert). */
 int repl_exit_worst(int a, int b);
-/* Cut a trailing comment (a # outside double quotes). */
+
+/* ---- words: quoting, comments, separators, line length (lex.c) ------------ */
+/* The longest script line (continuations joined) and typed line, in bytes. */
+#define REPL_LINE_MAX ((size_t)1 << 20)
+/* Split line in place into words: blanks separate, 'single' and "double"
+ * quotes keep blanks (\" and \\ escapes inside double quotes), quoted and
+ * plain parts join. An unterminated quote is an error naming its column,
+ * unless lenient (completion reads half-typed lines). */
+mpx_status repl_split_words(char *line, int *argc, char **argv, int max, bool lenient, mpx_error *err);
+/* The first character of set outside quotes, or NULL. */
+char *repl_find_unquoted(char *text, const char *set);
+/* Cut a trailing comment (a # outside quotes). */
 void repl_strip_comment(char *text);
+/* w as one word that repl_split_words reads back (quoted where needed);
+ * false when it does not fit in n or holds a line break. */
+bool repl_quote_word(char *buf, size_t n, const char *w);
+/* One line of in, its end of line kept, into *buf (grown, at most
+ * REPL_LINE_MAX + 2 bytes): 0 and *len, 1 when the line was longer than
+ * REPL_LINE_MAX (read to its end and dropped), -1 at the end of the file,
+ * -2 out of memory. */
+int repl_read_line(FILE *in, char **buf, size_t *cap, size_t *len);
 
 /* ---- pictures: dot, svg, plot, html (cmd_viz.c) ------------------------ */
 MPX_CMD(repl_cmd_dot);

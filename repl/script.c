@@ -57,18 +57,6 @@ static int exit_of(mpx_status st) {
 
 static bool cancelled(const mpx_session *s) { return s->cancel && *s->cancel; }
 
-/* Strip a trailing comment (a # outside double quotes). */
-void repl_strip_comment(char *text) {
-    bool quoted = false;
-    for (; *text; text++) {
-        if (*text == '"') quoted = !quoted;
-        else if (*text == '#' && !quoted) {
-            *text = '\0';
-            return;
-        }
-    }
-}
-
 /* Run one command (comment already stripped); where/line name it in the
  * error message (where NULL: the prompt). Returns its exit status. */
 static int exec_one(mpx_session *s, const char *where, int line, const char *cmd) {
@@ -112,22 +100,39 @@ int repl_run_stream(mpx_session *s, const char *path, FILE *in) {
     char *line = NULL, *cmd = NULL;
     size_t cap = 0, cmd_len = 0;
     int lineno = 0, cmd_line = 0, rc = MPX_EXIT_OK;
-    ssize_t got;
-    while ((got = getline(&line, &cap, in)) >= 0) {
+    size_t got;
+    int rl;
+    while ((rl = repl_read_line(in, &line, &cap, &got)) != -1) {
         lineno++;
+        if (rl == -2) {
+            fprintf(stderr, "%s:%d: error: out of memory\n", path, lineno);
+            rc = MPX_EXIT_ERROR;
+            break;
+        }
+        /* A command longer than the limit (one line, or continued lines
+         * together) is not run: a failed command, as bail says. */
+        if (rl == 1 || cmd_len + got > REPL_LINE_MAX) {
+            fflush(s->out);
+            fprintf(stderr, "%s:%d: error: line longer than %zu bytes (1 MiB): not run\n", path,
+                    cmd_len ? cmd_line : lineno, REPL_LINE_MAX);
+            cmd_len = 0;
+            rc = repl_exit_worst(rc, MPX_EXIT_ERROR);
+            if (s->bail) break;
+            continue;
+        }
         while (got > 0 && (line[got - 1] == '\n' || line[got - 1] == '\r')) line[--got] = '\0';
         bool cont = got > 0 && line[got - 1] == '\\';
         if (cont) line[--got] = '\0';
         if (!cmd_len) cmd_line = lineno;
-        char *grown = realloc(cmd, cmd_len + (size_t)got + 2);
+        char *grown = realloc(cmd, cmd_len + got + 2);
         if (!grown) {
             fprintf(stderr, "%s:%d: error: out of memory\n", path, lineno);
             rc = MPX_EXIT_ERROR;
             break;
         }
         cmd = grown;
-        memcpy(cmd + cmd_len, line, (size_t)got);
-        cmd_len += (size_t)got;
+        memcpy(cmd + cmd_len, line, got);
+        cmd_len += got;
         cmd[cmd_len++] = ' ';
         cmd[cmd_len] = '\0';
         if (cont) continue;
@@ -179,20 +184,15 @@ int repl_run_inline(mpx_session *s, const char *text) {
         return MPX_EXIT_ERROR;
     }
     int rc = MPX_EXIT_OK, k = 0;
-    bool quoted = false;
-    char *start = copy;
-    for (char *p = copy;; p++) {
-        if (*p == '"') quoted = !quoted;
-        if ((*p == ';' && !quoted) || !*p) {
-            bool end = !*p;
-            *p = '\0';
-            k++;
-            repl_strip_comment(start);
-            int r = exec_one(s, "-c", k, start);
-            rc = repl_exit_worst(rc, r);
-            if (end || s->quit || cancelled(s) || (r != MPX_EXIT_OK && s->bail)) break;
-            start = p + 1;
-        }
+    for (char *start = copy;;) {
+        char *semi = repl_find_unquoted(start, ";");
+        if (semi) *semi = '\0';
+        k++;
+        repl_strip_comment(start);
+        int r = exec_one(s, "-c", k, start);
+        rc = repl_exit_worst(rc, r);
+        if (!semi || s->quit || cancelled(s) || (r != MPX_EXIT_OK && s->bail)) break;
+        start = semi + 1;
     }
     free(copy);
     return rc;

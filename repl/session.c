@@ -16,6 +16,7 @@
 void mpx_session_init(mpx_session *s, FILE *out) {
     memset(s, 0, sizeof *s);
     s->out = out;
+    s->info = out;
     s->bail = true;
     s->report_top = 20;
     s->cache_mb = 512;
@@ -174,20 +175,48 @@ mpx_status repl_parse_number(const char *text, const char *what, double *out, mp
     return MPX_OK;
 }
 
-mpx_status repl_make_parent(const char *path, mpx_error *err) {
+/* Below the current folder: relative, and no ".." step. */
+static bool below_cwd(const char *path) {
+    if (path[0] == '/') return false;
+    for (const char *p = path; *p;) {
+        size_t n = strcspn(p, "/");
+        if (n == 2 && p[0] == '.' && p[1] == '.') return false;
+        p += n;
+        while (*p == '/') p++;
+    }
+    return true;
+}
+
+mpx_status repl_make_parent(const mpx_session *s, const char *path, mpx_error *err) {
+    struct stat out_st, model_st;
+    if (s && s->model_path[0] && stat(path, &out_st) == 0 && stat(s->model_path, &model_st) == 0 &&
+        out_st.st_dev == model_st.st_dev && out_st.st_ino == model_st.st_ino)
+        return mpx_error_set(err, MPX_E_ARG, "%s is the model this session loaded: write to another file",
+                             path);
     char dir[1024];
     if (strlen(path) >= sizeof dir) return mpx_error_set(err, MPX_E_ARG, "path too long: %s", path);
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
     if (!slash || slash == dir) return MPX_OK;
     *slash = '\0';
-    /* mkdir -p: each prefix in turn; an existing folder is fine. */
+    /* mkdir -p, but only below the current folder: a typo in an absolute
+     * path must not grow folders under / or $HOME (`svg /nonexisting/x.svg`). */
+    bool may_create = below_cwd(path);
     for (char *p = dir + 1;; p++) {
         if (*p == '/' || !*p) {
             char c = *p;
             *p = '\0';
-            if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+            struct stat st;
+            if (stat(dir, &st) == 0) {
+                if (!S_ISDIR(st.st_mode))
+                    return mpx_error_set(err, MPX_E_IO, "cannot write %s: %s is not a folder", path, dir);
+            } else if (!may_create) {
+                return mpx_error_set(err, MPX_E_IO,
+                                     "cannot write %s: the folder %s does not exist (mpx creates folders "
+                                     "only below the current one)", path, dir);
+            } else if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
                 return mpx_error_set(err, MPX_E_IO, "cannot create folder %s for %s: %s", dir, path, strerror(errno));
+            }
             *p = c;
             if (!c) break;
         }
@@ -195,8 +224,8 @@ mpx_status repl_make_parent(const char *path, mpx_error *err) {
     return MPX_OK;
 }
 
-mpx_status repl_write_file(const char *path, const char *text, mpx_error *err) {
-    mpx_status mk = repl_make_parent(path, err);
+mpx_status repl_write_file(const mpx_session *s, const char *path, const char *text, mpx_error *err) {
+    mpx_status mk = repl_make_parent(s, path, err);
     if (mk) return mk;
     char tmp[1100];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -228,8 +257,8 @@ mpx_status repl_emit(mpx_session *s, char *text, const char *path, mpx_error *er
             text[n] = '\n';
             text[n + 1] = '\0';
         }
-        st = repl_write_file(path, text, err);
-        if (!st) fprintf(s->out, "wrote %s\n", path);
+        st = repl_write_file(s, path, text, err);
+        if (!st) fprintf(s->info, "wrote %s\n", path);
     } else {
         fputs(text, s->out);
         size_t n = strlen(text);
@@ -543,7 +572,7 @@ static mpx_status cmd_help(mpx_session *s, int argc, char **argv, mpx_error *err
     /* The formats and metrics a command takes come from their tables. */
     if (strstr(c->usage, "<format>") || strstr(c->usage, "<fmt>")) {
         char names[256];
-        fprintf(s->out, "formats: %s (fp8e4m3 is fp8e4m3sat)\n", mpx_format_names(" ", true, names, sizeof names));
+        fprintf(s->out, "formats: %s (fp8e4m3 saturates, fp8e4m3nan overflows to NaN)\n", mpx_format_names(" ", true, names, sizeof names));
     }
     if (strstr(c->usage, "<metric>") || strstr(c->usage, "<figure>")) {
         char names[256];
@@ -556,30 +585,6 @@ static mpx_status cmd_help(mpx_session *s, int argc, char **argv, mpx_error *err
 
 enum { MAX_ARGS = 64 };
 
-/* Split on blanks; "double quotes" keep blanks (file names with spaces). */
-static mpx_status tokenize(char *line, int *argc, char **argv, mpx_error *err) {
-    int n = 0;
-    char *p = line;
-    for (;;) {
-        while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') p++;
-        if (!*p) break;
-        if (n == MAX_ARGS) return mpx_error_set(err, MPX_E_ARG, "too many words (more than %d)", MAX_ARGS);
-        if (*p == '"') {
-            char *start = ++p;
-            while (*p && *p != '"') p++;
-            if (!*p) return mpx_error_set(err, MPX_E_ARG, "unterminated quote");
-            *p++ = '\0';
-            argv[n++] = start;
-        } else {
-            argv[n++] = p;
-            while (*p && *p != ' ' && *p != '\t' && *p != '\r' && *p != '\n') p++;
-            if (*p) *p++ = '\0';
-        }
-    }
-    *argc = n;
-    return MPX_OK;
-}
-
 mpx_status mpx_session_exec(mpx_session *s, const char *line, mpx_error *err) {
     mpx_error_clear(err);
     size_t len = strlen(line);
@@ -588,7 +593,7 @@ mpx_status mpx_session_exec(mpx_session *s, const char *line, mpx_error *err) {
     memcpy(copy, line, len + 1);
     int argc = 0;
     char *argv[MAX_ARGS];
-    mpx_status st = tokenize(copy, &argc, argv, err);
+    mpx_status st = repl_split_words(copy, &argc, argv, MAX_ARGS, false, err);
     if (st == MPX_OK && argc > 0) {
         const mpx_command *c = find_command(argv[0]);
         if (!c) {

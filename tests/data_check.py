@@ -240,7 +240,7 @@ refused(NCHW, "input x file %s/rgb.png" % W, "rgb.png is a png file, not .npy")
 # a failed input leaves the earlier binding: the run still uses rgb.png
 r = mpx("set bail off; load %s; input x image %s/rgb.png; input x image %s/cut.png; run" % (NCHW, W, W))
 checks += 1
-if "1x3x37x53" not in r.stdout or "run:" not in r.stdout:
+if "1x3x37x53" not in r.stderr or "run:" not in r.stderr:
     fail("a refused image changed the session: " + r.stdout + r.stderr)
 
 print("data_check: %d checks, %d failed" % (checks, fails))

@@ -142,8 +142,8 @@ check(rows[0]["target"] == "fp16" and rows[0]["output"]["rel_l2"] == max(outs),
 # limit and shuffle: deterministic, the said count
 r1 = ok("load %s; data %s/npz limit 3 shuffle 7; data" % (MODEL, W), "limit shuffle")
 r2 = ok("load %s; data %s/npz limit 3 shuffle 7; data" % (MODEL, W), "limit shuffle again")
-dl = lambda r: [l for l in r.stdout.splitlines() if l.startswith("data:")]
-check("3 samples (of 6 matched: limit 3)" in r1.stdout and dl(r1) == dl(r2) and "first: %s/npz/s3.npz" % W in r1.stdout,
+dl = lambda r: [l for l in (r.stdout + r.stderr).splitlines() if l.startswith("data:")]
+check("3 samples (of 6 matched: limit 3)" in r1.stderr and dl(r1) == dl(r2) and "first: %s/npz/s3.npz" % W in r1.stdout,
       "limit 3 shuffle 7: %s / %s" % (r1.stdout, r2.stdout))
 
 # calibration: absmax rules see the largest value over all samples

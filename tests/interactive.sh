@@ -50,7 +50,7 @@ out=$(printf 'frobnicate\nhelp quit\n' | "$MPX" 2>&1) || status=$?
 status=0
 "$MPX" -Z >/dev/null 2>&1 || status=$?
 [ "$status" = 64 ] || fail "bad option: exit status $status, expected 64"
-"$MPX" -h | grep -q "exit status: 0 ok, 1 a command failed, 2 an assert failed, 64 usage" ||
+"$MPX" -h | grep -q "exit status: 0 ok; 1 a command failed; 2 only asserts failed; 64 usage" ||
   fail "mpx -h does not document the exit statuses"
 echo "without a terminal: ok"
 

@@ -12,7 +12,7 @@ mkdir -p "$WORK"
 run() { # name model shape
   "$MPX" -c "load $2; input x shape $3; input x random uniform 0 1 seed 1;
     target fp16; run; report --json $WORK/$1_fp16.json;
-    target bf16; run; report --json $WORK/$1_bf16.json" >"$WORK/$1.log"
+    target bf16; run; report --json $WORK/$1_bf16.json" >"$WORK/$1.log" 2>&1
 }
 run det "$A/ch_PP-OCRv4_det_infer.onnx" 1x3x640x640
 run rec "$A/ch_PP-OCRv4_rec_infer.onnx" 1x3x48x320

@@ -93,6 +93,8 @@ static void test_descriptors(void) {
     CHECK(mpx_format_by_name("BF16") == b16);
     CHECK(mpx_format_by_name("Fp8E4M3") == &mpx_format_fp8e4m3_sat);
     CHECK(mpx_format_by_name("fp8e4m3sat") == &mpx_format_fp8e4m3_sat);
+    /* one spelling printed: what users type */
+    CHECK(strcmp(mpx_format_name(&mpx_format_fp8e4m3_sat), "fp8e4m3") == 0);
     CHECK(mpx_format_by_name("fp8e4m3nan") == &mpx_format_fp8e4m3_nan);
     CHECK(mpx_format_by_name("fp8e5m2") == &mpx_format_fp8e5m2);
     CHECK(mpx_format_by_name("tf32") == &mpx_format_tf32);

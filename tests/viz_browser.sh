@@ -52,7 +52,7 @@ run
 html $WORK/rec.html
 EOF
 for m in det rec; do
-  "$MPX" "$WORK/$m.mpx" >"$WORK/$m.out" 2>"$WORK/$m.err" || fail "$m session: $(cat "$WORK/$m.err")"
+  "$MPX" "$WORK/$m.mpx" >"$WORK/$m.out" 2>&1 || fail "$m session: $(cat "$WORK/$m.out")"
   grep '^wrote' "$WORK/$m.out"
 done
 for f in det.svg det_plot.svg rec.svg rec_all.svg rec_collapsed.svg; do

@@ -1,0 +1,136 @@
+/* lex.c - the words of the command language, in one place: how a line splits
+ * into words, where a comment or a ; starts, how a word is written back (save),
+ * and how long a script line may be.
+ *
+ * Quoting is a shell's: 'single quotes' keep everything literally, "double
+ * quotes" keep blanks and read \" and \\ as escapes, and quoted and unquoted
+ * parts join into one word (a"b c"d is `ab cd`). Outside quotes a backslash is
+ * literal, unlike a shell: colour rules escape glob characters with it
+ * (name:conv\*), and Windows-free paths never need it. */
+#include "repl_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+mpx_status repl_split_words(char *line, int *argc, char **argv, int max, bool lenient, mpx_error *err) {
+    int n = 0;
+    char *p = line;
+    for (;;) {
+        while (blank(*p)) p++;
+        if (!*p) break;
+        if (n == max) return mpx_error_set(err, MPX_E_ARG, "too many words (more than %d)", max);
+        char *out = p; /* the word is written over itself: it only shrinks */
+        argv[n++] = out;
+        while (*p && !blank(*p)) {
+            if (*p != '\'' && *p != '"') {
+                *out++ = *p++;
+                continue;
+            }
+            char q = *p;
+            size_t col = (size_t)(p - line) + 1;
+            p++;
+            while (*p && *p != q) {
+                if (q == '"' && *p == '\\' && (p[1] == '"' || p[1] == '\\')) p++;
+                *out++ = *p++;
+            }
+            if (!*p) {
+                if (lenient) break;
+                return mpx_error_set(err, MPX_E_ARG, "unterminated %s quote (opened at column %zu)",
+                                     q == '"' ? "double" : "single", col);
+            }
+            p++;
+        }
+        bool more = *p != '\0';
+        if (more) p++;
+        *out = '\0';
+        if (!more) break;
+    }
+    *argc = n;
+    return MPX_OK;
+}
+
+char *repl_find_unquoted(char *text, const char *set) {
+    char q = 0;
+    for (char *p = text; *p; p++) {
+        if (q) {
+            if (q == '"' && *p == '\\' && (p[1] == '"' || p[1] == '\\')) p++;
+            else if (*p == q) q = 0;
+        } else if (*p == '\'' || *p == '"') {
+            q = *p;
+        } else if (strchr(set, *p)) {
+            return p;
+        }
+    }
+    return NULL;
+}
+
+void repl_strip_comment(char *text) {
+    char *hash = repl_find_unquoted(text, "#");
+    if (hash) *hash = '\0';
+}
+
+/* Plain when nothing in it needs quoting; else in single quotes (nothing is
+ * special inside them) unless it holds one; else in double quotes with \"
+ * and \\. A trailing backslash is quoted too: the script reader would take it
+ * for a continuation. Line breaks cannot be written (a line is a command). */
+bool repl_quote_word(char *buf, size_t n, const char *w) {
+    if (strpbrk(w, "\n\r")) return false;
+    size_t len = strlen(w);
+    bool plain = len > 0 && !strpbrk(w, " \t#;'\"") && w[len - 1] != '\\';
+    size_t o = 0;
+    if (plain) {
+        if (len + 1 > n) return false;
+        memcpy(buf, w, len + 1);
+        return true;
+    }
+    char q = strchr(w, '\'') ? '"' : '\'';
+    if (o + 1 >= n) return false;
+    buf[o++] = q;
+    for (const char *c = w; *c; c++) {
+        if (o + 4 >= n) return false;
+        if (q == '"' && (*c == '"' || *c == '\\')) buf[o++] = '\\';
+        buf[o++] = *c;
+    }
+    buf[o++] = q;
+    buf[o] = '\0';
+    return true;
+}
+
+/* fgets in pieces: a line of a gigabyte costs REPL_LINE_MAX of memory and an
+ * error, not a gigabyte. */
+int repl_read_line(FILE *in, char **buf, size_t *cap, size_t *len) {
+    if (!*buf) {
+        *cap = 256;
+        *buf = malloc(*cap);
+        if (!*buf) return -2;
+    }
+    size_t n = 0;
+    bool too_long = false, any = false;
+    for (;;) {
+        if (n + 2 > *cap && !too_long) {
+            size_t grown = *cap * 2 > REPL_LINE_MAX + 2 ? REPL_LINE_MAX + 2 : *cap * 2;
+            if (grown <= *cap) {
+                too_long = true;
+            } else {
+                char *g = realloc(*buf, grown);
+                if (!g) return -2;
+                *buf = g;
+                *cap = grown;
+            }
+        }
+        if (too_long) n = 0; /* keep reading to the end of the line, keep nothing */
+        if (!fgets(*buf + n, (int)(*cap - n), in)) break;
+        any = true;
+        size_t got = strlen(*buf + n);
+        n += got;
+        if (n > 0 && (*buf)[n - 1] == '\n') break;
+        if (n > REPL_LINE_MAX) too_long = true;
+    }
+    if (!any) return -1;
+    if (too_long) return 1;
+    *len = n;
+    return 0;
+}
