@@ -79,50 +79,11 @@ static const char *fig_name(fig f) {
 
 /* ---- did you mean ----------------------------------------------------------- */
 
-static size_t edit_distance(const char *a, const char *b) {
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 40 || lb > 40) return 99;
-    size_t row[41];
-    for (size_t j = 0; j <= lb; j++) row[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t up = row[j];
-            size_t sub = diag + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
-            size_t best = up + 1 < row[j - 1] + 1 ? up + 1 : row[j - 1] + 1;
-            row[j] = sub < best ? sub : best;
-            diag = up;
-        }
-    }
-    return row[lb];
-}
-
-/* The closest op name (registry, then the graph's own op types), or NULL when
- * nothing is close enough to be a plausible typo. */
-static const char *suggest_op(const char *name, const mpx_graph *g) {
-    const char *best = NULL;
-    size_t bd = (size_t)-1;
-    for (int i = 1; i < MPX_OP_COUNT; i++) {
-        size_t d = edit_distance(name, mpx_op_name((mpx_op)i));
-        if (d < bd) bd = d, best = mpx_op_name((mpx_op)i);
-    }
-    for (int i = 0; g && i < g->n_nodes; i++) {
-        size_t d = edit_distance(name, g->nodes[i]->op_type);
-        if (d < bd) bd = d, best = g->nodes[i]->op_type;
-    }
-    /* One edit for short names, up to a third of the name for longer ones. */
-    return bd <= 1 || bd * 3 <= strlen(name) ? best : NULL;
-}
-
 static const char *suggest_figure(const char *name) {
-    const char *best = NULL;
-    size_t bd = 3;
-    for (size_t i = 0; i < sizeof figures / sizeof figures[0]; i++) {
-        size_t d = edit_distance(name, figures[i].name);
-        if (d < bd) bd = d, best = figures[i].name;
-    }
-    return best;
+    mpx_name_hint h;
+    mpx_name_hint_init(&h, name);
+    for (size_t i = 0; i < sizeof figures / sizeof figures[0]; i++) mpx_name_hint_add(&h, figures[i].name);
+    return mpx_name_hint_get(&h);
 }
 
 /* ---- the parser ------------------------------------------------------------ */
@@ -262,7 +223,7 @@ static mpx_status parse_item(parser *p, sel_item *it) {
         it->s = word_dup(p, at, n);
         return it->s ? MPX_OK : nomem(p);
     }
-    const char *hint = suggest_op(name, p->g);
+    const char *hint = mpx_op_suggest(name, p->g);
     char tail[160] = "";
     if (hint) snprintf(tail, sizeof tail, "; did you mean %s?", hint);
     return fail(p, at, "unknown op type \"%s\": not an op mpx knows%s%s", name,

@@ -424,6 +424,30 @@ static mpx_status syntax_error(const char *file, const char *s, size_t len, size
                         what, near);
 }
 
+#define MPX_STR_(x) #x
+#define MPX_STR(x) MPX_STR_(x)
+
+/* How deep in [ and { the text is at offset at (strings skipped): cJSON
+ * gives up past CJSON_NESTING_LIMIT and says only where. */
+static size_t nesting_at(const char *s, size_t at) {
+    size_t depth = 0, deepest = 0;
+    bool in_str = false;
+    for (size_t i = 0; i <= at && s[i]; i++) {
+        char c = s[i];
+        if (in_str) {
+            if (c == '\\' && s[i + 1]) i++;
+            else if (c == '"') in_str = false;
+        } else if (c == '"') {
+            in_str = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > deepest) deepest = depth;
+        } else if ((c == ']' || c == '}') && depth) {
+            depth--;
+        }
+    }
+    return deepest;
+}
+
 mpx_graph *mpx_graph_load_json_text(const char *text, size_t len, const char *path,
                                     const char *dir, mpx_error *err) {
     const char *file = path && path[0] ? path : "<json>";
@@ -461,7 +485,9 @@ mpx_graph *mpx_graph_load_json_text(const char *text, size_t len, const char *pa
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(s, len, &end, 0);
     if (!root) {
-        syntax_error(file, s, len, end ? (size_t)(end - s) : 0, "unexpected character", err);
+        size_t at = end ? (size_t)(end - s) : 0;
+        syntax_error(file, s, len, at, nesting_at(s, at) > CJSON_NESTING_LIMIT ? "nested too deeply (cJSON reads "
+                     "at most " MPX_STR(CJSON_NESTING_LIMIT) " levels of [ and {)" : "unexpected character", err);
         free(s);
         return NULL;
     }

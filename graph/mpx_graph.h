@@ -136,6 +136,28 @@ const char *mpx_op_name(mpx_op op);             /* "Conv"; "?" for UNKNOWN */
 mpx_op mpx_op_from_name(const char *op_type);   /* exact, case-sensitive; UNKNOWN if none */
 /* Case-insensitive lookup for user input ("conv" -> Conv). */
 mpx_op mpx_op_from_name_ci(const char *op_type);
+/* ---- did you mean (names.c) ----------------------------------------------
+ * For every name lookup that fails: feed the candidates, get the closest
+ * when it is a plausible typo (case only, one edit, or up to a third of the
+ * name), else NULL. The hint points into the candidates: use it before they
+ * go. */
+typedef struct mpx_name_hint {
+    const char *typed;
+    const char *best;
+    size_t dist;
+} mpx_name_hint;
+/* Case-insensitive edit distance (insert, delete, replace); SIZE_MAX for
+ * names over 255 characters. */
+size_t mpx_name_distance(const char *a, const char *b);
+void mpx_name_hint_init(mpx_name_hint *h, const char *typed);
+void mpx_name_hint_add(mpx_name_hint *h, const char *cand);
+const char *mpx_name_hint_get(const mpx_name_hint *h);
+/* "; did you mean <best>?" or "" into buf. */
+const char *mpx_name_hint_tail(const mpx_name_hint *h, char *buf, size_t n);
+/* The closest op type: the registry's, then g's own (g may be NULL). */
+struct mpx_graph;
+const char *mpx_op_suggest(const char *typed, const struct mpx_graph *g);
+
 /* ops.def's FOLD column: whether shape inference computes the op's values
  * when its inputs are known (see "constant folding" below). */
 bool mpx_op_folds(mpx_op op);

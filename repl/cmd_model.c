@@ -166,7 +166,11 @@ mpx_status repl_cmd_show(mpx_session *s, int argc, char **argv, mpx_error *err) 
     mpx_status st = repl_need_model(s, err);
     if (st) return st;
     const mpx_node *n = mpx_graph_find_node(s->graph, argv[1]);
-    if (!n) return mpx_error_set(err, MPX_E_ARG, "no node named \"%s\"", argv[1]);
+    if (!n) {
+        char hint[300];
+        return mpx_error_set(err, MPX_E_ARG, "no node named \"%s\"%s", argv[1],
+                             repl_name_tail(s->graph, argv[1], true, false, hint, sizeof hint));
+    }
     fprintf(s->out, "node %s\n  op      %s%s%s (opset %d)%s\n", n->name, n->domain[0] ? n->domain : "",
             n->domain[0] ? "." : "", n->op_type, n->opset, n->op == MPX_OP_UNKNOWN ? " (not supported)" : "");
     for (int i = 0; i < n->n_inputs; i++) print_tensor_line(s->out, "input", n->inputs[i]);

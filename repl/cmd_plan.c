@@ -96,8 +96,10 @@ MPX_CMD(repl_cmd_target) {
     const mpx_format *f = mpx_format_by_name(argv[1]);
     if (!f || f->kind == MPX_FMT_FP32) {
         char names[256];
-        return mpx_error_set(err, MPX_E_ARG, "unknown target \"%s\" (formats: %s)", argv[1],
-                             mpx_format_names(" ", true, names, sizeof names));
+        char hint[128];
+        return mpx_error_set(err, MPX_E_ARG, "unknown target \"%s\" (formats: %s)%s", argv[1],
+                             mpx_format_names(" ", true, names, sizeof names),
+                             repl_format_tail(argv[1], true, hint, sizeof hint));
     }
     o.target = f;
     if (argc == 4) {
@@ -395,7 +397,11 @@ MPX_CMD(repl_cmd_why) {
     if (st) return st;
     if (argc != 2) return mpx_error_set(err, MPX_E_ARG, "usage: why <node>");
     const mpx_node *n = mpx_graph_find_node(s->graph, argv[1]);
-    if (!n) return mpx_error_set(err, MPX_E_ARG, "no node named \"%s\"", argv[1]);
+    if (!n) {
+        char hint[300];
+        return mpx_error_set(err, MPX_E_ARG, "no node named \"%s\"%s", argv[1],
+                             repl_name_tail(s->graph, argv[1], true, false, hint, sizeof hint));
+    }
     size_t need = mpx_plan_why(s->plan, n->index, NULL, 0) + 1;
     char *buf = malloc(need);
     if (!buf) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");

@@ -207,7 +207,11 @@ static mpx_status parse_keep(const mpx_graph *g, const char *list, bool *keep, m
     snprintf(buf, sizeof buf, "%s", list);
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
         const mpx_tensor *t = repl_find_named(g, tok);
-        if (!t) return mpx_error_set(err, MPX_E_ARG, "no tensor or node named \"%s\"", tok);
+        if (!t) {
+            char hint[300];
+            return mpx_error_set(err, MPX_E_ARG, "no tensor or node named \"%s\"%s", tok,
+                                 repl_name_tail(g, tok, true, true, hint, sizeof hint));
+        }
         keep[t->index] = true;
     }
     return MPX_OK;
@@ -477,7 +481,11 @@ MPX_CMD(repl_cmd_report) {
             a++;
             int k = 0;
             while (k < K_COUNT && strcmp(key_name(k), argv[a]) != 0) k++;
-            if (k == K_COUNT) return mpx_error_set(err, MPX_E_ARG, "unknown metric \"%s\"; %s", argv[a], usage);
+            if (k == K_COUNT) {
+                char hint[128];
+                return mpx_error_set(err, MPX_E_ARG, "unknown metric \"%s\"%s; %s", argv[a],
+                                     repl_metric_tail(argv[a], true, hint, sizeof hint), usage);
+            }
             sm = k;
         } else if (strcmp(argv[a], "--json") == 0 || strcmp(argv[a], "--csv") == 0) {
             if (argv[a][2] == 'j') json = true;
@@ -694,7 +702,11 @@ MPX_CMD(repl_cmd_tensor) {
     }
     const mpx_graph *g = s->graph;
     const mpx_tensor *t = repl_find_named(g, argv[1]);
-    if (!t) return mpx_error_set(err, MPX_E_ARG, "no tensor or node named \"%s\"", argv[1]);
+    if (!t) {
+        char hint[300];
+        return mpx_error_set(err, MPX_E_ARG, "no tensor or node named \"%s\"%s", argv[1],
+                             repl_name_tail(g, argv[1], true, true, hint, sizeof hint));
+    }
     const mpx_compare *c = s->last;
     mpx_compare *fresh = NULL;
     if (!c || c->ref[t->index].n < 0) {
@@ -753,8 +765,10 @@ MPX_CMD(repl_cmd_compare) {
         fmts[i] = mpx_format_by_name(argv[1 + i]);
         if (!fmts[i] || fmts[i]->kind == MPX_FMT_FP32) {
             char names[256];
-            return mpx_error_set(err, MPX_E_ARG, "unknown format \"%s\" (%s)", argv[1 + i],
-                                 mpx_format_names(" ", true, names, sizeof names));
+            char hint[128];
+            return mpx_error_set(err, MPX_E_ARG, "unknown format \"%s\" (%s)%s", argv[1 + i],
+                                 mpx_format_names(" ", true, names, sizeof names),
+                                 repl_format_tail(argv[1 + i], true, hint, sizeof hint));
         }
     }
     mpx_compare *cmp[MPX_COMPARE_MAX_CANDS] = {0};

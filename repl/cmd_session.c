@@ -28,6 +28,7 @@ static void print_settings(const mpx_session *s) {
     fprintf(s->out, "top   %-8d rows `report` shows without --top\n", s->report_top);
     fprintf(s->out, "cache %-8d MB of the last run's values kept so a re-run recomputes only what changed (0: off)\n",
             s->cache_mb);
+    fprintf(s->out, "pager %-8s long output at the prompt through $PAGER (default less -FRX)\n", s->pager ? "on" : "off");
 }
 
 MPX_CMD(repl_cmd_set) {
@@ -35,12 +36,13 @@ MPX_CMD(repl_cmd_set) {
         print_settings(s);
         return MPX_OK;
     }
-    if (argc != 3) return mpx_error_set(err, MPX_E_ARG, "usage: set [bail on|off | top <n> | cache <MB>]");
+    if (argc != 3)
+        return mpx_error_set(err, MPX_E_ARG, "usage: set [bail on|off | top <n> | cache <MB> | pager on|off]");
     const char *name = argv[1], *value = argv[2];
-    if (strcmp(name, "bail") == 0) {
+    if (strcmp(name, "bail") == 0 || strcmp(name, "pager") == 0) {
         if (strcmp(value, "on") != 0 && strcmp(value, "off") != 0)
-            return mpx_error_set(err, MPX_E_ARG, "set bail: expected on or off, not \"%s\"", value);
-        s->bail = strcmp(value, "on") == 0;
+            return mpx_error_set(err, MPX_E_ARG, "set %s: expected on or off, not \"%s\"", name, value);
+        *(name[0] == 'b' ? &s->bail : &s->pager) = strcmp(value, "on") == 0;
         return MPX_OK;
     }
     if (strcmp(name, "top") == 0) {
@@ -66,7 +68,13 @@ MPX_CMD(repl_cmd_set) {
         s->cache_mb = (int)v;
         return MPX_OK;
     }
-    return mpx_error_set(err, MPX_E_ARG, "unknown setting \"%s\" (settings: bail, top, cache)", name);
+    mpx_name_hint h;
+    mpx_name_hint_init(&h, name);
+    static const char *const settings[] = {"bail", "top", "cache", "pager"};
+    for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) mpx_name_hint_add(&h, settings[i]);
+    char hint[64];
+    return mpx_error_set(err, MPX_E_ARG, "unknown setting \"%s\" (settings: bail, top, cache, pager)%s", name,
+                         mpx_name_hint_tail(&h, hint, sizeof hint));
 }
 
 /* ---- save ---------------------------------------------------------------------- */
@@ -221,6 +229,10 @@ static mpx_status save_text(const mpx_session *s, sbuf *b, int *n_cmds, mpx_erro
         n++;
     }
     if (s->cache_mb != d.cache_mb) sb_printf(b, "set cache %d\n", s->cache_mb);
+    if (s->pager != d.pager) {
+        sb_printf(b, "set pager %s\n", s->pager ? "on" : "off");
+        n++;
+    }
     if (s->report_top != d.report_top) {
         sb_printf(b, "set top %d\n", s->report_top);
         n++;

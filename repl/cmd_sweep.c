@@ -99,7 +99,10 @@ static mpx_status point_state(mpx_session *s, const char *line, mpx_rules **r, m
         snprintf(f, sizeof f, "%.*s", (int)strcspn(rest, " \t"), rest);
         o->target = mpx_format_by_name(f);
         if (!o->target || o->target->kind == MPX_FMT_FP32)
-            st = mpx_error_set(err, MPX_E_ARG, "sweep: unknown target \"%s\"", f);
+        {
+            char hint[128];
+            st = mpx_error_set(err, MPX_E_ARG, "sweep: unknown target \"%s\"%s", f, repl_format_tail(f, true, hint, sizeof hint));
+        }
         if (!st && strpbrk(rest, " \t")) st = mpx_error_set(err, MPX_E_ARG, "sweep: target takes one format here");
     } else if (strcmp(word, "keep-io") == 0) {
         if (strcmp(rest, "on") == 0) o->keep_io = true;

@@ -289,8 +289,11 @@ MPX_CMD(repl_cmd_plot) {
     mpx_viz_plot_opts_default(&po);
     char names[256];
     if (metric && !mpx_metric_by_name(metric, &po.metric))
-        return mpx_error_set(err, MPX_E_ARG, "unknown metric \"%s\" (%s)", metric,
-                             mpx_metric_names(" ", names, sizeof names));
+    {
+        char hint[128];
+        return mpx_error_set(err, MPX_E_ARG, "unknown metric \"%s\" (%s)%s", metric,
+                             mpx_metric_names(" ", names, sizeof names), repl_metric_tail(metric, false, hint, sizeof hint));
+    }
     po.local = local;
     mpx_viz_series series[9];
     char labels[9][48];

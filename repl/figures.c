@@ -50,6 +50,30 @@ const mpx_tensor *repl_find_named(const mpx_graph *g, const char *name) {
     return mpx_graph_find_tensor(g, name);
 }
 
+const char *repl_name_tail(const mpx_graph *g, const char *typed, bool nodes, bool tensors, char *buf, size_t n) {
+    mpx_name_hint h;
+    mpx_name_hint_init(&h, typed);
+    for (int i = 0; nodes && i < g->n_nodes; i++) mpx_name_hint_add(&h, g->nodes[i]->name);
+    for (int i = 0; tensors && i < g->n_tensors; i++) mpx_name_hint_add(&h, g->tensors[i]->name);
+    return mpx_name_hint_tail(&h, buf, n);
+}
+
+const char *repl_metric_tail(const char *typed, bool extra, char *buf, size_t n) {
+    mpx_name_hint h;
+    mpx_name_hint_init(&h, typed);
+    for (int i = 0; i < MPX_METRIC_COUNT; i++) mpx_name_hint_add(&h, mpx_metric_info_of((mpx_metric_id)i)->name);
+    if (extra) mpx_name_hint_add(&h, "absmax"), mpx_name_hint_add(&h, "local");
+    return mpx_name_hint_tail(&h, buf, n);
+}
+
+const char *repl_format_tail(const char *typed, bool low_only, char *buf, size_t n) {
+    mpx_name_hint h;
+    mpx_name_hint_init(&h, typed);
+    for (size_t i = 0; i < mpx_format_count(); i++)
+        if (!low_only || mpx_format_at(i)->kind != MPX_FMT_FP32) mpx_name_hint_add(&h, mpx_format_at(i)->name);
+    return mpx_name_hint_tail(&h, buf, n);
+}
+
 /* A metric of the table (numerics/metrics.def), absmax (the reference's
  * largest |value|) or local (the node's own rel_l2, after run --local). */
 static bool metric_of(const mpx_layer *L, const char *metric, double *out) {
@@ -86,6 +110,31 @@ static int plan_figure(const char *fig) {
 }
 
 bool repl_figure_needs_run(const char *fig) { return plan_figure(fig) < 0; }
+
+/* The run's whole-model figures (beside <tensor>.<metric>). */
+static const char *const run_fig_names[] = {"overflow", "underflow", "subnormal", "layers"};
+enum { RUN_FIGS = sizeof run_fig_names / sizeof run_fig_names[0] };
+
+/* "unknown figure" with every figure's name, from the tables, and a hint. */
+static mpx_status unknown_figure(const char *fig, mpx_error *err) {
+    char plan[256] = "", run[128] = "", hint[96];
+    size_t o = 0;
+    mpx_name_hint h;
+    mpx_name_hint_init(&h, fig);
+    for (int i = 0; i < PF_COUNT + MPX_COLOUR_COUNT - 1; i++) {
+        const char *n = i < PF_COUNT ? plan_fig_names[i] : mpx_colour_name((mpx_colour)(i - PF_COUNT + 1));
+        o += (size_t)snprintf(plan + o, o < sizeof plan ? sizeof plan - o : 0, "%s%s", o ? " " : "", n);
+        mpx_name_hint_add(&h, n);
+    }
+    o = 0;
+    for (int i = 0; i < RUN_FIGS; i++) {
+        o += (size_t)snprintf(run + o, o < sizeof run ? sizeof run - o : 0, "%s%s", o ? " " : "", run_fig_names[i]);
+        mpx_name_hint_add(&h, run_fig_names[i]);
+    }
+    return mpx_error_set(err, MPX_E_ARG,
+                         "unknown figure \"%s\" (plan: %s; run: %s, and output.<metric>, worst.<metric>, "
+                         "<tensor or node>.<metric>)%s", fig, plan, run, mpx_name_hint_tail(&h, hint, sizeof hint));
+}
 
 /* "mean:", "p95:", "worst:" or "sample<k>:" (written `sample 3:`; the
  * condition parser joins the words) before a run figure: which statistic
@@ -158,20 +207,15 @@ mpx_status repl_figure(const repl_figctx *x, const char *fig, double *out, mpx_e
     default: break;
     }
     const mpx_compare *c = x->cmp;
-    if (strcmp(fig, "overflow") == 0 || strcmp(fig, "underflow") == 0 || strcmp(fig, "subnormal") == 0 ||
-        strcmp(fig, "layers") == 0) {
+    for (int i = 0; i < RUN_FIGS; i++) {
+        if (strcmp(fig, run_fig_names[i]) != 0) continue;
         if (!c) return mpx_error_set(err, MPX_E_ARG, "%s needs a run (use: run)", fig);
         repl_run_totals t = repl_totals(g, c);
-        *out = fig[0] == 'o' ? (double)t.overflow : fig[0] == 'u' ? (double)t.underflow
-               : fig[0] == 's' ? (double)t.subnormal : (double)c->n_layers;
-        return MPX_OK;
+        double v[RUN_FIGS] = {(double)t.overflow, (double)t.underflow, (double)t.subnormal, (double)c->n_layers};
+        return *out = v[i], MPX_OK;
     }
     const char *dot = strrchr(fig, '.');
-    if (!dot || dot == fig || !dot[1])
-        return mpx_error_set(err, MPX_E_ARG,
-                             "unknown figure \"%s\" (plan: casts green gray clear red low_nodes low_macs_pct "
-                             "weights_converted weights_overflow; run: overflow underflow subnormal layers, and "
-                             "output.<metric>, worst.<metric>, <tensor or node>.<metric>)", fig);
+    if (!dot || dot == fig || !dot[1]) return unknown_figure(fig, err);
     char what[512];
     snprintf(what, sizeof what, "%.*s", (int)(dot - fig), fig);
     const char *metric = dot + 1;
@@ -182,7 +226,11 @@ mpx_status repl_figure(const repl_figctx *x, const char *fig, double *out, mpx_e
     bool all_outputs = strcmp(what, "output") == 0, all_layers = strcmp(what, "worst") == 0;
     if (!all_outputs && !all_layers) {
         const mpx_tensor *t = repl_find_named(g, what);
-        if (!t) return mpx_error_set(err, MPX_E_ARG, "figure %s: no tensor or node named \"%s\"", fig, what);
+        if (!t) {
+            char hint[300];
+            return mpx_error_set(err, MPX_E_ARG, "figure %s: no tensor or node named \"%s\"%s", fig, what,
+                                 repl_name_tail(g, what, true, true, hint, sizeof hint));
+        }
         want = t->index;
     }
     for (int i = 0; i < c->n_layers; i++) {
@@ -190,8 +238,10 @@ mpx_status repl_figure(const repl_figctx *x, const char *fig, double *out, mpx_e
         if (want >= 0 ? L->tensor != want : (all_outputs && !repl_is_output(g, L->tensor))) continue;
         if (!metric_of(L, metric, &val)) {
             char names[256];
-            return mpx_error_set(err, MPX_E_ARG, "figure %s: unknown metric \"%s\" (%s absmax%s)", fig, metric,
-                                 mpx_metric_names(" ", names, sizeof names), x->local ? " local" : "");
+            char hint[128];
+            return mpx_error_set(err, MPX_E_ARG, "figure %s: unknown metric \"%s\" (%s absmax%s)%s", fig, metric,
+                                 mpx_metric_names(" ", names, sizeof names), x->local ? " local" : "",
+                                 repl_metric_tail(metric, true, hint, sizeof hint));
         }
         v = any ? worse(metric, v, val) : val;
         any = true;

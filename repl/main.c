@@ -18,7 +18,9 @@
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/select.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <wchar.h>
@@ -481,6 +483,57 @@ static char **complete(const char *text, int start, int end) {
 
 /* ---- the prompt ------------------------------------------------------------------- */
 
+/* ---- the pager ------------------------------------------------------------------ */
+
+/* text through $PAGER (default less -FRX: quits at once when it fits, keeps
+ * colours, leaves the text on the screen). A pager that cannot be started
+ * (exit status 127 from the shell) leaves the text on stdout instead. */
+static void page(const char *text, size_t len) {
+    const char *pager = getenv("PAGER");
+    if (!pager || !*pager) pager = "less -FRX";
+    fflush(stdout);
+    in_command = 0; /* Ctrl-C in the pager is the pager's: it must not count toward leaving mpx */
+    void (*old_pipe)(int) = signal(SIGPIPE, SIG_IGN); /* the user may quit the pager early */
+    FILE *p = popen(pager, "w");
+    int status = -1;
+    if (p) {
+        fwrite(text, 1, len, p);
+        status = pclose(p);
+    }
+    signal(SIGPIPE, old_pipe);
+    if (!p || (WIFEXITED(status) && WEXITSTATUS(status) == 127)) fwrite(text, 1, len, stdout);
+    interrupted = 0; /* a Ctrl-C inside the pager was the pager's */
+}
+
+/* One command typed at the prompt. With `set pager on` and stdout a
+ * terminal, its results are gathered and, when they are taller than the
+ * terminal, shown through the pager (plan, diff, report --all of a large
+ * model); what the command did and its errors go to stderr as they happen. */
+static void run_typed(mpx_session *s, const char *cmd) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = s->pager && isatty(STDOUT_FILENO) ? open_memstream(&buf, &len) : NULL;
+    if (!mem) {
+        repl_run_line(s, cmd);
+        return;
+    }
+    FILE *saved = s->out;
+    s->out = mem;
+    repl_run_line(s, cmd);
+    s->out = saved;
+    if (fclose(mem) != 0 || !buf) {
+        free(buf);
+        return;
+    }
+    struct winsize ws;
+    size_t rows = ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 ? ws.ws_row : 24;
+    size_t lines = 0;
+    for (size_t i = 0; i < len; i++) lines += buf[i] == '\n';
+    if (lines + 1 < rows) fwrite(buf, 1, len, stdout);
+    else page(buf, len);
+    free(buf);
+}
+
 static void interactive(mpx_session *s) {
     completing = s;
     /* Multibyte input (a path with accents) as the terminal sends it;
@@ -530,7 +583,7 @@ static void interactive(mpx_session *s) {
         if (cmd[strspn(cmd, " \t")]) history_add(cmd);
         interrupted = 0;
         in_command = 1;
-        repl_run_line(s, cmd);
+        run_typed(s, cmd);
         in_command = 0;
         free(cmd);
         fflush(stdout);

@@ -88,6 +88,7 @@ typedef struct mpx_session {
     int report_top;          /* rows of `report` without --top (default 20) */
     bool color;              /* ANSI colour (terminal and NO_COLOR unset) */
     bool progress;           /* progress on stderr (a terminal) */
+    bool pager;              /* `set pager`: long output at the prompt through $PAGER */
 
     /* Scripts: `source` depth, and the file and line being run (messages). */
     int depth;

@@ -162,6 +162,11 @@ const mpx_layer *repl_worst_layer(const mpx_compare *c);
 bool repl_is_output(const mpx_graph *g, int tensor);
 /* A name the user typed: a node (its first output; what report and plan
  * show) or else a tensor; NULL when neither. */
+/* "; did you mean <name>?" (or "") for a node and/or tensor name, a metric
+ * (extra: also absmax and local), a format: graph/names.c's rule. */
+const char *repl_name_tail(const mpx_graph *g, const char *typed, bool nodes, bool tensors, char *buf, size_t n);
+const char *repl_metric_tail(const char *typed, bool extra, char *buf, size_t n);
+const char *repl_format_tail(const char *typed, bool low_only, char *buf, size_t n);
 const mpx_tensor *repl_find_named(const mpx_graph *g, const char *name);
 
 /* What a figure is read from: a plan and, for run figures, a comparison of

@@ -18,6 +18,7 @@ void mpx_session_init(mpx_session *s, FILE *out) {
     s->out = out;
     s->info = out;
     s->bail = true;
+    s->pager = true;
     s->report_top = 20;
     s->cache_mb = 512;
 }
@@ -557,6 +558,16 @@ static const mpx_command *find_command(const char *name) {
     return NULL;
 }
 
+/* "; did you mean colour?" for a mistyped command, or "". */
+static const char *command_hint(const char *typed, char *buf, size_t n) {
+    mpx_name_hint h;
+    mpx_name_hint_init(&h, typed);
+    /* Aliases (color) are left out: the hint names the command help lists. */
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strncmp(commands[i].summary, "same as ", 8) != 0) mpx_name_hint_add(&h, commands[i].name);
+    return mpx_name_hint_tail(&h, buf, n);
+}
+
 static mpx_status cmd_help(mpx_session *s, int argc, char **argv, mpx_error *err) {
     if (argc == 1) {
         /* Names and summaries; the usage lines are long, `help <command>` has them. */
@@ -566,7 +577,11 @@ static mpx_status cmd_help(mpx_session *s, int argc, char **argv, mpx_error *err
         return MPX_OK;
     }
     const mpx_command *c = argc == 2 ? find_command(argv[1]) : NULL;
-    if (!c) return mpx_error_set(err, MPX_E_ARG, "no command \"%s\" (try: help)", argc == 2 ? argv[1] : "");
+    if (!c) {
+        char hint[128];
+        return mpx_error_set(err, MPX_E_ARG, "no command \"%s\" (try: help)%s", argc == 2 ? argv[1] : "",
+                             argc == 2 ? command_hint(argv[1], hint, sizeof hint) : "");
+    }
     fprintf(s->out, "usage: %s\n%s\n", c->usage, c->summary);
     if (c->help) fprintf(s->out, "\n%s\n", c->help);
     /* The formats and metrics a command takes come from their tables. */
@@ -597,7 +612,9 @@ mpx_status mpx_session_exec(mpx_session *s, const char *line, mpx_error *err) {
     if (st == MPX_OK && argc > 0) {
         const mpx_command *c = find_command(argv[0]);
         if (!c) {
-            st = mpx_error_set(err, MPX_E_ARG, "unknown command \"%s\" (try: help)", argv[0]);
+            char hint[128];
+            st = mpx_error_set(err, MPX_E_ARG, "unknown command \"%s\" (try: help)%s", argv[0],
+                               command_hint(argv[0], hint, sizeof hint));
         } else {
             const char *saved = s->line;
             s->line = line;

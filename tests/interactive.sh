@@ -202,6 +202,26 @@ run "help quit" "leave mpx"
 quit_with_ctrl_d
 echo "history in the XDG folder; unusable history file: ok"
 
+# The pager: output taller than the terminal goes through $PAGER (here a
+# sed that marks its lines), short output does not, `set pager off` stops
+# it. Mistyped names get a did-you-mean.
+tm new-session -d -s mpx -x 160 -y 20 -c "$SRC" "env -u MPX_HISTORY NO_COLOR=1 PAGER='sed s/^/PAGED:/' '$MPX'"
+expect_line "mpx>"
+run "load examples/tiny_cnn.json" "loaded"
+run "plan" "PAGED:cast"
+paged=$(screen | grep -c "^PAGED:cast" || true)
+run "info" "producer"
+has "PAGED:producer" && fail "a short output went through the pager"
+run "set pager off" "set pager off"
+run "plan" "MACs in fp16"
+[ "$(screen | grep -c "^PAGED:cast" || true)" = "$paged" ] || fail "set pager off: the plan still went through the pager"
+screen | grep -q "^cast " || fail "set pager off: the plan was not printed"
+run "colr Conv red" "did you mean colour?"
+run "show /backbone/stage1/dwconv/conv" "did you mean /backbone/stage1/dwconv/Conv?"
+run "target fp61" "did you mean fp16?"
+quit_with_ctrl_d
+echo "pager, set pager off, did-you-mean: ok"
+
 # Ctrl-C stops a search between or inside its evaluations and applies
 # nothing (PP-OCRv4 det: an evaluation takes seconds; skipped when the models
 # have not been fetched).

@@ -410,6 +410,16 @@ static void test_syntax_errors(void) {
     EXPECT_ERR("{\"format\": \"mpx-model\",\n \"nodes\": [{\"op\": \"Relu\"", MPX_E_PARSE, "bad.json:2:25:", "end of input");
     EXPECT_ERR("{\"format\": \"mpx-mo", MPX_E_PARSE, "bad.json:1:19:", "end of input");
     EXPECT_ERR("", MPX_E_PARSE, "bad.json:1:1:", "empty");
+    {
+        /* deeper than cJSON reads: said, not "unexpected character" */
+        char deep[2600];
+        size_t o = (size_t)snprintf(deep, sizeof deep, "{\"format\": \"mpx-model\", \"x\": ");
+        for (int i = 0; i < 1200; i++) deep[o++] = '[';
+        for (int i = 0; i < 1200; i++) deep[o++] = ']';
+        deep[o++] = '}';
+        deep[o] = '\0';
+        EXPECT_ERR(deep, MPX_E_PARSE, "nested too deeply", "1000 levels");
+    }
     EXPECT_ERR("  \n ", MPX_E_PARSE, "empty", NULL);
     EXPECT_ERR("{\"format\": \"mpx-model\"} x", MPX_E_PARSE, "bad.json:1:25:", "after the JSON value");
     EXPECT_ERR("[1, 2]", MPX_E_PARSE, "top level must be a JSON object", NULL);
