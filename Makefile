@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all bootstrap bootstrap-test configure build demo test sanitize clang fuzz clean
+.PHONY: all bootstrap bootstrap-test configure build demo test sanitize clang fuzz install deb clean
 
 all: build
 
@@ -45,6 +45,16 @@ fuzz: bootstrap-test
 	@CC=clang cmake -S . -B build-fuzz -DMPX_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	@cmake --build build-fuzz -j $(JOBS) --target fuzz_onnx fuzz_json fuzz_tensor fuzz_image fuzz_audio fuzz_npz fuzz_cmd
 	@JOBS=$(JOBS) scripts/fuzz.sh build-fuzz $(FUZZ_SECONDS)
+
+# Install (the program, libmpx, headers, mpx.pc, man page, bash completion,
+# examples) under PREFIX (default /usr/local); DESTDIR as usual.
+PREFIX ?= /usr/local
+install: build
+	@cmake --install $(BUILD) --prefix "$(PREFIX)"
+
+# The Debian packages mpx and libmpx-dev (CPack), into $(BUILD)/.
+deb: build
+	@cd $(BUILD) && cpack
 
 clean:
 	rm -rf $(BUILD) build-asan build-clang build-fuzz

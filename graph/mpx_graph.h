@@ -136,6 +136,9 @@ const char *mpx_op_name(mpx_op op);             /* "Conv"; "?" for UNKNOWN */
 mpx_op mpx_op_from_name(const char *op_type);   /* exact, case-sensitive; UNKNOWN if none */
 /* Case-insensitive lookup for user input ("conv" -> Conv). */
 mpx_op mpx_op_from_name_ci(const char *op_type);
+/* The library's version, "0.1.0" (graph/version.c). */
+const char *mpx_version(void);
+
 /* ---- did you mean (names.c) ----------------------------------------------
  * For every name lookup that fails: feed the candidates, get the closest
  * when it is a plausible typo (case only, one edit, or up to a third of the

@@ -243,6 +243,9 @@ void repl_print_error(const mpx_session *s, const char *where, int line, const m
 /* The exit status of two outcomes together (an error outranks an assert). */
 int repl_exit_worst(int a, int b);
 
+/* `mpx --help`'s text (usage.c); the man page carries it too. */
+extern const char repl_usage_text[];
+
 /* ---- words: quoting, comments, separators, line length (lex.c) ------------ */
 /* The longest script line (continuations joined) and typed line, in bytes. */
 #define REPL_LINE_MAX ((size_t)1 << 20)

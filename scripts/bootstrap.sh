@@ -10,7 +10,8 @@
 #                                 (SVG checks), tmux (the interactive test), npm
 #                                 (onnxruntime-node and the real models), chromium
 #                                 (the review page in a real browser), clang and its
-#                                 runtime (the clang build, libFuzzer: make clang, fuzz)
+#                                 runtime (the clang build, libFuzzer: make clang, fuzz),
+#                                 dpkg-dev (dpkg-shlibdeps: the .deb's dependencies)
 set -eu
 
 RUNTIME="cmake make gcc pkg-config
@@ -18,7 +19,7 @@ libgraphviz-dev libcjson-dev libfp16-dev libprotobuf-c-dev protobuf-c-compiler
 libonnx-dev libedit-dev
 libpng-dev libjpeg62-turbo-dev libsndfile1-dev libsamplerate0-dev libzip-dev"
 TEST="python3-onnx python3-numpy python3-pil flac espeak-ng libxml2-utils tmux npm chromium
-clang libclang-rt-dev"
+clang libclang-rt-dev dpkg-dev"
 
 PKGS=$RUNTIME
 case "${1:-}" in

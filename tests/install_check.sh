@@ -1,0 +1,83 @@
+#!/bin/sh
+# install_check.sh BUILD SRC WORK - mpx as a user installs it (issue 19):
+# `cmake --install` into a prefix with a blank in its name, over an older
+# install; the installed mpx runs the installed example; the man page, the
+# bash completion and mpx.pc are there and sound; libmpx exports only mpx_
+# names; examples/client.c builds against the installed library with
+# pkg-config (shared and static) and runs. Prints the installed files and the
+# exported symbol count.
+set -eu
+BUILD=$1
+SRC=$2
+WORK=$3
+fail() {
+  echo "install_check: FAIL: $*" >&2
+  exit 1
+}
+rm -rf "$WORK"
+mkdir -p "$WORK"
+P="$WORK/pre fix"
+# an older install with a stale file: installing over it replaces what mpx owns
+mkdir -p "$P/lib" "$P/bin"
+echo "old" >"$P/bin/mpx"
+cmake --install "$BUILD" --prefix "$P" >"$WORK/install.log" 2>&1 || fail "cmake --install: $(tail -5 "$WORK/install.log")"
+LIBDIR=$(cd "$P" && ls -d lib*/libmpx.so.0 2>/dev/null | head -1 | xargs dirname || true)
+[ -n "$LIBDIR" ] || LIBDIR=$(cd "$P" && dirname "$(find . -name 'libmpx.so.0' | head -1)")
+echo "installed files:"
+(cd "$P" && find . -type f -o -type l | grep -v '^./share/mpx/examples/.' | sort | sed 's|^\./|  |')
+echo "  share/mpx/examples/: $(cd "$P/share/mpx/examples" && find . -type f | wc -l) files"
+for f in bin/mpx "$LIBDIR/libmpx.so.0" "$LIBDIR/libmpx.a" "$LIBDIR/pkgconfig/mpx.pc" include/mpx/mpx.h \
+  include/mpx/mpx_graph.h include/mpx/ops.def include/mpx/metrics.def share/man/man1/mpx.1 \
+  share/bash-completion/completions/mpx share/mpx/examples/tiny_cnn.json share/mpx/examples/client.c; do
+  [ -e "$P/$f" ] || fail "not installed: $f"
+done
+
+# the installed program, on the installed example, from another folder
+cd "$WORK"
+v=$("$P/bin/mpx" --version) || fail "installed mpx --version"
+case $v in "mpx "*) ;; *) fail "installed --version: $v" ;; esac
+"$P/bin/mpx" -c "load '$P/share/mpx/examples/tiny_cnn.json'; input x shape 1x3x16x16; run; assert output.rel_l2 < 1e-2" \
+  >"$WORK/run.out" 2>&1 || fail "installed mpx on the installed example: $(cat "$WORK/run.out")"
+ldd "$P/bin/mpx" | grep -q "libmpx.so.0 => $P/" || fail "installed mpx does not use the installed libmpx: $(ldd "$P/bin/mpx" | grep mpx)"
+
+# man page and completion
+if command -v man >/dev/null 2>&1; then
+  page=$(MANWIDTH=100 man -l "$P/share/man/man1/mpx.1" 2>"$WORK/man.err") || fail "man -l mpx.1"
+  [ -s "$WORK/man.err" ] && fail "man warnings: $(cat "$WORK/man.err")"
+  for w in SYNOPSIS OPTIONS COMMANDS "exit status" "search <figure>" "export <file.onnx>"; do
+    echo "$page" | grep -q -- "$w" || fail "man page lacks \"$w\""
+  done
+else
+  echo "install_check: man not installed: the page's text not checked"
+fi
+bash -n "$P/share/bash-completion/completions/mpx" || fail "bash completion does not parse"
+out=$(bash -c ". '$P/share/bash-completion/completions/mpx'; COMP_WORDS=(mpx --ver); COMP_CWORD=1; _mpx; echo \"\${COMPREPLY[*]}\"")
+[ "$out" = "--version" ] || fail "completion of --ver: \"$out\""
+
+# symbols: only mpx_ names exported
+nm -D --defined-only "$P/$LIBDIR/libmpx.so.0" | awk '{print $3}' >"$WORK/syms"
+n=$(wc -l <"$WORK/syms")
+bad=$(grep -v '^mpx_' "$WORK/syms" | head -5 || true)
+[ -z "$bad" ] || fail "libmpx exports non-mpx_ names: $bad"
+[ "$n" -gt 100 ] || fail "libmpx exports only $n symbols"
+objdump -p "$P/$LIBDIR/libmpx.so.0" | grep -q "SONAME *libmpx.so.0" || fail "no SONAME libmpx.so.0"
+echo "libmpx.so exports $n symbols, all mpx_"
+
+# a client built with pkg-config, against libmpx.so and against libmpx.a
+# (with the system's shared libraries that mpx.pc requires) (a prefix with a blank: pkg-config escapes it
+# for a shell that evaluates the words, hence eval)
+export PKG_CONFIG_PATH="$P/$LIBDIR/pkgconfig"
+[ "$(pkg-config --modversion mpx)" = "$(echo "$v" | cut -d' ' -f2)" ] || fail "mpx.pc version differs from mpx --version"
+eval "cc -std=c11 -Wall -Wextra -Werror -o '$WORK/client' '$P/share/mpx/examples/client.c' $(pkg-config --cflags --libs mpx) -Wl,-rpath,'$P/$LIBDIR'" ||
+  fail "examples/client.c does not build against the installed libmpx"
+"$WORK/client" "$P/share/mpx/examples/tiny_cnn.json" x 1x3x16x16 "$WORK/client.onnx" >"$WORK/client.out" 2>&1 ||
+  fail "client: $(cat "$WORK/client.out")"
+grep -q "^exported" "$WORK/client.out" && [ -s "$WORK/client.onnx" ] || fail "client output: $(cat "$WORK/client.out")"
+eval "cc -std=c11 -o '$WORK/client_static' '$P/share/mpx/examples/client.c' $(pkg-config --cflags mpx) '$P/$LIBDIR/libmpx.a' $(pkg-config --libs $(pkg-config --print-requires-private mpx)) -lm -lpthread" ||
+  fail "examples/client.c does not link against libmpx.a"
+"$WORK/client_static" "$P/share/mpx/examples/tiny_cnn.json" x 1x3x16x16 "$WORK/client2.onnx" >"$WORK/client2.out" 2>&1 ||
+  fail "static client: $(cat "$WORK/client2.out")"
+[ "$(head -3 "$WORK/client.out")" = "$(head -3 "$WORK/client2.out")" ] || fail "shared and static clients differ"
+cmp -s "$WORK/client.onnx" "$WORK/client2.onnx" || fail "shared and static clients export different models"
+echo "client (shared and static): $(sed -n 2,3p "$WORK/client.out" | tr '\n' ' ')"
+echo "install_check: ok"
