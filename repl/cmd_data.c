@@ -543,6 +543,7 @@ static mpx_status adopt(mpx_session *s, repl_dataset *d, mpx_error *err) {
     }
     repl_free_inputs(s, v);
     repl_data_free(old);
+    repl_drop_sample_caches(s); /* another set's samples */
     return MPX_OK;
 }
 

@@ -82,16 +82,33 @@ static double output_badness(const mpx_graph *g, const mpx_compare *c) {
  * made, run, its figures appended, its values freed, except the kept values
  * of the sample whose worst output is worst (what `tensor` then shows). The
  * result's layers hold each layer's worst over the samples; ->samples has
- * every sample's figures. The run cache is not used (it holds one input set;
- * samples would only evict each other). nc candidates (compare's formats)
- * share each sample's reference run; out[j] is as[j]'s. */
+ * every sample's figures. With cached (run and search, one candidate, not
+ * local), sample k runs through its own cache (sample_cache): its reference
+ * and the layers a plan change does not touch are not computed again, within
+ * the budget (`set cache`) split evenly between the samples, so memory does
+ * not grow with their number. nc candidates (compare's formats) share each
+ * sample's reference run; out[j] is as[j]'s. */
+static mpx_compare_cache *sample_cache(mpx_session *s, int k, int n) {
+    if (s->cache_mb <= 0) return NULL;
+    if (s->n_sample_cache != n) {
+        repl_drop_sample_caches(s);
+        s->sample_cache = calloc((size_t)n, sizeof *s->sample_cache);
+        if (!s->sample_cache) return NULL;
+        s->n_sample_cache = n;
+    }
+    if (!s->sample_cache[k]) s->sample_cache[k] = mpx_compare_cache_new(((size_t)s->cache_mb << 20) / (size_t)n);
+    return s->sample_cache[k];
+}
+
 static mpx_status run_samples_many(mpx_session *s, const mpx_assign *const *as, int nc, bool local, const bool *keep,
-                                   int shard_k, int shard_n, mpx_compare **out, mpx_error *err) {
+                                   bool cached, int shard_k, int shard_n, mpx_compare **out, mpx_error *err) {
     const mpx_graph *g = s->graph;
     int n = repl_data_count(s->data);
     mpx_samples *S[MPX_COMPARE_MAX_CANDS] = {0};
     mpx_compare *best[MPX_COMPARE_MAX_CANDS] = {0}; /* the kept ones: worst output so far */
     double ms[MPX_COMPARE_MAX_CANDS][4] = {{0}};
+    int n_run[MPX_COMPARE_MAX_CANDS] = {0};
+    bool incremental[MPX_COMPARE_MAX_CANDS] = {0};
     size_t peak = 0;
     mpx_status st = MPX_OK;
     for (int j = 0; j < nc && !st; j++)
@@ -101,6 +118,7 @@ static mpx_status run_samples_many(mpx_session *s, const mpx_assign *const *as, 
         if ((st = repl_data_inputs(s, k, &inputs, err))) break;
         sample_progress sp = {k, n};
         mpx_compare_opts o = {.local = local, .keep = keep, .cancel = s->cancel};
+        if (cached && nc == 1 && !local) o.cache = sample_cache(s, k, n);
         if (s->progress) o.progress = sample_progress_cb, o.progress_ctx = &sp;
         mpx_compare *c[MPX_COMPARE_MAX_CANDS] = {0};
         st = nc == 1 ? mpx_compare_run(g, as[0], inputs, &o, &c[0], err)
@@ -113,6 +131,8 @@ static mpx_status run_samples_many(mpx_session *s, const mpx_assign *const *as, 
         for (int j = 0; j < nc; j++) {
             ms[j][0] += c[j]->ms_ref, ms[j][1] += c[j]->ms_cand, ms[j][2] += c[j]->ms_local, ms[j][3] += c[j]->ms_metrics;
             if (c[j]->peak_bytes > peak) peak = c[j]->peak_bytes;
+            n_run[j] += c[j]->n_run;
+            incremental[j] = incremental[j] || c[j]->incremental;
             if (!st) st = mpx_samples_add(S[j], c[j], k, err);
             if (!st && (!best[j] || output_badness(g, c[j]) > output_badness(g, best[j]))) {
                 mpx_compare_free(best[j]);
@@ -136,18 +156,21 @@ static mpx_status run_samples_many(mpx_session *s, const mpx_assign *const *as, 
         best[j]->samples = S[j];
         best[j]->ms_ref = ms[j][0], best[j]->ms_cand = ms[j][1], best[j]->ms_local = ms[j][2], best[j]->ms_metrics = ms[j][3];
         best[j]->peak_bytes = peak;
-        best[j]->incremental = false;
+        /* Over the samples: node runs in all of them, incremental when a
+         * sample's cache spared any. */
+        best[j]->incremental = incremental[j];
+        best[j]->n_run = n_run[j];
         out[j] = best[j];
     }
     return st;
 }
 
-static mpx_status run_samples(mpx_session *s, const mpx_plan *p, bool local, const bool *keep, int shard_k,
-                              int shard_n, mpx_compare **out, mpx_error *err) {
+static mpx_status run_samples(mpx_session *s, const mpx_plan *p, bool local, const bool *keep, bool cached,
+                              int shard_k, int shard_n, mpx_compare **out, mpx_error *err) {
     mpx_assign *a = mpx_plan_to_assign(p, err);
     if (!a) return err->status ? err->status : MPX_E_NOMEM;
     const mpx_assign *as[1] = {a};
-    mpx_status st = run_samples_many(s, as, 1, local, keep, shard_k, shard_n, out, err);
+    mpx_status st = run_samples_many(s, as, 1, local, keep, cached, shard_k, shard_n, out, err);
     mpx_assign_free(a);
     return st;
 }
@@ -157,7 +180,7 @@ static mpx_status run_samples(mpx_session *s, const mpx_plan *p, bool local, con
  * over its samples (run_samples). */
 mpx_status repl_run_plan(mpx_session *s, const mpx_plan *p, bool local, const bool *keep,
                          mpx_compare_cache *cache, mpx_compare **out, mpx_error *err) {
-    if (s->data) return run_samples(s, p, local, keep, 0, 1, out, err);
+    if (s->data) return run_samples(s, p, local, keep, cache != NULL, 0, 1, out, err);
     mpx_value *inputs = NULL;
     mpx_status st = repl_make_inputs(s, &inputs, err);
     if (st) return st;
@@ -188,7 +211,7 @@ static mpx_status run_plans(mpx_session *s, mpx_plan *const *plans, int n, mpx_c
         as[i] = a;
     }
     if (!st && s->data) {
-        st = run_samples_many(s, as, n, false, NULL, 0, 1, out, err);
+        st = run_samples_many(s, as, n, false, NULL, false, 0, 1, out, err);
     } else if (!st) {
         mpx_compare_opts o = {.cancel = s->cancel};
         if (s->progress) o.progress = progress_cb;
@@ -252,6 +275,11 @@ void repl_print_run_summary(mpx_session *s, const mpx_compare *c, const mpx_form
         if (!repl_is_output(g, L->tensor)) continue;
         fprintf(s->info, "  output %s: rel_l2 %.3g, max_abs %.3g, cos %.6f%s\n", layer_name(g, L), L->m.rel_l2,
                 L->m.max_abs, L->m.cos, L->m.overflow ? " (OVERFLOW)" : "");
+    }
+    if (c->incremental) {
+        int samples = c->samples ? c->samples->n_samples : 1;
+        fprintf(s->info, "  incremental: %d of %d node runs recomputed, the rest from the run cache%s\n", c->n_run,
+                g->n_nodes * samples, samples > 1 ? " (one per sample)" : "");
     }
     const mpx_layer *w = repl_worst_layer(c);
     if (w)
@@ -318,7 +346,7 @@ MPX_CMD(repl_cmd_run) {
     mpx_compare *c = NULL;
     /* Without memory for a cache the run is a full one, as always. */
     if (!s->run_cache && s->cache_mb > 0) s->run_cache = mpx_compare_cache_new((size_t)s->cache_mb << 20);
-    if (!st && shard_n > 1) st = run_samples(s, s->plan, local, keep, shard_k, shard_n, &c, err);
+    if (!st && shard_n > 1) st = run_samples(s, s->plan, local, keep, true, shard_k, shard_n, &c, err);
     else if (!st) st = repl_run_plan(s, s->plan, local, keep, s->run_cache, &c, err);
     free(keep);
     if (st) return st;

@@ -65,6 +65,7 @@ MPX_CMD(repl_cmd_set) {
         /* A new budget starts a new cache at the next run. */
         mpx_compare_cache_free(s->run_cache);
         s->run_cache = NULL;
+        repl_drop_sample_caches(s);
         s->cache_mb = (int)v;
         return MPX_OK;
     }

@@ -74,6 +74,11 @@ typedef struct mpx_session {
      * `run` on the same inputs recomputes only what a plan change touched.
      * It checks the input values itself; freed with the run. */
     mpx_compare_cache *run_cache;
+    /* Over a data set: one cache per sample (n_sample_cache of them, made on
+     * first use), the budget split between them, so that each sample's
+     * reference and unchanged layers are computed once across runs. */
+    mpx_compare_cache **sample_cache;
+    int n_sample_cache;
     int cache_mb;            /* its budget (`set cache`, default 512; 0: no cache) */
 
     /* `compare`'s runs, one per format (for `plot` and `html`). */

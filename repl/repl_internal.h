@@ -134,6 +134,8 @@ MPX_CMD(repl_cmd_tensor);
 MPX_CMD(repl_cmd_compare);
 /* Run plan p on the session's inputs against the fp32 reference (Ctrl-C
  * cancels; progress on a terminal). keep: tensors to keep, or NULL. */
+/* Free the per-sample run caches (a new data set, model or cache budget). */
+void repl_drop_sample_caches(mpx_session *s);
 mpx_status repl_run_plan(mpx_session *s, const mpx_plan *p, bool local, const bool *keep,
                          mpx_compare_cache *cache, mpx_compare **out, mpx_error *err);
 /* Every model input's values from the session's specs (default: random

@@ -32,6 +32,14 @@ void repl_drop_run(mpx_session *s) {
     s->absmax = NULL;
     mpx_compare_cache_free(s->run_cache);
     s->run_cache = NULL;
+    repl_drop_sample_caches(s);
+}
+
+void repl_drop_sample_caches(mpx_session *s) {
+    for (int i = 0; i < s->n_sample_cache; i++) mpx_compare_cache_free(s->sample_cache[i]);
+    free(s->sample_cache);
+    s->sample_cache = NULL;
+    s->n_sample_cache = 0;
 }
 
 void mpx_session_free(mpx_session *s) {

@@ -149,6 +149,20 @@ check("3 samples (of 6 matched: limit 3)" in r1.stderr and dl(r1) == dl(r2) and 
 # calibration: absmax rules see the largest value over all samples
 r = ok("load %s; data %s/npz; run; colour * red when absmax > 1e30; rules" % (MODEL, W), "absmax over samples")
 
+# each sample's run cache: a re-run after a plan change recomputes only what
+# the change touched, in every sample, and reports what a fresh run reports
+# (also when the budget holds only part of each sample's values)
+for budget in (512, 1):
+    r = ok("load %s; data %s/npz; set cache %d; run; colour Relu red; run; report --json %s/cached.json"
+           % (MODEL, W, budget, W), "cached re-run")
+    ok("load %s; data %s/npz; colour Relu red; run; report --json %s/fresh.json" % (MODEL, W, W), "fresh run")
+    check(open(W + "/cached.json").read() == open(W + "/fresh.json").read(),
+          "set cache %d: a re-run through the samples' caches differs from a fresh run" % budget)
+    inc = [l for l in r.stderr.splitlines() if "incremental:" in l]
+    check(budget == 1 or (len(inc) == 1 and "(one per sample)" in inc[0]
+                          and int(inc[0].split()[1]) < 25 * N),
+          "set cache %d: the second run over the samples was not incremental: %s" % (budget, r.stderr))
+
 # shards: run --samples k/3 and report --json each; merge gives the unsharded
 # run's report byte for byte, and gates work after the merge
 for k in (1, 2, 3):
