@@ -276,8 +276,8 @@ void repl_print_run_summary(mpx_session *s, const mpx_compare *c, const mpx_form
         fprintf(s->info, "  output %s: rel_l2 %.3g, max_abs %.3g, cos %.6f%s\n", layer_name(g, L), L->m.rel_l2,
                 L->m.max_abs, L->m.cos, L->m.overflow ? " (OVERFLOW)" : "");
     }
-    if (c->incremental) {
-        int samples = c->samples ? c->samples->n_samples : 1;
+    int samples = c->samples ? c->samples->n_samples : 1;
+    if (c->incremental && c->n_run < g->n_nodes * samples) {
         fprintf(s->info, "  incremental: %d of %d node runs recomputed, the rest from the run cache%s\n", c->n_run,
                 g->n_nodes * samples, samples > 1 ? " (one per sample)" : "");
     }

@@ -40,7 +40,7 @@ R="$WORK/root/usr"
 ldd "$R/bin/mpx" | grep -q "libmpx.so.0 => $R/" || fail "the packaged mpx does not find the packaged libmpx"
 [ -f "$R/share/man/man1/mpx.1" ] && [ -f "$R/include/mpx/mpx.h" ] && [ -f "$R/lib/pkgconfig/mpx.pc" ] ||
   fail "man page, headers or mpx.pc missing: $(cd "$R" && find . | head -30)"
-PKG_CONFIG_PATH="$R/lib/pkgconfig" cc -std=c11 -o "$WORK/client" "$R/share/mpx/examples/client.c" \
+PKG_CONFIG_PATH="$R/lib/pkgconfig" cc ${MPX_CLIENT_CFLAGS:-} -std=c11 -o "$WORK/client" "$R/share/mpx/examples/client.c" \
   $(PKG_CONFIG_PATH="$R/lib/pkgconfig" pkg-config --cflags --libs mpx) -Wl,-rpath,"$R/lib" ||
   fail "the client does not build against libmpx-dev"
 "$WORK/client" "$R/share/mpx/examples/tiny_cnn.json" x 1x3x16x16 "$WORK/c.onnx" >/dev/null || fail "the client does not run"

@@ -68,12 +68,14 @@ echo "libmpx.so exports $n symbols, all mpx_"
 # for a shell that evaluates the words, hence eval)
 export PKG_CONFIG_PATH="$P/$LIBDIR/pkgconfig"
 [ "$(pkg-config --modversion mpx)" = "$(echo "$v" | cut -d' ' -f2)" ] || fail "mpx.pc version differs from mpx --version"
-eval "cc -std=c11 -Wall -Wextra -Werror -o '$WORK/client' '$P/share/mpx/examples/client.c' $(pkg-config --cflags --libs mpx) -Wl,-rpath,'$P/$LIBDIR'" ||
+# (a sanitizer build's library needs its runtime in the client too)
+CF=${MPX_CLIENT_CFLAGS:-}
+eval "cc $CF -std=c11 -Wall -Wextra -Werror -o '$WORK/client' '$P/share/mpx/examples/client.c' $(pkg-config --cflags --libs mpx) -Wl,-rpath,'$P/$LIBDIR'" ||
   fail "examples/client.c does not build against the installed libmpx"
 "$WORK/client" "$P/share/mpx/examples/tiny_cnn.json" x 1x3x16x16 "$WORK/client.onnx" >"$WORK/client.out" 2>&1 ||
   fail "client: $(cat "$WORK/client.out")"
 grep -q "^exported" "$WORK/client.out" && [ -s "$WORK/client.onnx" ] || fail "client output: $(cat "$WORK/client.out")"
-eval "cc -std=c11 -o '$WORK/client_static' '$P/share/mpx/examples/client.c' $(pkg-config --cflags mpx) '$P/$LIBDIR/libmpx.a' $(pkg-config --libs $(pkg-config --print-requires-private mpx)) -lm -lpthread" ||
+eval "cc $CF -std=c11 -o '$WORK/client_static' '$P/share/mpx/examples/client.c' $(pkg-config --cflags mpx) '$P/$LIBDIR/libmpx.a' $(pkg-config --libs $(pkg-config --print-requires-private mpx)) -lm -lpthread" ||
   fail "examples/client.c does not link against libmpx.a"
 "$WORK/client_static" "$P/share/mpx/examples/tiny_cnn.json" x 1x3x16x16 "$WORK/client2.onnx" >"$WORK/client2.out" 2>&1 ||
   fail "static client: $(cat "$WORK/client2.out")"
