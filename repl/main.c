@@ -410,12 +410,40 @@ static void gather(const char *text, int pos, char **w) {
                is(cmd, "html") || is(cmd, "export")) {
         if (pos == 1) cand_files(text);
     } else if (is(cmd, "input")) {
-        static const char *const kinds[] = {"shape", "random", "const", "file", NULL};
+        static const char *const kinds[] = {"shape", "random", "const", "file", "image", "audio", "files", NULL};
         static const char *const dists[] = {"normal", "uniform", "seed", NULL};
+        static const char *const image_opts[] = {"size", "layout", "channels", "scale", "mean", "std", NULL};
+        static const char *const audio_opts[] = {"rate", "length", "scale", NULL};
+        static const char *const file_kinds[] = {"npy", "image", "audio", NULL};
+        static const char *const layouts[] = {"nchw", "nhwc", NULL};
+        static const char *const channels[] = {"rgb", "bgr", "gray", NULL};
+        static const char *const set_opts[] = {"limit", "shuffle", NULL};
+        /* input x files '<glob>' image [options]: the kind is the fifth word */
+        bool per_file = pos >= 5 && is(w[2], "files");
+        const char *kind = per_file ? w[4] : pos >= 3 ? w[2] : "";
         if (pos == 1) cand_inputs(text);
         else if (pos == 2) cand_list(text, kinds);
         else if (pos == 3 && is(w[2], "random")) cand_list(text, dists);
-        else if (pos == 3 && is(w[2], "file")) cand_files(text);
+        else if (pos == 3 && (is(w[2], "file") || is(w[2], "image") || is(w[2], "audio") || is(w[2], "files")))
+            cand_files(text);
+        else if (pos == 4 && is(w[2], "files")) cand_list(text, file_kinds);
+        else if (pos == 4 && is(w[2], "file")) cand(text, "convert");
+        else if (is(prev, "layout")) cand_list(text, layouts);
+        else if (is(prev, "channels")) cand_list(text, channels);
+        else if (pos >= 4 && (is(kind, "image") || is(kind, "audio"))) {
+            cand_list(text, is(kind, "image") ? image_opts : audio_opts);
+            if (per_file) cand_list(text, set_opts);
+        }
+    } else if (is(cmd, "data")) {
+        static const char *const data_opts[] = {"stacked", "limit", "shuffle", NULL};
+        if (pos == 1) {
+            cand_files(text);
+            cand(text, "off");
+        } else {
+            cand_list(text, data_opts);
+        }
+    } else if (is(cmd, "merge")) {
+        cand_files(text);
     } else if (is(cmd, "colour") || is(cmd, "color") || is(cmd, "accum")) {
         if (pos == 1) cand_selector(text);
         else if ((pos == 2 || is(prev, "else")) && cmd[0] == 'a') cand_formats(text);
@@ -431,9 +459,9 @@ static void gather(const char *text, int pos, char **w) {
     } else if (is(cmd, "keep-io")) {
         if (pos == 1) cand_list(text, on_off);
     } else if (is(cmd, "set")) {
-        static const char *const names[] = {"bail", "top", NULL};
+        static const char *const names[] = {"bail", "top", "cache", "pager", NULL};
         if (pos == 1) cand_list(text, names);
-        else if (pos == 2 && is(w[1], "bail")) cand_list(text, on_off);
+        else if (pos == 2 && (is(w[1], "bail") || is(w[1], "pager"))) cand_list(text, on_off);
     } else if (is(cmd, "show") || is(cmd, "why")) {
         if (pos == 1) cand_nodes(text, "");
     } else if (is(cmd, "tensor")) {

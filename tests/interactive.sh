@@ -155,9 +155,32 @@ for m in $want local order; do
 done
 keys C-c
 expect_line "mpx>"
+# Data inputs and sets: kinds, their options and values, data's words, settings.
+keys "input x im" Tab
+expect_line "mpx> input x image"
+keys "f.png chan" Tab
+expect_line "mpx> input x image f.png channels"
+keys "bg" Tab
+expect_line "mpx> input x image f.png channels bgr"
+keys C-c
+expect_line "mpx>"
+keys "input x files 'a/*.wav' audio ra" Tab
+expect_line "mpx> input x files 'a/*.wav' audio rate"
+keys C-c
+expect_line "mpx>"
+keys "data examples/data/lines sh" Tab
+expect_line "mpx> data examples/data/lines shuffle"
+keys C-c
+expect_line "mpx>"
+keys "set pa" Tab
+expect_line "mpx> set pager"
+keys "of" Tab
+expect_line "mpx> set pager off"
+keys C-c
+expect_line "mpx>"
 run "rules" "no rules: every node has its default colour"
 has "plan:" && fail "a line abandoned with Ctrl-C ran"
-echo "completion of nodes, op types, colours, formats; Ctrl-C at the prompt: ok"
+echo "completion of nodes, op types, colours, formats, data inputs and sets, settings; Ctrl-C at the prompt: ok"
 
 # Refused commands leave the session exactly as it was: the same `save`
 # before and after, the same input shape.
@@ -245,6 +268,26 @@ if [ -f "$DET" ]; then
   echo "Ctrl-C stops a search, nothing applied: ok"
 else
   echo "SKIP: Ctrl-C during search (no $DET; scripts/fetch-models.sh fetches it)"
+fi
+
+# A run over a data set shows "sample i of n, node j of m" and Ctrl-C stops
+# it, the session as it was (no run; the data set still bound).
+REC="$SRC/.cache/ocr-models-1.4.2/assets/ch_PP-OCRv4_rec_infer.onnx"
+if [ -f "$REC" ]; then
+  start
+  run "load $REC" "loaded"
+  run "input x files 'examples/data/lines/*.png' image mean 0.5 std 0.5" "16 samples"
+  keys "run" Enter
+  wait_for "the run's progress" has "sample 2 of 16, node"
+  keys C-c
+  wait_for "the run to stop" has "cancelled"
+  expect_line "mpx>"
+  run "report" "no run yet"
+  run "data" "16 samples"
+  quit_with_ctrl_d
+  echo "progress over a data set, Ctrl-C stops it, session unchanged: ok"
+else
+  echo "SKIP: Ctrl-C during a data-set run (no $REC)"
 fi
 
 echo "interactive: ok"
