@@ -149,6 +149,16 @@ check("3 samples (of 6 matched: limit 3)" in r1.stderr and dl(r1) == dl(r2) and 
 # calibration: absmax rules see the largest value over all samples
 r = ok("load %s; data %s/npz; run; colour * red when absmax > 1e30; rules" % (MODEL, W), "absmax over samples")
 
+# a glob that matches 100k files: the limit is respected and said, and only
+# the samples taken are read
+os.makedirs(W + "/many")
+for i in range(100000):
+    os.symlink(W + "/npz/s1.npz", "%s/many/f%06d.npz" % (W, i))
+r = ok("load %s; data '%s/many/*.npz' limit 20 shuffle 5; run" % (MODEL, W), "100k files, limit 20")
+check("20 samples (of 100000 matched: limit 20)" in r.stderr and "over 20 samples" in r.stderr,
+      "a glob of 100k files with limit 20: " + r.stderr[-500:])
+shutil.rmtree(W + "/many")
+
 # each sample's run cache: a re-run after a plan change recomputes only what
 # the change touched, in every sample, and reports what a fresh run reports
 # (also when the budget holds only part of each sample's values)
