@@ -199,7 +199,7 @@ mpx_status repl_run_plan(mpx_session *s, const mpx_plan *p, bool local, const bo
 }
 
 /* Several plans against one shared reference run (`compare`). */
-static mpx_status run_plans(mpx_session *s, mpx_plan *const *plans, int n, mpx_compare **out,
+static mpx_status run_plans(mpx_session *s, mpx_plan *const *plans, int n, bool local, mpx_compare **out,
                             mpx_error *err) {
     mpx_value *inputs = NULL;
     mpx_status st = repl_make_inputs(s, &inputs, err);
@@ -211,9 +211,9 @@ static mpx_status run_plans(mpx_session *s, mpx_plan *const *plans, int n, mpx_c
         as[i] = a;
     }
     if (!st && s->data) {
-        st = run_samples_many(s, as, n, false, NULL, false, 0, 1, out, err);
+        st = run_samples_many(s, as, n, local, NULL, false, 0, 1, out, err);
     } else if (!st) {
-        mpx_compare_opts o = {.cancel = s->cancel};
+        mpx_compare_opts o = {.local = local, .cancel = s->cancel};
         if (s->progress) o.progress = progress_cb;
         st = mpx_compare_run_many(s->graph, as, n, inputs, &o, out, err);
         if (st && s->progress) fputs("\r                                   \r", stderr);
@@ -783,22 +783,32 @@ MPX_CMD(repl_cmd_compare) {
     mpx_status st = repl_need_model(s, err);
     if (st) return st;
     if (!s->plan) return mpx_error_set(err, MPX_E_INVALID, "no plan (load a model first)");
-    bool json = argc > 1 && strcmp(argv[argc - 1], "--json") == 0;
-    int nf = argc - 1 - (json ? 1 : 0);
-    if (nf < 1) return mpx_error_set(err, MPX_E_ARG, "usage: compare <format> [<format> ...] [--json]");
-    if (nf > MPX_COMPARE_MAX_CANDS)
-        return mpx_error_set(err, MPX_E_ARG, "at most %d formats at once", MPX_COMPARE_MAX_CANDS);
+    static const char usage[] = "usage: compare <format> [<format> ...] [--local] [--json]";
+    bool json = false, local = false;
+    int nf = 0;
     const mpx_format *fmts[MPX_COMPARE_MAX_CANDS];
-    for (int i = 0; i < nf; i++) {
-        fmts[i] = mpx_format_by_name(argv[1 + i]);
-        if (!fmts[i] || fmts[i]->kind == MPX_FMT_FP32) {
-            char names[256];
-            char hint[128];
-            return mpx_error_set(err, MPX_E_ARG, "unknown format \"%s\" (%s)%s", argv[1 + i],
-                                 mpx_format_names(" ", true, names, sizeof names),
-                                 repl_format_tail(argv[1 + i], true, hint, sizeof hint));
+    for (int a = 1; a < argc; a++) {
+        if (strcmp(argv[a], "--json") == 0) {
+            json = true;
+        } else if (strcmp(argv[a], "--local") == 0) {
+            local = true;
+        } else if (strncmp(argv[a], "--", 2) == 0) {
+            return mpx_error_set(err, MPX_E_ARG, "unknown option \"%s\"; %s", argv[a], usage);
+        } else if (nf == MPX_COMPARE_MAX_CANDS) {
+            return mpx_error_set(err, MPX_E_ARG, "at most %d formats at once", MPX_COMPARE_MAX_CANDS);
+        } else {
+            const mpx_format *f = mpx_format_by_name(argv[a]);
+            if (!f || f->kind == MPX_FMT_FP32) {
+                char names[256];
+                char hint[128];
+                return mpx_error_set(err, MPX_E_ARG, "unknown format \"%s\" (%s)%s", argv[a],
+                                     mpx_format_names(" ", true, names, sizeof names),
+                                     repl_format_tail(argv[a], true, hint, sizeof hint));
+            }
+            fmts[nf++] = f;
         }
     }
+    if (nf < 1) return mpx_error_set(err, MPX_E_ARG, "%s", usage);
     mpx_compare *cmp[MPX_COMPARE_MAX_CANDS] = {0};
     mpx_plan *plans[MPX_COMPARE_MAX_CANDS] = {0};
     for (int i = 0; i < nf && !st; i++) {
@@ -807,7 +817,7 @@ MPX_CMD(repl_cmd_compare) {
         st = repl_build_plan(s, mpx_history_rules(s->hist), &o, &plans[i], err);
     }
     /* One reference run shared by every format. */
-    if (!st) st = run_plans(s, plans, nf, cmp, err);
+    if (!st) st = run_plans(s, plans, nf, local, cmp, err);
     if (st) {
         for (int i = 0; i < nf; i++) {
             mpx_compare_free(cmp[i]);
@@ -821,7 +831,8 @@ MPX_CMD(repl_cmd_compare) {
         fprintf(s->out, "over %d samples: each figure is the worst of any sample\n", repl_data_count(s->data));
     if (!json)
         fprintf(s->out, "%-10s %6s %7s %11s %11s %9s %9s %6s %7s  %s\n", "target", "casts", "low%", "output", "worst",
-                "overflow", "underflow", "w.ovf", "w.flush", "worst layer");
+                "overflow", "underflow", "w.ovf", "w.flush",
+                local ? "worst own error (local rel_l2; worst layer)" : "worst layer");
     for (int i = 0; i < nf; i++) {
         repl_run_totals t = repl_totals(g, cmp[i]);
         const mpx_layer *w = repl_worst_layer(cmp[i]);
@@ -829,6 +840,12 @@ MPX_CMD(repl_cmd_compare) {
          * the activations' count, so each row says it apart. */
         int w_flushed = 0;
         int w_overflow = repl_check_weights(s, plans[i], NULL, NULL, NULL, &w_flushed);
+        /* With --local the cause leads: the layer whose own rounding does
+         * the most (the worst layer may only inherit it). */
+        const mpx_layer *own = NULL;
+        for (int k = 0; local && k < cmp[i]->n_layers; k++)
+            if (cmp[i]->layers[k].has_local && (!own || cmp[i]->layers[k].local.rel_l2 > own->local.rel_l2))
+                own = &cmp[i]->layers[k];
         if (json) {
             cJSON *e = cJSON_CreateObject();
             cJSON_AddStringToObject(e, "target", fmts[i]->name);
@@ -843,12 +860,18 @@ MPX_CMD(repl_cmd_compare) {
             cJSON_AddNumberToObject(e, "underflow", (double)t.underflow);
             cJSON_AddNumberToObject(e, "weights_overflow", w_overflow);
             cJSON_AddNumberToObject(e, "weights_flushed", w_flushed);
+            if (own) {
+                cJSON_AddStringToObject(e, "worst_own_tensor", layer_name(g, own));
+                cJSON_AddNumberToObject(e, "worst_own_local_rel_l2", own->local.rel_l2);
+            }
             cJSON_AddItemToArray(root, e);
         } else {
-            fprintf(s->out, "%-10s %6d %6.1f%% %11.3g %11.3g %9lld %9lld %6d %7d  %s\n", fmts[i]->name,
+            fprintf(s->out, "%-10s %6d %6.1f%% %11.3g %11.3g %9lld %9lld %6d %7d  %s", fmts[i]->name,
                     plans[i]->counts.casts, plans[i]->counts.low_macs_pct, t.worst_out ? t.worst_out->m.rel_l2 : NAN,
                     w ? w->m.rel_l2 : NAN, (long long)t.overflow, (long long)t.underflow, w_overflow, w_flushed,
-                    w ? layer_name(g, w) : "-");
+                    own ? layer_name(g, own) : w ? layer_name(g, w) : "-");
+            if (own) fprintf(s->out, " (%.3g; %s)", own->local.rel_l2, w ? layer_name(g, w) : "-");
+            fputc('\n', s->out);
         }
         mpx_plan_free(plans[i]);
     }

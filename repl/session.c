@@ -424,7 +424,7 @@ static const mpx_command commands[] = {
      "keep is computed by a fresh run of the current plan (the last run stays).\n"
      "--save writes the emulated values, --save-ref the fp32 reference.",
      repl_cmd_tensor},
-    {"compare", "compare <format> [<format> ...] [--json]", "the current rules under several targets, side by side",
+    {"compare", "compare <format> [<format> ...] [--local] [--json]", "the current rules under several targets, side by side",
      "Plans and runs the rules with each target (e.g. compare fp16 bf16) and prints\n"
      "casts, share of MACs in the low format, the worst output and layer rel_l2, and\n"
      "overflow/underflow counts. The fp32 reference runs once for all the targets\n"
