@@ -90,6 +90,8 @@ done
 has "$WORK/plan.html" "No run yet" "no-run note"
 has "$WORK/review.html" "Worst layers" "worst layers"
 has "$WORK/review.html" "bf16 (compare)" "the bf16 run"
+# numbers never wrap inside table cells ("3.47e-\n04" on narrow screens)
+has "$WORK/review.html" "td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}" "numbers kept on one line"
 # the inline SVGs are well-formed on their own
 perl -0777 -ne 'my $n = 0; while (/(<svg.*?<\/svg>)/sg) { $n++; open(my $f, ">", "$ARGV.inline$n.svg") or die; print $f $1; close $f }' "$WORK/review.html"
 [ -e "$WORK/review.html.inline2.svg" ] || fail "review.html: expected two inline SVGs"

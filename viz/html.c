@@ -39,7 +39,7 @@ static const char css[] =
     "h2{font-size:17px;margin:8px 0 10px;color:#37474f}h3{font-size:14px;margin:14px 0 6px;color:#455a64}"
     "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #e0e0e0;padding:3px 7px;text-align:left}"
     "th{background:#f5f5f5;position:sticky;top:0}table.sortable th{cursor:pointer}"
-    "table.kv th{position:static;width:140px}td.num{text-align:right;font-variant-numeric:tabular-nums}"
+    "table.kv th{position:static;width:140px}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}"
     ".badge{display:inline-block;padding:1px 8px;border:1px solid #9e9e9e;border-radius:9px;font-size:12px}"
     ".cards{display:flex;flex-wrap:wrap;gap:10px}.card{border:1px solid #e0e0e0;border-radius:6px;padding:8px 14px;"
     "min-width:110px}.card b{display:block;font-size:20px}.card span{font-size:12px;color:#616161}"
