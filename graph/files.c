@@ -25,3 +25,13 @@ mpx_graph *mpx_load_in_folder(void *buf, size_t len, const char *path, mpx_buffe
     free(buf);
     return g;
 }
+
+bool mpx_path_has_dotdot(const char *path) {
+    for (const char *s = path; *s;) {
+        size_t n = strcspn(s, "/");
+        if (n == 2 && s[0] == '.' && s[1] == '.') return true;
+        s += n;
+        while (*s == '/') s++;
+    }
+    return false;
+}

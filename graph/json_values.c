@@ -159,16 +159,6 @@ static mpx_status decode_elem(mpx_json_ctx *c, mpx_tensor *t, int64_t k, const u
     }
 }
 
-static bool has_dotdot(const char *p) {
-    for (const char *s = p; *s;) {
-        size_t n = strcspn(s, "/");
-        if (n == 2 && s[0] == '.' && s[1] == '.') return true;
-        s += n;
-        while (*s == '/') s++;
-    }
-    return false;
-}
-
 /* Side files must stay inside the model's folder: a model from elsewhere must
  * not be able to read /etc/... into its weights. Checked lexically (clear
  * message) and after realpath (symlinks). On success *fp is positioned at the
@@ -196,7 +186,7 @@ static mpx_status open_side(mpx_json_ctx *c, const cJSON *spec, mpx_dtype dt, in
         return mpx_json_bad(c, MPX_E_UNSUPPORTED, "side file \"%s\": this model has no folder to read it from", path);
     if (path[0] == '/')
         return mpx_json_bad(c, MPX_E_INVALID, "side file \"%s\" is an absolute path; give it relative to the model's folder", path);
-    if (has_dotdot(path))
+    if (mpx_path_has_dotdot(path))
         return mpx_json_bad(c, MPX_E_INVALID, "side file \"%s\" leaves the model's folder", path);
 
     mpx_status st = MPX_OK;

@@ -136,21 +136,24 @@ const char *mpx_op_name(mpx_op op);             /* "Conv"; "?" for UNKNOWN */
 mpx_op mpx_op_from_name(const char *op_type);   /* exact, case-sensitive; UNKNOWN if none */
 /* Case-insensitive lookup for user input ("conv" -> Conv). */
 mpx_op mpx_op_from_name_ci(const char *op_type);
+/* Whether a path has a ".." step (files.c): a path that may leave the folder
+ * it is relative to (JSON side files, output folders). */
+bool mpx_path_has_dotdot(const char *path);
 /* The library's version, "0.1.0" (graph/version.c). */
 const char *mpx_version(void);
 
 /* ---- did you mean (names.c) ----------------------------------------------
  * For every name lookup that fails: feed the candidates, get the closest
- * when it is a plausible typo (case only, one edit, or up to a third of the
- * name), else NULL. The hint points into the candidates: use it before they
- * go. */
+ * when it is a plausible typo (case only, one slip, two slips in a name of
+ * four letters or more, or up to a third of the name), else NULL. The hint
+ * points into the candidates: use it before they go. */
 typedef struct mpx_name_hint {
     const char *typed;
     const char *best;
     size_t dist;
 } mpx_name_hint;
-/* Case-insensitive edit distance (insert, delete, replace); SIZE_MAX for
- * names over 255 characters. */
+/* Case-insensitive edit distance (insert, delete, replace, swap of two
+ * neighbours); SIZE_MAX for names over 255 characters. */
 size_t mpx_name_distance(const char *a, const char *b);
 void mpx_name_hint_init(mpx_name_hint *h, const char *typed);
 void mpx_name_hint_add(mpx_name_hint *h, const char *cand);

@@ -399,11 +399,13 @@ MPX_CMD(repl_cmd_input) {
     if (!t) {
         char names[512] = "";
         size_t o = 0;
-        for (int i = 0; i < s->graph->n_inputs && o < sizeof names; i++)
-            o += (size_t)snprintf(names + o, sizeof names - o, "%s%s", i ? ", " : "", s->graph->inputs[i]->name);
         mpx_name_hint h;
         mpx_name_hint_init(&h, argv[1]);
-        for (int i = 0; i < s->graph->n_inputs; i++) mpx_name_hint_add(&h, s->graph->inputs[i]->name);
+        for (int i = 0; i < s->graph->n_inputs; i++) {
+            if (o < sizeof names)
+                o += (size_t)snprintf(names + o, sizeof names - o, "%s%s", i ? ", " : "", s->graph->inputs[i]->name);
+            mpx_name_hint_add(&h, s->graph->inputs[i]->name);
+        }
         char hint[300];
         return mpx_error_set(err, MPX_E_ARG, "the model has no input \"%s\" (inputs: %s)%s", argv[1], names,
                              mpx_name_hint_tail(&h, hint, sizeof hint));

@@ -78,16 +78,9 @@ static double output_badness(const mpx_graph *g, const mpx_compare *c) {
     return isnan(r) ? INFINITY : r;
 }
 
-/* A run over the data set's samples, one at a time: each sample's inputs
- * made, run, its figures appended, its values freed, except the kept values
- * of the sample whose worst output is worst (what `tensor` then shows). The
- * result's layers hold each layer's worst over the samples; ->samples has
- * every sample's figures. With cached (run and search, one candidate, not
- * local), sample k runs through its own cache (sample_cache): its reference
- * and the layers a plan change does not touch are not computed again, within
- * the budget (`set cache`) split evenly between the samples, so memory does
- * not grow with their number. nc candidates (compare's formats) share each
- * sample's reference run; out[j] is as[j]'s. */
+/* Sample k's run cache (made on first use; the set of caches is remade when
+ * the sample count changes), with an even share of the `set cache` budget;
+ * NULL when the cache is off. */
 static mpx_compare_cache *sample_cache(mpx_session *s, int k, int n) {
     if (s->cache_mb <= 0) return NULL;
     if (s->n_sample_cache != n) {
@@ -100,6 +93,16 @@ static mpx_compare_cache *sample_cache(mpx_session *s, int k, int n) {
     return s->sample_cache[k];
 }
 
+/* A run over the data set's samples, one at a time: each sample's inputs
+ * made, run, its figures appended, its values freed, except the kept values
+ * of the sample whose worst output is worst (what `tensor` then shows). The
+ * result's layers hold each layer's worst over the samples; ->samples has
+ * every sample's figures. With cached (run and search, one candidate, not
+ * local), sample k runs through its own cache (sample_cache): its reference
+ * and the layers a plan change does not touch are not computed again, within
+ * the budget (`set cache`) split evenly between the samples, so memory does
+ * not grow with their number. nc candidates (compare's formats) share each
+ * sample's reference run; out[j] is as[j]'s. */
 static mpx_status run_samples_many(mpx_session *s, const mpx_assign *const *as, int nc, bool local, const bool *keep,
                                    bool cached, int shard_k, int shard_n, mpx_compare **out, mpx_error *err) {
     const mpx_graph *g = s->graph;
@@ -287,9 +290,7 @@ void repl_print_run_summary(mpx_session *s, const mpx_compare *c, const mpx_form
                 g->nodes[w->node]->name, w->m.rel_l2);
     /* With --local figures the cause leads: the layer whose own rounding
      * does the most, which the worst layer above may only inherit. */
-    const mpx_layer *own = NULL;
-    for (int i = 0; i < c->n_layers; i++)
-        if (c->layers[i].has_local && (!own || c->layers[i].local.rel_l2 > own->local.rel_l2)) own = &c->layers[i];
+    const mpx_layer *own = repl_worst_own_layer(c);
     if (own)
         fprintf(s->info, "  worst own error: %s (%s %s) local rel_l2 %.3g (rel_l2 %.3g at its output)\n",
                 layer_name(g, own), g->nodes[own->node]->op_type, g->nodes[own->node]->name, own->local.rel_l2,
@@ -842,10 +843,7 @@ MPX_CMD(repl_cmd_compare) {
         int w_overflow = repl_check_weights(s, plans[i], NULL, NULL, NULL, &w_flushed);
         /* With --local the cause leads: the layer whose own rounding does
          * the most (the worst layer may only inherit it). */
-        const mpx_layer *own = NULL;
-        for (int k = 0; local && k < cmp[i]->n_layers; k++)
-            if (cmp[i]->layers[k].has_local && (!own || cmp[i]->layers[k].local.rel_l2 > own->local.rel_l2))
-                own = &cmp[i]->layers[k];
+        const mpx_layer *own = local ? repl_worst_own_layer(cmp[i]) : NULL;
         if (json) {
             cJSON *e = cJSON_CreateObject();
             cJSON_AddStringToObject(e, "target", fmts[i]->name);

@@ -20,6 +20,13 @@ const mpx_layer *repl_worst_layer(const mpx_compare *c) {
     return w;
 }
 
+const mpx_layer *repl_worst_own_layer(const mpx_compare *c) {
+    const mpx_layer *own = NULL;
+    for (int i = 0; i < c->n_layers; i++)
+        if (c->layers[i].has_local && (!own || c->layers[i].local.rel_l2 > own->local.rel_l2)) own = &c->layers[i];
+    return own;
+}
+
 bool repl_is_output(const mpx_graph *g, int tensor) { return (g->tensors[tensor]->flags & MPX_T_OUTPUT) != 0; }
 
 repl_run_totals repl_totals(const mpx_graph *g, const mpx_compare *c) {

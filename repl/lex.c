@@ -15,6 +15,9 @@
 
 static bool blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
+/* At p, inside quote q: an escape (\" or \\, double quotes only)? */
+static bool escape_at(char q, const char *p) { return q == '"' && p[0] == '\\' && (p[1] == '"' || p[1] == '\\'); }
+
 mpx_status repl_split_words(char *line, int *argc, char **argv, int max, bool lenient, mpx_error *err) {
     int n = 0;
     char *p = line;
@@ -33,7 +36,7 @@ mpx_status repl_split_words(char *line, int *argc, char **argv, int max, bool le
             size_t col = (size_t)(p - line) + 1;
             p++;
             while (*p && *p != q) {
-                if (q == '"' && *p == '\\' && (p[1] == '"' || p[1] == '\\')) p++;
+                if (escape_at(q, p)) p++;
                 *out++ = *p++;
             }
             if (!*p) {
@@ -56,7 +59,7 @@ char *repl_find_unquoted(char *text, const char *set) {
     char q = 0;
     for (char *p = text; *p; p++) {
         if (q) {
-            if (q == '"' && *p == '\\' && (p[1] == '"' || p[1] == '\\')) p++;
+            if (escape_at(q, p)) p++;
             else if (*p == q) q = 0;
         } else if (*p == '\'' || *p == '"') {
             q = *p;

@@ -161,6 +161,8 @@ typedef struct repl_run_totals {
 repl_run_totals repl_totals(const mpx_graph *g, const mpx_compare *c);
 /* The worst layer by rel_l2 (NaN counts as worst), or NULL. */
 const mpx_layer *repl_worst_layer(const mpx_compare *c);
+/* The layer with the largest own (local) rel_l2, NULL without local figures. */
+const mpx_layer *repl_worst_own_layer(const mpx_compare *c);
 bool repl_is_output(const mpx_graph *g, int tensor);
 /* A name the user typed: a node (its first output; what report and plan
  * show) or else a tensor; NULL when neither. */

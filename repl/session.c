@@ -185,16 +185,7 @@ mpx_status repl_parse_number(const char *text, const char *what, double *out, mp
 }
 
 /* Below the current folder: relative, and no ".." step. */
-static bool below_cwd(const char *path) {
-    if (path[0] == '/') return false;
-    for (const char *p = path; *p;) {
-        size_t n = strcspn(p, "/");
-        if (n == 2 && p[0] == '.' && p[1] == '.') return false;
-        p += n;
-        while (*p == '/') p++;
-    }
-    return true;
-}
+static bool below_cwd(const char *path) { return path[0] != '/' && !mpx_path_has_dotdot(path); }
 
 mpx_status repl_make_parent(const mpx_session *s, const char *path, mpx_error *err) {
     struct stat out_st, model_st;
