@@ -76,6 +76,11 @@ st=0; "$MPX" -c "load 'examples/tiny_cnn.json" 2>"$WORK/quote.err" || st=$?
 [ $st = 1 ] && grep -q "unterminated single quote (opened at column 6)" "$WORK/quote.err" || fail "unterminated quote: $(cat "$WORK/quote.err")"
 ok
 
+# mpx merge quotes its file names into one command; a line break cannot be
+st=0; "$MPX" merge "$(printf 'a\nb.json')" >/dev/null 2>"$WORK/merge.err" || st=$?
+[ $st = 64 ] && grep -q "mpx merge: a file name with a line break" "$WORK/merge.err" || fail "merge of a name with a line break: status $st, $(cat "$WORK/merge.err")"
+ok
+
 # exit statuses with bail off: 2 when only asserts failed, 1 when anything else did
 st=0; "$MPX" -c "set bail off; $SETUP; run; assert output.rel_l2 < 1e-12; info" >/dev/null 2>&1 || st=$?
 [ $st = 2 ] || fail "only an assert failed: exit $st, expected 2"
