@@ -71,7 +71,11 @@ static mpx_status read_mono(const char *path, double **out, int64_t *n, int *rat
                        claimed, held);
         goto done;
     }
-    mono = malloc((size_t)info.frames * sizeof *mono);
+    /* The header's frame count is only a claim (a 169-byte FLAC can claim
+     * half a billion frames): memory grows with the samples actually decoded,
+     * up to the claim, never allocated for the claim up front. */
+    int64_t cap = (int64_t)info.frames < (int64_t)BLOCK * 16 ? (int64_t)info.frames : (int64_t)BLOCK * 16;
+    mono = malloc((size_t)cap * sizeof *mono);
     block = malloc((size_t)BLOCK * (size_t)info.channels * sizeof *block);
     if (!mono || !block) {
         st = snd_error(err, MPX_E_NOMEM, path, "out of memory");
@@ -84,6 +88,17 @@ static mpx_status read_mono(const char *path, double **out, int64_t *n, int *rat
         sf_count_t want = (int64_t)info.frames - got < BLOCK ? (sf_count_t)((int64_t)info.frames - got) : BLOCK;
         sf_count_t k = sf_readf_double(f, block, want);
         if (k <= 0) break;
+        if (got + k > cap) {
+            int64_t grown = cap * 2 < (int64_t)info.frames ? cap * 2 : (int64_t)info.frames;
+            if (grown < got + k) grown = got + k;
+            double *m = realloc(mono, (size_t)grown * sizeof *mono);
+            if (!m) {
+                st = snd_error(err, MPX_E_NOMEM, path, "out of memory");
+                goto done;
+            }
+            mono = m;
+            cap = grown;
+        }
         for (sf_count_t i = 0; i < k; i++) {
             double s = 0;
             for (int c = 0; c < info.channels; c++) s += block[i * info.channels + c];

@@ -55,17 +55,42 @@ static mpx_status read_member(const char *path, zip_t *za, zip_uint64_t i, mpx_n
                          (unsigned long long)zs.size);
     char name[1200];
     snprintf(name, sizeof name, "%s:%s", path, zs.name);
-    unsigned char *buf = malloc(zs.size ? (size_t)zs.size : 1u);
+    /* The directory's size is only a claim (a few hundred bytes of archive
+     * can claim gigabytes): the buffer grows with the bytes actually
+     * inflated, up to the claim, never allocated for the claim up front. */
+    zip_uint64_t cap = zs.size < (1u << 20) ? zs.size : (1u << 20);
+    unsigned char *buf = malloc(cap ? (size_t)cap : 1u);
     if (!buf) return npz_error(err, MPX_E_NOMEM, path, "out of memory for member \"%s\"", zs.name);
     zip_file_t *zf = zip_fopen_index(za, i, 0);
-    zip_int64_t got = zf ? zip_fread(zf, buf, zs.size) : -1;
+    zip_int64_t got = zf ? 0 : -1;
+    while (zf && (zip_uint64_t)got < zs.size) {
+        if ((zip_uint64_t)got == cap) {
+            zip_uint64_t grown = cap * 2 < zs.size ? cap * 2 : zs.size;
+            unsigned char *b = realloc(buf, (size_t)grown);
+            if (!b) {
+                zip_fclose(zf);
+                free(buf);
+                return npz_error(err, MPX_E_NOMEM, path, "out of memory for member \"%s\"", zs.name);
+            }
+            buf = b;
+            cap = grown;
+        }
+        zip_int64_t k = zip_fread(zf, buf + got, cap - (zip_uint64_t)got);
+        if (k < 0) got = -1;
+        if (k <= 0) break;
+        got += k;
+    }
     /* libzip checks the CRC when a read reaches the member's end: one more
      * read must give 0 bytes, or the error (ZIP_ER_CRC). */
     unsigned char extra;
     if (zf && got >= 0 && (zip_uint64_t)got == zs.size && zip_fread(zf, &extra, 1) != 0) got = -1;
     bool bad = !zf || got < 0 || (zip_uint64_t)got != zs.size;
     char why[200] = "";
-    if (bad) snprintf(why, sizeof why, "%s", zf ? zip_file_strerror(zf) : zip_strerror(za));
+    if (bad && zf && got >= 0)
+        snprintf(why, sizeof why, "the archive gives %llu bytes, the member holds %lld", (unsigned long long)zs.size,
+                 (long long)got);
+    else if (bad)
+        snprintf(why, sizeof why, "%s", zf ? zip_file_strerror(zf) : zip_strerror(za));
     if (zf && zip_fclose(zf) != 0 && !bad) {
         bad = true;
         snprintf(why, sizeof why, "checksum or length does not match");

@@ -233,6 +233,11 @@ refused(GRAY, "input x image %s/rgb.png channels rgb" % W, "channels rgb gives 3
 refused(NCHW, "input x image %s/rgb.png std 0" % W, "std of channel 0 is 0")
 refused(NCHW, "input x image %s/rgb.png size 10" % W, "size: \"10\" is not <H>x<W>")
 refused(AUDIO, "input x audio %s/cut.wav" % W, "cut.wav: truncated")
+# a 169-byte FLAC whose header claims 486M frames (found by the audio fuzzer):
+# refused as truncated without allocating for the claim
+refused(AUDIO, "input x audio %s/fuzz/corpus/audio/oom-flac-claims-486M-frames.flac"
+        % os.path.dirname(os.path.abspath(__file__)),
+        "truncated: the header gives 486474240 frames, the file holds 0")
 refused(AUDIO, "input x audio %s/rgb.png" % W, "rgb.png: not a readable sound file")
 refused(AUDIO, "input x audio %s/st.wav rate 0" % W, "rate: \"0\" is not a whole number")
 refused(NCHW, "input x file %s/u8.npy" % W, "u8.npy holds uint8 values but input x is float32; add `convert`")

@@ -13,6 +13,7 @@ the file or sample and leaves the earlier data set in place.
 
 usage: data_sets.py <mpx> <source_dir> <work_dir>
 """
+import io
 import json
 import math
 import os
@@ -240,6 +241,16 @@ with zipfile.ZipFile(W + "/readme.npz", "w") as z:
 bad = bytearray(raw)
 bad[200:260] = b"\xff" * 60  # inside the member's data: its CRC no longer matches
 open(W + "/crc.npz", "wb").write(bytes(bad))
+# a member whose sizes (local header and central directory) claim 3.75 GiB:
+# read as far as its data goes, refused without allocating for the claim
+buf = io.BytesIO()
+with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+    z.writestr("x.npy", open(W + "/npy/s0.npy", "rb").read())
+claim = bytearray(buf.getvalue())
+claim[22:26] = (0xF0000000).to_bytes(4, "little")
+cd = claim.find(b"PK\x01\x02")
+claim[cd + 24:cd + 28] = (0xF0000000).to_bytes(4, "little")
+open(W + "/claim.npz", "wb").write(bytes(claim))
 
 
 def refused(cmd, part, status=1):
@@ -263,6 +274,8 @@ refused("data %s/npy" % W, "is not named after an input of the model")
 refused("data %s/cut.npz" % W, "cut.npz): not a readable .npz (zip) archive")
 refused("data %s/readme.npz" % W, "member \"readme.txt\" is not an .npy array")
 refused("data %s/crc.npz" % W, "crc.npz): member \"x.npy\" cannot be read: CRC error")
+refused("data %s/claim.npz" % W, "claim.npz): member \"x.npy\" cannot be read: the archive gives 4026531840 bytes, "
+        "the member holds %d" % os.path.getsize(W + "/npy/s0.npy"))
 refused("data %s/npz limit 0" % W, "limit: \"0\" is not a count")
 
 print("data_sets: %d checks, %d failed" % (checks, fails))
