@@ -7,6 +7,7 @@
  * command or an undone rule never reaches the file. */
 #include "repl_internal.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -15,20 +16,65 @@
 /* ---- source ------------------------------------------------------------------ */
 
 MPX_CMD(repl_cmd_source) {
-    if (argc != 2) return mpx_error_set(err, MPX_E_ARG, "usage: source <file.mpx>");
     return repl_source(s, argv[1], err);
 }
 
 /* ---- set ----------------------------------------------------------------------- */
 
-enum { TOP_MAX = 1000000 };
+enum { TOP_MAX = 1000000, CACHE_MAX = 1 << 20 };
+
+/* The settings: one row each for `set`, its listing, `save`, completion and
+ * the unknown-name message. choices: the words an on/off setting takes
+ * (NULL: a whole number from lo to hi). */
+typedef struct setting {
+    const char *name;
+    const char *choices;
+    long lo, hi;
+    const char *what;
+} setting;
+
+enum { SET_BAIL, SET_TOP, SET_CACHE, SET_PAGER, SET_COUNT };
+static const setting settings[] = {
+    [SET_BAIL] = {"bail", "on|off", 0, 1, "whether a script stops at its first error"},
+    [SET_TOP] = {"top", NULL, 1, TOP_MAX, "rows `report` shows without --top"},
+    [SET_CACHE] = {"cache", NULL, 0, CACHE_MAX,
+                   "MB of the last run's values kept so a re-run recomputes only what changed (0: off)"},
+    [SET_PAGER] = {"pager", "on|off", 0, 1, "long output at the prompt through $PAGER (default less -FRX)"},
+};
+static_assert(sizeof settings / sizeof settings[0] == SET_COUNT, "one row per setting");
+
+static long setting_value(const mpx_session *s, int i) {
+    switch (i) {
+    case SET_BAIL: return s->bail;
+    case SET_TOP: return s->report_top;
+    case SET_CACHE: return s->cache_mb;
+    default: return s->pager;
+    }
+}
+
+/* "on", "off" or the number, as `set` takes it. */
+static const char *setting_text(const mpx_session *s, int i, char *buf, size_t n) {
+    long v = setting_value(s, i);
+    if (settings[i].choices) return v ? "on" : "off";
+    snprintf(buf, n, "%ld", v);
+    return buf;
+}
+
+void repl_setting_names(const char *text, void (*add)(const char *prefix, const char *word)) {
+    for (int i = 0; i < SET_COUNT; i++) add(text, settings[i].name);
+}
+
+const char *repl_setting_choices(const char *name) {
+    for (int i = 0; i < SET_COUNT; i++)
+        if (strcmp(settings[i].name, name) == 0) return settings[i].choices;
+    return NULL;
+}
 
 static void print_settings(const mpx_session *s) {
-    fprintf(s->out, "bail  %-8s whether a script stops at its first error\n", s->bail ? "on" : "off");
-    fprintf(s->out, "top   %-8d rows `report` shows without --top\n", s->report_top);
-    fprintf(s->out, "cache %-8d MB of the last run's values kept so a re-run recomputes only what changed (0: off)\n",
-            s->cache_mb);
-    fprintf(s->out, "pager %-8s long output at the prompt through $PAGER (default less -FRX)\n", s->pager ? "on" : "off");
+    for (int i = 0; i < SET_COUNT; i++) {
+        char v[32];
+        fprintf(s->out, "%-5s %-8s %s\n", settings[i].name, setting_text(s, i, v, sizeof v), settings[i].what);
+    }
 }
 
 MPX_CMD(repl_cmd_set) {
@@ -36,46 +82,48 @@ MPX_CMD(repl_cmd_set) {
         print_settings(s);
         return MPX_OK;
     }
-    if (argc != 3)
-        return mpx_error_set(err, MPX_E_ARG, "usage: set [bail on|off | top <n> | cache <MB> | pager on|off]");
+    if (argc != 3) return repl_usage_error(err, argv[0], NULL);
     const char *name = argv[1], *value = argv[2];
-    if (strcmp(name, "bail") == 0 || strcmp(name, "pager") == 0) {
+    int i = 0;
+    while (i < SET_COUNT && strcmp(settings[i].name, name) != 0) i++;
+    if (i == SET_COUNT) {
+        mpx_name_hint h;
+        mpx_name_hint_init(&h, name);
+        char names[64] = "", hint[64];
+        for (int k = 0; k < SET_COUNT; k++) {
+            mpx_name_hint_add(&h, settings[k].name);
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "", settings[k].name);
+        }
+        return mpx_error_set(err, MPX_E_ARG, "unknown setting \"%s\" (settings: %s)%s", name, names,
+                             mpx_name_hint_tail(&h, hint, sizeof hint));
+    }
+    long v;
+    if (settings[i].choices) {
         if (strcmp(value, "on") != 0 && strcmp(value, "off") != 0)
             return mpx_error_set(err, MPX_E_ARG, "set %s: expected on or off, not \"%s\"", name, value);
-        *(name[0] == 'b' ? &s->bail : &s->pager) = strcmp(value, "on") == 0;
-        return MPX_OK;
-    }
-    if (strcmp(name, "top") == 0) {
+        v = strcmp(value, "on") == 0;
+    } else {
         char *end;
         errno = 0;
-        long v = strtol(value, &end, 10);
-        if (end == value || *end || errno == ERANGE || v < 1 || v > TOP_MAX)
-            return mpx_error_set(err, MPX_E_ARG, "set top: expected a row count from 1 to %d, not \"%s\"", TOP_MAX,
-                                 value);
-        s->report_top = (int)v;
-        return MPX_OK;
+        v = strtol(value, &end, 10);
+        if (end == value || *end || errno == ERANGE || v < settings[i].lo || v > settings[i].hi)
+            return mpx_error_set(err, MPX_E_ARG, i == SET_TOP ? "set %s: expected a row count from %ld to %ld, not \"%s\""
+                                                             : "set %s: expected megabytes from %ld (off) to %ld, not \"%s\"",
+                                 name, settings[i].lo, settings[i].hi, value);
     }
-    if (strcmp(name, "cache") == 0) {
-        char *end;
-        errno = 0;
-        long v = strtol(value, &end, 10);
-        if (end == value || *end || errno == ERANGE || v < 0 || v > 1 << 20)
-            return mpx_error_set(err, MPX_E_ARG, "set cache: expected megabytes from 0 (off) to %d, not \"%s\"",
-                                 1 << 20, value);
+    switch (i) {
+    case SET_BAIL: s->bail = v; break;
+    case SET_PAGER: s->pager = v; break;
+    case SET_TOP: s->report_top = (int)v; break;
+    case SET_CACHE:
         /* A new budget starts a new cache at the next run. */
         mpx_compare_cache_free(s->run_cache);
         s->run_cache = NULL;
         repl_drop_sample_caches(s);
         s->cache_mb = (int)v;
-        return MPX_OK;
+        break;
     }
-    mpx_name_hint h;
-    mpx_name_hint_init(&h, name);
-    static const char *const settings[] = {"bail", "top", "cache", "pager"};
-    for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) mpx_name_hint_add(&h, settings[i]);
-    char hint[64];
-    return mpx_error_set(err, MPX_E_ARG, "unknown setting \"%s\" (settings: bail, top, cache, pager)%s", name,
-                         mpx_name_hint_tail(&h, hint, sizeof hint));
+    return MPX_OK;
 }
 
 /* ---- save ---------------------------------------------------------------------- */
@@ -225,19 +273,12 @@ static mpx_status save_text(const mpx_session *s, sbuf *b, int *n_cmds, mpx_erro
     }
     mpx_session d;
     mpx_session_init(&d, s->out); /* only its defaults are read */
-    if (s->bail != d.bail) {
-        sb_printf(b, "set bail %s\n", s->bail ? "on" : "off");
-        n++;
-    }
-    if (s->cache_mb != d.cache_mb) sb_printf(b, "set cache %d\n", s->cache_mb);
-    if (s->pager != d.pager) {
-        sb_printf(b, "set pager %s\n", s->pager ? "on" : "off");
-        n++;
-    }
-    if (s->report_top != d.report_top) {
-        sb_printf(b, "set top %d\n", s->report_top);
-        n++;
-    }
+    for (int i = 0; i < SET_COUNT; i++)
+        if (setting_value(s, i) != setting_value(&d, i)) {
+            char v[32];
+            sb_printf(b, "set %s %s\n", settings[i].name, setting_text(s, i, v, sizeof v));
+            n++;
+        }
     if (b->oom) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     *n_cmds = n;
     return MPX_OK;

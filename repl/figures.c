@@ -122,6 +122,12 @@ bool repl_figure_needs_run(const char *fig) { return plan_figure(fig) < 0; }
 static const char *const run_fig_names[] = {"overflow", "underflow", "subnormal", "layers"};
 enum { RUN_FIGS = sizeof run_fig_names / sizeof run_fig_names[0] };
 
+void repl_figure_names(const char *text, void (*add)(const char *prefix, const char *word)) {
+    for (int i = 0; i < PF_COUNT; i++) add(text, plan_fig_names[i]);
+    for (int c = 1; c < MPX_COLOUR_COUNT; c++) add(text, mpx_colour_name((mpx_colour)c));
+    for (int i = 0; i < RUN_FIGS; i++) add(text, run_fig_names[i]);
+}
+
 /* "unknown figure" with every figure's name, from the tables, and a hint. */
 static mpx_status unknown_figure(const char *fig, mpx_error *err) {
     char plan[256] = "", run[128] = "", hint[96];

@@ -202,292 +202,22 @@ static void history_add(const char *line) {
     if (e) hist_warn("write", e);
 }
 
-/* ---- tab completion ----------------------------------------------------------------- */
+/* ---- tab completion (repl/complete.c gathers, libedit shows) -------------------- */
 
-/* What completes depends on the command and the word's position: command
- * names first, then op types, node names, formats, colours, file paths. The
- * candidates are gathered (those starting with the word) into one list that
- * the generator hands to libedit one by one. */
+enum { COMPLETE_WORDS = 64 };
 
 static const mpx_session *completing; /* the session the prompt belongs to */
-
-static struct {
-    char **v;
-    int n, cap, next;
-} cands;
-
-static bool cands_grow(void) {
-    int cap = cands.cap ? cands.cap * 2 : 64;
-    char **grown = realloc(cands.v, (size_t)cap * sizeof *grown);
-    if (!grown) return false;
-    cands.v = grown;
-    cands.cap = cap;
-    return true;
-}
-
-static void cands_reset(void) {
-    for (int i = 0; i < cands.n; i++) free(cands.v[i]);
-    cands.n = cands.next = 0;
-}
-
-/* Add head + word when it starts with prefix (head: the part of the word
- * before the item completed, e.g. "Conv," in a selector list). */
-static void cand2(const char *prefix, const char *head, const char *word) {
-    size_t hl = strlen(head), wl = strlen(word);
-    char *c = malloc(hl + wl + 1);
-    if (!c) return;
-    memcpy(c, head, hl);
-    memcpy(c + hl, word, wl + 1);
-    if (strncmp(c, prefix, strlen(prefix)) != 0 || (cands.n == cands.cap && !cands_grow())) {
-        free(c);
-        return;
-    }
-    cands.v[cands.n++] = c;
-}
-
-static void cand(const char *prefix, const char *word) { cand2(prefix, "", word); }
-
-static void cand_list(const char *prefix, const char *const *words) {
-    for (; *words; words++) cand(prefix, *words);
-}
-
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-/* Sorted, each once (an op type is both in the registry and the graph). */
-static void cands_unique(void) {
-    qsort(cands.v, (size_t)cands.n, sizeof *cands.v, cmp_str);
-    int k = 0;
-    for (int i = 0; i < cands.n; i++) {
-        if (k && strcmp(cands.v[k - 1], cands.v[i]) == 0) free(cands.v[i]);
-        else cands.v[k++] = cands.v[i];
-    }
-    cands.n = k;
-}
 
 static char *cand_next(const char *text, int state) {
     (void)text;
     (void)state;
-    if (cands.next >= cands.n) return NULL;
-    char *c = cands.v[cands.next];
-    cands.v[cands.next++] = NULL; /* libedit frees what it gets */
-    return c;
+    return repl_complete_take(); /* libedit frees what it gets */
 }
-
-static const char *const on_off[] = {"on", "off", NULL};
-
-/* Names come from the tables that define them: formats (numerics), colours
- * and rule figures (colour), metrics (numerics/metrics.def). */
-static void cand_formats(const char *text) {
-    for (size_t i = 0; mpx_format_at(i); i++) cand(text, mpx_format_at(i)->name);
-}
-
-static void cand_colours(const char *text) {
-    for (int c = 1; c < MPX_COLOUR_COUNT; c++) cand(text, mpx_colour_name((mpx_colour)c));
-}
-
-static void cand_figures(const char *text) {
-    for (size_t i = 0; mpx_rule_figure_at(i); i++) cand(text, mpx_rule_figure_at(i));
-}
-
-static void cand_metrics(const char *text) {
-    for (int m = 0; m < MPX_METRIC_COUNT; m++) cand(text, mpx_metric_info_of((mpx_metric_id)m)->name);
-}
-
-static void cand_commands(const char *text) {
-    int n = 0;
-    const mpx_command *c = mpx_commands(&n);
-    for (int i = 0; i < n; i++) cand(text, c[i].name);
-    cand(text, "exit");
-}
-
-/* Op types a selector may name: the registry's and the model's own. */
-static void cand_ops(const char *text, const char *head) {
-    for (int op = 1; op < MPX_OP_COUNT; op++) cand2(text, head, mpx_op_name((mpx_op)op));
-    const mpx_graph *g = completing ? completing->graph : NULL;
-    for (int i = 0; g && i < g->n_nodes; i++) cand2(text, head, g->nodes[i]->op_type);
-}
-
-static void cand_nodes(const char *text, const char *head) {
-    const mpx_graph *g = completing ? completing->graph : NULL;
-    for (int i = 0; g && i < g->n_nodes; i++) cand2(text, head, g->nodes[i]->name);
-}
-
-static void cand_tensors(const char *text) {
-    const mpx_graph *g = completing ? completing->graph : NULL;
-    for (int i = 0; g && i < g->n_tensors; i++) cand(text, g->tensors[i]->name);
-}
-
-static void cand_inputs(const char *text) {
-    const mpx_graph *g = completing ? completing->graph : NULL;
-    for (int i = 0; g && i < g->n_inputs; i++) cand(text, g->inputs[i]->name);
-}
-
-/* A selector: items separated by commas; complete the last one, an op type
- * or name:<node>. */
-static void cand_selector(const char *text) {
-    const char *comma = strrchr(text, ',');
-    size_t hl = comma ? (size_t)(comma - text) + 1 : 0;
-    char head[512];
-    if (hl >= sizeof head) return;
-    memcpy(head, text, hl);
-    head[hl] = '\0';
-    const char *item = text + hl;
-    if (strncmp(item, "name:", 5) == 0) {
-        if (hl + 5 >= sizeof head) return;
-        memcpy(head + hl, "name:", 6);
-        cand_nodes(text, head);
-    } else {
-        cand_ops(text, head);
-        cand2(text, head, "*");
-    }
-}
-
-/* Paths: entries of the word's folder; folders end in '/'. Hidden entries
- * only when the word asks for them. */
-static void cand_files(const char *text) {
-    const char *slash = strrchr(text, '/');
-    char dir[4096];
-    size_t dl = slash ? (size_t)(slash - text) + 1 : 0;
-    if (dl >= sizeof dir) return;
-    memcpy(dir, text, dl);
-    dir[dl] = '\0';
-    const char *base = text + dl;
-    DIR *d = opendir(dl ? dir : ".");
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        const char *nm = e->d_name;
-        if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0) continue;
-        if (nm[0] == '.' && base[0] != '.') continue;
-        if (strncmp(nm, base, strlen(base)) != 0) continue;
-        char full[8192];
-        snprintf(full, sizeof full, "%s%s", dir, nm);
-        struct stat st;
-        bool is_dir = stat(full, &st) == 0 && S_ISDIR(st.st_mode);
-        if (is_dir) strncat(full, "/", sizeof full - strlen(full) - 1);
-        cand(text, full);
-    }
-    closedir(d);
-}
-
-/* The --options in a command's usage line (e.g. "--top", "--json"). */
-static void cand_options(const char *text, const char *cmd) {
-    int n = 0;
-    const mpx_command *c = mpx_commands(&n);
-    for (int i = 0; i < n; i++) {
-        if (strcmp(c[i].name, cmd) != 0) continue;
-        for (const char *p = strstr(c[i].usage, "--"); p; p = strstr(p + 2, "--")) {
-            char opt[64];
-            size_t k = 0;
-            while (k < sizeof opt - 1 && (p[k] == '-' || (p[k] >= 'a' && p[k] <= 'z'))) {
-                opt[k] = p[k];
-                k++;
-            }
-            opt[k] = '\0';
-            if (k > 2) cand(text, opt);
-        }
-    }
-}
-
-static bool is(const char *a, const char *b) { return a && strcmp(a, b) == 0; }
-
-/* Candidates for word number pos (0 = the command) given the words before. */
-static void gather(const char *text, int pos, char **w) {
-    if (pos == 0) {
-        cand_commands(text);
-        return;
-    }
-    const char *cmd = w[0], *prev = w[pos - 1];
-    if (text[0] == '-') {
-        cand_options(text, cmd);
-        return;
-    }
-    if (is(prev, "--csv") || is(prev, "--json") || is(prev, "--save") || is(prev, "--save-ref")) {
-        cand_files(text);
-    } else if (is(prev, "--around")) {
-        cand_nodes(text, "");
-    } else if (is(cmd, "load") || is(cmd, "source") || is(cmd, "save") || is(cmd, "dot") || is(cmd, "svg") ||
-               is(cmd, "html") || is(cmd, "export")) {
-        if (pos == 1) cand_files(text);
-    } else if (is(cmd, "input")) {
-        static const char *const kinds[] = {"shape", "random", "const", "file", "image", "audio", "files", NULL};
-        static const char *const dists[] = {"normal", "uniform", "seed", NULL};
-        static const char *const image_opts[] = {"size", "layout", "channels", "scale", "mean", "std", NULL};
-        static const char *const audio_opts[] = {"rate", "length", "scale", NULL};
-        static const char *const file_kinds[] = {"npy", "image", "audio", NULL};
-        static const char *const layouts[] = {"nchw", "nhwc", NULL};
-        static const char *const channels[] = {"rgb", "bgr", "gray", NULL};
-        static const char *const set_opts[] = {"limit", "shuffle", NULL};
-        /* input x files '<glob>' image [options]: the kind is the fifth word */
-        bool per_file = pos >= 5 && is(w[2], "files");
-        const char *kind = per_file ? w[4] : pos >= 3 ? w[2] : "";
-        if (pos == 1) cand_inputs(text);
-        else if (pos == 2) cand_list(text, kinds);
-        else if (pos == 3 && is(w[2], "random")) cand_list(text, dists);
-        else if (pos == 3 && (is(w[2], "file") || is(w[2], "image") || is(w[2], "audio") || is(w[2], "files")))
-            cand_files(text);
-        else if (pos == 4 && is(w[2], "files")) cand_list(text, file_kinds);
-        else if (pos == 4 && is(w[2], "file")) cand(text, "convert");
-        else if (is(prev, "layout")) cand_list(text, layouts);
-        else if (is(prev, "channels")) cand_list(text, channels);
-        else if (pos >= 4 && (is(kind, "image") || is(kind, "audio"))) {
-            cand_list(text, is(kind, "image") ? image_opts : audio_opts);
-            if (per_file) cand_list(text, set_opts);
-        }
-    } else if (is(cmd, "data")) {
-        static const char *const data_opts[] = {"stacked", "limit", "shuffle", NULL};
-        if (pos == 1) {
-            cand_files(text);
-            cand(text, "off");
-        } else {
-            cand_list(text, data_opts);
-        }
-    } else if (is(cmd, "merge")) {
-        cand_files(text);
-    } else if (is(cmd, "colour") || is(cmd, "color") || is(cmd, "accum")) {
-        if (pos == 1) cand_selector(text);
-        else if ((pos == 2 || is(prev, "else")) && cmd[0] == 'a') cand_formats(text);
-        else if (pos == 2 || is(prev, "else")) cand_colours(text);
-        else if (pos == 3) cand(text, "when");
-        else if (is(prev, "when") || is(prev, "and") || is(prev, "or") || is(prev, "not") || is(prev, "("))
-            cand_figures(text);
-    } else if (is(cmd, "target")) {
-        if (pos == 1) cand_formats(text);
-        else if (pos == 2) cand(text, "block");
-    } else if (is(cmd, "compare")) {
-        cand_formats(text);
-    } else if (is(cmd, "keep-io")) {
-        if (pos == 1) cand_list(text, on_off);
-    } else if (is(cmd, "set")) {
-        static const char *const names[] = {"bail", "top", "cache", "pager", NULL};
-        if (pos == 1) cand_list(text, names);
-        else if (pos == 2 && (is(w[1], "bail") || is(w[1], "pager"))) cand_list(text, on_off);
-    } else if (is(cmd, "show") || is(cmd, "why")) {
-        if (pos == 1) cand_nodes(text, "");
-    } else if (is(cmd, "tensor")) {
-        if (pos == 1) {
-            cand_nodes(text, "");
-            cand_tensors(text);
-        }
-    } else if (is(cmd, "report") && is(prev, "--sort")) {
-        cand_metrics(text);
-        cand(text, "local");
-        cand(text, "order");
-    } else if (is(cmd, "plot")) {
-        if (pos == 1) cand_files(text);
-        else if (pos == 2) cand_metrics(text);
-    } else if (is(cmd, "help")) {
-        if (pos == 1) cand_commands(text);
-    }
-}
-
-enum { COMPLETE_WORDS = 64 };
 
 static char **complete(const char *text, int start, int end) {
     (void)end;
     rl_attempted_completion_over = 1; /* no fallback to libedit's own file names */
     rl_completion_append_character = ' ';
-    cands_reset();
     /* The words before the one being completed, read as commands are. */
     char line[4096];
     size_t n = (size_t)start < sizeof line - 1 ? (size_t)start : sizeof line - 1;
@@ -498,13 +228,13 @@ static char **complete(const char *text, int start, int end) {
     mpx_error err;
     if (repl_split_words(line, &pos, w, COMPLETE_WORDS, true, &err)) return NULL;
     if (pos == COMPLETE_WORDS) return NULL;
-    gather(text, pos, w);
-    cands_unique();
-    if (!cands.n) return NULL;
+    int n_cands = repl_complete(completing, text, pos, w);
+    if (!n_cands) return NULL;
     /* A folder goes on into itself: no blank after it. */
-    if (cands.n == 1) {
-        size_t l = strlen(cands.v[0]);
-        if (l && cands.v[0][l - 1] == '/') rl_completion_append_character = '\0';
+    if (n_cands == 1) {
+        const char *only = repl_complete_peek(0);
+        size_t l = strlen(only);
+        if (l && only[l - 1] == '/') rl_completion_append_character = '\0';
     }
     return rl_completion_matches(text, cand_next);
 }
@@ -618,8 +348,7 @@ static void interactive(mpx_session *s) {
         if (s->quit) break;
     }
     free(pending);
-    cands_reset();
-    free(cands.v);
+    repl_complete_free();
     completing = NULL;
 }
 

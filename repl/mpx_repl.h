@@ -123,15 +123,56 @@ void mpx_session_free(mpx_session *s);
  * failure. */
 mpx_status mpx_session_exec(mpx_session *s, const char *line, mpx_error *err);
 
-/* The command table, for help and completion. */
+/* The command table: one row per command carries its usage, help and its
+ * arguments' spec, and dispatch, argument checking, `help`, completion and
+ * the man page all read these rows (as Redis' commands.def does).
+ *
+ * What one word is, for checking and completion. */
+typedef enum mpx_word_kind {
+    MPX_WORD_TEXT = 0, /* anything (a number, a list, a glob) */
+    MPX_WORD_FILE,
+    MPX_WORD_NODE,
+    MPX_WORD_NODE_OR_TENSOR,
+    MPX_WORD_FORMAT,
+    MPX_WORD_METRIC,
+    MPX_WORD_SORT,     /* a metric, local or order */
+    MPX_WORD_COMMAND,
+    MPX_WORD_CHOICE,   /* one of the row's `choices` ("on|off") */
+} mpx_word_kind;
+
+/* An --option: how many words follow it (MPX_TAKES_MAYBE: one, when the next
+ * word is not an option) and what they are. */
+enum { MPX_TAKES_NONE = 0, MPX_TAKES_ONE = 1, MPX_TAKES_TWO = 2, MPX_TAKES_MAYBE = 3 };
+typedef struct mpx_option_spec {
+    const char *name; /* "--json" */
+    int takes;
+    mpx_word_kind kind;  /* of its (first) value */
+    const char *choices; /* MPX_WORD_CHOICE: "dot|sfdp|neato" */
+} mpx_option_spec;
+
+enum { MPX_ARGS_GRAMMAR = -1 }; /* min_args: the handler parses its own grammar */
+
 typedef struct mpx_command {
     const char *name;
-    const char *usage;
+    const char *usage;   /* the synopsis, also every "usage:" message */
     const char *summary;
-    const char *help; /* longer text for `help <command>` */
-    mpx_status (*handler)(mpx_session *s, int argc, char **argv, mpx_error *err);
+    const char *help;    /* longer text for `help <command>` */
+    mpx_status (*handler)(struct mpx_session *s, int argc, char **argv, mpx_error *err);
+    /* Words after the name that are not options or their values: at least
+     * min_args (MPX_ARGS_GRAMMAR: checked by the handler's own grammar, e.g.
+     * colour rules), at most max_args (-1: any number). */
+    int min_args, max_args;
+    mpx_word_kind args[3];   /* the kind of word k (the last repeats) */
+    const char *choices;     /* for MPX_WORD_CHOICE words */
+    const mpx_option_spec *options; /* ends with a {NULL} row; NULL: none */
+    /* Completion of a grammar the spec cannot say (input, colour, set...):
+     * adds candidates for word pos (0 = the command) given the words before. */
+    void (*complete)(const char *text, int pos, char **words);
 } mpx_command;
 
 const mpx_command *mpx_commands(int *count);
+const mpx_command *mpx_command_find(const char *name); /* NULL: no such command (exit = quit) */
+/* The row's option called name (NULL: it has none of that name). */
+const mpx_option_spec *mpx_command_option(const mpx_command *c, const char *name);
 
 #endif

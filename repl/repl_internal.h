@@ -91,6 +91,29 @@ mpx_status repl_parse_shard(const char *text, const char *opt, int *k, int *n, m
 mpx_status repl_set_graph(mpx_session *s, mpx_graph *g, const char *path, bool fresh, mpx_error *err);
 
 /* ---- model: load, input shapes, info, ops, show (cmd_model.c) ----------- */
+/* commands.c: "usage: <the row's usage>", after a detail when fmt is given
+ * ("unknown option "--jsn"; did you mean --json?; usage: ..."). */
+__attribute__((format(printf, 3, 4))) mpx_status repl_usage_error(mpx_error *err, const char *cmd, const char *fmt,
+                                                                  ...);
+
+/* complete.c: the candidates for word `text` at position pos (0 = the
+ * command) given the words before, names from s's model; returns how many.
+ * Take them one by one (the caller frees each); free at the end. */
+int repl_complete(const mpx_session *s, const char *text, int pos, char **words);
+char *repl_complete_take(void);
+const char *repl_complete_peek(int i);
+void repl_complete_free(void);
+/* Completers of grammars a row's spec cannot say (named in their rows). */
+void repl_complete_input(const char *text, int pos, char **words);
+void repl_complete_data(const char *text, int pos, char **words);
+void repl_complete_rule(const char *text, int pos, char **words);
+void repl_complete_condition(const char *text, int pos, char **words);
+void repl_complete_sweep(const char *text, int pos, char **words);
+void repl_complete_set(const char *text, int pos, char **words);
+/* cmd_session.c: the settings' names (to add) and an on/off setting's words. */
+void repl_setting_names(const char *text, void (*add)(const char *prefix, const char *word));
+const char *repl_setting_choices(const char *name);
+
 MPX_CMD(repl_cmd_load);
 MPX_CMD(repl_cmd_info);
 MPX_CMD(repl_cmd_ops);
@@ -187,6 +210,8 @@ typedef struct repl_figctx {
 mpx_status repl_figure(const repl_figctx *x, const char *fig, double *out, mpx_error *err);
 /* Whether a figure is read from a run (false: from the plan alone). */
 bool repl_figure_needs_run(const char *fig);
+/* Every whole-model figure's name (plan figures, colours, run figures), to add. */
+void repl_figure_names(const char *text, void (*add)(const char *prefix, const char *word));
 
 /* A trial (search's evaluations, sweep's points): plan (r, o) as `colour`
  * would, without applying it, and when run is set run it on the session's

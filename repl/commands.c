@@ -1,0 +1,478 @@
+/* commands.c - the one command table, its argument specs, help and dispatch.
+ *
+ * A row says everything about a command's words: its usage (also every
+ * "usage:" message), summary and help, how many plain words it takes and of
+ * what kind, its --options and what follows each. Dispatch checks the words
+ * against the row before the handler runs (unknown options with a
+ * suggestion, missing option values, too few or too many words), `help` and
+ * the man page print the rows, completion (complete.c) reads them. Adding a
+ * command is adding a row; the handlers live in cmd_*.c, grouped by subject.
+ */
+#include "repl_internal.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The cast-graph options dot, svg and html share (cmd_viz.c parses them). */
+#define GRAPH_OPTS                                                                                                   \
+    "[--around <node> <depth>] [--shapes] [--collapse] [--cluster <depth>] [--weights] [--all] [--overlay [--local]] " \
+    "[--no-legend] [--engine dot|sfdp|neato]"
+#define GRAPH_OPTIONS                                                                                                  \
+    {"--around", MPX_TAKES_TWO, MPX_WORD_NODE, NULL}, {"--shapes", 0, 0, NULL}, {"--collapse", 0, 0, NULL},            \
+        {"--cluster", MPX_TAKES_ONE, 0, NULL}, {"--weights", 0, 0, NULL}, {"--all", 0, 0, NULL},                      \
+        {"--overlay", 0, 0, NULL}, {"--local", 0, 0, NULL}, {"--no-legend", 0, 0, NULL},                              \
+        {"--engine", MPX_TAKES_ONE, MPX_WORD_CHOICE, "dot|sfdp|neato"}
+
+static const mpx_option_spec json_opts[] = {{"--json", 0, 0, NULL}, {NULL, 0, 0, NULL}};
+static const mpx_option_spec json_file_opts[] = {{"--json", MPX_TAKES_MAYBE, MPX_WORD_FILE, NULL}, {NULL, 0, 0, NULL}};
+static const mpx_option_spec stats_opts[] = {{"--top", MPX_TAKES_ONE, 0, NULL},
+                                             {"--all", 0, 0, NULL},
+                                             {"--save", MPX_TAKES_ONE, MPX_WORD_FILE, NULL},
+                                             {"--load", MPX_TAKES_ONE, MPX_WORD_FILE, NULL},
+                                             {NULL, 0, 0, NULL}};
+static const mpx_option_spec plan_opts[] = {
+    {"--changed", 0, 0, NULL}, {"--json", MPX_TAKES_MAYBE, MPX_WORD_FILE, NULL}, {NULL, 0, 0, NULL}};
+static const mpx_option_spec run_opts[] = {{"--local", 0, 0, NULL},
+                                           {"--keep", MPX_TAKES_ONE, MPX_WORD_NODE_OR_TENSOR, NULL},
+                                           {"--samples", MPX_TAKES_ONE, 0, NULL},
+                                           {NULL, 0, 0, NULL}};
+static const mpx_option_spec report_opts[] = {{"--top", MPX_TAKES_ONE, 0, NULL},
+                                              {"--all", 0, 0, NULL},
+                                              {"--sort", MPX_TAKES_ONE, MPX_WORD_SORT, NULL},
+                                              {"--sample", MPX_TAKES_ONE, 0, NULL},
+                                              {"--samples", 0, 0, NULL},
+                                              {"--json", MPX_TAKES_MAYBE, MPX_WORD_FILE, NULL},
+                                              {"--csv", MPX_TAKES_MAYBE, MPX_WORD_FILE, NULL},
+                                              {NULL, 0, 0, NULL}};
+static const mpx_option_spec tensor_opts[] = {{"--save", MPX_TAKES_ONE, MPX_WORD_FILE, NULL},
+                                              {"--save-ref", MPX_TAKES_ONE, MPX_WORD_FILE, NULL},
+                                              {NULL, 0, 0, NULL}};
+static const mpx_option_spec compare_opts[] = {{"--local", 0, 0, NULL}, {"--json", 0, 0, NULL}, {NULL, 0, 0, NULL}};
+static const mpx_option_spec search_opts[] = {{"--method", MPX_TAKES_ONE, MPX_WORD_CHOICE, "auto|greedy|bisect"},
+                                              {"--max-evals", MPX_TAKES_ONE, 0, NULL},
+                                              {"--json", MPX_TAKES_MAYBE, MPX_WORD_FILE, NULL},
+                                              {NULL, 0, 0, NULL}};
+static const mpx_option_spec merge_opts[] = {{"--json", MPX_TAKES_MAYBE, MPX_WORD_FILE, NULL},
+                                             {"--csv", MPX_TAKES_MAYBE, MPX_WORD_FILE, NULL},
+                                             {"--plot", MPX_TAKES_ONE, MPX_WORD_FILE, NULL},
+                                             {NULL, 0, 0, NULL}};
+static const mpx_option_spec sweep_opts[] = {{"--json", MPX_TAKES_MAYBE, MPX_WORD_FILE, NULL},
+                                             {"--csv", MPX_TAKES_MAYBE, MPX_WORD_FILE, NULL},
+                                             {"--plot", MPX_TAKES_ONE, MPX_WORD_FILE, NULL},
+                                             {"--shard", MPX_TAKES_ONE, 0, NULL},
+                                             {NULL, 0, 0, NULL}};
+static const mpx_option_spec dot_opts[] = {GRAPH_OPTIONS, {NULL, 0, 0, NULL}};
+static const mpx_option_spec svg_opts[] = {GRAPH_OPTIONS, {"--watch", 0, 0, NULL}, {"--unwatch", 0, 0, NULL},
+                                           {NULL, 0, 0, NULL}};
+static const mpx_option_spec html_opts[] = {GRAPH_OPTIONS, {"--no-overlay", 0, 0, NULL}, {NULL, 0, 0, NULL}};
+static const mpx_option_spec plot_opts[] = {{"--local", 0, 0, NULL}, {NULL, 0, 0, NULL}};
+static const mpx_option_spec export_opts[] = {{"--force", 0, 0, NULL},
+                                              {"--external", 0, 0, NULL},
+                                              {"--json", MPX_TAKES_MAYBE, MPX_WORD_FILE, NULL},
+                                              {NULL, 0, 0, NULL}};
+
+static mpx_status cmd_help(mpx_session *s, int argc, char **argv, mpx_error *err);
+
+static mpx_status cmd_quit(mpx_session *s, int argc, char **argv, mpx_error *err) {
+    (void)argc;
+    (void)argv;
+    (void)err;
+    s->quit = true;
+    return MPX_OK;
+}
+
+static const mpx_command commands[] = {
+    {"load", "load <file.onnx|file.json>", "load a model (the previous one stays if this fails)",
+     "Loads an ONNX model or an mpx JSON model. Inputs keep their symbolic dims until\n"
+     "bound with `input`. A model that fails to load leaves the session unchanged.",
+     repl_cmd_load, 1, 1, {MPX_WORD_FILE}, NULL, NULL, NULL},
+    {"input", "input <name> shape <AxBxC> | random [normal|uniform] [<a> <b>] [seed <n>] | const <v> | file <x.npy> [convert] | image <file> [size <H>x<W>] [layout nchw|nhwc] [channels rgb|bgr|gray] [scale <s>] [mean <a,b,c>] [std <a,b,c>] | audio <file> [rate <hz>] [length <n>] [scale <s>]",
+     "bind an input's shape, or say how its values are made",
+     "shape: binds the input's dims (replacing symbolic ones such as\n"
+     "p2o.DynamicDimension.0), then infers every tensor's shape and each node's cost\n"
+     "figures; a shape that does not fit the model is refused and the previous\n"
+     "binding stays.\n"
+     "random: normal(mean, std) (default 0 1) or uniform [low, high) (default 0 1),\n"
+     "seeded (default seed 0): the same seed gives the same values on every machine.\n"
+     "const: every element the value. file: a NumPy .npy file, whose shape is bound;\n"
+     "integer arrays feed a float input only with `convert` (each to the nearest float).\n"
+     "image: a PNG or JPEG (libpng, libjpeg-turbo); value = (pixel/255*scale - mean)/std\n"
+     "per channel (default 1, 0, 1; mean/std take 1 or 3 values). The shape follows the\n"
+     "input: rank 4 gets batch 1, layout nchw unless the input's last dim is 1 or 3\n"
+     "(nhwc), channels gray for a 1-channel input else rgb; alpha is dropped, gray from\n"
+     "colour is 0.299R+0.587G+0.114B. size resizes (bilinear, half-pixel centres, no\n"
+     "antialiasing) only when it differs from the file.\n"
+     "audio: WAV, FLAC, OGG... (libsndfile), channels averaged, values in [-1, 1) times\n"
+     "scale (32768: int16 range); rate resamples (libsamplerate, best sinc); length\n"
+     "pads with zeros or cuts. Shape [n], [1, n] or [1, 1, n] by the input's rank.\n"
+     "A file whose shape differs from the bound one binds its shape (and says so).\n"
+     "An input never set is random normal(0, 1), seed 0.",
+     repl_cmd_input, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_input},
+    {"data", "data [<file.npz>|<folder>|'<glob>' [stacked] [limit <n>] [shuffle <seed>] | off]",
+     "run over many samples: an .npz, a folder or glob of .npz files or sample folders",
+     "An .npz whose keys are input names is one sample (stacked: its arrays have a\n"
+     "leading sample axis, one sample per index). A folder or glob of .npz files gives\n"
+     "one sample each; a folder of folders one sample per folder, each holding\n"
+     "<input>.npy, .png, .jpg or .wav files (images and audio with the options of the\n"
+     "input's own `input <name> image|audio` line). For one input's files:\n"
+     "input <name> files '<glob>' npy|image|audio [options]. Files are taken in name\n"
+     "order (shuffle <seed>: a seeded shuffle first), then the first <limit>; more than\n"
+     "100000 files need a limit. Inputs a sample does not hold keep their own specs.\n"
+     "The first sample's shapes are bound; every sample must share them.\n"
+     "run, report, assert, search and sweep then go over every sample, one at a time:\n"
+     "each layer's figures are its worst over the samples (report names the sample),\n"
+     "absmax rules see the largest value over all samples. data off: back to one run.",
+     repl_cmd_data, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_data},
+    {"stats", "stats [--top <n> | --all] [--save <ranges.json>] | stats --load <ranges.json>",
+     "every tensor's range in the fp32 reference, over all samples (calibration)",
+     "Runs the fp32 reference on the inputs (every sample of a data set, one at a\n"
+     "time) and shows per tensor min, max, absmax and the 99th and 99.9th percentile\n"
+     "of |x|, largest absmax first, marking those beyond the target's largest finite\n"
+     "value. Percentiles come from a histogram with 8 bins per power of two: the\n"
+     "bin's upper edge, at most 9% above the true value. absmax rules (colour ... when\n"
+     "absmax > ...) then use these ranges. --save writes them as JSON; --load reads\n"
+     "such a file into the plan's absmax rules without running anything (the tensors\n"
+     "must be the model's).",
+     repl_cmd_stats, 0, 0, {MPX_WORD_TEXT}, NULL, stats_opts, NULL},
+    {"info", "info", "model summary: opset, node and parameter counts, inputs, outputs", NULL, repl_cmd_info, 0, 0, {MPX_WORD_TEXT}, NULL, NULL, NULL},
+    {"ops", "ops [--json [<file>]]", "per op type: nodes, parameters, MACs",
+     "Lists each op type with its node count, weight elements and multiply-accumulates.\n"
+     "--json prints (or writes) {\"ops\": [{\"op\", \"supported\", \"count\", \"params\",\n"
+     "\"macs\"}...], \"nodes\", \"params\"}.",
+     repl_cmd_ops, 0, 0, {MPX_WORD_TEXT}, NULL, json_file_opts, NULL},
+    {"show", "show <node>", "a node: op, inputs and outputs with shapes, attributes, cost figures", NULL,
+     repl_cmd_show, 1, 1, {MPX_WORD_NODE}, NULL, NULL, NULL},
+    {"target", "target [<format> [block <k>]]", "the low-precision format (see: help target)",
+     "Sets the format green nodes (and gray/clear nodes that follow them) run in.\n"
+     "block k: a low accumulation format rounds the running sum after each block of k\n"
+     "terms (summed in fp32) instead of after every addition (block 0, the default).\n"
+     "Without arguments prints the current target.",
+     repl_cmd_target, 0, 3, {MPX_WORD_FORMAT, MPX_WORD_CHOICE, MPX_WORD_TEXT}, "block", NULL, NULL},
+    {"keep-io", "keep-io [on|off]", "keep model inputs and outputs in their declared type (default on)", NULL,
+     repl_cmd_keep_io, 0, 1, {MPX_WORD_CHOICE}, "on|off", NULL, NULL},
+    {"colour", "colour <selector> <colour> [when <expr> [else <colour>]]", "recolour nodes: green gray clear red",
+     "selector: op types separated by commas (Conv,Gemm), * for every node, or\n"
+     "name:<glob> (name:/backbone/*). colour: green (always low), gray (low when all\n"
+     "float inputs arrive low), clear (follows its inputs), red (always fp32).\n"
+     "when: comparisons of node figures - macs params in_elems out_elems in_ch out_ch\n"
+     "kernel group k attr.<name>, and absmax (largest |fp32 output| of the last run) -\n"
+     "with and/or/not and parentheses; numbers like 1e6, 1M, 64K. Nodes the condition\n"
+     "does not hold for keep what earlier rules gave them, unless `else` says.\n"
+     "Later rules override earlier ones. Example: colour Conv green when macs >= 1M else gray",
+     repl_cmd_rule, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_rule},
+    {"color", "color <selector> <colour> [when <expr> [else <colour>]]", "same as colour", NULL, repl_cmd_rule, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_rule},
+    {"accum", "accum <selector> <format> [when <expr> [else <format>]]",
+     "the accumulation format of dot products and sums (default fp32)",
+     "Selectors and conditions as for colour. With fp16 or bf16 the running sum of\n"
+     "Conv, Gemm, MatMul, reductions and Softmax's sum is rounded after every addition\n"
+     "(or every block: see target).",
+     repl_cmd_rule, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_rule},
+    {"rules", "rules [--json]", "the rules in order, with how many nodes each selects and sets", NULL,
+     repl_cmd_rules, 0, 0, {MPX_WORD_TEXT}, NULL, json_opts, NULL},
+    {"unrule", "unrule <n>", "remove rule n (numbers as `rules` shows them)", NULL, repl_cmd_unrule, 1, 1, {MPX_WORD_TEXT}, NULL, NULL, NULL},
+    {"undo", "undo", "undo the last change of rules, target or keep-io", NULL, repl_cmd_undo, 0, 0, {MPX_WORD_TEXT}, NULL, NULL, NULL},
+    {"redo", "redo", "redo what undo undid", NULL, repl_cmd_undo, 0, 0, {MPX_WORD_TEXT}, NULL, NULL, NULL},
+    {"plan", "plan [--changed] [--json [<file>]]", "every node's colour and formats, the casts, the summary",
+     "--changed lists only nodes a rule decided or whose colour differs from its\n"
+     "default. --json: {\"target\", \"keep_io\", \"counts\": {green, gray, clear, red,\n"
+     "casts, weights_converted, weight_bytes_before, weight_bytes_after,\n"
+     "low_macs_pct}, \"nodes\": [{name, op, colour, default, rule, compute, accum,\n"
+     "output}], \"casts\": [{tensor, from, to, consumers}]}.",
+     repl_cmd_plan, 0, 0, {MPX_WORD_TEXT}, NULL, plan_opts, NULL},
+    {"diff", "diff [--json]", "what the last change did: nodes recoloured, casts added and removed",
+     "--json: {\"nodes\": [{name, op, colour_before, colour_after, compute_before,\n"
+     "compute_after}], \"casts_added\", \"casts_removed\": [{tensor, from, to}],\n"
+     "\"casts_before\", \"casts_after\"}.",
+     repl_cmd_diff, 0, 0, {MPX_WORD_TEXT}, NULL, json_opts, NULL},
+    {"why", "why <node>", "how a node got its colour and formats: default, rules, propagation", NULL,
+     repl_cmd_why, 1, 1, {MPX_WORD_NODE}, NULL, NULL, NULL},
+    {"run", "run [--local] [--keep <tensor,...>] [--samples <k>/<n>]", "run the plan against the fp32 reference, layer by layer",
+     "Runs the inputs (see input) through the fp32 reference and through the plan's\n"
+     "emulated formats side by side and compares every float tensor a node computes\n"
+     "(rel_l2, max_abs, mean_abs, cos, sqnr_db, overflow, underflow, subnormal).\n"
+     "--local also feeds each node the reference values of its inputs (in its\n"
+     "formats), separating a layer's own error from what it inherits. --keep keeps\n"
+     "those tensors' values for `tensor` (model outputs are always kept). Ctrl-C\n"
+     "stops a run; the session stays as it was. With a data set (see data) every\n"
+     "sample is run, one at a time; `tensor` shows the sample whose output is worst.\n"
+     "--samples k/n runs only samples i with i % n == k-1: a shard, whose report\n"
+     "--json `merge` joins with the others into the unsharded run's report.",
+     repl_cmd_run, 0, 0, {MPX_WORD_TEXT}, NULL, run_opts, NULL},
+    {"report", "report [--top <n> | --all] [--sort <metric>] [--sample <k> | --samples] [--json [<file>] | --csv [<file>]]",
+     "per-layer error of the last run, worst first",
+     "metric: one of the metrics listed below (default rel_l2), local (the node's own\n"
+     "rel_l2; needs run --local) or order (graph order). The terminal shows the\n"
+     "top rows (set top <n>); --json and --csv give every row unless --top. --json:\n"
+     "{\"target\", \"local\", \"sort\", \"overflow\", \"underflow\", \"layers\": [{tensor, node, op, order, format, output, metrics:\n"
+     "{the real metrics, absmax_ref, the counts, n}, local: {...}}]}; inf and NaN are\n"
+     "written as strings.\n"
+     "After a run over a data set (see data): each layer's figures are its worst over\n"
+     "the samples, with the sample of its worst rel_l2 and the mean rel_l2; JSON adds\n"
+     "\"samples\" (their files) and per layer worst_sample, mean and per_sample; CSV adds\n"
+     "worst_sample and mean_rel_l2. --sample k: sample k's own figures. --samples: one\n"
+     "row per sample with its worst model output and worst layer.",
+     repl_cmd_report, 0, 0, {MPX_WORD_TEXT}, NULL, report_opts, NULL},
+    {"tensor", "tensor <name> [--save <file.npy>] [--save-ref <file.npy>]",
+     "one tensor of the last run: range, error; save it as .npy",
+     "name: a node (its first output) or a tensor. A tensor the last run did not\n"
+     "keep is computed by a fresh run of the current plan (the last run stays).\n"
+     "--save writes the emulated values, --save-ref the fp32 reference.",
+     repl_cmd_tensor, 1, 1, {MPX_WORD_NODE_OR_TENSOR}, NULL, tensor_opts, NULL},
+    {"compare", "compare <format> [<format> ...] [--local] [--json]", "the current rules under several targets, side by side",
+     "Plans and runs the rules with each target (e.g. compare fp16 bf16) and prints\n"
+     "casts, share of MACs in the low format, the worst output and layer rel_l2, and\n"
+     "overflow/underflow counts. The fp32 reference runs once for all the targets\n"
+     "(at most 8). The runs are kept for plot and html.",
+     repl_cmd_compare, 1, -1, {MPX_WORD_FORMAT}, NULL, compare_opts, NULL},
+    {"assert", "assert <figure> <op> <number> [and ...]", "fail the script unless a figure of the plan or run holds",
+     "op: < <= > >= == !=. Plan figures: casts green gray clear red low_nodes\n"
+     "low_macs_pct weights_converted weights_overflow (values). Run figures: overflow underflow subnormal layers,\n"
+     "output.<metric> (worst model output), worst.<metric> (worst layer),\n"
+     "<node or tensor>.<metric>; metric as in report, plus absmax. After a run over a\n"
+     "data set, run figures are the worst over its samples; prefixes choose others:\n"
+     "mean:, p95: (nearest rank), sample <k>: (e.g. assert p95:output.rel_l2 < 1e-3).\n"
+     "A failed assert stops a script with exit status 2.\n"
+     "Example: assert output.rel_l2 < 1e-3 and overflow == 0 and casts <= 40",
+     repl_cmd_assert, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_condition},
+    {"search", "search <figure> <op> <number> [and ...] [--method auto|greedy|bisect] [--max-evals <n>] [--json [<file>]]",
+     "find the nodes to keep in fp32 so that a condition holds",
+     "The condition is assert's (same figures and grammar), e.g.\n"
+     "  search output.rel_l2 < 1e-3 and casts <= 40\n"
+     "Each evaluation plans the rules so far plus `colour name:<node> red` for a set\n"
+     "of nodes and runs it (only what the set changes is recomputed). auto (the\n"
+     "default): one local run ranks the low nodes (overflow in their weights or own\n"
+     "output first, then their own rel_l2); the top 1, 2, 4, ... go fp32 until the\n"
+     "condition holds; then each, largest MACs first, goes back to low while the\n"
+     "condition still holds, until no single node of the set can (1-minimal).\n"
+     "greedy: auto without giving back. bisect: onnxconverter-common's method\n"
+     "(segments of the topological order tried low, failing ones halved), for\n"
+     "comparison. The result is added as rules `colour name:<node> red  # search:\n"
+     "<condition>`, one undo step. Nothing is applied when no plan meets the\n"
+     "condition, on an error, at --max-evals (default 500) or on Ctrl-C.\n"
+     "--json prints (or writes) {condition, method, fp32: [names], figures,\n"
+     "low_macs_pct, candidates, n_evaluations, ms, evaluations: [{set, holds,\n"
+     "figures, low_macs_pct, ms}]}.",
+     repl_cmd_search, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, search_opts, repl_complete_condition},
+    {"sweep", "sweep <name> in <v1>,<v2>,... : <command using $name> [--json [<file>] | --csv [<file>]] [--plot <file.svg>] [--shard <k>/<n>]",
+     "try a plan change with several values, every point planned and run",
+     "e.g. sweep t in 0,64k,256k,1M,4M : colour Conv green when macs >= $t else gray\n"
+     "Each point is the session's rules plus the command (colour, color, accum, target\n"
+     "or keep-io) with $name replaced by the value, planned and run on the session's\n"
+     "inputs through the run cache (the fp32 reference once, each point recomputing\n"
+     "only what its plan changes). Nothing is applied: the rules are the same after.\n"
+     "Table: colour counts, casts, % of MACs low, weight bytes, output rel_l2,\n"
+     "overflow and underflow counts, the worst layer. --json/--csv instead of the\n"
+     "table (to a file or stdout); --plot writes error against % of MACs low with\n"
+     "the Pareto front. --shard k/n runs only the points i with i % n == k-1 (its\n"
+     "JSON is merged with `merge`). A command that fails for one value names it and\n"
+     "keeps nothing.",
+     repl_cmd_sweep, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, sweep_opts, repl_complete_sweep},
+    {"merge", "merge <shard.json> ... [--json [<file>] | --csv [<file>]] [--plot <file.svg>]",
+     "join the JSON shards of a sweep, or of a run over a data set",
+     "The shards must be of one sweep (name, command, values, model, target) and\n"
+     "together hold every point once; the result is what the unsharded sweep gives.\n"
+     "Shards of a data set (run --samples k/n, then report --json) become the last\n"
+     "run, as the unsharded run gives it (the model loaded if need be): report,\n"
+     "assert and --json/--csv (the report's) then work on all samples.\n"
+     "Also `mpx merge a.json b.json ...` from the shell.",
+     repl_cmd_merge, 1, -1, {MPX_WORD_FILE}, NULL, merge_opts, NULL},
+    {"dot", "dot [<file.dot>] " GRAPH_OPTS,
+     "the cast graph as DOT text (printed, or written to a file)",
+     "Nodes are filled by colour and labelled with op type and name; runtime casts\n"
+     "are hexagons labelled with the conversion (fp32->fp16); edges carry the format\n"
+     "of their values; a double border marks a colour set by a rule; W->fp16 marks\n"
+     "weights converted offline. Constant and folded nodes are left out (--all\n"
+     "draws them). --around <node> <depth>: only nodes within depth edges of the\n"
+     "node (or of the tensor's producer). --shapes: edge labels add shapes.\n"
+     "--collapse: chains of nodes with the same formats become one node.\n"
+     "--cluster <n>: group by the first n components of node names\n"
+     "(/backbone/stage2/...). --weights: draw weights as nodes.\n"
+     "--overlay [--local]: border colour and width by the last run's rel_l2 (log\n"
+     "scale), overflow and underflow marked. The text is the same for the same\n"
+     "plan and options (ids from graph indices), so it can be diffed.",
+     repl_cmd_dot, 0, 1, {MPX_WORD_FILE}, NULL, dot_opts, NULL},
+    {"svg", "svg <file.svg> " GRAPH_OPTS " [--watch] | svg --unwatch",
+     "the cast graph as SVG, laid out in-process by Graphviz",
+     "Options as for dot. --watch re-writes the file after every change of the plan\n"
+     "(rules, target, undo...), so a viewer that reloads on change follows along;\n"
+     "svg --unwatch stops. --engine: the Graphviz layout (dot, the default, draws\n"
+     "layers top to bottom; sfdp and neato are force-directed).",
+     repl_cmd_svg, 0, 1, {MPX_WORD_FILE}, NULL, svg_opts, NULL},
+    {"plot", "plot <file.svg> [<metric>] [--local]", "per-layer error along the graph as an SVG plot",
+     "One line per run: the last run (under its target) and the runs of `compare`\n"
+     "(e.g. compare fp16 bf16). metric: one of the metrics listed below (default\n"
+     "rel_l2; cos is drawn as 1 - cos); log scale except sqnr_db. Red nodes and\n"
+     "runtime casts of the current plan are marked, overflowing layers crossed, the\n"
+     "three worst layers named.",
+     repl_cmd_plot, 1, 2, {MPX_WORD_FILE, MPX_WORD_METRIC}, NULL, plot_opts, NULL},
+    {"html", "html <file.html> " GRAPH_OPTS " [--no-overlay]", "one self-contained review page",
+     "Model summary, target and rules, the plan's figures and casts, the cast graph\n"
+     "(with the last run's error overlay), the error plot and the per-layer table,\n"
+     "in one file that opens from disk with no network.",
+     repl_cmd_html, 1, 1, {MPX_WORD_FILE}, NULL, html_opts, NULL},
+    {"export", "export <file.onnx> [--force] [--external] [--json [<file>]]",
+     "write the plan as a mixed-precision ONNX model",
+     "Writes the current plan as an ONNX model a runtime can load: weights read by\n"
+     "low nodes stored in the low format (rounded as the emulation rounds them), one\n"
+     "Cast per plan cast, the model's float Casts retyped, keep-io Casts at inputs and\n"
+     "outputs, the opset raised where the format needs it (bf16: 13, fp8: 19; refused\n"
+     "when one of the model's ops changed meaning in between). A model loaded from\n"
+     ".onnx keeps its metadata, doc strings and value_info. ONNX has no attribute for\n"
+     "the accumulation format: it goes into metadata mpx.accumulate and the low nodes'\n"
+     "doc strings. tf32 is refused (no ONNX type). Never overwrites the loaded model;\n"
+     "an existing file needs --force; the folder must exist; a failure leaves no file.\n"
+     "Weights of 1 KiB and more go to external data, <file.onnx>.data beside the model,\n"
+     "when the model would pass protobuf's 2 GB limit, or always with --external.\n"
+     "Check the result in ONNX Runtime with scripts/verify-export.sh.",
+     repl_cmd_export, 1, 1, {MPX_WORD_FILE}, NULL, export_opts, NULL},
+    {"source", "source <file.mpx>", "run the commands of a script file in this session",
+     "Comments (#), blank lines and trailing-backslash continuations as in scripts.\n"
+     "An error names the sourced file and its line and stops it (and the scripts\n"
+     "that sourced it) unless `set bail off`; the commands before the error stay\n"
+     "done. Scripts nest up to 16 deep. Paths are relative to the current folder.",
+     repl_cmd_source, 1, 1, {MPX_WORD_FILE}, NULL, NULL, NULL},
+    {"set", "set [bail on|off | top <n> | cache <MB> | pager on|off]", "change a setting; without arguments, list them",
+     "bail: on (default) stops a script at its first error; off goes on with the\n"
+     "next command (the exit status still says a command failed).\n"
+     "top: the rows `report` shows without --top (default 20).\n"
+     "cache: megabytes of the last run's values `run` keeps (default 512; 0: none), so\n"
+     "a re-run after a recolour recomputes only the nodes downstream of the change.",
+     repl_cmd_set, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_set},
+    {"save", "save [<file.mpx>]", "write the session as a script that rebuilds it (no file: print it)",
+     "Writes load, the inputs (shape, then values), target and keep-io, the rules\n"
+     "in order as typed (a `run` before the first that uses absmax), and the\n"
+     "settings that differ from their defaults. The current state is saved, not the\n"
+     "undo history. The file is replaced whole or not at all.",
+     repl_cmd_save, 0, 1, {MPX_WORD_FILE}, NULL, NULL, NULL},
+    {"help", "help [<command>]", "list commands, or explain one", NULL, cmd_help, 0, 1, {MPX_WORD_COMMAND}, NULL, NULL, NULL},
+    {"quit", "quit", "leave mpx (also: exit, Ctrl-D)", NULL, cmd_quit, 0, 0, {MPX_WORD_TEXT}, NULL, NULL, NULL},
+};
+
+const mpx_command *mpx_commands(int *count) {
+    *count = (int)(sizeof commands / sizeof commands[0]);
+    return commands;
+}
+
+const mpx_command *mpx_command_find(const char *name) {
+    if (strcmp(name, "exit") == 0) name = "quit";
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(commands[i].name, name) == 0) return &commands[i];
+    return NULL;
+}
+
+const mpx_option_spec *mpx_command_option(const mpx_command *c, const char *name) {
+    for (const mpx_option_spec *o = c && name ? c->options : NULL; o && o->name; o++)
+        if (strcmp(o->name, name) == 0) return o;
+    return NULL;
+}
+
+mpx_status repl_usage_error(mpx_error *err, const char *cmd, const char *fmt, ...) {
+    const mpx_command *c = mpx_command_find(cmd);
+    char detail[512] = "";
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(detail, sizeof detail, fmt, ap);
+        va_end(ap);
+    }
+    return mpx_error_set(err, MPX_E_ARG, "%s%susage: %s", detail, *detail ? "; " : "", c ? c->usage : cmd);
+}
+
+/* "; did you mean colour?" for a mistyped command, or "". */
+static const char *command_hint(const char *typed, char *buf, size_t n) {
+    mpx_name_hint h;
+    mpx_name_hint_init(&h, typed);
+    /* Aliases (color) are left out: the hint names the command help lists. */
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strncmp(commands[i].summary, "same as ", 8) != 0) mpx_name_hint_add(&h, commands[i].name);
+    return mpx_name_hint_tail(&h, buf, n);
+}
+
+static mpx_status cmd_help(mpx_session *s, int argc, char **argv, mpx_error *err) {
+    if (argc == 1) {
+        /* Names and summaries; the usage lines are long, `help <command>` has them. */
+        for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+            fprintf(s->out, "  %-9s %s\n", commands[i].name, commands[i].summary);
+        fprintf(s->out, "help <command> gives its usage and details.\n");
+        return MPX_OK;
+    }
+    const mpx_command *c = argc == 2 ? mpx_command_find(argv[1]) : NULL;
+    if (!c) {
+        char hint[128];
+        return mpx_error_set(err, MPX_E_ARG, "no command \"%s\" (try: help)%s", argc == 2 ? argv[1] : "",
+                             argc == 2 ? command_hint(argv[1], hint, sizeof hint) : "");
+    }
+    fprintf(s->out, "usage: %s\n%s\n", c->usage, c->summary);
+    if (c->help) fprintf(s->out, "\n%s\n", c->help);
+    /* The formats and metrics a command takes come from their tables. */
+    if (strstr(c->usage, "<format>") || strstr(c->usage, "<fmt>")) {
+        char names[256];
+        fprintf(s->out, "formats: %s (fp8e4m3 saturates, fp8e4m3nan overflows to NaN)\n", mpx_format_names(" ", true, names, sizeof names));
+    }
+    if (strstr(c->usage, "<metric>") || strstr(c->usage, "<figure>")) {
+        char names[256];
+        fprintf(s->out, "metrics: %s\n", mpx_metric_names(" ", names, sizeof names));
+    }
+    return MPX_OK;
+}
+
+/* ---- dispatch -------------------------------------------------------------- */
+
+enum { MAX_ARGS = 64 };
+
+/* The words against the row: every --option known (else a suggestion), each
+ * followed by the values it takes, and the plain words within the row's
+ * counts. Commands with their own grammar check it themselves. */
+static mpx_status check_words(const mpx_command *c, int argc, char **argv, mpx_error *err) {
+    if (c->min_args == MPX_ARGS_GRAMMAR) return MPX_OK;
+    int plain = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *w = argv[i];
+        if (strncmp(w, "--", 2) != 0 || !w[2]) {
+            plain++;
+            continue;
+        }
+        const mpx_option_spec *o = mpx_command_option(c, w);
+        if (!o) {
+            mpx_name_hint h;
+            mpx_name_hint_init(&h, w);
+            for (const mpx_option_spec *k = c->options; k && k->name; k++) mpx_name_hint_add(&h, k->name);
+            char hint[96];
+            mpx_name_hint_tail(&h, hint, sizeof hint);
+            return repl_usage_error(err, c->name, "unknown option \"%s\"%s", w, hint);
+        }
+        int takes = o->takes == MPX_TAKES_MAYBE ? (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0) : o->takes;
+        if (i + takes >= argc)
+            return repl_usage_error(err, c->name, "%s needs %s", w, takes == 2 ? "two values" : "a value");
+        i += takes;
+    }
+    if (plain < c->min_args || (c->max_args >= 0 && plain > c->max_args)) return repl_usage_error(err, c->name, NULL);
+    return MPX_OK;
+}
+
+mpx_status mpx_session_exec(mpx_session *s, const char *line, mpx_error *err) {
+    mpx_error_clear(err);
+    size_t len = strlen(line);
+    char *copy = malloc(len + 1);
+    if (!copy) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    memcpy(copy, line, len + 1);
+    int argc = 0;
+    char *argv[MAX_ARGS];
+    mpx_status st = repl_split_words(copy, &argc, argv, MAX_ARGS, false, err);
+    if (st == MPX_OK && argc > 0) {
+        const mpx_command *c = mpx_command_find(argv[0]);
+        if (!c) {
+            char hint[128];
+            st = mpx_error_set(err, MPX_E_ARG, "unknown command \"%s\" (try: help)%s", argv[0],
+                               command_hint(argv[0], hint, sizeof hint));
+        } else if ((st = check_words(c, argc, argv, err)) == MPX_OK) {
+            const char *saved = s->line;
+            s->line = line;
+            st = c->handler(s, argc, argv, err);
+            s->line = saved;
+        }
+    }
+    free(copy);
+    return st;
+}
