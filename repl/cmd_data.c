@@ -659,8 +659,7 @@ MPX_CMD(repl_cmd_data) {
     int rest = argc - 2;
     if ((st = take_list_args(&rest, argv + 2, &a, true, err))) return st;
     if (rest)
-        return mpx_error_set(err, MPX_E_ARG, "unexpected \"%s\"; usage: data <file.npz|folder|'glob'> [stacked] "
-                             "[limit <n>] [shuffle <seed>] | data off", argv[2]);
+        return repl_usage_error(err, argv[0], "unexpected \"%s\"", argv[2]);
     repl_dataset *d = NULL;
     if ((st = build(s, argv[1], &a, &d, err))) return st;
     if ((st = adopt(s, d, err))) {

@@ -76,7 +76,6 @@ static char *json_text(const char *path, const mpx_export_summary *x) {
 }
 
 MPX_CMD(repl_cmd_export) {
-    static const char usage[] = "usage: export <file.onnx> [--force] [--external] [--json [<file>]]";
     const char *file = NULL, *json_file = NULL;
     bool force = false, json = false, external = false;
     for (int i = 1; i < argc; i++) {
@@ -86,16 +85,11 @@ MPX_CMD(repl_cmd_export) {
             external = true;
         } else if (strcmp(argv[i], "--json") == 0) {
             json = true;
-            if (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0 && file) json_file = argv[++i];
-        } else if (strncmp(argv[i], "--", 2) == 0) {
-            return mpx_error_set(err, MPX_E_ARG, "unknown option \"%s\" (%s)", argv[i], usage);
-        } else if (!file) {
-            file = argv[i];
+            if (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0) json_file = argv[++i];
         } else {
-            return mpx_error_set(err, MPX_E_ARG, "one model file only (\"%s\" and \"%s\"); %s", file, argv[i], usage);
+            file = argv[i]; /* the one plain word (the row's spec) */
         }
     }
-    if (!file) return mpx_error_set(err, MPX_E_ARG, "%s", usage);
     mpx_status st = repl_need_model(s, err);
     if (st) return st;
     mpx_export_summary x;

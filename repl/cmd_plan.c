@@ -91,8 +91,7 @@ MPX_CMD(repl_cmd_target) {
         fputc('\n', s->out);
         return MPX_OK;
     }
-    if (argc != 2 && !(argc == 4 && strcmp(argv[2], "block") == 0))
-        return mpx_error_set(err, MPX_E_ARG, "usage: target <format> [block <k>]");
+    if (argc == 3) return repl_usage_error(err, argv[0], "block needs a size");
     const mpx_format *f = mpx_format_by_name(argv[1]);
     if (!f || f->kind == MPX_FMT_FP32) {
         char names[256];
@@ -120,8 +119,6 @@ MPX_CMD(repl_cmd_keep_io) {
         fprintf(s->out, "keep-io %s\n", o.keep_io ? "on" : "off");
         return MPX_OK;
     }
-    if (argc != 2 || (strcmp(argv[1], "on") != 0 && strcmp(argv[1], "off") != 0))
-        return mpx_error_set(err, MPX_E_ARG, "usage: keep-io on|off");
     o.keep_io = strcmp(argv[1], "on") == 0;
     return repl_apply_rules(s, mpx_history_rules(s->hist), &o, err);
 }
@@ -131,10 +128,7 @@ MPX_CMD(repl_cmd_rule) {
     (void)argv;
     mpx_status st = need_plan(s, err);
     if (st) return st;
-    if (argc < 3)
-        return mpx_error_set(err, MPX_E_ARG, "usage: %s",
-                             strcmp(argv[0], "accum") == 0 ? "accum <selector> <format> [when <expr> [else <format>]]"
-                                                           : "colour <selector> <colour> [when <expr> [else <colour>]]");
+    if (argc < 3) return repl_usage_error(err, argv[0], NULL);
     mpx_rules *r = mpx_rules_copy(mpx_history_rules(s->hist));
     if (!r) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     st = mpx_rules_add(r, s->line, s->graph, err);
@@ -152,11 +146,11 @@ MPX_CMD(repl_cmd_rule) {
 }
 
 MPX_CMD(repl_cmd_unrule) {
+    (void)argc; /* dispatch checked the count against the row */
     mpx_status st = need_plan(s, err);
     if (st) return st;
     const mpx_rules *cur = mpx_history_rules(s->hist);
     double k;
-    if (argc != 2) return mpx_error_set(err, MPX_E_ARG, "usage: unrule <n> (see: rules)");
     if ((st = repl_parse_number(argv[1], "rule number", &k, err))) return st;
     int n = mpx_rules_count(cur);
     if (k != (double)(int)k || k < 1 || k > n)
@@ -171,9 +165,9 @@ MPX_CMD(repl_cmd_unrule) {
 
 /* undo / redo: move the cursor, plan the state; put it back if that fails. */
 MPX_CMD(repl_cmd_undo) {
+    (void)argc; /* dispatch checked the count against the row */
     mpx_status st = need_plan(s, err);
     if (st) return st;
-    if (argc != 1) return mpx_error_set(err, MPX_E_ARG, "usage: %s", argv[0]);
     bool undo = strcmp(argv[0], "undo") == 0;
     if (!(undo ? mpx_history_undo(s->hist) : mpx_history_redo(s->hist)))
         return mpx_error_set(err, MPX_E_ARG, "nothing to %s", argv[0]);
@@ -195,8 +189,8 @@ MPX_CMD(repl_cmd_undo) {
 MPX_CMD(repl_cmd_rules) {
     mpx_status st = need_plan(s, err);
     if (st) return st;
-    bool json = argc == 2 && strcmp(argv[1], "--json") == 0;
-    if (argc > 2 || (argc == 2 && !json)) return mpx_error_set(err, MPX_E_ARG, "usage: rules [--json]");
+    (void)argv;
+    bool json = argc == 2; /* --json, the only option (the row's spec) */
     const mpx_rules *r = mpx_history_rules(s->hist);
     const mpx_plan_opts *o = mpx_history_opts(s->hist);
     int n = mpx_rules_count(r);
@@ -244,8 +238,8 @@ MPX_CMD(repl_cmd_plan) {
         if (strcmp(argv[a], "--changed") == 0) changed = true;
         else if (strcmp(argv[a], "--json") == 0) {
             json = true;
-            if (a + 1 < argc && argv[a + 1][0] != '-') path = argv[++a];
-        } else return mpx_error_set(err, MPX_E_ARG, "usage: plan [--changed] [--json [<file>]]");
+            if (a + 1 < argc && strncmp(argv[a + 1], "--", 2) != 0) path = argv[++a];
+        }
     }
     const mpx_plan *p = s->plan;
     const mpx_graph *g = s->graph;
@@ -328,8 +322,8 @@ MPX_CMD(repl_cmd_plan) {
 MPX_CMD(repl_cmd_diff) {
     mpx_status st = need_plan(s, err);
     if (st) return st;
-    bool json = argc == 2 && strcmp(argv[1], "--json") == 0;
-    if (argc > 2 || (argc == 2 && !json)) return mpx_error_set(err, MPX_E_ARG, "usage: diff [--json]");
+    (void)argv;
+    bool json = argc == 2; /* --json, the only option (the row's spec) */
     const mpx_rules *r;
     const mpx_plan_opts *o;
     if (!mpx_history_state(s->hist, 1, &r, &o))
@@ -393,9 +387,9 @@ MPX_CMD(repl_cmd_diff) {
 }
 
 MPX_CMD(repl_cmd_why) {
+    (void)argc; /* dispatch checked the count against the row */
     mpx_status st = need_plan(s, err);
     if (st) return st;
-    if (argc != 2) return mpx_error_set(err, MPX_E_ARG, "usage: why <node>");
     const mpx_node *n = mpx_graph_find_node(s->graph, argv[1]);
     if (!n) {
         char hint[300];

@@ -340,7 +340,7 @@ MPX_CMD(repl_cmd_run) {
         else if (strcmp(argv[a], "--keep") == 0 && a + 1 < argc) st = parse_keep(s->graph, argv[++a], keep, err);
         else if (strcmp(argv[a], "--samples") == 0 && a + 1 < argc) {
             if (!(st = repl_parse_shard(argv[++a], "--samples", &shard_k, &shard_n, err))) shard_k--;
-        } else st = mpx_error_set(err, MPX_E_ARG, "usage: run [--local] [--keep <tensor,...>] [--samples <k>/<n>]");
+        }
     }
     if (!st && shard_n > 1 && !s->data) st = mpx_error_set(err, MPX_E_ARG, "--samples %d/%d: no data set (see: help data)",
                                                           shard_k + 1, shard_n);
@@ -478,9 +478,6 @@ static mpx_status report_samples(mpx_session *s, const mpx_compare *c, mpx_error
 }
 
 MPX_CMD(repl_cmd_report) {
-    char names[256], usage[512];
-    snprintf(usage, sizeof usage, "usage: report [--top <n> | --all] [--sort %s|local|order] [--sample <k> | --samples] "
-             "[--json [<file>] | --csv [<file>]]", mpx_metric_names("|", names, sizeof names));
     mpx_status st = repl_need_model(s, err);
     if (st) return st;
     int top = s->report_top;
@@ -512,16 +509,16 @@ MPX_CMD(repl_cmd_report) {
             while (k < K_COUNT && strcmp(key_name(k), argv[a]) != 0) k++;
             if (k == K_COUNT) {
                 char hint[128];
-                return mpx_error_set(err, MPX_E_ARG, "unknown metric \"%s\"%s; %s", argv[a],
-                                     repl_metric_tail(argv[a], true, hint, sizeof hint), usage);
+                char names[256];
+                return mpx_error_set(err, MPX_E_ARG, "--sort: unknown metric \"%s\" (%s, local, order)%s", argv[a],
+                                     mpx_metric_names(", ", names, sizeof names),
+                                     repl_metric_tail(argv[a], true, hint, sizeof hint));
             }
             sm = k;
         } else if (strcmp(argv[a], "--json") == 0 || strcmp(argv[a], "--csv") == 0) {
             if (argv[a][2] == 'j') json = true;
             else csv = true;
-            if (a + 1 < argc && argv[a + 1][0] != '-') path = argv[++a];
-        } else {
-            return mpx_error_set(err, MPX_E_ARG, "%s", usage);
+            if (a + 1 < argc && strncmp(argv[a + 1], "--", 2) != 0) path = argv[++a];
         }
     }
     if (json && csv) return mpx_error_set(err, MPX_E_ARG, "--json or --csv, not both");
@@ -719,15 +716,12 @@ static void value_stats(const mpx_value *v, double *mn, double *mx, double *mean
 
 /* tensor <name> [--save <file.npy>] [--save-ref <file.npy>] */
 MPX_CMD(repl_cmd_tensor) {
-    static const char usage[] = "usage: tensor <name> [--save <file.npy>] [--save-ref <file.npy>]";
     mpx_status st = repl_need_model(s, err);
     if (st) return st;
-    if (argc < 2) return mpx_error_set(err, MPX_E_ARG, "%s", usage);
     const char *save = NULL, *save_ref = NULL;
     for (int a = 2; a < argc; a++) {
-        if (strcmp(argv[a], "--save") == 0 && a + 1 < argc) save = argv[++a];
-        else if (strcmp(argv[a], "--save-ref") == 0 && a + 1 < argc) save_ref = argv[++a];
-        else return mpx_error_set(err, MPX_E_ARG, "%s", usage);
+        if (strcmp(argv[a], "--save") == 0) save = argv[++a];
+        else if (strcmp(argv[a], "--save-ref") == 0) save_ref = argv[++a];
     }
     const mpx_graph *g = s->graph;
     const mpx_tensor *t = repl_find_named(g, argv[1]);
@@ -784,7 +778,6 @@ MPX_CMD(repl_cmd_compare) {
     mpx_status st = repl_need_model(s, err);
     if (st) return st;
     if (!s->plan) return mpx_error_set(err, MPX_E_INVALID, "no plan (load a model first)");
-    static const char usage[] = "usage: compare <format> [<format> ...] [--local] [--json]";
     bool json = false, local = false;
     int nf = 0;
     const mpx_format *fmts[MPX_COMPARE_MAX_CANDS];
@@ -793,8 +786,6 @@ MPX_CMD(repl_cmd_compare) {
             json = true;
         } else if (strcmp(argv[a], "--local") == 0) {
             local = true;
-        } else if (strncmp(argv[a], "--", 2) == 0) {
-            return mpx_error_set(err, MPX_E_ARG, "unknown option \"%s\"; %s", argv[a], usage);
         } else if (nf == MPX_COMPARE_MAX_CANDS) {
             return mpx_error_set(err, MPX_E_ARG, "at most %d formats at once", MPX_COMPARE_MAX_CANDS);
         } else {
@@ -809,7 +800,6 @@ MPX_CMD(repl_cmd_compare) {
             fmts[nf++] = f;
         }
     }
-    if (nf < 1) return mpx_error_set(err, MPX_E_ARG, "%s", usage);
     mpx_compare *cmp[MPX_COMPARE_MAX_CANDS] = {0};
     mpx_plan *plans[MPX_COMPARE_MAX_CANDS] = {0};
     for (int i = 0; i < nf && !st; i++) {

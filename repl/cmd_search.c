@@ -390,13 +390,13 @@ MPX_CMD(repl_cmd_search) {
     for (int a = 1; a < argc; a++) {
         if (strncmp(argv[a], "--", 2) != 0) continue;
         if (n_words == argc - 1) n_words = a - 1;
-        if (strcmp(argv[a], "--method") == 0 && a + 1 < argc) {
+        if (strcmp(argv[a], "--method") == 0) {
             const char *m = argv[++a];
             int k = 0;
             while (k < 3 && strcmp(m, method_names[k]) != 0) k++;
             if (k == 3) return mpx_error_set(err, MPX_E_ARG, "search: unknown method \"%s\" (auto greedy bisect)", m);
             x.how = (method)k;
-        } else if (strcmp(argv[a], "--max-evals") == 0 && a + 1 < argc) {
+        } else if (strcmp(argv[a], "--max-evals") == 0) {
             double v;
             if ((st = repl_parse_number(argv[++a], "--max-evals", &v, err))) return st;
             if (v < 1 || v > 1e6 || v != (double)(int)v)
@@ -405,16 +405,9 @@ MPX_CMD(repl_cmd_search) {
         } else if (strcmp(argv[a], "--json") == 0) {
             json = true;
             if (a + 1 < argc && strncmp(argv[a + 1], "--", 2) != 0) json_path = argv[++a];
-        } else {
-            return mpx_error_set(err, MPX_E_ARG,
-                                 "usage: search <figure> <op> <number> [and ...] [--method auto|greedy|bisect] "
-                                 "[--max-evals n] [--json [file]]");
         }
     }
-    if (n_words < 1)
-        return mpx_error_set(err, MPX_E_ARG,
-                             "usage: search <figure> <op> <number> [and ...] [--method auto|greedy|bisect] "
-                             "[--max-evals n] [--json [file]]");
+    if (n_words < 1) return repl_usage_error(err, argv[0], "the condition comes first");
     if ((st = repl_cond_parse("search", n_words, argv + 1, &x.cond, err))) return st;
     x.need_run = repl_cond_needs_run(&x.cond);
     /* Check the figures' names before any run: a typo costs nothing. */

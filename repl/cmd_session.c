@@ -16,6 +16,7 @@
 /* ---- source ------------------------------------------------------------------ */
 
 MPX_CMD(repl_cmd_source) {
+    (void)argc; /* dispatch checked the count against the row */
     return repl_source(s, argv[1], err);
 }
 
@@ -286,7 +287,6 @@ static mpx_status save_text(const mpx_session *s, sbuf *b, int *n_cmds, mpx_erro
 
 /* save [<file.mpx>]: without a file, print the script. */
 MPX_CMD(repl_cmd_save) {
-    if (argc > 2) return mpx_error_set(err, MPX_E_ARG, "usage: save [<file.mpx>]");
     sbuf b = {NULL, 0, 0, false};
     int n = 0;
     mpx_status st = save_text(s, &b, &n, err);

@@ -242,21 +242,23 @@ static int cmp_absmax(const void *a, const void *b) {
 
 /* stats [--top <n> | --all] [--save <ranges.json>] | stats --load <ranges.json> */
 MPX_CMD(repl_cmd_stats) {
-    static const char usage[] = "usage: stats [--top <n> | --all] [--save <ranges.json>] | stats --load <ranges.json>";
     mpx_status st = repl_need_model(s, err);
     if (st) return st;
     const char *save = NULL;
     int top = s->report_top;
     for (int a = 1; a < argc; a++) {
-        if (strcmp(argv[a], "--load") == 0 && a + 1 < argc && argc == 3) return load_ranges(s, argv[a + 1], err);
-        if (strcmp(argv[a], "--save") == 0 && a + 1 < argc) save = argv[++a];
+        if (strcmp(argv[a], "--load") == 0) {
+            if (argc != 3) return repl_usage_error(err, argv[0], "--load goes alone");
+            return load_ranges(s, argv[a + 1], err);
+        }
+        if (strcmp(argv[a], "--save") == 0) save = argv[++a];
         else if (strcmp(argv[a], "--all") == 0) top = -1;
-        else if (strcmp(argv[a], "--top") == 0 && a + 1 < argc) {
+        else if (strcmp(argv[a], "--top") == 0) {
             double v;
             if ((st = repl_parse_number(argv[++a], "--top", &v, err))) return st;
             if (v < 1 || v != (double)(int)v) return mpx_error_set(err, MPX_E_ARG, "--top %s: a count of rows", argv[a]);
             top = (int)v;
-        } else return mpx_error_set(err, MPX_E_ARG, "%s", usage);
+        }
     }
     const mpx_graph *g = s->graph;
     tstat *t = NULL;

@@ -268,7 +268,7 @@ static mpx_status emit(mpx_session *s, const sweep_def *d, const outputs *o, con
 
 /* --json [f] --csv [f] --plot f (and --shard k/n for sweep) */
 static mpx_status parse_outputs(int argc, char **argv, int from, outputs *o, int *shard_k, int *shard_n,
-                                const char *usage, mpx_error *err) {
+                                mpx_error *err) {
     memset(o, 0, sizeof *o);
     for (int a = from; a < argc; a++) {
         bool has_arg = a + 1 < argc && strncmp(argv[a + 1], "--", 2) != 0;
@@ -284,17 +284,13 @@ static mpx_status parse_outputs(int argc, char **argv, int from, outputs *o, int
             mpx_status st = repl_parse_shard(argv[++a], "--shard", shard_k, shard_n, err);
             if (st) return st;
         } else {
-            return mpx_error_set(err, MPX_E_ARG, "usage: %s", usage);
+            return repl_usage_error(err, argv[0], "unexpected \"%s\"", argv[a]);
         }
     }
     if (o->want_json && o->want_csv && (!o->json || !o->csv))
         return mpx_error_set(err, MPX_E_ARG, "--json and --csv together need a file for each");
     return MPX_OK;
 }
-
-static const char *const sweep_usage =
-    "sweep <name> in <v1>,<v2>,... : <command using $name> [--json [<file>] | --csv [<file>]] [--plot <file.svg>] "
-    "[--shard <k>/<n>]";
 
 /* sweep <name> in v1,v2,... : <command> [options] */
 MPX_CMD(repl_cmd_sweep) {
@@ -305,7 +301,7 @@ MPX_CMD(repl_cmd_sweep) {
     for (int a = 1; a < argc && colon < 0; a++)
         if (strcmp(argv[a], ":") == 0) colon = a;
     if (argc < 6 || strcmp(argv[2], "in") != 0 || colon != 4)
-        return mpx_error_set(err, MPX_E_ARG, "usage: %s", sweep_usage);
+        return repl_usage_error(err, argv[0], NULL);
     sweep_def *d = calloc(1, sizeof *d);
     if (!d) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     snprintf(d->name, sizeof d->name, "%s", argv[1]);
@@ -317,8 +313,8 @@ MPX_CMD(repl_cmd_sweep) {
                               end > colon + 1 ? " " : "", argv[end]);
     outputs out;
     int sk = 0, sn = 0;
-    if (end == colon + 1) st = mpx_error_set(err, MPX_E_ARG, "sweep: no command after ':' (usage: %s)", sweep_usage);
-    if (!st) st = parse_outputs(argc, argv, end, &out, &sk, &sn, sweep_usage, err);
+    if (end == colon + 1) st = repl_usage_error(err, argv[0], "no command after ':'");
+    if (!st) st = parse_outputs(argc, argv, end, &out, &sk, &sn, err);
     /* The values. */
     char vals[4096];
     snprintf(vals, sizeof vals, "%s", argv[3]);
@@ -484,13 +480,11 @@ static mpx_status merge_one(const char *path, const cJSON *root, sweep_def *d, b
     return MPX_OK;
 }
 
-static const char *const merge_usage = "merge <shard.json> ... [--json [<file>] | --csv [<file>]] [--plot <file.svg>]";
-
 /* merge a.json b.json ... [--json [f] | --csv [f]] [--plot f] */
 MPX_CMD(repl_cmd_merge) {
     int files = 1;
     while (files < argc && strncmp(argv[files], "--", 2) != 0) files++;
-    if (files == 1) return mpx_error_set(err, MPX_E_ARG, "usage: %s", merge_usage);
+    if (files == 1) return repl_usage_error(err, argv[0], "the shards come first");
     /* Shards of a data-set run (report --json after run --samples k/n) are
      * data_merge.c's. */
     cJSON *first = NULL;
@@ -501,7 +495,7 @@ MPX_CMD(repl_cmd_merge) {
     cJSON_Delete(first);
     if (samples) return repl_merge_samples(s, argc, argv, err);
     outputs out;
-    mpx_status st = parse_outputs(argc, argv, files, &out, NULL, NULL, merge_usage, err);
+    mpx_status st = parse_outputs(argc, argv, files, &out, NULL, NULL, err);
     if (st) return st;
     sweep_def *d = calloc(1, sizeof *d);
     if (!d) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");

@@ -26,10 +26,6 @@ typedef struct viz_args {
     char engine[16];
 } viz_args;
 
-static const char graph_opts_usage[] =
-    "[--around <node> <depth>] [--shapes] [--collapse] [--cluster <depth>] [--weights] [--all] "
-    "[--overlay [--local]] [--no-legend] [--engine dot|sfdp|neato]";
-
 static mpx_status parse_count(const char *text, const char *what, int *out, mpx_error *err) {
     double v;
     mpx_status st = repl_parse_number(text, what, &v, err);
@@ -84,12 +80,8 @@ static mpx_status parse_viz_args(int argc, char **argv, bool allow_watch, viz_ar
             a->watch = true;
         } else if (allow_watch && strcmp(w, "--unwatch") == 0) {
             a->unwatch = true;
-        } else if (w[0] == '-' && w[1] == '-') {
-            return mpx_error_set(err, MPX_E_ARG, "unknown option \"%s\" (options: %s)", w, graph_opts_usage);
-        } else if (!a->file) {
-            a->file = w;
         } else {
-            return mpx_error_set(err, MPX_E_ARG, "one file only (\"%s\" and \"%s\")", a->file, w);
+            a->file = w; /* the one plain word; dispatch checked the options (the rows' specs) */
         }
     }
     return MPX_OK;
@@ -242,14 +234,13 @@ MPX_CMD(repl_cmd_svg) {
     mpx_status st = parse_viz_args(argc, argv, true, &a, err);
     if (st) return st;
     if (a.unwatch) {
-        if (a.file || a.watch || argc != 2) return mpx_error_set(err, MPX_E_ARG, "usage: svg --unwatch");
+        if (argc != 2) return repl_usage_error(err, argv[0], "--unwatch goes alone");
         if (watch.s == s && watch.path[0]) fprintf(s->info, "no longer watching %s\n", watch.path);
         else fprintf(s->info, "no svg is watched\n");
         unwatch(s);
         return MPX_OK;
     }
-    if (!a.file) return mpx_error_set(err, MPX_E_ARG, "usage: svg <file.svg> %s [--watch] | svg --unwatch",
-                                      graph_opts_usage);
+    if (!a.file) return repl_usage_error(err, argv[0], NULL);
     if ((st = need_plan(s, err)) || (st = pick_overlay(s, &a, false, err))) return st;
     mpx_viz_stats vs;
     if ((st = write_svg(s, a.file, &a, &vs, err))) return st;
@@ -275,14 +266,9 @@ MPX_CMD(repl_cmd_plot) {
     bool local = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--local") == 0) local = true;
-        else if (argv[i][0] == '-' && argv[i][1] == '-')
-            return mpx_error_set(err, MPX_E_ARG, "unknown option \"%s\" (usage: plot <file.svg> [<metric>] [--local])",
-                                 argv[i]);
         else if (!file) file = argv[i];
-        else if (!metric) metric = argv[i];
-        else return mpx_error_set(err, MPX_E_ARG, "usage: plot <file.svg> [<metric>] [--local]");
+        else metric = argv[i]; /* at most two plain words (the row's spec) */
     }
-    if (!file) return mpx_error_set(err, MPX_E_ARG, "usage: plot <file.svg> [<metric>] [--local]");
     mpx_status st = need_plan(s, err);
     if (st) return st;
     mpx_viz_plot_opts po;
@@ -328,7 +314,6 @@ MPX_CMD(repl_cmd_html) {
     viz_args a;
     mpx_status st = parse_viz_args(argc, argv, false, &a, err);
     if (st) return st;
-    if (!a.file) return mpx_error_set(err, MPX_E_ARG, "usage: html <file.html> %s", graph_opts_usage);
     if ((st = need_plan(s, err)) || (st = pick_overlay(s, &a, true, err))) return st;
     a.o.rules = mpx_history_rules(s->hist);
     mpx_viz_series series[9];

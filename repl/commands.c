@@ -234,7 +234,7 @@ static const mpx_command commands[] = {
      "mean:, p95: (nearest rank), sample <k>: (e.g. assert p95:output.rel_l2 < 1e-3).\n"
      "A failed assert stops a script with exit status 2.\n"
      "Example: assert output.rel_l2 < 1e-3 and overflow == 0 and casts <= 40",
-     repl_cmd_assert, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_condition},
+     repl_cmd_assert, 1, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_condition},
     {"search", "search <figure> <op> <number> [and ...] [--method auto|greedy|bisect] [--max-evals <n>] [--json [<file>]]",
      "find the nodes to keep in fp32 so that a condition holds",
      "The condition is assert's (same figures and grammar), e.g.\n"
@@ -253,7 +253,7 @@ static const mpx_command commands[] = {
      "--json prints (or writes) {condition, method, fp32: [names], figures,\n"
      "low_macs_pct, candidates, n_evaluations, ms, evaluations: [{set, holds,\n"
      "figures, low_macs_pct, ms}]}.",
-     repl_cmd_search, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, search_opts, repl_complete_condition},
+     repl_cmd_search, 1, -1, {MPX_WORD_TEXT}, NULL, search_opts, repl_complete_condition},
     {"sweep", "sweep <name> in <v1>,<v2>,... : <command using $name> [--json [<file>] | --csv [<file>]] [--plot <file.svg>] [--shard <k>/<n>]",
      "try a plan change with several values, every point planned and run",
      "e.g. sweep t in 0,64k,256k,1M,4M : colour Conv green when macs >= $t else gray\n"
@@ -421,6 +421,18 @@ static mpx_status cmd_help(mpx_session *s, int argc, char **argv, mpx_error *err
 
 enum { MAX_ARGS = 64 };
 
+/* Whether w is one of "a|b|c". */
+static bool is_choice(const char *choices, const char *w) {
+    size_t l = strlen(w);
+    for (const char *p = choices; p && *p;) {
+        const char *bar = strchr(p, '|');
+        size_t n = bar ? (size_t)(bar - p) : strlen(p);
+        if (n == l && strncmp(p, w, l) == 0) return true;
+        p = bar ? bar + 1 : p + n;
+    }
+    return false;
+}
+
 /* The words against the row: every --option known (else a suggestion), each
  * followed by the values it takes, and the plain words within the row's
  * counts. Commands with their own grammar check it themselves. */
@@ -430,6 +442,9 @@ static mpx_status check_words(const mpx_command *c, int argc, char **argv, mpx_e
     for (int i = 1; i < argc; i++) {
         const char *w = argv[i];
         if (strncmp(w, "--", 2) != 0 || !w[2]) {
+            int last = (int)(sizeof c->args / sizeof c->args[0]) - 1;
+            if (c->args[plain < last ? plain : last] == MPX_WORD_CHOICE && !is_choice(c->choices, w))
+                return repl_usage_error(err, c->name, "\"%s\" is not %s", w, c->choices);
             plain++;
             continue;
         }

@@ -1,0 +1,136 @@
+/* test_commands.c - the command table's argument specs: what dispatch refuses
+ * before a handler runs, and what completion offers, both read from the rows.
+ * The interactive test (tmux) sees the same completion through libedit; this
+ * one checks every kind of word without a terminal. */
+#include "check.h"
+#include "repl_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static mpx_session s;
+
+/* The candidates for the last word of line (split as the prompt splits it),
+ * space-separated, sorted. */
+static const char *complete_line(const char *line) {
+    static char out[8192];
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", line);
+    const char *sp = strrchr(buf, ' ');
+    const char *text = sp ? sp + 1 : buf;
+    char before[1024];
+    size_t n = (size_t)(text - buf);
+    memcpy(before, buf, n);
+    before[n] = '\0';
+    char *w[64];
+    int pos = 0;
+    mpx_error err;
+    out[0] = '\0';
+    if (repl_split_words(before, &pos, w, 64, true, &err)) return "(split failed)";
+    int k = repl_complete(&s, text, pos, w);
+    size_t o = 0;
+    for (int i = 0; i < k; i++) {
+        char *c = repl_complete_take();
+        o += (size_t)snprintf(out + o, sizeof out - o, "%s%s", i ? " " : "", c);
+        free(c);
+    }
+    return out;
+}
+
+static void expect_completion(const char *line, const char *want) {
+    const char *got = complete_line(line);
+    CHECK_MSG(strcmp(got, want) == 0, "completing \"%s\": got \"%s\", want \"%s\"", line, got, want);
+}
+
+static void expect_refused(const char *line, const char *msg) {
+    mpx_error err;
+    mpx_status st = mpx_session_exec(&s, line, &err);
+    CHECK_MSG(st != MPX_OK, "\"%s\" was accepted", line);
+    if (st != MPX_OK) CHECK_CONTAINS(err.msg, msg);
+}
+
+int main(void) {
+    mpx_numerics_init();
+    FILE *sink = fopen("/dev/null", "w");
+    mpx_session_init(&s, sink);
+    char path[1024];
+    const char *src = getenv("MPX_SRC");
+    snprintf(path, sizeof path, "load %s/examples/tiny_cnn.json", src ? src : ".");
+    mpx_error err;
+    CHECK_MSG(mpx_session_exec(&s, path, &err) == MPX_OK, "%s", err.msg);
+
+    /* Every row is well formed: its usage starts with its name, every
+     * option of the spec appears in the usage (the "usage:" messages and
+     * help print it), choices exist where a word is a choice. */
+    int n = 0;
+    const mpx_command *c = mpx_commands(&n);
+    for (int i = 0; i < n; i++) {
+        CHECK_MSG(strncmp(c[i].usage, c[i].name, strlen(c[i].name)) == 0, "%s: usage \"%s\"", c[i].name, c[i].usage);
+        for (const mpx_option_spec *o = c[i].options; o && o->name; o++) {
+            CHECK_MSG(strstr(c[i].usage, o->name) != NULL, "%s: option %s missing from its usage", c[i].name, o->name);
+            CHECK_MSG(o->kind != MPX_WORD_CHOICE || o->choices, "%s %s: no choices", c[i].name, o->name);
+        }
+        for (size_t k = 0; k < sizeof c[i].args / sizeof c[i].args[0]; k++)
+            CHECK_MSG(c[i].args[k] != MPX_WORD_CHOICE || c[i].choices, "%s: no choices", c[i].name);
+        CHECK(mpx_command_find(c[i].name) == &c[i]);
+    }
+    CHECK(mpx_command_find("exit") == mpx_command_find("quit"));
+
+    /* Dispatch checks the words against the row before the handler runs. */
+    expect_refused("report --jsn", "unknown option \"--jsn\"; did you mean --json?; usage: report [--top");
+    expect_refused("run --keep", "--keep needs a value; usage: run ");
+    expect_refused("dot --around Conv_0", "--around needs two values");
+    expect_refused("show", "usage: show <node>");
+    expect_refused("show a b", "usage: show <node>");
+    expect_refused("keep-io maybe", "\"maybe\" is not on|off; usage: keep-io [on|off]");
+    expect_refused("target fp16 blk 4", "\"blk\" is not block");
+    expect_refused("export", "usage: export <file.onnx>");
+    expect_refused("plot a.svg rel_l2 extra", "usage: plot <file.svg> [<metric>] [--local]");
+    expect_refused("stats --load r.json --top 3", "--load goes alone; usage: stats");
+    expect_refused("set tpo 3", "unknown setting \"tpo\" (settings: bail, top, cache, pager); did you mean top?");
+    expect_refused("search --max-evals 3 output.rel_l2 < 1", "the condition comes first");
+    /* A refused command leaves the session as it was. */
+    CHECK(s.graph && s.plan);
+
+    /* Completion reads the same rows. */
+    expect_completion("export --", "--external --force --json");
+    expect_completion("keep-io ", "off on");
+    expect_completion("target fp16 ", "block");
+    expect_completion("target b", "bf16");
+    expect_completion("set ", "bail cache pager top");
+    expect_completion("set pager ", "off on");
+    expect_completion("svg x.svg --engine ", "dot neato sfdp");
+    expect_completion("search output.rel_l2 < 1 --method ", "auto bisect greedy");
+    expect_completion("report --sort s", "sqnr_db subnormal");
+    expect_completion("report --sort l", "local");
+    expect_completion("help sw", "sweep");
+    expect_completion("ex", "exit export");
+    expect_completion("input ", "x");
+    expect_completion("input x ", "audio const file files image random shape");
+    expect_completion("colour Co", "Concat Constant ConstantOfShape Conv ConvTranspose Cos");
+    expect_completion("colour Conv ", "clear gray green red");
+    expect_completion("accum Conv fp3", "fp32");
+    expect_completion("assert l", "layers low_macs_pct low_nodes");
+    /* sweep: after the colon, the swept command's own words. */
+    expect_completion("sweep t in 1,2 : keep-io ", "off on");
+    expect_completion("sweep t ", "in");
+    /* nodes from the model: tiny_cnn's three nodes under /backbone/stem/ */
+    char stem[512];
+    snprintf(stem, sizeof stem, "%s", complete_line("why /backbone/stem/"));
+    CHECK_MSG(strcmp(stem, "/backbone/stem/act/Relu /backbone/stem/bn/BatchNormalization /backbone/stem/conv/Conv") == 0,
+              "why /backbone/stem/: \"%s\"", stem);
+    expect_completion("dot --around /backbone/stem/", stem);
+    /* the depth after --around <node> is a number: nothing to offer */
+    expect_completion("dot --around /backbone/stem/act/Relu ", "");
+    /* options do not count as plain words: after --local and the file the
+     * next plain word is plot's second, a metric */
+    char metrics[512];
+    snprintf(metrics, sizeof metrics, "%s", complete_line("plot x.svg "));
+    CHECK_MSG(strstr(metrics, "rel_l2") != NULL, "plot x.svg: \"%s\"", metrics);
+    expect_completion("plot --local x.svg ", metrics);
+
+    repl_complete_free();
+    mpx_session_free(&s);
+    fclose(sink);
+    return check_report("test_commands");
+}
