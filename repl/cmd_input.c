@@ -271,7 +271,7 @@ static mpx_status parse_seed(const char *text, unsigned long long *seed, mpx_err
 
 /* ---- the command ------------------------------------------------------------------ */
 
-static mpx_status parse_random(int argc, char **argv, mpx_input_spec *sp, const char *usage, mpx_error *err) {
+static mpx_status parse_random(int argc, char **argv, mpx_input_spec *sp, mpx_error *err) {
     int a = 3;
     mpx_status st;
     sp->kind = MPX_INPUT_NORMAL, sp->a = 0.0, sp->b = 1.0, sp->seed = 0;
@@ -293,7 +293,7 @@ static mpx_status parse_random(int argc, char **argv, mpx_input_spec *sp, const 
         if ((st = parse_seed(argv[a + 1], &sp->seed, err))) return st;
         a += 2;
     }
-    if (a != argc) return mpx_error_set(err, MPX_E_ARG, "unexpected \"%s\"; %s", argv[a], usage);
+    if (a != argc) return repl_usage_error(err, argv[0], "unexpected \"%s\"", argv[a]);
     return MPX_OK;
 }
 
@@ -303,7 +303,7 @@ static mpx_status parse_random(int argc, char **argv, mpx_input_spec *sp, const 
 static mpx_status parse_file_kind(mpx_session *s, int argc, char **argv, const mpx_tensor *t, mpx_input_spec *sp,
                                   mpx_error *err) {
     const char *kind = argv[2];
-    if (argc < 4) return mpx_error_set(err, MPX_E_ARG, "usage: input <name> %s <file> [options]", kind);
+    if (argc < 4) return repl_usage_error(err, argv[0], "%s needs a file", kind);
     if (strlen(argv[3]) >= sizeof sp->path) return mpx_error_set(err, MPX_E_ARG, "path too long");
     sp->kind = strcmp(kind, "image") == 0 ? MPX_INPUT_IMAGE : strcmp(kind, "audio") == 0 ? MPX_INPUT_AUDIO : MPX_INPUT_FILE;
     snprintf(sp->path, sizeof sp->path, "%s", argv[3]);
@@ -312,7 +312,7 @@ static mpx_status parse_file_kind(mpx_session *s, int argc, char **argv, const m
     mpx_status st;
     if (sp->kind == MPX_INPUT_FILE) {
         if (argc == 5 && strcmp(argv[4], "convert") == 0) sp->convert = true;
-        else if (argc != 4) return mpx_error_set(err, MPX_E_ARG, "usage: input <name> file <x.npy> [convert]");
+        else if (argc != 4) return repl_usage_error(err, argv[0], "file takes <x.npy> [convert]");
     } else {
         /* Check the words now; keep them for every later run and for save. */
         size_t o = 0;
@@ -357,7 +357,6 @@ static mpx_status parse_file_kind(mpx_session *s, int argc, char **argv, const m
 /* The words after `input <name> files '<glob>'`: npy [convert] | image
  * [options] | audio [options], into sp (kind, opts, convert). */
 static mpx_status files_check(int argc, char **argv, mpx_input_spec *sp, mpx_error *err) {
-    if (argc < 1) return mpx_error_set(err, MPX_E_ARG, "usage: input <name> files '<glob>' npy|image|audio [options] [limit <n>] [shuffle <seed>]");
     const char *kind = argv[0];
     mpx_status st = MPX_OK;
     if (strcmp(kind, "npy") == 0) {
@@ -389,10 +388,7 @@ static mpx_status files_check(int argc, char **argv, mpx_input_spec *sp, mpx_err
 /* input <name> shape S | random [normal|uniform] [a b] [seed n] | const v
  *            | file x.npy [convert] | image f [opts] | audio f [opts] */
 MPX_CMD(repl_cmd_input) {
-    static const char usage[] =
-        "usage: input <name> shape <AxBxC> | random [normal|uniform] [<a> <b>] [seed <n>] | "
-        "const <v> | file <x.npy> [convert] | image <file> [options] | audio <file> [options]";
-    if (argc < 3) return mpx_error_set(err, MPX_E_ARG, "%s", usage);
+    if (argc < 3) return repl_usage_error(err, argv[0], NULL);
     mpx_status st = repl_need_model(s, err);
     if (st) return st;
     const mpx_tensor *t = find_input(s->graph, argv[1]);
@@ -417,7 +413,7 @@ MPX_CMD(repl_cmd_input) {
     if (old) sp = *old;
     snprintf(sp.name, sizeof sp.name, "%s", argv[1]);
     if (strcmp(kind, "shape") == 0) {
-        if (argc != 4) return mpx_error_set(err, MPX_E_ARG, "usage: input <name> shape <AxBxC>");
+        if (argc != 4) return repl_usage_error(err, argv[0], "shape takes one <AxBxC>");
         if (strlen(argv[3]) >= sizeof sp.shape) return mpx_error_set(err, MPX_E_ARG, "shape too long");
         st = repl_input_shape(s, argv[1], argv[3], err);
         if (st) return st;
@@ -426,19 +422,19 @@ MPX_CMD(repl_cmd_input) {
         return MPX_OK;
     }
     if (strcmp(kind, "random") == 0) {
-        if ((st = parse_random(argc, argv, &sp, usage, err))) return st;
+        if ((st = parse_random(argc, argv, &sp, err))) return st;
     } else if (strcmp(kind, "const") == 0) {
-        if (argc != 4) return mpx_error_set(err, MPX_E_ARG, "usage: input <name> const <value>");
+        if (argc != 4) return repl_usage_error(err, argv[0], "const takes one value");
         if ((st = repl_parse_number(argv[3], "const", &sp.a, err))) return st;
         if (!isfinite(sp.a)) return mpx_error_set(err, MPX_E_ARG, "const: %s is not finite", argv[3]);
         sp.kind = MPX_INPUT_CONST;
     } else if (strcmp(kind, "files") == 0) {
-        if (argc < 5) return mpx_error_set(err, MPX_E_ARG, "usage: input <name> files '<glob>' npy|image|audio [options] [limit <n>] [shuffle <seed>]");
+        if (argc < 5) return repl_usage_error(err, argv[0], "files takes '<glob>' npy|image|audio [options]");
         return repl_data_from_files(s, argv[1], argv[3], argc - 4, argv + 4, files_check, err);
     } else if (strcmp(kind, "file") == 0 || strcmp(kind, "image") == 0 || strcmp(kind, "audio") == 0) {
         if ((st = parse_file_kind(s, argc, argv, t, &sp, err))) return st;
     } else {
-        return mpx_error_set(err, MPX_E_ARG, "unknown input kind \"%s\"; %s", kind, usage);
+        return repl_usage_error(err, argv[0], "unknown input kind \"%s\"", kind);
     }
     mpx_input_spec *slot = spec_slot(s, argv[1]);
     if (!slot) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");

@@ -87,7 +87,7 @@ static const mpx_command commands[] = {
      "Loads an ONNX model or an mpx JSON model. Inputs keep their symbolic dims until\n"
      "bound with `input`. A model that fails to load leaves the session unchanged.",
      repl_cmd_load, 1, 1, {MPX_WORD_FILE}, NULL, NULL, NULL},
-    {"input", "input <name> shape <AxBxC> | random [normal|uniform] [<a> <b>] [seed <n>] | const <v> | file <x.npy> [convert] | image <file> [size <H>x<W>] [layout nchw|nhwc] [channels rgb|bgr|gray] [scale <s>] [mean <a,b,c>] [std <a,b,c>] | audio <file> [rate <hz>] [length <n>] [scale <s>]",
+    {"input", "input <name> shape <AxBxC> | random [normal|uniform] [<a> <b>] [seed <n>] | const <v> | file <x.npy> [convert] | image <file> [size <H>x<W>] [layout nchw|nhwc] [channels rgb|bgr|gray] [scale <s>] [mean <a,b,c>] [std <a,b,c>] | audio <file> [rate <hz>] [length <n>] [scale <s>] | files '<glob>' npy|image|audio [options] [limit <n>] [shuffle <seed>]",
      "bind an input's shape, or say how its values are made",
      "shape: binds the input's dims (replacing symbolic ones such as\n"
      "p2o.DynamicDimension.0), then infers every tensor's shape and each node's cost\n"
