@@ -73,12 +73,6 @@ static int input_index(const mpx_graph *g, const char *name) {
     return -1;
 }
 
-static const mpx_input_spec *session_spec(const mpx_session *s, const char *name) {
-    for (int i = 0; i < s->n_specs; i++)
-        if (strcmp(s->specs[i].name, name) == 0) return &s->specs[i];
-    return NULL;
-}
-
 /* v in place of input i, after checking its shape against the bound one. */
 static mpx_status put_value(const mpx_graph *g, int i, mpx_value *v, mpx_value *inputs, const char *from,
                             mpx_error *err) {
@@ -121,7 +115,7 @@ static mpx_status check_keys(const mpx_session *s, const mpx_npz *z, const char 
     for (int i = 0; i < g->n_inputs; i++) {
         bool have = false;
         for (int k = 0; k < z->n && !have; k++) have = strcmp(z->keys[k], g->inputs[i]->name) == 0;
-        if (!have && !session_spec(s, g->inputs[i]->name))
+        if (!have && !repl_find_spec(s, g->inputs[i]->name))
             return mpx_error_set(err, MPX_E_ARG, "%s has no array for input %s (and no `input %s ...` says how to make it)",
                                  path, g->inputs[i]->name, g->inputs[i]->name);
     }
@@ -334,7 +328,7 @@ static mpx_status folder_sample(const mpx_session *s, repl_dataset *d, const cha
         memset(&sp, 0, sizeof sp);
         snprintf(sp.name, sizeof sp.name, "%s", input);
         snprintf(sp.path, sizeof sp.path, "%s", files[f]);
-        const mpx_input_spec *own = session_spec(s, input);
+        const mpx_input_spec *own = repl_find_spec(s, input);
         if (!kind || strcmp(kind, "npz") == 0) {
             st = mpx_error_set(err, MPX_E_UNSUPPORTED, "%s: not an .npy, PNG, JPEG or sound file", files[f]);
             break;
@@ -531,19 +525,23 @@ static mpx_status adopt(mpx_session *s, repl_dataset *d, mpx_error *err) {
         repl_dims_str(t->rank, t->dims, bound, sizeof bound);
         if (t->nelem >= 0 && strcmp(bound, shapes[j]) == 0) continue;
         if ((st = repl_input_shape(s, names[j], shapes[j], err))) return st;
-        for (int i = 0; i < s->n_specs; i++)
-            if (strcmp(s->specs[i].name, names[j]) == 0) snprintf(s->specs[i].shape, sizeof s->specs[i].shape, "%.255s", shapes[j]);
+        const mpx_input_spec *had = repl_find_spec(s, names[j]);
+        if (had) {
+            mpx_input_spec sp = *had;
+            snprintf(sp.shape, sizeof sp.shape, "%.255s", shapes[j]);
+            if ((st = repl_set_spec(s, &sp, err))) return st;
+        }
     }
+    /* The first sample must make inputs: tried with d in place for the
+     * moment of the check, the old set back either way. */
     repl_dataset *old = s->data;
     s->data = d;
     mpx_value *v = NULL;
-    if ((st = repl_data_inputs(s, 0, &v, err))) {
-        s->data = old;
-        return st;
-    }
+    st = repl_data_inputs(s, 0, &v, err);
+    s->data = old;
+    if (st) return st;
     repl_free_inputs(s, v);
-    repl_data_free(old);
-    repl_drop_sample_caches(s); /* another set's samples */
+    repl_set_data(s, d);
     return MPX_OK;
 }
 
@@ -630,7 +628,6 @@ mpx_status repl_data_from_files(mpx_session *s, const char *input, const char *p
         repl_data_free(d);
         return st;
     }
-    repl_drop_run(s);
     say_data(s, d, a.limit);
     return MPX_OK;
 }
@@ -649,9 +646,7 @@ MPX_CMD(repl_cmd_data) {
         return MPX_OK;
     }
     if (argc == 2 && strcmp(argv[1], "off") == 0) {
-        repl_data_free(s->data);
-        s->data = NULL;
-        repl_drop_run(s);
+        repl_set_data(s, NULL);
         fprintf(s->info, "data: off (runs use the inputs' own specs)\n");
         return MPX_OK;
     }
@@ -666,7 +661,6 @@ MPX_CMD(repl_cmd_data) {
         repl_data_free(d);
         return st;
     }
-    repl_drop_run(s);
     say_data(s, d, a.limit);
     return MPX_OK;
 }

@@ -18,24 +18,6 @@ static const mpx_tensor *find_input(const mpx_graph *g, const char *name) {
     return NULL;
 }
 
-static mpx_input_spec *find_spec(mpx_session *s, const char *name) {
-    for (int i = 0; i < s->n_specs; i++)
-        if (strcmp(s->specs[i].name, name) == 0) return &s->specs[i];
-    return NULL;
-}
-
-/* The session's spec for name, made (default) if missing; NULL on out of memory. */
-static mpx_input_spec *spec_slot(mpx_session *s, const char *name) {
-    mpx_input_spec *sp = find_spec(s, name);
-    if (sp) return sp;
-    mpx_input_spec *grown = realloc(s->specs, (size_t)(s->n_specs + 1) * sizeof *grown);
-    if (!grown) return NULL;
-    s->specs = grown;
-    sp = &s->specs[s->n_specs++];
-    memset(sp, 0, sizeof *sp);
-    snprintf(sp->name, sizeof sp->name, "%s", name);
-    return sp;
-}
 
 const char *repl_dims_str(int rank, const int64_t *dims, char *buf, size_t n) {
     size_t o = 0;
@@ -241,10 +223,7 @@ mpx_status repl_make_inputs(const mpx_session *s, mpx_value **out, mpx_error *er
     if (!v) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     for (int i = 0; i < g->n_inputs; i++) v[i].n = -1;
     for (int i = 0; i < g->n_inputs; i++) {
-        const mpx_input_spec *sp = NULL;
-        for (int k = 0; k < s->n_specs; k++)
-            if (strcmp(s->specs[k].name, g->inputs[i]->name) == 0) sp = &s->specs[k];
-        mpx_status st = make_input(sp, g->inputs[i], &v[i], err);
+        mpx_status st = make_input(repl_find_spec(s, g->inputs[i]->name), g->inputs[i], &v[i], err);
         if (st) {
             repl_free_inputs(s, v);
             return st;
@@ -409,7 +388,7 @@ MPX_CMD(repl_cmd_input) {
     const char *kind = argv[2];
     mpx_input_spec sp;
     memset(&sp, 0, sizeof sp);
-    mpx_input_spec *old = find_spec(s, argv[1]);
+    const mpx_input_spec *old = repl_find_spec(s, argv[1]);
     if (old) sp = *old;
     snprintf(sp.name, sizeof sp.name, "%s", argv[1]);
     if (strcmp(kind, "shape") == 0) {
@@ -417,9 +396,8 @@ MPX_CMD(repl_cmd_input) {
         if (strlen(argv[3]) >= sizeof sp.shape) return mpx_error_set(err, MPX_E_ARG, "shape too long");
         st = repl_input_shape(s, argv[1], argv[3], err);
         if (st) return st;
-        mpx_input_spec *slot = spec_slot(s, argv[1]);
-        if (slot) snprintf(slot->shape, sizeof slot->shape, "%s", argv[3]);
-        return MPX_OK;
+        snprintf(sp.shape, sizeof sp.shape, "%s", argv[3]);
+        return repl_set_spec(s, &sp, err);
     }
     if (strcmp(kind, "random") == 0) {
         if ((st = parse_random(argc, argv, &sp, err))) return st;
@@ -436,9 +414,7 @@ MPX_CMD(repl_cmd_input) {
     } else {
         return repl_usage_error(err, argv[0], "unknown input kind \"%s\"", kind);
     }
-    mpx_input_spec *slot = spec_slot(s, argv[1]);
-    if (!slot) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
-    *slot = sp;
+    if ((st = repl_set_spec(s, &sp, err))) return st;
     switch (sp.kind) {
     case MPX_INPUT_NORMAL:
         fprintf(s->info, "input %s: random normal(mean %g, std %g), seed %llu\n", sp.name, sp.a, sp.b, sp.seed);

@@ -18,7 +18,7 @@ mpx_status repl_cmd_load(mpx_session *s, int argc, char **argv, mpx_error *err) 
         return st;
     }
     double t1 = repl_now_ms();
-    if ((st = repl_set_graph(s, g, argv[1], true, err))) return st;
+    if ((st = repl_set_graph(s, g, argv[1], err))) return st;
     char p[32];
     fprintf(s->info, "loaded %s: %d nodes, %d tensors, %s params, opset %d (%.1f ms)\n", argv[1],
             g->n_nodes, g->n_tensors, repl_human(mpx_graph_param_count(g), p, sizeof p), g->opset, t1 - t0);
@@ -36,23 +36,42 @@ mpx_status repl_input_shape(mpx_session *s, const char *name, const char *shape,
     int rank = 0;
     int64_t dims[MPX_MAX_RANK];
     if ((st = repl_parse_shape(shape, &rank, dims, err))) return st;
-    /* Bind on a fresh copy so a shape that does not fit leaves the session's
-     * model exactly as it was. */
-    mpx_graph *g = mpx_graph_load(s->model_path, err);
-    if (!g) return err->status;
-    for (int i = 0; i < s->graph->n_inputs; i++) {
-        const mpx_tensor *old = s->graph->inputs[i];
-        if (strcmp(old->name, name) == 0 || old->rank < 0) continue;
-        bool known = old->nelem >= 0;
-        if (known && (st = mpx_graph_bind_input(g, old->name, old->rank, old->dims, err))) break;
+    /* Bound in place: inference recomputes everything derived from the
+     * inputs' bindings, so a shape that does not fit is undone by putting the
+     * old bindings back and inferring again (the same result as before: the
+     * arena keeps every value an older run or plan may still point at). */
+    mpx_graph *g = s->graph;
+    int ni = g->n_inputs;
+    struct binding {
+        int rank;
+        int64_t nelem, dims[MPX_MAX_RANK];
+        const char *sym[MPX_MAX_RANK];
+    } *was = calloc(ni ? (size_t)ni : 1u, sizeof *was);
+    if (!was) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    for (int i = 0; i < ni; i++) {
+        const mpx_tensor *t = g->inputs[i];
+        was[i].rank = t->rank;
+        was[i].nelem = t->nelem;
+        memcpy(was[i].dims, t->dims, sizeof t->dims);
+        memcpy(was[i].sym, t->sym, sizeof t->sym);
     }
-    if (!st) st = mpx_graph_bind_input(g, name, rank, dims, err);
+    st = mpx_graph_bind_input(g, name, rank, dims, err);
     if (!st) st = mpx_graph_infer(g, err);
+    if (!st) st = repl_rebind_graph(s, err);
     if (st) {
-        mpx_graph_free(g);
+        for (int i = 0; i < ni; i++) {
+            mpx_tensor *t = g->inputs[i];
+            t->rank = was[i].rank;
+            t->nelem = was[i].nelem;
+            memcpy(t->dims, was[i].dims, sizeof t->dims);
+            memcpy(t->sym, was[i].sym, sizeof t->sym);
+        }
+        mpx_error again;
+        mpx_graph_infer(g, &again); /* it inferred before with these bindings */
+        free(was);
         return st;
     }
-    if ((st = repl_set_graph(s, g, s->model_path, false, err))) return st; /* it took g */
+    free(was);
     const mpx_tensor *unknown = NULL;
     int nu = mpx_graph_count_unknown(g, &unknown);
     char m[32];

@@ -1,78 +1,15 @@
 /* cmd_plan.c - colouring and the plan: target, keep-io, colour, accum, rules,
  * unrule, undo, redo, plan, diff, why.
  *
- * Every command that changes the plan goes through apply(): build the
- * candidate plan aside, and only when it planned push the state onto the
- * history and swap the plan in, then print one line saying what changed. */
+ * Every command that changes the plan goes through the session's
+ * repl_apply_rules or repl_replan (session.c): the candidate plan is built
+ * aside and swapped in only when it planned, with one line saying what
+ * changed. These handlers parse words and call them. */
 #include "repl_internal.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
-
-static mpx_plan_measured measured(const mpx_session *s) {
-    mpx_plan_measured m = {0, NULL};
-    if (s->absmax && s->graph) {
-        m.n_nodes = s->graph->n_nodes;
-        m.absmax = s->absmax;
-    }
-    return m;
-}
-
-mpx_status repl_build_plan(const mpx_session *s, const mpx_rules *r, const mpx_plan_opts *o, mpx_plan **out,
-                           mpx_error *err) {
-    mpx_plan_measured m = measured(s);
-    return mpx_plan_build(s->graph, r, o, m.absmax ? &m : NULL, out, err);
-}
-
-/* "plan: 3 nodes changed (2 to green, 1 to gray); casts 4 -> 6 (+3 -1); 61.2% of MACs in fp16" */
-static void print_change(mpx_session *s, const mpx_plan *a, const mpx_plan *b) {
-    mpx_plan_diff *d = NULL;
-    mpx_error e;
-    if (!a || mpx_plan_diff_new(a, b, &d, &e) != MPX_OK) {
-        char sum[512];
-        mpx_plan_summary(b, sum, sizeof sum);
-        fprintf(s->info, "plan: %s\n", sum);
-        return;
-    }
-    int to[MPX_COLOUR_COUNT] = {0}, fmt_only = 0;
-    for (int i = 0; i < d->n_nodes; i++) {
-        if (d->nodes[i].colour_a != d->nodes[i].colour_b) to[d->nodes[i].colour_b]++;
-        else fmt_only++;
-    }
-    fprintf(s->info, "plan: %d node%s changed", d->n_nodes, d->n_nodes == 1 ? "" : "s");
-    if (d->n_nodes) {
-        const char *sep = " (";
-        for (int c = 1; c < MPX_COLOUR_COUNT; c++)
-            if (to[c]) {
-                fprintf(s->info, "%s%d to %s", sep, to[c], mpx_colour_name((mpx_colour)c));
-                sep = ", ";
-            }
-        if (fmt_only) fprintf(s->info, "%s%d formats only", sep, fmt_only);
-        fputc(')', s->info);
-    }
-    fprintf(s->info, "; casts %d -> %d (+%d -%d); ", d->a.casts, d->b.casts, d->n_added, d->n_removed);
-    if (d->b.macs_total == 0 && d->b.macs_unknown)
-        fprintf(s->info, "MACs unknown until the inputs' shapes are bound\n");
-    else
-        fprintf(s->info, "%.1f%% of MACs in %s\n", d->b.low_macs_pct, mpx_format_name(b->opts.target));
-    mpx_plan_diff_free(d);
-}
-
-mpx_status repl_apply_rules(mpx_session *s, const mpx_rules *r, const mpx_plan_opts *o, mpx_error *err) {
-    mpx_plan *p = NULL;
-    mpx_status st = repl_build_plan(s, r, o, &p, err);
-    if (st) return st;
-    if ((st = mpx_history_push(s->hist, r, o, err))) {
-        mpx_plan_free(p);
-        return st;
-    }
-    print_change(s, s->plan, p);
-    mpx_plan_free(s->plan);
-    s->plan = p;
-    repl_after_plan_change(s);
-    return MPX_OK;
-}
 
 static mpx_status need_plan(const mpx_session *s, mpx_error *err) {
     mpx_status st = repl_need_model(s, err);
@@ -171,17 +108,11 @@ MPX_CMD(repl_cmd_undo) {
     bool undo = strcmp(argv[0], "undo") == 0;
     if (!(undo ? mpx_history_undo(s->hist) : mpx_history_redo(s->hist)))
         return mpx_error_set(err, MPX_E_ARG, "nothing to %s", argv[0]);
-    mpx_plan *p = NULL;
-    st = repl_build_plan(s, mpx_history_rules(s->hist), mpx_history_opts(s->hist), &p, err);
-    if (st) {
+    if ((st = repl_replan(s, true, err))) {
         if (undo) mpx_history_redo(s->hist);
         else mpx_history_undo(s->hist);
         return st;
     }
-    print_change(s, s->plan, p);
-    mpx_plan_free(s->plan);
-    s->plan = p;
-    repl_after_plan_change(s);
     return MPX_OK;
 }
 

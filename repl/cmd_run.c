@@ -243,18 +243,6 @@ static mpx_status parse_keep(const mpx_graph *g, const char *list, bool *keep, m
     return MPX_OK;
 }
 
-/* After a run: the largest |fp32 output| per node, for `when absmax ...`. */
-static double *absmax_of(const mpx_graph *g, const mpx_compare *c) {
-    double *a = malloc((size_t)(g->n_nodes ? g->n_nodes : 1) * sizeof *a);
-    if (!a) return NULL;
-    for (int i = 0; i < g->n_nodes; i++) a[i] = NAN;
-    for (int i = 0; i < c->n_layers; i++) {
-        const mpx_layer *L = &c->layers[i];
-        if (isnan(a[L->node]) || L->m.absmax_ref > a[L->node]) a[L->node] = L->m.absmax_ref;
-    }
-    return a;
-}
-
 static bool rules_use_measured(const mpx_session *s) {
     const mpx_rules *r = mpx_history_rules(s->hist);
     for (int i = 0; i < mpx_rules_count(r); i++)
@@ -310,22 +298,6 @@ void repl_print_run_summary(mpx_session *s, const mpx_compare *c, const mpx_form
                 t.layers_underflow);
 }
 
-mpx_status repl_take_run(mpx_session *s, mpx_compare *c, const mpx_format *target, bool local, mpx_error *err) {
-    double *am = absmax_of(s->graph, c);
-    if (!am) {
-        mpx_compare_free(c);
-        return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
-    }
-    mpx_compare_free(s->last);
-    s->last = c;
-    s->last_target = target;
-    s->last_local = local;
-    free(s->absmax);
-    s->absmax = am;
-    repl_print_run_summary(s, c, s->last_target);
-    return MPX_OK;
-}
-
 /* run [--local] [--keep <tensor,...>] [--samples k/n] */
 MPX_CMD(repl_cmd_run) {
     mpx_status st = repl_need_model(s, err);
@@ -351,16 +323,14 @@ MPX_CMD(repl_cmd_run) {
     else if (!st) st = repl_run_plan(s, s->plan, local, keep, s->run_cache, &c, err);
     free(keep);
     if (st) return st;
-    if ((st = repl_take_run(s, c, s->plan->opts.target, local, err))) return st;
+    if ((st = repl_take_run(s, c, s->plan->opts.target, local, s->plan, err))) return st;
+    repl_print_run_summary(s, c, s->last_target);
     if (rules_use_measured(s)) {
-        /* Rules on absmax now see this run's figures. */
-        mpx_plan *p = NULL;
+        /* Rules on absmax now see this run's figures: the plan is re-made
+         * (the run keeps the plan it ran: s->run_plan). */
         mpx_error e2;
-        if (repl_build_plan(s, mpx_history_rules(s->hist), mpx_history_opts(s->hist), &p, &e2) == MPX_OK) {
-            mpx_plan_free(s->plan);
-            s->plan = p;
+        if (repl_replan(s, false, &e2) == MPX_OK)
             fprintf(s->info, "  plan re-made with the measured absmax (run again to see its effect)\n");
-        }
     }
     /* Followers of the plan (svg --watch) also show the run's overlay. */
     repl_after_plan_change(s);
@@ -524,6 +494,9 @@ MPX_CMD(repl_cmd_report) {
     if (json && csv) return mpx_error_set(err, MPX_E_ARG, "--json or --csv, not both");
     const mpx_compare *c = s->last;
     if (!c) return mpx_error_set(err, MPX_E_ARG, "no run yet (use: run)");
+    /* The run keeps the plan it ran; say so when the plan moved on since. */
+    if (s->run_plan && s->run_plan != s->plan)
+        fprintf(s->info, "report: the last run ran the plan before the latest change (run again for the current one)\n");
     if (sm == K_LOCAL && !s->last_local)
         return mpx_error_set(err, MPX_E_ARG, "the last run has no local figures (use: run --local)");
     const mpx_samples *S = c->samples;

@@ -176,17 +176,13 @@ static double *node_absmax(const mpx_graph *g, const double *tensor_absmax) {
 static mpx_status use_absmax(mpx_session *s, double *a, mpx_error *err) {
     double *old = s->absmax;
     s->absmax = a;
-    mpx_plan *p = NULL;
-    mpx_status st = repl_build_plan(s, mpx_history_rules(s->hist), mpx_history_opts(s->hist), &p, err);
+    mpx_status st = repl_replan(s, false, err);
     if (st) {
         s->absmax = old;
         free(a);
         return st;
     }
     free(old);
-    mpx_plan_free(s->plan);
-    s->plan = p;
-    repl_after_plan_change(s);
     return MPX_OK;
 }
 

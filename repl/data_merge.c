@@ -217,11 +217,9 @@ mpx_status repl_merge_samples(mpx_session *s, int argc, char **argv, mpx_error *
         if (!(d = repl_data_labels(source, (int)total, labels, err))) st = err->status;
     }
     if (!st) {
-        repl_drop_run(s);
-        repl_data_free(s->data);
-        s->data = d;
+        repl_set_data(s, d);
         fprintf(s->info, "merge: %d shard%s, %d samples of %s\n", n, n == 1 ? "" : "s", (int)total, model);
-        st = repl_take_run(s, c, strcmp(target, "fp32") == 0 ? NULL : mpx_format_by_name(target), false, err);
+        st = repl_take_run(s, c, strcmp(target, "fp32") == 0 ? NULL : mpx_format_by_name(target), false, NULL, err);
         c = NULL;
     }
     mpx_compare_free(c);

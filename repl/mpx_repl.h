@@ -68,6 +68,9 @@ typedef struct mpx_session {
      * under (so `report` can say what it reports). NULL before any run. */
     mpx_compare *last;
     const mpx_format *last_target; /* the target the last run ran */
+    /* The plan the last run ran: s->plan until the plan changes (then kept
+     * for the run's sake), NULL for runs not made from a plan. */
+    mpx_plan *run_plan;
     bool last_local;         /* it has local metrics */
     double *absmax;          /* [n_nodes] from the last reference, for rules */
     /* `run`'s values and assignment (NULL before the first run): the next

@@ -78,17 +78,25 @@ mpx_status repl_read_json(const char *path, struct cJSON **out, mpx_error *err);
 mpx_status repl_merge_samples(mpx_session *s, int argc, char **argv, mpx_error *err);
 /* Make c (a run of the session's plan, or merged shards) the last run: the
  * measured absmax taken from it, its summary printed. Takes c. */
-mpx_status repl_take_run(mpx_session *s, mpx_compare *c, const mpx_format *target, bool local, mpx_error *err);
+/* session.c: the only functions that change the session's state (see its
+ * comment). ran: the plan the run ran (s->plan), NULL for runs not made from
+ * a plan (merged shards). */
+mpx_status repl_take_run(mpx_session *s, mpx_compare *c, const mpx_format *target, bool local, const mpx_plan *ran,
+                         mpx_error *err);
+mpx_status repl_replan(mpx_session *s, bool say, mpx_error *err);
+mpx_status repl_rebind_graph(mpx_session *s, mpx_error *err);
+const mpx_input_spec *repl_find_spec(const mpx_session *s, const char *name);
+mpx_status repl_set_spec(mpx_session *s, const mpx_input_spec *sp, mpx_error *err);
+void repl_set_data(mpx_session *s, struct repl_dataset *d);
 /* The run's text summary (outputs, worst layer, overflow, underflow). */
 void repl_print_run_summary(mpx_session *s, const mpx_compare *c, const mpx_format *target);
 /* "k/n" with 1 <= k <= n; opt names the option in messages. */
 mpx_status repl_parse_shard(const char *text, const char *opt, int *k, int *n, mpx_error *err);
 
-/* Put a new graph in (load: fresh = true drops rules and inputs; a new
- * input shape: fresh = false keeps them): builds its plan first and on
- * failure frees g and leaves the session as it was. Takes g either way.
- * Drops the last run (its values belong to the old graph). */
-mpx_status repl_set_graph(mpx_session *s, mpx_graph *g, const char *path, bool fresh, mpx_error *err);
+/* Put a new model in (load): drops rules, inputs, the data set and the last
+ * run; builds its plan first and on failure frees g and leaves the session
+ * as it was. Takes g either way. */
+mpx_status repl_set_graph(mpx_session *s, mpx_graph *g, const char *path, mpx_error *err);
 
 /* ---- model: load, input shapes, info, ops, show (cmd_model.c) ----------- */
 /* commands.c: "usage: <the row's usage>", after a detail when fmt is given

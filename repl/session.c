@@ -1,5 +1,15 @@
-/* session.c - the session's life and the helpers its commands share (the
- * command table and dispatch are commands.c's). */
+/* session.c - the one owner of the session's state.
+ *
+ * The graph, the plan, the last run and the plan it ran change here and only
+ * here, through a few functions: repl_set_graph (a new model),
+ * repl_rebind_graph (the model's input shapes changed in place),
+ * repl_apply_rules (a new state of rules and options: pushed on the undo
+ * history), repl_replan (the history's current state planned again: undo,
+ * redo, measured absmax changed), repl_take_run and repl_drop_run. Each
+ * builds what it needs aside and swaps it in only when nothing can fail any
+ * more, so a refused command leaves the session as it was. The cmd_*.c
+ * handlers parse words and call these. The table and dispatch are
+ * commands.c's; helpers that hold no state are util.c's. */
 #include "repl_internal.h"
 
 #include <cjson/cJSON.h>
@@ -23,6 +33,8 @@ void mpx_session_init(mpx_session *s, FILE *out) {
 void repl_drop_run(mpx_session *s) {
     mpx_compare_free(s->last);
     s->last = NULL;
+    if (s->run_plan != s->plan) mpx_plan_free(s->run_plan);
+    s->run_plan = NULL;
     for (int i = 0; i < s->n_stash; i++) mpx_compare_free(s->stash[i].cmp);
     s->n_stash = 0;
     free(s->absmax);
@@ -58,209 +70,178 @@ void repl_after_plan_change(mpx_session *s) {
     if (s->on_plan_change) s->on_plan_change(s);
 }
 
-mpx_status repl_set_graph(mpx_session *s, mpx_graph *g, const char *path, bool fresh, mpx_error *err) {
-    mpx_history *h = NULL;
-    if (fresh || !s->hist) {
-        /* A new model starts with no rules; the plan options stay. */
-        h = mpx_history_new(s->hist ? mpx_history_opts(s->hist) : NULL);
-        if (!h) {
-            mpx_graph_free(g);
-            return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
-        }
+/* The plan becomes p; the old one is freed unless the last run still
+ * describes it (s->run_plan). */
+static void swap_plan(mpx_session *s, mpx_plan *p) {
+    if (s->plan != s->run_plan) mpx_plan_free(s->plan);
+    s->plan = p;
+}
+
+static mpx_plan_measured measured(const mpx_session *s) {
+    mpx_plan_measured m = {0, NULL};
+    if (s->absmax && s->graph) {
+        m.n_nodes = s->graph->n_nodes;
+        m.absmax = s->absmax;
     }
-    const mpx_history *use = h ? h : s->hist;
+    return m;
+}
+
+mpx_status repl_build_plan(const mpx_session *s, const mpx_rules *r, const mpx_plan_opts *o, mpx_plan **out,
+                           mpx_error *err) {
+    mpx_plan_measured m = measured(s);
+    return mpx_plan_build(s->graph, r, o, m.absmax ? &m : NULL, out, err);
+}
+
+/* "plan: 3 nodes changed (2 to green, 1 to gray); casts 4 -> 6 (+3 -1); 61.2% of MACs in fp16" */
+static void print_change(mpx_session *s, const mpx_plan *a, const mpx_plan *b) {
+    mpx_plan_diff *d = NULL;
+    mpx_error e;
+    if (!a || mpx_plan_diff_new(a, b, &d, &e) != MPX_OK) {
+        char sum[512];
+        mpx_plan_summary(b, sum, sizeof sum);
+        fprintf(s->info, "plan: %s\n", sum);
+        return;
+    }
+    int to[MPX_COLOUR_COUNT] = {0}, fmt_only = 0;
+    for (int i = 0; i < d->n_nodes; i++) {
+        if (d->nodes[i].colour_a != d->nodes[i].colour_b) to[d->nodes[i].colour_b]++;
+        else fmt_only++;
+    }
+    fprintf(s->info, "plan: %d node%s changed", d->n_nodes, d->n_nodes == 1 ? "" : "s");
+    if (d->n_nodes) {
+        const char *sep = " (";
+        for (int c = 1; c < MPX_COLOUR_COUNT; c++)
+            if (to[c]) {
+                fprintf(s->info, "%s%d to %s", sep, to[c], mpx_colour_name((mpx_colour)c));
+                sep = ", ";
+            }
+        if (fmt_only) fprintf(s->info, "%s%d formats only", sep, fmt_only);
+        fputc(')', s->info);
+    }
+    fprintf(s->info, "; casts %d -> %d (+%d -%d); ", d->a.casts, d->b.casts, d->n_added, d->n_removed);
+    if (d->b.macs_total == 0 && d->b.macs_unknown)
+        fprintf(s->info, "MACs unknown until the inputs' shapes are bound\n");
+    else
+        fprintf(s->info, "%.1f%% of MACs in %s\n", d->b.low_macs_pct, mpx_format_name(b->opts.target));
+    mpx_plan_diff_free(d);
+}
+
+mpx_status repl_apply_rules(mpx_session *s, const mpx_rules *r, const mpx_plan_opts *o, mpx_error *err) {
     mpx_plan *p = NULL;
-    mpx_status st = mpx_plan_build(g, mpx_history_rules(use), mpx_history_opts(use), NULL, &p, err);
+    mpx_status st = repl_build_plan(s, r, o, &p, err);
+    if (st) return st;
+    if ((st = mpx_history_push(s->hist, r, o, err))) {
+        mpx_plan_free(p);
+        return st;
+    }
+    print_change(s, s->plan, p);
+    swap_plan(s, p);
+    repl_after_plan_change(s);
+    return MPX_OK;
+}
+
+mpx_status repl_replan(mpx_session *s, bool say, mpx_error *err) {
+    mpx_plan *p = NULL;
+    mpx_status st = repl_build_plan(s, mpx_history_rules(s->hist), mpx_history_opts(s->hist), &p, err);
+    if (st) return st;
+    if (say) print_change(s, s->plan, p);
+    swap_plan(s, p);
+    repl_after_plan_change(s);
+    return MPX_OK;
+}
+
+mpx_status repl_rebind_graph(mpx_session *s, mpx_error *err) {
+    mpx_plan *p = NULL;
+    mpx_status st = repl_build_plan(s, mpx_history_rules(s->hist), mpx_history_opts(s->hist), &p, err);
+    if (st) return st;
+    repl_drop_run(s);
+    swap_plan(s, p);
+    repl_after_plan_change(s);
+    return MPX_OK;
+}
+
+/* After a run: the largest |fp32 output| per node, for `when absmax ...`. */
+static double *absmax_of(const mpx_graph *g, const mpx_compare *c) {
+    double *a = malloc((size_t)(g->n_nodes ? g->n_nodes : 1) * sizeof *a);
+    if (!a) return NULL;
+    for (int i = 0; i < g->n_nodes; i++) a[i] = NAN;
+    for (int i = 0; i < c->n_layers; i++) {
+        const mpx_layer *L = &c->layers[i];
+        if (isnan(a[L->node]) || L->m.absmax_ref > a[L->node]) a[L->node] = L->m.absmax_ref;
+    }
+    return a;
+}
+
+mpx_status repl_take_run(mpx_session *s, mpx_compare *c, const mpx_format *target, bool local, const mpx_plan *ran,
+                         mpx_error *err) {
+    double *am = absmax_of(s->graph, c);
+    if (!am) {
+        mpx_compare_free(c);
+        return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    }
+    mpx_compare_free(s->last);
+    if (s->run_plan != s->plan) mpx_plan_free(s->run_plan);
+    s->last = c;
+    s->last_target = target;
+    s->last_local = local;
+    s->run_plan = ran == s->plan ? s->plan : NULL;
+    free(s->absmax);
+    s->absmax = am;
+    return MPX_OK;
+}
+
+const mpx_input_spec *repl_find_spec(const mpx_session *s, const char *name) {
+    for (int i = 0; i < s->n_specs; i++)
+        if (strcmp(s->specs[i].name, name) == 0) return &s->specs[i];
+    return NULL;
+}
+
+mpx_status repl_set_spec(mpx_session *s, const mpx_input_spec *sp, mpx_error *err) {
+    for (int i = 0; i < s->n_specs; i++)
+        if (strcmp(s->specs[i].name, sp->name) == 0) {
+            s->specs[i] = *sp;
+            return MPX_OK;
+        }
+    mpx_input_spec *grown = realloc(s->specs, (size_t)(s->n_specs + 1) * sizeof *grown);
+    if (!grown) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    s->specs = grown;
+    s->specs[s->n_specs++] = *sp;
+    return MPX_OK;
+}
+
+void repl_set_data(mpx_session *s, struct repl_dataset *d) {
+    repl_data_free(s->data);
+    s->data = d;
+    repl_drop_run(s); /* runs and caches were of another set's samples */
+}
+
+mpx_status repl_set_graph(mpx_session *s, mpx_graph *g, const char *path, mpx_error *err) {
+    /* A new model starts with no rules, inputs or data set; the plan options stay. */
+    mpx_history *h = mpx_history_new(s->hist ? mpx_history_opts(s->hist) : NULL);
+    if (!h) {
+        mpx_graph_free(g);
+        return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    }
+    mpx_plan *p = NULL;
+    mpx_status st = mpx_plan_build(g, mpx_history_rules(h), mpx_history_opts(h), NULL, &p, err);
     if (st) {
         mpx_history_free(h);
         mpx_graph_free(g);
         return st;
     }
     repl_drop_run(s);
-    mpx_plan_free(s->plan);
-    s->plan = p;
-    if (h) {
-        mpx_history_free(s->hist);
-        s->hist = h;
-    }
-    if (fresh) {
-        free(s->specs);
-        s->specs = NULL;
-        s->n_specs = 0;
-        repl_data_free(s->data); /* its files name another model's inputs */
-        s->data = NULL;
-    }
+    swap_plan(s, p);
+    mpx_history_free(s->hist);
+    s->hist = h;
+    free(s->specs);
+    s->specs = NULL;
+    s->n_specs = 0;
+    repl_data_free(s->data); /* its files name another model's inputs */
+    s->data = NULL;
     mpx_graph_free(s->graph);
     s->graph = g;
-    if (path != s->model_path) snprintf(s->model_path, sizeof s->model_path, "%s", path);
+    snprintf(s->model_path, sizeof s->model_path, "%s", path);
     repl_after_plan_change(s);
     return MPX_OK;
 }
 
-void repl_json_exact(cJSON *obj, const char *key, double v, const char *nonfinite) {
-    char buf[64];
-    if (isfinite(v)) snprintf(buf, sizeof buf, "%.17g", v);
-    else if (nonfinite) snprintf(buf, sizeof buf, "%s", nonfinite);
-    else snprintf(buf, sizeof buf, "\"%s\"", isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
-    cJSON_AddItemToObject(obj, key, cJSON_CreateRaw(buf));
-}
-
-mpx_status repl_parse_shard(const char *text, const char *opt, int *k, int *n, mpx_error *err) {
-    int a = 0, b = 0;
-    char extra;
-    if (sscanf(text, "%d/%d%c", &a, &b, &extra) != 2 || b < 1 || a < 1 || a > b)
-        return mpx_error_set(err, MPX_E_ARG, "%s %s: k/n with 1 <= k <= n (e.g. %s 2/4)", opt, text, opt);
-    *k = a;
-    *n = b;
-    return MPX_OK;
-}
-
-mpx_status repl_need_model(const mpx_session *s, mpx_error *err) {
-    if (!s->graph) return mpx_error_set(err, MPX_E_ARG, "no model loaded (use: load <file.onnx|file.json>)");
-    return MPX_OK;
-}
-
-mpx_status repl_parse_shape(const char *text, int *rank, int64_t *dims, mpx_error *err) {
-    int r = 0;
-    const char *p = text;
-    while (*p) {
-        if (r == MPX_MAX_RANK)
-            return mpx_error_set(err, MPX_E_ARG, "shape \"%s\" has more than %d dims", text, MPX_MAX_RANK);
-        if (*p < '0' || *p > '9')
-            return mpx_error_set(err, MPX_E_ARG, "bad shape \"%s\": expected a number at \"%s\"", text, p);
-        char *end;
-        errno = 0;
-        long long v = strtoll(p, &end, 10);
-        if (errno == ERANGE || v > MPX_MAX_ELEMS)
-            return mpx_error_set(err, MPX_E_ARG, "bad shape \"%s\": dim %d is too large", text, r);
-        dims[r++] = v;
-        p = end;
-        if (*p == 'x' || *p == 'X' || *p == ',') {
-            p++;
-            if (!*p) return mpx_error_set(err, MPX_E_ARG, "bad shape \"%s\": ends with a separator", text);
-        } else if (*p) {
-            return mpx_error_set(err, MPX_E_ARG, "bad shape \"%s\": unexpected \"%c\"", text, *p);
-        }
-    }
-    if (r == 0) return mpx_error_set(err, MPX_E_ARG, "empty shape");
-    *rank = r;
-    return MPX_OK;
-}
-
-double repl_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-const char *repl_human(int64_t v, char *buf, size_t n) {
-    if (v < 0) snprintf(buf, n, "?");
-    else if (v >= 1000000000) snprintf(buf, n, "%.2fG", (double)v / 1e9);
-    else if (v >= 1000000) snprintf(buf, n, "%.2fM", (double)v / 1e6);
-    else if (v >= 10000) snprintf(buf, n, "%.1fK", (double)v / 1e3);
-    else snprintf(buf, n, "%lld", (long long)v);
-    return buf;
-}
-
-
-mpx_status repl_parse_number(const char *text, const char *what, double *out, mpx_error *err) {
-    char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (end == text || errno == ERANGE)
-        return mpx_error_set(err, MPX_E_ARG, "%s: \"%s\" is not a number", what, text);
-    switch (*end) {
-    case 'K': case 'k': v *= 1e3; end++; break;
-    case 'M': v *= 1e6; end++; break;
-    case 'G': v *= 1e9; end++; break;
-    default: break;
-    }
-    if (*end || isnan(v))
-        return mpx_error_set(err, MPX_E_ARG, "%s: \"%s\" is not a number", what, text);
-    *out = v;
-    return MPX_OK;
-}
-
-/* Below the current folder: relative, and no ".." step. */
-static bool below_cwd(const char *path) { return path[0] != '/' && !mpx_path_has_dotdot(path); }
-
-mpx_status repl_make_parent(const mpx_session *s, const char *path, mpx_error *err) {
-    struct stat out_st, model_st;
-    if (s && s->model_path[0] && stat(path, &out_st) == 0 && stat(s->model_path, &model_st) == 0 &&
-        out_st.st_dev == model_st.st_dev && out_st.st_ino == model_st.st_ino)
-        return mpx_error_set(err, MPX_E_ARG, "%s is the model this session loaded: write to another file",
-                             path);
-    char dir[1024];
-    if (strlen(path) >= sizeof dir) return mpx_error_set(err, MPX_E_ARG, "path too long: %s", path);
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash || slash == dir) return MPX_OK;
-    *slash = '\0';
-    /* mkdir -p, but only below the current folder: a typo in an absolute
-     * path must not grow folders under / or $HOME (`svg /nonexisting/x.svg`). */
-    bool may_create = below_cwd(path);
-    for (char *p = dir + 1;; p++) {
-        if (*p == '/' || !*p) {
-            char c = *p;
-            *p = '\0';
-            struct stat st;
-            if (stat(dir, &st) == 0) {
-                if (!S_ISDIR(st.st_mode))
-                    return mpx_error_set(err, MPX_E_IO, "cannot write %s: %s is not a folder", path, dir);
-            } else if (!may_create) {
-                return mpx_error_set(err, MPX_E_IO,
-                                     "cannot write %s: the folder %s does not exist (mpx creates folders "
-                                     "only below the current one)", path, dir);
-            } else if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-                return mpx_error_set(err, MPX_E_IO, "cannot create folder %s for %s: %s", dir, path, strerror(errno));
-            }
-            *p = c;
-            if (!c) break;
-        }
-    }
-    return MPX_OK;
-}
-
-mpx_status repl_write_file(const mpx_session *s, const char *path, const char *text, mpx_error *err) {
-    mpx_status mk = repl_make_parent(s, path, err);
-    if (mk) return mk;
-    char tmp[1100];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) return mpx_error_set(err, MPX_E_IO, "cannot write %s: %s", path, strerror(errno));
-    bool ok = fputs(text, f) >= 0;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        int e = errno;
-        remove(tmp);
-        return mpx_error_set(err, MPX_E_IO, "cannot write %s: %s", path, strerror(e));
-    }
-    return MPX_OK;
-}
-
-mpx_status repl_emit(mpx_session *s, char *text, const char *path, mpx_error *err) {
-    if (!text) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
-    mpx_status st = MPX_OK;
-    if (path) {
-        size_t n = strlen(text);
-        bool nl = n && text[n - 1] == '\n';
-        if (!nl) {
-            char *t2 = realloc(text, n + 2);
-            if (!t2) {
-                free(text);
-                return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
-            }
-            text = t2;
-            text[n] = '\n';
-            text[n + 1] = '\0';
-        }
-        st = repl_write_file(s, path, text, err);
-        if (!st) fprintf(s->info, "wrote %s\n", path);
-    } else {
-        fputs(text, s->out);
-        size_t n = strlen(text);
-        if (!n || text[n - 1] != '\n') fputc('\n', s->out);
-    }
-    free(text);
-    return st;
-}

@@ -129,6 +129,38 @@ int main(void) {
     CHECK_MSG(strstr(metrics, "rel_l2") != NULL, "plot x.svg: \"%s\"", metrics);
     expect_completion("plot --local x.svg ", metrics);
 
+    /* The session owns its state: `input ... shape` re-binds the model in
+     * memory (the file may be gone), a shape that does not fit leaves the
+     * graph and plan as they were, and the last run keeps the plan it ran
+     * when the plan changes after it. */
+    const char *tmp = getenv("MPX_TMP");
+    char dir[1024], copy[1100], cmd[2300];
+    snprintf(dir, sizeof dir, "%s", tmp ? tmp : "/tmp/test_commands");
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && cp '%s/examples/tiny_cnn.json' '%s/m.json'", dir, src ? src : ".", dir);
+    CHECK(system(cmd) == 0);
+    snprintf(copy, sizeof copy, "load %s/m.json", dir);
+    CHECK_MSG(mpx_session_exec(&s, copy, &err) == MPX_OK, "%s", err.msg);
+    snprintf(copy, sizeof copy, "%s/m.json", dir);
+    CHECK(remove(copy) == 0);
+    CHECK_MSG(mpx_session_exec(&s, "input x shape 1x3x32x32", &err) == MPX_OK, "re-bind without the file: %s", err.msg);
+    const mpx_graph *g0 = s.graph;
+    const mpx_plan *p0 = s.plan;
+    CHECK(g0->inputs[0]->rank == 4 && g0->inputs[0]->dims[2] == 32);
+    expect_refused("input x shape 1x3x32", "rank");
+    CHECK(s.graph == g0 && s.plan == p0);
+    CHECK(g0->inputs[0]->rank == 4 && g0->inputs[0]->dims[3] == 32 && mpx_graph_macs(g0) > 0);
+    CHECK_MSG(mpx_session_exec(&s, "input x shape 1x3x16x16", &err) == MPX_OK, "%s", err.msg);
+    CHECK(g0->inputs[0]->dims[2] == 16 && s.graph == g0);
+    CHECK_MSG(mpx_session_exec(&s, "run", &err) == MPX_OK, "%s", err.msg);
+    CHECK(s.last && s.run_plan == s.plan);
+    CHECK_MSG(mpx_session_exec(&s, "colour Conv red", &err) == MPX_OK, "%s", err.msg);
+    CHECK(s.run_plan && s.run_plan != s.plan && s.last);
+    CHECK(s.run_plan->opts.target == s.last_target);
+    CHECK_MSG(mpx_session_exec(&s, "report --top 1", &err) == MPX_OK, "%s", err.msg);
+    CHECK_MSG(mpx_session_exec(&s, "undo", &err) == MPX_OK, "%s", err.msg);
+    CHECK_MSG(mpx_session_exec(&s, "run", &err) == MPX_OK, "%s", err.msg);
+    CHECK(s.run_plan == s.plan);
+
     repl_complete_free();
     mpx_session_free(&s);
     fclose(sink);

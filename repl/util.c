@@ -1,0 +1,180 @@
+/* util.c - what the commands share that is not session state: parsing
+ * numbers, shapes and k/n shards, human-readable counts, the clock, exact
+ * JSON numbers, and writing an output file (or stdout) safely. */
+#include "repl_internal.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+void repl_json_exact(cJSON *obj, const char *key, double v, const char *nonfinite) {
+    char buf[64];
+    if (isfinite(v)) snprintf(buf, sizeof buf, "%.17g", v);
+    else if (nonfinite) snprintf(buf, sizeof buf, "%s", nonfinite);
+    else snprintf(buf, sizeof buf, "\"%s\"", isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+    cJSON_AddItemToObject(obj, key, cJSON_CreateRaw(buf));
+}
+
+mpx_status repl_parse_shard(const char *text, const char *opt, int *k, int *n, mpx_error *err) {
+    int a = 0, b = 0;
+    char extra;
+    if (sscanf(text, "%d/%d%c", &a, &b, &extra) != 2 || b < 1 || a < 1 || a > b)
+        return mpx_error_set(err, MPX_E_ARG, "%s %s: k/n with 1 <= k <= n (e.g. %s 2/4)", opt, text, opt);
+    *k = a;
+    *n = b;
+    return MPX_OK;
+}
+
+mpx_status repl_need_model(const mpx_session *s, mpx_error *err) {
+    if (!s->graph) return mpx_error_set(err, MPX_E_ARG, "no model loaded (use: load <file.onnx|file.json>)");
+    return MPX_OK;
+}
+
+mpx_status repl_parse_shape(const char *text, int *rank, int64_t *dims, mpx_error *err) {
+    int r = 0;
+    const char *p = text;
+    while (*p) {
+        if (r == MPX_MAX_RANK)
+            return mpx_error_set(err, MPX_E_ARG, "shape \"%s\" has more than %d dims", text, MPX_MAX_RANK);
+        if (*p < '0' || *p > '9')
+            return mpx_error_set(err, MPX_E_ARG, "bad shape \"%s\": expected a number at \"%s\"", text, p);
+        char *end;
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        if (errno == ERANGE || v > MPX_MAX_ELEMS)
+            return mpx_error_set(err, MPX_E_ARG, "bad shape \"%s\": dim %d is too large", text, r);
+        dims[r++] = v;
+        p = end;
+        if (*p == 'x' || *p == 'X' || *p == ',') {
+            p++;
+            if (!*p) return mpx_error_set(err, MPX_E_ARG, "bad shape \"%s\": ends with a separator", text);
+        } else if (*p) {
+            return mpx_error_set(err, MPX_E_ARG, "bad shape \"%s\": unexpected \"%c\"", text, *p);
+        }
+    }
+    if (r == 0) return mpx_error_set(err, MPX_E_ARG, "empty shape");
+    *rank = r;
+    return MPX_OK;
+}
+
+double repl_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+const char *repl_human(int64_t v, char *buf, size_t n) {
+    if (v < 0) snprintf(buf, n, "?");
+    else if (v >= 1000000000) snprintf(buf, n, "%.2fG", (double)v / 1e9);
+    else if (v >= 1000000) snprintf(buf, n, "%.2fM", (double)v / 1e6);
+    else if (v >= 10000) snprintf(buf, n, "%.1fK", (double)v / 1e3);
+    else snprintf(buf, n, "%lld", (long long)v);
+    return buf;
+}
+
+
+mpx_status repl_parse_number(const char *text, const char *what, double *out, mpx_error *err) {
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || errno == ERANGE)
+        return mpx_error_set(err, MPX_E_ARG, "%s: \"%s\" is not a number", what, text);
+    switch (*end) {
+    case 'K': case 'k': v *= 1e3; end++; break;
+    case 'M': v *= 1e6; end++; break;
+    case 'G': v *= 1e9; end++; break;
+    default: break;
+    }
+    if (*end || isnan(v))
+        return mpx_error_set(err, MPX_E_ARG, "%s: \"%s\" is not a number", what, text);
+    *out = v;
+    return MPX_OK;
+}
+
+/* Below the current folder: relative, and no ".." step. */
+static bool below_cwd(const char *path) { return path[0] != '/' && !mpx_path_has_dotdot(path); }
+
+mpx_status repl_make_parent(const mpx_session *s, const char *path, mpx_error *err) {
+    struct stat out_st, model_st;
+    if (s && s->model_path[0] && stat(path, &out_st) == 0 && stat(s->model_path, &model_st) == 0 &&
+        out_st.st_dev == model_st.st_dev && out_st.st_ino == model_st.st_ino)
+        return mpx_error_set(err, MPX_E_ARG, "%s is the model this session loaded: write to another file",
+                             path);
+    char dir[1024];
+    if (strlen(path) >= sizeof dir) return mpx_error_set(err, MPX_E_ARG, "path too long: %s", path);
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir) return MPX_OK;
+    *slash = '\0';
+    /* mkdir -p, but only below the current folder: a typo in an absolute
+     * path must not grow folders under / or $HOME (`svg /nonexisting/x.svg`). */
+    bool may_create = below_cwd(path);
+    for (char *p = dir + 1;; p++) {
+        if (*p == '/' || !*p) {
+            char c = *p;
+            *p = '\0';
+            struct stat st;
+            if (stat(dir, &st) == 0) {
+                if (!S_ISDIR(st.st_mode))
+                    return mpx_error_set(err, MPX_E_IO, "cannot write %s: %s is not a folder", path, dir);
+            } else if (!may_create) {
+                return mpx_error_set(err, MPX_E_IO,
+                                     "cannot write %s: the folder %s does not exist (mpx creates folders "
+                                     "only below the current one)", path, dir);
+            } else if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+                return mpx_error_set(err, MPX_E_IO, "cannot create folder %s for %s: %s", dir, path, strerror(errno));
+            }
+            *p = c;
+            if (!c) break;
+        }
+    }
+    return MPX_OK;
+}
+
+mpx_status repl_write_file(const mpx_session *s, const char *path, const char *text, mpx_error *err) {
+    mpx_status mk = repl_make_parent(s, path, err);
+    if (mk) return mk;
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) return mpx_error_set(err, MPX_E_IO, "cannot write %s: %s", path, strerror(errno));
+    bool ok = fputs(text, f) >= 0;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        int e = errno;
+        remove(tmp);
+        return mpx_error_set(err, MPX_E_IO, "cannot write %s: %s", path, strerror(e));
+    }
+    return MPX_OK;
+}
+
+mpx_status repl_emit(mpx_session *s, char *text, const char *path, mpx_error *err) {
+    if (!text) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    mpx_status st = MPX_OK;
+    if (path) {
+        size_t n = strlen(text);
+        bool nl = n && text[n - 1] == '\n';
+        if (!nl) {
+            char *t2 = realloc(text, n + 2);
+            if (!t2) {
+                free(text);
+                return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+            }
+            text = t2;
+            text[n] = '\n';
+            text[n + 1] = '\0';
+        }
+        st = repl_write_file(s, path, text, err);
+        if (!st) fprintf(s->info, "wrote %s\n", path);
+    } else {
+        fputs(text, s->out);
+        size_t n = strlen(text);
+        if (!n || text[n - 1] != '\n') fputc('\n', s->out);
+    }
+    free(text);
+    return st;
+}
