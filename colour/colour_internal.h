@@ -80,4 +80,13 @@ const mpx_tensor *mpx_node_data_input_(const mpx_node *n, int i);
 const mpx_rules *mpx_plan_rules_(const mpx_plan *p);
 const double *mpx_plan_absmax_(const mpx_plan *p);
 
+/* Text written into a caller's buffer of size bytes (why, rule figures):
+ * len counts what the whole text needs, as snprintf does, so a caller can ask
+ * for the size first with size 0. */
+typedef struct mpx_text_ {
+    char *buf;
+    size_t size, len;
+} mpx_text_;
+void mpx_text_printf_(mpx_text_ *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 #endif

@@ -680,21 +680,10 @@ tri mpx_rule_eval_(const mpx_rule *r, const mpx_node *n, const double *absmax) {
 /* ---- figures, for why ----------------------------------------------------- */
 
 typedef struct figbuf {
-    char *buf;
-    size_t size, len;
+    mpx_text_ t;
     const operand *seen[32];
     int n_seen;
 } figbuf;
-
-static void fb_printf(figbuf *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void fb_printf(figbuf *f, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    size_t room = f->len < f->size ? f->size - f->len : 0;
-    int k = vsnprintf(room ? f->buf + f->len : NULL, room, fmt, ap);
-    va_end(ap);
-    if (k > 0) f->len += (size_t)k;
-}
 
 static bool same_figure(const operand *a, const operand *b) {
     return a->kind == b->kind && (a->kind != FIG_ATTR || strcmp(a->attr, b->attr) == 0);
@@ -707,16 +696,16 @@ static void add_figure(figbuf *f, const operand *o, const mpx_node *n, const dou
     if (f->n_seen < 32) f->seen[f->n_seen++] = o;
     const char *name = o->kind == FIG_ATTR ? o->attr : fig_name(o->kind);
     const char *pre = o->kind == FIG_ATTR ? "attr." : "";
-    if (f->len) fb_printf(f, ", ");
+    if (f->t.len) mpx_text_printf_(&f->t, ", ");
     double v;
     if (value_of(o, n, absmax, &v))
-        fb_printf(f, "%s%s = %.15g", pre, name, v);
+        mpx_text_printf_(&f->t, "%s%s = %.15g", pre, name, v);
     else if (o->kind == FIG_ABSMAX)
-        fb_printf(f, "absmax not measured");
+        mpx_text_printf_(&f->t, "absmax not measured");
     else if (o->kind == FIG_ATTR)
-        fb_printf(f, "attr.%s absent or not a number", name);
+        mpx_text_printf_(&f->t, "attr.%s absent or not a number", name);
     else
-        fb_printf(f, "%s unknown (shapes not bound)", name);
+        mpx_text_printf_(&f->t, "%s unknown (shapes not bound)", name);
 }
 
 static void walk_figures(figbuf *f, const expr *e, const mpx_node *n, const double *absmax) {
@@ -732,8 +721,8 @@ static void walk_figures(figbuf *f, const expr *e, const mpx_node *n, const doub
 
 size_t mpx_rule_figures_(const mpx_rule *r, const mpx_node *n, const double *absmax, char *buf,
                          size_t size) {
-    figbuf f = {.buf = buf, .size = size};
+    figbuf f = {.t = {.buf = buf, .size = size}};
     if (size) buf[0] = '\0';
     walk_figures(&f, r->when, n, absmax);
-    return f.len;
+    return f.t.len;
 }

@@ -11,19 +11,16 @@
 
 enum { MAX_CHAIN = 16 };
 
-typedef struct out {
-    char *buf;
-    size_t size, len;
-} out;
+typedef mpx_text_ out;
+#define put mpx_text_printf_
 
-static void put(out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(out *o, const char *fmt, ...) {
+void mpx_text_printf_(mpx_text_ *t, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    size_t room = o->len < o->size ? o->size - o->len : 0;
-    int k = vsnprintf(room ? o->buf + o->len : NULL, room, fmt, ap);
+    size_t room = t->len < t->size ? t->size - t->len : 0;
+    int k = vsnprintf(room ? t->buf + t->len : NULL, room, fmt, ap);
     va_end(ap);
-    if (k > 0) o->len += (size_t)k;
+    if (k > 0) t->len += (size_t)k;
 }
 
 static const char *fname(const mpx_format *f) { return f ? f->name : "-"; }

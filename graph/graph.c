@@ -628,3 +628,12 @@ done:
     free(placed);
     return st;
 }
+
+const char *mpx_count_str(int64_t v, char *buf, size_t n) {
+    if (v < 0) snprintf(buf, n, "?");
+    else if (v >= 1000000000) snprintf(buf, n, "%.2fG", (double)v / 1e9);
+    else if (v >= 1000000) snprintf(buf, n, "%.2fM", (double)v / 1e6);
+    else if (v >= 10000) snprintf(buf, n, "%.1fK", (double)v / 1e3);
+    else snprintf(buf, n, "%lld", (long long)v);
+    return buf;
+}

@@ -472,6 +472,8 @@ int mpx_graph_count_unknown(const mpx_graph *g, const mpx_tensor **first_unknown
 /* Totals over the graph: parameter elements (initializers and Constant values of
  * every dtype) and MACs of one forward (-1 if some node's MACs are unknown). */
 int64_t mpx_graph_param_count(const mpx_graph *g);
+/* A count for people: 1234, 12.3K, 4.56M, 7.89G; "?" when negative (unknown). */
+const char *mpx_count_str(int64_t v, char *buf, size_t n);
 int64_t mpx_graph_macs(const mpx_graph *g);
 
 /* "1x3x640x640", "?x3x?x?" or "(unknown)". Returns buf. */

@@ -21,7 +21,7 @@ static void print_line(FILE *out, const char *path, const mpx_export_summary *x,
     fprintf(out, "exported %s: %d nodes, %d Cast%s", path, x->nodes, x->casts, x->casts == 1 ? "" : "s");
     if (x->casts_retyped) fprintf(out, " (+%d of the model's retyped)", x->casts_retyped);
     fprintf(out, ", %d weight%s converted (%s values", x->weights, x->weights == 1 ? "" : "s",
-            repl_human(x->weight_elems, h, sizeof h));
+            mpx_count_str(x->weight_elems, h, sizeof h));
     if (x->bytes_before >= 0)
         fprintf(out, "; file %s -> %s", mb(x->bytes_before, a, sizeof a), mb(x->bytes_after, b, sizeof b));
     else

@@ -21,7 +21,7 @@ mpx_status repl_cmd_load(mpx_session *s, int argc, char **argv, mpx_error *err) 
     if ((st = repl_set_graph(s, g, argv[1], err))) return st;
     char p[32];
     fprintf(s->info, "loaded %s: %d nodes, %d tensors, %s params, opset %d (%.1f ms)\n", argv[1],
-            g->n_nodes, g->n_tensors, repl_human(mpx_graph_param_count(g), p, sizeof p), g->opset, t1 - t0);
+            g->n_nodes, g->n_tensors, mpx_count_str(mpx_graph_param_count(g), p, sizeof p), g->opset, t1 - t0);
     for (int i = 0; i < g->n_inputs; i++) {
         char sh[256];
         fprintf(s->info, "  input  %s %s %s\n", g->inputs[i]->name, mpx_dtype_name(g->inputs[i]->dtype),
@@ -76,7 +76,7 @@ mpx_status repl_input_shape(mpx_session *s, const char *name, const char *shape,
     int nu = mpx_graph_count_unknown(g, &unknown);
     char m[32];
     fprintf(s->info, "input %s: %s; %d tensors shaped, %s MACs", name, shape, g->n_tensors - nu,
-            repl_human(mpx_graph_macs(g), m, sizeof m));
+            mpx_count_str(mpx_graph_macs(g), m, sizeof m));
     if (nu) fprintf(s->info, "; %d unknown (first: %s)", nu, unknown ? unknown->name : "?");
     fputc('\n', s->info);
     return MPX_OK;
@@ -94,8 +94,8 @@ mpx_status repl_cmd_info(mpx_session *s, int argc, char **argv, mpx_error *err) 
     fprintf(s->out, "producer  %s\n", g->producer);
     fprintf(s->out, "opset     %d\n", g->opset);
     fprintf(s->out, "nodes     %d\ntensors   %d\n", g->n_nodes, g->n_tensors);
-    fprintf(s->out, "params    %s\nMACs      %s\n", repl_human(mpx_graph_param_count(g), a, sizeof a),
-            repl_human(mpx_graph_macs(g), b, sizeof b));
+    fprintf(s->out, "params    %s\nMACs      %s\n", mpx_count_str(mpx_graph_param_count(g), a, sizeof a),
+            mpx_count_str(mpx_graph_macs(g), b, sizeof b));
     for (int i = 0; i < g->n_inputs; i++)
         fprintf(s->out, "input     %s %s %s\n", g->inputs[i]->name, mpx_dtype_name(g->inputs[i]->dtype),
                 mpx_tensor_shape_str(g->inputs[i], sh, sizeof sh));
@@ -161,8 +161,8 @@ mpx_status repl_cmd_ops(mpx_session *s, int argc, char **argv, mpx_error *err) {
     char a[32], b[32];
     fprintf(s->out, "%-24s %6s %10s %10s\n", "op", "nodes", "params", "MACs");
     for (int r = 0; r < nr; r++)
-        fprintf(s->out, "%-24s %6d %10s %10s%s\n", rows[r].op, rows[r].count, repl_human(rows[r].params, a, sizeof a),
-                rows[r].macs_unknown ? "?" : repl_human(rows[r].macs, b, sizeof b),
+        fprintf(s->out, "%-24s %6d %10s %10s%s\n", rows[r].op, rows[r].count, mpx_count_str(rows[r].params, a, sizeof a),
+                rows[r].macs_unknown ? "?" : mpx_count_str(rows[r].macs, b, sizeof b),
                 mpx_op_from_name(rows[r].op) == MPX_OP_UNKNOWN ? "  (not supported)" : "");
     free(rows);
     return MPX_OK;
@@ -182,12 +182,8 @@ mpx_status repl_cmd_show(mpx_session *s, int argc, char **argv, mpx_error *err) 
     (void)argc; /* dispatch checked the count against the row */
     mpx_status st = repl_need_model(s, err);
     if (st) return st;
-    const mpx_node *n = mpx_graph_find_node(s->graph, argv[1]);
-    if (!n) {
-        char hint[300];
-        return mpx_error_set(err, MPX_E_ARG, "no node named \"%s\"%s", argv[1],
-                             repl_name_tail(s->graph, argv[1], true, false, hint, sizeof hint));
-    }
+    const mpx_node *n = repl_node_named(s, argv[1], err);
+    if (!n) return err->status;
     fprintf(s->out, "node %s\n  op      %s%s%s (opset %d)%s\n", n->name, n->domain[0] ? n->domain : "",
             n->domain[0] ? "." : "", n->op_type, n->opset, n->op == MPX_OP_UNKNOWN ? " (not supported)" : "");
     for (int i = 0; i < n->n_inputs; i++) print_tensor_line(s->out, "input", n->inputs[i]);

@@ -321,12 +321,8 @@ MPX_CMD(repl_cmd_why) {
     (void)argc; /* dispatch checked the count against the row */
     mpx_status st = need_plan(s, err);
     if (st) return st;
-    const mpx_node *n = mpx_graph_find_node(s->graph, argv[1]);
-    if (!n) {
-        char hint[300];
-        return mpx_error_set(err, MPX_E_ARG, "no node named \"%s\"%s", argv[1],
-                             repl_name_tail(s->graph, argv[1], true, false, hint, sizeof hint));
-    }
+    const mpx_node *n = repl_node_named(s, argv[1], err);
+    if (!n) return err->status;
     size_t need = mpx_plan_why(s->plan, n->index, NULL, 0) + 1;
     char *buf = malloc(need);
     if (!buf) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");

@@ -148,7 +148,7 @@ static void print_table(FILE *out, const sweep_def *d) {
         char wb[32];
         fprintf(out, "  %-10s %5d %5d %5d %5d %6d %6.1f%% %10s %11.3g %9lld %9lld  %s (%.3g)\n", d->values[i],
                 p->colours[MPX_COLOUR_GREEN], p->colours[MPX_COLOUR_GRAY], p->colours[MPX_COLOUR_CLEAR], p->colours[MPX_COLOUR_RED], p->casts,
-                p->low_pct, repl_human(p->weight_bytes, wb, sizeof wb), p->out_rel_l2, (long long)p->overflow,
+                p->low_pct, mpx_count_str(p->weight_bytes, wb, sizeof wb), p->out_rel_l2, (long long)p->overflow,
                 (long long)p->underflow, p->worst, p->worst_rel_l2);
     }
 }

@@ -22,10 +22,11 @@ mpx_status repl_parse_shape(const char *text, int *rank, int64_t *dims, mpx_erro
  * naming `what`. */
 mpx_status repl_parse_number(const char *text, const char *what, double *out, mpx_error *err);
 double repl_now_ms(void);
+/* The model's node called name, or NULL with "no node named ..." and a
+ * did-you-mean in err. */
+const mpx_node *repl_node_named(const mpx_session *s, const char *name, mpx_error *err);
 /* "1x3x?x?" (? for an unknown dim), "scalar" for rank 0. */
 const char *repl_dims_str(int rank, const int64_t *dims, char *buf, size_t n);
-/* "12.3M" style figures for tables. */
-const char *repl_human(int64_t v, char *buf, size_t n);
 /* Before writing path: refused when it is the loaded model's file; the
  * folders it needs are created when path is below the current folder
  * (relative, no ".."), else a missing folder is an error naming it. */

@@ -1,5 +1,5 @@
 /* util.c - what the commands share that is not session state: parsing
- * numbers, shapes and k/n shards, human-readable counts, the clock, exact
+ * numbers, shapes and k/n shards, the clock, exact
  * JSON numbers, and writing an output file (or stdout) safely. */
 #include "repl_internal.h"
 
@@ -66,16 +66,6 @@ double repl_now_ms(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
-
-const char *repl_human(int64_t v, char *buf, size_t n) {
-    if (v < 0) snprintf(buf, n, "?");
-    else if (v >= 1000000000) snprintf(buf, n, "%.2fG", (double)v / 1e9);
-    else if (v >= 1000000) snprintf(buf, n, "%.2fM", (double)v / 1e6);
-    else if (v >= 10000) snprintf(buf, n, "%.1fK", (double)v / 1e3);
-    else snprintf(buf, n, "%lld", (long long)v);
-    return buf;
-}
-
 
 mpx_status repl_parse_number(const char *text, const char *what, double *out, mpx_error *err) {
     char *end;
@@ -177,4 +167,14 @@ mpx_status repl_emit(mpx_session *s, char *text, const char *path, mpx_error *er
     }
     free(text);
     return st;
+}
+
+const mpx_node *repl_node_named(const mpx_session *s, const char *name, mpx_error *err) {
+    const mpx_node *n = mpx_graph_find_node(s->graph, name);
+    if (!n) {
+        char hint[300];
+        mpx_error_set(err, MPX_E_ARG, "no node named \"%s\"%s", name,
+                      repl_name_tail(s->graph, name, true, false, hint, sizeof hint));
+    }
+    return n;
 }

@@ -13,15 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *human(int64_t v, char *buf, size_t n) {
-    if (v < 0) snprintf(buf, n, "?");
-    else if (v >= 1000000000) snprintf(buf, n, "%.2fG", (double)v / 1e9);
-    else if (v >= 1000000) snprintf(buf, n, "%.2fM", (double)v / 1e6);
-    else if (v >= 10000) snprintf(buf, n, "%.1fK", (double)v / 1e3);
-    else snprintf(buf, n, "%lld", (long long)v);
-    return buf;
-}
-
 static const char *bytes_str(int64_t v, char *buf, size_t n) {
     if (v < 0) snprintf(buf, n, "?");
     else if (v >= 1 << 20) snprintf(buf, n, "%.1f MiB", (double)v / (1 << 20));
@@ -89,7 +80,7 @@ static void model_section(vz_buf *b, const mpx_viz_page *pg) {
     vz_printf(b, "</td></tr><tr><th>opset</th><td>%d</td></tr>", g->opset);
     vz_printf(b, "<tr><th>nodes</th><td>%d (%d tensors)</td></tr>", g->n_nodes, g->n_tensors);
     vz_printf(b, "<tr><th>parameters</th><td>%s</td></tr><tr><th>MACs</th><td>%s</td></tr>",
-              human(mpx_graph_param_count(g), h1, sizeof h1), human(mpx_graph_macs(g), h2, sizeof h2));
+              mpx_count_str(mpx_graph_param_count(g), h1, sizeof h1), mpx_count_str(mpx_graph_macs(g), h2, sizeof h2));
     for (int i = 0; i < g->n_inputs; i++) {
         vz_put(b, "<tr><th>input</th><td><code>");
         vz_put_xml(b, g->inputs[i]->name);
@@ -320,7 +311,7 @@ static void layer_table(vz_buf *b, const mpx_viz_page *pg) {
             vz_printf(b, "</td><td>%s</td><td>%s</td><td>%s</td><td class=\"num\" data-v=\"%lld\">%s</td></tr>",
                       pn->is_float ? mpx_format_name(pn->compute) : "-", pn->is_float ? mpx_format_name(pn->accum) : "-",
                       pn->is_float ? mpx_format_name(pn->output) : "-", (long long)g->nodes[i]->cost.macs,
-                      human(g->nodes[i]->cost.macs, m, sizeof m));
+                      mpx_count_str(g->nodes[i]->cost.macs, m, sizeof m));
         }
         vz_put(b, "</tbody></table></div></section>\n");
         return;
