@@ -1,5 +1,6 @@
-/* kern_nn.c - the dot-product kernels: Conv, ConvTranspose, Gemm, MatMul, and
- * what the nn kernel files share (kern_nn.h: input checks, window geometry).
+/* kern_nn.c - the convolutions: Conv and ConvTranspose (Gemm and MatMul are
+ * kern_matmul.c's), and what the nn kernel files share (kern_nn.h: input
+ * checks, window geometry).
  * Pooling is in kern_pool.c, normalisation and softmax in kern_norm.c, Resize
  * and Upsample in kern_resize.c.
  *
@@ -49,6 +50,7 @@
  *    plain float rows for fp32) updated in the order above. */
 #include "kern_gemm.h"
 #include "kern_nn.h"
+#include "kern_rows.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -237,86 +239,6 @@ mpx_status kn_window_out(const mpx_kctx *c, kn_window *w, bool ceil_mode) {
     return MPX_OK;
 }
 
-/* ---- row updates: the inner loops of the convolutions and the matrix products ---- */
-
-/* y_j[i * ys] += w[j] * x[i * xs] for i < n and rows j < nm (1..4). The rows
- * and x never overlap. Each output value gets one addition per call, so the
- * order of terms per value is the order of the calls.
- *
- * GCC's -O2 vectoriser leaves these loops scalar, so the unit-stride output
- * case is written with 4-lane vectors (GCC/Clang vector extension). Lanes are
- * independent: every lane is the same fp32 multiply and add as the scalar
- * loop (no contraction: numerics/ builds with -ffp-contract=off). */
-typedef float v4f __attribute__((vector_size(16)));
-
-static inline v4f ld4(const float *p) {
-    v4f v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static inline void st4(float *p, v4f v) { memcpy(p, &v, sizeof v); }
-
-static inline v4f ld4s(const float *p, int64_t s) { return (v4f){p[0], p[s], p[2 * s], p[3 * s]}; }
-
-static void axpy_rows(int nm, float *const *yr, int64_t ys, const float *w,
-                      const float *restrict x, int64_t xs, int64_t n) {
-    if (ys != 1) { /* ConvTranspose's strided scatter */
-        for (int j = 0; j < nm; j++) {
-            float *restrict y = yr[j];
-            const float wj = w[j];
-            for (int64_t i = 0; i < n; i++) y[i * ys] += wj * x[i * xs];
-        }
-        return;
-    }
-    float *restrict y0 = yr[0], *restrict y1 = yr[nm > 1 ? 1 : 0], *restrict y2 = yr[nm > 2 ? 2 : 0],
-                    *restrict y3 = yr[nm > 3 ? 3 : 0];
-    const float w0 = w[0], w1 = nm > 1 ? w[1] : 0.0f, w2 = nm > 2 ? w[2] : 0.0f,
-                w3 = nm > 3 ? w[3] : 0.0f;
-    const v4f v0 = {w0, w0, w0, w0}, v1 = {w1, w1, w1, w1}, v2 = {w2, w2, w2, w2},
-              v3 = {w3, w3, w3, w3};
-    int64_t i = 0;
-    if (nm == 4) {
-        for (; i + 4 <= n; i += 4) {
-            const v4f v = xs == 1 ? ld4(x + i) : ld4s(x + i * xs, xs);
-            st4(y0 + i, ld4(y0 + i) + v0 * v);
-            st4(y1 + i, ld4(y1 + i) + v1 * v);
-            st4(y2 + i, ld4(y2 + i) + v2 * v);
-            st4(y3 + i, ld4(y3 + i) + v3 * v);
-        }
-        for (; i < n; i++) {
-            const float v = x[i * xs];
-            y0[i] += w0 * v;
-            y1[i] += w1 * v;
-            y2[i] += w2 * v;
-            y3[i] += w3 * v;
-        }
-        return;
-    }
-    for (; i + 4 <= n; i += 4) {
-        const v4f v = xs == 1 ? ld4(x + i) : ld4s(x + i * xs, xs);
-        st4(y0 + i, ld4(y0 + i) + v0 * v);
-        if (nm > 1) st4(y1 + i, ld4(y1 + i) + v1 * v);
-        if (nm > 2) st4(y2 + i, ld4(y2 + i) + v2 * v);
-    }
-    for (; i < n; i++) {
-        const float v = x[i * xs];
-        y0[i] += w0 * v;
-        if (nm > 1) y1[i] += w1 * v;
-        if (nm > 2) y2[i] += w2 * v;
-    }
-}
-
-/* The same through accumulators: acc row j, entry i * as. */
-static void acc_rows(int nm, mpx_acc *const *ar, int64_t as, const float *w, const float *x,
-                     int64_t xs, int64_t n) {
-    for (int j = 0; j < nm; j++) {
-        mpx_acc *a = ar[j];
-        const float wj = w[j];
-        for (int64_t i = 0; i < n; i++) mpx_acc_add(&a[i * as], wj * x[i * xs]);
-    }
-}
-
 /* ---- Conv and ConvTranspose ---------------------------------------------------------- */
 
 /* The geometry of one convolution, arranged as rows: every spatial dim but the
@@ -400,8 +322,6 @@ static void conv_tap_rows(const conv_job *j, int64_t r, const int64_t *tc, int64
     }
 }
 
-enum { CONV_CHUNK = 256, CONV_MB = 4 };
-
 /* Which i of a row update (y index i * ys + yoff, x index i * xs + xoff)
  * exist for each kernel column; computed once per convolution. */
 typedef struct kw_span {
@@ -466,7 +386,7 @@ static void conv_rows(const conv_ctx *k, int64_t n, int64_t g, int64_t m0, int n
                 const float *xp = xrow + i0 * p->xs + p->xoff;
                 int64_t yo = i0 * p->ys + p->yoff;
                 if (k->fp32) {
-                    float *yp[CONV_MB];
+                    float *yp[CONV_MB] = {NULL};
                     for (int q = 0; q < nm; q++) yp[q] = yrow[q] + yo;
                     axpy_rows(nm, yp, p->ys, wv, xp, p->xs, i1 - i0);
                 } else {
@@ -904,197 +824,4 @@ mpx_status mpx_k_conv_transpose(const mpx_kctx *c, const mpx_value *const *in, i
         st = conv_run(c, &j);
     if (st) mpx_value_free(&out[0]);
     return st;
-}
-
-/* ---- Gemm and MatMul ------------------------------------------------------------------ */
-
-/* Y (M x N, row-major, zero on entry) = A B, with A[i][k] = A[i * ars + k * acs]
- * and B row-major K x N. */
-static mpx_status mm_run(const mpx_kctx *c, int64_t M, int64_t N, int64_t K, const float *A,
-                         int64_t ars, int64_t acs, const float *B, float *Y) {
-    if (M == 0 || N == 0) return MPX_OK;
-    const int mode = kg_mode_of(&c->acc);
-    if (mode >= 0 && K > 0) {
-        int64_t *boff = NULL, *crow = NULL;
-        mpx_status st = kn_scratch(c, (size_t)K, sizeof *boff, (void **)&boff);
-        if (!st) st = kn_scratch(c, (size_t)M, sizeof *crow, (void **)&crow);
-        if (!st) {
-            for (int64_t k = 0; k < K; k++) boff[k] = k * N;
-            for (int64_t i = 0; i < M; i++) crow[i] = i * N;
-            kg_gemm g = {.M = M, .N = N, .K = K, .G = 1, .a = A, .ams = ars, .aks = acs,
-                         .b = B, .boff = boff, .c = Y, .crow = crow,
-                         .gw = N, .gvalid = N, .rs = 0, .cs = 1, .mode = (kg_mode)mode};
-            if (!kg_gemm_run(&g))
-                st = mpx_kernel_error(c, MPX_E_NOMEM, "out of memory for the product's buffers");
-        }
-        free(crow);
-        free(boff);
-        return st;
-    }
-    if (mpx_acc_is_fp32(&c->acc)) {
-        for (int64_t j0 = 0; j0 < N; j0 += CONV_CHUNK) {
-            int64_t nj = N - j0 < CONV_CHUNK ? N - j0 : CONV_CHUNK;
-            for (int64_t i0 = 0; i0 < M; i0 += CONV_MB) {
-                int nm = (int)(M - i0 < CONV_MB ? M - i0 : CONV_MB);
-                float *yr[CONV_MB];
-                for (int q = 0; q < nm; q++) yr[q] = Y + (i0 + q) * N + j0;
-                for (int64_t k = 0; k < K; k++) {
-                    float wv[CONV_MB];
-                    for (int q = 0; q < nm; q++) wv[q] = A[(i0 + q) * ars + k * acs];
-                    axpy_rows(nm, yr, 1, wv, B + k * N + j0, 1, nj);
-                }
-            }
-        }
-        return MPX_OK;
-    }
-    mpx_acc *acc;
-    mpx_status st = kn_scratch(c, (size_t)N, sizeof *acc, (void **)&acc);
-    if (st) return st;
-    for (int64_t i = 0; i < M; i++) {
-        for (int64_t j = 0; j < N; j++) mpx_acc_init(&acc[j], &c->acc, 0.0f);
-        for (int64_t k = 0; k < K; k++) {
-            const float a = A[i * ars + k * acs], *br = B + k * N;
-            for (int64_t j = 0; j < N; j++) mpx_acc_add(&acc[j], a * br[j]);
-        }
-        for (int64_t j = 0; j < N; j++) Y[i * N + j] = mpx_acc_result(&acc[j]);
-    }
-    free(acc);
-    return MPX_OK;
-}
-
-/* Gemm: Y = alpha * A' B' + beta * C, A' = transA ? A^T : A (likewise B');
- * C broadcasts unidirectionally to M x N and is optional from opset 11. With
- * beta = 0, C is not read (as ONNX Runtime: 0 * inf would otherwise be NaN). */
-mpx_status mpx_k_gemm(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
-                      int n_out) {
-    const mpx_value *a, *b, *cc;
-    char s1[160], s2[160];
-    mpx_status st = kn_need_out(c, n_out, 1);
-    if (!st) st = kn_float_in(c, in, n_in, 0, "A", &a);
-    if (!st) st = kn_float_in(c, in, n_in, 1, "B", &b);
-    if (!st) st = kn_float_opt(c, in, n_in, 2, "C", &cc);
-    if (st) return st;
-    if (!cc && kn_opset(c) < 11)
-        return mpx_kernel_error(c, MPX_E_INVALID, "input C is required before opset 11");
-    if (a->rank != 2 || b->rank != 2)
-        return mpx_kernel_error(c, MPX_E_SHAPE, "A %s and B %s must both be matrices",
-                                kn_shape(a, s1), kn_shape(b, s2));
-    bool ta = mpx_node_attr_int(c->node, "transA", 0) != 0;
-    bool tb = mpx_node_attr_int(c->node, "transB", 0) != 0;
-    float alpha = mpx_node_attr_float(c->node, "alpha", 1.0f);
-    float beta = mpx_node_attr_float(c->node, "beta", 1.0f);
-    int64_t M = a->dims[ta ? 1 : 0], K = a->dims[ta ? 0 : 1];
-    int64_t Kb = b->dims[tb ? 1 : 0], N = b->dims[tb ? 0 : 1];
-    if (K != Kb)
-        return mpx_kernel_error(c, MPX_E_SHAPE, "inner dims differ: A %s (transA %d) and B %s (transB %d)",
-                                kn_shape(a, s1), ta, kn_shape(b, s2), tb);
-    int64_t csr = 0, csc = 0;
-    if (cc) {
-        bool ok = cc->rank <= 2;
-        if (ok && cc->rank >= 1) {
-            int64_t cn = cc->dims[cc->rank - 1];
-            ok = cn == 1 || cn == N;
-            csc = cn == 1 ? 0 : 1;
-        }
-        if (ok && cc->rank == 2) {
-            ok = cc->dims[0] == 1 || cc->dims[0] == M;
-            csr = cc->dims[0] == 1 ? 0 : cc->dims[1];
-        }
-        if (!ok)
-            return mpx_kernel_error(c, MPX_E_SHAPE, "C of shape %s does not broadcast to %lldx%lld",
-                                    kn_shape(cc, s1), (long long)M, (long long)N);
-    }
-    int64_t dims[2] = {M, N};
-    if ((st = mpx_k_alloc(c, &out[0], a->dtype, 2, dims))) return st;
-    float *y = out[0].f, *bt = NULL;
-    const float *bm = b->f;
-    if (tb && K > 0 && N > 0) { /* B' row-major, for contiguous rows */
-        if ((st = kn_scratch(c, (size_t)(K * N), sizeof *bt, (void **)&bt))) goto fail;
-        for (int64_t k = 0; k < K; k++)
-            for (int64_t j = 0; j < N; j++) bt[k * N + j] = b->f[j * K + k];
-        bm = bt;
-    }
-    st = mm_run(c, M, N, K, a->f, ta ? 1 : K, ta ? M : 1, bm, y);
-    free(bt);
-    if (st) goto fail;
-    for (int64_t i = 0; i < M; i++)
-        for (int64_t j = 0; j < N; j++) {
-            float s = alpha * y[i * N + j];
-            if (cc && beta != 0.0f) {
-                mpx_acc acc;
-                mpx_acc_init(&acc, &c->acc, s);
-                mpx_acc_add(&acc, beta * cc->f[i * csr + j * csc]);
-                s = mpx_acc_result(&acc);
-            }
-            y[i * N + j] = s;
-        }
-    return MPX_OK;
-fail:
-    mpx_value_free(&out[0]);
-    return st;
-}
-
-/* MatMul as numpy.matmul: a 1-D A is a row (the dim is dropped from the
- * result), a 1-D B a column; batch dims broadcast. */
-mpx_status mpx_k_matmul(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
-                        int n_out) {
-    const mpx_value *a, *b;
-    char s1[160], s2[160];
-    mpx_status st = kn_need_out(c, n_out, 1);
-    if (!st) st = kn_float_in(c, in, n_in, 0, "A", &a);
-    if (!st) st = kn_float_in(c, in, n_in, 1, "B", &b);
-    if (st) return st;
-    if (a->rank < 1 || b->rank < 1)
-        return mpx_kernel_error(c, MPX_E_SHAPE, "operands %s and %s must not be scalars",
-                                kn_shape(a, s1), kn_shape(b, s2));
-    bool va = a->rank == 1, vb = b->rank == 1;
-    int64_t M = va ? 1 : a->dims[a->rank - 2], K = a->dims[a->rank - 1];
-    int64_t Kb = vb ? b->dims[0] : b->dims[b->rank - 2], N = vb ? 1 : b->dims[b->rank - 1];
-    if (K != Kb)
-        return mpx_kernel_error(c, MPX_E_SHAPE, "inner dims differ: A %s times B %s",
-                                kn_shape(a, s1), kn_shape(b, s2));
-    int ra = va ? 0 : a->rank - 2, rb = vb ? 0 : b->rank - 2;
-    int ro = ra > rb ? ra : rb;
-    int64_t od[MPX_MAX_RANK], sa[MPX_MAX_RANK], sb[MPX_MAX_RANK];
-    /* Batch strides in matrices; 0 on broadcast dims. */
-    int64_t pa = 1, pb = 1;
-    for (int i = ro - 1; i >= 0; i--) {
-        int ia = i - (ro - ra), ib = i - (ro - rb);
-        int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
-        if (da != db && da != 1 && db != 1)
-            return mpx_kernel_error(c, MPX_E_SHAPE, "batch dims do not broadcast: A %s times B %s",
-                                    kn_shape(a, s1), kn_shape(b, s2));
-        od[i] = da == 1 ? db : da;
-        sa[i] = da == 1 ? 0 : pa;
-        sb[i] = db == 1 ? 0 : pb;
-        pa *= da;
-        pb *= db;
-    }
-    int64_t dims[MPX_MAX_RANK];
-    int r = 0;
-    for (int i = 0; i < ro; i++) dims[r++] = od[i];
-    if (!va) dims[r++] = M;
-    if (!vb) dims[r++] = N;
-    if (r > MPX_MAX_RANK)
-        return mpx_kernel_error(c, MPX_E_LIMIT, "result rank %d is beyond %d", r, MPX_MAX_RANK);
-    if ((st = mpx_k_alloc(c, &out[0], a->dtype, r, dims))) return st;
-    int64_t nb = 1, idx[MPX_MAX_RANK] = {0};
-    for (int i = 0; i < ro; i++) nb *= od[i];
-    for (int64_t bi = 0; bi < nb; bi++) {
-        int64_t oa = 0, ob = 0;
-        for (int i = 0; i < ro; i++) {
-            oa += idx[i] * sa[i];
-            ob += idx[i] * sb[i];
-        }
-        st = mm_run(c, M, N, K, a->f + oa * M * K, K, 1, b->f + ob * K * N, out[0].f + bi * M * N);
-        if (st) {
-            mpx_value_free(&out[0]);
-            return st;
-        }
-        for (int i = ro - 1; i >= 0; i--) { /* odometer over the batch dims */
-            if (++idx[i] < od[i]) break;
-            idx[i] = 0;
-        }
-    }
-    return MPX_OK;
 }

@@ -22,6 +22,8 @@ mpx_status repl_parse_shape(const char *text, int *rank, int64_t *dims, mpx_erro
  * naming `what`. */
 mpx_status repl_parse_number(const char *text, const char *what, double *out, mpx_error *err);
 double repl_now_ms(void);
+/* cmd_report.c: one layer's metrics as a JSON object (report, compare). */
+struct cJSON *repl_metrics_json(const mpx_metrics *m);
 /* The model's node called name, or NULL with "no node named ..." and a
  * did-you-mean in err. */
 const mpx_node *repl_node_named(const mpx_session *s, const char *name, mpx_error *err);

@@ -1,0 +1,523 @@
+/* shape_nn.c - the shapes of the network ops with arithmetic of their own:
+ * windows (Conv, ConvTranspose, pools), dot products (Gemm, MatMul, Einsum)
+ * and reductions. The table that dispatches to them is shape.c's. */
+#include "shape_internal.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- windows: Conv, ConvTranspose, pools --------------------------------------- */
+
+typedef struct window {
+    int nsp;                                /* spatial dims */
+    int64_t k[MPX_MAX_RANK], s[MPX_MAX_RANK], dil[MPX_MAX_RANK];
+    int64_t pads[2 * MPX_MAX_RANK];
+    const char *auto_pad;
+} window;
+
+static mpx_status window_attrs(const mpx_sctx *c, int nsp, window *w, bool need_kernel,
+                               const mpx_tensor *wt) {
+    mpx_status st;
+    w->nsp = nsp;
+    const int64_t *ks;
+    int nk = mpx_node_attr_ints(c->n, "kernel_shape", &ks);
+    if (ks) {
+        if (nk != nsp)
+            return mpx_node_error(c, MPX_E_SHAPE, "kernel_shape has %d values for %d spatial dims",
+                                  nk, nsp);
+        for (int i = 0; i < nsp; i++) {
+            if (ks[i] < 1 || ks[i] > MPX_MAX_ELEMS)
+                return mpx_node_error(c, MPX_E_SHAPE, "kernel_shape[%d] is %lld", i, (long long)ks[i]);
+            w->k[i] = ks[i];
+        }
+    } else if (need_kernel) {
+        return mpx_node_error(c, MPX_E_INVALID, "attribute kernel_shape is required");
+    } else {
+        for (int i = 0; i < nsp; i++) w->k[i] = wt ? wt->dims[2 + i] : -1;
+    }
+    if ((st = mpx_sh_ints_attr(c, "strides", nsp, 1, w->s))) return st;
+    if ((st = mpx_sh_ints_attr(c, "dilations", nsp, 1, w->dil))) return st;
+    if ((st = mpx_sh_ints_attr(c, "pads", 2 * nsp, 0, w->pads))) return st;
+    for (int i = 0; i < nsp; i++)
+        if (w->s[i] < 1 || w->dil[i] < 1 || w->pads[i] < 0 || w->pads[i + nsp] < 0)
+            return mpx_node_error(c, MPX_E_SHAPE, "strides, dilations and pads must be positive");
+    /* Beyond the element limit none of them can describe a tensor mpx holds;
+     * refusing them here keeps the window arithmetic far from overflow. */
+    for (int i = 0; i < nsp; i++)
+        if (w->s[i] > MPX_MAX_ELEMS || w->dil[i] > MPX_MAX_ELEMS || w->pads[i] > MPX_MAX_ELEMS ||
+            w->pads[i + nsp] > MPX_MAX_ELEMS)
+            return mpx_node_error(c, MPX_E_LIMIT,
+                                  "spatial dim %d: stride %lld, dilation %lld or pads %lld+%lld exceed "
+                                  "mpx's limit of %lld",
+                                  i, (long long)w->s[i], (long long)w->dil[i], (long long)w->pads[i],
+                                  (long long)w->pads[i + nsp], (long long)MPX_MAX_ELEMS);
+    w->auto_pad = mpx_node_attr_string(c->n, "auto_pad", "NOTSET");
+    return MPX_OK;
+}
+
+static bool same_pad(const window *w) {
+    return strcmp(w->auto_pad, "SAME_UPPER") == 0 || strcmp(w->auto_pad, "SAME_LOWER") == 0;
+}
+
+/* Output length of one spatial dim of a sliding window (Conv, pools). */
+static mpx_status window_out(const mpx_sctx *c, const window *w, int i, int64_t in_len, bool ceil_mode,
+                             int64_t *out) {
+    int64_t k = w->k[i];
+    if (in_len < 0 || k < 0) {
+        *out = -1;
+        return MPX_OK;
+    }
+    if (k == 0)
+        return mpx_node_error(c, MPX_E_SHAPE, "spatial dim %d: the kernel has length 0", i);
+    /* window_attrs bounded strides, dilations and pads, and known dims are
+     * bounded too (mpx_dims_check), so none of this overflows. */
+    int64_t s = w->s[i];
+    if (same_pad(w)) {
+        *out = (in_len + s - 1) / s;
+        return MPX_OK;
+    }
+    int64_t ek = (k - 1) * w->dil[i] + 1;
+    bool valid = strcmp(w->auto_pad, "VALID") == 0;
+    int64_t pb = valid ? 0 : w->pads[i], pe = valid ? 0 : w->pads[i + w->nsp];
+    int64_t num = in_len + pb + pe - ek;
+    if (num < 0)
+        return mpx_node_error(c, MPX_E_SHAPE,
+                              "spatial dim %d: input length %lld (pads %lld+%lld) is smaller than the "
+                              "kernel extent %lld",
+                              i, (long long)in_len, (long long)pb, (long long)pe, (long long)ek);
+    int64_t o = num / s + 1;
+    if (ceil_mode) {
+        o = (num + s - 1) / s + 1;
+        /* The last window must start inside the input or the left padding. */
+        if ((o - 1) * s >= in_len + pb) o--;
+    }
+    *out = o;
+    return MPX_OK;
+}
+
+static mpx_status spatial_rank(const mpx_sctx *c, const mpx_tensor *x) {
+    if (x->rank < 3)
+        return mpx_node_error(c, MPX_E_SHAPE,
+                              "input \"%s\" has shape %s; expected N x C x spatial dims", x->name, mpx_sh_TS(x));
+    return MPX_OK;
+}
+
+/* What Conv and ConvTranspose check first: input and weights present, of
+ * one rank with spatial dims, and the group. *x NULL: a shape is unknown
+ * (the output is set unknown). */
+static mpx_status conv_inputs(mpx_sctx *c, const mpx_tensor **x, const mpx_tensor **w,
+                              int64_t *group) {
+    *x = NULL;
+    mpx_status st = mpx_sh_need(c, 2);
+    if (st) return st;
+    const mpx_tensor *in = mpx_sh_in(c, 0), *wt = mpx_sh_in(c, 1);
+    if (!mpx_sh_known(in) || !mpx_sh_known(wt)) return mpx_sh_set_out(c, 0, mpx_sh_dt(in), NULL);
+    if ((st = spatial_rank(c, in))) return st;
+    if (wt->rank != in->rank)
+        return mpx_node_error(c, MPX_E_SHAPE, "weights \"%s\" of shape %s do not match input %s",
+                              wt->name, mpx_sh_TS(wt), mpx_sh_TS(in));
+    *group = mpx_node_attr_int(c->n, "group", 1);
+    if (*group < 1 || *group > MPX_MAX_ELEMS)
+        return mpx_node_error(c, MPX_E_SHAPE, "group %lld", (long long)*group);
+    *x = in;
+    *w = wt;
+    return MPX_OK;
+}
+
+mpx_status mpx_shape_conv(mpx_sctx *c) {
+    const mpx_tensor *x, *w;
+    int64_t group;
+    mpx_status st = conv_inputs(c, &x, &w, &group);
+    if (st || !x) return st;
+    int64_t cin = x->dims[1], wc = w->dims[1], m = w->dims[0];
+    if (cin >= 0 && wc >= 0 && cin != wc * group)
+        return mpx_node_error(c, MPX_E_SHAPE,
+                              "input \"%s\" has %lld channels (shape %s) but weights \"%s\" of shape %s "
+                              "with group %lld expect %lld",
+                              x->name, (long long)cin, mpx_sh_TS(x), w->name, mpx_sh_TS(w), (long long)group,
+                              (long long)(wc * group));
+    if (m >= 0 && m % group)
+        return mpx_node_error(c, MPX_E_SHAPE, "%lld output channels do not divide into %lld groups",
+                              (long long)m, (long long)group);
+    const mpx_tensor *b = mpx_sh_in(c, 2);
+    if (mpx_sh_known(b) && m >= 0 && (b->rank != 1 || (b->dims[0] >= 0 && b->dims[0] != m)))
+        return mpx_node_error(c, MPX_E_SHAPE, "bias \"%s\" of shape %s does not match %lld output channels",
+                              b->name, mpx_sh_TS(b), (long long)m);
+    window win;
+    if ((st = window_attrs(c, x->rank - 2, &win, false, w))) return st;
+    for (int i = 0; i < win.nsp; i++)
+        if (win.k[i] >= 0 && w->dims[2 + i] >= 0 && win.k[i] != w->dims[2 + i])
+            return mpx_node_error(c, MPX_E_SHAPE, "kernel_shape does not match weights of shape %s",
+                                  mpx_sh_TS(w));
+    shp o = mpx_sh_shp_of(x);
+    o.d[1] = m;
+    o.s[1] = NULL;
+    for (int i = 0; i < win.nsp; i++) {
+        if ((st = window_out(c, &win, i, x->dims[2 + i], false, &o.d[2 + i]))) return st;
+        o.s[2 + i] = NULL; /* a new length, not the input's symbol */
+    }
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+}
+
+mpx_status mpx_shape_conv_transpose(mpx_sctx *c) {
+    const mpx_tensor *x, *w;
+    int64_t group;
+    mpx_status st = conv_inputs(c, &x, &w, &group);
+    if (st || !x) return st;
+    if (x->dims[1] >= 0 && w->dims[0] >= 0 && x->dims[1] != w->dims[0])
+        return mpx_node_error(c, MPX_E_SHAPE,
+                              "input \"%s\" has %lld channels (shape %s) but weights \"%s\" have shape %s",
+                              x->name, (long long)x->dims[1], mpx_sh_TS(x), w->name, mpx_sh_TS(w));
+    window win;
+    if ((st = window_attrs(c, x->rank - 2, &win, false, w))) return st;
+    int nsp = win.nsp;
+    int64_t opad[MPX_MAX_RANK];
+    if ((st = mpx_sh_ints_attr(c, "output_padding", nsp, 0, opad))) return st;
+    shp o = mpx_sh_shp_of(x);
+    o.d[1] = w->dims[1] >= 0 ? w->dims[1] * group : -1;
+    o.s[1] = NULL;
+    const int64_t *os;
+    int nos = mpx_node_attr_ints(c->n, "output_shape", &os);
+    if (os && nos != nsp && nos != nsp + 2)
+        return mpx_node_error(c, MPX_E_SHAPE, "output_shape has %d values for %d spatial dims", nos, nsp);
+    for (int i = 0; i < nsp; i++) {
+        int64_t osi = os ? os[nos - nsp + i] : 0;
+        if (opad[i] < 0 || opad[i] > MPX_MAX_ELEMS || osi < 0 || osi > MPX_MAX_ELEMS)
+            return mpx_node_error(c, MPX_E_SHAPE, "spatial dim %d: output_padding %lld or output_shape %lld is "
+                                  "negative or beyond mpx's limit", i, (long long)opad[i], (long long)osi);
+    }
+    for (int i = 0; i < nsp; i++) {
+        int64_t len = x->dims[2 + i], *od = &o.d[2 + i];
+        o.s[2 + i] = NULL;
+        if (os) *od = os[nos - nsp + i];
+        else if (len < 0 || win.k[i] < 0) *od = -1;
+        else if (same_pad(&win)) *od = len * win.s[i];
+        else {
+            /* Each term is below 2^62 (bounded dims and attributes); their sum need not be. */
+            bool valid = strcmp(win.auto_pad, "VALID") == 0;
+            int64_t pads = valid ? 0 : win.pads[i] + win.pads[i + nsp];
+            int64_t span = win.s[i] * (len - 1), ek = (win.k[i] - 1) * win.dil[i] + 1;
+            if (!mpx_sh_add(span, ek, od) || !mpx_sh_add(*od, opad[i] - pads, od))
+                return mpx_node_error(c, MPX_E_LIMIT, "spatial dim %d: the output length overflows", i);
+            if (*od < 1)
+                return mpx_node_error(c, MPX_E_SHAPE, "spatial dim %d would have length %lld", i,
+                                      (long long)*od);
+        }
+    }
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+}
+
+mpx_status mpx_shape_pool(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0);
+    if (!mpx_sh_known(x)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+    if ((st = spatial_rank(c, x))) return st;
+    window win;
+    if ((st = window_attrs(c, x->rank - 2, &win, true, NULL))) return st;
+    bool ceil_mode = mpx_node_attr_int(c->n, "ceil_mode", 0) != 0;
+    shp o = mpx_sh_shp_of(x);
+    for (int i = 0; i < win.nsp; i++) {
+        if ((st = window_out(c, &win, i, x->dims[2 + i], ceil_mode, &o.d[2 + i]))) return st;
+        o.s[2 + i] = NULL;
+    }
+    if ((st = mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o))) return st;
+    return mpx_sh_set_out(c, 1, MPX_DT_INT64, &o); /* MaxPool's Indices */
+}
+
+mpx_status mpx_shape_global_pool(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0);
+    if (!mpx_sh_known(x)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+    if ((st = spatial_rank(c, x))) return st;
+    shp o = mpx_sh_shp_of(x);
+    for (int i = 2; i < o.rank; i++) {
+        o.d[i] = 1;
+        o.s[i] = NULL;
+    }
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+}
+
+/* ---- dot products ---------------------------------------------------------------- */
+
+mpx_status mpx_shape_gemm(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 2);
+    if (st) return st;
+    const mpx_tensor *a = mpx_sh_in(c, 0), *b = mpx_sh_in(c, 1);
+    if (!mpx_sh_known(a) || !mpx_sh_known(b)) return mpx_sh_set_out(c, 0, mpx_sh_dt(a), NULL);
+    if (a->rank != 2 || b->rank != 2)
+        return mpx_node_error(c, MPX_E_SHAPE, "A %s and B %s must both be matrices", mpx_sh_TS(a), mpx_sh_TS(b));
+    bool ta = mpx_node_attr_int(c->n, "transA", 0) != 0, tb = mpx_node_attr_int(c->n, "transB", 0) != 0;
+    shp sa = mpx_sh_shp_of(a), sb = mpx_sh_shp_of(b);
+    int64_t ka = sa.d[ta ? 0 : 1], kb = sb.d[tb ? 1 : 0];
+    if (ka >= 0 && kb >= 0 && ka != kb)
+        return mpx_node_error(c, MPX_E_SHAPE,
+                              "inner dims differ: A %s (transA %d) and B %s (transB %d)", mpx_sh_S(&sa), ta,
+                              mpx_sh_S(&sb), tb);
+    shp o = mpx_sh_shp_rank(2);
+    o.d[0] = sa.d[ta ? 1 : 0];
+    o.s[0] = sa.s[ta ? 1 : 0];
+    o.d[1] = sb.d[tb ? 0 : 1];
+    o.s[1] = sb.s[tb ? 0 : 1];
+    const mpx_tensor *cc = mpx_sh_in(c, 2);
+    if (mpx_sh_known(cc)) {
+        shp sc = mpx_sh_shp_of(cc), r;
+        if ((st = mpx_sh_bcast2(c, &o, &sc, &r))) return st;
+        if (r.rank != 2 || (r.d[0] >= 0 && o.d[0] >= 0 && r.d[0] != o.d[0]) ||
+            (r.d[1] >= 0 && o.d[1] >= 0 && r.d[1] != o.d[1]))
+            return mpx_node_error(c, MPX_E_SHAPE, "C %s does not broadcast to %s", mpx_sh_S(&sc), mpx_sh_S(&o));
+    }
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(a), &o);
+}
+
+mpx_status mpx_shape_matmul(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 2);
+    if (st) return st;
+    const mpx_tensor *a = mpx_sh_in(c, 0), *b = mpx_sh_in(c, 1);
+    if (!mpx_sh_known(a) || !mpx_sh_known(b)) return mpx_sh_set_out(c, 0, mpx_sh_dt(a), NULL);
+    if (a->rank < 1 || b->rank < 1)
+        return mpx_node_error(c, MPX_E_SHAPE, "operands %s and %s must not be scalars", mpx_sh_TS(a), mpx_sh_TS(b));
+    shp sa = mpx_sh_shp_of(a), sb = mpx_sh_shp_of(b);
+    /* 1-D operands: a vector is a 1xK row on the left, a Kx1 column on the right. */
+    bool va = sa.rank == 1, vb = sb.rank == 1;
+    if (va) {
+        sa.rank = 2;
+        sa.d[1] = sa.d[0];
+        sa.s[1] = sa.s[0];
+        sa.d[0] = 1;
+        sa.s[0] = NULL;
+    }
+    if (vb) {
+        sb.rank = 2;
+        sb.d[1] = 1;
+        sb.s[1] = NULL;
+    }
+    int64_t ka = sa.d[sa.rank - 1], kb = sb.d[sb.rank - 2];
+    if (ka >= 0 && kb >= 0 && ka != kb)
+        return mpx_node_error(c, MPX_E_SHAPE, "inner dims differ: %s times %s", mpx_sh_TS(a), mpx_sh_TS(b));
+    shp ba = sa, bb = sb, bo;
+    ba.rank -= 2;
+    bb.rank -= 2;
+    if ((st = mpx_sh_bcast2(c, &ba, &bb, &bo)))
+        return mpx_node_error(c, MPX_E_SHAPE, "batch dims do not broadcast: %s times %s", mpx_sh_TS(a), mpx_sh_TS(b));
+    shp o = bo;
+    if (!va) {
+        o.d[o.rank] = sa.d[sa.rank - 2];
+        o.s[o.rank++] = sa.s[sa.rank - 2];
+    }
+    if (!vb) {
+        o.d[o.rank] = sb.d[sb.rank - 1];
+        o.s[o.rank++] = sb.s[sb.rank - 1];
+    }
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(a), &o);
+}
+
+/* Einsum: labels are letters; "..." stands for broadcast batch dims. */
+typedef struct einsum_plan {
+    int64_t label[128];   /* dim per label char; -2 unseen */
+    int count[128];       /* occurrences over the inputs */
+    shp ell;              /* the broadcast "..." dims */
+    bool has_ell;
+    shp out;
+} einsum_plan;
+
+static mpx_status einsum_parse(const mpx_sctx *c, einsum_plan *p, bool *ok) {
+    *ok = false;
+    const char *eq = mpx_node_attr_string(c->n, "equation", NULL);
+    if (!eq) return mpx_node_error(c, MPX_E_INVALID, "attribute equation is required");
+    char buf[512], lhs[512];
+    size_t j = 0;
+    for (const char *q = eq; *q && j + 1 < sizeof buf; q++)
+        if (*q != ' ') buf[j++] = *q;
+    buf[j] = '\0';
+    const char *arrow = strstr(buf, "->");
+    size_t ll = arrow ? (size_t)(arrow - buf) : strlen(buf);
+    memcpy(lhs, buf, ll);
+    lhs[ll] = '\0';
+    for (int i = 0; i < 128; i++) {
+        p->label[i] = -2;
+        p->count[i] = 0;
+    }
+    p->ell = mpx_sh_shp_rank(0);
+    p->has_ell = false;
+    bool all_known = true;
+    int term = 0;
+    mpx_status st;
+    for (char *t = lhs, *next; t; t = next, term++) {
+        next = strchr(t, ',');
+        if (next) *next++ = '\0';
+        const mpx_tensor *x = mpx_sh_in(c, term);
+        if (!x) return mpx_node_error(c, MPX_E_SHAPE, "equation \"%s\" has more terms than inputs", eq);
+        int letters = 0;
+        bool ell = false;
+        for (const char *q = t; *q; q++) {
+            if (strncmp(q, "...", 3) == 0) {
+                /* A second "..." would make the term claim more dims than the input has. */
+                if (ell)
+                    return mpx_node_error(c, MPX_E_INVALID, "equation \"%s\": \"...\" twice in one term", eq);
+                ell = true;
+                q += 2;
+            } else if ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z')) {
+                letters++;
+            } else {
+                return mpx_node_error(c, MPX_E_INVALID, "equation \"%s\": unexpected '%c'", eq, *q);
+            }
+        }
+        if (!mpx_sh_known(x)) {
+            all_known = false;
+            continue;
+        }
+        if (ell ? x->rank < letters : x->rank != letters)
+            return mpx_node_error(c, MPX_E_SHAPE, "equation term \"%s\" does not fit input %d of shape %s", t,
+                                  term, mpx_sh_TS(x));
+        int pos = 0;
+        for (const char *q = t; *q; q++) {
+            if (*q == '.') {
+                shp e = mpx_sh_shp_rank(x->rank - letters);
+                for (int k = 0; k < e.rank; k++) {
+                    e.d[k] = x->dims[pos + k];
+                    e.s[k] = x->sym[pos + k];
+                }
+                pos += e.rank;
+                q += 2;
+                if ((st = mpx_sh_bcast2(c, &p->ell, &e, &p->ell))) return st;
+                p->has_ell = true;
+                continue;
+            }
+            int64_t d = x->dims[pos++], *l = &p->label[(int)*q];
+            p->count[(int)*q]++;
+            if (*l == -2 || *l == 1 || (*l == -1 && d != 1)) *l = d;
+            else if (d >= 0 && *l >= 0 && d != *l && d != 1)
+                return mpx_node_error(c, MPX_E_SHAPE, "label '%c' is %lld in one input and %lld in input %d (%s)",
+                                      *q, (long long)*l, (long long)d, term, mpx_sh_TS(x));
+        }
+    }
+    if (term != c->n->n_inputs)
+        return mpx_node_error(c, MPX_E_SHAPE, "equation \"%s\" has %d terms for %d inputs", eq, term,
+                              c->n->n_inputs);
+    if (!all_known) return MPX_OK;
+    shp o = mpx_sh_shp_rank(0);
+    if (arrow) {
+        for (const char *q = arrow + 2; *q; q++) {
+            if (strncmp(q, "...", 3) == 0) {
+                for (int k = 0; k < p->ell.rank && o.rank < MPX_MAX_RANK; k++) {
+                    o.d[o.rank] = p->ell.d[k];
+                    o.s[o.rank++] = p->ell.s[k];
+                }
+                q += 2;
+                continue;
+            }
+            if (*q < 0 || p->label[(int)*q] == -2)
+                return mpx_node_error(c, MPX_E_SHAPE, "equation \"%s\": output label '%c' is in no input",
+                                      eq, *q);
+            if (o.rank >= MPX_MAX_RANK) return mpx_sh_check_rank(c, o.rank + 1);
+            o.d[o.rank++] = p->label[(int)*q];
+        }
+    } else {
+        o = p->ell;
+        for (int ch = 0; ch < 128; ch++) {
+            if (p->count[ch] != 1) continue;
+            if (o.rank >= MPX_MAX_RANK) return mpx_sh_check_rank(c, o.rank + 1);
+            o.s[o.rank] = NULL;
+            o.d[o.rank++] = p->label[ch];
+        }
+    }
+    p->out = o;
+    *ok = true;
+    return MPX_OK;
+}
+
+int64_t mpx_einsum_terms(const mpx_node *n) {
+    mpx_sctx c;
+    memset(&c, 0, sizeof c);
+    c.n = (mpx_node *)n; /* read only: einsum_parse writes nothing through it */
+    einsum_plan p;
+    bool ok;
+    if (einsum_parse(&c, &p, &ok) != MPX_OK || !ok) return -1;
+    /* Saturates like the other cost figures. */
+    int64_t total = 1;
+    for (int k = 0; k < p.ell.rank; k++) {
+        if (p.ell.d[k] < 0) return -1;
+        if (!mpx_sh_mul(total, p.ell.d[k], &total)) total = INT64_MAX;
+    }
+    for (int ch = 0; ch < 128; ch++) {
+        if (p.label[ch] == -2) continue;
+        if (p.label[ch] < 0) return -1;
+        if (!mpx_sh_mul(total, p.label[ch], &total)) total = INT64_MAX;
+    }
+    return total;
+}
+
+mpx_status mpx_shape_einsum(mpx_sctx *c) {
+    einsum_plan p;
+    bool ok;
+    mpx_status st = einsum_parse(c, &p, &ok);
+    if (st) return st;
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(mpx_sh_in(c, 0)), ok ? &p.out : NULL);
+}
+
+/* ---- reductions ----------------------------------------------------------------- */
+
+mpx_status mpx_shape_reduce(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0);
+    bool keep = mpx_node_attr_int(c->n, "keepdims", 1) != 0;
+    int64_t axes[LIST_MAX];
+    int na;
+    int v = mpx_sh_list_arg(c, "axes", 1, axes, LIST_MAX, &na);
+    if (!mpx_sh_known(x)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+    shp o = mpx_sh_shp_of(x);
+    if (v == V_UNKNOWN) {
+        if (!keep) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+        for (int i = 0; i < o.rank; i++) o.d[i] = -1;
+        return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+    }
+    bool mask[MPX_MAX_RANK] = {false};
+    if (na == 0) {
+        /* noop_with_empty_axes exists only where axes is an input. */
+        if (mpx_node_attr_int(c->n, "noop_with_empty_axes", 0)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+        for (int i = 0; i < o.rank; i++) mask[i] = true;
+    }
+    for (int i = 0; i < na; i++) {
+        int ax;
+        if ((st = mpx_sh_norm_axis(c, axes[i], x->rank, "axis", x, &ax))) return st;
+        mask[ax] = true;
+    }
+    shp r = mpx_sh_shp_rank(0);
+    for (int i = 0; i < o.rank; i++) {
+        if (!mask[i]) {
+            r.d[r.rank] = o.d[i];
+            r.s[r.rank++] = o.s[i];
+        } else if (keep) {
+            r.s[r.rank] = NULL;
+            r.d[r.rank++] = 1;
+        }
+    }
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &r);
+}
+
+mpx_status mpx_shape_argreduce(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0);
+    if (!mpx_sh_known(x)) return mpx_sh_set_out(c, 0, MPX_DT_INT64, NULL);
+    int ax;
+    if ((st = mpx_sh_norm_axis(c, mpx_node_attr_int(c->n, "axis", 0), x->rank, "axis", x, &ax))) return st;
+    shp o = mpx_sh_shp_of(x);
+    if (mpx_node_attr_int(c->n, "keepdims", 1)) {
+        o.d[ax] = 1;
+        o.s[ax] = NULL;
+    } else {
+        for (int i = ax; i + 1 < o.rank; i++) {
+            o.d[i] = o.d[i + 1];
+            o.s[i] = o.s[i + 1];
+        }
+        o.rank--;
+    }
+    return mpx_sh_set_out(c, 0, MPX_DT_INT64, &o);
+}
+

@@ -1,0 +1,418 @@
+/* cmd_report.c - what the last run showed: report (table, JSON, CSV, per
+ * sample) and tensor (one tensor's values in both runs, saved as .npy). */
+#include "repl_internal.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- report ----------------------------------------------------------------- */
+
+/* Sort keys: the metrics (numerics/metrics.def, in its order), then local
+ * (the node's own rel_l2, after run --local) and order (graph order). */
+enum { K_LOCAL = MPX_METRIC_COUNT, K_ORDER, K_COUNT };
+typedef int metric_id;
+
+static const char *layer_name(const mpx_graph *g, const mpx_layer *L) { return g->tensors[L->tensor]->name; }
+
+static const char *key_name(metric_id k) {
+    return k == K_LOCAL ? "local" : k == K_ORDER ? "order" : mpx_metric_info_of((mpx_metric_id)k)->name;
+}
+
+/* The figure a report sorts by, oriented so that larger is worse. */
+static double badness(const mpx_layer *L, metric_id m) {
+    double v;
+    if (m == K_LOCAL) v = L->has_local ? L->local.rel_l2 : -1.0;
+    else if (m == K_ORDER) v = 0.0;
+    else {
+        v = mpx_metric_value(&L->m, (mpx_metric_id)m);
+        if (mpx_metric_info_of((mpx_metric_id)m)->low_is_worse) v = -v;
+    }
+    return isnan(v) ? INFINITY : v;
+}
+
+static metric_id sort_metric;
+
+static int layer_cmp(const void *x, const void *y) {
+    const mpx_layer *a = *(const mpx_layer *const *)x, *b = *(const mpx_layer *const *)y;
+    if (sort_metric != K_ORDER) {
+        double da = badness(a, sort_metric), db = badness(b, sort_metric);
+        if (da != db) return da < db ? 1 : -1;
+    }
+    if (a->node != b->node) return a->node - b->node;
+    return a->tensor - b->tensor;
+}
+
+/* A bar for a rel_l2 on a log scale: 1e-8 or less empty, 1 or more full. */
+static void bar(char *buf, double rel) {
+    int n = 0;
+    if (isnan(rel) || rel >= 1.0) n = 10;
+    else if (rel > 1e-8) n = (int)lround((log10(rel) + 8.0) * 10.0 / 8.0);
+    if (n < 0) n = 0;
+    if (n > 10) n = 10;
+    for (int i = 0; i < 10; i++) buf[i] = i < n ? '#' : '.';
+    buf[10] = '\0';
+}
+
+cJSON *repl_metrics_json(const mpx_metrics *m) {
+    cJSON *o = cJSON_CreateObject();
+    /* JSON has no inf or NaN: such figures are written as strings. All
+     * digits: merged shards must give one run's figures exactly. */
+    for (int k = 0; k < MPX_METRIC_COUNT; k++)
+        if (!mpx_metric_info_of((mpx_metric_id)k)->count)
+            repl_json_exact(o, mpx_metric_info_of((mpx_metric_id)k)->name, mpx_metric_value(m, (mpx_metric_id)k), NULL);
+    repl_json_exact(o, "absmax_ref", m->absmax_ref, NULL);
+    for (int k = 0; k < MPX_METRIC_COUNT; k++)
+        if (mpx_metric_info_of((mpx_metric_id)k)->count)
+            cJSON_AddNumberToObject(o, mpx_metric_info_of((mpx_metric_id)k)->name, mpx_metric_value(m, (mpx_metric_id)k));
+    cJSON_AddNumberToObject(o, "n", (double)m->n);
+    return o;
+}
+
+static char *csv_field(const char *s, char *buf, size_t n) {
+    if (!strpbrk(s, ",\"\n")) {
+        snprintf(buf, n, "%s", s);
+        return buf;
+    }
+    size_t o = 0;
+    if (o + 1 < n) buf[o++] = '"';
+    for (; *s && o + 3 < n; s++) {
+        if (*s == '"') buf[o++] = '"';
+        buf[o++] = *s;
+    }
+    buf[o++] = '"';
+    buf[o] = '\0';
+    return buf;
+}
+
+/* report [--top n | --all] [--sort metric] [--json [file] | --csv [file]] */
+/* report --samples: one row per sample, its model outputs' worst figures. */
+static mpx_status report_samples(mpx_session *s, const mpx_compare *c, mpx_error *err) {
+    const mpx_samples *S = c->samples;
+    const mpx_graph *g = s->graph;
+    mpx_layer *v = malloc((size_t)(c->n_layers ? c->n_layers : 1) * sizeof *v);
+    if (!v) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    fprintf(s->out, "%s against fp32 over %d samples: each sample's worst model output\n", mpx_format_name(s->last_target),
+            S->n_samples);
+    fprintf(s->out, "%-6s %-44s %9s %9s %9s %6s %6s  %s\n", "sample", "file", "rel_l2", "max_abs", "cos", "ovf", "unf",
+            "worst layer");
+    mpx_status st = MPX_OK;
+    for (int k = 0; k < S->n_samples && !st; k++) {
+        memcpy(v, c->layers, (size_t)c->n_layers * sizeof *v);
+        if ((st = mpx_samples_reduce(S, MPX_STAT_SAMPLE, k, v, NULL, err))) break;
+        mpx_compare view = *c;
+        view.layers = v;
+        repl_run_totals t = repl_totals(g, &view);
+        const mpx_layer *w = repl_worst_layer(&view);
+        const char *label = repl_data_label(s->data, S->id[k]);
+        size_t len = strlen(label);
+        char lb[64];
+        if (len > 44) snprintf(lb, sizeof lb, "...%s", label + len - 41);
+        else snprintf(lb, sizeof lb, "%s", label);
+        const mpx_layer *o = t.worst_out;
+        fprintf(s->out, "%-6d %-44s %9.3g %9.3g %9.6f %6lld %6lld  %s\n", S->id[k] + 1, lb, o ? o->m.rel_l2 : NAN,
+                o ? o->m.max_abs : NAN, o ? o->m.cos : NAN, (long long)t.overflow, (long long)t.underflow,
+                w ? g->nodes[w->node]->name : "-");
+    }
+    free(v);
+    return st;
+}
+
+MPX_CMD(repl_cmd_report) {
+    mpx_status st = repl_need_model(s, err);
+    if (st) return st;
+    int top = s->report_top;
+    bool top_given = false;
+    metric_id sm = MPX_METRIC_rel_l2;
+    bool json = false, csv = false, per_sample = false;
+    int one = -1; /* --sample k (0-based) */
+    const char *path = NULL;
+    for (int a = 1; a < argc; a++) {
+        if (strcmp(argv[a], "--sample") == 0 && a + 1 < argc) {
+            double v;
+            if ((st = repl_parse_number(argv[++a], "--sample", &v, err))) return st;
+            if (v < 1 || v != (double)(int)v) return mpx_error_set(err, MPX_E_ARG, "--sample %s: a sample number from 1", argv[a]);
+            one = (int)v - 1;
+        } else if (strcmp(argv[a], "--samples") == 0) {
+            per_sample = true;
+        } else if (strcmp(argv[a], "--top") == 0 && a + 1 < argc) {
+            double v;
+            if ((st = repl_parse_number(argv[++a], "--top", &v, err))) return st;
+            if (v < 1 || v != (double)(int)v) return mpx_error_set(err, MPX_E_ARG, "--top %s: a count of rows", argv[a]);
+            top = (int)v;
+            top_given = true;
+        } else if (strcmp(argv[a], "--all") == 0) {
+            top = -1;
+            top_given = true;
+        } else if (strcmp(argv[a], "--sort") == 0 && a + 1 < argc) {
+            a++;
+            int k = 0;
+            while (k < K_COUNT && strcmp(key_name(k), argv[a]) != 0) k++;
+            if (k == K_COUNT) {
+                char hint[128];
+                char names[256];
+                return mpx_error_set(err, MPX_E_ARG, "--sort: unknown metric \"%s\" (%s, local, order)%s", argv[a],
+                                     mpx_metric_names(", ", names, sizeof names),
+                                     repl_metric_tail(argv[a], true, hint, sizeof hint));
+            }
+            sm = k;
+        } else if (strcmp(argv[a], "--json") == 0 || strcmp(argv[a], "--csv") == 0) {
+            if (argv[a][2] == 'j') json = true;
+            else csv = true;
+            if (a + 1 < argc && strncmp(argv[a + 1], "--", 2) != 0) path = argv[++a];
+        }
+    }
+    if (json && csv) return mpx_error_set(err, MPX_E_ARG, "--json or --csv, not both");
+    const mpx_compare *c = s->last;
+    if (!c) return mpx_error_set(err, MPX_E_ARG, "no run yet (use: run)");
+    /* The run keeps the plan it ran; say so when the plan moved on since. */
+    if (s->run_plan && s->run_plan != s->plan)
+        fprintf(s->info, "report: the last run ran the plan before the latest change (run again for the current one)\n");
+    if (sm == K_LOCAL && !s->last_local)
+        return mpx_error_set(err, MPX_E_ARG, "the last run has no local figures (use: run --local)");
+    const mpx_samples *S = c->samples;
+    if ((one >= 0 || per_sample) && !S)
+        return mpx_error_set(err, MPX_E_ARG, "the last run had one input, not a data set (see: help data)");
+    if (one >= 0 && per_sample) return mpx_error_set(err, MPX_E_ARG, "--sample or --samples, not both");
+    if (per_sample) return report_samples(s, c, err);
+    int row = S && one >= 0 ? mpx_samples_row(S, one) : -1;
+    if (S && one >= 0 && row < 0)
+        return mpx_error_set(err, MPX_E_ARG, "--sample %d: the last run did not run it (it ran %d sample%s%s)", one + 1,
+                             S->n_samples, S->n_samples == 1 ? "" : "s",
+                             S->n_samples < repl_data_count(s->data) ? ", a shard of the data set" : "");
+    const mpx_graph *g = s->graph;
+    /* Per layer: the sample of its worst rel_l2 and the mean over samples;
+     * with --sample k, the layers are that sample's own figures. */
+    mpx_layer *view = NULL, *mean = NULL;
+    int *worst_of = NULL;
+    mpx_compare vc;
+    if (S) {
+        size_t nl = (size_t)(c->n_layers ? c->n_layers : 1);
+        view = malloc(nl * sizeof *view);
+        mean = malloc(nl * sizeof *mean);
+        worst_of = malloc(nl * sizeof *worst_of);
+        if (!view || !mean || !worst_of) st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+        if (!st) {
+            memcpy(view, c->layers, (size_t)c->n_layers * sizeof *view);
+            memcpy(mean, c->layers, (size_t)c->n_layers * sizeof *mean);
+            st = mpx_samples_reduce(S, one >= 0 ? MPX_STAT_SAMPLE : MPX_STAT_WORST, row, view, worst_of, err);
+        }
+        if (!st) st = mpx_samples_reduce(S, MPX_STAT_MEAN, 0, mean, NULL, err);
+        if (st) {
+            free(view), free(mean), free(worst_of);
+            return st;
+        }
+        vc = *c;
+        vc.layers = view;
+        c = &vc;
+    }
+    const mpx_layer **rows = malloc((size_t)(c->n_layers ? c->n_layers : 1) * sizeof *rows);
+    if (!rows) {
+        free(view), free(mean), free(worst_of);
+        return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < c->n_layers; i++) rows[i] = &c->layers[i];
+    sort_metric = sm;
+    qsort(rows, (size_t)c->n_layers, sizeof *rows, layer_cmp);
+    /* The terminal gets the worst rows; machines get every row unless --top. */
+    if ((json || csv) && !top_given) top = -1;
+    int n = (top < 0 || top > c->n_layers) ? c->n_layers : top;
+    if (json || csv) {
+        char *text = NULL;
+        if (json) {
+            cJSON *root = cJSON_CreateObject();
+            cJSON_AddStringToObject(root, "target", mpx_format_name(s->last_target));
+            cJSON_AddBoolToObject(root, "local", s->last_local);
+            cJSON_AddStringToObject(root, "sort", key_name(sm));
+            repl_run_totals t = repl_totals(g, c);
+            cJSON_AddNumberToObject(root, "overflow", (double)t.overflow);
+            cJSON_AddNumberToObject(root, "underflow", (double)t.underflow);
+            if (S) {
+                cJSON_AddStringToObject(root, "figures", one >= 0 ? "sample" : "worst");
+                if (one >= 0) cJSON_AddNumberToObject(root, "sample", one + 1);
+                cJSON *sa = cJSON_AddArrayToObject(root, "samples");
+                cJSON *si = cJSON_AddArrayToObject(root, "sample_ids");
+                for (int k = 0; k < S->n_samples; k++) {
+                    cJSON_AddItemToArray(sa, cJSON_CreateString(repl_data_label(s->data, S->id[k])));
+                    cJSON_AddItemToArray(si, cJSON_CreateNumber(S->id[k] + 1));
+                }
+                /* What a shard's merge checks: the same model, plan and data set. */
+                cJSON_AddStringToObject(root, "kind", "mpx-samples");
+                cJSON_AddStringToObject(root, "model", s->model_path);
+                cJSON_AddNumberToObject(root, "n_samples_total", repl_data_count(s->data));
+                cJSON *ru = cJSON_AddArrayToObject(root, "rules");
+                const mpx_rules *rr = mpx_history_rules(s->hist);
+                for (int k = 0; k < mpx_rules_count(rr); k++)
+                    cJSON_AddItemToArray(ru, cJSON_CreateString(mpx_rules_text(rr, k)));
+            }
+            cJSON *arr = cJSON_AddArrayToObject(root, "layers");
+            for (int i = 0; i < n; i++) {
+                const mpx_layer *L = rows[i];
+                cJSON *e = cJSON_CreateObject();
+                cJSON_AddStringToObject(e, "tensor", layer_name(g, L));
+                cJSON_AddStringToObject(e, "node", g->nodes[L->node]->name);
+                cJSON_AddStringToObject(e, "op", g->nodes[L->node]->op_type);
+                cJSON_AddNumberToObject(e, "order", L->node);
+                cJSON_AddStringToObject(e, "format", mpx_format_name(L->fmt));
+                cJSON_AddBoolToObject(e, "output", repl_is_output(g, L->tensor));
+                cJSON_AddItemToObject(e, "metrics", repl_metrics_json(&L->m));
+                if (L->has_local) cJSON_AddItemToObject(e, "local", repl_metrics_json(&L->local));
+                if (S) {
+                    int li = (int)(L - c->layers);
+                    if (one < 0) cJSON_AddNumberToObject(e, "worst_sample", S->id[worst_of[li]] + 1);
+                    cJSON_AddItemToObject(e, "mean", repl_metrics_json(&mean[li].m));
+                    /* Every sample's figures of this layer, in sample order. */
+                    cJSON *ps = cJSON_AddArrayToObject(e, "per_sample");
+                    for (int k = 0; k < S->n_samples; k++)
+                        cJSON_AddItemToArray(ps, repl_metrics_json(&S->m[(size_t)k * (size_t)S->n_layers + (size_t)li]));
+                }
+                cJSON_AddItemToArray(arr, e);
+            }
+            text = cJSON_Print(root);
+            cJSON_Delete(root);
+        } else {
+            size_t cap = 256 + (size_t)n * 512, o = 0;
+            text = malloc(cap);
+            if (text) {
+                o += (size_t)snprintf(text + o, cap - o,
+                                      "order,node,op,tensor,format,rel_l2,max_abs,mean_abs,cos,sqnr_db,overflow,"
+                                      "underflow,subnormal,absmax_ref,local_rel_l2%s\n",
+                                      S ? ",worst_sample,mean_rel_l2" : "");
+                for (int i = 0; i < n && o < cap; i++) {
+                    const mpx_layer *L = rows[i];
+                    char f1[300], f2[300];
+                    o += (size_t)snprintf(text + o, cap - o, "%d,%s,%s,%s,%s,%.6g,%.6g,%.6g,%.9g,%.6g,%lld,%lld,%lld,%.6g,",
+                                          L->node, csv_field(g->nodes[L->node]->name, f1, sizeof f1),
+                                          g->nodes[L->node]->op_type, csv_field(layer_name(g, L), f2, sizeof f2),
+                                          mpx_format_name(L->fmt), L->m.rel_l2, L->m.max_abs, L->m.mean_abs, L->m.cos,
+                                          L->m.sqnr_db, (long long)L->m.overflow, (long long)L->m.underflow,
+                                          (long long)L->m.subnormal, L->m.absmax_ref);
+                    if (o < cap && L->has_local) o += (size_t)snprintf(text + o, cap - o, "%.6g", L->local.rel_l2);
+                    if (o < cap && S) {
+                        int li = (int)(L - c->layers);
+                        o += (size_t)snprintf(text + o, cap - o, ",%d,%.6g", one < 0 ? S->id[worst_of[li]] + 1 : one + 1,
+                                              mean[li].m.rel_l2);
+                    }
+                    if (o < cap) o += (size_t)snprintf(text + o, cap - o, "\n");
+                }
+            }
+        }
+        free(rows);
+        free(view), free(mean), free(worst_of);
+        return repl_emit(s, text, path, err);
+    }
+    fprintf(s->out, "%s against fp32, %d layers, sorted by %s%s\n", mpx_format_name(s->last_target), c->n_layers,
+            key_name(sm), n < c->n_layers ? "" : " (all)");
+    if (S && one >= 0) fprintf(s->out, "sample %d of %d (%s)\n", one + 1, repl_data_count(s->data),
+                              repl_data_label(s->data, one));
+    else if (S)
+        fprintf(s->out, "over %d samples: each layer's worst figures, the sample of its worst rel_l2 and the mean rel_l2\n",
+                S->n_samples);
+    /* The op column as wide as the longest op shown (BatchNormalization,
+     * DequantizeLinear), never cut. */
+    int opw = 14;
+    for (int i = 0; i < n; i++) {
+        int l = (int)strlen(g->nodes[rows[i]->node]->op_type);
+        if (l > opw) opw = l;
+    }
+    fprintf(s->out, "%-5s %-30s %-*s %-5s %9s %-10s %9s %9s %8s %6s %6s%s%s\n", "#", "node", opw, "op", "fmt", "rel_l2", "",
+            "max_abs", "cos", "sqnr_db", "ovf", "unf", S && one < 0 ? "  sample      mean" : "",
+            s->last_local ? "  local" : "");
+    for (int i = 0; i < n; i++) {
+        const mpx_layer *L = rows[i];
+        char b[16], name[64];
+        bar(b, L->m.rel_l2);
+        const char *nm = g->nodes[L->node]->name;
+        size_t len = strlen(nm);
+        /* Long exported names: keep the informative tail. */
+        if (len > 30) snprintf(name, sizeof name, "...%s", nm + len - 27);
+        else snprintf(name, sizeof name, "%s", nm);
+        fprintf(s->out, "%-5d %-30s %-*s %-5s %9.3g %-10s %9.3g %9.6f %8.1f %6lld %6lld", L->node, name, opw,
+                g->nodes[L->node]->op_type, mpx_format_name(L->fmt), L->m.rel_l2, b, L->m.max_abs, L->m.cos, L->m.sqnr_db,
+                (long long)L->m.overflow, (long long)L->m.underflow);
+        if (S && one < 0) fprintf(s->out, "  %6d %9.3g", S->id[worst_of[L - c->layers]] + 1, mean[L - c->layers].m.rel_l2);
+        if (L->has_local) fprintf(s->out, "  %.3g", L->local.rel_l2);
+        fputc('\n', s->out);
+    }
+    free(rows);
+    free(view), free(mean), free(worst_of);
+    return MPX_OK;
+}
+
+/* ---- tensor ------------------------------------------------------------------ */
+
+static void value_stats(const mpx_value *v, double *mn, double *mx, double *mean, int64_t *nonfinite) {
+    double lo = INFINITY, hi = -INFINITY, sum = 0.0;
+    int64_t bad = 0, cnt = 0;
+    for (int64_t i = 0; i < v->n; i++) {
+        double x = v->f ? (double)v->f[i] : (double)v->i[i];
+        if (!isfinite(x)) {
+            bad++;
+            continue;
+        }
+        lo = x < lo ? x : lo;
+        hi = x > hi ? x : hi;
+        sum += x;
+        cnt++;
+    }
+    *mn = lo, *mx = hi, *mean = cnt ? sum / (double)cnt : NAN, *nonfinite = bad;
+}
+
+/* tensor <name> [--save <file.npy>] [--save-ref <file.npy>] */
+MPX_CMD(repl_cmd_tensor) {
+    mpx_status st = repl_need_model(s, err);
+    if (st) return st;
+    const char *save = NULL, *save_ref = NULL;
+    for (int a = 2; a < argc; a++) {
+        if (strcmp(argv[a], "--save") == 0) save = argv[++a];
+        else if (strcmp(argv[a], "--save-ref") == 0) save_ref = argv[++a];
+    }
+    const mpx_graph *g = s->graph;
+    const mpx_tensor *t = repl_find_named(g, argv[1]);
+    if (!t) {
+        char hint[300];
+        return mpx_error_set(err, MPX_E_ARG, "no tensor or node named \"%s\"%s", argv[1],
+                             repl_name_tail(g, argv[1], true, true, hint, sizeof hint));
+    }
+    const mpx_compare *c = s->last;
+    mpx_compare *fresh = NULL;
+    if (!c || c->ref[t->index].n < 0) {
+        /* Not kept by the last run (or no run yet): run the current plan again
+         * keeping this tensor; the session's last run stays as it was. */
+        bool *keep = calloc((size_t)g->n_tensors, sizeof *keep);
+        if (!keep) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+        keep[t->index] = true;
+        st = repl_run_plan(s, s->plan, false, keep, NULL, &fresh, err);
+        free(keep);
+        if (st) return st;
+        c = fresh;
+        if (c->ref[t->index].n < 0) {
+            mpx_compare_free(fresh);
+            return mpx_error_set(err, MPX_E_ARG, "tensor \"%s\" has no value in a run (not computed)", t->name);
+        }
+    }
+    const mpx_value *r = &c->ref[t->index], *v = &c->cand[t->index];
+    char sh[256];
+    const mpx_format *f = s->plan ? s->plan->tensors[t->index].format : NULL;
+    fprintf(s->out, "tensor %s %s %s, held in %s%s\n", t->name, mpx_dtype_name(t->dtype),
+            repl_dims_str(r->rank, r->dims, sh, sizeof sh), mpx_format_name(f), fresh ? " (from a fresh run of the current plan)" : "");
+    for (int k = 0; k < 2; k++) {
+        const mpx_value *x = k ? v : r;
+        double mn, mx, mean;
+        int64_t bad;
+        value_stats(x, &mn, &mx, &mean, &bad);
+        fprintf(s->out, "  %-9s min %.6g, max %.6g, mean %.6g", k ? "candidate" : "reference", mn, mx, mean);
+        if (bad) fprintf(s->out, ", %lld inf/NaN", (long long)bad);
+        fputc('\n', s->out);
+    }
+    mpx_metrics m;
+    if (r->f && v->f && mpx_metrics_compute(r, v, f, &m, err) == MPX_OK)
+        fprintf(s->out, "  rel_l2 %.3g, max_abs %.3g, cos %.6f, overflow %lld, underflow %lld, subnormal %lld\n",
+                m.rel_l2, m.max_abs, m.cos, (long long)m.overflow, (long long)m.underflow, (long long)m.subnormal);
+    if (!st && save && !(st = repl_make_parent(s, save, err)) && (st = mpx_npy_write(save, v, err)) == MPX_OK) fprintf(s->info, "wrote %s\n", save);
+    if (!st && save_ref && !(st = repl_make_parent(s, save_ref, err)) && (st = mpx_npy_write(save_ref, r, err)) == MPX_OK) fprintf(s->info, "wrote %s\n", save_ref);
+    mpx_compare_free(fresh);
+    return st;
+}
+
