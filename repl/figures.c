@@ -4,7 +4,9 @@
  * A figure is read from a (plan, comparison) pair, not from the session, so
  * that search can evaluate candidate plans it has not applied with exactly
  * the code assert uses: a search result that "meets output.rel_l2 < 1e-3"
- * is then an assert that passes, by construction. */
+ * is then an assert that passes, by construction. The weights a plan
+ * converts offline and those that do not fit (weights_overflow, and the
+ * lines plan, run and compare print) are counted here too. */
 #include "repl_internal.h"
 
 #include <math.h>
@@ -373,4 +375,44 @@ MPX_CMD(repl_cmd_assert) {
                              cl->num, cl->fig, got[failed]);
     }
     return MPX_OK;
+}
+
+/* ---- weights converted offline ------------------------------------------- */
+
+/* Converting a constant can itself overflow (a BatchNormalization variance of
+ * 1e8 becomes inf in fp16) or flush values to zero: the activations' metrics
+ * never show that as overflow, only as a layer that went wrong. So every
+ * conversion the plan makes is checked here, value by value, once. Returns
+ * the number of weights with an overflow; when there is one and out is
+ * non-NULL, prints header and then one line per weight that overflows or
+ * loses more than 1% (rel_l2). */
+int repl_check_weights(const mpx_session *s, const mpx_plan *p, FILE *out, const char *header, int64_t *n_overflow,
+                       int *n_flushed) {
+    mpx_weight_check *w = NULL;
+    int n = 0, bad = 0, flushed = 0;
+    int64_t total = 0;
+    mpx_error e;
+    if (mpx_plan_check_weights(p, &w, &n, &e) != MPX_OK) n = 0;
+    for (int i = 0; i < n; i++) {
+        total += w[i].overflow;
+        bad += w[i].overflow > 0;
+        flushed += w[i].underflow > 0;
+    }
+    if (n_flushed) *n_flushed = flushed;
+    if (out && bad && header) fputs(header, out);
+    for (int i = 0; out && bad && i < n; i++) {
+        const mpx_plan_weight *pw = &p->weights[w[i].weight];
+        const mpx_tensor *t = s->graph->tensors[pw->tensor];
+        const mpx_node *user = t->n_consumers ? t->consumers[0] : NULL;
+        fprintf(out, "  weight %s (%lld values, used by %s %s) in %s: ", t->name, (long long)w[i].n,
+                user ? user->op_type : "?", user ? user->name : "?", mpx_format_name(pw->to));
+        if (w[i].overflow)
+            fprintf(out, "%lld overflow (values up to %.4g; largest finite %s is %.6g)\n", (long long)w[i].overflow,
+                    w[i].absmax, mpx_format_name(pw->to), (double)pw->to->max_finite);
+        else
+            fprintf(out, "rel_l2 %.3g, %lld flushed to zero\n", w[i].rel_l2, (long long)w[i].underflow);
+    }
+    free(w);
+    if (n_overflow) *n_overflow = total;
+    return bad;
 }
