@@ -52,3 +52,11 @@ int mpx_dims_parse(const char *s, int64_t *dims) {
     }
     return rank;
 }
+
+int64_t mpx_bcast_dim(int64_t a, int64_t b) {
+    if (a == 1) return b;
+    if (b == 1 || a == b) return a;
+    if (a < 0) return b < 0 ? -1 : b;
+    if (b < 0) return a;
+    return MPX_BCAST_NO;
+}

@@ -456,6 +456,14 @@ mpx_node_eval_fn mpx_graph_evaluator(void);
  * the Slice kernel both call it, so a shape and its values agree. */
 int64_t mpx_slice_axis(int64_t d, int64_t s, int64_t e, int64_t step, int64_t *start);
 
+/* Multidirectional (numpy) broadcasting of one dim pair, aligned from the
+ * right: 1 takes the other, equal dims stay; -1 is an unknown dim (shape
+ * inference): with a known one it takes that, two unknowns stay unknown.
+ * Returns the result dim, or MPX_BCAST_NO when they do not broadcast. Shape
+ * inference and the elementwise kernels both call it. */
+#define MPX_BCAST_NO ((int64_t)-2)
+int64_t mpx_bcast_dim(int64_t a, int64_t b);
+
 /* The dims a Shape node n reads from an input of rank `rank` (its start and
  * end attributes, clamped as ONNX says): returns how many, from *start. Shape
  * inference and the Shape kernel both call it. */

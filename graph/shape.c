@@ -247,21 +247,14 @@ mpx_status mpx_sh_bcast2(const mpx_sctx *c, const shp *a, const shp *b, shp *o) 
         int ia = a->rank - 1 - i, ib = b->rank - 1 - i, io = r - 1 - i;
         int64_t da = ia >= 0 ? a->d[ia] : 1, db = ib >= 0 ? b->d[ib] : 1;
         const char *sa = ia >= 0 ? a->s[ia] : NULL, *sb = ib >= 0 ? b->s[ib] : NULL;
-        if (da == 1) {
-            res.d[io] = db;
-            res.s[io] = sb;
-        } else if (db == 1) {
-            res.d[io] = da;
-            res.s[io] = sa;
-        } else if (da < 0 && db < 0) {
-            res.s[io] = sa && sb && strcmp(sa, sb) == 0 ? sa : NULL;
-        } else if (da < 0) {
-            res.d[io] = db;
-        } else if (db < 0 || da == db) {
-            res.d[io] = da;
-        } else {
+        res.d[io] = mpx_bcast_dim(da, db);
+        if (res.d[io] == MPX_BCAST_NO)
             return mpx_node_error(c, MPX_E_SHAPE, "cannot broadcast %s with %s", mpx_sh_S(a), mpx_sh_S(b));
-        }
+        /* The symbolic name travels with the dim it came from (shape's own
+         * concern: values have no symbols). */
+        if (da == 1) res.s[io] = sb;
+        else if (db == 1) res.s[io] = sa;
+        else if (da < 0 && db < 0) res.s[io] = sa && sb && strcmp(sa, sb) == 0 ? sa : NULL;
     }
     *o = res;
     return MPX_OK;

@@ -82,15 +82,12 @@ mpx_status mpx_k_bcast_shape(const mpx_kctx *c, int n, const mpx_value *const *v
         if (!v[k]) continue;
         int off = r - v[k]->rank;
         for (int i = 0; i < v[k]->rank; i++) {
-            int64_t d = v[k]->dims[i], *o = &dims[off + i];
-            if (d == *o || d == 1) continue;
-            if (*o == 1) {
-                *o = d;
-                continue;
-            }
-            return mpx_kernel_error(c, MPX_E_SHAPE,
-                                    "input %d (dim %d = %lld) does not broadcast with %lld", k,
-                                    i, (long long)d, (long long)*o);
+            int64_t d = v[k]->dims[i], *o = &dims[off + i], bd = mpx_bcast_dim(*o, d);
+            if (bd == MPX_BCAST_NO)
+                return mpx_kernel_error(c, MPX_E_SHAPE,
+                                        "input %d (dim %d = %lld) does not broadcast with %lld", k,
+                                        i, (long long)d, (long long)*o);
+            *o = bd;
         }
     }
     *rank = r;
