@@ -190,7 +190,7 @@ static const mpx_command commands[] = {
     {"run", "run [--local] [--keep <tensor,...>] [--samples <k>/<n>]", "run the plan against the fp32 reference, layer by layer",
      "Runs the inputs (see input) through the fp32 reference and through the plan's\n"
      "emulated formats side by side and compares every float tensor a node computes\n"
-     "(rel_l2, max_abs, mean_abs, cos, sqnr_db, overflow, underflow, subnormal).\n"
+     "on every metric (help report lists them).\n"
      "--local also feeds each node the reference values of its inputs (in its\n"
      "formats), separating a layer's own error from what it inherits. --keep keeps\n"
      "those tensors' values for `tensor` (model outputs are always kept). Ctrl-C\n"

@@ -21,11 +21,12 @@
  * Determinism: cgraph orders subgraphs by object id, and its default id
  * discipline makes a named object's id the address of its interned name, so
  * the order of clusters in agwrite's output would follow malloc. The id
- * discipline below gives every object the next number of a counter instead
+ * discipline of gv.c gives every object the next number of a counter instead
  * (cgraph keeps the names in its internal map), so the DOT text depends only
  * on the order objects are made in, which is graph order. The price: agclose
  * of Graphviz 2.42 does not free the internal map's entries of the graph and
  * its clusters (48 bytes each per picture; tests/viz/lsan.supp). */
+#include "viz_gv.h"
 #include "viz_internal.h"
 
 #include <graphviz/cgraph.h>
@@ -35,101 +36,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- Graphviz plumbing ------------------------------------------------------ */
-
-/* Sequential ids (see the file comment). Named objects: "cannot map", so
- * cgraph asks for an anonymous id and records the name itself. */
-typedef struct { IDTYPE next; } seq_ids;
-
-static void *ids_open(Agraph_t *g, Agdisc_t *d) {
-    (void)g;
-    (void)d;
-    seq_ids *s = calloc(1, sizeof *s);
-    if (s) s->next = 1;
-    return s;
-}
-static long ids_map(void *state, int objtype, char *str, IDTYPE *id, int createflag) {
-    (void)objtype;
-    if (str || !createflag) return 0;
-    seq_ids *s = state;
-    *id = s->next;
-    s->next += 2; /* odd, as cgraph's own anonymous ids */
-    return 1;
-}
-static long ids_alloc(void *state, int objtype, IDTYPE id) {
-    (void)state;
-    (void)objtype;
-    (void)id;
-    return 0;
-}
-static void ids_free(void *state, int objtype, IDTYPE id) {
-    (void)state;
-    (void)objtype;
-    (void)id;
-}
-static char *ids_print(void *state, int objtype, IDTYPE id) {
-    (void)state;
-    (void)objtype;
-    (void)id;
-    return NULL;
-}
-static void ids_close(void *state) { free(state); }
-static void ids_register(void *state, int objtype, void *obj) {
-    (void)state;
-    (void)objtype;
-    (void)obj;
-}
-static Agiddisc_t seq_id_disc = {ids_open, ids_map, ids_alloc, ids_free, ids_print, ids_close, ids_register};
-
-/* agwrite into a vz_buf. */
-static int io_put(void *chan, const char *s) {
-    vz_put(chan, s);
-    return ((vz_buf *)chan)->oom ? EOF : 0;
-}
-static int io_flush(void *chan) {
-    (void)chan;
-    return 0;
-}
-static int io_read(void *chan, char *buf, int n) {
-    (void)chan;
-    (void)buf;
-    (void)n;
-    return 0;
-}
-static Agiodisc_t mem_io = {io_read, io_put, io_flush};
-
-/* Graphviz reports through agerr; while viz runs, messages land here instead
- * of on stderr (viz prints nothing) and the last error goes into mpx_error. */
-static char gv_msg[512];
-static int gv_errf(char *msg) {
-    size_t n = strlen(gv_msg);
-    if (n + 1 < sizeof gv_msg) snprintf(gv_msg + n, sizeof gv_msg - n, "%s", msg);
-    return 0;
-}
-typedef struct { agusererrf f; agerrlevel_t lvl; } gv_errs;
-static gv_errs gv_catch(void) {
-    gv_msg[0] = '\0';
-    gv_errs e;
-    e.f = agseterrf(gv_errf);
-    e.lvl = agseterr(AGERR); /* warnings (font substitutions...) are not errors */
-    agreseterrors();
-    return e;
-}
-static void gv_release(gv_errs e) {
-    agseterrf(e.f);
-    agseterr(e.lvl);
-}
-static const char *gv_last(void) {
-    size_t n = strlen(gv_msg);
-    while (n && (gv_msg[n - 1] == '\n' || gv_msg[n - 1] == ' ')) gv_msg[--n] = '\0';
-    return gv_msg[0] ? gv_msg : "no message";
-}
-
-/* cgraph's setters take char *; every string literal passed stays unmodified. */
-static void set(void *obj, const char *name, const char *value) {
-    agsafeset(obj, (char *)name, (char *)value, (char *)"");
-}
 
 /* ---- the view: what is drawn ------------------------------------------------ */
 
@@ -408,8 +314,8 @@ static void overlay_style(Agnode_t *an, const vz_node_err *e, vz_buf *label) {
         snprintf(pw, sizeof pw, "6");
     }
     if (e->underflow) vz_printf(label, "\\nunderflow %lld", (long long)e->underflow);
-    set(an, "color", col);
-    set(an, "penwidth", pw);
+    vz_set(an, "color", col);
+    vz_set(an, "penwidth", pw);
 }
 
 static void node_tooltip(view *v, vz_buf *b, int n) {
@@ -443,7 +349,7 @@ static void node_tooltip(view *v, vz_buf *b, int n) {
 static Agnode_t *new_node(view *v, const char *id) {
     Agnode_t *an = agnode(v->G, (char *)id, 1);
     if (an) {
-        set(an, "id", id);
+        vz_set(an, "id", id);
         v->st.nodes++;
     }
     return an;
@@ -475,12 +381,12 @@ static Agraph_t *cluster_for(view *v, const char *name) {
             vz_buf lb;
             vz_buf_init(&lb);
             put_label_text(&lb, part);
-            set(sub, "label", lb.s ? lb.s : "");
-            set(sub, "id", key);
+            vz_set(sub, "label", lb.s ? lb.s : "");
+            vz_set(sub, "id", key);
             vz_buf_free(&lb);
-            set(sub, "style", "rounded,filled");
-            set(sub, "fillcolor", L % 2 ? "#ffffff" : "#f5f5f5");
-            set(sub, "color", "#9e9e9e");
+            vz_set(sub, "style", "rounded,filled");
+            vz_set(sub, "fillcolor", L % 2 ? "#ffffff" : "#f5f5f5");
+            vz_set(sub, "color", "#9e9e9e");
         }
         parent = sub;
     }
@@ -504,14 +410,14 @@ static void add_op(view *v, int h) {
         put_label_text(b, nd->op_type);
         vz_put(b, "\\n");
         put_label_text(b, nd->name);
-        set(an, "label", b->s ? b->s : "");
-        set(an, "style", "rounded,dashed");
-        set(an, "color", "#9e9e9e");
-        set(an, "fontcolor", "#757575");
+        vz_set(an, "label", b->s ? b->s : "");
+        vz_set(an, "style", "rounded,dashed");
+        vz_set(an, "color", "#9e9e9e");
+        vz_set(an, "fontcolor", "#757575");
         b->len = 0;
         vz_put(b, "outside --around: ");
         put_label_text(b, nd->name);
-        set(an, "tooltip", b->s ? b->s : "");
+        vz_set(an, "tooltip", b->s ? b->s : "");
         return;
     }
     bool rule = false, nofloat = !pn->is_float;
@@ -561,15 +467,15 @@ static void add_op(view *v, int h) {
                 o += (size_t)snprintf(fc + o, sizeof fc - o, "%s%s;%.3f", o ? ":" : "", vz_fill((mpx_colour)c),
                                       (double)cnt[c] / count - 0.0005);
         }
-        set(an, "shape", "box");
-        set(an, "style", kinds == 1 ? (nofloat ? "filled,dashed" : "filled") : "striped");
-        set(an, "fillcolor", fc);
+        vz_set(an, "shape", "box");
+        vz_set(an, "style", kinds == 1 ? (nofloat ? "filled,dashed" : "filled") : "striped");
+        vz_set(an, "fillcolor", fc);
     } else {
         put_label_text(b, nd->op_type);
         vz_put(b, "\\n");
         put_label_text(b, nd->name);
-        set(an, "fillcolor", vz_fill(pn->colour));
-        if (nofloat) set(an, "style", "rounded,filled,dashed");
+        vz_set(an, "fillcolor", vz_fill(pn->colour));
+        if (nofloat) vz_set(an, "style", "rounded,filled,dashed");
     }
     if (rule || w) {
         vz_put(b, "\\n");
@@ -579,13 +485,13 @@ static void add_op(view *v, int h) {
         }
         if (w) vz_printf(b, "%sW\xe2\x86\x92%s", rule ? " \xc2\xb7 " : "", w->name);
     }
-    if (rule) set(an, "peripheries", "2");
+    if (rule) vz_set(an, "peripheries", "2");
     if (h == v->center) {
-        set(an, "fontsize", "12");
-        if (!v->err) set(an, "penwidth", "3");
+        vz_set(an, "fontsize", "12");
+        if (!v->err) vz_set(an, "penwidth", "3");
     }
     overlay_style(an, v->err ? &e : NULL, b);
-    set(an, "label", b->s ? b->s : "");
+    vz_set(an, "label", b->s ? b->s : "");
     b->len = 0;
     if (v->kind[h] == V_CHAIN) {
         int k = 0;
@@ -601,7 +507,7 @@ static void add_op(view *v, int h) {
     } else {
         node_tooltip(v, b, h);
     }
-    set(an, "tooltip", b->s ? b->s : "");
+    vz_set(an, "tooltip", b->s ? b->s : "");
 }
 
 static void add_io(view *v, const mpx_tensor *t, bool input, int k) {
@@ -615,11 +521,11 @@ static void add_io(view *v, const mpx_tensor *t, bool input, int k) {
     vz_put(b, input ? "input " : "output ");
     put_label_text(b, t->name);
     vz_printf(b, "\\n%s %s", mpx_dtype_name(t->dtype), mpx_tensor_shape_str(t, sh, sizeof sh));
-    set(an, "label", b->s ? b->s : "");
-    set(an, "shape", input ? "invhouse" : "house");
-    set(an, "style", "filled");
-    set(an, "fillcolor", VZ_IO_FILL);
-    set(an, "tooltip", b->s ? b->s : "");
+    vz_set(an, "label", b->s ? b->s : "");
+    vz_set(an, "shape", input ? "invhouse" : "house");
+    vz_set(an, "style", "filled");
+    vz_set(an, "fillcolor", VZ_IO_FILL);
+    vz_set(an, "tooltip", b->s ? b->s : "");
 }
 
 static Agnode_t *cast_node(view *v, int k) {
@@ -634,18 +540,18 @@ static Agnode_t *cast_node(view *v, int k) {
     vz_buf *b = &v->tmp;
     b->len = 0;
     vz_printf(b, "Cast\\n%s\xe2\x86\x92%s", mpx_format_name(c->from), mpx_format_name(c->to));
-    set(an, "label", b->s ? b->s : "");
-    set(an, "shape", "hexagon");
-    set(an, "style", "filled");
-    set(an, "fillcolor", VZ_CAST_FILL);
-    set(an, "color", "#e65100");
-    set(an, "fontsize", "9");
+    vz_set(an, "label", b->s ? b->s : "");
+    vz_set(an, "shape", "hexagon");
+    vz_set(an, "style", "filled");
+    vz_set(an, "fillcolor", VZ_CAST_FILL);
+    vz_set(an, "color", "#e65100");
+    vz_set(an, "fontsize", "9");
     b->len = 0;
     vz_printf(b, "runtime cast of ");
     put_label_text(b, v->g->tensors[c->tensor]->name);
     vz_printf(b, ": %s to %s, %d consumer%s", mpx_format_name(c->from), mpx_format_name(c->to), c->n_consumers,
               c->n_consumers == 1 ? "" : "s");
-    set(an, "tooltip", b->s ? b->s : "");
+    vz_set(an, "tooltip", b->s ? b->s : "");
     return an;
 }
 
@@ -660,11 +566,11 @@ static void add_edge(view *v, Agnode_t *a, Agnode_t *b, const mpx_tensor *t, con
         char sh[256];
         vz_printf(lb, "\\n%s", mpx_tensor_shape_str(t, sh, sizeof sh));
     }
-    set(e, "label", lb->s ? lb->s : "");
+    vz_set(e, "label", lb->s ? lb->s : "");
     lb->len = 0;
     put_label_text(lb, t->name);
     vz_printf(lb, " (%s)", fmt);
-    set(e, "tooltip", lb->s ? lb->s : "");
+    vz_set(e, "tooltip", lb->s ? lb->s : "");
 }
 
 /* The endpoint drawing node n. */
@@ -746,15 +652,15 @@ static void add_weights(view *v, int n) {
             vz_buf *b = &v->tmp;
             b->len = 0;
             put_label_text(b, t->name);
-            set(an, "label", b->s ? b->s : "");
-            set(an, "shape", "note");
-            set(an, "fontsize", "8");
-            set(an, "style", "filled");
-            set(an, "fillcolor", "#fafafa");
-            set(an, "tooltip", b->s ? b->s : "");
+            vz_set(an, "label", b->s ? b->s : "");
+            vz_set(an, "shape", "note");
+            vz_set(an, "fontsize", "8");
+            vz_set(an, "style", "filled");
+            vz_set(an, "fillcolor", "#fafafa");
+            vz_set(an, "tooltip", b->s ? b->s : "");
         }
         if (to) {
-            set(v->aw[ti], "fillcolor", "#c8e6c9");
+            vz_set(v->aw[ti], "fillcolor", "#c8e6c9");
             char lb[64];
             snprintf(lb, sizeof lb, "%s\xe2\x86\x92%s offline", tensor_fmt(v, t), to->name);
             add_edge(v, v->aw[ti], dst.an, t, lb);
@@ -807,11 +713,11 @@ static void add_legend(view *v) {
             /* agstrdup interns by content: making the HTML string first makes
              * agsafeset's copy of the same text the HTML one. */
             char *html = agstrdup_html(v->G, b.s);
-            set(an, "label", html);
+            vz_set(an, "label", html);
             agstrfree(v->G, html);
-            set(an, "shape", "plaintext");
-            set(an, "style", "");
-            set(an, "tooltip", "legend");
+            vz_set(an, "shape", "plaintext");
+            vz_set(an, "style", "");
+            vz_set(an, "tooltip", "legend");
         }
     }
     vz_buf_free(&b);
@@ -820,9 +726,9 @@ static void add_legend(view *v) {
 static mpx_status make_graph(view *v, mpx_error *err) {
     const mpx_graph *g = v->g;
     const mpx_plan *p = v->p;
-    Agdisc_t disc = {&AgMemDisc, &seq_id_disc, &mem_io};
+    Agdisc_t disc = {&AgMemDisc, &vz_gv_ids, &vz_gv_io};
     v->G = agopen((char *)"plan", Agdirected, &disc);
-    if (!v->G) return mpx_error_set(err, MPX_E_NOMEM, "graphviz: cannot make a graph: %s", gv_last());
+    if (!v->G) return mpx_error_set(err, MPX_E_NOMEM, "graphviz: cannot make a graph: %s", vz_gv_last());
     Agraph_t *G = v->G;
     /* Defaults, declared first so every node and edge shares them. */
     agattr(G, AGRAPH, (char *)"rankdir", (char *)"TB");
@@ -859,7 +765,7 @@ static mpx_status make_graph(view *v, mpx_error *err) {
         }
         if (v->st.hidden) vz_printf(b, "\\n%d Constant/folded nodes not drawn", v->st.hidden);
     }
-    set(G, "label", b->s ? b->s : "");
+    vz_set(G, "label", b->s ? b->s : "");
 
     if (v->o->legend) add_legend(v);
     for (int i = 0; i < g->n_inputs; i++) {
@@ -950,7 +856,7 @@ static mpx_status finish(view *v, mpx_viz_stats *stats, mpx_status st) {
 mpx_status mpx_viz_dot(const mpx_plan *plan, const mpx_viz_opts *o, char **out, mpx_viz_stats *stats,
                        mpx_error *err) {
     *out = NULL;
-    gv_errs saved = gv_catch();
+    vz_gv_errs saved = vz_gv_catch();
     view v;
     mpx_status st = prepare(&v, plan, o, err);
     if (!st) {
@@ -960,7 +866,7 @@ mpx_status mpx_viz_dot(const mpx_plan *plan, const mpx_viz_opts *o, char **out, 
         if (agwrite(v.G, &b) != 0 || b.oom) {
             vz_buf_free(&b);
             st = b.oom ? mpx_error_set(err, MPX_E_NOMEM, "out of memory")
-                       : mpx_error_set(err, MPX_E_INVALID, "graphviz: writing DOT failed: %s", gv_last());
+                       : mpx_error_set(err, MPX_E_INVALID, "graphviz: writing DOT failed: %s", vz_gv_last());
         } else {
             v.st.bytes = b.len;
             *out = vz_buf_take(&b);
@@ -969,7 +875,7 @@ mpx_status mpx_viz_dot(const mpx_plan *plan, const mpx_viz_opts *o, char **out, 
         v.st.ms_render = vz_now_ms() - t0;
     }
     st = finish(&v, stats, st);
-    gv_release(saved);
+    vz_gv_release(saved);
     return st;
 }
 
@@ -988,26 +894,26 @@ static GVC_t *shared_context(void) {
 mpx_status mpx_viz_svg(const mpx_plan *plan, const mpx_viz_opts *o, char **out, mpx_viz_stats *stats,
                        mpx_error *err) {
     *out = NULL;
-    gv_errs saved = gv_catch();
+    vz_gv_errs saved = vz_gv_catch();
     view v;
     mpx_status st = prepare(&v, plan, o, err);
     const char *engine = o && o->engine && *o->engine ? o->engine : "dot";
     GVC_t *gvc = NULL;
     if (!st) {
         gvc = shared_context();
-        if (!gvc) st = mpx_error_set(err, MPX_E_NOMEM, "graphviz: cannot make a context: %s", gv_last());
+        if (!gvc) st = mpx_error_set(err, MPX_E_NOMEM, "graphviz: cannot make a context: %s", vz_gv_last());
     }
     if (!st) {
         double t0 = vz_now_ms();
         if (gvLayout(gvc, v.G, engine) != 0) {
-            st = mpx_error_set(err, MPX_E_INVALID, "graphviz: layout with \"%s\" failed: %s", engine, gv_last());
+            st = mpx_error_set(err, MPX_E_INVALID, "graphviz: layout with \"%s\" failed: %s", engine, vz_gv_last());
         } else {
             double t1 = vz_now_ms();
             v.st.ms_layout = t1 - t0;
             char *data = NULL;
             unsigned int len = 0;
             if (gvRenderData(gvc, v.G, "svg", &data, &len) != 0 || !data) {
-                st = mpx_error_set(err, MPX_E_INVALID, "graphviz: SVG rendering failed: %s", gv_last());
+                st = mpx_error_set(err, MPX_E_INVALID, "graphviz: SVG rendering failed: %s", vz_gv_last());
             } else {
                 /* Our own copy, so callers free() it whatever allocator
                  * Graphviz used. */
@@ -1027,6 +933,6 @@ mpx_status mpx_viz_svg(const mpx_plan *plan, const mpx_viz_opts *o, char **out, 
         }
     }
     st = finish(&v, stats, st);
-    gv_release(saved);
+    vz_gv_release(saved);
     return st;
 }
