@@ -27,7 +27,11 @@ static void print_line(FILE *out, const char *path, const mpx_export_summary *x,
     else
         fprintf(out, "; file %s", mb(x->bytes_after, b, sizeof b));
     fprintf(out, "), opset %d", x->opset);
-    if (x->opset != x->opset_before) fprintf(out, " (raised from %d)", x->opset_before);
+    if (x->opset != x->opset_before && x->upgraded)
+        fprintf(out, " (raised from %d; %d node%s rewritten to its form)", x->opset_before, x->upgraded,
+                x->upgraded == 1 ? "" : "s");
+    else if (x->opset != x->opset_before)
+        fprintf(out, " (raised from %d)", x->opset_before);
     fprintf(out, ", keep-io %s", x->keep_io ? "on" : "off");
     fprintf(out, "; accumulation not expressible in ONNX (plan: %s", mpx_format_name(x->accum));
     if (x->accum_block > 0) fprintf(out, " block %d", x->accum_block);
@@ -57,6 +61,7 @@ static char *json_text(const char *path, const mpx_export_summary *x) {
     else cJSON_AddNullToObject(o, "bytes_before");
     cJSON_AddNumberToObject(o, "bytes_after", (double)x->bytes_after);
     cJSON_AddNumberToObject(o, "opset_before", x->opset_before);
+    cJSON_AddNumberToObject(o, "nodes_upgraded", x->upgraded);
     cJSON_AddNumberToObject(o, "opset", x->opset);
     cJSON_AddStringToObject(o, "accumulate", mpx_format_name(x->accum));
     cJSON_AddNumberToObject(o, "accumulate_block", x->accum_block);

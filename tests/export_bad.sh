@@ -11,6 +11,7 @@
 set -eu
 MPX=$1
 SRC=$2
+PY=/usr/bin/python3 # Debian's, with python3-onnx (scripts/bootstrap.sh)
 W=$3
 rm -rf "$W"
 mkdir -p "$W"
@@ -72,6 +73,33 @@ cmp -s "$W/plan_before.json" "$W/plan_after.json" || no "the plan changed across
 cmp -s "$W/g.onnx" "$W/g2.onnx" || no "the same plan exported twice differs"
 grep -q existing "$W/f.onnx" && no "--force did not replace f.onnx"
 grep -q '"casts"' "$W/f.json" || no "--json wrote no summary"
+
+# Raising the opset for bf16: an opset-9 Softmax over axis 1 of a rank-3
+# input flattens to 2-D, which opset 13's Softmax cannot say: refused, naming
+# the node; with the last axis the same model exports, Clip's min/max and the
+# raise said in the summary.
+"$MPX" -c "load $SRC/tests/models/old_opset.json; target bf16; export $W/old.onnx" > "$W/old.log" 2>&1 &&
+  no "the opset-9 Softmax over axis 1 was exported"
+expect "$W/old.log" "node soft (Softmax) changed at opset 13 (axis no longer flattens to 2-D) and its axis is not the input's last"
+[ -e "$W/old.onnx" ] && no "old.onnx was written"
+sed 's/"axis": 1/"axis": 2/' "$SRC/tests/models/old_opset.json" > "$W/old2.json"
+"$MPX" -c "load $W/old2.json; target bf16; export $W/old2.onnx; load $W/old2.onnx; target bf16; plan --json $W/old2_plan.json" > "$W/old2.log" 2>&1 ||
+  no "the opset-9 model with a last-axis Softmax was not exported: $(cat "$W/old2.log")"
+expect "$W/old2.log" "opset 13 (raised from 9; 1 node rewritten to its form)"
+"$PY" - "$W/old2.onnx" <<'PYEOF' || no "old2.onnx: $(cat "$W/old2.log")"
+import sys, onnx
+from onnx import numpy_helper
+m = onnx.load(sys.argv[1])
+onnx.checker.check_model(m)
+assert m.opset_import[0].version == 13, m.opset_import
+clip = [n for n in m.graph.node if n.op_type == "Clip"][0]
+assert not clip.attribute and len(clip.input) == 3, clip
+inits = {t.name: t for t in m.graph.initializer}
+lo, hi = (inits[clip.input[k]] for k in (1, 2))
+assert lo.data_type == hi.data_type == onnx.TensorProto.BFLOAT16, (lo.data_type, hi.data_type)
+# bf16 6.0 is 0x40c0, 0.0 is 0x0000
+assert hi.raw_data == bytes([0xc0, 0x40]) and lo.raw_data == bytes(2), (lo.raw_data, hi.raw_data)
+PYEOF
 
 # A folder without write permission (root writes anyway: then only /proc).
 if [ "$(id -u)" != 0 ]; then

@@ -46,7 +46,7 @@ int vx_dtype_of(const mpx_format *f) {
 static bool is_fp8(const mpx_format *f) { return f && f->storage_bits == 8; }
 
 /* Room for one more element in a malloc'ed array (doubling). */
-static bool grow(void *arr, size_t n, size_t *cap, size_t elem) {
+bool vx_grow(void *arr, size_t n, size_t *cap, size_t elem) {
     if (n < *cap) return true;
     size_t c = *cap ? *cap * 2 : 64;
     void *old;
@@ -61,7 +61,7 @@ static bool grow(void *arr, size_t n, size_t *cap, size_t elem) {
 /* ---- pointer swaps, undone before protobuf-c frees its tree ---------------------- */
 
 bool vx_save_slot(ex *e, void *slot, size_t *nslot) {
-    if (!grow(&e->rs, e->n_rs, &e->cap_rs, sizeof *e->rs)) return false;
+    if (!vx_grow(&e->rs, e->n_rs, &e->cap_rs, sizeof *e->rs)) return false;
     vx_restore *r = &e->rs[e->n_rs++];
     r->slot = slot;
     memcpy(&r->old, slot, sizeof r->old);
@@ -91,13 +91,13 @@ static bool name_taken(const ex *e, const char *s) {
 }
 
 /* base + suffix, with _2, _3 ... until it collides with no tensor or node. */
-static const char *fresh_name(ex *e, const char *base, const char *suffix) {
+const char *vx_fresh_name(ex *e, const char *base, const char *suffix) {
     size_t n = strlen(base) + strlen(suffix) + 24;
     char *s = mpx_arena_alloc(e->a, n);
     if (!s) return NULL;
     snprintf(s, n, "%s%s", base, suffix);
     for (int k = 2; name_taken(e, s); k++) snprintf(s, n, "%s%s_%d", base, suffix, k);
-    if (!grow(&e->names, e->n_names, &e->cap_names, sizeof *e->names)) return NULL;
+    if (!vx_grow(&e->names, e->n_names, &e->cap_names, sizeof *e->names)) return NULL;
     e->names[e->n_names++] = s;
     return s;
 }
@@ -189,12 +189,12 @@ static void set_elem_type(Onnx__ValueInfoProto *vi, int dt) {
 /* A Cast node from -> to (format f), anchored after proto node `anchor`
  * (-1: before every node). */
 static bool add_cast(ex *e, const char *from, const char *to, const mpx_format *f, int anchor) {
-    if (!grow(&e->new_nodes, e->n_new, &e->cap_new, sizeof *e->new_nodes)) return false;
+    if (!vx_grow(&e->new_nodes, e->n_new, &e->cap_new, sizeof *e->new_nodes)) return false;
     Onnx__NodeProto *n = mpx_arena_alloc(e->a, sizeof *n);
     Onnx__AttributeProto *at = mpx_arena_calloc(e->a, 2, sizeof *at);
     Onnx__AttributeProto **ats = mpx_arena_calloc(e->a, 2, sizeof *ats);
     char **in = mpx_arena_calloc(e->a, 1, sizeof *in), **out = mpx_arena_calloc(e->a, 1, sizeof *out);
-    const char *name = fresh_name(e, to, "_cast");
+    const char *name = vx_fresh_name(e, to, "_cast");
     if (!n || !at || !ats || !in || !out || !name) return false;
     onnx__node_proto__init(n);
     n->op_type = (char *)"Cast";
@@ -236,7 +236,7 @@ static const char *const_name(ex *e, const mpx_tensor *t, const mpx_format *f) {
     if (f == nat) return e->base[t->index];
     for (size_t i = 0; i < e->n_convs; i++)
         if (e->convs[i].tensor == t->index && e->convs[i].f == f) return e->convs[i].name;
-    if (!grow(&e->convs, e->n_convs, &e->cap_convs, sizeof *e->convs)) return NULL;
+    if (!vx_grow(&e->convs, e->n_convs, &e->cap_convs, sizeof *e->convs)) return NULL;
     Onnx__GraphProto *gp = e->m->graph;
     const mpx_node *prod = t->producer;
     Onnx__TensorProto *init = prod ? NULL : find_init(gp, t->name);
@@ -247,7 +247,7 @@ static const char *const_name(ex *e, const mpx_tensor *t, const mpx_format *f) {
     snprintf(suffix, sizeof suffix, "_%s", f->name);
     if (!t->f32 || (!init && !(cv && cv->t))) {
         /* Folded from a chain: a runtime Cast, never a baked value. */
-        name = fresh_name(e, t->name, suffix);
+        name = vx_fresh_name(e, t->name, suffix);
         if (!name || !add_cast(e, e->base[t->index], name, f, anchor_of(t))) return NULL;
     } else if (e->in_place[t->index] == f) {
         name = t->name;
@@ -266,10 +266,10 @@ static const char *const_name(ex *e, const mpx_tensor *t, const mpx_format *f) {
             cv->t = tp;
         }
     } else {
-        name = fresh_name(e, t->name, suffix);
+        name = vx_fresh_name(e, t->name, suffix);
         Onnx__TensorProto *tp = name ? encode_tensor(e, t, init ? init : cv->t, f, name) : NULL;
         if (!tp) return NULL;
-        if (!grow(&e->extra_init, e->n_extra_init, &e->cap_extra_init, sizeof *e->extra_init)) return NULL;
+        if (!vx_grow(&e->extra_init, e->n_extra_init, &e->cap_extra_init, sizeof *e->extra_init)) return NULL;
         e->extra_init[e->n_extra_init++] = tp;
     }
     e->convs[e->n_convs++] = (vx_conv){t->index, f, name};
@@ -381,32 +381,8 @@ static mpx_status edit_node(ex *e, const mpx_node *n, mpx_error *err) {
     return MPX_OK;
 }
 
-/* Ops whose inputs or attributes changed meaning at an opset version: raising
- * the opset across one of these changes what the model computes, so the
- * export refuses instead (onnx.version_converter rewrites such nodes). */
-static const struct { mpx_op op; int version; const char *what; } op_changes[] = {
-    {MPX_OP_Slice, 10, "starts/ends became inputs"},
-    {MPX_OP_Clip, 11, "min/max became inputs"},
-    {MPX_OP_Dropout, 12, "ratio became an input"},
-    {MPX_OP_TopK, 10, "k became an input"},
-    {MPX_OP_Resize, 11, "roi input and new attributes"},
-    {MPX_OP_Upsample, 10, "removed"},
-    {MPX_OP_Pad, 11, "pads became an input"},
-    {MPX_OP_Squeeze, 13, "axes became an input"},
-    {MPX_OP_Unsqueeze, 13, "axes became an input"},
-    {MPX_OP_ReduceSum, 13, "axes became an input"},
-    {MPX_OP_Split, 13, "split became an input"},
-    {MPX_OP_Softmax, 13, "axis no longer flattens to 2-D"},
-    {MPX_OP_LogSoftmax, 13, "axis no longer flattens to 2-D"},
-    {MPX_OP_ReduceMean, 18, "axes became an input"},
-    {MPX_OP_ReduceMax, 18, "axes became an input"},
-    {MPX_OP_ReduceMin, 18, "axes became an input"},
-    {MPX_OP_ReduceProd, 18, "axes became an input"},
-    {MPX_OP_ReduceL2, 18, "axes became an input"},
-    {MPX_OP_ReduceSumSquare, 18, "axes became an input"},
-    {MPX_OP_Split, 18, "num_outputs added"},
-};
-
+/* The opset a format needs (bf16: 13, FLOAT8: 19), raised with the nodes
+ * that changed form rewritten (export_upgrade.c), or refused. */
 static mpx_status raise_opset(ex *e, mpx_error *err) {
     bool bf16 = e->p->opts.target == &mpx_format_bf16, fp8 = is_fp8(e->p->opts.target);
     for (int i = 0; i < e->p->n_tensors; i++) {
@@ -424,20 +400,9 @@ static mpx_status raise_opset(ex *e, mpx_error *err) {
     int have = os && os->has_version ? (int)os->version : 0;
     e->sum.opset_before = e->sum.opset = have;
     if (!os || have >= need) return MPX_OK;
-    for (int k = 0; k < e->g->n_nodes; k++) {
-        const mpx_node *n = e->g->nodes[k];
-        if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx") != 0) continue;
-        for (size_t c = 0; c < sizeof op_changes / sizeof op_changes[0]; c++)
-            if (op_changes[c].op == n->op && op_changes[c].version > have && op_changes[c].version <= need)
-                return mpx_error_set(err, MPX_E_UNSUPPORTED,
-                                     "%s needs ONNX opset %d and the model is opset %d: node %s (%s) changed "
-                                     "at opset %d (%s), so raising the opset would change the model; convert "
-                                     "the model first (python3 -c \"import onnx, onnx.version_converter as v; "
-                                     "onnx.save(v.convert_version(onnx.load('in.onnx'), %d), 'out.onnx')\") "
-                                     "or export with target fp16",
-                                     e->p->opts.target->name, need, have, n->name, n->op_type,
-                                     op_changes[c].version, op_changes[c].what, need);
-    }
+    mpx_status st = vx_upgrade_check(e, have, need, err);
+    if (st) return st;
+    e->upgrade_from = have;
     os->version = need;
     e->sum.opset = need;
     int64_t ir = need >= 19 ? 9 : 7;
@@ -534,7 +499,7 @@ mpx_status vx_apply_plan(ex *e, mpx_error *err) {
         if (!to_output) continue;
         char suffix[24];
         snprintf(suffix, sizeof suffix, "_%s", pc->from->name);
-        if (!(e->base[t->index] = fresh_name(e, t->name, suffix))) return oom(err);
+        if (!(e->base[t->index] = vx_fresh_name(e, t->name, suffix))) return oom(err);
         e->cast_out[c] = t->name;
     }
     for (int c = 0; c < p->n_casts; c++) {
@@ -543,12 +508,13 @@ mpx_status vx_apply_plan(ex *e, mpx_error *err) {
         if (!e->cast_out[c]) {
             char suffix[24];
             snprintf(suffix, sizeof suffix, "_%s", pc->to->name);
-            if (!(e->cast_out[c] = fresh_name(e, t->name, suffix))) return oom(err);
+            if (!(e->cast_out[c] = vx_fresh_name(e, t->name, suffix))) return oom(err);
         }
         if (!add_cast(e, e->base[t->index], e->cast_out[c], pc->to, anchor_of(t))) return oom(err);
     }
     for (int k = 0; k < g->n_nodes; k++)
         if ((st = edit_node(e, g->nodes[k], err)) != MPX_OK) return st;
+    if (e->upgrade_from && (st = vx_upgrade_nodes(e, e->upgrade_from, e->sum.opset, err)) != MPX_OK) return st;
     retype(e);
     if (p->counts.low_nodes > 0 && (st = set_metadata(e, err)) != MPX_OK) return st;
 

@@ -176,6 +176,7 @@ typedef struct mpx_export_summary {
     int64_t bytes_before;      /* size of the source model */
     int64_t bytes_after;       /* size of the written file */
     int opset_before, opset;   /* default-domain opset read and written */
+    int upgraded;              /* nodes rewritten to the raised opset's form (Clip, Slice, Squeeze...) */
     int n_overflow;            /* converted weights with values beyond the format's range */
     char overflow[256];
     int n_flushed;             /* converted weights with non-zero values flushed to zero */

@@ -52,11 +52,22 @@ typedef struct ex {
     Onnx__TensorProto **extra_init;
     size_t n_extra_init, cap_extra_init;
     const char *accum_note, *accum_value;
+    int upgrade_from;            /* the opset raised from (0: not raised) */
     mpx_export_summary sum;
 } ex;
 
 /* ONNX TensorProto.DataType of a format (fp32 for NULL); UNDEFINED for tf32. */
 int vx_dtype_of(const mpx_format *f);
+/* Grow a malloc'ed array *arr of n elements of elem bytes to hold one more. */
+bool vx_grow(void *arr, size_t n, size_t *cap, size_t elem);
+/* base + suffix, with _2, _3 ... until it names no tensor, node or name this
+ * export made; NULL on out of memory. */
+const char *vx_fresh_name(ex *e, const char *base, const char *suffix);
+/* Raising the opset from have to need (export_upgrade.c): refused when a node
+ * changed form in between and cannot be rewritten; the rewrite itself runs
+ * after the plan's edit. */
+mpx_status vx_upgrade_check(ex *e, int have, int need, mpx_error *err);
+mpx_status vx_upgrade_nodes(ex *e, int have, int need, mpx_error *err);
 /* Edit e->m per e->p (export_onnx.c). */
 mpx_status vx_apply_plan(ex *e, mpx_error *err);
 void vx_undo_swaps(ex *e);
