@@ -211,6 +211,14 @@ int mpx_sh_list_arg(const mpx_sctx *c, const char *attr, int idx, int64_t *buf, 
     return mpx_sh_ints_of(mpx_sh_in(c, idx), buf, max, n);
 }
 
+mpx_status mpx_sh_axes_arg(mpx_sctx *c, const mpx_tensor **x, int64_t *axes, int *na, int *v) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    *x = mpx_sh_in(c, 0);
+    *v = mpx_sh_list_arg(c, "axes", 1, axes, LIST_MAX, na);
+    return MPX_OK;
+}
+
 /* An INTS attribute of exactly n values, or n copies of dflt when absent. */
 mpx_status mpx_sh_ints_attr(const mpx_sctx *c, const char *name, int n, int64_t dflt, int64_t *out) {
     const int64_t *v;

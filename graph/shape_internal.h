@@ -64,6 +64,10 @@ int mpx_sh_ints_of(const mpx_tensor *t, int64_t *buf, int max, int *n);
 int mpx_sh_floats_of(const mpx_tensor *t, float *buf, int max, int *n);
 /* An int list that is attribute attr in older opsets and input idx (-1: none) in newer ones. */
 int mpx_sh_list_arg(const mpx_sctx *c, const char *attr, int idx, int64_t *buf, int max, int *n);
+/* Squeeze, Unsqueeze and the reductions: input 0 present (*x) and the axes
+ * list (attribute, or input 1 in newer opsets) into axes[LIST_MAX]; *v is
+ * mpx_sh_list_arg's answer (V_ABSENT, V_UNKNOWN or known). */
+mpx_status mpx_sh_axes_arg(mpx_sctx *c, const mpx_tensor **x, int64_t *axes, int *na, int *v);
 mpx_status mpx_sh_ints_attr(const mpx_sctx *c, const char *name, int n, int64_t dflt, int64_t *out);
 mpx_status mpx_sh_norm_axis(const mpx_sctx *c, int64_t ax, int rank, const char *what,
                             const mpx_tensor *t, int *out);

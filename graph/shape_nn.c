@@ -462,13 +462,12 @@ mpx_status mpx_shape_einsum(mpx_sctx *c) {
 /* ---- reductions ----------------------------------------------------------------- */
 
 mpx_status mpx_shape_reduce(mpx_sctx *c) {
-    mpx_status st = mpx_sh_need(c, 1);
-    if (st) return st;
-    const mpx_tensor *x = mpx_sh_in(c, 0);
-    bool keep = mpx_node_attr_int(c->n, "keepdims", 1) != 0;
+    const mpx_tensor *x;
     int64_t axes[LIST_MAX];
-    int na;
-    int v = mpx_sh_list_arg(c, "axes", 1, axes, LIST_MAX, &na);
+    int na, v;
+    mpx_status st = mpx_sh_axes_arg(c, &x, axes, &na, &v);
+    if (st) return st;
+    bool keep = mpx_node_attr_int(c->n, "keepdims", 1) != 0;
     if (!mpx_sh_known(x)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
     shp o = mpx_sh_shp_of(x);
     if (v == V_UNKNOWN) {

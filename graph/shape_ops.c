@@ -324,12 +324,11 @@ mpx_status mpx_shape_transpose(mpx_sctx *c) {
 }
 
 mpx_status mpx_shape_squeeze(mpx_sctx *c) {
-    mpx_status st = mpx_sh_need(c, 1);
-    if (st) return st;
-    const mpx_tensor *x = mpx_sh_in(c, 0);
+    const mpx_tensor *x;
     int64_t axes[LIST_MAX];
-    int na;
-    int v = mpx_sh_list_arg(c, "axes", 1, axes, LIST_MAX, &na);
+    int na, v;
+    mpx_status st = mpx_sh_axes_arg(c, &x, axes, &na, &v);
+    if (st) return st;
     if (!mpx_sh_known(x) || v == V_UNKNOWN) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
     shp xs = mpx_sh_shp_of(x), o = mpx_sh_shp_rank(0);
     bool drop[MPX_MAX_RANK] = {false};
@@ -356,12 +355,11 @@ mpx_status mpx_shape_squeeze(mpx_sctx *c) {
 }
 
 mpx_status mpx_shape_unsqueeze(mpx_sctx *c) {
-    mpx_status st = mpx_sh_need(c, 1);
-    if (st) return st;
-    const mpx_tensor *x = mpx_sh_in(c, 0);
+    const mpx_tensor *x;
     int64_t axes[LIST_MAX];
-    int na;
-    int v = mpx_sh_list_arg(c, "axes", 1, axes, LIST_MAX, &na);
+    int na, v;
+    mpx_status st = mpx_sh_axes_arg(c, &x, axes, &na, &v);
+    if (st) return st;
     if (v == V_ABSENT) return mpx_node_error(c, MPX_E_INVALID, "axes are required");
     if (!mpx_sh_known(x) || v == V_UNKNOWN) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
     int r = x->rank + na;
