@@ -103,6 +103,26 @@ int main(void) {
     expect_completion("search output.rel_l2 < 1 --method ", "auto bisect greedy");
     expect_completion("report --sort s", "sqnr_db subnormal");
     expect_completion("report --sort l", "local");
+    /* report --sort completes exactly the metric table's names (and local, order) */
+    {
+        char want[1024], names[512];
+        mpx_metric_names(" ", names, sizeof names);
+        const char *w[64];
+        int nw = 0;
+        char *save = NULL;
+        for (char *t = strtok_r(names, " ", &save); t && nw < 62; t = strtok_r(NULL, " ", &save)) w[nw++] = t;
+        w[nw++] = "local";
+        w[nw++] = "order";
+        for (int i = 1; i < nw; i++) /* sorted, as completion lists them */
+            for (int j = i; j > 0 && strcmp(w[j - 1], w[j]) > 0; j--) {
+                const char *t = w[j];
+                w[j] = w[j - 1];
+                w[j - 1] = t;
+            }
+        size_t o = 0;
+        for (int i = 0; i < nw; i++) o += (size_t)snprintf(want + o, sizeof want - o, "%s%s", i ? " " : "", w[i]);
+        expect_completion("report --sort ", want);
+    }
     expect_completion("help sw", "sweep");
     expect_completion("ex", "exit export");
     expect_completion("input ", "x");
