@@ -17,7 +17,9 @@
  *    the low format while the condition still holds, pass after pass until a
  *    pass gives nothing back. The last pass tried every remaining node
  *    against the final set, so the result is 1-minimal: no single node of it
- *    can go back to low.
+ *    can go back to low. An evaluation is a pure function of its set, so
+ *    auto and greedy remember every set they evaluated and never run one
+ *    twice (a repeated set costs a lookup).
  *  - bisect: onnxconverter-common's auto_convert_mixed_precision, the peers'
  *    method, for comparison: segments of the topological order are tried
  *    low (everything not yet decided stays fp32); a segment that fails is
@@ -52,6 +54,15 @@ typedef struct search {
     /* the last evaluation that held: */
     double best_got[REPL_COND_MAX];
     double best_low_pct;
+    bool *best_set;     /* [n_cand]: its set */
+    /* auto, greedy: every set evaluated (n_cand bytes each) and its answer */
+    struct memo {
+        bool *set;
+        bool holds;
+        double got[REPL_COND_MAX];
+        double low_pct;
+    } *memo;
+    int n_memo, cap_memo;
 } search;
 
 /* A search result must be checkable exactly (assert output.rel_l2 == ...):
@@ -114,6 +125,16 @@ static mpx_status evaluate(search *x, const bool *set, bool local, bool *holds, 
         return mpx_error_set(err, MPX_E_LIMIT, "search: stopped at --max-evals %d before the condition held",
                              x->max_evals);
     if (s->cancel && *s->cancel) return mpx_error_set(err, MPX_E_CANCELLED, "search: interrupted");
+    for (int m = 0; x->how != M_BISECT && !cmp_out && m < x->n_memo; m++)
+        if (memcmp(x->memo[m].set, set, (size_t)x->n_cand * sizeof *set) == 0) {
+            *holds = x->memo[m].holds;
+            if (*holds) {
+                memcpy(x->best_got, x->memo[m].got, sizeof x->best_got);
+                x->best_low_pct = x->memo[m].low_pct;
+                memcpy(x->best_set, set, (size_t)x->n_cand * sizeof *set);
+            }
+            return MPX_OK;
+        }
     double t = repl_now_ms();
     mpx_rules *r = NULL;
     mpx_plan *p = NULL;
@@ -134,9 +155,29 @@ static mpx_status evaluate(search *x, const bool *set, bool local, bool *holds, 
     }
     x->n_evals++;
     *holds = failed < 0;
+    if (x->how != M_BISECT) {
+        if (x->n_memo == x->cap_memo) {
+            int cap = x->cap_memo ? 2 * x->cap_memo : 64;
+            struct memo *grown = realloc(x->memo, (size_t)cap * sizeof *grown);
+            if (grown) {
+                x->memo = grown;
+                x->cap_memo = cap;
+            }
+        }
+        bool *copy = x->n_memo < x->cap_memo ? malloc((size_t)(x->n_cand ? x->n_cand : 1) * sizeof *copy) : NULL;
+        if (copy) { /* without memory the next repeat is evaluated again: slower, not wrong */
+            memcpy(copy, set, (size_t)x->n_cand * sizeof *set);
+            struct memo *e = &x->memo[x->n_memo++];
+            e->set = copy;
+            e->holds = *holds;
+            memcpy(e->got, got, sizeof got);
+            e->low_pct = p->counts.low_macs_pct;
+        }
+    }
     if (*holds) {
         memcpy(x->best_got, got, sizeof got);
         x->best_low_pct = p->counts.low_macs_pct;
+        memcpy(x->best_set, set, (size_t)x->n_cand * sizeof *set);
     }
     if (x->log) {
         cJSON *e = cJSON_CreateObject(), *names = cJSON_AddArrayToObject(e, "set");
@@ -155,6 +196,14 @@ static mpx_status evaluate(search *x, const bool *set, bool local, bool *holds, 
     if (cmp_out) *cmp_out = c;
     else mpx_compare_free(c);
     return MPX_OK;
+}
+
+/* The figures of the final set: those of the last evaluation that held when
+ * it was of this very set (usual), else one more evaluation. */
+static mpx_status final_figures(search *x, const bool *set, mpx_error *err) {
+    if (memcmp(x->best_set, set, (size_t)x->n_cand * sizeof *set) == 0) return MPX_OK;
+    bool holds;
+    return evaluate(x, set, false, &holds, NULL, err);
 }
 
 /* ---- auto and greedy ------------------------------------------------------- */
@@ -269,6 +318,9 @@ static mpx_status prune(search *x, bool *set, mpx_error *err) {
         }
     }
     free(taken);
+    /* Single nodes, pass after pass until a pass gives none back. A node
+     * that failed against the set as it still is costs nothing the second
+     * time (evaluate remembers every set it evaluated). */
     bool gave = true;
     while (gave && !st) {
         gave = false;
@@ -327,9 +379,7 @@ static mpx_status run_auto(search *x, bool *set, mpx_error *err) {
     free(r);
     if (st || x->how == M_GREEDY) return st;
     if ((st = prune(x, set, err))) return st;
-    /* The figures of the final set (the last evaluation that held may have
-     * been of a larger set). */
-    return evaluate(x, set, false, &holds, NULL, err);
+    return final_figures(x, set, err);
 }
 
 /* ---- bisect ------------------------------------------------------------------ */
@@ -372,7 +422,7 @@ static mpx_status run_bisect(search *x, bool *set, mpx_error *err) {
     }
     free(lo);
     free(hi);
-    if (!st) st = evaluate(x, set, false, &holds, NULL, err); /* the final set's figures */
+    if (!st) st = final_figures(x, set, err);
     return st;
 }
 
@@ -423,9 +473,11 @@ MPX_CMD(repl_cmd_search) {
     const mpx_graph *g = s->graph;
     x.cand = malloc((size_t)(g->n_nodes ? g->n_nodes : 1) * sizeof *x.cand);
     bool *set = calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof *set);
-    if (!x.cand || !set) {
+    x.best_set = calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof *x.best_set);
+    if (!x.cand || !set || !x.best_set) {
         free(x.cand);
         free(set);
+        free(x.best_set);
         return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     }
     for (int i = 0; i < g->n_nodes; i++)
@@ -531,6 +583,9 @@ MPX_CMD(repl_cmd_search) {
     free(x.own);
     free(x.flags);
     free(x.cand);
+    free(x.best_set);
+    for (int m = 0; m < x.n_memo; m++) free(x.memo[m].set);
+    free(x.memo);
     free(set);
     return st;
 }

@@ -37,6 +37,24 @@ PY
     echo "search_check: $method: the set as typed rules does not give output.rel_l2 = $want"; fail=1
   fi
   echo "search_check: $method: $n nodes fp32, output.rel_l2 $want"
+  # An evaluation is a pure function of its set: auto and greedy never
+  # evaluate a set twice, and the figures they report are those of the one
+  # evaluation of the final set. bisect is the peers' method as they run it, repeats
+  # included.
+  if [ "$method" != bisect ] && ! python3 - "$tmp/$method.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+sets = [tuple(sorted(e["set"])) for e in d["evaluations"]]
+dup = len(sets) - len(set(sets))
+if dup:
+    print("search_check: %s evaluated %d sets twice" % (d["method"], dup))
+    sys.exit(1)
+final = [e for e in d["evaluations"] if sorted(e["set"]) == sorted(d["fp32"])]
+if len(final) != 1 or not final[0]["holds"] or final[0]["figures"] != d["figures"]:
+    print("search_check: the reported figures are not those of the one evaluation of the final set")
+    sys.exit(1)
+PY
+  then fail=1; fi
   [ "$method" = auto ] || continue
   [ "$n" -ge 1 ] || { echo "search_check: auto found an empty set for a budget the default plan misses"; fail=1; }
   # 1-minimal: without any one of its rules the budget breaks (assert fails: exit 2).
