@@ -99,12 +99,24 @@ static const entry table[MPX_OP_COUNT] = {
     E(Reciprocal, Y, Y, "TF AMP infer list (Reciprocal, Inv)"),
     E(Sin, Y, Y, "mpx: bounded result; its error is the input's rounding"),
     E(Cos, Y, Y, "mpx: bounded result; its error is the input's rounding"),
+    E(Asin, Y, Y, "mpx: bounded result; its error is the input's rounding (as Sin)"),
+    E(Acos, Y, Y, "mpx: bounded result; its error is the input's rounding (as Sin)"),
+    E(Atan, Y, Y, "mpx: bounded result; its error is the input's rounding (as Sin)"),
+    E(Asinh, Y, Y, "mpx: grows like log|2x|, as Log (TF AMP infer list)"),
+    E(Acosh, Y, Y, "mpx: grows like log(2x), as Log (TF AMP infer list)"),
+    E(Atanh, Y, Y, "mpx: a difference of logs, as Log (TF AMP infer list)"),
+    E(Shrink, Y, Y, "mpx: a comparison and an addition, as Add (TF AMP infer list)"),
 
     /* |f(x)| >> |x|: TF deny Exp, Pow; TVM never exp, power. Red for every
      * target: exp(x) overflows fp16 above x = 11 and loses bf16's precision in
      * its exponent. */
     E(Exp, R, R, "TF AMP deny list (Exp)"),
     E(Pow, R, R, "TF AMP deny list (Pow)"),
+    E(Sinh, R, R, "mpx: (exp(x) - exp(-x)) / 2, as Exp (TF AMP deny list)"),
+    E(Cosh, R, R, "mpx: (exp(x) + exp(-x)) / 2, as Exp (TF AMP deny list)"),
+    /* tan amplifies its input's rounding without bound near pi/2 (a matter
+     * of precision, not range): red for every target. */
+    E(Tan, R, R, "mpx: unbounded near pi/2, where it amplifies the input's rounding"),
 
     /* Softmax-class: a sum of exponentials over a row. TF infers Softmax and
      * LogSoftmax, TVM never converts softmax: the row sum is what users find

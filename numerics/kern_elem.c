@@ -41,7 +41,8 @@ typedef enum uop {
     U_RELU, U_LEAKY_RELU, U_ELU, U_SELU, U_CELU, U_THRESHOLDED_RELU, U_SIGMOID,
     U_HARD_SIGMOID, U_HARD_SWISH, U_SOFTPLUS, U_SOFTSIGN, U_MISH, U_TANH, U_ERF, U_GELU,
     U_GELU_TANH, U_EXP, U_LOG, U_SQRT, U_RECIPROCAL, U_NEG, U_ABS, U_SIGN, U_FLOOR, U_CEIL,
-    U_ROUND, U_SIN, U_COS, U_NOT, U_ISNAN, U_ISINF
+    U_ROUND, U_SIN, U_COS, U_TAN, U_ASIN, U_ACOS, U_ATAN, U_SINH, U_COSH, U_ASINH, U_ACOSH, U_ATANH,
+    U_SHRINK, U_NOT, U_ISNAN, U_ISINF
 } uop;
 
 typedef struct uparam {
@@ -99,6 +100,17 @@ static void map_float(uop op, const uparam *p, const float *x, float *y, int64_t
     case U_ROUND: MAP(nearbyintf(v)); /* default rounding mode: half to even */
     case U_SIN: MAP(sinf(v));
     case U_COS: MAP(cosf(v));
+    case U_TAN: MAP(tanf(v));
+    case U_ASIN: MAP(asinf(v));
+    case U_ACOS: MAP(acosf(v));
+    case U_ATAN: MAP(atanf(v));
+    case U_SINH: MAP(sinhf(v));
+    case U_COSH: MAP(coshf(v));
+    case U_ASINH: MAP(asinhf(v));
+    case U_ACOSH: MAP(acoshf(v));
+    case U_ATANH: MAP(atanhf(v));
+    /* Shrink: lambd a, bias b; NaN (neither side) gives 0, as ORT does */
+    case U_SHRINK: MAP(v < -a ? v + b : v > a ? v - b : 0.0f);
     case U_NOT: case U_ISNAN: case U_ISINF: break; /* not float -> float */
     }
 }
@@ -205,6 +217,10 @@ static mpx_status unary(const mpx_kctx *c, const mpx_value *const *in, int n_in,
                                     "approximate=\"%s\" is not one of \"none\", \"tanh\"", ap);
         break;
     }
+    case U_SHRINK:
+        p.alpha = mpx_node_attr_float(nd, "lambd", 0.5f);
+        p.beta = mpx_node_attr_float(nd, "bias", 0.0f);
+        break;
     case U_ISINF:
         p.pos = mpx_node_attr_int(nd, "detect_positive", 1) != 0;
         p.neg = mpx_node_attr_int(nd, "detect_negative", 1) != 0;
@@ -264,6 +280,16 @@ UNARY_KERNEL(mpx_k_ceil, U_CEIL)
 UNARY_KERNEL(mpx_k_round, U_ROUND)
 UNARY_KERNEL(mpx_k_sin, U_SIN)
 UNARY_KERNEL(mpx_k_cos, U_COS)
+UNARY_KERNEL(mpx_k_tan, U_TAN)
+UNARY_KERNEL(mpx_k_asin, U_ASIN)
+UNARY_KERNEL(mpx_k_acos, U_ACOS)
+UNARY_KERNEL(mpx_k_atan, U_ATAN)
+UNARY_KERNEL(mpx_k_sinh, U_SINH)
+UNARY_KERNEL(mpx_k_cosh, U_COSH)
+UNARY_KERNEL(mpx_k_asinh, U_ASINH)
+UNARY_KERNEL(mpx_k_acosh, U_ACOSH)
+UNARY_KERNEL(mpx_k_atanh, U_ATANH)
+UNARY_KERNEL(mpx_k_shrink, U_SHRINK)
 UNARY_KERNEL(mpx_k_not, U_NOT)
 UNARY_KERNEL(mpx_k_isnan, U_ISNAN)
 UNARY_KERNEL(mpx_k_isinf, U_ISINF)
