@@ -1,5 +1,6 @@
 /* kern_reduce.c - reductions (ReduceSum, ReduceMean, ReduceMax, ReduceMin,
- * ReduceProd, ReduceL2, ReduceSumSquare), ArgMax/ArgMin and CumSum.
+ * ReduceProd, ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum,
+ * ReduceLogSumExp), ArgMax/ArgMin and CumSum.
  *
  * Summation order (DESIGN section 3): each output sums its terms in
  * increasing flat index of the input, i.e. in row-major order of the reduced
@@ -16,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum rop { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_L2, R_SUMSQ } rop;
+typedef enum rop { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_L2, R_SUMSQ, R_L1, R_LOGSUM, R_LOGSUMEXP } rop;
 
 /* ---- axes --------------------------------------------------------------------------- */
 
@@ -110,17 +111,26 @@ typedef struct rctx {
     float *fy;
     int64_t *iy;
     mpx_acc *acc; /* per output, when the accumulation format rounds */
+    const float *shift; /* LogSumExp: per output, the row's max (terms exp(x - max)) */
 } rctx;
 
-/* Terms: x for sums, x*x for L2 and SumSquare. */
-static float fterm(rop op, float v) { return op == R_L2 || op == R_SUMSQ ? v * v : v; }
+/* Terms: x for sums, x*x for L2 and SumSquare, |x| for L1, exp(x - max)
+ * for LogSumExp (the max taken out so exp never overflows; ORT's order). */
+static float fterm(const rctx *c, float v, int64_t out) {
+    switch (c->op) {
+    case R_L2: case R_SUMSQ: return v * v;
+    case R_L1: return fabsf(v);
+    case R_LOGSUMEXP: return expf(v - c->shift[out]);
+    default: return v;
+    }
+}
 
 /* One row of n input elements from x[xo]; the output index steps by os (0:
  * all into y[yo], 1: element i into y[yo + i]). */
 static void reduce_row(const rctx *c, int64_t n, int64_t xo, int64_t yo, int64_t os) {
     rop op = c->op;
     if (c->fx && c->acc) {
-        for (int64_t i = 0; i < n; i++) mpx_acc_add(&c->acc[yo + i * os], fterm(op, c->fx[xo + i]));
+        for (int64_t i = 0; i < n; i++) mpx_acc_add(&c->acc[yo + i * os], fterm(c, c->fx[xo + i], yo + i * os));
     } else if (c->fx) {
         const float *x = c->fx + xo;
         float *y = c->fy + yo;
@@ -132,6 +142,13 @@ static void reduce_row(const rctx *c, int64_t n, int64_t xo, int64_t yo, int64_t
         case R_L2: case R_SUMSQ:
             if (os) for (int64_t i = 0; i < n; i++) y[i] += x[i] * x[i];
             else for (int64_t i = 0; i < n; i++) y[0] += x[i] * x[i];
+            break;
+        case R_L1: case R_LOGSUMEXP:
+            for (int64_t i = 0; i < n; i++) y[i * os] += fterm(c, x[i], yo + i * os);
+            break;
+        case R_LOGSUM:
+            if (os) for (int64_t i = 0; i < n; i++) y[i] += x[i];
+            else for (int64_t i = 0; i < n; i++) y[0] += x[i];
             break;
         case R_PROD:
             for (int64_t i = 0; i < n; i++) y[i * os] *= x[i];
@@ -157,6 +174,8 @@ static void reduce_row(const rctx *c, int64_t n, int64_t xo, int64_t yo, int64_t
             switch (op) {
             case R_SUM: case R_MEAN: *o = ke_add(*o, v); break;
             case R_L2: case R_SUMSQ: *o = ke_add(*o, ke_mul(v, v)); break;
+            case R_L1: *o = ke_add(*o, v < 0 ? ke_sub(0, v) : v); break;
+            case R_LOGSUM: case R_LOGSUMEXP: break; /* float only (reduce refuses integers) */
             case R_PROD: *o = ke_mul(*o, v); break;
             case R_MAX: if (v > *o) *o = v; break;
             case R_MIN: if (v < *o) *o = v; break;
@@ -200,7 +219,7 @@ static void int_range(mpx_dtype t, int64_t *lo, int64_t *hi) {
 static mpx_status reduce(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
                          int n_out, rop op) {
     const mpx_value *x;
-    unsigned kinds = op == R_MAX || op == R_MIN ? KE_ANY : KE_NUM;
+    unsigned kinds = op == R_MAX || op == R_MIN ? KE_ANY : op == R_LOGSUM || op == R_LOGSUMEXP ? KE_FLOAT : KE_NUM;
     mpx_status st = ke_need_out(c, n_out);
     if (st == MPX_OK) st = ke_input(c, in, n_in, 0, kinds, false, &x);
     if (st != MPX_OK) return st;
@@ -223,7 +242,22 @@ static mpx_status reduce(const mpx_kctx *c, const mpx_value *const *in, int n_in
         return mpx_kernel_error(c, MPX_E_INVALID, "the mean of an empty set of integers");
     if ((st = mpx_k_alloc(c, &out[0], x->dtype, rank, dims)) != MPX_OK) return st;
     mpx_value *y = &out[0];
-    rctx rc = {op, x->f, x->i, y->f, y->i, NULL};
+    rctx rc = {op, x->f, x->i, y->f, y->i, NULL, NULL};
+    float *shift = NULL;
+    if (op == R_LOGSUMEXP && x->n > 0) {
+        /* First each row's max (a row of -inf or NaN keeps its own: exp of
+         * x - max is then NaN or 0 as the plain formula gives). */
+        shift = malloc((size_t)(y->n ? y->n : 1) * sizeof *shift);
+        if (!shift) return ke_fail(y, mpx_kernel_error(c, MPX_E_NOMEM, "out of memory"));
+        for (int64_t i = 0; i < y->n; i++) shift[i] = -INFINITY;
+        rctx mc = {R_MAX, x->f, NULL, shift, NULL, NULL, NULL};
+        rwalk w;
+        rwalk_init(&w, x, mask);
+        rwalk_run(&w, &mc);
+        for (int64_t i = 0; i < y->n; i++)
+            if (!isfinite(shift[i])) shift[i] = 0.0f;
+        rc.shift = shift;
+    }
     if (x->f) {
         float init = op == R_PROD ? 1.0f : op == R_MAX ? -INFINITY : op == R_MIN ? INFINITY : 0.0f;
         for (int64_t i = 0; i < y->n; i++) y->f[i] = init;
@@ -250,11 +284,14 @@ static mpx_status reduce(const mpx_kctx *c, const mpx_value *const *in, int n_in
     }
     for (int64_t i = 0; i < y->n; i++) {
         if (y->f && op == R_MEAN) y->f[i] /= (float)count;
+        else if (y->f && op == R_LOGSUM) y->f[i] = logf(y->f[i]);
+        else if (y->f && op == R_LOGSUMEXP) y->f[i] = logf(y->f[i]) + (shift ? shift[i] : 0.0f);
         else if (y->f && op == R_L2) y->f[i] = sqrtf(y->f[i]);
         else if (y->i && op == R_MEAN) y->i[i] /= count;
         else if (y->i && op == R_L2) /* a wrapped (negative) sum of squares has no root */
             y->i[i] = y->i[i] >= 0 ? (int64_t)sqrt((double)y->i[i]) : INT64_MIN;
     }
+    free(shift);
     ke_wrap_all(y);
     return MPX_OK;
 }
@@ -272,6 +309,9 @@ REDUCE_KERNEL(mpx_k_reduce_min, R_MIN)
 REDUCE_KERNEL(mpx_k_reduce_prod, R_PROD)
 REDUCE_KERNEL(mpx_k_reduce_l2, R_L2)
 REDUCE_KERNEL(mpx_k_reduce_sum_square, R_SUMSQ)
+REDUCE_KERNEL(mpx_k_reduce_l1, R_L1)
+REDUCE_KERNEL(mpx_k_reduce_log_sum, R_LOGSUM)
+REDUCE_KERNEL(mpx_k_reduce_log_sum_exp, R_LOGSUMEXP)
 
 /* ---- ArgMax, ArgMin ------------------------------------------------------------------- */
 

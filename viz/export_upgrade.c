@@ -50,6 +50,9 @@ static const struct {
     {MPX_OP_ReduceProd, 18, "axes became an input", UP_INTS, {"axes"}},
     {MPX_OP_ReduceL2, 18, "axes became an input", UP_INTS, {"axes"}},
     {MPX_OP_ReduceSumSquare, 18, "axes became an input", UP_INTS, {"axes"}},
+    {MPX_OP_ReduceL1, 18, "axes became an input", UP_INTS, {"axes"}},
+    {MPX_OP_ReduceLogSum, 18, "axes became an input", UP_INTS, {"axes"}},
+    {MPX_OP_ReduceLogSumExp, 18, "axes became an input", UP_INTS, {"axes"}},
     {MPX_OP_Split, 18, "num_outputs added", UP_SAME, {NULL}},
 };
 
