@@ -197,6 +197,7 @@ static const entry table[MPX_OP_COUNT] = {
     E(Expand, C, C, "TF AMP clear list (BroadcastTo)"),
     E(Tile, C, C, "TF AMP clear list (Tile)"),
     E(DepthToSpace, C, C, "TF AMP clear list (DepthToSpace)"),
+    E(Trilu, C, C, "mpx: a copy with zeros (as TF's clear-listed MatrixBandPart)"),
     E(SpaceToDepth, C, C, "TF AMP clear list (SpaceToDepth)"),
     E(Shape, C, C, "TF AMP clear list (Shape)"),
     E(Size, C, C, "TF AMP clear list (Size)"),

@@ -462,6 +462,37 @@ mpx_status mpx_k_tile(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
     return MPX_OK;
 }
 
+/* Trilu: the upper (default) or lower triangle of each matrix of the last two
+ * axes, diagonal k (input 1, default 0) included; the rest are zeros. Upper
+ * keeps column - row >= k, lower column - row <= k. A copy, exact in any
+ * format. */
+mpx_status mpx_k_trilu(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    mpx_status st = need(c, in, n_in, 1, n_out, 1);
+    if (st != MPX_OK) return st;
+    const mpx_value *x = in[0];
+    if (x->rank < 2)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "Trilu needs an input of rank 2 or more, not %d", x->rank);
+    int64_t k = 0;
+    if (n_in > 1 && in[1]) {
+        int64_t ks[LIST_MAX];
+        int nk;
+        if ((st = ints_of(c, in[1], "k", ks, LIST_MAX, &nk)) != MPX_OK) return st;
+        if (nk != 1) return mpx_kernel_error(c, MPX_E_SHAPE, "k has %d values, not 1", nk);
+        k = ks[0];
+    }
+    bool upper = mpx_node_attr_int(c->node, "upper", 1) != 0;
+    if ((st = alloc_like(c, &out[0], x, x->rank, x->dims)) != MPX_OK) return st;
+    mpx_value *y = &out[0];
+    int64_t rows = x->dims[x->rank - 2], cols = x->dims[x->rank - 1];
+    for (int64_t e = 0; e < x->n; e++) {
+        int64_t col = e % cols, row = cols ? (e / cols) % rows : 0;
+        bool keep = upper ? col - row >= k : col - row <= k;
+        if (y->f) y->f[e] = keep ? x->f[e] : 0.0f;
+        else y->i[e] = keep ? x->i[e] : 0;
+    }
+    return MPX_OK;
+}
+
 /* DepthToSpace / SpaceToDepth are a reshape, a transpose and a reshape: one
  * 6-D view of the NCHW input. */
 mpx_status mpx_k_depth_to_space(const mpx_kctx *c, const mpx_value *const *in, int n_in,
