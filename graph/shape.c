@@ -282,7 +282,7 @@ mpx_status mpx_shape_unary(mpx_sctx *c) {
     if (st) return st;
     const mpx_tensor *x = mpx_sh_in(c, 0);
     shp s = mpx_sh_shp_of(x);
-    if ((c->n->op == MPX_OP_Softmax || c->n->op == MPX_OP_LogSoftmax) && s.rank >= 0) {
+    if ((c->n->op == MPX_OP_Softmax || c->n->op == MPX_OP_LogSoftmax || c->n->op == MPX_OP_Hardmax) && s.rank >= 0) {
         int ax;
         st = mpx_sh_norm_axis(c, mpx_node_attr_int(c->n, "axis", mpx_sh_opset(c) >= 13 ? -1 : 1),
                        s.rank ? s.rank : 1, "axis", x, &ax);

@@ -289,13 +289,17 @@ mpx_status mpx_k_lrn(const mpx_kctx *c, const mpx_value *const *in, int n_in, mp
     return MPX_OK;
 }
 
-/* ---- Softmax, LogSoftmax ------------------------------------------------------------- */
+/* ---- Softmax, LogSoftmax, Hardmax ----------------------------------------------------- */
+
+typedef enum { SM_SOFT, SM_LOG, SM_HARD } sm_form;
 
 /* Before opset 13 the input is coerced to 2-D at axis (default 1) and each
  * row of prod(dims[axis:]) values is one softmax; from 13 the softmax runs
- * along the single axis (default -1). NaNs propagate to the whole slice. */
+ * along the single axis (default -1). NaNs propagate to the whole slice.
+ * Hardmax: 1 at the first largest value of the slice, 0 elsewhere (the
+ * same slices; a NaN is never larger, as in ORT). */
 static mpx_status softmax(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
-                          int n_out, bool log_form) {
+                          int n_out, sm_form form) {
     const mpx_value *x;
     mpx_status st = kn_need_out(c, n_out, 1);
     if (!st) st = kn_float_in(c, in, n_in, 0, "input", &x);
@@ -317,8 +321,13 @@ static mpx_status softmax(const mpx_kctx *c, const mpx_value *const *in, int n_i
             const float *xp = x->f + o * D * inner + i;
             float *yp = out[0].f + o * D * inner + i;
             float m = xp[0];
+            int64_t at = 0;
             for (int64_t k = 1; k < D; k++)
-                if (xp[k * inner] > m) m = xp[k * inner];
+                if (xp[k * inner] > m) m = xp[k * inner], at = k;
+            if (form == SM_HARD) {
+                for (int64_t k = 0; k < D; k++) yp[k * inner] = k == at ? 1.0f : 0.0f;
+                continue;
+            }
             mpx_acc a;
             mpx_acc_init(&a, &c->acc, 0.0f);
             for (int64_t k = 0; k < D; k++) {
@@ -327,7 +336,7 @@ static mpx_status softmax(const mpx_kctx *c, const mpx_value *const *in, int n_i
                 mpx_acc_add(&a, e);
             }
             float s = mpx_acc_result(&a);
-            if (log_form) {
+            if (form == SM_LOG) {
                 float ls = logf(s);
                 for (int64_t k = 0; k < D; k++) yp[k * inner] = (xp[k * inner] - m) - ls;
             } else {
@@ -339,10 +348,14 @@ static mpx_status softmax(const mpx_kctx *c, const mpx_value *const *in, int n_i
 
 mpx_status mpx_k_softmax(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
                          int n_out) {
-    return softmax(c, in, n_in, out, n_out, false);
+    return softmax(c, in, n_in, out, n_out, SM_SOFT);
 }
 
 mpx_status mpx_k_log_softmax(const mpx_kctx *c, const mpx_value *const *in, int n_in,
                              mpx_value *out, int n_out) {
-    return softmax(c, in, n_in, out, n_out, true);
+    return softmax(c, in, n_in, out, n_out, SM_LOG);
+}
+
+mpx_status mpx_k_hardmax(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    return softmax(c, in, n_in, out, n_out, SM_HARD);
 }

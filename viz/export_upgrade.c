@@ -7,7 +7,7 @@
  *  - Slice (10), Squeeze/Unsqueeze/ReduceSum/Split (13), ReduceMean and the
  *    other reductions (18): their integer list attributes become int64
  *    inputs (absent stays absent: the new form means the same);
- *  - Softmax/LogSoftmax (13): the same node when its axis is the input's
+ *  - Softmax/LogSoftmax/Hardmax (13): the same node when its axis is the input's
  *    last (coercing to 2-D on the last axis is the single-axis softmax);
  *    any other axis is refused, naming the node.
  * What has no faithful rewrite here (Resize 11, Upsample 10, TopK 10,
@@ -44,6 +44,7 @@ static const struct {
     {MPX_OP_Split, 13, "split became an input", UP_INTS, {"split"}},
     {MPX_OP_Softmax, 13, "axis no longer flattens to 2-D", UP_LAST_AXIS, {NULL}},
     {MPX_OP_LogSoftmax, 13, "axis no longer flattens to 2-D", UP_LAST_AXIS, {NULL}},
+    {MPX_OP_Hardmax, 13, "axis no longer flattens to 2-D", UP_LAST_AXIS, {NULL}},
     {MPX_OP_ReduceMean, 18, "axes became an input", UP_INTS, {"axes"}},
     {MPX_OP_ReduceMax, 18, "axes became an input", UP_INTS, {"axes"}},
     {MPX_OP_ReduceMin, 18, "axes became an input", UP_INTS, {"axes"}},
