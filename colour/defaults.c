@@ -194,6 +194,13 @@ static const entry table[MPX_OP_COUNT] = {
     E(Slice, C, C, "TF AMP clear list (Slice, StridedSlice)"),
     E(Gather, C, C, "TF AMP clear list (GatherV2)"),
     E(GatherElements, C, C, "TF AMP clear list (GatherNd)"),
+    E(GatherND, C, C, "TF AMP clear list (GatherNd)"),
+    /* With the default reduction (none) a scatter copies values: clear, as a
+     * gather. A model that scatters with add or mul computes, and can colour
+     * those nodes gray by a rule. */
+    E(ScatterElements, C, C, "mpx: a copy of values (reduction none), as TF's clear-listed Gather"),
+    E(Scatter, C, C, "mpx: a copy of values, as TF's clear-listed Gather"),
+    E(ScatterND, C, C, "mpx: a copy of values (reduction none), as TF's clear-listed Gather"),
     E(Pad, C, C, "TF AMP clear list (Pad, PadV2)"),
     E(Expand, C, C, "TF AMP clear list (BroadcastTo)"),
     E(Tile, C, C, "TF AMP clear list (Tile)"),

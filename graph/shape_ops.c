@@ -491,6 +491,31 @@ mpx_status mpx_shape_gather_elements(mpx_sctx *c) {
     return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
 }
 
+/* GatherND: indices.shape[:-1] + data.shape[batch_dims + k:], k the
+ * indices' last dim. */
+mpx_status mpx_shape_gather_nd(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 2);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0), *idx = mpx_sh_in(c, 1);
+    if (!mpx_sh_known(x) || !mpx_sh_known(idx) || idx->rank < 1 || idx->dims[idx->rank - 1] < 0)
+        return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+    int64_t b = mpx_node_attr_int(c->n, "batch_dims", 0), k = idx->dims[idx->rank - 1];
+    if (b < 0 || b >= idx->rank || k < 1 || b + k > x->rank)
+        return mpx_node_error(c, MPX_E_SHAPE, "batch_dims %lld and index length %lld do not fit data %s",
+                              (long long)b, (long long)k, mpx_sh_TS(x));
+    shp xs = mpx_sh_shp_of(x), is = mpx_sh_shp_of(idx), o = mpx_sh_shp_rank(0);
+    for (int i = 0; i < is.rank - 1; i++) {
+        o.d[o.rank] = is.d[i];
+        o.s[o.rank++] = is.s[i];
+    }
+    for (int i = (int)(b + k); i < xs.rank; i++) {
+        if ((st = mpx_sh_check_rank(c, o.rank + 1))) return st;
+        o.d[o.rank] = xs.d[i];
+        o.s[o.rank++] = xs.s[i];
+    }
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+}
+
 mpx_status mpx_shape_pad(mpx_sctx *c) {
     mpx_status st = mpx_sh_need(c, 1);
     if (st) return st;

@@ -93,6 +93,167 @@ mpx_status mpx_k_gather_elements(const mpx_kctx *c, const mpx_value *const *in, 
     return MPX_OK;
 }
 
+/* ---- GatherND, ScatterND, ScatterElements ------------------------------------------ */
+
+typedef enum { SR_NONE, SR_ADD, SR_MUL, SR_MAX, SR_MIN } sreduce;
+
+/* The reduction attribute (opset 16/18): how an update meets what is there. */
+static mpx_status scatter_reduction(const mpx_kctx *c, sreduce *r) {
+    const char *s = mpx_node_attr_string(c->node, "reduction", "none");
+    static const char *const names[] = {"none", "add", "mul", "max", "min"};
+    for (int i = 0; i < 5; i++)
+        if (strcmp(s, names[i]) == 0) {
+            *r = (sreduce)i;
+            return MPX_OK;
+        }
+    return mpx_kernel_error(c, MPX_E_INVALID, "reduction \"%s\" is not none, add, mul, max or min", s);
+}
+
+/* y[o] (op)= u[j], float or integer as the data is; updates apply in index
+ * order, so duplicate indices with reduction none keep the last (ORT's CPU
+ * order). */
+static void scatter_one(mpx_value *y, int64_t o, const mpx_value *u, int64_t j, sreduce r) {
+    if (y->f) {
+        float a = y->f[o], b = u->f[j];
+        y->f[o] = r == SR_ADD ? a + b : r == SR_MUL ? a * b : r == SR_MAX ? (b > a ? b : a) : r == SR_MIN ? (b < a ? b : a) : b;
+    } else {
+        int64_t a = y->i[o], b = u->i[j];
+        y->i[o] = r == SR_ADD ? a + b : r == SR_MUL ? a * b : r == SR_MAX ? (b > a ? b : a) : r == SR_MIN ? (b < a ? b : a) : b;
+    }
+}
+
+static mpx_status copy_data(const mpx_kctx *c, const mpx_value *x, mpx_value *y) {
+    mpx_error e = {0};
+    mpx_status st = mpx_value_copy(y, x, &e);
+    return st ? mpx_kernel_error(c, st, "%s", e.msg) : MPX_OK;
+}
+
+/* ScatterElements (Scatter is its name before opset 11): data with updates[j]
+ * written where indices[j] points along axis, every other coordinate j's. */
+mpx_status mpx_k_scatter_elements(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                                  int n_out) {
+    mpx_status st = need(c, in, n_in, 3, n_out, 1);
+    if (st != MPX_OK) return st;
+    const mpx_value *x = in[0], *idx = in[1], *u = in[2];
+    if (!idx->i) return mpx_kernel_error(c, MPX_E_INVALID, "indices must be an integer tensor");
+    if ((x->f == NULL) != (u->f == NULL)) return mpx_kernel_error(c, MPX_E_INVALID, "updates and data differ in type");
+    int r = x->rank, ax;
+    if (r == 0) return mpx_kernel_error(c, MPX_E_SHAPE, "cannot scatter into a scalar");
+    if ((st = mpx_k_axis(c, mpx_node_attr_int(c->node, "axis", 0), r, 0, &ax)) != MPX_OK) return st;
+    char b1[96], b2[96];
+    if (idx->rank != r || u->rank != r)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "indices and updates must have the data's rank %d", r);
+    for (int i = 0; i < r; i++)
+        if (idx->dims[i] != u->dims[i] || (i != ax && idx->dims[i] > x->dims[i]))
+            return mpx_kernel_error(c, MPX_E_SHAPE, "indices %s and updates %s do not fit data %s",
+                                    dims_str(r, idx->dims, b1, sizeof b1), dims_str(r, u->dims, b2, sizeof b2),
+                                    dims_str(r, x->dims, b2, sizeof b2));
+    sreduce red;
+    if ((st = scatter_reduction(c, &red)) != MPX_OK) return st;
+    int64_t d = x->dims[ax], k, xs[MPX_MAX_RANK], co[MPX_MAX_RANK] = {0};
+    for (int64_t j = 0; j < idx->n; j++)
+        if ((st = index_in(c, idx->i[j], d, &k)) != MPX_OK) return st;
+    if ((st = copy_data(c, x, &out[0])) != MPX_OK) return st;
+    row_strides(r, x->dims, xs);
+    int64_t off = 0; /* offset of co in x, axis ax excluded */
+    for (int64_t j = 0; j < idx->n; j++) {
+        k = idx->i[j] < 0 ? idx->i[j] + d : idx->i[j];
+        scatter_one(&out[0], off + k * xs[ax], u, j, red);
+        for (int q = r - 1; q >= 0; q--) {
+            if (q != ax) off += xs[q];
+            if (++co[q] < idx->dims[q]) break;
+            if (q != ax) off -= co[q] * xs[q];
+            co[q] = 0;
+        }
+    }
+    return MPX_OK;
+}
+
+/* The offset in x of the index tuple t[0..k) (dims b..b+k of x), checked. */
+static mpx_status tuple_offset(const mpx_kctx *c, const mpx_value *x, int b, const int64_t *t, int64_t k,
+                               const int64_t *xs, int64_t *off) {
+    *off = 0;
+    for (int64_t q = 0; q < k; q++) {
+        int64_t v = 0;
+        mpx_status st = index_in(c, t[q], x->dims[b + q], &v);
+        if (st) return st;
+        *off += v * xs[b + q];
+    }
+    return MPX_OK;
+}
+
+/* ScatterND: data with updates written at the index tuples of the last axis
+ * of indices (each tuple names a slice of data's trailing dims). */
+mpx_status mpx_k_scatter_nd(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    mpx_status st = need(c, in, n_in, 3, n_out, 1);
+    if (st != MPX_OK) return st;
+    const mpx_value *x = in[0], *idx = in[1], *u = in[2];
+    if (!idx->i) return mpx_kernel_error(c, MPX_E_INVALID, "indices must be an integer tensor");
+    if ((x->f == NULL) != (u->f == NULL)) return mpx_kernel_error(c, MPX_E_INVALID, "updates and data differ in type");
+    int r = x->rank, q = idx->rank;
+    int64_t k = q ? idx->dims[q - 1] : 0;
+    if (q < 1 || k < 1 || k > r)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "indices' last dim %lld must be from 1 to the data's rank %d",
+                                (long long)k, r);
+    /* updates: indices.shape[:-1] + data.shape[k:] */
+    bool fits = u->rank == q - 1 + r - (int)k;
+    for (int i = 0; fits && i < u->rank; i++)
+        fits = u->dims[i] == (i < q - 1 ? idx->dims[i] : x->dims[(int)k + i - (q - 1)]);
+    if (!fits) return mpx_kernel_error(c, MPX_E_SHAPE, "updates' shape is not indices.shape[:-1] + data.shape[k:]");
+    sreduce red;
+    if ((st = scatter_reduction(c, &red)) != MPX_OK) return st;
+    int64_t xs[MPX_MAX_RANK], n = idx->n / k, slice = prod((int)k, r, x->dims), off;
+    row_strides(r, x->dims, xs);
+    for (int64_t j = 0; j < n; j++)
+        if ((st = tuple_offset(c, x, 0, idx->i + j * k, k, xs, &off)) != MPX_OK) return st;
+    if ((st = copy_data(c, x, &out[0])) != MPX_OK) return st;
+    for (int64_t j = 0; j < n; j++) {
+        tuple_offset(c, x, 0, idx->i + j * k, k, xs, &off);
+        for (int64_t s = 0; s < slice; s++) scatter_one(&out[0], off + s, u, j * slice + s, red);
+    }
+    return MPX_OK;
+}
+
+/* GatherND: the slices of data named by the index tuples of the last axis of
+ * indices; the first batch_dims axes of both are batch axes. */
+mpx_status mpx_k_gather_nd(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    mpx_status st = need(c, in, n_in, 2, n_out, 1);
+    if (st != MPX_OK) return st;
+    const mpx_value *x = in[0], *idx = in[1];
+    if (!idx->i) return mpx_kernel_error(c, MPX_E_INVALID, "indices must be an integer tensor");
+    int r = x->rank, q = idx->rank;
+    int64_t b = mpx_node_attr_int(c->node, "batch_dims", 0), k = q ? idx->dims[q - 1] : 0;
+    if (b < 0 || b >= q || b >= r || k < 1 || b + k > r)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "batch_dims %lld and an index length %lld do not fit data of rank %d",
+                                (long long)b, (long long)k, r);
+    for (int i = 0; i < (int)b; i++)
+        if (idx->dims[i] != x->dims[i])
+            return mpx_kernel_error(c, MPX_E_SHAPE, "batch axis %d: indices %lld, data %lld", i,
+                                    (long long)idx->dims[i], (long long)x->dims[i]);
+    int orank = q - 1 + r - (int)(b + k);
+    if (orank > MPX_MAX_RANK)
+        return mpx_kernel_error(c, MPX_E_LIMIT, "output rank %d is beyond mpx's limit of %d", orank, MPX_MAX_RANK);
+    int64_t dims[MPX_MAX_RANK], xs[MPX_MAX_RANK];
+    int o = 0;
+    for (int i = 0; i < q - 1; i++) dims[o++] = idx->dims[i];
+    for (int i = (int)(b + k); i < r; i++) dims[o++] = x->dims[i];
+    row_strides(r, x->dims, xs);
+    int64_t batches = prod(0, (int)b, x->dims), per = batches ? idx->n / k / batches : 0;
+    int64_t block = prod((int)b, r, x->dims), slice = prod((int)(b + k), r, x->dims), off;
+    for (int64_t j = 0; j < idx->n / k; j++)
+        if ((st = tuple_offset(c, x, (int)b, idx->i + j * k, k, xs, &off)) != MPX_OK) return st;
+    if ((st = alloc_like(c, &out[0], x, orank, dims)) != MPX_OK) return st;
+    size_t es = esz(x);
+    char *dst = bytes(&out[0]);
+    for (int64_t bi = 0; bi < batches; bi++)
+        for (int64_t j = 0; j < per; j++) {
+            tuple_offset(c, x, (int)b, idx->i + (bi * per + j) * k, k, xs, &off);
+            memcpy(dst, cbytes(x) + (size_t)(bi * block + off) * es, (size_t)slice * es);
+            dst += (size_t)slice * es;
+        }
+    return MPX_OK;
+}
+
 /* ---- Pad ------------------------------------------------------------------------- */
 
 /* Source index along an axis of length d for padded coordinate i (already
