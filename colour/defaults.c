@@ -217,6 +217,12 @@ static const entry table[MPX_OP_COUNT] = {
     /* TVM never (arange): the end of a range may not fit fp16, and bf16 holds
      * integers exactly only up to 256. */
     E(Range, R, R, "TVM never (arange)"),
+    /* Constants made from a size: they fold at load, so their colour
+     * matters only where the size is data (then they make float values from
+     * no float input, which the plan keeps in fp32). */
+    E(HannWindow, R, R, "mpx: a constant from an integer size (as TVM's never-listed arange)"),
+    E(HammingWindow, R, R, "mpx: a constant from an integer size (as TVM's never-listed arange)"),
+    E(BlackmanWindow, R, R, "mpx: a constant from an integer size (as TVM's never-listed arange)"),
 };
 static_assert(sizeof table / sizeof table[0] == MPX_OP_COUNT,
               "default colour table out of step with graph/ops.def");

@@ -724,6 +724,21 @@ mpx_status mpx_shape_range(mpx_sctx *c) {
     return mpx_sh_set_out(c, 0, mpx_sh_dt(a), &o);
 }
 
+/* HannWindow, HammingWindow, BlackmanWindow: [size], of output_datatype
+ * (default float); the length is known when size is. */
+mpx_status mpx_shape_window(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    const mpx_tensor *n = mpx_sh_in(c, 0);
+    shp o = mpx_sh_shp_rank(1);
+    if (n->nelem == 1 && n->i64) {
+        if (n->i64[0] < 0) return mpx_node_error(c, MPX_E_SHAPE, "size %lld is negative", (long long)n->i64[0]);
+        o.d[0] = n->i64[0];
+    }
+    int64_t dt = mpx_node_attr_int(c->n, "output_datatype", MPX_DT_FLOAT);
+    return mpx_sh_set_out(c, 0, (mpx_dtype)dt, &o);
+}
+
 mpx_status mpx_shape_topk(mpx_sctx *c) {
     mpx_status st = mpx_sh_need(c, 1);
     if (st) return st;

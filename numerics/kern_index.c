@@ -511,6 +511,49 @@ mpx_status mpx_k_constant_of_shape(const mpx_kctx *c, const mpx_value *const *in
 
 /* Range: n = max(ceil((limit - start) / delta), 0) and out[i] = start + i*delta
  * (ONNX's definition; float in fp32, integers exact). */
+/* The window functions of ONNX (opset 17): w[i] over N = size (periodic,
+ * the default) or size - 1 (symmetric); each term computed in double and
+ * rounded once, as the ONNX text's formulas written in float64. */
+typedef enum { WIN_HANN, WIN_HAMMING, WIN_BLACKMAN } win_kind;
+
+static mpx_status window(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out,
+                         win_kind kind) {
+    mpx_status st = need(c, in, n_in, 1, n_out, 1);
+    if (st != MPX_OK) return st;
+    if (in[0]->n != 1 || !in[0]->i) return mpx_kernel_error(c, MPX_E_SHAPE, "size must be one integer");
+    int64_t n = in[0]->i[0];
+    if (n < 0 || n > MPX_MAX_ELEMS) return mpx_kernel_error(c, MPX_E_LIMIT, "size %lld is out of range", (long long)n);
+    int64_t dt = mpx_node_attr_int(c->node, "output_datatype", MPX_DT_FLOAT);
+    if (!mpx_dtype_is_float((mpx_dtype)dt))
+        return mpx_kernel_error(c, MPX_E_UNSUPPORTED, "output_datatype %lld: mpx computes windows as floats",
+                                (long long)dt);
+    if ((st = mpx_k_alloc(c, &out[0], (mpx_dtype)dt, 1, &n)) != MPX_OK) return st;
+    bool periodic = mpx_node_attr_int(c->node, "periodic", 1) != 0;
+    double N = periodic ? (double)n : (double)n - 1, pi = 3.14159265358979323846;
+    for (int64_t i = 0; i < n; i++) {
+        double x = N > 0 ? 2.0 * pi * (double)i / N : 0.0, w;
+        switch (kind) {
+        case WIN_HANN: w = 0.5 - 0.5 * cos(x); break;
+        case WIN_HAMMING: w = 25.0 / 46.0 - (21.0 / 46.0) * cos(x); break;
+        default: w = 0.42 - 0.5 * cos(x) + 0.08 * cos(2.0 * x); break;
+        }
+        out[0].f[i] = (float)w;
+    }
+    return MPX_OK;
+}
+
+mpx_status mpx_k_hann_window(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    return window(c, in, n_in, out, n_out, WIN_HANN);
+}
+mpx_status mpx_k_hamming_window(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                                int n_out) {
+    return window(c, in, n_in, out, n_out, WIN_HAMMING);
+}
+mpx_status mpx_k_blackman_window(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                                 int n_out) {
+    return window(c, in, n_in, out, n_out, WIN_BLACKMAN);
+}
+
 mpx_status mpx_k_range(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
                        int n_out) {
     mpx_status st = need(c, in, n_in, 3, n_out, 1);
