@@ -724,6 +724,71 @@ mpx_status mpx_shape_range(mpx_sctx *c) {
     return mpx_sh_set_out(c, 0, mpx_sh_dt(a), &o);
 }
 
+/* EyeLike: the input's shape, dtype from the attribute (else the input's). */
+mpx_status mpx_shape_eye_like(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0);
+    shp s = mpx_sh_shp_of(x);
+    if (s.rank >= 0 && s.rank != 2) return mpx_node_error(c, MPX_E_SHAPE, "EyeLike needs a 2-D input, not %s", mpx_sh_TS(x));
+    int64_t dt = mpx_node_attr_int(c->n, "dtype", mpx_sh_dt(x));
+    if (dt < 0 || dt >= MPX_DT_COUNT_)
+        return mpx_node_error(c, MPX_E_INVALID, "attribute dtype (%lld) is not an element type", (long long)dt);
+    return mpx_sh_set_out(c, 0, (mpx_dtype)dt, &s);
+}
+
+/* OneHot: the indices' shape with depth inserted at axis; the values' dtype.
+ * The depth is known when its value is. */
+mpx_status mpx_shape_one_hot(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 3);
+    if (st) return st;
+    const mpx_tensor *idx = mpx_sh_in(c, 0), *depth = mpx_sh_in(c, 1), *vals = mpx_sh_in(c, 2);
+    if (!mpx_sh_known(idx)) return mpx_sh_set_out(c, 0, mpx_sh_dt(vals), NULL);
+    int r = idx->rank + 1, ax;
+    if ((st = mpx_sh_check_rank(c, r))) return st;
+    if ((st = mpx_sh_norm_axis(c, mpx_node_attr_int(c->n, "axis", -1), r, "axis", idx, &ax))) return st;
+    int64_t d = -1;
+    if (depth->nelem == 1 && (depth->i64 || depth->f32)) {
+        double v = depth->i64 ? (double)depth->i64[0] : (double)depth->f32[0];
+        if (!(v >= 1 && v <= (double)MPX_MAX_ELEMS))
+            return mpx_node_error(c, MPX_E_SHAPE, "depth %g is not from 1 to %lld", v, (long long)MPX_MAX_ELEMS);
+        d = (int64_t)v;
+    }
+    shp is = mpx_sh_shp_of(idx), o = mpx_sh_shp_rank(0);
+    for (int i = 0, k = 0; i < r; i++) {
+        if (i == ax) {
+            o.d[o.rank] = d;
+            o.s[o.rank++] = NULL;
+        } else {
+            o.d[o.rank] = is.d[k];
+            o.s[o.rank++] = is.s[k++];
+        }
+    }
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(vals), &o);
+}
+
+/* Compress: without axis a 1-D output, with it the input's rank; the
+ * selected length is known only from the condition's values. */
+mpx_status mpx_shape_compress(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 2);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0), *cond = mpx_sh_in(c, 1);
+    const mpx_attr *a = mpx_node_attr(c->n, "axis");
+    if (!mpx_sh_known(x)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+    int ax = -1;
+    if (a && (st = mpx_sh_norm_axis(c, a->i, x->rank, "axis", x, &ax))) return st;
+    int64_t kept = -1;
+    if (cond->nelem >= 0 && cond->i64) {
+        kept = 0;
+        int64_t len = ax >= 0 ? x->dims[ax] : x->nelem;
+        for (int64_t i = 0; i < cond->nelem && (len < 0 || i < len); i++) kept += cond->i64[i] != 0;
+    }
+    shp o = ax >= 0 ? mpx_sh_shp_of(x) : mpx_sh_shp_rank(1);
+    o.d[ax >= 0 ? ax : 0] = kept;
+    o.s[ax >= 0 ? ax : 0] = NULL;
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+}
+
 /* HannWindow, HammingWindow, BlackmanWindow: [size], of output_datatype
  * (default float); the length is known when size is. */
 mpx_status mpx_shape_window(mpx_sctx *c) {
@@ -736,6 +801,8 @@ mpx_status mpx_shape_window(mpx_sctx *c) {
         o.d[0] = n->i64[0];
     }
     int64_t dt = mpx_node_attr_int(c->n, "output_datatype", MPX_DT_FLOAT);
+    if (dt <= 0 || dt >= MPX_DT_COUNT_)
+        return mpx_node_error(c, MPX_E_INVALID, "attribute output_datatype (%lld) is not an element type", (long long)dt);
     return mpx_sh_set_out(c, 0, (mpx_dtype)dt, &o);
 }
 

@@ -511,6 +511,92 @@ mpx_status mpx_k_constant_of_shape(const mpx_kctx *c, const mpx_value *const *in
 
 /* Range: n = max(ceil((limit - start) / delta), 0) and out[i] = start + i*delta
  * (ONNX's definition; float in fp32, integers exact). */
+/* EyeLike: ones on diagonal k (column - row == k) of the input's 2-D shape. */
+mpx_status mpx_k_eye_like(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    mpx_status st = need(c, in, n_in, 1, n_out, 1);
+    if (st != MPX_OK) return st;
+    const mpx_value *x = in[0];
+    if (x->rank != 2) return mpx_kernel_error(c, MPX_E_SHAPE, "EyeLike needs a 2-D input, not rank %d", x->rank);
+    int64_t dt = mpx_node_attr_int(c->node, "dtype", x->dtype);
+    if (dt <= 0 || dt >= MPX_DT_COUNT_)
+        return mpx_kernel_error(c, MPX_E_INVALID, "attribute dtype (%lld) is not an element type", (long long)dt);
+    if ((st = mpx_k_alloc(c, &out[0], (mpx_dtype)dt, 2, x->dims)) != MPX_OK) return st;
+    int64_t k = mpx_node_attr_int(c->node, "k", 0), cols = x->dims[1];
+    for (int64_t e = 0; e < out[0].n; e++) {
+        bool one = e % cols - e / cols == k;
+        if (out[0].f) out[0].f[e] = one ? 1.0f : 0.0f;
+        else out[0].i[e] = one;
+    }
+    return MPX_OK;
+}
+
+/* OneHot: values[1] where the index (negative counts from depth) names the
+ * position along axis, values[0] elsewhere; an index outside [-depth, depth)
+ * gives a row of values[0], as ORT does. */
+mpx_status mpx_k_one_hot(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    mpx_status st = need(c, in, n_in, 3, n_out, 1);
+    if (st != MPX_OK) return st;
+    const mpx_value *idx = in[0], *dv = in[1], *vals = in[2];
+    if (dv->n != 1) return mpx_kernel_error(c, MPX_E_SHAPE, "depth must be one value");
+    if (vals->n != 2) return mpx_kernel_error(c, MPX_E_SHAPE, "values must be [off, on] (2 values, not %lld)",
+                                              (long long)vals->n);
+    double dd = dv->i ? (double)dv->i[0] : (double)dv->f[0];
+    if (!(dd >= 1 && dd <= (double)MPX_MAX_ELEMS))
+        return mpx_kernel_error(c, MPX_E_SHAPE, "depth %g is not from 1 to %lld", dd, (long long)MPX_MAX_ELEMS);
+    int64_t depth = (int64_t)dd;
+    int r = idx->rank + 1, ax;
+    if (r > MPX_MAX_RANK) return mpx_kernel_error(c, MPX_E_LIMIT, "output rank %d is beyond mpx's limit", r);
+    if ((st = mpx_k_axis(c, mpx_node_attr_int(c->node, "axis", -1), r, 0, &ax)) != MPX_OK) return st;
+    int64_t dims[MPX_MAX_RANK];
+    for (int i = 0, k = 0; i < r; i++) dims[i] = i == ax ? depth : idx->dims[k++];
+    if (idx->n > 0 && depth > MPX_MAX_ELEMS / idx->n) return mpx_kernel_error(c, MPX_E_LIMIT, "the one-hot output is too large");
+    if ((st = mpx_k_alloc(c, &out[0], vals->dtype, r, dims)) != MPX_OK) return st;
+    int64_t outer = prod(0, ax, dims), inner = prod(ax + 1, r, dims);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t d = 0; d < depth; d++)
+            for (int64_t i = 0; i < inner; i++) {
+                int64_t j = o * inner + i, e = (o * depth + d) * inner + i;
+                double v = idx->f ? trunc((double)idx->f[j]) : (double)idx->i[j]; /* ORT casts to int64 */
+                if (v < 0) v += (double)depth; /* NaN and values out of range match no position */
+                bool on = v == (double)d;
+                if (out[0].f) out[0].f[e] = vals->f[on ? 1 : 0];
+                else out[0].i[e] = vals->i[on ? 1 : 0];
+            }
+    return MPX_OK;
+}
+
+/* Compress: the slices along axis (the flattened input without one) whose
+ * condition is true; a condition shorter than the axis selects only as far
+ * as it goes. */
+mpx_status mpx_k_compress(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    mpx_status st = need(c, in, n_in, 2, n_out, 1);
+    if (st != MPX_OK) return st;
+    const mpx_value *x = in[0], *cond = in[1];
+    if (!cond->i || cond->rank != 1) return mpx_kernel_error(c, MPX_E_INVALID, "condition must be a 1-D bool tensor");
+    const mpx_attr *a = mpx_node_attr(c->node, "axis");
+    int ax = -1;
+    if (a && (st = mpx_k_axis(c, a->i, x->rank, 0, &ax)) != MPX_OK) return st;
+    int64_t len = ax >= 0 ? x->dims[ax] : x->n, kept = 0;
+    if (cond->n > len)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "condition has %lld values for %lld slices", (long long)cond->n,
+                                (long long)len);
+    for (int64_t i = 0; i < cond->n; i++) kept += cond->i[i] != 0;
+    int64_t dims[MPX_MAX_RANK];
+    int rank = ax >= 0 ? x->rank : 1;
+    for (int i = 0; i < rank; i++) dims[i] = ax < 0 ? kept : i == ax ? kept : x->dims[i];
+    if ((st = alloc_like(c, &out[0], x, rank, dims)) != MPX_OK) return st;
+    int64_t outer = ax >= 0 ? prod(0, ax, x->dims) : 1, inner = ax >= 0 ? prod(ax + 1, x->rank, x->dims) : 1;
+    size_t es = esz(x), row = (size_t)inner * es;
+    char *dst = bytes(&out[0]);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < cond->n; i++)
+            if (cond->i[i]) {
+                memcpy(dst, cbytes(x) + (size_t)(o * len + i) * row, row);
+                dst += row;
+            }
+    return MPX_OK;
+}
+
 /* The window functions of ONNX (opset 17): w[i] over N = size (periodic,
  * the default) or size - 1 (symmetric); each term computed in double and
  * rounded once, as the ONNX text's formulas written in float64. */
@@ -524,7 +610,7 @@ static mpx_status window(const mpx_kctx *c, const mpx_value *const *in, int n_in
     int64_t n = in[0]->i[0];
     if (n < 0 || n > MPX_MAX_ELEMS) return mpx_kernel_error(c, MPX_E_LIMIT, "size %lld is out of range", (long long)n);
     int64_t dt = mpx_node_attr_int(c->node, "output_datatype", MPX_DT_FLOAT);
-    if (!mpx_dtype_is_float((mpx_dtype)dt))
+    if (dt <= 0 || dt >= MPX_DT_COUNT_ || !mpx_dtype_is_float((mpx_dtype)dt))
         return mpx_kernel_error(c, MPX_E_UNSUPPORTED, "output_datatype %lld: mpx computes windows as floats",
                                 (long long)dt);
     if ((st = mpx_k_alloc(c, &out[0], (mpx_dtype)dt, 1, &n)) != MPX_OK) return st;
