@@ -126,6 +126,8 @@ static const entry table[MPX_OP_COUNT] = {
     E(Softmax, R, Y, "TVM never (softmax: a row sum of exps); TF infer for bf16"),
     E(LogSoftmax, R, Y, "mpx: as Softmax (TVM never); TF infer for bf16"),
     E(Hardmax, C, C, "mpx: ArgMax as a one-hot row (TF AMP clear list: ArgMax)"),
+    E(NegativeLogLikelihoodLoss, R, R, "mpx: a sum over the batch, as TF's deny-listed SparseSoftmaxCrossEntropyWithLogits"),
+    E(SoftmaxCrossEntropyLoss, R, R, "TF AMP deny list (SoftmaxCrossEntropyWithLogits)"),
     E(CumSum, R, Y, "mpx: a running sum, as TF's deny-listed Sum; TF infer for bf16"),
 
     /* Binary arithmetic: TF infer Add/AddV2/AddN, Sub, Mul, RealDiv; TVM follow

@@ -789,6 +789,25 @@ mpx_status mpx_shape_compress(mpx_sctx *c) {
     return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
 }
 
+/* NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss: the targets' shape
+ * with reduction none, else a scalar; SoftmaxCrossEntropyLoss's second
+ * output (log_prob) has the scores' shape. */
+mpx_status mpx_shape_loss(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 2);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0), *t = mpx_sh_in(c, 1);
+    const char *red = mpx_node_attr_string(c->n, "reduction", "mean");
+    if (strcmp(red, "none") != 0 && strcmp(red, "sum") != 0 && strcmp(red, "mean") != 0)
+        return mpx_node_error(c, MPX_E_INVALID, "reduction \"%s\" is not none, sum or mean", red);
+    shp o = strcmp(red, "none") == 0 ? mpx_sh_shp_of(t) : mpx_sh_shp_rank(0);
+    if ((st = mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o))) return st;
+    if (c->n->n_outputs > 1) {
+        shp s = mpx_sh_shp_of(x);
+        st = mpx_sh_set_out(c, 1, mpx_sh_dt(x), &s);
+    }
+    return st;
+}
+
 /* HannWindow, HammingWindow, BlackmanWindow: [size], of output_datatype
  * (default float); the length is known when size is. */
 mpx_status mpx_shape_window(mpx_sctx *c) {
