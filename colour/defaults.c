@@ -224,6 +224,7 @@ static const entry table[MPX_OP_COUNT] = {
      * no float input, which the plan keeps in fp32). */
     E(EyeLike, C, C, "mpx: zeros and ones, no float arithmetic (as TF's clear-listed Fill)"),
     E(OneHot, C, C, "mpx: copies of its two values (TF AMP clear list: OneHot)"),
+    E(ReverseSequence, C, C, "mpx: reorders values, a copy (TF AMP clear list: ReverseSequence)"),
     E(Compress, C, C, "mpx: selects slices, a copy (as TF's clear-listed Gather)"),
     E(HannWindow, R, R, "mpx: a constant from an integer size (as TVM's never-listed arange)"),
     E(HammingWindow, R, R, "mpx: a constant from an integer size (as TVM's never-listed arange)"),

@@ -597,6 +597,39 @@ mpx_status mpx_k_compress(const mpx_kctx *c, const mpx_value *const *in, int n_i
     return MPX_OK;
 }
 
+/* ReverseSequence: for batch b along batch_axis, the first sequence_lens[b]
+ * entries along time_axis in reverse order, the rest as they are. */
+mpx_status mpx_k_reverse_sequence(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                                  int n_out) {
+    mpx_status st = need(c, in, n_in, 2, n_out, 1);
+    if (st != MPX_OK) return st;
+    const mpx_value *x = in[0], *lens = in[1];
+    int ta, ba;
+    if (x->rank < 2) return mpx_kernel_error(c, MPX_E_SHAPE, "ReverseSequence needs rank 2 or more, not %d", x->rank);
+    if ((st = mpx_k_axis(c, mpx_node_attr_int(c->node, "time_axis", 0), x->rank, 0, &ta)) ||
+        (st = mpx_k_axis(c, mpx_node_attr_int(c->node, "batch_axis", 1), x->rank, 0, &ba)))
+        return st;
+    if (ta == ba || ta > 1 || ba > 1)
+        return mpx_kernel_error(c, MPX_E_INVALID, "time_axis and batch_axis must be 0 and 1 in some order");
+    if (!lens->i || lens->rank != 1 || lens->dims[0] != x->dims[ba])
+        return mpx_kernel_error(c, MPX_E_SHAPE, "sequence_lens must be %lld integers", (long long)x->dims[ba]);
+    for (int64_t b = 0; b < lens->n; b++)
+        if (lens->i[b] < 0 || lens->i[b] > x->dims[ta])
+            return mpx_kernel_error(c, MPX_E_INVALID, "sequence_lens[%lld] = %lld is not from 0 to %lld", (long long)b,
+                                    (long long)lens->i[b], (long long)x->dims[ta]);
+    if ((st = alloc_like(c, &out[0], x, x->rank, x->dims)) != MPX_OK) return st;
+    int64_t xs[MPX_MAX_RANK], inner = prod(2, x->rank, x->dims);
+    row_strides(x->rank, x->dims, xs);
+    size_t es = esz(x);
+    for (int64_t b = 0; b < x->dims[ba]; b++)
+        for (int64_t t = 0; t < x->dims[ta]; t++) {
+            int64_t from = t < lens->i[b] ? lens->i[b] - 1 - t : t;
+            memcpy(bytes(&out[0]) + (size_t)(b * xs[ba] + t * xs[ta]) * es,
+                   cbytes(x) + (size_t)(b * xs[ba] + from * xs[ta]) * es, (size_t)inner * es);
+        }
+    return MPX_OK;
+}
+
 /* The window functions of ONNX (opset 17): w[i] over N = size (periodic,
  * the default) or size - 1 (symmetric); each term computed in double and
  * rounded once, as the ONNX text's formulas written in float64. */
