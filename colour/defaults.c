@@ -45,6 +45,7 @@ static const entry table[MPX_OP_COUNT] = {
     E(Conv, G, G, "TF AMP allow list (Conv2D)"),
     E(ConvTranspose, G, G, "TF AMP allow list (Conv2DBackpropInput); TVM always (conv2d_transpose)"),
     E(Gemm, G, G, "TF AMP allow list (MatMul); TVM always (dense)"),
+    E(Det, R, R, "mpx: products of a whole matrix's pivots overflow and cancel (TVM never lists linalg)"),
     E(MatMul, G, G, "TF AMP allow list (MatMul, BatchMatMul)"),
     E(Einsum, G, G, "TF AMP allow list (Einsum)"),
 

@@ -808,6 +808,18 @@ mpx_status mpx_shape_loss(mpx_sctx *c) {
     return st;
 }
 
+/* Det: the batch axes of [..., M, M]. */
+mpx_status mpx_shape_det(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0);
+    if (!mpx_sh_known(x)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+    if (x->rank < 2) return mpx_node_error(c, MPX_E_SHAPE, "Det needs rank 2 or more, not %s", mpx_sh_TS(x));
+    shp s = mpx_sh_shp_of(x);
+    s.rank -= 2;
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &s);
+}
+
 /* HannWindow, HammingWindow, BlackmanWindow: [size], of output_datatype
  * (default float); the length is known when size is. */
 mpx_status mpx_shape_window(mpx_sctx *c) {

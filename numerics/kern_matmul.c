@@ -1,4 +1,4 @@
-/* kern_matmul.c - Gemm and MatMul: the dot-product kernels, on the GEMM core
+/* kern_matmul.c - Gemm and MatMul (and Det): the dot-product kernels, on the GEMM core
  * (kern_gemm.h) or the row updates (kern_rows.h); their summation order is
  * documented with the convolutions' at the top of kern_nn.c. */
 #include "kern_gemm.h"
@@ -199,5 +199,51 @@ mpx_status mpx_k_matmul(const mpx_kctx *c, const mpx_value *const *in, int n_in,
             idx[i] = 0;
         }
     }
+    return MPX_OK;
+}
+
+/* Det: the determinant of each M x M matrix of the last two axes, by
+ * Gaussian elimination with partial pivoting in double (as numpy's LAPACK
+ * route, which ORT's reference matches), rounded once to float. */
+mpx_status mpx_k_det(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    const mpx_value *x;
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (!st) st = kn_float_in(c, in, n_in, 0, "X", &x);
+    if (st) return st;
+    if (x->rank < 2 || x->dims[x->rank - 1] != x->dims[x->rank - 2])
+        return mpx_kernel_error(c, MPX_E_SHAPE, "Det needs square matrices in the last two axes");
+    int64_t m = x->dims[x->rank - 1];
+    if (m > 4096) return mpx_kernel_error(c, MPX_E_LIMIT, "matrices of %lld x %lld are beyond mpx's Det", (long long)m, (long long)m);
+    if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank - 2, x->dims))) return st;
+    double *a = malloc((size_t)(m > 0 ? m * m : 1) * sizeof *a);
+    if (!a) return mpx_kernel_error(c, MPX_E_NOMEM, "out of memory");
+    for (int64_t b = 0; b < out[0].n; b++) {
+        for (int64_t i = 0; i < m * m; i++) a[i] = x->f[b * m * m + i];
+        double det = 1.0;
+        for (int64_t k = 0; k < m && det != 0.0; k++) {
+            int64_t p = k;
+            for (int64_t i = k + 1; i < m; i++)
+                if (fabs(a[i * m + k]) > fabs(a[p * m + k])) p = i;
+            if (a[p * m + k] == 0.0) {
+                det = 0.0;
+                break;
+            }
+            if (p != k) {
+                for (int64_t j = 0; j < m; j++) {
+                    double t = a[k * m + j];
+                    a[k * m + j] = a[p * m + j];
+                    a[p * m + j] = t;
+                }
+                det = -det;
+            }
+            det *= a[k * m + k];
+            for (int64_t i = k + 1; i < m; i++) {
+                double f = a[i * m + k] / a[k * m + k];
+                for (int64_t j = k; j < m; j++) a[i * m + j] -= f * a[k * m + j];
+            }
+        }
+        out[0].f[b] = (float)det;
+    }
+    free(a);
     return MPX_OK;
 }
