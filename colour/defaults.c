@@ -226,6 +226,11 @@ static const entry table[MPX_OP_COUNT] = {
     E(EyeLike, C, C, "mpx: zeros and ones, no float arithmetic (as TF's clear-listed Fill)"),
     E(OneHot, C, C, "mpx: copies of its two values (TF AMP clear list: OneHot)"),
     E(ReverseSequence, C, C, "mpx: reorders values, a copy (TF AMP clear list: ReverseSequence)"),
+    /* The boundary of a QDQ model's integer arithmetic: its scale decides
+     * the float type, and runtimes compute it in fp32 (ORT's QDQ kernels). */
+    E(QuantizeLinear, R, R, "mpx: rounds x / scale to integers; fp32 as ORT's QDQ kernels"),
+    E(DequantizeLinear, R, R, "mpx: integers times a float scale; fp32 as ORT's QDQ kernels"),
+    E(DynamicQuantizeLinear, R, R, "mpx: a min/max over the tensor, then QuantizeLinear; fp32 as ORT's"),
     E(Compress, C, C, "mpx: selects slices, a copy (as TF's clear-listed Gather)"),
     E(HannWindow, R, R, "mpx: a constant from an integer size (as TVM's never-listed arange)"),
     E(HammingWindow, R, R, "mpx: a constant from an integer size (as TVM's never-listed arange)"),

@@ -820,6 +820,28 @@ mpx_status mpx_shape_det(mpx_sctx *c) {
     return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &s);
 }
 
+/* QuantizeLinear: x's shape in the zero point's type (uint8 without one);
+ * DequantizeLinear: x's shape in the scale's float type. */
+mpx_status mpx_shape_quantize(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 2);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0), *zp = mpx_sh_in(c, 2);
+    shp s = mpx_sh_shp_of(x);
+    mpx_dtype dt = c->n->op == MPX_OP_DequantizeLinear ? mpx_sh_dt(mpx_sh_in(c, 1)) : zp ? mpx_sh_dt(zp) : MPX_DT_UINT8;
+    return mpx_sh_set_out(c, 0, dt, &s);
+}
+
+/* DynamicQuantizeLinear: y (x's shape, uint8), y_scale (float), y_zero_point (uint8). */
+mpx_status mpx_shape_dynamic_quantize(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    shp s = mpx_sh_shp_of(mpx_sh_in(c, 0)), scalar = mpx_sh_shp_rank(0);
+    if ((st = mpx_sh_set_out(c, 0, MPX_DT_UINT8, &s))) return st;
+    if (c->n->n_outputs > 1 && (st = mpx_sh_set_out(c, 1, MPX_DT_FLOAT, &scalar))) return st;
+    if (c->n->n_outputs > 2) st = mpx_sh_set_out(c, 2, MPX_DT_UINT8, &scalar);
+    return st;
+}
+
 /* HannWindow, HammingWindow, BlackmanWindow: [size], of output_datatype
  * (default float); the length is known when size is. */
 mpx_status mpx_shape_window(mpx_sctx *c) {

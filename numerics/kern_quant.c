@@ -1,0 +1,127 @@
+/* kern_quant.c - QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear,
+ * the boundary of a QDQ model's integer arithmetic.
+ *
+ * Per tensor (a one-value scale) or per axis (a 1-D scale along `axis`,
+ * default 1), zero point optional (0, and uint8 output for QuantizeLinear):
+ *   DequantizeLinear  y = (x - zero_point) * scale            (fp32)
+ *   QuantizeLinear    y = saturate(round(x / scale) + zero_point)
+ * with round half to even and saturation to the output's integer range, in
+ * the order ONNX and ONNX Runtime compute them. */
+#include "kern_nn.h"
+
+#include <math.h>
+#include <string.h>
+
+/* The scale and zero point for element e (along axis ax, when per axis). */
+typedef struct qparams {
+    const mpx_value *scale, *zp;
+    int64_t inner, dim; /* per axis: elements after the axis, the axis length; per tensor: dim 0 */
+} qparams;
+
+static mpx_status qparams_of(const mpx_kctx *c, const mpx_value *x, const mpx_value *scale, const mpx_value *zp,
+                             qparams *q) {
+    memset(q, 0, sizeof *q);
+    q->scale = scale;
+    q->zp = zp;
+    if (!scale->f) return mpx_kernel_error(c, MPX_E_INVALID, "the scale must be a float tensor");
+    if (zp && zp->n != scale->n)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "zero point has %lld values and scale %lld", (long long)zp->n,
+                                (long long)scale->n);
+    if (scale->n == 1 && scale->rank <= 1) return MPX_OK;
+    int ax;
+    mpx_status st = mpx_k_axis(c, mpx_node_attr_int(c->node, "axis", 1), x->rank, 0, &ax);
+    if (st) return st;
+    if (scale->rank != 1 || scale->dims[0] != x->dims[ax])
+        return mpx_kernel_error(c, MPX_E_SHAPE, "a per-axis scale needs %lld values (axis %d), not %lld",
+                                (long long)x->dims[ax], ax, (long long)scale->n);
+    q->dim = x->dims[ax];
+    q->inner = 1;
+    for (int i = ax + 1; i < x->rank; i++) q->inner *= x->dims[i];
+    return MPX_OK;
+}
+
+static int64_t qindex(const qparams *q, int64_t e) { return q->dim ? (e / q->inner) % q->dim : 0; }
+
+static double qzero(const qparams *q, int64_t k) {
+    if (!q->zp) return 0.0;
+    return q->zp->i ? (double)q->zp->i[k] : (double)q->zp->f[k];
+}
+
+mpx_status mpx_k_dequantize_linear(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                                   int n_out) {
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (st) return st;
+    const mpx_value *x = kn_opt(in, n_in, 0), *scale = kn_opt(in, n_in, 1), *zp = kn_opt(in, n_in, 2);
+    if (!x || !scale) return mpx_kernel_error(c, MPX_E_INVALID, "x and x_scale are required");
+    if (!x->i) return mpx_kernel_error(c, MPX_E_INVALID, "x must be an integer tensor");
+    qparams q;
+    if ((st = qparams_of(c, x, scale, zp, &q))) return st;
+    if ((st = mpx_k_alloc(c, &out[0], scale->dtype, x->rank, x->dims))) return st;
+    for (int64_t e = 0; e < x->n; e++) {
+        int64_t k = qindex(&q, e);
+        out[0].f[e] = (float)((double)x->i[e] - qzero(&q, k)) * scale->f[k];
+    }
+    return MPX_OK;
+}
+
+mpx_status mpx_k_quantize_linear(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                                 int n_out) {
+    const mpx_value *x;
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (!st) st = kn_float_in(c, in, n_in, 0, "x", &x);
+    if (st) return st;
+    const mpx_value *scale = kn_opt(in, n_in, 1), *zp = kn_opt(in, n_in, 2);
+    if (!scale) return mpx_kernel_error(c, MPX_E_INVALID, "y_scale is required");
+    qparams q;
+    if ((st = qparams_of(c, x, scale, zp, &q))) return st;
+    mpx_dtype dt = zp ? zp->dtype : MPX_DT_UINT8;
+    double lo, hi;
+    switch (dt) {
+    case MPX_DT_UINT8: lo = 0, hi = 255; break;
+    case MPX_DT_INT8: lo = -128, hi = 127; break;
+    case MPX_DT_UINT16: lo = 0, hi = 65535; break;
+    case MPX_DT_INT16: lo = -32768, hi = 32767; break;
+    default:
+        return mpx_kernel_error(c, MPX_E_UNSUPPORTED, "QuantizeLinear to %s: mpx quantizes to 8- and 16-bit integers",
+                                mpx_dtype_name(dt));
+    }
+    if ((st = mpx_k_alloc(c, &out[0], dt, x->rank, x->dims))) return st;
+    for (int64_t e = 0; e < x->n; e++) {
+        int64_t k = qindex(&q, e);
+        /* x / scale in fp32 (ORT's order), rounded half to even, then + zp */
+        double v = nearbyint((double)(x->f[e] / scale->f[k])) + qzero(&q, k);
+        if (v != v) v = qzero(&q, k); /* NaN: the zero point (mpx's choice; ONNX leaves it open) */
+        out[0].i[e] = (int64_t)(v < lo ? lo : v > hi ? hi : v);
+    }
+    return MPX_OK;
+}
+
+/* DynamicQuantizeLinear: uint8 quantization whose range [min(x, 0), max(x,
+ * 0)] is taken from x itself: y_scale = (max - min) / 255, y_zero_point =
+ * saturate(round(-min / y_scale)), y = saturate(round(x / y_scale) + zp). */
+mpx_status mpx_k_dynamic_quantize_linear(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                                         int n_out) {
+    const mpx_value *x;
+    mpx_status st = kn_need_out(c, n_out, 3);
+    if (!st) st = kn_float_in(c, in, n_in, 0, "x", &x);
+    if (st) return st;
+    float mn = 0.0f, mx = 0.0f;
+    for (int64_t e = 0; e < x->n; e++) {
+        if (x->f[e] < mn) mn = x->f[e];
+        if (x->f[e] > mx) mx = x->f[e];
+    }
+    float scale = (mx - mn) / 255.0f;
+    double zp = scale > 0 ? nearbyint((double)(0.0f - mn / scale)) : 0.0;
+    zp = zp < 0 ? 0 : zp > 255 ? 255 : zp;
+    if ((st = mpx_k_alloc(c, &out[0], MPX_DT_UINT8, x->rank, x->dims))) return st;
+    if ((st = mpx_k_alloc(c, &out[1], MPX_DT_FLOAT, 0, NULL))) return st;
+    if ((st = mpx_k_alloc(c, &out[2], MPX_DT_UINT8, 0, NULL))) return st;
+    out[1].f[0] = scale;
+    out[2].i[0] = (int64_t)zp;
+    for (int64_t e = 0; e < x->n; e++) {
+        double v = scale > 0 ? nearbyint((double)(x->f[e] / scale)) + zp : zp;
+        if (v != v) v = zp;
+        out[0].i[e] = (int64_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+    }
+    return MPX_OK;
+}
