@@ -37,7 +37,7 @@ static mpx_status parse_count(const char *text, const char *what, int *out, mpx_
 }
 
 /* Parse argv[1..]: at most one positional (the file) and the options. */
-static mpx_status parse_viz_args(int argc, char **argv, bool allow_watch, viz_args *a, mpx_error *err) {
+static mpx_status parse_viz_args(int argc, char **argv, viz_args *a, mpx_error *err) {
     memset(a, 0, sizeof *a);
     mpx_viz_opts_default(&a->o);
     for (int i = 1; i < argc; i++) {
@@ -76,9 +76,9 @@ static mpx_status parse_viz_args(int argc, char **argv, bool allow_watch, viz_ar
             a->o.overlay_local = true;
         } else if (strcmp(w, "--no-legend") == 0) {
             a->o.legend = false;
-        } else if (allow_watch && strcmp(w, "--watch") == 0) {
+        } else if (strcmp(w, "--watch") == 0) { /* svg only: dispatch refuses it elsewhere */
             a->watch = true;
-        } else if (allow_watch && strcmp(w, "--unwatch") == 0) {
+        } else if (strcmp(w, "--unwatch") == 0) {
             a->unwatch = true;
         } else {
             a->file = w; /* the one plain word; dispatch checked the options (the rows' specs) */
@@ -166,7 +166,7 @@ static void say_wrote(mpx_session *s, const char *path, const mpx_viz_stats *st,
 
 MPX_CMD(repl_cmd_dot) {
     viz_args a;
-    mpx_status st = parse_viz_args(argc, argv, false, &a, err);
+    mpx_status st = parse_viz_args(argc, argv, &a, err);
     if (!st) st = need_plan(s, err);
     if (!st) st = pick_overlay(s, &a, false, err);
     if (st) return st;
@@ -231,7 +231,7 @@ static void unwatch(mpx_session *s) {
 
 MPX_CMD(repl_cmd_svg) {
     viz_args a;
-    mpx_status st = parse_viz_args(argc, argv, true, &a, err);
+    mpx_status st = parse_viz_args(argc, argv, &a, err);
     if (st) return st;
     if (a.unwatch) {
         if (argc != 2) return repl_usage_error(err, argv[0], "--unwatch goes alone");
@@ -312,7 +312,7 @@ MPX_CMD(repl_cmd_plot) {
 
 MPX_CMD(repl_cmd_html) {
     viz_args a;
-    mpx_status st = parse_viz_args(argc, argv, false, &a, err);
+    mpx_status st = parse_viz_args(argc, argv, &a, err);
     if (st) return st;
     if ((st = need_plan(s, err)) || (st = pick_overlay(s, &a, true, err))) return st;
     a.o.rules = mpx_history_rules(s->hist);

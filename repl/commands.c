@@ -423,14 +423,31 @@ enum { MAX_ARGS = 64 };
 
 /* Whether w is one of "a|b|c". */
 static bool is_choice(const char *choices, const char *w) {
-    size_t l = strlen(w);
-    for (const char *p = choices; p && *p;) {
-        const char *bar = strchr(p, '|');
-        size_t n = bar ? (size_t)(bar - p) : strlen(p);
-        if (n == l && strncmp(p, w, l) == 0) return true;
-        p = bar ? bar + 1 : p + n;
-    }
+    char c[64];
+    for (int k = 0; repl_choice_at(choices, k, c, sizeof c); k++)
+        if (strcmp(c, w) == 0) return true;
     return false;
+}
+
+const char *repl_choice_at(const char *choices, int k, char *buf, size_t n) {
+    const char *p = choices;
+    for (int i = 0; p && *p; i++) {
+        const char *bar = strchr(p, '|');
+        size_t l = bar ? (size_t)(bar - p) : strlen(p);
+        if (i == k) {
+            if (l >= n) return NULL;
+            memcpy(buf, p, l);
+            buf[l] = '\0';
+            return buf;
+        }
+        p = bar ? bar + 1 : p + l;
+    }
+    return NULL;
+}
+
+int repl_option_values(const mpx_option_spec *o, int i, int argc, char *const *argv) {
+    if (o->takes != MPX_TAKES_MAYBE) return o->takes;
+    return i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0;
 }
 
 /* The words against the row: every --option known (else a suggestion), each
@@ -457,7 +474,7 @@ static mpx_status check_words(const mpx_command *c, int argc, char **argv, mpx_e
             mpx_name_hint_tail(&h, hint, sizeof hint);
             return repl_usage_error(err, c->name, "unknown option \"%s\"%s", w, hint);
         }
-        int takes = o->takes == MPX_TAKES_MAYBE ? (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0) : o->takes;
+        int takes = repl_option_values(o, i, argc, argv);
         if (i + takes >= argc)
             return repl_usage_error(err, c->name, "%s needs %s", w, takes == 2 ? "two values" : "a value");
         i += takes;

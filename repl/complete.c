@@ -174,17 +174,8 @@ static void cand_files(const char *text) {
 static bool is(const char *a, const char *b) { return a && strcmp(a, b) == 0; }
 
 static void cand_choices(const char *text, const char *choices) {
-    for (const char *p = choices; p && *p;) {
-        const char *bar = strchr(p, '|');
-        size_t l = bar ? (size_t)(bar - p) : strlen(p);
-        char w[64];
-        if (l < sizeof w) {
-            memcpy(w, p, l);
-            w[l] = '\0';
-            cand(text, w);
-        }
-        p = bar ? bar + 1 : p + l;
-    }
+    char w[64];
+    for (int k = 0; repl_choice_at(choices, k, w, sizeof w); k++) cand(text, w);
 }
 
 static void cand_kind(const char *text, mpx_word_kind k, const char *choices) {
@@ -320,8 +311,7 @@ static void gather(const char *text, int pos, char **w) {
             k++;
             continue;
         }
-        int takes = o->takes == MPX_TAKES_MAYBE ? (i + 1 < pos && w[i + 1][0] != '-') : o->takes;
-        i += takes;
+        i += repl_option_values(o, i, pos, w);
     }
     if (c->max_args >= 0 && k >= c->max_args) return;
     int last = (int)(sizeof c->args / sizeof c->args[0]) - 1;

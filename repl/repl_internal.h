@@ -107,6 +107,13 @@ mpx_status repl_set_graph(mpx_session *s, mpx_graph *g, const char *path, mpx_er
 __attribute__((format(printf, 3, 4))) mpx_status repl_usage_error(mpx_error *err, const char *cmd, const char *fmt,
                                                                   ...);
 
+/* commands.c: choice k of a row's "a|b|c" into buf (NULL past the last or
+ * when it does not fit), and how many words after argv[i], option o, are its
+ * values (MPX_TAKES_MAYBE: the next word unless it is another --option);
+ * dispatch and completion both read words by these. */
+const char *repl_choice_at(const char *choices, int k, char *buf, size_t n);
+int repl_option_values(const mpx_option_spec *o, int i, int argc, char *const *argv);
+
 /* complete.c: the candidates for word `text` at position pos (0 = the
  * command) given the words before, names from s's model; returns how many.
  * Take them one by one (the caller frees each); free at the end. */

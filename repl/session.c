@@ -140,25 +140,22 @@ mpx_status repl_apply_rules(mpx_session *s, const mpx_rules *r, const mpx_plan_o
     return MPX_OK;
 }
 
-mpx_status repl_replan(mpx_session *s, bool say, mpx_error *err) {
+/* The history's current state planned again and swapped in; drop: the last
+ * run no longer fits the graph (its shapes changed). */
+static mpx_status replan(mpx_session *s, bool say, bool drop, mpx_error *err) {
     mpx_plan *p = NULL;
     mpx_status st = repl_build_plan(s, mpx_history_rules(s->hist), mpx_history_opts(s->hist), &p, err);
     if (st) return st;
     if (say) print_change(s, s->plan, p);
+    if (drop) repl_drop_run(s);
     swap_plan(s, p);
     repl_after_plan_change(s);
     return MPX_OK;
 }
 
-mpx_status repl_rebind_graph(mpx_session *s, mpx_error *err) {
-    mpx_plan *p = NULL;
-    mpx_status st = repl_build_plan(s, mpx_history_rules(s->hist), mpx_history_opts(s->hist), &p, err);
-    if (st) return st;
-    repl_drop_run(s);
-    swap_plan(s, p);
-    repl_after_plan_change(s);
-    return MPX_OK;
-}
+mpx_status repl_replan(mpx_session *s, bool say, mpx_error *err) { return replan(s, say, false, err); }
+
+mpx_status repl_rebind_graph(mpx_session *s, mpx_error *err) { return replan(s, false, true, err); }
 
 /* After a run: the largest |fp32 output| per node, for `when absmax ...`. */
 static double *absmax_of(const mpx_graph *g, const mpx_compare *c) {

@@ -159,7 +159,7 @@ static Onnx__TensorProto *encode_tensor(ex *e, const mpx_tensor *t, const Onnx__
 
 /* ---- the edit ---------------------------------------------------------------------- */
 
-static Onnx__AttributeProto *find_attr(Onnx__NodeProto *n, const char *name) {
+Onnx__AttributeProto *vx_find_attr(Onnx__NodeProto *n, const char *name) {
     for (size_t i = 0; i < n->n_attribute; i++)
         if (n->attribute[i] && n->attribute[i]->name && strcmp(n->attribute[i]->name, name) == 0)
             return n->attribute[i];
@@ -241,7 +241,7 @@ static const char *const_name(ex *e, const mpx_tensor *t, const mpx_format *f) {
     const mpx_node *prod = t->producer;
     Onnx__TensorProto *init = prod ? NULL : find_init(gp, t->name);
     Onnx__NodeProto *cn = prod && prod->op == MPX_OP_Constant ? gp->node[prod->file_order] : NULL;
-    Onnx__AttributeProto *cv = cn ? find_attr(cn, "value") : NULL;
+    Onnx__AttributeProto *cv = cn ? vx_find_attr(cn, "value") : NULL;
     const char *name = NULL;
     char suffix[24];
     snprintf(suffix, sizeof suffix, "_%s", f->name);
@@ -360,7 +360,7 @@ static mpx_status edit_node(ex *e, const mpx_node *n, mpx_error *err) {
     }
     const mpx_plan_node *pn = &e->p->nodes[n->index];
     if (n->op == MPX_OP_Cast && pn->is_float && pn->output) {
-        Onnx__AttributeProto *to = find_attr(np, "to");
+        Onnx__AttributeProto *to = vx_find_attr(np, "to");
         if (to && mpx_dtype_is_float((mpx_dtype)to->i) && to->i != vx_dtype_of(pn->output)) {
             to->i = vx_dtype_of(pn->output);
             e->sum.casts_retyped++;
@@ -466,9 +466,7 @@ static void retype(ex *e) {
     }
 }
 
-static mpx_status oom(mpx_error *err) {
-    return mpx_error_set(err, MPX_E_NOMEM, "out of memory writing the model");
-}
+mpx_status vx_oom(mpx_error *err) { return mpx_error_set(err, MPX_E_NOMEM, "out of memory writing the model"); }
 
 mpx_status vx_apply_plan(ex *e, mpx_error *err) {
     const mpx_plan *p = e->p;
@@ -485,7 +483,7 @@ mpx_status vx_apply_plan(ex *e, mpx_error *err) {
     e->base = mpx_arena_calloc(e->a, (size_t)g->n_tensors + 1, sizeof *e->base);
     e->in_place = mpx_arena_calloc(e->a, (size_t)g->n_tensors + 1, sizeof *e->in_place);
     e->cast_out = mpx_arena_calloc(e->a, (size_t)p->n_casts + 1, sizeof *e->cast_out);
-    if (!e->base || !e->in_place || !e->cast_out) return oom(err);
+    if (!e->base || !e->in_place || !e->cast_out) return vx_oom(err);
     for (int i = 0; i < g->n_tensors; i++) e->base[i] = g->tensors[i]->name;
     find_in_place(e);
 
@@ -499,7 +497,7 @@ mpx_status vx_apply_plan(ex *e, mpx_error *err) {
         if (!to_output) continue;
         char suffix[24];
         snprintf(suffix, sizeof suffix, "_%s", pc->from->name);
-        if (!(e->base[t->index] = vx_fresh_name(e, t->name, suffix))) return oom(err);
+        if (!(e->base[t->index] = vx_fresh_name(e, t->name, suffix))) return vx_oom(err);
         e->cast_out[c] = t->name;
     }
     for (int c = 0; c < p->n_casts; c++) {
@@ -508,9 +506,9 @@ mpx_status vx_apply_plan(ex *e, mpx_error *err) {
         if (!e->cast_out[c]) {
             char suffix[24];
             snprintf(suffix, sizeof suffix, "_%s", pc->to->name);
-            if (!(e->cast_out[c] = vx_fresh_name(e, t->name, suffix))) return oom(err);
+            if (!(e->cast_out[c] = vx_fresh_name(e, t->name, suffix))) return vx_oom(err);
         }
-        if (!add_cast(e, e->base[t->index], e->cast_out[c], pc->to, anchor_of(t))) return oom(err);
+        if (!add_cast(e, e->base[t->index], e->cast_out[c], pc->to, anchor_of(t))) return vx_oom(err);
     }
     for (int k = 0; k < g->n_nodes; k++)
         if ((st = edit_node(e, g->nodes[k], err)) != MPX_OK) return st;
@@ -522,13 +520,13 @@ mpx_status vx_apply_plan(ex *e, mpx_error *err) {
      * the Casts of its outputs. */
     size_t n_total = gp->n_node + e->n_new;
     Onnx__NodeProto **nodes = mpx_arena_calloc(e->a, n_total + 1, sizeof *nodes);
-    if (!nodes) return oom(err);
+    if (!nodes) return vx_oom(err);
     size_t w = 0;
     for (size_t j = 0; j < e->n_new; j++)
         if (e->new_nodes[j].anchor < 0) nodes[w++] = e->new_nodes[j].node;
     int *first = mpx_arena_calloc(e->a, gp->n_node + 1, sizeof *first);
     int *next = mpx_arena_calloc(e->a, e->n_new + 1, sizeof *next);
-    if (!first || !next) return oom(err);
+    if (!first || !next) return vx_oom(err);
     for (size_t i = 0; i < gp->n_node; i++) first[i] = -1;
     for (size_t j = e->n_new; j-- > 0;) {
         int a = e->new_nodes[j].anchor;
@@ -540,14 +538,14 @@ mpx_status vx_apply_plan(ex *e, mpx_error *err) {
         nodes[w++] = gp->node[i];
         for (int j = first[i]; j >= 0; j = next[j]) nodes[w++] = e->new_nodes[j].node;
     }
-    if (!vx_save_slot(e, &gp->node, &gp->n_node)) return oom(err);
+    if (!vx_save_slot(e, &gp->node, &gp->n_node)) return vx_oom(err);
     gp->node = nodes;
     gp->n_node = w;
     e->sum.nodes = (int)w;
 
     if (e->n_extra_init) {
         Onnx__TensorProto **v = mpx_arena_calloc(e->a, gp->n_initializer + e->n_extra_init, sizeof *v);
-        if (!v || !vx_save_slot(e, &gp->initializer, &gp->n_initializer)) return oom(err);
+        if (!v || !vx_save_slot(e, &gp->initializer, &gp->n_initializer)) return vx_oom(err);
         if (gp->n_initializer) memcpy(v, gp->initializer, gp->n_initializer * sizeof *v);
         memcpy(v + gp->n_initializer, e->extra_init, e->n_extra_init * sizeof *v);
         gp->initializer = v;

@@ -59,7 +59,6 @@ static const struct {
 
 static bool is_default_domain(const char *d) { return !d || !*d || strcmp(d, "ai.onnx") == 0; }
 
-static mpx_status oom(mpx_error *err) { return mpx_error_set(err, MPX_E_NOMEM, "out of memory writing the model"); }
 
 static mpx_status refuse(const ex *e, const mpx_node *n, int have, int need, int c, const char *why, mpx_error *err) {
     return mpx_error_set(err, MPX_E_UNSUPPORTED,
@@ -69,12 +68,6 @@ static mpx_status refuse(const ex *e, const mpx_node *n, int have, int need, int
                          "%d), 'out.onnx')\") or export with target fp16",
                          e->p->opts.target->name, need, have, n->name, n->op_type, op_changes[c].version,
                          op_changes[c].what, why, need);
-}
-
-static Onnx__AttributeProto *find_attr(Onnx__NodeProto *np, const char *name) {
-    for (size_t i = 0; i < np->n_attribute; i++)
-        if (np->attribute[i]->name && strcmp(np->attribute[i]->name, name) == 0) return np->attribute[i];
-    return NULL;
 }
 
 /* A new initializer named after the node (<node>_min, ...): raw
@@ -136,7 +129,7 @@ static bool up_clip(ex *e, const mpx_node *n, Onnx__NodeProto *np) {
     const char *names[2];
     static const char *const which[2] = {"min", "max"};
     for (int k = 0; k < 2; k++) {
-        Onnx__AttributeProto *a = find_attr(np, which[k]);
+        Onnx__AttributeProto *a = vx_find_attr(np, which[k]);
         float v = a && a->has_f ? a->f : k ? FLT_MAX : -FLT_MAX;
         uint32_t code = mpx_format_encode(f, v);
         uint8_t b[4];
@@ -154,7 +147,7 @@ static bool up_ints(ex *e, Onnx__NodeProto *np, const char *const *attrs) {
     const char *names[3] = {NULL, NULL, NULL};
     size_t n_add = 0;
     for (int k = 0; k < 3 && attrs[k]; k++) {
-        Onnx__AttributeProto *a = find_attr(np, attrs[k]);
+        Onnx__AttributeProto *a = vx_find_attr(np, attrs[k]);
         if (!a) {
             names[k] = "";
             continue;
@@ -172,12 +165,17 @@ static bool up_ints(ex *e, Onnx__NodeProto *np, const char *const *attrs) {
     return rewrite(e, np, drop, names, n_add);
 }
 
+/* Whether row c of op_changes applies to n when raising from have to need. */
+static bool changes(size_t c, const mpx_node *n, int have, int need) {
+    return op_changes[c].op == n->op && op_changes[c].version > have && op_changes[c].version <= need;
+}
+
 mpx_status vx_upgrade_check(ex *e, int have, int need, mpx_error *err) {
     for (int k = 0; k < e->g->n_nodes; k++) {
         const mpx_node *n = e->g->nodes[k];
         if (!is_default_domain(n->domain)) continue;
         for (size_t c = 0; c < sizeof op_changes / sizeof op_changes[0]; c++) {
-            if (op_changes[c].op != n->op || op_changes[c].version <= have || op_changes[c].version > need) continue;
+            if (!changes(c, n, have, need)) continue;
             if (op_changes[c].how == UP_REFUSE) return refuse(e, n, have, need, (int)c, "", err);
             if (op_changes[c].how == UP_LAST_AXIS) {
                 const mpx_tensor *x = n->inputs[0];
@@ -200,11 +198,11 @@ mpx_status vx_upgrade_nodes(ex *e, int have, int need, mpx_error *err) {
         if (!is_default_domain(n->domain)) continue;
         Onnx__NodeProto *np = e->m->graph->node[n->file_order];
         for (size_t c = 0; c < sizeof op_changes / sizeof op_changes[0]; c++) {
-            if (op_changes[c].op != n->op || op_changes[c].version <= have || op_changes[c].version > need) continue;
+            if (!changes(c, n, have, need)) continue;
             bool ok = true;
             if (op_changes[c].how == UP_CLIP) ok = up_clip(e, n, np);
             else if (op_changes[c].how == UP_INTS) ok = up_ints(e, np, op_changes[c].attrs);
-            if (!ok) return oom(err);
+            if (!ok) return vx_oom(err);
             if (op_changes[c].how == UP_CLIP || op_changes[c].how == UP_INTS) e->sum.upgraded++;
         }
     }

@@ -15,10 +15,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static mpx_status oom(mpx_error *err) {
-    return mpx_error_set(err, MPX_E_NOMEM, "out of memory writing the model");
-}
-
 static const char *dir_of(const char *path, char *buf, size_t n) {
     snprintf(buf, n, "%s", path);
     char *slash = strrchr(buf, '/');
@@ -54,7 +50,7 @@ static mpx_status check_path(const mpx_graph *g, const char *path, bool force, m
 static mpx_status write_atomic(const char *path, const uint8_t *buf, size_t len, mpx_error *err) {
     size_t n = strlen(path) + 16;
     char *tmp = malloc(n);
-    if (!tmp) return oom(err);
+    if (!tmp) return vx_oom(err);
     snprintf(tmp, n, "%s.tmpXXXXXX", path);
     int fd = mkstemp(tmp);
     if (fd < 0) {
@@ -103,7 +99,7 @@ static mpx_status read_all(const char *path, uint8_t **buf, size_t *len, mpx_err
     *buf = malloc((size_t)n + 1);
     if (!*buf) {
         fclose(f);
-        return oom(err);
+        return vx_oom(err);
     }
     size_t got = fread(*buf, 1, (size_t)n, f);
     fclose(f);
@@ -150,7 +146,7 @@ mpx_status mpx_viz_export_onnx(const mpx_plan *p, const char *path, bool force, 
     e.p = p;
     e.g = g;
     e.a = mpx_arena_new();
-    if (!e.a) return oom(err);
+    if (!e.a) return vx_oom(err);
     e.sum.target = p->opts.target;
     e.sum.accum = p->opts.accum;
     e.sum.accum_block = p->opts.accum_block;
@@ -193,7 +189,7 @@ mpx_status mpx_viz_export_onnx(const mpx_plan *p, const char *path, bool force, 
                                "the exported model would be %.1f GB even with its weights as external data: "
                                "protobuf cannot hold more than 2 GB", (double)len / 1e9);
     }
-    if (!st && !(out = malloc(len ? len : 1))) st = oom(err);
+    if (!st && !(out = malloc(len ? len : 1))) st = vx_oom(err);
     if (!st) {
         onnx__model_proto__pack(e.m, out);
         if (data && (st = write_atomic(data_path, data, data_len, err)) == MPX_OK) {

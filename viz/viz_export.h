@@ -58,6 +58,10 @@ typedef struct ex {
 
 /* ONNX TensorProto.DataType of a format (fp32 for NULL); UNDEFINED for tf32. */
 int vx_dtype_of(const mpx_format *f);
+/* "out of memory writing the model" in err (every allocation of an export). */
+mpx_status vx_oom(mpx_error *err);
+/* The node's attribute called name, or NULL. */
+Onnx__AttributeProto *vx_find_attr(Onnx__NodeProto *n, const char *name);
 /* Grow a malloc'ed array *arr of n elements of elem bytes to hold one more. */
 bool vx_grow(void *arr, size_t n, size_t *cap, size_t elem);
 /* base + suffix, with _2, _3 ... until it names no tensor, node or name this
