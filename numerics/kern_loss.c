@@ -119,5 +119,6 @@ mpx_status mpx_k_softmax_cross_entropy(const mpx_kctx *c, const mpx_value *const
         }
     st = nll(c, logp, x, t, w, &out[0]);
     if (!keep) free(logp);
+    else if (st) mpx_value_free(&out[1]); /* a failed kernel leaves its outputs absent */
     return st;
 }

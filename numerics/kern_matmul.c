@@ -216,7 +216,10 @@ mpx_status mpx_k_det(const mpx_kctx *c, const mpx_value *const *in, int n_in, mp
     if (m > 4096) return mpx_kernel_error(c, MPX_E_LIMIT, "matrices of %lld x %lld are beyond mpx's Det", (long long)m, (long long)m);
     if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank - 2, x->dims))) return st;
     double *a = malloc((size_t)(m > 0 ? m * m : 1) * sizeof *a);
-    if (!a) return mpx_kernel_error(c, MPX_E_NOMEM, "out of memory");
+    if (!a) {
+        mpx_value_free(&out[0]); /* a failed kernel leaves its outputs absent */
+        return mpx_kernel_error(c, MPX_E_NOMEM, "out of memory");
+    }
     for (int64_t b = 0; b < out[0].n; b++) {
         for (int64_t i = 0; i < m * m; i++) a[i] = x->f[b * m * m + i];
         double det = 1.0;

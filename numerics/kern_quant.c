@@ -113,9 +113,11 @@ mpx_status mpx_k_dynamic_quantize_linear(const mpx_kctx *c, const mpx_value *con
     float scale = (mx - mn) / 255.0f;
     double zp = scale > 0 ? nearbyint((double)(0.0f - mn / scale)) : 0.0;
     zp = zp < 0 ? 0 : zp > 255 ? 255 : zp;
-    if ((st = mpx_k_alloc(c, &out[0], MPX_DT_UINT8, x->rank, x->dims))) return st;
-    if ((st = mpx_k_alloc(c, &out[1], MPX_DT_FLOAT, 0, NULL))) return st;
-    if ((st = mpx_k_alloc(c, &out[2], MPX_DT_UINT8, 0, NULL))) return st;
+    if ((st = mpx_k_alloc(c, &out[0], MPX_DT_UINT8, x->rank, x->dims)) ||
+        (st = mpx_k_alloc(c, &out[1], MPX_DT_FLOAT, 0, NULL)) || (st = mpx_k_alloc(c, &out[2], MPX_DT_UINT8, 0, NULL))) {
+        for (int k = 0; k < 3; k++) mpx_value_free(&out[k]); /* a failed kernel leaves its outputs absent */
+        return st;
+    }
     out[1].f[0] = scale;
     out[2].i[0] = (int64_t)zp;
     for (int64_t e = 0; e < x->n; e++) {

@@ -935,6 +935,39 @@ static void test_missing(void) {
     CHECK(mpx_kernel_for(MPX_OP_COUNT) == NULL);
 }
 
+/* The operators of the coverage issue's first batch (their values are
+ * checked by ONNX's cases in onnx_conformance): each bad input refused,
+ * naming the node, with no output left allocated. */
+static void test_new_ops_refusals(void) {
+    FAIL("Trilu", 14, "", "f3: 1 2 3", 1, MPX_E_SHAPE, "rank 2 or more");
+    FAIL("Trilu", 14, "", "f2x2: 1 2 3 4 | i2: 0 1", 1, MPX_E_SHAPE, "k has 2 values");
+    FAIL("GatherND", 13, "", "f2x2: 1 2 3 4 | i1x2: 0 5", 1, MPX_E_SHAPE, "index 5 is out of range");
+    FAIL("GatherND", 13, "batch_dims=2", "f2x2: 1 2 3 4 | i2x1: 0 1", 1, MPX_E_SHAPE, "batch_dims 2");
+    FAIL("ScatterND", 13, "", "f4: 1 2 3 4 | i2x1: 0 1 | f3: 9 9 9", 1, MPX_E_SHAPE, "updates' shape");
+    FAIL("ScatterND", 16, "reduction=avg", "f4: 1 2 3 4 | i1x1: 0 | f1: 9", 1, MPX_E_INVALID, "reduction \"avg\"");
+    FAIL("ScatterElements", 13, "axis=0", "f4: 1 2 3 4 | i1: 7 | f1: 9", 1, MPX_E_SHAPE, "index 7 is out of range");
+    FAIL("ScatterElements", 13, "axis=0", "f4: 1 2 3 4 | i1: 0 | i1: 9", 1, MPX_E_INVALID, "updates and data differ in type");
+    FAIL("OneHot", 11, "", "i2: 0 1 | i: 0 | f2: 0 1", 1, MPX_E_SHAPE, "depth 0 is not from 1");
+    FAIL("OneHot", 11, "", "i2: 0 1 | i: 3 | f3: 0 1 2", 1, MPX_E_SHAPE, "values must be [off, on]");
+    FAIL("EyeLike", 9, "dtype=99", "f2x2: 1 2 3 4", 1, MPX_E_INVALID, "attribute dtype (99)");
+    FAIL("EyeLike", 9, "", "f3: 1 2 3", 1, MPX_E_SHAPE, "2-D input");
+    FAIL("Compress", 11, "axis=0", "f2: 1 2 | b3: 1 0 1", 1, MPX_E_SHAPE, "condition has 3 values for 2 slices");
+    FAIL("ReverseSequence", 10, "", "f2x2: 1 2 3 4 | i2: 3 1", 1, MPX_E_INVALID, "sequence_lens[0] = 3");
+    FAIL("HannWindow", 17, "", "i: -1", 1, MPX_E_LIMIT, "size -1 is out of range");
+    FAIL("HannWindow", 17, "output_datatype=7", "i: 4", 1, MPX_E_UNSUPPORTED, "output_datatype 7");
+    FAIL("Det", 11, "", "f2x3: iota", 1, MPX_E_SHAPE, "square matrices");
+    FAIL("NegativeLogLikelihoodLoss", 13, "", "f2x3: iota | i2: 0 3", 1, MPX_E_INVALID, "target 3 at 1");
+    FAIL("NegativeLogLikelihoodLoss", 13, "reduction=avg", "f2x3: iota | i2: 0 1", 1, MPX_E_INVALID, "reduction \"avg\"");
+    FAIL("SoftmaxCrossEntropyLoss", 13, "", "f2x3: iota | i2: 0 9", 2, MPX_E_INVALID, "target 9 at 1");
+    FAIL("QuantizeLinear", 13, "axis=0", "f2x3: iota | f3: 1 1 1", 1, MPX_E_SHAPE, "per-axis scale needs 2 values");
+    FAIL("QuantizeLinear", 13, "", "f2: 1 2 | f: 1 | I: 0", 1, MPX_E_UNSUPPORTED, "8- and 16-bit");
+    FAIL("DequantizeLinear", 13, "", "f2: 1 2 | f: 1", 1, MPX_E_INVALID, "x must be an integer tensor");
+    /* and three values, beside ONNX's cases: */
+    OK("Trilu", 14, "upper=0", "f2x3: 1 2 3 4 5 6", "f2x3: 1 0 0 4 5 0");
+    OK("Det", 11, "", "f2x2: 1 2 3 4", "f: -2");
+    OK("OneHot", 11, "axis=0", "f2: 1 -1 | i: 3 | i2: 0 7", "i3x2: 0 0 7 0 0 7");
+}
+
 int main(void) {
     mpx_numerics_init(); /* constant folding runs the kernels */
     G = mpx_graph_new("kern");
@@ -950,6 +983,7 @@ int main(void) {
     test_shape_constants();
     test_topk_nonzero();
     test_missing();
+    test_new_ops_refusals();
     clear_outs();
     mpx_graph_free(G);
     return check_report("test_kern_data");
