@@ -42,7 +42,6 @@
 
 #include <math.h>
 #include <stdio.h>
-#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -261,13 +260,7 @@ static int profile(bench *b, const mpx_assign *a) {
 
 int main(int argc, char **argv) {
     mpx_numerics_init(); /* constant folding runs the kernels */
-    /* A run allocates and frees activations of up to tens of MB per node.
-     * glibc would hand each large block back to the kernel (mmap/munmap) and
-     * fault it in again on the next run: on PP-OCRv4 det that page-faulting
-     * cost more system time than all the kernels. Keep freed memory in the
-     * process instead (a few hundred MB stay mapped between runs). */
-    mallopt(M_MMAP_THRESHOLD, 1 << 30);
-    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    mpx_numerics_keep_memory(); /* runs again and again: keep freed activations */
     const char *pos[3] = {0}, *out = NULL;
     int n_pos = 0, repeat = 3, warmup = 1;
     bool acc16 = false;

@@ -22,6 +22,14 @@
  * benches and every test program do. Idempotent. */
 void mpx_numerics_init(void);
 
+/* For programs that run models again and again (the mpx program, the
+ * benches): sets the C library's allocator to keep freed activations in the
+ * process rather than handing them back to the kernel and faulting them in
+ * again on the next run (numerics/value.c says by how much). Process-wide:
+ * call once at start, before any thread exists; a library host that manages
+ * its own memory does not call it. No-op outside glibc. */
+void mpx_numerics_keep_memory(void);
+
 /* ==== float formats (numerics/format.c) ==================================== */
 
 /* Every emulated value lives in an fp32 buffer; a buffer "in format F" holds

@@ -15,7 +15,6 @@
 #include <getopt.h>
 #include <locale.h>
 #include <signal.h>
-#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -385,13 +384,7 @@ static int merge_main(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     mpx_numerics_init(); /* constant folding runs the kernels */
-    /* A run allocates and frees activations of up to tens of MB per node.
-     * glibc would hand each large block back to the kernel (mmap/munmap) and
-     * fault it in again on the next run: on PP-OCRv4 det that page-faulting
-     * cost more system time than all the kernels. Keep freed memory in the
-     * process instead (a few hundred MB stay mapped between runs). */
-    mallopt(M_MMAP_THRESHOLD, 1 << 30);
-    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    mpx_numerics_keep_memory(); /* runs again and again: keep freed activations */
     /* `mpx merge a.json b.json ...`: the shards of a sweep joined (the same
      * as the command `merge`), for schedulers that run shards as processes. */
     if (argc >= 2 && strcmp(argv[1], "merge") == 0) return merge_main(argc, argv);
