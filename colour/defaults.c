@@ -213,6 +213,7 @@ static const entry table[MPX_OP_COUNT] = {
     E(Shape, C, C, "TF AMP clear list (Shape)"),
     E(Size, C, C, "TF AMP clear list (Size)"),
     E(Cast, C, C, "TVM follow (cast)"),
+    E(CastLike, C, C, "TVM follow (cast): a Cast whose type comes from an input"),
     E(Constant, C, C, "mpx: a constant, converted offline"),
     E(ConstantOfShape, C, C, "TF AMP clear list (Fill)"),
     E(TopK, C, C, "TF AMP clear list (TopKV2)"),

@@ -96,6 +96,7 @@ bool mpx_tensor_is_const_(const mpx_tensor *t) {
 static bool param_input(const mpx_node *n, int i) {
     switch (n->op) {
     case MPX_OP_Resize: case MPX_OP_Upsample: case MPX_OP_Dropout: return i >= 1;
+    case MPX_OP_CastLike: return i == 1; /* only its type is read */
     default: return false;
     }
 }
@@ -172,7 +173,7 @@ static bool declared_fp32(const mpx_node *n) {
         if (t->dtype != MPX_DT_FLOAT) return false;
         float_out++;
     }
-    return float_out > 0 && n->op != MPX_OP_Cast;
+    return float_out > 0 && n->op != MPX_OP_Cast && n->op != MPX_OP_CastLike;
 }
 
 static void colour_nodes(mpx_plan *p, const mpx_rules *rules, const double *absmax) {
@@ -274,8 +275,8 @@ static bool plan_node(mpx_plan *p, const mpx_node *n, reqs *casts, reqs *convs) 
     pn->compute = comp;
     pn->low = is_low(comp);
     pn->output = comp;
-    if (n->op == MPX_OP_Cast) {
-        const mpx_format *to = mpx_dtype_format_((mpx_dtype)mpx_node_attr_int(n, "to", 0));
+    if (n->op == MPX_OP_Cast || n->op == MPX_OP_CastLike) {
+        const mpx_format *to = mpx_dtype_format_(mpx_node_cast_to(n));
         if (to && is_low(to)) pn->output = to;
         /* A model already in mixed precision (an export loaded back)
          * converts back to fp32 itself: a Cast of a tensor the model

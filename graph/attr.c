@@ -22,6 +22,13 @@ int64_t mpx_node_attr_int(const mpx_node *n, const char *name, int64_t dflt) {
     return dflt;
 }
 
+mpx_dtype mpx_node_cast_to(const mpx_node *n) {
+    int64_t to = MPX_DT_UNDEFINED;
+    if (n->op == MPX_OP_Cast) to = mpx_node_attr_int(n, "to", MPX_DT_UNDEFINED);
+    else if (n->op == MPX_OP_CastLike && n->n_inputs > 1 && n->inputs[1]) to = n->inputs[1]->dtype;
+    return to > MPX_DT_UNDEFINED && to < MPX_DT_COUNT_ ? (mpx_dtype)to : MPX_DT_UNDEFINED;
+}
+
 float mpx_node_attr_float(const mpx_node *n, const char *name, float dflt) {
     const mpx_attr *a = mpx_node_attr(n, name);
     if (!a) return dflt;

@@ -381,6 +381,10 @@ const char *mpx_node_attr_string(const mpx_node *n, const char *name,
                                  const char *dflt);
 /* INTS: returns the count (0 if absent) and sets *vals (NULL if absent). */
 int mpx_node_attr_ints(const mpx_node *n, const char *name, const int64_t **vals);
+/* The element type a Cast or CastLike converts to: Cast's attribute `to`,
+ * CastLike's second input's type (only its type is read, never its values).
+ * MPX_DT_UNDEFINED for other nodes and where the type is unknown. */
+mpx_dtype mpx_node_cast_to(const mpx_node *n);
 
 /* ---- seeded random numbers (graph/random.c) ------------------------------- */
 

@@ -677,9 +677,13 @@ mpx_status mpx_shape_size(mpx_sctx *c) {
 }
 
 mpx_status mpx_shape_cast(mpx_sctx *c) {
-    mpx_status st = mpx_sh_need(c, 1);
+    bool like = c->n->op == MPX_OP_CastLike;
+    mpx_status st = mpx_sh_need(c, like ? 2 : 1);
     if (st) return st;
-    int64_t to = mpx_node_attr_int(c->n, "to", 0);
+    int64_t to = mpx_node_cast_to(c->n);
+    if (like && to == MPX_DT_UNDEFINED)
+        return mpx_node_error(c, MPX_E_INVALID, "the type of input 2 (target_type), which CastLike converts to, is unknown");
+    if (!like) to = mpx_node_attr_int(c->n, "to", 0);
     if (to <= 0 || to >= MPX_DT_COUNT_)
         return mpx_node_error(c, MPX_E_INVALID, "attribute to (%lld) is not an element type", (long long)to);
     shp o = mpx_sh_shp_of(mpx_sh_in(c, 0));

@@ -394,15 +394,20 @@ mpx_status mpx_k_cast(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
     mpx_status st = ke_need_out(c, n_out);
     if (st == MPX_OK) st = ke_input(c, in, n_in, 0, KE_ANY, false, &x);
     if (st != MPX_OK) return st;
-    const mpx_attr *ta = mpx_node_attr(c->node, "to");
-    if (!ta || ta->type != MPX_ATTR_INT)
-        return mpx_kernel_error(c, MPX_E_INVALID,
-                                "the attribute \"to\" (an integer data type) is %s",
-                                ta ? "not an integer" : "missing");
-    if (ta->i <= MPX_DT_UNDEFINED || ta->i >= MPX_DT_COUNT_)
-        return mpx_kernel_error(c, MPX_E_INVALID, "to=%lld is not an ONNX data type",
-                                (long long)ta->i);
-    mpx_dtype to = (mpx_dtype)ta->i;
+    mpx_dtype to = mpx_node_cast_to(c->node);
+    if (c->node->op == MPX_OP_CastLike) {
+        if (to == MPX_DT_UNDEFINED)
+            return mpx_kernel_error(c, MPX_E_INVALID, "the type of input 2 (target_type) is unknown");
+    } else {
+        const mpx_attr *ta = mpx_node_attr(c->node, "to");
+        if (!ta || ta->type != MPX_ATTR_INT)
+            return mpx_kernel_error(c, MPX_E_INVALID,
+                                    "the attribute \"to\" (an integer data type) is %s",
+                                    ta ? "not an integer" : "missing");
+        if (ta->i <= MPX_DT_UNDEFINED || ta->i >= MPX_DT_COUNT_)
+            return mpx_kernel_error(c, MPX_E_INVALID, "to=%lld is not an ONNX data type",
+                                    (long long)ta->i);
+    }
     bool saturate = mpx_node_attr_int(c->node, "saturate", 1) != 0;
     const mpx_format *fmt = NULL;
     if (mpx_dtype_is_float(to)) {

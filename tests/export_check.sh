@@ -115,6 +115,12 @@ verify tiny_transformer-fp16 "$HERE/../examples/tiny_transformer.json" ""
 name=tiny_transformer_bf16; plan 'target bf16'
 verify tiny_transformer-bf16 "$HERE/../examples/tiny_transformer.json" ""
 
+# CastLike takes its output type from its second input: where the plan makes
+# its output fp16 against a float32 `like`, the export writes the Cast it
+# stands for (to=fp16), which ORT runs with the predicted error.
+name=castlike; plan 'colour MatMul green'
+verify castlike-fp16 "$HERE/models/castlike.json" ""
+
 # A weight read by a low and an fp32 node is kept once per format, under a
 # name that collides with nothing (the model already has a `w_fp16`).
 name=shared; plan 'colour name:b red'

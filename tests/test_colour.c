@@ -741,8 +741,13 @@ static void test_gray_clear_red(void) {
     node(g, "sm", "Softmax", "g", "s", "axis=1");
     node(g, "tohalf", "Cast", "s", "h", "to=10");
     node(g, "r", "Relu", "h", "y", "");
-    finish(g, "y");
+    /* CastLike takes its type from h: fp16 out; h's values are not read,
+     * so no cast of h is made for it. */
+    node(g, "like", "CastLike", "g h", "l", "");
+    node(g, "r2", "Relu", "l", "y2", "");
+    finish(g, "y y2");
     p = plan_with(g, "accum Softmax bf16", NULL);
+    CHECK(PN(p, "like")->compute == F16 && PN(p, "like")->output == F16 && TF(p, "l") == F16);
     CHECK(PN(p, "sm")->colour == MPX_COLOUR_RED && PN(p, "sm")->compute == F32);
     CHECK(PN(p, "sm")->accum == BF16);
     CHECK(cast_of(p, "g", F32) != NULL);

@@ -327,7 +327,7 @@ static mpx_status edit_node(ex *e, const mpx_node *n, mpx_error *err) {
     const mpx_plan_node *pn0 = &e->p->nodes[n->index];
     bool reads_float = false;
     for (int i = 0; i < n->n_inputs; i++) reads_float |= mpx_plan_input_format(e->p, n, i) != NULL;
-    if (pn0->is_float && pn0->low && !reads_float && n->op != MPX_OP_Cast)
+    if (pn0->is_float && pn0->low && !reads_float && n->op != MPX_OP_Cast && n->op != MPX_OP_CastLike)
         return mpx_error_set(err, MPX_E_UNSUPPORTED,
                              "node %s (%s) makes float values from no float input and the plan computes it in "
                              "%s, which its ONNX attributes cannot say: colour it red (colour name:%s red)",
@@ -343,7 +343,8 @@ static mpx_status edit_node(ex *e, const mpx_node *n, mpx_error *err) {
         } else if (f) {
             for (int c = 0; c < e->p->n_casts; c++)
                 if (e->p->casts[c].tensor == t->index && e->p->casts[c].to == f) name = e->cast_out[c];
-        } else if (mpx_dtype_is_float(t->dtype) && e->p->nodes[n->index].low && mpx_plan_input_is_param(n, i)) {
+        } else if (mpx_dtype_is_float(t->dtype) && e->p->nodes[n->index].low && mpx_plan_input_is_param(n, i) &&
+                   n->op != MPX_OP_CastLike) { /* CastLike reads the type alone: nothing to keep */
             char what[160];
             snprintf(what, sizeof what, "%s (%s of %s)", t->name, i == 1 ? "roi/ratio" : "scales", n->name);
             add_name(e->sum.kept, sizeof e->sum.kept, &e->sum.n_kept, what);
@@ -359,6 +360,29 @@ static mpx_status edit_node(ex *e, const mpx_node *n, mpx_error *err) {
             return mpx_error_set(err, MPX_E_NOMEM, "out of memory writing the model");
     }
     const mpx_plan_node *pn = &e->p->nodes[n->index];
+    /* A CastLike whose plan output is not its second input's type becomes
+     * the Cast it stands for (ONNX types CastLike's output by that input,
+     * which the plan does not retype): input 2 dropped, `to` the plan's. */
+    if (n->op == MPX_OP_CastLike && pn->is_float && pn->output && np->n_input == 2 &&
+        vx_dtype_of(pn->output) != (int)mpx_node_cast_to(n)) {
+        Onnx__AttributeProto *at = mpx_arena_alloc(e->a, sizeof *at);
+        Onnx__AttributeProto **ats = mpx_arena_calloc(e->a, np->n_attribute + 1, sizeof *ats);
+        if (!at || !ats || !vx_save_slot(e, &np->attribute, &np->n_attribute) ||
+            !vx_save_slot(e, &np->input, &np->n_input) || !vx_save_slot(e, &np->op_type, NULL))
+            return mpx_error_set(err, MPX_E_NOMEM, "out of memory writing the model");
+        onnx__attribute_proto__init(at);
+        at->name = (char *)"to";
+        at->has_type = at->has_i = true;
+        at->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+        at->i = vx_dtype_of(pn->output);
+        memcpy(ats, np->attribute, np->n_attribute * sizeof *ats);
+        ats[np->n_attribute] = at;
+        np->attribute = ats;
+        np->n_attribute++;
+        np->n_input = 1;
+        np->op_type = (char *)"Cast";
+        e->sum.casts_retyped++;
+    }
     if (n->op == MPX_OP_Cast && pn->is_float && pn->output) {
         Onnx__AttributeProto *to = vx_find_attr(np, "to");
         if (to && mpx_dtype_is_float((mpx_dtype)to->i) && to->i != vx_dtype_of(pn->output)) {
