@@ -57,6 +57,7 @@ static const entry table[MPX_OP_COUNT] = {
     E(BatchNormalization, Y, Y, "TF AMP infer list (FusedBatchNormV3)"),
     E(LayerNormalization, R, Y, "TVM never (layer_norm: mean and variance of a row); gray for bf16 as TF's Mean"),
     E(InstanceNormalization, R, Y, "mpx: mean and variance over H*W, as TVM's layer_norm; gray for bf16 as TF's Mean"),
+    E(MeanVarianceNormalization, R, Y, "mpx: as InstanceNormalization, and its variance is a difference of means (E[x^2] - E[x]^2) that cancels in fp16"),
     E(LRN, R, Y, "mpx: a sum of squares and a power, as TF's deny-listed L2Loss and Pow; gray for bf16"),
 
     /* Exact in any precision (a comparison, a select, a sign change, an
@@ -145,6 +146,7 @@ static const entry table[MPX_OP_COUNT] = {
     E(Max, C, C, "TF AMP clear list (Maximum)"),
     E(Min, C, C, "TF AMP clear list (Minimum)"),
     E(And, C, C, "mpx: boolean, no float values"),
+    E(BitShift, C, C, "mpx: unsigned integers, no float values"),
     E(Or, C, C, "mpx: boolean, no float values"),
     E(Xor, C, C, "mpx: boolean, no float values"),
     E(Equal, C, C, "TF AMP clear list (Equal)"),

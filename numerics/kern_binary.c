@@ -147,6 +147,7 @@ static void bwalk_run_par(const bwalk *w, int64_t n_out, void *ctx, row_fn fn) {
 
 typedef enum bop {
     B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_POW2, B_POW3, B_MOD, B_FMOD, B_MAX, B_MIN, B_PRELU,
+    B_SHL, B_SHR, /* BitShift: unsigned integers only */
     B_EQ, B_GT, B_LT, B_GE, B_LE, B_AND, B_OR, B_XOR
 } bop;
 
@@ -226,7 +227,7 @@ static void frow(void *vc, int64_t n, int64_t yo, const int64_t *off, const int6
     case B_MAX: ROW(float, y, a, b, fmax_nan(A, B)); break;
     case B_MIN: ROW(float, y, a, b, fmin_nan(A, B)); break;
     case B_PRELU: ROW(float, y, a, b, A > 0.0f ? A : A * B); break;
-    default: break; /* comparisons above; Mod is B_FMOD for floats */
+    default: break; /* comparisons above; Mod is B_FMOD for floats; BitShift refuses floats */
     }
 }
 
@@ -284,6 +285,11 @@ static void irow(void *vc, int64_t n, int64_t yo, const int64_t *off, const int6
     case B_AND: ROW(int64_t, y, a, b, (A != 0) & (B != 0)); break;
     case B_OR: ROW(int64_t, y, a, b, (A != 0) | (B != 0)); break;
     case B_XOR: ROW(int64_t, y, a, b, (A != 0) ^ (B != 0)); break;
+    /* On the unsigned value (uint64 is held as its bit pattern); a shift by
+     * the width or more gives 0, as in ORT (C leaves it undefined); the
+     * result wraps to the type's width afterwards (ke_wrap_all). */
+    case B_SHL: ROW(int64_t, y, a, b, (uint64_t)B >= 64 ? 0 : (int64_t)((uint64_t)A << (uint64_t)B)); break;
+    case B_SHR: ROW(int64_t, y, a, b, (uint64_t)B >= 64 ? 0 : (int64_t)((uint64_t)A >> (uint64_t)B)); break;
     case B_POW2: case B_POW3: break; /* float only */
     }
 }
@@ -357,6 +363,15 @@ static mpx_status binary(const mpx_kctx *c, const mpx_value *const *in, int n_in
     if (st == MPX_OK) st = ke_input(c, in, n_in, 1, kinds, false, &b);
     if (st != MPX_OK) return st;
     if (op != B_POW && (st = same_type(c, a, 0, b, 1)) != MPX_OK) return st;
+    if (op == B_SHL) {
+        const char *dir = mpx_node_attr_string(c->node, "direction", "");
+        if (strcmp(dir, "RIGHT") == 0) op = B_SHR;
+        else if (strcmp(dir, "LEFT") != 0)
+            return mpx_kernel_error(c, MPX_E_INVALID, "direction \"%s\" is not LEFT or RIGHT", dir);
+        mpx_dtype t = a->dtype;
+        if (t != MPX_DT_UINT8 && t != MPX_DT_UINT16 && t != MPX_DT_UINT32 && t != MPX_DT_UINT64)
+            return mpx_kernel_error(c, MPX_E_INVALID, "BitShift takes unsigned integers, not %s", mpx_dtype_name(t));
+    }
     if (op == B_MOD) {
         if (mpx_node_attr_int(c->node, "fmod", 0)) op = B_FMOD;
         else if (a->f)
@@ -404,6 +419,7 @@ BINARY_KERNEL(mpx_k_div, B_DIV)
 BINARY_KERNEL(mpx_k_pow, B_POW)
 BINARY_KERNEL(mpx_k_mod, B_MOD)
 BINARY_KERNEL(mpx_k_prelu, B_PRELU)
+BINARY_KERNEL(mpx_k_bit_shift, B_SHL)
 BINARY_KERNEL(mpx_k_and, B_AND)
 BINARY_KERNEL(mpx_k_or, B_OR)
 BINARY_KERNEL(mpx_k_xor, B_XOR)

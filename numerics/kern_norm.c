@@ -246,6 +246,88 @@ mpx_status mpx_k_instance_normalization(const mpx_kctx *c, const mpx_value *cons
     return MPX_OK;
 }
 
+/* ---- MeanVarianceNormalization ------------------------------------------------------- */
+
+/* (X - E[X]) / (sqrt(E[X^2] - E[X]^2) + 1e-9) over `axes` (default 0, 2, 3):
+ * ONNX's function body and ORT's kernel alike, variance from the mean of
+ * squares and epsilon added to the deviation, not the variance. */
+mpx_status mpx_k_mean_variance_normalization(const mpx_kctx *c, const mpx_value *const *in, int n_in,
+                                             mpx_value *out, int n_out) {
+    const mpx_value *x;
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (!st) st = kn_float_in(c, in, n_in, 0, "X", &x);
+    if (st) return st;
+    static const int64_t dflt[] = {0, 2, 3};
+    const int64_t *ax = dflt;
+    int n_ax = mpx_node_attr_ints(c->node, "axes", &ax);
+    if (!mpx_node_attr(c->node, "axes")) {
+        ax = dflt;
+        n_ax = 3;
+    }
+    bool red[MPX_MAX_RANK] = {false};
+    for (int i = 0; i < n_ax; i++) {
+        int64_t a = ax[i] < 0 ? ax[i] + x->rank : ax[i];
+        if (a < 0 || a >= x->rank)
+            return mpx_kernel_error(c, MPX_E_INVALID, "axis %lld is out of range for input X of rank %d",
+                                    (long long)ax[i], x->rank);
+        red[a] = true;
+    }
+    if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, x->dims))) return st;
+    /* kept: the index space of the axes not reduced; S values per group */
+    int64_t groups = 1, S = 1;
+    for (int i = 0; i < x->rank; i++) {
+        if (red[i]) S *= x->dims[i];
+        else groups *= x->dims[i];
+    }
+    if (!x->n) return MPX_OK;
+    int64_t stride[MPX_MAX_RANK], s = 1;
+    for (int i = x->rank - 1; i >= 0; i--) {
+        stride[i] = s;
+        s *= x->dims[i];
+    }
+    int64_t *offs = malloc((size_t)S * sizeof *offs);
+    if (!offs) {
+        mpx_value_free(&out[0]); /* a failed kernel leaves its slot absent */
+        return mpx_kernel_error(c, MPX_E_NOMEM, "out of memory");
+    }
+    /* the element offsets of one group (reduced axes), in row-major order */
+    int64_t idx[MPX_MAX_RANK] = {0};
+    for (int64_t k = 0; k < S; k++) {
+        int64_t o = 0;
+        for (int i = 0; i < x->rank; i++) o += red[i] ? idx[i] * stride[i] : 0;
+        offs[k] = o;
+        for (int i = x->rank - 1; i >= 0; i--) {
+            if (!red[i]) continue;
+            if (++idx[i] < x->dims[i]) break;
+            idx[i] = 0;
+        }
+    }
+    int64_t gidx[MPX_MAX_RANK] = {0};
+    for (int64_t gp = 0; gp < groups; gp++) {
+        int64_t base = 0;
+        for (int i = 0; i < x->rank; i++) base += red[i] ? 0 : gidx[i] * stride[i];
+        mpx_acc a, q;
+        mpx_acc_init(&a, &c->acc, 0.0f);
+        mpx_acc_init(&q, &c->acc, 0.0f);
+        for (int64_t k = 0; k < S; k++) {
+            float v = x->f[base + offs[k]];
+            mpx_acc_add(&a, v);
+            mpx_acc_add(&q, v * v);
+        }
+        float mean = mpx_acc_result(&a) / (float)S, msq = mpx_acc_result(&q) / (float)S;
+        float var = msq - mean * mean;
+        float den = sqrtf(var > 0 ? var : 0) + 1e-9f;
+        for (int64_t k = 0; k < S; k++) out[0].f[base + offs[k]] = (x->f[base + offs[k]] - mean) / den;
+        for (int i = x->rank - 1; i >= 0; i--) {
+            if (red[i]) continue;
+            if (++gidx[i] < x->dims[i]) break;
+            gidx[i] = 0;
+        }
+    }
+    free(offs);
+    return MPX_OK;
+}
+
 /* ---- LRN ----------------------------------------------------------------------------- */
 
 /* Channels c - floor((size - 1) / 2) .. c + ceil((size - 1) / 2), clipped. */

@@ -31,6 +31,8 @@ static inline mpx_dtype gb_dtype(char c) {
     case 'I': return MPX_DT_INT32;
     case 'b': return MPX_DT_BOOL;
     case 'h': return MPX_DT_FLOAT16;
+    case 'u': return MPX_DT_UINT8;
+    case 'U': return MPX_DT_UINT64;
     default: return MPX_DT_FLOAT;
     }
 }

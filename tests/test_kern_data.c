@@ -4,6 +4,7 @@
  * rules, Pad with numpy.pad's modes, Tile, Expand, DepthToSpace as reshape +
  * transpose), integer and float values, and refusals of bad inputs. */
 #include "check.h"
+#include "graph_build.h"
 #include "kern_internal.h"
 
 #include <math.h>
@@ -17,12 +18,8 @@ static int n_outs;
 
 /* ---- values from one-line specs --------------------------------------------- */
 
-static mpx_dtype dtype_of(char c) {
-    return c == 'i'   ? MPX_DT_INT64
-           : c == 'I' ? MPX_DT_INT32
-           : c == 'b' ? MPX_DT_BOOL
-                      : MPX_DT_FLOAT;
-}
+/* the type letters of graph_build.h (gb_dtype): one table for the tests */
+static mpx_dtype dtype_of(char c) { return gb_dtype(c); }
 
 /* "f2x3: 1 2 3 4 5 6", "i3: 0 -1 2", "f: 5" (a scalar), "f2x3x4: iota",
  * "i0:" (empty), "nan"/"inf"/"-inf"; numbers are parsed exactly for int64. */
@@ -962,6 +959,14 @@ static void test_new_ops_refusals(void) {
     FAIL("QuantizeLinear", 13, "axis=0", "f2x3: iota | f3: 1 1 1", 1, MPX_E_SHAPE, "per-axis scale needs 2 values");
     FAIL("QuantizeLinear", 13, "", "f2: 1 2 | f: 1 | I: 0", 1, MPX_E_UNSUPPORTED, "8- and 16-bit");
     FAIL("DequantizeLinear", 13, "", "f2: 1 2 | f: 1", 1, MPX_E_INVALID, "x must be an integer tensor");
+    FAIL("BitShift", 11, "direction=LEFT", "f2: 1 2 | f2: 1 1", 1, MPX_E_INVALID, "unsigned integers, not float32");
+    FAIL("BitShift", 11, "direction=UP", "u2: 1 2 | u2: 1 1", 1, MPX_E_INVALID, "is not LEFT or RIGHT");
+    FAIL("MeanVarianceNormalization", 13, "axes=[5]", "f2x2: 1 2 3 4", 1, MPX_E_INVALID, "axis 5 is out of range");
+    /* a shift wraps to the type's width; by the width or more gives 0 */
+    OK("BitShift", 11, "direction=LEFT", "u3: 1 255 3 | u3: 1 1 9", "u3: 2 254 0");
+    OK("BitShift", 11, "direction=RIGHT", "U3: -1 8 8 | U3: 63 64 1", "U3: 1 0 4");
+    /* a constant group divides 0 by epsilon: 0, not NaN */
+    OK("MeanVarianceNormalization", 13, "axes=[1]", "f2x2: 1 3 5 5", "f2x2: -1 1 0 0");
     /* and three values, beside ONNX's cases: */
     OK("Trilu", 14, "upper=0", "f2x3: 1 2 3 4 5 6", "f2x3: 1 0 0 4 5 0");
     OK("Det", 11, "", "f2x2: 1 2 3 4", "f: -2");
