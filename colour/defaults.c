@@ -57,6 +57,14 @@ static const entry table[MPX_OP_COUNT] = {
     E(BatchNormalization, Y, Y, "TF AMP infer list (FusedBatchNormV3)"),
     E(LayerNormalization, R, Y, "TVM never (layer_norm: mean and variance of a row); gray for bf16 as TF's Mean"),
     E(InstanceNormalization, R, Y, "mpx: mean and variance over H*W, as TVM's layer_norm; gray for bf16 as TF's Mean"),
+    /* The state carries each step's rounding into the next (kern_rnn.c):
+     * over a long sequence the error grows with its length. TF AMP lists
+     * cuDNN's RNNs as allow (they keep fp32 state internally, which ONNX's
+     * ops do not promise); mpx starts them red and lets a rule say
+     * otherwise. */
+    E(LSTM, R, R, "mpx: state carried across time steps in the output format (TF AMP allows CudnnRNN, whose state is fp32)"),
+    E(GRU, R, R, "mpx: state carried across time steps in the output format (TF AMP allows CudnnRNN, whose state is fp32)"),
+    E(RNN, R, R, "mpx: state carried across time steps in the output format (TF AMP allows CudnnRNN, whose state is fp32)"),
     E(MeanVarianceNormalization, R, Y, "mpx: as InstanceNormalization, and its variance is a difference of means (E[x^2] - E[x]^2) that cancels in fp16"),
     E(LRN, R, Y, "mpx: a sum of squares and a power, as TF's deny-listed L2Loss and Pow; gray for bf16"),
 

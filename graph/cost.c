@@ -122,6 +122,19 @@ static void cost_norm(const mpx_node *n, mpx_cost *c) {
     }
 }
 
+/* LSTM, GRU, RNN: every step's gate products, X.W^T and H.R^T, for each
+ * direction; k the terms of one gate's sum (input + hidden). */
+static void cost_rnn(const mpx_node *n, mpx_cost *c) {
+    const mpx_tensor *x = in(n, 0), *w = in(n, 1), *r = in(n, 2);
+    int64_t gates_hidden = dim(w, 1), layout = mpx_node_attr_int(n, "layout", 0);
+    int64_t steps = mul(dim(x, 0), dim(x, 1)); /* seq * batch, either layout */
+    (void)layout;
+    c->k = add(dim(w, 2), dim(r, 2));
+    c->in_ch = dim(w, 2);
+    c->out_ch = dim(r, 2);
+    c->macs = mul(mul(mul(steps, dim(w, 0)), gates_hidden), c->k);
+}
+
 static void cost_softmax(const mpx_node *n, mpx_cost *c) {
     const mpx_tensor *x = in(n, 0);
     c->macs = nelem(out(n, 0));

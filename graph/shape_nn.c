@@ -520,3 +520,44 @@ mpx_status mpx_shape_argreduce(mpx_sctx *c) {
     return mpx_sh_set_out(c, 0, MPX_DT_INT64, &o);
 }
 
+
+/* LSTM, GRU, RNN: X [seq, batch, input] (layout 1: [batch, seq, input]);
+ * Y [seq, dirs, batch, hidden] (layout 1: [batch, seq, dirs, hidden]),
+ * Y_h (and LSTM's Y_c) [dirs, batch, hidden] (layout 1: [batch, dirs,
+ * hidden]). hidden_size may be omitted: R's last dimension says it. */
+mpx_status mpx_shape_rnn(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 3);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0), *r = mpx_sh_in(c, 2);
+    const char *dir = mpx_node_attr_string(c->n, "direction", "forward");
+    int dirs = strcmp(dir, "bidirectional") == 0 ? 2 : 1;
+    if (dirs == 1 && strcmp(dir, "forward") != 0 && strcmp(dir, "reverse") != 0)
+        return mpx_node_error(c, MPX_E_INVALID, "direction \"%s\" is not forward, reverse or bidirectional", dir);
+    int64_t layout = mpx_node_attr_int(c->n, "layout", 0);
+    if (layout != 0 && layout != 1) return mpx_node_error(c, MPX_E_INVALID, "layout %lld is not 0 or 1", (long long)layout);
+    int64_t hidden = mpx_node_attr_int(c->n, "hidden_size", -1);
+    if (hidden < 0 && mpx_sh_known(r) && r->rank == 3) hidden = r->dims[2];
+    if (mpx_sh_known(x) && x->rank != 3)
+        return mpx_node_error(c, MPX_E_SHAPE, "input X has shape %s; rank 3 expected", mpx_sh_TS(x));
+    int64_t seq = -1, batch = -1;
+    const char *sseq = NULL, *sbatch = NULL;
+    if (mpx_sh_known(x)) {
+        seq = x->dims[layout ? 1 : 0];
+        batch = x->dims[layout ? 0 : 1];
+        sseq = x->sym[layout ? 1 : 0];
+        sbatch = x->sym[layout ? 0 : 1];
+    }
+    shp y = mpx_sh_shp_rank(4), h = mpx_sh_shp_rank(3);
+    int64_t yd[4] = {seq, dirs, batch, hidden}, hd[3] = {dirs, batch, hidden};
+    const char *ys[4] = {sseq, NULL, sbatch, NULL}, *hs[3] = {NULL, sbatch, NULL};
+    if (layout) {
+        yd[0] = batch, yd[1] = seq, yd[2] = dirs, ys[0] = sbatch, ys[1] = sseq, ys[2] = NULL;
+        hd[0] = batch, hd[1] = dirs, hs[0] = sbatch, hs[1] = NULL;
+    }
+    for (int i = 0; i < 4; i++) y.d[i] = yd[i], y.s[i] = ys[i];
+    for (int i = 0; i < 3; i++) h.d[i] = hd[i], h.s[i] = hs[i];
+    mpx_dtype dt = mpx_sh_dt(x);
+    if ((st = mpx_sh_set_out(c, 0, dt, &y))) return st;
+    for (int i = 1; i < c->n->n_outputs && !st; i++) st = mpx_sh_set_out(c, i, dt, &h);
+    return st;
+}

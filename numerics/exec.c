@@ -282,8 +282,9 @@ static mpx_status exec_node(const mpx_node *n, const mpx_assign *a, const mpx_va
         }
     }
     bool taken = false;
-    mpx_kctx kc = {.node = n, .acc = p->acc, .err = err, .dest = dest, .dest_n = dest_n,
-                   .dest_taken = &taken};
+    const mpx_format *sf = low(p->output) ? low(p->output) : cf;
+    mpx_kctx kc = {.node = n, .acc = p->acc, .round = cf, .state = sf, .err = err, .dest = dest,
+                   .dest_n = dest_n, .dest_taken = &taken};
     if (err) err->msg[0] = '\0';
     st = mpx_kernel_for(n->op)(&kc, ins, ni, outs, no);
     if (st != MPX_OK) {

@@ -22,20 +22,8 @@
 static const float k_sqrt1_2 = 0.70710678118654752440f;    /* 1/sqrt(2) */
 static const float k_sqrt_2_pi = 0.79788456080286535588f;  /* sqrt(2/pi) */
 
-/* 1/(1 + exp(-x)) for x >= 0, exp(x)/(1 + exp(x)) below, so exp never
- * overflows; written without a branch on the sign, which mispredicts on
- * activations. */
-static float sigmoid(float x) {
-    float e = expf(-fabsf(x)), d = 1.0f + e;
-    float num = x >= 0.0f ? 1.0f : e;
-    return num / d;
-}
-
-/* log(1 + exp(x)) without overflow for large x. */
-static float softplus(float x) {
-    if (x > 0.0f) return x + log1pf(expf(-x));
-    return log1pf(expf(x));
-}
+static float sigmoid(float x) { return ke_sigmoid(x); }
+static float softplus(float x) { return ke_softplus(x); }
 
 typedef enum uop {
     U_RELU, U_LEAKY_RELU, U_ELU, U_SELU, U_CELU, U_THRESHOLDED_RELU, U_SIGMOID,

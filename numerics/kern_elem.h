@@ -6,6 +6,8 @@
 
 #include "kern_internal.h"
 
+#include <math.h>
+
 /* Kinds of values, as bits so a kernel can accept several. */
 enum { KE_FLOAT = 1u, KE_INT = 2u, KE_BOOL = 4u, KE_NUM = 3u, KE_ANY = 7u };
 
@@ -91,6 +93,21 @@ static inline int64_t ke_wrap(int64_t v, mpx_dtype t) {
 static inline void ke_wrap_all(mpx_value *v) {
     if (!v->i || v->dtype == MPX_DT_INT64 || v->dtype == MPX_DT_UINT64) return;
     for (int64_t k = 0; k < v->n; k++) v->i[k] = ke_wrap(v->i[k], v->dtype);
+}
+
+/* 1/(1 + exp(-x)) for x >= 0, exp(x)/(1 + exp(x)) below, so exp never
+ * overflows; written without a branch on the sign, which mispredicts on
+ * activations. (Sigmoid here and the recurrent ops' gates.) */
+static inline float ke_sigmoid(float x) {
+    float e = expf(-fabsf(x)), d = 1.0f + e;
+    float num = x >= 0.0f ? 1.0f : e;
+    return num / d;
+}
+
+/* log(1 + exp(x)) without overflow for large x. */
+static inline float ke_softplus(float x) {
+    if (x > 0.0f) return x + log1pf(expf(-x));
+    return log1pf(expf(x));
 }
 
 /* Free an output a kernel filled before it found a bad value, so a failed

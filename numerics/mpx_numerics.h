@@ -299,6 +299,12 @@ typedef struct mpx_accum {
 typedef struct mpx_kctx {
     const mpx_node *node;    /* attributes, opset, name for messages */
     mpx_accum acc;
+    /* Kernels that hold values across steps (the recurrent ops): the format
+     * their intermediate results are rounded to (the node's compute format)
+     * and the one their carried state is held in (its output format); NULL:
+     * fp32, as in the reference. Other kernels ignore them: the executor
+     * rounds their inputs and outputs. */
+    const mpx_format *round, *state;
     mpx_error *err;          /* messages name the node (mpx_kernel_error) */
     /* A buffer of dest_n floats the executor offers for the output (NULL:
      * none): a kernel that allocates its output uncleared takes it when

@@ -965,6 +965,16 @@ static void test_new_ops_refusals(void) {
     /* a shift wraps to the type's width; by the width or more gives 0 */
     OK("BitShift", 11, "direction=LEFT", "u3: 1 255 3 | u3: 1 1 9", "u3: 2 254 0");
     OK("BitShift", 11, "direction=RIGHT", "U3: -1 8 8 | U3: 63 64 1", "U3: 1 0 4");
+    /* recurrent ops: X [seq 2, batch 1, input 1], hidden 1 */
+    FAIL("LSTM", 14, "direction=sideways", "f2x1x1: 1 2 | f1x4x1: iota | f1x4x1: iota", 3, MPX_E_INVALID,
+         "direction \"sideways\" is not forward, reverse or bidirectional");
+    FAIL("LSTM", 14, "", "f2x1x1: 1 2 | f1x3x1: iota | f1x4x1: iota", 3, MPX_E_SHAPE, "W has shape 1x3x1; 1x4x1 expected");
+    FAIL("GRU", 14, "", "f2x1x1: 1 2 | f1x3x1: iota | f1x3x1: iota | - | I1: 3", 2, MPX_E_INVALID,
+         "sequence_lens[0] = 3 is outside [0, 2]");
+    FAIL("RNN", 14, "clip=-1.0", "f2x1x1: 1 2 | f1x1x1: iota | f1x1x1: iota", 2, MPX_E_INVALID, "clip -1 must be positive");
+    FAIL("RNN", 14, "hidden_size=3", "f2x1x1: 1 2 | f1x1x1: iota | f1x1x1: iota", 2, MPX_E_SHAPE, "hidden_size 3 does not match");
+    /* h_t = tanh(x_t w + h_{t-1} r), w = 0.5, r = 1: tanh(0.5), tanh(2 * 0.5 + tanh(0.5)) */
+    OK("RNN", 14, "", "f2x1x1: 1 2 | f1x1x1: 0.5 | f1x1x1: 1", "f2x1x1x1: 0.462117165 0.898063004");
     /* a constant group divides 0 by epsilon: 0, not NaN */
     OK("MeanVarianceNormalization", 13, "axes=[1]", "f2x2: 1 3 5 5", "f2x2: -1 1 0 0");
     /* and three values, beside ONNX's cases: */
