@@ -65,6 +65,9 @@ static const entry table[MPX_OP_COUNT] = {
     E(LSTM, R, R, "mpx: state carried across time steps in the output format (TF AMP allows CudnnRNN, whose state is fp32)"),
     E(GRU, R, R, "mpx: state carried across time steps in the output format (TF AMP allows CudnnRNN, whose state is fp32)"),
     E(RNN, R, R, "mpx: state carried across time steps in the output format (TF AMP allows CudnnRNN, whose state is fp32)"),
+    E(LpNormalization, R, Y, "mpx: a sum of squares (p 2) or of magnitudes over the axis, as ReduceL2/ReduceL1"),
+    E(RMSNormalization, R, Y, "mpx: a mean of squares over the normalised dims, as LayerNormalization"),
+    E(GroupNormalization, R, Y, "mpx: mean and variance over each group, as InstanceNormalization"),
     E(MeanVarianceNormalization, R, Y, "mpx: as InstanceNormalization, and its variance is a difference of means (E[x^2] - E[x]^2) that cancels in fp16"),
     E(LRN, R, Y, "mpx: a sum of squares and a power, as TF's deny-listed L2Loss and Pow; gray for bf16"),
 
@@ -155,6 +158,10 @@ static const entry table[MPX_OP_COUNT] = {
     E(Min, C, C, "TF AMP clear list (Minimum)"),
     E(And, C, C, "mpx: boolean, no float values"),
     E(BitShift, C, C, "mpx: unsigned integers, no float values"),
+    E(BitwiseAnd, C, C, "mpx: integers, no float values"),
+    E(BitwiseOr, C, C, "mpx: integers, no float values"),
+    E(BitwiseXor, C, C, "mpx: integers, no float values"),
+    E(BitwiseNot, C, C, "mpx: integers, no float values"),
     E(Or, C, C, "mpx: boolean, no float values"),
     E(Xor, C, C, "mpx: boolean, no float values"),
     E(Equal, C, C, "TF AMP clear list (Equal)"),
@@ -185,6 +192,7 @@ static const entry table[MPX_OP_COUNT] = {
      * global_avg_pool2d ("large summation"). LpPool sums powers (L2Loss). */
     E(MaxPool, C, C, "TF AMP clear list (MaxPool)"),
     E(GlobalMaxPool, C, C, "TF AMP clear list (Max); TVM follow (global_max_pool2d)"),
+    E(GlobalLpPool, R, Y, "mpx: a sum of p-th powers over the plane, as GlobalAveragePool's sum (TVM never)"),
     E(AveragePool, Y, Y, "TF AMP infer list (AvgPool)"),
     E(GlobalAveragePool, R, Y, "TVM never (global_avg_pool2d); TF deny (Mean), infer for bf16"),
     E(LpPool, R, Y, "mpx: a sum of powers, as TF's deny-listed L2Loss; gray for bf16"),

@@ -148,6 +148,7 @@ static void bwalk_run_par(const bwalk *w, int64_t n_out, void *ctx, row_fn fn) {
 typedef enum bop {
     B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_POW2, B_POW3, B_MOD, B_FMOD, B_MAX, B_MIN, B_PRELU,
     B_SHL, B_SHR, /* BitShift: unsigned integers only */
+    B_BAND, B_BOR, B_BXOR, /* BitwiseAnd, BitwiseOr, BitwiseXor: integers only */
     B_EQ, B_GT, B_LT, B_GE, B_LE, B_AND, B_OR, B_XOR
 } bop;
 
@@ -290,6 +291,10 @@ static void irow(void *vc, int64_t n, int64_t yo, const int64_t *off, const int6
      * result wraps to the type's width afterwards (ke_wrap_all). */
     case B_SHL: ROW(int64_t, y, a, b, (uint64_t)B >= 64 ? 0 : (int64_t)((uint64_t)A << (uint64_t)B)); break;
     case B_SHR: ROW(int64_t, y, a, b, (uint64_t)B >= 64 ? 0 : (int64_t)((uint64_t)A >> (uint64_t)B)); break;
+    /* On the bits; the result stays in the type's range (both inputs hold it). */
+    case B_BAND: ROW(int64_t, y, a, b, A & B); break;
+    case B_BOR: ROW(int64_t, y, a, b, A | B); break;
+    case B_BXOR: ROW(int64_t, y, a, b, A ^ B); break;
     case B_POW2: case B_POW3: break; /* float only */
     }
 }
@@ -363,6 +368,8 @@ static mpx_status binary(const mpx_kctx *c, const mpx_value *const *in, int n_in
     if (st == MPX_OK) st = ke_input(c, in, n_in, 1, kinds, false, &b);
     if (st != MPX_OK) return st;
     if (op != B_POW && (st = same_type(c, a, 0, b, 1)) != MPX_OK) return st;
+    if ((op == B_BAND || op == B_BOR || op == B_BXOR) && (a->f || b->f))
+        return mpx_kernel_error(c, MPX_E_INVALID, "%s takes integers, not %s", c->node->op_type, mpx_dtype_name(a->dtype));
     if (op == B_SHL) {
         const char *dir = mpx_node_attr_string(c->node, "direction", "");
         if (strcmp(dir, "RIGHT") == 0) op = B_SHR;
@@ -420,6 +427,9 @@ BINARY_KERNEL(mpx_k_pow, B_POW)
 BINARY_KERNEL(mpx_k_mod, B_MOD)
 BINARY_KERNEL(mpx_k_prelu, B_PRELU)
 BINARY_KERNEL(mpx_k_bit_shift, B_SHL)
+BINARY_KERNEL(mpx_k_bitwise_and, B_BAND)
+BINARY_KERNEL(mpx_k_bitwise_or, B_BOR)
+BINARY_KERNEL(mpx_k_bitwise_xor, B_BXOR)
 BINARY_KERNEL(mpx_k_and, B_AND)
 BINARY_KERNEL(mpx_k_or, B_OR)
 BINARY_KERNEL(mpx_k_xor, B_XOR)

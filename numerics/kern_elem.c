@@ -30,7 +30,7 @@ typedef enum uop {
     U_HARD_SIGMOID, U_HARD_SWISH, U_SOFTPLUS, U_SOFTSIGN, U_MISH, U_TANH, U_ERF, U_GELU,
     U_GELU_TANH, U_EXP, U_LOG, U_SQRT, U_RECIPROCAL, U_NEG, U_ABS, U_SIGN, U_FLOOR, U_CEIL,
     U_ROUND, U_SIN, U_COS, U_TAN, U_ASIN, U_ACOS, U_ATAN, U_SINH, U_COSH, U_ASINH, U_ACOSH, U_ATANH,
-    U_SHRINK, U_NOT, U_ISNAN, U_ISINF
+    U_SHRINK, U_NOT, U_ISNAN, U_ISINF, U_BITWISE_NOT
 } uop;
 
 typedef struct uparam {
@@ -99,7 +99,7 @@ static void map_float(uop op, const uparam *p, const float *x, float *y, int64_t
     case U_ATANH: MAP(atanhf(v));
     /* Shrink: lambd a, bias b; NaN (neither side) gives 0, as ORT does */
     case U_SHRINK: MAP(v < -a ? v + b : v > a ? v - b : 0.0f);
-    case U_NOT: case U_ISNAN: case U_ISINF: break; /* not float -> float */
+    case U_NOT: case U_ISNAN: case U_ISINF: case U_BITWISE_NOT: break; /* not float -> float */
     }
 }
 #undef MAP
@@ -115,6 +115,7 @@ static void map_int(uop op, const int64_t *x, int64_t *y, int64_t n, mpx_dtype d
         case U_ABS: r = v < 0 ? ke_sub(0, v) : v; break;
         case U_SIGN: r = v > 0 ? 1 : v < 0 ? -1 : 0; break;
         case U_NOT: r = v == 0; break;
+        case U_BITWISE_NOT: r = ~v; break; /* wrapped below: ~0 in uint8 is 255 */
         default: r = v; break;
         }
         y[k] = ke_wrap(r, dt);
@@ -126,6 +127,7 @@ static unsigned uop_kinds(uop op) {
     switch (op) {
     case U_RELU: case U_NEG: case U_ABS: case U_SIGN: return KE_NUM;
     case U_NOT: return KE_BOOL;
+    case U_BITWISE_NOT: return KE_INT;
     default: return KE_FLOAT;
     }
 }
@@ -279,6 +281,7 @@ UNARY_KERNEL(mpx_k_acosh, U_ACOSH)
 UNARY_KERNEL(mpx_k_atanh, U_ATANH)
 UNARY_KERNEL(mpx_k_shrink, U_SHRINK)
 UNARY_KERNEL(mpx_k_not, U_NOT)
+UNARY_KERNEL(mpx_k_bitwise_not, U_BITWISE_NOT)
 UNARY_KERNEL(mpx_k_isnan, U_ISNAN)
 UNARY_KERNEL(mpx_k_isinf, U_ISINF)
 

@@ -328,6 +328,125 @@ mpx_status mpx_k_mean_variance_normalization(const mpx_kctx *c, const mpx_value 
     return MPX_OK;
 }
 
+/* ---- LpNormalization, RMSNormalization, GroupNormalization ----------------------------- */
+
+/* x's elements as rows of `len` values along axis: n_rows rows, the
+ * elements of a row `stride` apart (the axis's stride). */
+static void axis_rows(const mpx_value *x, int axis, int64_t *outer, int64_t *len, int64_t *inner) {
+    *outer = 1, *inner = 1, *len = x->rank ? x->dims[axis] : 1;
+    for (int i = 0; i < axis; i++) *outer *= x->dims[i];
+    for (int i = axis + 1; i < x->rank; i++) *inner *= x->dims[i];
+}
+
+/* x / ||x||_p along axis, p 1 or 2 (ORT's LpNorm: a zero norm gives 0). */
+mpx_status mpx_k_lp_normalization(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                                  int n_out) {
+    const mpx_value *x;
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (!st) st = kn_float_in(c, in, n_in, 0, "input", &x);
+    if (st) return st;
+    int64_t p = mpx_node_attr_int(c->node, "p", 2), ax = mpx_node_attr_int(c->node, "axis", -1);
+    if (p != 1 && p != 2) return mpx_kernel_error(c, MPX_E_INVALID, "p %lld is not 1 or 2", (long long)p);
+    int r = x->rank ? x->rank : 1;
+    if (ax < -r || ax >= r) return mpx_kernel_error(c, MPX_E_INVALID, "axis %lld is out of range for rank %d", (long long)ax, x->rank);
+    if (ax < 0) ax += r;
+    if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, x->dims))) return st;
+    int64_t outer, len, inner;
+    axis_rows(x, (int)ax, &outer, &len, &inner);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            const float *xr = x->f + o * len * inner + i;
+            float *yr = out[0].f + o * len * inner + i;
+            mpx_acc a;
+            mpx_acc_init(&a, &c->acc, 0.0f);
+            for (int64_t k = 0; k < len; k++) mpx_acc_add(&a, p == 1 ? fabsf(xr[k * inner]) : xr[k * inner] * xr[k * inner]);
+            float norm = p == 1 ? mpx_acc_result(&a) : sqrtf(mpx_acc_result(&a));
+            for (int64_t k = 0; k < len; k++) yr[k * inner] = norm != 0.0f ? xr[k * inner] / norm : 0.0f;
+        }
+    return MPX_OK;
+}
+
+/* X / sqrt(mean(X^2 over axis..end) + epsilon) * scale (opset 23; scale
+ * broadcasts to X's trailing dims). */
+mpx_status mpx_k_rms_normalization(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                                   int n_out) {
+    const mpx_value *x, *sc;
+    char s1[160], s2[160];
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (!st) st = kn_float_in(c, in, n_in, 0, "X", &x);
+    if (!st) st = kn_float_in(c, in, n_in, 1, "scale", &sc);
+    if (st) return st;
+    int64_t ax = mpx_node_attr_int(c->node, "axis", -1);
+    float eps = mpx_node_attr_float(c->node, "epsilon", 1e-5f);
+    if (x->rank < 1 || ax < -x->rank || ax >= x->rank)
+        return mpx_kernel_error(c, MPX_E_INVALID, "axis %lld is out of range for X %s", (long long)ax, kn_shape(x, s1));
+    if (ax < 0) ax += x->rank;
+    int64_t rows = 1, len = 1;
+    for (int i = 0; i < x->rank; i++) {
+        if (i < ax) rows *= x->dims[i];
+        else len *= x->dims[i];
+    }
+    /* scale: the normalised dims' shape, or a suffix of it (broadcast) */
+    int64_t sn = sc->n;
+    if (sn < 1 || len % sn != 0 || sc->rank > x->rank - ax)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "scale %s does not broadcast to X %s from axis %lld", kn_shape(sc, s1),
+                                kn_shape(x, s2), (long long)ax);
+    if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, x->dims))) return st;
+    for (int64_t rw = 0; rw < rows; rw++) {
+        const float *xr = x->f + rw * len;
+        float *yr = out[0].f + rw * len;
+        mpx_acc a;
+        mpx_acc_init(&a, &c->acc, 0.0f);
+        for (int64_t k = 0; k < len; k++) mpx_acc_add(&a, xr[k] * xr[k]);
+        float inv = 1.0f / sqrtf(mpx_acc_result(&a) / (float)len + eps);
+        for (int64_t k = 0; k < len; k++) yr[k] = xr[k] * inv * sc->f[k % sn];
+    }
+    return MPX_OK;
+}
+
+/* (X - mean) / sqrt(var + epsilon) * scale + bias over groups of channels;
+ * scale and bias per group before opset 21, per channel from 21. */
+mpx_status mpx_k_group_normalization(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                                     int n_out) {
+    const mpx_value *x, *sc, *b;
+    char s1[160], s2[160];
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (!st) st = kn_float_in(c, in, n_in, 0, "X", &x);
+    if (!st) st = kn_float_in(c, in, n_in, 1, "scale", &sc);
+    if (!st) st = kn_float_in(c, in, n_in, 2, "bias", &b);
+    if (st) return st;
+    if (x->rank < 2) return mpx_kernel_error(c, MPX_E_SHAPE, "X has shape %s; N x C x ... expected", kn_shape(x, s1));
+    int64_t G = mpx_node_attr_int(c->node, "num_groups", -1), N = x->dims[0], C = x->dims[1];
+    float eps = mpx_node_attr_float(c->node, "epsilon", 1e-5f);
+    if (G < 1 || C % G != 0)
+        return mpx_kernel_error(c, MPX_E_INVALID, "num_groups %lld does not divide the %lld channels", (long long)G,
+                                (long long)C);
+    bool per_channel = kn_opset(c) >= 21;
+    int64_t want = per_channel ? C : G;
+    if (sc->n != want || b->n != want)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "scale %s and bias %s must hold %lld values (one per %s)", kn_shape(sc, s1),
+                                kn_shape(b, s2), (long long)want, per_channel ? "channel" : "group");
+    int64_t S = C && N ? x->n / (N * C) : 0, per = C / G * S;
+    if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, x->dims))) return st;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t g = 0; g < G; g++) {
+            const float *xg = x->f + (n * C + g * (C / G)) * S;
+            float *yg = out[0].f + (n * C + g * (C / G)) * S;
+            mpx_acc a;
+            mpx_acc_init(&a, &c->acc, 0.0f);
+            for (int64_t k = 0; k < per; k++) mpx_acc_add(&a, xg[k]);
+            float mean = mpx_acc_result(&a) / (float)per;
+            mpx_acc_init(&a, &c->acc, 0.0f);
+            for (int64_t k = 0; k < per; k++) mpx_acc_add(&a, (xg[k] - mean) * (xg[k] - mean));
+            float den = sqrtf(mpx_acc_result(&a) / (float)per + eps);
+            for (int64_t k = 0; k < per; k++) {
+                int64_t ch = g * (C / G) + k / S, q = per_channel ? ch : g;
+                yg[k] = (xg[k] - mean) / den * sc->f[q] + b->f[q];
+            }
+        }
+    return MPX_OK;
+}
+
 /* ---- LRN ----------------------------------------------------------------------------- */
 
 /* Channels c - floor((size - 1) / 2) .. c + ceil((size - 1) / 2), clipped. */

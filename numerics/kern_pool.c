@@ -331,6 +331,31 @@ static mpx_status global_pool(const mpx_kctx *c, const mpx_value *const *in, int
     return MPX_OK;
 }
 
+/* GlobalLpPool: (sum |x|^p)^(1/p) over each plane, p an integer from 1
+ * (ORT's pool with p: powf of the absolute values, summed, then 1/p). */
+mpx_status mpx_k_global_lp_pool(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                                 int n_out) {
+    const mpx_value *x;
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (!st) st = pool_input(c, in, n_in, false, &x);
+    if (st) return st;
+    int64_t p = mpx_node_attr_int(c->node, "p", 2);
+    if (p < 1 || p > 64) return mpx_kernel_error(c, MPX_E_INVALID, "p %lld is not an integer from 1 to 64", (long long)p);
+    int64_t dims[MPX_MAX_RANK], plane = 1;
+    for (int i = 0; i < x->rank; i++) {
+        dims[i] = i < 2 ? x->dims[i] : 1;
+        if (i >= 2) plane *= x->dims[i];
+    }
+    if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, dims))) return st;
+    for (int64_t pc = 0; pc < x->dims[0] * x->dims[1]; pc++) {
+        mpx_acc a;
+        mpx_acc_init(&a, &c->acc, 0.0f);
+        for (int64_t k = 0; k < plane; k++) mpx_acc_add(&a, powf(fabsf(x->f[pc * plane + k]), (float)p));
+        out[0].f[pc] = powf(mpx_acc_result(&a), 1.0f / (float)p);
+    }
+    return MPX_OK;
+}
+
 mpx_status mpx_k_global_average_pool(const mpx_kctx *c, const mpx_value *const *in, int n_in,
                                      mpx_value *out, int n_out) {
     return global_pool(c, in, n_in, out, n_out, false);

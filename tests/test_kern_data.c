@@ -975,6 +975,16 @@ static void test_new_ops_refusals(void) {
     FAIL("RNN", 14, "hidden_size=3", "f2x1x1: 1 2 | f1x1x1: iota | f1x1x1: iota", 2, MPX_E_SHAPE, "hidden_size 3 does not match");
     /* h_t = tanh(x_t w + h_{t-1} r), w = 0.5, r = 1: tanh(0.5), tanh(2 * 0.5 + tanh(0.5)) */
     OK("RNN", 14, "", "f2x1x1: 1 2 | f1x1x1: 0.5 | f1x1x1: 1", "f2x1x1x1: 0.462117165 0.898063004");
+    FAIL("LpNormalization", 13, "p=3", "f2: 1 2", 1, MPX_E_INVALID, "p 3 is not 1 or 2");
+    FAIL("GlobalLpPool", 13, "p=0", "f1x1x2: 1 2", 1, MPX_E_INVALID, "p 0 is not an integer from 1 to 64");
+    FAIL("GroupNormalization", 18, "num_groups=4", "f1x6x1: iota | f4: iota | f4: iota", 1, MPX_E_INVALID,
+         "num_groups 4 does not divide the 6 channels");
+    FAIL("GroupNormalization", 21, "num_groups=3", "f1x6x1: iota | f3: iota | f3: iota", 1, MPX_E_SHAPE, "one per channel");
+    FAIL("RMSNormalization", 23, "axis=2", "f2x3: iota | f3: iota", 1, MPX_E_INVALID, "axis 2 is out of range");
+    FAIL("BitwiseAnd", 18, "", "f2: 1 2 | f2: 1 2", 1, MPX_E_INVALID, "takes integers, not float32");
+    /* an all-zero row divides by a zero norm: 0, as ORT */
+    OK("LpNormalization", 13, "axis=1 p=1", "f2x2: 0 0 3 -1", "f2x2: 0 0 0.75 -0.25");
+    OK("BitwiseNot", 18, "", "u2: 0 5", "u2: 255 250");
     /* a constant group divides 0 by epsilon: 0, not NaN */
     OK("MeanVarianceNormalization", 13, "axes=[1]", "f2x2: 1 3 5 5", "f2x2: -1 1 0 0");
     /* and three values, beside ONNX's cases: */

@@ -1,0 +1,135 @@
+"""Small models for tests/ops_ort.sh, each checked against ONNX Runtime:
+ - LSTM, GRU and RNN with the attribute variants ONNX's own cases leave out
+   (bidirectional, reverse, sequence_lens shorter than the sequence, initial
+   states, peepholes, clip, input_forget, linear_before_reset, non-default
+   activations with alphas and betas);
+ - ops that python3-onnx 1.12 has no cases for: those of opsets 18-23
+   (BitwiseAnd/Or/Xor/Not, GroupNormalization 18 and 21, RMSNormalization)
+   and older ones whose cases it lacks (LpNormalization, GlobalLpPool).
+Each graph's only input is X (float); weights and other inputs are seeded
+initializers.
+
+usage: python3 ops_models.py <out_dir>
+  prints one line per model: name, X's shape, and the op to colour green
+  for the fp16 report ("-" for integer ops)
+"""
+import os
+import sys
+import zlib
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper, save
+
+
+def model(name, op, out_dir, seq=5, batch=3, inp=4, hid=6, dirs=1, layout=0, lens=None,
+          init_h=False, init_c=False, peep=False, opset=14, **attrs):
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    gates = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
+    inits = [
+        numpy_helper.from_array((rng.standard_normal((dirs, gates * hid, inp)) * 0.5).astype(np.float32), "W"),
+        numpy_helper.from_array((rng.standard_normal((dirs, gates * hid, hid)) * 0.5).astype(np.float32), "R"),
+        numpy_helper.from_array((rng.standard_normal((dirs, 2 * gates * hid)) * 0.3).astype(np.float32), "B"),
+    ]
+    ins = ["X", "W", "R", "B", "", "", "", ""]
+    if lens is not None:
+        inits.append(numpy_helper.from_array(np.array(lens, dtype=np.int32), "seq_lens"))
+        ins[4] = "seq_lens"
+    state = (batch, dirs, hid) if layout else (dirs, batch, hid)
+    if init_h:
+        inits.append(numpy_helper.from_array(rng.standard_normal(state).astype(np.float32) * 0.5, "h0"))
+        ins[5] = "h0"
+    if init_c:
+        inits.append(numpy_helper.from_array(rng.standard_normal(state).astype(np.float32) * 0.5, "c0"))
+        ins[6] = "c0"
+    if peep:
+        inits.append(numpy_helper.from_array(rng.standard_normal((dirs, 3 * hid)).astype(np.float32) * 0.3, "P"))
+        ins[7] = "P"
+    n_in = 8 if op == "LSTM" else 6
+    ins = ins[:n_in]
+    while ins and ins[-1] == "":
+        ins.pop()
+    outs = ["Y", "Y_h", "Y_c"] if op == "LSTM" else ["Y", "Y_h"]
+    direction = {1: attrs.pop("direction", "forward"), 2: "bidirectional"}[dirs]
+    if layout:
+        attrs["layout"] = 1
+    node = helper.make_node(op, ins, outs, hidden_size=hid, direction=direction, **attrs)
+    xshape = [batch, seq, inp] if layout else [seq, batch, inp]
+    yshape = [batch, seq, dirs, hid] if layout else [seq, dirs, batch, hid]
+    g = helper.make_graph(
+        [node], name, [helper.make_tensor_value_info("X", TensorProto.FLOAT, xshape)],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, yshape)]
+        + [helper.make_tensor_value_info(o, TensorProto.FLOAT, list(state)) for o in outs[1:]],
+        inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    save(m, os.path.join(out_dir, name + ".onnx"))
+    print(name, "x".join(str(d) for d in xshape), op)
+
+
+def single(name, op, out_dir, xshape, opset, inits=(), outs=1, **attrs):
+    """One node: op(X, *inits) -> Y (and more outputs when outs > 1)."""
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    tensors = [numpy_helper.from_array((rng.standard_normal(s) * sc + off).astype(np.float32), f"I{k}")
+               for k, (s, sc, off) in enumerate(inits)]
+    names = ["Y"] + [f"Y{k}" for k in range(1, outs)]
+    node = helper.make_node(op, ["X"] + [t.name for t in tensors], names, **attrs)
+    g = helper.make_graph([node], name, [helper.make_tensor_value_info("X", TensorProto.FLOAT, list(xshape))],
+                          [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in names], tensors)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 10 if opset >= 21 else 8
+    save(m, os.path.join(out_dir, name + ".onnx"))
+    print(name, "x".join(str(d) for d in xshape), op)
+
+
+def bitwise(out_dir):
+    """X*100 cast to int32, then BitwiseAnd/Or/Xor with an int32 constant and
+    BitwiseNot (opset 18); each result cast back to float as an output."""
+    rng = np.random.default_rng(18)
+    k = numpy_helper.from_array(rng.integers(-100, 100, (3, 4)).astype(np.int32), "K")
+    h = numpy_helper.from_array(np.array([100.0], dtype=np.float32), "H")
+    nodes = [helper.make_node("Mul", ["X", "H"], ["xs"]), helper.make_node("Cast", ["xs"], ["xi"], to=TensorProto.INT32)]
+    outs = []
+    for op in ["BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot"]:
+        ins = ["xi"] if op == "BitwiseNot" else ["xi", "K"]
+        nodes.append(helper.make_node(op, ins, [op + "_i"]))
+        nodes.append(helper.make_node("Cast", [op + "_i"], [op], to=TensorProto.FLOAT))
+        outs.append(helper.make_tensor_value_info(op, TensorProto.FLOAT, [3, 4]))
+    ints = [helper.make_tensor_value_info(n, TensorProto.INT32, [3, 4])
+            for n in ["xi", "BitwiseAnd_i", "BitwiseOr_i", "BitwiseXor_i", "BitwiseNot_i"]]
+    g = helper.make_graph(nodes, "bitwise", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [3, 4])], outs,
+                          [k, h], value_info=ints)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    m.ir_version = 8
+    save(m, os.path.join(out_dir, "bitwise.onnx"))
+    print("bitwise 3x4 -")
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    model("lstm_bidir_lens", "LSTM", out, dirs=2, lens=[5, 3, 1], init_h=True, init_c=True, peep=True)
+    model("lstm_reverse_clip_forget", "LSTM", out, direction="reverse", clip=0.8, input_forget=1, init_c=True)
+    model("lstm_acts", "LSTM", out, activations=["HardSigmoid", "LeakyRelu", "Softsign"],
+          activation_alpha=[0.3, 0.05], activation_beta=[0.4], lens=[2, 5, 4])
+    # layout 1 is left to ONNX's case test_lstm_batchwise: ORT's CPU kernels
+    # refuse it ("Batchwise recurrent operations (layout == 1) are not
+    # supported", onnxruntime-node 1.30).
+    model("gru_bidir_lens_lbr", "GRU", out, dirs=2, lens=[4, 5, 2], init_h=True, linear_before_reset=1)
+    model("gru_reverse_clip", "GRU", out, direction="reverse", clip=1.5, lens=[5, 1, 3])
+    model("gru_acts", "GRU", out, activations=["Sigmoid", "Relu"], init_h=True)
+    model("rnn_bidir_lens", "RNN", out, dirs=2, lens=[3, 5, 4], init_h=True, activations=["Tanh", "Relu"])
+    model("rnn_affine", "RNN", out, activations=["ScaledTanh"], activation_alpha=[0.7], activation_beta=[1.3])
+    single("lpnorm_p2_axis1", "LpNormalization", out, (3, 4, 5), 17, axis=1, p=2)
+    single("lpnorm_p1", "LpNormalization", out, (3, 4, 5), 17, axis=-1, p=1)
+    single("globallppool_p3", "GlobalLpPool", out, (2, 3, 4, 5), 17, p=3)
+    single("groupnorm18", "GroupNormalization", out, (2, 6, 4, 4), 18, [((3,), 0.5, 1.0), ((3,), 0.3, 0.0)],
+           num_groups=3)
+    single("groupnorm21", "GroupNormalization", out, (2, 6, 4, 4), 21, [((6,), 0.5, 1.0), ((6,), 0.3, 0.0)],
+           num_groups=2, epsilon=1e-3)
+    single("rmsnorm", "RMSNormalization", out, (2, 3, 8), 23, [((8,), 0.5, 1.0)])
+    single("rmsnorm_axis1", "RMSNormalization", out, (2, 3, 8), 23, [((3, 8), 0.5, 1.0)], axis=1)
+    bitwise(out)
+
+
+if __name__ == "__main__":
+    main()
