@@ -204,6 +204,7 @@ static const entry table[MPX_OP_COUNT] = {
      * when nearest (TF clear ResizeNearestNeighbor) but interpolates otherwise:
      * see mpx_colour_default_node. */
     E(Resize, C, C, "TF AMP clear list (ResizeNearestNeighbor)"),
+    E(GridSample, Y, Y, "mpx: interpolates like Resize in linear mode (gray, as TF's infer-listed resizes)"),
     E(Upsample, C, C, "TF AMP clear list (ResizeNearestNeighbor)"),
     E(Concat, C, C, "TF AMP clear list (ConcatV2)"),
     E(Split, C, C, "TF AMP clear list (Split, SplitV)"),
@@ -236,6 +237,7 @@ static const entry table[MPX_OP_COUNT] = {
     E(ConstantOfShape, C, C, "TF AMP clear list (Fill)"),
     E(TopK, C, C, "TF AMP clear list (TopKV2)"),
     E(NonZero, C, C, "TF AMP clear list (Where)"),
+    E(NonMaxSuppression, R, R, "mpx: which boxes survive turns on score and IoU comparisons that rounding can flip; ORT's CPU kernel is fp32 only"),
     /* TVM never (arange): the end of a range may not fit fp16, and bf16 holds
      * integers exactly only up to 256. */
     E(Range, R, R, "TVM never (arange)"),

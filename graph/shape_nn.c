@@ -561,3 +561,17 @@ mpx_status mpx_shape_rnn(mpx_sctx *c) {
     for (int i = 1; i < c->n->n_outputs && !st; i++) st = mpx_sh_set_out(c, i, dt, &h);
     return st;
 }
+
+/* GridSample: [N, C, Ho, Wo] from X [N, C, H, W] and grid [N, Ho, Wo, 2]. */
+mpx_status mpx_shape_grid_sample(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 2);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0), *g = mpx_sh_in(c, 1);
+    if (!mpx_sh_known(x) || !mpx_sh_known(g)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+    if (x->rank != 4 || g->rank != 4)
+        return mpx_node_error(c, MPX_E_SHAPE, "X %s and grid %s: 2-D sampling needs rank 4 for both", mpx_sh_TS(x), mpx_sh_TS(g));
+    shp o = mpx_sh_shp_of(x), gs = mpx_sh_shp_of(g);
+    o.d[2] = gs.d[1], o.s[2] = gs.s[1];
+    o.d[3] = gs.d[2], o.s[3] = gs.s[2];
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+}

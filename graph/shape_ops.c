@@ -904,3 +904,16 @@ mpx_status mpx_shape_nonzero(mpx_sctx *c) {
     return mpx_sh_set_out(c, 0, MPX_DT_INT64, &o);
 }
 
+
+/* NonMaxSuppression: selected_indices [num_selected, 3] (batch, class, box),
+ * num_selected known only when the graph runs. */
+mpx_status mpx_shape_nms(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 2);
+    if (st) return st;
+    int64_t cpb = mpx_node_attr_int(c->n, "center_point_box", 0);
+    if (cpb != 0 && cpb != 1)
+        return mpx_node_error(c, MPX_E_INVALID, "center_point_box %lld is not 0 or 1", (long long)cpb);
+    shp o = mpx_sh_shp_rank(2);
+    o.d[1] = 3;
+    return mpx_sh_set_out(c, 0, MPX_DT_INT64, &o);
+}

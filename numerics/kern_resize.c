@@ -456,3 +456,127 @@ mpx_status mpx_k_upsample(const mpx_kctx *c, const mpx_value *const *in, int n_i
                           int n_out) {
     return resize(c, in, n_in, out, n_out, true);
 }
+
+/* ---- GridSample ------------------------------------------------------------------------ */
+
+/* X [N, C, H, W] sampled at grid [N, Ho, Wo, 2] (x, y in [-1, 1]): modes
+ * bilinear/linear, nearest (half to even, as nearbyint), bicubic/cubic
+ * (A = -0.75); padding zeros, border, reflection; align_corners. The
+ * arithmetic follows ONNX Runtime's CPU kernel step for step (coordinates
+ * brought back inside for border and reflection before interpolating,
+ * each pixel read padded again), so the fp32 results agree with it. */
+typedef struct gs {
+    int64_t H, W;
+    int pad; /* 0 zeros, 1 border, 2 reflection */
+    float xmin, ymin, xmax, ymax;
+} gs;
+
+static float gs_reflect(float x, float lo, float hi) {
+    float range = hi - lo;
+    if (x < lo) {
+        float dx = lo - x;
+        int n = (int)(dx / range);
+        float r = dx - (float)n * range;
+        return n % 2 == 0 ? lo + r : hi - r;
+    }
+    if (x > hi) {
+        float dx = x - hi;
+        int n = (int)(dx / range);
+        float r = dx - (float)n * range;
+        return n % 2 == 0 ? hi - r : lo + r;
+    }
+    return x;
+}
+
+static float gs_pixel(const gs *g, const float *img, int64_t r, int64_t c) {
+    if (g->pad == 0) return c >= 0 && c < g->W && r >= 0 && r < g->H ? img[r * g->W + c] : 0.0f;
+    if (g->pad == 1) {
+        c = c < 0 ? 0 : c >= g->W ? g->W - 1 : c;
+        r = r < 0 ? 0 : r >= g->H ? g->H - 1 : r;
+    } else {
+        c = (int64_t)gs_reflect((float)c, g->xmin, g->xmax);
+        r = (int64_t)gs_reflect((float)r, g->ymin, g->ymax);
+        c = c < 0 ? 0 : c >= g->W ? g->W - 1 : c; /* reflected within [-0.5, W-0.5]: truncation stays inside */
+        r = r < 0 ? 0 : r >= g->H ? g->H - 1 : r;
+    }
+    return img[r * g->W + c];
+}
+
+static void gs_cubic_coeffs(float x, float k[4]) {
+    const float A = -0.75f;
+    x = fabsf(x);
+    k[0] = ((A * (x + 1) - 5 * A) * (x + 1) + 8 * A) * (x + 1) - 4 * A;
+    k[1] = ((A + 2) * x - (A + 3)) * x * x + 1;
+    k[2] = ((A + 2) * (1 - x) - (A + 3)) * (1 - x) * (1 - x) + 1;
+    k[3] = ((A * (2 - x) - 5 * A) * (2 - x) + 8 * A) * (2 - x) - 4 * A;
+}
+
+mpx_status mpx_k_grid_sample(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    const mpx_value *x, *grid;
+    char s1[160], s2[160];
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (!st) st = kn_float_in(c, in, n_in, 0, "X", &x);
+    if (!st) st = kn_float_in(c, in, n_in, 1, "grid", &grid);
+    if (st) return st;
+    if (x->rank != 4 || grid->rank != 4 || grid->dims[0] != x->dims[0] || grid->dims[3] != 2)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "X %s and grid %s: [N, C, H, W] and [N, Ho, Wo, 2] expected (2-D sampling)",
+                                kn_shape(x, s1), kn_shape(grid, s2));
+    const char *mode = mpx_node_attr_string(c->node, "mode", kn_opset(c) >= 20 ? "linear" : "bilinear");
+    const char *pad = mpx_node_attr_string(c->node, "padding_mode", "zeros");
+    int m = strcmp(mode, "bilinear") == 0 || strcmp(mode, "linear") == 0 ? 1
+            : strcmp(mode, "nearest") == 0                            ? 0
+            : strcmp(mode, "bicubic") == 0 || strcmp(mode, "cubic") == 0 ? 2
+                                                                      : -1;
+    if (m < 0) return mpx_kernel_error(c, MPX_E_INVALID, "mode \"%s\" is not bilinear, nearest or bicubic", mode);
+    gs g = {.H = x->dims[2], .W = x->dims[3]};
+    g.pad = strcmp(pad, "zeros") == 0 ? 0 : strcmp(pad, "border") == 0 ? 1 : strcmp(pad, "reflection") == 0 ? 2 : -1;
+    if (g.pad < 0) return mpx_kernel_error(c, MPX_E_INVALID, "padding_mode \"%s\" is not zeros, border or reflection", pad);
+    bool align = mpx_node_attr_int(c->node, "align_corners", 0) != 0;
+    g.xmin = align ? 0.0f : -0.5f, g.ymin = g.xmin;
+    g.xmax = align ? (float)(g.W - 1) : (float)g.W - 0.5f, g.ymax = align ? (float)(g.H - 1) : (float)g.H - 0.5f;
+    int64_t N = x->dims[0], C = x->dims[1], Ho = grid->dims[1], Wo = grid->dims[2];
+    if ((st = mpx_k_alloc(c, &out[0], x->dtype, 4, (int64_t[]){N, C, Ho, Wo}))) return st;
+    if (!g.H || !g.W) return MPX_OK; /* an empty image samples zeros */
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t q = 0; q < Ho * Wo; q++) {
+            float gx = grid->f[(n * Ho * Wo + q) * 2], gy = grid->f[(n * Ho * Wo + q) * 2 + 1];
+            float px = align ? (gx + 1) / 2 * (float)(g.W - 1) : ((gx + 1) * (float)g.W - 1) / 2;
+            float py = align ? (gy + 1) / 2 * (float)(g.H - 1) : ((gy + 1) * (float)g.H - 1) / 2;
+            if (m == 0) px = nearbyintf(px), py = nearbyintf(py);
+            if (px < g.xmin || px > g.xmax || py < g.ymin || py > g.ymax) {
+                if (g.pad == 1) {
+                    px = px < 0 ? 0 : px > (float)(g.W - 1) ? (float)(g.W - 1) : px;
+                    py = py < 0 ? 0 : py > (float)(g.H - 1) ? (float)(g.H - 1) : py;
+                } else if (g.pad == 2) {
+                    px = gs_reflect(px, g.xmin, g.xmax);
+                    py = gs_reflect(py, g.ymin, g.ymax);
+                }
+            }
+            for (int64_t ch = 0; ch < C; ch++) {
+                const float *img = x->f + (n * C + ch) * g.H * g.W;
+                float v;
+                if (m == 0) {
+                    v = gs_pixel(&g, img, (int64_t)py, (int64_t)px);
+                } else if (m == 1) {
+                    int64_t x1 = (int64_t)floorf(px), y1 = (int64_t)floorf(py), x2 = x1 + 1, y2 = y1 + 1;
+                    float p11 = gs_pixel(&g, img, y1, x1), p12 = gs_pixel(&g, img, y1, x2);
+                    float p21 = gs_pixel(&g, img, y2, x1), p22 = gs_pixel(&g, img, y2, x2);
+                    float dx2 = (float)x2 - px, dx1 = px - (float)x1, dy2 = (float)y2 - py, dy1 = py - (float)y1;
+                    v = dy2 * (dx2 * p11 + dx1 * p12) + dy1 * (dx2 * p21 + dx1 * p22);
+                } else {
+                    int64_t x0 = (int64_t)floorf(px) - 1, y0 = (int64_t)floorf(py) - 1;
+                    float k[4], row[4];
+                    gs_cubic_coeffs(px - (float)x0 - 1, k);
+                    for (int64_t h = 0; h < 4; h++) {
+                        float p0 = gs_pixel(&g, img, y0 + h, x0), p1 = gs_pixel(&g, img, y0 + h, x0 + 1);
+                        float p2 = gs_pixel(&g, img, y0 + h, x0 + 2), p3 = gs_pixel(&g, img, y0 + h, x0 + 3);
+                        row[h] = k[0] * p0 + k[1] * p1 + k[2] * p2 + k[3] * p3;
+                    }
+                    gs_cubic_coeffs(py - (float)y0 - 1, k);
+                    v = k[0] * row[0] + k[1] * row[1] + k[2] * row[2] + k[3] * row[3];
+                }
+                out[0].f[(n * C + ch) * Ho * Wo + q] = v;
+            }
+        }
+    return MPX_OK;
+}

@@ -4,8 +4,9 @@
    states, peepholes, clip, input_forget, linear_before_reset, non-default
    activations with alphas and betas);
  - ops that python3-onnx 1.12 has no cases for: those of opsets 18-23
-   (BitwiseAnd/Or/Xor/Not, GroupNormalization 18 and 21, RMSNormalization)
-   and older ones whose cases it lacks (LpNormalization, GlobalLpPool).
+   (BitwiseAnd/Or/Xor/Not, GroupNormalization 18 and 21, RMSNormalization),
+   older ones whose cases it lacks (LpNormalization, GlobalLpPool) and
+   GridSample's mode and padding pairs beyond its cases.
 Each graph's only input is X (float); weights and other inputs are seeded
 initializers.
 
@@ -128,6 +129,13 @@ def main():
            num_groups=2, epsilon=1e-3)
     single("rmsnorm", "RMSNormalization", out, (2, 3, 8), 23, [((8,), 0.5, 1.0)])
     single("rmsnorm_axis1", "RMSNormalization", out, (2, 3, 8), 23, [((3, 8), 0.5, 1.0)], axis=1)
+    # grid points partly outside [-1, 1], so that every padding mode acts
+    single("gridsample_bicubic_reflection", "GridSample", out, (1, 2, 5, 6), 16, [((1, 3, 4, 2), 0.7, 0.0)],
+           mode="bicubic", padding_mode="reflection")
+    single("gridsample_nearest_border_align", "GridSample", out, (1, 2, 5, 6), 16, [((1, 3, 4, 2), 0.7, 0.0)],
+           mode="nearest", padding_mode="border", align_corners=1)
+    single("gridsample_bilinear_reflection_align", "GridSample", out, (2, 1, 4, 3), 16, [((2, 2, 5, 2), 0.8, 0.0)],
+           mode="bilinear", padding_mode="reflection", align_corners=1)
     bitwise(out)
 
 

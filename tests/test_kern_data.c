@@ -982,6 +982,23 @@ static void test_new_ops_refusals(void) {
     FAIL("GroupNormalization", 21, "num_groups=3", "f1x6x1: iota | f3: iota | f3: iota", 1, MPX_E_SHAPE, "one per channel");
     FAIL("RMSNormalization", 23, "axis=2", "f2x3: iota | f3: iota", 1, MPX_E_INVALID, "axis 2 is out of range");
     FAIL("BitwiseAnd", 18, "", "f2: 1 2 | f2: 1 2", 1, MPX_E_INVALID, "takes integers, not float32");
+    FAIL("NonMaxSuppression", 11, "", "f1x2x4: iota | f1x1x2: 1 2 | i: 2 | f: 1.5", 1, MPX_E_INVALID,
+         "iou_threshold 1.5 is outside [0, 1]");
+    FAIL("NonMaxSuppression", 11, "", "f1x2x3: iota | f1x1x2: 1 2", 1, MPX_E_SHAPE, "[batches, boxes, 4]");
+    FAIL("NonMaxSuppression", 11, "center_point_box=2", "f1x2x4: iota | f1x1x2: 1 2", 1, MPX_E_INVALID,
+         "center_point_box 2 is not 0 or 1");
+    /* two overlapping boxes (IoU 1/3) and a third apart: the lower score of
+     * the pair goes at threshold 0.3, stays at 0.5 */
+    OK("NonMaxSuppression", 11, "", "f1x3x4: 0 0 2 2  0 1 2 3  5 5 6 6 | f1x1x3: 0.9 0.8 0.7 | i: 3 | f: 0.3",
+       "i2x3: 0 0 0  0 0 2");
+    OK("NonMaxSuppression", 11, "", "f1x3x4: 0 0 2 2  0 1 2 3  5 5 6 6 | f1x1x3: 0.9 0.8 0.7 | i: 3 | f: 0.5",
+       "i3x3: 0 0 0  0 0 1  0 0 2");
+    FAIL("GridSample", 16, "mode=area", "f1x1x2x2: iota | f1x1x1x2: 0 0", 1, MPX_E_INVALID,
+         "mode \"area\" is not bilinear, nearest or bicubic");
+    FAIL("GridSample", 16, "", "f1x1x2x2: iota | f1x1x1x3: 0 0 0", 1, MPX_E_SHAPE, "[N, Ho, Wo, 2] expected");
+    FAIL("GridSample", 16, "padding_mode=wrap", "f1x1x2x2: iota | f1x1x1x2: 0 0", 1, MPX_E_INVALID, "padding_mode \"wrap\"");
+    /* the centre of a 2x2 image (align_corners 0): the mean of its pixels */
+    OK("GridSample", 16, "", "f1x1x2x2: 1 2 3 4 | f1x1x1x2: 0 0", "f1x1x1x1: 2.5");
     /* an all-zero row divides by a zero norm: 0, as ORT */
     OK("LpNormalization", 13, "axis=1 p=1", "f2x2: 0 0 3 -1", "f2x2: 0 0 0.75 -0.25");
     OK("BitwiseNot", 18, "", "u2: 0 5", "u2: 255 250");
