@@ -256,6 +256,16 @@ static const entry table[MPX_OP_COUNT] = {
     E(HannWindow, R, R, "mpx: a constant from an integer size (as TVM's never-listed arange)"),
     E(HammingWindow, R, R, "mpx: a constant from an integer size (as TVM's never-listed arange)"),
     E(BlackmanWindow, R, R, "mpx: a constant from an integer size (as TVM's never-listed arange)"),
+    /* ONNX Runtime's contrib ops are fused forms of ONNX ops: each takes
+     * the colour of the op it fuses. */
+    E(FusedMatMul, G, G, "mpx: MatMul with transposes and a scale (TF AMP allow list: MatMul)"),
+    E(FastGelu, Y, Y, "mpx: as Gelu (tanh form), built from TF infer-listed Tanh, Mul, Add"),
+    E(BiasGelu, Y, Y, "mpx: Add then Gelu, both gray (TF AMP infer list: Add, Erf)"),
+    E(QuickGelu, Y, Y, "mpx: x * sigmoid(alpha x), as TF's infer-listed Sigmoid and Mul"),
+    E(BiasAdd, Y, Y, "TF AMP infer list (BiasAdd, Add)"),
+    E(SkipLayerNormalization, R, Y, "mpx: Add then LayerNormalization (TVM never: layer_norm); gray for bf16"),
+    E(SkipSimplifiedLayerNormalization, R, Y, "mpx: Add then RMS normalisation, as LayerNormalization; gray for bf16"),
+    E(SimplifiedLayerNormalization, R, Y, "mpx: ORT's name for RMSNormalization, as LayerNormalization"),
 };
 static_assert(sizeof table / sizeof table[0] == MPX_OP_COUNT,
               "default colour table out of step with graph/ops.def");

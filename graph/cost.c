@@ -96,7 +96,8 @@ static void cost_gemm(const mpx_node *n, mpx_cost *c) {
 
 static void cost_matmul(const mpx_node *n, mpx_cost *c) {
     const mpx_tensor *b = in(n, 1);
-    int64_t k = dim(in(n, 0), -1);
+    /* FusedMatMul with transA sums over A's second-to-last dim */
+    int64_t k = dim(in(n, 0), mpx_node_attr_int(n, "transA", 0) && n->op == MPX_OP_FusedMatMul ? -2 : -1);
     c->k = k;
     c->in_ch = k;
     c->out_ch = b && b->rank == 1 ? 1 : dim(b, -1);

@@ -460,8 +460,7 @@ mpx_status mpx_graph_finalize(mpx_graph *g, mpx_error *err) {
     /* Ops and producers. */
     for (int i = 0; i < g->n_nodes; i++) {
         mpx_node *n = g->nodes[i];
-        bool std_domain = !n->domain[0] || strcmp(n->domain, "ai.onnx") == 0;
-        n->op = std_domain ? mpx_op_from_name(n->op_type) : MPX_OP_UNKNOWN;
+        n->op = mpx_op_from_domain_name(n->domain, n->op_type);
         for (int j = 0; j < n->n_outputs; j++) {
             mpx_tensor *t = n->outputs[j];
             if (!t) continue;

@@ -134,6 +134,9 @@ typedef enum mpx_op {
 
 const char *mpx_op_name(mpx_op op);             /* "Conv"; "?" for UNKNOWN */
 mpx_op mpx_op_from_name(const char *op_type);   /* exact, case-sensitive; UNKNOWN if none */
+/* The op a node of this domain ("" or "ai.onnx": ONNX's; "com.microsoft":
+ * ONNX Runtime's contrib ops) and op_type means; UNKNOWN if none. */
+mpx_op mpx_op_from_domain_name(const char *domain, const char *op_type);
 /* Case-insensitive lookup for user input ("conv" -> Conv). */
 mpx_op mpx_op_from_name_ci(const char *op_type);
 /* Whether a path has a ".." step (files.c): a path that may leave the folder

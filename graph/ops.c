@@ -24,6 +24,25 @@ static const bool op_folds[MPX_OP_COUNT] = {
 
 bool mpx_op_folds(mpx_op op) { return (unsigned)op < MPX_OP_COUNT && op_folds[op]; }
 
+/* The ops of domain com.microsoft: the MPX_OP_MS rows of ops.def. */
+static const bool op_ms[MPX_OP_COUNT] = {
+#define MPX_OP(name, shape, cost, f) [MPX_OP_##name] = false,
+#define MPX_OP_MS(name, shape, cost, f) [MPX_OP_##name] = true,
+#include "ops.def"
+#undef MPX_OP
+};
+
+mpx_op mpx_op_from_domain_name(const char *domain, const char *op_type) {
+    bool dflt = !domain || !*domain || strcmp(domain, "ai.onnx") == 0;
+    bool ms = domain && strcmp(domain, "com.microsoft") == 0;
+    mpx_op op = mpx_op_from_name(op_type);
+    if (op == MPX_OP_UNKNOWN || (!dflt && !ms)) return MPX_OP_UNKNOWN;
+    /* ORT's com.microsoft Gelu is ONNX's Gelu (opset 20) without the
+     * approximate attribute: one kernel for both. */
+    if (ms) return op_ms[op] || op == MPX_OP_Gelu ? op : MPX_OP_UNKNOWN;
+    return op_ms[op] ? MPX_OP_UNKNOWN : op;
+}
+
 const char *mpx_op_name(mpx_op op) {
     if ((unsigned)op >= MPX_OP_COUNT) return "?";
     return op_names[op];

@@ -281,6 +281,20 @@ mpx_status mpx_shape_matmul(mpx_sctx *c) {
     if (a->rank < 1 || b->rank < 1)
         return mpx_node_error(c, MPX_E_SHAPE, "operands %s and %s must not be scalars", mpx_sh_TS(a), mpx_sh_TS(b));
     shp sa = mpx_sh_shp_of(a), sb = mpx_sh_shp_of(b);
+    if (c->n->op == MPX_OP_FusedMatMul) { /* ORT's MatMul with transposed operands */
+        if (mpx_node_attr_int(c->n, "transBatchA", 0) || mpx_node_attr_int(c->n, "transBatchB", 0))
+            return mpx_node_error(c, MPX_E_UNSUPPORTED, "transBatchA/transBatchB are not supported");
+        shp *t[2] = {&sa, &sb};
+        const char *attr[2] = {"transA", "transB"};
+        for (int k = 0; k < 2; k++)
+            if (mpx_node_attr_int(c->n, attr[k], 0) && t[k]->rank >= 2) {
+                int r = t[k]->rank;
+                int64_t d = t[k]->d[r - 1];
+                const char *s = t[k]->s[r - 1];
+                t[k]->d[r - 1] = t[k]->d[r - 2], t[k]->s[r - 1] = t[k]->s[r - 2];
+                t[k]->d[r - 2] = d, t[k]->s[r - 2] = s;
+            }
+    }
     /* 1-D operands: a vector is a 1xK row on the left, a Kx1 column on the right. */
     bool va = sa.rank == 1, vb = sb.rank == 1;
     if (va) {
@@ -574,4 +588,34 @@ mpx_status mpx_shape_grid_sample(mpx_sctx *c) {
     o.d[2] = gs.d[1], o.s[2] = gs.s[1];
     o.d[3] = gs.d[2], o.s[3] = gs.s[2];
     return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+}
+
+/* SkipLayerNormalization, SkipSimplifiedLayerNormalization (com.microsoft):
+ * output and input_skip_bias_sum shaped as the input; mean and inv_std_var
+ * with the last dim 1. */
+mpx_status mpx_shape_skip_norm(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 3);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0);
+    shp s = mpx_sh_shp_of(x), m = s;
+    if (m.rank > 0) m.d[m.rank - 1] = 1, m.s[m.rank - 1] = NULL;
+    for (int i = 0; i < c->n->n_outputs && !st; i++)
+        st = mpx_sh_set_out(c, i, mpx_sh_dt(x), i == 1 || i == 2 ? &m : &s);
+    return st;
+}
+
+/* SimplifiedLayerNormalization (ORT): Y shaped as X, the optional
+ * inv_std_var with the normalised dims (axis..end) 1. */
+mpx_status mpx_shape_simplified_norm(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 2);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0);
+    shp s = mpx_sh_shp_of(x), m = s;
+    int64_t ax = mpx_node_attr_int(c->n, "axis", -1);
+    if (m.rank > 0 && (ax < -m.rank || ax >= m.rank))
+        return mpx_node_error(c, MPX_E_INVALID, "axis %lld is out of range for X %s", (long long)ax, mpx_sh_TS(x));
+    if (ax < 0) ax += m.rank;
+    for (int i = (int)ax; i < m.rank; i++) m.d[i] = 1, m.s[i] = NULL;
+    for (int i = 0; i < c->n->n_outputs && !st; i++) st = mpx_sh_set_out(c, i, mpx_sh_dt(x), i == 1 ? &m : &s);
+    return st;
 }

@@ -392,6 +392,17 @@ mpx_status mpx_k_rms_normalization(const mpx_kctx *c, const mpx_value *const *in
         return mpx_kernel_error(c, MPX_E_SHAPE, "scale %s does not broadcast to X %s from axis %lld", kn_shape(sc, s1),
                                 kn_shape(x, s2), (long long)ax);
     if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, x->dims))) return st;
+    /* ORT's SimplifiedLayerNormalization may also output 1/rms per row. */
+    float *inv_out = NULL;
+    if (kn_wants_out(c, n_out, 1)) {
+        int64_t d[MPX_MAX_RANK];
+        for (int i = 0; i < x->rank; i++) d[i] = i < ax ? x->dims[i] : 1;
+        if ((st = mpx_k_alloc(c, &out[1], x->dtype, x->rank, d))) {
+            mpx_value_free(&out[0]);
+            return st;
+        }
+        inv_out = out[1].f;
+    }
     for (int64_t rw = 0; rw < rows; rw++) {
         const float *xr = x->f + rw * len;
         float *yr = out[0].f + rw * len;
@@ -400,6 +411,7 @@ mpx_status mpx_k_rms_normalization(const mpx_kctx *c, const mpx_value *const *in
         for (int64_t k = 0; k < len; k++) mpx_acc_add(&a, xr[k] * xr[k]);
         float inv = 1.0f / sqrtf(mpx_acc_result(&a) / (float)len + eps);
         for (int64_t k = 0; k < len; k++) yr[k] = xr[k] * inv * sc->f[k % sn];
+        if (inv_out) inv_out[rw] = inv;
     }
     return MPX_OK;
 }

@@ -6,14 +6,18 @@
  - ops that python3-onnx 1.12 has no cases for: those of opsets 18-23
    (BitwiseAnd/Or/Xor/Not, GroupNormalization 18 and 21, RMSNormalization),
    older ones whose cases it lacks (LpNormalization, GlobalLpPool) and
-   GridSample's mode and padding pairs beyond its cases.
+   GridSample's mode and padding pairs beyond its cases;
+ - ONNX Runtime's contrib ops (com.microsoft) that its exporters and
+   transformer optimiser write, and SimplifiedLayerNormalization.
 Each graph's only input is X (float); weights and other inputs are seeded
 initializers.
 
 usage: python3 ops_models.py <out_dir>
-  prints one line per model: name, X's shape, and the op to colour green
-  for the fp16 report ("-" for integer ops)
+  prints one line per model: name, X's shape, the op to colour green
+  for the fp16 report ("-" for integer ops) and, where ORT's CPU build lacks
+  the op, the model of ONNX ops ORT runs instead (its output Y only)
 """
+import json
 import os
 import sys
 import zlib
@@ -67,16 +71,19 @@ def model(name, op, out_dir, seq=5, batch=3, inp=4, hid=6, dirs=1, layout=0, len
     print(name, "x".join(str(d) for d in xshape), op)
 
 
-def single(name, op, out_dir, xshape, opset, inits=(), outs=1, **attrs):
-    """One node: op(X, *inits) -> Y (and more outputs when outs > 1)."""
+def single(name, op, out_dir, xshape, opset, inits=(), outs=1, domain="", **attrs):
+    """One node: op(X, *inits) -> Y (and more outputs when outs > 1; an
+    outs list of booleans omits the outputs marked False)."""
     rng = np.random.default_rng(zlib.crc32(name.encode()))
     tensors = [numpy_helper.from_array((rng.standard_normal(s) * sc + off).astype(np.float32), f"I{k}")
                for k, (s, sc, off) in enumerate(inits)]
-    names = ["Y"] + [f"Y{k}" for k in range(1, outs)]
-    node = helper.make_node(op, ["X"] + [t.name for t in tensors], names, **attrs)
+    keep = outs if isinstance(outs, list) else [True] * outs
+    names = ["Y" if k == 0 else f"Y{k}" if on else "" for k, on in enumerate(keep)]
+    node = helper.make_node(op, ["X"] + [t.name for t in tensors], names, domain=domain or None, **attrs)
     g = helper.make_graph([node], name, [helper.make_tensor_value_info("X", TensorProto.FLOAT, list(xshape))],
-                          [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in names], tensors)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+                          [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in names if n], tensors)
+    opsets = [helper.make_opsetid("", opset)] + ([helper.make_opsetid(domain, 1)] if domain else [])
+    m = helper.make_model(g, opset_imports=opsets)
     m.ir_version = 10 if opset >= 21 else 8
     save(m, os.path.join(out_dir, name + ".onnx"))
     print(name, "x".join(str(d) for d in xshape), op)
@@ -103,6 +110,30 @@ def bitwise(out_dir):
     m.ir_version = 8
     save(m, os.path.join(out_dir, "bitwise.onnx"))
     print("bitwise 3x4 -")
+
+
+def biasadd(out_dir):
+    """BiasAdd (X + bias + skip), which ORT has for CUDA only: ORT checks it
+    through the same sum written as two ONNX Adds with the same weights
+    (the fourth column names that model)."""
+    name = "ms_biasadd"
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    bias = numpy_helper.from_array((rng.standard_normal((8,)) * 0.5).astype(np.float32), "I0")
+    skip = numpy_helper.from_array(rng.standard_normal((2, 3, 8)).astype(np.float32), "I1")
+    x = [helper.make_tensor_value_info("X", TensorProto.FLOAT, [2, 3, 8])]
+    y = [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [2, 3, 8])]
+    for stem, nodes, opsets in [
+            (name, [helper.make_node("BiasAdd", ["X", "I0", "I1"], ["Y"], domain="com.microsoft")],
+             [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]),
+            (name + "_ref", [helper.make_node("Add", ["X", "I0"], ["t"]), helper.make_node("Add", ["t", "I1"], ["Y"])],
+             [helper.make_opsetid("", 17)])]:
+        m = helper.make_model(helper.make_graph(nodes, stem, x, y, [bias, skip]), opset_imports=opsets)
+        m.ir_version = 8
+        save(m, os.path.join(out_dir, stem + ".onnx"))
+    # the tensor-to-producer map ort_run.js reads beside an all-outputs model
+    with open(os.path.join(out_dir, name + "_ref.json"), "w") as f:
+        json.dump({"Y": ["#1", "Add"]}, f)
+    print(name, "2x3x8", "BiasAdd", name + "_ref")
 
 
 def main():
@@ -137,6 +168,32 @@ def main():
     single("gridsample_bilinear_reflection_align", "GridSample", out, (2, 1, 4, 3), 16, [((2, 2, 5, 2), 0.8, 0.0)],
            mode="bilinear", padding_mode="reflection", align_corners=1)
     bitwise(out)
+    # ONNX Runtime's contrib ops (com.microsoft), as its transformer
+    # optimiser writes them
+    ms = "com.microsoft"
+    single("ms_fusedmatmul_transA", "FusedMatMul", out, (2, 5, 3), 17, [((5, 4), 0.5, 0.0)], domain=ms,
+           transA=1, alpha=0.5)
+    single("ms_fusedmatmul_transB", "FusedMatMul", out, (2, 3, 5), 17, [((2, 4, 5), 0.5, 0.0)], domain=ms,
+           transB=1, alpha=1.25)
+    single("ms_fusedmatmul_both", "FusedMatMul", out, (5, 3), 17, [((4, 5), 0.5, 0.0)], domain=ms,
+           transA=1, transB=1)
+    single("ms_gelu", "Gelu", out, (3, 8), 17, domain=ms)
+    single("ms_fastgelu", "FastGelu", out, (3, 8), 17, domain=ms)
+    single("ms_fastgelu_bias", "FastGelu", out, (2, 3, 8), 17, [((8,), 0.5, 0.0)], domain=ms)
+    single("ms_biasgelu", "BiasGelu", out, (2, 3, 8), 17, [((8,), 0.5, 0.0)], domain=ms)
+    single("ms_quickgelu", "QuickGelu", out, (3, 8), 17, domain=ms, alpha=1.25)
+    biasadd(out)
+    single("ms_skiplayernorm", "SkipLayerNormalization", out, (2, 3, 8), 17,
+           [((2, 3, 8), 1.0, 0.0), ((8,), 0.5, 1.0), ((8,), 0.3, 0.0), ((8,), 0.3, 0.0)], outs=4, domain=ms,
+           epsilon=1e-5)
+    single("ms_skiplayernorm_plain", "SkipLayerNormalization", out, (2, 3, 8), 17,
+           [((2, 3, 8), 1.0, 0.0), ((8,), 0.5, 1.0)], domain=ms)
+    single("ms_skipsimplified", "SkipSimplifiedLayerNormalization", out, (2, 3, 8), 17,
+           [((2, 3, 8), 1.0, 0.0), ((8,), 0.5, 1.0), ((8,), 0.3, 0.0)], outs=[True, False, True, True],
+           domain=ms, epsilon=1e-5)
+    single("simplifiedlayernorm", "SimplifiedLayerNormalization", out, (2, 3, 8), 17, [((8,), 0.5, 1.0)], outs=2)
+    single("simplifiedlayernorm_axis1", "SimplifiedLayerNormalization", out, (2, 3, 8), 17, [((3, 8), 0.5, 1.0)],
+           axis=1, epsilon=1e-3)
 
 
 if __name__ == "__main__":

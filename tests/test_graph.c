@@ -206,6 +206,15 @@ static void test_arena_and_registry(void) {
     CHECK(mpx_op_from_name("conv") == MPX_OP_UNKNOWN);
     CHECK(mpx_op_from_name_ci("conv") == MPX_OP_Conv);
     for (int i = 1; i < MPX_OP_COUNT; i++) CHECK((int)mpx_op_from_name(mpx_op_name((mpx_op)i)) == i);
+    /* a node's domain decides which ops its op_type can name */
+    CHECK(mpx_op_from_domain_name("", "Conv") == MPX_OP_Conv);
+    CHECK(mpx_op_from_domain_name("ai.onnx", "Conv") == MPX_OP_Conv);
+    CHECK(mpx_op_from_domain_name("com.microsoft", "FusedMatMul") == MPX_OP_FusedMatMul);
+    CHECK(mpx_op_from_domain_name("", "FusedMatMul") == MPX_OP_UNKNOWN);
+    CHECK(mpx_op_from_domain_name("com.microsoft", "Gelu") == MPX_OP_Gelu);
+    CHECK(mpx_op_from_domain_name("com.microsoft", "Conv") == MPX_OP_UNKNOWN);
+    CHECK(mpx_op_from_domain_name("", "SimplifiedLayerNormalization") == MPX_OP_SimplifiedLayerNormalization);
+    CHECK(mpx_op_from_domain_name("ai.onnx.ml", "Conv") == MPX_OP_UNKNOWN);
     CHECK(mpx_dtype_from_name("float16") == MPX_DT_FLOAT16);
     CHECK(mpx_dtype_from_name("bf16") == MPX_DT_BFLOAT16);
     CHECK(mpx_dtype_from_name("int4x") == MPX_DT_UNDEFINED);

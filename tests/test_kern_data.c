@@ -999,6 +999,24 @@ static void test_new_ops_refusals(void) {
     FAIL("GridSample", 16, "padding_mode=wrap", "f1x1x2x2: iota | f1x1x1x2: 0 0", 1, MPX_E_INVALID, "padding_mode \"wrap\"");
     /* the centre of a 2x2 image (align_corners 0): the mean of its pixels */
     OK("GridSample", 16, "", "f1x1x2x2: 1 2 3 4 | f1x1x1x2: 0 0", "f1x1x1x1: 2.5");
+    /* ONNX Runtime's contrib ops */
+    FAIL("FusedMatMul", 1, "transBatchA=1", "f2x2: iota | f2x2: iota", 1, MPX_E_UNSUPPORTED, "transBatchA");
+    FAIL("BiasGelu", 1, "", "f2x3: iota | f2: iota", 1, MPX_E_SHAPE, "must be 1-D with the last dim");
+    FAIL("FastGelu", 1, "", "f2x3: iota | f2x3: iota", 1, MPX_E_SHAPE, "must be 1-D with the last dim");
+    FAIL("BiasAdd", 1, "", "f1x2x3: iota | f3: iota | f1x3x2: iota", 1, MPX_E_SHAPE, "must have the input's shape");
+    FAIL("SkipLayerNormalization", 1, "", "f1x2x3: iota | f1x2x3: iota | f2: iota", 1, MPX_E_SHAPE, "gamma");
+    FAIL("SkipLayerNormalization", 1, "epsilon=-1", "f1x2x3: iota | f1x2x3: iota | f3: iota", 1, MPX_E_INVALID,
+         "epsilon -1 must not be negative");
+    FAIL("SkipSimplifiedLayerNormalization", 1, "", "f: 1 | f: 1 | f1: 1", 1, MPX_E_SHAPE, "a last dim");
+    /* transA: [[0 2 4] [1 3 5]] (A 3x2 transposed) times [1 1 1], times alpha 0.5 */
+    OK("FusedMatMul", 1, "transA=1 alpha=0.5", "f3x2: 0 1 2 3 4 5 | f3x1: 1 1 1", "f2x1: 3 4.5");
+    OK("BiasAdd", 1, "", "f1x1x2: 1 2 | f2: 10 20 | f1x1x2: 100 200", "f1x1x2: 111 222");
+    OK("QuickGelu", 1, "", "f2: 0 100", "f2: 0 100");
+    /* (1 3) + (1 1) = (2 4): mean 3, variance 1 -> -1 1, times gamma, plus beta */
+    OK("SkipLayerNormalization", 1, "", "f1x2: 1 3 | f1x2: 1 1 | f2: 2 3 | f2: 0.5 0.5", "f1x2: -1.5 3.5");
+    /* (3 4) / rms 3.5355339 */
+    OK("SkipSimplifiedLayerNormalization", 1, "", "f1x2: 3 4 | f1x2: 0 0 | f2: 1 1",
+       "f1x2: 0.848528137 1.13137085");
     /* an all-zero row divides by a zero norm: 0, as ORT */
     OK("LpNormalization", 13, "axis=1 p=1", "f2x2: 0 0 3 -1", "f2x2: 0 0 0.75 -0.25");
     OK("BitwiseNot", 18, "", "u2: 0 5", "u2: 255 250");

@@ -1,0 +1,216 @@
+/* kern_contrib.c - ONNX Runtime's contrib ops (domain com.microsoft) that
+ * its exporters and transformer optimiser write into real models: fused
+ * forms of ops mpx has, with the semantics of ORT's ContribOperators.md and
+ * its CPU kernels:
+ *  - FusedMatMul: alpha * op(A) @ op(B), op a transpose of the last two
+ *    dims (transA, transB); transBatchA/B are refused by name;
+ *  - FastGelu (X [+ bias]): the tanh approximation of Gelu;
+ *  - BiasGelu (A + B): exact (erf) Gelu of the sum;
+ *  - QuickGelu: x * sigmoid(alpha x), alpha 1.702 by default;
+ *  - BiasAdd: X + bias + skip;
+ *  - SkipLayerNormalization: LayerNormalization of input + skip [+ bias]
+ *    over the last dim, times gamma [plus beta]; outputs the result, the
+ *    mean, 1/std and the sum;
+ *  - SkipSimplifiedLayerNormalization: the same with RMS normalisation (no
+ *    mean, no beta).
+ * SimplifiedLayerNormalization, which ORT registers in the default domain,
+ * is RMSNormalization (kern_norm.c). Each op is one node of mpx's plan, so
+ * its precision is the node's: inputs rounded to its compute format on
+ * entry, the result to its output format, as the fused kernel of a
+ * low-precision runtime does. A 1-D bias must match the last dim.
+ *
+ * One known difference from ORT's CPU build: the optional mean and
+ * inv_std_var outputs of the Skip*LayerNormalization ops are float ("U")
+ * in ORT even for fp16 inputs, while mpx rounds every output of a node to
+ * its output format. Inference graphs do not read them; the normalised
+ * output and the sum agree bit for bit with ORT's fp16 kernel
+ * (scripts/verify-export.sh). */
+#include "kern_elem.h"
+#include "kern_nn.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static mpx_status last_dim_vec(const mpx_kctx *c, const mpx_value *v, const mpx_value *x, const char *what) {
+    char s1[160], s2[160];
+    if (v->rank == 1 && x->rank >= 1 && v->dims[0] == x->dims[x->rank - 1]) return MPX_OK;
+    return mpx_kernel_error(c, MPX_E_SHAPE, "%s %s must be 1-D with the last dim of %s", what, kn_shape(v, s1),
+                            kn_shape(x, s2));
+}
+
+static mpx_status same_shape(const mpx_kctx *c, const mpx_value *v, const mpx_value *x, const char *what) {
+    char s1[160], s2[160];
+    bool ok = v->rank == x->rank;
+    for (int i = 0; ok && i < x->rank; i++) ok = v->dims[i] == x->dims[i];
+    if (ok) return MPX_OK;
+    return mpx_kernel_error(c, MPX_E_SHAPE, "%s %s must have the input's shape %s", what, kn_shape(v, s1),
+                            kn_shape(x, s2));
+}
+
+/* ---- FusedMatMul ------------------------------------------------------------------------ */
+
+/* A copy of v with its last two dims swapped. */
+static mpx_status transposed(const mpx_kctx *c, const mpx_value *v, mpx_value *t) {
+    int64_t d[MPX_MAX_RANK];
+    for (int i = 0; i < v->rank; i++) d[i] = v->dims[i];
+    int64_t R = v->dims[v->rank - 2], C = v->dims[v->rank - 1];
+    d[v->rank - 2] = C, d[v->rank - 1] = R;
+    mpx_error e;
+    if (mpx_value_alloc(t, v->dtype, v->rank, d, &e) != MPX_OK) return mpx_kernel_error(c, e.status, "%s", e.msg);
+    int64_t planes = R && C ? v->n / (R * C) : 0;
+    for (int64_t p = 0; p < planes; p++)
+        for (int64_t i = 0; i < R; i++)
+            for (int64_t j = 0; j < C; j++) t->f[p * R * C + j * R + i] = v->f[p * R * C + i * C + j];
+    return MPX_OK;
+}
+
+mpx_status mpx_k_fused_matmul(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    const mpx_value *a, *b;
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (!st) st = kn_float_in(c, in, n_in, 0, "A", &a);
+    if (!st) st = kn_float_in(c, in, n_in, 1, "B", &b);
+    if (st) return st;
+    if (mpx_node_attr_int(c->node, "transBatchA", 0) || mpx_node_attr_int(c->node, "transBatchB", 0))
+        return mpx_kernel_error(c, MPX_E_UNSUPPORTED, "transBatchA/transBatchB are not supported");
+    bool ta = mpx_node_attr_int(c->node, "transA", 0) && a->rank >= 2;
+    bool tb = mpx_node_attr_int(c->node, "transB", 0) && b->rank >= 2;
+    float alpha = mpx_node_attr_float(c->node, "alpha", 1.0f);
+    mpx_value at = {.n = -1}, bt = {.n = -1};
+    if (ta && (st = transposed(c, a, &at))) return st;
+    if (tb && (st = transposed(c, b, &bt))) {
+        mpx_value_free(&at);
+        return st;
+    }
+    const mpx_value *ins[2] = {ta ? &at : a, tb ? &bt : b};
+    /* The dot products are MatMul's (its GEMM core, its accumulation);
+     * alpha scales each result, as ORT's GEMM with alpha does. */
+    st = mpx_k_matmul(c, ins, 2, out, 1);
+    mpx_value_free(&at);
+    mpx_value_free(&bt);
+    if (!st && alpha != 1.0f)
+        for (int64_t k = 0; k < out[0].n; k++) out[0].f[k] *= alpha;
+    return st;
+}
+
+/* ---- the Gelu family and BiasAdd ---------------------------------------------------------- */
+
+typedef enum act { FAST_GELU, BIAS_GELU, QUICK_GELU } act;
+
+static mpx_status gelu_like(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out,
+                            act kind) {
+    const mpx_value *x, *bias = NULL;
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (!st) st = kn_float_in(c, in, n_in, 0, "X", &x);
+    if (!st && kind == BIAS_GELU) st = kn_float_in(c, in, n_in, 1, "B", &bias);
+    if (!st && kind == FAST_GELU) st = kn_float_opt(c, in, n_in, 1, "bias", &bias);
+    if (!st && bias) st = last_dim_vec(c, bias, x, "bias");
+    if (st) return st;
+    float alpha = mpx_node_attr_float(c->node, "alpha", 1.702f);
+    if ((st = mpx_k_alloc_raw(c, &out[0], x->dtype, x->rank, x->dims))) return st;
+    int64_t D = bias ? bias->n : 1;
+    for (int64_t k = 0; k < x->n; k++) {
+        float v = bias ? x->f[k] + bias->f[k % D] : x->f[k];
+        float y;
+        if (kind == FAST_GELU) y = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+        else if (kind == BIAS_GELU) y = 0.5f * v * (1.0f + erff(v * 0.70710678118654752440f));
+        else y = v * ke_sigmoid(alpha * v);
+        out[0].f[k] = y;
+    }
+    return MPX_OK;
+}
+
+mpx_status mpx_k_fast_gelu(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    return gelu_like(c, in, n_in, out, n_out, FAST_GELU);
+}
+
+mpx_status mpx_k_bias_gelu(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    return gelu_like(c, in, n_in, out, n_out, BIAS_GELU);
+}
+
+mpx_status mpx_k_quick_gelu(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    return gelu_like(c, in, n_in, out, n_out, QUICK_GELU);
+}
+
+mpx_status mpx_k_bias_add(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    const mpx_value *x, *bias, *skip;
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (!st) st = kn_float_in(c, in, n_in, 0, "X", &x);
+    if (!st) st = kn_float_in(c, in, n_in, 1, "bias", &bias);
+    if (!st) st = kn_float_in(c, in, n_in, 2, "skip", &skip);
+    if (!st) st = last_dim_vec(c, bias, x, "bias");
+    if (!st) st = same_shape(c, skip, x, "skip");
+    if (st) return st;
+    if ((st = mpx_k_alloc_raw(c, &out[0], x->dtype, x->rank, x->dims))) return st;
+    for (int64_t k = 0; k < x->n; k++) out[0].f[k] = x->f[k] + bias->f[k % bias->n] + skip->f[k];
+    return MPX_OK;
+}
+
+/* ---- SkipLayerNormalization, SkipSimplifiedLayerNormalization ------------------------------- */
+
+static mpx_status skip_norm(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out,
+                            bool simplified) {
+    const mpx_value *x, *skip, *gamma, *beta = NULL, *bias = NULL;
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (!st) st = kn_float_in(c, in, n_in, 0, "input", &x);
+    if (!st) st = kn_float_in(c, in, n_in, 1, "skip", &skip);
+    if (!st) st = kn_float_in(c, in, n_in, 2, "gamma", &gamma);
+    if (!st && !simplified) st = kn_float_opt(c, in, n_in, 3, "beta", &beta);
+    if (!st) st = kn_float_opt(c, in, n_in, simplified ? 3 : 4, "bias", &bias);
+    if (st) return st;
+    if (x->rank < 1) return mpx_kernel_error(c, MPX_E_SHAPE, "input must have a last dim to normalise over");
+    if ((st = same_shape(c, skip, x, "skip")) || (st = last_dim_vec(c, gamma, x, "gamma")) ||
+        (beta && (st = last_dim_vec(c, beta, x, "beta"))) || (bias && (st = last_dim_vec(c, bias, x, "bias"))))
+        return st;
+    float eps = mpx_node_attr_float(c->node, "epsilon", 1e-12f);
+    if (!(eps >= 0.0f)) return mpx_kernel_error(c, MPX_E_INVALID, "epsilon %g must not be negative", (double)eps);
+    int64_t D = x->dims[x->rank - 1], rows = D ? x->n / D : 0, md[MPX_MAX_RANK];
+    for (int i = 0; i < x->rank; i++) md[i] = i == x->rank - 1 ? 1 : x->dims[i];
+    for (int k = 0; k < n_out && k < 4; k++) {
+        bool small = k == 1 || k == 2;
+        if ((st = mpx_k_alloc(c, &out[k], x->dtype, x->rank, small ? md : x->dims))) {
+            for (int j = 0; j < k; j++) mpx_value_free(&out[j]);
+            return st;
+        }
+    }
+    float *sum = n_out > 3 ? out[3].f : NULL, *tmp = NULL;
+    if (!sum && (st = kn_scratch(c, (size_t)D, sizeof *tmp, (void **)&tmp))) {
+        for (int j = 0; j < n_out && j < 4; j++) mpx_value_free(&out[j]);
+        return st;
+    }
+    for (int64_t r = 0; r < rows; r++) {
+        float *s = sum ? sum + r * D : tmp;
+        for (int64_t k = 0; k < D; k++) {
+            float v = x->f[r * D + k] + skip->f[r * D + k];
+            s[k] = bias ? v + bias->f[k] : v;
+        }
+        mpx_acc a;
+        float mean = 0.0f;
+        if (!simplified) {
+            mpx_acc_init(&a, &c->acc, 0.0f);
+            for (int64_t k = 0; k < D; k++) mpx_acc_add(&a, s[k]);
+            mean = mpx_acc_result(&a) / (float)D;
+        }
+        mpx_acc_init(&a, &c->acc, 0.0f);
+        for (int64_t k = 0; k < D; k++) mpx_acc_add(&a, (s[k] - mean) * (s[k] - mean));
+        float inv = 1.0f / sqrtf(mpx_acc_result(&a) / (float)D + eps);
+        for (int64_t k = 0; k < D; k++) {
+            float y = (s[k] - mean) * inv * gamma->f[k];
+            out[0].f[r * D + k] = beta ? y + beta->f[k] : y;
+        }
+        if (n_out > 1) out[1].f[r] = mean;
+        if (n_out > 2) out[2].f[r] = inv;
+    }
+    free(tmp);
+    return MPX_OK;
+}
+
+mpx_status mpx_k_skip_layer_normalization(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                                          int n_out) {
+    return skip_norm(c, in, n_in, out, n_out, false);
+}
+
+mpx_status mpx_k_skip_simplified_layer_normalization(const mpx_kctx *c, const mpx_value *const *in, int n_in,
+                                                     mpx_value *out, int n_out) {
+    return skip_norm(c, in, n_in, out, n_out, true);
+}
