@@ -256,6 +256,9 @@ static const entry table[MPX_OP_COUNT] = {
     E(HannWindow, R, R, "mpx: a constant from an integer size (as TVM's never-listed arange)"),
     E(HammingWindow, R, R, "mpx: a constant from an integer size (as TVM's never-listed arange)"),
     E(BlackmanWindow, R, R, "mpx: a constant from an integer size (as TVM's never-listed arange)"),
+    /* An If hands on its taken branch's values: a copy. Its branches'
+     * nodes are coloured as any other node. */
+    E(If, C, C, "mpx: selects one branch's outputs, a copy (as TF's clear-listed Select)"),
     /* ONNX Runtime's contrib ops are fused forms of ONNX ops: each takes
      * the colour of the op it fuses. */
     E(FusedMatMul, G, G, "mpx: MatMul with transposes and a scale (TF AMP allow list: MatMul)"),

@@ -11,6 +11,8 @@
  * the evaluator cannot compute leaves the value unknown. */
 #include "shape_internal.h"
 
+#include <string.h>
+
 /* Set once at start (mpx_numerics_init) and only read afterwards. */
 static mpx_node_eval_fn evaluator;
 
@@ -67,10 +69,32 @@ static mpx_status fold_shape_of(mpx_sctx *c) {
     return MPX_OK;
 }
 
+/* If with a known condition: the chosen branch's known values (a select,
+ * as Shape's is the shape layer's own knowledge). */
+static mpx_status fold_if(mpx_sctx *c) {
+    mpx_node *n = c->n;
+    int pick = mpx_node_if_pick(n), k = n->n_outputs;
+    if (pick < 0 || n->n_inputs != 1 + 2 * k) return MPX_OK;
+    for (int j = 0; j < k; j++) {
+        const mpx_tensor *src = n->inputs[1 + pick * k + j];
+        mpx_tensor *o = n->outputs[j];
+        if (!has_value(src) || !o || o->nelem != src->nelem) continue;
+        bool ok;
+        mpx_status st = alloc_out(c, j, &ok);
+        if (st) return st;
+        if (!ok) continue;
+        if (o->f32 && src->f32) memcpy(o->f32, src->f32, (size_t)src->nelem * sizeof *o->f32);
+        else if (o->i64 && src->i64) memcpy(o->i64, src->i64, (size_t)src->nelem * sizeof *o->i64);
+        else drop(o);
+    }
+    return MPX_OK;
+}
+
 mpx_status mpx_fold_node(mpx_sctx *c) {
     mpx_node *n = c->n;
     if (n->n_outputs < 1 || !n->outputs[0] || n->op == MPX_OP_Constant) return MPX_OK;
     if (n->op == MPX_OP_Shape || n->op == MPX_OP_Size) return fold_shape_of(c);
+    if (n->op == MPX_OP_If) return fold_if(c);
 
     /* Everything else needs every present input's value. Inputs that only
      * carry shape arguments (Reshape's shape, ...) are values too. */

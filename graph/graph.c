@@ -523,7 +523,7 @@ mpx_status mpx_graph_finalize(mpx_graph *g, mpx_error *err) {
     }
     /* Topological order. */
     int nn = g->n_nodes;
-    int *indeg = calloc((size_t)nn + 1, sizeof *indeg);
+    int *indeg = calloc((size_t)nn + 1, sizeof *indeg), *cond_wait = NULL, *cond_first = NULL;
     heap h = {calloc((size_t)nn + 1, sizeof(int)), 0};
     bool *placed = calloc((size_t)nn + 1, sizeof *placed);
     mpx_node **order = mpx_arena_calloc(g->arena, (size_t)(nn ? nn : 1), sizeof *order);
@@ -537,6 +537,37 @@ mpx_status mpx_graph_finalize(mpx_graph *g, mpx_error *err) {
     for (int t = 0; t < g->n_tensors; t++)
         if (g->tensors[t]->producer)
             for (int k = 0; k < g->tensors[t]->n_consumers; k++) indeg[g->tensors[t]->consumers[k]->index]++;
+    /* A node of an If's branch also waits for that If's condition: whether
+     * it runs is decided by the condition's value (CSR lists: the nodes
+     * waiting on each producer). */
+    cond_wait = calloc((size_t)nn + 1, sizeof *cond_wait);
+    cond_first = calloc((size_t)nn + 2, sizeof *cond_first);
+    if (!cond_wait || !cond_first) {
+        st = fail(g, err, MPX_E_NOMEM, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < nn; i++) {
+        const mpx_node *gd = g->nodes[i]->guard;
+        const mpx_tensor *ct = gd && gd->n_inputs ? gd->inputs[0] : NULL;
+        if (ct && ct->producer) cond_first[ct->producer->index + 1]++, indeg[i]++;
+    }
+    for (int i = 0; i < nn; i++) cond_first[i + 1] += cond_first[i];
+    {
+        int *fill = calloc((size_t)nn + 1, sizeof *fill);
+        if (!fill) {
+            st = fail(g, err, MPX_E_NOMEM, "out of memory");
+            goto done;
+        }
+        for (int i = 0; i < nn; i++) {
+            const mpx_node *gd = g->nodes[i]->guard;
+            const mpx_tensor *ct = gd && gd->n_inputs ? gd->inputs[0] : NULL;
+            if (ct && ct->producer) {
+                int p = ct->producer->index;
+                cond_wait[cond_first[p] + fill[p]++] = i;
+            }
+        }
+        free(fill);
+    }
     for (int i = 0; i < nn; i++)
         if (!indeg[i]) heap_push(&h, (const mpx_node *const *)g->nodes, i);
     int placed_n = 0;
@@ -552,6 +583,8 @@ mpx_status mpx_graph_finalize(mpx_graph *g, mpx_error *err) {
                 if (--indeg[t->consumers[k]->index] == 0)
                     heap_push(&h, (const mpx_node *const *)g->nodes, t->consumers[k]->index);
         }
+        for (int k = cond_first[v]; k < cond_first[v + 1]; k++)
+            if (--indeg[cond_wait[k]] == 0) heap_push(&h, (const mpx_node *const *)g->nodes, cond_wait[k]);
     }
     if (placed_n < nn) {
         char cyc[700];
@@ -623,6 +656,8 @@ mpx_status mpx_graph_finalize(mpx_graph *g, mpx_error *err) {
     }
 done:
     free(indeg);
+    free(cond_wait);
+    free(cond_first);
     free(h.a);
     free(placed);
     return st;
@@ -635,4 +670,21 @@ const char *mpx_count_str(int64_t v, char *buf, size_t n) {
     else if (v >= 10000) snprintf(buf, n, "%.1fK", (double)v / 1e3);
     else snprintf(buf, n, "%lld", (long long)v);
     return buf;
+}
+
+int mpx_node_if_pick(const mpx_node *n) {
+    if (!n || n->op != MPX_OP_If || n->n_inputs < 1) return -1;
+    const mpx_tensor *c = n->inputs[0];
+    if (!c || c->nelem < 1) return -1;
+    if (c->i64) return c->i64[0] ? 0 : 1;
+    if (c->f32) return c->f32[0] != 0.0f ? 0 : 1;
+    return -1;
+}
+
+bool mpx_node_inactive(const mpx_node *n) {
+    for (int depth = 0; n && n->guard && depth <= MPX_MAX_SUBGRAPH_DEPTH; depth++, n = n->guard) {
+        int pick = mpx_node_if_pick(n->guard);
+        if (pick >= 0 && pick != n->branch) return true;
+    }
+    return false;
 }

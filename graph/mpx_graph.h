@@ -117,6 +117,7 @@ bool mpx_dtype_is_int_like(mpx_dtype t);
 
 enum {
     MPX_MAX_RANK = 8,
+    MPX_MAX_SUBGRAPH_DEPTH = 16, /* If branches inside If branches */
 };
 /* Largest element count of one tensor mpx accepts (2^31): beyond it a model is
  * refused as malformed rather than allocated. */
@@ -133,6 +134,12 @@ typedef enum mpx_op {
 } mpx_op;
 
 const char *mpx_op_name(mpx_op op);             /* "Conv"; "?" for UNKNOWN */
+struct mpx_node;
+/* An If whose condition is known at load (a constant or folded value): 0
+ * then, 1 else; -1 unknown or not an If. */
+int mpx_node_if_pick(const struct mpx_node *n);
+/* A node of an If branch that a known condition rules out (at any depth). */
+bool mpx_node_inactive(const struct mpx_node *n);
 mpx_op mpx_op_from_name(const char *op_type);   /* exact, case-sensitive; UNKNOWN if none */
 /* The op a node of this domain ("" or "ai.onnx": ONNX's; "com.microsoft":
  * ONNX Runtime's contrib ops) and op_type means; UNKNOWN if none. */
@@ -246,9 +253,10 @@ typedef struct mpx_attr {
     const char **strings;
     mpx_tensor *t;         /* TENSOR: a detached tensor (not in graph->tensors) */
     mpx_tensor **tensors;  /* TENSORS */
-    /* GRAPH/GRAPHS: subgraphs (If/Loop/Scan bodies) are kept as their node count
-     * and name only; mpx runs no control flow. SPARSE_TENSOR and TYPE_PROTO kinds
-     * keep only their kind. */
+    /* GRAPH/GRAPHS: subgraphs are kept as their node count and name; an If's
+     * branches are also flattened into the graph (mpx_node.guard), Loop and
+     * Scan bodies are not run. SPARSE_TENSOR and TYPE_PROTO kinds keep only
+     * their kind. */
     const char *graph_name;
     int graph_nodes;
 } mpx_attr;
@@ -282,6 +290,12 @@ struct mpx_node {
     mpx_attr *attrs;
     mpx_cost cost;
     int file_order;        /* position in the model file */
+    /* A node of an If's branch (the loader flattens If subgraphs into the
+     * graph, docs/ARCHITECTURE.md): the If and which branch (0 then, 1 else);
+     * it runs only when that If's condition selects its branch. NULL for
+     * the nodes of the main graph. */
+    const struct mpx_node *guard;
+    int branch;
 };
 
 struct mpx_graph {

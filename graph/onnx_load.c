@@ -39,6 +39,10 @@ typedef struct ctx {
     char *dir_real;   /* realpath(dir) + "/", computed on first use */
     mpx_error *err;
     const Onnx__ModelProto *model;
+    /* Subgraph scopes while an If's branches load: scope[d] is the prefix
+     * of names defined at depth d ("" for the main graph). */
+    int depth;
+    const char *scope[MPX_MAX_SUBGRAPH_DEPTH + 1];
 } ctx;
 
 static mpx_status fail(ctx *c, mpx_status st, const char *fmt, ...)
@@ -653,6 +657,177 @@ static mpx_status tensor_for(ctx *c, const char *name, mpx_tensor **out) {
     return *out ? MPX_OK : fail(c, MPX_E_NOMEM, "out of memory");
 }
 
+/* ---- nodes and If subgraphs ------------------------------------------------------ */
+
+/* A name as the current scope reads it: a tensor its own subgraph (or an
+ * enclosing one) defines, innermost first, else the main graph's. */
+static mpx_status tensor_read(ctx *c, const char *name, mpx_tensor **out) {
+    for (int d = c->depth; d > 0; d--) {
+        char full[1200];
+        snprintf(full, sizeof full, "%s%s", c->scope[d], name);
+        if ((*out = mpx_graph_find_tensor(c->g, full))) return MPX_OK;
+    }
+    return tensor_for(c, name, out);
+}
+
+/* A name the current scope defines (a node output or an initializer of a
+ * subgraph): prefixed with the scope, so that the two branches of an If (and
+ * the main graph) may use one name for different tensors. */
+static mpx_status tensor_def(ctx *c, const char *name, mpx_tensor **out) {
+    if (c->depth == 0) return tensor_for(c, name, out);
+    char full[1200];
+    if ((size_t)snprintf(full, sizeof full, "%s%s", c->scope[c->depth], name) >= sizeof full)
+        return fail(c, MPX_E_LIMIT, "tensor \"%.200s...\" in subgraph \"%.200s...\": the name is too long",
+                    name, c->scope[c->depth]);
+    return tensor_for(c, full, out);
+}
+
+static mpx_status load_nodes(ctx *c, const Onnx__GraphProto *gp);
+
+static bool default_domain(const char *d);
+
+static const Onnx__GraphProto *graph_attr(const Onnx__NodeProto *np, const char *name) {
+    for (size_t j = 0; j < np->n_attribute; j++) {
+        const Onnx__AttributeProto *ap = np->attribute[j];
+        if (ap && ap->name && strcmp(ap->name, name) == 0) return ap->g;
+    }
+    return NULL;
+}
+
+/* An If's branch, flattened: its initializers and nodes join the graph under
+ * the prefix "<if name>/<then_branch|else_branch>/"; its outputs are returned
+ * (k of them) for the If node to read. */
+static mpx_status load_branch(ctx *c, const Onnx__GraphProto *b, const char *ifname, const char *which,
+                              size_t k, mpx_tensor **outs) {
+    if (b->n_input)
+        return fail(c, MPX_E_INVALID, "node \"%s\" (If): %s has %zu inputs; an If's branches take none", ifname,
+                    which, b->n_input);
+    if (b->n_output != k)
+        return fail(c, MPX_E_INVALID, "node \"%s\" (If): %s has %zu outputs, the node %zu", ifname, which,
+                    b->n_output, k);
+    if (b->n_sparse_initializer)
+        return fail(c, MPX_E_UNSUPPORTED, "node \"%s\" (If): %s has a sparse initializer", ifname, which);
+    if (c->depth >= MPX_MAX_SUBGRAPH_DEPTH)
+        return fail(c, MPX_E_LIMIT, "node \"%s\" (If): subgraphs nested deeper than %d", ifname,
+                    MPX_MAX_SUBGRAPH_DEPTH);
+    size_t n = strlen(ifname) + strlen(which) + 3;
+    char *prefix = mpx_arena_alloc(c->g->arena, n);
+    if (!prefix) return fail(c, MPX_E_NOMEM, "out of memory");
+    snprintf(prefix, n, "%s/%s/", ifname, which);
+    c->scope[++c->depth] = prefix;
+    mpx_status st = MPX_OK;
+    for (size_t i = 0; i < b->n_initializer && st == MPX_OK; i++) {
+        const Onnx__TensorProto *tp = b->initializer[i];
+        if (!tp->name || !*tp->name) {
+            st = fail(c, MPX_E_INVALID, "node \"%s\" (If): %s: initializer %zu has no name", ifname, which, i);
+            break;
+        }
+        char what[1400];
+        snprintf(what, sizeof what, "initializer \"%s%.500s\"", prefix, tp->name);
+        mpx_tensor *t;
+        if ((st = tensor_def(c, tp->name, &t)) != MPX_OK) break;
+        if (t->flags & MPX_T_INITIALIZER) st = fail(c, MPX_E_INVALID, "%s appears twice", what);
+        else if ((st = load_tensor(c, tp, t, what)) == MPX_OK) t->flags |= MPX_T_INITIALIZER;
+    }
+    if (st == MPX_OK) st = load_nodes(c, b);
+    for (size_t j = 0; j < k && st == MPX_OK; j++) {
+        const char *nm = b->output[j] ? b->output[j]->name : NULL;
+        if (!nm || !*nm) st = fail(c, MPX_E_INVALID, "node \"%s\" (If): %s output %zu has no name", ifname, which, j);
+        else st = tensor_read(c, nm, &outs[j]);
+    }
+    c->depth--;
+    return st;
+}
+
+/* If: both branches' nodes first (so the file order stays topological),
+ * then the If itself, reading [cond, then outputs..., else outputs...]; it
+ * hands on the outputs of the branch its condition selects (kern_data.c),
+ * and the branch nodes carry it as their guard. */
+static mpx_status load_if(ctx *c, const Onnx__NodeProto *np, const Onnx__GraphProto *tb,
+                          const Onnx__GraphProto *eb) {
+    mpx_graph *g = c->g;
+    char ifname[1000];
+    int len = np->name && *np->name ? snprintf(ifname, sizeof ifname, "%s%s", c->scope[c->depth], np->name)
+                                    : snprintf(ifname, sizeof ifname, "%sIf_%d", c->scope[c->depth], g->n_nodes);
+    if (len < 0 || (size_t)len >= sizeof ifname)
+        return fail(c, MPX_E_LIMIT, "node \"%.200s...\" (If): its name in its subgraph is too long", ifname);
+    size_t k = np->n_output;
+    if (np->n_input != 1 || !np->input[0] || !*np->input[0])
+        return fail(c, MPX_E_INVALID, "node \"%s\" (If) has %zu inputs; it takes one, the condition", ifname,
+                    np->n_input);
+    if (k > 4096) return fail(c, MPX_E_LIMIT, "node \"%s\" (If) has %zu outputs", ifname, k);
+    mpx_tensor **outs = mpx_arena_calloc(g->arena, 2 * k + 1, sizeof *outs);
+    if (!outs) return fail(c, MPX_E_NOMEM, "out of memory");
+    int first[2], last[2];
+    mpx_status st;
+    first[0] = g->n_nodes;
+    if ((st = load_branch(c, tb, ifname, "then_branch", k, outs)) != MPX_OK) return st;
+    last[0] = first[1] = g->n_nodes;
+    if ((st = load_branch(c, eb, ifname, "else_branch", k, outs + k)) != MPX_OK) return st;
+    last[1] = g->n_nodes;
+    mpx_node *n = mpx_graph_add_node(g, ifname, np->op_type, np->domain, (int)(1 + 2 * k), (int)k,
+                                     (int)np->n_attribute);
+    if (!n) return fail(c, MPX_E_NOMEM, "out of memory");
+    int ns;
+    if ((st = domain_opset(c, np->domain, &ns)) != MPX_OK) return st;
+    n->opset = ns < 0 ? 0 : ns;
+    if ((st = tensor_read(c, np->input[0], &n->inputs[0])) != MPX_OK) return st;
+    for (size_t j = 0; j < 2 * k; j++) n->inputs[1 + j] = outs[j];
+    for (size_t j = 0; j < k; j++)
+        if (np->output[j] && *np->output[j] && (st = tensor_def(c, np->output[j], &n->outputs[j])) != MPX_OK)
+            return st;
+    for (size_t j = 0; j < np->n_attribute; j++)
+        if ((st = load_attr(c, n, np->attribute[j], &n->attrs[j])) != MPX_OK) return st;
+    /* Nodes of nested Ifs keep their own If as guard; those Ifs get this one. */
+    for (int b = 0; b < 2; b++)
+        for (int i = first[b]; i < last[b]; i++)
+            if (!g->nodes[i]->guard) g->nodes[i]->guard = n, g->nodes[i]->branch = b;
+    return MPX_OK;
+}
+
+static mpx_status load_nodes(ctx *c, const Onnx__GraphProto *gp) {
+    mpx_graph *g = c->g;
+    mpx_status st;
+    const char *prefix = c->scope[c->depth];
+    if (gp->n_node > INT_MAX) return fail(c, MPX_E_LIMIT, "the graph is too large");
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Onnx__NodeProto *np = gp->node[i];
+        if (!np->op_type || !*np->op_type)
+            return fail(c, MPX_E_INVALID, "node %zu (\"%s%s\") has no op_type", i, prefix, nz(np->name));
+        if (np->n_input > INT_MAX || np->n_output > INT_MAX || np->n_attribute > INT_MAX)
+            return fail(c, MPX_E_LIMIT, "node \"%s%s\" has too many inputs, outputs or attributes", prefix,
+                        nz(np->name));
+        const Onnx__GraphProto *tb = graph_attr(np, "then_branch"), *eb = graph_attr(np, "else_branch");
+        if (strcmp(np->op_type, "If") == 0 && default_domain(np->domain) && tb && eb) {
+            if ((st = load_if(c, np, tb, eb)) != MPX_OK) return st;
+            continue;
+        }
+        char name[1200];
+        if (np->name && *np->name) snprintf(name, sizeof name, "%s%s", prefix, np->name);
+        else if (*prefix) snprintf(name, sizeof name, "%s%s_%d", prefix, np->op_type, g->n_nodes);
+        else name[0] = '\0';
+        mpx_node *n = mpx_graph_add_node(g, name, np->op_type, np->domain, (int)np->n_input,
+                                         (int)np->n_output, (int)np->n_attribute);
+        if (!n) return fail(c, MPX_E_NOMEM, "out of memory");
+        int ns;
+        if ((st = domain_opset(c, np->domain, &ns)) != MPX_OK) return st;
+        /* A domain the model does not import: 0 (unknown); mpx does not run
+         * such ops, and refusing the whole model would hide the rest. */
+        n->opset = ns < 0 ? 0 : ns;
+        for (size_t j = 0; j < np->n_input; j++)
+            if (np->input[j] && *np->input[j] &&
+                (st = tensor_read(c, np->input[j], &n->inputs[j])) != MPX_OK)
+                return st;
+        for (size_t j = 0; j < np->n_output; j++)
+            if (np->output[j] && *np->output[j] &&
+                (st = tensor_def(c, np->output[j], &n->outputs[j])) != MPX_OK)
+                return st;
+        for (size_t j = 0; j < np->n_attribute; j++)
+            if ((st = load_attr(c, n, np->attribute[j], &n->attrs[j])) != MPX_OK) return st;
+    }
+    return MPX_OK;
+}
+
 static mpx_status convert(ctx *c, const Onnx__ModelProto *m) {
     mpx_graph *g = c->g;
     mpx_arena *ar = g->arena;
@@ -748,32 +923,8 @@ static mpx_status convert(ctx *c, const Onnx__ModelProto *m) {
         if ((st = declare(c, t, gp->value_info[i], "value_info")) != MPX_OK) return st;
     }
 
-    for (size_t i = 0; i < gp->n_node; i++) {
-        const Onnx__NodeProto *np = gp->node[i];
-        if (!np->op_type || !*np->op_type)
-            return fail(c, MPX_E_INVALID, "node %zu (\"%s\") has no op_type", i, nz(np->name));
-        if (np->n_input > INT_MAX || np->n_output > INT_MAX || np->n_attribute > INT_MAX)
-            return fail(c, MPX_E_LIMIT, "node \"%s\" has too many inputs, outputs or attributes",
-                        nz(np->name));
-        mpx_node *n = mpx_graph_add_node(g, np->name, np->op_type, np->domain, (int)np->n_input,
-                                         (int)np->n_output, (int)np->n_attribute);
-        if (!n) return fail(c, MPX_E_NOMEM, "out of memory");
-        int ns;
-        if ((st = domain_opset(c, np->domain, &ns)) != MPX_OK) return st;
-        /* A domain the model does not import: 0 (unknown); mpx does not run
-         * such ops, and refusing the whole model would hide the rest. */
-        n->opset = ns < 0 ? 0 : ns;
-        for (size_t j = 0; j < np->n_input; j++)
-            if (np->input[j] && *np->input[j] &&
-                (st = tensor_for(c, np->input[j], &n->inputs[j])) != MPX_OK)
-                return st;
-        for (size_t j = 0; j < np->n_output; j++)
-            if (np->output[j] && *np->output[j] &&
-                (st = tensor_for(c, np->output[j], &n->outputs[j])) != MPX_OK)
-                return st;
-        for (size_t j = 0; j < np->n_attribute; j++)
-            if ((st = load_attr(c, n, np->attribute[j], &n->attrs[j])) != MPX_OK) return st;
-    }
+    c->scope[0] = "";
+    if ((st = load_nodes(c, gp)) != MPX_OK) return st;
     return mpx_graph_finalize(g, c->err);
 }
 

@@ -472,8 +472,25 @@ mpx_status mpx_graph_infer(mpx_graph *g, mpx_error *err) {
         c.n = g->nodes[i];
         c.err = err;
         if (c.n->op <= MPX_OP_UNKNOWN || c.n->op >= MPX_OP_COUNT) continue;
+        /* The nodes of an If's branch that a known condition rules out keep
+         * unknown shapes (they never run, and need not fit the inputs). */
+        if (mpx_node_inactive(c.n)) continue;
+        mpx_error sub = {0};
+        c.err = c.n->guard ? &sub : err;
         mpx_status st = shape_table[c.n->op](&c);
         if (st == MPX_OK) st = mpx_fold_node(&c);
+        /* A branch that may not run must not stop the model: its outputs
+         * stay unknown, and running it (when its condition selects it) gives
+         * the kernel's own message. */
+        if (st != MPX_OK && c.n->guard) {
+            for (int j = 0; j < c.n->n_outputs; j++)
+                if (c.n->outputs[j] && !(c.n->outputs[j]->flags & MPX_T_CONSTANT)) {
+                    mpx_sh_set_out(&c, j, MPX_DT_UNDEFINED, NULL);
+                    c.n->outputs[j]->f32 = NULL, c.n->outputs[j]->i64 = NULL;
+                    c.n->outputs[j]->flags &= ~(uint32_t)MPX_T_FOLDED;
+                }
+            continue;
+        }
         if (st != MPX_OK) return st;
     }
     for (int i = 0; i < g->n_nodes; i++) mpx_cost_node(g->nodes[i]);

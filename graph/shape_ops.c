@@ -917,3 +917,37 @@ mpx_status mpx_shape_nms(mpx_sctx *c) {
     o.d[1] = 3;
     return mpx_sh_set_out(c, 0, MPX_DT_INT64, &o);
 }
+
+/* If, as the ONNX loader flattens it: [cond, then outputs..., else
+ * outputs...]. A condition known at load (folded) picks its branch's shapes;
+ * otherwise each output has the dims both branches agree on, the others
+ * unknown (which branch runs is data). */
+mpx_status mpx_shape_if(mpx_sctx *c) {
+    int k = c->n->n_outputs;
+    if (c->n->n_inputs != 1 + 2 * k)
+        return mpx_node_error(c, MPX_E_INVALID,
+                              "an If reads its condition and the outputs of both branches (%d inputs for %d outputs, "
+                              "not %d); the ONNX loader makes it from then_branch and else_branch",
+                              c->n->n_inputs, k, 1 + 2 * k);
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    int pick = mpx_node_if_pick(c->n);
+    for (int j = 0; j < k && !st; j++) {
+        const mpx_tensor *a = mpx_sh_in(c, 1 + j), *b = mpx_sh_in(c, 1 + k + j);
+        if (pick >= 0 || !a || !b) {
+            const mpx_tensor *t = pick == 1 || !a ? b : a;
+            shp s = t ? mpx_sh_shp_of(t) : mpx_sh_shp_unknown();
+            st = mpx_sh_set_out(c, j, t ? mpx_sh_dt(t) : MPX_DT_UNDEFINED, &s);
+            continue;
+        }
+        shp sa = mpx_sh_shp_of(a), sb = mpx_sh_shp_of(b), o = mpx_sh_shp_unknown();
+        if (sa.rank >= 0 && sa.rank == sb.rank) {
+            o = mpx_sh_shp_rank(sa.rank);
+            for (int d = 0; d < sa.rank; d++)
+                if (sa.d[d] == sb.d[d]) o.d[d] = sa.d[d], o.s[d] = sa.s[d];
+        }
+        mpx_dtype dt = mpx_sh_dt(a) != MPX_DT_UNDEFINED ? mpx_sh_dt(a) : mpx_sh_dt(b);
+        st = mpx_sh_set_out(c, j, dt, &o);
+    }
+    return st;
+}

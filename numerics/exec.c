@@ -173,7 +173,8 @@ static mpx_status check(const mpx_graph *g, const mpx_assign *a, const mpx_value
                                   "node \"%s\" (%s): input \"%s\" has no value (not a model input, "
                                   "an initializer or a node's output)",
                                   n->name, n->op_type, t->name);
-            else if (ref && !has_value(&ref->vals[t->index]))
+            /* (an If's untaken branch, and the nodes in it, have none) */
+            else if (ref && !has_value(&ref->vals[t->index]) && !n->guard && !(n->op == MPX_OP_If && j > 0))
                 st = mpx_error_set(err, MPX_E_ARG,
                                    "node \"%s\" (%s): the reference run has no value for \"%s\"",
                                    n->name, n->op_type, t->name);
@@ -325,10 +326,30 @@ done:
     return st;
 }
 
+/* Whether a node of an If's branch runs, given the run's values: every If
+ * around it (innermost first) has a condition that selects its branch. A
+ * branch not taken computes nothing: its outputs stay absent, and the If
+ * reads the other's. */
+bool mpx_exec_active(const mpx_node *n, const mpx_value *vals) {
+    for (int depth = 0; n && n->guard && depth <= MPX_MAX_SUBGRAPH_DEPTH; depth++, n = n->guard) {
+        const mpx_tensor *ct = n->guard->inputs[0];
+        const mpx_value *cv = ct ? &vals[ct->index] : NULL;
+        if (!cv || cv->n < 1 || (!cv->i && !cv->f)) return false;
+        bool then = cv->i ? cv->i[0] != 0 : cv->f[0] != 0.0f;
+        if ((then ? 0 : 1) != n->branch) return false;
+    }
+    return true;
+}
+
 mpx_status mpx_exec_node(const mpx_node *n, const mpx_assign *a, const mpx_value *vals,
                          bool ref_inputs, mpx_value *outs, size_t *scratch_bytes,
                          mpx_error *err) {
     enum { FEW = 8 };
+    if (n->guard && !mpx_exec_active(n, vals)) {
+        for (int j = 0; j < n->n_outputs; j++) outs[j].n = -1, outs[j].f = NULL, outs[j].i = NULL;
+        if (scratch_bytes) *scratch_bytes = 0;
+        return MPX_OK;
+    }
     const mpx_value *few[FEW] = {0}, **srcs = few;
     if (n->n_inputs > FEW && !(srcs = malloc((size_t)n->n_inputs * sizeof *srcs))) {
         for (int j = 0; j < n->n_outputs; j++) outs[j].n = -1, outs[j].f = NULL, outs[j].i = NULL;

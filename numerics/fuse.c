@@ -109,6 +109,9 @@ static bool describe(const mpx_tensor *t, const mpx_tensor *out, bool per_channe
 /* Node n alone: can it run by tiles of its output? *plane receives the tile
  * bound its broadcast operands set (its output size when none). */
 static bool node_ok(const mpx_node *n, int64_t *plane) {
+    /* A node of an If's branch runs only when its branch is taken
+     * (mpx_exec_node decides, node by node). */
+    if (n->guard) return false;
     if (!pointwise(n->op) || n->n_outputs < 1 || !known_float(n->outputs[0])) return false;
     for (int j = 1; j < n->n_outputs; j++)
         if (n->outputs[j]) return false;

@@ -289,6 +289,36 @@ mpx_status mpx_k_identity(const mpx_kctx *c, const mpx_value *const *in, int n_i
     return copy_whole(c, &out[0], in[0], in[0]->rank, in[0]->dims);
 }
 
+/* If (flattened by the ONNX loader: [cond, then outputs..., else
+ * outputs...]): the outputs of the branch the condition selects, copied.
+ * Only that branch's nodes ran (exec.c), so the other's values are absent. */
+mpx_status mpx_k_if(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    if (n_in != 1 + 2 * n_out)
+        return mpx_kernel_error(c, MPX_E_INVALID, "an If reads its condition and both branches' outputs (%d inputs "
+                                "for %d outputs); the ONNX loader makes it from then_branch and else_branch",
+                                n_in, n_out);
+    const mpx_value *cv = in[0];
+    if (!cv || cv->n < 0 || (!cv->i && !cv->f))
+        return mpx_kernel_error(c, MPX_E_INVALID, "the condition has no value");
+    if (cv->n != 1)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "the condition has %lld elements; it must hold one",
+                                (long long)cv->n);
+    bool then = cv->i ? cv->i[0] != 0 : cv->f[0] != 0.0f;
+    for (int j = 0; j < n_out; j++) {
+        const mpx_value *x = in[1 + (then ? 0 : n_out) + j];
+        mpx_status st = MPX_OK;
+        if (!x || x->n < 0 || (!x->i && !x->f))
+            st = mpx_kernel_error(c, MPX_E_INVALID, "%s output %d has no value", then ? "then_branch" : "else_branch", j);
+        else
+            st = copy_whole(c, &out[j], x, x->rank, x->dims);
+        if (st != MPX_OK) {
+            for (int q = 0; q < j; q++) mpx_value_free(&out[q]);
+            return st;
+        }
+    }
+    return MPX_OK;
+}
+
 /* Inference only: the data passes through and the mask is all true. A node
  * that asks for training-mode dropout is refused rather than run wrong. */
 mpx_status mpx_k_dropout(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,

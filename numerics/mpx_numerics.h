@@ -625,6 +625,10 @@ mpx_status mpx_exec_check(const mpx_graph *g, const mpx_assign *a, const mpx_val
                           mpx_error *err);
 /* A node that is not run: every output is a constant the graph holds. */
 bool mpx_exec_skipped(const mpx_node *n);
+/* Whether a node runs in a run with these values: false for the nodes of
+ * an If's branch its condition does not take (mpx_exec_node then computes
+ * nothing and returns MPX_OK with every output absent). */
+bool mpx_exec_active(const mpx_node *n, const mpx_value *vals);
 /* Fill vals with what a run under a starts from: constants as borrowed views,
  * or rounded copies where a's format needs rounding; model inputs as copies
  * in their tensors' formats; everything else absent. On error every value is

@@ -126,8 +126,10 @@ function fmt(x) { return x === 0 ? '0' : x.toExponential(2); }
   let shapeText = '';
   for (const inp of man.inputs) {
     const v = readNpy(path.join(mpxDir, inp.file));
-    if (v.descr !== '<f4') throw new Error(`input ${inp.name}: mpx wrote ${v.descr}, expected float32`);
-    feeds[inp.name] = new ort.Tensor('float32', v.data, v.dims);
+    // float inputs, and int64 ones (a sample rate, a length)
+    const kind = { '<f4': 'float32', '<i8': 'int64' }[v.descr];
+    if (!kind) throw new Error(`input ${inp.name}: mpx wrote ${v.descr}, expected float32 or int64`);
+    feeds[inp.name] = new ort.Tensor(kind, v.data, v.dims);
     shapeText += (shapeText ? ',' : '') + v.dims.join('x');
   }
   const sessOpts = { intraOpNumThreads: opt.threads, interOpNumThreads: 1 };

@@ -126,6 +126,15 @@ mpx_status mpx_viz_export_onnx(const mpx_plan *p, const char *path, bool force, 
                              "ONNX has no %s type, so a %s plan cannot be written as a model: export with "
                              "target fp16 (or bf16), or deploy tf32 through the runtime's own setting",
                              p->opts.target->name, p->opts.target->name);
+    /* An If's branches are flattened into mpx's graph; writing the plan back
+     * means putting casts inside the file's subgraphs, which the exporter
+     * does not do yet: refused before anything is written. */
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i]->op == MPX_OP_If)
+            return mpx_error_set(err, MPX_E_UNSUPPORTED,
+                                 "node \"%s\" (If): mpx cannot export models with control flow yet (the plan's "
+                                 "casts would go inside the If's branches); plan, run and report cover them",
+                                 g->nodes[i]->name);
     /* An all-fp32 plan of an .onnx model would write the loaded model again;
      * of a JSON model it writes the fp32 reference as ONNX, which is useful. */
     bool from_file = g->path && has_ext(g->path, ".onnx");

@@ -188,8 +188,9 @@ static int chain_successor(const view *v, int a) {
         if (is_data_tensor(v, nb->inputs[k]) && nb->inputs[k] != out) return -1;
     const mpx_plan_node *pa = &v->p->nodes[a], *pb = &v->p->nodes[b];
     if (pa->is_float != pb->is_float || pa->compute != pb->compute || pa->output != pb->output) return -1;
-    /* with clusters, a chain stays inside one cluster */
+    /* with clusters, a chain stays inside one cluster (an If's branch is one) */
     if (v->o->cluster > 0 && !same_cluster(v->g->nodes[a]->name, v->g->nodes[b]->name, v->o->cluster)) return -1;
+    if (na->guard != nb->guard || na->branch != nb->branch) return -1;
     return b;
 }
 
@@ -393,6 +394,32 @@ static Agraph_t *cluster_for(view *v, const char *name) {
     return parent;
 }
 
+/* The cluster of an If's branch ("If_25: then_branch"), inside the cluster
+ * of the branch around that If: drawn whatever --cluster says, since the
+ * branches are the model's structure, not a naming convention. */
+static Agraph_t *branch_cluster(view *v, const mpx_node *n, int depth) {
+    if (!n->guard || depth > MPX_MAX_SUBGRAPH_DEPTH) return v->G;
+    Agraph_t *parent = branch_cluster(v, n->guard, depth + 1);
+    const char *which = n->branch ? "else_branch" : "then_branch";
+    char key[1100];
+    snprintf(key, sizeof key, "cluster_if:%s/%s", n->guard->name, which);
+    Agraph_t *sub = agsubg(parent, key, 0);
+    if (sub) return sub;
+    if (!(sub = agsubg(parent, key, 1))) return parent;
+    v->st.clusters++;
+    char part[1100];
+    snprintf(part, sizeof part, "%s: %s", n->guard->name, which);
+    vz_buf lb;
+    vz_buf_init(&lb);
+    put_label_text(&lb, part);
+    vz_set(sub, "label", lb.s ? lb.s : "");
+    vz_set(sub, "id", key);
+    vz_buf_free(&lb);
+    vz_set(sub, "style", "rounded,dashed");
+    vz_set(sub, "color", n->branch ? "#8e24aa" : "#1e88e5");
+    return sub;
+}
+
 static void add_op(view *v, int h) {
     const mpx_graph *g = v->g;
     const mpx_node *nd = g->nodes[h];
@@ -402,7 +429,7 @@ static void add_op(view *v, int h) {
     Agnode_t *an = new_node(v, id);
     if (!an) return;
     v->an[h] = an;
-    Agraph_t *cl = cluster_for(v, nd->name);
+    Agraph_t *cl = nd->guard ? branch_cluster(v, nd, 0) : cluster_for(v, nd->name);
     if (cl != v->G) agsubnode(cl, an, 1);
     vz_buf *b = &v->tmp;
     if (v->kind[h] == V_STUB) {
@@ -537,6 +564,16 @@ static Agnode_t *cast_node(view *v, int k) {
     if (!an) return NULL;
     v->acast[k] = an;
     v->st.casts++;
+    /* A cast whose readers are all in one If branch is drawn in it: that is
+     * where a runtime runs it (only when the branch is taken). */
+    const mpx_node *in = NULL;
+    bool one = c->n_consumers > 0;
+    for (int q = 0; one && q < c->n_consumers; q++) {
+        const mpx_node *m = c->consumers[q] >= 0 ? v->g->nodes[c->consumers[q]] : NULL;
+        one = m && m->guard && (!in || (m->guard == in->guard && m->branch == in->branch));
+        if (one && !in) in = m;
+    }
+    if (one && in) agsubnode(branch_cluster(v, in, 0), an, 1);
     vz_buf *b = &v->tmp;
     b->len = 0;
     vz_printf(b, "Cast\\n%s\xe2\x86\x92%s", mpx_format_name(c->from), mpx_format_name(c->to));
