@@ -256,6 +256,17 @@ static const entry table[MPX_OP_COUNT] = {
     E(HannWindow, R, R, "mpx: a constant from an integer size (as TVM's never-listed arange)"),
     E(HammingWindow, R, R, "mpx: a constant from an integer size (as TVM's never-listed arange)"),
     E(BlackmanWindow, R, R, "mpx: a constant from an integer size (as TVM's never-listed arange)"),
+    /* Integer products of quantised models: int32 sums of integers, no
+     * float values to plan; the QLinear forms requantise with float scales,
+     * which a runtime keeps in fp32 (rounding them would move every
+     * output). */
+    E(MatMulInteger, C, C, "mpx: integers in, int32 out, no float values"),
+    E(ConvInteger, C, C, "mpx: integers in, int32 out, no float values"),
+    E(QLinearMatMul, R, R, "mpx: integers in and out; its float scales stay fp32, as ORT's QLinear kernels"),
+    E(QLinearConv, R, R, "mpx: integers in and out; its float scales stay fp32, as ORT's QLinear kernels"),
+    E(MaxUnpool, C, C, "mpx: copies values into zeros (as MaxPool, TF AMP clear list)"),
+    E(Unique, C, C, "mpx: copies and counts values (as TF's clear-listed UniqueV2)"),
+    E(RoiAlign, Y, Y, "mpx: bilinear samples averaged (as GridSample, gray)"),
     /* An If hands on its taken branch's values: a copy. Its branches'
      * nodes are coloured as any other node. */
     E(If, C, C, "mpx: selects one branch's outputs, a copy (as TF's clear-listed Select)"),
@@ -269,6 +280,8 @@ static const entry table[MPX_OP_COUNT] = {
     E(SkipLayerNormalization, R, Y, "mpx: Add then LayerNormalization (TVM never: layer_norm); gray for bf16"),
     E(SkipSimplifiedLayerNormalization, R, Y, "mpx: Add then RMS normalisation, as LayerNormalization; gray for bf16"),
     E(SimplifiedLayerNormalization, R, Y, "mpx: ORT's name for RMSNormalization, as LayerNormalization"),
+    E(MatMulNBits, G, G, "mpx: a MatMul with block-quantised weights (TF AMP allow list: MatMul)"),
+    E(RotaryEmbedding, Y, Y, "mpx: x cos + x' sin per pair, as TF's infer-listed Mul and Add"),
 };
 static_assert(sizeof table / sizeof table[0] == MPX_OP_COUNT,
               "default colour table out of step with graph/ops.def");

@@ -67,7 +67,7 @@ static void cost_elementwise(const mpx_node *n, mpx_cost *c) {
 }
 
 static void cost_conv(const mpx_node *n, mpx_cost *c) {
-    const mpx_tensor *w = in(n, 1);
+    const mpx_tensor *w = in(n, mpx_node_weight_input(n));
     c->group = mpx_node_attr_int(n, "group", 1);
     c->kernel = prod(w, 2, MPX_MAX_RANK);
     c->k = mul(dim(w, 1), c->kernel); /* Cin/group * KH * KW */
@@ -95,13 +95,22 @@ static void cost_gemm(const mpx_node *n, mpx_cost *c) {
 }
 
 static void cost_matmul(const mpx_node *n, mpx_cost *c) {
-    const mpx_tensor *b = in(n, 1);
+    const mpx_tensor *b = in(n, mpx_node_weight_input(n));
     /* FusedMatMul with transA sums over A's second-to-last dim */
     int64_t k = dim(in(n, 0), mpx_node_attr_int(n, "transA", 0) && n->op == MPX_OP_FusedMatMul ? -2 : -1);
     c->k = k;
     c->in_ch = k;
     c->out_ch = b && b->rank == 1 ? 1 : dim(b, -1);
     c->macs = mul(nelem(out(n, 0)), k); /* batch * M * N * K */
+}
+
+/* MatMulNBits: A [.., K] times the dequantised [K, N] (attributes K, N). */
+static void cost_matmul_nbits(const mpx_node *n, mpx_cost *c) {
+    int64_t k = mpx_node_attr_int(n, "K", -1);
+    c->k = k;
+    c->in_ch = k;
+    c->out_ch = mpx_node_attr_int(n, "N", -1);
+    c->macs = mul(nelem(out(n, 0)), k);
 }
 
 static void cost_einsum(const mpx_node *n, mpx_cost *c) {

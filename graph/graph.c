@@ -688,3 +688,12 @@ bool mpx_node_inactive(const mpx_node *n) {
     }
     return false;
 }
+
+int mpx_node_weight_input(const mpx_node *n) {
+    return n && (n->op == MPX_OP_QLinearConv || n->op == MPX_OP_QLinearMatMul) ? 3 : 1;
+}
+
+int mpx_node_bias_input(const mpx_node *n) {
+    if (!n) return 2;
+    return n->op == MPX_OP_QLinearConv ? 8 : n->op == MPX_OP_ConvInteger || n->op == MPX_OP_MatMulInteger ? -1 : 2;
+}

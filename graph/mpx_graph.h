@@ -140,6 +140,12 @@ struct mpx_node;
 int mpx_node_if_pick(const struct mpx_node *n);
 /* A node of an If branch that a known condition rules out (at any depth). */
 bool mpx_node_inactive(const struct mpx_node *n);
+/* Where a product op's second operand (weights) is: 3 for QLinearConv and
+ * QLinearMatMul (after a's scale and zero point), else 1; its bias: 8 for
+ * QLinearConv, none (-1) for ConvInteger and MatMulInteger, else 2. Shape
+ * inference and cost read the same inputs. */
+int mpx_node_weight_input(const struct mpx_node *n);
+int mpx_node_bias_input(const struct mpx_node *n);
 mpx_op mpx_op_from_name(const char *op_type);   /* exact, case-sensitive; UNKNOWN if none */
 /* The op a node of this domain ("" or "ai.onnx": ONNX's; "com.microsoft":
  * ONNX Runtime's contrib ops) and op_type means; UNKNOWN if none. */

@@ -107,13 +107,28 @@ static mpx_status spatial_rank(const mpx_sctx *c, const mpx_tensor *x) {
 /* What Conv and ConvTranspose check first: input and weights present, of
  * one rank with spatial dims, and the group. *x NULL: a shape is unknown
  * (the output is set unknown). */
+/* The element type of a product's output: int32 for the integer products,
+ * y_zero_point's type (uint8 without one) for the QLinear ones, else the
+ * input's. */
+static mpx_dtype product_dt(const mpx_sctx *c, const mpx_tensor *x) {
+    switch (c->n->op) {
+    case MPX_OP_MatMulInteger: case MPX_OP_ConvInteger: return MPX_DT_INT32;
+    case MPX_OP_QLinearMatMul: case MPX_OP_QLinearConv: {
+        const mpx_tensor *zp = mpx_sh_in(c, 7);
+        return zp && mpx_sh_dt(zp) != MPX_DT_UNDEFINED ? mpx_sh_dt(zp) : MPX_DT_UINT8;
+    }
+    default: return mpx_sh_dt(x);
+    }
+}
+
 static mpx_status conv_inputs(mpx_sctx *c, const mpx_tensor **x, const mpx_tensor **w,
                               int64_t *group) {
     *x = NULL;
-    mpx_status st = mpx_sh_need(c, 2);
+    int wi = mpx_node_weight_input(c->n);
+    mpx_status st = mpx_sh_need(c, wi + 1);
     if (st) return st;
-    const mpx_tensor *in = mpx_sh_in(c, 0), *wt = mpx_sh_in(c, 1);
-    if (!mpx_sh_known(in) || !mpx_sh_known(wt)) return mpx_sh_set_out(c, 0, mpx_sh_dt(in), NULL);
+    const mpx_tensor *in = mpx_sh_in(c, 0), *wt = mpx_sh_in(c, wi);
+    if (!mpx_sh_known(in) || !mpx_sh_known(wt)) return mpx_sh_set_out(c, 0, product_dt(c, in), NULL);
     if ((st = spatial_rank(c, in))) return st;
     if (wt->rank != in->rank)
         return mpx_node_error(c, MPX_E_SHAPE, "weights \"%s\" of shape %s do not match input %s",
@@ -141,7 +156,8 @@ mpx_status mpx_shape_conv(mpx_sctx *c) {
     if (m >= 0 && m % group)
         return mpx_node_error(c, MPX_E_SHAPE, "%lld output channels do not divide into %lld groups",
                               (long long)m, (long long)group);
-    const mpx_tensor *b = mpx_sh_in(c, 2);
+    int bi = mpx_node_bias_input(c->n);
+    const mpx_tensor *b = bi >= 0 ? mpx_sh_in(c, bi) : NULL;
     if (mpx_sh_known(b) && m >= 0 && (b->rank != 1 || (b->dims[0] >= 0 && b->dims[0] != m)))
         return mpx_node_error(c, MPX_E_SHAPE, "bias \"%s\" of shape %s does not match %lld output channels",
                               b->name, mpx_sh_TS(b), (long long)m);
@@ -158,7 +174,7 @@ mpx_status mpx_shape_conv(mpx_sctx *c) {
         if ((st = window_out(c, &win, i, x->dims[2 + i], false, &o.d[2 + i]))) return st;
         o.s[2 + i] = NULL; /* a new length, not the input's symbol */
     }
-    return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+    return mpx_sh_set_out(c, 0, product_dt(c, x), &o);
 }
 
 mpx_status mpx_shape_conv_transpose(mpx_sctx *c) {
@@ -274,10 +290,11 @@ mpx_status mpx_shape_gemm(mpx_sctx *c) {
 }
 
 mpx_status mpx_shape_matmul(mpx_sctx *c) {
-    mpx_status st = mpx_sh_need(c, 2);
+    int wi = mpx_node_weight_input(c->n);
+    mpx_status st = mpx_sh_need(c, wi + 1);
     if (st) return st;
-    const mpx_tensor *a = mpx_sh_in(c, 0), *b = mpx_sh_in(c, 1);
-    if (!mpx_sh_known(a) || !mpx_sh_known(b)) return mpx_sh_set_out(c, 0, mpx_sh_dt(a), NULL);
+    const mpx_tensor *a = mpx_sh_in(c, 0), *b = mpx_sh_in(c, wi);
+    if (!mpx_sh_known(a) || !mpx_sh_known(b)) return mpx_sh_set_out(c, 0, product_dt(c, a), NULL);
     if (a->rank < 1 || b->rank < 1)
         return mpx_node_error(c, MPX_E_SHAPE, "operands %s and %s must not be scalars", mpx_sh_TS(a), mpx_sh_TS(b));
     shp sa = mpx_sh_shp_of(a), sb = mpx_sh_shp_of(b);
@@ -326,7 +343,7 @@ mpx_status mpx_shape_matmul(mpx_sctx *c) {
         o.d[o.rank] = sb.d[sb.rank - 1];
         o.s[o.rank++] = sb.s[sb.rank - 1];
     }
-    return mpx_sh_set_out(c, 0, mpx_sh_dt(a), &o);
+    return mpx_sh_set_out(c, 0, product_dt(c, a), &o);
 }
 
 /* Einsum: labels are letters; "..." stands for broadcast batch dims. */
@@ -618,4 +635,117 @@ mpx_status mpx_shape_simplified_norm(mpx_sctx *c) {
     for (int i = (int)ax; i < m.rank; i++) m.d[i] = 1, m.s[i] = NULL;
     for (int i = 0; i < c->n->n_outputs && !st; i++) st = mpx_sh_set_out(c, i, mpx_sh_dt(x), i == 1 ? &m : &s);
     return st;
+}
+
+/* MaxUnpool: X's shape with each spatial dim (in - 1) * stride + kernel -
+ * pads, or the output_shape input's value when given. */
+mpx_status mpx_shape_max_unpool(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 2);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0), *os = mpx_sh_in(c, 2);
+    if (os) {
+        int64_t v[MPX_MAX_RANK];
+        int n;
+        if (mpx_sh_ints_of(os, v, MPX_MAX_RANK, &n) != V_KNOWN) {
+            shp u = os->rank == 1 && os->dims[0] >= 0 && os->dims[0] <= MPX_MAX_RANK
+                        ? mpx_sh_shp_rank((int)os->dims[0]) : mpx_sh_shp_unknown();
+            return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &u);
+        }
+        shp o = mpx_sh_shp_rank(n);
+        for (int i = 0; i < n; i++) o.d[i] = v[i];
+        return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+    }
+    if (!mpx_sh_known(x)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+    if ((st = spatial_rank(c, x))) return st;
+    int nsp = x->rank - 2;
+    int64_t k[MPX_MAX_RANK], s[MPX_MAX_RANK], p[2 * MPX_MAX_RANK];
+    if ((st = mpx_sh_ints_attr(c, "kernel_shape", nsp, -1, k))) return st;
+    if ((st = mpx_sh_ints_attr(c, "strides", nsp, 1, s))) return st;
+    if ((st = mpx_sh_ints_attr(c, "pads", 2 * nsp, 0, p))) return st;
+    shp o = mpx_sh_shp_of(x);
+    for (int i = 0; i < nsp; i++) {
+        if (k[i] < 1) return mpx_node_error(c, MPX_E_INVALID, "kernel_shape is required");
+        int64_t in = x->dims[2 + i];
+        o.s[2 + i] = NULL;
+        o.d[2 + i] = in < 0 ? -1 : (in - 1) * s[i] + k[i] - p[i] - p[nsp + i];
+        if (in >= 0 && o.d[2 + i] < 1)
+            return mpx_node_error(c, MPX_E_SHAPE, "spatial dim %d: the output length %lld is not positive", i,
+                                  (long long)o.d[2 + i]);
+    }
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+}
+
+/* Unique: Y is X flattened (no axis) or X with the axis dim, holding the
+ * distinct values or slices (how many is data); indices and counts one per
+ * distinct one; inverse_indices one per element or slice of X. */
+mpx_status mpx_shape_unique(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0);
+    const mpx_attr *ax = mpx_node_attr(c->n, "axis");
+    shp y = mpx_sh_shp_rank(1), inv = mpx_sh_shp_rank(1), one = mpx_sh_shp_rank(1);
+    if (!mpx_sh_known(x)) {
+        if (ax) y = mpx_sh_shp_unknown();
+        inv = mpx_sh_shp_rank(1);
+    } else if (ax) {
+        int a;
+        if ((st = mpx_sh_norm_axis(c, ax->i, x->rank, "axis", x, &a))) return st;
+        y = mpx_sh_shp_of(x);
+        y.d[a] = -1, y.s[a] = NULL;
+        inv.d[0] = x->dims[a];
+    } else {
+        inv.d[0] = x->nelem;
+    }
+    if ((st = mpx_sh_set_out(c, 0, mpx_sh_dt(x), &y))) return st;
+    if ((st = mpx_sh_set_out(c, 1, MPX_DT_INT64, &one))) return st;
+    if ((st = mpx_sh_set_out(c, 2, MPX_DT_INT64, &inv))) return st;
+    return mpx_sh_set_out(c, 3, MPX_DT_INT64, &one);
+}
+
+/* RoiAlign: (num_rois, C, output_height, output_width). */
+mpx_status mpx_shape_roi_align(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 3);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0), *r = mpx_sh_in(c, 1);
+    int64_t oh = mpx_node_attr_int(c->n, "output_height", 1), ow = mpx_node_attr_int(c->n, "output_width", 1);
+    if (oh < 1 || ow < 1 || oh > MPX_MAX_ELEMS || ow > MPX_MAX_ELEMS)
+        return mpx_node_error(c, MPX_E_INVALID, "output_height %lld and output_width %lld must be positive",
+                              (long long)oh, (long long)ow);
+    if (mpx_sh_known(x) && x->rank != 4)
+        return mpx_node_error(c, MPX_E_SHAPE, "X has shape %s; N x C x H x W expected", mpx_sh_TS(x));
+    if (mpx_sh_known(r) && (r->rank != 2 || (r->dims[1] >= 0 && r->dims[1] != 4)))
+        return mpx_node_error(c, MPX_E_SHAPE, "rois has shape %s; num_rois x 4 expected", mpx_sh_TS(r));
+    shp o = mpx_sh_shp_rank(4);
+    if (mpx_sh_known(r)) o.d[0] = r->dims[0], o.s[0] = r->sym[0];
+    if (mpx_sh_known(x)) o.d[1] = x->dims[1], o.s[1] = x->sym[1];
+    o.d[2] = oh, o.d[3] = ow;
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+}
+
+/* MatMulNBits (com.microsoft): A [.., K] -> [.., N]; B must be
+ * [N, ceil(K / block_size), block_size * bits / 8]. */
+mpx_status mpx_shape_matmul_nbits(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 3);
+    if (st) return st;
+    const mpx_tensor *a = mpx_sh_in(c, 0), *b = mpx_sh_in(c, 1);
+    int64_t K = mpx_node_attr_int(c->n, "K", -1), N = mpx_node_attr_int(c->n, "N", -1);
+    int64_t bits = mpx_node_attr_int(c->n, "bits", 4), bs = mpx_node_attr_int(c->n, "block_size", -1);
+    if (K < 1 || N < 1 || K > MPX_MAX_ELEMS || N > MPX_MAX_ELEMS)
+        return mpx_node_error(c, MPX_E_INVALID, "attributes K (%lld) and N (%lld) must be positive", (long long)K,
+                              (long long)N);
+    if ((bits != 2 && bits != 4 && bits != 8) || bs < 16 || bs > 65536 || (bs & (bs - 1)))
+        return mpx_node_error(c, MPX_E_INVALID, "bits %lld must be 2, 4 or 8 and block_size %lld a power of 2 from 16",
+                              (long long)bits, (long long)bs);
+    int64_t blocks = (K + bs - 1) / bs, blob = bs * bits / 8;
+    if (mpx_sh_known(b) && (b->rank != 3 || (b->dims[0] >= 0 && b->dims[0] != N) ||
+                            (b->dims[1] >= 0 && b->dims[1] != blocks) || (b->dims[2] >= 0 && b->dims[2] != blob)))
+        return mpx_node_error(c, MPX_E_SHAPE, "B has shape %s; [%lld, %lld, %lld] expected (N, K blocks, bytes a block)",
+                              mpx_sh_TS(b), (long long)N, (long long)blocks, (long long)blob);
+    if (!mpx_sh_known(a)) return mpx_sh_set_out(c, 0, mpx_sh_dt(a), NULL);
+    if (a->rank < 1 || (a->dims[a->rank - 1] >= 0 && a->dims[a->rank - 1] != K))
+        return mpx_node_error(c, MPX_E_SHAPE, "A has shape %s; its last dim must be K = %lld", mpx_sh_TS(a),
+                              (long long)K);
+    shp o = mpx_sh_shp_of(a);
+    o.d[o.rank - 1] = N, o.s[o.rank - 1] = NULL;
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(a), &o);
 }

@@ -214,3 +214,164 @@ mpx_status mpx_k_skip_simplified_layer_normalization(const mpx_kctx *c, const mp
                                                      mpx_value *out, int n_out) {
     return skip_norm(c, in, n_in, out, n_out, true);
 }
+
+/* ---- MatMulNBits ------------------------------------------------------------------------ */
+
+/* Y = A @ W^T (+ bias), W [N, K] dequantised from B's block-quantised codes:
+ * w = (code - zero_point) * scale per block of block_size along K, codes
+ * of `bits` bits packed low bits first, zero points uint8-packed the same
+ * way per column (or floats; 2^(bits-1) when omitted). The dequantised
+ * weight is what a runtime multiplies: rounded to the node's compute format
+ * when that is low (an fp16 model's scales are fp16 already, converted as
+ * constants). ORT's accuracy_level 4 makes its CPU kernel quantise A to
+ * int8 as well; mpx computes the operator's definition, A as given. */
+mpx_status mpx_k_matmul_nbits(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    const mpx_value *a, *sc, *b = kn_opt(in, n_in, 1), *zp = kn_opt(in, n_in, 3), *bias;
+    char s1[160];
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (!st) st = kn_float_in(c, in, n_in, 0, "A", &a);
+    if (!st) st = kn_float_in(c, in, n_in, 2, "scales", &sc);
+    if (!st) st = kn_float_opt(c, in, n_in, 5, "bias", &bias);
+    if (st) return st;
+    if (kn_opt(in, n_in, 4)) return mpx_kernel_error(c, MPX_E_UNSUPPORTED, "g_idx (deprecated in ORT) is not supported");
+    int64_t K = mpx_node_attr_int(c->node, "K", -1), N = mpx_node_attr_int(c->node, "N", -1);
+    int64_t bits = mpx_node_attr_int(c->node, "bits", 4), bs = mpx_node_attr_int(c->node, "block_size", -1);
+    if (K < 1 || N < 1 || K > MPX_MAX_ELEMS || N > MPX_MAX_ELEMS || (bits != 2 && bits != 4 && bits != 8) || bs < 16 ||
+        bs > 65536 || (bs & (bs - 1)))
+        return mpx_kernel_error(c, MPX_E_INVALID, "K %lld, N %lld, bits %lld, block_size %lld: K and N positive, bits 2, "
+                                "4 or 8, block_size a power of 2 from 16", (long long)K, (long long)N,
+                                (long long)bits, (long long)bs);
+    int64_t blocks = (K + bs - 1) / bs, blob = bs * bits / 8, zpb = (blocks * bits + 7) / 8;
+    if (!b || !b->i || b->rank != 3 || b->dims[0] != N || b->dims[1] != blocks || b->dims[2] != blob)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "B %s must be uint8 [%lld, %lld, %lld]", b ? kn_shape(b, s1) : "(none)",
+                                (long long)N, (long long)blocks, (long long)blob);
+    if (sc->n != N * blocks)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "scales %s must hold N x blocks = %lld values", kn_shape(sc, s1),
+                                (long long)(N * blocks));
+    if (zp && !((zp->i && zp->n == N * zpb) || (zp->f && zp->n == N * blocks)))
+        return mpx_kernel_error(c, MPX_E_SHAPE, "zero_points %s must hold %lld packed uint8 or %lld float values",
+                                kn_shape(zp, s1), (long long)(N * zpb), (long long)(N * blocks));
+    if (bias && bias->n != N) return mpx_kernel_error(c, MPX_E_SHAPE, "bias %s must hold N = %lld values",
+                                                      kn_shape(bias, s1), (long long)N);
+    if (a->rank < 1 || a->dims[a->rank - 1] != K)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "A has shape %s; its last dim must be K = %lld", kn_shape(a, s1),
+                                (long long)K);
+    mpx_value wt = {.n = -1};
+    int64_t wd[2] = {K, N};
+    mpx_error e;
+    if (mpx_value_alloc(&wt, MPX_DT_FLOAT, 2, wd, &e) != MPX_OK) return mpx_kernel_error(c, e.status, "%s", e.msg);
+    int64_t mask = (1 << bits) - 1, dflt = 1 << (bits - 1);
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t k = 0; k < K; k++) {
+            int64_t blk = k / bs, j = k % bs;
+            int64_t byte = b->i[(n * blocks + blk) * blob + j * bits / 8];
+            float code = (float)((byte >> ((j * bits) % 8)) & mask), z = (float)dflt;
+            if (zp && zp->i) z = (float)((zp->i[n * zpb + blk * bits / 8] >> ((blk * bits) % 8)) & mask);
+            else if (zp) z = zp->f[n * blocks + blk];
+            wt.f[k * N + n] = (code - z) * sc->f[n * blocks + blk];
+        }
+    if (c->round) mpx_round_array(c->round, wt.f, wt.f, (size_t)wt.n);
+    const mpx_value *ins[2] = {a, &wt};
+    st = mpx_k_matmul(c, ins, 2, out, 1);
+    mpx_value_free(&wt);
+    if (!st && bias)
+        for (int64_t k = 0; k < out[0].n; k++) out[0].f[k] += bias->f[k % N];
+    return st;
+}
+
+/* ---- RotaryEmbedding ---------------------------------------------------------------------- */
+
+/* ONNX's (opset 23) and ORT's com.microsoft RotaryEmbedding, as ORT's CPU
+ * kernel computes them: for each head, the first rotary_embedding_dim values
+ * (default: all) are rotated in pairs - (i, i + d/2), or (2i, 2i + 1) when
+ * interleaved - by the angle whose cos and sin the caches hold for the
+ * token's position: y_i = x_i cos - x_j sin for the first of a pair,
+ * x_i cos + x_j sin for the second; the rest are copied. Positions come from
+ * position_ids (batch x sequence; com.microsoft also takes one offset added
+ * to the token's index), or, in ONNX's form without position_ids, from caches
+ * shaped batch x sequence x d/2. X is (batch, heads, sequence, head) or
+ * (batch, sequence, heads * head) with num_heads. */
+mpx_status mpx_k_rotary_embedding(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                                  int n_out) {
+    bool ms = c->node->domain && strcmp(c->node->domain, "com.microsoft") == 0;
+    const mpx_value *x, *cs, *sn, *pid = kn_opt(in, n_in, ms ? 1 : 3);
+    char s1[160], s2[160];
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (!st) st = kn_float_in(c, in, n_in, 0, "X", &x);
+    if (!st) st = kn_float_in(c, in, n_in, ms ? 2 : 1, "cos_cache", &cs);
+    if (!st) st = kn_float_in(c, in, n_in, ms ? 3 : 2, "sin_cache", &sn);
+    if (st) return st;
+    if (ms && !pid) return mpx_kernel_error(c, MPX_E_INVALID, "position_ids is required");
+    if (pid && !pid->i) return mpx_kernel_error(c, MPX_E_INVALID, "position_ids must be integers");
+    if (mpx_node_attr_int(c->node, "is_packed_batching", 0))
+        return mpx_kernel_error(c, MPX_E_UNSUPPORTED, "is_packed_batching is not supported");
+    bool inter = mpx_node_attr_int(c->node, "interleaved", 0) != 0;
+    int64_t nh = mpx_node_attr_int(c->node, "num_heads", 0), rd = mpx_node_attr_int(c->node, "rotary_embedding_dim", 0);
+    if (x->rank != 3 && x->rank != 4)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "X has shape %s; rank 3 or 4 expected", kn_shape(x, s1));
+    if (cs->rank != sn->rank || cs->n != sn->n || (cs->rank != 2 && cs->rank != 3))
+        return mpx_kernel_error(c, MPX_E_SHAPE, "cos_cache %s and sin_cache %s must have one shape, rank 2 (or 3 "
+                                "without position_ids)", kn_shape(cs, s1), kn_shape(sn, s2));
+    int64_t B = x->dims[0], S, H, D;
+    if (x->rank == 4) {
+        H = x->dims[1], S = x->dims[2], D = x->dims[3];
+    } else {
+        S = x->dims[1];
+        int64_t hidden = x->dims[2];
+        if (nh <= 0 && ms && rd == 0) nh = hidden / (cs->dims[cs->rank - 1] * 2);
+        if (nh <= 0 || hidden % nh)
+            return mpx_kernel_error(c, MPX_E_INVALID, "num_heads %lld must divide X's last dim %lld", (long long)nh,
+                                    (long long)hidden);
+        H = nh, D = hidden / nh;
+    }
+    if (rd == 0) rd = D;
+    int64_t half = rd / 2;
+    if (rd < 2 || rd > D || rd % 2)
+        return mpx_kernel_error(c, MPX_E_INVALID, "rotary_embedding_dim %lld must be even and at most the head size %lld",
+                                (long long)rd, (long long)D);
+    if (cs->dims[cs->rank - 1] != half)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "cos_cache %s: its last dim must be rotary_embedding_dim / 2 = %lld",
+                                kn_shape(cs, s1), (long long)half);
+    bool per_token = cs->rank == 3;
+    if (per_token && (pid || cs->dims[0] != B || cs->dims[1] != S))
+        return mpx_kernel_error(c, MPX_E_SHAPE, "a cos_cache %s of rank 3 is per token (%lld x %lld), without "
+                                "position_ids", kn_shape(cs, s1), (long long)B, (long long)S);
+    if (!per_token && !pid)
+        return mpx_kernel_error(c, MPX_E_INVALID, "position_ids is required with a cos_cache of rank 2");
+    bool offset = pid && ms && pid->n == 1;
+    if (pid && !offset && pid->n != B * S)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "position_ids %s must be batch x sequence (%lld x %lld)%s",
+                                kn_shape(pid, s1), (long long)B, (long long)S, ms ? " or one offset" : "");
+    int64_t maxpos = per_token ? 0 : cs->dims[0];
+    if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, x->dims))) return st;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t s = 0; s < S; s++) {
+            const float *cr, *sr;
+            if (per_token) {
+                cr = cs->f + (b * S + s) * half, sr = sn->f + (b * S + s) * half;
+            } else {
+                int64_t p = offset ? pid->i[0] + s : pid->i[b * S + s];
+                if (p < 0 || p >= maxpos) {
+                    mpx_value_free(&out[0]);
+                    return mpx_kernel_error(c, MPX_E_INVALID, "position %lld (batch %lld, token %lld) is outside the "
+                                            "caches' %lld positions", (long long)p, (long long)b, (long long)s,
+                                            (long long)maxpos);
+                }
+                cr = cs->f + p * half, sr = sn->f + p * half;
+            }
+            for (int64_t h = 0; h < H; h++) {
+                int64_t at = x->rank == 4 ? ((b * H + h) * S + s) * D : (b * S + s) * H * D + h * D;
+                const float *xi = x->f + at;
+                float *yo = out[0].f + at;
+                for (int64_t i = 0; i < rd; i++) {
+                    int64_t ci, j;
+                    float sign;
+                    if (inter) ci = (i / 2) % half, sign = i % 2 == 0 ? -1.0f : 1.0f, j = i % 2 == 0 ? i + 1 : i - 1;
+                    else ci = i % half, sign = i < half ? -1.0f : 1.0f, j = (i + half) % rd;
+                    yo[i] = xi[i] * cr[ci] + sign * xi[j] * sr[ci];
+                }
+                for (int64_t i = rd; i < D; i++) yo[i] = xi[i];
+            }
+        }
+    return MPX_OK;
+}

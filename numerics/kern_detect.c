@@ -1,11 +1,23 @@
-/* kern_detect.c - NonMaxSuppression, as ONNX Runtime's CPU kernel runs it:
+/* kern_detect.c - the detection ops: NonMaxSuppression and RoiAlign.
+ *
+ * NonMaxSuppression, as ONNX Runtime's CPU kernel runs it:
  * per batch and class, the boxes whose score is above score_threshold (when
  * given) in order of score (ties: the lower box index first), each kept
  * unless its IoU with a box already kept exceeds iou_threshold, until
  * max_output_boxes_per_class are kept (0 or omitted: none). Corners may come
  * in either order (center_point_box 0) or as centre and size (1). A box of
  * zero area suppresses nothing and is suppressed by nothing. Selected
- * indices are listed batch by batch, class by class, in the order chosen. */
+ * indices are listed batch by batch, class by class, in the order chosen.
+ *
+ * RoiAlign, as ONNX Runtime's CPU kernel (and ONNX's reference) computes it:
+ * each output bin averages (or, mode max, takes the largest of) a grid of
+ * bilinear samples, sampling_ratio per side or ceil(roi size / bins); a
+ * sample more than one pixel outside the image counts 0, one within a pixel
+ * is clamped to the border. coordinate_transformation_mode half_pixel
+ * (opset 16's default) shifts the box by half a pixel; output_half_pixel
+ * (opset 10's behaviour) does not, and makes every box at least 1x1. Max
+ * mode takes the largest of the four weighted corners of each sample, as
+ * ORT does (not the largest interpolated value). */
 #include "kern_nn.h"
 
 #include <math.h>
@@ -117,4 +129,106 @@ done:
     free(picked);
     free(sel);
     return st;
+}
+
+/* ---- RoiAlign -------------------------------------------------------------------------- */
+
+typedef struct sample {
+    int64_t pos[4];
+    float w[4];
+} sample;
+
+mpx_status mpx_k_roi_align(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    const mpx_value *x, *rois, *bi = kn_opt(in, n_in, 2);
+    char s1[160], s2[160];
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (!st) st = kn_float_in(c, in, n_in, 0, "X", &x);
+    if (!st) st = kn_float_in(c, in, n_in, 1, "rois", &rois);
+    if (st) return st;
+    if (x->rank != 4) return mpx_kernel_error(c, MPX_E_SHAPE, "X has shape %s; N x C x H x W expected", kn_shape(x, s1));
+    if (rois->rank != 2 || rois->dims[1] != 4)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "rois has shape %s; num_rois x 4 expected", kn_shape(rois, s1));
+    int64_t R = rois->dims[0], N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
+    if (!bi || !bi->i || bi->rank != 1 || bi->dims[0] != R)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "batch_indices %s must hold one integer per roi (%lld)",
+                                bi ? kn_shape(bi, s2) : "(none)", (long long)R);
+    int64_t oh = mpx_node_attr_int(c->node, "output_height", 1), ow = mpx_node_attr_int(c->node, "output_width", 1);
+    int64_t sr = mpx_node_attr_int(c->node, "sampling_ratio", 0);
+    float scale = mpx_node_attr_float(c->node, "spatial_scale", 1.0f);
+    const char *mode = mpx_node_attr_string(c->node, "mode", "avg");
+    const char *ctm = mpx_node_attr_string(c->node, "coordinate_transformation_mode",
+                                           kn_opset(c) >= 16 ? "half_pixel" : "output_half_pixel");
+    bool avg = strcmp(mode, "avg") == 0, half = strcmp(ctm, "half_pixel") == 0;
+    if (!avg && strcmp(mode, "max") != 0)
+        return mpx_kernel_error(c, MPX_E_INVALID, "mode \"%s\" is not avg or max", mode);
+    if (!half && strcmp(ctm, "output_half_pixel") != 0)
+        return mpx_kernel_error(c, MPX_E_INVALID, "coordinate_transformation_mode \"%s\" is not half_pixel or "
+                                "output_half_pixel", ctm);
+    if (oh < 1 || ow < 1 || oh > 65536 || ow > 65536 || sr < 0 || sr > 65536)
+        return mpx_kernel_error(c, MPX_E_INVALID, "output_height %lld, output_width %lld and sampling_ratio %lld "
+                                "must be positive (sampling_ratio may be 0) and at most 65536",
+                                (long long)oh, (long long)ow, (long long)sr);
+    for (int64_t r = 0; r < R; r++)
+        if (bi->i[r] < 0 || bi->i[r] >= N)
+            return mpx_kernel_error(c, MPX_E_INVALID, "batch_indices[%lld] = %lld is outside [0, %lld)", (long long)r,
+                                    (long long)bi->i[r], (long long)N);
+    int64_t dims[4] = {R, C, oh, ow};
+    if ((st = mpx_k_alloc(c, &out[0], x->dtype, 4, dims))) return st;
+    float off = half ? 0.5f : 0.0f;
+    for (int64_t r = 0; r < R; r++) {
+        const float *b = rois->f + r * 4;
+        float x0 = b[0] * scale - off, y0 = b[1] * scale - off, x1 = b[2] * scale - off, y1 = b[3] * scale - off;
+        float rw = x1 - x0, rh = y1 - y0;
+        if (!half) rw = fmaxf(rw, 1.0f), rh = fmaxf(rh, 1.0f);
+        float bh = rh / (float)oh, bw = rw / (float)ow;
+        double gh_d = sr > 0 ? (double)sr : ceil((double)(rh / (float)oh)), gw_d = sr > 0 ? (double)sr : ceil((double)(rw / (float)ow));
+        /* a box far larger than the image would sample without end: refused */
+        if (!(gh_d >= 0 && gw_d >= 0) || gh_d * gw_d > 1e6) {
+            mpx_value_free(&out[0]);
+            return mpx_kernel_error(c, MPX_E_LIMIT, "roi %lld samples a %gx%g grid per bin", (long long)r, gh_d, gw_d);
+        }
+        int64_t gh = (int64_t)gh_d, gw = (int64_t)gw_d, count = gh * gw > 1 ? gh * gw : 1;
+        const float *img = x->f + bi->i[r] * C * H * W;
+        for (int64_t ph = 0; ph < oh; ph++)
+            for (int64_t pw = 0; pw < ow; pw++) {
+                for (int64_t ch = 0; ch < C; ch++) {
+                    const float *p = img + ch * H * W;
+                    float v = 0.0f;
+                    bool first = true;
+                    for (int64_t iy = 0; iy < gh; iy++) {
+                        float yy = y0 + (float)ph * bh + ((float)iy + 0.5f) * bh / (float)gh;
+                        for (int64_t ix = 0; ix < gw; ix++) {
+                            float xx = x0 + (float)pw * bw + ((float)ix + 0.5f) * bw / (float)gw;
+                            sample sm = {{0, 0, 0, 0}, {0, 0, 0, 0}};
+                            float y = yy, xq = xx;
+                            if (!(y < -1.0f || y > (float)H || xq < -1.0f || xq > (float)W)) {
+                                if (y <= 0) y = 0;
+                                if (xq <= 0) xq = 0;
+                                int64_t yl = (int64_t)y, xl = (int64_t)xq, yh, xh;
+                                if (yl >= H - 1) yh = yl = H - 1, y = (float)yl;
+                                else yh = yl + 1;
+                                if (xl >= W - 1) xh = xl = W - 1, xq = (float)xl;
+                                else xh = xl + 1;
+                                float ly = y - (float)yl, lx = xq - (float)xl, hy = 1.0f - ly, hx = 1.0f - lx;
+                                sm.w[0] = hy * hx, sm.w[1] = hy * lx, sm.w[2] = ly * hx, sm.w[3] = ly * lx;
+                                sm.pos[0] = yl * W + xl, sm.pos[1] = yl * W + xh, sm.pos[2] = yh * W + xl,
+                                sm.pos[3] = yh * W + xh;
+                            }
+                            if (avg) {
+                                v += sm.w[0] * p[sm.pos[0]] + sm.w[1] * p[sm.pos[1]] + sm.w[2] * p[sm.pos[2]] +
+                                     sm.w[3] * p[sm.pos[3]];
+                            } else {
+                                float m = fmaxf(fmaxf(fmaxf(sm.w[0] * p[sm.pos[0]], sm.w[1] * p[sm.pos[1]]),
+                                                      sm.w[2] * p[sm.pos[2]]),
+                                                sm.w[3] * p[sm.pos[3]]);
+                                v = first ? m : fmaxf(v, m);
+                                first = false;
+                            }
+                        }
+                    }
+                    out[0].f[((r * C + ch) * oh + ph) * ow + pw] = avg ? v / (float)count : v;
+                }
+            }
+    }
+    return MPX_OK;
 }

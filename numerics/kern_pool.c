@@ -1,4 +1,4 @@
-/* kern_pool.c - MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool.
+/* kern_pool.c - MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, MaxUnpool.
  *
  * Windows: kn_window_out gives the output lengths and the padding implied by
  * auto_pad (kern_nn.h). A window's taps are visited in row-major order (for
@@ -364,4 +364,65 @@ mpx_status mpx_k_global_average_pool(const mpx_kctx *c, const mpx_value *const *
 mpx_status mpx_k_global_max_pool(const mpx_kctx *c, const mpx_value *const *in, int n_in,
                                  mpx_value *out, int n_out) {
     return global_pool(c, in, n_in, out, n_out, true);
+}
+
+/* MaxUnpool: zeros of the output shape (kernel_shape, strides, pads, or the
+ * output_shape input), with X's values put where I (MaxPool's Indices:
+ * flat positions in the whole output tensor) says. Two values for one place:
+ * the later one stays, as in ORT. */
+mpx_status mpx_k_max_unpool(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                            int n_out) {
+    const mpx_value *x, *idx = kn_opt(in, n_in, 1), *os = kn_opt(in, n_in, 2);
+    char s1[160], s2[160];
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (!st) st = kn_float_in(c, in, n_in, 0, "X", &x);
+    if (st) return st;
+    if (x->rank < 3)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "X has shape %s; N x C x D1 x ... expected", kn_shape(x, s1));
+    bool same = idx && idx->i && idx->rank == x->rank;
+    for (int i = 0; same && i < x->rank; i++) same = idx->dims[i] == x->dims[i];
+    if (!same)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "I %s must be integers of X's shape %s", idx ? kn_shape(idx, s1) : "(none)",
+                                kn_shape(x, s2));
+    /* The indices address the shape the attributes give (MaxPool's input);
+     * a larger output_shape pads it at the end of each dim, the values
+     * keeping their coordinates (ONNX's reference and ORT). */
+    int64_t dflt[MPX_MAX_RANK], dims[MPX_MAX_RANK];
+    kn_window w;
+    if ((st = kn_window_attrs(c, x, NULL, &w))) return st;
+    dflt[0] = x->dims[0], dflt[1] = x->dims[1];
+    for (int i = 0; i < w.nsp; i++) dflt[2 + i] = (w.in[i] - 1) * w.s[i] + w.k[i] - w.pb[i] - w.pe[i];
+    memcpy(dims, dflt, sizeof dims);
+    if (os) {
+        if (!os->i || os->rank != 1 || os->n != x->rank)
+            return mpx_kernel_error(c, MPX_E_SHAPE, "output_shape %s must list %d dims", kn_shape(os, s1), x->rank);
+        for (int i = 0; i < x->rank; i++) {
+            if (os->i[i] < dflt[i])
+                return mpx_kernel_error(c, MPX_E_SHAPE, "output_shape[%d] = %lld is below the unpooled length %lld", i,
+                                        (long long)os->i[i], (long long)dflt[i]);
+            dims[i] = os->i[i];
+        }
+    }
+    int64_t n = 1, nd = 1;
+    for (int i = 0; i < x->rank; i++) {
+        if (dflt[i] < 1 || dims[i] > MPX_MAX_ELEMS)
+            return mpx_kernel_error(c, MPX_E_SHAPE, "output dim %d is %lld", i, (long long)dflt[i]);
+        n *= dims[i], nd *= dflt[i];
+        if (n > MPX_MAX_ELEMS) return mpx_kernel_error(c, MPX_E_LIMIT, "the output would hold over 2^31 values");
+    }
+    for (int64_t k = 0; k < idx->n; k++)
+        if (idx->i[k] < 0 || idx->i[k] >= nd)
+            return mpx_kernel_error(c, MPX_E_INVALID, "I[%lld] = %lld is outside the unpooled tensor's %lld values",
+                                    (long long)k, (long long)idx->i[k], (long long)nd);
+    if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, dims))) return st;
+    memset(out[0].f, 0, (size_t)n * sizeof *out[0].f);
+    for (int64_t k = 0; k < x->n; k++) {
+        int64_t r = idx->i[k], at = 0, stride = 1;
+        for (int i = x->rank - 1; i >= 0; i--) {
+            at += (r % dflt[i]) * stride;
+            r /= dflt[i], stride *= dims[i];
+        }
+        out[0].f[at] = x->f[k];
+    }
+    return MPX_OK;
 }

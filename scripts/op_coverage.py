@@ -105,9 +105,10 @@ def main():
     print()
     print("| operator | mpx |")
     print("|---|---|")
-    # ORT's com.microsoft Gelu is ONNX's; SimplifiedLayerNormalization ORT
-    # registers in the default domain (graph/ops.c says so)
-    ms |= {"Gelu"} | ({"SimplifiedLayerNormalization"} & mpx)
+    # ORT's com.microsoft Gelu and RotaryEmbedding are ONNX's ops (one row
+    # each); SimplifiedLayerNormalization ORT registers in the default
+    # domain (graph/ops.c says so)
+    ms |= {"Gelu"} | ({"SimplifiedLayerNormalization", "RotaryEmbedding"} & mpx)
     for name in CONTRIB:
         note = ""
         if name == "BiasAdd":

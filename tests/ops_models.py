@@ -6,7 +6,9 @@
  - ops that python3-onnx 1.12 has no cases for: those of opsets 18-23
    (BitwiseAnd/Or/Xor/Not, GroupNormalization 18 and 21, RMSNormalization),
    older ones whose cases it lacks (LpNormalization, GlobalLpPool) and
-   GridSample's mode and padding pairs beyond its cases;
+   GridSample's mode and padding pairs beyond its cases, and the variants
+   of RoiAlign, MaxUnpool, Unique and the integer products (MatMulInteger,
+   ConvInteger, QLinearMatMul, QLinearConv) beyond theirs;
  - ONNX Runtime's contrib ops (com.microsoft) that its exporters and
    transformer optimiser write, and SimplifiedLayerNormalization.
 Each graph's only input is X (float); weights and other inputs are seeded
@@ -112,6 +114,131 @@ def bitwise(out_dir):
     print("bitwise 3x4 -")
 
 
+def chain(name, out_dir, xshape, nodes, inits, opset=13, green="-", ms=False):
+    """A small graph from X through nodes to Y (float), for ops whose inputs
+    are not floats (quantised ones: X is quantised first) or that need
+    helper nodes around them; ms: the graph imports com.microsoft too."""
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("X", TensorProto.FLOAT, list(xshape))],
+                          [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)], inits)
+    opsets = [helper.make_opsetid("", opset)] + ([helper.make_opsetid("com.microsoft", 1)] if ms else [])
+    m = helper.make_model(g, opset_imports=opsets)
+    m.ir_version = 10 if opset >= 21 else 8
+    save(m, os.path.join(out_dir, name + ".onnx"))
+    print(name, "x".join(str(d) for d in xshape), green)
+
+
+def arr(name, a, dtype):
+    return numpy_helper.from_array(np.asarray(a).astype(dtype), name)
+
+
+def quantised(out_dir):
+    """The integer products inside QuantizeLinear -> op -> DequantizeLinear
+    (or Cast), with per-channel/per-column scales and zero points."""
+    rng = np.random.default_rng(31)
+    q = [arr("xs", 0.02, np.float32), arr("xzp", 128, np.uint8)]
+    quant = helper.make_node("QuantizeLinear", ["X", "xs", "xzp"], ["xq"])
+    # QLinearConv: uint8 x, int8 weights with per-output-channel scales, int32 bias
+    w = arr("w", rng.integers(-60, 60, (4, 3, 3, 3)), np.int8)
+    ws = arr("ws", rng.uniform(0.005, 0.02, 4), np.float32)
+    chain("qlinearconv", out_dir, (1, 3, 7, 7), [
+        quant,
+        helper.make_node("QLinearConv", ["xq", "xs", "xzp", "w", "ws", "wzp", "ys", "yzp", "b"], ["yq"],
+                         pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("DequantizeLinear", ["yq", "ys", "yzp"], ["Y"])],
+        q + [w, ws, arr("wzp", 0, np.int8), arr("ys", 0.05, np.float32), arr("yzp", 120, np.uint8),
+             arr("b", rng.integers(-500, 500, 4), np.int32)])
+    # QLinearMatMul: batched a, b with one scale (ORT's CPU kernel takes per-tensor b)
+    chain("qlinearmatmul", out_dir, (2, 3, 8), [
+        quant,
+        helper.make_node("QLinearMatMul", ["xq", "xs", "xzp", "bm", "bs", "bzp", "ys", "yzp"], ["yq"]),
+        helper.make_node("DequantizeLinear", ["yq", "ys", "yzp"], ["Y"])],
+        q + [arr("bm", rng.integers(0, 255, (8, 5)), np.uint8), arr("bs", 0.01, np.float32),
+             arr("bzp", 130, np.uint8), arr("ys", 0.04, np.float32), arr("yzp", 100, np.uint8)])
+    # MatMulInteger with a per-column zero point for b
+    chain("matmulinteger", out_dir, (2, 3, 8), [
+        quant,
+        helper.make_node("MatMulInteger", ["xq", "bm", "xzp", "bzp"], ["yi"]),
+        helper.make_node("Cast", ["yi"], ["Y"], to=TensorProto.FLOAT)],
+        q + [arr("bm", rng.integers(0, 255, (8, 5)), np.uint8), arr("bzp", rng.integers(100, 150, 5), np.uint8)])
+    # ConvInteger, grouped, strided, padded
+    chain("convinteger", out_dir, (1, 4, 6, 6), [
+        quant,
+        helper.make_node("ConvInteger", ["xq", "w2", "xzp", "wzp2"], ["yi"], group=2, pads=[1, 0, 1, 0],
+                         strides=[1, 2]),
+        helper.make_node("Cast", ["yi"], ["Y"], to=TensorProto.FLOAT)],
+        q + [arr("w2", rng.integers(0, 255, (4, 2, 3, 3)), np.uint8), arr("wzp2", 128, np.uint8)])
+
+
+def detect_pool_unique(out_dir):
+    rng = np.random.default_rng(32)
+    rois = arr("rois", [[0.5, 0.5, 6.0, 5.0], [1.0, 2.0, 7.5, 7.5], [-1.0, 3.0, 4.0, 9.0]], np.float32)
+    bidx = arr("bi", [0, 1, 1], np.int64)
+    chain("roialign_max", out_dir, (2, 3, 8, 8), [
+        helper.make_node("RoiAlign", ["X", "rois", "bi"], ["Y"], mode="max", output_height=3, output_width=2,
+                         sampling_ratio=2)], [rois, bidx], opset=16, green="RoiAlign")
+    chain("roialign_avg_scaled", out_dir, (2, 3, 8, 8), [
+        helper.make_node("RoiAlign", ["X", "rois", "bi"], ["Y"], output_height=2, output_width=3,
+                         spatial_scale=0.75)], [rois, bidx], opset=16, green="RoiAlign")
+    chain("roialign_opset10", out_dir, (2, 3, 8, 8), [
+        helper.make_node("RoiAlign", ["X", "rois", "bi"], ["Y"], output_height=2, output_width=2,
+                         sampling_ratio=1)], [rois, bidx], opset=10, green="RoiAlign")
+    chain("maxunpool", out_dir, (1, 2, 6, 6), [
+        helper.make_node("MaxPool", ["X"], ["p", "i"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("MaxUnpool", ["p", "i"], ["Y"], kernel_shape=[2, 2], strides=[2, 2])], [], opset=11,
+        green="MaxUnpool")
+    # values on a coarse grid, so that there are repeats (integers: exact in
+    # fp16, so no fp16 report)
+    grid = [helper.make_node("Mul", ["X", "four"], ["x4"]), helper.make_node("Floor", ["x4"], ["xf"])]
+    four = arr("four", 2.0, np.float32)
+    chain("unique_sorted", out_dir, (4, 5), grid + [
+        helper.make_node("Unique", ["xf"], ["Y", "idx", "inv", "cnt"])], [four], opset=11)
+    chain("unique_axis_unsorted", out_dir, (6, 2), grid + [
+        helper.make_node("Unique", ["xf"], ["Y", "idx", "inv", "cnt"], axis=0, sorted=0)], [four], opset=11)
+
+
+def nbits_rotary(out_dir):
+    """MatMulNBits (block-quantised weights: 4 and 8 bits, packed and absent
+    zero points, K not a multiple of the block) and RotaryEmbedding in both
+    its forms (com.microsoft; ONNX opset 23)."""
+    rng = np.random.default_rng(33)
+    ms = "com.microsoft"
+    for name, K, N, bits, bs, zp in [("matmulnbits_4bit_zp", 64, 5, 4, 32, True),
+                                     ("matmulnbits_4bit_k40", 40, 3, 4, 16, False),
+                                     ("matmulnbits_8bit_zp", 48, 4, 8, 16, True)]:
+        blocks = (K + bs - 1) // bs
+        b = arr("B", rng.integers(0, 256, (N, blocks, bs * bits // 8)), np.uint8)
+        sc = arr("sc", rng.uniform(0.01, 0.05, N * blocks), np.float32)
+        ins, inits = ["X", "B", "sc"], [b, sc]
+        if zp:
+            zpb = (blocks * bits + 7) // 8
+            inits.append(arr("zp", rng.integers(0, 256, N * zpb), np.uint8))
+            ins.append("zp")
+        else:
+            ins.append("")
+        ins += ["", "bias"]
+        inits.append(arr("bias", rng.standard_normal(N) * 0.1, np.float32))
+        chain(name, out_dir, (2, 3, K), [helper.make_node("MatMulNBits", ins, ["Y"], domain=ms, K=K, N=N, bits=bits,
+                                                          block_size=bs)], inits, opset=17, green="MatMulNBits",
+              ms=True)
+    ang = np.arange(10)[:, None] * (1.0 / 10000 ** (np.arange(4) / 4))[None, :]
+    cos, sin = arr("cos", np.cos(ang), np.float32), arr("sin", np.sin(ang), np.float32)
+    pos = arr("pos", [[3, 0, 7, 9]], np.int64)
+    chain("rotary_ms_3d", out_dir, (1, 4, 16), [
+        helper.make_node("RotaryEmbedding", ["X", "pos", "cos", "sin"], ["Y"], domain=ms, num_heads=2,
+                         rotary_embedding_dim=8)], [pos, cos, sin], opset=17, green="RotaryEmbedding", ms=True)
+    chain("rotary_ms_4d_interleaved_offset", out_dir, (1, 2, 4, 8), [
+        helper.make_node("RotaryEmbedding", ["X", "off", "cos", "sin"], ["Y"], domain=ms, interleaved=1)],
+        [arr("off", [5], np.int64), cos, sin], opset=17, green="RotaryEmbedding", ms=True)
+    chain("rotary_onnx23_4d", out_dir, (1, 2, 4, 8), [
+        helper.make_node("RotaryEmbedding", ["X", "cos", "sin", "pos"], ["Y"])], [pos, cos, sin], opset=23,
+        green="RotaryEmbedding")
+    cos2, sin2 = arr("cos2", np.cos(ang[:2, :2]), np.float32), arr("sin2", np.sin(ang[:2, :2]), np.float32)
+    chain("rotary_onnx23_partial_interleaved", out_dir, (1, 2, 12), [
+        helper.make_node("RotaryEmbedding", ["X", "cos2", "sin2", "pos2"], ["Y"], num_heads=2, interleaved=1,
+                         rotary_embedding_dim=4)], [arr("pos2", [[1, 0]], np.int64), cos2, sin2], opset=23,
+        green="RotaryEmbedding")
+
+
 def biasadd(out_dir):
     """BiasAdd (X + bias + skip), which ORT has for CUDA only: ORT checks it
     through the same sum written as two ONNX Adds with the same weights
@@ -168,6 +295,8 @@ def main():
     single("gridsample_bilinear_reflection_align", "GridSample", out, (2, 1, 4, 3), 16, [((2, 2, 5, 2), 0.8, 0.0)],
            mode="bilinear", padding_mode="reflection", align_corners=1)
     bitwise(out)
+    quantised(out)
+    detect_pool_unique(out)
     # ONNX Runtime's contrib ops (com.microsoft), as its transformer
     # optimiser writes them
     ms = "com.microsoft"
@@ -183,6 +312,7 @@ def main():
     single("ms_biasgelu", "BiasGelu", out, (2, 3, 8), 17, [((8,), 0.5, 0.0)], domain=ms)
     single("ms_quickgelu", "QuickGelu", out, (3, 8), 17, domain=ms, alpha=1.25)
     biasadd(out)
+    nbits_rotary(out)
     single("ms_skiplayernorm", "SkipLayerNormalization", out, (2, 3, 8), 17,
            [((2, 3, 8), 1.0, 0.0), ((8,), 0.5, 1.0), ((8,), 0.3, 0.0), ((8,), 0.3, 0.0)], outs=4, domain=ms,
            epsilon=1e-5)

@@ -127,7 +127,7 @@ int main(void) {
     expect_completion("ex", "exit export");
     expect_completion("input ", "x");
     expect_completion("input x ", "audio const file files image random shape");
-    expect_completion("colour Conv", "Conv ConvTranspose");
+    expect_completion("colour Conv", "Conv ConvInteger ConvTranspose");
     expect_completion("colour Conv ", "clear gray green red");
     expect_completion("accum Conv fp3", "fp32");
     expect_completion("assert l", "layers low_macs_pct low_nodes");

@@ -1017,6 +1017,46 @@ static void test_new_ops_refusals(void) {
     /* (3 4) / rms 3.5355339 */
     OK("SkipSimplifiedLayerNormalization", 1, "", "f1x2: 3 4 | f1x2: 0 0 | f2: 1 1",
        "f1x2: 0.848528137 1.13137085");
+    /* MatMulNBits, RotaryEmbedding */
+    FAIL("MatMulNBits", 1, "K=16 N=1 bits=3 block_size=16", "f1x16: iota | u1x1x6: 0 0 0 0 0 0 | f1: 1", 1,
+         MPX_E_INVALID, "bits 2, 4 or 8");
+    FAIL("MatMulNBits", 1, "K=16 N=1 bits=4 block_size=16", "f1x16: iota | u1x1x4: 0 0 0 0 | f1: 1", 1, MPX_E_SHAPE,
+         "must be uint8 [1, 1, 8]");
+    FAIL("MatMulNBits", 1, "K=16 N=1 bits=4 block_size=16", "f1x8: iota | u1x1x8: 0 0 0 0 0 0 0 0 | f1: 1", 1,
+         MPX_E_SHAPE, "its last dim must be K = 16");
+    /* codes 1 (low nibble) and 0 alternating, zero point 8, scale 0.5: w = -3.5, -4, ...; A = 1 0 0 ...: y = -3.5 */
+    OK("MatMulNBits", 1, "K=16 N=1 bits=4 block_size=16",
+       "f1x16: 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 | u1x1x8: 1 1 1 1 1 1 1 1 | f1: 0.5", "f1x1: -3.5");
+    FAIL("RotaryEmbedding", 23, "", "f1x1x2x4: iota | f4x2: iota | f4x2: iota | i1x2: 0 9", 1, MPX_E_INVALID,
+         "position 9 (batch 0, token 1) is outside the caches' 4 positions");
+    FAIL("RotaryEmbedding", 23, "rotary_embedding_dim=3", "f1x1x1x4: iota | f4x2: iota | f4x2: iota | i1x1: 0", 1,
+         MPX_E_INVALID, "must be even");
+    /* angle 90 degrees (cos 0, sin 1): (x0, x1) -> (-x1, x0) */
+    OK("RotaryEmbedding", 23, "interleaved=1", "f1x1x1x2: 3 5 | f1x1: 0 | f1x1: 1 | i1x1: 0", "f1x1x1x2: -5 3");
+    /* integer products, MaxUnpool, Unique, RoiAlign */
+    FAIL("MatMulInteger", 10, "", "f2x2: iota | u2x1: 1 1", 1, MPX_E_INVALID, "A is float32; 8- or 16-bit integers expected");
+    FAIL("MatMulInteger", 10, "", "u2x2: 1 2 3 4 | u2x1: 1 1 | u3: 1 1 1", 1, MPX_E_SHAPE,
+         "a_zero_point has shape 3; one value or 2 expected");
+    /* (A - 1) @ B: [[0 1] [2 3]] @ [1 1]^T */
+    OK("MatMulInteger", 10, "", "u2x2: 1 2 3 4 | u2x1: 1 1 | u: 1", "I2x1: 1 5");
+    FAIL("QLinearMatMul", 10, "", "u1x2: 1 2 | - | - | u2x1: 1 1", 1, MPX_E_INVALID, "a_scale, b_scale and y_scale are required");
+    /* acc 1*1 + 2*1 = 3; 3 * (0.5 * 1 / 0.25) = 6, plus y's zero point 10 */
+    OK("QLinearMatMul", 10, "", "u1x2: 1 2 | f: 0.5 | u: 0 | u2x1: 1 1 | f: 1 | u: 0 | f: 0.25 | u: 10", "u1x1: 16");
+    /* saturates at 255 */
+    OK("QLinearMatMul", 10, "", "u1x2: 200 200 | f: 1 | u: 0 | u2x1: 1 1 | f: 1 | u: 0 | f: 1 | u: 0", "u1x1: 255");
+    FAIL("ConvInteger", 10, "", "u1x1x3x3: iota | u2x1x2x2: iota | u: 0 | u3: 0 0 0", 1, MPX_E_SHAPE,
+         "w_zero_point has shape 3; one value or 2 expected");
+    FAIL("MaxUnpool", 11, "kernel_shape=[2,2] strides=[2,2]", "f1x1x1x2: 5 6 | i1x1x1x2: 1 9", 1, MPX_E_INVALID,
+         "I[1] = 9 is outside the unpooled tensor's 8 values");
+    OK("MaxUnpool", 11, "kernel_shape=[2,2] strides=[2,2]", "f1x1x1x2: 5 6 | i1x1x1x2: 1 6",
+       "f1x1x2x4: 0 5 0 0 0 0 6 0");
+    FAIL("Unique", 11, "axis=2", "f2x2: iota", 1, MPX_E_INVALID, "axis 2 is out of range");
+    OK("Unique", 11, "", "f5: 2 1 2 3 1", "f3: 1 2 3");
+    OK("Unique", 11, "sorted=0", "f5: 2 1 2 3 1", "f3: 2 1 3");
+    FAIL("RoiAlign", 16, "mode=median", "f1x1x2x2: iota | f1x4: 0 0 1 1 | i1: 0", 1, MPX_E_INVALID,
+         "mode \"median\" is not avg or max");
+    FAIL("RoiAlign", 16, "", "f1x1x2x2: iota | f1x4: 0 0 1 1 | i1: 3", 1, MPX_E_INVALID,
+         "batch_indices[0] = 3 is outside [0, 1)");
     /* an all-zero row divides by a zero norm: 0, as ORT */
     OK("LpNormalization", 13, "axis=1 p=1", "f2x2: 0 0 3 -1", "f2x2: 0 0 0.75 -0.25");
     OK("BitwiseNot", 18, "", "u2: 0 5", "u2: 255 250");
