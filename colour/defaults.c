@@ -282,6 +282,11 @@ static const entry table[MPX_OP_COUNT] = {
     E(SimplifiedLayerNormalization, R, Y, "mpx: ORT's name for RMSNormalization, as LayerNormalization"),
     E(MatMulNBits, G, G, "mpx: a MatMul with block-quantised weights (TF AMP allow list: MatMul)"),
     E(RotaryEmbedding, Y, Y, "mpx: x cos + x' sin per pair, as TF's infer-listed Mul and Add"),
+    /* Fused attention: its two products are MatMuls (allow-listed), and its
+     * softmax runs in fp32 inside the kernel (kern_attention.c), as fused
+     * low-precision attention kernels do: green. */
+    E(Attention, G, G, "mpx: two MatMuls (TF AMP allow list) around an fp32 softmax, as fused attention kernels"),
+    E(MultiHeadAttention, G, G, "mpx: as Attention (two MatMuls around an fp32 softmax)"),
 };
 static_assert(sizeof table / sizeof table[0] == MPX_OP_COUNT,
               "default colour table out of step with graph/ops.def");

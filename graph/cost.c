@@ -113,6 +113,34 @@ static void cost_matmul_nbits(const mpx_node *n, mpx_cost *c) {
     c->macs = mul(nelem(out(n, 0)), k);
 }
 
+/* Attention: the two products per head, B * Hq * S * T * (D + Dv), from the
+ * output (B, S, Hq * Dv or B, Hq, S, Dv) and the key length; ORT's BERT form
+ * adds its QKV projection. k: the longer of the two sums, D. */
+static void cost_attention(const mpx_node *n, mpx_cost *c) {
+    bool ms = n->domain && strcmp(n->domain, "com.microsoft") == 0;
+    const mpx_tensor *q = in(n, 0), *k = in(n, 1);
+    int64_t macs = -1, d = -1;
+    if (n->op == MPX_OP_Attention && ms) {
+        const mpx_tensor *w = k;
+        int64_t B = dim(q, 0), S = dim(q, 1), W = dim(w, 1), N = mpx_node_attr_int(n, "num_heads", 1);
+        int64_t proj = mul(mul(mul(B, S), dim(q, 2)), W), h = W > 0 ? W / 3 : -1;
+        d = N > 0 && h > 0 ? h / N : -1;
+        macs = proj < 0 ? -1 : proj + mul(mul(mul(B, S), S), mul(h, 2));
+    } else {
+        bool q4 = q && q->rank == 4;
+        int64_t heads = q4 ? dim(q, 1) : n->op == MPX_OP_Attention ? mpx_node_attr_int(n, "q_num_heads", 1)
+                                                                    : mpx_node_attr_int(n, "num_heads", 1);
+        int64_t B = dim(q, 0), S = q4 ? dim(q, 2) : dim(q, 1);
+        int64_t T = k && k->rank == 4 ? dim(k, 2) : dim(k, 1);
+        d = q4 ? dim(q, 3) : heads > 0 && dim(q, 2) > 0 ? dim(q, 2) / heads : -1;
+        int64_t dv = nelem(out(n, 0)) > 0 && B > 0 && S > 0 && heads > 0 ? nelem(out(n, 0)) / (B * S * heads) : -1;
+        macs = mul(mul(mul(B, heads), mul(S, T)), dv < 0 || d < 0 ? -1 : d + dv);
+    }
+    c->macs = macs;
+    c->k = d;
+    c->in_ch = d;
+}
+
 static void cost_einsum(const mpx_node *n, mpx_cost *c) {
     c->macs = mpx_einsum_terms(n);
     c->k = ratio(c->macs, nelem(out(n, 0)));

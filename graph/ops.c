@@ -39,8 +39,12 @@ mpx_op mpx_op_from_domain_name(const char *domain, const char *op_type) {
     if (op == MPX_OP_UNKNOWN || (!dflt && !ms)) return MPX_OP_UNKNOWN;
     /* ORT's com.microsoft Gelu is ONNX's Gelu (opset 20) without the
      * approximate attribute, its RotaryEmbedding ONNX's (opset 23) with the
-     * inputs in another order: one row and one kernel for each pair. */
-    if (ms) return op_ms[op] || op == MPX_OP_Gelu || op == MPX_OP_RotaryEmbedding ? op : MPX_OP_UNKNOWN;
+     * inputs in another order; its Attention (the BERT form) and ONNX's share
+     * a row, the kernel telling them apart by domain. */
+    if (ms)
+        return op_ms[op] || op == MPX_OP_Gelu || op == MPX_OP_RotaryEmbedding || op == MPX_OP_Attention
+                   ? op
+                   : MPX_OP_UNKNOWN;
     return op_ms[op] ? MPX_OP_UNKNOWN : op;
 }
 

@@ -749,3 +749,72 @@ mpx_status mpx_shape_matmul_nbits(mpx_sctx *c) {
     o.d[o.rank - 1] = N, o.s[o.rank - 1] = NULL;
     return mpx_sh_set_out(c, 0, mpx_sh_dt(a), &o);
 }
+
+/* Attention (ONNX, opset 23; com.microsoft's BERT form) and
+ * MultiHeadAttention (com.microsoft): Y and the present key/value (and ONNX's
+ * qk_matmul_output) from the inputs' dims; a dim that depends on an unknown
+ * one stays unknown. */
+static int64_t dm(const mpx_tensor *t, int i) {
+    return t && t->rank > i && i >= 0 ? t->dims[i] : -1;
+}
+static int64_t dsum(int64_t a, int64_t b) { return a < 0 || b < 0 ? -1 : a + b; }
+static int64_t dmul(int64_t a, int64_t b) { return a < 0 || b < 0 ? -1 : a * b; }
+static int64_t ddiv(int64_t a, int64_t b) { return a < 0 || b <= 0 ? -1 : a / b; }
+
+static mpx_status set_dims(mpx_sctx *c, int i, mpx_dtype dt, int rank, const int64_t *d) {
+    shp o = mpx_sh_shp_rank(rank);
+    for (int k = 0; k < rank; k++) o.d[k] = d[k];
+    return mpx_sh_set_out(c, i, dt, &o);
+}
+
+mpx_status mpx_shape_attention(mpx_sctx *c) {
+    bool ms = c->n->domain && strcmp(c->n->domain, "com.microsoft") == 0;
+    mpx_status st = mpx_sh_need(c, c->n->op == MPX_OP_MultiHeadAttention ? 1 : ms ? 2 : 3);
+    if (st) return st;
+    const mpx_tensor *q = mpx_sh_in(c, 0), *k = mpx_sh_in(c, 1), *v = mpx_sh_in(c, 2);
+    mpx_dtype dt = mpx_sh_dt(q);
+    if (c->n->op == MPX_OP_Attention && !ms) {
+        const mpx_tensor *pk = mpx_sh_in(c, 4);
+        int64_t P = pk ? dm(pk, 2) : 0;
+        if (mpx_sh_known(q) && q->rank == 4) {
+            int64_t T = dsum(P, dm(k, 2)), y[4] = {dm(q, 0), dm(q, 1), dm(q, 2), dm(v, 3)};
+            int64_t pkd[4] = {dm(q, 0), dm(k, 1), T, dm(k, 3)}, pvd[4] = {dm(q, 0), dm(v, 1), T, dm(v, 3)};
+            int64_t qk[4] = {dm(q, 0), dm(q, 1), dm(q, 2), T};
+            if ((st = set_dims(c, 0, dt, 4, y)) || (st = set_dims(c, 1, dt, 4, pkd)) || (st = set_dims(c, 2, dt, 4, pvd)))
+                return st;
+            return set_dims(c, 3, dt, 4, qk);
+        }
+        int64_t hq = mpx_node_attr_int(c->n, "q_num_heads", 0), hkv = mpx_node_attr_int(c->n, "kv_num_heads", 0);
+        if (!mpx_sh_known(q) || q->rank != 3 || hq < 1 || hkv < 1) {
+            for (int i = 0; i < 4 && !st; i++) st = mpx_sh_set_out(c, i, dt, NULL);
+            return st;
+        }
+        int64_t T = dsum(P, dm(k, 1)), dv = ddiv(dm(v, 2), hkv);
+        int64_t y[3] = {dm(q, 0), dm(q, 1), dmul(hq, dv)};
+        int64_t pkd[4] = {dm(q, 0), hkv, T, ddiv(dm(k, 2), hkv)}, pvd[4] = {dm(q, 0), hkv, T, dv};
+        int64_t qk[4] = {dm(q, 0), hq, dm(q, 1), T};
+        if ((st = set_dims(c, 0, dt, 3, y)) || (st = set_dims(c, 1, dt, 4, pkd)) || (st = set_dims(c, 2, dt, 4, pvd)))
+            return st;
+        return set_dims(c, 3, dt, 4, qk);
+    }
+    int64_t N = mpx_node_attr_int(c->n, "num_heads", 0);
+    if (N < 1) return mpx_node_error(c, MPX_E_INVALID, "attribute num_heads (at least 1) is required");
+    if (c->n->op == MPX_OP_MultiHeadAttention) {
+        const mpx_tensor *pk = mpx_sh_in(c, 6);
+        int64_t P = pk ? dm(pk, 2) : 0, H = ddiv(dm(q, 2), N);
+        int64_t T = dsum(P, k && k->rank == 4 ? dm(k, 2) : dm(k, 1));
+        int64_t dv = v && v->rank == 4 ? dm(v, 3) : ddiv(dm(v, 2), N);
+        int64_t y[3] = {dm(q, 0), dm(q, 1), dmul(N, dv)}, pkd[4] = {dm(q, 0), N, T, H}, pvd[4] = {dm(q, 0), N, T, dv};
+        if ((st = set_dims(c, 0, dt, 3, y)) || (st = set_dims(c, 1, dt, 4, pkd))) return st;
+        return set_dims(c, 2, dt, 4, pvd);
+    }
+    /* com.microsoft Attention: input [B, S, D_in], weights [D_in, Dq + Dk + Dv] */
+    const mpx_tensor *w = k, *past = mpx_sh_in(c, 4);
+    const int64_t *qkv;
+    int nq = mpx_node_attr_ints(c->n, "qkv_hidden_sizes", &qkv);
+    int64_t hq = qkv && nq == 3 ? qkv[0] : ddiv(dm(w, 1), 3), hv = qkv && nq == 3 ? qkv[2] : hq;
+    int64_t T = dsum(past ? dm(past, 3) : 0, dm(q, 1));
+    int64_t y[3] = {dm(q, 0), dm(q, 1), hv}, pr[5] = {2, dm(q, 0), N, T, ddiv(hq, N)};
+    if ((st = set_dims(c, 0, dt, 3, y))) return st;
+    return set_dims(c, 1, dt, 5, pr);
+}

@@ -105,10 +105,11 @@ def main():
     print()
     print("| operator | mpx |")
     print("|---|---|")
-    # ORT's com.microsoft Gelu and RotaryEmbedding are ONNX's ops (one row
-    # each); SimplifiedLayerNormalization ORT registers in the default
-    # domain (graph/ops.c says so)
-    ms |= {"Gelu"} | ({"SimplifiedLayerNormalization", "RotaryEmbedding"} & mpx)
+    # ORT's com.microsoft Gelu, RotaryEmbedding and Attention share the row
+    # of ONNX's op of that name (the kernel reads the domain);
+    # SimplifiedLayerNormalization ORT registers in the default domain
+    # (graph/ops.c says so)
+    ms |= {"Gelu"} | ({"SimplifiedLayerNormalization", "RotaryEmbedding", "Attention"} & mpx)
     for name in CONTRIB:
         note = ""
         if name == "BiasAdd":

@@ -239,6 +239,48 @@ def nbits_rotary(out_dir):
         green="RotaryEmbedding")
 
 
+def attention(out_dir):
+    """ONNX's Attention (opset 23: 4-D, causal, GQA with 3-D inputs and a
+    float mask, a boolean mask with a past cache and the present outputs,
+    softcap) and com.microsoft MultiHeadAttention (projection bias, key
+    padding mask, attention bias, causal) and Attention (the BERT form with
+    its projection, key counts as mask_index)."""
+    rng = np.random.default_rng(34)
+    ms = "com.microsoft"
+
+    def r(name, shape, sc=0.5):
+        return arr(name, rng.standard_normal(shape) * sc, np.float32)
+    chain("attention23_4d_causal", out_dir, (2, 2, 3, 4), [
+        helper.make_node("Attention", ["X", "K", "V"], ["Y"], is_causal=1)],
+        [r("K", (2, 2, 3, 4)), r("V", (2, 2, 3, 5))], opset=23, green="Attention")
+    chain("attention23_gqa_3d_mask", out_dir, (2, 3, 16), [
+        helper.make_node("Attention", ["X", "K", "V", "M"], ["Y"], q_num_heads=4, kv_num_heads=2, scale=0.3)],
+        [r("K", (2, 5, 8)), r("V", (2, 5, 6)), r("M", (3, 5))], opset=23, green="Attention")
+    mask = arr("M", rng.integers(0, 2, (2, 1, 3, 6)).astype(bool) | np.eye(3, 6, 3, dtype=bool)[None, None], bool)
+    chain("attention23_past_boolmask", out_dir, (2, 2, 3, 4), [
+        helper.make_node("Attention", ["X", "K", "V", "M", "PK", "PV"], ["Y", "pk", "pv"])],
+        [r("K", (2, 2, 3, 4)), r("V", (2, 2, 3, 4)), mask, r("PK", (2, 2, 3, 4)), r("PV", (2, 2, 3, 4))], opset=23,
+        green="Attention")
+    chain("attention23_softcap", out_dir, (1, 2, 4, 4), [
+        helper.make_node("Attention", ["X", "K", "V"], ["Y"], softcap=2.0, scale=1.5)],
+        [r("K", (1, 2, 4, 4), 1.0), r("V", (1, 2, 4, 4))], opset=23, green="Attention")
+    chain("mha_bias_masks", out_dir, (2, 3, 8), [
+        helper.make_node("MultiHeadAttention", ["X", "K", "V", "b", "kpm", "ab"], ["Y"], domain=ms, num_heads=2)],
+        [r("K", (2, 4, 8)), r("V", (2, 4, 8)), r("b", (24,), 0.2), arr("kpm", [[1, 1, 1, 0], [1, 0, 1, 1]], np.int32),
+         r("ab", (1, 2, 3, 4))], opset=17, green="MultiHeadAttention", ms=True)
+    chain("mha_causal_4d_kv", out_dir, (1, 3, 8), [
+        helper.make_node("MultiHeadAttention", ["X", "K", "V"], ["Y"], domain=ms, num_heads=2, unidirectional=1,
+                         scale=0.4)],
+        [r("K", (1, 2, 3, 4)), r("V", (1, 2, 3, 4))], opset=17, green="MultiHeadAttention", ms=True)
+    chain("ms_attention_bert", out_dir, (2, 3, 8), [
+        helper.make_node("Attention", ["X", "W", "b", "mi"], ["Y"], domain=ms, num_heads=2)],
+        [r("W", (8, 24)), r("b", (24,), 0.2), arr("mi", [3, 2], np.int32)], opset=17, green="Attention", ms=True)
+    chain("ms_attention_causal_2dmask", out_dir, (2, 4, 8), [
+        helper.make_node("Attention", ["X", "W", "b", "mi"], ["Y"], domain=ms, num_heads=4, unidirectional=1)],
+        [r("W", (8, 24)), r("b", (24,), 0.2), arr("mi", [[1, 1, 1, 1], [1, 1, 0, 1]], np.int32)], opset=17,
+        green="Attention", ms=True)
+
+
 def biasadd(out_dir):
     """BiasAdd (X + bias + skip), which ORT has for CUDA only: ORT checks it
     through the same sum written as two ONNX Adds with the same weights
@@ -313,6 +355,7 @@ def main():
     single("ms_quickgelu", "QuickGelu", out, (3, 8), 17, domain=ms, alpha=1.25)
     biasadd(out)
     nbits_rotary(out)
+    attention(out)
     single("ms_skiplayernorm", "SkipLayerNormalization", out, (2, 3, 8), 17,
            [((2, 3, 8), 1.0, 0.0), ((8,), 0.5, 1.0), ((8,), 0.3, 0.0), ((8,), 0.3, 0.0)], outs=4, domain=ms,
            epsilon=1e-5)

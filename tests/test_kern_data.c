@@ -1017,6 +1017,17 @@ static void test_new_ops_refusals(void) {
     /* (3 4) / rms 3.5355339 */
     OK("SkipSimplifiedLayerNormalization", 1, "", "f1x2: 3 4 | f1x2: 0 0 | f2: 1 1",
        "f1x2: 0.848528137 1.13137085");
+    /* Attention (ONNX, opset 23) */
+    FAIL("Attention", 23, "", "f1x3x4: iota | f1x3x4: iota | f1x3x4: iota", 1, MPX_E_INVALID,
+         "3-D inputs need q_num_heads and kv_num_heads");
+    FAIL("Attention", 23, "", "f1x3x1x4: iota | f1x2x1x4: iota | f1x2x1x4: iota", 1, MPX_E_SHAPE,
+         "3 query heads do not group over 2 key/value heads");
+    FAIL("Attention", 23, "qk_matmul_output_mode=5", "f1x1x1x2: 1 1 | f1x1x1x2: 1 1 | f1x1x1x2: 1 1", 1,
+         MPX_E_INVALID, "qk_matmul_output_mode 5 is not 0 to 3");
+    /* one key: softmax 1, Y = V */
+    OK("Attention", 23, "", "f1x1x1x2: 1 2 | f1x1x1x2: 3 4 | f1x1x1x2: 5 6", "f1x1x1x2: 5 6");
+    /* a boolean mask masking every key: a row of zeros (ONNX) */
+    OK("Attention", 23, "", "f1x1x1x2: 1 2 | f1x1x1x2: 3 4 | f1x1x1x2: 5 6 | b1x1: 0", "f1x1x1x2: 0 0");
     /* MatMulNBits, RotaryEmbedding */
     FAIL("MatMulNBits", 1, "K=16 N=1 bits=3 block_size=16", "f1x16: iota | u1x1x6: 0 0 0 0 0 0 | f1: 1", 1,
          MPX_E_INVALID, "bits 2, 4 or 8");
