@@ -256,6 +256,11 @@ static const entry table[MPX_OP_COUNT] = {
     E(HannWindow, R, R, "mpx: a constant from an integer size (as TVM's never-listed arange)"),
     E(HammingWindow, R, R, "mpx: a constant from an integer size (as TVM's never-listed arange)"),
     E(BlackmanWindow, R, R, "mpx: a constant from an integer size (as TVM's never-listed arange)"),
+    E(MelWeightMatrix, R, R, "mpx: a constant from integer sizes (as the windows)"),
+    /* A transform sums over its whole length, as a reduction does: red for
+     * fp16 (TF's deny-listed Sum), gray for bf16. */
+    E(DFT, R, Y, "mpx: sums over the transform length, as TF's deny-listed Sum; gray for bf16"),
+    E(STFT, R, Y, "mpx: a DFT per frame (sums over the frame, as TF's deny-listed Sum); gray for bf16"),
     /* Integer products of quantised models: int32 sums of integers, no
      * float values to plan; the QLinear forms requantise with float scales,
      * which a runtime keeps in fp32 (rounding them would move every

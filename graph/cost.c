@@ -141,6 +141,22 @@ static void cost_attention(const mpx_node *n, mpx_cost *c) {
     c->in_ch = d;
 }
 
+/* DFT and STFT as direct sums: each output value sums over the transform
+ * length (DFT: dft_length or the axis; STFT: the frame). */
+static void cost_dft(const mpx_node *n, mpx_cost *c) {
+    const mpx_tensor *x = in(n, 0), *o = out(n, 0);
+    int64_t len = -1;
+    if (n->op == MPX_OP_STFT) {
+        const mpx_tensor *fl = in(n, 3), *w = in(n, 2);
+        len = fl && fl->i64 && fl->nelem == 1 ? fl->i64[0] : w ? dim(w, 0) : -1;
+    } else {
+        const mpx_tensor *nl = in(n, 1);
+        len = nl && nl->i64 && nl->nelem == 1 ? nl->i64[0] : x && o && x->rank == o->rank ? dim(x, o->rank - 2) : -1;
+    }
+    c->k = len;
+    c->macs = mul(nelem(o), len);
+}
+
 static void cost_einsum(const mpx_node *n, mpx_cost *c) {
     c->macs = mpx_einsum_terms(n);
     c->k = ratio(c->macs, nelem(out(n, 0)));

@@ -951,3 +951,76 @@ mpx_status mpx_shape_if(mpx_sctx *c) {
     }
     return st;
 }
+
+/* A scalar integer input's value (1 element), or -1 when absent/unknown. */
+static int64_t scalar_int(const mpx_tensor *t) {
+    int64_t v[1];
+    int n;
+    return mpx_sh_ints_of(t, v, 1, &n) == V_KNOWN && n == 1 ? v[0] : -1;
+}
+
+/* DFT: the input with the transform axis dft_length long (dft_length / 2 + 1
+ * when onesided) and the last dim 2 (real, imaginary). The axis: attribute
+ * (opset 17, default 1) or input 2 (opset 20, default -2). */
+mpx_status mpx_shape_dft(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0);
+    if (!mpx_sh_known(x)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+    if (x->rank < 2 || (x->dims[x->rank - 1] >= 0 && x->dims[x->rank - 1] != 1 && x->dims[x->rank - 1] != 2))
+        return mpx_node_error(c, MPX_E_SHAPE, "input %s: the last dim must be 1 (real) or 2 (complex)", mpx_sh_TS(x));
+    int64_t ax = mpx_sh_opset(c) >= 20 ? (mpx_sh_in(c, 2) ? scalar_int(mpx_sh_in(c, 2)) : -2)
+                                       : mpx_node_attr_int(c->n, "axis", 1);
+    if (mpx_sh_opset(c) >= 20 && mpx_sh_in(c, 2) && ax == -1 && !mpx_sh_in(c, 2)->i64) {
+        shp u = mpx_sh_shp_rank(x->rank);
+        return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &u);
+    }
+    int a;
+    if ((st = mpx_sh_norm_axis(c, ax, x->rank, "axis", x, &a))) return st;
+    if (a == x->rank - 1) return mpx_node_error(c, MPX_E_INVALID, "axis %lld is the real/imaginary dim", (long long)ax);
+    int64_t n = mpx_sh_in(c, 1) ? scalar_int(mpx_sh_in(c, 1)) : x->dims[a];
+    bool onesided = mpx_node_attr_int(c->n, "onesided", 0) != 0;
+    shp o = mpx_sh_shp_of(x);
+    o.d[a] = n < 0 ? -1 : onesided ? n / 2 + 1 : n, o.s[a] = NULL;
+    o.d[x->rank - 1] = 2, o.s[x->rank - 1] = NULL;
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+}
+
+/* STFT: [batch, frames, bins, 2]; frames (length - frame_length) /
+ * frame_step + 1, bins frame_length (/ 2 + 1 when onesided, the default). */
+mpx_status mpx_shape_stft(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 2);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0), *w = mpx_sh_in(c, 2);
+    int64_t step = scalar_int(mpx_sh_in(c, 1));
+    int64_t fl = mpx_sh_in(c, 3) ? scalar_int(mpx_sh_in(c, 3)) : mpx_sh_known(w) && w->rank == 1 ? w->dims[0] : -1;
+    bool onesided = mpx_node_attr_int(c->n, "onesided", 1) != 0;
+    shp o = mpx_sh_shp_rank(4);
+    if (mpx_sh_known(x) && x->rank != 3)
+        return mpx_node_error(c, MPX_E_SHAPE, "signal %s must be [batch, length, 1 or 2]", mpx_sh_TS(x));
+    if (mpx_sh_known(x)) o.d[0] = x->dims[0], o.s[0] = x->sym[0];
+    int64_t len = mpx_sh_known(x) ? x->dims[1] : -1;
+    if (len >= 0 && step > 0 && fl > 0) {
+        if (fl > len)
+            return mpx_node_error(c, MPX_E_SHAPE, "frame_length %lld is longer than the signal (%lld)", (long long)fl,
+                                  (long long)len);
+        o.d[1] = (len - fl) / step + 1;
+    }
+    if (fl > 0) o.d[2] = onesided ? fl / 2 + 1 : fl;
+    o.d[3] = 2;
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+}
+
+/* MelWeightMatrix: [dft_length / 2 + 1, num_mel_bins] of output_datatype. */
+mpx_status mpx_shape_mel(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 5);
+    if (st) return st;
+    int64_t bins = scalar_int(mpx_sh_in(c, 0)), n = scalar_int(mpx_sh_in(c, 1));
+    shp o = mpx_sh_shp_rank(2);
+    if (n >= 0) o.d[0] = n / 2 + 1;
+    if (bins >= 0) o.d[1] = bins;
+    int64_t dt = mpx_node_attr_int(c->n, "output_datatype", MPX_DT_FLOAT);
+    if (dt <= 0 || dt >= MPX_DT_COUNT_)
+        return mpx_node_error(c, MPX_E_INVALID, "attribute output_datatype (%lld) is not an element type", (long long)dt);
+    return mpx_sh_set_out(c, 0, (mpx_dtype)dt, &o);
+}

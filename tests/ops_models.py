@@ -281,6 +281,33 @@ def attention(out_dir):
         green="Attention", ms=True)
 
 
+def spectral(out_dir):
+    """DFT (opset 17 axis attribute; opset 20 axis input; one-sided; inverse
+    of a complex signal; dft_length padding and cutting), STFT (a Hann
+    window, complex signal, two-sided) and MelWeightMatrix feeding a MatMul."""
+    i64 = lambda name, v: arr(name, v, np.int64)  # noqa: E731
+    chain("dft17_onesided_pad", out_dir, (2, 12, 1), [
+        helper.make_node("DFT", ["X", "n"], ["Y"], axis=1, onesided=1)], [i64("n", 16)], opset=17, green="DFT")
+    chain("dft20_axis_inverse_cut", out_dir, (2, 3, 10, 2), [
+        helper.make_node("DFT", ["X", "n", "ax"], ["Y"], inverse=1)], [i64("n", 7), i64("ax", 2)], opset=20,
+        green="DFT")
+    chain("stft_hann", out_dir, (1, 64, 1), [
+        helper.make_node("HannWindow", ["wl"], ["w"]),
+        helper.make_node("STFT", ["X", "step", "w"], ["Y"])], [i64("wl", 16), i64("step", 6)], opset=17, green="STFT")
+    chain("stft_complex_twosided", out_dir, (2, 40, 2), [
+        helper.make_node("STFT", ["X", "step", "", "fl"], ["Y"], onesided=0)], [i64("step", 5), i64("fl", 10)],
+        opset=17, green="STFT")
+    # a log-mel front end: |STFT|^2 @ mel weights
+    chain("logmel", out_dir, (1, 400, 1), [
+        helper.make_node("HannWindow", ["wl"], ["w"]),
+        helper.make_node("STFT", ["X", "step", "w"], ["s"]),
+        helper.make_node("ReduceSumSquare", ["s", "last"], ["p"], keepdims=0),
+        helper.make_node("MelWeightMatrix", ["nmel", "wl", "rate", "lo", "hi"], ["mw"]),
+        helper.make_node("MatMul", ["p", "mw"], ["Y"])],
+        [i64("wl", 64), i64("step", 32), i64("last", [-1]), i64("nmel", 10), i64("rate", 16000),
+         arr("lo", 20.0, np.float32), arr("hi", 7600.0, np.float32)], opset=18, green="STFT")
+
+
 def biasadd(out_dir):
     """BiasAdd (X + bias + skip), which ORT has for CUDA only: ORT checks it
     through the same sum written as two ONNX Adds with the same weights
@@ -356,6 +383,7 @@ def main():
     biasadd(out)
     nbits_rotary(out)
     attention(out)
+    spectral(out)
     single("ms_skiplayernorm", "SkipLayerNormalization", out, (2, 3, 8), 17,
            [((2, 3, 8), 1.0, 0.0), ((8,), 0.5, 1.0), ((8,), 0.3, 0.0), ((8,), 0.3, 0.0)], outs=4, domain=ms,
            epsilon=1e-5)

@@ -1017,6 +1017,13 @@ static void test_new_ops_refusals(void) {
     /* (3 4) / rms 3.5355339 */
     OK("SkipSimplifiedLayerNormalization", 1, "", "f1x2: 3 4 | f1x2: 0 0 | f2: 1 1",
        "f1x2: 0.848528137 1.13137085");
+    /* DFT, STFT, MelWeightMatrix */
+    FAIL("DFT", 17, "axis=2", "f1x4x1: iota", 1, MPX_E_INVALID, "axis 2 is out of range");
+    FAIL("DFT", 17, "inverse=1 onesided=1", "f1x4x2: iota", 1, MPX_E_UNSUPPORTED, "inverse one-sided");
+    /* an impulse: every bin 1 + 0i (the twiddles of n = 0 are exact) */
+    OK("DFT", 17, "", "f1x4x1: 1 0 0 0", "f1x4x2: 1 0 1 0 1 0 1 0");
+    FAIL("STFT", 17, "", "f1x4x1: iota | i: 1 | - | i: 8", 1, MPX_E_SHAPE, "frame_length 8 is longer than the signal (4)");
+    FAIL("MelWeightMatrix", 17, "", "i: 4 | i: 8 | i: 100 | f: 0 | f: 4000", 1, MPX_E_INVALID, "outside [0, 5)");
     /* Attention (ONNX, opset 23) */
     FAIL("Attention", 23, "", "f1x3x4: iota | f1x3x4: iota | f1x3x4: iota", 1, MPX_E_INVALID,
          "3-D inputs need q_num_heads and kv_num_heads");
