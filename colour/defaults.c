@@ -275,6 +275,11 @@ static const entry table[MPX_OP_COUNT] = {
     /* An If hands on its taken branch's values: a copy. Its branches'
      * nodes are coloured as any other node. */
     E(If, C, C, "mpx: selects one branch's outputs, a copy (as TF's clear-listed Select)"),
+    /* A loop carries its state from iteration to iteration (its body runs in
+     * the node's format): the rounding accumulates, as in the recurrent
+     * ops, so fp32 unless a rule says otherwise. */
+    E(Loop, R, R, "mpx: state carried across iterations accumulates rounding (as LSTM, TVM never)"),
+    E(Scan, R, R, "mpx: state carried across iterations accumulates rounding (as LSTM, TVM never)"),
     /* ONNX Runtime's contrib ops are fused forms of ONNX ops: each takes
      * the colour of the op it fuses. */
     E(FusedMatMul, G, G, "mpx: MatMul with transposes and a scale (TF AMP allow list: MatMul)"),

@@ -132,6 +132,8 @@ mpx_graph *mpx_graph_new(const char *path) {
 
 void mpx_graph_free(mpx_graph *g) {
     if (!g) return;
+    for (int i = 0; i < g->n_children_; i++) mpx_graph_free(g->children_[i]);
+    free(g->children_);
     map_free(g->map_);
     map_free(g->node_map_);
     mpx_arena_free(g->arena);
@@ -696,4 +698,18 @@ int mpx_node_weight_input(const mpx_node *n) {
 int mpx_node_bias_input(const mpx_node *n) {
     if (!n) return 2;
     return n->op == MPX_OP_QLinearConv ? 8 : n->op == MPX_OP_ConvInteger || n->op == MPX_OP_MatMulInteger ? -1 : 2;
+}
+
+mpx_status mpx_graph_adopt(mpx_graph *g, mpx_graph *child) {
+    if (g->n_children_ == g->children_cap_) {
+        int cap = g->children_cap_ ? 2 * g->children_cap_ : 4;
+        mpx_graph **n = realloc(g->children_, (size_t)cap * sizeof *n);
+        if (!n) {
+            mpx_graph_free(child);
+            return MPX_E_NOMEM;
+        }
+        g->children_ = n, g->children_cap_ = cap;
+    }
+    g->children_[g->n_children_++] = child;
+    return MPX_OK;
 }

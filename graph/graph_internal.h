@@ -22,4 +22,8 @@ typedef mpx_graph *(*mpx_buffer_loader)(const void *buf, size_t len, const char 
 mpx_graph *mpx_load_in_folder(void *buf, size_t len, const char *path, mpx_buffer_loader load,
                               mpx_error *err);
 
+/* graph.c: g takes ownership of child (a Loop or Scan body): freed with g.
+ * On failure (out of memory) child is freed. */
+mpx_status mpx_graph_adopt(mpx_graph *g, mpx_graph *child);
+
 #endif

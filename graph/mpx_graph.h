@@ -117,7 +117,7 @@ bool mpx_dtype_is_int_like(mpx_dtype t);
 
 enum {
     MPX_MAX_RANK = 8,
-    MPX_MAX_SUBGRAPH_DEPTH = 16, /* If branches inside If branches */
+    MPX_MAX_SUBGRAPH_DEPTH = 16, /* If branches inside If branches; Loop bodies inside bodies */
 };
 /* Largest element count of one tensor mpx accepts (2^31): beyond it a model is
  * refused as malformed rather than allocated. */
@@ -302,6 +302,13 @@ struct mpx_node {
      * the nodes of the main graph. */
     const struct mpx_node *guard;
     int branch;
+    /* Loop and Scan: the body, a graph of its own (owned by the graph that
+     * holds this node), run once per iteration by the kernel. Its inputs are
+     * the body's formal ones, then every tensor of the enclosing graphs it
+     * reads; this node reads those after its n_explicit inputs from the
+     * file. NULL for every other node. */
+    struct mpx_graph *body;
+    int n_explicit;
 };
 
 struct mpx_graph {
@@ -324,6 +331,9 @@ struct mpx_graph {
     struct mpx_name_map *map_; /* name -> tensor; private to graph.c */
     struct mpx_name_map *node_map_; /* name -> node; private to graph.c */
     int tensors_cap_, nodes_cap_;
+    /* Loop and Scan bodies of this graph's nodes (freed with it). */
+    struct mpx_graph **children_;
+    int n_children_, children_cap_;
 };
 
 /* ---- building a graph (used by the loaders and by tests) --------------- */

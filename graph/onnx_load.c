@@ -43,6 +43,7 @@ typedef struct ctx {
      * of names defined at depth d ("" for the main graph). */
     int depth;
     const char *scope[MPX_MAX_SUBGRAPH_DEPTH + 1];
+    int nest; /* Loop/Scan bodies around this graph */
 } ctx;
 
 static mpx_status fail(ctx *c, mpx_status st, const char *fmt, ...)
@@ -785,6 +786,114 @@ static mpx_status load_if(ctx *c, const Onnx__NodeProto *np, const Onnx__GraphPr
     return MPX_OK;
 }
 
+/* Loop and Scan: the body becomes a graph of its own (mpx_node.body),
+ * whose nodes are named "<node>/body/..." in messages. Its inputs are the
+ * body's formal inputs, then each name it reads that no scope inside it
+ * defines - a tensor of the enclosing graphs, which the node reads as an
+ * extra input after its own, so that the plan, the run order and the value
+ * lifetimes see the dependency. Declared shapes of the formal inputs are
+ * not kept (each iteration binds the values' shapes), their types are. */
+static mpx_status load_body_node(ctx *c, const Onnx__NodeProto *np, const Onnx__GraphProto *body) {
+    mpx_graph *g = c->g;
+    char name[1000];
+    int len = np->name && *np->name ? snprintf(name, sizeof name, "%s%s", c->scope[c->depth], np->name)
+                                    : snprintf(name, sizeof name, "%s%s_%d", c->scope[c->depth], np->op_type, g->n_nodes);
+    if (len < 0 || (size_t)len >= sizeof name)
+        return fail(c, MPX_E_LIMIT, "node \"%.200s...\" (%s): its name is too long", name, np->op_type);
+    if (c->nest >= MPX_MAX_SUBGRAPH_DEPTH)
+        return fail(c, MPX_E_LIMIT, "node \"%s\" (%s): bodies nested deeper than %d", name, np->op_type,
+                    MPX_MAX_SUBGRAPH_DEPTH);
+    if (body->n_input > 4096 || body->n_output > 4096 || np->n_input > 4096)
+        return fail(c, MPX_E_LIMIT, "node \"%s\" (%s): too many inputs or outputs", name, np->op_type);
+    mpx_graph *b = mpx_graph_new(c->path);
+    if (!b) return fail(c, MPX_E_NOMEM, "out of memory");
+    if (mpx_graph_adopt(g, b) != MPX_OK) return fail(c, MPX_E_NOMEM, "out of memory");
+    b->opset = g->opset, b->ir_version = g->ir_version;
+    char prefix[1100];
+    snprintf(prefix, sizeof prefix, "%s/body/", name);
+    ctx cc = *c;
+    cc.g = b, cc.depth = 0, cc.nest = c->nest + 1;
+    cc.scope[0] = mpx_arena_strdup(b->arena, prefix);
+    if (!cc.scope[0]) return fail(c, MPX_E_NOMEM, "out of memory");
+    b->name = mpx_arena_strdup(b->arena, name);
+    mpx_status st;
+    for (size_t i = 0; i < body->n_input; i++) {
+        const char *nm = body->input[i] ? body->input[i]->name : NULL;
+        if (!nm || !*nm) return fail(c, MPX_E_INVALID, "node \"%s\" (%s): body input %zu has no name", name,
+                                     np->op_type, i);
+        mpx_tensor *t;
+        if ((st = tensor_for(&cc, nm, &t)) != MPX_OK) return st;
+        if ((st = declare(&cc, t, body->input[i], "body input")) != MPX_OK) return st;
+        t->decl_rank = -1; /* its shape is each iteration's */
+        t->flags |= MPX_T_INPUT;
+    }
+    for (size_t i = 0; i < body->n_initializer; i++) {
+        const Onnx__TensorProto *tp = body->initializer[i];
+        if (!tp->name || !*tp->name)
+            return fail(c, MPX_E_INVALID, "node \"%s\" (%s): body initializer %zu has no name", name, np->op_type, i);
+        char what[1700];
+        snprintf(what, sizeof what, "initializer \"%s%.500s\"", prefix, tp->name);
+        mpx_tensor *t;
+        if ((st = tensor_for(&cc, tp->name, &t)) != MPX_OK) return st;
+        if (t->flags & MPX_T_INITIALIZER) return fail(c, MPX_E_INVALID, "%s appears twice", what);
+        if ((st = load_tensor(&cc, tp, t, what)) != MPX_OK) return st;
+        t->flags |= MPX_T_INITIALIZER;
+    }
+    if ((st = load_nodes(&cc, body)) != MPX_OK) return st;
+    b->outputs = mpx_arena_calloc(b->arena, body->n_output ? body->n_output : 1, sizeof *b->outputs);
+    if (!b->outputs) return fail(c, MPX_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < body->n_output; i++) {
+        const char *nm = body->output[i] ? body->output[i]->name : NULL;
+        if (!nm || !*nm) return fail(c, MPX_E_INVALID, "node \"%s\" (%s): body output %zu has no name", name,
+                                     np->op_type, i);
+        mpx_tensor *t;
+        if ((st = tensor_for(&cc, nm, &t)) != MPX_OK) return st;
+        t->flags |= MPX_T_OUTPUT;
+        b->outputs[b->n_outputs++] = t;
+    }
+    /* What the body reads and does not define: the enclosing graphs'. */
+    bool *def = calloc((size_t)b->n_tensors + 1, sizeof *def);
+    if (!def) return fail(c, MPX_E_NOMEM, "out of memory");
+    for (int i = 0; i < b->n_nodes; i++)
+        for (int j = 0; j < b->nodes[i]->n_outputs; j++)
+            if (b->nodes[i]->outputs[j]) def[b->nodes[i]->outputs[j]->index] = true;
+    int n_free = 0;
+    for (int i = 0; i < b->n_tensors; i++)
+        n_free += !def[i] && !(b->tensors[i]->flags & (MPX_T_INPUT | MPX_T_INITIALIZER));
+    b->inputs = mpx_arena_calloc(b->arena, body->n_input + (size_t)n_free + 1, sizeof *b->inputs);
+    mpx_node *n = b->inputs ? mpx_graph_add_node(g, name, np->op_type, np->domain, (int)np->n_input + n_free,
+                                                 (int)np->n_output, (int)np->n_attribute)
+                            : NULL;
+    if (!n) {
+        free(def);
+        return fail(c, MPX_E_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < body->n_input; i++) b->inputs[b->n_inputs++] = mpx_graph_find_tensor(b, body->input[i]->name);
+    int k = (int)np->n_input;
+    for (int i = 0; i < b->n_tensors && st == MPX_OK; i++) {
+        mpx_tensor *t = b->tensors[i];
+        if (def[i] || (t->flags & (MPX_T_INPUT | MPX_T_INITIALIZER))) continue;
+        t->flags |= MPX_T_INPUT;
+        b->inputs[b->n_inputs++] = t;
+        st = tensor_read(c, t->name, &n->inputs[k++]);
+    }
+    free(def);
+    if (st != MPX_OK) return st;
+    n->body = b;
+    n->n_explicit = (int)np->n_input;
+    int ns;
+    if ((st = domain_opset(c, np->domain, &ns)) != MPX_OK) return st;
+    n->opset = ns < 0 ? 0 : ns;
+    for (size_t j = 0; j < np->n_input; j++)
+        if (np->input[j] && *np->input[j] && (st = tensor_read(c, np->input[j], &n->inputs[j])) != MPX_OK) return st;
+    for (size_t j = 0; j < np->n_output; j++)
+        if (np->output[j] && *np->output[j] && (st = tensor_def(c, np->output[j], &n->outputs[j])) != MPX_OK)
+            return st;
+    for (size_t j = 0; j < np->n_attribute; j++)
+        if ((st = load_attr(c, n, np->attribute[j], &n->attrs[j])) != MPX_OK) return st;
+    return mpx_graph_finalize(b, c->err);
+}
+
 static mpx_status load_nodes(ctx *c, const Onnx__GraphProto *gp) {
     mpx_graph *g = c->g;
     mpx_status st;
@@ -800,6 +909,12 @@ static mpx_status load_nodes(ctx *c, const Onnx__GraphProto *gp) {
         const Onnx__GraphProto *tb = graph_attr(np, "then_branch"), *eb = graph_attr(np, "else_branch");
         if (strcmp(np->op_type, "If") == 0 && default_domain(np->domain) && tb && eb) {
             if ((st = load_if(c, np, tb, eb)) != MPX_OK) return st;
+            continue;
+        }
+        const Onnx__GraphProto *body = graph_attr(np, "body");
+        if ((strcmp(np->op_type, "Loop") == 0 || strcmp(np->op_type, "Scan") == 0) && default_domain(np->domain) &&
+            body) {
+            if ((st = load_body_node(c, np, body)) != MPX_OK) return st;
             continue;
         }
         char name[1200];

@@ -1024,3 +1024,147 @@ mpx_status mpx_shape_mel(mpx_sctx *c) {
         return mpx_node_error(c, MPX_E_INVALID, "attribute output_datatype (%lld) is not an element type", (long long)dt);
     return mpx_sh_set_out(c, 0, (mpx_dtype)dt, &o);
 }
+
+/* ---- Loop and Scan: shapes through the body ---------------------------------------- */
+
+/* Bind body input i to the shape (and dtype) of tensor t; false when t's
+ * shape is unknown. */
+static bool bind_like(mpx_graph *b, int i, const mpx_tensor *t, mpx_error *e) {
+    if (!t || t->rank < 0) return false;
+    for (int k = 0; k < t->rank; k++)
+        if (t->dims[k] < 0) return false;
+    mpx_tensor *bi = b->inputs[i];
+    if (bi->dtype == MPX_DT_UNDEFINED) bi->dtype = t->dtype;
+    return mpx_graph_bind_input(b, bi->name, t->rank, t->dims, e) == MPX_OK;
+}
+
+static bool bind_scalar(mpx_graph *b, int i, mpx_dtype dt, mpx_error *e) {
+    mpx_tensor *bi = b->inputs[i];
+    if (bi->dtype == MPX_DT_UNDEFINED) bi->dtype = dt;
+    return mpx_graph_bind_input(b, bi->name, 0, NULL, e) == MPX_OK;
+}
+
+/* Body inputs from `first` on are the enclosing graphs' tensors the body
+ * reads: the node's inputs after its explicit ones. */
+static bool bind_outer(mpx_sctx *c, mpx_graph *b, int first, mpx_error *e) {
+    for (int i = first, j = c->n->n_explicit; i < b->n_inputs; i++, j++)
+        if (!bind_like(b, i, j < c->n->n_inputs ? c->n->inputs[j] : NULL, e)) return false;
+    return true;
+}
+
+/* Loop(M, cond, v...) -> (v_final..., scan outputs...); the body maps
+ * (iter, cond, v...) to (cond, v..., scan...). Carried values keep the
+ * dims the body keeps; a scan output gains a leading dim, the trip count
+ * when M is known and no condition can stop the loop early, else unknown. */
+mpx_status mpx_shape_loop(mpx_sctx *c) {
+    mpx_node *n = c->n;
+    mpx_graph *b = n->body;
+    if (!b) return mpx_node_error(c, MPX_E_UNSUPPORTED, "a Loop without a body graph");
+    int nv = n->n_explicit - 2;
+    if (nv < 0 || b->n_inputs < 2 + nv || b->n_outputs < 1 + nv || n->n_outputs != b->n_outputs - 1)
+        return mpx_node_error(c, MPX_E_INVALID, "the body has %d inputs and %d outputs; with %d loop-carried values "
+                              "it needs %d inputs and 1 + %d + scan outputs, and the node one output each but the "
+                              "condition (it has %d)", b->n_inputs, b->n_outputs, nv < 0 ? 0 : nv, 2 + (nv < 0 ? 0 : nv),
+                              nv < 0 ? 0 : nv, n->n_outputs);
+    mpx_error e = {0};
+    bool ok = bind_scalar(b, 0, MPX_DT_INT64, &e) && bind_scalar(b, 1, MPX_DT_BOOL, &e);
+    for (int i = 0; ok && i < nv; i++) ok = bind_like(b, 2 + i, n->inputs[2 + i], &e);
+    ok = ok && bind_outer(c, b, 2 + nv, &e) && mpx_graph_infer(b, &e) == MPX_OK;
+    const mpx_tensor *m = mpx_sh_in(c, 0), *cond = mpx_sh_in(c, 1);
+    int64_t trip = -1;
+    if (m && m->i64 && m->nelem == 1 && !cond) trip = m->i64[0] < 0 ? 0 : m->i64[0];
+    mpx_status st = MPX_OK;
+    for (int j = 0; j < n->n_outputs && !st; j++) {
+        const mpx_tensor *bo = b->outputs[1 + j];
+        mpx_dtype dt = bo->dtype != MPX_DT_UNDEFINED ? bo->dtype : j < nv ? mpx_sh_dt(n->inputs[2 + j]) : MPX_DT_UNDEFINED;
+        if (!ok || bo->rank < 0) {
+            st = mpx_sh_set_out(c, j, dt, NULL);
+            continue;
+        }
+        shp s = mpx_sh_shp_of(bo);
+        if (j < nv) {
+            const mpx_tensor *vi = n->inputs[2 + j];
+            for (int d = 0; d < s.rank; d++)
+                if (!vi || vi->rank != s.rank || vi->dims[d] != s.d[d]) s.d[d] = -1, s.s[d] = NULL;
+        } else {
+            if (s.rank + 1 > MPX_MAX_RANK) return mpx_node_error(c, MPX_E_LIMIT, "scan output %d has rank above %d", j,
+                                                                 MPX_MAX_RANK - 1);
+            for (int d = s.rank; d > 0; d--) s.d[d] = s.d[d - 1], s.s[d] = s.s[d - 1];
+            s.rank++, s.d[0] = trip, s.s[0] = NULL;
+        }
+        st = mpx_sh_set_out(c, j, dt, &s);
+    }
+    return st;
+}
+
+/* Scan(state..., scan inputs...) -> (final state..., scan outputs...): the
+ * body maps (state..., one slice of each scan input) to (state..., one slice
+ * of each scan output); the slices are taken along scan_input_axes (default
+ * 0) and stacked along scan_output_axes. */
+mpx_status mpx_shape_scan(mpx_sctx *c) {
+    mpx_node *n = c->n;
+    mpx_graph *b = n->body;
+    if (!b) return mpx_node_error(c, MPX_E_UNSUPPORTED, "a Scan without a body graph");
+    if (mpx_sh_opset(c) < 9)
+        return mpx_node_error(c, MPX_E_UNSUPPORTED, "Scan of opset 8 (batched, with sequence_lens) is not supported; "
+                              "opset 9 and later are");
+    int64_t ns = mpx_node_attr_int(c->n, "num_scan_inputs", -1);
+    int nst = n->n_explicit - (int)ns;
+    if (ns < 1 || nst < 0 || b->n_inputs < n->n_explicit || b->n_outputs != n->n_outputs || b->n_outputs < nst)
+        return mpx_node_error(c, MPX_E_INVALID, "num_scan_inputs %lld does not fit %d inputs, a body of %d inputs and "
+                              "%d outputs, and %d node outputs", (long long)ns, n->n_explicit, b->n_inputs,
+                              b->n_outputs, n->n_outputs);
+    int64_t in_ax[MPX_MAX_RANK * 8], out_ax[MPX_MAX_RANK * 8];
+    int nsi = (int)ns, nso = b->n_outputs - nst;
+    if (nsi > MPX_MAX_RANK * 8 || nso > MPX_MAX_RANK * 8) return mpx_node_error(c, MPX_E_LIMIT, "too many scan inputs");
+    mpx_status st;
+    if ((st = mpx_sh_ints_attr(c, "scan_input_axes", nsi, 0, in_ax)) ||
+        (st = mpx_sh_ints_attr(c, "scan_output_axes", nso, 0, out_ax)))
+        return st;
+    mpx_error e = {0};
+    bool ok = true;
+    int64_t len = -1;
+    for (int i = 0; ok && i < nst; i++) ok = bind_like(b, i, n->inputs[i], &e);
+    for (int i = 0; ok && i < nsi; i++) {
+        const mpx_tensor *x = n->inputs[nst + i];
+        if (!x || x->rank < 1) {
+            ok = false;
+            break;
+        }
+        int64_t a = in_ax[i] < 0 ? in_ax[i] + x->rank : in_ax[i];
+        if (a < 0 || a >= x->rank)
+            return mpx_node_error(c, MPX_E_INVALID, "scan_input_axes[%d] = %lld is out of range for %s", i,
+                                  (long long)in_ax[i], mpx_sh_TS(x));
+        if (len >= 0 && x->dims[a] >= 0 && x->dims[a] != len)
+            return mpx_node_error(c, MPX_E_SHAPE, "scan input %d has %lld slices along axis %lld, another %lld", i,
+                                  (long long)x->dims[a], (long long)a, (long long)len);
+        len = x->dims[a];
+        shp sl = mpx_sh_shp_of(x);
+        for (int d = (int)a; d < sl.rank - 1; d++) sl.d[d] = sl.d[d + 1];
+        sl.rank--;
+        for (int d = 0; ok && d < sl.rank; d++) ok = sl.d[d] >= 0;
+        mpx_tensor *bi = b->inputs[nst + i];
+        if (bi->dtype == MPX_DT_UNDEFINED) bi->dtype = x->dtype;
+        ok = ok && mpx_graph_bind_input(b, bi->name, sl.rank, sl.d, &e) == MPX_OK;
+    }
+    ok = ok && bind_outer(c, b, n->n_explicit, &e) && mpx_graph_infer(b, &e) == MPX_OK;
+    st = MPX_OK;
+    for (int j = 0; j < n->n_outputs && !st; j++) {
+        const mpx_tensor *bo = b->outputs[j];
+        if (!ok || bo->rank < 0) {
+            st = mpx_sh_set_out(c, j, bo->dtype, NULL);
+            continue;
+        }
+        shp s = mpx_sh_shp_of(bo);
+        if (j >= nst) {
+            int64_t a = out_ax[j - nst] < 0 ? out_ax[j - nst] + s.rank + 1 : out_ax[j - nst];
+            if (a < 0 || a > s.rank || s.rank + 1 > MPX_MAX_RANK)
+                return mpx_node_error(c, MPX_E_INVALID, "scan_output_axes[%d] = %lld is out of range", j - nst,
+                                      (long long)out_ax[j - nst]);
+            for (int d = s.rank; d > a; d--) s.d[d] = s.d[d - 1], s.s[d] = s.s[d - 1];
+            s.rank++, s.d[a] = len, s.s[a] = NULL;
+        }
+        st = mpx_sh_set_out(c, j, bo->dtype, &s);
+    }
+    return st;
+}

@@ -10,12 +10,16 @@ branch):
    computed inside the branch (max(X) < 0.9);
  - if_shapes: branches whose outputs differ in shape (a MaxPool or the
    input itself), followed by a node of the main graph;
- - if_const: a condition that is an initializer (decided at load).
+ - if_const: a condition that is an initializer (decided at load);
+ - loop_accumulate, loop_while, loop_nested, loop_if, scan_reverse_axes:
+   Loop and Scan (loops()).
 Bad models (each must be refused by name, never crash):
  - bad_if_inputs: a branch with graph inputs;
  - bad_if_outputs: branches with fewer outputs than the If;
  - bad_if_outer: a branch reading a tensor no scope defines;
- - bad_if_deep: Ifs nested 20 deep (mpx's limit is 16).
+ - bad_if_deep: Ifs nested 20 deep (mpx's limit is 16);
+ - bad_loop_negative: a Loop with trip count -3 (refused when it runs);
+ - bad_scan_lengths: two scan inputs of different lengths.
 
 usage: python3 control_models.py <out_dir>
   prints one line per good model: name, X's shape, and the input ranges to
@@ -110,6 +114,77 @@ def if_const(out_dir):
     print("if_const 3x4 0,1")
 
 
+I64 = TensorProto.INT64
+B1 = TensorProto.BOOL
+
+
+def loops(out_dir):
+    """Loop with a trip count, carried values, a scan output, the iteration
+    number and an outer tensor read inside; a while-loop (no trip count, the
+    body's condition stops it); a Loop in a Loop; a Loop whose body holds
+    an If; Scan with a reversed scan input along axis 1 and scan outputs
+    stacked along axis 1."""
+    rng = np.random.default_rng(7)
+    vi64 = lambda n, s: helper.make_tensor_value_info(n, I64, s)  # noqa: E731
+    vb = lambda n: helper.make_tensor_value_info(n, B1, [])  # noqa: E731
+    body = helper.make_graph(
+        [helper.make_node("Cast", ["i"], ["fi"], to=F),
+         helper.make_node("Mul", ["v", "half"], ["vh"]),
+         helper.make_node("Mul", ["fi", "W"], ["iw"]),
+         helper.make_node("Add", ["vh", "iw"], ["vo"]),
+         helper.make_node("Mul", ["vo", "vo"], ["sq"]),
+         helper.make_node("Identity", ["c"], ["co"])],
+        "body", [vi64("i", []), vb("c"), vi("v", [3])], [vb("co"), vi("vo", [3]), vi("sq", [3])],
+        [const("half", 0.5)])
+    nodes = [helper.make_node("Loop", ["M", "T", "X"], ["V", "S"], body=body, name="acc")]
+    write(out_dir, "loop_accumulate", nodes,
+          [numpy_helper.from_array(np.array(4, np.int64), "M"), numpy_helper.from_array(np.array(True), "T"),
+           const("W", rng.standard_normal(3))],
+          [3], [vi("V", [3]), vi("S", [4, 3])], opset=13)
+    print("loop_accumulate 3 -1,1")
+    wbody = helper.make_graph(
+        [helper.make_node("Mul", ["v", "k"], ["vo"]),
+         helper.make_node("ReduceSum", ["vo"], ["sm"], keepdims=0),
+         helper.make_node("Less", ["sm", "lim"], ["co"])],
+        "wbody", [vi64("i", []), vb("c"), vi("v", [2, 2])], [vb("co"), vi("vo", [2, 2])], [const("k", 1.5)])
+    write(out_dir, "loop_while", [helper.make_node("Loop", ["", "T", "X"], ["V"], body=wbody, name="grow")],
+          [numpy_helper.from_array(np.array(True), "T"), const("lim", 50.0)], [2, 2], [vi("V", [2, 2])], opset=13)
+    print("loop_while 2x2 1,2")
+    inner = helper.make_graph(
+        [helper.make_node("Add", ["u", "X"], ["uo"]), helper.make_node("Identity", ["c2"], ["co2"])],
+        "inner", [vi64("j", []), vb("c2"), vi("u", [3])], [vb("co2"), vi("uo", [3])])
+    outer = helper.make_graph(
+        [helper.make_node("Loop", ["M2", "", "v"], ["w"], body=inner, name="inner"),
+         helper.make_node("Tanh", ["w"], ["vo"]), helper.make_node("Identity", ["c"], ["co"])],
+        "outer", [vi64("i", []), vb("c"), vi("v", [3])], [vb("co"), vi("vo", [3])],
+        [numpy_helper.from_array(np.array(2, np.int64), "M2")])
+    write(out_dir, "loop_nested", [helper.make_node("Loop", ["M", "", "X"], ["V"], body=outer, name="outer")],
+          [numpy_helper.from_array(np.array(3, np.int64), "M")], [3], [vi("V", [3])], opset=13)
+    print("loop_nested 3 -1,1")
+    # a Loop whose body holds an If on the iteration number
+    then = helper.make_graph([helper.make_node("Mul", ["v", "two"], ["r"])], "t", [], [vi("r", [3])],
+                             [const("two", 2.0)])
+    els = helper.make_graph([helper.make_node("Neg", ["v"], ["r"])], "e", [], [vi("r", [3])])
+    ibody = helper.make_graph(
+        [helper.make_node("Less", ["i", "one"], ["first"]),
+         helper.make_node("If", ["first"], ["vo"], then_branch=then, else_branch=els, name="pick"),
+         helper.make_node("Identity", ["c"], ["co"])],
+        "ibody", [vi64("i", []), vb("c"), vi("v", [3])], [vb("co"), vi("vo", [3])],
+        [numpy_helper.from_array(np.array(1, np.int64), "one")])
+    write(out_dir, "loop_if", [helper.make_node("Loop", ["M", "", "X"], ["V"], body=ibody, name="alt")],
+          [numpy_helper.from_array(np.array(3, np.int64), "M")], [3], [vi("V", [3])], opset=13)
+    print("loop_if 3 -1,1")
+    sbody = helper.make_graph(
+        [helper.make_node("Add", ["s", "x"], ["so"]), helper.make_node("Mul", ["so", "g"], ["y"])],
+        "sbody", [vi("s", [3]), vi("x", [3])], [vi("so", [3]), vi("y", [3])])
+    write(out_dir, "scan_reverse_axes", [
+        helper.make_node("Scan", ["S0", "X"], ["S", "Y"], body=sbody, num_scan_inputs=1, scan_input_axes=[1],
+                         scan_input_directions=[1], scan_output_axes=[1], name="cum")],
+        [const("S0", np.zeros(3)), const("g", rng.standard_normal(3))], [3, 5], [vi("S", [3]), vi("Y", [3, 5])],
+        opset=11)
+    print("scan_reverse_axes 3x5 -1,1")
+
+
 def bad(out_dir):
     one = helper.make_graph([helper.make_node("Neg", ["X"], ["y"])], "b", [], [vi("y", [2])])
     with_in = helper.make_graph([helper.make_node("Neg", ["X"], ["y"])], "b", [vi("q", [2])], [vi("y", [2])])
@@ -129,6 +204,18 @@ def bad(out_dir):
                                                 name=f"lvl{d}")], f"d{d}", [], [vi("y", [2])])
     nodes = mean_positive() + [helper.make_node("If", ["cond"], ["Y"], then_branch=g, else_branch=one, name="top")]
     write(out_dir, "bad_if_deep", nodes, [const("zero", 0.0)], [2], [vi("Y", [2])])
+    # a negative trip count, and two scan inputs of different lengths
+    body = helper.make_graph([helper.make_node("Identity", ["v"], ["vo"]), helper.make_node("Identity", ["c"], ["co"])],
+                             "b", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                                   helper.make_tensor_value_info("c", TensorProto.BOOL, []), vi("v", [2])],
+                             [helper.make_tensor_value_info("co", TensorProto.BOOL, []), vi("vo", [2])])
+    write(out_dir, "bad_loop_negative", [helper.make_node("Loop", ["M", "", "X"], ["Y"], body=body, name="neg")],
+          [numpy_helper.from_array(np.array(-3, np.int64), "M")], [2], [vi("Y", [2])], opset=13)
+    sb = helper.make_graph([helper.make_node("Add", ["a", "b"], ["y"])], "sb", [vi("a", []), vi("b", [])],
+                           [vi("y", [])])
+    write(out_dir, "bad_scan_lengths", [
+        helper.make_node("Scan", ["X", "Z"], ["Y"], body=sb, num_scan_inputs=2, name="mismatch")],
+        [const("Z", np.zeros(3))], [2], [vi("Y", [2])], opset=11)
 
 
 def main():
@@ -138,6 +225,7 @@ def main():
     if_nested(out)
     if_shapes(out)
     if_const(out)
+    loops(out)
     bad(out)
 
 

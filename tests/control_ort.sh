@@ -1,7 +1,7 @@
 #!/bin/sh
 # ctest entry: control flow (If) against ONNX Runtime.
-#  1. tests/control_models.py's small models, each run on inputs that take
-#     each branch (nested ones included): mpx's fp32 reference and ORT agree
+#  1. tests/control_models.py's small models (If: on inputs that take each
+#     branch, nested ones included; Loop and Scan): mpx's fp32 reference and ORT agree
 #     on every tensor of the main graph (rel_l2 < 1e-5, integers exactly);
 #     then the fp16 report runs, with a finite error above zero.
 #  2. Its malformed models are refused with the node and the reason.
@@ -69,6 +69,20 @@ for c in "bad_if_inputs:node \"bad\" (If): then_branch has 1 inputs; an If's bra
   name=${c%%:*} want=${c#*:}
   if out=$("$MPX" -c "load $WORK/models/$name.onnx" 2>&1); then
     echo "control_ort $name: FAIL: loaded"; failed=$((failed + 1)); continue
+  fi
+  case $out in
+    *"$want"*) echo "$name: refused: $(echo "$out" | tail -1 | cut -c1-160)" ;;
+    *) echo "$out"; echo "control_ort $name: FAIL: not the expected message ($want)"; failed=$((failed + 1)) ;;
+  esac
+done
+
+# malformed loops: refused by name when they run
+for c in "bad_loop_negative:node \"neg\" (Loop): the trip count M = -3 is negative" \
+         "bad_scan_lengths:node \"mismatch\" (Scan): scan input 1 has 3 slices along axis 0"; do
+  n=$((n + 1))
+  name=${c%%:*} want=${c#*:}
+  if out=$("$MPX" -c "load $WORK/models/$name.onnx; run" 2>&1); then
+    echo "control_ort $name: FAIL: ran"; failed=$((failed + 1)); continue
   fi
   case $out in
     *"$want"*) echo "$name: refused: $(echo "$out" | tail -1 | cut -c1-160)" ;;

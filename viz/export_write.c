@@ -130,11 +130,11 @@ mpx_status mpx_viz_export_onnx(const mpx_plan *p, const char *path, bool force, 
      * means putting casts inside the file's subgraphs, which the exporter
      * does not do yet: refused before anything is written. */
     for (int i = 0; i < g->n_nodes; i++)
-        if (g->nodes[i]->op == MPX_OP_If)
+        if (g->nodes[i]->op == MPX_OP_If || g->nodes[i]->body)
             return mpx_error_set(err, MPX_E_UNSUPPORTED,
-                                 "node \"%s\" (If): mpx cannot export models with control flow yet (the plan's "
-                                 "casts would go inside the If's branches); plan, run and report cover them",
-                                 g->nodes[i]->name);
+                                 "node \"%s\" (%s): mpx cannot export models with control flow yet (the plan's "
+                                 "casts would go inside its subgraphs); plan, run and report cover them",
+                                 g->nodes[i]->name, g->nodes[i]->op_type);
     /* An all-fp32 plan of an .onnx model would write the loaded model again;
      * of a JSON model it writes the fp32 reference as ONNX, which is useful. */
     bool from_file = g->path && has_ext(g->path, ".onnx");

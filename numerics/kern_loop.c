@@ -1,0 +1,365 @@
+/* kern_loop.c - Loop and Scan: the body (mpx_node.body, a graph of its own,
+ * graph/onnx_load.c) run once per iteration with mpx_run_graph.
+ *
+ * Body inputs: Loop's are (iteration number, condition, carried values...),
+ * Scan's (state..., one slice of each scan input...), then the tensors of
+ * the enclosing graphs the body reads (the node's inputs after its own).
+ * Outputs: Loop's (condition, carried values..., scan outputs...), Scan's
+ * (state..., slices of the scan outputs...); the scan outputs of every
+ * iteration are stacked.
+ *
+ * Precision: the node is one node of the plan. Under a low plan its body
+ * runs with every node in the node's compute format (mpx_assign_uniform with
+ * its accumulation format), so a carried value leaves each iteration in
+ * that format and enters the next one in it: one format across iterations,
+ * as a runtime running the loop in half precision holds its state. Loop and
+ * Scan are red by default for that reason (the state accumulates rounding),
+ * as the recurrent ops are.
+ *
+ * A body's shapes are bound to each iteration's values and inferred again
+ * when they change; the body graph is shared, so a recursive lock makes one
+ * thread at a time run bodies (a comparison's reference and candidate run
+ * their loops one after the other; a Loop inside a body takes the lock it
+ * already holds). Bounds: 2^20 iterations, scan outputs of 2^31 values;
+ * past them the node is refused by name. */
+#include "kern_nn.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_ITERS = 1 << 20 };
+
+static pthread_mutex_t lock;
+static pthread_once_t lock_once = PTHREAD_ONCE_INIT;
+
+static void lock_init(void) {
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&lock, &a);
+    pthread_mutexattr_destroy(&a);
+}
+
+/* What running a body needs across iterations. */
+typedef struct body_run {
+    const mpx_kctx *c;
+    mpx_graph *b;
+    mpx_assign *a; /* the node's low format for every body node; NULL: fp32 */
+    bool bound;
+    int64_t iter;
+} body_run;
+
+static bool same_dims(const mpx_tensor *t, const mpx_value *v) {
+    if (t->rank != v->rank) return false;
+    for (int i = 0; i < v->rank; i++)
+        if (t->dims[i] != v->dims[i]) return false;
+    return true;
+}
+
+/* One iteration: ins[b->n_inputs] in, outs[b->n_outputs] out (owned). */
+static mpx_status run_once(body_run *r, const mpx_value *ins, mpx_value *outs) {
+    const mpx_kctx *c = r->c;
+    mpx_graph *b = r->b;
+    mpx_error e = {0};
+    bool changed = !r->bound;
+    for (int i = 0; i < b->n_inputs; i++) {
+        if (same_dims(b->inputs[i], &ins[i]) && r->bound) continue;
+        if (b->inputs[i]->dtype == MPX_DT_UNDEFINED) b->inputs[i]->dtype = ins[i].dtype;
+        if (mpx_graph_bind_input(b, b->inputs[i]->name, ins[i].rank, ins[i].dims, &e) != MPX_OK)
+            return mpx_kernel_error(c, e.status, "iteration %lld: %s", (long long)r->iter, e.msg);
+        changed = true;
+    }
+    if (changed) {
+        if (mpx_graph_infer(b, &e) != MPX_OK)
+            return mpx_kernel_error(c, e.status, "iteration %lld: %s", (long long)r->iter, e.msg);
+        if (c->round) {
+            mpx_assign_free(r->a);
+            r->a = mpx_assign_uniform(b, c->round, c->acc.fmt, false);
+            if (!r->a) return mpx_kernel_error(c, MPX_E_NOMEM, "out of memory");
+        }
+        r->bound = true;
+    }
+    mpx_run *run = NULL;
+    mpx_run_opts o = {.stream = true};
+    if (mpx_run_graph(b, r->a, ins, &o, &run, &e) != MPX_OK)
+        return mpx_kernel_error(c, e.status, "iteration %lld: %s", (long long)r->iter, e.msg);
+    mpx_status st = MPX_OK;
+    for (int k = 0; k < b->n_outputs && !st; k++) {
+        const mpx_value *v = &run->vals[b->outputs[k]->index];
+        if (v->n < 0) st = mpx_kernel_error(c, MPX_E_INVALID, "iteration %lld: the body computed no value for its "
+                                            "output \"%s\"", (long long)r->iter, b->outputs[k]->name);
+        else if (mpx_value_copy(&outs[k], v, &e) != MPX_OK) st = mpx_kernel_error(c, e.status, "%s", e.msg);
+    }
+    mpx_run_free(run);
+    if (st)
+        for (int k = 0; k < b->n_outputs; k++) mpx_value_free(&outs[k]);
+    r->iter++;
+    return st;
+}
+
+static bool same_dims_v(const mpx_value *a, const mpx_value *b) {
+    if (a->rank != b->rank) return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i]) return false;
+    return true;
+}
+
+/* A growing list of one scan output's per-iteration values. */
+typedef struct stack {
+    mpx_value *v;
+    int64_t n, cap, elems;
+} stack;
+
+static mpx_status push(const mpx_kctx *c, stack *s, mpx_value *v, int k) {
+    if (s->n && (!same_dims_v(&s->v[0], v) || s->v[0].dtype != v->dtype))
+        return mpx_kernel_error(c, MPX_E_SHAPE, "scan output %d changes shape between iterations", k);
+    if (s->elems + v->n > MPX_MAX_ELEMS)
+        return mpx_kernel_error(c, MPX_E_LIMIT, "scan output %d would hold over 2^31 values", k);
+    if (s->n == s->cap) {
+        int64_t cap = s->cap ? 2 * s->cap : 16;
+        mpx_value *nv = realloc(s->v, (size_t)cap * sizeof *nv);
+        if (!nv) return mpx_kernel_error(c, MPX_E_NOMEM, "out of memory");
+        s->v = nv, s->cap = cap;
+    }
+    s->v[s->n++] = *v;
+    s->elems += v->n;
+    memset(v, 0, sizeof *v);
+    v->n = -1;
+    return MPX_OK;
+}
+
+static void stack_free(stack *s) {
+    for (int64_t i = 0; i < s->n; i++) mpx_value_free(&s->v[i]);
+    free(s->v);
+}
+
+/* The values of s stacked along axis ax (reverse: last first); empty: a
+ * leading 0 on the shape the body's output was inferred to have. */
+static mpx_status stack_out(const mpx_kctx *c, stack *s, int64_t ax, bool reverse, const mpx_tensor *like,
+                            mpx_value *out) {
+    int64_t d[MPX_MAX_RANK];
+    if (!s->n) {
+        int r = like && like->rank >= 0 && like->rank < MPX_MAX_RANK ? like->rank : 0;
+        d[0] = 0;
+        for (int i = 0; i < r; i++) d[1 + i] = like->dims[i] < 0 ? 0 : like->dims[i];
+        mpx_dtype dt = like && like->dtype != MPX_DT_UNDEFINED ? like->dtype : MPX_DT_FLOAT;
+        return mpx_k_alloc(c, out, dt, r + 1, d);
+    }
+    const mpx_value *f = &s->v[0];
+    if (f->rank + 1 > MPX_MAX_RANK) return mpx_kernel_error(c, MPX_E_LIMIT, "a scan output of rank %d", f->rank + 1);
+    if (ax < 0) ax += f->rank + 1;
+    if (ax < 0 || ax > f->rank) return mpx_kernel_error(c, MPX_E_INVALID, "scan output axis out of range");
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < f->rank; i++) {
+        d[i + (i >= ax)] = f->dims[i];
+        if (i < ax) outer *= f->dims[i];
+        else inner *= f->dims[i];
+    }
+    d[ax] = s->n;
+    mpx_status st = mpx_k_alloc(c, out, f->dtype, f->rank + 1, d);
+    if (st) return st;
+    for (int64_t t = 0; t < s->n; t++) {
+        const mpx_value *v = &s->v[reverse ? s->n - 1 - t : t];
+        for (int64_t o = 0; o < outer; o++) {
+            int64_t at = (o * s->n + t) * inner;
+            if (out->f) memcpy(out->f + at, v->f + o * inner, (size_t)inner * sizeof *out->f);
+            else memcpy(out->i + at, v->i + o * inner, (size_t)inner * sizeof *out->i);
+        }
+    }
+    return MPX_OK;
+}
+
+static mpx_status scalar(const mpx_kctx *c, mpx_value *v, mpx_dtype dt, int64_t x) {
+    int64_t none[1] = {1};
+    mpx_status st = mpx_k_alloc(c, v, dt, 0, none);
+    if (!st) v->i[0] = x;
+    return st;
+}
+
+static bool truth(const mpx_value *v) { return v->i ? v->i[0] != 0 : v->f && v->f[0] != 0.0f; }
+
+static void free_vals(mpx_value *v, int n) {
+    for (int i = 0; v && i < n; i++) mpx_value_free(&v[i]);
+}
+
+mpx_status mpx_k_loop(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    mpx_graph *b = c->node->body;
+    int nv = c->node->n_explicit - 2;
+    if (!b || nv < 0 || b->n_inputs != 2 + nv + (n_in - c->node->n_explicit) || b->n_outputs != 1 + n_out ||
+        n_out < nv)
+        return mpx_kernel_error(c, MPX_E_INVALID, "the body (%d inputs, %d outputs) does not fit the node",
+                                b ? b->n_inputs : 0, b ? b->n_outputs : 0);
+    const mpx_value *m = kn_opt(in, n_in, 0), *cv = kn_opt(in, n_in, 1);
+    int64_t trips = -1;
+    if (m) {
+        if (!m->i || m->n != 1) return mpx_kernel_error(c, MPX_E_INVALID, "the trip count M must be one integer");
+        trips = m->i[0];
+        if (trips < 0) return mpx_kernel_error(c, MPX_E_INVALID, "the trip count M = %lld is negative", (long long)trips);
+    }
+    if (cv && cv->n != 1) return mpx_kernel_error(c, MPX_E_INVALID, "the condition must be one value");
+    bool go = !cv || truth(cv);
+    int nb = b->n_inputs, ns = n_out - nv;
+    mpx_value *ins = calloc((size_t)nb, sizeof *ins), *outs = calloc((size_t)b->n_outputs, sizeof *outs);
+    stack *sc = calloc((size_t)(ns ? ns : 1), sizeof *sc);
+    if (!ins || !outs || !sc) {
+        free(ins), free(outs), free(sc);
+        return mpx_kernel_error(c, MPX_E_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < nb; i++) ins[i].n = -1;
+    for (int i = 0; i < b->n_outputs; i++) outs[i].n = -1;
+    mpx_error e;
+    mpx_status st = MPX_OK;
+    for (int i = 0; i < nv && !st; i++) {
+        const mpx_value *v = kn_opt(in, n_in, 2 + i);
+        if (!v) st = mpx_kernel_error(c, MPX_E_INVALID, "loop-carried value %d has no value", i);
+        else if (mpx_value_copy(&ins[2 + i], v, &e)) st = mpx_kernel_error(c, e.status, "%s", e.msg);
+    }
+    /* the enclosing graphs' values: views (the body only reads them) */
+    for (int i = 2 + nv, j = c->node->n_explicit; i < nb && !st; i++, j++) {
+        if (!in[j] || in[j]->n < 0) st = mpx_kernel_error(c, MPX_E_INVALID, "outer value \"%s\" has no value",
+                                                           b->inputs[i]->name);
+        else ins[i] = *in[j], ins[i].borrowed = true;
+    }
+    pthread_once(&lock_once, lock_init);
+    pthread_mutex_lock(&lock);
+    body_run r = {.c = c, .b = b};
+    for (int64_t it = 0; !st && go && (trips < 0 || it < trips); it++) {
+        if (it >= MAX_ITERS) {
+            st = mpx_kernel_error(c, MPX_E_LIMIT, "stopped after %d iterations (trip count %s%lld); mpx runs at most "
+                                  "2^20", MAX_ITERS, trips < 0 ? "none, condition still true: " : "", (long long)trips);
+            break;
+        }
+        mpx_value_free(&ins[0]), mpx_value_free(&ins[1]);
+        if ((st = scalar(c, &ins[0], MPX_DT_INT64, it)) || (st = scalar(c, &ins[1], MPX_DT_BOOL, go))) break;
+        if ((st = run_once(&r, ins, outs))) break;
+        go = truth(&outs[0]);
+        mpx_value_free(&outs[0]);
+        for (int i = 0; i < nv; i++) {
+            mpx_value_free(&ins[2 + i]);
+            ins[2 + i] = outs[1 + i];
+            outs[1 + i].n = -1, outs[1 + i].f = NULL, outs[1 + i].i = NULL;
+        }
+        for (int k = 0; k < ns && !st; k++) st = push(c, &sc[k], &outs[1 + nv + k], k);
+        free_vals(outs + 1 + nv, ns);
+    }
+    pthread_mutex_unlock(&lock);
+    mpx_assign_free(r.a);
+    for (int i = 0; i < nv && !st; i++) {
+        out[i] = ins[2 + i];
+        ins[2 + i].n = -1, ins[2 + i].f = NULL, ins[2 + i].i = NULL;
+    }
+    for (int k = 0; k < ns && !st; k++) st = stack_out(c, &sc[k], 0, false, b->outputs[1 + nv + k], &out[nv + k]);
+    if (st) free_vals(out, n_out);
+    for (int i = 0; i < nb; i++)
+        if (!ins[i].borrowed) mpx_value_free(&ins[i]);
+    free_vals(outs, b->n_outputs);
+    for (int k = 0; k < ns; k++) stack_free(&sc[k]);
+    free(ins), free(outs), free(sc);
+    return st;
+}
+
+mpx_status mpx_k_scan(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    mpx_graph *b = c->node->body;
+    int64_t nsi = mpx_node_attr_int(c->node, "num_scan_inputs", -1);
+    int ne = c->node->n_explicit, nst = ne - (int)nsi;
+    if (!b || nsi < 1 || nsi > 1024 || nst < 0 || b->n_inputs != ne + (n_in - ne) || b->n_outputs != n_out ||
+        n_out < nst)
+        return mpx_kernel_error(c, MPX_E_INVALID, "num_scan_inputs %lld and the body (%d inputs, %d outputs) do not "
+                                "fit the node", (long long)nsi, b ? b->n_inputs : 0, b ? b->n_outputs : 0);
+    int nso = n_out - nst;
+    int64_t iax[1024], idir[1024], oax[1024], odir[1024];
+    const int64_t *v;
+    const char *names[4] = {"scan_input_axes", "scan_input_directions", "scan_output_axes", "scan_output_directions"};
+    int64_t *dst[4] = {iax, idir, oax, odir};
+    int cnt[4] = {(int)nsi, (int)nsi, nso, nso};
+    for (int q = 0; q < 4; q++) {
+        int k = mpx_node_attr_ints(c->node, names[q], &v);
+        if (v && k != cnt[q])
+            return mpx_kernel_error(c, MPX_E_INVALID, "%s has %d values for %d scans", names[q], k, cnt[q]);
+        for (int i = 0; i < cnt[q]; i++) dst[q][i] = v ? v[i] : 0;
+    }
+    /* the scan inputs' slices: along axis, len of them (equal for all) */
+    int64_t len = -1, outer[1024], inner[1024];
+    for (int i = 0; i < nsi; i++) {
+        const mpx_value *x = kn_opt(in, n_in, nst + i);
+        if (!x || x->rank < 1) return mpx_kernel_error(c, MPX_E_INVALID, "scan input %d has no value of rank 1 or more", i);
+        int64_t a = iax[i] < 0 ? iax[i] + x->rank : iax[i];
+        if (a < 0 || a >= x->rank)
+            return mpx_kernel_error(c, MPX_E_INVALID, "scan_input_axes[%d] = %lld is out of range for rank %d", i,
+                                    (long long)iax[i], x->rank);
+        if (len >= 0 && x->dims[a] != len)
+            return mpx_kernel_error(c, MPX_E_SHAPE, "scan input %d has %lld slices along axis %lld, scan input 0 %lld",
+                                    i, (long long)x->dims[a], (long long)a, (long long)len);
+        len = x->dims[a];
+        iax[i] = a, outer[i] = 1, inner[i] = 1;
+        for (int d = 0; d < x->rank; d++) {
+            if (d < a) outer[i] *= x->dims[d];
+            if (d > a) inner[i] *= x->dims[d];
+        }
+    }
+    if (len > MAX_ITERS) return mpx_kernel_error(c, MPX_E_LIMIT, "%lld iterations; mpx runs at most 2^20", (long long)len);
+    int nb = b->n_inputs;
+    mpx_value *ins = calloc((size_t)nb, sizeof *ins), *outs = calloc((size_t)n_out, sizeof *outs);
+    stack *sc = calloc((size_t)(nso ? nso : 1), sizeof *sc);
+    if (!ins || !outs || !sc) {
+        free(ins), free(outs), free(sc);
+        return mpx_kernel_error(c, MPX_E_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < nb; i++) ins[i].n = -1;
+    for (int i = 0; i < n_out; i++) outs[i].n = -1;
+    mpx_error e;
+    mpx_status st = MPX_OK;
+    for (int i = 0; i < nst && !st; i++) {
+        const mpx_value *x = kn_opt(in, n_in, i);
+        if (!x) st = mpx_kernel_error(c, MPX_E_INVALID, "state %d has no value", i);
+        else if (mpx_value_copy(&ins[i], x, &e)) st = mpx_kernel_error(c, e.status, "%s", e.msg);
+    }
+    for (int i = ne, j = ne; i < nb && !st; i++, j++) {
+        if (!in[j] || in[j]->n < 0) st = mpx_kernel_error(c, MPX_E_INVALID, "outer value \"%s\" has no value",
+                                                           b->inputs[i]->name);
+        else ins[i] = *in[j], ins[i].borrowed = true;
+    }
+    pthread_once(&lock_once, lock_init);
+    pthread_mutex_lock(&lock);
+    body_run r = {.c = c, .b = b};
+    for (int64_t t = 0; t < len && !st; t++) {
+        for (int i = 0; i < nsi && !st; i++) {
+            const mpx_value *x = in[nst + i];
+            int64_t d[MPX_MAX_RANK], at = idir[i] ? len - 1 - t : t;
+            for (int q = 0, w = 0; q < x->rank; q++)
+                if (q != iax[i]) d[w++] = x->dims[q];
+            mpx_value *s = &ins[nst + i];
+            mpx_value_free(s);
+            if ((st = mpx_k_alloc(c, s, x->dtype, x->rank - 1, d))) break;
+            for (int64_t o = 0; o < outer[i]; o++) {
+                int64_t from = (o * len + at) * inner[i];
+                if (x->f) memcpy(s->f + o * inner[i], x->f + from, (size_t)inner[i] * sizeof *s->f);
+                else memcpy(s->i + o * inner[i], x->i + from, (size_t)inner[i] * sizeof *s->i);
+            }
+        }
+        if (st || (st = run_once(&r, ins, outs))) break;
+        for (int i = 0; i < nst; i++) {
+            mpx_value_free(&ins[i]);
+            ins[i] = outs[i];
+            outs[i].n = -1, outs[i].f = NULL, outs[i].i = NULL;
+        }
+        for (int k = 0; k < nso && !st; k++) st = push(c, &sc[k], &outs[nst + k], k);
+        free_vals(outs + nst, nso);
+    }
+    pthread_mutex_unlock(&lock);
+    mpx_assign_free(r.a);
+    for (int i = 0; i < nst && !st; i++) {
+        out[i] = ins[i];
+        ins[i].n = -1, ins[i].f = NULL, ins[i].i = NULL;
+    }
+    for (int k = 0; k < nso && !st; k++)
+        st = stack_out(c, &sc[k], oax[k], odir[k] != 0, b->outputs[nst + k], &out[nst + k]);
+    if (st) free_vals(out, n_out);
+    for (int i = 0; i < nb; i++)
+        if (!ins[i].borrowed) mpx_value_free(&ins[i]);
+    free_vals(outs, n_out);
+    for (int k = 0; k < nso; k++) stack_free(&sc[k]);
+    free(ins), free(outs), free(sc);
+    return st;
+}
