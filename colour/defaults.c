@@ -297,6 +297,7 @@ static const entry table[MPX_OP_COUNT] = {
      * low-precision attention kernels do: green. */
     E(Attention, G, G, "mpx: two MatMuls (TF AMP allow list) around an fp32 softmax, as fused attention kernels"),
     E(MultiHeadAttention, G, G, "mpx: as Attention (two MatMuls around an fp32 softmax)"),
+    E(GroupQueryAttention, G, G, "mpx: as Attention (two MatMuls around an fp32 softmax), its cache in the low format"),
 };
 static_assert(sizeof table / sizeof table[0] == MPX_OP_COUNT,
               "default colour table out of step with graph/ops.def");

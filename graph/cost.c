@@ -130,9 +130,11 @@ static void cost_attention(const mpx_node *n, mpx_cost *c) {
         bool q4 = q && q->rank == 4;
         int64_t heads = q4 ? dim(q, 1) : n->op == MPX_OP_Attention ? mpx_node_attr_int(n, "q_num_heads", 1)
                                                                     : mpx_node_attr_int(n, "num_heads", 1);
+        if (n->op == MPX_OP_GroupQueryAttention) k = out(n, 1); /* the present cache [B, KV, T, H] */
         int64_t B = dim(q, 0), S = q4 ? dim(q, 2) : dim(q, 1);
         int64_t T = k && k->rank == 4 ? dim(k, 2) : dim(k, 1);
         d = q4 ? dim(q, 3) : heads > 0 && dim(q, 2) > 0 ? dim(q, 2) / heads : -1;
+        if (n->op == MPX_OP_GroupQueryAttention) d = dim(k, 3);
         int64_t dv = nelem(out(n, 0)) > 0 && B > 0 && S > 0 && heads > 0 ? nelem(out(n, 0)) / (B * S * heads) : -1;
         macs = mul(mul(mul(B, heads), mul(S, T)), dv < 0 || d < 0 ? -1 : d + dv);
     }

@@ -818,3 +818,22 @@ mpx_status mpx_shape_attention(mpx_sctx *c) {
     if ((st = set_dims(c, 0, dt, 3, y))) return st;
     return set_dims(c, 1, dt, 5, pr);
 }
+
+/* GroupQueryAttention (com.microsoft): Y [B, S, num_heads * H]; the present
+ * caches [B, kv_num_heads, max(past buffer, total_sequence_length), H]. */
+mpx_status mpx_shape_gqa(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 1);
+    if (st) return st;
+    const mpx_tensor *q = mpx_sh_in(c, 0), *k = mpx_sh_in(c, 1), *pk = mpx_sh_in(c, 3), *ts = mpx_sh_in(c, 6);
+    int64_t N = mpx_node_attr_int(c->n, "num_heads", 0), KV = mpx_node_attr_int(c->n, "kv_num_heads", 0);
+    if (N < 1 || KV < 1 || N % KV)
+        return mpx_node_error(c, MPX_E_INVALID, "num_heads %lld must be a multiple of kv_num_heads %lld", (long long)N,
+                              (long long)KV);
+    int64_t H = ddiv(dm(q, 2), k ? N : N + 2 * KV), tot = -1;
+    if (ts && ts->i64 && ts->nelem == 1) tot = ts->i64[0];
+    int64_t pb = pk ? dm(pk, 2) : 0, tp = tot < 0 || pb < 0 ? -1 : tot > pb ? tot : pb;
+    int64_t y[3] = {dm(q, 0), dm(q, 1), dmul(N, H)}, p[4] = {dm(q, 0), KV, tp, H};
+    mpx_dtype dt = mpx_sh_dt(q);
+    if ((st = set_dims(c, 0, dt, 3, y)) || (st = set_dims(c, 1, dt, 4, p))) return st;
+    return set_dims(c, 2, dt, 4, p);
+}

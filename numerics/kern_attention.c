@@ -1,6 +1,8 @@
 /* kern_attention.c - scaled dot-product attention as one node: ONNX's
- * Attention (opset 23) and ONNX Runtime's com.microsoft MultiHeadAttention
- * and Attention (the fused BERT form with the QKV projection).
+ * Attention (opset 23) and ONNX Runtime's com.microsoft MultiHeadAttention,
+ * Attention (the fused BERT form with the QKV projection) and
+ * GroupQueryAttention (the decoder form with a KV cache, rotary embedding,
+ * local windows).
  *
  * One core (attend) for the three: per batch, query head and query token,
  * scores s_t = q . k_t over the keys (past keys first), scaled, soft-capped
@@ -45,6 +47,9 @@ typedef struct attn {
     const int64_t *klen;                /* ORT: valid key count per batch */
     float *y; int64_t ys[4];            /* [b, h, s, dv] */
     float *qk; int mode;                /* ONNX's qk_matmul_output (NULL: none) */
+    const int64_t *coff;                /* GQA: causal offset per batch (else T - S) */
+    int64_t window;                     /* GQA: only the last `window` keys up to the query (-1: all) */
+    bool smooth;                        /* GQA: smooth softmax (an extra zero logit) */
 } attn;
 
 static const float *key_at(const attn *a, int64_t b, int64_t h, int64_t t) {
@@ -91,7 +96,9 @@ static mpx_status attend(const mpx_kctx *c, const attn *a) {
                         if (!kv) masked = true;
                     }
                     if (a->klen && t >= a->klen[b]) masked = true;
-                    if (a->causal && t > s + (a->T - a->S)) masked = true;
+                    int64_t off = a->coff ? a->coff[b] : a->T - a->S;
+                    if (a->causal && t > s + off) masked = true;
+                    if (a->window >= 0 && t <= s + off - a->window) masked = true;
                     if (masked && !a->onnx) add = a->filter, masked = false;
                     bias[t] = masked ? -INFINITY : add;
                     any = any || !masked;
@@ -115,7 +122,9 @@ static mpx_status attend(const mpx_kctx *c, const attn *a) {
                     if (sc[t] > mx) mx = sc[t];
                 }
                 if (qk && (a->mode == 1 || a->mode == 2)) memcpy(qk, sc, (size_t)a->T * sizeof *qk);
-                float sum = 0.0f;
+                /* smooth softmax: a zero logit beside the keys (in the sum only) */
+                if (a->smooth && mx < 0.0f) mx = 0.0f;
+                float sum = a->smooth ? expf(-mx) : 0.0f;
                 for (int64_t t = 0; t < a->T; t++) {
                     sc[t] = any && bias[t] != -INFINITY ? expf(sc[t] - mx) : 0.0f;
                     sum += sc[t];
@@ -233,7 +242,7 @@ mpx_status mpx_k_attention(const mpx_kctx *c, const mpx_value *const *in, int n_
     if (kn_opt(in, n_in, 6)) return mpx_kernel_error(c, MPX_E_UNSUPPORTED, "nonpad_kv_seqlen is not supported");
     if (q->rank != k->rank || q->rank != v->rank || (q->rank != 3 && q->rank != 4))
         return mpx_kernel_error(c, MPX_E_SHAPE, "Q %s, K and V must all be 3-D or all 4-D", kn_shape(q, s1));
-    attn a = {.onnx = true, .qscale = 1, .kscale = 1, .post_scale = 1, .bias_last = INT64_MAX};
+    attn a = {.onnx = true, .qscale = 1, .kscale = 1, .post_scale = 1, .bias_last = INT64_MAX, .window = -1};
     a.B = q->dims[0];
     if (q->rank == 4) {
         a.Hq = q->dims[1], a.S = q->dims[2], a.D = q->dims[3];
@@ -347,7 +356,7 @@ mpx_status mpx_k_multi_head_attention(const mpx_kctx *c, const mpx_value *const 
                                 "or both [B, N, L, H] (packed QKV or KV is not supported)");
     if (N < 1 || q->dims[2] % N) return mpx_kernel_error(c, MPX_E_INVALID, "num_heads %lld must divide query's %lld",
                                                          (long long)N, (long long)q->dims[2]);
-    attn a = {.qscale = 1, .kscale = 1, .bias_last = INT64_MAX};
+    attn a = {.qscale = 1, .kscale = 1, .bias_last = INT64_MAX, .window = -1};
     a.B = q->dims[0], a.S = q->dims[1], a.Hq = a.Hkv = N, a.D = q->dims[2] / N;
     if (k->rank == 3) a.T = k->dims[1], a.Dv = v->dims[2] / N;
     else a.T = k->dims[2], a.Dv = v->dims[3];
@@ -427,7 +436,7 @@ static mpx_status ms_attention(const mpx_kctx *c, const mpx_value *const *in, in
             qkvv[r * W + j] = bias ? y + bias->f[j] : y;
         }
     if (c->round) mpx_round_array(c->round, qkvv, qkvv, (size_t)(B * S * W));
-    attn a = {.qscale = 1, .kscale = 1, .bias_last = INT64_MAX};
+    attn a = {.qscale = 1, .kscale = 1, .bias_last = INT64_MAX, .window = -1};
     a.B = B, a.S = S, a.T = S, a.Hq = a.Hkv = N, a.D = hs[0] / N, a.Dv = hs[2] / N;
     a.q = qkvv, a.k = qkvv + hs[0], a.v = qkvv + 2 * hs[0];
     a.qs[3] = a.ks[3] = a.vs[3] = 1;
@@ -464,5 +473,144 @@ static mpx_status ms_attention(const mpx_kctx *c, const mpx_value *const *in, in
     }
     if (st) free_outs(out, n_out);
     free(qkvv);
+    return st;
+}
+
+/* ---- com.microsoft GroupQueryAttention ----------------------------------------------------- */
+
+/* As ORT's CPU kernel: per batch, total = seqlens_k + 1 keys; a first prompt
+ * (sequence length = total_sequence_length) starts at position 0, later
+ * calls at total - S, the past keys before them coming from past_key. The
+ * new keys (rotated with the queries when do_rotary) are written into the
+ * present cache after the past ones, the rest of the cache zero. Queries
+ * see keys up to their own position (causal), and with local_window_size
+ * w only the last w of them, their own included (as onnxruntime 1.30 does;
+ * the ORT source of early 2025 kept w + 1). Scores are scale * q.k, soft-capped, with
+ * attention_bias added; smooth_softmax adds a zero logit to the softmax. */
+mpx_status mpx_k_group_query_attention(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                                       int n_out) {
+    const mpx_value *q, *k = kn_opt(in, n_in, 1), *v = kn_opt(in, n_in, 2), *pk, *pv, *cs, *sn, *ab;
+    const mpx_value *sl = kn_opt(in, n_in, 5), *tsl = kn_opt(in, n_in, 6), *pid = kn_opt(in, n_in, 9);
+    char s1[160];
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (!st) st = kn_float_in(c, in, n_in, 0, "query", &q);
+    if (!st) st = kn_float_opt(c, in, n_in, 3, "past_key", &pk);
+    if (!st) st = kn_float_opt(c, in, n_in, 4, "past_value", &pv);
+    if (!st) st = kn_float_opt(c, in, n_in, 7, "cos_cache", &cs);
+    if (!st) st = kn_float_opt(c, in, n_in, 8, "sin_cache", &sn);
+    if (!st) st = kn_float_opt(c, in, n_in, 10, "attention_bias", &ab);
+    if (st) return st;
+    if (kn_opt(in, n_in, 11)) return mpx_kernel_error(c, MPX_E_UNSUPPORTED, "head_sink is not supported");
+    if (mpx_node_attr_int(c->node, "qk_output", 0))
+        return mpx_kernel_error(c, MPX_E_UNSUPPORTED, "qk_output is not supported");
+    int64_t N = mpx_node_attr_int(c->node, "num_heads", 0), KV = mpx_node_attr_int(c->node, "kv_num_heads", 0);
+    if (N < 1 || KV < 1 || N % KV) return mpx_kernel_error(c, MPX_E_INVALID, "num_heads %lld must be a multiple of "
+                                                           "kv_num_heads %lld", (long long)N, (long long)KV);
+    if (q->rank != 3) return mpx_kernel_error(c, MPX_E_SHAPE, "query %s must be [B, S, D]", kn_shape(q, s1));
+    bool packed = !k;
+    if (packed != !v) return mpx_kernel_error(c, MPX_E_INVALID, "key and value come together (or both absent: packed)");
+    int64_t B = q->dims[0], S = q->dims[1], H = q->dims[2] / (packed ? N + 2 * KV : N);
+    if (H < 1 || q->dims[2] != H * (packed ? N + 2 * KV : N) ||
+        (!packed && (k->rank != 3 || v->rank != 3 || k->dims[0] != B || k->dims[1] != S || k->dims[2] != KV * H ||
+                     v->dims[0] != B || v->dims[1] != S || v->dims[2] != KV * H || !k->f || !v->f)))
+        return mpx_kernel_error(c, MPX_E_SHAPE, "query %s, key and value do not fit %lld and %lld heads",
+                                kn_shape(q, s1), (long long)N, (long long)KV);
+    if (!sl || !sl->i || sl->n != B || !tsl || !tsl->i || tsl->n != 1)
+        return mpx_kernel_error(c, MPX_E_INVALID, "seqlens_k (one per batch) and total_sequence_length (one) are "
+                                "required integers");
+    int64_t TS = tsl->i[0], Pb = pk ? pk->dims[2] : 0, Tp = Pb > TS ? Pb : TS;
+    if (!pk != !pv || (pk && (pk->rank != 4 || pk->dims[0] != B || pk->dims[1] != KV || pk->dims[3] != H ||
+                              pv->rank != 4 || pv->n != pk->n)))
+        return mpx_kernel_error(c, MPX_E_SHAPE, "past_key %s and past_value must both be [%lld, %lld, past, %lld]",
+                                pk ? kn_shape(pk, s1) : "(none)", (long long)B, (long long)KV, (long long)H);
+    bool rot = mpx_node_attr_int(c->node, "do_rotary", 0) != 0, inter = mpx_node_attr_int(c->node, "rotary_interleaved", 0);
+    int64_t rd = cs ? 2 * cs->dims[cs->rank - 1] : 0;
+    if (rot && (!cs || !sn || cs->rank != 2 || sn->n != cs->n || rd < 2 || rd > H))
+        return mpx_kernel_error(c, MPX_E_INVALID, "do_rotary needs cos_cache and sin_cache [positions, rotary_dim / 2] "
+                                "with rotary_dim at most the head size %lld", (long long)H);
+    if (pid && (!pid->i || pid->n != B * S))
+        return mpx_kernel_error(c, MPX_E_SHAPE, "position_ids %s must be [%lld, %lld]", kn_shape(pid, s1),
+                                (long long)B, (long long)S);
+    bool prompt = S == TS;
+    int64_t *past = NULL, *total = NULL;
+    float *qr = NULL, *kc = NULL, *vc = NULL;
+    size_t cache = (size_t)(B * KV * Tp * H);
+    if ((st = kn_scratch(c, (size_t)B, sizeof *past, (void **)&past)) ||
+        (st = kn_scratch(c, (size_t)B, sizeof *total, (void **)&total)) ||
+        (st = kn_scratch(c, (size_t)(B * N * S * H), sizeof *qr, (void **)&qr)) ||
+        (st = kn_scratch(c, cache ? cache : 1, sizeof *kc, (void **)&kc)) ||
+        (st = kn_scratch(c, cache ? cache : 1, sizeof *vc, (void **)&vc)))
+        goto done;
+    for (int64_t b = 0; b < B && !st; b++) {
+        total[b] = sl->i[b] + 1;
+        past[b] = prompt ? 0 : total[b] - S;
+        if (total[b] < 1 || total[b] > Tp || past[b] < 0 || past[b] > Pb || past[b] + S > Tp)
+            st = mpx_kernel_error(c, MPX_E_INVALID, "seqlens_k[%lld] = %lld does not fit %lld new tokens, a cache of "
+                                  "%lld and total_sequence_length %lld", (long long)b, (long long)sl->i[b],
+                                  (long long)S, (long long)Pb, (long long)TS);
+    }
+    if (st) goto done;
+    memset(kc, 0, cache * sizeof *kc);
+    memset(vc, 0, cache * sizeof *vc);
+    int64_t D = q->dims[2], maxpos = cs ? cs->dims[0] : 0;
+    for (int64_t b = 0; b < B && !st; b++)
+        for (int64_t s = 0; s < S && !st; s++) {
+            int64_t pos = pid ? pid->i[b * S + s] : past[b] + s;
+            if (rot && (pos < 0 || pos >= maxpos)) {
+                st = mpx_kernel_error(c, MPX_E_INVALID, "position %lld is outside the caches' %lld", (long long)pos,
+                                      (long long)maxpos);
+                break;
+            }
+            const float *cr = rot ? cs->f + pos * (rd / 2) : NULL, *sr = rot ? sn->f + pos * (rd / 2) : NULL;
+            const float *row = q->f + (b * S + s) * D;
+            for (int64_t h = 0; h < N; h++) {
+                float *dst = qr + ((b * N + h) * S + s) * H;
+                if (rot) kn_rotate(row + h * H, dst, H, rd, inter, cr, sr);
+                else memcpy(dst, row + h * H, (size_t)H * sizeof *dst);
+            }
+            for (int64_t h = 0; h < KV; h++) {
+                const float *kr = packed ? row + (N + h) * H : k->f + (b * S + s) * KV * H + h * H;
+                const float *vr = packed ? row + (N + KV + h) * H : v->f + (b * S + s) * KV * H + h * H;
+                float *kd = kc + ((b * KV + h) * Tp + past[b] + s) * H, *vd = vc + ((b * KV + h) * Tp + past[b] + s) * H;
+                if (rot) kn_rotate(kr, kd, H, rd, inter, cr, sr);
+                else memcpy(kd, kr, (size_t)H * sizeof *kd);
+                memcpy(vd, vr, (size_t)H * sizeof *vd);
+            }
+        }
+    for (int64_t b = 0; b < B && pk && !st; b++)
+        for (int64_t h = 0; h < KV; h++) {
+            memcpy(kc + (b * KV + h) * Tp * H, pk->f + (b * KV + h) * Pb * H, (size_t)(past[b] * H) * sizeof *kc);
+            memcpy(vc + (b * KV + h) * Tp * H, pv->f + (b * KV + h) * Pb * H, (size_t)(past[b] * H) * sizeof *vc);
+        }
+    if (st) goto done;
+    /* the present cache holds what a runtime holds: in the compute format */
+    if (c->round) mpx_round_array(c->round, kc, kc, cache), mpx_round_array(c->round, vc, vc, cache);
+    if (c->round && rot) mpx_round_array(c->round, qr, qr, (size_t)(B * N * S * H));
+    attn a = {.onnx = true, .qscale = 1, .kscale = 1, .bias_last = INT64_MAX, .causal = true, .coff = past,
+              .klen = total, .window = mpx_node_attr_int(c->node, "local_window_size", -1),
+              .smooth = mpx_node_attr_int(c->node, "smooth_softmax", 0) != 0};
+    a.B = B, a.Hq = N, a.Hkv = KV, a.S = S, a.T = Tp, a.D = H, a.Dv = H;
+    a.post_scale = mpx_node_attr_float(c->node, "scale", 0.0f);
+    if (a.post_scale == 0.0f) a.post_scale = 1.0f / sqrtf((float)H);
+    a.softcap = mpx_node_attr_float(c->node, "softcap", 0.0f);
+    a.q = qr, a.k = kc, a.v = vc;
+    a.qs[3] = a.ks[3] = a.vs[3] = 1;
+    a.qs[2] = H, a.qs[1] = S * H, a.qs[0] = N * S * H;
+    a.ks[2] = a.vs[2] = H, a.ks[1] = a.vs[1] = Tp * H, a.ks[0] = a.vs[0] = KV * Tp * H;
+    if (ab) {
+        int64_t last = 0;
+        if ((st = mask_strides(c, ab, &a, a.bs, &last))) goto done;
+        a.bias = ab->f;
+    }
+    if ((st = ms_output(c, &a, q->dtype, out)) || (st = attend(c, &a))) goto done;
+    for (int w = 0; w < 2 && !st; w++) {
+        if (!kn_wants_out(c, n_out, 1 + w)) continue;
+        int64_t dims[4] = {B, KV, Tp, H};
+        if (!(st = mpx_k_alloc(c, &out[1 + w], q->dtype, 4, dims)))
+            memcpy(out[1 + w].f, w ? vc : kc, cache * sizeof(float));
+    }
+done:
+    if (st) free_outs(out, n_out);
+    free(past), free(total), free(qr), free(kc), free(vc);
     return st;
 }

@@ -281,6 +281,18 @@ mpx_status mpx_k_matmul_nbits(const mpx_kctx *c, const mpx_value *const *in, int
 
 /* ---- RotaryEmbedding ---------------------------------------------------------------------- */
 
+void kn_rotate(const float *xi, float *yo, int64_t D, int64_t rd, bool inter, const float *cr, const float *sr) {
+    int64_t half = rd / 2;
+    for (int64_t i = 0; i < rd; i++) {
+        int64_t ci, j;
+        float sign;
+        if (inter) ci = (i / 2) % half, sign = i % 2 == 0 ? -1.0f : 1.0f, j = i % 2 == 0 ? i + 1 : i - 1;
+        else ci = i % half, sign = i < half ? -1.0f : 1.0f, j = (i + half) % rd;
+        yo[i] = xi[i] * cr[ci] + sign * xi[j] * sr[ci];
+    }
+    for (int64_t i = rd; i < D; i++) yo[i] = xi[i];
+}
+
 /* ONNX's (opset 23) and ORT's com.microsoft RotaryEmbedding, as ORT's CPU
  * kernel computes them: for each head, the first rotary_embedding_dim values
  * (default: all) are rotated in pairs - (i, i + d/2), or (2i, 2i + 1) when
@@ -363,14 +375,7 @@ mpx_status mpx_k_rotary_embedding(const mpx_kctx *c, const mpx_value *const *in,
                 int64_t at = x->rank == 4 ? ((b * H + h) * S + s) * D : (b * S + s) * H * D + h * D;
                 const float *xi = x->f + at;
                 float *yo = out[0].f + at;
-                for (int64_t i = 0; i < rd; i++) {
-                    int64_t ci, j;
-                    float sign;
-                    if (inter) ci = (i / 2) % half, sign = i % 2 == 0 ? -1.0f : 1.0f, j = i % 2 == 0 ? i + 1 : i - 1;
-                    else ci = i % half, sign = i < half ? -1.0f : 1.0f, j = (i + half) % rd;
-                    yo[i] = xi[i] * cr[ci] + sign * xi[j] * sr[ci];
-                }
-                for (int64_t i = rd; i < D; i++) yo[i] = xi[i];
+                kn_rotate(xi, yo, D, rd, inter, cr, sr);
             }
         }
     return MPX_OK;

@@ -33,6 +33,12 @@ int64_t kn_ceil_div(int64_t a, int64_t b);  /* b > 0 */
 /* Allocate float scratch / zeroed scratch; errors name the node. */
 mpx_status kn_scratch(const mpx_kctx *c, size_t n, size_t size, void **p);
 
+/* One head of D values rotated by RotaryEmbedding's rule (kern_contrib.c):
+ * the first rd in pairs (i, i + rd/2), or (2i, 2i + 1) when interleaved, by
+ * the angles whose cos and sin are cr and sr (rd/2 each); the rest copied.
+ * GroupQueryAttention's do_rotary uses it too. */
+void kn_rotate(const float *xi, float *yo, int64_t D, int64_t rd, bool inter, const float *cr, const float *sr);
+
 /* ---- sliding windows (Conv, ConvTranspose, pools) -------------------------- */
 
 typedef enum kn_autopad { KN_NOTSET, KN_SAME_UPPER, KN_SAME_LOWER, KN_VALID } kn_autopad;

@@ -281,6 +281,50 @@ def attention(out_dir):
         green="Attention", ms=True)
 
 
+def gqa(out_dir):
+    """com.microsoft GroupQueryAttention as LLM exports use it: a first prompt
+    (4 query heads over 2 key/value heads), a decoding step with a past cache,
+    rotary embedding inside (plain and interleaved), a local window with
+    softcap and smooth softmax, and packed QKV."""
+    rng = np.random.default_rng(35)
+    ms = "com.microsoft"
+
+    def r(name, shape, sc=0.5):
+        return arr(name, rng.standard_normal(shape) * sc, np.float32)
+    i32 = lambda name, v: arr(name, v, np.int32)  # noqa: E731
+    # ORT's CPU kernel rotates heads of a multiple of 16 values only
+    ang = np.arange(16)[:, None] * (1.0 / 10000 ** (np.arange(8) / 8))[None, :]
+    cos, sin = arr("cos", np.cos(ang), np.float32), arr("sin", np.sin(ang), np.float32)
+    common = dict(domain=ms, num_heads=4, kv_num_heads=2)
+    chain("gqa_prompt", out_dir, (2, 4, 32), [
+        helper.make_node("GroupQueryAttention", ["X", "K", "V", "", "", "sl", "ts"], ["Y", "pk", "pv"], **common)],
+        [r("K", (2, 4, 16)), r("V", (2, 4, 16)), i32("sl", [3, 3]), i32("ts", 4)], opset=17,
+        green="GroupQueryAttention", ms=True)
+    chain("gqa_decode_past", out_dir, (2, 1, 32), [
+        helper.make_node("GroupQueryAttention", ["X", "K", "V", "PK", "PV", "sl", "ts"], ["Y", "pk", "pv"],
+                         **common)],
+        [r("K", (2, 1, 16)), r("V", (2, 1, 16)), r("PK", (2, 2, 5, 8)), r("PV", (2, 2, 5, 8)), i32("sl", [5, 5]),
+         i32("ts", 6)], opset=17, green="GroupQueryAttention", ms=True)
+    chain("gqa_rotary", out_dir, (1, 5, 64), [
+        helper.make_node("GroupQueryAttention", ["X", "K", "V", "", "", "sl", "ts", "cos", "sin"], ["Y"],
+                         do_rotary=1, **common)],
+        [r("K", (1, 5, 32)), r("V", (1, 5, 32)), i32("sl", [4]), i32("ts", 5), cos, sin], opset=17,
+        green="GroupQueryAttention", ms=True)
+    chain("gqa_rotary_interleaved_decode", out_dir, (1, 2, 64), [
+        helper.make_node("GroupQueryAttention", ["X", "K", "V", "PK", "PV", "sl", "ts", "cos", "sin"], ["Y", "pk", "pv"],
+                         do_rotary=1, rotary_interleaved=1, **common)],
+        [r("K", (1, 2, 32)), r("V", (1, 2, 32)), r("PK", (1, 2, 3, 16)), r("PV", (1, 2, 3, 16)), i32("sl", [4]),
+         i32("ts", 5), cos, sin], opset=17, green="GroupQueryAttention", ms=True)
+    chain("gqa_window_softcap_smooth", out_dir, (1, 6, 32), [
+        helper.make_node("GroupQueryAttention", ["X", "K", "V", "", "", "sl", "ts"], ["Y"], local_window_size=2,
+                         softcap=3.0, smooth_softmax=1, scale=0.5, **common)],
+        [r("K", (1, 6, 16), 1.0), r("V", (1, 6, 16)), i32("sl", [5]), i32("ts", 6)], opset=17,
+        green="GroupQueryAttention", ms=True)
+    chain("gqa_packed", out_dir, (2, 3, 64), [
+        helper.make_node("GroupQueryAttention", ["X", "", "", "", "", "sl", "ts"], ["Y"], **common)],
+        [i32("sl", [2, 2]), i32("ts", 3)], opset=17, green="GroupQueryAttention", ms=True)
+
+
 def spectral(out_dir):
     """DFT (opset 17 axis attribute; opset 20 axis input; one-sided; inverse
     of a complex signal; dft_length padding and cutting), STFT (a Hann
@@ -384,6 +428,7 @@ def main():
     nbits_rotary(out)
     attention(out)
     spectral(out)
+    gqa(out)
     single("ms_skiplayernorm", "SkipLayerNormalization", out, (2, 3, 8), 17,
            [((2, 3, 8), 1.0, 0.0), ((8,), 0.5, 1.0), ((8,), 0.3, 0.0), ((8,), 0.3, 0.0)], outs=4, domain=ms,
            epsilon=1e-5)

@@ -1017,6 +1017,14 @@ static void test_new_ops_refusals(void) {
     /* (3 4) / rms 3.5355339 */
     OK("SkipSimplifiedLayerNormalization", 1, "", "f1x2: 3 4 | f1x2: 0 0 | f2: 1 1",
        "f1x2: 0.848528137 1.13137085");
+    /* GroupQueryAttention */
+    FAIL("GroupQueryAttention", 1, "num_heads=3 kv_num_heads=2", "f1x1x6: iota | f1x1x4: iota | f1x1x4: iota", 1,
+         MPX_E_INVALID, "num_heads 3 must be a multiple of kv_num_heads 2");
+    FAIL("GroupQueryAttention", 1, "num_heads=2 kv_num_heads=1", "f1x1x4: iota | f1x1x2: iota | f1x1x2: iota", 1,
+         MPX_E_INVALID, "seqlens_k (one per batch) and total_sequence_length (one) are required");
+    FAIL("GroupQueryAttention", 1, "num_heads=2 kv_num_heads=1",
+         "f1x1x4: iota | f1x1x2: iota | f1x1x2: iota | - | - | I1: 7 | I: 2", 1, MPX_E_INVALID,
+         "seqlens_k[0] = 7 does not fit");
     /* DFT, STFT, MelWeightMatrix */
     FAIL("DFT", 17, "axis=2", "f1x4x1: iota", 1, MPX_E_INVALID, "axis 2 is out of range");
     FAIL("DFT", 17, "inverse=1 onesided=1", "f1x4x2: iota", 1, MPX_E_UNSUPPORTED, "inverse one-sided");
