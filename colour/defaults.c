@@ -257,6 +257,19 @@ static const entry table[MPX_OP_COUNT] = {
     E(HammingWindow, R, R, "mpx: a constant from an integer size (as TVM's never-listed arange)"),
     E(BlackmanWindow, R, R, "mpx: a constant from an integer size (as TVM's never-listed arange)"),
     E(MelWeightMatrix, R, R, "mpx: a constant from integer sizes (as the windows)"),
+    E(CenterCropPad, C, C, "mpx: copies values and pads with zeros (as TF's clear-listed Pad, Slice)"),
+    E(Col2Im, Y, Y, "mpx: adds a few overlapping block values (as TF's infer-listed Add)"),
+    E(AffineGrid, R, R, "mpx: sampling coordinates in [-1, 1]; fp16 resolves them to 1/2048, a quarter pixel at 1024 px"),
+    E(MaxRoiPool, C, C, "mpx: the largest value in each bin (as MaxPool, TF AMP clear list)"),
+    /* Random values: the same draws in every run (seeded), rounded to the
+     * output format like any value; sampling decisions (Bernoulli's
+     * comparison, Multinomial's classes) are made on fp32 inputs. */
+    E(RandomNormal, C, C, "mpx: makes values from no float input (as TF's clear-listed random ops)"),
+    E(RandomUniform, C, C, "mpx: makes values from no float input (as TF's clear-listed random ops)"),
+    E(RandomNormalLike, C, C, "mpx: reads only its input's shape (as TF's clear-listed random ops)"),
+    E(RandomUniformLike, C, C, "mpx: reads only its input's shape (as TF's clear-listed random ops)"),
+    E(Bernoulli, R, R, "mpx: a draw compared with a probability, which rounding can flip"),
+    E(Multinomial, R, R, "mpx: classes drawn from a softmax (a row sum of exps, TVM never)"),
     /* A transform sums over its whole length, as a reduction does: red for
      * fp16 (TF's deny-listed Sum), gray for bf16. */
     E(DFT, R, Y, "mpx: sums over the transform length, as TF's deny-listed Sum; gray for bf16"),

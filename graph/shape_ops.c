@@ -1168,3 +1168,116 @@ mpx_status mpx_shape_scan(mpx_sctx *c) {
     }
     return st;
 }
+
+/* CenterCropPad: the input with each dim of `axes` (all by default) set to
+ * the matching value of `shape`. */
+mpx_status mpx_shape_center_crop_pad(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 2);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0);
+    int64_t v[MPX_MAX_RANK];
+    int nv;
+    if (!mpx_sh_known(x) || mpx_sh_ints_of(mpx_sh_in(c, 1), v, MPX_MAX_RANK, &nv) != V_KNOWN) {
+        shp u = mpx_sh_known(x) ? mpx_sh_shp_rank(x->rank) : mpx_sh_shp_unknown();
+        return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &u);
+    }
+    const int64_t *ax;
+    int na = mpx_node_attr_ints(c->n, "axes", &ax);
+    if (!ax) na = x->rank;
+    if (na != nv)
+        return mpx_node_error(c, MPX_E_SHAPE, "shape has %d values for %d axes", nv, na);
+    shp o = mpx_sh_shp_of(x);
+    for (int i = 0; i < na; i++) {
+        int a;
+        if ((st = mpx_sh_norm_axis(c, ax ? ax[i] : i, x->rank, "axes", x, &a))) return st;
+        if (v[i] < 0) return mpx_node_error(c, MPX_E_SHAPE, "shape[%d] = %lld is negative", i, (long long)v[i]);
+        o.d[a] = v[i], o.s[a] = NULL;
+    }
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+}
+
+/* Col2Im: [N, C * prod(block_shape), L] -> [N, C, image_shape...]. */
+mpx_status mpx_shape_col2im(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 3);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0);
+    int64_t img[MPX_MAX_RANK], blk[MPX_MAX_RANK];
+    int ni, nb;
+    if (!mpx_sh_known(x) || mpx_sh_ints_of(mpx_sh_in(c, 1), img, MPX_MAX_RANK - 2, &ni) != V_KNOWN ||
+        mpx_sh_ints_of(mpx_sh_in(c, 2), blk, MPX_MAX_RANK - 2, &nb) != V_KNOWN)
+        return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+    if (x->rank != 3 || ni != nb || ni < 1)
+        return mpx_node_error(c, MPX_E_SHAPE, "input %s must be [N, C x block, L] and image_shape and block_shape of "
+                              "one length", mpx_sh_TS(x));
+    int64_t bp = 1;
+    for (int i = 0; i < nb; i++) bp *= blk[i] > 0 ? blk[i] : 1;
+    shp o = mpx_sh_shp_rank(2 + ni);
+    o.d[0] = x->dims[0], o.s[0] = x->sym[0];
+    o.d[1] = x->dims[1] >= 0 ? x->dims[1] / bp : -1;
+    for (int i = 0; i < ni; i++) o.d[2 + i] = img[i];
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+}
+
+/* AffineGrid: size [N, C, H, W] -> [N, H, W, 2]; [N, C, D, H, W] -> [N, D, H, W, 3]. */
+mpx_status mpx_shape_affine_grid(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 2);
+    if (st) return st;
+    const mpx_tensor *th = mpx_sh_in(c, 0);
+    int64_t sz[MPX_MAX_RANK];
+    int n;
+    if (mpx_sh_ints_of(mpx_sh_in(c, 1), sz, MPX_MAX_RANK, &n) != V_KNOWN)
+        return mpx_sh_set_out(c, 0, mpx_sh_dt(th), NULL);
+    if (n != 4 && n != 5) return mpx_node_error(c, MPX_E_SHAPE, "size has %d values; 4 or 5 expected", n);
+    shp o = mpx_sh_shp_rank(n);
+    o.d[0] = sz[0];
+    for (int i = 2; i < n; i++) o.d[i - 1] = sz[i];
+    o.d[n - 1] = n - 2;
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(th), &o);
+}
+
+/* MaxRoiPool: [num_rois, C, pooled_shape...]. */
+mpx_status mpx_shape_max_roi_pool(mpx_sctx *c) {
+    mpx_status st = mpx_sh_need(c, 2);
+    if (st) return st;
+    const mpx_tensor *x = mpx_sh_in(c, 0), *r = mpx_sh_in(c, 1);
+    int64_t ps[2];
+    if ((st = mpx_sh_ints_attr(c, "pooled_shape", 2, -1, ps))) return st;
+    if (ps[0] < 1 || ps[1] < 1) return mpx_node_error(c, MPX_E_INVALID, "pooled_shape must be two positive values");
+    shp o = mpx_sh_shp_rank(4);
+    if (mpx_sh_known(r)) o.d[0] = r->dims[0], o.s[0] = r->sym[0];
+    if (mpx_sh_known(x)) o.d[1] = x->dims[1], o.s[1] = x->sym[1];
+    o.d[2] = ps[0], o.d[3] = ps[1];
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
+}
+
+/* The random generators: RandomNormal/RandomUniform from the shape
+ * attribute, the *Like forms and Bernoulli shaped as their input, each of
+ * the dtype attribute (default float, the input's for *Like and Bernoulli);
+ * Multinomial [batch, sample_size] of dtype (default int32). */
+mpx_status mpx_shape_random(mpx_sctx *c) {
+    mpx_op op = c->n->op;
+    const mpx_tensor *x = mpx_sh_in(c, 0);
+    bool from_input = op != MPX_OP_RandomNormal && op != MPX_OP_RandomUniform;
+    mpx_status st = from_input ? mpx_sh_need(c, 1) : MPX_OK;
+    if (st) return st;
+    mpx_dtype dflt = op == MPX_OP_Multinomial ? MPX_DT_INT32 : from_input ? mpx_sh_dt(x) : MPX_DT_FLOAT;
+    int64_t dt = mpx_node_attr_int(c->n, "dtype", (int64_t)dflt);
+    if (dt < 0 || dt >= MPX_DT_COUNT_)
+        return mpx_node_error(c, MPX_E_INVALID, "attribute dtype (%lld) is not an element type", (long long)dt);
+    if (op == MPX_OP_Multinomial) {
+        shp o = mpx_sh_shp_rank(2);
+        if (mpx_sh_known(x)) o.d[0] = x->dims[0], o.s[0] = x->sym[0];
+        o.d[1] = mpx_node_attr_int(c->n, "sample_size", 1);
+        return mpx_sh_set_out(c, 0, (mpx_dtype)dt, &o);
+    }
+    if (from_input) {
+        shp o = mpx_sh_shp_of(x);
+        return mpx_sh_set_out(c, 0, (mpx_dtype)dt, mpx_sh_known(x) ? &o : NULL);
+    }
+    const int64_t *s;
+    int r = mpx_node_attr_ints(c->n, "shape", &s);
+    if (!s || r > MPX_MAX_RANK) return mpx_node_error(c, MPX_E_INVALID, "attribute shape (rank 0 to %d) is required", MPX_MAX_RANK);
+    shp o = mpx_sh_shp_rank(r);
+    for (int i = 0; i < r; i++) o.d[i] = s[i];
+    return mpx_sh_set_out(c, 0, (mpx_dtype)dt, &o);
+}

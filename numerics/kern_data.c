@@ -582,3 +582,50 @@ mpx_status mpx_k_space_to_depth(const mpx_kctx *c, const mpx_value *const *in, i
     copy_view(&out[0], x, &v);
     return MPX_OK;
 }
+
+/* CenterCropPad: each dim of `axes` (all by default) cut or zero-padded to
+ * the matching `shape` value around its centre (the odd unit at the end:
+ * cut start (d - t) / 2, pad before (t - d) / 2, as ONNX's function). */
+mpx_status mpx_k_center_crop_pad(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    mpx_status st = need(c, in, n_in, 2, n_out, 1);
+    if (st != MPX_OK) return st;
+    const mpx_value *x = in[0], *sh = in[1];
+    if (!sh->i) return mpx_kernel_error(c, MPX_E_INVALID, "shape must be integers");
+    const int64_t *ax;
+    int na = mpx_node_attr_ints(c->node, "axes", &ax);
+    if (!ax) na = x->rank;
+    if (na != sh->n) return mpx_kernel_error(c, MPX_E_SHAPE, "shape has %lld values for %d axes", (long long)sh->n, na);
+    int64_t od[MPX_MAX_RANK], shift[MPX_MAX_RANK] = {0};
+    memcpy(od, x->dims, sizeof od);
+    for (int i = 0; i < na; i++) {
+        int64_t a = ax ? ax[i] : i;
+        if (a < 0) a += x->rank;
+        if (a < 0 || a >= x->rank)
+            return mpx_kernel_error(c, MPX_E_INVALID, "axes[%d] is out of range for rank %d", i, x->rank);
+        int64_t t = sh->i[i], d = x->dims[a];
+        if (t < 0 || t > MPX_MAX_ELEMS) return mpx_kernel_error(c, MPX_E_SHAPE, "shape[%d] = %lld", i, (long long)t);
+        od[a] = t;
+        /* input coordinate = output coordinate + shift */
+        shift[a] = d > t ? (d - t) / 2 : -((t - d) / 2);
+    }
+    if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, od)) != MPX_OK) return st;
+    int64_t co[MPX_MAX_RANK] = {0};
+    for (int64_t k = 0; k < out[0].n; k++) {
+        int64_t src = 0;
+        bool inside = true;
+        for (int q = 0; q < x->rank && inside; q++) {
+            int64_t p = co[q] + shift[q];
+            inside = p >= 0 && p < x->dims[q];
+            src = src * x->dims[q] + p;
+        }
+        if (inside) {
+            if (x->f) out[0].f[k] = x->f[src];
+            else out[0].i[k] = x->i[src];
+        }
+        for (int q = x->rank - 1; q >= 0; q--) {
+            if (++co[q] < od[q]) break;
+            co[q] = 0;
+        }
+    }
+    return MPX_OK;
+}

@@ -20,6 +20,7 @@
  * ORT does (not the largest interpolated value). */
 #include "kern_nn.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,6 +230,63 @@ mpx_status mpx_k_roi_align(const mpx_kctx *c, const mpx_value *const *in, int n_
                     out[0].f[((r * C + ch) * oh + ph) * ow + pw] = avg ? v / (float)count : v;
                 }
             }
+    }
+    return MPX_OK;
+}
+
+/* ---- MaxRoiPool ------------------------------------------------------------------------ */
+
+/* As ORT's CPU kernel (Caffe's RoIPooling): a roi's corners scaled and
+ * rounded to whole pixels, its size at least 1x1, split into pooled_shape
+ * bins (floor of the start, ceil of the end, clipped to the image); each
+ * output the largest value in its bin, 0 for an empty bin. */
+mpx_status mpx_k_max_roi_pool(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    const mpx_value *x, *rois;
+    char s1[160];
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (!st) st = kn_float_in(c, in, n_in, 0, "X", &x);
+    if (!st) st = kn_float_in(c, in, n_in, 1, "rois", &rois);
+    if (st) return st;
+    if (x->rank != 4) return mpx_kernel_error(c, MPX_E_SHAPE, "X has shape %s; N x C x H x W expected", kn_shape(x, s1));
+    if (rois->rank != 2 || rois->dims[1] != 5)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "rois has shape %s; num_rois x 5 (batch, x1, y1, x2, y2) expected",
+                                kn_shape(rois, s1));
+    const int64_t *ps;
+    if (mpx_node_attr_ints(c->node, "pooled_shape", &ps) != 2 || !ps || ps[0] < 1 || ps[1] < 1 || ps[0] > 65536 ||
+        ps[1] > 65536)
+        return mpx_kernel_error(c, MPX_E_INVALID, "pooled_shape must be two positive values");
+    float scale = mpx_node_attr_float(c->node, "spatial_scale", 1.0f);
+    int64_t R = rois->dims[0], N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3], PH = ps[0], PW = ps[1];
+    int64_t od[4] = {R, C, PH, PW};
+    for (int64_t r = 0; r < R; r++) {
+        float b = rois->f[r * 5];
+        if (!(b >= 0.0f && b < (float)N) || b != floorf(b))
+            return mpx_kernel_error(c, MPX_E_INVALID, "roi %lld: batch index %g is not one of the %lld images",
+                                    (long long)r, (double)b, (long long)N);
+    }
+    if ((st = mpx_k_alloc(c, &out[0], x->dtype, 4, od))) return st;
+    for (int64_t r = 0; r < R; r++) {
+        const float *ro = rois->f + r * 5;
+        int64_t b = (int64_t)ro[0];
+        int64_t x1 = (int64_t)roundf(ro[1] * scale), y1 = (int64_t)roundf(ro[2] * scale);
+        int64_t x2 = (int64_t)roundf(ro[3] * scale), y2 = (int64_t)roundf(ro[4] * scale);
+        int64_t rh = y2 - y1 + 1 > 1 ? y2 - y1 + 1 : 1, rw = x2 - x1 + 1 > 1 ? x2 - x1 + 1 : 1;
+        float bh = (float)rh / (float)PH, bw = (float)rw / (float)PW;
+        for (int64_t ch = 0; ch < C; ch++) {
+            const float *img = x->f + (b * C + ch) * H * W;
+            for (int64_t ph = 0; ph < PH; ph++)
+                for (int64_t pw = 0; pw < PW; pw++) {
+                    int64_t hs = (int64_t)floorf((float)ph * bh) + y1, he = (int64_t)ceilf((float)(ph + 1) * bh) + y1;
+                    int64_t ws = (int64_t)floorf((float)pw * bw) + x1, we = (int64_t)ceilf((float)(pw + 1) * bw) + x1;
+                    hs = hs < 0 ? 0 : hs > H ? H : hs, he = he < 0 ? 0 : he > H ? H : he;
+                    ws = ws < 0 ? 0 : ws > W ? W : ws, we = we < 0 ? 0 : we > W ? W : we;
+                    float m = he <= hs || we <= ws ? 0.0f : -FLT_MAX;
+                    for (int64_t h = hs; h < he; h++)
+                        for (int64_t w = ws; w < we; w++)
+                            if (img[h * W + w] > m) m = img[h * W + w];
+                    out[0].f[((r * C + ch) * PH + ph) * PW + pw] = m;
+                }
+        }
     }
     return MPX_OK;
 }

@@ -148,7 +148,7 @@ mpx_status mpx_k_scatter_elements(const mpx_kctx *c, const mpx_value *const *in,
             return mpx_kernel_error(c, MPX_E_SHAPE, "indices %s and updates %s do not fit data %s",
                                     dims_str(r, idx->dims, b1, sizeof b1), dims_str(r, u->dims, b2, sizeof b2),
                                     dims_str(r, x->dims, b2, sizeof b2));
-    sreduce red;
+    sreduce red = SR_NONE;
     if ((st = scatter_reduction(c, &red)) != MPX_OK) return st;
     int64_t d = x->dims[ax], k, xs[MPX_MAX_RANK], co[MPX_MAX_RANK] = {0};
     for (int64_t j = 0; j < idx->n; j++)
@@ -200,7 +200,7 @@ mpx_status mpx_k_scatter_nd(const mpx_kctx *c, const mpx_value *const *in, int n
     for (int i = 0; fits && i < u->rank; i++)
         fits = u->dims[i] == (i < q - 1 ? idx->dims[i] : x->dims[(int)k + i - (q - 1)]);
     if (!fits) return mpx_kernel_error(c, MPX_E_SHAPE, "updates' shape is not indices.shape[:-1] + data.shape[k:]");
-    sreduce red;
+    sreduce red = SR_NONE;
     if ((st = scatter_reduction(c, &red)) != MPX_OK) return st;
     int64_t xs[MPX_MAX_RANK], n = idx->n / k, slice = prod((int)k, r, x->dims), off;
     row_strides(r, x->dims, xs);

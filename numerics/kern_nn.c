@@ -714,7 +714,7 @@ static mpx_status check_bias(const mpx_kctx *c, const mpx_value *b, int64_t m) {
 mpx_status mpx_k_conv(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
                       int n_out) {
     const mpx_value *x, *w, *b;
-    int64_t group;
+    int64_t group = 1;
     char s1[160], s2[160];
     mpx_status st = conv_inputs(c, in, n_in, n_out, &x, &w, &b, &group);
     if (st) return st;
@@ -761,7 +761,7 @@ mpx_status mpx_k_conv(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
 mpx_status mpx_k_conv_transpose(const mpx_kctx *c, const mpx_value *const *in, int n_in,
                                 mpx_value *out, int n_out) {
     const mpx_value *x, *w, *b;
-    int64_t group;
+    int64_t group = 1;
     char s1[160], s2[160];
     mpx_status st = conv_inputs(c, in, n_in, n_out, &x, &w, &b, &group);
     if (st) return st;

@@ -426,3 +426,69 @@ mpx_status mpx_k_max_unpool(const mpx_kctx *c, const mpx_value *const *in, int n
     }
     return MPX_OK;
 }
+
+/* Col2Im: the blocks of an [N, C x prod(block), L] tensor added back into
+ * [N, C, image...] (the inverse of im2col): block l at its window position
+ * (strides, dilations, pads as Conv's). Each output value sums the block
+ * values that land on it, in order of kernel offset (as ORT's Col2im), at
+ * most prod(block) terms, in fp32. */
+mpx_status mpx_k_col2im(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    const mpx_value *x, *im = kn_opt(in, n_in, 1), *bl = kn_opt(in, n_in, 2);
+    char s1[160];
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (!st) st = kn_float_in(c, in, n_in, 0, "input", &x);
+    if (st) return st;
+    if (!im || !bl || !im->i || !bl->i || im->n != bl->n || im->n < 1 || im->n > KN_MAX_SP || x->rank != 3)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "input %s must be [N, C x block, L], image_shape and block_shape "
+                                "integer lists of one length (1 to %d)", kn_shape(x, s1), KN_MAX_SP);
+    int nsp = (int)im->n;
+    int64_t K = 1, L = 1, img[KN_MAX_SP], blk[KN_MAX_SP], nb[KN_MAX_SP], s[KN_MAX_SP], d[KN_MAX_SP], p[2 * KN_MAX_SP];
+    const int64_t *v;
+    const char *names[3] = {"strides", "dilations", "pads"};
+    int64_t *dst[3] = {s, d, p}, dflt[3] = {1, 1, 0};
+    int want[3] = {nsp, nsp, 2 * nsp};
+    for (int q = 0; q < 3; q++) {
+        int n = mpx_node_attr_ints(c->node, names[q], &v);
+        if (v && n != want[q]) return mpx_kernel_error(c, MPX_E_INVALID, "%s has %d values, %d expected", names[q], n, want[q]);
+        for (int i = 0; i < want[q]; i++) dst[q][i] = v ? v[i] : dflt[q];
+    }
+    for (int i = 0; i < nsp; i++) {
+        img[i] = im->i[i], blk[i] = bl->i[i];
+        if (img[i] < 1 || blk[i] < 1 || s[i] < 1 || d[i] < 1 || p[i] < 0 || p[nsp + i] < 0 || img[i] > MPX_MAX_ELEMS ||
+            blk[i] > MPX_MAX_ELEMS)
+            return mpx_kernel_error(c, MPX_E_INVALID, "image_shape, block_shape, strides, dilations must be positive, "
+                                    "pads not negative (dim %d)", i);
+        int64_t span = img[i] + p[i] + p[nsp + i] - (d[i] * (blk[i] - 1) + 1);
+        if (span < 0) return mpx_kernel_error(c, MPX_E_SHAPE, "dim %d: the block is larger than the padded image", i);
+        nb[i] = span / s[i] + 1;
+        K *= blk[i], L *= nb[i];
+    }
+    int64_t N = x->dims[0], C = x->dims[1] / K;
+    if (x->dims[1] % K || x->dims[2] != L)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "input %s must be [N, C x %lld, %lld]", kn_shape(x, s1), (long long)K,
+                                (long long)L);
+    int64_t od[MPX_MAX_RANK] = {N, C}, plane = 1;
+    for (int i = 0; i < nsp; i++) od[2 + i] = img[i], plane *= img[i];
+    if ((st = mpx_k_alloc(c, &out[0], x->dtype, 2 + nsp, od))) return st;
+    memset(out[0].f, 0, (size_t)out[0].n * sizeof *out[0].f);
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t ch = 0; ch < C; ch++)
+            for (int64_t k = 0; k < K; k++) {
+                const float *row = x->f + ((n * C + ch) * K + k) * L;
+                float *y = out[0].f + (n * C + ch) * plane;
+                int64_t kc[KN_MAX_SP], r = k;
+                for (int i = nsp - 1; i >= 0; i--) kc[i] = r % blk[i], r /= blk[i];
+                for (int64_t l = 0; l < L; l++) {
+                    int64_t lc = l, at = 0, stride = 1;
+                    bool inside = true;
+                    for (int i = nsp - 1; i >= 0; i--) {
+                        int64_t pos = (lc % nb[i]) * s[i] - p[i] + kc[i] * d[i];
+                        lc /= nb[i];
+                        inside = inside && pos >= 0 && pos < img[i];
+                        at += pos * stride, stride *= img[i];
+                    }
+                    if (inside) y[at] += row[l];
+                }
+            }
+    return MPX_OK;
+}

@@ -580,3 +580,58 @@ mpx_status mpx_k_grid_sample(const mpx_kctx *c, const mpx_value *const *in, int 
         }
     return MPX_OK;
 }
+
+/* AffineGrid: the sampling grid GridSample reads, theta applied to the
+ * normalised coordinates of an output of `size`: x_i = -1 + 2 i / (W - 1)
+ * with align_corners (0 when W is 1), (2 i + 1) / W - 1 without; each grid
+ * point theta . (x, y[, z], 1), summed left to right. */
+mpx_status mpx_k_affine_grid(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    const mpx_value *th, *sz = kn_opt(in, n_in, 1);
+    char s1[160];
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (!st) st = kn_float_in(c, in, n_in, 0, "theta", &th);
+    if (st) return st;
+    if (!sz || !sz->i || (sz->n != 4 && sz->n != 5))
+        return mpx_kernel_error(c, MPX_E_INVALID, "size must be 4 or 5 integers (N, C, [D,] H, W)");
+    int nd = (int)sz->n - 2; /* spatial dims: 2 or 3 */
+    int64_t N = sz->i[0], sp[3] = {1, 1, 1};
+    for (int i = 0; i < nd; i++) sp[3 - nd + i] = sz->i[2 + i];
+    if (th->rank != 3 || th->dims[0] != N || th->dims[1] != nd || th->dims[2] != nd + 1)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "theta %s must be [%lld, %d, %d]", kn_shape(th, s1), (long long)N, nd,
+                                nd + 1);
+    int64_t od[5], total = N;
+    od[0] = N;
+    for (int i = 0; i < nd; i++) {
+        if (sz->i[2 + i] < 1 || sz->i[2 + i] > MPX_MAX_ELEMS)
+            return mpx_kernel_error(c, MPX_E_SHAPE, "size[%d] = %lld", 2 + i, (long long)sz->i[2 + i]);
+        od[1 + i] = sz->i[2 + i];
+        total *= sz->i[2 + i];
+        if (total > MPX_MAX_ELEMS) return mpx_kernel_error(c, MPX_E_LIMIT, "the grid would hold over 2^31 points");
+    }
+    od[1 + nd] = nd;
+    bool align = mpx_node_attr_int(c->node, "align_corners", 0) != 0;
+    if ((st = mpx_k_alloc(c, &out[0], th->dtype, nd + 2, od))) return st;
+    float *y = out[0].f;
+    for (int64_t n = 0; n < N; n++) {
+        const float *t = th->f + n * nd * (nd + 1);
+        for (int64_t zd = 0; zd < sp[0]; zd++)
+            for (int64_t yh = 0; yh < sp[1]; yh++)
+                for (int64_t xw = 0; xw < sp[2]; xw++) {
+                    int64_t idx[3] = {zd, yh, xw};
+                    float base[4];
+                    /* x first: (x, y[, z], 1) */
+                    for (int i = 0; i < nd; i++) {
+                        int64_t len = sp[2 - i], at = idx[2 - i];
+                        base[i] = align ? (len == 1 ? 0.0f : -1.0f + 2.0f * (float)at / (float)(len - 1))
+                                        : (2.0f * (float)at + 1.0f) / (float)len - 1.0f;
+                    }
+                    base[nd] = 1.0f;
+                    for (int r = 0; r < nd; r++) {
+                        float v = 0.0f;
+                        for (int k = 0; k <= nd; k++) v += t[r * (nd + 1) + k] * base[k];
+                        *y++ = v;
+                    }
+                }
+    }
+    return MPX_OK;
+}

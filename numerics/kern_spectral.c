@@ -113,7 +113,7 @@ mpx_status mpx_k_stft(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
     if (!st) st = kn_float_in(c, in, n_in, 0, "signal", &x);
     if (!st) st = kn_float_opt(c, in, n_in, 2, "window", &win);
     if (st) return st;
-    int64_t step, fl = win ? win->n : -1;
+    int64_t step = 0, fl = win ? win->n : -1;
     if ((st = scalar_of(c, kn_opt(in, n_in, 1), "frame_step", &step))) return st;
     if (flv && (st = scalar_of(c, flv, "frame_length", &fl))) return st;
     if (x->rank != 3 || (x->dims[2] != 1 && x->dims[2] != 2))
@@ -145,7 +145,7 @@ mpx_status mpx_k_stft(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
 
 mpx_status mpx_k_mel_weight_matrix(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
                                    int n_out) {
-    int64_t mel, n, rate;
+    int64_t mel = 0, n = 0, rate = 0;
     mpx_status st = kn_need_out(c, n_out, 1);
     if (!st) st = scalar_of(c, kn_opt(in, n_in, 0), "num_mel_bins", &mel);
     if (!st) st = scalar_of(c, kn_opt(in, n_in, 1), "dft_length", &n);

@@ -218,7 +218,7 @@ static repl_sample *add_sample(repl_dataset *d, const char *label, mpx_error *er
     repl_sample *smp = &d->samples[d->n++];
     memset(smp, 0, sizeof *smp);
     smp->stacked = -1;
-    snprintf(smp->label, sizeof smp->label, "%s", label);
+    snprintf(smp->label, sizeof smp->label, "%.1000s", label); /* a label names a file: cut, never overrun */
     return smp;
 }
 

@@ -48,9 +48,18 @@
     "castlike.py); ONNX Runtime rounds to nearest even (onnx/onnx#3876; checked with " \
     "onnxruntime-node 1.30: Cast of 0.81910545 to bf16 gives 0.8203125, ONNX expects " \
     "0.81640625)"
+#define RANDOM_DRAWS                                                                       \
+    "random draws: ONNX 1.12 made the expected values with NumPy's generator; mpx draws "  \
+    "its own seeded stream (kern_random.c), as every runtime draws its own"
 static const struct {
     const char *name, *reason;
 } expected_failures[] = {
+    {"test_bernoulli", RANDOM_DRAWS},
+    {"test_bernoulli_double", RANDOM_DRAWS},
+    {"test_bernoulli_double_expanded", RANDOM_DRAWS},
+    {"test_bernoulli_expanded", RANDOM_DRAWS},
+    {"test_bernoulli_seed", RANDOM_DRAWS},
+    {"test_bernoulli_seed_expanded", RANDOM_DRAWS},
     {"test_cast_FLOAT_to_BFLOAT16", BF16_TRUNC},
     {"test_castlike_FLOAT_to_BFLOAT16", BF16_TRUNC},
     {"test_castlike_FLOAT_to_BFLOAT16_expanded", BF16_TRUNC},

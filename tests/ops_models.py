@@ -325,6 +325,36 @@ def gqa(out_dir):
         [i32("sl", [2, 2]), i32("ts", 3)], opset=17, green="GroupQueryAttention", ms=True)
 
 
+def newer_ops(out_dir):
+    """CenterCropPad (crop and pad, on chosen axes), Col2Im (strides,
+    dilations, pads), AffineGrid feeding GridSample (2-D, align_corners both
+    ways; 3-D), MaxRoiPool (scaled rois)."""
+    rng = np.random.default_rng(36)
+    i64 = lambda name, v: arr(name, v, np.int64)  # noqa: E731
+    chain("centercroppad", out_dir, (3, 8, 5), [
+        helper.make_node("CenterCropPad", ["X", "sh"], ["Y"], axes=[1, 2])], [i64("sh", [5, 8])], opset=18,
+        green="CenterCropPad")
+    chain("col2im", out_dir, (1, 12, 9), [
+        helper.make_node("Col2Im", ["X", "img", "blk"], ["Y"], strides=[2, 1], dilations=[1, 2], pads=[1, 0, 1, 1])],
+        [i64("img", [5, 6]), i64("blk", [2, 3])], opset=18, green="Col2Im")
+    theta = arr("th", rng.standard_normal((2, 2, 3)) * 0.5 + np.array([[1, 0, 0], [0, 1, 0]]), np.float32)
+    for align in (0, 1):
+        chain(f"affinegrid_align{align}", out_dir, (2, 3, 4, 5), [
+            helper.make_node("AffineGrid", ["th", "sz"], ["g"], align_corners=align),
+            helper.make_node("GridSample", ["X", "g"], ["Y"], align_corners=align)],
+            [theta, i64("sz", [2, 3, 6, 7])], opset=20, green="AffineGrid")
+    chain("affinegrid_3d", out_dir, (1, 2), [
+        helper.make_node("AffineGrid", ["th3", "sz3"], ["g"]),
+        helper.make_node("ReduceSum", ["g", "ax"], ["s"], keepdims=0),
+        helper.make_node("MatMul", ["X", "s2"], ["Y"])],
+        [arr("th3", rng.standard_normal((1, 3, 4)), np.float32), i64("sz3", [1, 1, 2, 3, 4]), i64("ax", [4]),
+         arr("s2", rng.standard_normal((2, 3)), np.float32)], opset=20)
+    chain("maxroipool", out_dir, (2, 3, 10, 12), [
+        helper.make_node("MaxRoiPool", ["X", "rois"], ["Y"], pooled_shape=[3, 2], spatial_scale=0.5)],
+        [arr("rois", [[0, 2, 2, 15, 12], [1, 0, 5, 9, 19], [1, 20, 1, 23, 3]], np.float32)], opset=16,
+        green="MaxRoiPool")
+
+
 def spectral(out_dir):
     """DFT (opset 17 axis attribute; opset 20 axis input; one-sided; inverse
     of a complex signal; dft_length padding and cutting), STFT (a Hann
@@ -429,6 +459,7 @@ def main():
     attention(out)
     spectral(out)
     gqa(out)
+    newer_ops(out)
     single("ms_skiplayernorm", "SkipLayerNormalization", out, (2, 3, 8), 17,
            [((2, 3, 8), 1.0, 0.0), ((8,), 0.5, 1.0), ((8,), 0.3, 0.0), ((8,), 0.3, 0.0)], outs=4, domain=ms,
            epsilon=1e-5)

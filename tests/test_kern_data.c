@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 static mpx_graph *G;
 static mpx_error err;
@@ -1017,6 +1018,15 @@ static void test_new_ops_refusals(void) {
     /* (3 4) / rms 3.5355339 */
     OK("SkipSimplifiedLayerNormalization", 1, "", "f1x2: 3 4 | f1x2: 0 0 | f2: 1 1",
        "f1x2: 0.848528137 1.13137085");
+    /* CenterCropPad, Col2Im, AffineGrid, MaxRoiPool */
+    FAIL("CenterCropPad", 18, "axes=[0]", "f4: iota | i2: 2 2", 1, MPX_E_SHAPE, "shape has 2 values for 1 axes");
+    /* 1 2 3 4 cut to the middle two; 1 2 padded to 4: a zero before, one after */
+    OK("CenterCropPad", 18, "", "f4: 1 2 3 4 | i1: 2", "f2: 2 3");
+    OK("CenterCropPad", 18, "", "f2: 1 2 | i1: 4", "f4: 0 1 2 0");
+    FAIL("Col2Im", 18, "", "f1x4x3: iota | i2: 2 2 | i2: 2 2", 1, MPX_E_SHAPE, "must be [N, C x 4, 1]");
+    FAIL("AffineGrid", 20, "", "f1x2x3: iota | i3: 1 1 2", 1, MPX_E_INVALID, "size must be 4 or 5 integers");
+    FAIL("MaxRoiPool", 16, "pooled_shape=[1,1]", "f1x1x2x2: iota | f1x5: 3 0 0 1 1", 1, MPX_E_INVALID,
+         "roi 0: batch index 3 is not one of the 1 images");
     /* GroupQueryAttention */
     FAIL("GroupQueryAttention", 1, "num_heads=3 kv_num_heads=2", "f1x1x6: iota | f1x1x4: iota | f1x1x4: iota", 1,
          MPX_E_INVALID, "num_heads 3 must be a multiple of kv_num_heads 2");
@@ -1094,6 +1104,42 @@ static void test_new_ops_refusals(void) {
     OK("OneHot", 11, "axis=0", "f2: 1 -1 | i: 3 | i2: 0 7", "i3x2: 0 0 7 0 0 7");
 }
 
+/* The random generators: the values a distribution gives (a statistical
+ * check with bounds at 4 standard errors, on fixed seeds: it cannot flake),
+ * the same values for the same seed, others for another. */
+static void test_random(void) {
+    CHECK(run("RandomNormal", 15, "shape=[20000] mean=2.0 scale=3.0 seed=5.0", "", 1) == MPX_OK);
+    double s = 0, s2 = 0;
+    for (int64_t k = 0; k < out[0].n; k++) s += out[0].f[k], s2 += (double)out[0].f[k] * out[0].f[k];
+    double mean = s / 20000, sd = sqrt(s2 / 20000 - mean * mean);
+    CHECK(out[0].n == 20000 && fabs(mean - 2.0) < 4 * 3.0 / sqrt(20000.0) && fabs(sd - 3.0) < 0.1);
+    float first[3] = {out[0].f[0], out[0].f[1], out[0].f[2]};
+    CHECK(run("RandomNormal", 15, "shape=[3] mean=2.0 scale=3.0 seed=5.0", "", 1) == MPX_OK);
+    CHECK(out[0].f[0] == first[0] && out[0].f[1] == first[1] && out[0].f[2] == first[2]);
+    CHECK(run("RandomNormal", 15, "shape=[3] mean=2.0 scale=3.0 seed=6.0", "", 1) == MPX_OK);
+    CHECK(out[0].f[0] != first[0]);
+    CHECK(run("RandomUniform", 15, "shape=[100,100] low=-1.0 high=3.0 seed=1.0", "", 1) == MPX_OK);
+    bool inside = true;
+    s = 0;
+    for (int64_t k = 0; k < out[0].n; k++) inside = inside && out[0].f[k] >= -1.0f && out[0].f[k] < 3.0f, s += out[0].f[k];
+    CHECK(inside && fabs(s / 10000 - 1.0) < 4 * (4.0 / sqrt(12.0)) / 100.0);
+    CHECK(run("RandomUniformLike", 15, "dtype=11", "f2x3: iota", 1) == MPX_OK);
+    CHECK(out[0].rank == 2 && out[0].dims[1] == 3 && out[0].dtype == MPX_DT_DOUBLE);
+    /* Bernoulli of 0.3, 400 times: about 120 ones */
+    char spec[2048] = "f400:";
+    for (int k = 0; k < 400; k++) strcat(spec, " 0.3");
+    CHECK(run("Bernoulli", 15, "seed=2.0", spec, 1) == MPX_OK);
+    s = 0;
+    for (int64_t k = 0; k < out[0].n; k++) s += out[0].f[k];
+    CHECK(fabs(s / 400 - 0.3) < 4 * sqrt(0.21 / 400));
+    FAIL("Bernoulli", 15, "", "f2: 0.5 1.5", 1, MPX_E_INVALID, "probability 1.5 (element 1) is not in [0, 1]");
+    /* Multinomial over logits 0, 0, ln 2: class 2 half of the time */
+    CHECK(run("Multinomial", 7, "sample_size=4000 seed=3.0", "f1x3: 0 0 0.693147181", 1) == MPX_OK);
+    s = 0;
+    for (int64_t k = 0; k < out[0].n; k++) s += out[0].i[k] == 2;
+    CHECK(out[0].dtype == MPX_DT_INT32 && fabs(s / 4000 - 0.5) < 4 * sqrt(0.25 / 4000));
+}
+
 int main(void) {
     mpx_numerics_init(); /* constant folding runs the kernels */
     G = mpx_graph_new("kern");
@@ -1110,6 +1156,7 @@ int main(void) {
     test_topk_nonzero();
     test_missing();
     test_new_ops_refusals();
+    test_random();
     clear_outs();
     mpx_graph_free(G);
     return check_report("test_kern_data");

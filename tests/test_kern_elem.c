@@ -424,7 +424,7 @@ static void check_binary(const char *op, int ra, const int64_t *da, int rb, cons
     bool cmp = strstr(op, "Equal") || strstr(op, "Greater") || strstr(op, "Less");
     CHECK(y.dtype == (cmp ? MPX_DT_BOOL : MPX_DT_FLOAT));
     int bad = 0;
-    int64_t co[MPX_MAX_RANK];
+    int64_t co[MPX_MAX_RANK] = {0};
     for (int64_t i = 0; i < y.n; i++) {
         coord(i, rr, dr, co);
         float av = a.f[bidx(&a, rr, co)], bv = b.f[bidx(&b, rr, co)];
@@ -766,7 +766,7 @@ static void ref_reduce(const char *op, const mpx_value *x, const bool *mask, flo
     for (int64_t j = 0; j < nout; j++)
         out[j] = !strcmp(op, "ReduceProd") ? 1.0f : !strcmp(op, "ReduceMax") ? -INFINITY
                  : !strcmp(op, "ReduceMin") ? INFINITY : 0.0f;
-    int64_t co[MPX_MAX_RANK];
+    int64_t co[MPX_MAX_RANK] = {0};
     for (int64_t i = 0; i < x->n; i++) {
         coord(i, x->rank, x->dims, co);
         int64_t j = 0;
