@@ -261,6 +261,7 @@ static const entry table[MPX_OP_COUNT] = {
     E(Col2Im, Y, Y, "mpx: adds a few overlapping block values (as TF's infer-listed Add)"),
     E(AffineGrid, R, R, "mpx: sampling coordinates in [-1, 1]; fp16 resolves them to 1/2048, a quarter pixel at 1024 px"),
     E(MaxRoiPool, C, C, "mpx: the largest value in each bin (as MaxPool, TF AMP clear list)"),
+    E(DeformConv, G, G, "mpx: a Conv with moved taps (TF AMP allow list: Conv2D)"),
     /* Random values: the same draws in every run (seeded), rounded to the
      * output format like any value; sampling decisions (Bernoulli's
      * comparison, Multinomial's classes) are made on fp32 inputs. */

@@ -697,7 +697,10 @@ int mpx_node_weight_input(const mpx_node *n) {
 
 int mpx_node_bias_input(const mpx_node *n) {
     if (!n) return 2;
-    return n->op == MPX_OP_QLinearConv ? 8 : n->op == MPX_OP_ConvInteger || n->op == MPX_OP_MatMulInteger ? -1 : 2;
+    return n->op == MPX_OP_QLinearConv    ? 8
+           : n->op == MPX_OP_DeformConv   ? 3
+           : n->op == MPX_OP_ConvInteger || n->op == MPX_OP_MatMulInteger ? -1
+                                          : 2;
 }
 
 mpx_status mpx_graph_adopt(mpx_graph *g, mpx_graph *child) {

@@ -142,7 +142,8 @@ int mpx_node_if_pick(const struct mpx_node *n);
 bool mpx_node_inactive(const struct mpx_node *n);
 /* Where a product op's second operand (weights) is: 3 for QLinearConv and
  * QLinearMatMul (after a's scale and zero point), else 1; its bias: 8 for
- * QLinearConv, none (-1) for ConvInteger and MatMulInteger, else 2. Shape
+ * QLinearConv, 3 for DeformConv (after the offsets), none (-1) for
+ * ConvInteger and MatMulInteger, else 2. Shape
  * inference and cost read the same inputs. */
 int mpx_node_weight_input(const struct mpx_node *n);
 int mpx_node_bias_input(const struct mpx_node *n);

@@ -825,3 +825,84 @@ mpx_status mpx_k_conv_transpose(const mpx_kctx *c, const mpx_value *const *in, i
     if (st) mpx_value_free(&out[0]);
     return st;
 }
+
+/* ---- DeformConv ------------------------------------------------------------------------ */
+
+/* X at a fractional position of one channel plane: bilinear between the
+ * four pixels around it, a pixel outside the plane counting 0, and 0 when
+ * the position is a pixel or more outside (ONNX's reference, ORT's
+ * deformable im2col). */
+static float deform_sample(const float *p, int64_t H, int64_t W, float h, float w) {
+    if (h <= -1.0f || h >= (float)H || w <= -1.0f || w >= (float)W) return 0.0f;
+    float hf = floorf(h), wf = floorf(w);
+    int64_t hl = (int64_t)hf, wl = (int64_t)wf, hh = hl + 1, wh = wl + 1;
+    float lh = h - hf, lw = w - wf, uh = 1.0f - lh, uw = 1.0f - lw;
+    float v1 = hl >= 0 && wl >= 0 ? p[hl * W + wl] : 0.0f;
+    float v2 = hl >= 0 && wh < W ? p[hl * W + wh] : 0.0f;
+    float v3 = hh < H && wl >= 0 ? p[hh * W + wl] : 0.0f;
+    float v4 = hh < H && wh < W ? p[hh * W + wh] : 0.0f;
+    return uh * uw * v1 + uh * lw * v2 + lh * uw * v3 + lh * lw * v4;
+}
+
+/* DeformConv (2-D): Conv whose kernel taps are moved, per output position,
+ * by the offsets (dy, dx per tap and offset group) and weighted by the
+ * optional mask; X is sampled bilinearly there. Each output value is one
+ * sum over input channels and taps (in that order) in the node's
+ * accumulation format, plus the bias. */
+mpx_status mpx_k_deform_conv(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    const mpx_value *x, *w, *off, *b, *mask;
+    char s1[160], s2[160];
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (!st) st = kn_float_in(c, in, n_in, 0, "X", &x);
+    if (!st) st = kn_float_in(c, in, n_in, 1, "W", &w);
+    if (!st) st = kn_float_in(c, in, n_in, 2, "offset", &off);
+    if (!st) st = kn_float_opt(c, in, n_in, 3, "B", &b);
+    if (!st) st = kn_float_opt(c, in, n_in, 4, "mask", &mask);
+    if (st) return st;
+    if (x->rank != 4 || w->rank != 4)
+        return mpx_kernel_error(c, MPX_E_UNSUPPORTED, "mpx runs 2-D DeformConv (X %s, W %s)", kn_shape(x, s1),
+                                kn_shape(w, s2));
+    kn_window win;
+    if ((st = kn_window_attrs(c, x, w->dims + 2, &win)) || (st = kn_window_out(c, &win, false))) return st;
+    int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3], M = w->dims[0];
+    int64_t G = mpx_node_attr_int(c->node, "group", 1), OG = mpx_node_attr_int(c->node, "offset_group", 1);
+    int64_t KH = win.k[0], KW = win.k[1], OH = win.out[0], OW = win.out[1], taps = KH * KW;
+    if (G < 1 || OG < 1 || C % G || M % G || C % OG || w->dims[1] != C / G)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "group %lld / offset_group %lld do not fit X %s and W %s", (long long)G,
+                                (long long)OG, kn_shape(x, s1), kn_shape(w, s2));
+    if (off->rank != 4 || off->dims[0] != N || off->dims[1] != OG * 2 * taps || off->dims[2] != OH || off->dims[3] != OW)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "offset %s must be [%lld, %lld, %lld, %lld]", kn_shape(off, s1),
+                                (long long)N, (long long)(OG * 2 * taps), (long long)OH, (long long)OW);
+    if (mask && (mask->rank != 4 || mask->dims[0] != N || mask->dims[1] != OG * taps || mask->dims[2] != OH ||
+                 mask->dims[3] != OW))
+        return mpx_kernel_error(c, MPX_E_SHAPE, "mask %s must be [%lld, %lld, %lld, %lld]", kn_shape(mask, s1),
+                                (long long)N, (long long)(OG * taps), (long long)OH, (long long)OW);
+    if (b && b->n != M) return mpx_kernel_error(c, MPX_E_SHAPE, "B %s must hold %lld values", kn_shape(b, s1), (long long)M);
+    int64_t od[4] = {N, M, OH, OW}, cg = C / G, mg = M / G, cpo = C / OG;
+    if ((st = mpx_k_alloc(c, &out[0], x->dtype, 4, od))) return st;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t m = 0; m < M; m++) {
+            int64_t g = m / mg;
+            for (int64_t oh = 0; oh < OH; oh++)
+                for (int64_t ow = 0; ow < OW; ow++) {
+                    mpx_acc acc;
+                    mpx_acc_init(&acc, &c->acc, 0.0f);
+                    for (int64_t ci = 0; ci < cg; ci++) {
+                        int64_t ch = g * cg + ci, og = ch / cpo;
+                        const float *plane = x->f + (n * C + ch) * H * W, *wk = w->f + (m * cg + ci) * taps;
+                        for (int64_t t = 0; t < taps; t++) {
+                            int64_t i = t / KW, j = t % KW;
+                            int64_t oc = ((n * OG + og) * 2 * taps + 2 * t) * OH * OW + oh * OW + ow;
+                            float ph = (float)(oh * win.s[0] - win.pb[0] + i * win.d[0]) + off->f[oc];
+                            float pw = (float)(ow * win.s[1] - win.pb[1] + j * win.d[1]) + off->f[oc + OH * OW];
+                            float v = deform_sample(plane, H, W, ph, pw);
+                            if (mask) v *= mask->f[((n * OG + og) * taps + t) * OH * OW + oh * OW + ow];
+                            mpx_acc_add(&acc, wk[t] * v);
+                        }
+                    }
+                    float y = mpx_acc_result(&acc);
+                    out[0].f[((n * M + m) * OH + oh) * OW + ow] = b ? y + b->f[m] : y;
+                }
+        }
+    return MPX_OK;
+}

@@ -349,6 +349,17 @@ def newer_ops(out_dir):
         helper.make_node("MatMul", ["X", "s2"], ["Y"])],
         [arr("th3", rng.standard_normal((1, 3, 4)), np.float32), i64("sz3", [1, 1, 2, 3, 4]), i64("ax", [4]),
          arr("s2", rng.standard_normal((2, 3)), np.float32)], opset=20)
+    chain("deformconv", out_dir, (1, 4, 7, 6), [
+        helper.make_node("DeformConv", ["X", "w", "off", "b", "m"], ["Y"], pads=[1, 1, 1, 1], strides=[1, 2],
+                         group=2, offset_group=2)],
+        [arr("w", rng.standard_normal((6, 2, 3, 3)) * 0.3, np.float32),
+         arr("off", rng.standard_normal((1, 2 * 2 * 9, 7, 3)) * 1.5, np.float32),
+         arr("b", rng.standard_normal(6) * 0.1, np.float32),
+         arr("m", rng.uniform(0, 1, (1, 2 * 9, 7, 3)), np.float32)], opset=19, green="DeformConv")
+    chain("deformconv_plain", out_dir, (2, 3, 5, 5), [
+        helper.make_node("DeformConv", ["X", "w2", "off2"], ["Y"], dilations=[2, 1])],
+        [arr("w2", rng.standard_normal((4, 3, 2, 2)) * 0.3, np.float32),
+         arr("off2", rng.standard_normal((2, 8, 3, 4)), np.float32)], opset=19, green="DeformConv")
     chain("maxroipool", out_dir, (2, 3, 10, 12), [
         helper.make_node("MaxRoiPool", ["X", "rois"], ["Y"], pooled_shape=[3, 2], spatial_scale=0.5)],
         [arr("rois", [[0, 2, 2, 15, 12], [1, 0, 5, 9, 19], [1, 20, 1, 23, 3]], np.float32)], opset=16,

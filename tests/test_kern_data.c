@@ -1027,6 +1027,10 @@ static void test_new_ops_refusals(void) {
     FAIL("AffineGrid", 20, "", "f1x2x3: iota | i3: 1 1 2", 1, MPX_E_INVALID, "size must be 4 or 5 integers");
     FAIL("MaxRoiPool", 16, "pooled_shape=[1,1]", "f1x1x2x2: iota | f1x5: 3 0 0 1 1", 1, MPX_E_INVALID,
          "roi 0: batch index 3 is not one of the 1 images");
+    FAIL("DeformConv", 19, "", "f1x1x3x3: iota | f1x1x2x2: iota | f1x8x1x1: iota", 1, MPX_E_SHAPE,
+         "offset 1x8x1x1 must be [1, 8, 2, 2]");
+    /* zero offsets and no mask: a plain Conv; a 1x1 kernel of 2 copies X times 2 */
+    OK("DeformConv", 19, "", "f1x1x1x2: 1 2 | f1x1x1x1: 2 | f1x2x1x2: 0 0 0 0", "f1x1x1x2: 2 4");
     /* GroupQueryAttention */
     FAIL("GroupQueryAttention", 1, "num_heads=3 kv_num_heads=2", "f1x1x6: iota | f1x1x4: iota | f1x1x4: iota", 1,
          MPX_E_INVALID, "num_heads 3 must be a multiple of kv_num_heads 2");
