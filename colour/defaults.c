@@ -262,6 +262,19 @@ static const entry table[MPX_OP_COUNT] = {
     E(AffineGrid, R, R, "mpx: sampling coordinates in [-1, 1]; fp16 resolves them to 1/2048, a quarter pixel at 1024 px"),
     E(MaxRoiPool, C, C, "mpx: the largest value in each bin (as MaxPool, TF AMP clear list)"),
     E(DeformConv, G, G, "mpx: a Conv with moved taps (TF AMP allow list: Conv2D)"),
+    /* Containers: they move tensors, never compute on them (a plan gives a
+     * sequence no format; the tensors in it keep their producers'). */
+    E(SequenceEmpty, C, C, "mpx: a container, no arithmetic"),
+    E(SequenceConstruct, C, C, "mpx: a container, no arithmetic"),
+    E(SequenceInsert, C, C, "mpx: a container, no arithmetic"),
+    E(SequenceErase, C, C, "mpx: a container, no arithmetic"),
+    E(SequenceAt, C, C, "mpx: hands on a tensor it holds, a copy"),
+    E(SequenceLength, C, C, "mpx: an integer count"),
+    E(SplitToSequence, C, C, "mpx: slices, a copy (as TF's clear-listed Split)"),
+    E(ConcatFromSequence, C, C, "mpx: joins tensors, a copy (as TF's clear-listed ConcatV2)"),
+    E(Optional, C, C, "mpx: a container, no arithmetic"),
+    E(OptionalHasElement, C, C, "mpx: a boolean, no float values"),
+    E(OptionalGetElement, C, C, "mpx: hands on what it holds, a copy"),
     /* Random values: the same draws in every run (seeded), rounded to the
      * output format like any value; sampling decisions (Bernoulli's
      * comparison, Multinomial's classes) are made on fp32 inputs. */

@@ -86,7 +86,9 @@ static int fmt_rank(const mpx_format *f) {
 
 /* ---- tensors ------------------------------------------------------------------ */
 
-static bool is_float_t(const mpx_tensor *t) { return t && mpx_dtype_is_float(t->dtype); }
+static bool is_float_t(const mpx_tensor *t) {
+    return t && mpx_dtype_is_float(t->dtype) && !(t->flags & MPX_T_SEQUENCE);
+}
 
 bool mpx_tensor_is_const_(const mpx_tensor *t) {
     return t->f32 || t->i64 ||

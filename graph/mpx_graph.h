@@ -196,6 +196,7 @@ enum mpx_tensor_flags {
     MPX_T_INITIALIZER = 1u << 2, /* value from the model file (initializer) */
     MPX_T_CONSTANT = 1u << 3,    /* value known at load: initializer or Constant output */
     MPX_T_FOLDED = 1u << 4,      /* value computed by constant folding (shape chains) */
+    MPX_T_SEQUENCE = 1u << 5,    /* a sequence or optional of tensors (dtype: the items'); never planned */
 };
 
 typedef struct mpx_tensor {

@@ -1281,3 +1281,43 @@ mpx_status mpx_shape_random(mpx_sctx *c) {
     for (int i = 0; i < r; i++) o.d[i] = s[i];
     return mpx_sh_set_out(c, 0, (mpx_dtype)dt, &o);
 }
+
+/* ---- sequences and optionals --------------------------------------------------------- */
+
+/* Output i: a sequence (or optional) of dt tensors: flagged, so that no plan
+ * gives it a format. */
+static mpx_status set_seq(mpx_sctx *c, int i, mpx_dtype dt) {
+    mpx_status st = mpx_sh_set_out(c, i, dt, NULL);
+    if (!st && i < c->n->n_outputs && c->n->outputs[i]) c->n->outputs[i]->flags |= MPX_T_SEQUENCE;
+    return st;
+}
+
+static bool is_seq_t(const mpx_tensor *t) { return t && (t->flags & MPX_T_SEQUENCE); }
+
+mpx_status mpx_shape_seq(mpx_sctx *c) {
+    const mpx_tensor *x = mpx_sh_in(c, 0);
+    mpx_dtype dt = x ? mpx_sh_dt(x) : MPX_DT_UNDEFINED;
+    shp scalar = mpx_sh_shp_rank(0);
+    switch (c->n->op) {
+    case MPX_OP_SequenceEmpty: {
+        int64_t d = mpx_node_attr_int(c->n, "dtype", MPX_DT_FLOAT);
+        if (d <= 0 || d >= MPX_DT_COUNT_) return mpx_node_error(c, MPX_E_INVALID, "dtype %lld is not an element type", (long long)d);
+        return set_seq(c, 0, (mpx_dtype)d);
+    }
+    case MPX_OP_SequenceConstruct: case MPX_OP_SequenceInsert: case MPX_OP_SequenceErase:
+    case MPX_OP_SplitToSequence: case MPX_OP_Optional:
+        if (c->n->op != MPX_OP_Optional && !x) return mpx_node_error(c, MPX_E_INVALID, "input 0 is required");
+        return set_seq(c, 0, dt);
+    case MPX_OP_SequenceLength: return mpx_sh_set_out(c, 0, MPX_DT_INT64, &scalar);
+    case MPX_OP_OptionalHasElement: return mpx_sh_set_out(c, 0, MPX_DT_BOOL, &scalar);
+    case MPX_OP_OptionalGetElement: {
+        /* an optional of a sequence hands on a sequence */
+        const mpx_node *p = x ? x->producer : NULL;
+        bool inner_seq = p && p->op == MPX_OP_Optional && p->n_inputs > 0 && is_seq_t(p->inputs[0]);
+        if (inner_seq || (is_seq_t(x) && (!p || p->op != MPX_OP_Optional))) return set_seq(c, 0, dt);
+        return mpx_sh_set_out(c, 0, dt, NULL);
+    }
+    default: /* SequenceAt, ConcatFromSequence: a tensor whose shape is the run's */
+        return mpx_sh_set_out(c, 0, dt, NULL);
+    }
+}

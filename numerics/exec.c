@@ -22,7 +22,7 @@ static const mpx_format *low(const mpx_format *f) {
 /* Integer and bool tensors carry no format; an undefined dtype might be
  * float, and only float values are ever rounded, so it may hold one. */
 static bool may_be_float(const mpx_tensor *t) {
-    return t && !mpx_dtype_is_int_like(t->dtype) && t->dtype != MPX_DT_STRING;
+    return t && !mpx_dtype_is_int_like(t->dtype) && t->dtype != MPX_DT_STRING && !(t->flags & MPX_T_SEQUENCE);
 }
 
 mpx_assign *mpx_assign_uniform(const mpx_graph *g, const mpx_format *f, const mpx_format *acc,
@@ -73,7 +73,7 @@ void mpx_run_free(mpx_run *r) {
     free(r);
 }
 
-static bool has_value(const mpx_value *v) { return v && v->n >= 0 && (v->f || v->i); }
+static bool has_value(const mpx_value *v) { return v && v->n >= 0 && (v->f || v->i || v->is_seq); }
 
 /* A constant whose value the graph holds (initializer or Constant output). */
 static bool is_constant(const mpx_tensor *t) {

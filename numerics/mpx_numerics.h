@@ -166,6 +166,11 @@ typedef struct mpx_value {
     float *f;
     int64_t *i;
     bool borrowed;
+    /* A sequence (or optional: 0 or 1 items) of tensors: n items in seq
+     * (owned), dtype their element type, rank -1; f and i NULL. Only the
+     * sequence ops make them (kern_seq.c); no plan rounds them. */
+    bool is_seq, is_opt;
+    struct mpx_value *seq;
 } mpx_value;
 
 /* Allocate (zero-filled) for dtype and shape; refuses > MPX_MAX_ELEMS. */

@@ -79,6 +79,10 @@ mpx_status mpx_value_alloc_raw(mpx_value *v, mpx_dtype dtype, int rank, const in
 
 void mpx_value_free(mpx_value *v) {
     if (!v) return;
+    if (v->is_seq && !v->borrowed) {
+        for (int64_t k = 0; v->seq && k < v->n; k++) mpx_value_free(&v->seq[k]);
+        free(v->seq);
+    }
     if (!v->borrowed) {
         free(v->f);
         free(v->i);
@@ -100,7 +104,26 @@ void mpx_value_view(mpx_value *v, const mpx_tensor *t) {
     v->borrowed = true;
 }
 
+/* A sequence's deep copy: every item copied. */
+static mpx_status seq_copy(mpx_value *dst, const mpx_value *src, mpx_error *err) {
+    mpx_value tmp = *src;
+    tmp.borrowed = false;
+    tmp.seq = src->n > 0 ? calloc((size_t)src->n, sizeof *tmp.seq) : NULL;
+    if (src->n > 0 && !tmp.seq) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    for (int64_t k = 0; k < src->n; k++) {
+        mpx_status st = mpx_value_copy(&tmp.seq[k], &src->seq[k], err);
+        if (st != MPX_OK) {
+            tmp.n = k;
+            mpx_value_free(&tmp);
+            return st;
+        }
+    }
+    *dst = tmp;
+    return MPX_OK;
+}
+
 mpx_status mpx_value_copy(mpx_value *dst, const mpx_value *src, mpx_error *err) {
+    if (src->is_seq) return seq_copy(dst, src, err);
     mpx_value tmp;
     /* Every element is copied when src holds its buffer: no need to clear. */
     bool whole = src->n >= 0 && (mpx_dtype_is_float(src->dtype) ? src->f != NULL : src->i != NULL);
@@ -122,6 +145,11 @@ mpx_status mpx_value_copy(mpx_value *dst, const mpx_value *src, mpx_error *err) 
 
 size_t mpx_value_bytes(const mpx_value *v) {
     if (!v || v->n <= 0 || v->borrowed) return 0;
+    if (v->is_seq) {
+        size_t b = 0;
+        for (int64_t k = 0; v->seq && k < v->n; k++) b += mpx_value_bytes(&v->seq[k]);
+        return b;
+    }
     if (v->f) return (size_t)v->n * sizeof *v->f;
     if (v->i) return (size_t)v->n * sizeof *v->i;
     return 0;

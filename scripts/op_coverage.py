@@ -81,7 +81,7 @@ def main():
         elif name in CONTROL:
             status = "not yet (control flow)"
         elif name in SEQUENCE:
-            status = "not yet (sequences)"
+            status = "not yet (runs a body per item)"
         else:
             status = "not yet"
         counts["runs" if status == "runs" else "missing"] += 1

@@ -12,7 +12,9 @@ branch):
    input itself), followed by a node of the main graph;
  - if_const: a condition that is an initializer (decided at load);
  - loop_accumulate, loop_while, loop_nested, loop_if, scan_reverse_axes:
-   Loop and Scan (loops()).
+   Loop and Scan (loops());
+ - seq_split_concat, seq_stack, seq_construct, optional_chain: sequences and
+   optionals between tensors (sequences()).
 Bad models (each must be refused by name, never crash):
  - bad_if_inputs: a branch with graph inputs;
  - bad_if_outputs: branches with fewer outputs than the If;
@@ -185,6 +187,50 @@ def loops(out_dir):
     print("scan_reverse_axes 3x5 -1,1")
 
 
+def sequences(out_dir):
+    """Sequences and optionals between tensors: SplitToSequence (split
+    lengths; and one slice per row without keepdims), SequenceAt, Erase,
+    Insert, Length, ConcatFromSequence (concat and stack), SequenceEmpty and
+    SequenceConstruct, Optional with OptionalHasElement/GetElement."""
+    i64 = lambda n, v: numpy_helper.from_array(np.array(v, np.int64), n)  # noqa: E731
+    nodes = [
+        helper.make_node("SplitToSequence", ["X", "sp"], ["s"], axis=1),
+        helper.make_node("SequenceAt", ["s", "one"], ["a"]),
+        helper.make_node("Relu", ["a"], ["ar"]),
+        helper.make_node("SequenceErase", ["s", "zero"], ["s2"]),
+        helper.make_node("SequenceInsert", ["s2", "ar", "zero"], ["s3"]),
+        helper.make_node("SequenceLength", ["s3"], ["n"]),
+        helper.make_node("Cast", ["n"], ["nf"], to=F),
+        helper.make_node("ConcatFromSequence", ["s3"], ["c"], axis=1),
+        helper.make_node("Mul", ["c", "nf"], ["Y"])]
+    write(out_dir, "seq_split_concat", nodes, [i64("sp", [1, 2, 3]), i64("one", 1), i64("zero", 0)], [4, 6],
+          [vi("Y", [4, 7])], opset=13)
+    print("seq_split_concat 4x6 -1,1")
+    nodes = [
+        helper.make_node("SplitToSequence", ["X"], ["s"], axis=0, keepdims=0),
+        helper.make_node("ConcatFromSequence", ["s"], ["Y"], axis=1, new_axis=1)]
+    write(out_dir, "seq_stack", nodes, [], [3, 4], [vi("Y", [4, 3])], opset=13)
+    print("seq_stack 3x4 -1,1")
+    nodes = [
+        helper.make_node("Neg", ["X"], ["nx"]),
+        helper.make_node("SequenceConstruct", ["X", "nx"], ["s"]),
+        helper.make_node("SequenceEmpty", [], ["e"]),
+        helper.make_node("SequenceAt", ["s", "last"], ["b"]),
+        helper.make_node("SequenceInsert", ["e", "b"], ["e2"]),
+        helper.make_node("SequenceInsert", ["e2", "X"], ["e3"]),
+        helper.make_node("ConcatFromSequence", ["e3"], ["Y"], axis=0)]
+    write(out_dir, "seq_construct", nodes, [i64("last", -1)], [2, 3], [vi("Y", [4, 3])], opset=13)
+    print("seq_construct 2x3 -1,1")
+    nodes = [
+        helper.make_node("Optional", ["X"], ["o"]),
+        helper.make_node("OptionalHasElement", ["o"], ["h"]),
+        helper.make_node("OptionalGetElement", ["o"], ["g"]),
+        helper.make_node("Cast", ["h"], ["hf"], to=F),
+        helper.make_node("Mul", ["g", "hf"], ["Y"])]
+    write(out_dir, "optional_chain", nodes, [], [5], [vi("Y", [5])], opset=18)
+    print("optional_chain 5 -1,1")
+
+
 def bad(out_dir):
     one = helper.make_graph([helper.make_node("Neg", ["X"], ["y"])], "b", [], [vi("y", [2])])
     with_in = helper.make_graph([helper.make_node("Neg", ["X"], ["y"])], "b", [vi("q", [2])], [vi("y", [2])])
@@ -226,6 +272,7 @@ def main():
     if_shapes(out)
     if_const(out)
     loops(out)
+    sequences(out)
     bad(out)
 
 

@@ -426,6 +426,7 @@ int main(int argc, char **argv) {
             missing++;
             continue;
         }
+        if (v->is_seq) continue; /* a sequence: no .npy; its items come out as tensors */
         char file[64];
         snprintf(file, sizeof file, "t%d.npy", t->index);
         snprintf(path, sizeof path, "%s/%s", out, file);

@@ -309,7 +309,10 @@ def main():
     typed = shape_inference.infer_shapes(m)
     elem = {v.name: v.type.tensor_type.elem_type
             for v in list(typed.graph.value_info) + list(typed.graph.output)}
-    have = {o.name for o in m.graph.output}
+    # sequences and optionals are no tensors to compare (their items are
+    # compared where they come out of them as tensors)
+    containers = {v.name for v in typed.graph.value_info if v.type.WhichOneof("value") != "tensor_type"}
+    have = {o.name for o in m.graph.output} | containers
     producers = {}
     for idx, n in enumerate(m.graph.node):
         for o in n.output:
