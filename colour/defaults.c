@@ -275,6 +275,7 @@ static const entry table[MPX_OP_COUNT] = {
     E(Optional, C, C, "mpx: a container, no arithmetic"),
     E(OptionalHasElement, C, C, "mpx: a boolean, no float values"),
     E(OptionalGetElement, C, C, "mpx: hands on what it holds, a copy"),
+    E(SequenceMap, R, R, "mpx: runs a body per item (in the node's formats when low, as Loop)"),
     /* Random values: the same draws in every run (seeded), rounded to the
      * output format like any value; sampling decisions (Bernoulli's
      * comparison, Multinomial's classes) are made on fp32 inputs. */

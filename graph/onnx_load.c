@@ -786,7 +786,7 @@ static mpx_status load_if(ctx *c, const Onnx__NodeProto *np, const Onnx__GraphPr
     return MPX_OK;
 }
 
-/* Loop and Scan: the body becomes a graph of its own (mpx_node.body),
+/* Loop, Scan and SequenceMap: the body becomes a graph of its own (mpx_node.body),
  * whose nodes are named "<node>/body/..." in messages. Its inputs are the
  * body's formal inputs, then each name it reads that no scope inside it
  * defines - a tensor of the enclosing graphs, which the node reads as an
@@ -912,7 +912,9 @@ static mpx_status load_nodes(ctx *c, const Onnx__GraphProto *gp) {
             continue;
         }
         const Onnx__GraphProto *body = graph_attr(np, "body");
-        if ((strcmp(np->op_type, "Loop") == 0 || strcmp(np->op_type, "Scan") == 0) && default_domain(np->domain) &&
+        if ((strcmp(np->op_type, "Loop") == 0 || strcmp(np->op_type, "Scan") == 0 ||
+             strcmp(np->op_type, "SequenceMap") == 0) &&
+            default_domain(np->domain) &&
             body) {
             if ((st = load_body_node(c, np, body)) != MPX_OK) return st;
             continue;

@@ -1321,3 +1321,19 @@ mpx_status mpx_shape_seq(mpx_sctx *c) {
         return mpx_sh_set_out(c, 0, dt, NULL);
     }
 }
+
+/* SequenceMap: one sequence per body output, of the body output's declared
+ * (else inferred, else input 0's) element type; how many items is data. */
+mpx_status mpx_shape_sequence_map(mpx_sctx *c) {
+    mpx_graph *b = c->n->body;
+    if (!b) return mpx_node_error(c, MPX_E_UNSUPPORTED, "a SequenceMap without a body graph");
+    if (b->n_outputs != c->n->n_outputs || b->n_inputs < c->n->n_explicit)
+        return mpx_node_error(c, MPX_E_INVALID, "the body has %d inputs and %d outputs for %d inputs and %d outputs",
+                              b->n_inputs, b->n_outputs, c->n->n_explicit, c->n->n_outputs);
+    mpx_status st = MPX_OK;
+    for (int k = 0; k < c->n->n_outputs && !st; k++) {
+        mpx_dtype dt = b->outputs[k]->dtype != MPX_DT_UNDEFINED ? b->outputs[k]->dtype : mpx_sh_dt(mpx_sh_in(c, 0));
+        st = set_seq(c, k, dt);
+    }
+    return st;
+}

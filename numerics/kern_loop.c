@@ -1,5 +1,6 @@
-/* kern_loop.c - Loop and Scan: the body (mpx_node.body, a graph of its own,
- * graph/onnx_load.c) run once per iteration with mpx_run_graph.
+/* kern_loop.c - Loop, Scan and SequenceMap: the body (mpx_node.body, a
+ * graph of its own, graph/onnx_load.c) run once per iteration with
+ * mpx_run_graph (SequenceMap: once per item of its sequences).
  *
  * Body inputs: Loop's are (iteration number, condition, carried values...),
  * Scan's (state..., one slice of each scan input...), then the tensors of
@@ -361,5 +362,60 @@ mpx_status mpx_k_scan(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
     free_vals(outs, n_out);
     for (int k = 0; k < nso; k++) stack_free(&sc[k]);
     free(ins), free(outs), free(sc);
+    return st;
+}
+
+/* SequenceMap: the body once per item of the input sequence(s) (sequence
+ * inputs give their i-th item, tensor inputs themselves), each body output
+ * collected into an output sequence. */
+mpx_status mpx_k_sequence_map(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    mpx_graph *b = c->node->body;
+    int ne = c->node->n_explicit;
+    if (!b || b->n_outputs != n_out || b->n_inputs != n_in || ne < 1)
+        return mpx_kernel_error(c, MPX_E_INVALID, "the body (%d inputs, %d outputs) does not fit the node",
+                                b ? b->n_inputs : 0, b ? b->n_outputs : 0);
+    const mpx_value *s0 = kn_opt(in, n_in, 0);
+    if (!s0 || !s0->is_seq) return mpx_kernel_error(c, MPX_E_INVALID, "input 0 must be a sequence");
+    int64_t len = s0->n;
+    for (int j = 1; j < ne; j++) {
+        const mpx_value *v = kn_opt(in, n_in, j);
+        if (!v) return mpx_kernel_error(c, MPX_E_INVALID, "input %d has no value", j);
+        if (v->is_seq && v->n != len)
+            return mpx_kernel_error(c, MPX_E_SHAPE, "sequence input %d has %lld items, input 0 %lld", j, (long long)v->n,
+                                    (long long)len);
+    }
+    mpx_value *ins = calloc((size_t)n_in, sizeof *ins), *outs = calloc((size_t)n_out, sizeof *outs);
+    if (!ins || !outs) {
+        free(ins), free(outs);
+        return mpx_kernel_error(c, MPX_E_NOMEM, "out of memory");
+    }
+    mpx_status st = MPX_OK;
+    for (int k = 0; k < n_out; k++) {
+        outs[k].n = -1;
+        memset(&out[k], 0, sizeof out[k]);
+        out[k].is_seq = true, out[k].rank = -1, out[k].n = 0, out[k].dtype = b->outputs[k]->dtype;
+        if (len > 0 && !(out[k].seq = calloc((size_t)len, sizeof *out[k].seq))) st = mpx_kernel_error(c, MPX_E_NOMEM, "out of memory");
+    }
+    pthread_once(&lock_once, lock_init);
+    pthread_mutex_lock(&lock);
+    body_run r = {.c = c, .b = b};
+    for (int64_t it = 0; it < len && !st; it++) {
+        for (int j = 0; j < n_in; j++) {
+            const mpx_value *v = in[j];
+            ins[j] = j < ne && v->is_seq ? v->seq[it] : *v;
+            ins[j].borrowed = true;
+        }
+        if ((st = run_once(&r, ins, outs))) break;
+        for (int k = 0; k < n_out; k++) {
+            out[k].seq[it] = outs[k];
+            out[k].n = it + 1;
+            if (out[k].dtype == MPX_DT_UNDEFINED) out[k].dtype = outs[k].dtype;
+            outs[k].n = -1, outs[k].f = NULL, outs[k].i = NULL;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    mpx_assign_free(r.a);
+    if (st) free_vals(out, n_out);
+    free(ins), free(outs);
     return st;
 }

@@ -9,7 +9,7 @@
 
 /* Ops the registry knows: a new op in graph/ops.def must be looked at here
  * (given a kernel in kernels.def, or knowingly left without one). */
-static_assert(MPX_OP_COUNT == 201, "graph/ops.def changed: update numerics/kernels.def");
+static_assert(MPX_OP_COUNT == 202, "graph/ops.def changed: update numerics/kernels.def");
 
 static const mpx_kernel_fn kernel_table[MPX_OP_COUNT] = {
     [MPX_OP_UNKNOWN] = NULL,

@@ -229,6 +229,20 @@ def sequences(out_dir):
         helper.make_node("Mul", ["g", "hf"], ["Y"])]
     write(out_dir, "optional_chain", nodes, [], [5], [vi("Y", [5])], opset=18)
     print("optional_chain 5 -1,1")
+    # SequenceMap: a body per item, with a tensor input beside the sequence
+    # and an outer tensor read inside; two output sequences
+    body = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Mul", ["r", "k"], ["m"]),
+         helper.make_node("Add", ["m", "W"], ["y"]), helper.make_node("ReduceSum", ["x"], ["z"], keepdims=1)],
+        "map", [vi("x", [4]), vi("k", [4])], [vi("y", [4]), vi("z", [1])])
+    nodes = [
+        helper.make_node("SplitToSequence", ["X"], ["s"], axis=0, keepdims=0),
+        helper.make_node("SequenceMap", ["s", "K"], ["ys", "zs"], body=body, name="map"),
+        helper.make_node("ConcatFromSequence", ["ys"], ["Y"], axis=0, new_axis=1),
+        helper.make_node("ConcatFromSequence", ["zs"], ["Z"], axis=0)]
+    write(out_dir, "seq_map", nodes, [const("K", [0.5, -1.0, 2.0, 1.5]), const("W", [0.1, 0.2, 0.3, 0.4])],
+          [3, 4], [vi("Y", [3, 4]), vi("Z", [3])], opset=17)
+    print("seq_map 3x4 -1,1")
 
 
 def bad(out_dir):
