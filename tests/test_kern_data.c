@@ -169,10 +169,8 @@ static mpx_status run(const char *op, int opset, const char *attrs, const char *
         while (*tok == ' ') tok++;
         if (*tok == '-') {
             ptr[ni] = NULL;
+            memset(&vals[ni], 0, sizeof vals[ni]);
             vals[ni].n = -1;
-            vals[ni].f = NULL;
-            vals[ni].i = NULL;
-            vals[ni].borrowed = false;
         } else {
             vals[ni] = V(tok);
             ptr[ni] = &vals[ni];
