@@ -171,6 +171,19 @@ static mpx_status stack_out(const mpx_kctx *c, stack *s, int64_t ax, bool revers
     return MPX_OK;
 }
 
+/* Body inputs from `first` on: views of the enclosing graphs' values, which
+ * the node reads after its own inputs (the body only reads them). */
+static mpx_status outer_views(const mpx_kctx *c, const mpx_value *const *in, int first, mpx_value *ins) {
+    const mpx_graph *b = c->node->body;
+    for (int i = first, j = c->node->n_explicit; i < b->n_inputs; i++, j++) {
+        if (!in[j] || in[j]->n < 0)
+            return mpx_kernel_error(c, MPX_E_INVALID, "outer value \"%s\" has no value", b->inputs[i]->name);
+        ins[i] = *in[j];
+        ins[i].borrowed = true;
+    }
+    return MPX_OK;
+}
+
 static mpx_status scalar(const mpx_kctx *c, mpx_value *v, mpx_dtype dt, int64_t x) {
     int64_t none[1] = {1};
     mpx_status st = mpx_k_alloc(c, v, dt, 0, none);
@@ -216,12 +229,7 @@ mpx_status mpx_k_loop(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
         if (!v) st = mpx_kernel_error(c, MPX_E_INVALID, "loop-carried value %d has no value", i);
         else if (mpx_value_copy(&ins[2 + i], v, &e)) st = mpx_kernel_error(c, e.status, "%s", e.msg);
     }
-    /* the enclosing graphs' values: views (the body only reads them) */
-    for (int i = 2 + nv, j = c->node->n_explicit; i < nb && !st; i++, j++) {
-        if (!in[j] || in[j]->n < 0) st = mpx_kernel_error(c, MPX_E_INVALID, "outer value \"%s\" has no value",
-                                                           b->inputs[i]->name);
-        else ins[i] = *in[j], ins[i].borrowed = true;
-    }
+    if (!st) st = outer_views(c, in, 2 + nv, ins);
     pthread_once(&lock_once, lock_init);
     pthread_mutex_lock(&lock);
     body_run r = {.c = c, .b = b};
@@ -316,11 +324,7 @@ mpx_status mpx_k_scan(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
         if (!x) st = mpx_kernel_error(c, MPX_E_INVALID, "state %d has no value", i);
         else if (mpx_value_copy(&ins[i], x, &e)) st = mpx_kernel_error(c, e.status, "%s", e.msg);
     }
-    for (int i = ne, j = ne; i < nb && !st; i++, j++) {
-        if (!in[j] || in[j]->n < 0) st = mpx_kernel_error(c, MPX_E_INVALID, "outer value \"%s\" has no value",
-                                                           b->inputs[i]->name);
-        else ins[i] = *in[j], ins[i].borrowed = true;
-    }
+    if (!st) st = outer_views(c, in, ne, ins);
     pthread_once(&lock_once, lock_init);
     pthread_mutex_lock(&lock);
     body_run r = {.c = c, .b = b};

@@ -356,6 +356,23 @@ static Agnode_t *new_node(view *v, const char *id) {
     return an;
 }
 
+/* A new cluster inside parent, keyed and labelled (NULL when cgraph fails). */
+static Agraph_t *new_cluster(view *v, Agraph_t *parent, const char *key, const char *label, const char *style,
+                             const char *color) {
+    Agraph_t *sub = agsubg(parent, (char *)key, 1);
+    if (!sub) return NULL;
+    v->st.clusters++;
+    vz_buf lb;
+    vz_buf_init(&lb);
+    put_label_text(&lb, label);
+    vz_set(sub, "label", lb.s ? lb.s : "");
+    vz_set(sub, "id", key);
+    vz_buf_free(&lb);
+    vz_set(sub, "style", style);
+    vz_set(sub, "color", color);
+    return sub;
+}
+
 /* The cluster a node's name puts it in (nested by '/' components), or the root. */
 static Agraph_t *cluster_for(view *v, const char *name) {
     Agraph_t *parent = v->G;
@@ -374,20 +391,10 @@ static Agraph_t *cluster_for(view *v, const char *name) {
         key[kl] = '\0';
         Agraph_t *sub = agsubg(parent, key, 0);
         if (!sub) {
-            sub = agsubg(parent, key, 1);
-            if (!sub) return parent;
-            v->st.clusters++;
             char part[256];
             snprintf(part, sizeof part, "%.*s", (int)len[L], comp[L]);
-            vz_buf lb;
-            vz_buf_init(&lb);
-            put_label_text(&lb, part);
-            vz_set(sub, "label", lb.s ? lb.s : "");
-            vz_set(sub, "id", key);
-            vz_buf_free(&lb);
-            vz_set(sub, "style", "rounded,filled");
+            if (!(sub = new_cluster(v, parent, key, part, "rounded,filled", "#9e9e9e"))) return parent;
             vz_set(sub, "fillcolor", L % 2 ? "#ffffff" : "#f5f5f5");
-            vz_set(sub, "color", "#9e9e9e");
         }
         parent = sub;
     }
@@ -405,19 +412,10 @@ static Agraph_t *branch_cluster(view *v, const mpx_node *n, int depth) {
     snprintf(key, sizeof key, "cluster_if:%s/%s", n->guard->name, which);
     Agraph_t *sub = agsubg(parent, key, 0);
     if (sub) return sub;
-    if (!(sub = agsubg(parent, key, 1))) return parent;
-    v->st.clusters++;
     char part[1100];
     snprintf(part, sizeof part, "%s: %s", n->guard->name, which);
-    vz_buf lb;
-    vz_buf_init(&lb);
-    put_label_text(&lb, part);
-    vz_set(sub, "label", lb.s ? lb.s : "");
-    vz_set(sub, "id", key);
-    vz_buf_free(&lb);
-    vz_set(sub, "style", "rounded,dashed");
-    vz_set(sub, "color", n->branch ? "#8e24aa" : "#1e88e5");
-    return sub;
+    sub = new_cluster(v, parent, key, part, "rounded,dashed", n->branch ? "#8e24aa" : "#1e88e5");
+    return sub ? sub : parent;
 }
 
 static void add_op(view *v, int h) {
