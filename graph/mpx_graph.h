@@ -197,6 +197,7 @@ enum mpx_tensor_flags {
     MPX_T_CONSTANT = 1u << 3,    /* value known at load: initializer or Constant output */
     MPX_T_FOLDED = 1u << 4,      /* value computed by constant folding (shape chains) */
     MPX_T_SEQUENCE = 1u << 5,    /* a sequence or optional of tensors (dtype: the items'); never planned */
+    MPX_T_OPTIONAL = 1u << 6,    /* with MPX_T_SEQUENCE: an optional (0 or 1 tensor) */
 };
 
 typedef struct mpx_tensor {
@@ -397,6 +398,12 @@ mpx_graph *mpx_graph_load_onnx_buffer(const uint8_t *buf, size_t len,
  * tensor from g's arena that is not one of g's tensors: name, dtype, shape
  * and, for numeric dtypes, the value (f32/i64), decoded and checked as
  * initializers are. External data is refused. path names the source. */
+/* A SequenceProto (or an OptionalProto holding a tensor) of tensors, as in
+ * ONNX's test data: its tensors decoded as detached tensors of g (*n of
+ * them, *items in g's arena), its name into name; nested containers are
+ * refused by name. */
+mpx_status mpx_sequence_proto_decode(mpx_graph *g, const uint8_t *buf, size_t len, const char *path,
+                                     mpx_tensor ***items, int *n, char *name, size_t name_len, mpx_error *err);
 mpx_status mpx_tensor_proto_decode(mpx_graph *g, const uint8_t *buf, size_t len,
                                    const char *path, mpx_tensor **out, mpx_error *err);
 mpx_graph *mpx_graph_load_json(const char *path, mpx_error *err);

@@ -595,7 +595,22 @@ static mpx_status load_attr(ctx *c, const mpx_node *n, const Onnx__AttributeProt
 static mpx_status declare(ctx *c, mpx_tensor *t, const Onnx__ValueInfoProto *vi,
                           const char *what) {
     const Onnx__TypeProto *tp = vi->type;
-    /* Sequences, maps, optionals: no tensor shape to declare. */
+    /* A sequence or optional of tensors: flagged (no plan gives it a format),
+     * with the tensors' element type; maps and deeper nestings: nothing. */
+    if (tp && (tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE ||
+               tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE)) {
+        bool opt = tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE;
+        const Onnx__TypeProto *e = opt ? (tp->optional_type ? tp->optional_type->elem_type : NULL)
+                                       : (tp->sequence_type ? tp->sequence_type->elem_type : NULL);
+        if (e && e->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && e->tensor_type &&
+            e->tensor_type->has_elem_type && e->tensor_type->elem_type > 0 &&
+            e->tensor_type->elem_type < MPX_DT_COUNT_) {
+            t->flags |= MPX_T_SEQUENCE | (opt ? MPX_T_OPTIONAL : 0u);
+            t->dtype = (mpx_dtype)e->tensor_type->elem_type;
+        }
+        return MPX_OK;
+    }
+    /* Maps: no tensor shape to declare. */
     if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
         return MPX_OK;
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
@@ -848,6 +863,11 @@ static mpx_status load_body_node(ctx *c, const Onnx__NodeProto *np, const Onnx__
                                      np->op_type, i);
         mpx_tensor *t;
         if ((st = tensor_for(&cc, nm, &t)) != MPX_OK) return st;
+        /* only a container's kind is kept from the declaration (shapes are
+         * each iteration's) */
+        if (body->output[i]->type && body->output[i]->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
+            (st = declare(&cc, t, body->output[i], "body output")) != MPX_OK)
+            return st;
         t->flags |= MPX_T_OUTPUT;
         b->outputs[b->n_outputs++] = t;
     }
@@ -1101,6 +1121,86 @@ mpx_status mpx_tensor_proto_decode(mpx_graph *g, const uint8_t *buf, size_t len,
     mpx_status st = detached_tensor(&c, tp, what, out);
     onnx__tensor_proto__free_unpacked(tp, NULL);
     free(c.dir_real);
+    return st;
+}
+
+/* SequenceProto and OptionalProto live in onnx-data.proto, which Debian's
+ * libonnx-dev does not ship (only onnx.proto, from which protobuf-c's reader
+ * is generated), so their three fields that matter are read from the wire
+ * here: 1 name (bytes), 2 elem_type (varint), 3 tensor values (each a
+ * TensorProto, decoded by protobuf-c); an OptionalProto's fields 1-3 have
+ * the same numbers and wire types. Fields 4-7 (sparse tensors, sequences,
+ * maps, optionals) are refused. */
+static bool wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
+    *v = 0;
+    for (int sh = 0; sh < 64 && *p < end; sh += 7) {
+        uint8_t b = *(*p)++;
+        *v |= (uint64_t)(b & 0x7f) << sh;
+        if (!(b & 0x80)) return true;
+    }
+    return false;
+}
+
+mpx_status mpx_sequence_proto_decode(mpx_graph *g, const uint8_t *buf, size_t len, const char *path,
+                                     mpx_tensor ***items, int *n, char *name, size_t name_len, mpx_error *err) {
+    ctx c = {.g = g, .path = path ? path : "", .err = err};
+    *items = NULL, *n = 0;
+    if (name && name_len) name[0] = '\0';
+    if (!g || (!buf && len)) return mpx_error_set(err, MPX_E_ARG, "no graph or buffer");
+    if (len > MAX_ONNX_BYTES) return fail(&c, MPX_E_LIMIT, "%zu bytes is beyond protobuf's 2 GiB limit", len);
+    enum { MAX_ITEMS = 65536 };
+    mpx_tensor **got = mpx_arena_calloc(g->arena, MAX_ITEMS, sizeof *got);
+    if (!got) return fail(&c, MPX_E_NOMEM, "out of memory");
+    const uint8_t *p = buf, *end = buf + len;
+    mpx_status st = MPX_OK;
+    int count = 0;
+    uint64_t elem_type = 1;
+    while (p < end && st == MPX_OK) {
+        uint64_t key, v;
+        if (!wire_varint(&p, end, &key)) {
+            st = fail(&c, MPX_E_PARSE, "not a SequenceProto: a field key is cut off");
+            break;
+        }
+        uint64_t field = key >> 3, wt = key & 7;
+        if (wt == 0) {
+            if (!wire_varint(&p, end, &v)) st = fail(&c, MPX_E_PARSE, "not a SequenceProto: a number is cut off");
+            else if (field == 2) elem_type = v;
+            continue;
+        }
+        if (wt != 2 || !wire_varint(&p, end, &v) || v > (uint64_t)(end - p)) {
+            st = fail(&c, MPX_E_PARSE, "not a SequenceProto or OptionalProto (field %llu, wire type %llu)",
+                      (unsigned long long)field, (unsigned long long)wt);
+            break;
+        }
+        const uint8_t *body = p;
+        p += v;
+        if (field == 1) {
+            if (name && name_len) snprintf(name, name_len, "%.*s", (int)(v < 1000 ? v : 1000), (const char *)body);
+        } else if (field == 3) {
+            if (count == MAX_ITEMS) {
+                st = fail(&c, MPX_E_LIMIT, "more than %d tensors in one sequence", MAX_ITEMS);
+                break;
+            }
+            Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, (size_t)v, body);
+            if (!tp) {
+                st = fail(&c, MPX_E_PARSE, "item %d is not a TensorProto", count);
+                break;
+            }
+            char what[300];
+            snprintf(what, sizeof what, "item %d of \"%.200s\"", count, name ? name : "");
+            st = detached_tensor(&c, tp, what, &got[count]);
+            onnx__tensor_proto__free_unpacked(tp, NULL);
+            if (st == MPX_OK) count++;
+        } else if (field >= 4 && field <= 7) {
+            st = fail(&c, MPX_E_UNSUPPORTED, "\"%s\": a sequence or optional of sparse tensors, sequences, maps or "
+                      "optionals", name ? name : "");
+        }
+    }
+    if (st == MPX_OK && elem_type != 1 && !(elem_type == 0 && count == 0)) /* 0: an empty optional */
+        st = fail(&c, MPX_E_UNSUPPORTED, "\"%s\": elements of kind %llu, not tensors", name ? name : "",
+                  (unsigned long long)elem_type);
+    free(c.dir_real);
+    if (st == MPX_OK) *items = got, *n = count;
     return st;
 }
 

@@ -479,6 +479,13 @@ mpx_status mpx_graph_infer(mpx_graph *g, mpx_error *err) {
         c.err = c.n->guard ? &sub : err;
         mpx_status st = shape_table[c.n->op](&c);
         if (st == MPX_OK) st = mpx_fold_node(&c);
+        /* Identity and If hand on what they read: a container stays one */
+        if (st == MPX_OK && (c.n->op == MPX_OP_Identity || c.n->op == MPX_OP_If))
+            for (int j = 0; j < c.n->n_outputs; j++) {
+                const mpx_tensor *src = c.n->op == MPX_OP_If ? c.n->inputs[1 + j] : c.n->inputs[0];
+                if (c.n->outputs[j] && src && (src->flags & MPX_T_SEQUENCE))
+                    c.n->outputs[j]->flags |= src->flags & (MPX_T_SEQUENCE | MPX_T_OPTIONAL);
+            }
         /* A branch that may not run must not stop the model: its outputs
          * stay unknown, and running it (when its condition selects it) gives
          * the kernel's own message. */

@@ -1030,6 +1030,7 @@ mpx_status mpx_shape_mel(mpx_sctx *c) {
 /* Bind body input i to the shape (and dtype) of tensor t; false when t's
  * shape is unknown. */
 static bool bind_like(mpx_graph *b, int i, const mpx_tensor *t, mpx_error *e) {
+    if (t && (t->flags & MPX_T_SEQUENCE)) return true; /* a container: no shape */
     if (!t || t->rank < 0) return false;
     for (int k = 0; k < t->rank; k++)
         if (t->dims[k] < 0) return false;
@@ -1077,6 +1078,11 @@ mpx_status mpx_shape_loop(mpx_sctx *c) {
     for (int j = 0; j < n->n_outputs && !st; j++) {
         const mpx_tensor *bo = b->outputs[1 + j];
         mpx_dtype dt = bo->dtype != MPX_DT_UNDEFINED ? bo->dtype : j < nv ? mpx_sh_dt(n->inputs[2 + j]) : MPX_DT_UNDEFINED;
+        if (n->outputs[j] && (bo->flags & MPX_T_SEQUENCE)) { /* a carried container */
+            n->outputs[j]->flags |= bo->flags & (MPX_T_SEQUENCE | MPX_T_OPTIONAL);
+            st = mpx_sh_set_out(c, j, dt, NULL);
+            continue;
+        }
         if (!ok || bo->rank < 0) {
             st = mpx_sh_set_out(c, j, dt, NULL);
             continue;
@@ -1305,16 +1311,21 @@ mpx_status mpx_shape_seq(mpx_sctx *c) {
         return set_seq(c, 0, (mpx_dtype)d);
     }
     case MPX_OP_SequenceConstruct: case MPX_OP_SequenceInsert: case MPX_OP_SequenceErase:
-    case MPX_OP_SplitToSequence: case MPX_OP_Optional:
+    case MPX_OP_SplitToSequence: case MPX_OP_Optional: {
         if (c->n->op != MPX_OP_Optional && !x) return mpx_node_error(c, MPX_E_INVALID, "input 0 is required");
-        return set_seq(c, 0, dt);
+        mpx_status st = set_seq(c, 0, dt);
+        if (!st && c->n->op == MPX_OP_Optional && c->n->outputs[0]) c->n->outputs[0]->flags |= MPX_T_OPTIONAL;
+        return st;
+    }
     case MPX_OP_SequenceLength: return mpx_sh_set_out(c, 0, MPX_DT_INT64, &scalar);
     case MPX_OP_OptionalHasElement: return mpx_sh_set_out(c, 0, MPX_DT_BOOL, &scalar);
     case MPX_OP_OptionalGetElement: {
-        /* an optional of a sequence hands on a sequence */
+        /* an optional's element: a tensor, or the sequence an Optional made
+         * of one; a sequence given directly (opset 18) is handed on */
         const mpx_node *p = x ? x->producer : NULL;
         bool inner_seq = p && p->op == MPX_OP_Optional && p->n_inputs > 0 && is_seq_t(p->inputs[0]);
-        if (inner_seq || (is_seq_t(x) && (!p || p->op != MPX_OP_Optional))) return set_seq(c, 0, dt);
+        bool plain_seq = is_seq_t(x) && !(x->flags & MPX_T_OPTIONAL);
+        if (inner_seq || plain_seq) return set_seq(c, 0, dt);
         return mpx_sh_set_out(c, 0, dt, NULL);
     }
     default: /* SequenceAt, ConcatFromSequence: a tensor whose shape is the run's */

@@ -135,6 +135,14 @@ static mpx_status check(const mpx_graph *g, const mpx_assign *a, const mpx_value
     for (int i = 0; i < g->n_inputs; i++) {
         const mpx_tensor *t = g->inputs[i];
         const mpx_value *v = &inputs[i];
+        if (t->flags & MPX_T_SEQUENCE) { /* a sequence or optional: no shape to bind */
+            if (!v->is_seq || v->n < 0)
+                return mpx_error_set(err, MPX_E_ARG, "input \"%s\" is a %s of tensors; its value is not one", t->name,
+                                     (t->flags & MPX_T_OPTIONAL) ? "optional" : "sequence");
+            continue;
+        }
+        if (v->is_seq)
+            return mpx_error_set(err, MPX_E_ARG, "input \"%s\" is a tensor; its value is a sequence", t->name);
         bool known = t->rank >= 0;
         for (int k = 0; known && k < t->rank; k++) known = t->dims[k] >= 0;
         if (!known)
@@ -242,7 +250,7 @@ static mpx_status exec_node(const mpx_node *n, const mpx_assign *a, const mpx_va
     const mpx_format *cf = low(p->compute);
     int ni = n->n_inputs, no = n->n_outputs;
     size_t scratch = 0;
-    for (int j = 0; j < no; j++) outs[j].n = -1, outs[j].f = NULL, outs[j].i = NULL;
+    for (int j = 0; j < no; j++) mpx_value_clear(&outs[j]);
     /* Most nodes have few inputs: their arrays on the stack (this runs for
      * every node, and for every tile of a fused chain). */
     enum { FEW = 8 };
@@ -346,13 +354,13 @@ mpx_status mpx_exec_node(const mpx_node *n, const mpx_assign *a, const mpx_value
                          mpx_error *err) {
     enum { FEW = 8 };
     if (n->guard && !mpx_exec_active(n, vals)) {
-        for (int j = 0; j < n->n_outputs; j++) outs[j].n = -1, outs[j].f = NULL, outs[j].i = NULL;
+        for (int j = 0; j < n->n_outputs; j++) mpx_value_clear(&outs[j]);
         if (scratch_bytes) *scratch_bytes = 0;
         return MPX_OK;
     }
     const mpx_value *few[FEW] = {0}, **srcs = few;
     if (n->n_inputs > FEW && !(srcs = malloc((size_t)n->n_inputs * sizeof *srcs))) {
-        for (int j = 0; j < n->n_outputs; j++) outs[j].n = -1, outs[j].f = NULL, outs[j].i = NULL;
+        for (int j = 0; j < n->n_outputs; j++) mpx_value_clear(&outs[j]);
         return mpx_error_set(err, MPX_E_NOMEM, "node \"%s\" (%s): out of memory", n->name,
                              n->op_type);
     }
@@ -375,9 +383,7 @@ static void store_outputs(const mpx_node *n, mpx_value *outs, mpx_value *vals) {
         if (!t || !has_value(&outs[j])) continue;
         mpx_value_free(&vals[t->index]);
         vals[t->index] = outs[j];
-        outs[j].n = -1;
-        outs[j].f = NULL;
-        outs[j].i = NULL;
+        mpx_value_clear(&outs[j]);
     }
 }
 

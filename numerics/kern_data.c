@@ -282,8 +282,17 @@ mpx_status mpx_k_unsqueeze(const mpx_kctx *c, const mpx_value *const *in, int n_
     return copy_whole(c, &out[0], x, r, dims);
 }
 
+/* A value, or a whole container, copied. */
+static mpx_status copy_any(const mpx_kctx *c, mpx_value *out, const mpx_value *x) {
+    if (!x->is_seq) return copy_whole(c, out, x, x->rank, x->dims);
+    mpx_error e;
+    if (mpx_value_copy(out, x, &e) != MPX_OK) return mpx_kernel_error(c, e.status, "%s", e.msg);
+    return MPX_OK;
+}
+
 mpx_status mpx_k_identity(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
                           int n_out) {
+    if (n_in >= 1 && in[0] && in[0]->is_seq && n_out >= 1) return copy_any(c, &out[0], in[0]);
     mpx_status st = need(c, in, n_in, 1, n_out, 1);
     if (st != MPX_OK) return st;
     return copy_whole(c, &out[0], in[0], in[0]->rank, in[0]->dims);
@@ -307,10 +316,10 @@ mpx_status mpx_k_if(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx
     for (int j = 0; j < n_out; j++) {
         const mpx_value *x = in[1 + (then ? 0 : n_out) + j];
         mpx_status st = MPX_OK;
-        if (!x || x->n < 0 || (!x->i && !x->f))
+        if (!x || x->n < 0 || (!x->i && !x->f && !x->is_seq))
             st = mpx_kernel_error(c, MPX_E_INVALID, "%s output %d has no value", then ? "then_branch" : "else_branch", j);
         else
-            st = copy_whole(c, &out[j], x, x->rank, x->dims);
+            st = copy_any(c, &out[j], x);
         if (st != MPX_OK) {
             for (int q = 0; q < j; q++) mpx_value_free(&out[q]);
             return st;

@@ -65,6 +65,11 @@ static mpx_status run_once(body_run *r, const mpx_value *ins, mpx_value *outs) {
     mpx_error e = {0};
     bool changed = !r->bound;
     for (int i = 0; i < b->n_inputs; i++) {
+        if (ins[i].is_seq) { /* a container: no shape to bind; the body learns its kind */
+            b->inputs[i]->flags |= MPX_T_SEQUENCE | (ins[i].is_opt ? MPX_T_OPTIONAL : 0u);
+            if (b->inputs[i]->dtype == MPX_DT_UNDEFINED) b->inputs[i]->dtype = ins[i].dtype;
+            continue;
+        }
         if (same_dims(b->inputs[i], &ins[i]) && r->bound) continue;
         if (b->inputs[i]->dtype == MPX_DT_UNDEFINED) b->inputs[i]->dtype = ins[i].dtype;
         if (mpx_graph_bind_input(b, b->inputs[i]->name, ins[i].rank, ins[i].dims, &e) != MPX_OK)
@@ -247,7 +252,7 @@ mpx_status mpx_k_loop(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
         for (int i = 0; i < nv; i++) {
             mpx_value_free(&ins[2 + i]);
             ins[2 + i] = outs[1 + i];
-            outs[1 + i].n = -1, outs[1 + i].f = NULL, outs[1 + i].i = NULL;
+            mpx_value_clear(&outs[1 + i]);
         }
         for (int k = 0; k < ns && !st; k++) st = push(c, &sc[k], &outs[1 + nv + k], k);
         free_vals(outs + 1 + nv, ns);
@@ -256,7 +261,7 @@ mpx_status mpx_k_loop(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
     mpx_assign_free(r.a);
     for (int i = 0; i < nv && !st; i++) {
         out[i] = ins[2 + i];
-        ins[2 + i].n = -1, ins[2 + i].f = NULL, ins[2 + i].i = NULL;
+        mpx_value_clear(&ins[2 + i]);
     }
     for (int k = 0; k < ns && !st; k++) st = stack_out(c, &sc[k], 0, false, b->outputs[1 + nv + k], &out[nv + k]);
     if (st) free_vals(out, n_out);
@@ -347,7 +352,7 @@ mpx_status mpx_k_scan(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
         for (int i = 0; i < nst; i++) {
             mpx_value_free(&ins[i]);
             ins[i] = outs[i];
-            outs[i].n = -1, outs[i].f = NULL, outs[i].i = NULL;
+            mpx_value_clear(&outs[i]);
         }
         for (int k = 0; k < nso && !st; k++) st = push(c, &sc[k], &outs[nst + k], k);
         free_vals(outs + nst, nso);
@@ -356,7 +361,7 @@ mpx_status mpx_k_scan(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
     mpx_assign_free(r.a);
     for (int i = 0; i < nst && !st; i++) {
         out[i] = ins[i];
-        ins[i].n = -1, ins[i].f = NULL, ins[i].i = NULL;
+        mpx_value_clear(&ins[i]);
     }
     for (int k = 0; k < nso && !st; k++)
         st = stack_out(c, &sc[k], oax[k], odir[k] != 0, b->outputs[nst + k], &out[nst + k]);
@@ -414,7 +419,7 @@ mpx_status mpx_k_sequence_map(const mpx_kctx *c, const mpx_value *const *in, int
             out[k].seq[it] = outs[k];
             out[k].n = it + 1;
             if (out[k].dtype == MPX_DT_UNDEFINED) out[k].dtype = outs[k].dtype;
-            outs[k].n = -1, outs[k].f = NULL, outs[k].i = NULL;
+            mpx_value_clear(&outs[k]);
         }
     }
     pthread_mutex_unlock(&lock);

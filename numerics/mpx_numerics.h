@@ -12,6 +12,8 @@
 
 #include "mpx_graph.h"
 
+#include <string.h>
+
 /* ==== start-up (numerics/fold_eval.c) ======================================= */
 
 /* Registers the kernels as graph/'s constant folder (mpx_graph_set_evaluator;
@@ -180,6 +182,11 @@ mpx_status mpx_value_alloc(mpx_value *v, mpx_dtype dtype, int rank, const int64_
 mpx_status mpx_value_alloc_raw(mpx_value *v, mpx_dtype dtype, int rank, const int64_t *dims,
                                mpx_error *err);
 void mpx_value_free(mpx_value *v);      /* leaves v absent (n = -1) */
+/* Forget v without freeing (its buffers were handed to another value). */
+static inline void mpx_value_clear(mpx_value *v) {
+    memset(v, 0, sizeof *v);
+    v->n = -1;
+}
 /* A borrowed view of a graph tensor's known value (initializer, Constant, folded). */
 void mpx_value_view(mpx_value *v, const mpx_tensor *t);
 /* Deep copy. */
@@ -197,6 +204,11 @@ mpx_status mpx_npy_read(const char *path, mpx_value *out, mpx_error *err);
 mpx_status mpx_npy_write(const char *path, const mpx_value *v, mpx_error *err);
 mpx_status mpx_pb_read(const char *path, mpx_value *out, char *name, size_t name_len,
                        mpx_error *err);
+/* A SequenceProto or OptionalProto file of tensors (ONNX's test data for
+ * sequence and optional values) as a sequence value (is_opt for an
+ * optional, which holds at most one tensor). */
+mpx_status mpx_pb_read_container(const char *path, bool optional, mpx_value *out, char *name, size_t name_len,
+                                 mpx_error *err);
 /* The same .npy reader on bytes in memory (an .npz member); name is what
  * messages call it ("x.npz:image.npy"). */
 mpx_status mpx_npy_read_mem(const char *name, const void *data, size_t len, mpx_value *out,

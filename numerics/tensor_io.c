@@ -567,30 +567,70 @@ mpx_status mpx_npy_write(const char *path, const mpx_value *v, mpx_error *err) {
 /* The decoding (raw_data or typed fields, every ONNX element type, length
  * checks) is the ONNX loader's, through mpx_tensor_proto_decode; this only
  * reads the file and moves the result out of the scratch graph's arena. */
+/* A detached tensor's numeric value into v (owned). */
+static mpx_status value_of(const mpx_tensor *t, const char *path, mpx_value *v, mpx_error *err) {
+    memset(v, 0, sizeof *v);
+    v->n = -1;
+    if (!mpx_dtype_is_float(t->dtype) && !mpx_dtype_is_int_like(t->dtype))
+        return file_error(err, MPX_E_UNSUPPORTED, path, "tensor \"%s\" holds %s values; mpx reads numeric tensors only",
+                          t->name, mpx_dtype_name(t->dtype));
+    mpx_error sub;
+    mpx_status st = mpx_value_alloc(v, t->dtype, t->rank, t->dims, &sub);
+    if (st != MPX_OK) return file_error(err, st, path, "%s", sub.msg);
+    if (v->n > 0) {
+        if (v->f && t->f32) memcpy(v->f, t->f32, (size_t)v->n * sizeof *v->f);
+        else if (v->i && t->i64) memcpy(v->i, t->i64, (size_t)v->n * sizeof *v->i);
+        else {
+            mpx_value_free(v);
+            return file_error(err, MPX_E_INVALID, path, "tensor \"%s\" has no data", t->name);
+        }
+    }
+    return MPX_OK;
+}
+
+static mpx_status read_bytes(const char *path, uint8_t **bytes, uint64_t *size, mpx_error *err);
+
+mpx_status mpx_pb_read_container(const char *path, bool optional, mpx_value *out, char *name, size_t name_len,
+                                 mpx_error *err) {
+    uint8_t *bytes;
+    uint64_t size;
+    mpx_status st = read_bytes(path, &bytes, &size, err);
+    if (st != MPX_OK) return st;
+    mpx_graph *g = mpx_graph_new(path);
+    if (!g) {
+        free(bytes);
+        return file_error(err, MPX_E_NOMEM, path, "out of memory");
+    }
+    mpx_tensor **items = NULL;
+    int n = 0;
+    st = mpx_sequence_proto_decode(g, bytes, (size_t)size, path, &items, &n, name, name_len, err);
+    free(bytes);
+    mpx_value v;
+    memset(&v, 0, sizeof v);
+    v.is_seq = true, v.is_opt = optional, v.rank = -1, v.n = 0, v.dtype = MPX_DT_FLOAT;
+    if (st == MPX_OK && optional && n > 1)
+        st = file_error(err, MPX_E_INVALID, path, "an optional holds %d tensors", n);
+    if (st == MPX_OK && n > 0 && !(v.seq = calloc((size_t)n, sizeof *v.seq)))
+        st = file_error(err, MPX_E_NOMEM, path, "out of memory");
+    for (int k = 0; k < n && st == MPX_OK; k++) {
+        st = value_of(items[k], path, &v.seq[k], err);
+        if (st == MPX_OK) v.n = k + 1, v.dtype = v.seq[k].dtype;
+    }
+    mpx_graph_free(g);
+    if (st != MPX_OK) {
+        mpx_value_free(&v);
+        return st;
+    }
+    *out = v;
+    return MPX_OK;
+}
+
 mpx_status mpx_pb_read(const char *path, mpx_value *out, char *name, size_t name_len,
                        mpx_error *err) {
-    FILE *fp = NULL;
-    uint64_t size = 0;
-    mpx_status st = open_regular(path, &fp, &size, err);
+    uint8_t *bytes;
+    uint64_t size;
+    mpx_status st = read_bytes(path, &bytes, &size, err);
     if (st != MPX_OK) return st;
-    if (size > PB_MAX_BYTES) {
-        fclose(fp);
-        return file_error(err, MPX_E_LIMIT, path,
-                          "%llu bytes is beyond protobuf's 2 GiB limit for one TensorProto",
-                          (unsigned long long)size);
-    }
-    uint8_t *bytes = malloc(size ? (size_t)size : 1);
-    if (!bytes) {
-        fclose(fp);
-        return file_error(err, MPX_E_NOMEM, path, "out of memory for %llu bytes",
-                          (unsigned long long)size);
-    }
-    size_t got = fread(bytes, 1, (size_t)size, fp);
-    fclose(fp);
-    if (got != size) {
-        free(bytes);
-        return file_error(err, MPX_E_IO, path, "short read");
-    }
     mpx_graph *g = mpx_graph_new(path);
     if (!g) {
         free(bytes);
@@ -623,5 +663,30 @@ mpx_status mpx_pb_read(const char *path, mpx_value *out, char *name, size_t name
         return st;
     }
     *out = v;
+    return MPX_OK;
+}
+
+/* A whole protobuf file into memory (owned by the caller). */
+static mpx_status read_bytes(const char *path, uint8_t **bytes, uint64_t *size, mpx_error *err) {
+    FILE *fp = NULL;
+    *size = 0;
+    mpx_status st = open_regular(path, &fp, size, err);
+    if (st != MPX_OK) return st;
+    if (*size > PB_MAX_BYTES) {
+        fclose(fp);
+        return file_error(err, MPX_E_LIMIT, path, "%llu bytes is beyond protobuf's 2 GiB limit for one message",
+                          (unsigned long long)*size);
+    }
+    *bytes = malloc(*size ? (size_t)*size : 1);
+    if (!*bytes) {
+        fclose(fp);
+        return file_error(err, MPX_E_NOMEM, path, "out of memory for %llu bytes", (unsigned long long)*size);
+    }
+    size_t got = fread(*bytes, 1, (size_t)*size, fp);
+    fclose(fp);
+    if (got != *size) {
+        free(*bytes);
+        return file_error(err, MPX_E_IO, path, "short read");
+    }
     return MPX_OK;
 }

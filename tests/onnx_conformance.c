@@ -326,7 +326,11 @@ static bool run_data_set(mpx_graph *g, const char *ddir, verdict *v) {
         mpx_value val;
         mpx_error_clear(&err);
         name[0] = 0;
-        if (mpx_pb_read(path, &val, name, sizeof name, &err) != MPX_OK) {
+        /* input_k of a sequence or optional input is a SequenceProto/OptionalProto */
+        const mpx_tensor *like = k < g->n_inputs ? g->inputs[k] : NULL;
+        bool box = like && (like->flags & MPX_T_SEQUENCE);
+        if ((box ? mpx_pb_read_container(path, (like->flags & MPX_T_OPTIONAL) != 0, &val, name, sizeof name, &err)
+                 : mpx_pb_read(path, &val, name, sizeof name, &err)) != MPX_OK) {
             refusal(v, "reading input", &err);
             goto out;
         }
@@ -339,7 +343,7 @@ static bool run_data_set(mpx_graph *g, const char *ddir, verdict *v) {
         inputs[slot] = val;
         n_in++;
         mpx_error_clear(&err);
-        if (mpx_graph_bind_input(g, g->inputs[slot]->name, val.rank, val.dims, &err) != MPX_OK) {
+        if (!val.is_seq && mpx_graph_bind_input(g, g->inputs[slot]->name, val.rank, val.dims, &err) != MPX_OK) {
             refusal(v, "binding input", &err);
             goto out;
         }
@@ -370,7 +374,10 @@ static bool run_data_set(mpx_graph *g, const char *ddir, verdict *v) {
         mpx_value want;
         mpx_error_clear(&err);
         name[0] = 0;
-        if (mpx_pb_read(path, &want, name, sizeof name, &err) != MPX_OK) {
+        const mpx_tensor *like = k < g->n_outputs ? g->outputs[k] : NULL;
+        bool box = like && (like->flags & MPX_T_SEQUENCE);
+        if ((box ? mpx_pb_read_container(path, (like->flags & MPX_T_OPTIONAL) != 0, &want, name, sizeof name, &err)
+                 : mpx_pb_read(path, &want, name, sizeof name, &err)) != MPX_OK) {
             refusal(v, "reading expected output", &err);
             goto out;
         }
@@ -382,7 +389,17 @@ static bool run_data_set(mpx_graph *g, const char *ddir, verdict *v) {
             goto out;
         }
         const mpx_tensor *t = g->outputs[slot];
-        bool same = compare_output(t->name, &want, &run->vals[t->index], buf, sizeof buf);
+        const mpx_value *got = &run->vals[t->index];
+        bool same;
+        if (want.is_seq) { /* item by item */
+            same = got->is_seq && got->n == want.n;
+            if (!same)
+                snprintf(buf, sizeof buf, "output \"%s\": %s of %lld items, expected a sequence of %lld", t->name,
+                         got->is_seq ? "a sequence" : "not a sequence", (long long)got->n, (long long)want.n);
+            for (int64_t q = 0; same && q < want.n; q++) same = compare_output(t->name, &want.seq[q], &got->seq[q], buf, sizeof buf);
+        } else {
+            same = compare_output(t->name, &want, got, buf, sizeof buf);
+        }
         mpx_value_free(&want);
         if (!same) {
             set_verdict(v, 'F', "", "%s", buf);
