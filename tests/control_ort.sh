@@ -60,35 +60,24 @@ while read -r name shape ranges; do
   done
 done < "$WORK/models.txt"
 
-# malformed models: refused by name
-for c in "bad_if_inputs:node \"bad\" (If): then_branch has 1 inputs; an If's branches take none" \
-         "bad_if_outputs:node \"bad\" (If): then_branch has 1 outputs, the node 2" \
-         "bad_if_outer:reads tensor \"nowhere\" (input 0), which no node, initializer or model input produces" \
-         "bad_if_deep:subgraphs nested deeper than 16"; do
+# refused <model> <commands after load> <message>: mpx must fail, saying it
+refused() {
   n=$((n + 1))
-  name=${c%%:*} want=${c#*:}
-  if out=$("$MPX" -c "load $WORK/models/$name.onnx" 2>&1); then
-    echo "control_ort $name: FAIL: loaded"; failed=$((failed + 1)); continue
+  if out=$("$MPX" -c "load $WORK/models/$1.onnx$2" 2>&1); then
+    echo "control_ort $1: FAIL: not refused"; failed=$((failed + 1)); return
   fi
   case $out in
-    *"$want"*) echo "$name: refused: $(echo "$out" | tail -1 | cut -c1-160)" ;;
-    *) echo "$out"; echo "control_ort $name: FAIL: not the expected message ($want)"; failed=$((failed + 1)) ;;
+    *"$3"*) echo "$1: refused: $(echo "$out" | tail -1 | cut -c1-160)" ;;
+    *) echo "$out"; echo "control_ort $1: FAIL: not the expected message ($3)"; failed=$((failed + 1)) ;;
   esac
-done
-
-# malformed loops: refused by name when they run
-for c in "bad_loop_negative:node \"neg\" (Loop): the trip count M = -3 is negative" \
-         "bad_scan_lengths:node \"mismatch\" (Scan): scan input 1 has 3 slices along axis 0"; do
-  n=$((n + 1))
-  name=${c%%:*} want=${c#*:}
-  if out=$("$MPX" -c "load $WORK/models/$name.onnx; run" 2>&1); then
-    echo "control_ort $name: FAIL: ran"; failed=$((failed + 1)); continue
-  fi
-  case $out in
-    *"$want"*) echo "$name: refused: $(echo "$out" | tail -1 | cut -c1-160)" ;;
-    *) echo "$out"; echo "control_ort $name: FAIL: not the expected message ($want)"; failed=$((failed + 1)) ;;
-  esac
-done
+}
+# malformed models: refused by name when they load, or when they run
+refused bad_if_inputs "" "node \"bad\" (If): then_branch has 1 inputs; an If's branches take none"
+refused bad_if_outputs "" "node \"bad\" (If): then_branch has 1 outputs, the node 2"
+refused bad_if_outer "" "reads tensor \"nowhere\" (input 0), which no node, initializer or model input produces"
+refused bad_if_deep "" "subgraphs nested deeper than 16"
+refused bad_loop_negative "; run" "node \"neg\" (Loop): the trip count M = -3 is negative"
+refused bad_scan_lengths "; run" "node \"mismatch\" (Scan): scan input 1 has 3 slices along axis 0"
 
 # the cast graph draws each branch as a cluster, with the casts only it reads
 n=$((n + 1))
