@@ -1111,9 +1111,11 @@ mpx_status mpx_shape_scan(mpx_sctx *c) {
     mpx_node *n = c->n;
     mpx_graph *b = n->body;
     if (!b) return mpx_node_error(c, MPX_E_UNSUPPORTED, "a Scan without a body graph");
-    if (mpx_sh_opset(c) < 9)
-        return mpx_node_error(c, MPX_E_UNSUPPORTED, "Scan of opset 8 (batched, with sequence_lens) is not supported; "
-                              "opset 9 and later are");
+    if (mpx_sh_opset(c) < 9) { /* Scan-8 (batched): shapes are the run's */
+        mpx_status st = MPX_OK;
+        for (int j = 0; j < n->n_outputs && !st; j++) st = mpx_sh_set_out(c, j, b->outputs[j]->dtype, NULL);
+        return st;
+    }
     int64_t ns = mpx_node_attr_int(c->n, "num_scan_inputs", -1);
     int nst = n->n_explicit - (int)ns;
     if (ns < 1 || nst < 0 || b->n_inputs < n->n_explicit || b->n_outputs != n->n_outputs || b->n_outputs < nst)

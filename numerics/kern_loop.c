@@ -273,30 +273,18 @@ mpx_status mpx_k_loop(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
     return st;
 }
 
-mpx_status mpx_k_scan(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+/* One Scan over states sv[nst] and scan inputs xv[nsi] (slices along
+ * iax, in direction idir), outputs stacked along oax (prepended when odir):
+ * Scan-9's meaning; Scan-8 runs it once per batch item. */
+static mpx_status scan_core(const mpx_kctx *c, const mpx_value *const *in, const mpx_value *const *sv,
+                            const mpx_value *const *xv, int nst, int nsi, int64_t *iax, const int64_t *idir,
+                            const int64_t *oax, const int64_t *odir, mpx_value *out, int n_out) {
     mpx_graph *b = c->node->body;
-    int64_t nsi = mpx_node_attr_int(c->node, "num_scan_inputs", -1);
-    int ne = c->node->n_explicit, nst = ne - (int)nsi;
-    if (!b || nsi < 1 || nsi > 1024 || nst < 0 || b->n_inputs != ne + (n_in - ne) || b->n_outputs != n_out ||
-        n_out < nst)
-        return mpx_kernel_error(c, MPX_E_INVALID, "num_scan_inputs %lld and the body (%d inputs, %d outputs) do not "
-                                "fit the node", (long long)nsi, b ? b->n_inputs : 0, b ? b->n_outputs : 0);
     int nso = n_out - nst;
-    int64_t iax[1024], idir[1024], oax[1024], odir[1024];
-    const int64_t *v;
-    const char *names[4] = {"scan_input_axes", "scan_input_directions", "scan_output_axes", "scan_output_directions"};
-    int64_t *dst[4] = {iax, idir, oax, odir};
-    int cnt[4] = {(int)nsi, (int)nsi, nso, nso};
-    for (int q = 0; q < 4; q++) {
-        int k = mpx_node_attr_ints(c->node, names[q], &v);
-        if (v && k != cnt[q])
-            return mpx_kernel_error(c, MPX_E_INVALID, "%s has %d values for %d scans", names[q], k, cnt[q]);
-        for (int i = 0; i < cnt[q]; i++) dst[q][i] = v ? v[i] : 0;
-    }
     /* the scan inputs' slices: along axis, len of them (equal for all) */
     int64_t len = -1, outer[1024], inner[1024];
     for (int i = 0; i < nsi; i++) {
-        const mpx_value *x = kn_opt(in, n_in, nst + i);
+        const mpx_value *x = xv[i];
         if (!x || x->rank < 1) return mpx_kernel_error(c, MPX_E_INVALID, "scan input %d has no value of rank 1 or more", i);
         int64_t a = iax[i] < 0 ? iax[i] + x->rank : iax[i];
         if (a < 0 || a >= x->rank)
@@ -325,17 +313,17 @@ mpx_status mpx_k_scan(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
     mpx_error e;
     mpx_status st = MPX_OK;
     for (int i = 0; i < nst && !st; i++) {
-        const mpx_value *x = kn_opt(in, n_in, i);
+        const mpx_value *x = sv[i];
         if (!x) st = mpx_kernel_error(c, MPX_E_INVALID, "state %d has no value", i);
         else if (mpx_value_copy(&ins[i], x, &e)) st = mpx_kernel_error(c, e.status, "%s", e.msg);
     }
-    if (!st) st = outer_views(c, in, ne, ins);
+    if (!st) st = outer_views(c, in, nst + nsi, ins);
     pthread_once(&lock_once, lock_init);
     pthread_mutex_lock(&lock);
     body_run r = {.c = c, .b = b};
     for (int64_t t = 0; t < len && !st; t++) {
         for (int i = 0; i < nsi && !st; i++) {
-            const mpx_value *x = in[nst + i];
+            const mpx_value *x = xv[i];
             int64_t d[MPX_MAX_RANK], at = idir[i] ? len - 1 - t : t;
             for (int q = 0, w = 0; q < x->rank; q++)
                 if (q != iax[i]) d[w++] = x->dims[q];
@@ -371,6 +359,81 @@ mpx_status mpx_k_scan(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
     free_vals(outs, n_out);
     for (int k = 0; k < nso; k++) stack_free(&sc[k]);
     free(ins), free(outs), free(sc);
+    return st;
+}
+
+
+mpx_status mpx_k_scan(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    mpx_graph *b = c->node->body;
+    int64_t nsi = mpx_node_attr_int(c->node, "num_scan_inputs", -1);
+    bool v8 = kn_opset(c) < 9; /* Scan-8: a leading batch dim and sequence_lens first */
+    int ne = c->node->n_explicit, nst = ne - (int)nsi - (v8 ? 1 : 0), first = v8 ? 1 : 0;
+    if (!b || nsi < 1 || nsi > 1024 || nst < 0 || b->n_inputs != ne - first + (n_in - ne) || b->n_outputs != n_out ||
+        n_out < nst)
+        return mpx_kernel_error(c, MPX_E_INVALID, "num_scan_inputs %lld and the body (%d inputs, %d outputs) do not "
+                                "fit the node", (long long)nsi, b ? b->n_inputs : 0, b ? b->n_outputs : 0);
+    int nso = n_out - nst;
+    int64_t iax[1024], idir[1024], oax[1024], odir[1024];
+    const int64_t *v;
+    const char *names[4] = {"scan_input_axes", v8 ? "directions" : "scan_input_directions", "scan_output_axes",
+                            "scan_output_directions"};
+    int64_t *dst[4] = {iax, idir, oax, odir};
+    int cnt[4] = {(int)nsi, (int)nsi, nso, nso};
+    for (int q = 0; q < 4; q++) {
+        int k = mpx_node_attr_ints(c->node, names[q], &v);
+        if (v && k != cnt[q])
+            return mpx_kernel_error(c, MPX_E_INVALID, "%s has %d values for %d scans", names[q], k, cnt[q]);
+        for (int i = 0; i < cnt[q]; i++) dst[q][i] = v ? v[i] : 0;
+    }
+    const mpx_value *sv[1024], *xv[1024];
+    for (int i = 0; i < nst; i++) sv[i] = kn_opt(in, n_in, first + i);
+    for (int i = 0; i < nsi; i++) xv[i] = kn_opt(in, n_in, first + nst + i);
+    if (!v8) return scan_core(c, in, sv, xv, nst, (int)nsi, iax, idir, oax, odir, out, n_out);
+    /* Scan-8: the Scan of each batch item (its slice of every state and scan
+     * input), the results stacked along a new leading batch dim;
+     * sequence_lens, when given, must be the full length */
+    const mpx_value *lens = kn_opt(in, n_in, 0);
+    int64_t B = -1;
+    for (int i = 0; i < nst + nsi; i++) {
+        const mpx_value *x = i < nst ? sv[i] : xv[i - nst];
+        if (!x || x->rank < (i < nst ? 1 : 2) || (B >= 0 && x->dims[0] != B))
+            return mpx_kernel_error(c, MPX_E_SHAPE, "Scan-8 input %d must have the batch dim first (%lld)", first + i,
+                                    (long long)B);
+        B = x->dims[0];
+    }
+    if (lens && (!lens->i || lens->n != B))
+        return mpx_kernel_error(c, MPX_E_SHAPE, "sequence_lens must hold one length per batch item (%lld)", (long long)B);
+    for (int64_t q = 0; lens && q < B; q++)
+        if (lens->i[q] != xv[0]->dims[1])
+            return mpx_kernel_error(c, MPX_E_UNSUPPORTED, "sequence_lens[%lld] = %lld: mpx runs full-length sequences "
+                                    "only (%lld)", (long long)q, (long long)lens->i[q], (long long)xv[0]->dims[1]);
+    for (int i = 0; i < nsi; i++) iax[i] = 0;
+    for (int k = 0; k < nso; k++) oax[k] = 0, odir[k] = 0;
+    mpx_value *slices = calloc((size_t)(nst + nsi), sizeof *slices), *ob = calloc((size_t)n_out, sizeof *ob);
+    stack *st8 = calloc((size_t)n_out, sizeof *st8);
+    mpx_status st = slices && ob && st8 ? MPX_OK : mpx_kernel_error(c, MPX_E_NOMEM, "out of memory");
+    const mpx_value *sb[1024], *xb[1024];
+    for (int64_t q = 0; q < B && !st; q++) {
+        for (int i = 0; i < nst + nsi; i++) { /* views of batch item q */
+            const mpx_value *x = i < nst ? sv[i] : xv[i - nst];
+            mpx_value *sl = &slices[i];
+            mpx_value_clear(sl);
+            sl->dtype = x->dtype, sl->rank = x->rank - 1, sl->n = x->n / B, sl->borrowed = true;
+            for (int d = 1; d < x->rank; d++) sl->dims[d - 1] = x->dims[d];
+            if (x->f) sl->f = x->f + q * sl->n;
+            else sl->i = x->i + q * sl->n;
+            if (i < nst) sb[i] = sl;
+            else xb[i - nst] = sl;
+        }
+        for (int k = 0; k < n_out; k++) mpx_value_clear(&ob[k]);
+        if ((st = scan_core(c, in, sb, xb, nst, (int)nsi, iax, idir, oax, odir, ob, n_out))) break;
+        for (int k = 0; k < n_out && !st; k++) st = push(c, &st8[k], &ob[k], k);
+        free_vals(ob, n_out);
+    }
+    for (int k = 0; k < n_out && !st; k++) st = stack_out(c, &st8[k], 0, false, b->outputs[k], &out[k]);
+    if (st) free_vals(out, n_out);
+    for (int k = 0; st8 && k < n_out; k++) stack_free(&st8[k]);
+    free(slices), free(ob), free(st8);
     return st;
 }
 
