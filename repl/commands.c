@@ -307,9 +307,11 @@ static const mpx_command commands[] = {
      "three worst layers named.",
      repl_cmd_plot, 1, 2, {MPX_WORD_FILE, MPX_WORD_METRIC}, NULL, plot_opts, NULL},
     {"html", "html <file.html> " GRAPH_OPTS " [--no-overlay]", "one self-contained review page",
-     "Model summary, target and rules, the plan's figures and casts, the cast graph\n"
-     "(with the last run's error overlay), the error plot and the per-layer table,\n"
-     "in one file that opens from disk with no network.",
+     "What to look at first (worst output and layer, the largest own error after\n"
+     "run --local, overflow, weights that do not fit, nodes search kept fp32), model\n"
+     "summary, target and rules, the plan's figures and casts, the cast graph (with\n"
+     "the last run's error overlay), the error plot and the per-layer table, in one\n"
+     "file that opens from disk with no network.",
      repl_cmd_html, 1, 1, {MPX_WORD_FILE}, NULL, html_opts, NULL},
     {"export", "export <file.onnx> [--force] [--external] [--json [<file>]]",
      "write the plan as a mixed-precision ONNX model",

@@ -44,6 +44,8 @@ colour Relu red
 undo
 svg --unwatch
 colour Relu red
+run --local
+html $WORK/look.html
 EOF
 "$MPX" "$WORK/session.mpx" >"$WORK/session.out" 2>"$WORK/session.err" ||
   fail "the session failed: $(cat "$WORK/session.err")"
@@ -89,6 +91,12 @@ for f in plan review; do
 done
 has "$WORK/plan.html" "No run yet" "no-run note"
 has "$WORK/review.html" "Worst layers" "worst layers"
+# "what to look at" opens the page: the worst output and layer; own errors
+# once a local run measured them (the layer to fix first), linked to the graph
+has "$WORK/review.html" "<section id=\"look\"><h2>What to look at</h2>" "what to look at"
+has "$WORK/review.html" "own errors: not measured" "own errors need a local run"
+has "$WORK/look.html" "<li>largest own error <a href=\"#n" "the largest own error, linked"
+has "$WORK/look.html" "the cause to fix first" "the cause named"
 has "$WORK/review.html" "bf16 (compare)" "the bf16 run"
 # numbers never wrap inside table cells ("3.47e-\n04" on narrow screens)
 has "$WORK/review.html" "td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}" "numbers kept on one line"

@@ -278,6 +278,87 @@ static void worst_table(vz_buf *b, const mpx_viz_page *pg) {
     vz_put(b, "</tbody></table>");
 }
 
+/* "What to look at": where a reviewer starts - the worst output, the worst
+ * layer, the layer whose own error is largest (a --local run), overflow
+ * sites, weights the conversion damages, the nodes search kept fp32. Every
+ * item names the node, linked to the graph; figures from the first run. */
+static void look_section(vz_buf *b, const mpx_viz_page *pg) {
+    const mpx_plan *p = pg->plan;
+    const mpx_graph *g = p->g;
+    char fig[32];
+    vz_put(b, "<section id=\"look\"><h2>What to look at</h2><ul>");
+    if (pg->n_series > 0) {
+        const mpx_compare *c = pg->series[0].cmp;
+        const mpx_layer *wo = NULL;
+        for (int o = 0; o < g->n_outputs; o++) {
+            const mpx_layer *l = mpx_compare_layer(c, g->outputs[o]->index);
+            if (l && (!wo || !(l->m.rel_l2 <= wo->m.rel_l2))) wo = l;
+        }
+        if (wo) {
+            vz_put(b, "<li>worst output <code>");
+            vz_put_xml(b, g->tensors[wo->tensor]->name);
+            vz_printf(b, "</code>: rel_l2 %s</li>", vz_fig(wo->m.rel_l2, fig, sizeof fig));
+        }
+        int worst = -1, own = -1, ovf = 0, first_ovf = -1;
+        for (int k = 0; k < c->n_layers; k++) {
+            const mpx_layer *l = &c->layers[k];
+            if (worst < 0 || !(l->m.rel_l2 <= c->layers[worst].m.rel_l2)) worst = k;
+            if (l->has_local && (own < 0 || !(l->local.rel_l2 <= c->layers[own].local.rel_l2))) own = k;
+            if (l->m.overflow > 0) {
+                ovf++;
+                if (first_ovf < 0 || l->node < c->layers[first_ovf].node) first_ovf = k;
+            }
+        }
+        if (worst >= 0) {
+            vz_put(b, "<li>worst layer ");
+            node_link(b, pg, c->layers[worst].node);
+            vz_printf(b, ": rel_l2 %s (what it makes and what it inherits)</li>",
+                      vz_fig(c->layers[worst].m.rel_l2, fig, sizeof fig));
+        }
+        if (own >= 0) {
+            vz_put(b, "<li>largest own error ");
+            node_link(b, pg, c->layers[own].node);
+            vz_printf(b, ": local rel_l2 %s with exact inputs: the cause to fix first</li>",
+                      vz_fig(c->layers[own].local.rel_l2, fig, sizeof fig));
+        } else {
+            vz_put(b, "<li>own errors: not measured (<code>run --local</code> tells the layer that causes the "
+                      "error from those that inherit it)</li>");
+        }
+        if (ovf) {
+            vz_printf(b, "<li>overflow in %d layer%s, the first ", ovf, ovf == 1 ? "" : "s");
+            node_link(b, pg, c->layers[first_ovf].node);
+            vz_put(b, "</li>");
+        } else {
+            vz_put(b, "<li>no overflow</li>");
+        }
+    } else {
+        vz_put(b, "<li>no run yet: <code>run --local</code> shows the worst layers and their causes</li>");
+    }
+    mpx_weight_check *wc = NULL;
+    int nwc = 0, bad = 0, first = -1;
+    mpx_error werr;
+    if (mpx_plan_check_weights(p, &wc, &nwc, &werr) == MPX_OK)
+        for (int i = 0; i < nwc; i++)
+            if (wc[i].overflow > 0 && bad++ == 0) first = i;
+    if (bad) {
+        const mpx_tensor *t = g->tensors[p->weights[wc[first].weight].tensor];
+        vz_printf(b, "<li>%d weight%s not fit %s, the first <code>", bad, bad == 1 ? " does" : "s do",
+                  mpx_format_name(p->opts.target));
+        vz_put_xml(b, t->name);
+        vz_put(b, "</code> (see the plan)</li>");
+    }
+    free(wc);
+    int searched = 0;
+    for (int i = 0; pg->rules && i < mpx_rules_count(pg->rules); i++) {
+        const char *tx = mpx_rules_text(pg->rules, i);
+        searched += tx && strstr(tx, "# search:") != NULL;
+    }
+    if (searched)
+        vz_printf(b, "<li>search kept %d node%s in fp32 (its rules are listed with the plan)</li>", searched,
+                  searched == 1 ? "" : "s");
+    vz_put(b, "</ul></section>\n");
+}
+
 static void node_link(vz_buf *b, const mpx_viz_page *pg, int n) {
     const mpx_graph *g = pg->plan->g;
     /* a node is drawn under its own id n<i> unless chains or --around changed that */
@@ -418,9 +499,11 @@ mpx_status mpx_viz_html(const mpx_viz_page *pg, char **out, mpx_viz_stats *stats
     vz_printf(&b, " &#8594; %s</h1><p>", mpx_format_name(p->opts.target));
     vz_put_xml(&b, pg->model_path ? pg->model_path : g->path);
     vz_put(&b, " &#183; written by mpx; this page is self-contained and needs no network</p></header>\n"
-               "<nav><a href=\"#model\">model</a><a href=\"#plan\">target, rules and plan</a>"
+               "<nav><a href=\"#look\">what to look at</a><a href=\"#model\">model</a>"
+               "<a href=\"#plan\">target, rules and plan</a>"
                "<a href=\"#graph\">cast graph</a><a href=\"#plot\">error plot</a><a href=\"#layers\">per-layer table</a>"
                "</nav>\n");
+    look_section(&b, pg);
     model_section(&b, pg);
     plan_section(&b, pg);
 
