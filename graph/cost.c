@@ -164,16 +164,44 @@ static void cost_einsum(const mpx_node *n, mpx_cost *c) {
     c->k = ratio(c->macs, nelem(out(n, 0)));
 }
 
+/* Normalisations: k is how many values one statistic sums (a row, a
+ * channel plane, a group), which rules such as `when k >= 4096` read;
+ * inference-mode BatchNormalization sums nothing. */
 static void cost_norm(const mpx_node *n, mpx_cost *c) {
     const mpx_tensor *x = in(n, 0);
+    bool known = x && x->rank >= 0;
     c->macs = nelem(out(n, 0));
-    if (n->op == MPX_OP_LayerNormalization) {
+    switch (n->op) {
+    case MPX_OP_LayerNormalization: case MPX_OP_RMSNormalization: case MPX_OP_SimplifiedLayerNormalization: {
         int64_t ax = mpx_node_attr_int(n, "axis", -1);
-        if (x && x->rank >= 0 && ax < 0) ax += x->rank;
-        c->k = x && x->rank >= 0 && ax >= 0 ? prod(x, (int)ax, x->rank) : -1;
-    } else if (n->op == MPX_OP_InstanceNormalization) {
+        if (known && ax < 0) ax += x->rank;
+        c->k = known && ax >= 0 ? prod(x, (int)ax, x->rank) : -1;
+        break;
+    }
+    case MPX_OP_SkipLayerNormalization: case MPX_OP_SkipSimplifiedLayerNormalization:
+        c->k = dim(x, -1);
+        break;
+    case MPX_OP_LpNormalization:
+        c->k = dim(x, (int)mpx_node_attr_int(n, "axis", -1));
+        break;
+    case MPX_OP_InstanceNormalization:
         c->k = prod(x, 2, MPX_MAX_RANK);
-    } else {
+        break;
+    case MPX_OP_GroupNormalization: {
+        int64_t g = mpx_node_attr_int(n, "num_groups", 1);
+        c->k = g > 0 && dim(x, 1) > 0 ? mul(dim(x, 1) / g, prod(x, 2, MPX_MAX_RANK)) : -1;
+        break;
+    }
+    case MPX_OP_MeanVarianceNormalization: { /* over axes, [0, 2, 3] by default */
+        static const int64_t dflt[3] = {0, 2, 3};
+        const int64_t *ax;
+        int na = mpx_node_attr_ints(n, "axes", &ax);
+        if (!ax) ax = dflt, na = 3;
+        c->k = known ? 1 : -1;
+        for (int i = 0; known && i < na; i++) c->k = mul(c->k, dim(x, (int)ax[i]));
+        break;
+    }
+    default:
         c->k = 1;
     }
 }

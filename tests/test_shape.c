@@ -519,7 +519,34 @@ static void test_shape_str(void) {
     mpx_graph_free(g);
 }
 
+/* The normalisations' k: how many values one statistic sums. */
+static void test_norm_k(void) {
+    struct { const char *op, *ins, *attrs; int64_t k; } cases[] = {
+        {"LayerNormalization", "x:f:2x3x8 s#f:8", "", 8},
+        {"LayerNormalization", "x:f:2x3x8 s#f:3x8", "axis=1", 24},
+        {"RMSNormalization", "x:f:2x3x8 s#f:8", "", 8},
+        {"GroupNormalization", "x:f:2x6x4x4 s#f:6 b#f:6", "num_groups=3", 32},
+        {"MeanVarianceNormalization", "x:f:2x6x4x4", "", 32},
+        {"MeanVarianceNormalization", "x:f:2x6x4x4", "axes=[1]", 6},
+        {"LpNormalization", "x:f:2x6x5", "axis=1", 6},
+        {"InstanceNormalization", "x:f:2x6x4x5 s#f:6 b#f:6", "", 20},
+        {"BatchNormalization", "x:f:2x6x4x4 s#f:6 b#f:6 m#f:6 v#f:6", "", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mpx_graph *g = mpx_graph_new(NULL);
+        mpx_node *n = node(g, "n", cases[i].op, cases[i].ins, "y", cases[i].attrs);
+        n->opset = 21;
+        CHECK(gb_build(g, "y", &err) == MPX_OK);
+        if (n->cost.k != cases[i].k)
+            fprintf(stderr, "%s %s: k %lld, expected %lld\n", cases[i].op, cases[i].attrs, (long long)n->cost.k,
+                    (long long)cases[i].k);
+        CHECK(n->cost.k == cases[i].k);
+        mpx_graph_free(g);
+    }
+}
+
 int main(void) {
+    test_norm_k();
     mpx_numerics_init(); /* constant folding runs the kernels */
     test_windows();
     test_dot_norm();
