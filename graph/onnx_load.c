@@ -700,6 +700,30 @@ static mpx_status tensor_def(ctx *c, const char *name, mpx_tensor **out) {
 
 static mpx_status load_nodes(ctx *c, const Onnx__GraphProto *gp);
 
+static mpx_status domain_opset(ctx *c, const char *domain, int *out);
+static mpx_status load_attr(ctx *c, const mpx_node *n, const Onnx__AttributeProto *ap, mpx_attr *a);
+
+/* What every node takes from its NodeProto: its domain's opset (0 for a
+ * domain the model does not import: mpx does not run such ops, and refusing
+ * the whole model would hide the rest), its outputs (defined in the current
+ * scope), its attributes and, unless the caller wires them itself (If), its
+ * inputs as the file lists them (read in the current scope). */
+static mpx_status fill_node(ctx *c, const Onnx__NodeProto *np, mpx_node *n, bool file_inputs) {
+    int ns;
+    mpx_status st = domain_opset(c, np->domain, &ns);
+    if (st != MPX_OK) return st;
+    n->opset = ns < 0 ? 0 : ns;
+    for (size_t j = 0; file_inputs && j < np->n_input; j++)
+        if (np->input[j] && *np->input[j] && (st = tensor_read(c, np->input[j], &n->inputs[j])) != MPX_OK)
+            return st;
+    for (size_t j = 0; j < np->n_output; j++)
+        if (np->output[j] && *np->output[j] && (st = tensor_def(c, np->output[j], &n->outputs[j])) != MPX_OK)
+            return st;
+    for (size_t j = 0; j < np->n_attribute; j++)
+        if ((st = load_attr(c, n, np->attribute[j], &n->attrs[j])) != MPX_OK) return st;
+    return MPX_OK;
+}
+
 static bool default_domain(const char *d);
 
 static const Onnx__GraphProto *graph_attr(const Onnx__NodeProto *np, const char *name) {
@@ -784,16 +808,9 @@ static mpx_status load_if(ctx *c, const Onnx__NodeProto *np, const Onnx__GraphPr
     mpx_node *n = mpx_graph_add_node(g, ifname, np->op_type, np->domain, (int)(1 + 2 * k), (int)k,
                                      (int)np->n_attribute);
     if (!n) return fail(c, MPX_E_NOMEM, "out of memory");
-    int ns;
-    if ((st = domain_opset(c, np->domain, &ns)) != MPX_OK) return st;
-    n->opset = ns < 0 ? 0 : ns;
+    if ((st = fill_node(c, np, n, false)) != MPX_OK) return st;
     if ((st = tensor_read(c, np->input[0], &n->inputs[0])) != MPX_OK) return st;
     for (size_t j = 0; j < 2 * k; j++) n->inputs[1 + j] = outs[j];
-    for (size_t j = 0; j < k; j++)
-        if (np->output[j] && *np->output[j] && (st = tensor_def(c, np->output[j], &n->outputs[j])) != MPX_OK)
-            return st;
-    for (size_t j = 0; j < np->n_attribute; j++)
-        if ((st = load_attr(c, n, np->attribute[j], &n->attrs[j])) != MPX_OK) return st;
     /* Nodes of nested Ifs keep their own If as guard; those Ifs get this one. */
     for (int b = 0; b < 2; b++)
         for (int i = first[b]; i < last[b]; i++)
@@ -901,16 +918,7 @@ static mpx_status load_body_node(ctx *c, const Onnx__NodeProto *np, const Onnx__
     if (st != MPX_OK) return st;
     n->body = b;
     n->n_explicit = (int)np->n_input;
-    int ns;
-    if ((st = domain_opset(c, np->domain, &ns)) != MPX_OK) return st;
-    n->opset = ns < 0 ? 0 : ns;
-    for (size_t j = 0; j < np->n_input; j++)
-        if (np->input[j] && *np->input[j] && (st = tensor_read(c, np->input[j], &n->inputs[j])) != MPX_OK) return st;
-    for (size_t j = 0; j < np->n_output; j++)
-        if (np->output[j] && *np->output[j] && (st = tensor_def(c, np->output[j], &n->outputs[j])) != MPX_OK)
-            return st;
-    for (size_t j = 0; j < np->n_attribute; j++)
-        if ((st = load_attr(c, n, np->attribute[j], &n->attrs[j])) != MPX_OK) return st;
+    if ((st = fill_node(c, np, n, true)) != MPX_OK) return st;
     return mpx_graph_finalize(b, c->err);
 }
 
@@ -946,21 +954,7 @@ static mpx_status load_nodes(ctx *c, const Onnx__GraphProto *gp) {
         mpx_node *n = mpx_graph_add_node(g, name, np->op_type, np->domain, (int)np->n_input,
                                          (int)np->n_output, (int)np->n_attribute);
         if (!n) return fail(c, MPX_E_NOMEM, "out of memory");
-        int ns;
-        if ((st = domain_opset(c, np->domain, &ns)) != MPX_OK) return st;
-        /* A domain the model does not import: 0 (unknown); mpx does not run
-         * such ops, and refusing the whole model would hide the rest. */
-        n->opset = ns < 0 ? 0 : ns;
-        for (size_t j = 0; j < np->n_input; j++)
-            if (np->input[j] && *np->input[j] &&
-                (st = tensor_read(c, np->input[j], &n->inputs[j])) != MPX_OK)
-                return st;
-        for (size_t j = 0; j < np->n_output; j++)
-            if (np->output[j] && *np->output[j] &&
-                (st = tensor_def(c, np->output[j], &n->outputs[j])) != MPX_OK)
-                return st;
-        for (size_t j = 0; j < np->n_attribute; j++)
-            if ((st = load_attr(c, n, np->attribute[j], &n->attrs[j])) != MPX_OK) return st;
+        if ((st = fill_node(c, np, n, true)) != MPX_OK) return st;
     }
     return MPX_OK;
 }

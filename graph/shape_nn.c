@@ -686,7 +686,6 @@ mpx_status mpx_shape_unique(mpx_sctx *c) {
     shp y = mpx_sh_shp_rank(1), inv = mpx_sh_shp_rank(1), one = mpx_sh_shp_rank(1);
     if (!mpx_sh_known(x)) {
         if (ax) y = mpx_sh_shp_unknown();
-        inv = mpx_sh_shp_rank(1);
     } else if (ax) {
         int a;
         if ((st = mpx_sh_norm_axis(c, ax->i, x->rank, "axis", x, &a))) return st;

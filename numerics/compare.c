@@ -105,13 +105,8 @@ static void store(stream *s, const mpx_node *n, mpx_value *outs, mpx_value *vals
         mpx_value_free(&vals[t->index]);
         vals[t->index] = outs[j];
         s->live += mpx_value_bytes(&outs[j]);
-        memset(&outs[j], 0, sizeof outs[j]);
-        outs[j].n = -1;
+        mpx_value_clear(&outs[j]);
     }
-}
-
-static void free_outs(mpx_value *outs, int n) {
-    for (int j = 0; outs && j < n; j++) mpx_value_free(&outs[j]);
 }
 
 /* Queue the metrics of node n's float outputs, for every candidate; their
@@ -160,7 +155,7 @@ static mpx_status finish_metrics(stream *s, const job *done, mpx_error *err) {
     }
     for (int q = 0; q < s->nc; q++) {
         s->live -= mpx_cmp_outs_bytes(s->pend_l[q], n->n_outputs);
-        free_outs(s->pend_l[q], n->n_outputs);
+        mpx_k_free_values(s->pend_l[q], n->n_outputs);
     }
     s->n_pend = 0;
     s->pend_node = NULL;
@@ -253,7 +248,7 @@ static mpx_status step(stream *s, const mpx_node *n, mpx_error *err) {
 }
 
 static void free_values(mpx_value *v, int n) {
-    free_outs(v, n);
+    mpx_k_free_values(v, n);
     free(v);
 }
 

@@ -85,8 +85,7 @@ static void cache_trim(mpx_compare_cache *k) {
 
 static void take(mpx_value *dst, mpx_value *src) {
     *dst = *src;
-    memset(src, 0, sizeof *src);
-    src->n = -1;
+    mpx_value_clear(src);
 }
 
 /* Takes r and c (leaving them absent) when t is cached and not dropped for

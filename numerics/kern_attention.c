@@ -219,10 +219,6 @@ static mpx_status past_present(const mpx_kctx *c, attn *a, const mpx_value *pk, 
     return MPX_OK;
 }
 
-static void free_outs(mpx_value *out, int n_out) {
-    for (int i = 0; i < n_out; i++) mpx_value_free(&out[i]);
-}
-
 static mpx_status ms_attention(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out);
 
 /* ---- ONNX Attention (opset 23) ----------------------------------------------------------- */
@@ -270,9 +266,9 @@ mpx_status mpx_k_attention(const mpx_kctx *c, const mpx_value *const *in, int n_
     a.mode = (int)mpx_node_attr_int(c->node, "qk_matmul_output_mode", 0);
     if (a.mode < 0 || a.mode > 3)
         return mpx_kernel_error(c, MPX_E_INVALID, "qk_matmul_output_mode %d is not 0 to 3", a.mode);
-    if ((st = past_present(c, &a, pk, pv, out, n_out, 1, 2))) return free_outs(out, n_out), st;
+    if ((st = past_present(c, &a, pk, pv, out, n_out, 1, 2))) return mpx_k_free_values(out, n_out), st;
     if (mask) {
-        if ((st = mask_strides(c, mask, &a, a.bs, &a.bias_last))) return free_outs(out, n_out), st;
+        if ((st = mask_strides(c, mask, &a, a.bs, &a.bias_last))) return mpx_k_free_values(out, n_out), st;
         if (mask->f) a.bias = mask->f;
         else a.keep = mask->i, a.keep_bnst = true;
     }
@@ -280,16 +276,16 @@ mpx_status mpx_k_attention(const mpx_kctx *c, const mpx_value *const *in, int n_
     int yr = q->rank;
     if (yr == 4) yd[0] = a.B, yd[1] = a.Hq, yd[2] = a.S, yd[3] = a.Dv;
     else yd[0] = a.B, yd[1] = a.S, yd[2] = a.Hq * a.Dv;
-    if ((st = mpx_k_alloc(c, &out[0], q->dtype, yr, yd))) return free_outs(out, n_out), st;
+    if ((st = mpx_k_alloc(c, &out[0], q->dtype, yr, yd))) return mpx_k_free_values(out, n_out), st;
     if (yr == 4) a.ys[2] = a.Dv, a.ys[1] = a.S * a.Dv, a.ys[0] = a.Hq * a.S * a.Dv;
     else a.ys[2] = a.Hq * a.Dv, a.ys[1] = a.Dv, a.ys[0] = a.S * a.Hq * a.Dv;
     a.y = out[0].f;
     if (kn_wants_out(c, n_out, 3)) {
         int64_t qd[4] = {a.B, a.Hq, a.S, a.T};
-        if ((st = mpx_k_alloc(c, &out[3], q->dtype, 4, qd))) return free_outs(out, n_out), st;
+        if ((st = mpx_k_alloc(c, &out[3], q->dtype, 4, qd))) return mpx_k_free_values(out, n_out), st;
         a.qk = out[3].f;
     }
-    if ((st = attend(c, &a))) free_outs(out, n_out);
+    if ((st = attend(c, &a))) mpx_k_free_values(out, n_out);
     return st;
 }
 
@@ -389,7 +385,7 @@ mpx_status mpx_k_multi_head_attention(const mpx_kctx *c, const mpx_value *const 
     view_strides(q, N, a.qs), view_strides(k, N, a.ks), view_strides(v, N, a.vs);
     st = ms_output(c, &a, q->dtype, out);
     if (!st) st = ms_finish(c, &a, kpm, ab, pk, pv, out, n_out, 1, 2);
-    if (st) free_outs(out, n_out);
+    if (st) mpx_k_free_values(out, n_out);
     mpx_value_free(&qb), mpx_value_free(&kb), mpx_value_free(&vb);
     return st;
 }
@@ -471,7 +467,7 @@ static mpx_status ms_attention(const mpx_kctx *c, const mpx_value *const *in, in
         }
         mpx_value_free(&half[0]), mpx_value_free(&half[1]);
     }
-    if (st) free_outs(out, n_out);
+    if (st) mpx_k_free_values(out, n_out);
     free(qkvv);
     return st;
 }
@@ -610,7 +606,7 @@ mpx_status mpx_k_group_query_attention(const mpx_kctx *c, const mpx_value *const
             memcpy(out[1 + w].f, w ? vc : kc, cache * sizeof(float));
     }
 done:
-    if (st) free_outs(out, n_out);
+    if (st) mpx_k_free_values(out, n_out);
     free(past), free(total), free(qr), free(kc), free(vc);
     return st;
 }

@@ -41,9 +41,7 @@ static mpx_status last_dim_vec(const mpx_kctx *c, const mpx_value *v, const mpx_
 
 static mpx_status same_shape(const mpx_kctx *c, const mpx_value *v, const mpx_value *x, const char *what) {
     char s1[160], s2[160];
-    bool ok = v->rank == x->rank;
-    for (int i = 0; ok && i < x->rank; i++) ok = v->dims[i] == x->dims[i];
-    if (ok) return MPX_OK;
+    if (mpx_k_same_dims(v, x)) return MPX_OK;
     return mpx_kernel_error(c, MPX_E_SHAPE, "%s %s must have the input's shape %s", what, kn_shape(v, s1),
                             kn_shape(x, s2));
 }

@@ -110,6 +110,19 @@ static inline bool mpx_k_same_shape(const mpx_value *v, const mpx_tensor *t) {
     return true;
 }
 
+/* Two values of one shape (rank and dims). */
+static inline bool mpx_k_same_dims(const mpx_value *a, const mpx_value *b) {
+    if (a->rank != b->rank) return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i]) return false;
+    return true;
+}
+
+/* Free n values (outputs a kernel or a run made). */
+static inline void mpx_k_free_values(mpx_value *v, int n) {
+    for (int j = 0; v && j < n; j++) mpx_value_free(&v[j]);
+}
+
 /* mpx_exec_node with the node's input values given one by one (srcs[j] for
  * n->inputs[j], NULL when absent), as the run's own values (not reference
  * ones), and dest (may be NULL) offered to the kernel for its output

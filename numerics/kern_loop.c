@@ -51,13 +51,6 @@ typedef struct body_run {
     int64_t iter;
 } body_run;
 
-static bool same_dims(const mpx_tensor *t, const mpx_value *v) {
-    if (t->rank != v->rank) return false;
-    for (int i = 0; i < v->rank; i++)
-        if (t->dims[i] != v->dims[i]) return false;
-    return true;
-}
-
 /* One iteration: ins[b->n_inputs] in, outs[b->n_outputs] out (owned). */
 static mpx_status run_once(body_run *r, const mpx_value *ins, mpx_value *outs) {
     const mpx_kctx *c = r->c;
@@ -70,7 +63,7 @@ static mpx_status run_once(body_run *r, const mpx_value *ins, mpx_value *outs) {
             if (b->inputs[i]->dtype == MPX_DT_UNDEFINED) b->inputs[i]->dtype = ins[i].dtype;
             continue;
         }
-        if (same_dims(b->inputs[i], &ins[i]) && r->bound) continue;
+        if (mpx_k_same_shape(&ins[i], b->inputs[i]) && r->bound) continue;
         if (b->inputs[i]->dtype == MPX_DT_UNDEFINED) b->inputs[i]->dtype = ins[i].dtype;
         if (mpx_graph_bind_input(b, b->inputs[i]->name, ins[i].rank, ins[i].dims, &e) != MPX_OK)
             return mpx_kernel_error(c, e.status, "iteration %lld: %s", (long long)r->iter, e.msg);
@@ -104,13 +97,6 @@ static mpx_status run_once(body_run *r, const mpx_value *ins, mpx_value *outs) {
     return st;
 }
 
-static bool same_dims_v(const mpx_value *a, const mpx_value *b) {
-    if (a->rank != b->rank) return false;
-    for (int i = 0; i < a->rank; i++)
-        if (a->dims[i] != b->dims[i]) return false;
-    return true;
-}
-
 /* A growing list of one scan output's per-iteration values. */
 typedef struct stack {
     mpx_value *v;
@@ -118,7 +104,7 @@ typedef struct stack {
 } stack;
 
 static mpx_status push(const mpx_kctx *c, stack *s, mpx_value *v, int k) {
-    if (s->n && (!same_dims_v(&s->v[0], v) || s->v[0].dtype != v->dtype))
+    if (s->n && (!mpx_k_same_dims(&s->v[0], v) || s->v[0].dtype != v->dtype))
         return mpx_kernel_error(c, MPX_E_SHAPE, "scan output %d changes shape between iterations", k);
     if (s->elems + v->n > MPX_MAX_ELEMS)
         return mpx_kernel_error(c, MPX_E_LIMIT, "scan output %d would hold over 2^31 values", k);
@@ -130,8 +116,7 @@ static mpx_status push(const mpx_kctx *c, stack *s, mpx_value *v, int k) {
     }
     s->v[s->n++] = *v;
     s->elems += v->n;
-    memset(v, 0, sizeof *v);
-    v->n = -1;
+    mpx_value_clear(v);
     return MPX_OK;
 }
 
@@ -198,10 +183,6 @@ static mpx_status scalar(const mpx_kctx *c, mpx_value *v, mpx_dtype dt, int64_t 
 
 static bool truth(const mpx_value *v) { return v->i ? v->i[0] != 0 : v->f && v->f[0] != 0.0f; }
 
-static void free_vals(mpx_value *v, int n) {
-    for (int i = 0; v && i < n; i++) mpx_value_free(&v[i]);
-}
-
 mpx_status mpx_k_loop(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
     mpx_graph *b = c->node->body;
     int nv = c->node->n_explicit - 2;
@@ -255,7 +236,7 @@ mpx_status mpx_k_loop(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
             mpx_value_clear(&outs[1 + i]);
         }
         for (int k = 0; k < ns && !st; k++) st = push(c, &sc[k], &outs[1 + nv + k], k);
-        free_vals(outs + 1 + nv, ns);
+        mpx_k_free_values(outs + 1 + nv, ns);
     }
     pthread_mutex_unlock(&lock);
     mpx_assign_free(r.a);
@@ -264,10 +245,10 @@ mpx_status mpx_k_loop(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
         mpx_value_clear(&ins[2 + i]);
     }
     for (int k = 0; k < ns && !st; k++) st = stack_out(c, &sc[k], 0, false, b->outputs[1 + nv + k], &out[nv + k]);
-    if (st) free_vals(out, n_out);
+    if (st) mpx_k_free_values(out, n_out);
     for (int i = 0; i < nb; i++)
         if (!ins[i].borrowed) mpx_value_free(&ins[i]);
-    free_vals(outs, b->n_outputs);
+    mpx_k_free_values(outs, b->n_outputs);
     for (int k = 0; k < ns; k++) stack_free(&sc[k]);
     free(ins), free(outs), free(sc);
     return st;
@@ -343,7 +324,7 @@ static mpx_status scan_core(const mpx_kctx *c, const mpx_value *const *in, const
             mpx_value_clear(&outs[i]);
         }
         for (int k = 0; k < nso && !st; k++) st = push(c, &sc[k], &outs[nst + k], k);
-        free_vals(outs + nst, nso);
+        mpx_k_free_values(outs + nst, nso);
     }
     pthread_mutex_unlock(&lock);
     mpx_assign_free(r.a);
@@ -353,10 +334,10 @@ static mpx_status scan_core(const mpx_kctx *c, const mpx_value *const *in, const
     }
     for (int k = 0; k < nso && !st; k++)
         st = stack_out(c, &sc[k], oax[k], odir[k] != 0, b->outputs[nst + k], &out[nst + k]);
-    if (st) free_vals(out, n_out);
+    if (st) mpx_k_free_values(out, n_out);
     for (int i = 0; i < nb; i++)
         if (!ins[i].borrowed) mpx_value_free(&ins[i]);
-    free_vals(outs, n_out);
+    mpx_k_free_values(outs, n_out);
     for (int k = 0; k < nso; k++) stack_free(&sc[k]);
     free(ins), free(outs), free(sc);
     return st;
@@ -428,10 +409,10 @@ mpx_status mpx_k_scan(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
         for (int k = 0; k < n_out; k++) mpx_value_clear(&ob[k]);
         if ((st = scan_core(c, in, sb, xb, nst, (int)nsi, iax, idir, oax, odir, ob, n_out))) break;
         for (int k = 0; k < n_out && !st; k++) st = push(c, &st8[k], &ob[k], k);
-        free_vals(ob, n_out);
+        mpx_k_free_values(ob, n_out);
     }
     for (int k = 0; k < n_out && !st; k++) st = stack_out(c, &st8[k], 0, false, b->outputs[k], &out[k]);
-    if (st) free_vals(out, n_out);
+    if (st) mpx_k_free_values(out, n_out);
     for (int k = 0; st8 && k < n_out; k++) stack_free(&st8[k]);
     free(slices), free(ob), free(st8);
     return st;
@@ -487,7 +468,7 @@ mpx_status mpx_k_sequence_map(const mpx_kctx *c, const mpx_value *const *in, int
     }
     pthread_mutex_unlock(&lock);
     mpx_assign_free(r.a);
-    if (st) free_vals(out, n_out);
+    if (st) mpx_k_free_values(out, n_out);
     free(ins), free(outs);
     return st;
 }

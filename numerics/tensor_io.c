@@ -403,8 +403,7 @@ static mpx_status npy_read_stream(const char *path, FILE *fp, uint64_t size, mpx
     uint64_t off = 0;
     const npy_type *t = NULL;
     mpx_value v;
-    memset(&v, 0, sizeof v);
-    v.n = -1;
+    mpx_value_clear(&v);
     unsigned char *buf = NULL;
     if ((st = npy_read_header(path, fp, size, &h, &off, err)) != MPX_OK) goto done;
     if ((st = npy_dtype(path, h.descr, &t, err)) != MPX_OK) goto done;
@@ -569,8 +568,7 @@ mpx_status mpx_npy_write(const char *path, const mpx_value *v, mpx_error *err) {
  * reads the file and moves the result out of the scratch graph's arena. */
 /* A detached tensor's numeric value into v (owned). */
 static mpx_status value_of(const mpx_tensor *t, const char *path, mpx_value *v, mpx_error *err) {
-    memset(v, 0, sizeof *v);
-    v->n = -1;
+    mpx_value_clear(v);
     if (!mpx_dtype_is_float(t->dtype) && !mpx_dtype_is_int_like(t->dtype))
         return file_error(err, MPX_E_UNSUPPORTED, path, "tensor \"%s\" holds %s values; mpx reads numeric tensors only",
                           t->name, mpx_dtype_name(t->dtype));
@@ -592,8 +590,8 @@ static mpx_status read_bytes(const char *path, uint8_t **bytes, uint64_t *size, 
 
 mpx_status mpx_pb_read_container(const char *path, bool optional, mpx_value *out, char *name, size_t name_len,
                                  mpx_error *err) {
-    uint8_t *bytes;
-    uint64_t size;
+    uint8_t *bytes = NULL;
+    uint64_t size = 0;
     mpx_status st = read_bytes(path, &bytes, &size, err);
     if (st != MPX_OK) return st;
     mpx_graph *g = mpx_graph_new(path);
@@ -627,8 +625,8 @@ mpx_status mpx_pb_read_container(const char *path, bool optional, mpx_value *out
 
 mpx_status mpx_pb_read(const char *path, mpx_value *out, char *name, size_t name_len,
                        mpx_error *err) {
-    uint8_t *bytes;
-    uint64_t size;
+    uint8_t *bytes = NULL;
+    uint64_t size = 0;
     mpx_status st = read_bytes(path, &bytes, &size, err);
     if (st != MPX_OK) return st;
     mpx_graph *g = mpx_graph_new(path);
@@ -640,22 +638,8 @@ mpx_status mpx_pb_read(const char *path, mpx_value *out, char *name, size_t name
     st = mpx_tensor_proto_decode(g, bytes, (size_t)size, path, &t, err);
     free(bytes);
     mpx_value v;
-    memset(&v, 0, sizeof v);
-    v.n = -1;
-    if (st == MPX_OK && !mpx_dtype_is_float(t->dtype) && !mpx_dtype_is_int_like(t->dtype))
-        st = file_error(err, MPX_E_UNSUPPORTED, path,
-                        "tensor \"%s\" holds %s values; mpx reads numeric tensors only", t->name,
-                        mpx_dtype_name(t->dtype));
-    if (st == MPX_OK) {
-        mpx_error sub;
-        st = mpx_value_alloc(&v, t->dtype, t->rank, t->dims, &sub);
-        if (st != MPX_OK) st = file_error(err, st, path, "%s", sub.msg);
-    }
-    if (st == MPX_OK && v.n > 0) {
-        if (v.f && t->f32) memcpy(v.f, t->f32, (size_t)v.n * sizeof *v.f);
-        else if (v.i && t->i64) memcpy(v.i, t->i64, (size_t)v.n * sizeof *v.i);
-        else st = file_error(err, MPX_E_INVALID, path, "tensor \"%s\" has no data", t->name);
-    }
+    mpx_value_clear(&v);
+    if (st == MPX_OK) st = value_of(t, path, &v, err);
     if (st == MPX_OK && name && name_len) snprintf(name, name_len, "%s", t->name);
     mpx_graph_free(g);
     if (st != MPX_OK) {
