@@ -64,6 +64,8 @@ static mpx_status parse_viz_args(int argc, char **argv, viz_args *a, mpx_error *
             a->o.shapes = true;
         } else if (strcmp(w, "--collapse") == 0) {
             a->o.collapse = true;
+        } else if (strcmp(w, "--fold") == 0) {
+            a->o.fold = MPX_VIZ_FOLD_BOXES;
         } else if (strcmp(w, "--weights") == 0) {
             a->o.weights = true;
         } else if (strcmp(w, "--all") == 0) {

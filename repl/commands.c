@@ -16,11 +16,11 @@
 
 /* The cast-graph options dot, svg and html share (cmd_viz.c parses them). */
 #define GRAPH_OPTS                                                                                                   \
-    "[--around <node> <depth>] [--shapes] [--collapse] [--cluster <depth>] [--weights] [--all] [--overlay [--local]] " \
+    "[--around <node> <depth>] [--shapes] [--collapse] [--fold] [--cluster <depth>] [--weights] [--all] [--overlay [--local]] " \
     "[--no-legend] [--engine dot|sfdp|neato]"
 #define GRAPH_OPTIONS                                                                                                  \
     {"--around", MPX_TAKES_TWO, MPX_WORD_NODE, NULL}, {"--shapes", 0, 0, NULL}, {"--collapse", 0, 0, NULL},            \
-        {"--cluster", MPX_TAKES_ONE, 0, NULL}, {"--weights", 0, 0, NULL}, {"--all", 0, 0, NULL},                      \
+        {"--fold", 0, 0, NULL}, {"--cluster", MPX_TAKES_ONE, 0, NULL}, {"--weights", 0, 0, NULL}, {"--all", 0, 0, NULL},                      \
         {"--overlay", 0, 0, NULL}, {"--local", 0, 0, NULL}, {"--no-legend", 0, 0, NULL},                              \
         {"--engine", MPX_TAKES_ONE, MPX_WORD_CHOICE, "dot|sfdp|neato"}
 
@@ -286,6 +286,9 @@ static const mpx_command commands[] = {
      "draws them). --around <node> <depth>: only nodes within depth edges of the\n"
      "node (or of the tensor's producer). --shapes: edge labels add shapes.\n"
      "--collapse: chains of nodes with the same formats become one node.\n"
+     "--fold: the model-level view: regions of connected nodes in the same formats\n"
+     "with no cast between them become one box (op counts, colour shares, worst\n"
+     "error), about 16 boxes for any model; casts and nodes a name: rule set stay.\n"
      "--cluster <n>: group by the first n components of node names\n"
      "(/backbone/stage2/...). --weights: draw weights as nodes.\n"
      "--overlay [--local]: border colour and width by the last run's rel_l2 (log\n"

@@ -199,7 +199,7 @@ static void test_dot_tiny_cnn(void) {
     CHECK_CONTAINS(a, "subgraph \"cluster_/backbone\"");
     CHECK_CONTAINS(a, "subgraph \"cluster_/backbone/stage1\"");
     CHECK_CONTAINS(a, "\tc0\t[");                              /* stem conv, bn, relu: one chain */
-    CHECK_CONTAINS(a, "3 nodes, fp32");
+    CHECK_CONTAINS(a, "3 nodes \xc2\xb7 fp32");
     CHECK(strstr(a, "\tn1\t[") == NULL);                       /* inside c0 */
     mpx_viz_stats st;
     free(a);
@@ -524,6 +524,115 @@ static void test_plot_special_values(void) {
 
 /* The real detector, when the models were fetched: DOT is deterministic,
  * every non-Constant node drawn, and the SVG renders fast. */
+/* ---- the model-level view (fold) ------------------------------------------------ */
+
+/* What a reviewer relies on in a folded picture, checked on the plan p:
+ * every drawn node is in exactly one box; a box's members share their
+ * formats; no runtime cast is hidden inside a box; every box is convex (no
+ * data path leaves it and comes back), so the folded graph has no cycles;
+ * nodes set by a name: rule stay boxes of their own. Returns the boxes. */
+static int check_fold(const mpx_graph *g, const mpx_plan *p, const mpx_rules *r, int fold) {
+    mpx_viz_opts o;
+    mpx_viz_opts_default(&o);
+    o.rules = r;
+    o.fold = fold;
+    char(*ids)[16] = calloc((size_t)g->n_nodes, sizeof *ids);
+    int *box = calloc((size_t)g->n_nodes, sizeof *box);
+    char *seen = calloc((size_t)g->n_nodes, 1);
+    int *stack = calloc((size_t)g->n_nodes, sizeof *stack);
+    CHECK_MSG(mpx_viz_node_ids(p, &o, ids, &err) == MPX_OK, "%s", err.msg);
+    int boxes = 0, regions = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        bool hidden = g->nodes[i]->op == MPX_OP_Constant || p->nodes[i].folded;
+        CHECK_MSG(hidden == (ids[i][0] == '\0'), "node %d: id \"%s\"", i, ids[i]);
+        box[i] = ids[i][0] ? atoi(ids[i] + 1) : -1;
+        if (box[i] == i) boxes++;
+        if (box[i] == i && ids[i][0] == 'r') regions++;
+        if (box[i] < 0) continue;
+        CHECK_MSG(ids[i][0] == 'n' || ids[i][0] == 'r', "node %d in a box \"%s\"", i, ids[i]);
+        const mpx_plan_node *a = &p->nodes[i], *h = &p->nodes[box[i]];
+        CHECK_MSG(a->compute == h->compute && a->output == h->output && a->is_float == h->is_float,
+                  "node %d does not share its box's formats", i);
+        int rule = a->colour_rule;
+        if (rule >= 0 && strstr(mpx_rules_text(r, rule), "name:"))
+            CHECK_MSG(ids[i][0] == 'n', "node %d set by a name: rule is folded into %s", i, ids[i]);
+    }
+    for (int k = 0; k < p->n_casts; k++) {
+        const mpx_tensor *t = g->tensors[p->casts[k].tensor];
+        for (int c = 0; c < p->casts[k].n_consumers && t->producer; c++) {
+            int q = p->casts[k].consumers[c];
+            if (q >= 0) CHECK_MSG(box[q] != box[t->producer->index], "cast %d inside box %d", k, box[q]);
+        }
+    }
+    /* convexity: from each box's outside consumers, no path back into it */
+    for (int b = 0; b < g->n_nodes; b++) {
+        if (box[b] != b || ids[b][0] != 'r') continue;
+        memset(seen, 0, (size_t)g->n_nodes);
+        int sp = 0;
+        for (int m = 0; m < g->n_nodes; m++) {
+            if (box[m] != b) continue;
+            for (int k = 0; k < g->nodes[m]->n_outputs; k++) {
+                const mpx_tensor *t = g->nodes[m]->outputs[k];
+                for (int c = 0; t && c < t->n_consumers; c++) {
+                    int x = t->consumers[c]->index;
+                    if (box[x] != b && !seen[x]) seen[x] = 1, stack[sp++] = x;
+                }
+            }
+        }
+        while (sp > 0) {
+            int m = stack[--sp];
+            CHECK_MSG(box[m] != b, "box r%d is not convex: a path leaves it and returns at node %d", b, m);
+            if (box[m] == b) break;
+            for (int k = 0; k < g->nodes[m]->n_outputs; k++) {
+                const mpx_tensor *t = g->nodes[m]->outputs[k];
+                for (int c = 0; t && c < t->n_consumers; c++) {
+                    int x = t->consumers[c]->index;
+                    if (!seen[x]) seen[x] = 1, stack[sp++] = x;
+                }
+            }
+        }
+    }
+    /* the picture itself: one r<i> node per region, edges but no labels on them */
+    char *a = dot_of(p, &o);
+    char id[24];
+    for (int b = 0; b < g->n_nodes; b++) {
+        if (box[b] != b) continue;
+        snprintf(id, sizeof id, "\t%s\t[", ids[b]);
+        CHECK_MSG(count_of(a, id) == 1, "box %s drawn %d times", ids[b], count_of(a, id));
+    }
+    CHECK(count_of(a, "shape=hexagon") == p->n_casts);
+    free(a);
+    free(ids);
+    free(box);
+    free(seen);
+    free(stack);
+    CHECK(regions > 0);
+    return boxes;
+}
+
+static void test_fold(void) {
+    mpx_graph *g = load_tiny_cnn(32, 32);
+    if (!g) return;
+    /* the rule keeps the Relu clear, as its default: only the name: selector
+     * makes it a box of its own */
+    mpx_rules *r = rules_of(g, RULE "\ncolour name:/backbone/stage2/act/Relu clear");
+    mpx_plan *p = plan_of(g, r, NULL);
+    int boxes = check_fold(g, p, r, MPX_VIZ_FOLD_BOXES);
+    CHECK_MSG(boxes < g->n_nodes * 3 / 4, "tiny_cnn folds into %d boxes of %d nodes", boxes, g->n_nodes);
+    mpx_plan_free(p);
+    mpx_rules_free(r);
+    /* an fp32 squeeze-excitation gate: the block's input and its Mul share
+     * formats and an edge, but a box holding both would hide the gate's
+     * path between them (not convex) */
+    r = rules_of(g, RULE "\ncolour GlobalAveragePool gray\ncolour HardSigmoid red\ncolour Mul green");
+    p = plan_of(g, r, NULL);
+    check_fold(g, p, r, 1); /* one box's worth: as large as the formats allow */
+    check_fold(g, p, r, MPX_VIZ_FOLD_BOXES);
+    mpx_plan_free(p);
+    mpx_rules_free(r);
+    mpx_graph_free(g);
+}
+
 static void test_ppocr_det(void) {
     const char *src = getenv("MPX_SRC"), *cache = getenv("MPX_CACHE");
     char path[1024];
@@ -558,6 +667,11 @@ static void test_ppocr_det(void) {
     printf("test_viz: PP-OCRv4 det 640: %d nodes drawn, SVG %zu bytes, layout %.0f ms, render %.0f ms\n", st.nodes,
            st.bytes, st.ms_layout, st.ms_render);
     CHECK(st.ms_layout + st.ms_render < 10000);
+    /* the model-level view of a real model: its invariants, and few boxes */
+    int boxes = check_fold(g, p, r, MPX_VIZ_FOLD_BOXES);
+    check_fold(g, p, r, 1);
+    printf("test_viz: PP-OCRv4 det folds %d drawn nodes into %d boxes and nodes\n", st.op_nodes, boxes);
+    CHECK(boxes * 4 < st.op_nodes);
     free(svg);
     free(a);
     free(b);
@@ -572,6 +686,7 @@ int main(void) {
     test_dot_casts_and_escaping();
     test_svg_and_overlay();
     test_plot_special_values();
+    test_fold();
     test_ppocr_det();
     return check_report("test_viz");
 }

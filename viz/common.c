@@ -174,3 +174,66 @@ double vz_now_ms(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
+
+int vz_cause_path(const mpx_graph *g, const mpx_compare *c, int end, int *path) {
+    int n = g->n_nodes;
+    if (end < 0 || end >= n) return 0;
+    double *own = malloc((size_t)n * sizeof *own), *inh = malloc((size_t)n * sizeof *inh);
+    char *up = calloc((size_t)n, 1), *down = calloc((size_t)n, 1);
+    int cause = -1, len = -1;
+    if (!own || !inh || !up || !down) goto out;
+    for (int i = 0; i < n; i++) own[i] = inh[i] = -1;
+    bool any = false;
+    for (int k = 0; k < c->n_layers; k++) {
+        const mpx_layer *l = &c->layers[k];
+        if (l->node < 0 || l->node >= n) continue;
+        double r = isnan(l->m.rel_l2) ? INFINITY : l->m.rel_l2;
+        if (r > inh[l->node]) inh[l->node] = r;
+        if (!l->has_local) continue;
+        any = true;
+        r = isnan(l->local.rel_l2) ? INFINITY : l->local.rel_l2;
+        if (r > own[l->node]) own[l->node] = r;
+    }
+    len = 0;
+    if (!any) goto out;
+    /* ancestors of end (graph order is topological: one backward sweep) */
+    up[end] = 1;
+    for (int i = end; i >= 0; i--) {
+        if (!up[i]) continue;
+        const mpx_node *nd = g->nodes[i];
+        for (int k = 0; k < nd->n_inputs; k++)
+            if (nd->inputs[k] && nd->inputs[k]->producer) up[nd->inputs[k]->producer->index] = 1;
+    }
+    for (int i = 0; i <= end; i++)
+        if (up[i] && own[i] > 0 && (cause < 0 || own[i] > own[cause])) cause = i;
+    if (cause < 0) goto out;
+    /* nodes between the cause and end: descendants of the cause among the ancestors */
+    down[cause] = 1;
+    for (int i = cause; i <= end; i++) {
+        if (!down[i]) continue;
+        const mpx_node *nd = g->nodes[i];
+        for (int k = 0; k < nd->n_outputs; k++) {
+            const mpx_tensor *t = nd->outputs[k];
+            for (int q = 0; t && q < t->n_consumers; q++)
+                if (up[t->consumers[q]->index]) down[t->consumers[q]->index] = 1;
+        }
+    }
+    for (int at = end; at >= 0;) {
+        path[len++] = at;
+        if (at == cause) break;
+        const mpx_node *nd = g->nodes[at];
+        int best = -1;
+        for (int k = 0; k < nd->n_inputs; k++) {
+            const mpx_tensor *t = nd->inputs[k];
+            int p = t && t->producer ? t->producer->index : -1;
+            if (p >= 0 && down[p] && (best < 0 || inh[p] > inh[best])) best = p;
+        }
+        at = best; /* never -1: every node between has an input from between */
+    }
+out:
+    free(own);
+    free(inh);
+    free(up);
+    free(down);
+    return len;
+}

@@ -39,7 +39,10 @@
 
 /* ---- the view: what is drawn ------------------------------------------------ */
 
-enum { V_NONE = 0, V_OP, V_CHAIN, V_STUB };
+enum { V_NONE = 0, V_OP, V_CHAIN, V_REGION, V_STUB };
+
+/* Members of a chain or region are linked through next[] from their head. */
+#define V_GROUP(k) ((k) == V_CHAIN || (k) == V_REGION)
 
 typedef struct endpoint {
     Agnode_t *an;
@@ -55,7 +58,7 @@ typedef struct view {
     int *dist;           /* [n_nodes] --around distance, -1 unreached (0 everywhere without it) */
     int *head;           /* [n_nodes] the node drawing it (chain head, itself), -1 none */
     int *next;           /* [n_nodes] next chain member, -1 */
-    char *kind;          /* [n_nodes] of heads: V_OP, V_CHAIN, V_STUB */
+    char *kind;          /* [n_nodes] of heads: V_OP, V_CHAIN, V_REGION, V_STUB */
     int *cast_of;        /* [n_tensors] first cast index of the tensor, -1 */
     vz_node_err *err;    /* [n_nodes] overlay figures or NULL */
     Agraph_t *G;
@@ -73,6 +76,13 @@ static bool is_data_tensor(const view *v, const mpx_tensor *t) {
     if (!v->p->tensors[t->index].constant) return true;
     /* a constant drawn as an edge: produced by a node that is drawn (--all) */
     return t->producer && !v->hidden[t->producer->index];
+}
+
+static bool cast_serves(const mpx_plan_cast *k, int c);
+
+/* The first letter of a drawn node's id (mpx_viz.h lists them). */
+static char id_letter(char kind) {
+    return kind == V_CHAIN ? 'c' : kind == V_REGION ? 'r' : kind == V_STUB ? 's' : 'n';
 }
 
 static bool is_weight_input(const view *v, const mpx_tensor *t) {
@@ -194,6 +204,165 @@ static int chain_successor(const view *v, int a) {
     return b;
 }
 
+/* ---- folding into regions: the model-level view ----------------------------- */
+
+/* Whether a rule picks nodes by name (name:<glob>): a decision about those
+ * nodes (a per-node override, search's fp32 set) that the model-level view
+ * must show, not fold into a box. */
+static bool rule_names_nodes(const char *text) {
+    if (!text) return false;
+    const char *n = strstr(text, "name:"), *w = strstr(text, " when "), *c = strchr(text, '#');
+    return n && (!w || n < w) && (!c || n < c);
+}
+
+static bool foldable(const view *v, int i) {
+    if (v->kind[i] != V_OP || i == v->center) return false;
+    int r = v->p->nodes[i].colour_rule;
+    return !(r >= 0 && v->o->rules && rule_names_nodes(mpx_rules_text(v->o->rules, r)));
+}
+
+/* Nodes that may share a box: the formats a reviewer reads off the box. */
+static bool same_formats(const view *v, int a, int b) {
+    const mpx_plan_node *pa = &v->p->nodes[a], *pb = &v->p->nodes[b];
+    const mpx_node *na = v->g->nodes[a], *nb = v->g->nodes[b];
+    if (pa->is_float != pb->is_float || pa->compute != pb->compute || pa->output != pb->output) return false;
+    if (na->guard != nb->guard || na->branch != nb->branch) return false;
+    return v->o->cluster <= 0 || same_cluster(na->name, nb->name, v->o->cluster);
+}
+
+/* Whether a runtime cast sits on tensor t on its way to node c. */
+static bool cast_between(const view *v, const mpx_tensor *t, int c) {
+    const mpx_plan *p = v->p;
+    for (int j = v->cast_of[t->index]; j >= 0 && j < p->n_casts && p->casts[j].tensor == t->index; j++)
+        if (cast_serves(&p->casts[j], c)) return true;
+    return false;
+}
+
+typedef struct fold {
+    int *root;      /* union-find parent */
+    int *size;      /* of roots: members */
+    int *last;      /* of roots: largest member index */
+    int *member;    /* of roots: first of the member list, linked by link[] */
+    int *link;
+    int *seen, stamp;
+    int *stack;
+} fold;
+
+static int fold_find(fold *f, int i) {
+    while (f->root[i] != i) i = f->root[i] = f->root[f->root[i]];
+    return i;
+}
+
+/* Whether merging regions a and b (an edge runs from a to b) keeps both
+ * convex, so the folded picture stays acyclic and every box is a piece of
+ * the computation with inputs on one side and outputs on the other: no path
+ * may leave a and reach b through a node outside both. Graph order is
+ * topological, so the search stops past b's last member. */
+static bool fold_convex(const view *v, fold *f, int a, int b) {
+    const mpx_graph *g = v->g;
+    int sp = 0, lim = f->last[b];
+    f->stamp++;
+    for (int m = f->member[a]; m >= 0; m = f->link[m]) {
+        const mpx_node *nd = g->nodes[m];
+        for (int k = 0; k < nd->n_outputs; k++) {
+            const mpx_tensor *t = nd->outputs[k];
+            for (int c = 0; t && c < t->n_consumers; c++) {
+                int x = t->consumers[c]->index, rx = fold_find(f, x);
+                if (rx == a || rx == b || x > lim || f->seen[x] == f->stamp) continue;
+                f->seen[x] = f->stamp;
+                f->stack[sp++] = x;
+            }
+        }
+    }
+    while (sp > 0) {
+        const mpx_node *nd = g->nodes[f->stack[--sp]];
+        for (int k = 0; k < nd->n_outputs; k++) {
+            const mpx_tensor *t = nd->outputs[k];
+            for (int c = 0; t && c < t->n_consumers; c++) {
+                int x = t->consumers[c]->index;
+                if (x > lim || f->seen[x] == f->stamp) continue;
+                if (fold_find(f, x) == b) return false;
+                f->seen[x] = f->stamp;
+                f->stack[sp++] = x;
+            }
+        }
+    }
+    return true;
+}
+
+/* Regions: convex groups of connected nodes in the same formats with no
+ * cast between them, grown along the data edges in graph order up to `cap`
+ * members, so a long stretch of the model becomes a few boxes of similar
+ * size (a cap of all nodes would draw most exported models as one box).
+ * Each region of two or more is drawn as one node, r<head>. */
+static mpx_status fold_regions(view *v, int cap, mpx_error *err) {
+    const mpx_graph *g = v->g;
+    size_t nn = (size_t)g->n_nodes + 1;
+    fold f = {0};
+    f.root = malloc(nn * sizeof *f.root);
+    f.size = malloc(nn * sizeof *f.size);
+    f.last = malloc(nn * sizeof *f.last);
+    f.member = malloc(nn * sizeof *f.member);
+    f.link = malloc(nn * sizeof *f.link);
+    f.seen = calloc(nn, sizeof *f.seen);
+    f.stack = malloc(nn * sizeof *f.stack);
+    mpx_status st = MPX_OK;
+    if (!f.root || !f.size || !f.last || !f.member || !f.link || !f.seen || !f.stack) {
+        st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        f.root[i] = f.member[i] = f.last[i] = i;
+        f.size[i] = 1;
+        f.link[i] = -1;
+    }
+    for (int b = 0; b < g->n_nodes; b++) {
+        if (!foldable(v, b)) continue;
+        const mpx_node *nb = g->nodes[b];
+        for (int k = 0; k < nb->n_inputs; k++) {
+            const mpx_tensor *t = nb->inputs[k];
+            if (!is_data_tensor(v, t) || !t->producer) continue;
+            int a = t->producer->index;
+            if (!foldable(v, a) || !same_formats(v, a, b) || cast_between(v, t, b)) continue;
+            int ra = fold_find(&f, a), rb = fold_find(&f, b);
+            if (ra == rb || f.size[ra] + f.size[rb] > cap || !fold_convex(v, &f, ra, rb)) continue;
+            /* the smaller index roots the union; member lists are joined */
+            int lo = ra < rb ? ra : rb, hi = ra < rb ? rb : ra;
+            f.root[hi] = lo;
+            f.size[lo] += f.size[hi];
+            if (f.last[hi] > f.last[lo]) f.last[lo] = f.last[hi];
+            int tail = f.member[lo];
+            while (f.link[tail] >= 0) tail = f.link[tail];
+            f.link[tail] = f.member[hi];
+        }
+    }
+    /* members in graph order behind the head (the smallest index) */
+    for (int i = 0; i < g->n_nodes; i++) f.last[i] = -1;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (!foldable(v, i)) continue;
+        int r = fold_find(&f, i);
+        if (f.size[r] < 2) continue;
+        if (f.last[r] < 0) {
+            v->kind[i] = V_REGION;
+            v->st.chains++;
+        } else {
+            v->next[f.last[r]] = i;
+            v->head[i] = r;
+            v->kind[i] = V_NONE;
+        }
+        f.last[r] = i;
+    }
+out:
+    free(f.root);
+    free(f.size);
+    free(f.last);
+    free(f.member);
+    free(f.link);
+    free(f.seen);
+    free(f.stack);
+    return st;
+}
+
 static mpx_status build_view(view *v, mpx_error *err) {
     const mpx_graph *g = v->g;
     const mpx_plan *p = v->p;
@@ -237,7 +406,13 @@ static mpx_status build_view(view *v, mpx_error *err) {
             v->kind[i] = V_STUB;
         }
     }
-    if (v->o->collapse) {
+    if (v->o->fold > 0) {
+        int n_op = v->st.op_nodes;
+        /* about o->fold boxes whatever the model's size */
+        int cap = (n_op + v->o->fold - 1) / v->o->fold;
+        mpx_status st = fold_regions(v, cap < 2 ? 2 : cap, err);
+        if (st) return st;
+    } else if (v->o->collapse) {
         bool *has_prev = calloc(nn, sizeof *has_prev);
         if (!has_prev) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
         for (int a = 0; a < g->n_nodes; a++) {
@@ -418,12 +593,103 @@ static Agraph_t *branch_cluster(view *v, const mpx_node *n, int depth) {
     return sub ? sub : parent;
 }
 
+/* The label of a chain or region as a Graphviz HTML table: its text rows
+ * above a bar of colour shares, so a box of mixed colours shows each share
+ * without painting stripes under the text. */
+static void group_label(view *v, int h, int count, const int *cnt, const vz_node_err *e, const mpx_format *w,
+                        vz_buf *b) {
+    const mpx_graph *g = v->g;
+    const mpx_plan_node *pn = &v->p->nodes[h];
+    int kinds = 0;
+    for (int c = 1; c < MPX_COLOUR_COUNT; c++) kinds += cnt[c] > 0;
+    int last = h;
+    while (v->next[last] >= 0) last = v->next[last];
+    vz_printf(b, "<TABLE BORDER=\"0\" CELLSPACING=\"0\" CELLPADDING=\"1\"><TR><TD COLSPAN=\"%d\"><B>%d nodes "
+                 "\xc2\xb7 %s</B></TD></TR><TR><TD COLSPAN=\"%d\">",
+              kinds, count, pn->is_float ? mpx_format_name(pn->compute) : "no float", kinds);
+    if (v->kind[h] == V_CHAIN) {
+        int k = 0;
+        for (int m = h; m >= 0; m = v->next[m], k++) {
+            if (count > 4 && k == 2) {
+                vz_put(b, " &#8594; &#8230;");
+                while (v->next[m] != last) m = v->next[m];
+                continue;
+            }
+            if (k) vz_put(b, " &#8594; ");
+            vz_put_xml(b, g->nodes[m]->op_type);
+        }
+    } else {
+        /* op types by count, the four most frequent; ties in first-seen order */
+        int shown = 0, taken[4] = {-1, -1, -1, -1};
+        for (; shown < 4; shown++) {
+            int best = -1, best_n = 0;
+            for (int m = h; m >= 0; m = v->next[m]) {
+                int op = (int)g->nodes[m]->op, n = 0;
+                bool done = false;
+                for (int q = 0; q < shown; q++) done |= taken[q] == op;
+                if (done || op == best) continue;
+                for (int q = m; q >= 0; q = v->next[q]) n += (int)g->nodes[q]->op == op;
+                if (n > best_n) best = op, best_n = n;
+            }
+            if (best < 0) break;
+            taken[shown] = best;
+            int n = 0;
+            const char *name = NULL;
+            for (int m = h; m >= 0; m = v->next[m])
+                if ((int)g->nodes[m]->op == best) {
+                    if (!name) name = g->nodes[m]->op_type;
+                    n++;
+                }
+            if (shown) vz_put(b, " \xc2\xb7 ");
+            vz_put_xml(b, name);
+            vz_printf(b, " %d", n);
+        }
+        int rest = count;
+        for (int m = h; m >= 0; m = v->next[m])
+            for (int q = 0; q < shown; q++) rest -= (int)g->nodes[m]->op == taken[q];
+        if (rest > 0) vz_printf(b, " \xc2\xb7 %d more", rest);
+    }
+    vz_printf(b, "</TD></TR><TR><TD COLSPAN=\"%d\"><FONT POINT-SIZE=\"8\">", kinds);
+    vz_put_xml(b, g->nodes[h]->name);
+    vz_put(b, " &#8230; ");
+    vz_put_xml(b, g->nodes[last]->name);
+    vz_put(b, "</FONT></TD></TR>");
+    char fig[32];
+    if (e && e->has && e->rel_l2 != 0)
+        vz_printf(b, "<TR><TD COLSPAN=\"%d\">worst rel_l2 %s</TD></TR>", kinds, vz_fig(e->rel_l2, fig, sizeof fig));
+    if (e && e->overflow)
+        vz_printf(b, "<TR><TD COLSPAN=\"%d\"><B>OVERFLOW %lld</B></TD></TR>", kinds, (long long)e->overflow);
+    if (e && e->underflow)
+        vz_printf(b, "<TR><TD COLSPAN=\"%d\">underflow %lld</TD></TR>", kinds, (long long)e->underflow);
+    /* a rule shows as the double border; converted weights need a word */
+    if (w) vz_printf(b, "<TR><TD COLSPAN=\"%d\">W&#8594;%s</TD></TR>", kinds, w->name);
+    if (kinds > 1) {
+        vz_put(b, "<TR>");
+        for (int c = 1; c < MPX_COLOUR_COUNT; c++)
+            if (cnt[c])
+                vz_printf(b, "<TD BGCOLOR=\"%s\" BORDER=\"1\" COLOR=\"#9e9e9e\" HEIGHT=\"6\" WIDTH=\"%d\" "
+                             "FIXEDSIZE=\"TRUE\"></TD>",
+                          vz_fill((mpx_colour)c), 4 + 120 * cnt[c] / count);
+        vz_put(b, "</TR>");
+    }
+    vz_put(b, "</TABLE>");
+}
+
+/* Set an HTML-like label (agstrdup interns by content: making the HTML
+ * string first makes agsafeset's copy of the same text the HTML one). */
+static void set_html_label(view *v, Agnode_t *an, const char *text) {
+    char *html = agstrdup_html(v->G, (char *)text);
+    if (!html) return;
+    vz_set(an, "label", html);
+    agstrfree(v->G, html);
+}
+
 static void add_op(view *v, int h) {
     const mpx_graph *g = v->g;
     const mpx_node *nd = g->nodes[h];
     const mpx_plan_node *pn = &v->p->nodes[h];
     char id[32];
-    snprintf(id, sizeof id, "%c%d", v->kind[h] == V_CHAIN ? 'c' : v->kind[h] == V_STUB ? 's' : 'n', h);
+    snprintf(id, sizeof id, "%c%d", id_letter(v->kind[h]), h);
     Agnode_t *an = new_node(v, id);
     if (!an) return;
     v->an[h] = an;
@@ -445,11 +711,12 @@ static void add_op(view *v, int h) {
         vz_set(an, "tooltip", b->s ? b->s : "");
         return;
     }
+    bool group = V_GROUP(v->kind[h]);
     bool rule = false, nofloat = !pn->is_float;
     const mpx_format *w = NULL;
     int count = 0, cnt[MPX_COLOUR_COUNT] = {0};
     vz_node_err e = {0};
-    for (int m = h; m >= 0; m = v->kind[h] == V_CHAIN ? v->next[m] : -1) {
+    for (int m = h; m >= 0; m = group ? v->next[m] : -1) {
         count++;
         cnt[v->p->nodes[m].colour]++;
         if (v->p->nodes[m].colour_rule >= 0) rule = true;
@@ -462,63 +729,24 @@ static void add_op(view *v, int h) {
         }
     }
     b->len = 0;
-    if (v->kind[h] == V_CHAIN) {
-        int last = h;
-        while (v->next[last] >= 0) last = v->next[last];
-        vz_printf(b, "%d nodes, %s\\n", count, pn->is_float ? mpx_format_name(pn->compute) : "no float");
-        int k = 0;
-        for (int m = h; m >= 0; m = v->next[m], k++) {
-            if (count > 4 && k == 2) {
-                vz_put(b, " \xe2\x86\x92 \xe2\x80\xa6");
-                while (v->next[m] != last) m = v->next[m];
-                continue;
-            }
-            if (k) vz_put(b, " \xe2\x86\x92 ");
-            put_label_text(b, g->nodes[m]->op_type);
-        }
-        vz_put(b, "\\n");
-        put_label_text(b, nd->name);
-        vz_put(b, " \xe2\x80\xa6\\n");
-        put_label_text(b, g->nodes[last]->name);
-        /* striped by colour share: a chain of mixed colours shows each */
-        char fc[256] = "";
-        size_t o = 0;
-        int kinds = 0;
-        for (int c = 1; c < MPX_COLOUR_COUNT; c++) kinds += cnt[c] > 0;
-        for (int c = 1; c < MPX_COLOUR_COUNT && o < sizeof fc; c++) {
-            if (!cnt[c]) continue;
-            if (kinds == 1) o += (size_t)snprintf(fc + o, sizeof fc - o, "%s", vz_fill((mpx_colour)c));
-            else
-                o += (size_t)snprintf(fc + o, sizeof fc - o, "%s%s;%.3f", o ? ":" : "", vz_fill((mpx_colour)c),
-                                      (double)cnt[c] / count - 0.0005);
-        }
+    if (group) {
+        group_label(v, h, count, cnt, v->err ? &e : NULL, w, b);
+        /* the box takes the fill of its most frequent colour */
+        int top = 1;
+        for (int c = 2; c < MPX_COLOUR_COUNT; c++)
+            if (cnt[c] > cnt[top]) top = c;
         vz_set(an, "shape", "box");
-        vz_set(an, "style", kinds == 1 ? (nofloat ? "filled,dashed" : "filled") : "striped");
-        vz_set(an, "fillcolor", fc);
-    } else {
-        put_label_text(b, nd->op_type);
-        vz_put(b, "\\n");
-        put_label_text(b, nd->name);
-        vz_set(an, "fillcolor", vz_fill(pn->colour));
-        if (nofloat) vz_set(an, "style", "rounded,filled,dashed");
-    }
-    if (rule || w) {
-        vz_put(b, "\\n");
-        if (rule) {
-            if (v->kind[h] == V_CHAIN) vz_put(b, "rule");
-            else vz_printf(b, "rule #%d", pn->colour_rule + 1);
+        vz_set(an, "style", nofloat ? "filled,dashed" : "filled");
+        vz_set(an, "fillcolor", vz_fill((mpx_colour)top));
+        if (rule) vz_set(an, "peripheries", "2");
+        if (v->err) {
+            vz_buf scratch;
+            vz_buf_init(&scratch);
+            overlay_style(an, &e, &scratch); /* the border; the figures are in the table */
+            vz_buf_free(&scratch);
         }
-        if (w) vz_printf(b, "%sW\xe2\x86\x92%s", rule ? " \xc2\xb7 " : "", w->name);
-    }
-    if (rule) vz_set(an, "peripheries", "2");
-    if (h == v->center) {
-        vz_set(an, "fontsize", "12");
-        if (!v->err) vz_set(an, "penwidth", "3");
-    }
-    overlay_style(an, v->err ? &e : NULL, b);
-    vz_set(an, "label", b->s ? b->s : "");
-    b->len = 0;
-    if (v->kind[h] == V_CHAIN) {
+        if (!b->oom && b->s) set_html_label(v, an, b->s);
+        b->len = 0;
         int k = 0;
         for (int m = h; m >= 0 && k < 24; m = v->next[m], k++) {
             if (k) vz_put(b, "\\n");
@@ -529,9 +757,28 @@ static void add_op(view *v, int h) {
                       v->p->nodes[m].colour_rule >= 0 ? ", rule" : "");
         }
         if (count > 24) vz_printf(b, "\\n... %d more", count - 24);
-    } else {
-        node_tooltip(v, b, h);
+        vz_set(an, "tooltip", b->s ? b->s : "");
+        return;
     }
+    put_label_text(b, nd->op_type);
+    vz_put(b, "\\n");
+    put_label_text(b, nd->name);
+    vz_set(an, "fillcolor", vz_fill(pn->colour));
+    if (nofloat) vz_set(an, "style", "rounded,filled,dashed");
+    if (rule || w) {
+        vz_put(b, "\\n");
+        if (rule) vz_printf(b, "rule #%d", pn->colour_rule + 1);
+        if (w) vz_printf(b, "%sW\xe2\x86\x92%s", rule ? " \xc2\xb7 " : "", w->name);
+    }
+    if (rule) vz_set(an, "peripheries", "2");
+    if (h == v->center) {
+        vz_set(an, "fontsize", "12");
+        if (!v->err) vz_set(an, "penwidth", "3");
+    }
+    overlay_style(an, v->err ? &e : NULL, b);
+    vz_set(an, "label", b->s ? b->s : "");
+    b->len = 0;
+    node_tooltip(v, b, h);
     vz_set(an, "tooltip", b->s ? b->s : "");
 }
 
@@ -601,7 +848,9 @@ static void add_edge(view *v, Agnode_t *a, Agnode_t *b, const mpx_tensor *t, con
         char sh[256];
         vz_printf(lb, "\\n%s", mpx_tensor_shape_str(t, sh, sizeof sh));
     }
-    vz_set(e, "label", lb->s ? lb->s : "");
+    /* the model-level view leaves the format to the boxes: labels on its
+     * long edges would take a rank's height each */
+    if (v->o->fold <= 0) vz_set(e, "label", lb->s ? lb->s : "");
     lb->len = 0;
     put_label_text(lb, t->name);
     vz_printf(lb, " (%s)", fmt);
@@ -653,6 +902,8 @@ static void tensor_edges(view *v, const mpx_tensor *t, endpoint src, int out_k) 
         if (k < 0) {
             if (!src.an || src.an == dst.an || !(src.full || dst.full) || v->stamp[slot] == tid) continue;
             v->stamp[slot] = tid;
+            /* the model-level view draws one edge per pair of boxes */
+            if (v->o->fold > 0 && agedge(v->G, src.an, dst.an, NULL, 0)) continue;
             add_edge(v, src.an, dst.an, t, tensor_fmt(v, t));
         } else {
             if (!(src.full || dst.full) || v->stamp[slot] == tid) continue;
@@ -769,7 +1020,7 @@ static mpx_status make_graph(view *v, mpx_error *err) {
     agattr(G, AGRAPH, (char *)"rankdir", (char *)"TB");
     agattr(G, AGRAPH, (char *)"fontname", (char *)"Helvetica");
     agattr(G, AGRAPH, (char *)"nodesep", (char *)"0.25");
-    agattr(G, AGRAPH, (char *)"ranksep", (char *)"0.3");
+    agattr(G, AGRAPH, (char *)"ranksep", (char *)(v->o->fold > 0 ? "0.2" : "0.3"));
     agattr(G, AGRAPH, (char *)"labelloc", (char *)"t");
     agattr(G, AGRAPH, (char *)"fontsize", (char *)"16");
     agattr(G, AGNODE, (char *)"shape", (char *)"box");
@@ -911,6 +1162,33 @@ mpx_status mpx_viz_dot(const mpx_plan *plan, const mpx_viz_opts *o, char **out, 
     }
     st = finish(&v, stats, st);
     vz_gv_release(saved);
+    return st;
+}
+
+mpx_status mpx_viz_node_ids(const mpx_plan *plan, const mpx_viz_opts *o, char (*ids)[16], mpx_error *err) {
+    view v;
+    memset(&v, 0, sizeof v);
+    vz_buf_init(&v.tmp);
+    v.p = plan;
+    v.o = o;
+    v.center = -1;
+    if (!plan || !plan->g || !o) return mpx_error_set(err, MPX_E_ARG, "no plan to draw");
+    v.g = plan->g;
+    if (o->around) {
+        const mpx_node *c = mpx_graph_find_node(plan->g, o->around);
+        const mpx_tensor *t = c ? NULL : mpx_graph_find_tensor(plan->g, o->around);
+        if (t && t->producer) c = t->producer;
+        if (!c) return mpx_error_set(err, MPX_E_ARG, "--around: no node or tensor named \"%s\"", o->around);
+        v.center = c->index;
+    }
+    mpx_status st = build_view(&v, err);
+    for (int i = 0; !st && i < plan->g->n_nodes; i++) {
+        int h = v.head[i];
+        ids[i][0] = '\0';
+        if (h < 0) continue;
+        snprintf(ids[i], sizeof ids[i], "%c%d", id_letter(v.kind[h]), h);
+    }
+    free_view(&v);
     return st;
 }
 

@@ -1,11 +1,16 @@
 /* html.c - one self-contained review page: everything a reviewer needs to
  * judge a precision plan without mpx, in one file that opens from disk with
- * no network (inline CSS, inline SVG, a few lines of inline script to sort
- * the tables and zoom the graph; no fonts, images or scripts fetched).
+ * no network (inline CSS, inline SVG, inline script; no fonts, images or
+ * scripts fetched).
  *
- * Sections: model summary; target, options and rules; the plan's figures and
- * its casts; the cast graph (SVG from graph.c, with the error overlay when a
- * run is given); the error plot (plot.c); the per-layer table. */
+ * The first screen: "what to look at" beside the cast graph. On large
+ * graphs (over MPX_VIZ_PAGE_FOLD_NODES drawn nodes) the graph opens as the
+ * model-level view (graph.c's fold: about 16 boxes) with the detailed graph
+ * behind it; page.js pans and zooms both, opens a box at its nodes, finds
+ * nodes, tensors and ops, and jumps to the worst layer, each overflow and
+ * along the path to the cause, from an index of the nodes written here as
+ * JSON. Then: model summary; target, rules, the plan's figures and casts;
+ * the error plot (plot.c); the per-layer table with filters. */
 #include "viz_internal.h"
 
 #include <math.h>
@@ -21,36 +26,10 @@ static const char *bytes_str(int64_t v, char *buf, size_t n) {
     return buf;
 }
 
-static const char css[] =
-    "body{font-family:Helvetica,Arial,sans-serif;margin:0;color:#212121;background:#fafafa}"
-    "header{background:#263238;color:#fff;padding:14px 24px}header h1{margin:0;font-size:22px}"
-    "header p{margin:4px 0 0;color:#cfd8dc;font-size:13px}"
-    "nav{padding:6px 24px;background:#eceff1;font-size:13px}nav a{margin-right:14px;color:#1565c0}"
-    "section{background:#fff;margin:14px 24px;padding:10px 18px 16px;border:1px solid #e0e0e0;border-radius:6px}"
-    "h2{font-size:17px;margin:8px 0 10px;color:#37474f}h3{font-size:14px;margin:14px 0 6px;color:#455a64}"
-    "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #e0e0e0;padding:3px 7px;text-align:left}"
-    "th{background:#f5f5f5;position:sticky;top:0}table.sortable th{cursor:pointer}"
-    "table.kv th{position:static;width:140px}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}"
-    ".badge{display:inline-block;padding:1px 8px;border:1px solid #9e9e9e;border-radius:9px;font-size:12px}"
-    ".cards{display:flex;flex-wrap:wrap;gap:10px}.card{border:1px solid #e0e0e0;border-radius:6px;padding:8px 14px;"
-    "min-width:110px}.card b{display:block;font-size:20px}.card span{font-size:12px;color:#616161}"
-    ".graph{overflow:auto;max-height:min(85vh,1400px);border:1px solid #e0e0e0;background:#fff}"
-    ".graph.fit svg{width:100%;height:auto}.tools button{font-size:12px;margin-right:6px}"
-    ".plot svg{max-width:100%;height:auto}.scroll{max-height:70vh;overflow:auto}"
-    "code{background:#f5f5f5;padding:1px 4px;border-radius:3px}.note{color:#616161;font-size:12px}"
-    "ol.rules li{margin:3px 0}footer{margin:14px 24px 30px;color:#757575;font-size:12px}";
-
-static const char script[] =
-    "document.querySelectorAll('table.sortable').forEach(function(t){"
-    "t.querySelectorAll('th').forEach(function(th,i){th.title='click to sort';"
-    "th.addEventListener('click',function(){var b=t.tBodies[0],r=Array.prototype.slice.call(b.rows),"
-    "d=th.dataset.dir==='a'?-1:1;th.dataset.dir=d>0?'a':'d';"
-    "function v(x){var c=x.cells[i];return c.dataset.v!==undefined?c.dataset.v:c.textContent;}"
-    "r.sort(function(x,y){var a=v(x),c=v(y),na=parseFloat(a),nc=parseFloat(c);"
-    "if(!isNaN(na)&&!isNaN(nc))return na===nc?0:(na<nc?-d:d);return a.localeCompare(c)*d;});"
-    "r.forEach(function(x){b.appendChild(x);});});});});"
-    "document.querySelectorAll('button[data-zoom]').forEach(function(bt){bt.addEventListener('click',function(){"
-    "var g=document.getElementById('graph-box');g.classList.toggle('fit',bt.dataset.zoom==='fit');});});";
+/* The page's style and script: viz/page.css and viz/page.js, made into C
+ * strings at build time (viz/embed.cmake). */
+#include "viz_page_css.h"
+#include "viz_page_js.h"
 
 static void colour_badge(vz_buf *b, mpx_colour c) {
     vz_printf(b, "<span class=\"badge\" style=\"background:%s\">%s</span>", vz_fill(c), mpx_colour_name(c));
@@ -282,7 +261,15 @@ static void worst_table(vz_buf *b, const mpx_viz_page *pg) {
  * layer, the layer whose own error is largest (a --local run), overflow
  * sites, weights the conversion damages, the nodes search kept fp32. Every
  * item names the node, linked to the graph; figures from the first run. */
-static void look_section(vz_buf *b, const mpx_viz_page *pg) {
+/* What the first screen and the script need, worked out once. */
+typedef struct page_facts {
+    int worst;      /* node of the first run's worst layer, -1 */
+    int end;        /* producer of the worst output, -1 */
+    int *path;      /* vz_cause_path from end: end first, the cause last */
+    int n_path;
+} page_facts;
+
+static void look_section(vz_buf *b, const mpx_viz_page *pg, const page_facts *f) {
     const mpx_plan *p = pg->plan;
     const mpx_graph *g = p->g;
     char fig[32];
@@ -348,6 +335,21 @@ static void look_section(vz_buf *b, const mpx_viz_page *pg) {
         vz_put(b, "</code> (see the plan)</li>");
     }
     free(wc);
+    if (f->n_path > 1) {
+        vz_printf(b, "<li>the worst output's error comes from ");
+        node_link(b, pg, f->path[f->n_path - 1]);
+        vz_printf(b, " along %d nodes: ", f->n_path);
+        for (int i = f->n_path - 1; i >= 0; i--) {
+            if (i != f->n_path - 1) vz_put(b, " &#8594; ");
+            if (i == f->n_path - 1 || i == 0 || f->n_path <= 6 || i == f->n_path - 2 || i == 1) {
+                vz_put_xml(b, g->nodes[f->path[i]]->name);
+            } else if (i == f->n_path - 3) {
+                vz_printf(b, "&#8230; %d more", f->n_path - 4);
+                i = 2;
+            }
+        }
+        vz_put(b, " <button data-act=\"path\">show the path</button></li>");
+    }
     int searched = 0;
     for (int i = 0; pg->rules && i < mpx_rules_count(pg->rules); i++) {
         const char *tx = mpx_rules_text(pg->rules, i);
@@ -360,12 +362,11 @@ static void look_section(vz_buf *b, const mpx_viz_page *pg) {
 }
 
 static void node_link(vz_buf *b, const mpx_viz_page *pg, int n) {
-    const mpx_graph *g = pg->plan->g;
-    /* a node is drawn under its own id n<i> unless chains or --around changed that */
-    bool linked = !pg->graph || (!pg->graph->collapse && !pg->graph->around);
-    if (linked) vz_printf(b, "<a href=\"#n%d\">", n);
-    vz_put_xml(b, g->nodes[n]->name);
-    if (linked) vz_put(b, "</a>");
+    /* page.js takes data-node to the node in whichever view draws it; the
+     * href is the plain anchor for a reader without the script */
+    vz_printf(b, "<a href=\"#n%d\" data-node=\"%d\">", n, n);
+    vz_put_xml(b, pg->plan->g->nodes[n]->name);
+    vz_put(b, "</a>");
 }
 
 static void layer_table(vz_buf *b, const mpx_viz_page *pg) {
@@ -400,11 +401,65 @@ static void layer_table(vz_buf *b, const mpx_viz_page *pg) {
     const mpx_compare *c = pg->series[0].cmp;
     bool local = false;
     for (int k = 0; k < c->n_layers && !local; k++) local = c->layers[k].has_local;
+    /* a data set: each layer's figures are its worst over the samples; the
+     * table names the sample that gave the worst rel_l2 */
+    int *worst_sample = NULL;
+    const mpx_samples *S = c->samples;
+    if (S && S->n_layers == c->n_layers && S->n_samples > 0) {
+        mpx_layer *tmp = malloc((size_t)c->n_layers * sizeof *tmp);
+        worst_sample = malloc((size_t)c->n_layers * sizeof *worst_sample);
+        mpx_error serr;
+        if (tmp && worst_sample) memcpy(tmp, c->layers, (size_t)c->n_layers * sizeof *tmp);
+        if (!tmp || !worst_sample || mpx_samples_reduce(S, MPX_STAT_WORST, 0, tmp, worst_sample, &serr) != MPX_OK) {
+            free(worst_sample);
+            worst_sample = NULL;
+        }
+        free(tmp);
+    }
     vz_put(b, "<p class=\"note\">One row per float tensor a node computes, in topological order, against the fp32 "
               "reference (");
     vz_put_xml(b, pg->series[0].label ? pg->series[0].label : "run");
+    if (worst_sample)
+        vz_printf(b, ", %d samples: each figure is the layer's worst over the samples; the sample column names the "
+                     "one with the worst rel_l2",
+                  S->n_samples);
     vz_put(b, "). The rel_l2 cell is tinted on the graph overlay's scale. Click a heading to sort; a node name "
-              "jumps to it in the graph.</p><div class=\"scroll\"><table class=\"sortable\"><thead><tr><th>#</th>"
+              "shows it in the graph.</p>");
+    /* filters: the choices are the values present */
+    vz_put(b, "<div class=\"filters\"><input id=\"tf-text\" placeholder=\"filter by name\" aria-label=\"filter\">"
+              "<select id=\"tf-op\" aria-label=\"op\"><option value=\"\">every op</option>");
+    {
+        bool seen_op[MPX_OP_COUNT] = {false};
+        for (int k = 0; k < c->n_layers; k++) {
+            int n = c->layers[k].node;
+            if (n < 0 || n >= g->n_nodes) continue;
+            seen_op[g->nodes[n]->op] = true;
+        }
+        for (int op = 0; op < MPX_OP_COUNT; op++)
+            if (seen_op[op]) {
+                vz_put(b, "<option>");
+                vz_put_xml(b, mpx_op_name((mpx_op)op));
+                vz_put(b, "</option>");
+            }
+    }
+    vz_put(b, "</select><select id=\"tf-colour\" aria-label=\"colour\"><option value=\"\">every colour</option>");
+    for (int col = 1; col < MPX_COLOUR_COUNT; col++) vz_printf(b, "<option>%s</option>", mpx_colour_name((mpx_colour)col));
+    vz_put(b, "</select><select id=\"tf-format\" aria-label=\"format\"><option value=\"\">every format</option>");
+    {
+        const char *fmts[16];
+        int nf = 0;
+        for (int k = 0; k < c->n_layers; k++) {
+            const char *f = mpx_format_name(c->layers[k].fmt);
+            bool have = false;
+            for (int j = 0; j < nf && !have; j++) have = strcmp(fmts[j], f) == 0;
+            if (!have && nf < 16) fmts[nf++] = f;
+        }
+        for (int j = 0; j < nf; j++) vz_printf(b, "<option>%s</option>", fmts[j]);
+    }
+    vz_printf(b, "</select><label><input type=\"checkbox\" id=\"tf-ovf\"> only overflow</label>"
+                 "<span id=\"tf-count\" class=\"note\">%d rows</span></div>",
+              c->n_layers);
+    vz_put(b, "<div class=\"scroll\"><table class=\"sortable\" id=\"layer-table\"><thead><tr><th>#</th>"
               "<th>node</th><th>op</th><th>colour</th><th>compute</th><th>tensor</th><th>format</th><th>rel_l2</th>");
     for (int s = 1; s < pg->n_series; s++) {
         vz_put(b, "<th>rel_l2 ");
@@ -412,13 +467,25 @@ static void layer_table(vz_buf *b, const mpx_viz_page *pg) {
         vz_put(b, "</th>");
     }
     if (local) vz_put(b, "<th>local rel_l2</th>");
-    vz_put(b, "<th>max_abs</th><th>sqnr_db</th><th>cos</th><th>overflow</th><th>underflow</th><th>subnormal</th>"
-              "</tr></thead><tbody>");
+    vz_put(b, "<th>max_abs</th><th>sqnr_db</th><th>cos</th><th>overflow</th><th>underflow</th><th>subnormal</th>");
+    if (worst_sample) vz_put(b, "<th>sample</th>");
+    vz_put(b, "</tr></thead><tbody>");
+    bool *rowed = calloc((size_t)g->n_nodes + 1, sizeof *rowed);
     for (int k = 0; k < c->n_layers; k++) {
         const mpx_layer *l = &c->layers[k];
         if (l->node < 0 || l->node >= g->n_nodes || l->tensor < 0 || l->tensor >= g->n_tensors) continue;
         const mpx_plan_node *pn = &p->nodes[l->node];
-        vz_printf(b, "<tr><td class=\"num\">%d</td><td>", l->node);
+        /* the first row of a node is the graph's way back to the table */
+        if (rowed && !rowed[l->node]) {
+            rowed[l->node] = true;
+            vz_printf(b, "<tr id=\"row-%d\"", l->node);
+        } else {
+            vz_put(b, "<tr");
+        }
+        vz_printf(b, " data-op=\"%s\" data-colour=\"%s\" data-fmt=\"%s\" data-ovf=\"%d\">",
+                  mpx_op_name(g->nodes[l->node]->op), mpx_colour_name(pn->colour), mpx_format_name(l->fmt),
+                  l->m.overflow > 0);
+        vz_printf(b, "<td class=\"num\">%d</td><td>", l->node);
         node_link(b, pg, l->node);
         vz_put(b, "</td><td>");
         vz_put_xml(b, g->nodes[l->node]->op_type);
@@ -440,11 +507,109 @@ static void layer_table(vz_buf *b, const mpx_viz_page *pg) {
         num_cell(b, l->m.max_abs, NULL);
         num_cell(b, l->m.sqnr_db, NULL);
         num_cell(b, l->m.cos, NULL);
-        vz_printf(b, "<td class=\"num\"%s>%lld</td><td class=\"num\">%lld</td><td class=\"num\">%lld</td></tr>\n",
+        vz_printf(b, "<td class=\"num\"%s>%lld</td><td class=\"num\">%lld</td><td class=\"num\">%lld</td>",
                   l->m.overflow ? " style=\"background:#e1bee7\"" : "", (long long)l->m.overflow,
                   (long long)l->m.underflow, (long long)l->m.subnormal);
+        if (worst_sample) vz_printf(b, "<td class=\"num\">#%d</td>", S->id[worst_sample[k]]);
+        vz_put(b, "</tr>\n");
     }
+    free(rowed);
+    free(worst_sample);
     vz_put(b, "</tbody></table></div></section>\n");
+}
+
+/* s as a JSON string inside <script>: '<' escaped too, so no name can
+ * close the script element. */
+static void put_json_str(vz_buf *b, const char *s) {
+    vz_put(b, "\"");
+    for (const unsigned char *q = (const unsigned char *)(s ? s : ""); *q; q++) {
+        if (*q == '"' || *q == '\\') vz_printf(b, "\\%c", *q);
+        else if (*q < 0x20 || *q == '<' || *q == '>' || *q == '&') vz_printf(b, "\\u%04x", *q);
+        else vz_putn(b, (const char *)q, 1);
+    }
+    vz_put(b, "\"");
+}
+
+/* The node index page.js reads: per graph node [name, op, its id in the
+ * detailed view, its box in the model view, colour, rel_l2, overflow]; tensor
+ * names to their producers; the worst layer's node, the overflowing nodes,
+ * the path to the cause. */
+static void put_index(vz_buf *b, const mpx_viz_page *pg, const page_facts *f, char (*detail)[16],
+                      char (*model)[16]) {
+    const mpx_plan *p = pg->plan;
+    const mpx_graph *g = p->g;
+    vz_node_err *e = pg->n_series ? vz_node_errors(pg->series[0].cmp, g->n_nodes, false) : NULL;
+    vz_put(b, "<script id=\"mpx-index\" type=\"application/json\">{\"nodes\":[");
+    for (int i = 0; i < g->n_nodes; i++) {
+        vz_put(b, i ? ",\n[" : "[");
+        put_json_str(b, g->nodes[i]->name);
+        vz_put(b, ",");
+        put_json_str(b, g->nodes[i]->op_type);
+        vz_printf(b, ",\"%s\",\"%s\",\"%s\",", detail[i], model ? model[i] : "", mpx_colour_name(p->nodes[i].colour));
+        if (!e || !e[i].has) vz_put(b, "null");
+        else if (!isfinite(e[i].rel_l2)) vz_put(b, "\"inf\"");
+        else vz_printf(b, "%.4g", e[i].rel_l2);
+        vz_printf(b, ",%lld]", e ? (long long)e[i].overflow : 0LL);
+    }
+    vz_put(b, "],\n\"tensors\":{");
+    bool first = true;
+    for (int t = 0; t < g->n_tensors; t++) {
+        const mpx_tensor *x = g->tensors[t];
+        if (!x->producer || p->tensors[t].constant || !x->name || !*x->name) continue;
+        vz_put(b, first ? "" : ",");
+        first = false;
+        put_json_str(b, x->name);
+        vz_printf(b, ":%d", x->producer->index);
+    }
+    vz_printf(b, "},\n\"worst\":%d,\"overflow\":[", f->worst);
+    first = true;
+    for (int i = 0; e && i < g->n_nodes; i++)
+        if (e[i].overflow > 0) {
+            vz_printf(b, "%s%d", first ? "" : ",", i);
+            first = false;
+        }
+    vz_put(b, "],\"path\":[");
+    for (int i = 0; i < f->n_path; i++) vz_printf(b, "%s%d", i ? "," : "", f->path[i]);
+    vz_put(b, "]}</script>\n");
+    free(e);
+}
+
+/* An SVG of the model view: its ids prefixed "m-" so they differ from the
+ * detailed graph's on the same page. */
+static void put_prefixed(vz_buf *b, const char *svg) {
+    for (const char *q = svg;;) {
+        const char *at = strstr(q, " id=\"");
+        if (!at) {
+            vz_put(b, q);
+            return;
+        }
+        vz_putn(b, q, (size_t)(at - q) + 5);
+        vz_put(b, "m-");
+        q = at + 5;
+    }
+}
+
+static void facts_of(const mpx_viz_page *pg, page_facts *f) {
+    const mpx_graph *g = pg->plan->g;
+    f->worst = f->end = -1;
+    f->n_path = 0;
+    f->path = NULL;
+    if (!pg->n_series) return;
+    const mpx_compare *c = pg->series[0].cmp;
+    int wl = -1;
+    for (int k = 0; k < c->n_layers; k++)
+        if (wl < 0 || !(c->layers[k].m.rel_l2 <= c->layers[wl].m.rel_l2)) wl = k;
+    if (wl >= 0) f->worst = c->layers[wl].node;
+    const mpx_layer *wo = NULL;
+    for (int o = 0; o < g->n_outputs; o++) {
+        const mpx_layer *l = mpx_compare_layer(c, g->outputs[o]->index);
+        if (l && (!wo || !(l->m.rel_l2 <= wo->m.rel_l2))) wo = l;
+    }
+    if (!wo || wo->node < 0) return;
+    f->end = wo->node;
+    f->path = malloc((size_t)g->n_nodes * sizeof *f->path);
+    if (f->path) f->n_path = vz_cause_path(g, c, f->end, f->path);
+    if (f->n_path < 0) f->n_path = 0;
 }
 
 mpx_status mpx_viz_html(const mpx_viz_page *pg, char **out, mpx_viz_stats *stats, mpx_error *err) {
@@ -464,11 +629,33 @@ mpx_status mpx_viz_html(const mpx_viz_page *pg, char **out, mpx_viz_stats *stats
         if (pg->n_series) go.overlay = pg->series[0].cmp;
     }
     if (!go.rules) go.rules = pg->rules;
-    char *svg = NULL, *plot = NULL;
-    mpx_viz_stats gst;
+    /* The detailed graph, and on large graphs (or when asked) the model-level
+     * view in front of it. */
+    int want_model = go.fold;
+    go.fold = 0;
+    char *svg = NULL, *msvg = NULL, *plot = NULL;
+    char(*ids)[16] = NULL, (*mids)[16] = NULL;
+    mpx_viz_stats gst, mst;
+    page_facts facts = {-1, -1, NULL, 0};
+    vz_buf b;
+    vz_buf_init(&b);
     mpx_status st = mpx_viz_svg(p, &go, &svg, &gst, err);
-    if (st) return st;
+    if (st) goto out;
     if (stats) *stats = gst;
+    if (!go.around && !go.collapse && gst.op_nodes > MPX_VIZ_PAGE_FOLD_NODES) want_model = MPX_VIZ_FOLD_BOXES;
+    mpx_viz_opts mo = go;
+    mo.fold = want_model;
+    mo.collapse = false;
+    mo.legend = false; /* the page explains the colours beside it */
+    mo.title = "";     /* and names the model in its header */
+    if (want_model && (st = mpx_viz_svg(p, &mo, &msvg, &mst, err))) goto out;
+    ids = calloc((size_t)g->n_nodes + 1, sizeof *ids);
+    mids = msvg ? calloc((size_t)g->n_nodes + 1, sizeof *mids) : NULL;
+    if (!ids || (msvg && !mids)) {
+        st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+        goto out;
+    }
+    if ((st = mpx_viz_node_ids(p, &go, ids, err)) || (msvg && (st = mpx_viz_node_ids(p, &mo, mids, err)))) goto out;
     if (pg->n_series) {
         mpx_viz_plot_opts po;
         if (pg->plot) po = *pg->plot;
@@ -476,15 +663,10 @@ mpx_status mpx_viz_html(const mpx_viz_page *pg, char **out, mpx_viz_stats *stats
             mpx_viz_plot_opts_default(&po);
             po.marks = p;
         }
-        st = mpx_viz_plot(pg->series, pg->n_series, &po, &plot, err);
-        if (st) {
-            free(svg);
-            return st;
-        }
+        if ((st = mpx_viz_plot(pg->series, pg->n_series, &po, &plot, err))) goto out;
     }
+    facts_of(pg, &facts);
 
-    vz_buf b;
-    vz_buf_init(&b);
     /* the file's base name says which model at a glance; exported models'
      * own names are often generic ("Model from PaddlePaddle.") */
     const char *path = pg->model_path && *pg->model_path ? pg->model_path : g->path;
@@ -494,49 +676,88 @@ mpx_status mpx_viz_html(const mpx_viz_page *pg, char **out, mpx_viz_stats *stats
     vz_put(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
                "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>mpx review: ");
     vz_put_xml(&b, title);
-    vz_printf(&b, "</title><style>%s</style></head><body>\n<header><h1>Precision review: ", css);
+    vz_printf(&b, "</title><style>%s</style></head><body>\n<header><h1>Precision review: ", vz_page_css);
     vz_put_xml(&b, title);
     vz_printf(&b, " &#8594; %s</h1><p>", mpx_format_name(p->opts.target));
     vz_put_xml(&b, pg->model_path ? pg->model_path : g->path);
     vz_put(&b, " &#183; written by mpx; this page is self-contained and needs no network</p></header>\n"
-               "<nav><a href=\"#look\">what to look at</a><a href=\"#model\">model</a>"
-               "<a href=\"#plan\">target, rules and plan</a>"
-               "<a href=\"#graph\">cast graph</a><a href=\"#plot\">error plot</a><a href=\"#layers\">per-layer table</a>"
-               "</nav>\n");
-    look_section(&b, pg);
-    model_section(&b, pg);
-    plan_section(&b, pg);
+               "<nav><a href=\"#look\">what to look at</a><a href=\"#graph\">cast graph</a><a href=\"#model\">model</a>"
+               "<a href=\"#plan\">target, rules and plan</a><a href=\"#plot\">error plot</a>"
+               "<a href=\"#layers\">per-layer table</a></nav>\n<div class=\"top\">");
+    look_section(&b, pg, &facts);
 
-    vz_put(&b, "<section id=\"graph\"><h2>Cast graph</h2><p class=\"note\">Nodes are filled by colour "
-               "(green: always low, gray: low when its inputs are, clear: follows its inputs, red: fp32); hexagons "
-               "are runtime casts; edges are labelled with the format the values travel in; a double border marks "
-               "a colour set by a rule");
-    if (go.overlay) vz_put(&b, "; the border colour and width show the node's rel_l2 in the run (log scale, see "
-                               "the legend), purple with OVERFLOW where values overflowed");
-    vz_printf(&b, ". Hover a node for details. %d nodes drawn", gst.nodes);
+    vz_put(&b, "<section id=\"graph\"><h2>Cast graph</h2><div class=\"tools\">");
+    if (msvg)
+        vz_printf(&b, "<button data-view=\"model\">model view (%d boxes)</button><button data-view=\"detail\">every "
+                      "node (%d)</button>",
+                  mst.nodes, gst.op_nodes);
+    vz_put(&b, "<button data-act=\"fit\" title=\"the whole graph\">fit</button><button data-act=\"in\">+</button>"
+               "<button data-act=\"out\">&#8722;</button><form id=\"find-form\"><input id=\"find\" list=\"names\" "
+               "placeholder=\"find a node, tensor or op\" aria-label=\"find\"> <button>find</button></form>");
+    if (facts.worst >= 0) vz_put(&b, "<button data-act=\"worst\">worst layer</button>");
+    {
+        vz_node_err *e = pg->n_series ? vz_node_errors(pg->series[0].cmp, g->n_nodes, false) : NULL;
+        int novf = 0;
+        for (int i = 0; e && i < g->n_nodes; i++) novf += e[i].overflow > 0;
+        free(e);
+        if (novf) vz_printf(&b, "<button data-act=\"ovf\">next overflow (%d)</button>", novf);
+    }
+    if (facts.n_path > 1) vz_put(&b, "<button data-act=\"path\">path to the cause</button>");
+    vz_put(&b, "</div><div id=\"info\" class=\"note\">");
+    if (msvg)
+        vz_printf(&b, "The model view folds the %d nodes into boxes of nodes in the same formats with no cast "
+                      "between them; click a box to open it, or a node to select it. ",
+                  gst.op_nodes);
+    vz_put(&b, "Drag to pan, wheel to zoom. Fill: colour (green always low, gray low when its inputs are, clear "
+               "follows its inputs, red fp32); hexagons are runtime casts; a double border marks a rule");
+    if (go.overlay) vz_put(&b, "; border colour and width: the run's rel_l2 (blue small, dark red large, purple "
+                               "overflow)");
+    vz_put(&b, ".</div>");
+    if (msvg) {
+        vz_put(&b, "<div class=\"viewer\" id=\"view-model\">");
+        put_prefixed(&b, vz_svg_body(msvg));
+        vz_put(&b, "</div>");
+    }
+    vz_printf(&b, "<div class=\"viewer\" id=\"view-detail\"%s>%s</div>", msvg ? " hidden" : "", vz_svg_body(svg));
+    vz_put(&b, "<datalist id=\"names\">");
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (!ids[i][0]) continue;
+        vz_put(&b, "<option value=\"");
+        vz_put_xml(&b, g->nodes[i]->name);
+        vz_put(&b, "\">");
+    }
+    vz_put(&b, "</datalist><p class=\"note\">");
+    vz_printf(&b, "%d nodes drawn", gst.nodes);
     if (gst.hidden) vz_printf(&b, " (%d Constant/folded nodes left out)", gst.hidden);
     if (gst.chains) vz_printf(&b, ", %d chains collapsed", gst.chains);
-    vz_printf(&b, ".</p><div class=\"tools\"><button data-zoom=\"fit\">fit width</button>"
-                  "<button data-zoom=\"full\">actual size</button></div>"
-                  "<div class=\"graph fit\" id=\"graph-box\">%s</div></section>\n",
-              vz_svg_body(svg));
-    free(svg);
+    vz_put(&b, ".</p></section></div>\n");
+    model_section(&b, pg);
+    plan_section(&b, pg);
 
     vz_put(&b, "<section id=\"plot\"><h2>Error per layer</h2>");
     if (plot) {
         run_summary(&b, pg);
         vz_printf(&b, "<div class=\"plot\">%s</div>", vz_svg_body(plot));
         worst_table(&b, pg);
-        free(plot);
     } else {
         vz_put(&b, "<p>No run yet: run the plan (<code>run</code>) to compare it with the fp32 reference.</p>");
     }
     vz_put(&b, "</section>\n");
     layer_table(&b, pg);
     vz_printf(&b, "<footer>Cast graph: %d nodes, %d edges, %d casts; built in %.0f ms, laid out in %.0f ms, rendered "
-                  "in %.0f ms.</footer>\n<script>%s</script>\n</body></html>\n",
-              gst.nodes, gst.edges, gst.casts, gst.ms_build, gst.ms_layout, gst.ms_render, script);
+                  "in %.0f ms.</footer>\n",
+              gst.nodes, gst.edges, gst.casts, gst.ms_build, gst.ms_layout, gst.ms_render);
+    put_index(&b, pg, &facts, ids, mids);
+    vz_printf(&b, "<script>%s</script>\n</body></html>\n", vz_page_js);
     *out = vz_buf_take(&b);
-    if (!*out) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
-    return MPX_OK;
+    if (!*out) st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+out:
+    vz_buf_free(&b);
+    free(svg);
+    free(msvg);
+    free(plot);
+    free(ids);
+    free(mids);
+    free(facts.path);
+    return st;
 }

@@ -22,6 +22,7 @@
  *
  * Node ids in DOT and in the SVG's <title> elements:
  *   n<i>   op node i (graph node index)        c<i>  a collapsed chain whose first node is i
+ *   r<i>   a folded region whose first node is i
  *   s<i>   stub: node i, just outside --around  k<j>  runtime cast j (plan->casts[j])
  *   in<i>  model input i (g->inputs)            out<i> model output i (g->outputs)
  *   w<t>   constant tensor t (with weights on)  legend the legend
@@ -35,6 +36,9 @@
 
 /* ---- the cast graph (viz/graph.c) ---------------------------------------- */
 
+/* How many boxes the model-level view aims at by default (mpx_viz_opts.fold). */
+#define MPX_VIZ_FOLD_BOXES 16
+
 typedef struct mpx_viz_opts {
     /* Only the neighbourhood of one node: the nodes within `depth` data edges
      * of it (either direction); nodes one step further are drawn as dashed
@@ -46,6 +50,16 @@ typedef struct mpx_viz_opts {
      * data producer is a) of nodes with the same compute and output format
      * and no cast between them into one node. */
     bool collapse;
+    /* The model-level view: fold the graph into regions, convex groups of
+     * connected nodes with the same compute and output format and no cast
+     * between them, each drawn as one box that says what it holds (op
+     * counts, colour shares, worst error). fold is about how many boxes the
+     * regions make (each holds at most 1/fold of the drawn nodes; the CLI's
+     * --fold and the page use MPX_VIZ_FOLD_BOXES); 0: off. Casts, model
+     * inputs and outputs, the --around centre and nodes a name: rule set
+     * (per-node overrides, search's fp32 set) stay visible. Replaces
+     * collapse. */
+    int fold;
     /* Group nodes into nested clusters by the first `cluster` components of
      * their names split at '/' (/backbone/stage2/conv3/Conv -> backbone,
      * backbone/stage2). 0: no clusters. */
@@ -77,7 +91,7 @@ typedef struct mpx_viz_stats {
     int edges;
     int casts;          /* runtime cast nodes drawn */
     int hidden;         /* Constant/folded nodes left out (see opts.all) */
-    int chains;         /* collapsed chains (each counts once in nodes) */
+    int chains;         /* collapsed chains or folded regions (each counts once in nodes) */
     int clusters;
     double ms_build;    /* building the cgraph */
     double ms_layout;   /* gvLayout (SVG only) */
@@ -90,6 +104,11 @@ typedef struct mpx_viz_stats {
  * another graph, out of memory. */
 mpx_status mpx_viz_dot(const mpx_plan *plan, const mpx_viz_opts *o, char **out,
                        mpx_viz_stats *stats, mpx_error *err);
+/* Which drawn node stands for each graph node under o: ids[i] (of
+ * g->n_nodes) receives its DOT/SVG id ("n12", "c12", "r12", "s12"), or ""
+ * when node i is not drawn. What the review page's script uses to go from a
+ * node to its box. */
+mpx_status mpx_viz_node_ids(const mpx_plan *plan, const mpx_viz_opts *o, char (*ids)[16], mpx_error *err);
 /* The same graph laid out and rendered to SVG in-process. */
 mpx_status mpx_viz_svg(const mpx_plan *plan, const mpx_viz_opts *o, char **out,
                        mpx_viz_stats *stats, mpx_error *err);
@@ -156,10 +175,18 @@ typedef struct mpx_viz_page {
     const mpx_viz_plot_opts *plot;  /* plot options (NULL: defaults; marks = plan) */
 } mpx_viz_page;
 
-/* One self-contained HTML page (inline CSS, inline SVG, a few lines of inline
- * script for sorting and zoom; nothing fetched): model summary, target and
- * options, rules, the plan's summary figures, the cast graph, the error plot
- * and the per-layer table. stats (may be NULL) receives the cast graph's. */
+/* Graphs with more op nodes drawn than this open on the page as the
+ * model-level view (mpx_viz_opts.fold) in front of the detailed graph. */
+#define MPX_VIZ_PAGE_FOLD_NODES 150
+
+/* One self-contained HTML page (inline CSS, inline SVG, inline script for
+ * navigation, search, filters and sorting; nothing fetched): what to look
+ * at and the cast graph on the first screen, then model summary, target and
+ * options, rules, the plan's figures, the error plot and the per-layer
+ * table. With graph->fold, or by default when more than
+ * MPX_VIZ_PAGE_FOLD_NODES op nodes are drawn (and neither around nor
+ * collapse is set), the model-level view opens first. stats (may be NULL)
+ * receives the detailed cast graph's. */
 mpx_status mpx_viz_html(const mpx_viz_page *page, char **out, mpx_viz_stats *stats,
                         mpx_error *err);
 

@@ -63,6 +63,16 @@ typedef struct vz_node_err {
  * local metrics of layers that have them. */
 vz_node_err *vz_node_errors(const mpx_compare *cmp, int n_nodes, bool local);
 
+/* The path along which the error at node `end` was inherited from its cause:
+ * the cause is the ancestor of end (or end itself) with the largest own
+ * (local) rel_l2; from end the path steps back through the input whose
+ * producer has the largest rel_l2, staying on nodes that lie between the
+ * cause and end, until it reaches the cause. path (room for g->n_nodes)
+ * receives end first and the cause last. Returns the length; 0 when c has no
+ * local figures (run --local measures them) or no ancestor has an own
+ * error; -1 when out of memory. */
+int vz_cause_path(const mpx_graph *g, const mpx_compare *c, int end, int *path);
+
 /* The metric value of a layer (for the plot and the table). */
 double vz_metric(const mpx_metrics *m, mpx_viz_metric k);
 
