@@ -64,6 +64,8 @@ static mpx_status parse_viz_args(int argc, char **argv, viz_args *a, mpx_error *
             a->o.shapes = true;
         } else if (strcmp(w, "--collapse") == 0) {
             a->o.collapse = true;
+        } else if (strcmp(w, "--upstream-to-cause") == 0) {
+            a->o.to_cause = true;
         } else if (strcmp(w, "--fold") == 0) {
             a->o.fold = MPX_VIZ_FOLD_BOXES;
         } else if (strcmp(w, "--weights") == 0) {
@@ -132,6 +134,14 @@ static mpx_status need_plan(const mpx_session *s, mpx_error *err) {
 
 /* Resolve --overlay against the session: the last run, when it is current. */
 static mpx_status pick_overlay(const mpx_session *s, viz_args *a, bool by_default, mpx_error *err) {
+    if (a->o.to_cause) {
+        /* the path is read off the last run's own errors */
+        if (!a->o.around) return mpx_error_set(err, MPX_E_ARG, "--upstream-to-cause needs --around <node> <depth>");
+        if (!run_is_current(s) || !s->last_local)
+            return mpx_error_set(err, MPX_E_ARG, "--upstream-to-cause needs a run of the current plan with own "
+                                                 "errors (use: run --local)");
+        a->overlay = true;
+    }
     bool want = a->overlay || (by_default && !a->no_overlay);
     if (!want) return MPX_OK;
     if (run_is_current(s)) {

@@ -16,11 +16,11 @@
 
 /* The cast-graph options dot, svg and html share (cmd_viz.c parses them). */
 #define GRAPH_OPTS                                                                                                   \
-    "[--around <node> <depth>] [--shapes] [--collapse] [--fold] [--cluster <depth>] [--weights] [--all] [--overlay [--local]] " \
+    "[--around <node> <depth> [--upstream-to-cause]] [--shapes] [--collapse] [--fold] [--cluster <depth>] [--weights] [--all] [--overlay [--local]] " \
     "[--no-legend] [--engine dot|sfdp|neato]"
 #define GRAPH_OPTIONS                                                                                                  \
     {"--around", MPX_TAKES_TWO, MPX_WORD_NODE, NULL}, {"--shapes", 0, 0, NULL}, {"--collapse", 0, 0, NULL},            \
-        {"--fold", 0, 0, NULL}, {"--cluster", MPX_TAKES_ONE, 0, NULL}, {"--weights", 0, 0, NULL}, {"--all", 0, 0, NULL},                      \
+        {"--fold", 0, 0, NULL}, {"--upstream-to-cause", 0, 0, NULL}, {"--cluster", MPX_TAKES_ONE, 0, NULL}, {"--weights", 0, 0, NULL}, {"--all", 0, 0, NULL},                      \
         {"--overlay", 0, 0, NULL}, {"--local", 0, 0, NULL}, {"--no-legend", 0, 0, NULL},                              \
         {"--engine", MPX_TAKES_ONE, MPX_WORD_CHOICE, "dot|sfdp|neato"}
 
@@ -284,7 +284,10 @@ static const mpx_command commands[] = {
      "of their values; a double border marks a colour set by a rule; W->fp16 marks\n"
      "weights converted offline. Constant and folded nodes are left out (--all\n"
      "draws them). --around <node> <depth>: only nodes within depth edges of the\n"
-     "node (or of the tensor's producer). --shapes: edge labels add shapes.\n"
+     "node (or of the tensor's producer). --upstream-to-cause (after run --local):\n"
+     "also the path along which the node's error was inherited from its cause, the\n"
+     "upstream node with the largest own error, however far (red edges).\n"
+     "--shapes: edge labels add shapes.\n"
      "--collapse: chains of nodes with the same formats become one node.\n"
      "--fold: the model-level view: regions of connected nodes in the same formats\n"
      "with no cast between them become one box (op counts, colour shares, worst\n"

@@ -46,6 +46,9 @@ svg --unwatch
 colour Relu red
 run --local
 html $WORK/look.html
+dot $WORK/cause.dot --around /head/Softmax 1 --upstream-to-cause
+svg $WORK/fold.svg --fold --overlay
+html $WORK/fold.html --fold
 EOF
 "$MPX" "$WORK/session.mpx" >"$WORK/session.out" 2>"$WORK/session.err" ||
   fail "the session failed: $(cat "$WORK/session.err")"
@@ -82,6 +85,38 @@ has "$WORK/plot.svg" "<title>red: " "red node marks"
 has "$WORK/sqnr.svg" "sqnr_db (dB)" "linear axis"
 [ "$(count "$WORK/plot2.svg" '<polyline')" -eq 2 ] || fail "plot2.svg: expected an fp16 and a bf16 line"
 has "$WORK/plot2.svg" ">bf16 (compare)</text>" "bf16 legend"
+# --local: each run's own error dashed beside the run's line, and said so
+cat >"$WORK/plot_local.mpx" <<EOF
+load examples/tiny_cnn.json
+input x shape 1x3x32x32
+colour Conv green when macs >= 1M else gray
+run --local
+plot $WORK/plot_local.svg --local
+EOF
+"$MPX" "$WORK/plot_local.mpx" >/dev/null 2>"$WORK/plot_local.err" || fail "plot --local: $(cat "$WORK/plot_local.err")"
+xml_ok "$WORK/plot_local.svg"
+[ "$(count "$WORK/plot_local.svg" '<polyline class="local"')" -eq 1 ] || fail "plot_local.svg: expected one own-error line"
+[ "$(count "$WORK/plot_local.svg" '<polyline class="run"')" -eq 1 ] || fail "plot_local.svg: expected the run's line"
+has "$WORK/plot_local.svg" ">dashed: own error (local)</text>" "own-error legend"
+[ "$(count "$WORK/plot.svg" '<polyline class="local"')" -eq 0 ] || fail "plot.svg: an own-error line without --local"
+# marks only where something happens: no underflow triangle per point (the
+# old "h8 l-4 7 z"), one to three names; the red bands (Softmax, the last
+# node, is red) within the frame's left and right edges
+for f in plot plot2 plot_local; do
+  [ "$(count "$WORK/$f.svg" 'h8 l-4 7 z')" -eq 0 ] || fail "$f.svg: underflow marked per point"
+  n=$(count "$WORK/$f.svg" '<text class="label"')
+  [ "$n" -ge 1 ] && [ "$n" -le 3 ] || fail "$f.svg: $n worst layers named (1 to 3 expected)"
+  perl -ne '
+    if (/<rect class="frame" x="([\d.]+)" y="[\d.]+" width="([\d.]+)"/) { $x0 = $1; $x1 = $1 + $2 }
+    $in = 1 if /<g id="plot-red-nodes"/;
+    push @b, [$1, $1 + $2] if $in && /<rect x="([\d.]+)" y="[\d.]+" width="([\d.]+)"/;
+    $in = 0 if $in && m{^</g>};
+    END {
+      die "no frame\n" unless defined $x0;
+      die "no red band\n" unless @b;
+      for (@b) { die "band $$_[0]..$$_[1] outside $x0..$x1\n" if $$_[0] < $x0 - 1e-9 || $$_[1] > $x1 + 0.11 }
+    }' "$WORK/$f.svg" 2>"$WORK/bands.err" || fail "$f.svg: $(cat "$WORK/bands.err")"
+done
 
 # 4. pages: self-contained, every section; the plan-only page says there is no run
 for f in plan review; do
@@ -104,6 +139,25 @@ has "$WORK/review.html" "td.num{text-align:right;font-variant-numeric:tabular-nu
 perl -0777 -ne 'my $n = 0; while (/(<svg.*?<\/svg>)/sg) { $n++; open(my $f, ">", "$ARGV.inline$n.svg") or die; print $f $1; close $f }' "$WORK/review.html"
 [ -e "$WORK/review.html.inline2.svg" ] || fail "review.html: expected two inline SVGs"
 for f in "$WORK"/review.html.inline*.svg; do xml_ok "$f"; done
+
+# the path to the cause: from the Softmax back to the node with the largest
+# own error, its edges red, however far it lies beyond --around's depth
+has "$WORK/cause.dot" "CAUSE: own rel_l2" "the cause named on its node"
+n_path=$(grep -o 'path to the cause ([0-9]* nodes' "$WORK/cause.dot" | grep -o '[0-9]*')
+[ -n "$n_path" ] && [ "$n_path" -ge 2 ] || fail "cause.dot: no path in the title"
+# one red edge per step, two where the step passes a runtime cast
+[ "$(count "$WORK/cause.dot" 'color="#d50000"')" -ge $((n_path - 1)) ] ||
+  fail "cause.dot: expected $((n_path - 1)) or more red edges along the path"
+# the model-level view: boxes r<i>, no cast hidden, the page with both views
+xml_ok "$WORK/fold.svg"
+has "$WORK/fold.svg" '<g id="r' "a folded region"
+[ "$(count "$WORK/fold.svg" '<polygon fill="#ffd54f" stroke="#e65100"')" -eq 4 ] || fail "fold.svg: expected the 4 casts"
+has "$WORK/fold.html" 'id="view-model"' "the model view"
+has "$WORK/fold.html" 'id="view-detail" hidden' "the detailed graph behind it"
+has "$WORK/fold.html" 'id="m-r' "the model view's boxes with their own ids"
+has "$WORK/fold.html" '<script id="mpx-index" type="application/json">' "the node index"
+has "$WORK/fold.html" '<select id="tf-op"' "the table's filters"
+has "$WORK/look.html" 'data-act="path"' "the path to the cause on the page"
 
 # 5. svg --watch: re-written on colour (Relu red) and undo, not after --unwatch
 has "$WORK/session.err" "watching: $WORK/watch.svg" "watch notice"
@@ -137,6 +191,8 @@ refuse 'unknown metric "relative"' "run; plot $WORK/never.svg relative"
 refuse '--overlay needs a run first' "svg $WORK/never.svg --overlay"
 refuse 'the last run used another plan' "run; colour Relu red; svg $WORK/never.svg --overlay"
 refuse '--around depth' "dot --around /head/Softmax x"
+refuse '--upstream-to-cause needs --around' "run --local; dot --upstream-to-cause"
+refuse 'needs a run of the current plan with own errors' "run; dot --around /head/Softmax 1 --upstream-to-cause"
 [ ! -e "$WORK/never.svg" ] || fail "a refused command wrote a file"
 "$MPX" -c "help svg" | grep -qF -- "--watch" || fail "help svg does not mention --watch"
 echo "viz_check: ok"

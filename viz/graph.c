@@ -60,6 +60,8 @@ typedef struct view {
     int *next;           /* [n_nodes] next chain member, -1 */
     char *kind;          /* [n_nodes] of heads: V_OP, V_CHAIN, V_REGION, V_STUB */
     int *cast_of;        /* [n_tensors] first cast index of the tensor, -1 */
+    int *on_path;        /* [n_nodes] position on the path to the cause (0: the centre), -1; or NULL */
+    int n_path;
     vz_node_err *err;    /* [n_nodes] overlay figures or NULL */
     Agraph_t *G;
     Agnode_t **an;       /* [n_nodes] by head */
@@ -96,6 +98,7 @@ static void free_view(view *v) {
     free(v->next);
     free(v->kind);
     free(v->cast_of);
+    free(v->on_path);
     free(v->err);
     free(v->an);
     free(v->acast);
@@ -394,6 +397,30 @@ static mpx_status build_view(view *v, mpx_error *err) {
     if (v->o->around) {
         mpx_status st = around(v, err);
         if (st) return st;
+    }
+    if (v->o->to_cause) {
+        if (!v->o->around || !v->o->overlay)
+            return mpx_error_set(err, MPX_E_ARG, "--upstream-to-cause needs --around <node> <depth> and a run");
+        int *path = malloc(nn * sizeof *path);
+        v->on_path = malloc(nn * sizeof *v->on_path);
+        if (!path || !v->on_path) {
+            free(path);
+            return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+        }
+        v->n_path = vz_cause_path(g, v->o->overlay, v->center, path);
+        if (v->n_path <= 0) {
+            free(path);
+            if (v->n_path < 0) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+            return mpx_error_set(err, MPX_E_ARG, "--upstream-to-cause: the run has no own (local) errors upstream of "
+                                                 "\"%s\" (use: run --local)", v->o->around);
+        }
+        for (int i = 0; i < g->n_nodes; i++) v->on_path[i] = -1;
+        /* the path is drawn whatever its length: its nodes join the view */
+        for (int k = 0; k < v->n_path; k++) {
+            v->on_path[path[k]] = k;
+            if (v->dist[path[k]] < 0 || v->dist[path[k]] > v->o->depth) v->dist[path[k]] = v->o->depth;
+        }
+        free(path);
     }
     for (int i = 0; i < g->n_nodes; i++) {
         if (v->hidden[i] || v->dist[i] < 0) continue;
@@ -771,6 +798,17 @@ static void add_op(view *v, int h) {
         if (w) vz_printf(b, "%sW\xe2\x86\x92%s", rule ? " \xc2\xb7 " : "", w->name);
     }
     if (rule) vz_set(an, "peripheries", "2");
+    if (v->on_path && v->on_path[h] == v->n_path - 1) {
+        /* the cause: its own error, measured with exact inputs */
+        double own = -1;
+        const mpx_compare *c = v->o->overlay;
+        for (int k = 0; k < c->n_layers; k++)
+            if (c->layers[k].node == h && c->layers[k].has_local && !(c->layers[k].local.rel_l2 <= own))
+                own = c->layers[k].local.rel_l2;
+        char fig[32];
+        vz_printf(b, "\\nCAUSE: own rel_l2 %s", vz_fig(own, fig, sizeof fig));
+        vz_set(an, "fontcolor", "#d50000");
+    }
     if (h == v->center) {
         vz_set(an, "fontsize", "12");
         if (!v->err) vz_set(an, "penwidth", "3");
@@ -837,9 +875,9 @@ static Agnode_t *cast_node(view *v, int k) {
     return an;
 }
 
-static void add_edge(view *v, Agnode_t *a, Agnode_t *b, const mpx_tensor *t, const char *fmt) {
+static Agedge_t *add_edge(view *v, Agnode_t *a, Agnode_t *b, const mpx_tensor *t, const char *fmt) {
     Agedge_t *e = agedge(v->G, a, b, NULL, 1);
-    if (!e) return;
+    if (!e) return NULL;
     v->st.edges++;
     vz_buf *lb = &v->tmp;
     lb->len = 0;
@@ -855,6 +893,7 @@ static void add_edge(view *v, Agnode_t *a, Agnode_t *b, const mpx_tensor *t, con
     put_label_text(lb, t->name);
     vz_printf(lb, " (%s)", fmt);
     vz_set(e, "tooltip", lb->s ? lb->s : "");
+    return e;
 }
 
 /* The endpoint drawing node n. */
@@ -872,6 +911,12 @@ static bool cast_serves(const mpx_plan_cast *k, int c) {
     for (int i = 0; i < k->n_consumers; i++)
         if (k->consumers[i] == c) return true;
     return false;
+}
+
+static void path_style(Agedge_t *e, bool on_path) {
+    if (!e || !on_path) return;
+    vz_set(e, "color", "#d50000");
+    vz_set(e, "penwidth", "3");
 }
 
 /* Edges of one data tensor: from its source to each consumer (through the
@@ -896,6 +941,9 @@ static void tensor_edges(view *v, const mpx_tensor *t, endpoint src, int out_k) 
             if (!dst.an) continue;
             slot = v->head[cid];
         }
+        /* a step of the path to the cause (--upstream-to-cause) */
+        bool on_path = v->on_path && t->producer && cid >= 0 && v->on_path[cid] >= 0 &&
+                       v->on_path[t->producer->index] == v->on_path[cid] + 1;
         int k = -1;
         for (int j = v->cast_of[tid]; j >= 0 && j < p->n_casts && p->casts[j].tensor == tid; j++)
             if (cast_serves(&p->casts[j], cid)) k = j;
@@ -904,7 +952,7 @@ static void tensor_edges(view *v, const mpx_tensor *t, endpoint src, int out_k) 
             v->stamp[slot] = tid;
             /* the model-level view draws one edge per pair of boxes */
             if (v->o->fold > 0 && agedge(v->G, src.an, dst.an, NULL, 0)) continue;
-            add_edge(v, src.an, dst.an, t, tensor_fmt(v, t));
+            path_style(add_edge(v, src.an, dst.an, t, tensor_fmt(v, t)), on_path);
         } else {
             if (!(src.full || dst.full) || v->stamp[slot] == tid) continue;
             v->stamp[slot] = tid;
@@ -912,7 +960,8 @@ static void tensor_edges(view *v, const mpx_tensor *t, endpoint src, int out_k) 
             Agnode_t *kn = cast_node(v, k);
             if (!kn) continue;
             if (fresh && src.an) add_edge(v, src.an, kn, t, mpx_format_name(p->casts[k].from));
-            add_edge(v, kn, dst.an, t, mpx_format_name(p->casts[k].to));
+            if (on_path && src.an) path_style(agedge(v->G, src.an, kn, NULL, 0), true);
+            path_style(add_edge(v, kn, dst.an, t, mpx_format_name(p->casts[k].to)), on_path);
         }
     }
 }
@@ -1009,6 +1058,64 @@ static void add_legend(view *v) {
     vz_buf_free(&b);
 }
 
+/* The model-level view in columns. Folded, most exported models are a
+ * chain a few boxes wide and tens of boxes deep, which a screen shows only
+ * too small to read; cut at every `rows` levels of depth, the chain goes on
+ * in the next column, as text does in a newspaper. dot does the placing:
+ * an edge between columns stops counting for the ranks (constraint=false),
+ * so each column starts again at the top. Returns -1 when out of memory. */
+static int fold_columns(view *v) {
+    Agraph_t *G = v->G;
+    int n = agnnodes(G), changed = 1, deepest = 0;
+    int *depth = calloc((size_t)n + 1, sizeof *depth);
+    Agnode_t **by_seq = calloc((size_t)n + 1, sizeof *by_seq);
+    if (!depth || !by_seq) {
+        free(depth);
+        free(by_seq);
+        return -1;
+    }
+    for (Agnode_t *a = agfstnode(G); a; a = agnxtnode(G, a))
+        if (AGSEQ(a) >= 1 && AGSEQ(a) <= (uint64_t)n) by_seq[AGSEQ(a)] = a;
+    /* longest path from the sources; the folded graph is acyclic (convex
+     * regions), and n rounds reach the fixed point */
+    for (int round = 0; changed && round <= n; round++) {
+        changed = 0;
+        for (int q = 1; q <= n; q++) {
+            Agnode_t *a = by_seq[q];
+            if (!a) continue;
+            for (Agedge_t *e = agfstin(G, a); e; e = agnxtin(G, e)) {
+                uint64_t t = AGSEQ(agtail(e));
+                if (t >= 1 && t <= (uint64_t)n && depth[t] + 1 > depth[q]) {
+                    depth[q] = depth[t] + 1;
+                    changed = 1;
+                }
+            }
+            if (depth[q] > deepest) deepest = depth[q];
+        }
+    }
+    /* about as many columns as make the picture as wide as a screen is:
+     * sqrt(levels / 2) (16 levels: 3 columns, 50: 5), at most 8 */
+    int cols = (int)lround(sqrt((deepest + 1) / 2.0));
+    if (cols > 8) cols = 8;
+    if (cols > 1) {
+        int rows = (deepest + cols) / cols;
+        for (int q = 1; q <= n; q++) {
+            Agnode_t *a = by_seq[q];
+            if (!a) continue;
+            for (Agedge_t *e = agfstout(G, a); e; e = agnxtout(G, e)) {
+                uint64_t h = AGSEQ(aghead(e));
+                if (h >= 1 && h <= (uint64_t)n && depth[h] / rows != depth[q] / rows) {
+                    vz_set(e, "constraint", "false");
+                    vz_set(e, "style", "dashed");
+                }
+            }
+        }
+    }
+    free(depth);
+    free(by_seq);
+    return 0;
+}
+
 static mpx_status make_graph(view *v, mpx_error *err) {
     const mpx_graph *g = v->g;
     const mpx_plan *p = v->p;
@@ -1048,6 +1155,11 @@ static mpx_status make_graph(view *v, mpx_error *err) {
             vz_put(b, "\\naround ");
             put_label_text(b, v->o->around);
             vz_printf(b, ", depth %d", v->o->depth);
+        }
+        if (v->on_path) {
+            vz_printf(b, "\\npath to the cause (%d nodes, red edges): ", v->n_path);
+            for (int i = 0; i < g->n_nodes; i++)
+                if (v->on_path[i] == v->n_path - 1) put_label_text(b, g->nodes[i]->name);
         }
         if (v->st.hidden) vz_printf(b, "\\n%d Constant/folded nodes not drawn", v->st.hidden);
     }
@@ -1089,6 +1201,7 @@ static mpx_status make_graph(view *v, mpx_error *err) {
         }
         if (v->o->weights) add_weights(v, i);
     }
+    if (v->o->fold > 0 && fold_columns(v) != 0) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     if (v->tmp.oom) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     return MPX_OK;
 }

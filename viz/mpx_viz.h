@@ -45,6 +45,11 @@ typedef struct mpx_viz_opts {
      * stubs so the cut is visible. NULL: the whole graph. */
     const char *around;
     int depth;
+    /* With around and an overlay that has local figures (run --local): also
+     * draw the path along which the centre's error was inherited from its
+     * cause, the upstream node with the largest own (local) error, however
+     * far it lies; the path's edges are drawn bold red and the cause named. */
+    bool to_cause;
     bool shapes;        /* edge labels add the tensor's shape */
     /* Collapse chains (a -> b where a's only data consumer is b and b's only
      * data producer is a) of nodes with the same compute and output format
