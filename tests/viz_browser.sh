@@ -16,8 +16,9 @@
 # p2o.BatchNormalization.1 and shows it in the detailed graph, #path draws
 # the path to the cause; Chromium's console log (--enable-logging) has no
 # message at all; screenshots of each first screen stay in WORK (first-*.png)
-# with the header, casts and colour fills checked. Sizes and times go to
-# stdout (ctest -V shows them).
+# with the header, casts and colour fills checked. Last, tests/page_drive.js
+# clicks through each page as a reviewer would (node, DevTools protocol).
+# Sizes and times go to stdout (ctest -V shows them).
 # Exit 77 (skipped) when chromium is not installed.
 set -eu
 MPX=$1
@@ -233,6 +234,15 @@ checks = {'size 1400x900': (w, h) == (1400, 900), 'header band': near((0x26, 0x3
 bad = [k for k, ok in checks.items() if not ok]
 if bad: sys.exit('missing: ' + ', '.join(bad))
 EOF
+done
+# A reviewer's clicks (tests/page_drive.js over the DevTools protocol): open
+# a box, search, graph to table and back, filters, sorting, zoom, worst layer.
+NODE=$(command -v node || command -v nodejs || true)
+[ -n "$NODE" ] || fail "node missing (scripts/bootstrap.sh --test installs it)"
+for page in det rec tiny; do
+  "$NODE" --experimental-websocket --no-warnings "$(dirname "$0")/page_drive.js" "$BROWSER" "$WORK/profile-drive" \
+    "$WORK/$page.html" >"$WORK/drive-$page.out" 2>&1 || fail "$page.html: $(tail -3 "$WORK/drive-$page.out")"
+  tail -1 "$WORK/drive-$page.out"
 done
 ls -l "$WORK"/det.html "$WORK"/rec.html "$WORK"/tiny.html | awk '{print "viz_browser: page", $5, "bytes", $9}'
 echo "viz_browser: ok"
