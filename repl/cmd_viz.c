@@ -334,11 +334,21 @@ MPX_CMD(repl_cmd_html) {
     mpx_viz_plot_opts po;
     mpx_viz_plot_opts_default(&po);
     po.marks = n && series[0].cmp == s->last ? s->plan : NULL;
-    mpx_viz_page pg = {s->plan, mpx_history_rules(s->hist), s->model_path, series, n, &a.o, &po};
+    mpx_viz_page pg = {s->plan, mpx_history_rules(s->hist), s->model_path, series, n, &a.o, &po, NULL, 0};
+    /* the data set's names, for the table's worst-sample column */
+    int n_labels = repl_data_count(s->data);
+    const char **sample_labels = n_labels ? calloc((size_t)n_labels, sizeof *sample_labels) : NULL;
+    for (int k = 0; sample_labels && k < n_labels; k++) sample_labels[k] = repl_data_label(s->data, k);
+    if (sample_labels) {
+        pg.sample_labels = sample_labels;
+        pg.n_sample_labels = n_labels;
+    }
     char *html = NULL;
     mpx_viz_stats vs;
     double t0 = repl_now_ms();
-    if ((st = mpx_viz_html(&pg, &html, &vs, err))) return st;
+    st = mpx_viz_html(&pg, &html, &vs, err);
+    free(sample_labels);
+    if (st) return st;
     double ms = repl_now_ms() - t0;
     st = repl_write_file(s, a.file, html, err);
     size_t len = strlen(html);

@@ -310,7 +310,7 @@ static void test_dot_casts_and_escaping(void) {
 
     mpx_compare *c = run_of(g, p, 3);
     mpx_viz_series s = {"fp16 <run>", c};
-    mpx_viz_page pg = {p, r, "dir/we<ird>.json", &s, 1, NULL, NULL};
+    mpx_viz_page pg = {p, r, "dir/we<ird>.json", &s, 1, NULL, NULL, NULL, 0};
     char *html = NULL;
     CHECK_MSG(mpx_viz_html(&pg, &html, NULL, &err) == MPX_OK, "html: %s", err.msg);
     if (html) {
@@ -409,7 +409,7 @@ static void test_svg_and_overlay(void) {
     CHECK(mpx_viz_plot(s, 1, &po, &plot, &err) == MPX_E_ARG);
 
     /* the page: self-contained, every section, the run's figures */
-    mpx_viz_page pg = {p, r, "examples/tiny_cnn.json", s, 2, NULL, NULL};
+    mpx_viz_page pg = {p, r, "examples/tiny_cnn.json", s, 2, NULL, NULL, NULL, 0};
     char *html = NULL;
     mpx_viz_stats hs;
     CHECK_MSG(mpx_viz_html(&pg, &html, &hs, &err) == MPX_OK, "html: %s", err.msg);

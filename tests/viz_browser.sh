@@ -57,6 +57,7 @@ input x random uniform -1 1 seed 3
 svg $WORK/rec.svg
 svg $WORK/rec_all.svg --all
 svg $WORK/rec_collapsed.svg --collapse
+input x files $(cd "$(dirname "$0")/.." && pwd)/examples/data/lines/*.png image mean 0.5 std 0.5
 run --local
 html $WORK/rec.html
 EOF
@@ -166,6 +167,10 @@ dom() { # $1 page, $2 URL suffix, $3 name: the DOM after the script ran
 want() { # $1 name, $2 attribute="value" the body must carry
   grep -o '<body[^>]*>' "$WORK/$1.dom" | head -1 | grep -qF -- "$2" || fail "$1: the page's body lacks $2"
 }
+# rec ran over the bundled data set: the table names each layer's worst sample
+grep -qF '<th>sample</th>' "$WORK/rec.html" || fail "rec.html: no worst-sample column for the data set"
+grep -qE 'data-v="[0-9]+">[0-9]+ [^<]*/examples/data/lines/[0-9]+\.png</td>' "$WORK/rec.html" ||
+  fail "rec.html: the worst sample is not named by its file"
 bn1=$(grep -o '\["p2o.BatchNormalization.1","BatchNormalization","[a-z0-9]*"' "$WORK/det.html" | cut -d'"' -f6)
 [ -n "$bn1" ] || fail "det.html: p2o.BatchNormalization.1 is not in the page's index"
 dom det.html "" det-first

@@ -510,7 +510,16 @@ static void layer_table(vz_buf *b, const mpx_viz_page *pg) {
         vz_printf(b, "<td class=\"num\"%s>%lld</td><td class=\"num\">%lld</td><td class=\"num\">%lld</td>",
                   l->m.overflow ? " style=\"background:#e1bee7\"" : "", (long long)l->m.overflow,
                   (long long)l->m.underflow, (long long)l->m.subnormal);
-        if (worst_sample) vz_printf(b, "<td class=\"num\">#%d</td>", S->id[worst_sample[k]]);
+        if (worst_sample) {
+            int id = S->id[worst_sample[k]];
+            /* numbered from 1, as report --samples numbers them */
+            vz_printf(b, "<td class=\"num\" data-v=\"%d\">%d", id + 1, id + 1);
+            if (id >= 0 && id < pg->n_sample_labels && pg->sample_labels[id]) {
+                vz_put(b, " ");
+                vz_put_xml(b, pg->sample_labels[id]);
+            }
+            vz_put(b, "</td>");
+        }
         vz_put(b, "</tr>\n");
     }
     free(rowed);

@@ -178,6 +178,11 @@ typedef struct mpx_viz_page {
     int n_series;
     const mpx_viz_opts *graph;      /* cast graph options (NULL: defaults) */
     const mpx_viz_plot_opts *plot;  /* plot options (NULL: defaults; marks = plan) */
+    /* For a run over a data set: the samples' names by their number
+     * (mpx_samples.id), so the table names the worst sample of each layer
+     * ("#3 line_03.png"); NULL or short: numbers only. */
+    const char *const *sample_labels;
+    int n_sample_labels;
 } mpx_viz_page;
 
 /* Graphs with more op nodes drawn than this open on the page as the
