@@ -13,6 +13,7 @@
 #include "check.h"
 #include "mpx_colour.h"
 #include "mpx_viz.h"
+#include "viz_internal.h" /* vz_text_box: the plots' label boxes, estimated as the library does */
 
 #include <math.h>
 #include <stdint.h>
@@ -144,6 +145,91 @@ static char *dot_of(const mpx_plan *p, const mpx_viz_opts *o) {
 static int count_of(const char *hay, const char *needle) {
     int n = 0;
     for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle)) n++;
+    return n;
+}
+
+/* ---- plot layout, read back from the SVG ------------------------------------------ */
+
+/* The number in attribute name of the element starting at el ("" -> NAN). */
+static double attr_num(const char *el, const char *name) {
+    const char *end = strchr(el, '>');
+    char key[48];
+    snprintf(key, sizeof key, " %s=\"", name);
+    const char *a = strstr(el, key);
+    if (!a || (end && a > end)) return NAN;
+    return strtod(a + strlen(key), NULL);
+}
+
+static bool attr_is(const char *el, const char *name, const char *value) {
+    const char *end = strchr(el, '>');
+    char key[96];
+    snprintf(key, sizeof key, " %s=\"%s\"", name, value);
+    const char *a = strstr(el, key);
+    return a && (!end || a < end);
+}
+
+/* The box of the first <rect class="cls">; false if none. */
+static bool rect_box(const char *svg, const char *cls, vz_box *b) {
+    char key[64];
+    snprintf(key, sizeof key, "<rect class=\"%s\"", cls);
+    const char *r = strstr(svg, key);
+    if (!r) return false;
+    double x = attr_num(r, "x"), y = attr_num(r, "y");
+    *b = (vz_box){x, y, x + attr_num(r, "width"), y + attr_num(r, "height")};
+    return true;
+}
+
+/* Every <text class="label">'s box from its own x, y, font-size, anchor and
+ * (unescaped) text; at most max. */
+static int label_boxes(const char *svg, vz_box *out, int max) {
+    int n = 0;
+    for (const char *t = strstr(svg, "<text class=\"label\""); t && n < max; t = strstr(t + 1, "<text class=\"label\"")) {
+        const char *open = strchr(t, '>'), *close = open ? strstr(open, "</text>") : NULL;
+        if (!close) break;
+        char text[512];
+        size_t k = 0;
+        for (const char *c = open + 1; c < close && k + 1 < sizeof text;) {
+            static const char *const ent[][2] = {{"&amp;", "&"}, {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&#39;", "'"}};
+            size_t e = 0;
+            while (e < 5 && strncmp(c, ent[e][0], strlen(ent[e][0])) != 0) e++;
+            if (e < 5) text[k++] = ent[e][1][0], c += strlen(ent[e][0]);
+            else text[k++] = *c++;
+        }
+        text[k] = '\0';
+        vz_anchor an = attr_is(t, "text-anchor", "end") ? VZ_END : attr_is(t, "text-anchor", "middle") ? VZ_MIDDLE : VZ_START;
+        out[n++] = vz_text_box(text, attr_num(t, "font-size"), attr_num(t, "x"), attr_num(t, "y"), an);
+    }
+    return n;
+}
+
+/* Labels inside the frame, clear of each other and of the legend; returns
+ * how many there are. */
+static int check_labels(const char *svg, const char *what) {
+    vz_box frame, legend, lab[64];
+    CHECK_MSG(rect_box(svg, "frame", &frame), "%s: no frame", what);
+    CHECK_MSG(rect_box(svg, "legend-box", &legend), "%s: no legend box", what);
+    int n = label_boxes(svg, lab, 64);
+    for (int i = 0; i < n; i++) {
+        CHECK_MSG(vz_box_inside(lab[i], frame), "%s: label %d (%.1f,%.1f-%.1f,%.1f) leaves the frame", what, i, lab[i].x0,
+                  lab[i].y0, lab[i].x1, lab[i].y1);
+        CHECK_MSG(!vz_boxes_meet(lab[i], legend), "%s: label %d overlaps the legend", what, i);
+        for (int j = i + 1; j < n; j++) CHECK_MSG(!vz_boxes_meet(lab[i], lab[j]), "%s: labels %d and %d overlap", what, i, j);
+    }
+    return n;
+}
+
+/* Every red node's band lies between the frame's left and right edges. */
+static int check_bands(const char *svg, const char *what) {
+    vz_box frame;
+    if (!rect_box(svg, "frame", &frame)) return 0;
+    const char *g = strstr(svg, "<g id=\"plot-red-nodes\""), *end = g ? strstr(g, "</g>") : NULL;
+    int n = 0;
+    for (const char *r = g ? strstr(g, "<rect ") : NULL; r && r < end; r = strstr(r + 1, "<rect ")) {
+        double x = attr_num(r, "x"), w = attr_num(r, "width");
+        CHECK_MSG(x >= frame.x0 - 1e-9 && x + w <= frame.x1 + 0.11 && w > 0, "%s: band %.1f+%.1f outside %.1f..%.1f", what,
+                  x, w, frame.x0, frame.x1);
+        n++;
+    }
     return n;
 }
 
@@ -389,6 +475,12 @@ static void test_svg_and_overlay(void) {
         CHECK(count_of(plot, "<title>red: ") == p->counts.nodes[MPX_COLOUR_RED]);
         CHECK_CONTAINS(plot, "id=\"plot-worst\"");
         CHECK(strstr(plot, "nan") == NULL);
+        /* the worst named clear of each other and the legend; Softmax, the
+         * last node, is red: its band ends at the frame */
+        int named = check_labels(plot, "plot");
+        CHECK(named >= 1 && named <= 3);
+        CHECK(check_bands(plot, "plot") == p->counts.nodes[MPX_COLOUR_RED]);
+        CHECK(count_of(plot, "<polyline class=\"local\"") == 0);
         char path[1024];
         snprintf(path, sizeof path, "%s/plot.svg", tmp_dir());
         write_text(path, plot);
@@ -520,6 +612,168 @@ static void test_plot_special_values(void) {
     CHECK(mpx_viz_plot(&s, 1, NULL, &plot, &err) == MPX_E_ARG);
     CHECK_CONTAINS(err.msg, "nothing to plot");
     mpx_graph_free(g);
+}
+
+/* A copy of c's layers whose figures the tests set. */
+static mpx_layer *layers_of(const mpx_compare *c) {
+    mpx_layer *l = malloc((size_t)c->n_layers * sizeof *l);
+    if (l) memcpy(l, c->layers, (size_t)c->n_layers * sizeof *l);
+    return l;
+}
+
+static int positions_of(const mpx_compare *c) {
+    int n = 0, last = -1;
+    for (int k = 0; k < c->n_layers; k++)
+        if (c->layers[k].node != last) n++, last = c->layers[k].node;
+    return n;
+}
+
+/* Five formats on a few hundred layers stay readable: underflow is one lane
+ * of bars (only where it passes 1% of a layer's values), own errors are
+ * dashed lines beside the run's, the worst few are named without overlap. */
+static void test_plot_layout(void) {
+    mpx_graph *g = load_tiny_cnn(32, 32);
+    if (!g) return;
+    mpx_rules *r = rules_of(g, RULE);
+    mpx_plan *p = plan_of(g, r, NULL);
+    mpx_compare *c = run_of(g, p, 1);
+    if (!c) return;
+    int n_pos = positions_of(c);
+    enum { NS = 3 };
+    mpx_layer *l[NS];
+    mpx_compare cs[NS];
+    mpx_viz_series s[NS] = {{"fp16", &cs[0]}, {"bf16", &cs[1]}, {"fp8e4m3", &cs[2]}};
+    for (int i = 0; i < NS; i++) {
+        l[i] = layers_of(c);
+        memset(&cs[i], 0, sizeof cs[i]);
+        cs[i].g = g;
+        cs[i].n_layers = c->n_layers;
+        cs[i].layers = l[i];
+    }
+    mpx_viz_plot_opts po;
+    mpx_viz_plot_opts_default(&po);
+    po.marks = p;
+    char *plot = NULL;
+
+    /* underflow everywhere: 50% in fp16, 2% in bf16, 0.5% in fp8e4m3 */
+    for (int i = 0; i < NS; i++)
+        for (int k = 0; k < c->n_layers; k++) {
+            l[i][k].m.n = 1000;
+            l[i][k].m.underflow = i == 0 ? 500 : i == 1 ? 20 : 5;
+        }
+    CHECK(mpx_viz_plot(s, NS, &po, &plot, &err) == MPX_OK);
+    if (plot) {
+        CHECK(count_of(plot, "<title>underflow at #") == n_pos); /* one bar a position, not one a point */
+        CHECK(count_of(plot, "h8 l-4 7 z") == 0);                 /* the old triangle per point */
+        CHECK_CONTAINS(plot, "underflow 500 of 1000 values");      /* the figures stay in the points' titles */
+        CHECK_CONTAINS(plot, "\xe2\x89\xa5 1% of values");
+        check_labels(plot, "underflow");
+    }
+    free(plot);
+    /* a trace (0.5%) is no mark at all */
+    CHECK(mpx_viz_plot(&s[2], 1, &po, &plot, &err) == MPX_OK);
+    if (plot) {
+        CHECK(count_of(plot, "<title>underflow at #") == 0);
+        CHECK(strstr(plot, "1% of values") == NULL);
+    }
+    free(plot);
+
+    /* own errors: dashed beside the run's with --local, and only then */
+    for (int i = 0; i < NS; i++)
+        for (int k = 0; k < c->n_layers; k++) {
+            l[i][k].has_local = true;
+            l[i][k].local = l[i][k].m;
+            l[i][k].local.rel_l2 = l[i][k].m.rel_l2 / 10;
+        }
+    po.local = true;
+    CHECK(mpx_viz_plot(s, NS, &po, &plot, &err) == MPX_OK);
+    if (plot) {
+        CHECK(count_of(plot, "<polyline class=\"run\"") == NS);
+        CHECK(count_of(plot, "<polyline class=\"local\"") == NS);
+        CHECK(count_of(plot, "stroke-dasharray=\"4,2.5\" points=") == NS);
+        CHECK_CONTAINS(plot, ">dashed: own error (local)</text>");
+        CHECK_CONTAINS(plot, ">fp8e4m3</text>");
+        CHECK(check_labels(plot, "local") >= 1);
+    }
+    free(plot);
+    po.local = false;
+    CHECK(mpx_viz_plot(s, NS, &po, &plot, &err) == MPX_OK);
+    if (plot) CHECK(count_of(plot, "<polyline class=\"local\"") == 0 && !strstr(plot, "dashed:"));
+    free(plot);
+    /* --local without local figures: the run's lines alone */
+    for (int i = 0; i < NS; i++)
+        for (int k = 0; k < c->n_layers; k++) l[i][k].has_local = false;
+    po.local = true;
+    CHECK(mpx_viz_plot(s, NS, &po, &plot, &err) == MPX_OK);
+    if (plot) CHECK(count_of(plot, "<polyline class=\"local\"") == 0 && count_of(plot, "<polyline class=\"run\"") == NS);
+    free(plot);
+    po.local = false;
+
+    /* the worst crowded together in the top right corner: three names that
+     * fit, none over another, the legend or the frame; every point keeps
+     * its title (hover) whether named or not */
+    for (int i = 0; i < NS; i++)
+        for (int k = 0; k < c->n_layers; k++) {
+            l[i][k].m.underflow = 0;
+            l[i][k].m.rel_l2 = k >= c->n_layers - 6 ? 10.0 + k + i * 0.5 : 1e-3 * (1 + i);
+        }
+    CHECK(mpx_viz_plot(s, NS, &po, &plot, &err) == MPX_OK);
+    if (plot) {
+        CHECK(check_labels(plot, "crowded") == 3);
+        CHECK(count_of(plot, "</title></circle>") == NS * n_pos);
+        char path[1024];
+        snprintf(path, sizeof path, "%s/plot_crowded.svg", tmp_dir());
+        write_text(path, plot);
+    }
+    free(plot);
+    /* too small for all of them: fewer names, still no overlap */
+    po.width = 330;
+    po.height = 200;
+    CHECK(mpx_viz_plot(s, NS, &po, &plot, &err) == MPX_OK);
+    if (plot) {
+        CHECK(check_labels(plot, "small") <= 3);
+        CHECK(count_of(plot, "</title></circle>") == NS * n_pos);
+        CHECK(strstr(plot, "nan") == NULL);
+    }
+    free(plot);
+    for (int i = 0; i < NS; i++) free(l[i]);
+    mpx_compare_free(c);
+    mpx_plan_free(p);
+    mpx_rules_free(r);
+    mpx_graph_free(g);
+}
+
+/* A sweep's plot: every distinct point drawn once, the front marked, labels
+ * where they overlap nothing; the same text twice. */
+static void test_pareto(void) {
+    mpx_viz_point pt[] = {
+        {"0", 99.8, 5.1e-4, 0},  {"64k", 100, 4.7e-4, 0}, {"256k", 100, 4.7e-4, 0}, {"1M", 75, 5.1e-4, 0},
+        {"4M", 75, 5.1e-4, 0},   {"8M", 40, 1e-4, 0},     {"16M", 20, 0, 0},        {"a", 100, 2e-2, 1},
+        {"b", 90, 3e-3, 1},      {"c", 60, 2.9e-3, 1},    {"d", 30, 1e-3, 1},       {"nan", 50, NAN, 1},
+    };
+    int n = (int)(sizeof pt / sizeof pt[0]);
+    const char *names[] = {"fp16", "fp8e4m3"};
+    char *a = NULL, *b = NULL;
+    CHECK_MSG(mpx_viz_pareto(pt, n, names, 2, "sweep t", &a, &err) == MPX_OK, "%s", err.msg);
+    CHECK(mpx_viz_pareto(pt, n, names, 2, "sweep t", &b, &err) == MPX_OK);
+    if (a && b) {
+        CHECK(strcmp(a, b) == 0);
+        CHECK(strncmp(a, "<?xml", 5) == 0);
+        CHECK(count_of(a, "<g class=\"point") == n - 2); /* 256k and 4M share a point with 64k and 1M */
+        CHECK_CONTAINS(a, "<title>64k, 256k: 100.0% of MACs low");
+        CHECK(count_of(a, "<polyline class=\"front\"") == 2);
+        CHECK_CONTAINS(a, ">fp16 (filled: Pareto front)</text>");
+        CHECK_CONTAINS(a, "output rel_l2 (log scale)");
+        CHECK(!non_finite_coordinate(a));
+        int named = check_labels(a, "pareto");
+        CHECK(named >= n - 4 && named <= n - 2);
+        char path[1024];
+        snprintf(path, sizeof path, "%s/pareto.svg", tmp_dir());
+        write_text(path, a);
+    }
+    free(a);
+    free(b);
+    CHECK(mpx_viz_pareto(pt, 0, names, 2, NULL, &a, &err) == MPX_E_ARG);
 }
 
 /* The real detector, when the models were fetched: DOT is deterministic,
@@ -680,6 +934,69 @@ static void test_ppocr_det(void) {
     mpx_graph_free(g);
 }
 
+/* Issue 18's plot, when the models were fetched: five formats on PP-OCRv4
+ * det's 330 layers under the default colours. Underflow (in most layers
+ * under fp8) is a lane of bars where it passes 1% of a layer's values, not
+ * a mark per point; three names clear of everything; red bands inside the
+ * frame. */
+static void test_ppocr_det_plot(void) {
+    const char *src = getenv("MPX_SRC"), *cache = getenv("MPX_CACHE");
+    char path[1024];
+    if (cache && *cache) snprintf(path, sizeof path, "%s/ocr-models-1.4.2/assets/ch_PP-OCRv4_det_infer.onnx", cache);
+    else snprintf(path, sizeof path, "%s/.cache/ocr-models-1.4.2/assets/ch_PP-OCRv4_det_infer.onnx", src ? src : "..");
+    FILE *f = fopen(path, "rb");
+    if (!f) return; /* test_ppocr_det says it was skipped */
+    fclose(f);
+    mpx_graph *g = mpx_graph_load(path, &err);
+    CHECK_MSG(g != NULL, "%s", err.msg);
+    if (!g) return;
+    int64_t d[4] = {1, 3, 640, 640};
+    CHECK(mpx_graph_bind_input(g, "x", 4, d, &err) == MPX_OK);
+    CHECK(mpx_graph_infer(g, &err) == MPX_OK);
+    const mpx_format *fmt[5] = {&mpx_format_fp16, &mpx_format_bf16, &mpx_format_tf32, &mpx_format_fp8e4m3_sat,
+                                &mpx_format_fp8e5m2};
+    static const char *const fname[5] = {"fp16", "bf16", "tf32", "fp8e4m3", "fp8e5m2"};
+    mpx_rules *none = mpx_rules_new();
+    mpx_plan *pf[5] = {0};
+    mpx_compare *cf[5] = {0};
+    mpx_viz_series sf[5];
+    bool ran = true;
+    for (int i = 0; i < 5; i++) {
+        pf[i] = plan_of(g, none, fmt[i]);
+        cf[i] = pf[i] ? run_of(g, pf[i], 7) : NULL;
+        sf[i] = (mpx_viz_series){fname[i], cf[i]};
+        ran = ran && cf[i];
+    }
+    if (ran) {
+        mpx_viz_plot_opts po;
+        mpx_viz_plot_opts_default(&po);
+        po.marks = pf[0];
+        char *plot = NULL;
+        CHECK_MSG(mpx_viz_plot(sf, 5, &po, &plot, &err) == MPX_OK, "%s", err.msg);
+        if (plot) {
+            int n_pos = positions_of(cf[0]), points = 0;
+            for (int i = 0; i < 5; i++)
+                for (int k = 0; k < cf[i]->n_layers; k++) points += cf[i]->layers[k].m.underflow > 0;
+            int bars = count_of(plot, "<title>underflow at #"), named = check_labels(plot, "det");
+            CHECK(bars > 0 && bars <= n_pos && bars < points);
+            CHECK(count_of(plot, "h8 l-4 7 z") == 0);
+            CHECK(named == 3);
+            CHECK(check_bands(plot, "det") == pf[0]->counts.nodes[MPX_COLOUR_RED]);
+            printf("test_viz: PP-OCRv4 det, 5 formats on %d positions: %d layers with underflow, %d underflow bars, "
+                   "%d names\n", n_pos, points, bars, named);
+            snprintf(path, sizeof path, "%s/plot_det5.svg", tmp_dir());
+            write_text(path, plot);
+        }
+        free(plot);
+    }
+    for (int i = 0; i < 5; i++) {
+        mpx_compare_free(cf[i]);
+        mpx_plan_free(pf[i]);
+    }
+    mpx_rules_free(none);
+    mpx_graph_free(g);
+}
+
 int main(void) {
     mpx_numerics_init(); /* constant folding runs the kernels */
     test_dot_tiny_cnn();
@@ -687,6 +1004,9 @@ int main(void) {
     test_svg_and_overlay();
     test_plot_special_values();
     test_fold();
+    test_plot_layout();
+    test_pareto();
     test_ppocr_det();
+    test_ppocr_det_plot();
     return check_report("test_viz");
 }

@@ -81,4 +81,98 @@ const char *vz_svg_body(const char *svg);
 
 double vz_now_ms(void);
 
+/* ---- plotting (viz/plot_svg.c): what plot.c and pareto.c share ---------------- */
+
+typedef struct vz_box {
+    double x0, y0, x1, y1; /* pixels, y down */
+} vz_box;
+
+bool vz_boxes_meet(vz_box a, vz_box b);   /* the interiors overlap */
+bool vz_box_inside(vz_box in, vz_box out);
+
+typedef enum vz_anchor { VZ_START, VZ_MIDDLE, VZ_END } vz_anchor;
+/* Text extends this share of its font size above and below its baseline. */
+#define VZ_ASCENT 0.76
+#define VZ_DESCENT 0.24
+/* An estimate that is never narrower than a browser's text (see plot_svg.c). */
+double vz_text_width(const char *s, double font);
+/* The box of text drawn at (x, y), y its baseline. */
+vz_box vz_text_box(const char *s, double font, double x, double y, vz_anchor anchor);
+
+/* The XML prolog, the <svg> root (w x h), its <title> and a white page. */
+void vz_svg_open(vz_buf *b, int w, int h, const char *title);
+/* The bold heading above the frame, from x. */
+void vz_svg_heading(vz_buf *b, double x, const char *text);
+
+/* A frame with x linear from xlo to xhi and y linear or on a log scale
+ * (lo/hi: decades when logy). On a log scale values of 0 (exact) sit in a
+ * lane of their own below the range, at yz; infinite or NaN ones on the top
+ * edge, so none disappears. */
+typedef struct vz_axes {
+    double x0, x1;  /* the frame's left and right */
+    double y0, y1;  /* its top; the bottom of the value range */
+    double yz, yb;  /* the lane of zeros; the frame's bottom */
+    double xlo, xhi;
+    bool logy;
+    double lo, hi;
+} vz_axes;
+
+void vz_axes_frame(vz_axes *a, double x0, double y0, double x1, double yb, bool logy);
+/* The range to show values vmin..vmax (finite; positive on a log scale):
+ * whole decades, or tens with a margin; at least min_span of them. */
+void vz_axes_range(vz_axes *a, double vmin, double vmax, double min_span);
+double vz_axes_x(const vz_axes *a, double v);
+/* *edge: -1 clamped to the bottom (zero lane), +1 to the top (inf, NaN). */
+double vz_axes_y(const vz_axes *a, double v, int *edge);
+vz_box vz_axes_area(const vz_axes *a);
+/* Grid, tick labels ("1e-3" or figures), the zero lane and the y label. */
+void vz_axes_draw_y(vz_buf *b, const vz_axes *a, const char *label);
+/* Tick labels every step from xlo (unit appended; vertical grid lines if
+ * grid) at tick_y, and the x label at label_y. */
+void vz_axes_draw_x(vz_buf *b, const vz_axes *a, double step, const char *unit, bool grid, double tick_y,
+                    const char *label, double label_y);
+/* The frame (class "frame"): drawn after what lies behind the lines. */
+void vz_axes_draw_frame(vz_buf *b, const vz_axes *a);
+
+/* A legend row: an SVG mark drawn with its origin at the left middle of a
+ * 24 px wide slot, and its text. */
+typedef struct vz_key {
+    const char *mark;
+    const char *text;
+} vz_key;
+/* The legend (id "plot-legend", its box class "legend-box") with its top
+ * left at (x, y); its box. b NULL: only the box, to place it first. */
+vz_box vz_legend(vz_buf *b, const char *heading, double x, double y, const vz_key *keys, int n);
+
+/* Greedy label placement: each label takes the first candidate position
+ * around its point (rings of growing distance, eight directions each) that
+ * stays inside the area and meets no placed label and nothing blocked,
+ * preferring positions that cover the fewest plotted points; a point with
+ * no such position stays unlabelled. */
+typedef struct vz_labeler {
+    vz_box area;
+    vz_box *taken; /* placed labels and blocked boxes */
+    int n_taken, cap;
+    const double *soft; /* x, y pairs of plotted points (borrowed) */
+    int n_soft;
+    bool oom;
+} vz_labeler;
+
+typedef struct vz_label {
+    double x, y; /* the text's anchor on its baseline */
+    vz_anchor anchor;
+    vz_box box;
+    bool leader; /* far from its point: drawn with a line to it */
+} vz_label;
+
+void vz_labeler_init(vz_labeler *L, vz_box area, const double *soft_xy, int n_soft);
+void vz_labeler_free(vz_labeler *L);
+void vz_labeler_block(vz_labeler *L, vz_box b);
+/* A place for text naming the point (px, py), whose mark has radius r. */
+bool vz_labeler_place(vz_labeler *L, double px, double py, double r, const char *text, double font, vz_label *out);
+/* <text class="label"> with explicit x, y, font-size and text-anchor (so its
+ * box can be checked from the SVG alone) and its leader line, in colour. */
+void vz_label_draw(vz_buf *b, const vz_label *l, double px, double py, const char *text, double font,
+                   const char *colour);
+
 #endif
