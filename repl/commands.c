@@ -309,8 +309,10 @@ static const mpx_command commands[] = {
      "One line per run: the last run (under its target) and the runs of `compare`\n"
      "(e.g. compare fp16 bf16). metric: one of the metrics listed below (default\n"
      "rel_l2; cos is drawn as 1 - cos); log scale except sqnr_db. Red nodes and\n"
-     "runtime casts of the current plan are marked, overflowing layers crossed, the\n"
-     "three worst layers named.",
+     "runtime casts of the current plan are marked, overflowing layers crossed,\n"
+     "underflow (1% or more of a layer's values) as bars under the axis, the three\n"
+     "worst layers named without overlap. --local (after run --local): each\n"
+     "format's own error as a dashed line beside the inherited one.",
      repl_cmd_plot, 1, 2, {MPX_WORD_FILE, MPX_WORD_METRIC}, NULL, plot_opts, NULL},
     {"html", "html <file.html> " GRAPH_OPTS " [--no-overlay]", "one self-contained review page",
      "What to look at first (worst output and layer, the largest own error after\n"

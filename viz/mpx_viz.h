@@ -133,7 +133,7 @@ typedef struct mpx_viz_series {
 
 typedef struct mpx_viz_plot_opts {
     mpx_viz_metric metric;   /* default rel_l2 */
-    bool local;              /* plot local errors where the compares have them */
+    bool local;              /* also each series' own (local) error, dashed, where the compares have it */
     /* Casts and red nodes to mark along the x axis (the plan the runs ran
      * under); NULL: no marks. Must be a plan of the compares' graph. */
     const mpx_plan *marks;
@@ -145,9 +145,11 @@ void mpx_viz_plot_opts_default(mpx_viz_plot_opts *o);
 
 /* SVG of the metric of every compared layer against the position of its node
  * in topological order, one line per series (log scale except sqnr_db, whose
- * scale is linear), with axis labels, a legend, casts and red nodes marked,
- * overflowing layers marked, and the three worst layers named. All series
- * must be compares of the same graph; n >= 1. */
+ * scale is linear), with axis labels, a legend, casts, rule-set and red nodes
+ * marked (red bands clipped to the frame), overflowing layers crossed,
+ * underflow of 1% or more of a layer's values as one lane of bars under the
+ * axis, and the three worst layers named where a label overlaps nothing. All
+ * series must be compares of the same graph; n >= 1. */
 mpx_status mpx_viz_plot(const mpx_viz_series *series, int n, const mpx_viz_plot_opts *o,
                         char **out, mpx_error *err);
 
