@@ -169,6 +169,17 @@ async function run(url) {
       "'mpx-index').textContent);return " + body + ".found===i.nodes[i.worst][2]&&document.getElementById(" +
       body + ".found).classList.contains('hl');})()");
   }
+  if (await js("!!document.querySelector('button[data-act=\"ovf\"]')")) {
+    // each overflow in turn, in graph order, then round again
+    const n = await js("JSON.parse(document.getElementById('mpx-index').textContent).overflow.length");
+    for (let k = 1; k <= Math.min(n, 3); k++) {
+      await step('next overflow (' + k + ' of ' + n + ')', click('button[data-act="ovf"]'));
+      await step('overflow ' + k + ' is shown', "(function(){var i=JSON.parse(document.getElementById(" +
+        "'mpx-index').textContent),want=i.nodes[i.overflow[" + (k - 1) + "]][2];return " + body + ".found===want&&" +
+        "document.getElementById('info').textContent.indexOf('overflow " + k + " of " + n + "')===0&&" +
+        "document.getElementById(want).classList.contains('hl')||[" + body + ".found,want];})()");
+    }
+  }
   clean();
   console.log('page_drive: ' + page + ': every step passed, no console message');
   process.exit(0);

@@ -69,7 +69,14 @@ colour Conv green when macs >= 1M else gray
 run --local
 html $WORK/tiny.html
 EOF
-for m in det rec tiny; do
+cat >"$WORK/tiny-ovf.mpx" <<EOF
+load $(cd "$(dirname "$0")/.." && pwd)/examples/tiny_cnn.json
+input x shape 1x3x64x64
+input x random uniform 0 30000 seed 1
+run
+html $WORK/tiny-ovf.html
+EOF
+for m in det rec tiny tiny-ovf; do
   "$MPX" "$WORK/$m.mpx" >"$WORK/$m.out" 2>&1 || fail "$m session: $(cat "$WORK/$m.out")"
   grep '^wrote' "$WORK/$m.out"
 done
@@ -244,7 +251,7 @@ done
 # a box, search, graph to table and back, filters, sorting, zoom, worst layer.
 NODE=$(command -v node || command -v nodejs || true)
 [ -n "$NODE" ] || fail "node missing (scripts/bootstrap.sh --test installs it)"
-for page in det rec tiny; do
+for page in det rec tiny tiny-ovf; do
   "$NODE" --experimental-websocket --no-warnings "$(dirname "$0")/page_drive.js" "$BROWSER" "$WORK/profile-drive" \
     "$WORK/$page.html" >"$WORK/drive-$page.out" 2>&1 || fail "$page.html: $(tail -3 "$WORK/drive-$page.out")"
   tail -1 "$WORK/drive-$page.out"

@@ -159,6 +159,14 @@ has "$WORK/fold.html" '<script id="mpx-index" type="application/json">' "the nod
 has "$WORK/fold.html" '<select id="tf-op"' "the table's filters"
 has "$WORK/look.html" 'data-act="path"' "the path to the cause on the page"
 
+# what search found is on the page: the nodes it kept fp32, linked, and the
+# condition they meet
+"$MPX" -c "load examples/tiny_cnn.json; input x shape 1x3x32x32; search output.rel_l2 < 1e-4; html $WORK/search.html" \
+  >/dev/null 2>"$WORK/search.err" || fail "search session: $(cat "$WORK/search.err")"
+has "$WORK/search.html" "<li>search kept" "search's nodes"
+has "$WORK/search.html" "to meet <code>output.rel_l2 &lt; 1e-4</code>" "search's condition"
+grep -o '<li>search kept.*</li>' "$WORK/search.html" | grep -q 'data-node="' || fail "search.html: search's nodes are not linked"
+
 # 5. svg --watch: re-written on colour (Relu red) and undo, not after --unwatch
 has "$WORK/session.err" "watching: $WORK/watch.svg" "watch notice"
 reds_watch=$(count "$WORK/watch.svg" 'fill="#ef9a9a"')

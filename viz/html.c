@@ -355,9 +355,47 @@ static void look_section(vz_buf *b, const mpx_viz_page *pg, const page_facts *f)
         const char *tx = mpx_rules_text(pg->rules, i);
         searched += tx && strstr(tx, "# search:") != NULL;
     }
-    if (searched)
-        vz_printf(b, "<li>search kept %d node%s in fp32 (its rules are listed with the plan)</li>", searched,
-                  searched == 1 ? "" : "s");
+    if (searched) {
+        /* the fix search found: the nodes it keeps fp32, each with what the
+         * ranking run saw of it (the rule's comment: "# search: <condition>
+         * (own rel_l2 ...)") */
+        vz_printf(b, "<li>search kept %d node%s in fp32:", searched, searched == 1 ? "" : "s");
+        int shown = 0;
+        for (int i = 0; i < g->n_nodes; i++) {
+            int r = p->nodes[i].colour_rule;
+            const char *tx = r >= 0 && pg->rules ? mpx_rules_text(pg->rules, r) : NULL;
+            const char *why = tx ? strstr(tx, "# search:") : NULL;
+            if (!why) continue;
+            if (shown++ == 6) {
+                vz_printf(b, " &#8230; and %d more (the rules are listed with the plan)", searched - 6);
+                break;
+            }
+            vz_put(b, shown > 1 ? "; " : " ");
+            node_link(b, pg, i);
+            const char *paren = strchr(why, '(');
+            if (paren) {
+                vz_put(b, " <span class=\"note\">");
+                vz_put_xml(b, paren);
+                vz_put(b, "</span>");
+            }
+        }
+        const char *cond_text = NULL;
+        for (int i = 0; pg->rules && i < mpx_rules_count(pg->rules) && !cond_text; i++) {
+            const char *tx = mpx_rules_text(pg->rules, i);
+            if (tx && strstr(tx, "# search:")) cond_text = strstr(tx, "# search:") + 9;
+        }
+        if (cond_text) {
+            size_t n = strcspn(cond_text, "(");
+            vz_put(b, " <span class=\"note\">to meet <code>");
+            while (n > 0 && cond_text[n - 1] == ' ') n--;
+            while (n > 0 && *cond_text == ' ') cond_text++, n--;
+            char cond[512];
+            snprintf(cond, sizeof cond, "%.*s", (int)(n < sizeof cond ? n : sizeof cond - 1), cond_text);
+            vz_put_xml(b, cond);
+            vz_put(b, "</code></span>");
+        }
+        vz_put(b, "</li>");
+    }
     vz_put(b, "</ul></section>\n");
 }
 

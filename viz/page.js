@@ -116,7 +116,7 @@
   }
   function info(html) { var i = document.getElementById('info'); if (i) i.innerHTML = html; }
   function esc(s) { return String(s).replace(/[&<>"]/g, function (c) { return {'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;'}[c]; }); }
-  function fig(v) { return v === null ? '-' : v === 0 ? '0' : Math.abs(v) >= 0.01 && Math.abs(v) < 1e4 ? v.toPrecision(3) : v.toExponential(2); }
+  function fig(v) { return v === null ? '-' : typeof v === 'string' ? v : v === 0 ? '0' : Math.abs(v) >= 0.01 && Math.abs(v) < 1e4 ? v.toPrecision(3) : v.toExponential(2); }
 
   /* Go to node i in the detailed graph (or its box when the detail view has
    * no box of its own for it). */
