@@ -33,7 +33,7 @@
 // usage: node bench.js --build DIR --ort DIR --models DIR --py PYTHON --root DIR
 //                      [--only det,rec,cls] [--rounds 3] [--ort-reps 10]
 //                      [--mpx-reps 3] [--heavy-reps 1] [--ort-threads 2]
-//                      [--out FILE] [--work DIR]
+//                      [--out FILE] [--work DIR] [--suite DIR]
 'use strict';
 const fs = require('fs');
 const os = require('os');
@@ -42,7 +42,7 @@ const { spawnSync } = require('child_process');
 
 const opt = {
   only: 'det,rec,cls', rounds: 3, 'ort-reps': 10, 'mpx-reps': 3, 'heavy-reps': 1,
-  'ort-threads': 2, out: '', work: '',
+  'ort-threads': 2, out: '', work: '', suite: '',
 };
 const args = process.argv.slice(2);
 for (let i = 0; i < args.length; i++) {
@@ -67,6 +67,14 @@ const MODELS = {
   rec: { file: 'ch_PP-OCRv4_rec_infer.onnx', shape: '1x3x48x320', image: 'line' },
   cls: { file: 'ch_ppocr_mobile_v2.0_cls_infer.onnx', shape: '1x3x48x192', image: 'line' },
 };
+// --suite DIR: the models bench/torch_models.py exported (DIR/suite.json),
+// fed seeded normal noise (their weights are random too), after the PP-OCR ones.
+if (opt.suite) {
+  for (const e of JSON.parse(fs.readFileSync(path.join(opt.suite, 'suite.json'), 'utf8'))) {
+    MODELS[e.name] = { file: e.file, dir: opt.suite, shape: e.shape, image: 'none' };
+    if (!args.includes('--only')) opt.only += ',' + e.name; /* --only names what to run, suite models too */
+  }
+}
 
 function median(v) {
   if (!v.length) return NaN;
@@ -121,7 +129,7 @@ function loadavg() { return os.loadavg().map((x) => Number(x.toFixed(2))); }
   };
   const state = {};
   for (const k of keys) {
-    const m = MODELS[k], modelPath = path.join(opt.models, m.file);
+    const m = MODELS[k], modelPath = path.join(m.dir || opt.models, m.file);
     const npy = path.join(work, `${k}_input.npy`);
     const w = spawnSync(mpxBench, [modelPath, m.shape, 'input', '--image', m.image, '--out', npy], { encoding: 'utf8' });
     if (w.status !== 0) throw new Error(`mpx_bench input: ${w.stderr}`);
@@ -172,7 +180,7 @@ function loadavg() { return os.loadavg().map((x) => Number(x.toFixed(2))); }
     `${opt.rounds} rounds; load average ${res.machine.load_before.join(' ')} -> ${res.machine.load_after.join(' ')}`);
   p('median wall times in ms (all samples of all rounds); peak RSS of the mpx process in MB');
   p('');
-  const head = 'model  shape         (1)ORT  (2)ORTall  (3)mpx32  (4)report (4b)report1  (5)acc16  (6)rerun (3b)nofuse' +
+  const head = 'model          shape         (1)ORT  (2)ORTall  (3)mpx32  (4)report (4b)report1  (5)acc16  (6)rerun (3b)nofuse' +
     '   3/1    4/2   4b/2    5/3    6/4   RSS3   RSS4  RSS4b  val4  val4b';
   p(head);
   p('-'.repeat(head.length));
@@ -194,7 +202,7 @@ function loadavg() { return os.loadavg().map((x) => Number(x.toFixed(2))); }
     M.peak_value_mb = { mpx_report: M.runs.mpx_report.peak_value_mb,
       mpx_report1: M.runs.mpx_report1.peak_value_mb };
     const R = M.ratios;
-    p(`${k.padEnd(6)} ${M.shape.padEnd(12)} ${fmtMs(med.ort_fp32)} ${fmtMs(med.ort_all).padStart(10)} ` +
+    p(`${k.padEnd(14)} ${M.shape.padEnd(12)} ${fmtMs(med.ort_fp32)} ${fmtMs(med.ort_all).padStart(10)} ` +
       `${fmtMs(med.mpx_fp32).padStart(9)} ${fmtMs(med.mpx_report).padStart(10)} ${fmtMs(med.mpx_report1).padStart(12)} ` +
       `${fmtMs(med.mpx_acc16).padStart(9)} ` +
       `${fmtMs(med.mpx_rerun).padStart(9)} ${fmtMs(med.mpx_fp32_nofuse).padStart(10)} ` +

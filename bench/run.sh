@@ -9,7 +9,11 @@
 #
 # usage: bench/run.sh [--build DIR] [--only det,rec,cls] [--rounds N]
 #                     [--ort-reps N] [--mpx-reps N] [--heavy-reps N]
-#                     [--ort-threads N] [--out FILE]
+#                     [--ort-threads N] [--out FILE] [--suite]
+# --suite adds the model suite bench/torch_models.py exports (ResNet-18,
+# MobileNetV3-Small, EfficientNet-B0, ViT-B/16, a 4-layer BERT-style encoder,
+# a small UNet; random weights) into .cache/bench-suite, with Debian's
+# python3-torch and python3-torchvision (scripts/bootstrap.sh --bench).
 # Needs: `make build` (mpx_bench is built with the rest), the models and
 # onnxruntime-node (scripts/fetch-models.sh; fetched here if missing), node,
 # and python3 with the onnx package (Debian's /usr/bin/python3 with
@@ -21,13 +25,15 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 BUILD="$ROOT/build"
 PASS=""
+SUITE=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) BUILD=$(cd "$2" && pwd); shift 2 ;;
     --only|--rounds|--ort-reps|--mpx-reps|--heavy-reps|--ort-threads|--out)
       [ $# -ge 2 ] || { echo "bench/run.sh: $1 needs a value" >&2; exit 2; }
       PASS="$PASS $1 $2"; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --suite) SUITE=1; shift ;;
+    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench/run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -43,6 +49,15 @@ if ! "$PY" -c 'import onnx' 2>/dev/null; then
   exit 1
 fi
 eval "$("$ROOT/scripts/fetch-models.sh" "$ROOT/.cache")"
+if [ "$SUITE" = 1 ]; then
+  if ! /usr/bin/python3 -c 'import torch, torchvision' 2>/dev/null; then
+    echo "bench/run.sh: --suite needs python3-torch and python3-torchvision (scripts/bootstrap.sh --bench)" >&2
+    exit 1
+  fi
+  /usr/bin/python3 "$HERE/torch_models.py" "$ROOT/.cache/bench-suite" 2>&1 | grep -v -i warn >&2 || true
+  [ -f "$ROOT/.cache/bench-suite/suite.json" ] || { echo "bench/run.sh: the suite was not exported" >&2; exit 1; }
+  PASS="$PASS --suite $ROOT/.cache/bench-suite"
+fi
 # $PASS is a list of words on purpose.
 # shellcheck disable=SC2086
 exec node "$HERE/bench.js" --build "$BUILD" --ort "$ORT" --models "$MODELS" --py "$PY" --root "$ROOT" $PASS

@@ -12,6 +12,9 @@
 #                                 (the review page in a real browser), clang and its
 #                                 runtime (the clang build, libFuzzer: make clang, fuzz),
 #                                 dpkg-dev (dpkg-shlibdeps: the .deb's dependencies)
+#   scripts/bootstrap.sh --bench  that, plus python3-torch and python3-torchvision:
+#                                 bench/torch_models.py exports the benchmark's model
+#                                 suite with them (bench/run.sh --suite)
 set -eu
 
 RUNTIME="cmake make gcc pkg-config
@@ -20,12 +23,14 @@ libonnx-dev libedit-dev
 libpng-dev libjpeg62-turbo-dev libsndfile1-dev libsamplerate0-dev libzip-dev"
 TEST="python3-onnx python3-numpy python3-pil flac espeak-ng libxml2-utils tmux npm chromium
 clang libclang-rt-dev dpkg-dev"
+BENCH="python3-torch python3-torchvision"
 
 PKGS=$RUNTIME
 case "${1:-}" in
   --test) PKGS="$RUNTIME $TEST" ;;
+  --bench) PKGS="$RUNTIME $TEST $BENCH" ;;
   "") ;;
-  *) echo "usage: scripts/bootstrap.sh [--test]" >&2; exit 64 ;;
+  *) echo "usage: scripts/bootstrap.sh [--test|--bench]" >&2; exit 64 ;;
 esac
 
 missing=""
