@@ -639,6 +639,10 @@ static void test_matmul(void) {
     matmul_case(__LINE__, "2x3x5", "5", "2x3");
     matmul_case(__LINE__, "6x700", "700x9", "6x9");
     matmul_case(__LINE__, "3x1x2x8", "1x4x8x5", "3x4x2x5");
+    /* a batch of rows times one matrix runs as one product of all the rows
+     * (torch's attention: [L, 1, E] x [E, 3E]): the same sums in order */
+    matmul_case(__LINE__, "37x1x130", "130x20", "37x1x20");
+    matmul_case(__LINE__, "2x3x5x70", "70x9", "2x3x5x9");
 }
 
 /* ---- accumulation order: 2048 + 1 stays 2048 in fp16 ------------------------------------ */
