@@ -223,7 +223,8 @@ static const KG_F(ukr_fn) KG_F(ukr_table)[4][KG_MR] = {KG_UKR_ROW(0), KG_UKR_ROW
 static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
     const kg_gemm *j = x->j;
     const int64_t M = j->M, N = j->N, K = j->K, mpan = (M + KG_MR - 1) / KG_MR;
-    const int64_t g = item / x->nqb, q0 = (item % x->nqb) * x->icols;
+    const int64_t per_g = x->nqb * x->nmb, g = item / per_g, q0 = (item % per_g / x->nmb) * x->icols;
+    const int64_t mb = item % x->nmb, i0 = mb * x->mpb, i1 = i0 + x->mpb < mpan ? i0 + x->mpb : mpan;
     const int64_t q1 = q0 + x->icols < N ? q0 + x->icols : N;
     const float *apg = x->ap + g * mpan * KG_MR * K;
     float *c = j->c + g * j->gc;
@@ -280,7 +281,7 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
                         at[l] = l < ncols && cl < j->gvalid ? r * j->rs + cl * j->cs : -1;
                         if (++cl == j->gw) cl = 0, r++;
                     }
-                for (int64_t i = 0; i < mpan; i++) {
+                for (int64_t i = i0; i < i1; i++) {
                     const int mr = (int)(M - i * KG_MR < KG_MR ? M - i * KG_MR : KG_MR);
                     const float *ap = apg + i * KG_MR * K + k0 * KG_MR;
                     const int64_t *crow = j->crow + i * KG_MR;
