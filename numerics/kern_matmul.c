@@ -111,15 +111,45 @@ mpx_status mpx_k_gemm(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
     if ((st = mpx_k_alloc(c, &out[0], a->dtype, 2, dims))) return st;
     float *y = out[0].f, *bt = NULL;
     const float *bm = b->f;
-    if (tb && K > 0 && N > 0) { /* B' row-major, for contiguous rows */
-        if ((st = kn_scratch(c, (size_t)(K * N), sizeof *bt, (void **)&bt))) goto fail;
-        for (int64_t k = 0; k < K; k++)
-            for (int64_t j = 0; j < N; j++) bt[k * N + j] = b->f[j * K + k];
-        bm = bt;
+    /* With transB (every Linear layer's export) the product needs B' = B^T
+     * row-major. Where copying A and the result costs less than copying B
+     * (a few rows against a large weight: a classifier's 1 x 1024 by
+     * 1000 x 1024 took 10 ms to transpose), Y^T = B A'^T is computed
+     * instead: B is then the product's left operand as it is, and each value
+     * is the same products (commuted, which is exact) summed in the same
+     * order. Otherwise B is transposed in tiles that stay in cache. */
+    int64_t copy_swap = (ta ? 0 : (M == 1 ? 0 : M * K)) + (M == 1 ? 0 : M * N);
+    if (tb && K > 0 && N > 0 && M > 0 && copy_swap < N * K) {
+        float *at = NULL, *yt = NULL;
+        const float *bprime = a->f; /* A'^T row-major, K x M */
+        if (!ta && M > 1) {
+            if ((st = kn_scratch(c, (size_t)(K * M), sizeof *at, (void **)&at))) goto fail;
+            for (int64_t i = 0; i < M; i++)
+                for (int64_t k = 0; k < K; k++) at[k * M + i] = a->f[i * K + k];
+            bprime = at;
+        }
+        float *yp = y;
+        if (M > 1 && !(st = kn_scratch(c, (size_t)(M * N), sizeof *yt, (void **)&yt))) yp = yt;
+        if (!st) st = mm_run(c, N, M, K, b->f, K, 1, bprime, yp);
+        if (!st && yt)
+            for (int64_t j = 0; j < N; j++)
+                for (int64_t i = 0; i < M; i++) y[i * N + j] = yt[j * M + i];
+        free(at);
+        free(yt);
+        if (st) goto fail;
+    } else {
+        if (tb && K > 0 && N > 0) { /* B' row-major, for contiguous rows */
+            if ((st = kn_scratch(c, (size_t)(K * N), sizeof *bt, (void **)&bt))) goto fail;
+            for (int64_t j0 = 0; j0 < N; j0 += 32)
+                for (int64_t k0 = 0; k0 < K; k0 += 32)
+                    for (int64_t j = j0; j < j0 + 32 && j < N; j++)
+                        for (int64_t k = k0; k < k0 + 32 && k < K; k++) bt[k * N + j] = b->f[j * K + k];
+            bm = bt;
+        }
+        st = mm_run(c, M, N, K, a->f, ta ? 1 : K, ta ? M : 1, bm, y);
+        free(bt);
+        if (st) goto fail;
     }
-    st = mm_run(c, M, N, K, a->f, ta ? 1 : K, ta ? M : 1, bm, y);
-    free(bt);
-    if (st) goto fail;
     for (int64_t i = 0; i < M; i++)
         for (int64_t j = 0; j < N; j++) {
             float s = alpha * y[i * N + j];

@@ -233,7 +233,13 @@ static void ta_init(tacc *a, const mpx_format *f, int block, float init) {
 }
 
 static void ta_add(tacc *a, float t) {
-    if (!a->f) {
+    if (!a->f && a->block > 0) { /* fp32 in blocks (the GEMM core's order) */
+        a->blk += t;
+        if (++a->nb == a->block) {
+            a->sum += a->blk;
+            a->blk = 0.0f, a->nb = 0;
+        }
+    } else if (!a->f) {
         a->sum += t;
     } else if (a->block <= 0) {
         a->sum = mpx_round_scalar(a->f, a->sum + t);
@@ -247,6 +253,10 @@ static void ta_add(tacc *a, float t) {
 }
 
 static float ta_result(tacc *a) {
+    if (!a->f && a->block > 0 && a->nb > 0) {
+        a->sum += a->blk;
+        a->blk = 0.0f, a->nb = 0;
+    }
     if (a->f && a->block > 0 && a->nb > 0) {
         a->sum = mpx_round_scalar(a->f, a->sum + mpx_round_scalar(a->f, a->blk));
         a->blk = 0.0f, a->nb = 0;
@@ -527,7 +537,8 @@ static mpx_value ref_gemm(const mpx_value *a, const mpx_value *b, const mpx_valu
     for (int64_t i = 0; i < M; i++)
         for (int64_t j = 0; j < N; j++) {
             tacc s;
-            ta_init(&s, f, block, 0.0f);
+            /* fp32: blocks of 64 terms, each summed from 0 (kern_gemm.h) */
+            ta_init(&s, f, f ? block : MPX_ACC_FP32_BLOCK, 0.0f);
             for (int64_t k = 0; k < K; k++)
                 ta_add(&s, a->f[ta ? k * M + i : i * K + k] * b->f[tb ? j * K + k : k * N + j]);
             float v = alpha * ta_result(&s);
@@ -556,6 +567,13 @@ static void test_gemm(void) {
         {"3x7", "4x7", "1x1", "transB=1", false, true, 1.0f, 1.0f},
         {"9x6", "9x600", "6x600", "transA=1 beta=-1.5", true, false, 1.0f, -1.5f},
         {"2x3", "3x2", "", "beta=0.0", false, false, 1.0f, 0.0f},
+        /* transB with few rows runs as Y^T = B A^T (one row: no copy at
+         * all); with many, B is transposed in tiles (partial ones here) */
+        {"1x130", "200x130", "200", "transB=1", false, true, 1.0f, 1.0f},
+        {"2x100", "300x100", "", "transB=1 alpha=0.5", false, true, 0.5f, 1.0f},
+        {"100x3", "90x100", "3x90", "transA=1 transB=1", true, true, 1.0f, 1.0f},
+        {"70x40", "50x40", "", "transB=1", false, true, 1.0f, 1.0f},
+        {"3x130", "130x4", "", "", false, false, 1.0f, 1.0f},
     };
     const mpx_format *fs[3] = {NULL, &mpx_format_fp16, &mpx_format_bf16};
     int blocks[3] = {0, 0, 4};
