@@ -299,10 +299,44 @@ static void kg_pack_a_fn(void *ctx, int tid, long p) {
     }
 }
 
+/* One column (N = 1) in fp32 (a classifier's Gemm after kern_matmul.c's
+ * transB swap, MatMul by a vector, a squeeze-excitation block's 1x1
+ * convolutions on a 1x1 map): a matrix times a vector, summed as the core
+ * sums (blocks of MPX_ACC_FP32_BLOCK products, each from 0 in order, added
+ * to a running sum from +0, then the bias as one more addition), eight rows
+ * an item, with no packing: the core packs all of A first, which for a
+ * 1000 x 1280 classifier was most of the time. */
+static void kg_mv_fn(void *ctx, int tid, long item) {
+    (void)tid;
+    const kg_gemm *j = ctx;
+    const int64_t per_g = (j->M + 7) / 8, g = item / per_g, i0 = item % per_g * 8;
+    const int64_t n = j->M - i0 < 8 ? j->M - i0 : 8;
+    const float *a = j->a + g * j->ga, *b = j->b + g * j->gb;
+    float sum[8] = {0}, blk[8];
+    for (int64_t k0 = 0; k0 < j->K; k0 += MPX_ACC_FP32_BLOCK) {
+        const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < j->K ? k0 + MPX_ACC_FP32_BLOCK : j->K;
+        for (int r = 0; r < 8; r++) blk[r] = 0.0f;
+        for (int64_t k = k0; k < k1; k++) {
+            const float xv = b[j->boff[k]];
+            for (int r = 0; r < n; r++) blk[r] += a[(i0 + r) * j->ams + k * j->aks] * xv;
+        }
+        for (int r = 0; r < n; r++) sum[r] += blk[r];
+    }
+    for (int r = 0; r < n; r++) {
+        float v = sum[r];
+        if (j->bias) v += j->bias[g * j->gbias + i0 + r];
+        j->c[g * j->gc + j->crow[i0 + r]] = v;
+    }
+}
+
 bool kg_gemm_run(const kg_gemm *j) {
     const int64_t M = j->M, N = j->N, K = j->K, mpan = (M + KG_MR - 1) / KG_MR;
     const double macs = (double)j->G * (double)M * (double)N * (double)K;
     int nt = kg_threads_for(macs);
+    if (N == 1 && !j->conv && j->mode == KG_FP32 && j->gvalid >= 1) {
+        mpx_k_parallel((long)(j->G * ((M + 7) / 8)), nt, kg_mv_fn, (void *)j);
+        return true;
+    }
     kg_ctx x = {.j = j, .avx2 = kg_use_avx2()};
     int64_t *boff = NULL;
     float *ap = kg_alloc((size_t)(j->G * mpan * KG_MR * K));

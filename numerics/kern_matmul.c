@@ -11,46 +11,12 @@
 
 /* ---- Gemm and MatMul ------------------------------------------------------------------ */
 
-/* One column (N = 1) in fp32: a matrix times a vector, as the GEMM core
- * sums it (kern_gemm.h: blocks of MPX_ACC_FP32_BLOCK products, each summed
- * from 0 in order, added to a running sum from +0), eight rows at a time
- * with no packing. The core packs all of A first: for a classifier's
- * 1000 x 1280 weights that copy was most of the time. */
-typedef struct mv_job {
-    int64_t M, K, ars, acs;
-    const float *A, *x;
-    float *y;
-} mv_job;
-
-static void mv_rows(void *ctx, int tid, long item) {
-    (void)tid;
-    const mv_job *j = ctx;
-    const int64_t i0 = (int64_t)item * 8, n = j->M - i0 < 8 ? j->M - i0 : 8;
-    float sum[8] = {0}, blk[8];
-    for (int64_t k0 = 0; k0 < j->K; k0 += MPX_ACC_FP32_BLOCK) {
-        const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < j->K ? k0 + MPX_ACC_FP32_BLOCK : j->K;
-        for (int r = 0; r < 8; r++) blk[r] = 0.0f;
-        for (int64_t k = k0; k < k1; k++) {
-            const float xv = j->x[k];
-            for (int r = 0; r < n; r++) blk[r] += j->A[(i0 + r) * j->ars + k * j->acs] * xv;
-        }
-        for (int r = 0; r < n; r++) sum[r] += blk[r];
-    }
-    for (int r = 0; r < n; r++) j->y[i0 + r] = sum[r];
-}
-
 /* Y (M x N, row-major, zero on entry) = A B, with A[i][k] = A[i * ars + k * acs]
  * and B row-major K x N. */
 static mpx_status mm_run(const mpx_kctx *c, int64_t M, int64_t N, int64_t K, const float *A,
                          int64_t ars, int64_t acs, const float *B, float *Y) {
     if (M == 0 || N == 0) return MPX_OK;
     const int mode = kg_mode_of(&c->acc);
-    if (mode == KG_FP32 && N == 1 && K > 0 && acs == 1) {
-        mv_job j = {M, K, ars, acs, A, B, Y};
-        const long items = (long)((M + 7) / 8);
-        mpx_k_parallel(items, (double)M * (double)K > 4e6 ? kg_threads() : 1, mv_rows, &j);
-        return MPX_OK;
-    }
     if (mode >= 0 && K > 0) {
         int64_t *boff = NULL, *crow = NULL;
         mpx_status st = kn_scratch(c, (size_t)K, sizeof *boff, (void **)&boff);

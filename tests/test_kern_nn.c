@@ -299,7 +299,7 @@ static mpx_value ref_conv(const mpx_value *x, const mpx_value *w, const mpx_valu
                 int64_t oc[3], rem = o;
                 for (int i = nsp - 1; i >= 0; i--) oc[i] = rem % od[2 + i], rem /= od[2 + i];
                 tacc a;
-                ta_init(&a, f, block, 0.0f);
+                ta_init(&a, f, f ? block : MPX_ACC_FP32_BLOCK, 0.0f); /* fp32: the core's blocks of 64 */
                 int64_t g = m / mg;
                 for (int64_t ci = 0; ci < cig; ci++)
                     for (int64_t t = 0; t < k_pl; t++) {
@@ -311,7 +311,12 @@ static mpx_value ref_conv(const mpx_value *x, const mpx_value *w, const mpx_valu
                             in = in && pos >= 0 && pos < x->dims[2 + i];
                             xi = xi * x->dims[2 + i] + pos;
                         }
-                        if (!in) continue;
+                        /* fp32: a tap in the padding still takes its place in
+                         * its block of 64, as a +-0 product (kern_gemm.h) */
+                        if (!in) {
+                            if (!f) ta_add(&a, 0.0f);
+                            continue;
+                        }
                         ta_add(&a, x->f[(n * C + g * cig + ci) * in_pl + xi] * w->f[(m * cig + ci) * k_pl + t]);
                     }
                 y.f[(n * M + m) * out_pl + o] = ta_finish(&a, b ? &b->f[m] : NULL);
@@ -414,6 +419,12 @@ static void test_conv(void) {
     conv_case(__LINE__, "2x2x8x6", "4x2x2x5", true, &p, "strides=[3,1] dilations=[2,1] pads=[0,3,1,0]");
     p = cp2(1, 3, 1, 1, 1, 1, 0, 290, 0, 290, 1); /* padding wider than a chunk */
     conv_case(__LINE__, "1x1x1x300", "4x1x1x3", true, &p, "pads=[0,290,0,290]");
+    p = cp2(1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1); /* squeeze-excitation: 1x1 on a 1x1 map, one column */
+    conv_case(__LINE__, "1x130x1x1", "40x130x1x1", true, &p, "");
+    p = cp2(1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 2);
+    conv_case(__LINE__, "2x260x1x1", "20x130x1x1", true, &p, "group=2");
+    p = cp2(3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1); /* terms beyond one fp32 block of 64 */
+    conv_case(__LINE__, "1x16x5x5", "9x16x3x3", true, &p, "pads=[1,1,1,1]");
     convp p1 = {.nsp = 1, .k = {4}, .s = {2}, .d = {2}, .pb = {2}, .pe = {1}, .group = 1};
     conv_case(__LINE__, "2x3x11", "5x3x4", false, &p1, "strides=[2] pads=[2,1] dilations=[2]");
     convp p3 = {.nsp = 3, .k = {2, 3, 2}, .s = {1, 2, 1}, .d = {1, 1, 1}, .pb = {1, 0, 1}, .pe = {0, 1, 1}, .group = 1};
