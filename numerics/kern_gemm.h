@@ -35,8 +35,11 @@
  * weigh more there. Rounded accumulation is bound by the rounding itself
  * (F16C's two conversions per vector and addition for fp16), 3-4x the fp32
  * micro-kernel's time. The code is written once with GCC vector extensions
- * and compiled twice: for AVX2 (+F16C for fp16 rounding), chosen at run time with
- * __builtin_cpu_supports, and for the baseline ISA (the portable path). */
+ * and compiled three times: for AVX-512 (the fp32 micro-kernel on 16-lane
+ * vectors; MPX_KERN_AVX2=1 declines it), for AVX2 (+F16C for fp16 rounding),
+ * chosen at run time with __builtin_cpu_supports, and for the baseline ISA
+ * (the portable path). On the Intel Xeon of 2026-11 the 16-lane kernel made
+ * ViT-B/16's forward 452 -> 392 ms and ResNet-18's 78 -> 70 ms. */
 #ifndef MPX_KERN_GEMM_H
 #define MPX_KERN_GEMM_H
 

@@ -1,7 +1,8 @@
-/* kern_gemm_body.h - the inner loops of kern_gemm.c, included there twice:
- * once for the baseline ISA (KG_F(x) = x##_gen, KG_SIMD 0, KG_TARGET empty)
- * and once with every function compiled for AVX2 and F16C (KG_F(x) =
- * x##_avx2, KG_SIMD 1, KG_TARGET the target attribute). Only
+/* kern_gemm_body.h - the inner loops of kern_gemm.c, included there three
+ * times: for the baseline ISA (KG_F(x) = x##_gen, KG_SIMD 0, KG_TARGET
+ * empty), with every function compiled for AVX2 and F16C (KG_F(x) =
+ * x##_avx2, KG_SIMD 1, KG_TARGET the target attribute), and for AVX-512
+ * (x##_avx512, KG_SIMD 2: the fp32 micro-kernel on 16 lanes, ukr16). Only
  * fp16 rounding differs in source between the two (F16C against
  * mpx_round_value per lane, which agree bit for bit: format.c); everything
  * else is the same GCC vector-extension code, so the two builds compute the
@@ -194,6 +195,58 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr)(const int 
 }
 #undef KG_ROWS
 
+#if KG_SIMD == 2
+/* fp32 on 16 lanes (the AVX-512 build): the tile's row i is one vector c_i,
+ * lane l of it column l, summed as ukr sums it (blocks of 64 products from
+ * 0, added to C's running sum, then the bias): the same operations per
+ * lane, so the same bits. */
+#define KG_ROWS16(X) X(0) X(1) X(2) X(3) X(4) X(5)
+static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16)(const int MR, int64_t kc,
+                                                              const float *restrict a,
+                                                              const float *restrict b,
+                                                              float *const *cr, bool first,
+                                                              const float *bias) {
+    const v16f z = {0};
+    for (int64_t k0 = 0; k0 < kc; k0 += MPX_ACC_FP32_BLOCK) {
+        const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < kc ? k0 + MPX_ACC_FP32_BLOCK : kc;
+#define KG_DECL(i) v16f c##i = z;
+        KG_ROWS16(KG_DECL)
+#undef KG_DECL
+        const float *ak = a + k0 * KG_MR, *bk = b + k0 * KG_NR;
+        for (int64_t k = k0; k < k1; k++, ak += KG_MR, bk += KG_NR) {
+            v16f bv;
+            memcpy(&bv, bk, sizeof bv);
+#define KG_MAC(i)                                                                        \
+    if (MR > i) {                                                                        \
+        const float s = ak[i];                                                           \
+        c##i += (v16f){s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s} * bv;             \
+    }
+            KG_ROWS16(KG_MAC)
+#undef KG_MAC
+        }
+        const bool f = first && k0 == 0, last = bias && k1 == kc;
+#define KG_PUT(i)                                                                        \
+    if (MR > i) {                                                                        \
+        v16f r = z;                                                                      \
+        if (!f) memcpy(&r, cr[i], sizeof r);                                             \
+        r += c##i;                                                                       \
+        if (last) {                                                                      \
+            const float s = bias[i];                                                     \
+            r += (v16f){s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s};                 \
+        }                                                                                \
+        memcpy(cr[i], &r, sizeof r);                                                     \
+    }
+        KG_ROWS16(KG_PUT)
+#undef KG_PUT
+    }
+}
+#undef KG_ROWS16
+#define KG_UKR_CALL(RM, MR) \
+    if (RM == KG_FP32) KG_F(ukr16)(MR, kc, a, b, cr, first, bias); else KG_F(ukr)(MR, RM, kc, a, b, cr, first, bias);
+#else
+#define KG_UKR_CALL(RM, MR) KG_F(ukr)(MR, RM, kc, a, b, cr, first, bias);
+#endif
+
 /* Every (mode, MR) pair as its own specialised copy, chosen through a
  * constant table once per panel row. */
 typedef void (*KG_F(ukr_fn))(int64_t kc, const float *a, const float *b, float *const *cr,
@@ -201,7 +254,7 @@ typedef void (*KG_F(ukr_fn))(int64_t kc, const float *a, const float *b, float *
 #define KG_UKR_DEF(RM, MR)                                                               \
     static KG_TARGET void KG_F(ukr_##RM##_##MR)(int64_t kc, const float *a, const float *b,      \
                                       float *const *cr, bool first, const float *bias) { \
-        KG_F(ukr)(MR, RM, kc, a, b, cr, first, bias);                                    \
+        KG_UKR_CALL(RM, MR)                                                              \
     }
 #define KG_UKR_MODE(RM) KG_UKR_DEF(RM, 1) KG_UKR_DEF(RM, 2) KG_UKR_DEF(RM, 3) \
     KG_UKR_DEF(RM, 4) KG_UKR_DEF(RM, 5) KG_UKR_DEF(RM, 6)
@@ -211,6 +264,7 @@ KG_UKR_MODE(2)
 KG_UKR_MODE(3)
 #undef KG_UKR_MODE
 #undef KG_UKR_DEF
+#undef KG_UKR_CALL
 _Static_assert(KG_FP32 == 0 && KG_FP16 == 1 && KG_BF16 == 2 && KG_TF32 == 3, "table order");
 #define KG_UKR_ROW(RM) {KG_F(ukr_##RM##_1), KG_F(ukr_##RM##_2), KG_F(ukr_##RM##_3), \
                         KG_F(ukr_##RM##_4), KG_F(ukr_##RM##_5), KG_F(ukr_##RM##_6)}
