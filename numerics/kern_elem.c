@@ -22,7 +22,16 @@
 static const float k_sqrt1_2 = 0.70710678118654752440f;    /* 1/sqrt(2) */
 static const float k_sqrt_2_pi = 0.79788456080286535588f;  /* sqrt(2/pi) */
 
-static float sigmoid(float x) { return ke_sigmoid(x); }
+/* Sigmoid over an array, compiled for AVX-512, AVX2 and the baseline
+ * (GCC's target clones, picked when the program loads): ke_sigmoid is plain
+ * float and double arithmetic, so each clone computes the same bits, 8 or
+ * 16 elements at a time. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+static void sigmoid_map(const float *x, float *y, int64_t n) {
+    for (int64_t k = 0; k < n; k++) y[k] = ke_sigmoid(x[k]);
+}
 static float softplus(float x) { return ke_softplus(x); }
 
 typedef enum uop {
@@ -54,7 +63,7 @@ static void map_float(uop op, const uparam *p, const float *x, float *y, int64_t
     case U_SELU: MAP(v > 0.0f ? g * v : g * (a * expf(v) - a));
     case U_CELU: MAP(v != v ? v : fmaxf(0.0f, v) + fminf(0.0f, a * (expf(v / a) - 1.0f)));
     case U_THRESHOLDED_RELU: MAP(v > a ? v : 0.0f);
-    case U_SIGMOID: MAP(sigmoid(v));
+    case U_SIGMOID: sigmoid_map(x, y, n); break;
     case U_HARD_SIGMOID: {
         for (int64_t k = 0; k < n; k++) {
             float t = a * x[k] + b;
