@@ -106,58 +106,9 @@ timeout 180 "$BROWSER" --headless --no-sandbox --disable-gpu --user-data-dir="$W
 echo "viz_browser: screenshot in $(($(date +%s) - t0)) s: $WORK/det.png"
 [ -s "$WORK/det.png" ] || fail "no screenshot written"
 
-"$PY" - "$WORK/det.png" $W $H <<'EOF' || fail "the screenshot does not show the page"
-# Decode the PNG with the standard library only (zlib, struct) and check it.
-import struct, sys, zlib
-path, W, H = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-data = open(path, 'rb').read()
-assert data[:8] == b'\x89PNG\r\n\x1a\n', 'not a PNG'
-pos, idat, hdr = 8, b'', None
-while pos < len(data):
-    n, kind = struct.unpack('>I4s', data[pos:pos + 8])
-    body = data[pos + 8:pos + 8 + n]
-    if kind == b'IHDR': hdr = struct.unpack('>IIBBBBB', body)
-    elif kind == b'IDAT': idat += body
-    pos += 12 + n
-w, h, depth, ctype = hdr[0], hdr[1], hdr[2], hdr[3]
-if (w, h) != (W, H): sys.exit('size %dx%d, expected %dx%d' % (w, h, W, H))
-assert depth == 8 and ctype in (2, 6), 'unexpected PNG format %d/%d' % (depth, ctype)
-bpp = 3 if ctype == 2 else 4
-raw, stride = zlib.decompress(idat), w * bpp
-rows, prev, i = [], bytearray(stride), 0
-for y in range(h):
-    f = raw[i]; line = bytearray(raw[i + 1:i + 1 + stride]); i += 1 + stride
-    for x in range(stride):
-        a = line[x - bpp] if x >= bpp else 0
-        b = prev[x]; c = prev[x - bpp] if x >= bpp else 0
-        if f == 1: line[x] = (line[x] + a) & 255
-        elif f == 2: line[x] = (line[x] + b) & 255
-        elif f == 3: line[x] = (line[x] + (a + b) // 2) & 255
-        elif f == 4:
-            p = a + b - c; pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-            line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-    rows.append(bytes(line)); prev = line
-def px(x, y): r = rows[y]; return tuple(r[x * bpp:x * bpp + 3])
-counts, nonwhite = {}, 0
-for y in range(0, h, 2):
-    for x in range(0, w, 2):
-        p = px(x, y); counts[p] = counts.get(p, 0) + 1
-        if sum(p) < 720: nonwhite += 1
-total = (w // 2) * (h // 2)
-def near(rgb, tol=6): return sum(n for p, n in counts.items() if all(abs(p[k] - rgb[k]) <= tol for k in range(3)))
-checks = {
-    'header band (#263238)': near((0x26, 0x32, 0x38)) > 1000,
-    'green fills (#a5d6a7)': near((0xa5, 0xd6, 0xa7)) > 200,
-    'gray fills (#bdbdbd)': near((0xbd, 0xbd, 0xbd)) > 200,
-    'cast fills (#ffd54f)': near((0xff, 0xd5, 0x4f)) > 100,
-    'plot line (#1565c0)': near((0x15, 0x65, 0xc0), 30) > 20,
-    'not blank (>5% non-white)': nonwhite > total * 0.05,
-    'many colours (>200)': len(counts) > 200,
-}
-print('viz_browser: screenshot %dx%d, %d colours, %.1f%% non-white' % (w, h, len(counts), 100.0 * nonwhite / total))
-bad = [k for k, ok in checks.items() if not ok]
-if bad: sys.exit('missing in the screenshot: ' + ', '.join(bad))
-EOF
+"$PY" "$(dirname "$0")/png_check.py" "$WORK/det.png" $W $H 'header band=#263238>1000' 'green fills=#a5d6a7>200' \
+  'gray fills=#bdbdbd>200' 'cast fills=#ffd54f>100' 'plot line=#1565c0~30>20' 'nonwhite>0.05' 'colours>200' ||
+  fail "the screenshot does not show the page"
 # The pages as a reviewer opens them, 1400 px wide.
 dom() { # $1 page, $2 URL suffix, $3 name: the DOM after the script ran
   t0=$(date +%s%N)
@@ -209,43 +160,8 @@ shot rec.html first-rec.png
 shot tiny.html first-tiny.png
 shot "det.html#find=p2o.BatchNormalization.1" first-det-find.png
 for page in det rec tiny det-find; do
-  "$PY" - "$WORK/first-$page.png" <<'EOF' || fail "first-$page.png does not show the page and its graph"
-import struct, sys, zlib
-data = open(sys.argv[1], 'rb').read()
-pos, idat, hdr = 8, b'', None
-while pos < len(data):
-    n, kind = struct.unpack('>I4s', data[pos:pos + 8])
-    body = data[pos + 8:pos + 8 + n]
-    if kind == b'IHDR': hdr = struct.unpack('>IIBBBBB', body)
-    elif kind == b'IDAT': idat += body
-    pos += 12 + n
-w, h, ctype = hdr[0], hdr[1], hdr[3]
-bpp = 3 if ctype == 2 else 4
-raw, stride = zlib.decompress(idat), w * bpp
-rows, prev, i = [], bytearray(stride), 0
-for y in range(h):
-    f = raw[i]; line = bytearray(raw[i + 1:i + 1 + stride]); i += 1 + stride
-    for x in range(stride):
-        a = line[x - bpp] if x >= bpp else 0
-        b = prev[x]; c = prev[x - bpp] if x >= bpp else 0
-        if f == 1: line[x] = (line[x] + a) & 255
-        elif f == 2: line[x] = (line[x] + b) & 255
-        elif f == 3: line[x] = (line[x] + (a + b) // 2) & 255
-        elif f == 4:
-            p = a + b - c; pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-            line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-    rows.append(bytes(line)); prev = line
-counts = {}
-for y in range(0, h, 2):
-    r = rows[y]
-    for x in range(0, w, 2):
-        p = tuple(r[x * bpp:x * bpp + 3]); counts[p] = counts.get(p, 0) + 1
-def near(rgb, tol=6): return sum(n for p, n in counts.items() if all(abs(p[k] - rgb[k]) <= tol for k in range(3)))
-checks = {'size 1400x900': (w, h) == (1400, 900), 'header band': near((0x26, 0x32, 0x38)) > 1000,
-          'casts (#ffd54f)': near((0xff, 0xd5, 0x4f)) > 20, 'gray fills (#bdbdbd)': near((0xbd, 0xbd, 0xbd)) > 50}
-bad = [k for k, ok in checks.items() if not ok]
-if bad: sys.exit('missing: ' + ', '.join(bad))
-EOF
+  "$PY" "$(dirname "$0")/png_check.py" "$WORK/first-$page.png" 1400 900 'header band=#263238>1000' \
+    'casts=#ffd54f>20' 'gray fills=#bdbdbd>50' || fail "first-$page.png does not show the page and its graph"
 done
 # A reviewer's clicks (tests/page_drive.js over the DevTools protocol): open
 # a box, search, graph to table and back, filters, sorting, zoom, worst layer.
