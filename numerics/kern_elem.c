@@ -32,6 +32,14 @@ __attribute__((target_clones("avx512f", "avx2", "default")))
 static void sigmoid_map(const float *x, float *y, int64_t n) {
     for (int64_t k = 0; k < n; k++) y[k] = ke_sigmoid(x[k]);
 }
+
+/* y[k] = e^(x[k] - m), Softmax's exponentials (kern_norm.c), the same way. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+void ke_exp_neg_map(const float *x, float m, float *y, int64_t n) {
+    for (int64_t k = 0; k < n; k++) y[k] = ke_exp_neg(x[k] - m);
+}
 static float softplus(float x) { return ke_softplus(x); }
 
 typedef enum uop {

@@ -135,6 +135,10 @@ static inline float ke_exp_neg(float xf) {
     return (float)(p * scale);
 }
 
+/* y[k] = ke_exp_neg(x[k] - m) over an array (x[k] <= m), vectorised
+ * (kern_elem.c). */
+void ke_exp_neg_map(const float *x, float m, float *y, int64_t n);
+
 /* 1/(1 + exp(-x)) for x >= 0, exp(x)/(1 + exp(x)) below, so exp never
  * overflows; written without a branch on the sign, which mispredicts on
  * activations. (Sigmoid here, QuickGelu and the recurrent ops' gates.) */

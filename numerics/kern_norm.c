@@ -13,6 +13,7 @@
  *   Softmax             y = exp(x - max) / sum(exp(x - max))
  *   LogSoftmax          y = (x - max) - log(sum(exp(x - max)))
  *   LRN                 y = x / (bias + alpha / size * sum(x^2))^beta */
+#include "kern_elem.h"
 #include "kern_nn.h"
 
 #include <math.h>
@@ -506,6 +507,47 @@ mpx_status mpx_k_lrn(const mpx_kctx *c, const mpx_value *const *in, int n_in, mp
 
 typedef enum { SM_SOFT, SM_LOG, SM_HARD } sm_form;
 
+typedef struct sm_job {
+    const mpx_kctx *c;
+    const float *x;
+    float *y;
+    int64_t D, inner;
+    sm_form form;
+} sm_job;
+
+/* One slice (row r = o * inner + i): its largest value m, e_k = exp(x_k - m)
+ * (ke_exp_neg: the float nearest, the same on every build; a contiguous
+ * slice goes through kern_elem.c's vector loop), their sum in order in the
+ * node's accumulation, then y_k = e_k / sum (LogSoftmax: x_k - m - log sum). */
+static void sm_row(void *ctx, int tid, long r) {
+    (void)tid;
+    const sm_job *j = ctx;
+    const int64_t D = j->D, inner = j->inner, o = r / inner, i = r % inner;
+    const float *xp = j->x + o * D * inner + i;
+    float *yp = j->y + o * D * inner + i;
+    float m = xp[0];
+    int64_t at = 0;
+    for (int64_t k = 1; k < D; k++)
+        if (xp[k * inner] > m) m = xp[k * inner], at = k;
+    if (j->form == SM_HARD) {
+        for (int64_t k = 0; k < D; k++) yp[k * inner] = k == at ? 1.0f : 0.0f;
+        return;
+    }
+    if (inner == 1) ke_exp_neg_map(xp, m, yp, D);
+    else
+        for (int64_t k = 0; k < D; k++) yp[k * inner] = ke_exp_neg(xp[k * inner] - m);
+    mpx_acc a;
+    mpx_acc_init(&a, &j->c->acc, 0.0f);
+    for (int64_t k = 0; k < D; k++) mpx_acc_add(&a, yp[k * inner]);
+    float s = mpx_acc_result(&a);
+    if (j->form == SM_LOG) {
+        float ls = logf(s);
+        for (int64_t k = 0; k < D; k++) yp[k * inner] = (xp[k * inner] - m) - ls;
+    } else {
+        for (int64_t k = 0; k < D; k++) yp[k * inner] /= s;
+    }
+}
+
 /* Before opset 13 the input is coerced to 2-D at axis (default 1) and each
  * row of prod(dims[axis:]) values is one softmax; from 13 the softmax runs
  * along the single axis (default -1). NaNs propagate to the whole slice.
@@ -529,33 +571,10 @@ static mpx_status softmax(const mpx_kctx *c, const mpx_value *const *in, int n_i
     }
     if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, x->dims))) return st;
     if (D == 0) return MPX_OK;
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t i = 0; i < inner; i++) {
-            const float *xp = x->f + o * D * inner + i;
-            float *yp = out[0].f + o * D * inner + i;
-            float m = xp[0];
-            int64_t at = 0;
-            for (int64_t k = 1; k < D; k++)
-                if (xp[k * inner] > m) m = xp[k * inner], at = k;
-            if (form == SM_HARD) {
-                for (int64_t k = 0; k < D; k++) yp[k * inner] = k == at ? 1.0f : 0.0f;
-                continue;
-            }
-            mpx_acc a;
-            mpx_acc_init(&a, &c->acc, 0.0f);
-            for (int64_t k = 0; k < D; k++) {
-                float e = expf(xp[k * inner] - m);
-                yp[k * inner] = e;
-                mpx_acc_add(&a, e);
-            }
-            float s = mpx_acc_result(&a);
-            if (form == SM_LOG) {
-                float ls = logf(s);
-                for (int64_t k = 0; k < D; k++) yp[k * inner] = (xp[k * inner] - m) - ls;
-            } else {
-                for (int64_t k = 0; k < D; k++) yp[k * inner] /= s;
-            }
-        }
+    sm_job j = {c, x->f, out[0].f, D, inner, form};
+    const long rows = (long)(outer * inner);
+    /* rows are independent: on the kernel threads when there is work enough */
+    mpx_k_parallel(rows, (double)rows * (double)D > 65536.0 ? kg_threads() : 1, sm_row, &j);
     return MPX_OK;
 }
 

@@ -972,6 +972,32 @@ static void test_softmax(void) {
     CHECK(fabs(ls - 1.0) < 1e-6);
     vfree(1, &y);
     vfree(1, &x);
+    /* the definition, bit for bit, on slices long enough for the vector
+     * loop and the threads (64 x 301, contiguous) and strided (axis 1 of
+     * 4x301x3): e_k = the float nearest exp(x_k - max), their sum in order
+     * in fp32 (blocks of 64), e_k / sum */
+    for (int strided = 0; strided < 2; strided++) {
+        x = vrand(strided ? "4x301x3" : "64x301");
+        for (int64_t k = 0; k < x.n; k++) x.f[k] *= 20.0f; /* exponents from 0 to far below */
+        y = run1(node("Softmax", 13, 1, "y", strided ? "axis=1" : ""), 1, in);
+        int64_t D = 301, inner = strided ? 3 : 1, rows = x.n / D;
+        bool same = y.n == x.n;
+        for (int64_t r = 0; r < rows && same; r++) {
+            const int64_t o = r / inner, i = r % inner;
+            const float *xp = x.f + o * D * inner + i;
+            float m = xp[0], total = 0.0f, ek[301];
+            for (int64_t k = 1; k < D; k++) m = xp[k * inner] > m ? xp[k * inner] : m;
+            float blk = 0.0f; /* fp32 sums: blocks of 64 terms, as mpx_acc adds them */
+            for (int64_t k = 0; k < D; k++) {
+                blk += ek[k] = (float)exp((double)(xp[k * inner] - m));
+                if (k % MPX_ACC_FP32_BLOCK == MPX_ACC_FP32_BLOCK - 1 || k == D - 1) total += blk, blk = 0.0f;
+            }
+            for (int64_t k = 0; k < D; k++) same = same && y.f[o * D * inner + i + k * inner] == ek[k] / total;
+        }
+        CHECK_MSG(same, "Softmax (%s) differs from its definition", strided ? "strided" : "contiguous");
+        vfree(1, &y);
+        vfree(1, &x);
+    }
     /* large values: no overflow (the max is subtracted) */
     static const float big[] = {1000, 1001, 1002};
     x = vdata("3", big);
