@@ -24,7 +24,15 @@ typedef struct mpx_json_ctx {
     numinfo *nums;
     int n_nums;
     char where[512]; /* JSON path of what is being read, for messages */
+    int64_t init_bytes; /* bytes of "init"-generated values so far (MPX_JSON_INIT_MAX) */
 } mpx_json_ctx;
+
+/* The most bytes (as held: fp32 or int64 per element) that "init" may
+ * generate in one model. "data" is bounded by the file's own size and "file"
+ * by the side file's, but "init" by nothing but the shape, so a few-byte
+ * shape could ask for gigabytes (libFuzzer found one: three tensors, 2.7 GB);
+ * 1 GiB of generated weights is more than any hand-written model needs. */
+#define MPX_JSON_INIT_MAX ((int64_t)1 << 30)
 
 /* json_read.c */
 mpx_status mpx_json_bad(mpx_json_ctx *c, mpx_status st, const char *fmt, ...)

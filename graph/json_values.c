@@ -361,6 +361,14 @@ mpx_status mpx_json_read_value(mpx_json_ctx *c, const cJSON *obj, mpx_tensor *t,
                    cJSON_GetArraySize(data), (long long)n);
     if (data && !cJSON_IsArray(data) && (n != 1 || cJSON_IsObject(data)))
         return mpx_json_bad(c, MPX_E_INVALID, "\"data\" must be an array of %lld values", (long long)n);
+    if (init) {
+        const int64_t bytes = n * (mpx_dtype_is_float(dt) ? 4 : 8);
+        if (bytes > MPX_JSON_INIT_MAX - c->init_bytes)
+            return mpx_json_bad(c, MPX_E_LIMIT, "\"init\" would generate %lld values (%.1f MiB), beyond the "
+                                                "%lld MiB a model's generated values may take (give \"file\")",
+                                (long long)n, (double)bytes / (1 << 20), (long long)(MPX_JSON_INIT_MAX >> 20));
+        c->init_bytes += bytes;
+    }
     FILE *f = NULL;
     const char *side = NULL;
     if (file && (st = open_side(c, file, dt, n, &f, &side)) != MPX_OK) return st;

@@ -494,6 +494,11 @@ static void test_semantic_errors(void) {
     EXPECT_ERR(INIT("\"type\": \"float32\", \"shape\": [3, -2], \"data\": []"), MPX_E_INVALID, "shape[1] is negative (-2)", NULL);
     EXPECT_ERR(INIT("\"type\": \"float32\", \"shape\": [100000, 100000, 100000], \"init\": \"zeros\""), MPX_E_LIMIT,
                "initializers[0] (\"w\"): \"shape\": dims product exceeds", NULL);
+    /* generated values are bounded (1 GiB a model): a short shape asks for 2.5 GB */
+    EXPECT_ERR(INIT("\"type\": \"float32\", \"shape\": [666666664], \"init\": \"zeros\""), MPX_E_LIMIT,
+               "initializers[0] (\"w\"): \"init\" would generate 666666664 values", "beyond the 1024 MiB");
+    EXPECT_ERR(INIT("\"type\": \"int64\", \"shape\": [200000000], \"init\": \"zeros\""), MPX_E_LIMIT,
+               "would generate 200000000 values (1525.9 MiB)", NULL);
     EXPECT_ERR(INIT("\"type\": \"float32\", \"shape\": [1e300], \"init\": \"zeros\""), MPX_E_INVALID, "shape[0] must be an integer", NULL);
     EXPECT_ERR(INIT("\"type\": \"float32\", \"shape\": [1,1,1,1,1,1,1,1,1], \"init\": \"zeros\""), MPX_E_UNSUPPORTED, "rank 9", NULL);
     EXPECT_ERR(INIT("\"type\": \"float32\", \"shape\": [1]"), MPX_E_INVALID, "needs one of \"data\", \"init\" or \"file\"", NULL);
