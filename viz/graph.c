@@ -1214,7 +1214,9 @@ void mpx_viz_opts_default(mpx_viz_opts *o) {
     o->engine = "dot";
 }
 
-static mpx_status prepare(view *v, const mpx_plan *p, const mpx_viz_opts *o, mpx_error *err) {
+/* The view of plan p under o (what is drawn, by which id), checked: what
+ * both the pictures and mpx_viz_node_ids start from. */
+static mpx_status setup(view *v, const mpx_plan *p, const mpx_viz_opts *o, mpx_error *err) {
     memset(v, 0, sizeof *v);
     vz_buf_init(&v->tmp);
     v->p = p;
@@ -1236,11 +1238,16 @@ static mpx_status prepare(view *v, const mpx_plan *p, const mpx_viz_opts *o, mpx
         v->center = c->index;
     }
     if (o->cluster < 0) return mpx_error_set(err, MPX_E_ARG, "--cluster: depth must be 0 or more");
-    double t0 = vz_now_ms();
     mpx_status st = build_view(v, err);
-    if (v->center >= 0 && v->hidden[v->center])
+    if (!st && v->center >= 0 && v->hidden[v->center])
         return mpx_error_set(err, MPX_E_ARG, "--around: node \"%s\" is a Constant or folded node (add --all)",
                              o->around);
+    return st;
+}
+
+static mpx_status prepare(view *v, const mpx_plan *p, const mpx_viz_opts *o, mpx_error *err) {
+    double t0 = vz_now_ms();
+    mpx_status st = setup(v, p, o, err);
     if (!st) st = make_graph(v, err);
     v->st.ms_build = vz_now_ms() - t0;
     return st;
@@ -1280,26 +1287,11 @@ mpx_status mpx_viz_dot(const mpx_plan *plan, const mpx_viz_opts *o, char **out, 
 
 mpx_status mpx_viz_node_ids(const mpx_plan *plan, const mpx_viz_opts *o, char (*ids)[16], mpx_error *err) {
     view v;
-    memset(&v, 0, sizeof v);
-    vz_buf_init(&v.tmp);
-    v.p = plan;
-    v.o = o;
-    v.center = -1;
-    if (!plan || !plan->g || !o) return mpx_error_set(err, MPX_E_ARG, "no plan to draw");
-    v.g = plan->g;
-    if (o->around) {
-        const mpx_node *c = mpx_graph_find_node(plan->g, o->around);
-        const mpx_tensor *t = c ? NULL : mpx_graph_find_tensor(plan->g, o->around);
-        if (t && t->producer) c = t->producer;
-        if (!c) return mpx_error_set(err, MPX_E_ARG, "--around: no node or tensor named \"%s\"", o->around);
-        v.center = c->index;
-    }
-    mpx_status st = build_view(&v, err);
+    mpx_status st = setup(&v, plan, o, err);
     for (int i = 0; !st && i < plan->g->n_nodes; i++) {
         int h = v.head[i];
         ids[i][0] = '\0';
-        if (h < 0) continue;
-        snprintf(ids[i], sizeof ids[i], "%c%d", id_letter(v.kind[h]), h);
+        if (h >= 0) snprintf(ids[i], sizeof ids[i], "%c%d", id_letter(v.kind[h]), h);
     }
     free_view(&v);
     return st;

@@ -257,18 +257,21 @@ static void worst_table(vz_buf *b, const mpx_viz_page *pg) {
     vz_put(b, "</tbody></table>");
 }
 
+/* What the first screen and the script need from the first run, worked
+ * out once (all empty without a run). */
+typedef struct page_facts {
+    const mpx_layer *worst;      /* the layer with the largest rel_l2, NULL */
+    const mpx_layer *worst_out;  /* the model output with the largest rel_l2, NULL */
+    vz_node_err *err;            /* [n_nodes] per node (vz_node_errors), NULL */
+    int n_ovf;                   /* nodes with an overflowing output */
+    int *path;                   /* vz_cause_path from worst_out's node: it first, the cause last */
+    int n_path;
+} page_facts;
+
 /* "What to look at": where a reviewer starts - the worst output, the worst
  * layer, the layer whose own error is largest (a --local run), overflow
  * sites, weights the conversion damages, the nodes search kept fp32. Every
  * item names the node, linked to the graph; figures from the first run. */
-/* What the first screen and the script need, worked out once. */
-typedef struct page_facts {
-    int worst;      /* node of the first run's worst layer, -1 */
-    int end;        /* producer of the worst output, -1 */
-    int *path;      /* vz_cause_path from end: end first, the cause last */
-    int n_path;
-} page_facts;
-
 static void look_section(vz_buf *b, const mpx_viz_page *pg, const page_facts *f) {
     const mpx_plan *p = pg->plan;
     const mpx_graph *g = p->g;
@@ -276,31 +279,26 @@ static void look_section(vz_buf *b, const mpx_viz_page *pg, const page_facts *f)
     vz_put(b, "<section id=\"look\"><h2>What to look at</h2><ul>");
     if (pg->n_series > 0) {
         const mpx_compare *c = pg->series[0].cmp;
-        const mpx_layer *wo = NULL;
-        for (int o = 0; o < g->n_outputs; o++) {
-            const mpx_layer *l = mpx_compare_layer(c, g->outputs[o]->index);
-            if (l && (!wo || !(l->m.rel_l2 <= wo->m.rel_l2))) wo = l;
-        }
+        const mpx_layer *wo = f->worst_out;
         if (wo) {
             vz_put(b, "<li>worst output <code>");
             vz_put_xml(b, g->tensors[wo->tensor]->name);
             vz_printf(b, "</code>: rel_l2 %s</li>", vz_fig(wo->m.rel_l2, fig, sizeof fig));
         }
-        int worst = -1, own = -1, ovf = 0, first_ovf = -1;
+        int own = -1, ovf = 0, first_ovf = -1;
         for (int k = 0; k < c->n_layers; k++) {
             const mpx_layer *l = &c->layers[k];
-            if (worst < 0 || !(l->m.rel_l2 <= c->layers[worst].m.rel_l2)) worst = k;
             if (l->has_local && (own < 0 || !(l->local.rel_l2 <= c->layers[own].local.rel_l2))) own = k;
             if (l->m.overflow > 0) {
                 ovf++;
                 if (first_ovf < 0 || l->node < c->layers[first_ovf].node) first_ovf = k;
             }
         }
-        if (worst >= 0) {
+        if (f->worst) {
             vz_put(b, "<li>worst layer ");
-            node_link(b, pg, c->layers[worst].node);
+            node_link(b, pg, f->worst->node);
             vz_printf(b, ": rel_l2 %s (what it makes and what it inherits)</li>",
-                      vz_fig(c->layers[worst].m.rel_l2, fig, sizeof fig));
+                      vz_fig(f->worst->m.rel_l2, fig, sizeof fig));
         }
         if (own >= 0) {
             vz_put(b, "<li>largest own error ");
@@ -585,7 +583,7 @@ static void put_index(vz_buf *b, const mpx_viz_page *pg, const page_facts *f, ch
                       char (*model)[16]) {
     const mpx_plan *p = pg->plan;
     const mpx_graph *g = p->g;
-    vz_node_err *e = pg->n_series ? vz_node_errors(pg->series[0].cmp, g->n_nodes, false) : NULL;
+    const vz_node_err *e = f->err;
     vz_put(b, "<script id=\"mpx-index\" type=\"application/json\">{\"nodes\":[");
     for (int i = 0; i < g->n_nodes; i++) {
         vz_put(b, i ? ",\n[" : "[");
@@ -608,7 +606,7 @@ static void put_index(vz_buf *b, const mpx_viz_page *pg, const page_facts *f, ch
         put_json_str(b, x->name);
         vz_printf(b, ":%d", x->producer->index);
     }
-    vz_printf(b, "},\n\"worst\":%d,\"overflow\":[", f->worst);
+    vz_printf(b, "},\n\"worst\":%d,\"overflow\":[", f->worst ? f->worst->node : -1);
     first = true;
     for (int i = 0; e && i < g->n_nodes; i++)
         if (e[i].overflow > 0) {
@@ -618,7 +616,6 @@ static void put_index(vz_buf *b, const mpx_viz_page *pg, const page_facts *f, ch
     vz_put(b, "],\"path\":[");
     for (int i = 0; i < f->n_path; i++) vz_printf(b, "%s%d", i ? "," : "", f->path[i]);
     vz_put(b, "]}</script>\n");
-    free(e);
 }
 
 /* An SVG of the model view: its ids prefixed "m-" so they differ from the
@@ -638,24 +635,20 @@ static void put_prefixed(vz_buf *b, const char *svg) {
 
 static void facts_of(const mpx_viz_page *pg, page_facts *f) {
     const mpx_graph *g = pg->plan->g;
-    f->worst = f->end = -1;
-    f->n_path = 0;
-    f->path = NULL;
+    memset(f, 0, sizeof *f);
     if (!pg->n_series) return;
     const mpx_compare *c = pg->series[0].cmp;
-    int wl = -1;
     for (int k = 0; k < c->n_layers; k++)
-        if (wl < 0 || !(c->layers[k].m.rel_l2 <= c->layers[wl].m.rel_l2)) wl = k;
-    if (wl >= 0) f->worst = c->layers[wl].node;
-    const mpx_layer *wo = NULL;
+        if (!f->worst || !(c->layers[k].m.rel_l2 <= f->worst->m.rel_l2)) f->worst = &c->layers[k];
     for (int o = 0; o < g->n_outputs; o++) {
         const mpx_layer *l = mpx_compare_layer(c, g->outputs[o]->index);
-        if (l && (!wo || !(l->m.rel_l2 <= wo->m.rel_l2))) wo = l;
+        if (l && (!f->worst_out || !(l->m.rel_l2 <= f->worst_out->m.rel_l2))) f->worst_out = l;
     }
-    if (!wo || wo->node < 0) return;
-    f->end = wo->node;
+    f->err = vz_node_errors(c, g->n_nodes, false);
+    for (int i = 0; f->err && i < g->n_nodes; i++) f->n_ovf += f->err[i].overflow > 0;
+    if (!f->worst_out || f->worst_out->node < 0) return;
     f->path = malloc((size_t)g->n_nodes * sizeof *f->path);
-    if (f->path) f->n_path = vz_cause_path(g, c, f->end, f->path);
+    if (f->path) f->n_path = vz_cause_path(g, c, f->worst_out->node, f->path);
     if (f->n_path < 0) f->n_path = 0;
 }
 
@@ -683,7 +676,7 @@ mpx_status mpx_viz_html(const mpx_viz_page *pg, char **out, mpx_viz_stats *stats
     char *svg = NULL, *msvg = NULL, *plot = NULL;
     char(*ids)[16] = NULL, (*mids)[16] = NULL;
     mpx_viz_stats gst, mst;
-    page_facts facts = {-1, -1, NULL, 0};
+    page_facts facts = {NULL, NULL, NULL, 0, NULL, 0};
     vz_buf b;
     vz_buf_init(&b);
     mpx_status st = mpx_viz_svg(p, &go, &svg, &gst, err);
@@ -741,14 +734,8 @@ mpx_status mpx_viz_html(const mpx_viz_page *pg, char **out, mpx_viz_stats *stats
     vz_put(&b, "<button data-act=\"fit\" title=\"the whole graph\">fit</button><button data-act=\"in\">+</button>"
                "<button data-act=\"out\">&#8722;</button><form id=\"find-form\"><input id=\"find\" list=\"names\" "
                "placeholder=\"find a node, tensor or op\" aria-label=\"find\"> <button>find</button></form>");
-    if (facts.worst >= 0) vz_put(&b, "<button data-act=\"worst\">worst layer</button>");
-    {
-        vz_node_err *e = pg->n_series ? vz_node_errors(pg->series[0].cmp, g->n_nodes, false) : NULL;
-        int novf = 0;
-        for (int i = 0; e && i < g->n_nodes; i++) novf += e[i].overflow > 0;
-        free(e);
-        if (novf) vz_printf(&b, "<button data-act=\"ovf\">next overflow (%d)</button>", novf);
-    }
+    if (facts.worst) vz_put(&b, "<button data-act=\"worst\">worst layer</button>");
+    if (facts.n_ovf) vz_printf(&b, "<button data-act=\"ovf\">next overflow (%d)</button>", facts.n_ovf);
     if (facts.n_path > 1) vz_put(&b, "<button data-act=\"path\">path to the cause</button>");
     vz_put(&b, "</div><div id=\"info\" class=\"note\">");
     if (msvg)
@@ -806,5 +793,6 @@ out:
     free(ids);
     free(mids);
     free(facts.path);
+    free(facts.err);
     return st;
 }
