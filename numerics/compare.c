@@ -128,6 +128,10 @@ static void queue_metrics(stream *s, const mpx_node *n) {
             L->tensor = t->index;
             L->node = n->index;
             L->fmt = a && mpx_cmp_is_low(a->tensor[t->index]) ? a->tensor[t->index] : NULL;
+            if (!mpx_cmp_measured(s->opts, t->index)) {
+                mpx_cmp_set_unmeasured(L);
+                continue;
+            }
             s->pend[s->n_pend++] = (job){.kind = JOB_METRICS, .n = n, .t = t, .r = r, .c = v,
                                          .fmt = L->fmt, .m = &L->m, .cand = q};
             if (s->pend_l[q] && s->pend_l[q][k].n >= 0) {

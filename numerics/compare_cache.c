@@ -2,6 +2,7 @@
  * reruns only what changed (compare_internal.h). */
 #include "compare_internal.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -226,6 +227,14 @@ void mpx_cmp_cache_finish(mpx_compare_cache *k, const mpx_assign *a, const mpx_c
     k->valid = true;
 }
 
+bool mpx_cmp_measured(const mpx_compare_opts *opts, int t) { return !opts->measure || opts->local || opts->measure[t]; }
+
+void mpx_cmp_set_unmeasured(mpx_layer *L) {
+    memset(&L->m, 0, sizeof L->m);
+    L->m.max_abs = L->m.mean_abs = L->m.rel_l2 = L->m.cos = L->m.sqnr_db = L->m.absmax_ref = NAN;
+    L->unmeasured = true;
+}
+
 bool mpx_cmp_kept(const mpx_graph *g, const mpx_compare_opts *opts, int t) {
     return (opts->keep && opts->keep[t]) || (g->tensors[t]->flags & MPX_T_OUTPUT);
 }
@@ -280,7 +289,8 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
             if (n->outputs[j]) changed[n->outputs[j]->index] = true;
     }
     /* Everything read from the cache must be there: candidate values of
-     * dirty nodes' unchanged inputs, reference values of their layers, both
+     * dirty nodes' unchanged inputs, reference values of their measured
+     * layers, both values of a clean layer measured now and not before, both
      * values of kept tensors. */
     bool ok = true;
     for (int i = 0; i < nn && ok; i++) {
@@ -292,8 +302,13 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
         }
         for (int j = 0; j < n->n_outputs && ok; j++) {
             const mpx_tensor *t = n->outputs[j];
-            ok = !t || !layer[t->index] || k->ref[t->index].n >= 0;
+            ok = !t || !layer[t->index] || !mpx_cmp_measured(opts, t->index) || k->ref[t->index].n >= 0;
         }
+    }
+    for (int i = 0; i < k->n_layers && ok; i++) {
+        const mpx_layer *L = &k->layers[i];
+        if (L->unmeasured && !dirty[L->node] && mpx_cmp_measured(opts, L->tensor))
+            ok = k->ref[L->tensor].n >= 0 && k->cand[L->tensor].n >= 0;
     }
     for (int t = 0; t < nt && ok; t++)
         if (k->rank[t] >= 0 && mpx_cmp_kept(g, opts, t))
@@ -352,12 +367,18 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
         }
         c->n_run++;
     }
-    /* Layers: the cached ones, the dirty nodes' measured again. */
+    /* Layers: the cached ones, the dirty nodes' measured again, and those
+     * measured now that were left out before. */
     for (int i = 0; i < k->n_layers; i++) {
         mpx_layer *L = &c->layers[c->n_layers++];
         *L = k->layers[i];
         L->fmt = fmt_of(a, L->tensor);
-        if (!dirty[L->node]) continue;
+        if (!mpx_cmp_measured(opts, L->tensor)) {
+            if (dirty[L->node]) mpx_cmp_set_unmeasured(L);
+            continue;
+        }
+        if (!dirty[L->node] && !L->unmeasured) continue;
+        L->unmeasured = false;
         const mpx_tensor *t = g->tensors[L->tensor];
         double t2 = mpx_cmp_now_ms();
         mpx_error e;

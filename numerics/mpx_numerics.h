@@ -493,6 +493,9 @@ typedef struct mpx_layer {
     mpx_metrics m;               /* candidate run vs reference run */
     bool has_local;
     mpx_metrics local;           /* node fed reference inputs vs reference */
+    /* Left out by mpx_compare_opts.measure: m's figures are NaN, its counts
+     * 0; nothing may be read from it. */
+    bool unmeasured;
 } mpx_layer;
 
 typedef struct mpx_compare_opts {
@@ -520,6 +523,13 @@ typedef struct mpx_compare_opts {
      * values and the other layers' metrics. The result is bit for bit what a
      * run without the cache gives. Local runs do not use it (nor touch it). */
     struct mpx_compare_cache *cache;
+    /* [g->n_tensors] or NULL (every layer): the layers whose metrics are
+     * taken. The others are listed, marked unmeasured, and cost nothing:
+     * `search` reads only its condition's figures, and measuring det's 330
+     * layers was half of each evaluation. A later run through the same cache
+     * that wants an unmeasured layer measures it from the cached values (or
+     * runs in full when they are gone). Local runs measure every layer. */
+    const bool *measure;
 } mpx_compare_opts;
 
 typedef struct mpx_compare {

@@ -64,7 +64,7 @@ static mpx_compare_cache *sample_cache(mpx_session *s, int k, int n) {
  * not grow with their number. nc candidates (compare's formats) share each
  * sample's reference run; out[j] is as[j]'s. */
 static mpx_status run_samples_many(mpx_session *s, const mpx_assign *const *as, int nc, bool local, const bool *keep,
-                                   bool cached, int shard_k, int shard_n, mpx_compare **out, mpx_error *err) {
+                                   const bool *measure, bool cached, int shard_k, int shard_n, mpx_compare **out, mpx_error *err) {
     const mpx_graph *g = s->graph;
     int n = repl_data_count(s->data);
     mpx_samples *S[MPX_COMPARE_MAX_CANDS] = {0};
@@ -80,7 +80,7 @@ static mpx_status run_samples_many(mpx_session *s, const mpx_assign *const *as, 
         mpx_value *inputs = NULL;
         if ((st = repl_data_inputs(s, k, &inputs, err))) break;
         sample_progress sp = {k, n};
-        mpx_compare_opts o = {.local = local, .keep = keep, .cancel = s->cancel};
+        mpx_compare_opts o = {.local = local, .keep = keep, .cancel = s->cancel, .measure = measure};
         if (cached && nc == 1 && !local) o.cache = sample_cache(s, k, n);
         if (s->progress) o.progress = sample_progress_cb, o.progress_ctx = &sp;
         mpx_compare *c[MPX_COMPARE_MAX_CANDS] = {0};
@@ -128,12 +128,13 @@ static mpx_status run_samples_many(mpx_session *s, const mpx_assign *const *as, 
     return st;
 }
 
-static mpx_status run_samples(mpx_session *s, const mpx_plan *p, bool local, const bool *keep, bool cached,
+static mpx_status run_samples(mpx_session *s, const mpx_plan *p, bool local, const bool *keep, const bool *measure,
+                              bool cached,
                               int shard_k, int shard_n, mpx_compare **out, mpx_error *err) {
     mpx_assign *a = mpx_plan_to_assign(p, err);
     if (!a) return err->status ? err->status : MPX_E_NOMEM;
     const mpx_assign *as[1] = {a};
-    mpx_status st = run_samples_many(s, as, 1, local, keep, cached, shard_k, shard_n, out, err);
+    mpx_status st = run_samples_many(s, as, 1, local, keep, measure, cached, shard_k, shard_n, out, err);
     mpx_assign_free(a);
     return st;
 }
@@ -141,9 +142,9 @@ static mpx_status run_samples(mpx_session *s, const mpx_plan *p, bool local, con
 /* cache: `run`'s and `search`'s (NULL for the other commands: `compare`
  * runs other plans, which would only churn it). With a data set, the run goes
  * over its samples (run_samples). */
-mpx_status repl_run_plan(mpx_session *s, const mpx_plan *p, bool local, const bool *keep,
+mpx_status repl_run_plan(mpx_session *s, const mpx_plan *p, bool local, const bool *keep, const bool *measure,
                          mpx_compare_cache *cache, mpx_compare **out, mpx_error *err) {
-    if (s->data) return run_samples(s, p, local, keep, cache != NULL, 0, 1, out, err);
+    if (s->data) return run_samples(s, p, local, keep, measure, cache != NULL, 0, 1, out, err);
     mpx_value *inputs = NULL;
     mpx_status st = repl_make_inputs(s, &inputs, err);
     if (st) return st;
@@ -152,7 +153,7 @@ mpx_status repl_run_plan(mpx_session *s, const mpx_plan *p, bool local, const bo
         repl_free_inputs(s, inputs);
         return err->status ? err->status : MPX_E_NOMEM;
     }
-    mpx_compare_opts o = {.local = local, .keep = keep, .cancel = s->cancel, .cache = cache};
+    mpx_compare_opts o = {.local = local, .keep = keep, .cancel = s->cancel, .cache = cache, .measure = measure};
     if (s->progress) o.progress = progress_cb;
     st = mpx_compare_run(s->graph, a, inputs, &o, out, err);
     if (st && s->progress) fputs("\r                                   \r", stderr); /* a cancelled run's line */
@@ -174,7 +175,7 @@ static mpx_status run_plans(mpx_session *s, mpx_plan *const *plans, int n, bool 
         as[i] = a;
     }
     if (!st && s->data) {
-        st = run_samples_many(s, as, n, local, NULL, false, 0, 1, out, err);
+        st = run_samples_many(s, as, n, local, NULL, NULL, false, 0, 1, out, err);
     } else if (!st) {
         mpx_compare_opts o = {.local = local, .cancel = s->cancel};
         if (s->progress) o.progress = progress_cb;
@@ -279,8 +280,8 @@ MPX_CMD(repl_cmd_run) {
     mpx_compare *c = NULL;
     /* Without memory for a cache the run is a full one, as always. */
     if (!s->run_cache && s->cache_mb > 0) s->run_cache = mpx_compare_cache_new((size_t)s->cache_mb << 20);
-    if (!st && shard_n > 1) st = run_samples(s, s->plan, local, keep, true, shard_k, shard_n, &c, err);
-    else if (!st) st = repl_run_plan(s, s->plan, local, keep, s->run_cache, &c, err);
+    if (!st && shard_n > 1) st = run_samples(s, s->plan, local, keep, NULL, true, shard_k, shard_n, &c, err);
+    else if (!st) st = repl_run_plan(s, s->plan, local, keep, NULL, s->run_cache, &c, err);
     free(keep);
     if (st) return st;
     if ((st = repl_take_run(s, c, s->plan->opts.target, local, s->plan, err))) return st;

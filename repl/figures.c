@@ -251,6 +251,7 @@ mpx_status repl_figure(const repl_figctx *x, const char *fig, double *out, mpx_e
     for (int i = 0; i < c->n_layers; i++) {
         const mpx_layer *L = &c->layers[i];
         if (want >= 0 ? L->tensor != want : (all_outputs && !repl_is_output(g, L->tensor))) continue;
+        if (L->unmeasured) continue;
         if (!metric_of(L, metric, &val)) {
             char names[256];
             char hint[128];
@@ -269,7 +270,7 @@ mpx_status repl_figure(const repl_figctx *x, const char *fig, double *out, mpx_e
 /* ---- trials: a plan not applied, and its run -------------------------------- */
 
 mpx_status repl_trial(mpx_session *s, const mpx_rules *r, const mpx_plan_opts *o, bool run, bool local,
-                      mpx_plan **plan, mpx_compare **cmp, mpx_error *err) {
+                      const bool *measure, mpx_plan **plan, mpx_compare **cmp, mpx_error *err) {
     *plan = NULL;
     *cmp = NULL;
     mpx_plan *p = NULL;
@@ -280,7 +281,7 @@ mpx_status repl_trial(mpx_session *s, const mpx_rules *r, const mpx_plan_opts *o
     }
     /* Local runs neither use nor touch the cache (numerics' rule). */
     if (!local && !s->run_cache && s->cache_mb > 0) s->run_cache = mpx_compare_cache_new((size_t)s->cache_mb << 20);
-    if ((st = repl_run_plan(s, p, local, NULL, local ? NULL : s->run_cache, cmp, err))) {
+    if ((st = repl_run_plan(s, p, local, NULL, measure, local ? NULL : s->run_cache, cmp, err))) {
         mpx_plan_free(p);
         return st;
     }
@@ -326,6 +327,28 @@ mpx_status repl_cond_parse(const char *cmd, int argc, char **argv, repl_cond *c,
                                c->n > 1 ? " and " : "", cl->fig, cmp_ops[op], cl->num);
     }
     return MPX_OK;
+}
+
+bool repl_cond_measure(const mpx_graph *g, const repl_cond *c, bool *measure) {
+    memset(measure, 0, (size_t)g->n_tensors * sizeof *measure);
+    for (int i = 0; i < g->n_outputs; i++)
+        if (g->outputs[i]) measure[g->outputs[i]->index] = true;
+    for (int i = 0; i < c->n; i++) {
+        const char *fig = c->c[i].fig, *rest;
+        mpx_stat stat;
+        int k;
+        if (stat_prefix(fig, &stat, &k, &rest)) fig = rest;
+        if (!repl_figure_needs_run(fig)) continue;
+        const char *dot = strrchr(fig, '.');
+        if (!dot) return false; /* overflow, underflow, subnormal, layers: every layer */
+        char what[512];
+        snprintf(what, sizeof what, "%.*s", (int)(dot - fig), fig);
+        if (strcmp(what, "output") == 0) continue;
+        const mpx_tensor *t = strcmp(what, "worst") == 0 ? NULL : repl_find_named(g, what);
+        if (!t) return false;
+        measure[t->index] = true;
+    }
+    return true;
 }
 
 bool repl_cond_needs_run(const repl_cond *c) {

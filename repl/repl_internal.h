@@ -173,11 +173,13 @@ int repl_check_weights(const mpx_session *s, const mpx_plan *p, FILE *out, const
 MPX_CMD(repl_cmd_report);
 MPX_CMD(repl_cmd_tensor);
 MPX_CMD(repl_cmd_compare);
-/* Run plan p on the session's inputs against the fp32 reference (Ctrl-C
- * cancels; progress on a terminal). keep: tensors to keep, or NULL. */
 /* Free the per-sample run caches (a new data set, model or cache budget). */
 void repl_drop_sample_caches(mpx_session *s);
-mpx_status repl_run_plan(mpx_session *s, const mpx_plan *p, bool local, const bool *keep,
+/* Run plan p on the session's inputs against the fp32 reference (Ctrl-C
+ * cancels; progress on a terminal). keep: tensors to keep, or NULL;
+ * measure: the layers whose metrics are taken, or NULL for all
+ * (mpx_compare_opts). */
+mpx_status repl_run_plan(mpx_session *s, const mpx_plan *p, bool local, const bool *keep, const bool *measure,
                          mpx_compare_cache *cache, mpx_compare **out, mpx_error *err);
 /* Every model input's values from the session's specs (default: random
  * normal, seed 0), in g->inputs order; free with repl_free_inputs. */
@@ -236,7 +238,7 @@ void repl_figure_names(const char *text, void (*add)(const char *prefix, const c
  * inputs through the run cache (only what differs from the cache's last run
  * is recomputed; a local run bypasses the cache). The caller frees both. */
 mpx_status repl_trial(mpx_session *s, const mpx_rules *r, const mpx_plan_opts *o, bool run, bool local,
-                      mpx_plan **plan, mpx_compare **cmp, mpx_error *err);
+                      const bool *measure, mpx_plan **plan, mpx_compare **cmp, mpx_error *err);
 
 #define REPL_COND_MAX 16
 typedef struct repl_clause {
@@ -254,6 +256,10 @@ typedef struct repl_cond {
 /* Parse argv (the words after the command; cmd names it in messages). */
 mpx_status repl_cond_parse(const char *cmd, int argc, char **argv, repl_cond *c, mpx_error *err);
 bool repl_cond_needs_run(const repl_cond *c);
+/* The layers whose metrics the condition reads, into measure[n_tensors]
+ * (the model outputs always); false when it reads every layer's (worst.*,
+ * overflow, ...) or names a tensor the model does not have. */
+bool repl_cond_measure(const mpx_graph *g, const repl_cond *c, bool *measure);
 /* Evaluate the clauses in order: got[i] their figures (NaN where not
  * evaluated); *failed the first clause that does not hold (-1: all hold);
  * the clauses after it are not evaluated. Errors: unknown figures. */
