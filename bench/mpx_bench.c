@@ -183,6 +183,53 @@ static const mpx_node *late_layer(const mpx_graph *g) {
 
 /* ---- profile ------------------------------------------------------------------------------ */
 
+/* Issue 20's memory bound for the report's value bytes: 2 x (weights + the
+ * largest live activation set of one fp32 forward). The live set is
+ * computed from the inferred shapes on mpx_run_graph's streaming schedule
+ * (nodes in order; a value freed after its last reader; model inputs and
+ * outputs held throughout; a node's outputs alive beside its inputs), values
+ * held as mpx holds them: 4 bytes a float element, 8 an integer one.
+ * Weights: the float constants (initializers, Constant outputs, folded
+ * values), 4 bytes an element. Static, so the bound does not depend on
+ * what the measured run does. */
+static size_t held_bytes(const mpx_tensor *t) {
+    if (t->nelem < 0 || (t->flags & MPX_T_SEQUENCE)) return 0;
+    return (size_t)t->nelem * (mpx_dtype_is_float(t->dtype) ? 4u : 8u);
+}
+
+static void fp32_bound(const mpx_graph *g, double *weights_mb, double *live_mb) {
+    size_t w = 0, live = 0, peak = 0;
+    int *last = calloc((size_t)(g->n_tensors ? g->n_tensors : 1), sizeof *last);
+    for (int t = 0; t < g->n_tensors; t++) {
+        const mpx_tensor *x = g->tensors[t];
+        if (x->flags & (MPX_T_CONSTANT | MPX_T_FOLDED)) w += mpx_dtype_is_float(x->dtype) ? held_bytes(x) : 0;
+        else if (x->flags & MPX_T_INPUT) live += held_bytes(x);
+        if (last) last[t] = -1;
+    }
+    for (int i = 0; last && i < g->n_nodes; i++)
+        for (int j = 0; j < g->nodes[i]->n_inputs; j++)
+            if (g->nodes[i]->inputs[j]) last[g->nodes[i]->inputs[j]->index] = i;
+    peak = live;
+    for (int i = 0; last && i < g->n_nodes; i++) {
+        const mpx_node *n = g->nodes[i];
+        if (mpx_exec_skipped(n)) continue;
+        for (int j = 0; j < n->n_outputs; j++)
+            if (n->outputs[j] && !(n->outputs[j]->flags & (MPX_T_CONSTANT | MPX_T_FOLDED))) live += held_bytes(n->outputs[j]);
+        if (live > peak) peak = live;
+        for (int j = 0; j < n->n_inputs; j++) {
+            const mpx_tensor *t = n->inputs[j];
+            if (!t || last[t->index] != i || (t->flags & (MPX_T_CONSTANT | MPX_T_FOLDED | MPX_T_INPUT | MPX_T_OUTPUT)))
+                continue;
+            bool twice = false; /* a tensor read twice by this node is freed once */
+            for (int q = 0; q < j; q++) twice = twice || n->inputs[q] == t;
+            if (!twice) live -= held_bytes(t);
+        }
+    }
+    free(last);
+    *weights_mb = (double)w / 1048576.0;
+    *live_mb = (double)peak / 1048576.0;
+}
+
 static int profile(bench *b, const mpx_assign *a) {
     mpx_error err;
     mpx_error_clear(&err);
@@ -377,11 +424,14 @@ int main(int argc, char **argv) {
         if (r >= 0) b.ms[b.n_ms++] = now_ms() - t;
     }
     if (st) return fail(mode, &err);
-    if (strcmp(mode, "report") == 0 || strcmp(mode, "report1") == 0)
+    if (strcmp(mode, "report") == 0 || strcmp(mode, "report1") == 0) {
+        double wmb, lmb;
+        fp32_bound(g, &wmb, &lmb);
         snprintf(b.extra, sizeof b.extra,
                  ", \"layers\": %d, \"worst_rel_l2_fp16\": %.6g, \"worst_rel_l2_bf16\": %.6g, "
-                 "\"peak_value_mb\": %.1f",
-                 layers, worst16, worstbf, (double)b.peak_values / 1048576.0);
+                 "\"peak_value_mb\": %.1f, \"weights_mb\": %.1f, \"live_fp32_mb\": %.1f, \"bound_mb\": %.1f",
+                 layers, worst16, worstbf, (double)b.peak_values / 1048576.0, wmb, lmb, 2 * (wmb + lmb));
+    }
     else if (strcmp(mode, "rerun") == 0)
         snprintf(b.extra, sizeof b.extra,
                  ", \"recoloured\": \"%s\", \"node_index\": %d, \"nodes\": %d, \"incremental\": %s, "
