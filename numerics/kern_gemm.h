@@ -8,13 +8,17 @@
  *   C(m, q) = sum over k = 0 .. K-1, in increasing k, of A(m, k) * B(k, q),
  *             then + bias(m) when there is a bias,
  *
- * each product an fp32 product (no fused multiply-add), and the sum
+ * and the sum
  *  - KG_FP32: in blocks of MPX_ACC_FP32_BLOCK (64) consecutive k, each block
- *    summed from 0 in fp32, then added to the running sum (which starts at
- *    +0), as mpx_acc with fp32 does when every k is a term;
- *  - KG_FP16, KG_BF16, KG_TF32: the running sum rounded to the format after
- *    every addition, starting at +0, as mpx_acc with block 0; the bias is one
- *    more rounded addition.
+ *    summed from 0 in fp32 with one fused multiply-add a term (the block's sum
+ *    + A * B rounded once: C99's fmaf), then added to the running sum (which
+ *    starts at +0);
+ *  - KG_FP16, KG_BF16, KG_TF32: each product an fp32 product, the running sum
+ *    rounded to the format after every addition, starting at +0, as mpx_acc
+ *    with block 0; the bias is one more rounded addition.
+ * Where A and B hold 16-bit or 8-bit values (a low compute format) the
+ * products are exact in fp32, so fused or not the bits are the same: the
+ * fusing changes only fp32 products (the reference, nodes kept fp32).
  * The callers map a convolution onto this with B a shifted view of the
  * (zero-padded) input, so a kernel tap in the padding is a k whose product is
  * +-0: with finite weights adding it changes no running sum (a sum that
@@ -26,13 +30,17 @@
  * is the only way to get near the FPU's peak, and packing both operands into
  * the order the micro-kernel reads them makes every load contiguous and keeps
  * the B panel in L1 and the A block in L2 (the BLIS design; MR x NR = 6 x 16
- * fills 12 of AVX2's 16 vector registers with sums). No FMA: with the fp32
- * products rounded first, results equal the documented order bit for bit and
- * do not depend on the CPU (the baseline build has no FMA). On this machine
- * (AMD EPYC, Zen 3) FMA made the micro-kernel alone 1.3-2x faster on data in
- * L1, but PP-OCRv4 det's convolutions as a whole no faster (131 against 132
- * ms on one thread): packing, memory traffic and the outputs' fresh pages
- * weigh more there. Rounded accumulation is bound by the rounding itself
+ * fills 12 of AVX2's 16 vector registers with sums). Fused multiply-add in
+ * fp32: one instruction where a multiply and an add were two, so the
+ * micro-kernel does twice the work per cycle; the AVX2 and AVX-512 builds
+ * use the FMA instruction (and need a CPU with it), the portable build fmaf,
+ * which rounds identically, so the bits still do not depend on the CPU
+ * (kern_check). On the Intel Xeon of 2026-11 it made the fp32 forward
+ * (mpx_bench fp32, interleaved medians) of ViT-B/16 348 -> 293 ms, UNet
+ * 169 -> 143, BERT-style 45 -> 40, ResNet-18 68 -> 61. (On the AMD Zen 3 of
+ * the first wave FMA had left det's convolutions no faster, 131 against 132
+ * ms on one thread: packing, memory traffic and fresh pages weighed more
+ * there; the product-then-add order was kept then.) Rounded accumulation is bound by the rounding itself
  * (F16C's two conversions per vector and addition for fp16), 3-4x the fp32
  * micro-kernel's time. The code is written once with GCC vector extensions
  * and compiled three times: for AVX-512 (the fp32 micro-kernel on 16-lane

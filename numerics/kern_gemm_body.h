@@ -24,6 +24,20 @@ static inline KG_TARGET __attribute__((always_inline)) v8f KG_F(splat)(float x) 
     return (v8f){x, x, x, x, x, x, x, x};
 }
 
+/* c + a * b rounded once (fused multiply-add), each lane: the fp32 sums'
+ * step (kern_gemm.h). The SIMD builds use the FMA instruction; the portable
+ * one C99's fmaf, which is the same operation (the exact a * b + c, rounded
+ * once), so every build gives the same bits. */
+static inline KG_TARGET __attribute__((always_inline)) v8f KG_F(fma8)(v8f a, v8f b, v8f c) {
+#if KG_SIMD
+    return (v8f)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+#else
+    v8f r;
+    for (int l = 0; l < 8; l++) r[l] = fmaf(a[l], b[l], c[l]);
+    return r;
+#endif
+}
+
 /* format.c's rne_exp8 on 8 lanes: RNE to a format with fp32's exponent and
  * 23 - shift mantissa bits (bf16: 16, tf32: 13); NaNs quieted, payload's top
  * bits kept. Bit for bit mpx_round_value for bf16 and tf32. */
@@ -111,8 +125,8 @@ static inline KG_TARGET __attribute__((always_inline)) v8f KG_F(rnd)(const int R
  * [kc][16]; cr[i]: row i of the C tile (16 floats). first: this is k = 0 of
  * the whole sum (C not read); bias: add bias[i] after the last term (the
  * caller passes it with the last K block only).
- * fp32: blocks of 64 terms summed in registers, each added to C (the
- * running sum), as the header says; the caller's K blocks are multiples of
+ * fp32: blocks of 64 terms summed in registers, one fused multiply-add a
+ * term, each block added to C (the running sum), as the header says; the caller's K blocks are multiples of
  * 64 so blocks never straddle them. Rounded: C holds the rounded running
  * sum; every addition is rounded. */
 #define KG_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
@@ -138,8 +152,8 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr)(const int 
 #define KG_MAC(i)                                                                        \
     if (MR > i) {                                                                        \
         const v8f ai = KG_F(splat)(ak[i]);                                                  \
-        c##i##0 += ai * b0;                                                              \
-        c##i##1 += ai * b1;                                                              \
+        c##i##0 = KG_F(fma8)(ai, b0, c##i##0);                                           \
+        c##i##1 = KG_F(fma8)(ai, b1, c##i##1);                                           \
     }
                 KG_ROWS(KG_MAC)
 #undef KG_MAC
@@ -197,9 +211,9 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr)(const int 
 
 #if KG_SIMD == 2
 /* fp32 on 16 lanes (the AVX-512 build): the tile's row i is one vector c_i,
- * lane l of it column l, summed as ukr sums it (blocks of 64 products from
- * 0, added to C's running sum, then the bias): the same operations per
- * lane, so the same bits. */
+ * lane l of it column l, summed as ukr sums it (blocks of 64 fused
+ * multiply-adds from 0, added to C's running sum, then the bias): the same
+ * operations per lane, so the same bits. */
 #define KG_ROWS16(X) X(0) X(1) X(2) X(3) X(4) X(5)
 static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16)(const int MR, int64_t kc,
                                                               const float *restrict a,
@@ -219,7 +233,8 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16)(const in
 #define KG_MAC(i)                                                                        \
     if (MR > i) {                                                                        \
         const float s = ak[i];                                                           \
-        c##i += (v16f){s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s} * bv;             \
+        c##i = (v16f)_mm512_fmadd_ps((__m512)(v16f){s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s}, \
+                                     (__m512)bv, (__m512)c##i);                          \
     }
             KG_ROWS16(KG_MAC)
 #undef KG_MAC
@@ -390,10 +405,10 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_chan)(const 
                     for (int64_t k = k0; k < k1; k++) {
                         const v8f wk = KG_F(splat)(w[k]);
                         const float *p = xq + off[k];
-                        a0 += wk * KG_F(ld8)(p);
-                        a1 += wk * KG_F(ld8)(p + 8);
-                        a2 += wk * KG_F(ld8)(p + 16);
-                        a3 += wk * KG_F(ld8)(p + 24);
+                        a0 = KG_F(fma8)(wk, KG_F(ld8)(p), a0);
+                        a1 = KG_F(fma8)(wk, KG_F(ld8)(p + 8), a1);
+                        a2 = KG_F(fma8)(wk, KG_F(ld8)(p + 16), a2);
+                        a3 = KG_F(fma8)(wk, KG_F(ld8)(p + 24), a3);
                     }
                     s0 += a0, s1 += a1, s2 += a2, s3 += a3;
                 }

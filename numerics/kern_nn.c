@@ -15,8 +15,9 @@
  *  - Gemm and MatMul: k = 0, 1, ..., K-1. Gemm then multiplies the sum by
  *    alpha (one fp32 product) and adds beta * C as one more addition.
  * Products are fp32 products of the inputs (exact for 16-bit and 8-bit
- * formats), never fused with the addition (no FMA), so results do not
- * depend on the CPU.
+ * formats), except that the fast paths' fp32 sums fuse each product into
+ * its block's sum (one rounding: kern_gemm.h); every build does the same
+ * (FMA instruction or C99 fmaf), so results do not depend on the CPU.
  *
  * How the sums are kept, by accumulate format:
  *  - rounded (fp16, bf16, tf32 with block 0): the running sum is rounded
@@ -24,7 +25,8 @@
  *    on every path below).
  *  - fp32: blocks of MPX_ACC_FP32_BLOCK (64) consecutive terms in the order
  *    above are summed from 0, each block then added to the running sum, as
- *    mpx_acc. On the fast paths (below) a Conv tap that falls into the
+ *    mpx_acc; on the fast paths each term is a fused multiply-add into its
+ *    block's sum. On the fast paths (below) a Conv tap that falls into the
  *    padding still takes its place in its block, adding nothing: a block is
  *    64 consecutive (input channel, kernel row, kernel column) indices, so
  *    output values near the border may group their terms differently from

@@ -301,7 +301,8 @@ const char *mpx_data_kind(const char *path);
  * rel_l2 against float64, ONNX Runtime's vector lanes 6e-6); blocking bounds
  * the error by (n/64 + 64) ulps and matches ORT there. Conv, ConvTranspose,
  * Gemm and MatMul follow the same blocks over their reduction index (a padding
- * tap keeps its place in its block; numerics/kern_gemm.h). With a low fmt the
+ * tap keeps its place in its block; on their fast paths each product is fused
+ * into its block's sum, one rounding: numerics/kern_gemm.h). With a low fmt the
  * running sum is rounded to fmt after every addition
  * (block 0), or each block of `block` terms is summed in fp32, rounded to fmt,
  * and added to the running sum, which is rounded to fmt (block > 0). A bias is

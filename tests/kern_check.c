@@ -8,7 +8,8 @@
  *    addition;
  *  - fp32: blocks of 64 consecutive k = (input channel, kernel row, kernel
  *    column), a tap in the padding keeping its place in its block (kern_nn.c's
- *    header), products and sums rounded to fp32 separately (no FMA).
+ *    header), each term one fused multiply-add into its block (C99 fmaf: the
+ *    product not rounded on its own), the block added to the running sum.
  * Shapes are random (1-D and 2-D, strides, dilations, pads, groups,
  * depthwise, several images, sizes that reach the threads) and so are the
  * values: half the cases fp16-exact, half arbitrary fp32 so that products
@@ -69,15 +70,18 @@ static void ra_init(racc *a, const mpx_format *f, int block) {
     a->f = f, a->block = block, a->sum = 0.0f, a->blk = 0.0f, a->nb = 0;
 }
 
-/* A position of the sum: term t, or (present false) a tap in the padding,
- * which in fp32 still counts in its block of 64. */
-static void ra_add(racc *a, bool present, float t) {
+/* A position of the sum: the term x * w, or (present false) a tap in the
+ * padding, which in fp32 still counts in its block of 64. fp32 fuses the
+ * product into the block's sum; the rounded modes round the product to fp32
+ * first (exact there for 16-bit operands), then the sum. */
+static void ra_add(racc *a, bool present, float x, float w) {
     if (!a->f) {
-        if (present) a->blk += t;
+        if (present) a->blk = fmaf(x, w, a->blk);
         if (++a->nb == MPX_ACC_FP32_BLOCK) a->sum += a->blk, a->blk = 0.0f, a->nb = 0;
         return;
     }
     if (!present) return;
+    const float t = x * w;
     if (a->block <= 0) {
         a->sum = mpx_round_scalar(a->f, a->sum + t);
     } else {
@@ -100,7 +104,7 @@ static float ra_result(racc *a, const float *bias) {
     a->nb = 0, a->blk = 0.0f;
     if (!bias) return a->sum;
     /* The bias is one more term (with blocks: a block of its own). */
-    ra_add(a, true, *bias);
+    ra_add(a, true, *bias, 1.0f);
     return ra_result(a, NULL);
 }
 
@@ -130,11 +134,8 @@ static mpx_value ref_conv(const cparams *p, const mpx_value *x, const mpx_value 
                                 const int64_t iw = ow * p->sw - p->pl + kw * p->dw;
                                 const bool in = ih >= 0 && ih < p->H && iw >= 0 && iw < p->W;
                                 const int64_t c = g * cig + ci;
-                                const float t =
-                                    in ? x->f[((n * p->C + c) * p->H + ih) * p->W + iw] *
-                                             w->f[((m * cig + ci) * p->KH + kh) * p->KW + kw]
-                                       : 0.0f;
-                                ra_add(&a, in, t);
+                                ra_add(&a, in, in ? x->f[((n * p->C + c) * p->H + ih) * p->W + iw] : 0.0f,
+                                       w->f[((m * cig + ci) * p->KH + kh) * p->KW + kw]);
                             }
                     y.f[((n * p->M + m) * p->OH + oh) * p->OW + ow] =
                         ra_result(&a, b ? &b->f[m] : NULL);
@@ -165,8 +166,8 @@ static mpx_value ref_convt(const cparams *p, const mpx_value *x, const mpx_value
                                 if (!in) continue; /* not a term, not a position */
                                 const int64_t c = g * cig + ci;
                                 ra_add(&a, true,
-                                       x->f[((n * p->C + c) * p->H + nh / p->sh) * p->W + nw / p->sw] *
-                                           w->f[((c * mg + m % mg) * p->KH + kh) * p->KW + kw]);
+                                       x->f[((n * p->C + c) * p->H + nh / p->sh) * p->W + nw / p->sw],
+                                       w->f[((c * mg + m % mg) * p->KH + kh) * p->KW + kw]);
                             }
                     y.f[((n * p->M + m) * p->OH + oh) * p->OW + ow] =
                         ra_result(&a, b ? &b->f[m] : NULL);
@@ -333,7 +334,7 @@ static void matmul_case(int idx, bool big) {
                 racc s;
                 ra_init(&s, ACCS[acc].f, ACCS[acc].block);
                 for (int64_t k = 0; k < K; k++)
-                    ra_add(&s, true, a.f[ta ? k * M + i : i * K + k] * b.f[tb ? j * K + k : k * N + j]);
+                    ra_add(&s, true, a.f[ta ? k * M + i : i * K + k], b.f[tb ? j * K + k : k * N + j]);
                 r.f[i * N + j] = ra_result(&s, NULL);
             }
         check(what, n, 2, in, acc, &r);
