@@ -75,6 +75,7 @@ typedef struct kg_ctx {
     int64_t srows, splane, schan; /* strip: rows, phase plane, channel (floats) */
     float *bp[8], *strip[8];
     bool avx2, avx512;
+    unsigned char *a_bad;  /* [thread]: the packing pass met a non-finite A value */
 } kg_ctx;
 
 static int64_t kg_cdiv(int64_t a, int64_t b) { /* ceil(a / b), b > 0 */
@@ -320,9 +321,21 @@ static void kg_free_bufs(kg_ctx *x) {
     }
 }
 
+/* Whether n floats are all finite: the exponent field is not all ones. No
+ * early exit, so the loop vectorises; it runs over a panel just written,
+ * still in cache. */
+static bool kg_all_finite(const float *v, int64_t n) {
+    uint32_t bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &v[i], sizeof u);
+        bad |= (u & 0x7f800000u) == 0x7f800000u;
+    }
+    return !bad;
+}
+
 /* Pack panel p (of all groups' panels) of A: [g][panel][k][6], zero rows past M. */
 static void kg_pack_a_fn(void *ctx, int tid, long p) {
-    (void)tid;
     const kg_ctx *x = ctx;
     const kg_gemm *j = x->j;
     const int64_t M = j->M, K = j->K, mpan = (M + KG_MR - 1) / KG_MR, g = p / mpan, i = p % mpan;
@@ -332,6 +345,7 @@ static void kg_pack_a_fn(void *ctx, int tid, long p) {
         const float *src = j->a + g * j->ga + m * j->ams;
         for (int64_t k = 0; k < K; k++) dst[k * KG_MR + r] = m < M ? src[k * j->aks] : 0.0f;
     }
+    if (j->finite_a && !kg_all_finite(dst, KG_MR * K)) x->a_bad[tid] = 1;
 }
 
 /* One column (N = 1) in fp32 (a classifier's Gemm after kern_matmul.c's
@@ -369,18 +383,25 @@ static void kg_mv_fn(void *ctx, int tid, long item) {
     }
 }
 
-bool kg_gemm_run(const kg_gemm *j) {
+kg_result kg_gemm_run(const kg_gemm *j) {
     const int64_t M = j->M, N = j->N, K = j->K, mpan = (M + KG_MR - 1) / KG_MR;
     const double macs = (double)j->G * (double)M * (double)N * (double)K;
     int nt = kg_threads_for(macs);
     if (N == 1 && !j->conv && j->mode == KG_FP32 && j->gvalid >= 1) {
+        /* No packing to check A in: a pass of its own (these A are small:
+         * squeeze-excitation 1x1 convolutions). */
+        for (int64_t g = 0; j->finite_a && g < j->G; g++)
+            for (int64_t m = 0; m < M; m++)
+                for (int64_t k = 0; k < K; k++)
+                    if (!isfinite(j->a[g * j->ga + m * j->ams + k * j->aks])) return KG_NONFINITE;
         mpx_k_parallel((long)(j->G * ((M + 7) / 8)), nt, kg_mv_fn, (void *)j);
-        return true;
+        return KG_DONE;
     }
-    kg_ctx x = {.j = j, .avx2 = kg_use_avx2(), .avx512 = kg_use_avx512()};
+    unsigned char a_bad[8] = {0};
+    kg_ctx x = {.j = j, .avx2 = kg_use_avx2(), .avx512 = kg_use_avx512(), .a_bad = a_bad};
     int64_t *boff = NULL;
     float *ap = kg_alloc((size_t)(j->G * mpan * KG_MR * K));
-    bool ok = ap != NULL;
+    bool ok = ap != NULL, bad = false;
     /* Work items are (group, column band, block of rows of A). Bands of
      * about 512 columns give a thread 4 or more items where there are
      * columns enough; where there are few columns and many rows (ResNet's
@@ -449,12 +470,13 @@ bool kg_gemm_run(const kg_gemm *j) {
          * convolutions pack 9 MB each call). */
         x.ap = x.ap_w = ap;
         mpx_k_parallel((long)(j->G * mpan), nt, kg_pack_a_fn, &x);
-        mpx_k_parallel(items, nt, kg_gemm_fn, &x);
+        for (int t = 0; t < 8; t++) bad = bad || a_bad[t];
+        if (!bad) mpx_k_parallel(items, nt, kg_gemm_fn, &x);
     }
     kg_free_bufs(&x);
     free(boff);
     free(ap);
-    return ok;
+    return !ok ? KG_NOMEM : bad ? KG_NONFINITE : KG_DONE;
 }
 
 /* ---- depthwise -------------------------------------------------------------------------------- */

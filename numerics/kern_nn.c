@@ -583,8 +583,11 @@ static conv2 conv2_of(const kn_window *w, const int64_t *out) {
  * kept, and tap (kh, kw) a fixed shift of a zero-padded, stride-phase-split
  * copy of the input rows (made per work item, not one im2col matrix). A
  * kernel one column wide over an unpadded input with unit strides (1x1
- * convolutions) reads the input itself, the grid being the output. */
-static mpx_status conv_fast(const mpx_kctx *c, const conv_job *j, const kn_window *win, int mode) {
+ * convolutions) reads the input itself, the grid being the output.
+ * *declined: the core found non-finite weights; nothing was written and the
+ * caller takes the general path. */
+static mpx_status conv_fast(const mpx_kctx *c, const conv_job *j, const kn_window *win, int mode,
+                            bool *declined) {
     const conv2 v = conv2_of(win, win->out);
     const bool dwise = j->cig == 1 && j->mg == 1;
     const bool direct = !dwise && v.KW == 1 && v.sh == 1 && v.sw == 1 && v.pt == 0 && v.pl == 0 &&
@@ -611,13 +614,19 @@ static mpx_status conv_fast(const mpx_kctx *c, const conv_job *j, const kn_windo
                        .yc = j->out_plane, .mode = (kg_mode)mode};
             ok = kg_dw_run(&d);
         } else {
+            kg_result r;
             kg_gemm g = {.M = j->mg, .N = v.OH * Wq, .K = K, .G = j->G,
                          .a = j->w, .ams = K, .aks = 1, .ga = j->mg * K,
                          .b = x, .boff = boff, .gb = j->cig * j->in_plane, .conv = direct ? NULL : &cv,
                          .c = y, .crow = crow, .gc = j->mg * j->out_plane,
                          .gw = Wq, .gvalid = v.OW, .rs = v.OW, .cs = 1,
-                         .bias = j->b, .gbias = j->mg, .mode = (kg_mode)mode};
-            ok = kg_gemm_run(&g);
+                         .bias = j->b, .gbias = j->mg, .mode = (kg_mode)mode, .finite_a = true};
+            r = kg_gemm_run(&g);
+            if (r == KG_NONFINITE) { /* found on the first image: nothing written */
+                *declined = true;
+                goto done;
+            }
+            ok = r == KG_DONE;
         }
         if (!ok) {
             st = mpx_kernel_error(c, MPX_E_NOMEM, "out of memory for the convolution's buffers");
@@ -669,7 +678,7 @@ static mpx_status convt_fast(const mpx_kctx *c, const conv_job *j, const kn_wind
                      .c = j->y + n * j->M * j->out_plane, .crow = crow, .gc = j->mg * j->out_plane,
                      .gw = v.W, .gvalid = v.W, .rs = v.sh * v.OW, .cs = v.sw,
                      .bias = bx, .gbias = Mr, .mode = (kg_mode)mode};
-        if (!kg_gemm_run(&g)) {
+        if (kg_gemm_run(&g) != KG_DONE) {
             st = mpx_kernel_error(c, MPX_E_NOMEM, "out of memory for the convolution's buffers");
             goto done;
         }
@@ -745,10 +754,12 @@ mpx_status mpx_k_conv(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
                   .N = x->dims[0], .C = C, .M = M, .G = group, .cig = cig, .mg = M / group};
     conv_geometry(&j, &win, win.out);
     const int mode = kg_mode_of(&c->acc);
-    if (mode >= 0 && win.nsp <= 2 && j.N > 0 && j.M > 0 && j.cig > 0 && j.out_plane > 0 &&
-        all_finite(j.w, w->n))
-        st = conv_fast(c, &j, &win, mode);
-    else {
+    /* Non-finite weights take the general path (kern_gemm.h): the GEMM core
+     * checks them while it packs them; the depthwise kernel's are few. */
+    bool declined = !(mode >= 0 && win.nsp <= 2 && j.N > 0 && j.M > 0 && j.cig > 0 && j.out_plane > 0) ||
+                    (j.cig == 1 && j.mg == 1 && !all_finite(j.w, w->n));
+    if (!declined) st = conv_fast(c, &j, &win, mode, &declined);
+    if (!st && declined) {
         if (out[0].n > 0) memset(out[0].f, 0, (size_t)out[0].n * sizeof *out[0].f);
         st = conv_run(c, &j);
     }

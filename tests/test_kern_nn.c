@@ -461,6 +461,48 @@ static void test_conv(void) {
     vfree(1, &w);
 }
 
+/* A weight that is infinite (an fp16 weight that overflowed): the GEMM core
+ * would make NaN of the 0 * inf products of padding taps, so it declines
+ * while it packs the weights and the general path runs, where a tap in the
+ * padding is no term. Output (0, 0) of channel 0 has the infinite tap in
+ * the padding and stays finite; the rounded runs match the reference bit
+ * for bit (the fp32 general path has its own row order, kern_nn.c). Also
+ * through the one-column path (a 1x1 map: no padding, the product is
+ * inf). */
+static void test_conv_inf(void) {
+    mpx_value x = vrand("1x2x6x7"), w = vrand("4x2x3x3");
+    w.f[0] = INFINITY; /* channel 0, input channel 0, tap (0, 0) */
+    const mpx_value *in[3] = {&x, &w, NULL};
+    mpx_node *n = node("Conv", 13, 3, "y", "pads=[1,1,1,1]");
+    convp p = cp2(3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);
+    const mpx_format *fs[3] = {NULL, &mpx_format_fp16, &mpx_format_bf16};
+    int blocks[3] = {0, 0, 0};
+    for (int k = 0; k < 3; k++) {
+        mpx_value y, r = ref_conv(&x, &w, NULL, &p, fs[k], blocks[k]);
+        mpx_status st = run(n, fs[k], blocks[k], 3, in, 1, &y);
+        CHECK_MSG(st == MPX_OK, "conv inf: %s", err.msg);
+        if (st == MPX_OK) {
+            CHECK_MSG(isfinite(y.f[0]), "conv inf acc %s: output (0, 0) is %g, its infinite tap is in the padding",
+                      fs[k] ? fs[k]->name : "fp32", (double)y.f[0]);
+            if (fs[k]) CHECK_BITS(fs[k]->name, &y, &r);
+        }
+        vfree(1, &y);
+        vfree(1, &r);
+    }
+    vfree(1, &x);
+    vfree(1, &w);
+    /* 1x1 convolution of a 1x1 map (a squeeze-excitation block's). */
+    mpx_value x1 = vrand("1x8x1x1"), w1 = vrand("5x8x1x1"), y1;
+    w1.f[3] = -INFINITY;
+    const mpx_value *in1[3] = {&x1, &w1, NULL};
+    CHECK(run(node("Conv", 13, 3, "y", ""), NULL, 0, 3, in1, 1, &y1) == MPX_OK);
+    CHECK_MSG(y1.n == 5 && isinf(y1.f[0]) && isfinite(y1.f[1]), "1x1 conv with an infinite weight: %g %g",
+              y1.n == 5 ? (double)y1.f[0] : 0.0, y1.n == 5 ? (double)y1.f[1] : 0.0);
+    vfree(1, &x1);
+    vfree(1, &w1);
+    vfree(1, &y1);
+}
+
 /* ---- ConvTranspose ------------------------------------------------------------------ */
 
 static void convt_case(int line, const char *xs, const char *ws, bool bias, const convp *p, const char *attrs) {
@@ -1258,6 +1300,7 @@ int main(void) {
     G = mpx_graph_new("test_kern_nn");
     mpx_rng_init(&rng, 20240611);
     test_conv();
+    test_conv_inf();
     test_conv_transpose();
     test_gemm();
     test_matmul();
