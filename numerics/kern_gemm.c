@@ -43,6 +43,7 @@
 #endif
 
 enum { KG_MR = 6, KG_NR = 16, KG_KC = 256, KG_PACK = 32768 /* floats of packed B */ };
+_Static_assert(KG_MR == 6, "kg_pack_a_fn writes a panel's 6 rows by hand");
 _Static_assert(KG_KC % MPX_ACC_FP32_BLOCK == 0, "K blocks must hold whole fp32 blocks");
 
 typedef float v8f __attribute__((vector_size(32)));
@@ -340,11 +341,26 @@ static void kg_pack_a_fn(void *ctx, int tid, long p) {
     const kg_gemm *j = x->j;
     const int64_t M = j->M, K = j->K, mpan = (M + KG_MR - 1) / KG_MR, g = p / mpan, i = p % mpan;
     float *dst = x->ap_w + (g * mpan + i) * KG_MR * K;
+    /* k outer, the 6 rows inner: the panel is written in order (row by row
+     * it was written with a stride of 6 floats, 17% of ResNet-18's forward);
+     * rows past M read a row of zeros. */
+    static const float zeros[1] = {0.0f};
+    const float *src[KG_MR];
+    int64_t step[KG_MR];
     for (int r = 0; r < KG_MR; r++) {
         const int64_t m = i * KG_MR + r;
-        const float *src = j->a + g * j->ga + m * j->ams;
-        for (int64_t k = 0; k < K; k++) dst[k * KG_MR + r] = m < M ? src[k * j->aks] : 0.0f;
+        src[r] = m < M ? j->a + g * j->ga + m * j->ams : zeros;
+        step[r] = m < M ? j->aks : 0;
     }
+    if (step[KG_MR - 1] == 1)
+        for (int64_t k = 0; k < K; k++) {
+            float *d = dst + k * KG_MR;
+            d[0] = src[0][k], d[1] = src[1][k], d[2] = src[2][k];
+            d[3] = src[3][k], d[4] = src[4][k], d[5] = src[5][k];
+        }
+    else
+        for (int64_t k = 0; k < K; k++)
+            for (int r = 0; r < KG_MR; r++) dst[k * KG_MR + r] = src[r][k * step[r]];
     if (j->finite_a && !kg_all_finite(dst, KG_MR * K)) x->a_bad[tid] = 1;
 }
 
