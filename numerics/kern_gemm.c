@@ -48,6 +48,8 @@ _Static_assert(KG_KC % MPX_ACC_FP32_BLOCK == 0, "K blocks must hold whole fp32 b
 
 typedef float v8f __attribute__((vector_size(32)));
 typedef float v16f __attribute__((vector_size(64)));
+typedef uint32_t v16u __attribute__((vector_size(64)));
+typedef int32_t v16i __attribute__((vector_size(64)));
 typedef uint32_t v8u __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
 
