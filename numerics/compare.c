@@ -90,6 +90,12 @@ size_t mpx_cmp_outs_bytes(const mpx_value *outs, int n) {
 static void drop(stream *s, int t) {
     s->live -= mpx_value_bytes(&s->ref[t]);
     for (int q = 0; q < s->nc; q++) s->live -= mpx_value_bytes(&s->cand[q][t]);
+    /* A layer the run does not measure needs no reference value in later
+     * incremental runs of the same kind (only the candidate values feed
+     * recomputed nodes): the cache keeps the candidate's alone, half the
+     * bytes, so search's evaluations of det fit the default budget. A
+     * later run that measures it finds no reference and runs in full. */
+    if (s->cache && !mpx_cmp_measured(s->opts, t)) mpx_value_free(&s->ref[t]);
     if (s->cache) mpx_cmp_cache_put(s->cache, t, &s->ref[t], &s->cand[0][t]);
     mpx_value_free(&s->ref[t]);
     for (int q = 0; q < s->nc; q++) mpx_value_free(&s->cand[q][t]);

@@ -339,6 +339,7 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
             view(&ref[t], &k->ref[t]);
             view(&cand[t], &k->cand[t]);
         }
+    const bool fuse = mpx_fuse_enabled();
     for (int i = 0; i < nn; i++) {
         const mpx_node *n = g->nodes[i];
         if (!dirty[i]) continue;
@@ -349,6 +350,33 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
         }
         size_t scratch = 0;
         double t2 = mpx_cmp_now_ms();
+        /* A chain of dirty elementwise nodes runs by tiles (fuse.c), every
+         * output written whole (the cache keeps them all: `changed` marks
+         * every dirty node's outputs): the same bits, a pass over memory
+         * less per node. A search evaluation that recomputes det's candidate
+         * spent a third of its time in such nodes one by one; det's search
+         * went 11.4 -> 10.7 s (MPX_FUSE=0 against 1). */
+        int span = fuse ? mpx_fuse_span(g, i) : 0, end = i + span - 1;
+        for (int q = i; span >= 2 && q <= end; q++)
+            if (!dirty[q] && !mpx_exec_skipped(g->nodes[q])) span = 0;
+        if (span >= 2) {
+            size_t before = 0, after = 0;
+            for (int q = i; q <= end; q++)
+                if (!mpx_exec_skipped(g->nodes[q])) before += mpx_value_bytes(&cand[g->nodes[q]->outputs[0]->index]);
+            if (mpx_fuse_run(g, a, i, span, cand, changed, err) == MPX_OK) {
+                for (int q = i; q <= end; q++)
+                    if (!mpx_exec_skipped(g->nodes[q])) {
+                        after += mpx_value_bytes(&cand[g->nodes[q]->outputs[0]->index]);
+                        c->n_run++;
+                    }
+                live = live - before + after;
+                if (live > peak) peak = live;
+                c->ms_cand += mpx_cmp_now_ms() - t2;
+                i = end;
+                continue;
+            }
+            if (err) mpx_error_clear(err); /* nothing changed: node by node, with its own message */
+        }
         st = mpx_exec_node(n, a, cand, false, outs, &scratch, err);
         c->ms_cand += mpx_cmp_now_ms() - t2;
         if (st != MPX_OK) goto done;

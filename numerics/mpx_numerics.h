@@ -527,9 +527,12 @@ typedef struct mpx_compare_opts {
     /* [g->n_tensors] or NULL (every layer): the layers whose metrics are
      * taken. The others are listed, marked unmeasured, and cost nothing:
      * `search` reads only its condition's figures, and measuring det's 330
-     * layers was half of each evaluation. A later run through the same cache
-     * that wants an unmeasured layer measures it from the cached values (or
-     * runs in full when they are gone). Local runs measure every layer. */
+     * layers was half of each evaluation. A run with a cache keeps no
+     * reference value of a layer it does not measure (its incremental
+     * successors need only candidate values there: half the bytes). A later
+     * run through the same cache that wants an unmeasured layer measures it
+     * from the cached values when both are there, else runs in full. Local
+     * runs measure every layer. */
     const bool *measure;
 } mpx_compare_opts;
 
