@@ -145,12 +145,12 @@ static mpx_status run_samples(mpx_session *s, const mpx_plan *p, bool local, con
 mpx_status repl_run_plan(mpx_session *s, const mpx_plan *p, bool local, const bool *keep, const bool *measure,
                          mpx_compare_cache *cache, mpx_compare **out, mpx_error *err) {
     if (s->data) return run_samples(s, p, local, keep, measure, cache != NULL, 0, 1, out, err);
-    mpx_value *inputs = NULL;
-    mpx_status st = repl_make_inputs(s, &inputs, err);
+    mpx_value *inputs = s->held_inputs;
+    mpx_status st = inputs ? MPX_OK : repl_make_inputs(s, &inputs, err);
     if (st) return st;
     mpx_assign *a = mpx_plan_to_assign(p, err);
     if (!a) {
-        repl_free_inputs(s, inputs);
+        if (inputs != s->held_inputs) repl_free_inputs(s, inputs);
         return err->status ? err->status : MPX_E_NOMEM;
     }
     mpx_compare_opts o = {.local = local, .keep = keep, .cancel = s->cancel, .cache = cache, .measure = measure};
@@ -158,7 +158,7 @@ mpx_status repl_run_plan(mpx_session *s, const mpx_plan *p, bool local, const bo
     st = mpx_compare_run(s->graph, a, inputs, &o, out, err);
     if (st && s->progress) fputs("\r                                   \r", stderr); /* a cancelled run's line */
     mpx_assign_free(a);
-    repl_free_inputs(s, inputs);
+    if (inputs != s->held_inputs) repl_free_inputs(s, inputs);
     return st;
 }
 

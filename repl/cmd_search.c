@@ -694,7 +694,12 @@ MPX_CMD(repl_cmd_search) {
     }
     for (int i = 0; x.own && i < g->n_nodes; i++) x.own[i] = NAN;
     x.t0 = repl_now_ms();
-    st = x.how == M_BISECT ? run_bisect(&x, set, err) : run_auto(&x, set, err);
+    /* The inputs once for every evaluation (a data set makes each sample's
+     * as it goes). */
+    st = !s->data && x.need_run ? repl_make_inputs(s, &s->held_inputs, err) : MPX_OK;
+    if (!st) st = x.how == M_BISECT ? run_bisect(&x, set, err) : run_auto(&x, set, err);
+    repl_free_inputs(s, s->held_inputs);
+    s->held_inputs = NULL;
     if (s->progress) fputs("\r                                                              \r", stderr);
     double ms = repl_now_ms() - x.t0;
     int k = st ? 0 : count(&x, set);

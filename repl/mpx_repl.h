@@ -77,6 +77,11 @@ typedef struct mpx_session {
      * `run` on the same inputs recomputes only what a plan change touched.
      * It checks the input values itself; freed with the run. */
     mpx_compare_cache *run_cache;
+    /* The inputs made once for all the evaluations of one `search` (NULL
+     * otherwise), which never changes them: repl_run_plan runs on them
+     * instead of making them again (det's random input was 7% of a
+     * search). Owned by that command, freed before it returns. */
+    mpx_value *held_inputs;
     /* Over a data set: one cache per sample (n_sample_cache of them, made on
      * first use), the budget split between them, so that each sample's
      * reference and unchanged layers are computed once across runs. */
