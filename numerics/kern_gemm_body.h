@@ -38,21 +38,27 @@ static inline KG_TARGET __attribute__((always_inline)) v8f KG_F(fma8)(v8f a, v8f
 #endif
 }
 
-/* format.c's rne_exp8 on 8 lanes: RNE to a format with fp32's exponent and
- * 23 - shift mantissa bits (bf16: 16, tf32: 13); NaNs quieted, payload's top
- * bits kept. Bit for bit mpx_round_value for bf16 and tf32. */
-static inline KG_TARGET __attribute__((always_inline)) v8f KG_F(rne8)(v8f x, const unsigned shift) {
-    const uint32_t low = (1u << shift) - 1u;
-    v8u u;
-    memcpy(&u, &x, sizeof u);
-    const v8u r = (u + (low >> 1) + ((u >> shift) & 1u)) & ~low;
-    const v8u nan = (u & ~low) | 0x00400000u;
-    const v8u m = (v8u)((v8i)(u & 0x7fffffffu) > (v8i){0x7f800000, 0x7f800000, 0x7f800000, 0x7f800000,
-                                                         0x7f800000, 0x7f800000, 0x7f800000, 0x7f800000});
-    const v8u o = (r & ~m) | (nan & m);
-    v8f y;
-    memcpy(&y, &o, sizeof y);
+/* format.c's rne_exp8 on a vector of lanes: RNE to a format with fp32's
+ * exponent and 23 - shift mantissa bits (bf16: 16, tf32: 13); NaNs quieted,
+ * payload's top bits kept. Bit for bit mpx_round_value for bf16 and tf32.
+ * One body for 8 and 16 lanes (VF, VU, VI: the float, unsigned and signed
+ * vector types). */
+#ifndef KG_RNE_BODY
+#define KG_RNE_BODY(VF, VU, VI)                                                          \
+    const uint32_t low = (1u << shift) - 1u;                                             \
+    VU u;                                                                                \
+    memcpy(&u, &x, sizeof u);                                                            \
+    const VU r = (u + (low >> 1) + ((u >> shift) & 1u)) & ~low;                          \
+    const VU nan = (u & ~low) | 0x00400000u;                                             \
+    const VU m = (VU)((VI)(u & 0x7fffffffu) > 0x7f800000);                               \
+    const VU o = (r & ~m) | (nan & m);                                                   \
+    VF y;                                                                                \
+    memcpy(&y, &o, sizeof y);                                                            \
     return y;
+#endif
+
+static inline KG_TARGET __attribute__((always_inline)) v8f KG_F(rne8)(v8f x, const unsigned shift) {
+    KG_RNE_BODY(v8f, v8u, v8i)
 }
 
 /* Grid rows r0 .. r0 + nr - 1 of one input channel xc into the strip: the
@@ -258,16 +264,7 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16)(const in
 
 /* rne8 on 16 lanes. */
 static inline KG_TARGET __attribute__((always_inline)) v16f KG_F(rne16)(v16f x, const unsigned shift) {
-    const uint32_t low = (1u << shift) - 1u;
-    v16u u;
-    memcpy(&u, &x, sizeof u);
-    const v16u r = (u + (low >> 1) + ((u >> shift) & 1u)) & ~low;
-    const v16u nan = (u & ~low) | 0x00400000u;
-    const v16u m = (v16u)((v16i)(u & 0x7fffffffu) > 0x7f800000);
-    const v16u o = (r & ~m) | (nan & m);
-    v16f y;
-    memcpy(&y, &o, sizeof y);
-    return y;
+    KG_RNE_BODY(v16f, v16u, v16i)
 }
 
 /* rnd on 16 lanes: vcvtps2ph with immediate 0 (RNE whatever MXCSR says) and
