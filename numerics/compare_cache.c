@@ -227,7 +227,9 @@ void mpx_cmp_cache_finish(mpx_compare_cache *k, const mpx_assign *a, const mpx_c
     k->valid = true;
 }
 
-bool mpx_cmp_measured(const mpx_compare_opts *opts, int t) { return !opts->measure || opts->local || opts->measure[t]; }
+bool mpx_cmp_measured(const mpx_compare_opts *opts, int t) {
+    return !opts->measure || opts->local || opts->measure[t];
+}
 
 void mpx_cmp_set_unmeasured(mpx_layer *L) {
     memset(&L->m, 0, sizeof L->m);
@@ -362,7 +364,8 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
         if (span >= 2) {
             size_t before = 0, after = 0;
             for (int q = i; q <= end; q++)
-                if (!mpx_exec_skipped(g->nodes[q])) before += mpx_value_bytes(&cand[g->nodes[q]->outputs[0]->index]);
+                if (!mpx_exec_skipped(g->nodes[q]))
+                    before += mpx_value_bytes(&cand[g->nodes[q]->outputs[0]->index]);
             if (mpx_fuse_run(g, a, i, span, cand, changed, err) == MPX_OK) {
                 for (int q = i; q <= end; q++)
                     if (!mpx_exec_skipped(g->nodes[q])) {

@@ -62,11 +62,11 @@ mpx_value *mpx_cmp_alloc_values(int n);      /* n absent values */
 size_t mpx_cmp_outs_bytes(const mpx_value *outs, int n);
 
 /* compare_cache.c */
-/* A tensor whose values outlive the run (opts->keep or a model output). */
 /* Whether the run takes tensor t's metrics (opts->measure), and a layer
  * marked as left out. */
 bool mpx_cmp_measured(const mpx_compare_opts *opts, int t);
 void mpx_cmp_set_unmeasured(mpx_layer *L);
+/* A tensor whose values outlive the run (opts->keep or a model output). */
 bool mpx_cmp_kept(const mpx_graph *g, const mpx_compare_opts *opts, int t);
 /* Move r and c (tensor t's reference and candidate values) into the cache
  * where it takes them (within budget); what it does not take stays. */

@@ -26,17 +26,13 @@ static const float k_sqrt_2_pi = 0.79788456080286535588f;  /* sqrt(2/pi) */
  * (GCC's target clones, picked when the program loads): ke_sigmoid is plain
  * float and double arithmetic, so each clone computes the same bits, 8 or
  * 16 elements at a time. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
+MPX_K_CLONES("avx512f", "avx2", "default")
 static void sigmoid_map(const float *x, float *y, int64_t n) {
     for (int64_t k = 0; k < n; k++) y[k] = ke_sigmoid(x[k]);
 }
 
 /* y[k] = e^(x[k] - m), Softmax's exponentials (kern_norm.c), the same way. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
+MPX_K_CLONES("avx512f", "avx2", "default")
 void ke_exp_neg_map(const float *x, float m, float *y, int64_t n) {
     for (int64_t k = 0; k < n; k++) y[k] = ke_exp_neg(x[k] - m);
 }

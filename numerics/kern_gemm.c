@@ -324,10 +324,8 @@ static void kg_free_bufs(kg_ctx *x) {
     }
 }
 
-/* Whether n floats are all finite: the exponent field is not all ones. No
- * early exit, so the loop vectorises; it runs over a panel just written,
- * still in cache. */
-static bool kg_all_finite(const float *v, int64_t n) {
+/* No early exit, so the loop vectorises (kern_gemm.h). */
+bool kg_all_finite(const float *v, int64_t n) {
     uint32_t bad = 0;
     for (int64_t i = 0; i < n; i++) {
         uint32_t u;
@@ -376,9 +374,7 @@ static void kg_pack_a_fn(void *ctx, int tid, long p) {
  * first, which for a 1000 x 1280 classifier was most of the time. An FMA
  * clone makes fmaf one instruction (the default clone calls libm's, the
  * same operation). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("fma", "default")))
-#endif
+MPX_K_CLONES("fma", "default")
 static void kg_mv_fn(void *ctx, int tid, long item) {
     (void)tid;
     const kg_gemm *j = ctx;

@@ -40,14 +40,15 @@
  * 169 -> 143, BERT-style 45 -> 40, ResNet-18 68 -> 61. (On the AMD Zen 3 of
  * the first wave FMA had left det's convolutions no faster, 131 against 132
  * ms on one thread: packing, memory traffic and fresh pages weighed more
- * there; the product-then-add order was kept then.) Rounded accumulation is bound by the rounding itself
- * (F16C's two conversions per vector and addition for fp16), 3-4x the fp32
- * micro-kernel's time. The code is written once with GCC vector extensions
- * and compiled three times: for AVX-512 (the fp32 micro-kernel on 16-lane
- * vectors; MPX_KERN_AVX2=1 declines it), for AVX2 (+F16C for fp16 rounding),
- * chosen at run time with __builtin_cpu_supports, and for the baseline ISA
- * (the portable path). On the Intel Xeon of 2026-11 the 16-lane kernel made
- * ViT-B/16's forward 452 -> 392 ms and ResNet-18's 78 -> 70 ms. */
+ * there; the product-then-add order was kept then.) Rounded accumulation is
+ * bound by the rounding itself (F16C's two conversions per vector and
+ * addition for fp16), 3-4x the fp32 micro-kernel's time. The code is written
+ * once with GCC vector extensions and compiled three times: for AVX-512 (the
+ * micro-kernels on 16-lane vectors; MPX_KERN_AVX2=1 declines it), for AVX2
+ * (+F16C for fp16 rounding, FMA), chosen at run time with
+ * __builtin_cpu_supports, and for the baseline ISA (the portable path). On
+ * the Intel Xeon of 2026-11 the 16-lane fp32 kernel made ViT-B/16's forward
+ * 452 -> 392 ms and ResNet-18's 78 -> 70 ms. */
 #ifndef MPX_KERN_GEMM_H
 #define MPX_KERN_GEMM_H
 
@@ -114,6 +115,11 @@ typedef enum kg_result {
     KG_NONFINITE = 2, /* finite_a and A holds inf or NaN: C not written */
 } kg_result;
 kg_result kg_gemm_run(const kg_gemm *j);
+
+/* Whether n floats are all finite (no exponent field all ones): the packing
+ * pass's check of each panel, and the callers' of weights the core does not
+ * pack (the depthwise kernel's, ConvTranspose's). */
+bool kg_all_finite(const float *v, int64_t n);
 
 /* Depthwise convolution (one input and one output channel per group, so
  * conv->cig = 1), C channels: for channel ch and grid column q,

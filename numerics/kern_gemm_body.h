@@ -1,10 +1,11 @@
 /* kern_gemm_body.h - the inner loops of kern_gemm.c, included there three
  * times: for the baseline ISA (KG_F(x) = x##_gen, KG_SIMD 0, KG_TARGET
- * empty), with every function compiled for AVX2 and F16C (KG_F(x) =
+ * empty), with every function compiled for AVX2, F16C and FMA (KG_F(x) =
  * x##_avx2, KG_SIMD 1, KG_TARGET the target attribute), and for AVX-512
- * (x##_avx512, KG_SIMD 2: the fp32 micro-kernel on 16 lanes, ukr16). Only
- * fp16 rounding differs in source between the two (F16C against
- * mpx_round_value per lane, which agree bit for bit: format.c); everything
+ * (x##_avx512, KG_SIMD 2: the micro-kernels on 16 lanes, ukr16 and ukr16r).
+ * Only fp16 rounding and the fused multiply-add differ in source between
+ * the portable and the SIMD builds (F16C against mpx_round_value per lane,
+ * the FMA instruction against fmaf, which agree bit for bit); everything
  * else is the same GCC vector-extension code, so the two builds compute the
  * same bits. Not a header of its own: no include guard on purpose. */
 
@@ -132,8 +133,8 @@ static inline KG_TARGET __attribute__((always_inline)) v8f KG_F(rnd)(const int R
  * the whole sum (C not read); bias: add bias[i] after the last term (the
  * caller passes it with the last K block only).
  * fp32: blocks of 64 terms summed in registers, one fused multiply-add a
- * term, each block added to C (the running sum), as the header says; the caller's K blocks are multiples of
- * 64 so blocks never straddle them. Rounded: C holds the rounded running
+ * term, each block added to C (the running sum), as the header says; the
+ * caller's K blocks are multiples of 64 so blocks never straddle them. Rounded: C holds the rounded running
  * sum; every addition is rounded. */
 #define KG_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
 
@@ -213,14 +214,16 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr)(const int 
     KG_ROWS(KG_RPUT)
 #undef KG_RPUT
 }
-#undef KG_ROWS
 
 #if KG_SIMD == 2
+static inline KG_TARGET __attribute__((always_inline)) v16f KG_F(splat16)(float x) {
+    return (v16f){x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x};
+}
+
 /* fp32 on 16 lanes (the AVX-512 build): the tile's row i is one vector c_i,
  * lane l of it column l, summed as ukr sums it (blocks of 64 fused
  * multiply-adds from 0, added to C's running sum, then the bias): the same
  * operations per lane, so the same bits. */
-#define KG_ROWS16(X) X(0) X(1) X(2) X(3) X(4) X(5)
 static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16)(const int MR, int64_t kc,
                                                               const float *restrict a,
                                                               const float *restrict b,
@@ -230,7 +233,7 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16)(const in
     for (int64_t k0 = 0; k0 < kc; k0 += MPX_ACC_FP32_BLOCK) {
         const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < kc ? k0 + MPX_ACC_FP32_BLOCK : kc;
 #define KG_DECL(i) v16f c##i = z;
-        KG_ROWS16(KG_DECL)
+        KG_ROWS(KG_DECL)
 #undef KG_DECL
         const float *ak = a + k0 * KG_MR, *bk = b + k0 * KG_NR;
         for (int64_t k = k0; k < k1; k++, ak += KG_MR, bk += KG_NR) {
@@ -238,11 +241,9 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16)(const in
             memcpy(&bv, bk, sizeof bv);
 #define KG_MAC(i)                                                                        \
     if (MR > i) {                                                                        \
-        const float s = ak[i];                                                           \
-        c##i = (v16f)_mm512_fmadd_ps((__m512)(v16f){s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s}, \
-                                     (__m512)bv, (__m512)c##i);                          \
+        c##i = (v16f)_mm512_fmadd_ps((__m512)KG_F(splat16)(ak[i]), (__m512)bv, (__m512)c##i); \
     }
-            KG_ROWS16(KG_MAC)
+            KG_ROWS(KG_MAC)
 #undef KG_MAC
         }
         const bool f = first && k0 == 0, last = bias && k1 == kc;
@@ -251,13 +252,10 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16)(const in
         v16f r = z;                                                                      \
         if (!f) memcpy(&r, cr[i], sizeof r);                                             \
         r += c##i;                                                                       \
-        if (last) {                                                                      \
-            const float s = bias[i];                                                     \
-            r += (v16f){s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s};                 \
-        }                                                                                \
+        if (last) r += KG_F(splat16)(bias[i]);                                           \
         memcpy(cr[i], &r, sizeof r);                                                     \
     }
-        KG_ROWS16(KG_PUT)
+        KG_ROWS(KG_PUT)
 #undef KG_PUT
     }
 }
@@ -292,11 +290,11 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16r)(const i
                                                                const float *bias) {
     const v16f z = {0};
 #define KG_DECL(i) v16f c##i = z;
-    KG_ROWS16(KG_DECL)
+    KG_ROWS(KG_DECL)
 #undef KG_DECL
     if (!first) {
 #define KG_GET(i) if (MR > i) memcpy(&c##i, cr[i], sizeof c##i);
-        KG_ROWS16(KG_GET)
+        KG_ROWS(KG_GET)
 #undef KG_GET
     }
     const float *ak = a, *bk = b;
@@ -305,29 +303,25 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16r)(const i
         memcpy(&bv, bk, sizeof bv);
 #define KG_RMAC(i)                                                                       \
     if (MR > i) {                                                                        \
-        const float s = ak[i];                                                           \
-        c##i = KG_F(rnd16)(RM, c##i + (v16f){s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s} * bv); \
+        c##i = KG_F(rnd16)(RM, c##i + KG_F(splat16)(ak[i]) * bv);                        \
     }
-        KG_ROWS16(KG_RMAC)
+        KG_ROWS(KG_RMAC)
 #undef KG_RMAC
     }
 #define KG_RPUT(i)                                                                       \
     if (MR > i) {                                                                        \
-        if (bias) {                                                                      \
-            const float s = bias[i];                                                     \
-            c##i = KG_F(rnd16)(RM, c##i + (v16f){s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s}); \
-        }                                                                                \
+        if (bias) c##i = KG_F(rnd16)(RM, c##i + KG_F(splat16)(bias[i]));                 \
         memcpy(cr[i], &c##i, sizeof c##i);                                               \
     }
-    KG_ROWS16(KG_RPUT)
+    KG_ROWS(KG_RPUT)
 #undef KG_RPUT
 }
-#undef KG_ROWS16
 #define KG_UKR_CALL(RM, MR) \
     if (RM == KG_FP32) KG_F(ukr16)(MR, kc, a, b, cr, first, bias); else KG_F(ukr16r)(MR, RM, kc, a, b, cr, first, bias);
 #else
 #define KG_UKR_CALL(RM, MR) KG_F(ukr)(MR, RM, kc, a, b, cr, first, bias);
 #endif
+#undef KG_ROWS
 
 /* Every (mode, MR) pair as its own specialised copy, chosen through a
  * constant table once per panel row. */

@@ -87,6 +87,16 @@ void mpx_k_parallel(long n, int nt, void (*fn)(void *, int, long), void *ctx);
 /* How many threads a kernel may use (kern_gemm.c: 2, or MPX_KERN_THREADS). */
 int kg_threads(void);
 
+/* One copy of a function per ISA listed, picked when the program loads
+ * (GCC's target clones; elsewhere the plain function): for loops whose each
+ * element is the same IEEE operations whatever the vector width, so every
+ * copy gives the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define MPX_K_CLONES(...) __attribute__((target_clones(__VA_ARGS__)))
+#else
+#define MPX_K_CLONES(...)
+#endif
+
 /* ---- helpers ------------------------------------------------------------------ */
 
 /* Normalise an axis in [-rank, rank) (or [-rank-1, rank] when extra = 1);

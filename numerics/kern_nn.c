@@ -554,12 +554,6 @@ done:
 
 /* ---- the fast paths: the GEMM core and the depthwise kernel (kern_gemm.h) ---------- */
 
-static bool all_finite(const float *v, int64_t n) {
-    for (int64_t i = 0; i < n; i++)
-        if (!isfinite(v[i])) return false;
-    return true;
-}
-
 /* A 1-D or 2-D convolution seen as 2-D (a 1-D one has one row). */
 typedef struct conv2 {
     int64_t H, W, OH, OW, KH, KW, sh, sw, dh, dw, pt, pl, pb, pr;
@@ -757,7 +751,7 @@ mpx_status mpx_k_conv(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
     /* Non-finite weights take the general path (kern_gemm.h): the GEMM core
      * checks them while it packs them; the depthwise kernel's are few. */
     bool declined = !(mode >= 0 && win.nsp <= 2 && j.N > 0 && j.M > 0 && j.cig > 0 && j.out_plane > 0) ||
-                    (j.cig == 1 && j.mg == 1 && !all_finite(j.w, w->n));
+                    (j.cig == 1 && j.mg == 1 && !kg_all_finite(j.w, w->n));
     if (!declined) st = conv_fast(c, &j, &win, mode, &declined);
     if (!st && declined) {
         if (out[0].n > 0) memset(out[0].f, 0, (size_t)out[0].n * sizeof *out[0].f);
@@ -831,7 +825,7 @@ mpx_status mpx_k_conv_transpose(const mpx_kctx *c, const mpx_value *const *in, i
     conv_geometry(&j, &win, dims + 2);
     const int mode = kg_mode_of(&c->acc);
     if (mode >= 0 && j.M > 0 && j.cig > 0 && j.in_plane > 0 && j.out_plane > 0 &&
-        convt_fast_ok(&j, &win, dims + 2) && all_finite(j.w, w->n))
+        convt_fast_ok(&j, &win, dims + 2) && kg_all_finite(j.w, w->n))
         st = convt_fast(c, &j, &win, dims + 2, mode);
     else
         st = conv_run(c, &j);

@@ -200,6 +200,23 @@ static mpx_status stat_figure(const repl_figctx *x, const char *fig, mpx_stat st
     return st;
 }
 
+/* Which layers a <what>.<metric> figure reads, what being the part before
+ * the last dot (written to what[n], *metric after it): every model output
+ * ("output"), every layer ("worst") or one tensor or node's (its tensor
+ * index). repl_figure reads them and repl_cond_measure asks for them, from
+ * this one reading. */
+enum { FIG_OUTPUTS = -1, FIG_ALL = -2, FIG_NONE = -3 /* no <what>.<metric> */, FIG_UNKNOWN = -4 /* no such name */ };
+static int layer_figure(const mpx_graph *g, const char *fig, char *what, size_t n, const char **metric) {
+    const char *dot = strrchr(fig, '.');
+    if (!dot || dot == fig || !dot[1]) return FIG_NONE;
+    snprintf(what, n, "%.*s", (int)(dot - fig), fig);
+    *metric = dot + 1;
+    if (strcmp(what, "output") == 0) return FIG_OUTPUTS;
+    if (strcmp(what, "worst") == 0) return FIG_ALL;
+    const mpx_tensor *t = repl_find_named(g, what);
+    return t ? t->index : FIG_UNKNOWN;
+}
+
 mpx_status repl_figure(const repl_figctx *x, const char *fig, double *out, mpx_error *err) {
     mpx_stat stat;
     int sk;
@@ -229,28 +246,21 @@ mpx_status repl_figure(const repl_figctx *x, const char *fig, double *out, mpx_e
         double v[RUN_FIGS] = {(double)t.overflow, (double)t.underflow, (double)t.subnormal, (double)c->n_layers};
         return *out = v[i], MPX_OK;
     }
-    const char *dot = strrchr(fig, '.');
-    if (!dot || dot == fig || !dot[1]) return unknown_figure(fig, err);
     char what[512];
-    snprintf(what, sizeof what, "%.*s", (int)(dot - fig), fig);
-    const char *metric = dot + 1;
+    const char *metric = NULL;
+    const int want = layer_figure(g, fig, what, sizeof what, &metric);
+    if (want == FIG_NONE) return unknown_figure(fig, err);
     if (!c) return mpx_error_set(err, MPX_E_ARG, "%s needs a run (use: run)", fig);
+    if (want == FIG_UNKNOWN) {
+        char hint[300];
+        return mpx_error_set(err, MPX_E_ARG, "figure %s: no tensor or node named \"%s\"%s", fig, what,
+                             repl_name_tail(g, what, true, true, hint, sizeof hint));
+    }
     bool any = false;
     double v = NAN, val;
-    int want = -1;
-    bool all_outputs = strcmp(what, "output") == 0, all_layers = strcmp(what, "worst") == 0;
-    if (!all_outputs && !all_layers) {
-        const mpx_tensor *t = repl_find_named(g, what);
-        if (!t) {
-            char hint[300];
-            return mpx_error_set(err, MPX_E_ARG, "figure %s: no tensor or node named \"%s\"%s", fig, what,
-                                 repl_name_tail(g, what, true, true, hint, sizeof hint));
-        }
-        want = t->index;
-    }
     for (int i = 0; i < c->n_layers; i++) {
         const mpx_layer *L = &c->layers[i];
-        if (want >= 0 ? L->tensor != want : (all_outputs && !repl_is_output(g, L->tensor))) continue;
+        if (want >= 0 ? L->tensor != want : (want == FIG_OUTPUTS && !repl_is_output(g, L->tensor))) continue;
         if (L->unmeasured) continue;
         if (!metric_of(L, metric, &val)) {
             char names[256];
@@ -339,14 +349,12 @@ bool repl_cond_measure(const mpx_graph *g, const repl_cond *c, bool *measure) {
         int k;
         if (stat_prefix(fig, &stat, &k, &rest)) fig = rest;
         if (!repl_figure_needs_run(fig)) continue;
-        const char *dot = strrchr(fig, '.');
-        if (!dot) return false; /* overflow, underflow, subnormal, layers: every layer */
         char what[512];
-        snprintf(what, sizeof what, "%.*s", (int)(dot - fig), fig);
-        if (strcmp(what, "output") == 0) continue;
-        const mpx_tensor *t = strcmp(what, "worst") == 0 ? NULL : repl_find_named(g, what);
-        if (!t) return false;
-        measure[t->index] = true;
+        const char *metric;
+        const int t = layer_figure(g, fig, what, sizeof what, &metric);
+        if (t == FIG_OUTPUTS) continue;
+        if (t < 0) return false; /* worst.*, overflow, underflow, subnormal, layers, or an error to come */
+        measure[t] = true;
     }
     return true;
 }
