@@ -266,9 +266,11 @@ static inline KG_TARGET __attribute__((always_inline)) v16f KG_F(rne16)(v16f x, 
 }
 
 /* rnd on 16 lanes: vcvtps2ph with immediate 0 (RNE whatever MXCSR says) and
- * back, or rne16: per lane what rnd does. */
+ * back, or rne16: per lane what rnd does. (The zero-masked form with every
+ * lane selected: the unmasked one's macro in GCC's header passes -1 as the
+ * mask, which -Wsign-conversion flags in unoptimised builds.) */
 static inline KG_TARGET __attribute__((always_inline)) v16f KG_F(rnd16)(const int RM, v16f x) {
-    if (RM == KG_FP16) return (v16f)_mm512_cvtph_ps(_mm512_cvtps_ph((__m512)x, 0));
+    if (RM == KG_FP16) return (v16f)_mm512_cvtph_ps(_mm512_maskz_cvtps_ph((__mmask16)0xffff, (__m512)x, 0));
     if (RM == KG_BF16) return KG_F(rne16)(x, 16);
     if (RM == KG_TF32) return KG_F(rne16)(x, 13);
     return x;
