@@ -17,9 +17,10 @@
  * candidate values and layers stand too (same inputs, same formats, same
  * kernels: the same bits). Only dirty nodes run, on the cached candidate
  * values of their clean inputs, and only their layers' metrics are taken,
- * against the cached reference values. When a value that needs is not in
- * the cache (dropped over budget), the run is a full one, which refills the
- * cache. */
+ * against the cached reference values. A candidate value they read that
+ * was dropped over budget is made again from what the cache still holds
+ * (its producers run too); when a reference value it needs was dropped, the
+ * run is a full one, which refills the cache. */
 
 struct mpx_compare_cache {
     size_t budget, bytes;
@@ -39,7 +40,40 @@ struct mpx_compare_cache {
     int *rank;                 /* [n_tensors]: position in order, -1: not cached */
     int *order;
     int n_order, evict;
+    /* What the last incremental run replaced, when it was asked to be
+     * undoable (mpx_compare_cache_undo): the candidate values it displaced
+     * (undo_t[0..n_undo) name their tensors), the assignment and layers of
+     * the run before it. Held outside the budget, but only until the next
+     * run through the cache, which drops them first: the values a run
+     * replaces were alive during that run anyway, so the peak is unchanged. */
+    bool can_undo;
+    int n_undo;
+    int *undo_t;               /* [n_tensors] */
+    mpx_value *undo_cand;      /* [n_tensors], by tensor */
+    const mpx_format **undo_tfmt;
+    mpx_node_prec *undo_prec;
+    mpx_layer *undo_layers;
 };
+
+static void undo_drop(mpx_compare_cache *k) {
+    for (int i = 0; i < k->n_undo; i++) mpx_value_free(&k->undo_cand[k->undo_t[i]]);
+    k->n_undo = 0;
+    k->can_undo = false;
+}
+
+static void undo_free(mpx_compare_cache *k) {
+    undo_drop(k);
+    free(k->undo_t);
+    free(k->undo_cand);
+    free(k->undo_tfmt);
+    free(k->undo_prec);
+    free(k->undo_layers);
+    k->undo_t = NULL;
+    k->undo_cand = NULL;
+    k->undo_tfmt = NULL;
+    k->undo_prec = NULL;
+    k->undo_layers = NULL;
+}
 
 #define CACHE_DEFAULT_BUDGET ((size_t)512 << 20)
 
@@ -51,6 +85,7 @@ mpx_compare_cache *mpx_compare_cache_new(size_t budget_bytes) {
 
 void mpx_compare_cache_clear(mpx_compare_cache *k) {
     if (!k) return;
+    undo_free(k);
     for (int i = 0; k->ref && i < k->n_tensors; i++) mpx_value_free(&k->ref[i]);
     for (int i = 0; k->cand && i < k->n_tensors; i++) mpx_value_free(&k->cand[i]);
     for (int i = 0; k->inputs && i < k->n_inputs; i++) mpx_value_free(&k->inputs[i]);
@@ -102,11 +137,17 @@ void mpx_cmp_cache_put(mpx_compare_cache *k, int t, mpx_value *r, mpx_value *c) 
     cache_trim(k);
 }
 
-/* A recomputed candidate value replaces the cached one (same rule). */
+/* A recomputed candidate value replaces the cached one (same rule); the
+ * one replaced goes to the undo record when one is being kept. */
 static void cache_put_cand(mpx_compare_cache *k, int t, mpx_value *c) {
     if (k->rank[t] < 0 || k->rank[t] < k->evict || c->borrowed) return;
     k->bytes -= mpx_value_bytes(&k->cand[t]);
-    mpx_value_free(&k->cand[t]);
+    if (k->can_undo) {
+        k->undo_t[k->n_undo++] = t;
+        take(&k->undo_cand[t], &k->cand[t]);
+    } else {
+        mpx_value_free(&k->cand[t]);
+    }
     k->bytes += mpx_value_bytes(c);
     take(&k->cand[t], c);
     cache_trim(k);
@@ -227,6 +268,50 @@ void mpx_cmp_cache_finish(mpx_compare_cache *k, const mpx_assign *a, const mpx_c
     k->valid = true;
 }
 
+/* Starts an undo record of the run being stored (its predecessor's
+ * assignment and layers; the values follow in cache_put_cand). Without
+ * memory for it the run is simply not undoable. */
+static void undo_begin(mpx_compare_cache *k) {
+    if (!k->undo_t) {
+        k->undo_t = mpx_cmp_alloc_n(k->n_tensors, sizeof *k->undo_t);
+        k->undo_cand = mpx_cmp_alloc_values(k->n_tensors);
+        k->undo_tfmt = mpx_cmp_alloc_n(k->n_tensors, sizeof *k->undo_tfmt);
+        k->undo_prec = mpx_cmp_alloc_n(k->n_nodes, sizeof *k->undo_prec);
+        k->undo_layers = mpx_cmp_alloc_n(k->n_layers, sizeof *k->undo_layers);
+        if (!k->undo_t || !k->undo_cand || !k->undo_tfmt || !k->undo_prec || !k->undo_layers) {
+            undo_free(k);
+            return;
+        }
+    }
+    memcpy(k->undo_tfmt, k->tfmt, (size_t)k->n_tensors * sizeof *k->tfmt);
+    memcpy(k->undo_prec, k->prec, (size_t)k->n_nodes * sizeof *k->prec);
+    if (k->n_layers > 0) memcpy(k->undo_layers, k->layers, (size_t)k->n_layers * sizeof *k->layers);
+    k->n_undo = 0;
+    k->can_undo = true;
+}
+
+bool mpx_compare_cache_undo(mpx_compare_cache *k) {
+    if (!k || !k->can_undo) return false;
+    for (int i = 0; i < k->n_undo; i++) {
+        int t = k->undo_t[i];
+        if (k->rank[t] < k->evict) { /* dropped for good meanwhile: stays out */
+            mpx_value_free(&k->undo_cand[t]);
+            continue;
+        }
+        k->bytes -= mpx_value_bytes(&k->cand[t]);
+        mpx_value_free(&k->cand[t]);
+        take(&k->cand[t], &k->undo_cand[t]);
+        k->bytes += mpx_value_bytes(&k->cand[t]);
+    }
+    memcpy(k->tfmt, k->undo_tfmt, (size_t)k->n_tensors * sizeof *k->tfmt);
+    memcpy(k->prec, k->undo_prec, (size_t)k->n_nodes * sizeof *k->prec);
+    if (k->n_layers > 0) memcpy(k->layers, k->undo_layers, (size_t)k->n_layers * sizeof *k->layers);
+    k->n_undo = 0;
+    k->can_undo = false;
+    cache_trim(k);
+    return true;
+}
+
 bool mpx_cmp_measured(const mpx_compare_opts *opts, int t) {
     return !opts->measure || opts->local || opts->measure[t];
 }
@@ -248,6 +333,24 @@ static void view(mpx_value *dst, const mpx_value *src) {
     if (dst->n >= 0) dst->borrowed = true;
 }
 
+/* Frees the remade values (last[t] >= 0) that nodes lo..hi read for the
+ * last time, unless kept; their bytes. */
+static size_t free_remade(const mpx_graph *g, const mpx_compare_opts *opts, int lo, int hi, int *last,
+                          mpx_value *cand) {
+    size_t freed = 0;
+    for (int q = lo; q <= hi; q++) {
+        const mpx_node *n = g->nodes[q];
+        for (int j = 0; j < n->n_inputs; j++) {
+            const mpx_tensor *t = n->inputs[j];
+            if (!t || last[t->index] < 0 || last[t->index] > hi || mpx_cmp_kept(g, opts, t->index)) continue;
+            freed += mpx_value_bytes(&cand[t->index]);
+            mpx_value_free(&cand[t->index]);
+            last[t->index] = -1;
+        }
+    }
+    return freed;
+}
+
 /* The run from the cache k (which fits g and the inputs). MPX_OK with *out
  * NULL: a value it needs is not cached, run in full. The cache changes only
  * when the run succeeds. */
@@ -256,10 +359,13 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
                                   mpx_compare **out, mpx_error *err) {
     int nt = g->n_tensors, nn = g->n_nodes, max_out = 1;
     *out = NULL;
+    undo_drop(k); /* the run before stands from now on */
     for (int i = 0; i < nn; i++)
         if (g->nodes[i]->n_outputs > max_out) max_out = g->nodes[i]->n_outputs;
     bool *dirty = mpx_cmp_alloc_n(nn, sizeof *dirty), *changed = mpx_cmp_alloc_n(nt, sizeof *changed),
-         *layer = mpx_cmp_alloc_n(nt, sizeof *layer), *want = mpx_cmp_alloc_n(nt, sizeof *want);
+         *layer = mpx_cmp_alloc_n(nt, sizeof *layer), *want = mpx_cmp_alloc_n(nt, sizeof *want),
+         *regen = mpx_cmp_alloc_n(nn, sizeof *regen);
+    int *last = mpx_cmp_alloc_n(nt, sizeof *last); /* a remade value's last reader; -1: not remade */
     mpx_value *ref = mpx_cmp_alloc_values(nt), *cand = mpx_cmp_alloc_values(nt), *outs = mpx_cmp_alloc_values(max_out);
     mpx_compare *c = calloc(1, sizeof *c);
     mpx_status st = MPX_OK;
@@ -269,11 +375,12 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
         c->ref = mpx_cmp_alloc_values(nt);
         c->cand = mpx_cmp_alloc_values(nt);
     }
-    if (!dirty || !changed || !layer || !want || !ref || !cand || !outs || !c || !c->layers || !c->ref ||
-        !c->cand) {
+    if (!dirty || !changed || !layer || !want || !regen || !last || !ref || !cand || !outs || !c || !c->layers ||
+        !c->ref || !c->cand) {
         st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
         goto done;
     }
+    for (int t = 0; t < nt; t++) last[t] = -1;
     /* What changed: formats first, then nodes in topological order. */
     for (int i = 0; i < k->n_layers; i++) layer[k->layers[i].tensor] = true;
     for (int t = 0; t < nt; t++) changed[t] = fmt_of(a, t) != k->tfmt[t];
@@ -290,18 +397,38 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
         for (int j = 0; j < n->n_outputs; j++)
             if (n->outputs[j]) changed[n->outputs[j]->index] = true;
     }
-    /* Everything read from the cache must be there: candidate values of
-     * dirty nodes' unchanged inputs, reference values of their measured
-     * layers, both values of a clean layer measured now and not before, both
-     * values of kept tensors. */
+    /* A dirty node's unchanged input whose candidate value was dropped over
+     * budget is made again: its producer runs too ("regen": same precision,
+     * same inputs, so the same bits; its layer stands), and so on back to
+     * values the cache holds or the run makes (inputs, constants). Without
+     * it such a trial ran in full, the reference included: the earliest
+     * values go first, so on det at 640x640 every trial of an early node did
+     * (13 of a search's 85 evaluations; the search 9.5 -> 7.1 s). Candidate
+     * work only; each remade value is freed after its last reader. */
+    for (int i = nn - 1; i >= 0; i--) {
+        const mpx_node *n = g->nodes[i];
+        if (!dirty[i] && !regen[i]) continue;
+        for (int j = 0; j < n->n_inputs; j++) {
+            const mpx_tensor *t = n->inputs[j];
+            if (!t || k->rank[t->index] < 0 || changed[t->index] || k->cand[t->index].n >= 0) continue;
+            if (t->producer) regen[t->producer->index] = true;
+            if (i > last[t->index]) last[t->index] = i;
+        }
+    }
+    for (int i = 0; i < nn; i++) {
+        const mpx_node *n = g->nodes[i];
+        for (int j = 0; (dirty[i] || regen[i]) && j < n->n_inputs; j++) {
+            const mpx_tensor *t = n->inputs[j];
+            if (t && last[t->index] >= 0 && i > last[t->index]) last[t->index] = i;
+        }
+    }
+    /* Everything else read from the cache must be there: reference values
+     * of dirty nodes' measured layers, both values of a clean layer measured
+     * now and not before, both values of kept tensors. */
     bool ok = true;
     for (int i = 0; i < nn && ok; i++) {
         const mpx_node *n = g->nodes[i];
         if (!dirty[i]) continue;
-        for (int j = 0; j < n->n_inputs && ok; j++) {
-            const mpx_tensor *t = n->inputs[j];
-            ok = !t || k->rank[t->index] < 0 || changed[t->index] || k->cand[t->index].n >= 0;
-        }
         for (int j = 0; j < n->n_outputs && ok; j++) {
             const mpx_tensor *t = n->outputs[j];
             ok = !t || !layer[t->index] || !mpx_cmp_measured(opts, t->index) || k->ref[t->index].n >= 0;
@@ -322,7 +449,7 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
      * recomputing a late layer). */
     for (int i = 0; i < nn; i++) {
         const mpx_node *n = g->nodes[i];
-        for (int j = 0; dirty[i] && j < n->n_inputs; j++)
+        for (int j = 0; (dirty[i] || regen[i]) && j < n->n_inputs; j++)
             if (n->inputs[j]) want[n->inputs[j]->index] = true;
     }
     for (int t = 0; t < nt; t++) want[t] = want[t] || mpx_cmp_kept(g, opts, t);
@@ -344,7 +471,7 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
     const bool fuse = mpx_fuse_enabled();
     for (int i = 0; i < nn; i++) {
         const mpx_node *n = g->nodes[i];
-        if (!dirty[i]) continue;
+        if (!dirty[i] && !regen[i]) continue;
         if (opts->cancel && *opts->cancel) {
             st = mpx_error_set(err, MPX_E_CANCELLED, "run cancelled at node \"%s\" (%d of %d)",
                                n->name, i + 1, nn);
@@ -375,6 +502,7 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
                 live = live - before + after;
                 if (live > peak) peak = live;
                 c->ms_cand += mpx_cmp_now_ms() - t2;
+                live -= free_remade(g, opts, i, end, last, cand);
                 i = end;
                 continue;
             }
@@ -397,6 +525,7 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
             live += mpx_value_bytes(&cand[t->index]);
         }
         c->n_run++;
+        live -= free_remade(g, opts, i, i, last, cand);
     }
     /* Layers: the cached ones, the dirty nodes' measured again, and those
      * measured now that were left out before. */
@@ -436,7 +565,9 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
         if (cand[t].n >= 0 && (st = mpx_value_copy(&c->cand[t], &cand[t], err)) != MPX_OK)
             goto done;
     }
-    /* The cache now describes this run. */
+    /* The cache now describes this run (and, when asked, remembers what it
+     * describes no longer). */
+    if (opts->undoable) undo_begin(k);
     for (int i = 0; i < nn; i++) {
         const mpx_node *n = g->nodes[i];
         if (!dirty[i]) continue;
@@ -469,6 +600,8 @@ done:
     free(changed);
     free(layer);
     free(want);
+    free(regen);
+    free(last);
     mpx_compare_free(c);
     return st;
 }

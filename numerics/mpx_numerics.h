@@ -534,6 +534,12 @@ typedef struct mpx_compare_opts {
      * from the cached values when both are there, else runs in full. Local
      * runs measure every layer. */
     const bool *measure;
+    /* With a cache, an incremental run keeps what it replaces there until
+     * the next run through the cache, so that mpx_compare_cache_undo can
+     * bring back the run before it: a search trial that fails is undone, and
+     * the next trial, one node away from the set that holds, recomputes that
+     * node's cone alone instead of the failed trial's too. */
+    bool undoable;
 } mpx_compare_opts;
 
 typedef struct mpx_compare {
@@ -631,8 +637,10 @@ void mpx_metric_set(mpx_metrics *m, mpx_metric_id id, double v);
  * caller clears it when a graph is freed, since a new one may reuse its
  * address). budget_bytes caps the values
  * it holds (0: 512 MB); over it, the values earliest in topological order
- * are dropped first (late recolours are the common case), and a later run
- * needing a dropped value runs in full. Peak memory of a cached run is about
+ * are dropped first (late recolours are the common case); a later run
+ * needing a dropped candidate value makes it again from the values still
+ * held (candidate work only), one needing a dropped reference value runs
+ * in full. Peak memory of a cached run is about
  * the budget plus a run without it. NULL on out of memory. */
 typedef struct mpx_compare_cache mpx_compare_cache;
 mpx_compare_cache *mpx_compare_cache_new(size_t budget_bytes);
@@ -641,6 +649,10 @@ void mpx_compare_cache_clear(mpx_compare_cache *k);
 void mpx_compare_cache_free(mpx_compare_cache *k);
 /* Bytes of values it holds now. */
 size_t mpx_compare_cache_bytes(const mpx_compare_cache *k);
+/* Back to the run before the last one, when the last was an incremental
+ * run made with opts.undoable; false (nothing changes) otherwise. Either way
+ * the cache describes a run it can continue from. */
+bool mpx_compare_cache_undo(mpx_compare_cache *k);
 
 
 /* ---- the executor's steps (numerics/exec.c) ----------------------------------

@@ -383,7 +383,7 @@ MPX_CMD(repl_cmd_tensor) {
         bool *keep = calloc((size_t)g->n_tensors, sizeof *keep);
         if (!keep) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
         keep[t->index] = true;
-        st = repl_run_plan(s, s->plan, false, keep, NULL, NULL, &fresh, err);
+        st = repl_run_plan(s, s->plan, false, keep, NULL, REPL_UNCACHED, &fresh, err);
         free(keep);
         if (st) return st;
         c = fresh;

@@ -57,14 +57,14 @@ static mpx_compare_cache *sample_cache(mpx_session *s, int k, int n) {
  * made, run, its figures appended, its values freed, except the kept values
  * of the sample whose worst output is worst (what `tensor` then shows). The
  * result's layers hold each layer's worst over the samples; ->samples has
- * every sample's figures. With cached (run and search, one candidate, not
+ * every sample's figures. Through the caches (run and search, one candidate, not
  * local), sample k runs through its own cache (sample_cache): its reference
  * and the layers a plan change does not touch are not computed again, within
  * the budget (`set cache`) split evenly between the samples, so memory does
  * not grow with their number. nc candidates (compare's formats) share each
  * sample's reference run; out[j] is as[j]'s. */
 static mpx_status run_samples_many(mpx_session *s, const mpx_assign *const *as, int nc, bool local, const bool *keep,
-                                   const bool *measure, bool cached, int shard_k, int shard_n, mpx_compare **out, mpx_error *err) {
+                                   const bool *measure, repl_cached how, int shard_k, int shard_n, mpx_compare **out, mpx_error *err) {
     const mpx_graph *g = s->graph;
     int n = repl_data_count(s->data);
     mpx_samples *S[MPX_COMPARE_MAX_CANDS] = {0};
@@ -81,7 +81,8 @@ static mpx_status run_samples_many(mpx_session *s, const mpx_assign *const *as, 
         if ((st = repl_data_inputs(s, k, &inputs, err))) break;
         sample_progress sp = {k, n};
         mpx_compare_opts o = {.local = local, .keep = keep, .cancel = s->cancel, .measure = measure};
-        if (cached && nc == 1 && !local) o.cache = sample_cache(s, k, n);
+        if (how != REPL_UNCACHED && nc == 1 && !local) o.cache = sample_cache(s, k, n);
+        o.undoable = how == REPL_CACHED_UNDOABLE;
         if (s->progress) o.progress = sample_progress_cb, o.progress_ctx = &sp;
         mpx_compare *c[MPX_COMPARE_MAX_CANDS] = {0};
         st = nc == 1 ? mpx_compare_run(g, as[0], inputs, &o, &c[0], err)
@@ -129,22 +130,20 @@ static mpx_status run_samples_many(mpx_session *s, const mpx_assign *const *as, 
 }
 
 static mpx_status run_samples(mpx_session *s, const mpx_plan *p, bool local, const bool *keep, const bool *measure,
-                              bool cached,
+                              repl_cached how,
                               int shard_k, int shard_n, mpx_compare **out, mpx_error *err) {
     mpx_assign *a = mpx_plan_to_assign(p, err);
     if (!a) return err->status ? err->status : MPX_E_NOMEM;
     const mpx_assign *as[1] = {a};
-    mpx_status st = run_samples_many(s, as, 1, local, keep, measure, cached, shard_k, shard_n, out, err);
+    mpx_status st = run_samples_many(s, as, 1, local, keep, measure, how, shard_k, shard_n, out, err);
     mpx_assign_free(a);
     return st;
 }
 
-/* cache: `run`'s and `search`'s (NULL for the other commands: `compare`
- * runs other plans, which would only churn it). With a data set, the run goes
- * over its samples (run_samples). */
+/* With a data set, the run goes over its samples (run_samples). */
 mpx_status repl_run_plan(mpx_session *s, const mpx_plan *p, bool local, const bool *keep, const bool *measure,
-                         mpx_compare_cache *cache, mpx_compare **out, mpx_error *err) {
-    if (s->data) return run_samples(s, p, local, keep, measure, cache != NULL, 0, 1, out, err);
+                         repl_cached how, mpx_compare **out, mpx_error *err) {
+    if (s->data) return run_samples(s, p, local, keep, measure, how, 0, 1, out, err);
     mpx_value *inputs = s->held_inputs;
     mpx_status st = inputs ? MPX_OK : repl_make_inputs(s, &inputs, err);
     if (st) return st;
@@ -153,13 +152,20 @@ mpx_status repl_run_plan(mpx_session *s, const mpx_plan *p, bool local, const bo
         if (inputs != s->held_inputs) repl_free_inputs(s, inputs);
         return err->status ? err->status : MPX_E_NOMEM;
     }
-    mpx_compare_opts o = {.local = local, .keep = keep, .cancel = s->cancel, .cache = cache, .measure = measure};
+    mpx_compare_opts o = {.local = local, .keep = keep, .cancel = s->cancel, .measure = measure,
+                          .cache = how != REPL_UNCACHED ? s->run_cache : NULL,
+                          .undoable = how == REPL_CACHED_UNDOABLE};
     if (s->progress) o.progress = progress_cb;
     st = mpx_compare_run(s->graph, a, inputs, &o, out, err);
     if (st && s->progress) fputs("\r                                   \r", stderr); /* a cancelled run's line */
     mpx_assign_free(a);
     if (inputs != s->held_inputs) repl_free_inputs(s, inputs);
     return st;
+}
+
+void repl_undo_trial(mpx_session *s) {
+    mpx_compare_cache_undo(s->run_cache);
+    for (int k = 0; k < s->n_sample_cache; k++) mpx_compare_cache_undo(s->sample_cache[k]);
 }
 
 /* Several plans against one shared reference run (`compare`). */
@@ -175,7 +181,7 @@ static mpx_status run_plans(mpx_session *s, mpx_plan *const *plans, int n, bool 
         as[i] = a;
     }
     if (!st && s->data) {
-        st = run_samples_many(s, as, n, local, NULL, NULL, false, 0, 1, out, err);
+        st = run_samples_many(s, as, n, local, NULL, NULL, REPL_UNCACHED, 0, 1, out, err);
     } else if (!st) {
         mpx_compare_opts o = {.local = local, .cancel = s->cancel};
         if (s->progress) o.progress = progress_cb;
@@ -280,8 +286,8 @@ MPX_CMD(repl_cmd_run) {
     mpx_compare *c = NULL;
     /* Without memory for a cache the run is a full one, as always. */
     if (!s->run_cache && s->cache_mb > 0) s->run_cache = mpx_compare_cache_new((size_t)s->cache_mb << 20);
-    if (!st && shard_n > 1) st = run_samples(s, s->plan, local, keep, NULL, true, shard_k, shard_n, &c, err);
-    else if (!st) st = repl_run_plan(s, s->plan, local, keep, NULL, s->run_cache, &c, err);
+    if (!st && shard_n > 1) st = run_samples(s, s->plan, local, keep, NULL, REPL_CACHED, shard_k, shard_n, &c, err);
+    else if (!st) st = repl_run_plan(s, s->plan, local, keep, NULL, REPL_CACHED, &c, err);
     free(keep);
     if (st) return st;
     if ((st = repl_take_run(s, c, s->plan->opts.target, local, s->plan, err))) return st;

@@ -151,8 +151,8 @@ static mpx_status evaluate(search *x, const bool *set, bool local, bool *holds, 
     mpx_plan *p = NULL;
     mpx_compare *c = NULL;
     mpx_status st = rules_with(x, set, &r, err);
-    if (!st) st = repl_trial(s, r, mpx_history_opts(s->hist), x->need_run, local, local ? NULL : x->measure, &p,
-                                &c, err);
+    if (!st) st = repl_trial(s, r, mpx_history_opts(s->hist), x->need_run, local, true, local ? NULL : x->measure, &p,
+                             &c, err);
     mpx_rules_free(r);
     double got[REPL_COND_MAX];
     int failed = -1;
@@ -171,6 +171,11 @@ static mpx_status evaluate(search *x, const bool *set, bool local, bool *holds, 
     if (c && c->incremental && c->n_run == 0) x->n_unchanged++;
     else x->n_evals++;
     *holds = failed < 0;
+    /* Every method goes on from the last set that held: a set that failed
+     * leaves the run cache as it was before it (the next trial, one node off
+     * that set, then recomputes that node's cone alone, not the failed
+     * trial's as well). With a data set every sample's cache is undone. */
+    if (!*holds && c && !local) repl_undo_trial(s);
     memcpy(x->last_got, got, sizeof got);
     if (x->how != M_BISECT) {
         if (x->n_memo == x->cap_memo) {
@@ -206,6 +211,7 @@ static mpx_status evaluate(search *x, const bool *set, bool local, bool *holds, 
             if (!isnan(got[i])) add_exact(f, x->cond.c[i].fig, got[i]);
         cJSON_AddNumberToObject(e, "low_macs_pct", p->counts.low_macs_pct);
         cJSON_AddNumberToObject(e, "ms", repl_now_ms() - t);
+        if (c) cJSON_AddNumberToObject(e, "nodes_run", c->n_run); /* what the run cache did not answer */
         cJSON_AddItemToArray(x->log, e);
     }
     progress(x, count(x, set), got[0]);

@@ -280,7 +280,7 @@ mpx_status repl_figure(const repl_figctx *x, const char *fig, double *out, mpx_e
 /* ---- trials: a plan not applied, and its run -------------------------------- */
 
 mpx_status repl_trial(mpx_session *s, const mpx_rules *r, const mpx_plan_opts *o, bool run, bool local,
-                      const bool *measure, mpx_plan **plan, mpx_compare **cmp, mpx_error *err) {
+                      bool undoable, const bool *measure, mpx_plan **plan, mpx_compare **cmp, mpx_error *err) {
     *plan = NULL;
     *cmp = NULL;
     mpx_plan *p = NULL;
@@ -291,7 +291,8 @@ mpx_status repl_trial(mpx_session *s, const mpx_rules *r, const mpx_plan_opts *o
     }
     /* Local runs neither use nor touch the cache (numerics' rule). */
     if (!local && !s->run_cache && s->cache_mb > 0) s->run_cache = mpx_compare_cache_new((size_t)s->cache_mb << 20);
-    if ((st = repl_run_plan(s, p, local, NULL, measure, local ? NULL : s->run_cache, cmp, err))) {
+    repl_cached how = local ? REPL_UNCACHED : undoable ? REPL_CACHED_UNDOABLE : REPL_CACHED;
+    if ((st = repl_run_plan(s, p, local, NULL, measure, how, cmp, err))) {
         mpx_plan_free(p);
         return st;
     }

@@ -175,12 +175,20 @@ MPX_CMD(repl_cmd_tensor);
 MPX_CMD(repl_cmd_compare);
 /* Free the per-sample run caches (a new data set, model or cache budget). */
 void repl_drop_sample_caches(mpx_session *s);
+/* How a run uses the session's run cache (s->run_cache, or with a data set
+ * each sample's): not at all (commands that run other plans, which would only
+ * churn it), through it, or through it keeping what it replaces so that
+ * repl_undo_trial can bring the cache's previous run back (search). */
+typedef enum repl_cached { REPL_UNCACHED, REPL_CACHED, REPL_CACHED_UNDOABLE } repl_cached;
 /* Run plan p on the session's inputs against the fp32 reference (Ctrl-C
  * cancels; progress on a terminal). keep: tensors to keep, or NULL;
  * measure: the layers whose metrics are taken, or NULL for all
  * (mpx_compare_opts). */
 mpx_status repl_run_plan(mpx_session *s, const mpx_plan *p, bool local, const bool *keep, const bool *measure,
-                         mpx_compare_cache *cache, mpx_compare **out, mpx_error *err);
+                         repl_cached how, mpx_compare **out, mpx_error *err);
+/* Back to the run the cache(s) held before the last undoable run (a failed
+ * search trial); nothing when there is none. */
+void repl_undo_trial(mpx_session *s);
 /* Every model input's values from the session's specs (default: random
  * normal, seed 0), in g->inputs order; free with repl_free_inputs. */
 mpx_status repl_make_inputs(const mpx_session *s, mpx_value **out, mpx_error *err);
@@ -236,9 +244,10 @@ void repl_figure_names(const char *text, void (*add)(const char *prefix, const c
 /* A trial (search's evaluations, sweep's points): plan (r, o) as `colour`
  * would, without applying it, and when run is set run it on the session's
  * inputs through the run cache (only what differs from the cache's last run
- * is recomputed; a local run bypasses the cache). The caller frees both. */
+ * is recomputed; a local run bypasses the cache; undoable: repl_undo_trial
+ * can take the run back out of the cache). The caller frees both. */
 mpx_status repl_trial(mpx_session *s, const mpx_rules *r, const mpx_plan_opts *o, bool run, bool local,
-                      const bool *measure, mpx_plan **plan, mpx_compare **cmp, mpx_error *err);
+                      bool undoable, const bool *measure, mpx_plan **plan, mpx_compare **cmp, mpx_error *err);
 
 #define REPL_COND_MAX 16
 typedef struct repl_clause {

@@ -783,9 +783,13 @@ static void test_measure(void) {
     mpx_value_alloc(&x, MPX_DT_FLOAT, 4, dims, NULL);
     gb_fill_normal(&x, 5);
     bool *outs = calloc((size_t)g->n_tensors, sizeof *outs);
-    int late = float_node(g, true), early = float_node(g, false), all = run_nodes(g);
-    CHECK(outs && late >= 0 && early >= 0);
-    if (!outs || late < 0 || early < 0) goto done;
+    int late = float_node(g, true), early = float_node(g, false), all = run_nodes(g), second = -1;
+    /* the first node reading what the first float node computes */
+    for (int i = early + 1; early >= 0 && second < 0 && i < g->n_nodes; i++)
+        for (int j = 0; j < g->nodes[i]->n_inputs; j++)
+            if (g->nodes[i]->inputs[j] && g->nodes[i]->inputs[j]->producer == g->nodes[early]) second = i;
+    CHECK(outs && late >= 0 && early >= 0 && second >= 0);
+    if (!outs || late < 0 || early < 0 || second < 0) goto done;
     for (int i = 0; i < g->n_outputs; i++) outs[g->outputs[i]->index] = true;
     for (int threads = 0; threads < 2; threads++) {
         mpx_assign *a = mpx_assign_uniform(g, &mpx_format_fp16, NULL, false);
@@ -847,6 +851,57 @@ static void test_measure(void) {
         CHECK_EQUAL(g, a, &x, c, false);
         mpx_compare_free(c);
         mpx_compare_cache_free(k);
+        /* A budget that drops the earliest candidate values: recolouring the
+         * node that reads the first one remakes it (its producer runs again)
+         * instead of running in full, reference included; right either way. */
+        mpx_assign *b = mpx_assign_uniform(g, &mpx_format_fp16, NULL, false);
+        k = mpx_compare_cache_new(0);
+        o.cache = k;
+        c = COMPARE(g, b, &x, &o);
+        mpx_compare_free(c);
+        size_t held = mpx_compare_cache_bytes(k);
+        mpx_compare_cache_free(k);
+        k = mpx_compare_cache_new(held / 2);
+        o.cache = k;
+        c = COMPARE(g, b, &x, &o);
+        mpx_compare_free(c);
+        make_red(g, b, second);
+        c = COMPARE(g, b, &x, &o);
+        CHECK_MSG(c && c->incremental && c->n_run >= 2, "remaking a dropped value ran %d of %d, %s",
+                  c ? c->n_run : -1, all, c && c->incremental ? "incremental" : "in full");
+        check_equal_m_(__LINE__, g, b, &x, c, false, outs);
+        mpx_compare_free(c);
+        mpx_compare_cache_free(k);
+        /* Undo: an undoable incremental run taken back leaves the cache
+         * describing the run before it (that plan again runs nothing); a
+         * second undo, or one after a full run, does nothing. */
+        k = mpx_compare_cache_new(0);
+        o.cache = k;
+        mpx_assign *u = mpx_assign_uniform(g, &mpx_format_fp16, NULL, false);
+        mpx_assign_free(b);
+        b = mpx_assign_uniform(g, &mpx_format_fp16, NULL, false);
+        make_red(g, b, late);
+        c = COMPARE(g, u, &x, &o);
+        mpx_compare_free(c);
+        CHECK(!mpx_compare_cache_undo(k));
+        o.undoable = true;
+        c = COMPARE(g, b, &x, &o);
+        CHECK(c && c->incremental && c->n_run >= 1);
+        mpx_compare_free(c);
+        CHECK(mpx_compare_cache_undo(k));
+        CHECK(!mpx_compare_cache_undo(k));
+        o.undoable = false;
+        c = COMPARE(g, u, &x, &o);
+        CHECK_MSG(c && c->incremental && c->n_run == 0, "after undo the first plan ran %d nodes", c ? c->n_run : -1);
+        check_equal_m_(__LINE__, g, u, &x, c, false, outs);
+        mpx_compare_free(c);
+        c = COMPARE(g, b, &x, &o);
+        CHECK(c && c->incremental && c->n_run >= 1);
+        check_equal_m_(__LINE__, g, b, &x, c, false, outs);
+        mpx_compare_free(c);
+        mpx_compare_cache_free(k);
+        mpx_assign_free(u);
+        mpx_assign_free(b);
         mpx_assign_free(a);
     }
 done:
