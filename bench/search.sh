@@ -7,7 +7,9 @@
 #   set, % of MACs low; one per-layer report (fp16, the default plan, the
 #   fp32 reference included) and an 8-point sweep of the Conv threshold on
 #   det, for the ratios search/report and sweep/report.
-# Evaluations and sets are deterministic; times are noisy on a shared
+# Evaluations are runs that computed something; sets tried adds the sets
+# whose plan the run cache already held (no node ran), which a peer's tool
+# would have run. Evaluations and sets are deterministic; times are noisy on a shared
 # machine (compare the ratios of one run). Prints a Markdown table.
 # usage: bench/search.sh [--build DIR]
 set -eu
@@ -23,8 +25,8 @@ now() { date +%s.%N; }
 secs() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$1" "$2"; }
 DET="load $MODELS/ch_PP-OCRv4_det_infer.onnx; input x shape 1x3x640x640"
 REC="load $MODELS/ch_PP-OCRv4_rec_infer.onnx; input x shape 1x3x48x320; input x random uniform -1 1 seed 3"
-echo "| model | condition | method | evaluations | wall s | fp32 set | % MACs low |"
-echo "|---|---|---|---|---|---|---|"
+echo "| model | condition | method | evaluations | sets tried | wall s | fp32 set | % MACs low |"
+echo "|---|---|---|---|---|---|---|---|"
 for m in det rec; do
   if [ $m = det ]; then S=$DET; C="output.rel_l2 < 1e-2"; else S=$REC; C="output.rel_l2 < 1e-3"; fi
   for how in auto bisect; do
@@ -34,7 +36,7 @@ for m in det rec; do
     python3 - "$tmp/$m-$how.json" "$m" "$C" "$how" "$(secs "$t0" "$t1")" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
-print(f"| {sys.argv[2]} | {sys.argv[3]} | {sys.argv[4]} | {d['n_evaluations']} | {sys.argv[5]} | {len(d['fp32'])} | {d['low_macs_pct']:.1f} |")
+print(f"| {sys.argv[2]} | {sys.argv[3]} | {sys.argv[4]} | {d['n_evaluations']} | {d['n_evaluations'] + d['n_unchanged']} | {sys.argv[5]} | {len(d['fp32'])} | {d['low_macs_pct']:.1f} |")
 PY
   done
 done
