@@ -33,6 +33,7 @@ for m in det rec; do
     t0=$(now)
     "$MPX" -c "$S; search $C --method $how --json $tmp/$m-$how.json" >/dev/null
     t1=$(now)
+    [ $m-$how = det-auto ] && t_search=$(secs "$t0" "$t1")
     python3 - "$tmp/$m-$how.json" "$m" "$C" "$how" "$(secs "$t0" "$t1")" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -40,12 +41,20 @@ print(f"| {sys.argv[2]} | {sys.argv[3]} | {sys.argv[4]} | {d['n_evaluations']} |
 PY
   done
 done
-t0=$(now); "$MPX" -c "$DET; run" >/dev/null; t1=$(now)
+# the report: the median of three runs
+reps=""
+for k in 1 2 3; do
+  t0=$(now); "$MPX" -c "$DET; run" >/dev/null; t1=$(now)
+  reps="$reps $(python3 -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$t0" "$t1")"
+done
+t_report=$(python3 -c "import sys; v = sorted(map(float, sys.argv[1:])); print(f'{v[1]:.2f}')" $reps)
 t2=$(now)
 "$MPX" -c "$DET; sweep t in 0,64k,256k,1M,4M,16M,64M,256M : colour Conv green when macs >= \$t else gray" >/dev/null
 t3=$(now)
 echo
-echo "det: one fp16 report (load, reference and candidate) $(secs "$t0" "$t1") s; 8-point Conv-threshold sweep $(secs "$t2" "$t3") s (same load)"
+t_sweep=$(secs "$t2" "$t3")
+echo "det: one fp16 report (load, reference and candidate; median of 3) $t_report s; 8-point Conv-threshold sweep $t_sweep s (same load)"
+python3 -c "import sys; r = float(sys.argv[3]); print(f'det: search / report {float(sys.argv[1]) / r:.2f} (target 10), sweep / report {float(sys.argv[2]) / r:.2f} (target 3)')" "$t_search" "$t_sweep" "$t_report"
 for f in "$tmp"/*.json; do
   python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(sys.argv[1].split('/')[-1][:-5] + ':', ', '.join(d['fp32']))" "$f"
 done

@@ -68,5 +68,33 @@ PY
     fi
   done < "$tmp/$method.set"
 done
+# Weights that overflow the target: known without a run, they go fp32
+# before the ranking's local run, but only once a plain run of the plan as
+# it is has failed; a condition the plan as it is meets adds nothing.
+sed 's|"low": 0.5, "high": 1.5, "seed": 5|"low": 70000, "high": 80000, "seed": 5|' examples/tiny_cnn.json > "$tmp/ovf.json"
+grep -q '"low": 70000' "$tmp/ovf.json" || { echo "search_check: could not make the overflowing model"; fail=1; }
+OVF="load $tmp/ovf.json; input x shape 1x3x32x32; input x random normal 0 1 seed 7; target fp16"
+"$MPX" -c "$OVF; search output.rel_l2 < 1e-4 --json $tmp/ovf-auto.json; run; assert output.rel_l2 < 1e-4" >/dev/null
+if ! python3 - "$tmp/ovf-auto.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = d["evaluations"]
+bn = "/backbone/stem/bn/BatchNormalization"
+if (len(ev) < 2 or ev[0]["set"] != [] or ev[0]["holds"] or ev[0].get("local") or ev[1]["set"] != [bn]
+        or not ev[1].get("local")):
+    print("search_check: overflowing weights: want a plain run of the plan, then a local one with %s fp32; got %s"
+          % (bn, [(e["set"], e.get("local", False)) for e in ev[:2]]))
+    sys.exit(1)
+if bn not in d["fp32"]:
+    print("search_check: overflowing weights: %s not kept fp32" % bn)
+    sys.exit(1)
+PY
+then fail=1; fi
+out=$("$MPX" -c "$OVF; search output.rel_l2 < 1e-2; rules" 2>&1)
+case "$out" in
+  *"already meets output.rel_l2 < 1e-2; nothing added"*) ;;
+  *) echo "search_check: overflowing weights, a condition the plan meets: $out"; fail=1 ;;
+esac
+case "$out" in *"# search"*) echo "search_check: a condition the plan meets added rules"; fail=1 ;; esac
 [ $fail = 0 ] && echo "search_check: ok"
 exit $fail
