@@ -198,6 +198,7 @@ enum mpx_tensor_flags {
     MPX_T_FOLDED = 1u << 4,      /* value computed by constant folding (shape chains) */
     MPX_T_SEQUENCE = 1u << 5,    /* a sequence or optional of tensors (dtype: the items'); never planned */
     MPX_T_OPTIONAL = 1u << 6,    /* with MPX_T_SEQUENCE: an optional (0 or 1 tensor) */
+    MPX_T_INNER_SEQ = 1u << 7,   /* with MPX_T_OPTIONAL: what it may hold is a sequence of tensors */
 };
 
 typedef struct mpx_tensor {
@@ -400,10 +401,13 @@ mpx_graph *mpx_graph_load_onnx_buffer(const uint8_t *buf, size_t len,
  * initializers are. External data is refused. path names the source. */
 /* A SequenceProto (or an OptionalProto holding a tensor) of tensors, as in
  * ONNX's test data: its tensors decoded as detached tensors of g (*n of
- * them, *items in g's arena), its name into name; nested containers are
- * refused by name. */
+ * them, *items in g's arena), its name into name. An OptionalProto holding
+ * a sequence (inner non-NULL): *inner and *inner_len get that
+ * SequenceProto's bytes (inside buf) and *n is 0; *inner NULL otherwise.
+ * Other nested containers are refused by name. */
 mpx_status mpx_sequence_proto_decode(mpx_graph *g, const uint8_t *buf, size_t len, const char *path,
-                                     mpx_tensor ***items, int *n, char *name, size_t name_len, mpx_error *err);
+                                     mpx_tensor ***items, int *n, char *name, size_t name_len,
+                                     const uint8_t **inner, size_t *inner_len, mpx_error *err);
 mpx_status mpx_tensor_proto_decode(mpx_graph *g, const uint8_t *buf, size_t len,
                                    const char *path, mpx_tensor **out, mpx_error *err);
 mpx_graph *mpx_graph_load_json(const char *path, mpx_error *err);

@@ -602,10 +602,17 @@ static mpx_status declare(ctx *c, mpx_tensor *t, const Onnx__ValueInfoProto *vi,
         bool opt = tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE;
         const Onnx__TypeProto *e = opt ? (tp->optional_type ? tp->optional_type->elem_type : NULL)
                                        : (tp->sequence_type ? tp->sequence_type->elem_type : NULL);
+        /* an optional of a sequence of tensors (ONNX 1.11's optional
+         * sequences: Loop's and If's optional outputs) */
+        bool inner_seq = false;
+        if (opt && e && e->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE) {
+            e = e->sequence_type ? e->sequence_type->elem_type : NULL;
+            inner_seq = true;
+        }
         if (e && e->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && e->tensor_type &&
             e->tensor_type->has_elem_type && e->tensor_type->elem_type > 0 &&
             e->tensor_type->elem_type < MPX_DT_COUNT_) {
-            t->flags |= MPX_T_SEQUENCE | (opt ? MPX_T_OPTIONAL : 0u);
+            t->flags |= MPX_T_SEQUENCE | (opt ? MPX_T_OPTIONAL : 0u) | (inner_seq ? MPX_T_INNER_SEQ : 0u);
             t->dtype = (mpx_dtype)e->tensor_type->elem_type;
         }
         return MPX_OK;
@@ -1136,9 +1143,11 @@ static bool wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
 }
 
 mpx_status mpx_sequence_proto_decode(mpx_graph *g, const uint8_t *buf, size_t len, const char *path,
-                                     mpx_tensor ***items, int *n, char *name, size_t name_len, mpx_error *err) {
+                                     mpx_tensor ***items, int *n, char *name, size_t name_len,
+                                     const uint8_t **inner, size_t *inner_len, mpx_error *err) {
     ctx c = {.g = g, .path = path ? path : "", .err = err};
     *items = NULL, *n = 0;
+    if (inner) *inner = NULL, *inner_len = 0;
     if (name && name_len) name[0] = '\0';
     if (!g || (!buf && len)) return mpx_error_set(err, MPX_E_ARG, "no graph or buffer");
     if (len > MAX_ONNX_BYTES) return fail(&c, MPX_E_LIMIT, "%zu bytes is beyond protobuf's 2 GiB limit", len);
@@ -1185,12 +1194,17 @@ mpx_status mpx_sequence_proto_decode(mpx_graph *g, const uint8_t *buf, size_t le
             st = detached_tensor(&c, tp, what, &got[count]);
             onnx__tensor_proto__free_unpacked(tp, NULL);
             if (st == MPX_OK) count++;
+        } else if (field == 5 && inner && !*inner && count == 0) { /* an OptionalProto's sequence_value */
+            *inner = body, *inner_len = (size_t)v;
         } else if (field >= 4 && field <= 7) {
             st = fail(&c, MPX_E_UNSUPPORTED, "\"%s\": a sequence or optional of sparse tensors, sequences, maps or "
                       "optionals", name ? name : "");
         }
     }
-    if (st == MPX_OK && elem_type != 1 && !(elem_type == 0 && count == 0)) /* 0: an empty optional */
+    if (st == MPX_OK && inner && *inner && (count > 0 || elem_type != 3)) /* (3: OptionalProto's SEQUENCE) */
+        st = fail(&c, MPX_E_INVALID, "\"%s\": an optional holding a sequence and tensors, or a sequence of kind %llu",
+                  name ? name : "", (unsigned long long)elem_type);
+    if (st == MPX_OK && !(inner && *inner) && elem_type != 1 && !(elem_type == 0 && count == 0)) /* 0: an empty optional */
         st = fail(&c, MPX_E_UNSUPPORTED, "\"%s\": elements of kind %llu, not tensors", name ? name : "",
                   (unsigned long long)elem_type);
     free(c.dir_real);

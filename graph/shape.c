@@ -484,7 +484,7 @@ mpx_status mpx_graph_infer(mpx_graph *g, mpx_error *err) {
             for (int j = 0; j < c.n->n_outputs; j++) {
                 const mpx_tensor *src = c.n->op == MPX_OP_If ? c.n->inputs[1 + j] : c.n->inputs[0];
                 if (c.n->outputs[j] && src && (src->flags & MPX_T_SEQUENCE))
-                    c.n->outputs[j]->flags |= src->flags & (MPX_T_SEQUENCE | MPX_T_OPTIONAL);
+                    c.n->outputs[j]->flags |= src->flags & (MPX_T_SEQUENCE | MPX_T_OPTIONAL | MPX_T_INNER_SEQ);
             }
         /* A branch that may not run must not stop the model: its outputs
          * stay unknown, and running it (when its condition selects it) gives

@@ -1079,7 +1079,7 @@ mpx_status mpx_shape_loop(mpx_sctx *c) {
         const mpx_tensor *bo = b->outputs[1 + j];
         mpx_dtype dt = bo->dtype != MPX_DT_UNDEFINED ? bo->dtype : j < nv ? mpx_sh_dt(n->inputs[2 + j]) : MPX_DT_UNDEFINED;
         if (n->outputs[j] && (bo->flags & MPX_T_SEQUENCE)) { /* a carried container */
-            n->outputs[j]->flags |= bo->flags & (MPX_T_SEQUENCE | MPX_T_OPTIONAL);
+            n->outputs[j]->flags |= bo->flags & (MPX_T_SEQUENCE | MPX_T_OPTIONAL | MPX_T_INNER_SEQ);
             st = mpx_sh_set_out(c, j, dt, NULL);
             continue;
         }
@@ -1316,7 +1316,8 @@ mpx_status mpx_shape_seq(mpx_sctx *c) {
     case MPX_OP_SplitToSequence: case MPX_OP_Optional: {
         if (c->n->op != MPX_OP_Optional && !x) return mpx_node_error(c, MPX_E_INVALID, "input 0 is required");
         mpx_status st = set_seq(c, 0, dt);
-        if (!st && c->n->op == MPX_OP_Optional && c->n->outputs[0]) c->n->outputs[0]->flags |= MPX_T_OPTIONAL;
+        if (!st && c->n->op == MPX_OP_Optional && c->n->outputs[0])
+            c->n->outputs[0]->flags |= MPX_T_OPTIONAL | (is_seq_t(x) ? MPX_T_INNER_SEQ : 0u);
         return st;
     }
     case MPX_OP_SequenceLength: return mpx_sh_set_out(c, 0, MPX_DT_INT64, &scalar);
@@ -1325,7 +1326,8 @@ mpx_status mpx_shape_seq(mpx_sctx *c) {
         /* an optional's element: a tensor, or the sequence an Optional made
          * of one; a sequence given directly (opset 18) is handed on */
         const mpx_node *p = x ? x->producer : NULL;
-        bool inner_seq = p && p->op == MPX_OP_Optional && p->n_inputs > 0 && is_seq_t(p->inputs[0]);
+        bool inner_seq = (x && (x->flags & MPX_T_INNER_SEQ)) ||
+                         (p && p->op == MPX_OP_Optional && p->n_inputs > 0 && is_seq_t(p->inputs[0]));
         bool plain_seq = is_seq_t(x) && !(x->flags & MPX_T_OPTIONAL);
         if (inner_seq || plain_seq) return set_seq(c, 0, dt);
         return mpx_sh_set_out(c, 0, dt, NULL);

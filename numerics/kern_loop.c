@@ -59,7 +59,8 @@ static mpx_status run_once(body_run *r, const mpx_value *ins, mpx_value *outs) {
     bool changed = !r->bound;
     for (int i = 0; i < b->n_inputs; i++) {
         if (ins[i].is_seq) { /* a container: no shape to bind; the body learns its kind */
-            b->inputs[i]->flags |= MPX_T_SEQUENCE | (ins[i].is_opt ? MPX_T_OPTIONAL : 0u);
+            b->inputs[i]->flags |= MPX_T_SEQUENCE | (ins[i].is_opt ? MPX_T_OPTIONAL : 0u) |
+                                   (ins[i].is_opt && ins[i].n > 0 && ins[i].seq[0].is_seq ? MPX_T_INNER_SEQ : 0u);
             if (b->inputs[i]->dtype == MPX_DT_UNDEFINED) b->inputs[i]->dtype = ins[i].dtype;
             continue;
         }

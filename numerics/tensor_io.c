@@ -588,6 +588,41 @@ static mpx_status value_of(const mpx_tensor *t, const char *path, mpx_value *v, 
 
 static mpx_status read_bytes(const char *path, uint8_t **bytes, uint64_t *size, mpx_error *err);
 
+/* A SequenceProto or OptionalProto in bytes: an optional may hold a
+ * sequence (one level: a sequence inside is decoded as a plain one). */
+static mpx_status container_of(mpx_graph *g, const uint8_t *bytes, size_t size, const char *path, bool optional,
+                               mpx_value *out, char *name, size_t name_len, mpx_error *err) {
+    mpx_tensor **items = NULL;
+    const uint8_t *inner = NULL;
+    size_t inner_len = 0;
+    int n = 0;
+    mpx_status st = mpx_sequence_proto_decode(g, bytes, size, path, &items, &n, name, name_len,
+                                              optional ? &inner : NULL, &inner_len, err);
+    mpx_value v;
+    memset(&v, 0, sizeof v);
+    v.is_seq = true, v.is_opt = optional, v.rank = -1, v.n = 0, v.dtype = MPX_DT_FLOAT;
+    if (st == MPX_OK && optional && n > 1)
+        st = file_error(err, MPX_E_INVALID, path, "an optional holds %d tensors", n);
+    if (st == MPX_OK && inner) n = 1;
+    if (st == MPX_OK && n > 0 && !(v.seq = calloc((size_t)n, sizeof *v.seq)))
+        st = file_error(err, MPX_E_NOMEM, path, "out of memory");
+    if (st == MPX_OK && inner) {
+        v.seq[0].n = -1;
+        st = container_of(g, inner, inner_len, path, false, &v.seq[0], NULL, 0, err);
+        if (st == MPX_OK) v.n = 1, v.dtype = v.seq[0].dtype;
+    }
+    for (int k = 0; !inner && k < n && st == MPX_OK; k++) {
+        st = value_of(items[k], path, &v.seq[k], err);
+        if (st == MPX_OK) v.n = k + 1, v.dtype = v.seq[k].dtype;
+    }
+    if (st != MPX_OK) {
+        mpx_value_free(&v);
+        return st;
+    }
+    *out = v;
+    return MPX_OK;
+}
+
 mpx_status mpx_pb_read_container(const char *path, bool optional, mpx_value *out, char *name, size_t name_len,
                                  mpx_error *err) {
     uint8_t *bytes = NULL;
@@ -599,28 +634,10 @@ mpx_status mpx_pb_read_container(const char *path, bool optional, mpx_value *out
         free(bytes);
         return file_error(err, MPX_E_NOMEM, path, "out of memory");
     }
-    mpx_tensor **items = NULL;
-    int n = 0;
-    st = mpx_sequence_proto_decode(g, bytes, (size_t)size, path, &items, &n, name, name_len, err);
+    st = container_of(g, bytes, (size_t)size, path, optional, out, name, name_len, err);
     free(bytes);
-    mpx_value v;
-    memset(&v, 0, sizeof v);
-    v.is_seq = true, v.is_opt = optional, v.rank = -1, v.n = 0, v.dtype = MPX_DT_FLOAT;
-    if (st == MPX_OK && optional && n > 1)
-        st = file_error(err, MPX_E_INVALID, path, "an optional holds %d tensors", n);
-    if (st == MPX_OK && n > 0 && !(v.seq = calloc((size_t)n, sizeof *v.seq)))
-        st = file_error(err, MPX_E_NOMEM, path, "out of memory");
-    for (int k = 0; k < n && st == MPX_OK; k++) {
-        st = value_of(items[k], path, &v.seq[k], err);
-        if (st == MPX_OK) v.n = k + 1, v.dtype = v.seq[k].dtype;
-    }
     mpx_graph_free(g);
-    if (st != MPX_OK) {
-        mpx_value_free(&v);
-        return st;
-    }
-    *out = v;
-    return MPX_OK;
+    return st;
 }
 
 mpx_status mpx_pb_read(const char *path, mpx_value *out, char *name, size_t name_len,

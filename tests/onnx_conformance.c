@@ -247,6 +247,20 @@ static bool compare_output(const char *name, const mpx_value *want, const mpx_va
     return false;
 }
 
+/* A container (sequence, optional, an optional of a sequence) item by item. */
+static bool compare_container(const char *name, const mpx_value *want, const mpx_value *got, char *buf, size_t n) {
+    if (!want->is_seq) return compare_output(name, want, got, buf, n);
+    if (!got->is_seq || got->n != want->n || got->is_opt != want->is_opt) {
+        snprintf(buf, n, "output \"%s\": %s of %lld items, expected %s of %lld", name,
+                 !got->is_seq ? "not a container" : got->is_opt ? "an optional" : "a sequence", (long long)got->n,
+                 want->is_opt ? "an optional" : "a sequence", (long long)want->n);
+        return false;
+    }
+    for (int64_t q = 0; q < want->n; q++)
+        if (!compare_container(name, &want->seq[q], &got->seq[q], buf, n)) return false;
+    return true;
+}
+
 /* ---- one case ------------------------------------------------------------------- */
 
 static const char *err_text(const mpx_error *e, char *buf, size_t n) {
@@ -390,16 +404,7 @@ static bool run_data_set(mpx_graph *g, const char *ddir, verdict *v) {
         }
         const mpx_tensor *t = g->outputs[slot];
         const mpx_value *got = &run->vals[t->index];
-        bool same;
-        if (want.is_seq) { /* item by item */
-            same = got->is_seq && got->n == want.n;
-            if (!same)
-                snprintf(buf, sizeof buf, "output \"%s\": %s of %lld items, expected a sequence of %lld", t->name,
-                         got->is_seq ? "a sequence" : "not a sequence", (long long)got->n, (long long)want.n);
-            for (int64_t q = 0; same && q < want.n; q++) same = compare_output(t->name, &want.seq[q], &got->seq[q], buf, sizeof buf);
-        } else {
-            same = compare_output(t->name, &want, got, buf, sizeof buf);
-        }
+        bool same = compare_container(t->name, &want, got, buf, sizeof buf);
         mpx_value_free(&want);
         if (!same) {
             set_verdict(v, 'F', "", "%s", buf);

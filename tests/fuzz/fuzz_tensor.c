@@ -1,5 +1,6 @@
 /* fuzz_tensor.c - the .npy reader (from memory and from a file) and the
- * TensorProto .pb reader: ONNX's test data and users' value files. */
+ * .pb readers (TensorProto; SequenceProto and OptionalProto, an optional
+ * holding a sequence included): ONNX's test data and users' value files. */
 #include "fuzz.h"
 #include "mpx_numerics.h"
 
@@ -12,5 +13,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char name[256];
     mpx_error_clear(&err);
     if (path && mpx_pb_read(path, &v, name, sizeof name, &err) == MPX_OK) mpx_value_free(&v);
+    for (int opt = 0; path && opt < 2; opt++) {
+        mpx_error_clear(&err);
+        if (mpx_pb_read_container(path, opt == 1, &v, name, sizeof name, &err) == MPX_OK) mpx_value_free(&v);
+    }
     return 0;
 }

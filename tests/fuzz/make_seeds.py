@@ -64,6 +64,10 @@ for name, arr in (("f4.npy", rng.normal(0, 1, (2, 3)).astype(np.float32)), ("i8.
     np.save(b, arr)
     put("tensor", name, b.getvalue())
 put("tensor", "t.pb", numpy_helper.from_array(rng.normal(0, 1, (3, 2)).astype(np.float32), "t").SerializeToString())
+# a SequenceProto, and an OptionalProto holding one (the container readers)
+items = [np.random.default_rng(2).normal(0, 1, (2, 3)).astype(np.float32), np.arange(4, dtype=np.float32)]  # (own generator: the seeds after it stay as they were)
+put("tensor", "seq.pb", numpy_helper.from_list(items, "s").SerializeToString())
+put("tensor", "opt_seq.pb", numpy_helper.from_optional(items, "o").SerializeToString())
 # image: PNG colour types, interlace, JPEG colour and gray
 px = rng.integers(0, 256, (5, 7, 3), dtype=np.uint8)
 for name, im, kw in (("rgb.png", Image.fromarray(px), {}), ("gray.png", Image.fromarray(px[:, :, 0]), {}),
