@@ -32,6 +32,10 @@
  *  - A tensor of undefined type (downstream of an unknown op) is not float.
  *  - Range, TopK and CumSum compute in fp32 whatever their colour
  *    (mpx_plan_op_fp32_only: runtimes have no low-precision kernels).
+ *  - Outputs whose type the op fixes to float32 (the statistics of
+ *    LayerNormalization and ORT's Skip/Simplified normalisations,
+ *    mpx_node_output_is_f32) are held fp32 whatever the node's format, as a
+ *    runtime's fp16 kernel writes them.
  *  - In a model that holds weights narrower than fp32 (already in mixed
  *    precision), a green or gray node whose float outputs are declared fp32
  *    is red by default.
@@ -291,7 +295,8 @@ static bool plan_node(mpx_plan *p, const mpx_node *n, reqs *casts, reqs *convs) 
 
     for (int i = 0; i < n->n_outputs; i++) {
         const mpx_tensor *t = n->outputs[i];
-        if (is_float_t(t) && !mpx_tensor_is_const_(t)) p->tensors[t->index].format = pn->output;
+        if (is_float_t(t) && !mpx_tensor_is_const_(t))
+            p->tensors[t->index].format = mpx_node_output_is_f32(n, i) ? fp32 : pn->output;
     }
     for (int i = 0; i < n->n_inputs; i++) {
         const mpx_tensor *t = mpx_node_data_input_(n, i);

@@ -29,6 +29,16 @@ mpx_dtype mpx_node_cast_to(const mpx_node *n) {
     return to > MPX_DT_UNDEFINED && to < MPX_DT_COUNT_ ? (mpx_dtype)to : MPX_DT_UNDEFINED;
 }
 
+bool mpx_node_output_is_f32(const mpx_node *n, int j) {
+    switch (n->op) {
+    case MPX_OP_LayerNormalization:
+        return (j == 1 || j == 2) && mpx_node_attr_int(n, "stash_type", MPX_DT_FLOAT) == MPX_DT_FLOAT;
+    case MPX_OP_SkipLayerNormalization: case MPX_OP_SkipSimplifiedLayerNormalization: return j == 1 || j == 2;
+    case MPX_OP_SimplifiedLayerNormalization: return j == 1;
+    default: return false;
+    }
+}
+
 float mpx_node_attr_float(const mpx_node *n, const char *name, float dflt) {
     const mpx_attr *a = mpx_node_attr(n, name);
     if (!a) return dflt;

@@ -431,6 +431,14 @@ int mpx_node_attr_ints(const mpx_node *n, const char *name, const int64_t **vals
  * CastLike's second input's type (only its type is read, never its values).
  * MPX_DT_UNDEFINED for other nodes and where the type is unknown. */
 mpx_dtype mpx_node_cast_to(const mpx_node *n);
+/* Whether output j is one whose element type the op fixes to float32
+ * whatever its inputs' (a type "U" of float in the schema): the Mean and
+ * InvStdDev of LayerNormalization with stash_type 1, the mean and
+ * inv_std_var of ONNX Runtime's Skip(Simplified)LayerNormalization and the
+ * inv_std_var of SimplifiedLayerNormalization. A runtime running the node
+ * in fp16 writes them in fp32, so a plan holds them fp32 and the executor
+ * does not round them. */
+bool mpx_node_output_is_f32(const mpx_node *n, int j);
 
 /* ---- seeded random numbers (graph/random.c) ------------------------------- */
 

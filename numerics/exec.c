@@ -317,7 +317,7 @@ static mpx_status exec_node(const mpx_node *n, const mpx_assign *a, const mpx_va
             mpx_value_free(v); /* absent, whatever the kernel left */
             continue;
         }
-        const mpx_format *of = low(p->output), *tf = tensor_fmt(a, t);
+        const mpx_format *of = mpx_node_output_is_f32(n, j) ? NULL : low(p->output), *tf = tensor_fmt(a, t);
         if (v->f && of && v->n > 0) mpx_round_array(of, v->f, v->f, (size_t)v->n);
         /* Rounding twice to one format changes nothing: skip the second. */
         if (v->f && tf && tf != of && v->n > 0) mpx_round_array(tf, v->f, v->f, (size_t)v->n);
