@@ -1,5 +1,6 @@
 /* kern_check - randomised agreement of the Conv, ConvTranspose, Gemm and
- * MatMul kernels (numerics/kern_nn.c and the GEMM core, kern_gemm.c) with
+ * MatMul kernels (numerics/kern_nn.c and the GEMM core, kern_gemm.c), and of
+ * RNN's gate sums (kern_rnn.c: the input projection on the core), with
  * naive evaluations of their documented summation order, bit for bit:
  *  - accumulate fp16, bf16, tf32 (rounded after every addition, block 0),
  *    fp16 in blocks of 5 and fp8 e4m3 (the general path): terms in order
@@ -344,6 +345,81 @@ static void matmul_case(int idx, bool big) {
     mpx_value_free(&b);
 }
 
+/* RNN (tanh, kern_rnn.c's order): per step, X_t.W_j^T in the GEMM core's
+ * order where the core does the accumulation (fp32: blocks of 64 with
+ * fmaf), then H_{t-1}.R_j^T added in mpx_acc's order starting from that sum
+ * (fp32: blocks of 64, product then addition), then + Wb + Rb, tanh. A
+ * rounded accumulation is one running sum over the X then the H terms. */
+static void rnn_case(int idx, bool big) {
+    const int64_t S = rnd(1, big ? 12 : 5), B = rnd(1, 3), I = big ? rnd(60, 200) : rnd(1, 70),
+                  H = big ? rnd(60, 150) : rnd(1, 40);
+    const int dirs = mpx_rng_unit(&rng) < 0.4 ? 2 : 1;
+    const bool rev = dirs == 1 && mpx_rng_unit(&rng) < 0.3, bias = mpx_rng_unit(&rng) < 0.6,
+               init = mpx_rng_unit(&rng) < 0.5, exact = mpx_rng_unit(&rng) < 0.5;
+    int64_t xd[3] = {S, B, I}, wd[3] = {dirs, H, I}, rd[3] = {dirs, H, H}, bd[2] = {dirs, 2 * H}, hd[3] = {dirs, B, H};
+    mpx_value x = value(3, xd, exact), w = value(3, wd, exact), r = value(3, rd, exact), b = value(2, bd, exact),
+              h0 = value(3, hd, exact);
+    mpx_node *n = mpx_graph_add_node(G, "rnn", "RNN", "", 6, 1, 2);
+    n->op = mpx_op_from_name("RNN");
+    n->opset = 14;
+    n->outputs[0] = mpx_graph_tensor(G, "y");
+    add_int(&n->attrs[0], "hidden_size", H);
+    n->attrs[1].name = "direction";
+    n->attrs[1].type = MPX_ATTR_STRING;
+    n->attrs[1].s = dirs == 2 ? "bidirectional" : rev ? "reverse" : "forward";
+    n->attrs[1].s_len = strlen(n->attrs[1].s);
+    const mpx_value *in[6] = {&x, &w, &r, bias ? &b : NULL, NULL, init ? &h0 : NULL};
+    char what[200];
+    snprintf(what, sizeof what, "case %d RNN S%lld B%lld I%lld H%lld dirs %d rev %d bias %d init %d exact %d", idx,
+             (long long)S, (long long)B, (long long)I, (long long)H, dirs, rev, bias, init, exact);
+    float *h = malloc((size_t)H * sizeof *h), *hn = malloc((size_t)H * sizeof *hn);
+    for (int acc = 0; h && hn && acc < N_ACCS; acc++) {
+        const bool core = !ACCS[acc].f || (ACCS[acc].block == 0 && ACCS[acc].f->storage_bits >= 16);
+        int64_t yd[4] = {S, dirs, B, H};
+        mpx_value y;
+        mpx_value_alloc(&y, MPX_DT_FLOAT, 4, yd, NULL);
+        for (int d = 0; d < dirs; d++)
+            for (int64_t bb = 0; bb < B; bb++) {
+                for (int64_t j = 0; j < H; j++) h[j] = init ? h0.f[(d * B + bb) * H + j] : 0.0f;
+                for (int64_t step = 0; step < S; step++) {
+                    const int64_t t = (dirs == 2 ? d == 1 : rev) ? S - 1 - step : step;
+                    for (int64_t j = 0; j < H; j++) {
+                        racc a;
+                        ra_init(&a, ACCS[acc].f, ACCS[acc].block);
+                        for (int64_t k = 0; k < I; k++)
+                            ra_add(&a, true, x.f[(t * B + bb) * I + k], w.f[(d * H + j) * I + k]);
+                        float v;
+                        if (!ACCS[acc].f && core) { /* X part closed, H terms in mpx_acc's fp32 blocks */
+                            float sum = ra_result(&a, NULL), blk = 0.0f;
+                            int nb = 0;
+                            for (int64_t k = 0; k < H; k++) {
+                                blk += h[k] * r.f[(d * H + j) * H + k];
+                                if (++nb == MPX_ACC_FP32_BLOCK) sum += blk, blk = 0.0f, nb = 0;
+                            }
+                            v = nb > 0 ? sum + blk : sum;
+                        } else {
+                            for (int64_t k = 0; k < H; k++) ra_add(&a, true, h[k], r.f[(d * H + j) * H + k]);
+                            v = ra_result(&a, NULL);
+                        }
+                        if (bias) v = v + b.f[d * 2 * H + j] + b.f[d * 2 * H + H + j];
+                        hn[j] = tanhf(v);
+                    }
+                    memcpy(h, hn, (size_t)H * sizeof *h);
+                    memcpy(y.f + ((t * dirs + d) * B + bb) * H, h, (size_t)H * sizeof *h);
+                }
+            }
+        check(what, n, 6, in, acc, &y);
+        mpx_value_free(&y);
+    }
+    free(h);
+    free(hn);
+    mpx_value_free(&x);
+    mpx_value_free(&w);
+    mpx_value_free(&r);
+    mpx_value_free(&b);
+    mpx_value_free(&h0);
+}
+
 int main(int argc, char **argv) {
     int cases = argc > 1 ? atoi(argv[1]) : 300;
     mpx_rng_init(&rng, argc > 2 ? strtoull(argv[2], NULL, 10) : 20240612);
@@ -355,6 +431,7 @@ int main(int argc, char **argv) {
         else if (u < 0.75) conv_case(i, true, big);
         else matmul_case(i, big);
     }
+    for (int i = 0; i < cases / 10; i++) rnn_case(i, i % 4 == 3);
     mpx_graph_free(G);
     printf("kern_check: %d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;
