@@ -1,6 +1,7 @@
 /* kern_check - randomised agreement of the Conv, ConvTranspose, Gemm and
- * MatMul kernels (numerics/kern_nn.c and the GEMM core, kern_gemm.c), and of
- * RNN's gate sums (kern_rnn.c: the input projection on the core), with
+ * MatMul kernels (numerics/kern_nn.c and the GEMM core, kern_gemm.c), of
+ * RNN's gate sums (kern_rnn.c: the input projection on the core) and of
+ * attention's two products (kern_attention.c), with
  * naive evaluations of their documented summation order, bit for bit:
  *  - accumulate fp16, bf16, tf32 (rounded after every addition, block 0),
  *    fp16 in blocks of 5 and fp8 e4m3 (the general path): terms in order
@@ -420,6 +421,65 @@ static void rnn_case(int idx, bool big) {
     mpx_value_free(&h0);
 }
 
+/* MultiHeadAttention (kern_attention.c's order, no mask): per head, the
+ * scores q.k_t in the GEMM core's order where the core does the
+ * accumulation (else mpx_acc's, the same terms), times the scale; the
+ * softmax in fp32 (the maximum, expf of each score less it, their sum in
+ * order, each divided by it); y_d = the probabilities' products with v_t[d]
+ * in t order, in the same accumulation. */
+static void attn_case(int idx, bool big) {
+    const int64_t B = rnd(1, 2), S = rnd(1, big ? 90 : 12), T = rnd(1, big ? 150 : 20), N = rnd(1, 4),
+                  D = rnd(1, big ? 96 : 24);
+    const bool exact = mpx_rng_unit(&rng) < 0.5;
+    int64_t qd[3] = {B, S, N * D}, kd[3] = {B, T, N * D};
+    mpx_value q = value(3, qd, exact), k = value(3, kd, exact), v = value(3, kd, exact);
+    mpx_node *n = mpx_graph_add_node(G, "mha", "MultiHeadAttention", "com.microsoft", 3, 1, 1);
+    n->op = mpx_op_from_name("MultiHeadAttention");
+    n->opset = 1;
+    n->outputs[0] = mpx_graph_tensor(G, "y");
+    add_int(&n->attrs[0], "num_heads", N);
+    const mpx_value *in[3] = {&q, &k, &v};
+    char what[160];
+    snprintf(what, sizeof what, "case %d MultiHeadAttention B%lld S%lld T%lld heads %lld D%lld exact %d", idx,
+             (long long)B, (long long)S, (long long)T, (long long)N, (long long)D, exact);
+    const float scale = 1.0f / sqrtf((float)D);
+    float *p = malloc((size_t)T * sizeof *p);
+    for (int acc = 0; p && acc < N_ACCS; acc++) {
+        mpx_value y;
+        mpx_value_alloc(&y, MPX_DT_FLOAT, 3, qd, NULL);
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t h = 0; h < N; h++)
+                for (int64_t s = 0; s < S; s++) {
+                    float mx = -INFINITY, sum = 0.0f;
+                    for (int64_t t = 0; t < T; t++) {
+                        racc a;
+                        ra_init(&a, ACCS[acc].f, ACCS[acc].block);
+                        for (int64_t d = 0; d < D; d++)
+                            ra_add(&a, true, q.f[(b * S + s) * N * D + h * D + d], k.f[(b * T + t) * N * D + h * D + d]);
+                        p[t] = ra_result(&a, NULL) * scale + 0.0f; /* (+ the bias of an unmasked score) */
+                        if (p[t] > mx) mx = p[t];
+                    }
+                    for (int64_t t = 0; t < T; t++) {
+                        p[t] = expf(p[t] - mx);
+                        sum += p[t];
+                    }
+                    for (int64_t t = 0; t < T; t++) p[t] = p[t] / sum;
+                    for (int64_t d = 0; d < D; d++) {
+                        racc a;
+                        ra_init(&a, ACCS[acc].f, ACCS[acc].block);
+                        for (int64_t t = 0; t < T; t++) ra_add(&a, true, p[t], v.f[(b * T + t) * N * D + h * D + d]);
+                        y.f[(b * S + s) * N * D + h * D + d] = ra_result(&a, NULL);
+                    }
+                }
+        check(what, n, 3, in, acc, &y);
+        mpx_value_free(&y);
+    }
+    free(p);
+    mpx_value_free(&q);
+    mpx_value_free(&k);
+    mpx_value_free(&v);
+}
+
 int main(int argc, char **argv) {
     int cases = argc > 1 ? atoi(argv[1]) : 300;
     mpx_rng_init(&rng, argc > 2 ? strtoull(argv[2], NULL, 10) : 20240612);
@@ -432,6 +492,7 @@ int main(int argc, char **argv) {
         else matmul_case(i, big);
     }
     for (int i = 0; i < cases / 10; i++) rnn_case(i, i % 4 == 3);
+    for (int i = 0; i < cases / 10; i++) attn_case(i, i % 4 == 3);
     mpx_graph_free(G);
     printf("kern_check: %d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;
