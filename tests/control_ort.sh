@@ -89,6 +89,18 @@ if "$MPX" -c "load $WORK/models/if_conv.onnx; colour name:choose/else_branch/* r
 else
   cat "$WORK/dot.log"; echo "control_ort dot: FAIL (no branch clusters)"; failed=$((failed + 1))
 fi
+# a Loop's body is a cluster beside it, a nested Loop's inside it, each
+# labelled with the format its body runs in; --collapse folds them away
+n=$((n + 1))
+if "$MPX" -c "load $WORK/models/loop_nested.onnx; colour Loop green; dot $WORK/loop_nested.dot; dot $WORK/loop_nested_c.dot --collapse" \
+     > "$WORK/dot_loop.log" 2>&1 && grep -q 'subgraph "cluster_body:n0"' "$WORK/loop_nested.dot" \
+   && grep -q 'subgraph "cluster_body:n0b0"' "$WORK/loop_nested.dot" \
+   && grep -q 'label="outer: body (fp16 each iteration)"' "$WORK/loop_nested.dot" \
+   && grep -q 'n0b0b0' "$WORK/loop_nested.dot" && ! grep -q 'cluster_body' "$WORK/loop_nested_c.dot"; then
+  echo "loop_nested dot: the bodies as clusters, nested"
+else
+  cat "$WORK/dot_loop.log"; echo "control_ort dot: FAIL (no body clusters)"; failed=$((failed + 1))
+fi
 # export refuses a model with an If, and writes nothing
 n=$((n + 1))
 if out=$("$MPX" -c "load $WORK/models/if_conv.onnx; export $WORK/if_conv_fp16.onnx" 2>&1) \

@@ -820,6 +820,98 @@ static void add_op(view *v, int h) {
     vz_set(an, "tooltip", b->s ? b->s : "");
 }
 
+/* A Loop's, Scan's or SequenceMap's body as a cluster beside it: its nodes
+ * (ids <id>b<j>, nested bodies inside), its inputs (<id>i<k>: the formal
+ * ones, then the outer tensors it reads) and outputs (<id>o<k>), the edges
+ * between them. A body runs as one node of the plan, every node of it in
+ * that node's format each iteration (numerics/kern_loop.c), so its nodes
+ * take the node's fill; a dashed edge ties the node to the body's inputs. */
+static void add_body(view *v, Agraph_t *parent, Agnode_t *owner, const char *id, const mpx_node *nd,
+                     const mpx_plan_node *pn, int depth) {
+    const mpx_graph *b = nd->body;
+    if (!b || depth > MPX_MAX_SUBGRAPH_DEPTH) return;
+    char key[1100], label[1100], nid[96];
+    snprintf(key, sizeof key, "cluster_body:%s", id);
+    snprintf(label, sizeof label, "%s: body (%s each iteration)", nd->name, pn->compute ? pn->compute->name : "fp32");
+    Agraph_t *cl = new_cluster(v, parent, key, label, "rounded,dashed", "#6d4c41");
+    if (!cl) return;
+    Agnode_t **bn = calloc((size_t)(b->n_nodes + b->n_inputs + 1), sizeof *bn), **bin = bn + b->n_nodes;
+    if (!bn) return;
+    vz_buf *t = &v->tmp;
+    for (int k = 0; k < b->n_inputs; k++) {
+        snprintf(nid, sizeof nid, "%si%d", id, k);
+        Agnode_t *an = bin[k] = new_node(v, nid);
+        if (!an) continue;
+        agsubnode(cl, an, 1);
+        t->len = 0;
+        put_label_text(t, b->inputs[k]->name);
+        vz_set(an, "label", t->s ? t->s : "");
+        vz_set(an, "shape", "ellipse");
+        vz_set(an, "style", "dashed");
+        Agedge_t *e = owner ? agedge(v->G, owner, an, NULL, 1) : NULL;
+        if (e) vz_set(e, "style", "dashed"), vz_set(e, "arrowhead", "none");
+    }
+    for (int j = 0; j < b->n_nodes; j++) {
+        const mpx_node *m = b->nodes[j];
+        if (m->op == MPX_OP_Constant && !v->o->all) continue;
+        snprintf(nid, sizeof nid, "%sb%d", id, j);
+        Agnode_t *an = bn[j] = new_node(v, nid);
+        if (!an) continue;
+        agsubnode(cl, an, 1);
+        t->len = 0;
+        put_label_text(t, m->op_type);
+        vz_put(t, "\\n");
+        put_label_text(t, m->name);
+        vz_set(an, "label", t->s ? t->s : "");
+        vz_set(an, "fillcolor", vz_fill(pn->colour));
+        t->len = 0;
+        put_label_text(t, m->op_type);
+        vz_put(t, " ");
+        put_label_text(t, m->name);
+        vz_put(t, ": inside ");
+        put_label_text(t, nd->name);
+        vz_printf(t, " (%s), in %s each iteration", nd->op_type, pn->compute ? pn->compute->name : "fp32");
+        vz_set(an, "tooltip", t->s ? t->s : "");
+        for (int i = 0; i < m->n_inputs; i++) {
+            const mpx_tensor *x = m->inputs[i];
+            Agnode_t *src = NULL;
+            if (!x) continue;
+            if (x->producer) {
+                for (int q = 0; q < j && !src; q++)
+                    if (b->nodes[q] == x->producer) src = bn[q];
+            } else {
+                for (int k = 0; k < b->n_inputs && !src; k++)
+                    if (b->inputs[k] == x) src = bin[k];
+            }
+            if (src) agedge(v->G, src, an, NULL, 1);
+        }
+        if (m->body) {
+            char sub_id[96];
+            snprintf(sub_id, sizeof sub_id, "%sb%d", id, j);
+            add_body(v, cl, an, sub_id, m, pn, depth + 1);
+        }
+    }
+    for (int k = 0; k < b->n_outputs; k++) {
+        const mpx_tensor *x = b->outputs[k];
+        Agnode_t *src = NULL;
+        for (int q = 0; q < b->n_nodes && !src; q++)
+            if (x && b->nodes[q] == x->producer) src = bn[q];
+        for (int q = 0; q < b->n_inputs && !src; q++)
+            if (b->inputs[q] == x) src = bin[q];
+        snprintf(nid, sizeof nid, "%so%d", id, k);
+        Agnode_t *an = new_node(v, nid);
+        if (!an) continue;
+        agsubnode(cl, an, 1);
+        t->len = 0;
+        put_label_text(t, x ? x->name : "");
+        vz_set(an, "label", t->s ? t->s : "");
+        vz_set(an, "shape", "ellipse");
+        vz_set(an, "style", "dashed");
+        if (src) agedge(v->G, src, an, NULL, 1);
+    }
+    free(bn);
+}
+
 static void add_io(view *v, const mpx_tensor *t, bool input, int k) {
     char id[32], sh[256];
     snprintf(id, sizeof id, "%s%d", input ? "in" : "out", k);
@@ -1201,6 +1293,16 @@ static mpx_status make_graph(view *v, mpx_error *err) {
         }
         if (v->o->weights) add_weights(v, i);
     }
+    /* Bodies, unless chains or regions are folded (--collapse, --fold):
+     * a drawn node with a body, whole in view. */
+    for (int i = 0; !v->o->collapse && v->o->fold <= 0 && i < g->n_nodes; i++)
+        if (g->nodes[i]->body && v->head[i] == i && v->an[i] && v->kind[i] != V_STUB) {
+            char id[32];
+            snprintf(id, sizeof id, "n%d", i);
+            const mpx_node *nd = g->nodes[i];
+            add_body(v, nd->guard ? branch_cluster(v, nd, 0) : cluster_for(v, nd->name), v->an[i], id, nd,
+                     &p->nodes[i], 0);
+        }
     if (v->o->fold > 0 && fold_columns(v) != 0) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     if (v->tmp.oom) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     return MPX_OK;

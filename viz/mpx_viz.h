@@ -26,6 +26,9 @@
  *   s<i>   stub: node i, just outside --around  k<j>  runtime cast j (plan->casts[j])
  *   in<i>  model input i (g->inputs)            out<i> model output i (g->outputs)
  *   w<t>   constant tensor t (with weights on)  legend the legend
+ *   n<i>b<j>  node j of node i's body (Loop, Scan, SequenceMap; nested
+ *             bodies add b<k> again), n<i>i<k> / n<i>o<k> the body's
+ *             input and output k; the body is the cluster cluster_body:n<i>
  */
 #ifndef MPX_VIZ_H
 #define MPX_VIZ_H
