@@ -83,6 +83,12 @@ mpx_rules *mpx_rules_new(void);                 /* NULL on out of memory */
 mpx_rules *mpx_rules_copy(const mpx_rules *r);  /* NULL on out of memory */
 void mpx_rules_free(mpx_rules *r);
 int mpx_rules_count(const mpx_rules *r);
+/* How many nodes inside g's bodies (Loop, Scan, SequenceMap) rule i's
+ * selector names; *first and *owner (may be NULL) get the first of them and
+ * the node of g whose body holds it. A body runs as one node of the plan,
+ * in that node's format, so such a rule colours nothing: the REPL says so. */
+int mpx_rules_body_matches(const mpx_rules *r, int i, const mpx_graph *g, const mpx_node **first,
+                           const mpx_node **owner);
 const char *mpx_rules_text(const mpx_rules *r, int i); /* as typed, trimmed; NULL if out of range */
 mpx_rule_kind mpx_rules_kind(const mpx_rules *r, int i);
 /* Whether rule i uses a measured figure (absmax), which needs a reference run. */

@@ -726,3 +726,25 @@ size_t mpx_rule_figures_(const mpx_rule *r, const mpx_node *n, const double *abs
     walk_figures(&f, r->when, n, absmax);
     return f.t.len;
 }
+
+typedef struct body_count {
+    const mpx_rule *rule;
+    int n;
+    const mpx_node *first, *owner;
+} body_count;
+
+static bool count_visit(void *ctx, const mpx_node *n, const mpx_node *owner) {
+    body_count *b = ctx;
+    if (n->op == MPX_OP_Constant || !mpx_rule_selects_(b->rule, n)) return true;
+    if (!b->n++) b->first = n, b->owner = owner;
+    return true;
+}
+
+int mpx_rules_body_matches(const mpx_rules *r, int i, const mpx_graph *g, const mpx_node **first,
+                           const mpx_node **owner) {
+    body_count b = {r && i >= 0 && i < r->n ? r->v[i] : NULL, 0, NULL, NULL};
+    if (b.rule) mpx_graph_each_body_node(g, count_visit, &b);
+    if (first) *first = b.first;
+    if (owner) *owner = b.owner;
+    return b.n;
+}

@@ -148,6 +148,40 @@ mpx_node *mpx_graph_find_node(const mpx_graph *g, const char *name) {
     return g ? map_get(g->node_map_, name) : NULL;
 }
 
+static bool each_in(const mpx_graph *b, const mpx_node *owner, int depth,
+                    bool (*visit)(void *ctx, const mpx_node *n, const mpx_node *owner), void *ctx) {
+    for (int i = 0; b && depth <= MPX_MAX_SUBGRAPH_DEPTH && i < b->n_nodes; i++) {
+        if (!visit(ctx, b->nodes[i], owner)) return false;
+        if (b->nodes[i]->body && !each_in(b->nodes[i]->body, owner, depth + 1, visit, ctx)) return false;
+    }
+    return true;
+}
+
+void mpx_graph_each_body_node(const mpx_graph *g, bool (*visit)(void *ctx, const mpx_node *n, const mpx_node *owner),
+                              void *ctx) {
+    for (int i = 0; g && i < g->n_nodes; i++)
+        if (g->nodes[i]->body && !each_in(g->nodes[i]->body, g->nodes[i], 0, visit, ctx)) return;
+}
+
+typedef struct body_find {
+    const char *name;
+    const mpx_node *found, *owner;
+} body_find;
+
+static bool find_visit(void *ctx, const mpx_node *n, const mpx_node *owner) {
+    body_find *f = ctx;
+    if (strcmp(n->name, f->name) != 0) return true;
+    f->found = n, f->owner = owner;
+    return false;
+}
+
+const mpx_node *mpx_graph_find_body_node(const mpx_graph *g, const char *name, const mpx_node **owner) {
+    body_find f = {name, NULL, NULL};
+    if (name) mpx_graph_each_body_node(g, find_visit, &f);
+    if (owner) *owner = f.owner;
+    return f.found;
+}
+
 mpx_tensor *mpx_graph_tensor(mpx_graph *g, const char *name) {
     if (!g || !name) return NULL;
     mpx_tensor *t = map_get(g->map_, name);

@@ -351,6 +351,15 @@ void mpx_graph_free(mpx_graph *g);
 mpx_tensor *mpx_graph_tensor(mpx_graph *g, const char *name);
 mpx_tensor *mpx_graph_find_tensor(const mpx_graph *g, const char *name);
 mpx_node *mpx_graph_find_node(const mpx_graph *g, const char *name);
+/* A node inside a Loop's, Scan's or SequenceMap's body (nested ones too),
+ * by name; *owner (may be NULL) gets the node of g whose body holds it, the
+ * one the plan colours. NULL when no body holds such a node. */
+const mpx_node *mpx_graph_find_body_node(const mpx_graph *g, const char *name, const mpx_node **owner);
+/* Calls visit for every node inside the bodies of g's nodes (nested ones
+ * too), with the node of g whose body holds it; stops when visit returns
+ * false. */
+void mpx_graph_each_body_node(const mpx_graph *g, bool (*visit)(void *ctx, const mpx_node *n, const mpx_node *owner),
+                              void *ctx);
 
 /* Append a node in file order. inputs/outputs arrays are allocated with the
  * given counts (all NULL); the loader fills them with mpx_graph_tensor(). A NULL

@@ -72,7 +72,14 @@ MPX_CMD(repl_cmd_rule) {
     if (!st) st = repl_apply_rules(s, r, mpx_history_opts(s->hist), err);
     if (!st) {
         int k = mpx_rules_count(r) - 1;
-        if (s->plan->rule_selected[k] == 0)
+        const mpx_node *first = NULL, *owner = NULL;
+        int inside = s->plan->rule_selected[k] == 0 ? mpx_rules_body_matches(r, k, s->graph, &first, &owner) : 0;
+        if (inside > 0)
+            fprintf(s->info,
+                    "warning: rule %d colours no node: it names %d node%s inside a body (%s, in %s's); a body "
+                    "runs as one node, in that node's format: colour %s (colour name:%s ...)\n",
+                    k + 1, inside, inside == 1 ? "" : "s", first->name, owner->name, owner->name, owner->name);
+        else if (s->plan->rule_selected[k] == 0)
             fprintf(s->info, "warning: rule %d matches no node of this model\n", k + 1);
         else if (s->plan->rule_applied[k] == 0)
             fprintf(s->info, "warning: rule %d selects %d node%s but its condition holds for none\n", k + 1,
@@ -321,7 +328,17 @@ MPX_CMD(repl_cmd_why) {
     (void)argc; /* dispatch checked the count against the row */
     mpx_status st = need_plan(s, err);
     if (st) return st;
-    const mpx_node *n = repl_node_named(s, argv[1], err);
+    const char *name = argv[1];
+    const mpx_node *owner = NULL, *inner = mpx_graph_find_node(s->graph, name) ? NULL
+                                           : mpx_graph_find_body_node(s->graph, name, &owner);
+    if (inner) { /* inside a body: the node that runs it decides */
+        const mpx_plan_node *pn = &s->plan->nodes[owner->index];
+        fprintf(s->out, "%s (%s) is inside the body of %s (%s): a body runs as one node of the plan, every node "
+                        "of it in that node's format each iteration, so it computes in %s. Why %s:\n",
+                inner->name, inner->op_type, owner->name, owner->op_type, mpx_format_name(pn->compute), owner->name);
+        name = owner->name;
+    }
+    const mpx_node *n = repl_node_named(s, name, err);
     if (!n) return err->status;
     size_t need = mpx_plan_why(s->plan, n->index, NULL, 0) + 1;
     char *buf = malloc(need);

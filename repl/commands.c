@@ -185,7 +185,10 @@ static const mpx_command commands[] = {
      "compute_after}], \"casts_added\", \"casts_removed\": [{tensor, from, to}],\n"
      "\"casts_before\", \"casts_after\"}.",
      repl_cmd_diff, 0, 0, {MPX_WORD_TEXT}, NULL, json_opts, NULL},
-    {"why", "why <node>", "how a node got its colour and formats: default, rules, propagation", NULL,
+    {"why", "why <node>", "how a node got its colour and formats: default, rules, propagation",
+     "A node inside a Loop's, Scan's or SequenceMap's body (outer/body/...) is\n"
+     "explained by the node whose body holds it: a body runs as one node of the\n"
+     "plan, every node of it in that node's format each iteration.",
      repl_cmd_why, 1, 1, {MPX_WORD_NODE}, NULL, NULL, NULL},
     {"run", "run [--local] [--keep <tensor,...>] [--samples <k>/<n>]", "run the plan against the fp32 reference, layer by layer",
      "Runs the inputs (see input) through the fp32 reference and through the plan's\n"

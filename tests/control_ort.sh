@@ -101,6 +101,17 @@ if "$MPX" -c "load $WORK/models/loop_nested.onnx; colour Loop green; dot $WORK/l
 else
   cat "$WORK/dot_loop.log"; echo "control_ort dot: FAIL (no body clusters)"; failed=$((failed + 1))
 fi
+# why reaches a node inside a (nested) body: the node that runs the body
+# decides its format; a rule that names only body nodes says so
+n=$((n + 1))
+out=$("$MPX" -c "load $WORK/models/loop_nested.onnx; colour Loop green; why outer/body/inner/body/Add_0; colour name:outer/body/* red" 2>&1) || true
+if echo "$out" | grep -q 'outer/body/inner/body/Add_0 (Add) is inside the body of outer (Loop).*computes in fp16. Why outer:' \
+   && echo "$out" | grep -q 'node "outer" (Loop), target fp16' \
+   && echo "$out" | grep -q 'warning: rule 2 colours no node: it names 5 nodes inside a body'; then
+  echo "loop_nested why: a body node explained by its Loop; a rule naming body nodes warned"
+else
+  echo "$out"; echo "control_ort why: FAIL"; failed=$((failed + 1))
+fi
 # export refuses a model with an If, and writes nothing
 n=$((n + 1))
 if out=$("$MPX" -c "load $WORK/models/if_conv.onnx; export $WORK/if_conv_fp16.onnx" 2>&1) \
