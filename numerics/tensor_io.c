@@ -623,46 +623,30 @@ static mpx_status container_of(mpx_graph *g, const uint8_t *bytes, size_t size, 
     return MPX_OK;
 }
 
-/* A .pb file's bytes and a graph to decode them into (its tensors live in
- * the graph's arena); the caller frees both. */
-static mpx_status pb_open(const char *path, uint8_t **bytes, uint64_t *size, mpx_graph **g, mpx_error *err) {
-    *bytes = NULL, *size = 0;
-    mpx_status st = read_bytes(path, bytes, size, err);
+/* A .pb file decoded: a TensorProto, or (container) a SequenceProto or
+ * OptionalProto; the tensors are decoded into a graph of their own. */
+static mpx_status pb_read(const char *path, bool container, bool optional, mpx_value *out, char *name,
+                          size_t name_len, mpx_error *err) {
+    uint8_t *bytes = NULL;
+    uint64_t size = 0;
+    mpx_status st = read_bytes(path, &bytes, &size, err);
     if (st != MPX_OK) return st;
-    if (!(*g = mpx_graph_new(path))) {
-        free(*bytes);
+    mpx_graph *g = mpx_graph_new(path);
+    if (!g) {
+        free(bytes);
         return file_error(err, MPX_E_NOMEM, path, "out of memory");
     }
-    return MPX_OK;
-}
-
-mpx_status mpx_pb_read_container(const char *path, bool optional, mpx_value *out, char *name, size_t name_len,
-                                 mpx_error *err) {
-    uint8_t *bytes;
-    uint64_t size;
-    mpx_graph *g;
-    mpx_status st = pb_open(path, &bytes, &size, &g, err);
-    if (st != MPX_OK) return st;
-    st = container_of(g, bytes, (size_t)size, path, optional, out, name, name_len, err);
-    free(bytes);
-    mpx_graph_free(g);
-    return st;
-}
-
-mpx_status mpx_pb_read(const char *path, mpx_value *out, char *name, size_t name_len,
-                       mpx_error *err) {
-    uint8_t *bytes;
-    uint64_t size;
-    mpx_graph *g;
-    mpx_status st = pb_open(path, &bytes, &size, &g, err);
-    if (st != MPX_OK) return st;
-    mpx_tensor *t = NULL;
-    st = mpx_tensor_proto_decode(g, bytes, (size_t)size, path, &t, err);
-    free(bytes);
     mpx_value v;
     mpx_value_clear(&v);
-    if (st == MPX_OK) st = value_of(t, path, &v, err);
-    if (st == MPX_OK && name && name_len) snprintf(name, name_len, "%s", t->name);
+    if (container) {
+        st = container_of(g, bytes, (size_t)size, path, optional, &v, name, name_len, err);
+    } else {
+        mpx_tensor *t = NULL;
+        st = mpx_tensor_proto_decode(g, bytes, (size_t)size, path, &t, err);
+        if (st == MPX_OK) st = value_of(t, path, &v, err);
+        if (st == MPX_OK && name && name_len) snprintf(name, name_len, "%s", t->name);
+    }
+    free(bytes);
     mpx_graph_free(g);
     if (st != MPX_OK) {
         mpx_value_free(&v);
@@ -670,6 +654,15 @@ mpx_status mpx_pb_read(const char *path, mpx_value *out, char *name, size_t name
     }
     *out = v;
     return MPX_OK;
+}
+
+mpx_status mpx_pb_read_container(const char *path, bool optional, mpx_value *out, char *name, size_t name_len,
+                                 mpx_error *err) {
+    return pb_read(path, true, optional, out, name, name_len, err);
+}
+
+mpx_status mpx_pb_read(const char *path, mpx_value *out, char *name, size_t name_len, mpx_error *err) {
+    return pb_read(path, false, false, out, name, name_len, err);
 }
 
 /* A whole protobuf file into memory (owned by the caller). */
