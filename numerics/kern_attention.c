@@ -136,8 +136,8 @@ enum { ATT_ROWS = 64 }; /* query rows whose scores are held at once (the core's 
  * running sum rounded after every addition from +0, mpx_acc's bits), as
  * fused attention kernels run them: per batch and query head, the scores
  * of up to ATT_ROWS query rows, their probabilities, then those rows of Y.
- * K (scaled, transposed) and V are copied per head into contiguous
- * operands. false: no memory (nothing written). */
+ * K (scaled, transposed) and V are copied per key/value head into
+ * contiguous operands. false: no memory (nothing written). */
 static bool attend_core(const mpx_kctx *c, const attn *a, int mode) {
     const int64_t T = a->T, D = a->D, Dv = a->Dv, S = a->S, grp = a->Hq / a->Hkv;
     const int64_t rows = S < ATT_ROWS ? S : ATT_ROWS;
@@ -150,7 +150,8 @@ static bool attend_core(const mpx_kctx *c, const attn *a, int mode) {
     for (int64_t b = 0; ok && b < a->B; b++)
         for (int64_t h = 0; ok && h < a->Hq; h++) {
             const int64_t hk = h / grp;
-            for (int64_t t = 0; t < T; t++) {
+            /* (the query heads of one key/value head share its copies) */
+            for (int64_t t = 0; h % grp == 0 && t < T; t++) {
                 const float *k = key_at(a, b, hk, t), *v = val_at(a, b, hk, t);
                 for (int64_t d = 0; d < D; d++) kt[d * T + t] = a->kscale != 1.0f ? k[d] * a->kscale : k[d];
                 memcpy(vb + t * Dv, v, (size_t)Dv * sizeof *vb);

@@ -178,7 +178,7 @@ static void gate_sums(const rnn *s, int64_t d, bool with_x, const float *xwrow, 
     const int64_t H = s->hid, GH = s->gates * H;
     const float *W = s->w + d * GH * s->in, *R = s->r + d * GH * H;
     if (s->rt && (!with_x || xwrow)) {
-        float *blk = s->scratch + (4 + s->gates) * H + 3 * H;
+        float *blk = s->scratch + (6 + s->gates) * H; /* after run_row's vectors */
         for (int64_t q = 0; q < nq; q++) out[q] = with_x ? xwrow[q0 + q] : 0.0f;
         const float *RT = s->rt + d * H * GH + q0;
         for (int64_t k0 = 0; v && k0 < H; k0 += MPX_ACC_FP32_BLOCK) {
@@ -407,7 +407,7 @@ static mpx_status rnn_kernel(const mpx_kctx *c, const mpx_value *const *in, int 
     s.yc = n_out > 2 && kind == K_LSTM ? out[2].f : NULL;
     /* h, c, the gates, r.h, the next h, GRU's H and X parts of the hidden
      * gate, and the per-row blocks of the fp32 path */
-    if ((st = kn_scratch(c, (size_t)((4 + s.gates) * s.hid + 3 * s.hid + s.gates * s.hid), sizeof(float),
+    if ((st = kn_scratch(c, (size_t)((6 + 2 * s.gates) * s.hid), sizeof(float),
                          (void **)&s.scratch)))
         goto fail;
     if ((st = project_inputs(&s))) goto fail;

@@ -72,16 +72,17 @@ MPX_CMD(repl_cmd_rule) {
     if (!st) st = repl_apply_rules(s, r, mpx_history_opts(s->hist), err);
     if (!st) {
         int k = mpx_rules_count(r) - 1;
-        const mpx_node *first = NULL, *owner = NULL;
-        int inside = s->plan->rule_selected[k] == 0 ? mpx_rules_body_matches(r, k, s->graph, &first, &owner) : 0;
-        if (inside > 0)
-            fprintf(s->info,
-                    "warning: rule %d colours no node: it names %d node%s inside a body (%s, in %s's); a body "
-                    "runs as one node, in that node's format: colour %s (colour name:%s ...)\n",
-                    k + 1, inside, inside == 1 ? "" : "s", first->name, owner->name, owner->name, owner->name);
-        else if (s->plan->rule_selected[k] == 0)
-            fprintf(s->info, "warning: rule %d matches no node of this model\n", k + 1);
-        else if (s->plan->rule_applied[k] == 0)
+        if (s->plan->rule_selected[k] == 0) {
+            const mpx_node *first = NULL, *owner = NULL;
+            int inside = mpx_rules_body_matches(r, k, s->graph, &first, &owner);
+            if (inside > 0)
+                fprintf(s->info,
+                        "warning: rule %d colours no node: it names %d node%s inside a body (%s, in %s's); a body "
+                        "runs as one node, in that node's format: colour %s (colour name:%s ...)\n",
+                        k + 1, inside, inside == 1 ? "" : "s", first->name, owner->name, owner->name, owner->name);
+            else
+                fprintf(s->info, "warning: rule %d matches no node of this model\n", k + 1);
+        } else if (s->plan->rule_applied[k] == 0)
             fprintf(s->info, "warning: rule %d selects %d node%s but its condition holds for none\n", k + 1,
                     s->plan->rule_selected[k], s->plan->rule_selected[k] == 1 ? "" : "s");
     }

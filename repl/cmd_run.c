@@ -57,11 +57,11 @@ static mpx_compare_cache *sample_cache(mpx_session *s, int k, int n) {
  * made, run, its figures appended, its values freed, except the kept values
  * of the sample whose worst output is worst (what `tensor` then shows). The
  * result's layers hold each layer's worst over the samples; ->samples has
- * every sample's figures. Through the caches (run and search, one candidate, not
- * local), sample k runs through its own cache (sample_cache): its reference
- * and the layers a plan change does not touch are not computed again, within
- * the budget (`set cache`) split evenly between the samples, so memory does
- * not grow with their number. nc candidates (compare's formats) share each
+ * every sample's figures. Through the caches (run and search, one
+ * candidate, not local), sample k runs through its own cache (sample_cache):
+ * its reference and the layers a plan change does not touch are not
+ * computed again, within the budget (`set cache`) split evenly between the
+ * samples, so memory does not grow with their number. nc candidates (compare's formats) share each
  * sample's reference run; out[j] is as[j]'s. */
 static mpx_status run_samples_many(mpx_session *s, const mpx_assign *const *as, int nc, bool local, const bool *keep,
                                    const bool *measure, repl_cached how, int shard_k, int shard_n, mpx_compare **out, mpx_error *err) {
@@ -152,6 +152,10 @@ mpx_status repl_run_plan(mpx_session *s, const mpx_plan *p, bool local, const bo
         if (inputs != s->held_inputs) repl_free_inputs(s, inputs);
         return err->status ? err->status : MPX_E_NOMEM;
     }
+    /* The session's cache is made on first use; without memory for it the
+     * run is a full one, as always. */
+    if (how != REPL_UNCACHED && !s->run_cache && s->cache_mb > 0)
+        s->run_cache = mpx_compare_cache_new((size_t)s->cache_mb << 20);
     mpx_compare_opts o = {.local = local, .keep = keep, .cancel = s->cancel, .measure = measure,
                           .cache = how != REPL_UNCACHED ? s->run_cache : NULL,
                           .undoable = how == REPL_CACHED_UNDOABLE};
@@ -284,8 +288,6 @@ MPX_CMD(repl_cmd_run) {
     if (!st && shard_n > 1 && !s->data) st = mpx_error_set(err, MPX_E_ARG, "--samples %d/%d: no data set (see: help data)",
                                                           shard_k + 1, shard_n);
     mpx_compare *c = NULL;
-    /* Without memory for a cache the run is a full one, as always. */
-    if (!s->run_cache && s->cache_mb > 0) s->run_cache = mpx_compare_cache_new((size_t)s->cache_mb << 20);
     if (!st && shard_n > 1) st = run_samples(s, s->plan, local, keep, NULL, REPL_CACHED, shard_k, shard_n, &c, err);
     else if (!st) st = repl_run_plan(s, s->plan, local, keep, NULL, REPL_CACHED, &c, err);
     free(keep);

@@ -353,6 +353,26 @@ static void by_region(search *x, bool *set, const double *pred, ranked *r, int n
     free(taken);
 }
 
+/* Tier 2, by node, for the nodes reading a weight that overflows the
+ * session plan's format (known before any run). */
+static void weight_tier(search *x, unsigned char *tier) {
+    const mpx_session *s = x->s;
+    const mpx_graph *g = s->graph;
+    mpx_weight_check *w = NULL;
+    int n_w = 0;
+    mpx_error ignored;
+    if (mpx_plan_check_weights(s->plan, &w, &n_w, &ignored) != MPX_OK) n_w = 0;
+    for (int k = 0; tier && k < n_w; k++) {
+        if (!w[k].overflow) continue;
+        const mpx_tensor *t = g->tensors[s->plan->weights[w[k].weight].tensor];
+        for (int j = 0; j < t->n_consumers; j++) {
+            tier[t->consumers[j]->index] = 2;
+            if (x->flags) x->flags[t->consumers[j]->index] |= 2;
+        }
+    }
+    free(w);
+}
+
 /* What each low node adds to the outputs' error, predicted from one local
  * run (the set as it is): its own rel_l2 l (fed reference inputs) times the
  * gain G from its output to the model's outputs. A node c passes on the
@@ -369,28 +389,6 @@ static void by_region(search *x, bool *set, const double *pred, ranked *r, int n
  * Overflows go first whatever the prediction: weights that do not fit
  * (tier 2) and outputs that overflow when fed reference inputs (tier 1).
  * Among equal predictions, fewer MACs first (the aim is MACs low). */
-/* Tier 2, by node, for the nodes reading a weight that overflows the
- * session plan's format (known before any run); how many. */
-static int weight_tier(search *x, unsigned char *tier) {
-    const mpx_session *s = x->s;
-    const mpx_graph *g = s->graph;
-    mpx_weight_check *w = NULL;
-    int n_w = 0, n = 0;
-    mpx_error ignored;
-    if (mpx_plan_check_weights(s->plan, &w, &n_w, &ignored) != MPX_OK) n_w = 0;
-    for (int k = 0; tier && k < n_w; k++) {
-        if (!w[k].overflow) continue;
-        const mpx_tensor *t = g->tensors[s->plan->weights[w[k].weight].tensor];
-        for (int j = 0; j < t->n_consumers; j++) {
-            n += tier[t->consumers[j]->index] != 2;
-            tier[t->consumers[j]->index] = 2;
-            if (x->flags) x->flags[t->consumers[j]->index] |= 2;
-        }
-    }
-    free(w);
-    return n;
-}
-
 static void rank(search *x, const mpx_compare *c, bool *set, ranked *r, int *n_r, int *n_tier) {
     const mpx_session *s = x->s;
     const mpx_graph *g = s->graph;
@@ -543,21 +541,15 @@ static mpx_status run_auto(search *x, bool *set, mpx_error *err) {
      * overflow ruins downstream, only to find them and run again (det: two
      * local runs, 1.2 s, where a plain run and one local run take 0.75). */
     unsigned char *wt = calloc((size_t)(x->s->graph->n_nodes ? x->s->graph->n_nodes : 1), 1);
-    int n_wt = wt ? weight_tier(x, wt) : 0;
+    mpx_status st = wt ? MPX_OK : mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     bool wt_set = false;
-    for (int i = 0; n_wt && i < x->n_cand; i++) wt_set = wt_set || wt[x->cand[i]] == 2;
-    free(wt);
-    mpx_status st = MPX_OK;
-    if (x->need_run && wt_set) {
+    if (wt) weight_tier(x, wt);
+    for (int i = 0; wt && i < x->n_cand; i++) wt_set = wt_set || wt[x->cand[i]] == 2;
+    if (!st && x->need_run && wt_set) {
         st = evaluate(x, set, false, &holds, NULL, err);
-        if (!st && !holds) {
-            wt = calloc((size_t)x->s->graph->n_nodes, 1);
-            if (!wt) st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
-            else weight_tier(x, wt);
-            for (int i = 0; wt && i < x->n_cand; i++) set[i] = wt[x->cand[i]] == 2;
-            free(wt);
-        }
+        for (int i = 0; !st && !holds && i < x->n_cand; i++) set[i] = wt[x->cand[i]] == 2;
     }
+    free(wt);
     if (!st && !holds) st = evaluate(x, set, x->need_run, &holds, &c, err);
     /* Overflows first, each round measured again: once a node no longer
      * overflows, the error that reaches the outputs is another one. */

@@ -290,7 +290,6 @@ mpx_status repl_trial(mpx_session *s, const mpx_rules *r, const mpx_plan_opts *o
         return st;
     }
     /* Local runs neither use nor touch the cache (numerics' rule). */
-    if (!local && !s->run_cache && s->cache_mb > 0) s->run_cache = mpx_compare_cache_new((size_t)s->cache_mb << 20);
     repl_cached how = local ? REPL_UNCACHED : undoable ? REPL_CACHED_UNDOABLE : REPL_CACHED;
     if ((st = repl_run_plan(s, p, local, NULL, measure, how, cmp, err))) {
         mpx_plan_free(p);

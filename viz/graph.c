@@ -832,7 +832,7 @@ static void add_body(view *v, Agraph_t *parent, Agnode_t *owner, const char *id,
     if (!b || depth > MPX_MAX_SUBGRAPH_DEPTH) return;
     char key[1100], label[1100], nid[96];
     snprintf(key, sizeof key, "cluster_body:%s", id);
-    snprintf(label, sizeof label, "%s: body (%s each iteration)", nd->name, pn->compute ? pn->compute->name : "fp32");
+    snprintf(label, sizeof label, "%s: body (%s each iteration)", nd->name, mpx_format_name(pn->compute));
     Agraph_t *cl = new_cluster(v, parent, key, label, "rounded,dashed", "#6d4c41");
     if (!cl) return;
     Agnode_t **bn = calloc((size_t)(b->n_nodes + b->n_inputs + 1), sizeof *bn), **bin = bn + b->n_nodes;
@@ -870,15 +870,14 @@ static void add_body(view *v, Agraph_t *parent, Agnode_t *owner, const char *id,
         put_label_text(t, m->name);
         vz_put(t, ": inside ");
         put_label_text(t, nd->name);
-        vz_printf(t, " (%s), in %s each iteration", nd->op_type, pn->compute ? pn->compute->name : "fp32");
+        vz_printf(t, " (%s), in %s each iteration", nd->op_type, mpx_format_name(pn->compute));
         vz_set(an, "tooltip", t->s ? t->s : "");
         for (int i = 0; i < m->n_inputs; i++) {
             const mpx_tensor *x = m->inputs[i];
             Agnode_t *src = NULL;
             if (!x) continue;
-            if (x->producer) {
-                for (int q = 0; q < j && !src; q++)
-                    if (b->nodes[q] == x->producer) src = bn[q];
+            if (x->producer) { /* (index: its place in the body's nodes) */
+                if (x->producer->index < j && b->nodes[x->producer->index] == x->producer) src = bn[x->producer->index];
             } else {
                 for (int k = 0; k < b->n_inputs && !src; k++)
                     if (b->inputs[k] == x) src = bin[k];
@@ -894,8 +893,8 @@ static void add_body(view *v, Agraph_t *parent, Agnode_t *owner, const char *id,
     for (int k = 0; k < b->n_outputs; k++) {
         const mpx_tensor *x = b->outputs[k];
         Agnode_t *src = NULL;
-        for (int q = 0; q < b->n_nodes && !src; q++)
-            if (x && b->nodes[q] == x->producer) src = bn[q];
+        if (x && x->producer && x->producer->index < b->n_nodes && b->nodes[x->producer->index] == x->producer)
+            src = bn[x->producer->index];
         for (int q = 0; q < b->n_inputs && !src; q++)
             if (b->inputs[q] == x) src = bin[q];
         snprintf(nid, sizeof nid, "%so%d", id, k);
