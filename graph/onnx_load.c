@@ -1194,15 +1194,18 @@ mpx_status mpx_sequence_proto_decode(mpx_graph *g, const uint8_t *buf, size_t le
             st = detached_tensor(&c, tp, what, &got[count]);
             onnx__tensor_proto__free_unpacked(tp, NULL);
             if (st == MPX_OK) count++;
-        } else if (field == 5 && inner && !*inner && count == 0) { /* an OptionalProto's sequence_value */
+        } else if (field == 5 && inner && !*inner) { /* an OptionalProto's sequence_value */
             *inner = body, *inner_len = (size_t)v;
         } else if (field >= 4 && field <= 7) {
             st = fail(&c, MPX_E_UNSUPPORTED, "\"%s\": a sequence or optional of sparse tensors, sequences, maps or "
                       "optionals", name ? name : "");
         }
     }
-    if (st == MPX_OK && inner && *inner && (count > 0 || elem_type != 3)) /* (3: OptionalProto's SEQUENCE) */
-        st = fail(&c, MPX_E_INVALID, "\"%s\": an optional holding a sequence and tensors, or a sequence of kind %llu",
+    if (st == MPX_OK && inner && *inner && count > 0)
+        st = fail(&c, MPX_E_INVALID, "\"%s\": an optional holding both a sequence and %d tensor%s", name ? name : "",
+                  count, count == 1 ? "" : "s");
+    if (st == MPX_OK && inner && *inner && elem_type != 3) /* (3: OptionalProto's SEQUENCE) */
+        st = fail(&c, MPX_E_INVALID, "\"%s\": an optional of elements of kind %llu holding a sequence",
                   name ? name : "", (unsigned long long)elem_type);
     if (st == MPX_OK && !(inner && *inner) && elem_type != 1 && !(elem_type == 0 && count == 0)) /* 0: an empty optional */
         st = fail(&c, MPX_E_UNSUPPORTED, "\"%s\": elements of kind %llu, not tensors", name ? name : "",

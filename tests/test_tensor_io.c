@@ -594,6 +594,64 @@ static void test_pb_files(void) {
     check_bad(true, "pb_cut.pb", MPX_E_PARSE, "does not decode");
 }
 
+/* A container read must fail with status st, name the file and say needle. */
+static void check_bad_container(const char *name, bool optional, mpx_status st, const char *needle) {
+    mpx_value v;
+    mpx_error err;
+    mpx_error_clear(&err);
+    mpx_status got = mpx_pb_read_container(tmp_path(name), optional, &v, NULL, 0, &err);
+    CHECK_MSG(got == st, "%s: status %s, want %s", name, mpx_status_name(got), mpx_status_name(st));
+    CHECK_CONTAINS(err.msg, needle);
+    CHECK_CONTAINS(mpx_error_format(&err, (char[1700]){0}, 1700), name);
+    if (got == MPX_OK) mpx_value_free(&v);
+}
+
+/* SequenceProto and OptionalProto files, written by hand on the wire: an
+ * optional holding a sequence of one 2-value tensor, and the malformed
+ * nestings, refused by name. */
+static void test_containers(void) {
+    /* TensorProto {dims 2, data_type FLOAT, float_data [1, 2]} */
+    const unsigned char t[] = {0x08, 0x02, 0x10, 0x01, 0x22, 0x08, 0, 0, 0x80, 0x3f, 0, 0, 0, 0x40};
+    unsigned char seq[64], opt[96];
+    size_t ns = 0, no = 0;
+    seq[ns++] = 0x10, seq[ns++] = 0x01, seq[ns++] = 0x1a, seq[ns++] = (unsigned char)sizeof t; /* elem_type TENSOR */
+    memcpy(seq + ns, t, sizeof t), ns += sizeof t;
+    opt[no++] = 0x0a, opt[no++] = 0x01, opt[no++] = 'o', opt[no++] = 0x10, opt[no++] = 0x03; /* "o", SEQUENCE */
+    opt[no++] = 0x2a, opt[no++] = (unsigned char)ns;
+    memcpy(opt + no, seq, ns), no += ns;
+    write_file("opt_seq.pb", opt, no);
+    mpx_value v;
+    mpx_error err;
+    mpx_error_clear(&err);
+    char name[16] = "";
+    mpx_status st = mpx_pb_read_container(tmp_path("opt_seq.pb"), true, &v, name, sizeof name, &err);
+    CHECK_MSG(st == MPX_OK, "opt_seq.pb: %s", err.msg);
+    if (st == MPX_OK) {
+        CHECK(v.is_seq && v.is_opt && v.n == 1 && strcmp(name, "o") == 0);
+        CHECK(v.seq && v.seq[0].is_seq && !v.seq[0].is_opt && v.seq[0].n == 1);
+        CHECK(v.seq && v.seq[0].seq && v.seq[0].seq[0].n == 2 && v.seq[0].seq[0].f[1] == 2.0f);
+        mpx_value_free(&v);
+    }
+    printf("broken containers:\n");
+    /* an optional of kind TENSOR that holds a sequence */
+    const unsigned char kind[] = {0x10, 0x01, 0x2a, 0x00};
+    write_file("opt_kind.pb", kind, sizeof kind);
+    check_bad_container("opt_kind.pb", true, MPX_E_INVALID, "an optional of elements of kind 1 holding a sequence");
+    /* an optional holding a sequence and a tensor */
+    unsigned char both[96];
+    size_t nb = 0;
+    both[nb++] = 0x10, both[nb++] = 0x03, both[nb++] = 0x1a, both[nb++] = (unsigned char)sizeof t;
+    memcpy(both + nb, t, sizeof t), nb += sizeof t;
+    both[nb++] = 0x2a, both[nb++] = (unsigned char)ns;
+    memcpy(both + nb, seq, ns), nb += ns;
+    write_file("opt_both.pb", both, nb);
+    check_bad_container("opt_both.pb", true, MPX_E_INVALID, "an optional holding both a sequence and 1 tensor");
+    /* a sequence of sequences (only an optional may hold one) */
+    const unsigned char nested[] = {0x10, 0x03, 0x2a, 0x00};
+    write_file("seq_nested.pb", nested, sizeof nested);
+    check_bad_container("seq_nested.pb", false, MPX_E_UNSUPPORTED, "sparse tensors, sequences, maps or optionals");
+}
+
 static void make_dir(const char *d) {
     char tmp[sizeof tmpdir];
     snprintf(tmp, sizeof tmp, "%s", d);
@@ -636,6 +694,7 @@ int main(void) {
         fclose(probe);
         test_pb_files();
     }
+    test_containers();
     CHECK_MSG(run_python("check.py", check_script) == 0, "NumPy could not read mpx's files");
     return check_report("test_tensor_io");
 }
