@@ -244,9 +244,10 @@ static const mpx_command commands[] = {
      "  search output.rel_l2 < 1e-3 and casts <= 40\n"
      "Each evaluation plans the rules so far plus `colour name:<node> red` for a set\n"
      "of nodes and runs it (only what the set changes is recomputed). auto (the\n"
-     "default): one local run ranks the low nodes (overflow in their weights or own\n"
-     "output first, then the predicted output error that keeping each fp32 removes,\n"
-     "with the gray nodes that follow it); the shortest prefix that meets the\n"
+     "default): nodes whose weights overflow go fp32 first (once a plain run shows\n"
+     "the plan as it is fails); one local run ranks the low nodes (overflow in their\n"
+     "own output first, then the predicted output error that keeping each fp32\n"
+     "removes, with the gray nodes that follow it); the shortest prefix that meets the\n"
      "condition goes fp32; then each, the last-ranked first, goes back to low while\n"
      "the condition still holds, until no single node of the set can (1-minimal).\n"
      "greedy: auto without giving back. bisect: onnxconverter-common's method\n"
@@ -255,8 +256,9 @@ static const mpx_command commands[] = {
      "<condition>`, one undo step. Nothing is applied when no plan meets the\n"
      "condition, on an error, at --max-evals (default 500) or on Ctrl-C.\n"
      "--json prints (or writes) {condition, method, fp32: [names], figures,\n"
-     "low_macs_pct, candidates, n_evaluations, ms, evaluations: [{set, holds,\n"
-     "figures, low_macs_pct, ms}]}.",
+     "low_macs_pct, candidates, n_evaluations, n_unchanged (sets whose plan the run\n"
+     "cache already held: no node ran), ms, evaluations: [{set, holds, figures,\n"
+     "low_macs_pct, ms, nodes_run, local (a ranking run)}]}.",
      repl_cmd_search, 1, -1, {MPX_WORD_TEXT}, NULL, search_opts, repl_complete_condition},
     {"sweep", "sweep <name> in <v1>,<v2>,... : <command using $name> [--json [<file>] | --csv [<file>]] [--plot <file.svg>] [--shard <k>/<n>]",
      "try a plan change with several values, every point planned and run",
