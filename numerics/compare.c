@@ -30,6 +30,7 @@ void mpx_compare_free(mpx_compare *c) {
     free(c->ref);
     free(c->cand);
     free(c->layers);
+    free(c->body);
     mpx_samples_free(c->samples);
     free(c);
 }
@@ -73,6 +74,11 @@ typedef struct stream {
     pool pool;
     size_t live, peak;               /* bytes of non-borrowed values, local ones too */
     struct mpx_compare_cache *cache; /* NULL: dropped values are freed (one candidate only) */
+    /* Figures inside bodies (opts->measure NULL): each candidate's sink, and
+     * the probe its step of a node with a body reads. */
+    bool bodies;
+    mpx_body_sink sink[MAX_CANDS];
+    mpx_body_probe probe[MAX_CANDS];
 } stream;
 
 static void note_peak(stream *s, size_t extra) {
@@ -203,6 +209,10 @@ static mpx_status step(stream *s, const mpx_node *n, mpx_error *err) {
     for (int q = 0; q < nc; q++) {
         S[1 + q] = (job){.kind = JOB_CAND, .n = n, .a = s->a[q], .vals = s->cand[q],
                          .outs = s->out_c[q]};
+        if (s->bodies && n->body) {
+            s->probe[q] = (mpx_body_probe){.ref_vals = s->ref, .sink = &s->sink[q], .top = n, .local = local};
+            S[1 + q].probe = &s->probe[q];
+        }
         if (local)
             S[1 + nc + q] = (job){.kind = JOB_LOCAL, .n = n, .a = s->a[q], .vals = s->ref,
                                   .outs = s->out_l[q]};
@@ -274,6 +284,7 @@ void stream_free(stream *s) {
         free_values(s->out_l[q], s->max_out);
         free_values(s->pend_l[q], s->max_out);
     }
+    for (int q = 0; q < MAX_CANDS; q++) mpx_body_sink_free(&s->sink[q]);
     free(s->uses);
     free(s->keep);
     free(s->batch);
@@ -294,7 +305,7 @@ static mpx_status run_stream(const mpx_graph *g, const mpx_assign *const *a, int
                              mpx_compare_cache *k, mpx_compare **out, mpx_error *err) {
     int nt = g->n_tensors;
     mpx_status st = MPX_OK;
-    stream s = {.g = g, .nc = nc, .opts = opts, .max_out = 1, .cache = k};
+    stream s = {.g = g, .nc = nc, .opts = opts, .max_out = 1, .cache = k, .bodies = !opts->measure};
     for (int i = 0; i < g->n_nodes; i++)
         if (g->nodes[i]->n_outputs > s.max_out) s.max_out = g->nodes[i]->n_outputs;
     int max_pend = 2 * nc * s.max_out;
@@ -388,6 +399,7 @@ static mpx_status run_stream(const mpx_graph *g, const mpx_assign *const *a, int
     }
     for (int q = 0; q < nc; q++) {
         s.c[q]->peak_bytes = s.peak;
+        s.c[q]->body = mpx_body_finish(&s.sink[q], &s.c[q]->n_body);
         s.c[q]->cand = s.cand[q];
         s.cand[q] = NULL;
         out[q] = s.c[q];
@@ -420,7 +432,11 @@ mpx_status mpx_compare_run_many(const mpx_graph *g, const mpx_assign *const *a, 
     }
     /* Local runs neither use nor change the cache; it holds one candidate. */
     mpx_compare_cache *k = opts->local || n > 1 ? NULL : opts->cache;
-    if (k && mpx_cmp_cache_fits(k, g, inputs)) {
+    /* The figures inside bodies come from full runs only (the cache keeps
+     * none); a run that does not measure every layer takes none. */
+    bool bodies = false;
+    for (int i = 0; !opts->measure && i < g->n_nodes && !bodies; i++) bodies = g->nodes[i]->body != NULL;
+    if (k && !bodies && mpx_cmp_cache_fits(k, g, inputs)) {
         mpx_status st = mpx_cmp_run_incremental(k, g, a[0], inputs, opts, out, err);
         if (st != MPX_OK || *out) return st;
     }

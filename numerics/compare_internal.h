@@ -24,6 +24,7 @@ typedef struct job {
     const mpx_assign *a;
     const mpx_value *vals;
     mpx_value *outs;
+    const mpx_body_probe *probe; /* a candidate step of a node with a body */
     size_t scratch;
     /* metrics */
     const mpx_tensor *t;

@@ -17,8 +17,8 @@ static void run_job(job *j) {
     if (j->kind == JOB_METRICS || j->kind == JOB_METRICS_LOCAL)
         j->st = mpx_metrics_compute(j->r, j->c, j->fmt, j->m, &j->err);
     else
-        j->st = mpx_exec_node(j->n, j->a, j->vals, j->kind == JOB_LOCAL, j->outs, &j->scratch,
-                              &j->err);
+        j->st = mpx_exec_node_probe(j->n, j->a, j->vals, j->kind == JOB_LOCAL, j->probe, j->outs, &j->scratch,
+                                    &j->err);
     j->ms = mpx_cmp_now_ms() - t0;
 }
 

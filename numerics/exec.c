@@ -243,7 +243,7 @@ mpx_status mpx_exec_start_some(const mpx_graph *g, const mpx_assign *a, const mp
  * of shared mutable state (everything it writes is outs, its own scratch or
  * err) so that a comparison may run two of them at once. */
 static mpx_status exec_node(const mpx_node *n, const mpx_assign *a, const mpx_value *const *srcs,
-                            bool ref_inputs, mpx_value *outs, size_t *scratch_bytes,
+                            bool ref_inputs, const mpx_body_probe *probe, mpx_value *outs, size_t *scratch_bytes,
                             float *dest, int64_t dest_n, mpx_error *err) {
     static const mpx_node_prec fp32 = {0};
     const mpx_node_prec *p = a ? &a->node[n->index] : &fp32;
@@ -293,7 +293,7 @@ static mpx_status exec_node(const mpx_node *n, const mpx_assign *a, const mpx_va
     bool taken = false;
     const mpx_format *sf = low(p->output) ? low(p->output) : cf;
     mpx_kctx kc = {.node = n, .acc = p->acc, .round = cf, .state = sf, .err = err, .dest = dest,
-                   .dest_n = dest_n, .dest_taken = &taken};
+                   .dest_n = dest_n, .dest_taken = &taken, .probe = n->body ? probe : NULL};
     if (err) err->msg[0] = '\0';
     st = mpx_kernel_for(n->op)(&kc, ins, ni, outs, no);
     if (st != MPX_OK) {
@@ -352,6 +352,12 @@ bool mpx_exec_active(const mpx_node *n, const mpx_value *vals) {
 mpx_status mpx_exec_node(const mpx_node *n, const mpx_assign *a, const mpx_value *vals,
                          bool ref_inputs, mpx_value *outs, size_t *scratch_bytes,
                          mpx_error *err) {
+    return mpx_exec_node_probe(n, a, vals, ref_inputs, NULL, outs, scratch_bytes, err);
+}
+
+mpx_status mpx_exec_node_probe(const mpx_node *n, const mpx_assign *a, const mpx_value *vals, bool ref_inputs,
+                               const mpx_body_probe *probe, mpx_value *outs, size_t *scratch_bytes,
+                               mpx_error *err) {
     enum { FEW = 8 };
     if (n->guard && !mpx_exec_active(n, vals)) {
         for (int j = 0; j < n->n_outputs; j++) mpx_value_clear(&outs[j]);
@@ -365,14 +371,14 @@ mpx_status mpx_exec_node(const mpx_node *n, const mpx_assign *a, const mpx_value
                              n->op_type);
     }
     for (int j = 0; j < n->n_inputs; j++) srcs[j] = n->inputs[j] ? &vals[n->inputs[j]->index] : NULL;
-    mpx_status st = exec_node(n, a, srcs, ref_inputs, outs, scratch_bytes, NULL, 0, err);
+    mpx_status st = exec_node(n, a, srcs, ref_inputs, probe, outs, scratch_bytes, NULL, 0, err);
     if (srcs != few) free(srcs);
     return st;
 }
 
 mpx_status mpx_exec_node_with(const mpx_node *n, const mpx_assign *a, const mpx_value *const *srcs,
                               mpx_value *outs, float *dest, int64_t dest_n, mpx_error *err) {
-    return exec_node(n, a, srcs, false, outs, NULL, dest, dest_n, err);
+    return exec_node(n, a, srcs, false, NULL, outs, NULL, dest, dest_n, err);
 }
 
 /* Store a node's outputs into a run's values (a node may recompute a tensor
@@ -456,7 +462,8 @@ mpx_status mpx_run_graph(const mpx_graph *g, const mpx_assign *a, const mpx_valu
             }
         }
         if (span < 2) {
-            st = mpx_exec_node(n, a, ref ? ref->vals : run->vals, ref != NULL, outs, NULL, err);
+            st = mpx_exec_node_probe(n, a, ref ? ref->vals : run->vals, ref != NULL, opts ? opts->probe : NULL, outs,
+                                     NULL, err);
             if (st == MPX_OK) store_outputs(n, outs, run->vals);
             for (int j = 0; st == MPX_OK && opts && opts->on_value && j < n->n_outputs; j++) {
                 const mpx_tensor *t = n->outputs[j];

@@ -140,6 +140,50 @@ static inline void mpx_k_free_values(mpx_value *v, int n) {
 mpx_status mpx_exec_node_with(const mpx_node *n, const mpx_assign *a, const mpx_value *const *srcs,
                               mpx_value *outs, float *dest, int64_t dest_n, mpx_error *err);
 
+/* mpx_exec_node with a body probe (mpx_kctx.probe) for a node that has a
+ * body; mpx_exec_node is this with NULL. */
+mpx_status mpx_exec_node_probe(const mpx_node *n, const mpx_assign *a, const mpx_value *vals, bool ref_inputs,
+                               const struct mpx_body_probe *probe, mpx_value *outs, size_t *scratch_bytes,
+                               mpx_error *err);
+
+/* ---- figures inside bodies (body_figures.c; kern_loop.c fills them) ------------ */
+
+/* Where one candidate's body figures accumulate during a comparison (owned
+ * by the comparison; only the thread running that candidate's steps writes
+ * it, under kern_loop.c's lock). */
+typedef struct mpx_body_sink {
+    mpx_body_layer *v;
+    int n, cap;
+    /* body runs so far, per body graph: the run index of a nested body */
+    const mpx_graph **graphs;
+    int64_t *runs;
+    int n_graphs, graphs_cap;
+} mpx_body_sink;
+
+/* What a Loop, Scan or SequenceMap kernel of a candidate step reads: the
+ * reference values of the graph the node belongs to (indexed by tensor),
+ * the sink, the node of the main graph that owns it all, and whether to
+ * take local figures too. */
+typedef struct mpx_body_probe {
+    const mpx_value *ref_vals;
+    mpx_body_sink *sink;
+    const mpx_node *top;
+    bool local;
+} mpx_body_probe;
+
+/* The index of this run of body b (0, 1, ... per body graph). */
+int64_t mpx_body_next_run(mpx_body_sink *k, const mpx_graph *b);
+/* Add one run's figures m of tensor t (computed by node in b) under run
+ * index run; local: they are local figures. False on out of memory. */
+bool mpx_body_add(mpx_body_sink *k, const mpx_node *top, const mpx_node *node, const mpx_tensor *t,
+                  const mpx_format *fmt, const mpx_metrics *m, bool local, int64_t run);
+/* Turn the sums into means; hand the layers over (*n of them; the sink is
+ * left empty). */
+mpx_body_layer *mpx_body_finish(mpx_body_sink *k, int *n);
+void mpx_body_sink_free(mpx_body_sink *k);
+/* Badness of a metric value: larger is worse, NaN worst of all (samples.c). */
+double mpx_metric_badness(mpx_metric_id id, double v);
+
 /* mpx_exec_start for the tensors marked in want only (NULL: all): a re-run
  * that recomputes a few nodes needs a few constants, not every weight
  * rounded again. */

@@ -22,7 +22,18 @@
  * thread at a time run bodies (a comparison's reference and candidate run
  * their loops one after the other; a Loop inside a body takes the lock it
  * already holds). Bounds: 2^20 iterations, scan outputs of 2^31 values;
- * past them the node is refused by name. */
+ * past them the node is refused by name.
+ *
+ * Figures inside the body: in a comparison's candidate step the node gets a
+ * probe (mpx_kctx.probe) with the reference's values of its inputs, and
+ * runs the reference's loop beside its own (the twin: fp32, its own carried
+ * state, as the reference run has it), one iteration of each in turn. Both
+ * body runs keep every value of the iteration; each float value a body node
+ * computed is compared (body_figures.c keeps the worst iteration and the
+ * mean) and, for local figures, a third run feeds every body node the
+ * reference's values of that iteration. The candidate's values are the same
+ * bits with or without the twin. Scan-8 (a batch of scans) takes no
+ * figures. */
 #include "kern_nn.h"
 
 #include <pthread.h>
@@ -42,6 +53,13 @@ static void lock_init(void) {
     pthread_mutexattr_destroy(&a);
 }
 
+/* n absent values (NULL on out of memory). */
+static mpx_value *absent_values(int n) {
+    mpx_value *v = calloc((size_t)(n > 0 ? n : 1), sizeof *v);
+    for (int i = 0; v && i < n; i++) v[i].n = -1;
+    return v;
+}
+
 /* What running a body needs across iterations. */
 typedef struct body_run {
     const mpx_kctx *c;
@@ -49,10 +67,16 @@ typedef struct body_run {
     mpx_assign *a; /* the node's low format for every body node; NULL: fp32 */
     bool bound;
     int64_t iter;
+    /* With c->probe: the reference's loop runs beside the candidate's (the
+     * twin), each carrying its own state, while the two stay in step (the
+     * same trip count and shapes); each iteration's body values are
+     * compared there (figures). */
+    bool twin;
 } body_run;
 
-/* One iteration: ins[b->n_inputs] in, outs[b->n_outputs] out (owned). */
-static mpx_status run_once(body_run *r, const mpx_value *ins, mpx_value *outs) {
+/* Bind the body's inputs to these values' shapes and infer again when they
+ * changed (the low plan of the body follows its shapes). */
+static mpx_status bind(body_run *r, const mpx_value *ins) {
     const mpx_kctx *c = r->c;
     mpx_graph *b = r->b;
     mpx_error e = {0};
@@ -80,22 +104,126 @@ static mpx_status run_once(body_run *r, const mpx_value *ins, mpx_value *outs) {
         }
         r->bound = true;
     }
-    mpx_run *run = NULL;
-    mpx_run_opts o = {.stream = true};
-    if (mpx_run_graph(b, r->a, ins, &o, &run, &e) != MPX_OK)
-        return mpx_kernel_error(c, e.status, "iteration %lld: %s", (long long)r->iter, e.msg);
+    return MPX_OK;
+}
+
+/* Copies of a body run's outputs into outs[b->n_outputs] (all or none). */
+static mpx_status take_outputs(body_run *r, const mpx_run *run, mpx_value *outs) {
+    const mpx_graph *b = r->b;
+    mpx_error e = {0};
     mpx_status st = MPX_OK;
     for (int k = 0; k < b->n_outputs && !st; k++) {
         const mpx_value *v = &run->vals[b->outputs[k]->index];
-        if (v->n < 0) st = mpx_kernel_error(c, MPX_E_INVALID, "iteration %lld: the body computed no value for its "
+        if (v->n < 0) st = mpx_kernel_error(r->c, MPX_E_INVALID, "iteration %lld: the body computed no value for its "
                                             "output \"%s\"", (long long)r->iter, b->outputs[k]->name);
-        else if (mpx_value_copy(&outs[k], v, &e) != MPX_OK) st = mpx_kernel_error(c, e.status, "%s", e.msg);
+        else if (mpx_value_copy(&outs[k], v, &e) != MPX_OK) st = mpx_kernel_error(r->c, e.status, "%s", e.msg);
     }
-    mpx_run_free(run);
     if (st)
         for (int k = 0; k < b->n_outputs; k++) mpx_value_free(&outs[k]);
+    return st;
+}
+
+static mpx_status run_body(body_run *r, const mpx_assign *a, const mpx_value *ins, const mpx_run_opts *o,
+                           mpx_run **run) {
+    mpx_error e = {0};
+    if (mpx_run_graph(r->b, a, ins, o, run, &e) != MPX_OK)
+        return mpx_kernel_error(r->c, e.status, "iteration %lld: %s", (long long)r->iter, e.msg);
+    return MPX_OK;
+}
+
+/* One iteration: ins[b->n_inputs] in, outs[b->n_outputs] out (owned). */
+static mpx_status run_once(body_run *r, const mpx_value *ins, mpx_value *outs) {
+    mpx_run *run = NULL;
+    mpx_run_opts o = {.stream = true};
+    mpx_status st = bind(r, ins);
+    if (!st) st = run_body(r, r->a, ins, &o, &run);
+    if (!st) st = take_outputs(r, run, outs);
+    mpx_run_free(run);
     r->iter++;
     return st;
+}
+
+static bool comparable(const mpx_value *x, const mpx_value *y) {
+    return x->n >= 0 && y->n >= 0 && x->f && y->f && !x->is_seq && !y->is_seq && mpx_k_same_dims(x, y);
+}
+
+/* The figures of one iteration: every float value a body node computed in
+ * the candidate's run (and the local run) against the reference's. */
+static mpx_status figures(body_run *r, const mpx_run *rr, const mpx_run *cr, const mpx_run *lr, int64_t idx) {
+    const mpx_body_probe *p = r->c->probe;
+    const mpx_graph *b = r->b;
+    for (int i = 0; i < b->n_nodes; i++) {
+        const mpx_node *n = b->nodes[i];
+        if (mpx_exec_skipped(n)) continue;
+        for (int j = 0; j < n->n_outputs; j++) {
+            const mpx_tensor *t = n->outputs[j];
+            if (!t) continue;
+            const mpx_value *rv = &rr->vals[t->index];
+            const mpx_format *fmt = r->a ? r->a->tensor[t->index] : NULL;
+            for (int side = 0; side < (lr ? 2 : 1); side++) {
+                const mpx_value *cv = side ? &lr->vals[t->index] : &cr->vals[t->index];
+                if (!comparable(rv, cv)) continue;
+                mpx_metrics m;
+                mpx_error e = {0};
+                if (mpx_metrics_compute(rv, cv, fmt, &m, &e) != MPX_OK)
+                    return mpx_kernel_error(r->c, e.status, "iteration %lld: body value \"%s\": %s",
+                                            (long long)r->iter, t->name, e.msg);
+                if (!mpx_body_add(p->sink, p->top, n, t, fmt, &m, side == 1, idx))
+                    return mpx_kernel_error(r->c, MPX_E_NOMEM, "out of memory");
+            }
+        }
+    }
+    return MPX_OK;
+}
+
+/* One iteration of both loops: the candidate's (ins, outs) and the
+ * reference twin's (rins, routs), every value of both body runs kept until
+ * they are compared. The candidate's body gets a probe of its own, so a
+ * Loop inside it compares its body against the reference run's the same
+ * way. When the two sides' inputs differ in shape the twin stops
+ * (r->twin false, routs left absent) and the candidate runs on its own. */
+static mpx_status run_pair(body_run *r, const mpx_value *ins, mpx_value *outs, const mpx_value *rins,
+                           mpx_value *routs) {
+    const mpx_body_probe *p = r->c->probe;
+    const mpx_graph *b = r->b;
+    for (int i = 0; i < b->n_inputs && r->twin; i++)
+        r->twin = ins[i].is_seq == rins[i].is_seq && (ins[i].is_seq || mpx_k_same_dims(&ins[i], &rins[i]));
+    if (!r->twin) return run_once(r, ins, outs);
+    int64_t idx = mpx_body_next_run(p->sink, b);
+    mpx_run *rr = NULL, *cr = NULL, *lr = NULL;
+    mpx_run_opts ro = {0};
+    mpx_status st = bind(r, rins);
+    if (!st) st = run_body(r, NULL, rins, &ro, &rr);
+    mpx_body_probe child = {.ref_vals = rr ? rr->vals : NULL, .sink = p->sink, .top = p->top, .local = p->local};
+    mpx_run_opts co = {.probe = &child}, lo = {.local_ref = rr};
+    if (!st) st = run_body(r, r->a, ins, &co, &cr);
+    if (!st && p->local) st = run_body(r, r->a, rins, &lo, &lr);
+    if (!st) st = figures(r, rr, cr, lr, idx);
+    if (!st) st = take_outputs(r, cr, outs);
+    if (!st && (st = take_outputs(r, rr, routs))) mpx_k_free_values(outs, b->n_outputs);
+    mpx_run_free(rr);
+    mpx_run_free(cr);
+    mpx_run_free(lr);
+    r->iter++;
+    return st;
+}
+
+/* The reference's values of the node's inputs (NULL for an omitted one), for
+ * the twin; NULL when the reference has no value of one the node reads (an
+ * If around it took the other branch there): no twin then. */
+static const mpx_value **twin_inputs(const mpx_kctx *c, const mpx_value *const *in, int n_in) {
+    if (!c->probe || !c->probe->ref_vals) return NULL;
+    const mpx_value **rin = calloc((size_t)(n_in ? n_in : 1), sizeof *rin);
+    for (int j = 0; rin && j < n_in; j++) {
+        const mpx_tensor *t = c->node->inputs[j];
+        if (!in[j] || !t) continue;
+        rin[j] = &c->probe->ref_vals[t->index];
+        if (rin[j]->n < 0) {
+            free(rin);
+            return NULL;
+        }
+    }
+    return rin;
 }
 
 /* A growing list of one scan output's per-iteration values. */
@@ -184,6 +312,55 @@ static mpx_status scalar(const mpx_kctx *c, mpx_value *v, mpx_dtype dt, int64_t 
 
 static bool truth(const mpx_value *v) { return v->i ? v->i[0] != 0 : v->f && v->f[0] != 0.0f; }
 
+/* A Loop's body inputs before the first iteration: copies of the carried
+ * values (node inputs 2..), views of the outer values. */
+static mpx_status loop_start(const mpx_kctx *c, const mpx_value *const *in, int n_in, int nv, mpx_value *ins) {
+    mpx_error e;
+    for (int i = 0; i < nv; i++) {
+        const mpx_value *v = kn_opt(in, n_in, 2 + i);
+        if (!v) return mpx_kernel_error(c, MPX_E_INVALID, "loop-carried value %d has no value", i);
+        if (mpx_value_copy(&ins[2 + i], v, &e)) return mpx_kernel_error(c, e.status, "%s", e.msg);
+    }
+    return outer_views(c, in, 2 + nv, ins);
+}
+
+/* The trip count M (-1: none) and the condition's first value. */
+static mpx_status loop_bounds(const mpx_kctx *c, const mpx_value *const *in, int n_in, int64_t *trips, bool *go) {
+    const mpx_value *m = kn_opt(in, n_in, 0), *cv = kn_opt(in, n_in, 1);
+    *trips = -1;
+    if (m) {
+        if (!m->i || m->n != 1) return mpx_kernel_error(c, MPX_E_INVALID, "the trip count M must be one integer");
+        *trips = m->i[0];
+        if (*trips < 0)
+            return mpx_kernel_error(c, MPX_E_INVALID, "the trip count M = %lld is negative", (long long)*trips);
+    }
+    if (cv && cv->n != 1) return mpx_kernel_error(c, MPX_E_INVALID, "the condition must be one value");
+    *go = !cv || truth(cv);
+    return MPX_OK;
+}
+
+/* Iteration it's number and condition in, the carried values out of outs
+ * into the next iteration's inputs. */
+static mpx_status loop_enter(const mpx_kctx *c, mpx_value *ins, int64_t it, bool go) {
+    mpx_value_free(&ins[0]), mpx_value_free(&ins[1]);
+    mpx_status st = scalar(c, &ins[0], MPX_DT_INT64, it);
+    return st ? st : scalar(c, &ins[1], MPX_DT_BOOL, go);
+}
+
+static void loop_carry(mpx_value *ins, mpx_value *outs, int nv) {
+    mpx_value_free(&outs[0]);
+    for (int i = 0; i < nv; i++) {
+        mpx_value_free(&ins[2 + i]);
+        ins[2 + i] = outs[1 + i];
+        mpx_value_clear(&outs[1 + i]);
+    }
+}
+
+static void free_ins(mpx_value *ins, int nb) {
+    for (int i = 0; ins && i < nb; i++)
+        if (!ins[i].borrowed) mpx_value_free(&ins[i]);
+}
+
 mpx_status mpx_k_loop(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
     mpx_graph *b = c->node->body;
     int nv = c->node->n_explicit - 2;
@@ -191,53 +368,47 @@ mpx_status mpx_k_loop(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
         n_out < nv)
         return mpx_kernel_error(c, MPX_E_INVALID, "the body (%d inputs, %d outputs) does not fit the node",
                                 b ? b->n_inputs : 0, b ? b->n_outputs : 0);
-    const mpx_value *m = kn_opt(in, n_in, 0), *cv = kn_opt(in, n_in, 1);
-    int64_t trips = -1;
-    if (m) {
-        if (!m->i || m->n != 1) return mpx_kernel_error(c, MPX_E_INVALID, "the trip count M must be one integer");
-        trips = m->i[0];
-        if (trips < 0) return mpx_kernel_error(c, MPX_E_INVALID, "the trip count M = %lld is negative", (long long)trips);
-    }
-    if (cv && cv->n != 1) return mpx_kernel_error(c, MPX_E_INVALID, "the condition must be one value");
-    bool go = !cv || truth(cv);
+    int64_t trips, rtrips = -1;
+    bool go, rgo = false;
+    mpx_status st = loop_bounds(c, in, n_in, &trips, &go);
+    if (st) return st;
     int nb = b->n_inputs, ns = n_out - nv;
-    mpx_value *ins = calloc((size_t)nb, sizeof *ins), *outs = calloc((size_t)b->n_outputs, sizeof *outs);
+    const mpx_value **rin = twin_inputs(c, in, n_in);
+    mpx_value *ins = absent_values(nb), *outs = absent_values(b->n_outputs);
+    mpx_value *rins = rin ? absent_values(nb) : NULL, *routs = rin ? absent_values(b->n_outputs) : NULL;
     stack *sc = calloc((size_t)(ns ? ns : 1), sizeof *sc);
-    if (!ins || !outs || !sc) {
-        free(ins), free(outs), free(sc);
-        return mpx_kernel_error(c, MPX_E_NOMEM, "out of memory");
+    if (!ins || !outs || !sc || (rin && (!rins || !routs))) st = mpx_kernel_error(c, MPX_E_NOMEM, "out of memory");
+    if (!st) st = loop_start(c, in, n_in, nv, ins);
+    body_run r = {.c = c, .b = b};
+    /* The twin starts when the reference's loop would take as many steps; one
+     * that cannot start is no error of the node. */
+    if (!st && rin) {
+        mpx_status ts = loop_bounds(c, rin, n_in, &rtrips, &rgo);
+        if (!ts && rtrips == trips && rgo == go) ts = loop_start(c, rin, n_in, nv, rins);
+        r.twin = !ts && rtrips == trips && rgo == go;
+        if (ts && c->err) mpx_error_clear(c->err);
     }
-    for (int i = 0; i < nb; i++) ins[i].n = -1;
-    for (int i = 0; i < b->n_outputs; i++) outs[i].n = -1;
-    mpx_error e;
-    mpx_status st = MPX_OK;
-    for (int i = 0; i < nv && !st; i++) {
-        const mpx_value *v = kn_opt(in, n_in, 2 + i);
-        if (!v) st = mpx_kernel_error(c, MPX_E_INVALID, "loop-carried value %d has no value", i);
-        else if (mpx_value_copy(&ins[2 + i], v, &e)) st = mpx_kernel_error(c, e.status, "%s", e.msg);
-    }
-    if (!st) st = outer_views(c, in, 2 + nv, ins);
     pthread_once(&lock_once, lock_init);
     pthread_mutex_lock(&lock);
-    body_run r = {.c = c, .b = b};
     for (int64_t it = 0; !st && go && (trips < 0 || it < trips); it++) {
         if (it >= MAX_ITERS) {
             st = mpx_kernel_error(c, MPX_E_LIMIT, "stopped after %d iterations (trip count %s%lld); mpx runs at most "
                                   "2^20", MAX_ITERS, trips < 0 ? "none, condition still true: " : "", (long long)trips);
             break;
         }
-        mpx_value_free(&ins[0]), mpx_value_free(&ins[1]);
-        if ((st = scalar(c, &ins[0], MPX_DT_INT64, it)) || (st = scalar(c, &ins[1], MPX_DT_BOOL, go))) break;
-        if ((st = run_once(&r, ins, outs))) break;
+        if ((st = loop_enter(c, ins, it, go))) break;
+        if (r.twin && (st = loop_enter(c, rins, it, rgo))) break;
+        if ((st = r.twin ? run_pair(&r, ins, outs, rins, routs) : run_once(&r, ins, outs))) break;
         go = truth(&outs[0]);
-        mpx_value_free(&outs[0]);
-        for (int i = 0; i < nv; i++) {
-            mpx_value_free(&ins[2 + i]);
-            ins[2 + i] = outs[1 + i];
-            mpx_value_clear(&outs[1 + i]);
-        }
+        loop_carry(ins, outs, nv);
         for (int k = 0; k < ns && !st; k++) st = push(c, &sc[k], &outs[1 + nv + k], k);
         mpx_k_free_values(outs + 1 + nv, ns);
+        if (r.twin) {
+            rgo = truth(&routs[0]);
+            loop_carry(rins, routs, nv);
+            mpx_k_free_values(routs, b->n_outputs);
+            r.twin = rgo == go;
+        }
     }
     pthread_mutex_unlock(&lock);
     mpx_assign_free(r.a);
@@ -247,20 +418,68 @@ mpx_status mpx_k_loop(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
     }
     for (int k = 0; k < ns && !st; k++) st = stack_out(c, &sc[k], 0, false, b->outputs[1 + nv + k], &out[nv + k]);
     if (st) mpx_k_free_values(out, n_out);
-    for (int i = 0; i < nb; i++)
-        if (!ins[i].borrowed) mpx_value_free(&ins[i]);
-    mpx_k_free_values(outs, b->n_outputs);
-    for (int k = 0; k < ns; k++) stack_free(&sc[k]);
-    free(ins), free(outs), free(sc);
+    free_ins(ins, nb);
+    free_ins(rins, nb);
+    mpx_k_free_values(outs, outs ? b->n_outputs : 0);
+    mpx_k_free_values(routs, routs ? b->n_outputs : 0);
+    for (int k = 0; sc && k < ns; k++) stack_free(&sc[k]);
+    free(ins), free(outs), free(rins), free(routs), free(sc), free(rin);
     return st;
+}
+
+/* Slice t of each scan input xv[i] along iax[i] (from the end with idir)
+ * into ins[nst + i]. */
+static mpx_status scan_slices(const mpx_kctx *c, const mpx_value *const *xv, int nst, int nsi, const int64_t *iax,
+                              const int64_t *idir, const int64_t *outer, const int64_t *inner, int64_t len, int64_t t,
+                              mpx_value *ins) {
+    for (int i = 0; i < nsi; i++) {
+        const mpx_value *x = xv[i];
+        int64_t d[MPX_MAX_RANK], at = idir[i] ? len - 1 - t : t;
+        for (int q = 0, w = 0; q < x->rank; q++)
+            if (q != iax[i]) d[w++] = x->dims[q];
+        mpx_value *sl = &ins[nst + i];
+        mpx_value_free(sl);
+        mpx_status st = mpx_k_alloc(c, sl, x->dtype, x->rank - 1, d);
+        if (st) return st;
+        for (int64_t o = 0; o < outer[i]; o++) {
+            int64_t from = (o * len + at) * inner[i];
+            if (x->f) memcpy(sl->f + o * inner[i], x->f + from, (size_t)inner[i] * sizeof *sl->f);
+            else memcpy(sl->i + o * inner[i], x->i + from, (size_t)inner[i] * sizeof *sl->i);
+        }
+    }
+    return MPX_OK;
+}
+
+/* The body inputs of a Scan before its first iteration: copies of the
+ * states, views of the outer values. */
+static mpx_status scan_start(const mpx_kctx *c, const mpx_value *const *in, const mpx_value *const *sv, int nst,
+                             int nsi, mpx_value *ins) {
+    mpx_error e;
+    for (int i = 0; i < nst; i++) {
+        const mpx_value *x = sv[i];
+        if (!x) return mpx_kernel_error(c, MPX_E_INVALID, "state %d has no value", i);
+        if (mpx_value_copy(&ins[i], x, &e)) return mpx_kernel_error(c, e.status, "%s", e.msg);
+    }
+    return outer_views(c, in, nst + nsi, ins);
+}
+
+static void scan_carry(mpx_value *ins, mpx_value *outs, int nst) {
+    for (int i = 0; i < nst; i++) {
+        mpx_value_free(&ins[i]);
+        ins[i] = outs[i];
+        mpx_value_clear(&outs[i]);
+    }
 }
 
 /* One Scan over states sv[nst] and scan inputs xv[nsi] (slices along
  * iax, in direction idir), outputs stacked along oax (prepended when odir):
- * Scan-9's meaning; Scan-8 runs it once per batch item. */
+ * Scan-9's meaning; Scan-8 runs it once per batch item. With rin (the
+ * reference's node inputs; rsv, rxv its states and scan inputs) the
+ * reference's scan runs beside as the twin. */
 static mpx_status scan_core(const mpx_kctx *c, const mpx_value *const *in, const mpx_value *const *sv,
                             const mpx_value *const *xv, int nst, int nsi, int64_t *iax, const int64_t *idir,
-                            const int64_t *oax, const int64_t *odir, mpx_value *out, int n_out) {
+                            const int64_t *oax, const int64_t *odir, mpx_value *out, int n_out,
+                            const mpx_value *const *rin, const mpx_value *const *rsv, const mpx_value *const *rxv) {
     mpx_graph *b = c->node->body;
     int nso = n_out - nst;
     /* the scan inputs' slices: along axis, len of them (equal for all) */
@@ -283,49 +502,35 @@ static mpx_status scan_core(const mpx_kctx *c, const mpx_value *const *in, const
         }
     }
     if (len > MAX_ITERS) return mpx_kernel_error(c, MPX_E_LIMIT, "%lld iterations; mpx runs at most 2^20", (long long)len);
+    /* The twin's scan inputs must be sliced the same way. */
+    bool twin = rin != NULL;
+    for (int i = 0; twin && i < nsi; i++) twin = rxv[i] && mpx_k_same_dims(rxv[i], xv[i]) && rxv[i]->dtype == xv[i]->dtype;
+    for (int i = 0; twin && i < nst; i++) twin = rsv[i] != NULL;
     int nb = b->n_inputs;
-    mpx_value *ins = calloc((size_t)nb, sizeof *ins), *outs = calloc((size_t)n_out, sizeof *outs);
+    mpx_value *ins = absent_values(nb), *outs = absent_values(n_out);
+    mpx_value *rins = twin ? absent_values(nb) : NULL, *routs = twin ? absent_values(n_out) : NULL;
     stack *sc = calloc((size_t)(nso ? nso : 1), sizeof *sc);
-    if (!ins || !outs || !sc) {
-        free(ins), free(outs), free(sc);
-        return mpx_kernel_error(c, MPX_E_NOMEM, "out of memory");
-    }
-    for (int i = 0; i < nb; i++) ins[i].n = -1;
-    for (int i = 0; i < n_out; i++) outs[i].n = -1;
-    mpx_error e;
     mpx_status st = MPX_OK;
-    for (int i = 0; i < nst && !st; i++) {
-        const mpx_value *x = sv[i];
-        if (!x) st = mpx_kernel_error(c, MPX_E_INVALID, "state %d has no value", i);
-        else if (mpx_value_copy(&ins[i], x, &e)) st = mpx_kernel_error(c, e.status, "%s", e.msg);
+    if (!ins || !outs || !sc || (twin && (!rins || !routs))) st = mpx_kernel_error(c, MPX_E_NOMEM, "out of memory");
+    if (!st) st = scan_start(c, in, sv, nst, nsi, ins);
+    body_run r = {.c = c, .b = b};
+    if (!st && twin) {
+        r.twin = scan_start(c, rin, rsv, nst, nsi, rins) == MPX_OK;
+        if (!r.twin && c->err) mpx_error_clear(c->err); /* no error of the node's */
     }
-    if (!st) st = outer_views(c, in, nst + nsi, ins);
     pthread_once(&lock_once, lock_init);
     pthread_mutex_lock(&lock);
-    body_run r = {.c = c, .b = b};
     for (int64_t t = 0; t < len && !st; t++) {
-        for (int i = 0; i < nsi && !st; i++) {
-            const mpx_value *x = xv[i];
-            int64_t d[MPX_MAX_RANK], at = idir[i] ? len - 1 - t : t;
-            for (int q = 0, w = 0; q < x->rank; q++)
-                if (q != iax[i]) d[w++] = x->dims[q];
-            mpx_value *s = &ins[nst + i];
-            mpx_value_free(s);
-            if ((st = mpx_k_alloc(c, s, x->dtype, x->rank - 1, d))) break;
-            for (int64_t o = 0; o < outer[i]; o++) {
-                int64_t from = (o * len + at) * inner[i];
-                if (x->f) memcpy(s->f + o * inner[i], x->f + from, (size_t)inner[i] * sizeof *s->f);
-                else memcpy(s->i + o * inner[i], x->i + from, (size_t)inner[i] * sizeof *s->i);
-            }
-        }
-        if (st || (st = run_once(&r, ins, outs))) break;
-        for (int i = 0; i < nst; i++) {
-            mpx_value_free(&ins[i]);
-            ins[i] = outs[i];
-            mpx_value_clear(&outs[i]);
-        }
+        if ((st = scan_slices(c, xv, nst, nsi, iax, idir, outer, inner, len, t, ins))) break;
+        if (r.twin && (st = scan_slices(c, rxv, nst, nsi, iax, idir, outer, inner, len, t, rins))) break;
+        if ((st = r.twin ? run_pair(&r, ins, outs, rins, routs) : run_once(&r, ins, outs))) break;
+        scan_carry(ins, outs, nst);
         for (int k = 0; k < nso && !st; k++) st = push(c, &sc[k], &outs[nst + k], k);
         mpx_k_free_values(outs + nst, nso);
+        if (r.twin) {
+            scan_carry(rins, routs, nst);
+            mpx_k_free_values(routs, n_out);
+        }
     }
     pthread_mutex_unlock(&lock);
     mpx_assign_free(r.a);
@@ -336,14 +541,14 @@ static mpx_status scan_core(const mpx_kctx *c, const mpx_value *const *in, const
     for (int k = 0; k < nso && !st; k++)
         st = stack_out(c, &sc[k], oax[k], odir[k] != 0, b->outputs[nst + k], &out[nst + k]);
     if (st) mpx_k_free_values(out, n_out);
-    for (int i = 0; i < nb; i++)
-        if (!ins[i].borrowed) mpx_value_free(&ins[i]);
-    mpx_k_free_values(outs, n_out);
-    for (int k = 0; k < nso; k++) stack_free(&sc[k]);
-    free(ins), free(outs), free(sc);
+    free_ins(ins, nb);
+    free_ins(rins, nb);
+    mpx_k_free_values(outs, outs ? n_out : 0);
+    mpx_k_free_values(routs, routs ? n_out : 0);
+    for (int k = 0; sc && k < nso; k++) stack_free(&sc[k]);
+    free(ins), free(outs), free(rins), free(routs), free(sc);
     return st;
 }
-
 
 mpx_status mpx_k_scan(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
     mpx_graph *b = c->node->body;
@@ -370,7 +575,15 @@ mpx_status mpx_k_scan(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
     const mpx_value *sv[1024], *xv[1024];
     for (int i = 0; i < nst; i++) sv[i] = kn_opt(in, n_in, first + i);
     for (int i = 0; i < nsi; i++) xv[i] = kn_opt(in, n_in, first + nst + i);
-    if (!v8) return scan_core(c, in, sv, xv, nst, (int)nsi, iax, idir, oax, odir, out, n_out);
+    if (!v8) {
+        const mpx_value **rin = twin_inputs(c, in, n_in);
+        const mpx_value *rsv[1024], *rxv[1024];
+        for (int i = 0; rin && i < nst; i++) rsv[i] = kn_opt(rin, n_in, first + i);
+        for (int i = 0; rin && i < nsi; i++) rxv[i] = kn_opt(rin, n_in, first + nst + i);
+        mpx_status st = scan_core(c, in, sv, xv, nst, (int)nsi, iax, idir, oax, odir, out, n_out, rin, rsv, rxv);
+        free(rin);
+        return st;
+    }
     /* Scan-8: the Scan of each batch item (its slice of every state and scan
      * input), the results stacked along a new leading batch dim;
      * sequence_lens, when given, must be the full length */
@@ -408,7 +621,7 @@ mpx_status mpx_k_scan(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
             else xb[i - nst] = sl;
         }
         for (int k = 0; k < n_out; k++) mpx_value_clear(&ob[k]);
-        if ((st = scan_core(c, in, sb, xb, nst, (int)nsi, iax, idir, oax, odir, ob, n_out))) break;
+        if ((st = scan_core(c, in, sb, xb, nst, (int)nsi, iax, idir, oax, odir, ob, n_out, NULL, NULL, NULL))) break;
         for (int k = 0; k < n_out && !st; k++) st = push(c, &st8[k], &ob[k], k);
         mpx_k_free_values(ob, n_out);
     }
@@ -450,16 +663,26 @@ mpx_status mpx_k_sequence_map(const mpx_kctx *c, const mpx_value *const *in, int
         out[k].is_seq = true, out[k].rank = -1, out[k].n = 0, out[k].dtype = b->outputs[k]->dtype;
         if (len > 0 && !(out[k].seq = calloc((size_t)len, sizeof *out[k].seq))) st = mpx_kernel_error(c, MPX_E_NOMEM, "out of memory");
     }
+    /* The twin: the reference's sequences, as long as the candidate's. */
+    const mpx_value **rin = twin_inputs(c, in, n_in);
+    mpx_value *rins = rin ? absent_values(n_in) : NULL, *routs = rin ? absent_values(n_out) : NULL;
+    body_run r = {.c = c, .b = b, .twin = rins && routs};
+    for (int j = 0; r.twin && j < n_in; j++)
+        r.twin = rin[j] && rin[j]->is_seq == in[j]->is_seq && (!in[j]->is_seq || rin[j]->n == in[j]->n);
     pthread_once(&lock_once, lock_init);
     pthread_mutex_lock(&lock);
-    body_run r = {.c = c, .b = b};
     for (int64_t it = 0; it < len && !st; it++) {
         for (int j = 0; j < n_in; j++) {
             const mpx_value *v = in[j];
             ins[j] = j < ne && v->is_seq ? v->seq[it] : *v;
             ins[j].borrowed = true;
+            if (!r.twin) continue;
+            v = rin[j];
+            rins[j] = j < ne && v->is_seq ? v->seq[it] : *v;
+            rins[j].borrowed = true;
         }
-        if ((st = run_once(&r, ins, outs))) break;
+        if ((st = r.twin ? run_pair(&r, ins, outs, rins, routs) : run_once(&r, ins, outs))) break;
+        mpx_k_free_values(routs, routs ? n_out : 0);
         for (int k = 0; k < n_out; k++) {
             out[k].seq[it] = outs[k];
             out[k].n = it + 1;
@@ -470,6 +693,6 @@ mpx_status mpx_k_sequence_map(const mpx_kctx *c, const mpx_value *const *in, int
     pthread_mutex_unlock(&lock);
     mpx_assign_free(r.a);
     if (st) mpx_k_free_values(out, n_out);
-    free(ins), free(outs);
+    free(ins), free(outs), free(rins), free(routs), free(rin);
     return st;
 }

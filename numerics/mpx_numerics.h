@@ -331,6 +331,11 @@ typedef struct mpx_kctx {
     float *dest;
     int64_t dest_n;
     bool *dest_taken;
+    /* Loop, Scan and SequenceMap in a comparison's candidate step (NULL
+     * otherwise): the reference's values and where the figures of the
+     * values inside the body go (numerics/kern_loop.c runs the reference
+     * body beside the candidate's, iteration by iteration). */
+    const struct mpx_body_probe *probe;
 } mpx_kctx;
 
 /* A kernel reads in[0..n_in) (NULL for an omitted optional input) and
@@ -399,6 +404,9 @@ typedef struct mpx_run_opts {
      * made whole); the values are the same bits. */
     void (*on_value)(void *ctx, const mpx_tensor *t, const mpx_value *v);
     void *on_value_ctx;
+    /* numerics-internal (kern_loop.c): a candidate body run whose own Loop,
+     * Scan and SequenceMap nodes take their bodies' figures too; NULL. */
+    const struct mpx_body_probe *probe;
 } mpx_run_opts;
 
 /* The values of every tensor of one run. Owns vals[i] (borrowed views for
@@ -499,6 +507,32 @@ typedef struct mpx_layer {
     bool unmeasured;
 } mpx_layer;
 
+/* A float value computed inside the body of a Loop, Scan or SequenceMap
+ * (nested bodies too), compared iteration by iteration: the candidate's
+ * body run against the reference's body run of the same iteration (each
+ * side's loop carrying its own state, as the two runs do). Iterations are
+ * compared while both runs iterate with values of one shape; a run where
+ * the two differ in trip count or shape compares the iterations before. */
+typedef struct mpx_body_layer {
+    const mpx_node *owner;       /* the node of g whose body holds it (the one the plan colours) */
+    const mpx_node *node;        /* the body node that computes it (name "<owner>/body/...") */
+    const mpx_tensor *tensor;    /* a tensor of that body's graph */
+    const mpx_format *fmt;       /* the candidate's format for it (NULL: fp32) */
+    int64_t runs;                /* body runs compared */
+    /* The run of its worst rel_l2: the iteration, counted from 0 (for a
+     * body nested in another, its runs are counted across the outer
+     * iterations). */
+    int64_t worst_run;
+    mpx_metrics worst;           /* each metric's worst over the runs */
+    /* The mean over the runs (counts: their total; n: one run's). */
+    mpx_metrics mean;
+    /* With local figures: each run's body node fed the reference run's
+     * values of that iteration (converted to its formats). */
+    bool has_local;
+    int64_t local_worst_run;
+    mpx_metrics local_worst, local_mean;
+} mpx_body_layer;
+
 typedef struct mpx_compare_opts {
     bool local;                  /* also compute local metrics (a third, per-node run) */
     /* [g->n_tensors] or NULL: tensors whose reference and candidate values are
@@ -566,6 +600,12 @@ typedef struct mpx_compare {
      * the kept values of the sample whose worst model output is worst. NULL
      * for a one-input run. */
     struct mpx_samples *samples;
+    /* The values inside Loop, Scan and SequenceMap bodies (owned), in the
+     * order their owners run, body order within: taken by full runs that
+     * measure every layer (opts.measure NULL); none for a data set's
+     * combined result. */
+    int n_body;
+    mpx_body_layer *body;
 } mpx_compare;
 
 /* Runs the fp32 reference and the candidate assignment a (NULL: fp32) side by

@@ -5,7 +5,7 @@
  * figures are appended here (a layer's mpx_metrics per sample: 403 layers x
  * 256 samples of rec is 10 MB), so memory does not grow with the values of
  * the samples, only with their figures. */
-#include "mpx_numerics.h"
+#include "kern_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -71,8 +71,8 @@ mpx_status mpx_samples_add(mpx_samples *S, const mpx_compare *c, int id, mpx_err
     return MPX_OK;
 }
 
-/* Badness of a metric value: larger is worse, NaN worst of all. */
-static double badness(mpx_metric_id id, double v) {
+/* larger is worse, NaN worst of all (kern_internal.h) */
+double mpx_metric_badness(mpx_metric_id id, double v) {
     if (isnan(v)) return INFINITY;
     return mpx_metric_info_of(id)->low_is_worse ? -v : v;
 }
@@ -105,7 +105,7 @@ static void reduce_layer(const mpx_metrics *m, size_t stride, int n, mpx_stat st
         } else {
             int wk = 0;
             for (int k = 0; k < n; k++) {
-                scratch[k] = badness(mid, mpx_metric_value(&m[(size_t)k * stride], mid));
+                scratch[k] = mpx_metric_badness(mid, mpx_metric_value(&m[(size_t)k * stride], mid));
                 if (scratch[k] > scratch[wk]) wk = k;
             }
             if (mid == MPX_METRIC_rel_l2 && worst) *worst = wk;

@@ -119,6 +119,87 @@ static mpx_status report_samples(mpx_session *s, const mpx_compare *c, mpx_error
     return st;
 }
 
+/* The values inside bodies as layers the report's sort takes: node is the
+ * owner's index, tensor the place in c->body (run order breaks ties), m the
+ * worst over the iterations. NULL on out of memory. */
+static mpx_layer *body_as_layers(const mpx_compare *c, metric_id sm, const mpx_layer ***rows) {
+    int nb = c->n_body;
+    mpx_layer *v = calloc((size_t)(nb ? nb : 1), sizeof *v);
+    *rows = malloc((size_t)(nb ? nb : 1) * sizeof **rows);
+    if (!v || !*rows) {
+        free(v);
+        free(*rows);
+        *rows = NULL;
+        return NULL;
+    }
+    for (int i = 0; i < nb; i++) {
+        const mpx_body_layer *B = &c->body[i];
+        v[i] = (mpx_layer){.tensor = i, .node = B->owner->index, .fmt = B->fmt, .m = B->worst,
+                           .has_local = B->has_local, .local = B->local_worst};
+        (*rows)[i] = &v[i];
+    }
+    sort_metric = sm;
+    qsort(*rows, (size_t)nb, sizeof **rows, layer_cmp);
+    return v;
+}
+
+static cJSON *body_json(const mpx_body_layer *B) {
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "tensor", B->tensor->name);
+    cJSON_AddStringToObject(e, "node", B->node->name);
+    cJSON_AddStringToObject(e, "op", B->node->op_type);
+    cJSON_AddStringToObject(e, "owner", B->owner->name);
+    cJSON_AddNumberToObject(e, "order", B->owner->index);
+    cJSON_AddStringToObject(e, "format", mpx_format_name(B->fmt));
+    cJSON_AddNumberToObject(e, "runs", (double)B->runs);
+    cJSON_AddNumberToObject(e, "worst_run", (double)B->worst_run);
+    cJSON_AddItemToObject(e, "metrics", repl_metrics_json(&B->worst));
+    cJSON_AddItemToObject(e, "mean", repl_metrics_json(&B->mean));
+    if (B->has_local) {
+        cJSON_AddNumberToObject(e, "local_worst_run", (double)B->local_worst_run);
+        cJSON_AddItemToObject(e, "local", repl_metrics_json(&B->local_worst));
+        cJSON_AddItemToObject(e, "local_mean", repl_metrics_json(&B->local_mean));
+    }
+    return e;
+}
+
+/* The values inside Loop, Scan and SequenceMap bodies: a second table,
+ * sorted as the first, each row a value's worst over the iterations. */
+static mpx_status body_table(mpx_session *s, const mpx_compare *c, metric_id sm, int top, mpx_error *err) {
+    const mpx_layer **rows;
+    mpx_layer *v = body_as_layers(c, sm, &rows);
+    if (!v) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    int n = (top < 0 || top > c->n_body) ? c->n_body : top;
+    int opw = 14;
+    for (int i = 0; i < n; i++) {
+        int l = (int)strlen(c->body[rows[i]->tensor].node->op_type);
+        if (l > opw) opw = l;
+    }
+    fprintf(s->out, "inside bodies: %d values, each its worst over the iterations, the iteration of its worst rel_l2 "
+            "(from 0) and its mean rel_l2%s\n", c->n_body, n < c->n_body ? "" : " (all)");
+    fprintf(s->out, "%-5s %-30s %-*s %-5s %9s %-10s %9s %9s %8s %6s %6s  %11s %9s%s\n", "#", "node", opw, "op", "fmt",
+            "rel_l2", "", "max_abs", "cos", "sqnr_db", "ovf", "unf", "iter/runs", "mean", s->last_local ? "  local" : "");
+    for (int i = 0; i < n; i++) {
+        const mpx_body_layer *B = &c->body[rows[i]->tensor];
+        char b[16], name[64], it[32];
+        bar(b, B->worst.rel_l2);
+        const char *nm = B->node->name;
+        size_t len = strlen(nm);
+        if (len > 30) snprintf(name, sizeof name, "...%s", nm + len - 27);
+        else snprintf(name, sizeof name, "%s", nm);
+        snprintf(it, sizeof it, "%lld/%lld", (long long)B->worst_run, (long long)B->runs);
+        fprintf(s->out, "%-5d %-30s %-*s %-5s %9.3g %-10s %9.3g %9.6f %8.1f %6lld %6lld  %11s %9.3g", B->owner->index,
+                name, opw, B->node->op_type, mpx_format_name(B->fmt), B->worst.rel_l2, b, B->worst.max_abs,
+                B->worst.cos, B->worst.sqnr_db, (long long)B->worst.overflow, (long long)B->worst.underflow, it,
+                B->mean.rel_l2);
+        if (B->has_local) fprintf(s->out, "  %.3g", B->local_worst.rel_l2);
+        fputc('\n', s->out);
+    }
+    free(rows);
+    free(v);
+    return MPX_OK;
+}
+
 MPX_CMD(repl_cmd_report) {
     mpx_status st = repl_need_model(s, err);
     if (st) return st;
@@ -269,7 +350,17 @@ MPX_CMD(repl_cmd_report) {
                 }
                 cJSON_AddItemToArray(arr, e);
             }
-            text = cJSON_Print(root);
+            if (c->n_body) {
+                const mpx_layer **brows;
+                mpx_layer *bv = body_as_layers(c, sm, &brows);
+                cJSON *ba = cJSON_AddArrayToObject(root, "body");
+                int nbr = (top < 0 || top > c->n_body) ? c->n_body : top;
+                for (int i = 0; bv && i < nbr; i++) cJSON_AddItemToArray(ba, body_json(&c->body[brows[i]->tensor]));
+                free(brows);
+                free(bv);
+                if (!bv) st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+            }
+            text = st ? NULL : cJSON_Print(root);
             cJSON_Delete(root);
         } else {
             size_t cap = 256 + (size_t)n * 512, o = 0;
@@ -337,7 +428,7 @@ MPX_CMD(repl_cmd_report) {
     }
     free(rows);
     free(view), free(mean), free(worst_of);
-    return MPX_OK;
+    return c->n_body ? body_table(s, c, sm, top, err) : MPX_OK;
 }
 
 /* ---- tensor ------------------------------------------------------------------ */

@@ -254,6 +254,22 @@ void repl_print_run_summary(mpx_session *s, const mpx_compare *c, const mpx_form
         fprintf(s->info, "  worst own error: %s (%s %s) local rel_l2 %.3g (rel_l2 %.3g at its output)\n",
                 layer_name(g, own), g->nodes[own->node]->op_type, g->nodes[own->node]->name, own->local.rel_l2,
                 own->m.rel_l2);
+    /* Inside Loop, Scan and SequenceMap bodies: the worst value over the
+     * iterations, and values that overflowed there (the node's outputs may
+     * hide it: a loop can carry an inf away or saturate it). */
+    const mpx_body_layer *bw = NULL, *bo = NULL;
+    for (int i = 0; i < c->n_body; i++) {
+        const mpx_body_layer *B = &c->body[i];
+        if (!bw || B->worst.rel_l2 > bw->worst.rel_l2 || isnan(B->worst.rel_l2)) bw = B;
+        if (!bo && B->worst.overflow) bo = B;
+    }
+    if (bw)
+        fprintf(s->info, "  inside bodies: %d values; worst %s (%s) rel_l2 %.3g at iteration %lld of %lld (report lists them)\n",
+                c->n_body, bw->node->name, bw->node->op_type, bw->worst.rel_l2, (long long)bw->worst_run,
+                (long long)bw->runs);
+    if (bo)
+        fprintf(s->info, "  overflow inside bodies: first at %s (%s): fp32 values up to %.4g do not fit %s\n",
+                bo->node->name, bo->node->op_type, bo->worst.absmax_ref, mpx_format_name(bo->fmt));
     if (t.layers_overflow)
         fprintf(s->info, "  overflow: %lld values in %d layers, first at %s (%s): fp32 values up to %.4g do not fit %s\n",
                 (long long)t.overflow, t.layers_overflow, layer_name(g, t.first_overflow),

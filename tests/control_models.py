@@ -125,7 +125,7 @@ def loops(out_dir):
     number and an outer tensor read inside; a while-loop (no trip count, the
     body's condition stops it); a Loop in a Loop; a Loop whose body holds
     an If; Scan with a reversed scan input along axis 1 and scan outputs
-    stacked along axis 1."""
+    stacked along axis 1; a Loop of one iteration."""
     rng = np.random.default_rng(7)
     vi64 = lambda n, s: helper.make_tensor_value_info(n, I64, s)  # noqa: E731
     vb = lambda n: helper.make_tensor_value_info(n, B1, [])  # noqa: E731
@@ -185,6 +185,14 @@ def loops(out_dir):
         [const("S0", np.zeros(3)), const("g", rng.standard_normal(3))], [3, 5], [vi("S", [3]), vi("Y", [3, 5])],
         opset=11)
     print("scan_reverse_axes 3x5 -1,1")
+    # one iteration: the body's value is the Loop's output (the figures of
+    # the value inside the body and of the node's output must agree)
+    obody = helper.make_graph(
+        [helper.make_node("Mul", ["v", "k"], ["vo"]), helper.make_node("Identity", ["c"], ["co"])],
+        "obody", [vi64("i", []), vb("c"), vi("v", [3])], [vb("co"), vi("vo", [3])], [const("k", 1.1)])
+    write(out_dir, "loop_once", [helper.make_node("Loop", ["M", "", "X"], ["V"], body=obody, name="once")],
+          [numpy_helper.from_array(np.array(1, np.int64), "M")], [3], [vi("V", [3])], opset=13)
+    print("loop_once 3 1,2")
 
 
 def sequences(out_dir):

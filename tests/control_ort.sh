@@ -112,6 +112,44 @@ if echo "$out" | grep -q 'outer/body/inner/body/Add_0 (Add) is inside the body o
 else
   echo "$out"; echo "control_ort why: FAIL"; failed=$((failed + 1))
 fi
+# the report covers the values inside bodies, iteration by iteration: a
+# body of one iteration has its output's figures; the default plan (Loop
+# red, its body fp32) finds no error inside; nested bodies count their runs
+# across the outer iterations; an If in a body runs one branch per
+# iteration; --local gives each body value its own error
+n=$((n + 1))
+M=$WORK/models
+if "$MPX" -c "load $M/loop_once.onnx; input X random uniform 1 2 seed 3; colour * green; run; report --json $WORK/b_once.json;
+              load $M/loop_accumulate.onnx; input X random seed 3; run; report --json $WORK/b_red.json;
+              load $M/loop_nested.onnx; input X random seed 3; colour * green; run --local; report --json $WORK/b_nested.json;
+              load $M/loop_if.onnx; input X random seed 3; colour * green; run; report --json $WORK/b_if.json" \
+     > "$WORK/body.log" 2>&1 && "$PY" - "$WORK" <<'EOF' >> "$WORK/body.log" 2>&1
+import json, sys
+d = sys.argv[1]
+def load(n):
+    return json.load(open(f"{d}/{n}.json"))
+once = load("b_once")
+v = [L for L in once["layers"] if L["tensor"] == "V"][0]
+b = [B for B in once["body"] if B["tensor"] == "vo"][0]
+assert b["node"] == "once/body/Mul_0" and b["owner"] == "once" and b["runs"] == 1 and b["worst_run"] == 0, b
+assert b["metrics"]["rel_l2"] == v["metrics"]["rel_l2"] > 0, (b, v)
+assert b["metrics"]["max_abs"] == v["metrics"]["max_abs"], (b, v)
+red = load("b_red")
+assert len(red["body"]) == 5 and all(B["metrics"]["rel_l2"] == 0 and B["runs"] == 4 for B in red["body"]), red["body"]
+nested = load("b_nested")
+byname = {B["node"]: B for B in nested["body"]}
+assert byname["outer/body/inner/body/Add_0"]["runs"] == 6 and byname["outer/body/Tanh_1"]["runs"] == 3, byname
+assert all("local" in B and B["local"]["rel_l2"] > 0 for B in nested["body"]), nested["body"]
+assert all(0 <= B["worst_run"] < B["runs"] for B in nested["body"])
+ifb = {B["node"]: B["runs"] for B in load("b_if")["body"]}
+assert ifb["alt/body/pick/then_branch/Mul_1"] + ifb["alt/body/pick/else_branch/Neg_2"] == 3, ifb
+print("body figures: ok")
+EOF
+then
+  grep -m1 'inside bodies' "$WORK/body.log"; tail -1 "$WORK/body.log"
+else
+  cat "$WORK/body.log"; echo "control_ort body figures: FAIL"; failed=$((failed + 1))
+fi
 # export refuses a model with an If, and writes nothing
 n=$((n + 1))
 if out=$("$MPX" -c "load $WORK/models/if_conv.onnx; export $WORK/if_conv_fp16.onnx" 2>&1) \
