@@ -5,7 +5,8 @@
 // usage: node verify_export.js <ort_dir> <work_dir>
 // Reads <work_dir>/manifest.json (written by verify_export.py prepare):
 //   {"original": path, "exported": path,
-//    "inputs": [{"name", "dims", "fp32": raw file, "fp16": raw file or null}],
+//    "inputs": [{"name", "dims", "fp32": raw file, "fp16": raw file or null}
+//               or {"name", "dims", "int64": raw file}],
 //    "outputs": [name, ...]}
 // Writes <work_dir>/ort.json: per model, either {"error": message} (ORT
 // refused to load or run it: the table says so) or {"outputs": [{"name",
@@ -43,7 +44,9 @@ async function runModel(key, file) {
     // The exported model's input type decides (keep-io off: the low type).
     const meta = sess.inputMetadata ? sess.inputMetadata.find((m) => m.name === inp.name) : null;
     const type = meta && meta.type ? meta.type : 'float32';
-    if (type === 'float16') {
+    if (inp.int64) {
+      feeds[inp.name] = new ort.Tensor('int64', raw(inp.int64, BigInt64Array), inp.dims);
+    } else if (type === 'float16') {
       if (!inp.fp16) return { error: `input ${inp.name} is float16 and no float16 data was made` };
       feeds[inp.name] = new ort.Tensor('float16', raw(inp.fp16, Uint16Array), inp.dims);
     } else {

@@ -60,7 +60,14 @@ def prepare(work, original, exported):
     ins, outs = read_names(work)
     man = {"original": original, "exported": exported, "inputs": [], "outputs": outs}
     for i, name in enumerate(ins):
-        x = np.load(os.path.join(work, f"in_{i}.npy")).astype(np.float32)
+        x = np.load(os.path.join(work, f"in_{i}.npy"))
+        if np.issubdtype(x.dtype, np.integer) or x.dtype == np.bool_:
+            # integer inputs (Silero's sample rate) keep their type
+            i64 = os.path.join(work, f"in_{i}.i64")
+            x.astype(np.int64).tofile(i64)
+            man["inputs"].append({"name": name, "dims": list(x.shape), "int64": i64})
+            continue
+        x = x.astype(np.float32)
         f32 = os.path.join(work, f"in_{i}.f32")
         f16 = os.path.join(work, f"in_{i}.f16")
         x.tofile(f32)
@@ -85,7 +92,9 @@ def ort_array(o):
     return np.fromfile(o["file"], dtype=dt).reshape(o["dims"]).astype(np.float32)
 
 
-LOW_TYPES = (10, 16, 17, 18, 19, 20)  # FLOAT16, BFLOAT16, FLOAT8*
+LOW_TYPES = (10, 16, 17, 18, 19, 20)
+MIN_VALUES = 16  # an output with fewer values is reported, not held to the factor
+FP32_FLOOR = 1e-6  # errors below it are fp32 noise (tests hold mpx's fp32 to ORT's at 1e-5)  # FLOAT16, BFLOAT16, FLOAT8*
 
 
 def low_nodes(model):
@@ -94,23 +103,38 @@ def low_nodes(model):
     input, a Cast to a low type, or another low node's output). Run on the
     model ORT optimised, it counts what ORT really computes in low precision:
     its CPU provider wraps nodes it has no low kernel for in Casts to fp32
-    and folds the weights' Casts, so whole runs of nodes compute in fp32."""
+    and folds the weights' Casts, so whole runs of nodes compute in fp32.
+    Nodes inside subgraphs count; an If or Loop itself does not."""
     import onnx
     m = onnx.load(model)
-    low = {t.name for t in m.graph.initializer if t.data_type in LOW_TYPES}
-    low |= {i.name for i in m.graph.input if i.type.tensor_type.elem_type in LOW_TYPES}
-    n_low = n_all = 0
-    for n in m.graph.node:
-        if n.op_type == "Cast":
-            to = [a.i for a in n.attribute if a.name == "to"]
-            if to and to[0] in LOW_TYPES:
+    count = [0, 0]
+
+    def walk(g, low):
+        # subgraphs (If branches, Loop and Scan bodies) see the enclosing
+        # values; an If's output is low when a branch returns a low value
+        low = set(low) | {t.name for t in g.initializer if t.data_type in LOW_TYPES}
+        low |= {i.name for i in g.input if i.type.tensor_type.elem_type in LOW_TYPES}
+        for n in g.node:
+            if n.op_type == "Cast":
+                to = [a.i for a in n.attribute if a.name == "to"]
+                if to and to[0] in LOW_TYPES:
+                    low.update(n.output)
+                continue
+            subs = [a.g for a in n.attribute if a.type == onnx.AttributeProto.GRAPH]
+            if subs:
+                for sg in subs:
+                    inner = walk(sg, low)
+                    if any(o.name in inner for o in sg.output):
+                        low.update(n.output)
+                continue
+            count[1] += 1
+            if any(i in low for i in n.input if i):
+                count[0] += 1
                 low.update(n.output)
-            continue
-        n_all += 1
-        if any(i in low for i in n.input if i):
-            n_low += 1
-            low.update(n.output)
-    return n_low, n_all
+        return low
+
+    walk(m.graph, set())
+    return count[0], count[1]
 
 
 def table(work, label, factor, must_run):
@@ -145,15 +169,28 @@ def table(work, label, factor, must_run):
             cross = rel_l2(olo, low)
             hi, lo = max(pred, meas), min(pred, meas)
             ratio = hi / lo if lo > 0 else float("inf")
-            ok = hi < 1e-7 or ratio <= factor
+            ok = ratio <= factor
             note = ""
-            if not ok and ort_low == 0 and meas < pred:
+            if not ok and hi < FP32_FLOOR:
+                # nothing of the low format reached this output: both errors
+                # are the two fp32 computations' own differences
+                ok = True
+                note = f"  (both under {FP32_FLOOR:g}, the level at which mpx's and ORT's fp32 runs differ: not checked)"
+            elif not ok and ort_low == 0 and meas < pred:
                 # ORT ran every node in fp32 on rounded weights: it measured
                 # the weights' rounding alone, mpx predicts a device that
                 # computes in the low format. Explained, not a failure.
                 ok = True
                 note = "  (over the factor: ORT computed no node in low precision, so it measured only " \
                        "the weights' rounding)"
+            elif not ok and low.size < MIN_VALUES:
+                # Silero VAD's speech probability is one number: predicted
+                # and measured are then two single rounding errors of
+                # different computations (ORT's elementwise difference from
+                # the emulation is of their size), whose ratio is chance.
+                ok = True
+                note = f"  (over the factor on {low.size} value{'s' if low.size > 1 else ''}: a ratio of single " \
+                       "errors, not checked)"
             elif not ok:
                 note = f"  OVER the factor {factor:g}"
             bad += not ok

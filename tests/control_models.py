@@ -125,7 +125,8 @@ def loops(out_dir):
     number and an outer tensor read inside; a while-loop (no trip count, the
     body's condition stops it); a Loop in a Loop; a Loop whose body holds
     an If; Scan with a reversed scan input along axis 1 and scan outputs
-    stacked along axis 1; a Loop of one iteration."""
+    stacked along axis 1; a Loop of one iteration; a body reading a main-graph
+    value."""
     rng = np.random.default_rng(7)
     vi64 = lambda n, s: helper.make_tensor_value_info(n, I64, s)  # noqa: E731
     vb = lambda n: helper.make_tensor_value_info(n, B1, [])  # noqa: E731
@@ -193,6 +194,19 @@ def loops(out_dir):
     write(out_dir, "loop_once", [helper.make_node("Loop", ["M", "", "X"], ["V"], body=obody, name="once")],
           [numpy_helper.from_array(np.array(1, np.int64), "M")], [3], [vi("V", [3])], opset=13)
     print("loop_once 3 1,2")
+    # a body reading a value of the main graph that a low plan holds in
+    # fp16 (the export renames the body's read to the Cast's output)
+    rbody = helper.make_graph(
+        [helper.make_node("Add", ["v", "h"], ["a"]), helper.make_node("Tanh", ["a"], ["vo"]),
+         helper.make_node("Identity", ["c"], ["co"])],
+        "rbody", [vi64("i", []), vb("c"), vi("v", [3])], [vb("co"), vi("vo", [3])])
+    write(out_dir, "loop_outer", [
+        helper.make_node("Mul", ["X", "s"], ["h"]),
+        helper.make_node("Loop", ["M", "", "X"], ["V"], body=rbody, name="carry"),
+        helper.make_node("Relu", ["V"], ["Y"])],
+        [numpy_helper.from_array(np.array(3, np.int64), "M"), const("s", [0.5, -1.5, 2.0])], [3], [vi("Y", [3])],
+        opset=13)
+    print("loop_outer 3 -1,1")
 
 
 def sequences(out_dir):

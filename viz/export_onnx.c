@@ -84,7 +84,7 @@ void vx_undo_swaps(ex *e) {
 /* ---- names ------------------------------------------------------------------------- */
 
 static bool name_taken(const ex *e, const char *s) {
-    if (mpx_graph_find_tensor(e->g, s) || mpx_graph_find_node(e->g, s)) return true;
+    if (mpx_graph_find_tensor(e->g, s) || mpx_graph_find_node(e->g, s) || vx_name_in_scopes(e, s)) return true;
     for (size_t i = 0; i < e->n_names; i++)
         if (strcmp(e->names[i], s) == 0) return true;
     return false;
@@ -186,9 +186,9 @@ static void set_elem_type(Onnx__ValueInfoProto *vi, int dt) {
     }
 }
 
-/* A Cast node from -> to (format f), anchored after proto node `anchor`
- * (-1: before every node). */
-static bool add_cast(ex *e, const char *from, const char *to, const mpx_format *f, int anchor) {
+/* A Cast node from -> to (format f) in scope `scope`, anchored after the
+ * node of file order `anchor` (-1: before every node of the scope). */
+static bool add_cast(ex *e, const char *from, const char *to, const mpx_format *f, int anchor, int scope) {
     if (!vx_grow(&e->new_nodes, e->n_new, &e->cap_new, sizeof *e->new_nodes)) return false;
     Onnx__NodeProto *n = mpx_arena_alloc(e->a, sizeof *n);
     Onnx__AttributeProto *at = mpx_arena_calloc(e->a, 2, sizeof *at);
@@ -222,7 +222,7 @@ static bool add_cast(ex *e, const char *from, const char *to, const mpx_format *
         n->n_attribute = 2;
     }
     n->attribute = ats;
-    e->new_nodes[e->n_new++] = (vx_new_node){n, anchor};
+    e->new_nodes[e->n_new++] = (vx_new_node){n, anchor, scope};
     e->sum.casts++;
     return true;
 }
@@ -237,20 +237,22 @@ static const char *const_name(ex *e, const mpx_tensor *t, const mpx_format *f) {
     for (size_t i = 0; i < e->n_convs; i++)
         if (e->convs[i].tensor == t->index && e->convs[i].f == f) return e->convs[i].name;
     if (!vx_grow(&e->convs, e->n_convs, &e->cap_convs, sizeof *e->convs)) return NULL;
-    Onnx__GraphProto *gp = e->m->graph;
+    vx_scope *sc = &e->scopes[e->t_scope[t->index]];
+    Onnx__GraphProto *gp = sc->gp;
+    const char *pn = vx_pname(e, t);
     const mpx_node *prod = t->producer;
-    Onnx__TensorProto *init = prod ? NULL : find_init(gp, t->name);
-    Onnx__NodeProto *cn = prod && prod->op == MPX_OP_Constant ? gp->node[prod->file_order] : NULL;
+    Onnx__TensorProto *init = prod ? NULL : find_init(gp, pn);
+    Onnx__NodeProto *cn = prod && prod->op == MPX_OP_Constant ? e->site[prod->file_order] : NULL;
     Onnx__AttributeProto *cv = cn ? vx_find_attr(cn, "value") : NULL;
     const char *name = NULL;
     char suffix[24];
     snprintf(suffix, sizeof suffix, "_%s", f->name);
     if (!t->f32 || (!init && !(cv && cv->t))) {
         /* Folded from a chain: a runtime Cast, never a baked value. */
-        name = vx_fresh_name(e, t->name, suffix);
-        if (!name || !add_cast(e, e->base[t->index], name, f, anchor_of(t))) return NULL;
+        name = vx_fresh_name(e, pn, suffix);
+        if (!name || !add_cast(e, e->base[t->index], name, f, anchor_of(t), e->t_scope[t->index])) return NULL;
     } else if (e->in_place[t->index] == f) {
-        name = t->name;
+        name = pn;
         Onnx__TensorProto *tp = encode_tensor(e, t, init ? init : cv->t, f, init ? init->name : cv->t->name);
         if (!tp) return NULL;
         if (init) {
@@ -260,17 +262,17 @@ static const char *const_name(ex *e, const mpx_tensor *t, const mpx_format *f) {
                     gp->initializer[i] = tp;
                 }
             /* Old models list initializers as inputs too: keep that type true. */
-            set_elem_type(find_vi(gp->input, gp->n_input, t->name), vx_dtype_of(f));
+            set_elem_type(find_vi(gp->input, gp->n_input, pn), vx_dtype_of(f));
         } else {
             if (!vx_save_slot(e, &cv->t, NULL)) return NULL;
             cv->t = tp;
         }
     } else {
-        name = vx_fresh_name(e, t->name, suffix);
+        name = vx_fresh_name(e, pn, suffix);
         Onnx__TensorProto *tp = name ? encode_tensor(e, t, init ? init : cv->t, f, name) : NULL;
         if (!tp) return NULL;
-        if (!vx_grow(&e->extra_init, e->n_extra_init, &e->cap_extra_init, sizeof *e->extra_init)) return NULL;
-        e->extra_init[e->n_extra_init++] = tp;
+        if (!vx_grow(&sc->extra_init, sc->n_extra_init, &sc->cap_extra_init, sizeof *sc->extra_init)) return NULL;
+        sc->extra_init[sc->n_extra_init++] = tp;
     }
     e->convs[e->n_convs++] = (vx_conv){t->index, f, name};
     return name;
@@ -299,9 +301,7 @@ static void find_in_place(ex *e) {
     }
 }
 
-/* Name i of a node's input or output list becomes name. The list is
- * protobuf-c's: the first change swaps in a copy from the arena (*owned). */
-static bool set_name(ex *e, char ***list, size_t n, bool *owned, int i, const char *name) {
+bool vx_set_name(ex *e, char ***list, size_t n, bool *owned, int i, const char *name) {
     if (strcmp((*list)[i], name) == 0) return true;
     if (!*owned) {
         char **copy = mpx_arena_calloc(e->a, n, sizeof *copy);
@@ -314,17 +314,97 @@ static bool set_name(ex *e, char ***list, size_t n, bool *owned, int i, const ch
     return true;
 }
 
+/* The name under which node n reads its input i as the plan says (a cast's
+ * output, a converted constant, or the value as held); *f the format it
+ * reads it in (NULL: as declared). NULL on out of memory. */
+static const char *read_name(ex *e, const mpx_node *n, int i, const mpx_format **fp) {
+    const mpx_tensor *t = n->inputs[i];
+    const char *name = e->base[t->index];
+    const mpx_format *f = mpx_plan_input_format(e->p, n, i);
+    *fp = f;
+    if (f && mpx_plan_tensor_is_const(t)) {
+        name = const_name(e, t, f);
+    } else if (f) {
+        for (int c = 0; c < e->p->n_casts; c++)
+            if (e->p->casts[c].tensor == t->index && e->p->casts[c].to == f) name = e->cast_out[c];
+    } else if (mpx_dtype_is_float(t->dtype) && e->p->nodes[n->index].low && mpx_plan_input_is_param(n, i) &&
+               n->op != MPX_OP_CastLike) { /* CastLike reads the type alone: nothing to keep */
+        char what[160];
+        snprintf(what, sizeof what, "%s (%s of %s)", t->name, i == 1 ? "roi/ratio" : "scales", n->name);
+        add_name(e->sum.kept, sizeof e->sum.kept, &e->sum.n_kept, what);
+    }
+    return name;
+}
+
+/* An If reads its branches' outputs (mpx's inputs 1.. of the node: then's k,
+ * else's k) through the branches' graph outputs: each names what the plan
+ * has the If read (a cast's output inside the branch, or the value) and
+ * takes its type. */
+static mpx_status edit_if_outputs(ex *e, const mpx_node *n, Onnx__NodeProto *np, mpx_error *err) {
+    Onnx__GraphProto *br[2];
+    vx_is_if(np, &br[0], &br[1]);
+    size_t k = np->n_output;
+    if ((size_t)n->n_inputs != 1 + 2 * k || br[0]->n_output != k || br[1]->n_output != k)
+        return mpx_error_set(err, MPX_E_INVALID, "node %s (If): its branches in the file differ from the ones "
+                             "loaded: load the model again", n->name);
+    for (int b = 0; b < 2; b++)
+        for (size_t j = 0; j < k; j++) {
+            int i = 1 + b * (int)k + (int)j;
+            const mpx_tensor *t = n->inputs[i];
+            if (!t) continue;
+            const mpx_format *f;
+            const char *name = read_name(e, n, i, &f);
+            Onnx__ValueInfoProto *vi = br[b]->output[j];
+            if (!name) return vx_oom(err);
+            /* Both branches must give the If's output type. A branch the
+             * plan never reads (its condition is a constant) may hold its
+             * value in another format: a Cast inside it makes it agree. */
+            const mpx_tensor *o = n->outputs[j];
+            const mpx_format *held = f ? f : e->p->tensors[t->index].format;
+            const mpx_format *want = o ? e->p->tensors[o->index].format : held;
+            /* (a branch that never runs has no types inferred: the If's say) */
+            bool is_float = mpx_dtype_is_float(t->dtype) || (o && mpx_dtype_is_float(o->dtype));
+            if (is_float && vx_dtype_of(held) != vx_dtype_of(want)) {
+                char suffix[24];
+                snprintf(suffix, sizeof suffix, "_%s", want ? want->name : "fp32");
+                const char *to = vx_fresh_name(e, vx_pname(e, t), suffix);
+                if (!to || !add_cast(e, name, to, want, anchor_of(t), e->t_scope[t->index])) return vx_oom(err);
+                name = to;
+                held = want;
+            }
+            if (strcmp(vi->name, name) != 0) {
+                if (!vx_save_slot(e, &vi->name, NULL)) return vx_oom(err);
+                vi->name = (char *)name;
+            }
+            if (is_float) set_elem_type(vi, vx_dtype_of(held));
+        }
+    return MPX_OK;
+}
+
 /* Rewire node k's inputs per the plan; retype a float Cast. */
 static mpx_status edit_node(ex *e, const mpx_node *n, mpx_error *err) {
-    Onnx__NodeProto *np = e->m->graph->node[n->file_order];
-    if ((size_t)n->n_inputs != np->n_input)
+    Onnx__NodeProto *np = e->site[n->file_order];
+    bool is_if = vx_is_if(np, NULL, NULL);
+    /* Inputs in the file: an If's condition alone (it reads its branches'
+     * outputs by their graph outputs), a Loop's or Scan's own ones (its body
+     * reads the outer values mpx appends by name), else all. */
+    int n_file = is_if ? 1 : n->body ? n->n_explicit : n->n_inputs;
+    if ((size_t)n_file != np->n_input)
         return mpx_error_set(err, MPX_E_INVALID, "node %s: %zu inputs in the file, %d loaded: load the model again",
-                             n->name, np->n_input, n->n_inputs);
+                             n->name, np->n_input, n_file);
+    const mpx_plan_node *pn0 = &e->p->nodes[n->index];
+    /* A body under a low plan runs in that format: the file's body would
+     * have to be written in it (every value, constant and Cast inside),
+     * which the exporter does not do. */
+    if (n->body && pn0->low)
+        return mpx_error_set(err, MPX_E_UNSUPPORTED,
+                             "node %s (%s) runs its body in %s under the plan; mpx exports a %s body only in "
+                             "fp32: colour it red to export (colour name:%s red)",
+                             n->name, n->op_type, pn0->compute->name, n->op_type, n->name);
     /* A node that makes float values from no float input (Range of ints,
      * RandomNormal, ConstantOfShape) has its output type fixed by attributes
      * ONNX does not let the plan's format reach: refuse rather than write a
      * model whose types disagree with the plan. */
-    const mpx_plan_node *pn0 = &e->p->nodes[n->index];
     bool reads_float = false;
     for (int i = 0; i < n->n_inputs; i++) reads_float |= mpx_plan_input_format(e->p, n, i) != NULL;
     if (pn0->is_float && pn0->low && !reads_float && n->op != MPX_OP_Cast && n->op != MPX_OP_CastLike)
@@ -333,30 +413,34 @@ static mpx_status edit_node(ex *e, const mpx_node *n, mpx_error *err) {
                              "%s, which its ONNX attributes cannot say: colour it red (colour name:%s red)",
                              n->name, n->op_type, pn0->compute->name, n->name);
     bool own_in = false;
-    for (int i = 0; i < n->n_inputs; i++) {
-        const mpx_tensor *t = n->inputs[i];
-        if (!t) continue;
-        const char *name = e->base[t->index];
-        const mpx_format *f = mpx_plan_input_format(e->p, n, i);
-        if (f && mpx_plan_tensor_is_const(t)) {
-            name = const_name(e, t, f);
-        } else if (f) {
-            for (int c = 0; c < e->p->n_casts; c++)
-                if (e->p->casts[c].tensor == t->index && e->p->casts[c].to == f) name = e->cast_out[c];
-        } else if (mpx_dtype_is_float(t->dtype) && e->p->nodes[n->index].low && mpx_plan_input_is_param(n, i) &&
-                   n->op != MPX_OP_CastLike) { /* CastLike reads the type alone: nothing to keep */
-            char what[160];
-            snprintf(what, sizeof what, "%s (%s of %s)", t->name, i == 1 ? "roi/ratio" : "scales", n->name);
-            add_name(e->sum.kept, sizeof e->sum.kept, &e->sum.n_kept, what);
-        }
-        if (!name || !set_name(e, &np->input, np->n_input, &own_in, i, name))
+    for (int i = 0; i < n_file; i++) {
+        if (!n->inputs[i]) continue;
+        const mpx_format *f;
+        const char *name = read_name(e, n, i, &f);
+        if (!name || !vx_set_name(e, &np->input, np->n_input, &own_in, i, name))
             return mpx_error_set(err, MPX_E_NOMEM, "out of memory writing the model");
+    }
+    mpx_status st = is_if ? edit_if_outputs(e, n, np, err) : MPX_OK;
+    if (st) return st;
+    /* The outer values a body reads: where the plan reads one through a
+     * cast, the body reads the cast's output. */
+    for (int i = n_file; n->body && i < n->n_inputs; i++) {
+        const mpx_tensor *t = n->inputs[i];
+        const mpx_format *f;
+        const char *name = t ? read_name(e, n, i, &f) : NULL;
+        if (!t) continue;
+        if (!name) return vx_oom(err);
+        Onnx__GraphProto *body = NULL;
+        for (size_t a = 0; a < np->n_attribute && !body; a++)
+            if (np->attribute[a]->name && strcmp(np->attribute[a]->name, "body") == 0) body = np->attribute[a]->g;
+        const char *pn = vx_pname(e, t);
+        if (body && strcmp(name, pn) != 0 && (st = vx_rename_outer(e, body, pn, name, 0, err))) return st;
     }
     /* keep-io renames of this node's outputs. */
     bool own_out = false;
     for (int i = 0; i < n->n_outputs; i++) {
         const mpx_tensor *t = n->outputs[i];
-        if (t && !set_name(e, &np->output, np->n_output, &own_out, i, e->base[t->index]))
+        if (t && !vx_set_name(e, &np->output, np->n_output, &own_out, i, e->base[t->index]))
             return mpx_error_set(err, MPX_E_NOMEM, "out of memory writing the model");
     }
     const mpx_plan_node *pn = &e->p->nodes[n->index];
@@ -461,22 +545,36 @@ static mpx_status set_metadata(ex *e, mpx_error *err) {
     return MPX_OK;
 }
 
-/* Types of graph inputs, outputs and value_info as the plan holds them. */
+/* The tensor a graph of scope s calls name (its own, else an enclosing
+ * graph's: the longest prefix that names one). */
+static const mpx_tensor *scope_tensor(const ex *e, int s, const char *name) {
+    char full[1400];
+    snprintf(full, sizeof full, "%s%s", e->scopes[s].prefix, name);
+    const mpx_tensor *t = mpx_graph_find_tensor(e->g, full);
+    return t ? t : mpx_graph_find_tensor(e->g, name);
+}
+
+/* Types of graph inputs, outputs and value_info (every scope's) as the plan
+ * holds them. */
 static void retype(ex *e) {
-    Onnx__GraphProto *gp = e->m->graph;
     const mpx_plan *p = e->p;
-    for (size_t i = 0; i < gp->n_value_info; i++) {
-        const mpx_tensor *t = mpx_graph_find_tensor(e->g, gp->value_info[i]->name);
-        if (!t || !mpx_dtype_is_float(t->dtype)) continue;
-        if (mpx_plan_tensor_is_const(t)) { /* converted in place: its own name, new type */
-            for (size_t c = 0; c < e->n_convs; c++)
-                if (e->convs[c].tensor == t->index && e->convs[c].name == t->name)
-                    set_elem_type(gp->value_info[i], vx_dtype_of(e->convs[c].f));
-            continue;
+    for (int s = 0; s < e->n_scopes; s++) {
+        Onnx__GraphProto *sg = e->scopes[s].gp;
+        for (size_t i = 0; i < sg->n_value_info; i++) {
+            const mpx_tensor *t = scope_tensor(e, s, sg->value_info[i]->name);
+            if (!t || !mpx_dtype_is_float(t->dtype)) continue;
+            const char *pn = vx_pname(e, t);
+            if (mpx_plan_tensor_is_const(t)) { /* converted in place: its own name, new type */
+                for (size_t c = 0; c < e->n_convs; c++)
+                    if (e->convs[c].tensor == t->index && e->convs[c].name == pn)
+                        set_elem_type(sg->value_info[i], vx_dtype_of(e->convs[c].f));
+                continue;
+            }
+            if (strcmp(e->base[t->index], pn) != 0) continue; /* now the Cast back's output */
+            set_elem_type(sg->value_info[i], vx_dtype_of(p->tensors[t->index].format));
         }
-        if (strcmp(e->base[t->index], t->name) != 0) continue; /* now the Cast back's output */
-        set_elem_type(gp->value_info[i], vx_dtype_of(p->tensors[t->index].format));
     }
+    Onnx__GraphProto *gp = e->m->graph;
     if (p->opts.keep_io) return;
     for (size_t i = 0; i < gp->n_input; i++) {
         const mpx_tensor *t = mpx_graph_find_tensor(e->g, gp->input[i]->name);
@@ -495,20 +593,15 @@ mpx_status vx_oom(mpx_error *err) { return mpx_error_set(err, MPX_E_NOMEM, "out 
 mpx_status vx_apply_plan(ex *e, mpx_error *err) {
     const mpx_plan *p = e->p;
     const mpx_graph *g = e->g;
-    Onnx__GraphProto *gp = e->m->graph;
-    if (gp->n_node != (size_t)g->n_nodes)
-        return mpx_error_set(err, MPX_E_INVALID,
-                             "%s holds %zu nodes and the session's model %d: the file changed since it "
-                             "was loaded; load it again",
-                             g->path, gp->n_node, g->n_nodes);
     mpx_status st;
+    if ((st = vx_map_sites(e, err)) != MPX_OK) return st;
     if ((st = raise_opset(e, err)) != MPX_OK) return st;
 
     e->base = mpx_arena_calloc(e->a, (size_t)g->n_tensors + 1, sizeof *e->base);
     e->in_place = mpx_arena_calloc(e->a, (size_t)g->n_tensors + 1, sizeof *e->in_place);
     e->cast_out = mpx_arena_calloc(e->a, (size_t)p->n_casts + 1, sizeof *e->cast_out);
     if (!e->base || !e->in_place || !e->cast_out) return vx_oom(err);
-    for (int i = 0; i < g->n_tensors; i++) e->base[i] = g->tensors[i]->name;
+    for (int i = 0; i < g->n_tensors; i++) e->base[i] = vx_pname(e, g->tensors[i]);
     find_in_place(e);
 
     /* keep-io: an output held low is renamed at its producer; the Cast back
@@ -530,9 +623,10 @@ mpx_status vx_apply_plan(ex *e, mpx_error *err) {
         if (!e->cast_out[c]) {
             char suffix[24];
             snprintf(suffix, sizeof suffix, "_%s", pc->to->name);
-            if (!(e->cast_out[c] = vx_fresh_name(e, t->name, suffix))) return vx_oom(err);
+            if (!(e->cast_out[c] = vx_fresh_name(e, vx_pname(e, t), suffix))) return vx_oom(err);
         }
-        if (!add_cast(e, e->base[t->index], e->cast_out[c], pc->to, anchor_of(t))) return vx_oom(err);
+        if (!add_cast(e, e->base[t->index], e->cast_out[c], pc->to, anchor_of(t), e->t_scope[t->index]))
+            return vx_oom(err);
     }
     for (int k = 0; k < g->n_nodes; k++)
         if ((st = edit_node(e, g->nodes[k], err)) != MPX_OK) return st;
@@ -540,40 +634,47 @@ mpx_status vx_apply_plan(ex *e, mpx_error *err) {
     retype(e);
     if (p->counts.low_nodes > 0 && (st = set_metadata(e, err)) != MPX_OK) return st;
 
-    /* The node list: graph inputs' Casts first, then each node followed by
-     * the Casts of its outputs. */
-    size_t n_total = gp->n_node + e->n_new;
-    Onnx__NodeProto **nodes = mpx_arena_calloc(e->a, n_total + 1, sizeof *nodes);
-    if (!nodes) return vx_oom(err);
-    size_t w = 0;
-    for (size_t j = 0; j < e->n_new; j++)
-        if (e->new_nodes[j].anchor < 0) nodes[w++] = e->new_nodes[j].node;
-    int *first = mpx_arena_calloc(e->a, gp->n_node + 1, sizeof *first);
+    /* Each scope's node list: its inputs' and initializers' Casts first,
+     * then each node followed by the Casts of its outputs. */
+    int *first = mpx_arena_calloc(e->a, (size_t)g->n_nodes + 1, sizeof *first);
     int *next = mpx_arena_calloc(e->a, e->n_new + 1, sizeof *next);
     if (!first || !next) return vx_oom(err);
-    for (size_t i = 0; i < gp->n_node; i++) first[i] = -1;
+    for (int i = 0; i < g->n_nodes; i++) first[i] = -1;
     for (size_t j = e->n_new; j-- > 0;) {
         int a = e->new_nodes[j].anchor;
         if (a < 0) continue;
         next[j] = first[a];
         first[a] = (int)j;
     }
-    for (size_t i = 0; i < gp->n_node; i++) {
-        nodes[w++] = gp->node[i];
-        for (int j = first[i]; j >= 0; j = next[j]) nodes[w++] = e->new_nodes[j].node;
-    }
-    if (!vx_save_slot(e, &gp->node, &gp->n_node)) return vx_oom(err);
-    gp->node = nodes;
-    gp->n_node = w;
-    e->sum.nodes = (int)w;
-
-    if (e->n_extra_init) {
-        Onnx__TensorProto **v = mpx_arena_calloc(e->a, gp->n_initializer + e->n_extra_init, sizeof *v);
-        if (!v || !vx_save_slot(e, &gp->initializer, &gp->n_initializer)) return vx_oom(err);
-        if (gp->n_initializer) memcpy(v, gp->initializer, gp->n_initializer * sizeof *v);
-        memcpy(v + gp->n_initializer, e->extra_init, e->n_extra_init * sizeof *v);
-        gp->initializer = v;
-        gp->n_initializer += e->n_extra_init;
+    e->sum.nodes = 0;
+    for (int s = 0; s < e->n_scopes; s++) {
+        vx_scope *sc = &e->scopes[s];
+        Onnx__GraphProto *sg = sc->gp;
+        size_t n_here = sg->n_node;
+        for (size_t j = 0; j < e->n_new; j++) n_here += e->new_nodes[j].scope == s;
+        if (n_here != sg->n_node) {
+            Onnx__NodeProto **nodes = mpx_arena_calloc(e->a, n_here + 1, sizeof *nodes);
+            if (!nodes) return vx_oom(err);
+            size_t w = 0;
+            for (size_t j = 0; j < e->n_new; j++)
+                if (e->new_nodes[j].anchor < 0 && e->new_nodes[j].scope == s) nodes[w++] = e->new_nodes[j].node;
+            for (size_t i = 0; i < sg->n_node; i++) {
+                nodes[w++] = sg->node[i];
+                for (int j = first[sc->fo[i]]; j >= 0; j = next[j]) nodes[w++] = e->new_nodes[j].node;
+            }
+            if (!vx_save_slot(e, &sg->node, &sg->n_node)) return vx_oom(err);
+            sg->node = nodes;
+            sg->n_node = w;
+        }
+        e->sum.nodes += (int)sg->n_node; /* (branches' nodes too; an If counts once) */
+        if (sc->n_extra_init) {
+            Onnx__TensorProto **v = mpx_arena_calloc(e->a, sg->n_initializer + sc->n_extra_init, sizeof *v);
+            if (!v || !vx_save_slot(e, &sg->initializer, &sg->n_initializer)) return vx_oom(err);
+            if (sg->n_initializer) memcpy(v, sg->initializer, sg->n_initializer * sizeof *v);
+            memcpy(v + sg->n_initializer, sc->extra_init, sc->n_extra_init * sizeof *v);
+            sg->initializer = v;
+            sg->n_initializer += sc->n_extra_init;
+        }
     }
     return MPX_OK;
 }

@@ -72,7 +72,7 @@ static mpx_status refuse(const ex *e, const mpx_node *n, int have, int need, int
 
 /* A new initializer named after the node (<node>_min, ...): raw
  * little-endian bytes. */
-static const char *add_init(ex *e, const Onnx__NodeProto *np, const char *what, int dtype, size_t n_dims,
+static const char *add_init(ex *e, const mpx_node *n, const Onnx__NodeProto *np, const char *what, int dtype, size_t n_dims,
                             int64_t dim, const uint8_t *bytes, size_t len) {
     Onnx__TensorProto *tp = mpx_arena_alloc(e->a, sizeof *tp);
     int64_t *dims = mpx_arena_calloc(e->a, 1, sizeof *dims);
@@ -92,8 +92,9 @@ static const char *add_init(ex *e, const Onnx__NodeProto *np, const char *what, 
     tp->has_raw_data = true;
     tp->raw_data.len = len;
     tp->raw_data.data = raw;
-    if (!vx_grow(&e->extra_init, e->n_extra_init, &e->cap_extra_init, sizeof *e->extra_init)) return NULL;
-    e->extra_init[e->n_extra_init++] = tp;
+    vx_scope *sc = &e->scopes[e->site_scope[n->file_order]]; /* the graph holding the node */
+    if (!vx_grow(&sc->extra_init, sc->n_extra_init, &sc->cap_extra_init, sizeof *sc->extra_init)) return NULL;
+    sc->extra_init[sc->n_extra_init++] = tp;
     return name;
 }
 
@@ -135,7 +136,7 @@ static bool up_clip(ex *e, const mpx_node *n, Onnx__NodeProto *np) {
         uint8_t b[4];
         size_t nb = (size_t)f->storage_bits / 8;
         for (size_t i = 0; i < nb; i++) b[i] = (uint8_t)(code >> (8 * i));
-        if (!(names[k] = add_init(e, np, which[k], vx_dtype_of(f), 0, 1, b, nb))) return false;
+        if (!(names[k] = add_init(e, n, np, which[k], vx_dtype_of(f), 0, 1, b, nb))) return false;
     }
     static const char *const drop[] = {"min", "max", NULL};
     return rewrite(e, np, drop, names, 2);
@@ -143,7 +144,7 @@ static bool up_clip(ex *e, const mpx_node *n, Onnx__NodeProto *np) {
 
 /* Integer list attributes -> int64 1-D inputs, in order; the trailing absent
  * ones are left out, an absent one before a present one is "" (optional). */
-static bool up_ints(ex *e, Onnx__NodeProto *np, const char *const *attrs) {
+static bool up_ints(ex *e, const mpx_node *n, Onnx__NodeProto *np, const char *const *attrs) {
     const char *names[3] = {NULL, NULL, NULL};
     size_t n_add = 0;
     for (int k = 0; k < 3 && attrs[k]; k++) {
@@ -156,7 +157,7 @@ static bool up_ints(ex *e, Onnx__NodeProto *np, const char *const *attrs) {
         if (!b) return false;
         for (size_t i = 0; i < a->n_ints; i++)
             for (int j = 0; j < 8; j++) b[i * 8 + (size_t)j] = (uint8_t)((uint64_t)a->ints[i] >> (8 * j));
-        if (!(names[k] = add_init(e, np, attrs[k], ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 1, (int64_t)a->n_ints, b,
+        if (!(names[k] = add_init(e, n, np, attrs[k], ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 1, (int64_t)a->n_ints, b,
                                   a->n_ints * 8)))
             return false;
         n_add = (size_t)k + 1;
@@ -196,12 +197,12 @@ mpx_status vx_upgrade_nodes(ex *e, int have, int need, mpx_error *err) {
     for (int k = 0; k < e->g->n_nodes; k++) {
         const mpx_node *n = e->g->nodes[k];
         if (!is_default_domain(n->domain)) continue;
-        Onnx__NodeProto *np = e->m->graph->node[n->file_order];
+        Onnx__NodeProto *np = e->site[n->file_order];
         for (size_t c = 0; c < sizeof op_changes / sizeof op_changes[0]; c++) {
             if (!changes(c, n, have, need)) continue;
             bool ok = true;
             if (op_changes[c].how == UP_CLIP) ok = up_clip(e, n, np);
-            else if (op_changes[c].how == UP_INTS) ok = up_ints(e, np, op_changes[c].attrs);
+            else if (op_changes[c].how == UP_INTS) ok = up_ints(e, n, np, op_changes[c].attrs);
             if (!ok) return vx_oom(err);
             if (op_changes[c].how == UP_CLIP || op_changes[c].how == UP_INTS) e->sum.upgraded++;
         }

@@ -126,18 +126,16 @@ mpx_status mpx_viz_export_onnx(const mpx_plan *p, const char *path, bool force, 
                              "ONNX has no %s type, so a %s plan cannot be written as a model: export with "
                              "target fp16 (or bf16), or deploy tf32 through the runtime's own setting",
                              p->opts.target->name, p->opts.target->name);
-    /* An If's branches are flattened into mpx's graph; writing the plan back
-     * means putting casts inside the file's subgraphs, which the exporter
-     * does not do yet: refused before anything is written. */
-    for (int i = 0; i < g->n_nodes; i++)
-        if (g->nodes[i]->op == MPX_OP_If || g->nodes[i]->body)
-            return mpx_error_set(err, MPX_E_UNSUPPORTED,
-                                 "node \"%s\" (%s): mpx cannot export models with control flow yet (the plan's "
-                                 "casts would go inside its subgraphs); plan, run and report cover them",
-                                 g->nodes[i]->name, g->nodes[i]->op_type);
     /* An all-fp32 plan of an .onnx model would write the loaded model again;
      * of a JSON model it writes the fp32 reference as ONNX, which is useful. */
     bool from_file = g->path && has_ext(g->path, ".onnx");
+    /* An ONNX file keeps its subgraphs, which the edit follows
+     * (export_scope.c); a model built from JSON has none to write. */
+    for (int i = 0; !from_file && i < g->n_nodes; i++)
+        if (g->nodes[i]->op == MPX_OP_If || g->nodes[i]->body)
+            return mpx_error_set(err, MPX_E_UNSUPPORTED,
+                                 "node \"%s\" (%s): a model with control flow exports from its ONNX file only",
+                                 g->nodes[i]->name, g->nodes[i]->op_type);
     if (from_file && p->counts.low_nodes == 0 && p->n_casts == 0 && p->n_weights == 0)
         return mpx_error_set(err, MPX_E_ARG,
                              "the plan runs no node in %s (nothing differs from the loaded model): colour "
@@ -215,7 +213,8 @@ mpx_status mpx_viz_export_onnx(const mpx_plan *p, const char *path, bool force, 
     free(e.names);
     free(e.new_nodes);
     free(e.convs);
-    free(e.extra_init);
+    for (int i = 0; i < e.n_scopes; i++) free(e.scopes[i].extra_init);
+    free(e.scopes);
     mpx_arena_free(e.a);
     if (st) return st;
     e.sum.bytes_before = from_file ? (int64_t)src_len : -1;

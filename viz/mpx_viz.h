@@ -210,7 +210,7 @@ mpx_status mpx_viz_html(const mpx_viz_page *page, char **out, mpx_viz_stats *sta
 /* What export wrote, for the one-line summary and --json. Names are lists
  * "a, b, c" cut short with ", ..." when long; the counts are complete. */
 typedef struct mpx_export_summary {
-    int nodes;                 /* nodes in the written graph, Casts included */
+    int nodes;                 /* nodes in the written graphs (If branches too), Casts included */
     int casts;                 /* Cast nodes added (the plan's casts) */
     int casts_retyped;         /* the model's own float Casts whose `to` changed */
     int weights;               /* (constant, format) conversions written */

@@ -30,8 +30,20 @@ typedef struct vx_conv {
 
 typedef struct vx_new_node {
     Onnx__NodeProto *node;
-    int anchor;      /* proto node it follows; -1: before all */
+    int anchor;      /* the node (file order) it follows; -1: before all of its scope's */
+    int scope;
 } vx_new_node;
+
+/* One graph of the file: the main graph (scope 0) or an If's branch
+ * (export_scope.c). */
+typedef struct vx_scope {
+    Onnx__GraphProto *gp;
+    const char *prefix;          /* mpx's prefix of the names it defines ("" for the main graph) */
+    size_t plen;
+    int *fo;                     /* [gp->n_node]: each node's file order (mpx_node.file_order) */
+    Onnx__TensorProto **extra_init; /* initializers this export adds to it */
+    size_t n_extra_init, cap_extra_init;
+} vx_scope;
 
 typedef struct ex {
     const mpx_plan *p;
@@ -49,8 +61,12 @@ typedef struct ex {
     size_t n_new, cap_new;
     vx_conv *convs;
     size_t n_convs, cap_convs;
-    Onnx__TensorProto **extra_init;
-    size_t n_extra_init, cap_extra_init;
+    vx_scope *scopes;            /* malloc'ed; their arrays in the arena, extra_init malloc'ed */
+    int n_scopes;
+    size_t cap_scopes;
+    Onnx__NodeProto **site;      /* per file order: the node's proto */
+    int *site_scope;             /* per file order: the scope holding it */
+    int *t_scope;                /* per tensor: the scope defining it */
     const char *accum_note, *accum_value;
     int upgrade_from;            /* the opset raised from (0: not raised) */
     mpx_export_summary sum;
@@ -72,6 +88,24 @@ const char *vx_fresh_name(ex *e, const char *base, const char *suffix);
  * after the plan's edit. */
 mpx_status vx_upgrade_check(ex *e, int have, int need, mpx_error *err);
 mpx_status vx_upgrade_nodes(ex *e, int have, int need, mpx_error *err);
+/* ---- scopes (export_scope.c) ---- */
+/* Fill e->scopes, e->site, e->site_scope and e->t_scope from e->m; refused
+ * when the file no longer holds the nodes the session loaded. */
+mpx_status vx_map_sites(ex *e, mpx_error *err);
+/* Whether np is an If with both branches (then *then_b, *else_b). */
+bool vx_is_if(const Onnx__NodeProto *np, Onnx__GraphProto **then_b, Onnx__GraphProto **else_b);
+/* t's name in the graph that defines it. */
+const char *vx_pname(const ex *e, const mpx_tensor *t);
+/* Whether name, under some branch's prefix, names a tensor or node. */
+bool vx_name_in_scopes(const ex *e, const char *name);
+/* Every read of the outer value `from` inside gp (and the graphs inside it
+ * that do not define it themselves) reads `to` instead. */
+mpx_status vx_rename_outer(ex *e, Onnx__GraphProto *gp, const char *from, const char *to, int depth,
+                           mpx_error *err);
+/* Name i of a node's input or output list becomes name; the first change
+ * swaps in a copy of protobuf-c's list (*owned). false on out of memory. */
+bool vx_set_name(ex *e, char ***list, size_t n, bool *owned, int i, const char *name);
+
 /* Edit e->m per e->p (export_onnx.c). */
 mpx_status vx_apply_plan(ex *e, mpx_error *err);
 void vx_undo_swaps(ex *e);
