@@ -343,7 +343,7 @@ static const mpx_command commands[] = {
      ".onnx keeps its metadata, doc strings and value_info. ONNX has no attribute for\n"
      "the accumulation format: it goes into metadata mpx.accumulate and the low nodes'\n"
      "doc strings. tf32 is refused (no ONNX type). If branches get their casts inside\n"
-     "them; a Loop or Scan exports when the plan keeps it fp32 (a low body is refused).\n"
+     "them; a Loop's or Scan's body is written in the format the plan runs it in.\n"
      "Never overwrites the loaded model;\n"
      "an existing file needs --force; the folder must exist; a failure leaves no file.\n"
      "Weights of 1 KiB and more go to external data, <file.onnx>.data beside the model,\n"

@@ -393,14 +393,6 @@ static mpx_status edit_node(ex *e, const mpx_node *n, mpx_error *err) {
         return mpx_error_set(err, MPX_E_INVALID, "node %s: %zu inputs in the file, %d loaded: load the model again",
                              n->name, np->n_input, n_file);
     const mpx_plan_node *pn0 = &e->p->nodes[n->index];
-    /* A body under a low plan runs in that format: the file's body would
-     * have to be written in it (every value, constant and Cast inside),
-     * which the exporter does not do. */
-    if (n->body && pn0->low)
-        return mpx_error_set(err, MPX_E_UNSUPPORTED,
-                             "node %s (%s) runs its body in %s under the plan; mpx exports a %s body only in "
-                             "fp32: colour it red to export (colour name:%s red)",
-                             n->name, n->op_type, pn0->compute->name, n->op_type, n->name);
     /* A node that makes float values from no float input (Range of ints,
      * RandomNormal, ConstantOfShape) has its output type fixed by attributes
      * ONNX does not let the plan's format reach: refuse rather than write a
@@ -436,6 +428,11 @@ static mpx_status edit_node(ex *e, const mpx_node *n, mpx_error *err) {
         const char *pn = vx_pname(e, t);
         if (body && strcmp(name, pn) != 0 && (st = vx_rename_outer(e, body, pn, name, 0, err))) return st;
     }
+    /* A body under a low plan runs in that format: so is the file's body. */
+    for (size_t a = 0; n->body && pn0->low && a < np->n_attribute; a++)
+        if (np->attribute[a]->name && strcmp(np->attribute[a]->name, "body") == 0 && np->attribute[a]->g &&
+            (st = vx_lower_body(e, np->attribute[a]->g, pn0->compute, n->name, 0, err)))
+            return st;
     /* keep-io renames of this node's outputs. */
     bool own_out = false;
     for (int i = 0; i < n->n_outputs; i++) {

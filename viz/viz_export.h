@@ -106,6 +106,13 @@ mpx_status vx_rename_outer(ex *e, Onnx__GraphProto *gp, const char *from, const 
  * swaps in a copy of protobuf-c's list (*owned). false on out of memory. */
 bool vx_set_name(ex *e, char ***list, size_t n, bool *owned, int i, const char *name);
 
+/* Every float of body graph gp (its inputs, outputs, value_info,
+ * initializers, constants, Casts to float; nested graphs too) in format f,
+ * as mpx runs a body under a low plan (export_body.c); owner names the
+ * node in messages. */
+mpx_status vx_lower_body(ex *e, Onnx__GraphProto *gp, const mpx_format *f, const char *owner, int depth,
+                         mpx_error *err);
+
 /* Edit e->m per e->p (export_onnx.c). */
 mpx_status vx_apply_plan(ex *e, mpx_error *err);
 void vx_undo_swaps(ex *e);
