@@ -154,11 +154,13 @@ else
 fi
 # export of a model with control flow: the plan's casts go into the If
 # branches that hold their tensors, each branch returns what its If reads,
-# a red Loop's body reads a cast of an outer value held low; checked by
+# a red Loop's body reads a cast of an outer value held low; sequences hold
+# one element type (SequenceAt's output cast to the plan's format, an empty
+# sequence typed as its inserts); checked by
 # scripts/verify-export.sh (onnx.checker, ORT runs the export, predicted and
 # measured error agree)
 printf 'input X random uniform 1 2 seed 3\ncolour * green\ncolour Loop red\n' > "$WORK/export_plan.mpx"
-for m in if_conv if_nested if_const loop_outer; do
+for m in if_conv if_nested if_const loop_outer seq_map optional_chain seq_split_concat seq_stack seq_construct; do
   n=$((n + 1))
   if VERIFY_WORK="$WORK/export_$m" VERIFY_LABEL=$m MPX="$MPX" ORT_DIR="$ORT" PYTHON="$PY" \
        "$HERE/../scripts/verify-export.sh" "$WORK/models/$m.onnx" "$WORK/export_plan.mpx" > "$WORK/export_$m.log" 2>&1; then

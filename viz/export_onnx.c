@@ -222,7 +222,7 @@ static bool add_cast(ex *e, const char *from, const char *to, const mpx_format *
         n->n_attribute = 2;
     }
     n->attribute = ats;
-    e->new_nodes[e->n_new++] = (vx_new_node){n, anchor, scope};
+    e->new_nodes[e->n_new++] = (vx_new_node){n, anchor, scope, false};
     e->sum.casts++;
     return true;
 }
@@ -393,17 +393,15 @@ static mpx_status edit_node(ex *e, const mpx_node *n, mpx_error *err) {
         return mpx_error_set(err, MPX_E_INVALID, "node %s: %zu inputs in the file, %d loaded: load the model again",
                              n->name, np->n_input, n_file);
     const mpx_plan_node *pn0 = &e->p->nodes[n->index];
-    /* A node that makes float values from no float input (Range of ints,
-     * RandomNormal, ConstantOfShape) has its output type fixed by attributes
-     * ONNX does not let the plan's format reach: refuse rather than write a
-     * model whose types disagree with the plan. */
+    /* A node that makes float values from no float input (RandomNormal,
+     * ConstantOfShape, Range of ints, SequenceAt of a sequence) has its
+     * output type fixed by attributes or by what a sequence holds, which the
+     * plan's format does not reach: it writes what it makes, and a Cast
+     * after it gives the plan's format (mpx computes such a node in fp32 and
+     * rounds its output: the same values). */
     bool reads_float = false;
     for (int i = 0; i < n->n_inputs; i++) reads_float |= mpx_plan_input_format(e->p, n, i) != NULL;
-    if (pn0->is_float && pn0->low && !reads_float && n->op != MPX_OP_Cast && n->op != MPX_OP_CastLike)
-        return mpx_error_set(err, MPX_E_UNSUPPORTED,
-                             "node %s (%s) makes float values from no float input and the plan computes it in "
-                             "%s, which its ONNX attributes cannot say: colour it red (colour name:%s red)",
-                             n->name, n->op_type, pn0->compute->name, n->name);
+    bool made_float = pn0->is_float && pn0->low && !reads_float && n->op != MPX_OP_Cast && n->op != MPX_OP_CastLike;
     bool own_in = false;
     for (int i = 0; i < n_file; i++) {
         if (!n->inputs[i]) continue;
@@ -439,6 +437,41 @@ static mpx_status edit_node(ex *e, const mpx_node *n, mpx_error *err) {
         const mpx_tensor *t = n->outputs[i];
         if (t && !vx_set_name(e, &np->output, np->n_output, &own_out, i, e->base[t->index]))
             return mpx_error_set(err, MPX_E_NOMEM, "out of memory writing the model");
+        const mpx_format *tf = t ? e->p->tensors[t->index].format : NULL;
+        if (made_float && t && mpx_dtype_is_float(t->dtype) && vx_dtype_of(tf) != MPX_DT_FLOAT) {
+            const char *made = vx_fresh_name(e, e->base[t->index], "_made");
+            if (!made || !vx_set_name(e, &np->output, np->n_output, &own_out, i, made) ||
+                !add_cast(e, made, e->base[t->index], tf, n->file_order, e->site_scope[n->file_order]))
+                return vx_oom(err);
+            e->new_nodes[e->n_new - 1].lead = true;
+        }
+    }
+    /* SequenceEmpty's dtype: the format the Inserts that fill it read their
+     * tensors in (ONNX wants one element type per sequence). */
+    const mpx_tensor *so = n->op == MPX_OP_SequenceEmpty && n->n_outputs ? n->outputs[0] : NULL;
+    for (int c = 0; so && c < so->n_consumers; c++) {
+        const mpx_node *cn = so->consumers[c];
+        const mpx_format *f = cn->op == MPX_OP_SequenceInsert && cn->n_inputs > 1 && cn->inputs[0] == so
+                                  ? mpx_plan_input_format(e->p, cn, 1) : NULL;
+        Onnx__AttributeProto *dt = vx_find_attr(np, "dtype");
+        if (!f || vx_dtype_of(f) == MPX_DT_FLOAT || (dt && dt->i != MPX_DT_FLOAT)) continue;
+        if (dt) {
+            dt->i = vx_dtype_of(f);
+        } else {
+            Onnx__AttributeProto *at = mpx_arena_alloc(e->a, sizeof *at);
+            Onnx__AttributeProto **ats = mpx_arena_calloc(e->a, np->n_attribute + 1, sizeof *ats);
+            if (!at || !ats || !vx_save_slot(e, &np->attribute, &np->n_attribute)) return vx_oom(err);
+            onnx__attribute_proto__init(at);
+            at->name = (char *)"dtype";
+            at->has_type = at->has_i = true;
+            at->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+            at->i = vx_dtype_of(f);
+            if (np->n_attribute) memcpy(ats, np->attribute, np->n_attribute * sizeof *ats);
+            ats[np->n_attribute] = at;
+            np->attribute = ats;
+            np->n_attribute++;
+        }
+        break;
     }
     const mpx_plan_node *pn = &e->p->nodes[n->index];
     /* A CastLike whose plan output is not its second input's type becomes
@@ -637,12 +670,15 @@ mpx_status vx_apply_plan(ex *e, mpx_error *err) {
     int *next = mpx_arena_calloc(e->a, e->n_new + 1, sizeof *next);
     if (!first || !next) return vx_oom(err);
     for (int i = 0; i < g->n_nodes; i++) first[i] = -1;
-    for (size_t j = e->n_new; j-- > 0;) {
-        int a = e->new_nodes[j].anchor;
-        if (a < 0) continue;
-        next[j] = first[a];
-        first[a] = (int)j;
-    }
+    /* Each anchor's list in the order the Casts were made, the lead ones
+     * first (pushed last). */
+    for (int lead = 0; lead < 2; lead++)
+        for (size_t j = e->n_new; j-- > 0;) {
+            int a = e->new_nodes[j].anchor;
+            if (a < 0 || e->new_nodes[j].lead != (lead == 1)) continue;
+            next[j] = first[a];
+            first[a] = (int)j;
+        }
     e->sum.nodes = 0;
     for (int s = 0; s < e->n_scopes; s++) {
         vx_scope *sc = &e->scopes[s];

@@ -32,6 +32,7 @@ typedef struct vx_new_node {
     Onnx__NodeProto *node;
     int anchor;      /* the node (file order) it follows; -1: before all of its scope's */
     int scope;
+    bool lead;       /* right after its anchor, before the Casts of the plan (it writes what they read) */
 } vx_new_node;
 
 /* One graph of the file: the main graph (scope 0) or an If's branch
