@@ -206,6 +206,19 @@ EOF
   fi
 done
 
+# the file changed between load and export (another model with control flow
+# in its place): refused by name, nothing written
+n=$((n + 1))
+cp "$WORK/models/if_conv.onnx" "$WORK/changed.onnx"
+out=$( (echo "load $WORK/changed.onnx"; echo "colour * green"; sleep 1; cp "$WORK/models/if_nested.onnx" "$WORK/changed.onnx"
+        echo "export $WORK/changed_out.onnx") | "$MPX" 2>&1) || true
+case $out in
+  *'changed.onnx no longer holds the nodes the session loaded (8 of them)'*)
+    if [ -e "$WORK/changed_out.onnx" ]; then echo "control_ort export: FAIL (a file was left)"; failed=$((failed + 1))
+    else echo "export of a changed file: refused"; fi ;;
+  *) echo "$out"; echo "control_ort export: FAIL (changed file)"; failed=$((failed + 1)) ;;
+esac
+
 # Silero VAD as shipped: inputs from NumPy (a seeded chunk of audio-like
 # noise, a small random state, the sample rate)
 "$PY" - "$WORK/vad" <<'EOF'
