@@ -42,7 +42,7 @@
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 
-enum { KG_MR = 6, KG_NR = 16, KG_KC = 256, KG_PACK = 32768 /* floats of packed B */ };
+enum { KG_MR = 6, KG_NR = 16, KG_KC = 128, KG_PACK = 32768 /* floats of packed B */ };
 _Static_assert(KG_MR == 6, "kg_pack_a_fn writes a panel's 6 rows by hand");
 _Static_assert(KG_KC % MPX_ACC_FP32_BLOCK == 0, "K blocks must hold whole fp32 blocks");
 
@@ -77,6 +77,13 @@ typedef struct kg_ctx {
     int64_t nmb, mpb;      /* row blocks per band; 6-row panels per block */
     int64_t srows, splane, schan; /* strip: rows, phase plane, channel (floats) */
     float *bp[8], *strip[8];
+    /* Per thread, where the item's C tile is summed when C's columns are
+     * not one run a panel (a convolution's grid rows are wider than its
+     * output rows: every panel straddling two went through a scalar copy
+     * in and out at each K block); copied out once, after the last. Rows:
+     * the item's panels' 6 each; ldt floats a row. NULL: straight into C. */
+    float *tile[8];
+    int64_t ldt;
     bool avx2, avx512;
     unsigned char *a_bad;  /* [thread]: the packing pass met a non-finite A value */
 } kg_ctx;
@@ -321,6 +328,7 @@ static void kg_free_bufs(kg_ctx *x) {
     for (int t = 0; t < 8; t++) {
         free(x->bp[t]);
         free(x->strip[t]);
+        free(x->tile[t]);
     }
 }
 
@@ -472,6 +480,10 @@ kg_result kg_gemm_run(const kg_gemm *j) {
     x.nqb = kg_cdiv(N, x.icols);
     const long items = (long)(j->G * x.nqb * x.nmb);
     if (nt > items) nt = (int)items;
+    /* A tile where C's rows are not runs of whole panels (columns dropped
+     * inside, or strided). */
+    const bool tiled = j->cs != 1 || j->gw != j->gvalid || j->rs != j->gw;
+    x.ldt = (x.icols + 4 * KG_NR - 1) / KG_NR * KG_NR + 3 * KG_NR;
     /* Packed B: at most KG_PACK floats, less for small products. */
     const int64_t kcm = K < KG_KC ? K : KG_KC, colm = (x.icols + KG_NR - 1) / KG_NR * KG_NR;
     const int64_t bpn = kcm * colm < KG_PACK ? kcm * colm : KG_PACK;
@@ -479,6 +491,7 @@ kg_result kg_gemm_run(const kg_gemm *j) {
         ok = (x.bp[t] = kg_alloc((size_t)bpn)) != NULL;
         if (ok && j->conv) /* zeroed: columns past the last grid row are read (and dropped) */
             ok = (x.strip[t] = calloc((size_t)(j->conv->cig * x.schan + 16), sizeof(float))) != NULL;
+        if (ok && tiled) ok = (x.tile[t] = kg_alloc((size_t)(x.mpb * KG_MR * x.ldt))) != NULL;
     }
     if (ok) {
         /* Pack A, a panel an item, on the same threads (ResNet-18's last

@@ -260,6 +260,63 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16)(const in
     }
 }
 
+/* fp32, 6 rows by NP adjacent 16-column panels a call (the AVX-512 build):
+ * 6 NP sums in registers (NP 4: 24 of the 32), so that enough independent
+ * fused multiply-adds are in flight to cover their latency on both FMA
+ * ports, where ukr16's 6 left them idle (ResNet-18's 3x3 convolutions ran
+ * at 30 GMAC/s on two cores). Panel p of packed B is at b + p * kc * 16;
+ * row i of C's tile is cr[i] .. cr[i] + 16 NP, one run. Each lane's
+ * operations are ukr16's (blocks of 64 fused multiply-adds from 0, added to
+ * C's running sum, then the bias), so the bits are the same. */
+static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16p)(const int NP, int64_t kc,
+                                                               const float *restrict a,
+                                                               const float *restrict b,
+                                                               float *const *cr, bool first,
+                                                               const float *bias) {
+    const v16f z = {0};
+    const int64_t bs = kc * KG_NR;
+    for (int64_t k0 = 0; k0 < kc; k0 += MPX_ACC_FP32_BLOCK) {
+        const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < kc ? k0 + MPX_ACC_FP32_BLOCK : kc;
+        v16f c[KG_MR][4];
+#pragma GCC unroll 6
+        for (int i = 0; i < KG_MR; i++)
+#pragma GCC unroll 4
+            for (int p = 0; p < NP; p++) c[i][p] = z;
+        const float *ak = a + k0 * KG_MR, *bk = b + k0 * KG_NR;
+        for (int64_t k = k0; k < k1; k++, ak += KG_MR, bk += KG_NR) {
+            v16f bv[4];
+#pragma GCC unroll 4
+            for (int p = 0; p < NP; p++) memcpy(&bv[p], bk + p * bs, sizeof bv[p]);
+#pragma GCC unroll 6
+            for (int i = 0; i < KG_MR; i++) {
+                const __m512 ai = (__m512)KG_F(splat16)(ak[i]);
+#pragma GCC unroll 4
+                for (int p = 0; p < NP; p++) c[i][p] = (v16f)_mm512_fmadd_ps(ai, (__m512)bv[p], (__m512)c[i][p]);
+            }
+        }
+        const bool f = first && k0 == 0, last = bias && k1 == kc;
+#pragma GCC unroll 6
+        for (int i = 0; i < KG_MR; i++)
+#pragma GCC unroll 4
+            for (int p = 0; p < NP; p++) {
+                v16f r = z;
+                if (!f) memcpy(&r, cr[i] + p * KG_NR, sizeof r);
+                r += c[i][p];
+                if (last) r += KG_F(splat16)(bias[i]);
+                memcpy(cr[i] + p * KG_NR, &r, sizeof r);
+            }
+    }
+}
+
+static KG_TARGET void KG_F(ukr16p2)(int64_t kc, const float *a, const float *b, float *const *cr, bool first,
+                                    const float *bias) {
+    KG_F(ukr16p)(2, kc, a, b, cr, first, bias);
+}
+static KG_TARGET void KG_F(ukr16p4)(int64_t kc, const float *a, const float *b, float *const *cr, bool first,
+                                    const float *bias) {
+    KG_F(ukr16p)(4, kc, a, b, cr, first, bias);
+}
+
 /* rne8 on 16 lanes. */
 static inline KG_TARGET __attribute__((always_inline)) v16f KG_F(rne16)(v16f x, const unsigned shift) {
     KG_RNE_BODY(v16f, v16u, v16i)
@@ -375,7 +432,7 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
     } else {
         src = j->b + g * j->gb;
     }
-    float *bp = x->bp[tid];
+    float *bp = x->bp[tid], *tile = x->tile[tid];
     const KG_F(ukr_fn) *ukrs = KG_F(ukr_table)[j->mode];
     for (int64_t k0 = 0; k0 < K; k0 += KG_KC) {
         const int64_t kc = K - k0 < KG_KC ? K - k0 : KG_KC;
@@ -400,12 +457,46 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
                 if (l < qb - qa)
                     for (int64_t i = 0; i < KG_NR; i++) d[i] = l + i < qb - qa ? s[l + i] : 0.0f;
             }
+            if (tile) {
+                /* Into the item's tile, every panel one run (x->tile). */
+                for (int64_t q = qa; q < qb;) {
+                    int np = 1;
+#if KG_SIMD == 2
+                    if (j->mode == KG_FP32) {
+                        const int64_t left = kg_cdiv(qb - q, KG_NR);
+                        np = left >= 4 ? 4 : left >= 2 ? 2 : 1;
+                    }
+#endif
+                    const float *bpp = bp + (q - qa) * kc;
+                    for (int64_t i = i0; i < i1; i++) {
+                        const int mr = (int)(M - i * KG_MR < KG_MR ? M - i * KG_MR : KG_MR);
+                        const float *ap = apg + i * KG_MR * K + k0 * KG_MR;
+                        const float *bi = bs ? bs + i * KG_MR : NULL;
+                        float *cr[KG_MR];
+                        for (int r = 0; r < mr; r++) cr[r] = tile + ((i - i0) * KG_MR + r) * x->ldt + (q - q0);
+#if KG_SIMD == 2
+                        if (np > 1 && mr == KG_MR) {
+                            (np == 4 ? KG_F(ukr16p4) : KG_F(ukr16p2))(kc, ap, bpp, cr, first, bi);
+                            continue;
+                        }
+#endif
+                        for (int p = 0; p < np; p++) {
+                            float *crp[KG_MR];
+                            for (int r = 0; r < mr; r++) crp[r] = cr[r] + p * KG_NR;
+                            ukrs[mr - 1](kc, ap, bpp + p * kc * KG_NR, crp, first, bi);
+                        }
+                    }
+                    q += np * KG_NR;
+                }
+                continue;
+            }
             for (int64_t q = qa; q < qb; q += KG_NR) {
                 const int64_t ncols = qb - q < KG_NR ? qb - q : KG_NR;
                 const float *bpp = bp + (q - qa) * kc;
                 const int64_t col = q % j->gw, cq = (q / j->gw) * j->rs + col * j->cs;
                 const bool direct = ncols == KG_NR && j->cs == 1 &&
                                     (col + KG_NR <= j->gvalid || (j->gw == j->gvalid && j->rs == j->gw));
+
                 /* Otherwise each column's place in C (-1: dropped), once a panel. */
                 int64_t at[KG_NR];
                 if (!direct)
@@ -439,6 +530,26 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
             }
         }
     }
+    if (!tile) return;
+    /* The tile's columns that are outputs, into C: a grid row's valid run
+     * at a time. */
+    for (int64_t i = i0; i < i1; i++)
+        for (int r = 0; r < KG_MR && i * KG_MR + r < M; r++) {
+            const float *t = tile + ((i - i0) * KG_MR + r) * x->ldt;
+            float *cm = c + j->crow[i * KG_MR + r];
+            for (int64_t q = q0; q < q1;) {
+                const int64_t row = q / j->gw, col = q % j->gw;
+                int64_t end = q + (j->gw - col);
+                if (end > q1) end = q1;
+                const int64_t n = (col < j->gvalid ? (j->gvalid < col + (end - q) ? j->gvalid - col : end - q) : 0);
+                if (n > 0) {
+                    if (j->cs == 1) memcpy(cm + row * j->rs + col, t + (q - q0), (size_t)n * sizeof *t);
+                    else
+                        for (int64_t l = 0; l < n; l++) cm[row * j->rs + (col + l) * j->cs] = t[q - q0 + l];
+                }
+                q = end;
+            }
+        }
 }
 
 /* ---- depthwise: one channel ------------------------------------------------------------------
