@@ -134,6 +134,8 @@ void mpx_graph_free(mpx_graph *g) {
     if (!g) return;
     for (int i = 0; i < g->n_children_; i++) mpx_graph_free(g->children_[i]);
     free(g->children_);
+    for (int i = 0; i < g->n_tensors; i++)
+        if (g->tensors[i]->derived && g->tensors[i]->derived_free) g->tensors[i]->derived_free(g->tensors[i]->derived);
     map_free(g->map_);
     map_free(g->node_map_);
     mpx_arena_free(g->arena);

@@ -230,6 +230,12 @@ typedef struct mpx_tensor {
     mpx_node *producer; /* NULL for inputs, initializers */
     mpx_node **consumers;
     int n_consumers;
+
+    /* A kernel's derived form of this constant's value (numerics/kern_gemm.c:
+     * weights packed for the GEMM core), made on first use; owned by the
+     * tensor and freed with the graph by derived_free. NULL until then. */
+    void *derived;
+    void (*derived_free)(void *);
 } mpx_tensor;
 
 typedef enum mpx_attr_type {

@@ -406,6 +406,66 @@ static void kg_mv_fn(void *ctx, int tid, long item) {
     }
 }
 
+/* ---- packed weights kept on their tensor ------------------------------------------------------
+ * A constant's A packed once (mpx_tensor.derived): a list of packings, one
+ * per layout a node reads it in (almost always one). The packing is a copy
+ * of the values in the micro-kernel's order, so a kept one is the same bits
+ * as a fresh one; an entry remembers the source pointer and layout and is
+ * used only for the same. Packing was a quarter of ResNet-18's last-stage
+ * convolutions (9 MB of weights repacked a call). A lock guards the lists
+ * (a comparison's two threads may run the same node); a packing made while
+ * another thread kept one is used once and freed. */
+typedef struct kg_kept {
+    const float *a;
+    int64_t M, K, G, ams, aks, ga;
+    bool finite;
+    float *ap;
+    struct kg_kept *next;
+} kg_kept;
+
+static pthread_mutex_t kg_kept_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void kg_kept_free(void *p) {
+    for (kg_kept *k = p, *n; k; k = n) {
+        n = k->next;
+        free(k->ap);
+        free(k);
+    }
+}
+
+static bool kg_kept_match(const kg_kept *k, const kg_gemm *j) {
+    return k->a == j->a && k->M == j->M && k->K == j->K && k->G == j->G && k->ams == j->ams && k->aks == j->aks &&
+           k->ga == j->ga;
+}
+
+static const kg_kept *kg_kept_find(const kg_gemm *j) {
+    pthread_mutex_lock(&kg_kept_lock);
+    const kg_kept *k = j->a_owner->derived_free == kg_kept_free ? j->a_owner->derived : NULL;
+    while (k && !kg_kept_match(k, j)) k = k->next;
+    pthread_mutex_unlock(&kg_kept_lock);
+    return k;
+}
+
+/* Keep ap (true: the tensor owns it now). */
+static bool kg_kept_add(const kg_gemm *j, float *ap, bool finite) {
+    kg_kept *k = malloc(sizeof *k);
+    if (!k) return false;
+    *k = (kg_kept){.a = j->a, .M = j->M, .K = j->K, .G = j->G, .ams = j->ams, .aks = j->aks, .ga = j->ga,
+                   .finite = finite, .ap = ap};
+    mpx_tensor *t = j->a_owner;
+    pthread_mutex_lock(&kg_kept_lock);
+    bool ok = !t->derived || t->derived_free == kg_kept_free;
+    for (const kg_kept *o = ok ? t->derived : NULL; o && ok; o = o->next) ok = !kg_kept_match(o, j);
+    if (ok) {
+        k->next = t->derived;
+        t->derived = k;
+        t->derived_free = kg_kept_free;
+    }
+    pthread_mutex_unlock(&kg_kept_lock);
+    if (!ok) free(k);
+    return ok;
+}
+
 kg_result kg_gemm_run(const kg_gemm *j) {
     const int64_t M = j->M, N = j->N, K = j->K, mpan = (M + KG_MR - 1) / KG_MR;
     const double macs = (double)j->G * (double)M * (double)N * (double)K;
@@ -423,8 +483,9 @@ kg_result kg_gemm_run(const kg_gemm *j) {
     unsigned char a_bad[8] = {0};
     kg_ctx x = {.j = j, .avx2 = kg_use_avx2(), .avx512 = kg_use_avx512(), .a_bad = a_bad};
     int64_t *boff = NULL;
-    float *ap = kg_alloc((size_t)(j->G * mpan * KG_MR * K));
-    bool ok = ap != NULL, bad = false;
+    const kg_kept *kept = j->a_owner && j->finite_a ? kg_kept_find(j) : NULL;
+    float *ap = kept ? NULL : kg_alloc((size_t)(j->G * mpan * KG_MR * K));
+    bool ok = kept || ap != NULL, bad = false;
     /* Work items are (group, column band, block of rows of A). Bands of
      * about 512 columns give a thread 4 or more items where there are
      * columns enough; where there are few columns and many rows (ResNet's
@@ -493,13 +554,20 @@ kg_result kg_gemm_run(const kg_gemm *j) {
             ok = (x.strip[t] = calloc((size_t)(j->conv->cig * x.schan + 16), sizeof(float))) != NULL;
         if (ok && tiled) ok = (x.tile[t] = kg_alloc((size_t)(x.mpb * KG_MR * x.ldt))) != NULL;
     }
-    if (ok) {
+    if (ok && kept) {
+        x.ap = kept->ap;
+        bad = j->finite_a && !kept->finite;
+        if (!bad) mpx_k_parallel(items, nt, kg_gemm_fn, &x);
+    } else if (ok) {
         /* Pack A, a panel an item, on the same threads (ResNet-18's last
          * convolutions pack 9 MB each call). */
         x.ap = x.ap_w = ap;
         mpx_k_parallel((long)(j->G * mpan), nt, kg_pack_a_fn, &x);
         for (int t = 0; t < 8; t++) bad = bad || a_bad[t];
         if (!bad) mpx_k_parallel(items, nt, kg_gemm_fn, &x);
+        /* Kept with the finite check's verdict (only checked packings are
+         * kept, so the verdict always means something). */
+        if (j->a_owner && j->finite_a && kg_kept_add(j, ap, !bad)) ap = NULL;
     }
     kg_free_bufs(&x);
     free(boff);

@@ -107,6 +107,11 @@ typedef struct kg_gemm {
      * packed, not in a pass of its own: on ResNet-18 a separate scan of the
      * weights was 18% of the forward. */
     bool finite_a;
+    /* A is this constant's own value (the graph's weights, not a rounded
+     * copy): A is packed once, kept on it (mpx_tensor.derived) and reused
+     * by later calls with the same layout, as runtimes pack weights when a
+     * session starts; NULL: packed for this call. */
+    mpx_tensor *a_owner;
 } kg_gemm;
 
 typedef enum kg_result {
