@@ -131,6 +131,57 @@ typedef enum pool_kind { POOL_AVG, POOL_MAX, POOL_LP } pool_kind;
 static float lp_term(float v, float pw) { return pw == 2.0f ? v * v : pw == 1.0f ? fabsf(v) : powf(fabsf(v), pw); }
 static float lp_root(float s, float pw) { return pw == 2.0f ? sqrtf(s) : pw == 1.0f ? s : powf(s, 1.0f / pw); }
 
+/* 2-D float MaxPool without indices, a plane an item on the kernel threads:
+ * per output row, each in-bounds tap in the window's order (rows, then
+ * columns) over the row's outputs at once, each output taking its first
+ * tap's value and then any strictly greater one: the general loop's rule,
+ * output by output, so the same values (NaN included: a first NaN stays,
+ * a later one is never greater). The general loop walked a window an
+ * output (ResNet-18's MaxPool: 2.8 ms of a 31 ms forward). */
+typedef struct max2d {
+    const kn_window *w;
+    const float *x;
+    float *y;
+    int64_t H, W, OH, OW;
+} max2d;
+
+static int64_t cdiv_floor0(int64_t a, int64_t b) { return a <= 0 ? 0 : (a + b - 1) / b; }
+
+static void max2d_plane(void *ctx, int tid, long pc) {
+    (void)tid;
+    const max2d *m = ctx;
+    const kn_window *w = m->w;
+    const float *xp = m->x + pc * m->H * m->W;
+    float *yp = m->y + pc * m->OH * m->OW;
+    unsigned char any[4096];
+    for (int64_t oh = 0; oh < m->OH; oh++) {
+        float *yr = yp + oh * m->OW;
+        for (int64_t c0 = 0; c0 < m->OW; c0 += 4096) {
+            const int64_t c1 = c0 + 4096 < m->OW ? c0 + 4096 : m->OW;
+            for (int64_t o = c0; o < c1; o++) yr[o] = -FLT_MAX, any[o - c0] = 0;
+            for (int64_t a = 0; a < w->k[0]; a++) {
+                const int64_t ih = oh * w->s[0] + a * w->d[0] - w->pb[0];
+                if (ih < 0 || ih >= m->H) continue;
+                const float *xr = xp + ih * m->W;
+                for (int64_t b = 0; b < w->k[1]; b++) {
+                    /* outputs whose tap b is inside the row */
+                    const int64_t off = b * w->d[1] - w->pb[1];
+                    int64_t lo = cdiv_floor0(-off, w->s[1]), hi = cdiv_floor0(m->W - off, w->s[1]);
+                    if (lo < c0) lo = c0;
+                    if (hi > c1) hi = c1;
+                    const int64_t s = w->s[1];
+                    for (int64_t o = lo; o < hi; o++) {
+                        const float v = xr[o * s + off];
+                        const bool take = !any[o - c0] || v > yr[o];
+                        yr[o] = take ? v : yr[o];
+                        any[o - c0] = 1;
+                    }
+                }
+            }
+        }
+    }
+}
+
 static mpx_status pool(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
                        int n_out, pool_kind kind) {
     const bool is_max = kind == POOL_MAX;
@@ -171,6 +222,12 @@ static mpx_status pool(const mpx_kctx *c, const mpx_value *const *in, int n_in, 
     }
     const int64_t planes = x->dims[0] * x->dims[1];
     if (out_plane == 0 || planes == 0) return MPX_OK;
+    if (is_max && nsp == 2 && x->f && !want_idx) {
+        max2d m = {.w = &w, .x = x->f, .y = out[0].f, .H = w.in[0], .W = w.in[1], .OH = w.out[0], .OW = w.out[1]};
+        mpx_k_parallel((long)planes, planes * out_plane * w.k[0] * w.k[1] < 100000 ? 1 : kg_threads(), max2d_plane,
+                       &m);
+        return MPX_OK;
+    }
     const int64_t low_i = int_lowest(x->dtype);
     win_tab tab;
     if ((st = win_tab_make(c, &w, &tab))) {
