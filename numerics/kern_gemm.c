@@ -76,6 +76,12 @@ typedef struct kg_ctx {
     int64_t nqb, icols;    /* column bands per group; grid columns per band */
     int64_t nmb, mpb;      /* row blocks per band; 6-row panels per block */
     int64_t srows, splane, schan; /* strip: rows, phase plane, channel (floats) */
+    /* A convolution's whole padded, phase-split input, shared by the items
+     * (filled once, a channel an item, before them): per-item strips
+     * filled each band's rows again for every block of A's rows, and the
+     * rows the taps reach below a band twice (15% of ResNet-18's forward).
+     * NULL: per-item strips (an input too large for one copy). */
+    float *shared;
     float *bp[8], *strip[8];
     /* Per thread, where the item's C tile is summed when C's columns are
      * not one run a panel (a convolution's grid rows are wider than its
@@ -324,7 +330,23 @@ static void kg_gemm_fn(void *ctx, int tid, long item) {
     gemm_item_gen(x, tid, item);
 }
 
+static void kg_fill_fn(void *ctx, int tid, long ch) {
+    kg_ctx *x = ctx;
+#if KG_HAVE_X86
+    if (x->avx512) {
+        fill_chan_avx512(x, tid, ch);
+        return;
+    }
+    if (x->avx2) {
+        fill_chan_avx2(x, tid, ch);
+        return;
+    }
+#endif
+    fill_chan_gen(x, tid, ch);
+}
+
 static void kg_free_bufs(kg_ctx *x) {
+    free(x->shared);
     for (int t = 0; t < 8; t++) {
         free(x->bp[t]);
         free(x->strip[t]);
@@ -418,7 +440,7 @@ static void kg_mv_fn(void *ctx, int tid, long item) {
 typedef struct kg_kept {
     const float *a;
     int64_t M, K, G, ams, aks, ga;
-    bool finite;
+    bool checked, finite; /* whether the finite check ran, and its verdict */
     float *ap;
     struct kg_kept *next;
 } kg_kept;
@@ -435,7 +457,7 @@ static void kg_kept_free(void *p) {
 
 static bool kg_kept_match(const kg_kept *k, const kg_gemm *j) {
     return k->a == j->a && k->M == j->M && k->K == j->K && k->G == j->G && k->ams == j->ams && k->aks == j->aks &&
-           k->ga == j->ga;
+           k->ga == j->ga && (k->checked || !j->finite_a);
 }
 
 static const kg_kept *kg_kept_find(const kg_gemm *j) {
@@ -451,7 +473,7 @@ static bool kg_kept_add(const kg_gemm *j, float *ap, bool finite) {
     kg_kept *k = malloc(sizeof *k);
     if (!k) return false;
     *k = (kg_kept){.a = j->a, .M = j->M, .K = j->K, .G = j->G, .ams = j->ams, .aks = j->aks, .ga = j->ga,
-                   .finite = finite, .ap = ap};
+                   .checked = j->finite_a, .finite = finite, .ap = ap};
     mpx_tensor *t = j->a_owner;
     pthread_mutex_lock(&kg_kept_lock);
     bool ok = !t->derived || t->derived_free == kg_kept_free;
@@ -483,7 +505,7 @@ kg_result kg_gemm_run(const kg_gemm *j) {
     unsigned char a_bad[8] = {0};
     kg_ctx x = {.j = j, .avx2 = kg_use_avx2(), .avx512 = kg_use_avx512(), .a_bad = a_bad};
     int64_t *boff = NULL;
-    const kg_kept *kept = j->a_owner && j->finite_a ? kg_kept_find(j) : NULL;
+    const kg_kept *kept = j->a_owner ? kg_kept_find(j) : NULL;
     float *ap = kept ? NULL : kg_alloc((size_t)(j->G * mpan * KG_MR * K));
     bool ok = kept || ap != NULL, bad = false;
     /* Work items are (group, column band, block of rows of A). Bands of
@@ -514,6 +536,13 @@ kg_result kg_gemm_run(const kg_gemm *j) {
         if (R < 1) R = 1;
         x.icols = R * v->Wq;
         x.srows = R + (v->KH - 1) * v->dh / v->sh + 1;
+        const int64_t full = v->OH + (v->KH - 1) * v->dh / v->sh + 1;
+        if ((double)j->G * (double)v->cig * (double)(v->sh * v->sw * full * v->Wq) <= (double)(64 << 20)) {
+            x.srows = full;
+            /* (+ 80: a 64-column group's reads past the last row's end, dropped) */
+            x.shared = calloc((size_t)(j->G * v->cig * v->sh * v->sw * full * v->Wq + 80), sizeof(float));
+            ok = ok && x.shared;
+        }
         x.splane = x.srows * v->Wq;
         x.schan = v->sh * v->sw * x.splane;
         boff = malloc((size_t)K * sizeof *boff);
@@ -543,17 +572,18 @@ kg_result kg_gemm_run(const kg_gemm *j) {
     if (nt > items) nt = (int)items;
     /* A tile where C's rows are not runs of whole panels (columns dropped
      * inside, or strided). */
-    const bool tiled = j->cs != 1 || j->gw != j->gvalid || j->rs != j->gw;
+    const bool tiled = j->cs != 1 || j->gw != j->gvalid || (j->N > j->gw && j->rs != j->gw);
     x.ldt = (x.icols + 4 * KG_NR - 1) / KG_NR * KG_NR + 3 * KG_NR;
     /* Packed B: at most KG_PACK floats, less for small products. */
     const int64_t kcm = K < KG_KC ? K : KG_KC, colm = (x.icols + KG_NR - 1) / KG_NR * KG_NR;
     const int64_t bpn = kcm * colm < KG_PACK ? kcm * colm : KG_PACK;
     for (int t = 0; ok && t < nt; t++) {
         ok = (x.bp[t] = kg_alloc((size_t)bpn)) != NULL;
-        if (ok && j->conv) /* zeroed: columns past the last grid row are read (and dropped) */
+        if (ok && j->conv && !x.shared) /* zeroed: columns past the last grid row are read (and dropped) */
             ok = (x.strip[t] = calloc((size_t)(j->conv->cig * x.schan + 16), sizeof(float))) != NULL;
         if (ok && tiled) ok = (x.tile[t] = kg_alloc((size_t)(x.mpb * KG_MR * x.ldt))) != NULL;
     }
+    if (ok && x.shared) mpx_k_parallel((long)(j->G * j->conv->cig), nt, kg_fill_fn, &x);
     if (ok && kept) {
         x.ap = kept->ap;
         bad = j->finite_a && !kept->finite;
@@ -565,9 +595,8 @@ kg_result kg_gemm_run(const kg_gemm *j) {
         mpx_k_parallel((long)(j->G * mpan), nt, kg_pack_a_fn, &x);
         for (int t = 0; t < 8; t++) bad = bad || a_bad[t];
         if (!bad) mpx_k_parallel(items, nt, kg_gemm_fn, &x);
-        /* Kept with the finite check's verdict (only checked packings are
-         * kept, so the verdict always means something). */
-        if (j->a_owner && j->finite_a && kg_kept_add(j, ap, !bad)) ap = NULL;
+        /* Kept with the finite check's verdict, when it ran. */
+        if (j->a_owner && kg_kept_add(j, ap, !bad)) ap = NULL;
     }
     kg_free_bufs(&x);
     free(boff);

@@ -308,6 +308,75 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16p)(const i
     }
 }
 
+/* fp32, MR rows by NP panels, B read where it lies (the AVX-512 build):
+ * B(k, q) = bq[boff[k] + q] (a convolution's strip: a fixed shift per k),
+ * so nothing is packed. For a convolution the terms of consecutive k are
+ * neighbouring taps of the same input rows: a 64-column group's B for 128
+ * terms is a few KiB, read from L1 by every row panel; packing it had cost
+ * a sixth of ResNet-18's forward. The same operations per lane as ukr16p,
+ * so the same bits. */
+static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16d)(const int MR, const int NP, int64_t kc,
+                                                               const float *restrict a,
+                                                               const float *restrict bq,
+                                                               const int64_t *restrict boff,
+                                                               float *const *cr, bool first,
+                                                               const float *bias) {
+    const v16f z = {0};
+    for (int64_t k0 = 0; k0 < kc; k0 += MPX_ACC_FP32_BLOCK) {
+        const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < kc ? k0 + MPX_ACC_FP32_BLOCK : kc;
+        v16f c[KG_MR][4];
+#pragma GCC unroll 6
+        for (int i = 0; i < MR; i++)
+#pragma GCC unroll 4
+            for (int p = 0; p < NP; p++) c[i][p] = z;
+        const float *ak = a + k0 * KG_MR;
+        for (int64_t k = k0; k < k1; k++, ak += KG_MR) {
+            const float *bk = bq + boff[k];
+            v16f bv[4];
+#pragma GCC unroll 4
+            for (int p = 0; p < NP; p++) memcpy(&bv[p], bk + p * KG_NR, sizeof bv[p]);
+#pragma GCC unroll 6
+            for (int i = 0; i < MR; i++) {
+                const __m512 ai = (__m512)KG_F(splat16)(ak[i]);
+#pragma GCC unroll 4
+                for (int p = 0; p < NP; p++) c[i][p] = (v16f)_mm512_fmadd_ps(ai, (__m512)bv[p], (__m512)c[i][p]);
+            }
+        }
+        const bool f = first && k0 == 0, last = bias && k1 == kc;
+#pragma GCC unroll 6
+        for (int i = 0; i < MR; i++)
+#pragma GCC unroll 4
+            for (int p = 0; p < NP; p++) {
+                v16f r = z;
+                if (!f) memcpy(&r, cr[i] + p * KG_NR, sizeof r);
+                r += c[i][p];
+                if (last) r += KG_F(splat16)(bias[i]);
+                memcpy(cr[i] + p * KG_NR, &r, sizeof r);
+            }
+    }
+}
+
+typedef void (*KG_F(ukrd_fn))(int64_t kc, const float *a, const float *bq, const int64_t *boff, float *const *cr,
+                              bool first, const float *bias);
+#define KG_UKRD_DEF(MR, NP)                                                                               \
+    static KG_TARGET void KG_F(ukrd_##MR##_##NP)(int64_t kc, const float *a, const float *bq, const int64_t *boff, \
+                                               float *const *cr, bool first, const float *bias) {         \
+        KG_F(ukr16d)(MR, NP, kc, a, bq, boff, cr, first, bias);                                           \
+    }
+#define KG_UKRD_MR(MR) KG_UKRD_DEF(MR, 1) KG_UKRD_DEF(MR, 2) KG_UKRD_DEF(MR, 4)
+KG_UKRD_MR(1)
+KG_UKRD_MR(2)
+KG_UKRD_MR(3)
+KG_UKRD_MR(4)
+KG_UKRD_MR(5)
+KG_UKRD_MR(6)
+#undef KG_UKRD_MR
+#undef KG_UKRD_DEF
+#define KG_UKRD_ROW(MR) {KG_F(ukrd_##MR##_1), KG_F(ukrd_##MR##_2), KG_F(ukrd_##MR##_4)}
+static const KG_F(ukrd_fn) KG_F(ukrd_table)[KG_MR][3] = {KG_UKRD_ROW(1), KG_UKRD_ROW(2), KG_UKRD_ROW(3),
+                                                           KG_UKRD_ROW(4), KG_UKRD_ROW(5), KG_UKRD_ROW(6)};
+#undef KG_UKRD_ROW
+
 static KG_TARGET void KG_F(ukr16p2)(int64_t kc, const float *a, const float *b, float *const *cr, bool first,
                                     const float *bias) {
     KG_F(ukr16p)(2, kc, a, b, cr, first, bias);
@@ -420,7 +489,9 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
     const float *bias = j->bias ? j->bias + g * j->gbias : NULL;
     const float *src;
     int64_t qshift = 0;
-    if (j->conv) { /* the input rows this item reads, as the strip */
+    if (j->conv && x->shared) { /* the whole input, filled before the items */
+        src = x->shared + g * j->conv->cig * x->schan;
+    } else if (j->conv) { /* the input rows this item reads, as the strip */
         const kg_conv *v = j->conv;
         const int64_t rbase = q0 / v->Wq;
         float *st = x->strip[tid];
@@ -439,6 +510,26 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
         const bool first = k0 == 0;
         const float *bs = k0 + kc == K ? bias : NULL;
         const int64_t *boff = x->boff + k0;
+#if KG_SIMD == 2
+        if (tile && j->conv && x->shared && j->mode == KG_FP32) {
+            /* B where it lies (ukr16d): 64 columns a call, into the tile. */
+            for (int64_t q = q0; q < q1;) {
+                const int64_t left = kg_cdiv(q1 - q, KG_NR);
+                const int np = left >= 4 ? 4 : left >= 2 ? 2 : 1;
+                const float *bq = src + (q - qshift);
+                for (int64_t i = i0; i < i1; i++) {
+                    const int mr = (int)(M - i * KG_MR < KG_MR ? M - i * KG_MR : KG_MR);
+                    const float *ap = apg + i * KG_MR * K + k0 * KG_MR;
+                    const float *bi = bs ? bs + i * KG_MR : NULL;
+                    float *cr[KG_MR];
+                    for (int r = 0; r < mr; r++) cr[r] = tile + ((i - i0) * KG_MR + r) * x->ldt + (q - q0);
+                    KG_F(ukrd_table)[mr - 1][np == 4 ? 2 : np - 1](kc, ap, bq, boff, cr, first, bi);
+                }
+                q += np * KG_NR;
+            }
+            continue;
+        }
+#endif
         /* Columns packed per chunk of panels (about 128 KiB: L2), each k's run
          * of the chunk read in one go (long runs suit the prefetchers). */
         int64_t cw = (KG_PACK / kc) / KG_NR * KG_NR;
@@ -496,6 +587,33 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
                 const int64_t col = q % j->gw, cq = (q / j->gw) * j->rs + col * j->cs;
                 const bool direct = ncols == KG_NR && j->cs == 1 &&
                                     (col + KG_NR <= j->gvalid || (j->gw == j->gvalid && j->rs == j->gw));
+#if KG_SIMD == 2
+                /* fp32 where C's rows are runs (a MatMul's): 2 or 4 whole
+                 * panels a call (ukr16p), straight into C. */
+                if (j->mode == KG_FP32 && direct && j->gw == j->gvalid && (j->N <= j->gw || j->rs == j->gw) &&
+                    q + 2 * KG_NR <= qb) {
+                    const int np = q + 4 * KG_NR <= qb ? 4 : 2;
+                    for (int64_t i = i0; i < i1; i++) {
+                        const int mr = (int)(M - i * KG_MR < KG_MR ? M - i * KG_MR : KG_MR);
+                        const float *ap = apg + i * KG_MR * K + k0 * KG_MR;
+                        const int64_t *crow = j->crow + i * KG_MR;
+                        const float *bi = bs ? bs + i * KG_MR : NULL;
+                        float *cr[KG_MR];
+                        for (int r = 0; r < mr; r++) cr[r] = c + crow[r] + cq;
+                        if (mr == KG_MR) {
+                            (np == 4 ? KG_F(ukr16p4) : KG_F(ukr16p2))(kc, ap, bpp, cr, first, bi);
+                            continue;
+                        }
+                        for (int p = 0; p < np; p++) {
+                            float *crp[KG_MR];
+                            for (int r = 0; r < mr; r++) crp[r] = cr[r] + p * KG_NR;
+                            ukrs[mr - 1](kc, ap, bpp + p * kc * KG_NR, crp, first, bi);
+                        }
+                    }
+                    q += (np - 1) * KG_NR;
+                    continue;
+                }
+#endif
 
                 /* Otherwise each column's place in C (-1: dropped), once a panel. */
                 int64_t at[KG_NR];
@@ -550,6 +668,14 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
                 q = end;
             }
         }
+}
+
+/* Channel ch (of all groups') of a convolution's input, whole, into the
+ * shared strip. */
+static KG_TARGET void KG_F(fill_chan)(const kg_ctx *x, int tid, long ch) {
+    (void)tid;
+    const kg_conv *v = x->j->conv;
+    KG_F(fill)(v, v->x + ch * v->H * v->W, 0, x->srows, x->shared + ch * x->schan, x->splane);
 }
 
 /* ---- depthwise: one channel ------------------------------------------------------------------

@@ -12,9 +12,10 @@
 /* ---- Gemm and MatMul ------------------------------------------------------------------ */
 
 /* Y (M x N, row-major, zero on entry) = A B, with A[i][k] = A[i * ars + k * acs]
- * and B row-major K x N. */
+ * and B row-major K x N. a_owner: the constant whose own values A are (the
+ * GEMM core keeps them packed; kern_gemm.h), or NULL. */
 static mpx_status mm_run(const mpx_kctx *c, int64_t M, int64_t N, int64_t K, const float *A,
-                         int64_t ars, int64_t acs, const float *B, float *Y) {
+                         int64_t ars, int64_t acs, const float *B, float *Y, mpx_tensor *a_owner) {
     if (M == 0 || N == 0) return MPX_OK;
     const int mode = kg_mode_of(&c->acc);
     if (mode >= 0 && K > 0) {
@@ -26,7 +27,7 @@ static mpx_status mm_run(const mpx_kctx *c, int64_t M, int64_t N, int64_t K, con
             for (int64_t i = 0; i < M; i++) crow[i] = i * N;
             kg_gemm g = {.M = M, .N = N, .K = K, .G = 1, .a = A, .ams = ars, .aks = acs,
                          .b = B, .boff = boff, .c = Y, .crow = crow,
-                         .gw = N, .gvalid = N, .rs = 0, .cs = 1, .mode = (kg_mode)mode};
+                         .gw = N, .gvalid = N, .rs = 0, .cs = 1, .mode = (kg_mode)mode, .a_owner = a_owner};
             if (kg_gemm_run(&g) != KG_DONE)
                 st = mpx_kernel_error(c, MPX_E_NOMEM, "out of memory for the product's buffers");
         }
@@ -130,7 +131,8 @@ mpx_status mpx_k_gemm(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
         }
         float *yp = y;
         if (M > 1 && !(st = kn_scratch(c, (size_t)(M * N), sizeof *yt, (void **)&yt))) yp = yt;
-        if (!st) st = mm_run(c, N, M, K, b->f, K, 1, bprime, yp);
+        mpx_tensor *bo = c->node && c->node->n_inputs > 1 ? c->node->inputs[1] : NULL;
+        if (!st) st = mm_run(c, N, M, K, b->f, K, 1, bprime, yp, bo && bo->f32 == b->f ? bo : NULL);
         if (!st && yt)
             for (int64_t j = 0; j < N; j++)
                 for (int64_t i = 0; i < M; i++) y[i * N + j] = yt[j * M + i];
@@ -146,7 +148,7 @@ mpx_status mpx_k_gemm(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
                         for (int64_t k = k0; k < k0 + 32 && k < K; k++) bt[k * N + j] = b->f[j * K + k];
             bm = bt;
         }
-        st = mm_run(c, M, N, K, a->f, ta ? 1 : K, ta ? M : 1, bm, y);
+        st = mm_run(c, M, N, K, a->f, ta ? 1 : K, ta ? M : 1, bm, y, NULL);
         free(bt);
         if (st) goto fail;
     }
@@ -220,7 +222,7 @@ mpx_status mpx_k_matmul(const mpx_kctx *c, const mpx_value *const *in, int n_in,
          * is the same sum in the same order (kern_gemm.h: the bits do not
          * depend on how rows are blocked), but B is packed once instead of
          * nb times (ViT-B/16: 197 products of one row each, 3.5 GMAC/s). */
-        st = mm_run(c, nb * M, N, K, a->f, K, 1, b->f, out[0].f);
+        st = mm_run(c, nb * M, N, K, a->f, K, 1, b->f, out[0].f, NULL);
         if (st) mpx_value_free(&out[0]);
         return st;
     }
@@ -230,7 +232,7 @@ mpx_status mpx_k_matmul(const mpx_kctx *c, const mpx_value *const *in, int n_in,
             oa += idx[i] * sa[i];
             ob += idx[i] * sb[i];
         }
-        st = mm_run(c, M, N, K, a->f + oa * M * K, K, 1, b->f + ob * K * N, out[0].f + bi * M * N);
+        st = mm_run(c, M, N, K, a->f + oa * M * K, K, 1, b->f + ob * K * N, out[0].f + bi * M * N, NULL);
         if (st) {
             mpx_value_free(&out[0]);
             return st;
