@@ -438,6 +438,7 @@ static void kg_mv_fn(void *ctx, int tid, long item) {
  * (a comparison's two threads may run the same node); a packing made while
  * another thread kept one is used once and freed. */
 typedef struct kg_kept {
+    int kind;           /* KG_KEPT_PANELS (the GEMM's [g][panel][K][6]) or KG_KEPT_ROWS16 (the mv's [g][panel][K][16]) */
     const float *a;
     int64_t M, K, G, ams, aks, ga;
     bool checked, finite; /* whether the finite check ran, and its verdict */
@@ -455,29 +456,31 @@ static void kg_kept_free(void *p) {
     }
 }
 
-static bool kg_kept_match(const kg_kept *k, const kg_gemm *j) {
-    return k->a == j->a && k->M == j->M && k->K == j->K && k->G == j->G && k->ams == j->ams && k->aks == j->aks &&
+enum { KG_KEPT_PANELS = 0, KG_KEPT_ROWS16 = 1 };
+
+static bool kg_kept_match(const kg_kept *k, const kg_gemm *j, int kind) {
+    return k->kind == kind && k->a == j->a && k->M == j->M && k->K == j->K && k->G == j->G && k->ams == j->ams && k->aks == j->aks &&
            k->ga == j->ga && (k->checked || !j->finite_a);
 }
 
-static const kg_kept *kg_kept_find(const kg_gemm *j) {
+static const kg_kept *kg_kept_find(const kg_gemm *j, int kind) {
     pthread_mutex_lock(&kg_kept_lock);
     const kg_kept *k = j->a_owner->derived_free == kg_kept_free ? j->a_owner->derived : NULL;
-    while (k && !kg_kept_match(k, j)) k = k->next;
+    while (k && !kg_kept_match(k, j, kind)) k = k->next;
     pthread_mutex_unlock(&kg_kept_lock);
     return k;
 }
 
 /* Keep ap (true: the tensor owns it now). */
-static bool kg_kept_add(const kg_gemm *j, float *ap, bool finite) {
+static bool kg_kept_add(const kg_gemm *j, float *ap, bool finite, int kind) {
     kg_kept *k = malloc(sizeof *k);
     if (!k) return false;
-    *k = (kg_kept){.a = j->a, .M = j->M, .K = j->K, .G = j->G, .ams = j->ams, .aks = j->aks, .ga = j->ga,
+    *k = (kg_kept){.kind = kind, .a = j->a, .M = j->M, .K = j->K, .G = j->G, .ams = j->ams, .aks = j->aks, .ga = j->ga,
                    .checked = j->finite_a, .finite = finite, .ap = ap};
     mpx_tensor *t = j->a_owner;
     pthread_mutex_lock(&kg_kept_lock);
     bool ok = !t->derived || t->derived_free == kg_kept_free;
-    for (const kg_kept *o = ok ? t->derived : NULL; o && ok; o = o->next) ok = !kg_kept_match(o, j);
+    for (const kg_kept *o = ok ? t->derived : NULL; o && ok; o = o->next) ok = !kg_kept_match(o, j, kind);
     if (ok) {
         k->next = t->derived;
         t->derived = k;
@@ -488,10 +491,74 @@ static bool kg_kept_add(const kg_gemm *j, float *ap, bool finite) {
     return ok;
 }
 
+/* kg_mv_fn on A kept in 16-row panels ([K][16] a panel): item = a panel;
+ * each row's operations and their order are kg_mv_fn's (blocks of 64 fused
+ * multiply-adds from 0, added to the running sum, then the bias), the 16
+ * rows in lanes. */
+typedef struct kg_mv16 {
+    const kg_gemm *j;
+    const float *ap;
+} kg_mv16;
+
+MPX_K_CLONES("avx512f", "fma", "default")
+static void kg_mv16_fn(void *ctx, int tid, long item) {
+    (void)tid;
+    const kg_mv16 *w = ctx;
+    const kg_gemm *j = w->j;
+    const int64_t np16 = (j->M + 15) / 16, g = item / np16, p = item % np16, i0 = p * 16;
+    const int64_t n = j->M - i0 < 16 ? j->M - i0 : 16, K = j->K;
+    const float *a = w->ap + (g * np16 + p) * K * 16, *b = j->b + g * j->gb;
+    float sum[16] = {0}, blk[16];
+    for (int64_t k0 = 0; k0 < K; k0 += MPX_ACC_FP32_BLOCK) {
+        const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < K ? k0 + MPX_ACC_FP32_BLOCK : K;
+        for (int r = 0; r < 16; r++) blk[r] = 0.0f;
+        for (int64_t k = k0; k < k1; k++) {
+            const float xv = b[j->boff[k]];
+            for (int r = 0; r < 16; r++) blk[r] = fmaf(a[k * 16 + r], xv, blk[r]);
+        }
+        for (int r = 0; r < 16; r++) sum[r] += blk[r];
+    }
+    for (int r = 0; r < n; r++) {
+        float v = sum[r];
+        if (j->bias) v += j->bias[g * j->gbias + i0 + r];
+        j->c[g * j->gc + j->crow[i0 + r]] = v;
+    }
+}
+
 kg_result kg_gemm_run(const kg_gemm *j) {
     const int64_t M = j->M, N = j->N, K = j->K, mpan = (M + KG_MR - 1) / KG_MR;
     const double macs = (double)j->G * (double)M * (double)N * (double)K;
     int nt = kg_threads_for(macs);
+    if (N == 1 && !j->conv && j->mode == KG_FP32 && j->gvalid >= 1 && j->a_owner) {
+        /* The graph's own A: packed once into 16-row panels and kept (the
+         * rows as lanes, each k's 16 values one load). */
+        const kg_kept *kept = kg_kept_find(j, KG_KEPT_ROWS16);
+        float *ap = NULL;
+        bool finite = true;
+        if (!kept) {
+            const int64_t np16 = (M + 15) / 16;
+            ap = kg_alloc((size_t)(j->G * np16 * K * 16));
+            if (!ap) return KG_NOMEM;
+            for (int64_t g = 0; g < j->G; g++)
+                for (int64_t p = 0; p < np16; p++) {
+                    float *d = ap + (g * np16 + p) * K * 16;
+                    for (int64_t k = 0; k < K; k++)
+                        for (int64_t r = 0; r < 16; r++) {
+                            const int64_t m = p * 16 + r;
+                            d[k * 16 + r] = m < M ? j->a[g * j->ga + m * j->ams + k * j->aks] : 0.0f;
+                        }
+                }
+            finite = !j->finite_a || kg_all_finite(ap, j->G * np16 * K * 16);
+        }
+        kg_mv16 w = {.j = j, .ap = kept ? kept->ap : ap};
+        bool bad = kept ? j->finite_a && !kept->finite : !finite;
+        /* (a large A is read from memory at the speed of both cores' loads:
+         * a classifier's 1000 x 1024 weights are 4 MB a run) */
+        if (!bad) mpx_k_parallel((long)(j->G * ((M + 15) / 16)), (double)j->G * (double)M * (double)K > 262144.0 ? kg_threads() : nt,
+                                 kg_mv16_fn, &w);
+        if (ap && !kg_kept_add(j, ap, finite, KG_KEPT_ROWS16)) free(ap);
+        return bad ? KG_NONFINITE : KG_DONE;
+    }
     if (N == 1 && !j->conv && j->mode == KG_FP32 && j->gvalid >= 1) {
         /* No packing to check A in: a pass of its own (these A are small:
          * squeeze-excitation 1x1 convolutions). */
@@ -505,7 +572,7 @@ kg_result kg_gemm_run(const kg_gemm *j) {
     unsigned char a_bad[8] = {0};
     kg_ctx x = {.j = j, .avx2 = kg_use_avx2(), .avx512 = kg_use_avx512(), .a_bad = a_bad};
     int64_t *boff = NULL;
-    const kg_kept *kept = j->a_owner ? kg_kept_find(j) : NULL;
+    const kg_kept *kept = j->a_owner ? kg_kept_find(j, KG_KEPT_PANELS) : NULL;
     float *ap = kept ? NULL : kg_alloc((size_t)(j->G * mpan * KG_MR * K));
     bool ok = kept || ap != NULL, bad = false;
     /* Work items are (group, column band, block of rows of A). Bands of
@@ -596,7 +663,7 @@ kg_result kg_gemm_run(const kg_gemm *j) {
         for (int t = 0; t < 8; t++) bad = bad || a_bad[t];
         if (!bad) mpx_k_parallel(items, nt, kg_gemm_fn, &x);
         /* Kept with the finite check's verdict, when it ran. */
-        if (j->a_owner && kg_kept_add(j, ap, !bad)) ap = NULL;
+        if (j->a_owner && kg_kept_add(j, ap, !bad, KG_KEPT_PANELS)) ap = NULL;
     }
     kg_free_bufs(&x);
     free(boff);
