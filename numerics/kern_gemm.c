@@ -500,29 +500,33 @@ typedef struct kg_mv16 {
     const float *ap;
 } kg_mv16;
 
-MPX_K_CLONES("avx512f", "fma", "default")
+typedef void (*kg_lanes_fn)(int64_t K, const float *, const float *, const int64_t *, const float *, float *);
+
+static kg_lanes_fn kg_pick(kg_lanes_fn gen, kg_lanes_fn avx2, kg_lanes_fn avx512) {
+#if KG_HAVE_X86
+    if (kg_use_avx512()) return avx512;
+    if (kg_use_avx2()) return avx2;
+#else
+    (void)avx2, (void)avx512;
+#endif
+    return gen;
+}
+
 static void kg_mv16_fn(void *ctx, int tid, long item) {
     (void)tid;
     const kg_mv16 *w = ctx;
     const kg_gemm *j = w->j;
     const int64_t np16 = (j->M + 15) / 16, g = item / np16, p = item % np16, i0 = p * 16;
     const int64_t n = j->M - i0 < 16 ? j->M - i0 : 16, K = j->K;
-    const float *a = w->ap + (g * np16 + p) * K * 16, *b = j->b + g * j->gb;
-    float sum[16] = {0}, blk[16];
-    for (int64_t k0 = 0; k0 < K; k0 += MPX_ACC_FP32_BLOCK) {
-        const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < K ? k0 + MPX_ACC_FP32_BLOCK : K;
-        for (int r = 0; r < 16; r++) blk[r] = 0.0f;
-        for (int64_t k = k0; k < k1; k++) {
-            const float xv = b[j->boff[k]];
-            for (int r = 0; r < 16; r++) blk[r] = fmaf(a[k * 16 + r], xv, blk[r]);
-        }
-        for (int r = 0; r < 16; r++) sum[r] += blk[r];
-    }
-    for (int r = 0; r < n; r++) {
-        float v = sum[r];
-        if (j->bias) v += j->bias[g * j->gbias + i0 + r];
-        j->c[g * j->gc + j->crow[i0 + r]] = v;
-    }
+    float bias16[16] = {0}, out[16];
+    for (int64_t r = 0; j->bias && r < n; r++) bias16[r] = j->bias[g * j->gbias + i0 + r];
+#if KG_HAVE_X86
+    kg_lanes_fn f = kg_pick(mv16_gen, mv16_avx2, mv16_avx512);
+#else
+    kg_lanes_fn f = mv16_gen;
+#endif
+    f(K, w->ap + (g * np16 + p) * K * 16, j->b + g * j->gb, j->boff, j->bias ? bias16 : NULL, out);
+    for (int64_t r = 0; r < n; r++) j->c[g * j->gc + j->crow[i0 + r]] = out[r];
 }
 
 kg_result kg_gemm_run(const kg_gemm *j) {
@@ -688,10 +692,70 @@ static void kg_dw_fn(void *ctx, int tid, long ch) {
     dw_item_gen(x, tid, ch);
 }
 
+/* fp32 depthwise on narrow maps (MobileNet's and EfficientNet's 7 x 7 and
+ * 14 x 14 stages, where dw_chan's 32-wide rows were mostly dropped
+ * columns): 16 channels an item in the lanes, over a zero-padded
+ * channels-last copy of their input, each output's taps in order (blocks
+ * of 64 fused multiply-adds from 0, added to the sum from 0, then the
+ * bias): dw_chan's operations per output, padding taps included as its
+ * zero strip has them, so the same bits. */
+typedef struct kg_dw16 {
+    const kg_dw *j;
+    int64_t Hp, Wp; /* padded input */
+    float *buf[8];  /* per thread: the padded input, the weights, the taps' offsets */
+} kg_dw16;
+
+static void kg_dw16_fn(void *ctx, int tid, long item) {
+    (void)tid;
+    const kg_dw16 *d = ctx;
+    const kg_dw *j = d->j;
+    const kg_conv *v = j->conv;
+    const int64_t K = v->KH * v->KW, c0 = item * 16, nc = j->C - c0 < 16 ? j->C - c0 : 16;
+    const int64_t Wp = d->Wp;
+    float *p = d->buf[tid], *wt = p + d->Hp * Wp * 16;
+    int64_t *off = (int64_t *)(void *)(wt + K * 16);
+    memset(p, 0, (size_t)(d->Hp * Wp * 16) * sizeof *p);
+    memset(wt, 0, (size_t)(K * 16) * sizeof *wt);
+    for (int64_t l = 0; l < nc; l++) {
+        const float *xc = v->x + (c0 + l) * v->H * v->W;
+        for (int64_t ih = 0; ih < v->H; ih++)
+            for (int64_t iw = 0; iw < v->W; iw++) p[((ih + v->pt) * Wp + iw + v->pl) * 16 + l] = xc[ih * v->W + iw];
+        for (int64_t k = 0; k < K; k++) wt[k * 16 + l] = j->w[(c0 + l) * K + k];
+    }
+    for (int64_t k = 0; k < K; k++) off[k] = ((k / v->KW) * v->dh * Wp + (k % v->KW) * v->dw) * 16;
+    float bias16[16] = {0}, out[16];
+    for (int64_t l = 0; j->bias && l < nc; l++) bias16[l] = j->bias[c0 + l];
+#if KG_HAVE_X86
+    kg_lanes_fn f = kg_pick(taps16_gen, taps16_avx2, taps16_avx512);
+#else
+    kg_lanes_fn f = taps16_gen;
+#endif
+    for (int64_t oh = 0; oh < v->OH; oh++)
+        for (int64_t ow = 0; ow < j->OW; ow++) {
+            f(K, wt, p + (oh * v->sh * Wp + ow * v->sw) * 16, off, j->bias ? bias16 : NULL, out);
+            for (int64_t l = 0; l < nc; l++) j->y[(c0 + l) * j->yc + oh * j->OW + ow] = out[l];
+        }
+}
+
 bool kg_dw_run(const kg_dw *j) {
     const kg_conv *v = j->conv;
     const int64_t K = v->KH * v->KW;
     int nt = kg_threads_for((double)j->C * (double)v->OH * (double)j->OW * (double)K * 4.0);
+    if (j->mode == KG_FP32 && j->OW < 24 && j->C >= 16) {
+        /* The padded map: every tap a grid position reads (pads as zero). */
+        kg_dw16 d = {.j = j, .Hp = (v->OH - 1) * v->sh + (v->KH - 1) * v->dh + 1,
+                     .Wp = (j->OW - 1) * v->sw + (v->KW - 1) * v->dw + 1};
+        if (d.Hp < v->H + v->pt) d.Hp = v->H + v->pt;
+        if (d.Wp < v->W + v->pl) d.Wp = v->W + v->pl;
+        const long items = (long)((j->C + 15) / 16);
+        if (nt > items) nt = (int)items;
+        bool ok = true;
+        for (int t = 0; ok && t < nt; t++)
+            ok = (d.buf[t] = malloc((size_t)(d.Hp * d.Wp * 16 + K * 16 + 2 * K) * sizeof(float))) != NULL;
+        if (ok) mpx_k_parallel(items, nt, kg_dw16_fn, &d);
+        for (int t = 0; t < 8; t++) free(d.buf[t]);
+        return ok;
+    }
     if (nt > j->C) nt = (int)j->C;
     kg_ctx x = {.d = j, .avx2 = kg_use_avx2(), .avx512 = kg_use_avx512()};
     /* The whole channel: the grid's rows, the rows the taps reach below

@@ -678,6 +678,48 @@ static KG_TARGET void KG_F(fill_chan)(const kg_ctx *x, int tid, long ch) {
     KG_F(fill)(v, v->x + ch * v->H * v->W, 0, x->srows, x->shared + ch * x->schan, x->splane);
 }
 
+/* ---- 16 lanes of independent sums (kern_gemm.c's narrow depthwise and
+ * kept matrix-vector paths) ------------------------------------------------------
+ * out[l] = the sum over k of w16[k][l] * p[off[k] + l] (taps16) or of
+ * a16[k][l] * b[boff[k]] (mv16), each in blocks of MPX_ACC_FP32_BLOCK
+ * fused multiply-adds from 0 added to the sum from 0, then bias[l] (NULL:
+ * none): the same operations per lane in every build. */
+static KG_TARGET void KG_F(taps16)(int64_t K, const float *w16, const float *p, const int64_t *off,
+                                   const float *bias16, float *out16) {
+    const v8f z = {0};
+    v8f s0 = z, s1 = z;
+    for (int64_t k0 = 0; k0 < K; k0 += MPX_ACC_FP32_BLOCK) {
+        const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < K ? k0 + MPX_ACC_FP32_BLOCK : K;
+        v8f a0 = z, a1 = z;
+        for (int64_t k = k0; k < k1; k++) {
+            const float *pk = p + off[k], *wk = w16 + k * 16;
+            a0 = KG_F(fma8)(KG_F(ld8)(wk), KG_F(ld8)(pk), a0);
+            a1 = KG_F(fma8)(KG_F(ld8)(wk + 8), KG_F(ld8)(pk + 8), a1);
+        }
+        s0 += a0, s1 += a1;
+    }
+    if (bias16) s0 += KG_F(ld8)(bias16), s1 += KG_F(ld8)(bias16 + 8);
+    KG_F(st8)(out16, s0), KG_F(st8)(out16 + 8, s1);
+}
+
+static KG_TARGET void KG_F(mv16)(int64_t K, const float *a16, const float *b, const int64_t *boff,
+                                 const float *bias16, float *out16) {
+    const v8f z = {0};
+    v8f s0 = z, s1 = z;
+    for (int64_t k0 = 0; k0 < K; k0 += MPX_ACC_FP32_BLOCK) {
+        const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < K ? k0 + MPX_ACC_FP32_BLOCK : K;
+        v8f a0 = z, a1 = z;
+        for (int64_t k = k0; k < k1; k++) {
+            const v8f xv = KG_F(splat)(b[boff[k]]);
+            a0 = KG_F(fma8)(KG_F(ld8)(a16 + k * 16), xv, a0);
+            a1 = KG_F(fma8)(KG_F(ld8)(a16 + k * 16 + 8), xv, a1);
+        }
+        s0 += a0, s1 += a1;
+    }
+    if (bias16) s0 += KG_F(ld8)(bias16), s1 += KG_F(ld8)(bias16 + 8);
+    KG_F(st8)(out16, s0), KG_F(st8)(out16 + 8, s1);
+}
+
 /* ---- depthwise: one channel ------------------------------------------------------------------
  * The channel's padded, phase-split input into the thread's strip, then grid
  * rows 32 outputs at a time in 4 vectors; the taps' terms in order (fp32:
