@@ -260,65 +260,24 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16)(const in
     }
 }
 
-/* fp32, 6 rows by NP adjacent 16-column panels a call (the AVX-512 build):
- * 6 NP sums in registers (NP 4: 24 of the 32), so that enough independent
- * fused multiply-adds are in flight to cover their latency on both FMA
- * ports, where ukr16's 6 left them idle (ResNet-18's 3x3 convolutions ran
- * at 30 GMAC/s on two cores). Panel p of packed B is at b + p * kc * 16;
- * row i of C's tile is cr[i] .. cr[i] + 16 NP, one run. Each lane's
+/* fp32, MR rows by NP 16-column panels a call (the AVX-512 build): MR NP
+ * sums in registers (6 x 4: 24 of the 32), so that enough independent fused
+ * multiply-adds are in flight to cover their latency on both FMA ports,
+ * where ukr16's 6 left them idle (ResNet-18's 3x3 convolutions ran at 30
+ * GMAC/s on two cores). B's term k of panel p is 16 floats at
+ *  - packed B (boff NULL): bq + k * 16 + p * pstride (panels kc * 16 apart);
+ *  - B where it lies: bq + boff[k] + p * 16 (a convolution's strip, a fixed
+ *    shift per k), so nothing is packed: the terms of consecutive k are
+ *    neighbouring taps of the same input rows, and a 64-column group's B
+ *    for 128 terms is a few KiB read from L1 by every row panel (packing it
+ *    had cost a sixth of ResNet-18's forward).
+ * Row i of C's tile is cr[i] .. cr[i] + 16 NP, one run. Each lane's
  * operations are ukr16's (blocks of 64 fused multiply-adds from 0, added to
  * C's running sum, then the bias), so the bits are the same. */
-static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16p)(const int NP, int64_t kc,
-                                                               const float *restrict a,
-                                                               const float *restrict b,
-                                                               float *const *cr, bool first,
-                                                               const float *bias) {
-    const v16f z = {0};
-    const int64_t bs = kc * KG_NR;
-    for (int64_t k0 = 0; k0 < kc; k0 += MPX_ACC_FP32_BLOCK) {
-        const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < kc ? k0 + MPX_ACC_FP32_BLOCK : kc;
-        v16f c[KG_MR][4];
-#pragma GCC unroll 6
-        for (int i = 0; i < KG_MR; i++)
-#pragma GCC unroll 4
-            for (int p = 0; p < NP; p++) c[i][p] = z;
-        const float *ak = a + k0 * KG_MR, *bk = b + k0 * KG_NR;
-        for (int64_t k = k0; k < k1; k++, ak += KG_MR, bk += KG_NR) {
-            v16f bv[4];
-#pragma GCC unroll 4
-            for (int p = 0; p < NP; p++) memcpy(&bv[p], bk + p * bs, sizeof bv[p]);
-#pragma GCC unroll 6
-            for (int i = 0; i < KG_MR; i++) {
-                const __m512 ai = (__m512)KG_F(splat16)(ak[i]);
-#pragma GCC unroll 4
-                for (int p = 0; p < NP; p++) c[i][p] = (v16f)_mm512_fmadd_ps(ai, (__m512)bv[p], (__m512)c[i][p]);
-            }
-        }
-        const bool f = first && k0 == 0, last = bias && k1 == kc;
-#pragma GCC unroll 6
-        for (int i = 0; i < KG_MR; i++)
-#pragma GCC unroll 4
-            for (int p = 0; p < NP; p++) {
-                v16f r = z;
-                if (!f) memcpy(&r, cr[i] + p * KG_NR, sizeof r);
-                r += c[i][p];
-                if (last) r += KG_F(splat16)(bias[i]);
-                memcpy(cr[i] + p * KG_NR, &r, sizeof r);
-            }
-    }
-}
-
-/* fp32, MR rows by NP panels, B read where it lies (the AVX-512 build):
- * B(k, q) = bq[boff[k] + q] (a convolution's strip: a fixed shift per k),
- * so nothing is packed. For a convolution the terms of consecutive k are
- * neighbouring taps of the same input rows: a 64-column group's B for 128
- * terms is a few KiB, read from L1 by every row panel; packing it had cost
- * a sixth of ResNet-18's forward. The same operations per lane as ukr16p,
- * so the same bits. */
 static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16d)(const int MR, const int NP, int64_t kc,
                                                                const float *restrict a,
                                                                const float *restrict bq,
-                                                               const int64_t *restrict boff,
+                                                               const int64_t *restrict boff, int64_t pstride,
                                                                float *const *cr, bool first,
                                                                const float *bias) {
     const v16f z = {0};
@@ -331,10 +290,11 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16d)(const i
             for (int p = 0; p < NP; p++) c[i][p] = z;
         const float *ak = a + k0 * KG_MR;
         for (int64_t k = k0; k < k1; k++, ak += KG_MR) {
-            const float *bk = bq + boff[k];
+            const float *bk = boff ? bq + boff[k] : bq + k * KG_NR;
+            const int64_t ps = boff ? KG_NR : pstride;
             v16f bv[4];
 #pragma GCC unroll 4
-            for (int p = 0; p < NP; p++) memcpy(&bv[p], bk + p * KG_NR, sizeof bv[p]);
+            for (int p = 0; p < NP; p++) memcpy(&bv[p], bk + p * ps, sizeof bv[p]);
 #pragma GCC unroll 6
             for (int i = 0; i < MR; i++) {
                 const __m512 ai = (__m512)KG_F(splat16)(ak[i]);
@@ -361,7 +321,7 @@ typedef void (*KG_F(ukrd_fn))(int64_t kc, const float *a, const float *bq, const
 #define KG_UKRD_DEF(MR, NP)                                                                               \
     static KG_TARGET void KG_F(ukrd_##MR##_##NP)(int64_t kc, const float *a, const float *bq, const int64_t *boff, \
                                                float *const *cr, bool first, const float *bias) {         \
-        KG_F(ukr16d)(MR, NP, kc, a, bq, boff, cr, first, bias);                                           \
+        KG_F(ukr16d)(MR, NP, kc, a, bq, boff, KG_NR, cr, first, bias);                                    \
     }
 #define KG_UKRD_MR(MR) KG_UKRD_DEF(MR, 1) KG_UKRD_DEF(MR, 2) KG_UKRD_DEF(MR, 4)
 KG_UKRD_MR(1)
@@ -379,11 +339,11 @@ static const KG_F(ukrd_fn) KG_F(ukrd_table)[KG_MR][3] = {KG_UKRD_ROW(1), KG_UKRD
 
 static KG_TARGET void KG_F(ukr16p2)(int64_t kc, const float *a, const float *b, float *const *cr, bool first,
                                     const float *bias) {
-    KG_F(ukr16p)(2, kc, a, b, cr, first, bias);
+    KG_F(ukr16d)(KG_MR, 2, kc, a, b, NULL, kc * KG_NR, cr, first, bias);
 }
 static KG_TARGET void KG_F(ukr16p4)(int64_t kc, const float *a, const float *b, float *const *cr, bool first,
                                     const float *bias) {
-    KG_F(ukr16p)(4, kc, a, b, cr, first, bias);
+    KG_F(ukr16d)(KG_MR, 4, kc, a, b, NULL, kc * KG_NR, cr, first, bias);
 }
 
 /* rne8 on 16 lanes. */
