@@ -644,17 +644,20 @@ static KG_TARGET void KG_F(fill_chan)(const kg_ctx *x, int tid, long ch) {
  * a16[k][l] * b[boff[k]] (mv16), each in blocks of MPX_ACC_FP32_BLOCK
  * fused multiply-adds from 0 added to the sum from 0, then bias[l] (NULL:
  * none): the same operations per lane in every build. */
-static KG_TARGET void KG_F(taps16)(int64_t K, const float *w16, const float *p, const int64_t *off,
-                                   const float *bias16, float *out16) {
+static inline KG_TARGET __attribute__((always_inline)) void KG_F(lanes16)(const bool bcast, int64_t K,
+                                                                 const float *x16, const float *y,
+                                                                 const int64_t *off, const float *bias16,
+                                                                 float *out16) {
     const v8f z = {0};
     v8f s0 = z, s1 = z;
     for (int64_t k0 = 0; k0 < K; k0 += MPX_ACC_FP32_BLOCK) {
         const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < K ? k0 + MPX_ACC_FP32_BLOCK : K;
         v8f a0 = z, a1 = z;
         for (int64_t k = k0; k < k1; k++) {
-            const float *pk = p + off[k], *wk = w16 + k * 16;
-            a0 = KG_F(fma8)(KG_F(ld8)(wk), KG_F(ld8)(pk), a0);
-            a1 = KG_F(fma8)(KG_F(ld8)(wk + 8), KG_F(ld8)(pk + 8), a1);
+            const float *xk = x16 + k * 16, *yk = y + off[k];
+            const v8f y0 = bcast ? KG_F(splat)(*yk) : KG_F(ld8)(yk), y1 = bcast ? y0 : KG_F(ld8)(yk + 8);
+            a0 = KG_F(fma8)(KG_F(ld8)(xk), y0, a0);
+            a1 = KG_F(fma8)(KG_F(ld8)(xk + 8), y1, a1);
         }
         s0 += a0, s1 += a1;
     }
@@ -662,22 +665,14 @@ static KG_TARGET void KG_F(taps16)(int64_t K, const float *w16, const float *p, 
     KG_F(st8)(out16, s0), KG_F(st8)(out16 + 8, s1);
 }
 
+static KG_TARGET void KG_F(taps16)(int64_t K, const float *w16, const float *p, const int64_t *off,
+                                   const float *bias16, float *out16) {
+    KG_F(lanes16)(false, K, w16, p, off, bias16, out16);
+}
+
 static KG_TARGET void KG_F(mv16)(int64_t K, const float *a16, const float *b, const int64_t *boff,
                                  const float *bias16, float *out16) {
-    const v8f z = {0};
-    v8f s0 = z, s1 = z;
-    for (int64_t k0 = 0; k0 < K; k0 += MPX_ACC_FP32_BLOCK) {
-        const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < K ? k0 + MPX_ACC_FP32_BLOCK : K;
-        v8f a0 = z, a1 = z;
-        for (int64_t k = k0; k < k1; k++) {
-            const v8f xv = KG_F(splat)(b[boff[k]]);
-            a0 = KG_F(fma8)(KG_F(ld8)(a16 + k * 16), xv, a0);
-            a1 = KG_F(fma8)(KG_F(ld8)(a16 + k * 16 + 8), xv, a1);
-        }
-        s0 += a0, s1 += a1;
-    }
-    if (bias16) s0 += KG_F(ld8)(bias16), s1 += KG_F(ld8)(bias16 + 8);
-    KG_F(st8)(out16, s0), KG_F(st8)(out16 + 8, s1);
+    KG_F(lanes16)(true, K, a16, b, boff, bias16, out16);
 }
 
 /* ---- depthwise: one channel ------------------------------------------------------------------
