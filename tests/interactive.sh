@@ -257,9 +257,12 @@ if [ -f "$DET" ]; then
   keys "search output.rel_l2 < 1e-2" Enter
   sleep 4
   keys C-c
-  wait_for "the search to stop" has "cancelled"
+  # inside an evaluation the run reports "cancelled", between two of them
+  # the search "interrupted" (which one depends on the engine's speed)
+  search_stopped() { has "cancelled" || has "search: interrupted"; }
+  wait_for "the search to stop" search_stopped
   expect_line "mpx>"
-  has "search: " && fail "an interrupted search printed a result"
+  screen | grep "search: " | grep -qv "search: interrupted" && fail "an interrupted search printed a result"
   run "save $tmp/search_after.mpx" "saved"
   cmp -s "$tmp/search_before.mpx" "$tmp/search_after.mpx" ||
     fail "an interrupted search changed the session: $(diff "$tmp/search_before.mpx" "$tmp/search_after.mpx")"
