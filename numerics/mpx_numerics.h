@@ -602,8 +602,9 @@ typedef struct mpx_compare {
     struct mpx_samples *samples;
     /* The values inside Loop, Scan and SequenceMap bodies (owned), in the
      * order their owners run, body order within: taken by full runs that
-     * measure every layer (opts.measure NULL); none for a data set's
-     * combined result. */
+     * measure every layer (opts.measure NULL). A data set's combined result
+     * holds those of the sample it keeps (the one whose worst model output
+     * is worst), not a reduction over the samples. */
     int n_body;
     mpx_body_layer *body;
 } mpx_compare;
