@@ -480,6 +480,19 @@ static bool kg_kept_add(const kg_gemm *j, float *ap, bool finite, int kind) {
     mpx_tensor *t = j->a_owner;
     pthread_mutex_lock(&kg_kept_lock);
     bool ok = !t->derived || t->derived_free == kg_kept_free;
+    /* Packings of values the tensor no longer holds (a folded weight gets a
+     * new buffer when shapes are bound again) go: no kernel can be using
+     * one, since a kernel keeps only what matches the tensor's values. */
+    for (kg_kept **pp = ok ? (kg_kept **)&t->derived : NULL; pp && *pp;) {
+        kg_kept *o = *pp;
+        if (o->a == t->f32) {
+            pp = &o->next;
+            continue;
+        }
+        *pp = o->next;
+        free(o->ap);
+        free(o);
+    }
     for (const kg_kept *o = ok ? t->derived : NULL; o && ok; o = o->next) ok = !kg_kept_match(o, j, kind);
     if (ok) {
         k->next = t->derived;
