@@ -94,6 +94,9 @@ typedef struct kg_ctx {
     unsigned char *a_bad;  /* [thread]: the packing pass met a non-finite A value */
 } kg_ctx;
 
+/* Panels a micro-kernel call takes of `left` (4, 2 or 1). */
+static int kg_group(int64_t left) { return left >= 4 ? 4 : left >= 2 ? 2 : 1; }
+
 static int64_t kg_cdiv(int64_t a, int64_t b) { /* ceil(a / b), b > 0 */
     int64_t q = a / b;
     return (a % b != 0 && a > 0) ? q + 1 : q;
@@ -508,13 +511,16 @@ static bool kg_kept_add(const kg_gemm *j, float *ap, bool finite, int kind) {
  * each row's operations and their order are kg_mv_fn's (blocks of 64 fused
  * multiply-adds from 0, added to the running sum, then the bias), the 16
  * rows in lanes. */
+typedef void (*kg_lanes_fn)(int64_t K, const float *, const float *, const int64_t *, const float *, float *);
+
 typedef struct kg_mv16 {
     const kg_gemm *j;
     const float *ap;
+    kg_lanes_fn f; /* mv16 of the build the CPU takes */
 } kg_mv16;
 
-typedef void (*kg_lanes_fn)(int64_t K, const float *, const float *, const int64_t *, const float *, float *);
-
+/* The build of a lanes function the CPU takes (chosen once a call, not an
+ * item: each choice reads the environment). */
 static kg_lanes_fn kg_pick(kg_lanes_fn gen, kg_lanes_fn avx2, kg_lanes_fn avx512) {
 #if KG_HAVE_X86
     if (kg_use_avx512()) return avx512;
@@ -524,6 +530,11 @@ static kg_lanes_fn kg_pick(kg_lanes_fn gen, kg_lanes_fn avx2, kg_lanes_fn avx512
 #endif
     return gen;
 }
+#if KG_HAVE_X86
+#define KG_PICK(fn) kg_pick(fn##_gen, fn##_avx2, fn##_avx512)
+#else
+#define KG_PICK(fn) kg_pick(fn##_gen, NULL, NULL)
+#endif
 
 static void kg_mv16_fn(void *ctx, int tid, long item) {
     (void)tid;
@@ -533,12 +544,7 @@ static void kg_mv16_fn(void *ctx, int tid, long item) {
     const int64_t n = j->M - i0 < 16 ? j->M - i0 : 16, K = j->K;
     float bias16[16] = {0}, out[16];
     for (int64_t r = 0; j->bias && r < n; r++) bias16[r] = j->bias[g * j->gbias + i0 + r];
-#if KG_HAVE_X86
-    kg_lanes_fn f = kg_pick(mv16_gen, mv16_avx2, mv16_avx512);
-#else
-    kg_lanes_fn f = mv16_gen;
-#endif
-    f(K, w->ap + (g * np16 + p) * K * 16, j->b + g * j->gb, j->boff, j->bias ? bias16 : NULL, out);
+    w->f(K, w->ap + (g * np16 + p) * K * 16, j->b + g * j->gb, j->boff, j->bias ? bias16 : NULL, out);
     for (int64_t r = 0; r < n; r++) j->c[g * j->gc + j->crow[i0 + r]] = out[r];
 }
 
@@ -567,7 +573,7 @@ kg_result kg_gemm_run(const kg_gemm *j) {
                 }
             finite = !j->finite_a || kg_all_finite(ap, j->G * np16 * K * 16);
         }
-        kg_mv16 w = {.j = j, .ap = kept ? kept->ap : ap};
+        kg_mv16 w = {.j = j, .ap = kept ? kept->ap : ap, .f = KG_PICK(mv16)};
         bool bad = kept ? j->finite_a && !kept->finite : !finite;
         /* (a large A is read from memory at the speed of both cores' loads:
          * a classifier's 1000 x 1024 weights are 4 MB a run) */
@@ -714,8 +720,10 @@ static void kg_dw_fn(void *ctx, int tid, long ch) {
  * zero strip has them, so the same bits. */
 typedef struct kg_dw16 {
     const kg_dw *j;
-    int64_t Hp, Wp; /* padded input */
-    float *buf[8];  /* per thread: the padded input, the weights, the taps' offsets */
+    int64_t Hp, Wp;     /* padded input */
+    const int64_t *off; /* [K]: each tap's place in it, from an output's first */
+    kg_lanes_fn f;      /* taps16 of the build the CPU takes */
+    float *buf[8];      /* per thread: the padded input, then the weights */
 } kg_dw16;
 
 static void kg_dw16_fn(void *ctx, int tid, long item) {
@@ -726,7 +734,6 @@ static void kg_dw16_fn(void *ctx, int tid, long item) {
     const int64_t K = v->KH * v->KW, c0 = item * 16, nc = j->C - c0 < 16 ? j->C - c0 : 16;
     const int64_t Wp = d->Wp;
     float *p = d->buf[tid], *wt = p + d->Hp * Wp * 16;
-    int64_t *off = (int64_t *)(void *)(wt + K * 16);
     memset(p, 0, (size_t)(d->Hp * Wp * 16) * sizeof *p);
     memset(wt, 0, (size_t)(K * 16) * sizeof *wt);
     for (int64_t l = 0; l < nc; l++) {
@@ -735,17 +742,11 @@ static void kg_dw16_fn(void *ctx, int tid, long item) {
             for (int64_t iw = 0; iw < v->W; iw++) p[((ih + v->pt) * Wp + iw + v->pl) * 16 + l] = xc[ih * v->W + iw];
         for (int64_t k = 0; k < K; k++) wt[k * 16 + l] = j->w[(c0 + l) * K + k];
     }
-    for (int64_t k = 0; k < K; k++) off[k] = ((k / v->KW) * v->dh * Wp + (k % v->KW) * v->dw) * 16;
     float bias16[16] = {0}, out[16];
     for (int64_t l = 0; j->bias && l < nc; l++) bias16[l] = j->bias[c0 + l];
-#if KG_HAVE_X86
-    kg_lanes_fn f = kg_pick(taps16_gen, taps16_avx2, taps16_avx512);
-#else
-    kg_lanes_fn f = taps16_gen;
-#endif
     for (int64_t oh = 0; oh < v->OH; oh++)
         for (int64_t ow = 0; ow < j->OW; ow++) {
-            f(K, wt, p + (oh * v->sh * Wp + ow * v->sw) * 16, off, j->bias ? bias16 : NULL, out);
+            d->f(K, wt, p + (oh * v->sh * Wp + ow * v->sw) * 16, d->off, j->bias ? bias16 : NULL, out);
             for (int64_t l = 0; l < nc; l++) j->y[(c0 + l) * j->yc + oh * j->OW + ow] = out[l];
         }
 }
@@ -762,11 +763,15 @@ bool kg_dw_run(const kg_dw *j) {
         if (d.Wp < v->W + v->pl) d.Wp = v->W + v->pl;
         const long items = (long)((j->C + 15) / 16);
         if (nt > items) nt = (int)items;
-        bool ok = true;
+        int64_t *off = malloc((size_t)K * sizeof *off);
+        bool ok = off != NULL;
+        for (int64_t k = 0; ok && k < K; k++) off[k] = ((k / v->KW) * v->dh * d.Wp + (k % v->KW) * v->dw) * 16;
+        d.off = off, d.f = KG_PICK(taps16);
         for (int t = 0; ok && t < nt; t++)
-            ok = (d.buf[t] = malloc((size_t)(d.Hp * d.Wp * 16 + K * 16 + 2 * K) * sizeof(float))) != NULL;
+            ok = (d.buf[t] = malloc((size_t)(d.Hp * d.Wp * 16 + K * 16) * sizeof(float))) != NULL;
         if (ok) mpx_k_parallel(items, nt, kg_dw16_fn, &d);
         for (int t = 0; t < 8; t++) free(d.buf[t]);
+        free(off);
         return ok;
     }
     if (nt > j->C) nt = (int)j->C;

@@ -438,6 +438,45 @@ static const KG_F(ukr_fn) KG_F(ukr_table)[4][KG_MR] = {KG_UKR_ROW(0), KG_UKR_ROW
 
 /* ---- one work item of a GEMM: group g, columns [q0, q0 + icols) ------------------------ */
 
+/* The item's rows of A (panels i0 .. i1; apk: their terms from this K
+ * block's first) against np panels of B: packed (bq, panels kc * 16 apart;
+ * boff NULL) or where it lies (bq + boff[k], the AVX-512 fp32 build only).
+ * Row r of A's panel i writes C at cbase + crow[i * 6 + r], or with crow
+ * NULL at cbase + ((i - i0) * 6 + r) * ldt (the item's tile). A whole 6-row
+ * panel takes its np panels in one AVX-512 fp32 call (ukr16d; B where it
+ * lies: any row count), the others a panel a call. */
+static inline KG_TARGET __attribute__((always_inline)) void KG_F(panel_rows)(
+    const kg_gemm *j, const KG_F(ukr_fn) *ukrs, int np, int64_t i0, int64_t i1, int64_t kc, const float *apk,
+    const float *bq, const int64_t *boff, float *cbase, const int64_t *crow, int64_t ldt, bool first,
+    const float *bs) {
+    const int64_t M = j->M, K = j->K;
+#if KG_SIMD != 2
+    (void)boff;
+#endif
+    for (int64_t i = i0; i < i1; i++) {
+        const int mr = (int)(M - i * KG_MR < KG_MR ? M - i * KG_MR : KG_MR);
+        const float *ap = apk + i * KG_MR * K;
+        const float *bi = bs ? bs + i * KG_MR : NULL;
+        float *cr[KG_MR];
+        for (int r = 0; r < mr; r++) cr[r] = cbase + (crow ? crow[i * KG_MR + r] : ((i - i0) * KG_MR + r) * ldt);
+#if KG_SIMD == 2
+        if (boff) {
+            KG_F(ukrd_table)[mr - 1][np == 4 ? 2 : np - 1](kc, ap, bq, boff, cr, first, bi);
+            continue;
+        }
+        if (np > 1 && mr == KG_MR) {
+            (np == 4 ? KG_F(ukr16p4) : KG_F(ukr16p2))(kc, ap, bq, cr, first, bi);
+            continue;
+        }
+#endif
+        for (int p = 0; p < np; p++) {
+            float *crp[KG_MR];
+            for (int r = 0; r < mr; r++) crp[r] = cr[r] + p * KG_NR;
+            ukrs[mr - 1](kc, ap, bq + p * kc * KG_NR, crp, first, bi);
+        }
+    }
+}
+
 static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
     const kg_gemm *j = x->j;
     const int64_t M = j->M, N = j->N, K = j->K, mpan = (M + KG_MR - 1) / KG_MR;
@@ -474,17 +513,9 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
         if (tile && j->conv && x->shared && j->mode == KG_FP32) {
             /* B where it lies (ukr16d): 64 columns a call, into the tile. */
             for (int64_t q = q0; q < q1;) {
-                const int64_t left = kg_cdiv(q1 - q, KG_NR);
-                const int np = left >= 4 ? 4 : left >= 2 ? 2 : 1;
-                const float *bq = src + (q - qshift);
-                for (int64_t i = i0; i < i1; i++) {
-                    const int mr = (int)(M - i * KG_MR < KG_MR ? M - i * KG_MR : KG_MR);
-                    const float *ap = apg + i * KG_MR * K + k0 * KG_MR;
-                    const float *bi = bs ? bs + i * KG_MR : NULL;
-                    float *cr[KG_MR];
-                    for (int r = 0; r < mr; r++) cr[r] = tile + ((i - i0) * KG_MR + r) * x->ldt + (q - q0);
-                    KG_F(ukrd_table)[mr - 1][np == 4 ? 2 : np - 1](kc, ap, bq, boff, cr, first, bi);
-                }
+                const int np = kg_group(kg_cdiv(q1 - q, KG_NR));
+                KG_F(panel_rows)(j, ukrs, np, i0, i1, kc, apg + k0 * KG_MR, src + (q - qshift), boff,
+                                 tile + (q - q0), NULL, x->ldt, first, bs);
                 q += np * KG_NR;
             }
             continue;
@@ -511,32 +542,10 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
             if (tile) {
                 /* Into the item's tile, every panel one run (x->tile). */
                 for (int64_t q = qa; q < qb;) {
-                    int np = 1;
-#if KG_SIMD == 2
-                    if (j->mode == KG_FP32) {
-                        const int64_t left = kg_cdiv(qb - q, KG_NR);
-                        np = left >= 4 ? 4 : left >= 2 ? 2 : 1;
-                    }
-#endif
-                    const float *bpp = bp + (q - qa) * kc;
-                    for (int64_t i = i0; i < i1; i++) {
-                        const int mr = (int)(M - i * KG_MR < KG_MR ? M - i * KG_MR : KG_MR);
-                        const float *ap = apg + i * KG_MR * K + k0 * KG_MR;
-                        const float *bi = bs ? bs + i * KG_MR : NULL;
-                        float *cr[KG_MR];
-                        for (int r = 0; r < mr; r++) cr[r] = tile + ((i - i0) * KG_MR + r) * x->ldt + (q - q0);
-#if KG_SIMD == 2
-                        if (np > 1 && mr == KG_MR) {
-                            (np == 4 ? KG_F(ukr16p4) : KG_F(ukr16p2))(kc, ap, bpp, cr, first, bi);
-                            continue;
-                        }
-#endif
-                        for (int p = 0; p < np; p++) {
-                            float *crp[KG_MR];
-                            for (int r = 0; r < mr; r++) crp[r] = cr[r] + p * KG_NR;
-                            ukrs[mr - 1](kc, ap, bpp + p * kc * KG_NR, crp, first, bi);
-                        }
-                    }
+                    /* (several panels a call only where ukr16d takes them) */
+                    const int np = KG_SIMD == 2 && j->mode == KG_FP32 ? kg_group(kg_cdiv(qb - q, KG_NR)) : 1;
+                    KG_F(panel_rows)(j, ukrs, np, i0, i1, kc, apg + k0 * KG_MR, bp + (q - qa) * kc, NULL,
+                                     tile + (q - q0), NULL, x->ldt, first, bs);
                     q += np * KG_NR;
                 }
                 continue;
@@ -552,24 +561,9 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
                  * panels a call (ukr16p), straight into C. */
                 if (j->mode == KG_FP32 && direct && j->gw == j->gvalid && (j->N <= j->gw || j->rs == j->gw) &&
                     q + 2 * KG_NR <= qb) {
-                    const int np = q + 4 * KG_NR <= qb ? 4 : 2;
-                    for (int64_t i = i0; i < i1; i++) {
-                        const int mr = (int)(M - i * KG_MR < KG_MR ? M - i * KG_MR : KG_MR);
-                        const float *ap = apg + i * KG_MR * K + k0 * KG_MR;
-                        const int64_t *crow = j->crow + i * KG_MR;
-                        const float *bi = bs ? bs + i * KG_MR : NULL;
-                        float *cr[KG_MR];
-                        for (int r = 0; r < mr; r++) cr[r] = c + crow[r] + cq;
-                        if (mr == KG_MR) {
-                            (np == 4 ? KG_F(ukr16p4) : KG_F(ukr16p2))(kc, ap, bpp, cr, first, bi);
-                            continue;
-                        }
-                        for (int p = 0; p < np; p++) {
-                            float *crp[KG_MR];
-                            for (int r = 0; r < mr; r++) crp[r] = cr[r] + p * KG_NR;
-                            ukrs[mr - 1](kc, ap, bpp + p * kc * KG_NR, crp, first, bi);
-                        }
-                    }
+                    const int np = kg_group((qb - q) / KG_NR);
+                    KG_F(panel_rows)(j, ukrs, np, i0, i1, kc, apg + k0 * KG_MR, bpp, NULL, c + cq, j->crow, 0, first,
+                                     bs);
                     q += (np - 1) * KG_NR;
                     continue;
                 }
