@@ -318,35 +318,23 @@ static float *kg_alloc(size_t n) {
 
 /* ---- GEMM ------------------------------------------------------------------------------------- */
 
-static void kg_gemm_fn(void *ctx, int tid, long item) {
-    kg_ctx *x = ctx;
+/* A work-item function over kg_ctx calling fn's build the CPU takes
+ * (x->avx512, x->avx2: chosen once a call). */
 #if KG_HAVE_X86
-    if (x->avx512) {
-        gemm_item_avx512(x, tid, item);
-        return;
+#define KG_ITEM_FN(wrapper, fn)                                                                     \
+    static void wrapper(void *ctx, int tid, long item) {                                           \
+        kg_ctx *x = ctx;                                                                           \
+        if (x->avx512) fn##_avx512(x, tid, item);                                                  \
+        else if (x->avx2) fn##_avx2(x, tid, item);                                                 \
+        else fn##_gen(x, tid, item);                                                               \
     }
-    if (x->avx2) {
-        gemm_item_avx2(x, tid, item);
-        return;
-    }
+#else
+#define KG_ITEM_FN(wrapper, fn)                                                                     \
+    static void wrapper(void *ctx, int tid, long item) { fn##_gen(ctx, tid, item); }
 #endif
-    gemm_item_gen(x, tid, item);
-}
 
-static void kg_fill_fn(void *ctx, int tid, long ch) {
-    kg_ctx *x = ctx;
-#if KG_HAVE_X86
-    if (x->avx512) {
-        fill_chan_avx512(x, tid, ch);
-        return;
-    }
-    if (x->avx2) {
-        fill_chan_avx2(x, tid, ch);
-        return;
-    }
-#endif
-    fill_chan_gen(x, tid, ch);
-}
+KG_ITEM_FN(kg_gemm_fn, gemm_item)
+KG_ITEM_FN(kg_fill_fn, fill_chan)
 
 static void kg_free_bufs(kg_ctx *x) {
     free(x->shared);
@@ -696,20 +684,7 @@ kg_result kg_gemm_run(const kg_gemm *j) {
 
 /* ---- depthwise -------------------------------------------------------------------------------- */
 
-static void kg_dw_fn(void *ctx, int tid, long ch) {
-    kg_ctx *x = ctx;
-#if KG_HAVE_X86
-    if (x->avx512) {
-        dw_item_avx512(x, tid, ch);
-        return;
-    }
-    if (x->avx2) {
-        dw_item_avx2(x, tid, ch);
-        return;
-    }
-#endif
-    dw_item_gen(x, tid, ch);
-}
+KG_ITEM_FN(kg_dw_fn, dw_item)
 
 /* fp32 depthwise on narrow maps (MobileNet's and EfficientNet's 7 x 7 and
  * 14 x 14 stages, where dw_chan's 32-wide rows were mostly dropped
