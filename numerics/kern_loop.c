@@ -312,16 +312,32 @@ static mpx_status scalar(const mpx_kctx *c, mpx_value *v, mpx_dtype dt, int64_t 
 
 static bool truth(const mpx_value *v) { return v->i ? v->i[0] != 0 : v->f && v->f[0] != 0.0f; }
 
+/* Copies of the n carried values src[] (NULL or absent: refused, naming
+ * `what` i) into dst[], the state an iteration starts from. */
+static mpx_status copy_state(const mpx_kctx *c, const mpx_value *const *src, int n, mpx_value *dst,
+                             const char *what) {
+    mpx_error e;
+    for (int i = 0; i < n; i++) {
+        if (!src[i] || src[i]->n < 0) return mpx_kernel_error(c, MPX_E_INVALID, "%s %d has no value", what, i);
+        if (mpx_value_copy(&dst[i], src[i], &e)) return mpx_kernel_error(c, e.status, "%s", e.msg);
+    }
+    return MPX_OK;
+}
+
+/* An iteration's n carried outputs become the next one's inputs. */
+static void carry(mpx_value *ins, mpx_value *outs, int n) {
+    for (int i = 0; i < n; i++) {
+        mpx_value_free(&ins[i]);
+        ins[i] = outs[i];
+        mpx_value_clear(&outs[i]);
+    }
+}
+
 /* A Loop's body inputs before the first iteration: copies of the carried
  * values (node inputs 2..), views of the outer values. */
-static mpx_status loop_start(const mpx_kctx *c, const mpx_value *const *in, int n_in, int nv, mpx_value *ins) {
-    mpx_error e;
-    for (int i = 0; i < nv; i++) {
-        const mpx_value *v = kn_opt(in, n_in, 2 + i);
-        if (!v) return mpx_kernel_error(c, MPX_E_INVALID, "loop-carried value %d has no value", i);
-        if (mpx_value_copy(&ins[2 + i], v, &e)) return mpx_kernel_error(c, e.status, "%s", e.msg);
-    }
-    return outer_views(c, in, 2 + nv, ins);
+static mpx_status loop_start(const mpx_kctx *c, const mpx_value *const *in, int nv, mpx_value *ins) {
+    mpx_status st = copy_state(c, in + 2, nv, ins + 2, "loop-carried value");
+    return st ? st : outer_views(c, in, 2 + nv, ins);
 }
 
 /* The trip count M (-1: none) and the condition's first value. */
@@ -349,11 +365,7 @@ static mpx_status loop_enter(const mpx_kctx *c, mpx_value *ins, int64_t it, bool
 
 static void loop_carry(mpx_value *ins, mpx_value *outs, int nv) {
     mpx_value_free(&outs[0]);
-    for (int i = 0; i < nv; i++) {
-        mpx_value_free(&ins[2 + i]);
-        ins[2 + i] = outs[1 + i];
-        mpx_value_clear(&outs[1 + i]);
-    }
+    carry(ins + 2, outs + 1, nv);
 }
 
 static void free_ins(mpx_value *ins, int nb) {
@@ -378,13 +390,13 @@ mpx_status mpx_k_loop(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
     mpx_value *rins = rin ? absent_values(nb) : NULL, *routs = rin ? absent_values(b->n_outputs) : NULL;
     stack *sc = calloc((size_t)(ns ? ns : 1), sizeof *sc);
     if (!ins || !outs || !sc || (rin && (!rins || !routs))) st = mpx_kernel_error(c, MPX_E_NOMEM, "out of memory");
-    if (!st) st = loop_start(c, in, n_in, nv, ins);
+    if (!st) st = loop_start(c, in, nv, ins);
     body_run r = {.c = c, .b = b};
     /* The twin starts when the reference's loop would take as many steps; one
      * that cannot start is no error of the node. */
     if (!st && rin) {
         mpx_status ts = loop_bounds(c, rin, n_in, &rtrips, &rgo);
-        if (!ts && rtrips == trips && rgo == go) ts = loop_start(c, rin, n_in, nv, rins);
+        if (!ts && rtrips == trips && rgo == go) ts = loop_start(c, rin, nv, rins);
         r.twin = !ts && rtrips == trips && rgo == go;
         if (ts && c->err) mpx_error_clear(c->err);
     }
@@ -454,21 +466,8 @@ static mpx_status scan_slices(const mpx_kctx *c, const mpx_value *const *xv, int
  * states, views of the outer values. */
 static mpx_status scan_start(const mpx_kctx *c, const mpx_value *const *in, const mpx_value *const *sv, int nst,
                              int nsi, mpx_value *ins) {
-    mpx_error e;
-    for (int i = 0; i < nst; i++) {
-        const mpx_value *x = sv[i];
-        if (!x) return mpx_kernel_error(c, MPX_E_INVALID, "state %d has no value", i);
-        if (mpx_value_copy(&ins[i], x, &e)) return mpx_kernel_error(c, e.status, "%s", e.msg);
-    }
-    return outer_views(c, in, nst + nsi, ins);
-}
-
-static void scan_carry(mpx_value *ins, mpx_value *outs, int nst) {
-    for (int i = 0; i < nst; i++) {
-        mpx_value_free(&ins[i]);
-        ins[i] = outs[i];
-        mpx_value_clear(&outs[i]);
-    }
+    mpx_status st = copy_state(c, sv, nst, ins, "state");
+    return st ? st : outer_views(c, in, nst + nsi, ins);
 }
 
 /* One Scan over states sv[nst] and scan inputs xv[nsi] (slices along
@@ -524,11 +523,11 @@ static mpx_status scan_core(const mpx_kctx *c, const mpx_value *const *in, const
         if ((st = scan_slices(c, xv, nst, nsi, iax, idir, outer, inner, len, t, ins))) break;
         if (r.twin && (st = scan_slices(c, rxv, nst, nsi, iax, idir, outer, inner, len, t, rins))) break;
         if ((st = r.twin ? run_pair(&r, ins, outs, rins, routs) : run_once(&r, ins, outs))) break;
-        scan_carry(ins, outs, nst);
+        carry(ins, outs, nst);
         for (int k = 0; k < nso && !st; k++) st = push(c, &sc[k], &outs[nst + k], k);
         mpx_k_free_values(outs + nst, nso);
         if (r.twin) {
-            scan_carry(rins, routs, nst);
+            carry(rins, routs, nst);
             mpx_k_free_values(routs, n_out);
         }
     }
