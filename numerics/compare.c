@@ -81,6 +81,10 @@ typedef struct stream {
     mpx_body_probe probe[MAX_CANDS];
 } stream;
 
+/* Whether a run takes the figures inside bodies: full runs that measure
+ * every layer (the run cache keeps none; search's runs measure a few). */
+static bool takes_bodies(const mpx_compare_opts *opts) { return !opts->measure; }
+
 static void note_peak(stream *s, size_t extra) {
     if (s->live + extra > s->peak) s->peak = s->live + extra;
 }
@@ -305,7 +309,7 @@ static mpx_status run_stream(const mpx_graph *g, const mpx_assign *const *a, int
                              mpx_compare_cache *k, mpx_compare **out, mpx_error *err) {
     int nt = g->n_tensors;
     mpx_status st = MPX_OK;
-    stream s = {.g = g, .nc = nc, .opts = opts, .max_out = 1, .cache = k, .bodies = !opts->measure};
+    stream s = {.g = g, .nc = nc, .opts = opts, .max_out = 1, .cache = k, .bodies = takes_bodies(opts)};
     for (int i = 0; i < g->n_nodes; i++)
         if (g->nodes[i]->n_outputs > s.max_out) s.max_out = g->nodes[i]->n_outputs;
     int max_pend = 2 * nc * s.max_out;
@@ -432,10 +436,9 @@ mpx_status mpx_compare_run_many(const mpx_graph *g, const mpx_assign *const *a, 
     }
     /* Local runs neither use nor change the cache; it holds one candidate. */
     mpx_compare_cache *k = opts->local || n > 1 ? NULL : opts->cache;
-    /* The figures inside bodies come from full runs only (the cache keeps
-     * none); a run that does not measure every layer takes none. */
+    /* A run taking the figures inside bodies is a full one. */
     bool bodies = false;
-    for (int i = 0; !opts->measure && i < g->n_nodes && !bodies; i++) bodies = g->nodes[i]->body != NULL;
+    for (int i = 0; takes_bodies(opts) && i < g->n_nodes && !bodies; i++) bodies = g->nodes[i]->body != NULL;
     if (k && !bodies && mpx_cmp_cache_fits(k, g, inputs)) {
         mpx_status st = mpx_cmp_run_incremental(k, g, a[0], inputs, opts, out, err);
         if (st != MPX_OK || *out) return st;
