@@ -381,6 +381,24 @@ static mpx_status edit_if_outputs(ex *e, const mpx_node *n, Onnx__NodeProto *np,
     return MPX_OK;
 }
 
+/* An INT attribute name = v appended to np's (the list swapped for a copy);
+ * false on out of memory. */
+static bool add_int_attr(ex *e, Onnx__NodeProto *np, const char *name, int64_t v) {
+    Onnx__AttributeProto *at = mpx_arena_alloc(e->a, sizeof *at);
+    Onnx__AttributeProto **ats = mpx_arena_calloc(e->a, np->n_attribute + 1, sizeof *ats);
+    if (!at || !ats || !vx_save_slot(e, &np->attribute, &np->n_attribute)) return false;
+    onnx__attribute_proto__init(at);
+    at->name = (char *)name;
+    at->has_type = at->has_i = true;
+    at->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+    at->i = v;
+    if (np->n_attribute) memcpy(ats, np->attribute, np->n_attribute * sizeof *ats);
+    ats[np->n_attribute] = at;
+    np->attribute = ats;
+    np->n_attribute++;
+    return true;
+}
+
 /* Rewire node k's inputs per the plan; retype a float Cast. */
 static mpx_status edit_node(ex *e, const mpx_node *n, mpx_error *err) {
     Onnx__NodeProto *np = e->site[n->file_order];
@@ -414,23 +432,18 @@ static mpx_status edit_node(ex *e, const mpx_node *n, mpx_error *err) {
     if (st) return st;
     /* The outer values a body reads: where the plan reads one through a
      * cast, the body reads the cast's output. */
-    for (int i = n_file; n->body && i < n->n_inputs; i++) {
+    Onnx__GraphProto *body = n->body ? vx_graph_attr(np, "body") : NULL;
+    for (int i = n_file; body && i < n->n_inputs; i++) {
         const mpx_tensor *t = n->inputs[i];
         const mpx_format *f;
         const char *name = t ? read_name(e, n, i, &f) : NULL;
         if (!t) continue;
         if (!name) return vx_oom(err);
-        Onnx__GraphProto *body = NULL;
-        for (size_t a = 0; a < np->n_attribute && !body; a++)
-            if (np->attribute[a]->name && strcmp(np->attribute[a]->name, "body") == 0) body = np->attribute[a]->g;
         const char *pn = vx_pname(e, t);
-        if (body && strcmp(name, pn) != 0 && (st = vx_rename_outer(e, body, pn, name, 0, err))) return st;
+        if (strcmp(name, pn) != 0 && (st = vx_rename_outer(e, body, pn, name, 0, err))) return st;
     }
     /* A body under a low plan runs in that format: so is the file's body. */
-    for (size_t a = 0; n->body && pn0->low && a < np->n_attribute; a++)
-        if (np->attribute[a]->name && strcmp(np->attribute[a]->name, "body") == 0 && np->attribute[a]->g &&
-            (st = vx_lower_body(e, np->attribute[a]->g, pn0->compute, n->name, 0, err)))
-            return st;
+    if (body && pn0->low && (st = vx_lower_body(e, body, pn0->compute, n->name, 0, err))) return st;
     /* keep-io renames of this node's outputs. */
     bool own_out = false;
     for (int i = 0; i < n->n_outputs; i++) {
@@ -455,22 +468,8 @@ static mpx_status edit_node(ex *e, const mpx_node *n, mpx_error *err) {
                                   ? mpx_plan_input_format(e->p, cn, 1) : NULL;
         Onnx__AttributeProto *dt = vx_find_attr(np, "dtype");
         if (!f || vx_dtype_of(f) == MPX_DT_FLOAT || (dt && dt->i != MPX_DT_FLOAT)) continue;
-        if (dt) {
-            dt->i = vx_dtype_of(f);
-        } else {
-            Onnx__AttributeProto *at = mpx_arena_alloc(e->a, sizeof *at);
-            Onnx__AttributeProto **ats = mpx_arena_calloc(e->a, np->n_attribute + 1, sizeof *ats);
-            if (!at || !ats || !vx_save_slot(e, &np->attribute, &np->n_attribute)) return vx_oom(err);
-            onnx__attribute_proto__init(at);
-            at->name = (char *)"dtype";
-            at->has_type = at->has_i = true;
-            at->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
-            at->i = vx_dtype_of(f);
-            if (np->n_attribute) memcpy(ats, np->attribute, np->n_attribute * sizeof *ats);
-            ats[np->n_attribute] = at;
-            np->attribute = ats;
-            np->n_attribute++;
-        }
+        if (dt) dt->i = vx_dtype_of(f);
+        else if (!add_int_attr(e, np, "dtype", vx_dtype_of(f))) return vx_oom(err);
         break;
     }
     const mpx_plan_node *pn = &e->p->nodes[n->index];
@@ -479,20 +478,9 @@ static mpx_status edit_node(ex *e, const mpx_node *n, mpx_error *err) {
      * which the plan does not retype): input 2 dropped, `to` the plan's. */
     if (n->op == MPX_OP_CastLike && pn->is_float && pn->output && np->n_input == 2 &&
         vx_dtype_of(pn->output) != (int)mpx_node_cast_to(n)) {
-        Onnx__AttributeProto *at = mpx_arena_alloc(e->a, sizeof *at);
-        Onnx__AttributeProto **ats = mpx_arena_calloc(e->a, np->n_attribute + 1, sizeof *ats);
-        if (!at || !ats || !vx_save_slot(e, &np->attribute, &np->n_attribute) ||
-            !vx_save_slot(e, &np->input, &np->n_input) || !vx_save_slot(e, &np->op_type, NULL))
+        if (!add_int_attr(e, np, "to", vx_dtype_of(pn->output)) || !vx_save_slot(e, &np->input, &np->n_input) ||
+            !vx_save_slot(e, &np->op_type, NULL))
             return mpx_error_set(err, MPX_E_NOMEM, "out of memory writing the model");
-        onnx__attribute_proto__init(at);
-        at->name = (char *)"to";
-        at->has_type = at->has_i = true;
-        at->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
-        at->i = vx_dtype_of(pn->output);
-        memcpy(ats, np->attribute, np->n_attribute * sizeof *ats);
-        ats[np->n_attribute] = at;
-        np->attribute = ats;
-        np->n_attribute++;
         np->n_input = 1;
         np->op_type = (char *)"Cast";
         e->sum.casts_retyped++;

@@ -18,19 +18,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool default_domain(const char *d) { return !d || !*d || strcmp(d, "ai.onnx") == 0; }
+bool vx_default_domain(const char *d) { return !d || !*d || strcmp(d, "ai.onnx") == 0; }
 
-static Onnx__GraphProto *graph_attr(const Onnx__NodeProto *np, const char *name) {
-    for (size_t j = 0; j < np->n_attribute; j++) {
-        const Onnx__AttributeProto *ap = np->attribute[j];
-        if (ap && ap->name && strcmp(ap->name, name) == 0) return ap->g;
-    }
-    return NULL;
+Onnx__GraphProto *vx_graph_attr(Onnx__NodeProto *np, const char *name) {
+    const Onnx__AttributeProto *ap = vx_find_attr(np, name);
+    return ap ? ap->g : NULL;
 }
 
-bool vx_is_if(const Onnx__NodeProto *np, Onnx__GraphProto **then_b, Onnx__GraphProto **else_b) {
-    Onnx__GraphProto *tb = graph_attr(np, "then_branch"), *eb = graph_attr(np, "else_branch");
-    if (!np->op_type || strcmp(np->op_type, "If") != 0 || !default_domain(np->domain) || !tb || !eb) return false;
+bool vx_is_if(Onnx__NodeProto *np, Onnx__GraphProto **then_b, Onnx__GraphProto **else_b) {
+    Onnx__GraphProto *tb = vx_graph_attr(np, "then_branch"), *eb = vx_graph_attr(np, "else_branch");
+    if (!np->op_type || strcmp(np->op_type, "If") != 0 || !vx_default_domain(np->domain) || !tb || !eb) return false;
     if (then_b) *then_b = tb;
     if (else_b) *else_b = eb;
     return true;

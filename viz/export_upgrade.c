@@ -57,7 +57,6 @@ static const struct {
     {MPX_OP_Split, 18, "num_outputs added", UP_SAME, {NULL}},
 };
 
-static bool is_default_domain(const char *d) { return !d || !*d || strcmp(d, "ai.onnx") == 0; }
 
 
 static mpx_status refuse(const ex *e, const mpx_node *n, int have, int need, int c, const char *why, mpx_error *err) {
@@ -174,7 +173,7 @@ static bool changes(size_t c, const mpx_node *n, int have, int need) {
 mpx_status vx_upgrade_check(ex *e, int have, int need, mpx_error *err) {
     for (int k = 0; k < e->g->n_nodes; k++) {
         const mpx_node *n = e->g->nodes[k];
-        if (!is_default_domain(n->domain)) continue;
+        if (!vx_default_domain(n->domain)) continue;
         for (size_t c = 0; c < sizeof op_changes / sizeof op_changes[0]; c++) {
             if (!changes(c, n, have, need)) continue;
             if (op_changes[c].how == UP_REFUSE) return refuse(e, n, have, need, (int)c, "", err);
@@ -196,7 +195,7 @@ mpx_status vx_upgrade_check(ex *e, int have, int need, mpx_error *err) {
 mpx_status vx_upgrade_nodes(ex *e, int have, int need, mpx_error *err) {
     for (int k = 0; k < e->g->n_nodes; k++) {
         const mpx_node *n = e->g->nodes[k];
-        if (!is_default_domain(n->domain)) continue;
+        if (!vx_default_domain(n->domain)) continue;
         Onnx__NodeProto *np = e->site[n->file_order];
         for (size_t c = 0; c < sizeof op_changes / sizeof op_changes[0]; c++) {
             if (!changes(c, n, have, need)) continue;

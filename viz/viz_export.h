@@ -94,7 +94,11 @@ mpx_status vx_upgrade_nodes(ex *e, int have, int need, mpx_error *err);
  * when the file no longer holds the nodes the session loaded. */
 mpx_status vx_map_sites(ex *e, mpx_error *err);
 /* Whether np is an If with both branches (then *then_b, *else_b). */
-bool vx_is_if(const Onnx__NodeProto *np, Onnx__GraphProto **then_b, Onnx__GraphProto **else_b);
+bool vx_is_if(Onnx__NodeProto *np, Onnx__GraphProto **then_b, Onnx__GraphProto **else_b);
+/* The graph attribute called name (an If's branch, a Loop's body), or NULL. */
+Onnx__GraphProto *vx_graph_attr(Onnx__NodeProto *np, const char *name);
+/* The default ONNX domain ("", "ai.onnx" or none). */
+bool vx_default_domain(const char *d);
 /* t's name in the graph that defines it. */
 const char *vx_pname(const ex *e, const mpx_tensor *t);
 /* Whether name, under some branch's prefix, names a tensor or node. */
