@@ -119,6 +119,23 @@ static mpx_status report_samples(mpx_session *s, const mpx_compare *c, mpx_error
     return st;
 }
 
+/* The rows a table shows: top of n (top < 0: all). */
+static int rows_shown(int top, int n) { return top < 0 || top > n ? n : top; }
+
+/* A table row's first cells, the same in both tables: order, node (a long
+ * exported name keeps its informative tail), op, format and the figures. */
+static void row_cells(FILE *out, int order, const char *node, int opw, const char *op, const mpx_format *fmt,
+                      const mpx_metrics *m) {
+    char b[16], name[64];
+    bar(b, m->rel_l2);
+    size_t len = strlen(node);
+    if (len > 30) snprintf(name, sizeof name, "...%s", node + len - 27);
+    else snprintf(name, sizeof name, "%s", node);
+    fprintf(out, "%-5d %-30s %-*s %-5s %9.3g %-10s %9.3g %9.6f %8.1f %6lld %6lld", order, name, opw, op,
+            mpx_format_name(fmt), m->rel_l2, b, m->max_abs, m->cos, m->sqnr_db, (long long)m->overflow,
+            (long long)m->underflow);
+}
+
 /* The values inside bodies as layers the report's sort takes: node is the
  * owner's index, tensor the place in c->body (run order breaks ties), m the
  * worst over the iterations. NULL on out of memory. */
@@ -169,7 +186,7 @@ static mpx_status body_table(mpx_session *s, const mpx_compare *c, metric_id sm,
     const mpx_layer **rows;
     mpx_layer *v = body_as_layers(c, sm, &rows);
     if (!v) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
-    int n = (top < 0 || top > c->n_body) ? c->n_body : top;
+    int n = rows_shown(top, c->n_body);
     int opw = 14;
     for (int i = 0; i < n; i++) {
         int l = (int)strlen(c->body[rows[i]->tensor].node->op_type);
@@ -181,17 +198,10 @@ static mpx_status body_table(mpx_session *s, const mpx_compare *c, metric_id sm,
             "rel_l2", "", "max_abs", "cos", "sqnr_db", "ovf", "unf", "iter/runs", "mean", s->last_local ? "  local" : "");
     for (int i = 0; i < n; i++) {
         const mpx_body_layer *B = &c->body[rows[i]->tensor];
-        char b[16], name[64], it[32];
-        bar(b, B->worst.rel_l2);
-        const char *nm = B->node->name;
-        size_t len = strlen(nm);
-        if (len > 30) snprintf(name, sizeof name, "...%s", nm + len - 27);
-        else snprintf(name, sizeof name, "%s", nm);
+        char it[32];
         snprintf(it, sizeof it, "%lld/%lld", (long long)B->worst_run, (long long)B->runs);
-        fprintf(s->out, "%-5d %-30s %-*s %-5s %9.3g %-10s %9.3g %9.6f %8.1f %6lld %6lld  %11s %9.3g", B->owner->index,
-                name, opw, B->node->op_type, mpx_format_name(B->fmt), B->worst.rel_l2, b, B->worst.max_abs,
-                B->worst.cos, B->worst.sqnr_db, (long long)B->worst.overflow, (long long)B->worst.underflow, it,
-                B->mean.rel_l2);
+        row_cells(s->out, B->owner->index, B->node->name, opw, B->node->op_type, B->fmt, &B->worst);
+        fprintf(s->out, "  %11s %9.3g", it, B->mean.rel_l2);
         if (B->has_local) fprintf(s->out, "  %.3g", B->local_worst.rel_l2);
         fputc('\n', s->out);
     }
@@ -298,7 +308,7 @@ MPX_CMD(repl_cmd_report) {
     qsort(rows, (size_t)c->n_layers, sizeof *rows, layer_cmp);
     /* The terminal gets the worst rows; machines get every row unless --top. */
     if ((json || csv) && !top_given) top = -1;
-    int n = (top < 0 || top > c->n_layers) ? c->n_layers : top;
+    int n = rows_shown(top, c->n_layers);
     if (json || csv) {
         char *text = NULL;
         if (json) {
@@ -354,7 +364,7 @@ MPX_CMD(repl_cmd_report) {
                 const mpx_layer **brows;
                 mpx_layer *bv = body_as_layers(c, sm, &brows);
                 cJSON *ba = cJSON_AddArrayToObject(root, "body");
-                int nbr = (top < 0 || top > c->n_body) ? c->n_body : top;
+                int nbr = rows_shown(top, c->n_body);
                 for (int i = 0; bv && i < nbr; i++) cJSON_AddItemToArray(ba, body_json(&c->body[brows[i]->tensor]));
                 free(brows);
                 free(bv);
@@ -412,16 +422,7 @@ MPX_CMD(repl_cmd_report) {
             s->last_local ? "  local" : "");
     for (int i = 0; i < n; i++) {
         const mpx_layer *L = rows[i];
-        char b[16], name[64];
-        bar(b, L->m.rel_l2);
-        const char *nm = g->nodes[L->node]->name;
-        size_t len = strlen(nm);
-        /* Long exported names: keep the informative tail. */
-        if (len > 30) snprintf(name, sizeof name, "...%s", nm + len - 27);
-        else snprintf(name, sizeof name, "%s", nm);
-        fprintf(s->out, "%-5d %-30s %-*s %-5s %9.3g %-10s %9.3g %9.6f %8.1f %6lld %6lld", L->node, name, opw,
-                g->nodes[L->node]->op_type, mpx_format_name(L->fmt), L->m.rel_l2, b, L->m.max_abs, L->m.cos, L->m.sqnr_db,
-                (long long)L->m.overflow, (long long)L->m.underflow);
+        row_cells(s->out, L->node, g->nodes[L->node]->name, opw, g->nodes[L->node]->op_type, L->fmt, &L->m);
         if (S && one < 0) fprintf(s->out, "  %6d %9.3g", S->id[worst_of[L - c->layers]] + 1, mean[L - c->layers].m.rel_l2);
         if (L->has_local) fprintf(s->out, "  %.3g", L->local.rel_l2);
         fputc('\n', s->out);
