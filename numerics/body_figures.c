@@ -36,22 +36,15 @@ static void add(mpx_metrics *worst, mpx_metrics *sum, int64_t *worst_run, int64_
         *worst_run = run;
         return;
     }
-    for (int id = 0; id < MPX_METRIC_COUNT; id++) {
+    for (int id = 0; id < MPX_METRIC_COUNT; id++) { /* metrics.def's table */
         mpx_metric_id mid = (mpx_metric_id)id;
         double v = mpx_metric_value(m, mid), w = mpx_metric_value(worst, mid);
         if (mpx_metric_badness(mid, v) > mpx_metric_badness(mid, w)) {
             mpx_metric_set(worst, mid, v);
             if (mid == MPX_METRIC_rel_l2) *worst_run = run;
         }
+        mpx_metric_set(sum, mid, mpx_metric_value(sum, mid) + v);
     }
-    sum->max_abs += m->max_abs;
-    sum->mean_abs += m->mean_abs;
-    sum->rel_l2 += m->rel_l2;
-    sum->cos += m->cos;
-    sum->sqnr_db += m->sqnr_db;
-    sum->overflow += m->overflow;
-    sum->underflow += m->underflow;
-    sum->subnormal += m->subnormal;
     if (m->absmax_ref > worst->absmax_ref || isnan(m->absmax_ref)) worst->absmax_ref = m->absmax_ref;
     sum->absmax_ref = worst->absmax_ref;
 }
@@ -84,13 +77,12 @@ bool mpx_body_add(mpx_body_sink *k, const mpx_node *top, const mpx_node *node, c
     return true;
 }
 
+/* The sums' real metrics into means (the counts stay totals). */
 static void mean_of(mpx_metrics *m, int64_t runs) {
     double n = (double)(runs ? runs : 1);
-    m->max_abs /= n;
-    m->mean_abs /= n;
-    m->rel_l2 /= n;
-    m->cos /= n;
-    m->sqnr_db /= n;
+    for (int id = 0; id < MPX_METRIC_COUNT; id++)
+        if (!mpx_metric_info_of((mpx_metric_id)id)->count)
+            mpx_metric_set(m, (mpx_metric_id)id, mpx_metric_value(m, (mpx_metric_id)id) / n);
 }
 
 mpx_body_layer *mpx_body_finish(mpx_body_sink *k, int *n) {
