@@ -145,8 +145,6 @@ typedef struct max2d {
     int64_t H, W, OH, OW;
 } max2d;
 
-static int64_t cdiv_floor0(int64_t a, int64_t b) { return a <= 0 ? 0 : (a + b - 1) / b; }
-
 static void max2d_plane(void *ctx, int tid, long pc) {
     (void)tid;
     const max2d *m = ctx;
@@ -166,7 +164,7 @@ static void max2d_plane(void *ctx, int tid, long pc) {
                 for (int64_t b = 0; b < w->k[1]; b++) {
                     /* outputs whose tap b is inside the row */
                     const int64_t off = b * w->d[1] - w->pb[1];
-                    int64_t lo = cdiv_floor0(-off, w->s[1]), hi = cdiv_floor0(m->W - off, w->s[1]);
+                    int64_t lo = kn_ceil_div(-off, w->s[1]), hi = kn_ceil_div(m->W - off, w->s[1]);
                     if (lo < c0) lo = c0;
                     if (hi > c1) hi = c1;
                     const int64_t s = w->s[1];
