@@ -194,6 +194,10 @@ typedef struct bctx {
 static float fmax_nan(float a, float b) { return a != a || a > b ? a : b; }
 static float fmin_nan(float a, float b) { return a != a || a < b ? a : b; }
 
+/* Compiled for AVX-512, AVX2 and the baseline (each element is the same IEEE
+ * operation in every copy, so the same bits): the baseline's 4-lane loops
+ * were a fifth of rec's forward (per-channel scales and hard-swish chains). */
+MPX_K_CLONES("avx512f", "avx2", "default")
 static void frow(void *vc, int64_t n, int64_t yo, const int64_t *off, const int64_t *step) {
     bctx *c = vc;
     /* b is an integer exponent for B_POW2/B_POW3, which do not read it */

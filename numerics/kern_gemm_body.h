@@ -410,6 +410,62 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16r)(const i
     KG_ROWS(KG_RPUT)
 #undef KG_RPUT
 }
+/* ukr16r on a whole 6-row panel and two 16-column panels of packed B a
+ * call: 12 chains of multiply, add and rounding in flight where ukr16r's 6
+ * waited on their latency (ResNet-18's fp16-accumulated run spent two
+ * thirds of its time there). Each lane's operations and their order are
+ * ukr16r's, so the bits are the same. (Four panels: 24 sums and the
+ * rounding's temporaries do not fit the 32 registers.) */
+static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16rp)(const int RM, int64_t kc,
+                                                                const float *restrict a,
+                                                                const float *restrict b,
+                                                                float *const *cr, bool first,
+                                                                const float *bias) {
+    enum { NP = 2 };
+    const v16f z = {0};
+    v16f c[KG_MR][NP];
+#pragma GCC unroll 6
+    for (int i = 0; i < KG_MR; i++)
+#pragma GCC unroll 2
+        for (int p = 0; p < NP; p++) {
+            c[i][p] = z;
+            if (!first) memcpy(&c[i][p], cr[i] + p * KG_NR, sizeof c[i][p]);
+        }
+    const float *ak = a, *bk = b;
+    const int64_t ps = kc * KG_NR;
+    for (int64_t k = 0; k < kc; k++, ak += KG_MR, bk += KG_NR) {
+        v16f bv[NP];
+#pragma GCC unroll 2
+        for (int p = 0; p < NP; p++) memcpy(&bv[p], bk + p * ps, sizeof bv[p]);
+#pragma GCC unroll 6
+        for (int i = 0; i < KG_MR; i++) {
+            const v16f ai = KG_F(splat16)(ak[i]);
+#pragma GCC unroll 2
+            for (int p = 0; p < NP; p++) c[i][p] = KG_F(rnd16)(RM, c[i][p] + ai * bv[p]);
+        }
+    }
+#pragma GCC unroll 6
+    for (int i = 0; i < KG_MR; i++)
+#pragma GCC unroll 2
+        for (int p = 0; p < NP; p++) {
+            if (bias) c[i][p] = KG_F(rnd16)(RM, c[i][p] + KG_F(splat16)(bias[i]));
+            memcpy(cr[i] + p * KG_NR, &c[i][p], sizeof c[i][p]);
+        }
+}
+typedef void (*KG_F(ukrp_fn))(int64_t kc, const float *a, const float *b, float *const *cr, bool first,
+                              const float *bias);
+#define KG_UKRP_DEF(RM)                                                                                  \
+    static KG_TARGET void KG_F(ukrp_##RM)(int64_t kc, const float *a, const float *b, float *const *cr, \
+                                          bool first, const float *bias) {                              \
+        KG_F(ukr16rp)(RM, kc, a, b, cr, first, bias);                                                   \
+    }
+KG_UKRP_DEF(1)
+KG_UKRP_DEF(2)
+KG_UKRP_DEF(3)
+#undef KG_UKRP_DEF
+/* [mode]: the rounded modes' two-panel calls (fp32 takes ukr16p2/p4) */
+static const KG_F(ukrp_fn) KG_F(ukrp_table)[4] = {NULL, KG_F(ukrp_1), KG_F(ukrp_2), KG_F(ukrp_3)};
+
 #define KG_UKR_CALL(RM, MR) \
     if (RM == KG_FP32) KG_F(ukr16)(MR, kc, a, b, cr, first, bias); else KG_F(ukr16r)(MR, RM, kc, a, b, cr, first, bias);
 #else
@@ -468,6 +524,14 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(panel_rows)(
 #if KG_SIMD == 2
         if (boff) {
             KG_F(ukrd_table)[mr - 1][np == 4 ? 2 : np - 1](kc, ap, bq, boff, cr, first, bi, i + 1 < i1 ? ap + KG_MR * K : NULL);
+            continue;
+        }
+        if (np > 1 && mr == KG_MR && j->mode != KG_FP32) {
+            for (int p = 0; p < np; p += 2) {
+                float *crp[KG_MR];
+                for (int r = 0; r < KG_MR; r++) crp[r] = cr[r] + p * KG_NR;
+                KG_F(ukrp_table)[j->mode](kc, ap, bq + p * kc * KG_NR, crp, first, bi);
+            }
             continue;
         }
         if (np > 1 && mr == KG_MR) {
@@ -548,8 +612,8 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
             if (tile) {
                 /* Into the item's tile, every panel one run (x->tile). */
                 for (int64_t q = qa; q < qb;) {
-                    /* (several panels a call only where ukr16d takes them) */
-                    const int np = KG_SIMD == 2 && j->mode == KG_FP32 ? kg_group(kg_cdiv(qb - q, KG_NR)) : 1;
+                    /* (several panels a call in the AVX-512 build: ukr16d, ukr16rp) */
+                    const int np = KG_SIMD == 2 ? kg_group(kg_cdiv(qb - q, KG_NR)) : 1;
                     KG_F(panel_rows)(j, ukrs, np, i0, i1, kc, apg + k0 * KG_MR, bp + (q - qa) * kc, NULL,
                                      tile + (q - q0), NULL, x->ldt, first, bs);
                     q += np * KG_NR;
@@ -563,10 +627,9 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
                 const bool direct = ncols == KG_NR && j->cs == 1 &&
                                     (col + KG_NR <= j->gvalid || (j->gw == j->gvalid && j->rs == j->gw));
 #if KG_SIMD == 2
-                /* fp32 where C's rows are runs (a MatMul's): 2 or 4 whole
-                 * panels a call (ukr16p), straight into C. */
-                if (j->mode == KG_FP32 && direct && j->gw == j->gvalid && (j->N <= j->gw || j->rs == j->gw) &&
-                    q + 2 * KG_NR <= qb) {
+                /* Where C's rows are runs (a MatMul's): 2 or 4 whole panels
+                 * a call (ukr16p, ukr16rp), straight into C. */
+                if (direct && j->gw == j->gvalid && (j->N <= j->gw || j->rs == j->gw) && q + 2 * KG_NR <= qb) {
                     const int np = kg_group((qb - q) / KG_NR);
                     KG_F(panel_rows)(j, ukrs, np, i0, i1, kc, apg + k0 * KG_MR, bpp, NULL, c + cq, j->crow, 0, first,
                                      bs);
