@@ -701,6 +701,8 @@ typedef struct kg_dw16 {
     float *buf[8];      /* per thread: the padded input, then the weights */
 } kg_dw16;
 
+enum { KG_DW16_MAX_OW = 23 }; /* narrow maps: outputs up to this wide */
+
 static void kg_dw16_fn(void *ctx, int tid, long item) {
     (void)tid;
     const kg_dw16 *d = ctx;
@@ -711,26 +713,35 @@ static void kg_dw16_fn(void *ctx, int tid, long item) {
     float *p = d->buf[tid], *wt = p + d->Hp * Wp * 16;
     memset(p, 0, (size_t)(d->Hp * Wp * 16) * sizeof *p);
     memset(wt, 0, (size_t)(K * 16) * sizeof *wt);
-    for (int64_t l = 0; l < nc; l++) {
-        const float *xc = v->x + (c0 + l) * v->H * v->W;
-        for (int64_t ih = 0; ih < v->H; ih++)
-            for (int64_t iw = 0; iw < v->W; iw++) p[((ih + v->pt) * Wp + iw + v->pl) * 16 + l] = xc[ih * v->W + iw];
-        for (int64_t k = 0; k < K; k++) wt[k * 16 + l] = j->w[(c0 + l) * K + k];
-    }
-    float bias16[16] = {0}, out[16];
-    for (int64_t l = 0; j->bias && l < nc; l++) bias16[l] = j->bias[c0 + l];
-    for (int64_t oh = 0; oh < v->OH; oh++)
-        for (int64_t ow = 0; ow < j->OW; ow++) {
-            d->f(K, wt, p + (oh * v->sh * Wp + ow * v->sw) * 16, d->off, j->bias ? bias16 : NULL, out);
-            for (int64_t l = 0; l < nc; l++) j->y[(c0 + l) * j->yc + oh * j->OW + ow] = out[l];
+    /* Channels into lanes a position at a time (16 contiguous stores), and
+     * a row of outputs back a channel at a time: stores of 16 floats 4 KiB
+     * apart, one a value, had cost as much as the taps (MobileNetV3). */
+    const float *xs[16];
+    for (int64_t l = 0; l < nc; l++) xs[l] = v->x + (c0 + l) * v->H * v->W;
+    for (int64_t ih = 0; ih < v->H; ih++)
+        for (int64_t iw = 0; iw < v->W; iw++) {
+            float *dst = p + ((ih + v->pt) * Wp + iw + v->pl) * 16;
+            for (int64_t l = 0; l < nc; l++) dst[l] = xs[l][ih * v->W + iw];
         }
+    for (int64_t l = 0; l < nc; l++)
+        for (int64_t k = 0; k < K; k++) wt[k * 16 + l] = j->w[(c0 + l) * K + k];
+    float bias16[16] = {0}, rowbuf[KG_DW16_MAX_OW * 16];
+    for (int64_t l = 0; j->bias && l < nc; l++) bias16[l] = j->bias[c0 + l];
+    for (int64_t oh = 0; oh < v->OH; oh++) {
+        for (int64_t ow = 0; ow < j->OW; ow++)
+            d->f(K, wt, p + (oh * v->sh * Wp + ow * v->sw) * 16, d->off, j->bias ? bias16 : NULL, rowbuf + ow * 16);
+        for (int64_t l = 0; l < nc; l++) {
+            float *yr = j->y + (c0 + l) * j->yc + oh * j->OW;
+            for (int64_t ow = 0; ow < j->OW; ow++) yr[ow] = rowbuf[ow * 16 + l];
+        }
+    }
 }
 
 bool kg_dw_run(const kg_dw *j) {
     const kg_conv *v = j->conv;
     const int64_t K = v->KH * v->KW;
     int nt = kg_threads_for((double)j->C * (double)v->OH * (double)j->OW * (double)K * 4.0);
-    if (j->mode == KG_FP32 && j->OW < 24 && j->C >= 16) {
+    if (j->mode == KG_FP32 && j->OW <= KG_DW16_MAX_OW && j->C >= 16) {
         /* The padded map: every tap a grid position reads (pads as zero). */
         kg_dw16 d = {.j = j, .Hp = (v->OH - 1) * v->sh + (v->KH - 1) * v->dh + 1,
                      .Wp = (j->OW - 1) * v->sw + (v->KW - 1) * v->dw + 1};

@@ -423,6 +423,14 @@ static void test_conv(void) {
     conv_case(__LINE__, "1x130x1x1", "40x130x1x1", true, &p, "");
     p = cp2(1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 2);
     conv_case(__LINE__, "2x260x1x1", "20x130x1x1", true, &p, "group=2");
+    /* depthwise on narrow maps (16 channels in the lanes): a partial group
+     * of channels, strides, dilations, uneven pads, two images */
+    p = cp2(3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 20);
+    conv_case(__LINE__, "2x20x9x11", "20x1x3x3", true, &p, "group=20 pads=[1,1,1,1]");
+    p = cp2(5, 5, 2, 2, 1, 1, 2, 1, 2, 3, 35);
+    conv_case(__LINE__, "1x35x14x13", "35x1x5x5", true, &p, "group=35 strides=[2,2] pads=[2,1,2,3]");
+    p = cp2(3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 16);
+    conv_case(__LINE__, "1x16x7x23", "16x1x3x3", false, &p, "group=16 dilations=[2,2] pads=[2,2,2,2]");
     p = cp2(3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1); /* terms beyond one fp32 block of 64 */
     conv_case(__LINE__, "1x16x5x5", "9x16x3x3", true, &p, "pads=[1,1,1,1]");
     convp p1 = {.nsp = 1, .k = {4}, .s = {2}, .d = {2}, .pb = {2}, .pe = {1}, .group = 1};
