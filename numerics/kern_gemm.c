@@ -90,6 +90,10 @@ typedef struct kg_ctx {
      * the item's panels' 6 each; ldt floats a row. NULL: straight into C. */
     float *tile[8];
     int64_t ldt;
+    /* B's kept packing ([K block][16-column panel][kc][16], kb_npad columns
+     * with the last panel's padding), or NULL: packed per chunk into bp. */
+    const float *kb;
+    int64_t kb_npad;
     bool avx2, avx512;
     unsigned char *a_bad;  /* [thread]: the packing pass met a non-finite A value */
 } kg_ctx;
@@ -429,9 +433,10 @@ static void kg_mv_fn(void *ctx, int tid, long item) {
  * (a comparison's two threads may run the same node); a packing made while
  * another thread kept one is used once and freed. */
 typedef struct kg_kept {
-    int kind;           /* KG_KEPT_PANELS (the GEMM's [g][panel][K][6]) or KG_KEPT_ROWS16 (the mv's [g][panel][K][16]) */
-    const float *a;
-    int64_t M, K, G, ams, aks, ga;
+    int kind;           /* KG_KEPT_PANELS (the GEMM's [g][panel][K][6]), KG_KEPT_ROWS16 (the mv's
+                         * [g][panel][K][16]) or KG_KEPT_BPANELS (B's [K block][panel][kc][16]) */
+    const float *a;     /* the values packed (A's, or B's for KG_KEPT_BPANELS) */
+    int64_t M, K, G, ams, aks, ga; /* their layout (for B: N, K, 1, ldb, 1, 0) */
     bool checked, finite; /* whether the finite check ran, and its verdict */
     float *ap;
     struct kg_kept *next;
@@ -447,28 +452,50 @@ static void kg_kept_free(void *p) {
     }
 }
 
-enum { KG_KEPT_PANELS = 0, KG_KEPT_ROWS16 = 1 };
+enum { KG_KEPT_PANELS = 0, KG_KEPT_ROWS16 = 1, KG_KEPT_BPANELS = 2 };
 
-static bool kg_kept_match(const kg_kept *k, const kg_gemm *j, int kind) {
-    return k->kind == kind && k->a == j->a && k->M == j->M && k->K == j->K && k->G == j->G && k->ams == j->ams && k->aks == j->aks &&
-           k->ga == j->ga && (k->checked || !j->finite_a);
+/* What a packing is looked up by: its kind, values and layout, the tensor
+ * that owns the values, and whether it must have been checked finite. */
+typedef struct kg_key {
+    kg_kept k;
+    mpx_tensor *owner;
+    bool check;
+} kg_key;
+
+static kg_key kg_key_a(const kg_gemm *j, int kind) {
+    return (kg_key){.k = {.kind = kind, .a = j->a, .M = j->M, .K = j->K, .G = j->G, .ams = j->ams, .aks = j->aks,
+                          .ga = j->ga},
+                    .owner = j->a_owner, .check = j->finite_a};
 }
 
-static const kg_kept *kg_kept_find(const kg_gemm *j, int kind) {
+static kg_key kg_key_b(const kg_gemm *j, int64_t ldb) {
+    return (kg_key){.k = {.kind = KG_KEPT_BPANELS, .a = j->b, .M = j->N, .K = j->K, .G = 1, .ams = ldb, .aks = 1},
+                    .owner = j->b_owner};
+}
+
+static bool kg_kept_match(const kg_kept *k, const kg_key *q) {
+    return k->kind == q->k.kind && k->a == q->k.a && k->M == q->k.M && k->K == q->k.K && k->G == q->k.G &&
+           k->ams == q->k.ams && k->aks == q->k.aks && k->ga == q->k.ga && (k->checked || !q->check);
+}
+
+static const kg_kept *kg_kept_find(const kg_key *q) {
     pthread_mutex_lock(&kg_kept_lock);
-    const kg_kept *k = j->a_owner->derived_free == kg_kept_free ? j->a_owner->derived : NULL;
-    while (k && !kg_kept_match(k, j, kind)) k = k->next;
+    const kg_kept *k = q->owner->derived_free == kg_kept_free ? q->owner->derived : NULL;
+    while (k && !kg_kept_match(k, q)) k = k->next;
     pthread_mutex_unlock(&kg_kept_lock);
     return k;
 }
 
 /* Keep ap (true: the tensor owns it now). */
-static bool kg_kept_add(const kg_gemm *j, float *ap, bool finite, int kind) {
+static bool kg_kept_add(const kg_key *q, float *ap, bool finite) {
     kg_kept *k = malloc(sizeof *k);
     if (!k) return false;
-    *k = (kg_kept){.kind = kind, .a = j->a, .M = j->M, .K = j->K, .G = j->G, .ams = j->ams, .aks = j->aks, .ga = j->ga,
-                   .checked = j->finite_a, .finite = finite, .ap = ap};
-    mpx_tensor *t = j->a_owner;
+    *k = q->k;
+    k->checked = q->check;
+    k->finite = finite;
+    k->ap = ap;
+    k->next = NULL;
+    mpx_tensor *t = q->owner;
     pthread_mutex_lock(&kg_kept_lock);
     bool ok = !t->derived || t->derived_free == kg_kept_free;
     /* Packings of values the tensor no longer holds (a folded weight gets a
@@ -484,7 +511,7 @@ static bool kg_kept_add(const kg_gemm *j, float *ap, bool finite, int kind) {
         free(o->ap);
         free(o);
     }
-    for (const kg_kept *o = ok ? t->derived : NULL; o && ok; o = o->next) ok = !kg_kept_match(o, j, kind);
+    for (const kg_kept *o = ok ? t->derived : NULL; o && ok; o = o->next) ok = !kg_kept_match(o, q);
     if (ok) {
         k->next = t->derived;
         t->derived = k;
@@ -493,6 +520,52 @@ static bool kg_kept_add(const kg_gemm *j, float *ap, bool finite, int kind) {
     pthread_mutex_unlock(&kg_kept_lock);
     if (!ok) free(k);
     return ok;
+}
+
+/* B packed whole for keeping: K block kb (KG_KC terms; the last may be
+ * shorter) at k0 * npad, its panel p (columns 16p ..) at + p * kc * 16, term
+ * k's 16 values at + k * 16, zeros past N: the order gemm_item packs a
+ * chunk in, so the micro-kernels read the same values. An item a K block. */
+typedef struct kg_bpack {
+    const kg_gemm *j;
+    int64_t ldb, npad;
+    float *dst;
+} kg_bpack;
+
+static void kg_bpack_fn(void *ctx, int tid, long item) {
+    (void)tid;
+    const kg_bpack *w = ctx;
+    const int64_t K = w->j->K, N = w->j->N, k0 = (int64_t)item * KG_KC, kc = K - k0 < KG_KC ? K - k0 : KG_KC;
+    float *blk = w->dst + k0 * w->npad;
+    for (int64_t q = 0; q < w->npad; q += KG_NR) {
+        float *d = blk + q * kc;
+        const int64_t n = N - q < KG_NR ? N - q : KG_NR;
+        for (int64_t k = 0; k < kc; k++, d += KG_NR) {
+            const float *src = w->j->b + (k0 + k) * w->ldb + q;
+            for (int64_t l = 0; l < KG_NR; l++) d[l] = l < n ? src[l] : 0.0f;
+        }
+    }
+}
+
+/* B's kept packing for this product, made and kept on first use; NULL where
+ * B is not a constant's own values read as evenly spaced rows (or memory
+ * ran out: the caller packs per chunk). */
+static const float *kg_kept_b(const kg_gemm *j, int nt, int64_t *npad) {
+    if (!j->b_owner || j->conv || j->G != 1 || j->b != j->b_owner->f32 || j->boff[0] != 0) return NULL;
+    const int64_t ldb = j->K > 1 ? j->boff[1] : j->N;
+    for (int64_t k = 0; k < j->K; k++)
+        if (j->boff[k] != k * ldb) return NULL;
+    *npad = (j->N + KG_NR - 1) / KG_NR * KG_NR;
+    const kg_key key = kg_key_b(j, ldb);
+    const kg_kept *kept = kg_kept_find(&key);
+    if (kept) return kept->ap;
+    kg_bpack w = {.j = j, .ldb = ldb, .npad = *npad, .dst = kg_alloc((size_t)(j->K * *npad))};
+    if (!w.dst) return NULL;
+    mpx_k_parallel((long)((j->K + KG_KC - 1) / KG_KC), nt, kg_bpack_fn, &w);
+    if (kg_kept_add(&key, w.dst, true)) return w.dst;
+    free(w.dst); /* another thread kept one meanwhile */
+    kept = kg_kept_find(&key);
+    return kept ? kept->ap : NULL;
 }
 
 /* kg_mv_fn on A kept in 16-row panels ([K][16] a panel): item = a panel;
@@ -543,7 +616,8 @@ kg_result kg_gemm_run(const kg_gemm *j) {
     if (N == 1 && !j->conv && j->mode == KG_FP32 && j->gvalid >= 1 && j->a_owner) {
         /* The graph's own A: packed once into 16-row panels and kept (the
          * rows as lanes, each k's 16 values one load). */
-        const kg_kept *kept = kg_kept_find(j, KG_KEPT_ROWS16);
+        const kg_key key = kg_key_a(j, KG_KEPT_ROWS16);
+        const kg_kept *kept = kg_kept_find(&key);
         float *ap = NULL;
         bool finite = true;
         if (!kept) {
@@ -567,7 +641,7 @@ kg_result kg_gemm_run(const kg_gemm *j) {
          * a classifier's 1000 x 1024 weights are 4 MB a run) */
         if (!bad) mpx_k_parallel((long)(j->G * ((M + 15) / 16)), (double)j->G * (double)M * (double)K > 262144.0 ? kg_threads() : nt,
                                  kg_mv16_fn, &w);
-        if (ap && !kg_kept_add(j, ap, finite, KG_KEPT_ROWS16)) free(ap);
+        if (ap && !kg_kept_add(&key, ap, finite)) free(ap);
         return bad ? KG_NONFINITE : KG_DONE;
     }
     if (N == 1 && !j->conv && j->mode == KG_FP32 && j->gvalid >= 1) {
@@ -583,7 +657,8 @@ kg_result kg_gemm_run(const kg_gemm *j) {
     unsigned char a_bad[8] = {0};
     kg_ctx x = {.j = j, .avx2 = kg_use_avx2(), .avx512 = kg_use_avx512(), .a_bad = a_bad};
     int64_t *boff = NULL;
-    const kg_kept *kept = j->a_owner ? kg_kept_find(j, KG_KEPT_PANELS) : NULL;
+    const kg_key akey = kg_key_a(j, KG_KEPT_PANELS);
+    const kg_kept *kept = j->a_owner ? kg_kept_find(&akey) : NULL;
     float *ap = kept ? NULL : kg_alloc((size_t)(j->G * mpan * KG_MR * K));
     bool ok = kept || ap != NULL, bad = false;
     /* Work items are (group, column band, block of rows of A). Bands of
@@ -655,6 +730,7 @@ kg_result kg_gemm_run(const kg_gemm *j) {
     /* Packed B: at most KG_PACK floats, less for small products. */
     const int64_t kcm = K < KG_KC ? K : KG_KC, colm = (x.icols + KG_NR - 1) / KG_NR * KG_NR;
     const int64_t bpn = kcm * colm < KG_PACK ? kcm * colm : KG_PACK;
+    if (ok) x.kb = kg_kept_b(j, nt, &x.kb_npad);
     for (int t = 0; ok && t < nt; t++) {
         ok = (x.bp[t] = kg_alloc((size_t)bpn)) != NULL;
         if (ok && j->conv && !x.shared) /* zeroed: columns past the last grid row are read (and dropped) */
@@ -674,7 +750,7 @@ kg_result kg_gemm_run(const kg_gemm *j) {
         for (int t = 0; t < 8; t++) bad = bad || a_bad[t];
         if (!bad) mpx_k_parallel(items, nt, kg_gemm_fn, &x);
         /* Kept with the finite check's verdict, when it ran. */
-        if (j->a_owner && kg_kept_add(j, ap, !bad, KG_KEPT_PANELS)) ap = NULL;
+        if (j->a_owner && kg_kept_add(&akey, ap, !bad)) ap = NULL;
     }
     kg_free_bufs(&x);
     free(boff);

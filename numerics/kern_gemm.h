@@ -123,6 +123,12 @@ typedef struct kg_gemm {
      * by later calls with the same layout, as runtimes pack weights when a
      * session starts; NULL: packed for this call. */
     mpx_tensor *a_owner;
+    /* B is this constant's own value (a MatMul's weights), read as rows
+     * boff[k] = k * ldb apart (G 1, no conv): B is packed once into the
+     * micro-kernel's panels, kept on it likewise and read from there by
+     * every later fp32 call (BERT-style: packing B was a quarter of the
+     * forward); NULL: B packed per call. */
+    mpx_tensor *b_owner;
 } kg_gemm;
 
 typedef enum kg_result {

@@ -510,8 +510,13 @@ static const KG_F(ukr_fn) KG_F(ukr_table)[4][KG_MR] = {KG_UKR_ROW(0), KG_UKR_ROW
 static inline KG_TARGET __attribute__((always_inline)) void KG_F(panel_rows)(
     const kg_gemm *j, const KG_F(ukr_fn) *ukrs, int np, int64_t i0, int64_t i1, int64_t kc, const float *apk,
     const float *bq, const int64_t *boff, float *cbase, const int64_t *crow, int64_t ldt, bool first,
-    const float *bs) {
+    const float *bs, const float *bnext, int64_t bnext_n) {
     const int64_t M = j->M, K = j->K;
+    /* bnext (or NULL): bnext_n floats of B the next call of this item reads,
+     * fetched into L2 a share a row panel (kept weights come from memory,
+     * and a panel row's calls are too few for the prefetchers to run ahead
+     * of: BERT's 64 rows are 11 panels). */
+    const int64_t lines = bnext ? (bnext_n + 15) / 16 : 0, share = lines / (i1 - i0) + 1;
 #if KG_SIMD != 2
     (void)boff;
 #endif
@@ -521,6 +526,8 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(panel_rows)(
         const float *bi = bs ? bs + i * KG_MR : NULL;
         float *cr[KG_MR];
         for (int r = 0; r < mr; r++) cr[r] = cbase + (crow ? crow[i * KG_MR + r] : ((i - i0) * KG_MR + r) * ldt);
+        for (int64_t l = (i - i0) * share; l < lines && l < (i - i0 + 1) * share; l++)
+            __builtin_prefetch(bnext + l * 16, 0, 2);
 #if KG_SIMD == 2
         if (boff) {
             KG_F(ukrd_table)[mr - 1][np == 4 ? 2 : np - 1](kc, ap, bq, boff, cr, first, bi, i + 1 < i1 ? ap + KG_MR * K : NULL);
@@ -585,7 +592,7 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
             for (int64_t q = q0; q < q1;) {
                 const int np = kg_group(kg_cdiv(q1 - q, KG_NR));
                 KG_F(panel_rows)(j, ukrs, np, i0, i1, kc, apg + k0 * KG_MR, src + (q - qshift), boff,
-                                 tile + (q - q0), NULL, x->ldt, first, bs);
+                                 tile + (q - q0), NULL, x->ldt, first, bs, NULL, 0);
                 q += np * KG_NR;
             }
             continue;
@@ -598,7 +605,10 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
         for (int64_t qa = q0; qa < q1; qa += cw) {
             const int64_t qb = qa + cw < q1 ? qa + cw : q1;
             const float *sa = src + (qa - qshift);
-            for (int64_t k = 0; k < kc; k++) {
+            /* The chunk's panels: B's kept packing (x->kb: [K block][panel][kc][16],
+             * the same order), or packed here. */
+            const float *bch = x->kb ? x->kb + k0 * x->kb_npad + qa * kc : bp;
+            for (int64_t k = 0; !x->kb && k < kc; k++) {
                 const float *s = sa + boff[k];
                 float *d = bp + k * KG_NR;
                 int64_t l = 0;
@@ -614,15 +624,15 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
                 for (int64_t q = qa; q < qb;) {
                     /* (several panels a call in the AVX-512 build: ukr16d, ukr16rp) */
                     const int np = KG_SIMD == 2 ? kg_group(kg_cdiv(qb - q, KG_NR)) : 1;
-                    KG_F(panel_rows)(j, ukrs, np, i0, i1, kc, apg + k0 * KG_MR, bp + (q - qa) * kc, NULL,
-                                     tile + (q - q0), NULL, x->ldt, first, bs);
+                    KG_F(panel_rows)(j, ukrs, np, i0, i1, kc, apg + k0 * KG_MR, bch + (q - qa) * kc, NULL,
+                                     tile + (q - q0), NULL, x->ldt, first, bs, NULL, 0);
                     q += np * KG_NR;
                 }
                 continue;
             }
             for (int64_t q = qa; q < qb; q += KG_NR) {
                 const int64_t ncols = qb - q < KG_NR ? qb - q : KG_NR;
-                const float *bpp = bp + (q - qa) * kc;
+                const float *bpp = bch + (q - qa) * kc;
                 const int64_t col = q % j->gw, cq = (q / j->gw) * j->rs + col * j->cs;
                 const bool direct = ncols == KG_NR && j->cs == 1 &&
                                     (col + KG_NR <= j->gvalid || (j->gw == j->gvalid && j->rs == j->gw));
@@ -631,8 +641,11 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
                  * a call (ukr16p, ukr16rp), straight into C. */
                 if (direct && j->gw == j->gvalid && (j->N <= j->gw || j->rs == j->gw) && q + 2 * KG_NR <= qb) {
                     const int np = kg_group((qb - q) / KG_NR);
+                    /* the next group's panels, when B is kept (they follow these) */
+                    const int64_t nq = q + np * KG_NR < qb ? qb - (q + np * KG_NR) : 0;
                     KG_F(panel_rows)(j, ukrs, np, i0, i1, kc, apg + k0 * KG_MR, bpp, NULL, c + cq, j->crow, 0, first,
-                                     bs);
+                                     bs, x->kb && nq ? bpp + np * KG_NR * kc : NULL,
+                                     (nq < 4 * KG_NR ? nq : 4 * KG_NR) * kc);
                     q += (np - 1) * KG_NR;
                     continue;
                 }

@@ -12,10 +12,11 @@
 /* ---- Gemm and MatMul ------------------------------------------------------------------ */
 
 /* Y (M x N, row-major, zero on entry) = A B, with A[i][k] = A[i * ars + k * acs]
- * and B row-major K x N. a_owner: the constant whose own values A are (the
- * GEMM core keeps them packed; kern_gemm.h), or NULL. */
+ * and B row-major K x N. a_owner, b_owner: the constant whose own values A
+ * (B) are (the GEMM core keeps them packed; kern_gemm.h), or NULL. */
 static mpx_status mm_run(const mpx_kctx *c, int64_t M, int64_t N, int64_t K, const float *A,
-                         int64_t ars, int64_t acs, const float *B, float *Y, mpx_tensor *a_owner) {
+                         int64_t ars, int64_t acs, const float *B, float *Y, mpx_tensor *a_owner,
+                         mpx_tensor *b_owner) {
     if (M == 0 || N == 0) return MPX_OK;
     const int mode = kg_mode_of(&c->acc);
     if (mode >= 0 && K > 0) {
@@ -27,7 +28,8 @@ static mpx_status mm_run(const mpx_kctx *c, int64_t M, int64_t N, int64_t K, con
             for (int64_t i = 0; i < M; i++) crow[i] = i * N;
             kg_gemm g = {.M = M, .N = N, .K = K, .G = 1, .a = A, .ams = ars, .aks = acs,
                          .b = B, .boff = boff, .c = Y, .crow = crow,
-                         .gw = N, .gvalid = N, .rs = 0, .cs = 1, .mode = (kg_mode)mode, .a_owner = a_owner};
+                         .gw = N, .gvalid = N, .rs = 0, .cs = 1, .mode = (kg_mode)mode, .a_owner = a_owner,
+                         .b_owner = b_owner};
             if (kg_gemm_run(&g) != KG_DONE)
                 st = mpx_kernel_error(c, MPX_E_NOMEM, "out of memory for the product's buffers");
         }
@@ -132,7 +134,7 @@ mpx_status mpx_k_gemm(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
         float *yp = y;
         if (M > 1 && !(st = kn_scratch(c, (size_t)(M * N), sizeof *yt, (void **)&yt))) yp = yt;
         mpx_tensor *bo = c->node && c->node->n_inputs > 1 ? c->node->inputs[1] : NULL;
-        if (!st) st = mm_run(c, N, M, K, b->f, K, 1, bprime, yp, bo && bo->f32 == b->f ? bo : NULL);
+        if (!st) st = mm_run(c, N, M, K, b->f, K, 1, bprime, yp, bo && bo->f32 == b->f ? bo : NULL, NULL);
         if (!st && yt)
             for (int64_t j = 0; j < N; j++)
                 for (int64_t i = 0; i < M; i++) y[i * N + j] = yt[j * M + i];
@@ -148,7 +150,8 @@ mpx_status mpx_k_gemm(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
                         for (int64_t k = k0; k < k0 + 32 && k < K; k++) bt[k * N + j] = b->f[j * K + k];
             bm = bt;
         }
-        st = mm_run(c, M, N, K, a->f, ta ? 1 : K, ta ? M : 1, bm, y, NULL);
+        mpx_tensor *bo = c->node && c->node->n_inputs > 1 ? c->node->inputs[1] : NULL;
+        st = mm_run(c, M, N, K, a->f, ta ? 1 : K, ta ? M : 1, bm, y, NULL, bo && bo->f32 == bm ? bo : NULL);
         free(bt);
         if (st) goto fail;
     }
@@ -215,6 +218,10 @@ mpx_status mpx_k_matmul(const mpx_kctx *c, const mpx_value *const *in, int n_in,
     if ((st = mpx_k_alloc(c, &out[0], a->dtype, r, dims))) return st;
     int64_t nb = 1, idx[MPX_MAX_RANK] = {0};
     for (int i = 0; i < ro; i++) nb *= od[i];
+    /* B the graph's own weights: the core keeps them packed (it checks each
+     * product's B is where they start). */
+    mpx_tensor *b_own = c->node && c->node->n_inputs > 1 ? c->node->inputs[1] : NULL;
+    if (b_own && b_own->f32 != b->f) b_own = NULL;
     if (!vb && rb == 0 && nb > 1) {
         /* A batch of rows times one matrix (a Linear on [L, N, E]: torch's
          * attention exports [197, 1, 768] x [768, 2304]) is one product of
@@ -222,7 +229,7 @@ mpx_status mpx_k_matmul(const mpx_kctx *c, const mpx_value *const *in, int n_in,
          * is the same sum in the same order (kern_gemm.h: the bits do not
          * depend on how rows are blocked), but B is packed once instead of
          * nb times (ViT-B/16: 197 products of one row each, 3.5 GMAC/s). */
-        st = mm_run(c, nb * M, N, K, a->f, K, 1, b->f, out[0].f, NULL);
+        st = mm_run(c, nb * M, N, K, a->f, K, 1, b->f, out[0].f, NULL, b_own);
         if (st) mpx_value_free(&out[0]);
         return st;
     }
@@ -232,7 +239,7 @@ mpx_status mpx_k_matmul(const mpx_kctx *c, const mpx_value *const *in, int n_in,
             oa += idx[i] * sa[i];
             ob += idx[i] * sb[i];
         }
-        st = mm_run(c, M, N, K, a->f + oa * M * K, K, 1, b->f + ob * K * N, out[0].f + bi * M * N, NULL);
+        st = mm_run(c, M, N, K, a->f + oa * M * K, K, 1, b->f + ob * K * N, out[0].f + bi * M * N, NULL, b_own);
         if (st) {
             mpx_value_free(&out[0]);
             return st;

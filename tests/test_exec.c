@@ -844,39 +844,48 @@ static void test_metrics(void) {
 }
 
 /* Weights the graph holds are packed once and kept on their tensor (the
- * GEMM core: convolutions' panels, a matrix-vector's 16-row panels); a run
- * with them kept gives the bits of a run that packs afresh, and of one whose
- * weights arrive as inputs (never kept). */
+ * GEMM core: convolutions' panels, a matrix-vector's 16-row panels, a
+ * MatMul's B panels); a run with them kept gives the bits of a run that
+ * packs afresh, and of one whose weights arrive as inputs (never kept). The
+ * MatMul's B: 200 terms (a K block of 128 and one of 72), 70 columns (a
+ * partial last panel), a batch of two 37-row matrices (one product). */
 static void test_kept_weights(void) {
     const char *conv = "x:f:1x8x12x12 w#f:16x8x3x3 -", *gemm = "v:f:1x40 u#f:30x40 bb#f:30";
     mpx_graph *g = mpx_graph_new("");
     node(g, "c", "Conv", conv, "y", "pads=[1,1,1,1]");
     node(g, "m", "Gemm", gemm, "z", "transB=1");
-    finish(g, "y z");
+    node(g, "mm", "MatMul", "a:f:2x37x200 bm#f:200x70", "p", "");
+    finish(g, "y z p");
     mpx_graph *h = mpx_graph_new("");
     node(h, "c", "Conv", "x:f:1x8x12x12 w:f:16x8x3x3 -", "y", "pads=[1,1,1,1]");
     node(h, "m", "Gemm", "v:f:1x40 u:f:30x40 bb#f:30", "z", "transB=1");
-    finish(h, "y z");
-    mpx_tensor *w = T(g, "w"), *u = T(g, "u");
-    mpx_value in[2], hin[4];
+    node(h, "mm", "MatMul", "a:f:2x37x200 bm:f:200x70", "p", "");
+    finish(h, "y z p");
+    mpx_tensor *w = T(g, "w"), *u = T(g, "u"), *bm = T(g, "bm");
+    mpx_value in[3], hin[6];
     int64_t dx[4] = {1, 8, 12, 12}, dv[2] = {1, 40}, dw[4] = {16, 8, 3, 3}, du[2] = {30, 40};
-    in[0] = fvalue(4, dx, NULL), in[1] = fvalue(2, dv, NULL);
+    int64_t da[3] = {2, 37, 200}, db[2] = {200, 70};
+    in[0] = fvalue(4, dx, NULL), in[1] = fvalue(2, dv, NULL), in[2] = fvalue(3, da, NULL);
     gb_fill_normal(&in[0], 1);
     gb_fill_normal(&in[1], 2);
-    hin[0] = in[0], hin[2] = in[1];
-    hin[1] = fvalue(4, dw, NULL), hin[3] = fvalue(2, du, NULL);
+    gb_fill_normal(&in[2], 5);
+    hin[0] = in[0], hin[2] = in[1], hin[4] = in[2];
+    hin[1] = fvalue(4, dw, NULL), hin[3] = fvalue(2, du, NULL), hin[5] = fvalue(2, db, NULL);
     gb_fill_normal(&hin[1], 3);
     gb_fill_normal(&hin[3], 4);
+    gb_fill_normal(&hin[5], 6);
     memcpy(w->f32, hin[1].f, (size_t)hin[1].n * sizeof(float));
     memcpy(u->f32, hin[3].f, (size_t)hin[3].n * sizeof(float));
-    /* h's inputs in its order: x, w, v, u */
-    mpx_value hv[4] = {hin[0], hin[1], hin[2], hin[3]};
-    CHECK(w->derived == NULL && u->derived == NULL);
+    memcpy(bm->f32, hin[5].f, (size_t)hin[5].n * sizeof(float));
+    /* h's inputs in its order: x, w, v, u, a, bm */
+    mpx_value hv[6] = {hin[0], hin[1], hin[2], hin[3], hin[4], hin[5]};
+    CHECK(w->derived == NULL && u->derived == NULL && bm->derived == NULL);
     mpx_run *r1 = RUN(g, NULL, in, NULL);
-    CHECK_MSG(w->derived != NULL && u->derived != NULL, "the first run keeps both tensors' packed weights");
+    CHECK_MSG(w->derived != NULL && u->derived != NULL && bm->derived != NULL,
+              "the first run keeps the three tensors' packed weights");
     mpx_run *r2 = RUN(g, NULL, in, NULL), *r3 = RUN(h, NULL, hv, NULL);
-    for (int k = 0; r1 && r2 && r3 && k < 2; k++) {
-        const char *o = k ? "z" : "y";
+    for (int k = 0; r1 && r2 && r3 && k < 3; k++) {
+        const char *o = k == 2 ? "p" : k ? "z" : "y";
         const mpx_value *a = val(r1, o), *b = val(r2, o), *c = val(r3, o);
         CHECK_MSG(a && b && c && a->n == b->n && a->n == c->n && a->n > 0 &&
                       memcmp(a->f, b->f, (size_t)a->n * sizeof(float)) == 0 &&
@@ -899,8 +908,8 @@ static void test_kept_weights(void) {
     CHECK_MSG(w->derived && w->derived != before, "the moved values' packing is kept");
     mpx_run_free(r4);
     mpx_run_free(r1), mpx_run_free(r2), mpx_run_free(r3);
-    for (int k = 0; k < 2; k++) mpx_value_free(&in[k]);
-    mpx_value_free(&hin[1]), mpx_value_free(&hin[3]);
+    for (int k = 0; k < 3; k++) mpx_value_free(&in[k]);
+    mpx_value_free(&hin[1]), mpx_value_free(&hin[3]), mpx_value_free(&hin[5]);
     mpx_graph_free(g); /* frees the kept packings (ASan: no leak) */
     mpx_graph_free(h);
 }
