@@ -340,6 +340,19 @@ static mpx_status exec_node(const mpx_node *n, const mpx_assign *a, const mpx_va
             ins[j] = src;
         }
     }
+    /* Identity of the graph's own value (weights a model shares between
+     * layers and reads through an Identity per layer, as torch exports a
+     * cloned encoder layer's): a view of that value where nothing rounds
+     * the output. The copies were a tenth of a BERT-style forward, and the
+     * GEMM core keeps the packing of a view's values (mpx_k_value_owner),
+     * not of a fresh copy's. */
+    if (n->op == MPX_OP_Identity && ni >= 1 && no >= 1 && n->inputs[0] && n->outputs[0] && ins[0] &&
+        !ins[0]->is_seq && ins[0]->f && ins[0]->f == n->inputs[0]->f32 && !tensor_fmt(a, n->outputs[0]) &&
+        (mpx_node_output_is_f32(n, 0) || !low(p->output))) {
+        mpx_value_view(&outs[0], n->inputs[0]);
+        for (int j = 1; j < no; j++) mpx_value_free(&outs[j]);
+        goto done;
+    }
     bool taken = false;
     const mpx_format *sf = low(p->output) ? low(p->output) : cf;
     mpx_kctx kc = {.node = n, .acc = p->acc, .round = cf, .state = sf, .err = err, .dest = dest,

@@ -99,6 +99,12 @@ int kg_threads(void);
 
 /* ---- helpers ------------------------------------------------------------------ */
 
+/* The graph tensor whose own values `data` are (the graph's weights, not a
+ * run's copy), found from the node's input k back through Identity nodes
+ * (exec.c gives an Identity of a constant a view of it); NULL when data is
+ * no constant's own buffer. The GEMM core keeps packings on it. */
+mpx_tensor *mpx_k_value_owner(const mpx_kctx *c, int k, const float *data);
+
 /* Normalise an axis in [-rank, rank) (or [-rank-1, rank] when extra = 1);
  * error names the node. */
 mpx_status mpx_k_axis(const mpx_kctx *c, int64_t axis, int rank, int extra, int *out);

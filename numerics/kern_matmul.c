@@ -133,8 +133,7 @@ mpx_status mpx_k_gemm(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
         }
         float *yp = y;
         if (M > 1 && !(st = kn_scratch(c, (size_t)(M * N), sizeof *yt, (void **)&yt))) yp = yt;
-        mpx_tensor *bo = c->node && c->node->n_inputs > 1 ? c->node->inputs[1] : NULL;
-        if (!st) st = mm_run(c, N, M, K, b->f, K, 1, bprime, yp, bo && bo->f32 == b->f ? bo : NULL, NULL);
+        if (!st) st = mm_run(c, N, M, K, b->f, K, 1, bprime, yp, mpx_k_value_owner(c, 1, b->f), NULL);
         if (!st && yt)
             for (int64_t j = 0; j < N; j++)
                 for (int64_t i = 0; i < M; i++) y[i * N + j] = yt[j * M + i];
@@ -150,8 +149,7 @@ mpx_status mpx_k_gemm(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
                         for (int64_t k = k0; k < k0 + 32 && k < K; k++) bt[k * N + j] = b->f[j * K + k];
             bm = bt;
         }
-        mpx_tensor *bo = c->node && c->node->n_inputs > 1 ? c->node->inputs[1] : NULL;
-        st = mm_run(c, M, N, K, a->f, ta ? 1 : K, ta ? M : 1, bm, y, NULL, bo && bo->f32 == bm ? bo : NULL);
+        st = mm_run(c, M, N, K, a->f, ta ? 1 : K, ta ? M : 1, bm, y, NULL, mpx_k_value_owner(c, 1, bm));
         free(bt);
         if (st) goto fail;
     }
@@ -220,8 +218,7 @@ mpx_status mpx_k_matmul(const mpx_kctx *c, const mpx_value *const *in, int n_in,
     for (int i = 0; i < ro; i++) nb *= od[i];
     /* B the graph's own weights: the core keeps them packed (it checks each
      * product's B is where they start). */
-    mpx_tensor *b_own = c->node && c->node->n_inputs > 1 ? c->node->inputs[1] : NULL;
-    if (b_own && b_own->f32 != b->f) b_own = NULL;
+    mpx_tensor *b_own = mpx_k_value_owner(c, 1, b->f);
     if (!vb && rb == 0 && nb > 1) {
         /* A batch of rows times one matrix (a Linear on [L, N, E]: torch's
          * attention exports [197, 1, 768] x [768, 2304]) is one product of

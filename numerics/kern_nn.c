@@ -582,7 +582,7 @@ static conv2 conv2_of(const kn_window *w, const int64_t *out) {
  * caller takes the general path. */
 static mpx_status conv_fast(const mpx_kctx *c, const conv_job *j, const kn_window *win, int mode,
                             bool *declined) {
-    mpx_tensor *w_own = c->node && c->node->n_inputs > 1 ? c->node->inputs[1] : NULL;
+    mpx_tensor *w_own = mpx_k_value_owner(c, 1, j->w);
     const conv2 v = conv2_of(win, win->out);
     const bool dwise = j->cig == 1 && j->mg == 1;
     const bool direct = !dwise && v.KW == 1 && v.sh == 1 && v.sw == 1 && v.pt == 0 && v.pl == 0 &&
@@ -616,7 +616,7 @@ static mpx_status conv_fast(const mpx_kctx *c, const conv_job *j, const kn_windo
                          .c = y, .crow = crow, .gc = j->mg * j->out_plane,
                          .gw = Wq, .gvalid = v.OW, .rs = v.OW, .cs = 1,
                          .bias = j->b, .gbias = j->mg, .mode = (kg_mode)mode, .finite_a = true,
-                         .a_owner = w_own && w_own->f32 == j->w ? w_own : NULL};
+                         .a_owner = w_own};
             r = kg_gemm_run(&g);
             if (r == KG_NONFINITE) { /* found on the first image: nothing written */
                 *declined = true;

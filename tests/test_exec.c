@@ -914,6 +914,44 @@ static void test_kept_weights(void) {
     mpx_graph_free(h);
 }
 
+/* A weight read through Identity (torch's export of layers sharing
+ * weights): in fp32 the Identity's value is a view of the weight, the
+ * MatMul keeps the weight's packing on the weight itself, and the results
+ * are the bits of a graph without the Identity; under an fp16 plan the
+ * Identity's value is a rounded copy, and the weight is left as it was. */
+static void test_identity_view(void) {
+    mpx_graph *g = mpx_graph_new(""), *h = mpx_graph_new("");
+    node(g, "id", "Identity", "ws#f:48x20", "wi", "");
+    node(g, "mm", "MatMul", "a:f:5x48 wi", "y", "");
+    finish(g, "y");
+    node(h, "mm", "MatMul", "a:f:5x48 ws#f:48x20", "y", "");
+    finish(h, "y");
+    mpx_tensor *ws = T(g, "ws");
+    int64_t da[2] = {5, 48};
+    mpx_value in = fvalue(2, da, NULL);
+    gb_fill_normal(&in, 7);
+    mpx_value w = fvalue(2, (int64_t[]){48, 20}, NULL);
+    gb_fill_normal(&w, 8);
+    memcpy(ws->f32, w.f, (size_t)w.n * sizeof(float));
+    memcpy(T(h, "ws")->f32, w.f, (size_t)w.n * sizeof(float));
+    mpx_run *r1 = RUN(g, NULL, &in, NULL), *r2 = RUN(h, NULL, &in, NULL);
+    const mpx_value *a = r1 ? val(r1, "y") : NULL, *b = r2 ? val(r2, "y") : NULL;
+    CHECK_MSG(a && b && a->n == b->n && a->n == 100 && memcmp(a->f, b->f, 100 * sizeof(float)) == 0,
+              "a weight read through Identity gives the bits of one read directly");
+    CHECK_MSG(ws->derived != NULL && T(g, "wi")->derived == NULL, "the packing is kept on the weight itself");
+    mpx_assign *lo = mpx_assign_uniform(g, &mpx_format_fp16, NULL, false);
+    mpx_run *r3 = RUN(g, lo, &in, NULL);
+    const mpx_value *wi = r3 ? val(r3, "wi") : NULL;
+    bool rounded = wi && wi->n == w.n, intact = memcmp(ws->f32, w.f, (size_t)w.n * sizeof(float)) == 0;
+    for (int64_t k = 0; rounded && k < w.n; k++)
+        rounded = wi->f[k] == mpx_round_scalar(&mpx_format_fp16, w.f[k]);
+    CHECK_MSG(rounded && intact, "fp16 plan: the Identity's value is the weight rounded, the weight unchanged");
+    mpx_run_free(r3), mpx_run_free(r1), mpx_run_free(r2);
+    mpx_assign_free(lo);
+    mpx_value_free(&in), mpx_value_free(&w);
+    mpx_graph_free(g), mpx_graph_free(h);
+}
+
 int main(void) {
     mpx_numerics_init(); /* constant folding runs the kernels */
     test_reference_data();
@@ -926,6 +964,7 @@ int main(void) {
     test_refusals();
     test_fused_chain();
     test_kept_weights();
+    test_identity_view();
     int64_t cnn[4] = {1, 3, 16, 16}, tr[3] = {1, 16, 64};
     test_model("tiny_cnn.json", cnn, 4);
     test_model("tiny_transformer.json", tr, 3);
