@@ -973,6 +973,41 @@ static void test_norm(void) {
     vfree(3, lo);
     vfree(1, &lx), vfree(1, &ls), vfree(1, &lb);
 
+    /* LayerNormalization's fp32 sums bit for bit in their documented order
+     * (each row's terms in order, blocks of 64 summed from 0 and added to
+     * the running sum, a partial last one too): 15 rows of 200 (the kernel
+     * takes rows 8 at a time: a partial group), Scale and B one value per
+     * place; and Scale broadcast over rows too ([1]: the general path). */
+    for (int variant = 0; variant < 2; variant++) {
+        mpx_value nx = vrand("3x5x200"), ns = vrand(variant ? "1" : "200"), nb = vrand("200"), no[3];
+        for (int64_t k = 0; k < nx.n; k++) nx.f[k] = nx.f[k] * 3.0f + 1.5f;
+        const mpx_value *ni[3] = {&nx, &ns, &nb};
+        CHECK(run(node("LayerNormalization", 17, 3, "y mean inv", "epsilon=0.0001"), NULL, 0, 3, ni, 3, no) == MPX_OK);
+        ok = same_shape(&no[0], "3x5x200");
+        for (int r = 0; ok && r < 15; r++) {
+            const float *xr = nx.f + r * 200;
+            float sum = 0, blk = 0, mean, inv;
+            for (int k = 0; k < 200; k++) {
+                blk += xr[k];
+                if ((k + 1) % 64 == 0) sum += blk, blk = 0;
+            }
+            mean = (sum + blk) / 200.0f;
+            sum = blk = 0;
+            for (int k = 0; k < 200; k++) {
+                float d = xr[k] - mean;
+                blk += d * d;
+                if ((k + 1) % 64 == 0) sum += blk, blk = 0;
+            }
+            inv = 1.0f / sqrtf((sum + blk) / 200.0f + 0.0001f);
+            ok = no[1].f[r] == mean && no[2].f[r] == inv;
+            for (int k = 0; ok && k < 200; k++)
+                ok = no[0].f[r * 200 + k] == (xr[k] - mean) * inv * ns.f[variant ? 0 : k] + nb.f[k];
+        }
+        CHECK_MSG(ok, "LayerNormalization's fp32 sums in their order (Scale %s)", variant ? "[1]" : "[200]");
+        vfree(3, no);
+        vfree(1, &nx), vfree(1, &ns), vfree(1, &nb);
+    }
+
     /* LRN from its formula (size 3: channels c-1 .. c+1) */
     mpx_value rx = vrand("1x5x2x2");
     const mpx_value *ri[1] = {&rx};
