@@ -80,6 +80,7 @@ void mpx_cmp_run_jobs(pool *p, job *jobs, int n) {
         for (int k = 0; k < n; k++) run_job(&jobs[k]);
         return;
     }
+    mpx_k_concurrent(true);
     pthread_mutex_lock(&p->mu);
     p->jobs = jobs;
     p->n = n;
@@ -95,4 +96,5 @@ void mpx_cmp_run_jobs(pool *p, job *jobs, int n) {
     while (p->finished < p->n) pthread_cond_wait(&p->done, &p->mu);
     p->n = p->next = 0;
     pthread_mutex_unlock(&p->mu);
+    mpx_k_concurrent(false);
 }

@@ -84,6 +84,10 @@ void mpx_k_bcast_strides(const mpx_value *v, int rank, const int64_t *dims, int6
 /* fn(ctx, tid, item) for every item < n on up to nt threads (tid < nt); the
  * items are handed out one by one, so they may take different times. */
 void mpx_k_parallel(long n, int nt, void (*fn)(void *, int, long), void *ctx);
+/* A thread other than the kernel pool's caller starts (true) or stops
+ * (false) running kernels at the same time (compare_jobs.c's second job
+ * thread): the pool's threads then sleep between jobs instead of spinning. */
+void mpx_k_concurrent(bool enter);
 /* How many threads a kernel may use (kern_gemm.c: 2, or MPX_KERN_THREADS). */
 int kg_threads(void);
 
