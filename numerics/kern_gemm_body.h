@@ -284,7 +284,8 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16d)(const i
                                                                const float *restrict bq,
                                                                const int64_t *restrict boff, int64_t pstride,
                                                                float *const *cr, bool first,
-                                                               const float *bias, const float *anext) {
+                                                               const float *bias, const float *anext,
+                                                               const __mmask16 tail) {
     const v16f z = {0};
     for (int64_t k0 = 0; k0 < kc; k0 += MPX_ACC_FP32_BLOCK) {
         const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < kc ? k0 + MPX_ACC_FP32_BLOCK : kc;
@@ -313,21 +314,28 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16d)(const i
         for (int i = 0; i < MR; i++)
 #pragma GCC unroll 4
             for (int p = 0; p < NP; p++) {
+                /* the last panel's columns past tail are neither read nor
+                 * written (masked: no fault past the row's end either) */
+                const __mmask16 m = p == NP - 1 ? tail : (__mmask16)0xffff;
                 v16f r = z;
-                if (!f) memcpy(&r, cr[i] + p * KG_NR, sizeof r);
+                if (!f) r = (v16f)_mm512_maskz_loadu_ps(m, cr[i] + p * KG_NR);
                 r += c[i][p];
                 if (last) r += KG_F(splat16)(bias[i]);
-                memcpy(cr[i] + p * KG_NR, &r, sizeof r);
+                _mm512_mask_storeu_ps(cr[i] + p * KG_NR, m, (__m512)r);
             }
     }
 }
 
-typedef void (*KG_F(ukrd_fn))(int64_t kc, const float *a, const float *bq, const int64_t *boff, float *const *cr,
-                              bool first, const float *bias, const float *anext);
-#define KG_UKRD_DEF(MR, NP)                                                                               \
-    static KG_TARGET void KG_F(ukrd_##MR##_##NP)(int64_t kc, const float *a, const float *bq, const int64_t *boff, \
-                                               float *const *cr, bool first, const float *bias, const float *anext) { \
-        KG_F(ukr16d)(MR, NP, kc, a, bq, boff, KG_NR, cr, first, bias, anext);                             \
+/* Every (MR, NP) pair of ukr16d as its own copy; pstride: B's panels
+ * apart (KG_NR where B lies, kc * KG_NR packed); tail: the columns of the
+ * last panel that are C's (mask). */
+typedef void (*KG_F(ukrd_fn))(int64_t kc, const float *a, const float *bq, const int64_t *boff, int64_t pstride,
+                              float *const *cr, bool first, const float *bias, const float *anext, __mmask16 tail);
+#define KG_UKRD_DEF(MR, NP)                                                                                    \
+    static KG_TARGET void KG_F(ukrd_##MR##_##NP)(int64_t kc, const float *a, const float *bq, const int64_t *boff,  \
+                                               int64_t pstride, float *const *cr, bool first, const float *bias, \
+                                               const float *anext, __mmask16 tail) {                             \
+        KG_F(ukr16d)(MR, NP, kc, a, bq, boff, pstride, cr, first, bias, anext, tail);                          \
     }
 #define KG_UKRD_MR(MR) KG_UKRD_DEF(MR, 1) KG_UKRD_DEF(MR, 2) KG_UKRD_DEF(MR, 4)
 KG_UKRD_MR(1)
@@ -342,15 +350,6 @@ KG_UKRD_MR(6)
 static const KG_F(ukrd_fn) KG_F(ukrd_table)[KG_MR][3] = {KG_UKRD_ROW(1), KG_UKRD_ROW(2), KG_UKRD_ROW(3),
                                                            KG_UKRD_ROW(4), KG_UKRD_ROW(5), KG_UKRD_ROW(6)};
 #undef KG_UKRD_ROW
-
-static KG_TARGET void KG_F(ukr16p2)(int64_t kc, const float *a, const float *b, float *const *cr, bool first,
-                                    const float *bias, const float *anext) {
-    KG_F(ukr16d)(KG_MR, 2, kc, a, b, NULL, kc * KG_NR, cr, first, bias, anext);
-}
-static KG_TARGET void KG_F(ukr16p4)(int64_t kc, const float *a, const float *b, float *const *cr, bool first,
-                                    const float *bias, const float *anext) {
-    KG_F(ukr16d)(KG_MR, 4, kc, a, b, NULL, kc * KG_NR, cr, first, bias, anext);
-}
 
 /* rne8 on 16 lanes. */
 static inline KG_TARGET __attribute__((always_inline)) v16f KG_F(rne16)(v16f x, const unsigned shift) {
@@ -463,7 +462,7 @@ KG_UKRP_DEF(1)
 KG_UKRP_DEF(2)
 KG_UKRP_DEF(3)
 #undef KG_UKRP_DEF
-/* [mode]: the rounded modes' two-panel calls (fp32 takes ukr16p2/p4) */
+/* [mode]: the rounded modes' two-panel calls (fp32 takes ukrd_table) */
 static const KG_F(ukrp_fn) KG_F(ukrp_table)[4] = {NULL, KG_F(ukrp_1), KG_F(ukrp_2), KG_F(ukrp_3)};
 
 #define KG_UKR_CALL(RM, MR) \
@@ -510,7 +509,7 @@ static const KG_F(ukr_fn) KG_F(ukr_table)[4][KG_MR] = {KG_UKR_ROW(0), KG_UKR_ROW
 static inline KG_TARGET __attribute__((always_inline)) void KG_F(panel_rows)(
     const kg_gemm *j, const KG_F(ukr_fn) *ukrs, int np, int64_t i0, int64_t i1, int64_t kc, const float *apk,
     const float *bq, const int64_t *boff, float *cbase, const int64_t *crow, int64_t ldt, bool first,
-    const float *bs, const float *bnext, int64_t bnext_n) {
+    const float *bs, const float *bnext, int64_t bnext_n, int tail) {
     const int64_t M = j->M, K = j->K;
     /* bnext (or NULL): bnext_n floats of B the next call of this item reads,
      * fetched into L2 a share a row panel (kept weights come from memory,
@@ -518,7 +517,9 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(panel_rows)(
      * of: BERT's 64 rows are 11 panels). */
     const int64_t lines = bnext ? (bnext_n + 15) / 16 : 0, share = lines / (i1 - i0) + 1;
 #if KG_SIMD != 2
-    (void)boff;
+    (void)boff, (void)tail;
+#else
+    const __mmask16 tmask = (__mmask16)(tail >= KG_NR ? 0xffffu : (1u << tail) - 1u);
 #endif
     for (int64_t i = i0; i < i1; i++) {
         const int mr = (int)(M - i * KG_MR < KG_MR ? M - i * KG_MR : KG_MR);
@@ -529,20 +530,17 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(panel_rows)(
         for (int64_t l = (i - i0) * share; l < lines && l < (i - i0 + 1) * share; l++)
             __builtin_prefetch(bnext + l * 16, 0, 2);
 #if KG_SIMD == 2
-        if (boff) {
-            KG_F(ukrd_table)[mr - 1][np == 4 ? 2 : np - 1](kc, ap, bq, boff, cr, first, bi, i + 1 < i1 ? ap + KG_MR * K : NULL);
+        if (boff || j->mode == KG_FP32) { /* any rows, np panels a call (ukr16d) */
+            KG_F(ukrd_table)[mr - 1][np == 4 ? 2 : np - 1](kc, ap, bq, boff, boff ? KG_NR : kc * KG_NR, cr, first, bi,
+                                                            i + 1 < i1 ? ap + KG_MR * K : NULL, tmask);
             continue;
         }
-        if (np > 1 && mr == KG_MR && j->mode != KG_FP32) {
+        if (np > 1 && mr == KG_MR) {
             for (int p = 0; p < np; p += 2) {
                 float *crp[KG_MR];
                 for (int r = 0; r < KG_MR; r++) crp[r] = cr[r] + p * KG_NR;
                 KG_F(ukrp_table)[j->mode](kc, ap, bq + p * kc * KG_NR, crp, first, bi);
             }
-            continue;
-        }
-        if (np > 1 && mr == KG_MR) {
-            (np == 4 ? KG_F(ukr16p4) : KG_F(ukr16p2))(kc, ap, bq, cr, first, bi, i + 1 < i1 ? ap + KG_MR * K : NULL);
             continue;
         }
 #endif
@@ -592,7 +590,7 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
             for (int64_t q = q0; q < q1;) {
                 const int np = kg_group(kg_cdiv(q1 - q, KG_NR));
                 KG_F(panel_rows)(j, ukrs, np, i0, i1, kc, apg + k0 * KG_MR, src + (q - qshift), boff,
-                                 tile + (q - q0), NULL, x->ldt, first, bs, NULL, 0);
+                                 tile + (q - q0), NULL, x->ldt, first, bs, NULL, 0, KG_NR);
                 q += np * KG_NR;
             }
             continue;
@@ -625,7 +623,7 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
                     /* (several panels a call in the AVX-512 build: ukr16d, ukr16rp) */
                     const int np = KG_SIMD == 2 ? kg_group(kg_cdiv(qb - q, KG_NR)) : 1;
                     KG_F(panel_rows)(j, ukrs, np, i0, i1, kc, apg + k0 * KG_MR, bch + (q - qa) * kc, NULL,
-                                     tile + (q - q0), NULL, x->ldt, first, bs, NULL, 0);
+                                     tile + (q - q0), NULL, x->ldt, first, bs, NULL, 0, KG_NR);
                     q += np * KG_NR;
                 }
                 continue;
@@ -637,15 +635,20 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
                 const bool direct = ncols == KG_NR && j->cs == 1 &&
                                     (col + KG_NR <= j->gvalid || (j->gw == j->gvalid && j->rs == j->gw));
 #if KG_SIMD == 2
-                /* Where C's rows are runs (a MatMul's): 2 or 4 whole panels
-                 * a call (ukr16p, ukr16rp), straight into C. */
-                if (direct && j->gw == j->gvalid && (j->N <= j->gw || j->rs == j->gw) && q + 2 * KG_NR <= qb) {
-                    const int np = kg_group((qb - q) / KG_NR);
+                /* Where C's rows are runs (a MatMul's, a 1x1 convolution's):
+                 * 2 or 4 whole panels a call (ukr16rp), straight into C; in
+                 * fp32 1 to 4 panels (ukr16d), the last one partial (masked:
+                 * a 7x7 map is 3 panels and a column). */
+                const bool runs = j->cs == 1 && j->gw == j->gvalid && (j->N <= j->gw || j->rs == j->gw);
+                if (runs && (j->mode == KG_FP32 || q + 2 * KG_NR <= qb)) {
+                    const int64_t left = qb - q;
+                    const int np = kg_group(j->mode == KG_FP32 ? kg_cdiv(left, KG_NR) : left / KG_NR);
+                    const int tail = np * KG_NR > left ? (int)(left - (np - 1) * KG_NR) : KG_NR;
                     /* the next group's panels, when B is kept (they follow these) */
                     const int64_t nq = q + np * KG_NR < qb ? qb - (q + np * KG_NR) : 0;
                     KG_F(panel_rows)(j, ukrs, np, i0, i1, kc, apg + k0 * KG_MR, bpp, NULL, c + cq, j->crow, 0, first,
                                      bs, x->kb && nq ? bpp + np * KG_NR * kc : NULL,
-                                     (nq < 4 * KG_NR ? nq : 4 * KG_NR) * kc);
+                                     (nq < 4 * KG_NR ? nq : 4 * KG_NR) * kc, tail);
                     q += (np - 1) * KG_NR;
                     continue;
                 }
