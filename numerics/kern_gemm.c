@@ -747,9 +747,14 @@ kg_result kg_gemm_run(const kg_gemm *j) {
         const int64_t full = v->OH + (v->KH - 1) * v->dh / v->sh + 1;
         if ((double)j->G * (double)v->cig * (double)(v->sh * v->sw * full * v->Wq) <= (double)(64 << 20)) {
             x.srows = full;
-            /* (+ 80: a 64-column group's reads past the last row's end, dropped) */
-            x.shared = calloc((size_t)(j->G * v->cig * v->sh * v->sw * full * v->Wq + 80), sizeof(float));
+            /* (+ 80: a 64-column group's reads past the last row's end,
+             * dropped; zeroed. The rest is written whole by the fill, every
+             * row of every phase plane, so it is not cleared first: that
+             * was a pass over the copy per convolution.) */
+            const size_t body = (size_t)(j->G * v->cig * v->sh * v->sw * full * v->Wq);
+            x.shared = malloc((body + 80) * sizeof(float));
             ok = ok && x.shared;
+            if (x.shared) memset(x.shared + body, 0, 80 * sizeof(float));
         }
         x.splane = x.srows * v->Wq;
         x.schan = v->sh * v->sw * x.splane;
