@@ -273,7 +273,12 @@ mpx_status mpx_exec_start_some(const mpx_graph *g, const mpx_assign *a, const mp
         const mpx_tensor *t = g->tensors[i];
         if (!is_constant(t) || (want && !want[i])) continue;
         mpx_value_view(&vals[i], t);
-        st = round_copy(&vals[i], tensor_fmt(a, t), err);
+        /* held low: the rounded copy kept on the tensor (kern_gemm.c; the
+         * GEMM core keeps its packing too), else one for this run */
+        const mpx_format *f = tensor_fmt(a, t);
+        const float *kept = f && vals[i].f ? mpx_k_kept_rounded((mpx_tensor *)t, f) : NULL;
+        if (kept) vals[i].f = (float *)kept;
+        else st = round_copy(&vals[i], f, err);
     }
     for (int i = 0; i < g->n_inputs && st == MPX_OK; i++) {
         const mpx_tensor *t = g->inputs[i];
@@ -328,6 +333,15 @@ static mpx_status exec_node(const mpx_node *n, const mpx_assign *a, const mpx_va
         /* A value held in the compute format already needs no rounding;
          * reference values are fp32 and always do. */
         if (src->f && cf && (ref_inputs || tensor_fmt(a, t) != cf)) {
+            /* The graph's own values (weights): their rounded copy kept on
+             * the tensor (kern_gemm.c), read in place. */
+            const float *kept = src->f == t->f32 && !src->is_seq ? mpx_k_kept_rounded((mpx_tensor *)t, cf) : NULL;
+            if (kept) {
+                mpx_value_view(&conv[j], t);
+                conv[j].f = (float *)kept;
+                ins[j] = &conv[j];
+                continue;
+            }
             mpx_error e = {0};
             if (round_into(&conv[j], src, cf, &e) != MPX_OK) {
                 st = mpx_error_set(err, e.status, "node \"%s\" (%s): %s", n->name, n->op_type,

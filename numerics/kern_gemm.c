@@ -489,9 +489,12 @@ static void kg_mv_fn(void *ctx, int tid, long item) {
  * another thread kept one is used once and freed. */
 typedef struct kg_kept {
     int kind;           /* KG_KEPT_PANELS (the GEMM's [g][panel][K][6]), KG_KEPT_ROWS16 (the mv's
-                         * [g][panel][K][16]) or KG_KEPT_BPANELS (B's [K block][panel][kc][16]) */
-    const float *a;     /* the values packed (A's, or B's for KG_KEPT_BPANELS) */
+                         * [g][panel][K][16]), KG_KEPT_BPANELS (B's [K block][panel][kc][16]) or
+                         * KG_KEPT_ROUNDED (the tensor's values rounded to fmt) */
+    const float *a;     /* the values packed (A's, or B's for KG_KEPT_BPANELS; the tensor's own
+                         * for KG_KEPT_ROUNDED) */
     int64_t M, K, G, ams, aks, ga; /* their layout (for B: N, K, 1, ldb, 1, 0) */
+    const mpx_format *fmt; /* KG_KEPT_ROUNDED: the format */
     bool checked, finite; /* whether the finite check ran, and its verdict */
     float *ap;
     struct kg_kept *next;
@@ -499,15 +502,32 @@ typedef struct kg_kept {
 
 static pthread_mutex_t kg_kept_lock = PTHREAD_MUTEX_INITIALIZER;
 
+static atomic_llong kg_rounded_bytes; /* the kept rounded copies' bytes (mpx_k_kept_rounded) */
+
+static void kg_kept_del(kg_kept *k) {
+    if (k->kind == 3 /* KG_KEPT_ROUNDED */) atomic_fetch_sub(&kg_rounded_bytes, k->M * (long long)sizeof(float));
+    free(k->ap);
+    free(k);
+}
+
 static void kg_kept_free(void *p) {
     for (kg_kept *k = p, *n; k; k = n) {
         n = k->next;
-        free(k->ap);
-        free(k);
+        kg_kept_del(k);
     }
 }
 
-enum { KG_KEPT_PANELS = 0, KG_KEPT_ROWS16 = 1, KG_KEPT_BPANELS = 2 };
+enum { KG_KEPT_PANELS = 0, KG_KEPT_ROWS16 = 1, KG_KEPT_BPANELS = 2, KG_KEPT_ROUNDED = 3 };
+_Static_assert(KG_KEPT_ROUNDED == 3, "kg_kept_del's kind");
+
+/* Whether p is the tensor's own values or a rounded copy of them kept on it
+ * (called with the lock held). */
+static bool kg_kept_current(const mpx_tensor *t, const float *p) {
+    if (p == t->f32) return true;
+    for (const kg_kept *o = t->derived_free == kg_kept_free ? t->derived : NULL; o; o = o->next)
+        if (o->kind == KG_KEPT_ROUNDED && o->ap == p && o->a == t->f32) return true;
+    return false;
+}
 
 /* What a packing is looked up by: its kind, values and layout, the tensor
  * that owns the values, and whether it must have been checked finite. */
@@ -530,7 +550,8 @@ static kg_key kg_key_b(const kg_gemm *j, int64_t ldb) {
 
 static bool kg_kept_match(const kg_kept *k, const kg_key *q) {
     return k->kind == q->k.kind && k->a == q->k.a && k->M == q->k.M && k->K == q->k.K && k->G == q->k.G &&
-           k->ams == q->k.ams && k->aks == q->k.aks && k->ga == q->k.ga && (k->checked || !q->check);
+           k->ams == q->k.ams && k->aks == q->k.aks && k->ga == q->k.ga && k->fmt == q->k.fmt &&
+           (k->checked || !q->check);
 }
 
 static const kg_kept *kg_kept_find(const kg_key *q) {
@@ -554,18 +575,20 @@ static bool kg_kept_add(const kg_key *q, float *ap, bool finite) {
     pthread_mutex_lock(&kg_kept_lock);
     bool ok = !t->derived || t->derived_free == kg_kept_free;
     /* Packings of values the tensor no longer holds (a folded weight gets a
-     * new buffer when shapes are bound again) go: no kernel can be using
-     * one, since a kernel keeps only what matches the tensor's values. */
-    for (kg_kept **pp = ok ? (kg_kept **)&t->derived : NULL; pp && *pp;) {
-        kg_kept *o = *pp;
-        if (o->a == t->f32) {
-            pp = &o->next;
-            continue;
+     * new buffer when shapes are bound again) go, and rounded copies of
+     * them: no kernel can be using one, since a kernel keeps only what
+     * matches the tensor's values (the rounded copies are dropped last:
+     * whether a packing is current is looked up among them). */
+    for (int pass = 0; pass < 2; pass++)
+        for (kg_kept **pp = ok ? (kg_kept **)&t->derived : NULL; pp && *pp;) {
+            kg_kept *o = *pp;
+            if ((o->kind == KG_KEPT_ROUNDED) != (pass == 1) || kg_kept_current(t, o->a)) {
+                pp = &o->next;
+                continue;
+            }
+            *pp = o->next;
+            kg_kept_del(o);
         }
-        *pp = o->next;
-        free(o->ap);
-        free(o);
-    }
     for (const kg_kept *o = ok ? t->derived : NULL; o && ok; o = o->next) ok = !kg_kept_match(o, q);
     if (ok) {
         k->next = t->derived;
@@ -575,6 +598,64 @@ static bool kg_kept_add(const kg_key *q, float *ap, bool finite) {
     pthread_mutex_unlock(&kg_kept_lock);
     if (!ok) free(k);
     return ok;
+}
+
+/* ---- rounded weights kept on their tensor ---------------------------------------------------
+ * A candidate run rounds each weight it reads in a low compute format: a
+ * copy rounded per node call (exec.c), then packed by the GEMM core, every
+ * call (a tenth and more of ResNet-18's report). The graph's own values
+ * rounded to a format are kept on the tensor instead (an entry of the same
+ * list, so they go with the tensor and are dropped when its values move),
+ * and the packing of that copy is kept like the weights' own. Bounded:
+ * rounded copies total at most KG_ROUNDED_MAX bytes in the process (their
+ * packings as much again); past it, copies are made per call as before. */
+enum { KG_ROUNDED_MAX_MB = 1024 };
+
+const float *mpx_k_kept_rounded(mpx_tensor *t, const mpx_format *f) {
+    if (!t || !f || !t->f32 || t->nelem <= 0) return NULL;
+    pthread_mutex_lock(&kg_kept_lock);
+    const kg_kept *k = t->derived_free == kg_kept_free ? t->derived : NULL;
+    while (k && !(k->kind == KG_KEPT_ROUNDED && k->a == t->f32 && k->fmt == f)) k = k->next;
+    pthread_mutex_unlock(&kg_kept_lock);
+    if (k) return k->ap;
+    const long long bytes = (long long)t->nelem * (long long)sizeof(float);
+    if (atomic_fetch_add(&kg_rounded_bytes, bytes) + bytes > (long long)KG_ROUNDED_MAX_MB << 20) {
+        atomic_fetch_sub(&kg_rounded_bytes, bytes);
+        return NULL;
+    }
+    float *r = kg_alloc((size_t)t->nelem);
+    if (!r) {
+        atomic_fetch_sub(&kg_rounded_bytes, bytes);
+        return NULL;
+    }
+    mpx_round_array(f, r, t->f32, (size_t)t->nelem);
+    kg_key key = {.k = {.kind = KG_KEPT_ROUNDED, .a = t->f32, .M = t->nelem, .fmt = f}, .owner = t};
+    if (kg_kept_add(&key, r, true)) return r;
+    /* another thread kept one meanwhile (or the tensor's derived slot is
+     * not the list's) */
+    free(r);
+    atomic_fetch_sub(&kg_rounded_bytes, bytes);
+    pthread_mutex_lock(&kg_kept_lock);
+    k = t->derived_free == kg_kept_free ? t->derived : NULL;
+    while (k && !(k->kind == KG_KEPT_ROUNDED && k->a == t->f32 && k->fmt == f)) k = k->next;
+    pthread_mutex_unlock(&kg_kept_lock);
+    return k ? k->ap : NULL;
+}
+
+mpx_tensor *mpx_k_value_owner(const mpx_kctx *c, int k, const float *data) {
+    mpx_tensor *t = c && c->node && k < c->node->n_inputs ? c->node->inputs[k] : NULL;
+    /* (a bounded walk: Identity chains are short, and a malformed graph's
+     * cycle must not hang it) */
+    for (int depth = 0; t && data && depth < 16; depth++) {
+        pthread_mutex_lock(&kg_kept_lock);
+        const bool own = kg_kept_current(t, data);
+        pthread_mutex_unlock(&kg_kept_lock);
+        if (own) return t;
+        const mpx_node *p = t->producer;
+        if (!p || p->op != MPX_OP_Identity || p->n_inputs < 1) break;
+        t = p->inputs[0];
+    }
+    return NULL;
 }
 
 /* B packed whole for keeping: K block kb (KG_KC terms; the last may be
@@ -606,7 +687,7 @@ static void kg_bpack_fn(void *ctx, int tid, long item) {
  * B is not a constant's own values read as evenly spaced rows (or memory
  * ran out: the caller packs per chunk). */
 static const float *kg_kept_b(const kg_gemm *j, int nt, int64_t *npad) {
-    if (!j->b_owner || j->conv || j->G != 1 || j->b != j->b_owner->f32 || j->boff[0] != 0) return NULL;
+    if (!j->b_owner || j->conv || j->G != 1 || j->boff[0] != 0) return NULL;
     const int64_t ldb = j->K > 1 ? j->boff[1] : j->N;
     for (int64_t k = 0; k < j->K; k++)
         if (j->boff[k] != k * ldb) return NULL;

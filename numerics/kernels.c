@@ -63,19 +63,6 @@ mpx_status mpx_k_alloc_raw(const mpx_kctx *c, mpx_value *out, mpx_dtype dt, int 
     return MPX_OK;
 }
 
-mpx_tensor *mpx_k_value_owner(const mpx_kctx *c, int k, const float *data) {
-    mpx_tensor *t = c && c->node && k < c->node->n_inputs ? c->node->inputs[k] : NULL;
-    /* (a bounded walk: Identity chains are short, and a malformed graph's
-     * cycle must not hang it) */
-    for (int depth = 0; t && data && depth < 16; depth++) {
-        if (t->f32 == data) return t;
-        const mpx_node *p = t->producer;
-        if (!p || p->op != MPX_OP_Identity || p->n_inputs < 1) break;
-        t = p->inputs[0];
-    }
-    return NULL;
-}
-
 mpx_status mpx_k_axis(const mpx_kctx *c, int64_t axis, int rank, int extra, int *out) {
     int64_t hi = rank + extra;
     if (axis < -hi || axis >= hi)

@@ -204,9 +204,11 @@ static void test_entry_and_keep_io(void) {
         const mpx_value *kx = val(rk, "x"), *ky = val(rk, "y");
         CHECK(kx->f[0] == xd[0] && kx->f[1] == xd[1] && kx->f[2] == xd[2]);
         CHECK(ky->f[0] == 1.0f && isinf(ky->f[1]) && ky->f[2] == 0.0f && isinf(ky->f[3]));
-        /* Constants: rounded copies; the graph's own data untouched. */
+        /* Constants: rounded copies (kept on the tensor, shared by the
+         * runs: a view); the graph's own data untouched. */
         CHECK(T(g, "c")->f32[0] == 1e5f && T(g, "c")->f32[1] == 3.0001f);
-        CHECK(!val(r, "c")->borrowed && isinf(val(r, "c")->f[0]));
+        CHECK(val(r, "c")->f != T(g, "c")->f32 && isinf(val(r, "c")->f[0]));
+        CHECK(val(rk, "c")->f == val(r, "c")->f);
         CHECK(val(ref, "c")->borrowed && val(ref, "c")->f[0] == 1e5f);
         CHECK(val(ref, "y")->f[0] == xd[0] && val(ref, "y")->f[4] == 3.0001f);
         const mpx_value *s = val(r, "s");
@@ -892,6 +894,25 @@ static void test_kept_weights(void) {
                       memcmp(a->f, c->f, (size_t)a->n * sizeof(float)) == 0,
                   "%s: kept, fresh and input weights give the same bits", o);
     }
+    /* Under an fp16 plan the weights held in fp16 are rounded once and kept
+     * (with their packings): two runs read the same copy and give the bits
+     * of a run whose weights arrive as inputs (rounded as they enter). */
+    mpx_assign *g16 = mpx_assign_uniform(g, &mpx_format_fp16, NULL, false);
+    mpx_assign *h16 = mpx_assign_uniform(h, &mpx_format_fp16, NULL, false);
+    mpx_run *q1 = RUN(g, g16, in, NULL), *q2 = RUN(g, g16, in, NULL), *q3 = RUN(h, h16, hv, NULL);
+    for (int k = 0; q1 && q2 && q3 && k < 3; k++) {
+        const char *o = k == 2 ? "p" : k ? "z" : "y";
+        const mpx_value *a = val(q1, o), *b = val(q2, o), *c = val(q3, o);
+        CHECK_MSG(a && b && c && a->n == b->n && a->n == c->n && a->n > 0 &&
+                      memcmp(a->f, b->f, (size_t)a->n * sizeof(float)) == 0 &&
+                      memcmp(a->f, c->f, (size_t)a->n * sizeof(float)) == 0,
+                  "%s (fp16): kept rounded, again, and input weights give the same bits", o);
+    }
+    const mpx_value *k1 = q1 ? val(q1, "w") : NULL, *k2 = q2 ? val(q2, "w") : NULL;
+    CHECK_MSG(k1 && k2 && k1->f == k2->f && k1->f != w->f32 && k1->f[0] == mpx_round_scalar(&mpx_format_fp16, w->f32[0]),
+              "fp16 runs share one rounded copy of the weights");
+    mpx_run_free(q1), mpx_run_free(q2), mpx_run_free(q3);
+    mpx_assign_free(g16), mpx_assign_free(h16);
     /* The tensor's values moved to a new buffer (as a folded weight's do when
      * shapes are bound again): the next run packs them anew, the same bits,
      * and its packing is kept in place of the old buffer's. */
