@@ -274,7 +274,9 @@ mpx_status mpx_exec_start_some(const mpx_graph *g, const mpx_assign *a, const mp
         if (!is_constant(t) || (want && !want[i])) continue;
         mpx_value_view(&vals[i], t);
         /* held low: the rounded copy kept on the tensor (kern_gemm.c; the
-         * GEMM core keeps its packing too), else one for this run */
+         * GEMM core keeps its packing too), else one for this run. (The
+         * tensor's derived slot is the one thing a run writes in the graph:
+         * hence the cast.) */
         const mpx_format *f = tensor_fmt(a, t);
         const float *kept = f && vals[i].f ? mpx_k_kept_rounded((mpx_tensor *)t, f) : NULL;
         if (kept) vals[i].f = (float *)kept;

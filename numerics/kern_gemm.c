@@ -504,8 +504,10 @@ static pthread_mutex_t kg_kept_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static atomic_llong kg_rounded_bytes; /* the kept rounded copies' bytes (mpx_k_kept_rounded) */
 
+enum { KG_KEPT_PANELS = 0, KG_KEPT_ROWS16 = 1, KG_KEPT_BPANELS = 2, KG_KEPT_ROUNDED = 3 };
+
 static void kg_kept_del(kg_kept *k) {
-    if (k->kind == 3 /* KG_KEPT_ROUNDED */) atomic_fetch_sub(&kg_rounded_bytes, k->M * (long long)sizeof(float));
+    if (k->kind == KG_KEPT_ROUNDED) atomic_fetch_sub(&kg_rounded_bytes, k->M * (long long)sizeof(float));
     free(k->ap);
     free(k);
 }
@@ -517,8 +519,6 @@ static void kg_kept_free(void *p) {
     }
 }
 
-enum { KG_KEPT_PANELS = 0, KG_KEPT_ROWS16 = 1, KG_KEPT_BPANELS = 2, KG_KEPT_ROUNDED = 3 };
-_Static_assert(KG_KEPT_ROUNDED == 3, "kg_kept_del's kind");
 
 /* Whether p is the tensor's own values or a rounded copy of them kept on it
  * (called with the lock held). */
@@ -607,7 +607,7 @@ static bool kg_kept_add(const kg_key *q, float *ap, bool finite) {
  * rounded to a format are kept on the tensor instead (an entry of the same
  * list, so they go with the tensor and are dropped when its values move),
  * and the packing of that copy is kept like the weights' own. Bounded:
- * rounded copies total at most KG_ROUNDED_MAX bytes in the process (their
+ * rounded copies total at most KG_ROUNDED_MAX_MB in the process (their
  * packings as much again); past it, copies are made per call as before. */
 enum { KG_ROUNDED_MAX_MB = 1024 };
 
