@@ -845,6 +845,19 @@ static void test_metrics(void) {
     mpx_value_free(&rs);
 }
 
+/* Outputs y, z and p of three runs hold the same bits. */
+static void same_outputs(const mpx_run *r1, const mpx_run *r2, const mpx_run *r3, const char *what) {
+    for (int k = 0; r1 && r2 && r3 && k < 3; k++) {
+        const char *o = k == 2 ? "p" : k ? "z" : "y";
+        const mpx_value *a = val(r1, o), *b = val(r2, o), *c = val(r3, o);
+        CHECK_MSG(a && b && c && a->n == b->n && a->n == c->n && a->n > 0 &&
+                      memcmp(a->f, b->f, (size_t)a->n * sizeof(float)) == 0 &&
+                      memcmp(a->f, c->f, (size_t)a->n * sizeof(float)) == 0,
+                  "%s: %s give the same bits", o, what);
+    }
+    CHECK_MSG(r1 && r2 && r3, "%s: the runs ran", what);
+}
+
 /* Weights the graph holds are packed once and kept on their tensor (the
  * GEMM core: convolutions' panels, a matrix-vector's 16-row panels, a
  * MatMul's B panels); a run with them kept gives the bits of a run that
@@ -886,28 +899,14 @@ static void test_kept_weights(void) {
     CHECK_MSG(w->derived != NULL && u->derived != NULL && bm->derived != NULL,
               "the first run keeps the three tensors' packed weights");
     mpx_run *r2 = RUN(g, NULL, in, NULL), *r3 = RUN(h, NULL, hv, NULL);
-    for (int k = 0; r1 && r2 && r3 && k < 3; k++) {
-        const char *o = k == 2 ? "p" : k ? "z" : "y";
-        const mpx_value *a = val(r1, o), *b = val(r2, o), *c = val(r3, o);
-        CHECK_MSG(a && b && c && a->n == b->n && a->n == c->n && a->n > 0 &&
-                      memcmp(a->f, b->f, (size_t)a->n * sizeof(float)) == 0 &&
-                      memcmp(a->f, c->f, (size_t)a->n * sizeof(float)) == 0,
-                  "%s: kept, fresh and input weights give the same bits", o);
-    }
+    same_outputs(r1, r2, r3, "kept, fresh and input weights");
     /* Under an fp16 plan the weights held in fp16 are rounded once and kept
      * (with their packings): two runs read the same copy and give the bits
      * of a run whose weights arrive as inputs (rounded as they enter). */
     mpx_assign *g16 = mpx_assign_uniform(g, &mpx_format_fp16, NULL, false);
     mpx_assign *h16 = mpx_assign_uniform(h, &mpx_format_fp16, NULL, false);
     mpx_run *q1 = RUN(g, g16, in, NULL), *q2 = RUN(g, g16, in, NULL), *q3 = RUN(h, h16, hv, NULL);
-    for (int k = 0; q1 && q2 && q3 && k < 3; k++) {
-        const char *o = k == 2 ? "p" : k ? "z" : "y";
-        const mpx_value *a = val(q1, o), *b = val(q2, o), *c = val(q3, o);
-        CHECK_MSG(a && b && c && a->n == b->n && a->n == c->n && a->n > 0 &&
-                      memcmp(a->f, b->f, (size_t)a->n * sizeof(float)) == 0 &&
-                      memcmp(a->f, c->f, (size_t)a->n * sizeof(float)) == 0,
-                  "%s (fp16): kept rounded, again, and input weights give the same bits", o);
-    }
+    same_outputs(q1, q2, q3, "fp16: kept rounded, again, and input weights");
     const mpx_value *k1 = q1 ? val(q1, "w") : NULL, *k2 = q2 ? val(q2, "w") : NULL;
     CHECK_MSG(k1 && k2 && k1->f == k2->f && k1->f != w->f32 && k1->f[0] == mpx_round_scalar(&mpx_format_fp16, w->f32[0]),
               "fp16 runs share one rounded copy of the weights");
