@@ -429,8 +429,10 @@ int main(int argc, char **argv) {
         fp32_bound(g, &wmb, &lmb);
         snprintf(b.extra, sizeof b.extra,
                  ", \"layers\": %d, \"worst_rel_l2_fp16\": %.6g, \"worst_rel_l2_bf16\": %.6g, "
-                 "\"peak_value_mb\": %.1f, \"weights_mb\": %.1f, \"live_fp32_mb\": %.1f, \"bound_mb\": %.1f",
-                 layers, worst16, worstbf, (double)b.peak_values / 1048576.0, wmb, lmb, 2 * (wmb + lmb));
+                 "\"peak_value_mb\": %.1f, \"kept_rounded_mb\": %.1f, \"weights_mb\": %.1f, \"live_fp32_mb\": %.1f, "
+                 "\"bound_mb\": %.1f",
+                 layers, worst16, worstbf, (double)b.peak_values / 1048576.0,
+                 (double)mpx_numerics_kept_rounded_bytes() / 1048576.0, wmb, lmb, 2 * (wmb + lmb));
     }
     else if (strcmp(mode, "rerun") == 0)
         snprintf(b.extra, sizeof b.extra,

@@ -611,6 +611,11 @@ static bool kg_kept_add(const kg_key *q, float *ap, bool finite) {
  * packings as much again); past it, copies are made per call as before. */
 enum { KG_ROUNDED_MAX_MB = 1024 };
 
+size_t mpx_numerics_kept_rounded_bytes(void) {
+    const long long b = atomic_load(&kg_rounded_bytes);
+    return b > 0 ? (size_t)b : 0;
+}
+
 const float *mpx_k_kept_rounded(mpx_tensor *t, const mpx_format *f) {
     if (!t || !f || !t->f32 || t->nelem <= 0) return NULL;
     pthread_mutex_lock(&kg_kept_lock);

@@ -32,6 +32,12 @@ void mpx_numerics_init(void);
  * its own memory does not call it. No-op outside glibc. */
 void mpx_numerics_keep_memory(void);
 
+/* Bytes of weights rounded to a low format and kept on their tensors for
+ * later runs (numerics/kern_gemm.c: rounded once per weight and format,
+ * freed with their graph; at most 1 GiB a process). Memory a report holds
+ * beside its values, for the benches' accounting. */
+size_t mpx_numerics_kept_rounded_bytes(void);
+
 /* ==== float formats (numerics/format.c) ==================================== */
 
 /* Every emulated value lives in an fp32 buffer; a buffer "in format F" holds
