@@ -693,6 +693,10 @@ static void kg_bpack_fn(void *ctx, int tid, long item) {
  * ran out: the caller packs per chunk). */
 static const float *kg_kept_b(const kg_gemm *j, int nt, int64_t *npad) {
     if (!j->b_owner || j->conv || j->G != 1 || j->boff[0] != 0) return NULL;
+    pthread_mutex_lock(&kg_kept_lock);
+    const bool own = kg_kept_current(j->b_owner, j->b); /* (else a packing kept of it would be dropped as stale) */
+    pthread_mutex_unlock(&kg_kept_lock);
+    if (!own) return NULL;
     const int64_t ldb = j->K > 1 ? j->boff[1] : j->N;
     for (int64_t k = 0; k < j->K; k++)
         if (j->boff[k] != k * ldb) return NULL;

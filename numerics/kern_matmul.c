@@ -5,6 +5,7 @@
 #include "kern_nn.h"
 #include "kern_rows.h"
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,6 +186,46 @@ fail:
     return st;
 }
 
+/* One product of a MatMul's batch an item (mpx_k_matmul): batch index bi
+ * read as digits over the batch dims; each item has its own kernel context
+ * and message, the first failure kept. */
+typedef struct mm_batch {
+    const mpx_kctx *c;
+    int64_t M, N, K;
+    const float *a, *b;
+    float *y;
+    mpx_tensor *b_own;
+    int ro;
+    const int64_t *od, *sa, *sb;
+    atomic_int failed;
+    mpx_status st;
+    mpx_error err;
+} mm_batch;
+
+static void mm_batch_item(void *ctx, int tid, long item) {
+    (void)tid;
+    mm_batch *w = ctx;
+    if (atomic_load(&w->failed)) return;
+    int64_t oa = 0, ob = 0, rest = item;
+    for (int i = w->ro - 1; i >= 0; i--) {
+        const int64_t d = rest % w->od[i];
+        rest /= w->od[i];
+        oa += d * w->sa[i];
+        ob += d * w->sb[i];
+    }
+    mpx_error e = {0};
+    mpx_kctx ck = *w->c;
+    ck.err = &e;
+    const int64_t M = w->M, N = w->N, K = w->K;
+    mpx_status st = mm_run(&ck, M, N, K, w->a + oa * M * K, K, 1, w->b + ob * K * N, w->y + (int64_t)item * M * N,
+                           NULL, ob == 0 ? w->b_own : NULL);
+    int expect = 0;
+    if (st != MPX_OK && atomic_compare_exchange_strong(&w->failed, &expect, 1)) {
+        w->st = st;
+        w->err = e;
+    }
+}
+
 /* MatMul as numpy.matmul: a 1-D A is a row (the dim is dropped from the
  * result), a 1-D B a column; batch dims broadcast. */
 mpx_status mpx_k_matmul(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
@@ -231,8 +272,8 @@ mpx_status mpx_k_matmul(const mpx_kctx *c, const mpx_value *const *in, int n_in,
     if ((st = mpx_k_alloc(c, &out[0], a->dtype, r, dims))) return st;
     int64_t nb = 1, idx[MPX_MAX_RANK] = {0};
     for (int i = 0; i < ro; i++) nb *= od[i];
-    /* B the graph's own weights: the core keeps them packed (it checks each
-     * product's B is where they start). */
+    /* B the graph's own weights: the core keeps them packed (a product
+     * whose B starts where they do; a batch's other slices pack per call). */
     mpx_tensor *b_own = mpx_k_value_owner(c, 1, b->f);
     if (!vb && rb == 0 && nb > 1) {
         /* A batch of rows times one matrix (a Linear on [L, N, E]: torch's
@@ -245,13 +286,29 @@ mpx_status mpx_k_matmul(const mpx_kctx *c, const mpx_value *const *in, int n_in,
         if (st) mpx_value_free(&out[0]);
         return st;
     }
+    if (nb > 1 && (double)M * (double)N * (double)K < 4e6 && kg_threads() > 1 && ro <= MPX_MAX_RANK) {
+        /* Many small products (attention's per-head Q K^T and P V: 197 x 64
+         * x 197 each, one thread apiece in the GEMM core): the batch on the
+         * kernel threads, each product whole on one (the same sums). */
+        mm_batch w = {.c = c, .M = M, .N = N, .K = K, .a = a->f, .b = b->f, .y = out[0].f, .b_own = b_own,
+                      .ro = ro, .od = od, .sa = sa, .sb = sb};
+        atomic_init(&w.failed, 0);
+        mpx_k_parallel((long)nb, kg_threads(), mm_batch_item, &w);
+        if (atomic_load(&w.failed)) {
+            if (c->err) *c->err = w.err; /* (already names the node) */
+            mpx_value_free(&out[0]);
+            return w.st;
+        }
+        return MPX_OK;
+    }
     for (int64_t bi = 0; bi < nb; bi++) {
         int64_t oa = 0, ob = 0;
         for (int i = 0; i < ro; i++) {
             oa += idx[i] * sa[i];
             ob += idx[i] * sb[i];
         }
-        st = mm_run(c, M, N, K, a->f + oa * M * K, K, 1, b->f + ob * K * N, out[0].f + bi * M * N, NULL, b_own);
+        st = mm_run(c, M, N, K, a->f + oa * M * K, K, 1, b->f + ob * K * N, out[0].f + bi * M * N, NULL,
+                    ob == 0 ? b_own : NULL);
         if (st) {
             mpx_value_free(&out[0]);
             return st;

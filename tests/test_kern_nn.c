@@ -722,6 +722,10 @@ static void test_matmul(void) {
      * (torch's attention: [L, 1, E] x [E, 3E]): the same sums in order */
     matmul_case(__LINE__, "37x1x130", "130x20", "37x1x20");
     matmul_case(__LINE__, "2x3x5x70", "70x9", "2x3x5x9");
+    /* many small products (attention's heads) run side by side on the
+     * kernel threads, each whole on one: the same sums */
+    matmul_case(__LINE__, "2x6x20x16", "2x6x16x21", "2x6x20x21");
+    matmul_case(__LINE__, "3x1x20x16", "1x4x16x21", "3x4x20x21");
 }
 
 /* ---- accumulation order: 2048 + 1 stays 2048 in fp16 ------------------------------------ */
