@@ -143,6 +143,18 @@ static mpx_status round_into(mpx_value *dst, const mpx_value *src, const mpx_for
     return st;
 }
 
+/* v = a view of t's values rounded to f as kept on t (kern_gemm.c: made
+ * once for all runs; the GEMM core keeps its packing too); false when none
+ * is kept (over the budget, out of memory), v untouched. (The tensor's
+ * derived slot is the one thing a run writes in the graph: hence the cast.) */
+static bool kept_view(mpx_value *v, const mpx_tensor *t, const mpx_format *f) {
+    const float *kept = f && t->f32 ? mpx_k_kept_rounded((mpx_tensor *)t, f) : NULL;
+    if (!kept) return false;
+    mpx_value_view(v, t);
+    v->f = (float *)kept;
+    return true;
+}
+
 static mpx_status round_copy(mpx_value *v, const mpx_format *f, mpx_error *err) {
     if (!v->f || !low(f)) return MPX_OK;
     if (v->borrowed) {
@@ -272,15 +284,11 @@ mpx_status mpx_exec_start_some(const mpx_graph *g, const mpx_assign *a, const mp
     for (int i = 0; i < g->n_tensors && st == MPX_OK; i++) {
         const mpx_tensor *t = g->tensors[i];
         if (!is_constant(t) || (want && !want[i])) continue;
-        mpx_value_view(&vals[i], t);
-        /* held low: the rounded copy kept on the tensor (kern_gemm.c; the
-         * GEMM core keeps its packing too), else one for this run. (The
-         * tensor's derived slot is the one thing a run writes in the graph:
-         * hence the cast.) */
+        /* held low: the rounded copy kept on the tensor, else one for this run */
         const mpx_format *f = tensor_fmt(a, t);
-        const float *kept = f && vals[i].f ? mpx_k_kept_rounded((mpx_tensor *)t, f) : NULL;
-        if (kept) vals[i].f = (float *)kept;
-        else st = round_copy(&vals[i], f, err);
+        if (kept_view(&vals[i], t, f)) continue;
+        mpx_value_view(&vals[i], t);
+        st = round_copy(&vals[i], f, err);
     }
     for (int i = 0; i < g->n_inputs && st == MPX_OK; i++) {
         const mpx_tensor *t = g->inputs[i];
@@ -336,11 +344,8 @@ static mpx_status exec_node(const mpx_node *n, const mpx_assign *a, const mpx_va
          * reference values are fp32 and always do. */
         if (src->f && cf && (ref_inputs || tensor_fmt(a, t) != cf)) {
             /* The graph's own values (weights): their rounded copy kept on
-             * the tensor (kern_gemm.c), read in place. */
-            const float *kept = src->f == t->f32 && !src->is_seq ? mpx_k_kept_rounded((mpx_tensor *)t, cf) : NULL;
-            if (kept) {
-                mpx_value_view(&conv[j], t);
-                conv[j].f = (float *)kept;
+             * the tensor, read in place. */
+            if (src->f == t->f32 && !src->is_seq && kept_view(&conv[j], t, cf)) {
                 ins[j] = &conv[j];
                 continue;
             }

@@ -258,13 +258,13 @@ static uint64_t kg_now_ns(void) {
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-/* Spin until *v differs from old (kg_spin_gen) or is 0 (kg_spin_zero), for
- * at most KG_SPIN_NS and only while no other thread runs kernels; true when
- * it happened (false: the caller sleeps on the condition variable). */
-static bool kg_spin_gen(atomic_ulong *v, unsigned long old) {
+/* Spin until ready(arg), for at most KG_SPIN_NS and only while no other
+ * thread runs kernels; true when it happened (false: the caller sleeps on
+ * the condition variable). */
+static bool kg_spin(bool (*ready)(const void *), const void *arg) {
     const uint64_t end = kg_now_ns() + KG_SPIN_NS;
     for (int i = 0;; i++) {
-        if (atomic_load_explicit(v, memory_order_acquire) != old) return true;
+        if (ready(arg)) return true;
         if ((i & 255) == 255 && (kg_now_ns() > end || atomic_load(&kg_concurrent) > 0)) return false;
 #if KG_HAVE_X86
         __builtin_ia32_pause();
@@ -272,22 +272,20 @@ static bool kg_spin_gen(atomic_ulong *v, unsigned long old) {
     }
 }
 
-static bool kg_spin_zero(atomic_int *v) {
-    const uint64_t end = kg_now_ns() + KG_SPIN_NS;
-    for (int i = 0;; i++) {
-        if (atomic_load_explicit(v, memory_order_acquire) == 0) return true;
-        if ((i & 255) == 255 && (kg_now_ns() > end || atomic_load(&kg_concurrent) > 0)) return false;
-#if KG_HAVE_X86
-        __builtin_ia32_pause();
-#endif
-    }
+static bool kg_new_job(const void *seen) {
+    return atomic_load_explicit(&kg_pool.gen, memory_order_acquire) != *(const unsigned long *)seen;
+}
+
+static bool kg_job_done(const void *unused) {
+    (void)unused;
+    return atomic_load_explicit(&kg_pool.busy, memory_order_acquire) == 0;
 }
 
 static void *kg_pool_main(void *arg) {
     kg_worker *w = arg;
     unsigned long seen = 0;
     for (;;) {
-        (void)kg_spin_gen(&kg_pool.gen, seen);
+        (void)kg_spin(kg_new_job, &seen);
         /* job, job_nt and gen read together under the lock the caller
          * writes them under (a worker outside a job may see a later one's) */
         pthread_mutex_lock(&kg_pool.m);
@@ -330,7 +328,7 @@ static bool kg_pool_run(kg_par *p, int nt) {
     pthread_cond_broadcast(&kg_pool.go);
     pthread_mutex_unlock(&kg_pool.m);
     kg_par_loop(p, 0);
-    if (!kg_spin_zero(&kg_pool.busy)) {
+    if (!kg_spin(kg_job_done, NULL)) {
         pthread_mutex_lock(&kg_pool.m);
         while (atomic_load(&kg_pool.busy) > 0) pthread_cond_wait(&kg_pool.done, &kg_pool.m);
         pthread_mutex_unlock(&kg_pool.m);
@@ -519,7 +517,6 @@ static void kg_kept_free(void *p) {
     }
 }
 
-
 /* Whether p is the tensor's own values or a rounded copy of them kept on it
  * (called with the lock held). */
 static bool kg_kept_current(const mpx_tensor *t, const float *p) {
@@ -618,10 +615,8 @@ size_t mpx_numerics_kept_rounded_bytes(void) {
 
 const float *mpx_k_kept_rounded(mpx_tensor *t, const mpx_format *f) {
     if (!t || !f || !t->f32 || t->nelem <= 0) return NULL;
-    pthread_mutex_lock(&kg_kept_lock);
-    const kg_kept *k = t->derived_free == kg_kept_free ? t->derived : NULL;
-    while (k && !(k->kind == KG_KEPT_ROUNDED && k->a == t->f32 && k->fmt == f)) k = k->next;
-    pthread_mutex_unlock(&kg_kept_lock);
+    const kg_key key = {.k = {.kind = KG_KEPT_ROUNDED, .a = t->f32, .M = t->nelem, .fmt = f}, .owner = t};
+    const kg_kept *k = kg_kept_find(&key);
     if (k) return k->ap;
     const long long bytes = (long long)t->nelem * (long long)sizeof(float);
     if (atomic_fetch_add(&kg_rounded_bytes, bytes) + bytes > (long long)KG_ROUNDED_MAX_MB << 20) {
@@ -634,16 +629,12 @@ const float *mpx_k_kept_rounded(mpx_tensor *t, const mpx_format *f) {
         return NULL;
     }
     mpx_round_array(f, r, t->f32, (size_t)t->nelem);
-    kg_key key = {.k = {.kind = KG_KEPT_ROUNDED, .a = t->f32, .M = t->nelem, .fmt = f}, .owner = t};
     if (kg_kept_add(&key, r, true)) return r;
     /* another thread kept one meanwhile (or the tensor's derived slot is
      * not the list's) */
     free(r);
     atomic_fetch_sub(&kg_rounded_bytes, bytes);
-    pthread_mutex_lock(&kg_kept_lock);
-    k = t->derived_free == kg_kept_free ? t->derived : NULL;
-    while (k && !(k->kind == KG_KEPT_ROUNDED && k->a == t->f32 && k->fmt == f)) k = k->next;
-    pthread_mutex_unlock(&kg_kept_lock);
+    k = kg_kept_find(&key);
     return k ? k->ap : NULL;
 }
 

@@ -186,9 +186,10 @@ fail:
     return st;
 }
 
-/* One product of a MatMul's batch an item (mpx_k_matmul): batch index bi
+/* One product of a MatMul's batch an item (mpx_k_matmul): the batch index
  * read as digits over the batch dims; each item has its own kernel context
- * and message, the first failure kept. */
+ * and message, the first failure kept; a batched constant B is kept packed
+ * only for the slice at its start. */
 typedef struct mm_batch {
     const mpx_kctx *c;
     int64_t M, N, K;
@@ -270,7 +271,7 @@ mpx_status mpx_k_matmul(const mpx_kctx *c, const mpx_value *const *in, int n_in,
     if (r > MPX_MAX_RANK)
         return mpx_kernel_error(c, MPX_E_LIMIT, "result rank %d is beyond %d", r, MPX_MAX_RANK);
     if ((st = mpx_k_alloc(c, &out[0], a->dtype, r, dims))) return st;
-    int64_t nb = 1, idx[MPX_MAX_RANK] = {0};
+    int64_t nb = 1;
     for (int i = 0; i < ro; i++) nb *= od[i];
     /* B the graph's own weights: the core keeps them packed (a product
      * whose B starts where they do; a batch's other slices pack per call). */
@@ -286,37 +287,18 @@ mpx_status mpx_k_matmul(const mpx_kctx *c, const mpx_value *const *in, int n_in,
         if (st) mpx_value_free(&out[0]);
         return st;
     }
-    if (nb > 1 && (double)M * (double)N * (double)K < 4e6 && kg_threads() > 1 && ro <= MPX_MAX_RANK) {
-        /* Many small products (attention's per-head Q K^T and P V: 197 x 64
-         * x 197 each, one thread apiece in the GEMM core): the batch on the
-         * kernel threads, each product whole on one (the same sums). */
-        mm_batch w = {.c = c, .M = M, .N = N, .K = K, .a = a->f, .b = b->f, .y = out[0].f, .b_own = b_own,
-                      .ro = ro, .od = od, .sa = sa, .sb = sb};
-        atomic_init(&w.failed, 0);
-        mpx_k_parallel((long)nb, kg_threads(), mm_batch_item, &w);
-        if (atomic_load(&w.failed)) {
-            if (c->err) *c->err = w.err; /* (already names the node) */
-            mpx_value_free(&out[0]);
-            return w.st;
-        }
-        return MPX_OK;
-    }
-    for (int64_t bi = 0; bi < nb; bi++) {
-        int64_t oa = 0, ob = 0;
-        for (int i = 0; i < ro; i++) {
-            oa += idx[i] * sa[i];
-            ob += idx[i] * sb[i];
-        }
-        st = mm_run(c, M, N, K, a->f + oa * M * K, K, 1, b->f + ob * K * N, out[0].f + bi * M * N, NULL,
-                    ob == 0 ? b_own : NULL);
-        if (st) {
-            mpx_value_free(&out[0]);
-            return st;
-        }
-        for (int i = ro - 1; i >= 0; i--) { /* odometer over the batch dims */
-            if (++idx[i] < od[i]) break;
-            idx[i] = 0;
-        }
+    /* The batch a product an item. Many small products (attention's
+     * per-head Q K^T and P V: 197 x 64 x 197 each, one thread apiece in the
+     * GEMM core) go side by side on the kernel threads, each whole on one
+     * (the same sums); larger ones one after another, each on all threads. */
+    mm_batch w = {.c = c, .M = M, .N = N, .K = K, .a = a->f, .b = b->f, .y = out[0].f, .b_own = b_own,
+                  .ro = ro, .od = od, .sa = sa, .sb = sb};
+    atomic_init(&w.failed, 0);
+    mpx_k_parallel((long)nb, (double)M * (double)N * (double)K < 4e6 ? kg_threads() : 1, mm_batch_item, &w);
+    if (atomic_load(&w.failed)) {
+        if (c->err) *c->err = w.err; /* (already names the node) */
+        mpx_value_free(&out[0]);
+        return w.st;
     }
     return MPX_OK;
 }

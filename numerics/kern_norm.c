@@ -143,8 +143,6 @@ static mpx_status bcast_to(const mpx_kctx *c, const mpx_value *p, const mpx_valu
     return MPX_OK;
 }
 
-/* Over the dims [axis, rank) of each outer index; Mean and InvStdDev (when the
- * node lists them) have shape X.shape[:axis] + [1] * (rank - axis). */
 /* Whether an operand broadcast to X with strides st is one value per
  * position of the normalised dims (ax ..), the same for every row: its
  * element k of a row at k. */
@@ -212,6 +210,8 @@ static void ln_rows_fp32(const float *x, int64_t rows, int64_t D, float eps, con
     }
 }
 
+/* Over the dims [axis, rank) of each outer index; Mean and InvStdDev (when the
+ * node lists them) have shape X.shape[:axis] + [1] * (rank - axis). */
 mpx_status mpx_k_layer_normalization(const mpx_kctx *c, const mpx_value *const *in, int n_in,
                                      mpx_value *out, int n_out) {
     const mpx_value *x, *sc, *b;
