@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 #include <fp16.h>
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -41,6 +42,24 @@ bool mpx_cpu_has_f16c(void) {
     if (k < 0) {
         unsigned a, b, c, d;
         k = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+        atomic_store_explicit(&known, k, memory_order_relaxed);
+    }
+    return k != 0;
+#else
+    return false;
+#endif
+}
+
+/* AVX512-FP16 from CPUID (leaf 7, subleaf 0, EDX bit 23), asked once as
+ * F16C is; callers also check AVX-512F with __builtin_cpu_supports (which
+ * includes the OS's saving of the registers). */
+bool mpx_cpu_has_avx512fp16(void) {
+#if MPX_HAVE_X86
+    static _Atomic int known = -1;
+    int k = atomic_load_explicit(&known, memory_order_relaxed);
+    if (k < 0) {
+        unsigned a, b, c, d;
+        k = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d & (1u << 23));
         atomic_store_explicit(&known, k, memory_order_relaxed);
     }
     return k != 0;
@@ -457,6 +476,66 @@ static float round_value_other(const mpx_format *f, uint32_t u) {
     case MPX_FMT_FP16: case MPX_FMT_BF16: break;
     }
     return round_ref(f, float_of(u));
+}
+
+/* s + t, the exact sum, rounded once to f: an accumulation's step (DESIGN
+ * section 3). Rounding the fp32 sum to f instead would round twice, and the
+ * fp32 sum can land on a midpoint of f that the exact sum is not on (bf16:
+ * (1 + 2^-8) + 2^-100 is 1 that way, 1 + 2^-7 exactly; fp16: the running
+ * sum plus a product of two fp16 values needs up to 40 bits), where fp16
+ * hardware (a fused multiply-add or adder in the format) rounds once. So
+ * the fp32 sum is made round-to-odd first: the exact error of the addition
+ * (Fast2Sum, larger magnitude first: exact in round-to-nearest, no
+ * overflow of its own) tells whether the sum was inexact, and an inexact
+ * sum with an even last bit moves one step towards the exact value. fp32
+ * has at least two bits more than every format here, and round-to-odd
+ * followed by round-to-nearest-even then equals one rounding of the exact
+ * value (Boldo and Melquiond, "Emulation of FMA and correctly rounded sums:
+ * proved algorithms using rounding to odd", 2008). The GEMM core's vector
+ * form is kern_gemm_body.h's ro8/ro16. */
+float mpx_round_sum(const mpx_format *f, float s, float t) {
+    float r = s + t;
+    uint32_t ur = bits_of(r);
+    if (f->kind == MPX_FMT_FP32) return mpx_round_value(f, r);
+    if ((ur & 0x7fffffffu) == 0x7f800000u && isfinite(s) && isfinite(t)) {
+        /* finite terms whose sum is beyond fp32: round-to-odd keeps the
+         * largest float (a saturating fp8 then saturates, as the exact sum
+         * would) */
+        r = copysignf(FLT_MAX, r);
+    } else if ((ur & 0x7fffffffu) < 0x7f800000u) {
+        const bool s_big = (bits_of(s) & 0x7fffffffu) >= (bits_of(t) & 0x7fffffffu);
+        const float a = s_big ? s : t, b = s_big ? t : s;
+        const float e = b - (r - a);
+        if (e != 0.0f && !(ur & 1u)) {
+            /* one step away from zero when the error has the sum's sign */
+            ur = ((bits_of(e) ^ ur) >> 31) ? ur - 1u : ur + 1u;
+            r = float_of(ur);
+        }
+    }
+    return mpx_round_value(f, r);
+}
+
+/* n sums side by side, sum[i] = mpx_round_sum(f, sum[i], t[i]): the
+ * round-to-odd step written without branches (the compiler vectorises it),
+ * then one array rounding. */
+void mpx_round_sums(const mpx_format *f, float *sum, const float *t, size_t n) {
+    if (f->kind == MPX_FMT_FP32) {
+        for (size_t i = 0; i < n; i++) sum[i] += t[i];
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const float s = sum[i], u = t[i], r = s + u;
+        const uint32_t us = bits_of(s) & 0x7fffffffu, ut = bits_of(u) & 0x7fffffffu;
+        const uint32_t ur = bits_of(r), ar = ur & 0x7fffffffu;
+        const float a = us >= ut ? s : u, b = us >= ut ? u : s;
+        const uint32_t ue = bits_of(b - (r - a));
+        const uint32_t move = (ar < 0x7f800000u) & ((ue & 0x7fffffffu) != 0u) & !(ur & 1u);
+        uint32_t o = ur + (move ? 1u - (((ue ^ ur) >> 31) << 1) : 0u);
+        /* finite terms summed beyond fp32: the largest float (mpx_round_sum) */
+        if (ar == 0x7f800000u && us < 0x7f800000u && ut < 0x7f800000u) o = (ur & 0x80000000u) | 0x7f7fffffu;
+        sum[i] = float_of(o);
+    }
+    mpx_round_array(f, sum, sum, n);
 }
 
 /* Called after every addition of an fp16/bf16 accumulation: those two are

@@ -34,6 +34,16 @@
 #else
 #define KG_HAVE_X86 0
 #endif
+/* Compilers with the AVX512-FP16 intrinsics (GCC 12, Clang 14): the fp16
+ * accumulation kernel of the AVX-512 build (kern_gemm_body.h, ukrh). */
+#if KG_HAVE_X86 && defined(__x86_64__) && \
+    ((defined(__clang__) && __clang_major__ >= 14) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 12))
+#define KG_HAVE_H16 1
+#define KG_H16_TARGET __attribute__((target("avx512fp16,avx512vl,avx512bw,avx512dq,avx512f,avx2,f16c,fma")))
+__extension__ typedef _Float16 kg_half; /* (a GCC and Clang extension in C11) */
+#else
+#define KG_HAVE_H16 0
+#endif
 
 /* 32-byte vectors in the portable build are passed in memory: only
  * always-inline helpers take or return them, so the ABI note does not apply. */
@@ -96,6 +106,7 @@ typedef struct kg_ctx {
     const float *kb;
     int64_t kb_npad;
     bool avx2, avx512;
+    bool h16; /* fp16 accumulation of fp16 operands on AVX512-FP16 (ukrh) */
     unsigned char *a_bad;  /* [thread]: the packing pass met a non-finite A value */
 } kg_ctx;
 
@@ -164,6 +175,19 @@ static bool kg_use_avx512(void) {
     if (kg_env_on("MPX_KERN_AVX2")) return false;
     return kg_use_avx2() && __builtin_cpu_supports("avx512f");
 #else
+    return false;
+#endif
+}
+
+/* The fp16 fused multiply-add kernel (AVX512-FP16) for an fp16-accumulated
+ * GEMM of fp16 operands, unless MPX_KERN_NOFP16 declines it (kern_check runs
+ * the AVX-512 build without it too: both must give the same bits). */
+static bool kg_use_h16(kg_mode mode, bool f16) {
+#if KG_HAVE_H16
+    return mode == KG_FP16 && f16 && kg_use_avx512() && mpx_cpu_has_avx512fp16() &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") && !kg_env_on("MPX_KERN_NOFP16");
+#else
+    (void)mode, (void)f16;
     return false;
 #endif
 }
@@ -791,7 +815,7 @@ kg_result kg_gemm_run(const kg_gemm *j) {
         return KG_DONE;
     }
     unsigned char a_bad[8] = {0};
-    kg_ctx x = {.j = j, .avx2 = kg_use_avx2(), .avx512 = kg_use_avx512(), .a_bad = a_bad};
+    kg_ctx x = {.j = j, .avx2 = kg_use_avx2(), .avx512 = kg_use_avx512(), .h16 = kg_use_h16(j->mode, j->f16), .a_bad = a_bad};
     int64_t *boff = NULL;
     const kg_key akey = kg_key_a(j, KG_KEPT_PANELS);
     const kg_kept *kept = j->a_owner ? kg_kept_find(&akey) : NULL;
@@ -981,7 +1005,7 @@ bool kg_dw_run(const kg_dw *j) {
         return ok;
     }
     if (nt > j->C) nt = (int)j->C;
-    kg_ctx x = {.d = j, .avx2 = kg_use_avx2(), .avx512 = kg_use_avx512()};
+    kg_ctx x = {.d = j, .avx2 = kg_use_avx2(), .avx512 = kg_use_avx512(), .h16 = kg_use_h16(j->mode, j->f16)};
     /* The whole channel: the grid's rows, the rows the taps reach below
      * them, one more for the dropped columns; 32 floats of slack for the
      * last vectors. */

@@ -14,8 +14,10 @@
  *    + A * B rounded once: C99's fmaf), then added to the running sum (which
  *    starts at +0);
  *  - KG_FP16, KG_BF16, KG_TF32: each product an fp32 product, the running sum
- *    rounded to the format after every addition, starting at +0, as mpx_acc
- *    with block 0; the bias is one more rounded addition.
+ *    after every addition the exact sum (running sum + product) rounded once
+ *    to the format (mpx_round_sum), starting at +0, as mpx_acc with block 0;
+ *    the bias is one more rounded addition. With fp16 operands (the product
+ *    exact) each step is the fp16 fused multiply-add of fp16 hardware.
  * Where A and B hold 16-bit or 8-bit values (a low compute format) the
  * products are exact in fp32, so fused or not the bits are the same: the
  * fusing changes only fp32 products (the reference, nodes kept fp32).
@@ -122,6 +124,10 @@ typedef struct kg_gemm {
     const float *bias;
     int64_t gbias;
     kg_mode mode;
+    /* A, B and the bias hold fp16 values (the node computes in fp16, so
+     * the executor rounded its inputs): with mode KG_FP16 each step is an
+     * fp16 fused multiply-add, which AVX512-FP16 does in one instruction. */
+    bool f16;
     /* A must hold finite values only (a convolution's weights: a padding
      * tap is a 0 * w product, NaN for an infinite w). Checked while A is
      * packed, not in a pass of its own: on ResNet-18 a separate scan of the
@@ -164,6 +170,7 @@ typedef struct kg_dw {
     float *y;
     int64_t yc;
     kg_mode mode;
+    bool f16; /* as kg_gemm's */
 } kg_dw;
 
 /* false: out of memory. */

@@ -127,6 +127,46 @@ static inline KG_TARGET __attribute__((always_inline)) v8f KG_F(rnd)(const int R
     return x;
 }
 
+/* c + p made round-to-odd in fp32 on each lane, the vector form of
+ * format.c's mpx_round_sum (why, and the proof, there): Fast2Sum's exact
+ * error of the fp32 sum, larger magnitude first; an inexact sum with an
+ * even last bit moves one step towards the exact value; non-finite sums
+ * as they are. One body for 8 and 16 lanes (the portable and AVX2 builds;
+ * the AVX-512 one has the rounding-mode instructions, ro16). */
+#ifndef KG_RO_BODY
+#define KG_RO_BODY(VF, VU, VI)                                                           \
+    const VF r = c + p;                                                                  \
+    VU uc, up, ur;                                                                       \
+    memcpy(&uc, &c, sizeof uc);                                                          \
+    memcpy(&up, &p, sizeof up);                                                          \
+    memcpy(&ur, &r, sizeof ur);                                                          \
+    const VU cbig = (VU)((uc & 0x7fffffffu) >= (up & 0x7fffffffu));                      \
+    const VU ua = (uc & cbig) | (up & ~cbig), ub = (up & cbig) | (uc & ~cbig);           \
+    VF fa, fb;                                                                           \
+    memcpy(&fa, &ua, sizeof fa);                                                         \
+    memcpy(&fb, &ub, sizeof fb);                                                         \
+    const VF e = fb - (r - fa);                                                          \
+    VU ue;                                                                               \
+    memcpy(&ue, &e, sizeof ue);                                                          \
+    const VU move = (VU)((VI)(ur & 0x7fffffffu) < 0x7f800000) & (VU)((ue & 0x7fffffffu) != 0u) & \
+                    (VU)((ur & 1u) == 0u);                                               \
+    const VU step = 1u - (((ue ^ ur) >> 31) << 1);                                       \
+    const VU o = ur + (step & move);                                                     \
+    VF y;                                                                                \
+    memcpy(&y, &o, sizeof y);                                                            \
+    return y;
+#endif
+
+static inline KG_TARGET __attribute__((always_inline)) v8f KG_F(ro8)(v8f c, v8f p) {
+    KG_RO_BODY(v8f, v8u, v8i)
+}
+
+/* One step of a rounded accumulation: the exact c + p rounded once to the
+ * mode's format (kern_gemm.h). */
+static inline KG_TARGET __attribute__((always_inline)) v8f KG_F(rsum)(const int RM, v8f c, v8f p) {
+    return KG_F(rnd)(RM, KG_F(ro8)(c, p));
+}
+
 /* ---- the micro-kernel: MR x 16 outputs, kc terms ------------------------------------------
  * a: packed A, [kc][6] (rows beyond MR are zero and ignored); b: packed B,
  * [kc][16]; cr[i]: row i of the C tile (16 floats). first: this is k = 0 of
@@ -195,8 +235,8 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr)(const int 
 #define KG_RMAC(i)                                                                       \
     if (MR > i) {                                                                        \
         const v8f ai = KG_F(splat)(ak[i]);                                                  \
-        c##i##0 = KG_F(rnd)(RM, c##i##0 + ai * b0);                                      \
-        c##i##1 = KG_F(rnd)(RM, c##i##1 + ai * b1);                                      \
+        c##i##0 = KG_F(rsum)(RM, c##i##0, ai * b0);                                      \
+        c##i##1 = KG_F(rsum)(RM, c##i##1, ai * b1);                                      \
     }
         KG_ROWS(KG_RMAC)
 #undef KG_RMAC
@@ -205,8 +245,8 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr)(const int 
     if (MR > i) {                                                                        \
         if (bias) {                                                                      \
             const v8f bi = KG_F(splat)(bias[i]);                                            \
-            c##i##0 = KG_F(rnd)(RM, c##i##0 + bi);                                       \
-            c##i##1 = KG_F(rnd)(RM, c##i##1 + bi);                                       \
+            c##i##0 = KG_F(rsum)(RM, c##i##0, bi);                                       \
+            c##i##1 = KG_F(rsum)(RM, c##i##1, bi);                                       \
         }                                                                                \
         KG_F(st8)(cr[i], c##i##0);                                                          \
         KG_F(st8)(cr[i] + 8, c##i##1);                                                      \
@@ -367,6 +407,26 @@ static inline KG_TARGET __attribute__((always_inline)) v16f KG_F(rnd16)(const in
     return x;
 }
 
+/* ro8 on 16 lanes with AVX-512's per-instruction rounding modes: the sum
+ * rounded towards zero, with its last bit set when rounding down and up
+ * differ (inexact): round-to-odd, the same value ro8's Fast2Sum gives on
+ * every input (an fp32 overflow: the largest float, which the format's
+ * rounding takes to its infinity as ro8's infinity; NaNs and infinite
+ * operands as the plain sum). Four instructions where ro8 takes about
+ * fifteen. */
+static inline KG_TARGET __attribute__((always_inline)) v16f KG_F(ro16)(v16f c, v16f p) {
+    const __m512 lo = _mm512_add_round_ps((__m512)c, (__m512)p, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    const __m512 hi = _mm512_add_round_ps((__m512)c, (__m512)p, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
+    const __m512 tz = _mm512_add_round_ps((__m512)c, (__m512)p, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    const __mmask16 inexact = _mm512_cmp_ps_mask(lo, hi, _CMP_NEQ_OQ);
+    const __m512i u = _mm512_castps_si512(tz);
+    return (v16f)_mm512_castsi512_ps(_mm512_mask_or_epi32(u, inexact, u, _mm512_set1_epi32(1)));
+}
+
+static inline KG_TARGET __attribute__((always_inline)) v16f KG_F(rsum16)(const int RM, v16f c, v16f p) {
+    return KG_F(rnd16)(RM, KG_F(ro16)(c, p));
+}
+
 /* The rounded modes on 16 lanes: ukr's rounded branch (each product an fp32
  * product, every addition rounded to the format, the bias one more rounded
  * addition) with one vector per row; the same operations per lane, so the
@@ -396,14 +456,14 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16r)(const i
         memcpy(&bv, bk, sizeof bv);
 #define KG_RMAC(i)                                                                       \
     if (MR > i) {                                                                        \
-        c##i = KG_F(rnd16)(RM, c##i + KG_F(splat16)(ak[i]) * bv);                        \
+        c##i = KG_F(rsum16)(RM, c##i, KG_F(splat16)(ak[i]) * bv);                        \
     }
         KG_ROWS(KG_RMAC)
 #undef KG_RMAC
     }
 #define KG_RPUT(i)                                                                       \
     if (MR > i) {                                                                        \
-        if (bias) c##i = KG_F(rnd16)(RM, c##i + KG_F(splat16)(bias[i]));                 \
+        if (bias) c##i = KG_F(rsum16)(RM, c##i, KG_F(splat16)(bias[i]));                 \
         memcpy(cr[i], &c##i, sizeof c##i);                                               \
     }
     KG_ROWS(KG_RPUT)
@@ -440,14 +500,14 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16rp)(const 
         for (int i = 0; i < KG_MR; i++) {
             const v16f ai = KG_F(splat16)(ak[i]);
 #pragma GCC unroll 2
-            for (int p = 0; p < NP; p++) c[i][p] = KG_F(rnd16)(RM, c[i][p] + ai * bv[p]);
+            for (int p = 0; p < NP; p++) c[i][p] = KG_F(rsum16)(RM, c[i][p], ai * bv[p]);
         }
     }
 #pragma GCC unroll 6
     for (int i = 0; i < KG_MR; i++)
 #pragma GCC unroll 2
         for (int p = 0; p < NP; p++) {
-            if (bias) c[i][p] = KG_F(rnd16)(RM, c[i][p] + KG_F(splat16)(bias[i]));
+            if (bias) c[i][p] = KG_F(rsum16)(RM, c[i][p], KG_F(splat16)(bias[i]));
             memcpy(cr[i] + p * KG_NR, &c[i][p], sizeof c[i][p]);
         }
 }
@@ -497,6 +557,112 @@ static const KG_F(ukr_fn) KG_F(ukr_table)[4][KG_MR] = {KG_UKR_ROW(0), KG_UKR_ROW
                                                         KG_UKR_ROW(3)};
 #undef KG_UKR_ROW
 
+#if KG_SIMD == 2 && KG_HAVE_H16
+/* ---- fp16 accumulation on AVX512-FP16 ------------------------------------------------------
+ * With fp16 operands (A, B and the bias hold fp16 values: the node computes
+ * in fp16) each step of an fp16-accumulated sum, the exact running sum +
+ * product rounded once to fp16, is one fp16 fused multiply-add (vfmaddph,
+ * round-to-nearest-even from MXCSR; the FP16 instructions do not flush
+ * subnormals): the same bits as rsum16's round-to-odd sum and conversions
+ * (test_formats checks the step against this instruction), four
+ * instructions fewer per term and 32 lanes to a register. The sums stay in
+ * fp16 registers; A's panel is converted once a call (exact), each row's
+ * term broadcast from it as the instruction's memory operand; B's two
+ * panels are converted as they are read. C holds fp16 values between K
+ * blocks, so reading it back is exact. */
+static inline KG_H16_TARGET __attribute__((always_inline)) __m256h KG_F(h16_ld)(const float *p) {
+    return _mm512_cvtxps_ph(_mm512_loadu_ps(p));
+}
+
+static inline KG_H16_TARGET __attribute__((always_inline)) __m512h KG_F(h16_ld2)(const float *p0, const float *p1) {
+    /* (integer casts: GCC 12 takes _mm512_castph256_ph512 through memory,
+     * a store-forwarding stall a term) */
+    return _mm512_castsi512_ph(_mm512_inserti64x4(_mm512_castsi256_si512(_mm256_castph_si256(KG_F(h16_ld)(p0))),
+                                                  _mm256_castph_si256(KG_F(h16_ld)(p1)), 1));
+}
+
+static inline KG_H16_TARGET __attribute__((always_inline)) void KG_F(h16_st2)(float *p, __m512h v) {
+    _mm512_storeu_ps(p, _mm512_cvtxph_ps(_mm512_castph512_ph256(v)));
+    _mm512_storeu_ps(p + KG_NR, _mm512_cvtxph_ps(_mm256_castpd_ph(_mm512_extractf64x4_pd(_mm512_castph_pd(v), 1))));
+}
+
+/* MR rows of A's panel (a: [kc][6]) against NP (1 or 2) panels of packed B
+ * (ps floats apart); the ukr calling convention otherwise. */
+static inline KG_H16_TARGET __attribute__((always_inline)) void KG_F(ukrh)(const int MR, const int NP, int64_t kc,
+                                                                 const float *restrict a,
+                                                                 const float *restrict b, int64_t ps,
+                                                                 float *const *cr, bool first,
+                                                                 const float *bias) {
+    kg_half ah[KG_KC * KG_MR];
+    const int64_t na = kc * KG_MR;
+    int64_t n = 0;
+    for (; n + 16 <= na; n += 16) _mm256_storeu_ph(ah + n, KG_F(h16_ld)(a + n));
+    if (n < na) {
+        const __mmask16 m = (__mmask16)((1u << (na - n)) - 1u);
+        _mm256_mask_storeu_epi16(ah + n, m, _mm256_castph_si256(_mm512_cvtxps_ph(_mm512_maskz_loadu_ps(m, a + n))));
+    }
+    if (NP == 2) {
+        __m512h c[KG_MR];
+#pragma GCC unroll 6
+        for (int i = 0; i < KG_MR; i++)
+            if (i < MR) c[i] = first ? _mm512_setzero_ph() : KG_F(h16_ld2)(cr[i], cr[i] + KG_NR);
+        const float *bk = b;
+        const kg_half *ak = ah;
+        for (int64_t k = 0; k < kc; k++, bk += KG_NR, ak += KG_MR) {
+            const __m512h bv = KG_F(h16_ld2)(bk, bk + ps);
+#pragma GCC unroll 6
+            for (int i = 0; i < KG_MR; i++)
+                if (i < MR) c[i] = _mm512_fmadd_ph(_mm512_set1_ph(ak[i]), bv, c[i]);
+        }
+#pragma GCC unroll 6
+        for (int i = 0; i < KG_MR; i++)
+            if (i < MR) {
+                if (bias) c[i] = _mm512_add_ph(c[i], _mm512_set1_ph((kg_half)bias[i]));
+                KG_F(h16_st2)(cr[i], c[i]);
+            }
+    } else {
+        __m256h c[KG_MR];
+#pragma GCC unroll 6
+        for (int i = 0; i < KG_MR; i++)
+            if (i < MR) c[i] = first ? _mm256_setzero_ph() : KG_F(h16_ld)(cr[i]);
+        const float *bk = b;
+        const kg_half *ak = ah;
+        for (int64_t k = 0; k < kc; k++, bk += KG_NR, ak += KG_MR) {
+            const __m256h bv = KG_F(h16_ld)(bk);
+#pragma GCC unroll 6
+            for (int i = 0; i < KG_MR; i++)
+                if (i < MR) c[i] = _mm256_fmadd_ph(_mm256_set1_ph(ak[i]), bv, c[i]);
+        }
+#pragma GCC unroll 6
+        for (int i = 0; i < KG_MR; i++)
+            if (i < MR) {
+                if (bias) c[i] = _mm256_add_ph(c[i], _mm256_set1_ph((kg_half)bias[i]));
+                _mm512_storeu_ps(cr[i], _mm512_cvtxph_ps(c[i]));
+            }
+    }
+}
+#define KG_UKRH_DEF(MR)                                                                              \
+    static KG_H16_TARGET void KG_F(ukrh_##MR)(int64_t kc, const float *a, const float *b, float *const *cr, \
+                                             bool first, const float *bias) {                           \
+        KG_F(ukrh)(MR, 1, kc, a, b, 0, cr, first, bias);                                                \
+    }
+KG_UKRH_DEF(1)
+KG_UKRH_DEF(2)
+KG_UKRH_DEF(3)
+KG_UKRH_DEF(4)
+KG_UKRH_DEF(5)
+KG_UKRH_DEF(6)
+#undef KG_UKRH_DEF
+/* one panel, any rows: ukr_table's place */
+static const KG_F(ukr_fn) KG_F(ukrh_table)[KG_MR] = {KG_F(ukrh_1), KG_F(ukrh_2), KG_F(ukrh_3),
+                                                     KG_F(ukrh_4), KG_F(ukrh_5), KG_F(ukrh_6)};
+/* two panels (kc * 16 floats apart), six rows: ukrp_table's place */
+static KG_H16_TARGET void KG_F(ukrhp)(int64_t kc, const float *a, const float *b, float *const *cr, bool first,
+                                      const float *bias) {
+    KG_F(ukrh)(KG_MR, 2, kc, a, b, kc * KG_NR, cr, first, bias);
+}
+#endif
+
 /* ---- one work item of a GEMM: group g, columns [q0, q0 + icols) ------------------------ */
 
 /* The item's rows of A (panels i0 .. i1; apk: their terms from this K
@@ -539,7 +705,11 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(panel_rows)(
             for (int p = 0; p < np; p += 2) {
                 float *crp[KG_MR];
                 for (int r = 0; r < KG_MR; r++) crp[r] = cr[r] + p * KG_NR;
-                KG_F(ukrp_table)[j->mode](kc, ap, bq + p * kc * KG_NR, crp, first, bi);
+                KG_F(ukrp_fn) ukrp = KG_F(ukrp_table)[j->mode];
+#if KG_HAVE_H16
+                if (ukrs == KG_F(ukrh_table)) ukrp = KG_F(ukrhp);
+#endif
+                ukrp(kc, ap, bq + p * kc * KG_NR, crp, first, bi);
             }
             continue;
         }
@@ -579,6 +749,9 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
     }
     float *bp = x->bp[tid], *tile = x->tile[tid];
     const KG_F(ukr_fn) *ukrs = KG_F(ukr_table)[j->mode];
+#if KG_SIMD == 2 && KG_HAVE_H16
+    if (x->h16) ukrs = KG_F(ukrh_table);
+#endif
     for (int64_t k0 = 0; k0 < K; k0 += KG_KC) {
         const int64_t kc = K - k0 < KG_KC ? K - k0 : KG_KC;
         const bool first = k0 == 0;
@@ -754,6 +927,52 @@ static KG_TARGET void KG_F(mv16)(int64_t K, const float *a16, const float *b, co
     KG_F(lanes16)(true, K, a16, b, boff, bias16, out16);
 }
 
+/* The rounded sums of dw_chan's 32 outputs in the AVX-512 build (s0..s3:
+ * 8 each). */
+#if KG_SIMD == 2
+#if KG_HAVE_H16
+static KG_H16_TARGET void KG_F(dw_h16)(int64_t K, const float *w, const float *xq, const int64_t *off,
+                                       const float *bp, v8f *s) {
+    __m512h c = _mm512_setzero_ph();
+    for (int64_t k = 0; k < K; k++) {
+        const float *p = xq + off[k];
+        c = _mm512_fmadd_ph(_mm512_set1_ph((kg_half)w[k]), KG_F(h16_ld2)(p, p + KG_NR), c);
+    }
+    if (bp) c = _mm512_add_ph(c, _mm512_set1_ph((kg_half)*bp));
+    KG_F(h16_st2)((float *)s, c);
+}
+#endif
+static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_rows16)(const int RM, bool h16, int64_t K,
+                                                                  const float *w, const float *xq,
+                                                                  const int64_t *off, const float *bp,
+                                                                  v8f *s0, v8f *s1, v8f *s2, v8f *s3) {
+    v8f s[4];
+#if KG_HAVE_H16
+    if (RM == KG_FP16 && h16) {
+        KG_F(dw_h16)(K, w, xq, off, bp, s);
+        *s0 = s[0], *s1 = s[1], *s2 = s[2], *s3 = s[3];
+        return;
+    }
+#else
+    (void)h16;
+#endif
+    v16f a = {0}, b = {0};
+    for (int64_t k = 0; k < K; k++) {
+        const v16f wk = KG_F(splat16)(w[k]);
+        const float *p = xq + off[k];
+        v16f xa, xb;
+        memcpy(&xa, p, sizeof xa);
+        memcpy(&xb, p + KG_NR, sizeof xb);
+        a = KG_F(rsum16)(RM, a, wk * xa);
+        b = KG_F(rsum16)(RM, b, wk * xb);
+    }
+    if (bp) a = KG_F(rsum16)(RM, a, KG_F(splat16)(*bp)), b = KG_F(rsum16)(RM, b, KG_F(splat16)(*bp));
+    memcpy(s, &a, sizeof a);
+    memcpy(s + 2, &b, sizeof b);
+    *s0 = s[0], *s1 = s[1], *s2 = s[2], *s3 = s[3];
+}
+#endif
+
 /* ---- depthwise: one channel ------------------------------------------------------------------
  * The channel's padded, phase-split input into the thread's strip, then grid
  * rows 32 outputs at a time in 4 vectors; the taps' terms in order (fp32:
@@ -792,21 +1011,30 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_chan)(const 
                     const v8f bv = KG_F(splat)(*bp);
                     s0 += bv, s1 += bv, s2 += bv, s3 += bv;
                 }
-            } else {
+            }
+#if KG_SIMD == 2
+            else {
+                /* 16 lanes: ro16's rounding-mode sums, or with fp16 operands
+                 * and fp16 sums one fp16 fused multiply-add (ukrh's step) */
+                KG_F(dw_rows16)(RM, x->h16, K, w, xq, off, bp, &s0, &s1, &s2, &s3);
+            }
+#else
+            else {
                 for (int64_t k = 0; k < K; k++) {
                     const v8f wk = KG_F(splat)(w[k]);
                     const float *p = xq + off[k];
-                    s0 = KG_F(rnd)(RM, s0 + wk * KG_F(ld8)(p));
-                    s1 = KG_F(rnd)(RM, s1 + wk * KG_F(ld8)(p + 8));
-                    s2 = KG_F(rnd)(RM, s2 + wk * KG_F(ld8)(p + 16));
-                    s3 = KG_F(rnd)(RM, s3 + wk * KG_F(ld8)(p + 24));
+                    s0 = KG_F(rsum)(RM, s0, wk * KG_F(ld8)(p));
+                    s1 = KG_F(rsum)(RM, s1, wk * KG_F(ld8)(p + 8));
+                    s2 = KG_F(rsum)(RM, s2, wk * KG_F(ld8)(p + 16));
+                    s3 = KG_F(rsum)(RM, s3, wk * KG_F(ld8)(p + 24));
                 }
                 if (bp) {
                     const v8f bv = KG_F(splat)(*bp);
-                    s0 = KG_F(rnd)(RM, s0 + bv), s1 = KG_F(rnd)(RM, s1 + bv);
-                    s2 = KG_F(rnd)(RM, s2 + bv), s3 = KG_F(rnd)(RM, s3 + bv);
+                    s0 = KG_F(rsum)(RM, s0, bv), s1 = KG_F(rsum)(RM, s1, bv);
+                    s2 = KG_F(rsum)(RM, s2, bv), s3 = KG_F(rsum)(RM, s3, bv);
                 }
             }
+#endif
             float *yo = y + r * j->OW + col;
             const int64_t n = j->OW - col < 32 ? j->OW - col : 32;
             if (n == 32) {

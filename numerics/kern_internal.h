@@ -11,7 +11,8 @@
 
 /* One running sum. fp32 accumulation is a plain float sum (the reference);
  * otherwise the sum is rounded to the accumulate format after every addition
- * or, with a block size, after every block of terms summed in fp32. Every
+ * (the exact sum rounded once: mpx_round_sum) or, with a block size, after
+ * every block of terms summed in fp32. Every
  * reduction in every kernel goes through this so the order is the documented
  * one: terms in the order the kernel adds them. */
 typedef struct mpx_acc {
@@ -40,11 +41,11 @@ static inline void mpx_acc_add(mpx_acc *a, float term) {
             a->nblk = 0;
         }
     } else if (a->block <= 0) {
-        a->sum = mpx_round_value(a->f, a->sum + term);
+        a->sum = mpx_round_sum(a->f, a->sum, term);
     } else {
         a->blk += term;
         if (++a->nblk == a->block) {
-            a->sum = mpx_round_value(a->f, a->sum + mpx_round_value(a->f, a->blk));
+            a->sum = mpx_round_sum(a->f, a->sum, mpx_round_value(a->f, a->blk));
             a->blk = 0.0f;
             a->nblk = 0;
         }
@@ -58,11 +59,18 @@ static inline float mpx_acc_result(mpx_acc *a) {
         a->blk = 0.0f;
         a->nblk = 0;
     } else if (a->block > 0 && a->nblk > 0) {
-        a->sum = mpx_round_value(a->f, a->sum + mpx_round_value(a->f, a->blk));
+        a->sum = mpx_round_sum(a->f, a->sum, mpx_round_value(a->f, a->blk));
         a->blk = 0.0f;
         a->nblk = 0;
     }
     return a->sum;
+}
+
+/* The node computes in fp16, so the executor gave it its float inputs as fp16
+ * values: products of them are exact in fp32 and an fp16-accumulated sum of
+ * them is a chain of fp16 fused multiply-adds (the GEMM core's kg_gemm.f16). */
+static inline bool mpx_k_f16_operands(const mpx_kctx *c) {
+    return c->round && c->round->kind == MPX_FMT_FP16;
 }
 
 /* True when sums need no rounding, so a kernel may take its plain fp32 loop. */
@@ -233,5 +241,7 @@ mpx_status mpx_fuse_run(const mpx_graph *g, const mpx_assign *a, int first, int 
 
 /* The CPU has F16C (format.c; callers also check AVX). */
 bool mpx_cpu_has_f16c(void);
+/* The CPU has AVX512-FP16 (format.c; callers also check AVX-512F). */
+bool mpx_cpu_has_avx512fp16(void);
 
 #endif

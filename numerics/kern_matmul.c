@@ -29,7 +29,8 @@ static mpx_status mm_run(const mpx_kctx *c, int64_t M, int64_t N, int64_t K, con
             for (int64_t i = 0; i < M; i++) crow[i] = i * N;
             kg_gemm g = {.M = M, .N = N, .K = K, .G = 1, .a = A, .ams = ars, .aks = acs,
                          .b = B, .boff = boff, .c = Y, .crow = crow,
-                         .gw = N, .gvalid = N, .rs = 0, .cs = 1, .mode = (kg_mode)mode, .a_owner = a_owner,
+                         .gw = N, .gvalid = N, .rs = 0, .cs = 1, .mode = (kg_mode)mode,
+                         .f16 = mpx_k_f16_operands(c), .a_owner = a_owner,
                          .b_owner = b_owner};
             if (kg_gemm_run(&g) != KG_DONE)
                 st = mpx_kernel_error(c, MPX_E_NOMEM, "out of memory for the product's buffers");

@@ -21,7 +21,7 @@
  *
  * How the sums are kept, by accumulate format:
  *  - rounded (fp16, bf16, tf32 with block 0): the running sum is rounded
- *    after every addition, exactly as mpx_acc (bit for bit the same results
+ *    after every addition (the exact sum rounded once), exactly as mpx_acc (bit for bit the same results
  *    on every path below).
  *  - fp32: blocks of MPX_ACC_FP32_BLOCK (64) consecutive terms in the order
  *    above are summed from 0, each block then added to the running sum, as
@@ -606,7 +606,7 @@ static mpx_status conv_fast(const mpx_kctx *c, const conv_job *j, const kn_windo
         bool ok;
         if (dwise) {
             kg_dw d = {.C = j->C, .OW = v.OW, .conv = &cv, .w = j->w, .bias = j->b, .y = y,
-                       .yc = j->out_plane, .mode = (kg_mode)mode};
+                       .yc = j->out_plane, .mode = (kg_mode)mode, .f16 = mpx_k_f16_operands(c)};
             ok = kg_dw_run(&d);
         } else {
             kg_result r;
@@ -615,7 +615,8 @@ static mpx_status conv_fast(const mpx_kctx *c, const conv_job *j, const kn_windo
                          .b = x, .boff = boff, .gb = j->cig * j->in_plane, .conv = direct ? NULL : &cv,
                          .c = y, .crow = crow, .gc = j->mg * j->out_plane,
                          .gw = Wq, .gvalid = v.OW, .rs = v.OW, .cs = 1,
-                         .bias = j->b, .gbias = j->mg, .mode = (kg_mode)mode, .finite_a = true,
+                         .bias = j->b, .gbias = j->mg, .mode = (kg_mode)mode, .f16 = mpx_k_f16_operands(c),
+                         .finite_a = true,
                          .a_owner = w_own};
             r = kg_gemm_run(&g);
             if (r == KG_NONFINITE) { /* found on the first image: nothing written */
@@ -673,7 +674,7 @@ static mpx_status convt_fast(const mpx_kctx *c, const conv_job *j, const kn_wind
                      .b = j->x + n * j->C * j->in_plane, .boff = boff, .gb = j->cig * j->in_plane,
                      .c = j->y + n * j->M * j->out_plane, .crow = crow, .gc = j->mg * j->out_plane,
                      .gw = v.W, .gvalid = v.W, .rs = v.sh * v.OW, .cs = v.sw,
-                     .bias = bx, .gbias = Mr, .mode = (kg_mode)mode};
+                     .bias = bx, .gbias = Mr, .mode = (kg_mode)mode, .f16 = mpx_k_f16_operands(c)};
         if (kg_gemm_run(&g) != KG_DONE) {
             st = mpx_kernel_error(c, MPX_E_NOMEM, "out of memory for the convolution's buffers");
             goto done;

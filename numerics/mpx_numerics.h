@@ -159,6 +159,13 @@ bool mpx_fp16_use_hw(bool on);
  * mpx_round_array): what accumulation rounds with after every addition. */
 float mpx_round_value(const mpx_format *f, float x);
 
+/* s + t rounded once to f (the exact sum, not the fp32 sum, rounded): what
+ * an accumulation in f does at each addition, as fp16 hardware would. */
+float mpx_round_sum(const mpx_format *f, float s, float t);
+/* sum[i] = mpx_round_sum(f, sum[i], t[i]) for i < n (running sums side by
+ * side, rounded in one array pass). */
+void mpx_round_sums(const mpx_format *f, float *sum, const float *t, size_t n);
+
 /* ==== runtime values (numerics/value.c) ===================================== */
 
 /* A tensor's value during a run. Float dtypes live in f (fp32 buffers holding
@@ -309,8 +316,9 @@ const char *mpx_data_kind(const char *path);
  * Gemm and MatMul follow the same blocks over their reduction index (a padding
  * tap keeps its place in its block; on their fast paths each product is fused
  * into its block's sum, one rounding: numerics/kern_gemm.h). With a low fmt the
- * running sum is rounded to fmt after every addition
- * (block 0), or each block of `block` terms is summed in fp32, rounded to fmt,
+ * running sum is rounded to fmt after every addition, the exact sum of the
+ * running sum and the term rounded once (mpx_round_sum: as fp16 hardware
+ * adds; rounding the fp32 sum would round twice) (block 0), or each block of `block` terms is summed in fp32, rounded to fmt,
  * and added to the running sum, which is rounded to fmt (block > 0). A bias is
  * one more addition. The kernel's output is rounded by the executor. */
 #define MPX_ACC_FP32_BLOCK 64

@@ -166,7 +166,8 @@ static const mpx_command commands[] = {
      "the accumulation format of dot products and sums (default fp32)",
      "Selectors and conditions as for colour. With fp16 or bf16 the running sum of\n"
      "Conv, Gemm, MatMul, reductions and Softmax's sum is rounded after every addition\n"
-     "(or every block: see target).",
+     "(the exact sum rounded once, as an fp16 fused multiply-add does), or every\n"
+     "block: see target.",
      repl_cmd_rule, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_rule},
     {"rules", "rules [--json]", "the rules in order, with how many nodes each selects and sets", NULL,
      repl_cmd_rules, 0, 0, {MPX_WORD_TEXT}, NULL, json_opts, NULL},

@@ -3,7 +3,8 @@
  * RNN's gate sums (kern_rnn.c: the input projection on the core) and of
  * attention's two products (kern_attention.c), with
  * naive evaluations of their documented summation order, bit for bit:
- *  - accumulate fp16, bf16, tf32 (rounded after every addition, block 0),
+ *  - accumulate fp16, bf16, tf32 (the exact sum rounded once at every
+ *    addition, block 0),
  *    fp16 in blocks of 5 and fp8 e4m3 (the general path): terms in order
  *    (input channel, kernel row, kernel column; taps in the padding are not
  *    terms), the running sum rounded as mpx_accum says, the bias one more
@@ -21,7 +22,9 @@
  * usage: kern_check [cases] [seed]      exit status 0 when everything agrees */
 #include "mpx_numerics.h"
 
+#include <float.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +75,34 @@ static void ra_init(racc *a, const mpx_format *f, int block) {
     a->f = f, a->block = block, a->sum = 0.0f, a->blk = 0.0f, a->nb = 0;
 }
 
+/* s + t, the exact sum, rounded once to f, found another way than
+ * mpx_round_sum's Fast2Sum: the sum in double (exact, after a term below
+ * 2^-30 of the other is replaced by one bit of its sign 2^-40 below, which
+ * leaves every rounding to 24 bits or fewer as it was), rounded towards
+ * zero to a float, its last bit set when that was inexact (round-to-odd),
+ * then rounded to f. An fp32 overflow of finite terms keeps the largest
+ * float (round-to-odd of a value beyond it). */
+static float ref_round_sum(const mpx_format *f, float s, float t) {
+    if (!isfinite(s) || !isfinite(t)) return mpx_round_scalar(f, s + t);
+    const bool s_big = fabsf(s) >= fabsf(t);
+    const double big = s_big ? s : t;
+    double small = s_big ? t : s;
+    int e;
+    frexp(big, &e);
+    if (small != 0.0 && fabs(small) < ldexp(1.0, e - 30)) small = copysign(ldexp(1.0, e - 40), small);
+    const double d = big + small;
+    if (fabs(d) > (double)FLT_MAX) return mpx_round_scalar(f, copysignf(FLT_MAX, (float)d));
+    float z = (float)d;
+    if (fabs((double)z) > fabs(d)) z = nextafterf(z, 0.0f);
+    if ((double)z != d) {
+        uint32_t u;
+        memcpy(&u, &z, sizeof u);
+        u |= 1u;
+        memcpy(&z, &u, sizeof z);
+    }
+    return mpx_round_scalar(f, z);
+}
+
 /* A position of the sum: the term x * w, or (present false) a tap in the
  * padding, which in fp32 still counts in its block of 64. fp32 fuses the
  * product into the block's sum; the rounded modes round the product to fp32
@@ -85,11 +116,11 @@ static void ra_add(racc *a, bool present, float x, float w) {
     if (!present) return;
     const float t = x * w;
     if (a->block <= 0) {
-        a->sum = mpx_round_scalar(a->f, a->sum + t);
+        a->sum = ref_round_sum(a->f, a->sum, t);
     } else {
         a->blk += t;
         if (++a->nb == a->block) {
-            a->sum = mpx_round_scalar(a->f, a->sum + mpx_round_scalar(a->f, a->blk));
+            a->sum = ref_round_sum(a->f, a->sum, mpx_round_scalar(a->f, a->blk));
             a->blk = 0.0f, a->nb = 0;
         }
     }
@@ -102,7 +133,7 @@ static float ra_result(racc *a, const float *bias) {
         return bias ? a->sum + *bias : a->sum;
     }
     if (a->block > 0 && a->nb > 0)
-        a->sum = mpx_round_scalar(a->f, a->sum + mpx_round_scalar(a->f, a->blk));
+        a->sum = ref_round_sum(a->f, a->sum, mpx_round_scalar(a->f, a->blk));
     a->nb = 0, a->blk = 0.0f;
     if (!bias) return a->sum;
     /* The bias is one more term (with blocks: a block of its own). */
@@ -212,6 +243,14 @@ static void check(const char *what, const mpx_node *node, int n_in, const mpx_va
     mpx_error err;
     mpx_error_clear(&err);
     mpx_kctx c = {.node = node, .acc = {ACCS[acc].f, ACCS[acc].block}, .err = &err};
+    /* fp16-exact operands of a product: as the executor gives a node that
+     * computes in fp16 (the GEMM core's fp16 fused multiply-add path). */
+    bool f16 = node->op == MPX_OP_Conv || node->op == MPX_OP_ConvTranspose || node->op == MPX_OP_Gemm ||
+               node->op == MPX_OP_MatMul;
+    for (int i = 0; f16 && i < n_in; i++)
+        for (int64_t k = 0; f16 && in[i] && k < in[i]->n; k++)
+            f16 = mpx_round_scalar(&mpx_format_fp16, in[i]->f[k]) == in[i]->f[k];
+    if (f16) c.round = &mpx_format_fp16;
     mpx_value y;
     memset(&y, 0, sizeof y);
     y.n = -1;

@@ -497,6 +497,184 @@ static void test_random_sample(void) {
     free(ref);
 }
 
+
+/* ---- one rounding of a sum (mpx_round_sum) ---------------------------------- */
+
+/* s + t rounded to 24 bits by round-to-odd, in integers (no floating-point
+ * addition): both as 24-bit integers times powers of two, a term more
+ * than 100 binades below the other replaced by one bit of its sign there
+ * (it only ever decides the sticky bit), the sum exact in 128 bits. Then
+ * rounded to f by the reference rounding. Operands and sums stay within
+ * fp32's normal range. */
+__extension__ typedef __int128 i128;
+__extension__ typedef unsigned __int128 u128;
+
+static float ref_round_sum(const mpx_format *f, float s, float t) {
+    int es, et;
+    double fs = frexp(s, &es), ft = frexp(t, &et);
+    int64_t ms = (int64_t)ldexp(fs, 24), mt = (int64_t)ldexp(ft, 24);
+    es -= 24, et -= 24;
+    if (ms == 0) es = et;
+    if (mt == 0) et = es;
+    if (ms != 0 && mt != 0) {
+        if (es - et > 100) mt = mt < 0 ? -1 : 1, et = es - 100;
+        if (et - es > 100) ms = ms < 0 ? -1 : 1, es = et - 100;
+    }
+    const int e0 = es < et ? es : et;
+    i128 m = ((i128)ms << (es - e0)) + ((i128)mt << (et - e0));
+    const bool neg = m < 0;
+    u128 u = (u128)(neg ? -m : m);
+    int e = e0, h = -1;
+    for (u128 v = u; v; v >>= 1) h++;
+    if (h >= 24) {
+        const int sh = h - 23;
+        const bool sticky = (u & ((((u128)1) << sh) - 1)) != 0;
+        u >>= sh;
+        if (sticky) u |= 1;
+        e += sh;
+    }
+    const float r = (float)ldexp((double)(uint64_t)u, e);
+    return mpx_round_scalar(f, neg ? -r : r);
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#include <immintrin.h>
+/* The CPU's own fp16 fused multiply-add: c + a * b rounded once to fp16 */
+__attribute__((target("avx512fp16,avx512vl,avx512f"))) static float hw_fma16(float a, float b, float c) {
+    const __m128h ha = _mm_cvtss_sh(_mm_setzero_ph(), _mm_set_ss(a));
+    const __m128h hb = _mm_cvtss_sh(_mm_setzero_ph(), _mm_set_ss(b));
+    const __m128h hc = _mm_cvtss_sh(_mm_setzero_ph(), _mm_set_ss(c));
+    return _mm_cvtss_f32(_mm_cvtsh_ss(_mm_setzero_ps(), _mm_fmadd_sh(ha, hb, hc)));
+}
+static bool have_fp16_fma(void) {
+    unsigned a, b, c, d;
+    return __builtin_cpu_supports("avx512f") && __get_cpuid_count(7, 0, &a, &b, &c, &d) &&
+           (d & (1u << 23));
+}
+#else
+static float hw_fma16(float a, float b, float c) { return a * b + c; }
+static bool have_fp16_fma(void) { return false; }
+#endif
+
+static float fp16_at(uint16_t h) { return fp16_ieee_to_fp32_value(h); }
+
+static void test_round_sum(void) {
+    const mpx_format *b16 = &mpx_format_bf16, *h16 = &mpx_format_fp16;
+    /* Twice rounded, (1 + 2^-8) + 2^-100 is a tie in fp32 and goes to 1
+     * (even); the exact sum is above the midpoint. */
+    CHECK(mpx_round_sum(b16, 0x1.01p0f, 0x1p-100f) == 0x1.02p0f);
+    CHECK(mpx_round_sum(b16, 0x1.01p0f, -0x1p-100f) == 0x1p0f);
+    CHECK(mpx_round_value(b16, 0x1.01p0f + 0x1p-100f) == 0x1p0f);
+    /* fp16: a running sum of 1 and a term 2^-11 + 2^-36 (a 26-bit value, so
+     * an fp32 term, not an fp16 product): the fp32 sum is the midpoint
+     * 1 + 2^-11 */
+    CHECK(mpx_round_sum(h16, 1.0f, 0x1p-11f + 0x1p-34f) == 0x1.004p0f);
+    CHECK(mpx_round_value(h16, 1.0f + (0x1p-11f + 0x1p-34f)) == 1.0f);
+    CHECK(mpx_round_sum(h16, 1.0f, 0x1p-11f) == 1.0f); /* a real tie: even */
+    CHECK(mpx_round_sum(h16, 2048.0f, 1.0f) == 2048.0f);
+    CHECK(mpx_round_sum(h16, 2048.0f, 0x1.000002p0f) == 2050.0f);
+    CHECK(mpx_round_sum(h16, 2048.0f, -0x1.000002p-1f) == 2047.0f); /* fp32: 2047.5, even 2048 */
+    /* overflow, zeros, non-finite operands */
+    CHECK(isinf(mpx_round_sum(h16, 65504.0f, 16.0f)));
+    CHECK(mpx_round_sum(h16, 65504.0f, 15.0f) == 65504.0f);
+    CHECK(isinf(mpx_round_sum(b16, 0x1.fep127f, 0x1p120f)));
+    CHECK(mpx_round_sum(&mpx_format_fp8e4m3_sat, 0x1.fffffep127f, 0x1p127f) == 448.0f);
+    CHECK(bits_of(mpx_round_sum(h16, 0.0f, -0.0f)) == 0u);
+    CHECK(bits_of(mpx_round_sum(h16, -0.0f, -0.0f)) == 0x80000000u);
+    CHECK(bits_of(mpx_round_sum(h16, 1.5f, -1.5f)) == 0u);
+    CHECK(isnan(mpx_round_sum(h16, INFINITY, -INFINITY)));
+    CHECK(mpx_round_sum(b16, -INFINITY, 1.0f) == -INFINITY);
+    CHECK(isnan(mpx_round_sum(b16, NAN, 1.0f)));
+    CHECK(mpx_round_sum(&mpx_format_fp32, 1.0f, 0x1p-24f) == 1.0f);
+
+    /* Random sums against the integer reference: every format the
+     * accumulation takes, terms of every magnitude relation (equal
+     * exponents to 120 binades apart), both signs. */
+    const mpx_format *fmts[] = {h16, b16, &mpx_format_tf32, &mpx_format_fp8e4m3_sat,
+                                &mpx_format_fp8e5m2};
+    srand(7);
+    int bad = 0;
+    for (size_t fi = 0; fi < sizeof fmts / sizeof *fmts; fi++)
+        for (int i = 0; i < 400000; i++) {
+            const mpx_format *f = fmts[fi];
+            int lo = f == h16 ? -24 : f == &mpx_format_fp8e5m2 ? -16 : f == &mpx_format_fp8e4m3_sat ? -9 : -60;
+            int hi = f == h16 ? 14 : f == &mpx_format_fp8e5m2 ? 14 : f == &mpx_format_fp8e4m3_sat ? 7 : 60;
+            float s = mpx_round_scalar(f, ldexpf((float)rand() / (float)RAND_MAX + 1.0f, lo + rand() % (hi - lo + 1)));
+            float t = ldexpf(1.0f + (float)rand() / (float)RAND_MAX, lo - 60 + rand() % (hi - lo + 80));
+            if (rand() & 1) t = -t;
+            if (rand() & 1) s = -s;
+            if (rand() % 4 == 0) /* near a midpoint of s's neighbourhood */
+                t = (s * (float)(1 + rand() % 9)) * 0x1p-11f + ldexpf((float)(rand() % 3) - 1.0f, -30 - rand() % 60);
+            float want = ref_round_sum(f, s, t), got = mpx_round_sum(f, s, t);
+            if (bits_of(want) != bits_of(got) && !(isnan(want) && isnan(got))) {
+                if (bad++ < 5)
+                    fprintf(stderr, "%s: %a + %a: got %a want %a\n", f->name, (double)s, (double)t,
+                            (double)got, (double)want);
+            }
+        }
+    CHECK_MSG(bad == 0, "%d random sums differ from the integer reference", bad);
+
+    /* The side-by-side form gives each lane mpx_round_sum's value, the
+     * edge cases among them. */
+    enum { NS = 4096 };
+    static float ss[NS], ts[NS], want_s[NS];
+    const float edge[] = {0.0f, -0.0f, 65504.0f, -65504.0f, 0x1.fffffep127f, -0x1.fffffep127f, INFINITY,
+                          -INFINITY, NAN, 0x1p-24f, 0x1p-149f, 1.0f, 0x1.01p0f, 0x1p-11f};
+    const int nedge = (int)(sizeof edge / sizeof *edge);
+    int sbad = 0;
+    for (size_t fi = 0; fi < sizeof fmts / sizeof *fmts; fi++) {
+        for (int i = 0; i < NS; i++) {
+            if (i < nedge * nedge) {
+                ss[i] = edge[i / nedge], ts[i] = edge[i % nedge];
+            } else {
+                ss[i] = mpx_round_scalar(fmts[fi], ldexpf((float)rand() / (float)RAND_MAX, rand() % 30 - 15));
+                ts[i] = ldexpf((float)rand() / (float)RAND_MAX - 0.5f, rand() % 60 - 40);
+            }
+            want_s[i] = mpx_round_sum(fmts[fi], ss[i], ts[i]);
+        }
+        mpx_round_sums(fmts[fi], ss, ts, NS);
+        for (int i = 0; i < NS; i++)
+            if (bits_of(ss[i]) != bits_of(want_s[i]) && !(isnan(ss[i]) && isnan(want_s[i])) && sbad++ < 5)
+                fprintf(stderr, "%s: lane %d: %a, one at a time %a\n", fmts[fi]->name, i, (double)ss[i],
+                        (double)want_s[i]);
+    }
+    CHECK_MSG(sbad == 0, "%d lanes of mpx_round_sums differ from mpx_round_sum", sbad);
+
+    /* fp16: the running sum plus a product of two fp16 values, against the
+     * CPU's fp16 fused multiply-add (one rounding in hardware): every
+     * product of 512 x 512 operand codes with 64 sums each, and random
+     * triples over all codes. */
+    if (!have_fp16_fma()) {
+        printf("AVX512-FP16 not available: the hardware comparison skipped\n");
+        return;
+    }
+    int hbad = 0;
+    long n = 0;
+    for (uint32_t ia = 0x3c00; ia < 0x3e00; ia++)
+        for (uint32_t ib = 0x3800; ib < 0x3a00; ib++) {
+            const float a = fp16_at((uint16_t)ia), b = fp16_at((uint16_t)ib);
+            for (int k = 0; k < 64; k++) {
+                const float c = fp16_at((uint16_t)((k & 1 ? 0x8000u : 0u) | (uint32_t)(0x3000 + rand() % 0x1800)));
+                const float want = hw_fma16(a, b, c), got = mpx_round_sum(h16, c, a * b);
+                n++;
+                if (bits_of(want) != bits_of(got) && hbad++ < 5)
+                    fprintf(stderr, "fp16: %a + %a * %a: got %a, fp16 FMA %a\n", (double)c, (double)a,
+                            (double)b, (double)got, (double)want);
+            }
+        }
+    for (int i = 0; i < 4000000; i++) {
+        const float a = fp16_at((uint16_t)(rand() & 0xffff)), b = fp16_at((uint16_t)(rand() & 0xffff)),
+                    c = fp16_at((uint16_t)(rand() & 0xffff));
+        const float want = hw_fma16(a, b, c), got = mpx_round_sum(h16, c, a * b);
+        n++;
+        if (bits_of(want) != bits_of(got) && !(isnan(want) && isnan(got)) && hbad++ < 5)
+            fprintf(stderr, "fp16: %a + %a * %a: got %a, fp16 FMA %a\n", (double)c, (double)a, (double)b,
+                    (double)got, (double)want);
+    }
+    CHECK_MSG(hbad == 0, "%d of %ld fp16 sums differ from the CPU's fp16 FMA", hbad, n);
+}
+
 int main(void) {
     printf("F16C %s\n", mpx_fp16_use_hw(true) ? "in use" : "not available");
     test_descriptors();
@@ -515,5 +693,6 @@ int main(void) {
     test_tf32_fp32_edges();
     test_fp8_edges();
     test_random_sample();
+    test_round_sum();
     return check_report("test_formats");
 }

@@ -242,11 +242,11 @@ static void ta_add(tacc *a, float t) {
     } else if (!a->f) {
         a->sum += t;
     } else if (a->block <= 0) {
-        a->sum = mpx_round_scalar(a->f, a->sum + t);
+        a->sum = mpx_round_sum(a->f, a->sum, t);
     } else {
         a->blk += t;
         if (++a->nb == a->block) {
-            a->sum = mpx_round_scalar(a->f, a->sum + mpx_round_scalar(a->f, a->blk));
+            a->sum = mpx_round_sum(a->f, a->sum, mpx_round_scalar(a->f, a->blk));
             a->blk = 0.0f, a->nb = 0;
         }
     }
@@ -258,7 +258,7 @@ static float ta_result(tacc *a) {
         a->blk = 0.0f, a->nb = 0;
     }
     if (a->f && a->block > 0 && a->nb > 0) {
-        a->sum = mpx_round_scalar(a->f, a->sum + mpx_round_scalar(a->f, a->blk));
+        a->sum = mpx_round_sum(a->f, a->sum, mpx_round_scalar(a->f, a->blk));
         a->blk = 0.0f, a->nb = 0;
     }
     return a->sum;
