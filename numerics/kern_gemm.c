@@ -30,6 +30,7 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#include "round_odd.h"
 #define KG_HAVE_X86 1
 #else
 #define KG_HAVE_X86 0

@@ -407,20 +407,13 @@ static inline KG_TARGET __attribute__((always_inline)) v16f KG_F(rnd16)(const in
     return x;
 }
 
-/* ro8 on 16 lanes with AVX-512's per-instruction rounding modes: the sum
- * rounded towards zero, with its last bit set when rounding down and up
- * differ (inexact): round-to-odd, the same value ro8's Fast2Sum gives on
- * every input (an fp32 overflow: the largest float, which the format's
- * rounding takes to its infinity as ro8's infinity; NaNs and infinite
- * operands as the plain sum). Four instructions where ro8 takes about
+/* ro8 on 16 lanes: round_odd.h's mpx_ro16 (AVX-512's rounding modes), the
+ * same value as ro8's Fast2Sum on every input (for fp16, bf16 and tf32: an
+ * fp32 overflow is the largest float there, infinity in ro8, and both
+ * round to the format's infinity), four instructions where ro8 takes about
  * fifteen. */
 static inline KG_TARGET __attribute__((always_inline)) v16f KG_F(ro16)(v16f c, v16f p) {
-    const __m512 lo = _mm512_add_round_ps((__m512)c, (__m512)p, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-    const __m512 hi = _mm512_add_round_ps((__m512)c, (__m512)p, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
-    const __m512 tz = _mm512_add_round_ps((__m512)c, (__m512)p, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-    const __mmask16 inexact = _mm512_cmp_ps_mask(lo, hi, _CMP_NEQ_OQ);
-    const __m512i u = _mm512_castps_si512(tz);
-    return (v16f)_mm512_castsi512_ps(_mm512_mask_or_epi32(u, inexact, u, _mm512_set1_epi32(1)));
+    return (v16f)mpx_ro16((__m512)c, (__m512)p);
 }
 
 static inline KG_TARGET __attribute__((always_inline)) v16f KG_F(rsum16)(const int RM, v16f c, v16f p) {
@@ -587,12 +580,15 @@ static inline KG_H16_TARGET __attribute__((always_inline)) void KG_F(h16_st2)(fl
 }
 
 /* MR rows of A's panel (a: [kc][6]) against NP (1 or 2) panels of packed B
- * (ps floats apart); the ukr calling convention otherwise. */
+ * (ps floats apart; a partial last panel is zero-padded), C's last panel
+ * read and written in its first `tail` columns only (masked: where C's rows
+ * are runs, a 7 x 7 map is 3 panels and a column); the ukr calling
+ * convention otherwise. */
 static inline KG_H16_TARGET __attribute__((always_inline)) void KG_F(ukrh)(const int MR, const int NP, int64_t kc,
                                                                  const float *restrict a,
                                                                  const float *restrict b, int64_t ps,
                                                                  float *const *cr, bool first,
-                                                                 const float *bias) {
+                                                                 const float *bias, int tail) {
     kg_half ah[KG_KC * KG_MR];
     const int64_t na = kc * KG_MR;
     int64_t n = 0;
@@ -601,11 +597,21 @@ static inline KG_H16_TARGET __attribute__((always_inline)) void KG_F(ukrh)(const
         const __mmask16 m = (__mmask16)((1u << (na - n)) - 1u);
         _mm256_mask_storeu_epi16(ah + n, m, _mm256_castph_si256(_mm512_cvtxps_ph(_mm512_maskz_loadu_ps(m, a + n))));
     }
+    const __mmask16 tm = (__mmask16)(tail >= KG_NR ? 0xffffu : (1u << tail) - 1u);
     if (NP == 2) {
         __m512h c[KG_MR];
 #pragma GCC unroll 6
         for (int i = 0; i < KG_MR; i++)
-            if (i < MR) c[i] = first ? _mm512_setzero_ph() : KG_F(h16_ld2)(cr[i], cr[i] + KG_NR);
+            if (i < MR) {
+                if (first) {
+                    c[i] = _mm512_setzero_ph();
+                } else {
+                    const __m256h lo = _mm512_cvtxps_ph(_mm512_loadu_ps(cr[i]));
+                    const __m256h hi = _mm512_cvtxps_ph(_mm512_maskz_loadu_ps(tm, cr[i] + KG_NR));
+                    c[i] = _mm512_castsi512_ph(_mm512_inserti64x4(_mm512_castsi256_si512(_mm256_castph_si256(lo)),
+                                                                  _mm256_castph_si256(hi), 1));
+                }
+            }
         const float *bk = b;
         const kg_half *ak = ah;
         for (int64_t k = 0; k < kc; k++, bk += KG_NR, ak += KG_MR) {
@@ -618,13 +624,15 @@ static inline KG_H16_TARGET __attribute__((always_inline)) void KG_F(ukrh)(const
         for (int i = 0; i < KG_MR; i++)
             if (i < MR) {
                 if (bias) c[i] = _mm512_add_ph(c[i], _mm512_set1_ph((kg_half)bias[i]));
-                KG_F(h16_st2)(cr[i], c[i]);
+                _mm512_storeu_ps(cr[i], _mm512_cvtxph_ps(_mm512_castph512_ph256(c[i])));
+                _mm512_mask_storeu_ps(cr[i] + KG_NR, tm,
+                                      _mm512_cvtxph_ps(_mm256_castpd_ph(_mm512_extractf64x4_pd(_mm512_castph_pd(c[i]), 1))));
             }
     } else {
         __m256h c[KG_MR];
 #pragma GCC unroll 6
         for (int i = 0; i < KG_MR; i++)
-            if (i < MR) c[i] = first ? _mm256_setzero_ph() : KG_F(h16_ld)(cr[i]);
+            if (i < MR) c[i] = first ? _mm256_setzero_ph() : _mm512_cvtxps_ph(_mm512_maskz_loadu_ps(tm, cr[i]));
         const float *bk = b;
         const kg_half *ak = ah;
         for (int64_t k = 0; k < kc; k++, bk += KG_NR, ak += KG_MR) {
@@ -637,30 +645,47 @@ static inline KG_H16_TARGET __attribute__((always_inline)) void KG_F(ukrh)(const
         for (int i = 0; i < KG_MR; i++)
             if (i < MR) {
                 if (bias) c[i] = _mm256_add_ph(c[i], _mm256_set1_ph((kg_half)bias[i]));
-                _mm512_storeu_ps(cr[i], _mm512_cvtxph_ps(c[i]));
+                _mm512_mask_storeu_ps(cr[i], tm, _mm512_cvtxph_ps(c[i]));
             }
     }
 }
-#define KG_UKRH_DEF(MR)                                                                              \
-    static KG_H16_TARGET void KG_F(ukrh_##MR)(int64_t kc, const float *a, const float *b, float *const *cr, \
-                                             bool first, const float *bias) {                           \
-        KG_F(ukrh)(MR, 1, kc, a, b, 0, cr, first, bias);                                                \
+typedef void (*KG_F(ukrh_fn))(int64_t kc, const float *a, const float *b, int64_t ps, float *const *cr, bool first,
+                              const float *bias, int tail);
+#define KG_UKRH_DEF(MR, NP)                                                                                 \
+    static KG_H16_TARGET void KG_F(ukrh_##MR##_##NP)(int64_t kc, const float *a, const float *b, int64_t ps, \
+                                                    float *const *cr, bool first, const float *bias, int tail) { \
+        KG_F(ukrh)(MR, NP, kc, a, b, ps, cr, first, bias, tail);                                           \
     }
-KG_UKRH_DEF(1)
-KG_UKRH_DEF(2)
-KG_UKRH_DEF(3)
-KG_UKRH_DEF(4)
-KG_UKRH_DEF(5)
-KG_UKRH_DEF(6)
+#define KG_UKRH_MR(MR) KG_UKRH_DEF(MR, 1) KG_UKRH_DEF(MR, 2)
+KG_UKRH_MR(1)
+KG_UKRH_MR(2)
+KG_UKRH_MR(3)
+KG_UKRH_MR(4)
+KG_UKRH_MR(5)
+KG_UKRH_MR(6)
+#undef KG_UKRH_MR
 #undef KG_UKRH_DEF
-/* one panel, any rows: ukr_table's place */
-static const KG_F(ukr_fn) KG_F(ukrh_table)[KG_MR] = {KG_F(ukrh_1), KG_F(ukrh_2), KG_F(ukrh_3),
-                                                     KG_F(ukrh_4), KG_F(ukrh_5), KG_F(ukrh_6)};
-/* two panels (kc * 16 floats apart), six rows: ukrp_table's place */
-static KG_H16_TARGET void KG_F(ukrhp)(int64_t kc, const float *a, const float *b, float *const *cr, bool first,
-                                      const float *bias) {
-    KG_F(ukrh)(KG_MR, 2, kc, a, b, kc * KG_NR, cr, first, bias);
-}
+/* [rows - 1][panels - 1] */
+#define KG_UKRH_ROW(MR) {KG_F(ukrh_##MR##_1), KG_F(ukrh_##MR##_2)}
+static const KG_F(ukrh_fn) KG_F(ukrh_table)[KG_MR][2] = {KG_UKRH_ROW(1), KG_UKRH_ROW(2), KG_UKRH_ROW(3),
+                                                         KG_UKRH_ROW(4), KG_UKRH_ROW(5), KG_UKRH_ROW(6)};
+#undef KG_UKRH_ROW
+/* One whole panel, any rows, in ukr_table's calling convention (the
+ * per-panel loops of gemm_item). */
+#define KG_UKRH1_DEF(MR)                                                                                  \
+    static KG_H16_TARGET void KG_F(ukrh1_##MR)(int64_t kc, const float *a, const float *b, float *const *cr, \
+                                              bool first, const float *bias) {                            \
+        KG_F(ukrh)(MR, 1, kc, a, b, 0, cr, first, bias, KG_NR);                                          \
+    }
+KG_UKRH1_DEF(1)
+KG_UKRH1_DEF(2)
+KG_UKRH1_DEF(3)
+KG_UKRH1_DEF(4)
+KG_UKRH1_DEF(5)
+KG_UKRH1_DEF(6)
+#undef KG_UKRH1_DEF
+static const KG_F(ukr_fn) KG_F(ukrh1_table)[KG_MR] = {KG_F(ukrh1_1), KG_F(ukrh1_2), KG_F(ukrh1_3),
+                                                      KG_F(ukrh1_4), KG_F(ukrh1_5), KG_F(ukrh1_6)};
 #endif
 
 /* ---- one work item of a GEMM: group g, columns [q0, q0 + icols) ------------------------ */
@@ -701,15 +726,23 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(panel_rows)(
                                                             i + 1 < i1 ? ap + KG_MR * K : NULL, tmask);
             continue;
         }
+#if KG_HAVE_H16
+        if (ukrs == KG_F(ukrh1_table)) { /* fp16 FMA: two panels a call, any rows, the last one partial */
+            for (int p = 0; p < np; p += 2) {
+                float *crp[KG_MR];
+                for (int r = 0; r < mr; r++) crp[r] = cr[r] + p * KG_NR;
+                const int two = p + 1 < np;
+                KG_F(ukrh_table)[mr - 1][two](kc, ap, bq + p * kc * KG_NR, kc * KG_NR, crp, first, bi,
+                                              p + 1 + two >= np ? tail : KG_NR);
+            }
+            continue;
+        }
+#endif
         if (np > 1 && mr == KG_MR) {
             for (int p = 0; p < np; p += 2) {
                 float *crp[KG_MR];
                 for (int r = 0; r < KG_MR; r++) crp[r] = cr[r] + p * KG_NR;
-                KG_F(ukrp_fn) ukrp = KG_F(ukrp_table)[j->mode];
-#if KG_HAVE_H16
-                if (ukrs == KG_F(ukrh_table)) ukrp = KG_F(ukrhp);
-#endif
-                ukrp(kc, ap, bq + p * kc * KG_NR, crp, first, bi);
+                KG_F(ukrp_table)[j->mode](kc, ap, bq + p * kc * KG_NR, crp, first, bi);
             }
             continue;
         }
@@ -750,7 +783,7 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
     float *bp = x->bp[tid], *tile = x->tile[tid];
     const KG_F(ukr_fn) *ukrs = KG_F(ukr_table)[j->mode];
 #if KG_SIMD == 2 && KG_HAVE_H16
-    if (x->h16) ukrs = KG_F(ukrh_table);
+    if (x->h16) ukrs = KG_F(ukrh1_table);
 #endif
     for (int64_t k0 = 0; k0 < K; k0 += KG_KC) {
         const int64_t kc = K - k0 < KG_KC ? K - k0 : KG_KC;
@@ -813,9 +846,11 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
                  * fp32 1 to 4 panels (ukr16d), the last one partial (masked:
                  * a 7x7 map is 3 panels and a column). */
                 const bool runs = j->cs == 1 && j->gw == j->gvalid && (j->N <= j->gw || j->rs == j->gw);
-                if (runs && (j->mode == KG_FP32 || q + 2 * KG_NR <= qb)) {
+                /* (masked partial last panels: fp32 and fp16 FMA) */
+                const bool masked = j->mode == KG_FP32 || x->h16;
+                if (runs && (masked || q + 2 * KG_NR <= qb)) {
                     const int64_t left = qb - q;
-                    const int np = kg_group(j->mode == KG_FP32 ? kg_cdiv(left, KG_NR) : left / KG_NR);
+                    const int np = kg_group(masked ? kg_cdiv(left, KG_NR) : left / KG_NR);
                     const int tail = np * KG_NR > left ? (int)(left - (np - 1) * KG_NR) : KG_NR;
                     /* the next group's panels, when B is kept (they follow these) */
                     const int64_t nq = q + np * KG_NR < qb ? qb - (q + np * KG_NR) : 0;
