@@ -338,6 +338,8 @@ static void round_fp16_portable(float *dst, const float *src, size_t n) {
  * handles fp16 subnormals and overflow to inf, and quiets NaNs keeping the
  * top payload bits; vcvtph2ps is exact. Compiled for F16C here so the build
  * needs no -m flags; called only after the run-time check. */
+static bool avx512_hw(void);
+
 __attribute__((target("f16c,avx")))
 static void round_fp16_f16c(float *dst, const float *src, size_t n) {
     size_t i = 0;
@@ -353,6 +355,17 @@ static void round_fp16_f16c(float *dst, const float *src, size_t n) {
         _mm256_storeu_ps(buf, _mm256_cvtph_ps(h));
         memcpy(dst + i, buf, (n - i) * sizeof *buf);
     }
+}
+
+/* The same conversions 16 lanes at a time where the CPU has AVX-512 (the
+ * fp16 candidate's inputs and outputs of every node pass here: cls's
+ * fp16-accumulated run spent 15% in the 8-lane loop). */
+__attribute__((target("avx512f,f16c,avx")))
+static void round_fp16_avx512(float *dst, const float *src, size_t n) {
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm512_maskz_cvtps_ph((__mmask16)0xffff, _mm512_loadu_ps(src + i), 0)));
+    if (i < n) round_fp16_f16c(dst + i, src + i, n - i);
 }
 
 __attribute__((target("f16c,avx")))
@@ -383,7 +396,11 @@ void mpx_round_array(const mpx_format *f, float *dst, const float *src, size_t n
     case MPX_FMT_TF32: round_tf32(dst, src, n); return;
     case MPX_FMT_FP16:
 #if MPX_HAVE_X86
-        if (fp16_hw()) { round_fp16_f16c(dst, src, n); return; }
+        if (fp16_hw()) {
+            if (avx512_hw()) round_fp16_avx512(dst, src, n);
+            else round_fp16_f16c(dst, src, n);
+            return;
+        }
 #endif
         round_fp16_portable(dst, src, n);
         return;

@@ -359,15 +359,16 @@ static mpx_status global_pool(const mpx_kctx *c, const mpx_value *const *in, int
          * pools were 15% of its run), each the sequence mpx_acc makes. */
         enum { GP = 32 };
         const mpx_format *f = c->acc.fmt;
-        for (; pc + GP <= planes; pc += GP) {
+        for (; pc < planes; pc += GP) {
+            const int g = planes - pc < GP ? (int)(planes - pc) : GP;
             const float *xp = x->f + pc * plane;
             float sum[GP], t[GP];
-            for (int q = 0; q < GP; q++) sum[q] = mpx_round_value(f, 0.0f);
+            for (int q = 0; q < g; q++) sum[q] = mpx_round_value(f, 0.0f);
             for (int64_t k = 0; k < plane; k++) {
-                for (int q = 0; q < GP; q++) t[q] = xp[q * plane + k];
-                mpx_round_sums(f, sum, t, GP);
+                for (int q = 0; q < g; q++) t[q] = xp[q * plane + k];
+                mpx_round_sums(f, sum, t, (size_t)g);
             }
-            for (int q = 0; q < GP; q++) out[0].f[pc + q] = sum[q] / (float)plane;
+            for (int q = 0; q < g; q++) out[0].f[pc + q] = sum[q] / (float)plane;
         }
     }
     for (; pc < planes; pc++) {
