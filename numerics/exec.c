@@ -465,6 +465,15 @@ mpx_status mpx_exec_node_with(const mpx_node *n, const mpx_assign *a, const mpx_
     return exec_node(n, a, srcs, false, NULL, outs, NULL, dest, dest_n, err);
 }
 
+bool mpx_exec_node_plain(const mpx_assign *a, const mpx_node *n) {
+    if (!a) return true;
+    const mpx_node_prec *p = &a->node[n->index];
+    if (low(p->compute) || low(p->output)) return false;
+    for (int j = 0; j < n->n_outputs; j++)
+        if (n->outputs[j] && tensor_fmt(a, n->outputs[j])) return false;
+    return true;
+}
+
 /* Store a node's outputs into a run's values (a node may recompute a tensor
  * that also had a value before, which it replaces). */
 static void store_outputs(const mpx_node *n, mpx_value *outs, mpx_value *vals) {

@@ -22,12 +22,14 @@
  * and runs it with mpx_fuse_run. */
 #include "kern_internal.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 enum {
-    FUSE_TILE = 8192,       /* elements per tile: a chain's tiles fit in L2 */
+    FUSE_TILE = 2048,       /* elements per tile: a chain's tiles fit in L2 */
     FUSE_MIN_ELEMS = 1 << 16, /* smaller ones stay in L2 anyway (2^16 beat 2^17 on rec) */
     FUSE_MIN_PLANE = 1024,  /* a broadcast operand constant over fewer: tiles too short */
     FUSE_MAX_NODES = MPX_FUSE_MAX_NODES,
@@ -181,9 +183,14 @@ typedef struct fin {
     bool scalar;          /* rank 0 */
 } fin;
 
+/* The ops a plain chain runs without the executor (run_direct). */
+typedef enum fop { FOP_NONE, FOP_ADD, FOP_SUB, FOP_MUL, FOP_DIV, FOP_CLIP, FOP_RELU } fop;
+
 typedef struct fnode {
     const mpx_node *n;
     bool skip;         /* a Constant node inside the span: not run */
+    fop op;            /* run_direct's op (FOP_NONE: the group runs through the executor) */
+    float lo, hi;      /* Clip's bounds */
     fin in[8];
     bool out_needed;
     mpx_dtype dt;      /* the output's dtype, as the first tile's kernel set it */
@@ -197,6 +204,7 @@ typedef struct fgroup {
     int64_t total, plane, tile, tiles_per_plane;
     mpx_value *outs;   /* [count]: whole outputs written (n = -1 when not needed) */
     float **scratch;   /* [nt]: count x tile floats per thread for the other outputs */
+    bool direct;       /* every node plain fp32 arithmetic: run_direct */
     int nt;
     mpx_error *errs;   /* [nt] */
     mpx_status *st;    /* [nt] */
@@ -225,9 +233,110 @@ static void view(mpx_value *v, mpx_dtype dt, float *data, int64_t n, int rank) {
     v->borrowed = true;
 }
 
+/* ---- a plain fp32 chain, without the executor ------------------------------------------
+ * Why: where nothing is rounded (the fp32 forward, a comparison's reference)
+ * and every node is an IEEE operation per element (Add, Sub, Mul, Div, Clip,
+ * Relu), the executor's per-node, per-tile step (views, kernel lookup,
+ * output values) and the tile's trips through L2 cost more than the
+ * arithmetic: rec's forward spent a quarter of its time in these chains
+ * (PP-LCNetV3's affine blocks and hard-swish, eight nodes after every
+ * convolution). Here the tile is cut into blocks of FUSE_BLOCK elements
+ * that stay in L1, and each node is one vector loop over its block. Each
+ * element is the same operation on the same operands as the node's kernel
+ * (kern_binary.c's frow, kern_elem.c's Clip and Relu maps), so the bits are
+ * the executor's; only the values someone needs are written out whole. */
+enum { FUSE_BLOCK = 512 };
+
+/* One node on n elements: a and b are runs (step 1) or one value (step 0). */
+MPX_K_CLONES("avx512f", "avx2", "default")
+static void direct_op(fop op, float lo, float hi, const float *a, int64_t sa, const float *b, int64_t sb,
+                      float *y, int64_t n) {
+#define DROW(expr)                                                                                   \
+    do {                                                                                             \
+        if (sa && sb) for (int64_t i = 0; i < n; i++) { const float A = a[i], B = b[i]; y[i] = (expr); } \
+        else if (sa) { const float B = b[0]; for (int64_t i = 0; i < n; i++) { const float A = a[i]; y[i] = (expr); } } \
+        else if (sb) { const float A = a[0]; for (int64_t i = 0; i < n; i++) { const float B = b[i]; y[i] = (expr); } } \
+        else { const float A = a[0], B = b[0]; for (int64_t i = 0; i < n; i++) y[i] = (expr); }    \
+    } while (0)
+    switch (op) {
+    case FOP_ADD: DROW(A + B); break;
+    case FOP_SUB: DROW(A - B); break;
+    case FOP_MUL: DROW(A * B); break;
+    case FOP_DIV: DROW(A / B); break;
+    case FOP_CLIP:
+        for (int64_t i = 0; i < n; i++) {
+            const float v = a[i * sa] < lo ? lo : a[i * sa];
+            y[i] = v > hi ? hi : v;
+        }
+        break;
+    case FOP_RELU:
+        for (int64_t i = 0; i < n; i++) y[i] = a[i * sa] < 0.0f ? 0.0f : a[i * sa];
+        break;
+    case FOP_NONE: break;
+    }
+#undef DROW
+}
+
+static void run_direct(fgroup *f, int tid, int64_t start, int64_t len) {
+    float *buf = f->scratch[tid]; /* count x FUSE_BLOCK floats */
+    for (int64_t b0 = 0; b0 < len; b0 += FUSE_BLOCK) {
+        const int64_t n = len - b0 < FUSE_BLOCK ? len - b0 : FUSE_BLOCK, at = start + b0;
+        for (int k = 0; k < f->count; k++) {
+            const fnode *fn = &f->nodes[k];
+            if (fn->skip) continue;
+            const float *src[2] = {NULL, NULL};
+            int64_t step[2] = {0, 0};
+            const int nin = fn->op == FOP_CLIP || fn->op == FOP_RELU ? 1 : 2;
+            for (int j = 0; j < nin; j++) {
+                const fin *in = &fn->in[j];
+                if (!in->ext) {
+                    const fnode *m = &f->nodes[in->member];
+                    src[j] = m->out_needed ? f->outs[in->member].f + at : buf + in->member * FUSE_BLOCK;
+                    step[j] = 1;
+                } else if (in->scalar) {
+                    src[j] = in->ext->f;
+                } else if (in->o.full) {
+                    src[j] = in->ext->f + at, step[j] = 1;
+                } else { /* one value over the tile (tiles never cross its plane) */
+                    src[j] = in->ext->f + operand_offset(f, &in->o, at);
+                }
+            }
+            float *y = fn->out_needed ? f->outs[k].f + at : buf + k * FUSE_BLOCK;
+            direct_op(fn->op, fn->lo, fn->hi, src[0], step[0], src[1], step[1], y, n);
+        }
+    }
+}
+
+/* The node's op for run_direct, or FOP_NONE: a plain node whose float
+ * operands and output are fp32 (Clip's bounds one value each). */
+static fop direct_of(const fgroup *f, const fnode *fn) {
+    const mpx_node *n = fn->n;
+    if (!mpx_exec_node_plain(f->a, n) || n->outputs[0]->dtype != MPX_DT_FLOAT) return FOP_NONE;
+    for (int j = 0; j < n->n_inputs; j++)
+        if (n->inputs[j] && n->inputs[j]->dtype != MPX_DT_FLOAT) return FOP_NONE;
+    switch (n->op) {
+    case MPX_OP_Add: return n->n_inputs == 2 ? FOP_ADD : FOP_NONE;
+    case MPX_OP_Sub: return n->n_inputs == 2 ? FOP_SUB : FOP_NONE;
+    case MPX_OP_Mul: return n->n_inputs == 2 ? FOP_MUL : FOP_NONE;
+    case MPX_OP_Div: return n->n_inputs == 2 ? FOP_DIV : FOP_NONE;
+    case MPX_OP_Relu: return n->n_inputs == 1 ? FOP_RELU : FOP_NONE;
+    case MPX_OP_Clip:
+        for (int j = 1; j < n->n_inputs; j++)
+            if (n->inputs[j] && (!fn->in[j].ext || fn->in[j].ext->n != 1)) return FOP_NONE;
+        return n->n_inputs >= 1 && n->n_inputs <= 3 ? FOP_CLIP : FOP_NONE;
+    default: return FOP_NONE;
+    }
+}
+
 static void run_tile(void *vc, int tid, long item) {
     fgroup *f = vc;
     if (atomic_load(&f->failed)) return;
+    if (f->direct) {
+        const int64_t p = (int64_t)item / f->tiles_per_plane, t = (int64_t)item % f->tiles_per_plane;
+        const int64_t len = f->plane - t * f->tile < f->tile ? f->plane - t * f->tile : f->tile;
+        run_direct(f, tid, p * f->plane + t * f->tile, len);
+        return;
+    }
     int64_t p = (int64_t)item / f->tiles_per_plane, t = (int64_t)item % f->tiles_per_plane;
     int64_t start = p * f->plane + t * f->tile;
     int64_t len = f->plane - t * f->tile < f->tile ? f->plane - t * f->tile : f->tile;
@@ -353,10 +462,26 @@ mpx_status mpx_fuse_run(const mpx_graph *g, const mpx_assign *a, int first, int 
         }
     }
     if (st != MPX_OK) goto done;
+    f.direct = true;
+    for (int k = 0; k < count && f.direct; k++) {
+        fnode *fn = &f.nodes[k];
+        if (fn->skip) continue;
+        fn->op = direct_of(&f, fn);
+        f.direct = fn->op != FOP_NONE;
+        if (fn->op == FOP_CLIP) {
+            const mpx_node *n = fn->n;
+            const bool attrs = n->opset > 0 && n->opset < 11;
+            fn->lo = attrs ? mpx_node_attr_float(n, "min", -FLT_MAX)
+                           : n->n_inputs > 1 && n->inputs[1] ? fn->in[1].ext->f[0] : -INFINITY;
+            fn->hi = attrs ? mpx_node_attr_float(n, "max", FLT_MAX)
+                           : n->n_inputs > 2 && n->inputs[2] ? fn->in[2].ext->f[0] : INFINITY;
+        }
+    }
+    for (int k = 0; f.direct && k < count; k++) f.nodes[k].dt = MPX_DT_FLOAT;
     f.tile = f.plane < FUSE_TILE ? f.plane : FUSE_TILE;
     f.scratch = calloc((size_t)f.nt, sizeof *f.scratch);
     for (int t = 0; f.scratch && t < f.nt && st == MPX_OK; t++)
-        if (!(f.scratch[t] = malloc((size_t)count * (size_t)f.tile * sizeof(float))))
+        if (!(f.scratch[t] = malloc((size_t)count * (size_t)(f.direct ? FUSE_BLOCK : f.tile) * sizeof(float))))
             st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     if (!f.scratch && st == MPX_OK) st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     if (st != MPX_OK) goto done;

@@ -163,6 +163,10 @@ static inline void mpx_k_free_values(mpx_value *v, int n) {
 mpx_status mpx_exec_node_with(const mpx_node *n, const mpx_assign *a, const mpx_value *const *srcs,
                               mpx_value *outs, float *dest, int64_t dest_n, mpx_error *err);
 
+/* Whether running n under a converts nothing: no input or output of it is
+ * rounded (a NULL, or the node and its outputs in fp32). */
+bool mpx_exec_node_plain(const mpx_assign *a, const mpx_node *n);
+
 /* mpx_exec_node with a body probe (mpx_kctx.probe) for a node that has a
  * body; mpx_exec_node is this with NULL. */
 mpx_status mpx_exec_node_probe(const mpx_node *n, const mpx_assign *a, const mpx_value *vals, bool ref_inputs,
