@@ -1008,6 +1008,39 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_rows16)(cons
 }
 #endif
 
+/* dw_chan's fp32 sums on 16 lanes (the AVX-512 build; the other builds
+ * have a stub never called): each lane's fused multiply-adds and blocks
+ * of 64 as the 8-lane loop's, so the same bits, with half the loads and
+ * instructions (rec's depthwise convolutions were a tenth of its forward,
+ * bound by the 8-lane loads). */
+static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_fp32_16)(int64_t K, const float *w,
+                                                                   const float *xq, const int64_t *off,
+                                                                   const float *bp, v8f *s0, v8f *s1,
+                                                                   v8f *s2, v8f *s3) {
+#if KG_SIMD == 2
+    const v16f z = {0};
+    v16f sa = z, sb = z;
+    for (int64_t k0 = 0; k0 < K; k0 += MPX_ACC_FP32_BLOCK) {
+        const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < K ? k0 + MPX_ACC_FP32_BLOCK : K;
+        v16f a = z, b = z;
+        for (int64_t k = k0; k < k1; k++) {
+            const __m512 wk = (__m512)KG_F(splat16)(w[k]);
+            const float *p = xq + off[k];
+            a = (v16f)_mm512_fmadd_ps(wk, _mm512_loadu_ps(p), (__m512)a);
+            b = (v16f)_mm512_fmadd_ps(wk, _mm512_loadu_ps(p + KG_NR), (__m512)b);
+        }
+        sa += a, sb += b;
+    }
+    if (bp) sa += KG_F(splat16)(*bp), sb += KG_F(splat16)(*bp);
+    v8f t[4];
+    memcpy(t, &sa, sizeof sa);
+    memcpy(t + 2, &sb, sizeof sb);
+    *s0 = t[0], *s1 = t[1], *s2 = t[2], *s3 = t[3];
+#else
+    (void)K, (void)w, (void)xq, (void)off, (void)bp, (void)s0, (void)s1, (void)s2, (void)s3;
+#endif
+}
+
 /* ---- depthwise: one channel ------------------------------------------------------------------
  * The channel's padded, phase-split input into the thread's strip, then grid
  * rows 32 outputs at a time in 4 vectors; the taps' terms in order (fp32:
@@ -1028,7 +1061,9 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_chan)(const 
         for (int64_t col = 0; col < j->OW; col += 32) {
             const float *xq = st + r * v->Wq + col;
             v8f s0 = z, s1 = z, s2 = z, s3 = z;
-            if (RM == KG_FP32) {
+            if (RM == KG_FP32 && KG_SIMD == 2) {
+                KG_F(dw_fp32_16)(K, w, xq, off, bp, &s0, &s1, &s2, &s3);
+            } else if (RM == KG_FP32) {
                 for (int64_t k0 = 0; k0 < K; k0 += MPX_ACC_FP32_BLOCK) {
                     const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < K ? k0 + MPX_ACC_FP32_BLOCK : K;
                     v8f a0 = z, a1 = z, a2 = z, a3 = z;
