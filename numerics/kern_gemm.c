@@ -35,10 +35,11 @@
 #else
 #define KG_HAVE_X86 0
 #endif
-/* Compilers with the AVX512-FP16 intrinsics (GCC 12, Clang 14): the fp16
+/* Compilers with _Float16 and the AVX512-FP16 intrinsics on x86-64 (GCC 12,
+ * Clang 15; Clang 14 has the intrinsics but not the type): the fp16
  * accumulation kernel of the AVX-512 build (kern_gemm_body.h, ukrh). */
 #if KG_HAVE_X86 && defined(__x86_64__) && \
-    ((defined(__clang__) && __clang_major__ >= 14) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 12))
+    ((defined(__clang__) && __clang_major__ >= 15) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 12))
 #define KG_HAVE_H16 1
 #define KG_H16_TARGET __attribute__((target("avx512fp16,avx512vl,avx512bw,avx512dq,avx512f,avx2,f16c,fma")))
 __extension__ typedef _Float16 kg_half; /* (a GCC and Clang extension in C11) */

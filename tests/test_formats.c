@@ -537,7 +537,8 @@ static float ref_round_sum(const mpx_format *f, float s, float t) {
     return mpx_round_scalar(f, neg ? -r : r);
 }
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if defined(__x86_64__) && ((defined(__clang__) && __clang_major__ >= 15) || \
+                            (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 12))
 #include <cpuid.h>
 #include <immintrin.h>
 /* The CPU's own fp16 fused multiply-add: c + a * b rounded once to fp16 */
