@@ -521,7 +521,7 @@ static float ref_round_sum(const mpx_format *f, float s, float t) {
         if (et - es > 100) ms = ms < 0 ? -1 : 1, es = et - 100;
     }
     const int e0 = es < et ? es : et;
-    i128 m = ((i128)ms << (es - e0)) + ((i128)mt << (et - e0));
+    i128 m = (i128)ms * ((i128)1 << (es - e0)) + (i128)mt * ((i128)1 << (et - e0));
     const bool neg = m < 0;
     u128 u = (u128)(neg ? -m : m);
     int e = e0, h = -1;
