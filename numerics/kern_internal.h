@@ -7,6 +7,8 @@
 
 #include "mpx_numerics.h"
 
+#include <string.h>
+
 /* ---- accumulation (DESIGN section 3, mpx_accum in the public header) ------- */
 
 /* One running sum. fp32 accumulation is a plain float sum (the reference);
@@ -22,6 +24,61 @@ typedef struct mpx_acc {
     int block;
     const mpx_format *f; /* NULL: fp32 */
 } mpx_acc;
+
+/* The accumulation's fp16 step inline (mpx_acc_add runs it per term, and
+ * the calls into format.c were half of an fp16-accumulated BERT-style
+ * encoder's LayerNormalization and Softmax sums): s + t made round-to-odd
+ * in fp32 (Fast2Sum, as mpx_round_sum), then rounded to fp16 with integer
+ * operations: to 13 fewer bits in fp16's normal range, to a multiple of
+ * 2^-24 below it (through the float addition of 1.5 * 2^-1, exact there),
+ * infinity from 65520; NaN and infinite sums through mpx_round_value.
+ * Bit for bit mpx_round_sum(fp16): test_formats checks the rounding on all
+ * 2^32 floats (MPX_EXHAUSTIVE=1) or a stride of them, the sum with
+ * mpx_round_sum's tests. */
+static inline float mpx_fp16_round_inline(float x) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    const uint32_t a = u & 0x7fffffffu, sign = u & 0x80000000u;
+    uint32_t r;
+    if (a >= 0x7f800000u) return mpx_round_value(&mpx_format_fp16, x);
+    if (a >= 0x477ff000u) { /* 65520 and above: beyond half an ulp past 65504 */
+        r = sign | 0x7f800000u;
+    } else if (a >= 0x38800000u) { /* fp16 normal: 10 mantissa bits */
+        r = (u + 0xfffu + ((u >> 13) & 1u)) & ~0x1fffu;
+    } else { /* fp16 subnormal or zero: a multiple of 2^-24 */
+        float m;
+        uint32_t am = a;
+        memcpy(&m, &am, sizeof m);
+        const float q = (m + 0x1p-1f) - 0x1p-1f; /* RNE to 2^-24: 0.5's ulp */
+        memcpy(&r, &q, sizeof r);
+        r |= sign;
+    }
+    float y;
+    memcpy(&y, &r, sizeof y);
+    return y;
+}
+
+/* s + t made round-to-odd in fp32 (format.c's mpx_round_sum explains). */
+static inline float mpx_ro_sum(float s, float t) {
+    float r = s + t;
+    uint32_t ur, us, ut;
+    memcpy(&ur, &r, sizeof ur);
+    memcpy(&us, &s, sizeof us);
+    memcpy(&ut, &t, sizeof ut);
+    if ((ur & 0x7fffffffu) >= 0x7f800000u) {
+        if ((us & 0x7fffffffu) < 0x7f800000u && (ut & 0x7fffffffu) < 0x7f800000u)
+            ur = (ur & 0x80000000u) | 0x7f7fffffu; /* beyond fp32: the largest float */
+    } else {
+        const bool s_big = (us & 0x7fffffffu) >= (ut & 0x7fffffffu);
+        const float big = s_big ? s : t, small = s_big ? t : s;
+        const float e = small - (r - big);
+        uint32_t ue;
+        memcpy(&ue, &e, sizeof ue);
+        if (e != 0.0f && !(ur & 1u)) ur = ((ue ^ ur) >> 31) ? ur - 1u : ur + 1u;
+    }
+    memcpy(&r, &ur, sizeof r);
+    return r;
+}
 
 static inline void mpx_acc_init(mpx_acc *a, const mpx_accum *m, float init) {
     a->f = (m && m->fmt && m->fmt->kind != MPX_FMT_FP32) ? m->fmt : NULL;
@@ -41,7 +98,8 @@ static inline void mpx_acc_add(mpx_acc *a, float term) {
             a->nblk = 0;
         }
     } else if (a->block <= 0) {
-        a->sum = mpx_round_sum(a->f, a->sum, term);
+        a->sum = a->f->kind == MPX_FMT_FP16 ? mpx_fp16_round_inline(mpx_ro_sum(a->sum, term))
+                                            : mpx_round_sum(a->f, a->sum, term);
     } else {
         a->blk += term;
         if (++a->nblk == a->block) {

@@ -6,6 +6,7 @@
  * tests/test_formats_all.c. */
 #include "check.h"
 #include "mpx_numerics.h"
+#include "kern_internal.h" /* mpx_fp16_round_inline, mpx_ro_sum: the accumulator's inline step */
 
 #include <fp16.h>
 #include <inttypes.h>
@@ -641,6 +642,46 @@ static void test_round_sum(void) {
                         (double)want_s[i]);
     }
     CHECK_MSG(sbad == 0, "%d lanes of mpx_round_sums differ from mpx_round_sum", sbad);
+
+    /* The accumulator's inline fp16 step: its rounding equals
+     * mpx_round_value on every float (every 7th without MPX_EXHAUSTIVE=1,
+     * and every value near fp16's boundaries), the whole step
+     * mpx_round_sum on the random sums and the edges above. */
+    const char *ex = getenv("MPX_EXHAUSTIVE");
+    const uint64_t stride = ex && *ex == '1' ? 1 : 7;
+    uint64_t ibad = 0, nchk = 0;
+    for (uint64_t u = 0; u <= 0xffffffffu; u += stride) {
+        const float x = float_of((uint32_t)u);
+        nchk++;
+        if (bits_of(mpx_fp16_round_inline(x)) != bits_of(mpx_round_value(h16, x)) && ibad++ < 5)
+            fprintf(stderr, "fp16 inline: %08x gives %08x, mpx_round_value %08x\n", (unsigned)u,
+                    bits_of(mpx_fp16_round_inline(x)), bits_of(mpx_round_value(h16, x)));
+    }
+    const uint32_t near[] = {0x38800000u, 0x477ff000u, 0x33000000u, 0x33800000u, 0x387fc000u, 0x477fe000u};
+    for (size_t k = 0; k < sizeof near / sizeof *near; k++)
+        for (uint32_t d = 0; d < 0x4000u; d++)
+            for (int sg = 0; sg < 2; sg++) {
+                const uint32_t v = ((near[k] - 0x2000u + d) & 0x7fffffffu) | (sg ? 0x80000000u : 0u);
+                nchk++;
+                if (bits_of(mpx_fp16_round_inline(float_of(v))) != bits_of(mpx_round_value(h16, float_of(v))))
+                    ibad++;
+            }
+    CHECK_MSG(ibad == 0, "%llu of %llu floats: the inline fp16 rounding differs", (unsigned long long)ibad,
+              (unsigned long long)nchk);
+    int stepbad = 0;
+    srand(11);
+    for (int i = 0; i < 2000000; i++) {
+        float s = mpx_round_scalar(h16, ldexpf((float)rand() / (float)RAND_MAX + 1.0f, rand() % 40 - 25));
+        float t = ldexpf(1.0f + (float)rand() / (float)RAND_MAX, rand() % 70 - 50);
+        if (rand() & 1) s = -s;
+        if (rand() & 1) t = -t;
+        if (i < nedge * nedge) s = mpx_round_scalar(h16, edge[i / nedge]), t = edge[i % nedge];
+        const float want = mpx_round_sum(h16, s, t), got = mpx_fp16_round_inline(mpx_ro_sum(s, t));
+        if (bits_of(want) != bits_of(got) && !(isnan(want) && isnan(got)) && stepbad++ < 5)
+            fprintf(stderr, "fp16 step: %a + %a: inline %a, mpx_round_sum %a\n", (double)s, (double)t, (double)got,
+                    (double)want);
+    }
+    CHECK_MSG(stepbad == 0, "%d inline fp16 steps differ from mpx_round_sum", stepbad);
 
     /* fp16: the running sum plus a product of two fp16 values, against the
      * CPU's fp16 fused multiply-add (one rounding in hardware): every
