@@ -29,7 +29,7 @@
 #include <string.h>
 
 enum {
-    FUSE_TILE = 2048,       /* elements per tile: a chain's tiles fit in L2 */
+    FUSE_TILE = 8192,       /* elements per tile: a chain's tiles fit in L2 */
     FUSE_MIN_ELEMS = 1 << 16, /* smaller ones stay in L2 anyway (2^16 beat 2^17 on rec) */
     FUSE_MIN_PLANE = 1024,  /* a broadcast operand constant over fewer: tiles too short */
     FUSE_MAX_NODES = MPX_FUSE_MAX_NODES,
