@@ -16,7 +16,6 @@
 #include <stdio.h>
 
 #include <fp16.h>
-#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -36,34 +35,37 @@
  * __builtin_cpu_supports check includes the OS's saving of the registers).
  * Asked once: CPUID traps to the hypervisor in a VM (microseconds), and
  * this is asked per rounded value. */
-bool mpx_cpu_has_f16c(void) {
 #if MPX_HAVE_X86
-    static _Atomic int known = -1; /* every thread that asks writes the same */
-    int k = atomic_load_explicit(&known, memory_order_relaxed);
+/* Bit `bit` of register reg (0 EAX .. 3 EDX) of CPUID leaf/subleaf, asked
+ * once per flag (*known: -1 until then; every thread that asks writes the
+ * same). */
+static bool cpuid_has(_Atomic int *known, unsigned leaf, unsigned sub, int reg, unsigned bit) {
+    int k = atomic_load_explicit(known, memory_order_relaxed);
     if (k < 0) {
-        unsigned a, b, c, d;
-        k = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
-        atomic_store_explicit(&known, k, memory_order_relaxed);
+        unsigned r[4];
+        k = __get_cpuid_count(leaf, sub, &r[0], &r[1], &r[2], &r[3]) && (r[reg] & bit);
+        atomic_store_explicit(known, k, memory_order_relaxed);
     }
     return k != 0;
+}
+#endif
+
+bool mpx_cpu_has_f16c(void) {
+#if MPX_HAVE_X86
+    static _Atomic int known = -1;
+    return cpuid_has(&known, 1, 0, 2, bit_F16C);
 #else
     return false;
 #endif
 }
 
-/* AVX512-FP16 from CPUID (leaf 7, subleaf 0, EDX bit 23), asked once as
- * F16C is; callers also check AVX-512F with __builtin_cpu_supports (which
+/* AVX512-FP16 (CPUID leaf 7, subleaf 0, EDX bit 23), asked once as F16C
+ * is; callers also check AVX-512F with __builtin_cpu_supports (which
  * includes the OS's saving of the registers). */
 bool mpx_cpu_has_avx512fp16(void) {
 #if MPX_HAVE_X86
     static _Atomic int known = -1;
-    int k = atomic_load_explicit(&known, memory_order_relaxed);
-    if (k < 0) {
-        unsigned a, b, c, d;
-        k = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d & (1u << 23));
-        atomic_store_explicit(&known, k, memory_order_relaxed);
-    }
-    return k != 0;
+    return cpuid_has(&known, 7, 0, 3, 1u << 23);
 #else
     return false;
 #endif
@@ -509,33 +511,19 @@ static float round_value_other(const mpx_format *f, uint32_t u) {
  * has at least two bits more than every format here, and round-to-odd
  * followed by round-to-nearest-even then equals one rounding of the exact
  * value (Boldo and Melquiond, "Emulation of FMA and correctly rounded sums:
- * proved algorithms using rounding to odd", 2008). The GEMM core's vector
- * form is kern_gemm_body.h's ro8/ro16. */
+ * proved algorithms using rounding to odd", 2008). The step is
+ * kern_internal.h's mpx_ro_sum (inline for mpx_acc); finite terms whose sum
+ * is beyond fp32 give the largest float there (round-to-odd of a value past
+ * it: a saturating fp8 then saturates, as the exact sum would). The GEMM
+ * core's vector forms are kern_gemm_body.h's ro8/ro16. */
 float mpx_round_sum(const mpx_format *f, float s, float t) {
-    float r = s + t;
-    uint32_t ur = bits_of(r);
-    if (f->kind == MPX_FMT_FP32) return mpx_round_value(f, r);
-    if ((ur & 0x7fffffffu) == 0x7f800000u && isfinite(s) && isfinite(t)) {
-        /* finite terms whose sum is beyond fp32: round-to-odd keeps the
-         * largest float (a saturating fp8 then saturates, as the exact sum
-         * would) */
-        r = copysignf(FLT_MAX, r);
-    } else if ((ur & 0x7fffffffu) < 0x7f800000u) {
-        const bool s_big = (bits_of(s) & 0x7fffffffu) >= (bits_of(t) & 0x7fffffffu);
-        const float a = s_big ? s : t, b = s_big ? t : s;
-        const float e = b - (r - a);
-        if (e != 0.0f && !(ur & 1u)) {
-            /* one step away from zero when the error has the sum's sign */
-            ur = ((bits_of(e) ^ ur) >> 31) ? ur - 1u : ur + 1u;
-            r = float_of(ur);
-        }
-    }
-    return mpx_round_value(f, r);
+    if (f->kind == MPX_FMT_FP32) return mpx_round_value(f, s + t);
+    return mpx_round_value(f, mpx_ro_sum(s, t));
 }
 
 /* n sums side by side, sum[i] = mpx_round_sum(f, sum[i], t[i]): the
- * round-to-odd step written without branches (the compiler vectorises it),
- * then one array rounding. */
+ * round-to-odd steps (16 at a time with AVX-512), then one array
+ * rounding. */
 #if MPX_HAVE_X86
 /* The round-to-odd sums of the first whole 16s (round_odd.h); how many. */
 __attribute__((target("avx512f"))) static size_t ro_sums_avx512(float *sum, const float *t, size_t n) {
@@ -545,15 +533,9 @@ __attribute__((target("avx512f"))) static size_t ro_sums_avx512(float *sum, cons
     return i;
 }
 
-static bool avx512_hw(void) {
-    static _Atomic int known = -1;
-    int k = atomic_load_explicit(&known, memory_order_relaxed);
-    if (k < 0) {
-        k = __builtin_cpu_supports("avx512f");
-        atomic_store_explicit(&known, k, memory_order_relaxed);
-    }
-    return k != 0;
-}
+/* (__builtin_cpu_supports reads a table the runtime fills at start-up, no
+ * CPUID: as fp16_hw's "avx" check) */
+static bool avx512_hw(void) { return __builtin_cpu_supports("avx512f"); }
 #endif
 
 void mpx_round_sums(const mpx_format *f, float *sum, const float *t, size_t n) {
@@ -565,18 +547,7 @@ void mpx_round_sums(const mpx_format *f, float *sum, const float *t, size_t n) {
 #if MPX_HAVE_X86
     if (avx512_hw()) i0 = ro_sums_avx512(sum, t, n);
 #endif
-    for (size_t i = i0; i < n; i++) {
-        const float s = sum[i], u = t[i], r = s + u;
-        const uint32_t us = bits_of(s) & 0x7fffffffu, ut = bits_of(u) & 0x7fffffffu;
-        const uint32_t ur = bits_of(r), ar = ur & 0x7fffffffu;
-        const float a = us >= ut ? s : u, b = us >= ut ? u : s;
-        const uint32_t ue = bits_of(b - (r - a));
-        const uint32_t move = (ar < 0x7f800000u) & ((ue & 0x7fffffffu) != 0u) & !(ur & 1u);
-        uint32_t o = ur + (move ? 1u - (((ue ^ ur) >> 31) << 1) : 0u);
-        /* finite terms summed beyond fp32: the largest float (mpx_round_sum) */
-        if (ar == 0x7f800000u && us < 0x7f800000u && ut < 0x7f800000u) o = (ur & 0x80000000u) | 0x7f7fffffu;
-        sum[i] = float_of(o);
-    }
+    for (size_t i = i0; i < n; i++) sum[i] = mpx_ro_sum(sum[i], t[i]);
     mpx_round_array(f, sum, sum, n);
 }
 
