@@ -567,28 +567,34 @@ static inline KG_H16_TARGET __attribute__((always_inline)) __m256h KG_F(h16_ld)(
     return _mm512_cvtxps_ph(_mm512_loadu_ps(p));
 }
 
-static inline KG_H16_TARGET __attribute__((always_inline)) __m512h KG_F(h16_ld2)(const float *p0, const float *p1) {
+/* 16 floats at p0 and the first of 16 at p1 (m1: which; the rest read as
+ * 0) as 32 fp16 lanes. */
+static inline KG_H16_TARGET __attribute__((always_inline)) __m512h KG_F(h16_ld2)(const float *p0, const float *p1,
+                                                                       __mmask16 m1) {
     /* (integer casts: GCC 12 takes _mm512_castph256_ph512 through memory,
      * a store-forwarding stall a term) */
+    const __m256h hi = _mm512_cvtxps_ph(_mm512_maskz_loadu_ps(m1, p1));
     return _mm512_castsi512_ph(_mm512_inserti64x4(_mm512_castsi256_si512(_mm256_castph_si256(KG_F(h16_ld)(p0))),
-                                                  _mm256_castph_si256(KG_F(h16_ld)(p1)), 1));
+                                                  _mm256_castph_si256(hi), 1));
 }
 
-static inline KG_H16_TARGET __attribute__((always_inline)) void KG_F(h16_st2)(float *p, __m512h v) {
+/* 32 fp16 lanes as floats at p, the last 16 only where m1 says. */
+static inline KG_H16_TARGET __attribute__((always_inline)) void KG_F(h16_st2)(float *p, __m512h v, __mmask16 m1) {
     _mm512_storeu_ps(p, _mm512_cvtxph_ps(_mm512_castph512_ph256(v)));
-    _mm512_storeu_ps(p + KG_NR, _mm512_cvtxph_ps(_mm256_castpd_ph(_mm512_extractf64x4_pd(_mm512_castph_pd(v), 1))));
+    _mm512_mask_storeu_ps(p + KG_NR, m1,
+                          _mm512_cvtxph_ps(_mm256_castpd_ph(_mm512_extractf64x4_pd(_mm512_castph_pd(v), 1))));
 }
 
 /* MR rows of A's panel (a: [kc][6]) against NP (1 or 2) panels of packed B
  * (ps floats apart; a partial last panel is zero-padded), C's last panel
- * read and written in its first `tail` columns only (masked: where C's rows
+ * read and written in the columns tail selects only (masked: where C's rows
  * are runs, a 7 x 7 map is 3 panels and a column); the ukr calling
  * convention otherwise. */
 static inline KG_H16_TARGET __attribute__((always_inline)) void KG_F(ukrh)(const int MR, const int NP, int64_t kc,
                                                                  const float *restrict a,
                                                                  const float *restrict b, int64_t ps,
                                                                  float *const *cr, bool first,
-                                                                 const float *bias, int tail) {
+                                                                 const float *bias, const __mmask16 tail) {
     kg_half ah[KG_KC * KG_MR];
     const int64_t na = kc * KG_MR;
     int64_t n = 0;
@@ -597,25 +603,15 @@ static inline KG_H16_TARGET __attribute__((always_inline)) void KG_F(ukrh)(const
         const __mmask16 m = (__mmask16)((1u << (na - n)) - 1u);
         _mm256_mask_storeu_epi16(ah + n, m, _mm256_castph_si256(_mm512_cvtxps_ph(_mm512_maskz_loadu_ps(m, a + n))));
     }
-    const __mmask16 tm = (__mmask16)(tail >= KG_NR ? 0xffffu : (1u << tail) - 1u);
     if (NP == 2) {
         __m512h c[KG_MR];
 #pragma GCC unroll 6
         for (int i = 0; i < KG_MR; i++)
-            if (i < MR) {
-                if (first) {
-                    c[i] = _mm512_setzero_ph();
-                } else {
-                    const __m256h lo = _mm512_cvtxps_ph(_mm512_loadu_ps(cr[i]));
-                    const __m256h hi = _mm512_cvtxps_ph(_mm512_maskz_loadu_ps(tm, cr[i] + KG_NR));
-                    c[i] = _mm512_castsi512_ph(_mm512_inserti64x4(_mm512_castsi256_si512(_mm256_castph_si256(lo)),
-                                                                  _mm256_castph_si256(hi), 1));
-                }
-            }
+            if (i < MR) c[i] = first ? _mm512_setzero_ph() : KG_F(h16_ld2)(cr[i], cr[i] + KG_NR, tail);
         const float *bk = b;
         const kg_half *ak = ah;
         for (int64_t k = 0; k < kc; k++, bk += KG_NR, ak += KG_MR) {
-            const __m512h bv = KG_F(h16_ld2)(bk, bk + ps);
+            const __m512h bv = KG_F(h16_ld2)(bk, bk + ps, 0xffff);
 #pragma GCC unroll 6
             for (int i = 0; i < KG_MR; i++)
                 if (i < MR) c[i] = _mm512_fmadd_ph(_mm512_set1_ph(ak[i]), bv, c[i]);
@@ -624,15 +620,13 @@ static inline KG_H16_TARGET __attribute__((always_inline)) void KG_F(ukrh)(const
         for (int i = 0; i < KG_MR; i++)
             if (i < MR) {
                 if (bias) c[i] = _mm512_add_ph(c[i], _mm512_set1_ph((kg_half)bias[i]));
-                _mm512_storeu_ps(cr[i], _mm512_cvtxph_ps(_mm512_castph512_ph256(c[i])));
-                _mm512_mask_storeu_ps(cr[i] + KG_NR, tm,
-                                      _mm512_cvtxph_ps(_mm256_castpd_ph(_mm512_extractf64x4_pd(_mm512_castph_pd(c[i]), 1))));
+                KG_F(h16_st2)(cr[i], c[i], tail);
             }
     } else {
         __m256h c[KG_MR];
 #pragma GCC unroll 6
         for (int i = 0; i < KG_MR; i++)
-            if (i < MR) c[i] = first ? _mm256_setzero_ph() : _mm512_cvtxps_ph(_mm512_maskz_loadu_ps(tm, cr[i]));
+            if (i < MR) c[i] = first ? _mm256_setzero_ph() : _mm512_cvtxps_ph(_mm512_maskz_loadu_ps(tail, cr[i]));
         const float *bk = b;
         const kg_half *ak = ah;
         for (int64_t k = 0; k < kc; k++, bk += KG_NR, ak += KG_MR) {
@@ -645,15 +639,16 @@ static inline KG_H16_TARGET __attribute__((always_inline)) void KG_F(ukrh)(const
         for (int i = 0; i < KG_MR; i++)
             if (i < MR) {
                 if (bias) c[i] = _mm256_add_ph(c[i], _mm256_set1_ph((kg_half)bias[i]));
-                _mm512_mask_storeu_ps(cr[i], tm, _mm512_cvtxph_ps(c[i]));
+                _mm512_mask_storeu_ps(cr[i], tail, _mm512_cvtxph_ps(c[i]));
             }
     }
 }
 typedef void (*KG_F(ukrh_fn))(int64_t kc, const float *a, const float *b, int64_t ps, float *const *cr, bool first,
-                              const float *bias, int tail);
+                              const float *bias, __mmask16 tail);
 #define KG_UKRH_DEF(MR, NP)                                                                                 \
     static KG_H16_TARGET void KG_F(ukrh_##MR##_##NP)(int64_t kc, const float *a, const float *b, int64_t ps, \
-                                                    float *const *cr, bool first, const float *bias, int tail) { \
+                                                    float *const *cr, bool first, const float *bias,         \
+                                                    __mmask16 tail) {                                        \
         KG_F(ukrh)(MR, NP, kc, a, b, ps, cr, first, bias, tail);                                           \
     }
 #define KG_UKRH_MR(MR) KG_UKRH_DEF(MR, 1) KG_UKRH_DEF(MR, 2)
@@ -675,7 +670,7 @@ static const KG_F(ukrh_fn) KG_F(ukrh_table)[KG_MR][2] = {KG_UKRH_ROW(1), KG_UKRH
 #define KG_UKRH1_DEF(MR)                                                                                  \
     static KG_H16_TARGET void KG_F(ukrh1_##MR)(int64_t kc, const float *a, const float *b, float *const *cr, \
                                               bool first, const float *bias) {                            \
-        KG_F(ukrh)(MR, 1, kc, a, b, 0, cr, first, bias, KG_NR);                                          \
+        KG_F(ukrh)(MR, 1, kc, a, b, 0, cr, first, bias, 0xffff);                                         \
     }
 KG_UKRH1_DEF(1)
 KG_UKRH1_DEF(2)
@@ -733,7 +728,7 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(panel_rows)(
                 for (int r = 0; r < mr; r++) crp[r] = cr[r] + p * KG_NR;
                 const int two = p + 1 < np;
                 KG_F(ukrh_table)[mr - 1][two](kc, ap, bq + p * kc * KG_NR, kc * KG_NR, crp, first, bi,
-                                              p + 1 + two >= np ? tail : KG_NR);
+                                              p + 1 + two >= np ? tmask : (__mmask16)0xffff);
             }
             continue;
         }
@@ -962,8 +957,13 @@ static KG_TARGET void KG_F(mv16)(int64_t K, const float *a16, const float *b, co
     KG_F(lanes16)(true, K, a16, b, boff, bias16, out16);
 }
 
-/* The rounded sums of dw_chan's 32 outputs in the AVX-512 build (s0..s3:
- * 8 each). */
+/* dw_chan's 32 sums in the AVX-512 build, into s[0..4) (8 each), 16 lanes
+ * at a time: fp32 as the 8-lane loop (each lane's fused multiply-adds and
+ * blocks of 64, so the same bits, with half the loads and instructions:
+ * rec's depthwise convolutions were a tenth of its forward, bound by the
+ * 8-lane loads); rounded sums with ro16's rounding modes, or with fp16
+ * operands and fp16 sums one fp16 fused multiply-add a term (ukrh's
+ * step). */
 #if KG_SIMD == 2
 #if KG_HAVE_H16
 static KG_H16_TARGET void KG_F(dw_h16)(int64_t K, const float *w, const float *xq, const int64_t *off,
@@ -971,75 +971,54 @@ static KG_H16_TARGET void KG_F(dw_h16)(int64_t K, const float *w, const float *x
     __m512h c = _mm512_setzero_ph();
     for (int64_t k = 0; k < K; k++) {
         const float *p = xq + off[k];
-        c = _mm512_fmadd_ph(_mm512_set1_ph((kg_half)w[k]), KG_F(h16_ld2)(p, p + KG_NR), c);
+        c = _mm512_fmadd_ph(_mm512_set1_ph((kg_half)w[k]), KG_F(h16_ld2)(p, p + KG_NR, 0xffff), c);
     }
     if (bp) c = _mm512_add_ph(c, _mm512_set1_ph((kg_half)*bp));
-    KG_F(h16_st2)((float *)s, c);
+    KG_F(h16_st2)((float *)s, c, 0xffff);
 }
 #endif
-static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_rows16)(const int RM, bool h16, int64_t K,
+static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_sums16)(const int RM, bool h16, int64_t K,
                                                                   const float *w, const float *xq,
-                                                                  const int64_t *off, const float *bp,
-                                                                  v8f *s0, v8f *s1, v8f *s2, v8f *s3) {
-    v8f s[4];
+                                                                  const int64_t *off, const float *bp, v8f *s) {
 #if KG_HAVE_H16
     if (RM == KG_FP16 && h16) {
         KG_F(dw_h16)(K, w, xq, off, bp, s);
-        *s0 = s[0], *s1 = s[1], *s2 = s[2], *s3 = s[3];
         return;
     }
 #else
     (void)h16;
 #endif
-    v16f a = {0}, b = {0};
-    for (int64_t k = 0; k < K; k++) {
-        const v16f wk = KG_F(splat16)(w[k]);
-        const float *p = xq + off[k];
-        v16f xa, xb;
-        memcpy(&xa, p, sizeof xa);
-        memcpy(&xb, p + KG_NR, sizeof xb);
-        a = KG_F(rsum16)(RM, a, wk * xa);
-        b = KG_F(rsum16)(RM, b, wk * xb);
-    }
-    if (bp) a = KG_F(rsum16)(RM, a, KG_F(splat16)(*bp)), b = KG_F(rsum16)(RM, b, KG_F(splat16)(*bp));
-    memcpy(s, &a, sizeof a);
-    memcpy(s + 2, &b, sizeof b);
-    *s0 = s[0], *s1 = s[1], *s2 = s[2], *s3 = s[3];
-}
-#endif
-
-/* dw_chan's fp32 sums on 16 lanes (the AVX-512 build; the other builds
- * have a stub never called): each lane's fused multiply-adds and blocks
- * of 64 as the 8-lane loop's, so the same bits, with half the loads and
- * instructions (rec's depthwise convolutions were a tenth of its forward,
- * bound by the 8-lane loads). */
-static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_fp32_16)(int64_t K, const float *w,
-                                                                   const float *xq, const int64_t *off,
-                                                                   const float *bp, v8f *s0, v8f *s1,
-                                                                   v8f *s2, v8f *s3) {
-#if KG_SIMD == 2
     const v16f z = {0};
     v16f sa = z, sb = z;
-    for (int64_t k0 = 0; k0 < K; k0 += MPX_ACC_FP32_BLOCK) {
-        const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < K ? k0 + MPX_ACC_FP32_BLOCK : K;
-        v16f a = z, b = z;
-        for (int64_t k = k0; k < k1; k++) {
-            const __m512 wk = (__m512)KG_F(splat16)(w[k]);
-            const float *p = xq + off[k];
-            a = (v16f)_mm512_fmadd_ps(wk, _mm512_loadu_ps(p), (__m512)a);
-            b = (v16f)_mm512_fmadd_ps(wk, _mm512_loadu_ps(p + KG_NR), (__m512)b);
+    if (RM == KG_FP32) {
+        for (int64_t k0 = 0; k0 < K; k0 += MPX_ACC_FP32_BLOCK) {
+            const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < K ? k0 + MPX_ACC_FP32_BLOCK : K;
+            v16f a = z, b = z;
+            for (int64_t k = k0; k < k1; k++) {
+                const __m512 wk = (__m512)KG_F(splat16)(w[k]);
+                const float *p = xq + off[k];
+                a = (v16f)_mm512_fmadd_ps(wk, _mm512_loadu_ps(p), (__m512)a);
+                b = (v16f)_mm512_fmadd_ps(wk, _mm512_loadu_ps(p + KG_NR), (__m512)b);
+            }
+            sa += a, sb += b;
         }
-        sa += a, sb += b;
+        if (bp) sa += KG_F(splat16)(*bp), sb += KG_F(splat16)(*bp);
+    } else {
+        for (int64_t k = 0; k < K; k++) {
+            const v16f wk = KG_F(splat16)(w[k]);
+            const float *p = xq + off[k];
+            v16f xa, xb;
+            memcpy(&xa, p, sizeof xa);
+            memcpy(&xb, p + KG_NR, sizeof xb);
+            sa = KG_F(rsum16)(RM, sa, wk * xa);
+            sb = KG_F(rsum16)(RM, sb, wk * xb);
+        }
+        if (bp) sa = KG_F(rsum16)(RM, sa, KG_F(splat16)(*bp)), sb = KG_F(rsum16)(RM, sb, KG_F(splat16)(*bp));
     }
-    if (bp) sa += KG_F(splat16)(*bp), sb += KG_F(splat16)(*bp);
-    v8f t[4];
-    memcpy(t, &sa, sizeof sa);
-    memcpy(t + 2, &sb, sizeof sb);
-    *s0 = t[0], *s1 = t[1], *s2 = t[2], *s3 = t[3];
-#else
-    (void)K, (void)w, (void)xq, (void)off, (void)bp, (void)s0, (void)s1, (void)s2, (void)s3;
-#endif
+    memcpy(s, &sa, sizeof sa);
+    memcpy(s + 2, &sb, sizeof sb);
 }
+#endif
 
 /* ---- depthwise: one channel ------------------------------------------------------------------
  * The channel's padded, phase-split input into the thread's strip, then grid
@@ -1061,9 +1040,12 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_chan)(const 
         for (int64_t col = 0; col < j->OW; col += 32) {
             const float *xq = st + r * v->Wq + col;
             v8f s0 = z, s1 = z, s2 = z, s3 = z;
-            if (RM == KG_FP32 && KG_SIMD == 2) {
-                KG_F(dw_fp32_16)(K, w, xq, off, bp, &s0, &s1, &s2, &s3);
-            } else if (RM == KG_FP32) {
+#if KG_SIMD == 2
+            v8f s16[4];
+            KG_F(dw_sums16)(RM, x->h16, K, w, xq, off, bp, s16);
+            s0 = s16[0], s1 = s16[1], s2 = s16[2], s3 = s16[3];
+#else
+            if (RM == KG_FP32) {
                 for (int64_t k0 = 0; k0 < K; k0 += MPX_ACC_FP32_BLOCK) {
                     const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < K ? k0 + MPX_ACC_FP32_BLOCK : K;
                     v8f a0 = z, a1 = z, a2 = z, a3 = z;
@@ -1081,15 +1063,7 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_chan)(const 
                     const v8f bv = KG_F(splat)(*bp);
                     s0 += bv, s1 += bv, s2 += bv, s3 += bv;
                 }
-            }
-#if KG_SIMD == 2
-            else {
-                /* 16 lanes: ro16's rounding-mode sums, or with fp16 operands
-                 * and fp16 sums one fp16 fused multiply-add (ukrh's step) */
-                KG_F(dw_rows16)(RM, x->h16, K, w, xq, off, bp, &s0, &s1, &s2, &s3);
-            }
-#else
-            else {
+            } else {
                 for (int64_t k = 0; k < K; k++) {
                     const v8f wk = KG_F(splat)(w[k]);
                     const float *p = xq + off[k];
