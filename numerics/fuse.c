@@ -22,8 +22,6 @@
  * and runs it with mpx_fuse_run. */
 #include "kern_internal.h"
 
-#include <float.h>
-#include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -470,11 +468,8 @@ mpx_status mpx_fuse_run(const mpx_graph *g, const mpx_assign *a, int first, int 
         f.direct = fn->op != FOP_NONE;
         if (fn->op == FOP_CLIP) {
             const mpx_node *n = fn->n;
-            const bool attrs = n->opset > 0 && n->opset < 11;
-            fn->lo = attrs ? mpx_node_attr_float(n, "min", -FLT_MAX)
-                           : n->n_inputs > 1 && n->inputs[1] ? fn->in[1].ext->f[0] : -INFINITY;
-            fn->hi = attrs ? mpx_node_attr_float(n, "max", FLT_MAX)
-                           : n->n_inputs > 2 && n->inputs[2] ? fn->in[2].ext->f[0] : INFINITY;
+            mpx_k_clip_bounds(n, n->n_inputs > 1 && n->inputs[1] ? fn->in[1].ext : NULL,
+                              n->n_inputs > 2 && n->inputs[2] ? fn->in[2].ext : NULL, &fn->lo, &fn->hi);
         }
     }
     for (int k = 0; f.direct && k < count; k++) f.nodes[k].dt = MPX_DT_FLOAT;

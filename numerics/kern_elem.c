@@ -308,6 +308,12 @@ UNARY_KERNEL(mpx_k_isinf, U_ISINF)
 /* y = min(max(x, lo), hi), in that order as ORT does, so lo > hi gives hi
  * everywhere (what the ONNX text prescribes); NaN stays NaN. Bounds: the
  * min/max attributes before opset 11, optional one-element inputs from 11. */
+void mpx_k_clip_bounds(const mpx_node *n, const mpx_value *lo, const mpx_value *hi, float *l, float *h) {
+    const bool attrs = n && n->opset > 0 && n->opset < 11;
+    *l = attrs ? mpx_node_attr_float(n, "min", -FLT_MAX) : lo ? lo->f[0] : -INFINITY;
+    *h = attrs ? mpx_node_attr_float(n, "max", FLT_MAX) : hi ? hi->f[0] : INFINITY;
+}
+
 mpx_status mpx_k_clip(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
                       int n_out) {
     bool attrs = ke_opset(c) < 11;
@@ -327,8 +333,8 @@ mpx_status mpx_k_clip(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
     if ((st = mpx_k_alloc_raw(c, &out[0], x->dtype, x->rank, x->dims)) != MPX_OK) return st;
     mpx_value *y = &out[0];
     if (x->f) {
-        float l = attrs ? mpx_node_attr_float(c->node, "min", -FLT_MAX) : lo ? lo->f[0] : -INFINITY;
-        float h = attrs ? mpx_node_attr_float(c->node, "max", FLT_MAX) : hi ? hi->f[0] : INFINITY;
+        float l, h;
+        mpx_k_clip_bounds(c->node, lo, hi, &l, &h);
         upar u = {U_CLIP_RANGE, NULL, x->f, y->f, l, h, x->n};
         map_float_par(&u);
     } else {

@@ -301,6 +301,11 @@ mpx_status mpx_fuse_run(const mpx_graph *g, const mpx_assign *a, int first, int 
 #include "kernels.def"
 #undef MPX_KERNEL
 
+/* Clip's bounds for node n (kern_elem.c): its min/max attributes before
+ * opset 11, else its optional one-value inputs lo and hi (NULL: absent),
+ * as its kernel applies them; fuse.c's plain chains take them from here. */
+void mpx_k_clip_bounds(const mpx_node *n, const mpx_value *lo, const mpx_value *hi, float *l, float *h);
+
 /* The CPU has F16C (format.c; callers also check AVX). */
 bool mpx_cpu_has_f16c(void);
 /* The CPU has AVX512-FP16 (format.c; callers also check AVX-512F). */
