@@ -598,6 +598,55 @@ static mpx_value *run_unfused(const mpx_graph *g, const mpx_assign *a, const mpx
     return vals;
 }
 
+/* g run whole and streamed (under fmt: every node in it, or fp32 for NULL)
+ * against node by node: every value the whole run holds, and the outputs
+ * the streamed one holds, equal bit for bit; the streamed run holds no
+ * other value. */
+static void check_fused(mpx_graph *g, const mpx_format *fmt, const mpx_value *in, const char *what) {
+    mpx_assign *a = fmt ? mpx_assign_uniform(g, fmt, NULL, false) : NULL;
+    mpx_value *want = run_unfused(g, a, in);
+    mpx_run *whole = RUN(g, a, in, NULL), *st = NULL;
+    mpx_run_opts o = {.stream = true};
+    CHECK(mpx_run_graph(g, a, in, &o, &st, &err) == MPX_OK);
+    int differ = 0, missing = 0, held = 0;
+    for (int i = 0; whole && st && i < g->n_tensors; i++) {
+        const mpx_tensor *t = g->tensors[i];
+        if (t->flags & MPX_T_CONSTANT) continue;
+        const mpx_value *w = &want[i];
+        for (int r = 0; r < 2; r++) {
+            const mpx_value *v = r ? &st->vals[i] : &whole->vals[i];
+            bool must = !r || (t->flags & MPX_T_OUTPUT);
+            if (v->n < 0) {
+                missing += must;
+                continue;
+            }
+            held += r && !must && !(t->flags & MPX_T_INPUT);
+            if (v->n != w->n || v->dtype != w->dtype || v->rank != w->rank ||
+                memcmp(v->f, w->f, (size_t)w->n * sizeof *w->f) != 0)
+                differ++;
+        }
+    }
+    CHECK_MSG(whole && st && differ == 0 && missing == 0 && held == 0,
+              "%s (%s): %d values differ from node-by-node, %d missing, %d held", what, fmt ? fmt->name : "fp32",
+              differ, missing, held);
+    for (int i = 0; i < g->n_tensors; i++) mpx_value_free(&want[i]);
+    free(want);
+    mpx_run_free(whole);
+    mpx_run_free(st);
+    mpx_assign_free(a);
+}
+
+/* The fused-chain graphs' inputs x (1x8x128x128, four times normal: both
+ * ends of Clip), s (1x8x1x1) and y (as x, normal). */
+static void chain_inputs(mpx_value *in, uint64_t seed) {
+    int64_t xd[4] = {1, 8, 128, 128}, sd[4] = {1, 8, 1, 1};
+    mpx_value_alloc(&in[0], MPX_DT_FLOAT, 4, xd, NULL);
+    mpx_value_alloc(&in[1], MPX_DT_FLOAT, 4, sd, NULL);
+    mpx_value_alloc(&in[2], MPX_DT_FLOAT, 4, xd, NULL);
+    for (int k = 0; k < 3; k++) gb_fill_normal(&in[k], seed + (uint64_t)k);
+    for (int64_t k = 0; k < in[0].n; k++) in[0].f[k] *= 4.0f;
+}
+
 static void test_fused_chain(void) {
     mpx_graph *g = mpx_graph_new("t.json");
     g->opset = 13;
@@ -627,47 +676,10 @@ static void test_fused_chain(void) {
     CHECK(mpx_exec_skipped(g->nodes[4]));
     CHECK(mpx_fuse_span(g, 0) == 9); /* bn .. sb with k6 inside; ar breaks the chain */
     CHECK(mpx_fuse_span(g, 9) == 0 && mpx_fuse_span(g, 10) == 2);
-    int64_t xd[4] = {1, 8, 128, 128}, sd[4] = {1, 8, 1, 1};
     mpx_value in[3];
-    mpx_value_alloc(&in[0], MPX_DT_FLOAT, 4, xd, NULL);
-    mpx_value_alloc(&in[1], MPX_DT_FLOAT, 4, sd, NULL);
-    mpx_value_alloc(&in[2], MPX_DT_FLOAT, 4, xd, NULL);
-    for (int k = 0; k < 3; k++) gb_fill_normal(&in[k], 11u + (uint64_t)k);
-    for (int64_t k = 0; k < in[0].n; k++) in[0].f[k] *= 4.0f; /* reach both ends of Clip */
+    chain_inputs(in, 11);
     const mpx_format *fmts[3] = {NULL, &mpx_format_fp16, &mpx_format_bf16};
-    for (int f = 0; f < 3; f++) {
-        mpx_assign *a = fmts[f] ? mpx_assign_uniform(g, fmts[f], NULL, false) : NULL;
-        mpx_value *want = run_unfused(g, a, in);
-        mpx_run *whole = RUN(g, a, in, NULL), *st = NULL;
-        mpx_run_opts o = {.stream = true};
-        CHECK(mpx_run_graph(g, a, in, &o, &st, &err) == MPX_OK);
-        int differ = 0, missing = 0, held = 0;
-        for (int i = 0; whole && st && i < g->n_tensors; i++) {
-            const mpx_tensor *t = g->tensors[i];
-            if (t->flags & MPX_T_CONSTANT) continue;
-            const mpx_value *w = &want[i];
-            for (int r = 0; r < 2; r++) {
-                const mpx_value *v = r ? &st->vals[i] : &whole->vals[i];
-                bool must = !r || (t->flags & MPX_T_OUTPUT);
-                if (v->n < 0) {
-                    missing += must;
-                    continue;
-                }
-                held += r && !must && !(t->flags & MPX_T_INPUT);
-                if (v->n != w->n || v->dtype != w->dtype || v->rank != w->rank ||
-                    memcmp(v->f, w->f, (size_t)w->n * sizeof *w->f) != 0)
-                    differ++;
-            }
-        }
-        CHECK_MSG(whole && st && differ == 0 && missing == 0 && held == 0,
-                  "fused chain (%s): %d values differ from node-by-node, %d missing, %d held",
-                  fmts[f] ? fmts[f]->name : "fp32", differ, missing, held);
-        for (int i = 0; i < g->n_tensors; i++) mpx_value_free(&want[i]);
-        free(want);
-        mpx_run_free(whole);
-        mpx_run_free(st);
-        mpx_assign_free(a);
-    }
+    for (int f = 0; f < 3; f++) check_fused(g, fmts[f], in, "fused chain");
     for (int k = 0; k < 3; k++) mpx_value_free(&in[k]);
     mpx_graph_free(g);
 
@@ -675,8 +687,8 @@ static void test_fused_chain(void) {
      * the executor (fuse.c's run_direct): per-channel and one-value
      * operands, a whole outside input, an intermediate someone else reads
      * (t3, by the Transpose), NaN, infinities and -0 among the inputs; the
-     * same bits as node by node, under fp32 and (through the executor)
-     * under fp16. */
+     * same bits as node by node, whole and streamed, under fp32 and
+     * (through the executor) under fp16. */
     g = mpx_graph_new("t.json");
     g->opset = 13;
     node(g, "m1", "Mul", "x:f:1x8x128x128 s:f:1x8x1x1", "t1", "");
@@ -691,36 +703,11 @@ static void test_fused_chain(void) {
     node(g, "tr", "Transpose", "t3", "ht", "perm=[0,1,3,2]");
     finish(g, "t9 ht");
     CHECK(mpx_fuse_span(g, 0) == 9);
-    mpx_value_alloc(&in[0], MPX_DT_FLOAT, 4, xd, NULL);
-    mpx_value_alloc(&in[1], MPX_DT_FLOAT, 4, sd, NULL);
-    mpx_value_alloc(&in[2], MPX_DT_FLOAT, 4, xd, NULL);
-    for (int k = 0; k < 3; k++) gb_fill_normal(&in[k], 21u + (uint64_t)k);
-    for (int64_t k = 0; k < in[0].n; k++) in[0].f[k] *= 4.0f;
+    chain_inputs(in, 21);
     in[0].f[5] = NAN, in[0].f[77] = INFINITY, in[0].f[999] = -INFINITY, in[0].f[1234] = -0.0f;
     in[2].f[6] = NAN, in[2].f[4321] = -0.0f;
-    for (int f = 0; f < 2; f++) {
-        mpx_assign *a = f ? mpx_assign_uniform(g, &mpx_format_fp16, NULL, false) : NULL;
-        mpx_value *want = run_unfused(g, a, in);
-        mpx_run *whole = RUN(g, a, in, NULL);
-        int differ = 0, missing = 0;
-        for (int i = 0; whole && i < g->n_tensors; i++) {
-            const mpx_tensor *t = g->tensors[i];
-            if (t->flags & MPX_T_CONSTANT) continue;
-            const mpx_value *w = &want[i], *v = &whole->vals[i];
-            if (v->n < 0) {
-                missing++;
-                continue;
-            }
-            if (v->n != w->n || v->dtype != w->dtype || memcmp(v->f, w->f, (size_t)w->n * sizeof *w->f) != 0)
-                differ++;
-        }
-        CHECK_MSG(whole && differ == 0 && missing == 0, "plain chain (%s): %d values differ, %d missing",
-                  f ? "fp16" : "fp32", differ, missing);
-        for (int i = 0; i < g->n_tensors; i++) mpx_value_free(&want[i]);
-        free(want);
-        mpx_run_free(whole);
-        mpx_assign_free(a);
-    }
+    check_fused(g, NULL, in, "plain chain");
+    check_fused(g, &mpx_format_fp16, in, "plain chain");
     for (int k = 0; k < 3; k++) mpx_value_free(&in[k]);
     mpx_graph_free(g);
 
