@@ -128,37 +128,32 @@ static inline KG_TARGET __attribute__((always_inline)) v8f KG_F(rnd)(const int R
 }
 
 /* c + p made round-to-odd in fp32 on each lane, the vector form of
- * format.c's mpx_round_sum (why, and the proof, there): Fast2Sum's exact
- * error of the fp32 sum, larger magnitude first; an inexact sum with an
- * even last bit moves one step towards the exact value; non-finite sums
- * as they are. One body for 8 and 16 lanes (the portable and AVX2 builds;
- * the AVX-512 one has the rounding-mode instructions, ro16). */
-#ifndef KG_RO_BODY
-#define KG_RO_BODY(VF, VU, VI)                                                           \
-    const VF r = c + p;                                                                  \
-    VU uc, up, ur;                                                                       \
-    memcpy(&uc, &c, sizeof uc);                                                          \
-    memcpy(&up, &p, sizeof up);                                                          \
-    memcpy(&ur, &r, sizeof ur);                                                          \
-    const VU cbig = (VU)((uc & 0x7fffffffu) >= (up & 0x7fffffffu));                      \
-    const VU ua = (uc & cbig) | (up & ~cbig), ub = (up & cbig) | (uc & ~cbig);           \
-    VF fa, fb;                                                                           \
-    memcpy(&fa, &ua, sizeof fa);                                                         \
-    memcpy(&fb, &ub, sizeof fb);                                                         \
-    const VF e = fb - (r - fa);                                                          \
-    VU ue;                                                                               \
-    memcpy(&ue, &e, sizeof ue);                                                          \
-    const VU move = (VU)((VI)(ur & 0x7fffffffu) < 0x7f800000) & (VU)((ue & 0x7fffffffu) != 0u) & \
-                    (VU)((ur & 1u) == 0u);                                               \
-    const VU step = 1u - (((ue ^ ur) >> 31) << 1);                                       \
-    const VU o = ur + (step & move);                                                     \
-    VF y;                                                                                \
-    memcpy(&y, &o, sizeof y);                                                            \
-    return y;
-#endif
-
+ * kern_internal.h's mpx_ro_sum (why, and the proof, at format.c's
+ * mpx_round_sum): Fast2Sum's exact error of the fp32 sum, larger magnitude
+ * first; an inexact sum with an even last bit moves one step towards the
+ * exact value; non-finite sums as they are. (The AVX-512 build's 16 lanes
+ * use the rounding-mode instructions instead: ro16.) */
 static inline KG_TARGET __attribute__((always_inline)) v8f KG_F(ro8)(v8f c, v8f p) {
-    KG_RO_BODY(v8f, v8u, v8i)
+    const v8f r = c + p;
+    v8u uc, up, ur;
+    memcpy(&uc, &c, sizeof uc);
+    memcpy(&up, &p, sizeof up);
+    memcpy(&ur, &r, sizeof ur);
+    const v8u cbig = (v8u)((uc & 0x7fffffffu) >= (up & 0x7fffffffu));
+    const v8u ua = (uc & cbig) | (up & ~cbig), ub = (up & cbig) | (uc & ~cbig);
+    v8f fa, fb;
+    memcpy(&fa, &ua, sizeof fa);
+    memcpy(&fb, &ub, sizeof fb);
+    const v8f e = fb - (r - fa);
+    v8u ue;
+    memcpy(&ue, &e, sizeof ue);
+    const v8u move = (v8u)((v8i)(ur & 0x7fffffffu) < 0x7f800000) & (v8u)((ue & 0x7fffffffu) != 0u) &
+                     (v8u)((ur & 1u) == 0u);
+    const v8u step = 1u - (((ue ^ ur) >> 31) << 1);
+    const v8u o = ur + (step & move);
+    v8f y;
+    memcpy(&y, &o, sizeof y);
+    return y;
 }
 
 /* One step of a rounded accumulation: the exact c + p rounded once to the
