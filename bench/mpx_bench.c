@@ -90,6 +90,8 @@ typedef struct bench {
     int n_run, incremental;   /* of the last comparison */
     size_t cache_bytes;
     size_t peak_values;       /* report: most value bytes alive at once */
+    double job_ms[4];         /* report: thread-ms of the last one's reference, fp16 and bf16
+                               * candidate steps, and metrics (where the time goes) */
 } bench;
 
 static int cmp_double(const void *a, const void *b) {
@@ -153,6 +155,10 @@ static mpx_status report_once(bench *b, const mpx_assign *a16, const mpx_assign 
     *wbf = worst_of(c[1]);
     *layers = c[0]->n_layers;
     b->peak_values = c[0]->peak_bytes;
+    b->job_ms[0] = c[0]->ms_ref;
+    b->job_ms[1] = c[0]->ms_cand;
+    b->job_ms[2] = c[1]->ms_cand;
+    b->job_ms[3] = c[0]->ms_metrics + c[1]->ms_metrics;
     mpx_compare_free(c[0]);
     mpx_compare_free(c[1]);
     return MPX_OK;
@@ -430,9 +436,11 @@ int main(int argc, char **argv) {
         snprintf(b.extra, sizeof b.extra,
                  ", \"layers\": %d, \"worst_rel_l2_fp16\": %.6g, \"worst_rel_l2_bf16\": %.6g, "
                  "\"peak_value_mb\": %.1f, \"kept_rounded_mb\": %.1f, \"weights_mb\": %.1f, \"live_fp32_mb\": %.1f, "
-                 "\"bound_mb\": %.1f",
+                 "\"bound_mb\": %.1f, \"thread_ms\": {\"ref\": %.1f, \"fp16\": %.1f, \"bf16\": %.1f, "
+                 "\"metrics\": %.1f}",
                  layers, worst16, worstbf, (double)b.peak_values / 1048576.0,
-                 (double)mpx_numerics_kept_rounded_bytes() / 1048576.0, wmb, lmb, 2 * (wmb + lmb));
+                 (double)mpx_numerics_kept_rounded_bytes() / 1048576.0, wmb, lmb, 2 * (wmb + lmb),
+                 b.job_ms[0], b.job_ms[1], b.job_ms[2], b.job_ms[3]);
     }
     else if (strcmp(mode, "rerun") == 0)
         snprintf(b.extra, sizeof b.extra,

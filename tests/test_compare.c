@@ -14,6 +14,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 static mpx_error err;
 
@@ -346,6 +347,55 @@ static void test_local(void) {
     mpx_assign_free(h);
     mpx_value_free(&x);
     mpx_graph_free(g);
+}
+
+/* The metrics' float sums run in eight lanes whatever the CPU: the AVX-512
+ * path (which does not check for non-finite values as it goes and starts
+ * again on the checking path when there were any), the AVX2 path and the
+ * portable one give the same bits, for lengths around the 8- and 16-element
+ * blocks, with zeros, values below the format's normal range, infinities
+ * and NaNs in the first block, the last block and the tail. */
+static void test_metrics_paths(void) {
+    static const char *const paths[][2] = {{"MPX_KERN_AVX2", "1"}, {"MPX_KERN_PORTABLE", "1"}};
+    static const int64_t lens[] = {1, 7, 8, 9, 15, 16, 17, 23, 24, 31, 32, 33, 1000, 4099};
+    uint64_t state = 12345;
+    int compared = 0;
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+        for (int kind = 0; kind < 5; kind++) {
+            int64_t n = lens[li];
+            mpx_value r = fvalue(1, &n, NULL), c = fvalue(1, &n, NULL);
+            for (int64_t k = 0; k < n; k++) {
+                state = state * 6364136223846793005u + 1442695040888963407u;
+                float x = (float)((double)(state >> 11) / 9007199254740992.0 * 8.0 - 4.0);
+                r.f[k] = x;
+                c.f[k] = k % 5 == 0 ? 0.0f : k % 7 == 0 ? 3e-6f * x : x * (1.0f + 0x1p-9f);
+            }
+            /* kind 1-4: a non-finite value at the start, in the last block,
+             * in the reference, or a NaN pair in the tail */
+            if (kind == 1) c.f[0] = INFINITY;
+            if (kind == 2) c.f[n - 1 - (n > 9 ? 8 : 0)] = -INFINITY;
+            if (kind == 3) r.f[n / 2] = NAN;
+            if (kind == 4) r.f[n - 1] = c.f[n - 1] = NAN;
+            mpx_metrics m0, m1;
+            CHECK(mpx_metrics_compute(&r, &c, &mpx_format_fp16, &m0, &err) == MPX_OK);
+            for (size_t p = 0; p < sizeof paths / sizeof paths[0]; p++) {
+                setenv(paths[p][0], paths[p][1], 1);
+                CHECK(mpx_metrics_compute(&r, &c, &mpx_format_fp16, &m1, &err) == MPX_OK);
+                unsetenv(paths[p][0]);
+                CHECK_MSG(memcmp(&m0, &m1, sizeof m0) == 0,
+                          "n %lld, case %d: %s gives other metrics (rel_l2 %.17g, %.17g)",
+                          (long long)n, kind, paths[p][0], m0.rel_l2, m1.rel_l2);
+                compared++;
+            }
+            /* What the figures say, so that all paths being wrong alike fails too. */
+            if (kind == 0 && n >= 16) CHECK(m0.subnormal > 0 && m0.underflow > 0 && m0.rel_l2 > 0.1 && m0.rel_l2 < 1);
+            if (kind == 1) CHECK(m0.overflow == 1 && isinf(m0.rel_l2));
+            if (kind == 3) CHECK(isinf(m0.rel_l2) && m0.overflow == 0);
+            if (kind == 4) CHECK(isfinite(m0.rel_l2) && m0.overflow == 0);
+            mpx_value_free(&r);
+            mpx_value_free(&c);
+        }
+    CHECK(compared == 14 * 5 * 2);
 }
 
 /* ---- memory: keep, freeing after the last reader ------------------------------------------- */
@@ -920,6 +970,7 @@ int main(void) {
     test_chain_equal();
     test_overflow();
     test_local();
+    test_metrics_paths();
     test_chain_memory();
     test_cancel_progress();
     test_errors();
