@@ -10,6 +10,7 @@
 #include "kern_internal.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 /* A node's reference, candidate and local steps read disjoint inputs (or
  * only read shared ones) and write their own outputs, and so do the metrics
@@ -44,7 +45,9 @@ typedef struct pool {
     pthread_mutex_t mu;
     pthread_cond_t work, done;
     job *jobs;
-    int n, next, finished;
+    int n, next;
+    atomic_int finished;  /* written under mu; read without it by a spinning caller */
+    atomic_int unclaimed; /* jobs of the batch not yet taken: what a spinning worker reads */
     bool quit, running;
 } pool;
 

@@ -22,18 +22,42 @@ static void run_job(job *j) {
     j->ms = mpx_cmp_now_ms() - t0;
 }
 
+/* Waiting for the other thread spins this long (ns) before it sleeps on
+ * the condition variable: a report posts a batch per node (hundreds a
+ * forward, many of a few microseconds' work), and a sleeping thread took
+ * tens of microseconds to wake on this VM (the kernels' pool spins for the
+ * same reason, kern_gemm.c). */
+enum { SPIN_NS = 30000 };
+
+static bool spin_until(const atomic_int *v, int want_at_least) {
+    const double end = mpx_cmp_now_ms() + SPIN_NS / 1e6;
+    for (int i = 0;; i++) {
+        if (atomic_load_explicit(v, memory_order_acquire) >= want_at_least) return true;
+        if ((i & 63) == 63 && mpx_cmp_now_ms() > end) return false;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+}
+
 /* The worker: takes jobs from the batch until told to quit. */
 static void *worker(void *arg) {
     pool *p = arg;
     pthread_mutex_lock(&p->mu);
     for (;;) {
+        if (!p->quit && p->next >= p->n) {
+            pthread_mutex_unlock(&p->mu);
+            (void)spin_until(&p->unclaimed, 1);
+            pthread_mutex_lock(&p->mu);
+        }
         while (!p->quit && p->next >= p->n) pthread_cond_wait(&p->work, &p->mu);
         if (p->quit) break;
         job *j = &p->jobs[p->next++];
+        atomic_fetch_sub(&p->unclaimed, 1);
         pthread_mutex_unlock(&p->mu);
         run_job(j);
         pthread_mutex_lock(&p->mu);
-        if (++p->finished == p->n) pthread_cond_signal(&p->done);
+        if (atomic_fetch_add(&p->finished, 1) + 1 == p->n) pthread_cond_signal(&p->done);
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;
@@ -43,6 +67,8 @@ static void *worker(void *arg) {
  * runs here, in order. */
 void mpx_cmp_pool_start(pool *p) {
     memset(p, 0, sizeof *p);
+    atomic_init(&p->finished, 0);
+    atomic_init(&p->unclaimed, 0);
     if (pthread_mutex_init(&p->mu, NULL) != 0) return;
     if (pthread_cond_init(&p->work, NULL) != 0) {
         pthread_mutex_destroy(&p->mu);
@@ -84,16 +110,24 @@ void mpx_cmp_run_jobs(pool *p, job *jobs, int n) {
     pthread_mutex_lock(&p->mu);
     p->jobs = jobs;
     p->n = n;
-    p->next = p->finished = 0;
+    p->next = 0;
+    atomic_store(&p->finished, 0);
+    atomic_store(&p->unclaimed, n);
     pthread_cond_signal(&p->work);
     while (p->next < p->n) {
         job *j = &p->jobs[p->next++];
+        atomic_fetch_sub(&p->unclaimed, 1);
         pthread_mutex_unlock(&p->mu);
         run_job(j);
         pthread_mutex_lock(&p->mu);
-        p->finished++;
+        atomic_fetch_add(&p->finished, 1);
     }
-    while (p->finished < p->n) pthread_cond_wait(&p->done, &p->mu);
+    if (atomic_load(&p->finished) < p->n) {
+        pthread_mutex_unlock(&p->mu);
+        (void)spin_until(&p->finished, n);
+        pthread_mutex_lock(&p->mu);
+    }
+    while (atomic_load(&p->finished) < p->n) pthread_cond_wait(&p->done, &p->mu);
     p->n = p->next = 0;
     pthread_mutex_unlock(&p->mu);
     mpx_k_concurrent(false);

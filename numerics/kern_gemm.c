@@ -244,8 +244,10 @@ static void *kg_par_main(void *arg) {
  * about a thousand times, and creating and joining a thread per call cost
  * more than some of the calls' work. One caller at a time holds the pool;
  * a second, concurrent caller (compare.c runs a node's reference and
- * candidate on two threads, each with its own kernels) starts threads of
- * its own as before. Workers sleep on a condition variable between jobs. */
+ * candidate on two threads, each with its own kernels) runs its items on
+ * its own thread: the cores are already both busy, and threads of its own
+ * (as it once started) only shared them, at a thread's start-up cost per
+ * call. Workers sleep on a condition variable between jobs. */
 enum { KG_POOL_MAX = 7 };
 
 static struct {
@@ -376,6 +378,10 @@ void mpx_k_parallel(long n, int nt, void (*fn)(void *, int, long), void *ctx) {
         return;
     }
     if (kg_pool_run(&p, nt)) return;
+    if (atomic_load(&kg_concurrent) > 0) {
+        kg_par_loop(&p, 0);
+        return;
+    }
     kg_worker w[KG_POOL_MAX];
     int started = 0;
     for (int t = 1; t < nt; t++) {
