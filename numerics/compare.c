@@ -4,20 +4,21 @@
  * Both runs advance together through the nodes in topological order, built
  * from the executor's own steps (mpx_exec_*), so every value is bit for bit
  * what mpx_run_graph computes. A layer's metrics are taken as soon as both
- * of its values exist (with a worker thread, beside the next node's steps),
- * and a value is freed once the last node reading it has run and its
- * metrics are taken, unless it is kept: a per-layer report then holds about
- * two live activation sets (what the widest cut of the graph needs in each
- * run), not two copies of every activation of the model. The local step
- * reads the reference values, which are alive at that point for the same
- * reason.
+ * of its values exist, and a value is freed once the last job reading it
+ * has run (later nodes' steps, its own node's metrics), unless it is kept:
+ * a per-layer report then holds about a live activation set per run (what
+ * the widest cut of the graph needs), not a copy of every activation of
+ * the model per run. The local step reads the reference values, which are
+ * alive at that point for the same reason.
  *
  * Measured on PP-OCRv4 det at 1x3x640x640, fp16 (tests/mpx_run_model
  * --compare): 79.5 MB of values at the peak instead of 1331 MB for two
- * whole runs; the worker cut the wall time by about a third (2.9 s to
- * 1.9 s; with local 4.9 s to 3.3 s) on two cores. */
+ * whole runs. The jobs of each node (steps, metrics) run on two threads as
+ * their inputs become ready (compare_jobs.c), a few nodes ahead where a
+ * thread would otherwise wait: see WINDOW. */
 #include "compare_internal.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,12 +47,42 @@ const mpx_layer *mpx_compare_layer(const mpx_compare *c, int tensor) {
 
 /* Everything a streaming comparison holds while it runs: the reference and
  * nc candidates (several formats against one reference, as `compare fp16
- * bf16` asks: the reference runs once). With a worker, a node's metrics are
- * not taken at once but in the next node's batch, beside that node's steps
- * (a node's steps depend on each other's results only through values
- * already stored), so the two threads always have several jobs to share;
- * what the metrics read stays alive until they ran. */
+ * bf16` asks: the reference runs once), and the jobs of the nodes in its
+ * window.
+ *
+ * A node's jobs: the reference step R, each candidate's step C[q], each
+ * candidate's local step L[q] (local runs), and the metrics M. R waits for
+ * the reference steps of the nodes that make its inputs, C[q] for those
+ * nodes' C[q], L[q] for their R (it reads reference values), M for the
+ * node's own steps. A thread takes the first ready job: metrics first (its
+ * values were just made, and it frees them), then steps, earliest node
+ * first. Only the nodes of a window (the first unfinished one and the next
+ * WINDOW - 1 in graph order) may run: what they make and read bounds the
+ * values alive beyond the per-node stream's. A value is freed when the last
+ * job reading it (steps of later nodes, its node's metrics) is done. */
 enum { MAX_CANDS = MPX_COMPARE_MAX_CANDS };
+
+/* Nodes whose jobs may run at once. Measured on the benchmark's reports
+ * (`mpx_bench <model> <shape> report`, fp16 and bf16 against one reference,
+ * 2 cores), against the per-node batches this replaced (a node's steps and
+ * the previous node's metrics on two threads, then a barrier): det 457 ->
+ * 411 ms, rec 133 -> 105, cls 10.5 -> 8.1, ResNet-18 79 -> 66, UNet 418 ->
+ * 379. A window of 1 (the barrier's order, without the barrier) gave det
+ * 586 ms, rec 163; 2 rec 107, ResNet-18 79; 8 no better than 4. Without the
+ * peak rule in pick, lookahead had grown det's peak values from 112.5 to
+ * 125 MB and UNet's from 96 to 112; with it 112.5 and 96-104. */
+enum { WINDOW = 4 };
+
+/* One node of the window: its jobs (R, C[0..nc), L[0..nc) when local, M)
+ * and the layers its metrics made, listed in the results (in node order)
+ * when every job of it is done. */
+typedef struct slot {
+    int pos;                    /* the position it holds, -1: none */
+    int left;                   /* jobs not done */
+    job j[2 + 2 * MAX_CANDS];
+    mpx_layer *lay[MAX_CANDS];  /* [max_out] each */
+    int n_lay[MAX_CANDS];
+} slot;
 
 typedef struct stream {
     const mpx_graph *g;
@@ -61,24 +92,36 @@ typedef struct stream {
     mpx_compare *c[MAX_CANDS];       /* one result per candidate */
     mpx_value *ref;                  /* [n_tensors]: live values of the reference */
     mpx_value *cand[MAX_CANDS];      /* [n_tensors]: and of each candidate */
-    int *uses;                       /* [n_tensors]: nodes still to read the tensor */
+    int *uses;                       /* [n_tensors]: jobs still to read the tensor */
     bool *keep;                      /* [n_tensors]: kept after the run */
     int max_out;
-    mpx_value *out_r;                /* [max_out]: one node's outputs */
-    mpx_value *out_c[MAX_CANDS];
-    mpx_value *out_l[MAX_CANDS], *pend_l[MAX_CANDS]; /* local outputs being made / compared */
-    job *batch;                      /* [1 + 2 nc + max_pend] */
-    job *pend;                       /* [max_pend = 2 nc max_out]: metrics not run yet */
-    int n_pend;
-    const mpx_node *pend_node;       /* whose metrics they are (NULL: none) */
-    pool pool;
     size_t live, peak;               /* bytes of non-borrowed values, local ones too */
     struct mpx_compare_cache *cache; /* NULL: dropped values are freed (one candidate only) */
     /* Figures inside bodies (opts->measure NULL): each candidate's sink, and
-     * the probe its step of a node with a body reads. */
+     * the probe its step of a node with a body reads (one such node runs
+     * at a time: pick). */
     bool bodies;
     mpx_body_sink sink[MAX_CANDS];
     mpx_body_probe probe[MAX_CANDS];
+    /* The schedule: positions are the nodes that run, in graph order. */
+    int n_pos, *order;               /* [n_pos]: node index of each position */
+    int *dep0, *deps;                /* positions making position p's inputs: deps[dep0[p] .. dep0[p+1]) */
+    unsigned char *rdone, *cdone[MAX_CANDS]; /* [n_pos]: R, C[q] done */
+    int nj;                          /* jobs a node: R, C[q], L[q], M */
+    int window, head;                /* positions [head, head + window) may run */
+    slot *slots;                     /* [window]: position p in slots[p % window] */
+    int running;                     /* jobs running */
+    size_t *est;                     /* [n_pos]: a step's output bytes from the inferred shapes (SIZE_MAX: unknown) */
+    size_t ahead;                    /* estimated output bytes of running steps beyond head */
+    long n_done;                     /* jobs done */
+    size_t fin_scratch[2];           /* each thread's last step's input copies, */
+    long fin_at[2];                  /* and when it finished (n_done) */
+    int told;                        /* nodes the progress callback was told of (the caller's thread) */
+    sched sched;
+    bool stop;                       /* an error or a cancel: nothing more starts */
+    int err_pos;                     /* its position (-1: a cancel) */
+    mpx_status st;
+    mpx_error err;
 } stream;
 
 /* Whether a run takes the figures inside bodies: full runs that measure
@@ -95,7 +138,7 @@ size_t mpx_cmp_outs_bytes(const mpx_value *outs, int n) {
     return b;
 }
 
-/* A value no later step needs: freed, or with a cache moved into it (which
+/* A value no later job needs: freed, or with a cache moved into it (which
  * takes it only within its budget). */
 static void drop(stream *s, int t) {
     s->live -= mpx_value_bytes(&s->ref[t]);
@@ -125,21 +168,39 @@ static void store(stream *s, const mpx_node *n, mpx_value *outs, mpx_value *vals
     }
 }
 
-/* Queue the metrics of node n's float outputs, for every candidate; their
- * layers are listed now (node order, then output order) and filled when the
- * jobs run. */
-static void queue_metrics(stream *s, const mpx_node *n) {
-    s->n_pend = 0;
-    s->pend_node = n;
-    for (int q = 0; q < s->nc; q++) {
-        mpx_compare *c = s->c[q];
-        const mpx_assign *a = s->a[q];
-        for (int k = 0; k < n->n_outputs; k++) {
-            const mpx_tensor *t = n->outputs[k];
-            if (!t || (t->flags & MPX_T_CONSTANT)) continue;
-            const mpx_value *r = &s->ref[t->index], *v = &s->cand[q][t->index];
-            if (r->n < 0 || v->n < 0 || !r->f || !v->f) continue;
-            mpx_layer *L = &c->layers[c->n_layers++];
+/* Each distinct input of n counted once per job reading it. */
+static bool first_read(const mpx_node *n, int j) {
+    const mpx_tensor *t = n->inputs[j];
+    for (int q = 0; t && q < j; q++)
+        if (n->inputs[q] == t) return false;
+    return t != NULL;
+}
+
+static const mpx_node *node_at(const stream *s, int pos) { return s->g->nodes[s->order[pos]]; }
+static int job_m(const stream *s) { return s->nj - 1; }
+
+/* ---- the jobs ------------------------------------------------------------------------ */
+
+/* The metrics of node n's float outputs: every candidate's against the
+ * reference in one pass (mpx_metrics_compute_many reads the reference
+ * once), and each local output's. Their layers go to the slot, in output
+ * order, for the results. */
+static mpx_status run_metrics(stream *s, slot *sl, const mpx_node *n, mpx_error *err) {
+    for (int q = 0; q < s->nc; q++) sl->n_lay[q] = 0;
+    for (int k = 0; k < n->n_outputs; k++) {
+        const mpx_tensor *t = n->outputs[k];
+        if (!t || (t->flags & MPX_T_CONSTANT)) continue;
+        const mpx_value *r = &s->ref[t->index];
+        if (r->n < 0 || !r->f) continue;
+        const mpx_value *cs[MAX_CANDS];
+        const mpx_format *fs[MAX_CANDS];
+        mpx_layer *ls[MAX_CANDS];
+        int m = 0;
+        for (int q = 0; q < s->nc; q++) {
+            const mpx_value *v = &s->cand[q][t->index];
+            if (v->n < 0 || !v->f) continue;
+            const mpx_assign *a = s->a[q];
+            mpx_layer *L = &sl->lay[q][sl->n_lay[q]++];
             memset(L, 0, sizeof *L);
             L->tensor = t->index;
             L->node = n->index;
@@ -148,151 +209,306 @@ static void queue_metrics(stream *s, const mpx_node *n) {
                 mpx_cmp_set_unmeasured(L);
                 continue;
             }
-            s->pend[s->n_pend++] = (job){.kind = JOB_METRICS, .n = n, .t = t, .r = r, .c = v,
-                                         .fmt = L->fmt, .m = &L->m, .cand = q};
-            if (s->pend_l[q] && s->pend_l[q][k].n >= 0) {
-                L->has_local = true;
-                s->pend[s->n_pend++] =
-                    (job){.kind = JOB_METRICS_LOCAL, .n = n, .t = t, .r = r,
-                          .c = &s->pend_l[q][k], .fmt = L->fmt, .m = &L->local, .cand = q};
-            }
+            cs[m] = v;
+            fs[m] = L->fmt;
+            ls[m++] = L;
         }
-    }
-}
-
-/* After the pending metrics ran (results in done[0..n_pend)): their errors,
- * then free what only they still needed: the local outputs, and the node's
- * outputs that nothing reads. */
-static mpx_status finish_metrics(stream *s, const job *done, mpx_error *err) {
-    const mpx_node *n = s->pend_node;
-    if (!n) return MPX_OK;
-    mpx_status st = MPX_OK;
-    for (int k = 0; k < s->n_pend; k++) {
-        s->c[done[k].cand]->ms_metrics += done[k].ms;
-        if (st == MPX_OK && done[k].st != MPX_OK)
-            st = mpx_error_set(err, done[k].st, "node \"%s\" (%s): output \"%s\": %s", n->name,
-                               n->op_type, done[k].t->name, done[k].err.msg);
-    }
-    for (int q = 0; q < s->nc; q++) {
-        s->live -= mpx_cmp_outs_bytes(s->pend_l[q], n->n_outputs);
-        mpx_k_free_values(s->pend_l[q], n->n_outputs);
-    }
-    s->n_pend = 0;
-    s->pend_node = NULL;
-    if (st != MPX_OK) return st;
-    for (int j = 0; j < n->n_outputs; j++) {
-        const mpx_tensor *t = n->outputs[j];
-        if (t && s->uses[t->index] == 0 && !s->keep[t->index]) drop(s, t->index);
+        if (m == 0) continue;
+        mpx_metrics ms[MAX_CANDS];
+        mpx_error e = {0};
+        mpx_status st = mpx_metrics_compute_many(r, cs, fs, m, ms, &e);
+        for (int i = 0; i < m; i++) ls[i]->m = ms[i];
+        for (int q = 0; q < s->nc && st == MPX_OK; q++) {
+            const mpx_value *loc = s->opts->local ? &sl->j[1 + s->nc + q].outs[k] : NULL;
+            if (!loc || loc->n < 0 || sl->n_lay[q] == 0) continue;
+            mpx_layer *L = &sl->lay[q][sl->n_lay[q] - 1];
+            if (L->tensor != t->index || L->unmeasured) continue;
+            L->has_local = true;
+            st = mpx_metrics_compute(r, loc, L->fmt, &L->local, &e);
+        }
+        if (st != MPX_OK)
+            return mpx_error_set(err, st, "node \"%s\" (%s): output \"%s\": %s", n->name, n->op_type,
+                                 t->name, e.msg);
     }
     return MPX_OK;
 }
 
-/* Runs the pending metrics alone (the last node's, or every node's when
- * there is no worker). */
-static mpx_status flush_metrics(stream *s, mpx_error *err) {
-    if (!s->pend_node) return MPX_OK;
-    memcpy(s->batch, s->pend, (size_t)s->n_pend * sizeof *s->batch);
-    mpx_cmp_run_jobs(&s->pool, s->batch, s->n_pend);
-    return finish_metrics(s, s->batch, err);
+static void run(void *ctx, job *j) {
+    stream *s = ctx;
+    slot *sl = &s->slots[j->pos % s->window];
+    const mpx_node *n = node_at(s, j->pos);
+    mpx_error_clear(&j->err);
+    j->scratch = 0;
+    switch (j->kind) {
+    case JOB_REF:
+        j->st = mpx_exec_node_probe(n, NULL, s->ref, false, NULL, j->outs, &j->scratch, &j->err);
+        break;
+    case JOB_CAND: {
+        const mpx_body_probe *probe = NULL;
+        if (s->bodies && n->body) {
+            s->probe[j->q] = (mpx_body_probe){.ref_vals = s->ref, .sink = &s->sink[j->q], .top = n,
+                                              .local = s->opts->local};
+            probe = &s->probe[j->q];
+        }
+        j->st = mpx_exec_node_probe(n, s->a[j->q], s->cand[j->q], false, probe, j->outs, &j->scratch,
+                                    &j->err);
+        break;
+    }
+    case JOB_LOCAL:
+        j->st = mpx_exec_node_probe(n, s->a[j->q], s->ref, true, NULL, j->outs, &j->scratch, &j->err);
+        break;
+    case JOB_METRICS:
+        j->st = run_metrics(s, sl, n, &j->err);
+        break;
+    }
 }
 
-/* Node n: its steps (the reference, each candidate, each candidate's local
- * step; beside the previous node's metrics when there is a worker), stored;
- * then its inputs that no later node reads are freed and its metrics
- * queued. */
-static mpx_status step(stream *s, const mpx_node *n, mpx_error *err) {
-    int no = n->n_outputs, np = s->n_pend, nc = s->nc;
-    bool local = s->opts->local;
-    int ns = 1 + nc + (local ? nc : 0);
-    /* The node's steps first, then the earlier metrics: the two threads
-     * take jobs in order, and the steps are the long ones (so the batch
-     * ends on short jobs, with less waiting at its end). */
-    job *S = s->batch, *J = s->batch + ns;
-    memcpy(J, s->pend, (size_t)np * sizeof *J);
-    S[0] = (job){.kind = JOB_REF, .n = n, .a = NULL, .vals = s->ref, .outs = s->out_r};
-    for (int q = 0; q < nc; q++) {
-        S[1 + q] = (job){.kind = JOB_CAND, .n = n, .a = s->a[q], .vals = s->cand[q],
-                         .outs = s->out_c[q]};
-        if (s->bodies && n->body) {
-            s->probe[q] = (mpx_body_probe){.ref_vals = s->ref, .sink = &s->sink[q], .top = n, .local = local};
-            S[1 + q].probe = &s->probe[q];
-        }
-        if (local)
-            S[1 + nc + q] = (job){.kind = JOB_LOCAL, .n = n, .a = s->a[q], .vals = s->ref,
-                                  .outs = s->out_l[q]};
+/* The slot of position p, set up when p first enters the window (its
+ * previous holder, p - window, is finished by then). */
+static slot *slot_of(stream *s, int p) {
+    slot *sl = &s->slots[p % s->window];
+    if (sl->pos == p) return sl;
+    sl->pos = p;
+    sl->left = s->nj;
+    for (int k = 0; k < s->nj; k++) {
+        job *j = &sl->j[k];
+        j->state = JOB_WAITING;
+        j->pos = p;
+        j->st = MPX_OK;
+        j->ms = 0;
+        j->est = 0;
     }
-    mpx_cmp_run_jobs(&s->pool, S, np + ns);
-    for (int q = 0; q < nc; q++) {
-        s->c[q]->ms_ref += S[0].ms;
-        s->c[q]->ms_cand += S[1 + q].ms;
-        if (local) s->c[q]->ms_local += S[1 + nc + q].ms;
-    }
-    /* The earlier node's errors first. */
-    mpx_status st = finish_metrics(s, J, err);
-    for (int k = 0; k < ns && st == MPX_OK; k++)
-        if (S[k].st != MPX_OK) {
-            if (err) *err = S[k].err;
-            st = S[k].st;
-        }
-    if (st != MPX_OK) return st;
-    if (s->pool.running) {
-        /* The jobs may all have been alive at once. */
-        size_t all = 0;
-        for (int k = 0; k < ns; k++) all += S[k].scratch + mpx_cmp_outs_bytes(S[k].outs, no);
-        note_peak(s, all);
-    } else {
-        /* One after the other: a step's input copies are gone before the next. */
-        size_t made = 0;
-        for (int k = 0; k < ns; k++) {
-            size_t o = mpx_cmp_outs_bytes(S[k].outs, no);
-            note_peak(s, made + S[k].scratch + o);
-            made += o;
-        }
-    }
-    store(s, n, s->out_r, s->ref);
-    for (int q = 0; q < nc; q++) {
-        store(s, n, s->out_c[q], s->cand[q]);
-        if (!local) continue;
-        s->live += mpx_cmp_outs_bytes(s->out_l[q], no);
-        /* Local outputs wait for their metrics in the other buffer. */
-        mpx_value *l = s->out_l[q];
-        s->out_l[q] = s->pend_l[q];
-        s->pend_l[q] = l;
-    }
-    /* Inputs this node was the last reader of (every metrics job reading
-     * them has run: they were queued by earlier nodes). */
-    for (int j = 0; j < n->n_inputs; j++) {
-        const mpx_tensor *t = n->inputs[j];
-        bool first = t != NULL;
-        for (int q = 0; first && q < j; q++) first = n->inputs[q] != t;
-        if (first && --s->uses[t->index] == 0 && !s->keep[t->index]) drop(s, t->index);
-    }
-    queue_metrics(s, n);
-    return s->pool.running ? MPX_OK : flush_metrics(s, err);
+    return sl;
 }
+
+static bool deps_done(const stream *s, int p, const unsigned char *done) {
+    for (int d = s->dep0[p]; d < s->dep0[p + 1]; d++)
+        if (!done[s->deps[d]]) return false;
+    return true;
+}
+
+static bool ready(const stream *s, const slot *sl, const job *j) {
+    switch (j->kind) {
+    case JOB_REF: case JOB_LOCAL: return deps_done(s, j->pos, s->rdone);
+    case JOB_CAND: return deps_done(s, j->pos, s->cdone[j->q]);
+    case JOB_METRICS:
+        for (int k = 0; k < job_m(s); k++)
+            if (sl->j[k].state != JOB_DONE) return false;
+        return true;
+    }
+    return false;
+}
+
+static void fail(stream *s, int pos, mpx_status st, const mpx_error *e) {
+    /* the first node's error when several failed */
+    if (s->stop && s->err_pos >= 0 && s->err_pos <= pos) return;
+    if (s->stop && s->err_pos < 0) return; /* cancelled: that is what the run says */
+    s->stop = true;
+    s->err_pos = pos;
+    s->st = st;
+    s->err = *e;
+}
+
+static void cancel_at(stream *s, int node) {
+    if (s->stop) return;
+    s->stop = true;
+    s->err_pos = -1;
+    s->st = mpx_error_set(&s->err, MPX_E_CANCELLED, "run cancelled at node \"%s\" (%d of %d)",
+                          s->g->nodes[node]->name, node + 1, s->g->n_nodes);
+}
+
+static job *pick(void *ctx) {
+    stream *s = ctx;
+    if (s->stop) return NULL;
+    if (s->opts->cancel && *s->opts->cancel) {
+        cancel_at(s, s->order[s->head]);
+        return NULL;
+    }
+    int end = s->head + s->window < s->n_pos ? s->head + s->window : s->n_pos;
+    /* A node with a body runs alone: its candidate steps fill the
+     * candidates' sinks in run order through one probe each. */
+    for (int p = s->head; p < end; p++)
+        if (node_at(s, p)->body) {
+            end = p == s->head ? p + 1 : p;
+            break;
+        }
+    for (int p = s->head; p < end; p++) {
+        slot *sl = slot_of(s, p);
+        job *m = &sl->j[job_m(s)];
+        if (m->state == JOB_WAITING && ready(s, sl, m)) return m->state = JOB_RUNNING, s->running++, m;
+    }
+    for (int p = s->head; p < end; p++) {
+        slot *sl = slot_of(s, p);
+        /* Beyond head, a step may start only while the values alive and
+         * what running steps beyond head will make stay under the peak
+         * the run has already reached: it fills a thread that would wait,
+         * without making the widest cut of the graph any wider. */
+        bool ahead = p > s->head;
+        if (ahead && (s->est[p] == SIZE_MAX || s->live + s->ahead + s->est[p] > s->peak)) break;
+        for (int k = 0; k < job_m(s); k++) {
+            job *j = &sl->j[k];
+            if (j->state == JOB_WAITING && ready(s, sl, j)) {
+                j->est = ahead ? s->est[p] : 0;
+                s->ahead += j->est;
+                return j->state = JOB_RUNNING, s->running++, j;
+            }
+        }
+    }
+    if (s->running == 0) { /* nothing runs and nothing can: a bug in the dependencies */
+        mpx_error e;
+        mpx_error_set(&e, MPX_E_INVALID, "node \"%s\": none of its steps can run (a bug)",
+                      node_at(s, s->head)->name);
+        fail(s, s->head, MPX_E_INVALID, &e);
+    }
+    return NULL;
+}
+
+static bool over(void *ctx) {
+    const stream *s = ctx;
+    return s->head == s->n_pos || (s->stop && s->running == 0);
+}
+
+/* A job no later job reads from: tensor t's value dropped when it was the last. */
+static void release(stream *s, int t) {
+    if (--s->uses[t] == 0 && !s->keep[t]) drop(s, t);
+}
+
+/* Every job of position head done: its layers listed, the window moves on. */
+static void retire(stream *s) {
+    while (s->head < s->n_pos) {
+        slot *sl = &s->slots[s->head % s->window];
+        if (sl->pos != s->head || sl->left > 0) return;
+        for (int q = 0; q < s->nc; q++) {
+            mpx_compare *c = s->c[q];
+            memcpy(&c->layers[c->n_layers], sl->lay[q], (size_t)sl->n_lay[q] * sizeof *sl->lay[q]);
+            c->n_layers += sl->n_lay[q];
+            c->n_run++;
+        }
+        sl->pos = -1;
+        s->head++;
+    }
+}
+
+static void done(void *ctx, job *j) {
+    stream *s = ctx;
+    slot *sl = &s->slots[j->pos % s->window];
+    const mpx_node *n = node_at(s, j->pos);
+    int no = n->n_outputs;
+    s->running--;
+    s->n_done++;
+    s->ahead -= j->est;
+    j->state = JOB_DONE;
+    sl->left--;
+    for (int q = 0; q < s->nc; q++) {
+        mpx_compare *c = s->c[q];
+        if (j->kind == JOB_REF) c->ms_ref += j->ms;
+        if (j->kind == JOB_CAND && j->q == q) c->ms_cand += j->ms;
+        if (j->kind == JOB_LOCAL && j->q == q) c->ms_local += j->ms;
+        if (j->kind == JOB_METRICS) c->ms_metrics += j->ms / s->nc; /* one pass for all */
+    }
+    if (j->st != MPX_OK) {
+        if (j->kind != JOB_METRICS) mpx_k_free_values(j->outs, no);
+        fail(s, j->pos, j->st, &j->err);
+        return;
+    }
+    if (j->kind != JOB_METRICS) {
+        /* A step's input copies and outputs were alive beside the live
+         * values, and beside the input copies of a step the other thread
+         * finished while it ran. */
+        int other = 1 - j->thread;
+        size_t extra = j->scratch + mpx_cmp_outs_bytes(j->outs, no);
+        if (s->fin_at[other] > j->started) extra += s->fin_scratch[other];
+        note_peak(s, extra);
+        s->fin_scratch[j->thread] = j->scratch;
+        s->fin_at[j->thread] = s->n_done;
+        for (int k = 0; k < n->n_inputs; k++)
+            if (first_read(n, k)) release(s, n->inputs[k]->index);
+    }
+    switch (j->kind) {
+    case JOB_REF:
+        store(s, n, j->outs, s->ref);
+        s->rdone[j->pos] = 1;
+        break;
+    case JOB_CAND:
+        store(s, n, j->outs, s->cand[j->q]);
+        s->cdone[j->q][j->pos] = 1;
+        break;
+    case JOB_LOCAL: /* kept in the job until the metrics read it */
+        s->live += mpx_cmp_outs_bytes(j->outs, no);
+        break;
+    case JOB_METRICS:
+        for (int q = 0; s->opts->local && q < s->nc; q++) {
+            mpx_value *lo = sl->j[1 + s->nc + q].outs;
+            s->live -= mpx_cmp_outs_bytes(lo, no);
+            mpx_k_free_values(lo, no);
+        }
+        for (int k = 0; k < no; k++)
+            if (n->outputs[k]) release(s, n->outputs[k]->index);
+        break;
+    }
+    retire(s);
+}
+
+/* The progress callback told of nodes [told, upto); a cancel asked for
+ * then (its flag set by the callback, or by a Ctrl-C handler meanwhile)
+ * stops the run at the next node, whether or not its jobs ran already:
+ * the run ends where the caller was told it did. */
+static void report(stream *s, int upto, bool locked_run) {
+    const mpx_compare_opts *o = s->opts;
+    while (s->told < upto) {
+        int i = s->told++;
+        if (o->progress) o->progress(o->progress_ctx, i + 1, s->g->n_nodes);
+        if (o->cancel && *o->cancel && i + 1 < s->g->n_nodes) {
+            if (locked_run) pthread_mutex_lock(&s->sched.mu);
+            cancel_at(s, i + 1);
+            if (locked_run) {
+                mpx_cmp_sched_wake(&s->sched);
+                pthread_mutex_unlock(&s->sched.mu);
+            }
+            return;
+        }
+    }
+}
+
+/* The calling thread's turn between jobs: the callback told of every node
+ * before the first unfinished one. */
+static void tick(void *ctx) {
+    stream *s = ctx;
+    if (!s->opts->progress && !s->opts->cancel) return;
+    pthread_mutex_lock(&s->sched.mu);
+    int upto = s->stop ? s->told : s->head < s->n_pos ? s->order[s->head] : s->g->n_nodes;
+    pthread_mutex_unlock(&s->sched.mu);
+    report(s, upto, true);
+}
+
+/* ---- setting up and running ----------------------------------------------------------- */
 
 static void free_values(mpx_value *v, int n) {
     mpx_k_free_values(v, n);
     free(v);
 }
 
-void stream_free(stream *s) {
-    /* The worker first: nothing may run while values go. */
-    mpx_cmp_pool_stop(&s->pool);
+static void stream_free(stream *s) {
     int nt = s->g->n_tensors;
     free_values(s->ref, nt);
-    free_values(s->out_r, s->max_out);
-    for (int q = 0; q < MAX_CANDS; q++) {
-        free_values(s->cand[q], nt);
-        free_values(s->out_c[q], s->max_out);
-        free_values(s->out_l[q], s->max_out);
-        free_values(s->pend_l[q], s->max_out);
+    for (int q = 0; q < MAX_CANDS; q++) free_values(s->cand[q], nt);
+    for (int w = 0; s->slots && w < s->window; w++) {
+        slot *sl = &s->slots[w];
+        for (int k = 0; k < s->nj; k++) free_values(sl->j[k].outs, s->max_out);
+        for (int q = 0; q < MAX_CANDS; q++) free(sl->lay[q]);
     }
-    for (int q = 0; q < MAX_CANDS; q++) mpx_body_sink_free(&s->sink[q]);
+    free(s->slots);
+    for (int q = 0; q < MAX_CANDS; q++) {
+        mpx_body_sink_free(&s->sink[q]);
+        free(s->cdone[q]);
+    }
     free(s->uses);
     free(s->keep);
-    free(s->batch);
-    free(s->pend);
+    free(s->order);
+    free(s->dep0);
+    free(s->deps);
+    free(s->rdone);
+    free(s->est);
 }
 
 void *mpx_cmp_alloc_n(int n, size_t size) { return calloc(n > 0 ? (size_t)n : 1u, size); }
@@ -301,6 +517,76 @@ mpx_value *mpx_cmp_alloc_values(int n) {
     mpx_value *v = mpx_cmp_alloc_n(n, sizeof *v);
     for (int i = 0; v && i < n; i++) v[i].n = -1;
     return v;
+}
+
+static void add_dep(stream *s, const int *maker, int *seen, int p, const mpx_tensor *t, int *d) {
+    if (!t || maker[t->index] < 0 || seen[maker[t->index]] == p + 1) return;
+    seen[maker[t->index]] = p + 1;
+    s->deps[(*d)++] = maker[t->index];
+}
+
+/* The positions, each one's producers (of its inputs, and of the
+ * conditions of the If branches it sits in), and the jobs reading each
+ * tensor. A tensor that two nodes write (a node recomputing a value) would
+ * let a later writer overwrite a value an earlier reader still reads: such
+ * a graph runs one node at a time. */
+static bool plan_schedule(stream *s) {
+    const mpx_graph *g = s->g;
+    int nn = g->n_nodes, nt = g->n_tensors;
+    int *maker = mpx_cmp_alloc_n(nt, sizeof *maker), *seen = mpx_cmp_alloc_n(nn, sizeof *seen);
+    s->order = mpx_cmp_alloc_n(nn, sizeof *s->order);
+    s->dep0 = mpx_cmp_alloc_n(nn + 1, sizeof *s->dep0);
+    bool ok = maker && seen && s->order && s->dep0;
+    int n_dep = 0;
+    bool rewrites = false;
+    for (int t = 0; ok && t < nt; t++) maker[t] = -1;
+    for (int i = 0; ok && i < nn; i++) {
+        const mpx_node *n = g->nodes[i];
+        if (mpx_exec_skipped(n)) continue;
+        for (int j = 0; j < n->n_inputs; j++) n_dep += n->inputs[j] != NULL;
+        for (const mpx_node *u = n; u->guard; u = u->guard) n_dep++;
+    }
+    s->deps = mpx_cmp_alloc_n(n_dep, sizeof *s->deps);
+    ok = ok && s->deps;
+    for (int i = 0; ok && i < nn; i++) {
+        const mpx_node *n = g->nodes[i];
+        if (mpx_exec_skipped(n)) continue;
+        int p = s->n_pos++, d = s->dep0[p];
+        s->order[p] = i;
+        /* producers, each once (seen[] holds p + 1 for those listed) */
+        for (int j = 0; j < n->n_inputs; j++) add_dep(s, maker, seen, p, n->inputs[j], &d);
+        for (const mpx_node *u = n; u->guard; u = u->guard) add_dep(s, maker, seen, p, u->guard->inputs[0], &d);
+        s->dep0[p + 1] = d;
+        for (int k = 0; k < n->n_outputs; k++) {
+            const mpx_tensor *t = n->outputs[k];
+            if (!t) continue;
+            if (maker[t->index] >= 0) rewrites = true;
+            maker[t->index] = p;
+        }
+        /* readers: R, each C[q], each L[q] of every input; M of every output */
+        for (int j = 0; j < n->n_inputs; j++)
+            if (first_read(n, j)) s->uses[n->inputs[j]->index] += 1 + s->nc + (s->opts->local ? s->nc : 0);
+        for (int k = 0; k < n->n_outputs; k++)
+            if (n->outputs[k]) s->uses[n->outputs[k]->index]++;
+    }
+    s->est = ok ? mpx_cmp_alloc_n(s->n_pos, sizeof *s->est) : NULL;
+    ok = ok && s->est;
+    for (int p = 0; ok && p < s->n_pos; p++) {
+        const mpx_node *n = g->nodes[s->order[p]];
+        size_t b = 0;
+        for (int k = 0; k < n->n_outputs && b != SIZE_MAX; k++) {
+            const mpx_tensor *t = n->outputs[k];
+            if (!t) continue;
+            b = t->nelem < 0 || (t->flags & MPX_T_SEQUENCE) ? SIZE_MAX
+                : b + (size_t)t->nelem * (mpx_dtype_is_float(t->dtype) ? 4u : 8u);
+        }
+        s->est[p] = b;
+    }
+    free(maker);
+    free(seen);
+    s->window = rewrites ? 1 : WINDOW;
+    if (s->window > s->n_pos) s->window = s->n_pos > 0 ? s->n_pos : 1;
+    return ok;
 }
 
 /* The streamed full run of nc candidates (k: the cache, for one candidate). */
@@ -312,14 +598,12 @@ static mpx_status run_stream(const mpx_graph *g, const mpx_assign *const *a, int
     stream s = {.g = g, .nc = nc, .opts = opts, .max_out = 1, .cache = k, .bodies = takes_bodies(opts)};
     for (int i = 0; i < g->n_nodes; i++)
         if (g->nodes[i]->n_outputs > s.max_out) s.max_out = g->nodes[i]->n_outputs;
-    int max_pend = 2 * nc * s.max_out;
+    s.nj = 2 + nc + (opts->local ? nc : 0);
     s.ref = mpx_cmp_alloc_values(nt);
     s.uses = mpx_cmp_alloc_n(nt, sizeof *s.uses);
     s.keep = mpx_cmp_alloc_n(nt, sizeof *s.keep);
-    s.out_r = mpx_cmp_alloc_values(s.max_out);
-    s.batch = mpx_cmp_alloc_n(1 + 2 * nc + max_pend, sizeof *s.batch);
-    s.pend = mpx_cmp_alloc_n(max_pend, sizeof *s.pend);
-    bool ok = s.ref && s.uses && s.keep && s.out_r && s.batch && s.pend;
+    s.rdone = mpx_cmp_alloc_n(g->n_nodes, 1);
+    bool ok = s.ref && s.uses && s.keep && s.rdone && plan_schedule(&s);
     for (int q = 0; q < nc; q++) {
         s.a[q] = a[q];
         s.c[q] = calloc(1, sizeof *s.c[q]);
@@ -328,29 +612,25 @@ static mpx_status run_stream(const mpx_graph *g, const mpx_assign *const *a, int
             s.c[q]->layers = mpx_cmp_alloc_n(nt, sizeof *s.c[q]->layers);
         }
         s.cand[q] = mpx_cmp_alloc_values(nt);
-        s.out_c[q] = mpx_cmp_alloc_values(s.max_out);
-        if (opts->local) {
-            s.out_l[q] = mpx_cmp_alloc_values(s.max_out);
-            s.pend_l[q] = mpx_cmp_alloc_values(s.max_out);
-        }
-        ok = ok && s.c[q] && s.c[q]->layers && s.cand[q] && s.out_c[q] &&
-             (!opts->local || (s.out_l[q] && s.pend_l[q]));
+        s.cdone[q] = mpx_cmp_alloc_n(g->n_nodes, 1);
+        ok = ok && s.c[q] && s.c[q]->layers && s.cand[q] && s.cdone[q];
     }
-    if (!ok) {
+    s.slots = ok ? mpx_cmp_alloc_n(s.window, sizeof *s.slots) : NULL;
+    for (int w = 0; s.slots && w < s.window; w++) {
+        slot *sl = &s.slots[w];
+        sl->pos = -1;
+        for (int j = 0; j < s.nj; j++) {
+            job *J = &sl->j[j];
+            J->kind = j == 0 ? JOB_REF : j <= nc ? JOB_CAND : j < s.nj - 1 ? JOB_LOCAL : JOB_METRICS;
+            J->q = J->kind == JOB_CAND ? j - 1 : J->kind == JOB_LOCAL ? j - 1 - nc : 0;
+            J->outs = mpx_cmp_alloc_values(s.max_out);
+            ok = ok && J->outs;
+        }
+        for (int q = 0; q < nc; q++) ok = ok && (sl->lay[q] = mpx_cmp_alloc_n(s.max_out, sizeof *sl->lay[q]));
+    }
+    if (!ok || !s.slots) {
         st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
         goto fail;
-    }
-    if (opts->threads != 1) mpx_cmp_pool_start(&s.pool);
-    /* Readers per tensor, counted once per node however often it reads it. */
-    for (int i = 0; i < g->n_nodes; i++) {
-        const mpx_node *n = g->nodes[i];
-        if (mpx_exec_skipped(n)) continue;
-        for (int j = 0; j < n->n_inputs; j++) {
-            const mpx_tensor *t = n->inputs[j];
-            bool first = t != NULL;
-            for (int q = 0; first && q < j; q++) first = n->inputs[q] != t;
-            if (first) s.uses[t->index]++;
-        }
     }
     for (int i = 0; i < nt; i++) s.keep[i] = mpx_cmp_kept(g, opts, i);
 
@@ -372,20 +652,18 @@ static mpx_status run_stream(const mpx_graph *g, const mpx_assign *const *a, int
     for (int i = 0; i < nt; i++)
         if (s.uses[i] == 0 && !s.keep[i]) drop(&s, i);
 
-    for (int i = 0; i < g->n_nodes; i++) {
-        const mpx_node *n = g->nodes[i];
-        if (opts->cancel && *opts->cancel) {
-            st = mpx_error_set(err, MPX_E_CANCELLED, "run cancelled at node \"%s\" (%d of %d)",
-                               n->name, i + 1, g->n_nodes);
-            goto fail;
-        }
-        if (!mpx_exec_skipped(n)) {
-            if ((st = step(&s, n, err)) != MPX_OK) goto fail;
-            for (int q = 0; q < nc; q++) s.c[q]->n_run++;
-        }
-        if (opts->progress) opts->progress(opts->progress_ctx, i + 1, g->n_nodes);
+    s.sched = (sched){.ctx = &s, .pick = pick, .over = over, .run = run, .done = done, .tick = tick};
+    if (!mpx_cmp_sched_run(&s.sched, opts->threads != 1)) {
+        st = mpx_error_set(err, MPX_E_NOMEM, "cannot make the comparison's lock");
+        goto fail;
     }
-    if ((st = flush_metrics(&s, err)) != MPX_OK) goto fail;
+    /* The nodes after the last that ran (skipped ones) told of too. */
+    if (!s.stop) report(&s, g->n_nodes, false);
+    if (s.stop) {
+        st = s.st;
+        if (err) *err = s.err;
+        goto fail;
+    }
     /* What is left is kept (anything else was dropped after its last reader;
      * the sweep only guards that rule): hand the arrays over, the
      * reference's kept values to the first result and copies to the others. */

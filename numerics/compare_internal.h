@@ -1,8 +1,9 @@
 /* compare_internal.h - what the comparison's files share (numerics/ only):
  * compare.c streams the reference and candidates node by node,
- * compare_jobs.c shares each node's steps and metrics with a worker thread,
+ * compare_jobs.c runs the stream's jobs (each node's steps and metrics) on
+ * the calling thread and a worker as their inputs become ready,
  * compare_cache.c keeps values between runs for incremental comparisons.
- * A stream owns its jobs and pool for one mpx_compare_run call; the cache is
+ * A stream owns its jobs and worker for one mpx_compare_run call; the cache is
  * owned by the caller (mpx_compare_cache_new). */
 #ifndef MPX_COMPARE_INTERNAL_H
 #define MPX_COMPARE_INTERNAL_H
@@ -12,52 +13,53 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-/* A node's reference, candidate and local steps read disjoint inputs (or
- * only read shared ones) and write their own outputs, and so do the metrics
- * of its outputs: each is a job that writes only its own slots, so running
- * them on two threads changes no result. */
-typedef enum job_kind { JOB_REF, JOB_CAND, JOB_LOCAL, JOB_METRICS, JOB_METRICS_LOCAL } job_kind;
+/* A job: one node's reference step, a candidate's step, a candidate's
+ * local step, or the node's metrics (every candidate's, against the
+ * reference). A job writes only its own outputs and results and reads
+ * values that the jobs it waits for have stored, so running jobs on two
+ * threads, in whatever order their inputs allow, changes no result. */
+typedef enum job_kind { JOB_REF, JOB_CAND, JOB_LOCAL, JOB_METRICS } job_kind;
+typedef enum job_state { JOB_WAITING, JOB_RUNNING, JOB_DONE } job_state;
 
 typedef struct job {
     job_kind kind;
-    const mpx_node *n;
-    /* a step */
-    const mpx_assign *a;
-    const mpx_value *vals;
-    mpx_value *outs;
-    const mpx_body_probe *probe; /* a candidate step of a node with a body */
-    size_t scratch;
-    /* metrics */
-    const mpx_tensor *t;
-    const mpx_value *r, *c;
-    const mpx_format *fmt;
-    mpx_metrics *m;
-    int cand;                 /* whose metrics (the candidate's index) */
-    /* results */
+    job_state state;
+    int q;           /* the candidate (JOB_CAND, JOB_LOCAL) */
+    int pos;         /* the node's position in the run */
+    mpx_value *outs; /* [max_out]: a step's outputs until they are stored */
+    size_t scratch;  /* a step's input copies, bytes */
+    size_t est;      /* the output bytes expected of a step started ahead (compare.c) */
+    int thread;      /* 0 the caller, 1 the worker */
+    long started;    /* jobs finished before it started */
     mpx_status st;
     double ms;
     mpx_error err;
 } job;
 
-/* One worker beside the calling thread; both take jobs from one batch. */
-typedef struct pool {
-    pthread_t th;
+/* Jobs run as they become ready, on the calling thread and one worker
+ * (compare_jobs.c). The owner's functions are called under mu, except run
+ * (the job's work) and tick (the calling thread's, between its jobs: where
+ * progress callbacks go). */
+typedef struct sched {
+    void *ctx;
+    job *(*pick)(void *ctx);          /* a ready job, marked running, or NULL */
+    bool (*over)(void *ctx);          /* nothing left to run or to wait for */
+    void (*run)(void *ctx, job *j);
+    void (*done)(void *ctx, job *j);  /* j has run */
+    void (*tick)(void *ctx);
     pthread_mutex_t mu;
-    pthread_cond_t work, done;
-    job *jobs;
-    int n, next;
-    atomic_int finished;  /* written under mu; read without it by a spinning caller */
-    atomic_int unclaimed; /* jobs of the batch not yet taken: what a spinning worker reads */
-    bool quit, running;
-} pool;
+    pthread_cond_t cv;
+    atomic_long finished;             /* jobs done: a waiting thread watches it */
+} sched;
 
 double mpx_cmp_now_ms(void);
-/* Start the worker; without one (none could start) everything runs on the
- * calling thread, in order. */
-void mpx_cmp_pool_start(pool *p);
-void mpx_cmp_pool_stop(pool *p);
-/* Run n jobs, shared with the worker; returns when all are done. */
-void mpx_cmp_run_jobs(pool *p, job *jobs, int n);
+/* Runs s's jobs until over, on two threads when two_threads (and a worker
+ * can start), else on the calling thread alone; false when no lock could
+ * be made (nothing ran). */
+bool mpx_cmp_sched_run(sched *s, bool two_threads);
+/* A thread that changed what over or pick answer outside done (tick:
+ * cancelled) wakes a waiting one: called under mu. */
+void mpx_cmp_sched_wake(sched *s);
 
 /* compare.c */
 static inline bool mpx_cmp_is_low(const mpx_format *f) { return f && f->kind != MPX_FMT_FP32; }

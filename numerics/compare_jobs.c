@@ -1,5 +1,13 @@
-/* compare_jobs.c - a second thread that shares each node's steps and
- * metrics with the calling thread (compare_internal.h). */
+/* compare_jobs.c - a comparison's jobs run as soon as their inputs exist,
+ * on the calling thread and one worker (compare_internal.h).
+ *
+ * Each thread loops: pick a ready job under the lock, run it without, hand
+ * it back under the lock (which may make others ready). A thread with
+ * nothing ready waits for the next job to finish: it spins a little first
+ * (a node's jobs are often a few microseconds, and a sleeping thread took
+ * tens of microseconds to wake on this VM), then sleeps. Which thread runs
+ * what, and in which order, changes no result: only the time and the peak
+ * of live values (the owner bounds that with its window of nodes). */
 #include "compare_internal.h"
 
 #include <string.h>
@@ -11,28 +19,13 @@ double mpx_cmp_now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static void run_job(job *j) {
-    double t0 = mpx_cmp_now_ms();
-    mpx_error_clear(&j->err);
-    if (j->kind == JOB_METRICS || j->kind == JOB_METRICS_LOCAL)
-        j->st = mpx_metrics_compute(j->r, j->c, j->fmt, j->m, &j->err);
-    else
-        j->st = mpx_exec_node_probe(j->n, j->a, j->vals, j->kind == JOB_LOCAL, j->probe, j->outs, &j->scratch,
-                                    &j->err);
-    j->ms = mpx_cmp_now_ms() - t0;
-}
-
-/* Waiting for the other thread spins this long (ns) before it sleeps on
- * the condition variable: a report posts a batch per node (hundreds a
- * forward, many of a few microseconds' work), and a sleeping thread took
- * tens of microseconds to wake on this VM (the kernels' pool spins for the
- * same reason, kern_gemm.c). */
 enum { SPIN_NS = 30000 };
 
-static bool spin_until(const atomic_int *v, int want_at_least) {
+/* Spin until another job finished (true) or SPIN_NS passed (false). */
+static bool spin_past(const atomic_long *finished, long seen) {
     const double end = mpx_cmp_now_ms() + SPIN_NS / 1e6;
     for (int i = 0;; i++) {
-        if (atomic_load_explicit(v, memory_order_acquire) >= want_at_least) return true;
+        if (atomic_load_explicit(finished, memory_order_acquire) != seen) return true;
         if ((i & 63) == 63 && mpx_cmp_now_ms() > end) return false;
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
@@ -40,95 +33,69 @@ static bool spin_until(const atomic_int *v, int want_at_least) {
     }
 }
 
-/* The worker: takes jobs from the batch until told to quit. */
-static void *worker(void *arg) {
-    pool *p = arg;
-    pthread_mutex_lock(&p->mu);
+static void loop(sched *s, int thread) {
+    pthread_mutex_lock(&s->mu);
     for (;;) {
-        if (!p->quit && p->next >= p->n) {
-            pthread_mutex_unlock(&p->mu);
-            (void)spin_until(&p->unclaimed, 1);
-            pthread_mutex_lock(&p->mu);
+        if (thread == 0 && s->tick) {
+            pthread_mutex_unlock(&s->mu);
+            s->tick(s->ctx);
+            pthread_mutex_lock(&s->mu);
         }
-        while (!p->quit && p->next >= p->n) pthread_cond_wait(&p->work, &p->mu);
-        if (p->quit) break;
-        job *j = &p->jobs[p->next++];
-        atomic_fetch_sub(&p->unclaimed, 1);
-        pthread_mutex_unlock(&p->mu);
-        run_job(j);
-        pthread_mutex_lock(&p->mu);
-        if (atomic_fetch_add(&p->finished, 1) + 1 == p->n) pthread_cond_signal(&p->done);
+        if (s->over(s->ctx)) break;
+        job *j = s->pick(s->ctx);
+        if (!j) {
+            long seen = atomic_load(&s->finished);
+            pthread_mutex_unlock(&s->mu);
+            bool moved = spin_past(&s->finished, seen);
+            pthread_mutex_lock(&s->mu);
+            if (!moved)
+                while (atomic_load(&s->finished) == seen && !s->over(s->ctx))
+                    pthread_cond_wait(&s->cv, &s->mu);
+            continue;
+        }
+        j->thread = thread;
+        j->started = atomic_load(&s->finished);
+        pthread_mutex_unlock(&s->mu);
+        double t0 = mpx_cmp_now_ms();
+        s->run(s->ctx, j);
+        j->ms = mpx_cmp_now_ms() - t0;
+        pthread_mutex_lock(&s->mu);
+        s->done(s->ctx, j);
+        mpx_cmp_sched_wake(s);
     }
-    pthread_mutex_unlock(&p->mu);
+    /* the other thread may be waiting for a change that will not come */
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void mpx_cmp_sched_wake(sched *s) {
+    atomic_fetch_add_explicit(&s->finished, 1, memory_order_release);
+    pthread_cond_broadcast(&s->cv);
+}
+
+static void *worker(void *arg) {
+    loop(arg, 1);
     return NULL;
 }
 
-/* Without a worker (one thread asked for, or none could start) everything
- * runs here, in order. */
-void mpx_cmp_pool_start(pool *p) {
-    memset(p, 0, sizeof *p);
-    atomic_init(&p->finished, 0);
-    atomic_init(&p->unclaimed, 0);
-    if (pthread_mutex_init(&p->mu, NULL) != 0) return;
-    if (pthread_cond_init(&p->work, NULL) != 0) {
-        pthread_mutex_destroy(&p->mu);
-        return;
+bool mpx_cmp_sched_run(sched *s, bool two_threads) {
+    atomic_init(&s->finished, 0);
+    if (pthread_mutex_init(&s->mu, NULL) != 0) return false;
+    if (pthread_cond_init(&s->cv, NULL) != 0) {
+        pthread_mutex_destroy(&s->mu);
+        return false;
     }
-    if (pthread_cond_init(&p->done, NULL) != 0) {
-        pthread_cond_destroy(&p->work);
-        pthread_mutex_destroy(&p->mu);
-        return;
+    /* Without a worker (one thread asked for, or none could start) the
+     * same loop runs here alone. */
+    pthread_t th;
+    bool worker_up = two_threads && pthread_create(&th, NULL, worker, s) == 0;
+    if (worker_up) mpx_k_concurrent(true);
+    loop(s, 0);
+    if (worker_up) {
+        pthread_join(th, NULL);
+        mpx_k_concurrent(false);
     }
-    if (pthread_create(&p->th, NULL, worker, p) != 0) {
-        pthread_cond_destroy(&p->done);
-        pthread_cond_destroy(&p->work);
-        pthread_mutex_destroy(&p->mu);
-        return;
-    }
-    p->running = true;
-}
-
-void mpx_cmp_pool_stop(pool *p) {
-    if (!p->running) return;
-    pthread_mutex_lock(&p->mu);
-    p->quit = true;
-    pthread_cond_signal(&p->work);
-    pthread_mutex_unlock(&p->mu);
-    pthread_join(p->th, NULL);
-    pthread_cond_destroy(&p->done);
-    pthread_cond_destroy(&p->work);
-    pthread_mutex_destroy(&p->mu);
-    p->running = false;
-}
-
-void mpx_cmp_run_jobs(pool *p, job *jobs, int n) {
-    if (!p->running || n < 2) {
-        for (int k = 0; k < n; k++) run_job(&jobs[k]);
-        return;
-    }
-    mpx_k_concurrent(true);
-    pthread_mutex_lock(&p->mu);
-    p->jobs = jobs;
-    p->n = n;
-    p->next = 0;
-    atomic_store(&p->finished, 0);
-    atomic_store(&p->unclaimed, n);
-    pthread_cond_signal(&p->work);
-    while (p->next < p->n) {
-        job *j = &p->jobs[p->next++];
-        atomic_fetch_sub(&p->unclaimed, 1);
-        pthread_mutex_unlock(&p->mu);
-        run_job(j);
-        pthread_mutex_lock(&p->mu);
-        atomic_fetch_add(&p->finished, 1);
-    }
-    if (atomic_load(&p->finished) < p->n) {
-        pthread_mutex_unlock(&p->mu);
-        (void)spin_until(&p->finished, n);
-        pthread_mutex_lock(&p->mu);
-    }
-    while (atomic_load(&p->finished) < p->n) pthread_cond_wait(&p->done, &p->mu);
-    p->n = p->next = 0;
-    pthread_mutex_unlock(&p->mu);
-    mpx_k_concurrent(false);
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+    return true;
 }

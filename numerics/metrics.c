@@ -27,6 +27,7 @@ static bool usable(const mpx_value *v) {
  * dependency chain of double additions (3.0 ns per element on the machine
  * here; AVX2's lanes 0.63-0.76, AVX-512's 0.43-0.59, 72 K to 3 M elements). */
 enum { ML = 8 };
+enum { MANY = 4 }; /* candidates in one pass at most (the AVX-512 one) */
 
 typedef struct lanes {
     double se[ML], sa[ML], rr[ML], cc[ML], cr[ML], mx[ML], amax[ML];
@@ -131,82 +132,116 @@ __attribute__((target("avx2,popcnt"))) static int64_t lanes_avx2(lanes *L, const
     return k;
 }
 
-/* lanes_body for whole tensors of finite values with AVX-512: a register
- * of eight doubles is exactly the eight lanes, so each sum is one
+/* lanes_body for whole tensors of finite values with AVX-512, for nc
+ * candidates against one reference in one pass (a report compares fp16 and
+ * bf16 with the same reference: read once, its squares summed once). A
+ * register of eight doubles is exactly the eight lanes, so each sum is one
  * instruction per block where AVX2 needs two, and sixteen floats are
  * loaded, compared and counted at once (two blocks, lanes 0-7 twice, in
  * order). It does not stop at non-finite values: it returns -1 when there
- * were any (a lane of x*x or y*y is then infinite or NaN, and only then:
- * a finite float's square is below 2^256) and the caller starts again on
- * the checking path. Checking every block cost a compare, a mask test and
- * a branch per block, on the report's hottest loop. */
-__attribute__((target("avx512f,avx512dq"))) static int64_t lanes_avx512(lanes *L, const float *rf,
-                                                                        const float *cf, int64_t n,
-                                                                        float tiny) {
-    const __m512 tinyv = _mm512_set1_ps(tiny), zf = _mm512_setzero_ps();
-    __m512d se = _mm512_loadu_pd(L->se), sa = _mm512_loadu_pd(L->sa), rr = _mm512_loadu_pd(L->rr),
-            cc = _mm512_loadu_pd(L->cc), cr = _mm512_loadu_pd(L->cr), mx = _mm512_loadu_pd(L->mx);
-    __m512 am = zf;
-    int64_t sub = 0, unf = 0, k = 0;
-#define MPX_LANES8(xh, yh)                                                                        \
+ * were any (a lane of x*x or y*y is then infinite or NaN, and only then: a
+ * finite float's square is below 2^256) and the caller starts again on the
+ * checking path. Checking every block cost a compare, a mask test and a
+ * branch per block, on the report's hottest loop. L[q] is candidate q's
+ * lanes (zero on entry); nc is a constant in each caller, so the loops over
+ * the candidates unroll and every sum stays in a register. */
+__attribute__((target("avx512f,avx512dq"), always_inline)) static inline int64_t
+lanes512_body(lanes *L, const float *rf, const float *const *cf, const float *tiny, int64_t n, int nc) {
+    const __m512 zf = _mm512_setzero_ps();
+    __m512d rr = _mm512_setzero_pd(), se[MANY], sa[MANY], cc[MANY], cr[MANY], mx[MANY];
+    __m512 am = zf, tinyv[MANY];
+    int64_t sub[MANY], unf[MANY], k = 0;
+    for (int q = 0; q < nc; q++) {
+        se[q] = sa[q] = cc[q] = cr[q] = mx[q] = _mm512_setzero_pd();
+        tinyv[q] = _mm512_set1_ps(tiny[q]);
+        sub[q] = unf[q] = 0;
+    }
+    /* One block of eight (lanes 0-7) from the floats of xh and yh. */
+#define LANES8(q, x, yh)                                                                          \
     do {                                                                                          \
-        const __m512d x = _mm512_cvtps_pd(xh), y = _mm512_cvtps_pd(yh);                           \
+        const __m512d y = _mm512_cvtps_pd(yh);                                                    \
         const __m512d d = _mm512_sub_pd(y, x), ad = _mm512_abs_pd(d);                             \
-        sa = _mm512_add_pd(sa, ad);                                                               \
-        se = _mm512_add_pd(se, _mm512_mul_pd(d, d));                                              \
-        mx = _mm512_max_pd(ad, mx);                                                               \
-        rr = _mm512_add_pd(rr, _mm512_mul_pd(x, x));                                              \
-        cc = _mm512_add_pd(cc, _mm512_mul_pd(y, y));                                              \
-        cr = _mm512_add_pd(cr, _mm512_mul_pd(x, y));                                              \
+        sa[q] = _mm512_add_pd(sa[q], ad);                                                         \
+        se[q] = _mm512_add_pd(se[q], _mm512_mul_pd(d, d));                                        \
+        mx[q] = _mm512_max_pd(ad, mx[q]);                                                         \
+        cc[q] = _mm512_add_pd(cc[q], _mm512_mul_pd(y, y));                                        \
+        cr[q] = _mm512_add_pd(cr[q], _mm512_mul_pd(x, y));                                        \
+    } while (0)
+    /* The counts of sixteen elements (or the first eight: valid). */
+#define COUNTS(q, xf, yf, valid)                                                                  \
+    do {                                                                                          \
+        const __m512 ayf = _mm512_abs_ps(yf);                                                     \
+        const __mmask16 ms = _mm512_mask_cmp_ps_mask(                                             \
+            _mm512_cmp_ps_mask(ayf, zf, _CMP_NEQ_OQ) & (valid), ayf, tinyv[q], _CMP_LT_OQ);       \
+        const __mmask16 mu = _mm512_mask_cmp_ps_mask(                                             \
+            _mm512_cmp_ps_mask(yf, zf, _CMP_EQ_OQ) & (valid), xf, zf, _CMP_NEQ_OQ);               \
+        sub[q] += __builtin_popcount((unsigned)ms);                                               \
+        unf[q] += __builtin_popcount((unsigned)mu);                                               \
     } while (0)
     for (; k + 2 * ML <= n; k += 2 * ML) {
-        const __m512 xf = _mm512_loadu_ps(rf + k), yf = _mm512_loadu_ps(cf + k);
-        const __m512 ayf = _mm512_abs_ps(yf);
+        const __m512 xf = _mm512_loadu_ps(rf + k);
         am = _mm512_max_ps(_mm512_abs_ps(xf), am);
-        const __mmask16 ms =
-            _mm512_mask_cmp_ps_mask(_mm512_cmp_ps_mask(ayf, zf, _CMP_NEQ_OQ), ayf, tinyv, _CMP_LT_OQ);
-        const __mmask16 mu =
-            _mm512_mask_cmp_ps_mask(_mm512_cmp_ps_mask(yf, zf, _CMP_EQ_OQ), xf, zf, _CMP_NEQ_OQ);
-        sub += __builtin_popcount((unsigned)ms);
-        unf += __builtin_popcount((unsigned)mu);
-        MPX_LANES8(_mm512_castps512_ps256(xf), _mm512_castps512_ps256(yf));
-        MPX_LANES8(_mm512_extractf32x8_ps(xf, 1), _mm512_extractf32x8_ps(yf, 1));
+        const __m512d x0 = _mm512_cvtps_pd(_mm512_castps512_ps256(xf)),
+                      x1 = _mm512_cvtps_pd(_mm512_extractf32x8_ps(xf, 1));
+        rr = _mm512_add_pd(rr, _mm512_mul_pd(x0, x0));
+        rr = _mm512_add_pd(rr, _mm512_mul_pd(x1, x1));
+        for (int q = 0; q < nc; q++) {
+            const __m512 yf = _mm512_loadu_ps(cf[q] + k);
+            COUNTS(q, xf, yf, 0xffff);
+            LANES8(q, x0, _mm512_castps512_ps256(yf));
+            LANES8(q, x1, _mm512_extractf32x8_ps(yf, 1));
+        }
     }
     if (k + ML <= n) { /* one block of eight left */
-        const __m512 xf = _mm512_castps256_ps512(_mm256_loadu_ps(rf + k)),
-                     yf = _mm512_castps256_ps512(_mm256_loadu_ps(cf + k));
-        const __m512 ayf = _mm512_abs_ps(yf);
+        const __m512 xf = _mm512_castps256_ps512(_mm256_loadu_ps(rf + k));
         am = _mm512_mask_max_ps(am, 0xff, _mm512_abs_ps(xf), am);
-        const __mmask16 ms = _mm512_mask_cmp_ps_mask(_mm512_cmp_ps_mask(ayf, zf, _CMP_NEQ_OQ) & 0xff,
-                                                     ayf, tinyv, _CMP_LT_OQ);
-        const __mmask16 mu = _mm512_mask_cmp_ps_mask(_mm512_cmp_ps_mask(yf, zf, _CMP_EQ_OQ) & 0xff,
-                                                     xf, zf, _CMP_NEQ_OQ);
-        sub += __builtin_popcount((unsigned)ms);
-        unf += __builtin_popcount((unsigned)mu);
-        MPX_LANES8(_mm512_castps512_ps256(xf), _mm512_castps512_ps256(yf));
+        const __m512d x0 = _mm512_cvtps_pd(_mm512_castps512_ps256(xf));
+        rr = _mm512_add_pd(rr, _mm512_mul_pd(x0, x0));
+        for (int q = 0; q < nc; q++) {
+            const __m512 yf = _mm512_castps256_ps512(_mm256_loadu_ps(cf[q] + k));
+            COUNTS(q, xf, yf, 0xff);
+            LANES8(q, x0, _mm512_castps512_ps256(yf));
+        }
         k += ML;
     }
-#undef MPX_LANES8
-    double rrl[ML], ccl[ML];
-    _mm512_storeu_pd(rrl, rr);
-    _mm512_storeu_pd(ccl, cc);
+#undef LANES8
+#undef COUNTS
+    double chk[ML];
+    _mm512_storeu_pd(chk, rr);
     for (int l = 0; l < ML; l++)
-        if (!isfinite(rrl[l]) || !isfinite(ccl[l])) return -1;
-    _mm512_storeu_pd(L->se, se);
-    _mm512_storeu_pd(L->sa, sa);
-    _mm512_storeu_pd(L->rr, rr);
-    _mm512_storeu_pd(L->cc, cc);
-    _mm512_storeu_pd(L->cr, cr);
-    _mm512_storeu_pd(L->mx, mx);
+        if (!isfinite(chk[l])) return -1;
+    for (int q = 0; q < nc; q++) {
+        _mm512_storeu_pd(chk, cc[q]);
+        for (int l = 0; l < ML; l++)
+            if (!isfinite(chk[l])) return -1;
+    }
     float amf[2 * ML];
     _mm512_storeu_ps(amf, am);
-    for (int l = 0; l < ML; l++) { /* lanes l and l + 8 are lane l's two halves */
-        const double a = (double)(amf[l] > amf[l + ML] ? amf[l] : amf[l + ML]);
-        L->amax[l] = a > L->amax[l] ? a : L->amax[l];
+    for (int q = 0; q < nc; q++) {
+        _mm512_storeu_pd(L[q].rr, rr);
+        _mm512_storeu_pd(L[q].se, se[q]);
+        _mm512_storeu_pd(L[q].sa, sa[q]);
+        _mm512_storeu_pd(L[q].cc, cc[q]);
+        _mm512_storeu_pd(L[q].cr, cr[q]);
+        _mm512_storeu_pd(L[q].mx, mx[q]);
+        for (int l = 0; l < ML; l++) /* lanes l and l + 8 are lane l's two halves */
+            L[q].amax[l] = (double)(amf[l] > amf[l + ML] ? amf[l] : amf[l + ML]);
+        L[q].sub[0] = sub[q];
+        L[q].unf[0] = unf[q];
     }
-    L->sub[0] += sub;
-    L->unf[0] += unf;
     return k;
+}
+
+__attribute__((target("avx512f,avx512dq"))) static int64_t lanes_avx512(lanes *L, const float *rf,
+                                                                        const float *const *cf,
+                                                                        const float *tiny, int64_t n,
+                                                                        int nc) {
+    switch (nc) {
+    case 1: return lanes512_body(L, rf, cf, tiny, n, 1);
+    case 2: return lanes512_body(L, rf, cf, tiny, n, 2);
+    case 3: return lanes512_body(L, rf, cf, tiny, n, 3);
+    default: return lanes512_body(L, rf, cf, tiny, n, MANY);
+    }
 }
 #endif
 
@@ -228,10 +263,7 @@ static double lmax(const double *v) {
     return m;
 }
 
-mpx_status mpx_metrics_compute(const mpx_value *r, const mpx_value *c, const mpx_format *fmt,
-                               mpx_metrics *m, mpx_error *err) {
-    if (!m) return mpx_error_set(err, MPX_E_ARG, "no place for the metrics");
-    memset(m, 0, sizeof *m);
+static mpx_status check_pair(const mpx_value *r, const mpx_value *c, mpx_error *err) {
     if (!usable(r) || !usable(c))
         return mpx_error_set(err, MPX_E_ARG, "the %s has no value",
                              usable(r) ? "candidate" : "reference");
@@ -243,40 +275,44 @@ mpx_status mpx_metrics_compute(const mpx_value *r, const mpx_value *c, const mpx
     if ((r->f != NULL) != (c->f != NULL))
         return mpx_error_set(err, MPX_E_ARG, "the candidate is %s, the reference %s",
                              mpx_dtype_name(c->dtype), mpx_dtype_name(r->dtype));
-    const mpx_format *f = fmt ? fmt : &mpx_format_fp32;
+    return MPX_OK;
+}
+
+static bool use_avx512(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    return !getenv_portable() && !getenv_on("MPX_KERN_AVX2") && __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512dq");
+#else
+    return false;
+#endif
+}
+
+/* The lanes on the paths that check every block (L zero on entry). */
+static int64_t lanes_checked(lanes *L, const float *rf, const float *cf, int64_t n, float tiny) {
+#if defined(__x86_64__) || defined(__i386__)
+    if (!getenv_portable() && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt"))
+        return lanes_avx2(L, rf, cf, n, tiny);
+#endif
+    return lanes_portable(L, rf, cf, n, tiny);
+}
+
+/* The figures from the lanes' sums over elements [0, k) (L NULL: none, an
+ * integer pair) and the general loop over the rest, which adds to them. */
+static void finish(const mpx_value *r, const mpx_value *c, const mpx_format *f, const lanes *L,
+                   int64_t k, mpx_metrics *m) {
     double se = 0, sa = 0, rr = 0, cc = 0, cr = 0, mx = 0, amax = 0;
     bool bad = false;
-    int64_t k = 0;
-    if (r->f && c->f) {
-        /* The float case (lanes above). It stops at the first block with a
-         * non-finite value and leaves the rest, from there on, to the
-         * general loop, which adds to the lanes' sums. */
-        lanes L;
-        memset(&L, 0, sizeof L);
-        const float tiny = f->min_normal;
-#if defined(__x86_64__) || defined(__i386__)
-        const bool portable = getenv_portable();
-        k = !portable && !getenv_on("MPX_KERN_AVX2") && __builtin_cpu_supports("avx512f") &&
-                    __builtin_cpu_supports("avx512dq")
-                ? lanes_avx512(&L, r->f, c->f, r->n, tiny)
-                : -1;
-        if (k < 0) /* not taken, or a non-finite value: the checking paths */
-            k = !portable && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt")
-                    ? lanes_avx2(&L, r->f, c->f, r->n, tiny)
-                    : lanes_portable(&L, r->f, c->f, r->n, tiny);
-#else
-        k = lanes_portable(&L, r->f, c->f, r->n, tiny);
-#endif
-        se = lsum(L.se);
-        sa = lsum(L.sa);
-        rr = lsum(L.rr);
-        cc = lsum(L.cc);
-        cr = lsum(L.cr);
-        mx = lmax(L.mx);
-        amax = lmax(L.amax);
+    if (L) {
+        se = lsum(L->se);
+        sa = lsum(L->sa);
+        rr = lsum(L->rr);
+        cc = lsum(L->cc);
+        cr = lsum(L->cr);
+        mx = lmax(L->mx);
+        amax = lmax(L->amax);
         for (int l = 0; l < ML; l++) {
-            m->subnormal += L.sub[l];
-            m->underflow += L.unf[l];
+            m->subnormal += L->sub[l];
+            m->underflow += L->unf[l];
         }
     }
     for (; k < r->n; k++) {
@@ -306,7 +342,7 @@ mpx_status mpx_metrics_compute(const mpx_value *r, const mpx_value *c, const mpx
         m->max_abs = m->mean_abs = m->rel_l2 = INFINITY;
         m->sqnr_db = -INFINITY;
         m->cos = NAN;
-        return MPX_OK;
+        return;
     }
     double nr = sqrt(rr), nc = sqrt(cc), ne = sqrt(se);
     m->max_abs = mx;
@@ -319,7 +355,76 @@ mpx_status mpx_metrics_compute(const mpx_value *r, const mpx_value *c, const mpx
         m->cos = 0.0;
     else
         m->cos = fmax(-1.0, fmin(1.0, cr / (nr * nc)));
+}
+
+mpx_status mpx_metrics_compute(const mpx_value *r, const mpx_value *c, const mpx_format *fmt,
+                               mpx_metrics *m, mpx_error *err) {
+    if (!m) return mpx_error_set(err, MPX_E_ARG, "no place for the metrics");
+    memset(m, 0, sizeof *m);
+    mpx_status st = check_pair(r, c, err);
+    if (st != MPX_OK) return st;
+    const mpx_format *f = fmt ? fmt : &mpx_format_fp32;
+    if (!r->f) {
+        finish(r, c, f, NULL, 0, m);
+        return MPX_OK;
+    }
+    /* The float case (lanes above). The checking paths stop at the first
+     * block with a non-finite value and leave the rest, from there on, to
+     * the general loop. */
+    lanes L;
+    memset(&L, 0, sizeof L);
+    const float tiny = f->min_normal;
+    int64_t k = -1;
+#if defined(__x86_64__) || defined(__i386__)
+    const float *cf = c->f;
+    if (use_avx512()) k = lanes_avx512(&L, r->f, &cf, &tiny, r->n, 1);
+#endif
+    if (k < 0) { /* not taken, or a non-finite value */
+        memset(&L, 0, sizeof L);
+        k = lanes_checked(&L, r->f, c->f, r->n, tiny);
+    }
+    finish(r, c, f, &L, k, m);
     return MPX_OK;
+}
+
+mpx_status mpx_metrics_compute_many(const mpx_value *r, const mpx_value *const *c,
+                                    const mpx_format *const *fmt, int nc, mpx_metrics *m,
+                                    mpx_error *err) {
+    if (!m || !c || nc < 1) return mpx_error_set(err, MPX_E_ARG, "no candidates or no place for the metrics");
+    bool shared = nc <= MANY && use_avx512() && usable(r) && r->f;
+    for (int q = 0; q < nc && shared; q++) shared = check_pair(r, c[q], NULL) == MPX_OK && c[q]->f;
+#if defined(__x86_64__) || defined(__i386__)
+    if (shared) {
+        lanes L[MANY];
+        const float *cf[MANY];
+        float tiny[MANY];
+        for (int q = 0; q < nc; q++) {
+            cf[q] = c[q]->f;
+            tiny[q] = (fmt && fmt[q] ? fmt[q] : &mpx_format_fp32)->min_normal;
+        }
+        memset(L, 0, sizeof L);
+        const int64_t k = lanes_avx512(L, r->f, cf, tiny, r->n, nc);
+        if (k >= 0) {
+            for (int q = 0; q < nc; q++) {
+                memset(&m[q], 0, sizeof m[q]);
+                finish(r, c[q], fmt && fmt[q] ? fmt[q] : &mpx_format_fp32, &L[q], k, &m[q]);
+            }
+            return MPX_OK;
+        }
+    }
+#endif
+    /* One at a time: where the shared pass does not apply, met a
+     * non-finite value, or a pair is refused (the first refusal returned). */
+    mpx_status first = MPX_OK;
+    for (int q = 0; q < nc; q++) {
+        mpx_error e = {0};
+        mpx_status st = mpx_metrics_compute(r, c[q], fmt ? fmt[q] : NULL, &m[q], &e);
+        if (st != MPX_OK && first == MPX_OK) {
+            first = st;
+            if (err) *err = e;
+        }
+    }
+    return first;
 }
 
 /* ---- the metric table ------------------------------------------------------- */

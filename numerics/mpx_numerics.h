@@ -503,6 +503,13 @@ const char *mpx_metric_names(const char *sep, char *buf, size_t n);
  * fmt (NULL: fp32) decides "subnormal". */
 mpx_status mpx_metrics_compute(const mpx_value *r, const mpx_value *c, const mpx_format *fmt,
                                mpx_metrics *m, mpx_error *err);
+/* mpx_metrics_compute of nc candidates c[q] (fmt[q]; fmt NULL: all fp32)
+ * against one reference, m[q] each, bit for bit the same; the reference is
+ * read once where it can be. Returns the first candidate's refusal (the
+ * others' metrics are still taken). */
+mpx_status mpx_metrics_compute_many(const mpx_value *r, const mpx_value *const *c,
+                                    const mpx_format *const *fmt, int nc, mpx_metrics *m,
+                                    mpx_error *err);
 
 /* ==== paired runs: per-layer comparison (numerics/compare.c) ================ */
 
@@ -558,11 +565,14 @@ typedef struct mpx_compare_opts {
     /* Called between nodes (may be NULL): done of total nodes. */
     void (*progress)(void *ctx, int done, int total);
     void *progress_ctx;
-    /* 1: everything on the calling thread. Otherwise (0, the default) a
-     * second thread shares each node's work: its reference, candidate and
-     * local steps, then its metrics, run as independent jobs (results are
-     * the same bits either way; progress and cancel stay on the caller's
-     * thread). */
+    /* 1: everything on the calling thread, node by node. Otherwise (0,
+     * the default) a second thread shares the work: each node's reference,
+     * candidate and local steps and its metrics are jobs that run as soon
+     * as their inputs exist, a few nodes ahead of the first unfinished one
+     * where a thread would otherwise wait (results are the same bits either
+     * way; the progress callback is called on the caller's thread, and the
+     * run ends at the node after the one it was last told of when cancel is
+     * set). */
     int threads;
     /* An incremental cache (may be NULL; see mpx_compare_cache_new). A run
      * with a cache keeps every computed value in it (within its budget) with
@@ -599,9 +609,11 @@ typedef struct mpx_compare {
     /* Time spent in each kind of work; on two threads they overlap, so
      * their sum may exceed the run's wall time. */
     double ms_ref, ms_cand, ms_local, ms_metrics;
-    /* Most value bytes alive at once during the run: both runs' live values,
-     * a node's outputs and its input copies (on two threads, all three
-     * steps' at once). Kernels' own scratch is not counted. */
+    /* Most value bytes alive at once during the run: the runs' live values,
+     * a step's outputs and input copies (on two threads also the input
+     * copies of a step the other thread finished meanwhile). Kernels' own
+     * scratch is not counted. On two threads it depends on how the jobs
+     * met in time, within a few nodes' outputs. */
     size_t peak_bytes;
     /* Nodes run by this call: all of them for a full run, only the
      * recomputed ones when a cache made the run incremental (values held

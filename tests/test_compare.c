@@ -387,6 +387,25 @@ static void test_metrics_paths(void) {
                           (long long)n, kind, paths[p][0], m0.rel_l2, m1.rel_l2);
                 compared++;
             }
+            /* Both candidates in one pass (as a report takes fp16 and bf16):
+             * each the same bits as alone, whether or not the other holds a
+             * non-finite value. */
+            mpx_value c2 = fvalue(1, &n, NULL);
+            for (int64_t k = 0; k < n; k++) c2.f[k] = k % 3 == 0 ? r.f[k] : r.f[k] * 0.75f;
+            if (kind == 2) c2.f[0] = NAN;
+            const mpx_value *cs[3] = {&c, &c2, &r};
+            const mpx_format *fs[3] = {&mpx_format_fp16, &mpx_format_bf16, NULL};
+            for (int nc = 1; nc <= 3; nc++) {
+                mpx_metrics mm[3], one;
+                CHECK(mpx_metrics_compute_many(&r, cs, fs, nc, mm, &err) == MPX_OK);
+                for (int q = 0; q < nc; q++) {
+                    CHECK(mpx_metrics_compute(&r, cs[q], fs[q], &one, &err) == MPX_OK);
+                    CHECK_MSG(memcmp(&one, &mm[q], sizeof one) == 0,
+                              "n %lld, case %d: candidate %d of %d in one pass differs", (long long)n,
+                              kind, q, nc);
+                }
+            }
+            mpx_value_free(&c2);
             /* What the figures say, so that all paths being wrong alike fails too. */
             if (kind == 0 && n >= 16) CHECK(m0.subnormal > 0 && m0.underflow > 0 && m0.rel_l2 > 0.1 && m0.rel_l2 < 1);
             if (kind == 1) CHECK(m0.overflow == 1 && isinf(m0.rel_l2));
@@ -434,8 +453,12 @@ static void test_chain_memory(void) {
         CHECK(whole >= 22 * act);
         if (c) {
             CHECK(c->n_layers == 10);
-            CHECK_MSG(c->peak_bytes >= 4 * act && c->peak_bytes <= 4 * act + 64,
-                      "peak %zu bytes, want about %zu", c->peak_bytes, 4 * act);
+            /* on two threads, steps of the next nodes may run beside the
+             * first unfinished one's (see the keep case below) */
+            size_t most = threads == 1 ? 4 * act + 64 : 7 * act + 64;
+            CHECK_MSG(c->peak_bytes >= 4 * act && c->peak_bytes <= most,
+                      "%d thread(s): peak %zu bytes, want about %zu", threads ? threads : 2, c->peak_bytes,
+                      4 * act);
             CHECK(c->peak_bytes < whole / 4);
             CHECK(live_count(g, c->ref) == 1 && c->ref[T(g, "y")->index].n == 1000);
         }
@@ -446,7 +469,11 @@ static void test_chain_memory(void) {
     bool *keep = calloc((size_t)g->n_tensors, sizeof *keep);
     keep[T(g, "t4")->index] = true;
     mpx_compare_opts o = {.keep = keep, .local = true};
-    mpx_compare *c = COMPARE(g, h, &x, &o);
+    mpx_compare *c = NULL;
+    for (int threads = 1; threads >= 0; threads--) {
+    mpx_compare_free(c);
+    o.threads = threads;
+    c = COMPARE(g, h, &x, &o);
     CHECK_EQUAL(g, h, &x, c, true);
     if (c) {
         mpx_run *ref = RUN(g, NULL, &x, NULL), *cand = RUN(g, h, &x, NULL);
@@ -462,9 +489,16 @@ static void test_chain_memory(void) {
                       g->tensors[i]->name);
         }
         CHECK(c->ref[T(g, "t3")->index].n == -1 && c->cand[T(g, "x")->index].n == -1);
-        /* t4 stays alive to the end, as does a local output while compared. */
-        CHECK(c->peak_bytes > 4 * act && c->peak_bytes <= 8 * act + 64);
+        /* t4 stays alive to the end, as does a local output while compared:
+         * on one thread the stream holds 8 activations at most. On two, a
+         * thread with nothing of the first unfinished node to do may run
+         * steps of the next ones (up to the peak already reached, compare.c),
+         * whose outputs then sit beside the first node's: a few more. */
+        size_t most = threads == 1 ? 8 * act + 64 : 12 * act + 64;
+        CHECK_MSG(c->peak_bytes > 4 * act && c->peak_bytes <= most, "%d thread(s): peak %zu bytes, act %zu",
+                  threads ? threads : 2, c->peak_bytes, act);
         CHECK(c->ms_local >= 0);
+    }
     }
     mpx_compare_free(c);
     /* A kept constant is the graph's own data (a borrowed view) in the
