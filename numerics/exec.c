@@ -374,10 +374,17 @@ static mpx_status exec_node(const mpx_node *n, const mpx_assign *a, const mpx_va
         for (int j = 1; j < no; j++) mpx_value_free(&outs[j]);
         goto done;
     }
-    bool taken = false;
+    bool taken = false, rounded = false;
     const mpx_format *sf = low(p->output) ? low(p->output) : cf;
+    /* output 0's one rounding, offered to the kernel (mpx_kctx.out_round) */
+    const mpx_format *of0 = NULL, *tf0 = NULL;
+    if (no >= 1 && n->outputs[0]) {
+        of0 = mpx_node_output_is_f32(n, 0) ? NULL : low(p->output);
+        tf0 = tensor_fmt(a, n->outputs[0]);
+    }
     mpx_kctx kc = {.node = n, .acc = p->acc, .round = cf, .state = sf, .err = err, .dest = dest,
-                   .dest_n = dest_n, .dest_taken = &taken, .probe = n->body ? probe : NULL};
+                   .dest_n = dest_n, .dest_taken = &taken, .probe = n->body ? probe : NULL,
+                   .out_round = !of0 ? tf0 : !tf0 || tf0 == of0 ? of0 : NULL, .out_rounded = &rounded};
     if (err) err->msg[0] = '\0';
     st = mpx_kernel_for(n->op)(&kc, ins, ni, outs, no);
     if (st != MPX_OK) {
@@ -401,6 +408,7 @@ static mpx_status exec_node(const mpx_node *n, const mpx_assign *a, const mpx_va
             mpx_value_free(v); /* absent, whatever the kernel left */
             continue;
         }
+        if (j == 0 && rounded) continue; /* the kernel rounded it to kc.out_round */
         const mpx_format *of = mpx_node_output_is_f32(n, j) ? NULL : low(p->output), *tf = tensor_fmt(a, t);
         if (v->f && of && v->n > 0) round_values(of, v->f, v->f, (size_t)v->n);
         /* Rounding twice to one format changes nothing: skip the second. */

@@ -157,6 +157,7 @@ static bool bop_gives_bool(bop op) { return op >= B_EQ; }
 
 typedef struct bctx {
     bop op;
+    const mpx_format *round; /* float outputs rounded to it piece by piece (NULL: not) */
     const float *fa, *fb;
     const int64_t *ia, *ib;
     float *fy;
@@ -198,7 +199,7 @@ static float fmin_nan(float a, float b) { return a != a || a < b ? a : b; }
  * operation in every copy, so the same bits): the baseline's 4-lane loops
  * were a fifth of rec's forward (per-channel scales and hard-swish chains). */
 MPX_K_CLONES("avx512f", "avx2", "default")
-static void frow(void *vc, int64_t n, int64_t yo, const int64_t *off, const int64_t *step) {
+static void frow_plain(void *vc, int64_t n, int64_t yo, const int64_t *off, const int64_t *step) {
     bctx *c = vc;
     /* b is an integer exponent for B_POW2/B_POW3, which do not read it */
     const float *a = c->fa + off[0], *b = c->fb ? c->fb + off[1] : NULL;
@@ -233,6 +234,26 @@ static void frow(void *vc, int64_t n, int64_t yo, const int64_t *off, const int6
     case B_MIN: ROW(float, y, a, b, fmin_nan(A, B)); break;
     case B_PRELU: ROW(float, y, a, b, A > 0.0f ? A : A * B); break;
     default: break; /* comparisons above; Mod is B_FMOD for floats; BitShift refuses floats */
+    }
+}
+
+/* A row, rounded to the output's format (a candidate's) in pieces that stay
+ * in L1 between the operation and the rounding: the executor's pass over
+ * the whole output afterwards read and wrote it from memory again (det's
+ * report: the binary operations and that rounding were a quarter of it). */
+enum { ROUND_PIECE = 2048 };
+
+static void frow(void *vc, int64_t n, int64_t yo, const int64_t *off, const int64_t *step) {
+    bctx *c = vc;
+    if (!c->round || bop_gives_bool(c->op)) {
+        frow_plain(vc, n, yo, off, step);
+        return;
+    }
+    for (int64_t i = 0; i < n; i += ROUND_PIECE) {
+        const int64_t m = n - i < ROUND_PIECE ? n - i : ROUND_PIECE;
+        const int64_t o[2] = {off[0] + i * step[0], off[1] + i * step[1]};
+        frow_plain(vc, m, yo + i, o, step);
+        mpx_round_array(c->round, c->fy + yo + i, c->fy + yo + i, (size_t)m);
     }
 }
 
@@ -343,15 +364,16 @@ static mpx_status same_type(const mpx_kctx *c, const mpx_value *a, int ka, const
 
 /* y = a op b broadcast to y's shape (y may be a itself, for folds). */
 static mpx_status apply(const mpx_kctx *c, bop op, const mpx_value *a, const mpx_value *b,
-                        mpx_value *y) {
+                        mpx_value *y, const mpx_format *round) {
     const mpx_value *v[2] = {a, b};
     bwalk w;
     bwalk_init(&w, y->rank, y->dims, 2, v);
-    bctx bc = {op, a->f, b->f, a->i, b->i, y->f, y->i, -1};
+    bctx bc = {op, NULL, a->f, b->f, a->i, b->i, y->f, y->i, -1};
     if (y->n == 0) return MPX_OK;
     if (op == B_POW && !a->f != !b->f) { /* one operand float, the other int */
         bwalk_run(&w, &bc, pow_mixed_row);
     } else if (a->f) {
+        bc.round = bop_gives_bool(op) ? NULL : round;
         bwalk_run_par(&w, y->n, &bc, frow); /* float rows never write bc's shared fields */
     } else {
         bwalk_run(&w, &bc, irow);
@@ -412,7 +434,11 @@ static mpx_status binary(const mpx_kctx *c, const mpx_value *const *in, int n_in
     }
     mpx_dtype dt = bop_gives_bool(op) ? MPX_DT_BOOL : a->dtype;
     if ((st = mpx_k_alloc_raw(c, &out[0], dt, rank, dims)) != MPX_OK) return st;
-    if ((st = apply(c, op, a, b, &out[0])) != MPX_OK) return ke_fail(&out[0], st);
+    /* a float result rounded as it is made, for the executor (mpx_kctx.out_round) */
+    const bool mixed_pow = op == B_POW && !a->f != !b->f; /* not through frow */
+    const mpx_format *round = out[0].f && a->f && !mixed_pow && c->out_round && c->out_rounded ? c->out_round : NULL;
+    if ((st = apply(c, op, a, b, &out[0], round)) != MPX_OK) return ke_fail(&out[0], st);
+    if (round) *c->out_rounded = true;
     ke_wrap_all(&out[0]);
     return MPX_OK;
 }
@@ -500,8 +526,8 @@ static mpx_status variadic(const mpx_kctx *c, const mpx_value *const *in, int n_
         if (y->f) memcpy(y->f, in[0]->f, (size_t)y->n * sizeof *y->f);
         else memcpy(y->i, in[0]->i, (size_t)y->n * sizeof *y->i);
     } else {
-        st = apply(c, op, in[0], in[1], y);
-        for (int k = 2; k < n_in && st == MPX_OK; k++) st = apply(c, op, y, in[k], y);
+        st = apply(c, op, in[0], in[1], y, NULL);
+        for (int k = 2; k < n_in && st == MPX_OK; k++) st = apply(c, op, y, in[k], y, NULL);
     }
     if (st != MPX_OK) return ke_fail(y, st);
     if (mean)

@@ -161,15 +161,12 @@ typedef struct upar {
     float *y;
     float lo, hi; /* U_CLIP_RANGE */
     int64_t n;
+    const mpx_format *round; /* the output rounded to it piece by piece (NULL: not) */
 } upar;
 
 #define U_CLIP_RANGE ((uop)-1)
 
-static void upar_item(void *vc, int tid, long item) {
-    (void)tid;
-    const upar *u = vc;
-    int64_t piece = u->n < UPAR_MIN ? u->n : UPAR_PIECE; /* small maps: one piece */
-    int64_t i0 = (int64_t)item * piece, n = u->n - i0 < piece ? u->n - i0 : piece;
+static void upar_span(const upar *u, int64_t i0, int64_t n) {
     if (u->op == U_CLIP_RANGE) {
         for (int64_t k = i0; k < i0 + n; k++) {
             float v = u->x[k] < u->lo ? u->lo : u->x[k];
@@ -178,6 +175,32 @@ static void upar_item(void *vc, int tid, long item) {
         return;
     }
     map_float(u->op, u->p, u->x + i0, u->y + i0, n);
+}
+
+/* A candidate's output is rounded in pieces that stay in L1 between the map
+ * and the rounding (mpx_kctx.out_round), not in a pass of the executor's
+ * over the whole output afterwards. */
+enum { ROUND_PIECE = 2048 };
+
+static void upar_item(void *vc, int tid, long item) {
+    (void)tid;
+    const upar *u = vc;
+    int64_t piece = u->n < UPAR_MIN ? u->n : UPAR_PIECE; /* small maps: one piece */
+    int64_t i0 = (int64_t)item * piece, n = u->n - i0 < piece ? u->n - i0 : piece;
+    if (!u->round) {
+        upar_span(u, i0, n);
+        return;
+    }
+    for (int64_t i = i0; i < i0 + n; i += ROUND_PIECE) {
+        const int64_t m = i0 + n - i < ROUND_PIECE ? i0 + n - i : ROUND_PIECE;
+        upar_span(u, i, m);
+        mpx_round_array(u->round, u->y + i, u->y + i, (size_t)m);
+    }
+}
+
+/* The rounding the executor offers for a float output (NULL: none). */
+static const mpx_format *out_round(const mpx_kctx *c) {
+    return c->out_round && c->out_rounded ? c->out_round : NULL;
 }
 
 static void map_float_par(upar *u) {
@@ -247,8 +270,9 @@ static mpx_status unary(const mpx_kctx *c, const mpx_value *const *in, int n_in,
             y->i[k] = isinf(v) && (v > 0 ? p.pos : p.neg);
         }
     } else if (x->f) {
-        upar u = {op, &p, x->f, y->f, 0.0f, 0.0f, x->n};
+        upar u = {op, &p, x->f, y->f, 0.0f, 0.0f, x->n, out_round(c)};
         map_float_par(&u);
+        if (u.round) *c->out_rounded = true;
     } else {
         map_int(op, x->i, y->i, x->n, x->dtype);
     }
@@ -335,8 +359,9 @@ mpx_status mpx_k_clip(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
     if (x->f) {
         float l, h;
         mpx_k_clip_bounds(c->node, lo, hi, &l, &h);
-        upar u = {U_CLIP_RANGE, NULL, x->f, y->f, l, h, x->n};
+        upar u = {U_CLIP_RANGE, NULL, x->f, y->f, l, h, x->n, out_round(c)};
         map_float_par(&u);
+        if (u.round) *c->out_rounded = true;
     } else {
         int64_t l = lo ? lo->i[0] : INT64_MIN, h = hi ? hi->i[0] : INT64_MAX;
         for (int64_t k = 0; k < x->n; k++) {

@@ -350,6 +350,13 @@ typedef struct mpx_kctx {
      * values inside the body go (numerics/kern_loop.c runs the reference
      * body beside the candidate's, iteration by iteration). */
     const struct mpx_body_probe *probe;
+    /* The one format the executor would round output 0 to afterwards (NULL:
+     * none, or two in turn): a kernel that writes its output in pieces may
+     * round each piece while it is in cache instead, and says so
+     * (*out_rounded); the executor then skips its pass over the output.
+     * The same values either way (each element rounded once, to it). */
+    const mpx_format *out_round;
+    bool *out_rounded;
 } mpx_kctx;
 
 /* A kernel reads in[0..n_in) (NULL for an omitted optional input) and

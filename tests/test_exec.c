@@ -167,6 +167,50 @@ static void test_fp16_add(void) {
     mpx_graph_free(g);
 }
 
+/* A binary or unary node's output rounded as the kernel makes it (in
+ * pieces, while in cache: mpx_kctx.out_round) is the fp32 result rounded
+ * once, element by element: rows longer than a piece, a broadcast operand,
+ * fp16 and bf16, and keep-io (the output tensor fp32, the node's output
+ * low). */
+static void test_binary_rounded(void) {
+    mpx_graph *g = mpx_graph_new("t.json");
+    g->opset = 13;
+    node(g, "add", "Add", "x:f:2x3x5000 b:f:3x1", "s", "");
+    node(g, "div", "Div", "s x", "y", "");
+    node(g, "abs", "Abs", "y", "a", "");
+    node(g, "sqrt", "Sqrt", "a", "z", "");
+    finish(g, "z");
+    int64_t d[3] = {2, 3, 5000}, db[2] = {3, 1};
+    const float bv[3] = {0.1f, -2.7f, 1000.3f};
+    mpx_value in[2] = {fvalue(3, d, NULL), fvalue(2, db, bv)}, x = in[0];
+    uint64_t st = 7;
+    for (int64_t k = 0; k < x.n; k++) {
+        st = st * 6364136223846793005u + 1442695040888963407u;
+        x.f[k] = (float)((double)(st >> 11) / 9007199254740992.0 * 200.0 - 100.0);
+    }
+    const mpx_format *fmts[2] = {&mpx_format_fp16, &mpx_format_bf16};
+    for (int fi = 0; fi < 2; fi++)
+        for (int keep_io = 0; keep_io < 2; keep_io++) {
+            const mpx_format *f = fmts[fi];
+            mpx_assign *a = mpx_assign_uniform(g, f, NULL, keep_io);
+            mpx_run *r = RUN(g, a, in, NULL);
+            int bad = 0;
+            for (int64_t k = 0; r && k < x.n; k++) {
+                const float xr = mpx_round_scalar(f, x.f[k]), br = mpx_round_scalar(f, bv[(k / 5000) % 3]);
+                const float sv = mpx_round_scalar(f, xr + br);
+                const float yv = mpx_round_scalar(f, sv / xr), zv = mpx_round_scalar(f, sqrtf(fabsf(yv)));
+                bad += memcmp(&val(r, "s")->f[k], &sv, 4) != 0 || memcmp(&val(r, "y")->f[k], &yv, 4) != 0 ||
+                       memcmp(&val(r, "z")->f[k], &zv, 4) != 0;
+            }
+            CHECK_MSG(r && bad == 0, "%s keep-io %d: %d elements differ", f->name, keep_io, bad);
+            mpx_run_free(r);
+            mpx_assign_free(a);
+        }
+    mpx_value_free(&in[0]);
+    mpx_value_free(&in[1]);
+    mpx_graph_free(g);
+}
+
 /* Rounding on entry and keep-io with data-movement ops only. */
 static void test_entry_and_keep_io(void) {
     mpx_graph *g = mpx_graph_new("t.json");
@@ -1017,6 +1061,7 @@ int main(void) {
     test_reference_data();
     test_reference_arith();
     test_fp16_add();
+    test_binary_rounded();
     test_entry_and_keep_io();
     test_overflow_report();
     test_accumulation();
