@@ -69,8 +69,10 @@ enum { MAX_CANDS = MPX_COMPARE_MAX_CANDS };
  * 411 ms, rec 133 -> 105, cls 10.5 -> 8.1, ResNet-18 79 -> 66, UNet 418 ->
  * 379. A window of 1 (the barrier's order, without the barrier) gave det
  * 586 ms, rec 163; 2 rec 107, ResNet-18 79; 8 no better than 4. Without the
- * peak rule in pick, lookahead had grown det's peak values from 112.5 to
- * 125 MB and UNet's from 96 to 112; with it 112.5 and 96-104. */
+ * peak rule in pick, lookahead had grown the peak values (det 112.5 -> 125
+ * MB, UNet 96 -> 112, rec 8.4 -> 10.5); with it, room kept for the first
+ * unfinished node's own outputs, they are the barrier's (112.5, 96, 8.4,
+ * ViT-B/16 23.0) at the same times. */
 enum { WINDOW = 4 };
 
 /* One node of the window: its jobs (R, C[0..nc), L[0..nc) when local, M)
@@ -337,14 +339,20 @@ static job *pick(void *ctx) {
         job *m = &sl->j[job_m(s)];
         if (m->state == JOB_WAITING && ready(s, sl, m)) return m->state = JOB_RUNNING, s->running++, m;
     }
+    /* What the first unfinished node's steps still to finish will add. */
+    size_t reserve = 0;
+    const slot *hs = slot_of(s, s->head);
+    for (int k = 0; k < job_m(s) && s->est[s->head] != SIZE_MAX; k++)
+        if (hs->j[k].state != JOB_DONE) reserve += s->est[s->head];
     for (int p = s->head; p < end; p++) {
         slot *sl = slot_of(s, p);
-        /* Beyond head, a step may start only while the values alive and
-         * what running steps beyond head will make stay under the peak
-         * the run has already reached: it fills a thread that would wait,
-         * without making the widest cut of the graph any wider. */
+        /* Beyond head, a step may start only while the values alive, what
+         * running steps beyond head will make and what the head's steps
+         * will add stay under the peak the run has already reached: it
+         * fills a thread that would wait, without making the widest cut of
+         * the graph any wider. */
         bool ahead = p > s->head;
-        if (ahead && (s->est[p] == SIZE_MAX || s->live + s->ahead + s->est[p] > s->peak)) break;
+        if (ahead && (s->est[p] == SIZE_MAX || s->live + s->ahead + reserve + s->est[p] > s->peak)) break;
         for (int k = 0; k < job_m(s); k++) {
             job *j = &sl->j[k];
             if (j->state == JOB_WAITING && ready(s, sl, j)) {

@@ -454,8 +454,9 @@ static void test_chain_memory(void) {
         if (c) {
             CHECK(c->n_layers == 10);
             /* on two threads, steps of the next nodes may run beside the
-             * first unfinished one's (see the keep case below) */
-            size_t most = threads == 1 ? 4 * act + 64 : 7 * act + 64;
+             * first unfinished one's, within the peak already reached (see
+             * the keep case below): a step's outputs or two more */
+            size_t most = threads == 1 ? 4 * act + 64 : 6 * act + 64;
             CHECK_MSG(c->peak_bytes >= 4 * act && c->peak_bytes <= most,
                       "%d thread(s): peak %zu bytes, want about %zu", threads ? threads : 2, c->peak_bytes,
                       4 * act);
@@ -492,8 +493,10 @@ static void test_chain_memory(void) {
         /* t4 stays alive to the end, as does a local output while compared:
          * on one thread the stream holds 8 activations at most. On two, a
          * thread with nothing of the first unfinished node to do may run
-         * steps of the next ones (up to the peak already reached, compare.c),
-         * whose outputs then sit beside the first node's: a few more. */
+         * steps of the next ones (while the values stay under the peak
+         * already reached, room kept for the first node's own: compare.c),
+         * whose outputs then sit beside the first node's: a few more (at
+         * most two seen in 150 runs; whole runs hold 22). */
         size_t most = threads == 1 ? 8 * act + 64 : 12 * act + 64;
         CHECK_MSG(c->peak_bytes > 4 * act && c->peak_bytes <= most, "%d thread(s): peak %zu bytes, act %zu",
                   threads ? threads : 2, c->peak_bytes, act);
