@@ -628,6 +628,31 @@ static void sm_row(void *ctx, int tid, long r) {
  * is a chain of dependent additions, 4 cycles each (ViT-B/16's attention:
  * 28,000 slices of 197 a forward). */
 enum { SM_ROWS = 8 };
+/* max over x[0..D) as `m = x[0]; for k: if (x[k] > m) m = x[k]` gives it,
+ * 16 lanes side by side (that loop is one compare and branch an element:
+ * half of rec's 6625-class Softmax). Each lane starts at x[0] and takes
+ * only strictly greater values, so a NaN is never taken and a NaN x[0]
+ * stays, as in the loop; the lanes' largest is the loop's value, except
+ * that a largest of zero may have the other sign (which zero the loop
+ * meets first): then the loop decides. */
+MPX_K_CLONES("avx512f", "avx2", "default")
+static float row_max(const float *x, int64_t D) {
+    enum { L = 16 };
+    float m[L];
+    for (int l = 0; l < L; l++) m[l] = x[0];
+    int64_t k = 1;
+    for (; k + L <= D; k += L)
+        for (int l = 0; l < L; l++) m[l] = x[k + l] > m[l] ? x[k + l] : m[l];
+    float r = m[0];
+    for (int l = 1; l < L; l++) r = m[l] > r ? m[l] : r;
+    for (; k < D; k++) r = x[k] > r ? x[k] : r;
+    if (r == 0.0f) {
+        r = x[0];
+        for (k = 1; k < D; k++) r = x[k] > r ? x[k] : r;
+    }
+    return r;
+}
+
 static void sm_rows(void *ctx, int tid, long item) {
     (void)tid;
     const sm_job *j = ctx;
@@ -637,9 +662,7 @@ static void sm_rows(void *ctx, int tid, long item) {
     float *y = j->y + r0 * D, m[SM_ROWS], sum[SM_ROWS] = {0}, blk[SM_ROWS] = {0};
     for (int i = 0; i < nr; i++) {
         const float *xp = x + i * D;
-        m[i] = xp[0];
-        for (int64_t k = 1; k < D; k++)
-            if (xp[k] > m[i]) m[i] = xp[k];
+        m[i] = row_max(xp, D);
         ke_exp_neg_map(xp, m[i], y + i * D, D);
     }
     int nblk = 0;

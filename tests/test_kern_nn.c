@@ -1087,6 +1087,43 @@ static void test_softmax(void) {
         vfree(1, &y);
         vfree(1, &x);
     }
+    /* rows whose largest value the 16-lane max must find as the loop
+     * `if (x > m) m = x` from x[0] does: NaN first (the row is NaN), NaN
+     * later (never taken), a largest of zero met as -0 then +0 in other
+     * lanes, -inf values, all equal; Softmax and LogSoftmax against the
+     * definition with that loop, NaN matching NaN */
+    {
+        enum { D = 40, R = 5 };
+        float rows[R * D];
+        for (int r = 0; r < R; r++)
+            for (int k = 0; k < D; k++) rows[r * D + k] = -1.0f - 0.25f * (float)((k * 7 + r) % 13);
+        rows[0 * D + 0] = NAN;
+        rows[1 * D + 20] = NAN, rows[1 * D + 33] = 2.5f;
+        rows[2 * D + 3] = -0.0f, rows[2 * D + 20] = 0.0f, rows[2 * D + 37] = -0.0f;
+        rows[3 * D + 5] = -INFINITY, rows[3 * D + 17] = -INFINITY, rows[3 * D + 39] = 7.0f;
+        for (int k = 0; k < D; k++) rows[4 * D + k] = 0.5f;
+        x = vdata("5x40", rows);
+        for (int log_form = 0; log_form < 2; log_form++) {
+            y = run1(node(log_form ? "LogSoftmax" : "Softmax", 13, 1, "y", ""), 1, in);
+            bool same = y.n == R * D;
+            for (int r = 0; r < R && same; r++) {
+                const float *xp = rows + r * D;
+                float m = xp[0], ek[D], total = 0.0f, blk = 0.0f;
+                for (int k = 1; k < D; k++) m = xp[k] > m ? xp[k] : m;
+                for (int k = 0; k < D; k++) {
+                    blk += ek[k] = (float)exp((double)(xp[k] - m));
+                    if (k % MPX_ACC_FP32_BLOCK == MPX_ACC_FP32_BLOCK - 1 || k == D - 1) total += blk, blk = 0.0f;
+                }
+                for (int k = 0; k < D; k++) {
+                    const float want = log_form ? (xp[k] - m) - logf(total) : ek[k] / total, got = y.f[r * D + k];
+                    same = same && (memcmp(&want, &got, sizeof want) == 0 || (isnan(want) && isnan(got)));
+                }
+            }
+            CHECK_MSG(same, "%s of the special rows differs from its definition", log_form ? "LogSoftmax" : "Softmax");
+            vfree(1, &y);
+        }
+        vfree(1, &x);
+    }
     /* large values: no overflow (the max is subtracted) */
     static const float big[] = {1000, 1001, 1002};
     x = vdata("3", big);
