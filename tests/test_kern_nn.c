@@ -857,6 +857,58 @@ static void test_pool(void) {
     y[0] = run1(node("AveragePool", 19, 1, "y", "kernel_shape=[3,3] strides=[2,2] pads=[1,1,1,1] ceil_mode=1"), 1, in);
     CHECK(same_shape(&y[0], "1x1x3x3") && y[0].f[0] == 14.0f / 4.0f && y[0].f[8] == 16.0f);
     vfree(1, y);
+    vfree(1, &x);
+    /* AveragePool 2-D against its definition, bit for bit: the in-bounds
+     * taps in window order summed in fp32 from +0 (blocks of 64 terms added
+     * to the sum), over the count (padding counted up to the padded input's
+     * edge with count_include_pad), 0 for a window with no tap inside; on
+     * random planes, with strides, pads, ceil_mode, dilations, and windows
+     * of 64 taps (one block) and 81 (two) */
+    {
+        static const struct { const char *attrs; int k0, k1, s0, s1, p0, p1, d0, d1, inc; } cf[] = {
+            {"kernel_shape=[3,2] strides=[3,2]", 3, 2, 3, 2, 0, 0, 1, 1, 0},
+            {"kernel_shape=[3,3] strides=[2,2] pads=[1,1,1,1] ceil_mode=1", 3, 3, 2, 2, 1, 1, 1, 1, 0},
+            {"kernel_shape=[3,3] strides=[2,2] pads=[1,1,1,1] ceil_mode=1 count_include_pad=1", 3, 3, 2, 2, 1, 1, 1, 1, 1},
+            {"kernel_shape=[2,2] dilations=[2,2]", 2, 2, 1, 1, 0, 0, 2, 2, 0},
+            {"kernel_shape=[5,5] pads=[2,2,2,2] count_include_pad=1", 5, 5, 1, 1, 2, 2, 1, 1, 1},
+            {"kernel_shape=[8,8] pads=[3,3,3,3]", 8, 8, 1, 1, 3, 3, 1, 1, 0},
+            {"kernel_shape=[9,9] strides=[2,2] pads=[4,4,4,4]", 9, 9, 2, 2, 4, 4, 1, 1, 0},
+        };
+        const int64_t H = 11, W = 13;
+        x = vrand("2x3x11x13");
+        for (size_t ci = 0; ci < sizeof cf / sizeof cf[0]; ci++) {
+            y[0] = run1(node("AveragePool", 19, 1, "y", cf[ci].attrs), 1, in);
+            const bool ceil = strstr(cf[ci].attrs, "ceil_mode=1") != NULL;
+            const int64_t ek0 = (cf[ci].k0 - 1) * cf[ci].d0 + 1, ek1 = (cf[ci].k1 - 1) * cf[ci].d1 + 1;
+            const int64_t span0 = H + 2 * cf[ci].p0 - ek0, span1 = W + 2 * cf[ci].p1 - ek1;
+            const int64_t OH = (ceil ? (span0 + cf[ci].s0 - 1) / cf[ci].s0 : span0 / cf[ci].s0) + 1,
+                          OW = (ceil ? (span1 + cf[ci].s1 - 1) / cf[ci].s1 : span1 / cf[ci].s1) + 1;
+            bool same = y[0].n == 6 * OH * OW;
+            for (int64_t pc = 0; pc < 6 && same; pc++)
+                for (int64_t oh = 0; oh < OH; oh++)
+                    for (int64_t ow = 0; ow < OW; ow++) {
+                        float sum = 0.0f, blk = 0.0f;
+                        int nb = 0, n_in = 0, n_pad = 0;
+                        for (int a = 0; a < cf[ci].k0; a++)
+                            for (int b = 0; b < cf[ci].k1; b++) {
+                                const int64_t ih = oh * cf[ci].s0 + a * cf[ci].d0 - cf[ci].p0,
+                                              iw = ow * cf[ci].s1 + b * cf[ci].d1 - cf[ci].p1;
+                                n_pad += ih < H + cf[ci].p0 && iw < W + cf[ci].p1;
+                                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                                blk += x.f[pc * H * W + ih * W + iw];
+                                n_in++;
+                                if (++nb == MPX_ACC_FP32_BLOCK) sum += blk, blk = 0.0f, nb = 0;
+                            }
+                        if (nb > 0) sum += blk;
+                        const float want = n_in > 0 ? sum / (float)(cf[ci].inc ? n_pad : n_in) : 0.0f;
+                        same = same && memcmp(&want, &y[0].f[(pc * OH + oh) * OW + ow], sizeof want) == 0;
+                    }
+            CHECK_MSG(same, "AveragePool %s differs from its definition", cf[ci].attrs);
+            vfree(1, y);
+        }
+        vfree(1, &x);
+        x = vseq("1x1x4x4", 1.0f);
+    }
     /* LpPool: (sum |x|^p)^(1/p) over the window; padding adds nothing. On
      * 1..16: the 2x2 window at (0,0) holds 1 2 5 6. */
     y[0] = run1(node("LpPool", 11, 1, "y", "kernel_shape=[2,2] strides=[2,2]"), 1, in);
