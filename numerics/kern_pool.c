@@ -138,16 +138,26 @@ static float lp_root(float s, float pw) { return pw == 2.0f ? sqrtf(s) : pw == 1
  * output by output, so the same values (NaN included: a first NaN stays,
  * a later one is never greater). The general loop walked a window an
  * output (ResNet-18's MaxPool: 2.8 ms of a 31 ms forward). */
-typedef struct max2d {
+typedef struct pool2d {
     const kn_window *w;
+    const win_tab *tab; /* (AveragePool: the counts) */
     const float *x;
     float *y;
     int64_t H, W, OH, OW;
-} max2d;
+    bool include_pad;
+} pool2d;
+
+/* The outputs [*lo, *hi) of a row whose tap b (its input column o * s +
+ * *off) lies inside the input row of W columns. */
+static void tap_cols(const kn_window *w, int64_t W, int64_t b, int64_t *off, int64_t *lo, int64_t *hi) {
+    *off = b * w->d[1] - w->pb[1];
+    *lo = kn_ceil_div(-*off, w->s[1]);
+    *hi = kn_ceil_div(W - *off, w->s[1]);
+}
 
 static void max2d_plane(void *ctx, int tid, long pc) {
     (void)tid;
-    const max2d *m = ctx;
+    const pool2d *m = ctx;
     const kn_window *w = m->w;
     const float *xp = m->x + pc * m->H * m->W;
     float *yp = m->y + pc * m->OH * m->OW;
@@ -162,9 +172,8 @@ static void max2d_plane(void *ctx, int tid, long pc) {
                 if (ih < 0 || ih >= m->H) continue;
                 const float *xr = xp + ih * m->W;
                 for (int64_t b = 0; b < w->k[1]; b++) {
-                    /* outputs whose tap b is inside the row */
-                    const int64_t off = b * w->d[1] - w->pb[1];
-                    int64_t lo = kn_ceil_div(-off, w->s[1]), hi = kn_ceil_div(m->W - off, w->s[1]);
+                    int64_t off, lo, hi;
+                    tap_cols(w, m->W, b, &off, &lo, &hi);
                     if (lo < c0) lo = c0;
                     if (hi > c1) hi = c1;
                     const int64_t s = w->s[1];
@@ -187,18 +196,9 @@ static void max2d_plane(void *ctx, int tid, long pc) {
  * sum over its count (padding counted or not). The general loop's values:
  * the same terms added in the same order. It walked a window an output, on
  * one thread (rec's AveragePool, 480 planes of 3x80: 0.49 ms). */
-typedef struct avg2d {
-    const kn_window *w;
-    const win_tab *tab;
-    const float *x;
-    float *y;
-    int64_t H, W, OH, OW;
-    bool include_pad;
-} avg2d;
-
 static void avg2d_plane(void *ctx, int tid, long pc) {
     (void)tid;
-    const avg2d *m = ctx;
+    const pool2d *m = ctx;
     const kn_window *w = m->w;
     const float *xp = m->x + pc * m->H * m->W;
     float *yp = m->y + pc * m->OH * m->OW;
@@ -210,8 +210,8 @@ static void avg2d_plane(void *ctx, int tid, long pc) {
             if (ih < 0 || ih >= m->H) continue;
             const float *xr = xp + ih * m->W;
             for (int64_t b = 0; b < w->k[1]; b++) {
-                const int64_t off = b * w->d[1] - w->pb[1];
-                int64_t lo = kn_ceil_div(-off, w->s[1]), hi = kn_ceil_div(m->W - off, w->s[1]);
+                int64_t off, lo, hi;
+                tap_cols(w, m->W, b, &off, &lo, &hi);
                 if (lo < 0) lo = 0;
                 if (hi > m->OW) hi = m->OW;
                 const int64_t st = w->s[1];
@@ -269,7 +269,7 @@ static mpx_status pool(const mpx_kctx *c, const mpx_value *const *in, int n_in, 
     const int64_t planes = x->dims[0] * x->dims[1];
     if (out_plane == 0 || planes == 0) return MPX_OK;
     if (is_max && nsp == 2 && x->f && !want_idx) {
-        max2d m = {.w = &w, .x = x->f, .y = out[0].f, .H = w.in[0], .W = w.in[1], .OH = w.out[0], .OW = w.out[1]};
+        pool2d m = {.w = &w, .x = x->f, .y = out[0].f, .H = w.in[0], .W = w.in[1], .OH = w.out[0], .OW = w.out[1]};
         mpx_k_parallel((long)planes, planes * out_plane * w.k[0] * w.k[1] < 100000 ? 1 : kg_threads(), max2d_plane,
                        &m);
         return MPX_OK;
@@ -284,7 +284,7 @@ static mpx_status pool(const mpx_kctx *c, const mpx_value *const *in, int n_in, 
     }
     if (kind == POOL_AVG && nsp == 2 && x->f && mpx_acc_is_fp32(&c->acc) &&
         w.k[0] * w.k[1] <= MPX_ACC_FP32_BLOCK) {
-        avg2d m = {.w = &w, .tab = &tab, .x = x->f, .y = out[0].f, .H = w.in[0], .W = w.in[1],
+        pool2d m = {.w = &w, .tab = &tab, .x = x->f, .y = out[0].f, .H = w.in[0], .W = w.in[1],
                    .OH = w.out[0], .OW = w.out[1], .include_pad = include_pad};
         mpx_k_parallel((long)planes, planes * out_plane * w.k[0] * w.k[1] < 100000 ? 1 : kg_threads(), avg2d_plane,
                        &m);
