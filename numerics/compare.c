@@ -179,7 +179,9 @@ static bool first_read(const mpx_node *n, int j) {
 }
 
 static const mpx_node *node_at(const stream *s, int pos) { return s->g->nodes[s->order[pos]]; }
+/* A slot's jobs: R, C[0..nc), L[0..nc) when local, then M. */
 static int job_m(const stream *s) { return s->nj - 1; }
+static job *job_local(const stream *s, slot *sl, int q) { return &sl->j[1 + s->nc + q]; }
 
 /* ---- the jobs ------------------------------------------------------------------------ */
 
@@ -221,7 +223,7 @@ static mpx_status run_metrics(stream *s, slot *sl, const mpx_node *n, mpx_error 
         mpx_status st = mpx_metrics_compute_many(r, cs, fs, m, ms, &e);
         for (int i = 0; i < m; i++) ls[i]->m = ms[i];
         for (int q = 0; q < s->nc && st == MPX_OK; q++) {
-            const mpx_value *loc = s->opts->local ? &sl->j[1 + s->nc + q].outs[k] : NULL;
+            const mpx_value *loc = s->opts->local ? &job_local(s, sl, q)->outs[k] : NULL;
             if (!loc || loc->n < 0 || sl->n_lay[q] == 0) continue;
             mpx_layer *L = &sl->lay[q][sl->n_lay[q] - 1];
             if (L->tensor != t->index || L->unmeasured) continue;
@@ -319,6 +321,13 @@ static void cancel_at(stream *s, int node) {
                           s->g->nodes[node]->name, node + 1, s->g->n_nodes);
 }
 
+static job *take(stream *s, job *j) {
+    j->state = JOB_RUNNING;
+    j->started = s->n_done;
+    s->running++;
+    return j;
+}
+
 static job *pick(void *ctx) {
     stream *s = ctx;
     if (s->stop) return NULL;
@@ -337,7 +346,7 @@ static job *pick(void *ctx) {
     for (int p = s->head; p < end; p++) {
         slot *sl = slot_of(s, p);
         job *m = &sl->j[job_m(s)];
-        if (m->state == JOB_WAITING && ready(s, sl, m)) return m->state = JOB_RUNNING, s->running++, m;
+        if (m->state == JOB_WAITING && ready(s, sl, m)) return take(s, m);
     }
     /* What the first unfinished node's steps still to finish will add. */
     size_t reserve = 0;
@@ -358,7 +367,7 @@ static job *pick(void *ctx) {
             if (j->state == JOB_WAITING && ready(s, sl, j)) {
                 j->est = ahead ? s->est[p] : 0;
                 s->ahead += j->est;
-                return j->state = JOB_RUNNING, s->running++, j;
+                return take(s, j);
             }
         }
     }
@@ -446,7 +455,7 @@ static void done(void *ctx, job *j) {
         break;
     case JOB_METRICS:
         for (int q = 0; s->opts->local && q < s->nc; q++) {
-            mpx_value *lo = sl->j[1 + s->nc + q].outs;
+            mpx_value *lo = job_local(s, sl, q)->outs;
             s->live -= mpx_cmp_outs_bytes(lo, no);
             mpx_k_free_values(lo, no);
         }

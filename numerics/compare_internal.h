@@ -30,7 +30,7 @@ typedef struct job {
     size_t scratch;  /* a step's input copies, bytes */
     size_t est;      /* the output bytes expected of a step started ahead (compare.c) */
     int thread;      /* 0 the caller, 1 the worker */
-    long started;    /* jobs finished before it started */
+    long started;    /* jobs finished before it started (compare.c) */
     mpx_status st;
     double ms;
     mpx_error err;
@@ -49,7 +49,7 @@ typedef struct sched {
     void (*tick)(void *ctx);
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    atomic_long finished;             /* jobs done: a waiting thread watches it */
+    atomic_long finished;             /* bumped by every job done and every wake: what a waiting thread watches */
 } sched;
 
 double mpx_cmp_now_ms(void);

@@ -54,7 +54,6 @@ static void loop(sched *s, int thread) {
             continue;
         }
         j->thread = thread;
-        j->started = atomic_load(&s->finished);
         pthread_mutex_unlock(&s->mu);
         double t0 = mpx_cmp_now_ms();
         s->run(s->ctx, j);

@@ -305,6 +305,15 @@ mpx_status mpx_exec_start_some(const mpx_graph *g, const mpx_assign *a, const mp
     return st;
 }
 
+/* The formats output j of n is rounded to, in turn: the node's output
+ * format (none for an output that is always fp32), then its tensor's (NULL:
+ * none). */
+static void output_formats(const mpx_node *n, const mpx_node_prec *p, const mpx_assign *a, int j,
+                           const mpx_format **of, const mpx_format **tf) {
+    *of = mpx_node_output_is_f32(n, j) ? NULL : low(p->output);
+    *tf = tensor_fmt(a, n->outputs[j]);
+}
+
 /* One node: convert its inputs, run its kernel, round its outputs. Kept free
  * of shared mutable state (everything it writes is outs, its own scratch or
  * err) so that a comparison may run two of them at once. */
@@ -378,10 +387,7 @@ static mpx_status exec_node(const mpx_node *n, const mpx_assign *a, const mpx_va
     const mpx_format *sf = low(p->output) ? low(p->output) : cf;
     /* output 0's one rounding, offered to the kernel (mpx_kctx.out_round) */
     const mpx_format *of0 = NULL, *tf0 = NULL;
-    if (no >= 1 && n->outputs[0]) {
-        of0 = mpx_node_output_is_f32(n, 0) ? NULL : low(p->output);
-        tf0 = tensor_fmt(a, n->outputs[0]);
-    }
+    if (no >= 1 && n->outputs[0]) output_formats(n, p, a, 0, &of0, &tf0);
     mpx_kctx kc = {.node = n, .acc = p->acc, .round = cf, .state = sf, .err = err, .dest = dest,
                    .dest_n = dest_n, .dest_taken = &taken, .probe = n->body ? probe : NULL,
                    .out_round = !of0 ? tf0 : !tf0 || tf0 == of0 ? of0 : NULL, .out_rounded = &rounded};
@@ -409,7 +415,8 @@ static mpx_status exec_node(const mpx_node *n, const mpx_assign *a, const mpx_va
             continue;
         }
         if (j == 0 && rounded) continue; /* the kernel rounded it to kc.out_round */
-        const mpx_format *of = mpx_node_output_is_f32(n, j) ? NULL : low(p->output), *tf = tensor_fmt(a, t);
+        const mpx_format *of, *tf;
+        output_formats(n, p, a, j, &of, &tf);
         if (v->f && of && v->n > 0) round_values(of, v->f, v->f, (size_t)v->n);
         /* Rounding twice to one format changes nothing: skip the second. */
         if (v->f && tf && tf != of && v->n > 0) round_values(tf, v->f, v->f, (size_t)v->n);

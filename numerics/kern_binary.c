@@ -237,20 +237,16 @@ static void frow_plain(void *vc, int64_t n, int64_t yo, const int64_t *off, cons
     }
 }
 
-/* A row, rounded to the output's format (a candidate's) in pieces that stay
- * in L1 between the operation and the rounding: the executor's pass over
- * the whole output afterwards read and wrote it from memory again (det's
- * report: the binary operations and that rounding were a quarter of it). */
-enum { ROUND_PIECE = 2048 };
-
+/* A row, rounded to the output's format (a candidate's) piece by piece
+ * (mpx_k_out_round). */
 static void frow(void *vc, int64_t n, int64_t yo, const int64_t *off, const int64_t *step) {
     bctx *c = vc;
     if (!c->round || bop_gives_bool(c->op)) {
         frow_plain(vc, n, yo, off, step);
         return;
     }
-    for (int64_t i = 0; i < n; i += ROUND_PIECE) {
-        const int64_t m = n - i < ROUND_PIECE ? n - i : ROUND_PIECE;
+    for (int64_t i = 0; i < n; i += MPX_K_ROUND_PIECE) {
+        const int64_t m = n - i < MPX_K_ROUND_PIECE ? n - i : MPX_K_ROUND_PIECE;
         const int64_t o[2] = {off[0] + i * step[0], off[1] + i * step[1]};
         frow_plain(vc, m, yo + i, o, step);
         mpx_round_array(c->round, c->fy + yo + i, c->fy + yo + i, (size_t)m);
@@ -436,7 +432,7 @@ static mpx_status binary(const mpx_kctx *c, const mpx_value *const *in, int n_in
     if ((st = mpx_k_alloc_raw(c, &out[0], dt, rank, dims)) != MPX_OK) return st;
     /* a float result rounded as it is made, for the executor (mpx_kctx.out_round) */
     const bool mixed_pow = op == B_POW && !a->f != !b->f; /* not through frow */
-    const mpx_format *round = out[0].f && a->f && !mixed_pow && c->out_round && c->out_rounded ? c->out_round : NULL;
+    const mpx_format *round = out[0].f && a->f && !mixed_pow ? mpx_k_out_round(c) : NULL;
     if ((st = apply(c, op, a, b, &out[0], round)) != MPX_OK) return ke_fail(&out[0], st);
     if (round) *c->out_rounded = true;
     ke_wrap_all(&out[0]);

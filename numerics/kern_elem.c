@@ -177,11 +177,8 @@ static void upar_span(const upar *u, int64_t i0, int64_t n) {
     map_float(u->op, u->p, u->x + i0, u->y + i0, n);
 }
 
-/* A candidate's output is rounded in pieces that stay in L1 between the map
- * and the rounding (mpx_kctx.out_round), not in a pass of the executor's
- * over the whole output afterwards. */
-enum { ROUND_PIECE = 2048 };
-
+/* A piece of the map; a candidate's output rounded piece by piece as it is
+ * made (mpx_k_out_round). */
 static void upar_item(void *vc, int tid, long item) {
     (void)tid;
     const upar *u = vc;
@@ -191,16 +188,11 @@ static void upar_item(void *vc, int tid, long item) {
         upar_span(u, i0, n);
         return;
     }
-    for (int64_t i = i0; i < i0 + n; i += ROUND_PIECE) {
-        const int64_t m = i0 + n - i < ROUND_PIECE ? i0 + n - i : ROUND_PIECE;
+    for (int64_t i = i0; i < i0 + n; i += MPX_K_ROUND_PIECE) {
+        const int64_t m = i0 + n - i < MPX_K_ROUND_PIECE ? i0 + n - i : MPX_K_ROUND_PIECE;
         upar_span(u, i, m);
         mpx_round_array(u->round, u->y + i, u->y + i, (size_t)m);
     }
-}
-
-/* The rounding the executor offers for a float output (NULL: none). */
-static const mpx_format *out_round(const mpx_kctx *c) {
-    return c->out_round && c->out_rounded ? c->out_round : NULL;
 }
 
 static void map_float_par(upar *u) {
@@ -270,7 +262,7 @@ static mpx_status unary(const mpx_kctx *c, const mpx_value *const *in, int n_in,
             y->i[k] = isinf(v) && (v > 0 ? p.pos : p.neg);
         }
     } else if (x->f) {
-        upar u = {op, &p, x->f, y->f, 0.0f, 0.0f, x->n, out_round(c)};
+        upar u = {op, &p, x->f, y->f, 0.0f, 0.0f, x->n, mpx_k_out_round(c)};
         map_float_par(&u);
         if (u.round) *c->out_rounded = true;
     } else {
@@ -359,7 +351,7 @@ mpx_status mpx_k_clip(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
     if (x->f) {
         float l, h;
         mpx_k_clip_bounds(c->node, lo, hi, &l, &h);
-        upar u = {U_CLIP_RANGE, NULL, x->f, y->f, l, h, x->n, out_round(c)};
+        upar u = {U_CLIP_RANGE, NULL, x->f, y->f, l, h, x->n, mpx_k_out_round(c)};
         map_float_par(&u);
         if (u.round) *c->out_rounded = true;
     } else {

@@ -301,6 +301,17 @@ mpx_status mpx_fuse_run(const mpx_graph *g, const mpx_assign *a, int first, int 
 #include "kernels.def"
 #undef MPX_KERNEL
 
+/* The rounding the executor offers for a float output 0 (mpx_kctx.out_round;
+ * NULL: none). A kernel taking it rounds its output in pieces of
+ * MPX_K_ROUND_PIECE values as it makes them, each while it is in L1 (the
+ * executor's pass over the whole output afterwards read and wrote it from
+ * memory again: det's report spent a quarter of its time in elementwise
+ * operations and that rounding), and sets *c->out_rounded. */
+enum { MPX_K_ROUND_PIECE = 2048 };
+static inline const mpx_format *mpx_k_out_round(const mpx_kctx *c) {
+    return c->out_round && c->out_rounded ? c->out_round : NULL;
+}
+
 /* Clip's bounds for node n (kern_elem.c): its min/max attributes before
  * opset 11, else its optional one-value inputs lo and hi (NULL: absent),
  * as its kernel applies them; fuse.c's plain chains take them from here. */

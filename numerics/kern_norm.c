@@ -621,13 +621,6 @@ static void sm_row(void *ctx, int tid, long r) {
     }
 }
 
-/* Contiguous slices with fp32 sums, SM_ROWS an item: each slice's steps
- * are sm_row's, and the sums run side by side, each the mpx_acc fp32 sum
- * term by term (blocks of MPX_ACC_FP32_BLOCK from 0 added to the running
- * sum, a partial last block too), so the same bits. Why: one slice's sum
- * is a chain of dependent additions, 4 cycles each (ViT-B/16's attention:
- * 28,000 slices of 197 a forward). */
-enum { SM_ROWS = 8 };
 /* max over x[0..D) as `m = x[0]; for k: if (x[k] > m) m = x[k]` gives it,
  * 16 lanes side by side (that loop is one compare and branch an element:
  * half of rec's 6625-class Softmax). Each lane starts at x[0] and takes
@@ -653,6 +646,13 @@ static float row_max(const float *x, int64_t D) {
     return r;
 }
 
+/* Contiguous slices with fp32 sums, SM_ROWS an item: each slice's steps
+ * are sm_row's, and the sums run side by side, each the mpx_acc fp32 sum
+ * term by term (blocks of MPX_ACC_FP32_BLOCK from 0 added to the running
+ * sum, a partial last block too), so the same bits. Why: one slice's sum
+ * is a chain of dependent additions, 4 cycles each (ViT-B/16's attention:
+ * 28,000 slices of 197 a forward). */
+enum { SM_ROWS = 8 };
 static void sm_rows(void *ctx, int tid, long item) {
     (void)tid;
     const sm_job *j = ctx;
