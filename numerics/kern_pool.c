@@ -155,6 +155,41 @@ static void tap_cols(const kn_window *w, int64_t W, int64_t b, int64_t *off, int
     *hi = kn_ceil_div(W - *off, w->s[1]);
 }
 
+/* Outputs [lo, hi) of a row whose every column tap is inside the input:
+ * tap (first row, first column) is each output's first, so the loop needs
+ * no per-output flag and takes the later taps as v > y ? v : y, which is
+ * vmaxps(v, y) (NaN included: y stays unless v is greater), vectorised
+ * with the stride a constant (1 and 2: ResNet's and UNet's MaxPools; the
+ * flag loop had run them at 2-3 GMAC/s). */
+static inline void max_interior_s(const kn_window *w, const float *xp, int64_t H, int64_t W, int64_t oh,
+                                  float *yr, int64_t lo, int64_t hi, const int64_t s) {
+    bool started = false;
+    for (int64_t a = 0; a < w->k[0]; a++) {
+        const int64_t ih = oh * w->s[0] + a * w->d[0] - w->pb[0];
+        if (ih < 0 || ih >= H) continue;
+        const float *xr = xp + ih * W;
+        for (int64_t b = 0; b < w->k[1]; b++) {
+            const float *xo = xr + b * w->d[1] - w->pb[1];
+            if (!started)
+                for (int64_t o = lo; o < hi; o++) yr[o] = xo[o * s];
+            else
+                for (int64_t o = lo; o < hi; o++) {
+                    const float v = xo[o * s];
+                    yr[o] = v > yr[o] ? v : yr[o];
+                }
+            started = true;
+        }
+    }
+}
+
+MPX_K_CLONES("avx512f", "arch=haswell", "default")
+static void max_interior(const kn_window *w, const float *xp, int64_t H, int64_t W, int64_t oh, float *yr,
+                         int64_t lo, int64_t hi) {
+    if (w->s[1] == 1) max_interior_s(w, xp, H, W, oh, yr, lo, hi, 1);
+    else if (w->s[1] == 2) max_interior_s(w, xp, H, W, oh, yr, lo, hi, 2);
+    else max_interior_s(w, xp, H, W, oh, yr, lo, hi, w->s[1]);
+}
+
 static void max2d_plane(void *ctx, int tid, long pc) {
     (void)tid;
     const pool2d *m = ctx;
@@ -162,26 +197,41 @@ static void max2d_plane(void *ctx, int tid, long pc) {
     const float *xp = m->x + pc * m->H * m->W;
     float *yp = m->y + pc * m->OH * m->OW;
     unsigned char any[4096];
+    /* the outputs whose column taps are all inside the input */
+    int64_t ilo = 0, ihi = m->OW;
+    for (int64_t b = 0; b < w->k[1]; b++) {
+        int64_t off, lo, hi;
+        tap_cols(w, m->W, b, &off, &lo, &hi);
+        ilo = lo > ilo ? lo : ilo;
+        ihi = hi < ihi ? hi : ihi;
+    }
+    if (ihi < ilo) ihi = ilo;
     for (int64_t oh = 0; oh < m->OH; oh++) {
         float *yr = yp + oh * m->OW;
-        for (int64_t c0 = 0; c0 < m->OW; c0 += 4096) {
-            const int64_t c1 = c0 + 4096 < m->OW ? c0 + 4096 : m->OW;
-            for (int64_t o = c0; o < c1; o++) yr[o] = -FLT_MAX, any[o - c0] = 0;
-            for (int64_t a = 0; a < w->k[0]; a++) {
-                const int64_t ih = oh * w->s[0] + a * w->d[0] - w->pb[0];
-                if (ih < 0 || ih >= m->H) continue;
-                const float *xr = xp + ih * m->W;
-                for (int64_t b = 0; b < w->k[1]; b++) {
-                    int64_t off, lo, hi;
-                    tap_cols(w, m->W, b, &off, &lo, &hi);
-                    if (lo < c0) lo = c0;
-                    if (hi > c1) hi = c1;
-                    const int64_t s = w->s[1];
-                    for (int64_t o = lo; o < hi; o++) {
-                        const float v = xr[o * s + off];
-                        const bool take = !any[o - c0] || v > yr[o];
-                        yr[o] = take ? v : yr[o];
-                        any[o - c0] = 1;
+        for (int64_t o = 0; o < m->OW; o++) yr[o] = -FLT_MAX;
+        max_interior(w, xp, m->H, m->W, oh, yr, ilo, ihi);
+        /* the others: [0, ilo) and [ihi, OW), a first-tap flag each */
+        for (int part = 0; part < 2; part++) {
+            const int64_t p0 = part ? ihi : 0, p1 = part ? m->OW : ilo;
+            for (int64_t c0 = p0; c0 < p1; c0 += 4096) {
+                const int64_t c1 = c0 + 4096 < p1 ? c0 + 4096 : p1;
+                for (int64_t o = c0; o < c1; o++) any[o - c0] = 0;
+                for (int64_t a = 0; a < w->k[0]; a++) {
+                    const int64_t ih = oh * w->s[0] + a * w->d[0] - w->pb[0];
+                    if (ih < 0 || ih >= m->H) continue;
+                    const float *xr = xp + ih * m->W;
+                    for (int64_t b = 0; b < w->k[1]; b++) {
+                        int64_t off, lo, hi;
+                        tap_cols(w, m->W, b, &off, &lo, &hi);
+                        if (lo < c0) lo = c0;
+                        if (hi > c1) hi = c1;
+                        const int64_t s = w->s[1];
+                        for (int64_t o = lo; o < hi; o++) {
+                            const float v = xr[o * s + off];
+                            const bool take = !any[o - c0] || v > yr[o];
+                            yr[o] = take ? v : yr[o];
+                            any[o - c0] = 1;
+                        }
                     }
                 }
             }

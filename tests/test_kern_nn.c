@@ -8,6 +8,7 @@
 #include "mpx_numerics.h"
 #include "kern_internal.h" /* mpx_acc: the order sums follow */
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -904,6 +905,52 @@ static void test_pool(void) {
                         same = same && memcmp(&want, &y[0].f[(pc * OH + oh) * OW + ow], sizeof want) == 0;
                     }
             CHECK_MSG(same, "AveragePool %s differs from its definition", cf[ci].attrs);
+            vfree(1, y);
+        }
+        vfree(1, &x);
+        x = vseq("1x1x4x4", 1.0f);
+    }
+    /* MaxPool 2-D against its definition, bit for bit: each output the
+     * first in-bounds tap in window order, then any strictly greater one (a
+     * first NaN stays, a later one is never taken); planes 37 wide, so the
+     * columns whose taps are all inside run through the vector loop with
+     * strides 1, 2 and 3 and the border ones through the flagged loop; ties
+     * (fp16 values) and NaNs included. */
+    {
+        static const struct { const char *attrs; int k0, k1, s0, s1, p0, p1, d0, d1; } cf[] = {
+            {"kernel_shape=[3,3] strides=[2,2] pads=[1,1,1,1]", 3, 3, 2, 2, 1, 1, 1, 1},
+            {"kernel_shape=[2,2] strides=[2,2]", 2, 2, 2, 2, 0, 0, 1, 1},
+            {"kernel_shape=[3,3] pads=[1,1,1,1]", 3, 3, 1, 1, 1, 1, 1, 1},
+            {"kernel_shape=[3,2] strides=[3,3]", 3, 2, 3, 3, 0, 0, 1, 1},
+            {"kernel_shape=[2,3] dilations=[2,3] pads=[2,3,2,3]", 2, 3, 1, 1, 2, 3, 2, 3},
+            {"kernel_shape=[9,9] strides=[2,2] pads=[4,4,4,4]", 9, 9, 2, 2, 4, 4, 1, 1},
+        };
+        const int64_t H = 11, W = 37;
+        x = vrand("2x3x11x37");
+        for (int64_t i = 5; i < x.n; i += 97) x.f[i] = NAN;
+        x.f[0] = NAN; /* a window's first tap */
+        for (size_t ci = 0; ci < sizeof cf / sizeof cf[0]; ci++) {
+            y[0] = run1(node("MaxPool", 12, 1, "y", cf[ci].attrs), 1, in);
+            const int64_t ek0 = (cf[ci].k0 - 1) * cf[ci].d0 + 1, ek1 = (cf[ci].k1 - 1) * cf[ci].d1 + 1;
+            const int64_t OH = (H + 2 * cf[ci].p0 - ek0) / cf[ci].s0 + 1, OW = (W + 2 * cf[ci].p1 - ek1) / cf[ci].s1 + 1;
+            bool same = y[0].n == 6 * OH * OW;
+            for (int64_t pc = 0; pc < 6 && same; pc++)
+                for (int64_t oh = 0; oh < OH; oh++)
+                    for (int64_t ow = 0; ow < OW; ow++) {
+                        float want = -FLT_MAX;
+                        bool any = false;
+                        for (int a = 0; a < cf[ci].k0; a++)
+                            for (int b = 0; b < cf[ci].k1; b++) {
+                                const int64_t ih = oh * cf[ci].s0 + a * cf[ci].d0 - cf[ci].p0,
+                                              iw = ow * cf[ci].s1 + b * cf[ci].d1 - cf[ci].p1;
+                                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                                const float v = x.f[pc * H * W + ih * W + iw];
+                                if (!any || v > want) want = v;
+                                any = true;
+                            }
+                        same = same && memcmp(&want, &y[0].f[(pc * OH + oh) * OW + ow], sizeof want) == 0;
+                    }
+            CHECK_MSG(same, "MaxPool %s differs from its definition", cf[ci].attrs);
             vfree(1, y);
         }
         vfree(1, &x);
