@@ -113,6 +113,14 @@ typedef struct kg_ctx {
 } kg_ctx;
 
 /* Panels a micro-kernel call takes of `left` (4, 2 or 1). */
+/* A call group's B where it lies, for prefetching: term k's 64 columns
+ * at b + off[k], k < kc. */
+typedef struct kg_bnext {
+    const float *b;
+    const int64_t *off;
+    int64_t kc;
+} kg_bnext;
+
 static int kg_group(int64_t left) { return left >= 4 ? 4 : left >= 2 ? 2 : 1; }
 
 static int64_t kg_cdiv(int64_t a, int64_t b) { /* ceil(a / b), b > 0 */

@@ -690,7 +690,7 @@ static const KG_F(ukr_fn) KG_F(ukrh1_table)[KG_MR] = {KG_F(ukrh1_1), KG_F(ukrh1_
 static inline KG_TARGET __attribute__((always_inline)) void KG_F(panel_rows)(
     const kg_gemm *j, const KG_F(ukr_fn) *ukrs, int np, int64_t i0, int64_t i1, int64_t kc, const float *apk,
     const float *bq, const int64_t *boff, float *cbase, const int64_t *crow, int64_t ldt, bool first,
-    const float *bs, const float *bnext, int64_t bnext_n, int tail) {
+    const float *bs, const float *bnext, int64_t bnext_n, int tail, const kg_bnext *bw) {
     const int64_t M = j->M, K = j->K;
     /* bnext (or NULL): bnext_n floats of B the next call of this item reads,
      * fetched into L2 a share a row panel (kept weights come from memory,
@@ -710,6 +710,10 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(panel_rows)(
         for (int r = 0; r < mr; r++) cr[r] = cbase + (crow ? crow[i * KG_MR + r] : ((i - i0) * KG_MR + r) * ldt);
         for (int64_t l = (i - i0) * share; l < lines && l < (i - i0 + 1) * share; l++)
             __builtin_prefetch(bnext + l * 16, 0, 2);
+        if (bw) /* this panel's share of the next call group's B where it lies */
+            for (int64_t k = (i - i0) * bw->kc / (i1 - i0), k1 = (i - i0 + 1) * bw->kc / (i1 - i0); k < k1; k++)
+                if (k == 0 || bw->off[k] - bw->off[k - 1] != 1)
+                    for (int l = 0; l < 5; l++) __builtin_prefetch(bw->b + bw->off[k] + l * 16, 0, 3);
 #if KG_SIMD == 2
         if (boff || j->mode == KG_FP32) { /* any rows, np panels a call (ukr16d) */
             KG_F(ukrd_table)[mr - 1][np == 4 ? 2 : np - 1](kc, ap, bq, boff, boff ? KG_NR : kc * KG_NR, cr, first, bi,
@@ -785,8 +789,17 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
             /* B where it lies (ukr16d): 64 columns a call, into the tile. */
             for (int64_t q = q0; q < q1;) {
                 const int np = kg_group(kg_cdiv(q1 - q, KG_NR));
+                /* The next call group's B: the next columns, or the next K
+                 * block's first. It lies in the shared copy, which came
+                 * from L3 (half of it filled by the other thread): the
+                 * first row panel of each group had waited on every line
+                 * of its B, a sixth of a ResNet-18 convolution's time. */
+                const bool more = q + np * KG_NR < q1;
+                const int64_t kn0 = more ? k0 : k0 + kc;
+                const kg_bnext bw = {.b = src + ((more ? q + np * KG_NR : q0) - qshift), .off = x->boff + kn0,
+                                     .kc = K - kn0 < KG_KC ? K - kn0 : KG_KC};
                 KG_F(panel_rows)(j, ukrs, np, i0, i1, kc, apg + k0 * KG_MR, src + (q - qshift), boff,
-                                 tile + (q - q0), NULL, x->ldt, first, bs, NULL, 0, KG_NR);
+                                 tile + (q - q0), NULL, x->ldt, first, bs, NULL, 0, KG_NR, kn0 < K ? &bw : NULL);
                 q += np * KG_NR;
             }
             continue;
@@ -819,7 +832,7 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
                     /* (several panels a call in the AVX-512 build: ukr16d, ukr16rp) */
                     const int np = KG_SIMD == 2 ? kg_group(kg_cdiv(qb - q, KG_NR)) : 1;
                     KG_F(panel_rows)(j, ukrs, np, i0, i1, kc, apg + k0 * KG_MR, bch + (q - qa) * kc, NULL,
-                                     tile + (q - q0), NULL, x->ldt, first, bs, NULL, 0, KG_NR);
+                                     tile + (q - q0), NULL, x->ldt, first, bs, NULL, 0, KG_NR, NULL);
                     q += np * KG_NR;
                 }
                 continue;
@@ -846,7 +859,7 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
                     const int64_t nq = q + np * KG_NR < qb ? qb - (q + np * KG_NR) : 0;
                     KG_F(panel_rows)(j, ukrs, np, i0, i1, kc, apg + k0 * KG_MR, bpp, NULL, c + cq, j->crow, 0, first,
                                      bs, x->kb && nq ? bpp + np * KG_NR * kc : NULL,
-                                     (nq < 4 * KG_NR ? nq : 4 * KG_NR) * kc, tail);
+                                     (nq < 4 * KG_NR ? nq : 4 * KG_NR) * kc, tail, NULL);
                     q += (np - 1) * KG_NR;
                     continue;
                 }
