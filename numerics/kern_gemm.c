@@ -112,7 +112,6 @@ typedef struct kg_ctx {
     unsigned char *a_bad;  /* [thread]: the packing pass met a non-finite A value */
 } kg_ctx;
 
-/* Panels a micro-kernel call takes of `left` (4, 2 or 1). */
 /* A call group's B where it lies, for prefetching: term k's 64 columns
  * at b + off[k], k < kc. */
 typedef struct kg_bnext {
@@ -121,6 +120,7 @@ typedef struct kg_bnext {
     int64_t kc;
 } kg_bnext;
 
+/* Panels a micro-kernel call takes of `left` (4, 2 or 1). */
 static int kg_group(int64_t left) { return left >= 4 ? 4 : left >= 2 ? 2 : 1; }
 
 static int64_t kg_cdiv(int64_t a, int64_t b) { /* ceil(a / b), b > 0 */
