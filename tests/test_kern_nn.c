@@ -434,6 +434,16 @@ static void test_conv(void) {
     conv_case(__LINE__, "1x16x7x23", "16x1x3x3", false, &p, "group=16 dilations=[2,2] pads=[2,2,2,2]");
     p = cp2(3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1); /* terms beyond one fp32 block of 64 */
     conv_case(__LINE__, "1x16x5x5", "9x16x3x3", true, &p, "pads=[1,1,1,1]");
+    /* unit column stride: a grid row is its left padding and the input row,
+     * the taps past it read the next row's left padding (more right than
+     * left padding; more left than right, dilated, on the wide depthwise
+     * path; 50 rows of A on a 7 x 7 map, split in row blocks) */
+    p = cp2(3, 3, 1, 1, 1, 1, 1, 0, 0, 2, 1);
+    conv_case(__LINE__, "1x3x6x9", "4x3x3x3", true, &p, "pads=[1,0,0,2]");
+    p = cp2(3, 3, 1, 1, 1, 2, 1, 3, 1, 1, 16);
+    conv_case(__LINE__, "1x16x5x40", "16x1x3x3", true, &p, "group=16 dilations=[1,2] pads=[1,3,1,1]");
+    p = cp2(3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);
+    conv_case(__LINE__, "1x8x7x7", "50x8x3x3", true, &p, "pads=[1,1,1,1]");
     convp p1 = {.nsp = 1, .k = {4}, .s = {2}, .d = {2}, .pb = {2}, .pe = {1}, .group = 1};
     conv_case(__LINE__, "2x3x11", "5x3x4", false, &p1, "strides=[2] pads=[2,1] dilations=[2]");
     convp p3 = {.nsp = 3, .k = {2, 3, 2}, .s = {1, 2, 1}, .d = {1, 1, 1}, .pb = {1, 0, 1}, .pe = {0, 1, 1}, .group = 1};
