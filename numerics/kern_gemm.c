@@ -107,6 +107,13 @@ typedef struct kg_ctx {
      * with the last panel's padding), or NULL: packed per chunk into bp. */
     const float *kb;
     int64_t kb_npad;
+    /* A narrow map's convolution with the output channels in the lanes
+     * (kg_conv_lanes): A kept in 16-row panels ([panel][K][16]), the
+     * outputs' terms in 6-output panels ([K block][panel][kc][6]), N
+     * outputs, npp panels of them, 16-channel panels per item. */
+    const float *t_w16, *t_pix;
+    float *t_pix_w;
+    int64_t t_n, t_npp, t_cpi, t_kc; /* t_kc: terms a K block */
     bool avx2, avx512;
     bool h16; /* fp16 accumulation of fp16 operands on AVX512-FP16 (ukrh) */
     unsigned char *a_bad;  /* [thread]: the packing pass met a non-finite A value */
@@ -821,6 +828,141 @@ static void kg_mv16_fn(void *ctx, int tid, long item) {
     for (int64_t r = 0; r < n; r++) j->c[g * j->gc + j->crow[i0 + r]] = out[r];
 }
 
+/* A in 16-row panels ([g][panel][K][16], the rows as lanes), kept on the
+ * graph's constant (mpx_tensor.derived) when a_owner says it is one; NULL:
+ * out of memory. *owned: a packing the caller frees (not kept); *finite:
+ * false when finite_a and A holds inf or NaN. */
+static const float *kg_rows16(const kg_gemm *j, float **owned, bool *finite) {
+    const int64_t M = j->M, K = j->K, np16 = (M + 15) / 16;
+    const kg_key key = kg_key_a(j, KG_KEPT_ROWS16);
+    const kg_kept *kept = j->a_owner ? kg_kept_find(&key) : NULL;
+    *owned = NULL;
+    if (kept) {
+        *finite = !j->finite_a || kept->finite;
+        return kept->ap;
+    }
+    float *ap = kg_alloc((size_t)(j->G * np16 * K * 16));
+    if (!ap) return NULL;
+    for (int64_t g = 0; g < j->G; g++)
+        for (int64_t p = 0; p < np16; p++) {
+            float *d = ap + (g * np16 + p) * K * 16;
+            for (int64_t k = 0; k < K; k++)
+                for (int64_t r = 0; r < 16; r++) {
+                    const int64_t m = p * 16 + r;
+                    d[k * 16 + r] = m < M ? j->a[g * j->ga + m * j->ams + k * j->aks] : 0.0f;
+                }
+        }
+    *finite = !j->finite_a || kg_all_finite(ap, j->G * np16 * K * 16);
+    if (!j->a_owner || !kg_kept_add(&key, ap, *finite)) *owned = ap;
+    return ap;
+}
+
+/* The offsets of a convolution's terms in its padded, phase-split copy
+ * (x->schan, x->splane set). */
+static void kg_conv_boff(const kg_conv *v, const kg_ctx *x, int64_t *boff) {
+    for (int64_t ci = 0; ci < v->cig; ci++)
+        for (int64_t kh = 0; kh < v->KH; kh++)
+            for (int64_t kw = 0; kw < v->KW; kw++) {
+                const int64_t ph = kh * v->dh % v->sh, pw = kw * v->dw % v->sw;
+                boff[(ci * v->KH + kh) * v->KW + kw] = ci * x->schan + (ph * v->sw + pw) * x->splane +
+                                                       kh * v->dh / v->sh * v->Wq + kw * v->dw / v->sw;
+            }
+}
+
+#if KG_HAVE_X86
+/* The outputs' terms in 6-output panels from the shared copy: K block
+ * item at k0 * npp * 6, panel pp at + pp * kc * 6, term k's 6 at + k * 6,
+ * zeros past the last output. */
+static void kg_tpix_fn(void *ctx, int tid, long item) {
+    (void)tid;
+    kg_ctx *x = ctx;
+    const kg_gemm *j = x->j;
+    const int64_t K = j->K, OW = j->gvalid, Wq = j->conv->Wq, N = x->t_n, npp = x->t_npp;
+    const int64_t k0 = (int64_t)item * x->t_kc, kc = K - k0 < x->t_kc ? K - k0 : x->t_kc;
+    float *dst = x->t_pix_w + k0 * npp * KG_MR;
+    for (int64_t pp = 0; pp < npp; pp++) {
+        int64_t at[KG_MR];
+        for (int64_t i = 0; i < KG_MR; i++) {
+            const int64_t q = pp * KG_MR + i;
+            at[i] = q < N ? q / OW * Wq + q % OW : -1;
+        }
+        float *d = dst + pp * kc * KG_MR;
+        for (int64_t k = 0; k < kc; k++, d += KG_MR) {
+            const float *src = x->shared + x->boff[k0 + k];
+            for (int64_t i = 0; i < KG_MR; i++) d[i] = at[i] >= 0 ? src[at[i]] : 0.0f;
+        }
+    }
+}
+
+static void kg_tlanes_fn(void *ctx, int tid, long item) { lanes_item_avx512(ctx, tid, item); }
+
+/* A convolution on a narrow map with its output channels in the lanes and
+ * its outputs broadcast (lanes_item): on the grid a 7 x 7 map's 49 outputs
+ * are 9 x 7 columns rounded to 64 (23% computed and dropped), 14 x 14's
+ * 196 are 210 rounded to 224; here 49 outputs are 9 panels of 6 and 512
+ * channels 32 lanes of 16. The AVX-512 fp32 build only (its micro-kernel);
+ * the others take the grid, with the same bits. false: not taken. */
+static bool kg_lanes_worth(const kg_gemm *j) {
+    const kg_conv *v = j->conv;
+    if (!v || j->G != 1 || j->mode != KG_FP32 || !kg_use_avx512() || kg_env_on("MPX_KERN_NOLANES")) return false;
+    const int64_t M = j->M, N = v->OH * j->gvalid;
+    if (M < 32 || N > 512 || N < KG_MR || (double)j->K * (double)N > (double)(16 << 20)) return false;
+    const double full = (double)(v->cig * v->sh * v->sw) * (double)((v->OH + (v->KH - 1) * v->dh / v->sh + 1) * v->Wq);
+    if (full > (double)(64 << 20)) return false;
+    const double grid = (double)(kg_cdiv(M, KG_MR) * KG_MR) * (double)(kg_cdiv(v->OH * v->Wq, KG_NR) * KG_NR);
+    const double lanes = (double)(kg_cdiv(M, KG_NR) * KG_NR) * (double)(kg_cdiv(N, KG_MR) * KG_MR);
+    return lanes * 100.0 < grid * 92.0;
+}
+
+static kg_result kg_conv_lanes(const kg_gemm *j, int nt) {
+    const kg_conv *v = j->conv;
+    const int64_t K = j->K, M = j->M, np16 = (M + 15) / 16;
+    kg_ctx x = {.j = j, .avx2 = true, .avx512 = true};
+    x.t_n = v->OH * j->gvalid;
+    x.t_npp = kg_cdiv(x.t_n, KG_MR);
+    x.t_cpi = 4;
+    /* K blocks of 64 terms (one fp32 block): a block's weights for 64
+     * channels (16 KiB) and its terms of 49 outputs (14 KiB) stay in L1
+     * together, as 128's did not (the 512 x 7 x 7 convolutions 1.04 ->
+     * 0.99 ms apart from that) */
+    x.t_kc = MPX_ACC_FP32_BLOCK;
+    while (x.t_cpi > 1 && kg_cdiv(np16, x.t_cpi) < 2 * nt) x.t_cpi /= 2;
+    const long items = (long)kg_cdiv(np16, x.t_cpi);
+    if (nt > items) nt = (int)items;
+    x.srows = v->OH + (v->KH - 1) * v->dh / v->sh + 1;
+    x.splane = x.srows * v->Wq;
+    x.schan = v->sh * v->sw * x.splane;
+    const size_t body = (size_t)(v->cig * x.schan);
+    float *own = NULL;
+    bool finite = true, ok;
+    const float *a16 = kg_rows16(j, &own, &finite);
+    x.shared = malloc((body + 80) * sizeof(float));
+    int64_t *boff = malloc((size_t)K * sizeof *boff);
+    x.t_pix_w = kg_alloc((size_t)(K * x.t_npp * KG_MR));
+    ok = a16 && x.shared && boff && x.t_pix_w;
+    for (int t = 0; ok && t < nt; t++)
+        ok = (x.tile[t] = kg_alloc((size_t)(x.t_npp * KG_MR * x.t_cpi * KG_NR))) != NULL;
+    if (ok && finite) {
+        memset(x.shared + body, 0, 80 * sizeof(float));
+        kg_conv_boff(v, &x, boff);
+        x.boff = boff;
+        x.t_w16 = a16;
+        x.t_pix = x.t_pix_w;
+        mpx_k_parallel((long)v->cig, nt, kg_fill_fn, &x);
+        mpx_k_parallel((long)kg_cdiv(K, x.t_kc), nt, kg_tpix_fn, &x);
+        mpx_k_parallel(items, nt, kg_tlanes_fn, &x);
+    }
+    free(x.t_pix_w);
+    kg_free_bufs(&x);
+    free(boff);
+    free(own);
+    return !ok ? KG_NOMEM : !finite ? KG_NONFINITE : KG_DONE;
+}
+#else
+static bool kg_lanes_worth(const kg_gemm *j) { (void)j; return false; }
+static kg_result kg_conv_lanes(const kg_gemm *j, int nt) { (void)j, (void)nt; return KG_NOMEM; }
+#endif
+
 kg_result kg_gemm_run(const kg_gemm *j) {
     const int64_t M = j->M, N = j->N, K = j->K, mpan = (M + KG_MR - 1) / KG_MR;
     const double macs = (double)j->G * (double)M * (double)N * (double)K;
@@ -828,32 +970,17 @@ kg_result kg_gemm_run(const kg_gemm *j) {
     if (N == 1 && !j->conv && j->mode == KG_FP32 && j->gvalid >= 1 && j->a_owner) {
         /* The graph's own A: packed once into 16-row panels and kept (the
          * rows as lanes, each k's 16 values one load). */
-        const kg_key key = kg_key_a(j, KG_KEPT_ROWS16);
-        const kg_kept *kept = kg_kept_find(&key);
         float *ap = NULL;
         bool finite = true;
-        if (!kept) {
-            const int64_t np16 = (M + 15) / 16;
-            ap = kg_alloc((size_t)(j->G * np16 * K * 16));
-            if (!ap) return KG_NOMEM;
-            for (int64_t g = 0; g < j->G; g++)
-                for (int64_t p = 0; p < np16; p++) {
-                    float *d = ap + (g * np16 + p) * K * 16;
-                    for (int64_t k = 0; k < K; k++)
-                        for (int64_t r = 0; r < 16; r++) {
-                            const int64_t m = p * 16 + r;
-                            d[k * 16 + r] = m < M ? j->a[g * j->ga + m * j->ams + k * j->aks] : 0.0f;
-                        }
-                }
-            finite = !j->finite_a || kg_all_finite(ap, j->G * np16 * K * 16);
-        }
-        kg_mv16 w = {.j = j, .ap = kept ? kept->ap : ap, .f = KG_PICK(mv16)};
-        bool bad = kept ? j->finite_a && !kept->finite : !finite;
+        const float *a16 = kg_rows16(j, &ap, &finite);
+        if (!a16) return KG_NOMEM;
+        kg_mv16 w = {.j = j, .ap = a16, .f = KG_PICK(mv16)};
         /* (a large A is read from memory at the speed of both cores' loads:
          * a classifier's 1000 x 1024 weights are 4 MB a run) */
-        if (!bad) mpx_k_parallel((long)(j->G * ((M + 15) / 16)), (double)j->G * (double)M * (double)K > 262144.0 ? kg_threads() : nt,
-                                 kg_mv16_fn, &w);
-        if (ap && !kg_kept_add(&key, ap, finite)) free(ap);
+        if (finite) mpx_k_parallel((long)(j->G * ((M + 15) / 16)), (double)j->G * (double)M * (double)K > 262144.0 ? kg_threads() : nt,
+                                   kg_mv16_fn, &w);
+        free(ap);
+        const bool bad = !finite;
         return bad ? KG_NONFINITE : KG_DONE;
     }
     if (N == 1 && !j->conv && j->mode == KG_FP32 && j->gvalid >= 1) {
@@ -866,6 +993,7 @@ kg_result kg_gemm_run(const kg_gemm *j) {
         mpx_k_parallel((long)(j->G * ((M + 7) / 8)), nt, kg_mv_fn, (void *)j);
         return KG_DONE;
     }
+    if (kg_lanes_worth(j)) return kg_conv_lanes(j, nt);
     unsigned char a_bad[8] = {0};
     kg_ctx x = {.j = j, .avx2 = kg_use_avx2(), .avx512 = kg_use_avx512(), .h16 = kg_use_h16(j->mode, j->f16), .a_bad = a_bad};
     int64_t *boff = NULL;
@@ -915,13 +1043,7 @@ kg_result kg_gemm_run(const kg_gemm *j) {
         x.schan = v->sh * v->sw * x.splane;
         boff = malloc((size_t)K * sizeof *boff);
         ok = ok && boff;
-        for (int64_t ci = 0; ok && ci < v->cig; ci++)
-            for (int64_t kh = 0; kh < v->KH; kh++)
-                for (int64_t kw = 0; kw < v->KW; kw++) {
-                    const int64_t ph = kh * v->dh % v->sh, pw = kw * v->dw % v->sw;
-                    boff[(ci * v->KH + kh) * v->KW + kw] = ci * x.schan + (ph * v->sw + pw) * x.splane +
-                                                           kh * v->dh / v->sh * v->Wq + kw * v->dw / v->sw;
-                }
+        if (ok) kg_conv_boff(v, &x, boff);
         x.boff = boff;
     } else {
         /* Bands of whole 4-panel groups (64 columns): a band of 96 had

@@ -1108,3 +1108,49 @@ static KG_TARGET void KG_F(dw_item)(const kg_ctx *x, int tid, long ch) {
     case KG_TF32: KG_F(dw_chan)(KG_TF32, x, tid, ch); return;
     }
 }
+
+/* ---- a narrow map's convolution, output channels in the lanes --------------------------------
+ * Item: t_cpi 16-channel panels of C's rows. ukr16d with the roles turned:
+ * its 6 "rows" are 6 outputs (x->t_pix's panels), its panels 16 output
+ * channels (A kept in 16-row panels, read as packed B), so each lane's sum
+ * is one output value's, its terms in the same order and blocks as on the
+ * grid: the same bits. Summed into the thread's tile ([output][channel]),
+ * then written to C transposed with the bias added (the kernel's last
+ * addition, done here: its bias is per row). */
+#if KG_SIMD == 2
+static KG_TARGET void KG_F(lanes_item)(const kg_ctx *x, int tid, long item) {
+    const kg_gemm *j = x->j;
+    const int64_t K = j->K, M = j->M, N = x->t_n, npp = x->t_npp, cpi = x->t_cpi;
+    const int64_t np16 = (M + KG_NR - 1) / KG_NR, cp0 = item * cpi, cp1 = cp0 + cpi < np16 ? cp0 + cpi : np16;
+    const int64_t ldt = cpi * KG_NR;
+    float *tile = x->tile[tid];
+    for (int64_t k0 = 0; k0 < K; k0 += x->t_kc) {
+        const int64_t kc = K - k0 < x->t_kc ? K - k0 : x->t_kc;
+        const float *pix = x->t_pix + k0 * npp * KG_MR;
+        for (int64_t cp = cp0; cp < cp1;) {
+            const int np = kg_group(cp1 - cp);
+            const int64_t m_end = (cp + np) * KG_NR < M ? (cp + np) * KG_NR : M;
+            const int tail = (int)(m_end - (cp + np - 1) * KG_NR);
+            const __mmask16 tmask = (__mmask16)(tail >= KG_NR ? 0xffffu : (1u << tail) - 1u);
+            const float *w = x->t_w16 + cp * K * KG_NR + k0 * KG_NR;
+            for (int64_t pp = 0; pp < npp; pp++) {
+                const int mr = (int)(N - pp * KG_MR < KG_MR ? N - pp * KG_MR : KG_MR);
+                float *cr[KG_MR];
+                for (int r = 0; r < mr; r++) cr[r] = tile + (pp * KG_MR + r) * ldt + (cp - cp0) * KG_NR;
+                const float *ap = pix + pp * kc * KG_MR;
+                KG_F(ukrd_table)[mr - 1][np == 4 ? 2 : np - 1](kc, ap, w, NULL, K * KG_NR, cr, k0 == 0, NULL,
+                                                                pp + 1 < npp ? ap + kc * KG_MR : NULL, tmask);
+            }
+            cp += np;
+        }
+    }
+    for (int64_t m = cp0 * KG_NR; m < cp1 * KG_NR && m < M; m++) {
+        float *cm = j->c + j->crow[m];
+        const float *t = tile + (m - cp0 * KG_NR);
+        if (j->bias)
+            for (int64_t q = 0; q < N; q++) cm[q] = t[q * ldt] + j->bias[m];
+        else
+            for (int64_t q = 0; q < N; q++) cm[q] = t[q * ldt];
+    }
+}
+#endif
