@@ -877,7 +877,8 @@ static void kg_tpix_fn(void *ctx, int tid, long item) {
     (void)tid;
     kg_ctx *x = ctx;
     const kg_gemm *j = x->j;
-    const int64_t K = j->K, OW = j->gvalid, Wq = j->conv->Wq, N = x->t_n, npp = x->t_npp;
+    const int64_t K = j->K, OW = j->gvalid, Wq = j->conv ? j->conv->Wq : OW, N = x->t_n, npp = x->t_npp;
+    const float *from = j->conv ? x->shared : j->b;
     const int64_t k0 = (int64_t)item * x->t_kc, kc = K - k0 < x->t_kc ? K - k0 : x->t_kc;
     float *dst = x->t_pix_w + k0 * npp * KG_MR;
     for (int64_t pp = 0; pp < npp; pp++) {
@@ -888,7 +889,7 @@ static void kg_tpix_fn(void *ctx, int tid, long item) {
         }
         float *d = dst + pp * kc * KG_MR;
         for (int64_t k = 0; k < kc; k++, d += KG_MR) {
-            const float *src = x->shared + x->boff[k0 + k];
+            const float *src = from + x->boff[k0 + k];
             for (int64_t i = 0; i < KG_MR; i++) d[i] = at[i] >= 0 ? src[at[i]] : 0.0f;
         }
     }
@@ -896,29 +897,35 @@ static void kg_tpix_fn(void *ctx, int tid, long item) {
 
 static void kg_tlanes_fn(void *ctx, int tid, long item) { lanes_item_avx512(ctx, tid, item); }
 
-/* A convolution on a narrow map with its output channels in the lanes and
- * its outputs broadcast (lanes_item): on the grid a 7 x 7 map's 49 outputs
+/* A convolution on a narrow map (or a product with few columns whose B
+ * and C rows are runs) with its output channels in the lanes and its
+ * outputs broadcast (lanes_item): on the grid a 7 x 7 map's 49 outputs
  * are 9 x 7 columns rounded to 64 (23% computed and dropped), 14 x 14's
  * 196 are 210 rounded to 224; here 49 outputs are 9 panels of 6 and 512
  * channels 32 lanes of 16. The AVX-512 fp32 build only (its micro-kernel);
  * the others take the grid, with the same bits. false: not taken. */
 static bool kg_lanes_worth(const kg_gemm *j) {
     const kg_conv *v = j->conv;
-    if (!v || j->G != 1 || j->mode != KG_FP32 || !kg_use_avx512() || kg_env_on("MPX_KERN_NOLANES")) return false;
-    const int64_t M = j->M, N = v->OH * j->gvalid;
+    if (j->G != 1 || j->mode != KG_FP32 || !kg_use_avx512() || kg_env_on("MPX_KERN_NOLANES")) return false;
+    /* (without a grid: B's rows are runs and so are C's, as a 1x1
+     * convolution's; a 7 x 7 map's 49 columns were 64) */
+    if (!v && (!j->boff || j->b_owner || j->cs != 1 || j->gw != j->gvalid || (j->N > j->gw && j->rs != j->gw)))
+        return false;
+    const int64_t M = j->M, N = v ? v->OH * j->gvalid : j->N, cols = v ? v->OH * v->Wq : j->N;
     if (M < 32 || N > 512 || N < KG_MR || (double)j->K * (double)N > (double)(16 << 20)) return false;
-    const double full = (double)(v->cig * v->sh * v->sw) * (double)((v->OH + (v->KH - 1) * v->dh / v->sh + 1) * v->Wq);
+    const double full =
+        v ? (double)(v->cig * v->sh * v->sw) * (double)((v->OH + (v->KH - 1) * v->dh / v->sh + 1) * v->Wq) : 0.0;
     if (full > (double)(64 << 20)) return false;
-    const double grid = (double)(kg_cdiv(M, KG_MR) * KG_MR) * (double)(kg_cdiv(v->OH * v->Wq, KG_NR) * KG_NR);
+    const double grid = (double)(kg_cdiv(M, KG_MR) * KG_MR) * (double)(kg_cdiv(cols, KG_NR) * KG_NR);
     const double lanes = (double)(kg_cdiv(M, KG_NR) * KG_NR) * (double)(kg_cdiv(N, KG_MR) * KG_MR);
     return lanes * 100.0 < grid * 92.0;
 }
 
-static kg_result kg_conv_lanes(const kg_gemm *j, int nt) {
+static kg_result kg_lanes_run(const kg_gemm *j, int nt) {
     const kg_conv *v = j->conv;
     const int64_t K = j->K, M = j->M, np16 = (M + 15) / 16;
     kg_ctx x = {.j = j, .avx2 = true, .avx512 = true};
-    x.t_n = v->OH * j->gvalid;
+    x.t_n = v ? v->OH * j->gvalid : j->N;
     x.t_npp = kg_cdiv(x.t_n, KG_MR);
     x.t_cpi = 4;
     /* K blocks of 64 terms (one fp32 block): a block's weights for 64
@@ -929,26 +936,33 @@ static kg_result kg_conv_lanes(const kg_gemm *j, int nt) {
     while (x.t_cpi > 1 && kg_cdiv(np16, x.t_cpi) < 2 * nt) x.t_cpi /= 2;
     const long items = (long)kg_cdiv(np16, x.t_cpi);
     if (nt > items) nt = (int)items;
-    x.srows = v->OH + (v->KH - 1) * v->dh / v->sh + 1;
-    x.splane = x.srows * v->Wq;
-    x.schan = v->sh * v->sw * x.splane;
-    const size_t body = (size_t)(v->cig * x.schan);
+    size_t body = 0;
+    int64_t *boff = NULL;
+    if (v) {
+        x.srows = v->OH + (v->KH - 1) * v->dh / v->sh + 1;
+        x.splane = x.srows * v->Wq;
+        x.schan = v->sh * v->sw * x.splane;
+        body = (size_t)(v->cig * x.schan);
+        x.shared = malloc((body + 80) * sizeof(float));
+        boff = malloc((size_t)K * sizeof *boff);
+    }
     float *own = NULL;
     bool finite = true, ok;
     const float *a16 = kg_rows16(j, &own, &finite);
-    x.shared = malloc((body + 80) * sizeof(float));
-    int64_t *boff = malloc((size_t)K * sizeof *boff);
     x.t_pix_w = kg_alloc((size_t)(K * x.t_npp * KG_MR));
-    ok = a16 && x.shared && boff && x.t_pix_w;
+    ok = a16 && (!v || (x.shared && boff)) && x.t_pix_w;
     for (int t = 0; ok && t < nt; t++)
         ok = (x.tile[t] = kg_alloc((size_t)(x.t_npp * KG_MR * x.t_cpi * KG_NR))) != NULL;
     if (ok && finite) {
-        memset(x.shared + body, 0, 80 * sizeof(float));
-        kg_conv_boff(v, &x, boff);
-        x.boff = boff;
         x.t_w16 = a16;
         x.t_pix = x.t_pix_w;
-        mpx_k_parallel((long)v->cig, nt, kg_fill_fn, &x);
+        x.boff = j->boff;
+        if (v) {
+            memset(x.shared + body, 0, 80 * sizeof(float));
+            kg_conv_boff(v, &x, boff);
+            x.boff = boff;
+            mpx_k_parallel((long)v->cig, nt, kg_fill_fn, &x);
+        }
         mpx_k_parallel((long)kg_cdiv(K, x.t_kc), nt, kg_tpix_fn, &x);
         mpx_k_parallel(items, nt, kg_tlanes_fn, &x);
     }
@@ -960,7 +974,7 @@ static kg_result kg_conv_lanes(const kg_gemm *j, int nt) {
 }
 #else
 static bool kg_lanes_worth(const kg_gemm *j) { (void)j; return false; }
-static kg_result kg_conv_lanes(const kg_gemm *j, int nt) { (void)j, (void)nt; return KG_NOMEM; }
+static kg_result kg_lanes_run(const kg_gemm *j, int nt) { (void)j, (void)nt; return KG_NOMEM; }
 #endif
 
 kg_result kg_gemm_run(const kg_gemm *j) {
@@ -993,7 +1007,7 @@ kg_result kg_gemm_run(const kg_gemm *j) {
         mpx_k_parallel((long)(j->G * ((M + 7) / 8)), nt, kg_mv_fn, (void *)j);
         return KG_DONE;
     }
-    if (kg_lanes_worth(j)) return kg_conv_lanes(j, nt);
+    if (kg_lanes_worth(j)) return kg_lanes_run(j, nt);
     unsigned char a_bad[8] = {0};
     kg_ctx x = {.j = j, .avx2 = kg_use_avx2(), .avx512 = kg_use_avx512(), .h16 = kg_use_h16(j->mode, j->f16), .a_bad = a_bad};
     int64_t *boff = NULL;

@@ -450,6 +450,8 @@ static void test_conv(void) {
     conv_case(__LINE__, "1x9x7x7", "88x9x3x3", false, &p, "pads=[1,1,1,1]");
     p = cp2(3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1);
     conv_case(__LINE__, "2x8x14x14", "96x8x3x3", true, &p, "strides=[2,2] pads=[1,1,1,1]");
+    p = cp2(1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1); /* 1x1: B read where it lies, no grid */
+    conv_case(__LINE__, "1x70x7x7", "48x70x1x1", true, &p, "");
     convp p1 = {.nsp = 1, .k = {4}, .s = {2}, .d = {2}, .pb = {2}, .pe = {1}, .group = 1};
     conv_case(__LINE__, "2x3x11", "5x3x4", false, &p1, "strides=[2] pads=[2,1] dilations=[2]");
     convp p3 = {.nsp = 3, .k = {2, 3, 2}, .s = {1, 2, 1}, .d = {1, 1, 1}, .pb = {1, 0, 1}, .pe = {0, 1, 1}, .group = 1};
