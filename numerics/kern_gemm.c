@@ -880,17 +880,23 @@ static void kg_tpix_fn(void *ctx, int tid, long item) {
     const int64_t K = j->K, OW = j->gvalid, Wq = j->conv ? j->conv->Wq : OW, N = x->t_n, npp = x->t_npp;
     const float *from = j->conv ? x->shared : j->b;
     const int64_t k0 = (int64_t)item * x->t_kc, kc = K - k0 < x->t_kc ? K - k0 : x->t_kc;
+    const int64_t *bo = x->boff + k0;
     float *dst = x->t_pix_w + k0 * npp * KG_MR;
+    /* a panel's terms in a run (its writes in order); its 6 outputs'
+     * places on the grid, one run of 6 where they share an output row */
     for (int64_t pp = 0; pp < npp; pp++) {
         int64_t at[KG_MR];
         for (int64_t i = 0; i < KG_MR; i++) {
-            const int64_t q = pp * KG_MR + i;
-            at[i] = q < N ? q / OW * Wq + q % OW : -1;
+            const int64_t q = pp * KG_MR + i < N ? pp * KG_MR + i : N - 1;
+            at[i] = q / OW * Wq + q % OW;
         }
         float *d = dst + pp * kc * KG_MR;
-        for (int64_t k = 0; k < kc; k++, d += KG_MR) {
-            const float *src = from + x->boff[k0 + k];
-            for (int64_t i = 0; i < KG_MR; i++) d[i] = at[i] >= 0 ? src[at[i]] : 0.0f;
+        if (pp * KG_MR + KG_MR <= N && at[KG_MR - 1] - at[0] == KG_MR - 1) {
+            for (int64_t k = 0; k < kc; k++, d += KG_MR) memcpy(d, from + bo[k] + at[0], KG_MR * sizeof *d);
+        } else {
+            const int64_t n = N - pp * KG_MR < KG_MR ? N - pp * KG_MR : KG_MR;
+            for (int64_t k = 0; k < kc; k++, d += KG_MR)
+                for (int64_t i = 0; i < KG_MR; i++) d[i] = i < n ? from[bo[k] + at[i]] : 0.0f;
         }
     }
 }
