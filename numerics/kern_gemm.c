@@ -1129,11 +1129,14 @@ KG_ITEM_FN(kg_dw_fn, dw_item)
  * of 64 fused multiply-adds from 0, added to the sum from 0, then the
  * bias): dw_chan's operations per output, padding taps included as its
  * zero strip has them, so the same bits. */
+typedef void (*kg_row_fn)(int64_t K, const float *w16, const float *p, const int64_t *off, int64_t step,
+                          int64_t n, const float *bias16, float *out16);
+
 typedef struct kg_dw16 {
     const kg_dw *j;
     int64_t Hp, Wp;     /* padded input */
     const int64_t *off; /* [K]: each tap's place in it, from an output's first */
-    kg_lanes_fn f;      /* taps16 of the build the CPU takes */
+    kg_row_fn row;      /* taps16_row of the build the CPU takes */
     float *buf[8];      /* per thread: the padded input, then the weights */
 } kg_dw16;
 
@@ -1164,8 +1167,7 @@ static void kg_dw16_fn(void *ctx, int tid, long item) {
     float bias16[16] = {0}, rowbuf[KG_DW16_MAX_OW * 16];
     for (int64_t l = 0; j->bias && l < nc; l++) bias16[l] = j->bias[c0 + l];
     for (int64_t oh = 0; oh < v->OH; oh++) {
-        for (int64_t ow = 0; ow < j->OW; ow++)
-            d->f(K, wt, p + (oh * v->sh * Wp + ow * v->sw) * 16, d->off, j->bias ? bias16 : NULL, rowbuf + ow * 16);
+        d->row(K, wt, p + oh * v->sh * Wp * 16, d->off, v->sw * 16, j->OW, j->bias ? bias16 : NULL, rowbuf);
         for (int64_t l = 0; l < nc; l++) {
             float *yr = j->y + (c0 + l) * j->yc + oh * j->OW;
             for (int64_t ow = 0; ow < j->OW; ow++) yr[ow] = rowbuf[ow * 16 + l];
@@ -1188,7 +1190,12 @@ bool kg_dw_run(const kg_dw *j) {
         int64_t *off = malloc((size_t)K * sizeof *off);
         bool ok = off != NULL;
         for (int64_t k = 0; ok && k < K; k++) off[k] = ((k / v->KW) * v->dh * d.Wp + (k % v->KW) * v->dw) * 16;
-        d.off = off, d.f = KG_PICK(taps16);
+        d.off = off;
+#if KG_HAVE_X86
+        d.row = kg_use_avx512() ? taps16_row_avx512 : kg_use_avx2() ? taps16_row_avx2 : taps16_row_gen;
+#else
+        d.row = taps16_row_gen;
+#endif
         for (int t = 0; ok && t < nt; t++)
             ok = (d.buf[t] = malloc((size_t)(d.Hp * d.Wp * 16 + K * 16) * sizeof(float))) != NULL;
         if (ok) mpx_k_parallel(items, nt, kg_dw16_fn, &d);

@@ -930,7 +930,7 @@ static KG_TARGET void KG_F(fill_chan)(const kg_ctx *x, int tid, long ch) {
 
 /* ---- 16 lanes of independent sums (kern_gemm.c's narrow depthwise and
  * kept matrix-vector paths) ------------------------------------------------------
- * out[l] = the sum over k of w16[k][l] * p[off[k] + l] (taps16) or of
+ * out[l] = the sum over k of w16[k][l] * p[off[k] + l] (taps16_row) or of
  * a16[k][l] * b[boff[k]] (mv16), each in blocks of MPX_ACC_FP32_BLOCK
  * fused multiply-adds from 0 added to the sum from 0, then bias[l] (NULL:
  * none): the same operations per lane in every build. */
@@ -955,9 +955,42 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(lanes16)(const 
     KG_F(st8)(out16, s0), KG_F(st8)(out16 + 8, s1);
 }
 
-static KG_TARGET void KG_F(taps16)(int64_t K, const float *w16, const float *p, const int64_t *off,
-                                   const float *bias16, float *out16) {
-    KG_F(lanes16)(false, K, w16, p, off, bias16, out16);
+/* lanes16's taps (w16 against p) for n outputs `step` floats apart in p
+ * and 16 apart in out16: each lane's operations are lanes16's (blocks of 64 fused multiply-adds
+ * from 0, added to the sum from 0, then the bias). Why: one output's sum
+ * is a chain of K dependent fused multiply-adds, 4 cycles each, so a call
+ * per output ran at a fraction of the FMA ports' rate (MobileNetV3's and
+ * EfficientNet's narrow depthwise convolutions); RW outputs side by side
+ * are RW independent chains. */
+static KG_TARGET void KG_F(taps16_row)(int64_t K, const float *w16, const float *p, const int64_t *off,
+                                       int64_t step, int64_t n, const float *bias16, float *out16) {
+    enum { RW = KG_SIMD == 2 ? 6 : 3 };
+    const v8f z = {0};
+    int64_t o = 0;
+    for (; o + RW <= n; o += RW) {
+        v8f s[RW][2];
+        for (int r = 0; r < RW; r++) s[r][0] = z, s[r][1] = z;
+        for (int64_t k0 = 0; k0 < K; k0 += MPX_ACC_FP32_BLOCK) {
+            const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < K ? k0 + MPX_ACC_FP32_BLOCK : K;
+            v8f a[RW][2];
+            for (int r = 0; r < RW; r++) a[r][0] = z, a[r][1] = z;
+            for (int64_t k = k0; k < k1; k++) {
+                const v8f w0 = KG_F(ld8)(w16 + k * 16), w1 = KG_F(ld8)(w16 + k * 16 + 8);
+                const float *pk = p + off[k] + o * step;
+                for (int r = 0; r < RW; r++) {
+                    a[r][0] = KG_F(fma8)(w0, KG_F(ld8)(pk + r * step), a[r][0]);
+                    a[r][1] = KG_F(fma8)(w1, KG_F(ld8)(pk + r * step + 8), a[r][1]);
+                }
+            }
+            for (int r = 0; r < RW; r++) s[r][0] += a[r][0], s[r][1] += a[r][1];
+        }
+        for (int r = 0; r < RW; r++) {
+            if (bias16) s[r][0] += KG_F(ld8)(bias16), s[r][1] += KG_F(ld8)(bias16 + 8);
+            KG_F(st8)(out16 + (o + r) * 16, s[r][0]);
+            KG_F(st8)(out16 + (o + r) * 16 + 8, s[r][1]);
+        }
+    }
+    for (; o < n; o++) KG_F(lanes16)(false, K, w16, p + o * step, off, bias16, out16 + o * 16);
 }
 
 static KG_TARGET void KG_F(mv16)(int64_t K, const float *a16, const float *b, const int64_t *boff,
