@@ -1061,6 +1061,37 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_sums16)(cons
 }
 #endif
 
+#if KG_SIMD == 2
+/* dw_sums16's fp32 sums for 3 grid rows rs floats apart, into s[row][half]:
+ * each lane's operations are dw_sums16's, with 6 chains of fused
+ * multiply-adds in flight where one row had 2, each K long (a 3x3 tap
+ * chain is 9 dependent 4-cycle steps: the wide depthwise path ran at a
+ * quarter of the FMA ports' rate). */
+static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw3_fp32)(int64_t K, const float *w,
+                                                                 const float *xq, int64_t rs,
+                                                                 const int64_t *off, const float *bp,
+                                                                 v16f s[3][2]) {
+    const v16f z = {0};
+    for (int i = 0; i < 3; i++) s[i][0] = z, s[i][1] = z;
+    for (int64_t k0 = 0; k0 < K; k0 += MPX_ACC_FP32_BLOCK) {
+        const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < K ? k0 + MPX_ACC_FP32_BLOCK : K;
+        v16f a[3][2];
+        for (int i = 0; i < 3; i++) a[i][0] = z, a[i][1] = z;
+        for (int64_t k = k0; k < k1; k++) {
+            const __m512 wk = (__m512)KG_F(splat16)(w[k]);
+            const float *p = xq + off[k];
+            for (int i = 0; i < 3; i++) {
+                a[i][0] = (v16f)_mm512_fmadd_ps(wk, _mm512_loadu_ps(p + i * rs), (__m512)a[i][0]);
+                a[i][1] = (v16f)_mm512_fmadd_ps(wk, _mm512_loadu_ps(p + i * rs + KG_NR), (__m512)a[i][1]);
+            }
+        }
+        for (int i = 0; i < 3; i++) s[i][0] += a[i][0], s[i][1] += a[i][1];
+    }
+    if (bp)
+        for (int i = 0; i < 3; i++) s[i][0] += KG_F(splat16)(*bp), s[i][1] += KG_F(splat16)(*bp);
+}
+#endif
+
 /* ---- depthwise: one channel ------------------------------------------------------------------
  * The channel's padded, phase-split input into the thread's strip, then grid
  * rows 32 outputs at a time in 4 vectors; the taps' terms in order (fp32:
@@ -1077,7 +1108,29 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_chan)(const 
     const float *bp = j->bias ? j->bias + ch : NULL;
     const int64_t *off = x->boff;
     const v8f z = {0};
-    for (int64_t r = 0; r < v->OH; r++) {
+    int64_t r0 = 0;
+#if KG_SIMD == 2
+    if (RM == KG_FP32)
+        for (; r0 + 3 <= v->OH; r0 += 3)
+            for (int64_t col = 0; col < j->OW; col += 32) {
+                v16f s3r[3][2];
+                KG_F(dw3_fp32)(K, w, st + r0 * v->Wq + col, v->Wq, off, bp, s3r);
+                const int64_t n = j->OW - col < 32 ? j->OW - col : 32;
+                for (int i = 0; i < 3; i++) {
+                    float *yo = y + (r0 + i) * j->OW + col;
+                    if (n == 32) {
+                        memcpy(yo, &s3r[i][0], sizeof s3r[i][0]);
+                        memcpy(yo + KG_NR, &s3r[i][1], sizeof s3r[i][1]);
+                    } else {
+                        float t[32];
+                        memcpy(t, &s3r[i][0], sizeof s3r[i][0]);
+                        memcpy(t + KG_NR, &s3r[i][1], sizeof s3r[i][1]);
+                        memcpy(yo, t, (size_t)n * sizeof *t);
+                    }
+                }
+            }
+#endif
+    for (int64_t r = r0; r < v->OH; r++) {
         for (int64_t col = 0; col < j->OW; col += 32) {
             const float *xq = st + r * v->Wq + col;
             v8f s0 = z, s1 = z, s2 = z, s3 = z;
