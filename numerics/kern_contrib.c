@@ -110,7 +110,7 @@ static mpx_status gelu_like(const mpx_kctx *c, const mpx_value *const *in, int n
         float v = bias ? x->f[k] + bias->f[k % D] : x->f[k];
         float y;
         if (kind == FAST_GELU) y = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
-        else if (kind == BIAS_GELU) y = 0.5f * v * (1.0f + erff(v * 0.70710678118654752440f));
+        else if (kind == BIAS_GELU) y = 0.5f * v * (1.0f + ke_erf(v * 0.70710678118654752440f));
         else y = v * ke_sigmoid(alpha * v);
         out[0].f[k] = y;
     }

@@ -91,8 +91,8 @@ static void map_float(uop op, const uparam *p, const float *x, float *y, int64_t
     case U_SOFTSIGN: MAP(v / (1.0f + fabsf(v)));
     case U_MISH: MAP(v * tanhf(softplus(v)));
     case U_TANH: MAP(tanhf(v));
-    case U_ERF: MAP(erff(v));
-    case U_GELU: MAP(0.5f * v * (erff(v * k_sqrt1_2) + 1.0f));
+    case U_ERF: MAP(ke_erf(v));
+    case U_GELU: MAP(0.5f * v * (ke_erf(v * k_sqrt1_2) + 1.0f));
     case U_GELU_TANH: MAP(0.5f * v * (tanhf(k_sqrt_2_pi * (v + 0.044715f * v * v * v)) + 1.0f));
     case U_EXP: MAP(expf(v));
     case U_LOG: MAP(logf(v));
