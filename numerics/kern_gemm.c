@@ -108,7 +108,7 @@ typedef struct kg_ctx {
     const float *kb;
     int64_t kb_npad;
     /* A narrow map's convolution with the output channels in the lanes
-     * (kg_conv_lanes): A kept in 16-row panels ([panel][K][16]), the
+     * (kg_lanes_run): A kept in 16-row panels ([panel][K][16]), the
      * outputs' terms in 6-output panels ([K block][panel][kc][6]), N
      * outputs, npp panels of them, 16-channel panels per item. */
     const float *t_w16, *t_pix;
