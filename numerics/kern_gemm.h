@@ -82,7 +82,19 @@
  * copy of its panel, B converted as read (ResNet-18's fp16-accumulated run
  * 78 -> 24 ms, 3.7x -> 1.2x its fp32 forward); the depthwise kernel
  * likewise (dw_h16). MPX_KERN_NOFP16=1 declines it (kern_check runs the
- * AVX-512 build both ways). */
+ * AVX-512 build both ways).
+ *
+ * Ninth session: a convolution's row blocks are the count whose items
+ * share out most evenly on the threads (kg_row_blocks); each micro-kernel
+ * call fetches its share of the next call group's B into L2; a
+ * convolution on a narrow map (at most 512 outputs), or a product with
+ * few columns whose rows are runs, runs in the AVX-512 fp32 build with
+ * its output channels in the lanes (kg_lanes_run: on the grid a 7 x 7
+ * map's 49 outputs had been 64 columns); unit-stride grids drop one
+ * padding column (kern_nn.c); the narrow depthwise kernel sums 6 outputs
+ * of a row side by side, the wide one 3 rows. MPX_KERN_NOLANES=1 declines
+ * the lanes path. Each output's operations and their order are unchanged
+ * throughout. */
 #ifndef MPX_KERN_GEMM_H
 #define MPX_KERN_GEMM_H
 
