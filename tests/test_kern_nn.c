@@ -944,6 +944,7 @@ static void test_pool(void) {
             {"kernel_shape=[9,9] strides=[2,2] pads=[4,4,4,4]", 9, 9, 2, 2, 4, 4, 1, 1},
         };
         const int64_t H = 11, W = 37;
+        vfree(1, &x);
         x = vrand("2x3x11x37");
         for (int64_t i = 5; i < x.n; i += 97) x.f[i] = NAN;
         x.f[0] = NAN; /* a window's first tap */
