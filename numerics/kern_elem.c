@@ -1,13 +1,16 @@
 /* kern_elem.c - unary elementwise kernels, Clip and Cast (the broadcasting
  * ones are in kern_binary.c, reductions in kern_reduce.c).
  *
- * Float kernels compute in fp32 with libm's float functions. Where ONNX leaves
+ * Float kernels compute in fp32 with libm's float functions, except
+ * Sigmoid's exponential and Erf (kern_elem.h: ke_expf_neg, ke_erf, float
+ * arithmetic with fused multiply-adds, the same bits on every build and C
+ * library, vectorised). Where ONNX leaves
  * the formula open, or a formula can be evaluated in several ways, they follow
  * ONNX Runtime's CPU kernels (Elu with exp(x) - 1, Celu and Selu as written
  * in the operator definitions), so fp32 results agree with ORT to a few ulp;
  * Sigmoid and Softplus are evaluated in the forms that do not overflow (ORT's
  * MLAS logistic approximation clamps |x| to 18 and loses relative accuracy
- * far out in the tails, where these stay exact to an ulp). NaN inputs give
+ * far out in the tails, where these stay within a few ulp). NaN inputs give
  * NaN outputs (Relu, Sign, Clip, HardSigmoid, Celu included, as ORT's Relu,
  * Sign and Clip do), except ThresholdedRelu, whose "x > alpha ? x : 0" maps
  * NaN to 0 in ORT and here. */
