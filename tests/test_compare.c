@@ -358,15 +358,15 @@ static void test_local(void) {
 static void test_metrics_paths(void) {
     static const char *const paths[][2] = {{"MPX_KERN_AVX2", "1"}, {"MPX_KERN_PORTABLE", "1"}};
     static const int64_t lens[] = {1, 7, 8, 9, 15, 16, 17, 23, 24, 31, 32, 33, 1000, 4099};
-    uint64_t state = 12345;
+    mpx_rng rng;
+    mpx_rng_init(&rng, 12345);
     int compared = 0;
     for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
         for (int kind = 0; kind < 5; kind++) {
             int64_t n = lens[li];
             mpx_value r = fvalue(1, &n, NULL), c = fvalue(1, &n, NULL);
             for (int64_t k = 0; k < n; k++) {
-                state = state * 6364136223846793005u + 1442695040888963407u;
-                float x = (float)((double)(state >> 11) / 9007199254740992.0 * 8.0 - 4.0);
+                float x = (float)(mpx_rng_unit(&rng) * 8.0 - 4.0);
                 r.f[k] = x;
                 c.f[k] = k % 5 == 0 ? 0.0f : k % 7 == 0 ? 3e-6f * x : x * (1.0f + 0x1p-9f);
             }

@@ -183,11 +183,9 @@ static void test_binary_rounded(void) {
     int64_t d[3] = {2, 3, 5000}, db[2] = {3, 1};
     const float bv[3] = {0.1f, -2.7f, 1000.3f};
     mpx_value in[2] = {fvalue(3, d, NULL), fvalue(2, db, bv)}, x = in[0];
-    uint64_t st = 7;
-    for (int64_t k = 0; k < x.n; k++) {
-        st = st * 6364136223846793005u + 1442695040888963407u;
-        x.f[k] = (float)((double)(st >> 11) / 9007199254740992.0 * 200.0 - 100.0);
-    }
+    mpx_rng rng;
+    mpx_rng_init(&rng, 7);
+    for (int64_t k = 0; k < x.n; k++) x.f[k] = (float)(mpx_rng_unit(&rng) * 200.0 - 100.0);
     const mpx_format *fmts[2] = {&mpx_format_fp16, &mpx_format_bf16};
     for (int fi = 0; fi < 2; fi++)
         for (int keep_io = 0; keep_io < 2; keep_io++) {
