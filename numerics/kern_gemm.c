@@ -857,6 +857,33 @@ static const float *kg_rows16(const kg_gemm *j, float **owned, bool *finite) {
     return ap;
 }
 
+/* A convolution's whole padded, phase-split input, shared by the work
+ * items, when it holds at most this many floats (else per-item strips). */
+enum { KG_SHARED_MAX = 64 << 20 };
+
+/* Floats of that copy for G groups: every grid row, the rows the taps
+ * reach below them and one more for the dropped columns' reads. */
+static double kg_shared_floats(const kg_conv *v, int64_t G) {
+    const int64_t full = v->OH + (v->KH - 1) * v->dh / v->sh + 1;
+    return (double)G * (double)v->cig * (double)(v->sh * v->sw * full * v->Wq);
+}
+
+/* Allocate that copy (x->shared) and set its shape (x->srows, splane,
+ * schan); false: out of memory. The kg_fill_fn pass fills it. (+ 80: a
+ * 64-column group's reads past the last row's end, dropped; zeroed. The
+ * rest is written whole by the fill, every row of every phase plane, so
+ * it is not cleared first: that was a pass over the copy per
+ * convolution.) */
+static bool kg_shared_make(const kg_conv *v, int64_t G, kg_ctx *x) {
+    x->srows = v->OH + (v->KH - 1) * v->dh / v->sh + 1;
+    x->splane = x->srows * v->Wq;
+    x->schan = v->sh * v->sw * x->splane;
+    const size_t body = (size_t)(G * v->cig * x->schan);
+    x->shared = malloc((body + 80) * sizeof(float));
+    if (x->shared) memset(x->shared + body, 0, 80 * sizeof(float));
+    return x->shared != NULL;
+}
+
 /* The offsets of a convolution's terms in its padded, phase-split copy
  * (x->schan, x->splane set). */
 static void kg_conv_boff(const kg_conv *v, const kg_ctx *x, int64_t *boff) {
@@ -919,9 +946,7 @@ static bool kg_lanes_worth(const kg_gemm *j) {
         return false;
     const int64_t M = j->M, N = v ? v->OH * j->gvalid : j->N, cols = v ? v->OH * v->Wq : j->N;
     if (M < 32 || N > 512 || N < KG_MR || (double)j->K * (double)N > (double)(16 << 20)) return false;
-    const double full =
-        v ? (double)(v->cig * v->sh * v->sw) * (double)((v->OH + (v->KH - 1) * v->dh / v->sh + 1) * v->Wq) : 0.0;
-    if (full > (double)(64 << 20)) return false;
+    if (v && kg_shared_floats(v, 1) > (double)KG_SHARED_MAX) return false;
     const double grid = (double)(kg_cdiv(M, KG_MR) * KG_MR) * (double)(kg_cdiv(cols, KG_NR) * KG_NR);
     const double lanes = (double)(kg_cdiv(M, KG_NR) * KG_NR) * (double)(kg_cdiv(N, KG_MR) * KG_MR);
     return lanes * 100.0 < grid * 92.0;
@@ -942,21 +967,16 @@ static kg_result kg_lanes_run(const kg_gemm *j, int nt) {
     while (x.t_cpi > 1 && kg_cdiv(np16, x.t_cpi) < 2 * nt) x.t_cpi /= 2;
     const long items = (long)kg_cdiv(np16, x.t_cpi);
     if (nt > items) nt = (int)items;
-    size_t body = 0;
     int64_t *boff = NULL;
+    bool ok = true, finite = true;
     if (v) {
-        x.srows = v->OH + (v->KH - 1) * v->dh / v->sh + 1;
-        x.splane = x.srows * v->Wq;
-        x.schan = v->sh * v->sw * x.splane;
-        body = (size_t)(v->cig * x.schan);
-        x.shared = malloc((body + 80) * sizeof(float));
-        boff = malloc((size_t)K * sizeof *boff);
+        ok = kg_shared_make(v, 1, &x);
+        ok = (boff = malloc((size_t)K * sizeof *boff)) != NULL && ok;
     }
     float *own = NULL;
-    bool finite = true, ok;
     const float *a16 = kg_rows16(j, &own, &finite);
     x.t_pix_w = kg_alloc((size_t)(K * x.t_npp * KG_MR));
-    ok = a16 && (!v || (x.shared && boff)) && x.t_pix_w;
+    ok = ok && a16 && x.t_pix_w;
     for (int t = 0; ok && t < nt; t++)
         ok = (x.tile[t] = kg_alloc((size_t)(x.t_npp * KG_MR * x.t_cpi * KG_NR))) != NULL;
     if (ok && finite) {
@@ -964,7 +984,6 @@ static kg_result kg_lanes_run(const kg_gemm *j, int nt) {
         x.t_pix = x.t_pix_w;
         x.boff = j->boff;
         if (v) {
-            memset(x.shared + body, 0, 80 * sizeof(float));
             kg_conv_boff(v, &x, boff);
             x.boff = boff;
             mpx_k_parallel((long)v->cig, nt, kg_fill_fn, &x);
@@ -990,18 +1009,17 @@ kg_result kg_gemm_run(const kg_gemm *j) {
     if (N == 1 && !j->conv && j->mode == KG_FP32 && j->gvalid >= 1 && j->a_owner) {
         /* The graph's own A: packed once into 16-row panels and kept (the
          * rows as lanes, each k's 16 values one load). */
-        float *ap = NULL;
+        float *own = NULL;
         bool finite = true;
-        const float *a16 = kg_rows16(j, &ap, &finite);
+        const float *a16 = kg_rows16(j, &own, &finite);
         if (!a16) return KG_NOMEM;
         kg_mv16 w = {.j = j, .ap = a16, .f = KG_PICK(mv16)};
         /* (a large A is read from memory at the speed of both cores' loads:
          * a classifier's 1000 x 1024 weights are 4 MB a run) */
         if (finite) mpx_k_parallel((long)(j->G * ((M + 15) / 16)), (double)j->G * (double)M * (double)K > 262144.0 ? kg_threads() : nt,
                                    kg_mv16_fn, &w);
-        free(ap);
-        const bool bad = !finite;
-        return bad ? KG_NONFINITE : KG_DONE;
+        free(own);
+        return finite ? KG_DONE : KG_NONFINITE;
     }
     if (N == 1 && !j->conv && j->mode == KG_FP32 && j->gvalid >= 1) {
         /* No packing to check A in: a pass of its own (these A are small:
@@ -1046,21 +1064,13 @@ kg_result kg_gemm_run(const kg_gemm *j) {
         }
         if (R < 1) R = 1;
         x.icols = R * v->Wq;
-        x.srows = R + (v->KH - 1) * v->dh / v->sh + 1;
-        const int64_t full = v->OH + (v->KH - 1) * v->dh / v->sh + 1;
-        if ((double)j->G * (double)v->cig * (double)(v->sh * v->sw * full * v->Wq) <= (double)(64 << 20)) {
-            x.srows = full;
-            /* (+ 80: a 64-column group's reads past the last row's end,
-             * dropped; zeroed. The rest is written whole by the fill, every
-             * row of every phase plane, so it is not cleared first: that
-             * was a pass over the copy per convolution.) */
-            const size_t body = (size_t)(j->G * v->cig * v->sh * v->sw * full * v->Wq);
-            x.shared = malloc((body + 80) * sizeof(float));
-            ok = ok && x.shared;
-            if (x.shared) memset(x.shared + body, 0, 80 * sizeof(float));
+        if (kg_shared_floats(v, j->G) <= (double)KG_SHARED_MAX) {
+            ok = kg_shared_make(v, j->G, &x) && ok;
+        } else { /* per-item strips of the band's rows */
+            x.srows = R + (v->KH - 1) * v->dh / v->sh + 1;
+            x.splane = x.srows * v->Wq;
+            x.schan = v->sh * v->sw * x.splane;
         }
-        x.splane = x.srows * v->Wq;
-        x.schan = v->sh * v->sw * x.splane;
         boff = malloc((size_t)K * sizeof *boff);
         ok = ok && boff;
         if (ok) kg_conv_boff(v, &x, boff);

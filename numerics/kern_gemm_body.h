@@ -1018,6 +1018,37 @@ static KG_H16_TARGET void KG_F(dw_h16)(int64_t K, const float *w, const float *x
     KG_F(h16_st2)((float *)s, c, 0xffff);
 }
 #endif
+/* The fp32 depthwise sums of NR grid rows rs floats apart, 32 outputs
+ * each, into s[row][half]: each output's taps in order, blocks of 64 fused
+ * multiply-adds from 0 added to the sum from 0, then the bias. NR 3 (the
+ * wide path's rows, dw_chan) keeps 6 chains of fused multiply-adds in
+ * flight where one row had 2, each K long (a 3x3 tap chain is 9 dependent
+ * 4-cycle steps: one row at a time ran at a quarter of the FMA ports'
+ * rate); NR 1 for the rows left over. */
+static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_rows_fp32)(const int NR, int64_t K,
+                                                                     const float *w, const float *xq,
+                                                                     int64_t rs, const int64_t *off,
+                                                                     const float *bp, v16f (*s)[2]) {
+    const v16f z = {0};
+    for (int i = 0; i < NR; i++) s[i][0] = z, s[i][1] = z;
+    for (int64_t k0 = 0; k0 < K; k0 += MPX_ACC_FP32_BLOCK) {
+        const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < K ? k0 + MPX_ACC_FP32_BLOCK : K;
+        v16f a[3][2];
+        for (int i = 0; i < NR; i++) a[i][0] = z, a[i][1] = z;
+        for (int64_t k = k0; k < k1; k++) {
+            const __m512 wk = (__m512)KG_F(splat16)(w[k]);
+            const float *p = xq + off[k];
+            for (int i = 0; i < NR; i++) {
+                a[i][0] = (v16f)_mm512_fmadd_ps(wk, _mm512_loadu_ps(p + i * rs), (__m512)a[i][0]);
+                a[i][1] = (v16f)_mm512_fmadd_ps(wk, _mm512_loadu_ps(p + i * rs + KG_NR), (__m512)a[i][1]);
+            }
+        }
+        for (int i = 0; i < NR; i++) s[i][0] += a[i][0], s[i][1] += a[i][1];
+    }
+    if (bp)
+        for (int i = 0; i < NR; i++) s[i][0] += KG_F(splat16)(*bp), s[i][1] += KG_F(splat16)(*bp);
+}
+
 static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_sums16)(const int RM, bool h16, int64_t K,
                                                                   const float *w, const float *xq,
                                                                   const int64_t *off, const float *bp, v8f *s) {
@@ -1032,18 +1063,9 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_sums16)(cons
     const v16f z = {0};
     v16f sa = z, sb = z;
     if (RM == KG_FP32) {
-        for (int64_t k0 = 0; k0 < K; k0 += MPX_ACC_FP32_BLOCK) {
-            const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < K ? k0 + MPX_ACC_FP32_BLOCK : K;
-            v16f a = z, b = z;
-            for (int64_t k = k0; k < k1; k++) {
-                const __m512 wk = (__m512)KG_F(splat16)(w[k]);
-                const float *p = xq + off[k];
-                a = (v16f)_mm512_fmadd_ps(wk, _mm512_loadu_ps(p), (__m512)a);
-                b = (v16f)_mm512_fmadd_ps(wk, _mm512_loadu_ps(p + KG_NR), (__m512)b);
-            }
-            sa += a, sb += b;
-        }
-        if (bp) sa += KG_F(splat16)(*bp), sb += KG_F(splat16)(*bp);
+        v16f one[1][2];
+        KG_F(dw_rows_fp32)(1, K, w, xq, 0, off, bp, one);
+        sa = one[0][0], sb = one[0][1];
     } else {
         for (int64_t k = 0; k < K; k++) {
             const v16f wk = KG_F(splat16)(w[k]);
@@ -1058,37 +1080,6 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_sums16)(cons
     }
     memcpy(s, &sa, sizeof sa);
     memcpy(s + 2, &sb, sizeof sb);
-}
-#endif
-
-#if KG_SIMD == 2
-/* dw_sums16's fp32 sums for 3 grid rows rs floats apart, into s[row][half]:
- * each lane's operations are dw_sums16's, with 6 chains of fused
- * multiply-adds in flight where one row had 2, each K long (a 3x3 tap
- * chain is 9 dependent 4-cycle steps: the wide depthwise path ran at a
- * quarter of the FMA ports' rate). */
-static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw3_fp32)(int64_t K, const float *w,
-                                                                 const float *xq, int64_t rs,
-                                                                 const int64_t *off, const float *bp,
-                                                                 v16f s[3][2]) {
-    const v16f z = {0};
-    for (int i = 0; i < 3; i++) s[i][0] = z, s[i][1] = z;
-    for (int64_t k0 = 0; k0 < K; k0 += MPX_ACC_FP32_BLOCK) {
-        const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < K ? k0 + MPX_ACC_FP32_BLOCK : K;
-        v16f a[3][2];
-        for (int i = 0; i < 3; i++) a[i][0] = z, a[i][1] = z;
-        for (int64_t k = k0; k < k1; k++) {
-            const __m512 wk = (__m512)KG_F(splat16)(w[k]);
-            const float *p = xq + off[k];
-            for (int i = 0; i < 3; i++) {
-                a[i][0] = (v16f)_mm512_fmadd_ps(wk, _mm512_loadu_ps(p + i * rs), (__m512)a[i][0]);
-                a[i][1] = (v16f)_mm512_fmadd_ps(wk, _mm512_loadu_ps(p + i * rs + KG_NR), (__m512)a[i][1]);
-            }
-        }
-        for (int i = 0; i < 3; i++) s[i][0] += a[i][0], s[i][1] += a[i][1];
-    }
-    if (bp)
-        for (int i = 0; i < 3; i++) s[i][0] += KG_F(splat16)(*bp), s[i][1] += KG_F(splat16)(*bp);
 }
 #endif
 
@@ -1114,7 +1105,7 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_chan)(const 
         for (; r0 + 3 <= v->OH; r0 += 3)
             for (int64_t col = 0; col < j->OW; col += 32) {
                 v16f s3r[3][2];
-                KG_F(dw3_fp32)(K, w, st + r0 * v->Wq + col, v->Wq, off, bp, s3r);
+                KG_F(dw_rows_fp32)(3, K, w, st + r0 * v->Wq + col, v->Wq, off, bp, s3r);
                 const int64_t n = j->OW - col < 32 ? j->OW - col : 32;
                 for (int i = 0; i < 3; i++) {
                     float *yo = y + (r0 + i) * j->OW + col;
