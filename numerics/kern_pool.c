@@ -155,19 +155,26 @@ static void tap_cols(const kn_window *w, int64_t W, int64_t b, int64_t *off, int
     *hi = kn_ceil_div(W - *off, w->s[1]);
 }
 
+/* The input row that output row oh's tap row a reads in plane xp, or NULL
+ * where it lies in the padding. */
+static const float *tap_row(const pool2d *m, const float *xp, int64_t oh, int64_t a) {
+    const int64_t ih = oh * m->w->s[0] + a * m->w->d[0] - m->w->pb[0];
+    return ih < 0 || ih >= m->H ? NULL : xp + ih * m->W;
+}
+
 /* Outputs [lo, hi) of a row whose every column tap is inside the input:
  * tap (first row, first column) is each output's first, so the loop needs
  * no per-output flag and takes the later taps as v > y ? v : y, which is
  * vmaxps(v, y) (NaN included: y stays unless v is greater), vectorised
  * with the stride a constant (1 and 2: ResNet's and UNet's MaxPools; the
  * flag loop had run them at 2-3 GMAC/s). */
-static inline void max_interior_s(const kn_window *w, const float *xp, int64_t H, int64_t W, int64_t oh,
-                                  float *yr, int64_t lo, int64_t hi, const int64_t s) {
+static inline void max_interior_s(const pool2d *m, const float *xp, int64_t oh, float *yr, int64_t lo,
+                                  int64_t hi, const int64_t s) {
+    const kn_window *w = m->w;
     bool started = false;
     for (int64_t a = 0; a < w->k[0]; a++) {
-        const int64_t ih = oh * w->s[0] + a * w->d[0] - w->pb[0];
-        if (ih < 0 || ih >= H) continue;
-        const float *xr = xp + ih * W;
+        const float *xr = tap_row(m, xp, oh, a);
+        if (!xr) continue;
         for (int64_t b = 0; b < w->k[1]; b++) {
             const float *xo = xr + b * w->d[1] - w->pb[1];
             if (!started)
@@ -183,11 +190,10 @@ static inline void max_interior_s(const kn_window *w, const float *xp, int64_t H
 }
 
 MPX_K_CLONES("avx512f", "arch=haswell", "default")
-static void max_interior(const kn_window *w, const float *xp, int64_t H, int64_t W, int64_t oh, float *yr,
-                         int64_t lo, int64_t hi) {
-    if (w->s[1] == 1) max_interior_s(w, xp, H, W, oh, yr, lo, hi, 1);
-    else if (w->s[1] == 2) max_interior_s(w, xp, H, W, oh, yr, lo, hi, 2);
-    else max_interior_s(w, xp, H, W, oh, yr, lo, hi, w->s[1]);
+static void max_interior(const pool2d *m, const float *xp, int64_t oh, float *yr, int64_t lo, int64_t hi) {
+    if (m->w->s[1] == 1) max_interior_s(m, xp, oh, yr, lo, hi, 1);
+    else if (m->w->s[1] == 2) max_interior_s(m, xp, oh, yr, lo, hi, 2);
+    else max_interior_s(m, xp, oh, yr, lo, hi, m->w->s[1]);
 }
 
 static void max2d_plane(void *ctx, int tid, long pc) {
@@ -209,7 +215,7 @@ static void max2d_plane(void *ctx, int tid, long pc) {
     for (int64_t oh = 0; oh < m->OH; oh++) {
         float *yr = yp + oh * m->OW;
         for (int64_t o = 0; o < m->OW; o++) yr[o] = -FLT_MAX;
-        max_interior(w, xp, m->H, m->W, oh, yr, ilo, ihi);
+        max_interior(m, xp, oh, yr, ilo, ihi);
         /* the others: [0, ilo) and [ihi, OW), a first-tap flag each */
         for (int part = 0; part < 2; part++) {
             const int64_t p0 = part ? ihi : 0, p1 = part ? m->OW : ilo;
@@ -217,9 +223,8 @@ static void max2d_plane(void *ctx, int tid, long pc) {
                 const int64_t c1 = c0 + 4096 < p1 ? c0 + 4096 : p1;
                 for (int64_t o = c0; o < c1; o++) any[o - c0] = 0;
                 for (int64_t a = 0; a < w->k[0]; a++) {
-                    const int64_t ih = oh * w->s[0] + a * w->d[0] - w->pb[0];
-                    if (ih < 0 || ih >= m->H) continue;
-                    const float *xr = xp + ih * m->W;
+                    const float *xr = tap_row(m, xp, oh, a);
+                    if (!xr) continue;
                     for (int64_t b = 0; b < w->k[1]; b++) {
                         int64_t off, lo, hi;
                         tap_cols(w, m->W, b, &off, &lo, &hi);
@@ -256,9 +261,8 @@ static void avg2d_plane(void *ctx, int tid, long pc) {
         float *yr = yp + oh * m->OW;
         for (int64_t o = 0; o < m->OW; o++) yr[o] = 0.0f;
         for (int64_t a = 0; a < w->k[0]; a++) {
-            const int64_t ih = oh * w->s[0] + a * w->d[0] - w->pb[0];
-            if (ih < 0 || ih >= m->H) continue;
-            const float *xr = xp + ih * m->W;
+            const float *xr = tap_row(m, xp, oh, a);
+            if (!xr) continue;
             for (int64_t b = 0; b < w->k[1]; b++) {
                 int64_t off, lo, hi;
                 tap_cols(w, m->W, b, &off, &lo, &hi);
