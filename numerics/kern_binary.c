@@ -241,7 +241,7 @@ static void frow_plain(void *vc, int64_t n, int64_t yo, const int64_t *off, cons
  * (mpx_k_out_round). */
 static void frow(void *vc, int64_t n, int64_t yo, const int64_t *off, const int64_t *step) {
     bctx *c = vc;
-    if (!c->round || bop_gives_bool(c->op)) {
+    if (!c->round) {
         frow_plain(vc, n, yo, off, step);
         return;
     }
