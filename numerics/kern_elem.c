@@ -25,21 +25,22 @@
 static const float k_sqrt1_2 = 0.70710678118654752440f;    /* 1/sqrt(2) */
 static const float k_sqrt_2_pi = 0.79788456080286535588f;  /* sqrt(2/pi) */
 
-/* Sigmoid over an array, compiled for AVX-512, AVX2 with FMA (Haswell's
- * set) and the baseline (GCC's target clones, picked when the program
- * loads): ke_sigmoid is float and double arithmetic and fused multiply-adds,
- * so each clone computes the same bits, 8 or 16 elements at a time (the
- * baseline calls fma: no x86-64 baseline instruction does it). */
-MPX_K_CLONES("avx512f", "arch=haswell", "default")
+/* Sigmoid over an array, compiled for AVX-512, AVX2 with FMA and the
+ * baseline (GCC's target clones, picked when the program loads): ke_sigmoid
+ * is float arithmetic and fused multiply-adds, so each clone computes the
+ * same bits, 8 or 16 elements at a time (the baseline calls fmaf: no x86-64
+ * baseline instruction does it). */
+MPX_K_CLONES_FMA
 static void sigmoid_map(const float *x, float *y, int64_t n) {
     for (int64_t k = 0; k < n; k++) y[k] = ke_sigmoid(x[k]);
 }
 
 /* y[k] = e^(x[k] - m), Softmax's exponentials (kern_norm.c), the same way. */
-MPX_K_CLONES("avx512f", "arch=haswell", "default")
+MPX_K_CLONES_FMA
 void ke_exp_neg_map(const float *x, float m, float *y, int64_t n) {
     for (int64_t k = 0; k < n; k++) y[k] = ke_exp_neg(x[k] - m);
 }
+
 static float softplus(float x) { return ke_softplus(x); }
 
 typedef enum uop {
@@ -65,7 +66,7 @@ typedef struct uparam {
 /* Compiled as clones too (the same IEEE operations and library calls in
  * each): the baseline's 4-lane loops made MobileNetV3's hard-swish and
  * hard-sigmoid a sixth of its forward. */
-MPX_K_CLONES("avx512f", "arch=haswell", "default")
+MPX_K_CLONES_FMA
 static void map_float(uop op, const uparam *p, const float *x, float *y, int64_t n) {
     const float a = p->alpha, b = p->beta, g = p->gamma;
     switch (op) {

@@ -160,12 +160,26 @@ int kg_threads(void);
 /* One copy of a function per ISA listed, picked when the program loads
  * (GCC's target clones; elsewhere the plain function): for loops whose each
  * element is the same IEEE operations whatever the vector width, so every
- * copy gives the same bits. */
+ * copy gives the same bits.
+ *
+ * Clones name CPU features or feature levels (x86-64-v3: AVX2, FMA, F16C,
+ * BMI2...), never a CPU model: GCC picks an "arch=haswell" clone by the
+ * model (__builtin_cpu_is), so it ran on Haswell alone and every AMD CPU,
+ * and every later Intel one without AVX-512, took the baseline, whose fmaf
+ * is a libm call (EfficientNet-B0's Sigmoid made its forward 14x slower on
+ * a Zen 3); "arch=x86-64-v3" is picked by features. A lone "fma" clone is
+ * no substitute: without AVX2's integer lanes GCC vectorised Sigmoid 4
+ * lanes wide. MPX_K_CLONED says whether functions are cloned (test_clones
+ * holds the FMA list's loops to their vector copies). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define MPX_K_CLONES(...) __attribute__((target_clones(__VA_ARGS__)))
+#define MPX_K_CLONED 1
 #else
 #define MPX_K_CLONES(...)
+#define MPX_K_CLONED 0
 #endif
+/* For loops with fused multiply-adds. */
+#define MPX_K_CLONES_FMA MPX_K_CLONES("avx512f", "arch=x86-64-v3", "default")
 
 /* ---- helpers ------------------------------------------------------------------ */
 
