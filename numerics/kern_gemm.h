@@ -101,6 +101,9 @@
 #include "kern_internal.h"
 
 typedef enum kg_mode { KG_FP32 = 0, KG_FP16 = 1, KG_BF16 = 2, KG_TF32 = 3 } kg_mode;
+/* Inside the AVX2 micro-kernel only: KG_FP16 under a round-towards-zero
+ * MXCSR (kern_gemm_body.h, ukrz). */
+enum { KG_FP16Z = 4 };
 
 /* The mode for an accumulation, or -1 when the core does not handle it
  * (rounding per block of terms; fp8 accumulation): the caller's general

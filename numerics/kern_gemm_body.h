@@ -156,9 +156,40 @@ static inline KG_TARGET __attribute__((always_inline)) v8f KG_F(ro8)(v8f c, v8f 
     return y;
 }
 
+#if KG_SIMD == 1
+/* ro8 for a caller that has set MXCSR to round towards zero (ukrz): the
+ * sum t = c + p truncated, its last bit set where it is inexact, as ro16
+ * does with AVX-512's per-instruction modes; seven instructions where ro8
+ * takes about thirty. Inexact exactly when d = t - c (truncated too)
+ * differs from p: if t is exact, d = p. If not and |c| >= |p|, t - c is
+ * exact (Fast2Sum's first lemma holds for any faithful rounding in radix
+ * 2), so d != p; if |p| > |c|, t has p's sign and lies between 0 and the
+ * exact sum, so |t - c| < |p| and its truncation d is smaller than |p|
+ * too. A finite sum that overflows gives the largest float (its last bit
+ * is already set), where round-to-odd goes too; infinite and NaN sums are
+ * left as they are. Operands must be the fp32 values the step sees in
+ * round-to-nearest: this mode rounds products too, so callers bring
+ * products that are exact (fp16 times fp16). */
+static inline KG_TARGET __attribute__((always_inline)) v8f KG_F(roz8)(v8f c, v8f p) {
+    const v8f t = c + p, d = t - c;
+    const v8u inexact = (v8u)(d != p);
+    v8u u;
+    memcpy(&u, &t, sizeof u);
+    const v8u finite = (v8u)((v8i)(u & 0x7fffffffu) < 0x7f800000);
+    const v8u o = u | ((inexact & finite) >> 31);
+    v8f y;
+    memcpy(&y, &o, sizeof y);
+    return y;
+}
+#endif
+
 /* One step of a rounded accumulation: the exact c + p rounded once to the
- * mode's format (kern_gemm.h). */
+ * mode's format (kern_gemm.h). KG_FP16Z: fp16 with MXCSR set to round
+ * towards zero by the caller (roz8). */
 static inline KG_TARGET __attribute__((always_inline)) v8f KG_F(rsum)(const int RM, v8f c, v8f p) {
+#if KG_SIMD == 1
+    if (RM == KG_FP16Z) return KG_F(rnd)(KG_FP16, KG_F(roz8)(c, p));
+#endif
     return KG_F(rnd)(RM, KG_F(ro8)(c, p));
 }
 
@@ -545,6 +576,35 @@ static const KG_F(ukr_fn) KG_F(ukr_table)[4][KG_MR] = {KG_UKR_ROW(0), KG_UKR_ROW
                                                         KG_UKR_ROW(3)};
 #undef KG_UKR_ROW
 
+#if KG_SIMD == 1
+/* fp16 sums of fp16 operands (kg_gemm.f16, every product exact) on AVX2:
+ * ukr's rounded branch with roz8's round-to-odd, MXCSR's rounding set to
+ * towards zero for the call and restored after (per thread; the
+ * conversions to fp16 take round-to-nearest-even from their immediate, not
+ * from MXCSR). Every float operation of the call sits between the two: it
+ * works on C, A and B loaded after the first and feeds the stores before
+ * the second, which GCC keeps in order (ldmxcsr is a volatile operation on
+ * memory). The same bits as ukr_1_*: on a Zen 3 (no AVX-512) ResNet-18's
+ * fp16-accumulated run spent 90% of its time in ukr_1_6. */
+#define KG_UKRZ_DEF(MR)                                                                  \
+    static KG_TARGET void KG_F(ukrz_##MR)(int64_t kc, const float *a, const float *b,     \
+                                          float *const *cr, bool first, const float *bias) { \
+        const unsigned csr = _mm_getcsr();                                               \
+        _mm_setcsr((csr & ~0x6000u) | 0x6000u);                                          \
+        KG_F(ukr)(MR, KG_FP16Z, kc, a, b, cr, first, bias);                              \
+        _mm_setcsr(csr);                                                                 \
+    }
+KG_UKRZ_DEF(1)
+KG_UKRZ_DEF(2)
+KG_UKRZ_DEF(3)
+KG_UKRZ_DEF(4)
+KG_UKRZ_DEF(5)
+KG_UKRZ_DEF(6)
+#undef KG_UKRZ_DEF
+static const KG_F(ukr_fn) KG_F(ukrz_table)[KG_MR] = {KG_F(ukrz_1), KG_F(ukrz_2), KG_F(ukrz_3),
+                                                      KG_F(ukrz_4), KG_F(ukrz_5), KG_F(ukrz_6)};
+#endif
+
 #if KG_SIMD == 2 && KG_HAVE_H16
 /* ---- fp16 accumulation on AVX512-FP16 ------------------------------------------------------
  * With fp16 operands (A, B and the bias hold fp16 values: the node computes
@@ -778,6 +838,9 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
     const KG_F(ukr_fn) *ukrs = KG_F(ukr_table)[j->mode];
 #if KG_SIMD == 2 && KG_HAVE_H16
     if (x->h16) ukrs = KG_F(ukrh1_table);
+#endif
+#if KG_SIMD == 1
+    if (j->mode == KG_FP16 && j->f16) ukrs = KG_F(ukrz_table);
 #endif
     for (int64_t k0 = 0; k0 < K; k0 += KG_KC) {
         const int64_t kc = K - k0 < KG_KC ? K - k0 : KG_KC;

@@ -8,6 +8,8 @@
 #include "mpx_numerics.h"
 #include "kern_internal.h" /* mpx_acc: the order sums follow */
 
+#include <fp16.h>
+
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -745,6 +747,57 @@ static void test_matmul(void) {
      * kernel threads, each whole on one: the same sums */
     matmul_case(__LINE__, "2x6x20x16", "2x6x16x21", "2x6x20x21");
     matmul_case(__LINE__, "3x1x20x16", "1x4x16x21", "3x4x20x21");
+}
+
+/* ---- fp16 accumulation's step with fp16 operands ---------------------------------------- */
+
+/* A random fp16 value over the whole range: any sign and exponent (subnormals
+ * included), any mantissa; one in 64 a special (+-inf, NaN, +-0, +-65504). */
+static float rand_half_any(void) {
+    static const float specials[] = {INFINITY, -INFINITY, NAN, 0.0f, -0.0f, 65504.0f, -65504.0f, 1.0f};
+    const uint64_t r = mpx_rng_next(&rng);
+    if ((r & 63) == 0) return specials[(r >> 6) % 8];
+    const int e = (int)((r >> 12) % 41) - 24;      /* 2^-24 .. 2^16: past the range both ways */
+    const float m = 1.0f + (float)((r >> 20) & 1023) / 1024.0f;
+    return mpx_round_scalar(&mpx_format_fp16, ((r >> 40) & 1 ? -1.0f : 1.0f) * ldexpf(m, e));
+}
+
+/* The step of an fp16-accumulated sum of a node computing in fp16 (kctx
+ * round fp16: the GEMM core's kg_gemm.f16, on AVX2 ukrz's round-to-odd
+ * under a round-towards-zero MXCSR) is the exact running sum + product
+ * rounded once to fp16, for every fp16 running sum: y = A x B with K = 2,
+ * A(i, 0) = fp16 bit pattern i (all 65536: infinities, NaNs, subnormals)
+ * times B(0, j) = 1, then A(i, 1) B(1, j) over the whole fp16 range (ties,
+ * overflow past 65504, products far below the sum's last bit), against
+ * mpx_round_sum twice. Four draws of the products, 16 M steps. */
+static void test_fp16_step(void) {
+    mpx_value a = vzero(MPX_DT_FLOAT, "65536x2"), b = vzero(MPX_DT_FLOAT, "2x64"), y;
+    const mpx_value *in[2] = {&a, &b};
+    mpx_node *mm = node("MatMul", 13, 2, "y", "");
+    for (int draw = 0; draw < 4; draw++) {
+        for (int64_t i = 0; i < 65536; i++) {
+            a.f[2 * i] = fp16_ieee_to_fp32_value((uint16_t)i);
+            a.f[2 * i + 1] = rand_half_any();
+        }
+        for (int j = 0; j < 64; j++) b.f[j] = 1.0f, b.f[64 + j] = rand_half_any();
+        mpx_error_clear(&err);
+        mpx_kctx c = {.node = mm, .acc = {&mpx_format_fp16, 0}, .round = &mpx_format_fp16, .err = &err};
+        y = absent();
+        mpx_status st = mpx_kernel_for(mm->op)(&c, in, 2, &y, 1);
+        CHECK_MSG(st == MPX_OK && same_shape(&y, "65536x64"), "draw %d: %s", draw, err.msg);
+        if (st != MPX_OK || !same_shape(&y, "65536x64")) break;
+        mpx_value want = vzero(MPX_DT_FLOAT, "65536x64");
+        for (int64_t i = 0; i < 65536; i++)
+            for (int64_t j = 0; j < 64; j++) {
+                const float s0 = mpx_round_sum(&mpx_format_fp16, 0.0f, a.f[2 * i] * b.f[j]);
+                want.f[i * 64 + j] = mpx_round_sum(&mpx_format_fp16, s0, a.f[2 * i + 1] * b.f[64 + j]);
+            }
+        CHECK_BITS("fp16 steps (row: the running sum's bit pattern)", &y, &want);
+        vfree(1, &want);
+        vfree(1, &y);
+    }
+    vfree(1, &a);
+    vfree(1, &b);
 }
 
 /* ---- accumulation order: 2048 + 1 stays 2048 in fp16 ------------------------------------ */
@@ -1507,6 +1560,7 @@ int main(void) {
     test_gemm();
     test_matmul();
     test_accumulation();
+    test_fp16_step();
     test_pool();
     test_norm();
     test_softmax();
