@@ -159,24 +159,25 @@ static inline KG_TARGET __attribute__((always_inline)) v8f KG_F(ro8)(v8f c, v8f 
 #if KG_SIMD == 1
 /* ro8 for a caller that has set MXCSR to round towards zero (ukrz): the
  * sum t = c + p truncated, its last bit set where it is inexact, as ro16
- * does with AVX-512's per-instruction modes; seven instructions where ro8
+ * does with AVX-512's per-instruction modes; five instructions where ro8
  * takes about thirty. Inexact exactly when d = t - c (truncated too)
  * differs from p: if t is exact, d = p. If not and |c| >= |p|, t - c is
  * exact (Fast2Sum's first lemma holds for any faithful rounding in radix
  * 2), so d != p; if |p| > |c|, t has p's sign and lies between 0 and the
  * exact sum, so |t - c| < |p| and its truncation d is smaller than |p|
  * too. A finite sum that overflows gives the largest float (its last bit
- * is already set), where round-to-odd goes too; infinite and NaN sums are
- * left as they are. Operands must be the fp32 values the step sees in
+ * is already set), where round-to-odd goes too. The comparison is ordered
+ * (false where d is NaN), which leaves every non-finite sum as it is:
+ * c + p infinite with c finite has d = p; with c infinite, d is NaN; a
+ * NaN sum has a NaN d. Operands must be the fp32 values the step sees in
  * round-to-nearest: this mode rounds products too, so callers bring
  * products that are exact (fp16 times fp16). */
 static inline KG_TARGET __attribute__((always_inline)) v8f KG_F(roz8)(v8f c, v8f p) {
     const v8f t = c + p, d = t - c;
-    const v8u inexact = (v8u)(d != p);
+    const v8u inexact = (v8u)_mm256_cmp_ps((__m256)d, (__m256)p, _CMP_NEQ_OQ);
     v8u u;
     memcpy(&u, &t, sizeof u);
-    const v8u finite = (v8u)((v8i)(u & 0x7fffffffu) < 0x7f800000);
-    const v8u o = u | ((inexact & finite) >> 31);
+    const v8u o = u | (inexact >> 31);
     v8f y;
     memcpy(&y, &o, sizeof y);
     return y;
@@ -1243,7 +1244,18 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_chan)(const 
 static KG_TARGET void KG_F(dw_item)(const kg_ctx *x, int tid, long ch) {
     switch (x->d->mode) {
     case KG_FP32: KG_F(dw_chan)(KG_FP32, x, tid, ch); return;
-    case KG_FP16: KG_F(dw_chan)(KG_FP16, x, tid, ch); return;
+    case KG_FP16:
+#if KG_SIMD == 1
+        if (x->d->f16) { /* fp16 operands: roz8's steps, as ukrz (which says why this is safe) */
+            const unsigned csr = _mm_getcsr();
+            _mm_setcsr((csr & ~0x6000u) | 0x6000u);
+            KG_F(dw_chan)(KG_FP16Z, x, tid, ch);
+            _mm_setcsr(csr);
+            return;
+        }
+#endif
+        KG_F(dw_chan)(KG_FP16, x, tid, ch);
+        return;
     case KG_BF16: KG_F(dw_chan)(KG_BF16, x, tid, ch); return;
     case KG_TF32: KG_F(dw_chan)(KG_TF32, x, tid, ch); return;
     }
