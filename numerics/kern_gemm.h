@@ -94,7 +94,18 @@
  * padding column (kern_nn.c); the narrow depthwise kernel sums 6 outputs
  * of a row side by side, the wide one 3 rows. MPX_KERN_NOLANES=1 declines
  * the lanes path. Each output's operations and their order are unchanged
- * throughout. */
+ * throughout.
+ *
+ * Tenth session (an AMD EPYC Zen 3: AVX2, FMA and F16C, no AVX-512): with
+ * fp16 operands the AVX2 build's fp16 steps run under a round-towards-zero
+ * MXCSR (ukrz, and the depthwise kernel), where the sticky bit of the
+ * round-to-odd sum is one ordered comparison (roz8: five instructions a
+ * step where ro8's Fast2Sum took about thirty); ResNet-18's
+ * fp16-accumulated run 610 -> 218 ms there. Tried on that CPU and
+ * dropped: B where it lies for AVX2 convolutions (a panel a call: the
+ * packing it saved came back as slower loads in the kernel), prefetching
+ * the next row panel's A (slower), two depthwise rows at a time (no
+ * change measured). */
 #ifndef MPX_KERN_GEMM_H
 #define MPX_KERN_GEMM_H
 
