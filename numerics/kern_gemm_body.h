@@ -561,6 +561,12 @@ typedef void (*KG_F(ukr_fn))(int64_t kc, const float *a, const float *b, float *
                                       float *const *cr, bool first, const float *bias) { \
         KG_UKR_CALL(RM, MR)                                                              \
     }
+/* One copy per row count 1 .. KG_MR (DEF(MR)), and the table of a family's
+ * copies (name_1 .. name_6) by row count. */
+#define KG_PER_MR(DEF) DEF(1) DEF(2) DEF(3) DEF(4) DEF(5) DEF(6)
+#define KG_MR_TABLE(name) \
+    {KG_F(name##_1), KG_F(name##_2), KG_F(name##_3), KG_F(name##_4), KG_F(name##_5), KG_F(name##_6)}
+_Static_assert(KG_MR == 6, "KG_PER_MR and KG_MR_TABLE list 6 row counts");
 #define KG_UKR_MODE(RM) KG_UKR_DEF(RM, 1) KG_UKR_DEF(RM, 2) KG_UKR_DEF(RM, 3) \
     KG_UKR_DEF(RM, 4) KG_UKR_DEF(RM, 5) KG_UKR_DEF(RM, 6)
 KG_UKR_MODE(0)
@@ -595,15 +601,9 @@ static const KG_F(ukr_fn) KG_F(ukr_table)[4][KG_MR] = {KG_UKR_ROW(0), KG_UKR_ROW
         KG_F(ukr)(MR, KG_FP16Z, kc, a, b, cr, first, bias);                              \
         _mm_setcsr(csr);                                                                 \
     }
-KG_UKRZ_DEF(1)
-KG_UKRZ_DEF(2)
-KG_UKRZ_DEF(3)
-KG_UKRZ_DEF(4)
-KG_UKRZ_DEF(5)
-KG_UKRZ_DEF(6)
+KG_PER_MR(KG_UKRZ_DEF)
 #undef KG_UKRZ_DEF
-static const KG_F(ukr_fn) KG_F(ukrz_table)[KG_MR] = {KG_F(ukrz_1), KG_F(ukrz_2), KG_F(ukrz_3),
-                                                      KG_F(ukrz_4), KG_F(ukrz_5), KG_F(ukrz_6)};
+static const KG_F(ukr_fn) KG_F(ukrz_table)[KG_MR] = KG_MR_TABLE(ukrz);
 #endif
 
 #if KG_SIMD == 2 && KG_HAVE_H16
@@ -728,15 +728,9 @@ static const KG_F(ukrh_fn) KG_F(ukrh_table)[KG_MR][2] = {KG_UKRH_ROW(1), KG_UKRH
                                               bool first, const float *bias) {                            \
         KG_F(ukrh)(MR, 1, kc, a, b, 0, cr, first, bias, 0xffff);                                         \
     }
-KG_UKRH1_DEF(1)
-KG_UKRH1_DEF(2)
-KG_UKRH1_DEF(3)
-KG_UKRH1_DEF(4)
-KG_UKRH1_DEF(5)
-KG_UKRH1_DEF(6)
+KG_PER_MR(KG_UKRH1_DEF)
 #undef KG_UKRH1_DEF
-static const KG_F(ukr_fn) KG_F(ukrh1_table)[KG_MR] = {KG_F(ukrh1_1), KG_F(ukrh1_2), KG_F(ukrh1_3),
-                                                      KG_F(ukrh1_4), KG_F(ukrh1_5), KG_F(ukrh1_6)};
+static const KG_F(ukr_fn) KG_F(ukrh1_table)[KG_MR] = KG_MR_TABLE(ukrh1);
 #endif
 
 /* ---- one work item of a GEMM: group g, columns [q0, q0 + icols) ------------------------ */
