@@ -40,7 +40,6 @@ MPX_K_CLONES_FMA
 void ke_exp_neg_map(const float *x, float m, float *y, int64_t n) {
     for (int64_t k = 0; k < n; k++) y[k] = ke_exp_neg(x[k] - m);
 }
-
 static float softplus(float x) { return ke_softplus(x); }
 
 typedef enum uop {

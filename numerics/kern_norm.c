@@ -21,12 +21,6 @@
 
 /* ---- BatchNormalization ----------------------------------------------------------- */
 
-/* Inference uses the given mean and variance. Training (opset 14+
- * training_mode = 1; before 14, a node that lists the extra outputs) uses the
- * batch statistics and writes running_mean = mean * momentum + batch_mean *
- * (1 - momentum) (likewise the variance); before opset 14 also the batch mean
- * and variance as saved_mean and saved_var. Opsets 7-8 with spatial = 0 take
- * per-activation parameters of shape C x D1 x ... x Dn. */
 /* One channel's row of an inference BatchNormalization, (x - m) / den * s
  * + b, compiled as clones (kern_internal.h): the baseline's 4-lane
  * division was a tenth of MobileNetV3-Small's and the PP-OCR classifier's
@@ -37,6 +31,12 @@ static void bn_row(const float *x, float *y, int64_t n, float m, float den, floa
     for (int64_t k = 0; k < n; k++) y[k] = (x[k] - m) / den * s + b;
 }
 
+/* Inference uses the given mean and variance. Training (opset 14+
+ * training_mode = 1; before 14, a node that lists the extra outputs) uses the
+ * batch statistics and writes running_mean = mean * momentum + batch_mean *
+ * (1 - momentum) (likewise the variance); before opset 14 also the batch mean
+ * and variance as saved_mean and saved_var. Opsets 7-8 with spatial = 0 take
+ * per-activation parameters of shape C x D1 x ... x Dn. */
 mpx_status mpx_k_batch_normalization(const mpx_kctx *c, const mpx_value *const *in, int n_in,
                                      mpx_value *out, int n_out) {
     static const char *names[5] = {"X", "scale", "B", "mean", "var"};

@@ -189,7 +189,7 @@ static inline void max_interior_s(const pool2d *m, const float *xp, int64_t oh, 
     }
 }
 
-MPX_K_CLONES_FMA
+MPX_K_CLONES("avx512f", "avx2", "default")
 static void max_interior(const pool2d *m, const float *xp, int64_t oh, float *yr, int64_t lo, int64_t hi) {
     if (m->w->s[1] == 1) max_interior_s(m, xp, oh, yr, lo, hi, 1);
     else if (m->w->s[1] == 2) max_interior_s(m, xp, oh, yr, lo, hi, 2);
