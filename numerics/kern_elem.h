@@ -97,6 +97,14 @@ static inline void ke_wrap_all(mpx_value *v) {
     for (int64_t k = 0; k < v->n; k++) v->i[k] = ke_wrap(v->i[k], v->dtype);
 }
 
+/* The elementwise math below is inlined into every caller, so that each
+ * copy of a target-cloned loop (kern_internal.h) computes it with its own
+ * instructions: without the attribute GCC's -O2 (the RelWithDebInfo build)
+ * kept ke_erf and ke_exp_neg out of line, compiled for the baseline, and
+ * the vector copies called them, and libm's fmaf, per element
+ * (test_clones). */
+#define KE_MATH static inline __attribute__((always_inline))
+
 /* e^x for x <= 0 (or NaN): the float nearest e^x computed in double. x =
  * k ln2 + r with |r| <= ln2/2 (k from the round-to-integer shift, ln2 in
  * two parts), e^r by its Taylor polynomial of degree 12 (truncation below
@@ -108,7 +116,7 @@ static inline void ke_wrap_all(mpx_value *v) {
  * all 2^31 of them against glibc 2.36's exp: 0 differ; with degree 11, 1
  * does; glibc's expf differs from it in 97,052); below -110 the result
  * rounds to 0. Vectorises where a call to expf per element cannot. */
-static inline float ke_exp_neg(float xf) {
+KE_MATH float ke_exp_neg(float xf) {
     const double x = xf < -110.0f ? -110.0 : (double)xf, shift = 0x1.8p52;
     const double t = fma(x, 0x1.71547652b82fep0, shift), kd = t - shift;
     double r = fma(-kd, 0x1.62e42fefa39efp-1, x);
@@ -154,7 +162,7 @@ void ke_exp_neg_map(const float *x, float m, float *y, int64_t n);
  * own error: the correctly rounded e^x gave Sigmoid the same worst case
  * (2.3 ulp) and as many results over 1 ulp (0.20% of floats). Below -104
  * the result rounds to 0. */
-static inline float ke_expf_neg(float xf) {
+KE_MATH float ke_expf_neg(float xf) {
     const float x = xf < -104.0f ? -104.0f : xf, shift = 0x1.8p23f;
     const float t = fmaf(x, 0x1.715476p0f, shift), n = t - shift;
     float r = fmaf(-n, 0x1.62e400p-1f, x);
@@ -187,7 +195,7 @@ static inline float ke_expf_neg(float xf) {
  * overflows; written without a branch on the sign, which mispredicts on
  * activations. Within 2.4 ulp of the exact sigmoid over every float
  * (test_kern_elem). (Sigmoid here, QuickGelu and the recurrent ops' gates.) */
-static inline float ke_sigmoid(float x) {
+KE_MATH float ke_sigmoid(float x) {
     float e = ke_expf_neg(-fabsf(x)), d = 1.0f + e;
     float num = x >= 0.0f ? 1.0f : e;
     return num / d;
@@ -206,7 +214,7 @@ static inline float ke_sigmoid(float x) {
  * Chebyshev nodes (numpy; 4e-11 and 1e-9 relative) rounded to float. Odd;
  * NaN gives NaN. Both sides are computed and one is taken, so it
  * vectorises. */
-static inline float ke_erf(float x) {
+KE_MATH float ke_erf(float x) {
     const float a = fabsf(x), s = a * a;
     float q = -1.051221989e-05f;
     q = fmaf(s, q, 1.151492397e-04f);
