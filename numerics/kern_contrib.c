@@ -94,6 +94,20 @@ mpx_status mpx_k_fused_matmul(const mpx_kctx *c, const mpx_value *const *in, int
 
 typedef enum act { FAST_GELU, BIAS_GELU, QUICK_GELU } act;
 
+/* One row (the bias's span, or the whole tensor), compiled as target
+ * clones (kern_internal.h): BiasGelu's erf and QuickGelu's sigmoid are
+ * fused multiply-adds, which the baseline copy calls libm for. The same
+ * operations per element in every copy. */
+MPX_K_CLONES_FMA
+static void gelu_row(act kind, float alpha, const float *x, const float *bias, float *y, int64_t n) {
+    for (int64_t k = 0; k < n; k++) {
+        const float v = bias ? x[k] + bias[k] : x[k];
+        if (kind == FAST_GELU) y[k] = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+        else if (kind == BIAS_GELU) y[k] = 0.5f * v * (1.0f + ke_erf(v * 0.70710678118654752440f));
+        else y[k] = v * ke_sigmoid(alpha * v);
+    }
+}
+
 static mpx_status gelu_like(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out,
                             act kind) {
     const mpx_value *x, *bias = NULL;
@@ -105,15 +119,8 @@ static mpx_status gelu_like(const mpx_kctx *c, const mpx_value *const *in, int n
     if (st) return st;
     float alpha = mpx_node_attr_float(c->node, "alpha", 1.702f);
     if ((st = mpx_k_alloc_raw(c, &out[0], x->dtype, x->rank, x->dims))) return st;
-    int64_t D = bias ? bias->n : 1;
-    for (int64_t k = 0; k < x->n; k++) {
-        float v = bias ? x->f[k] + bias->f[k % D] : x->f[k];
-        float y;
-        if (kind == FAST_GELU) y = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
-        else if (kind == BIAS_GELU) y = 0.5f * v * (1.0f + ke_erf(v * 0.70710678118654752440f));
-        else y = v * ke_sigmoid(alpha * v);
-        out[0].f[k] = y;
-    }
+    const int64_t D = bias ? bias->n : x->n; /* a row: the bias's span */
+    for (int64_t r = 0; r < x->n; r += D) gelu_row(kind, alpha, x->f + r, bias ? bias->f : NULL, out[0].f + r, D);
     return MPX_OK;
 }
 

@@ -1,7 +1,7 @@
 /* test_clones.c - the loops compiled as target clones with fused
  * multiply-adds (kern_internal.h's MPX_K_CLONES_FMA: Sigmoid, Softmax's
- * exponentials, the unary functions such as Erf) run their vector copies on
- * a CPU that has the instructions.
+ * exponentials, the unary functions such as Erf, the contrib GELUs) run
+ * their vector copies on a CPU that has the instructions.
  *
  * Every copy computes the same bits, so no value can show which one ran;
  * the baseline copy alone calls libm's fmaf or fma (no x86-64 baseline
@@ -71,7 +71,7 @@ int main(void) {
     const bool optimised = false;
 #endif
     bool vector_cpu = MPX_K_CLONED && optimised && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    const char *ops[] = {"Sigmoid", "Erf", "Gelu"};
+    const char *ops[] = {"Sigmoid", "Erf", "Gelu", "QuickGelu"};
     for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) {
         fmaf_calls = 0;
         CHECK_MSG(run_unary(ops[k], x, y, N) == MPX_OK, "%s: %s", ops[k], err.msg);
