@@ -104,8 +104,10 @@
  * fp16-accumulated run 610 -> 218 ms there. Tried on that CPU and
  * dropped: B where it lies for AVX2 convolutions (a panel a call: the
  * packing it saved came back as slower loads in the kernel), prefetching
- * the next row panel's A (slower), two depthwise rows at a time (no
- * change measured). */
+ * the next row panel's A, in a burst before the call or a line every other
+ * term as the AVX-512 kernel does (slower in ResNet-18 both ways, though an
+ * isolated copy of the kernel loses a fifth of its rate when A's panels
+ * come from L2), two depthwise rows at a time (no change measured). */
 #ifndef MPX_KERN_GEMM_H
 #define MPX_KERN_GEMM_H
 
