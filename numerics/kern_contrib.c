@@ -102,8 +102,8 @@ MPX_K_CLONES_FMA
 static void gelu_row(act kind, float alpha, const float *x, const float *bias, float *y, int64_t n) {
     for (int64_t k = 0; k < n; k++) {
         const float v = bias ? x[k] + bias[k] : x[k];
-        if (kind == FAST_GELU) y[k] = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
-        else if (kind == BIAS_GELU) y[k] = 0.5f * v * (1.0f + ke_erf(v * 0.70710678118654752440f));
+        if (kind == FAST_GELU) y[k] = ke_gelu_tanh(v);
+        else if (kind == BIAS_GELU) y[k] = ke_gelu(v);
         else y[k] = v * ke_sigmoid(alpha * v);
     }
 }

@@ -22,9 +22,6 @@
 
 /* ---- unary float functions ------------------------------------------------------- */
 
-static const float k_sqrt1_2 = 0.70710678118654752440f;    /* 1/sqrt(2) */
-static const float k_sqrt_2_pi = 0.79788456080286535588f;  /* sqrt(2/pi) */
-
 /* Sigmoid over an array, compiled for AVX-512, AVX2 with FMA and the
  * baseline (GCC's target clones, picked when the program loads): ke_sigmoid
  * is float arithmetic and fused multiply-adds, so each clone computes the
@@ -95,8 +92,8 @@ static void map_float(uop op, const uparam *p, const float *x, float *y, int64_t
     case U_MISH: MAP(v * tanhf(softplus(v)));
     case U_TANH: MAP(tanhf(v));
     case U_ERF: MAP(ke_erf(v));
-    case U_GELU: MAP(0.5f * v * (ke_erf(v * k_sqrt1_2) + 1.0f));
-    case U_GELU_TANH: MAP(0.5f * v * (tanhf(k_sqrt_2_pi * (v + 0.044715f * v * v * v)) + 1.0f));
+    case U_GELU: MAP(ke_gelu(v));
+    case U_GELU_TANH: MAP(ke_gelu_tanh(v));
     case U_EXP: MAP(expf(v));
     case U_LOG: MAP(logf(v));
     case U_SQRT: MAP(sqrtf(v));

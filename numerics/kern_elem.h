@@ -243,6 +243,14 @@ KE_MATH float ke_erf(float x) {
     return copysignf(a < 0.9f ? small : a >= 3.95f ? 1.0f : large, x);
 }
 
+/* GELU, 0.5 x (1 + erf(x / sqrt(2))), and its tanh form, 0.5 x (1 +
+ * tanh(sqrt(2/pi) (x + 0.044715 x^3))): Gelu (kern_elem.c) and the contrib
+ * BiasGelu and FastGelu (kern_contrib.c) compute the same. */
+KE_MATH float ke_gelu(float x) { return 0.5f * x * (ke_erf(x * 0.70710678118654752440f) + 1.0f); }
+KE_MATH float ke_gelu_tanh(float x) {
+    return 0.5f * x * (tanhf(0.79788456080286535588f * (x + 0.044715f * x * x * x)) + 1.0f);
+}
+
 /* log(1 + exp(x)) without overflow for large x. */
 static inline float ke_softplus(float x) {
     if (x > 0.0f) return x + log1pf(expf(-x));

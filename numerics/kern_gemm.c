@@ -799,21 +799,20 @@ typedef struct kg_mv16 {
     kg_lanes_fn f; /* mv16 of the build the CPU takes */
 } kg_mv16;
 
-/* The build of a lanes function the CPU takes (chosen once a call, not an
- * item: each choice reads the environment). */
-static kg_lanes_fn kg_pick(kg_lanes_fn gen, kg_lanes_fn avx2, kg_lanes_fn avx512) {
+/* The build the CPU takes: 2 AVX-512, 1 AVX2, 0 the baseline. KG_PICK(type,
+ * fn) is fn's copy of that build, any function type (chosen once a call,
+ * not an item: each choice reads the environment). */
+static int kg_isa(void) {
 #if KG_HAVE_X86
-    if (kg_use_avx512()) return avx512;
-    if (kg_use_avx2()) return avx2;
-#else
-    (void)avx2, (void)avx512;
+    if (kg_use_avx512()) return 2;
+    if (kg_use_avx2()) return 1;
 #endif
-    return gen;
+    return 0;
 }
 #if KG_HAVE_X86
-#define KG_PICK(fn) kg_pick(fn##_gen, fn##_avx2, fn##_avx512)
+#define KG_PICK(type, fn) ((type[3]){fn##_gen, fn##_avx2, fn##_avx512})[kg_isa()]
 #else
-#define KG_PICK(fn) kg_pick(fn##_gen, NULL, NULL)
+#define KG_PICK(type, fn) ((void)kg_isa(), fn##_gen) /* (type: the x86 form's) */
 #endif
 
 static void kg_mv16_fn(void *ctx, int tid, long item) {
@@ -1013,7 +1012,7 @@ kg_result kg_gemm_run(const kg_gemm *j) {
         bool finite = true;
         const float *a16 = kg_rows16(j, &own, &finite);
         if (!a16) return KG_NOMEM;
-        kg_mv16 w = {.j = j, .ap = a16, .f = KG_PICK(mv16)};
+        kg_mv16 w = {.j = j, .ap = a16, .f = KG_PICK(kg_lanes_fn, mv16)};
         /* (a large A is read from memory at the speed of both cores' loads:
          * a classifier's 1000 x 1024 weights are 4 MB a run) */
         if (finite) mpx_k_parallel((long)(j->G * ((M + 15) / 16)), (double)j->G * (double)M * (double)K > 262144.0 ? kg_threads() : nt,
@@ -1200,12 +1199,7 @@ bool kg_dw_run(const kg_dw *j) {
         int64_t *off = malloc((size_t)K * sizeof *off);
         bool ok = off != NULL;
         for (int64_t k = 0; ok && k < K; k++) off[k] = ((k / v->KW) * v->dh * d.Wp + (k % v->KW) * v->dw) * 16;
-        d.off = off;
-#if KG_HAVE_X86
-        d.row = kg_use_avx512() ? taps16_row_avx512 : kg_use_avx2() ? taps16_row_avx2 : taps16_row_gen;
-#else
-        d.row = taps16_row_gen;
-#endif
+        d.off = off, d.row = KG_PICK(kg_row_fn, taps16_row);
         for (int t = 0; ok && t < nt; t++)
             ok = (d.buf[t] = malloc((size_t)(d.Hp * d.Wp * 16 + K * 16) * sizeof(float))) != NULL;
         if (ok) mpx_k_parallel(items, nt, kg_dw16_fn, &d);

@@ -172,6 +172,14 @@ static inline KG_TARGET __attribute__((always_inline)) v8f KG_F(ro8)(v8f c, v8f 
  * NaN sum has a NaN d. Operands must be the fp32 values the step sees in
  * round-to-nearest: this mode rounds products too, so callers bring
  * products that are exact (fp16 times fp16). */
+/* Sets MXCSR's rounding to towards zero (RC = 11) for roz8's callers;
+ * returns the value to restore with _mm_setcsr. */
+static inline KG_TARGET __attribute__((always_inline)) unsigned KG_F(csr_towards_zero)(void) {
+    const unsigned csr = _mm_getcsr();
+    _mm_setcsr((csr & ~0x6000u) | 0x6000u);
+    return csr;
+}
+
 static inline KG_TARGET __attribute__((always_inline)) v8f KG_F(roz8)(v8f c, v8f p) {
     const v8f t = c + p, d = t - c;
     const v8u inexact = (v8u)_mm256_cmp_ps((__m256)d, (__m256)p, _CMP_NEQ_OQ);
@@ -596,8 +604,7 @@ static const KG_F(ukr_fn) KG_F(ukr_table)[4][KG_MR] = {KG_UKR_ROW(0), KG_UKR_ROW
 #define KG_UKRZ_DEF(MR)                                                                  \
     static KG_TARGET void KG_F(ukrz_##MR)(int64_t kc, const float *a, const float *b,     \
                                           float *const *cr, bool first, const float *bias) { \
-        const unsigned csr = _mm_getcsr();                                               \
-        _mm_setcsr((csr & ~0x6000u) | 0x6000u);                                          \
+        const unsigned csr = KG_F(csr_towards_zero)();                                   \
         KG_F(ukr)(MR, KG_FP16Z, kc, a, b, cr, first, bias);                              \
         _mm_setcsr(csr);                                                                 \
     }
@@ -1241,8 +1248,7 @@ static KG_TARGET void KG_F(dw_item)(const kg_ctx *x, int tid, long ch) {
     case KG_FP16:
 #if KG_SIMD == 1
         if (x->d->f16) { /* fp16 operands: roz8's steps, as ukrz (which says why this is safe) */
-            const unsigned csr = _mm_getcsr();
-            _mm_setcsr((csr & ~0x6000u) | 0x6000u);
+            const unsigned csr = KG_F(csr_towards_zero)();
             KG_F(dw_chan)(KG_FP16Z, x, tid, ch);
             _mm_setcsr(csr);
             return;

@@ -594,8 +594,8 @@ static mpx_status conv_fast(const mpx_kctx *c, const conv_job *j, const kn_windo
      * land in the row kept below it for the dropped columns). Fewer
      * columns computed and dropped: a 3x3 convolution on a 14 x 14 map had
      * 16 for 14 outputs, now 15; on 7 x 7, 9 for 7, now 8. */
-    if (!direct && v.sw == 1 && v.W + (v.pl > v.pr ? v.pl : v.pr) >= v.OW)
-        Wq = v.W + (v.pl > v.pr ? v.pl : v.pr);
+    const int64_t pad_max = v.pl > v.pr ? v.pl : v.pr;
+    if (!direct && v.sw == 1 && v.W + pad_max >= v.OW) Wq = v.W + pad_max;
     const int64_t K = j->cig * j->k_plane;
     int64_t *boff = NULL, *crow = NULL;
     mpx_status st = MPX_OK;

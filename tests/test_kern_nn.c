@@ -784,10 +784,7 @@ static void test_fp16_step(void) {
             a.f[2 * i + 1] = rand_half_any();
         }
         for (int j = 0; j < 64; j++) b.f[j] = 1.0f, b.f[64 + j] = rand_half_any();
-        mpx_error_clear(&err);
-        mpx_kctx c = {.node = mm, .acc = {&mpx_format_fp16, 0}, .round = &mpx_format_fp16, .err = &err};
-        y = absent();
-        mpx_status st = mpx_kernel_for(mm->op)(&c, in, 2, &y, 1);
+        mpx_status st = run(mm, &mpx_format_fp16, 0, 2, in, 1, &y); /* (run: an fp16 node) */
         CHECK_MSG(st == MPX_OK && same_shape(&y, "65536x64"), "draw %d: %s", draw, err.msg);
         if (st != MPX_OK || !same_shape(&y, "65536x64")) break;
         mpx_value want = vzero(MPX_DT_FLOAT, "65536x64");
