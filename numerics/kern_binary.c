@@ -83,8 +83,9 @@ static void bwalk_run(const bwalk *w, void *ctx, row_fn fn) {
  * pieces, on two threads: elementwise ops on large tensors are a third of an
  * fp32 forward of a CNN and bound by memory traffic one core cannot saturate.
  * Each output element is computed exactly as in bwalk_run (only who computes
- * it changes), so results are the same bits. */
-enum { PAR_MIN = 1 << 18, PAR_PIECE = 1 << 15 };
+ * it changes), so results are the same bits. From 2^16 output elements
+ * (2^18 until the pool stopped waiting for sleeping workers). */
+enum { PAR_MIN = 1 << 16, PAR_PIECE = 1 << 15 };
 
 typedef struct bpar {
     const bwalk *w;

@@ -150,9 +150,11 @@ static unsigned uop_kinds(uop op) {
     }
 }
 
-/* Large float maps run on two threads in pieces (a map is per element, so
- * the bits do not depend on who computes which piece). */
-enum { UPAR_MIN = 1 << 18, UPAR_PIECE = 1 << 15 };
+/* Float maps from 2^16 elements run on two threads in pieces (a map is
+ * per element, so the bits do not depend on who computes which piece).
+ * (2^18 until the pool stopped waiting for sleeping workers: see
+ * kern_gemm.c's kg_pool.) */
+enum { UPAR_MIN = 1 << 16, UPAR_PIECE = 1 << 15 };
 
 typedef struct upar {
     uop op;

@@ -16,9 +16,9 @@
  * Threads: each call starts up to kg_threads() - 1 helpers (pthreads), which
  * take work items from a shared atomic counter with the calling thread; each
  * writes only its own items' outputs and its own packing buffer, so the
- * result does not depend on who ran what. Calls below about 4 M
- * multiply-adds run on the calling thread alone (a thread start costs tens
- * of microseconds). Nothing static is mutable. */
+ * result does not depend on who ran what. Calls below 250 K
+ * multiply-adds run on the calling thread alone (kg_threads_for). Nothing
+ * static is mutable. */
 #include "kern_gemm.h"
 
 #include <math.h>
@@ -298,7 +298,21 @@ static void *kg_par_main(void *arg) {
  * candidate on two threads, each with its own kernels) runs its items on
  * its own thread: the cores are already both busy, and threads of its own
  * (as it once started) only shared them, at a thread's start-up cost per
- * call. Workers sleep on a condition variable between jobs. */
+ * call. Workers sleep on a condition variable between jobs.
+ *
+ * The caller waits only for workers that joined its job: when it has run
+ * out of items it closes the job (closed = its gen), and a worker that
+ * arrives after that skips it. Before, the caller waited for every worker
+ * to arrive, so a job that found its worker asleep (no job for the spin's
+ * 50 us) cost the wake-up, tens of microseconds on a VM, even where the
+ * caller had run every item itself: small calls could not go parallel
+ * (MobileNetV3-Small's 1x1 convolutions, a few hundred thousand
+ * multiply-adds each, were slower on two threads). The handshake: a
+ * worker counts itself in `active`, then reads `closed`; the caller
+ * stores `closed`, then reads `active` (both sequentially consistent), so
+ * either the caller sees the worker and waits for it, or the worker sees
+ * the job closed and never touches it (the job lives on the caller's
+ * stack). */
 enum { KG_POOL_MAX = 7 };
 
 static struct {
@@ -308,7 +322,8 @@ static struct {
     kg_par *job;
     int job_nt;           /* workers 1 .. job_nt-1 take part */
     atomic_ulong gen;     /* bumped for every job */
-    atomic_int busy;      /* workers still in the current job */
+    atomic_ulong closed;  /* the gen of the last job whose items ran out */
+    atomic_int active;    /* workers inside a job */
     int started;          /* workers alive */
     kg_worker w[KG_POOL_MAX];
 } kg_pool = {.hold = PTHREAD_MUTEX_INITIALIZER,
@@ -357,7 +372,7 @@ static bool kg_new_job(const void *seen) {
 
 static bool kg_job_done(const void *unused) {
     (void)unused;
-    return atomic_load_explicit(&kg_pool.busy, memory_order_acquire) == 0;
+    return atomic_load(&kg_pool.active) == 0;
 }
 
 static void *kg_pool_main(void *arg) {
@@ -373,8 +388,11 @@ static void *kg_pool_main(void *arg) {
         kg_par *p = kg_pool.job;
         bool mine = w->tid < kg_pool.job_nt;
         pthread_mutex_unlock(&kg_pool.m);
-        if (mine) kg_par_loop(p, w->tid);
-        if (mine && atomic_fetch_sub(&kg_pool.busy, 1) == 1) {
+        if (!mine) continue;
+        atomic_fetch_add(&kg_pool.active, 1);
+        /* (closed only grows: a later job's closing closes this one too) */
+        if (atomic_load(&kg_pool.closed) < seen) kg_par_loop(p, w->tid);
+        if (atomic_fetch_sub(&kg_pool.active, 1) == 1) {
             pthread_mutex_lock(&kg_pool.m); /* (the caller may be about to sleep) */
             pthread_cond_signal(&kg_pool.done);
             pthread_mutex_unlock(&kg_pool.m);
@@ -402,14 +420,14 @@ static bool kg_pool_run(kg_par *p, int nt) {
     }
     kg_pool.job = p;
     kg_pool.job_nt = nt;
-    atomic_store(&kg_pool.busy, nt - 1);
-    atomic_fetch_add_explicit(&kg_pool.gen, 1, memory_order_release);
+    const unsigned long g = atomic_fetch_add_explicit(&kg_pool.gen, 1, memory_order_release) + 1;
     pthread_cond_broadcast(&kg_pool.go);
     pthread_mutex_unlock(&kg_pool.m);
     kg_par_loop(p, 0);
+    atomic_store(&kg_pool.closed, g);
     if (!kg_spin(kg_job_done, NULL)) {
         pthread_mutex_lock(&kg_pool.m);
-        while (atomic_load(&kg_pool.busy) > 0) pthread_cond_wait(&kg_pool.done, &kg_pool.m);
+        while (atomic_load(&kg_pool.active) > 0) pthread_cond_wait(&kg_pool.done, &kg_pool.m);
         pthread_mutex_unlock(&kg_pool.m);
     }
     kg_pool.job = NULL;
@@ -445,9 +463,14 @@ void mpx_k_parallel(long n, int nt, void (*fn)(void *, int, long), void *ctx) {
     for (int t = 0; t < started; t++) pthread_join(w[t].th, NULL);
 }
 
-/* Threads for a job of `macs` multiply-adds. */
+/* Threads for a job of `macs` multiply-adds. 250 K (about 10 us of one
+ * core's work): the pool's workers spin between jobs and the caller no
+ * longer waits for a sleeping one, so a second thread pays from there. It
+ * had been 4 M (from when each call started its threads), which left most
+ * of MobileNetV3-Small's convolutions on one core: its forward 6.4 -> 5.1
+ * ms on the AMD EPYC of 2026-11 (alternating runs, medians). */
 static int kg_threads_for(double macs) {
-    return macs < 4e6 ? 1 : kg_threads();
+    return macs < 2.5e5 ? 1 : kg_threads();
 }
 
 static float *kg_alloc(size_t n) {
