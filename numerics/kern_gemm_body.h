@@ -1262,14 +1262,14 @@ static KG_TARGET void KG_F(dw_item)(const kg_ctx *x, int tid, long ch) {
 }
 
 /* ---- a narrow map's convolution, output channels in the lanes --------------------------------
- * Item: t_cpi 16-channel panels of C's rows. ukr16d with the roles turned:
- * its 6 "rows" are 6 outputs (x->t_pix's panels), its panels 16 output
+ * Item: t_cpi 16-channel panels of C's rows. The micro-kernel (AVX-512:
+ * ukr16d, AVX2: ukr) with the roles turned: its 6 "rows" are 6 outputs (x->t_pix's panels), its panels 16 output
  * channels (A kept in 16-row panels, read as packed B), so each lane's sum
  * is one output value's, its terms in the same order and blocks as on the
  * grid: the same bits. Summed into the thread's tile ([output][channel]),
  * then written to C transposed with the bias added (the kernel's last
  * addition, done here: its bias is per row). */
-#if KG_SIMD == 2
+#if KG_SIMD >= 1
 static KG_TARGET void KG_F(lanes_item)(const kg_ctx *x, int tid, long item) {
     const kg_gemm *j = x->j;
     const int64_t K = j->K, M = j->M, N = x->t_n, npp = x->t_npp, cpi = x->t_cpi;
@@ -1280,18 +1280,29 @@ static KG_TARGET void KG_F(lanes_item)(const kg_ctx *x, int tid, long item) {
         const int64_t kc = K - k0 < x->t_kc ? K - k0 : x->t_kc;
         const float *pix = x->t_pix + k0 * npp * KG_MR;
         for (int64_t cp = cp0; cp < cp1;) {
+#if KG_SIMD == 2
             const int np = kg_group(cp1 - cp);
             const int64_t m_end = (cp + np) * KG_NR < M ? (cp + np) * KG_NR : M;
             const int tail = (int)(m_end - (cp + np - 1) * KG_NR);
             const __mmask16 tmask = (__mmask16)(tail >= KG_NR ? 0xffffu : (1u << tail) - 1u);
+#else
+            /* AVX2: a 16-channel panel a call (its 12 sums fill the
+             * registers); the last panel's rows past M are the kept
+             * packing's zeros, summed and not copied out */
+            const int np = 1;
+#endif
             const float *w = x->t_w16 + cp * K * KG_NR + k0 * KG_NR;
             for (int64_t pp = 0; pp < npp; pp++) {
                 const int mr = (int)(N - pp * KG_MR < KG_MR ? N - pp * KG_MR : KG_MR);
                 float *cr[KG_MR];
                 for (int r = 0; r < mr; r++) cr[r] = tile + (pp * KG_MR + r) * ldt + (cp - cp0) * KG_NR;
                 const float *ap = pix + pp * kc * KG_MR;
+#if KG_SIMD == 2
                 KG_F(ukrd_table)[mr - 1][np == 4 ? 2 : np - 1](kc, ap, w, NULL, K * KG_NR, cr, k0 == 0, NULL,
                                                                 pp + 1 < npp ? ap + kc * KG_MR : NULL, tmask);
+#else
+                KG_F(ukr_table)[KG_FP32][mr - 1](kc, ap, w, cr, k0 == 0, NULL);
+#endif
             }
             cp += np;
         }
