@@ -8,6 +8,7 @@
  * own converter (fp16.h) for Cast to float16, and hand-worked numbers for
  * integer semantics, fp8 saturation and fp16 accumulation. */
 #include "check.h"
+#include "kern_elem.h"
 #include "mpx_numerics.h"
 
 #include <fp16.h>
@@ -308,6 +309,30 @@ static void test_sigmoid_accuracy(void) {
     sweep_floats(1, false, specials, sizeof specials / sizeof specials[0], accuracy_check, &st);
     CHECK_MSG(st.bad == 0, "Sigmoid of NaN is not NaN (first %a)", (double)st.first_bad);
     CHECK_MSG(st.worst <= 2.5, "Sigmoid is %.2f ulp off at %a (of %ld inputs)", st.worst, (double)st.worst_at, st.n);
+    CHECK(st.n > 8000000);
+}
+
+static void sigmoid_bits_check(const float *x, const float *y, int64_t m, void *ctx) {
+    sweep_stats *st = ctx;
+    for (int64_t i = 0; i < m; i++, st->n++) {
+        const float r = ke_sigmoid(x[i]); /* this file's copy: libm's fmaf */
+        const bool same = (isnan(r) && isnan(y[i])) || memcmp(&r, &y[i], sizeof r) == 0;
+        if (!same && st->bad++ == 0) st->first_bad = x[i];
+    }
+}
+
+/* Sigmoid's kernel computes ke_sigmoid's bits for every float swept: the
+ * AVX2 path's 16-lane form for |x| <= 80 (kern_elem.c, sigmoid_avx2)
+ * included, and blocks that mix such lanes with larger ones, infinities
+ * and NaN (the specials first, then the sweep's neighbours across 80). */
+static void test_sigmoid_bits(void) {
+    node_reset("Sigmoid", 13);
+    const float specials[] = {1.0f, 80.0f, 0x1.400002p6f, -80.0f, -0x1.400002p6f, 2.0f, NAN, -3.0f, 79.9f,
+                              INFINITY, -INFINITY, 0.0f, -0.0f, 1e-45f, -1e-45f, 5.0f, -79.9f, 0.5f};
+    sweep_stats st = {0};
+    sweep_floats(1, false, specials, sizeof specials / sizeof specials[0], sigmoid_bits_check, &st);
+    CHECK_MSG(st.bad == 0, "Sigmoid differs from ke_sigmoid at %ld of %ld inputs, the first %a", st.bad, st.n,
+              (double)st.first_bad);
     CHECK(st.n > 8000000);
 }
 
@@ -1442,6 +1467,7 @@ int main(void) {
     test_unary_float();
     test_unary_special();
     test_sigmoid_accuracy();
+    test_sigmoid_bits();
     test_erf_accuracy();
     test_softmax_exp_exact();
     test_unary_int_bool();
