@@ -107,7 +107,23 @@
  * the next row panel's A, in a burst before the call or a line every other
  * term as the AVX-512 kernel does (slower in ResNet-18 both ways, though an
  * isolated copy of the kernel loses a fifth of its rate when A's panels
- * come from L2), two depthwise rows at a time (no change measured). */
+ * come from L2), two depthwise rows at a time (no change measured).
+ *
+ * Eleventh session (the same AMD EPYC): the AVX2 build takes the lanes
+ * path too (kg_lanes_run: a narrow map's convolution with its output
+ * channels in the lanes; ResNet-18's forward 48 -> 40 ms, EfficientNet-B0's
+ * 24.7 -> 21.7); a convolution with too few 512-column bands is cut into
+ * narrower bands (at least 256 columns) before its rows are cut into
+ * blocks, each of which packed its band's B again; calls go parallel from
+ * 250 K multiply-adds (the pool no longer makes a caller wait for a
+ * sleeping worker: kern_gemm.c). Tried and dropped there: B where it lies
+ * for AVX2 again, for products with few rows (det's 96 -> 24 channel 3 x 3
+ * convolutions: 15.6 -> 19.3 ms, the unaligned loads cost more than the
+ * packing they save), packing B a panel at a time instead of a term at a
+ * time (no change), the lanes path for every map size (ResNet-18 and
+ * EfficientNet-B0 slower), the narrow depthwise kernel's copies into and
+ * out of the lanes as 8 x 8 register transposes (MobileNetV3-Small 4.46
+ * -> 4.91 ms: its 7 x 7 and 14 x 14 rows are mostly the scalar tails). */
 #ifndef MPX_KERN_GEMM_H
 #define MPX_KERN_GEMM_H
 
