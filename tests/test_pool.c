@@ -32,6 +32,7 @@ static void item(void *ctx, int tid, long i) {
     if (tid < 0 || tid >= j->nt) atomic_fetch_add(&bad_tid, 1);
     volatile long s = 0;
     for (long k = 0; k < j->spin; k++) s += k;
+    (void)s;
     atomic_fetch_add(&j->runs[i], 1);
     if (atomic_load(&j->returned)) atomic_fetch_add(&late, 1);
 }
