@@ -55,8 +55,9 @@ static bool run_jobs(int n_jobs, int nt, unsigned seed) {
         mpx_k_parallel(n, nt, item, &j);
         atomic_store(&j.returned, true);
         for (long i = 0; i < 16; i++) ok = ok && atomic_load(&j.runs[i]) == (i < n ? 1 : 0);
-        /* every few jobs a pause past the workers' 50 us spin: they sleep */
-        if (r % 3 == 0) pause_us(60 + (long)(seed % 60));
+        /* every few jobs a pause past the workers' 200 us spin (kern_gemm.c
+         * KG_SPIN_NS): they sleep */
+        if (r % 3 == 0) pause_us(220 + (long)(seed % 100));
     }
     return ok;
 }
