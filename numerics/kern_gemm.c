@@ -969,8 +969,7 @@ static void kg_tlanes_fn(void *ctx, int tid, long item) {
  * micro-kernels; AVX2's since the eleventh session: on the AMD EPYC of
  * 2026-11 ResNet-18's forward 48.1 -> 40.3 ms, EfficientNet-B0's 24.7 ->
  * 21.7, alternating runs, medians); the portable build takes the grid,
- * with the same bits.
- * false: not taken. */
+ * with the same bits. false: not taken. */
 static bool kg_lanes_worth(const kg_gemm *j) {
     const kg_conv *v = j->conv;
     if (j->G != 1 || j->mode != KG_FP32 || !(kg_use_avx512() || kg_use_avx2()) || kg_env_on("MPX_KERN_NOLANES"))

@@ -1299,8 +1299,9 @@ static KG_TARGET void KG_F(dw_item)(const kg_ctx *x, int tid, long ch) {
 
 /* ---- a narrow map's convolution, output channels in the lanes --------------------------------
  * Item: t_cpi 16-channel panels of C's rows. The micro-kernel (AVX-512:
- * ukr16d, AVX2: ukr) with the roles turned: its 6 "rows" are 6 outputs (x->t_pix's panels), its panels 16 output
- * channels (A kept in 16-row panels, read as packed B), so each lane's sum
+ * ukr16d, AVX2: ukr) with the roles turned: its 6 "rows" are 6 outputs
+ * (x->t_pix's panels), its panels 16 output channels (A kept in 16-row
+ * panels, read as packed B), so each lane's sum
  * is one output value's, its terms in the same order and blocks as on the
  * grid: the same bits. Summed into the thread's tile ([output][channel]),
  * then written to C transposed with the bias added (the kernel's last

@@ -121,7 +121,7 @@ mpx_status mpx_k_batch_normalization(const mpx_kctx *c, const mpx_value *const *
     if (spatial) { /* one channel's factors for the whole row */
         bn_job b = {.x = x->f, .y = out[0].f, .mean = mean, .var = var, .scale = v[1]->f, .bias = v[2]->f,
                     .eps = eps, .C = C, .S = S};
-        b.rows = N * C, b.per = S >= BN_PIECE ? 1 : BN_PIECE / S;
+        b.rows = N * C, b.per = S >= BN_PIECE ? 1 : BN_PIECE / (S > 0 ? S : 1);
         mpx_k_parallel((long)((b.rows + b.per - 1) / b.per), b.rows * S >= BN_PAR_MIN ? kg_threads() : 1, bn_rows,
                        &b);
     }

@@ -1112,6 +1112,25 @@ static void test_norm(void) {
     y = run1(node("BatchNormalization", 7, 5, "y", "spatial=0 epsilon=0.0"), 5, in6);
     CHECK(same_shape(&y, "1x2x1x3") && y.f[0] == -2.0f && y.f[5] == 8.0f); /* (4 - 1) / 2 * 2 + 5 */
     vfree(1, &y);
+    /* Many rows, several a work item, on both threads (kern_norm.c bn_rows:
+     * 2 x 64 rows of 256), each from the formula; and an empty map. */
+    mpx_value xb = vseq("2x64x16x16", -3.0f), sb = vseq("64", 0.5f), bb = vseq("64", -1.0f), mb = vseq("64", 0.25f),
+              vb = vseq("64", 1.0f);
+    const mpx_value *inb[5] = {&xb, &sb, &bb, &mb, &vb};
+    y = run1(node("BatchNormalization", 15, 5, "y", ""), 5, inb);
+    ok = same_shape(&y, "2x64x16x16");
+    for (int64_t k = 0; ok && k < y.n; k++) {
+        const int64_t c = k / 256 % 64;
+        ok = y.f[k] == (xb.f[k] - mb.f[c]) / sqrtf(vb.f[c] + 1e-5f) * sb.f[c] + bb.f[c];
+    }
+    CHECK(ok);
+    vfree(1, &y);
+    mpx_value xe = vfill("1x2x0", 0.0f);
+    const mpx_value *ine[5] = {&xe, &s, &b, &m, &v};
+    y = run1(node("BatchNormalization", 15, 5, "y", ""), 5, ine);
+    CHECK(same_shape(&y, "1x2x0"));
+    vfree(1, &y);
+    vfree(1, &xb), vfree(1, &sb), vfree(1, &bb), vfree(1, &mb), vfree(1, &vb), vfree(1, &xe);
     /* training mode: batch statistics and running averages */
     mpx_value tr[3];
     CHECK(run(node("BatchNormalization", 15, 5, "y rm rv", "training_mode=1 momentum=0.5 epsilon=0.0"), NULL, 0, 5,
