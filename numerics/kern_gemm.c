@@ -303,8 +303,8 @@ static void *kg_par_main(void *arg) {
  * The caller waits only for workers that joined its job: when it has run
  * out of items it closes the job (closed = its gen), and a worker that
  * arrives after that skips it. Before, the caller waited for every worker
- * to arrive, so a job that found its worker asleep (no job for the spin's
- * 50 us) cost the wake-up, tens of microseconds on a VM, even where the
+ * to arrive, so a job that found its worker asleep (no job for the length
+ * of its spin) cost the wake-up, tens of microseconds on a VM, even where the
  * caller had run every item itself: small calls could not go parallel
  * (MobileNetV3-Small's 1x1 convolutions, a few hundred thousand
  * multiply-adds each, were slower on two threads). The handshake: a

@@ -124,17 +124,18 @@ mpx_status mpx_k_batch_normalization(const mpx_kctx *c, const mpx_value *const *
         b.rows = N * C, b.per = S >= BN_PIECE ? 1 : BN_PIECE / (S > 0 ? S : 1);
         mpx_k_parallel((long)((b.rows + b.per - 1) / b.per), b.rows * S >= BN_PAR_MIN ? kg_threads() : 1, bn_rows,
                        &b);
-    }
-    for (int64_t n = 0; !spatial && n < N; n++)
-        for (int64_t ch = 0; ch < C; ch++) {
-            const float *xr = x->f + (n * C + ch) * S;
-            float *yr = out[0].f + (n * C + ch) * S;
-            for (int64_t k = 0; k < S; k++) {
-                int64_t p = ch * S + k;
-                float den = sqrtf(var[p] + eps);
-                yr[k] = (xr[k] - mean[p]) / den * v[1]->f[p] + v[2]->f[p];
+    } else {
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t ch = 0; ch < C; ch++) {
+                const float *xr = x->f + (n * C + ch) * S;
+                float *yr = out[0].f + (n * C + ch) * S;
+                for (int64_t k = 0; k < S; k++) {
+                    int64_t p = ch * S + k;
+                    float den = sqrtf(var[p] + eps);
+                    yr[k] = (xr[k] - mean[p]) / den * v[1]->f[p] + v[2]->f[p];
+                }
             }
-        }
+    }
     if (training) {
         int64_t d1[1] = {C};
         for (int i = 1; i < 5 && i < n_out; i++) {
