@@ -819,31 +819,6 @@ static inline KG_TARGET __attribute__((always_inline)) bool KG_F(panel_in_c)(con
     return KG_SIMD < 2 && j->cs == 1 && q + KG_NR <= q1 && q % j->gw + KG_NR <= j->gvalid;
 }
 
-/* The columns [qa, qb) of an item's tile (its columns from q0; row panels
- * i0 .. i1) that are outputs, into C: a grid row's valid run at a time. */
-static inline KG_TARGET __attribute__((always_inline)) void KG_F(tile_out)(const kg_ctx *x, float *c,
-                                                                 const float *tile, int64_t i0, int64_t i1,
-                                                                 int64_t q0, int64_t qa, int64_t qb) {
-    const kg_gemm *j = x->j;
-    for (int64_t i = i0; i < i1; i++)
-        for (int r = 0; r < KG_MR && i * KG_MR + r < j->M; r++) {
-            const float *t = tile + ((i - i0) * KG_MR + r) * x->ldt;
-            float *cm = c + j->crow[i * KG_MR + r];
-            for (int64_t q = qa; q < qb;) {
-                const int64_t row = q / j->gw, col = q % j->gw;
-                int64_t end = q + (j->gw - col);
-                if (end > qb) end = qb;
-                const int64_t n = (col < j->gvalid ? (j->gvalid < col + (end - q) ? j->gvalid - col : end - q) : 0);
-                if (n > 0) {
-                    if (j->cs == 1) memcpy(cm + row * j->rs + col, t + (q - q0), (size_t)n * sizeof *t);
-                    else
-                        for (int64_t l = 0; l < n; l++) cm[row * j->rs + (col + l) * j->cs] = t[q - q0 + l];
-                }
-                q = end;
-            }
-        }
-}
-
 static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
     const kg_gemm *j = x->j;
     const int64_t M = j->M, N = j->N, K = j->K, mpan = (M + KG_MR - 1) / KG_MR;
@@ -1005,15 +980,47 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
     }
     if (!tile) return;
     if (KG_SIMD < 2) {
-        /* Only the panels that went through the tile (the others are in C
-         * already). Where every panel went through it, the copy-out was 8%
-         * of a 64 x 56 x 56 3 x 3 convolution on the AMD EPYC of 2026-11,
-         * and 7% of det's forward. */
-        for (int64_t q = q0; q < q1; q += KG_NR)
-            if (!KG_F(panel_in_c)(j, q, q1)) KG_F(tile_out)(x, c, tile, i0, i1, q0, q, q + KG_NR < q1 ? q + KG_NR : q1);
+        /* The tile's panels' columns that are outputs, into C (the other
+         * panels are there already): a grid row's part of a panel at a
+         * time. Where every panel went through the tile, the copy-out was
+         * 8% of a 64 x 56 x 56 3 x 3 convolution on the AMD EPYC of
+         * 2026-11, and 7% of det's forward. (The run-at-a-time copy below,
+         * called per panel, made ResNet-18's forward about 5% slower there:
+         * a memcpy call per run of at most 16 floats.) */
+        for (int64_t q = q0; q < q1; q += KG_NR) {
+            if (KG_F(panel_in_c)(j, q, q1)) continue;
+            const int64_t qe = q + KG_NR < q1 ? q + KG_NR : q1;
+            for (int64_t i = i0; i < i1; i++)
+                for (int r = 0; r < KG_MR && i * KG_MR + r < M; r++) {
+                    const float *t = tile + ((i - i0) * KG_MR + r) * x->ldt;
+                    float *cm = c + j->crow[i * KG_MR + r];
+                    for (int64_t u = q; u < qe; u++) {
+                        const int64_t col = u % j->gw;
+                        if (col < j->gvalid) cm[u / j->gw * j->rs + col * j->cs] = t[u - q0];
+                    }
+                }
+        }
         return;
     }
-    KG_F(tile_out)(x, c, tile, i0, i1, q0, q0, q1);
+    /* The tile's columns that are outputs, into C: a grid row's valid run
+     * at a time. */
+    for (int64_t i = i0; i < i1; i++)
+        for (int r = 0; r < KG_MR && i * KG_MR + r < M; r++) {
+            const float *t = tile + ((i - i0) * KG_MR + r) * x->ldt;
+            float *cm = c + j->crow[i * KG_MR + r];
+            for (int64_t q = q0; q < q1;) {
+                const int64_t row = q / j->gw, col = q % j->gw;
+                int64_t end = q + (j->gw - col);
+                if (end > q1) end = q1;
+                const int64_t n = (col < j->gvalid ? (j->gvalid < col + (end - q) ? j->gvalid - col : end - q) : 0);
+                if (n > 0) {
+                    if (j->cs == 1) memcpy(cm + row * j->rs + col, t + (q - q0), (size_t)n * sizeof *t);
+                    else
+                        for (int64_t l = 0; l < n; l++) cm[row * j->rs + (col + l) * j->cs] = t[q - q0 + l];
+                }
+                q = end;
+            }
+        }
 }
 
 /* Channel ch (of all groups') of a convolution's input, whole, into the
