@@ -597,7 +597,8 @@ static void kg_mv_fn(void *ctx, int tid, long item) {
  * another thread kept one is used once and freed. */
 typedef struct kg_kept {
     int kind;           /* KG_KEPT_PANELS (the GEMM's [g][panel][K][6]), KG_KEPT_ROWS16 (the mv's
-                         * [g][panel][K][16]), KG_KEPT_BPANELS (B's [K block][panel][kc][16]) or
+                         * [g][panel][K][16]), KG_KEPT_BPANELS (B's [K block][panel][kc][16]),
+                         * KG_KEPT_BTPANELS (the same, of B given transposed: kg_gemm.b_ldt) or
                          * KG_KEPT_ROUNDED (the tensor's values rounded to fmt) */
     const float *a;     /* the values packed (A's, or B's for KG_KEPT_BPANELS; the tensor's own
                          * for KG_KEPT_ROUNDED) */
@@ -612,7 +613,7 @@ static pthread_mutex_t kg_kept_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static atomic_llong kg_rounded_bytes; /* the kept rounded copies' bytes (mpx_k_kept_rounded) */
 
-enum { KG_KEPT_PANELS = 0, KG_KEPT_ROWS16 = 1, KG_KEPT_BPANELS = 2, KG_KEPT_ROUNDED = 3 };
+enum { KG_KEPT_PANELS = 0, KG_KEPT_ROWS16 = 1, KG_KEPT_BPANELS = 2, KG_KEPT_ROUNDED = 3, KG_KEPT_BTPANELS = 4 };
 
 static void kg_kept_del(kg_kept *k) {
     if (k->kind == KG_KEPT_ROUNDED) atomic_fetch_sub(&kg_rounded_bytes, k->M * (long long)sizeof(float));
@@ -651,6 +652,10 @@ static kg_key kg_key_a(const kg_gemm *j, int kind) {
 }
 
 static kg_key kg_key_b(const kg_gemm *j, int64_t ldb) {
+    if (j->b_ldt)
+        return (kg_key){.k = {.kind = KG_KEPT_BTPANELS, .a = j->b, .M = j->N, .K = j->K, .G = 1, .ams = 1,
+                              .aks = j->b_ldt},
+                        .owner = j->b_owner};
     return (kg_key){.k = {.kind = KG_KEPT_BPANELS, .a = j->b, .M = j->N, .K = j->K, .G = 1, .ams = ldb, .aks = 1},
                     .owner = j->b_owner};
 }
@@ -779,9 +784,15 @@ static void kg_bpack_fn(void *ctx, int tid, long item) {
     const kg_bpack *w = ctx;
     const int64_t K = w->j->K, N = w->j->N, k0 = (int64_t)item * KG_KC, kc = K - k0 < KG_KC ? K - k0 : KG_KC;
     float *blk = w->dst + k0 * w->npad;
+    const int64_t ldt = w->j->b_ldt;
     for (int64_t q = 0; q < w->npad; q += KG_NR) {
         float *d = blk + q * kc;
         const int64_t n = N - q < KG_NR ? N - q : KG_NR;
+        if (ldt) { /* B given transposed: a column of the panel is a run of W's row */
+            for (int64_t l = 0; l < KG_NR; l++)
+                for (int64_t k = 0; k < kc; k++) d[k * KG_NR + l] = l < n ? w->j->b[(q + l) * ldt + k0 + k] : 0.0f;
+            continue;
+        }
         for (int64_t k = 0; k < kc; k++, d += KG_NR) {
             const float *src = w->j->b + (k0 + k) * w->ldb + q;
             for (int64_t l = 0; l < KG_NR; l++) d[l] = l < n ? src[l] : 0.0f;
@@ -793,13 +804,13 @@ static void kg_bpack_fn(void *ctx, int tid, long item) {
  * B is not a constant's own values read as evenly spaced rows (or memory
  * ran out: the caller packs per chunk). */
 static const float *kg_kept_b(const kg_gemm *j, int nt, int64_t *npad) {
-    if (!j->b_owner || j->conv || j->G != 1 || j->boff[0] != 0) return NULL;
+    if (!j->b_owner || j->conv || j->G != 1 || (!j->b_ldt && j->boff[0] != 0)) return NULL;
     pthread_mutex_lock(&kg_kept_lock);
     const bool own = kg_kept_current(j->b_owner, j->b); /* (else a packing kept of it would be dropped as stale) */
     pthread_mutex_unlock(&kg_kept_lock);
     if (!own) return NULL;
-    const int64_t ldb = j->K > 1 ? j->boff[1] : j->N;
-    for (int64_t k = 0; k < j->K; k++)
+    const int64_t ldb = j->b_ldt ? 0 : j->K > 1 ? j->boff[1] : j->N;
+    for (int64_t k = 0; !j->b_ldt && k < j->K; k++)
         if (j->boff[k] != k * ldb) return NULL;
     *npad = (j->N + KG_NR - 1) / KG_NR * KG_NR;
     const kg_key key = kg_key_b(j, ldb);
@@ -1040,7 +1051,7 @@ kg_result kg_gemm_run(const kg_gemm *j) {
     const int64_t M = j->M, N = j->N, K = j->K, mpan = (M + KG_MR - 1) / KG_MR;
     const double macs = (double)j->G * (double)M * (double)N * (double)K;
     int nt = kg_threads_for(macs);
-    if (N == 1 && !j->conv && j->mode == KG_FP32 && j->gvalid >= 1 && j->a_owner) {
+    if (N == 1 && !j->conv && !j->b_ldt && j->mode == KG_FP32 && j->gvalid >= 1 && j->a_owner) {
         /* The graph's own A: packed once into 16-row panels and kept (the
          * rows as lanes, each k's 16 values one load). */
         float *own = NULL;
@@ -1055,7 +1066,7 @@ kg_result kg_gemm_run(const kg_gemm *j) {
         free(own);
         return finite ? KG_DONE : KG_NONFINITE;
     }
-    if (N == 1 && !j->conv && j->mode == KG_FP32 && j->gvalid >= 1) {
+    if (N == 1 && !j->conv && !j->b_ldt && j->mode == KG_FP32 && j->gvalid >= 1) {
         /* No packing to check A in: a pass of its own (these A are small:
          * squeeze-excitation 1x1 convolutions). */
         for (int64_t g = 0; j->finite_a && g < j->G; g++)
@@ -1143,6 +1154,7 @@ kg_result kg_gemm_run(const kg_gemm *j) {
     const int64_t kcm = K < KG_KC ? K : KG_KC, colm = (x.icols + KG_NR - 1) / KG_NR * KG_NR;
     const int64_t bpn = kcm * colm < KG_PACK ? kcm * colm : KG_PACK;
     if (ok) x.kb = kg_kept_b(j, nt, &x.kb_npad);
+    ok = ok && (x.kb || !j->b_ldt); /* (B given transposed is read from its packing only) */
     for (int t = 0; ok && t < nt; t++) {
         ok = (x.bp[t] = kg_alloc((size_t)bpn)) != NULL;
         if (ok && j->conv && !x.shared) /* zeroed: columns past the last grid row are read (and dropped) */

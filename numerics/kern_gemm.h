@@ -200,6 +200,11 @@ typedef struct kg_gemm {
      * every later fp32 call (BERT-style: packing B was a quarter of the
      * forward); NULL: B packed per call. */
     mpx_tensor *b_owner;
+    /* With b_owner: B is given as its transpose, element (k, n) at
+     * b[n * b_ldt + k] (a Gemm's transB weights as stored), packed once
+     * from there and kept like B's own packing; boff unused. A call whose
+     * packing cannot be made returns KG_NOMEM. 0: B as boff says. */
+    int64_t b_ldt;
 } kg_gemm;
 
 typedef enum kg_result {

@@ -362,10 +362,26 @@ static void matmul_case(int idx, bool big) {
     add_int(&n->attrs[0], "transA", ta);
     add_int(&n->attrs[1], "transB", tb);
     if (!gemm) n->n_attrs = 0;
+    /* Half the transB cases read B as the graph's weights (a Linear layer's
+     * export): from 16 rows, B^T is packed once from where it lies and kept
+     * on the tensor, and every accumulation after the first reads that
+     * packing. */
+    mpx_tensor *wt = NULL;
+    if (tb && mpx_rng_unit(&rng) < 0.5) {
+        char name[32];
+        snprintf(name, sizeof name, "w%d", idx);
+        wt = n->inputs[1] = mpx_graph_tensor(G, name);
+        wt->dtype = MPX_DT_FLOAT;
+        wt->rank = 2;
+        wt->dims[0] = bd[0], wt->dims[1] = bd[1];
+        wt->nelem = b.n;
+        wt->f32 = b.f;
+    }
     const mpx_value *in[2] = {&a, &b};
     char what[160];
-    snprintf(what, sizeof what, "case %d %s M%lld K%lld N%lld ta %d tb %d exact %d", idx,
-             gemm ? "Gemm" : "MatMul", (long long)M, (long long)K, (long long)N, ta, tb, exact);
+    snprintf(what, sizeof what, "case %d %s M%lld K%lld N%lld ta %d tb %d%s exact %d", idx,
+             gemm ? "Gemm" : "MatMul", (long long)M, (long long)K, (long long)N, ta, tb, wt ? " (weights)" : "",
+             exact);
     for (int acc = 0; acc < N_ACCS; acc++) {
         int64_t yd[2] = {M, N};
         mpx_value r;
@@ -380,6 +396,12 @@ static void matmul_case(int idx, bool big) {
             }
         check(what, n, 2, in, acc, &r);
         mpx_value_free(&r);
+    }
+    if (wt) { /* (its packings point into b) */
+        if (wt->derived_free) wt->derived_free(wt->derived);
+        wt->derived = NULL;
+        wt->derived_free = NULL;
+        wt->f32 = NULL;
     }
     mpx_value_free(&a);
     mpx_value_free(&b);
