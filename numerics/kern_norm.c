@@ -202,6 +202,7 @@ static bool ln_plain(const mpx_value *x, int ax, const int64_t *st) {
  * keep the adders busy (BERT-style's LayerNormalizations ran at 3.6 ns a
  * value), and the scale's place is k, not an odometer over X's dims. */
 enum { LN_ROWS = 8 };
+MPX_K_CLONES("avx512f", "avx2", "default")
 static void ln_rows_fp32(const float *x, int64_t rows, int64_t D, float eps, const float *sc, const float *b,
                          float *y, float *mean_out, float *inv_out) {
     for (int64_t r0 = 0; r0 < rows; r0 += LN_ROWS) {
@@ -245,6 +246,25 @@ static void ln_rows_fp32(const float *x, int64_t rows, int64_t D, float eps, con
     }
 }
 
+/* ln_rows_fp32 over LN_ROWS rows an item, on the kernel threads where there
+ * are 2^16 values or more (each row's figures are its own: the same bits on
+ * any thread count). ViT-B/16's 197 x 768 LayerNormalizations had run on
+ * one thread. */
+typedef struct ln_job {
+    const float *x, *sc, *b;
+    int64_t rows, D;
+    float eps;
+    float *y, *mean_out, *inv_out;
+} ln_job;
+
+static void ln_item(void *ctx, int tid, long item) {
+    (void)tid;
+    const ln_job *j = ctx;
+    const int64_t r0 = (int64_t)item * LN_ROWS, nr = j->rows - r0 < LN_ROWS ? j->rows - r0 : LN_ROWS;
+    ln_rows_fp32(j->x + r0 * j->D, nr, j->D, j->eps, j->sc, j->b, j->y + r0 * j->D,
+                 j->mean_out ? j->mean_out + r0 : NULL, j->inv_out ? j->inv_out + r0 : NULL);
+}
+
 /* Over the dims [axis, rank) of each outer index; Mean and InvStdDev (when the
  * node lists them) have shape X.shape[:axis] + [1] * (rank - axis). */
 mpx_status mpx_k_layer_normalization(const mpx_kctx *c, const mpx_value *const *in, int n_in,
@@ -277,8 +297,9 @@ mpx_status mpx_k_layer_normalization(const mpx_kctx *c, const mpx_value *const *
             return st;
         }
     if (mpx_acc_is_fp32(&c->acc) && ln_plain(x, ax, ss) && (!b || ln_plain(x, ax, bs))) {
-        ln_rows_fp32(x->f, rows, D, eps, sc->f, b ? b->f : NULL, out[0].f, want[1] ? out[1].f : NULL,
-                     want[2] ? out[2].f : NULL);
+        ln_job j = {.x = x->f, .sc = sc->f, .b = b ? b->f : NULL, .rows = rows, .D = D, .eps = eps,
+                    .y = out[0].f, .mean_out = want[1] ? out[1].f : NULL, .inv_out = want[2] ? out[2].f : NULL};
+        mpx_k_parallel((long)((rows + LN_ROWS - 1) / LN_ROWS), x->n >= (1 << 16) ? kg_threads() : 1, ln_item, &j);
         return MPX_OK;
     }
     int64_t idx[MPX_MAX_RANK] = {0};

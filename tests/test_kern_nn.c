@@ -1172,33 +1172,39 @@ static void test_norm(void) {
      * (each row's terms in order, blocks of 64 summed from 0 and added to
      * the running sum, a partial last one too): 15 rows of 200 (the kernel
      * takes rows 8 at a time: a partial group), Scale and B one value per
-     * place; and Scale broadcast over rows too ([1]: the general path). */
-    for (int variant = 0; variant < 2; variant++) {
-        mpx_value nx = vrand("3x5x200"), ns = vrand(variant ? "1" : "200"), nb = vrand("200"), no[3];
+     * place; Scale broadcast over rows too ([1]: the general path); and 303
+     * rows of 256 (2^16 values or more: groups of rows on the kernel
+     * threads). */
+    for (int variant = 0; variant < 3; variant++) {
+        const int64_t R = variant == 2 ? 303 : 15, D = variant == 2 ? 256 : 200;
+        mpx_value nx = vrand(variant == 2 ? "3x101x256" : "3x5x200"),
+                  ns = vrand(variant == 1 ? "1" : variant == 2 ? "256" : "200"), nb = vrand(variant == 2 ? "256" : "200"),
+                  no[3];
         for (int64_t k = 0; k < nx.n; k++) nx.f[k] = nx.f[k] * 3.0f + 1.5f;
         const mpx_value *ni[3] = {&nx, &ns, &nb};
         CHECK(run(node("LayerNormalization", 17, 3, "y mean inv", "epsilon=0.0001"), NULL, 0, 3, ni, 3, no) == MPX_OK);
-        ok = same_shape(&no[0], "3x5x200");
-        for (int r = 0; ok && r < 15; r++) {
-            const float *xr = nx.f + r * 200;
+        ok = same_shape(&no[0], variant == 2 ? "3x101x256" : "3x5x200");
+        for (int64_t r = 0; ok && r < R; r++) {
+            const float *xr = nx.f + r * D;
             float sum = 0, blk = 0, mean, inv;
-            for (int k = 0; k < 200; k++) {
+            for (int64_t k = 0; k < D; k++) {
                 blk += xr[k];
                 if ((k + 1) % 64 == 0) sum += blk, blk = 0;
             }
-            mean = (sum + blk) / 200.0f;
+            mean = (sum + blk) / (float)D;
             sum = blk = 0;
-            for (int k = 0; k < 200; k++) {
+            for (int64_t k = 0; k < D; k++) {
                 float d = xr[k] - mean;
                 blk += d * d;
                 if ((k + 1) % 64 == 0) sum += blk, blk = 0;
             }
-            inv = 1.0f / sqrtf((sum + blk) / 200.0f + 0.0001f);
+            inv = 1.0f / sqrtf((sum + blk) / (float)D + 0.0001f);
             ok = no[1].f[r] == mean && no[2].f[r] == inv;
-            for (int k = 0; ok && k < 200; k++)
-                ok = no[0].f[r * 200 + k] == (xr[k] - mean) * inv * ns.f[variant ? 0 : k] + nb.f[k];
+            for (int64_t k = 0; ok && k < D; k++)
+                ok = no[0].f[r * D + k] == (xr[k] - mean) * inv * ns.f[variant == 1 ? 0 : k] + nb.f[k];
         }
-        CHECK_MSG(ok, "LayerNormalization's fp32 sums in their order (Scale %s)", variant ? "[1]" : "[200]");
+        CHECK_MSG(ok, "LayerNormalization's fp32 sums in their order (%s)",
+                  variant == 1 ? "Scale [1]" : variant == 2 ? "303 rows of 256" : "Scale [200]");
         vfree(3, no);
         vfree(1, &nx), vfree(1, &ns), vfree(1, &nb);
     }
