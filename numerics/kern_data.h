@@ -166,13 +166,18 @@ typedef struct view {
     int64_t base;
 } view;
 
-static inline void copy_view(mpx_value *out, const mpx_value *src, const view *v) {
-    if (out->n <= 0) return;
+/* Rows [r0, r1) of the copy (a row: the view's last dim). */
+static inline void copy_view_rows(mpx_value *out, const mpx_value *src, const view *v, int64_t r0, int64_t r1) {
     int r = v->rank;
     int64_t co[2 * MPX_MAX_RANK] = {0};
     int64_t inner = r ? v->dims[r - 1] : 1, is = r ? v->str[r - 1] : 0;
     int64_t off = v->base;
-    for (int64_t o = 0; o < out->n; o += inner) {
+    for (int64_t k = r - 2, q = r0; k >= 0; k--) { /* row r0's place */
+        co[k] = q % v->dims[k];
+        q /= v->dims[k];
+        off += co[k] * v->str[k];
+    }
+    for (int64_t o = r0 * inner; o < r1 * inner; o += inner) {
         if (out->f) {
             float *d = out->f + o;
             const float *s = src->f + off;
@@ -195,6 +200,39 @@ static inline void copy_view(mpx_value *out, const mpx_value *src, const view *v
             co[k] = 0;
         }
     }
+}
+
+typedef struct copy_job {
+    mpx_value *out;
+    const mpx_value *src;
+    const view *v;
+    int64_t rows, per;
+} copy_job;
+
+static inline void copy_view_item(void *ctx, int tid, long item) {
+    (void)tid;
+    const copy_job *j = ctx;
+    const int64_t r0 = (int64_t)item * j->per, r1 = r0 + j->per < j->rows ? r0 + j->per : j->rows;
+    copy_view_rows(j->out, j->src, j->v, r0, r1);
+}
+
+/* Large copies in pieces of rows on the kernel threads (2^16 elements or
+ * more: ViT-B/16's attention transposes and slices had run on one thread;
+ * a copy is the same whichever thread writes which rows). */
+static inline void copy_view(mpx_value *out, const mpx_value *src, const view *v) {
+    if (out->n <= 0) return;
+    const int64_t inner = v->rank ? v->dims[v->rank - 1] : 1;
+    if (inner <= 0) return;
+    const int64_t rows = out->n / inner;
+    if (out->n < (1 << 16) || rows < 2) {
+        copy_view_rows(out, src, v, 0, rows);
+        return;
+    }
+    /* pieces of about 2^14 elements, whole rows */
+    int64_t per = (1 << 14) / inner;
+    if (per < 1) per = 1;
+    copy_job j = {out, src, v, rows, per};
+    mpx_k_parallel((long)((rows + per - 1) / per), kg_threads(), copy_view_item, &j);
 }
 
 static inline void free_outs(mpx_value *out, int n) {
