@@ -123,7 +123,16 @@
  * time (no change), the lanes path for every map size (ResNet-18 and
  * EfficientNet-B0 slower), the narrow depthwise kernel's copies into and
  * out of the lanes as 8 x 8 register transposes (MobileNetV3-Small 4.46
- * -> 4.91 ms: its 7 x 7 and 14 x 14 rows are mostly the scalar tails). */
+ * -> 4.91 ms: its 7 x 7 and 14 x 14 rows are mostly the scalar tails).
+ *
+ * Twelfth session (the same AMD EPYC): a Gemm's constant transB weights
+ * (every Linear layer's export) are packed once as B^T panels from where
+ * they lie (kg_gemm.b_ldt, kept as KG_KEPT_BTPANELS) and the product runs
+ * as a MatMul's, instead of Y^T = B A'^T with A and Y transposed around it
+ * every call (ViT-B/16's out-projections 37 -> 62 GMAC/s). Tried and
+ * dropped there: K blocks of 64 terms instead of 128, so that a 64-row A
+ * block stays in L1 beside its B panel (BERT-style's 64 x 768 x 3072
+ * product no faster). */
 #ifndef MPX_KERN_GEMM_H
 #define MPX_KERN_GEMM_H
 

@@ -71,71 +71,6 @@ static int64_t lanes_portable(lanes *L, const float *rf, const float *cf, int64_
 }
 
 #if defined(__x86_64__) || defined(__i386__)
-/* lanes_body with AVX2 intrinsics (GCC does not vectorise it by itself):
- * lanes 0-3 are the low four floats of each block of eight, 4-7 the high
- * four; the same IEEE operations per lane, so the same bits. */
-__attribute__((target("avx2,fma,popcnt"))) static int64_t lanes_avx2(lanes *L, const float *rf,
-                                                                  const float *cf, int64_t n,
-                                                                  float tiny) {
-    const __m256 fmax = _mm256_set1_ps(FLT_MAX), tinyv = _mm256_set1_ps(tiny),
-                 zf = _mm256_setzero_ps(),
-                 absf = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-    const __m256d absd = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
-    __m256d se[2], sa[2], rr[2], cc[2], cr[2], mx[2];
-    for (int h = 0; h < 2; h++) {
-        se[h] = _mm256_loadu_pd(L->se + 4 * h);
-        sa[h] = _mm256_loadu_pd(L->sa + 4 * h);
-        rr[h] = _mm256_loadu_pd(L->rr + 4 * h);
-        cc[h] = _mm256_loadu_pd(L->cc + 4 * h);
-        cr[h] = _mm256_loadu_pd(L->cr + 4 * h);
-        mx[h] = _mm256_loadu_pd(L->mx + 4 * h);
-    }
-    /* Counts and the largest |x| do not depend on the order: kept as
-     * totals and one float vector. */
-    __m256 am = zf;
-    int64_t sub = 0, unf = 0;
-    int64_t k = 0;
-    for (; k + ML <= n; k += ML) {
-        const __m256 xf = _mm256_loadu_ps(rf + k), yf = _mm256_loadu_ps(cf + k);
-        const __m256 axf = _mm256_and_ps(xf, absf), ayf = _mm256_and_ps(yf, absf);
-        const __m256 ok = _mm256_and_ps(_mm256_cmp_ps(axf, fmax, _CMP_LE_OQ),
-                                        _mm256_cmp_ps(ayf, fmax, _CMP_LE_OQ));
-        if (_mm256_movemask_ps(ok) != 0xff) break;
-        am = _mm256_max_ps(axf, am);
-        sub += __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_and_ps(
-            _mm256_cmp_ps(ayf, zf, _CMP_NEQ_OQ), _mm256_cmp_ps(ayf, tinyv, _CMP_LT_OQ))));
-        unf += __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_and_ps(
-            _mm256_cmp_ps(xf, zf, _CMP_NEQ_OQ), _mm256_cmp_ps(yf, zf, _CMP_EQ_OQ))));
-        for (int h = 0; h < 2; h++) {
-            const __m256d x = _mm256_cvtps_pd(_mm_loadu_ps(rf + k + 4 * h));
-            const __m256d y = _mm256_cvtps_pd(_mm_loadu_ps(cf + k + 4 * h));
-            const __m256d d = _mm256_sub_pd(y, x), ad = _mm256_and_pd(d, absd);
-            sa[h] = _mm256_add_pd(sa[h], ad);
-            se[h] = _mm256_fmadd_pd(d, d, se[h]);
-            mx[h] = _mm256_max_pd(ad, mx[h]);
-            rr[h] = _mm256_fmadd_pd(x, x, rr[h]);
-            cc[h] = _mm256_fmadd_pd(y, y, cc[h]);
-            cr[h] = _mm256_fmadd_pd(x, y, cr[h]);
-        }
-    }
-    for (int h = 0; h < 2; h++) {
-        _mm256_storeu_pd(L->se + 4 * h, se[h]);
-        _mm256_storeu_pd(L->sa + 4 * h, sa[h]);
-        _mm256_storeu_pd(L->rr + 4 * h, rr[h]);
-        _mm256_storeu_pd(L->cc + 4 * h, cc[h]);
-        _mm256_storeu_pd(L->cr + 4 * h, cr[h]);
-        _mm256_storeu_pd(L->mx + 4 * h, mx[h]);
-    }
-    float amf[ML];
-    _mm256_storeu_ps(amf, am);
-    for (int l = 0; l < ML; l++) {
-        L->amax[l] = (double)amf[l] > L->amax[l] ? (double)amf[l] : L->amax[l];
-    }
-    L->sub[0] += sub;
-    L->unf[0] += unf;
-    return k;
-}
-
 /* lanes_body for whole tensors of finite values with AVX-512, for nc
  * candidates against one reference in one pass (a report compares fp16 and
  * bf16 with the same reference: read once, its squares summed once). A
@@ -248,29 +183,36 @@ __attribute__((target("avx512f,avx512dq"))) static int64_t lanes_avx512(lanes *L
     }
 }
 
-/* The same unchecked pass with AVX2, in chunks. The checking loop above
- * keeps twelve double sums, the largest |x| and the block's floats live at
- * once: more than AVX2's sixteen registers, so sums lived on the stack and
- * each block waited for a store and a reload on their chains (about 16
- * cycles a block of eight on the Zen 3 here; 0.74 ns an element from L2).
- * Here a chunk of CHUNK elements (4 KB of each array, in L1 while it is
- * read again) is read in two passes per candidate: the counts, and for
- * candidate 0 the reference's largest |x| and x*x sums; then the sums of the
- * comparison (nine double registers: the largest |d| is one register for
- * both halves, since a maximum does not depend on which lane holds what;
- * finish takes the largest lane). Each lane's sums take the chunk's blocks
- * in order, so the bits are lanes_body's. As in the AVX-512 pass, a
+/* lanes_body with AVX2 intrinsics (GCC does not vectorise it by itself),
+ * in chunks: lanes 0-3 are the low four floats of each block of eight, 4-7
+ * the high four, the same IEEE operations per lane, so the same bits. One
+ * loop over the block keeping the twelve double sums, the largest |x| and the
+ * block's floats needs more than AVX2's sixteen registers: as it was
+ * written first, three sums lived on the stack and each block waited for a
+ * store and a reload on their chains (about 16 cycles a block of eight on
+ * the Zen 3 here; 0.74 ns an element from L2). So a chunk of CHUNK elements
+ * (4 KB of each array, in L1 while it is read again) is read in two passes
+ * per candidate: the counts, and for candidate 0 the reference's largest
+ * |x| and x*x sums; then the sums of the comparison (nine double registers:
+ * the largest |d| is one register for both halves, since a maximum does not
+ * depend on which lane holds what; finish takes the largest lane). Each
+ * lane's sums take the blocks in order.
+ *
+ * Unchecked (nc candidates against one reference, as the AVX-512 pass): a
  * non-finite value shows as a non-finite lane of x*x or y*y, checked once at
- * the end (-1: the caller starts again on the checking path). L[q] zero on
- * entry. Two candidates of a million elements (in L3): 1.4-2.0 -> 0.9-1.1
- * ns an element; rec's report metrics 85-116 -> 67-73 thread-ms. det's
- * (tensors of up to 13 MB, three at a time, read from memory) unchanged. */
+ * the end (-1: the caller starts again on the checking path). Checked (one
+ * candidate): the counts pass stops before the first block holding a
+ * non-finite value and the sums stop there too; it returns where. L[q] zero
+ * on entry. Two candidates of 65536 elements (in L2): 1.3-1.8 -> 0.8-1.1 ns
+ * an element against the single loop; rec's report metrics 85-116 -> 67-73
+ * thread-ms. det's (tensors of up to 13 MB, three at a time, read from
+ * memory) unchanged. */
 enum { CHUNK = 1024 };
 
-__attribute__((target("avx2,fma,popcnt"), always_inline)) static inline void
-counts_avx2(const float *rf, const float *cf, int64_t k0, int64_t k1, float tiny, bool with_ref, __m256 *am,
-            double *rrs, int64_t *sub, int64_t *unf) {
-    const __m256 zf = _mm256_setzero_ps(), tinyv = _mm256_set1_ps(tiny),
+__attribute__((target("avx2,fma,popcnt"), always_inline)) static inline int64_t
+counts_avx2(const float *rf, const float *cf, int64_t k0, int64_t k1, float tiny, bool with_ref, bool check,
+            __m256 *am, double *rrs, int64_t *sub, int64_t *unf) {
+    const __m256 zf = _mm256_setzero_ps(), tinyv = _mm256_set1_ps(tiny), fmax = _mm256_set1_ps(FLT_MAX),
                  absf = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     __m256 m = *am;
     __m256d rr0 = _mm256_setzero_pd(), rr1 = rr0;
@@ -278,10 +220,13 @@ counts_avx2(const float *rf, const float *cf, int64_t k0, int64_t k1, float tiny
         rr0 = _mm256_loadu_pd(rrs);
         rr1 = _mm256_loadu_pd(rrs + 4);
     }
-    int64_t s = 0, u = 0;
-    for (int64_t k = k0; k < k1; k += ML) {
+    int64_t s = 0, u = 0, k = k0;
+    for (; k < k1; k += ML) {
         const __m256 xf = _mm256_loadu_ps(rf + k), yf = _mm256_loadu_ps(cf + k);
         const __m256 ayf = _mm256_and_ps(yf, absf);
+        if (check && _mm256_movemask_ps(_mm256_and_ps(_mm256_cmp_ps(_mm256_and_ps(xf, absf), fmax, _CMP_LE_OQ),
+                                                      _mm256_cmp_ps(ayf, fmax, _CMP_LE_OQ))) != 0xff)
+            break;
         if (with_ref) {
             m = _mm256_max_ps(_mm256_and_ps(xf, absf), m);
             const __m256d x0 = _mm256_cvtps_pd(_mm256_castps256_ps128(xf)),
@@ -301,6 +246,7 @@ counts_avx2(const float *rf, const float *cf, int64_t k0, int64_t k1, float tiny
     }
     *sub += s;
     *unf += u;
+    return k;
 }
 
 __attribute__((target("avx2,fma,popcnt"))) static void sums_avx2(lanes *L, const float *rf, const float *cf,
@@ -334,25 +280,25 @@ __attribute__((target("avx2,fma,popcnt"))) static void sums_avx2(lanes *L, const
     }
 }
 
-__attribute__((target("avx2,fma,popcnt"))) static int64_t lanes_avx2_many(lanes *L, const float *rf,
-                                                                       const float *const *cf,
-                                                                       const float *tiny, int64_t n,
-                                                                       int nc) {
-    const int64_t end = n - n % ML;
+__attribute__((target("avx2,fma,popcnt"))) static int64_t lanes_avx2(lanes *L, const float *rf,
+                                                                  const float *const *cf, const float *tiny,
+                                                                  int64_t n, int nc, bool check) {
+    int64_t end = n - n % ML;
     double rr[ML] = {0};
     __m256 am = _mm256_setzero_ps();
     for (int64_t k0 = 0; k0 < end; k0 += CHUNK) {
-        const int64_t k1 = end - k0 < CHUNK ? end : k0 + CHUNK;
-        counts_avx2(rf, cf[0], k0, k1, tiny[0], true, &am, rr, &L[0].sub[0], &L[0].unf[0]);
+        int64_t k1 = end - k0 < CHUNK ? end : k0 + CHUNK;
+        k1 = counts_avx2(rf, cf[0], k0, k1, tiny[0], true, check, &am, rr, &L[0].sub[0], &L[0].unf[0]);
         sums_avx2(&L[0], rf, cf[0], k0, k1);
         for (int q = 1; q < nc; q++) {
-            counts_avx2(rf, cf[q], k0, k1, tiny[q], false, &am, rr, &L[q].sub[0], &L[q].unf[0]);
+            counts_avx2(rf, cf[q], k0, k1, tiny[q], false, false, &am, rr, &L[q].sub[0], &L[q].unf[0]);
             sums_avx2(&L[q], rf, cf[q], k0, k1);
         }
+        if (k1 < k0 + CHUNK) end = k1; /* (the last chunk, or a non-finite block) */
     }
-    for (int l = 0; l < ML; l++)
+    for (int l = 0; !check && l < ML; l++)
         if (!isfinite(rr[l])) return -1;
-    for (int q = 0; q < nc; q++)
+    for (int q = 0; !check && q < nc; q++)
         for (int l = 0; l < ML; l++)
             if (!isfinite(L[q].cc[l])) return -1;
     float amf[ML];
@@ -423,7 +369,7 @@ static int64_t lanes_unchecked(lanes *L, const float *rf, const float *const *cf
                                int nc) {
 #if defined(__x86_64__) || defined(__i386__)
     if (use_avx512()) return lanes_avx512(L, rf, cf, tiny, n, nc);
-    if (use_avx2()) return lanes_avx2_many(L, rf, cf, tiny, n, nc);
+    if (use_avx2()) return lanes_avx2(L, rf, cf, tiny, n, nc, false);
 #else
     (void)L, (void)rf, (void)cf, (void)tiny, (void)n, (void)nc;
 #endif
@@ -433,7 +379,7 @@ static int64_t lanes_unchecked(lanes *L, const float *rf, const float *const *cf
 /* The lanes on the paths that check every block (L zero on entry). */
 static int64_t lanes_checked(lanes *L, const float *rf, const float *cf, int64_t n, float tiny) {
 #if defined(__x86_64__) || defined(__i386__)
-    if (use_avx2()) return lanes_avx2(L, rf, cf, n, tiny);
+    if (use_avx2()) return lanes_avx2(L, rf, &cf, &tiny, n, 1, true);
 #endif
     return lanes_portable(L, rf, cf, n, tiny);
 }
