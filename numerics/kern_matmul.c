@@ -17,10 +17,10 @@
 enum { GEMM_KEPT_T_MIN_M = 16 };
 
 /* Y (M x N, row-major, zero on entry) = A B, with A[i][k] = A[i * ars + k * acs]
- * and B row-major K x N. a_owner, b_owner: the constant whose own values A
- * (B) are (the GEMM core keeps them packed; kern_gemm.h), or NULL. */
-/* Y = A B through the GEMM core; b_ldt (with b_owner, the GEMM core only):
- * B given as its transpose, kg_gemm.b_ldt. */
+ * and B row-major K x N, or with b_ldt (and b_owner; the GEMM core's
+ * accumulations only) B given as its transpose (kg_gemm.b_ldt). a_owner,
+ * b_owner: the constant whose own values A (B) are (the GEMM core keeps
+ * them packed; kern_gemm.h), or NULL. */
 static mpx_status mm_run_t(const mpx_kctx *c, int64_t M, int64_t N, int64_t K, const float *A, int64_t ars,
                            int64_t acs, const float *B, int64_t b_ldt, float *Y, mpx_tensor *a_owner,
                            mpx_tensor *b_owner) {
