@@ -287,14 +287,18 @@ __attribute__((target("avx2,fma,popcnt"))) static int64_t lanes_avx2(lanes *L, c
     double rr[ML] = {0};
     __m256 am = _mm256_setzero_ps();
     for (int64_t k0 = 0; k0 < end; k0 += CHUNK) {
-        int64_t k1 = end - k0 < CHUNK ? end : k0 + CHUNK;
-        k1 = counts_avx2(rf, cf[0], k0, k1, tiny[0], true, check, &am, rr, &L[0].sub[0], &L[0].unf[0]);
-        sums_avx2(&L[0], rf, cf[0], k0, k1);
+        const int64_t k1 = end - k0 < CHUNK ? end : k0 + CHUNK;
+        const int64_t stop = counts_avx2(rf, cf[0], k0, k1, tiny[0], true, check, &am, rr, &L[0].sub[0],
+                                         &L[0].unf[0]);
+        sums_avx2(&L[0], rf, cf[0], k0, stop);
         for (int q = 1; q < nc; q++) {
-            counts_avx2(rf, cf[q], k0, k1, tiny[q], false, false, &am, rr, &L[q].sub[0], &L[q].unf[0]);
-            sums_avx2(&L[q], rf, cf[q], k0, k1);
+            counts_avx2(rf, cf[q], k0, stop, tiny[q], false, false, &am, rr, &L[q].sub[0], &L[q].unf[0]);
+            sums_avx2(&L[q], rf, cf[q], k0, stop);
         }
-        if (k1 < k0 + CHUNK) end = k1; /* (the last chunk, or a non-finite block) */
+        if (stop < k1) { /* a non-finite block (checked only) */
+            end = stop;
+            break;
+        }
     }
     for (int l = 0; !check && l < ML; l++)
         if (!isfinite(rr[l])) return -1;
@@ -476,7 +480,8 @@ mpx_status mpx_metrics_compute_many(const mpx_value *r, const mpx_value *const *
                                     const mpx_format *const *fmt, int nc, mpx_metrics *m,
                                     mpx_error *err) {
     if (!m || !c || nc < 1) return mpx_error_set(err, MPX_E_ARG, "no candidates or no place for the metrics");
-    bool shared = nc <= MANY && (use_avx512() || use_avx2()) && usable(r) && r->f;
+    /* (lanes_unchecked says whether this CPU has a pass for it: -1 if not) */
+    bool shared = nc <= MANY && usable(r) && r->f;
     for (int q = 0; q < nc && shared; q++) shared = check_pair(r, c[q], NULL) == MPX_OK && c[q]->f;
     if (shared) {
         lanes L[MANY];
