@@ -81,6 +81,17 @@ static mpx_status mm_run(const mpx_kctx *c, int64_t M, int64_t N, int64_t K, con
     return mm_run_t(c, M, N, K, A, ars, acs, B, 0, Y, a_owner, b_owner);
 }
 
+/* The product's buffer. Where the GEMM core takes it (K > 0, an
+ * accumulation it runs) every value is written by its first K block, so
+ * the buffer is not cleared first (ViT-B/16's MLP products are 2.4 MB
+ * each); the row updates (blocked or fp8 accumulation) add into zeros,
+ * and K = 0 leaves the zeros as the result. */
+static mpx_status mm_alloc(const mpx_kctx *c, mpx_value *out, mpx_dtype dt, int rank, const int64_t *dims,
+                           int64_t K) {
+    return K > 0 && kg_mode_of(&c->acc) >= 0 ? mpx_k_alloc_raw(c, out, dt, rank, dims)
+                                             : mpx_k_alloc(c, out, dt, rank, dims);
+}
+
 /* Gemm: Y = alpha * A' B' + beta * C, A' = transA ? A^T : A (likewise B');
  * C broadcasts unidirectionally to M x N and is optional from opset 11. With
  * beta = 0, C is not read (as ONNX Runtime: 0 * inf would otherwise be NaN). */
@@ -124,7 +135,7 @@ mpx_status mpx_k_gemm(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
                                     kn_shape(cc, s1), (long long)M, (long long)N);
     }
     int64_t dims[2] = {M, N};
-    if ((st = mpx_k_alloc(c, &out[0], a->dtype, 2, dims))) return st;
+    if ((st = mm_alloc(c, &out[0], a->dtype, 2, dims, K))) return st;
     float *y = out[0].f, *bt = NULL;
     const float *bm = b->f;
     /* With transB (every Linear layer's export) the product needs B' = B^T
@@ -295,7 +306,7 @@ mpx_status mpx_k_matmul(const mpx_kctx *c, const mpx_value *const *in, int n_in,
     if (!vb) dims[r++] = N;
     if (r > MPX_MAX_RANK)
         return mpx_kernel_error(c, MPX_E_LIMIT, "result rank %d is beyond %d", r, MPX_MAX_RANK);
-    if ((st = mpx_k_alloc(c, &out[0], a->dtype, r, dims))) return st;
+    if ((st = mm_alloc(c, &out[0], a->dtype, r, dims, K))) return st;
     int64_t nb = 1;
     for (int i = 0; i < ro; i++) nb *= od[i];
     /* B the graph's own weights: the core keeps them packed (a product
