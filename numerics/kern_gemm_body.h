@@ -993,8 +993,8 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
         for (int64_t q = q0; q < q1; q += KG_NR) {
             if (KG_F(panel_in_c)(j, q, q1)) continue;
             const int64_t qe = q + KG_NR < q1 ? q + KG_NR : q1;
-            int64_t at[KG_NR], na = 0; /* the panel's output columns: tile column, place in a row of C */
-            int64_t tc[KG_NR];
+            /* the panel's output columns: their tile column, their place in a row of C */
+            int64_t tc[KG_NR], at[KG_NR], na = 0;
             for (int64_t u = q, row = q / j->gw, col = q % j->gw; u < qe; u++) {
                 if (col < j->gvalid) tc[na] = u - q0, at[na++] = row * j->rs + col * j->cs;
                 if (++col == j->gw) col = 0, row++;

@@ -148,7 +148,9 @@ void mpx_k_bcast_strides(const mpx_value *v, int rank, const int64_t *dims, int6
 /* ---- threads ------------------------------------------------------------------ */
 
 /* fn(ctx, tid, item) for every item < n on up to nt threads (tid < nt); the
- * items are handed out one by one, so they may take different times. */
+ * items are handed out one by one, so they may take different times. Called
+ * from an item of a job on two or more threads, it runs every item on the
+ * calling thread (the other threads are busy with the outer job). */
 void mpx_k_parallel(long n, int nt, void (*fn)(void *, int, long), void *ctx);
 /* A thread other than the kernel pool's caller starts (true) or stops
  * (false) running kernels at the same time (compare_jobs.c's second job
