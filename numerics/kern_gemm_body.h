@@ -819,6 +819,17 @@ static inline KG_TARGET __attribute__((always_inline)) bool KG_F(panel_in_c)(con
     return KG_SIMD < 2 && j->cs == 1 && q + KG_NR <= q1 && q % j->gw + KG_NR <= j->gvalid;
 }
 
+/* Where each column of the 16-column panel at grid column q (ncols of them
+ * the item's) goes in a row of C: at[l], or -1 for a column that is not an
+ * output (dropped, or past the item). */
+static inline KG_TARGET __attribute__((always_inline)) void KG_F(panel_places)(const kg_gemm *j, int64_t q,
+                                                                    int64_t ncols, int64_t *at) {
+    for (int64_t l = 0, r = q / j->gw, cl = q % j->gw; l < KG_NR; l++) {
+        at[l] = l < ncols && cl < j->gvalid ? r * j->rs + cl * j->cs : -1;
+        if (++cl == j->gw) cl = 0, r++;
+    }
+}
+
 static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
     const kg_gemm *j = x->j;
     const int64_t M = j->M, N = j->N, K = j->K, mpan = (M + KG_MR - 1) / KG_MR;
@@ -947,11 +958,7 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
 
                 /* Otherwise each column's place in C (-1: dropped), once a panel. */
                 int64_t at[KG_NR];
-                if (!direct)
-                    for (int64_t l = 0, r = q / j->gw, cl = col; l < KG_NR; l++) {
-                        at[l] = l < ncols && cl < j->gvalid ? r * j->rs + cl * j->cs : -1;
-                        if (++cl == j->gw) cl = 0, r++;
-                    }
+                if (!direct) KG_F(panel_places)(j, q, ncols, at);
                 for (int64_t i = i0; i < i1; i++) {
                     const int mr = (int)(M - i * KG_MR < KG_MR ? M - i * KG_MR : KG_MR);
                     const float *ap = apg + i * KG_MR * K + k0 * KG_MR;
@@ -992,18 +999,14 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
          * the tile) run at 10 GMAC/s, 5% of det's forward. */
         for (int64_t q = q0; q < q1; q += KG_NR) {
             if (KG_F(panel_in_c)(j, q, q1)) continue;
-            const int64_t qe = q + KG_NR < q1 ? q + KG_NR : q1;
-            /* the panel's output columns: their tile column, their place in a row of C */
-            int64_t tc[KG_NR], at[KG_NR], na = 0;
-            for (int64_t u = q, row = q / j->gw, col = q % j->gw; u < qe; u++) {
-                if (col < j->gvalid) tc[na] = u - q0, at[na++] = row * j->rs + col * j->cs;
-                if (++col == j->gw) col = 0, row++;
-            }
+            int64_t at[KG_NR];
+            KG_F(panel_places)(j, q, (q + KG_NR < q1 ? q + KG_NR : q1) - q, at);
             for (int64_t i = i0; i < i1; i++)
                 for (int r = 0; r < KG_MR && i * KG_MR + r < M; r++) {
-                    const float *t = tile + ((i - i0) * KG_MR + r) * x->ldt;
+                    const float *t = tile + ((i - i0) * KG_MR + r) * x->ldt + (q - q0);
                     float *cm = c + j->crow[i * KG_MR + r];
-                    for (int64_t l = 0; l < na; l++) cm[at[l]] = t[tc[l]];
+                    for (int64_t l = 0; l < KG_NR; l++)
+                        if (at[l] >= 0) cm[at[l]] = t[l];
                 }
         }
         return;

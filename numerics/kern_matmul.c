@@ -16,7 +16,11 @@
  * as B^T (mpx_k_gemm); below, the product is taken as Y^T = B A'^T. */
 enum { GEMM_KEPT_T_MIN_M = 16 };
 
-/* Y (M x N, row-major, zero on entry) = A B, with A[i][k] = A[i * ars + k * acs]
+/* Whether mm_run_t takes a product of K terms to the GEMM core (which writes
+ * every value of Y) rather than the row updates (which add into Y). */
+static bool mm_on_core(const mpx_kctx *c, int64_t K) { return K > 0 && kg_mode_of(&c->acc) >= 0; }
+
+/* Y (M x N, row-major, zero on entry unless mm_on_core) = A B, with A[i][k] = A[i * ars + k * acs]
  * and B row-major K x N, or with b_ldt (and b_owner; the GEMM core's
  * accumulations only) B given as its transpose (kg_gemm.b_ldt). a_owner,
  * b_owner: the constant whose own values A (B) are (the GEMM core keeps
@@ -25,8 +29,7 @@ static mpx_status mm_run_t(const mpx_kctx *c, int64_t M, int64_t N, int64_t K, c
                            int64_t acs, const float *B, int64_t b_ldt, float *Y, mpx_tensor *a_owner,
                            mpx_tensor *b_owner) {
     if (M == 0 || N == 0) return MPX_OK;
-    const int mode = kg_mode_of(&c->acc);
-    if (mode >= 0 && K > 0) {
+    if (mm_on_core(c, K)) {
         int64_t *boff = NULL, *crow = NULL;
         mpx_status st = kn_scratch(c, (size_t)K, sizeof *boff, (void **)&boff);
         if (!st) st = kn_scratch(c, (size_t)M, sizeof *crow, (void **)&crow);
@@ -35,7 +38,7 @@ static mpx_status mm_run_t(const mpx_kctx *c, int64_t M, int64_t N, int64_t K, c
             for (int64_t i = 0; i < M; i++) crow[i] = i * N;
             kg_gemm g = {.M = M, .N = N, .K = K, .G = 1, .a = A, .ams = ars, .aks = acs,
                          .b = B, .boff = boff, .c = Y, .crow = crow,
-                         .gw = N, .gvalid = N, .rs = 0, .cs = 1, .mode = (kg_mode)mode,
+                         .gw = N, .gvalid = N, .rs = 0, .cs = 1, .mode = (kg_mode)kg_mode_of(&c->acc),
                          .f16 = mpx_k_f16_operands(c), .a_owner = a_owner,
                          .b_owner = b_owner, .b_ldt = b_ldt};
             if (kg_gemm_run(&g) != KG_DONE)
@@ -81,15 +84,13 @@ static mpx_status mm_run(const mpx_kctx *c, int64_t M, int64_t N, int64_t K, con
     return mm_run_t(c, M, N, K, A, ars, acs, B, 0, Y, a_owner, b_owner);
 }
 
-/* The product's buffer. Where the GEMM core takes it (K > 0, an
- * accumulation it runs) every value is written by its first K block, so
- * the buffer is not cleared first (ViT-B/16's MLP products are 2.4 MB
- * each); the row updates (blocked or fp8 accumulation) add into zeros,
- * and K = 0 leaves the zeros as the result. */
+/* The product's buffer. On the GEMM core every value is written by its
+ * first K block, so the buffer is not cleared first (ViT-B/16's MLP
+ * products are 2.4 MB each); the row updates (blocked or fp8 accumulation)
+ * add into zeros, and K = 0 leaves the zeros as the result. */
 static mpx_status mm_alloc(const mpx_kctx *c, mpx_value *out, mpx_dtype dt, int rank, const int64_t *dims,
                            int64_t K) {
-    return K > 0 && kg_mode_of(&c->acc) >= 0 ? mpx_k_alloc_raw(c, out, dt, rank, dims)
-                                             : mpx_k_alloc(c, out, dt, rank, dims);
+    return mm_on_core(c, K) ? mpx_k_alloc_raw(c, out, dt, rank, dims) : mpx_k_alloc(c, out, dt, rank, dims);
 }
 
 /* Gemm: Y = alpha * A' B' + beta * C, A' = transA ? A^T : A (likewise B');
@@ -153,9 +154,8 @@ mpx_status mpx_k_gemm(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
      * below). The transposes of A and Y around Y^T = B A'^T had made
      * ViT-B/16's 197 x 768 by 768 x 768 out-projections 37 GMAC/s against
      * 54 for its MatMuls. */
-    mpx_tensor *b_own = tb && M >= GEMM_KEPT_T_MIN_M && N >= 2 && K > 0 && kg_mode_of(&c->acc) >= 0
-                            ? mpx_k_value_owner(c, 1, b->f)
-                            : NULL;
+    mpx_tensor *b_own =
+        tb && M >= GEMM_KEPT_T_MIN_M && N >= 2 && mm_on_core(c, K) ? mpx_k_value_owner(c, 1, b->f) : NULL;
     if (b_own) {
         st = mm_run_t(c, M, N, K, a->f, ta ? 1 : K, ta ? M : 1, b->f, K, y, NULL, b_own);
         if (st) goto fail;
