@@ -4,7 +4,7 @@
  * on stdout (times in ms, every repetition listed, and their median).
  *
  * usage: mpx_bench <model> <AxBxC> <mode> [--image page|line] [--seed N]
- *                  [--repeat N] [--warmup N] [--out x.npy]
+ *                  [--repeat N] [--warmup N] [--top N] [--out x.npy]
  * modes:
  *   input    write the input (--out x.npy) for ONNX Runtime, nothing timed
  *   fp32     the fp32 reference forward: mpx_run_graph with no assignment,
@@ -34,7 +34,8 @@
  *            late-layer recolour away from the cache's state)
  *   profile  (development) time per node and per op type of the fp32
  *            reference (or with --acc16 the acc16 run), nodes run one by one
- *            through mpx_exec_node, to stderr
+ *            through mpx_exec_node, to stderr (the slowest --top N nodes,
+ *            40 by default)
  * The input is a seeded synthetic text image (--image, the default page for
  * a 4-D input of height > 64, else a line) as tests/mpx_run_model.c makes it
  * (copied here: that file is a test program), or uniform [-1, 1) with
@@ -239,7 +240,7 @@ static void fp32_bound(const mpx_graph *g, double *weights_mb, double *live_mb) 
     *live_mb = (double)peak / 1048576.0;
 }
 
-static int profile(bench *b, const mpx_assign *a) {
+static int profile(bench *b, const mpx_assign *a, int top) {
     mpx_error err;
     mpx_error_clear(&err);
     const mpx_graph *g = b->g;
@@ -289,7 +290,7 @@ static int profile(bench *b, const mpx_assign *a) {
         fprintf(stderr, "  %-20s %8.1f ms %5.1f%%  %8.3f GMAC  %6.2f GMAC/s\n", types[k], tms[k],
                 100 * tms[k] / total, tmacs[k] / 1e9, tms[k] > 0 ? tmacs[k] / 1e6 / tms[k] : 0.0);
     /* the slowest nodes */
-    for (int shown = 0; shown < 40; shown++) {
+    for (int shown = 0; shown < top; shown++) {
         int best = -1;
         for (int i = 0; i < g->n_nodes; i++)
             if (node_ms[i] >= 0 && (best < 0 || node_ms[i] > node_ms[best])) best = i;
@@ -318,7 +319,7 @@ int main(int argc, char **argv) {
     mpx_numerics_init(); /* constant folding runs the kernels */
     mpx_numerics_keep_memory(); /* runs again and again: keep freed activations */
     const char *pos[3] = {0}, *out = NULL;
-    int n_pos = 0, repeat = 3, warmup = 1;
+    int n_pos = 0, repeat = 3, warmup = 1, top = 40;
     bool acc16 = false;
     unsigned long long seed = 20240601;
     image_kind image = IMAGE_AUTO;
@@ -326,6 +327,7 @@ int main(int argc, char **argv) {
         if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) repeat = atoi(argv[++i]);
         else if (strcmp(argv[i], "--warmup") == 0 && i + 1 < argc) warmup = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--top") == 0 && i + 1 < argc) top = atoi(argv[++i]);
         else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) out = argv[++i];
         else if (strcmp(argv[i], "--acc16") == 0) acc16 = true;
         else if (strcmp(argv[i], "--image") == 0 && i + 1 < argc) {
@@ -347,7 +349,7 @@ int main(int argc, char **argv) {
     if (rank < 0 || !known || repeat < 1 || warmup < 0 || (int)image < 0 ||
         (strcmp(mode, "input") == 0 && !out)) {
         fprintf(stderr, "usage: mpx_bench <model> <AxBxC> input|fp32|report|report1|acc16|rerun|profile "
-                        "[--image page|line|none] [--seed N] [--repeat N] [--warmup N] [--out x.npy]\n");
+                        "[--image page|line|none] [--seed N] [--repeat N] [--warmup N] [--top N] [--out x.npy]\n");
         return 2;
     }
 
@@ -404,7 +406,7 @@ int main(int argc, char **argv) {
         if (!(a = plan_assign(g, NULL, &mpx_format_fp16, &err))) return fail("plan fp16", &err);
         if (!(a2 = plan_assign(g, rules, &mpx_format_fp16, &err))) return fail("plan", &err);
     }
-    if (strcmp(mode, "profile") == 0) return profile(&b, a);
+    if (strcmp(mode, "profile") == 0) return profile(&b, a, top);
 
     b.ms = calloc((size_t)repeat, sizeof *b.ms);
     if (!b.ms) return 1;

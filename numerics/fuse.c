@@ -184,13 +184,14 @@ typedef struct fin {
 } fin;
 
 /* The ops a plain chain runs without the executor (run_direct). */
-typedef enum fop { FOP_NONE, FOP_ADD, FOP_SUB, FOP_MUL, FOP_DIV, FOP_CLIP, FOP_RELU } fop;
+typedef enum fop { FOP_NONE, FOP_ADD, FOP_SUB, FOP_MUL, FOP_DIV, FOP_CLIP, FOP_RELU, FOP_SIGMOID, FOP_BN } fop;
 
 typedef struct fnode {
     const mpx_node *n;
     bool skip;         /* a Constant node inside the span: not run */
     fop op;            /* run_direct's op (FOP_NONE: the group runs through the executor) */
     float lo, hi;      /* Clip's bounds */
+    float eps;         /* BatchNormalization's epsilon */
     fin in[8];
     bool out_needed;
     mpx_dtype dt;      /* the output's dtype, as the first tile's kernel set it */
@@ -236,7 +237,8 @@ static void view(mpx_value *v, mpx_dtype dt, float *data, int64_t n, int rank) {
 /* ---- a plain fp32 chain, without the executor ------------------------------------------
  * Why: where nothing is rounded (the fp32 forward, a comparison's reference)
  * and every node is an IEEE operation per element (Add, Sub, Mul, Div, Clip,
- * Relu), the executor's per-node, per-tile step (views, kernel lookup,
+ * Relu; Sigmoid and inference BatchNormalization through the functions
+ * their kernels run), the executor's per-node, per-tile step (views, kernel lookup,
  * output values) and the tile's trips through L2 cost more than the
  * arithmetic: rec's forward spent a quarter of its time in these chains
  * (PP-LCNetV3's affine blocks and hard-swish, eight nodes after every
@@ -272,7 +274,7 @@ static void direct_op(fop op, float lo, float hi, const float *a, int64_t sa, co
     case FOP_RELU:
         for (int64_t i = 0; i < n; i++) y[i] = a[i * sa] < 0.0f ? 0.0f : a[i * sa];
         break;
-    case FOP_NONE: break;
+    case FOP_SIGMOID: case FOP_BN: case FOP_NONE: break; /* (run_direct's own calls) */
     }
 #undef DROW
 }
@@ -284,9 +286,9 @@ static void run_direct(fgroup *f, int tid, int64_t start, int64_t len) {
         for (int k = 0; k < f->count; k++) {
             const fnode *fn = &f->nodes[k];
             if (fn->skip) continue;
-            const float *src[2] = {NULL, NULL};
-            int64_t step[2] = {0, 0};
-            const int nin = fn->op == FOP_CLIP || fn->op == FOP_RELU ? 1 : 2;
+            const float *src[5] = {NULL};
+            int64_t step[5] = {0};
+            const int nin = fn->op == FOP_BN ? 5 : fn->op == FOP_CLIP || fn->op == FOP_RELU || fn->op == FOP_SIGMOID ? 1 : 2;
             for (int j = 0; j < nin; j++) {
                 const fin *in = &fn->in[j];
                 if (!in->ext) {
@@ -302,7 +304,12 @@ static void run_direct(fgroup *f, int tid, int64_t start, int64_t len) {
                 }
             }
             float *y = fn->out_needed ? f->outs[k].f + at : buf + k * FUSE_BLOCK;
-            direct_op(fn->op, fn->lo, fn->hi, src[0], step[0], src[1], step[1], y, n);
+            if (fn->op == FOP_SIGMOID) /* (its input is a run: a member's or a full operand) */
+                mpx_k_sigmoid_map(src[0], y, n);
+            else if (fn->op == FOP_BN) /* X, then scale, B, mean, var: one value over the tile */
+                mpx_k_bn_row(src[0], y, n, *src[3], *src[4], fn->eps, *src[1], *src[2]);
+            else
+                direct_op(fn->op, fn->lo, fn->hi, src[0], step[0], src[1], step[1], y, n);
         }
     }
 }
@@ -320,6 +327,11 @@ static fop direct_of(const fgroup *f, const fnode *fn) {
     case MPX_OP_Mul: return n->n_inputs == 2 ? FOP_MUL : FOP_NONE;
     case MPX_OP_Div: return n->n_inputs == 2 ? FOP_DIV : FOP_NONE;
     case MPX_OP_Relu: return n->n_inputs == 1 ? FOP_RELU : FOP_NONE;
+    case MPX_OP_Sigmoid: return n->n_inputs == 1 && (!fn->in[0].ext || fn->in[0].o.full) ? FOP_SIGMOID : FOP_NONE;
+    case MPX_OP_BatchNormalization: /* inference (node_ok): X a run, the parameters per channel */
+        for (int j = 1; j < 5; j++)
+            if (!fn->in[j].ext || fn->in[j].scalar) return FOP_NONE;
+        return n->n_inputs == 5 && (!fn->in[0].ext || fn->in[0].o.full) ? FOP_BN : FOP_NONE;
     case MPX_OP_Clip:
         for (int j = 1; j < n->n_inputs; j++)
             if (n->inputs[j] && (!fn->in[j].ext || fn->in[j].ext->n != 1)) return FOP_NONE;
@@ -468,6 +480,7 @@ mpx_status mpx_fuse_run(const mpx_graph *g, const mpx_assign *a, int first, int 
         if (fn->skip) continue;
         fn->op = direct_of(&f, fn);
         f.direct = fn->op != FOP_NONE;
+        if (fn->op == FOP_BN) fn->eps = mpx_node_attr_float(fn->n, "epsilon", 1e-5f);
         if (fn->op == FOP_CLIP) {
             const mpx_node *n = fn->n;
             mpx_k_clip_bounds(n, n->n_inputs > 1 && n->inputs[1] ? fn->in[1].ext : NULL,

@@ -98,7 +98,7 @@ __attribute__((target("avx2,fma"))) static void sigmoid_avx2(const float *x, flo
 }
 #endif
 
-static void sigmoid_map(const float *x, float *y, int64_t n) {
+void mpx_k_sigmoid_map(const float *x, float *y, int64_t n) {
 #if defined(__x86_64__) && defined(__GNUC__)
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
         sigmoid_avx2(x, y, n);
@@ -148,7 +148,7 @@ static void map_float(uop op, const uparam *p, const float *x, float *y, int64_t
     case U_SELU: MAP(v > 0.0f ? g * v : g * (a * expf(v) - a));
     case U_CELU: MAP(v != v ? v : fmaxf(0.0f, v) + fminf(0.0f, a * (expf(v / a) - 1.0f)));
     case U_THRESHOLDED_RELU: MAP(v > a ? v : 0.0f);
-    case U_SIGMOID: sigmoid_map(x, y, n); break;
+    case U_SIGMOID: mpx_k_sigmoid_map(x, y, n); break;
     case U_HARD_SIGMOID: {
         for (int64_t k = 0; k < n; k++) {
             float t = a * x[k] + b;

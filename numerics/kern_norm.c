@@ -44,12 +44,16 @@ typedef struct bn_job {
     int64_t C, S, rows, per;
 } bn_job;
 
+void mpx_k_bn_row(const float *x, float *y, int64_t n, float mean, float var, float eps, float scale, float bias) {
+    bn_row(x, y, n, mean, sqrtf(var + eps), scale, bias);
+}
+
 static void bn_rows(void *ctx, int tid, long item) {
     (void)tid;
     const bn_job *b = ctx;
     for (int64_t r = item * b->per; r < (item + 1) * b->per && r < b->rows; r++) {
         const int64_t ch = r % b->C;
-        bn_row(b->x + r * b->S, b->y + r * b->S, b->S, b->mean[ch], sqrtf(b->var[ch] + b->eps), b->scale[ch],
+        mpx_k_bn_row(b->x + r * b->S, b->y + r * b->S, b->S, b->mean[ch], b->var[ch], b->eps, b->scale[ch],
                b->bias[ch]);
     }
 }

@@ -725,15 +725,24 @@ static void test_fused_chain(void) {
     for (int k = 0; k < 3; k++) mpx_value_free(&in[k]);
     mpx_graph_free(g);
 
-    /* A plain fp32 chain of Mul, Add, Clip, Div, Sub and Relu runs without
-     * the executor (fuse.c's run_direct): per-channel and one-value
-     * operands, a whole outside input, an intermediate someone else reads
-     * (t3, by the Transpose), NaN, infinities and -0 among the inputs; the
-     * same bits as node by node, whole and streamed, under fp32 and
-     * (through the executor) under fp16. */
+    /* A plain fp32 chain of Mul, Add, Clip, Div, Sub, Relu, Sigmoid and
+     * BatchNormalization runs without the executor (fuse.c's run_direct):
+     * per-channel and one-value operands, a whole outside input, an
+     * intermediate someone else reads (t3, by the Transpose), NaN,
+     * infinities, -0 and values past Sigmoid's fast range (|x| > 80)
+     * among the inputs; the same bits as node by node, whole and
+     * streamed, under fp32 and (through the executor) under fp16. (The
+     * chain above runs this way too under fp32, and through the executor
+     * under fp16 and bf16.) */
     g = mpx_graph_new("t.json");
     g->opset = 13;
-    node(g, "m1", "Mul", "x:f:1x8x128x128 s:f:1x8x1x1", "t1", "");
+    node(g, "bn", "BatchNormalization",
+         "x:f:1x8x128x128 bsc=f[1,2,0.5,1.5,3,0.25,1,-2] bbi=f[0,1,-1,0.5,2,-2,0,3] "
+         "bmu=f[0.1,-0.2,0.3,0,1,-1,0.5,0] bva=f[1,2,0.5,4,1,0.25,3,0]",
+         "b", "epsilon=0.001");
+    node(g, "sg", "Sigmoid", "b", "sgo", "");
+    node(g, "sw", "Mul", "b sgo", "t0", "");
+    node(g, "m1", "Mul", "t0 s:f:1x8x1x1", "t1", "");
     node(g, "a1", "Add", "t1 bi#f:1x8x1x1", "t2", "");
     node(g, "a2", "Add", "t2 three=f3", "t3", "");
     node(g, "cl", "Clip", "t3 lo=f0 hi=f6", "t4", "");
@@ -744,9 +753,10 @@ static void test_fused_chain(void) {
     node(g, "m3", "Mul", "t8 t2", "t9", "");
     node(g, "tr", "Transpose", "t3", "ht", "perm=[0,1,3,2]");
     finish(g, "t9 ht");
-    CHECK(mpx_fuse_span(g, 0) == 9);
+    CHECK(mpx_fuse_span(g, 0) == 12);
     chain_inputs(in, 21);
     in[0].f[5] = NAN, in[0].f[77] = INFINITY, in[0].f[999] = -INFINITY, in[0].f[1234] = -0.0f;
+    in[0].f[2000] = 95.0f, in[0].f[2017] = -300.0f, in[0].f[3000] = -85.0f;
     in[2].f[6] = NAN, in[2].f[4321] = -0.0f;
     check_fused(g, NULL, in, "plain chain");
     check_fused(g, &mpx_format_fp16, in, "plain chain");
