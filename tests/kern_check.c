@@ -292,6 +292,8 @@ static void conv_case(int idx, bool transpose, bool big) {
     }
     p.pt = p.nsp == 2 ? rnd(0, 3) : 0, p.pb = p.nsp == 2 ? rnd(0, 3) : 0;
     p.pl = rnd(0, 3), p.pr = rnd(0, 3);
+    if (!transpose && mpx_rng_unit(&rng) < 0.05) /* the fill's rare paths: a column phase past 8, pads past 8 */
+        p.sw = rnd(9, 10), p.pl = rnd(8, 11);
     if (mpx_rng_unit(&rng) < 0.3) p.pt = p.pb = p.pl = p.pr = 0;
     if (transpose && mpx_rng_unit(&rng) < 0.7) p.pt = p.pb = p.pl = p.pr = 0;
     p.bias = mpx_rng_unit(&rng) < 0.6;
