@@ -73,6 +73,13 @@ typedef int32_t v8i __attribute__((vector_size(32)));
 #define KG_EVENS(a, b) __builtin_shuffle(a, b, (v8i){0, 2, 4, 6, 8, 10, 12, 14})
 #endif
 
+/* Lanes of a and b (0-7 a's, 8-15 b's) in the order the eight indices give. */
+#if defined(__clang__)
+#define KG_SHUF(a, b, i0, i1, i2, i3, i4, i5, i6, i7) __builtin_shufflevector(a, b, i0, i1, i2, i3, i4, i5, i6, i7)
+#else
+#define KG_SHUF(a, b, i0, i1, i2, i3, i4, i5, i6, i7) __builtin_shuffle(a, b, (v8i){i0, i1, i2, i3, i4, i5, i6, i7})
+#endif
+
 /* The vector helpers the inner loops use (ld8, st8, splat, rne8) are defined
  * in kern_gemm_body.h, once per build: a helper compiled for the baseline ISA
  * and inlined into AVX2 code keeps its baseline lowering (a broadcast became
@@ -1212,13 +1219,18 @@ KG_ITEM_FN(kg_dw_fn, dw_item)
  * zero strip has them, so the same bits. */
 typedef void (*kg_row_fn)(int64_t K, const float *w16, const float *p, const int64_t *off, int64_t step,
                           int64_t n, const float *bias16, float *out16);
+typedef void (*kg_in_fn)(const float *const *xs, int64_t nc, int64_t H, int64_t W, float *p, int64_t Wp,
+                         int64_t pt, int64_t pl);
+typedef void (*kg_out_fn)(const float *y16, int64_t n, int64_t nc, float *const *ys);
 
 typedef struct kg_dw16 {
     const kg_dw *j;
     int64_t Hp, Wp;     /* padded input */
     const int64_t *off; /* [K]: each tap's place in it, from an output's first */
-    kg_row_fn row;      /* taps16_row of the build the CPU takes */
-    float *buf[8];      /* per thread: the padded input, then the weights */
+    kg_row_fn row;      /* taps16_row, lanes_in and lanes_out of the build the CPU takes */
+    kg_in_fn in;
+    kg_out_fn out;
+    float *buf[8];      /* per thread: the padded input, the weights, the output's lanes */
 } kg_dw16;
 
 enum { KG_DW16_MAX_OW = 23 }; /* narrow maps: outputs up to this wide */
@@ -1233,27 +1245,19 @@ static void kg_dw16_fn(void *ctx, int tid, long item) {
     float *p = d->buf[tid], *wt = p + d->Hp * Wp * 16;
     memset(p, 0, (size_t)(d->Hp * Wp * 16) * sizeof *p);
     memset(wt, 0, (size_t)(K * 16) * sizeof *wt);
-    /* Channels into lanes a position at a time (16 contiguous stores), and
-     * a row of outputs back a channel at a time: stores of 16 floats 4 KiB
-     * apart, one a value, had cost as much as the taps (MobileNetV3). */
+    float *o16 = wt + K * 16;
     const float *xs[16];
-    for (int64_t l = 0; l < nc; l++) xs[l] = v->x + (c0 + l) * v->H * v->W;
-    for (int64_t ih = 0; ih < v->H; ih++)
-        for (int64_t iw = 0; iw < v->W; iw++) {
-            float *dst = p + ((ih + v->pt) * Wp + iw + v->pl) * 16;
-            for (int64_t l = 0; l < nc; l++) dst[l] = xs[l][ih * v->W + iw];
-        }
+    float *ys[16];
+    for (int64_t l = 0; l < nc; l++) xs[l] = v->x + (c0 + l) * v->H * v->W, ys[l] = j->y + (c0 + l) * j->yc;
+    d->in(xs, nc, v->H, v->W, p, Wp, v->pt, v->pl);
     for (int64_t l = 0; l < nc; l++)
         for (int64_t k = 0; k < K; k++) wt[k * 16 + l] = j->w[(c0 + l) * K + k];
-    float bias16[16] = {0}, rowbuf[KG_DW16_MAX_OW * 16];
+    float bias16[16] = {0};
     for (int64_t l = 0; j->bias && l < nc; l++) bias16[l] = j->bias[c0 + l];
-    for (int64_t oh = 0; oh < v->OH; oh++) {
-        d->row(K, wt, p + oh * v->sh * Wp * 16, d->off, v->sw * 16, j->OW, j->bias ? bias16 : NULL, rowbuf);
-        for (int64_t l = 0; l < nc; l++) {
-            float *yr = j->y + (c0 + l) * j->yc + oh * j->OW;
-            for (int64_t ow = 0; ow < j->OW; ow++) yr[ow] = rowbuf[ow * 16 + l];
-        }
-    }
+    for (int64_t oh = 0; oh < v->OH; oh++)
+        d->row(K, wt, p + oh * v->sh * Wp * 16, d->off, v->sw * 16, j->OW, j->bias ? bias16 : NULL,
+               o16 + oh * j->OW * 16);
+    d->out(o16, v->OH * j->OW, nc, ys);
 }
 
 bool kg_dw_run(const kg_dw *j) {
@@ -1272,8 +1276,10 @@ bool kg_dw_run(const kg_dw *j) {
         bool ok = off != NULL;
         for (int64_t k = 0; ok && k < K; k++) off[k] = ((k / v->KW) * v->dh * d.Wp + (k % v->KW) * v->dw) * 16;
         d.off = off, d.row = KG_PICK(kg_row_fn, taps16_row);
+        d.in = KG_PICK(kg_in_fn, lanes_in), d.out = KG_PICK(kg_out_fn, lanes_out);
         for (int t = 0; ok && t < nt; t++)
-            ok = (d.buf[t] = malloc((size_t)(d.Hp * d.Wp * 16 + K * 16) * sizeof(float))) != NULL;
+            ok = (d.buf[t] = malloc((size_t)(d.Hp * d.Wp * 16 + K * 16 + v->OH * j->OW * 16) * sizeof(float))) !=
+                 NULL;
         if (ok) mpx_k_parallel(items, nt, kg_dw16_fn, &d);
         for (int t = 0; t < 8; t++) free(d.buf[t]);
         free(off);

@@ -1127,6 +1127,71 @@ static KG_TARGET void KG_F(taps16_row)(int64_t K, const float *w16, const float 
     for (; o < n; o++) KG_F(lanes16)(false, K, w16, p + o * step, off, bias16, out16 + o * 16);
 }
 
+/* r[0..8) as the rows of an 8 x 8 matrix, transposed in place (unpack,
+ * pairs, halves: what the AVX2 instructions do in three steps). */
+static inline KG_TARGET __attribute__((always_inline)) void KG_F(tr8)(v8f *r) {
+    v8f a[8], b[8];
+    for (int i = 0; i < 8; i += 2) {
+        a[i] = KG_SHUF(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+        a[i + 1] = KG_SHUF(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+    }
+    for (int i = 0; i < 8; i += 4)
+        for (int h = 0; h < 2; h++) {
+            b[i + 2 * h] = KG_SHUF(a[i + h], a[i + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+            b[i + 2 * h + 1] = KG_SHUF(a[i + h], a[i + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+        }
+    for (int i = 0; i < 4; i++) {
+        r[i] = KG_SHUF(b[i], b[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+        r[i + 4] = KG_SHUF(b[i], b[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+    }
+}
+
+/* The narrow depthwise path's moves into and out of the lanes (kern_gemm.c
+ * kg_dw16_fn), by the channel planes' flat positions, 8 channels x 8
+ * positions a register transpose: by rows, a 7 x 7 or 14 x 14 map's rows
+ * were mostly tails (an 8 x 8 transpose a row made MobileNetV3-Small
+ * slower), and a value at a time the moves cost as much as the taps.
+ * In: channel l's H x W plane xs[l] (nc of 16) to p[((ih + pt) Wp + iw +
+ * pl) 16 + l]; out: y16[q 16 + l] to ys[l][q] for q < n. Lanes past nc are
+ * not touched. */
+static KG_TARGET void KG_F(lanes_in)(const float *const *xs, int64_t nc, int64_t H, int64_t W, float *p,
+                                     int64_t Wp, int64_t pt, int64_t pl) {
+    for (int64_t c0 = 0; c0 < nc; c0 += 8) {
+        const int64_t n8 = nc - c0 < 8 ? nc - c0 : 8;
+        int64_t q = 0, ih = 0, iw = 0;
+        if (n8 == 8)
+            for (; q + 8 <= H * W; q += 8) {
+                v8f r[8];
+                for (int l = 0; l < 8; l++) r[l] = KG_F(ld8)(xs[c0 + l] + q);
+                KG_F(tr8)(r);
+                for (int t = 0; t < 8; t++) {
+                    KG_F(st8)(p + ((ih + pt) * Wp + iw + pl) * 16 + c0, r[t]);
+                    if (++iw == W) iw = 0, ih++;
+                }
+            }
+        for (; q < H * W; q++) {
+            for (int64_t l = 0; l < n8; l++) p[((ih + pt) * Wp + iw + pl) * 16 + c0 + l] = xs[c0 + l][q];
+            if (++iw == W) iw = 0, ih++;
+        }
+    }
+}
+
+static KG_TARGET void KG_F(lanes_out)(const float *y16, int64_t n, int64_t nc, float *const *ys) {
+    for (int64_t c0 = 0; c0 < nc; c0 += 8) {
+        const int64_t n8 = nc - c0 < 8 ? nc - c0 : 8;
+        int64_t q = 0;
+        if (n8 == 8)
+            for (; q + 8 <= n; q += 8) {
+                v8f r[8];
+                for (int t = 0; t < 8; t++) r[t] = KG_F(ld8)(y16 + (q + t) * 16 + c0);
+                KG_F(tr8)(r);
+                for (int l = 0; l < 8; l++) KG_F(st8)(ys[c0 + l] + q, r[l]);
+            }
+        for (; q < n; q++)
+            for (int64_t l = 0; l < n8; l++) ys[c0 + l][q] = y16[q * 16 + c0 + l];
+    }
+}
+
 static KG_TARGET void KG_F(mv16)(int64_t K, const float *a16, const float *b, const int64_t *boff,
                                  const float *bias16, float *out16) {
     KG_F(lanes16)(true, K, a16, b, boff, bias16, out16);
