@@ -73,6 +73,10 @@ typedef int32_t v8i __attribute__((vector_size(32)));
 #define KG_EVENS(a, b) __builtin_shuffle(a, b, (v8i){0, 2, 4, 6, 8, 10, 12, 14})
 #endif
 
+/* Sums of at most this many terms (a K block) take a row panel at a time
+ * across a chunk's panels where C's rows are runs (gemm_item). */
+enum { KG_ROWS_FIRST_KC = 64 };
+
 /* Lanes of a and b (0-7 a's, 8-15 b's) in the order the eight indices give. */
 #if defined(__clang__)
 #define KG_SHUF(a, b, i0, i1, i2, i3, i4, i5, i6, i7) __builtin_shufflevector(a, b, i0, i1, i2, i3, i4, i5, i6, i7)

@@ -950,7 +950,30 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
                 }
                 continue;
             }
-            for (int64_t q = qa; q < qb; q += KG_NR) {
+            int64_t qs = qa;
+            if (KG_SIMD < 2 && kc <= KG_ROWS_FIRST_KC && j->cs == 1 && j->gw == j->gvalid &&
+                (j->N <= j->gw || j->rs == j->gw)) {
+                /* C's rows are runs and the sums short (a 1x1 convolution
+                 * with few input channels): a row panel at a time across the
+                 * chunk's whole panels, so that each of its rows is written
+                 * as one run. Panel by panel the 6 rows of every row panel
+                 * took 64 bytes each, a 1x1 convolution's 96 rows 96 places
+                 * far apart, and its stores waited on memory. */
+                const int64_t qe = qa + (qb - qa) / KG_NR * KG_NR;
+                for (int64_t i = i0; i < i1; i++) {
+                    const int mr = (int)(M - i * KG_MR < KG_MR ? M - i * KG_MR : KG_MR);
+                    const float *ap = apg + i * KG_MR * K + k0 * KG_MR;
+                    const int64_t *crow = j->crow + i * KG_MR;
+                    const float *bi = bs ? bs + i * KG_MR : NULL;
+                    float *cr[KG_MR];
+                    for (int64_t q = qa; q < qe; q += KG_NR) {
+                        for (int r = 0; r < mr; r++) cr[r] = c + crow[r] + q;
+                        ukrs[mr - 1](kc, ap, bch + (q - qa) * kc, cr, first, bi);
+                    }
+                }
+                qs = qe;
+            }
+            for (int64_t q = qs; q < qb; q += KG_NR) {
                 const int64_t ncols = qb - q < KG_NR ? qb - q : KG_NR;
                 const float *bpp = bch + (q - qa) * kc;
                 const int64_t col = q % j->gw, cq = (q / j->gw) * j->rs + col * j->cs;
