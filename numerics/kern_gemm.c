@@ -77,6 +77,22 @@ typedef int32_t v8i __attribute__((vector_size(32)));
  * across a chunk's panels where C's rows are runs (gemm_item). */
 enum { KG_ROWS_FIRST_KC = 64 };
 
+/* Row panel i of a GEMM item at K block k0 (gemm_item): its rows, its A
+ * terms from the block's first, its rows' places in C, its bias (NULL: none). */
+typedef struct kg_rows {
+    int mr;
+    const float *ap, *bi;
+    const int64_t *crow;
+} kg_rows;
+
+static inline kg_rows kg_rows_of(const kg_gemm *j, const float *apg, int64_t k0, const float *bs, int64_t i) {
+    const int64_t M = j->M, K = j->K;
+    return (kg_rows){.mr = (int)(M - i * KG_MR < KG_MR ? M - i * KG_MR : KG_MR),
+                     .ap = apg + i * KG_MR * K + k0 * KG_MR,
+                     .bi = bs ? bs + i * KG_MR : NULL,
+                     .crow = j->crow + i * KG_MR};
+}
+
 /* Lanes of a and b (0-7 a's, 8-15 b's) in the order the eight indices give. */
 #if defined(__clang__)
 #define KG_SHUF(a, b, i0, i1, i2, i3, i4, i5, i6, i7) __builtin_shufflevector(a, b, i0, i1, i2, i3, i4, i5, i6, i7)

@@ -132,7 +132,17 @@
  * every call (ViT-B/16's out-projections 37 -> 62 GMAC/s). Tried and
  * dropped there: K blocks of 64 terms instead of 128, so that a 64-row A
  * block stays in L1 beside its B panel (BERT-style's 64 x 768 x 3072
- * product no faster). */
+ * product no faster).
+ *
+ * Fourteenth session (the same AMD EPYC): where C's rows are runs and a K
+ * block has at most 64 terms (1x1 convolutions with few input channels),
+ * the AVX2 and portable builds take a row panel at a time across a chunk's
+ * panels, so each C row is written as one run (panel by panel a 16 -> 96
+ * 1x1 convolution's stores went to 96 places far apart); the convolution
+ * fill reads its input rows in order and writes the row pads as vectors
+ * (two memset calls a row were a third of a stride-2 fill); the narrow
+ * depthwise path moves channels into and out of the lanes with 8 x 8
+ * register transposes over the planes' flat positions. */
 #ifndef MPX_KERN_GEMM_H
 #define MPX_KERN_GEMM_H
 

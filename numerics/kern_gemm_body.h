@@ -951,8 +951,9 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
                 continue;
             }
             int64_t qs = qa;
-            if (KG_SIMD < 2 && kc <= KG_ROWS_FIRST_KC && j->cs == 1 && j->gw == j->gvalid &&
-                (j->N <= j->gw || j->rs == j->gw)) {
+            /* Where C's rows are runs (a MatMul's, a 1x1 convolution's) */
+            const bool runs = j->cs == 1 && j->gw == j->gvalid && (j->N <= j->gw || j->rs == j->gw);
+            if (KG_SIMD < 2 && kc <= KG_ROWS_FIRST_KC && runs) {
                 /* C's rows are runs and the sums short (a 1x1 convolution
                  * with few input channels): a row panel at a time across the
                  * chunk's whole panels, so that each of its rows is written
@@ -961,14 +962,11 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
                  * far apart, and its stores waited on memory. */
                 const int64_t qe = qa + (qb - qa) / KG_NR * KG_NR;
                 for (int64_t i = i0; i < i1; i++) {
-                    const int mr = (int)(M - i * KG_MR < KG_MR ? M - i * KG_MR : KG_MR);
-                    const float *ap = apg + i * KG_MR * K + k0 * KG_MR;
-                    const int64_t *crow = j->crow + i * KG_MR;
-                    const float *bi = bs ? bs + i * KG_MR : NULL;
+                    const kg_rows p = kg_rows_of(j, apg, k0, bs, i);
                     float *cr[KG_MR];
                     for (int64_t q = qa; q < qe; q += KG_NR) {
-                        for (int r = 0; r < mr; r++) cr[r] = c + crow[r] + q;
-                        ukrs[mr - 1](kc, ap, bch + (q - qa) * kc, cr, first, bi);
+                        for (int r = 0; r < p.mr; r++) cr[r] = c + p.crow[r] + q;
+                        ukrs[p.mr - 1](kc, p.ap, bch + (q - qa) * kc, cr, first, p.bi);
                     }
                 }
                 qs = qe;
@@ -980,11 +978,10 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
                 const bool direct = ncols == KG_NR && j->cs == 1 &&
                                     (col + KG_NR <= j->gvalid || (j->gw == j->gvalid && j->rs == j->gw));
 #if KG_SIMD == 2
-                /* Where C's rows are runs (a MatMul's, a 1x1 convolution's):
-                 * 2 or 4 whole panels a call (ukr16rp), straight into C; in
-                 * fp32 1 to 4 panels (ukr16d), the last one partial (masked:
-                 * a 7x7 map is 3 panels and a column). */
-                const bool runs = j->cs == 1 && j->gw == j->gvalid && (j->N <= j->gw || j->rs == j->gw);
+                /* Where C's rows are runs: 2 or 4 whole panels a call
+                 * (ukr16rp), straight into C; in fp32 1 to 4 panels (ukr16d),
+                 * the last one partial (masked: a 7x7 map is 3 panels and a
+                 * column). */
                 /* (masked partial last panels: fp32 and fp16 FMA) */
                 const bool masked = j->mode == KG_FP32 || x->h16;
                 if (runs && (masked || q + 2 * KG_NR <= qb)) {
@@ -1005,10 +1002,10 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
                 int64_t at[KG_NR];
                 if (!direct) KG_F(panel_places)(j, q, ncols, at);
                 for (int64_t i = i0; i < i1; i++) {
-                    const int mr = (int)(M - i * KG_MR < KG_MR ? M - i * KG_MR : KG_MR);
-                    const float *ap = apg + i * KG_MR * K + k0 * KG_MR;
-                    const int64_t *crow = j->crow + i * KG_MR;
-                    const float *bi = bs ? bs + i * KG_MR : NULL;
+                    const kg_rows p = kg_rows_of(j, apg, k0, bs, i);
+                    const int mr = p.mr;
+                    const float *ap = p.ap, *bi = p.bi;
+                    const int64_t *crow = p.crow;
                     float *cr[KG_MR];
                     if (direct) {
                         for (int r = 0; r < mr; r++) cr[r] = c + crow[r] + cq;
