@@ -1003,26 +1003,23 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
                 if (!direct) KG_F(panel_places)(j, q, ncols, at);
                 for (int64_t i = i0; i < i1; i++) {
                     const kg_rows p = kg_rows_of(j, apg, k0, bs, i);
-                    const int mr = p.mr;
-                    const float *ap = p.ap, *bi = p.bi;
-                    const int64_t *crow = p.crow;
                     float *cr[KG_MR];
                     if (direct) {
-                        for (int r = 0; r < mr; r++) cr[r] = c + crow[r] + cq;
-                        ukrs[mr - 1](kc, ap, bpp, cr, first, bi);
+                        for (int r = 0; r < p.mr; r++) cr[r] = c + p.crow[r] + cq;
+                        ukrs[p.mr - 1](kc, p.ap, bpp, cr, first, p.bi);
                         continue;
                     }
                     /* A tile that is not one run of C: through a buffer. */
                     float buf[KG_MR * KG_NR];
-                    for (int r = 0; r < mr; r++) cr[r] = buf + r * KG_NR;
+                    for (int r = 0; r < p.mr; r++) cr[r] = buf + r * KG_NR;
                     if (!first) /* the running sum so far (first: C is not read) */
-                        for (int r = 0; r < mr; r++)
+                        for (int r = 0; r < p.mr; r++)
                             for (int64_t l = 0; l < KG_NR; l++)
-                                buf[r * KG_NR + l] = at[l] >= 0 ? c[crow[r] + at[l]] : 0.0f;
-                    ukrs[mr - 1](kc, ap, bpp, cr, first, bi);
-                    for (int r = 0; r < mr; r++)
+                                buf[r * KG_NR + l] = at[l] >= 0 ? c[p.crow[r] + at[l]] : 0.0f;
+                    ukrs[p.mr - 1](kc, p.ap, bpp, cr, first, p.bi);
+                    for (int r = 0; r < p.mr; r++)
                         for (int64_t l = 0; l < KG_NR; l++)
-                            if (at[l] >= 0) c[crow[r] + at[l]] = buf[r * KG_NR + l];
+                            if (at[l] >= 0) c[p.crow[r] + at[l]] = buf[r * KG_NR + l];
                 }
             }
         }

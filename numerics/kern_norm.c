@@ -54,7 +54,7 @@ static void bn_rows(void *ctx, int tid, long item) {
     for (int64_t r = item * b->per; r < (item + 1) * b->per && r < b->rows; r++) {
         const int64_t ch = r % b->C;
         mpx_k_bn_row(b->x + r * b->S, b->y + r * b->S, b->S, b->mean[ch], b->var[ch], b->eps, b->scale[ch],
-               b->bias[ch]);
+                     b->bias[ch]);
     }
 }
 
