@@ -452,11 +452,20 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
         for (int j = 0; (dirty[i] || regen[i]) && j < n->n_inputs; j++)
             if (n->inputs[j]) want[n->inputs[j]->index] = true;
     }
-    for (int t = 0; t < nt; t++) want[t] = want[t] || mpx_cmp_kept(g, opts, t);
+    bool *keep = mpx_cmp_alloc_n(nt, sizeof *keep);
+    if (!keep) {
+        st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+        goto done;
+    }
+    for (int t = 0; t < nt; t++) {
+        keep[t] = mpx_cmp_kept(g, opts, t);
+        want[t] = want[t] || keep[t];
+    }
     double t0 = mpx_cmp_now_ms();
-    st = mpx_exec_start_some(g, NULL, inputs, want, ref, err);
+    st = mpx_exec_start_some(g, NULL, inputs, want, NULL, ref, err);
     double t1 = mpx_cmp_now_ms();
-    if (st == MPX_OK) st = mpx_exec_start_some(g, a, inputs, want, cand, err);
+    if (st == MPX_OK) st = mpx_exec_start_some(g, a, inputs, want, keep, cand, err);
+    free(keep);
     c->ms_ref = t1 - t0;
     c->ms_cand = mpx_cmp_now_ms() - t1;
     if (st != MPX_OK) goto done;

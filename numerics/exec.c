@@ -273,19 +273,43 @@ mpx_status mpx_exec_check(const mpx_graph *g, const mpx_assign *a, const mpx_val
 
 mpx_status mpx_exec_start(const mpx_graph *g, const mpx_assign *a, const mpx_value *inputs,
                           mpx_value *vals, mpx_error *err) {
-    return mpx_exec_start_some(g, a, inputs, NULL, vals, err);
+    return mpx_exec_start_some(g, a, inputs, NULL, NULL, vals, err);
+}
+
+/* Whether a constant held low may start a run unrounded: every node that
+ * reads it reads it rounded itself (kernels.def: MPX_KERNEL_READS_ROUNDED;
+ * exec_node hands it with its format), and nothing else sees the value:
+ * not a graph output, not kept for the caller, and no Loop or Scan body
+ * (which reads outer values on its own) in the graph. */
+static bool unrounded_ok(const mpx_graph *g, const mpx_tensor *t, const bool *keep) {
+    if (!keep || keep[t->index] || !t->f32 || (t->flags & MPX_T_OUTPUT) || t->n_consumers < 1) return false;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i]->body) return false;
+    for (int c = 0; c < t->n_consumers; c++) {
+        const mpx_node *n = t->consumers[c];
+        for (int j = 0; j < n->n_inputs; j++)
+            if (n->inputs[j] == t && !mpx_kernel_reads_rounded(n->op, j)) return false;
+    }
+    return true;
 }
 
 mpx_status mpx_exec_start_some(const mpx_graph *g, const mpx_assign *a, const mpx_value *inputs,
-                               const bool *want, mpx_value *vals, mpx_error *err) {
+                               const bool *want, const bool *keep, mpx_value *vals, mpx_error *err) {
     mpx_status st = MPX_OK;
     for (int i = 0; i < g->n_tensors; i++) vals[i].n = -1;
     /* Constants: converted once, before the run (weights converted offline). */
     for (int i = 0; i < g->n_tensors && st == MPX_OK; i++) {
         const mpx_tensor *t = g->tensors[i];
         if (!is_constant(t) || (want && !want[i])) continue;
-        /* held low: the rounded copy kept on the tensor, else one for this run */
+        /* held low: the rounded copy kept on the tensor, else one for this
+         * run; or left as it is for readers that round it themselves (a
+         * weight's two formats' rounded copies were twice its bytes beside
+         * the packings made of them: exec_node, in_format) */
         const mpx_format *f = tensor_fmt(a, t);
+        if (f && unrounded_ok(g, t, keep)) {
+            mpx_value_view(&vals[i], t);
+            continue;
+        }
         if (kept_view(&vals[i], t, f)) continue;
         mpx_value_view(&vals[i], t);
         st = round_copy(&vals[i], f, err);
@@ -331,15 +355,18 @@ static mpx_status exec_node(const mpx_node *n, const mpx_assign *a, const mpx_va
     enum { FEW = 8 };
     mpx_value conv_few[FEW];
     const mpx_value *ins_few[FEW];
-    bool heap = ni > FEW;
+    const mpx_format *rd_few[FEW];
+    bool heap = ni > FEW, any_rd = false;
     mpx_value *conv = heap ? calloc((size_t)ni, sizeof *conv) : conv_few;
     const mpx_value **ins = heap ? calloc((size_t)ni, sizeof *ins) : ins_few;
+    const mpx_format **rd = heap ? calloc((size_t)ni, sizeof *rd) : rd_few;
     if (!heap) {
         memset(conv_few, 0, sizeof conv_few);
         memset(ins_few, 0, sizeof ins_few);
+        memset(rd_few, 0, sizeof rd_few);
     }
     mpx_status st = MPX_OK;
-    if (!conv || !ins) {
+    if (!conv || !ins || !rd) {
         st =
             mpx_error_set(err, MPX_E_NOMEM, "node \"%s\" (%s): out of memory", n->name, n->op_type);
         goto done;
@@ -349,15 +376,48 @@ static mpx_status exec_node(const mpx_node *n, const mpx_assign *a, const mpx_va
         const mpx_tensor *t = n->inputs[j];
         const mpx_value *src = srcs[j];
         if (!t || !src) continue;
-        /* A value held in the compute format already needs no rounding;
-         * reference values are fp32 and always do. */
-        if (src->f && cf && (ref_inputs || tensor_fmt(a, t) != cf)) {
-            /* The graph's own values (weights): their rounded copy kept on
-             * the tensor, read in place. */
-            if (src->f == t->f32 && !src->is_seq && kept_view(&conv[j], t, cf)) {
+        /* The graph's own values (weights): in a candidate's run, held low
+         * and left unrounded by mpx_exec_start_some, or read in the compute
+         * format. Where one rounding makes the value the node reads, a
+         * kernel that reads the input rounded itself gets them with the
+         * format (kernels.def); else their rounded copy kept on the tensor,
+         * read in place. */
+        const bool own = src->f && src->f == t->f32 && !src->is_seq;
+        const mpx_format *tf = own && !ref_inputs ? tensor_fmt(a, t) : NULL;
+        if (own && (tf || cf)) {
+            const mpx_format *one = !tf ? cf : !cf || cf == tf ? tf : NULL; /* NULL: tf, then cf */
+            if (one && mpx_kernel_reads_rounded(n->op, j)) {
+                rd[j] = one;
+                any_rd = true;
+                ins[j] = src;
+                continue;
+            }
+            if (one && kept_view(&conv[j], t, one)) {
                 ins[j] = &conv[j];
                 continue;
             }
+            if (!one) { /* held in tf, read in cf: tf's copy rounded again, into a copy */
+                mpx_value held;
+                mpx_error e = {0};
+                st = MPX_OK;
+                if (!kept_view(&held, t, tf)) {
+                    mpx_value_view(&held, t);
+                    st = round_copy(&held, tf, &e);
+                }
+                if (st == MPX_OK) st = round_into(&conv[j], &held, cf, &e);
+                mpx_value_free(&held);
+                if (st != MPX_OK) {
+                    st = mpx_error_set(err, e.status, "node \"%s\" (%s): %s", n->name, n->op_type, e.msg);
+                    goto done;
+                }
+                scratch += mpx_value_bytes(&conv[j]);
+                ins[j] = &conv[j];
+                continue;
+            }
+        }
+        /* A value held in the compute format already needs no rounding;
+         * reference values are fp32 and always do. */
+        if (src->f && cf && (ref_inputs || tensor_fmt(a, t) != cf)) {
             mpx_error e = {0};
             if (round_into(&conv[j], src, cf, &e) != MPX_OK) {
                 st = mpx_error_set(err, e.status, "node \"%s\" (%s): %s", n->name, n->op_type,
@@ -390,7 +450,8 @@ static mpx_status exec_node(const mpx_node *n, const mpx_assign *a, const mpx_va
     if (no >= 1 && n->outputs[0]) output_formats(n, p, a, 0, &of0, &tf0);
     mpx_kctx kc = {.node = n, .acc = p->acc, .round = cf, .state = sf, .err = err, .dest = dest,
                    .dest_n = dest_n, .dest_taken = &taken, .probe = n->body ? probe : NULL,
-                   .out_round = !of0 ? tf0 : !tf0 || tf0 == of0 ? of0 : NULL, .out_rounded = &rounded};
+                   .out_round = !of0 ? tf0 : !tf0 || tf0 == of0 ? of0 : NULL, .out_rounded = &rounded,
+                   .in_round = any_rd ? rd : NULL};
     if (err) err->msg[0] = '\0';
     st = mpx_kernel_for(n->op)(&kc, ins, ni, outs, no);
     if (st != MPX_OK) {
@@ -428,6 +489,7 @@ done:
     if (heap) {
         free(conv);
         free(ins);
+        free(rd);
     }
     if (scratch_bytes) *scratch_bytes = scratch;
     return st;

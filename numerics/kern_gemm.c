@@ -594,6 +594,7 @@ static void kg_pack_a_fn(void *ctx, int tid, long p) {
     else
         for (int64_t k = 0; k < K; k++)
             for (int r = 0; r < KG_MR; r++) dst[k * KG_MR + r] = src[r][k * step[r]];
+    if (j->a_fmt) mpx_round_array(j->a_fmt, dst, dst, (size_t)(KG_MR * K)); /* (zeros stay zeros) */
     if (j->finite_a && !kg_all_finite(dst, KG_MR * K)) x->a_bad[tid] = 1;
 }
 
@@ -647,7 +648,8 @@ typedef struct kg_kept {
     const float *a;     /* the values packed (A's, or B's for KG_KEPT_BPANELS; the tensor's own
                          * for KG_KEPT_ROUNDED) */
     int64_t M, K, G, ams, aks, ga; /* their layout (for B: N, K, 1, ldb, 1, 0) */
-    const mpx_format *fmt; /* KG_KEPT_ROUNDED: the format */
+    const mpx_format *fmt; /* KG_KEPT_ROUNDED: the format; a packing: the format its values
+                            * were rounded to as packed (kg_gemm.a_fmt, b_fmt), or NULL */
     bool checked, finite; /* whether the finite check ran, and its verdict */
     float *ap;
     struct kg_kept *next;
@@ -691,16 +693,17 @@ typedef struct kg_key {
 
 static kg_key kg_key_a(const kg_gemm *j, int kind) {
     return (kg_key){.k = {.kind = kind, .a = j->a, .M = j->M, .K = j->K, .G = j->G, .ams = j->ams, .aks = j->aks,
-                          .ga = j->ga},
+                          .ga = j->ga, .fmt = j->a_fmt},
                     .owner = j->a_owner, .check = j->finite_a};
 }
 
 static kg_key kg_key_b(const kg_gemm *j, int64_t ldb) {
     if (j->b_ldt)
         return (kg_key){.k = {.kind = KG_KEPT_BTPANELS, .a = j->b, .M = j->N, .K = j->K, .G = 1, .ams = 1,
-                              .aks = j->b_ldt},
+                              .aks = j->b_ldt, .fmt = j->b_fmt},
                         .owner = j->b_owner};
-    return (kg_key){.k = {.kind = KG_KEPT_BPANELS, .a = j->b, .M = j->N, .K = j->K, .G = 1, .ams = ldb, .aks = 1},
+    return (kg_key){.k = {.kind = KG_KEPT_BPANELS, .a = j->b, .M = j->N, .K = j->K, .G = 1, .ams = ldb, .aks = 1,
+                          .fmt = j->b_fmt},
                     .owner = j->b_owner};
 }
 
@@ -842,6 +845,7 @@ static void kg_bpack_fn(void *ctx, int tid, long item) {
             for (int64_t l = 0; l < KG_NR; l++) d[l] = l < n ? src[l] : 0.0f;
         }
     }
+    if (w->j->b_fmt) mpx_round_array(w->j->b_fmt, blk, blk, (size_t)(kc * w->npad));
 }
 
 /* B's kept packing for this product, made and kept on first use; NULL where
@@ -933,6 +937,7 @@ static const float *kg_rows16(const kg_gemm *j, float **owned, bool *finite) {
                     d[k * 16 + r] = m < M ? j->a[g * j->ga + m * j->ams + k * j->aks] : 0.0f;
                 }
         }
+    if (j->a_fmt) mpx_round_array(j->a_fmt, ap, ap, (size_t)(j->G * np16 * K * 16));
     *finite = !j->finite_a || kg_all_finite(ap, j->G * np16 * K * 16);
     if (!j->a_owner || !kg_kept_add(&key, ap, *finite)) *owned = ap;
     return ap;
@@ -1091,11 +1096,43 @@ static bool kg_lanes_worth(const kg_gemm *j) { (void)j; return false; }
 static kg_result kg_lanes_run(const kg_gemm *j, int nt) { (void)j, (void)nt; return KG_NOMEM; }
 #endif
 
+/* The matrix-vector routes (no packing of B). */
+static bool kg_mv_route(const kg_gemm *j) {
+    return j->N == 1 && !j->conv && !j->b_ldt && j->mode == KG_FP32 && j->gvalid >= 1;
+}
+
+static kg_result kg_run(const kg_gemm *j, int nt);
+
 kg_result kg_gemm_run(const kg_gemm *j) {
+    const int nt = kg_threads_for((double)j->G * (double)j->M * (double)j->N * (double)j->K);
+    if ((j->a_fmt && !j->a_owner) || (j->b_fmt && !j->b_owner)) return KG_NOMEM; /* (a caller's slip) */
+    /* A is packed on every route, B only on the main one and only whole
+     * (kg_kept_b): elsewhere B is read where it lies, so it is read from
+     * its rounded copy, kept on the constant (or, past that budget, one for
+     * this call). */
+    int64_t npad;
+    if (!j->b_fmt || (!kg_mv_route(j) && kg_kept_b(j, nt, &npad))) return kg_run(j, nt);
+    const mpx_tensor *t = j->b_owner;
+    const int64_t at = t->f32 && j->b >= t->f32 && j->b < t->f32 + t->nelem ? j->b - t->f32 : -1;
+    if (at < 0) return KG_NOMEM;
+    kg_gemm r = *j;
+    float *own = NULL;
+    const float *kept = mpx_k_kept_rounded(j->b_owner, j->b_fmt);
+    if (!kept) {
+        if (!(own = kg_alloc((size_t)t->nelem))) return KG_NOMEM;
+        mpx_round_array(j->b_fmt, own, t->f32, (size_t)t->nelem);
+        r.b_owner = NULL; /* (not the constant's: nothing of it is kept) */
+    }
+    r.b = (kept ? kept : own) + at;
+    r.b_fmt = NULL;
+    const kg_result res = r.b_ldt && !r.b_owner ? KG_NOMEM : kg_run(&r, nt);
+    free(own);
+    return res;
+}
+
+static kg_result kg_run(const kg_gemm *j, int nt) {
     const int64_t M = j->M, N = j->N, K = j->K, mpan = (M + KG_MR - 1) / KG_MR;
-    const double macs = (double)j->G * (double)M * (double)N * (double)K;
-    int nt = kg_threads_for(macs);
-    if (N == 1 && !j->conv && !j->b_ldt && j->mode == KG_FP32 && j->gvalid >= 1 && j->a_owner) {
+    if (kg_mv_route(j) && j->a_owner) {
         /* The graph's own A: packed once into 16-row panels and kept (the
          * rows as lanes, each k's 16 values one load). */
         float *own = NULL;
@@ -1110,7 +1147,7 @@ kg_result kg_gemm_run(const kg_gemm *j) {
         free(own);
         return finite ? KG_DONE : KG_NONFINITE;
     }
-    if (N == 1 && !j->conv && !j->b_ldt && j->mode == KG_FP32 && j->gvalid >= 1) {
+    if (kg_mv_route(j)) {
         /* No packing to check A in: a pass of its own (these A are small:
          * squeeze-excitation 1x1 convolutions). */
         for (int64_t g = 0; j->finite_a && g < j->G; g++)

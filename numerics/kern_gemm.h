@@ -142,7 +142,14 @@
  * fill reads its input rows in order and writes the row pads as vectors
  * (two memset calls a row were a third of a stride-2 fill); the narrow
  * depthwise path moves channels into and out of the lanes with 8 x 8
- * register transposes over the planes' flat positions. */
+ * register transposes over the planes' flat positions.
+ *
+ * Fifteenth session: a candidate's weights come unrounded with their format
+ * (kg_gemm.a_fmt, b_fmt; numerics/exec.c) and are rounded as they are
+ * packed, the packing kept under the format; the rounded copy each format
+ * had kept beside its packing (twice the weights' bytes in a report) is
+ * made only for routes that read B where it lies. Same values, same
+ * operations. */
 #ifndef MPX_KERN_GEMM_H
 #define MPX_KERN_GEMM_H
 
@@ -224,6 +231,16 @@ typedef struct kg_gemm {
      * from there and kept like B's own packing; boff unused. A call whose
      * packing cannot be made returns KG_NOMEM. 0: B as boff says. */
     int64_t b_ldt;
+    /* With a_owner (b_owner): A (B) is that constant's own values, handed
+     * unrounded, and the product reads them rounded to this format (a
+     * candidate's weights: mpx_kctx.in_round). Each value is rounded as it
+     * is packed, and the packing is kept under the format too, so no
+     * rounded copy of the weights is held beside it (two formats' copies
+     * were twice the weights' bytes in a report). Rounding is per value, so
+     * the packing is the same bits as a packing of the rounded copy; a path
+     * that reads B where it lies takes the kept rounded copy instead
+     * (mpx_k_kept_rounded). NULL: the values as they are. */
+    const mpx_format *a_fmt, *b_fmt;
 } kg_gemm;
 
 typedef enum kg_result {

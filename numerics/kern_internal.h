@@ -196,6 +196,20 @@ mpx_tensor *mpx_k_value_owner(const mpx_kctx *c, int k, const float *data);
  * for such copies or out of memory (the caller rounds a copy of its own). */
 const float *mpx_k_kept_rounded(mpx_tensor *t, const mpx_format *f);
 
+/* Whether op's kernel may be handed input k as a constant's own values with
+ * the format to read them in (kernels.def: MPX_KERNEL_READS_ROUNDED). */
+bool mpx_kernel_reads_rounded(mpx_op op, int input);
+/* The format input k is to be read in, when the executor handed the
+ * constant's own values unrounded (mpx_kctx.in_round); NULL otherwise. */
+const mpx_format *mpx_k_in_round(const mpx_kctx *c, int k);
+/* For a route that reads input k where it lies: where it came unrounded,
+ * *v becomes a view of its rounded values (the copy kept on the constant,
+ * else one made for this call in *owned, which the caller frees) and *c a
+ * copy of the context (in *local) without in_round, so that nothing below
+ * rounds it again. A no-op (MPX_OK, *owned NULL) otherwise. */
+mpx_status mpx_k_in_rounded(const mpx_kctx **c, mpx_kctx *local, int k, const mpx_value **v, mpx_value *local_v,
+                            float **owned);
+
 /* Normalise an axis in [-rank, rank) (or [-rank-1, rank] when extra = 1);
  * error names the node. */
 mpx_status mpx_k_axis(const mpx_kctx *c, int64_t axis, int rank, int extra, int *out);
@@ -287,9 +301,14 @@ double mpx_metric_badness(mpx_metric_id id, double v);
 
 /* mpx_exec_start for the tensors marked in want only (NULL: all): a re-run
  * that recomputes a few nodes needs a few constants, not every weight
- * rounded again. */
+ * rounded again. keep (NULL: none of this) marks the tensors whose values
+ * the caller hands on (a comparison's kept tensors): any other constant
+ * held low whose every reader reads it rounded itself (kernels.def's
+ * MPX_KERNEL_READS_ROUNDED) starts unrounded, a view of the graph's value,
+ * and each node reading it gets it with its format (mpx_kctx.in_round).
+ * Only mpx_exec_node and fuse.c may read such a run's values. */
 mpx_status mpx_exec_start_some(const mpx_graph *g, const mpx_assign *a, const mpx_value *inputs,
-                               const bool *want, mpx_value *vals, mpx_error *err);
+                               const bool *want, const bool *keep, mpx_value *vals, mpx_error *err);
 
 /* ---- chains of elementwise nodes run by tiles (fuse.c) ------------------------- */
 

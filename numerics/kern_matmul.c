@@ -40,7 +40,10 @@ static mpx_status mm_run_t(const mpx_kctx *c, int64_t M, int64_t N, int64_t K, c
                          .b = B, .boff = boff, .c = Y, .crow = crow,
                          .gw = N, .gvalid = N, .rs = 0, .cs = 1, .mode = (kg_mode)kg_mode_of(&c->acc),
                          .f16 = mpx_k_f16_operands(c), .a_owner = a_owner,
-                         .b_owner = b_owner, .b_ldt = b_ldt};
+                         .b_owner = b_owner, .b_ldt = b_ldt,
+                         /* (an owner here is always input 1's: the weights) */
+                         .a_fmt = a_owner ? mpx_k_in_round(c, 1) : NULL,
+                         .b_fmt = b_owner ? mpx_k_in_round(c, 1) : NULL};
             if (kg_gemm_run(&g) != KG_DONE)
                 st = mpx_kernel_error(c, MPX_E_NOMEM, "out of memory for the product's buffers");
         }
@@ -137,6 +140,18 @@ mpx_status mpx_k_gemm(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
     }
     int64_t dims[2] = {M, N};
     if ((st = mm_alloc(c, &out[0], a->dtype, 2, dims, K))) return st;
+    int64_t copy_swap = (ta ? 0 : (M == 1 ? 0 : M * K)) + (M == 1 ? 0 : M * N);
+    /* B handed unrounded (mpx_kctx.in_round) is read rounded by the GEMM
+     * core's packing on the first two routes below (B as the kept B^T, or
+     * as the swapped product's A); the others read it where it lies, so
+     * they take the rounded values. */
+    const bool kept_t = tb && M >= GEMM_KEPT_T_MIN_M && N >= 2 && mm_on_core(c, K);
+    mpx_kctx lc;
+    mpx_value lb;
+    float *b_held = NULL;
+    if (!(kept_t || (tb && mm_on_core(c, K) && M > 0 && copy_swap < N * K)) &&
+        (st = mpx_k_in_rounded(&c, &lc, 1, &b, &lb, &b_held)))
+        goto fail;
     float *y = out[0].f, *bt = NULL;
     const float *bm = b->f;
     /* With transB (every Linear layer's export) the product needs B' = B^T
@@ -146,7 +161,6 @@ mpx_status mpx_k_gemm(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
      * instead: B is then the product's left operand as it is, and each value
      * is the same products (commuted, which is exact) summed in the same
      * order. Otherwise B is transposed in tiles that stay in cache. */
-    int64_t copy_swap = (ta ? 0 : (M == 1 ? 0 : M * K)) + (M == 1 ? 0 : M * N);
     /* B a constant (the graph's weights, or their rounded copy) and rows
      * enough for the 6-row micro-kernel: B^T is packed once from where it
      * lies and kept on the weight, as a MatMul's B is, and the product runs
@@ -154,8 +168,7 @@ mpx_status mpx_k_gemm(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
      * below). The transposes of A and Y around Y^T = B A'^T had made
      * ViT-B/16's 197 x 768 by 768 x 768 out-projections 37 GMAC/s against
      * 54 for its MatMuls. */
-    mpx_tensor *b_own =
-        tb && M >= GEMM_KEPT_T_MIN_M && N >= 2 && mm_on_core(c, K) ? mpx_k_value_owner(c, 1, b->f) : NULL;
+    mpx_tensor *b_own = kept_t ? mpx_k_value_owner(c, 1, b->f) : NULL;
     if (b_own) {
         st = mm_run_t(c, M, N, K, a->f, ta ? 1 : K, ta ? M : 1, b->f, K, y, NULL, b_own);
         if (st) goto fail;
@@ -203,6 +216,7 @@ mpx_status mpx_k_gemm(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
                 for (int64_t j = 0; j < N; j++) yr[j] = alpha * yr[j];
             }
         }
+        free(b_held);
         return MPX_OK;
     }
     for (int64_t i = 0; i < M; i++)
@@ -216,8 +230,10 @@ mpx_status mpx_k_gemm(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
             }
             y[i * N + j] = s;
         }
+    free(b_held);
     return MPX_OK;
 fail:
+    free(b_held);
     mpx_value_free(&out[0]);
     return st;
 }
@@ -309,6 +325,17 @@ mpx_status mpx_k_matmul(const mpx_kctx *c, const mpx_value *const *in, int n_in,
     if ((st = mm_alloc(c, &out[0], a->dtype, r, dims, K))) return st;
     int64_t nb = 1;
     for (int i = 0; i < ro; i++) nb *= od[i];
+    /* B handed unrounded (mpx_kctx.in_round) is read rounded by the GEMM
+     * core's packing where the core takes the product and B is one matrix;
+     * the row updates and a batch's slices read it where it lies, so they
+     * take the rounded values. */
+    mpx_kctx lc;
+    mpx_value lb;
+    float *b_held = NULL;
+    if ((!mm_on_core(c, K) || rb > 0) && (st = mpx_k_in_rounded(&c, &lc, 1, &b, &lb, &b_held))) {
+        mpx_value_free(&out[0]);
+        return st;
+    }
     /* B the graph's own weights: the core keeps them packed (a product
      * whose B starts where they do; a batch's other slices pack per call). */
     mpx_tensor *b_own = mpx_k_value_owner(c, 1, b->f);
@@ -320,6 +347,7 @@ mpx_status mpx_k_matmul(const mpx_kctx *c, const mpx_value *const *in, int n_in,
          * depend on how rows are blocked), but B is packed once instead of
          * nb times (ViT-B/16: 197 products of one row each, 3.5 GMAC/s). */
         st = mm_run(c, nb * M, N, K, a->f, K, 1, b->f, out[0].f, NULL, b_own);
+        free(b_held);
         if (st) mpx_value_free(&out[0]);
         return st;
     }
@@ -331,6 +359,7 @@ mpx_status mpx_k_matmul(const mpx_kctx *c, const mpx_value *const *in, int n_in,
                   .ro = ro, .od = od, .sa = sa, .sb = sb};
     atomic_init(&w.failed, 0);
     mpx_k_parallel((long)nb, (double)M * (double)N * (double)K < 4e6 ? kg_threads() : 1, mm_batch_item, &w);
+    free(b_held);
     if (atomic_load(&w.failed)) {
         if (c->err) *c->err = w.err; /* (already names the node) */
         mpx_value_free(&out[0]);

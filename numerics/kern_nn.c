@@ -625,7 +625,7 @@ static mpx_status conv_fast(const mpx_kctx *c, const conv_job *j, const kn_windo
                          .gw = Wq, .gvalid = v.OW, .rs = v.OW, .cs = 1,
                          .bias = j->b, .gbias = j->mg, .mode = (kg_mode)mode, .f16 = mpx_k_f16_operands(c),
                          .finite_a = true,
-                         .a_owner = w_own};
+                         .a_owner = w_own, .a_fmt = mpx_k_in_round(c, 1)};
             r = kg_gemm_run(&g);
             if (r == KG_NONFINITE) { /* found on the first image: nothing written */
                 *declined = true;
@@ -760,14 +760,27 @@ mpx_status mpx_k_conv(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
     conv_geometry(&j, &win, win.out);
     const int mode = kg_mode_of(&c->acc);
     /* Non-finite weights take the general path (kern_gemm.h): the GEMM core
-     * checks them while it packs them; the depthwise kernel's are few. */
-    bool declined = !(mode >= 0 && win.nsp <= 2 && j.N > 0 && j.M > 0 && j.cig > 0 && j.out_plane > 0) ||
-                    (j.cig == 1 && j.mg == 1 && !kg_all_finite(j.w, w->n));
-    if (!declined) st = conv_fast(c, &j, &win, mode, &declined);
+     * checks them while it packs them; the depthwise kernel's are few.
+     * Weights handed unrounded (mpx_kctx.in_round) are rounded by the core
+     * as it packs them; the depthwise kernel and the general loop read them
+     * where they lie, so they take the rounded values first. */
+    bool declined = !(mode >= 0 && win.nsp <= 2 && j.N > 0 && j.M > 0 && j.cig > 0 && j.out_plane > 0);
+    mpx_kctx lc;
+    mpx_value lw;
+    float *w_held = NULL;
+    if (declined || (j.cig == 1 && j.mg == 1)) st = mpx_k_in_rounded(&c, &lc, 1, &w, &lw, &w_held);
+    j.w = w->f;
+    if (!st && !declined) declined = j.cig == 1 && j.mg == 1 && !kg_all_finite(j.w, w->n);
+    if (!st && !declined) st = conv_fast(c, &j, &win, mode, &declined);
+    if (!st && declined && mpx_k_in_round(c, 1)) { /* (the core found them non-finite once rounded) */
+        st = mpx_k_in_rounded(&c, &lc, 1, &w, &lw, &w_held);
+        j.w = w->f;
+    }
     if (!st && declined) {
         if (out[0].n > 0) memset(out[0].f, 0, (size_t)out[0].n * sizeof *out[0].f);
         st = conv_run(c, &j);
     }
+    free(w_held);
     if (st) mpx_value_free(&out[0]);
     return st;
 }

@@ -5,6 +5,7 @@
 #include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Ops the registry knows: a new op in graph/ops.def must be looked at here
@@ -21,6 +22,49 @@ static const mpx_kernel_fn kernel_table[MPX_OP_COUNT] = {
 mpx_kernel_fn mpx_kernel_for(mpx_op op) {
     if ((int)op <= 0 || op >= MPX_OP_COUNT) return NULL;
     return kernel_table[op];
+}
+
+/* Bit k: input k may be handed unrounded with its format (kernels.def). */
+static const unsigned reads_rounded[MPX_OP_COUNT] = {
+#define MPX_KERNEL(op, fn)
+#define MPX_KERNEL_READS_ROUNDED(op, k) [MPX_OP_##op] = 1u << (k),
+#include "kernels.def"
+#undef MPX_KERNEL_READS_ROUNDED
+#undef MPX_KERNEL
+};
+
+bool mpx_kernel_reads_rounded(mpx_op op, int input) {
+    return (int)op > 0 && op < MPX_OP_COUNT && input >= 0 && input < 32 && (reads_rounded[op] >> input & 1u);
+}
+
+const mpx_format *mpx_k_in_round(const mpx_kctx *c, int k) {
+    return c && c->in_round && c->node && k >= 0 && k < c->node->n_inputs ? c->in_round[k] : NULL;
+}
+
+mpx_status mpx_k_in_rounded(const mpx_kctx **c, mpx_kctx *local, int k, const mpx_value **v, mpx_value *local_v,
+                            float **owned) {
+    *owned = NULL;
+    const mpx_format *f = mpx_k_in_round(*c, k);
+    if (!f) return MPX_OK;
+    const mpx_value *src = *v;
+    *local = **c;
+    local->in_round = NULL;
+    *local_v = *src;
+    local_v->borrowed = true;
+    mpx_tensor *t = (*c)->node->inputs[k];
+    const float *kept = src->f && src->n > 0 && t && t->f32 == src->f ? mpx_k_kept_rounded(t, f) : NULL;
+    if (kept) {
+        local_v->f = (float *)kept;
+    } else if (src->f && src->n > 0) {
+        /* past the budget for kept copies: one for this call */
+        if (!(*owned = malloc((size_t)src->n * sizeof **owned)))
+            return mpx_kernel_error(*c, MPX_E_NOMEM, "out of memory for input %d rounded", k);
+        mpx_round_array(f, *owned, src->f, (size_t)src->n);
+        local_v->f = *owned;
+    }
+    *c = local;
+    *v = local_v;
+    return MPX_OK;
 }
 
 mpx_status mpx_kernel_error(const mpx_kctx *c, mpx_status st, const char *fmt, ...) {

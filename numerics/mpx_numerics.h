@@ -357,6 +357,12 @@ typedef struct mpx_kctx {
      * The same values either way (each element rounded once, to it). */
     const mpx_format *out_round;
     bool *out_rounded;
+    /* [n_in] or NULL: in_round[k] non-NULL means input k is a constant's own
+     * values, handed unrounded, which the node reads rounded to that format
+     * (only inputs kernels.def's MPX_KERNEL_READS_ROUNDED rows name; the
+     * kernel rounds them as its GEMM packing is made and kept, instead of
+     * the executor keeping a rounded copy: numerics/exec.c). */
+    const mpx_format *const *in_round;
 } mpx_kctx;
 
 /* A kernel reads in[0..n_in) (NULL for an omitted optional input) and

@@ -999,6 +999,99 @@ done:
     mpx_graph_free(g);
 }
 
+
+/* ---- weights read rounded by their kernels ------------------------------------------------ */
+
+/* Fills every float constant of g from a seeded generator: values that fp16
+ * and bf16 both change when they round them. */
+static void fill_weights(mpx_graph *g, uint64_t seed) {
+    for (int i = 0; i < g->n_tensors; i++) {
+        mpx_tensor *t = g->tensors[i];
+        for (int64_t k = 0; t->f32 && k < t->nelem; k++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            t->f32[k] = (float)((double)(seed >> 40) / 16777216.0 - 0.5) * 0.7f;
+        }
+    }
+}
+
+/* Weights that only Conv, Gemm and MatMul read start a comparison's
+ * candidate unrounded, and each kernel reads them rounded (the GEMM core as
+ * it packs them, its other routes from the rounded copy): the figures and
+ * kept outputs are bit for bit those of whole runs, which round every weight
+ * as they start, on every route (a 3x3 and a 1x1 convolution on the core, a
+ * depthwise one, one whose weight overflows fp16 and takes the general loop,
+ * Gemm with transB on few and on many rows and without, MatMul by a matrix,
+ * a batch of matrices and a vector, a weight another op reads too), for
+ * fp16 and bf16, fp16 accumulation, weights held in bf16 and read in fp16,
+ * and weights held in fp32 and read in fp16. The weights packed that way
+ * keep no rounded copy: the process's kept copies grow by every other float
+ * constant's bytes exactly. */
+static void test_weights_unrounded(void) {
+    mpx_graph *g = mpx_graph_new("t.json");
+    g->opset = 13;
+    node(g, "c1", "Conv", "x:f:1x8x10x10 w1#f:16x8x3x3 b1#f:16", "t1", "pads=[1,1,1,1]");
+    node(g, "dw", "Conv", "t1 w2#f:16x1x3x3", "t2", "pads=[1,1,1,1] group=16");
+    node(g, "c3", "Conv", "t2 w3#f:16x16x1x1", "t3", "");
+    node(g, "c4", "Conv", "t3 w4#f:4x16x3x3", "t4", "");
+    node(g, "rs", "Reshape", "t4 s=i[1,256]", "r", "");
+    node(g, "g1", "Gemm", "r wg1#f:32x256 bg1#f:32", "u1", "transB=1");
+    node(g, "g2", "Gemm", "u1 wg2#f:32x16", "u2", "");
+    node(g, "g3", "Gemm", "y:f:20x24 wg3#f:40x24", "u3", "transB=1");
+    node(g, "m1", "MatMul", "z:f:2x20x24 wm1#f:24x36", "v1", "");
+    node(g, "m2", "MatMul", "z wm2#f:2x24x8", "v2", "");
+    node(g, "m3", "MatMul", "y wv#f:24", "v3", "");
+    node(g, "rw", "Add", "wm1 q:f:24x36", "v4", "");
+    fill_weights(g, 11);
+    T(g, "w4")->f32[5] = 1e6f; /* inf in fp16, finite in bf16 */
+    finish(g, "u2 u3 v1 v2 v3 v4");
+    int64_t dx[4] = {1, 8, 10, 10}, dy[2] = {20, 24}, dz[3] = {2, 20, 24}, dq[2] = {24, 36};
+    mpx_value in[4];
+    mpx_value_alloc(&in[0], MPX_DT_FLOAT, 4, dx, NULL);
+    mpx_value_alloc(&in[1], MPX_DT_FLOAT, 2, dy, NULL);
+    mpx_value_alloc(&in[2], MPX_DT_FLOAT, 3, dz, NULL);
+    mpx_value_alloc(&in[3], MPX_DT_FLOAT, 2, dq, NULL);
+    for (int k = 0; k < 4; k++) gb_fill_normal(&in[k], 21 + (uint64_t)k);
+    /* the weights the core packs rounded: no copy kept of them */
+    size_t other = 0;
+    for (int i = 0; i < g->n_tensors; i++) {
+        const mpx_tensor *t = g->tensors[i];
+        const char *nm = t->name;
+        bool packed = !strcmp(nm, "w1") || !strcmp(nm, "w3") || !strcmp(nm, "wg1") || !strcmp(nm, "wg3");
+        if (t->f32 && t->nelem > 0 && !packed) other += (size_t)t->nelem * sizeof(float);
+    }
+    mpx_assign *as[5] = {
+        mpx_assign_uniform(g, &mpx_format_fp16, NULL, false),
+        mpx_assign_uniform(g, &mpx_format_bf16, NULL, false),
+        mpx_assign_uniform(g, &mpx_format_fp16, &mpx_format_fp16, false),
+        mpx_assign_uniform(g, &mpx_format_bf16, NULL, false),
+        mpx_assign_uniform(g, &mpx_format_fp16, NULL, false),
+    };
+    for (int i = 0; as[3] && i < g->n_nodes; i++)
+        if (as[3]->node[i].compute) as[3]->node[i].compute = &mpx_format_fp16; /* held bf16, read fp16 */
+    for (int i = 0; as[4] && i < g->n_tensors; i++) as[4]->tensor[i] = NULL; /* held fp32, read fp16 */
+    for (int v = 0; v < 5; v++) {
+        CHECK_MSG(as[v] != NULL, "assignment %d", v);
+        if (!as[v]) continue;
+        const size_t before = mpx_numerics_kept_rounded_bytes();
+        mpx_compare_opts o = {.threads = v == 1 ? 1 : 0};
+        mpx_compare *c = COMPARE(g, as[v], in, &o);
+        const size_t grew = mpx_numerics_kept_rounded_bytes() - before;
+        /* (the first two make their formats' copies; the rest find them.
+         * In bf16, w4 is finite and packed too.) */
+        const size_t want = other - (v == 1 ? (size_t)T(g, "w4")->nelem * sizeof(float) : 0);
+        if (v < 2) CHECK_MSG(grew == want, "assignment %d: kept copies grew by %zu bytes, want %zu", v, grew, want);
+        CHECK_EQUAL(g, as[v], in, c, false);
+        if (c && v == 0) { /* the overflow reached the outputs */
+            const mpx_value *u2 = &c->cand[T(g, "u2")->index];
+            CHECK(u2->n == 16 && !isfinite(u2->f[0]));
+        }
+        mpx_compare_free(c);
+    }
+    for (int v = 0; v < 5; v++) mpx_assign_free(as[v]);
+    for (int k = 0; k < 4; k++) mpx_value_free(&in[k]);
+    mpx_graph_free(g);
+}
+
 int main(void) {
     mpx_numerics_init(); /* constant folding runs the kernels */
     int64_t cnn[4] = {1, 3, 16, 16}, tr[3] = {1, 16, 64};
@@ -1013,5 +1106,6 @@ int main(void) {
     test_errors();
     test_cache();
     test_measure();
+    test_weights_unrounded();
     return check_report("test_compare");
 }
