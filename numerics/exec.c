@@ -7,7 +7,13 @@
  *
  * A run is made of steps (mpx_exec_check, mpx_exec_start, mpx_exec_node)
  * that the streaming comparison (compare.c) drives too: one definition of
- * what a node computes, whichever driver keeps or frees the values. */
+ * what a node computes, whichever driver keeps or frees the values.
+ *
+ * One exception to "values in their format", for the comparison's runs
+ * only: a weight held low that only kernels reading it rounded themselves
+ * read (kernels.def) starts unrounded, and each node gets it with the
+ * format (mpx_kctx.in_round); the GEMM core rounds it as it packs it. The
+ * rounded copy it replaces was kept beside the packing for each format. */
 #include "kern_internal.h"
 
 #include <stdlib.h>
