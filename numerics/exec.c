@@ -402,24 +402,21 @@ static mpx_status exec_node(const mpx_node *n, const mpx_assign *a, const mpx_va
                 ins[j] = &conv[j];
                 continue;
             }
-            if (!one) { /* held in tf, read in cf: tf's copy rounded again, into a copy */
-                mpx_value held;
-                mpx_error e = {0};
-                st = MPX_OK;
-                if (!kept_view(&held, t, tf)) {
-                    mpx_value_view(&held, t);
-                    st = round_copy(&held, tf, &e);
-                }
-                if (st == MPX_OK) st = round_into(&conv[j], &held, cf, &e);
-                mpx_value_free(&held);
-                if (st != MPX_OK) {
-                    st = mpx_error_set(err, e.status, "node \"%s\" (%s): %s", n->name, n->op_type, e.msg);
-                    goto done;
-                }
-                scratch += mpx_value_bytes(&conv[j]);
-                ins[j] = &conv[j];
-                continue;
+            /* A copy for this call: past the budget for kept copies, or held
+             * in tf and read in cf (tf's values rounded again). */
+            mpx_value held;
+            mpx_error e = {0};
+            mpx_value_view(&held, t);
+            st = one || kept_view(&held, t, tf) ? MPX_OK : round_copy(&held, tf, &e);
+            if (st == MPX_OK) st = round_into(&conv[j], &held, one ? one : cf, &e);
+            mpx_value_free(&held);
+            if (st != MPX_OK) {
+                st = mpx_error_set(err, e.status, "node \"%s\" (%s): %s", n->name, n->op_type, e.msg);
+                goto done;
             }
+            scratch += mpx_value_bytes(&conv[j]);
+            ins[j] = &conv[j];
+            continue;
         }
         /* A value held in the compute format already needs no rounding;
          * reference values are fp32 and always do. */

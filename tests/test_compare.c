@@ -1025,8 +1025,13 @@ static void fill_weights(mpx_graph *g, uint64_t seed) {
  * fp16 and bf16, fp16 accumulation, weights held in bf16 and read in fp16,
  * and weights held in fp32 and read in fp16. The weights packed that way
  * keep no rounded copy: the process's kept copies grow by every other float
- * constant's bytes exactly. */
-static void test_weights_unrounded(void) {
+ * constant's bytes exactly. no_kept: no copy may be kept at all
+ * (MPX_KERN_NOKEPT), so every route rounds a copy per call instead. The
+ * comparisons go to cs[WR_RUNS]; returns the graph. */
+enum { WR_RUNS = 5 };
+
+static mpx_graph *weights_run(bool no_kept, mpx_compare **cs) {
+    if (no_kept) setenv("MPX_KERN_NOKEPT", "1", 1);
     mpx_graph *g = mpx_graph_new("t.json");
     g->opset = 13;
     node(g, "c1", "Conv", "x:f:1x8x10x10 w1#f:16x8x3x3 b1#f:16", "t1", "pads=[1,1,1,1]");
@@ -1059,7 +1064,7 @@ static void test_weights_unrounded(void) {
         bool packed = !strcmp(nm, "w1") || !strcmp(nm, "w3") || !strcmp(nm, "wg1") || !strcmp(nm, "wg3");
         if (t->f32 && t->nelem > 0 && !packed) other += (size_t)t->nelem * sizeof(float);
     }
-    mpx_assign *as[5] = {
+    mpx_assign *as[WR_RUNS] = {
         mpx_assign_uniform(g, &mpx_format_fp16, NULL, false),
         mpx_assign_uniform(g, &mpx_format_bf16, NULL, false),
         mpx_assign_uniform(g, &mpx_format_fp16, &mpx_format_fp16, false),
@@ -1069,7 +1074,8 @@ static void test_weights_unrounded(void) {
     for (int i = 0; as[3] && i < g->n_nodes; i++)
         if (as[3]->node[i].compute) as[3]->node[i].compute = &mpx_format_fp16; /* held bf16, read fp16 */
     for (int i = 0; as[4] && i < g->n_tensors; i++) as[4]->tensor[i] = NULL; /* held fp32, read fp16 */
-    for (int v = 0; v < 5; v++) {
+    for (int v = 0; v < WR_RUNS; v++) {
+        cs[v] = NULL;
         CHECK_MSG(as[v] != NULL, "assignment %d", v);
         if (!as[v]) continue;
         const size_t before = mpx_numerics_kept_rounded_bytes();
@@ -1078,18 +1084,42 @@ static void test_weights_unrounded(void) {
         const size_t grew = mpx_numerics_kept_rounded_bytes() - before;
         /* (the first two make their formats' copies; the rest find them.
          * In bf16, w4 is finite and packed too.) */
-        const size_t want = other - (v == 1 ? (size_t)T(g, "w4")->nelem * sizeof(float) : 0);
+        const size_t want = no_kept ? 0 : other - (v == 1 ? (size_t)T(g, "w4")->nelem * sizeof(float) : 0);
         if (v < 2) CHECK_MSG(grew == want, "assignment %d: kept copies grew by %zu bytes, want %zu", v, grew, want);
         CHECK_EQUAL(g, as[v], in, c, false);
         if (c && v == 0) { /* the overflow reached the outputs */
             const mpx_value *u2 = &c->cand[T(g, "u2")->index];
             CHECK(u2->n == 16 && !isfinite(u2->f[0]));
         }
-        mpx_compare_free(c);
+        cs[v] = c;
     }
-    for (int v = 0; v < 5; v++) mpx_assign_free(as[v]);
+    for (int v = 0; v < WR_RUNS; v++) mpx_assign_free(as[v]);
     for (int k = 0; k < 4; k++) mpx_value_free(&in[k]);
+    unsetenv("MPX_KERN_NOKEPT");
+    return g;
+}
+
+/* The same comparisons with rounded copies kept and with none kept (every
+ * copy made per call): the same figures and outputs, bit for bit (the whole
+ * runs CHECK_EQUAL compares with take the same per-call routes, so this is
+ * what holds those routes to the kept ones). */
+static void test_weights_unrounded(void) {
+    mpx_compare *kept[WR_RUNS], *none[WR_RUNS];
+    mpx_graph *g = weights_run(false, kept), *h = weights_run(true, none);
+    for (int v = 0; v < WR_RUNS; v++) {
+        const mpx_compare *a = kept[v], *b = none[v];
+        bool same = a && b && a->n_layers == b->n_layers;
+        for (int i = 0; same && i < a->n_layers; i++)
+            same = a->layers[i].tensor == b->layers[i].tensor &&
+                   memcmp(&a->layers[i].m, &b->layers[i].m, sizeof a->layers[i].m) == 0;
+        for (int t = 0; same && t < g->n_tensors; t++)
+            if (g->tensors[t]->flags & MPX_T_OUTPUT) same = same_bits(&a->cand[t], &b->cand[t]);
+        CHECK_MSG(same, "assignment %d: copies kept and made per call differ", v);
+        mpx_compare_free(kept[v]);
+        mpx_compare_free(none[v]);
+    }
     mpx_graph_free(g);
+    mpx_graph_free(h);
 }
 
 int main(void) {
