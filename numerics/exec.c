@@ -285,12 +285,11 @@ mpx_status mpx_exec_start(const mpx_graph *g, const mpx_assign *a, const mpx_val
 /* Whether a constant held low may start a run unrounded: every node that
  * reads it reads it rounded itself (kernels.def: MPX_KERNEL_READS_ROUNDED;
  * exec_node hands it with its format), and nothing else sees the value:
- * not a graph output, not kept for the caller, and no Loop or Scan body
- * (which reads outer values on its own) in the graph. */
-static bool unrounded_ok(const mpx_graph *g, const mpx_tensor *t, const bool *keep) {
+ * not a graph output, nor kept for the caller (keep NULL: none may; so too
+ * in a graph with a Loop or Scan body, which reads outer values on its
+ * own: mpx_exec_start_some). */
+static bool unrounded_ok(const mpx_tensor *t, const bool *keep) {
     if (!keep || keep[t->index] || !t->f32 || (t->flags & MPX_T_OUTPUT) || t->n_consumers < 1) return false;
-    for (int i = 0; i < g->n_nodes; i++)
-        if (g->nodes[i]->body) return false;
     for (int c = 0; c < t->n_consumers; c++) {
         const mpx_node *n = t->consumers[c];
         for (int j = 0; j < n->n_inputs; j++)
@@ -303,6 +302,8 @@ mpx_status mpx_exec_start_some(const mpx_graph *g, const mpx_assign *a, const mp
                                const bool *want, const bool *keep, mpx_value *vals, mpx_error *err) {
     mpx_status st = MPX_OK;
     for (int i = 0; i < g->n_tensors; i++) vals[i].n = -1;
+    for (int i = 0; keep && i < g->n_nodes; i++)
+        if (g->nodes[i]->body) keep = NULL; /* every constant rounded (unrounded_ok) */
     /* Constants: converted once, before the run (weights converted offline). */
     for (int i = 0; i < g->n_tensors && st == MPX_OK; i++) {
         const mpx_tensor *t = g->tensors[i];
@@ -310,9 +311,9 @@ mpx_status mpx_exec_start_some(const mpx_graph *g, const mpx_assign *a, const mp
         /* held low: the rounded copy kept on the tensor, else one for this
          * run; or left as it is for readers that round it themselves (a
          * weight's two formats' rounded copies were twice its bytes beside
-         * the packings made of them: exec_node, in_format) */
+         * the packings made of them: exec_node, mpx_kctx.in_round) */
         const mpx_format *f = tensor_fmt(a, t);
-        if (f && unrounded_ok(g, t, keep)) {
+        if (f && unrounded_ok(t, keep)) {
             mpx_value_view(&vals[i], t);
             continue;
         }

@@ -803,6 +803,15 @@ const float *mpx_k_kept_rounded(mpx_tensor *t, const mpx_format *f) {
     return k ? k->ap : NULL;
 }
 
+const float *mpx_k_rounded_values(mpx_tensor *t, const mpx_format *f, float **owned) {
+    *owned = NULL;
+    const float *kept = mpx_k_kept_rounded(t, f);
+    if (kept || !t || !t->f32 || t->nelem <= 0) return kept;
+    if (!(*owned = kg_alloc((size_t)t->nelem))) return NULL;
+    mpx_round_array(f, *owned, t->f32, (size_t)t->nelem);
+    return *owned;
+}
+
 mpx_tensor *mpx_k_value_owner(const mpx_kctx *c, int k, const float *data) {
     mpx_tensor *t = c && c->node && k < c->node->n_inputs ? c->node->inputs[k] : NULL;
     /* (a bounded walk: Identity chains are short, and a malformed graph's
@@ -1119,14 +1128,11 @@ kg_result kg_gemm_run(const kg_gemm *j) {
     const int64_t at = t->f32 && j->b >= t->f32 && j->b < t->f32 + t->nelem ? j->b - t->f32 : -1;
     if (at < 0) return KG_NOMEM;
     kg_gemm r = *j;
-    float *own = NULL;
-    const float *kept = mpx_k_kept_rounded(j->b_owner, j->b_fmt);
-    if (!kept) {
-        if (!(own = kg_alloc((size_t)t->nelem))) return KG_NOMEM;
-        mpx_round_array(j->b_fmt, own, t->f32, (size_t)t->nelem);
-        r.b_owner = NULL; /* (not the constant's: nothing of it is kept) */
-    }
-    r.b = (kept ? kept : own) + at;
+    float *own;
+    const float *rounded = mpx_k_rounded_values(j->b_owner, j->b_fmt, &own);
+    if (!rounded) return KG_NOMEM;
+    if (own) r.b_owner = NULL; /* (not the constant's: nothing of it is kept) */
+    r.b = rounded + at;
     r.b_fmt = NULL;
     const kg_result res = r.b_ldt && !r.b_owner ? KG_NOMEM : kg_run(&r, nt);
     free(own);

@@ -195,6 +195,10 @@ mpx_tensor *mpx_k_value_owner(const mpx_kctx *c, int k, const float *data);
  * the graph, dropped when t's values move); NULL past the process's budget
  * for such copies or out of memory (the caller rounds a copy of its own). */
 const float *mpx_k_kept_rounded(mpx_tensor *t, const mpx_format *f);
+/* t's values rounded to f: the copy kept on t, else (past the budget) one
+ * made for this call in *owned, which the caller frees; NULL out of memory
+ * (or t holds no values). */
+const float *mpx_k_rounded_values(mpx_tensor *t, const mpx_format *f, float **owned);
 
 /* Whether op's kernel may be handed input k as a constant's own values with
  * the format to read them in (kernels.def: MPX_KERNEL_READS_ROUNDED). */

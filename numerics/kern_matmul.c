@@ -146,10 +146,11 @@ mpx_status mpx_k_gemm(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
      * as the swapped product's A); the others read it where it lies, so
      * they take the rounded values. */
     const bool kept_t = tb && M >= GEMM_KEPT_T_MIN_M && N >= 2 && mm_on_core(c, K);
+    const bool swap = tb && K > 0 && N > 0 && M > 0 && copy_swap < N * K;
     mpx_kctx lc;
     mpx_value lb;
     float *b_held = NULL;
-    if (!(kept_t || (tb && mm_on_core(c, K) && M > 0 && copy_swap < N * K)) &&
+    if (!(kept_t || (swap && mm_on_core(c, K))) &&
         (st = mpx_k_in_rounded(&c, &lc, 1, &b, &lb, &b_held)))
         goto fail;
     float *y = out[0].f, *bt = NULL;
@@ -172,7 +173,7 @@ mpx_status mpx_k_gemm(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
     if (b_own) {
         st = mm_run_t(c, M, N, K, a->f, ta ? 1 : K, ta ? M : 1, b->f, K, y, NULL, b_own);
         if (st) goto fail;
-    } else if (tb && K > 0 && N > 0 && M > 0 && copy_swap < N * K) {
+    } else if (swap) {
         float *at = NULL, *yt = NULL;
         const float *bprime = a->f; /* A'^T row-major, K x M */
         if (!ta && M > 1) {

@@ -765,12 +765,13 @@ mpx_status mpx_k_conv(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
      * as it packs them; the depthwise kernel and the general loop read them
      * where they lie, so they take the rounded values first. */
     bool declined = !(mode >= 0 && win.nsp <= 2 && j.N > 0 && j.M > 0 && j.cig > 0 && j.out_plane > 0);
+    const bool dwise = j.cig == 1 && j.mg == 1;
     mpx_kctx lc;
     mpx_value lw;
     float *w_held = NULL;
-    if (declined || (j.cig == 1 && j.mg == 1)) st = mpx_k_in_rounded(&c, &lc, 1, &w, &lw, &w_held);
+    if (declined || dwise) st = mpx_k_in_rounded(&c, &lc, 1, &w, &lw, &w_held);
     j.w = w->f;
-    if (!st && !declined) declined = j.cig == 1 && j.mg == 1 && !kg_all_finite(j.w, w->n);
+    if (!st && !declined) declined = dwise && !kg_all_finite(j.w, w->n);
     if (!st && !declined) st = conv_fast(c, &j, &win, mode, &declined);
     if (!st && declined && mpx_k_in_round(c, 1)) { /* (the core found them non-finite once rounded) */
         st = mpx_k_in_rounded(&c, &lc, 1, &w, &lw, &w_held);

@@ -5,7 +5,6 @@
 #include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* Ops the registry knows: a new op in graph/ops.def must be looked at here
@@ -52,15 +51,10 @@ mpx_status mpx_k_in_rounded(const mpx_kctx **c, mpx_kctx *local, int k, const mp
     *local_v = *src;
     local_v->borrowed = true;
     mpx_tensor *t = (*c)->node->inputs[k];
-    const float *kept = src->f && src->n > 0 && t && t->f32 == src->f ? mpx_k_kept_rounded(t, f) : NULL;
-    if (kept) {
-        local_v->f = (float *)kept;
-    } else if (src->f && src->n > 0) {
-        /* past the budget for kept copies: one for this call */
-        if (!(*owned = malloc((size_t)src->n * sizeof **owned)))
-            return mpx_kernel_error(*c, MPX_E_NOMEM, "out of memory for input %d rounded", k);
-        mpx_round_array(f, *owned, src->f, (size_t)src->n);
-        local_v->f = *owned;
+    if (src->f && src->n > 0) { /* (in_round is set for the constant's own values only) */
+        const float *r = t && t->f32 == src->f ? mpx_k_rounded_values(t, f, owned) : NULL;
+        if (!r) return mpx_kernel_error(*c, MPX_E_NOMEM, "out of memory for input %d rounded", k);
+        local_v->f = (float *)r;
     }
     *c = local;
     *v = local_v;
