@@ -95,6 +95,9 @@ typedef struct stream {
     mpx_value *ref;                  /* [n_tensors]: live values of the reference */
     mpx_value *cand[MAX_CANDS];      /* [n_tensors]: and of each candidate */
     int *uses;                       /* [n_tensors]: jobs still to read the tensor */
+    int *ruses;                      /* [(1 + nc) x n_tensors]: those of each run (0 the reference, 1 + q candidate q) */
+    bool inplace;                    /* steps may write over an input no later job reads (plan_inplace) */
+    bool bodies_present;             /* a node of the graph has a body */
     bool *keep;                      /* [n_tensors]: kept after the run */
     int max_out;
     size_t live, peak;               /* bytes of non-borrowed values, local ones too */
@@ -237,6 +240,66 @@ static mpx_status run_metrics(stream *s, slot *sl, const mpx_node *n, mpx_error 
     return MPX_OK;
 }
 
+/* ---- writing over a dead input ---------------------------------------------------------
+ * A pointwise node's step (kernels.def: MPX_KERNEL_POINTWISE) may write its
+ * output over one of its inputs of the output's size when no other job of
+ * its run will read that input: its own node's metrics have run, and so
+ * have the other readers of it in that run. The run's value set at the
+ * widest cut of a CNN is a full-resolution activation chain's input and
+ * output (hard-swish: x, Clip's result and Mul's), so this holds two of
+ * them there instead of three, for the reference and every candidate. The
+ * kernel is the same and computes the same bits; only where they go
+ * changes. Decided when the job is taken (under the lock: the counts are
+ * final for it then), the buffer adopted when it is done. */
+
+/* The values of job j's run. */
+static mpx_value *run_values(stream *s, const job *j) {
+    return j->kind == JOB_REF ? s->ref : j->kind == JOB_CAND ? s->cand[j->q] : NULL;
+}
+
+static int *run_uses(stream *s, int run) { return s->ruses + (size_t)run * (size_t)s->g->n_tensors; }
+
+static void plan_inplace(stream *s, job *j) {
+    j->inplace = -1;
+    mpx_value *vals = run_values(s, j);
+    const mpx_node *n = node_at(s, j->pos);
+    if (!s->inplace || !vals || !mpx_kernel_pointwise(n->op) || n->n_outputs < 1 || !n->outputs[0]) return;
+    for (int k = 1; k < n->n_outputs; k++)
+        if (n->outputs[k]) return;
+    const mpx_tensor *o = n->outputs[0];
+    const int *ru = run_uses(s, j->kind == JOB_REF ? 0 : 1 + j->q);
+    for (int k = 0; k < n->n_inputs; k++) {
+        const mpx_tensor *t = n->inputs[k];
+        /* keep holds the graph's outputs too (mpx_cmp_kept); a constant's
+         * value is a view (borrowed) or the run's own rounded copy, which
+         * nothing after its last reader needs either */
+        if (!t || !first_read(n, k) || ru[t->index] != 1 || s->keep[t->index]) continue;
+        const mpx_value *v = &vals[t->index];
+        if (v->borrowed || v->is_seq || !v->f || v->n <= 0 || v->n != o->nelem) continue;
+        j->inplace = k;
+        return;
+    }
+}
+
+static float *inplace_dest(stream *s, const job *j) {
+    return j->inplace < 0 ? NULL : run_values(s, j)[node_at(s, j->pos)->inputs[j->inplace]->index].f;
+}
+
+static int64_t inplace_n(stream *s, const job *j) {
+    return j->inplace < 0 ? 0 : run_values(s, j)[node_at(s, j->pos)->inputs[j->inplace]->index].n;
+}
+
+/* A step done: where the kernel took the input's buffer for its output,
+ * the output owns it and the input's value is gone (it had no reader left). */
+static void adopt_inplace(stream *s, job *j) {
+    if (j->inplace < 0) return;
+    mpx_value *v = &run_values(s, j)[node_at(s, j->pos)->inputs[j->inplace]->index];
+    if (!j->outs[0].borrowed || j->outs[0].f != v->f) return;
+    s->live -= mpx_value_bytes(v);
+    mpx_value_clear(v);
+    j->outs[0].borrowed = false;
+}
+
 static void run(void *ctx, job *j) {
     stream *s = ctx;
     slot *sl = &s->slots[j->pos % s->window];
@@ -245,7 +308,8 @@ static void run(void *ctx, job *j) {
     j->scratch = 0;
     switch (j->kind) {
     case JOB_REF:
-        j->st = mpx_exec_node_probe(n, NULL, s->ref, false, NULL, j->outs, &j->scratch, &j->err);
+        j->st = mpx_exec_node_into(n, NULL, s->ref, false, NULL, inplace_dest(s, j), inplace_n(s, j), j->outs,
+                                   &j->scratch, &j->err);
         break;
     case JOB_CAND: {
         const mpx_body_probe *probe = NULL;
@@ -254,8 +318,8 @@ static void run(void *ctx, job *j) {
                                               .local = s->opts->local};
             probe = &s->probe[j->q];
         }
-        j->st = mpx_exec_node_probe(n, s->a[j->q], s->cand[j->q], false, probe, j->outs, &j->scratch,
-                                    &j->err);
+        j->st = mpx_exec_node_into(n, s->a[j->q], s->cand[j->q], false, probe, inplace_dest(s, j), inplace_n(s, j),
+                                   j->outs, &j->scratch, &j->err);
         break;
     }
     case JOB_LOCAL:
@@ -322,6 +386,7 @@ static void cancel_at(stream *s, int node) {
 }
 
 static job *take(stream *s, job *j) {
+    plan_inplace(s, j);
     j->state = JOB_RUNNING;
     j->started = s->n_done;
     s->running++;
@@ -431,15 +496,21 @@ static void done(void *ctx, job *j) {
     if (j->kind != JOB_METRICS) {
         /* A step's input copies and outputs were alive beside the live
          * values, and beside the input copies of a step the other thread
-         * finished while it ran. */
+         * finished while it ran (an output written over an input was that
+         * input's bytes). */
+        adopt_inplace(s, j);
         int other = 1 - j->thread;
         size_t extra = j->scratch + mpx_cmp_outs_bytes(j->outs, no);
         if (s->fin_at[other] > j->started) extra += s->fin_scratch[other];
         note_peak(s, extra);
         s->fin_scratch[j->thread] = j->scratch;
         s->fin_at[j->thread] = s->n_done;
+        int *ru = run_uses(s, j->kind == JOB_CAND ? 1 + j->q : 0);
         for (int k = 0; k < n->n_inputs; k++)
-            if (first_read(n, k)) release(s, n->inputs[k]->index);
+            if (first_read(n, k)) {
+                ru[n->inputs[k]->index]--;
+                release(s, n->inputs[k]->index);
+            }
     }
     switch (j->kind) {
     case JOB_REF:
@@ -460,7 +531,10 @@ static void done(void *ctx, job *j) {
             mpx_k_free_values(lo, no);
         }
         for (int k = 0; k < no; k++)
-            if (n->outputs[k]) release(s, n->outputs[k]->index);
+            if (n->outputs[k]) {
+                for (int r = 0; r <= s->nc; r++) run_uses(s, r)[n->outputs[k]->index]--;
+                release(s, n->outputs[k]->index);
+            }
         break;
     }
     retire(s);
@@ -520,6 +594,7 @@ static void stream_free(stream *s) {
         free(s->cdone[q]);
     }
     free(s->uses);
+    free(s->ruses);
     free(s->keep);
     free(s->order);
     free(s->dep0);
@@ -582,9 +657,17 @@ static bool plan_schedule(stream *s) {
         }
         /* readers: R, each C[q], each L[q] of every input; M of every output */
         for (int j = 0; j < n->n_inputs; j++)
-            if (first_read(n, j)) s->uses[n->inputs[j]->index] += 1 + s->nc + (s->opts->local ? s->nc : 0);
+            if (first_read(n, j)) {
+                int t = n->inputs[j]->index;
+                s->uses[t] += 1 + s->nc + (s->opts->local ? s->nc : 0);
+                run_uses(s, 0)[t] += 1 + (s->opts->local ? s->nc : 0);
+                for (int q = 0; q < s->nc; q++) run_uses(s, 1 + q)[t]++;
+            }
         for (int k = 0; k < n->n_outputs; k++)
-            if (n->outputs[k]) s->uses[n->outputs[k]->index]++;
+            if (n->outputs[k]) {
+                s->uses[n->outputs[k]->index]++;
+                for (int r = 0; r <= s->nc; r++) run_uses(s, r)[n->outputs[k]->index]++;
+            }
     }
     s->est = ok ? mpx_cmp_alloc_n(s->n_pos, sizeof *s->est) : NULL;
     ok = ok && s->est;
@@ -602,6 +685,10 @@ static bool plan_schedule(stream *s) {
     free(maker);
     free(seen);
     s->window = rewrites ? 1 : WINDOW;
+    /* Not where a value is written twice, nor into values a cache takes
+     * (dropped values go to it) or a body reads (kern_loop.c reads the
+     * reference's values by itself). */
+    s->inplace = !rewrites && !s->cache && !s->bodies_present && !mpx_env_on("MPX_CMP_NOINPLACE");
     if (s->window > s->n_pos) s->window = s->n_pos > 0 ? s->n_pos : 1;
     return ok;
 }
@@ -618,9 +705,11 @@ static mpx_status run_stream(const mpx_graph *g, const mpx_assign *const *a, int
     s.nj = 2 + nc + (opts->local ? nc : 0);
     s.ref = mpx_cmp_alloc_values(nt);
     s.uses = mpx_cmp_alloc_n(nt, sizeof *s.uses);
+    s.ruses = mpx_cmp_alloc_n((1 + nc) * nt, sizeof *s.ruses);
     s.keep = mpx_cmp_alloc_n(nt, sizeof *s.keep);
     s.rdone = mpx_cmp_alloc_n(g->n_nodes, 1);
-    bool ok = s.ref && s.uses && s.keep && s.rdone && plan_schedule(&s);
+    for (int i = 0; i < g->n_nodes; i++) s.bodies_present = s.bodies_present || g->nodes[i]->body;
+    bool ok = s.ref && s.uses && s.ruses && s.keep && s.rdone && plan_schedule(&s);
     for (int q = 0; q < nc; q++) {
         s.a[q] = a[q];
         s.c[q] = calloc(1, sizeof *s.c[q]);

@@ -29,6 +29,7 @@ typedef struct job {
     mpx_value *outs; /* [max_out]: a step's outputs until they are stored */
     size_t scratch;  /* a step's input copies, bytes */
     size_t est;      /* the output bytes expected of a step started ahead (compare.c) */
+    int inplace;     /* a step writing its output over this input's buffer (compare.c), -1: none */
     int thread;      /* 0 the caller, 1 the worker */
     long started;    /* jobs finished before it started (compare.c) */
     mpx_status st;

@@ -523,6 +523,12 @@ mpx_status mpx_exec_node(const mpx_node *n, const mpx_assign *a, const mpx_value
 mpx_status mpx_exec_node_probe(const mpx_node *n, const mpx_assign *a, const mpx_value *vals, bool ref_inputs,
                                const mpx_body_probe *probe, mpx_value *outs, size_t *scratch_bytes,
                                mpx_error *err) {
+    return mpx_exec_node_into(n, a, vals, ref_inputs, probe, NULL, 0, outs, scratch_bytes, err);
+}
+
+mpx_status mpx_exec_node_into(const mpx_node *n, const mpx_assign *a, const mpx_value *vals, bool ref_inputs,
+                              const mpx_body_probe *probe, float *dest, int64_t dest_n, mpx_value *outs,
+                              size_t *scratch_bytes, mpx_error *err) {
     enum { FEW = 8 };
     if (n->guard && !mpx_exec_active(n, vals)) {
         for (int j = 0; j < n->n_outputs; j++) mpx_value_clear(&outs[j]);
@@ -536,7 +542,7 @@ mpx_status mpx_exec_node_probe(const mpx_node *n, const mpx_assign *a, const mpx
                              n->op_type);
     }
     for (int j = 0; j < n->n_inputs; j++) srcs[j] = n->inputs[j] ? &vals[n->inputs[j]->index] : NULL;
-    mpx_status st = exec_node(n, a, srcs, ref_inputs, probe, outs, scratch_bytes, NULL, 0, err);
+    mpx_status st = exec_node(n, a, srcs, ref_inputs, probe, outs, scratch_bytes, dest, dest_n, err);
     if (srcs != few) free(srcs);
     return st;
 }

@@ -36,28 +36,6 @@ enum {
                                28.1 ms on the AMD EPYC of 2026-11, alternating runs) */
 };
 
-/* Ops that compute each output element from the input elements at the same
- * place (after broadcasting) and nothing else. Pow is left out: for a
- * one-value exponent its kernel squares by multiplication, so a tile view
- * of a per-channel exponent could take another path. */
-static bool pointwise(mpx_op op) {
-    switch (op) {
-    case MPX_OP_Relu: case MPX_OP_LeakyRelu: case MPX_OP_Elu: case MPX_OP_Selu:
-    case MPX_OP_Celu: case MPX_OP_ThresholdedRelu: case MPX_OP_Sigmoid:
-    case MPX_OP_HardSigmoid: case MPX_OP_HardSwish: case MPX_OP_Softplus:
-    case MPX_OP_Softsign: case MPX_OP_Mish: case MPX_OP_Tanh: case MPX_OP_Erf:
-    case MPX_OP_Gelu: case MPX_OP_Exp: case MPX_OP_Log: case MPX_OP_Sqrt:
-    case MPX_OP_Reciprocal: case MPX_OP_Neg: case MPX_OP_Abs: case MPX_OP_Sign:
-    case MPX_OP_Floor: case MPX_OP_Ceil: case MPX_OP_Round: case MPX_OP_Sin:
-    case MPX_OP_Cos: case MPX_OP_Clip:
-    case MPX_OP_Add: case MPX_OP_Sub: case MPX_OP_Mul: case MPX_OP_Div:
-    case MPX_OP_BatchNormalization:
-        return true;
-    default:
-        return false;
-    }
-}
-
 static bool known_float(const mpx_tensor *t) {
     if (!t || !mpx_dtype_is_float(t->dtype) || t->rank < 1 || t->rank > MPX_MAX_RANK)
         return false;
@@ -114,7 +92,7 @@ static bool node_ok(const mpx_node *n, int64_t *plane) {
     /* A node of an If's branch runs only when its branch is taken
      * (mpx_exec_node decides, node by node). */
     if (n->guard) return false;
-    if (!pointwise(n->op) || n->n_outputs < 1 || !known_float(n->outputs[0])) return false;
+    if (!mpx_kernel_pointwise(n->op) || n->n_outputs < 1 || !known_float(n->outputs[0])) return false;
     for (int j = 1; j < n->n_outputs; j++)
         if (n->outputs[j]) return false;
     const mpx_tensor *out = n->outputs[0];

@@ -234,14 +234,9 @@ static int64_t kg_row_blocks(int64_t mpan, int64_t G, int64_t OH, int64_t R, int
 #undef KG_TARGET
 #endif
 
-static bool kg_env_on(const char *name) {
-    const char *e = getenv(name);
-    return e && *e && strcmp(e, "0") != 0;
-}
-
 static bool kg_use_avx2(void) {
 #if KG_HAVE_X86
-    if (kg_env_on("MPX_KERN_PORTABLE")) return false;
+    if (mpx_env_on("MPX_KERN_PORTABLE")) return false;
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && mpx_cpu_has_f16c();
 #else
     return false;
@@ -252,7 +247,7 @@ static bool kg_use_avx2(void) {
  * (kern_check runs each build against the documented order). */
 static bool kg_use_avx512(void) {
 #if KG_HAVE_X86
-    if (kg_env_on("MPX_KERN_AVX2")) return false;
+    if (mpx_env_on("MPX_KERN_AVX2")) return false;
     return kg_use_avx2() && __builtin_cpu_supports("avx512f");
 #else
     return false;
@@ -265,7 +260,7 @@ static bool kg_use_avx512(void) {
 static bool kg_use_h16(kg_mode mode, bool f16) {
 #if KG_HAVE_H16
     return mode == KG_FP16 && f16 && kg_use_avx512() && mpx_cpu_has_avx512fp16() &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") && !kg_env_on("MPX_KERN_NOFP16");
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") && !mpx_env_on("MPX_KERN_NOFP16");
 #else
     (void)mode, (void)f16;
     return false;
@@ -783,7 +778,7 @@ const float *mpx_k_kept_rounded(mpx_tensor *t, const mpx_format *f) {
     const long long bytes = (long long)t->nelem * (long long)sizeof(float);
     /* MPX_KERN_NOKEPT=1: no budget at all (the tests' way to take every
      * route that copies per call instead) */
-    const long long budget = kg_env_on("MPX_KERN_NOKEPT") ? 0 : (long long)KG_ROUNDED_MAX_MB << 20;
+    const long long budget = mpx_env_on("MPX_KERN_NOKEPT") ? 0 : (long long)KG_ROUNDED_MAX_MB << 20;
     if (atomic_fetch_add(&kg_rounded_bytes, bytes) + bytes > budget) {
         atomic_fetch_sub(&kg_rounded_bytes, bytes);
         return NULL;
@@ -1044,7 +1039,7 @@ static void kg_tlanes_fn(void *ctx, int tid, long item) {
  * with the same bits. false: not taken. */
 static bool kg_lanes_worth(const kg_gemm *j) {
     const kg_conv *v = j->conv;
-    if (j->G != 1 || j->mode != KG_FP32 || !(kg_use_avx512() || kg_use_avx2()) || kg_env_on("MPX_KERN_NOLANES"))
+    if (j->G != 1 || j->mode != KG_FP32 || !(kg_use_avx512() || kg_use_avx2()) || mpx_env_on("MPX_KERN_NOLANES"))
         return false;
     /* (without a grid: B's rows are runs and so are C's, as a 1x1
      * convolution's; a 7 x 7 map's 49 columns were 64) */

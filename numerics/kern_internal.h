@@ -203,6 +203,12 @@ const float *mpx_k_rounded_values(mpx_tensor *t, const mpx_format *f, float **ow
 /* Whether op's kernel may be handed input k as a constant's own values with
  * the format to read them in (kernels.def: MPX_KERNEL_READS_ROUNDED). */
 bool mpx_kernel_reads_rounded(mpx_op op, int input);
+/* Whether environment variable name is set, non-empty and not "0" (the
+ * kernels' and the comparison's switches: MPX_KERN_*, MPX_CMP_*). */
+bool mpx_env_on(const char *name);
+/* Whether op computes each output element from the input elements at its
+ * place alone (kernels.def: MPX_KERNEL_POINTWISE). */
+bool mpx_kernel_pointwise(mpx_op op);
 /* The format input k is to be read in, when the executor handed the
  * constant's own values unrounded (mpx_kctx.in_round); NULL otherwise. */
 const mpx_format *mpx_k_in_round(const mpx_kctx *c, int k);
@@ -264,6 +270,14 @@ bool mpx_exec_node_plain(const mpx_assign *a, const mpx_node *n);
 mpx_status mpx_exec_node_probe(const mpx_node *n, const mpx_assign *a, const mpx_value *vals, bool ref_inputs,
                                const struct mpx_body_probe *probe, mpx_value *outs, size_t *scratch_bytes,
                                mpx_error *err);
+
+/* mpx_exec_node_probe with dest (may be NULL) offered to the kernel for
+ * output 0 (mpx_kctx.dest; taken: outs[0] is a borrowed value over it).
+ * compare.c offers a pointwise node the buffer of an input no later job
+ * reads (kernels.def: MPX_KERNEL_POINTWISE), so the output overwrites it. */
+mpx_status mpx_exec_node_into(const mpx_node *n, const mpx_assign *a, const mpx_value *vals, bool ref_inputs,
+                              const struct mpx_body_probe *probe, float *dest, int64_t dest_n, mpx_value *outs,
+                              size_t *scratch_bytes, mpx_error *err);
 
 /* ---- figures inside bodies (body_figures.c; kern_loop.c fills them) ------------ */
 

@@ -5,6 +5,7 @@
 #include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Ops the registry knows: a new op in graph/ops.def must be looked at here
@@ -35,6 +36,21 @@ static const unsigned reads_rounded[MPX_OP_COUNT] = {
 bool mpx_kernel_reads_rounded(mpx_op op, int input) {
     return (int)op > 0 && op < MPX_OP_COUNT && input >= 0 && input < 32 && (reads_rounded[op] >> input & 1u);
 }
+
+static const bool pointwise[MPX_OP_COUNT] = {
+#define MPX_KERNEL(op, fn)
+#define MPX_KERNEL_POINTWISE(op) [MPX_OP_##op] = true,
+#include "kernels.def"
+#undef MPX_KERNEL_POINTWISE
+#undef MPX_KERNEL
+};
+
+bool mpx_env_on(const char *name) {
+    const char *e = getenv(name);
+    return e && *e && strcmp(e, "0") != 0;
+}
+
+bool mpx_kernel_pointwise(mpx_op op) { return (int)op > 0 && op < MPX_OP_COUNT && pointwise[op]; }
 
 const mpx_format *mpx_k_in_round(const mpx_kctx *c, int k) {
     return c && c->in_round && c->node && k >= 0 && k < c->node->n_inputs ? c->in_round[k] : NULL;

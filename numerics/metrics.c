@@ -1,6 +1,6 @@
 /* metrics.c - per-tensor error of a candidate run against the fp32 reference
  * (DESIGN section 3, Error metrics; the non-finite rule is in the header). */
-#include "mpx_numerics.h"
+#include "kern_internal.h"
 
 #include <float.h>
 #include <math.h>
@@ -317,11 +317,7 @@ __attribute__((target("avx2,fma,popcnt"))) static int64_t lanes_avx2(lanes *L, c
 
 /* MPX_KERN_PORTABLE=1 takes the portable path and MPX_KERN_AVX2=1 the AVX2 one,
  * as the kernels do (tests). */
-static bool getenv_on(const char *name) {
-    const char *e = getenv(name);
-    return e && *e && strcmp(e, "0") != 0;
-}
-static bool getenv_portable(void) { return getenv_on("MPX_KERN_PORTABLE"); }
+static bool getenv_portable(void) { return mpx_env_on("MPX_KERN_PORTABLE"); }
 
 static double lsum(const double *v) {
     return (((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7])));
@@ -350,7 +346,7 @@ static mpx_status check_pair(const mpx_value *r, const mpx_value *c, mpx_error *
 
 static bool use_avx512(void) {
 #if defined(__x86_64__) || defined(__i386__)
-    return !getenv_portable() && !getenv_on("MPX_KERN_AVX2") && __builtin_cpu_supports("avx512f") &&
+    return !getenv_portable() && !mpx_env_on("MPX_KERN_AVX2") && __builtin_cpu_supports("avx512f") &&
            __builtin_cpu_supports("avx512dq");
 #else
     return false;

@@ -421,7 +421,9 @@ static void test_metrics_paths(void) {
 
 /* x -> 10 nodes -> y, 1000 floats each: streaming holds the value being read
  * and the one being made in each run (4 activations, plus the fp16 copy of
- * the scalar), whole runs hold all 22. */
+ * the scalar), whole runs hold all 22; and with every node pointwise, each
+ * step writes its output over its input (no later job reads it), so each
+ * run holds one (2 activations), unless MPX_CMP_NOINPLACE says not to. */
 static void test_chain_memory(void) {
     mpx_graph *g = mpx_graph_new("t.json");
     g->opset = 13;
@@ -446,7 +448,10 @@ static void test_chain_memory(void) {
     gb_fill_normal(&x, 5);
     mpx_assign *h = mpx_assign_uniform(g, &mpx_format_fp16, NULL, false);
     const size_t act = 1000 * sizeof(float);
-    for (int threads = 0; threads < 2; threads++) {
+    for (int run = 0; run < 4; run++) {
+        const int threads = run % 2;
+        const bool inplace = run < 2;
+        if (!inplace) setenv("MPX_CMP_NOINPLACE", "1", 1);
         mpx_compare_opts o = {.threads = threads};
         mpx_compare *c = COMPARE(g, h, &x, &o);
         size_t whole = CHECK_EQUAL(g, h, &x, c, false);
@@ -456,14 +461,16 @@ static void test_chain_memory(void) {
             /* on two threads, steps of the next nodes may run beside the
              * first unfinished one's, within the peak already reached (see
              * the keep case below): a step's outputs or two more */
-            size_t most = threads == 1 ? 4 * act + 64 : 6 * act + 64;
-            CHECK_MSG(c->peak_bytes >= 4 * act && c->peak_bytes <= most,
-                      "%d thread(s): peak %zu bytes, want about %zu", threads ? threads : 2, c->peak_bytes,
-                      4 * act);
+            const size_t least = inplace ? 2 * act : 4 * act;
+            size_t most = threads == 1 ? least + 64 : least + 2 * act + 64;
+            CHECK_MSG(c->peak_bytes >= least && c->peak_bytes <= most,
+                      "%d thread(s)%s: peak %zu bytes, want about %zu", threads ? threads : 2,
+                      inplace ? "" : ", not in place", c->peak_bytes, least);
             CHECK(c->peak_bytes < whole / 4);
             CHECK(live_count(g, c->ref) == 1 && c->ref[T(g, "y")->index].n == 1000);
         }
         mpx_compare_free(c);
+        unsetenv("MPX_CMP_NOINPLACE");
     }
 
     /* keep: the asked tensor (and the output) survive, no other value does. */
@@ -1122,6 +1129,90 @@ static void test_weights_unrounded(void) {
     mpx_graph_free(h);
 }
 
+/* ---- steps writing over inputs no later job reads ------------------------------------------ */
+
+/* Every pointwise op (kernels.def: MPX_KERNEL_POINTWISE) in a graph that
+ * offers each kind of input a step might wrongly write over: one read
+ * later by another node (x), read twice by the same node, read second with
+ * a broadcast first operand, a graph output read on (o1), a per-channel
+ * operand. The figures, local ones too, are the whole runs' bit for bit
+ * (so no value was overwritten before its last reader read it), for two
+ * candidates against one reference on one and two threads; the same run
+ * with MPX_CMP_NOINPLACE gives the same figures and kept values and holds
+ * more at its peak (so the steps did write in place). */
+static void test_inplace(void) {
+    mpx_graph *g = mpx_graph_new("t.json");
+    g->opset = 18;
+    node(g, "a", "Add", "x:f:1x8x32x32 c3=f3", "ta", "");
+    node(g, "cl", "Clip", "ta lo=f0 hi=f6", "tb", "");
+    node(g, "m", "Mul", "x tb", "th", "");
+    node(g, "d", "Div", "th six=f6", "td", "");
+    node(g, "bn", "BatchNormalization",
+         "td s=f[1,2,0.5,1.5,1,0.25,3,1] b=f[0,1,-1,0.5,0,0,2,-2] mu=f[0.1,0,0.2,0,-0.1,0,0.3,0] "
+         "var=f[1,0.5,2,1,1,4,0.25,1]", "te", "epsilon=0.001");
+    node(g, "sg", "Sigmoid", "te", "tf", "");
+    node(g, "sw", "Mul", "te tf", "tg", "");
+    node(g, "sq", "Mul", "tg tg", "tq", "");
+    node(g, "sb", "Sub", "pc#f:1x8x1x1 tq", "tu", "");
+    node(g, "r", "Relu", "tu", "o1", "");
+    node(g, "th", "Tanh", "o1", "tv", "");
+    node(g, "ax", "Add", "tv x", "t0", "");
+    static const char *const unary[] = {"LeakyRelu", "Elu",   "Selu", "Celu", "Softsign", "HardSigmoid",
+                                        "HardSwish", "Softplus", "Mish", "Erf", "Gelu", "Sin", "Cos", "Abs",
+                                        "Sqrt",      "Neg",   "Exp",  "Log",  "Reciprocal", "Sign", "Floor",
+                                        "Ceil",      "Round", "ThresholdedRelu"};
+    const int nu = (int)(sizeof unary / sizeof unary[0]);
+    for (int k = 0; k < nu; k++) {
+        char name[16], in[16], out[16];
+        snprintf(name, sizeof name, "u%d", k);
+        snprintf(in, sizeof in, "t%d", k);
+        snprintf(out, sizeof out, k == nu - 1 ? "y" : "t%d", k + 1);
+        node(g, name, unary[k], in, out, "");
+    }
+    finish(g, "o1 y");
+    int64_t d[4] = {1, 8, 32, 32};
+    mpx_value x;
+    mpx_value_alloc(&x, MPX_DT_FLOAT, 4, d, NULL);
+    gb_fill_normal(&x, 11);
+    for (int64_t k = 0; k < x.n; k++) x.f[k] *= 4.0f;
+    const mpx_assign *as[2] = {mpx_assign_uniform(g, &mpx_format_fp16, NULL, false),
+                               mpx_assign_uniform(g, &mpx_format_bf16, NULL, false)};
+    for (int local = 0; local < 2; local++)
+        for (int threads = 0; threads < 2; threads++) {
+            mpx_compare_opts o = {.local = local, .threads = threads};
+            mpx_compare *in[2] = {0}, *out[2] = {0};
+            mpx_error_clear(&err);
+            CHECK_MSG(mpx_compare_run_many(g, as, 2, &x, &o, in, &err) == MPX_OK, "%s", err.msg);
+            setenv("MPX_CMP_NOINPLACE", "1", 1);
+            CHECK_MSG(mpx_compare_run_many(g, as, 2, &x, &o, out, &err) == MPX_OK, "%s", err.msg);
+            unsetenv("MPX_CMP_NOINPLACE");
+            for (int q = 0; q < 2 && in[q] && out[q]; q++) {
+                CHECK_EQUAL(g, as[q], &x, in[q], local);
+                bool same = in[q]->n_layers == out[q]->n_layers;
+                for (int i = 0; same && i < in[q]->n_layers; i++)
+                    same = memcmp(&in[q]->layers[i].m, &out[q]->layers[i].m, sizeof in[q]->layers[i].m) == 0;
+                for (const char *const *o1 = (const char *const[]){"o1", "y", NULL}; same && *o1; o1++)
+                    same = same_bits(&in[q]->cand[T(g, *o1)->index], &out[q]->cand[T(g, *o1)->index]);
+                CHECK_MSG(same, "candidate %d (local %d, threads %d): in place and not differ", q, local, threads);
+            }
+            /* the hard-swish and the unary chain: two values a run at the
+             * widest cut (x and one more) instead of three */
+            const size_t act = (size_t)x.n * sizeof(float);
+            if (in[0] && out[0])
+                CHECK_MSG(in[0]->peak_bytes + 2 * act <= out[0]->peak_bytes,
+                          "local %d, threads %d: peak %zu bytes in place, %zu not", local, threads,
+                          in[0]->peak_bytes, out[0]->peak_bytes);
+            for (int q = 0; q < 2; q++) {
+                mpx_compare_free(in[q]);
+                mpx_compare_free(out[q]);
+            }
+        }
+    mpx_assign_free((mpx_assign *)as[0]);
+    mpx_assign_free((mpx_assign *)as[1]);
+    mpx_value_free(&x);
+    mpx_graph_free(g);
+}
+
 int main(void) {
     mpx_numerics_init(); /* constant folding runs the kernels */
     int64_t cnn[4] = {1, 3, 16, 16}, tr[3] = {1, 16, 64};
@@ -1137,5 +1228,6 @@ int main(void) {
     test_cache();
     test_measure();
     test_weights_unrounded();
+    test_inplace();
     return check_report("test_compare");
 }
