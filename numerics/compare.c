@@ -241,52 +241,144 @@ static mpx_status run_metrics(stream *s, slot *sl, const mpx_node *n, mpx_error 
 }
 
 /* ---- writing over a dead input ---------------------------------------------------------
- * A pointwise node's step (kernels.def: MPX_KERNEL_POINTWISE) may write its
- * output over one of its inputs of the output's size when no other job of
- * its run will read that input: its own node's metrics have run, and so
- * have the other readers of it in that run. The run's value set at the
- * widest cut of a CNN is a full-resolution activation chain's input and
- * output (hard-swish: x, Clip's result and Mul's), so this holds two of
- * them there instead of three, for the reference and every candidate. The
- * kernel is the same and computes the same bits; only where they go
+ * A step may write its output where an input's value lies when no other
+ * job of its run will read that input (its producer's metrics have run,
+ * and so have its other readers in that run):
+ * - a pointwise node (kernels.def: MPX_KERNEL_POINTWISE) over an input of
+ *   the output's size. A CNN's widest cut is a full-resolution activation
+ *   chain's input and output (hard-swish: x, Clip's result and Mul's):
+ *   two of them there instead of three, in the reference and every
+ *   candidate.
+ * - a Concat whose input 0 is its output's first part (every dim before
+ *   the axis 1: a UNet's skip connection and its upsampled decoder map)
+ *   grows that input's buffer into the output, where the buffer is a
+ *   mapping of its own: mremap moves page tables, not bytes, so the cut
+ *   holds the output and input 1, not both inputs beside the output. Such
+ *   an input is made in a mapping when its producer runs (map_out).
+ * The kernels are the same and compute the same bits; only where they go
  * changes. Decided when the job is taken (under the lock: the counts are
- * final for it then), the buffer adopted when it is done. */
+ * final for it then), the buffer adopted when it is done. Not with a cache
+ * (it takes dropped values) nor in graphs with bodies (kern_loop.c reads
+ * the reference's values on its own). */
+
+/* A value a Concat may grow into its output is made in a mapping of its
+ * own only from this size on (smaller ones: the mapping's page rounding
+ * and system calls for little gain). */
+enum { MAP_MIN_BYTES = 1 << 18 };
+
+/* Whether a value of this shape is the first part of Concat n's output:
+ * every dim before the axis is 1. */
+static bool concat_prefix(const mpx_node *n, int rank, const int64_t *dims) {
+    if (n->op != MPX_OP_Concat || !mpx_node_attr(n, "axis") || rank < 1) return false;
+    int64_t ax = mpx_node_attr_int(n, "axis", 0);
+    if (ax < 0) ax += rank;
+    if (ax < 0 || ax >= rank) return false;
+    for (int64_t i = 0; i < ax; i++)
+        if (dims[i] != 1) return false;
+    return true;
+}
+
+/* Whether t may be grown into a Concat's output: it is that Concat's input
+ * 0 and the output's first part (inferred shapes), a float of some size. */
+static bool concat_head(const mpx_tensor *t) {
+    if (!t || !mpx_dtype_is_float(t->dtype) || t->nelem <= 0 || (size_t)t->nelem * 4u < MAP_MIN_BYTES)
+        return false;
+    for (int c = 0; c < t->n_consumers; c++) {
+        const mpx_node *n = t->consumers[c];
+        if (n->n_inputs >= 2 && n->inputs[0] == t && concat_prefix(n, t->rank, t->dims)) return true;
+    }
+    return false;
+}
 
 /* The values of job j's run. */
 static mpx_value *run_values(stream *s, const job *j) {
     return j->kind == JOB_REF ? s->ref : j->kind == JOB_CAND ? s->cand[j->q] : NULL;
 }
 
-static int *run_uses(stream *s, int run) { return s->ruses + (size_t)run * (size_t)s->g->n_tensors; }
+static int *run_uses(const stream *s, int run) { return s->ruses + (size_t)run * (size_t)s->g->n_tensors; }
+
+/* Whether job j's run may write over input t's value: the job is its
+ * last reader in that run, and the run owns the buffer. Kept values (keep
+ * holds the graph's outputs too: mpx_cmp_kept) stay; a constant's value is
+ * a view (borrowed) or the run's own rounded copy, which nothing after its
+ * last reader needs either. */
+static bool dead_after(const stream *s, const job *j, const mpx_tensor *t, const mpx_value *v) {
+    return t && run_uses(s, j->kind == JOB_REF ? 0 : 1 + j->q)[t->index] == 1 && !s->keep[t->index] &&
+           !v->borrowed && !v->is_seq && v->f && v->n > 0;
+}
 
 static void plan_inplace(stream *s, job *j) {
     j->inplace = -1;
+    j->grow = j->map_out = false;
     mpx_value *vals = run_values(s, j);
     const mpx_node *n = node_at(s, j->pos);
-    if (!s->inplace || !vals || !mpx_kernel_pointwise(n->op) || n->n_outputs < 1 || !n->outputs[0]) return;
+    if (!s->inplace || !vals || n->n_outputs < 1 || !n->outputs[0]) return;
     for (int k = 1; k < n->n_outputs; k++)
         if (n->outputs[k]) return;
     const mpx_tensor *o = n->outputs[0];
-    const int *ru = run_uses(s, j->kind == JOB_REF ? 0 : 1 + j->q);
-    for (int k = 0; k < n->n_inputs; k++) {
-        const mpx_tensor *t = n->inputs[k];
-        /* keep holds the graph's outputs too (mpx_cmp_kept); a constant's
-         * value is a view (borrowed) or the run's own rounded copy, which
-         * nothing after its last reader needs either */
-        if (!t || !first_read(n, k) || ru[t->index] != 1 || s->keep[t->index]) continue;
-        const mpx_value *v = &vals[t->index];
-        if (v->borrowed || v->is_seq || !v->f || v->n <= 0 || v->n != o->nelem) continue;
-        j->inplace = k;
-        return;
+    /* A Concat whose input 0 is its output's first part and was made in a
+     * mapping: the mapping grows (mremap moves no bytes) and the other
+     * inputs are copied after it; out of place the widest cut of a UNet's
+     * decoder is both inputs and the output. */
+    if (n->op == MPX_OP_Concat && n->n_inputs >= 2) {
+        const mpx_value *v = n->inputs[0] ? &vals[n->inputs[0]->index] : NULL;
+        if (v && v->mapped && dead_after(s, j, n->inputs[0], v) && o->nelem > v->n &&
+            concat_prefix(n, v->rank, v->dims)) {
+            j->inplace = 0;
+            j->grow = true;
+            return;
+        }
+    }
+    if (mpx_kernel_pointwise(n->op))
+        for (int k = 0; k < n->n_inputs; k++) {
+            const mpx_tensor *t = n->inputs[k];
+            if (!t || !first_read(n, k)) continue;
+            const mpx_value *v = &vals[t->index];
+            if (!dead_after(s, j, t, v) || v->n != o->nelem) continue;
+            j->inplace = k;
+            break;
+        }
+    /* An output a Concat may grow, made in a mapping (or written over an
+     * input that was). */
+    if (concat_head(o) && !(j->inplace >= 0 && vals[n->inputs[j->inplace]->index].mapped)) {
+        j->inplace = -1;
+        j->map_out = true;
     }
 }
 
-static float *inplace_dest(stream *s, const job *j) {
-    return j->inplace < 0 ? NULL : run_values(s, j)[node_at(s, j->pos)->inputs[j->inplace]->index].f;
+/* The buffer job j offers its kernel for output 0 (NULL: none, *dn its
+ * floats): the input it writes over (a Concat's grown first), or a fresh
+ * mapping in *mv. Runs outside the lock: no other job reads the run's
+ * value of that input any more. */
+static float *step_dest(stream *s, job *j, mpx_value *mv, int64_t *dn) {
+    const mpx_node *n = node_at(s, j->pos);
+    const mpx_tensor *o = n->outputs[0];
+    *dn = 0;
+    if (j->inplace >= 0) {
+        mpx_value *v = &run_values(s, j)[n->inputs[j->inplace]->index];
+        mpx_error e = {0};
+        if (j->grow && mpx_value_grow(v, o->nelem, &e) != MPX_OK) { /* then out of place */
+            j->inplace = -1;
+            return NULL;
+        }
+        *dn = j->grow ? o->nelem : v->n;
+        return v->f;
+    }
+    if (j->map_out && mpx_value_alloc_mapped(mv, 1, &o->nelem, NULL) == MPX_OK) {
+        *dn = mv->n;
+        return mv->f;
+    }
+    return NULL;
 }
 
-static int64_t inplace_n(stream *s, const job *j) {
-    return j->inplace < 0 ? 0 : run_values(s, j)[node_at(s, j->pos)->inputs[j->inplace]->index].n;
+/* After the step: a mapping its kernel took is the output's, else freed. */
+static void step_mapped(job *j, mpx_value *mv) {
+    if (mv->n >= 0 && j->st == MPX_OK && j->outs[0].borrowed && j->outs[0].f == mv->f) {
+        j->outs[0].borrowed = false;
+        j->outs[0].mapped = mv->mapped;
+        mpx_value_clear(mv);
+    }
+    mpx_value_free(mv);
 }
 
 /* A step done: where the kernel took the input's buffer for its output,
@@ -296,8 +388,9 @@ static void adopt_inplace(stream *s, job *j) {
     mpx_value *v = &run_values(s, j)[node_at(s, j->pos)->inputs[j->inplace]->index];
     if (!j->outs[0].borrowed || j->outs[0].f != v->f) return;
     s->live -= mpx_value_bytes(v);
-    mpx_value_clear(v);
     j->outs[0].borrowed = false;
+    j->outs[0].mapped = v->mapped;
+    mpx_value_clear(v);
 }
 
 static void run(void *ctx, job *j) {
@@ -306,10 +399,13 @@ static void run(void *ctx, job *j) {
     const mpx_node *n = node_at(s, j->pos);
     mpx_error_clear(&j->err);
     j->scratch = 0;
+    mpx_value mv;
+    mpx_value_clear(&mv);
+    int64_t dn = 0;
+    float *dest = j->kind == JOB_REF || j->kind == JOB_CAND ? step_dest(s, j, &mv, &dn) : NULL;
     switch (j->kind) {
     case JOB_REF:
-        j->st = mpx_exec_node_into(n, NULL, s->ref, false, NULL, inplace_dest(s, j), inplace_n(s, j), j->outs,
-                                   &j->scratch, &j->err);
+        j->st = mpx_exec_node_into(n, NULL, s->ref, false, NULL, dest, dn, j->outs, &j->scratch, &j->err);
         break;
     case JOB_CAND: {
         const mpx_body_probe *probe = NULL;
@@ -318,8 +414,8 @@ static void run(void *ctx, job *j) {
                                               .local = s->opts->local};
             probe = &s->probe[j->q];
         }
-        j->st = mpx_exec_node_into(n, s->a[j->q], s->cand[j->q], false, probe, inplace_dest(s, j), inplace_n(s, j),
-                                   j->outs, &j->scratch, &j->err);
+        j->st = mpx_exec_node_into(n, s->a[j->q], s->cand[j->q], false, probe, dest, dn, j->outs, &j->scratch,
+                                   &j->err);
         break;
     }
     case JOB_LOCAL:
@@ -329,6 +425,7 @@ static void run(void *ctx, job *j) {
         j->st = run_metrics(s, sl, n, &j->err);
         break;
     }
+    step_mapped(j, &mv);
 }
 
 /* The slot of position p, set up when p first enters the window (its
@@ -685,9 +782,8 @@ static bool plan_schedule(stream *s) {
     free(maker);
     free(seen);
     s->window = rewrites ? 1 : WINDOW;
-    /* Not where a value is written twice, nor into values a cache takes
-     * (dropped values go to it) or a body reads (kern_loop.c reads the
-     * reference's values by itself). */
+    /* Not where a value is written twice (nor with a cache or bodies: see
+     * plan_inplace). */
     s->inplace = !rewrites && !s->cache && !s->bodies_present && !mpx_env_on("MPX_CMP_NOINPLACE");
     if (s->window > s->n_pos) s->window = s->n_pos > 0 ? s->n_pos : 1;
     return ok;

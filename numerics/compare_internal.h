@@ -30,6 +30,8 @@ typedef struct job {
     size_t scratch;  /* a step's input copies, bytes */
     size_t est;      /* the output bytes expected of a step started ahead (compare.c) */
     int inplace;     /* a step writing its output over this input's buffer (compare.c), -1: none */
+    bool grow;       /* inplace: a Concat growing its input 0's buffer into its output */
+    bool map_out;    /* output 0 made in a mapping of its own (a Concat may grow it) */
     int thread;      /* 0 the caller, 1 the worker */
     long started;    /* jobs finished before it started (compare.c) */
     mpx_status st;

@@ -50,14 +50,19 @@ mpx_status mpx_k_concat(const mpx_kctx *c, const mpx_value *const *in, int n_in,
                                         dims_str(r, x->dims, b2, sizeof b2), ax);
         dims[ax] += t->dims[ax];
     }
-    if ((st = alloc_like(c, &out[0], x, r, dims)) != MPX_OK) return st;
+    /* every element is written below: not cleared (and a buffer the
+     * executor offers may be taken: mpx_kctx.dest) */
+    if ((st = mpx_k_alloc_raw(c, &out[0], x->dtype, r, dims)) != MPX_OK) return st;
     int64_t outer = prod(0, ax, dims), inner = prod(ax + 1, r, dims);
     size_t es = esz(x);
     char *d = bytes(&out[0]);
     for (int64_t o = 0; o < outer; o++)
         for (int k = 0; k < n_in; k++) {
             size_t chunk = (size_t)(in[k]->dims[ax] * inner) * es;
-            memcpy(d, cbytes(in[k]) + (size_t)o * chunk, chunk);
+            const char *from = cbytes(in[k]) + (size_t)o * chunk;
+            /* A comparison grows input 0's buffer into the output where it
+             * is the output's first part (compare.c): it is in place. */
+            if (from != d) memcpy(d, from, chunk);
             d += chunk;
         }
     return MPX_OK;

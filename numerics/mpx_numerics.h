@@ -181,6 +181,9 @@ typedef struct mpx_value {
     float *f;
     int64_t *i;
     bool borrowed;
+    /* Bytes of f's own mapping (mpx_value_alloc_mapped), unmapped when freed;
+     * 0: f was malloc'ed. */
+    size_t mapped;
     /* A sequence (or optional: 0 or 1 items) of tensors: n items in seq
      * (owned), dtype their element type, rank -1; f and i NULL. Only the
      * sequence ops make them (kern_seq.c); no plan rounds them. */
@@ -194,6 +197,16 @@ mpx_status mpx_value_alloc(mpx_value *v, mpx_dtype dtype, int rank, const int64_
 /* The same, not cleared: for a writer that fills every element. */
 mpx_status mpx_value_alloc_raw(mpx_value *v, mpx_dtype dtype, int rank, const int64_t *dims,
                                mpx_error *err);
+/* Float values not cleared, in a mapping of their own where the system has
+ * mremap (Linux), else as mpx_value_alloc_raw: for a value a Concat may
+ * grow into its output (mpx_value_grow), which a heap block cannot do
+ * without a copy. */
+mpx_status mpx_value_alloc_mapped(mpx_value *v, int rank, const int64_t *dims, mpx_error *err);
+/* Room for n float elements in v's buffer, its values and shape kept (the
+ * caller reshapes it when it fills the rest): a mapping grows or moves
+ * without copying (mremap), a heap block by realloc. On failure v is as it
+ * was. */
+mpx_status mpx_value_grow(mpx_value *v, int64_t n, mpx_error *err);
 void mpx_value_free(mpx_value *v);      /* leaves v absent (n = -1) */
 /* Forget v without freeing (its buffers were handed to another value). */
 static inline void mpx_value_clear(mpx_value *v) {

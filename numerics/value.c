@@ -1,4 +1,7 @@
 /* value.c - runtime tensor values: allocation, views of graph constants, copies. */
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE /* mremap */
+#endif
 #include "mpx_numerics.h"
 
 #include <stdint.h>
@@ -6,6 +9,11 @@
 #include <string.h>
 #ifdef __GLIBC__
 #include <malloc.h>
+#endif
+#ifdef __linux__
+#include <sys/mman.h>
+#include <unistd.h>
+#define MPX_HAVE_MREMAP 1
 #endif
 
 /* A run allocates and frees activations of up to tens of MB per node. glibc
@@ -26,8 +34,8 @@ void mpx_numerics_keep_memory(void) {
 #endif
 }
 
-static mpx_status value_alloc(mpx_value *v, mpx_dtype dtype, int rank, const int64_t *dims,
-                              bool zero, mpx_error *err) {
+/* v's dtype and shape, no buffer yet. */
+static mpx_status value_shape(mpx_value *v, mpx_dtype dtype, int rank, const int64_t *dims, mpx_error *err) {
     if (rank < 0 || rank > MPX_MAX_RANK)
         return mpx_error_set(err, MPX_E_LIMIT, "rank %d is beyond mpx's limit of %d", rank,
                              MPX_MAX_RANK);
@@ -40,6 +48,14 @@ static mpx_status value_alloc(mpx_value *v, mpx_dtype dtype, int rank, const int
     v->rank = rank;
     for (int i = 0; i < rank; i++) v->dims[i] = dims[i];
     v->n = n;
+    return MPX_OK;
+}
+
+static mpx_status value_alloc(mpx_value *v, mpx_dtype dtype, int rank, const int64_t *dims,
+                              bool zero, mpx_error *err) {
+    mpx_status st = value_shape(v, dtype, rank, dims, err);
+    if (st != MPX_OK) return st;
+    const int64_t n = v->n;
     /* calloc(0) may return NULL; keep a valid pointer so "absent" stays n < 0. */
     size_t cnt = n ? (size_t)n : 1u;
     if (!zero) {
@@ -77,12 +93,71 @@ mpx_status mpx_value_alloc_raw(mpx_value *v, mpx_dtype dtype, int rank, const in
     return value_alloc(v, dtype, rank, dims, false, err);
 }
 
+#ifdef MPX_HAVE_MREMAP
+static size_t page_round(size_t b) {
+    long ps = sysconf(_SC_PAGESIZE);
+    size_t p = ps > 0 ? (size_t)ps : 4096u;
+    return b > SIZE_MAX - p ? 0 : (b + p - 1) / p * p;
+}
+#endif
+
+mpx_status mpx_value_alloc_mapped(mpx_value *v, int rank, const int64_t *dims, mpx_error *err) {
+#ifdef MPX_HAVE_MREMAP
+    mpx_value w;
+    mpx_status st = value_shape(&w, MPX_DT_FLOAT, rank, dims, err);
+    if (st != MPX_OK) return st;
+    size_t bytes = (uint64_t)w.n <= SIZE_MAX / sizeof *w.f ? page_round((size_t)(w.n ? w.n : 1) * sizeof *w.f) : 0;
+    void *p = bytes ? mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : MAP_FAILED;
+    if (p == MAP_FAILED) return value_alloc(v, MPX_DT_FLOAT, rank, dims, false, err);
+#ifdef MPX_POISON_RAW
+    memset(p, 0xff, bytes); /* as value_alloc's raw blocks */
+#endif
+    w.f = p;
+    w.mapped = bytes;
+    *v = w;
+    return MPX_OK;
+#else
+    return value_alloc(v, MPX_DT_FLOAT, rank, dims, false, err);
+#endif
+}
+
+mpx_status mpx_value_grow(mpx_value *v, int64_t n, mpx_error *err) {
+    if (!v || !v->f || v->borrowed || v->is_seq || n < 0 || (uint64_t)n > SIZE_MAX / sizeof *v->f)
+        return mpx_error_set(err, MPX_E_ARG, "no value of its own to grow");
+    size_t want = (size_t)(n ? n : 1) * sizeof *v->f;
+#ifdef MPX_HAVE_MREMAP
+    if (v->mapped) {
+        size_t bytes = page_round(want);
+        if (bytes <= v->mapped) return MPX_OK;
+        void *p = bytes ? mremap(v->f, v->mapped, bytes, MREMAP_MAYMOVE) : MAP_FAILED;
+        if (p == MAP_FAILED)
+            return mpx_error_set(err, MPX_E_NOMEM, "out of memory growing %lld elements to %lld",
+                                 (long long)v->n, (long long)n);
+        v->f = p;
+        v->mapped = bytes;
+        return MPX_OK;
+    }
+#endif
+    float *p = realloc(v->f, want);
+    if (!p)
+        return mpx_error_set(err, MPX_E_NOMEM, "out of memory growing %lld elements to %lld", (long long)v->n,
+                             (long long)n);
+    v->f = p;
+    return MPX_OK;
+}
+
 void mpx_value_free(mpx_value *v) {
     if (!v) return;
     if (v->is_seq && !v->borrowed) {
         for (int64_t k = 0; v->seq && k < v->n; k++) mpx_value_free(&v->seq[k]);
         free(v->seq);
     }
+#ifdef MPX_HAVE_MREMAP
+    if (!v->borrowed && v->mapped) {
+        munmap(v->f, v->mapped);
+        v->f = NULL;
+    }
+#endif
     if (!v->borrowed) {
         free(v->f);
         free(v->i);
