@@ -97,6 +97,7 @@ typedef struct stream {
     int *uses;                       /* [n_tensors]: jobs still to read the tensor */
     int *ruses;                      /* [(1 + nc) x n_tensors]: those of each run (0 the reference, 1 + q candidate q) */
     bool inplace;                    /* steps may write over an input no later job reads (plan_inplace) */
+    bool *join;                      /* [n_nodes]: Concats that grow their input 0 (plan_joins); NULL: none */
     bool bodies_present;             /* a node of the graph has a body */
     bool *keep;                      /* [n_tensors]: kept after the run */
     int max_out;
@@ -279,15 +280,83 @@ static bool concat_prefix(const mpx_node *n, int rank, const int64_t *dims) {
 }
 
 /* Whether t may be grown into a Concat's output: it is that Concat's input
- * 0 and the output's first part (inferred shapes), a float of some size. */
-static bool concat_head(const mpx_tensor *t) {
-    if (!t || !mpx_dtype_is_float(t->dtype) || t->nelem <= 0 || (size_t)t->nelem * 4u < MAP_MIN_BYTES)
+ * 0 and the output's first part (inferred shapes), a float of some size,
+ * and the Concat is one plan_joins chose. */
+static bool concat_head(const stream *s, const mpx_tensor *t) {
+    if (!s->join || !t || !mpx_dtype_is_float(t->dtype) || t->nelem <= 0 || (size_t)t->nelem * 4u < MAP_MIN_BYTES)
         return false;
     for (int c = 0; c < t->n_consumers; c++) {
         const mpx_node *n = t->consumers[c];
-        if (n->n_inputs >= 2 && n->inputs[0] == t && concat_prefix(n, t->rank, t->dims)) return true;
+        if (s->join[n->index] && n->n_inputs >= 2 && n->inputs[0] == t && concat_prefix(n, t->rank, t->dims))
+            return true;
     }
     return false;
+}
+
+static size_t static_bytes(const mpx_tensor *t) {
+    if (!t || t->nelem <= 0 || (t->flags & (MPX_T_SEQUENCE | MPX_T_CONSTANT | MPX_T_FOLDED))) return 0;
+    return (size_t)t->nelem * (mpx_dtype_is_float(t->dtype) ? 4u : 8u);
+}
+
+/* Which Concats grow their input 0 (s->join, by node index). A mapping
+ * costs: its pages are fresh every run (faults, and munmap's TLB
+ * shootdowns on two threads) and sit beside the heap's retained blocks
+ * rather than reusing them: on PP-OCRv4 det, whose joins are far from its
+ * widest cut, mapping every join head cost 25-30 MB of RSS and a few
+ * percent of the report's time for no lower peak. So a join grows only
+ * where it lowers the peak: the live bytes of one run, counted from the
+ * inferred shapes on the stream's order (a value freed after its last
+ * reader, a pointwise output over a dead input of its size, every join
+ * grown), peak at M; a Concat whose cut without growing would come
+ * within a fifth of M or pass it grows. Within a fifth, since the
+ * stream's steps run a node or two ahead of a cut on two threads: UNet
+ * 1x3x256x256's joins are at 0.83, 1.00 and 1.33 of M, and leaving the
+ * first to copy made its measured peak 80 MB instead of 72 (values 4 /
+ * bound 1.01 instead of 0.91); det's one join, at 0.75, grown, left its
+ * peak at 75 MB and cost it 15-30 MB of RSS. Counted once a comparison;
+ * a guess of the schedule, not the measure (peak_bytes is). */
+static bool plan_joins(stream *s) {
+    const mpx_graph *g = s->g;
+    int nt = g->n_tensors;
+    int *last = mpx_cmp_alloc_n(nt, sizeof *last);
+    size_t *cut = mpx_cmp_alloc_n(s->n_pos, sizeof *cut), *save = mpx_cmp_alloc_n(s->n_pos, sizeof *save);
+    s->join = mpx_cmp_alloc_n(g->n_nodes, sizeof *s->join);
+    bool ok = last && cut && save && s->join;
+    for (int t = 0; ok && t < nt; t++) last[t] = -1;
+    for (int p = 0; ok && p < s->n_pos; p++) {
+        const mpx_node *n = node_at(s, p);
+        for (int j = 0; j < n->n_inputs; j++)
+            if (n->inputs[j]) last[n->inputs[j]->index] = p;
+    }
+    size_t live = 0, most = 0;
+    for (int t = 0; ok && t < nt; t++)
+        if (g->tensors[t]->flags & MPX_T_INPUT) live += static_bytes(g->tensors[t]);
+    for (int p = 0; ok && p < s->n_pos; p++) {
+        const mpx_node *n = node_at(s, p);
+        size_t out = 0, over = 0;
+        for (int k = 0; k < n->n_outputs; k++) out += static_bytes(n->outputs[k]);
+        const mpx_tensor *o = n->n_outputs == 1 ? n->outputs[0] : NULL;
+        for (int j = 0; o && j < n->n_inputs; j++) {
+            const mpx_tensor *t = n->inputs[j];
+            bool dead = t && last[t->index] == p && !s->keep[t->index] && static_bytes(t) > 0;
+            if (dead && mpx_kernel_pointwise(n->op) && static_bytes(t) == static_bytes(o)) over = static_bytes(o);
+            if (dead && j == 0 && n->op == MPX_OP_Concat && n->n_inputs >= 2 && concat_prefix(n, t->rank, t->dims))
+                save[p] = static_bytes(t);
+        }
+        cut[p] = live + out - over - save[p];
+        if (cut[p] > most) most = cut[p];
+        live += out;
+        for (int j = 0; j < n->n_inputs; j++) {
+            const mpx_tensor *t = n->inputs[j];
+            if (t && first_read(n, j) && last[t->index] == p && !s->keep[t->index]) live -= static_bytes(t);
+        }
+    }
+    for (int p = 0; ok && p < s->n_pos; p++)
+        if (save[p] && (cut[p] + save[p]) * 5 >= most * 4) s->join[s->order[p]] = true;
+    free(last);
+    free(cut);
+    free(save);
+    return ok;
 }
 
 /* The values of job j's run. */
@@ -340,7 +409,7 @@ static void plan_inplace(stream *s, job *j) {
         }
     /* An output a Concat may grow, made in a mapping (or written over an
      * input that was). */
-    if (concat_head(o) && !(j->inplace >= 0 && vals[n->inputs[j->inplace]->index].mapped)) {
+    if (concat_head(s, o) && !(j->inplace >= 0 && vals[n->inputs[j->inplace]->index].mapped)) {
         j->inplace = -1;
         j->map_out = true;
     }
@@ -692,6 +761,7 @@ static void stream_free(stream *s) {
     }
     free(s->uses);
     free(s->ruses);
+    free(s->join);
     free(s->keep);
     free(s->order);
     free(s->dep0);
@@ -835,6 +905,10 @@ static mpx_status run_stream(const mpx_graph *g, const mpx_assign *const *a, int
         goto fail;
     }
     for (int i = 0; i < nt; i++) s.keep[i] = mpx_cmp_kept(g, opts, i);
+    if (s.inplace && !plan_joins(&s)) {
+        st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+        goto fail;
+    }
 
     double t0 = mpx_cmp_now_ms();
     st = mpx_exec_start(g, NULL, inputs, s.ref, err);
