@@ -1131,15 +1131,47 @@ static void test_weights_unrounded(void) {
 
 /* ---- steps writing over inputs no later job reads ------------------------------------------ */
 
+/* fp16 and bf16 against one reference on g, with steps writing over dead
+ * inputs and again with MPX_CMP_NOINPLACE: each result's figures (local
+ * ones too) are the whole runs' bit for bit (so nothing was overwritten
+ * before its last reader read it), and both runs' figures and kept values
+ * agree. *peak_in / *peak_out: the reference's peak bytes each way. */
+static void inplace_runs(const char *what, const mpx_graph *g, const mpx_value *x, bool local, int threads,
+                         size_t *peak_in, size_t *peak_out) {
+    const mpx_assign *as[2] = {mpx_assign_uniform(g, &mpx_format_fp16, NULL, false),
+                               mpx_assign_uniform(g, &mpx_format_bf16, NULL, false)};
+    mpx_compare_opts o = {.local = local, .threads = threads};
+    mpx_compare *in[2] = {0}, *out[2] = {0};
+    mpx_error_clear(&err);
+    CHECK_MSG(mpx_compare_run_many(g, as, 2, x, &o, in, &err) == MPX_OK, "%s: %s", what, err.msg);
+    setenv("MPX_CMP_NOINPLACE", "1", 1);
+    CHECK_MSG(mpx_compare_run_many(g, as, 2, x, &o, out, &err) == MPX_OK, "%s: %s", what, err.msg);
+    unsetenv("MPX_CMP_NOINPLACE");
+    for (int q = 0; q < 2 && in[q] && out[q]; q++) {
+        CHECK_EQUAL(g, as[q], x, in[q], local);
+        bool same = in[q]->n_layers == out[q]->n_layers;
+        for (int i = 0; same && i < in[q]->n_layers; i++)
+            same = memcmp(&in[q]->layers[i].m, &out[q]->layers[i].m, sizeof in[q]->layers[i].m) == 0;
+        for (int t = 0; same && t < g->n_tensors; t++)
+            if (g->tensors[t]->flags & MPX_T_OUTPUT)
+                same = same_bits(&in[q]->cand[t], &out[q]->cand[t]) && same_bits(&in[0]->ref[t], &out[0]->ref[t]);
+        CHECK_MSG(same, "%s, candidate %d (local %d, threads %d): in place and not differ", what, q, local, threads);
+    }
+    *peak_in = in[0] ? in[0]->peak_bytes : 0;
+    *peak_out = out[0] ? out[0]->peak_bytes : 0;
+    for (int q = 0; q < 2; q++) {
+        mpx_compare_free(in[q]);
+        mpx_compare_free(out[q]);
+        mpx_assign_free((mpx_assign *)as[q]);
+    }
+}
+
 /* Every pointwise op (kernels.def: MPX_KERNEL_POINTWISE) in a graph that
  * offers each kind of input a step might wrongly write over: one read
  * later by another node (x), read twice by the same node, read second with
  * a broadcast first operand, a graph output read on (o1), a per-channel
- * operand. The figures, local ones too, are the whole runs' bit for bit
- * (so no value was overwritten before its last reader read it), for two
- * candidates against one reference on one and two threads; the same run
- * with MPX_CMP_NOINPLACE gives the same figures and kept values and holds
- * more at its peak (so the steps did write in place). */
+ * operand; on one and two threads, local figures or not (inplace_runs),
+ * and on one thread the peak is lower (so the steps did write in place). */
 static void test_inplace(void) {
     mpx_graph *g = mpx_graph_new("t.json");
     g->opset = 18;
@@ -1175,42 +1207,18 @@ static void test_inplace(void) {
     mpx_value_alloc(&x, MPX_DT_FLOAT, 4, d, NULL);
     gb_fill_normal(&x, 11);
     for (int64_t k = 0; k < x.n; k++) x.f[k] *= 4.0f;
-    const mpx_assign *as[2] = {mpx_assign_uniform(g, &mpx_format_fp16, NULL, false),
-                               mpx_assign_uniform(g, &mpx_format_bf16, NULL, false)};
+    const size_t act = (size_t)x.n * sizeof(float);
     for (int local = 0; local < 2; local++)
         for (int threads = 0; threads < 2; threads++) {
-            mpx_compare_opts o = {.local = local, .threads = threads};
-            mpx_compare *in[2] = {0}, *out[2] = {0};
-            mpx_error_clear(&err);
-            CHECK_MSG(mpx_compare_run_many(g, as, 2, &x, &o, in, &err) == MPX_OK, "%s", err.msg);
-            setenv("MPX_CMP_NOINPLACE", "1", 1);
-            CHECK_MSG(mpx_compare_run_many(g, as, 2, &x, &o, out, &err) == MPX_OK, "%s", err.msg);
-            unsetenv("MPX_CMP_NOINPLACE");
-            for (int q = 0; q < 2 && in[q] && out[q]; q++) {
-                CHECK_EQUAL(g, as[q], &x, in[q], local);
-                bool same = in[q]->n_layers == out[q]->n_layers;
-                for (int i = 0; same && i < in[q]->n_layers; i++)
-                    same = memcmp(&in[q]->layers[i].m, &out[q]->layers[i].m, sizeof in[q]->layers[i].m) == 0;
-                for (const char *const *o1 = (const char *const[]){"o1", "y", NULL}; same && *o1; o1++)
-                    same = same_bits(&in[q]->cand[T(g, *o1)->index], &out[q]->cand[T(g, *o1)->index]);
-                CHECK_MSG(same, "candidate %d (local %d, threads %d): in place and not differ", q, local, threads);
-            }
+            size_t in, out;
+            inplace_runs("pointwise", g, &x, local, threads, &in, &out);
             /* the hard-swish and the unary chain: two values a run at the
              * widest cut (x and one more) instead of three. On one thread;
              * on two, whether a step finds its input dead depends on which
              * job ran first (the bits do not), and so does the peak. */
-            const size_t act = (size_t)x.n * sizeof(float);
-            if (in[0] && out[0] && threads == 1)
-                CHECK_MSG(in[0]->peak_bytes + 2 * act <= out[0]->peak_bytes,
-                          "local %d, threads %d: peak %zu bytes in place, %zu not", local, threads,
-                          in[0]->peak_bytes, out[0]->peak_bytes);
-            for (int q = 0; q < 2; q++) {
-                mpx_compare_free(in[q]);
-                mpx_compare_free(out[q]);
-            }
+            if (threads == 1)
+                CHECK_MSG(in + 2 * act <= out, "local %d: peak %zu bytes in place, %zu not", local, in, out);
         }
-    mpx_assign_free((mpx_assign *)as[0]);
-    mpx_assign_free((mpx_assign *)as[1]);
     mpx_value_free(&x);
     mpx_graph_free(g);
 }
@@ -1220,9 +1228,9 @@ static void test_inplace(void) {
  * skip joins. In the full graph, heads that may not grow too: one read
  * after the Concat (s2), a graph input (x), an axis with a dim before it
  * that is not 1 (cz). The figures and kept values (the grown Concat is an
- * output) are the whole runs' and those of MPX_CMP_NOINPLACE runs; in the
- * skip join alone, where the Concat is the widest cut, the peak on one
- * thread is lower by at least one activation a run. */
+ * output) as inplace_runs checks them; in the skip join alone, where the
+ * Concat is the widest cut, the peak on one thread is lower by at least
+ * one activation a run. */
 static mpx_graph *concat_graph(bool full) {
     mpx_graph *g = mpx_graph_new("t.json");
     g->opset = 18;
@@ -1252,43 +1260,17 @@ static void test_concat_grows(void) {
     const size_t act = (size_t)x.n * sizeof(float);
     for (int full = 0; full < 2; full++) {
         mpx_graph *g = concat_graph(full);
-        const mpx_assign *as[2] = {mpx_assign_uniform(g, &mpx_format_fp16, NULL, false),
-                                   mpx_assign_uniform(g, &mpx_format_bf16, NULL, false)};
         for (int local = 0; local < 2; local++)
             for (int threads = 0; threads < 2; threads++) {
-                mpx_compare_opts o = {.local = local, .threads = threads};
-                mpx_compare *in[2] = {0}, *out[2] = {0};
-                mpx_error_clear(&err);
-                CHECK_MSG(mpx_compare_run_many(g, as, 2, &x, &o, in, &err) == MPX_OK, "%s", err.msg);
-                setenv("MPX_CMP_NOINPLACE", "1", 1);
-                CHECK_MSG(mpx_compare_run_many(g, as, 2, &x, &o, out, &err) == MPX_OK, "%s", err.msg);
-                unsetenv("MPX_CMP_NOINPLACE");
-                for (int q = 0; q < 2 && in[q] && out[q]; q++) {
-                    CHECK_EQUAL(g, as[q], &x, in[q], local);
-                    bool same = in[q]->n_layers == out[q]->n_layers;
-                    for (int i = 0; same && i < in[q]->n_layers; i++)
-                        same = memcmp(&in[q]->layers[i].m, &out[q]->layers[i].m, sizeof in[q]->layers[i].m) == 0;
-                    for (int t = 0; same && t < g->n_tensors; t++)
-                        if (g->tensors[t]->flags & MPX_T_OUTPUT)
-                            same = same_bits(&in[q]->cand[t], &out[q]->cand[t]) &&
-                                   same_bits(&in[0]->ref[t], &out[0]->ref[t]);
-                    CHECK_MSG(same, "graph %d, candidate %d (local %d, threads %d): grown and copied differ", full,
-                              q, local, threads);
-                }
+                size_t in, out;
+                inplace_runs(full ? "joins" : "skip join", g, &x, local, threads, &in, &out);
                 /* on one thread: each candidate's join grows, and the
                  * reference's too unless its local steps read s after it;
                  * on two, which job runs first moves the peak either way */
-                if (in[0] && out[0] && !full && threads == 1)
-                    CHECK_MSG(in[0]->peak_bytes + (local ? 2 : 3) * act <= out[0]->peak_bytes,
-                              "local %d: peak %zu bytes grown, %zu not", local, in[0]->peak_bytes,
-                              out[0]->peak_bytes);
-                for (int q = 0; q < 2; q++) {
-                    mpx_compare_free(in[q]);
-                    mpx_compare_free(out[q]);
-                }
+                if (!full && threads == 1)
+                    CHECK_MSG(in + (local ? 2 : 3) * act <= out, "local %d: peak %zu bytes grown, %zu not", local,
+                              in, out);
             }
-        mpx_assign_free((mpx_assign *)as[0]);
-        mpx_assign_free((mpx_assign *)as[1]);
         mpx_graph_free(g);
     }
     mpx_value_free(&x);
