@@ -170,9 +170,11 @@ void mpx_round_sums(const mpx_format *f, float *sum, const float *t, size_t n);
 
 /* A tensor's value during a run. Float dtypes live in f (fp32 buffers holding
  * values of the tensor's format), integer and bool dtypes in i (int64).
- * Ownership: the buffers are malloc'ed by mpx_value_alloc and freed by
- * mpx_value_free; a value with borrowed = true points at graph-owned data
- * (initializers) and is never freed through it. */
+ * Ownership: the buffers are malloc'ed by mpx_value_alloc (or mapped by
+ * mpx_value_alloc_mapped) and freed by mpx_value_free; a value with
+ * borrowed = true points at data another owner holds (initializers, a
+ * kernel's output written into a buffer it was offered) and is never
+ * freed through it. */
 typedef struct mpx_value {
     mpx_dtype dtype;
     int rank;
