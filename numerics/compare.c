@@ -97,7 +97,7 @@ typedef struct stream {
     int *uses;                       /* [n_tensors]: jobs still to read the tensor */
     int *ruses;                      /* [(1 + nc) x n_tensors]: those of each run (0 the reference, 1 + q candidate q) */
     bool inplace;                    /* steps may write over an input no later job reads (plan_inplace) */
-    bool *join;                      /* [n_nodes]: Concats that grow their input 0 (plan_joins); NULL: none */
+    bool *map_head;                  /* [n_tensors]: made in a mapping, a Concat growing it later (plan_joins) */
     bool bodies_present;             /* a node of the graph has a body */
     bool *keep;                      /* [n_tensors]: kept after the run */
     int max_out;
@@ -279,26 +279,13 @@ static bool concat_prefix(const mpx_node *n, int rank, const int64_t *dims) {
     return true;
 }
 
-/* Whether t may be grown into a Concat's output: it is that Concat's input
- * 0 and the output's first part (inferred shapes), a float of some size,
- * and the Concat is one plan_joins chose. */
-static bool concat_head(const stream *s, const mpx_tensor *t) {
-    if (!s->join || !t || !mpx_dtype_is_float(t->dtype) || t->nelem <= 0 || (size_t)t->nelem * 4u < MAP_MIN_BYTES)
-        return false;
-    for (int c = 0; c < t->n_consumers; c++) {
-        const mpx_node *n = t->consumers[c];
-        if (s->join[n->index] && n->n_inputs >= 2 && n->inputs[0] == t && concat_prefix(n, t->rank, t->dims))
-            return true;
-    }
-    return false;
-}
-
 static size_t static_bytes(const mpx_tensor *t) {
     if (!t || t->nelem <= 0 || (t->flags & (MPX_T_SEQUENCE | MPX_T_CONSTANT | MPX_T_FOLDED))) return 0;
     return (size_t)t->nelem * (mpx_dtype_is_float(t->dtype) ? 4u : 8u);
 }
 
-/* Which Concats grow their input 0 (s->join, by node index). A mapping
+/* Which Concats grow their input 0: s->map_head marks those inputs (of
+ * MAP_MIN_BYTES or more) for their producers to make in a mapping. A mapping
  * costs: its pages are fresh every run (faults, and munmap's TLB
  * shootdowns on two threads) and sit beside the heap's retained blocks
  * rather than reusing them: on PP-OCRv4 det, whose joins are far from its
@@ -320,8 +307,8 @@ static bool plan_joins(stream *s) {
     int nt = g->n_tensors;
     int *last = mpx_cmp_alloc_n(nt, sizeof *last);
     size_t *cut = mpx_cmp_alloc_n(s->n_pos, sizeof *cut), *save = mpx_cmp_alloc_n(s->n_pos, sizeof *save);
-    s->join = mpx_cmp_alloc_n(g->n_nodes, sizeof *s->join);
-    bool ok = last && cut && save && s->join;
+    s->map_head = mpx_cmp_alloc_n(nt, sizeof *s->map_head);
+    bool ok = last && cut && save && s->map_head;
     for (int t = 0; ok && t < nt; t++) last[t] = -1;
     for (int p = 0; ok && p < s->n_pos; p++) {
         const mpx_node *n = node_at(s, p);
@@ -352,12 +339,19 @@ static bool plan_joins(stream *s) {
         }
     }
     for (int p = 0; ok && p < s->n_pos; p++)
-        if (save[p] && (cut[p] + save[p]) * 5 >= most * 4) s->join[s->order[p]] = true;
+        if (save[p] >= MAP_MIN_BYTES && (cut[p] + save[p]) * 5 >= most * 4) {
+            const mpx_tensor *t = node_at(s, p)->inputs[0];
+            s->map_head[t->index] = mpx_dtype_is_float(t->dtype); /* (the mapping holds floats) */
+        }
     free(last);
     free(cut);
     free(save);
     return ok;
 }
+
+/* Job j's run among the use counts: 0 the reference's (its local steps
+ * read the reference's values), 1 + q candidate q's. */
+static int run_of(const job *j) { return j->kind == JOB_CAND ? 1 + j->q : 0; }
 
 /* The values of job j's run. */
 static mpx_value *run_values(stream *s, const job *j) {
@@ -372,7 +366,7 @@ static int *run_uses(const stream *s, int run) { return s->ruses + (size_t)run *
  * a view (borrowed) or the run's own rounded copy, which nothing after its
  * last reader needs either. */
 static bool dead_after(const stream *s, const job *j, const mpx_tensor *t, const mpx_value *v) {
-    return t && run_uses(s, j->kind == JOB_REF ? 0 : 1 + j->q)[t->index] == 1 && !s->keep[t->index] &&
+    return t && run_uses(s, run_of(j))[t->index] == 1 && !s->keep[t->index] &&
            !v->borrowed && !v->is_seq && v->f && v->n > 0;
 }
 
@@ -409,7 +403,7 @@ static void plan_inplace(stream *s, job *j) {
         }
     /* An output a Concat may grow, made in a mapping (or written over an
      * input that was). */
-    if (concat_head(s, o) && !(j->inplace >= 0 && vals[n->inputs[j->inplace]->index].mapped)) {
+    if (s->map_head[o->index] && !(j->inplace >= 0 && vals[n->inputs[j->inplace]->index].mapped)) {
         j->inplace = -1;
         j->map_out = true;
     }
@@ -671,7 +665,7 @@ static void done(void *ctx, job *j) {
         note_peak(s, extra);
         s->fin_scratch[j->thread] = j->scratch;
         s->fin_at[j->thread] = s->n_done;
-        int *ru = run_uses(s, j->kind == JOB_CAND ? 1 + j->q : 0);
+        int *ru = run_uses(s, run_of(j));
         for (int k = 0; k < n->n_inputs; k++)
             if (first_read(n, k)) {
                 ru[n->inputs[k]->index]--;
@@ -761,7 +755,7 @@ static void stream_free(stream *s) {
     }
     free(s->uses);
     free(s->ruses);
-    free(s->join);
+    free(s->map_head);
     free(s->keep);
     free(s->order);
     free(s->dep0);

@@ -204,9 +204,10 @@ mpx_status mpx_value_alloc_raw(mpx_value *v, mpx_dtype dtype, int rank, const in
  * grow into its output (mpx_value_grow), which a heap block cannot do
  * without a copy. */
 mpx_status mpx_value_alloc_mapped(mpx_value *v, int rank, const int64_t *dims, mpx_error *err);
-/* Room for n float elements in v's buffer, its values and shape kept (the
- * caller reshapes it when it fills the rest): a mapping grows or moves
- * without copying (mremap), a heap block by realloc. On failure v is as it
+/* Room for n float elements in the mapping of v (made by
+ * mpx_value_alloc_mapped), its values and shape kept (the caller reshapes
+ * it when it fills the rest): it grows or moves without copying (mremap).
+ * A value not in a mapping of its own is refused. On failure v is as it
  * was. */
 mpx_status mpx_value_grow(mpx_value *v, int64_t n, mpx_error *err);
 void mpx_value_free(mpx_value *v);      /* leaves v absent (n = -1) */

@@ -129,27 +129,18 @@ mpx_status mpx_value_alloc_mapped(mpx_value *v, int rank, const int64_t *dims, m
 }
 
 mpx_status mpx_value_grow(mpx_value *v, int64_t n, mpx_error *err) {
-    if (!v || !v->f || v->borrowed || v->is_seq || n < 0 || (uint64_t)n > SIZE_MAX / sizeof *v->f)
-        return mpx_error_set(err, MPX_E_ARG, "no value of its own to grow");
-    size_t want = (size_t)(n ? n : 1) * sizeof *v->f;
+    if (!v || !v->f || v->borrowed || !v->mapped || n < 0 || (uint64_t)n > SIZE_MAX / sizeof *v->f)
+        return mpx_error_set(err, MPX_E_ARG, "no mapped value of its own to grow");
 #ifdef MPX_HAVE_MREMAP
-    if (v->mapped) {
-        size_t bytes = page_round(want);
-        if (bytes <= v->mapped) return MPX_OK;
-        void *p = bytes ? mremap(v->f, v->mapped, bytes, MREMAP_MAYMOVE) : MAP_FAILED;
-        if (p == MAP_FAILED)
-            return mpx_error_set(err, MPX_E_NOMEM, "out of memory growing %lld elements to %lld",
-                                 (long long)v->n, (long long)n);
-        v->f = p;
-        v->mapped = bytes;
-        return MPX_OK;
-    }
-#endif
-    float *p = realloc(v->f, want);
-    if (!p)
+    size_t bytes = page_round((size_t)(n ? n : 1) * sizeof *v->f);
+    if (bytes <= v->mapped) return MPX_OK;
+    void *p = bytes ? mremap(v->f, v->mapped, bytes, MREMAP_MAYMOVE) : MAP_FAILED;
+    if (p == MAP_FAILED)
         return mpx_error_set(err, MPX_E_NOMEM, "out of memory growing %lld elements to %lld", (long long)v->n,
                              (long long)n);
     v->f = p;
+    v->mapped = bytes;
+#endif
     return MPX_OK;
 }
 
