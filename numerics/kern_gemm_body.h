@@ -921,11 +921,13 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
             /* The chunk's panels: B's kept packing (x->kb: [K block][panel][kc][16],
              * the same order), or packed here. */
             const float *bch = x->kb ? x->kb + k0 * x->kb_npad + qa * kc : bp;
+            /* floats from one panel of the chunk to the next (KG_BPAD) */
+            const int64_t pstr = kc * KG_NR + (x->kb || KG_SIMD == 2 ? 0 : KG_BPAD);
             for (int64_t k = 0; !x->kb && k < kc; k++) {
                 const float *s = sa + boff[k];
                 float *d = bp + k * KG_NR;
                 int64_t l = 0;
-                for (; l + KG_NR <= qb - qa; l += KG_NR, d += kc * KG_NR) {
+                for (; l + KG_NR <= qb - qa; l += KG_NR, d += pstr) {
                     KG_F(st8)(d, KG_F(ld8)(s + l));
                     KG_F(st8)(d + 8, KG_F(ld8)(s + l + 8));
                 }
@@ -940,11 +942,11 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
                     /* (several panels a call in the AVX-512 build: ukr16d, ukr16rp) */
                     const int np = KG_SIMD == 2 ? kg_group(kg_cdiv(qb - q, KG_NR)) : 1;
                     if (KG_F(panel_in_c)(j, q, q1))
-                        KG_F(panel_rows)(j, ukrs, 1, i0, i1, kc, apg + k0 * KG_MR, bch + (q - qa) * kc, NULL,
+                        KG_F(panel_rows)(j, ukrs, 1, i0, i1, kc, apg + k0 * KG_MR, bch + (q - qa) / KG_NR * pstr, NULL,
                                          c + q / j->gw * j->rs + q % j->gw, j->crow, 0, first, bs, NULL, 0, KG_NR,
                                          NULL);
                     else
-                        KG_F(panel_rows)(j, ukrs, np, i0, i1, kc, apg + k0 * KG_MR, bch + (q - qa) * kc, NULL,
+                        KG_F(panel_rows)(j, ukrs, np, i0, i1, kc, apg + k0 * KG_MR, bch + (q - qa) / KG_NR * pstr, NULL,
                                          tile + (q - q0), NULL, x->ldt, first, bs, NULL, 0, KG_NR, NULL);
                     q += np * KG_NR;
                 }
@@ -966,14 +968,14 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
                     float *cr[KG_MR];
                     for (int64_t q = qa; q < qe; q += KG_NR) {
                         for (int r = 0; r < p.mr; r++) cr[r] = c + p.crow[r] + q;
-                        ukrs[p.mr - 1](kc, p.ap, bch + (q - qa) * kc, cr, first, p.bi);
+                        ukrs[p.mr - 1](kc, p.ap, bch + (q - qa) / KG_NR * pstr, cr, first, p.bi);
                     }
                 }
                 qs = qe;
             }
             for (int64_t q = qs; q < qb; q += KG_NR) {
                 const int64_t ncols = qb - q < KG_NR ? qb - q : KG_NR;
-                const float *bpp = bch + (q - qa) * kc;
+                const float *bpp = bch + (q - qa) / KG_NR * pstr;
                 const int64_t col = q % j->gw, cq = (q / j->gw) * j->rs + col * j->cs;
                 const bool direct = ncols == KG_NR && j->cs == 1 &&
                                     (col + KG_NR <= j->gvalid || (j->gw == j->gvalid && j->rs == j->gw));
