@@ -1067,29 +1067,34 @@ static void test_pool(void) {
     vfree(2, y);
     vfree(1, &x);
     /* GlobalAveragePool over 13 planes of 150 (eight at a time, then one by
-     * one: blocks of 64 and a partial one): each plane's sum is mpx_acc's,
+     * one: blocks of 64 and a partial one), and over 41 planes of 7200 (the
+     * groups of eight on the pool's threads): each plane's sum is mpx_acc's,
      * bit for bit; in fp16 accumulation too. */
-    x = vrand("1x13x10x15");
-    /* Full fp32 mantissas of mixed magnitudes, so that another order of
-     * additions would show. */
-    for (int64_t k = 0; k < x.n; k++) x.f[k] = x.f[k] * 1000.0f + 1.0f / (float)(k + 3);
-    for (int fp16 = 0; fp16 < 2; fp16++) {
-        const mpx_format *acc = fp16 ? &mpx_format_fp16 : NULL;
-        CHECK(run(node("GlobalAveragePool", 1, 1, "y", ""), acc, 0, 1, in, 1, y) == MPX_OK);
-        int off = 0;
-        for (int pc = 0; pc < 13 && y[0].n == 13; pc++) {
-            mpx_accum m = {acc, 0};
-            mpx_acc a;
-            mpx_acc_init(&a, &m, 0.0f);
-            for (int k = 0; k < 150; k++) mpx_acc_add(&a, x.f[pc * 150 + k]);
-            float want = mpx_acc_result(&a) / 150.0f;
-            off += memcmp(&want, &y[0].f[pc], sizeof want) != 0;
+    static const char *const gshape[2] = {"1x13x10x15", "1x41x80x90"};
+    for (int sh = 0; sh < 2; sh++) {
+        x = vrand(gshape[sh]);
+        const int np = (int)x.dims[1], pl = (int)(x.dims[2] * x.dims[3]);
+        /* Full fp32 mantissas of mixed magnitudes, so that another order of
+         * additions would show. */
+        for (int64_t k = 0; k < x.n; k++) x.f[k] = x.f[k] * 1000.0f + 1.0f / (float)(k + 3);
+        for (int fp16 = 0; fp16 < 2; fp16++) {
+            const mpx_format *acc = fp16 ? &mpx_format_fp16 : NULL;
+            CHECK(run(node("GlobalAveragePool", 1, 1, "y", ""), acc, 0, 1, in, 1, y) == MPX_OK);
+            int off = 0;
+            for (int pc = 0; pc < np && y[0].n == np; pc++) {
+                mpx_accum m = {acc, 0};
+                mpx_acc a;
+                mpx_acc_init(&a, &m, 0.0f);
+                for (int k = 0; k < pl; k++) mpx_acc_add(&a, x.f[(int64_t)pc * pl + k]);
+                float want = mpx_acc_result(&a) / (float)pl;
+                off += memcmp(&want, &y[0].f[pc], sizeof want) != 0;
+            }
+            CHECK_MSG(y[0].n == np && off == 0, "GlobalAveragePool %s (%s accumulation): %d planes differ from mpx_acc",
+                      gshape[sh], fp16 ? "fp16" : "fp32", off);
+            vfree(1, y);
         }
-        CHECK_MSG(y[0].n == 13 && off == 0, "GlobalAveragePool (%s accumulation): %d planes differ from mpx_acc",
-                  fp16 ? "fp16" : "fp32", off);
-        vfree(1, y);
+        vfree(1, &x);
     }
-    vfree(1, &x);
 }
 
 /* ---- normalisation, softmax, LRN ------------------------------------------------------------ */
