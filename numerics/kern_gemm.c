@@ -56,19 +56,31 @@ __extension__ typedef _Float16 kg_half; /* (a GCC and Clang extension in C11) */
 #endif
 
 enum { KG_MR = 6, KG_NR = 16, KG_KC = 128, KG_PACK = 32768 /* floats of packed B */ };
+/* K blocks of a convolution (kg_gemm.conv set) in the AVX2 and portable
+ * builds: half as many trips of C through the caches (a convolution's C
+ * rows are output planes, read back from L3 after a block). Conv time,
+ * mpx_bench profile (min per node), alternating runs, AMD EPYC of 2026-11:
+ * UNet, median of 10, 175.9 -> 169.2 ms on two threads; median of 4, 348 ->
+ * 324 on one. With 256 for every product (measured first): det 84.1 ->
+ * 81.5 on one thread, the same on two; ResNet-18, EfficientNet-B0,
+ * MobileNetV3-Small and rec the same; ViT-B/16's and BERT-style's MatMuls
+ * the same, so they keep 128, as does the AVX-512 build (set on the
+ * Xeon's L1, where 4 panels of 128 terms fit). */
+enum { KG_KC_CONV = 256 };
 /* Floats between the panels of B packed per chunk in the AVX2 and portable
- * builds (kern_gemm_body.h, gemm_item: kg_bstride). Why: a panel is kc x 16
- * floats, 8 KiB at kc 128, so the 16 panels of a chunk lie a multiple of
- * 4 KiB apart, and the packing's 16 stores of each k (one a panel) all fell
- * in one L1 set of 8 ways. A line's padding moves each panel to the next
- * set: in a copy of the loop, packing a 64 -> 32 channel 3 x 3
- * convolution's B on a 256 x 64 map took 2.05 -> 1.04 ms; in UNet's forward
- * the packing's function fell from 17% to 10% of the samples (perf, AMD
- * EPYC of 2026-11). (The AVX-512 build reads several panels a call at the
- * plain stride.) */
+ * builds (kern_gemm_body.h, gemm_item's pstr). Why: a panel is kc x 16
+ * floats, 8 KiB at kc 128 and 16 KiB at KG_KC_CONV, so the panels of a
+ * chunk lie a multiple of 4 KiB apart, and the packing's stores of each k
+ * (one a panel) all fell in one L1 set of 8 ways. A line's padding moves
+ * each panel to the next set: in a copy of the loop, packing a 64 -> 32
+ * channel 3 x 3 convolution's B on a 256 x 64 map took 2.05 -> 1.04 ms; in
+ * UNet's forward the packing's function fell from 17% to 10% of the
+ * samples (perf, AMD EPYC of 2026-11). (The AVX-512 build reads several
+ * panels a call at the plain stride.) */
 enum { KG_BPAD = 16 };
 _Static_assert(KG_MR == 6, "kg_pack_a_fn writes a panel's 6 rows by hand");
-_Static_assert(KG_KC % MPX_ACC_FP32_BLOCK == 0, "K blocks must hold whole fp32 blocks");
+_Static_assert(KG_KC % MPX_ACC_FP32_BLOCK == 0 && KG_KC_CONV % MPX_ACC_FP32_BLOCK == 0,
+               "K blocks must hold whole fp32 blocks");
 
 typedef float v8f __attribute__((vector_size(32)));
 typedef float v16f __attribute__((vector_size(64)));
@@ -1247,7 +1259,8 @@ static kg_result kg_run(const kg_gemm *j, int nt) {
     const bool tiled = j->cs != 1 || j->gw != j->gvalid || (j->N > j->gw && j->rs != j->gw);
     x.ldt = (x.icols + 4 * KG_NR - 1) / KG_NR * KG_NR + 3 * KG_NR;
     /* Packed B: at most KG_PACK floats, less for small products. */
-    const int64_t kcm = K < KG_KC ? K : KG_KC, colm = (x.icols + KG_NR - 1) / KG_NR * KG_NR;
+    const int64_t kcb = j->conv && !x.avx512 ? KG_KC_CONV : KG_KC;
+    const int64_t kcm = K < kcb ? K : kcb, colm = (x.icols + KG_NR - 1) / KG_NR * KG_NR;
     const int64_t bpn = (kcm * colm < KG_PACK ? kcm * colm : KG_PACK) + colm / KG_NR * KG_BPAD;
     if (ok) x.kb = kg_kept_b(j, nt, &x.kb_npad);
     ok = ok && (x.kb || !j->b_ldt); /* (B given transposed is read from its packing only) */

@@ -900,8 +900,9 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
 #if KG_SIMD == 1
     if (j->mode == KG_FP16 && j->f16) ukrs = KG_F(ukrz_table);
 #endif
-    for (int64_t k0 = 0; k0 < K; k0 += KG_KC) {
-        const int64_t kc = K - k0 < KG_KC ? K - k0 : KG_KC;
+    const int64_t kcb = KG_SIMD < 2 && j->conv ? KG_KC_CONV : KG_KC; /* (KG_KC_CONV) */
+    for (int64_t k0 = 0; k0 < K; k0 += kcb) {
+        const int64_t kc = K - k0 < kcb ? K - k0 : kcb;
         const bool first = k0 == 0;
         const float *bs = k0 + kc == K ? bias : NULL;
         const int64_t *boff = x->boff + k0;
