@@ -502,7 +502,7 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
             for (int q = i; q <= end; q++)
                 if (!mpx_exec_skipped(g->nodes[q]))
                     before += mpx_value_bytes(&cand[g->nodes[q]->outputs[0]->index]);
-            if (mpx_fuse_run(g, a, i, span, cand, changed, err) == MPX_OK) {
+            if (mpx_fuse_run(g, a, i, span, cand, changed, NULL, err) == MPX_OK) {
                 for (int q = i; q <= end; q++)
                     if (!mpx_exec_skipped(g->nodes[q])) {
                         after += mpx_value_bytes(&cand[g->nodes[q]->outputs[0]->index]);

@@ -615,7 +615,9 @@ mpx_status mpx_run_graph(const mpx_graph *g, const mpx_assign *a, const mpx_valu
     else st = mpx_exec_start(g, a, inputs, run->vals, err);
     bool fuse = !ref && mpx_fuse_enabled() && !(opts && opts->on_value);
     bool *needed = calloc(g->n_tensors ? (size_t)g->n_tensors : 1u, sizeof *needed);
-    if (!needed && st == MPX_OK) st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    /* inputs of a chain that die with it: their buffers may take its outputs (fuse.c) */
+    bool *dead = stream ? calloc(g->n_tensors ? (size_t)g->n_tensors : 1u, sizeof *dead) : NULL;
+    if ((!needed || (stream && !dead)) && st == MPX_OK) st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     for (int i = 0; i < g->n_nodes && st == MPX_OK; i++) {
         const mpx_node *n = g->nodes[i];
         if (skipped(n)) continue;
@@ -629,7 +631,16 @@ mpx_status mpx_run_graph(const mpx_graph *g, const mpx_assign *a, const mpx_valu
                 needed[t->index] = !stream || last[t->index] > end ||
                                    (t->flags & MPX_T_OUTPUT) || (opts->keep && opts->keep[t->index]);
             }
-            st = mpx_fuse_run(g, a, i, span, run->vals, needed, err);
+            for (int k = i; dead && k <= end; k++)
+                for (int j = 0; j < g->nodes[k]->n_inputs; j++) {
+                    const mpx_tensor *t = g->nodes[k]->inputs[j];
+                    if (t) dead[t->index] = last[t->index] <= end && !(t->flags & MPX_T_OUTPUT) &&
+                                            !(opts->keep && opts->keep[t->index]);
+                }
+            st = mpx_fuse_run(g, a, i, span, run->vals, needed, dead, err);
+            for (int k = i; dead && k <= end; k++)
+                for (int j = 0; j < g->nodes[k]->n_inputs; j++)
+                    if (g->nodes[k]->inputs[j]) dead[g->nodes[k]->inputs[j]->index] = false;
             /* A chain that fails changed nothing: its first node runs on its
              * own instead (values whose shapes differ from shape inference's,
              * or a kernel's refusal, then get the node-by-node path and its
@@ -668,6 +679,7 @@ mpx_status mpx_run_graph(const mpx_graph *g, const mpx_assign *a, const mpx_valu
         i = end;
     }
     free(needed);
+    free(dead);
     free(last);
     free(outs);
     if (st != MPX_OK) {

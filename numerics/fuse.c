@@ -172,6 +172,7 @@ typedef struct fnode {
     float eps;         /* BatchNormalization's epsilon */
     fin in[8];
     bool out_needed;
+    int donor;         /* the outside input whose buffer the output takes (give_buffers), or -1 */
     mpx_dtype dt;      /* the output's dtype, as the first tile's kernel set it */
 } fnode;
 
@@ -384,8 +385,52 @@ static void run_tile(void *vc, int tid, long item) {
     }
 }
 
+/* ---- writing over a dead input ---------------------------------------------------------
+ * Why: a chain's first operand and its output are whole tensors (det's 32 x
+ * 320 x 320 maps, 13 MB): the output's stores went to a buffer last used
+ * long ago, each line read from memory before it was written, and those
+ * stores were most of run_direct's time in det's forward. Where the caller
+ * says an outside input dies with the chain (dead, by tensor), an output
+ * the chain writes out takes that input's buffer: each block's stores then
+ * go to lines the block has just read. Only in a plain chain (run_direct:
+ * each node reads its operands at the block's places before the output
+ * node writes them, blocks and threads apart), only for the last node that
+ * reads the input (no later node reads what was overwritten), and only for
+ * a buffer the run owns (not a view, not a mapping) of the output's size.
+ * run_direct cannot fail, so an input is never left half-overwritten. */
+static bool reads_after(const fgroup *f, const mpx_graph *g, int first, int k, const mpx_tensor *t) {
+    for (int q = k + 1; q < f->count; q++)
+        for (int j = 0; !f->nodes[q].skip && j < g->nodes[first + q]->n_inputs; j++)
+            if (g->nodes[first + q]->inputs[j] == t) return true;
+    return false;
+}
+
+static void give_buffers(fgroup *f, const mpx_graph *g, int first, mpx_value *vals, const bool *dead) {
+    for (int k = 0; k < f->count; k++) f->nodes[k].donor = -1;
+    if (!dead || !f->direct) return;
+    for (int k = f->count - 1; k >= 0; k--) {
+        fnode *fn = &f->nodes[k];
+        if (fn->skip || !fn->out_needed) continue;
+        /* an outside input of this node or an earlier one, read by none after it */
+        for (int q = 0; q <= k && fn->donor < 0; q++) {
+            const mpx_node *n = g->nodes[first + q];
+            for (int j = 0; !f->nodes[q].skip && j < n->n_inputs && fn->donor < 0; j++) {
+                const mpx_tensor *t = n->inputs[j];
+                const fin *in = &f->nodes[q].in[j];
+                if (!t || !in->ext || in->scalar || !in->o.full || !dead[t->index]) continue;
+                const mpx_value *v = &vals[t->index];
+                if (v->borrowed || v->mapped || v->is_seq || !v->f || v->n != f->total || v->dtype != MPX_DT_FLOAT)
+                    continue;
+                bool given = false;
+                for (int o = k + 1; o < f->count && !given; o++) given = f->nodes[o].donor == t->index;
+                if (!given && !reads_after(f, g, first, k, t)) fn->donor = t->index;
+            }
+        }
+    }
+}
+
 mpx_status mpx_fuse_run(const mpx_graph *g, const mpx_assign *a, int first, int count,
-                        mpx_value *vals, const bool *needed, mpx_error *err) {
+                        mpx_value *vals, const bool *needed, const bool *dead, mpx_error *err) {
     if (count < 1 || count > FUSE_MAX_NODES || first < 0 || first + count > g->n_nodes)
         return mpx_error_set(err, MPX_E_ARG, "no group of nodes to run");
     fgroup f = {.a = a, .count = count, .shape = g->nodes[first]->outputs[0]};
@@ -444,12 +489,6 @@ mpx_status mpx_fuse_run(const mpx_graph *g, const mpx_assign *a, int first, int 
             if (!in->scalar) describe(t, f.shape, bn && j > 0, &in->o);
         }
         fn->out_needed = needed[n->outputs[0]->index];
-        if (fn->out_needed && st == MPX_OK) {
-            mpx_error e = {0};
-            const mpx_tensor *o = n->outputs[0];
-            if ((st = mpx_value_alloc_raw(&f.outs[k], MPX_DT_FLOAT, o->rank, o->dims, &e)))
-                mpx_error_set(err, st, "node \"%s\" (%s): %s", n->name, n->op_type, e.msg);
-        }
     }
     if (st != MPX_OK) goto done;
     f.direct = true;
@@ -466,6 +505,24 @@ mpx_status mpx_fuse_run(const mpx_graph *g, const mpx_assign *a, int first, int 
         }
     }
     for (int k = 0; f.direct && k < count; k++) f.nodes[k].dt = MPX_DT_FLOAT;
+    /* The outputs written out whole: an input's buffer, or their own. */
+    give_buffers(&f, g, first, vals, dead);
+    for (int k = 0; k < count && st == MPX_OK; k++) {
+        fnode *fn = &f.nodes[k];
+        if (fn->skip || !fn->out_needed) continue;
+        const mpx_tensor *o = fn->n->outputs[0];
+        if (fn->donor >= 0) { /* (borrowed until the run is done: an error frees nothing of it) */
+            f.outs[k] = vals[fn->donor];
+            f.outs[k].borrowed = true;
+            f.outs[k].rank = o->rank;
+            memcpy(f.outs[k].dims, o->dims, sizeof o->dims);
+            continue;
+        }
+        mpx_error e = {0};
+        if ((st = mpx_value_alloc_raw(&f.outs[k], MPX_DT_FLOAT, o->rank, o->dims, &e)))
+            mpx_error_set(err, st, "node \"%s\" (%s): %s", fn->n->name, fn->n->op_type, e.msg);
+    }
+    if (st != MPX_OK) goto done;
     f.tile = f.plane < FUSE_TILE ? f.plane : FUSE_TILE;
     f.scratch = calloc((size_t)f.nt, sizeof *f.scratch);
     for (int t = 0; f.scratch && t < f.nt && st == MPX_OK; t++)
@@ -487,6 +544,10 @@ mpx_status mpx_fuse_run(const mpx_graph *g, const mpx_assign *a, int first, int 
             if (f.outs[k].n < 0) continue;
             f.outs[k].dtype = f.nodes[k].dt;
             mpx_value_free(&vals[o->index]);
+            if (f.nodes[k].donor >= 0) { /* the buffer changes hands */
+                f.outs[k].borrowed = false;
+                mpx_value_clear(&vals[f.nodes[k].donor]);
+            }
             vals[o->index] = f.outs[k];
             f.outs[k].n = -1;
             f.outs[k].f = NULL;

@@ -342,9 +342,12 @@ enum { MPX_FUSE_MAX_NODES = 64 }; /* the longest chain run as one */
 /* Runs nodes first .. first+count-1 tile by tile, on two threads, with the
  * same bits as running them one after another. Reads their outside inputs
  * from vals; writes into vals only the outputs marked in needed (indexed by
- * tensor). On error nothing is written and the message names the node. */
+ * tensor). dead (indexed by tensor, or NULL): outside inputs nothing reads
+ * after the chain, whose buffers an output may take (fuse.c, "writing over
+ * a dead input"; such an input's value is then absent from vals). On error
+ * nothing is written and the message names the node. */
 mpx_status mpx_fuse_run(const mpx_graph *g, const mpx_assign *a, int first, int count,
-                        mpx_value *vals, const bool *needed, mpx_error *err);
+                        mpx_value *vals, const bool *needed, const bool *dead, mpx_error *err);
 
 /* ---- kernel declarations -------------------------------------------------------- */
 

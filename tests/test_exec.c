@@ -791,6 +791,117 @@ static void test_fused_chain(void) {
     mpx_graph_free(g);
 }
 
+/* A plain chain's output written over an outside input that dies with the
+ * chain (fuse.c, "writing over a dead input"): the output holds that
+ * input's buffer, the input's value is gone, the bits are node by node's;
+ * an input a later node of the chain reads, or one not said to be dead,
+ * keeps its buffer. */
+static void test_fused_donor(void) {
+    mpx_graph *g = mpx_graph_new("t.json");
+    g->opset = 13;
+    node(g, "a1", "Add", "x:f:1x8x128x128 three=f3", "t1", "");
+    node(g, "m1", "Mul", "x t1", "t3", "");
+    node(g, "s2", "Sub", "t3 x", "z", "");
+    node(g, "tr", "Transpose", "t3", "tt", "perm=[0,1,3,2]");
+    finish(g, "z tt");
+    CHECK(mpx_fuse_span(g, 0) == 3);
+    mpx_value in[3];
+    chain_inputs(in, 41);
+    mpx_value *want = run_unfused(g, NULL, in);
+    const int x = T(g, "x")->index, t3 = T(g, "t3")->index, z = T(g, "z")->index;
+    for (int pass = 0; pass < 2; pass++) {
+        mpx_value *vals = calloc((size_t)g->n_tensors, sizeof *vals);
+        bool *needed = calloc((size_t)g->n_tensors, sizeof *needed), *dead = calloc((size_t)g->n_tensors, sizeof *dead);
+        CHECK(mpx_exec_start(g, NULL, in, vals, &err) == MPX_OK);
+        needed[t3] = needed[z] = true;
+        dead[x] = pass == 0;
+        const float *xbuf = vals[x].f;
+        CHECK_MSG(mpx_fuse_run(g, NULL, 0, 3, vals, needed, dead, &err) == MPX_OK, "%s", err.msg);
+        /* z takes x's buffer (s2 reads x last); t3 cannot (s2 reads x after m1) */
+        CHECK(pass == 0 ? vals[z].f == xbuf && vals[x].n < 0 && !vals[z].borrowed
+                        : vals[z].f != xbuf && vals[x].f == xbuf && vals[x].n == want[x].n);
+        CHECK(vals[t3].f != xbuf);
+        if (pass == 1) CHECK(memcmp(vals[x].f, want[x].f, (size_t)want[x].n * sizeof(float)) == 0);
+        for (int k = 0; k < 2; k++) {
+            const int i = k ? t3 : z;
+            CHECK_MSG(vals[i].n == want[i].n && vals[i].rank == 4 && vals[i].dims[3] == 128 &&
+                          memcmp(vals[i].f, want[i].f, (size_t)want[i].n * sizeof(float)) == 0,
+                      "pass %d: %s differs from node by node", pass, k ? "t3" : "z");
+        }
+        for (int i = 0; i < g->n_tensors; i++) mpx_value_free(&vals[i]);
+        free(vals);
+        free(needed);
+        free(dead);
+    }
+    for (int i = 0; i < g->n_tensors; i++) mpx_value_free(&want[i]);
+    free(want);
+    mpx_graph_free(g);
+
+    /* Two dead inputs: z takes x; t3 may not take y, which s2 reads after m1. */
+    g = mpx_graph_new("t.json");
+    g->opset = 13;
+    node(g, "a1", "Add", "x:f:1x8x128x128 three=f3", "t1", "");
+    node(g, "m1", "Mul", "y:f:1x8x128x128 t1", "t3", "");
+    node(g, "s2", "Sub", "t3 y", "z", "");
+    finish(g, "z t3");
+    mpx_value in2[2] = {in[0], in[2]};
+    want = run_unfused(g, NULL, in2);
+    const int x2 = T(g, "x")->index, y2 = T(g, "y")->index, t32 = T(g, "t3")->index, z2 = T(g, "z")->index;
+    mpx_value *vals = calloc((size_t)g->n_tensors, sizeof *vals);
+    bool *needed = calloc((size_t)g->n_tensors, sizeof *needed), *dead = calloc((size_t)g->n_tensors, sizeof *dead);
+    CHECK(mpx_exec_start(g, NULL, in2, vals, &err) == MPX_OK);
+    needed[t32] = needed[z2] = dead[x2] = dead[y2] = true;
+    const float *xb = vals[x2].f, *yb = vals[y2].f;
+    CHECK_MSG(mpx_fuse_run(g, NULL, 0, 3, vals, needed, dead, &err) == MPX_OK, "%s", err.msg);
+    CHECK(vals[z2].f == xb && vals[t32].f != yb && vals[y2].f == yb);
+    for (int k = 0; k < 2; k++) {
+        const int i = k ? t32 : z2;
+        CHECK_MSG(vals[i].n == want[i].n && memcmp(vals[i].f, want[i].f, (size_t)want[i].n * sizeof(float)) == 0,
+                  "two dead inputs: %s differs from node by node", k ? "t3" : "z");
+    }
+    for (int i = 0; i < g->n_tensors; i++) mpx_value_free(&vals[i]);
+    for (int i = 0; i < g->n_tensors; i++) mpx_value_free(&want[i]);
+    free(vals);
+    free(needed);
+    free(dead);
+    free(want);
+    mpx_graph_free(g);
+
+    /* A whole-size constant the chain reads last is the graph's own value
+     * (a view): never written over, however dead. */
+    g = mpx_graph_new("t.json");
+    g->opset = 13;
+    node(g, "a1", "Add", "x:f:1x8x128x128 cst#f:1x8x128x128", "t1", "");
+    node(g, "r1", "Relu", "t1", "z", "");
+    finish(g, "z");
+    const mpx_tensor *cst = T(g, "cst");
+    for (int pass = 0; pass < 2; pass++) {
+        mpx_run_opts o = {.stream = true};
+        mpx_run *r = NULL;
+        CHECK(mpx_run_graph(g, NULL, in, &o, &r, &err) == MPX_OK);
+        const mpx_value *zv = r ? val(r, "z") : NULL;
+        int off = 0;
+        for (int64_t k = 0; k < cst->nelem; k++) off += cst->f32[k] != 0.5f;
+        CHECK_MSG(off == 0 && zv && zv->n == cst->nelem && zv->f != cst->f32 &&
+                      zv->f[77] == fmaxf(in[0].f[77] + 0.5f, 0.0f),
+                  "run %d: the constant was written over (%d values changed)", pass, off);
+        mpx_run_free(r);
+    }
+    /* (the executor never calls a constant dead; said so, it is still kept) */
+    vals = calloc((size_t)g->n_tensors, sizeof *vals);
+    needed = calloc((size_t)g->n_tensors, sizeof *needed), dead = calloc((size_t)g->n_tensors, sizeof *dead);
+    CHECK(mpx_exec_start(g, NULL, in, vals, &err) == MPX_OK);
+    needed[T(g, "z")->index] = dead[cst->index] = true;
+    CHECK(mpx_fuse_run(g, NULL, 0, 2, vals, needed, dead, &err) == MPX_OK);
+    CHECK(vals[T(g, "z")->index].f != cst->f32 && vals[cst->index].f == cst->f32);
+    for (int i = 0; i < g->n_tensors; i++) mpx_value_free(&vals[i]);
+    free(vals);
+    free(needed);
+    free(dead);
+    for (int k = 0; k < 3; k++) mpx_value_free(&in[k]);
+    mpx_graph_free(g);
+}
+
 /* ---- metrics ----------------------------------------------------------------------------- */
 
 static bool near(double a, double b) { return fabs(a - b) <= 1e-12 * fmax(1.0, fabs(b)); }
@@ -1076,6 +1187,7 @@ int main(void) {
     test_local();
     test_refusals();
     test_fused_chain();
+    test_fused_donor();
     test_kept_weights();
     test_identity_view();
     int64_t cnn[4] = {1, 3, 16, 16}, tr[3] = {1, 16, 64};
