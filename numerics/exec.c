@@ -345,6 +345,22 @@ static void output_formats(const mpx_node *n, const mpx_node_prec *p, const mpx_
     *tf = tensor_fmt(a, n->outputs[j]);
 }
 
+/* The value of a pointwise node's input, at node index i of a streamed
+ * run, that no later node reads and the run owns, of the output's size (the
+ * first read of it, as compare.c's plan_inplace); NULL: none. */
+static mpx_value *dying_input(const mpx_node *n, int i, const int *last, const bool *keep, mpx_value *vals) {
+    if (!mpx_kernel_pointwise(n->op) || n->n_outputs != 1 || !n->outputs[0] || n->guard) return NULL;
+    for (int k = 0; k < n->n_inputs; k++) {
+        const mpx_tensor *t = n->inputs[k];
+        bool again = false;
+        for (int q = 0; t && q < k; q++) again = again || n->inputs[q] == t;
+        if (!t || again || last[t->index] > i || (t->flags & MPX_T_OUTPUT) || (keep && keep[t->index])) continue;
+        mpx_value *v = &vals[t->index];
+        if (!v->borrowed && !v->is_seq && !v->mapped && v->f && v->n > 0 && v->n == n->outputs[0]->nelem) return v;
+    }
+    return NULL;
+}
+
 /* One node: convert its inputs, run its kernel, round its outputs. Kept free
  * of shared mutable state (everything it writes is outs, its own scratch or
  * err) so that a comparison may run two of them at once. */
@@ -653,8 +669,17 @@ mpx_status mpx_run_graph(const mpx_graph *g, const mpx_assign *a, const mpx_valu
             }
         }
         if (span < 2) {
-            st = mpx_exec_node_probe(n, a, ref ? ref->vals : run->vals, ref != NULL, opts ? opts->probe : NULL, outs,
-                                     NULL, err);
+            /* A pointwise node writes over an input that dies here (the
+             * comparison's rule, compare.c "writing over a dead input"):
+             * its stores go to lines it has just read, not to a cold
+             * buffer read from memory first. */
+            mpx_value *over = stream && !ref ? dying_input(n, i, last, opts->keep, run->vals) : NULL;
+            st = mpx_exec_node_into(n, a, ref ? ref->vals : run->vals, ref != NULL, opts ? opts->probe : NULL,
+                                    over ? over->f : NULL, over ? over->n : 0, outs, NULL, err);
+            if (st == MPX_OK && over && outs[0].borrowed && outs[0].f == over->f) { /* taken: it changes hands */
+                outs[0].borrowed = false;
+                mpx_value_clear(over);
+            }
             if (st == MPX_OK) store_outputs(n, outs, run->vals);
             for (int j = 0; st == MPX_OK && opts && opts->on_value && j < n->n_outputs; j++) {
                 const mpx_tensor *t = n->outputs[j];

@@ -902,6 +902,32 @@ static void test_fused_donor(void) {
     mpx_graph_free(g);
 }
 
+/* Single pointwise nodes of a streamed run write over an input that dies
+ * there (exec.c's dying_input): the same bits as node by node, and an input
+ * a later node still reads (x, by the Mul) is not written over. Small
+ * tensors: no chain is fused, every node runs on its own. */
+static void test_streamed_inplace(void) {
+    mpx_graph *g = mpx_graph_new("t.json");
+    g->opset = 13;
+    node(g, "r1", "Relu", "x:f:1x4x8x8", "a", "");
+    node(g, "a1", "Add", "a y:f:1x4x8x8", "b", "");
+    node(g, "m1", "Mul", "b x", "c", "");
+    node(g, "s1", "Sigmoid", "c", "d", "");
+    node(g, "tr", "Transpose", "d", "z", "perm=[0,1,3,2]");
+    finish(g, "z");
+    CHECK(mpx_fuse_span(g, 0) == 0);
+    int64_t d[4] = {1, 4, 8, 8};
+    mpx_value in[2];
+    for (int k = 0; k < 2; k++) {
+        mpx_value_alloc(&in[k], MPX_DT_FLOAT, 4, d, NULL);
+        gb_fill_normal(&in[k], 51 + (uint64_t)k);
+    }
+    check_fused(g, NULL, in, "streamed in place");
+    check_fused(g, &mpx_format_fp16, in, "streamed in place");
+    for (int k = 0; k < 2; k++) mpx_value_free(&in[k]);
+    mpx_graph_free(g);
+}
+
 /* ---- metrics ----------------------------------------------------------------------------- */
 
 static bool near(double a, double b) { return fabs(a - b) <= 1e-12 * fmax(1.0, fabs(b)); }
@@ -1188,6 +1214,7 @@ int main(void) {
     test_refusals();
     test_fused_chain();
     test_fused_donor();
+    test_streamed_inplace();
     test_kept_weights();
     test_identity_view();
     int64_t cnn[4] = {1, 3, 16, 16}, tr[3] = {1, 16, 64};
