@@ -791,11 +791,44 @@ static void test_fused_chain(void) {
     mpx_graph_free(g);
 }
 
+/* n values (a run's, by tensor), freed with their array. */
+static void free_vals(mpx_value *v, int n) {
+    for (int i = 0; v && i < n; i++) mpx_value_free(&v[i]);
+    free(v);
+}
+
+static bool same_bits(const mpx_value *a, const mpx_value *b) {
+    return a->n >= 0 && a->n == b->n && a->f && b->f && memcmp(a->f, b->f, (size_t)a->n * sizeof *a->f) == 0;
+}
+
+/* Nodes first .. first+count-1 of g run straight through mpx_fuse_run on the
+ * values mpx_exec_start makes of in, with the outputs named in needed
+ * written out and the inputs named in dead (space-separated) said to die
+ * with the chain; the values, for the caller to check and free_vals. */
+static mpx_value *fuse_direct(mpx_graph *g, const mpx_value *in, int first, int count, const char *needed,
+                              const char *dead) {
+    mpx_value *vals = calloc((size_t)g->n_tensors, sizeof *vals);
+    bool *flags[2] = {calloc((size_t)g->n_tensors, sizeof(bool)), calloc((size_t)g->n_tensors, sizeof(bool))};
+    CHECK(mpx_exec_start(g, NULL, in, vals, &err) == MPX_OK);
+    for (int f = 0; f < 2; f++)
+        for (const char *p = f ? dead : needed; *p;) {
+            char name[32];
+            size_t n = strcspn(p, " ");
+            snprintf(name, sizeof name, "%.*s", (int)n, p);
+            flags[f][T(g, name)->index] = true;
+            p += n + (p[n] == ' ');
+        }
+    CHECK_MSG(mpx_fuse_run(g, NULL, first, count, vals, flags[0], flags[1], &err) == MPX_OK, "%s", err.msg);
+    free(flags[0]);
+    free(flags[1]);
+    return vals;
+}
+
 /* A plain chain's output written over an outside input that dies with the
  * chain (fuse.c, "writing over a dead input"): the output holds that
  * input's buffer, the input's value is gone, the bits are node by node's;
- * an input a later node of the chain reads, or one not said to be dead,
- * keeps its buffer. */
+ * an input a later node of the chain reads, one not said to be dead, or a
+ * constant's keeps its buffer. */
 static void test_fused_donor(void) {
     mpx_graph *g = mpx_graph_new("t.json");
     g->opset = 13;
@@ -810,31 +843,16 @@ static void test_fused_donor(void) {
     mpx_value *want = run_unfused(g, NULL, in);
     const int x = T(g, "x")->index, t3 = T(g, "t3")->index, z = T(g, "z")->index;
     for (int pass = 0; pass < 2; pass++) {
-        mpx_value *vals = calloc((size_t)g->n_tensors, sizeof *vals);
-        bool *needed = calloc((size_t)g->n_tensors, sizeof *needed), *dead = calloc((size_t)g->n_tensors, sizeof *dead);
-        CHECK(mpx_exec_start(g, NULL, in, vals, &err) == MPX_OK);
-        needed[t3] = needed[z] = true;
-        dead[x] = pass == 0;
-        const float *xbuf = vals[x].f;
-        CHECK_MSG(mpx_fuse_run(g, NULL, 0, 3, vals, needed, dead, &err) == MPX_OK, "%s", err.msg);
         /* z takes x's buffer (s2 reads x last); t3 cannot (s2 reads x after m1) */
-        CHECK(pass == 0 ? vals[z].f == xbuf && vals[x].n < 0 && !vals[z].borrowed
-                        : vals[z].f != xbuf && vals[x].f == xbuf && vals[x].n == want[x].n);
-        CHECK(vals[t3].f != xbuf);
-        if (pass == 1) CHECK(memcmp(vals[x].f, want[x].f, (size_t)want[x].n * sizeof(float)) == 0);
-        for (int k = 0; k < 2; k++) {
-            const int i = k ? t3 : z;
-            CHECK_MSG(vals[i].n == want[i].n && vals[i].rank == 4 && vals[i].dims[3] == 128 &&
-                          memcmp(vals[i].f, want[i].f, (size_t)want[i].n * sizeof(float)) == 0,
-                      "pass %d: %s differs from node by node", pass, k ? "t3" : "z");
-        }
-        for (int i = 0; i < g->n_tensors; i++) mpx_value_free(&vals[i]);
-        free(vals);
-        free(needed);
-        free(dead);
+        mpx_value *vals = fuse_direct(g, in, 0, 3, "t3 z", pass == 0 ? "x" : "");
+        CHECK(pass == 0 ? vals[x].n < 0 && !vals[z].borrowed : same_bits(&vals[x], &want[x]));
+        CHECK(vals[t3].f != vals[z].f && (pass == 0 || vals[z].f != vals[x].f));
+        CHECK_MSG(same_bits(&vals[z], &want[z]) && same_bits(&vals[t3], &want[t3]) && vals[z].rank == 4 &&
+                      vals[z].dims[3] == 128,
+                  "pass %d: the chain's outputs differ from node by node", pass);
+        free_vals(vals, g->n_tensors);
     }
-    for (int i = 0; i < g->n_tensors; i++) mpx_value_free(&want[i]);
-    free(want);
+    free_vals(want, g->n_tensors);
     mpx_graph_free(g);
 
     /* Two dead inputs: z takes x; t3 may not take y, which s2 reads after m1. */
@@ -846,25 +864,13 @@ static void test_fused_donor(void) {
     finish(g, "z t3");
     mpx_value in2[2] = {in[0], in[2]};
     want = run_unfused(g, NULL, in2);
+    mpx_value *vals = fuse_direct(g, in2, 0, 3, "t3 z", "x y");
     const int x2 = T(g, "x")->index, y2 = T(g, "y")->index, t32 = T(g, "t3")->index, z2 = T(g, "z")->index;
-    mpx_value *vals = calloc((size_t)g->n_tensors, sizeof *vals);
-    bool *needed = calloc((size_t)g->n_tensors, sizeof *needed), *dead = calloc((size_t)g->n_tensors, sizeof *dead);
-    CHECK(mpx_exec_start(g, NULL, in2, vals, &err) == MPX_OK);
-    needed[t32] = needed[z2] = dead[x2] = dead[y2] = true;
-    const float *xb = vals[x2].f, *yb = vals[y2].f;
-    CHECK_MSG(mpx_fuse_run(g, NULL, 0, 3, vals, needed, dead, &err) == MPX_OK, "%s", err.msg);
-    CHECK(vals[z2].f == xb && vals[t32].f != yb && vals[y2].f == yb);
-    for (int k = 0; k < 2; k++) {
-        const int i = k ? t32 : z2;
-        CHECK_MSG(vals[i].n == want[i].n && memcmp(vals[i].f, want[i].f, (size_t)want[i].n * sizeof(float)) == 0,
-                  "two dead inputs: %s differs from node by node", k ? "t3" : "z");
-    }
-    for (int i = 0; i < g->n_tensors; i++) mpx_value_free(&vals[i]);
-    for (int i = 0; i < g->n_tensors; i++) mpx_value_free(&want[i]);
-    free(vals);
-    free(needed);
-    free(dead);
-    free(want);
+    CHECK(vals[x2].n < 0 && same_bits(&vals[y2], &want[y2]) && vals[t32].f != vals[y2].f);
+    CHECK_MSG(same_bits(&vals[z2], &want[z2]) && same_bits(&vals[t32], &want[t32]),
+              "two dead inputs: the chain's outputs differ from node by node");
+    free_vals(vals, g->n_tensors);
+    free_vals(want, g->n_tensors);
     mpx_graph_free(g);
 
     /* A whole-size constant the chain reads last is the graph's own value
@@ -888,16 +894,9 @@ static void test_fused_donor(void) {
         mpx_run_free(r);
     }
     /* (the executor never calls a constant dead; said so, it is still kept) */
-    vals = calloc((size_t)g->n_tensors, sizeof *vals);
-    needed = calloc((size_t)g->n_tensors, sizeof *needed), dead = calloc((size_t)g->n_tensors, sizeof *dead);
-    CHECK(mpx_exec_start(g, NULL, in, vals, &err) == MPX_OK);
-    needed[T(g, "z")->index] = dead[cst->index] = true;
-    CHECK(mpx_fuse_run(g, NULL, 0, 2, vals, needed, dead, &err) == MPX_OK);
+    vals = fuse_direct(g, in, 0, 2, "z", "cst");
     CHECK(vals[T(g, "z")->index].f != cst->f32 && vals[cst->index].f == cst->f32);
-    for (int i = 0; i < g->n_tensors; i++) mpx_value_free(&vals[i]);
-    free(vals);
-    free(needed);
-    free(dead);
+    free_vals(vals, g->n_tensors);
     for (int k = 0; k < 3; k++) mpx_value_free(&in[k]);
     mpx_graph_free(g);
 }
