@@ -174,14 +174,6 @@ static void store(stream *s, const mpx_node *n, mpx_value *outs, mpx_value *vals
     }
 }
 
-/* Each distinct input of n counted once per job reading it. */
-static bool first_read(const mpx_node *n, int j) {
-    const mpx_tensor *t = n->inputs[j];
-    for (int q = 0; t && q < j; q++)
-        if (n->inputs[q] == t) return false;
-    return t != NULL;
-}
-
 static const mpx_node *node_at(const stream *s, int pos) { return s->g->nodes[s->order[pos]]; }
 /* A slot's jobs: R, C[0..nc), L[0..nc) when local, then M. */
 static int job_m(const stream *s) { return s->nj - 1; }
@@ -335,7 +327,7 @@ static bool plan_joins(stream *s) {
         live += out;
         for (int j = 0; j < n->n_inputs; j++) {
             const mpx_tensor *t = n->inputs[j];
-            if (t && first_read(n, j) && last[t->index] == p && !s->keep[t->index]) live -= static_bytes(t);
+            if (t && mpx_node_first_read(n, j) && last[t->index] == p && !s->keep[t->index]) live -= static_bytes(t);
         }
     }
     for (int p = 0; ok && p < s->n_pos; p++)
@@ -366,8 +358,7 @@ static int *run_uses(const stream *s, int run) { return s->ruses + (size_t)run *
  * a view (borrowed) or the run's own rounded copy, which nothing after its
  * last reader needs either. */
 static bool dead_after(const stream *s, const job *j, const mpx_tensor *t, const mpx_value *v) {
-    return t && run_uses(s, run_of(j))[t->index] == 1 && !s->keep[t->index] &&
-           !v->borrowed && !v->is_seq && v->f && v->n > 0;
+    return t && run_uses(s, run_of(j))[t->index] == 1 && !s->keep[t->index] && mpx_value_own_floats(v);
 }
 
 static void plan_inplace(stream *s, job *j) {
@@ -395,7 +386,7 @@ static void plan_inplace(stream *s, job *j) {
     if (mpx_kernel_pointwise(n->op))
         for (int k = 0; k < n->n_inputs; k++) {
             const mpx_tensor *t = n->inputs[k];
-            if (!t || !first_read(n, k)) continue;
+            if (!t || !mpx_node_first_read(n, k)) continue;
             const mpx_value *v = &vals[t->index];
             if (!dead_after(s, j, t, v) || v->n != o->nelem) continue;
             j->inplace = k;
@@ -667,7 +658,7 @@ static void done(void *ctx, job *j) {
         s->fin_at[j->thread] = s->n_done;
         int *ru = run_uses(s, run_of(j));
         for (int k = 0; k < n->n_inputs; k++)
-            if (first_read(n, k)) {
+            if (mpx_node_first_read(n, k)) {
                 ru[n->inputs[k]->index]--;
                 release(s, n->inputs[k]->index);
             }
@@ -818,7 +809,7 @@ static bool plan_schedule(stream *s) {
         }
         /* readers: R, each C[q], each L[q] of every input; M of every output */
         for (int j = 0; j < n->n_inputs; j++)
-            if (first_read(n, j)) {
+            if (mpx_node_first_read(n, j)) {
                 int t = n->inputs[j]->index;
                 s->uses[t] += 1 + s->nc + (s->opts->local ? s->nc : 0);
                 run_uses(s, 0)[t] += 1 + (s->opts->local ? s->nc : 0);

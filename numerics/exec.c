@@ -352,11 +352,11 @@ static mpx_value *dying_input(const mpx_node *n, int i, const int *last, const b
     if (!mpx_kernel_pointwise(n->op) || n->n_outputs != 1 || !n->outputs[0] || n->guard) return NULL;
     for (int k = 0; k < n->n_inputs; k++) {
         const mpx_tensor *t = n->inputs[k];
-        bool again = false;
-        for (int q = 0; t && q < k; q++) again = again || n->inputs[q] == t;
-        if (!t || again || last[t->index] > i || (t->flags & MPX_T_OUTPUT) || (keep && keep[t->index])) continue;
+        if (!mpx_node_first_read(n, k) || last[t->index] > i || (t->flags & MPX_T_OUTPUT) || (keep && keep[t->index]))
+            continue;
         mpx_value *v = &vals[t->index];
-        if (!v->borrowed && !v->is_seq && !v->mapped && v->f && v->n > 0 && v->n == n->outputs[0]->nelem) return v;
+        /* (not a mapping: the adoption below hands over a heap block) */
+        if (mpx_value_own_floats(v) && !v->mapped && v->n == n->outputs[0]->nelem) return v;
     }
     return NULL;
 }

@@ -419,8 +419,7 @@ static void give_buffers(fgroup *f, const mpx_graph *g, int first, mpx_value *va
                 const fin *in = &f->nodes[q].in[j];
                 if (!t || !in->ext || in->scalar || !in->o.full || !dead[t->index]) continue;
                 const mpx_value *v = &vals[t->index];
-                if (v->borrowed || v->mapped || v->is_seq || !v->f || v->n != f->total || v->dtype != MPX_DT_FLOAT)
-                    continue;
+                if (!mpx_value_own_floats(v) || v->mapped || v->n != f->total || v->dtype != MPX_DT_FLOAT) continue;
                 bool given = false;
                 for (int o = k + 1; o < f->count && !given; o++) given = f->nodes[o].donor == t->index;
                 if (!given && !reads_after(f, g, first, k, t)) fn->donor = t->index;

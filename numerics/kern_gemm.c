@@ -146,6 +146,11 @@ typedef struct kg_ctx {
      * NULL: per-item strips (an input too large for one copy). */
     float *shared;
     float *bp[8], *strip[8];
+    /* This call's K block (KG_KC_CONV for a convolution outside the AVX-512
+     * build, else KG_KC) and the floats between panels of B packed per
+     * chunk (KG_BPAD outside the AVX-512 build, else 0): decided in kg_run,
+     * read by the packing buffer's size and by gemm_item. */
+    int64_t kc, bpad;
     /* Per thread, where the item's C tile is summed when C's columns are
      * not one run a panel (a convolution's grid rows are wider than its
      * output rows: every panel straddling two went through a scalar copy
@@ -1259,9 +1264,10 @@ static kg_result kg_run(const kg_gemm *j, int nt) {
     const bool tiled = j->cs != 1 || j->gw != j->gvalid || (j->N > j->gw && j->rs != j->gw);
     x.ldt = (x.icols + 4 * KG_NR - 1) / KG_NR * KG_NR + 3 * KG_NR;
     /* Packed B: at most KG_PACK floats, less for small products. */
-    const int64_t kcb = j->conv && !x.avx512 ? KG_KC_CONV : KG_KC;
-    const int64_t kcm = K < kcb ? K : kcb, colm = (x.icols + KG_NR - 1) / KG_NR * KG_NR;
-    const int64_t bpn = (kcm * colm < KG_PACK ? kcm * colm : KG_PACK) + colm / KG_NR * KG_BPAD;
+    x.kc = j->conv && !x.avx512 ? KG_KC_CONV : KG_KC;
+    x.bpad = x.avx512 ? 0 : KG_BPAD;
+    const int64_t kcm = K < x.kc ? K : x.kc, colm = (x.icols + KG_NR - 1) / KG_NR * KG_NR;
+    const int64_t bpn = (kcm * colm < KG_PACK ? kcm * colm : KG_PACK) + colm / KG_NR * x.bpad;
     if (ok) x.kb = kg_kept_b(j, nt, &x.kb_npad);
     ok = ok && (x.kb || !j->b_ldt); /* (B given transposed is read from its packing only) */
     for (int t = 0; ok && t < nt; t++) {

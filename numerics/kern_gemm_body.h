@@ -900,9 +900,8 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
 #if KG_SIMD == 1
     if (j->mode == KG_FP16 && j->f16) ukrs = KG_F(ukrz_table);
 #endif
-    const int64_t kcb = KG_SIMD < 2 && j->conv ? KG_KC_CONV : KG_KC; /* (KG_KC_CONV) */
-    for (int64_t k0 = 0; k0 < K; k0 += kcb) {
-        const int64_t kc = K - k0 < kcb ? K - k0 : kcb;
+    for (int64_t k0 = 0; k0 < K; k0 += x->kc) {
+        const int64_t kc = K - k0 < x->kc ? K - k0 : x->kc;
         const bool first = k0 == 0;
         const float *bs = k0 + kc == K ? bias : NULL;
         const int64_t *boff = x->boff + k0;
@@ -938,7 +937,7 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
              * the same order), or packed here. */
             const float *bch = x->kb ? x->kb + k0 * x->kb_npad + qa * kc : bp;
             /* floats from one panel of the chunk to the next (KG_BPAD) */
-            const int64_t pstr = kc * KG_NR + (x->kb || KG_SIMD == 2 ? 0 : KG_BPAD);
+            const int64_t pstr = kc * KG_NR + (x->kb ? 0 : x->bpad);
             for (int64_t k = 0; !x->kb && k < kc; k++) {
                 const float *s = sa + boff[k];
                 float *d = bp + k * KG_NR;

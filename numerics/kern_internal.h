@@ -261,6 +261,22 @@ static inline void mpx_k_free_values(mpx_value *v, int n) {
 mpx_status mpx_exec_node_with(const mpx_node *n, const mpx_assign *a, const mpx_value *const *srcs,
                               mpx_value *outs, float *dest, int64_t dest_n, mpx_error *err);
 
+/* Whether input j of n is that tensor's first place among n's inputs (a
+ * tensor n reads twice counts once: use counts, writing over an input). */
+static inline bool mpx_node_first_read(const mpx_node *n, int j) {
+    const mpx_tensor *t = n->inputs[j];
+    for (int q = 0; t && q < j; q++)
+        if (n->inputs[q] == t) return false;
+    return t != NULL;
+}
+
+/* Whether v's float buffer is the run's own to hand to another value (a
+ * step writing its output over a dead input: compare.c, exec.c, fuse.c):
+ * not a view of data another owner holds, not a sequence, not empty. */
+static inline bool mpx_value_own_floats(const mpx_value *v) {
+    return !v->borrowed && !v->is_seq && v->f && v->n > 0;
+}
+
 /* Whether running n under a converts nothing: no input or output of it is
  * rounded (a NULL, or the node and its outputs in fp32). */
 bool mpx_exec_node_plain(const mpx_assign *a, const mpx_node *n);

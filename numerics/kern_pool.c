@@ -430,11 +430,11 @@ mpx_status mpx_k_lp_pool(const mpx_kctx *c, const mpx_value *const *in, int n_in
     return pool(c, in, n_in, out, n_out, POOL_LP);
 }
 
-/* Global pools: the whole spatial plane of each (n, c), in flat order. */
-/* Eight planes at once, each summed exactly as mpx_acc does (blocks of
+/* GlobalAveragePool's fp32 sums, planes 8 item .. 8 item + 7: eight planes
+ * at once, each summed exactly as mpx_acc does (blocks of
  * MPX_ACC_FP32_BLOCK added to the running sum): the same bits, with eight
  * independent chains of additions instead of one (the sum's latency bound
- * it: GlobalAveragePool was 2% of det). Group item of planes 8 item .. +8. */
+ * it: GlobalAveragePool was 2% of det). */
 enum { GP8 = 8, GP8_PAR_MIN = 1 << 18 };
 typedef struct gp8 {
     const float *x;
@@ -458,6 +458,7 @@ static void gp8_group(void *ctx, int tid, long item) {
     for (int q = 0; q < GP8; q++) w->y[pc + q] = sum[q] / (float)plane;
 }
 
+/* Global pools: the whole spatial plane of each (n, c), in flat order. */
 static mpx_status global_pool(const mpx_kctx *c, const mpx_value *const *in, int n_in,
                               mpx_value *out, int n_out, bool is_max) {
     const mpx_value *x;
