@@ -22,6 +22,12 @@
 //   (3b) mpx_fp32_nofuse  (3) with MPX_FUSE=0: every elementwise node on
 //                  its own instead of chains run by tiles (numerics/fuse.c);
 //                  what the fusion gives, measured in the same run
+// and once a round, the machine's fused multiply-add peak on --ort-threads
+// threads (mpx_bench peak, the best of all rounds): (4)'s multiply-adds
+// (report_gmacs: the reference's and each candidate's low nodes') at that
+// peak are a floor no implementation of (4) on this machine beats; 4lo/2
+// is that floor over (2), and above 1.0 the target (4) <= 1.0 is out of
+// reach on this machine by arithmetic alone.
 // Each mpx measurement is its own process (the peak RSS is that mode's);
 // its JSON line carries its samples. Every timed run follows an untimed one
 // in the same process, as ONNX Runtime's follow a warm-up run: the first run
@@ -145,7 +151,11 @@ function loadavg() { return os.loadavg().map((x) => Number(x.toFixed(2))); }
     res.models[k] = { shape: m.shape, file: m.file, ort_all_outputs: allSess.outputNames.length, samples: {}, runs: {} };
   }
   const add = (k, name, ms) => { (res.models[k].samples[name] ||= []).push(...ms); };
+  const peaks = [];
   for (let round = 0; round < opt.rounds; round++) {
+    const pk = spawnSync(mpxBench, ['peak', '--threads', String(opt['ort-threads'])], { encoding: 'utf8' });
+    if (pk.status !== 0) throw new Error(`mpx_bench peak failed (${pk.status}): ${pk.stderr}`);
+    peaks.push(JSON.parse(pk.stdout.trim().split('\n').pop()));
     for (const k of keys) {
       const s = state[k];
       process.stderr.write(`bench: round ${round + 1}/${opt.rounds} ${k} `);
@@ -170,6 +180,8 @@ function loadavg() { return os.loadavg().map((x) => Number(x.toFixed(2))); }
     }
   }
   res.machine.load_after = loadavg();
+  const peak = peaks.reduce((a, b) => (b.gmacs > a.gmacs ? b : a));
+  res.machine.fma_peak = { isa: peak.isa, threads: peak.threads, gmacs: peak.gmacs, rounds: peaks.map((x) => x.gmacs) };
 
   // ---- medians, ratios, table ----
   const lines = [];
@@ -181,7 +193,7 @@ function loadavg() { return os.loadavg().map((x) => Number(x.toFixed(2))); }
   p('median wall times in ms (all samples of all rounds); peak RSS of the mpx process in MB');
   p('');
   const head = 'model          shape         (1)ORT  (2)ORTall  (3)mpx32  (4)report (4b)report1  (5)acc16  (6)rerun (3b)nofuse' +
-    '   3/1    4/2   4b/2    5/3    6/4   RSS3   RSS4  RSS4b  val4  val4b  bound val4/bd';
+    '   3/1    4/2   4b/2    5/3    6/4  4lo/2   RSS3   RSS4  RSS4b  val4  val4b  bound val4/bd';
   p(head);
   p('-'.repeat(head.length));
   for (const k of keys) {
@@ -197,6 +209,10 @@ function loadavg() { return os.loadavg().map((x) => Number(x.toFixed(2))); }
       rerun_over_report: med.mpx_rerun / med.mpx_report,
       mpx_fp32_nofuse_over_ort_fp32: med.mpx_fp32_nofuse / med.ort_fp32,
     };
+    // (4)'s multiply-adds at the machine's peak: the floor of (4), over (2)
+    M.report_gmacs = M.runs.mpx_report.report_gmacs;
+    M.report_floor_ms = (1000 * M.report_gmacs) / peak.gmacs;
+    M.ratios.report_floor_over_ort_all = M.report_floor_ms / med.ort_all;
     M.peak_rss_mb = { mpx_fp32: M.runs.mpx_fp32.peak_rss_mb, mpx_report: M.runs.mpx_report.peak_rss_mb,
       mpx_report1: M.runs.mpx_report1.peak_rss_mb, mpx_acc16: M.runs.mpx_acc16.peak_rss_mb };
     // values alive at once plus the weights' rounded copies kept on the graph
@@ -211,7 +227,7 @@ function loadavg() { return os.loadavg().map((x) => Number(x.toFixed(2))); }
       `${fmtMs(med.mpx_rerun).padStart(9)} ${fmtMs(med.mpx_fp32_nofuse).padStart(10)} ` +
       `${fmtR(R.mpx_fp32_over_ort_fp32)} ${fmtR(R.mpx_report_over_ort_all)} ${fmtR(R.mpx_report1_over_ort_all)} ` +
       `${fmtR(R.acc16_over_mpx_fp32)} ` +
-      `${fmtR(R.rerun_over_report)} ${String(Math.round(M.peak_rss_mb.mpx_fp32)).padStart(6)} ` +
+      `${fmtR(R.rerun_over_report)} ${fmtR(R.report_floor_over_ort_all)} ${String(Math.round(M.peak_rss_mb.mpx_fp32)).padStart(6)} ` +
       `${String(Math.round(M.peak_rss_mb.mpx_report)).padStart(6)} ` +
       `${String(Math.round(M.peak_rss_mb.mpx_report1)).padStart(6)} ` +
       `${M.peak_value_mb.mpx_report.toFixed(1).padStart(5)} ${M.peak_value_mb.mpx_report1.toFixed(1).padStart(6)} ` +
@@ -225,7 +241,9 @@ function loadavg() { return os.loadavg().map((x) => Number(x.toFixed(2))); }
   p('    the last Conv/ConvTranspose/Gemm/MatMul red: only what depends on the change is recomputed (run cache)   (3b) (3) with MPX_FUSE=0 (no elementwise chains run by tiles)');
   p('(4b) (4) one format at a time: two mpx_compare_run, the reference run twice');
   p('ratios (issue 20): 3/1 target <= 1.0 on det, rec and cls, <= 1.5 on the suite; 4/2 target <= 1.0; 5/3 target <= 2.0;');
-  p('6/4 target <= 0.1; RSS: peak RSS of (3), (4), (4b) in MB;');
+  p('6/4 target <= 0.1; 4lo/2: (4)\'s multiply-adds (the reference\'s and each candidate\'s low nodes\') at the machine\'s fused');
+  p(`multiply-add peak (${peak.isa}, ${peak.threads} threads, ${peak.gmacs.toFixed(1)} G/s, mpx_bench peak) over (2): above 1.0, (4) <= 1.0 is out of reach here;`);
+  p('RSS: peak RSS of (3), (4), (4b) in MB;');
   p('val4/val4b: most value bytes (MB) alive at once in (4) and (4b) (mpx_compare peak_bytes) plus the weights rounded and kept on the graph; bound: 2 x (weights +');
   p('the largest live activation set of one fp32 forward on the streaming schedule, from the inferred shapes; mpx_bench');
   p('fp32_bound), target val4/bound <= 1.0');

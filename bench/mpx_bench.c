@@ -32,6 +32,10 @@
  *            and what depends on it are recomputed. Repetitions alternate
  *            between the recoloured plan and the first one (each is one
  *            late-layer recolour away from the cache's state)
+ *   peak     (no model: `mpx_bench peak [--threads N]`) the machine's fused
+ *            multiply-add peak on N threads (default 2), bench/peak.c;
+ *            bench.js turns the report's terms (report_gmacs below) into
+ *            the floor no implementation of (4) on this machine can beat
  *   profile  (development) time per node and per op type of the fp32
  *            reference (or with --acc16 the acc16 run), nodes run one by one
  *            through mpx_exec_node, to stderr (the slowest --top N nodes,
@@ -42,6 +46,7 @@
  * --image none. */
 #include "mpx_colour.h"
 #include "mpx_numerics.h"
+#include "peak.h"
 #include "text_image.h"
 
 #include <math.h>
@@ -313,9 +318,44 @@ static int profile(bench *b, const mpx_assign *a, int top) {
     return 0;
 }
 
+/* Multiply-accumulates a report must do: every dot-product term of the fp32
+ * reference, and again for each candidate plan's low nodes (they read
+ * rounded operands, so none of their terms is the reference's). A lower
+ * bound: red nodes downstream of low ones are recomputed too, and nothing
+ * else a report does is counted. */
+static double report_gmacs(const mpx_graph *g, const mpx_assign *const *plans, int n_plans) {
+    double m = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const mpx_node *n = g->nodes[i];
+        if (mpx_exec_skipped(n) || n->cost.macs <= 0) continue;
+        int runs = 1;
+        for (int p = 0; p < n_plans; p++) runs += plans[p]->node[i].compute != NULL;
+        m += (double)runs * (double)n->cost.macs;
+    }
+    return m / 1e9;
+}
+
+static int peak_mode(int argc, char **argv) {
+    int threads = 2;
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = atoi(argv[++i]);
+        else threads = 0;
+    }
+    bench_peak_result r;
+    if (threads < 1 || bench_peak(threads, &r)) {
+        fprintf(stderr, "usage: mpx_bench peak [--threads 1..%d]\n", BENCH_PEAK_MAX_THREADS);
+        return 2;
+    }
+    printf("{\"mode\": \"peak\", \"isa\": \"%s\", \"threads\": %d, \"lanes\": %d, \"seconds\": %.3f, "
+           "\"gmacs\": %.2f, \"sink\": %g}\n",
+           r.isa, r.threads, r.lanes, r.seconds, r.gmacs, (double)r.sink);
+    return 0;
+}
+
 /* ---- main ------------------------------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
+    if (argc >= 2 && strcmp(argv[1], "peak") == 0) return peak_mode(argc, argv);
     mpx_numerics_init(); /* constant folding runs the kernels */
     mpx_numerics_keep_memory(); /* runs again and again: keep freed activations */
     const char *pos[3] = {0}, *out = NULL;
@@ -349,7 +389,8 @@ int main(int argc, char **argv) {
     if (rank < 0 || !known || repeat < 1 || warmup < 0 || (int)image < 0 ||
         (strcmp(mode, "input") == 0 && !out)) {
         fprintf(stderr, "usage: mpx_bench <model> <AxBxC> input|fp32|report|report1|acc16|rerun|profile "
-                        "[--image page|line|none] [--seed N] [--repeat N] [--warmup N] [--top N] [--out x.npy]\n");
+                        "[--image page|line|none] [--seed N] [--repeat N] [--warmup N] [--top N] [--out x.npy]\n"
+                        "       mpx_bench peak [--threads N]\n");
         return 2;
     }
 
@@ -441,9 +482,10 @@ int main(int argc, char **argv) {
         snprintf(b.extra, sizeof b.extra,
                  ", \"layers\": %d, \"worst_rel_l2_fp16\": %.6g, \"worst_rel_l2_bf16\": %.6g, "
                  "\"peak_value_mb\": %.1f, \"kept_rounded_mb\": %.1f, \"weights_mb\": %.1f, \"live_fp32_mb\": %.1f, "
-                 "\"bound_mb\": %.1f",
+                 "\"bound_mb\": %.1f, \"gmacs\": %.4f, \"report_gmacs\": %.4f",
                  layers, worst16, worstbf, (double)b.peak_values / 1048576.0,
-                 (double)mpx_numerics_kept_rounded_bytes() / 1048576.0, wmb, lmb, 2 * (wmb + lmb));
+                 (double)mpx_numerics_kept_rounded_bytes() / 1048576.0, wmb, lmb, 2 * (wmb + lmb),
+                 report_gmacs(g, NULL, 0), report_gmacs(g, (const mpx_assign *const[]){a, a2}, 2));
         if (strcmp(mode, "report") == 0) { /* report1 runs two comparisons: no one split */
             size_t used = strlen(b.extra);
             snprintf(b.extra + used, sizeof b.extra - used,

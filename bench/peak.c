@@ -1,0 +1,139 @@
+/* peak.c - the machine's multiply-add peak, for bench/run.sh's floor column.
+ *
+ * A report (issue 20's (4)) multiplies and adds every term of every dot
+ * product at least three times: the fp32 reference, and each candidate's
+ * low nodes on rounded operands. Exact emulation gives those terms no
+ * cheaper path on a CPU without narrow arithmetic that rounds as the format
+ * does (the product of two fp16 or bf16 values is exact in fp32, the sum is
+ * an fp32 addition), so each term costs at least one lane of a fused
+ * multiply-add. The peak rate of those lanes, measured here on the threads
+ * the runs use, turns a model's terms into a time no implementation on this
+ * machine can beat; bench.js divides it by ONNX Runtime's all-outputs time.
+ *
+ * The loop: independent accumulators in registers (twice the FMA latency
+ * times the two FMA pipes of current x86 cores: no chain waits), nothing
+ * loaded or stored, widest vectors the CPU has (AVX-512, else AVX2 with
+ * FMA, else C99 fmaf). Written by hand: it measures the CPU, not a library.
+ * The best of TRIALS timings: a peak is what the machine can do, and a
+ * shared machine's noise only ever lowers a rate. */
+#include "peak.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+enum { ACC = 12, TRIALS = 5 };
+static const int64_t ITERS = 20 * 1000 * 1000;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The threads start together: each waits for go to turn 1 (or -1: not all
+ * of them could be started, none runs the loop). */
+typedef struct job {
+    int lanes; /* 16, 8 or 1 */
+    float sink;
+    atomic_int *go;
+} job;
+
+#if defined(__x86_64__) || defined(__i386__)
+__attribute__((target("avx512f"))) static float loop512(void) {
+    __m512 a[ACC];
+    const __m512 x = _mm512_set1_ps(0.999999f), y = _mm512_set1_ps(1e-7f);
+    for (int k = 0; k < ACC; k++) a[k] = _mm512_set1_ps((float)k);
+    for (int64_t i = 0; i < ITERS; i++)
+        for (int k = 0; k < ACC; k++) a[k] = _mm512_fmadd_ps(a[k], x, y);
+    __m512 s = a[0];
+    for (int k = 1; k < ACC; k++) s = _mm512_add_ps(s, a[k]);
+    return _mm512_reduce_add_ps(s);
+}
+
+__attribute__((target("avx2,fma"))) static float loop256(void) {
+    __m256 a[ACC];
+    const __m256 x = _mm256_set1_ps(0.999999f), y = _mm256_set1_ps(1e-7f);
+    for (int k = 0; k < ACC; k++) a[k] = _mm256_set1_ps((float)k);
+    for (int64_t i = 0; i < ITERS; i++)
+        for (int k = 0; k < ACC; k++) a[k] = _mm256_fmadd_ps(a[k], x, y);
+    __m256 s = a[0];
+    for (int k = 1; k < ACC; k++) s = _mm256_add_ps(s, a[k]);
+    float v[8];
+    _mm256_storeu_ps(v, s);
+    return v[0] + v[7];
+}
+#endif
+
+static float loop1(void) {
+    float a[ACC];
+    for (int k = 0; k < ACC; k++) a[k] = (float)k;
+    for (int64_t i = 0; i < ITERS; i++)
+        for (int k = 0; k < ACC; k++) a[k] = fmaf(a[k], 0.999999f, 1e-7f);
+    float s = 0;
+    for (int k = 0; k < ACC; k++) s += a[k];
+    return s;
+}
+
+static void *run(void *p) {
+    job *j = p;
+    int g;
+    while ((g = atomic_load(j->go)) == 0) continue;
+    if (g < 0) return NULL;
+#if defined(__x86_64__) || defined(__i386__)
+    if (j->lanes == 16) j->sink = loop512();
+    else if (j->lanes == 8) j->sink = loop256();
+    else
+#endif
+        j->sink = loop1();
+    return NULL;
+}
+
+static int trial(int threads, int lanes, double *seconds, float *sink) {
+    pthread_t th[BENCH_PEAK_MAX_THREADS];
+    job jobs[BENCH_PEAK_MAX_THREADS];
+    atomic_int go = 0;
+    int started = 0;
+    for (; started < threads; started++) {
+        jobs[started] = (job){.lanes = lanes, .go = &go};
+        if (pthread_create(&th[started], NULL, run, &jobs[started])) break;
+    }
+    atomic_store(&go, started == threads ? 1 : -1);
+    const double t0 = now_s();
+    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    const double dt = now_s() - t0;
+    if (started < threads) return -1;
+    *seconds = dt;
+    *sink = 0;
+    for (int i = 0; i < threads; i++) *sink += jobs[i].sink;
+    return 0;
+}
+
+int bench_peak(int threads, bench_peak_result *r) {
+    if (threads < 1 || threads > BENCH_PEAK_MAX_THREADS) return -1;
+    int lanes = 1;
+    r->isa = "scalar fmaf";
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) lanes = 16, r->isa = "avx512f";
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) lanes = 8, r->isa = "avx2+fma";
+#endif
+    r->seconds = INFINITY;
+    for (int t = 0; t < TRIALS; t++) {
+        double dt;
+        float sink;
+        if (trial(threads, lanes, &dt, &sink)) return -1;
+        if (dt < r->seconds) r->seconds = dt;
+        r->sink = sink;
+    }
+    r->threads = threads;
+    r->lanes = lanes;
+    r->gmacs = (double)threads * (double)ITERS * ACC * lanes / r->seconds / 1e9;
+    return 0;
+}
