@@ -191,124 +191,149 @@ __attribute__((target("avx512f,avx512dq"))) static int64_t lanes_avx512(lanes *L
  * written first, three sums lived on the stack and each block waited for a
  * store and a reload on their chains (about 16 cycles a block of eight on
  * the Zen 3 here; 0.74 ns an element from L2). So a chunk of CHUNK elements
- * (4 KB of each array, in L1 while it is read again) is read in two passes
- * per candidate: the counts, and for candidate 0 the reference's largest
- * |x| and x*x sums; then the sums of the comparison (nine double registers:
- * the largest |d| is one register for both halves, since a maximum does not
- * depend on which lane holds what; finish takes the largest lane). Each
- * lane's sums take the blocks in order.
+ * (4 KB of each array, in L1 while it is read again) is read in two passes:
+ * the counts of every candidate with the reference's largest |x| and x*x
+ * sums, then the sums of the comparison. The counts are integers, so their
+ * order is free: each lane counts in a vector register (a compare's all-ones
+ * lane is -1), added up once a chunk, where a mask, popcount and add a block
+ * and candidate had cost as much as the double sums. The sums pass takes
+ * lanes 0-3 over the chunk, then lanes 4-7 (each lane still takes its blocks
+ * in order), two candidates at a time: a half's reference floats converted
+ * once for both, and both candidates' sums in registers (ten: the largest
+ * |d| is one register for both halves, since a maximum does not depend on
+ * which lane holds what; finish takes the largest lane). Two candidates on
+ * the Zen 3 here (/tmp micro-benchmark of mpx_metrics_compute_many, best
+ * of 7): 4 M elements from memory 1.59-1.92 -> 1.34-1.41 ns an element;
+ * 64 K in L2 0.87 -> 0.85, unchanged: there each lane's sums are one chain
+ * of fused multiply-adds, four cycles a block, and the order of a lane's
+ * terms is the figures' definition (more chains would change the bits).
  *
  * Unchecked (nc candidates against one reference, as the AVX-512 pass): a
  * non-finite value shows as a non-finite lane of x*x or y*y, checked once at
  * the end (-1: the caller starts again on the checking path). Checked (one
  * candidate): the counts pass stops before the first block holding a
  * non-finite value and the sums stop there too; it returns where. L[q] zero
- * on entry. Two candidates of 65536 elements (in L2): 1.3-1.8 -> 0.8-1.1 ns
- * an element against the single loop; rec's report metrics 85-116 -> 67-73
- * thread-ms. det's (tensors of up to 13 MB, three at a time, read from
- * memory) unchanged. */
+ * on entry. */
 enum { CHUNK = 1024 };
 
-__attribute__((target("avx2,fma,popcnt"), always_inline)) static inline int64_t
-counts_avx2(const float *rf, const float *cf, int64_t k0, int64_t k1, float tiny, bool with_ref, bool check,
-            __m256 *am, double *rrs, int64_t *sub, int64_t *unf) {
-    const __m256 zf = _mm256_setzero_ps(), tinyv = _mm256_set1_ps(tiny), fmax = _mm256_set1_ps(FLT_MAX),
+/* The 8 int32 lanes' sum. */
+__attribute__((target("avx2"), always_inline)) static inline int64_t hsum_epi32(__m256i v) {
+    int32_t t[ML];
+    _mm256_storeu_si256((__m256i *)t, v);
+    int64_t s = 0;
+    for (int l = 0; l < ML; l++) s += t[l];
+    return s;
+}
+
+__attribute__((target("avx2,fma"), always_inline)) static inline int64_t
+counts_avx2(const float *rf, const float *const *cf, int nc, const float *tiny, int64_t k0, int64_t k1, bool check,
+            __m256 *am, __m256d *rr, lanes *L) {
+    const __m256 zf = _mm256_setzero_ps(), fmax = _mm256_set1_ps(FLT_MAX),
                  absf = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-    __m256 m = *am;
-    __m256d rr0 = _mm256_setzero_pd(), rr1 = rr0;
-    if (with_ref) {
-        rr0 = _mm256_loadu_pd(rrs);
-        rr1 = _mm256_loadu_pd(rrs + 4);
+    __m256i cs[MANY], cu[MANY];
+    __m256 tv[MANY];
+    for (int q = 0; q < nc; q++) {
+        cs[q] = cu[q] = _mm256_setzero_si256();
+        tv[q] = _mm256_set1_ps(tiny[q]);
     }
-    int64_t s = 0, u = 0, k = k0;
+    __m256 m = *am;
+    __m256d rr0 = rr[0], rr1 = rr[1];
+    int64_t k = k0;
     for (; k < k1; k += ML) {
-        const __m256 xf = _mm256_loadu_ps(rf + k), yf = _mm256_loadu_ps(cf + k);
-        const __m256 ayf = _mm256_and_ps(yf, absf);
-        if (check && _mm256_movemask_ps(_mm256_and_ps(_mm256_cmp_ps(_mm256_and_ps(xf, absf), fmax, _CMP_LE_OQ),
-                                                      _mm256_cmp_ps(ayf, fmax, _CMP_LE_OQ))) != 0xff)
+        const __m256 xf = _mm256_loadu_ps(rf + k), axf = _mm256_and_ps(xf, absf);
+        if (check && _mm256_movemask_ps(_mm256_and_ps(
+                         _mm256_cmp_ps(axf, fmax, _CMP_LE_OQ),
+                         _mm256_cmp_ps(_mm256_and_ps(_mm256_loadu_ps(cf[0] + k), absf), fmax, _CMP_LE_OQ))) != 0xff)
             break;
-        if (with_ref) {
-            m = _mm256_max_ps(_mm256_and_ps(xf, absf), m);
-            const __m256d x0 = _mm256_cvtps_pd(_mm256_castps256_ps128(xf)),
-                          x1 = _mm256_cvtps_pd(_mm256_extractf128_ps(xf, 1));
-            rr0 = _mm256_fmadd_pd(x0, x0, rr0);
-            rr1 = _mm256_fmadd_pd(x1, x1, rr1);
+        m = _mm256_max_ps(axf, m);
+        const __m256d x0 = _mm256_cvtps_pd(_mm256_castps256_ps128(xf)),
+                      x1 = _mm256_cvtps_pd(_mm256_extractf128_ps(xf, 1));
+        rr0 = _mm256_fmadd_pd(x0, x0, rr0);
+        rr1 = _mm256_fmadd_pd(x1, x1, rr1);
+        const __m256 xnz = _mm256_cmp_ps(xf, zf, _CMP_NEQ_OQ);
+        for (int q = 0; q < nc; q++) {
+            const __m256 yf = _mm256_loadu_ps(cf[q] + k), ayf = _mm256_and_ps(yf, absf);
+            const __m256 s = _mm256_and_ps(_mm256_cmp_ps(ayf, zf, _CMP_NEQ_OQ), _mm256_cmp_ps(ayf, tv[q], _CMP_LT_OQ));
+            const __m256 u = _mm256_and_ps(xnz, _mm256_cmp_ps(yf, zf, _CMP_EQ_OQ));
+            cs[q] = _mm256_sub_epi32(cs[q], _mm256_castps_si256(s));
+            cu[q] = _mm256_sub_epi32(cu[q], _mm256_castps_si256(u));
         }
-        s += __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_and_ps(
-            _mm256_cmp_ps(ayf, zf, _CMP_NEQ_OQ), _mm256_cmp_ps(ayf, tinyv, _CMP_LT_OQ))));
-        u += __builtin_popcount((unsigned)_mm256_movemask_ps(
-            _mm256_and_ps(_mm256_cmp_ps(xf, zf, _CMP_NEQ_OQ), _mm256_cmp_ps(yf, zf, _CMP_EQ_OQ))));
     }
     *am = m;
-    if (with_ref) {
-        _mm256_storeu_pd(rrs, rr0);
-        _mm256_storeu_pd(rrs + 4, rr1);
+    rr[0] = rr0;
+    rr[1] = rr1;
+    for (int q = 0; q < nc; q++) { /* at most CHUNK / ML a lane: no overflow */
+        L[q].sub[0] += hsum_epi32(cs[q]);
+        L[q].unf[0] += hsum_epi32(cu[q]);
     }
-    *sub += s;
-    *unf += u;
     return k;
 }
 
-__attribute__((target("avx2,fma,popcnt"))) static void sums_avx2(lanes *L, const float *rf, const float *cf,
-                                                              int64_t k0, int64_t k1) {
+/* The sums of NC (1 or 2) candidates, cf[0..NC-1] into L[0..NC-1]. */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+sums_avx2(lanes *L, const float *rf, const float *const *cf, const int NC, int64_t k0, int64_t k1) {
     const __m256d absd = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
-    __m256d se[2], sa[2], cc[2], cr[2];
-    __m256d mx = _mm256_max_pd(_mm256_loadu_pd(L->mx), _mm256_loadu_pd(L->mx + 4));
+    __m256d mx[2];
+    for (int q = 0; q < NC; q++) mx[q] = _mm256_max_pd(_mm256_loadu_pd(L[q].mx), _mm256_loadu_pd(L[q].mx + 4));
     for (int h = 0; h < 2; h++) {
-        se[h] = _mm256_loadu_pd(L->se + 4 * h);
-        sa[h] = _mm256_loadu_pd(L->sa + 4 * h);
-        cc[h] = _mm256_loadu_pd(L->cc + 4 * h);
-        cr[h] = _mm256_loadu_pd(L->cr + 4 * h);
-    }
-    for (int64_t k = k0; k < k1; k += ML)
-        for (int h = 0; h < 2; h++) {
-            const __m256d x = _mm256_cvtps_pd(_mm_loadu_ps(rf + k + 4 * h));
-            const __m256d y = _mm256_cvtps_pd(_mm_loadu_ps(cf + k + 4 * h));
-            const __m256d d = _mm256_sub_pd(y, x), ad = _mm256_and_pd(d, absd);
-            sa[h] = _mm256_add_pd(sa[h], ad);
-            se[h] = _mm256_fmadd_pd(d, d, se[h]);
-            mx = _mm256_max_pd(ad, mx);
-            cc[h] = _mm256_fmadd_pd(y, y, cc[h]);
-            cr[h] = _mm256_fmadd_pd(x, y, cr[h]);
+        __m256d se[2], sa[2], cc[2], cr[2];
+        for (int q = 0; q < NC; q++) {
+            se[q] = _mm256_loadu_pd(L[q].se + 4 * h);
+            sa[q] = _mm256_loadu_pd(L[q].sa + 4 * h);
+            cc[q] = _mm256_loadu_pd(L[q].cc + 4 * h);
+            cr[q] = _mm256_loadu_pd(L[q].cr + 4 * h);
         }
-    for (int h = 0; h < 2; h++) {
-        _mm256_storeu_pd(L->se + 4 * h, se[h]);
-        _mm256_storeu_pd(L->sa + 4 * h, sa[h]);
-        _mm256_storeu_pd(L->cc + 4 * h, cc[h]);
-        _mm256_storeu_pd(L->cr + 4 * h, cr[h]);
-        _mm256_storeu_pd(L->mx + 4 * h, mx);
+        for (int64_t k = k0 + 4 * h; k < k1; k += ML) {
+            const __m256d x = _mm256_cvtps_pd(_mm_loadu_ps(rf + k));
+            for (int q = 0; q < NC; q++) {
+                const __m256d y = _mm256_cvtps_pd(_mm_loadu_ps(cf[q] + k));
+                const __m256d d = _mm256_sub_pd(y, x), ad = _mm256_and_pd(d, absd);
+                sa[q] = _mm256_add_pd(sa[q], ad);
+                se[q] = _mm256_fmadd_pd(d, d, se[q]);
+                mx[q] = _mm256_max_pd(ad, mx[q]);
+                cc[q] = _mm256_fmadd_pd(y, y, cc[q]);
+                cr[q] = _mm256_fmadd_pd(x, y, cr[q]);
+            }
+        }
+        for (int q = 0; q < NC; q++) {
+            _mm256_storeu_pd(L[q].se + 4 * h, se[q]);
+            _mm256_storeu_pd(L[q].sa + 4 * h, sa[q]);
+            _mm256_storeu_pd(L[q].cc + 4 * h, cc[q]);
+            _mm256_storeu_pd(L[q].cr + 4 * h, cr[q]);
+        }
     }
+    for (int q = 0; q < NC; q++) _mm256_storeu_pd(L[q].mx, mx[q]); /* lanes 4-7 stay 0 */
 }
 
-__attribute__((target("avx2,fma,popcnt"))) static int64_t lanes_avx2(lanes *L, const float *rf,
-                                                                  const float *const *cf, const float *tiny,
-                                                                  int64_t n, int nc, bool check) {
+__attribute__((target("avx2,fma"))) static int64_t lanes_avx2(lanes *L, const float *rf, const float *const *cf,
+                                                           const float *tiny, int64_t n, int nc, bool check) {
     int64_t end = n - n % ML;
-    double rr[ML] = {0};
+    __m256d rr[2] = {_mm256_setzero_pd(), _mm256_setzero_pd()};
     __m256 am = _mm256_setzero_ps();
     for (int64_t k0 = 0; k0 < end; k0 += CHUNK) {
         const int64_t k1 = end - k0 < CHUNK ? end : k0 + CHUNK;
-        const int64_t stop = counts_avx2(rf, cf[0], k0, k1, tiny[0], true, check, &am, rr, &L[0].sub[0],
-                                         &L[0].unf[0]);
-        sums_avx2(&L[0], rf, cf[0], k0, stop);
-        for (int q = 1; q < nc; q++) {
-            counts_avx2(rf, cf[q], k0, stop, tiny[q], false, false, &am, rr, &L[q].sub[0], &L[q].unf[0]);
-            sums_avx2(&L[q], rf, cf[q], k0, stop);
+        const int64_t stop = counts_avx2(rf, cf, nc, tiny, k0, k1, check, &am, rr, L);
+        for (int q = 0; q < nc; q += 2) {
+            if (nc - q >= 2) sums_avx2(L + q, rf, cf + q, 2, k0, stop);
+            else sums_avx2(L + q, rf, cf + q, 1, k0, stop);
         }
         if (stop < k1) { /* a non-finite block (checked only) */
             end = stop;
             break;
         }
     }
+    double rrs[ML];
+    _mm256_storeu_pd(rrs, rr[0]);
+    _mm256_storeu_pd(rrs + 4, rr[1]);
     for (int l = 0; !check && l < ML; l++)
-        if (!isfinite(rr[l])) return -1;
+        if (!isfinite(rrs[l])) return -1;
     for (int q = 0; !check && q < nc; q++)
         for (int l = 0; l < ML; l++)
             if (!isfinite(L[q].cc[l])) return -1;
     float amf[ML];
     _mm256_storeu_ps(amf, am);
     for (int q = 0; q < nc; q++) {
-        memcpy(L[q].rr, rr, sizeof rr);
+        memcpy(L[q].rr, rrs, sizeof rrs);
         for (int l = 0; l < ML; l++) L[q].amax[l] = (double)amf[l];
     }
     return end;
@@ -355,8 +380,7 @@ static bool use_avx512(void) {
 
 static bool use_avx2(void) {
 #if defined(__x86_64__) || defined(__i386__)
-    return !getenv_portable() && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("popcnt");
+    return !getenv_portable() && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #else
     return false;
 #endif
