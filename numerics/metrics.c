@@ -202,7 +202,7 @@ __attribute__((target("avx512f,avx512dq"))) static int64_t lanes_avx512(lanes *L
  * once for both, and both candidates' sums in registers (ten: the largest
  * |d| is one register for both halves, since a maximum does not depend on
  * which lane holds what; finish takes the largest lane). Two candidates on
- * the Zen 3 here (/tmp micro-benchmark of mpx_metrics_compute_many, best
+ * the Zen 3 here (a micro-benchmark of mpx_metrics_compute_many, best
  * of 7): 4 M elements from memory 1.59-1.92 -> 1.34-1.41 ns an element;
  * 64 K in L2 0.87 -> 0.85, unchanged: there each lane's sums are one chain
  * of fused multiply-adds, four cycles a block, and the order of a lane's
