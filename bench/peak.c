@@ -1,17 +1,19 @@
 /* peak.c - the machine's multiply-add peak, for bench/run.sh's floor column.
  *
- * A report (issue 20's (4)) multiplies and adds every term of every dot
- * product at least three times: the fp32 reference, and each candidate's
- * low nodes on rounded operands. Exact emulation gives those terms no
- * cheaper path on a CPU without narrow arithmetic that rounds as the format
- * does (the product of two fp16 or bf16 values is exact in fp32, the sum is
- * an fp32 addition), so each term costs at least one lane of a fused
- * multiply-add. The peak rate of those lanes, measured here on the threads
- * the runs use, turns a model's terms into a time no implementation on this
- * machine can beat; bench.js divides it by ONNX Runtime's all-outputs time.
+ * A report (issue 20's (4)) multiplies and adds every term of the fp32
+ * reference's dot products, and again of each candidate's low nodes, on
+ * rounded operands. Exact emulation gives those terms no cheaper path on a
+ * CPU without narrow arithmetic that rounds as the format does (the
+ * product of two fp16 or bf16 values is exact in fp32, the sum is an fp32
+ * addition), so each term costs at least one lane of a multiply, and the
+ * FMA pipes are the vector multipliers. The peak rate of fused multiply-add
+ * lanes, measured here on the threads the runs use, turns a model's terms
+ * into a time no such implementation on this machine can beat; bench.js
+ * divides it by ONNX Runtime's all-outputs time.
  *
- * The loop: independent accumulators in registers (twice the FMA latency
- * times the two FMA pipes of current x86 cores: no chain waits), nothing
+ * The loop: independent accumulators in registers (more than the FMA
+ * latency times the FMA pipes, 4 x 2 on current x86 cores: no chain
+ * waits), nothing
  * loaded or stored, widest vectors the CPU has (AVX-512, else AVX2 with
  * FMA, else C99 fmaf). Written by hand: it measures the CPU, not a library.
  * The best of TRIALS timings: a peak is what the machine can do, and a
