@@ -345,6 +345,14 @@ static void output_formats(const mpx_node *n, const mpx_node_prec *p, const mpx_
     *tf = tensor_fmt(a, n->outputs[j]);
 }
 
+/* In a streamed run (last: each tensor's last reader, keep: tensors the
+ * caller keeps, or NULL): whether nothing needs t after node index end, no
+ * later node reading it and it being neither a model output nor kept. What
+ * the run may free, write over or never write out whole. */
+static bool dies_by(const mpx_tensor *t, int end, const int *last, const bool *keep) {
+    return last[t->index] <= end && !(t->flags & MPX_T_OUTPUT) && !(keep && keep[t->index]);
+}
+
 /* The value of a pointwise node's input, at node index i of a streamed
  * run, that no later node reads and the run owns, of the output's size (the
  * first read of it, as compare.c's plan_inplace); NULL: none. */
@@ -352,8 +360,7 @@ static mpx_value *dying_input(const mpx_node *n, int i, const int *last, const b
     if (!mpx_kernel_pointwise(n->op) || n->n_outputs != 1 || !n->outputs[0] || n->guard) return NULL;
     for (int k = 0; k < n->n_inputs; k++) {
         const mpx_tensor *t = n->inputs[k];
-        if (!mpx_node_first_read(n, k) || last[t->index] > i || (t->flags & MPX_T_OUTPUT) || (keep && keep[t->index]))
-            continue;
+        if (!mpx_node_first_read(n, k) || !dies_by(t, i, last, keep)) continue;
         mpx_value *v = &vals[t->index];
         /* (not a mapping: the adoption below hands over a heap block) */
         if (mpx_value_own_floats(v) && !v->mapped && v->n == n->outputs[0]->nelem) return v;
@@ -644,14 +651,12 @@ mpx_status mpx_run_graph(const mpx_graph *g, const mpx_assign *a, const mpx_valu
             end = i + span - 1;
             for (int k = i; k <= end; k++) {
                 const mpx_tensor *t = g->nodes[k]->outputs[0];
-                needed[t->index] = !stream || last[t->index] > end ||
-                                   (t->flags & MPX_T_OUTPUT) || (opts->keep && opts->keep[t->index]);
+                needed[t->index] = !stream || !dies_by(t, end, last, opts->keep);
             }
             for (int k = i; dead && k <= end; k++)
                 for (int j = 0; j < g->nodes[k]->n_inputs; j++) {
                     const mpx_tensor *t = g->nodes[k]->inputs[j];
-                    if (t) dead[t->index] = last[t->index] <= end && !(t->flags & MPX_T_OUTPUT) &&
-                                            !(opts->keep && opts->keep[t->index]);
+                    if (t) dead[t->index] = dies_by(t, end, last, opts->keep);
                 }
             st = mpx_fuse_run(g, a, i, span, run->vals, needed, dead, err);
             for (int k = i; dead && k <= end; k++)
@@ -696,8 +701,7 @@ mpx_status mpx_run_graph(const mpx_graph *g, const mpx_assign *a, const mpx_valu
             n = g->nodes[i];
             for (int j = 0; j < n->n_inputs + n->n_outputs; j++) {
                 const mpx_tensor *t = j < n->n_inputs ? n->inputs[j] : n->outputs[j - n->n_inputs];
-                if (t && last[t->index] <= end && !(t->flags & MPX_T_OUTPUT) &&
-                    !(opts->keep && opts->keep[t->index]) && !run->vals[t->index].borrowed)
+                if (t && dies_by(t, end, last, opts->keep) && !run->vals[t->index].borrowed)
                     mpx_value_free(&run->vals[t->index]);
             }
         }
