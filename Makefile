@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all bootstrap bootstrap-test configure build demo test sanitize clang fuzz install deb clean
+.PHONY: all bootstrap bootstrap-test configure build demo test test-long sanitize clang fuzz install deb clean
 
 all: build
 
@@ -23,9 +23,15 @@ demo: build
 	@scripts/demo.sh $(BUILD)
 
 # Test packages first, then the build (never two apt-gets at once under -j).
+# The default suite leaves out the `long` set (exhaustive format and GEMM
+# checks, minutes each): test-long runs it, and CI runs both.
 test: bootstrap-test
 	@$(MAKE) --no-print-directory build
-	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE long
+
+test-long: bootstrap-test
+	@$(MAKE) --no-print-directory build
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L long
 
 # The same suite under AddressSanitizer + UndefinedBehaviorSanitizer.
 sanitize: bootstrap-test

@@ -255,7 +255,9 @@ if [ -f "$DET" ]; then
   run "input x shape 1x3x640x640" "tensors shaped"
   run "save $tmp/search_before.mpx" "saved"
   keys "search output.rel_l2 < 1e-2" Enter
-  sleep 4
+  # Ctrl-C once the search shows it is evaluating (a full search takes
+  # dozens of evaluations of seconds each: it cannot end first).
+  wait_for "the search's progress" has " evaluations, set of "
   keys C-c
   # inside an evaluation the run reports "cancelled", between two of them
   # the search "interrupted" (which one depends on the engine's speed)
@@ -274,19 +276,29 @@ else
 fi
 
 # A run over a data set shows "sample i of n, node j of m" and Ctrl-C stops
-# it, the session as it was (no run; the data set still bound).
+# it, the session as it was (no run; the data set still bound). The set is
+# the example lines linked 25 times over (400 samples): the run must still
+# be going when the key arrives, however slowly a loaded machine shows the
+# progress to this script (16 samples took under a second: the run could
+# end between the progress showing and Ctrl-C).
 REC="$SRC/.cache/ocr-models-1.4.2/assets/ch_PP-OCRv4_rec_infer.onnx"
 if [ -f "$REC" ]; then
+  mkdir "$tmp/lines"
+  for k in $(seq 25); do
+    for f in "$SRC"/examples/data/lines/*.png; do
+      ln -s "$f" "$tmp/lines/${k}_$(basename "$f")"
+    done
+  done
   start
   run "load $REC" "loaded"
-  run "input x files 'examples/data/lines/*.png' image mean 0.5 std 0.5" "16 samples"
+  run "input x files '$tmp/lines/*.png' image mean 0.5 std 0.5" "400 samples"
   keys "run" Enter
-  wait_for "the run's progress" has "sample 2 of 16, node"
+  wait_for "the run's progress" has "sample 2 of 400, node"
   keys C-c
   wait_for "the run to stop" has "cancelled"
   expect_line "mpx>"
   run "report" "no run yet"
-  run "data" "16 samples"
+  run "data" "400 samples"
   quit_with_ctrl_d
   echo "progress over a data set, Ctrl-C stops it, session unchanged: ok"
 else
