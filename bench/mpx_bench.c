@@ -423,7 +423,7 @@ int main(int argc, char **argv) {
     }
     b.inputs = &in;
     if (strcmp(mode, "input") == 0) {
-        if (mpx_npy_write(out, &in, &err)) return fail(out, &err);
+        if (mpx_npy_write(out, NULL, &in, &err)) return fail(out, &err);
         printf("{\"mode\": \"input\", \"file\": \"%s\"}\n", out);
         return 0;
     }

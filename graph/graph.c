@@ -134,6 +134,7 @@ void mpx_graph_free(mpx_graph *g) {
     if (!g) return;
     for (int i = 0; i < g->n_children_; i++) mpx_graph_free(g->children_[i]);
     free(g->children_);
+    free(g->files_);
     for (int i = 0; i < g->n_tensors; i++)
         if (g->tensors[i]->derived && g->tensors[i]->derived_free) g->tensors[i]->derived_free(g->tensors[i]->derived);
     map_free(g->map_);
@@ -751,4 +752,24 @@ mpx_status mpx_graph_adopt(mpx_graph *g, mpx_graph *child) {
     }
     g->children_[g->n_children_++] = child;
     return MPX_OK;
+}
+
+mpx_status mpx_graph_note_file(mpx_graph *g, const char *path) {
+    for (int i = 0; i < g->n_files_; i++)
+        if (strcmp(g->files_[i], path) == 0) return MPX_OK;
+    if (g->n_files_ == g->files_cap_) {
+        int cap = g->files_cap_ ? 2 * g->files_cap_ : 4;
+        const char **n = realloc(g->files_, (size_t)cap * sizeof *n);
+        if (!n) return MPX_E_NOMEM;
+        g->files_ = n, g->files_cap_ = cap;
+    }
+    const char *copy = mpx_arena_strdup(g->arena, path);
+    if (!copy) return MPX_E_NOMEM;
+    g->files_[g->n_files_++] = copy;
+    return MPX_OK;
+}
+
+void mpx_graph_each_file(const mpx_graph *g, void (*visit)(void *ctx, const char *path), void *ctx) {
+    for (int i = 0; i < g->n_files_; i++) visit(ctx, g->files_[i]);
+    for (int i = 0; i < g->n_children_; i++) mpx_graph_each_file(g->children_[i], visit, ctx);
 }

@@ -227,6 +227,10 @@ static mpx_status open_side(mpx_json_ctx *c, const cJSON *spec, mpx_dtype dt, in
         st = mpx_json_bad(c, MPX_E_IO, "cannot read side file \"%s\": %s", path, strerror(errno));
         goto out;
     }
+    if (mpx_graph_note_file(c->g, rfile) != MPX_OK) {
+        st = mpx_json_bad(c, MPX_E_NOMEM, "out of memory");
+        goto out;
+    }
     *fp = f;
     *pathp = path;
     f = NULL;

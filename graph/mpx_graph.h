@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* ---- status and errors -------------------------------------------------- */
 
@@ -344,6 +345,9 @@ struct mpx_graph {
     /* Loop and Scan bodies of this graph's nodes (freed with it). */
     struct mpx_graph **children_;
     int n_children_, children_cap_;
+    /* Side files the load read (mpx_graph_note_file; names in the arena). */
+    const char **files_;
+    int n_files_, files_cap_;
 };
 
 /* ---- building a graph (used by the loaders and by tests) --------------- */
@@ -559,5 +563,54 @@ int64_t mpx_graph_macs(const mpx_graph *g);
 
 /* "1x3x640x640", "?x3x?x?" or "(unknown)". Returns buf. */
 const char *mpx_tensor_shape_str(const mpx_tensor *t, char *buf, size_t n);
+
+/* ---- files written (file_write.c) ------------------------------------------ *
+ *
+ * Every file mpx writes goes through these: to a temporary file created
+ * exclusively (never through an existing name or a planted link) in the
+ * target's folder, flushed to disk, renamed over the target. A failure at any
+ * point leaves the old target (or none) and no temporary file.
+ *
+ * Ownership: an mpx_file_guard belongs to whoever made it (the session); it
+ * holds the identities of files read, so that a target that is one of them,
+ * a symlink to one or a hard link of one is refused. An mpx_out_file belongs
+ * to the caller from open until commit or abort, which free it.
+ */
+typedef struct mpx_file_guard mpx_file_guard;
+mpx_file_guard *mpx_file_guard_new(void); /* NULL on out of memory */
+void mpx_file_guard_free(mpx_file_guard *g);
+/* Protect the file path names (followed through links); what says what it
+ * is in refusals ("the model this session loaded"; NULL: "a file this
+ * session read"). A name that is not a regular file protects nothing and is
+ * not an error. */
+mpx_status mpx_file_guard_add(mpx_file_guard *g, const char *path, const char *what, mpx_error *err);
+size_t mpx_file_guard_count(const mpx_file_guard *g);
+/* Whether path may be written: not a folder, not a file g protects (g may
+ * be NULL). */
+mpx_status mpx_file_check_target(const char *path, const mpx_file_guard *g, mpx_error *err);
+
+typedef struct mpx_out_file mpx_out_file;
+/* Start writing path (its folder must exist). */
+mpx_status mpx_file_open_write(const char *path, const mpx_file_guard *g, mpx_out_file **out, mpx_error *err);
+mpx_status mpx_out_file_write(mpx_out_file *o, const void *buf, size_t len, mpx_error *err);
+/* A stdio stream on the temporary file (for writers that print); NULL on out
+ * of memory. Errors show at commit. */
+FILE *mpx_out_file_stream(mpx_out_file *o);
+/* Flush, sync, check the target again, rename into place; frees o. */
+mpx_status mpx_out_file_commit(mpx_out_file *o, const mpx_file_guard *g, mpx_error *err);
+/* Remove the temporary file; frees o (NULL is fine). */
+void mpx_out_file_abort(mpx_out_file *o);
+/* The whole of buf as path's new content. */
+mpx_status mpx_file_write_all(const char *path, const mpx_file_guard *g, const void *buf, size_t len,
+                              mpx_error *err);
+/* Unlink every temporary file being written: async-signal-safe, for the
+ * program's SIGINT/SIGTERM handlers before the process ends. */
+void mpx_file_remove_pending(void);
+
+/* Files other than g->path that loading g read (ONNX external data, JSON
+ * side files), each named once (loaders call note; the session protects
+ * each from its writes). each visits g's and its bodies' files. */
+mpx_status mpx_graph_note_file(mpx_graph *g, const char *path);
+void mpx_graph_each_file(const mpx_graph *g, void (*visit)(void *ctx, const char *path), void *ctx);
 
 #endif

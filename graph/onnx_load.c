@@ -286,9 +286,16 @@ static mpx_status read_external(ctx *c, const char *what, const Onnx__TensorProt
         return st;
     }
     int fd = open(real, O_RDONLY);
+    int oerr = errno;
+    /* The session protects it from its own writes (see mpx_file_guard). */
+    mpx_status noted = fd >= 0 ? mpx_graph_note_file(c->g, real) : MPX_OK;
     free(real);
     if (fd < 0)
-        return fail(c, MPX_E_IO, "%s: external data file \"%s\": %s", what, loc, strerror(errno));
+        return fail(c, MPX_E_IO, "%s: external data file \"%s\": %s", what, loc, strerror(oerr));
+    if (noted) {
+        close(fd);
+        return fail(c, MPX_E_NOMEM, "out of memory");
+    }
     struct stat sb;
     mpx_status st = MPX_OK;
     uint8_t *buf = NULL;

@@ -230,7 +230,9 @@ size_t mpx_value_bytes(const mpx_value *v);
  * uint8-64, bool in; float32 or int64 out) and ONNX TensorProto .pb (as in
  * ONNX's test data). Errors name the file and what is wrong with it. */
 mpx_status mpx_npy_read(const char *path, mpx_value *out, mpx_error *err);
-mpx_status mpx_npy_write(const char *path, const mpx_value *v, mpx_error *err);
+/* Written whole or not at all, never over a file guard protects (may be
+ * NULL; see mpx_file_open_write). */
+mpx_status mpx_npy_write(const char *path, const mpx_file_guard *guard, const mpx_value *v, mpx_error *err);
 mpx_status mpx_pb_read(const char *path, mpx_value *out, char *name, size_t name_len,
                        mpx_error *err);
 /* A SequenceProto or OptionalProto file of tensors (ONNX's test data for

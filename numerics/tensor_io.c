@@ -488,7 +488,7 @@ mpx_status mpx_npy_read_mem(const char *name, const void *data, size_t len, mpx_
 
 /* ---- .npy write --------------------------------------------------------------- */
 
-mpx_status mpx_npy_write(const char *path, const mpx_value *v, mpx_error *err) {
+mpx_status mpx_npy_write(const char *path, const mpx_file_guard *guard, const mpx_value *v, mpx_error *err) {
     if (!path || !*path) return mpx_error_set(err, MPX_E_ARG, "no file name");
     if (!v || v->n < 0)
         return file_error(err, MPX_E_ARG, path, "no value to write (the tensor was not computed)");
@@ -526,12 +526,19 @@ mpx_status mpx_npy_write(const char *path, const mpx_value *v, mpx_error *err) {
     pre[7] = 0;
     store_le(pre + 8, hlen, 2);
 
-    FILE *fp = fopen(path, "wb");
-    if (!fp) return file_error(err, MPX_E_IO, path, "cannot create: %s", strerror(errno));
+    /* Written aside and renamed into place (mpx_file_open_write): an
+     * interrupted or failed write leaves the old file, never a truncated one. */
+    mpx_out_file *o;
+    mpx_status st = mpx_file_open_write(path, guard, &o, err);
+    if (st) return st;
     size_t es = isf ? 4 : 8;
     unsigned char *buf = malloc(BLOCK_ELEMS * es);
-    bool ok = buf && fwrite(pre, 1, 10, fp) == 10 && fwrite(header, 1, hlen, fp) == hlen;
-    for (int64_t at = 0; ok && at < n;) {
+    if (!buf) {
+        mpx_out_file_abort(o);
+        return file_error(err, MPX_E_NOMEM, path, "cannot write: out of memory");
+    }
+    if (!(st = mpx_out_file_write(o, pre, 10, err))) st = mpx_out_file_write(o, header, hlen, err);
+    for (int64_t at = 0; !st && at < n;) {
         size_t k = (size_t)(n - at) < BLOCK_ELEMS ? (size_t)(n - at) : BLOCK_ELEMS;
         for (size_t j = 0; j < k; j++) {
             uint64_t u;
@@ -544,21 +551,15 @@ mpx_status mpx_npy_write(const char *path, const mpx_value *v, mpx_error *err) {
             }
             store_le(buf + j * es, u, es);
         }
-        ok = fwrite(buf, es, k, fp) == k;
+        st = mpx_out_file_write(o, buf, k * es, err);
         at += (int64_t)k;
     }
-    int e = errno;
-    if (fclose(fp) != 0 && ok) {
-        ok = false;
-        e = errno;
-    }
     free(buf);
-    if (!ok) {
-        remove(path);
-        return file_error(err, buf ? MPX_E_IO : MPX_E_NOMEM, path, "cannot write: %s",
-                          buf ? strerror(e) : "out of memory");
+    if (st) {
+        mpx_out_file_abort(o);
+        return st;
     }
-    return MPX_OK;
+    return mpx_out_file_commit(o, guard, err);
 }
 
 /* ---- ONNX TensorProto -------------------------------------------------------------- */

@@ -52,6 +52,19 @@ void repl_data_free(repl_dataset *d) {
     free(d);
 }
 
+/* The data set's files are the session's inputs from now on: no command may
+ * write over them (s->guard). */
+static mpx_status protect_files(mpx_session *s, const repl_dataset *d, mpx_error *err) {
+    static const char what[] = "an input file of this session";
+    mpx_status st = d->stack.n ? repl_protect(s, d->source, what, err) : MPX_OK;
+    for (int k = 0; k < d->n && !st; k++) {
+        const repl_sample *sm = &d->samples[k];
+        if (sm->npz[0]) st = repl_protect(s, sm->npz, what, err);
+        for (int j = 0; j < sm->n_src && !st; j++) st = repl_protect(s, sm->src[j].spec.path, what, err);
+    }
+    return st;
+}
+
 int repl_data_count(const repl_dataset *d) { return d ? d->n : 0; }
 
 const char *repl_data_label(const repl_dataset *d, int k) {
@@ -541,6 +554,7 @@ static mpx_status adopt(mpx_session *s, repl_dataset *d, mpx_error *err) {
     s->data = old;
     if (st) return st;
     repl_free_inputs(s, v);
+    if ((st = protect_files(s, d, err))) return st;
     repl_set_data(s, d);
     return MPX_OK;
 }

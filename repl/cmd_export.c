@@ -97,9 +97,12 @@ MPX_CMD(repl_cmd_export) {
     }
     mpx_status st = repl_need_model(s, err);
     if (st) return st;
+    /* Every target checked before anything is written: a --json file that
+     * cannot be written must not leave the model written. */
+    if (json_file && (st = repl_make_parent(s, json_file, err))) return st;
     mpx_export_summary x;
     double t0 = repl_now_ms();
-    st = mpx_viz_export_onnx(s->plan, file, force, external, &x, err);
+    st = mpx_viz_export_onnx(s->plan, file, force, external, s->guard, &x, err);
     double ms = repl_now_ms() - t0;
     if (st) return st;
     if (json) {

@@ -509,8 +509,8 @@ MPX_CMD(repl_cmd_tensor) {
     if (r->f && v->f && mpx_metrics_compute(r, v, f, &m, err) == MPX_OK)
         fprintf(s->out, "  rel_l2 %.3g, max_abs %.3g, cos %.6f, overflow %lld, underflow %lld, subnormal %lld\n",
                 m.rel_l2, m.max_abs, m.cos, (long long)m.overflow, (long long)m.underflow, (long long)m.subnormal);
-    if (!st && save && !(st = repl_make_parent(s, save, err)) && (st = mpx_npy_write(save, v, err)) == MPX_OK) fprintf(s->info, "wrote %s\n", save);
-    if (!st && save_ref && !(st = repl_make_parent(s, save_ref, err)) && (st = mpx_npy_write(save_ref, r, err)) == MPX_OK) fprintf(s->info, "wrote %s\n", save_ref);
+    if (!st && save && !(st = repl_make_parent(s, save, err)) && (st = mpx_npy_write(save, s->guard, v, err)) == MPX_OK) fprintf(s->info, "wrote %s\n", save);
+    if (!st && save_ref && !(st = repl_make_parent(s, save_ref, err)) && (st = mpx_npy_write(save_ref, s->guard, r, err)) == MPX_OK) fprintf(s->info, "wrote %s\n", save_ref);
     mpx_compare_free(fresh);
     return st;
 }

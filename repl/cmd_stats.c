@@ -189,7 +189,7 @@ static mpx_status use_absmax(mpx_session *s, double *a, mpx_error *err) {
 static mpx_status load_ranges(mpx_session *s, const char *path, mpx_error *err) {
     const mpx_graph *g = s->graph;
     cJSON *root = NULL;
-    mpx_status st = repl_read_json(path, &root, err);
+    mpx_status st = repl_read_json(s, path, &root, err);
     if (st) return st;
     const cJSON *kind = cJSON_GetObjectItemCaseSensitive(root, "kind");
     const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "tensors");

@@ -379,9 +379,14 @@ MPX_CMD(repl_cmd_sweep) {
 
 /* ---- merge ------------------------------------------------------------------- */
 
-mpx_status repl_read_json(const char *path, cJSON **out, mpx_error *err) {
+mpx_status repl_read_json(mpx_session *s, const char *path, cJSON **out, mpx_error *err) {
     FILE *f = fopen(path, "rb");
     if (!f) return mpx_error_set(err, MPX_E_IO, "merge: cannot read %s", path);
+    mpx_status pst = repl_protect(s, path, "a file this session read", err);
+    if (pst) {
+        fclose(f);
+        return pst;
+    }
     char *buf = NULL;
     size_t n = 0, cap = 0;
     for (;;) {
@@ -488,7 +493,7 @@ MPX_CMD(repl_cmd_merge) {
     /* Shards of a data-set run (report --json after run --samples k/n) are
      * data_merge.c's. */
     cJSON *first = NULL;
-    mpx_status st0 = repl_read_json(argv[1], &first, err);
+    mpx_status st0 = repl_read_json(s, argv[1], &first, err);
     if (st0) return st0;
     const cJSON *kind = cJSON_GetObjectItemCaseSensitive(first, "kind");
     bool samples = cJSON_IsString(kind) && strcmp(kind->valuestring, "mpx-samples") == 0;
@@ -501,7 +506,7 @@ MPX_CMD(repl_cmd_merge) {
     if (!d) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     for (int a = 1; a < files && !st; a++) {
         cJSON *root = NULL;
-        if (!(st = repl_read_json(argv[a], &root, err))) st = merge_one(argv[a], root, d, a == 1, err);
+        if (!(st = repl_read_json(s, argv[a], &root, err))) st = merge_one(argv[a], root, d, a == 1, err);
         cJSON_Delete(root);
     }
     for (int i = 0; i < d->n && !st; i++)

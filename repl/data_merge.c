@@ -68,10 +68,10 @@ static mpx_status same_as_first(const shard *a, const shard *b, mpx_error *err) 
     return MPX_OK;
 }
 
-static mpx_status read_shards(int n, char **paths, shard *sh, mpx_error *err) {
+static mpx_status read_shards(mpx_session *s, int n, char **paths, shard *sh, mpx_error *err) {
     for (int i = 0; i < n; i++) {
         sh[i].path = paths[i];
-        mpx_status st = repl_read_json(paths[i], &sh[i].root, err);
+        mpx_status st = repl_read_json(s, paths[i], &sh[i].root, err);
         if (st) return st;
         const char *kind = str_of(sh[i].root, "kind");
         sh[i].layers = cJSON_GetObjectItemCaseSensitive(sh[i].root, "layers");
@@ -199,7 +199,7 @@ mpx_status repl_merge_samples(mpx_session *s, int argc, char **argv, mpx_error *
     int n = files - 1;
     shard *sh = calloc((size_t)n, sizeof *sh);
     if (!sh) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
-    mpx_status st = read_shards(n, argv + 1, sh, err);
+    mpx_status st = read_shards(s, n, argv + 1, sh, err);
     const char *model = st ? NULL : str_of(sh[0].root, "model");
     const char *target = st ? NULL : str_of(sh[0].root, "target");
     double total = st ? 0 : num_of(cJSON_GetObjectItemCaseSensitive(sh[0].root, "n_samples_total"));

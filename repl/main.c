@@ -45,9 +45,30 @@ static void on_sigint(int sig) {
         static const char msg[] = "\nmpx: interrupted three times, leaving\n";
         ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
         (void)w;
+        mpx_file_remove_pending();
         signal(SIGINT, SIG_DFL);
         raise(SIGINT);
     }
+}
+
+/* A signal that ends mpx (SIGTERM, SIGHUP; SIGINT when no person is at a
+ * prompt) ends it the default way, but first removes the temporary file of
+ * any write under way: an interrupted `svg` or `export` leaves the old
+ * target and nothing else. */
+static void on_fatal(int sig) {
+    mpx_file_remove_pending();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void catch_fatal(int sig) {
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    sa.sa_handler = on_fatal;
+    /* A signal ignored by whoever started mpx (nohup) stays ignored. */
+    if (sigaction(sig, NULL, &old) == 0 && old.sa_handler == SIG_IGN) return;
+    sigaction(sig, &sa, NULL);
 }
 
 static void on_sigwinch(int sig) {
@@ -370,6 +391,9 @@ static int merge_main(int argc, char **argv) {
         }
         o += strlen(line + o);
     }
+    catch_fatal(SIGINT);
+    catch_fatal(SIGTERM);
+    catch_fatal(SIGHUP);
     mpx_session s;
     mpx_session_init(&s, stdout);
     s.info = stderr;
@@ -425,6 +449,9 @@ int main(int argc, char **argv) {
     /* Ctrl-C is ours only when a person is at a prompt (it stops the command
      * and returns there); a plain script run keeps the default: Ctrl-C ends it. */
     if (prompt) catch_signals();
+    else catch_fatal(SIGINT);
+    catch_fatal(SIGTERM);
+    catch_fatal(SIGHUP);
 
     int rc = MPX_EXIT_OK;
     for (int i = optind; i < argc && !s.quit && !interrupted; i++) {

@@ -114,6 +114,10 @@ typedef struct mpx_session {
      * file); NULL when nothing follows the plan. */
     void (*on_plan_change)(struct mpx_session *s);
     const volatile int *cancel; /* set by the Ctrl-C handler (main.c) */
+    /* Every file the session read (models and their external data, scripts,
+     * input files, merged shards): no command writes over one, through any
+     * name (made on first use; repl_protect). */
+    mpx_file_guard *guard;
     bool quit;
     FILE *out;               /* what a command was asked for: tables, JSON, DOT (stdout) */
     /* What a command did, not what it was asked for: "loaded ...", "input

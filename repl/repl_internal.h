@@ -29,13 +29,17 @@ struct cJSON *repl_metrics_json(const mpx_metrics *m);
 const mpx_node *repl_node_named(const mpx_session *s, const char *name, mpx_error *err);
 /* "1x3x?x?" (? for an unknown dim), "scalar" for rank 0. */
 const char *repl_dims_str(int rank, const int64_t *dims, char *buf, size_t n);
-/* Before writing path: refused when it is the loaded model's file; the
- * folders it needs are created when path is below the current folder
- * (relative, no ".."), else a missing folder is an error naming it. */
+/* Before writing path: refused when it is a file the session read (s->guard)
+ * or a folder; the folders it needs are created when path is below the
+ * current folder (relative, no ".."), else a missing folder is an error
+ * naming it. */
 mpx_status repl_make_parent(const mpx_session *s, const char *path, mpx_error *err);
-/* Write text to path atomically (a temporary file, then rename), after
- * repl_make_parent. */
+/* Write text to path whole or not at all (mpx_file_write_all: an exclusive
+ * temporary file in its folder, synced, renamed), after repl_make_parent. */
 mpx_status repl_write_file(const mpx_session *s, const char *path, const char *text, mpx_error *err);
+/* Add path (a file the session read; what: what it is, for refusals) to
+ * the files no command may write over (s->guard). */
+mpx_status repl_protect(mpx_session *s, const char *path, const char *what, mpx_error *err);
 /* Print text, or write it to path when path is non-NULL (saying so). Frees text. */
 mpx_status repl_emit(mpx_session *s, char *text, const char *path, mpx_error *err);
 
@@ -74,7 +78,7 @@ struct cJSON;
 void repl_json_exact(struct cJSON *obj, const char *key, double v, const char *nonfinite);
 /* A JSON file (at most 256 MB), parsed; errors name it. */
 struct cJSON;
-mpx_status repl_read_json(const char *path, struct cJSON **out, mpx_error *err);
+mpx_status repl_read_json(mpx_session *s, const char *path, struct cJSON **out, mpx_error *err);
 /* merge <shard.json> ... [--json [<file>] | --csv [<file>]]: the shards of a
  * data-set run (run --samples k/n; report --json) made the session's last run,
  * as one unsharded run gives (data_merge.c). */

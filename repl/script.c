@@ -171,6 +171,12 @@ int repl_run_file(mpx_session *s, const char *path) {
         fprintf(stderr, "error: cannot open script %s: %s\n", path, strerror(errno));
         return MPX_EXIT_ERROR;
     }
+    mpx_error perr;
+    if (repl_protect(s, path, "a script this session runs", &perr)) {
+        fclose(f);
+        fprintf(stderr, "error: %s\n", perr.msg);
+        return MPX_EXIT_ERROR;
+    }
     int rc = repl_run_stream(s, path, f);
     fclose(f);
     return rc;
@@ -217,6 +223,11 @@ mpx_status repl_source(mpx_session *s, const char *path, mpx_error *err) {
     }
     FILE *f = fopen(path, "r");
     if (!f) return mpx_error_set(err, MPX_E_IO, "source: cannot open %s: %s", path, strerror(errno));
+    mpx_status pst = repl_protect(s, path, "a script this session runs", err);
+    if (pst) {
+        fclose(f);
+        return pst;
+    }
     int rc = repl_run_stream(s, path, f);
     fclose(f);
     if (rc == MPX_EXIT_OK) return MPX_OK;

@@ -64,6 +64,24 @@ void mpx_session_free(mpx_session *s) {
     s->n_specs = 0;
     repl_data_free(s->data);
     s->data = NULL;
+    mpx_file_guard_free(s->guard);
+    s->guard = NULL;
+}
+
+mpx_status repl_protect(mpx_session *s, const char *path, const char *what, mpx_error *err) {
+    if (!s->guard && !(s->guard = mpx_file_guard_new())) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    return mpx_file_guard_add(s->guard, path, what, err);
+}
+
+typedef struct protect_ctx {
+    mpx_session *s;
+    mpx_status st;
+    mpx_error *err;
+} protect_ctx;
+
+static void protect_one(void *ctx, const char *path) {
+    protect_ctx *c = ctx;
+    if (!c->st) c->st = repl_protect(c->s, path, "external data of the model this session loaded", c->err);
 }
 
 void repl_after_plan_change(mpx_session *s) {
@@ -194,6 +212,10 @@ const mpx_input_spec *repl_find_spec(const mpx_session *s, const char *name) {
 }
 
 mpx_status repl_set_spec(mpx_session *s, const mpx_input_spec *sp, mpx_error *err) {
+    if (sp->kind == MPX_INPUT_FILE || sp->kind == MPX_INPUT_IMAGE || sp->kind == MPX_INPUT_AUDIO) {
+        mpx_status st = repl_protect(s, sp->path, "an input file of this session", err);
+        if (st) return st;
+    }
     for (int i = 0; i < s->n_specs; i++)
         if (strcmp(s->specs[i].name, sp->name) == 0) {
             s->specs[i] = *sp;
@@ -221,7 +243,15 @@ mpx_status repl_set_graph(mpx_session *s, mpx_graph *g, const char *path, mpx_er
     }
     mpx_plan *p = NULL;
     mpx_status st = mpx_plan_build(g, mpx_history_rules(h), mpx_history_opts(h), NULL, &p, err);
+    /* The model and the files its load read are the session's from now on:
+     * no write may replace them. */
+    protect_ctx pc = {s, MPX_OK, err};
+    if (!st && !(st = repl_protect(s, path, "the model this session loaded", err))) {
+        mpx_graph_each_file(g, protect_one, &pc);
+        st = pc.st;
+    }
     if (st) {
+        mpx_plan_free(p);
         mpx_history_free(h);
         mpx_graph_free(g);
         return st;

@@ -89,11 +89,10 @@ mpx_status repl_parse_number(const char *text, const char *what, double *out, mp
 static bool below_cwd(const char *path) { return path[0] != '/' && !mpx_path_has_dotdot(path); }
 
 mpx_status repl_make_parent(const mpx_session *s, const char *path, mpx_error *err) {
-    struct stat out_st, model_st;
-    if (s && s->model_path[0] && stat(path, &out_st) == 0 && stat(s->model_path, &model_st) == 0 &&
-        out_st.st_dev == model_st.st_dev && out_st.st_ino == model_st.st_ino)
-        return mpx_error_set(err, MPX_E_ARG, "%s is the model this session loaded: write to another file",
-                             path);
+    /* A file the session read (the model, its external data, a script, an
+     * input), by any name, before any folder is made for it. */
+    mpx_status guarded = mpx_file_check_target(path, s ? s->guard : NULL, err);
+    if (guarded) return guarded;
     char dir[1024];
     if (strlen(path) >= sizeof dir) return mpx_error_set(err, MPX_E_ARG, "path too long: %s", path);
     snprintf(dir, sizeof dir, "%s", path);
@@ -128,18 +127,7 @@ mpx_status repl_make_parent(const mpx_session *s, const char *path, mpx_error *e
 mpx_status repl_write_file(const mpx_session *s, const char *path, const char *text, mpx_error *err) {
     mpx_status mk = repl_make_parent(s, path, err);
     if (mk) return mk;
-    char tmp[1100];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) return mpx_error_set(err, MPX_E_IO, "cannot write %s: %s", path, strerror(errno));
-    bool ok = fputs(text, f) >= 0;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        int e = errno;
-        remove(tmp);
-        return mpx_error_set(err, MPX_E_IO, "cannot write %s: %s", path, strerror(e));
-    }
-    return MPX_OK;
+    return mpx_file_write_all(path, s ? s->guard : NULL, text, strlen(text), err);
 }
 
 mpx_status repl_emit(mpx_session *s, char *text, const char *path, mpx_error *err) {

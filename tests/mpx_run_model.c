@@ -410,7 +410,7 @@ int main(int argc, char **argv) {
         char file[64];
         snprintf(file, sizeof file, "input_%d.npy", k);
         snprintf(path, sizeof path, "%s/%s", out, file);
-        if (mpx_npy_write(path, &inputs[k], &err) != MPX_OK) {
+        if (mpx_npy_write(path, NULL, &inputs[k], &err) != MPX_OK) {
             fail("writing input", &err);
             goto done;
         }
@@ -430,7 +430,7 @@ int main(int argc, char **argv) {
         char file[64];
         snprintf(file, sizeof file, "t%d.npy", t->index);
         snprintf(path, sizeof path, "%s/%s", out, file);
-        if (mpx_npy_write(path, v, &err) != MPX_OK) {
+        if (mpx_npy_write(path, NULL, v, &err) != MPX_OK) {
             fail("writing a tensor", &err);
             goto done;
         }

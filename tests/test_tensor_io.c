@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #define PY "/usr/bin/python3"
 
@@ -106,7 +107,7 @@ static void test_round_trip(void) {
     mpx_error err;
     CHECK(mpx_value_alloc(&v, MPX_DT_FLOAT16, 2, d2, &err) == MPX_OK);
     memcpy(v.f, fv, sizeof fv);
-    CHECK(mpx_npy_write(tmp_path("rt_f.npy"), &v, &err) == MPX_OK);
+    CHECK(mpx_npy_write(tmp_path("rt_f.npy"), NULL, &v, &err) == MPX_OK);
     if (read_npy("rt_f.npy", &back)) {
         /* Float dtypes are written as '<f4': read back as float32. */
         CHECK(back.dtype == MPX_DT_FLOAT && shape_is(&back, 2, d2));
@@ -130,7 +131,7 @@ static void test_round_trip(void) {
     int64_t d1[1] = {6};
     CHECK(mpx_value_alloc(&v, MPX_DT_BOOL, 1, d1, &err) == MPX_OK);
     memcpy(v.i, iv, sizeof iv);
-    CHECK(mpx_npy_write(tmp_path("rt_i.npy"), &v, &err) == MPX_OK);
+    CHECK(mpx_npy_write(tmp_path("rt_i.npy"), NULL, &v, &err) == MPX_OK);
     if (read_npy("rt_i.npy", &back)) {
         CHECK(back.dtype == MPX_DT_INT64 && shape_is(&back, 1, d1));
         CHECK(memcmp(back.i, iv, sizeof iv) == 0);
@@ -141,7 +142,7 @@ static void test_round_trip(void) {
     /* Scalar, empty and rank-8 shapes. */
     CHECK(mpx_value_alloc(&v, MPX_DT_FLOAT, 0, NULL, &err) == MPX_OK);
     v.f[0] = -7.0f;
-    CHECK(mpx_npy_write(tmp_path("rt_scalar.npy"), &v, &err) == MPX_OK);
+    CHECK(mpx_npy_write(tmp_path("rt_scalar.npy"), NULL, &v, &err) == MPX_OK);
     mpx_value_free(&v);
     if (read_npy("rt_scalar.npy", &back)) {
         CHECK(back.rank == 0 && back.n == 1 && back.f[0] == -7.0f);
@@ -149,7 +150,7 @@ static void test_round_trip(void) {
     }
     int64_t d0[2] = {0, 3};
     CHECK(mpx_value_alloc(&v, MPX_DT_INT32, 2, d0, &err) == MPX_OK);
-    CHECK(mpx_npy_write(tmp_path("rt_empty.npy"), &v, &err) == MPX_OK);
+    CHECK(mpx_npy_write(tmp_path("rt_empty.npy"), NULL, &v, &err) == MPX_OK);
     mpx_value_free(&v);
     if (read_npy("rt_empty.npy", &back)) {
         CHECK(back.dtype == MPX_DT_INT64 && shape_is(&back, 2, d0));
@@ -158,7 +159,7 @@ static void test_round_trip(void) {
     int64_t d8[8] = {1, 2, 1, 3, 1, 1, 2, 1};
     CHECK(mpx_value_alloc(&v, MPX_DT_FLOAT, 8, d8, &err) == MPX_OK);
     for (int64_t i = 0; i < v.n; i++) v.f[i] = (float)i * 0.25f;
-    CHECK(mpx_npy_write(tmp_path("rt_rank8.npy"), &v, &err) == MPX_OK);
+    CHECK(mpx_npy_write(tmp_path("rt_rank8.npy"), NULL, &v, &err) == MPX_OK);
     if (read_npy("rt_rank8.npy", &back)) {
         CHECK(shape_is(&back, 8, d8) && memcmp(back.f, v.f, (size_t)v.n * sizeof *v.f) == 0);
         mpx_value_free(&back);
@@ -169,7 +170,7 @@ static void test_round_trip(void) {
     int64_t dbig[1] = {100003};
     CHECK(mpx_value_alloc(&v, MPX_DT_FLOAT, 1, dbig, &err) == MPX_OK);
     for (int64_t i = 0; i < v.n; i++) v.f[i] = (float)i / 7.0f;
-    CHECK(mpx_npy_write(tmp_path("rt_big.npy"), &v, &err) == MPX_OK);
+    CHECK(mpx_npy_write(tmp_path("rt_big.npy"), NULL, &v, &err) == MPX_OK);
     if (read_npy("rt_big.npy", &back)) {
         CHECK(shape_is(&back, 1, dbig) && memcmp(back.f, v.f, (size_t)v.n * sizeof *v.f) == 0);
         mpx_value_free(&back);
@@ -181,17 +182,36 @@ static void test_round_trip(void) {
     memset(&absent, 0, sizeof absent);
     absent.n = -1;
     mpx_error_clear(&err);
-    CHECK(mpx_npy_write(tmp_path("never.npy"), &absent, &err) == MPX_E_ARG);
+    CHECK(mpx_npy_write(tmp_path("never.npy"), NULL, &absent, &err) == MPX_E_ARG);
     CHECK_CONTAINS(err.msg, "no value");
     CHECK(mpx_value_alloc(&v, MPX_DT_FLOAT, 1, d1, &err) == MPX_OK);
-    CHECK(mpx_npy_write(tmp_path("no/such/dir/x.npy"), &v, &err) == MPX_E_IO);
-    CHECK_CONTAINS(err.msg, "cannot create");
-    CHECK_CONTAINS(err.file, "no/such/dir/x.npy");
+    CHECK(mpx_npy_write(tmp_path("no/such/dir/x.npy"), NULL, &v, &err) == MPX_E_IO);
+    CHECK_CONTAINS(err.msg, "does not exist");
+    CHECK_CONTAINS(err.msg, "no/such/dir/x.npy");
+    /* A file the guard protects, by its name or through a link: refused,
+     * left as it was. */
+    {
+        mpx_file_guard *g = mpx_file_guard_new();
+        CHECK(g != NULL);
+        const char *kept = tmp_path("kept.npy");
+        CHECK(mpx_npy_write(kept, NULL, &v, &err) == MPX_OK);
+        CHECK(mpx_file_guard_add(g, kept, "an input", &err) == MPX_OK);
+        CHECK(mpx_npy_write(kept, g, &v, &err) == MPX_E_ARG);
+        CHECK_CONTAINS(err.msg, "is an input");
+        char link[1100];
+        snprintf(link, sizeof link, "%s", tmp_path("kept_link.npy"));
+        unlink(link);
+        CHECK(symlink(kept, link) == 0);
+        CHECK(mpx_npy_write(link, g, &v, &err) == MPX_E_ARG);
+        CHECK_CONTAINS(err.msg, "a link to it");
+        CHECK(mpx_npy_write(tmp_path("free.npy"), g, &v, &err) == MPX_OK);
+        mpx_file_guard_free(g);
+    }
     v.dims[0] = 7; /* shape no longer holds n */
-    CHECK(mpx_npy_write(tmp_path("never.npy"), &v, &err) == MPX_E_ARG);
+    CHECK(mpx_npy_write(tmp_path("never.npy"), NULL, &v, &err) == MPX_E_ARG);
     v.dims[0] = 6;
     v.dtype = MPX_DT_STRING;
-    CHECK(mpx_npy_write(tmp_path("never.npy"), &v, &err) == MPX_E_UNSUPPORTED);
+    CHECK(mpx_npy_write(tmp_path("never.npy"), NULL, &v, &err) == MPX_E_UNSUPPORTED);
     v.dtype = MPX_DT_FLOAT;
     mpx_value_free(&v);
     struct stat sb;

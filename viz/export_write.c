@@ -1,6 +1,6 @@
 /* export_write.c - `export`'s entry point: checks of the target path, the
  * source read again (or built from the IR), the edit (export_onnx.c), and
- * the file written under a temporary name in its folder and renamed.
+ * the files written whole or not at all (mpx_file_open_write).
  *
  * Ownership: everything one export allocates lives in its `ex` (see
  * viz_export.h) and is freed here, on success and on failure.
@@ -24,10 +24,32 @@ static const char *dir_of(const char *path, char *buf, size_t n) {
     return buf;
 }
 
-static mpx_status check_path(const mpx_graph *g, const char *path, bool force, mpx_error *err) {
+static void guard_one(void *ctx, const char *path) {
+    /* out of memory: the caller's guard still holds */
+    mpx_file_guard_add(ctx, path, "external data of the model this session loaded", NULL);
+}
+
+/* The loaded model and the files its load read, whether or not the caller's
+ * guard holds them (a program using libmpx may pass none). */
+static mpx_status check_read(const mpx_graph *g, const mpx_file_guard *guard, const char *path, mpx_error *err) {
+    mpx_status st = mpx_file_check_target(path, guard, err);
+    if (st) return st;
+    mpx_file_guard *own = mpx_file_guard_new();
+    if (!own) return vx_oom(err);
+    mpx_file_guard_add(own, g->path, "the model this session loaded", NULL);
+    mpx_graph_each_file(g, guard_one, own);
+    st = mpx_file_check_target(path, own, err);
+    mpx_file_guard_free(own);
+    return st;
+}
+
+static mpx_status check_path(const mpx_graph *g, const mpx_file_guard *guard, const char *path, bool force,
+                             mpx_error *err) {
     if (!path || !*path) return mpx_error_set(err, MPX_E_ARG, "export needs a file name (file.onnx)");
+    mpx_status rd = check_read(g, guard, path, err);
+    if (rd) return rd;
     char dir[1024];
-    struct stat sd, sp, sg;
+    struct stat sd, sp;
     dir_of(path, dir, sizeof dir);
     if (stat(dir, &sd) != 0)
         return mpx_error_set(err, MPX_E_IO, "cannot export to %s: the folder %s does not exist (create it first)",
@@ -35,55 +57,10 @@ static mpx_status check_path(const mpx_graph *g, const char *path, bool force, m
     if (!S_ISDIR(sd.st_mode))
         return mpx_error_set(err, MPX_E_IO, "cannot export to %s: %s is not a folder", path, dir);
     if (stat(path, &sp) == 0) {
-        if (g->path && *g->path && stat(g->path, &sg) == 0 && sg.st_dev == sp.st_dev && sg.st_ino == sp.st_ino)
-            return mpx_error_set(err, MPX_E_ARG,
-                                 "%s is the model this session loaded: export to another file", path);
         if (S_ISDIR(sp.st_mode)) return mpx_error_set(err, MPX_E_IO, "cannot export to %s: it is a folder", path);
         if (!force)
             return mpx_error_set(err, MPX_E_IO, "%s exists: add --force to replace it", path);
     }
-    return MPX_OK;
-}
-
-/* Write bytes to a temporary file in path's folder, then rename it over
- * path: a failure at any point leaves no file behind. */
-static mpx_status write_atomic(const char *path, const uint8_t *buf, size_t len, mpx_error *err) {
-    size_t n = strlen(path) + 16;
-    char *tmp = malloc(n);
-    if (!tmp) return vx_oom(err);
-    snprintf(tmp, n, "%s.tmpXXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        char dir[1024];
-        mpx_status st = mpx_error_set(err, MPX_E_IO, "cannot write in %s: %s", dir_of(path, dir, sizeof dir),
-                                      strerror(errno));
-        free(tmp);
-        return st;
-    }
-    /* mkstemp makes the file 0600; a model is for others to read too. */
-    mode_t um = umask(0);
-    umask(um);
-    fchmod(fd, 0666 & ~um);
-    size_t off = 0;
-    int e = 0;
-    while (off < len) {
-        ssize_t k = write(fd, buf + off, len - off);
-        if (k < 0) {
-            if (errno == EINTR) continue;
-            e = errno;
-            break;
-        }
-        off += (size_t)k;
-    }
-    if (close(fd) != 0 && !e) e = errno;
-    if (!e && rename(tmp, path) != 0) e = errno;
-    if (e) {
-        unlink(tmp);
-        mpx_status st = mpx_error_set(err, MPX_E_IO, "cannot write %s: %s", path, strerror(e));
-        free(tmp);
-        return st;
-    }
-    free(tmp);
     return MPX_OK;
 }
 
@@ -118,7 +95,7 @@ static bool has_ext(const char *path, const char *ext) {
 }
 
 mpx_status mpx_viz_export_onnx(const mpx_plan *p, const char *path, bool force, bool external,
-                               mpx_export_summary *sum, mpx_error *err) {
+                               const mpx_file_guard *guard, mpx_export_summary *sum, mpx_error *err) {
     if (!p || !p->g) return mpx_error_set(err, MPX_E_ARG, "no model loaded: load one, then export its plan");
     const mpx_graph *g = p->g;
     if (vx_dtype_of(p->opts.target) == MPX_DT_UNDEFINED)
@@ -141,7 +118,7 @@ mpx_status mpx_viz_export_onnx(const mpx_plan *p, const char *path, bool force, 
                              "the plan runs no node in %s (nothing differs from the loaded model): colour "
                              "nodes green or gray, or check the rules, before exporting",
                              p->opts.target->name);
-    mpx_status st = check_path(g, path, force, err);
+    mpx_status st = check_path(g, guard, path, force, err);
     if (st) return st;
     /* The external data file beside the model: "<file name>.data". */
     char data_path[1100];
@@ -188,7 +165,8 @@ mpx_status mpx_viz_export_onnx(const mpx_plan *p, const char *path, bool force, 
         len = onnx__model_proto__get_packed_size(e.m);
         /* Over protobuf's 2 GB, or asked for: the weights go beside the model. */
         if (external || len > (size_t)INT32_MAX) {
-            if (!(st = check_path(g, data_path, force, err))) st = vx_externalize(&e, location, &data, &data_len, err);
+            if (!(st = check_path(g, guard, data_path, force, err)))
+                st = vx_externalize(&e, location, &data, &data_len, err);
             if (!st) len = onnx__model_proto__get_packed_size(e.m);
         }
         if (!st && len > (size_t)INT32_MAX)
@@ -199,11 +177,27 @@ mpx_status mpx_viz_export_onnx(const mpx_plan *p, const char *path, bool force, 
     if (!st && !(out = malloc(len ? len : 1))) st = vx_oom(err);
     if (!st) {
         onnx__model_proto__pack(e.m, out);
-        if (data && (st = write_atomic(data_path, data, data_len, err)) == MPX_OK) {
-            e.sum.external_bytes = (int64_t)data_len;
-            snprintf(e.sum.external, sizeof e.sum.external, "%s", data_path);
+        /* Both files written aside first; the weights take their name
+         * before the model that refers to them. */
+        mpx_out_file *od = NULL, *om = NULL;
+        if (data && !(st = mpx_file_open_write(data_path, guard, &od, err)))
+            st = mpx_out_file_write(od, data, data_len, err);
+        if (!st && !(st = mpx_file_open_write(path, guard, &om, err))) st = mpx_out_file_write(om, out, len, err);
+        if (!st && od) {
+            st = mpx_out_file_commit(od, guard, err);
+            od = NULL;
+            if (!st) {
+                e.sum.external_bytes = (int64_t)data_len;
+                snprintf(e.sum.external, sizeof e.sum.external, "%s", data_path);
+            }
         }
-        if (!st && (st = write_atomic(path, out, len, err)) != MPX_OK && data) unlink(data_path);
+        if (!st) {
+            st = mpx_out_file_commit(om, guard, err);
+            om = NULL;
+            if (st && data) unlink(data_path);
+        }
+        mpx_out_file_abort(od);
+        mpx_out_file_abort(om);
     }
     free(data);
     vx_undo_swaps(&e);

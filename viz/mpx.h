@@ -35,7 +35,7 @@
  *   mpx_value in[1];  ... mpx_value_alloc(&in[0], MPX_DT_FLOAT, ...) and fill
  *   mpx_compare *c; mpx_compare_run(g, a, in, NULL, &c, &err);
  *   ... c->layers[i].m.rel_l2, c->layers[i].m.overflow for each layer
- *   mpx_viz_export_onnx(p, "model_fp16.onnx", false, false, NULL, &err);
+ *   mpx_viz_export_onnx(p, "model_fp16.onnx", false, false, NULL, NULL, &err);
  *
  * Every call that can fail returns mpx_status (MPX_OK is 0) and fills err
  * (mpx_error_format makes it one line); nothing in the library prints,

@@ -245,12 +245,14 @@ typedef struct mpx_export_summary {
  * path, an existing file without force, a folder that does not exist, an
  * opset raise across a change of one of the model's ops. The file is written
  * to a temporary name in the same folder and renamed, so a failure leaves
- * no file. Weights go to external data, the file "<path>.data" beside the
+ * no file; guard (may be NULL) names files no write may replace, besides
+ * the loaded model and its external data, which are always refused.
+ * Weights go to external data, the file "<path>.data" beside the
  * model (ONNX's external data: relative location, offset, length), when the
  * model would pass protobuf's 2 GB limit or when external is set; that file
  * is written the same way, before the model, and removed if the model's
  * write fails. sum may be NULL. */
 mpx_status mpx_viz_export_onnx(const mpx_plan *p, const char *path, bool force, bool external,
-                               mpx_export_summary *sum, mpx_error *err);
+                               const mpx_file_guard *guard, mpx_export_summary *sum, mpx_error *err);
 
 #endif
