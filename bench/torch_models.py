@@ -13,6 +13,9 @@ regenerate the same files:
   bert4         a 4-layer BERT-style encoder (768 wide, 12 heads, GELU), sequence 64,
                 fed embeddings 1x64x768
   unet          a small UNet (32..256 channels, ConvTranspose up, skip concats), 1x3x256x256
+  resnet18_dq, bert4_dq  ResNet-18 and the encoder dynamically quantised as ONNX
+                Runtime's quantize_dynamic writes them (bench/quantize_dynamic.py:
+                DynamicQuantizeLinear, ConvInteger / MatMulInteger, Cast, Mul)
 
 Weights are random (torch's default initialisation, seed 0); BatchNormalization
 statistics are set from a few random batches in training mode, so activations
@@ -27,6 +30,11 @@ import sys
 import torch
 import torch.nn as nn
 import torchvision
+
+import onnx
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import quantize_dynamic  # noqa: E402  (beside this file)
 
 
 class Encoder(nn.Module):
@@ -135,6 +143,17 @@ def main():
                               do_constant_folding=True, training=torch.onnx.TrainingMode.PRESERVE)
         os.replace(tmp, path)
         print(f"torch_models: wrote {path}", file=sys.stderr)
+    for base in ("resnet18", "bert4"):
+        src = next(e for e in index if e["name"] == base)
+        name = base + "_dq"
+        path = os.path.join(out, name + ".onnx")
+        index.append({"name": name, "file": name + ".onnx", "shape": src["shape"]})
+        if not os.path.exists(path):
+            model = onnx.load(os.path.join(out, src["file"]))
+            quantize_dynamic.quantize(model)
+            onnx.save(model, path + ".tmp")
+            os.replace(path + ".tmp", path)
+            print(f"torch_models: wrote {path}", file=sys.stderr)
     with open(os.path.join(out, "suite.json"), "w") as f:
         json.dump(index, f, indent=1)
 

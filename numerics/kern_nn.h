@@ -67,4 +67,13 @@ mpx_status kn_window_attrs(const mpx_kctx *c, const mpx_value *x, const int64_t 
  * padding (as ONNX Runtime and PyTorch, and graph/shape.c). */
 mpx_status kn_window_out(const mpx_kctx *c, kn_window *w, bool ceil_mode);
 
+/* ---- the integer core (kern_igemm.c) ------------------------------------- */
+
+/* C[m * ldc + n] = sum over k < Kp of A[m * Kp + k] * B[n * Kp + k] modulo
+ * 2^32 (Kp a multiple of 16; rows padded with zeros), m < M, n < N; the AVX2
+ * build when avx2 (mpx_k_igemm_avx2 says whether to take it). */
+void mpx_k_igemm_nt(const int16_t *A, const int16_t *B, int64_t M, int64_t N, int64_t Kp, int32_t *C, int64_t ldc,
+                    bool avx2);
+bool mpx_k_igemm_avx2(void);
+
 #endif

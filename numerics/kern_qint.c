@@ -9,8 +9,14 @@
  * K above 33,000). Requantisation follows ONNX Runtime's CPU kernels
  * (MlasRequantizeOutput): the multiplier a_scale * b_scale / y_scale in
  * float, acc * multiplier in float, rounded half to even, plus y's zero
- * point, saturated to y's type. The direct loops are plain: these ops are
- * rare in the float models mpx is for, and their speed is not the point. */
+ * point, saturated to y's type.
+ *
+ * The sums go through the 16-bit integer core (kern_igemm.c: packed rows,
+ * AVX2 where the CPU has it, on the kernel threads) whenever every operand
+ * less its zero point fits 16 bits, as it does for 8-bit types; the direct
+ * loops remain for the rest (16-bit operands far from their zero point).
+ * Both give the same int32 sums (the core sums modulo 2^32, which is what
+ * the wrap to int32 keeps of the exact sum). */
 #include "kern_data.h"
 #include "kern_nn.h"
 
@@ -132,10 +138,20 @@ static mpx_status mm_plan(const mpx_kctx *c, const mpx_value *a, const mpx_value
     return MPX_OK;
 }
 
-/* The int32 products of every output element, into acc (batch*M*N). A's
- * zero point is per row (M values) or one, B's per column (N) or one. */
-static void mm_run(const mm *p, const mpx_value *a, const mpx_value *b, const mpx_value *azp,
-                   const mpx_value *bzp, int64_t *acc) {
+/* Kp: K rounded up to the core's 16 terms. */
+static int64_t pad16(int64_t k) { return (k + 15) / 16 * 16; }
+
+/* v - zp as a 16-bit operand, or false when it does not fit. */
+static bool to16(int64_t v, int64_t zp, int16_t *out) {
+    int64_t d = v - zp;
+    if (d < INT16_MIN || d > INT16_MAX) return false;
+    *out = (int16_t)d;
+    return true;
+}
+
+/* The direct loops: int64 sums wrapped to int32. */
+static void mm_direct(const mm *p, const mpx_value *a, const mpx_value *b, const mpx_value *azp,
+                      const mpx_value *bzp, int64_t *acc) {
     for (int64_t q = 0; q < p->batch; q++)
         for (int64_t m = 0; m < p->M; m++)
             for (int64_t n = 0; n < p->N; n++) {
@@ -144,6 +160,57 @@ static void mm_run(const mm *p, const mpx_value *a, const mpx_value *b, const mp
                 for (int64_t k = 0; k < p->K; k++) s += (ar[k] - za) * (bc[k * p->N] - zb);
                 acc[(q * p->M + m) * p->N + n] = wrap32(s);
             }
+}
+
+/* One batch matrix through the core: A's rows and B's columns (transposed)
+ * as 16-bit rows, row blocks of A on the kernel threads. */
+typedef struct mm_job {
+    const int16_t *A, *BT;
+    int64_t M, N, Kp;
+    int64_t *acc;  /* this batch's M x N */
+    int32_t *tmp;  /* M x N */
+    bool avx2;
+} mm_job;
+
+#define MM_ROWS 16
+
+static void mm_item(void *ctx, int tid, long item) {
+    (void)tid;
+    const mm_job *j = ctx;
+    int64_t m0 = (int64_t)item * MM_ROWS, mr = j->M - m0 < MM_ROWS ? j->M - m0 : MM_ROWS;
+    mpx_k_igemm_nt(j->A + m0 * j->Kp, j->BT, mr, j->N, j->Kp, j->tmp + m0 * j->N, j->N, j->avx2);
+    for (int64_t k = m0 * j->N; k < (m0 + mr) * j->N; k++) j->acc[k] = j->tmp[k];
+}
+
+/* The int32 products of every output element, into acc (batch*M*N). A's
+ * zero point is per row (M values) or one, B's per column (N) or one.
+ * false: out of memory. */
+static bool mm_run(const mm *p, const mpx_value *a, const mpx_value *b, const mpx_value *azp,
+                   const mpx_value *bzp, int64_t *acc) {
+    int64_t Kp = pad16(p->K);
+    int16_t *A = calloc((size_t)(p->M * Kp + 1), sizeof *A), *BT = calloc((size_t)(p->N * Kp + 1), sizeof *BT);
+    int32_t *tmp = malloc((size_t)(p->M * p->N + 1) * sizeof *tmp);
+    bool fits = A && BT && tmp, avx2 = mpx_k_igemm_avx2();
+    for (int64_t q = 0; fits && q < p->batch; q++) {
+        for (int64_t m = 0; fits && m < p->M; m++) {
+            const int64_t *ar = a->i + p->aoff[q] + m * p->K;
+            int64_t za = zp_at(azp, m);
+            for (int64_t k = 0; fits && k < p->K; k++) fits = to16(ar[k], za, &A[m * Kp + k]);
+        }
+        for (int64_t n = 0; fits && n < p->N; n++) {
+            const int64_t *bc = b->i + p->boff[q] + n;
+            int64_t zb = zp_at(bzp, n);
+            for (int64_t k = 0; fits && k < p->K; k++) fits = to16(bc[k * p->N], zb, &BT[n * Kp + k]);
+        }
+        if (!fits) break;
+        mm_job j = {A, BT, p->M, p->N, Kp, acc + q * p->M * p->N, tmp, avx2};
+        mpx_k_parallel((long)((p->M + MM_ROWS - 1) / MM_ROWS), kg_threads(), mm_item, &j);
+    }
+    bool oom = !(A && BT && tmp);
+    free(A), free(BT), free(tmp);
+    if (oom) return false;
+    if (!fits) mm_direct(p, a, b, azp, bzp, acc);
+    return true;
 }
 
 mpx_status mpx_k_matmul_integer(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
@@ -156,8 +223,8 @@ mpx_status mpx_k_matmul_integer(const mpx_kctx *c, const mpx_value *const *in, i
     mm p;
     if ((st = mm_plan(c, a, b, &p))) return st;
     if (!(st = per_vec(c, azp, p.M, "a_zero_point", false)) && !(st = per_vec(c, bzp, p.N, "b_zero_point", false)) &&
-        !(st = mpx_k_alloc(c, &out[0], MPX_DT_INT32, p.rank, p.dims)))
-        mm_run(&p, a, b, azp, bzp, out[0].i);
+        !(st = mpx_k_alloc(c, &out[0], MPX_DT_INT32, p.rank, p.dims)) && !mm_run(&p, a, b, azp, bzp, out[0].i))
+        st = mpx_kernel_error(c, MPX_E_NOMEM, "out of memory");
     free(p.aoff), free(p.boff);
     return st;
 }
@@ -181,8 +248,8 @@ mpx_status mpx_k_qlinear_matmul(const mpx_kctx *c, const mpx_value *const *in, i
         mpx_dtype yt = yzp ? yzp->dtype : MPX_DT_UINT8;
         int64_t lo, hi;
         int_range(yt, &lo, &hi);
-        mm_run(&p, a, b, azp, bzp, acc);
-        if (!(st = mpx_k_alloc(c, &out[0], yt, p.rank, p.dims)))
+        if (!mm_run(&p, a, b, azp, bzp, acc)) st = mpx_kernel_error(c, MPX_E_NOMEM, "out of memory");
+        if (!st && !(st = mpx_k_alloc(c, &out[0], yt, p.rank, p.dims)))
             for (int64_t k = 0; k < out[0].n; k++) {
                 int64_t n = k % p.N;
                 float mult = scale_at(as, 0) * scale_at(bs, n) / scale_at(ys, 0);
@@ -196,39 +263,29 @@ mpx_status mpx_k_qlinear_matmul(const mpx_kctx *c, const mpx_value *const *in, i
 
 /* ---- ConvInteger, QLinearConv --------------------------------------------------------- */
 
+/* The geometry one convolution's sums need. */
+typedef struct qconv {
+    const kn_window *win;
+    int64_t N, C, M, G, cg, mg, op, kp, ip, K, Kp;
+} qconv;
+
 /* Direct convolution of (x - x_zp) with (w - w_zp[m]) into acc (N x M x
  * out plane), padding contributing nothing (the padded value is x's zero
  * point). */
-static mpx_status conv_int(const mpx_kctx *c, const mpx_value *x, const mpx_value *w, const mpx_value *xzp,
-                           const mpx_value *wzp, kn_window *win, int64_t **acc_out, int64_t *ydims) {
-    char s1[160], s2[160];
-    mpx_status st;
-    if (w->rank != x->rank)
-        return mpx_kernel_error(c, MPX_E_SHAPE, "weights %s do not match input %s", kn_shape(w, s1), kn_shape(x, s2));
-    if ((st = kn_window_attrs(c, x, w->dims + 2, win)) || (st = kn_window_out(c, win, false))) return st;
-    int64_t N = x->dims[0], C = x->dims[1], M = w->dims[0], G = mpx_node_attr_int(c->node, "group", 1);
-    if (G < 1 || C % G || M % G || w->dims[1] != C / G)
-        return mpx_kernel_error(c, MPX_E_SHAPE, "group %lld does not fit input %s and weights %s", (long long)G,
-                                kn_shape(x, s1), kn_shape(w, s2));
-    if ((st = per_vec(c, xzp, 1, "x_zero_point", false)) || (st = per_vec(c, wzp, M, "w_zero_point", false)))
-        return st;
+static void conv_direct(const qconv *q, const mpx_value *x, const mpx_value *w, const mpx_value *xzp,
+                        const mpx_value *wzp, int64_t *acc) {
+    const kn_window *win = q->win;
     int nsp = win->nsp;
-    int64_t op = 1, kp = 1, ip = 1;
-    for (int i = 0; i < nsp; i++) op *= win->out[i], kp *= win->k[i], ip *= win->in[i];
-    ydims[0] = N, ydims[1] = M;
-    for (int i = 0; i < nsp; i++) ydims[2 + i] = win->out[i];
-    int64_t *acc;
-    if ((st = kn_scratch(c, (size_t)(N * M * op), sizeof *acc, (void **)&acc))) return st;
-    int64_t cg = C / G, mg = M / G, zx = zp_at(xzp, 0);
-    for (int64_t n = 0; n < N; n++)
-        for (int64_t m = 0; m < M; m++) {
-            int64_t g = m / mg, zw = zp_at(wzp, m);
-            for (int64_t o = 0; o < op; o++) {
+    int64_t zx = zp_at(xzp, 0);
+    for (int64_t n = 0; n < q->N; n++)
+        for (int64_t m = 0; m < q->M; m++) {
+            int64_t g = m / q->mg, zw = zp_at(wzp, m);
+            for (int64_t o = 0; o < q->op; o++) {
                 int64_t oc[KN_MAX_SP], r = o, s = 0;
                 for (int i = nsp - 1; i >= 0; i--) oc[i] = r % win->out[i], r /= win->out[i];
-                for (int64_t ci = 0; ci < cg; ci++) {
-                    const int64_t *xp = x->i + (n * C + g * cg + ci) * ip, *wp = w->i + (m * cg + ci) * kp;
-                    for (int64_t t = 0; t < kp; t++) {
+                for (int64_t ci = 0; ci < q->cg; ci++) {
+                    const int64_t *xp = x->i + (n * q->C + g * q->cg + ci) * q->ip, *wp = w->i + (m * q->cg + ci) * q->kp;
+                    for (int64_t t = 0; t < q->kp; t++) {
                         int64_t tc = t, pos = 0;
                         bool inside = true;
                         for (int i = nsp - 1; i >= 0 && inside; i--) {
@@ -243,9 +300,195 @@ static mpx_status conv_int(const mpx_kctx *c, const mpx_value *x, const mpx_valu
                         if (inside) s += (xp[pos] - zx) * (wp[t] - zw);
                     }
                 }
-                acc[(n * M + m) * op + o] = s;
+                acc[(n * q->M + m) * q->op + o] = s;
             }
         }
+}
+
+/* Output positions per item of the packed path: their rows of K input
+ * terms (the "im2row" block, 64 x Kp x 2 bytes) stay in L2 while every
+ * filter of the group passes over them. */
+#define QC_BLOCK 64
+
+typedef struct qc_job {
+    const qconv *q;
+    const int16_t *xs;   /* x - x_zp, N x C x in plane */
+    const int16_t *ws;   /* w - w_zp[m], M rows of Kp */
+    const int64_t *tap;  /* [nsp][kp]: each tap's offset along each dim (k * dilation) */
+    int64_t *acc;
+    bool avx2;
+    volatile int oom;
+} qc_job;
+
+static void qc_item(void *ctx, int tid, long item) {
+    (void)tid;
+    qc_job *j = ctx;
+    const qconv *q = j->q;
+    const kn_window *win = q->win;
+    int nsp = win->nsp;
+    int64_t nb = (q->op + QC_BLOCK - 1) / QC_BLOCK;
+    int64_t blk = (int64_t)item % nb, ng = (int64_t)item / nb, g = ng % q->G, n = ng / q->G;
+    int64_t o0 = blk * QC_BLOCK, orows = q->op - o0 < QC_BLOCK ? q->op - o0 : QC_BLOCK;
+    int16_t *rows = calloc((size_t)(QC_BLOCK * q->Kp), sizeof *rows);
+    int32_t *sums = malloc((size_t)(q->mg * QC_BLOCK) * sizeof *sums);
+    if (!rows || !sums) {
+        free(rows), free(sums);
+        j->oom = 1;
+        return;
+    }
+    int64_t stride[KN_MAX_SP];
+    stride[nsp - 1] = 1;
+    for (int i = nsp - 2; i >= 0; i--) stride[i] = stride[i + 1] * win->in[i + 1];
+    for (int64_t r = 0; r < orows; r++) {
+        int64_t base[KN_MAX_SP], o = o0 + r;
+        for (int i = nsp - 1; i >= 0; i--) {
+            base[i] = (o % win->out[i]) * win->s[i] - win->pb[i];
+            o /= win->out[i];
+        }
+        int16_t *row = rows + r * q->Kp;
+        for (int64_t t = 0; t < q->kp; t++) {
+            int64_t pos = 0;
+            bool inside = true;
+            for (int i = 0; i < nsp && inside; i++) {
+                int64_t at = base[i] + j->tap[i * q->kp + t];
+                inside = at >= 0 && at < win->in[i];
+                pos += at * stride[i];
+            }
+            if (!inside) continue; /* padding: x's zero point, 0 once shifted (calloc) */
+            const int16_t *xp = j->xs + (n * q->C + g * q->cg) * q->ip + pos;
+            for (int64_t ci = 0; ci < q->cg; ci++) row[ci * q->kp + t] = xp[ci * q->ip];
+        }
+    }
+    mpx_k_igemm_nt(j->ws + g * q->mg * q->Kp, rows, q->mg, orows, q->Kp, sums, QC_BLOCK, j->avx2);
+    for (int64_t m = 0; m < q->mg; m++) {
+        int64_t *dst = j->acc + (n * q->M + g * q->mg + m) * q->op + o0;
+        for (int64_t r = 0; r < orows; r++) dst[r] = sums[m * QC_BLOCK + r];
+    }
+    free(rows), free(sums);
+}
+
+/* Depthwise (one input channel per group) in two spatial dims: the window
+ * rows are too short for the core, so each tap adds its weight times the
+ * shifted input plane to the channel's sums, the output row's inner loop
+ * contiguous in the input for stride 1 (the compiler's vectors). uint32
+ * sums: the same residues in another order. Items: (image, input channel). */
+typedef struct dw_job {
+    const qconv *q;
+    const int16_t *xs, *ws; /* ws: M rows of Kp */
+    int64_t *acc;
+    volatile int oom;
+} dw_job;
+
+static void dw_item(void *ctx, int tid, long item) {
+    (void)tid;
+    dw_job *j = ctx;
+    const qconv *q = j->q;
+    const kn_window *win = q->win;
+    int64_t g = (int64_t)item % q->G, n = (int64_t)item / q->G;
+    int64_t H = win->in[0], W = win->in[1], OH = win->out[0], OW = win->out[1], KH = win->k[0], KW = win->k[1];
+    uint32_t *sum = malloc((size_t)(OH * OW) * sizeof *sum);
+    if (!sum) {
+        j->oom = 1;
+        return;
+    }
+    const int16_t *plane = j->xs + (n * q->C + g) * H * W;
+    for (int64_t mi = 0; mi < q->mg; mi++) {
+        int64_t m = g * q->mg + mi;
+        memset(sum, 0, (size_t)(OH * OW) * sizeof *sum);
+        for (int64_t kh = 0; kh < KH; kh++)
+            for (int64_t kw = 0; kw < KW; kw++) {
+                int32_t wv = j->ws[m * q->Kp + kh * KW + kw];
+                if (!wv) continue;
+                int64_t off = kw * win->d[1] - win->pb[1], s1 = win->s[1];
+                /* ow with 0 <= ow * s1 + off < W */
+                int64_t lo = off >= 0 ? 0 : (-off + s1 - 1) / s1, hi = W - off <= 0 ? 0 : (W - off - 1) / s1 + 1;
+                if (hi > OW) hi = OW;
+                for (int64_t oh = 0; oh < OH; oh++) {
+                    int64_t ih = oh * win->s[0] + kh * win->d[0] - win->pb[0];
+                    if (ih < 0 || ih >= H) continue;
+                    const int16_t *xr = plane + ih * W + off;
+                    uint32_t *sr = sum + oh * OW;
+                    if (s1 == 1)
+                        for (int64_t ow = lo; ow < hi; ow++) sr[ow] += (uint32_t)(wv * (int32_t)xr[ow]);
+                    else
+                        for (int64_t ow = lo; ow < hi; ow++) sr[ow] += (uint32_t)(wv * (int32_t)xr[ow * s1]);
+                }
+            }
+        int64_t *dst = j->acc + (n * q->M + m) * q->op;
+        for (int64_t o = 0; o < q->op; o++) dst[o] = (int32_t)sum[o];
+    }
+    free(sum);
+}
+
+/* The packed path: false when an operand does not fit 16 bits (*oom set
+ * when memory ran out). */
+static bool conv_packed(const qconv *q, const mpx_value *x, const mpx_value *w, const mpx_value *xzp,
+                        const mpx_value *wzp, int64_t *acc, bool *oom) {
+    const kn_window *win = q->win;
+    int nsp = win->nsp;
+    int16_t *xs = malloc((size_t)(q->N * q->C * q->ip + 1) * sizeof *xs);
+    int16_t *ws = calloc((size_t)(q->M * q->Kp + 1), sizeof *ws);
+    int64_t *tap = malloc((size_t)(nsp * q->kp + 1) * sizeof *tap);
+    bool fits = xs && ws && tap;
+    *oom = !fits;
+    int64_t zx = zp_at(xzp, 0);
+    for (int64_t k = 0; fits && k < q->N * q->C * q->ip; k++) fits = to16(x->i[k], zx, &xs[k]);
+    for (int64_t m = 0; fits && m < q->M; m++) {
+        int64_t zw = zp_at(wzp, m);
+        for (int64_t k = 0; fits && k < q->K; k++) fits = to16(w->i[m * q->K + k], zw, &ws[m * q->Kp + k]);
+    }
+    if (fits) {
+        for (int64_t t = 0; t < q->kp; t++)
+            for (int64_t i = nsp - 1, r = t; i >= 0; i--) {
+                tap[i * q->kp + t] = (r % win->k[i]) * win->d[i];
+                r /= win->k[i];
+            }
+        if (q->cg == 1 && nsp == 2) {
+            dw_job j = {q, xs, ws, acc, 0};
+            mpx_k_parallel((long)(q->N * q->G), kg_threads(), dw_item, &j);
+            if (j.oom) *oom = true;
+        } else {
+            qc_job j = {q, xs, ws, tap, acc, mpx_k_igemm_avx2(), 0};
+            int64_t items = q->N * q->G * ((q->op + QC_BLOCK - 1) / QC_BLOCK);
+            mpx_k_parallel((long)items, kg_threads(), qc_item, &j);
+            if (j.oom) *oom = true;
+        }
+    }
+    free(xs), free(ws), free(tap);
+    return fits && !*oom;
+}
+
+/* The int64 sums of (x - x_zp) and (w - w_zp[m]) into acc (N x M x out
+ * plane), each as its int32 wrap (see the top of the file). */
+static mpx_status conv_int(const mpx_kctx *c, const mpx_value *x, const mpx_value *w, const mpx_value *xzp,
+                           const mpx_value *wzp, kn_window *win, int64_t **acc_out, int64_t *ydims) {
+    char s1[160], s2[160];
+    mpx_status st;
+    if (w->rank != x->rank)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "weights %s do not match input %s", kn_shape(w, s1), kn_shape(x, s2));
+    if ((st = kn_window_attrs(c, x, w->dims + 2, win)) || (st = kn_window_out(c, win, false))) return st;
+    int64_t N = x->dims[0], C = x->dims[1], M = w->dims[0], G = mpx_node_attr_int(c->node, "group", 1);
+    if (G < 1 || C % G || M % G || w->dims[1] != C / G)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "group %lld does not fit input %s and weights %s", (long long)G,
+                                kn_shape(x, s1), kn_shape(w, s2));
+    if ((st = per_vec(c, xzp, 1, "x_zero_point", false)) || (st = per_vec(c, wzp, M, "w_zero_point", false)))
+        return st;
+    int nsp = win->nsp;
+    qconv q = {.win = win, .N = N, .C = C, .M = M, .G = G, .cg = C / G, .mg = M / G, .op = 1, .kp = 1, .ip = 1};
+    for (int i = 0; i < nsp; i++) q.op *= win->out[i], q.kp *= win->k[i], q.ip *= win->in[i];
+    q.K = q.cg * q.kp, q.Kp = pad16(q.K);
+    ydims[0] = N, ydims[1] = M;
+    for (int i = 0; i < nsp; i++) ydims[2 + i] = win->out[i];
+    int64_t *acc;
+    if ((st = kn_scratch(c, (size_t)(N * M * q.op), sizeof *acc, (void **)&acc))) return st;
+    bool oom = false;
+    if (!conv_packed(&q, x, w, xzp, wzp, acc, &oom)) {
+        if (oom) {
+            free(acc);
+            return mpx_kernel_error(c, MPX_E_NOMEM, "out of memory");
+        }
+        conv_direct(&q, x, w, xzp, wzp, acc);
+    }
     *acc_out = acc;
     return MPX_OK;
 }

@@ -1145,6 +1145,116 @@ static void test_random(void) {
     CHECK(out[0].dtype == MPX_DT_INT32 && fabs(s / 4000 - 0.5) < 4 * sqrt(0.25 / 4000));
 }
 
+
+/* ---- the integer core against naive sums ------------------------------------------ */
+
+static mpx_value int_value(mpx_dtype dt, int r, const int64_t *dims, int64_t lo, int64_t hi) {
+    mpx_value v;
+    mpx_value_alloc(&v, dt, r, dims, NULL);
+    for (int64_t k = 0; k < v.n; k++) v.i[k] = rnd(lo, hi);
+    return v;
+}
+
+static int64_t wrap32_ref(int64_t v) { return (int64_t)(int32_t)(uint32_t)(uint64_t)v; }
+
+/* ConvInteger (random geometry: groups, strides, dilations, pads, 1-3
+ * spatial dims, per-channel weight zero points) and MatMulInteger (batches,
+ * per-row and per-column zero points) through the packed core, in the AVX2
+ * and the portable build and on one thread, equal to int64 sums wrapped to
+ * int32 element for element; 16-bit operands far from their zero point take
+ * the direct loops and must agree too. */
+static void test_integer_core(void) {
+    static const char *const builds[][2] = {{NULL, NULL}, {"MPX_KERN_PORTABLE", "1"}, {"MPX_KERN_THREADS", "1"}};
+    int bad = 0, cases = 0;
+    for (int b = 0; b < 3; b++) {
+        if (builds[b][0]) setenv(builds[b][0], builds[b][1], 1);
+        for (int t = 0; t < 40; t++, cases++) {
+            bool wide = t % 10 == 9; /* int16 operands: the direct loops */
+            mpx_dtype xt = wide ? MPX_DT_INT16 : t % 2 ? MPX_DT_INT8 : MPX_DT_UINT8;
+            int64_t lo = wide ? -32768 : xt == MPX_DT_INT8 ? -128 : 0, hi = wide ? 32767 : xt == MPX_DT_INT8 ? 127 : 255;
+            int nsp = 1 + (int)rnd(0, 2);
+            int64_t grp = rnd(1, 3), cg = rnd(1, 5), mg = rnd(1, 7), N = rnd(1, 2);
+            int64_t xd[5] = {N, grp * cg}, wd[5] = {grp * mg, cg};
+            char attrs[300];
+            int o = snprintf(attrs, sizeof attrs, "group=%lld", (long long)grp);
+            int64_t st[3], dl[3], pb[3], pe[3], k[3];
+            for (int i = 0; i < nsp; i++) {
+                k[i] = rnd(1, 3), st[i] = rnd(1, 2), dl[i] = rnd(1, 2), pb[i] = rnd(0, 1), pe[i] = rnd(0, 1);
+                xd[2 + i] = rnd(nsp == 3 ? 3 : 4, nsp == 1 ? 40 : nsp == 2 ? 13 : 6) + (k[i] - 1) * dl[i];
+                wd[2 + i] = k[i];
+            }
+            o += snprintf(attrs + o, sizeof attrs - (size_t)o, " strides=[");
+            for (int i = 0; i < nsp; i++) o += snprintf(attrs + o, sizeof attrs - (size_t)o, "%s%lld", i ? "," : "", (long long)st[i]);
+            o += snprintf(attrs + o, sizeof attrs - (size_t)o, "] dilations=[");
+            for (int i = 0; i < nsp; i++) o += snprintf(attrs + o, sizeof attrs - (size_t)o, "%s%lld", i ? "," : "", (long long)dl[i]);
+            o += snprintf(attrs + o, sizeof attrs - (size_t)o, "] pads=[");
+            for (int i = 0; i < 2 * nsp; i++)
+                o += snprintf(attrs + o, sizeof attrs - (size_t)o, "%s%lld", i ? "," : "", (long long)(i < nsp ? pb[i] : pe[i - nsp]));
+            snprintf(attrs + o, sizeof attrs - (size_t)o, "]");
+            mpx_value x = int_value(xt, 2 + nsp, xd, lo, hi), w = int_value(xt, 2 + nsp, wd, lo, hi);
+            int64_t one = 1, M = grp * mg;
+            mpx_value xzp = int_value(xt, 0, &one, lo, hi), wzp = int_value(xt, 1, &M, lo, hi);
+            const mpx_value *ins[4] = {&x, &w, &xzp, &wzp};
+            mpx_status got = call(mk("ConvInteger", 10, attrs), 4, ins, 1);
+            CHECK_MSG(got == MPX_OK, "ConvInteger %s: %s", attrs, err.msg);
+            if (got == MPX_OK) {
+                /* naive: every output element from its definition */
+                const mpx_value *y = &out[0];
+                int64_t op = 1, kp = 1, ip = 1;
+                for (int i = 0; i < nsp; i++) op *= y->dims[2 + i], kp *= k[i], ip *= xd[2 + i];
+                for (int64_t e = 0; e < y->n && !bad; e++) {
+                    int64_t pos = e % op, m = (e / op) % M, n = e / op / M, g = m / mg, s = 0;
+                    int64_t oc[3];
+                    for (int i = nsp - 1, r = (int)pos; i >= 0; i--) oc[i] = r % y->dims[2 + i], r /= (int)y->dims[2 + i];
+                    for (int64_t ci = 0; ci < cg; ci++)
+                        for (int64_t tp = 0; tp < kp; tp++) {
+                            int64_t kc[3], xi = 0;
+                            bool in = true;
+                            for (int i = nsp - 1, r = (int)tp; i >= 0; i--) kc[i] = r % k[i], r /= (int)k[i];
+                            for (int i = 0; i < nsp; i++) {
+                                int64_t at = oc[i] * st[i] + kc[i] * dl[i] - pb[i];
+                                in = in && at >= 0 && at < xd[2 + i];
+                                xi = xi * xd[2 + i] + at;
+                            }
+                            if (in)
+                                s += (x.i[(n * grp * cg + g * cg + ci) * ip + xi] - xzp.i[0]) *
+                                     (w.i[(m * cg + ci) * kp + tp] - wzp.i[m]);
+                        }
+                    if (y->i[e] != wrap32_ref(s)) {
+                        bad++;
+                        CHECK_MSG(false, "ConvInteger %s (build %d): element %lld is %lld, want %lld", attrs, b,
+                                  (long long)e, (long long)y->i[e], (long long)wrap32_ref(s));
+                    }
+                }
+            }
+            mpx_value_free(&x), mpx_value_free(&w), mpx_value_free(&xzp), mpx_value_free(&wzp);
+
+            /* MatMulInteger: [B] x M x K times K x N */
+            int64_t Mm = rnd(1, 37), K = rnd(1, 70), Nn = rnd(1, 45), Bt = rnd(1, 3);
+            int64_t ad[3] = {Bt, Mm, K}, bd[2] = {K, Nn};
+            mpx_value a = int_value(xt, 3, ad, lo, hi), bm = int_value(xt, 2, bd, lo, hi);
+            mpx_value azp = int_value(xt, 1, &Mm, lo, hi), bzp = int_value(xt, 1, &Nn, lo, hi);
+            const mpx_value *mins[4] = {&a, &bm, &azp, &bzp};
+            got = call(mk("MatMulInteger", 10, ""), 4, mins, 1);
+            CHECK_MSG(got == MPX_OK, "MatMulInteger: %s", err.msg);
+            for (int64_t e = 0; got == MPX_OK && e < out[0].n && !bad; e++) {
+                int64_t n = e % Nn, m = (e / Nn) % Mm, q = e / Nn / Mm, s = 0;
+                for (int64_t kk = 0; kk < K; kk++)
+                    s += (a.i[(q * Mm + m) * K + kk] - azp.i[m]) * (bm.i[kk * Nn + n] - bzp.i[n]);
+                if (out[0].i[e] != wrap32_ref(s)) {
+                    bad++;
+                    CHECK_MSG(false, "MatMulInteger %lldx%lldx%lld (build %d): element %lld is %lld, want %lld",
+                              (long long)Mm, (long long)K, (long long)Nn, b, (long long)e, (long long)out[0].i[e],
+                              (long long)wrap32_ref(s));
+                }
+            }
+            mpx_value_free(&a), mpx_value_free(&bm), mpx_value_free(&azp), mpx_value_free(&bzp);
+        }
+        if (builds[b][0]) unsetenv(builds[b][0]);
+    }
+    CHECK_MSG(bad == 0, "integer core: %d of %d cases differ", bad, cases);
+}
+
 int main(void) {
     mpx_numerics_init(); /* constant folding runs the kernels */
     G = mpx_graph_new("kern");
@@ -1162,6 +1272,7 @@ int main(void) {
     test_missing();
     test_new_ops_refusals();
     test_random();
+    test_integer_core();
     clear_outs();
     mpx_graph_free(G);
     return check_report("test_kern_data");
