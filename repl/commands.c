@@ -137,9 +137,16 @@ static const mpx_command commands[] = {
      repl_cmd_stats, 0, 0, {MPX_WORD_TEXT}, NULL, stats_opts, NULL},
     {"info", "info", "model summary: opset, node and parameter counts, inputs, outputs", NULL, repl_cmd_info, 0, 0, {MPX_WORD_TEXT}, NULL, NULL, NULL},
     {"ops", "ops [--json [<file>]]", "per op type: nodes, parameters, MACs",
-     "Lists each op type with its node count, weight elements and multiply-accumulates.\n"
+     "Lists each op type with its node count, weight elements and multiply-accumulates,\n"
+     "then the totals (`info` and the plan's MAC share count the same way).\n"
+     "params: each stored constant (initializer or Constant value; not values folded\n"
+     "at load) counts once, with the first node that reads it, however many nodes or\n"
+     "If branches share it; so the rows add up to the model's params, less constants\n"
+     "no node reads (listed apart). MACs: one forward; the nodes of an If branch\n"
+     "count only in the branch taken: the one a constant condition selects, or, when\n"
+     "the condition is known only at run time, the branch with more MACs.\n"
      "--json prints (or writes) {\"ops\": [{\"op\", \"supported\", \"count\", \"params\",\n"
-     "\"macs\"}...], \"nodes\", \"params\"}.",
+     "\"macs\"}...], \"nodes\", \"params\", \"params_unread\", \"macs\"} (macs null when unknown).",
      repl_cmd_ops, 0, 0, {MPX_WORD_TEXT}, NULL, json_file_opts, NULL},
     {"show", "show <node>", "a node: op, inputs and outputs with shapes, attributes, cost figures", NULL,
      repl_cmd_show, 1, 1, {MPX_WORD_NODE}, NULL, NULL, NULL},

@@ -91,6 +91,9 @@ mpx_status repl_rebind_graph(mpx_session *s, mpx_error *err);
 const mpx_input_spec *repl_find_spec(const mpx_session *s, const char *name);
 mpx_status repl_set_spec(mpx_session *s, const mpx_input_spec *sp, mpx_error *err);
 void repl_set_data(mpx_session *s, struct repl_dataset *d);
+/* Why layer L of run c holds non-finite values where fp32 is finite
+ * (mpx_nonfinite_cause_text, against the plan c ran), into buf. */
+void repl_overflow_cause(const mpx_session *s, const mpx_compare *c, const mpx_layer *L, char *buf, size_t n);
 /* The run's text summary (outputs, worst layer, overflow, underflow). */
 void repl_print_run_summary(mpx_session *s, const mpx_compare *c, const mpx_format *target);
 /* "k/n" with 1 <= k <= n; opt names the option in messages. */
@@ -170,6 +173,11 @@ MPX_CMD(repl_cmd_run);
  * line per damaged weight to out if non-NULL. */
 int repl_check_weights(const mpx_session *s, const mpx_plan *p, FILE *out, const char *header, int64_t *n_overflow,
                        int *n_flushed);
+/* When weights of plan p have values flushed to zero (mpx_weight_check's
+ * rule: the count compare's w.flush and export give), one line to out
+ * saying how many and naming them; nothing otherwise. For the plan and run
+ * summaries when repl_check_weights listed nothing. */
+void repl_print_flushed(const mpx_session *s, const mpx_plan *p, FILE *out, const char *indent);
 MPX_CMD(repl_cmd_report);
 MPX_CMD(repl_cmd_tensor);
 MPX_CMD(repl_cmd_compare);
