@@ -373,8 +373,10 @@ static const mpx_command commands[] = {
      "a re-run after a recolour recomputes only the nodes downstream of the change.",
      repl_cmd_set, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_set},
     {"save", "save [<file.mpx>]", "write the session as a script that rebuilds it (no file: print it)",
-     "Writes load, the inputs (shape, then values), target and keep-io, the rules\n"
-     "in order as typed (a `run` before the first that uses absmax), and the\n"
+     "Writes load, the inputs (shape, then values), the data set (the `data` or\n"
+     "`input <name> files` command that made it, limit and shuffle included),\n"
+     "target and keep-io, the rules in order as typed (a `run` before the first\n"
+     "that uses absmax), and the\n"
      "settings that differ from their defaults. The current state is saved, not the\n"
      "undo history. The file is replaced whole or not at all.",
      repl_cmd_save, 0, 1, {MPX_WORD_FILE}, NULL, NULL, NULL},

@@ -52,6 +52,9 @@ int repl_data_count(const repl_dataset *d);         /* 0 for NULL */
  * refuse it. NULL on out of memory. */
 repl_dataset *repl_data_labels(const char *source, int n, const char *const *labels, mpx_error *err);
 const char *repl_data_label(const repl_dataset *d, int k);
+/* The command that made d (`data ...` or `input <name> files ...`), its
+ * words quoted, for `save`; NULL for merged shards' labels. */
+const char *repl_data_replay(const repl_dataset *d);
 /* Prefix err's message with the sample it is about: "sample k+1 of n (label):
  * [file: ]message" (the file named when it is not the label). Returns
  * err->status. */
