@@ -302,6 +302,8 @@ MPX_CMD(repl_cmd_export);
  * at the first unless `set bail off`, and at quit or Ctrl-C. Returns an exit
  * status: MPX_EXIT_OK, _ERROR, or _ASSERT (a command failed MPX_E_ASSERT). */
 int repl_run_stream(mpx_session *s, const char *path, FILE *in);
+/* A script named on the command line: repl_run_stream's status, or
+ * MPX_EXIT_USAGE when the file cannot be opened. */
 int repl_run_file(mpx_session *s, const char *path);
 /* -c 'cmd; cmd' (split on ; outside quotes). */
 int repl_run_inline(mpx_session *s, const char *text);

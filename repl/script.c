@@ -169,7 +169,7 @@ int repl_run_file(mpx_session *s, const char *path) {
     if (!f) {
         fflush(s->out);
         fprintf(stderr, "error: cannot open script %s: %s\n", path, strerror(errno));
-        return MPX_EXIT_ERROR;
+        return MPX_EXIT_USAGE; /* a script named on the command line */
     }
     int rc = repl_run_stream(s, path, f);
     fclose(f);
