@@ -695,6 +695,8 @@ MPX_CMD(repl_cmd_data) {
         fprintf(s->info, "data: off (runs use the inputs' own specs)\n");
         return MPX_OK;
     }
+    char beside[4096];
+    argv[1] = (char *)repl_beside_script(s, argv[1], true, beside, sizeof beside);
     data_args a = {0};
     char replay[sizeof ((repl_dataset *)0)->replay];
     replay_text(replay, sizeof replay, NULL, 0, argv, argc); /* before take_list_args moves words */

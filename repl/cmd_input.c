@@ -408,8 +408,12 @@ MPX_CMD(repl_cmd_input) {
         sp.kind = MPX_INPUT_CONST;
     } else if (strcmp(kind, "files") == 0) {
         if (argc < 5) return repl_usage_error(err, argv[0], "files takes '<glob>' npy|image|audio [options]");
+        char beside[4096];
+        argv[3] = (char *)repl_beside_script(s, argv[3], true, beside, sizeof beside);
         return repl_data_from_files(s, argv[1], argv[3], argc - 4, argv + 4, files_check, err);
     } else if (strcmp(kind, "file") == 0 || strcmp(kind, "image") == 0 || strcmp(kind, "audio") == 0) {
+        char beside[4096];
+        if (argc >= 4) argv[3] = (char *)repl_beside_script(s, argv[3], false, beside, sizeof beside);
         if ((st = parse_file_kind(s, argc, argv, t, &sp, err))) return st;
     } else {
         return repl_usage_error(err, argv[0], "unknown input kind \"%s\"", kind);

@@ -9,6 +9,8 @@
 mpx_status repl_cmd_load(mpx_session *s, int argc, char **argv, mpx_error *err) {
     (void)argc; /* dispatch checked the count against the row */
     double t0 = repl_now_ms();
+    char beside[4096];
+    argv[1] = (char *)repl_beside_script(s, argv[1], false, beside, sizeof beside);
     mpx_graph *g = mpx_graph_load(argv[1], err);
     if (!g) return err->status ? err->status : MPX_E_IO;
     /* Shapes that are fully declared (no symbolic dims) are inferred at once. */

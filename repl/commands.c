@@ -363,7 +363,9 @@ static const mpx_command commands[] = {
      "Comments (#), blank lines and trailing-backslash continuations as in scripts.\n"
      "An error names the sourced file and its line and stops it (and the scripts\n"
      "that sourced it) unless `set bail off`; the commands before the error stay\n"
-     "done. Scripts nest up to 16 deep. Paths are relative to the current folder.",
+     "done. Scripts nest up to 16 deep. Paths are relative to the current folder;\n"
+     "inside a script, a file to read that is not found there is looked up beside\n"
+     "the script (load, source, input file/image/audio/files, data).",
      repl_cmd_source, 1, 1, {MPX_WORD_FILE}, NULL, NULL, NULL},
     {"set", "set [bail on|off | top <n> | cache <MB> | pager on|off]", "change a setting; without arguments, list them",
      "bail: on (default) stops a script at its first error; off goes on with the\n"

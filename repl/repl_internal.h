@@ -313,6 +313,12 @@ int repl_run_line(mpx_session *s, const char *line);
  * runner, so a failure comes back "already reported" (repl_error_reported). */
 mpx_status repl_source(mpx_session *s, const char *path, mpx_error *err);
 bool repl_error_reported(const mpx_error *err);
+/* A file a command reads (load, source, input file/image/audio/files, data):
+ * a relative path that does not exist from the current folder, given in a
+ * script (not -c, stdin or the prompt), is looked up beside that script;
+ * buf[n] holds the path found there. pattern: path may be a glob (found
+ * when it matches a file). Returns the path to use (path itself otherwise). */
+const char *repl_beside_script(const mpx_session *s, const char *path, bool pattern, char *buf, size_t n);
 /* "error: ..." on stderr, after "where:line: " when known. */
 void repl_print_error(const mpx_session *s, const char *where, int line, const mpx_error *err);
 /* The exit status of two outcomes together (an error outranks an assert). */
