@@ -922,6 +922,13 @@ static void test_bad_files(void) {
     mpx_error_clear(&err);
     EXPECT_FAIL(mpx_graph_load_onnx(path_in(tmp, "half.onnx"), &err), MPX_E_PARSE, "half.onnx",
                 "not an ONNX model", NULL);
+    /* A folder gets one answer whatever its name ends in. */
+    const char *dirs[3] = {"dir.onnx", "dir.json", "dir"};
+    for (int i = 0; i < 3; i++) {
+        mkdir(path_in(tmp, dirs[i]), 0755);
+        mpx_error_clear(&err);
+        EXPECT_FAIL(mpx_graph_load(path_in(tmp, dirs[i]), &err), MPX_E_IO, dirs[i], "a folder, not a model file", NULL);
+    }
 
     /* Every prefix and every single-byte corruption: an error or a graph,
      * never a crash (ASan/UBSan builds check the "never"). */
