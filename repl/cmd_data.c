@@ -546,7 +546,12 @@ static mpx_status adopt(mpx_session *s, repl_dataset *d, mpx_error *err) {
         if (!t || strcmp(shapes[j], "scalar") == 0) continue;
         repl_dims_str(t->rank, t->dims, bound, sizeof bound);
         if (t->nelem >= 0 && strcmp(bound, shapes[j]) == 0) continue;
-        if ((st = repl_input_shape(s, names[j], shapes[j], err))) return st;
+        if ((st = repl_input_shape(s, names[j], shapes[j], err))) {
+            for (int k = 0; k < d->samples[0].n_src; k++)
+                if (strcmp(d->samples[0].src[k].input, names[j]) == 0 && d->samples[0].src[k].spec.kind == MPX_INPUT_IMAGE)
+                    return repl_image_size_hint(t, err);
+            return st;
+        }
         const mpx_input_spec *had = repl_find_spec(s, names[j]);
         if (had) {
             mpx_input_spec sp = *had;

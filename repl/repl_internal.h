@@ -43,6 +43,10 @@ mpx_status repl_emit(mpx_session *s, char *text, const char *path, mpx_error *er
 void repl_drop_run(mpx_session *s);
 
 /* ---- inputs (cmd_input.c) and data sets (cmd_data.c) -------------------- */
+/* After an image's shape was refused for input t: appends to err's message
+ * the `size HxW` that resizes images to t's fixed height and width (when
+ * they are known). Returns err->status. */
+mpx_status repl_image_size_hint(const mpx_tensor *t, mpx_error *err);
 /* The values a file spec (npy, image, audio) gives input t. */
 mpx_status repl_input_value(const mpx_input_spec *sp, const mpx_tensor *t, mpx_value *v, mpx_error *err);
 typedef struct repl_dataset repl_dataset;
