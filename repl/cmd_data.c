@@ -426,7 +426,8 @@ static mpx_status build(mpx_session *s, const char *source, const data_args *a, 
                 int64_t take = a->limit > 0 && count > a->limit ? a->limit : count;
                 for (int64_t k = 0; k < take && !st; k++) {
                     char label[1100];
-                    snprintf(label, sizeof label, "%s[%lld]", source, (long long)k);
+                    /* Numbered from 1, as every sample table and --sample k count. */
+                    snprintf(label, sizeof label, "%s #%lld", source, (long long)k + 1);
                     repl_sample *smp = add_sample(d, label, err);
                     if (!smp) st = err->status;
                     else smp->stacked = k;

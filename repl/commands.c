@@ -112,7 +112,8 @@ static const mpx_command commands[] = {
     {"data", "data [<file.npz>|<folder>|'<glob>' [stacked] [limit <n>] [shuffle <seed>] | off]",
      "run over many samples: an .npz, a folder or glob of .npz files or sample folders",
      "An .npz whose keys are input names is one sample (stacked: its arrays have a\n"
-     "leading sample axis, one sample per index). A folder or glob of .npz files gives\n"
+     "leading sample axis, one sample per index, named file.npz #1, #2, ...: samples\n"
+     "count from 1 everywhere). A folder or glob of .npz files gives\n"
      "one sample each; a folder of folders one sample per folder, each holding\n"
      "<input>.npy, .png, .jpg or .wav files (images and audio with the options of the\n"
      "input's own `input <name> image|audio` line). For one input's files:\n"
