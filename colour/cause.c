@@ -150,7 +150,7 @@ size_t mpx_nonfinite_cause_text(const mpx_plan *p, const mpx_nonfinite_cause *k,
                                  (double)u->min_subnormal);
             return o.len;
         }
-        mpx_text_printf_(&o, ", because ");
+        mpx_text_printf_(&o, ": they come from ");
         break;
     case MPX_NONFINITE_CONSTANT: mpx_text_printf_(&o, "the cause is its "); break;
     case MPX_NONFINITE_INSIDE:
@@ -164,7 +164,7 @@ size_t mpx_nonfinite_cause_text(const mpx_plan *p, const mpx_nonfinite_cause *k,
     const mpx_tensor *ct = g->tensors[k->constant];
     mpx_text_printf_(&o, "constant \"%s\" of %s (%s)", ct->name, cn->name, cn->op_type);
     if (k->constant_n == 1)
-        mpx_text_printf_(&o, ", %.6g in fp32, ", k->constant_value);
+        mpx_text_printf_(&o, ", %.6g in fp32, which ", k->constant_value);
     else
         mpx_text_printf_(&o, " has %lld of %lld values (%.6g the largest) that ", (long long)k->constant_count,
                          (long long)k->constant_n, k->constant_value);

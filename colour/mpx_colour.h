@@ -317,7 +317,7 @@ mpx_status mpx_plan_nonfinite_cause(const mpx_plan *p, const mpx_compare *c, con
                                     mpx_nonfinite_cause *out, mpx_error *err);
 /* The cause as one clause, names and fp32 values included ("its fp32 values
  * (up to 23.03) fit fp16; its input \"c\" has 464 values that are non-zero
- * in fp32 and zero in fp16, because constant ..."); snprintf's contract. */
+ * in fp32 and zero in fp16: they come from constant ..."); snprintf's contract. */
 size_t mpx_nonfinite_cause_text(const mpx_plan *p, const mpx_nonfinite_cause *k, char *buf, size_t size);
 
 /* ---- diff (colour/diff.c) ------------------------------------------------- */
