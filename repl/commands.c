@@ -197,7 +197,14 @@ static const mpx_command commands[] = {
     {"why", "why <node>", "how a node got its colour and formats: default, rules, propagation",
      "A node inside a Loop's, Scan's or SequenceMap's body (outer/body/...) is\n"
      "explained by the node whose body holds it: a body runs as one node of the\n"
-     "plan, every node of it in that node's format each iteration.",
+     "plan, every node of it in that node's format each iteration.\n"
+     "After a run, a node whose output holds non-finite values where fp32 is finite\n"
+     "gets their cause (the run's overflow line gives the first node's): fp32 values\n"
+     "beyond the format's range; or, when they fit, a constant it reads that\n"
+     "overflows or flushes to zero, an input already non-finite, an input that\n"
+     "underflowed (and the flushed constant upstream that made it so), or its own\n"
+     "arithmetic. Constants it reads are marked when their conversion flushes or\n"
+     "overflows them.",
      repl_cmd_why, 1, 1, {MPX_WORD_NODE}, NULL, NULL, NULL},
     {"run", "run [--local] [--keep <tensor,...>] [--samples <k>/<n>]", "run the plan against the fp32 reference, layer by layer",
      "Runs the inputs (see input) through the fp32 reference and through the plan's\n"
