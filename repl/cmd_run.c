@@ -229,7 +229,8 @@ void repl_overflow_cause(const mpx_session *s, const mpx_compare *c, const mpx_l
     mpx_nonfinite_cause k;
     mpx_error e;
     if (p && mpx_plan_nonfinite_cause(p, c, L, &k, &e) == MPX_OK) mpx_nonfinite_cause_text(p, &k, buf, n);
-    else snprintf(buf, n, "fp32 values up to %.4g, %s", L->m.absmax_ref, mpx_format_name(L->fmt));
+    else snprintf(buf, n, "non-finite in %s where fp32 is finite (fp32 values up to %.4g; no plan of this run to "
+                          "trace the cause)", mpx_format_name(L->fmt), L->m.absmax_ref);
 }
 
 void repl_print_run_summary(mpx_session *s, const mpx_compare *c, const mpx_format *target) {
