@@ -279,6 +279,47 @@ mpx_assign *mpx_plan_to_assign(const mpx_plan *p, mpx_error *err);
  * the casts and conversions on its inputs. */
 size_t mpx_plan_why(const mpx_plan *p, int node, char *buf, size_t size);
 
+/* ---- why a node made non-finite values (colour/cause.c) ------------------- */
+
+typedef enum mpx_nonfinite_kind {
+    MPX_NONFINITE_TOO_LARGE, /* its fp32 values exceed the format's largest finite value */
+    MPX_NONFINITE_CONSTANT,  /* a constant it reads overflows or flushes to zero in that format */
+    MPX_NONFINITE_INPUT,     /* an input already holds non-finite values where fp32 is finite */
+    MPX_NONFINITE_UNDERFLOW, /* an input has values non-zero in fp32 and zero in the run (Log, a division) */
+    MPX_NONFINITE_INSIDE     /* finite inputs that did not underflow: its own arithmetic */
+} mpx_nonfinite_kind;
+
+typedef struct mpx_nonfinite_cause {
+    mpx_nonfinite_kind kind;
+    const mpx_format *fmt;   /* where the values are made: the node's compute format when low */
+    double absmax_ref;       /* its largest |fp32 value| */
+    int input;               /* INPUT, UNDERFLOW: the input (tensor index), else -1 */
+    int64_t count;           /* its values that were non-finite or underflowed */
+    const mpx_format *input_format;
+    /* CONSTANT, and for UNDERFLOW the constant upstream that flushed to zero
+     * and made the input's zeros (-1: none found, the values underflowed in
+     * the arithmetic): tensor, the node reading it, the format it is read in,
+     * how many of its constant_n values it loses and the largest of them. */
+    int constant, constant_node;
+    const mpx_format *constant_format;
+    bool constant_overflows; /* else its values flush to zero */
+    int64_t constant_count, constant_n;
+    double constant_value;
+} mpx_nonfinite_cause;
+
+/* Why layer L of c, a run of plan p, holds values that are non-finite where
+ * the fp32 reference is finite (its overflow count): values too large for
+ * the format only when the fp32 ones are; otherwise a constant the node
+ * reads that the conversion damages, an input already non-finite, an input
+ * that underflowed (and the flushed constant upstream that made it so, when
+ * there is one), or the node's own arithmetic. */
+mpx_status mpx_plan_nonfinite_cause(const mpx_plan *p, const mpx_compare *c, const mpx_layer *L,
+                                    mpx_nonfinite_cause *out, mpx_error *err);
+/* The cause as one clause, names and fp32 values included ("its fp32 values
+ * (up to 23.03) fit fp16; its input \"c\" has 464 values that are non-zero
+ * in fp32 and zero in fp16: they come from constant ..."); snprintf's contract. */
+size_t mpx_nonfinite_cause_text(const mpx_plan *p, const mpx_nonfinite_cause *k, char *buf, size_t size);
+
 /* ---- diff (colour/diff.c) ------------------------------------------------- */
 
 typedef struct mpx_plan_diff_node {
@@ -313,14 +354,20 @@ void mpx_plan_diff_free(mpx_plan_diff *d);
 
 typedef struct mpx_weight_check {
     int weight;                /* index into plan->weights */
-    int64_t n, overflow, underflow;
+    int64_t n;
+    /* Values that overflow the format and non-zero values flushed to zero
+     * (mpx_format_count_damage's rule). A weight "overflows" when overflow
+     * > 0 and "has values flushed to zero" when underflow > 0: the one
+     * definition plan, run, compare, sweep, html and export count by. */
+    int64_t overflow, underflow;
     double absmax;             /* largest |value| before conversion */
     double rel_l2;             /* converted against original (inf on overflow) */
 } mpx_weight_check;
 
 /* Convert every weight the plan converts and compare it with the original:
- * the weights that overflow the format or lose more than MPX_WEIGHT_LOSS
- * (rel_l2), in plan order, in *out (malloc'ed; NULL when none). */
+ * the weights that overflow the format, have a non-zero value flushed to zero
+ * or lose more than MPX_WEIGHT_LOSS (rel_l2), in plan order, in *out
+ * (malloc'ed; NULL when none). */
 mpx_status mpx_plan_check_weights(const mpx_plan *p, mpx_weight_check **out, int *n, mpx_error *err);
 
 #endif

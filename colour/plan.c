@@ -369,22 +369,28 @@ static bool make_weights(mpx_plan *p, reqs *r) {
 
 static int64_t sat_add(int64_t a, int64_t b) { return a > INT64_MAX - b ? INT64_MAX : a + b; }
 
-static void count(mpx_plan *p) {
+static mpx_status count(mpx_plan *p, mpx_error *err) {
     mpx_plan_counts *c = &p->counts;
     memset(c, 0, sizeof *c);
+    /* MACs as `ops` and `info` count them: an If's branch only when taken. */
+    int64_t *macs = malloc(((size_t)p->n_nodes + 1) * sizeof *macs);
+    if (!macs || !mpx_graph_count_once(p->g, NULL, macs)) {
+        free(macs);
+        return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    }
     for (int i = 0; i < p->n_nodes; i++) {
         const mpx_plan_node *pn = &p->nodes[i];
-        const mpx_node *n = p->g->nodes[i];
         c->nodes[pn->colour]++;
         c->float_nodes += pn->is_float;
         c->low_nodes += pn->low;
-        if (n->cost.macs < 0) {
+        if (macs[i] < 0) {
             c->macs_unknown++;
             continue;
         }
-        c->macs_total = sat_add(c->macs_total, n->cost.macs);
-        if (pn->low) c->macs_low = sat_add(c->macs_low, n->cost.macs);
+        c->macs_total = sat_add(c->macs_total, macs[i]);
+        if (pn->low) c->macs_low = sat_add(c->macs_low, macs[i]);
     }
+    free(macs);
     c->casts = p->n_casts;
     c->weights_converted = p->n_weights;
     for (int i = 0; i < p->n_weights; i++) {
@@ -393,6 +399,7 @@ static void count(mpx_plan *p) {
         c->weight_bytes_after += p->weights[i].bytes_after;
     }
     c->low_macs_pct = c->macs_total > 0 ? 100.0 * (double)c->macs_low / (double)c->macs_total : 0.0;
+    return MPX_OK;
 }
 
 static mpx_status check_inputs(const mpx_graph *g, const mpx_rules *rules, const mpx_plan_opts *o,
@@ -477,7 +484,11 @@ mpx_status mpx_plan_build(const mpx_graph *g, const mpx_rules *rules, const mpx_
         mpx_plan_free(p);
         return oom(err);
     }
-    count(p);
+    st = count(p, err);
+    if (st) {
+        mpx_plan_free(p);
+        return st;
+    }
     *out = p;
     return MPX_OK;
 }

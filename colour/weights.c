@@ -33,14 +33,18 @@ mpx_status mpx_plan_check_weights(const mpx_plan *p, mpx_weight_check **out, int
             free(w);
             return st;
         }
-        if (!(m.overflow || m.rel_l2 > MPX_WEIGHT_LOSS || isnan(m.rel_l2))) continue;
+        /* Overflow and flush by the format's one rule (the metrics' overflow
+         * is "not finite", which a saturating format never is). */
+        int64_t overflow = 0, flushed = 0;
+        mpx_format_count_damage(pw->to, ref.f, (size_t)ref.n, &overflow, &flushed);
+        if (!(overflow || flushed || m.rel_l2 > MPX_WEIGHT_LOSS || isnan(m.rel_l2))) continue;
         mpx_weight_check *grown = realloc(w, (size_t)(n + 1) * sizeof *w);
         if (!grown) {
             free(w);
             return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
         }
         w = grown;
-        w[n++] = (mpx_weight_check){.weight = i, .n = m.n, .overflow = m.overflow, .underflow = m.underflow,
+        w[n++] = (mpx_weight_check){.weight = i, .n = m.n, .overflow = overflow, .underflow = flushed,
                                     .absmax = m.absmax_ref, .rel_l2 = m.rel_l2};
     }
     *out = w;

@@ -155,9 +155,21 @@ static void io_lines(out *o, const mpx_plan *p, const mpx_node *n) {
         const mpx_format *f = p->tensors[t->index].format;
         if (mpx_tensor_is_const_(t)) {
             const mpx_format *nat = mpx_dtype_format_(t->dtype);
-            if (pn->compute != nat)
-                put(o, "  input \"%s\": a constant, converted offline from %s to %s\n", t->name,
-                    fname(nat), fname(pn->compute));
+            if (pn->compute != nat) {
+                put(o, "  input \"%s\": a constant, converted offline from %s to %s", t->name, fname(nat),
+                    fname(pn->compute));
+                mpx_value v;
+                mpx_value_view(&v, t);
+                int64_t ovf = 0, flush = 0;
+                if (pn->compute && v.n > 0 && v.f) mpx_format_count_damage(pn->compute, v.f, (size_t)v.n, &ovf, &flush);
+                if (v.n == 1 && (ovf || flush))
+                    put(o, " (%.6g in fp32, which %s in %s)", (double)v.f[0], ovf ? "overflows" : "flushes to zero",
+                        fname(pn->compute));
+                else if (ovf || flush)
+                    put(o, " (%lld of its %lld values %s)", (long long)(ovf ? ovf : flush), (long long)v.n,
+                        ovf ? "overflow" : "flush to zero");
+                put(o, "\n");
+            }
             else
                 put(o, "  input \"%s\": a constant, used in %s\n", t->name, fname(nat));
             continue;

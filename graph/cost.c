@@ -309,25 +309,86 @@ void mpx_cost_node(mpx_node *n) {
     n->cost = c;
 }
 
+/* The elements a tensor adds to the model's parameters: those of a value
+ * stored in the file (an initializer or a Constant's), 0 for anything else
+ * (a value folded at load is derived from them, not held). */
+static int64_t stored_elems(const mpx_tensor *t) {
+    if (!t || !(t->flags & (MPX_T_INITIALIZER | MPX_T_CONSTANT)) || (t->flags & MPX_T_FOLDED)) return 0;
+    int64_t n = t->nelem;
+    if (n < 0 && t->rank >= 0) n = prod(t, 0, t->rank);
+    return n > 0 ? n : 0;
+}
+
 int64_t mpx_graph_param_count(const mpx_graph *g) {
     if (!g) return 0;
     int64_t total = 0;
-    for (int i = 0; i < g->n_tensors; i++) {
-        const mpx_tensor *t = g->tensors[i];
-        if (!(t->flags & (MPX_T_INITIALIZER | MPX_T_CONSTANT)) || (t->flags & MPX_T_FOLDED)) continue;
-        int64_t n = t->nelem;
-        if (n < 0 && t->rank >= 0) n = prod(t, 0, t->rank);
-        if (n > 0) total = add(total, n);
+    for (int i = 0; i < g->n_tensors; i++) total = add(total, stored_elems(g->tensors[i]));
+    return total;
+}
+
+/* The MACs of If node f's branch b: its nodes' own, a nested If's those of
+ * the branch it counts (pick[] memoises each If's: the branch a constant
+ * condition selects, else the costlier; -1 unknown MACs propagate). */
+static int64_t branch_macs(const mpx_graph *g, const mpx_node *f, int b, signed char *pick, int depth);
+
+static int64_t if_macs(const mpx_graph *g, const mpx_node *f, signed char *pick, int depth) {
+    if (depth > MPX_MAX_SUBGRAPH_DEPTH) return -1;
+    int64_t m0 = branch_macs(g, f, 0, pick, depth + 1), m1 = branch_macs(g, f, 1, pick, depth + 1);
+    int known = mpx_node_if_pick(f);
+    int b = known >= 0 ? known : m1 > m0 ? 1 : 0;
+    pick[f->index] = (signed char)b;
+    return known < 0 && (m0 < 0 || m1 < 0) ? -1 : b ? m1 : m0;
+}
+
+static int64_t branch_macs(const mpx_graph *g, const mpx_node *f, int b, signed char *pick, int depth) {
+    int64_t total = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const mpx_node *n = g->nodes[i];
+        if (n->guard != f || n->branch != b) continue;
+        total = add(total, n->op == MPX_OP_If ? if_macs(g, n, pick, depth) : n->cost.macs);
     }
     return total;
 }
 
+bool mpx_graph_count_once(const mpx_graph *g, int64_t *params, int64_t *macs) {
+    if (!g) return true;
+    if (params) {
+        bool *seen = calloc((size_t)g->n_tensors + 1, sizeof *seen);
+        if (!seen) return false;
+        for (int i = 0; i < g->n_nodes; i++) {
+            const mpx_node *n = g->nodes[i];
+            params[i] = 0;
+            for (int k = 0; k < n->n_inputs; k++) {
+                const mpx_tensor *t = n->inputs[k];
+                if (!t || seen[t->index]) continue;
+                seen[t->index] = true;
+                params[i] = add(params[i], stored_elems(t));
+            }
+        }
+        free(seen);
+    }
+    if (macs) {
+        signed char *pick = malloc((size_t)g->n_nodes + 1);
+        if (!pick) return false;
+        memset(pick, -1, (size_t)g->n_nodes + 1);
+        for (int i = 0; i < g->n_nodes; i++)
+            if (g->nodes[i]->op == MPX_OP_If && !g->nodes[i]->guard) (void)if_macs(g, g->nodes[i], pick, 0);
+        for (int i = 0; i < g->n_nodes; i++) {
+            const mpx_node *n = g->nodes[i];
+            bool taken = true;
+            for (const mpx_node *m = n; taken && m->guard; m = m->guard) taken = pick[m->guard->index] == m->branch;
+            macs[i] = taken ? n->cost.macs : 0;
+        }
+        free(pick);
+    }
+    return true;
+}
+
 int64_t mpx_graph_macs(const mpx_graph *g) {
     if (!g) return -1;
-    int64_t total = 0;
-    for (int i = 0; i < g->n_nodes; i++) {
-        if (g->nodes[i]->cost.macs < 0) return -1;
-        total = add(total, g->nodes[i]->cost.macs);
-    }
+    int64_t *m = malloc(((size_t)g->n_nodes + 1) * sizeof *m), total = 0;
+    if (!m || !mpx_graph_count_once(g, NULL, m)) total = -1;
+    for (int i = 0; total >= 0 && i < g->n_nodes; i++) total = m[i] < 0 ? -1 : add(total, m[i]);
+    free(m);
     return total;
 }

@@ -560,6 +560,18 @@ int64_t mpx_graph_param_count(const mpx_graph *g);
 /* A count for people: 1234, 12.3K, 4.56M, 7.89G; "?" when negative (unknown). */
 const char *mpx_count_str(int64_t v, char *buf, size_t n);
 int64_t mpx_graph_macs(const mpx_graph *g);
+/* Each fact counted once, per node (arrays of g->n_nodes; either may be
+ * NULL), what `ops`, `info` and the plan's MAC share add up:
+ * params[i]: the elements of the stored constants (initializers, Constant
+ * values; not values folded at load) node i reads that no node before it
+ * reads, so a weight shared by several nodes or If branches counts once and
+ * the sum is mpx_graph_param_count less constants no node reads.
+ * macs[i]: node i's MACs (-1 unknown) when it runs in one forward, else 0:
+ * the nodes of an If's branch count only in the branch it takes, the one a
+ * constant condition selects, else (a condition known only at run time) the
+ * branch with more MACs. mpx_graph_macs is their sum. False when out of
+ * memory. */
+bool mpx_graph_count_once(const mpx_graph *g, int64_t *params, int64_t *macs);
 
 /* "1x3x640x640", "?x3x?x?" or "(unknown)". Returns buf. */
 const char *mpx_tensor_shape_str(const mpx_tensor *t, char *buf, size_t n);

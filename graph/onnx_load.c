@@ -1283,6 +1283,12 @@ mpx_graph *mpx_graph_load(const char *path, mpx_error *err) {
         mpx_error_set(err, MPX_E_ARG, "no model path");
         return NULL;
     }
+    /* A folder is one answer whatever its name ends in. */
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        mpx_error_at(err, MPX_E_IO, path, 0, 0, "a folder, not a model file (a .onnx or .json file)");
+        return NULL;
+    }
     if (has_ext(path, ".onnx")) return mpx_graph_load_onnx(path, err);
     if (has_ext(path, ".json")) return mpx_graph_load_json(path, err);
     mpx_error_at(err, MPX_E_ARG, path, 0, 0,

@@ -225,6 +225,35 @@ static inline float round_ref(const mpx_format *f, float x) {
     return float_of(sign | bits_of((float)r)); /* exact: r is in the format */
 }
 
+/* Whether finite x overflows f by the rule above: its rounding with an
+ * unbounded exponent lies beyond max_finite (whatever f then makes of it: inf,
+ * NaN or max_finite). Only values beyond max_finite can, so only they pay for
+ * the reference rounding. */
+static bool overflows(const mpx_format *f, float x) {
+    if (!isfinite(x) || fabsf(x) <= f->max_finite) return false;
+    if (!f->has_inf || f->overflow != MPX_OVF_INF) {
+        /* The result does not say (saturation, NaN): round x in an IEEE
+         * twin of f, which overflows exactly where f does. */
+        mpx_format twin = *f;
+        twin.overflow = MPX_OVF_INF;
+        twin.has_inf = true;
+        return isinf(round_ref(&twin, x));
+    }
+    return isinf(round_ref(f, x));
+}
+
+void mpx_format_count_damage(const mpx_format *f, const float *x, size_t n, int64_t *overflow, int64_t *flushed) {
+    int64_t o = 0, z = 0;
+    for (size_t i = 0; i < n; i++) {
+        float a = fabsf(x[i]);
+        if (a == 0.0f || !isfinite(a)) continue;
+        if (a > f->max_finite) o += overflows(f, x[i]);
+        else if (a < f->min_normal) z += mpx_round_value(f, x[i]) == 0.0f;
+    }
+    if (overflow) *overflow = o;
+    if (flushed) *flushed = z;
+}
+
 float mpx_round_scalar(const mpx_format *f, float x) { return round_ref(f, x); }
 
 void mpx_round_reference_array(const mpx_format *f, float *dst, const float *src, size_t n) {

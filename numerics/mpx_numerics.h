@@ -140,6 +140,14 @@ float mpx_bf16_bits_to_f32(uint16_t b);
 uint8_t mpx_fp8_bits_from_f32(const mpx_format *f, float x);   /* f: an fp8 format */
 float mpx_fp8_bits_to_f32(const mpx_format *f, uint8_t b);
 
+/* What converting n fp32 values into f does to them, the one rule behind
+ * every report of weights converted offline (plan, run, compare, sweep,
+ * export) and of constants named as the cause of a non-finite value:
+ * *overflow counts finite values that overflow f (the IEEE rule above: they
+ * become +-inf, NaN, or +-max_finite in a saturating format), *flushed
+ * non-zero values that become zero. Either pointer may be NULL. */
+void mpx_format_count_damage(const mpx_format *f, const float *x, size_t n, int64_t *overflow, int64_t *flushed);
+
 /* x is non-zero, finite and smaller in magnitude than f's min normal. */
 bool mpx_format_is_subnormal(const mpx_format *f, float x);
 float mpx_format_max(const mpx_format *f);

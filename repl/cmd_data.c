@@ -42,6 +42,9 @@ struct repl_dataset {
     mpx_npz stack;         /* a stacked .npz, read once */
     int64_t matched;       /* files the source matched before limit */
     bool labels_only;      /* from merged shards: names, no files to run */
+    /* The command that made it, its words quoted (what `save` writes);
+     * "" for merged shards' labels, which no command makes again. */
+    char replay[2048];
 };
 
 void repl_data_free(repl_dataset *d) {
@@ -66,6 +69,23 @@ static mpx_status protect_files(mpx_session *s, const repl_dataset *d, mpx_error
 }
 
 int repl_data_count(const repl_dataset *d) { return d ? d->n : 0; }
+
+const char *repl_data_replay(const repl_dataset *d) { return d && d->replay[0] ? d->replay : NULL; }
+
+/* Prefix words p[0..np) then words[0..n), each quoted as a script reads
+ * it back, into buf[size] (the data set's replay); "" when they do not fit. */
+static void replay_text(char *buf, size_t size, char *const *p, int np, char *const *words, int n) {
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < np + n; i++) {
+        char w[1100];
+        if (!repl_quote_word(w, sizeof w, i < np ? p[i] : words[i - np]) || len + strlen(w) + 2 > size) {
+            buf[0] = '\0';
+            return;
+        }
+        len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? " " : "", w);
+    }
+}
 
 const char *repl_data_label(const repl_dataset *d, int k) {
     return d && k >= 0 && k < d->n ? d->samples[k].label : "?";
@@ -275,7 +295,9 @@ static mpx_status list_dir(const char *dir, char ***out, int64_t *n, mpx_error *
             st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
             break;
         }
-        snprintf(v[k++], len, "%s/%s", dir, e->d_name);
+        /* "ds/" and "ds" give the same names ("ds/s1", not "ds//s1"). */
+        size_t dl = strlen(dir);
+        snprintf(v[k++], len, "%s%s%s", dir, dl && dir[dl - 1] == '/' ? "" : "/", e->d_name);
     }
     closedir(dp);
     if (st) {
@@ -417,7 +439,8 @@ static mpx_status build(mpx_session *s, const char *source, const data_args *a, 
                 int64_t take = a->limit > 0 && count > a->limit ? a->limit : count;
                 for (int64_t k = 0; k < take && !st; k++) {
                     char label[1100];
-                    snprintf(label, sizeof label, "%s[%lld]", source, (long long)k);
+                    /* Numbered from 1, as every sample table and --sample k count. */
+                    snprintf(label, sizeof label, "%s #%lld", source, (long long)k + 1);
                     repl_sample *smp = add_sample(d, label, err);
                     if (!smp) st = err->status;
                     else smp->stacked = k;
@@ -537,7 +560,12 @@ static mpx_status adopt(mpx_session *s, repl_dataset *d, mpx_error *err) {
         if (!t || strcmp(shapes[j], "scalar") == 0) continue;
         repl_dims_str(t->rank, t->dims, bound, sizeof bound);
         if (t->nelem >= 0 && strcmp(bound, shapes[j]) == 0) continue;
-        if ((st = repl_input_shape(s, names[j], shapes[j], err))) return st;
+        if ((st = repl_input_shape(s, names[j], shapes[j], err))) {
+            for (int k = 0; k < d->samples[0].n_src; k++)
+                if (strcmp(d->samples[0].src[k].input, names[j]) == 0 && d->samples[0].src[k].spec.kind == MPX_INPUT_IMAGE)
+                    return repl_image_size_hint(t, err);
+            return st;
+        }
         const mpx_input_spec *had = repl_find_spec(s, names[j]);
         if (had) {
             mpx_input_spec sp = *had;
@@ -597,19 +625,35 @@ mpx_status repl_data_from_files(mpx_session *s, const char *input, const char *p
                                 mpx_status (*check)(int argc, char **argv, mpx_input_spec *sp, mpx_error *err),
                                 mpx_error *err) {
     data_args a = {0};
+    /* The words as typed, before take_list_args takes limit and shuffle out. */
+    char *prefix[4] = {"input", (char *)input, "files", (char *)pattern};
+    char **typed = malloc(((size_t)argc + 1) * sizeof *typed);
+    if (!typed) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    memcpy(typed, argv, (size_t)argc * sizeof *typed);
+    int n_typed = argc;
     mpx_status st = take_list_args(&argc, argv, &a, false, err);
-    if (st) return st;
+    if (st) {
+        free(typed);
+        return st;
+    }
     mpx_input_spec proto;
     memset(&proto, 0, sizeof proto);
     snprintf(proto.name, sizeof proto.name, "%s", input);
-    if ((st = check(argc, argv, &proto, err))) return st;
+    if ((st = check(argc, argv, &proto, err))) {
+        free(typed);
+        return st;
+    }
     glob_t gl;
     int r = glob(pattern, 0, NULL, &gl);
     if (r == GLOB_NOMATCH || (r == 0 && gl.gl_pathc == 0)) {
         if (r == 0) globfree(&gl);
+        free(typed);
         return mpx_error_set(err, MPX_E_IO, "%s matches no file", pattern);
     }
-    if (r != 0) return mpx_error_set(err, MPX_E_IO, "%s: the pattern cannot be read", pattern);
+    if (r != 0) {
+        free(typed);
+        return mpx_error_set(err, MPX_E_IO, "%s: the pattern cannot be read", pattern);
+    }
     int64_t n = (int64_t)gl.gl_pathc;
     char **paths = calloc((size_t)n, sizeof *paths);
     for (int64_t i = 0; paths && i < n; i++)
@@ -618,10 +662,17 @@ mpx_status repl_data_from_files(mpx_session *s, const char *input, const char *p
             paths = NULL;
         }
     globfree(&gl);
-    if (!paths) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    if (!paths) {
+        free(typed);
+        return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    }
     repl_dataset *d = data_new(pattern);
     if (!d) st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
-    else d->matched = n;
+    else {
+        d->matched = n;
+        replay_text(d->replay, sizeof d->replay, prefix, 4, typed, n_typed);
+    }
+    free(typed);
     if (!st && n > MAX_SAMPLES && !(a.limit > 0 && a.limit <= MAX_SAMPLES))
         st = mpx_error_set(err, MPX_E_LIMIT, "%s matches %lld files, more than %d: give `limit <n>`", pattern, (long long)n,
                            MAX_SAMPLES);
@@ -664,13 +715,18 @@ MPX_CMD(repl_cmd_data) {
         fprintf(s->info, "data: off (runs use the inputs' own specs)\n");
         return MPX_OK;
     }
+    char beside[4096];
+    argv[1] = (char *)repl_beside_script(s, argv[1], true, beside, sizeof beside);
     data_args a = {0};
+    char replay[sizeof ((repl_dataset *)0)->replay];
+    replay_text(replay, sizeof replay, NULL, 0, argv, argc); /* before take_list_args moves words */
     int rest = argc - 2;
     if ((st = take_list_args(&rest, argv + 2, &a, true, err))) return st;
     if (rest)
         return repl_usage_error(err, argv[0], "unexpected \"%s\"", argv[2]);
     repl_dataset *d = NULL;
     if ((st = build(s, argv[1], &a, &d, err))) return st;
+    memcpy(d->replay, replay, sizeof replay);
     if ((st = adopt(s, d, err))) {
         repl_data_free(d);
         return st;

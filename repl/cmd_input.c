@@ -125,6 +125,19 @@ static int split_opts(char *text, char **words, int max) {
 
 /* ---- values from a spec ------------------------------------------------------- */
 
+mpx_status repl_image_size_hint(const mpx_tensor *t, mpx_error *err) {
+    if (!t || t->rank < 3) return err->status;
+    /* The layout rule of image inputs: nhwc when the last dim is 1 or 3. */
+    int last = t->rank - 1;
+    bool nhwc = t->dims[last] == 1 || t->dims[last] == 3;
+    int64_t h = t->dims[nhwc ? last - 2 : last - 1], w = t->dims[nhwc ? last - 1 : last];
+    if (h <= 0 || w <= 0) return err->status;
+    size_t len = strlen(err->msg);
+    snprintf(err->msg + len, sizeof err->msg - len, "; an image of another size is resized with `size %lldx%lld`",
+             (long long)h, (long long)w);
+    return err->status;
+}
+
 /* Decode a spec's file (npy, image or audio) for input t. */
 mpx_status repl_input_value(const mpx_input_spec *sp, const mpx_tensor *t, mpx_value *v, mpx_error *err) {
     char opts[sizeof sp->opts];
@@ -189,9 +202,9 @@ static mpx_status make_input(const mpx_input_spec *sp, const mpx_tensor *t, mpx_
         for (int i = 0; same && i < t->rank; i++) same = f.dims[i] == t->dims[i];
         if (!same) {
             mpx_value_free(&f);
-            return mpx_error_set(err, MPX_E_SHAPE, "%s gives shape %s but input %s is bound to %s", sp->path,
-                                 repl_dims_str(f.rank, f.dims, a, sizeof a), t->name,
-                                 repl_dims_str(t->rank, t->dims, b, sizeof b));
+            mpx_error_set(err, MPX_E_SHAPE, "%s gives shape %s but input %s is bound to %s", sp->path,
+                          repl_dims_str(f.rank, f.dims, a, sizeof a), t->name, repl_dims_str(t->rank, t->dims, b, sizeof b));
+            return sp->kind == MPX_INPUT_IMAGE ? repl_image_size_hint(t, err) : err->status;
         }
         f.dtype = t->dtype;
         *v = f;
@@ -324,7 +337,8 @@ static mpx_status parse_file_kind(mpx_session *s, int argc, char **argv, const m
     if (!same) {
         bool typed = sp->shape[0] != 0;
         snprintf(was, sizeof was, "%s", sp->shape);
-        if ((st = repl_input_shape(s, argv[1], shape, err))) return st;
+        if ((st = repl_input_shape(s, argv[1], shape, err)))
+            return sp->kind == MPX_INPUT_IMAGE ? repl_image_size_hint(t, err) : st;
         if (typed && strcmp(was, shape) != 0)
             fprintf(s->info, "input %s: %s gives shape %s, which replaces the shape %s bound before\n", argv[1],
                     sp->path, shape, was);
@@ -408,8 +422,12 @@ MPX_CMD(repl_cmd_input) {
         sp.kind = MPX_INPUT_CONST;
     } else if (strcmp(kind, "files") == 0) {
         if (argc < 5) return repl_usage_error(err, argv[0], "files takes '<glob>' npy|image|audio [options]");
+        char beside[4096];
+        argv[3] = (char *)repl_beside_script(s, argv[3], true, beside, sizeof beside);
         return repl_data_from_files(s, argv[1], argv[3], argc - 4, argv + 4, files_check, err);
     } else if (strcmp(kind, "file") == 0 || strcmp(kind, "image") == 0 || strcmp(kind, "audio") == 0) {
+        char beside[4096];
+        if (argc >= 4) argv[3] = (char *)repl_beside_script(s, argv[3], false, beside, sizeof beside);
         if ((st = parse_file_kind(s, argc, argv, t, &sp, err))) return st;
     } else {
         return repl_usage_error(err, argv[0], "unknown input kind \"%s\"", kind);

@@ -9,6 +9,8 @@
 mpx_status repl_cmd_load(mpx_session *s, int argc, char **argv, mpx_error *err) {
     (void)argc; /* dispatch checked the count against the row */
     double t0 = repl_now_ms();
+    char beside[4096];
+    argv[1] = (char *)repl_beside_script(s, argv[1], false, beside, sizeof beside);
     mpx_graph *g = mpx_graph_load(argv[1], err);
     if (!g) return err->status ? err->status : MPX_E_IO;
     /* Shapes that are fully declared (no symbolic dims) are inferred at once. */
@@ -125,18 +127,31 @@ mpx_status repl_cmd_ops(mpx_session *s, int argc, char **argv, mpx_error *err) {
     if (st) return st;
     const mpx_graph *g = s->graph;
     op_row *rows = calloc((size_t)g->n_nodes + 1, sizeof *rows);
-    if (!rows) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    int64_t *params = malloc(((size_t)g->n_nodes + 1) * sizeof *params);
+    int64_t *macs = malloc(((size_t)g->n_nodes + 1) * sizeof *macs);
+    if (!rows || !params || !macs || !mpx_graph_count_once(g, params, macs)) {
+        free(rows);
+        free(params);
+        free(macs);
+        return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    }
     int nr = 0;
+    int64_t params_read = 0, macs_total = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         const mpx_node *n = g->nodes[i];
         int r = 0;
         while (r < nr && strcmp(rows[r].op, n->op_type) != 0) r++;
         if (r == nr) rows[nr++].op = n->op_type;
         rows[r].count++;
-        if (n->cost.params > 0) rows[r].params += n->cost.params;
-        if (n->cost.macs >= 0) rows[r].macs += n->cost.macs;
+        rows[r].params += params[i];
+        params_read += params[i];
+        if (macs[i] >= 0) rows[r].macs += macs[i];
         else rows[r].macs_unknown = true;
+        macs_total = macs[i] < 0 || macs_total < 0 ? -1 : macs_total + macs[i];
     }
+    free(params);
+    free(macs);
+    int64_t params_all = mpx_graph_param_count(g);
     qsort(rows, (size_t)nr, sizeof *rows, row_cmp);
     if (json) {
         cJSON *root = cJSON_CreateObject();
@@ -152,7 +167,10 @@ mpx_status repl_cmd_ops(mpx_session *s, int argc, char **argv, mpx_error *err) {
             cJSON_AddItemToArray(arr, o);
         }
         cJSON_AddNumberToObject(root, "nodes", g->n_nodes);
-        cJSON_AddNumberToObject(root, "params", (double)mpx_graph_param_count(g));
+        cJSON_AddNumberToObject(root, "params", (double)params_all);
+        cJSON_AddNumberToObject(root, "params_unread", (double)(params_all - params_read));
+        if (macs_total < 0) cJSON_AddNullToObject(root, "macs");
+        else cJSON_AddNumberToObject(root, "macs", (double)macs_total);
         char *text = cJSON_Print(root);
         cJSON_Delete(root);
         free(rows);
@@ -164,6 +182,11 @@ mpx_status repl_cmd_ops(mpx_session *s, int argc, char **argv, mpx_error *err) {
         fprintf(s->out, "%-24s %6d %10s %10s%s\n", rows[r].op, rows[r].count, mpx_count_str(rows[r].params, a, sizeof a),
                 rows[r].macs_unknown ? "?" : mpx_count_str(rows[r].macs, b, sizeof b),
                 mpx_op_from_name(rows[r].op) == MPX_OP_UNKNOWN ? "  (not supported)" : "");
+    if (params_all > params_read)
+        fprintf(s->out, "%-24s %6s %10s %10s\n", "(constants no node reads)", "",
+                mpx_count_str(params_all - params_read, a, sizeof a), "");
+    fprintf(s->out, "%-24s %6d %10s %10s\n", "total", g->n_nodes, mpx_count_str(params_all, a, sizeof a),
+            mpx_count_str(macs_total, b, sizeof b));
     free(rows);
     return MPX_OK;
 }

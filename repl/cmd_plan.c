@@ -253,7 +253,7 @@ MPX_CMD(repl_cmd_plan) {
     fprintf(s->out, "%s\n", sum);
     char head[96];
     snprintf(head, sizeof head, "weights that do not fit %s:\n", mpx_format_name(p->opts.target));
-    repl_check_weights(s, p, s->out, head, NULL, NULL);
+    if (!repl_check_weights(s, p, s->out, head, NULL, NULL)) repl_print_flushed(s, p, s->out, "");
     return MPX_OK;
 }
 
@@ -347,5 +347,16 @@ MPX_CMD(repl_cmd_why) {
     mpx_plan_why(s->plan, n->index, buf, need);
     fputs(buf, s->out);
     free(buf);
+    /* What the last run's values say about it: the cause of values it made
+     * non-finite where fp32 is finite. */
+    for (int i = 0; s->last && i < s->last->n_layers; i++) {
+        const mpx_layer *L = &s->last->layers[i];
+        if (L->node != n->index || L->unmeasured || L->m.overflow <= 0) continue;
+        char cause[1024] = "";
+        repl_overflow_cause(s, s->last, L, cause, sizeof cause);
+        fprintf(s->out, "  last run%s: %lld values of \"%s\" are non-finite where fp32 is finite: %s\n",
+                s->run_plan && s->run_plan != s->plan ? " (under the plan before the last change)" : "",
+                (long long)L->m.overflow, s->graph->tensors[L->tensor]->name, cause);
+    }
     return MPX_OK;
 }

@@ -8,6 +8,7 @@
 #include "repl_internal.h"
 
 #include <cjson/cJSON.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,6 +224,15 @@ static bool rules_use_measured(const mpx_session *s) {
 
 static const char *layer_name(const mpx_graph *g, const mpx_layer *L) { return g->tensors[L->tensor]->name; }
 
+void repl_overflow_cause(const mpx_session *s, const mpx_compare *c, const mpx_layer *L, char *buf, size_t n) {
+    const mpx_plan *p = s->run_plan && c == s->last ? s->run_plan : s->plan;
+    mpx_nonfinite_cause k;
+    mpx_error e;
+    if (p && mpx_plan_nonfinite_cause(p, c, L, &k, &e) == MPX_OK) mpx_nonfinite_cause_text(p, &k, buf, n);
+    else snprintf(buf, n, "non-finite in %s where fp32 is finite (fp32 values up to %.4g; no plan of this run to "
+                          "trace the cause)", mpx_format_name(L->fmt), L->m.absmax_ref);
+}
+
 void repl_print_run_summary(mpx_session *s, const mpx_compare *c, const mpx_format *target) {
     const mpx_graph *g = s->graph;
     repl_run_totals t = repl_totals(g, c);
@@ -267,22 +277,57 @@ void repl_print_run_summary(mpx_session *s, const mpx_compare *c, const mpx_form
         fprintf(s->info, "  inside bodies: %d values; worst %s (%s) rel_l2 %.3g at iteration %lld of %lld (report lists them)\n",
                 c->n_body, bw->node->name, bw->node->op_type, bw->worst.rel_l2, (long long)bw->worst_run,
                 (long long)bw->runs);
-    if (bo)
-        fprintf(s->info, "  overflow inside bodies: first at %s (%s): fp32 values up to %.4g do not fit %s\n",
-                bo->node->name, bo->node->op_type, bo->worst.absmax_ref, mpx_format_name(bo->fmt));
-    if (t.layers_overflow)
-        fprintf(s->info, "  overflow: %lld values in %d layers, first at %s (%s): fp32 values up to %.4g do not fit %s\n",
-                (long long)t.overflow, t.layers_overflow, layer_name(g, t.first_overflow),
-                g->nodes[t.first_overflow->node]->op_type, t.first_overflow->m.absmax_ref,
-                mpx_format_name(t.first_overflow->fmt));
-    else fprintf(s->info, "  overflow: none in activations\n");
+    if (bo) {
+        /* Only values beyond the format's range "do not fit"; a body node
+         * that makes inf from values that fit has its cause upstream or in
+         * its own arithmetic, which `why` on the node that holds it names. */
+        double max = bo->fmt ? (double)bo->fmt->max_finite : (double)FLT_MAX;
+        if (bo->worst.absmax_ref > max)
+            fprintf(s->info, "  overflow inside bodies: first at %s (%s): fp32 values up to %.4g do not fit %s\n",
+                    bo->node->name, bo->node->op_type, bo->worst.absmax_ref, mpx_format_name(bo->fmt));
+        else
+            fprintf(s->info, "  overflow inside bodies: first at %s (%s): non-finite values although its fp32 values "
+                             "(up to %.4g) fit %s: an input that underflowed or a constant flushed to zero "
+                             "upstream, or its own arithmetic\n",
+                    bo->node->name, bo->node->op_type, bo->worst.absmax_ref, mpx_format_name(bo->fmt));
+    }
+    if (t.layers_overflow) {
+        char cause[1024] = "";
+        repl_overflow_cause(s, c, t.first_overflow, cause, sizeof cause);
+        fprintf(s->info, "  overflow: %lld values in %d layers, first at %s (%s): %s\n", (long long)t.overflow,
+                t.layers_overflow, layer_name(g, t.first_overflow), g->nodes[t.first_overflow->node]->op_type, cause);
+    } else fprintf(s->info, "  overflow: none in activations\n");
     char head[160];
     snprintf(head, sizeof head, "  weights that do not fit %s (converted offline, before the run):\n",
              mpx_format_name(target));
-    repl_check_weights(s, s->plan, s->info, head, NULL, NULL);
+    if (!repl_check_weights(s, s->plan, s->info, head, NULL, NULL)) repl_print_flushed(s, s->plan, s->info, "  ");
     if (t.layers_underflow)
-        fprintf(s->info, "  underflow: %lld non-zero values became zero in %d layers\n", (long long)t.underflow,
-                t.layers_underflow);
+        fprintf(s->info, "  underflow: %lld non-zero values became zero in %d layer%s\n", (long long)t.underflow,
+                t.layers_underflow, t.layers_underflow == 1 ? "" : "s");
+}
+
+void repl_print_flushed(const mpx_session *s, const mpx_plan *p, FILE *out, const char *indent) {
+    mpx_weight_check *w = NULL;
+    int n = 0, flushed = 0;
+    mpx_error e;
+    if (mpx_plan_check_weights(p, &w, &n, &e) != MPX_OK) n = 0;
+    for (int i = 0; i < n; i++) flushed += w[i].underflow > 0;
+    if (flushed) {
+        fprintf(out, "%s%d weight%s with values flushed to zero in %s (converted offline):", indent, flushed,
+                flushed == 1 ? "" : "s", mpx_format_name(p->opts.target));
+        int shown = 0;
+        for (int i = 0; i < n; i++) {
+            if (!w[i].underflow) continue;
+            if (shown++ == 8) {
+                fprintf(out, ", ...");
+                break;
+            }
+            fprintf(out, "%s %s (%lld of %lld)", shown > 1 ? "," : "", s->graph->tensors[p->weights[w[i].weight].tensor]->name,
+                    (long long)w[i].underflow, (long long)w[i].n);
+        }
+        fputc('\n', out);
+    }
+    free(w);
 }
 
 /* run [--local] [--keep <tensor,...>] [--samples k/n] */

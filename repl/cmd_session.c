@@ -250,6 +250,15 @@ static mpx_status save_text(const mpx_session *s, sbuf *b, int *n_cmds, mpx_erro
                                      "holds a \")", sp->name);
             n += (sp->shape[0] != 0) + (sp->kind != MPX_INPUT_DEFAULT);
         }
+        /* The data set after the inputs: a sample folder's files take their
+         * input's options. */
+        if (s->data && repl_data_replay(s->data)) {
+            sb_printf(b, "%s\n", repl_data_replay(s->data));
+            n++;
+        } else if (s->data) { /* said, so the script is not taken for the session */
+            sb_printf(b, "# data: %d sample names from merged shards, which no command makes again\n",
+                      repl_data_count(s->data));
+        }
     }
     if (s->graph && s->hist) {
         const mpx_plan_opts *o = mpx_history_opts(s->hist);

@@ -112,7 +112,8 @@ static const mpx_command commands[] = {
     {"data", "data [<file.npz>|<folder>|'<glob>' [stacked] [limit <n>] [shuffle <seed>] | off]",
      "run over many samples: an .npz, a folder or glob of .npz files or sample folders",
      "An .npz whose keys are input names is one sample (stacked: its arrays have a\n"
-     "leading sample axis, one sample per index). A folder or glob of .npz files gives\n"
+     "leading sample axis, one sample per index, named file.npz #1, #2, ...: samples\n"
+     "count from 1 everywhere). A folder or glob of .npz files gives\n"
      "one sample each; a folder of folders one sample per folder, each holding\n"
      "<input>.npy, .png, .jpg or .wav files (images and audio with the options of the\n"
      "input's own `input <name> image|audio` line). For one input's files:\n"
@@ -137,9 +138,16 @@ static const mpx_command commands[] = {
      repl_cmd_stats, 0, 0, {MPX_WORD_TEXT}, NULL, stats_opts, NULL},
     {"info", "info", "model summary: opset, node and parameter counts, inputs, outputs", NULL, repl_cmd_info, 0, 0, {MPX_WORD_TEXT}, NULL, NULL, NULL},
     {"ops", "ops [--json [<file>]]", "per op type: nodes, parameters, MACs",
-     "Lists each op type with its node count, weight elements and multiply-accumulates.\n"
+     "Lists each op type with its node count, weight elements and multiply-accumulates,\n"
+     "then the totals (`info` and the plan's MAC share count the same way).\n"
+     "params: each stored constant (initializer or Constant value; not values folded\n"
+     "at load) counts once, with the first node that reads it, however many nodes or\n"
+     "If branches share it; so the rows add up to the model's params, less constants\n"
+     "no node reads (listed apart). MACs: one forward; the nodes of an If branch\n"
+     "count only in the branch taken: the one a constant condition selects, or, when\n"
+     "the condition is known only at run time, the branch with more MACs.\n"
      "--json prints (or writes) {\"ops\": [{\"op\", \"supported\", \"count\", \"params\",\n"
-     "\"macs\"}...], \"nodes\", \"params\"}.",
+     "\"macs\"}...], \"nodes\", \"params\", \"params_unread\", \"macs\"} (macs null when unknown).",
      repl_cmd_ops, 0, 0, {MPX_WORD_TEXT}, NULL, json_file_opts, NULL},
     {"show", "show <node>", "a node: op, inputs and outputs with shapes, attributes, cost figures", NULL,
      repl_cmd_show, 1, 1, {MPX_WORD_NODE}, NULL, NULL, NULL},
@@ -189,7 +197,14 @@ static const mpx_command commands[] = {
     {"why", "why <node>", "how a node got its colour and formats: default, rules, propagation",
      "A node inside a Loop's, Scan's or SequenceMap's body (outer/body/...) is\n"
      "explained by the node whose body holds it: a body runs as one node of the\n"
-     "plan, every node of it in that node's format each iteration.",
+     "plan, every node of it in that node's format each iteration.\n"
+     "After a run, a node whose output holds non-finite values where fp32 is finite\n"
+     "gets their cause (the run's overflow line gives the first node's): fp32 values\n"
+     "beyond the format's range; or, when they fit, a constant it reads that\n"
+     "overflows or flushes to zero, an input already non-finite, an input that\n"
+     "underflowed (and the flushed constant upstream that made it so), or its own\n"
+     "arithmetic. Constants it reads are marked when their conversion flushes or\n"
+     "overflows them.",
      repl_cmd_why, 1, 1, {MPX_WORD_NODE}, NULL, NULL, NULL},
     {"run", "run [--local] [--keep <tensor,...>] [--samples <k>/<n>]", "run the plan against the fp32 reference, layer by layer",
      "Runs the inputs (see input) through the fp32 reference and through the plan's\n"
@@ -356,7 +371,9 @@ static const mpx_command commands[] = {
      "Comments (#), blank lines and trailing-backslash continuations as in scripts.\n"
      "An error names the sourced file and its line and stops it (and the scripts\n"
      "that sourced it) unless `set bail off`; the commands before the error stay\n"
-     "done. Scripts nest up to 16 deep. Paths are relative to the current folder.",
+     "done. Scripts nest up to 16 deep. Paths are relative to the current folder;\n"
+     "inside a script, a file to read that is not found there is looked up beside\n"
+     "the script (load, source, input file/image/audio/files, data).",
      repl_cmd_source, 1, 1, {MPX_WORD_FILE}, NULL, NULL, NULL},
     {"set", "set [bail on|off | top <n> | cache <MB> | pager on|off]", "change a setting; without arguments, list them",
      "bail: on (default) stops a script at its first error; off goes on with the\n"
@@ -366,8 +383,10 @@ static const mpx_command commands[] = {
      "a re-run after a recolour recomputes only the nodes downstream of the change.",
      repl_cmd_set, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_set},
     {"save", "save [<file.mpx>]", "write the session as a script that rebuilds it (no file: print it)",
-     "Writes load, the inputs (shape, then values), target and keep-io, the rules\n"
-     "in order as typed (a `run` before the first that uses absmax), and the\n"
+     "Writes load, the inputs (shape, then values), the data set (the `data` or\n"
+     "`input <name> files` command that made it, limit and shuffle included),\n"
+     "target and keep-io, the rules in order as typed (a `run` before the first\n"
+     "that uses absmax), and the\n"
      "settings that differ from their defaults. The current state is saved, not the\n"
      "undo history. The file is replaced whole or not at all.",
      repl_cmd_save, 0, 1, {MPX_WORD_FILE}, NULL, NULL, NULL},

@@ -403,7 +403,9 @@ static int merge_main(int argc, char **argv) {
     if (st) repl_print_error(&s, NULL, 0, &err);
     mpx_session_free(&s);
     free(line);
-    return st ? MPX_EXIT_ERROR : MPX_EXIT_OK;
+    /* The command line is merge's whole argument list: an argument error
+     * (no shard, an unknown option) is a usage error. */
+    return st == MPX_E_ARG ? MPX_EXIT_USAGE : st ? MPX_EXIT_ERROR : MPX_EXIT_OK;
 }
 
 int main(int argc, char **argv) {

@@ -47,6 +47,10 @@ mpx_status repl_emit(mpx_session *s, char *text, const char *path, mpx_error *er
 void repl_drop_run(mpx_session *s);
 
 /* ---- inputs (cmd_input.c) and data sets (cmd_data.c) -------------------- */
+/* After an image's shape was refused for input t: appends to err's message
+ * the `size HxW` that resizes images to t's fixed height and width (when
+ * they are known). Returns err->status. */
+mpx_status repl_image_size_hint(const mpx_tensor *t, mpx_error *err);
 /* The values a file spec (npy, image, audio) gives input t. */
 mpx_status repl_input_value(const mpx_input_spec *sp, const mpx_tensor *t, mpx_value *v, mpx_error *err);
 typedef struct repl_dataset repl_dataset;
@@ -56,6 +60,9 @@ int repl_data_count(const repl_dataset *d);         /* 0 for NULL */
  * refuse it. NULL on out of memory. */
 repl_dataset *repl_data_labels(const char *source, int n, const char *const *labels, mpx_error *err);
 const char *repl_data_label(const repl_dataset *d, int k);
+/* The command that made d (`data ...` or `input <name> files ...`), its
+ * words quoted, for `save`; NULL for merged shards' labels. */
+const char *repl_data_replay(const repl_dataset *d);
 /* Prefix err's message with the sample it is about: "sample k+1 of n (label):
  * [file: ]message" (the file named when it is not the label). Returns
  * err->status. */
@@ -95,6 +102,9 @@ mpx_status repl_rebind_graph(mpx_session *s, mpx_error *err);
 const mpx_input_spec *repl_find_spec(const mpx_session *s, const char *name);
 mpx_status repl_set_spec(mpx_session *s, const mpx_input_spec *sp, mpx_error *err);
 void repl_set_data(mpx_session *s, struct repl_dataset *d);
+/* Why layer L of run c holds non-finite values where fp32 is finite
+ * (mpx_nonfinite_cause_text, against the plan c ran), into buf. */
+void repl_overflow_cause(const mpx_session *s, const mpx_compare *c, const mpx_layer *L, char *buf, size_t n);
 /* The run's text summary (outputs, worst layer, overflow, underflow). */
 void repl_print_run_summary(mpx_session *s, const mpx_compare *c, const mpx_format *target);
 /* "k/n" with 1 <= k <= n; opt names the option in messages. */
@@ -174,6 +184,11 @@ MPX_CMD(repl_cmd_run);
  * line per damaged weight to out if non-NULL. */
 int repl_check_weights(const mpx_session *s, const mpx_plan *p, FILE *out, const char *header, int64_t *n_overflow,
                        int *n_flushed);
+/* When weights of plan p have values flushed to zero (mpx_weight_check's
+ * rule: the count compare's w.flush and export give), one line to out
+ * saying how many and naming them; nothing otherwise. For the plan and run
+ * summaries when repl_check_weights listed nothing. */
+void repl_print_flushed(const mpx_session *s, const mpx_plan *p, FILE *out, const char *indent);
 MPX_CMD(repl_cmd_report);
 MPX_CMD(repl_cmd_tensor);
 MPX_CMD(repl_cmd_compare);
@@ -295,6 +310,8 @@ MPX_CMD(repl_cmd_export);
  * at the first unless `set bail off`, and at quit or Ctrl-C. Returns an exit
  * status: MPX_EXIT_OK, _ERROR, or _ASSERT (a command failed MPX_E_ASSERT). */
 int repl_run_stream(mpx_session *s, const char *path, FILE *in);
+/* A script named on the command line: repl_run_stream's status, or
+ * MPX_EXIT_USAGE when the file cannot be opened. */
 int repl_run_file(mpx_session *s, const char *path);
 /* -c 'cmd; cmd' (split on ; outside quotes). */
 int repl_run_inline(mpx_session *s, const char *text);
@@ -304,6 +321,12 @@ int repl_run_line(mpx_session *s, const char *line);
  * runner, so a failure comes back "already reported" (repl_error_reported). */
 mpx_status repl_source(mpx_session *s, const char *path, mpx_error *err);
 bool repl_error_reported(const mpx_error *err);
+/* A file a command reads (load, source, input file/image/audio/files, data):
+ * a relative path that does not exist from the current folder, given in a
+ * script (not -c, stdin or the prompt), is looked up beside that script;
+ * buf[n] holds the path found there. pattern: path may be a glob (found
+ * when it matches a file). Returns the path to use (path itself otherwise). */
+const char *repl_beside_script(const mpx_session *s, const char *path, bool pattern, char *buf, size_t n);
 /* "error: ..." on stderr, after "where:line: " when known. */
 void repl_print_error(const mpx_session *s, const char *where, int line, const mpx_error *err);
 /* The exit status of two outcomes together (an error outranks an assert). */

@@ -15,8 +15,10 @@
 #include "repl_internal.h"
 
 #include <errno.h>
+#include <glob.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- errors and exit statuses -------------------------------------------- */
@@ -169,7 +171,7 @@ int repl_run_file(mpx_session *s, const char *path) {
     if (!f) {
         fflush(s->out);
         fprintf(stderr, "error: cannot open script %s: %s\n", path, strerror(errno));
-        return MPX_EXIT_ERROR;
+        return MPX_EXIT_USAGE; /* a script named on the command line */
     }
     mpx_error perr;
     if (repl_protect(s, path, "a script this session runs", &perr)) {
@@ -204,6 +206,28 @@ int repl_run_inline(mpx_session *s, const char *text) {
     return rc;
 }
 
+/* ---- paths beside the script ---------------------------------------------------- */
+
+static bool path_found(const char *path, bool pattern) {
+    struct stat sb;
+    if (stat(path, &sb) == 0) return true;
+    if (!pattern || !strpbrk(path, "*?[")) return false;
+    glob_t gl;
+    bool any = glob(path, 0, NULL, &gl) == 0 && gl.gl_pathc > 0;
+    globfree(&gl);
+    return any;
+}
+
+const char *repl_beside_script(const mpx_session *s, const char *path, bool pattern, char *buf, size_t n) {
+    const char *script = s->cur_file;
+    if (!path || !*path || path[0] == '/' || !script || strcmp(script, "-c") == 0 || strcmp(script, "<stdin>") == 0)
+        return path;
+    const char *slash = strrchr(script, '/');
+    if (!slash || path_found(path, pattern)) return path; /* a script in the current folder: the same place */
+    int k = snprintf(buf, n, "%.*s/%s", (int)(slash - script), script, path);
+    return k > 0 && (size_t)k < n && path_found(buf, pattern) ? buf : path;
+}
+
 /* ---- source ------------------------------------------------------------------ */
 
 mpx_status repl_source(mpx_session *s, const char *path, mpx_error *err) {
@@ -221,6 +245,8 @@ mpx_status repl_source(mpx_session *s, const char *path, mpx_error *err) {
         return mpx_error_set(err, MPX_E_LIMIT, "source: scripts nested more than %d deep: %s", REPL_SOURCE_DEPTH,
                              chain);
     }
+    char beside[4096];
+    path = repl_beside_script(s, path, false, beside, sizeof beside);
     FILE *f = fopen(path, "r");
     if (!f) return mpx_error_set(err, MPX_E_IO, "source: cannot open %s: %s", path, strerror(errno));
     mpx_status pst = repl_protect(s, path, "a script this session runs", err);

@@ -80,6 +80,12 @@ ok
 st=0; "$MPX" merge "$(printf 'a\nb.json')" >/dev/null 2>"$WORK/merge.err" || st=$?
 [ $st = 64 ] && grep -q "mpx merge: a file name with a line break" "$WORK/merge.err" || fail "merge of a name with a line break: status $st, $(cat "$WORK/merge.err")"
 ok
+# usage errors of the command line: no shard to merge, a script that is not there
+st=0; "$MPX" merge >/dev/null 2>"$WORK/merge0.err" || st=$?
+[ $st = 64 ] && grep -q "usage: merge" "$WORK/merge0.err" || fail "mpx merge without shards: status $st, $(cat "$WORK/merge0.err")"
+st=0; "$MPX" "$WORK/no-such-script.mpx" >/dev/null 2>"$WORK/noscript.err" || st=$?
+[ $st = 64 ] && grep -q "cannot open script" "$WORK/noscript.err" || fail "missing script: status $st, $(cat "$WORK/noscript.err")"
+ok
 
 # exit statuses with bail off: 2 when only asserts failed, 1 when anything else did
 st=0; "$MPX" -c "set bail off; $SETUP; run; assert output.rel_l2 < 1e-12; info" >/dev/null 2>&1 || st=$?

@@ -38,6 +38,14 @@ v=$("$P/bin/mpx" --version) || fail "installed mpx --version"
 case $v in "mpx "*) ;; *) fail "installed --version: $v" ;; esac
 "$P/bin/mpx" -c "load '$P/share/mpx/examples/tiny_cnn.json'; input x shape 1x3x16x16; run; assert output.rel_l2 < 1e-2" \
   >"$WORK/run.out" 2>&1 || fail "installed mpx on the installed example: $(cat "$WORK/run.out")"
+# the installed examples that need no fetched model, run where they are
+# installed from another folder (the files they read are found beside them;
+# what they write goes to the current folder)
+mkdir -p "$WORK/examples_run"
+for ex in quickstart export; do
+  (cd "$WORK/examples_run" && "$P/bin/mpx" "$P/share/mpx/examples/$ex.mpx") >"$WORK/$ex.out" 2>&1 ||
+    fail "installed example $ex.mpx from another folder: $(tail -5 "$WORK/$ex.out")"
+done
 ldd "$P/bin/mpx" | grep -q "libmpx.so.0 => $P/" || fail "installed mpx does not use the installed libmpx: $(ldd "$P/bin/mpx" | grep mpx)"
 
 # man page and completion

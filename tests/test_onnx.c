@@ -922,6 +922,13 @@ static void test_bad_files(void) {
     mpx_error_clear(&err);
     EXPECT_FAIL(mpx_graph_load_onnx(path_in(tmp, "half.onnx"), &err), MPX_E_PARSE, "half.onnx",
                 "not an ONNX model", NULL);
+    /* A folder gets one answer whatever its name ends in. */
+    const char *dirs[3] = {"dir.onnx", "dir.json", "dir"};
+    for (int i = 0; i < 3; i++) {
+        mkdir(path_in(tmp, dirs[i]), 0755);
+        mpx_error_clear(&err);
+        EXPECT_FAIL(mpx_graph_load(path_in(tmp, dirs[i]), &err), MPX_E_IO, dirs[i], "a folder, not a model file", NULL);
+    }
 
     /* Every prefix and every single-byte corruption: an error or a graph,
      * never a crash (ASan/UBSan builds check the "never"). */
@@ -1085,6 +1092,81 @@ static void test_bad_graphs(void) {
     pool_free();
 }
 
+/* ---- params and MACs counted once --------------------------------------------- */
+
+/* A branch of one node reading the outer tensors named in ins, its output out. */
+static Onnx__GraphProto *branch(const char *name, const char *op, const char *ins, const char *out) {
+    Onnx__GraphProto *sg = tal(sizeof *sg);
+    onnx__graph_proto__init(sg);
+    sg->name = tstr(name);
+    sg->node = tal(sizeof *sg->node);
+    sg->node[sg->n_node++] = node(op, name, ins, out);
+    sg->output = tal(sizeof *sg->output);
+    sg->output[sg->n_output++] = vinfo(out, 1, "2,4");
+    return sg;
+}
+
+/* x (2x4) -> MatMul(x, W) -> a -> If(c): then MatMul(a, W), else Mul(a, a)
+ * -> y, and Add(y, W_row): W (16 values) is read by the main graph and the
+ * then branch, W_row (4) once. c is a model input (known at run time only)
+ * or, with c_value 0 or 1, a constant. */
+static mpx_graph *shared_if_model(int c_value, const char *file) {
+    model *md = model_new(13);
+    int64_t d44[2] = {4, 4}, d4 = 4;
+    add_in(md, vinfo("x", 1, "2,4"));
+    if (c_value < 0) add_in(md, vinfo("c", 9, ""));
+    add_out(md, vinfo("z", 1, "2,4"));
+    Onnx__TensorProto *w = tensor("W", 1, 2, d44);
+    uint64_t wv[16];
+    for (int i = 0; i < 16; i++) wv[i] = fbits((float)(i % 5) * 0.25f);
+    raw_le(w, wv, 16, 4);
+    add_init(md, w);
+    Onnx__TensorProto *wr = tensor("W_row", 1, 1, &d4);
+    raw_le(wr, wv, 4, 4);
+    add_init(md, wr);
+    if (c_value >= 0) {
+        Onnx__TensorProto *c = tensor("c", 9, 0, NULL);
+        raw_le(c, (const uint64_t[]){(uint64_t)c_value}, 1, 1);
+        add_init(md, c);
+    }
+    add_node(md, node("MatMul", "mm", "x,W", "a"));
+    Onnx__NodeProto *f = node("If", "choose", "c", "y");
+    attr(f, "then_branch", 5)->g = branch("then_mm", "MatMul", "a,W", "t");
+    attr(f, "else_branch", 5)->g = branch("else_mul", "Mul", "a,a", "e");
+    add_node(md, f);
+    add_node(md, node("Add", "add", "y,W_row", "z"));
+    return load(md, file);
+}
+
+static void test_count_once(void) {
+    const int64_t mm = 2 * 4 * 4; /* one MatMul's MACs */
+    for (int c = -1; c <= 1; c++) {
+        mpx_graph *g = shared_if_model(c, c < 0 ? "if_input.onnx" : c ? "if_true.onnx" : "if_false.onnx");
+        CHECK_MSG(g != NULL, "%s", msg());
+        if (!g) continue;
+        CHECK_MSG(mpx_graph_infer(g, &err) == MPX_OK, "%s", msg());
+        int64_t params[16], macs[16];
+        CHECK(g->n_nodes <= 16 && mpx_graph_count_once(g, params, macs));
+        int64_t p_sum = 0, m_sum = 0;
+        for (int i = 0; i < g->n_nodes; i++) p_sum += params[i], m_sum += macs[i];
+        /* W once however many nodes and branches read it, W_row once; the
+         * condition (a constant bool) too when it is one. */
+        int64_t stored = 16 + 4 + (c >= 0);
+        CHECK_MSG(p_sum == stored && mpx_graph_param_count(g) == stored, "c %d: params %lld, model %lld", c,
+                  (long long)p_sum, (long long)mpx_graph_param_count(g));
+        const mpx_node *then_mm = mpx_graph_find_node(g, "choose/then_branch/then_mm");
+        CHECK_MSG(then_mm != NULL, "no then-branch node");
+        if (then_mm) CHECK(params[then_mm->index] == 0 && then_mm->cost.params == 16);
+        /* The main MatMul, plus the then branch's when it is taken: known
+         * true, or unknown (the costlier branch); not when known false. */
+        int64_t want = c == 0 ? mm : 2 * mm;
+        CHECK_MSG(m_sum == want && mpx_graph_macs(g) == want, "c %d: MACs %lld, graph %lld, want %lld", c,
+                  (long long)m_sum, (long long)mpx_graph_macs(g), (long long)want);
+        mpx_graph_free(g);
+    }
+    pool_free();
+}
+
 int main(void) {
     mpx_numerics_init(); /* constant folding runs the kernels */
     const char *t = getenv("MPX_TMP");
@@ -1099,6 +1181,7 @@ int main(void) {
     test_external();
     test_bad_files();
     test_bad_graphs();
+    test_count_once();
     free(pool);
     return check_report("test_onnx");
 }

@@ -125,14 +125,13 @@ static Onnx__TensorProto *encode_tensor(ex *e, const mpx_tensor *t, const Onnx__
     size_t nb = (size_t)f->storage_bits / 8, ne = (size_t)t->nelem;
     uint8_t *raw = mpx_arena_alloc(e->a, ne * nb + 1);
     if (!raw) return NULL;
-    bool overflow = false, flushed = false;
     for (size_t i = 0; i < ne; i++) {
-        float x = t->f32[i];
-        uint32_t code = mpx_format_encode(f, x);
+        uint32_t code = mpx_format_encode(f, t->f32[i]);
         for (size_t b = 0; b < nb; b++) raw[i * nb + b] = (uint8_t)(code >> (8 * b));
-        if (isfinite(x) && fabsf(x) > f->max_finite) overflow = true;
-        if (x != 0.0f && mpx_format_decode(f, code) == 0.0f) flushed = true;
     }
+    /* The rule the plan, run and compare count weights by. */
+    int64_t overflow = 0, flushed = 0;
+    mpx_format_count_damage(f, t->f32, ne, &overflow, &flushed);
     if (src) {
         tp->n_dims = src->n_dims;
         tp->dims = src->dims;
