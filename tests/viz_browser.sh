@@ -85,14 +85,10 @@ for f in det.svg det_plot.svg rec.svg rec_all.svg rec_collapsed.svg; do
 done
 grep -q 'OVERFLOW\|rel_l2 ' "$WORK/det.svg" || fail "det.svg has no overlay figures"
 grep -qF 'Cast' "$WORK/det.svg" || fail "det.svg has no cast nodes"
-# the rec graph with all 765 nodes must lay out in a few seconds
-"$PY" - "$WORK/rec.out" <<'EOF' || fail "rec SVG too slow"
-import re, sys
-for line in open(sys.argv[1]):
-    m = re.search(r'wrote (\S+): .*layout ([0-9.]+) s, render ([0-9.]+) s', line)
-    if m and float(m.group(2)) + float(m.group(3)) > 5.0:
-        sys.exit("%s took %.2f s" % (m.group(1), float(m.group(2)) + float(m.group(3))))
-EOF
+# Layout times are printed, not checked: a test on a loaded machine is no
+# place to time anything (speed is the benchmarks' business).
+grep -o 'wrote [^:]*\.svg: .*layout [0-9.]* s, render [0-9.]* s' "$WORK/rec.out" |
+  sed 's/^wrote \([^:]*\):.*\(layout .*\)/viz_browser: \1: \2/' || true
 ls -l "$WORK"/*.dot "$WORK"/*.svg "$WORK"/*.html | awk '{print "viz_browser:", $5, $9}'
 
 # The screenshot: 1280 wide, tall enough for the header, model, plan, the
