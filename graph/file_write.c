@@ -36,6 +36,7 @@ typedef struct guard_id {
     ino_t ino;
     char *path; /* as the session named it, for messages */
     char *what; /* "the model this session loaded", ... */
+    int refs;   /* adds not yet dropped (a file read for two reasons stays guarded until both end) */
 } guard_id;
 
 struct mpx_file_guard {
@@ -66,7 +67,11 @@ mpx_status mpx_file_guard_add(mpx_file_guard *g, const char *path, const char *w
     /* stat follows links: the identity is the file's, whatever name led to it.
      * A name that is gone (or never was a file) protects nothing. */
     if (!g || !path || !*path || stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return MPX_OK;
-    if (find_id(g, st.st_dev, st.st_ino)) return MPX_OK;
+    guard_id *had = (guard_id *)find_id(g, st.st_dev, st.st_ino);
+    if (had) {
+        had->refs++;
+        return MPX_OK;
+    }
     if (g->n == g->cap) {
         size_t cap = g->cap ? 2 * g->cap : 8;
         guard_id *n = realloc(g->ids, cap * sizeof *n);
@@ -79,8 +84,21 @@ mpx_status mpx_file_guard_add(mpx_file_guard *g, const char *path, const char *w
         free(wcopy);
         return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     }
-    g->ids[g->n++] = (guard_id){st.st_dev, st.st_ino, copy, wcopy};
+    g->ids[g->n++] = (guard_id){st.st_dev, st.st_ino, copy, wcopy, 1};
     return MPX_OK;
+}
+
+void mpx_file_guard_drop(mpx_file_guard *g, const char *path) {
+    struct stat st;
+    if (!g || !path || stat(path, &st) != 0) return;
+    for (size_t i = 0; i < g->n; i++)
+        if (g->ids[i].dev == st.st_dev && g->ids[i].ino == st.st_ino) {
+            if (--g->ids[i].refs > 0) return;
+            free(g->ids[i].path);
+            free(g->ids[i].what);
+            g->ids[i] = g->ids[--g->n];
+            return;
+        }
 }
 
 size_t mpx_file_guard_count(const mpx_file_guard *g) { return g ? g->n : 0; }

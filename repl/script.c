@@ -181,6 +181,7 @@ int repl_run_file(mpx_session *s, const char *path) {
     }
     int rc = repl_run_stream(s, path, f);
     fclose(f);
+    mpx_file_guard_drop(s->guard, path); /* written over only while it runs */
     return rc;
 }
 
@@ -256,6 +257,7 @@ mpx_status repl_source(mpx_session *s, const char *path, mpx_error *err) {
     }
     int rc = repl_run_stream(s, path, f);
     fclose(f);
+    mpx_file_guard_drop(s->guard, path); /* a saved script may be saved again once sourced */
     if (rc == MPX_EXIT_OK) return MPX_OK;
     /* The inner runner printed the error(s) with the inner file's lines. */
     mpx_error_clear(err);
