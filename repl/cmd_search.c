@@ -30,7 +30,10 @@
  *    split in halves, and a single node that fails stays fp32.
  *  - greedy: auto without the pruning pass.
  * Nothing is applied until the search has succeeded: an error, a condition
- * no plan meets, --max-evals or Ctrl-C leave the session as it was. */
+ * no plan meets, --max-evals, --time or Ctrl-C leave the session's rules as
+ * they were, unless --apply-best asks for the best plan found so far. What
+ * a stopped search learned is never lost: it reports that best plan and
+ * writes its --json (every evaluation) however it ended. */
 #include "repl_internal.h"
 
 #include <cjson/cJSON.h>
@@ -41,12 +44,18 @@
 typedef enum { M_AUTO, M_GREEDY, M_BISECT } method;
 static const char *const method_names[] = {"auto", "greedy", "bisect"};
 
+/* How a search ended: its JSON's "ended", and the word its messages use. */
+typedef enum { END_DONE, END_NO_PLAN, END_MAX_EVALS, END_TIME, END_INTERRUPTED, END_FAILED } ending;
+static const char *const ending_names[] = {"done", "no_plan", "max_evals", "time", "interrupted", "failed"};
+
 typedef struct search {
     mpx_session *s;
     repl_cond cond;
     bool need_run;
     method how;
     int max_evals, n_evals;
+    double max_ms;      /* --time in ms; 0: none */
+    ending end;         /* set where the search stops early (the limits, no plan) */
     int n_unchanged;    /* trials whose plan computed what an earlier one did */
     double t0;
     int n_cand;
@@ -64,15 +73,21 @@ typedef struct search {
     bool *measure;
     /* the last evaluation that held: */
     double best_got[REPL_COND_MAX];
-    double best_low_pct;
+    double best_low_pct, best_low_cost;
     double last_got[REPL_COND_MAX]; /* the last evaluation's figures */
     bool *best_set;     /* [n_cand]: its set */
+    /* The evaluation that held with the most of the model low (what a
+     * search stopped early reports, and --apply-best applies): */
+    bool have_top;
+    bool *top_set;      /* [n_cand] */
+    double top_got[REPL_COND_MAX];
+    double top_low_pct, top_low_cost;
     /* auto, greedy: every set evaluated (n_cand bytes each) and its answer */
     struct memo {
         bool *set;
         bool holds;
         double got[REPL_COND_MAX];
-        double low_pct;
+        double low_pct, low_cost;
     } *memo;
     int n_memo, cap_memo;
 } search;
@@ -115,10 +130,38 @@ static mpx_status rules_with(const search *x, const bool *set, mpx_rules **out, 
     return MPX_OK;
 }
 
-static void progress(const search *x, int set_size, double fig) {
+static int count(const search *x, const bool *set);
+
+/* On a terminal: evaluations done, the best plan so far (its first figure
+ * and low share) and the time left to the nearer limit (--time, or
+ * --max-evals at the mean evaluation's pace): what the search will at
+ * least give back if it has to stop. */
+static void progress(const search *x) {
     if (!x->s->progress) return;
-    fprintf(stderr, "\r  search: %d evaluations, set of %d, %s %.3g      ", x->n_evals, set_size,
-            x->cond.c[0].fig, fig);
+    double ms = repl_now_ms() - x->t0, left = x->n_evals ? ms / x->n_evals * (x->max_evals - x->n_evals) : -1;
+    if (x->max_ms > 0 && (left < 0 || x->max_ms - ms < left)) left = x->max_ms - ms;
+    char best[700] = "no plan meets it yet";
+    if (x->have_top)
+        snprintf(best, sizeof best, "best: %d fp32, %s %.3g, %.1f%% of cost low", count(x, x->top_set),
+                 x->cond.c[0].fig, x->top_got[0], x->top_low_cost);
+    fprintf(stderr, "\r  search: %d evaluations; %s", x->n_evals, best);
+    if (left >= 0) fprintf(stderr, "; at most %.0f s left", left / 1000);
+    fputs("      ", stderr);
+}
+
+/* A set that held: the best so far when more of the model's cost is low
+ * than in the best before (the first found among equals). */
+static void note_held(search *x, const bool *set, const double *got, double low_pct, double low_cost) {
+    memcpy(x->best_got, got, sizeof x->best_got);
+    x->best_low_pct = low_pct;
+    x->best_low_cost = low_cost;
+    memcpy(x->best_set, set, (size_t)x->n_cand * sizeof *set);
+    if (x->have_top && low_cost <= x->top_low_cost) return;
+    x->have_top = true;
+    memcpy(x->top_got, got, sizeof x->top_got);
+    x->top_low_pct = low_pct;
+    x->top_low_cost = low_cost;
+    memcpy(x->top_set, set, (size_t)x->n_cand * sizeof *set);
 }
 
 static int count(const search *x, const bool *set) {
@@ -133,19 +176,23 @@ static int count(const search *x, const bool *set) {
 static mpx_status evaluate(search *x, const bool *set, bool local, bool *holds, mpx_compare **cmp_out,
                            mpx_error *err) {
     mpx_session *s = x->s;
-    if (x->n_evals >= x->max_evals)
-        return mpx_error_set(err, MPX_E_LIMIT, "search: stopped at --max-evals %d before the condition held",
-                             x->max_evals);
-    if (s->cancel && *s->cancel) return mpx_error_set(err, MPX_E_CANCELLED, "search: interrupted");
+    if (x->n_evals >= x->max_evals) {
+        x->end = END_MAX_EVALS;
+        return mpx_error_set(err, MPX_E_LIMIT, "search: stopped at --max-evals %d before it finished", x->max_evals);
+    }
+    if (x->max_ms > 0 && repl_now_ms() - x->t0 >= x->max_ms) {
+        x->end = END_TIME;
+        return mpx_error_set(err, MPX_E_LIMIT, "search: stopped at --time %g s before it finished", x->max_ms / 1000);
+    }
+    if (s->cancel && *s->cancel) {
+        x->end = END_INTERRUPTED;
+        return mpx_error_set(err, MPX_E_CANCELLED, "search: interrupted");
+    }
     for (int m = 0; x->how != M_BISECT && !cmp_out && m < x->n_memo; m++)
         if (memcmp(x->memo[m].set, set, (size_t)x->n_cand * sizeof *set) == 0) {
             *holds = x->memo[m].holds;
             memcpy(x->last_got, x->memo[m].got, sizeof x->last_got);
-            if (*holds) {
-                memcpy(x->best_got, x->memo[m].got, sizeof x->best_got);
-                x->best_low_pct = x->memo[m].low_pct;
-                memcpy(x->best_set, set, (size_t)x->n_cand * sizeof *set);
-            }
+            if (*holds) note_held(x, set, x->memo[m].got, x->memo[m].low_pct, x->memo[m].low_cost);
             return MPX_OK;
         }
     double t = repl_now_ms();
@@ -196,13 +243,10 @@ static mpx_status evaluate(search *x, const bool *set, bool local, bool *holds, 
             e->holds = *holds;
             memcpy(e->got, got, sizeof got);
             e->low_pct = p->counts.low_macs_pct;
+            e->low_cost = p->counts.low_cost_pct;
         }
     }
-    if (*holds) {
-        memcpy(x->best_got, got, sizeof got);
-        x->best_low_pct = p->counts.low_macs_pct;
-        memcpy(x->best_set, set, (size_t)x->n_cand * sizeof *set);
-    }
+    if (*holds) note_held(x, set, got, p->counts.low_macs_pct, p->counts.low_cost_pct);
     if (x->log) {
         cJSON *e = cJSON_CreateObject(), *names = cJSON_AddArrayToObject(e, "set");
         for (int i = 0; i < x->n_cand; i++)
@@ -212,16 +256,23 @@ static mpx_status evaluate(search *x, const bool *set, bool local, bool *holds, 
         for (int i = 0; i < x->cond.n; i++)
             if (!isnan(got[i])) add_exact(f, x->cond.c[i].fig, got[i]);
         cJSON_AddNumberToObject(e, "low_macs_pct", p->counts.low_macs_pct);
+        cJSON_AddNumberToObject(e, "low_cost_pct", p->counts.low_cost_pct);
         cJSON_AddNumberToObject(e, "ms", repl_now_ms() - t);
         if (c) cJSON_AddNumberToObject(e, "nodes_run", c->n_run); /* what the run cache did not answer */
         if (local) cJSON_AddBoolToObject(e, "local", true); /* each node's own error too, for the ranking */
         cJSON_AddItemToArray(x->log, e);
     }
-    progress(x, count(x, set), got[0]);
+    progress(x);
     mpx_plan_free(p);
     if (cmp_out) *cmp_out = c;
     else mpx_compare_free(c);
     return MPX_OK;
+}
+
+static mpx_status no_plan(search *x, mpx_error *err) {
+    x->end = END_NO_PLAN;
+    return mpx_error_set(err, MPX_E_INVALID, "search: no plan meets %s, not even with every low node in fp32",
+                         x->cond.text);
 }
 
 /* The figures of the final set: those of the last evaluation that held when
@@ -585,9 +636,7 @@ static mpx_status run_auto(search *x, bool *set, mpx_error *err) {
         if ((st = evaluate(x, set, false, &holds, NULL, err))) break;
         if (holds) ok = want;
         else if (want == n)
-            st = mpx_error_set(err, MPX_E_INVALID,
-                               "search: no plan meets %s, not even with every low node in fp32 (nothing applied)",
-                               x->cond.text);
+            st = no_plan(x, err);
         else {
             fail = want;
             want *= 2;
@@ -628,9 +677,7 @@ static mpx_status run_bisect(search *x, bool *set, mpx_error *err) {
     for (int i = 0; i < x->n_cand; i++) set[i] = true;
     if ((st = evaluate(x, set, false, &holds, NULL, err))) return st;
     if (!holds)
-        return mpx_error_set(err, MPX_E_INVALID,
-                             "search: no plan meets %s, not even with every low node in fp32 (nothing applied)",
-                             x->cond.text);
+        return no_plan(x, err);
     /* A stack of segments [lo, hi), first segment on top. */
     int *lo = malloc((size_t)(2 * x->n_cand + 2) * sizeof *lo), *hi = malloc((size_t)(2 * x->n_cand + 2) * sizeof *hi);
     if (!lo || !hi) {
@@ -663,13 +710,129 @@ static mpx_status run_bisect(search *x, bool *set, mpx_error *err) {
 
 /* ---- the command ------------------------------------------------------------- */
 
-/* search <condition> [--method auto|greedy|bisect] [--max-evals n] [--json [file]] */
+/* What a search gives back: the set it found (done), or on a stop the best
+ * set so far that met the condition (NULL when none did). */
+typedef struct result {
+    ending end;
+    const bool *set;
+    const double *got;
+    double low_pct, low_cost;
+    int k;       /* nodes in set */
+    bool apply;  /* applied (done, or --apply-best) */
+} result;
+
+/* {condition, method, ended, error, fp32, figures, ..., evaluations}: written
+ * however the search ended, so no run of a long search is lost. Takes the
+ * log. NULL on out of memory. */
+static char *search_json(search *x, const result *r, const char *error, double ms) {
+    const mpx_graph *g = x->s->graph;
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "condition", x->cond.text);
+    cJSON_AddStringToObject(root, "method", method_names[x->how]);
+    cJSON_AddStringToObject(root, "ended", ending_names[r->end]);
+    if (error) cJSON_AddStringToObject(root, "error", error);
+    if (r->set) {
+        cJSON *res = cJSON_AddArrayToObject(root, "fp32");
+        for (int i = 0; i < x->n_cand; i++)
+            if (r->set[i]) cJSON_AddItemToArray(res, cJSON_CreateString(g->nodes[x->cand[i]]->name));
+        cJSON *f = cJSON_AddObjectToObject(root, "figures");
+        for (int i = 0; i < x->cond.n; i++) add_exact(f, x->cond.c[i].fig, r->got[i]);
+        cJSON_AddNumberToObject(root, "low_macs_pct", r->low_pct);
+        cJSON_AddNumberToObject(root, "low_cost_pct", r->low_cost);
+    } else {
+        cJSON_AddNullToObject(root, "fp32");
+    }
+    cJSON_AddBoolToObject(root, "applied", r->apply && r->k > 0);
+    cJSON_AddNumberToObject(root, "candidates", x->n_cand);
+    cJSON_AddNumberToObject(root, "n_evaluations", x->n_evals);
+    cJSON_AddNumberToObject(root, "n_unchanged", x->n_unchanged);
+    cJSON_AddNumberToObject(root, "ms", ms);
+    if (x->log) cJSON_AddItemToObject(root, "evaluations", x->log);
+    x->log = NULL;
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    size_t n = text ? strlen(text) : 0;
+    char *out = text ? realloc(text, n + 2) : NULL;
+    if (!out) {
+        free(text);
+        return NULL;
+    }
+    memcpy(out + n, "\n", 2);
+    return out;
+}
+
+/* Apply: one rule per node of r's set, one undo step; the user's rules stay. */
+static mpx_status apply_result(search *x, const result *r, mpx_error *err) {
+    mpx_session *s = x->s;
+    mpx_rules *rules = mpx_rules_copy(mpx_history_rules(s->hist));
+    mpx_status st = rules ? MPX_OK : mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    for (int i = 0; i < x->n_cand && !st; i++) {
+        if (!r->set[i]) continue;
+        char why[1400];
+        int nd = x->cand[i];
+        size_t w = (size_t)snprintf(why, sizeof why, "search%s%s: %s", r->end == END_DONE ? "" : ", best at ",
+                                    r->end == END_DONE ? "" : ending_names[r->end], x->cond.text);
+        /* What the ranking run saw of the node: `why` shows the rule. */
+        char parts[160] = "";
+        if (x->own && !isnan(x->own[nd])) snprintf(parts, sizeof parts, "own rel_l2 %.3g", x->own[nd]);
+        if (x->flags && (x->flags[nd] & 1))
+            strncat(parts, parts[0] ? ", own output overflows" : "own output overflows", sizeof parts - strlen(parts) - 1);
+        if (x->flags && (x->flags[nd] & 2))
+            strncat(parts, parts[0] ? ", weights overflow" : "weights overflow", sizeof parts - strlen(parts) - 1);
+        if (parts[0] && w < sizeof why) snprintf(why + w, sizeof why - w, " (%s)", parts);
+        st = add_red(rules, s->graph, nd, why, err);
+    }
+    if (!st) st = repl_apply_rules(s, rules, mpx_history_opts(s->hist), err);
+    mpx_rules_free(rules);
+    return st;
+}
+
+/* The human line: the set (at most 8 names), its figures, the low share and
+ * the evaluations. */
+static void summary(const search *x, const result *r, const char *lead, double ms, FILE *f) {
+    const mpx_graph *g = x->s->graph;
+    char line[4096];
+    size_t o = (size_t)snprintf(line, sizeof line, "%s", lead);
+    if (r->k == 0)
+        o += (size_t)snprintf(line + o, sizeof line - o, "the current plan already meets %s; nothing added", x->cond.text);
+    else {
+        o += (size_t)snprintf(line + o, sizeof line - o, "%d node%s kept fp32", r->k, r->k == 1 ? "" : "s");
+        const char *sep = " (";
+        int shown = 0;
+        for (int i = 0; i < x->n_cand && o < sizeof line; i++) {
+            if (!r->set[i]) continue;
+            if (shown++ == 8) {
+                o += (size_t)snprintf(line + o, sizeof line - o, ", ... %d more", r->k - 8);
+                break;
+            }
+            o += (size_t)snprintf(line + o, sizeof line - o, "%s%s", sep, g->nodes[x->cand[i]]->name);
+            sep = ", ";
+        }
+        if (o < sizeof line) o += (size_t)snprintf(line + o, sizeof line - o, ")");
+    }
+    for (int i = 0; i < x->cond.n && o < sizeof line; i++)
+        o += (size_t)snprintf(line + o, sizeof line - o, "; %s %.3g %s %s", x->cond.c[i].fig, r->got[i],
+                              repl_cond_op(&x->cond.c[i]), x->cond.c[i].num);
+    if (o < sizeof line)
+        o += (size_t)snprintf(line + o, sizeof line - o, "; %.1f%% of MACs in %s (%.1f%% of cost); %d evaluation%s",
+                              r->low_pct, mpx_format_name(x->s->plan->opts.target), r->low_cost, x->n_evals,
+                              x->n_evals == 1 ? "" : "s");
+    if (x->n_unchanged && o < sizeof line)
+        o += (size_t)snprintf(line + o, sizeof line - o, " and %d set%s whose plan computed as an earlier one",
+                              x->n_unchanged, x->n_unchanged == 1 ? "" : "s");
+    if (o < sizeof line) o += (size_t)snprintf(line + o, sizeof line - o, " (%.1f ms)", ms);
+    if (r->end != END_DONE && o < sizeof line)
+        snprintf(line + o, sizeof line - o, r->apply ? "; applied (--apply-best)" : "; not applied (--apply-best applies it)");
+    fprintf(f, "%s\n", line);
+}
+
+/* search <condition> [--method auto|greedy|bisect] [--max-evals n] [--time s] [--apply-best] [--json [file]] */
 MPX_CMD(repl_cmd_search) {
     mpx_status st = repl_need_model(s, err);
     if (st) return st;
     if (!s->plan || !s->hist) return mpx_error_set(err, MPX_E_INVALID, "no plan (load a model first)");
     search x = {.s = s, .how = M_AUTO, .max_evals = 500};
-    bool json = false;
+    bool json = false, apply_best = false;
     const char *json_path = NULL;
     int n_words = argc - 1;
     for (int a = 1; a < argc; a++) {
@@ -687,6 +850,13 @@ MPX_CMD(repl_cmd_search) {
             if (v < 1 || v > 1e6 || v != (double)(int)v)
                 return mpx_error_set(err, MPX_E_ARG, "--max-evals %s: a count from 1 up", argv[a]);
             x.max_evals = (int)v;
+        } else if (strcmp(argv[a], "--time") == 0) {
+            double v;
+            if ((st = repl_parse_number(argv[++a], "--time", &v, err))) return st;
+            if (!(v > 0) || v > 1e9) return mpx_error_set(err, MPX_E_ARG, "--time %s: seconds, more than 0", argv[a]);
+            x.max_ms = v * 1000;
+        } else if (strcmp(argv[a], "--apply-best") == 0) {
+            apply_best = true;
         } else if (strcmp(argv[a], "--json") == 0) {
             json = true;
             if (a + 1 < argc && strncmp(argv[a + 1], "--", 2) != 0) json_path = argv[++a];
@@ -706,20 +876,23 @@ MPX_CMD(repl_cmd_search) {
         }
     }
     const mpx_graph *g = s->graph;
-    x.cand = malloc((size_t)(g->n_nodes ? g->n_nodes : 1) * sizeof *x.cand);
-    bool *set = calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof *set);
-    x.best_set = calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof *x.best_set);
-    if (!x.cand || !set || !x.best_set) {
+    size_t nn = (size_t)(g->n_nodes ? g->n_nodes : 1);
+    x.cand = malloc(nn * sizeof *x.cand);
+    bool *set = calloc(nn, sizeof *set);
+    x.best_set = calloc(nn, sizeof *x.best_set);
+    x.top_set = calloc(nn, sizeof *x.top_set);
+    if (!x.cand || !set || !x.best_set || !x.top_set) {
         free(x.cand);
         free(set);
         free(x.best_set);
+        free(x.top_set);
         return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     }
     for (int i = 0; i < g->n_nodes; i++)
         if (s->plan->nodes[i].low && s->plan->nodes[i].is_float && !s->plan->nodes[i].folded) x.cand[x.n_cand++] = i;
     if (json) x.log = cJSON_CreateArray();
-    x.own = malloc((size_t)(g->n_nodes ? g->n_nodes : 1) * sizeof *x.own);
-    x.flags = calloc((size_t)(g->n_nodes ? g->n_nodes : 1), 1);
+    x.own = malloc(nn * sizeof *x.own);
+    x.flags = calloc(nn, 1);
     x.measure = malloc((size_t)(g->n_tensors ? g->n_tensors : 1) * sizeof *x.measure);
     if (x.measure && !repl_cond_measure(g, &x.cond, x.measure)) {
         free(x.measure); /* measure every layer: slower, not wrong */
@@ -733,101 +906,60 @@ MPX_CMD(repl_cmd_search) {
     if (!st) st = x.how == M_BISECT ? run_bisect(&x, set, err) : run_auto(&x, set, err);
     repl_free_inputs(s, s->held_inputs);
     s->held_inputs = NULL;
-    if (s->progress) fputs("\r                                                              \r", stderr);
+    if (s->progress) fputs("\r                                                                              \r", stderr);
     double ms = repl_now_ms() - x.t0;
-    int k = st ? 0 : count(&x, set);
+    /* What the search learned, however it ended: the set found, else the
+     * best that met the condition so far. */
+    result r = {.end = END_DONE, .set = set, .got = x.best_got, .low_pct = x.best_low_pct,
+                .low_cost = x.best_low_cost, .apply = true};
+    if (st) {
+        r.end = x.end != END_DONE ? x.end : st == MPX_E_CANCELLED ? END_INTERRUPTED : END_FAILED;
+        r.set = x.have_top ? x.top_set : NULL;
+        r.got = x.top_got;
+        r.low_pct = x.top_low_pct;
+        r.low_cost = x.top_low_cost;
+        r.apply = apply_best && r.set;
+    }
+    r.k = r.set ? count(&x, r.set) : 0;
+    mpx_error stop = {0};
+    if (st) stop = *err;
     /* The JSON first: when its file cannot be written nothing is applied. */
     char *json_text = NULL;
-    if (!st && json) {
-        cJSON *root = cJSON_CreateObject();
-        cJSON_AddStringToObject(root, "condition", x.cond.text);
-        cJSON_AddStringToObject(root, "method", method_names[x.how]);
-        cJSON *res = cJSON_AddArrayToObject(root, "fp32");
-        for (int i = 0; i < x.n_cand; i++)
-            if (set[i]) cJSON_AddItemToArray(res, cJSON_CreateString(g->nodes[x.cand[i]]->name));
-        cJSON *f = cJSON_AddObjectToObject(root, "figures");
-        for (int i = 0; i < x.cond.n; i++) add_exact(f, x.cond.c[i].fig, x.best_got[i]);
-        cJSON_AddNumberToObject(root, "low_macs_pct", x.best_low_pct);
-        cJSON_AddNumberToObject(root, "candidates", x.n_cand);
-        cJSON_AddNumberToObject(root, "n_evaluations", x.n_evals);
-        cJSON_AddNumberToObject(root, "n_unchanged", x.n_unchanged);
-        cJSON_AddNumberToObject(root, "ms", ms);
-        cJSON_AddItemToObject(root, "evaluations", x.log);
-        x.log = NULL;
-        char *text = cJSON_Print(root);
-        cJSON_Delete(root);
-        size_t n = text ? strlen(text) : 0;
-        json_text = text ? realloc(text, n + 2) : NULL;
-        if (!json_text) {
-            free(text);
-            st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
-        } else {
-            memcpy(json_text + n, "\n", 2);
-            if (json_path) {
-                st = repl_write_file(s, json_path, json_text, err);
-                free(json_text);
-                json_text = NULL;
-            }
-        }
+    mpx_status wst = MPX_OK;
+    if (json && !(json_text = search_json(&x, &r, st ? stop.msg : NULL, ms)))
+        wst = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    if (json_text && json_path) {
+        wst = repl_write_file(s, json_path, json_text, err);
+        free(json_text);
+        json_text = NULL;
     }
-    /* Apply: one rule per node, one undo step; the user's rules stay. */
-    if (!st && k > 0) {
-        mpx_rules *r = mpx_rules_copy(mpx_history_rules(s->hist));
-        if (!r) st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
-        for (int i = 0; i < x.n_cand && !st; i++) {
-            if (!set[i]) continue;
-            char why[1400];
-            int nd = x.cand[i];
-            size_t w = (size_t)snprintf(why, sizeof why, "search: %s", x.cond.text);
-            /* What the ranking run saw of the node: `why` shows the rule. */
-            char parts[160] = "";
-            if (x.own && !isnan(x.own[nd])) snprintf(parts, sizeof parts, "own rel_l2 %.3g", x.own[nd]);
-            if (x.flags && (x.flags[nd] & 1))
-                strncat(parts, parts[0] ? ", own output overflows" : "own output overflows", sizeof parts - strlen(parts) - 1);
-            if (x.flags && (x.flags[nd] & 2))
-                strncat(parts, parts[0] ? ", weights overflow" : "weights overflow", sizeof parts - strlen(parts) - 1);
-            if (parts[0] && w < sizeof why) snprintf(why + w, sizeof why - w, " (%s)", parts);
-            st = add_red(r, g, x.cand[i], why, err);
-        }
-        if (!st) st = repl_apply_rules(s, r, mpx_history_opts(s->hist), err);
-        mpx_rules_free(r);
+    if (wst) {
+        r.apply = false;
+        if (st) { /* the stop is what the user must read first; the file second */
+            fprintf(s->info, "warning: %s\n", err->msg);
+            *err = stop;
+        } else
+            st = wst;
     }
-    if (!st) {
-        char line[4096];
-        size_t o = 0;
-        if (k == 0)
-            o += (size_t)snprintf(line, sizeof line, "search: the current plan already meets %s; nothing added",
-                                  x.cond.text);
-        else {
-            o += (size_t)snprintf(line, sizeof line, "search: %d node%s kept fp32", k, k == 1 ? "" : "s");
-            const char *sep = " (";
-            int shown = 0;
-            for (int i = 0; i < x.n_cand && o < sizeof line; i++) {
-                if (!set[i]) continue;
-                if (shown++ == 8) {
-                    o += (size_t)snprintf(line + o, sizeof line - o, ", ... %d more", k - 8);
-                    break;
-                }
-                o += (size_t)snprintf(line + o, sizeof line - o, "%s%s", sep, g->nodes[x.cand[i]]->name);
-                sep = ", ";
-            }
-            if (o < sizeof line) o += (size_t)snprintf(line + o, sizeof line - o, ")");
-        }
-        for (int i = 0; i < x.cond.n && o < sizeof line; i++)
-            o += (size_t)snprintf(line + o, sizeof line - o, "; %s %.3g %s %s", x.cond.c[i].fig, x.best_got[i],
-                                  repl_cond_op(&x.cond.c[i]), x.cond.c[i].num);
-        if (o < sizeof line)
-            o += (size_t)snprintf(line + o, sizeof line - o, "; %.1f%% of MACs in %s; %d evaluation%s", x.best_low_pct,
-                                  mpx_format_name(s->plan->opts.target), x.n_evals, x.n_evals == 1 ? "" : "s");
-        if (x.n_unchanged && o < sizeof line)
-            o += (size_t)snprintf(line + o, sizeof line - o, " and %d set%s whose plan computed as an earlier one",
-                                  x.n_unchanged, x.n_unchanged == 1 ? "" : "s");
-        if (o < sizeof line) snprintf(line + o, sizeof line - o, " (%.1f ms)", ms);
-        fprintf(s->out, "%s\n", line);
-        if (json_text) {
-            fputs(json_text, s->out);
-        }
+    mpx_status ast = r.apply && r.k > 0 ? apply_result(&x, &r, err) : MPX_OK;
+    if (ast) {
+        st = ast;
+        r.apply = false;
     }
+    /* stdout holds what was asked for: the JSON alone when it goes there. */
+    FILE *human = json && !json_path ? s->info : s->out;
+    if (!ast && (!st || r.set)) {
+        char lead[1100] = "search: ";
+        if (r.end == END_DONE && st) snprintf(lead, sizeof lead, "search: the plan found, not applied: ");
+        else if (st && r.apply) snprintf(lead, sizeof lead, "%s; the best plan so far: ", stop.msg);
+        else if (st) snprintf(lead, sizeof lead, "search: the best plan so far: ");
+        summary(&x, &r, lead, ms, human);
+    }
+    if (json_text) fputs(json_text, s->out);
+    if (st && !ast && r.apply) st = MPX_OK; /* --apply-best: the user asked for what was found */
+    else if (st && !ast && !r.set && r.end != END_FAILED && r.end != END_NO_PLAN)
+        mpx_error_set(err, stop.status, "%s; no plan met %s in %d evaluation%s", stop.msg, x.cond.text, x.n_evals,
+                      x.n_evals == 1 ? "" : "s");
     free(json_text);
     cJSON_Delete(x.log);
     free(x.own);
@@ -836,6 +968,7 @@ MPX_CMD(repl_cmd_search) {
     free(x.place);
     free(x.cand);
     free(x.best_set);
+    free(x.top_set);
     for (int m = 0; m < x.n_memo; m++) free(x.memo[m].set);
     free(x.memo);
     free(set);

@@ -51,6 +51,8 @@ static const mpx_option_spec tensor_opts[] = {{"--save", MPX_TAKES_ONE, MPX_WORD
 static const mpx_option_spec compare_opts[] = {{"--local", 0, 0, NULL}, {"--json", 0, 0, NULL}, {NULL, 0, 0, NULL}};
 static const mpx_option_spec search_opts[] = {{"--method", MPX_TAKES_ONE, MPX_WORD_CHOICE, "auto|greedy|bisect"},
                                               {"--max-evals", MPX_TAKES_ONE, 0, NULL},
+                                              {"--time", MPX_TAKES_ONE, 0, NULL},
+                                              {"--apply-best", MPX_TAKES_NONE, 0, NULL},
                                               {"--json", MPX_TAKES_MAYBE, MPX_WORD_FILE, NULL},
                                               {NULL, 0, 0, NULL}};
 static const mpx_option_spec merge_opts[] = {{"--json", MPX_TAKES_MAYBE, MPX_WORD_FILE, NULL},
@@ -178,7 +180,7 @@ static const mpx_command commands[] = {
      "--changed lists only nodes a rule decided or whose colour differs from its\n"
      "default. --json: {\"target\", \"keep_io\", \"counts\": {green, gray, clear, red,\n"
      "casts, weights_converted, weight_bytes_before, weight_bytes_after,\n"
-     "low_macs_pct}, \"nodes\": [{name, op, colour, default, rule, compute, accum,\n"
+     "low_macs_pct, low_cost_pct}, \"nodes\": [{name, op, colour, default, rule, compute, accum,\n"
      "output}], \"casts\": [{tensor, from, to, consumers}]}.",
      repl_cmd_plan, 0, 0, {MPX_WORD_TEXT}, NULL, plan_opts, NULL},
     {"diff", "diff [--json]", "what the last change did: nodes recoloured, casts added and removed",
@@ -238,7 +240,9 @@ static const mpx_command commands[] = {
      repl_cmd_compare, 1, -1, {MPX_WORD_FORMAT}, NULL, compare_opts, NULL},
     {"assert", "assert <figure> <op> <number> [and ...]", "fail the script unless a figure of the plan or run holds",
      "op: < <= > >= == !=. Plan figures: casts green gray clear red low_nodes\n"
-     "low_macs_pct weights_converted weights_overflow (values). Run figures: overflow underflow subnormal layers,\n"
+     "low_macs_pct low_cost_pct (the share of cost low: see help search)\n"
+     "weights_converted weights_overflow (values). Run figures: overflow underflow\n"
+     "subnormal layers,\n"
      "output.<metric> (worst model output), worst.<metric> (worst layer),\n"
      "<node or tensor>.<metric>; metric as in report, plus absmax. After a run over a\n"
      "data set, run figures are the worst over its samples; prefixes choose others:\n"
@@ -246,7 +250,7 @@ static const mpx_command commands[] = {
      "A failed assert stops a script with exit status 2.\n"
      "Example: assert output.rel_l2 < 1e-3 and overflow == 0 and casts <= 40",
      repl_cmd_assert, 1, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_condition},
-    {"search", "search <figure> <op> <number> [and ...] [--method auto|greedy|bisect] [--max-evals <n>] [--json [<file>]]",
+    {"search", "search <figure> <op> <number> [and ...] [--method auto|greedy|bisect] [--max-evals <n>] [--time <s>] [--apply-best] [--json [<file>]]",
      "find the nodes to keep in fp32 so that a condition holds",
      "The condition is assert's (same figures and grammar), e.g.\n"
      "  search output.rel_l2 < 1e-3 and casts <= 40\n"
@@ -261,12 +265,24 @@ static const mpx_command commands[] = {
      "greedy: auto without giving back. bisect: onnxconverter-common's method\n"
      "(segments of the topological order tried low, failing ones halved), for\n"
      "comparison. The result is added as rules `colour name:<node> red  # search:\n"
-     "<condition>`, one undo step. Nothing is applied when no plan meets the\n"
-     "condition, on an error, at --max-evals (default 500) or on Ctrl-C.\n"
-     "--json prints (or writes) {condition, method, fp32: [names], figures,\n"
-     "low_macs_pct, candidates, n_evaluations, n_unchanged (sets whose plan the run\n"
-     "cache already held: no node ran), ms, evaluations: [{set, holds, figures,\n"
-     "low_macs_pct, ms, nodes_run, local (a ranking run)}]}.",
+     "<condition>`, one undo step.\n"
+     "Low share: low_macs_pct (multiply-adds) and low_cost_pct, the share of the\n"
+     "plan's cost computed low, where cost is multiply-adds plus one per element a\n"
+     "node reads or writes, and every runtime cast costs 2 per element (so an Add\n"
+     "kept fp32 between low Convs costs its pass and its casts).\n"
+     "Stops: --max-evals (default 500), --time <s> (checked before each\n"
+     "evaluation), Ctrl-C, no plan meeting the condition, or an error. A search that\n"
+     "stops reports the best plan so far that met the condition (the most cost\n"
+     "low) and exits non-zero, applying nothing; --apply-best applies that plan\n"
+     "(`search, best at <how it ended>: ...` in the rules) and succeeds.\n"
+     "--json prints (or writes), however the search ended, {condition, method,\n"
+     "ended (done no_plan max_evals time interrupted failed), error, fp32: [names]\n"
+     "or null, figures, low_macs_pct, low_cost_pct, applied, candidates,\n"
+     "n_evaluations, n_unchanged (sets whose plan the run cache already held: no\n"
+     "node ran), ms, evaluations: [{set, holds, figures, low_macs_pct, low_cost_pct,\n"
+     "ms, nodes_run, local (a ranking run)}]}. Printed, it is stdout's only text\n"
+     "(the summary line goes to stderr). On a terminal a progress line shows the\n"
+     "evaluations, the best plan so far and the time left to the nearer limit.",
      repl_cmd_search, 1, -1, {MPX_WORD_TEXT}, NULL, search_opts, repl_complete_condition},
     {"sweep", "sweep <name> in <v1>,<v2>,... : <command using $name> [--json [<file>] | --csv [<file>]] [--plot <file.svg>] [--shard <k>/<n>]",
      "try a plan change with several values, every point planned and run",
@@ -275,7 +291,8 @@ static const mpx_command commands[] = {
      "or keep-io) with $name replaced by the value, planned and run on the session's\n"
      "inputs through the run cache (the fp32 reference once, each point recomputing\n"
      "only what its plan changes). Nothing is applied: the rules are the same after.\n"
-     "Table: colour counts, casts, % of MACs low, weight bytes, output rel_l2,\n"
+     "Table: colour counts, casts, % of MACs and of cost low (help search), weight\n"
+     "bytes, output rel_l2,\n"
      "overflow and underflow counts, the worst layer. --json/--csv instead of the\n"
      "table (to a file or stdout); --plot writes error against % of MACs low with\n"
      "the Pareto front. --shard k/n runs only the points i with i % n == k-1 (its\n"

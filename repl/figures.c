@@ -104,9 +104,11 @@ static double worse(const char *metric, double a, double b) {
 }
 
 /* The plan's figures, once: read by assert, search and their messages. */
-typedef enum { PF_CASTS, PF_LOW_NODES, PF_LOW_MACS_PCT, PF_WEIGHTS_CONVERTED, PF_WEIGHTS_OVERFLOW, PF_COUNT } plan_fig;
-static const char *const plan_fig_names[PF_COUNT] = {"casts", "low_nodes", "low_macs_pct", "weights_converted",
-                                                     "weights_overflow"};
+typedef enum {
+    PF_CASTS, PF_LOW_NODES, PF_LOW_MACS_PCT, PF_LOW_COST_PCT, PF_WEIGHTS_CONVERTED, PF_WEIGHTS_OVERFLOW, PF_COUNT
+} plan_fig;
+static const char *const plan_fig_names[PF_COUNT] = {"casts", "low_nodes", "low_macs_pct", "low_cost_pct",
+                                                     "weights_converted", "weights_overflow"};
 
 /* A plan figure's index, PF_COUNT + colour for a colour count, -1 if fig is
  * not a plan figure. */
@@ -230,6 +232,7 @@ mpx_status repl_figure(const repl_figctx *x, const char *fig, double *out, mpx_e
     case PF_CASTS: return *out = p->counts.casts, MPX_OK;
     case PF_LOW_NODES: return *out = p->counts.low_nodes, MPX_OK;
     case PF_LOW_MACS_PCT: return *out = p->counts.low_macs_pct, MPX_OK;
+    case PF_LOW_COST_PCT: return *out = p->counts.low_cost_pct, MPX_OK;
     case PF_WEIGHTS_CONVERTED: return *out = p->counts.weights_converted, MPX_OK;
     case PF_WEIGHTS_OVERFLOW: {
         int64_t n;

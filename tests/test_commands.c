@@ -130,7 +130,7 @@ int main(void) {
     expect_completion("colour Conv", "Conv ConvInteger ConvTranspose");
     expect_completion("colour Conv ", "clear gray green red");
     expect_completion("accum Conv fp3", "fp32");
-    expect_completion("assert l", "layers low_macs_pct low_nodes");
+    expect_completion("assert l", "layers low_cost_pct low_macs_pct low_nodes");
     /* sweep: after the colon, the swept command's own words. */
     expect_completion("sweep t in 1,2 : keep-io ", "off on");
     expect_completion("sweep t ", "in");
