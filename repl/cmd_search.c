@@ -29,6 +29,12 @@
  *    low (everything not yet decided stays fp32); a segment that fails is
  *    split in halves, and a single node that fails stays fp32.
  *  - greedy: auto without the pruning pass.
+ *  - sensitivity: Intel Neural Compressor's fallback, for comparison (each
+ *    node measured falling back alone, then fallen back one at a time in
+ *    order of that measure until the condition holds).
+ * auto's aim is the share of cost low (plan counts' low_cost_pct), so its
+ * ranking weighs each region's predicted error against its cost, and the
+ * pruning gives back the node that buys the most low cost first.
  * Nothing is applied until the search has succeeded: an error, a condition
  * no plan meets, --max-evals, --time or Ctrl-C leave the session's rules as
  * they were, unless --apply-best asks for the best plan found so far. What
@@ -41,8 +47,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { M_AUTO, M_GREEDY, M_BISECT } method;
-static const char *const method_names[] = {"auto", "greedy", "bisect"};
+typedef enum { M_AUTO, M_GREEDY, M_BISECT, M_SENSITIVITY, M_COUNT } method;
+static const char *const method_names[M_COUNT] = {"auto", "greedy", "bisect", "sensitivity"};
 
 /* How a search ended: its JSON's "ended", and the word its messages use. */
 typedef enum { END_DONE, END_NO_PLAN, END_MAX_EVALS, END_TIME, END_INTERRUPTED, END_FAILED } ending;
@@ -302,6 +308,20 @@ static int by_score(const void *a, const void *b) {
     return x->i - y->i;
 }
 
+/* A node's work (graph/cost.c's definition of what low_cost_pct counts), 0
+ * when unknown. */
+static double work(const mpx_node *n) {
+    int64_t w = mpx_cost_node_work(n);
+    return w > 0 ? (double)w : 0;
+}
+
+/* The ranking weighs the predicted error a region removes against the
+ * share of the model's cost it keeps fp32, the knapsack's ratio, with every
+ * region costing at least this share: below it the cost no longer tells
+ * candidates apart, and a ratio over a vanishing cost would rank nodes that
+ * remove almost no error first. */
+#define COST_FLOOR 0.01
+
 static double clip1(double e) { return isnan(e) || e > 1 ? 1 : e < 0 ? 0 : e; }
 
 /* The nodes that go fp32 when candidate i does, beside the set: i itself
@@ -333,14 +353,16 @@ static int region(search *x, bool *set, const bool *low, int i, int *out) {
  * removes little: its output is rounded again by the low nodes reading it,
  * and a correctly rounded elementwise op gives the same bits in either
  * format. Greedy: each step takes the candidate whose region holds the most
- * predicted error not yet covered by the regions taken before, per (1 +
- * the share of the model's MACs the region's uncovered nodes hold); its
- * score becomes that marginal error, so the prefix sums of squares still
- * estimate how much error a prefix removes. The MACs term matters where
- * regions nest: a Conv's region holds the gray BatchNormalization after it,
- * so on error alone the Conv always wins, though the BatchNormalization
- * alone removes nearly as much with no MACs (tiny_cnn in bf16: 5.6% of
- * MACs low without the term, 86.7% with it). Ranking by own prediction
+ * predicted error not yet covered by the regions taken before, per share
+ * of the model's cost (graph/cost.c's work) the region's uncovered nodes
+ * hold (at least COST_FLOOR); its score becomes that marginal error, so the
+ * prefix sums of squares still estimate how much error a prefix removes.
+ * The cost term is what makes the set cheap rather than small: a Conv's
+ * region holds the gray nodes after it, so on error alone the Conv always
+ * wins, though the cheap nodes it covers remove as much of the error for a
+ * fraction of the cost (tiny_cnn in bf16: 5.6% of MACs low without a cost
+ * term, 86.7% with a MACs term; tests/models/cost_choice.json: two cheap
+ * nodes against one Conv that makes them follow it). Ranking by own prediction
  * alone needed the first 204 of det's 319 candidates to meet
  * output.rel_l2 < 1e-2, for a final set of 15; with regions the first 40. */
 static void by_region(search *x, bool *set, const double *pred, ranked *r, int n) {
@@ -373,20 +395,20 @@ static void by_region(search *x, bool *set, const double *pred, ranked *r, int n
     if (ok) start[n] = n_members;
     ranked *out = ok ? malloc((size_t)n * sizeof *out) : NULL;
     double total = 1;
-    for (int m = 0; m < g->n_nodes; m++) total += (double)g->nodes[m]->cost.macs;
+    for (int m = 0; m < g->n_nodes; m++) total += work(g->nodes[m]);
     for (int step = 0; out && step < n; step++) {
         int best = -1;
         double best_gain = -1, best_key = -1;
         for (int j = 0; j < n; j++) {
             if (taken[j]) continue;
-            double gain = 0, macs = 0;
+            double gain = 0, cost = 0;
             for (int q = start[j]; q < start[j + 1]; q++) {
                 int m = members[q];
                 if (covered[m]) continue;
                 gain += pred[m] * pred[m];
-                macs += (double)g->nodes[m]->cost.macs;
+                cost += work(g->nodes[m]);
             }
-            double key = gain / (1 + macs / total);
+            double key = gain / (COST_FLOOR + cost / total);
             if (key > best_key || (key == best_key && r[j].macs < r[best].macs)) best = j, best_gain = gain, best_key = key;
         }
         taken[best] = true;
@@ -511,6 +533,30 @@ static bool goes_back_first(const search *x, int a, int b) {
  * result is 1-minimal. The error is not monotone in the set (a node given
  * back can make another one dispensable, or needed again), so a give-back
  * sends the nodes already tried round once more. */
+/* What giving each node of the set back to low buys: the plan's low cost
+ * share without it minus with it (its gray followers and the casts it
+ * adds or removes included: planned, not guessed). */
+static void cost_bought(search *x, const bool *set, double *buys) {
+    bool *t = malloc((size_t)(x->n_cand ? x->n_cand : 1) * sizeof *t);
+    double base = 0;
+    for (int i = -1; t && i < x->n_cand; i++) {
+        if (i >= 0 && !set[i]) continue;
+        memcpy(t, set, (size_t)x->n_cand * sizeof *t);
+        if (i >= 0) t[i] = false;
+        mpx_rules *r = NULL;
+        mpx_plan *p = NULL;
+        mpx_error e;
+        double v = 0;
+        if (!rules_with(x, t, &r, &e) && !repl_build_plan(x->s, r, mpx_history_opts(x->s->hist), &p, &e))
+            v = p->counts.low_cost_pct;
+        mpx_rules_free(r);
+        mpx_plan_free(p);
+        if (i < 0) base = v;
+        else buys[i] = v - base;
+    }
+    free(t);
+}
+
 static mpx_status prune(search *x, bool *set, mpx_error *err) {
     int *order = malloc((size_t)(x->n_cand > 0 ? x->n_cand : 1) * sizeof *order), n = 0;
     bool *tried = calloc((size_t)(x->n_cand > 0 ? x->n_cand : 1), sizeof *tried);
@@ -543,6 +589,20 @@ static mpx_status prune(search *x, bool *set, mpx_error *err) {
                 gave = 1;
         }
     }
+    /* Single nodes: the one whose return buys the most low cost first, so
+     * that where the set could lose either of two nodes but not both, the
+     * dearer goes back. */
+    double *buys = calloc((size_t)(x->n_cand > 0 ? x->n_cand : 1), sizeof *buys);
+    if (buys && !st) {
+        cost_bought(x, set, buys);
+        for (int a = 1; a < n; a++) /* stable: equal buys keep the ranking's order */
+            for (int b = a; b > 0 && buys[order[b]] > buys[order[b - 1]]; b--) {
+                int t = order[b];
+                order[b] = order[b - 1];
+                order[b - 1] = t;
+            }
+    }
+    free(buys);
     for (bool again = true; again && !st;) {
         again = false;
         for (int j = 0; j < n && !st; j++) {
@@ -664,6 +724,50 @@ done:
     if (st || x->how == M_GREEDY) return st;
     if ((st = prune(x, set, err))) return st;
     return final_figures(x, set, err);
+}
+
+/* ---- sensitivity ------------------------------------------------------------- */
+
+typedef struct sens {
+    int i;
+    double key; /* the first clause's figure with this node alone fp32, made smaller-is-better */
+} sens;
+
+static int by_sensitivity(const void *a, const void *b) {
+    const sens *x = a, *y = b;
+    if (x->key != y->key) return x->key < y->key ? -1 : 1;
+    return x->i - y->i;
+}
+
+/* Intel Neural Compressor's fallback, the peers' method, for comparison:
+ * each low node is measured falling back to fp32 alone (one evaluation
+ * each; its sensitivity is the first clause's figure then), and nodes fall
+ * back one at a time, the most sensitive first (the figure that improves
+ * most: the smallest under a bound from above, the largest above one from
+ * below), until the condition holds. Nothing is given back afterwards. */
+static mpx_status run_sensitivity(search *x, bool *set, mpx_error *err) {
+    bool holds = false;
+    memset(set, 0, (size_t)x->n_cand * sizeof *set);
+    mpx_status st = evaluate(x, set, false, &holds, NULL, err);
+    if (st || holds) return st;
+    sens *v = malloc((size_t)(x->n_cand ? x->n_cand : 1) * sizeof *v);
+    if (!v) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    for (int i = 0; i < x->n_cand && !st; i++) {
+        set[i] = true;
+        st = evaluate(x, set, false, &holds, NULL, err);
+        set[i] = false;
+        double f = x->last_got[0];
+        v[i] = (sens){i, isnan(f) ? INFINITY : repl_cond_op(&x->cond.c[0])[0] == '>' ? -f : f};
+    }
+    if (!st) qsort(v, (size_t)x->n_cand, sizeof *v, by_sensitivity);
+    holds = false;
+    for (int k = 0; k < x->n_cand && !st && !holds; k++) {
+        set[v[k].i] = true;
+        st = evaluate(x, set, false, &holds, NULL, err);
+    }
+    free(v);
+    if (!st && !holds) return no_plan(x, err);
+    return st ? st : final_figures(x, set, err);
 }
 
 /* ---- bisect ------------------------------------------------------------------ */
@@ -841,8 +945,9 @@ MPX_CMD(repl_cmd_search) {
         if (strcmp(argv[a], "--method") == 0) {
             const char *m = argv[++a];
             int k = 0;
-            while (k < 3 && strcmp(m, method_names[k]) != 0) k++;
-            if (k == 3) return mpx_error_set(err, MPX_E_ARG, "search: unknown method \"%s\" (auto greedy bisect)", m);
+            while (k < M_COUNT && strcmp(m, method_names[k]) != 0) k++;
+            if (k == M_COUNT)
+                return mpx_error_set(err, MPX_E_ARG, "search: unknown method \"%s\" (auto greedy bisect sensitivity)", m);
             x.how = (method)k;
         } else if (strcmp(argv[a], "--max-evals") == 0) {
             double v;
@@ -903,7 +1008,8 @@ MPX_CMD(repl_cmd_search) {
     /* The inputs once for every evaluation (a data set makes each sample's
      * as it goes). */
     st = !s->data && x.need_run ? repl_make_inputs(s, &s->held_inputs, err) : MPX_OK;
-    if (!st) st = x.how == M_BISECT ? run_bisect(&x, set, err) : run_auto(&x, set, err);
+    if (!st) st = x.how == M_BISECT ? run_bisect(&x, set, err) : x.how == M_SENSITIVITY ? run_sensitivity(&x, set, err)
+                                                                                       : run_auto(&x, set, err);
     repl_free_inputs(s, s->held_inputs);
     s->held_inputs = NULL;
     if (s->progress) fputs("\r                                                                              \r", stderr);

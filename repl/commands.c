@@ -49,7 +49,7 @@ static const mpx_option_spec tensor_opts[] = {{"--save", MPX_TAKES_ONE, MPX_WORD
                                               {"--save-ref", MPX_TAKES_ONE, MPX_WORD_FILE, NULL},
                                               {NULL, 0, 0, NULL}};
 static const mpx_option_spec compare_opts[] = {{"--local", 0, 0, NULL}, {"--json", 0, 0, NULL}, {NULL, 0, 0, NULL}};
-static const mpx_option_spec search_opts[] = {{"--method", MPX_TAKES_ONE, MPX_WORD_CHOICE, "auto|greedy|bisect"},
+static const mpx_option_spec search_opts[] = {{"--method", MPX_TAKES_ONE, MPX_WORD_CHOICE, "auto|greedy|bisect|sensitivity"},
                                               {"--max-evals", MPX_TAKES_ONE, 0, NULL},
                                               {"--time", MPX_TAKES_ONE, 0, NULL},
                                               {"--apply-best", MPX_TAKES_NONE, 0, NULL},
@@ -250,21 +250,27 @@ static const mpx_command commands[] = {
      "A failed assert stops a script with exit status 2.\n"
      "Example: assert output.rel_l2 < 1e-3 and overflow == 0 and casts <= 40",
      repl_cmd_assert, 1, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_condition},
-    {"search", "search <figure> <op> <number> [and ...] [--method auto|greedy|bisect] [--max-evals <n>] [--time <s>] [--apply-best] [--json [<file>]]",
+    {"search", "search <figure> <op> <number> [and ...] [--method auto|greedy|bisect|sensitivity] [--max-evals <n>] [--time <s>] [--apply-best] [--json [<file>]]",
      "find the nodes to keep in fp32 so that a condition holds",
      "The condition is assert's (same figures and grammar), e.g.\n"
      "  search output.rel_l2 < 1e-3 and casts <= 40\n"
      "Each evaluation plans the rules so far plus `colour name:<node> red` for a set\n"
      "of nodes and runs it (only what the set changes is recomputed). auto (the\n"
-     "default): nodes whose weights overflow go fp32 first (once a plain run shows\n"
-     "the plan as it is fails); one local run ranks the low nodes (overflow in their\n"
-     "own output first, then the predicted output error that keeping each fp32\n"
-     "removes, with the gray nodes that follow it); the shortest prefix that meets the\n"
-     "condition goes fp32; then each, the last-ranked first, goes back to low while\n"
-     "the condition still holds, until no single node of the set can (1-minimal).\n"
-     "greedy: auto without giving back. bisect: onnxconverter-common's method\n"
-     "(segments of the topological order tried low, failing ones halved), for\n"
-     "comparison. The result is added as rules `colour name:<node> red  # search:\n"
+     "default) maximises the share of cost low (low_cost_pct, below) among the plans\n"
+     "that meet the condition: nodes whose weights overflow go fp32 first (once a\n"
+     "plain run shows the plan as it is fails); one local run ranks the low nodes\n"
+     "(overflow in their own output first, then the predicted output error that\n"
+     "keeping each fp32 removes, with the gray nodes that follow it, per share of\n"
+     "cost it keeps fp32); the shortest prefix that meets the condition goes fp32;\n"
+     "then nodes go back to low while the condition still holds (chunks, the\n"
+     "last-ranked first, then single nodes, the one whose return buys the most cost\n"
+     "low first) until no single node of the set can (1-minimal). greedy: auto\n"
+     "without giving back. For comparison, the peers' methods: bisect,\n"
+     "onnxconverter-common's (segments of the topological order tried low, failing\n"
+     "ones halved); sensitivity, Intel Neural Compressor's (each node measured\n"
+     "falling back to fp32 alone, then nodes fall back one at a time, the one that\n"
+     "helped most first, until the condition holds).\n"
+     "The result is added as rules `colour name:<node> red  # search:\n"
      "<condition>`, one undo step.\n"
      "Low share: low_macs_pct (multiply-adds) and low_cost_pct, the share of the\n"
      "plan's cost computed low, where cost is multiply-adds plus one per element a\n"

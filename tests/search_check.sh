@@ -4,7 +4,7 @@
 #    the figure it reported exactly (assert ... == <reported value>);
 #  - auto's set is 1-minimal: giving any one node back to low breaks the
 #    budget (each checked by a plan without that node's rule);
-#  - greedy and bisect sets meet the condition too.
+#  - greedy, bisect and sensitivity sets meet the condition too.
 # Usage: search_check.sh <mpx> <source root>
 set -eu
 MPX=$1
@@ -14,7 +14,7 @@ trap 'rm -rf "$tmp"' EXIT
 SETUP="load examples/tiny_cnn.json; input x shape 1x3x32x32; input x random normal 0 1 seed 7; target bf16"
 COND="output.rel_l2 < 1e-3"
 fail=0
-for method in auto greedy bisect; do
+for method in auto greedy bisect sensitivity; do
   "$MPX" -c "$SETUP; search $COND --method $method --json $tmp/$method.json" >/dev/null
   python3 - "$tmp/$method.json" > "$tmp/$method.txt" <<'PY'
 import json, sys

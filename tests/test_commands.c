@@ -100,7 +100,7 @@ int main(void) {
     expect_completion("set ", "bail cache pager top");
     expect_completion("set pager ", "off on");
     expect_completion("svg x.svg --engine ", "dot neato sfdp");
-    expect_completion("search output.rel_l2 < 1 --method ", "auto bisect greedy");
+    expect_completion("search output.rel_l2 < 1 --method ", "auto bisect greedy sensitivity");
     expect_completion("report --sort s", "sqnr_db subnormal");
     expect_completion("report --sort l", "local");
     /* report --sort completes exactly the metric table's names (and local, order) */
