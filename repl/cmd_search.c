@@ -971,6 +971,9 @@ MPX_CMD(repl_cmd_search) {
     if ((st = repl_cond_parse("search", n_words, argv + 1, &x.cond, err))) return st;
     x.need_run = repl_cond_needs_run(&x.cond);
     /* Check the figures' names before any run: a typo costs nothing. */
+    for (int i = 0; i < x.cond.n; i++)
+        if ((st = repl_figure_check(s->graph, x.cond.c[i].fig, err))) return st;
+    repl_cond_warn(s, &x.cond);
     for (int i = 0; i < x.cond.n; i++) {
         repl_figctx fc = {.s = s, .plan = s->plan, .cmp = s->last, .local = s->last_local};
         double v;

@@ -150,7 +150,7 @@ static mpx_status unknown_figure(const char *fig, mpx_error *err) {
     }
     return mpx_error_set(err, MPX_E_ARG,
                          "unknown figure \"%s\" (plan: %s; run: %s, and output.<metric>, worst.<metric>, "
-                         "<tensor or node>.<metric>)%s", fig, plan, run, mpx_name_hint_tail(&h, hint, sizeof hint));
+                         "out[<output>].<metric>, <tensor or node>.<metric>)%s", fig, plan, run, mpx_name_hint_tail(&h, hint, sizeof hint));
 }
 
 /* "mean:", "p95:", "worst:" or "sample<k>:" (written `sample 3:`; the
@@ -207,8 +207,26 @@ static mpx_status stat_figure(const repl_figctx *x, const char *fig, mpx_stat st
  * ("output"), every layer ("worst") or one tensor or node's (its tensor
  * index). repl_figure reads them and repl_cond_measure asks for them, from
  * this one reading. */
-enum { FIG_OUTPUTS = -1, FIG_ALL = -2, FIG_NONE = -3 /* no <what>.<metric> */, FIG_UNKNOWN = -4 /* no such name */ };
+enum {
+    FIG_OUTPUTS = -1, FIG_ALL = -2, FIG_NONE = -3 /* no <what>.<metric> */, FIG_UNKNOWN = -4 /* no such name */,
+    FIG_NOT_OUTPUT = -5 /* out[<name>] naming no model output */
+};
+/* out[<name>].<metric>: one model output by its name, which may hold dots
+ * (the name runs to the last "]."). */
+static int output_figure(const mpx_graph *g, const char *fig, char *what, size_t n, const char **metric) {
+    const char *close = strstr(fig, "].");
+    for (const char *c = close; c; c = strstr(c + 1, "]."))
+        close = c;
+    if (!close || close == fig + 4 || !close[2]) return FIG_NONE;
+    snprintf(what, n, "%.*s", (int)(close - fig - 4), fig + 4);
+    *metric = close + 2;
+    for (int k = 0; k < g->n_outputs; k++)
+        if (g->outputs[k] && strcmp(g->outputs[k]->name, what) == 0) return g->outputs[k]->index;
+    return FIG_NOT_OUTPUT;
+}
+
 static int layer_figure(const mpx_graph *g, const char *fig, char *what, size_t n, const char **metric) {
+    if (strncmp(fig, "out[", 4) == 0) return output_figure(g, fig, what, n, metric);
     const char *dot = strrchr(fig, '.');
     if (!dot || dot == fig || !dot[1]) return FIG_NONE;
     snprintf(what, n, "%.*s", (int)(dot - fig), fig);
@@ -217,6 +235,77 @@ static int layer_figure(const mpx_graph *g, const char *fig, char *what, size_t 
     if (strcmp(what, "worst") == 0) return FIG_ALL;
     const mpx_tensor *t = repl_find_named(g, what);
     return t ? t->index : FIG_UNKNOWN;
+}
+
+/* The refusal for out[<name>] naming no model output: the outputs, and the
+ * closest. */
+static mpx_status not_output(const mpx_graph *g, const char *fig, const char *name, mpx_error *err) {
+    char list[512] = "", hint[300];
+    size_t o = 0;
+    mpx_name_hint h;
+    mpx_name_hint_init(&h, name);
+    for (int k = 0; k < g->n_outputs; k++) {
+        if (!g->outputs[k]) continue;
+        o += (size_t)snprintf(list + o, o < sizeof list ? sizeof list - o : 0, "%s%s", o ? ", " : "",
+                              g->outputs[k]->name);
+        mpx_name_hint_add(&h, g->outputs[k]->name);
+    }
+    return mpx_error_set(err, MPX_E_ARG, "figure %s: \"%s\" is not a model output (outputs: %s)%s", fig, name, list,
+                         mpx_name_hint_tail(&h, hint, sizeof hint));
+}
+
+/* The names a figure's <what> may take, for did-you-mean: output, worst,
+ * out[<output>], and every node and tensor. */
+static const char *what_hint(const mpx_graph *g, const char *what, char *buf, size_t n) {
+    mpx_name_hint h;
+    mpx_name_hint_init(&h, what);
+    mpx_name_hint_add(&h, "output");
+    mpx_name_hint_add(&h, "worst");
+    char o[600];
+    for (int k = 0; k < g->n_outputs; k++)
+        if (g->outputs[k]) {
+            snprintf(o, sizeof o, "out[%s]", g->outputs[k]->name);
+            mpx_name_hint_add(&h, o);
+        }
+    for (int i = 0; i < g->n_nodes; i++) mpx_name_hint_add(&h, g->nodes[i]->name);
+    for (int i = 0; i < g->n_tensors; i++) mpx_name_hint_add(&h, g->tensors[i]->name);
+    return mpx_name_hint_tail(&h, buf, n);
+}
+
+mpx_status repl_figure_check(const mpx_graph *g, const char *fig, mpx_error *err) {
+    mpx_stat stat;
+    int k;
+    const char *rest;
+    if (stat_prefix(fig, &stat, &k, &rest)) fig = rest;
+    if (!repl_figure_needs_run(fig)) return MPX_OK;
+    for (size_t i = 0; i < sizeof run_fig_names / sizeof run_fig_names[0]; i++)
+        if (strcmp(fig, run_fig_names[i]) == 0) return MPX_OK;
+    char what[512], hint[300];
+    const char *metric = NULL;
+    const int t = layer_figure(g, fig, what, sizeof what, &metric);
+    if (t == FIG_NONE) return unknown_figure(fig, err);
+    if (t == FIG_NOT_OUTPUT) return not_output(g, fig, what, err);
+    if (t == FIG_UNKNOWN)
+        return mpx_error_set(err, MPX_E_ARG, "figure %s: no tensor or node named \"%s\"%s", fig, what,
+                             what_hint(g, what, hint, sizeof hint));
+    return MPX_OK;
+}
+
+void repl_cond_warn(mpx_session *s, const repl_cond *c) {
+    const mpx_graph *g = s->graph;
+    bool named = false;
+    for (int k = 0; g && k < g->n_outputs; k++) named = named || (g->outputs[k] && strcmp(g->outputs[k]->name, "output") == 0);
+    for (int i = 0; named && !s->warned_output_name && i < c->n; i++) {
+        const char *fig = c->c[i].fig, *rest;
+        mpx_stat stat;
+        int k;
+        if (stat_prefix(fig, &stat, &k, &rest)) fig = rest;
+        if (strncmp(fig, "output.", 7) != 0) continue;
+        fprintf(s->info,
+                "warning: %s is the worst over all %d model outputs; the output named \"output\" is out[output].%s\n",
+                fig, g->n_outputs, fig + 7);
+        s->warned_output_name = true;
+    }
 }
 
 mpx_status repl_figure(const repl_figctx *x, const char *fig, double *out, mpx_error *err) {
@@ -253,12 +342,8 @@ mpx_status repl_figure(const repl_figctx *x, const char *fig, double *out, mpx_e
     const char *metric = NULL;
     const int want = layer_figure(g, fig, what, sizeof what, &metric);
     if (want == FIG_NONE) return unknown_figure(fig, err);
+    if (want == FIG_UNKNOWN || want == FIG_NOT_OUTPUT) return repl_figure_check(g, fig, err);
     if (!c) return mpx_error_set(err, MPX_E_ARG, "%s needs a run (use: run)", fig);
-    if (want == FIG_UNKNOWN) {
-        char hint[300];
-        return mpx_error_set(err, MPX_E_ARG, "figure %s: no tensor or node named \"%s\"%s", fig, what,
-                             repl_name_tail(g, what, true, true, hint, sizeof hint));
-    }
     bool any = false;
     double v = NAN, val;
     for (int i = 0; i < c->n_layers; i++) {
@@ -399,6 +484,7 @@ MPX_CMD(repl_cmd_assert) {
     if (argc < 2) return mpx_error_set(err, MPX_E_ARG, "usage: assert <figure> <op> <number> [and ...]");
     repl_cond c;
     if ((st = repl_cond_parse("assert", argc - 1, argv + 1, &c, err))) return st;
+    repl_cond_warn(s, &c);
     repl_figctx x = {.s = s, .plan = s->plan, .cmp = s->last, .local = s->last_local};
     double got[REPL_COND_MAX];
     int failed;

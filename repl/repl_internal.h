@@ -236,6 +236,10 @@ typedef struct repl_figctx {
  * totals (overflow underflow subnormal layers) and <what>.<metric> with what
  * = output (worst model output), worst (worst layer) or a tensor/node name. */
 mpx_status repl_figure(const repl_figctx *x, const char *fig, double *out, mpx_error *err);
+/* The names a figure reads, checked without a run: an unknown figure, a
+ * <what> that names no node or tensor, out[<name>] naming no model output
+ * (each with a did-you-mean). */
+mpx_status repl_figure_check(const mpx_graph *g, const char *fig, mpx_error *err);
 /* Whether a figure is read from a run (false: from the plan alone). */
 bool repl_figure_needs_run(const char *fig);
 /* Every whole-model figure's name (plan figures, colours, run figures), to add. */
@@ -265,6 +269,9 @@ typedef struct repl_cond {
 /* Parse argv (the words after the command; cmd names it in messages). */
 mpx_status repl_cond_parse(const char *cmd, int argc, char **argv, repl_cond *c, mpx_error *err);
 bool repl_cond_needs_run(const repl_cond *c);
+/* Warns once a session, on s->info, when a clause reads output.<metric> and
+ * a model output is named "output" (output. is the worst over outputs). */
+void repl_cond_warn(mpx_session *s, const repl_cond *c);
 /* The layers whose metrics the condition reads, into measure[n_tensors]
  * (the model outputs always); false when it reads every layer's (worst.*,
  * overflow, ...) or names a tensor the model does not have. */

@@ -131,6 +131,10 @@ int main(void) {
     expect_completion("colour Conv ", "clear gray green red");
     expect_completion("accum Conv fp3", "fp32");
     expect_completion("assert l", "layers low_cost_pct low_macs_pct low_nodes");
+    /* figures name the model's outputs (tiny_cnn's is y), then a metric */
+    expect_completion("assert ou", "out[y]. output.");
+    expect_completion("search out[y].rel", "out[y].rel_l2");
+    expect_completion("assert worst.c", "worst.cos");
     /* sweep: after the colon, the swept command's own words. */
     expect_completion("sweep t in 1,2 : keep-io ", "off on");
     expect_completion("sweep t ", "in");
