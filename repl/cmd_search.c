@@ -28,13 +28,16 @@
  *    method, for comparison: segments of the topological order are tried
  *    low (everything not yet decided stays fp32); a segment that fails is
  *    split in halves, and a single node that fails stays fp32.
+ *    Last, each node of the set, the dearest first, is tried swapped for the
+ *    gray nodes that followed it into fp32 (swap_followers): a set can be
+ *    1-minimal and still dear.
  *  - greedy: auto without the pruning pass.
  *  - sensitivity: Intel Neural Compressor's fallback, for comparison (each
  *    node measured falling back alone, then fallen back one at a time in
  *    order of that measure until the condition holds).
- * auto's aim is the share of cost low (plan counts' low_cost_pct), so its
- * ranking weighs each region's predicted error against its cost, and the
- * pruning gives back the node that buys the most low cost first.
+ * auto's aim is the share of cost low (plan counts' low_cost_pct): its
+ * ranking weighs each region's predicted error against its cost, and its
+ * last pass trades a dear node for the cheap ones it made follow it.
  * Nothing is applied until the search has succeeded: an error, a condition
  * no plan meets, --max-evals, --time or Ctrl-C leave the session's rules as
  * they were, unless --apply-best asks for the best plan found so far. What
@@ -315,13 +318,6 @@ static double work(const mpx_node *n) {
     return w > 0 ? (double)w : 0;
 }
 
-/* The ranking weighs the predicted error a region removes against the
- * share of the model's cost it keeps fp32, the knapsack's ratio, with every
- * region costing at least this share: below it the cost no longer tells
- * candidates apart, and a ratio over a vanishing cost would rank nodes that
- * remove almost no error first. */
-#define COST_FLOOR 0.01
-
 static double clip1(double e) { return isnan(e) || e > 1 ? 1 : e < 0 ? 0 : e; }
 
 /* The nodes that go fp32 when candidate i does, beside the set: i itself
@@ -353,16 +349,18 @@ static int region(search *x, bool *set, const bool *low, int i, int *out) {
  * removes little: its output is rounded again by the low nodes reading it,
  * and a correctly rounded elementwise op gives the same bits in either
  * format. Greedy: each step takes the candidate whose region holds the most
- * predicted error not yet covered by the regions taken before, per share
- * of the model's cost (graph/cost.c's work) the region's uncovered nodes
- * hold (at least COST_FLOOR); its score becomes that marginal error, so the
+ * predicted error not yet covered by the regions taken before, per (1 +
+ * the share of the model's cost, graph/cost.c's work, the region's
+ * uncovered nodes hold); its score becomes that marginal error, so the
  * prefix sums of squares still estimate how much error a prefix removes.
- * The cost term is what makes the set cheap rather than small: a Conv's
- * region holds the gray nodes after it, so on error alone the Conv always
- * wins, though the cheap nodes it covers remove as much of the error for a
- * fraction of the cost (tiny_cnn in bf16: 5.6% of MACs low without a cost
- * term, 86.7% with a MACs term; tests/models/cost_choice.json: two cheap
- * nodes against one Conv that makes them follow it). Ranking by own prediction
+ * The cost term matters where regions nest: a Conv's region holds the gray
+ * BatchNormalization after it, so on error alone the Conv always wins,
+ * though the BatchNormalization alone removes nearly as much at a fraction
+ * of the cost (tiny_cnn in bf16: 5.6% of MACs low without the term, 86.7%
+ * with it). A stronger weight (error per cost share, every region costing
+ * at least 1% or 10%) found cheaper sets on tiny_cnn but took 141-150
+ * evaluations on det for 68-80% of cost low, where this one with the
+ * swap pass (swap_followers) gets there in fewer. Ranking by own prediction
  * alone needed the first 204 of det's 319 candidates to meet
  * output.rel_l2 < 1e-2, for a final set of 15; with regions the first 40. */
 static void by_region(search *x, bool *set, const double *pred, ranked *r, int n) {
@@ -408,7 +406,7 @@ static void by_region(search *x, bool *set, const double *pred, ranked *r, int n
                 gain += pred[m] * pred[m];
                 cost += work(g->nodes[m]);
             }
-            double key = gain / (COST_FLOOR + cost / total);
+            double key = gain / (1 + cost / total);
             if (key > best_key || (key == best_key && r[j].macs < r[best].macs)) best = j, best_gain = gain, best_key = key;
         }
         taken[best] = true;
@@ -589,20 +587,6 @@ static mpx_status prune(search *x, bool *set, mpx_error *err) {
                 gave = 1;
         }
     }
-    /* Single nodes: the one whose return buys the most low cost first, so
-     * that where the set could lose either of two nodes but not both, the
-     * dearer goes back. */
-    double *buys = calloc((size_t)(x->n_cand > 0 ? x->n_cand : 1), sizeof *buys);
-    if (buys && !st) {
-        cost_bought(x, set, buys);
-        for (int a = 1; a < n; a++) /* stable: equal buys keep the ranking's order */
-            for (int b = a; b > 0 && buys[order[b]] > buys[order[b - 1]]; b--) {
-                int t = order[b];
-                order[b] = order[b - 1];
-                order[b - 1] = t;
-            }
-    }
-    free(buys);
     for (bool again = true; again && !st;) {
         again = false;
         for (int j = 0; j < n && !st; j++) {
@@ -631,6 +615,85 @@ static bool bounds_error(const repl_clause *cl) {
     const char *op = repl_cond_op(cl);
     return (strcmp(op, "<") == 0 || strcmp(op, "<=") == 0) && cl->want > 0 &&
            (strstr(cl->fig, "rel_l2") || strstr(cl->fig, "max_abs") || strstr(cl->fig, "mean_abs"));
+}
+
+/* The low cost share of set's plan, 0 when it cannot be planned; with
+ * low (may be NULL) each node's low flag. */
+static double plan_low_cost(search *x, const bool *set, bool *low) {
+    mpx_rules *r = NULL;
+    mpx_plan *p = NULL;
+    mpx_error e;
+    double v = 0;
+    if (!rules_with(x, set, &r, &e) && !repl_build_plan(x->s, r, mpx_history_opts(x->s->hist), &p, &e)) {
+        v = p->counts.low_cost_pct;
+        for (int m = 0; low && m < p->n_nodes; m++) low[m] = p->nodes[m].low;
+    }
+    mpx_rules_free(r);
+    mpx_plan_free(p);
+    return v;
+}
+
+/* A node kept fp32 takes the gray nodes reading it into fp32 too, and the
+ * condition may need only those followers: a Conv kept for the two cheap
+ * Muls after it (tests/models/cost_choice.json) is the smallest set, the
+ * Muls alone the cheapest, and no give-back reaches them, since without the
+ * Conv the Muls go low again. So each node of the 1-minimal set, the one
+ * whose return buys the most low cost first, is tried swapped for its
+ * followers (the set without it, with them red), those followers then
+ * offered back one by one; the swap stays when the condition holds and more
+ * of the cost is low. One evaluation per node with followers, plus one per
+ * follower when the swap holds. */
+static mpx_status swap_followers(search *x, bool *set, mpx_error *err) {
+    const mpx_graph *g = x->s->graph;
+    size_t nc = (size_t)(x->n_cand ? x->n_cand : 1), nn = (size_t)(g->n_nodes ? g->n_nodes : 1);
+    double *buys = calloc(nc, sizeof *buys);
+    int *order = malloc(nc * sizeof *order), *fol = malloc(nc * sizeof *fol), n = 0;
+    bool swapped = false;
+    bool *trial = malloc(nc * sizeof *trial), *with = malloc(nn * sizeof *with), *without = malloc(nn * sizeof *without);
+    mpx_status st = buys && order && fol && trial && with && without ? MPX_OK
+                                                                    : mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    if (!st) cost_bought(x, set, buys);
+    for (int i = 0; !st && i < x->n_cand; i++)
+        if (set[i]) order[n++] = i;
+    for (int a = 1; a < n; a++)
+        for (int b = a; b > 0 && buys[order[b]] > buys[order[b - 1]]; b--) {
+            int t = order[b];
+            order[b] = order[b - 1];
+            order[b - 1] = t;
+        }
+    for (int k = 0; k < n && !st; k++) {
+        int i = order[k];
+        if (!set[i]) continue;
+        double now = plan_low_cost(x, set, with);
+        memcpy(trial, set, nc * sizeof *trial);
+        trial[i] = false;
+        plan_low_cost(x, trial, without);
+        int nf = 0;
+        for (int j = 0; j < x->n_cand; j++)
+            if (j != i && !set[j] && !with[x->cand[j]] && without[x->cand[j]]) fol[nf++] = j;
+        if (!nf) continue;
+        for (int f = 0; f < nf; f++) trial[fol[f]] = true;
+        bool holds;
+        if ((st = evaluate(x, trial, false, &holds, NULL, err)) || !holds) continue;
+        for (int f = 0; f < nf && !st; f++) {
+            trial[fol[f]] = false;
+            if ((st = evaluate(x, trial, false, &holds, NULL, err)) || !holds) trial[fol[f]] = true;
+        }
+        if (!st && plan_low_cost(x, trial, NULL) > now) {
+            memcpy(set, trial, nc * sizeof *set);
+            swapped = true;
+        }
+    }
+    /* The rest of the set was needed beside the node swapped out, not
+     * necessarily beside its followers: 1-minimal again. */
+    if (!st && swapped) st = prune(x, set, err);
+    free(buys);
+    free(order);
+    free(fol);
+    free(trial);
+    free(with);
+    free(without);
+    return st;
 }
 
 static mpx_status run_auto(search *x, bool *set, mpx_error *err) {
@@ -722,7 +785,7 @@ done:
     free(r);
     free(base);
     if (st || x->how == M_GREEDY) return st;
-    if ((st = prune(x, set, err))) return st;
+    if ((st = prune(x, set, err)) || (st = swap_followers(x, set, err))) return st;
     return final_figures(x, set, err);
 }
 
