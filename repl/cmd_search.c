@@ -80,6 +80,7 @@ typedef struct search {
     /* [n_tensors] or NULL (all): the layers the condition reads, the only
      * ones an evaluation measures (local runs, for ranking, measure all) */
     bool *measure;
+    bool *keep;         /* [n_tensors] or NULL: the values the condition's task figures read */
     /* the last evaluation that held: */
     double best_got[REPL_COND_MAX];
     double best_low_pct, best_low_cost;
@@ -209,8 +210,8 @@ static mpx_status evaluate(search *x, const bool *set, bool local, bool *holds, 
     mpx_plan *p = NULL;
     mpx_compare *c = NULL;
     mpx_status st = rules_with(x, set, &r, err);
-    if (!st) st = repl_trial(s, r, mpx_history_opts(s->hist), x->need_run, local, true, local ? NULL : x->measure, &p,
-                             &c, err);
+    if (!st) st = repl_trial(s, r, mpx_history_opts(s->hist), x->need_run, local, true, local ? NULL : x->measure,
+                             x->keep, &p, &c, err);
     mpx_rules_free(r);
     double got[REPL_COND_MAX];
     int failed = -1;
@@ -1069,6 +1070,11 @@ MPX_CMD(repl_cmd_search) {
         free(x.measure); /* measure every layer: slower, not wrong */
         x.measure = NULL;
     }
+    x.keep = malloc((size_t)(g->n_tensors ? g->n_tensors : 1) * sizeof *x.keep);
+    if (x.keep && !repl_cond_keep(g, &x.cond, x.keep)) {
+        free(x.keep);
+        x.keep = NULL;
+    }
     for (int i = 0; x.own && i < g->n_nodes; i++) x.own[i] = NAN;
     x.t0 = repl_now_ms();
     /* The inputs once for every evaluation (a data set makes each sample's
@@ -1137,6 +1143,7 @@ MPX_CMD(repl_cmd_search) {
     free(x.own);
     free(x.flags);
     free(x.measure);
+    free(x.keep);
     free(x.place);
     free(x.cand);
     free(x.best_set);

@@ -359,7 +359,7 @@ MPX_CMD(repl_cmd_sweep) {
         substitute(d->command, d->name, d->values[i], line, sizeof line, &used, err);
         if (s->progress) fprintf(stderr, "\r  sweep: %s = %s (%d of %d)      ", d->name, d->values[i], i + 1, d->n);
         st = point_state(s, line, &r, &po, err);
-        if (!st) st = repl_trial(s, r, &po, true, false, false, NULL, &p, &c, err);
+        if (!st) st = repl_trial(s, r, &po, true, false, false, NULL, NULL, &p, &c, err);
         if (st) {
             char m[sizeof err->msg];
             snprintf(m, sizeof m, "%s", err->msg);

@@ -268,6 +268,7 @@ void repl_complete_condition(const char *text, int pos, char **w) {
         for (int i = 0; i < MPX_METRIC_COUNT; i++) cand2(text, head, mpx_metric_info_of((mpx_metric_id)i)->name);
         cand2(text, head, "absmax");
         cand2(text, head, "local");
+        for (int i = 0; i < MPX_TASK_COUNT; i++) cand2(text, head, mpx_task_name((mpx_task_id)i));
         return;
     }
     repl_figure_names(text, cand);

@@ -95,10 +95,15 @@ static bool metric_of(const mpx_layer *L, const char *metric, double *out) {
     return true;
 }
 
-/* The worse of two figures of one metric (cos and sqnr_db: the smaller). */
+/* The worse of two figures of one metric (cos, sqnr_db and the task
+ * figures: the smaller). */
 static double worse(const char *metric, double a, double b) {
     mpx_metric_id id;
-    bool low_bad = mpx_metric_by_name(metric, &id) && mpx_metric_info_of(id)->low_is_worse;
+    mpx_task_figure tf;
+    bool task = false;
+    mpx_error e;
+    if (mpx_task_parse(metric, &task, &tf, &e)) task = false;
+    bool low_bad = task || (mpx_metric_by_name(metric, &id) && mpx_metric_info_of(id)->low_is_worse);
     if (isnan(a) || isnan(b)) return NAN;
     return low_bad ? (a < b ? a : b) : (a > b ? a : b);
 }
@@ -288,7 +293,33 @@ mpx_status repl_figure_check(const mpx_graph *g, const char *fig, mpx_error *err
     if (t == FIG_UNKNOWN)
         return mpx_error_set(err, MPX_E_ARG, "figure %s: no tensor or node named \"%s\"%s", fig, what,
                              what_hint(g, what, hint, sizeof hint));
+    bool task;
+    mpx_task_figure tf;
+    mpx_error te;
+    if (mpx_task_parse(metric, &task, &tf, &te)) return mpx_error_set(err, MPX_E_ARG, "figure %s: %s", fig, te.msg);
     return MPX_OK;
+}
+
+bool repl_cond_keep(const mpx_graph *g, const repl_cond *c, bool *keep) {
+    bool any = false;
+    memset(keep, 0, (size_t)g->n_tensors * sizeof *keep);
+    for (int i = 0; i < c->n; i++) {
+        const char *fig = c->c[i].fig, *rest, *metric;
+        mpx_stat stat;
+        int k;
+        if (stat_prefix(fig, &stat, &k, &rest)) fig = rest;
+        char what[512];
+        const int t = layer_figure(g, fig, what, sizeof what, &metric);
+        bool task = false;
+        mpx_task_figure tf;
+        mpx_error e;
+        if (t == FIG_NONE || t < FIG_ALL || mpx_task_parse(metric, &task, &tf, &e) || !task) continue;
+        any = true;
+        for (int j = 0; t < 0 && j < g->n_outputs; j++)
+            if (g->outputs[j]) keep[g->outputs[j]->index] = true;
+        if (t >= 0) keep[t] = true;
+    }
+    return any;
 }
 
 void repl_cond_warn(mpx_session *s, const repl_cond *c) {
@@ -306,6 +337,25 @@ void repl_cond_warn(mpx_session *s, const repl_cond *c) {
                 fig, g->n_outputs, fig + 7);
         s->warned_output_name = true;
     }
+}
+
+/* A task figure (numerics/task.c) of tensor t: from the run's values of it
+ * and its reference, which the run must have kept (search keeps them for
+ * the conditions that read them: repl_cond_keep). */
+static mpx_status task_value(const repl_figctx *x, const char *fig, int t, const mpx_task_figure *tf, double *out,
+                             mpx_error *err) {
+    const mpx_compare *c = x->cmp;
+    const char *name = x->plan->g->tensors[t]->name;
+    if (c->samples)
+        return mpx_error_set(err, MPX_E_ARG,
+                             "figure %s: task figures read one run's values, and over a data set each sample's "
+                             "are not kept (run one input)", fig);
+    if (!c->ref || !c->cand || c->ref[t].n < 0 || c->cand[t].n < 0)
+        return mpx_error_set(err, MPX_E_ARG, "figure %s: the run did not keep the values of %s (use: run --keep %s)",
+                             fig, name, name);
+    mpx_error e;
+    mpx_status st = mpx_task_compute(&c->ref[t], &c->cand[t], tf, out, &e);
+    return st ? mpx_error_set(err, st, "figure %s (%s): %s", fig, name, e.msg) : MPX_OK;
 }
 
 mpx_status repl_figure(const repl_figctx *x, const char *fig, double *out, mpx_error *err) {
@@ -350,10 +400,20 @@ mpx_status repl_figure(const repl_figctx *x, const char *fig, double *out, mpx_e
         const mpx_layer *L = &c->layers[i];
         if (want >= 0 ? L->tensor != want : (want == FIG_OUTPUTS && !repl_is_output(g, L->tensor))) continue;
         if (L->unmeasured) continue;
-        if (!metric_of(L, metric, &val)) {
+        bool task = false;
+        mpx_task_figure tf;
+        mpx_error te;
+        if (!metric_of(L, metric, &val) && mpx_task_parse(metric, &task, &tf, &te) != MPX_OK)
+            return mpx_error_set(err, MPX_E_ARG, "figure %s: %s", fig, te.msg);
+        if (task) {
+            mpx_status st = task_value(x, fig, L->tensor, &tf, &val, err);
+            if (st) return st;
+        } else if (!metric_of(L, metric, &val)) {
             char names[256];
             char hint[128];
-            return mpx_error_set(err, MPX_E_ARG, "figure %s: unknown metric \"%s\" (%s absmax%s)%s", fig, metric,
+            return mpx_error_set(err, MPX_E_ARG,
+                                 "figure %s: unknown metric \"%s\" (%s absmax%s; task: top1 topk_overlap@k iou@t "
+                                 "sign_agree@t)%s", fig, metric,
                                  mpx_metric_names(" ", names, sizeof names), x->local ? " local" : "",
                                  repl_metric_tail(metric, true, hint, sizeof hint));
         }
@@ -368,7 +428,8 @@ mpx_status repl_figure(const repl_figctx *x, const char *fig, double *out, mpx_e
 /* ---- trials: a plan not applied, and its run -------------------------------- */
 
 mpx_status repl_trial(mpx_session *s, const mpx_rules *r, const mpx_plan_opts *o, bool run, bool local,
-                      bool undoable, const bool *measure, mpx_plan **plan, mpx_compare **cmp, mpx_error *err) {
+                      bool undoable, const bool *measure, const bool *keep, mpx_plan **plan, mpx_compare **cmp,
+                      mpx_error *err) {
     *plan = NULL;
     *cmp = NULL;
     mpx_plan *p = NULL;
@@ -379,7 +440,7 @@ mpx_status repl_trial(mpx_session *s, const mpx_rules *r, const mpx_plan_opts *o
     }
     /* Local runs neither use nor touch the cache (numerics' rule). */
     repl_cached how = local ? REPL_UNCACHED : undoable ? REPL_CACHED_UNDOABLE : REPL_CACHED;
-    if ((st = repl_run_plan(s, p, local, NULL, measure, how, cmp, err))) {
+    if ((st = repl_run_plan(s, p, local, keep, measure, how, cmp, err))) {
         mpx_plan_free(p);
         return st;
     }

@@ -249,9 +249,11 @@ void repl_figure_names(const char *text, void (*add)(const char *prefix, const c
  * would, without applying it, and when run is set run it on the session's
  * inputs through the run cache (only what differs from the cache's last run
  * is recomputed; a local run bypasses the cache; undoable: repl_undo_trial
- * can take the run back out of the cache). The caller frees both. */
+ * can take the run back out of the cache; keep: tensors whose values the
+ * run keeps, or NULL). The caller frees both. */
 mpx_status repl_trial(mpx_session *s, const mpx_rules *r, const mpx_plan_opts *o, bool run, bool local,
-                      bool undoable, const bool *measure, mpx_plan **plan, mpx_compare **cmp, mpx_error *err);
+                      bool undoable, const bool *measure, const bool *keep, mpx_plan **plan, mpx_compare **cmp,
+                      mpx_error *err);
 
 #define REPL_COND_MAX 16
 typedef struct repl_clause {
@@ -272,6 +274,9 @@ bool repl_cond_needs_run(const repl_cond *c);
 /* Warns once a session, on s->info, when a clause reads output.<metric> and
  * a model output is named "output" (output. is the worst over outputs). */
 void repl_cond_warn(mpx_session *s, const repl_cond *c);
+/* The tensors whose values c's task figures (top1, iou@t, ...) read: the
+ * model outputs for output.*, else the tensor named. false when none. */
+bool repl_cond_keep(const mpx_graph *g, const repl_cond *c, bool *keep);
 /* The layers whose metrics the condition reads, into measure[n_tensors]
  * (the model outputs always); false when it reads every layer's (worst.*,
  * overflow, ...) or names a tensor the model does not have. */
