@@ -81,6 +81,7 @@ typedef struct search {
      * ones an evaluation measures (local runs, for ranking, measure all) */
     bool *measure;
     bool *keep;         /* [n_tensors] or NULL: the values the condition's task figures read */
+    repl_eval *eval;    /* --eval's command, or NULL */
     /* the last evaluation that held: */
     double best_got[REPL_COND_MAX];
     double best_low_pct, best_low_cost;
@@ -216,7 +217,7 @@ static mpx_status evaluate(search *x, const bool *set, bool local, bool *holds, 
     double got[REPL_COND_MAX];
     int failed = -1;
     if (!st) {
-        repl_figctx fc = {.s = s, .plan = p, .cmp = c, .local = local};
+        repl_figctx fc = {.s = s, .plan = p, .cmp = c, .local = local, .eval = x->eval};
         st = repl_cond_eval(&fc, &x->cond, got, &failed, err);
     }
     if (st) {
@@ -1001,7 +1002,8 @@ MPX_CMD(repl_cmd_search) {
     if (!s->plan || !s->hist) return mpx_error_set(err, MPX_E_INVALID, "no plan (load a model first)");
     search x = {.s = s, .how = M_AUTO, .max_evals = 500};
     bool json = false, apply_best = false;
-    const char *json_path = NULL;
+    const char *json_path = NULL, *eval_cmd = NULL;
+    double eval_timeout = 60;
     int n_words = argc - 1;
     for (int a = 1; a < argc; a++) {
         if (strncmp(argv[a], "--", 2) != 0) continue;
@@ -1024,6 +1026,14 @@ MPX_CMD(repl_cmd_search) {
             if ((st = repl_parse_number(argv[++a], "--time", &v, err))) return st;
             if (!(v > 0) || v > 1e9) return mpx_error_set(err, MPX_E_ARG, "--time %s: seconds, more than 0", argv[a]);
             x.max_ms = v * 1000;
+        } else if (strcmp(argv[a], "--eval") == 0) {
+            eval_cmd = argv[++a];
+        } else if (strcmp(argv[a], "--eval-timeout") == 0) {
+            double v;
+            if ((st = repl_parse_number(argv[++a], "--eval-timeout", &v, err))) return st;
+            if (!(v > 0) || v > 1e7)
+                return mpx_error_set(err, MPX_E_ARG, "--eval-timeout %s: seconds, more than 0", argv[a]);
+            eval_timeout = v;
         } else if (strcmp(argv[a], "--apply-best") == 0) {
             apply_best = true;
         } else if (strcmp(argv[a], "--json") == 0) {
@@ -1035,10 +1045,22 @@ MPX_CMD(repl_cmd_search) {
     if ((st = repl_cond_parse("search", n_words, argv + 1, &x.cond, err))) return st;
     x.need_run = repl_cond_needs_run(&x.cond);
     /* Check the figures' names before any run: a typo costs nothing. */
-    for (int i = 0; i < x.cond.n; i++)
+    bool evals = false;
+    for (int i = 0; i < x.cond.n; i++) {
         if ((st = repl_figure_check(s->graph, x.cond.c[i].fig, err))) return st;
+        const char *f = x.cond.c[i].fig;
+        if (strcmp(f, "eval") == 0 || strncmp(f, "eval.", 5) == 0) {
+            if (!eval_cmd)
+                return mpx_error_set(err, MPX_E_ARG, "%s is the figure of a command: search ... --eval \"<command>\"", f);
+            evals = true;
+        }
+    }
+    if (eval_cmd && s->data)
+        return mpx_error_set(err, MPX_E_ARG, "--eval reads one run's outputs; over a data set each sample's are not "
+                             "kept (data off, or run one input)");
     repl_cond_warn(s, &x.cond);
     for (int i = 0; i < x.cond.n; i++) {
+        if (evals && strncmp(x.cond.c[i].fig, "eval", 4) == 0) continue;
         repl_figctx fc = {.s = s, .plan = s->plan, .cmp = s->last, .local = s->last_local};
         double v;
         mpx_error e;
@@ -1047,6 +1069,7 @@ MPX_CMD(repl_cmd_search) {
                 return mpx_error_set(err, e.status, "%s", e.msg);
         }
     }
+    if (eval_cmd && (st = repl_eval_new(eval_cmd, eval_timeout, &x.eval, err))) return st;
     const mpx_graph *g = s->graph;
     size_t nn = (size_t)(g->n_nodes ? g->n_nodes : 1);
     x.cand = malloc(nn * sizeof *x.cand);
@@ -1058,6 +1081,7 @@ MPX_CMD(repl_cmd_search) {
         free(set);
         free(x.best_set);
         free(x.top_set);
+        repl_eval_free(x.eval);
         return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     }
     for (int i = 0; i < g->n_nodes; i++)
@@ -1144,6 +1168,7 @@ MPX_CMD(repl_cmd_search) {
     free(x.flags);
     free(x.measure);
     free(x.keep);
+    repl_eval_free(x.eval);
     free(x.place);
     free(x.cand);
     free(x.best_set);

@@ -53,6 +53,8 @@ static const mpx_option_spec search_opts[] = {{"--method", MPX_TAKES_ONE, MPX_WO
                                               {"--max-evals", MPX_TAKES_ONE, 0, NULL},
                                               {"--time", MPX_TAKES_ONE, 0, NULL},
                                               {"--apply-best", MPX_TAKES_NONE, 0, NULL},
+                                              {"--eval", MPX_TAKES_ONE, 0, NULL},
+                                              {"--eval-timeout", MPX_TAKES_ONE, 0, NULL},
                                               {"--json", MPX_TAKES_MAYBE, MPX_WORD_FILE, NULL},
                                               {NULL, 0, 0, NULL}};
 static const mpx_option_spec merge_opts[] = {{"--json", MPX_TAKES_MAYBE, MPX_WORD_FILE, NULL},
@@ -261,7 +263,7 @@ static const mpx_command commands[] = {
      "A failed assert stops a script with exit status 2.\n"
      "Example: assert output.rel_l2 < 1e-3 and overflow == 0 and casts <= 40",
      repl_cmd_assert, 1, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_condition},
-    {"search", "search <figure> <op> <number> [and ...] [--method auto|greedy|bisect|sensitivity] [--max-evals <n>] [--time <s>] [--apply-best] [--json [<file>]]",
+    {"search", "search <figure> <op> <number> [and ...] [--method auto|greedy|bisect|sensitivity] [--max-evals <n>] [--time <s>] [--apply-best] [--eval \"<command>\" [--eval-timeout <s>]] [--json [<file>]]",
      "find the nodes to keep in fp32 so that a condition holds",
      "The condition is assert's (same figures and grammar), e.g.\n"
      "  search output.rel_l2 < 1e-3 and casts <= 40\n"
@@ -300,7 +302,17 @@ static const mpx_command commands[] = {
      "node ran), ms, evaluations: [{set, holds, figures, low_macs_pct, low_cost_pct,\n"
      "ms, nodes_run, local (a ranking run)}]}. Printed, it is stdout's only text\n"
      "(the summary line goes to stderr). On a terminal a progress line shows the\n"
-     "evaluations, the best plan so far and the time left to the nearer limit.",
+     "evaluations, the best plan so far and the time left to the nearer limit.\n"
+     "--eval \"<command>\": your own figure. Once per evaluation mpx writes every\n"
+     "model output as float32 .npy, $MPX_EVAL_DIR/cand/<output>.npy (the plan's)\n"
+     "and $MPX_EVAL_DIR/ref/<output>.npy (fp32), '/' in a name made '_', runs the\n"
+     "command with /bin/sh and reads its stdout: one number is the figure eval, a\n"
+     "JSON object of numbers the figures eval.<key>, e.g.\n"
+     "  search eval.top1 >= 0.99 --eval \"python3 my_metric.py\"\n"
+     "A command that is not found, exits non-zero, prints nothing, prints a number\n"
+     "that is not finite or runs past --eval-timeout (default 60 s; then killed with\n"
+     "its children) is an error naming it. One input, not a data set; the folder is\n"
+     "made under $TMPDIR and removed after the search.",
      repl_cmd_search, 1, -1, {MPX_WORD_TEXT}, NULL, search_opts, repl_complete_condition},
     {"sweep", "sweep <name> in <v1>,<v2>,... : <command using $name> [--json [<file>] | --csv [<file>]] [--plot <file.svg>] [--shard <k>/<n>]",
      "try a plan change with several values, every point planned and run",

@@ -127,6 +127,9 @@ static int plan_figure(const char *fig) {
 
 bool repl_figure_needs_run(const char *fig) { return plan_figure(fig) < 0; }
 
+/* eval or eval.<key>: search --eval's figures. */
+static bool eval_figure(const char *fig) { return strcmp(fig, "eval") == 0 || (strncmp(fig, "eval.", 5) == 0 && fig[5]); }
+
 /* The run's whole-model figures (beside <tensor>.<metric>). */
 static const char *const run_fig_names[] = {"overflow", "underflow", "subnormal", "layers"};
 enum { RUN_FIGS = sizeof run_fig_names / sizeof run_fig_names[0] };
@@ -282,7 +285,7 @@ mpx_status repl_figure_check(const mpx_graph *g, const char *fig, mpx_error *err
     int k;
     const char *rest;
     if (stat_prefix(fig, &stat, &k, &rest)) fig = rest;
-    if (!repl_figure_needs_run(fig)) return MPX_OK;
+    if (!repl_figure_needs_run(fig) || eval_figure(fig)) return MPX_OK;
     for (size_t i = 0; i < sizeof run_fig_names / sizeof run_fig_names[0]; i++)
         if (strcmp(fig, run_fig_names[i]) == 0) return MPX_OK;
     char what[512], hint[300];
@@ -308,6 +311,12 @@ bool repl_cond_keep(const mpx_graph *g, const repl_cond *c, bool *keep) {
         mpx_stat stat;
         int k;
         if (stat_prefix(fig, &stat, &k, &rest)) fig = rest;
+        if (eval_figure(fig)) { /* --eval's command reads every output */
+            any = true;
+            for (int j = 0; j < g->n_outputs; j++)
+                if (g->outputs[j]) keep[g->outputs[j]->index] = true;
+            continue;
+        }
         char what[512];
         const int t = layer_figure(g, fig, what, sizeof what, &metric);
         bool task = false;
@@ -381,6 +390,12 @@ mpx_status repl_figure(const repl_figctx *x, const char *fig, double *out, mpx_e
     default: break;
     }
     const mpx_compare *c = x->cmp;
+    if (eval_figure(fig)) {
+        if (!x->eval)
+            return mpx_error_set(err, MPX_E_ARG, "%s is the figure of a command: search ... --eval \"<command>\"", fig);
+        if (!c) return mpx_error_set(err, MPX_E_ARG, "%s needs a run", fig);
+        return repl_eval_figure(x->eval, g, c, fig, out, err);
+    }
     for (int i = 0; i < RUN_FIGS; i++) {
         if (strcmp(fig, run_fig_names[i]) != 0) continue;
         if (!c) return mpx_error_set(err, MPX_E_ARG, "%s needs a run (use: run)", fig);
@@ -497,7 +512,7 @@ bool repl_cond_measure(const mpx_graph *g, const repl_cond *c, bool *measure) {
         mpx_stat stat;
         int k;
         if (stat_prefix(fig, &stat, &k, &rest)) fig = rest;
-        if (!repl_figure_needs_run(fig)) continue;
+        if (!repl_figure_needs_run(fig) || eval_figure(fig)) continue;
         char what[512];
         const char *metric;
         const int t = layer_figure(g, fig, what, sizeof what, &metric);

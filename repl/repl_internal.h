@@ -226,11 +226,22 @@ const mpx_tensor *repl_find_named(const mpx_graph *g, const char *name);
 
 /* What a figure is read from: a plan and, for run figures, a comparison of
  * that plan (NULL: none yet). s gives the weight check. */
+/* search --eval (eval.c): the user's command, run once per evaluation on the
+ * outputs written as .npy; its figures are eval and eval.<key>. */
+typedef struct repl_eval repl_eval;
+mpx_status repl_eval_new(const char *command, double timeout_s, repl_eval **out, mpx_error *err);
+void repl_eval_free(repl_eval *e);
+/* Figure fig ("eval" or "eval.<key>") of comparison c: the command runs
+ * once per comparison (its answer is kept for the other figures of c). */
+mpx_status repl_eval_figure(repl_eval *e, const mpx_graph *g, const mpx_compare *c, const char *fig, double *out,
+                            mpx_error *err);
+
 typedef struct repl_figctx {
     const mpx_session *s;
     const mpx_plan *plan;
     const mpx_compare *cmp;
     bool local; /* cmp has local metrics (for the message listing metrics) */
+    repl_eval *eval; /* search --eval, else NULL */
 } repl_figctx;
 /* Plan figures (casts, green, ..., low_macs_pct, weights_overflow), run
  * totals (overflow underflow subnormal layers) and <what>.<metric> with what
