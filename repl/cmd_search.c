@@ -82,6 +82,11 @@ typedef struct search {
     bool *measure;
     bool *keep;         /* [n_tensors] or NULL: the values the condition's task figures read */
     repl_eval *eval;    /* --eval's command, or NULL */
+    /* --validate: the held-out samples, and the found plan's figures on them */
+    struct repl_dataset *held;
+    const char *held_spec;
+    bool validated, held_holds;
+    double held_got[REPL_COND_MAX];
     /* the last evaluation that held: */
     double best_got[REPL_COND_MAX];
     double best_low_pct, best_low_cost;
@@ -877,6 +882,41 @@ static mpx_status run_bisect(search *x, bool *set, mpx_error *err) {
     return st;
 }
 
+/* ---- --validate ---------------------------------------------------------------- */
+
+/* The plan of set run on the held-out samples instead of the session's (no
+ * cache: those hold the session's samples), and the condition read there. */
+static mpx_status validate(search *x, const bool *set, mpx_error *err) {
+    mpx_session *s = x->s;
+    mpx_rules *r = NULL;
+    mpx_plan *p = NULL;
+    mpx_compare *c = NULL;
+    mpx_status st = rules_with(x, set, &r, err);
+    if (!st) st = repl_build_plan(s, r, mpx_history_opts(s->hist), &p, err);
+    mpx_rules_free(r);
+    if (!st && x->need_run) {
+        struct repl_dataset *old = s->data;
+        s->data = x->held;
+        st = repl_run_plan(s, p, false, x->keep, NULL, REPL_UNCACHED, &c, err);
+        s->data = old;
+    }
+    int failed = -1;
+    if (!st) {
+        repl_figctx fc = {.s = s, .plan = p, .cmp = c, .eval = x->eval};
+        st = repl_cond_eval(&fc, &x->cond, x->held_got, &failed, err);
+    }
+    if (st) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        mpx_error_set(err, st, "--validate %s: %s", x->held_spec, msg);
+    }
+    x->validated = !st;
+    x->held_holds = failed < 0;
+    mpx_plan_free(p);
+    mpx_compare_free(c);
+    return st;
+}
+
 /* ---- the command ------------------------------------------------------------- */
 
 /* What a search gives back: the set it found (done), or on a stop the best
@@ -912,6 +952,14 @@ static char *search_json(search *x, const result *r, const char *error, double m
         cJSON_AddNullToObject(root, "fp32");
     }
     cJSON_AddBoolToObject(root, "applied", r->apply && r->k > 0);
+    if (x->validated) {
+        cJSON *v = cJSON_AddObjectToObject(root, "validation");
+        cJSON_AddStringToObject(v, "data", x->held_spec);
+        cJSON_AddNumberToObject(v, "samples", repl_data_count(x->held));
+        cJSON *f = cJSON_AddObjectToObject(v, "figures");
+        for (int i = 0; i < x->cond.n; i++) add_exact(f, x->cond.c[i].fig, x->held_got[i]);
+        cJSON_AddBoolToObject(v, "holds", x->held_holds);
+    }
     cJSON_AddNumberToObject(root, "candidates", x->n_cand);
     cJSON_AddNumberToObject(root, "n_evaluations", x->n_evals);
     cJSON_AddNumberToObject(root, "n_unchanged", x->n_unchanged);
@@ -1034,6 +1082,8 @@ MPX_CMD(repl_cmd_search) {
             if (!(v > 0) || v > 1e7)
                 return mpx_error_set(err, MPX_E_ARG, "--eval-timeout %s: seconds, more than 0", argv[a]);
             eval_timeout = v;
+        } else if (strcmp(argv[a], "--validate") == 0) {
+            x.held_spec = argv[++a];
         } else if (strcmp(argv[a], "--apply-best") == 0) {
             apply_best = true;
         } else if (strcmp(argv[a], "--json") == 0) {
@@ -1058,6 +1108,17 @@ MPX_CMD(repl_cmd_search) {
     if (eval_cmd && s->data)
         return mpx_error_set(err, MPX_E_ARG, "--eval reads one run's outputs; over a data set each sample's are not "
                              "kept (data off, or run one input)");
+    if (x.held_spec) {
+        char line[1024], *w[16];
+        int nw = 0;
+        snprintf(line, sizeof line, "%s", x.held_spec);
+        if ((st = repl_split_words(line, &nw, w, 16, false, err)) ||
+            (st = repl_data_open(s, nw, w, &x.held, err))) {
+            char msg[sizeof err->msg];
+            snprintf(msg, sizeof msg, "%s", err->msg);
+            return mpx_error_set(err, st, "--validate %s: %s", x.held_spec, msg);
+        }
+    }
     repl_cond_warn(s, &x.cond);
     for (int i = 0; i < x.cond.n; i++) {
         if (evals && strncmp(x.cond.c[i].fig, "eval", 4) == 0) continue;
@@ -1069,7 +1130,10 @@ MPX_CMD(repl_cmd_search) {
                 return mpx_error_set(err, e.status, "%s", e.msg);
         }
     }
-    if (eval_cmd && (st = repl_eval_new(eval_cmd, eval_timeout, &x.eval, err))) return st;
+    if (eval_cmd && (st = repl_eval_new(eval_cmd, eval_timeout, &x.eval, err))) {
+        repl_data_free(x.held);
+        return st;
+    }
     const mpx_graph *g = s->graph;
     size_t nn = (size_t)(g->n_nodes ? g->n_nodes : 1);
     x.cand = malloc(nn * sizeof *x.cand);
@@ -1082,6 +1146,7 @@ MPX_CMD(repl_cmd_search) {
         free(x.best_set);
         free(x.top_set);
         repl_eval_free(x.eval);
+        repl_data_free(x.held);
         return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     }
     for (int i = 0; i < g->n_nodes; i++)
@@ -1108,6 +1173,7 @@ MPX_CMD(repl_cmd_search) {
                                                                                        : run_auto(&x, set, err);
     repl_free_inputs(s, s->held_inputs);
     s->held_inputs = NULL;
+    if (!st && x.held) st = validate(&x, set, err);
     if (s->progress) fputs("\r                                                                              \r", stderr);
     double ms = repl_now_ms() - x.t0;
     /* What the search learned, however it ended: the set found, else the
@@ -1157,6 +1223,14 @@ MPX_CMD(repl_cmd_search) {
         else if (st) snprintf(lead, sizeof lead, "search: the best plan so far: ");
         summary(&x, &r, lead, ms, human);
     }
+    if (x.validated && r.end == END_DONE) {
+        fprintf(human, "search: on the held-out samples (%s, %d): ", x.held_spec, repl_data_count(x.held));
+        for (int i = 0; i < x.cond.n; i++)
+            fprintf(human, "%s%s %.3g", i ? "; " : "", x.cond.c[i].fig, x.held_got[i]);
+        fprintf(human, x.held_holds ? "; %s holds there too\n"
+                                    : "; %s does NOT hold there: the plan meets it on the search's samples only\n",
+                x.cond.text);
+    }
     if (json_text) fputs(json_text, s->out);
     if (st && !ast && r.apply) st = MPX_OK; /* --apply-best: the user asked for what was found */
     else if (st && !ast && !r.set && r.end != END_FAILED && r.end != END_NO_PLAN)
@@ -1169,6 +1243,7 @@ MPX_CMD(repl_cmd_search) {
     free(x.measure);
     free(x.keep);
     repl_eval_free(x.eval);
+    repl_data_free(x.held);
     free(x.place);
     free(x.cand);
     free(x.best_set);

@@ -54,6 +54,7 @@ static const mpx_option_spec search_opts[] = {{"--method", MPX_TAKES_ONE, MPX_WO
                                               {"--time", MPX_TAKES_ONE, 0, NULL},
                                               {"--apply-best", MPX_TAKES_NONE, 0, NULL},
                                               {"--eval", MPX_TAKES_ONE, 0, NULL},
+                                              {"--validate", MPX_TAKES_ONE, MPX_WORD_FILE, NULL},
                                               {"--eval-timeout", MPX_TAKES_ONE, 0, NULL},
                                               {"--json", MPX_TAKES_MAYBE, MPX_WORD_FILE, NULL},
                                               {NULL, 0, 0, NULL}};
@@ -263,7 +264,7 @@ static const mpx_command commands[] = {
      "A failed assert stops a script with exit status 2.\n"
      "Example: assert output.rel_l2 < 1e-3 and overflow == 0 and casts <= 40",
      repl_cmd_assert, 1, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_condition},
-    {"search", "search <figure> <op> <number> [and ...] [--method auto|greedy|bisect|sensitivity] [--max-evals <n>] [--time <s>] [--apply-best] [--eval \"<command>\" [--eval-timeout <s>]] [--json [<file>]]",
+    {"search", "search <figure> <op> <number> [and ...] [--method auto|greedy|bisect|sensitivity] [--max-evals <n>] [--time <s>] [--apply-best] [--eval \"<command>\" [--eval-timeout <s>]] [--validate <data spec>] [--json [<file>]]",
      "find the nodes to keep in fp32 so that a condition holds",
      "The condition is assert's (same figures and grammar), e.g.\n"
      "  search output.rel_l2 < 1e-3 and casts <= 40\n"
@@ -312,7 +313,13 @@ static const mpx_command commands[] = {
      "A command that is not found, exits non-zero, prints nothing, prints a number\n"
      "that is not finite or runs past --eval-timeout (default 60 s; then killed with\n"
      "its children) is an error naming it. One input, not a data set; the folder is\n"
-     "made under $TMPDIR and removed after the search.",
+     "made under $TMPDIR and removed after the search.\n"
+     "--validate <data spec> (quoted when it has blanks, e.g. \"held/ limit 32\"; as\n"
+     "for data): after the search, the plan found runs on those held-out samples\n"
+     "(their first must have the shapes bound, checked before the search) and the\n"
+     "condition is read there: said to hold there too, or not (the plan then meets\n"
+     "it on the search's samples only); the JSON's validation {data, samples,\n"
+     "figures, holds}.",
      repl_cmd_search, 1, -1, {MPX_WORD_TEXT}, NULL, search_opts, repl_complete_condition},
     {"sweep", "sweep <name> in <v1>,<v2>,... : <command using $name> [--json [<file>] | --csv [<file>]] [--plot <file.svg>] [--shard <k>/<n>]",
      "try a plan change with several values, every point planned and run",

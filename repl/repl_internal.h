@@ -52,6 +52,10 @@ int repl_data_count(const repl_dataset *d);         /* 0 for NULL */
  * refuse it. NULL on out of memory. */
 repl_dataset *repl_data_labels(const char *source, int n, const char *const *labels, mpx_error *err);
 const char *repl_data_label(const repl_dataset *d, int k);
+/* A data set made from a spec as `data <spec> [limit n] [shuffle seed]
+ * [stacked]` (argv[0] the source) without binding it or any shape: its first
+ * sample must match the shapes bound (search --validate's held-out set). */
+mpx_status repl_data_open(mpx_session *s, int argc, char **argv, repl_dataset **out, mpx_error *err);
 /* Prefix err's message with the sample it is about: "sample k+1 of n (label):
  * [file: ]message" (the file named when it is not the label). Returns
  * err->status. */
