@@ -32,13 +32,17 @@ for m in det rec; do
   if [ $m = det ]; then S=$DET; C="output.rel_l2 < 1e-2"; else S=$REC; C="output.rel_l2 < 1e-3"; fi
   for how in auto bisect sensitivity; do
     t0=$(now)
-    "$MPX" -c "$S; search $C --method $how --json $tmp/$m-$how.json" >/dev/null
+    # a search stopped by --max-evals (500) still writes its JSON: the row says so
+    "$MPX" -c "$S; search $C --method $how --json $tmp/$m-$how.json" >/dev/null || true
     t1=$(now)
     [ $m-$how = det-auto ] && t_search=$(secs "$t0" "$t1")
     python3 - "$tmp/$m-$how.json" "$m" "$C" "$how" "$(secs "$t0" "$t1")" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
-print(f"| {sys.argv[2]} | {sys.argv[3]} | {sys.argv[4]} | {d['n_evaluations']} | {d['n_evaluations'] + d['n_unchanged']} | {sys.argv[5]} | {len(d['fp32'])} | {d['low_macs_pct']:.1f} | {d['low_cost_pct']:.1f} |")
+if d["fp32"] is None:
+    print(f"| {sys.argv[2]} | {sys.argv[3]} | {sys.argv[4]} | {d['n_evaluations']} | {d['n_evaluations'] + d['n_unchanged']} | {sys.argv[5]} | ended: {d['ended']}, no plan | - | - |")
+else:
+    print(f"| {sys.argv[2]} | {sys.argv[3]} | {sys.argv[4]} | {d['n_evaluations']} | {d['n_evaluations'] + d['n_unchanged']} | {sys.argv[5]} | {len(d['fp32'])}{'' if d['ended'] == 'done' else ' (' + d['ended'] + ')'} | {d['low_macs_pct']:.1f} | {d['low_cost_pct']:.1f} |")
 PY
   done
 done
