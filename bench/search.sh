@@ -3,8 +3,9 @@
 #   det 1x3x640x640 fp16, `search output.rel_l2 < 1e-2` (the default plan is
 #   ruined: BatchNormalization.1's variances overflow fp16), and rec
 #   1x3x48x320 fp16, `search output.rel_l2 < 1e-3`: mpx's auto against bisect
-#   (onnxconverter-common's method): evaluations, wall time, size of the fp32
-#   set, % of MACs low; one per-layer report (fp16, the default plan, the
+#   (onnxconverter-common's method) and sensitivity (Intel Neural
+#   Compressor's): evaluations, wall time, size of the fp32 set, % of MACs
+#   and of cost low; one per-layer report (fp16, the default plan, the
 #   fp32 reference included) and an 8-point sweep of the Conv threshold on
 #   det, for the ratios search/report and sweep/report.
 # Evaluations are runs that computed something; sets tried adds the sets
@@ -25,19 +26,23 @@ now() { date +%s.%N; }
 secs() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$1" "$2"; }
 DET="load $MODELS/ch_PP-OCRv4_det_infer.onnx; input x shape 1x3x640x640"
 REC="load $MODELS/ch_PP-OCRv4_rec_infer.onnx; input x shape 1x3x48x320; input x random uniform -1 1 seed 3"
-echo "| model | condition | method | evaluations | sets tried | wall s | fp32 set | % MACs low |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| model | condition | method | evaluations | sets tried | wall s | fp32 set | % MACs low | % cost low |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for m in det rec; do
   if [ $m = det ]; then S=$DET; C="output.rel_l2 < 1e-2"; else S=$REC; C="output.rel_l2 < 1e-3"; fi
-  for how in auto bisect; do
+  for how in auto bisect sensitivity; do
     t0=$(now)
-    "$MPX" -c "$S; search $C --method $how --json $tmp/$m-$how.json" >/dev/null
+    # a search stopped by --max-evals (500) still writes its JSON: the row says so
+    "$MPX" -c "$S; search $C --method $how --json $tmp/$m-$how.json" >/dev/null || true
     t1=$(now)
     [ $m-$how = det-auto ] && t_search=$(secs "$t0" "$t1")
     python3 - "$tmp/$m-$how.json" "$m" "$C" "$how" "$(secs "$t0" "$t1")" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
-print(f"| {sys.argv[2]} | {sys.argv[3]} | {sys.argv[4]} | {d['n_evaluations']} | {d['n_evaluations'] + d['n_unchanged']} | {sys.argv[5]} | {len(d['fp32'])} | {d['low_macs_pct']:.1f} |")
+if d["fp32"] is None:
+    print(f"| {sys.argv[2]} | {sys.argv[3]} | {sys.argv[4]} | {d['n_evaluations']} | {d['n_evaluations'] + d['n_unchanged']} | {sys.argv[5]} | ended: {d['ended']}, no plan | - | - |")
+else:
+    print(f"| {sys.argv[2]} | {sys.argv[3]} | {sys.argv[4]} | {d['n_evaluations']} | {d['n_evaluations'] + d['n_unchanged']} | {sys.argv[5]} | {len(d['fp32'])}{'' if d['ended'] == 'done' else ' (' + d['ended'] + ')'} | {d['low_macs_pct']:.1f} | {d['low_cost_pct']:.1f} |")
 PY
   done
 done

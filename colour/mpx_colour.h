@@ -205,6 +205,12 @@ typedef struct mpx_plan_counts {
     int64_t macs_total, macs_low; /* over nodes whose MACs are known */
     int macs_unknown;            /* nodes whose MACs are unknown (shapes not bound) */
     double low_macs_pct;         /* 100 * macs_low / macs_total; 0 when macs_total is 0 */
+    /* Work (mpx_cost_node_work) of the float nodes computed at run time and
+     * of the runtime casts, over those whose work is known; the low share
+     * is the objective search maximises: the casts a plan adds count in the
+     * total and never as low. */
+    int64_t cost_total, cost_low;
+    double low_cost_pct;         /* 100 * cost_low / cost_total; 0 when cost_total is 0 */
 } mpx_plan_counts;
 
 typedef struct mpx_plan {

@@ -389,6 +389,18 @@ static mpx_status count(mpx_plan *p, mpx_error *err) {
         }
         c->macs_total = sat_add(c->macs_total, macs[i]);
         if (pn->low) c->macs_low = sat_add(c->macs_low, macs[i]);
+        /* the cost's multiply-adds are the ones counted once (an If's
+         * untaken branch costs nothing), its traffic the node's own */
+        const mpx_node *n = p->g->nodes[i];
+        int64_t w = pn->is_float && !pn->folded ? mpx_cost_node_work(n) : -1;
+        if (w < 0) continue;
+        w = sat_add(w - (n->cost.macs > 0 ? n->cost.macs : 0), macs[i]);
+        c->cost_total = sat_add(c->cost_total, w);
+        if (pn->low) c->cost_low = sat_add(c->cost_low, w);
+    }
+    for (int i = 0; i < p->n_casts; i++) {
+        int64_t w = mpx_cost_cast_work(p->g->tensors[p->casts[i].tensor]);
+        if (w > 0) c->cost_total = sat_add(c->cost_total, w);
     }
     free(macs);
     c->casts = p->n_casts;
@@ -399,6 +411,7 @@ static mpx_status count(mpx_plan *p, mpx_error *err) {
         c->weight_bytes_after += p->weights[i].bytes_after;
     }
     c->low_macs_pct = c->macs_total > 0 ? 100.0 * (double)c->macs_low / (double)c->macs_total : 0.0;
+    c->low_cost_pct = c->cost_total > 0 ? 100.0 * (double)c->cost_low / (double)c->cost_total : 0.0;
     return MPX_OK;
 }
 
@@ -559,7 +572,8 @@ size_t mpx_plan_summary(const mpx_plan *p, char *buf, size_t size) {
         snprintf(macs, sizeof macs, "%.1f%% of known MACs in %s (%d nodes' MACs unknown)",
                  c->low_macs_pct, p->opts.target->name, c->macs_unknown);
     else
-        snprintf(macs, sizeof macs, "%.1f%% of MACs in %s", c->low_macs_pct, p->opts.target->name);
+        snprintf(macs, sizeof macs, "%.1f%% of MACs in %s (%.1f%% of cost)", c->low_macs_pct, p->opts.target->name,
+                 c->low_cost_pct);
     int k = snprintf(buf, size,
                      "green %d, gray %d, clear %d, red %d; %d cast%s; %d weight%s converted "
                      "(%s -> %s); %s",

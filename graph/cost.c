@@ -392,3 +392,22 @@ int64_t mpx_graph_macs(const mpx_graph *g) {
     free(m);
     return total;
 }
+
+/* The objective of search and the figure low_cost_pct: what a plan pays
+ * for in the slow format is work, and multiply-adds alone price an Add, a
+ * BatchNormalization or a cast at nothing, so keeping one Add fp32 between
+ * two low Convs would look free when it costs two casts and an fp32 pass
+ * over the tensor. Work is therefore multiply-adds plus one unit per
+ * element read or written: an elementwise node costs what it moves
+ * (in + out), a Conv its k products per output plus its traffic, a cast
+ * 2 * its elements. One unit per element (MPX_COST_PER_ELEMENT) weighs a
+ * streaming pass about like the products of a k = 1 dot product: a count
+ * of operations, as MACs are, not a time, so the figure does not depend on
+ * the machine a plan is explored on. */
+int64_t mpx_cost_node_work(const mpx_node *n) {
+    const mpx_cost *c = &n->cost;
+    int64_t moved = add(add(c->in_elems, c->out_elems), c->params);
+    return add(c->macs, mul(moved, MPX_COST_PER_ELEMENT));
+}
+
+int64_t mpx_cost_cast_work(const mpx_tensor *t) { return mul(nelem(t), 2 * MPX_COST_PER_ELEMENT); }

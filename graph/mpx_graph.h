@@ -573,6 +573,15 @@ int64_t mpx_graph_macs(const mpx_graph *g);
  * memory. */
 bool mpx_graph_count_once(const mpx_graph *g, int64_t *params, int64_t *macs);
 
+/* The cost a plan's low share is counted in (low_cost_pct), defined once
+ * here (graph/cost.c says why): a node's multiply-adds plus
+ * MPX_COST_PER_ELEMENT for every element it reads or writes (weights
+ * included); a runtime cast reads and writes each element of its tensor
+ * once. -1 when unknown (shapes not bound). */
+#define MPX_COST_PER_ELEMENT 1
+int64_t mpx_cost_node_work(const mpx_node *n);
+int64_t mpx_cost_cast_work(const mpx_tensor *t);
+
 /* "1x3x640x640", "?x3x?x?" or "(unknown)". Returns buf. */
 const char *mpx_tensor_shape_str(const mpx_tensor *t, char *buf, size_t n);
 

@@ -550,6 +550,31 @@ mpx_status mpx_metrics_compute_many(const mpx_value *r, const mpx_value *const *
                                     const mpx_format *const *fmt, int nc, mpx_metrics *m,
                                     mpx_error *err);
 
+/* ==== task figures (numerics/task.c) ========================================= */
+
+/* What a user checks of one output against its fp32 reference, each a share
+ * in [0, 1], higher better: top1 (rows, along the last axis, whose argmax
+ * agrees), topk_overlap@k (the mean share of a row's k largest that are the
+ * reference's; k 5 when not given), iou@t (per sample, the first axis: the
+ * intersection over union of the elements above t, a sample with none in
+ * either counting 1; the mean over samples), sign_agree@t (elements on the
+ * same side of t). Ties go to the lower index. */
+typedef enum { MPX_TASK_TOP1, MPX_TASK_TOPK_OVERLAP, MPX_TASK_IOU, MPX_TASK_SIGN_AGREE, MPX_TASK_COUNT } mpx_task_id;
+typedef struct mpx_task_figure {
+    mpx_task_id id;
+    double param; /* k (topk_overlap) or t (iou, sign_agree) */
+} mpx_task_figure;
+const char *mpx_task_name(mpx_task_id id);
+/* name ("top1", "topk_overlap@3", "iou@0.5", "sign_agree@0"): *is_task false
+ * when it names no task figure (no error); an error when it does but is
+ * badly written (iou or sign_agree without @t, a bad number, k < 1). */
+mpx_status mpx_task_parse(const char *name, bool *is_task, mpx_task_figure *f, mpx_error *err);
+/* The figure of candidate c against reference r (float, one shape). Errors:
+ * top1 or topk_overlap on an output whose last axis has fewer than 2
+ * elements, k beyond the last axis, an empty output. */
+mpx_status mpx_task_compute(const mpx_value *r, const mpx_value *c, const mpx_task_figure *f, double *out,
+                            mpx_error *err);
+
 /* ==== paired runs: per-layer comparison (numerics/compare.c) ================ */
 
 /* One float tensor computed by a node (not constants, not model inputs), as

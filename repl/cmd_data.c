@@ -587,6 +587,56 @@ static mpx_status adopt(mpx_session *s, repl_dataset *d, mpx_error *err) {
     return MPX_OK;
 }
 
+/* A data set for a run beside the session's (search --validate): made as
+ * `data` makes one, but it binds nothing: its first sample must give every
+ * input the shape already bound, and make inputs. */
+static mpx_status check_held_out(mpx_session *s, repl_dataset *d, mpx_error *err) {
+    char names[64][256], shapes[64][256];
+    int n = 0;
+    mpx_status st = sample_shapes(s, d, 0, names, shapes, &n, 64, err);
+    if (st) return repl_error_sample(err, 0, d->n, d->samples[0].label);
+    for (int j = 0; j < n; j++) {
+        const mpx_tensor *t = NULL;
+        for (int i = 0; i < s->graph->n_inputs; i++)
+            if (strcmp(s->graph->inputs[i]->name, names[j]) == 0) t = s->graph->inputs[i];
+        char bound[256];
+        if (!t || strcmp(shapes[j], "scalar") == 0) continue;
+        repl_dims_str(t->rank, t->dims, bound, sizeof bound);
+        if (strcmp(bound, shapes[j]) != 0)
+            return mpx_error_set(err, MPX_E_INVALID,
+                                 "%s: sample 1 (%s) gives input %s the shape %s, the session's is %s: held-out samples "
+                                 "must have the shape the search ran on", d->source, d->samples[0].label, names[j],
+                                 shapes[j], bound);
+    }
+    repl_dataset *old = s->data;
+    s->data = d;
+    mpx_value *v = NULL;
+    st = repl_data_inputs(s, 0, &v, err);
+    s->data = old;
+    if (!st) repl_free_inputs(s, v);
+    return st;
+}
+
+static mpx_status take_list_args(int *argc, char **argv, data_args *a, bool allow_stacked, mpx_error *err);
+
+mpx_status repl_data_open(mpx_session *s, int argc, char **argv, repl_dataset **out, mpx_error *err) {
+    *out = NULL;
+    if (argc < 1) return mpx_error_set(err, MPX_E_ARG, "no data spec (a .npz, a folder or a glob, as for data)");
+    data_args a = {0};
+    int rest = argc - 1;
+    mpx_status st = take_list_args(&rest, argv + 1, &a, true, err);
+    if (st) return st;
+    if (rest) return mpx_error_set(err, MPX_E_ARG, "data spec: unexpected \"%s\"", argv[1]);
+    repl_dataset *d = NULL;
+    if ((st = build(s, argv[0], &a, &d, err))) return st;
+    if ((st = check_held_out(s, d, err))) {
+        repl_data_free(d);
+        return st;
+    }
+    *out = d;
+    return MPX_OK;
+}
+
 static void say_data(mpx_session *s, const repl_dataset *d, int64_t limit) {
     fprintf(s->info, "data: %s, %d sample%s", d->source, d->n, d->n == 1 ? "" : "s");
     if (d->matched > d->n) fprintf(s->info, " (of %lld matched: limit %lld)", (long long)d->matched, (long long)limit);

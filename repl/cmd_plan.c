@@ -194,6 +194,7 @@ MPX_CMD(repl_cmd_plan) {
         cJSON_AddNumberToObject(cnt, "weight_bytes_before", (double)p->counts.weight_bytes_before);
         cJSON_AddNumberToObject(cnt, "weight_bytes_after", (double)p->counts.weight_bytes_after);
         cJSON_AddNumberToObject(cnt, "low_macs_pct", p->counts.low_macs_pct);
+        cJSON_AddNumberToObject(cnt, "low_cost_pct", p->counts.low_cost_pct);
         cJSON *nodes = cJSON_AddArrayToObject(root, "nodes");
         for (int i = 0; i < g->n_nodes; i++) {
             const mpx_plan_node *pn = &p->nodes[i];

@@ -417,7 +417,7 @@ MPX_CMD(repl_cmd_compare) {
     if (!json && s->data)
         fprintf(s->out, "over %d samples: each figure is the worst of any sample\n", repl_data_count(s->data));
     if (!json)
-        fprintf(s->out, "%-10s %6s %7s %11s %11s %9s %9s %6s %7s  %s\n", "target", "casts", "low%", "output", "worst",
+        fprintf(s->out, "%-10s %6s %7s %7s %11s %11s %9s %9s %6s %7s  %s\n", "target", "casts", "low%", "cost%", "output", "worst",
                 "overflow", "underflow", "w.ovf", "w.flush",
                 local ? "worst own error (local rel_l2; worst layer)" : "worst layer");
     for (int i = 0; i < nf; i++) {
@@ -435,6 +435,7 @@ MPX_CMD(repl_cmd_compare) {
             cJSON_AddStringToObject(e, "target", fmts[i]->name);
             cJSON_AddNumberToObject(e, "casts", plans[i]->counts.casts);
             cJSON_AddNumberToObject(e, "low_macs_pct", plans[i]->counts.low_macs_pct);
+            cJSON_AddNumberToObject(e, "low_cost_pct", plans[i]->counts.low_cost_pct);
             if (t.worst_out) cJSON_AddItemToObject(e, "output", repl_metrics_json(&t.worst_out->m));
             if (w) {
                 cJSON_AddStringToObject(e, "worst_tensor", layer_name(g, w));
@@ -450,8 +451,8 @@ MPX_CMD(repl_cmd_compare) {
             }
             cJSON_AddItemToArray(root, e);
         } else {
-            fprintf(s->out, "%-10s %6d %6.1f%% %11.3g %11.3g %9lld %9lld %6d %7d  %s", fmts[i]->name,
-                    plans[i]->counts.casts, plans[i]->counts.low_macs_pct, t.worst_out ? t.worst_out->m.rel_l2 : NAN,
+            fprintf(s->out, "%-10s %6d %6.1f%% %6.1f%% %11.3g %11.3g %9lld %9lld %6d %7d  %s", fmts[i]->name,
+                    plans[i]->counts.casts, plans[i]->counts.low_macs_pct, plans[i]->counts.low_cost_pct, t.worst_out ? t.worst_out->m.rel_l2 : NAN,
                     w ? w->m.rel_l2 : NAN, (long long)t.overflow, (long long)t.underflow, w_overflow, w_flushed,
                     own ? layer_name(g, own) : w ? layer_name(g, w) : "-");
             if (own) fprintf(s->out, " (%.3g; %s)", own->local.rel_l2, w ? layer_name(g, w) : "-");

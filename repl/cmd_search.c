@@ -28,9 +28,21 @@
  *    method, for comparison: segments of the topological order are tried
  *    low (everything not yet decided stays fp32); a segment that fails is
  *    split in halves, and a single node that fails stays fp32.
+ *    Last, each node of the set, the dearest first, is tried swapped for the
+ *    gray nodes that followed it into fp32 (swap_followers): a set can be
+ *    1-minimal and still dear.
  *  - greedy: auto without the pruning pass.
+ *  - sensitivity: Intel Neural Compressor's fallback, for comparison (each
+ *    node measured falling back alone, then fallen back one at a time in
+ *    order of that measure until the condition holds).
+ * auto's aim is the share of cost low (plan counts' low_cost_pct): its
+ * ranking weighs each region's predicted error against its cost, and its
+ * last pass trades a dear node for the cheap ones it made follow it.
  * Nothing is applied until the search has succeeded: an error, a condition
- * no plan meets, --max-evals or Ctrl-C leave the session as it was. */
+ * no plan meets, --max-evals, --time or Ctrl-C leave the session's rules as
+ * they were, unless --apply-best asks for the best plan found so far. What
+ * a stopped search learned is never lost: it reports that best plan and
+ * writes its --json (every evaluation) however it ended. */
 #include "repl_internal.h"
 
 #include <cjson/cJSON.h>
@@ -38,8 +50,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { M_AUTO, M_GREEDY, M_BISECT } method;
-static const char *const method_names[] = {"auto", "greedy", "bisect"};
+typedef enum { M_AUTO, M_GREEDY, M_BISECT, M_SENSITIVITY, M_COUNT } method;
+static const char *const method_names[M_COUNT] = {"auto", "greedy", "bisect", "sensitivity"};
+
+/* How a search ended: its JSON's "ended", and the word its messages use. */
+typedef enum { END_DONE, END_NO_PLAN, END_MAX_EVALS, END_TIME, END_INTERRUPTED, END_FAILED } ending;
+static const char *const ending_names[] = {"done", "no_plan", "max_evals", "time", "interrupted", "failed"};
 
 typedef struct search {
     mpx_session *s;
@@ -47,6 +63,8 @@ typedef struct search {
     bool need_run;
     method how;
     int max_evals, n_evals;
+    double max_ms;      /* --time in ms; 0: none */
+    ending end;         /* set where the search stops early (the limits, no plan) */
     int n_unchanged;    /* trials whose plan computed what an earlier one did */
     double t0;
     int n_cand;
@@ -62,17 +80,30 @@ typedef struct search {
     /* [n_tensors] or NULL (all): the layers the condition reads, the only
      * ones an evaluation measures (local runs, for ranking, measure all) */
     bool *measure;
+    bool *keep;         /* [n_tensors] or NULL: the values the condition's task figures read */
+    repl_eval *eval;    /* --eval's command, or NULL */
+    /* --validate: the held-out samples, and the found plan's figures on them */
+    struct repl_dataset *held;
+    const char *held_spec;
+    bool validated, held_holds;
+    double held_got[REPL_COND_MAX];
     /* the last evaluation that held: */
     double best_got[REPL_COND_MAX];
-    double best_low_pct;
+    double best_low_pct, best_low_cost;
     double last_got[REPL_COND_MAX]; /* the last evaluation's figures */
     bool *best_set;     /* [n_cand]: its set */
+    /* The evaluation that held with the most of the model low (what a
+     * search stopped early reports, and --apply-best applies): */
+    bool have_top;
+    bool *top_set;      /* [n_cand] */
+    double top_got[REPL_COND_MAX];
+    double top_low_pct, top_low_cost;
     /* auto, greedy: every set evaluated (n_cand bytes each) and its answer */
     struct memo {
         bool *set;
         bool holds;
         double got[REPL_COND_MAX];
-        double low_pct;
+        double low_pct, low_cost;
     } *memo;
     int n_memo, cap_memo;
 } search;
@@ -115,10 +146,38 @@ static mpx_status rules_with(const search *x, const bool *set, mpx_rules **out, 
     return MPX_OK;
 }
 
-static void progress(const search *x, int set_size, double fig) {
+static int count(const search *x, const bool *set);
+
+/* On a terminal: evaluations done, the best plan so far (its first figure
+ * and low share) and the time left to the nearer limit (--time, or
+ * --max-evals at the mean evaluation's pace): what the search will at
+ * least give back if it has to stop. */
+static void progress(const search *x) {
     if (!x->s->progress) return;
-    fprintf(stderr, "\r  search: %d evaluations, set of %d, %s %.3g      ", x->n_evals, set_size,
-            x->cond.c[0].fig, fig);
+    double ms = repl_now_ms() - x->t0, left = x->n_evals ? ms / x->n_evals * (x->max_evals - x->n_evals) : -1;
+    if (x->max_ms > 0 && (left < 0 || x->max_ms - ms < left)) left = x->max_ms - ms;
+    char best[700] = "no plan meets it yet";
+    if (x->have_top)
+        snprintf(best, sizeof best, "best: %d fp32, %s %.3g, %.1f%% of cost low", count(x, x->top_set),
+                 x->cond.c[0].fig, x->top_got[0], x->top_low_cost);
+    fprintf(stderr, "\r  search: %d evaluations; %s", x->n_evals, best);
+    if (left >= 0) fprintf(stderr, "; at most %.0f s left", left / 1000);
+    fputs("      ", stderr);
+}
+
+/* A set that held: the best so far when more of the model's cost is low
+ * than in the best before (the first found among equals). */
+static void note_held(search *x, const bool *set, const double *got, double low_pct, double low_cost) {
+    memcpy(x->best_got, got, sizeof x->best_got);
+    x->best_low_pct = low_pct;
+    x->best_low_cost = low_cost;
+    memcpy(x->best_set, set, (size_t)x->n_cand * sizeof *set);
+    if (x->have_top && low_cost <= x->top_low_cost) return;
+    x->have_top = true;
+    memcpy(x->top_got, got, sizeof x->top_got);
+    x->top_low_pct = low_pct;
+    x->top_low_cost = low_cost;
+    memcpy(x->top_set, set, (size_t)x->n_cand * sizeof *set);
 }
 
 static int count(const search *x, const bool *set) {
@@ -133,19 +192,23 @@ static int count(const search *x, const bool *set) {
 static mpx_status evaluate(search *x, const bool *set, bool local, bool *holds, mpx_compare **cmp_out,
                            mpx_error *err) {
     mpx_session *s = x->s;
-    if (x->n_evals >= x->max_evals)
-        return mpx_error_set(err, MPX_E_LIMIT, "search: stopped at --max-evals %d before the condition held",
-                             x->max_evals);
-    if (s->cancel && *s->cancel) return mpx_error_set(err, MPX_E_CANCELLED, "search: interrupted");
+    if (x->n_evals >= x->max_evals) {
+        x->end = END_MAX_EVALS;
+        return mpx_error_set(err, MPX_E_LIMIT, "search: stopped at --max-evals %d before it finished", x->max_evals);
+    }
+    if (x->max_ms > 0 && repl_now_ms() - x->t0 >= x->max_ms) {
+        x->end = END_TIME;
+        return mpx_error_set(err, MPX_E_LIMIT, "search: stopped at --time %g s before it finished", x->max_ms / 1000);
+    }
+    if (s->cancel && *s->cancel) {
+        x->end = END_INTERRUPTED;
+        return mpx_error_set(err, MPX_E_CANCELLED, "search: interrupted");
+    }
     for (int m = 0; x->how != M_BISECT && !cmp_out && m < x->n_memo; m++)
         if (memcmp(x->memo[m].set, set, (size_t)x->n_cand * sizeof *set) == 0) {
             *holds = x->memo[m].holds;
             memcpy(x->last_got, x->memo[m].got, sizeof x->last_got);
-            if (*holds) {
-                memcpy(x->best_got, x->memo[m].got, sizeof x->best_got);
-                x->best_low_pct = x->memo[m].low_pct;
-                memcpy(x->best_set, set, (size_t)x->n_cand * sizeof *set);
-            }
+            if (*holds) note_held(x, set, x->memo[m].got, x->memo[m].low_pct, x->memo[m].low_cost);
             return MPX_OK;
         }
     double t = repl_now_ms();
@@ -153,13 +216,13 @@ static mpx_status evaluate(search *x, const bool *set, bool local, bool *holds, 
     mpx_plan *p = NULL;
     mpx_compare *c = NULL;
     mpx_status st = rules_with(x, set, &r, err);
-    if (!st) st = repl_trial(s, r, mpx_history_opts(s->hist), x->need_run, local, true, local ? NULL : x->measure, &p,
-                             &c, err);
+    if (!st) st = repl_trial(s, r, mpx_history_opts(s->hist), x->need_run, local, true, local ? NULL : x->measure,
+                             x->keep, &p, &c, err);
     mpx_rules_free(r);
     double got[REPL_COND_MAX];
     int failed = -1;
     if (!st) {
-        repl_figctx fc = {.s = s, .plan = p, .cmp = c, .local = local};
+        repl_figctx fc = {.s = s, .plan = p, .cmp = c, .local = local, .eval = x->eval};
         st = repl_cond_eval(&fc, &x->cond, got, &failed, err);
     }
     if (st) {
@@ -196,13 +259,10 @@ static mpx_status evaluate(search *x, const bool *set, bool local, bool *holds, 
             e->holds = *holds;
             memcpy(e->got, got, sizeof got);
             e->low_pct = p->counts.low_macs_pct;
+            e->low_cost = p->counts.low_cost_pct;
         }
     }
-    if (*holds) {
-        memcpy(x->best_got, got, sizeof got);
-        x->best_low_pct = p->counts.low_macs_pct;
-        memcpy(x->best_set, set, (size_t)x->n_cand * sizeof *set);
-    }
+    if (*holds) note_held(x, set, got, p->counts.low_macs_pct, p->counts.low_cost_pct);
     if (x->log) {
         cJSON *e = cJSON_CreateObject(), *names = cJSON_AddArrayToObject(e, "set");
         for (int i = 0; i < x->n_cand; i++)
@@ -212,16 +272,23 @@ static mpx_status evaluate(search *x, const bool *set, bool local, bool *holds, 
         for (int i = 0; i < x->cond.n; i++)
             if (!isnan(got[i])) add_exact(f, x->cond.c[i].fig, got[i]);
         cJSON_AddNumberToObject(e, "low_macs_pct", p->counts.low_macs_pct);
+        cJSON_AddNumberToObject(e, "low_cost_pct", p->counts.low_cost_pct);
         cJSON_AddNumberToObject(e, "ms", repl_now_ms() - t);
         if (c) cJSON_AddNumberToObject(e, "nodes_run", c->n_run); /* what the run cache did not answer */
         if (local) cJSON_AddBoolToObject(e, "local", true); /* each node's own error too, for the ranking */
         cJSON_AddItemToArray(x->log, e);
     }
-    progress(x, count(x, set), got[0]);
+    progress(x);
     mpx_plan_free(p);
     if (cmp_out) *cmp_out = c;
     else mpx_compare_free(c);
     return MPX_OK;
+}
+
+static mpx_status no_plan(search *x, mpx_error *err) {
+    x->end = END_NO_PLAN;
+    return mpx_error_set(err, MPX_E_INVALID, "search: no plan meets %s, not even with every low node in fp32",
+                         x->cond.text);
 }
 
 /* The figures of the final set: those of the last evaluation that held when
@@ -249,6 +316,13 @@ static int by_score(const void *a, const void *b) {
     if (x->score != y->score) return x->score < y->score ? 1 : -1;
     if (x->macs != y->macs) return x->macs < y->macs ? -1 : 1;
     return x->i - y->i;
+}
+
+/* A node's work (graph/cost.c's definition of what low_cost_pct counts), 0
+ * when unknown. */
+static double work(const mpx_node *n) {
+    int64_t w = mpx_cost_node_work(n);
+    return w > 0 ? (double)w : 0;
 }
 
 static double clip1(double e) { return isnan(e) || e > 1 ? 1 : e < 0 ? 0 : e; }
@@ -283,13 +357,17 @@ static int region(search *x, bool *set, const bool *low, int i, int *out) {
  * and a correctly rounded elementwise op gives the same bits in either
  * format. Greedy: each step takes the candidate whose region holds the most
  * predicted error not yet covered by the regions taken before, per (1 +
- * the share of the model's MACs the region's uncovered nodes hold); its
- * score becomes that marginal error, so the prefix sums of squares still
- * estimate how much error a prefix removes. The MACs term matters where
- * regions nest: a Conv's region holds the gray BatchNormalization after it,
- * so on error alone the Conv always wins, though the BatchNormalization
- * alone removes nearly as much with no MACs (tiny_cnn in bf16: 5.6% of
- * MACs low without the term, 86.7% with it). Ranking by own prediction
+ * the share of the model's cost, graph/cost.c's work, the region's
+ * uncovered nodes hold); its score becomes that marginal error, so the
+ * prefix sums of squares still estimate how much error a prefix removes.
+ * The cost term matters where regions nest: a Conv's region holds the gray
+ * BatchNormalization after it, so on error alone the Conv always wins,
+ * though the BatchNormalization alone removes nearly as much at a fraction
+ * of the cost (tiny_cnn in bf16: 5.6% of MACs low without the term, 86.7%
+ * with it). A stronger weight (error per cost share, every region costing
+ * at least 1% or 10%) found cheaper sets on tiny_cnn but took 141-150
+ * evaluations on det for 68-80% of cost low, where this one with the
+ * swap pass (swap_followers) gets there in fewer. Ranking by own prediction
  * alone needed the first 204 of det's 319 candidates to meet
  * output.rel_l2 < 1e-2, for a final set of 15; with regions the first 40. */
 static void by_region(search *x, bool *set, const double *pred, ranked *r, int n) {
@@ -322,20 +400,20 @@ static void by_region(search *x, bool *set, const double *pred, ranked *r, int n
     if (ok) start[n] = n_members;
     ranked *out = ok ? malloc((size_t)n * sizeof *out) : NULL;
     double total = 1;
-    for (int m = 0; m < g->n_nodes; m++) total += (double)g->nodes[m]->cost.macs;
+    for (int m = 0; m < g->n_nodes; m++) total += work(g->nodes[m]);
     for (int step = 0; out && step < n; step++) {
         int best = -1;
         double best_gain = -1, best_key = -1;
         for (int j = 0; j < n; j++) {
             if (taken[j]) continue;
-            double gain = 0, macs = 0;
+            double gain = 0, cost = 0;
             for (int q = start[j]; q < start[j + 1]; q++) {
                 int m = members[q];
                 if (covered[m]) continue;
                 gain += pred[m] * pred[m];
-                macs += (double)g->nodes[m]->cost.macs;
+                cost += work(g->nodes[m]);
             }
-            double key = gain / (1 + macs / total);
+            double key = gain / (1 + cost / total);
             if (key > best_key || (key == best_key && r[j].macs < r[best].macs)) best = j, best_gain = gain, best_key = key;
         }
         taken[best] = true;
@@ -460,6 +538,30 @@ static bool goes_back_first(const search *x, int a, int b) {
  * result is 1-minimal. The error is not monotone in the set (a node given
  * back can make another one dispensable, or needed again), so a give-back
  * sends the nodes already tried round once more. */
+/* What giving each node of the set back to low buys: the plan's low cost
+ * share without it minus with it (its gray followers and the casts it
+ * adds or removes included: planned, not guessed). */
+static void cost_bought(search *x, const bool *set, double *buys) {
+    bool *t = malloc((size_t)(x->n_cand ? x->n_cand : 1) * sizeof *t);
+    double base = 0;
+    for (int i = -1; t && i < x->n_cand; i++) {
+        if (i >= 0 && !set[i]) continue;
+        memcpy(t, set, (size_t)x->n_cand * sizeof *t);
+        if (i >= 0) t[i] = false;
+        mpx_rules *r = NULL;
+        mpx_plan *p = NULL;
+        mpx_error e;
+        double v = 0;
+        if (!rules_with(x, t, &r, &e) && !repl_build_plan(x->s, r, mpx_history_opts(x->s->hist), &p, &e))
+            v = p->counts.low_cost_pct;
+        mpx_rules_free(r);
+        mpx_plan_free(p);
+        if (i < 0) base = v;
+        else buys[i] = v - base;
+    }
+    free(t);
+}
+
 static mpx_status prune(search *x, bool *set, mpx_error *err) {
     int *order = malloc((size_t)(x->n_cand > 0 ? x->n_cand : 1) * sizeof *order), n = 0;
     bool *tried = calloc((size_t)(x->n_cand > 0 ? x->n_cand : 1), sizeof *tried);
@@ -520,6 +622,85 @@ static bool bounds_error(const repl_clause *cl) {
     const char *op = repl_cond_op(cl);
     return (strcmp(op, "<") == 0 || strcmp(op, "<=") == 0) && cl->want > 0 &&
            (strstr(cl->fig, "rel_l2") || strstr(cl->fig, "max_abs") || strstr(cl->fig, "mean_abs"));
+}
+
+/* The low cost share of set's plan, 0 when it cannot be planned; with
+ * low (may be NULL) each node's low flag. */
+static double plan_low_cost(search *x, const bool *set, bool *low) {
+    mpx_rules *r = NULL;
+    mpx_plan *p = NULL;
+    mpx_error e;
+    double v = 0;
+    if (!rules_with(x, set, &r, &e) && !repl_build_plan(x->s, r, mpx_history_opts(x->s->hist), &p, &e)) {
+        v = p->counts.low_cost_pct;
+        for (int m = 0; low && m < p->n_nodes; m++) low[m] = p->nodes[m].low;
+    }
+    mpx_rules_free(r);
+    mpx_plan_free(p);
+    return v;
+}
+
+/* A node kept fp32 takes the gray nodes reading it into fp32 too, and the
+ * condition may need only those followers: a Conv kept for the two cheap
+ * Muls after it (tests/models/cost_choice.json) is the smallest set, the
+ * Muls alone the cheapest, and no give-back reaches them, since without the
+ * Conv the Muls go low again. So each node of the 1-minimal set, the one
+ * whose return buys the most low cost first, is tried swapped for its
+ * followers (the set without it, with them red), those followers then
+ * offered back one by one; the swap stays when the condition holds and more
+ * of the cost is low. One evaluation per node with followers, plus one per
+ * follower when the swap holds. */
+static mpx_status swap_followers(search *x, bool *set, mpx_error *err) {
+    const mpx_graph *g = x->s->graph;
+    size_t nc = (size_t)(x->n_cand ? x->n_cand : 1), nn = (size_t)(g->n_nodes ? g->n_nodes : 1);
+    double *buys = calloc(nc, sizeof *buys);
+    int *order = malloc(nc * sizeof *order), *fol = malloc(nc * sizeof *fol), n = 0;
+    bool swapped = false;
+    bool *trial = malloc(nc * sizeof *trial), *with = malloc(nn * sizeof *with), *without = malloc(nn * sizeof *without);
+    mpx_status st = buys && order && fol && trial && with && without ? MPX_OK
+                                                                    : mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    if (!st) cost_bought(x, set, buys);
+    for (int i = 0; !st && i < x->n_cand; i++)
+        if (set[i]) order[n++] = i;
+    for (int a = 1; a < n; a++)
+        for (int b = a; b > 0 && buys[order[b]] > buys[order[b - 1]]; b--) {
+            int t = order[b];
+            order[b] = order[b - 1];
+            order[b - 1] = t;
+        }
+    for (int k = 0; k < n && !st; k++) {
+        int i = order[k];
+        if (!set[i]) continue;
+        double now = plan_low_cost(x, set, with);
+        memcpy(trial, set, nc * sizeof *trial);
+        trial[i] = false;
+        plan_low_cost(x, trial, without);
+        int nf = 0;
+        for (int j = 0; j < x->n_cand; j++)
+            if (j != i && !set[j] && !with[x->cand[j]] && without[x->cand[j]]) fol[nf++] = j;
+        if (!nf) continue;
+        for (int f = 0; f < nf; f++) trial[fol[f]] = true;
+        bool holds;
+        if ((st = evaluate(x, trial, false, &holds, NULL, err)) || !holds) continue;
+        for (int f = 0; f < nf && !st; f++) {
+            trial[fol[f]] = false;
+            if ((st = evaluate(x, trial, false, &holds, NULL, err)) || !holds) trial[fol[f]] = true;
+        }
+        if (!st && plan_low_cost(x, trial, NULL) > now) {
+            memcpy(set, trial, nc * sizeof *set);
+            swapped = true;
+        }
+    }
+    /* The rest of the set was needed beside the node swapped out, not
+     * necessarily beside its followers: 1-minimal again. */
+    if (!st && swapped) st = prune(x, set, err);
+    free(buys);
+    free(order);
+    free(fol);
+    free(trial);
+    free(with);
+    free(without);
+    return st;
 }
 
 static mpx_status run_auto(search *x, bool *set, mpx_error *err) {
@@ -585,9 +766,7 @@ static mpx_status run_auto(search *x, bool *set, mpx_error *err) {
         if ((st = evaluate(x, set, false, &holds, NULL, err))) break;
         if (holds) ok = want;
         else if (want == n)
-            st = mpx_error_set(err, MPX_E_INVALID,
-                               "search: no plan meets %s, not even with every low node in fp32 (nothing applied)",
-                               x->cond.text);
+            st = no_plan(x, err);
         else {
             fail = want;
             want *= 2;
@@ -613,8 +792,52 @@ done:
     free(r);
     free(base);
     if (st || x->how == M_GREEDY) return st;
-    if ((st = prune(x, set, err))) return st;
+    if ((st = prune(x, set, err)) || (st = swap_followers(x, set, err))) return st;
     return final_figures(x, set, err);
+}
+
+/* ---- sensitivity ------------------------------------------------------------- */
+
+typedef struct sens {
+    int i;
+    double key; /* the first clause's figure with this node alone fp32, made smaller-is-better */
+} sens;
+
+static int by_sensitivity(const void *a, const void *b) {
+    const sens *x = a, *y = b;
+    if (x->key != y->key) return x->key < y->key ? -1 : 1;
+    return x->i - y->i;
+}
+
+/* Intel Neural Compressor's fallback, the peers' method, for comparison:
+ * each low node is measured falling back to fp32 alone (one evaluation
+ * each; its sensitivity is the first clause's figure then), and nodes fall
+ * back one at a time, the most sensitive first (the figure that improves
+ * most: the smallest under a bound from above, the largest above one from
+ * below), until the condition holds. Nothing is given back afterwards. */
+static mpx_status run_sensitivity(search *x, bool *set, mpx_error *err) {
+    bool holds = false;
+    memset(set, 0, (size_t)x->n_cand * sizeof *set);
+    mpx_status st = evaluate(x, set, false, &holds, NULL, err);
+    if (st || holds) return st;
+    sens *v = malloc((size_t)(x->n_cand ? x->n_cand : 1) * sizeof *v);
+    if (!v) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    for (int i = 0; i < x->n_cand && !st; i++) {
+        set[i] = true;
+        st = evaluate(x, set, false, &holds, NULL, err);
+        set[i] = false;
+        double f = x->last_got[0];
+        v[i] = (sens){i, isnan(f) ? INFINITY : repl_cond_op(&x->cond.c[0])[0] == '>' ? -f : f};
+    }
+    if (!st) qsort(v, (size_t)x->n_cand, sizeof *v, by_sensitivity);
+    holds = false;
+    for (int k = 0; k < x->n_cand && !st && !holds; k++) {
+        set[v[k].i] = true;
+        st = evaluate(x, set, false, &holds, NULL, err);
+    }
+    free(v);
+    if (!st && !holds) return no_plan(x, err);
+    return st ? st : final_figures(x, set, err);
 }
 
 /* ---- bisect ------------------------------------------------------------------ */
@@ -628,9 +851,7 @@ static mpx_status run_bisect(search *x, bool *set, mpx_error *err) {
     for (int i = 0; i < x->n_cand; i++) set[i] = true;
     if ((st = evaluate(x, set, false, &holds, NULL, err))) return st;
     if (!holds)
-        return mpx_error_set(err, MPX_E_INVALID,
-                             "search: no plan meets %s, not even with every low node in fp32 (nothing applied)",
-                             x->cond.text);
+        return no_plan(x, err);
     /* A stack of segments [lo, hi), first segment on top. */
     int *lo = malloc((size_t)(2 * x->n_cand + 2) * sizeof *lo), *hi = malloc((size_t)(2 * x->n_cand + 2) * sizeof *hi);
     if (!lo || !hi) {
@@ -661,16 +882,176 @@ static mpx_status run_bisect(search *x, bool *set, mpx_error *err) {
     return st;
 }
 
+/* ---- --validate ---------------------------------------------------------------- */
+
+/* The plan of set run on the held-out samples instead of the session's (no
+ * cache: those hold the session's samples), and the condition read there. */
+static mpx_status validate(search *x, const bool *set, mpx_error *err) {
+    mpx_session *s = x->s;
+    mpx_rules *r = NULL;
+    mpx_plan *p = NULL;
+    mpx_compare *c = NULL;
+    mpx_status st = rules_with(x, set, &r, err);
+    if (!st) st = repl_build_plan(s, r, mpx_history_opts(s->hist), &p, err);
+    mpx_rules_free(r);
+    if (!st && x->need_run) {
+        struct repl_dataset *old = s->data;
+        s->data = x->held;
+        st = repl_run_plan(s, p, false, x->keep, NULL, REPL_UNCACHED, &c, err);
+        s->data = old;
+    }
+    int failed = -1;
+    if (!st) {
+        repl_figctx fc = {.s = s, .plan = p, .cmp = c, .eval = x->eval};
+        st = repl_cond_eval(&fc, &x->cond, x->held_got, &failed, err);
+    }
+    if (st) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        mpx_error_set(err, st, "--validate %s: %s", x->held_spec, msg);
+    }
+    x->validated = !st;
+    x->held_holds = failed < 0;
+    mpx_plan_free(p);
+    mpx_compare_free(c);
+    return st;
+}
+
 /* ---- the command ------------------------------------------------------------- */
 
-/* search <condition> [--method auto|greedy|bisect] [--max-evals n] [--json [file]] */
+/* What a search gives back: the set it found (done), or on a stop the best
+ * set so far that met the condition (NULL when none did). */
+typedef struct result {
+    ending end;
+    const bool *set;
+    const double *got;
+    double low_pct, low_cost;
+    int k;       /* nodes in set */
+    bool apply;  /* applied (done, or --apply-best) */
+} result;
+
+/* {condition, method, ended, error, fp32, figures, ..., evaluations}: written
+ * however the search ended, so no run of a long search is lost. Takes the
+ * log. NULL on out of memory. */
+static char *search_json(search *x, const result *r, const char *error, double ms) {
+    const mpx_graph *g = x->s->graph;
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "condition", x->cond.text);
+    cJSON_AddStringToObject(root, "method", method_names[x->how]);
+    cJSON_AddStringToObject(root, "ended", ending_names[r->end]);
+    if (error) cJSON_AddStringToObject(root, "error", error);
+    if (r->set) {
+        cJSON *res = cJSON_AddArrayToObject(root, "fp32");
+        for (int i = 0; i < x->n_cand; i++)
+            if (r->set[i]) cJSON_AddItemToArray(res, cJSON_CreateString(g->nodes[x->cand[i]]->name));
+        cJSON *f = cJSON_AddObjectToObject(root, "figures");
+        for (int i = 0; i < x->cond.n; i++) add_exact(f, x->cond.c[i].fig, r->got[i]);
+        cJSON_AddNumberToObject(root, "low_macs_pct", r->low_pct);
+        cJSON_AddNumberToObject(root, "low_cost_pct", r->low_cost);
+    } else {
+        cJSON_AddNullToObject(root, "fp32");
+    }
+    cJSON_AddBoolToObject(root, "applied", r->apply && r->k > 0);
+    if (x->validated) {
+        cJSON *v = cJSON_AddObjectToObject(root, "validation");
+        cJSON_AddStringToObject(v, "data", x->held_spec);
+        cJSON_AddNumberToObject(v, "samples", repl_data_count(x->held));
+        cJSON *f = cJSON_AddObjectToObject(v, "figures");
+        for (int i = 0; i < x->cond.n; i++) add_exact(f, x->cond.c[i].fig, x->held_got[i]);
+        cJSON_AddBoolToObject(v, "holds", x->held_holds);
+    }
+    cJSON_AddNumberToObject(root, "candidates", x->n_cand);
+    cJSON_AddNumberToObject(root, "n_evaluations", x->n_evals);
+    cJSON_AddNumberToObject(root, "n_unchanged", x->n_unchanged);
+    cJSON_AddNumberToObject(root, "ms", ms);
+    if (x->log) cJSON_AddItemToObject(root, "evaluations", x->log);
+    x->log = NULL;
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    size_t n = text ? strlen(text) : 0;
+    char *out = text ? realloc(text, n + 2) : NULL;
+    if (!out) {
+        free(text);
+        return NULL;
+    }
+    memcpy(out + n, "\n", 2);
+    return out;
+}
+
+/* Apply: one rule per node of r's set, one undo step; the user's rules stay. */
+static mpx_status apply_result(search *x, const result *r, mpx_error *err) {
+    mpx_session *s = x->s;
+    mpx_rules *rules = mpx_rules_copy(mpx_history_rules(s->hist));
+    mpx_status st = rules ? MPX_OK : mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    for (int i = 0; i < x->n_cand && !st; i++) {
+        if (!r->set[i]) continue;
+        char why[1400];
+        int nd = x->cand[i];
+        size_t w = (size_t)snprintf(why, sizeof why, "search%s%s: %s", r->end == END_DONE ? "" : ", best at ",
+                                    r->end == END_DONE ? "" : ending_names[r->end], x->cond.text);
+        /* What the ranking run saw of the node: `why` shows the rule. */
+        char parts[160] = "";
+        if (x->own && !isnan(x->own[nd])) snprintf(parts, sizeof parts, "own rel_l2 %.3g", x->own[nd]);
+        if (x->flags && (x->flags[nd] & 1))
+            strncat(parts, parts[0] ? ", own output overflows" : "own output overflows", sizeof parts - strlen(parts) - 1);
+        if (x->flags && (x->flags[nd] & 2))
+            strncat(parts, parts[0] ? ", weights overflow" : "weights overflow", sizeof parts - strlen(parts) - 1);
+        if (parts[0] && w < sizeof why) snprintf(why + w, sizeof why - w, " (%s)", parts);
+        st = add_red(rules, s->graph, nd, why, err);
+    }
+    if (!st) st = repl_apply_rules(s, rules, mpx_history_opts(s->hist), err);
+    mpx_rules_free(rules);
+    return st;
+}
+
+/* The human line: the set (at most 8 names), its figures, the low share and
+ * the evaluations. */
+static void summary(const search *x, const result *r, const char *lead, double ms, FILE *f) {
+    const mpx_graph *g = x->s->graph;
+    char line[4096];
+    size_t o = (size_t)snprintf(line, sizeof line, "%s", lead);
+    if (r->k == 0)
+        o += (size_t)snprintf(line + o, sizeof line - o, "the current plan already meets %s; nothing added", x->cond.text);
+    else {
+        o += (size_t)snprintf(line + o, sizeof line - o, "%d node%s kept fp32", r->k, r->k == 1 ? "" : "s");
+        const char *sep = " (";
+        int shown = 0;
+        for (int i = 0; i < x->n_cand && o < sizeof line; i++) {
+            if (!r->set[i]) continue;
+            if (shown++ == 8) {
+                o += (size_t)snprintf(line + o, sizeof line - o, ", ... %d more", r->k - 8);
+                break;
+            }
+            o += (size_t)snprintf(line + o, sizeof line - o, "%s%s", sep, g->nodes[x->cand[i]]->name);
+            sep = ", ";
+        }
+        if (o < sizeof line) o += (size_t)snprintf(line + o, sizeof line - o, ")");
+    }
+    for (int i = 0; i < x->cond.n && o < sizeof line; i++)
+        o += (size_t)snprintf(line + o, sizeof line - o, "; %s %.3g %s %s", x->cond.c[i].fig, r->got[i],
+                              repl_cond_op(&x->cond.c[i]), x->cond.c[i].num);
+    if (o < sizeof line)
+        o += (size_t)snprintf(line + o, sizeof line - o, "; %.1f%% of MACs in %s (%.1f%% of cost); %d evaluation%s",
+                              r->low_pct, mpx_format_name(x->s->plan->opts.target), r->low_cost, x->n_evals,
+                              x->n_evals == 1 ? "" : "s");
+    if (x->n_unchanged && o < sizeof line)
+        o += (size_t)snprintf(line + o, sizeof line - o, " and %d set%s whose plan computed as an earlier one",
+                              x->n_unchanged, x->n_unchanged == 1 ? "" : "s");
+    if (o < sizeof line) o += (size_t)snprintf(line + o, sizeof line - o, " (%.1f ms)", ms);
+    if (r->end != END_DONE && o < sizeof line)
+        snprintf(line + o, sizeof line - o, r->apply ? "; applied (--apply-best)" : "; not applied (--apply-best applies it)");
+    fprintf(f, "%s\n", line);
+}
+
+/* search <condition> [--method auto|greedy|bisect] [--max-evals n] [--time s] [--apply-best] [--json [file]] */
 MPX_CMD(repl_cmd_search) {
     mpx_status st = repl_need_model(s, err);
     if (st) return st;
     if (!s->plan || !s->hist) return mpx_error_set(err, MPX_E_INVALID, "no plan (load a model first)");
     search x = {.s = s, .how = M_AUTO, .max_evals = 500};
-    bool json = false;
-    const char *json_path = NULL;
+    bool json = false, apply_best = false;
+    const char *json_path = NULL, *eval_cmd = NULL;
+    double eval_timeout = 60;
     int n_words = argc - 1;
     for (int a = 1; a < argc; a++) {
         if (strncmp(argv[a], "--", 2) != 0) continue;
@@ -678,8 +1059,9 @@ MPX_CMD(repl_cmd_search) {
         if (strcmp(argv[a], "--method") == 0) {
             const char *m = argv[++a];
             int k = 0;
-            while (k < 3 && strcmp(m, method_names[k]) != 0) k++;
-            if (k == 3) return mpx_error_set(err, MPX_E_ARG, "search: unknown method \"%s\" (auto greedy bisect)", m);
+            while (k < M_COUNT && strcmp(m, method_names[k]) != 0) k++;
+            if (k == M_COUNT)
+                return mpx_error_set(err, MPX_E_ARG, "search: unknown method \"%s\" (auto greedy bisect sensitivity)", m);
             x.how = (method)k;
         } else if (strcmp(argv[a], "--max-evals") == 0) {
             double v;
@@ -687,6 +1069,23 @@ MPX_CMD(repl_cmd_search) {
             if (v < 1 || v > 1e6 || v != (double)(int)v)
                 return mpx_error_set(err, MPX_E_ARG, "--max-evals %s: a count from 1 up", argv[a]);
             x.max_evals = (int)v;
+        } else if (strcmp(argv[a], "--time") == 0) {
+            double v;
+            if ((st = repl_parse_number(argv[++a], "--time", &v, err))) return st;
+            if (!(v > 0) || v > 1e9) return mpx_error_set(err, MPX_E_ARG, "--time %s: seconds, more than 0", argv[a]);
+            x.max_ms = v * 1000;
+        } else if (strcmp(argv[a], "--eval") == 0) {
+            eval_cmd = argv[++a];
+        } else if (strcmp(argv[a], "--eval-timeout") == 0) {
+            double v;
+            if ((st = repl_parse_number(argv[++a], "--eval-timeout", &v, err))) return st;
+            if (!(v > 0) || v > 1e7)
+                return mpx_error_set(err, MPX_E_ARG, "--eval-timeout %s: seconds, more than 0", argv[a]);
+            eval_timeout = v;
+        } else if (strcmp(argv[a], "--validate") == 0) {
+            x.held_spec = argv[++a];
+        } else if (strcmp(argv[a], "--apply-best") == 0) {
+            apply_best = true;
         } else if (strcmp(argv[a], "--json") == 0) {
             json = true;
             if (a + 1 < argc && strncmp(argv[a + 1], "--", 2) != 0) json_path = argv[++a];
@@ -696,7 +1095,33 @@ MPX_CMD(repl_cmd_search) {
     if ((st = repl_cond_parse("search", n_words, argv + 1, &x.cond, err))) return st;
     x.need_run = repl_cond_needs_run(&x.cond);
     /* Check the figures' names before any run: a typo costs nothing. */
+    bool evals = false;
     for (int i = 0; i < x.cond.n; i++) {
+        if ((st = repl_figure_check(s->graph, x.cond.c[i].fig, err))) return st;
+        const char *f = x.cond.c[i].fig;
+        if (strcmp(f, "eval") == 0 || strncmp(f, "eval.", 5) == 0) {
+            if (!eval_cmd)
+                return mpx_error_set(err, MPX_E_ARG, "%s is the figure of a command: search ... --eval \"<command>\"", f);
+            evals = true;
+        }
+    }
+    if (eval_cmd && s->data)
+        return mpx_error_set(err, MPX_E_ARG, "--eval reads one run's outputs; over a data set each sample's are not "
+                             "kept (data off, or run one input)");
+    if (x.held_spec) {
+        char line[1024], *w[16];
+        int nw = 0;
+        snprintf(line, sizeof line, "%s", x.held_spec);
+        if ((st = repl_split_words(line, &nw, w, 16, false, err)) ||
+            (st = repl_data_open(s, nw, w, &x.held, err))) {
+            char msg[sizeof err->msg];
+            snprintf(msg, sizeof msg, "%s", err->msg);
+            return mpx_error_set(err, st, "--validate %s: %s", x.held_spec, msg);
+        }
+    }
+    repl_cond_warn(s, &x.cond);
+    for (int i = 0; i < x.cond.n; i++) {
+        if (evals && strncmp(x.cond.c[i].fig, "eval", 4) == 0) continue;
         repl_figctx fc = {.s = s, .plan = s->plan, .cmp = s->last, .local = s->last_local};
         double v;
         mpx_error e;
@@ -705,137 +1130,124 @@ MPX_CMD(repl_cmd_search) {
                 return mpx_error_set(err, e.status, "%s", e.msg);
         }
     }
+    if (eval_cmd && (st = repl_eval_new(eval_cmd, eval_timeout, &x.eval, err))) {
+        repl_data_free(x.held);
+        return st;
+    }
     const mpx_graph *g = s->graph;
-    x.cand = malloc((size_t)(g->n_nodes ? g->n_nodes : 1) * sizeof *x.cand);
-    bool *set = calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof *set);
-    x.best_set = calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof *x.best_set);
-    if (!x.cand || !set || !x.best_set) {
+    size_t nn = (size_t)(g->n_nodes ? g->n_nodes : 1);
+    x.cand = malloc(nn * sizeof *x.cand);
+    bool *set = calloc(nn, sizeof *set);
+    x.best_set = calloc(nn, sizeof *x.best_set);
+    x.top_set = calloc(nn, sizeof *x.top_set);
+    if (!x.cand || !set || !x.best_set || !x.top_set) {
         free(x.cand);
         free(set);
         free(x.best_set);
+        free(x.top_set);
+        repl_eval_free(x.eval);
+        repl_data_free(x.held);
         return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     }
     for (int i = 0; i < g->n_nodes; i++)
         if (s->plan->nodes[i].low && s->plan->nodes[i].is_float && !s->plan->nodes[i].folded) x.cand[x.n_cand++] = i;
     if (json) x.log = cJSON_CreateArray();
-    x.own = malloc((size_t)(g->n_nodes ? g->n_nodes : 1) * sizeof *x.own);
-    x.flags = calloc((size_t)(g->n_nodes ? g->n_nodes : 1), 1);
+    x.own = malloc(nn * sizeof *x.own);
+    x.flags = calloc(nn, 1);
     x.measure = malloc((size_t)(g->n_tensors ? g->n_tensors : 1) * sizeof *x.measure);
     if (x.measure && !repl_cond_measure(g, &x.cond, x.measure)) {
         free(x.measure); /* measure every layer: slower, not wrong */
         x.measure = NULL;
+    }
+    x.keep = malloc((size_t)(g->n_tensors ? g->n_tensors : 1) * sizeof *x.keep);
+    if (x.keep && !repl_cond_keep(g, &x.cond, x.keep)) {
+        free(x.keep);
+        x.keep = NULL;
     }
     for (int i = 0; x.own && i < g->n_nodes; i++) x.own[i] = NAN;
     x.t0 = repl_now_ms();
     /* The inputs once for every evaluation (a data set makes each sample's
      * as it goes). */
     st = !s->data && x.need_run ? repl_make_inputs(s, &s->held_inputs, err) : MPX_OK;
-    if (!st) st = x.how == M_BISECT ? run_bisect(&x, set, err) : run_auto(&x, set, err);
+    if (!st) st = x.how == M_BISECT ? run_bisect(&x, set, err) : x.how == M_SENSITIVITY ? run_sensitivity(&x, set, err)
+                                                                                       : run_auto(&x, set, err);
     repl_free_inputs(s, s->held_inputs);
     s->held_inputs = NULL;
-    if (s->progress) fputs("\r                                                              \r", stderr);
+    if (!st && x.held) st = validate(&x, set, err);
+    if (s->progress) fputs("\r                                                                              \r", stderr);
     double ms = repl_now_ms() - x.t0;
-    int k = st ? 0 : count(&x, set);
+    /* What the search learned, however it ended: the set found, else the
+     * best that met the condition so far. */
+    result r = {.end = END_DONE, .set = set, .got = x.best_got, .low_pct = x.best_low_pct,
+                .low_cost = x.best_low_cost, .apply = true};
+    if (st) {
+        r.end = x.end != END_DONE ? x.end : st == MPX_E_CANCELLED ? END_INTERRUPTED : END_FAILED;
+        r.set = x.have_top ? x.top_set : NULL;
+        r.got = x.top_got;
+        r.low_pct = x.top_low_pct;
+        r.low_cost = x.top_low_cost;
+        r.apply = apply_best && r.set;
+    }
+    r.k = r.set ? count(&x, r.set) : 0;
+    mpx_error stop = {0};
+    if (st) stop = *err;
     /* The JSON first: when its file cannot be written nothing is applied. */
     char *json_text = NULL;
-    if (!st && json) {
-        cJSON *root = cJSON_CreateObject();
-        cJSON_AddStringToObject(root, "condition", x.cond.text);
-        cJSON_AddStringToObject(root, "method", method_names[x.how]);
-        cJSON *res = cJSON_AddArrayToObject(root, "fp32");
-        for (int i = 0; i < x.n_cand; i++)
-            if (set[i]) cJSON_AddItemToArray(res, cJSON_CreateString(g->nodes[x.cand[i]]->name));
-        cJSON *f = cJSON_AddObjectToObject(root, "figures");
-        for (int i = 0; i < x.cond.n; i++) add_exact(f, x.cond.c[i].fig, x.best_got[i]);
-        cJSON_AddNumberToObject(root, "low_macs_pct", x.best_low_pct);
-        cJSON_AddNumberToObject(root, "candidates", x.n_cand);
-        cJSON_AddNumberToObject(root, "n_evaluations", x.n_evals);
-        cJSON_AddNumberToObject(root, "n_unchanged", x.n_unchanged);
-        cJSON_AddNumberToObject(root, "ms", ms);
-        cJSON_AddItemToObject(root, "evaluations", x.log);
-        x.log = NULL;
-        char *text = cJSON_Print(root);
-        cJSON_Delete(root);
-        size_t n = text ? strlen(text) : 0;
-        json_text = text ? realloc(text, n + 2) : NULL;
-        if (!json_text) {
-            free(text);
-            st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
-        } else {
-            memcpy(json_text + n, "\n", 2);
-            if (json_path) {
-                st = repl_write_file(s, json_path, json_text, err);
-                free(json_text);
-                json_text = NULL;
-            }
-        }
+    mpx_status wst = MPX_OK;
+    if (json && !(json_text = search_json(&x, &r, st ? stop.msg : NULL, ms)))
+        wst = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    if (json_text && json_path) {
+        wst = repl_write_file(s, json_path, json_text, err);
+        free(json_text);
+        json_text = NULL;
     }
-    /* Apply: one rule per node, one undo step; the user's rules stay. */
-    if (!st && k > 0) {
-        mpx_rules *r = mpx_rules_copy(mpx_history_rules(s->hist));
-        if (!r) st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
-        for (int i = 0; i < x.n_cand && !st; i++) {
-            if (!set[i]) continue;
-            char why[1400];
-            int nd = x.cand[i];
-            size_t w = (size_t)snprintf(why, sizeof why, "search: %s", x.cond.text);
-            /* What the ranking run saw of the node: `why` shows the rule. */
-            char parts[160] = "";
-            if (x.own && !isnan(x.own[nd])) snprintf(parts, sizeof parts, "own rel_l2 %.3g", x.own[nd]);
-            if (x.flags && (x.flags[nd] & 1))
-                strncat(parts, parts[0] ? ", own output overflows" : "own output overflows", sizeof parts - strlen(parts) - 1);
-            if (x.flags && (x.flags[nd] & 2))
-                strncat(parts, parts[0] ? ", weights overflow" : "weights overflow", sizeof parts - strlen(parts) - 1);
-            if (parts[0] && w < sizeof why) snprintf(why + w, sizeof why - w, " (%s)", parts);
-            st = add_red(r, g, x.cand[i], why, err);
-        }
-        if (!st) st = repl_apply_rules(s, r, mpx_history_opts(s->hist), err);
-        mpx_rules_free(r);
+    if (wst) {
+        r.apply = false;
+        if (st) { /* the stop is what the user must read first; the file second */
+            fprintf(s->info, "warning: %s\n", err->msg);
+            *err = stop;
+        } else
+            st = wst;
     }
-    if (!st) {
-        char line[4096];
-        size_t o = 0;
-        if (k == 0)
-            o += (size_t)snprintf(line, sizeof line, "search: the current plan already meets %s; nothing added",
-                                  x.cond.text);
-        else {
-            o += (size_t)snprintf(line, sizeof line, "search: %d node%s kept fp32", k, k == 1 ? "" : "s");
-            const char *sep = " (";
-            int shown = 0;
-            for (int i = 0; i < x.n_cand && o < sizeof line; i++) {
-                if (!set[i]) continue;
-                if (shown++ == 8) {
-                    o += (size_t)snprintf(line + o, sizeof line - o, ", ... %d more", k - 8);
-                    break;
-                }
-                o += (size_t)snprintf(line + o, sizeof line - o, "%s%s", sep, g->nodes[x.cand[i]]->name);
-                sep = ", ";
-            }
-            if (o < sizeof line) o += (size_t)snprintf(line + o, sizeof line - o, ")");
-        }
-        for (int i = 0; i < x.cond.n && o < sizeof line; i++)
-            o += (size_t)snprintf(line + o, sizeof line - o, "; %s %.3g %s %s", x.cond.c[i].fig, x.best_got[i],
-                                  repl_cond_op(&x.cond.c[i]), x.cond.c[i].num);
-        if (o < sizeof line)
-            o += (size_t)snprintf(line + o, sizeof line - o, "; %.1f%% of MACs in %s; %d evaluation%s", x.best_low_pct,
-                                  mpx_format_name(s->plan->opts.target), x.n_evals, x.n_evals == 1 ? "" : "s");
-        if (x.n_unchanged && o < sizeof line)
-            o += (size_t)snprintf(line + o, sizeof line - o, " and %d set%s whose plan computed as an earlier one",
-                                  x.n_unchanged, x.n_unchanged == 1 ? "" : "s");
-        if (o < sizeof line) snprintf(line + o, sizeof line - o, " (%.1f ms)", ms);
-        fprintf(s->out, "%s\n", line);
-        if (json_text) {
-            fputs(json_text, s->out);
-        }
+    mpx_status ast = r.apply && r.k > 0 ? apply_result(&x, &r, err) : MPX_OK;
+    if (ast) {
+        st = ast;
+        r.apply = false;
     }
+    /* stdout holds what was asked for: the JSON alone when it goes there. */
+    FILE *human = json && !json_path ? s->info : s->out;
+    if (!ast && (!st || r.set)) {
+        char lead[1100] = "search: ";
+        if (r.end == END_DONE && st) snprintf(lead, sizeof lead, "search: the plan found, not applied: ");
+        else if (st && r.apply) snprintf(lead, sizeof lead, "%s; the best plan so far: ", stop.msg);
+        else if (st) snprintf(lead, sizeof lead, "search: the best plan so far: ");
+        summary(&x, &r, lead, ms, human);
+    }
+    if (x.validated && r.end == END_DONE) {
+        fprintf(human, "search: on the held-out samples (%s, %d): ", x.held_spec, repl_data_count(x.held));
+        for (int i = 0; i < x.cond.n; i++)
+            fprintf(human, "%s%s %.3g", i ? "; " : "", x.cond.c[i].fig, x.held_got[i]);
+        fprintf(human, x.held_holds ? "; %s holds there too\n"
+                                    : "; %s does NOT hold there: the plan meets it on the search's samples only\n",
+                x.cond.text);
+    }
+    if (json_text) fputs(json_text, s->out);
+    if (st && !ast && r.apply) st = MPX_OK; /* --apply-best: the user asked for what was found */
+    else if (st && !ast && !r.set && r.end != END_FAILED && r.end != END_NO_PLAN)
+        mpx_error_set(err, stop.status, "%s; no plan met %s in %d evaluation%s", stop.msg, x.cond.text, x.n_evals,
+                      x.n_evals == 1 ? "" : "s");
     free(json_text);
     cJSON_Delete(x.log);
     free(x.own);
     free(x.flags);
     free(x.measure);
+    free(x.keep);
+    repl_eval_free(x.eval);
+    repl_data_free(x.held);
     free(x.place);
     free(x.cand);
     free(x.best_set);
+    free(x.top_set);
     for (int m = 0; m < x.n_memo; m++) free(x.memo[m].set);
     free(x.memo);
     free(set);

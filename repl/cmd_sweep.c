@@ -33,6 +33,7 @@ typedef struct point {
     int colours[MPX_COLOUR_COUNT];
     int casts;
     double low_pct;
+    double low_cost_pct;
     int64_t weight_bytes;
     double out_rel_l2;      /* worst model output */
     char worst[256];        /* worst layer (tensor) and its rel_l2 */
@@ -124,6 +125,7 @@ static void record(const mpx_session *s, const mpx_plan *p, const mpx_compare *c
     for (int k = 0; k < MPX_COLOUR_COUNT; k++) pt->colours[k] = p->counts.nodes[k];
     pt->casts = p->counts.casts;
     pt->low_pct = p->counts.low_macs_pct;
+    pt->low_cost_pct = p->counts.low_cost_pct;
     pt->weight_bytes = p->counts.weight_bytes_after;
     repl_check_weights(s, p, NULL, NULL, &pt->weights_overflow, NULL);
     repl_run_totals t = repl_totals(p->g, c);
@@ -140,15 +142,15 @@ static void record(const mpx_session *s, const mpx_plan *p, const mpx_compare *c
 
 static void print_table(FILE *out, const sweep_def *d) {
     fprintf(out, "sweep %s: %s (%s)\n", d->name, d->command, d->target);
-    fprintf(out, "  %-10s %5s %5s %5s %5s %6s %7s %10s %11s %9s %9s  %s\n", d->name, "green", "gray", "clear", "red",
-            "casts", "%MACs", "weights", "out_rel_l2", "overflow", "underflow", "worst layer (rel_l2)");
+    fprintf(out, "  %-10s %5s %5s %5s %5s %6s %7s %7s %10s %11s %9s %9s  %s\n", d->name, "green", "gray", "clear", "red",
+            "casts", "%MACs", "%cost", "weights", "out_rel_l2", "overflow", "underflow", "worst layer (rel_l2)");
     for (int i = 0; i < d->n; i++) {
         const point *p = &d->pts[i];
         if (!p->done) continue;
         char wb[32];
-        fprintf(out, "  %-10s %5d %5d %5d %5d %6d %6.1f%% %10s %11.3g %9lld %9lld  %s (%.3g)\n", d->values[i],
+        fprintf(out, "  %-10s %5d %5d %5d %5d %6d %6.1f%% %6.1f%% %10s %11.3g %9lld %9lld  %s (%.3g)\n", d->values[i],
                 p->colours[MPX_COLOUR_GREEN], p->colours[MPX_COLOUR_GRAY], p->colours[MPX_COLOUR_CLEAR], p->colours[MPX_COLOUR_RED], p->casts,
-                p->low_pct, mpx_count_str(p->weight_bytes, wb, sizeof wb), p->out_rel_l2, (long long)p->overflow,
+                p->low_pct, p->low_cost_pct, mpx_count_str(p->weight_bytes, wb, sizeof wb), p->out_rel_l2, (long long)p->overflow,
                 (long long)p->underflow, p->worst, p->worst_rel_l2);
     }
 }
@@ -158,14 +160,14 @@ static char *csv_text(const sweep_def *d) {
     char *t = malloc(cap);
     if (!t) return NULL;
     o += (size_t)snprintf(t + o, cap - o,
-                          "%s,green,gray,clear,red,casts,low_macs_pct,weight_bytes,weights_overflow,output_rel_l2,"
+                          "%s,green,gray,clear,red,casts,low_macs_pct,low_cost_pct,weight_bytes,weights_overflow,output_rel_l2,"
                           "overflow,underflow,worst_layer,worst_rel_l2\n", d->name);
     for (int i = 0; i < d->n && o < cap; i++) {
         const point *p = &d->pts[i];
         if (!p->done) continue;
-        o += (size_t)snprintf(t + o, cap - o, "%s,%d,%d,%d,%d,%d,%.17g,%lld,%lld,%.17g,%lld,%lld,\"%s\",%.17g\n",
+        o += (size_t)snprintf(t + o, cap - o, "%s,%d,%d,%d,%d,%d,%.17g,%.17g,%lld,%lld,%.17g,%lld,%lld,\"%s\",%.17g\n",
                               d->values[i], p->colours[MPX_COLOUR_GREEN], p->colours[MPX_COLOUR_GRAY], p->colours[MPX_COLOUR_CLEAR],
-                              p->colours[MPX_COLOUR_RED], p->casts, p->low_pct, (long long)p->weight_bytes,
+                              p->colours[MPX_COLOUR_RED], p->casts, p->low_pct, p->low_cost_pct, (long long)p->weight_bytes,
                               (long long)p->weights_overflow, p->out_rel_l2, (long long)p->overflow,
                               (long long)p->underflow, p->worst, p->worst_rel_l2);
     }
@@ -201,6 +203,7 @@ static char *json_text(const sweep_def *d, const char *shard) {
             cJSON_AddNumberToObject(e, mpx_colour_name((mpx_colour)k), p->colours[k]);
         cJSON_AddNumberToObject(e, "casts", p->casts);
         add_exact(e, "low_macs_pct", p->low_pct);
+        add_exact(e, "low_cost_pct", p->low_cost_pct);
         cJSON_AddNumberToObject(e, "weight_bytes", (double)p->weight_bytes);
         cJSON_AddNumberToObject(e, "weights_overflow", (double)p->weights_overflow);
         add_exact(e, "output_rel_l2", p->out_rel_l2);
@@ -356,7 +359,7 @@ MPX_CMD(repl_cmd_sweep) {
         substitute(d->command, d->name, d->values[i], line, sizeof line, &used, err);
         if (s->progress) fprintf(stderr, "\r  sweep: %s = %s (%d of %d)      ", d->name, d->values[i], i + 1, d->n);
         st = point_state(s, line, &r, &po, err);
-        if (!st) st = repl_trial(s, r, &po, true, false, false, NULL, &p, &c, err);
+        if (!st) st = repl_trial(s, r, &po, true, false, false, NULL, NULL, &p, &c, err);
         if (st) {
             char m[sizeof err->msg];
             snprintf(m, sizeof m, "%s", err->msg);
@@ -472,6 +475,7 @@ static mpx_status merge_one(const char *path, const cJSON *root, sweep_def *d, b
         for (int k = 1; k < MPX_COLOUR_COUNT; k++) p->colours[k] = (int)num_of(e, mpx_colour_name((mpx_colour)k));
         p->casts = (int)num_of(e, "casts");
         p->low_pct = num_of(e, "low_macs_pct");
+        p->low_cost_pct = num_of(e, "low_cost_pct");
         p->weight_bytes = (int64_t)num_of(e, "weight_bytes");
         p->weights_overflow = (int64_t)num_of(e, "weights_overflow");
         p->out_rel_l2 = num_of(e, "output_rel_l2");

@@ -49,8 +49,13 @@ static const mpx_option_spec tensor_opts[] = {{"--save", MPX_TAKES_ONE, MPX_WORD
                                               {"--save-ref", MPX_TAKES_ONE, MPX_WORD_FILE, NULL},
                                               {NULL, 0, 0, NULL}};
 static const mpx_option_spec compare_opts[] = {{"--local", 0, 0, NULL}, {"--json", 0, 0, NULL}, {NULL, 0, 0, NULL}};
-static const mpx_option_spec search_opts[] = {{"--method", MPX_TAKES_ONE, MPX_WORD_CHOICE, "auto|greedy|bisect"},
+static const mpx_option_spec search_opts[] = {{"--method", MPX_TAKES_ONE, MPX_WORD_CHOICE, "auto|greedy|bisect|sensitivity"},
                                               {"--max-evals", MPX_TAKES_ONE, 0, NULL},
+                                              {"--time", MPX_TAKES_ONE, 0, NULL},
+                                              {"--apply-best", MPX_TAKES_NONE, 0, NULL},
+                                              {"--eval", MPX_TAKES_ONE, 0, NULL},
+                                              {"--validate", MPX_TAKES_ONE, MPX_WORD_FILE, NULL},
+                                              {"--eval-timeout", MPX_TAKES_ONE, 0, NULL},
                                               {"--json", MPX_TAKES_MAYBE, MPX_WORD_FILE, NULL},
                                               {NULL, 0, 0, NULL}};
 static const mpx_option_spec merge_opts[] = {{"--json", MPX_TAKES_MAYBE, MPX_WORD_FILE, NULL},
@@ -186,7 +191,7 @@ static const mpx_command commands[] = {
      "--changed lists only nodes a rule decided or whose colour differs from its\n"
      "default. --json: {\"target\", \"keep_io\", \"counts\": {green, gray, clear, red,\n"
      "casts, weights_converted, weight_bytes_before, weight_bytes_after,\n"
-     "low_macs_pct}, \"nodes\": [{name, op, colour, default, rule, compute, accum,\n"
+     "low_macs_pct, low_cost_pct}, \"nodes\": [{name, op, colour, default, rule, compute, accum,\n"
      "output}], \"casts\": [{tensor, from, to, consumers}]}.",
      repl_cmd_plan, 0, 0, {MPX_WORD_TEXT}, NULL, plan_opts, NULL},
     {"diff", "diff [--json]", "what the last change did: nodes recoloured, casts added and removed",
@@ -253,35 +258,83 @@ static const mpx_command commands[] = {
      repl_cmd_compare, 1, -1, {MPX_WORD_FORMAT}, NULL, compare_opts, NULL},
     {"assert", "assert <figure> <op> <number> [and ...]", "fail the script unless a figure of the plan or run holds",
      "op: < <= > >= == !=. Plan figures: casts green gray clear red low_nodes\n"
-     "low_macs_pct weights_converted weights_overflow (values). Run figures: overflow underflow subnormal layers,\n"
-     "output.<metric> (worst model output), worst.<metric> (worst layer),\n"
-     "<node or tensor>.<metric>; metric as in report, plus absmax. After a run over a\n"
+     "low_macs_pct low_cost_pct (the share of cost low: see help search)\n"
+     "weights_converted weights_overflow (values). Run figures: overflow underflow\n"
+     "subnormal layers,\n"
+     "output.<metric> (the worst over all model outputs), out[<name>].<metric> (the\n"
+     "model output called name: with an output named \"output\", output.rel_l2 is still\n"
+     "the worst of all, said once in a warning, and out[output].rel_l2 the tensor),\n"
+     "worst.<metric> (worst layer), <node or tensor>.<metric>; metric as in report,\n"
+     "plus absmax, plus the task figures, shares in [0, 1] read from the run's values\n"
+     "against the reference's (one input, not a data set): top1 (rows along the last\n"
+     "axis whose argmax agrees; an output whose last axis has one element is refused),\n"
+     "topk_overlap@k (the share of each row's k largest that are the reference's,\n"
+     "k 5 when not given), iou@t (per sample, the first axis, the intersection over\n"
+     "union of the elements above t, none in either counting 1; the mean), and\n"
+     "sign_agree@t (elements on the same side of t), e.g. output.top1 >= 0.99 or\n"
+     "out[mask].iou@0.5 > 0.95. Over several outputs the worst is the smallest.\n"
+     "After a run over a\n"
      "data set, run figures are the worst over its samples; prefixes choose others:\n"
      "mean:, p95: (nearest rank), sample <k>: (e.g. assert p95:output.rel_l2 < 1e-3).\n"
      "A failed assert stops a script with exit status 2.\n"
      "Example: assert output.rel_l2 < 1e-3 and overflow == 0 and casts <= 40",
      repl_cmd_assert, 1, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_condition},
-    {"search", "search <figure> <op> <number> [and ...] [--method auto|greedy|bisect] [--max-evals <n>] [--json [<file>]]",
+    {"search", "search <figure> <op> <number> [and ...] [--method auto|greedy|bisect|sensitivity] [--max-evals <n>] [--time <s>] [--apply-best] [--eval \"<command>\" [--eval-timeout <s>]] [--validate <data spec>] [--json [<file>]]",
      "find the nodes to keep in fp32 so that a condition holds",
      "The condition is assert's (same figures and grammar), e.g.\n"
      "  search output.rel_l2 < 1e-3 and casts <= 40\n"
      "Each evaluation plans the rules so far plus `colour name:<node> red` for a set\n"
      "of nodes and runs it (only what the set changes is recomputed). auto (the\n"
-     "default): nodes whose weights overflow go fp32 first (once a plain run shows\n"
-     "the plan as it is fails); one local run ranks the low nodes (overflow in their\n"
-     "own output first, then the predicted output error that keeping each fp32\n"
-     "removes, with the gray nodes that follow it); the shortest prefix that meets the\n"
-     "condition goes fp32; then each, the last-ranked first, goes back to low while\n"
-     "the condition still holds, until no single node of the set can (1-minimal).\n"
-     "greedy: auto without giving back. bisect: onnxconverter-common's method\n"
-     "(segments of the topological order tried low, failing ones halved), for\n"
-     "comparison. The result is added as rules `colour name:<node> red  # search:\n"
-     "<condition>`, one undo step. Nothing is applied when no plan meets the\n"
-     "condition, on an error, at --max-evals (default 500) or on Ctrl-C.\n"
-     "--json prints (or writes) {condition, method, fp32: [names], figures,\n"
-     "low_macs_pct, candidates, n_evaluations, n_unchanged (sets whose plan the run\n"
-     "cache already held: no node ran), ms, evaluations: [{set, holds, figures,\n"
-     "low_macs_pct, ms, nodes_run, local (a ranking run)}]}.",
+     "default) maximises the share of cost low (low_cost_pct, below) among the plans\n"
+     "that meet the condition: nodes whose weights overflow go fp32 first (once a\n"
+     "plain run shows the plan as it is fails); one local run ranks the low nodes\n"
+     "(overflow in their own output first, then the predicted output error that\n"
+     "keeping each fp32 removes, with the gray nodes that follow it, weighed by the\n"
+     "cost it keeps fp32); the shortest prefix that meets the condition goes fp32;\n"
+     "then nodes go back to low, the last-ranked first, while the condition still\n"
+     "holds, until no single node of the set can (1-minimal); last, each node, the\n"
+     "one whose return buys the most cost low first, is tried swapped for the gray\n"
+     "nodes that followed it into fp32 (kept when more cost is low). greedy: auto\n"
+     "without giving back. For comparison, the peers' methods: bisect,\n"
+     "onnxconverter-common's (segments of the topological order tried low, failing\n"
+     "ones halved); sensitivity, Intel Neural Compressor's (each node measured\n"
+     "falling back to fp32 alone, then nodes fall back one at a time, the one that\n"
+     "helped most first, until the condition holds).\n"
+     "The result is added as rules `colour name:<node> red  # search:\n"
+     "<condition>`, one undo step.\n"
+     "Low share: low_macs_pct (multiply-adds) and low_cost_pct, the share of the\n"
+     "plan's cost computed low, where cost is multiply-adds plus one per element a\n"
+     "node reads or writes, and every runtime cast costs 2 per element (so an Add\n"
+     "kept fp32 between low Convs costs its pass and its casts).\n"
+     "Stops: --max-evals (default 500), --time <s> (checked before each\n"
+     "evaluation), Ctrl-C, no plan meeting the condition, or an error. A search that\n"
+     "stops reports the best plan so far that met the condition (the most cost\n"
+     "low) and exits non-zero, applying nothing; --apply-best applies that plan\n"
+     "(`search, best at <how it ended>: ...` in the rules) and succeeds.\n"
+     "--json prints (or writes), however the search ended, {condition, method,\n"
+     "ended (done no_plan max_evals time interrupted failed), error, fp32: [names]\n"
+     "or null, figures, low_macs_pct, low_cost_pct, applied, candidates,\n"
+     "n_evaluations, n_unchanged (sets whose plan the run cache already held: no\n"
+     "node ran), ms, evaluations: [{set, holds, figures, low_macs_pct, low_cost_pct,\n"
+     "ms, nodes_run, local (a ranking run)}]}. Printed, it is stdout's only text\n"
+     "(the summary line goes to stderr). On a terminal a progress line shows the\n"
+     "evaluations, the best plan so far and the time left to the nearer limit.\n"
+     "--eval \"<command>\": your own figure. Once per evaluation mpx writes every\n"
+     "model output as float32 .npy, $MPX_EVAL_DIR/cand/<output>.npy (the plan's)\n"
+     "and $MPX_EVAL_DIR/ref/<output>.npy (fp32), '/' in a name made '_', runs the\n"
+     "command with /bin/sh and reads its stdout: one number is the figure eval, a\n"
+     "JSON object of numbers the figures eval.<key>, e.g.\n"
+     "  search eval.top1 >= 0.99 --eval \"python3 my_metric.py\"\n"
+     "A command that is not found, exits non-zero, prints nothing, prints a number\n"
+     "that is not finite or runs past --eval-timeout (default 60 s; then killed with\n"
+     "its children) is an error naming it. One input, not a data set; the folder is\n"
+     "made under $TMPDIR and removed after the search.\n"
+     "--validate <data spec> (quoted when it has blanks, e.g. \"held/ limit 32\"; as\n"
+     "for data): after the search, the plan found runs on those held-out samples\n"
+     "(their first must have the shapes bound, checked before the search) and the\n"
+     "condition is read there: said to hold there too, or not (the plan then meets\n"
+     "it on the search's samples only); the JSON's validation {data, samples,\n"
+     "figures, holds}.",
      repl_cmd_search, 1, -1, {MPX_WORD_TEXT}, NULL, search_opts, repl_complete_condition},
     {"sweep", "sweep <name> in <v1>,<v2>,... : <command using $name> [--json [<file>] | --csv [<file>]] [--plot <file.svg>] [--shard <k>/<n>]",
      "try a plan change with several values, every point planned and run",
@@ -290,7 +343,8 @@ static const mpx_command commands[] = {
      "or keep-io) with $name replaced by the value, planned and run on the session's\n"
      "inputs through the run cache (the fp32 reference once, each point recomputing\n"
      "only what its plan changes). Nothing is applied: the rules are the same after.\n"
-     "Table: colour counts, casts, % of MACs low, weight bytes, output rel_l2,\n"
+     "Table: colour counts, casts, % of MACs and of cost low (help search), weight\n"
+     "bytes, output rel_l2,\n"
      "overflow and underflow counts, the worst layer. --json/--csv instead of the\n"
      "table (to a file or stdout); --plot writes error against % of MACs low with\n"
      "the Pareto front. --shard k/n runs only the points i with i % n == k-1 (its\n"

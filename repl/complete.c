@@ -254,8 +254,32 @@ void repl_complete_rule(const char *text, int pos, char **w) {
 
 /* assert/search <figure> <op> <number> [and ...]: figures first and after
  * and (a tensor's <tensor>.<metric> is typed, not listed). */
+/* A figure: the plan's and run's own, output., worst. and out[<output>].;
+ * after <what>. its metric. */
 void repl_complete_condition(const char *text, int pos, char **w) {
-    if (pos == 1 || is(w[pos - 1], "and")) repl_figure_names(text, cand);
+    if (!(pos == 1 || is(w[pos - 1], "and"))) return;
+    const mpx_graph *g = completing ? completing->graph : NULL;
+    const char *dot = strrchr(text, '.');
+    bool in_out = strncmp(text, "out[", 4) == 0;
+    if (in_out && !strstr(text, "].")) dot = NULL; /* still in the output's name (which may hold dots) */
+    if (dot) {
+        char head[1024];
+        snprintf(head, sizeof head, "%.*s", (int)(dot - text + 1), text);
+        for (int i = 0; i < MPX_METRIC_COUNT; i++) cand2(text, head, mpx_metric_info_of((mpx_metric_id)i)->name);
+        cand2(text, head, "absmax");
+        cand2(text, head, "local");
+        for (int i = 0; i < MPX_TASK_COUNT; i++) cand2(text, head, mpx_task_name((mpx_task_id)i));
+        return;
+    }
+    repl_figure_names(text, cand);
+    cand(text, "output.");
+    cand(text, "worst.");
+    char o[1024];
+    for (int k = 0; g && k < g->n_outputs; k++)
+        if (g->outputs[k]) {
+            snprintf(o, sizeof o, "out[%s].", g->outputs[k]->name);
+            cand(text, o);
+        }
 }
 
 static void gather(const char *text, int pos, char **w);

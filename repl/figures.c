@@ -95,18 +95,25 @@ static bool metric_of(const mpx_layer *L, const char *metric, double *out) {
     return true;
 }
 
-/* The worse of two figures of one metric (cos and sqnr_db: the smaller). */
+/* The worse of two figures of one metric (cos, sqnr_db and the task
+ * figures: the smaller). */
 static double worse(const char *metric, double a, double b) {
     mpx_metric_id id;
-    bool low_bad = mpx_metric_by_name(metric, &id) && mpx_metric_info_of(id)->low_is_worse;
+    mpx_task_figure tf;
+    bool task = false;
+    mpx_error e;
+    if (mpx_task_parse(metric, &task, &tf, &e)) task = false;
+    bool low_bad = task || (mpx_metric_by_name(metric, &id) && mpx_metric_info_of(id)->low_is_worse);
     if (isnan(a) || isnan(b)) return NAN;
     return low_bad ? (a < b ? a : b) : (a > b ? a : b);
 }
 
 /* The plan's figures, once: read by assert, search and their messages. */
-typedef enum { PF_CASTS, PF_LOW_NODES, PF_LOW_MACS_PCT, PF_WEIGHTS_CONVERTED, PF_WEIGHTS_OVERFLOW, PF_COUNT } plan_fig;
-static const char *const plan_fig_names[PF_COUNT] = {"casts", "low_nodes", "low_macs_pct", "weights_converted",
-                                                     "weights_overflow"};
+typedef enum {
+    PF_CASTS, PF_LOW_NODES, PF_LOW_MACS_PCT, PF_LOW_COST_PCT, PF_WEIGHTS_CONVERTED, PF_WEIGHTS_OVERFLOW, PF_COUNT
+} plan_fig;
+static const char *const plan_fig_names[PF_COUNT] = {"casts", "low_nodes", "low_macs_pct", "low_cost_pct",
+                                                     "weights_converted", "weights_overflow"};
 
 /* A plan figure's index, PF_COUNT + colour for a colour count, -1 if fig is
  * not a plan figure. */
@@ -119,6 +126,9 @@ static int plan_figure(const char *fig) {
 }
 
 bool repl_figure_needs_run(const char *fig) { return plan_figure(fig) < 0; }
+
+/* eval or eval.<key>: search --eval's figures. */
+static bool eval_figure(const char *fig) { return strcmp(fig, "eval") == 0 || (strncmp(fig, "eval.", 5) == 0 && fig[5]); }
 
 /* The run's whole-model figures (beside <tensor>.<metric>). */
 static const char *const run_fig_names[] = {"overflow", "underflow", "subnormal", "layers"};
@@ -148,7 +158,7 @@ static mpx_status unknown_figure(const char *fig, mpx_error *err) {
     }
     return mpx_error_set(err, MPX_E_ARG,
                          "unknown figure \"%s\" (plan: %s; run: %s, and output.<metric>, worst.<metric>, "
-                         "<tensor or node>.<metric>)%s", fig, plan, run, mpx_name_hint_tail(&h, hint, sizeof hint));
+                         "out[<output>].<metric>, <tensor or node>.<metric>)%s", fig, plan, run, mpx_name_hint_tail(&h, hint, sizeof hint));
 }
 
 /* "mean:", "p95:", "worst:" or "sample<k>:" (written `sample 3:`; the
@@ -205,8 +215,26 @@ static mpx_status stat_figure(const repl_figctx *x, const char *fig, mpx_stat st
  * ("output"), every layer ("worst") or one tensor or node's (its tensor
  * index). repl_figure reads them and repl_cond_measure asks for them, from
  * this one reading. */
-enum { FIG_OUTPUTS = -1, FIG_ALL = -2, FIG_NONE = -3 /* no <what>.<metric> */, FIG_UNKNOWN = -4 /* no such name */ };
+enum {
+    FIG_OUTPUTS = -1, FIG_ALL = -2, FIG_NONE = -3 /* no <what>.<metric> */, FIG_UNKNOWN = -4 /* no such name */,
+    FIG_NOT_OUTPUT = -5 /* out[<name>] naming no model output */
+};
+/* out[<name>].<metric>: one model output by its name, which may hold dots
+ * (the name runs to the last "]."). */
+static int output_figure(const mpx_graph *g, const char *fig, char *what, size_t n, const char **metric) {
+    const char *close = strstr(fig, "].");
+    for (const char *c = close; c; c = strstr(c + 1, "]."))
+        close = c;
+    if (!close || close == fig + 4 || !close[2]) return FIG_NONE;
+    snprintf(what, n, "%.*s", (int)(close - fig - 4), fig + 4);
+    *metric = close + 2;
+    for (int k = 0; k < g->n_outputs; k++)
+        if (g->outputs[k] && strcmp(g->outputs[k]->name, what) == 0) return g->outputs[k]->index;
+    return FIG_NOT_OUTPUT;
+}
+
 static int layer_figure(const mpx_graph *g, const char *fig, char *what, size_t n, const char **metric) {
+    if (strncmp(fig, "out[", 4) == 0) return output_figure(g, fig, what, n, metric);
     const char *dot = strrchr(fig, '.');
     if (!dot || dot == fig || !dot[1]) return FIG_NONE;
     snprintf(what, n, "%.*s", (int)(dot - fig), fig);
@@ -215,6 +243,128 @@ static int layer_figure(const mpx_graph *g, const char *fig, char *what, size_t 
     if (strcmp(what, "worst") == 0) return FIG_ALL;
     const mpx_tensor *t = repl_find_named(g, what);
     return t ? t->index : FIG_UNKNOWN;
+}
+
+/* The refusal for out[<name>] naming no model output: the outputs, and the
+ * closest. */
+static mpx_status not_output(const mpx_graph *g, const char *fig, const char *name, mpx_error *err) {
+    char list[512] = "", hint[300];
+    size_t o = 0;
+    mpx_name_hint h;
+    mpx_name_hint_init(&h, name);
+    for (int k = 0; k < g->n_outputs; k++) {
+        if (!g->outputs[k]) continue;
+        o += (size_t)snprintf(list + o, o < sizeof list ? sizeof list - o : 0, "%s%s", o ? ", " : "",
+                              g->outputs[k]->name);
+        mpx_name_hint_add(&h, g->outputs[k]->name);
+    }
+    return mpx_error_set(err, MPX_E_ARG, "figure %s: \"%s\" is not a model output (outputs: %s)%s", fig, name, list,
+                         mpx_name_hint_tail(&h, hint, sizeof hint));
+}
+
+/* The names a figure's <what> may take, for did-you-mean: output, worst,
+ * out[<output>], and every node and tensor. */
+static const char *what_hint(const mpx_graph *g, const char *what, char *buf, size_t n) {
+    mpx_name_hint h;
+    mpx_name_hint_init(&h, what);
+    mpx_name_hint_add(&h, "output");
+    mpx_name_hint_add(&h, "worst");
+    char o[600];
+    for (int k = 0; k < g->n_outputs; k++)
+        if (g->outputs[k]) {
+            snprintf(o, sizeof o, "out[%s]", g->outputs[k]->name);
+            mpx_name_hint_add(&h, o);
+        }
+    for (int i = 0; i < g->n_nodes; i++) mpx_name_hint_add(&h, g->nodes[i]->name);
+    for (int i = 0; i < g->n_tensors; i++) mpx_name_hint_add(&h, g->tensors[i]->name);
+    return mpx_name_hint_tail(&h, buf, n);
+}
+
+mpx_status repl_figure_check(const mpx_graph *g, const char *fig, mpx_error *err) {
+    mpx_stat stat;
+    int k;
+    const char *rest;
+    if (stat_prefix(fig, &stat, &k, &rest)) fig = rest;
+    if (!repl_figure_needs_run(fig) || eval_figure(fig)) return MPX_OK;
+    for (size_t i = 0; i < sizeof run_fig_names / sizeof run_fig_names[0]; i++)
+        if (strcmp(fig, run_fig_names[i]) == 0) return MPX_OK;
+    char what[512], hint[300];
+    const char *metric = NULL;
+    const int t = layer_figure(g, fig, what, sizeof what, &metric);
+    if (t == FIG_NONE) return unknown_figure(fig, err);
+    if (t == FIG_NOT_OUTPUT) return not_output(g, fig, what, err);
+    if (t == FIG_UNKNOWN)
+        return mpx_error_set(err, MPX_E_ARG, "figure %s: no tensor or node named \"%s\"%s", fig, what,
+                             what_hint(g, what, hint, sizeof hint));
+    bool task;
+    mpx_task_figure tf;
+    mpx_error te;
+    if (mpx_task_parse(metric, &task, &tf, &te)) return mpx_error_set(err, MPX_E_ARG, "figure %s: %s", fig, te.msg);
+    return MPX_OK;
+}
+
+bool repl_cond_keep(const mpx_graph *g, const repl_cond *c, bool *keep) {
+    bool any = false;
+    memset(keep, 0, (size_t)g->n_tensors * sizeof *keep);
+    for (int i = 0; i < c->n; i++) {
+        const char *fig = c->c[i].fig, *rest, *metric;
+        mpx_stat stat;
+        int k;
+        if (stat_prefix(fig, &stat, &k, &rest)) fig = rest;
+        if (eval_figure(fig)) { /* --eval's command reads every output */
+            any = true;
+            for (int j = 0; j < g->n_outputs; j++)
+                if (g->outputs[j]) keep[g->outputs[j]->index] = true;
+            continue;
+        }
+        char what[512];
+        const int t = layer_figure(g, fig, what, sizeof what, &metric);
+        bool task = false;
+        mpx_task_figure tf;
+        mpx_error e;
+        if (t == FIG_NONE || t < FIG_ALL || mpx_task_parse(metric, &task, &tf, &e) || !task) continue;
+        any = true;
+        for (int j = 0; t < 0 && j < g->n_outputs; j++)
+            if (g->outputs[j]) keep[g->outputs[j]->index] = true;
+        if (t >= 0) keep[t] = true;
+    }
+    return any;
+}
+
+void repl_cond_warn(mpx_session *s, const repl_cond *c) {
+    const mpx_graph *g = s->graph;
+    bool named = false;
+    for (int k = 0; g && k < g->n_outputs; k++) named = named || (g->outputs[k] && strcmp(g->outputs[k]->name, "output") == 0);
+    for (int i = 0; named && !s->warned_output_name && i < c->n; i++) {
+        const char *fig = c->c[i].fig, *rest;
+        mpx_stat stat;
+        int k;
+        if (stat_prefix(fig, &stat, &k, &rest)) fig = rest;
+        if (strncmp(fig, "output.", 7) != 0) continue;
+        fprintf(s->info,
+                "warning: %s is the worst over all %d model outputs; the output named \"output\" is out[output].%s\n",
+                fig, g->n_outputs, fig + 7);
+        s->warned_output_name = true;
+    }
+}
+
+/* A task figure (numerics/task.c) of tensor t: from the run's values of it
+ * and its reference, which the run must have kept (search keeps them for
+ * the conditions that read them: repl_cond_keep). */
+static mpx_status task_value(const repl_figctx *x, const char *fig, int t, const mpx_task_figure *tf, double *out,
+                             mpx_error *err) {
+    const mpx_compare *c = x->cmp;
+    const char *name = x->plan->g->tensors[t]->name;
+    if (c->samples)
+        return mpx_error_set(err, MPX_E_ARG,
+                             "figure %s: task figures read one run's values, and over a data set each sample's "
+                             "are not kept (run one input)", fig);
+    if (!c->ref || !c->cand || c->ref[t].n < 0 || c->cand[t].n < 0)
+        return mpx_error_set(err, MPX_E_ARG, "figure %s: the run did not keep the values of %s (use: run --keep %s)",
+                             fig, name, name);
+    mpx_error e;
+    mpx_status st = mpx_task_compute(&c->ref[t], &c->cand[t], tf, out, &e);
+    return st ? mpx_error_set(err, st, "figure %s (%s): %s", fig, name, e.msg) : MPX_OK;
 }
 
 mpx_status repl_figure(const repl_figctx *x, const char *fig, double *out, mpx_error *err) {
@@ -230,6 +380,7 @@ mpx_status repl_figure(const repl_figctx *x, const char *fig, double *out, mpx_e
     case PF_CASTS: return *out = p->counts.casts, MPX_OK;
     case PF_LOW_NODES: return *out = p->counts.low_nodes, MPX_OK;
     case PF_LOW_MACS_PCT: return *out = p->counts.low_macs_pct, MPX_OK;
+    case PF_LOW_COST_PCT: return *out = p->counts.low_cost_pct, MPX_OK;
     case PF_WEIGHTS_CONVERTED: return *out = p->counts.weights_converted, MPX_OK;
     case PF_WEIGHTS_OVERFLOW: {
         int64_t n;
@@ -239,6 +390,12 @@ mpx_status repl_figure(const repl_figctx *x, const char *fig, double *out, mpx_e
     default: break;
     }
     const mpx_compare *c = x->cmp;
+    if (eval_figure(fig)) {
+        if (!x->eval)
+            return mpx_error_set(err, MPX_E_ARG, "%s is the figure of a command: search ... --eval \"<command>\"", fig);
+        if (!c) return mpx_error_set(err, MPX_E_ARG, "%s needs a run", fig);
+        return repl_eval_figure(x->eval, g, c, fig, out, err);
+    }
     for (int i = 0; i < RUN_FIGS; i++) {
         if (strcmp(fig, run_fig_names[i]) != 0) continue;
         if (!c) return mpx_error_set(err, MPX_E_ARG, "%s needs a run (use: run)", fig);
@@ -250,22 +407,28 @@ mpx_status repl_figure(const repl_figctx *x, const char *fig, double *out, mpx_e
     const char *metric = NULL;
     const int want = layer_figure(g, fig, what, sizeof what, &metric);
     if (want == FIG_NONE) return unknown_figure(fig, err);
+    if (want == FIG_UNKNOWN || want == FIG_NOT_OUTPUT) return repl_figure_check(g, fig, err);
     if (!c) return mpx_error_set(err, MPX_E_ARG, "%s needs a run (use: run)", fig);
-    if (want == FIG_UNKNOWN) {
-        char hint[300];
-        return mpx_error_set(err, MPX_E_ARG, "figure %s: no tensor or node named \"%s\"%s", fig, what,
-                             repl_name_tail(g, what, true, true, hint, sizeof hint));
-    }
     bool any = false;
     double v = NAN, val;
     for (int i = 0; i < c->n_layers; i++) {
         const mpx_layer *L = &c->layers[i];
         if (want >= 0 ? L->tensor != want : (want == FIG_OUTPUTS && !repl_is_output(g, L->tensor))) continue;
         if (L->unmeasured) continue;
-        if (!metric_of(L, metric, &val)) {
+        bool task = false;
+        mpx_task_figure tf;
+        mpx_error te;
+        if (!metric_of(L, metric, &val) && mpx_task_parse(metric, &task, &tf, &te) != MPX_OK)
+            return mpx_error_set(err, MPX_E_ARG, "figure %s: %s", fig, te.msg);
+        if (task) {
+            mpx_status st = task_value(x, fig, L->tensor, &tf, &val, err);
+            if (st) return st;
+        } else if (!metric_of(L, metric, &val)) {
             char names[256];
             char hint[128];
-            return mpx_error_set(err, MPX_E_ARG, "figure %s: unknown metric \"%s\" (%s absmax%s)%s", fig, metric,
+            return mpx_error_set(err, MPX_E_ARG,
+                                 "figure %s: unknown metric \"%s\" (%s absmax%s; task: top1 topk_overlap@k iou@t "
+                                 "sign_agree@t)%s", fig, metric,
                                  mpx_metric_names(" ", names, sizeof names), x->local ? " local" : "",
                                  repl_metric_tail(metric, true, hint, sizeof hint));
         }
@@ -280,7 +443,8 @@ mpx_status repl_figure(const repl_figctx *x, const char *fig, double *out, mpx_e
 /* ---- trials: a plan not applied, and its run -------------------------------- */
 
 mpx_status repl_trial(mpx_session *s, const mpx_rules *r, const mpx_plan_opts *o, bool run, bool local,
-                      bool undoable, const bool *measure, mpx_plan **plan, mpx_compare **cmp, mpx_error *err) {
+                      bool undoable, const bool *measure, const bool *keep, mpx_plan **plan, mpx_compare **cmp,
+                      mpx_error *err) {
     *plan = NULL;
     *cmp = NULL;
     mpx_plan *p = NULL;
@@ -291,7 +455,7 @@ mpx_status repl_trial(mpx_session *s, const mpx_rules *r, const mpx_plan_opts *o
     }
     /* Local runs neither use nor touch the cache (numerics' rule). */
     repl_cached how = local ? REPL_UNCACHED : undoable ? REPL_CACHED_UNDOABLE : REPL_CACHED;
-    if ((st = repl_run_plan(s, p, local, NULL, measure, how, cmp, err))) {
+    if ((st = repl_run_plan(s, p, local, keep, measure, how, cmp, err))) {
         mpx_plan_free(p);
         return st;
     }
@@ -348,7 +512,7 @@ bool repl_cond_measure(const mpx_graph *g, const repl_cond *c, bool *measure) {
         mpx_stat stat;
         int k;
         if (stat_prefix(fig, &stat, &k, &rest)) fig = rest;
-        if (!repl_figure_needs_run(fig)) continue;
+        if (!repl_figure_needs_run(fig) || eval_figure(fig)) continue;
         char what[512];
         const char *metric;
         const int t = layer_figure(g, fig, what, sizeof what, &metric);
@@ -396,6 +560,7 @@ MPX_CMD(repl_cmd_assert) {
     if (argc < 2) return mpx_error_set(err, MPX_E_ARG, "usage: assert <figure> <op> <number> [and ...]");
     repl_cond c;
     if ((st = repl_cond_parse("assert", argc - 1, argv + 1, &c, err))) return st;
+    repl_cond_warn(s, &c);
     repl_figctx x = {.s = s, .plan = s->plan, .cmp = s->last, .local = s->last_local};
     double got[REPL_COND_MAX];
     int failed;

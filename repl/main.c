@@ -250,11 +250,12 @@ static char **complete(const char *text, int start, int end) {
     if (pos == COMPLETE_WORDS) return NULL;
     int n_cands = repl_complete(completing, text, pos, w);
     if (!n_cands) return NULL;
-    /* A folder goes on into itself: no blank after it. */
+    /* A folder goes on into itself, a figure's <what>. into its metric: no
+     * blank after them. */
     if (n_cands == 1) {
         const char *only = repl_complete_peek(0);
         size_t l = strlen(only);
-        if (l && only[l - 1] == '/') rl_completion_append_character = '\0';
+        if (l && (only[l - 1] == '/' || only[l - 1] == '.')) rl_completion_append_character = '\0';
     }
     return rl_completion_matches(text, cand_next);
 }

@@ -101,6 +101,10 @@ typedef struct mpx_session {
     int report_top;          /* rows of `report` without --top (default 20) */
     bool color;              /* ANSI colour (terminal and NO_COLOR unset) */
     bool progress;           /* progress on stderr (a terminal) */
+    /* `output.<metric>` was read while a model output is named "output":
+     * warned once that it means the worst output (out[output].<metric> the
+     * tensor). */
+    bool warned_output_name;
     bool pager;              /* `set pager`: long output at the prompt through $PAGER */
 
     /* Scripts: `source` depth, and the file and line being run (messages). */

@@ -63,6 +63,10 @@ const char *repl_data_label(const repl_dataset *d, int k);
 /* The command that made d (`data ...` or `input <name> files ...`), its
  * words quoted, for `save`; NULL for merged shards' labels. */
 const char *repl_data_replay(const repl_dataset *d);
+/* A data set made from a spec as `data <spec> [limit n] [shuffle seed]
+ * [stacked]` (argv[0] the source) without binding it or any shape: its first
+ * sample must match the shapes bound (search --validate's held-out set). */
+mpx_status repl_data_open(mpx_session *s, int argc, char **argv, repl_dataset **out, mpx_error *err);
 /* Prefix err's message with the sample it is about: "sample k+1 of n (label):
  * [file: ]message" (the file named when it is not the label). Returns
  * err->status. */
@@ -245,16 +249,31 @@ const mpx_tensor *repl_find_named(const mpx_graph *g, const char *name);
 
 /* What a figure is read from: a plan and, for run figures, a comparison of
  * that plan (NULL: none yet). s gives the weight check. */
+/* search --eval (eval.c): the user's command, run once per evaluation on the
+ * outputs written as .npy; its figures are eval and eval.<key>. */
+typedef struct repl_eval repl_eval;
+mpx_status repl_eval_new(const char *command, double timeout_s, repl_eval **out, mpx_error *err);
+void repl_eval_free(repl_eval *e);
+/* Figure fig ("eval" or "eval.<key>") of comparison c: the command runs
+ * once per comparison (its answer is kept for the other figures of c). */
+mpx_status repl_eval_figure(repl_eval *e, const mpx_graph *g, const mpx_compare *c, const char *fig, double *out,
+                            mpx_error *err);
+
 typedef struct repl_figctx {
     const mpx_session *s;
     const mpx_plan *plan;
     const mpx_compare *cmp;
     bool local; /* cmp has local metrics (for the message listing metrics) */
+    repl_eval *eval; /* search --eval, else NULL */
 } repl_figctx;
 /* Plan figures (casts, green, ..., low_macs_pct, weights_overflow), run
  * totals (overflow underflow subnormal layers) and <what>.<metric> with what
  * = output (worst model output), worst (worst layer) or a tensor/node name. */
 mpx_status repl_figure(const repl_figctx *x, const char *fig, double *out, mpx_error *err);
+/* The names a figure reads, checked without a run: an unknown figure, a
+ * <what> that names no node or tensor, out[<name>] naming no model output
+ * (each with a did-you-mean). */
+mpx_status repl_figure_check(const mpx_graph *g, const char *fig, mpx_error *err);
 /* Whether a figure is read from a run (false: from the plan alone). */
 bool repl_figure_needs_run(const char *fig);
 /* Every whole-model figure's name (plan figures, colours, run figures), to add. */
@@ -264,9 +283,11 @@ void repl_figure_names(const char *text, void (*add)(const char *prefix, const c
  * would, without applying it, and when run is set run it on the session's
  * inputs through the run cache (only what differs from the cache's last run
  * is recomputed; a local run bypasses the cache; undoable: repl_undo_trial
- * can take the run back out of the cache). The caller frees both. */
+ * can take the run back out of the cache; keep: tensors whose values the
+ * run keeps, or NULL). The caller frees both. */
 mpx_status repl_trial(mpx_session *s, const mpx_rules *r, const mpx_plan_opts *o, bool run, bool local,
-                      bool undoable, const bool *measure, mpx_plan **plan, mpx_compare **cmp, mpx_error *err);
+                      bool undoable, const bool *measure, const bool *keep, mpx_plan **plan, mpx_compare **cmp,
+                      mpx_error *err);
 
 #define REPL_COND_MAX 16
 typedef struct repl_clause {
@@ -284,6 +305,12 @@ typedef struct repl_cond {
 /* Parse argv (the words after the command; cmd names it in messages). */
 mpx_status repl_cond_parse(const char *cmd, int argc, char **argv, repl_cond *c, mpx_error *err);
 bool repl_cond_needs_run(const repl_cond *c);
+/* Warns once a session, on s->info, when a clause reads output.<metric> and
+ * a model output is named "output" (output. is the worst over outputs). */
+void repl_cond_warn(mpx_session *s, const repl_cond *c);
+/* The tensors whose values c's task figures (top1, iou@t, ...) read: the
+ * model outputs for output.*, else the tensor named. false when none. */
+bool repl_cond_keep(const mpx_graph *g, const repl_cond *c, bool *keep);
 /* The layers whose metrics the condition reads, into measure[n_tensors]
  * (the model outputs always); false when it reads every layer's (worst.*,
  * overflow, ...) or names a tensor the model does not have. */

@@ -110,7 +110,7 @@ mpx_status repl_build_plan(const mpx_session *s, const mpx_rules *r, const mpx_p
     return mpx_plan_build(s->graph, r, o, m.absmax ? &m : NULL, out, err);
 }
 
-/* "plan: 3 nodes changed (2 to green, 1 to gray); casts 4 -> 6 (+3 -1); 61.2% of MACs in fp16" */
+/* "plan: 3 nodes changed (2 to green, 1 to gray); casts 4 -> 6 (+3 -1); 61.2% of MACs in fp16 (58.0% of cost)" */
 static void print_change(mpx_session *s, const mpx_plan *a, const mpx_plan *b) {
     mpx_plan_diff *d = NULL;
     mpx_error e;
@@ -140,7 +140,8 @@ static void print_change(mpx_session *s, const mpx_plan *a, const mpx_plan *b) {
     if (d->b.macs_total == 0 && d->b.macs_unknown)
         fprintf(s->info, "MACs unknown until the inputs' shapes are bound\n");
     else
-        fprintf(s->info, "%.1f%% of MACs in %s\n", d->b.low_macs_pct, mpx_format_name(b->opts.target));
+        fprintf(s->info, "%.1f%% of MACs in %s (%.1f%% of cost)\n", d->b.low_macs_pct, mpx_format_name(b->opts.target),
+                d->b.low_cost_pct);
     mpx_plan_diff_free(d);
 }
 

@@ -245,32 +245,36 @@ run "target fp61" "did you mean fp16?"
 quit_with_ctrl_d
 echo "pager, set pager off, did-you-mean: ok"
 
-# Ctrl-C stops a search between or inside its evaluations and applies
-# nothing (PP-OCRv4 det: an evaluation takes seconds; skipped when the models
-# have not been fetched).
+# Ctrl-C stops a search between or inside its evaluations, applies
+# nothing, and leaves what it learned: the JSON of every evaluation, saying
+# it was interrupted (PP-OCRv4 det: an evaluation takes seconds; skipped
+# when the models have not been fetched).
 DET="$SRC/.cache/ocr-models-1.4.2/assets/ch_PP-OCRv4_det_infer.onnx"
 if [ -f "$DET" ]; then
   start
   run "load $DET" "loaded"
   run "input x shape 1x3x640x640" "tensors shaped"
   run "save $tmp/search_before.mpx" "saved"
-  keys "search output.rel_l2 < 1e-2" Enter
-  # Ctrl-C once the search shows it is evaluating (a full search takes
-  # dozens of evaluations of seconds each: it cannot end first).
-  wait_for "the search's progress" has " evaluations, set of "
+  keys "search output.rel_l2 < 1e-2 --json $tmp/interrupted.json" Enter
+  # the progress line appears once the first evaluation is done
+  wait_for "the search's progress line" has "evaluations; "
   keys C-c
   # inside an evaluation the run reports "cancelled", between two of them
   # the search "interrupted" (which one depends on the engine's speed)
   search_stopped() { has "cancelled" || has "search: interrupted"; }
   wait_for "the search to stop" search_stopped
   expect_line "mpx>"
-  screen | grep "search: " | grep -qv "search: interrupted" && fail "an interrupted search printed a result"
+  screen | grep "kept fp32" | grep -qv "the best plan so far" && fail "an interrupted search printed a result"
+  interrupted_json() {
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not (d["ended"] == "interrupted" and not d["applied"] and len(d["evaluations"]) >= 1))' "$tmp/interrupted.json" 2>/dev/null
+  }
+  interrupted_json || fail "an interrupted search did not write its JSON (ended: interrupted, every evaluation)"
   run "save $tmp/search_after.mpx" "saved"
   cmp -s "$tmp/search_before.mpx" "$tmp/search_after.mpx" ||
     fail "an interrupted search changed the session: $(diff "$tmp/search_before.mpx" "$tmp/search_after.mpx")"
   run "rules" "no rules"
   quit_with_ctrl_d
-  echo "Ctrl-C stops a search, nothing applied: ok"
+  echo "Ctrl-C stops a search, nothing applied, its JSON written: ok"
 else
   echo "SKIP: Ctrl-C during search (no $DET; scripts/fetch-models.sh fetches it)"
 fi

@@ -4,7 +4,7 @@
 #    the figure it reported exactly (assert ... == <reported value>);
 #  - auto's set is 1-minimal: giving any one node back to low breaks the
 #    budget (each checked by a plan without that node's rule);
-#  - greedy and bisect sets meet the condition too.
+#  - greedy, bisect and sensitivity sets meet the condition too.
 # Usage: search_check.sh <mpx> <source root>
 set -eu
 MPX=$1
@@ -14,7 +14,7 @@ trap 'rm -rf "$tmp"' EXIT
 SETUP="load examples/tiny_cnn.json; input x shape 1x3x32x32; input x random normal 0 1 seed 7; target bf16"
 COND="output.rel_l2 < 1e-3"
 fail=0
-for method in auto greedy bisect; do
+for method in auto greedy bisect sensitivity; do
   "$MPX" -c "$SETUP; search $COND --method $method --json $tmp/$method.json" >/dev/null
   python3 - "$tmp/$method.json" > "$tmp/$method.txt" <<'PY'
 import json, sys
@@ -96,5 +96,59 @@ case "$out" in
   *) echo "search_check: overflowing weights, a condition the plan meets: $out"; fail=1 ;;
 esac
 case "$out" in *"# search"*) echo "search_check: a condition the plan meets added rules"; fail=1 ;; esac
+# A search that stops early leaves what it learned: the JSON (every
+# evaluation, how it ended, the best set so far) is written on a limit, on
+# --time and when no plan meets the condition; --apply-best applies the best
+# set so far, without it nothing is applied; `search --json` alone on stdout
+# is the JSON alone (the human line goes to stderr), with -q or without.
+BASE="load examples/tiny_cnn.json; input x shape 1x3x32x32; input x random normal 0 1 seed 7; target bf16"
+check_json() { # file, expected "ended", whether a best set is expected (yes/no), applied (true/false)
+  python3 - "$@" <<'PY'
+import json, sys
+path, ended, best, applied = sys.argv[1:5]
+d = json.load(open(path))
+errs = []
+if d.get("ended") != ended: errs.append("ended %r, want %r" % (d.get("ended"), ended))
+if (d.get("fp32") is not None) != (best == "yes"): errs.append("fp32 %r, want a set: %s" % (d.get("fp32"), best))
+if str(d.get("applied")).lower() != applied: errs.append("applied %r, want %s" % (d.get("applied"), applied))
+if len(d.get("evaluations", [])) != d.get("n_evaluations", -1) + d.get("n_unchanged", 0):
+    errs.append("%d evaluations logged, %d counted" % (len(d.get("evaluations", [])), d.get("n_evaluations", -1)))
+if ended != "done" and not d.get("error"): errs.append("no error message")
+if best == "yes":
+    held = [e for e in d["evaluations"] if e["holds"]]
+    top = max(held, key=lambda e: e["low_cost_pct"])
+    if sorted(top["set"]) != sorted(d["fp32"]) or top["figures"] != d["figures"]:
+        errs.append("fp32 is not the held evaluation with the most cost low")
+if errs:
+    print("search_check: %s: %s" % (path, "; ".join(errs)))
+    sys.exit(1)
+PY
+}
+# bisect evaluates the plan as it is (fails), then all fp32 (holds): stopped at 3, the best so far is all fp32.
+status=0
+"$MPX" -c "$BASE; search $COND --method bisect --max-evals 3 --json $tmp/stop.json" >"$tmp/stop.out" 2>"$tmp/stop.err" || status=$?
+[ "$status" = 1 ] || { echo "search_check: a search stopped at --max-evals exits $status, not 1"; fail=1; }
+check_json "$tmp/stop.json" max_evals yes false || fail=1
+grep -q "the best plan so far: 25 nodes kept fp32" "$tmp/stop.out" || { echo "search_check: no best plan so far reported: $(cat "$tmp/stop.out")"; fail=1; }
+out=$("$MPX" -c "$BASE; search $COND --method bisect --max-evals 3; rules" 2>&1 || true)
+case "$out" in *"# search"*) echo "search_check: a stopped search without --apply-best applied rules"; fail=1 ;; esac
+"$MPX" -c "$BASE; search $COND --method bisect --max-evals 3 --apply-best --json $tmp/best.json; run; assert $COND and low_nodes == 0" >/dev/null ||
+  { echo "search_check: --apply-best did not apply the best plan so far"; fail=1; }
+check_json "$tmp/best.json" max_evals yes true || fail=1
+# Stopped before anything held: the JSON has no set, and says so.
+"$MPX" -c "$BASE; search $COND --max-evals 1 --json $tmp/none.json" >/dev/null 2>&1 && { echo "search_check: --max-evals 1 succeeded"; fail=1; }
+check_json "$tmp/none.json" max_evals no false || fail=1
+"$MPX" -c "$BASE; search output.rel_l2 < 0 --json $tmp/noplan.json" >/dev/null 2>&1 && { echo "search_check: an impossible condition succeeded"; fail=1; }
+check_json "$tmp/noplan.json" no_plan no false || fail=1
+# --time: checked before every evaluation; a microsecond is over before the first.
+"$MPX" -c "$BASE; search $COND --time 1e-6 --json $tmp/time.json" >/dev/null 2>&1 && { echo "search_check: --time 1e-6 succeeded"; fail=1; }
+check_json "$tmp/time.json" time no false || fail=1
+# stdout: the JSON alone.
+for q in "" -q; do
+  "$MPX" $q -c "$BASE; search $COND --json" 2>/dev/null | python3 -c 'import json,sys; json.load(sys.stdin)' ||
+    { echo "search_check: search --json (mpx $q) printed more than the JSON on stdout"; fail=1; }
+  "$MPX" $q -c "$BASE; search $COND --max-evals 2 --json" 2>/dev/null | python3 -c 'import json,sys; json.load(sys.stdin)' ||
+    { echo "search_check: a stopped search --json (mpx $q) printed more than the JSON on stdout"; fail=1; }
+done
 [ $fail = 0 ] && echo "search_check: ok"
 exit $fail

@@ -100,7 +100,7 @@ int main(void) {
     expect_completion("set ", "bail cache pager top");
     expect_completion("set pager ", "off on");
     expect_completion("svg x.svg --engine ", "dot neato sfdp");
-    expect_completion("search output.rel_l2 < 1 --method ", "auto bisect greedy");
+    expect_completion("search output.rel_l2 < 1 --method ", "auto bisect greedy sensitivity");
     expect_completion("report --sort s", "sqnr_db subnormal");
     expect_completion("report --sort l", "local");
     /* report --sort completes exactly the metric table's names (and local, order) */
@@ -130,7 +130,11 @@ int main(void) {
     expect_completion("colour Conv", "Conv ConvInteger ConvTranspose");
     expect_completion("colour Conv ", "clear gray green red");
     expect_completion("accum Conv fp3", "fp32");
-    expect_completion("assert l", "layers low_macs_pct low_nodes");
+    expect_completion("assert l", "layers low_cost_pct low_macs_pct low_nodes");
+    /* figures name the model's outputs (tiny_cnn's is y), then a metric */
+    expect_completion("assert ou", "out[y]. output.");
+    expect_completion("search out[y].rel", "out[y].rel_l2");
+    expect_completion("assert worst.c", "worst.cos");
     /* sweep: after the colon, the swept command's own words. */
     expect_completion("sweep t in 1,2 : keep-io ", "off on");
     expect_completion("sweep t ", "in");

@@ -1276,8 +1276,63 @@ static void test_concat_grows(void) {
     mpx_value_free(&x);
 }
 
+/* Task figures against hand computations: two rows of three,
+ *   r = [[1 3 2] [5 4 0]], c = [[1 2 3] [6 0 4]].
+ * top1: row 0's argmax is 1 against 2, row 1's 0 against 0: 1/2.
+ * topk_overlap@2: row 0 {1,2} and {2,1}: 1; row 1 {0,1} and {0,2}: 1/2; mean 3/4.
+ * iou@2.5, a sample a row: row 0 {1} and {2}: 0; row 1 {0,1} and {0,2}:
+ * 1/3; mean 1/6. sign_agree@2.5: above 2.5, r F T F T T F, c F F T T F T:
+ * 2 of 6 agree. */
+static double task(const mpx_value *r, const mpx_value *c, const char *name) {
+    mpx_task_figure f;
+    bool is;
+    mpx_error e;
+    double v = NAN;
+    if (mpx_task_parse(name, &is, &f, &e) || !is || mpx_task_compute(r, c, &f, &v, &e)) return NAN;
+    return v;
+}
+
+static void test_task_figures(void) {
+    int64_t dims[2] = {2, 3};
+    mpx_value r, c;
+    mpx_error e;
+    CHECK(mpx_value_alloc(&r, MPX_DT_FLOAT, 2, dims, &e) == MPX_OK);
+    CHECK(mpx_value_alloc(&c, MPX_DT_FLOAT, 2, dims, &e) == MPX_OK);
+    const float rv[6] = {1, 3, 2, 5, 4, 0}, cv[6] = {1, 2, 3, 6, 0, 4};
+    memcpy(r.f, rv, sizeof rv);
+    memcpy(c.f, cv, sizeof cv);
+    CHECK(task(&r, &c, "top1") == 0.5);
+    CHECK(task(&r, &c, "topk_overlap@2") == 0.75);
+    CHECK(fabs(task(&r, &c, "iou@2.5") - 1.0 / 6) < 1e-15);
+    CHECK(fabs(task(&r, &c, "sign_agree@2.5") - 1.0 / 3) < 1e-15);
+    CHECK(task(&r, &r, "top1") == 1 && task(&r, &r, "iou@2.5") == 1 && task(&r, &r, "topk_overlap@3") == 1);
+    /* a threshold nothing passes: both masks empty, the same mask */
+    CHECK(task(&r, &c, "iou@100") == 1);
+    /* refusals: no threshold, a bad k, a metric that is no task figure, one element to rank */
+    mpx_task_figure f;
+    bool is;
+    CHECK(mpx_task_parse("iou", &is, &f, &e) == MPX_E_ARG && is && strstr(e.msg, "iou@<t>"));
+    CHECK(mpx_task_parse("sign_agree@x", &is, &f, &e) == MPX_E_ARG && strstr(e.msg, "not a number"));
+    CHECK(mpx_task_parse("topk_overlap@0", &is, &f, &e) == MPX_E_ARG);
+    CHECK(mpx_task_parse("top1@2", &is, &f, &e) == MPX_E_ARG);
+    CHECK(mpx_task_parse("rel_l2", &is, &f, &e) == MPX_OK && !is);
+    CHECK(mpx_task_parse("topk_overlap@4", &is, &f, &e) == MPX_OK && mpx_task_compute(&r, &c, &f, &(double){0}, &e) == MPX_E_ARG &&
+          strstr(e.msg, "only 3"));
+    int64_t one[2] = {3, 1};
+    mpx_value r1, c1;
+    CHECK(mpx_value_alloc(&r1, MPX_DT_FLOAT, 2, one, &e) == MPX_OK);
+    CHECK(mpx_value_alloc(&c1, MPX_DT_FLOAT, 2, one, &e) == MPX_OK);
+    CHECK(mpx_task_parse("top1", &is, &f, &e) == MPX_OK &&
+          mpx_task_compute(&r1, &c1, &f, &(double){0}, &e) == MPX_E_ARG && strstr(e.msg, "nothing to rank"));
+    mpx_value_free(&r);
+    mpx_value_free(&c);
+    mpx_value_free(&r1);
+    mpx_value_free(&c1);
+}
+
 int main(void) {
-    mpx_numerics_init(); /* constant folding runs the kernels */
+    mpx_numerics_init();
+    test_task_figures(); /* constant folding runs the kernels */
     int64_t cnn[4] = {1, 3, 16, 16}, tr[3] = {1, 16, 64};
     test_model("tiny_cnn.json", cnn, 4);
     test_model("tiny_transformer.json", tr, 3);
