@@ -232,7 +232,7 @@ mpx_status repl_eval_figure(repl_eval *e, const mpx_graph *g, const mpx_compare 
             file_name(t->name, name, sizeof name);
             for (int side = 0; side < 2; side++) {
                 snprintf(path, sizeof path, "%s/%s/%s.npy", e->dir, side ? "ref" : "cand", name);
-                mpx_status st = mpx_npy_write(path, side ? &c->ref[t->index] : &c->cand[t->index], err);
+                mpx_status st = mpx_npy_write(path, NULL, side ? &c->ref[t->index] : &c->cand[t->index], err);
                 if (st) return st;
             }
         }
