@@ -285,15 +285,16 @@ static mpx_status read_external(ctx *c, const char *what, const Onnx__TensorProt
         free(real);
         return st;
     }
-    int fd = open(real, O_RDONLY);
+    mpx_error oerr;
+    int fd = mpx_file_open_read(real, false, &oerr);
     free(real);
     if (fd < 0)
-        return fail(c, MPX_E_IO, "%s: external data file \"%s\": %s", what, loc, strerror(errno));
+        return fail(c, oerr.status, "%s: external data file \"%s\": %s", what, loc, oerr.msg);
     struct stat sb;
     mpx_status st = MPX_OK;
     uint8_t *buf = NULL;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        st = fail(c, MPX_E_IO, "%s: external data file \"%s\" is not a regular file", what, loc);
+    if (fstat(fd, &sb) != 0) {
+        st = fail(c, MPX_E_IO, "%s: external data file \"%s\": %s", what, loc, strerror(errno));
     } else if (off > (uint64_t)sb.st_size || (uint64_t)sb.st_size - off < len) {
         st = fail(c, MPX_E_IO,
                   "%s: external data file \"%s\" is too short: %lld bytes, need %llu at offset "
@@ -1225,14 +1226,11 @@ mpx_graph *mpx_graph_load_onnx(const char *path, mpx_error *err) {
         mpx_error_set(err, MPX_E_ARG, "no model path");
         return NULL;
     }
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) {
-        mpx_error_at(err, MPX_E_IO, path, 0, 0, "cannot open: %s", strerror(errno));
-        return NULL;
-    }
+    int fd = mpx_file_open_read(path, false, err);
+    if (fd < 0) return NULL;
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        mpx_error_at(err, MPX_E_IO, path, 0, 0, "not a regular file");
+    if (fstat(fd, &sb) != 0) {
+        mpx_error_at(err, MPX_E_IO, path, 0, 0, "cannot read: %s", strerror(errno));
         close(fd);
         return NULL;
     }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Frames read per call. */
 #define BLOCK 4096
@@ -35,13 +36,15 @@ void mpx_audio_opts_default(mpx_audio_opts *o) {
 
 /* The file's samples mixed to mono, in double; *n frames, *rate. */
 static mpx_status read_mono(const char *path, double **out, int64_t *n, int *rate, mpx_error *err) {
-    struct stat sb;
-    if (stat(path, &sb) != 0) return snd_error(err, MPX_E_IO, path, "cannot open: no such file");
-    if (!S_ISREG(sb.st_mode)) return snd_error(err, MPX_E_IO, path, "not a regular file");
+    int fd = mpx_file_open_read(path, false, err);
+    if (fd < 0) return err ? err->status : MPX_E_IO;
     SF_INFO info;
     memset(&info, 0, sizeof info);
-    SNDFILE *f = sf_open(path, SFM_READ, &info);
-    if (!f) return snd_error(err, MPX_E_PARSE, path, "not a readable sound file: %s", sf_strerror(NULL));
+    SNDFILE *f = sf_open_fd(fd, SFM_READ, &info, SF_FALSE); /* fd is closed here, after sf_close */
+    if (!f) {
+        close(fd);
+        return snd_error(err, MPX_E_PARSE, path, "not a readable sound file: %s", sf_strerror(NULL));
+    }
     mpx_status st = MPX_OK;
     double *mono = NULL, *block = NULL;
     if (info.channels < 1 || info.samplerate < 1) {
@@ -123,6 +126,7 @@ done:
     free(mono);
     free(block);
     sf_close(f);
+    close(fd);
     return st;
 }
 

@@ -1,0 +1,92 @@
+#!/bin/sh
+# hostile_inputs.sh MPX PYTHON WORK - inputs that used to hang, crash or
+# exhaust the machine (issue 44): each must end promptly with a message
+# naming the file. A case that hangs is caught by `timeout`.
+set -eu
+MPX=$1
+PY=$2
+WORK=$3
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+rm -rf "$WORK"
+mkdir -p "$WORK"
+cd "$WORK"
+cp "$SRC/examples/tiny_cnn.json" "$SRC/examples/tiny_cnn_input.npy" .
+n=0
+fail() {
+  echo "hostile_inputs: FAIL: $*" >&2
+  exit 1
+}
+ok() { n=$((n + 1)); }
+# run NAME STATUS PATTERN ARGS...: mpx ARGS must end within 60 s with exit
+# STATUS and PATTERN (grep -E) on stderr (PATTERN empty: nothing on stderr).
+run() {
+  name=$1 want=$2 pat=$3
+  shift 3
+  st=0
+  timeout 60 "$MPX" "$@" </dev/null >"$name.out" 2>"$name.err" || st=$?
+  [ $st = 124 ] && fail "$name: still running after 60 s"
+  [ $st = "$want" ] || fail "$name: exit $st, wanted $want: $(cat "$name.err")"
+  if [ -z "$pat" ]; then
+    [ ! -s "$name.err" ] || fail "$name: stderr: $(cat "$name.err")"
+  else
+    grep -Eq "$pat" "$name.err" || fail "$name: stderr lacks /$pat/: $(cat "$name.err")"
+  fi
+  ok
+}
+
+# ---- FIFOs and devices (item 7): refused at open, never waited on ---------
+for f in f.onnx f.json f.npy f.png f.wav f.npz; do mkfifo "$f"; done
+run fifo_onnx 1 'f.onnx: a FIFO, not a regular file' -c 'load f.onnx'
+run fifo_json 1 'f.json: a FIFO, not a regular file' -c 'load f.json'
+L="load tiny_cnn.json"
+run fifo_npy 1 'f.npy: a FIFO, not a regular file' -c "$L; input x file f.npy"
+run fifo_png 1 'f.png: a FIFO, not a regular file' -c "$L; input x image f.png"
+run fifo_files 1 'f.npy\): a FIFO, not a regular file' -c "$L; input x files 'f.n*' npy"
+run fifo_npz 1 'f.npz: neither a regular file nor a folder' -c "$L; data f.npz"
+ln -s /dev/zero dev.onnx
+run dev_onnx 1 'dev.onnx: a character device, not a regular file' -c 'load dev.onnx'
+# An audio input: a rank-1 model.
+cat >audio.json <<'J'
+{"format": "mpx-model", "version": 1, "name": "a", "opset": 17,
+ "inputs": [{"name": "x", "type": "float32", "shape": ["n"]}],
+ "outputs": [{"name": "y", "type": "float32", "shape": ["n"]}],
+ "nodes": [{"op": "Relu", "inputs": ["x"], "outputs": ["y"]}]}
+J
+run fifo_wav 1 'f.wav: a FIFO, not a regular file' -c "load audio.json; input x audio f.wav"
+# External data that is a FIFO.
+"$MPX" -q -c "$L; export ext.onnx --external" || fail "export --external"
+rm ext.onnx.data
+mkfifo ext.onnx.data
+run fifo_external 1 'external data file "ext.onnx.data": a FIFO, not a regular file' -c 'load ext.onnx'
+# JSON side files.
+cat >side.json <<'J'
+{"format": "mpx-model", "version": 1, "name": "s", "opset": 17,
+ "inputs": [{"name": "x", "type": "float32", "shape": [2]}],
+ "outputs": [{"name": "y", "type": "float32", "shape": [2]}],
+ "initializers": [{"name": "w", "type": "float32", "shape": [2], "file": "w.bin"}],
+ "nodes": [{"op": "Add", "inputs": ["x", "w"], "outputs": ["y"]}]}
+J
+mkfifo w.bin
+run fifo_side 1 'side file "./w.bin": a FIFO, not a regular file' -c 'load side.json'
+
+# Scripts: a NUL-filled stream stops with a message, by name and line.
+st=0
+timeout 60 "$MPX" </dev/zero >zero.out 2>zero.err || st=$?
+[ $st = 1 ] && grep -q '<stdin>:1: error: a NUL byte: not a text script; stopped' zero.err ||
+  fail "mpx < /dev/zero: exit $st, $(cat zero.err)"
+ok
+printf 'help load\nhel\0p\n' >nul.mpx
+run script_nul 1 'nul.mpx:2: error: a NUL byte' nul.mpx
+ln -s /dev/zero zero.mpx
+run script_device 64 'zero.mpx: a character device, not a regular file' zero.mpx
+run source_device 1 'source: zero.mpx: a character device' -c 'source zero.mpx'
+# A pipe is a script (`mpx <(cmd)`); a FIFO without a writer reads as empty.
+mkfifo empty.mpx
+run script_fifo 0 '' empty.mpx
+
+# ---- a folder as a script (item 9): a usage error, not a pass -------------
+mkdir scripts
+run script_folder 64 'scripts/: a folder, not a regular file' scripts/
+run source_folder 1 'source: scripts: a folder, not a regular file' -c 'source scripts'
+
+echo "hostile_inputs: $n checks passed"
