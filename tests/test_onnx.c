@@ -1085,6 +1085,106 @@ static void test_bad_graphs(void) {
     pool_free();
 }
 
+/* ---- nesting beyond the limit, in raw wire format ----------------------------
+ * protobuf-c's unpacking recursion overflowed the stack at about 2,500 nested
+ * graphs; the structs above would build the same bytes only through that
+ * same recursion (pack), so the file is written field by field: graph k
+ * holds one If "n<k>" whose then_branch is graph k+1. */
+
+typedef struct wbuf {
+    uint8_t *p;
+    size_t n, cap;
+} wbuf;
+
+static void wb_put(wbuf *b, const void *data, size_t n) {
+    if (b->n + n > b->cap) {
+        b->cap = (b->n + n) * 2;
+        b->p = realloc(b->p, b->cap);
+        if (!b->p) abort();
+    }
+    memcpy(b->p + b->n, data, n);
+    b->n += n;
+}
+
+static void wb_varint(wbuf *b, uint64_t v) {
+    uint8_t t[10];
+    size_t k = 0;
+    do {
+        t[k++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+        v >>= 7;
+    } while (v);
+    wb_put(b, t, k);
+}
+
+/* field (wire type 2) holding len bytes of data */
+static void wb_bytes(wbuf *b, unsigned field, const void *data, size_t len) {
+    wb_varint(b, (uint64_t)field << 3 | 2);
+    wb_varint(b, len);
+    wb_put(b, data, len);
+}
+
+/* A ModelProto whose graph 0 (the model's) holds If "n0", and so on: graphs
+ * 1 to depth nested in then_branches, the last one empty. */
+static wbuf nested_ifs(int depth) {
+    wbuf g = {0};
+    for (int k = depth - 1; k >= 0; k--) {
+        char name[32];
+        snprintf(name, sizeof name, "n%d", k);
+        wbuf attr = {0}, node = {0}, graph = {0};
+        wb_bytes(&attr, 1, "then_branch", 11);
+        wb_varint(&attr, 20 << 3 | 0); /* type = GRAPH (5) */
+        wb_varint(&attr, 5);
+        wb_bytes(&attr, 6, g.p, g.n);
+        wb_bytes(&node, 1, "c", 1);
+        wb_bytes(&node, 2, "y", 1);
+        wb_bytes(&node, 3, name, strlen(name));
+        wb_bytes(&node, 4, "If", 2);
+        wb_bytes(&node, 5, attr.p, attr.n);
+        wb_bytes(&graph, 1, node.p, node.n);
+        wb_bytes(&graph, 2, "g", 1);
+        free(g.p);
+        free(attr.p);
+        free(node.p);
+        g = graph;
+    }
+    wbuf m = {0}, op = {0};
+    wb_varint(&m, 1 << 3 | 0); /* ir_version 8 */
+    wb_varint(&m, 8);
+    wb_varint(&op, 2 << 3 | 0);
+    wb_varint(&op, 13);
+    wb_bytes(&m, 8, op.p, op.n);
+    wb_bytes(&m, 7, g.p, g.n);
+    free(g.p);
+    free(op.p);
+    return m;
+}
+
+static void test_nesting(void) {
+    /* 3,000 levels (130 KB): refused before protobuf-c unpacks it, naming
+     * the node whose branch is the 17th nested graph. */
+    wbuf m = nested_ifs(3000);
+    mpx_graph *g = mpx_graph_load_onnx_buffer(m.p, m.n, "deep.onnx", NULL, &err);
+    CHECK(g == NULL && err.status == MPX_E_LIMIT);
+    CHECK_CONTAINS(msg(), "deep.onnx: node \"n16\" (If): subgraphs nested deeper than 16 (If branches and Loop and Scan bodies together)");
+    mpx_graph_free(g);
+    free(m.p);
+    /* 17 nested graphs: the first beyond the limit. */
+    m = nested_ifs(17);
+    g = mpx_graph_load_onnx_buffer(m.p, m.n, "deep17.onnx", NULL, &err);
+    CHECK(g == NULL);
+    CHECK_CONTAINS(msg(), "node \"n16\" (If): subgraphs");
+    mpx_graph_free(g);
+    free(m.p);
+    /* 16 nested graphs pass the scan: the loader judges the Ifs (a branch
+     * without its else_branch) for what they are. */
+    m = nested_ifs(16);
+    g = mpx_graph_load_onnx_buffer(m.p, m.n, "deep16.onnx", NULL, &err);
+    CHECK(g == NULL);
+    CHECK_MSG(strstr(msg(), "nested deeper") == NULL, "16 levels refused: %s", msg());
+    mpx_graph_free(g);
+    free(m.p);
+}
+
 int main(void) {
     mpx_numerics_init(); /* constant folding runs the kernels */
     const char *t = getenv("MPX_TMP");
@@ -1099,6 +1199,7 @@ int main(void) {
     test_external();
     test_bad_files();
     test_bad_graphs();
+    test_nesting();
     free(pool);
     return check_report("test_onnx");
 }
