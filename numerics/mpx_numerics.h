@@ -476,6 +476,14 @@ typedef struct mpx_run {
  * shape or type differs from the bound input. inputs are in g->inputs order.
  * An assignment a of NULL means everything fp32. On an error mid-run nothing
  * is returned and the message names the node. */
+/* The flag (NULL: none) a Ctrl-C handler sets, process-wide as Ctrl-C is:
+ * every graph run, a Loop's or Scan's body runs included, checks it between
+ * nodes and every Loop, Scan and SequenceMap between iterations, so that a
+ * long loop inside one top-level node stops too (MPX_E_CANCELLED naming the
+ * node and the iteration). The comparison's own opts.cancel is checked as
+ * before, between top-level nodes. */
+void mpx_set_cancel_flag(const volatile int *flag);
+bool mpx_cancel_requested(void);
 mpx_status mpx_run_graph(const mpx_graph *g, const mpx_assign *a, const mpx_value *inputs,
                          const mpx_run_opts *opts, mpx_run **out, mpx_error *err);
 void mpx_run_free(mpx_run *r);

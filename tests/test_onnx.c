@@ -10,6 +10,7 @@
 #include "onnx.pb-c.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -1185,6 +1186,98 @@ static void test_nesting(void) {
     free(m.p);
 }
 
+/* ---- Ctrl-C inside a Loop ------------------------------------------------------
+ * x [256x256] -> Loop (300 trips; body v -> MatMul(v, W) with W from the
+ * outer graph) -> y: a long run inside one top-level node. The flag
+ * mpx_set_cancel_flag registers is set from another thread; the comparison
+ * itself is given no cancel of its own, so only the body's checks can stop
+ * it, and they must, at whatever iteration it has reached. */
+
+typedef struct loop_job {
+    const mpx_graph *g;
+    const mpx_value *x;
+    mpx_status st;
+    mpx_error err;
+    mpx_compare *c;
+} loop_job;
+
+static void *loop_run(void *arg) {
+    loop_job *j = arg;
+    mpx_compare_opts o = {.threads = 1};
+    j->st = mpx_compare_run(j->g, NULL, j->x, &o, &j->c, &j->err);
+    return NULL;
+}
+
+static void test_loop_cancel(void) {
+    model *md = model_new(13);
+    add_in(md, vinfo("x", 1, "256,256"));
+    add_out(md, vinfo("y", 1, "256,256"));
+    int64_t dw[2] = {256, 256};
+    Onnx__TensorProto *w = tensor("W", 1, 2, dw);
+    w->has_raw_data = 1;
+    w->raw_data.len = 256 * 256 * 4;
+    w->raw_data.data = tal(w->raw_data.len);
+    memset(w->raw_data.data, 0, w->raw_data.len);
+    add_init(md, w);
+    Onnx__TensorProto *m = tensor("M", 7, 0, NULL);
+    raw_le(m, (const uint64_t[]){300}, 1, 8);
+    add_init(md, m);
+    Onnx__TensorProto *cond = tensor("cond", 9, 0, NULL);
+    raw_le(cond, (const uint64_t[]){1}, 1, 1);
+    add_init(md, cond);
+    Onnx__NodeProto *loop = node("Loop", "loop", "M,cond,x", "y");
+    Onnx__GraphProto *body = tal(sizeof *body);
+    onnx__graph_proto__init(body);
+    body->name = tstr("body");
+    body->node = tal(2 * sizeof *body->node);
+    body->node[body->n_node++] = node("MatMul", "mm", "v,W", "v2");
+    body->node[body->n_node++] = node("Identity", "keep", "c", "co");
+    body->input = tal(3 * sizeof *body->input);
+    body->input[body->n_input++] = vinfo("i", 7, "");
+    body->input[body->n_input++] = vinfo("c", 9, "");
+    body->input[body->n_input++] = vinfo("v", 1, "256,256");
+    body->output = tal(2 * sizeof *body->output);
+    body->output[body->n_output++] = vinfo("co", 9, "");
+    body->output[body->n_output++] = vinfo("v2", 1, "256,256");
+    Onnx__AttributeProto *a = attr(loop, "body", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+    a->g = body;
+    add_node(md, loop);
+    mpx_graph *g = load(md, "loop_cancel.onnx");
+    CHECK_MSG(g != NULL, "loop_cancel.onnx: %s", msg());
+    if (!g) {
+        pool_free();
+        return;
+    }
+    mpx_value x = {0};
+    CHECK(mpx_value_alloc(&x, MPX_DT_FLOAT, 2, dw, &err) == MPX_OK);
+    for (int64_t i = 0; i < 256; i++) x.f[i * 257] = 1.0f;
+
+    volatile int flag = 0;
+    mpx_set_cancel_flag(&flag);
+    loop_job j = {.g = g, .x = &x};
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, loop_run, &j) == 0);
+    flag = 1; /* before or during the loop: either way it must stop it */
+    pthread_join(t, NULL);
+    CHECK_MSG(j.st == MPX_E_CANCELLED && j.c == NULL, "status %s: %s", mpx_status_name(j.st), j.err.msg);
+    /* Between two iterations or between two body nodes. */
+    CHECK_CONTAINS(j.err.msg, "node \"loop\" (Loop): ");
+    CHECK_CONTAINS(j.err.msg, "cancelled");
+    mpx_compare_free(j.c);
+
+    /* The flag cleared, the same graph runs again to the end (the session
+     * stays usable): 300 trips of a product with zeros. */
+    flag = 0;
+    j = (loop_job){.g = g, .x = &x};
+    loop_run(&j);
+    CHECK_MSG(j.st == MPX_OK && j.c != NULL, "rerun: %s", j.err.msg);
+    mpx_compare_free(j.c);
+    mpx_set_cancel_flag(NULL);
+    mpx_value_free(&x);
+    mpx_graph_free(g);
+    pool_free();
+}
+
 int main(void) {
     mpx_numerics_init(); /* constant folding runs the kernels */
     const char *t = getenv("MPX_TMP");
@@ -1200,6 +1293,7 @@ int main(void) {
     test_bad_files();
     test_bad_graphs();
     test_nesting();
+    test_loop_cancel();
     free(pool);
     return check_report("test_onnx");
 }
