@@ -48,7 +48,11 @@ static mpx_status check_size(const char *path, int64_t w, int64_t h, int c, mpx_
     if (w * h * c > MAX_SAMPLES)
         return img_error(err, MPX_E_LIMIT, path, "the image is %lldx%lld, larger than mpx reads (%lld samples)",
                          (long long)h, (long long)w, (long long)MAX_SAMPLES);
-    return MPX_OK;
+    /* The decoded bytes and the float tensor made of them (5 bytes a
+     * sample), checked before either is allocated. */
+    char what[80];
+    snprintf(what, sizeof what, "the %lldx%lld image", (long long)h, (long long)w);
+    return mpx_check_budget(path, what, (uint64_t)(w * h * c) * 5u, err);
 }
 
 /* ---- PNG ---------------------------------------------------------------------- */

@@ -54,6 +54,11 @@ static mpx_status read_member(const char *path, zip_t *za, zip_uint64_t i, mpx_n
     if (zs.size > MAX_MEMBER)
         return npz_error(err, MPX_E_LIMIT, path, "member \"%s\" claims %llu bytes, more than mpx reads", zs.name,
                          (unsigned long long)zs.size);
+    char what[1100];
+    snprintf(what, sizeof what, "member \"%s\"", zs.name);
+    /* The bytes inflated, then as much again for the array made of them. */
+    mpx_status bst = mpx_check_budget(path, what, zs.size * 2, err);
+    if (bst) return bst;
     char name[1200];
     snprintf(name, sizeof name, "%s:%s", path, zs.name);
     /* The directory's size is only a claim (a few hundred bytes of archive
@@ -138,6 +143,16 @@ mpx_status mpx_npz_read(const char *path, mpx_npz *out, mpx_error *err) {
     } else if (n > 4096) {
         st = npz_error(err, MPX_E_LIMIT, path, "the archive holds %lld members; mpx reads at most 4096", (long long)n);
     } else {
+        /* Every member is kept: together they must fit too. */
+        zip_uint64_t total = 0;
+        for (zip_int64_t i = 0; i < n; i++) {
+            zip_stat_t zs;
+            if (zip_stat_index(za, (zip_uint64_t)i, 0, &zs) == 0 && (zs.valid & ZIP_STAT_SIZE))
+                total = total + zs.size < total ? UINT64_MAX : total + zs.size;
+        }
+        st = mpx_check_budget(path, "its members", total, err);
+    }
+    if (!st && n > 0 && n <= 4096) {
         z.keys = calloc((size_t)n, sizeof *z.keys);
         z.values = calloc((size_t)n, sizeof *z.values);
         if (!z.keys || !z.values) st = npz_error(err, MPX_E_NOMEM, path, "out of memory");

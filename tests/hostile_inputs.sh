@@ -89,4 +89,46 @@ mkdir scripts
 run script_folder 64 'scripts/: a folder, not a regular file' scripts/
 run source_folder 1 'source: scripts: a folder, not a regular file' -c 'source scripts'
 
+# ---- claimed sizes beyond the memory budget (item 8) -----------------------
+# Each file is a few KB; the claim is refused before anything is allocated
+# for it, by name, whatever the machine's memory (the budget is set here).
+"$PY" - <<'PYEOF'
+import io, struct, wave, zipfile, zlib
+# .npz: a member whose directory entries claim 3.75 GB (the data is 1 KB)
+buf = io.BytesIO()
+with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+    h = b"{'descr': '<f4', 'fortran_order': False, 'shape': (256,), }"
+    h += b" " * (63 - len(h) % 64) + b"\n"
+    z.writestr("x.npy", b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h + bytes(1024))
+d = bytearray(buf.getvalue())
+claim = struct.pack("<I", 0xF0000000)
+i = d.find(b"PK\x03\x04"); d[i + 22:i + 26] = claim          # local header: uncompressed size
+i = d.find(b"PK\x01\x02"); d[i + 24:i + 28] = claim          # central directory: uncompressed size
+open("big.npz", "wb").write(d)
+# PNG: an IHDR of 8000x8000 RGB, one short IDAT
+def chunk(t, data):
+    return struct.pack(">I", len(data)) + t + data + struct.pack(">I", zlib.crc32(t + data))
+png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 8000, 8000, 8, 2, 0, 0, 0))
+png += chunk(b"IDAT", zlib.compress(b"\0" * 100)) + chunk(b"IEND", b"")
+open("big.png", "wb").write(png)
+# WAV: 200000 frames of 16-bit mono, 16 kHz (400 KB)
+w = wave.open("long.wav", "wb"); w.setnchannels(1); w.setsampwidth(2); w.setframerate(16000)
+w.writeframes(b"\0\1" * 200000); w.close()
+PYEOF
+run npz_claim 1 'big.npz\): 3.8 GB claimed for its members, more than the memory budget of 1.0 GB \(set memory <MB>\)' \
+  -c "$L; set memory 1024; data big.npz"
+cat >img.json <<'J'
+{"format": "mpx-model", "version": 1, "name": "i", "opset": 17,
+ "inputs": [{"name": "x", "type": "float32", "shape": [1, 3, "h", "w"]}],
+ "outputs": [{"name": "y", "type": "float32", "shape": [1, 3, "h", "w"]}],
+ "nodes": [{"op": "Relu", "inputs": ["x"], "outputs": ["y"]}]}
+J
+run png_claim 1 'big.png: 915.5 MB claimed for the 8000x8000 image, more than the memory budget of 256.0 MB' \
+  -c "load img.json; set memory 256; input x image big.png"
+# 200000 frames of doubles (1.5 MB) are beyond 1 MB; cut to a second by
+# `length` (no resampling), only that second is decoded.
+run wav_claim 1 'long.wav: 1.5 MB claimed for its samples, more than the memory budget of 1.0 MB' \
+  -c "load audio.json; set memory 1; input x audio long.wav"
+run wav_length 0 'input x: ' -c "load audio.json; set memory 1; input x audio long.wav length 16000"
+
 echo "hostile_inputs: $n checks passed"
