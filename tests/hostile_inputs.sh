@@ -131,4 +131,25 @@ run wav_claim 1 'long.wav: 1.5 MB claimed for its samples, more than the memory 
   -c "load audio.json; set memory 1; input x audio long.wav"
 run wav_length 0 'input x: ' -c "load audio.json; set memory 1; input x audio long.wav length 16000"
 
+# ---- a graph too large for Graphviz (item 6) ------------------------------
+# A 100,000-node chain: dot would run for minutes (a million nodes overflow
+# its stack); svg and html refuse before layout, the folded view and a part
+# are drawn.
+"$PY" - <<'PYEOF'
+import json
+n = 100000
+nodes = [{"op": "Relu", "inputs": ["x" if i == 0 else "t%d" % (i - 1)], "outputs": ["y" if i == n - 1 else "t%d" % i]}
+         for i in range(n)]
+json.dump({"format": "mpx-model", "version": 1, "name": "chain", "opset": 17,
+           "inputs": [{"name": "x", "type": "float32", "shape": [4]}],
+           "outputs": [{"name": "y", "type": "float32", "shape": [4]}], "nodes": nodes}, open("chain.json", "w"))
+PYEOF
+TOO_BIG='100003 nodes to draw, more than mpx gives Graphviz to lay out \(10000\): draw a part \(--around <node> <depth>\)'
+run svg_huge 1 "$TOO_BIG" -c "load chain.json; svg chain.svg"
+run html_huge 1 "$TOO_BIG" -c "load chain.json; html chain.html"
+[ ! -e chain.svg ] && [ ! -e chain.html ] || fail "a refused drawing left a file"
+ok
+run svg_huge_fold 0 'wrote chain.svg: 19 nodes \(100000 ops, 16 chains\)' -c "load chain.json; svg chain.svg --fold"
+run svg_huge_around 0 'wrote part.svg' -c "load chain.json; svg part.svg --around Relu_500 3"
+
 echo "hostile_inputs: $n checks passed"
