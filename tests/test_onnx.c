@@ -1103,7 +1103,7 @@ static void wb_put(wbuf *b, const void *data, size_t n) {
         b->p = realloc(b->p, b->cap);
         if (!b->p) abort();
     }
-    memcpy(b->p + b->n, data, n);
+    if (n) memcpy(b->p + b->n, data, n); /* the innermost graph is empty: data NULL */
     b->n += n;
 }
 
