@@ -1,9 +1,57 @@
-/* files.c - what both loaders do with a model file once its bytes are read:
- * find its folder (side files and external data are relative to it). */
+/* files.c - opening a file to read it, and what both loaders do with a model
+ * file once its bytes are read: find its folder (side files and external data
+ * are relative to it). */
 #include "graph_internal.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *kind_of(mode_t m) {
+    if (S_ISDIR(m)) return "a folder";
+    if (S_ISFIFO(m)) return "a FIFO";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    if (S_ISSOCK(m)) return "a socket";
+    return "a special file";
+}
+
+/* O_NONBLOCK: open() on a FIFO without a writer (or on some devices) would
+ * wait forever; opened this way it returns at once and fstat tells what it
+ * is. A FIFO accepted (allow_pipe) then reads as end of file when no writer
+ * comes, and blocks only while a writer is there. */
+int mpx_file_open_read(const char *path, bool allow_pipe, mpx_error *err) {
+    if (!path || !*path) {
+        mpx_error_set(err, MPX_E_IO, "no file name");
+        return -1;
+    }
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        mpx_error_at(err, MPX_E_IO, path, 0, 0, "cannot open: %s", strerror(errno));
+        return -1;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        mpx_error_at(err, MPX_E_IO, path, 0, 0, "cannot open: %s", strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (!S_ISREG(sb.st_mode) && !(allow_pipe && S_ISFIFO(sb.st_mode))) {
+        mpx_error_at(err, MPX_E_IO, path, 0, 0, "%s, not a regular file", kind_of(sb.st_mode));
+        close(fd);
+        return -1;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        mpx_error_at(err, MPX_E_IO, path, 0, 0, "cannot read: %s", strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
 
 mpx_graph *mpx_load_in_folder(void *buf, size_t len, const char *path, mpx_buffer_loader load,
                               mpx_error *err) {

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 /* Model files beyond this are refused (weights belong in side files). */
 #define MAX_JSON_BYTES ((size_t)1 << 30)
@@ -532,9 +533,12 @@ mpx_graph *mpx_graph_load_json(const char *path, mpx_error *err) {
         mpx_error_set(err, MPX_E_ARG, "no model path");
         return NULL;
     }
-    FILE *f = fopen(path, "rb");
+    int fd = mpx_file_open_read(path, false, err);
+    if (fd < 0) return NULL;
+    FILE *f = fdopen(fd, "rb");
     if (!f) {
-        mpx_error_at(err, MPX_E_IO, path, 0, 0, "cannot open: %s", strerror(errno));
+        mpx_error_at(err, MPX_E_IO, path, 0, 0, "cannot read: %s", strerror(errno));
+        close(fd);
         return NULL;
     }
     size_t cap = 1 << 16, len = 0;

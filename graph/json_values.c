@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 /* ---- values: rounding, data, side files, seeded init ---------------------- */
 
@@ -207,10 +208,16 @@ static mpx_status open_side(mpx_json_ctx *c, const cJSON *spec, mpx_dtype dt, in
         goto out;
     }
     struct stat sb;
-    f = fopen(rfile, "rb");
-    if (!f || fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        st = mpx_json_bad(c, MPX_E_IO, "cannot read side file \"%s\": %s", joined,
-                 f ? "not a regular file" : strerror(errno));
+    mpx_error oerr;
+    int fd = mpx_file_open_read(rfile, false, &oerr);
+    if (fd < 0) {
+        st = mpx_json_bad(c, oerr.status, "cannot read side file \"%s\": %s", joined, oerr.msg);
+        goto out;
+    }
+    f = fstat(fd, &sb) == 0 ? fdopen(fd, "rb") : NULL;
+    if (!f) {
+        close(fd);
+        st = mpx_json_bad(c, MPX_E_IO, "cannot read side file \"%s\": %s", joined, strerror(errno));
         goto out;
     }
     int eb = elem_bytes(dt);

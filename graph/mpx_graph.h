@@ -157,6 +157,13 @@ mpx_op mpx_op_from_name_ci(const char *op_type);
 /* Whether a path has a ".." step (files.c): a path that may leave the folder
  * it is relative to (JSON side files, output folders). */
 bool mpx_path_has_dotdot(const char *path);
+/* Every reader's way to open a file it is given (files.c): open path for
+ * reading without blocking (a FIFO without a writer, a device), then refuse
+ * anything but a regular file, or also a FIFO or pipe when allow_pipe (a
+ * script: `mpx <(cmd)`). Returns a blocking, close-on-exec fd, or -1 with err
+ * filled (MPX_E_IO, file = path): "cannot open: why", or "a FIFO, not a
+ * regular file" (a folder, a device, a socket). */
+int mpx_file_open_read(const char *path, bool allow_pipe, mpx_error *err);
 /* The library's version, "0.1.0" (graph/version.c). */
 const char *mpx_version(void);
 

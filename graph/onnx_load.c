@@ -285,13 +285,13 @@ static mpx_status read_external(ctx *c, const char *what, const Onnx__TensorProt
         free(real);
         return st;
     }
-    int fd = open(real, O_RDONLY);
-    int oerr = errno;
+    mpx_error oerr;
+    int fd = mpx_file_open_read(real, false, &oerr);
     /* The session protects it from its own writes (see mpx_file_guard). */
     mpx_status noted = fd >= 0 ? mpx_graph_note_file(c->g, real) : MPX_OK;
     free(real);
     if (fd < 0)
-        return fail(c, MPX_E_IO, "%s: external data file \"%s\": %s", what, loc, strerror(oerr));
+        return fail(c, oerr.status, "%s: external data file \"%s\": %s", what, loc, oerr.msg);
     if (noted) {
         close(fd);
         return fail(c, MPX_E_NOMEM, "out of memory");
@@ -299,8 +299,8 @@ static mpx_status read_external(ctx *c, const char *what, const Onnx__TensorProt
     struct stat sb;
     mpx_status st = MPX_OK;
     uint8_t *buf = NULL;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        st = fail(c, MPX_E_IO, "%s: external data file \"%s\" is not a regular file", what, loc);
+    if (fstat(fd, &sb) != 0) {
+        st = fail(c, MPX_E_IO, "%s: external data file \"%s\": %s", what, loc, strerror(errno));
     } else if (off > (uint64_t)sb.st_size || (uint64_t)sb.st_size - off < len) {
         st = fail(c, MPX_E_IO,
                   "%s: external data file \"%s\" is too short: %lld bytes, need %llu at offset "
@@ -1073,6 +1073,119 @@ static mpx_status convert(ctx *c, const Onnx__ModelProto *m) {
     return mpx_graph_finalize(g, c->err);
 }
 
+/* ---- nesting, before protobuf-c sees the bytes ----------------------------------
+ *
+ * protobuf-c unpacks a message by recursion, one C frame (and more) per
+ * nested message: a 30 KB file of 2,500 Ifs, each in the last one's branch,
+ * overflows the stack before the loader could count the levels. So the wire
+ * format is walked first, iteratively, following only the fields through
+ * which ONNX's messages can nest (graphs in attributes, types in types), and
+ * a file nested deeper than mpx loads is refused here by the node that does
+ * it. Anything the walk does not understand is left to protobuf-c to refuse:
+ * it reads a message's fields before any submessage, so it never goes deeper
+ * than the point where this walk stopped. */
+
+enum { W_SKIP, W_MODEL, W_TRAIN, W_FUNC, W_GRAPH, W_NODE, W_ATTR, W_VALUEINFO, W_TYPE, W_TYPE_ELEM, W_TYPE_MAP };
+
+/* The message a length-delimited field of kind holds, W_SKIP when it cannot
+ * nest further (field numbers from onnx.proto). */
+static int wire_child(int kind, uint64_t field) {
+    switch (kind) {
+    case W_MODEL: return field == 7 ? W_GRAPH : field == 20 ? W_TRAIN : field == 25 ? W_FUNC : W_SKIP;
+    case W_TRAIN: return field == 1 || field == 2 ? W_GRAPH : W_SKIP;
+    case W_FUNC: return field == 7 ? W_NODE : W_SKIP;
+    case W_GRAPH: return field == 1 ? W_NODE : field >= 11 && field <= 13 ? W_VALUEINFO : W_SKIP;
+    case W_NODE: return field == 5 ? W_ATTR : W_SKIP;
+    case W_ATTR: return field == 6 || field == 11 ? W_GRAPH : field == 14 || field == 15 ? W_TYPE : W_SKIP;
+    case W_VALUEINFO: return field == 2 ? W_TYPE : W_SKIP;
+    case W_TYPE: return field == 4 || field == 9 ? W_TYPE_ELEM : field == 5 ? W_TYPE_MAP : W_SKIP;
+    case W_TYPE_ELEM: return field == 1 ? W_TYPE : W_SKIP; /* Sequence, Optional */
+    case W_TYPE_MAP: return field == 2 ? W_TYPE : W_SKIP;
+    default: return W_SKIP;
+    }
+}
+
+/* Messages nested deeper than this are refused: MPX_MAX_SUBGRAPH_DEPTH
+ * graphs take 3 levels each (graph, node, attribute), types a few more. */
+#define WIRE_MAX_DEPTH (3 * MPX_MAX_SUBGRAPH_DEPTH + 40)
+
+/* A base-128 varint at *p, advancing it; false when cut off by end. */
+static bool wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
+    uint64_t r = 0;
+    for (int shift = 0; shift < 64 && *p < end; shift += 7) {
+        uint8_t b = *(*p)++;
+        r |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *v = r;
+            return true;
+        }
+    }
+    return false;
+}
+
+static mpx_status check_nesting(ctx *c, const uint8_t *buf, size_t len) {
+    struct frame {
+        const uint8_t *end;
+        int kind;
+        const uint8_t *name, *op; /* a node's, when seen */
+        size_t name_len, op_len;
+    } st[WIRE_MAX_DEPTH + 1];
+    int top = 0, graphs = 0;
+    st[0] = (struct frame){buf + len, W_MODEL, NULL, NULL, 0, 0};
+    const uint8_t *p = buf;
+    for (;;) {
+        if (p >= st[top].end) {
+            if (p > st[top].end) return MPX_OK; /* malformed: protobuf-c refuses it */
+            if (top == 0) return MPX_OK;
+            if (st[top].kind == W_GRAPH) graphs--;
+            top--;
+            continue;
+        }
+        uint64_t tag, v;
+        if (!wire_varint(&p, st[top].end, &tag)) return MPX_OK;
+        switch (tag & 7) {
+        case 0:
+            if (!wire_varint(&p, st[top].end, &v)) return MPX_OK;
+            break;
+        case 1:
+        case 5: {
+            size_t n = (tag & 7) == 1 ? 8 : 4;
+            if ((size_t)(st[top].end - p) < n) return MPX_OK;
+            p += n;
+            break;
+        }
+        case 2: {
+            if (!wire_varint(&p, st[top].end, &v) || v > (uint64_t)(st[top].end - p)) return MPX_OK;
+            int kind = wire_child(st[top].kind, tag >> 3);
+            if (st[top].kind == W_NODE && (tag >> 3) == 3) st[top].name = p, st[top].name_len = (size_t)v;
+            if (st[top].kind == W_NODE && (tag >> 3) == 4) st[top].op = p, st[top].op_len = (size_t)v;
+            if (kind == W_SKIP) {
+                p += v;
+                break;
+            }
+            /* graphs counts the model's own graph too. */
+            if (kind == W_GRAPH && ++graphs > MPX_MAX_SUBGRAPH_DEPTH + 1) {
+                /* The node whose attribute (the top frame) holds this graph. */
+                const struct frame *n = st[top].kind == W_ATTR && st[top - 1].kind == W_NODE ? &st[top - 1] : NULL;
+                int nl = n && n->name ? (int)(n->name_len < 200 ? n->name_len : 200) : 0;
+                int ol = n && n->op ? (int)(n->op_len < 64 ? n->op_len : 64) : 0;
+                return fail(c, MPX_E_LIMIT,
+                            "node \"%.*s\" (%.*s): subgraphs nested deeper than %d (If branches and Loop "
+                            "and Scan bodies together)", nl, n && n->name ? (const char *)n->name : "", ol,
+                            n && n->op ? (const char *)n->op : "?", MPX_MAX_SUBGRAPH_DEPTH);
+            }
+            if (top == WIRE_MAX_DEPTH)
+                return fail(c, MPX_E_LIMIT, "messages nested deeper than %d levels (types inside types?)",
+                            WIRE_MAX_DEPTH);
+            top++;
+            st[top] = (struct frame){p + v, kind, NULL, NULL, 0, 0};
+            break;
+        }
+        default: return MPX_OK; /* groups, bad wire types: protobuf-c's to refuse */
+        }
+    }
+}
+
 /* ---- entry points ------------------------------------------------------------ */
 
 mpx_graph *mpx_graph_load_onnx_buffer(const uint8_t *buf, size_t len, const char *path,
@@ -1092,6 +1205,7 @@ mpx_graph *mpx_graph_load_onnx_buffer(const uint8_t *buf, size_t len, const char
              "external data files)", len);
         return NULL;
     }
+    if (check_nesting(&c, buf, len) != MPX_OK) return NULL;
     Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
     if (!m) {
         fail(&c, MPX_E_PARSE,
@@ -1139,16 +1253,6 @@ mpx_status mpx_tensor_proto_decode(mpx_graph *g, const uint8_t *buf, size_t len,
  * TensorProto, decoded by protobuf-c); an OptionalProto's fields 1-3 have
  * the same numbers and wire types. Fields 4-7 (sparse tensors, sequences,
  * maps, optionals) are refused. */
-static bool wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
-    *v = 0;
-    for (int sh = 0; sh < 64 && *p < end; sh += 7) {
-        uint8_t b = *(*p)++;
-        *v |= (uint64_t)(b & 0x7f) << sh;
-        if (!(b & 0x80)) return true;
-    }
-    return false;
-}
-
 mpx_status mpx_sequence_proto_decode(mpx_graph *g, const uint8_t *buf, size_t len, const char *path,
                                      mpx_tensor ***items, int *n, char *name, size_t name_len,
                                      const uint8_t **inner, size_t *inner_len, mpx_error *err) {
@@ -1232,14 +1336,11 @@ mpx_graph *mpx_graph_load_onnx(const char *path, mpx_error *err) {
         mpx_error_set(err, MPX_E_ARG, "no model path");
         return NULL;
     }
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) {
-        mpx_error_at(err, MPX_E_IO, path, 0, 0, "cannot open: %s", strerror(errno));
-        return NULL;
-    }
+    int fd = mpx_file_open_read(path, false, err);
+    if (fd < 0) return NULL;
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        mpx_error_at(err, MPX_E_IO, path, 0, 0, "not a regular file");
+    if (fstat(fd, &sb) != 0) {
+        mpx_error_at(err, MPX_E_IO, path, 0, 0, "cannot read: %s", strerror(errno));
         close(fd);
         return NULL;
     }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Frames read per call. */
 #define BLOCK 4096
@@ -33,15 +34,20 @@ void mpx_audio_opts_default(mpx_audio_opts *o) {
     o->scale = 1.0;
 }
 
-/* The file's samples mixed to mono, in double; *n frames, *rate. */
-static mpx_status read_mono(const char *path, double **out, int64_t *n, int *rate, mpx_error *err) {
-    struct stat sb;
-    if (stat(path, &sb) != 0) return snd_error(err, MPX_E_IO, path, "cannot open: no such file");
-    if (!S_ISREG(sb.st_mode)) return snd_error(err, MPX_E_IO, path, "not a regular file");
+/* The file's samples mixed to mono, in double; *n frames, *rate. Only the
+ * first `length` frames when that is all the input takes (no resampling):
+ * a long file cut to a second is not decoded whole. */
+static mpx_status read_mono(const char *path, const mpx_audio_opts *o, double **out, int64_t *n, int *rate,
+                            mpx_error *err) {
+    int fd = mpx_file_open_read(path, false, err);
+    if (fd < 0) return err ? err->status : MPX_E_IO;
     SF_INFO info;
     memset(&info, 0, sizeof info);
-    SNDFILE *f = sf_open(path, SFM_READ, &info);
-    if (!f) return snd_error(err, MPX_E_PARSE, path, "not a readable sound file: %s", sf_strerror(NULL));
+    SNDFILE *f = sf_open_fd(fd, SFM_READ, &info, SF_FALSE); /* fd is closed here, after sf_close */
+    if (!f) {
+        close(fd);
+        return snd_error(err, MPX_E_PARSE, path, "not a readable sound file: %s", sf_strerror(NULL));
+    }
     mpx_status st = MPX_OK;
     double *mono = NULL, *block = NULL;
     if (info.channels < 1 || info.samplerate < 1) {
@@ -57,6 +63,10 @@ static mpx_status read_mono(const char *path, double **out, int64_t *n, int *rat
                        (long long)info.frames, info.channels);
         goto done;
     }
+    int64_t want = (int64_t)info.frames;
+    if (o->length && (!o->rate || o->rate == info.samplerate) && o->length < want) want = o->length;
+    /* The decoded doubles, and floats twice over when resampled. */
+    if ((st = mpx_check_budget(path, "its samples", (uint64_t)want * (o->rate ? 16u : 8u), err))) goto done;
     /* libsndfile quietly reads what is there when a WAV's data chunk claims
      * more bytes than the file holds; its log says so ("data : 6000 (should
      * be 2978)"). A cut file must not pass as a shorter sound. */
@@ -74,7 +84,7 @@ static mpx_status read_mono(const char *path, double **out, int64_t *n, int *rat
     /* The header's frame count is only a claim (a 169-byte FLAC can claim
      * half a billion frames): memory grows with the samples actually decoded,
      * up to the claim, never allocated for the claim up front. */
-    int64_t cap = (int64_t)info.frames < (int64_t)BLOCK * 16 ? (int64_t)info.frames : (int64_t)BLOCK * 16;
+    int64_t cap = want < (int64_t)BLOCK * 16 ? want : (int64_t)BLOCK * 16;
     mono = malloc((size_t)cap * sizeof *mono);
     block = malloc((size_t)BLOCK * (size_t)info.channels * sizeof *block);
     if (!mono || !block) {
@@ -84,12 +94,12 @@ static mpx_status read_mono(const char *path, double **out, int64_t *n, int *rat
     /* Normalised doubles: an integer sample is divided by 2^(bits-1). */
     sf_command(f, SFC_SET_NORM_DOUBLE, NULL, SF_TRUE);
     int64_t got = 0;
-    while (got < (int64_t)info.frames) {
-        sf_count_t want = (int64_t)info.frames - got < BLOCK ? (sf_count_t)((int64_t)info.frames - got) : BLOCK;
-        sf_count_t k = sf_readf_double(f, block, want);
+    while (got < want) {
+        sf_count_t step = want - got < BLOCK ? (sf_count_t)(want - got) : BLOCK;
+        sf_count_t k = sf_readf_double(f, block, step);
         if (k <= 0) break;
         if (got + k > cap) {
-            int64_t grown = cap * 2 < (int64_t)info.frames ? cap * 2 : (int64_t)info.frames;
+            int64_t grown = cap * 2 < want ? cap * 2 : want;
             if (grown < got + k) grown = got + k;
             double *m = realloc(mono, (size_t)grown * sizeof *mono);
             if (!m) {
@@ -110,7 +120,7 @@ static mpx_status read_mono(const char *path, double **out, int64_t *n, int *rat
         st = snd_error(err, MPX_E_PARSE, path, "decoding failed at frame %lld: %s", (long long)got, sf_strerror(f));
         goto done;
     }
-    if (got < (int64_t)info.frames) {
+    if (got < want) {
         st = snd_error(err, MPX_E_PARSE, path, "truncated: the header gives %lld frames, the file holds %lld",
                        (long long)info.frames, (long long)got);
         goto done;
@@ -123,6 +133,7 @@ done:
     free(mono);
     free(block);
     sf_close(f);
+    close(fd);
     return st;
 }
 
@@ -135,7 +146,7 @@ mpx_status mpx_audio_read(const char *path, const mpx_audio_opts *o, int rank, m
     double *mono = NULL;
     int64_t n = 0;
     int rate = 0;
-    mpx_status st = read_mono(path, &mono, &n, &rate, err);
+    mpx_status st = read_mono(path, o, &mono, &n, &rate, err);
     if (st) return st;
     float *res = NULL; /* the resampled signal, when resampled */
     int64_t m = n;

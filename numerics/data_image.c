@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Decoded 8-bit pixels, h x w x c (c = 1 gray or 3 rgb). */
 typedef struct pixels {
@@ -47,7 +48,11 @@ static mpx_status check_size(const char *path, int64_t w, int64_t h, int c, mpx_
     if (w * h * c > MAX_SAMPLES)
         return img_error(err, MPX_E_LIMIT, path, "the image is %lldx%lld, larger than mpx reads (%lld samples)",
                          (long long)h, (long long)w, (long long)MAX_SAMPLES);
-    return MPX_OK;
+    /* The decoded bytes and the float tensor made of them (5 bytes a
+     * sample), checked before either is allocated. */
+    char what[80];
+    snprintf(what, sizeof what, "the %lldx%lld image", (long long)h, (long long)w);
+    return mpx_check_budget(path, what, (uint64_t)(w * h * c) * 5u, err);
 }
 
 /* ---- PNG ---------------------------------------------------------------------- */
@@ -193,12 +198,12 @@ static mpx_status read_jpeg(const char *path, FILE *fp, pixels *out, mpx_error *
 /* ---- decode by content --------------------------------------------------------- */
 
 static mpx_status decode(const char *path, pixels *px, mpx_error *err) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return img_error(err, MPX_E_IO, path, "cannot open: %s", strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(fp), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fclose(fp);
-        return img_error(err, MPX_E_IO, path, "not a regular file");
+    int fd = mpx_file_open_read(path, false, err);
+    if (fd < 0) return err ? err->status : MPX_E_IO;
+    FILE *fp = fdopen(fd, "rb");
+    if (!fp) {
+        close(fd);
+        return img_error(err, MPX_E_IO, path, "cannot read: %s", strerror(errno));
     }
     unsigned char sig[8] = {0};
     size_t got = fread(sig, 1, sizeof sig, fp);

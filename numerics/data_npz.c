@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zip.h>
 
 /* A member larger than this is refused before it is decompressed (a zip bomb
@@ -53,6 +54,11 @@ static mpx_status read_member(const char *path, zip_t *za, zip_uint64_t i, mpx_n
     if (zs.size > MAX_MEMBER)
         return npz_error(err, MPX_E_LIMIT, path, "member \"%s\" claims %llu bytes, more than mpx reads", zs.name,
                          (unsigned long long)zs.size);
+    char what[1100];
+    snprintf(what, sizeof what, "member \"%s\"", zs.name);
+    /* The bytes inflated, then as much again for the array made of them. */
+    mpx_status bst = mpx_check_budget(path, what, zs.size * 2, err);
+    if (bst) return bst;
     char name[1200];
     snprintf(name, sizeof name, "%s:%s", path, zs.name);
     /* The directory's size is only a claim (a few hundred bytes of archive
@@ -117,12 +123,12 @@ static mpx_status read_member(const char *path, zip_t *za, zip_uint64_t i, mpx_n
 }
 
 mpx_status mpx_npz_read(const char *path, mpx_npz *out, mpx_error *err) {
-    struct stat sb;
-    if (stat(path, &sb) != 0) return npz_error(err, MPX_E_IO, path, "cannot open: %s", strerror(errno));
-    if (!S_ISREG(sb.st_mode)) return npz_error(err, MPX_E_IO, path, "not a regular file");
+    int fd = mpx_file_open_read(path, false, err);
+    if (fd < 0) return err ? err->status : MPX_E_IO;
     int ze = 0;
-    zip_t *za = zip_open(path, ZIP_RDONLY | ZIP_CHECKCONS, &ze);
+    zip_t *za = zip_fdopen(fd, ZIP_CHECKCONS, &ze); /* owns fd once it succeeds */
     if (!za) {
+        close(fd);
         zip_error_t e;
         zip_error_init_with_code(&e, ze);
         mpx_status st = npz_error(err, MPX_E_PARSE, path, "not a readable .npz (zip) archive: %s", zip_error_strerror(&e));
@@ -137,6 +143,16 @@ mpx_status mpx_npz_read(const char *path, mpx_npz *out, mpx_error *err) {
     } else if (n > 4096) {
         st = npz_error(err, MPX_E_LIMIT, path, "the archive holds %lld members; mpx reads at most 4096", (long long)n);
     } else {
+        /* Every member is kept: together they must fit too. */
+        zip_uint64_t total = 0;
+        for (zip_int64_t i = 0; i < n; i++) {
+            zip_stat_t zs;
+            if (zip_stat_index(za, (zip_uint64_t)i, 0, &zs) == 0 && (zs.valid & ZIP_STAT_SIZE))
+                total = total + zs.size < total ? UINT64_MAX : total + zs.size;
+        }
+        st = mpx_check_budget(path, "its members", total, err);
+    }
+    if (!st && n > 0 && n <= 4096) {
         z.keys = calloc((size_t)n, sizeof *z.keys);
         z.values = calloc((size_t)n, sizeof *z.values);
         if (!z.keys || !z.values) st = npz_error(err, MPX_E_NOMEM, path, "out of memory");
@@ -152,21 +168,28 @@ mpx_status mpx_npz_read(const char *path, mpx_npz *out, mpx_error *err) {
 }
 
 const char *mpx_data_kind(const char *path) {
-    struct stat sb;
-    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) return NULL;
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
+    int fd = mpx_file_open_read(path, false, NULL);
+    if (fd < 0) return NULL;
     unsigned char sig[8] = {0};
-    size_t got = fread(sig, 1, sizeof sig, fp);
-    fclose(fp);
-    if (got == 8 && memcmp(sig, "\x89PNG\r\n\x1a\n", 8) == 0) return "png";
-    if (got >= 3 && sig[0] == 0xff && sig[1] == 0xd8 && sig[2] == 0xff) return "jpeg";
-    if (got >= 6 && memcmp(sig, "\x93NUMPY", 6) == 0) return "npy";
-    if (got >= 4 && memcmp(sig, "PK\x03\x04", 4) == 0) return "npz";
+    ssize_t r = pread(fd, sig, sizeof sig, 0);
+    size_t got = r > 0 ? (size_t)r : 0;
+    const char *kind = NULL;
+    if (got == 8 && memcmp(sig, "\x89PNG\r\n\x1a\n", 8) == 0) kind = "png";
+    else if (got >= 3 && sig[0] == 0xff && sig[1] == 0xd8 && sig[2] == 0xff) kind = "jpeg";
+    else if (got >= 6 && memcmp(sig, "\x93NUMPY", 6) == 0) kind = "npy";
+    else if (got >= 4 && memcmp(sig, "PK\x03\x04", 4) == 0) kind = "npz";
+    if (kind) {
+        close(fd);
+        return kind;
+    }
     SF_INFO info;
     memset(&info, 0, sizeof info);
-    SNDFILE *f = sf_open(path, SFM_READ, &info);
-    if (!f) return NULL;
+    SNDFILE *f = sf_open_fd(fd, SFM_READ, &info, SF_FALSE);
+    if (!f) {
+        close(fd);
+        return NULL;
+    }
     sf_close(f);
+    close(fd);
     return "audio";
 }

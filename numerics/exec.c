@@ -16,6 +16,7 @@
  * rounded copy it replaces was kept beside the packing for each format. */
 #include "kern_internal.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -609,6 +610,15 @@ static int *last_uses(const mpx_graph *g) {
     return last;
 }
 
+static _Atomic(const volatile int *) cancel_flag;
+
+void mpx_set_cancel_flag(const volatile int *flag) { atomic_store(&cancel_flag, flag); }
+
+bool mpx_cancel_requested(void) {
+    const volatile int *f = atomic_load(&cancel_flag);
+    return f && *f;
+}
+
 mpx_status mpx_run_graph(const mpx_graph *g, const mpx_assign *a, const mpx_value *inputs,
                          const mpx_run_opts *opts, mpx_run **out, mpx_error *err) {
     if (out) *out = NULL;
@@ -644,6 +654,11 @@ mpx_status mpx_run_graph(const mpx_graph *g, const mpx_assign *a, const mpx_valu
     for (int i = 0; i < g->n_nodes && st == MPX_OK; i++) {
         const mpx_node *n = g->nodes[i];
         if (skipped(n)) continue;
+        if (mpx_cancel_requested()) {
+            st = mpx_error_set(err, MPX_E_CANCELLED, "run cancelled at node \"%s\" (%d of %d)", n->name, i + 1,
+                               g->n_nodes);
+            break;
+        }
         /* A chain of elementwise nodes runs by tiles (fuse.c); outputs that
          * nothing after the chain reads are never written out whole. */
         int span = fuse ? mpx_fuse_span(g, i) : 0, end = i;

@@ -131,8 +131,17 @@ static mpx_status run_body(body_run *r, const mpx_assign *a, const mpx_value *in
     return MPX_OK;
 }
 
+/* Ctrl-C between two iterations: the 2^20 cap bounds how many there are,
+ * not how long they take. */
+static mpx_status check_cancel(const body_run *r) {
+    if (!mpx_cancel_requested()) return MPX_OK;
+    return mpx_kernel_error(r->c, MPX_E_CANCELLED, "cancelled at iteration %lld", (long long)r->iter);
+}
+
 /* One iteration: ins[b->n_inputs] in, outs[b->n_outputs] out (owned). */
 static mpx_status run_once(body_run *r, const mpx_value *ins, mpx_value *outs) {
+    mpx_status cs = check_cancel(r);
+    if (cs) return cs;
     mpx_run *run = NULL;
     mpx_run_opts o = {.stream = true};
     mpx_status st = bind(r, ins);
@@ -189,10 +198,12 @@ static mpx_status run_pair(body_run *r, const mpx_value *ins, mpx_value *outs, c
     for (int i = 0; i < b->n_inputs && r->twin; i++)
         r->twin = ins[i].is_seq == rins[i].is_seq && (ins[i].is_seq || mpx_k_same_dims(&ins[i], &rins[i]));
     if (!r->twin) return run_once(r, ins, outs);
+    mpx_status st = check_cancel(r);
+    if (st) return st;
     int64_t idx = mpx_body_next_run(p->sink, b);
     mpx_run *rr = NULL, *cr = NULL, *lr = NULL;
     mpx_run_opts ro = {0};
-    mpx_status st = bind(r, rins);
+    st = bind(r, rins);
     if (!st) st = run_body(r, NULL, rins, &ro, &rr);
     mpx_body_probe child = {.ref_vals = rr ? rr->vals : NULL, .sink = p->sink, .top = p->top, .local = p->local};
     mpx_run_opts co = {.probe = &child}, lo = {.local_ref = rr};

@@ -201,6 +201,19 @@ typedef struct mpx_value {
     struct mpx_value *seq;
 } mpx_value;
 
+/* The memory budget (process-wide, in bytes): what a file read may claim
+ * before anything is allocated for it (an .npz member's size, an image's
+ * width x height, a sound's frames), so that a small compressed file cannot
+ * take the machine's memory. Default: half the machine's physical memory
+ * (sysconf), 1 GiB when that is unknown. mpx_set_memory_budget(0) restores
+ * the default. */
+void mpx_set_memory_budget(uint64_t bytes);
+uint64_t mpx_memory_budget(void);
+/* MPX_E_LIMIT naming path and what claims bytes, when bytes exceed the
+ * budget ("x.npz: 4.0 GB claimed for its members, more than the memory
+ * budget of 7.8 GB (set memory <MB>)"); MPX_OK otherwise. */
+mpx_status mpx_check_budget(const char *path, const char *what, uint64_t bytes, mpx_error *err);
+
 /* Allocate (zero-filled) for dtype and shape; refuses > MPX_MAX_ELEMS. */
 mpx_status mpx_value_alloc(mpx_value *v, mpx_dtype dtype, int rank, const int64_t *dims,
                            mpx_error *err);
@@ -486,6 +499,14 @@ typedef struct mpx_run {
  * shape or type differs from the bound input. inputs are in g->inputs order.
  * An assignment a of NULL means everything fp32. On an error mid-run nothing
  * is returned and the message names the node. */
+/* The flag (NULL: none) a Ctrl-C handler sets, process-wide as Ctrl-C is:
+ * every graph run, a Loop's or Scan's body runs included, checks it between
+ * nodes and every Loop, Scan and SequenceMap between iterations, so that a
+ * long loop inside one top-level node stops too (MPX_E_CANCELLED naming the
+ * node and the iteration). The comparison's own opts.cancel is checked as
+ * before, between top-level nodes. */
+void mpx_set_cancel_flag(const volatile int *flag);
+bool mpx_cancel_requested(void);
 mpx_status mpx_run_graph(const mpx_graph *g, const mpx_assign *a, const mpx_value *inputs,
                          const mpx_run_opts *opts, mpx_run **out, mpx_error *err);
 void mpx_run_free(mpx_run *r);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define NPY_MAGIC "\x93NUMPY"
 #define NPY_MAGIC_LEN 6
@@ -51,13 +52,13 @@ static void store_le(unsigned char *p, uint64_t v, size_t n) {
 
 /* Open path for reading as a regular file and give its size. */
 static mpx_status open_regular(const char *path, FILE **fp, uint64_t *size, mpx_error *err) {
-    if (!path || !*path) return mpx_error_set(err, MPX_E_ARG, "no file name");
-    FILE *f = fopen(path, "rb");
-    if (!f) return file_error(err, MPX_E_IO, path, "cannot open: %s", strerror(errno));
+    int fd = mpx_file_open_read(path, false, err);
+    if (fd < 0) return err ? err->status : MPX_E_IO;
     struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fclose(f);
-        return file_error(err, MPX_E_IO, path, "not a regular file");
+    FILE *f = fstat(fd, &sb) == 0 ? fdopen(fd, "rb") : NULL;
+    if (!f) {
+        close(fd);
+        return file_error(err, MPX_E_IO, path, "cannot read: %s", strerror(errno));
     }
     *fp = f;
     *size = (uint64_t)sb.st_size;

@@ -416,6 +416,8 @@ static mpx_status build(mpx_session *s, const char *source, const data_args *a, 
     bool pattern = strpbrk(source, "*?[") != NULL && stat(source, &sb) != 0;
     if (!pattern && stat(source, &sb) != 0) {
         st = mpx_error_set(err, MPX_E_IO, "%s: no such file or folder", source);
+    } else if (!pattern && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode)) {
+        st = mpx_error_set(err, MPX_E_ARG, "%s: neither a regular file nor a folder", source);
     } else if (!pattern && S_ISREG(sb.st_mode)) {
         /* One .npz: one sample, or with `stacked` one per index of axis 0. */
         const char *kind = mpx_data_kind(source);

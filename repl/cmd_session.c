@@ -22,7 +22,7 @@ MPX_CMD(repl_cmd_source) {
 
 /* ---- set ----------------------------------------------------------------------- */
 
-enum { TOP_MAX = 1000000, CACHE_MAX = 1 << 20 };
+enum { TOP_MAX = 1000000, CACHE_MAX = 1 << 20, MEMORY_MAX = 1 << 30 };
 
 /* The settings: one row each for `set`, its listing, `save`, completion and
  * the unknown-name message. choices: the words an on/off setting takes
@@ -34,13 +34,15 @@ typedef struct setting {
     const char *what;
 } setting;
 
-enum { SET_BAIL, SET_TOP, SET_CACHE, SET_PAGER, SET_COUNT };
+enum { SET_BAIL, SET_TOP, SET_CACHE, SET_PAGER, SET_MEMORY, SET_COUNT };
 static const setting settings[] = {
     [SET_BAIL] = {"bail", "on|off", 0, 1, "whether a script stops at its first error"},
     [SET_TOP] = {"top", NULL, 1, TOP_MAX, "rows `report` shows without --top"},
     [SET_CACHE] = {"cache", NULL, 0, CACHE_MAX,
                    "MB of the last run's values kept so a re-run recomputes only what changed (0: off)"},
     [SET_PAGER] = {"pager", "on|off", 0, 1, "long output at the prompt through $PAGER (default less -FRX)"},
+    [SET_MEMORY] = {"memory", NULL, 0, MEMORY_MAX,
+                    "MB a file read may claim: .npz members, images, audio (0: half the machine's memory)"},
 };
 static_assert(sizeof settings / sizeof settings[0] == SET_COUNT, "one row per setting");
 
@@ -49,6 +51,7 @@ static long setting_value(const mpx_session *s, int i) {
     case SET_BAIL: return s->bail;
     case SET_TOP: return s->report_top;
     case SET_CACHE: return s->cache_mb;
+    case SET_MEMORY: return s->memory_mb;
     default: return s->pager;
     }
 }
@@ -74,7 +77,7 @@ const char *repl_setting_choices(const char *name) {
 static void print_settings(const mpx_session *s) {
     for (int i = 0; i < SET_COUNT; i++) {
         char v[32];
-        fprintf(s->out, "%-5s %-8s %s\n", settings[i].name, setting_text(s, i, v, sizeof v), settings[i].what);
+        fprintf(s->out, "%-6s %-8s %s\n", settings[i].name, setting_text(s, i, v, sizeof v), settings[i].what);
     }
 }
 
@@ -108,14 +111,19 @@ MPX_CMD(repl_cmd_set) {
         errno = 0;
         v = strtol(value, &end, 10);
         if (end == value || *end || errno == ERANGE || v < settings[i].lo || v > settings[i].hi)
-            return mpx_error_set(err, MPX_E_ARG, i == SET_TOP ? "set %s: expected a row count from %ld to %ld, not \"%s\""
-                                                             : "set %s: expected megabytes from %ld (off) to %ld, not \"%s\"",
+            return mpx_error_set(err, MPX_E_ARG, i == SET_TOP      ? "set %s: expected a row count from %ld to %ld, not \"%s\""
+                                                 : i == SET_MEMORY ? "set %s: expected megabytes from %ld (the default) to %ld, not \"%s\""
+                                                                   : "set %s: expected megabytes from %ld (off) to %ld, not \"%s\"",
                                  name, settings[i].lo, settings[i].hi, value);
     }
     switch (i) {
     case SET_BAIL: s->bail = v; break;
     case SET_PAGER: s->pager = v; break;
     case SET_TOP: s->report_top = (int)v; break;
+    case SET_MEMORY:
+        s->memory_mb = v;
+        mpx_set_memory_budget((uint64_t)v << 20);
+        break;
     case SET_CACHE:
         /* A new budget starts a new cache at the next run. */
         mpx_compare_cache_free(s->run_cache);

@@ -23,6 +23,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define SWEEP_MAX_POINTS 256
 
@@ -383,8 +384,15 @@ MPX_CMD(repl_cmd_sweep) {
 /* ---- merge ------------------------------------------------------------------- */
 
 mpx_status repl_read_json(mpx_session *s, const char *path, cJSON **out, mpx_error *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return mpx_error_set(err, MPX_E_IO, "merge: cannot read %s", path);
+    mpx_error oerr;
+    int fd = mpx_file_open_read(path, false, &oerr);
+    char why[1600];
+    if (fd < 0) return mpx_error_set(err, oerr.status, "merge: %s", mpx_error_format(&oerr, why, sizeof why));
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return mpx_error_set(err, MPX_E_IO, "merge: cannot read %s", path);
+    }
     mpx_status pst = repl_protect(s, path, "a file this session read", err);
     if (pst) {
         fclose(f);

@@ -429,12 +429,15 @@ static const mpx_command commands[] = {
      "inside a script, a file to read that is not found there is looked up beside\n"
      "the script (load, source, input file/image/audio/files, data).",
      repl_cmd_source, 1, 1, {MPX_WORD_FILE}, NULL, NULL, NULL},
-    {"set", "set [bail on|off | top <n> | cache <MB> | pager on|off]", "change a setting; without arguments, list them",
+    {"set", "set [bail on|off | top <n> | cache <MB> | pager on|off | memory <MB>]", "change a setting; without arguments, list them",
      "bail: on (default) stops a script at its first error; off goes on with the\n"
      "next command (the exit status still says a command failed).\n"
      "top: the rows `report` shows without --top (default 20).\n"
      "cache: megabytes of the last run's values `run` keeps (default 512; 0: none), so\n"
-     "a re-run after a recolour recomputes only the nodes downstream of the change.",
+     "a re-run after a recolour recomputes only the nodes downstream of the change.\n"
+     "memory: megabytes a file read may claim before mpx allocates for it (an .npz\n"
+     "member's size, an image's width x height, a sound's frames); larger claims are\n"
+     "refused by name. 0 (default): half the machine's physical memory.",
      repl_cmd_set, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_set},
     {"save", "save [<file.mpx>]", "write the session as a script that rebuilds it (no file: print it)",
      "Writes load, the inputs (shape, then values), the data set (the `data` or\n"

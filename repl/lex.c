@@ -102,8 +102,9 @@ bool repl_quote_word(char *buf, size_t n, const char *w) {
     return true;
 }
 
-/* fgets in pieces: a line of a gigabyte costs REPL_LINE_MAX of memory and an
- * error, not a gigabyte. */
+/* A byte at a time: a line of a gigabyte costs REPL_LINE_MAX of memory and
+ * an error, not a gigabyte; a NUL byte (fgets would hide it, and a stream of
+ * them, /dev/zero, would never end a line) stops the reading there. */
 int repl_read_line(FILE *in, char **buf, size_t *cap, size_t *len) {
     if (!*buf) {
         *cap = 256;
@@ -111,29 +112,32 @@ int repl_read_line(FILE *in, char **buf, size_t *cap, size_t *len) {
         if (!*buf) return -2;
     }
     size_t n = 0;
-    bool too_long = false, any = false;
-    for (;;) {
-        if (n + 2 > *cap && !too_long) {
-            size_t grown = *cap * 2 > REPL_LINE_MAX + 2 ? REPL_LINE_MAX + 2 : *cap * 2;
-            if (grown <= *cap) {
-                too_long = true;
-            } else {
-                char *g = realloc(*buf, grown);
-                if (!g) return -2;
-                *buf = g;
-                *cap = grown;
-            }
+    int ch;
+    while ((ch = getc(in)) != EOF) {
+        if (ch == '\0') return 2;
+        if (n >= REPL_LINE_MAX) {
+            ungetc(ch, in);
+            return 1;
         }
-        if (too_long) n = 0; /* keep reading to the end of the line, keep nothing */
-        if (!fgets(*buf + n, (int)(*cap - n), in)) break;
-        any = true;
-        size_t got = strlen(*buf + n);
-        n += got;
-        if (n > 0 && (*buf)[n - 1] == '\n') break;
-        if (n > REPL_LINE_MAX) too_long = true;
+        if (n + 2 > *cap) {
+            size_t grown = *cap * 2 > REPL_LINE_MAX + 2 ? REPL_LINE_MAX + 2 : *cap * 2;
+            char *g = realloc(*buf, grown);
+            if (!g) return -2;
+            *buf = g;
+            *cap = grown;
+        }
+        (*buf)[n++] = (char)ch;
+        if (ch == '\n') break;
     }
-    if (!any) return -1;
-    if (too_long) return 1;
+    if (ch == EOF && n == 0) return -1;
+    (*buf)[n] = '\0';
     *len = n;
+    return 0;
+}
+
+int repl_skip_line(FILE *in) {
+    int ch;
+    while ((ch = getc(in)) != EOF && ch != '\n')
+        if (ch == '\0') return 2;
     return 0;
 }

@@ -446,6 +446,7 @@ int main(int argc, char **argv) {
     s.color = isatty(STDOUT_FILENO) && !no_color;
     s.progress = isatty(STDERR_FILENO) && !quiet;
     s.cancel = &interrupted;
+    mpx_set_cancel_flag(&interrupted); /* also inside Loop and Scan bodies */
 
     bool ran = optind < argc || inline_cmds;
     bool prompt = isatty(STDIN_FILENO) && (stay || !ran);

@@ -88,6 +88,7 @@ typedef struct mpx_session {
     mpx_compare_cache **sample_cache;
     int n_sample_cache;
     int cache_mb;            /* its budget (`set cache`, default 512; 0: no cache) */
+    long memory_mb;          /* `set memory`: the readers' memory budget (0: the default, mpx_memory_budget) */
 
     /* `compare`'s runs, one per format (for `plot` and `html`). */
     int n_stash;

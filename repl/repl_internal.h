@@ -378,10 +378,13 @@ void repl_strip_comment(char *text);
  * false when it does not fit in n or holds a line break. */
 bool repl_quote_word(char *buf, size_t n, const char *w);
 /* One line of in, its end of line kept, into *buf (grown, at most
- * REPL_LINE_MAX + 2 bytes): 0 and *len, 1 when the line was longer than
- * REPL_LINE_MAX (read to its end and dropped), -1 at the end of the file,
- * -2 out of memory. */
+ * REPL_LINE_MAX + 2 bytes): 0 and *len; 1 when the line is longer than
+ * REPL_LINE_MAX (read up to the limit: repl_skip_line drops the rest); 2 at
+ * a NUL byte (not text: the caller stops reading); -1 at the end of the
+ * file; -2 out of memory. */
 int repl_read_line(FILE *in, char **buf, size_t *cap, size_t *len);
+/* The rest of a line: 0, or 2 at a NUL byte. */
+int repl_skip_line(FILE *in);
 
 /* ---- pictures: dot, svg, plot, html (cmd_viz.c) ------------------------ */
 MPX_CMD(repl_cmd_dot);

@@ -111,6 +111,14 @@ int repl_run_stream(mpx_session *s, const char *path, FILE *in) {
             rc = MPX_EXIT_ERROR;
             break;
         }
+        /* A NUL byte: binary data, not a script (a script linked to
+         * /dev/zero): nothing more is read, whatever bail says. */
+        if (rl == 2) {
+            fflush(s->out);
+            fprintf(stderr, "%s:%d: error: a NUL byte: not a text script; stopped\n", path, lineno);
+            rc = MPX_EXIT_ERROR;
+            break;
+        }
         /* A command longer than the limit (one line, or continued lines
          * together) is not run: a failed command, as bail says. */
         if (rl == 1 || cmd_len + got > REPL_LINE_MAX) {
@@ -120,6 +128,10 @@ int repl_run_stream(mpx_session *s, const char *path, FILE *in) {
             cmd_len = 0;
             rc = repl_exit_worst(rc, MPX_EXIT_ERROR);
             if (s->bail) break;
+            if (rl == 1 && repl_skip_line(in) == 2) {
+                fprintf(stderr, "%s:%d: error: a NUL byte: not a text script; stopped\n", path, lineno);
+                break;
+            }
             continue;
         }
         while (got > 0 && (line[got - 1] == '\n' || line[got - 1] == '\r')) line[--got] = '\0';
@@ -166,12 +178,30 @@ int repl_run_stream(mpx_session *s, const char *path, FILE *in) {
     return rc;
 }
 
+/* A script by name: a regular file, or a pipe (`mpx <(cmd)`); a FIFO without
+ * a writer reads as empty rather than waiting. */
+static FILE *open_script(const char *path, mpx_error *err) {
+    int fd = mpx_file_open_read(path, true, err);
+    if (fd < 0) return NULL;
+    FILE *f = fdopen(fd, "r");
+    if (!f) {
+        mpx_error_set(err, MPX_E_IO, "cannot read %s: %s", path, strerror(errno));
+        close(fd);
+    }
+    return f;
+}
+
 int repl_run_file(mpx_session *s, const char *path) {
-    FILE *f = fopen(path, "r");
+    mpx_error err;
+    FILE *f = open_script(path, &err);
     if (!f) {
         fflush(s->out);
-        fprintf(stderr, "error: cannot open script %s: %s\n", path, strerror(errno));
-        return MPX_EXIT_USAGE; /* a script named on the command line */
+        char why[1600];
+        fprintf(stderr, "error: script %s\n", mpx_error_format(&err, why, sizeof why));
+        /* A script named on the command line that cannot be run (missing, a
+         * folder, a device) is a bad command line, not a script that failed:
+         * a CI gate given the wrong path must not look like a failed gate. */
+        return MPX_EXIT_USAGE;
     }
     mpx_error perr;
     if (repl_protect(s, path, "a script this session runs", &perr)) {
@@ -248,8 +278,10 @@ mpx_status repl_source(mpx_session *s, const char *path, mpx_error *err) {
     }
     char beside[4096];
     path = repl_beside_script(s, path, false, beside, sizeof beside);
-    FILE *f = fopen(path, "r");
-    if (!f) return mpx_error_set(err, MPX_E_IO, "source: cannot open %s: %s", path, strerror(errno));
+    mpx_error oerr;
+    FILE *f = open_script(path, &oerr);
+    char why[1600];
+    if (!f) return mpx_error_set(err, oerr.status, "source: %s", mpx_error_format(&oerr, why, sizeof why));
     mpx_status pst = repl_protect(s, path, "a script this session runs", err);
     if (pst) {
         fclose(f);

@@ -84,7 +84,7 @@ ok
 st=0; "$MPX" merge >/dev/null 2>"$WORK/merge0.err" || st=$?
 [ $st = 64 ] && grep -q "usage: merge" "$WORK/merge0.err" || fail "mpx merge without shards: status $st, $(cat "$WORK/merge0.err")"
 st=0; "$MPX" "$WORK/no-such-script.mpx" >/dev/null 2>"$WORK/noscript.err" || st=$?
-[ $st = 64 ] && grep -q "cannot open script" "$WORK/noscript.err" || fail "missing script: status $st, $(cat "$WORK/noscript.err")"
+[ $st = 64 ] && grep -q "script .*no-such-script.mpx: cannot open" "$WORK/noscript.err" || fail "missing script: status $st, $(cat "$WORK/noscript.err")"
 ok
 
 # exit statuses with bail off: 2 when only asserts failed, 1 when anything else did

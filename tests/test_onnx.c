@@ -10,6 +10,7 @@
 #include "onnx.pb-c.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -1164,6 +1165,197 @@ static void test_count_once(void) {
                   (long long)m_sum, (long long)mpx_graph_macs(g), (long long)want);
         mpx_graph_free(g);
     }
+}
+
+/* ---- nesting beyond the limit, in raw wire format ----------------------------
+ * protobuf-c's unpacking recursion overflowed the stack at about 2,500 nested
+ * graphs; the structs above would build the same bytes only through that
+ * same recursion (pack), so the file is written field by field: graph k
+ * holds one If "n<k>" whose then_branch is graph k+1. */
+
+typedef struct wbuf {
+    uint8_t *p;
+    size_t n, cap;
+} wbuf;
+
+static void wb_put(wbuf *b, const void *data, size_t n) {
+    if (b->n + n > b->cap) {
+        b->cap = (b->n + n) * 2;
+        b->p = realloc(b->p, b->cap);
+        if (!b->p) abort();
+    }
+    if (n) memcpy(b->p + b->n, data, n); /* the innermost graph is empty: data NULL */
+    b->n += n;
+}
+
+static void wb_varint(wbuf *b, uint64_t v) {
+    uint8_t t[10];
+    size_t k = 0;
+    do {
+        t[k++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+        v >>= 7;
+    } while (v);
+    wb_put(b, t, k);
+}
+
+/* field (wire type 2) holding len bytes of data */
+static void wb_bytes(wbuf *b, unsigned field, const void *data, size_t len) {
+    wb_varint(b, (uint64_t)field << 3 | 2);
+    wb_varint(b, len);
+    wb_put(b, data, len);
+}
+
+/* A ModelProto whose graph 0 (the model's) holds If "n0", and so on: graphs
+ * 1 to depth nested in then_branches, the last one empty. */
+static wbuf nested_ifs(int depth) {
+    wbuf g = {0};
+    for (int k = depth - 1; k >= 0; k--) {
+        char name[32];
+        snprintf(name, sizeof name, "n%d", k);
+        wbuf attr = {0}, node = {0}, graph = {0};
+        wb_bytes(&attr, 1, "then_branch", 11);
+        wb_varint(&attr, 20 << 3 | 0); /* type = GRAPH (5) */
+        wb_varint(&attr, 5);
+        wb_bytes(&attr, 6, g.p, g.n);
+        wb_bytes(&node, 1, "c", 1);
+        wb_bytes(&node, 2, "y", 1);
+        wb_bytes(&node, 3, name, strlen(name));
+        wb_bytes(&node, 4, "If", 2);
+        wb_bytes(&node, 5, attr.p, attr.n);
+        wb_bytes(&graph, 1, node.p, node.n);
+        wb_bytes(&graph, 2, "g", 1);
+        free(g.p);
+        free(attr.p);
+        free(node.p);
+        g = graph;
+    }
+    wbuf m = {0}, op = {0};
+    wb_varint(&m, 1 << 3 | 0); /* ir_version 8 */
+    wb_varint(&m, 8);
+    wb_varint(&op, 2 << 3 | 0);
+    wb_varint(&op, 13);
+    wb_bytes(&m, 8, op.p, op.n);
+    wb_bytes(&m, 7, g.p, g.n);
+    free(g.p);
+    free(op.p);
+    return m;
+}
+
+static void test_nesting(void) {
+    /* 3,000 levels (130 KB): refused before protobuf-c unpacks it, naming
+     * the node whose branch is the 17th nested graph. */
+    wbuf m = nested_ifs(3000);
+    mpx_graph *g = mpx_graph_load_onnx_buffer(m.p, m.n, "deep.onnx", NULL, &err);
+    CHECK(g == NULL && err.status == MPX_E_LIMIT);
+    CHECK_CONTAINS(msg(), "deep.onnx: node \"n16\" (If): subgraphs nested deeper than 16 (If branches and Loop and Scan bodies together)");
+    mpx_graph_free(g);
+    free(m.p);
+    /* 17 nested graphs: the first beyond the limit. */
+    m = nested_ifs(17);
+    g = mpx_graph_load_onnx_buffer(m.p, m.n, "deep17.onnx", NULL, &err);
+    CHECK(g == NULL);
+    CHECK_CONTAINS(msg(), "node \"n16\" (If): subgraphs");
+    mpx_graph_free(g);
+    free(m.p);
+    /* 16 nested graphs pass the scan: the loader judges the Ifs (a branch
+     * without its else_branch) for what they are. */
+    m = nested_ifs(16);
+    g = mpx_graph_load_onnx_buffer(m.p, m.n, "deep16.onnx", NULL, &err);
+    CHECK(g == NULL);
+    CHECK_MSG(strstr(msg(), "nested deeper") == NULL, "16 levels refused: %s", msg());
+    mpx_graph_free(g);
+    free(m.p);
+}
+
+/* ---- Ctrl-C inside a Loop ------------------------------------------------------
+ * x [256x256] -> Loop (300 trips; body v -> MatMul(v, W) with W from the
+ * outer graph) -> y: a long run inside one top-level node. The flag
+ * mpx_set_cancel_flag registers is set from another thread; the comparison
+ * itself is given no cancel of its own, so only the body's checks can stop
+ * it, and they must, at whatever iteration it has reached. */
+
+typedef struct loop_job {
+    const mpx_graph *g;
+    const mpx_value *x;
+    mpx_status st;
+    mpx_error err;
+    mpx_compare *c;
+} loop_job;
+
+static void *loop_run(void *arg) {
+    loop_job *j = arg;
+    mpx_compare_opts o = {.threads = 1};
+    j->st = mpx_compare_run(j->g, NULL, j->x, &o, &j->c, &j->err);
+    return NULL;
+}
+
+static void test_loop_cancel(void) {
+    model *md = model_new(13);
+    add_in(md, vinfo("x", 1, "256,256"));
+    add_out(md, vinfo("y", 1, "256,256"));
+    int64_t dw[2] = {256, 256};
+    Onnx__TensorProto *w = tensor("W", 1, 2, dw);
+    w->has_raw_data = 1;
+    w->raw_data.len = 256 * 256 * 4;
+    w->raw_data.data = tal(w->raw_data.len);
+    memset(w->raw_data.data, 0, w->raw_data.len);
+    add_init(md, w);
+    Onnx__TensorProto *m = tensor("M", 7, 0, NULL);
+    raw_le(m, (const uint64_t[]){300}, 1, 8);
+    add_init(md, m);
+    Onnx__TensorProto *cond = tensor("cond", 9, 0, NULL);
+    raw_le(cond, (const uint64_t[]){1}, 1, 1);
+    add_init(md, cond);
+    Onnx__NodeProto *loop = node("Loop", "loop", "M,cond,x", "y");
+    Onnx__GraphProto *body = tal(sizeof *body);
+    onnx__graph_proto__init(body);
+    body->name = tstr("body");
+    body->node = tal(2 * sizeof *body->node);
+    body->node[body->n_node++] = node("MatMul", "mm", "v,W", "v2");
+    body->node[body->n_node++] = node("Identity", "keep", "c", "co");
+    body->input = tal(3 * sizeof *body->input);
+    body->input[body->n_input++] = vinfo("i", 7, "");
+    body->input[body->n_input++] = vinfo("c", 9, "");
+    body->input[body->n_input++] = vinfo("v", 1, "256,256");
+    body->output = tal(2 * sizeof *body->output);
+    body->output[body->n_output++] = vinfo("co", 9, "");
+    body->output[body->n_output++] = vinfo("v2", 1, "256,256");
+    Onnx__AttributeProto *a = attr(loop, "body", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+    a->g = body;
+    add_node(md, loop);
+    mpx_graph *g = load(md, "loop_cancel.onnx");
+    CHECK_MSG(g != NULL, "loop_cancel.onnx: %s", msg());
+    if (!g) {
+        pool_free();
+        return;
+    }
+    mpx_value x = {0};
+    CHECK(mpx_value_alloc(&x, MPX_DT_FLOAT, 2, dw, &err) == MPX_OK);
+    for (int64_t i = 0; i < 256; i++) x.f[i * 257] = 1.0f;
+
+    volatile int flag = 0;
+    mpx_set_cancel_flag(&flag);
+    loop_job j = {.g = g, .x = &x};
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, loop_run, &j) == 0);
+    flag = 1; /* before or during the loop: either way it must stop it */
+    pthread_join(t, NULL);
+    CHECK_MSG(j.st == MPX_E_CANCELLED && j.c == NULL, "status %s: %s", mpx_status_name(j.st), j.err.msg);
+    /* Between two iterations or between two body nodes. */
+    CHECK_CONTAINS(j.err.msg, "node \"loop\" (Loop): ");
+    CHECK_CONTAINS(j.err.msg, "cancelled");
+    mpx_compare_free(j.c);
+
+    /* The flag cleared, the same graph runs again to the end (the session
+     * stays usable): 300 trips of a product with zeros. */
+    flag = 0;
+    j = (loop_job){.g = g, .x = &x};
+    loop_run(&j);
+    CHECK_MSG(j.st == MPX_OK && j.c != NULL, "rerun: %s", j.err.msg);
+    mpx_compare_free(j.c);
+    mpx_set_cancel_flag(NULL);
+    mpx_value_free(&x);
+    mpx_graph_free(g);
     pool_free();
 }
 
@@ -1182,6 +1374,9 @@ int main(void) {
     test_bad_files();
     test_bad_graphs();
     test_count_once();
+
+    test_nesting();
+    test_loop_cancel();
     free(pool);
     return check_report("test_onnx");
 }

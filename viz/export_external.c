@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { MIN_BYTES = 1024, ALIGN = 4096 };
 
@@ -134,7 +135,9 @@ static bool read_in(Onnx__TensorProto *t, void *c_) {
     }
     char path[2048];
     snprintf(path, sizeof path, "%s%s", c->dir, loc);
-    FILE *f = fopen(path, "rb");
+    int fd = mpx_file_open_read(path, false, NULL);
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+    if (fd >= 0 && !f) close(fd);
     uint8_t *buf = mpx_arena_alloc(c->e->a, (size_t)len + 1);
     bool ok = f && buf && fseek(f, (long)off, SEEK_SET) == 0 && fread(buf, 1, (size_t)len, f) == (size_t)len;
     if (f) fclose(f);

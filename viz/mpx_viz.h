@@ -117,7 +117,16 @@ mpx_status mpx_viz_dot(const mpx_plan *plan, const mpx_viz_opts *o, char **out,
  * when node i is not drawn. What the review page's script uses to go from a
  * node to its box. */
 mpx_status mpx_viz_node_ids(const mpx_plan *plan, const mpx_viz_opts *o, char (*ids)[16], mpx_error *err);
-/* The same graph laid out and rendered to SVG in-process. */
+/* The most nodes (ops, casts, inputs, outputs... as mpx_viz_stats.nodes
+ * counts them) mpx_viz_svg gives Graphviz to lay out. dot's time grows
+ * faster than the node count (a 5,000-node chain: 6 s; 100,000: no answer in
+ * minutes) and a million-node graph overflows its stack, so beyond this the
+ * drawing is refused, naming the count and the ways to draw less: the
+ * model-level view (--fold) or a neighbourhood (--around). */
+#define MPX_VIZ_LAYOUT_MAX_NODES 10000
+
+/* The same graph laid out and rendered to SVG in-process; more than
+ * MPX_VIZ_LAYOUT_MAX_NODES drawn nodes: MPX_E_LIMIT before any layout. */
 mpx_status mpx_viz_svg(const mpx_plan *plan, const mpx_viz_opts *o, char **out,
                        mpx_viz_stats *stats, mpx_error *err);
 

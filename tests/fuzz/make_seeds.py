@@ -52,6 +52,34 @@ g = helper.make_graph([helper.make_node("MatMul", ["x", "b"], ["m"]),
                       [helper.make_tensor_value_info("z", TensorProto.FLOAT16, None)],
                       [numpy_helper.from_array(rng.normal(0, 1, (5, 7)).astype(np.float32), "b")])
 put("onnx", "mix.onnx", helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString())
+def varint(v):
+    out = bytearray()
+    while True:
+        out.append((v & 0x7F) | (0x80 if v > 0x7F else 0))
+        v >>= 7
+        if not v:
+            return bytes(out)
+
+
+def field(num, data):
+    return varint(num << 3 | 2) + varint(len(data)) + data
+
+
+def nested_ifs(depth):
+    """A ModelProto of depth Ifs, each in the last one's then_branch, in raw
+    wire format (helper.make_model would recurse as deep as the loader once
+    did): the loader must refuse it by its nesting scan, not overflow the stack."""
+    g = b""
+    for k in range(depth - 1, -1, -1):
+        attr = field(1, b"then_branch") + varint(20 << 3) + varint(5) + field(6, g)
+        node = field(3, b"n%d" % k) + field(4, b"If") + field(5, attr)
+        g = field(1, node)
+    return varint(1 << 3) + varint(8) + field(8, varint(2 << 3) + varint(13)) + field(7, g)
+
+
+# structure the fuzzer does not reach by mutation: 3000 nested subgraphs
+put("onnx", "if_deep_3000.onnx", nested_ifs(3000))
+
 # json: the repository's own small models
 for p in ("tests/models/shared_weight.json", "examples/tiny_transformer.json"):
     with open(os.path.join(ROOT, p), "rb") as f:

@@ -1,0 +1,156 @@
+#!/bin/sh
+# hostile_inputs.sh MPX PYTHON WORK - inputs that used to hang, crash or
+# exhaust the machine (issue 44): each must end promptly with a message
+# naming the file. A case that hangs is caught by `timeout`.
+set -eu
+MPX=$1
+PY=$2
+WORK=$3
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+rm -rf "$WORK"
+mkdir -p "$WORK"
+cd "$WORK"
+cp "$SRC/examples/tiny_cnn.json" "$SRC/examples/tiny_cnn_input.npy" .
+n=0
+fail() {
+  echo "hostile_inputs: FAIL: $*" >&2
+  exit 1
+}
+ok() { n=$((n + 1)); }
+# run NAME STATUS PATTERN ARGS...: mpx ARGS must end within 300 s (a loaded
+# machine; what this catches never ends) with exit
+# STATUS and PATTERN (grep -E) on stderr (PATTERN empty: nothing on stderr).
+run() {
+  name=$1 want=$2 pat=$3
+  shift 3
+  st=0
+  timeout 300 "$MPX" "$@" </dev/null >"$name.out" 2>"$name.err" || st=$?
+  [ $st = 124 ] && fail "$name: still running after 300 s"
+  [ $st = "$want" ] || fail "$name: exit $st, wanted $want: $(cat "$name.err")"
+  if [ -z "$pat" ]; then
+    [ ! -s "$name.err" ] || fail "$name: stderr: $(cat "$name.err")"
+  else
+    grep -Eq "$pat" "$name.err" || fail "$name: stderr lacks /$pat/: $(cat "$name.err")"
+  fi
+  ok
+}
+
+# ---- FIFOs and devices (item 7): refused at open, never waited on ---------
+for f in f.onnx f.json f.npy f.png f.wav f.npz; do mkfifo "$f"; done
+run fifo_onnx 1 'f.onnx: a FIFO, not a regular file' -c 'load f.onnx'
+run fifo_json 1 'f.json: a FIFO, not a regular file' -c 'load f.json'
+L="load tiny_cnn.json"
+run fifo_npy 1 'f.npy: a FIFO, not a regular file' -c "$L; input x file f.npy"
+run fifo_png 1 'f.png: a FIFO, not a regular file' -c "$L; input x image f.png"
+run fifo_files 1 'f.npy\): a FIFO, not a regular file' -c "$L; input x files 'f.n*' npy"
+run fifo_npz 1 'f.npz: neither a regular file nor a folder' -c "$L; data f.npz"
+ln -s /dev/zero dev.onnx
+run dev_onnx 1 'dev.onnx: a character device, not a regular file' -c 'load dev.onnx'
+# An audio input: a rank-1 model.
+cat >audio.json <<'J'
+{"format": "mpx-model", "version": 1, "name": "a", "opset": 17,
+ "inputs": [{"name": "x", "type": "float32", "shape": ["n"]}],
+ "outputs": [{"name": "y", "type": "float32", "shape": ["n"]}],
+ "nodes": [{"op": "Relu", "inputs": ["x"], "outputs": ["y"]}]}
+J
+run fifo_wav 1 'f.wav: a FIFO, not a regular file' -c "load audio.json; input x audio f.wav"
+# External data that is a FIFO.
+"$MPX" -q -c "$L; export ext.onnx --external" || fail "export --external"
+rm ext.onnx.data
+mkfifo ext.onnx.data
+run fifo_external 1 'external data file "ext.onnx.data": a FIFO, not a regular file' -c 'load ext.onnx'
+# JSON side files.
+cat >side.json <<'J'
+{"format": "mpx-model", "version": 1, "name": "s", "opset": 17,
+ "inputs": [{"name": "x", "type": "float32", "shape": [2]}],
+ "outputs": [{"name": "y", "type": "float32", "shape": [2]}],
+ "initializers": [{"name": "w", "type": "float32", "shape": [2], "file": "w.bin"}],
+ "nodes": [{"op": "Add", "inputs": ["x", "w"], "outputs": ["y"]}]}
+J
+mkfifo w.bin
+run fifo_side 1 'side file "./w.bin": a FIFO, not a regular file' -c 'load side.json'
+
+# Scripts: a NUL-filled stream stops with a message, by name and line.
+st=0
+timeout 300 "$MPX" </dev/zero >zero.out 2>zero.err || st=$?
+[ $st = 1 ] && grep -q '<stdin>:1: error: a NUL byte: not a text script; stopped' zero.err ||
+  fail "mpx < /dev/zero: exit $st, $(cat zero.err)"
+ok
+printf 'help load\nhel\0p\n' >nul.mpx
+run script_nul 1 'nul.mpx:2: error: a NUL byte' nul.mpx
+ln -s /dev/zero zero.mpx
+run script_device 64 'zero.mpx: a character device, not a regular file' zero.mpx
+run source_device 1 'source: zero.mpx: a character device' -c 'source zero.mpx'
+# A pipe is a script (`mpx <(cmd)`); a FIFO without a writer reads as empty.
+mkfifo empty.mpx
+run script_fifo 0 '' empty.mpx
+
+# ---- a folder as a script (item 9): a usage error, not a pass -------------
+mkdir scripts
+run script_folder 64 'scripts/: a folder, not a regular file' scripts/
+run source_folder 1 'source: scripts: a folder, not a regular file' -c 'source scripts'
+
+# ---- claimed sizes beyond the memory budget (item 8) -----------------------
+# Each file is a few KB; the claim is refused before anything is allocated
+# for it, by name, whatever the machine's memory (the budget is set here).
+"$PY" - <<'PYEOF'
+import io, struct, wave, zipfile, zlib
+# .npz: a member whose directory entries claim 3.75 GB (the data is 1 KB)
+buf = io.BytesIO()
+with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+    h = b"{'descr': '<f4', 'fortran_order': False, 'shape': (256,), }"
+    h += b" " * (63 - len(h) % 64) + b"\n"
+    z.writestr("x.npy", b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h + bytes(1024))
+d = bytearray(buf.getvalue())
+claim = struct.pack("<I", 0xF0000000)
+i = d.find(b"PK\x03\x04"); d[i + 22:i + 26] = claim          # local header: uncompressed size
+i = d.find(b"PK\x01\x02"); d[i + 24:i + 28] = claim          # central directory: uncompressed size
+open("big.npz", "wb").write(d)
+# PNG: an IHDR of 8000x8000 RGB, one short IDAT
+def chunk(t, data):
+    return struct.pack(">I", len(data)) + t + data + struct.pack(">I", zlib.crc32(t + data))
+png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 8000, 8000, 8, 2, 0, 0, 0))
+png += chunk(b"IDAT", zlib.compress(b"\0" * 100)) + chunk(b"IEND", b"")
+open("big.png", "wb").write(png)
+# WAV: 200000 frames of 16-bit mono, 16 kHz (400 KB)
+w = wave.open("long.wav", "wb"); w.setnchannels(1); w.setsampwidth(2); w.setframerate(16000)
+w.writeframes(b"\0\1" * 200000); w.close()
+PYEOF
+run npz_claim 1 'big.npz\): 3.8 GB claimed for its members, more than the memory budget of 1.0 GB \(set memory <MB>\)' \
+  -c "$L; set memory 1024; data big.npz"
+cat >img.json <<'J'
+{"format": "mpx-model", "version": 1, "name": "i", "opset": 17,
+ "inputs": [{"name": "x", "type": "float32", "shape": [1, 3, "h", "w"]}],
+ "outputs": [{"name": "y", "type": "float32", "shape": [1, 3, "h", "w"]}],
+ "nodes": [{"op": "Relu", "inputs": ["x"], "outputs": ["y"]}]}
+J
+run png_claim 1 'big.png: 915.5 MB claimed for the 8000x8000 image, more than the memory budget of 256.0 MB' \
+  -c "load img.json; set memory 256; input x image big.png"
+# 200000 frames of doubles (1.5 MB) are beyond 1 MB; cut to a second by
+# `length` (no resampling), only that second is decoded.
+run wav_claim 1 'long.wav: 1.5 MB claimed for its samples, more than the memory budget of 1.0 MB' \
+  -c "load audio.json; set memory 1; input x audio long.wav"
+run wav_length 0 'input x: ' -c "load audio.json; set memory 1; input x audio long.wav length 16000"
+
+# ---- a graph too large for Graphviz (item 6) ------------------------------
+# A 100,000-node chain: dot would run for minutes (a million nodes overflow
+# its stack); svg and html refuse before layout, the folded view and a part
+# are drawn.
+"$PY" - <<'PYEOF'
+import json
+n = 100000
+nodes = [{"op": "Relu", "inputs": ["x" if i == 0 else "t%d" % (i - 1)], "outputs": ["y" if i == n - 1 else "t%d" % i]}
+         for i in range(n)]
+json.dump({"format": "mpx-model", "version": 1, "name": "chain", "opset": 17,
+           "inputs": [{"name": "x", "type": "float32", "shape": [4]}],
+           "outputs": [{"name": "y", "type": "float32", "shape": [4]}], "nodes": nodes}, open("chain.json", "w"))
+PYEOF
+TOO_BIG='100003 nodes to draw, more than mpx gives Graphviz to lay out \(10000\): draw a part \(--around <node> <depth>\)'
+run svg_huge 1 "$TOO_BIG" -c "load chain.json; svg chain.svg"
+run html_huge 1 "$TOO_BIG" -c "load chain.json; html chain.html"
+[ ! -e chain.svg ] && [ ! -e chain.html ] || fail "a refused drawing left a file"
+ok
+run svg_huge_fold 0 'wrote chain.svg: 19 nodes \(100000 ops, 16 chains\)' -c "load chain.json; svg chain.svg --fold"
+run svg_huge_around 0 'wrote part.svg' -c "load chain.json; svg part.svg --around Relu_500 3"
+
+echo "hostile_inputs: $n checks passed"
