@@ -362,7 +362,8 @@ static const mpx_command commands[] = {
      "doc strings. tf32 is refused (no ONNX type). If branches get their casts inside\n"
      "them; a Loop's or Scan's body is written in the format the plan runs it in.\n"
      "Never overwrites the loaded model;\n"
-     "an existing file needs --force; the folder must exist; a failure leaves no file.\n"
+     "an existing file needs --force; missing folders are made below the current\n"
+     "folder only (as for every command that writes); a failure leaves no file.\n"
      "Weights of 1 KiB and more go to external data, <file.onnx>.data beside the model,\n"
      "when the model would pass protobuf's 2 GB limit, or always with --external.\n"
      "Check the result in ONNX Runtime with scripts/verify-export.sh.",

@@ -34,6 +34,12 @@ const char *repl_dims_str(int rank, const int64_t *dims, char *buf, size_t n);
  * current folder (relative, no ".."), else a missing folder is an error
  * naming it. */
 mpx_status repl_make_parent(const mpx_session *s, const char *path, mpx_error *err);
+/* The same, noting in made the topmost folder it created ("" for none), so
+ * that a command failing after it can take the folders back out with
+ * repl_unmake_parent (which removes only empty ones). */
+mpx_status repl_make_parent_noted(const mpx_session *s, const char *path, char *made, size_t made_n,
+                                  mpx_error *err);
+void repl_unmake_parent(const char *path, const char *made);
 /* Write text to path whole or not at all (mpx_file_write_all: an exclusive
  * temporary file in its folder, synced, renamed), after repl_make_parent. */
 mpx_status repl_write_file(const mpx_session *s, const char *path, const char *text, mpx_error *err);

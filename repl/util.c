@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 void repl_json_exact(cJSON *obj, const char *key, double v, const char *nonfinite) {
     char buf[64];
@@ -89,6 +90,12 @@ mpx_status repl_parse_number(const char *text, const char *what, double *out, mp
 static bool below_cwd(const char *path) { return path[0] != '/' && !mpx_path_has_dotdot(path); }
 
 mpx_status repl_make_parent(const mpx_session *s, const char *path, mpx_error *err) {
+    return repl_make_parent_noted(s, path, NULL, 0, err);
+}
+
+mpx_status repl_make_parent_noted(const mpx_session *s, const char *path, char *made, size_t made_n,
+                                  mpx_error *err) {
+    if (made && made_n) made[0] = '\0';
     /* A file the session read (the model, its external data, a script, an
      * input), by any name, before any folder is made for it. */
     mpx_status guarded = mpx_file_check_target(path, s ? s->guard : NULL, err);
@@ -116,12 +123,26 @@ mpx_status repl_make_parent(const mpx_session *s, const char *path, mpx_error *e
                                      "only below the current one)", path, dir);
             } else if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
                 return mpx_error_set(err, MPX_E_IO, "cannot create folder %s for %s: %s", dir, path, strerror(errno));
+            } else if (made && made_n && !made[0]) {
+                snprintf(made, made_n, "%s", dir);
             }
             *p = c;
             if (!c) break;
         }
     }
     return MPX_OK;
+}
+
+void repl_unmake_parent(const char *path, const char *made) {
+    if (!made || !*made) return;
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s", path);
+    size_t top = strlen(made);
+    /* Deepest first; rmdir leaves a folder something was put in since. */
+    for (char *slash = strrchr(dir, '/'); slash && (size_t)(slash - dir) >= top; slash = strrchr(dir, '/')) {
+        *slash = '\0';
+        if (rmdir(dir) != 0) break;
+    }
 }
 
 mpx_status repl_write_file(const mpx_session *s, const char *path, const char *text, mpx_error *err) {
