@@ -107,6 +107,9 @@ static const mpx_command commands[] = {
      "scale (32768: int16 range); rate resamples (libsamplerate, best sinc); length\n"
      "pads with zeros or cuts. Shape [n], [1, n] or [1, 1, n] by the input's rank.\n"
      "A file whose shape differs from the bound one binds its shape (and says so).\n"
+     "An image or sound is decoded (and resized or resampled) once for its binding and\n"
+     "kept for every run, search evaluation and data-set pass: a new binding, another\n"
+     "shape or the file written again decodes it again (`set cache`).\n"
      "An input never set is random normal(0, 1), seed 0.",
      repl_cmd_input, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_input},
     {"data", "data [<file.npz>|<folder>|'<glob>' [stacked] [limit <n>] [shuffle <seed>] | off]",
@@ -381,7 +384,8 @@ static const mpx_command commands[] = {
      "next command (the exit status still says a command failed).\n"
      "top: the rows `report` shows without --top (default 20).\n"
      "cache: megabytes of the last run's values `run` keeps (default 512; 0: none), so\n"
-     "a re-run after a recolour recomputes only the nodes downstream of the change.",
+     "a re-run after a recolour recomputes only the nodes downstream of the change;\n"
+     "a quarter of it keeps decoded images and sounds (input), 0 decodes at each run.",
      repl_cmd_set, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_set},
     {"save", "save [<file.mpx>]", "write the session as a script that rebuilds it (no file: print it)",
      "Writes load, the inputs (shape, then values), the data set (the `data` or\n"

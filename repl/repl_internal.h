@@ -59,6 +59,19 @@ void repl_drop_run(mpx_session *s);
 mpx_status repl_image_size_hint(const mpx_tensor *t, mpx_error *err);
 /* The values a file spec (npy, image, audio) gives input t. */
 mpx_status repl_input_value(const mpx_input_spec *sp, const mpx_tensor *t, mpx_value *v, mpx_error *err);
+/* The same through the session's decoded inputs (s->decoded): an image or
+ * audio file is decoded once for what its value depends on (the input's
+ * name, rank, dims and dtype; the spec's kind, path, options; the file's
+ * device, inode, size and modification time), then copied; other kinds read
+ * as repl_input_value does. */
+mpx_status repl_input_value_kept(const mpx_session *s, const mpx_input_spec *sp, const mpx_tensor *t, mpx_value *v,
+                                 mpx_error *err);
+struct repl_decoded *repl_decoded_new(void);
+/* Drop the decoded inputs of input name (NULL: all). */
+void repl_decoded_drop(mpx_session *s, const char *name);
+/* How many image/audio files were decoded for inputs since the session
+ * began (what the decoded inputs save: tests read it). */
+long long repl_decoded_count(const mpx_session *s);
 typedef struct repl_dataset repl_dataset;
 void repl_data_free(repl_dataset *d);
 int repl_data_count(const repl_dataset *d);         /* 0 for NULL */
@@ -218,6 +231,9 @@ void repl_undo_trial(mpx_session *s);
  * normal, seed 0), in g->inputs order; free with repl_free_inputs. */
 mpx_status repl_make_inputs(const mpx_session *s, mpx_value **out, mpx_error *err);
 void repl_free_inputs(const mpx_session *s, mpx_value *v);
+/* The same but leaving out input i where but[i] is set (absent: n = -1), for
+ * a data-set sample that gives them itself. */
+mpx_status repl_make_inputs_but(const mpx_session *s, const char *but, mpx_value **out, mpx_error *err);
 
 /* ---- figures and conditions (figures.c): assert, search, sweep ---------- */
 MPX_CMD(repl_cmd_assert);
