@@ -40,6 +40,10 @@ mpx_status repl_make_parent(const mpx_session *s, const char *path, mpx_error *e
 mpx_status repl_make_parent_noted(const mpx_session *s, const char *path, char *made, size_t made_n,
                                   mpx_error *err);
 void repl_unmake_parent(const char *path, const char *made);
+/* For a path that does not exist: "; did you mean <path>?" naming the
+ * existing path whose parts are each the closest entry of their folder to
+ * the part typed (mpx_name_hint's rule), else "" (into buf). */
+const char *repl_path_tail(const char *path, char *buf, size_t n);
 /* Write text to path whole or not at all (mpx_file_write_all: an exclusive
  * temporary file in its folder, synced, renamed), after repl_make_parent. */
 mpx_status repl_write_file(const mpx_session *s, const char *path, const char *text, mpx_error *err);

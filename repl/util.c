@@ -4,6 +4,7 @@
 #include "repl_internal.h"
 
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -143,6 +144,52 @@ void repl_unmake_parent(const char *path, const char *made) {
         *slash = '\0';
         if (rmdir(dir) != 0) break;
     }
+}
+
+const char *repl_path_tail(const char *path, char *buf, size_t n) {
+    if (n) buf[0] = '\0';
+    struct stat st;
+    if (!path || !*path || stat(path, &st) == 0 || errno != ENOENT || strlen(path) >= 4096) return buf;
+    /* Step by step: each part that does not exist is replaced by the closest
+     * entry of the folder so far (a typo in a folder's name as in the file's). */
+    char out[4096] = "", part[4096];
+    const char *p = path;
+    if (*p == '/') snprintf(out, sizeof out, "/"), p++;
+    while (*p) {
+        size_t len = strcspn(p, "/");
+        snprintf(part, sizeof part, "%.*s", (int)len, p);
+        size_t ol = strlen(out);
+        char cand[8192];
+        snprintf(cand, sizeof cand, "%s%s", out, part);
+        if (*part && stat(cand, &st) != 0) {
+            DIR *d = opendir(ol ? out : ".");
+            if (!d) return buf;
+            /* readdir reuses its entries, which a hint would point into: each
+             * entry is checked alone (a plausible typo?) and the best copied. */
+            char best[256] = "";
+            size_t best_dist = (size_t)-1;
+            for (struct dirent *e; (e = readdir(d)) != NULL;) {
+                if (e->d_name[0] == '.' && part[0] != '.') continue;
+                size_t dist = mpx_name_distance(part, e->d_name);
+                mpx_name_hint one;
+                mpx_name_hint_init(&one, part);
+                mpx_name_hint_add(&one, e->d_name);
+                if (mpx_name_hint_get(&one) && dist < best_dist) {
+                    best_dist = dist;
+                    snprintf(best, sizeof best, "%s", e->d_name);
+                }
+            }
+            closedir(d);
+            if (!*best) return buf;
+            snprintf(part, sizeof part, "%s", best);
+        }
+        if (ol + strlen(part) + 2 >= sizeof out) return buf;
+        strcat(out, part);
+        p += len;
+        if (*p == '/') strcat(out, "/"), p++;
+    }
+    if (strcmp(out, path) != 0 && stat(out, &st) == 0) snprintf(buf, n, "; did you mean %s?", out);
+    return buf;
 }
 
 mpx_status repl_write_file(const mpx_session *s, const char *path, const char *text, mpx_error *err) {
