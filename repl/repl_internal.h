@@ -376,6 +376,17 @@ void repl_strip_comment(char *text);
 /* w as one word that repl_split_words reads back (quoted where needed);
  * false when it does not fit in n or holds a line break. */
 bool repl_quote_word(char *buf, size_t n, const char *w);
+/* The last word of line (being typed: it may hold a quote still open):
+ * where its text starts, what it reads as (into buf) and the quote left
+ * open (0: none). */
+char repl_last_word(const char *line, size_t *start, char *buf, size_t n);
+/* A completion cand of that word (typed: its text as on the line, reading as
+ * cand's first done characters; q: the quote left open) written as the
+ * lexer reads it back: quoted where cand holds a blank, a quote, # or ;.
+ * The typed text is kept when it already quotes (or needs no quoting),
+ * else the whole word is quoted. open: the word goes on (a folder), so its
+ * quote is not closed. False when it does not fit. */
+bool repl_complete_quoted(const char *typed, char q, const char *cand, size_t done, bool open, char *buf, size_t n);
 /* One line of in, its end of line kept, into *buf (grown, at most
  * REPL_LINE_MAX + 2 bytes): 0 and *len, 1 when the line was longer than
  * REPL_LINE_MAX (read to its end and dropped), -1 at the end of the file,
