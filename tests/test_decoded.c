@@ -1,4 +1,4 @@
-/* test_decoded.c - audio input files are decoded (and resampled) once per
+/* test_decoded.c - audio and image input files are decoded (and resampled) once per
  * binding, not once per run: the session counts its decodes
  * (repl_decoded_count), and a kept value must be the value a fresh decode
  * gives. A rebinding, another file content or another data set decodes again. */
@@ -119,6 +119,20 @@ int main(void) {
     long long d2 = repl_decoded_count(&s);
     exec_ok("run%s", "");
     CHECK_MSG(repl_decoded_count(&s) - d2 == 3, "set cache 0: %lld decodes, want 3", repl_decoded_count(&s) - d2);
+
+    /* Images likewise: one decode for two runs. */
+    exec_ok("set cache %s", "512");
+    snprintf(model, sizeof model, "%s/examples/tiny_cnn.json", src);
+    exec_ok("load %s", model);
+    char png[1100];
+    snprintf(png, sizeof png, "%s/examples/data/lines/01.png", src);
+    exec_ok("input x image %s mean 0.5 std 0.5", png);
+    long long d3 = repl_decoded_count(&s);
+    exec_ok("run%s", "");
+    exec_ok("run%s", "");
+    CHECK_MSG(repl_decoded_count(&s) - d3 == 1, "2 runs on an image: %lld decodes, want 1",
+              repl_decoded_count(&s) - d3);
+    expect_fresh("image");
 
     mpx_session_free(&s);
     fclose(sink);
