@@ -15,8 +15,8 @@ mpx_status repl_cmd_load(mpx_session *s, int argc, char **argv, mpx_error *err) 
     if (!g) {
         char hint[4200];
         repl_path_tail(argv[1], hint, sizeof hint);
-        size_t len = strlen(err->msg);
-        if (*hint && len + strlen(hint) < sizeof err->msg) snprintf(err->msg + len, sizeof err->msg - len, "%s", hint);
+        size_t len = strlen(err->msg), hl = strlen(hint);
+        if (hl && len + hl < sizeof err->msg) memcpy(err->msg + len, hint, hl + 1);
         return err->status ? err->status : MPX_E_IO;
     }
     /* Shapes that are fully declared (no symbolic dims) are inferred at once. */
