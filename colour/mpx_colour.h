@@ -89,6 +89,10 @@ int mpx_rules_count(const mpx_rules *r);
  * in that node's format, so such a rule colours nothing: the REPL says so. */
 int mpx_rules_body_matches(const mpx_rules *r, int i, const mpx_graph *g, const mpx_node **first,
                            const mpx_node **owner);
+/* For rule i matching no node of g: "; did you mean name:<node>?" with the
+ * node name closest to its first name: item that matches none and has a
+ * close one, else "" (into buf). */
+const char *mpx_rules_name_tail(const mpx_rules *r, int i, const mpx_graph *g, char *buf, size_t n);
 const char *mpx_rules_text(const mpx_rules *r, int i); /* as typed, trimmed; NULL if out of range */
 mpx_rule_kind mpx_rules_kind(const mpx_rules *r, int i);
 /* Whether rule i uses a measured figure (absmax), which needs a reference run. */

@@ -86,6 +86,17 @@ static const char *suggest_figure(const char *name) {
     return mpx_name_hint_get(&h);
 }
 
+/* A misspelt colour or format ("gren"): the closest name. */
+static const char *suggest_target(const char *typed, bool colour) {
+    mpx_name_hint h;
+    mpx_name_hint_init(&h, typed);
+    if (colour)
+        for (int c = 1; c < MPX_COLOUR_COUNT; c++) mpx_name_hint_add(&h, mpx_colour_name((mpx_colour)c));
+    else
+        for (size_t i = 0; mpx_format_at(i); i++) mpx_name_hint_add(&h, mpx_format_at(i)->name);
+    return mpx_name_hint_get(&h);
+}
+
 /* ---- the parser ------------------------------------------------------------ */
 
 typedef struct parser {
@@ -128,6 +139,25 @@ static const char *found(parser *p, char *buf, size_t n) {
     size_t len = 0;
     while (t[len] && !isspace((unsigned char)t[len]) && len < 24) len++;
     snprintf(buf, n, "found \"%.*s\"", (int)len, t);
+    return buf;
+}
+
+/* "; "adn" is not a keyword: did you mean and?" when the word at the cursor
+ * is close to one of the keywords (NULL-ended) the rule could go on with,
+ * else "". */
+static const char *keyword_hint(parser *p, const char *const *kws, char *buf, size_t n) {
+    const char *t = p->s + p->i;
+    size_t len = 0;
+    while (isalpha((unsigned char)t[len]) && len < 24) len++;
+    buf[0] = '\0';
+    if (!len) return buf;
+    char w[32];
+    snprintf(w, sizeof w, "%.*s", (int)len, t);
+    mpx_name_hint h;
+    mpx_name_hint_init(&h, w);
+    for (int k = 0; kws[k]; k++) mpx_name_hint_add(&h, kws[k]);
+    const char *best = mpx_name_hint_get(&h);
+    if (best) snprintf(buf, n, "; \"%s\" is not a keyword: did you mean %s?", w, best);
     return buf;
 }
 
@@ -274,10 +304,17 @@ static mpx_status parse_target(parser *p, const char *after, mpx_colour *c, cons
         hint = " (op types in a selector list are separated by commas)";
     else if (colour && n && mpx_format_by_name(w))
         hint = " (a format goes in an accum rule, or in `target`)";
+    char tail[96];
+    const char *near = n && !*hint ? suggest_target(w, colour) : NULL;
+    if (near) {
+        snprintf(tail, sizeof tail, "; did you mean %s?", near);
+        hint = tail;
+    }
     if (colour)
         return fail(p, at, "expected a colour (%s) after %s, %s%s", colour_list().s, after,
                     found(p, fb, sizeof fb), hint);
-    return fail(p, at, "expected a format (%s) after %s, %s", format_list().s, after, found(p, fb, sizeof fb));
+    return fail(p, at, "expected a format (%s) after %s, %s%s", format_list().s, after, found(p, fb, sizeof fb),
+                hint);
 }
 
 /* ---- expressions ------------------------------------------------------------ */
@@ -464,8 +501,12 @@ static mpx_status parse_rule(parser *p) {
     if (st != MPX_OK) return st;
     if ((st = parse_target(p, "the selector", &r->colour, &r->format)) != MPX_OK) return st;
     if (at_end(p)) return MPX_OK;
+    char kh[96];
+    static const char *const when_kw[] = {"when", NULL};
+    static const char *const more_kw[] = {"and", "or", "else", NULL};
     if (!take_kw(p, "when"))
-        return fail(p, p->i, "expected \"when\" or end of rule, %s", found(p, fb, sizeof fb));
+        return fail(p, p->i, "expected \"when\" or end of rule, %s%s", found(p, fb, sizeof fb),
+                    keyword_hint(p, when_kw, kh, sizeof kh));
     if (at_end(p))
         return fail(p, p->i, "expected a condition after \"when\" (as in macs >= 1M), found end of rule");
     if ((st = parse_or(p, &r->when)) != MPX_OK) return st;
@@ -477,7 +518,8 @@ static mpx_status parse_rule(parser *p) {
         return fail(p, p->i, "expected end of rule after the else %s, %s",
                     r->kind == MPX_RULE_COLOUR ? "colour" : "format", found(p, fb, sizeof fb));
     }
-    return fail(p, p->i, "expected \"and\", \"or\", \"else\" or end of rule, %s", found(p, fb, sizeof fb));
+    return fail(p, p->i, "expected \"and\", \"or\", \"else\" or end of rule, %s%s", found(p, fb, sizeof fb),
+                keyword_hint(p, more_kw, kh, sizeof kh));
 }
 
 static void rule_unref(mpx_rule *r) {
@@ -738,6 +780,29 @@ static bool count_visit(void *ctx, const mpx_node *n, const mpx_node *owner) {
     if (n->op == MPX_OP_Constant || !mpx_rule_selects_(b->rule, n)) return true;
     if (!b->n++) b->first = n, b->owner = owner;
     return true;
+}
+
+const char *mpx_rules_name_tail(const mpx_rules *r, int i, const mpx_graph *g, char *buf, size_t n) {
+    if (n) buf[0] = '\0';
+    if (!r || i < 0 || i >= r->n || !g || !n) return buf;
+    const mpx_rule *rule = r->v[i];
+    for (int k = 0; k < rule->n_sel; k++) {
+        const sel_item *s = &rule->sel[k];
+        if (s->kind != SEL_NAME) continue;
+        bool any = false;
+        for (int j = 0; j < g->n_nodes && !any; j++) any = fnmatch(s->s, g->nodes[j]->name, 0) == 0;
+        if (any) continue;
+        mpx_name_hint h;
+        mpx_name_hint_init(&h, s->s);
+        for (int j = 0; j < g->n_nodes; j++) mpx_name_hint_add(&h, g->nodes[j]->name);
+        const char *best = mpx_name_hint_get(&h);
+        if (!best) continue;
+        /* Written back as the rule reads it: quoted when it holds a blank or a comma. */
+        bool quote = strpbrk(best, " \t,") != NULL;
+        snprintf(buf, n, "; did you mean name:%s%s%s?", quote ? "\"" : "", best, quote ? "\"" : "");
+        return buf;
+    }
+    return buf;
 }
 
 int mpx_rules_body_matches(const mpx_rules *r, int i, const mpx_graph *g, const mpx_node **first,

@@ -162,9 +162,19 @@ mpx_status repl_data_inputs(const mpx_session *s, int k, mpx_value **out, mpx_er
                              "the data set again with data ...", d->source);
     const repl_sample *smp = &d->samples[k];
     mpx_value *inputs = NULL;
-    mpx_status st = repl_make_inputs(s, &inputs, err);
-    if (st) return st;
     const mpx_graph *g = s->graph;
+    /* The sample's files give their inputs: no value is made for them from
+     * the specs only to be replaced (a bound sound would be decoded for each
+     * sample). */
+    char *but = calloc(g->n_inputs ? (size_t)g->n_inputs : 1u, 1);
+    if (!but) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    for (int j = 0; j < smp->n_src; j++) {
+        int i = input_index(g, smp->src[j].input);
+        if (i >= 0) but[i] = 1;
+    }
+    mpx_status st = repl_make_inputs_but(s, but, &inputs, err);
+    free(but);
+    if (st) return st;
     char from[1200];
     if (smp->npz[0] || smp->stacked >= 0) {
         mpx_npz z = {0};
@@ -202,7 +212,7 @@ mpx_status repl_data_inputs(const mpx_session *s, int k, mpx_value **out, mpx_er
             goto fail;
         }
         mpx_value v;
-        if ((st = repl_input_value(&smp->src[j].spec, g->inputs[i], &v, err))) goto fail;
+        if ((st = repl_input_value_kept(s, &smp->src[j].spec, g->inputs[i], &v, err))) goto fail;
         if ((st = put_value(g, i, &v, inputs, smp->src[j].spec.path, err))) goto fail;
     }
     *out = inputs;

@@ -100,11 +100,18 @@ MPX_CMD(repl_cmd_export) {
     /* Every target checked before anything is written: a --json file that
      * cannot be written must not leave the model written. */
     if (json_file && (st = repl_make_parent(s, json_file, err))) return st;
+    /* Folders as every command that writes makes them (below the current
+     * folder only); an export refused after that takes them back out. */
+    char made[1024] = "";
+    if (file && (st = repl_make_parent_noted(s, file, made, sizeof made, err))) return st;
     mpx_export_summary x;
     double t0 = repl_now_ms();
     st = mpx_viz_export_onnx(s->plan, file, force, external, s->guard, &x, err);
     double ms = repl_now_ms() - t0;
-    if (st) return st;
+    if (st) {
+        repl_unmake_parent(file, made);
+        return st;
+    }
     if (json) {
         char *text = json_text(file, &x);
         if (!text) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");

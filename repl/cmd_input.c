@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const mpx_tensor *find_input(const mpx_graph *g, const char *name) {
     for (int i = 0; i < g->n_inputs; i++)
@@ -191,12 +192,120 @@ mpx_status repl_input_value(const mpx_input_spec *sp, const mpx_tensor *t, mpx_v
     return MPX_OK;
 }
 
+/* ---- decoded inputs kept across runs --------------------------------------
+ * Decoding a sound and resampling it (best sinc) or decoding and resizing an
+ * image costs far more than a small model's run: every run, search
+ * evaluation and data-set pass made them again. A value is kept for what it
+ * depends on (the key below; a file written since has another size or
+ * modification time, a rebinding or another shape another key) and copied
+ * out; entries fit a quarter of the session's cache budget (`set cache`),
+ * later ones are decoded each time. .npy files are only read, not decoded:
+ * copying one costs what reading it does, so they are not kept. */
+typedef struct decoded_entry {
+    char input[256];
+    mpx_input_kind kind;
+    char path[1024];
+    char opts[512];
+    int rank;
+    int64_t dims[MPX_MAX_RANK];
+    mpx_dtype dtype;
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+    mpx_value v;
+} decoded_entry;
+
+struct repl_decoded {
+    decoded_entry *v;
+    int n, cap;
+    size_t bytes;
+    long long decodes;
+};
+
+struct repl_decoded *repl_decoded_new(void) { return calloc(1, sizeof(struct repl_decoded)); }
+
+static size_t value_bytes(const mpx_value *v) { return (size_t)v->n * (v->f ? sizeof *v->f : sizeof *v->i); }
+
+void repl_decoded_drop(mpx_session *s, const char *name) {
+    struct repl_decoded *d = s->decoded;
+    if (!d) return;
+    int k = 0;
+    for (int i = 0; i < d->n; i++) {
+        if (!name || strcmp(d->v[i].input, name) == 0) {
+            d->bytes -= value_bytes(&d->v[i].v);
+            mpx_value_free(&d->v[i].v);
+        } else {
+            d->v[k++] = d->v[i];
+        }
+    }
+    d->n = k;
+    if (!name) {
+        free(d->v);
+        d->v = NULL;
+        d->cap = 0;
+    }
+}
+
+long long repl_decoded_count(const mpx_session *s) { return s->decoded ? s->decoded->decodes : 0; }
+
+static bool entry_is(const decoded_entry *e, const mpx_input_spec *sp, const mpx_tensor *t, const struct stat *st) {
+    if (e->kind != sp->kind || e->rank != t->rank || e->dtype != t->dtype || strcmp(e->input, t->name) != 0 ||
+        strcmp(e->path, sp->path) != 0 || strcmp(e->opts, sp->opts) != 0)
+        return false;
+    for (int i = 0; i < t->rank; i++)
+        if (e->dims[i] != t->dims[i]) return false;
+    return e->dev == st->st_dev && e->ino == st->st_ino && e->size == st->st_size &&
+           e->mtime.tv_sec == st->st_mtim.tv_sec && e->mtime.tv_nsec == st->st_mtim.tv_nsec;
+}
+
+mpx_status repl_input_value_kept(const mpx_session *s, const mpx_input_spec *sp, const mpx_tensor *t, mpx_value *v,
+                                 mpx_error *err) {
+    struct repl_decoded *d = s->decoded;
+    bool decodes = sp->kind == MPX_INPUT_IMAGE || sp->kind == MPX_INPUT_AUDIO;
+    struct stat st;
+    bool known = decodes && t->rank >= 0 && t->rank <= MPX_MAX_RANK && stat(sp->path, &st) == 0;
+    for (int i = 0; known && d && i < d->n; i++)
+        if (entry_is(&d->v[i], sp, t, &st)) return mpx_value_copy(v, &d->v[i].v, err);
+    mpx_status rc = repl_input_value(sp, t, v, err);
+    if (rc || !decodes) return rc;
+    if (d) d->decodes++;
+    size_t budget = ((size_t)s->cache_mb << 20) / 4, bytes = value_bytes(v);
+    if (!known || !d || v->is_seq || d->bytes + bytes > budget) return MPX_OK;
+    if (d->n == d->cap) {
+        int cap = d->cap ? 2 * d->cap : 8;
+        decoded_entry *grown = realloc(d->v, (size_t)cap * sizeof *grown);
+        if (!grown) return MPX_OK; /* decoded again next time */
+        d->v = grown;
+        d->cap = cap;
+    }
+    decoded_entry *e = &d->v[d->n];
+    memset(e, 0, sizeof *e);
+    mpx_error ignored;
+    if (mpx_value_copy(&e->v, v, &ignored)) return MPX_OK;
+    snprintf(e->input, sizeof e->input, "%s", t->name);
+    e->kind = sp->kind;
+    snprintf(e->path, sizeof e->path, "%s", sp->path);
+    snprintf(e->opts, sizeof e->opts, "%s", sp->opts);
+    e->rank = t->rank;
+    for (int i = 0; i < t->rank; i++) e->dims[i] = t->dims[i];
+    e->dtype = t->dtype;
+    e->dev = st.st_dev;
+    e->ino = st.st_ino;
+    e->size = st.st_size;
+    e->mtime = st.st_mtim;
+    d->bytes += bytes;
+    d->n++;
+    return MPX_OK;
+}
+
 /* Values for one input from its spec (the input's shape must be bound). */
-static mpx_status make_input(const mpx_input_spec *sp, const mpx_tensor *t, mpx_value *v, mpx_error *err) {
+static mpx_status make_input(const mpx_session *s, const mpx_input_spec *sp, const mpx_tensor *t, mpx_value *v,
+                             mpx_error *err) {
     char a[256], b[256];
     if (sp && (sp->kind == MPX_INPUT_FILE || sp->kind == MPX_INPUT_IMAGE || sp->kind == MPX_INPUT_AUDIO)) {
         mpx_value f;
-        mpx_status st = repl_input_value(sp, t, &f, err);
+        mpx_status st = repl_input_value_kept(s, sp, t, &f, err);
         if (st) return st;
         bool same = f.rank == t->rank;
         for (int i = 0; same && i < t->rank; i++) same = f.dims[i] == t->dims[i];
@@ -231,12 +340,17 @@ static mpx_status make_input(const mpx_input_spec *sp, const mpx_tensor *t, mpx_
 }
 
 mpx_status repl_make_inputs(const mpx_session *s, mpx_value **out, mpx_error *err) {
+    return repl_make_inputs_but(s, NULL, out, err);
+}
+
+mpx_status repl_make_inputs_but(const mpx_session *s, const char *but, mpx_value **out, mpx_error *err) {
     const mpx_graph *g = s->graph;
     mpx_value *v = calloc(g->n_inputs ? (size_t)g->n_inputs : 1u, sizeof *v);
     if (!v) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     for (int i = 0; i < g->n_inputs; i++) v[i].n = -1;
     for (int i = 0; i < g->n_inputs; i++) {
-        mpx_status st = make_input(repl_find_spec(s, g->inputs[i]->name), g->inputs[i], &v[i], err);
+        if (but && but[i]) continue;
+        mpx_status st = make_input(s, repl_find_spec(s, g->inputs[i]->name), g->inputs[i], &v[i], err);
         if (st) {
             repl_free_inputs(s, v);
             return st;

@@ -12,7 +12,13 @@ mpx_status repl_cmd_load(mpx_session *s, int argc, char **argv, mpx_error *err) 
     char beside[4096];
     argv[1] = (char *)repl_beside_script(s, argv[1], false, beside, sizeof beside);
     mpx_graph *g = mpx_graph_load(argv[1], err);
-    if (!g) return err->status ? err->status : MPX_E_IO;
+    if (!g) {
+        char hint[4200];
+        repl_path_tail(argv[1], hint, sizeof hint);
+        size_t len = strlen(err->msg), hl = strlen(hint);
+        if (hl && len + hl < sizeof err->msg) memcpy(err->msg + len, hint, hl + 1);
+        return err->status ? err->status : MPX_E_IO;
+    }
     /* Shapes that are fully declared (no symbolic dims) are inferred at once. */
     mpx_status st = mpx_graph_infer(g, err);
     if (st != MPX_OK) {

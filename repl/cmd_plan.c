@@ -80,8 +80,11 @@ MPX_CMD(repl_cmd_rule) {
                         "warning: rule %d colours no node: it names %d node%s inside a body (%s, in %s's); a body "
                         "runs as one node, in that node's format: colour %s (colour name:%s ...)\n",
                         k + 1, inside, inside == 1 ? "" : "s", first->name, owner->name, owner->name, owner->name);
-            else
-                fprintf(s->info, "warning: rule %d matches no node of this model\n", k + 1);
+            else {
+                char hint[600];
+                fprintf(s->info, "warning: rule %d matches no node of this model%s\n", k + 1,
+                        mpx_rules_name_tail(r, k, s->graph, hint, sizeof hint));
+            }
         } else if (s->plan->rule_applied[k] == 0)
             fprintf(s->info, "warning: rule %d selects %d node%s but its condition holds for none\n", k + 1,
                     s->plan->rule_selected[k], s->plan->rule_selected[k] == 1 ? "" : "s");

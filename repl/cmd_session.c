@@ -129,6 +129,7 @@ MPX_CMD(repl_cmd_set) {
         mpx_compare_cache_free(s->run_cache);
         s->run_cache = NULL;
         repl_drop_sample_caches(s);
+        repl_decoded_drop(s, NULL);
         s->cache_mb = (int)v;
         break;
     }

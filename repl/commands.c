@@ -112,6 +112,9 @@ static const mpx_command commands[] = {
      "scale (32768: int16 range); rate resamples (libsamplerate, best sinc); length\n"
      "pads with zeros or cuts. Shape [n], [1, n] or [1, 1, n] by the input's rank.\n"
      "A file whose shape differs from the bound one binds its shape (and says so).\n"
+     "An image or sound is decoded (and resized or resampled) once for its binding and\n"
+     "kept for every run, search evaluation and data-set pass: a new binding, another\n"
+     "shape or the file written again decodes it again (`set cache`).\n"
      "An input never set is random normal(0, 1), seed 0.",
      repl_cmd_input, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_input},
     {"data", "data [<file.npz>|<folder>|'<glob>' [stacked] [limit <n>] [shuffle <seed>] | off]",
@@ -416,7 +419,8 @@ static const mpx_command commands[] = {
      "doc strings. tf32 is refused (no ONNX type). If branches get their casts inside\n"
      "them; a Loop's or Scan's body is written in the format the plan runs it in.\n"
      "Never overwrites the loaded model;\n"
-     "an existing file needs --force; the folder must exist; a failure leaves no file.\n"
+     "an existing file needs --force; missing folders are made below the current\n"
+     "folder only (as for every command that writes); a failure leaves no file.\n"
      "Weights of 1 KiB and more go to external data, <file.onnx>.data beside the model,\n"
      "when the model would pass protobuf's 2 GB limit, or always with --external.\n"
      "Check the result in ONNX Runtime with scripts/verify-export.sh.",
@@ -434,7 +438,8 @@ static const mpx_command commands[] = {
      "next command (the exit status still says a command failed).\n"
      "top: the rows `report` shows without --top (default 20).\n"
      "cache: megabytes of the last run's values `run` keeps (default 512; 0: none), so\n"
-     "a re-run after a recolour recomputes only the nodes downstream of the change.\n"
+     "a re-run after a recolour recomputes only the nodes downstream of the change;\n"
+     "a quarter of it keeps decoded images and sounds (input), 0 decodes at each run.\n"
      "memory: megabytes a file read may claim before mpx allocates for it (an .npz\n"
      "member's size, an image's width x height, a sound's frames); larger claims are\n"
      "refused by name. 0 (default): half the machine's physical memory.",

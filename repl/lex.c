@@ -102,6 +102,70 @@ bool repl_quote_word(char *buf, size_t n, const char *w) {
     return true;
 }
 
+char repl_last_word(const char *line, size_t *start, char *buf, size_t n) {
+    char q = 0;
+    size_t o = 0;
+    *start = 0;
+    if (n) buf[0] = '\0';
+    for (size_t i = 0; line[i]; i++) {
+        const char *p = line + i;
+        if (!q && blank(*p)) {
+            *start = i + 1;
+            o = 0;
+        } else if (!q && (*p == '\'' || *p == '"')) {
+            q = *p;
+        } else if (q && *p == q) {
+            q = 0;
+        } else {
+            if (q && escape_at(q, p)) p++, i++;
+            if (o + 1 < n) buf[o++] = *p;
+        }
+        if (n) buf[o] = '\0';
+    }
+    return q;
+}
+
+/* Append cand inside quote q (which is open) to buf at *o. */
+static bool put_quoted(char *buf, size_t n, size_t *o, char q, const char *cand) {
+    for (const char *c = cand; *c; c++) {
+        if (*o + 6 >= n) return false;
+        if (q == '"' && (*c == '"' || *c == '\\')) buf[(*o)++] = '\\';
+        if (q == '\'' && *c == '\'') { /* '...' holds no ': close, "'", reopen */
+            memcpy(buf + *o, "'\"'\"'", 5);
+            *o += 5;
+            continue;
+        }
+        buf[(*o)++] = *c;
+    }
+    buf[*o] = '\0';
+    return true;
+}
+
+bool repl_complete_quoted(const char *typed, char q, const char *cand, size_t done, bool open, char *buf, size_t n) {
+    size_t tl = strlen(typed), o = 0;
+    const char *rest = cand + (done < strlen(cand) ? done : strlen(cand));
+    bool special = strpbrk(cand, " \t#;'\"") != NULL;
+    if (!q && !special) { /* nothing to quote: the typed text and the rest */
+        if (tl + strlen(rest) + 1 > n) return false;
+        snprintf(buf, n, "%s%s", typed, rest);
+        return true;
+    }
+    if (!q && !strpbrk(typed, "'\"")) {
+        /* Nothing quoted yet: the whole word, as save writes it. */
+        if (!repl_quote_word(buf, n, cand)) return false;
+        if (open) buf[strlen(buf) - 1] = '\0';
+        return true;
+    }
+    if (tl + 2 > n) return false;
+    memcpy(buf, typed, tl);
+    o = tl;
+    if (!q) buf[o++] = q = strchr(rest, '\'') ? '"' : '\'';
+    buf[o] = '\0';
+    if (!put_quoted(buf, n, &o, q, rest)) return false;
+    if (!open) buf[o++] = q, buf[o] = '\0';
+    return true;
+}
+
 /* A byte at a time: a line of a gigabyte costs REPL_LINE_MAX of memory and
  * an error, not a gigabyte; a NUL byte (fgets would hide it, and a stream of
  * them, /dev/zero, would never end a line) stops the reading there. */

@@ -228,36 +228,73 @@ enum { COMPLETE_WORDS = 64 };
 
 static const mpx_session *completing; /* the session the prompt belongs to */
 
-static char *cand_next(const char *text, int state) {
+/* The candidates as they go on the line, handed to libedit one by one (it
+ * frees what it gets). */
+static char **quoted_cands;
+static int n_quoted, next_quoted;
+
+static char *quoted_next(const char *text, int state) {
     (void)text;
-    (void)state;
-    return repl_complete_take(); /* libedit frees what it gets */
+    if (state == 0) next_quoted = 0;
+    if (next_quoted < n_quoted) return quoted_cands[next_quoted++];
+    free(quoted_cands);
+    quoted_cands = NULL;
+    n_quoted = next_quoted = 0;
+    return NULL;
 }
 
 static char **complete(const char *text, int start, int end) {
     (void)end;
     rl_attempted_completion_over = 1; /* no fallback to libedit's own file names */
     rl_completion_append_character = ' ';
-    /* The words before the one being completed, read as commands are. */
-    char line[4096];
-    size_t n = (size_t)start < sizeof line - 1 ? (size_t)start : sizeof line - 1;
+    /* The word being completed as the command lexer reads it (libedit's
+     * word ends at any blank, quoted or not, and at quotes), and the words
+     * before it. */
+    char line[4096], word[4096];
+    size_t n = (size_t)end < sizeof line - 1 ? (size_t)end : sizeof line - 1, ws;
     memcpy(line, rl_line_buffer, n);
     line[n] = '\0';
+    char q = repl_last_word(line, &ws, word, sizeof word);
+    if ((size_t)start > n) return NULL;
+    char typed[4096];
+    snprintf(typed, sizeof typed, "%s", line + ws);
+    line[ws] = '\0';
     char *w[COMPLETE_WORDS];
     int pos = 0;
     mpx_error err;
     if (repl_split_words(line, &pos, w, COMPLETE_WORDS, true, &err)) return NULL;
     if (pos == COMPLETE_WORDS) return NULL;
-    int n_cands = repl_complete(completing, text, pos, w);
+    int n_cands = repl_complete(completing, word, pos, w);
     if (!n_cands) return NULL;
-    /* A folder goes on into itself, a figure's <what>. into its metric: no
-     * blank after them. */
-    if (n_cands == 1) {
-        const char *only = repl_complete_peek(0);
-        size_t l = strlen(only);
-        if (l && (only[l - 1] == '/' || only[l - 1] == '.')) rl_completion_append_character = '\0';
+    free(quoted_cands);
+    n_quoted = 0;
+    quoted_cands = malloc((size_t)n_cands * sizeof *quoted_cands);
+    if (!quoted_cands) {
+        repl_complete_free();
+        return NULL;
     }
-    return rl_completion_matches(text, cand_next);
+    /* Each candidate written back quoted where it needs it (a path with a
+     * blank), as the text that replaces libedit's word from start. */
+    const char *before = rl_line_buffer + ((size_t)start < ws ? (size_t)start : ws);
+    size_t lead = (size_t)start < ws ? ws - (size_t)start : 0, skip = (size_t)start > ws ? (size_t)start - ws : 0;
+    for (int i = 0; i < n_cands; i++) {
+        char *c = repl_complete_take();
+        size_t l = strlen(c);
+        /* A folder goes on into itself: its quote stays open, no blank after
+         * it; a figure's <what>. goes on into its metric, no blank either. */
+        bool open = l && c[l - 1] == '/';
+        if (n_cands == 1 && (open || (l && c[l - 1] == '.'))) rl_completion_append_character = '\0';
+        char quoted[8192], out[8192];
+        bool fits = repl_complete_quoted(typed, q, c, strlen(word), open, quoted, sizeof quoted);
+        free(c);
+        if (!fits || strlen(quoted) < skip || strncmp(quoted, typed, skip) != 0) continue;
+        snprintf(out, sizeof out, "%.*s%s", (int)lead, before, quoted + skip);
+        char *dup = strdup(out);
+        if (dup) quoted_cands[n_quoted++] = dup;
+    }
+    repl_complete_free();
+    if (!n_quoted) return NULL;
+    return rl_completion_matches(text, quoted_next);
 }
 
 /* ---- the prompt ------------------------------------------------------------------- */

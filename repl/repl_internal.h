@@ -34,6 +34,16 @@ const char *repl_dims_str(int rank, const int64_t *dims, char *buf, size_t n);
  * current folder (relative, no ".."), else a missing folder is an error
  * naming it. */
 mpx_status repl_make_parent(const mpx_session *s, const char *path, mpx_error *err);
+/* The same, noting in made the topmost folder it created ("" for none), so
+ * that a command failing after it can take the folders back out with
+ * repl_unmake_parent (which removes only empty ones). */
+mpx_status repl_make_parent_noted(const mpx_session *s, const char *path, char *made, size_t made_n,
+                                  mpx_error *err);
+void repl_unmake_parent(const char *path, const char *made);
+/* For a path that does not exist: "; did you mean <path>?" naming the
+ * existing path whose parts are each the closest entry of their folder to
+ * the part typed (mpx_name_hint's rule), else "" (into buf). */
+const char *repl_path_tail(const char *path, char *buf, size_t n);
 /* Write text to path whole or not at all (mpx_file_write_all: an exclusive
  * temporary file in its folder, synced, renamed), after repl_make_parent. */
 mpx_status repl_write_file(const mpx_session *s, const char *path, const char *text, mpx_error *err);
@@ -53,6 +63,19 @@ void repl_drop_run(mpx_session *s);
 mpx_status repl_image_size_hint(const mpx_tensor *t, mpx_error *err);
 /* The values a file spec (npy, image, audio) gives input t. */
 mpx_status repl_input_value(const mpx_input_spec *sp, const mpx_tensor *t, mpx_value *v, mpx_error *err);
+/* The same through the session's decoded inputs (s->decoded): an image or
+ * audio file is decoded once for what its value depends on (the input's
+ * name, rank, dims and dtype; the spec's kind, path, options; the file's
+ * device, inode, size and modification time), then copied; other kinds read
+ * as repl_input_value does. */
+mpx_status repl_input_value_kept(const mpx_session *s, const mpx_input_spec *sp, const mpx_tensor *t, mpx_value *v,
+                                 mpx_error *err);
+struct repl_decoded *repl_decoded_new(void);
+/* Drop the decoded inputs of input name (NULL: all). */
+void repl_decoded_drop(mpx_session *s, const char *name);
+/* How many image/audio files were decoded for inputs since the session
+ * began (what the decoded inputs save: tests read it). */
+long long repl_decoded_count(const mpx_session *s);
 typedef struct repl_dataset repl_dataset;
 void repl_data_free(repl_dataset *d);
 int repl_data_count(const repl_dataset *d);         /* 0 for NULL */
@@ -216,6 +239,9 @@ void repl_undo_trial(mpx_session *s);
  * normal, seed 0), in g->inputs order; free with repl_free_inputs. */
 mpx_status repl_make_inputs(const mpx_session *s, mpx_value **out, mpx_error *err);
 void repl_free_inputs(const mpx_session *s, mpx_value *v);
+/* The same but leaving out input i where but[i] is set (absent: n = -1), for
+ * a data-set sample that gives them itself. */
+mpx_status repl_make_inputs_but(const mpx_session *s, const char *but, mpx_value **out, mpx_error *err);
 
 /* ---- figures and conditions (figures.c): assert, search, sweep ---------- */
 MPX_CMD(repl_cmd_assert);
@@ -377,6 +403,17 @@ void repl_strip_comment(char *text);
 /* w as one word that repl_split_words reads back (quoted where needed);
  * false when it does not fit in n or holds a line break. */
 bool repl_quote_word(char *buf, size_t n, const char *w);
+/* The last word of line (being typed: it may hold a quote still open):
+ * where its text starts, what it reads as (into buf) and the quote left
+ * open (0: none). */
+char repl_last_word(const char *line, size_t *start, char *buf, size_t n);
+/* A completion cand of that word (typed: its text as on the line, reading as
+ * cand's first done characters; q: the quote left open) written as the
+ * lexer reads it back: quoted where cand holds a blank, a quote, # or ;.
+ * The typed text is kept when it already quotes (or needs no quoting),
+ * else the whole word is quoted. open: the word goes on (a folder), so its
+ * quote is not closed. False when it does not fit. */
+bool repl_complete_quoted(const char *typed, char q, const char *cand, size_t done, bool open, char *buf, size_t n);
 /* One line of in, its end of line kept, into *buf (grown, at most
  * REPL_LINE_MAX + 2 bytes): 0 and *len; 1 when the line is longer than
  * REPL_LINE_MAX (read up to the limit: repl_skip_line drops the rest); 2 at

@@ -28,6 +28,7 @@ void mpx_session_init(mpx_session *s, FILE *out) {
     s->pager = true;
     s->report_top = 20;
     s->cache_mb = 512;
+    s->decoded = repl_decoded_new(); /* NULL: inputs are decoded every time */
 }
 
 void repl_drop_run(mpx_session *s) {
@@ -64,6 +65,9 @@ void mpx_session_free(mpx_session *s) {
     s->n_specs = 0;
     repl_data_free(s->data);
     s->data = NULL;
+    repl_decoded_drop(s, NULL);
+    free(s->decoded);
+    s->decoded = NULL;
     mpx_file_guard_free(s->guard);
     s->guard = NULL;
 }
@@ -220,6 +224,7 @@ mpx_status repl_set_spec(mpx_session *s, const mpx_input_spec *sp, mpx_error *er
     for (int i = 0; i < s->n_specs; i++)
         if (strcmp(s->specs[i].name, sp->name) == 0) {
             s->specs[i] = *sp;
+            repl_decoded_drop(s, sp->name);
             return MPX_OK;
         }
     mpx_input_spec *grown = realloc(s->specs, (size_t)(s->n_specs + 1) * sizeof *grown);
@@ -232,6 +237,7 @@ mpx_status repl_set_spec(mpx_session *s, const mpx_input_spec *sp, mpx_error *er
 void repl_set_data(mpx_session *s, struct repl_dataset *d) {
     repl_data_free(s->data);
     s->data = d;
+    repl_decoded_drop(s, NULL); /* the values of another set's files */
     repl_drop_run(s); /* runs and caches were of another set's samples */
 }
 
@@ -266,6 +272,7 @@ mpx_status repl_set_graph(mpx_session *s, mpx_graph *g, const char *path, mpx_er
     s->n_specs = 0;
     repl_data_free(s->data); /* its files name another model's inputs */
     s->data = NULL;
+    repl_decoded_drop(s, NULL);
     mpx_graph_free(s->graph);
     s->graph = g;
     snprintf(s->model_path, sizeof s->model_path, "%s", path);

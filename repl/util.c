@@ -4,12 +4,14 @@
 #include "repl_internal.h"
 
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 void repl_json_exact(cJSON *obj, const char *key, double v, const char *nonfinite) {
     char buf[64];
@@ -89,6 +91,12 @@ mpx_status repl_parse_number(const char *text, const char *what, double *out, mp
 static bool below_cwd(const char *path) { return path[0] != '/' && !mpx_path_has_dotdot(path); }
 
 mpx_status repl_make_parent(const mpx_session *s, const char *path, mpx_error *err) {
+    return repl_make_parent_noted(s, path, NULL, 0, err);
+}
+
+mpx_status repl_make_parent_noted(const mpx_session *s, const char *path, char *made, size_t made_n,
+                                  mpx_error *err) {
+    if (made && made_n) made[0] = '\0';
     /* A file the session read (the model, its external data, a script, an
      * input), by any name, before any folder is made for it. */
     mpx_status guarded = mpx_file_check_target(path, s ? s->guard : NULL, err);
@@ -116,12 +124,72 @@ mpx_status repl_make_parent(const mpx_session *s, const char *path, mpx_error *e
                                      "only below the current one)", path, dir);
             } else if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
                 return mpx_error_set(err, MPX_E_IO, "cannot create folder %s for %s: %s", dir, path, strerror(errno));
+            } else if (made && made_n && !made[0]) {
+                snprintf(made, made_n, "%s", dir);
             }
             *p = c;
             if (!c) break;
         }
     }
     return MPX_OK;
+}
+
+void repl_unmake_parent(const char *path, const char *made) {
+    if (!made || !*made) return;
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s", path);
+    size_t top = strlen(made);
+    /* Deepest first; rmdir leaves a folder something was put in since. */
+    for (char *slash = strrchr(dir, '/'); slash && (size_t)(slash - dir) >= top; slash = strrchr(dir, '/')) {
+        *slash = '\0';
+        if (rmdir(dir) != 0) break;
+    }
+}
+
+const char *repl_path_tail(const char *path, char *buf, size_t n) {
+    if (n) buf[0] = '\0';
+    struct stat st;
+    if (!path || !*path || stat(path, &st) == 0 || errno != ENOENT || strlen(path) >= 4096) return buf;
+    /* Step by step: each part that does not exist is replaced by the closest
+     * entry of the folder so far (a typo in a folder's name as in the file's). */
+    char out[4096] = "", part[4096];
+    const char *p = path;
+    if (*p == '/') snprintf(out, sizeof out, "/"), p++;
+    while (*p) {
+        size_t len = strcspn(p, "/");
+        snprintf(part, sizeof part, "%.*s", (int)len, p);
+        size_t ol = strlen(out);
+        char cand[8192];
+        snprintf(cand, sizeof cand, "%s%s", out, part);
+        if (*part && stat(cand, &st) != 0) {
+            DIR *d = opendir(ol ? out : ".");
+            if (!d) return buf;
+            /* readdir reuses its entries, which a hint would point into: each
+             * entry is checked alone (a plausible typo?) and the best copied. */
+            char best[256] = "";
+            size_t best_dist = (size_t)-1;
+            for (struct dirent *e; (e = readdir(d)) != NULL;) {
+                if (e->d_name[0] == '.' && part[0] != '.') continue;
+                size_t dist = mpx_name_distance(part, e->d_name);
+                mpx_name_hint one;
+                mpx_name_hint_init(&one, part);
+                mpx_name_hint_add(&one, e->d_name);
+                if (mpx_name_hint_get(&one) && dist < best_dist) {
+                    best_dist = dist;
+                    snprintf(best, sizeof best, "%s", e->d_name);
+                }
+            }
+            closedir(d);
+            if (!*best) return buf;
+            snprintf(part, sizeof part, "%s", best);
+        }
+        if (ol + strlen(part) + 2 >= sizeof out) return buf;
+        strcat(out, part);
+        p += len;
+        if (*p == '/') strcat(out, "/"), p++;
+    }
+    if (strcmp(out, path) != 0 && stat(out, &st) == 0) snprintf(buf, n, "; did you mean %s?", out);
+    return buf;
 }
 
 mpx_status repl_write_file(const mpx_session *s, const char *path, const char *text, mpx_error *err) {

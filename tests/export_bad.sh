@@ -5,7 +5,8 @@
 # is refused with a message naming the problem, leaves no file (nor a
 # temporary one) and leaves the session as it was (same plan summary after
 # the refusals, in the same session). Also: the same plan exported twice
-# gives the same bytes, and --force replaces a file.
+# gives the same bytes, and --force replaces a file; missing folders are
+# made below the current folder only, and taken back out on a refusal.
 #
 # usage: export_bad.sh <mpx> <source_dir> <work_dir>
 set -eu
@@ -73,6 +74,18 @@ cmp -s "$W/plan_before.json" "$W/plan_after.json" || no "the plan changed across
 cmp -s "$W/g.onnx" "$W/g2.onnx" || no "the same plan exported twice differs"
 grep -q existing "$W/f.onnx" && no "--force did not replace f.onnx"
 grep -q '"casts"' "$W/f.json" || no "--json wrote no summary"
+
+# Folders follow the rule of every command that writes (repl_make_parent):
+# created below the current folder, refused elsewhere (the absolute
+# $W/nope above); an export refused after its folders were made takes them
+# back out (the all-fp32 plan of an .onnx file writes nothing).
+(cd "$W" && "$MPX" -c "load tiny32.onnx; export made/deep/m.onnx --json made/m.json") > "$W/made.log" 2>&1 ||
+  no "export into a missing folder below the current one failed: $(cat "$W/made.log")"
+[ -s "$W/made/deep/m.onnx" ] && [ -s "$W/made/m.json" ] || no "made/deep/m.onnx or made/m.json not written"
+(cd "$W" && "$MPX" -c "load tiny32.onnx; colour * red; export gone/deep/m.onnx") > "$W/gone.log" 2>&1 &&
+  no "the all-fp32 plan was exported"
+expect "$W/gone.log" "the plan runs no node in fp16"
+[ -e "$W/gone" ] && no "the refused export left the folder gone/"
 
 # Raising the opset for bf16: an opset-9 Softmax over axis 1 of a rank-3
 # input flattens to 2-D, which opset 13's Softmax cannot say: refused, naming

@@ -185,6 +185,38 @@ int main(void) {
     CHECK_MSG(mpx_session_exec(&s, "run", &err) == MPX_OK, "%s", err.msg);
     CHECK(s.run_plan == s.plan);
 
+    /* Completions written back quoted (the prompt's Tab): each reads back,
+     * through the lexer, as the candidate. */
+    static const struct {
+        const char *line, *cand;
+        bool open;
+        const char *want;
+    } quoting[] = {
+        {"load ex", "examples/tiny_cnn.json", false, "examples/tiny_cnn.json"},
+        {"load my", "my data/", true, "'my data/"},
+        {"load my", "my data/a b.onnx", false, "'my data/a b.onnx'"},
+        {"load 'my data/s", "my data/sub dir/", true, "'my data/sub dir/"},
+        {"load \"my d", "my data/x\"y.onnx", false, "\"my data/x\\\"y.onnx\""},
+        {"load 'my data/it", "my data/it's.json", false, "'my data/it'\"'\"'s.json'"},
+        {"load a\"b\"c", "abc d.onnx", false, "a\"b\"c' d.onnx'"},
+    };
+    for (size_t i = 0; i < sizeof quoting / sizeof quoting[0]; i++) {
+        size_t ws;
+        char word[256], out[512], back[600];
+        char q = repl_last_word(quoting[i].line, &ws, word, sizeof word);
+        CHECK_MSG(strncmp(word, quoting[i].cand, strlen(word)) == 0, "\"%s\" reads as \"%s\"", quoting[i].line, word);
+        CHECK(repl_complete_quoted(quoting[i].line + ws, q, quoting[i].cand, strlen(word), quoting[i].open, out,
+                                   sizeof out));
+        CHECK_MSG(strcmp(out, quoting[i].want) == 0, "\"%s\" + %s: got %s, want %s", quoting[i].line,
+                  quoting[i].cand, out, quoting[i].want);
+        /* A closed word reads back as the candidate. */
+        snprintf(back, sizeof back, "%s", out);
+        char *w[4];
+        int nw = 0;
+        if (!quoting[i].open && repl_split_words(back, &nw, w, 4, false, &err) == MPX_OK)
+            CHECK_MSG(nw == 1 && strcmp(w[0], quoting[i].cand) == 0, "%s reads back as %s", out, nw ? w[0] : "");
+    }
+
     repl_complete_free();
     mpx_session_free(&s);
     fclose(sink);
