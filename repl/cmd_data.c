@@ -555,6 +555,13 @@ done:
     return st;
 }
 
+/* The model input called name, or NULL. */
+static const mpx_tensor *input_named(const mpx_graph *g, const char *name) {
+    for (int i = 0; i < g->n_inputs; i++)
+        if (strcmp(g->inputs[i]->name, name) == 0) return g->inputs[i];
+    return NULL;
+}
+
 /* Put d in: bind the shapes its first sample brings where they differ from
  * the bound ones (every sample must then share them), check that the first
  * sample makes inputs. On failure the session keeps its old data set (a shape
@@ -565,9 +572,7 @@ static mpx_status adopt(mpx_session *s, repl_dataset *d, mpx_error *err) {
     mpx_status st = sample_shapes(s, d, 0, names, shapes, &n, 64, err);
     if (st) return repl_error_sample(err, 0, d->n, d->samples[0].label);
     for (int j = 0; j < n && !st; j++) {
-        const mpx_tensor *t = NULL;
-        for (int i = 0; i < s->graph->n_inputs; i++)
-            if (strcmp(s->graph->inputs[i]->name, names[j]) == 0) t = s->graph->inputs[i];
+        const mpx_tensor *t = input_named(s->graph, names[j]);
         char bound[256];
         if (!t || strcmp(shapes[j], "scalar") == 0) continue;
         repl_dims_str(t->rank, t->dims, bound, sizeof bound);
@@ -608,9 +613,7 @@ static mpx_status check_held_out(mpx_session *s, repl_dataset *d, mpx_error *err
     mpx_status st = sample_shapes(s, d, 0, names, shapes, &n, 64, err);
     if (st) return repl_error_sample(err, 0, d->n, d->samples[0].label);
     for (int j = 0; j < n; j++) {
-        const mpx_tensor *t = NULL;
-        for (int i = 0; i < s->graph->n_inputs; i++)
-            if (strcmp(s->graph->inputs[i]->name, names[j]) == 0) t = s->graph->inputs[i];
+        const mpx_tensor *t = input_named(s->graph, names[j]);
         char bound[256];
         if (!t || strcmp(shapes[j], "scalar") == 0) continue;
         repl_dims_str(t->rank, t->dims, bound, sizeof bound);
