@@ -328,7 +328,9 @@ struct mpx_graph {
     const char *name;
     const char *producer;  /* producer_name [producer_version] */
     int64_t ir_version;
-    int opset;             /* default-domain opset */
+    int opset;             /* default-domain opset (the form the nodes hold) */
+    int opset_file;        /* the file's, when older models were read in opset 7's form
+                            * (graph/onnx_legacy.c); 0 when it is opset */
 
     int n_tensors;
     mpx_tensor **tensors;
