@@ -331,6 +331,7 @@ struct mpx_graph {
     int opset;             /* default-domain opset (the form the nodes hold) */
     int opset_file;        /* the file's, when older models were read in opset 7's form
                             * (graph/onnx_legacy.c); 0 when it is opset */
+    int n_image_scalers;   /* ImageScaler nodes (opsets 1-9) read as Mul and Add */
 
     int n_tensors;
     mpx_tensor **tensors;

@@ -33,7 +33,8 @@
  *  - Upsample's height_scale/width_scale and upper-case mode (1) become
  *    scales [1, 1, h, w] and the mode's opset-7 name;
  *  - LpPool/GlobalLpPool's float p (1) becomes the integer p (2);
- *  - LSTM/GRU/RNN lose output_sequence (1): it only said whether Y is wired.
+ *  - LSTM/GRU/RNN lose output_sequence (1): it only said whether Y is wired;
+ *  - ImageScaler (experimental, opsets 1-9) becomes Mul and Add (below).
  * Ops whose inputs must be constants for the rewrite (Reshape's shape is an
  * attribute anyway; Split's sizes, Tile's tiles and axis) are refused by name
  * when they are computed. Loop and Scan bodies of such models are refused. */
@@ -125,7 +126,7 @@ static mpx_tensor *int_init(lctx *c, const mpx_node *n, const char *what, const 
     if (!t || mpx_tensor_declare(t, MPX_DT_INT64, 1, &dim, NULL, c->err) != MPX_OK ||
         mpx_tensor_alloc_value(c->g, t, MPX_DT_INT64, 1, &dim, c->err) != MPX_OK)
         return NULL;
-    memcpy(t->i64, vals, (size_t)k * sizeof *vals);
+    if (k) memcpy(t->i64, vals, (size_t)k * sizeof *vals);
     t->flags |= MPX_T_INITIALIZER;
     return t;
 }
@@ -256,6 +257,43 @@ static void out_ranks(lctx *c, const mpx_node *n) {
     for (int j = 0; j < n->n_outputs; j++) set_rank(c, n->outputs[j], j == 0 || is(n, "Split") ? r : -1);
 }
 
+/* ImageScaler (experimental in opsets 1-9, removed at 10; image models of
+ * that age open with it): y = scale * x + bias[c] on NCHW, read as
+ * Mul(x, scale) named "<node>/scale" then this node as Add(., bias as
+ * [C, 1, 1]); ONNX Runtime computes the same product then sum. */
+static mpx_status image_scaler(lctx *c, mpx_node *n) {
+    const mpx_attr *b = mpx_node_attr(n, "bias");
+    if (n->n_inputs != 1 || !n->inputs[0] || n->n_outputs != 1 || (b && b->type != MPX_ATTR_FLOATS))
+        return lfail(c, n, MPX_E_INVALID, "ImageScaler takes one input and gives one output, with bias a list of floats");
+    int nb = b ? b->n : 0;
+    char nm[900];
+    snprintf(nm, sizeof nm, "%.700s/scale", n->name);
+    mpx_tensor *st = fresh_tensor(c, n->name, "scale"), *bt = fresh_tensor(c, n->name, "bias"),
+               *mid = fresh_tensor(c, n->name, "scaled");
+    int64_t bdims[3] = {nb, 1, 1};
+    if (!st || !bt || !mid || mpx_tensor_declare(st, MPX_DT_FLOAT, 0, NULL, NULL, c->err) != MPX_OK ||
+        mpx_tensor_alloc_value(c->g, st, MPX_DT_FLOAT, 0, NULL, c->err) != MPX_OK ||
+        mpx_tensor_declare(bt, MPX_DT_FLOAT, 3, bdims, NULL, c->err) != MPX_OK ||
+        mpx_tensor_alloc_value(c->g, bt, MPX_DT_FLOAT, 3, bdims, c->err) != MPX_OK)
+        return oom(c);
+    st->f32[0] = mpx_node_attr_float(n, "scale", 1.0f);
+    for (int i = 0; i < nb; i++) bt->f32[i] = b->floats[i];
+    st->flags |= MPX_T_INITIALIZER, bt->flags |= MPX_T_INITIALIZER;
+    mpx_node *mul = mpx_graph_add_node(c->g, nm, "Mul", "", 2, 1, 0);
+    if (!mul || !resize_inputs(c, n, 2)) return oom(c);
+    mul->inputs[0] = n->inputs[0], mul->inputs[1] = st, mul->outputs[0] = mid;
+    mul->opset = n->opset;
+    set_rank(c, mid, rank_of(c, n->inputs[0]));
+    const char *add = mpx_arena_strdup(c->g->arena, "Add");
+    if (!add) return oom(c);
+    n->op_type = add;
+    n->inputs[0] = mid, n->inputs[1] = bt;
+    drop_attr(n, "bias");
+    drop_attr(n, "scale");
+    c->g->n_image_scalers++;
+    return MPX_OK;
+}
+
 static mpx_status node(lctx *c, mpx_node *n) {
     drop_attr(n, "consumed_inputs");
     if (n->body)
@@ -274,7 +312,10 @@ static mpx_status node(lctx *c, mpx_node *n) {
     } else if (is(n, "Reshape")) {
         const int64_t *v;
         int k = mpx_node_attr_ints(n, "shape", &v);
-        if (mpx_node_attr(n, "shape")) {
+        const mpx_attr *a = mpx_node_attr(n, "shape");
+        if (a && a->type != MPX_ATTR_INTS)
+            return lfail(c, n, MPX_E_INVALID, "the shape attribute is not a list of integers");
+        if (a) {
             mpx_tensor *s = int_init(c, n, "shape", v, k);
             if (!s || !resize_inputs(c, n, 2)) return oom(c);
             n->inputs[1] = s;
@@ -372,8 +413,8 @@ static bool default_domain(const char *d) { return !d || !*d || strcmp(d, "ai.on
 
 mpx_status mpx_onnx_legacy_rewrite(mpx_graph *g, int opset, mpx_error *err) {
     int n0 = g->n_nodes;
-    /* Each node adds at most two tensors. */
-    lctx c = {.g = g, .err = err, .opset = opset, .cap = g->n_tensors + 2 * n0 + 1};
+    /* Each node adds at most three tensors. */
+    lctx c = {.g = g, .err = err, .opset = opset, .cap = g->n_tensors + 3 * n0 + 1};
     c.rank = malloc((size_t)c.cap * sizeof *c.rank);
     if (!c.rank) return oom(&c);
     for (int i = 0; i < c.cap; i++) c.rank[i] = -1;
@@ -387,12 +428,13 @@ mpx_status mpx_onnx_legacy_rewrite(mpx_graph *g, int opset, mpx_error *err) {
     for (int i = 0; i < n0 && st == MPX_OK; i++) {
         mpx_node *n = g->nodes[i];
         if (!default_domain(n->domain)) continue;
-        st = node(&c, n);
-        n->opset = 7;
+        if (is(n, "ImageScaler")) st = image_scaler(&c, n);
+        else if (opset < 7) st = node(&c, n);
+        if (opset < 7) n->opset = 7;
         if (st == MPX_OK) out_ranks(&c, n);
     }
     free(c.rank);
-    if (st != MPX_OK) return st;
+    if (st != MPX_OK || opset >= 7) return st;
     g->opset_file = opset;
     g->opset = 7;
     return MPX_OK;

@@ -26,7 +26,11 @@ Good models (opset in the name):
  - split_input_v1: Split with the split sizes as input 1 (opset 1);
  - tile_v1: Tile with tiles and axis inputs (opset 1); tile_v6: repeats;
  - pools_v1: LpPool and GlobalLpPool with a float p, LRN, InstanceNormalization,
-   PRelu, Upsample with height_scale/width_scale (opset 1).
+   PRelu, Upsample with height_scale/width_scale (opset 1);
+ - rnn_v1 / rnn_v3: LSTM, RNN (reverse) and GRU with output_sequence, GRU
+   with linear_before_reset (opset 3);
+ - imagescaler_v6 / imagescaler_v8: ImageScaler (experimental through opset
+   9), which mpx reads as Mul and Add.
 Bad models (refused with the node named and a way out):
  - bad_tile_v1: Tile whose tiles input is computed, not a constant;
  - bad_axis_v6: Add with broadcast=1 and axis whose input A comes from an op
@@ -260,6 +264,30 @@ def pools_v1(out_dir):
     return write(out_dir, "pools_v1", 1, nodes, inits, [2, 3, 4, 6], ["lp", "glp", "lrn", "up"])
 
 
+def rnn_v1(out_dir, opset):
+    """LSTM, GRU and RNN with output_sequence (opset 1); GRU's
+    linear_before_reset from opset 3."""
+    h = 5
+    seq = {"output_sequence": 1}
+    nodes = [N("LSTM", ["X", "lw", "lr", "lb"], ["ly", "lh"], hidden_size=h, **seq),
+             N("RNN", ["X", "rw", "rr", "rb"], ["ry", "rh"], hidden_size=h, direction="reverse", **seq),
+             N("GRU", ["X", "gw", "gr", "gb"], ["gy", "gh"], hidden_size=h, direction="forward",
+               **({"linear_before_reset": 1} if opset >= 3 else {}))]
+    inits = [rand("lw", [1, 4 * h, 3], -0.5, 0.5), rand("lr", [1, 4 * h, h], -0.5, 0.5), rand("lb", [1, 8 * h], -0.5, 0.5),
+             rand("rw", [1, h, 3], -0.5, 0.5), rand("rr", [1, h, h], -0.5, 0.5), rand("rb", [1, 2 * h], -0.5, 0.5),
+             rand("gw", [1, 3 * h, 3], -0.5, 0.5), rand("gr", [1, 3 * h, h], -0.5, 0.5), rand("gb", [1, 6 * h], -0.5, 0.5)]
+    return write(out_dir, "rnn_v%d" % opset, opset, nodes, inits, [4, 2, 3], ["ly", "lh", "ry", "rh", "gy", "gh"])
+
+
+def image_scaler(out_dir, opset):
+    """ImageScaler (experimental through opset 9; ORT runs it itself, so the
+    twin keeps it) after a Conv, before a Relu."""
+    nodes = [N("Conv", ["X", "w"], ["c"], kernel_shape=[1, 1]),
+             N("ImageScaler", ["c"], ["is"], scale=0.75, bias=[0.1, -0.2, 0.3, 0.05]),
+             N("Relu", ["is"], ["y"])]
+    return write(out_dir, "imagescaler_v%d" % opset, opset, nodes, [rand("w", [4, 3, 1, 1])], [2, 3, 5, 4], ["y"])
+
+
 def bad_tile_v1(out_dir):
     nodes = [N("Shape", ["X"], ["s"]),
              N("Slice", ["s"], ["n"], starts=[0], ends=[1]),
@@ -283,7 +311,8 @@ def main():
     os.makedirs(out_dir, exist_ok=True)
     good = [unary_v1(out_dir), bn_conv(out_dir, 1), bn_conv(out_dir, 6), bn_nonspatial_v6(out_dir),
             binary_axis(out_dir, 6), binary_axis(out_dir, 1), logic_axis_v1(out_dir), data_v2(out_dir),
-            pad_v1(out_dir), split_input_v1(out_dir), tile_v1(out_dir), tile_v6(out_dir), pools_v1(out_dir)]
+            pad_v1(out_dir), split_input_v1(out_dir), tile_v1(out_dir), tile_v6(out_dir), pools_v1(out_dir), rnn_v1(out_dir, 1),
+            rnn_v1(out_dir, 3), image_scaler(out_dir, 6), image_scaler(out_dir, 8)]
     bad_tile_v1(out_dir)
     bad_axis_v6(out_dir)
     for name, shape in good:

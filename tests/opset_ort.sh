@@ -71,6 +71,15 @@ refused() {
 }
 refused bad_tile_v1 bad_tile_v1 "" "node \"Tile_2\" (Tile, opset 1): Tile of opset 1 takes tiles and axis as inputs 1 and 2; mpx reads them only as one-element constants"
 refused bad_axis_v6 bad_axis_v6 "" "node \"Add_1\" (Add, opset 6): broadcast=1 with axis=1 aligns input B with input A's dims from that axis, which needs the rank of input A \"f\""
+n=$((n + 1))
+if out=$("$MPX" -c "load $M/imagescaler_v8.onnx; colour * green; export $WORK/out8.onnx" 2>&1); then
+  echo "opset_ort export_imagescaler: FAIL: not refused"; failed=$((failed + 1))
+else
+  case $out in
+    *"the model holds ImageScaler"*) echo "export_imagescaler: refused" ;;
+    *) echo "$out"; echo "opset_ort export_imagescaler: FAIL: not the expected message"; failed=$((failed + 1)) ;;
+  esac
+fi
 refused export_v6 bn_conv_v6 "; colour * green; export $WORK/out.onnx" "the model is ONNX opset 6, which mpx reads in opset 7's form"
 
 echo "opset_ort: $n checks, $failed failed"
