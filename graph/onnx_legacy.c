@@ -34,7 +34,9 @@
  *    scales [1, 1, h, w] and the mode's opset-7 name;
  *  - LpPool/GlobalLpPool's float p (1) becomes the integer p (2);
  *  - LSTM/GRU/RNN lose output_sequence (1): it only said whether Y is wired;
- *  - ImageScaler (experimental, opsets 1-9) becomes Mul and Add (below).
+ *  - ImageScaler (experimental, opsets 1-9) becomes Mul and Add, and
+ *    MeanVarianceNormalization's experimental form (before 9) opset 9's
+ *    (below).
  * Ops whose inputs must be constants for the rewrite (Reshape's shape is an
  * attribute anyway; Split's sizes, Tile's tiles and axis) are refused by name
  * when they are computed. Loop and Scan bodies of such models are refused. */
@@ -257,6 +259,58 @@ static void out_ranks(lctx *c, const mpx_node *n) {
     for (int j = 0; j < n->n_outputs; j++) set_rank(c, n->outputs[j], j == 0 || is(n, "Split") ? r : -1);
 }
 
+static void note_split(lctx *c, const mpx_node *n, const char *op) {
+    if (!c->g->split_node) c->g->split_node = n->name, c->g->split_op = op;
+}
+
+/* MeanVarianceNormalization before opset 9 (experimental): across_channels
+ * and normalize_variance instead of axes. ONNX Runtime, the reference for
+ * this op, normalises over N, H, W (across_channels=0, the default) or over
+ * every dim (1), as opset 9's axes [0, 2, 3] and [0, 1, 2, 3] for NCHW;
+ * normalize_variance=0 only subtracts that mean, which is read as
+ * Sub(X, ReduceMean(X, axes, keepdims=1)). */
+static mpx_status mvn(lctx *c, mpx_node *n) {
+    if (mpx_node_attr(n, "axes")) return MPX_OK;
+    bool across = mpx_node_attr_int(n, "across_channels", 0) != 0;
+    bool var = mpx_node_attr_int(n, "normalize_variance", 1) != 0;
+    drop_attr(n, "across_channels");
+    drop_attr(n, "normalize_variance");
+    if (!across && var) return MPX_OK; /* opset 9's default axes */
+    int r = n->n_inputs == 1 && n->inputs[0] ? rank_of(c, n->inputs[0]) : -1;
+    if (r < 2)
+        return lfail(c, n, MPX_E_UNSUPPORTED,
+                     "across_channels=%d normalize_variance=%d: the rank of the input could not be followed from the "
+                     "declared shapes (declare its shape in the model's value_info)", across, var);
+    mpx_node *red = n;
+    mpx_tensor *mean = NULL;
+    if (!var) {
+        char nm[900];
+        snprintf(nm, sizeof nm, "%.700s/mean", n->name);
+        mean = fresh_tensor(c, n->name, "mean");
+        red = mean ? mpx_graph_add_node(c->g, nm, "ReduceMean", "", 1, 1, 0) : NULL;
+        if (!red || !resize_inputs(c, n, 2)) return oom(c);
+        red->inputs[0] = n->inputs[0], red->outputs[0] = mean, red->opset = n->opset;
+        mpx_attr *k = add_attr(c, red, "keepdims", MPX_ATTR_INT);
+        if (!k) return oom(c);
+        k->i = 1;
+        set_rank(c, mean, r);
+    }
+    mpx_attr *a = add_attr(c, red, "axes", MPX_ATTR_INTS);
+    int64_t *axes = a ? mpx_arena_calloc(c->g->arena, (size_t)r, sizeof *axes) : NULL;
+    if (!axes) return oom(c);
+    a->ints = axes;
+    for (int i = 0; i < r; i++)
+        if (across || i != 1) axes[a->n++] = i;
+    if (!var) {
+        const char *sub = mpx_arena_strdup(c->g->arena, "Sub");
+        if (!sub) return oom(c);
+        n->op_type = sub;
+        n->inputs[1] = mean;
+        note_split(c, n, "MeanVarianceNormalization");
+    }
+    return MPX_OK;
+}
+
 /* ImageScaler (experimental in opsets 1-9, removed at 10; image models of
  * that age open with it): y = scale * x + bias[c] on NCHW, read as
  * Mul(x, scale) named "<node>/scale" then this node as Add(., bias as
@@ -290,7 +344,7 @@ static mpx_status image_scaler(lctx *c, mpx_node *n) {
     n->inputs[0] = mid, n->inputs[1] = bt;
     drop_attr(n, "bias");
     drop_attr(n, "scale");
-    c->g->n_image_scalers++;
+    note_split(c, n, "ImageScaler");
     return MPX_OK;
 }
 
@@ -429,6 +483,7 @@ mpx_status mpx_onnx_legacy_rewrite(mpx_graph *g, int opset, mpx_error *err) {
         mpx_node *n = g->nodes[i];
         if (!default_domain(n->domain)) continue;
         if (is(n, "ImageScaler")) st = image_scaler(&c, n);
+        else if (is(n, "MeanVarianceNormalization") && opset < 9) st = mvn(&c, n);
         else if (opset < 7) st = node(&c, n);
         if (opset < 7) n->opset = 7;
         if (st == MPX_OK) out_ranks(&c, n);

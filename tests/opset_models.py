@@ -30,7 +30,9 @@ Good models (opset in the name):
  - rnn_v1 / rnn_v3: LSTM, RNN (reverse) and GRU with output_sequence, GRU
    with linear_before_reset (opset 3);
  - imagescaler_v6 / imagescaler_v8: ImageScaler (experimental through opset
-   9), which mpx reads as Mul and Add.
+   9), which mpx reads as Mul and Add;
+ - mvn_v6 / mvn_v8: MeanVarianceNormalization's experimental form with each
+   across_channels and normalize_variance.
 Bad models (refused with the node named and a way out):
  - bad_tile_v1: Tile whose tiles input is computed, not a constant;
  - bad_axis_v6: Add with broadcast=1 and axis whose input A comes from an op
@@ -288,6 +290,17 @@ def image_scaler(out_dir, opset):
     return write(out_dir, "imagescaler_v%d" % opset, opset, nodes, [rand("w", [4, 3, 1, 1])], [2, 3, 5, 4], ["y"])
 
 
+def mvn(out_dir, opset):
+    """MeanVarianceNormalization's experimental form (before opset 9):
+    across_channels and normalize_variance (ORT runs it itself, so the twin
+    keeps it)."""
+    nodes = [N("MeanVarianceNormalization", ["X"], ["m00"], across_channels=0, normalize_variance=0),
+             N("MeanVarianceNormalization", ["X"], ["m01"]),
+             N("MeanVarianceNormalization", ["X"], ["m11"], across_channels=1, normalize_variance=1),
+             N("MeanVarianceNormalization", ["X"], ["m10"], across_channels=1, normalize_variance=0)]
+    return write(out_dir, "mvn_v%d" % opset, opset, nodes, [], [2, 3, 4, 5], ["m00", "m01", "m11", "m10"])
+
+
 def bad_tile_v1(out_dir):
     nodes = [N("Shape", ["X"], ["s"]),
              N("Slice", ["s"], ["n"], starts=[0], ends=[1]),
@@ -312,7 +325,8 @@ def main():
     good = [unary_v1(out_dir), bn_conv(out_dir, 1), bn_conv(out_dir, 6), bn_nonspatial_v6(out_dir),
             binary_axis(out_dir, 6), binary_axis(out_dir, 1), logic_axis_v1(out_dir), data_v2(out_dir),
             pad_v1(out_dir), split_input_v1(out_dir), tile_v1(out_dir), tile_v6(out_dir), pools_v1(out_dir), rnn_v1(out_dir, 1),
-            rnn_v1(out_dir, 3), image_scaler(out_dir, 6), image_scaler(out_dir, 8)]
+            rnn_v1(out_dir, 3), image_scaler(out_dir, 6), image_scaler(out_dir, 8),
+            mvn(out_dir, 6), mvn(out_dir, 8)]
     bad_tile_v1(out_dir)
     bad_axis_v6(out_dir)
     for name, shape in good:

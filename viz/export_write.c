@@ -113,11 +113,11 @@ mpx_status mpx_viz_export_onnx(const mpx_plan *p, const char *path, bool force, 
                              "onnx, onnx.version_converter as v; onnx.save(v.convert_version(onnx.load('in.onnx'), 7), "
                              "'out.onnx')\"), load that and export it",
                              g->opset_file);
-    if (g->n_image_scalers > 0)
+    if (g->split_node)
         return mpx_error_set(err, MPX_E_UNSUPPORTED,
-                             "the model holds ImageScaler (an experimental op of opsets 1-9), which mpx reads as Mul "
-                             "and Add; export writes the file's own nodes, so replace it with Mul and Add in the file "
-                             "first");
+                             "node \"%s\" (%s, an experimental op of the model's opset) is read by mpx as two "
+                             "standard ops; export writes the file's own nodes, so replace it with them in the file "
+                             "first", g->split_node, g->split_op);
     /* An all-fp32 plan of an .onnx model would write the loaded model again;
      * of a JSON model it writes the fp32 reference as ONNX, which is useful. */
     bool from_file = g->path && has_ext(g->path, ".onnx");
