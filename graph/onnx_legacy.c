@@ -81,8 +81,9 @@ static int rank_of(const lctx *c, const mpx_tensor *t) {
     return t && t->index < c->cap ? c->rank[t->index] : -1;
 }
 
+/* (a rank mpx cannot hold is unknown: shape inference names the fault) */
 static void set_rank(lctx *c, const mpx_tensor *t, int r) {
-    if (t && t->index < c->cap) c->rank[t->index] = r;
+    if (t && t->index < c->cap) c->rank[t->index] = r >= 0 && r <= MPX_MAX_RANK ? r : -1;
 }
 
 static void drop_attr(mpx_node *n, const char *name) {
@@ -416,10 +417,10 @@ static mpx_status node(lctx *c, mpx_node *n) {
             return lfail(c, n, MPX_E_UNSUPPORTED,
                          "Tile of opset 1 takes tiles and axis as inputs 1 and 2; mpx reads them only as one-element "
                          "constants (opset 6 made them one repeats input)");
-        if (r < 0)
+        if (r < 0 || !n->inputs[0])
             return lfail(c, n, MPX_E_UNSUPPORTED,
                          "the rank of input \"%s\" could not be followed from the declared shapes (declare its shape "
-                         "in the model's value_info)", n->inputs[0]->name);
+                         "in the model's value_info)", n->inputs[0] ? n->inputs[0]->name : "");
         int64_t axis = av[0] < 0 ? av[0] + r : av[0];
         if (axis < 0 || axis >= r)
             return lfail(c, n, MPX_E_INVALID, "axis %lld is outside the input's %d dims", (long long)av[0], r);
@@ -454,7 +455,7 @@ static mpx_status node(lctx *c, mpx_node *n) {
     } else if (is(n, "LpPool") || is(n, "GlobalLpPool")) {
         mpx_attr *p = attr_mut(n, "p");
         if (p && p->type == MPX_ATTR_FLOAT) {
-            if (p->f != (float)(int64_t)p->f || p->f < 1)
+            if (!(p->f >= 1 && p->f <= 1e6f) || p->f != (float)(int64_t)p->f)
                 return lfail(c, n, MPX_E_UNSUPPORTED, "p=%g: opset 2 made p an integer, and mpx computes integer p only",
                              (double)p->f);
             p->type = MPX_ATTR_INT, p->i = (int64_t)p->f;
