@@ -131,6 +131,7 @@ static mpx_tensor *int_init(lctx *c, const mpx_node *n, const char *what, const 
         return NULL;
     if (k) memcpy(t->i64, vals, (size_t)k * sizeof *vals);
     t->flags |= MPX_T_INITIALIZER;
+    set_rank(c, t, 1);
     return t;
 }
 
@@ -334,6 +335,8 @@ static mpx_status image_scaler(lctx *c, mpx_node *n) {
     st->f32[0] = mpx_node_attr_float(n, "scale", 1.0f);
     for (int i = 0; i < nb; i++) bt->f32[i] = b->floats[i];
     st->flags |= MPX_T_INITIALIZER, bt->flags |= MPX_T_INITIALIZER;
+    set_rank(c, st, 0);
+    set_rank(c, bt, 3);
     mpx_node *mul = mpx_graph_add_node(c->g, nm, "Mul", "", 2, 1, 0);
     if (!mul || !resize_inputs(c, n, 2)) return oom(c);
     mul->inputs[0] = n->inputs[0], mul->inputs[1] = st, mul->outputs[0] = mid;

@@ -287,7 +287,11 @@ def image_scaler(out_dir, opset):
     nodes = [N("Conv", ["X", "w"], ["c"], kernel_shape=[1, 1]),
              N("ImageScaler", ["c"], ["is"], scale=0.75, bias=[0.1, -0.2, 0.3, 0.05]),
              N("Relu", ["is"], ["y"])]
-    return write(out_dir, "imagescaler_v%d" % opset, opset, nodes, [rand("w", [4, 3, 1, 1])], [2, 3, 5, 4], ["y"])
+    inits = [rand("w", [4, 3, 1, 1])]
+    if opset < 7:  # a broadcast axis on its output: its rank is followed through the rewrite
+        nodes += [N("Add", ["y", "ab"], ["y2"], broadcast=1, axis=1)]
+        inits += [rand("ab", [4])]
+    return write(out_dir, "imagescaler_v%d" % opset, opset, nodes, inits, [2, 3, 5, 4], ["y"] + (["y2"] if opset < 7 else []))
 
 
 def mvn(out_dir, opset):
