@@ -331,9 +331,9 @@ struct mpx_graph {
     int opset;             /* default-domain opset (the form the nodes hold) */
     int opset_file;        /* the file's, when older models were read in opset 7's form
                             * (graph/onnx_legacy.c); 0 when it is opset */
-    /* The first node of an experimental op of opsets 1-8/9 the loader read as
-     * other ops (ImageScaler as Mul and Add; MeanVarianceNormalization
-     * without normalize_variance as Sub and ReduceMean); NULL if none. */
+    /* The first node of an experimental op of opsets 1-9 the loader read as
+     * standard ops (graph/onnx_legacy.c: ImageScaler as Mul and Add, ...),
+     * which export cannot map back to the file; NULL if none. */
     const char *split_node;
     const char *split_op;
 

@@ -34,9 +34,10 @@
  *    scales [1, 1, h, w] and the mode's opset-7 name;
  *  - LpPool/GlobalLpPool's float p (1) becomes the integer p (2);
  *  - LSTM/GRU/RNN lose output_sequence (1): it only said whether Y is wired;
- *  - ImageScaler (experimental, opsets 1-9) becomes Mul and Add, and
- *    MeanVarianceNormalization's experimental form (before 9) opset 9's
- *    (below).
+ *  - the experimental ops of opsets 1-9 that ONNX Runtime runs become
+ *    standard ops (below): ImageScaler, Scale, Affine, ScaledTanh,
+ *    ParametricSoftplus and Crop, and MeanVarianceNormalization's
+ *    experimental form (before 9) opset 9's.
  * Ops whose inputs must be constants for the rewrite (Reshape's shape is an
  * attribute anyway; Split's sizes, Tile's tiles and axis) are refused by name
  * when they are computed. Loop and Scan bodies of such models are refused. */
@@ -313,6 +314,92 @@ static mpx_status mvn(lctx *c, mpx_node *n) {
     return MPX_OK;
 }
 
+/* The other experimental element-wise ops of opsets 1-9 that ONNX Runtime
+ * runs, read as chains of standard ops on scalars (ORT computes them in the
+ * same steps): Scale: x * scale; Affine: x * alpha + beta; ScaledTanh:
+ * alpha * tanh(beta * x); ParametricSoftplus: alpha * softplus(beta * x).
+ * The last step is the node itself (name and output kept), the others are
+ * "<node>/<k>_<op>". */
+typedef struct {
+    const char *op;
+    const char *attr; /* the scalar operand's attribute, NULL for a unary op */
+    float dflt;
+} step;
+
+static mpx_status chain(lctx *c, mpx_node *n, const step *s, int k) {
+    if (n->n_inputs != 1 || !n->inputs[0] || n->n_outputs != 1 || !n->outputs[0])
+        return lfail(c, n, MPX_E_INVALID, "it takes one input and gives one output");
+    const char *op = n->op_type;
+    float vals[4];
+    for (int i = 0; i < k; i++) vals[i] = s[i].attr ? mpx_node_attr_float(n, s[i].attr, s[i].dflt) : 0.0f;
+    mpx_tensor *cur = n->inputs[0];
+    int r = rank_of(c, cur);
+    for (int i = 0; i < k; i++) {
+        mpx_tensor *kt = NULL;
+        char what[32];
+        if (s[i].attr) {
+            snprintf(what, sizeof what, "%s", s[i].attr);
+            kt = fresh_tensor(c, n->name, what);
+            if (!kt || mpx_tensor_declare(kt, MPX_DT_FLOAT, 0, NULL, NULL, c->err) != MPX_OK ||
+                mpx_tensor_alloc_value(c->g, kt, MPX_DT_FLOAT, 0, NULL, c->err) != MPX_OK)
+                return oom(c);
+            kt->f32[0] = vals[i];
+            kt->flags |= MPX_T_INITIALIZER;
+            set_rank(c, kt, 0);
+        }
+        mpx_node *m;
+        if (i == k - 1) {
+            m = n;
+            n->op_type = mpx_arena_strdup(c->g->arena, s[i].op);
+            if (!n->op_type || !resize_inputs(c, n, kt ? 2 : 1)) return oom(c);
+            n->n_attrs = 0;
+        } else {
+            char nm[900];
+            snprintf(nm, sizeof nm, "%.700s/%d_%s", n->name, i, s[i].op);
+            snprintf(what, sizeof what, "step%d", i);
+            mpx_tensor *out = fresh_tensor(c, n->name, what);
+            m = out ? mpx_graph_add_node(c->g, nm, s[i].op, "", kt ? 2 : 1, 1, 0) : NULL;
+            if (!m) return oom(c);
+            m->outputs[0] = out, m->opset = n->opset;
+            set_rank(c, out, r);
+        }
+        m->inputs[0] = cur;
+        if (kt) m->inputs[1] = kt;
+        cur = m->outputs[0];
+    }
+    note_split(c, n, op);
+    return MPX_OK;
+}
+
+/* Crop (experimental, opsets 1-9; ORT runs it): NCHW with border [left,
+ * top, right, bottom] and optional scale [height, width], read as Slice of
+ * dims 2 and 3 (a negative end counts from the end, so H and W need not be
+ * known at load). */
+static mpx_status crop(lctx *c, mpx_node *n) {
+    const int64_t *b, *sc;
+    int nb = mpx_node_attr_ints(n, "border", &b), ns = mpx_node_attr_ints(n, "scale", &sc);
+    if (nb != 4 || (ns != 0 && ns != 2) || n->n_inputs != 1 || !n->inputs[0])
+        return lfail(c, n, MPX_E_INVALID, "Crop takes one input, border as 4 integers and scale as none or 2");
+    int64_t st[2] = {b[1], b[0]}, en[2], ax[2] = {2, 3};
+    for (int i = 0; i < 2; i++)
+        en[i] = ns ? st[i] + sc[i] : b[3 - i] ? -b[3 - i] : INT64_MAX;
+    const char *op = n->op_type;
+    n->op_type = mpx_arena_strdup(c->g->arena, "Slice");
+    if (!n->op_type) return oom(c);
+    n->n_attrs = 0;
+    const char *names[3] = {"starts", "ends", "axes"};
+    const int64_t *src[3] = {st, en, ax};
+    for (int j = 0; j < 3; j++) {
+        mpx_attr *a = add_attr(c, n, names[j], MPX_ATTR_INTS);
+        int64_t *v = a ? mpx_arena_calloc(c->g->arena, 2, sizeof *v) : NULL;
+        if (!v) return oom(c);
+        v[0] = src[j][0], v[1] = src[j][1];
+        a->ints = v, a->n = 2;
+    }
+    note_split(c, n, op);
+    return MPX_OK;
+}
+
 /* ImageScaler (experimental in opsets 1-9, removed at 10; image models of
  * that age open with it): y = scale * x + bias[c] on NCHW, read as
  * Mul(x, scale) named "<node>/scale" then this node as Add(., bias as
@@ -471,8 +558,8 @@ static bool default_domain(const char *d) { return !d || !*d || strcmp(d, "ai.on
 
 mpx_status mpx_onnx_legacy_rewrite(mpx_graph *g, int opset, mpx_error *err) {
     int n0 = g->n_nodes;
-    /* Each node adds at most three tensors. */
-    lctx c = {.g = g, .err = err, .opset = opset, .cap = g->n_tensors + 3 * n0 + 1};
+    /* Each node adds at most five tensors. */
+    lctx c = {.g = g, .err = err, .opset = opset, .cap = g->n_tensors + 5 * n0 + 1};
     c.rank = malloc((size_t)c.cap * sizeof *c.rank);
     if (!c.rank) return oom(&c);
     for (int i = 0; i < c.cap; i++) c.rank[i] = -1;
@@ -488,6 +575,14 @@ mpx_status mpx_onnx_legacy_rewrite(mpx_graph *g, int opset, mpx_error *err) {
         if (!default_domain(n->domain)) continue;
         if (is(n, "ImageScaler")) st = image_scaler(&c, n);
         else if (is(n, "MeanVarianceNormalization") && opset < 9) st = mvn(&c, n);
+        else if (is(n, "Crop")) st = crop(&c, n);
+        else if (is(n, "Scale")) st = chain(&c, n, (const step[]){{"Mul", "scale", 1.0f}}, 1);
+        else if (is(n, "Affine"))
+            st = chain(&c, n, (const step[]){{"Mul", "alpha", 1.0f}, {"Add", "beta", 0.0f}}, 2);
+        else if (is(n, "ScaledTanh"))
+            st = chain(&c, n, (const step[]){{"Mul", "beta", 1.0f}, {"Tanh", NULL, 0}, {"Mul", "alpha", 1.0f}}, 3);
+        else if (is(n, "ParametricSoftplus"))
+            st = chain(&c, n, (const step[]){{"Mul", "beta", 1.0f}, {"Softplus", NULL, 0}, {"Mul", "alpha", 1.0f}}, 3);
         else if (opset < 7) st = node(&c, n);
         if (opset < 7) n->opset = 7;
         if (st == MPX_OK) out_ranks(&c, n);

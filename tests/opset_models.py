@@ -32,7 +32,9 @@ Good models (opset in the name):
  - imagescaler_v6 / imagescaler_v8: ImageScaler (experimental through opset
    9), which mpx reads as Mul and Add;
  - mvn_v6 / mvn_v8: MeanVarianceNormalization's experimental form with each
-   across_channels and normalize_variance.
+   across_channels and normalize_variance;
+ - experimental_v3 / experimental_v9: Scale, Affine, ScaledTanh,
+   ParametricSoftplus, Crop (with and without scale).
 Bad models (refused with the node named and a way out):
  - bad_tile_v1: Tile whose tiles input is computed, not a constant;
  - bad_axis_v6: Add with broadcast=1 and axis whose input A comes from an op
@@ -305,6 +307,19 @@ def mvn(out_dir, opset):
     return write(out_dir, "mvn_v%d" % opset, opset, nodes, [], [2, 3, 4, 5], ["m00", "m01", "m11", "m10"])
 
 
+def experimental(out_dir, opset):
+    """The other experimental ops of opsets 1-9 that ORT runs itself (the
+    twin keeps them): Scale, Affine, ScaledTanh, ParametricSoftplus, Crop
+    with and without scale."""
+    nodes = [N("Scale", ["X"], ["sc"], scale=-1.5),
+             N("Affine", ["sc"], ["af"], alpha=0.5, beta=0.25),
+             N("ScaledTanh", ["af"], ["st"], alpha=1.5, beta=0.75),
+             N("ParametricSoftplus", ["st"], ["ps"], alpha=0.5, beta=2.0),
+             N("Crop", ["ps"], ["cr"], border=[1, 2, 0, 1]),
+             N("Crop", ["ps"], ["cs"], border=[2, 1, 0, 0], scale=[3, 2])]
+    return write(out_dir, "experimental_v%d" % opset, opset, nodes, [], [2, 3, 6, 5], ["cr", "cs"])
+
+
 def bad_tile_v1(out_dir):
     nodes = [N("Shape", ["X"], ["s"]),
              N("Slice", ["s"], ["n"], starts=[0], ends=[1]),
@@ -330,7 +345,7 @@ def main():
             binary_axis(out_dir, 6), binary_axis(out_dir, 1), logic_axis_v1(out_dir), data_v2(out_dir),
             pad_v1(out_dir), split_input_v1(out_dir), tile_v1(out_dir), tile_v6(out_dir), pools_v1(out_dir), rnn_v1(out_dir, 1),
             rnn_v1(out_dir, 3), image_scaler(out_dir, 6), image_scaler(out_dir, 8),
-            mvn(out_dir, 6), mvn(out_dir, 8)]
+            mvn(out_dir, 6), mvn(out_dir, 8), experimental(out_dir, 3), experimental(out_dir, 9)]
     bad_tile_v1(out_dir)
     bad_axis_v6(out_dir)
     for name, shape in good:

@@ -115,9 +115,9 @@ mpx_status mpx_viz_export_onnx(const mpx_plan *p, const char *path, bool force, 
                              g->opset_file);
     if (g->split_node)
         return mpx_error_set(err, MPX_E_UNSUPPORTED,
-                             "node \"%s\" (%s, an experimental op of the model's opset) is read by mpx as two "
-                             "standard ops; export writes the file's own nodes, so replace it with them in the file "
-                             "first", g->split_node, g->split_op);
+                             "node \"%s\" (%s, an experimental op of the model's opset) is read by mpx as "
+                             "standard ops; export writes the file's own nodes, so replace it with standard ops in "
+                             "the file first", g->split_node, g->split_op);
     /* An all-fp32 plan of an .onnx model would write the loaded model again;
      * of a JSON model it writes the fp32 reference as ONNX, which is useful. */
     bool from_file = g->path && has_ext(g->path, ".onnx");
