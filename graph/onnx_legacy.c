@@ -61,17 +61,29 @@ typedef struct {
 static mpx_status lfail(const lctx *c, const mpx_node *n, mpx_status st, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* Experimental ops (no schema in ONNX's defs, so onnx.version_converter
+ * cannot help with them). */
+static bool experimental_op(const char *op) {
+    static const char *const ops[] = {"ImageScaler", "Scale", "Affine", "ScaledTanh", "ParametricSoftplus", "Crop",
+                                      "MeanVarianceNormalization"};
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+        if (strcmp(op, ops[i]) == 0) return true;
+    return false;
+}
+
 static mpx_status lfail(const lctx *c, const mpx_node *n, mpx_status st, const char *fmt, ...) {
     char msg[600];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return mpx_error_at(c->err, st, c->g->path, 0, 0,
-                        "node \"%s\" (%s, opset %d): %s; or convert the model to opset 7 first (python3 -c "
-                        "\"import onnx, onnx.version_converter as v; onnx.save(v.convert_version(onnx.load('in.onnx'), "
-                        "7), 'out.onnx')\")",
-                        n->name, n->op_type, c->opset, msg);
+    bool hint = c->opset < 7 && !experimental_op(n->op_type);
+    return mpx_error_at(c->err, st, c->g->path, 0, 0, "node \"%s\" (%s, opset %d): %s%s", n->name, n->op_type,
+                        c->opset, msg,
+                        hint ? "; or convert the model to opset 7 first (python3 -c \"import onnx, "
+                               "onnx.version_converter as v; onnx.save(v.convert_version(onnx.load('in.onnx'), 7), "
+                               "'out.onnx')\")"
+                             : "");
 }
 
 static mpx_status oom(const lctx *c) { return mpx_error_set(c->err, MPX_E_NOMEM, "out of memory"); }
@@ -380,6 +392,12 @@ static mpx_status crop(lctx *c, mpx_node *n) {
     int nb = mpx_node_attr_ints(n, "border", &b), ns = mpx_node_attr_ints(n, "scale", &sc);
     if (nb != 4 || (ns != 0 && ns != 2) || n->n_inputs != 1 || !n->inputs[0])
         return lfail(c, n, MPX_E_INVALID, "Crop takes one input, border as 4 integers and scale as none or 2");
+    for (int i = 0; i < nb + ns; i++) {
+        int64_t v = i < nb ? b[i] : sc[i - nb];
+        if (v < 0 || v > INT32_MAX)
+            return lfail(c, n, MPX_E_INVALID, "border and scale must be counts from 0 to %d, not %lld", INT32_MAX,
+                         (long long)v);
+    }
     int64_t st[2] = {b[1], b[0]}, en[2], ax[2] = {2, 3};
     for (int i = 0; i < 2; i++)
         en[i] = ns ? st[i] + sc[i] : b[3 - i] ? -b[3 - i] : INT64_MAX;

@@ -38,7 +38,8 @@ Good models (opset in the name):
 Bad models (refused with the node named and a way out):
  - bad_tile_v1: Tile whose tiles input is computed, not a constant;
  - bad_axis_v6: Add with broadcast=1 and axis whose input A comes from an op
-   of another domain (its rank cannot be followed at load).
+   of another domain (its rank cannot be followed at load);
+ - bad_crop_v8: Crop with a negative border.
 
 usage: python3 opset_models.py <out_dir>
   prints one line per good model: name and X's shape
@@ -338,6 +339,12 @@ def bad_axis_v6(out_dir):
     save(m, os.path.join(out_dir, "bad_axis_v6.onnx"))
 
 
+def bad_crop_v8(out_dir):
+    """Crop with a negative border."""
+    write(out_dir, "bad_crop_v8", 8, [N("Crop", ["X"], ["y"], border=[1, -3, 1, 1])], [], [2, 3, 4, 5], ["y"],
+          ref=False)
+
+
 def main():
     out_dir = sys.argv[1]
     os.makedirs(out_dir, exist_ok=True)
@@ -348,6 +355,7 @@ def main():
             mvn(out_dir, 6), mvn(out_dir, 8), experimental(out_dir, 3), experimental(out_dir, 9)]
     bad_tile_v1(out_dir)
     bad_axis_v6(out_dir)
+    bad_crop_v8(out_dir)
     for name, shape in good:
         print(name, "x".join(str(d) for d in shape))
 
