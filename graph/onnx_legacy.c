@@ -1,4 +1,5 @@
-/* onnx_legacy.c - models of ONNX opsets 1-6, read in opset 7's form.
+/* onnx_legacy.c - models of ONNX opsets 1-6 read in opset 7's form, and the
+ * experimental ops of opsets 1-9 read as standard ops.
  *
  * Every op of opset 7 either kept the form it had before (its schema's
  * since_version is below 7) or changed at 7 or earlier; this pass rewrites
@@ -12,8 +13,9 @@
  *  - consumed_inputs (opset 1, every op that had it) is dropped: it only
  *    described in-place reuse;
  *  - BatchNormalization and Dropout lose is_test: an inference graph is read
- *    (running statistics, Dropout passing its input through), as ONNX's
- *    version converter and every inference runtime read such models;
+ *    (running statistics, Dropout passing its input through), as inference
+ *    runtimes read such models (exporters of the time left is_test at its
+ *    default 0 in inference models);
  *    with is_test=0 and the statistics outputs wired, the node is opset
  *    7's training form; those outputs wired with is_test=1 (left unfilled
  *    then) are refused;
@@ -43,7 +45,6 @@
  * when they are computed. Loop and Scan bodies of such models are refused. */
 #include "graph_internal.h"
 
-#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
