@@ -13,9 +13,9 @@
  *  - consumed_inputs (opset 1, every op that had it) is dropped: it only
  *    described in-place reuse;
  *  - BatchNormalization and Dropout lose is_test: an inference graph is read
- *    (running statistics, Dropout passing its input through), as inference
- *    runtimes read such models (exporters of the time left is_test at its
- *    default 0 in inference models);
+ *    (running statistics, Dropout passing its input through) whatever
+ *    is_test says, as an inference runtime runs such a model: opset 7's form
+ *    with only Y wired is the inference form;
  *    with is_test=0 and the statistics outputs wired, the node is opset
  *    7's training form; those outputs wired with is_test=1 (left unfilled
  *    then) are refused;
