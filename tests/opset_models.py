@@ -26,7 +26,7 @@ Good models (opset in the name):
  - split_input_v1: Split with the split sizes as input 1 (opset 1);
  - tile_v1: Tile with tiles and axis inputs (opset 1); tile_v6: repeats;
  - pools_v1: LpPool and GlobalLpPool with a float p, LRN, InstanceNormalization,
-   PRelu, Upsample with height_scale/width_scale (opset 1);
+   PRelu, Upsample with height_scale/width_scale, NEAREST and BILINEAR (opset 1);
  - rnn_v1 / rnn_v3: LSTM, RNN (reverse) and GRU with output_sequence, GRU
    with linear_before_reset (opset 3);
  - imagescaler_v6 / imagescaler_v8: ImageScaler (experimental through opset
@@ -264,9 +264,10 @@ def pools_v1(out_dir):
              N("LRN", ["X"], ["lrn"], size=3, alpha=1e-3, beta=0.75, bias=1.0),
              N("InstanceNormalization", ["X", "is", "ib"], ["in"], consumed_inputs=[0, 0, 0], epsilon=1e-4),
              N("PRelu", ["in", "slope"], ["pr"], consumed_inputs=[0, 0]),
-             N("Upsample", ["pr"], ["up"], height_scale=2.0, width_scale=3.0, mode="NEAREST")]
+             N("Upsample", ["pr"], ["up"], height_scale=2.0, width_scale=3.0, mode="NEAREST"),
+             N("Upsample", ["pr"], ["ub"], height_scale=2.0, width_scale=2.0, mode="BILINEAR")]
     inits = [rand("is", [3], 0.5, 1.5), rand("ib", [3]), rand("slope", [3, 1, 1], 0.0, 0.5)]
-    return write(out_dir, "pools_v1", 1, nodes, inits, [2, 3, 4, 6], ["lp", "glp", "lrn", "up"])
+    return write(out_dir, "pools_v1", 1, nodes, inits, [2, 3, 4, 6], ["lp", "glp", "lrn", "up", "ub"])
 
 
 def rnn_v1(out_dir, opset):
