@@ -1068,7 +1068,7 @@ static mpx_status convert(ctx *c, const Onnx__ModelProto *m) {
     if ((st = load_nodes(c, gp)) != MPX_OK) return st;
     /* Opsets 1-6: the nodes whose form changed are read in opset 7's
      * (onnx_legacy.c), so nothing after the loader knows older forms; up to
-     * 9, ImageScaler (experimental, then removed) as Mul and Add. */
+     * 9, the experimental ops (removed at 10) as standard ops. */
     if (opset < 10 && (st = mpx_onnx_legacy_rewrite(g, opset, c->err)) != MPX_OK) return st;
     return mpx_graph_finalize(g, c->err);
 }
