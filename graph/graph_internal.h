@@ -26,4 +26,11 @@ mpx_graph *mpx_load_in_folder(void *buf, size_t len, const char *path, mpx_buffe
  * On failure (out of memory) child is freed. */
 mpx_status mpx_graph_adopt(mpx_graph *g, mpx_graph *child);
 
+/* onnx_legacy.c: the nodes of a model of default-domain opset 1-6 (loaded
+ * in file order, not finalized yet) rewritten to opset 7's forms; sets
+ * g->opset to 7 and g->opset_file to opset. Through opset 9, ImageScaler
+ * nodes become Mul and Add, and MeanVarianceNormalization before 9 opset 9's
+ * form. Fails naming the node for a form it cannot rewrite. */
+mpx_status mpx_onnx_legacy_rewrite(mpx_graph *g, int opset, mpx_error *err);
+
 #endif

@@ -335,7 +335,14 @@ struct mpx_graph {
     const char *name;
     const char *producer;  /* producer_name [producer_version] */
     int64_t ir_version;
-    int opset;             /* default-domain opset */
+    int opset;             /* default-domain opset (the form the nodes hold) */
+    int opset_file;        /* the file's, when older models were read in opset 7's form
+                            * (graph/onnx_legacy.c); 0 when it is opset */
+    /* The first node of an experimental op of opsets 1-9 the loader read as
+     * standard ops (graph/onnx_legacy.c: ImageScaler as Mul and Add, ...),
+     * which export cannot map back to the file; NULL if none. */
+    const char *split_node;
+    const char *split_op;
 
     int n_tensors;
     mpx_tensor **tensors;

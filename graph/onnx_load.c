@@ -998,12 +998,8 @@ static mpx_status convert(ctx *c, const Onnx__ModelProto *m) {
     if (opset < 0)
         return fail(c, MPX_E_UNSUPPORTED,
                     "the model imports no opset of the default ONNX domain (IR version %lld); "
-                    "mpx reads opset 7 and newer",
+                    "mpx reads opset 1 and newer",
                     (long long)g->ir_version);
-    if (opset < 7)
-        return fail(c, MPX_E_UNSUPPORTED,
-                    "the model uses ONNX opset %d; mpx reads opset 7 and newer (convert it "
-                    "with onnx.version_converter)", opset);
     g->opset = opset;
     if (gp->n_node > INT_MAX || gp->n_initializer > INT_MAX || gp->n_input > INT_MAX ||
         gp->n_output > INT_MAX)
@@ -1070,6 +1066,10 @@ static mpx_status convert(ctx *c, const Onnx__ModelProto *m) {
 
     c->scope[0] = "";
     if ((st = load_nodes(c, gp)) != MPX_OK) return st;
+    /* Opsets 1-6: the nodes whose form changed are read in opset 7's
+     * (onnx_legacy.c), so nothing after the loader knows older forms; up to
+     * 9, the experimental ops (removed at 10) as standard ops. */
+    if (opset < 10 && (st = mpx_onnx_legacy_rewrite(g, opset, c->err)) != MPX_OK) return st;
     return mpx_graph_finalize(g, c->err);
 }
 

@@ -28,8 +28,11 @@ mpx_status repl_cmd_load(mpx_session *s, int argc, char **argv, mpx_error *err) 
     double t1 = repl_now_ms();
     if ((st = repl_set_graph(s, g, argv[1], err))) return st;
     char p[32];
-    fprintf(s->info, "loaded %s: %d nodes, %d tensors, %s params, opset %d (%.1f ms)\n", argv[1],
-            g->n_nodes, g->n_tensors, mpx_count_str(mpx_graph_param_count(g), p, sizeof p), g->opset, t1 - t0);
+    char os[48] = "";
+    if (g->opset_file && g->opset_file != g->opset) snprintf(os, sizeof os, " (read as %d)", g->opset);
+    fprintf(s->info, "loaded %s: %d nodes, %d tensors, %s params, opset %d%s (%.1f ms)\n", argv[1],
+            g->n_nodes, g->n_tensors, mpx_count_str(mpx_graph_param_count(g), p, sizeof p),
+            g->opset_file ? g->opset_file : g->opset, os, t1 - t0);
     for (int i = 0; i < g->n_inputs; i++) {
         char sh[256];
         fprintf(s->info, "  input  %s %s %s\n", g->inputs[i]->name, mpx_dtype_name(g->inputs[i]->dtype),
@@ -100,7 +103,10 @@ mpx_status repl_cmd_info(mpx_session *s, int argc, char **argv, mpx_error *err) 
     fprintf(s->out, "model     %s\n", s->model_path);
     fprintf(s->out, "name      %s\n", g->name);
     fprintf(s->out, "producer  %s\n", g->producer);
-    fprintf(s->out, "opset     %d\n", g->opset);
+    if (g->opset_file && g->opset_file != g->opset)
+        fprintf(s->out, "opset     %d (read as %d)\n", g->opset_file, g->opset);
+    else
+        fprintf(s->out, "opset     %d\n", g->opset);
     fprintf(s->out, "nodes     %d\ntensors   %d\n", g->n_nodes, g->n_tensors);
     fprintf(s->out, "params    %s\nMACs      %s\n", mpx_count_str(mpx_graph_param_count(g), a, sizeof a),
             mpx_count_str(mpx_graph_macs(g), b, sizeof b));

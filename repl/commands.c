@@ -90,7 +90,10 @@ static mpx_status cmd_quit(mpx_session *s, int argc, char **argv, mpx_error *err
 static const mpx_command commands[] = {
     {"load", "load <file.onnx|file.json>", "load a model (the previous one stays if this fails)",
      "Loads an ONNX model or an mpx JSON model. Inputs keep their symbolic dims until\n"
-     "bound with `input`. A model that fails to load leaves the session unchanged.",
+     "bound with `input`. A model that fails to load leaves the session unchanged.\n"
+     "ONNX opsets 1-6 are read in opset 7's form, each op with its version's meaning\n"
+     "(\"opset 6 (read as 7)\"); a form that cannot be rewritten is refused naming the\n"
+     "node, and such models do not export.",
      repl_cmd_load, 1, 1, {MPX_WORD_FILE}, NULL, NULL, NULL},
     {"input", "input <name> shape <AxBxC> | random [normal|uniform] [<a> <b>] [seed <n>] | const <v> | file <x.npy> [convert] | image <file> [size <H>x<W>] [layout nchw|nhwc] [channels rgb|bgr|gray] [scale <s>] [mean <a,b,c>] [std <a,b,c>] | audio <file> [rate <hz>] [length <n>] [scale <s>] | files '<glob>' npy|image|audio [options] [limit <n>] [shuffle <seed>]",
      "bind an input's shape, or say how its values are made",
@@ -413,7 +416,8 @@ static const mpx_command commands[] = {
      "low nodes stored in the low format (rounded as the emulation rounds them), one\n"
      "Cast per plan cast, the model's float Casts retyped, keep-io Casts at inputs and\n"
      "outputs, the opset raised where the format needs it (bf16: 13, fp8: 19; refused\n"
-     "when one of the model's ops changed meaning in between). A model loaded from\n"
+     "when one of the model's ops changed meaning in between; refused for models of\n"
+     "opsets 1-6, read in opset 7's form). A model loaded from\n"
      ".onnx keeps its metadata, doc strings and value_info. ONNX has no attribute for\n"
      "the accumulation format: it goes into metadata mpx.accumulate and the low nodes'\n"
      "doc strings. tf32 is refused (no ONNX type). If branches get their casts inside\n"

@@ -17,9 +17,11 @@ Why not call cmd_tools directly:
 
 Opset rewrite: a generator stamps its model with the op's own since_version,
 which is below 7 for ops unchanged since then (Not, Elu, GlobalAveragePool,
-...). mpx reads opset 7 and newer, so such a model's default-domain import is
-raised to 7, but only when every node resolves to the same operator schema at
-7 as at the original version: the model then means exactly the same thing.
+...). mpx reads older opsets by rewriting them to opset 7's forms
+(graph/onnx_legacy.c, tested by tests/opset_ort.sh); these cases test the ops
+themselves, so such a model's default-domain import is raised to 7, but only
+when every node resolves to the same operator schema at 7 as at the original
+version: the model then means exactly the same thing.
 
 Two repairs of ONNX 1.12's data, both for the bfloat16 Cast/CastLike cases:
  - NumPy has no bfloat16, so those generators hold bf16 values as their

@@ -103,6 +103,21 @@ mpx_status mpx_viz_export_onnx(const mpx_plan *p, const char *path, bool force, 
                              "ONNX has no %s type, so a %s plan cannot be written as a model: export with "
                              "target fp16 (or bf16), or deploy tf32 through the runtime's own setting",
                              p->opts.target->name, p->opts.target->name);
+    /* The export edits the file's own nodes, and a model of opset 1-6 was
+     * read with nodes rewritten to opset 7's forms (graph/onnx_legacy.c):
+     * the plan's sites do not map back onto the old nodes. */
+    if (g->opset_file > 0 && g->opset_file < 7)
+        return mpx_error_set(err, MPX_E_UNSUPPORTED,
+                             "the model is ONNX opset %d, which mpx reads in opset 7's form; export writes the "
+                             "file's own nodes, so convert the model to opset 7 or newer first (python3 -c \"import "
+                             "onnx, onnx.version_converter as v; onnx.save(v.convert_version(onnx.load('in.onnx'), 7), "
+                             "'out.onnx')\"), load that and export it",
+                             g->opset_file);
+    if (g->split_node)
+        return mpx_error_set(err, MPX_E_UNSUPPORTED,
+                             "node \"%s\" (%s, an experimental op of the model's opset) is read by mpx as "
+                             "standard ops; export writes the file's own nodes, so replace it with standard ops in "
+                             "the file first", g->split_node, g->split_op);
     /* An all-fp32 plan of an .onnx model would write the loaded model again;
      * of a JSON model it writes the fp32 reference as ONNX, which is useful. */
     bool from_file = g->path && has_ext(g->path, ".onnx");

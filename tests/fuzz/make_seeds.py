@@ -80,6 +80,17 @@ def nested_ifs(depth):
 # structure the fuzzer does not reach by mutation: 3000 nested subgraphs
 put("onnx", "if_deep_3000.onnx", nested_ifs(3000))
 
+# onnx: opset 6 forms read in opset 7's (graph/onnx_legacy.c): broadcast with
+# axis, Reshape's shape attribute, BatchNormalization's is_test, ImageScaler
+g = helper.make_graph([helper.make_node("ImageScaler", ["x"], ["s"], scale=0.5, bias=[0.1, 0.2, 0.3]),
+                       helper.make_node("Add", ["s", "b"], ["a"], broadcast=1, axis=1),
+                       helper.make_node("BatchNormalization", ["a", "b", "b", "b", "v"], ["n"], is_test=1),
+                       helper.make_node("Reshape", ["n"], ["y"], shape=[0, -1])], "legacy",
+                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 4])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                      [numpy_helper.from_array(np.array([0.5, -1, 2], np.float32), "b"),
+                       numpy_helper.from_array(np.array([1, 2, 3], np.float32), "v")])
+put("onnx", "legacy.onnx", helper.make_model(g, opset_imports=[helper.make_opsetid("", 6)]).SerializeToString())
 # json: the repository's own small models
 for p in ("tests/models/shared_weight.json", "examples/tiny_transformer.json"):
     with open(os.path.join(ROOT, p), "rb") as f:
