@@ -232,8 +232,9 @@ static mpx_status plot_text(const sweep_def *d, char **out, mpx_error *err) {
 }
 
 typedef struct outputs {
-    const char *json, *csv, *plot; /* files; "" for stdout (json, csv) */
+    const char *json, *csv, *plot; /* files; NULL for stdout (json, csv) */
     bool want_json, want_csv;
+    bool table; /* --table: the table too, beside the outputs asked for */
 } outputs;
 
 /* Every output file first written aside (repl_write_file renames into
@@ -266,11 +267,16 @@ static mpx_status emit(mpx_session *s, const sweep_def *d, const outputs *o, con
         } else fputs(t, s->out);
         free(t);
     }
-    if (!st && !(o->want_json && !o->json) && !(o->want_csv && !o->csv)) print_table(s->out, d);
+    /* The table is what a bare sweep prints; asked for anything else (a file
+     * included), stdout holds that alone unless --table asks for the table
+     * too (JSON on stdout never gets it: it would not parse). */
+    bool asked = o->want_json || o->want_csv || o->plot;
+    bool stdout_data = (o->want_json && !o->json) || (o->want_csv && !o->csv);
+    if (!st && (!asked || (o->table && !stdout_data))) print_table(s->out, d);
     return st;
 }
 
-/* --json [f] --csv [f] --plot f (and --shard k/n for sweep) */
+/* --json [f] --csv [f] --plot f --table (and --shard k/n for sweep) */
 static mpx_status parse_outputs(int argc, char **argv, int from, outputs *o, int *shard_k, int *shard_n,
                                 mpx_error *err) {
     memset(o, 0, sizeof *o);
@@ -284,6 +290,8 @@ static mpx_status parse_outputs(int argc, char **argv, int from, outputs *o, int
             if (has_arg) o->csv = argv[++a];
         } else if (strcmp(argv[a], "--plot") == 0 && has_arg) {
             o->plot = argv[++a];
+        } else if (strcmp(argv[a], "--table") == 0) {
+            o->table = true;
         } else if (shard_k && strcmp(argv[a], "--shard") == 0 && has_arg) {
             mpx_status st = repl_parse_shard(argv[++a], "--shard", shard_k, shard_n, err);
             if (st) return st;

@@ -61,10 +61,12 @@ static const mpx_option_spec search_opts[] = {{"--method", MPX_TAKES_ONE, MPX_WO
 static const mpx_option_spec merge_opts[] = {{"--json", MPX_TAKES_MAYBE, MPX_WORD_FILE, NULL},
                                              {"--csv", MPX_TAKES_MAYBE, MPX_WORD_FILE, NULL},
                                              {"--plot", MPX_TAKES_ONE, MPX_WORD_FILE, NULL},
+                                             {"--table", 0, 0, NULL},
                                              {NULL, 0, 0, NULL}};
 static const mpx_option_spec sweep_opts[] = {{"--json", MPX_TAKES_MAYBE, MPX_WORD_FILE, NULL},
                                              {"--csv", MPX_TAKES_MAYBE, MPX_WORD_FILE, NULL},
                                              {"--plot", MPX_TAKES_ONE, MPX_WORD_FILE, NULL},
+                                             {"--table", 0, 0, NULL},
                                              {"--shard", MPX_TAKES_ONE, 0, NULL},
                                              {NULL, 0, 0, NULL}};
 static const mpx_option_spec dot_opts[] = {GRAPH_OPTIONS, {NULL, 0, 0, NULL}};
@@ -342,7 +344,7 @@ static const mpx_command commands[] = {
      "it on the search's samples only); the JSON's validation {data, samples,\n"
      "figures, holds}.",
      repl_cmd_search, 1, -1, {MPX_WORD_TEXT}, NULL, search_opts, repl_complete_condition},
-    {"sweep", "sweep <name> in <v1>,<v2>,... : <command using $name> [--json [<file>] | --csv [<file>]] [--plot <file.svg>] [--shard <k>/<n>]",
+    {"sweep", "sweep <name> in <v1>,<v2>,... : <command using $name> [--json [<file>] | --csv [<file>]] [--plot <file.svg>] [--table] [--shard <k>/<n>]",
      "try a plan change with several values, every point planned and run",
      "e.g. sweep t in 0,64k,256k,1M,4M : colour Conv green when macs >= $t else gray\n"
      "Each point is the session's rules plus the command (colour, color, accum, target\n"
@@ -353,17 +355,18 @@ static const mpx_command commands[] = {
      "bytes, output rel_l2,\n"
      "overflow and underflow counts, the worst layer. --json/--csv instead of the\n"
      "table (to a file or stdout); --plot writes error against % of MACs low with\n"
-     "the Pareto front. --shard k/n runs only the points i with i % n == k-1 (its\n"
+     "the Pareto front. With any of them the table is printed only with --table. --shard k/n runs only the points i with i % n == k-1 (its\n"
      "JSON is merged with `merge`). A command that fails for one value names it and\n"
      "keeps nothing.",
      repl_cmd_sweep, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, sweep_opts, repl_complete_sweep},
-    {"merge", "merge <shard.json> ... [--json [<file>] | --csv [<file>]] [--plot <file.svg>]",
+    {"merge", "merge <shard.json> ... [--json [<file>] | --csv [<file>]] [--plot <file.svg>] [--table]",
      "join the JSON shards of a sweep, or of a run over a data set",
      "The shards must be of one sweep (name, command, values, model, target) and\n"
      "together hold every point once; the result is what the unsharded sweep gives.\n"
      "Shards of a data set (run --samples k/n, then report --json) become the last\n"
      "run, as the unsharded run gives it (the model loaded if need be): report,\n"
-     "assert and --json/--csv (the report's) then work on all samples.\n"
+     "assert and --json/--csv (the report's) then work on all samples. A sweep's\n"
+     "table is printed when no --json, --csv or --plot is given, or with --table.\n"
      "Also `mpx merge a.json b.json ...` from the shell.",
      repl_cmd_merge, 1, -1, {MPX_WORD_FILE}, NULL, merge_opts, NULL},
     {"dot", "dot [<file.dot>] " GRAPH_OPTS,

@@ -480,9 +480,11 @@ mpx_status repl_cond_parse(const char *cmd, int argc, char **argv, repl_cond *c,
         char clause[1024];
         size_t o = 0;
         clause[0] = '\0';
+        int first = a;
         for (; a < argc && strcmp(argv[a], "and") != 0; a++)
             o += (size_t)snprintf(clause + o, o < sizeof clause ? sizeof clause - o : 0, "%s", argv[a]);
         if (o >= sizeof clause) return mpx_error_set(err, MPX_E_ARG, "%s: expression too long", cmd);
+        int end = a;
         a++; /* past "and" */
         char *at = NULL;
         int op = -1;
@@ -496,7 +498,19 @@ mpx_status repl_cond_parse(const char *cmd, int argc, char **argv, repl_cond *c,
         snprintf(cl->num, sizeof cl->num, "%s", at + strlen(cmp_ops[op]));
         cl->op = op;
         mpx_status st = repl_parse_number(cl->num, cmd, &cl->want, err);
-        if (st) return st;
+        if (st) {
+            /* The clause's words are joined, so a mistyped "and" shows up
+             * inside the number ("1adncasts<3"): name it. */
+            for (int k = first; k < end; k++) {
+                mpx_name_hint h;
+                mpx_name_hint_init(&h, argv[k]);
+                mpx_name_hint_add(&h, "and");
+                if (strcmp(argv[k], "and") != 0 && mpx_name_hint_get(&h))
+                    return mpx_error_set(err, MPX_E_ARG, "%s: \"%s\" is not a keyword: did you mean and?", cmd,
+                                         argv[k]);
+            }
+            return st;
+        }
         to += (size_t)snprintf(c->text + to, to < sizeof c->text ? sizeof c->text - to : 0, "%s%s %s %s",
                                c->n > 1 ? " and " : "", cl->fig, cmp_ops[op], cl->num);
     }

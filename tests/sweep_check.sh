@@ -37,5 +37,13 @@ if [ -f "$tmp/model2.json" ]; then
   out=$("$MPX" merge "$tmp/s1.json" "$tmp/model2.json" "$tmp/s3.json" 2>&1) && { echo "sweep_check: merge across models passed"; fail=1; }
   echo "$out" | grep -q "another model" || { echo "sweep_check: other model: $out"; fail=1; }
 fi
+# Outputs to files leave stdout empty (a CI job's log, a pipe); --table asks
+# for the table beside them; a bare sweep prints it.
+out=$("$MPX" -q -c "$S; $C --json $tmp/quiet.json --csv $tmp/quiet.csv")
+[ -z "$out" ] || { echo "sweep_check: sweep --json/--csv to files printed: $out"; fail=1; }
+out=$("$MPX" merge "$tmp/s1.json" "$tmp/s2.json" "$tmp/s3.json" --csv "$tmp/quiet2.csv" 2>/dev/null)
+[ -z "$out" ] || { echo "sweep_check: merge --csv to a file printed: $out"; fail=1; }
+"$MPX" -q -c "$S; $C --plot $tmp/quiet.svg --table" | grep -q "%MACs" || { echo "sweep_check: --table printed no table"; fail=1; }
+"$MPX" -q -c "$S; $C" | grep -q "%MACs" || { echo "sweep_check: a bare sweep printed no table"; fail=1; }
 [ $fail = 0 ] && echo "sweep_check: ok"
 exit $fail
