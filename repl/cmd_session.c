@@ -298,6 +298,7 @@ static mpx_status save_text(const mpx_session *s, sbuf *b, int *n_cmds, mpx_erro
             sb_printf(b, "set %s %s\n", settings[i].name, setting_text(s, i, v, sizeof v));
             n++;
         }
+    mpx_session_free(&d); /* init may allocate (the decoded-inputs table) */
     if (b->oom) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     *n_cmds = n;
     return MPX_OK;
