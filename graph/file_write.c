@@ -101,6 +101,24 @@ void mpx_file_guard_drop(mpx_file_guard *g, const char *path) {
         }
 }
 
+typedef struct graph_add {
+    mpx_file_guard *g;
+    mpx_status st;
+    mpx_error *err;
+} graph_add;
+
+static void add_side_file(void *ctx, const char *path) {
+    graph_add *a = ctx;
+    if (!a->st) a->st = mpx_file_guard_add(a->g, path, "external data of the model this session loaded", a->err);
+}
+
+mpx_status mpx_file_guard_add_model(mpx_file_guard *g, const mpx_graph *model, mpx_error *err) {
+    mpx_status st = mpx_file_guard_add(g, model->path, "the model this session loaded", err);
+    graph_add a = {g, st, err};
+    if (!st) mpx_graph_each_file(model, add_side_file, &a);
+    return a.st;
+}
+
 size_t mpx_file_guard_count(const mpx_file_guard *g) { return g ? g->n : 0; }
 
 mpx_status mpx_file_check_target(const char *path, const mpx_file_guard *g, mpx_error *err) {

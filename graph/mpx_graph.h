@@ -619,6 +619,9 @@ void mpx_file_guard_free(mpx_file_guard *g);
  * session read"). A name that is not a regular file protects nothing and is
  * not an error. */
 mpx_status mpx_file_guard_add(mpx_file_guard *g, const char *path, const char *what, mpx_error *err);
+/* Protect a loaded model: its file and every file its load read
+ * (mpx_graph_note_file). */
+mpx_status mpx_file_guard_add_model(mpx_file_guard *g, const mpx_graph *model, mpx_error *err);
 /* Undo one add of path (a script that has finished running): the file is
  * writable again once every add of it is dropped. */
 void mpx_file_guard_drop(mpx_file_guard *g, const char *path);

@@ -77,16 +77,6 @@ mpx_status repl_protect(mpx_session *s, const char *path, const char *what, mpx_
     return mpx_file_guard_add(s->guard, path, what, err);
 }
 
-typedef struct protect_ctx {
-    mpx_session *s;
-    mpx_status st;
-    mpx_error *err;
-} protect_ctx;
-
-static void protect_one(void *ctx, const char *path) {
-    protect_ctx *c = ctx;
-    if (!c->st) c->st = repl_protect(c->s, path, "external data of the model this session loaded", c->err);
-}
 
 void repl_after_plan_change(mpx_session *s) {
     if (s->on_plan_change) s->on_plan_change(s);
@@ -252,11 +242,8 @@ mpx_status repl_set_graph(mpx_session *s, mpx_graph *g, const char *path, mpx_er
     mpx_status st = mpx_plan_build(g, mpx_history_rules(h), mpx_history_opts(h), NULL, &p, err);
     /* The model and the files its load read are the session's from now on:
      * no write may replace them. */
-    protect_ctx pc = {s, MPX_OK, err};
-    if (!st && !(st = repl_protect(s, path, "the model this session loaded", err))) {
-        mpx_graph_each_file(g, protect_one, &pc);
-        st = pc.st;
-    }
+    if (!st && !s->guard && !(s->guard = mpx_file_guard_new())) st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    if (!st) st = mpx_file_guard_add_model(s->guard, g, err);
     if (st) {
         mpx_plan_free(p);
         mpx_history_free(h);

@@ -24,11 +24,6 @@ static const char *dir_of(const char *path, char *buf, size_t n) {
     return buf;
 }
 
-static void guard_one(void *ctx, const char *path) {
-    /* out of memory: the caller's guard still holds */
-    mpx_file_guard_add(ctx, path, "external data of the model this session loaded", NULL);
-}
-
 /* The loaded model and the files its load read, whether or not the caller's
  * guard holds them (a program using libmpx may pass none). */
 static mpx_status check_read(const mpx_graph *g, const mpx_file_guard *guard, const char *path, mpx_error *err) {
@@ -36,9 +31,7 @@ static mpx_status check_read(const mpx_graph *g, const mpx_file_guard *guard, co
     if (st) return st;
     mpx_file_guard *own = mpx_file_guard_new();
     if (!own) return vx_oom(err);
-    mpx_file_guard_add(own, g->path, "the model this session loaded", NULL);
-    mpx_graph_each_file(g, guard_one, own);
-    st = mpx_file_check_target(path, own, err);
+    if (!(st = mpx_file_guard_add_model(own, g, err))) st = mpx_file_check_target(path, own, err);
     mpx_file_guard_free(own);
     return st;
 }
@@ -65,8 +58,16 @@ static mpx_status check_path(const mpx_graph *g, const mpx_file_guard *guard, co
 }
 
 static mpx_status read_all(const char *path, uint8_t **buf, size_t *len, mpx_error *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return mpx_error_set(err, MPX_E_IO, "cannot read the loaded model %s again: %s", path, strerror(errno));
+    /* Opened as every reader opens (a regular file, without blocking): the
+     * name may no longer be the file the session loaded. */
+    mpx_error oerr;
+    int fd = mpx_file_open_read(path, false, &oerr);
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "rb");
+    if (!f) {
+        if (fd >= 0) close(fd);
+        return mpx_error_set(err, MPX_E_IO, "cannot read the loaded model %s again: %s", path,
+                             fd < 0 ? oerr.msg : strerror(errno));
+    }
     long n = -1;
     if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);
     if (n < 0 || fseek(f, 0, SEEK_SET) != 0) {
