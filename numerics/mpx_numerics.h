@@ -765,6 +765,14 @@ typedef struct mpx_samples {
     mpx_metrics *lm;       /* the same for local figures, or NULL */
     int cap;
     int kept;              /* the row of the sample whose values a comparison kept */
+    /* Values held for every sample (mpx_samples_hold): the tensors a task
+     * figure or search --eval reads, which a run over a data set cannot read
+     * from one kept comparison. held_tensor[n_held]; href and hcand
+     * [held_cap * n_held], sample row by row (n = -1 where not held). */
+    int n_held, held_cap;
+    int *held_tensor;
+    mpx_value *href, *hcand;
+    uint64_t held_bytes;
 } mpx_samples;
 
 mpx_samples *mpx_samples_new(void);
@@ -774,6 +782,16 @@ void mpx_samples_free(mpx_samples *S);
 mpx_status mpx_samples_add(mpx_samples *S, const mpx_compare *c, int id, mpx_error *err);
 /* The row of the sample numbered id, or -1. */
 int mpx_samples_row(const mpx_samples *S, int id);
+/* Copies the reference and candidate values of the tensors keep marks
+ * ([n_tensors]) from c, the sample added last, so that figures of every
+ * sample's values can be taken after the run (task figures, --eval). The
+ * first sample fixes the tensors held. An error, naming the tensor and the
+ * sample, when c did not keep one of them or when the values held would pass
+ * the memory budget (mpx_memory_budget: `set memory`). */
+mpx_status mpx_samples_hold(mpx_samples *S, const mpx_compare *c, const bool *keep, int n_tensors,
+                            mpx_error *err);
+/* The held values of tensor t in sample row k (NULL when not held). */
+const mpx_value *mpx_samples_held(const mpx_samples *S, int k, int t, bool cand);
 /* Writes stat over the samples (the sample of row k for MPX_STAT_SAMPLE) into
  * layers[0..n_layers) (their tensor, node and fmt are left as they are: the
  * caller's copy of the layers); worst_sample (may be NULL) [n_layers] gets, per
