@@ -5,7 +5,7 @@
  * figures are appended here (a layer's mpx_metrics per sample: 403 layers x
  * 256 samples of rec is 10 MB), so memory does not grow with the values of
  * the samples, only with their figures. */
-#include "kern_internal.h"
+#include "run_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
