@@ -42,7 +42,8 @@
  * reads input or exits. Ownership is stated at the top of each header:
  * graphs own their tensors and nodes (one arena, mpx_graph_free), plans and
  * comparisons are freed with their _free function, values with
- * mpx_value_free. Exported symbols are the mpx_ names only; the version is
+ * mpx_value_free. libmpx.so exports exactly the functions and variables
+ * these headers declare (nothing else is API); the version is
  * mpx_version() (the program's `mpx --version` shows the same). */
 #ifndef MPX_H
 #define MPX_H

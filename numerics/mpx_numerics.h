@@ -14,6 +14,10 @@
 
 #include <string.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ==== start-up (numerics/fold_eval.c) ======================================= */
 
 /* Registers the kernels as graph/'s constant folder (mpx_graph_set_evaluator;
@@ -842,5 +846,9 @@ mpx_status mpx_exec_start(const mpx_graph *g, const mpx_assign *a, const mpx_val
 mpx_status mpx_exec_node(const mpx_node *n, const mpx_assign *a, const mpx_value *vals,
                          bool ref_inputs, mpx_value *outs, size_t *scratch_bytes,
                          mpx_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -37,6 +37,10 @@
 #include "mpx_graph.h"
 #include "mpx_numerics.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ---- the cast graph (viz/graph.c) ---------------------------------------- */
 
 /* How many boxes the model-level view aims at by default (mpx_viz_opts.fold). */
@@ -213,5 +217,9 @@ typedef struct mpx_viz_page {
  * receives the detailed cast graph's. */
 mpx_status mpx_viz_html(const mpx_viz_page *page, char **out, mpx_viz_stats *stats,
                         mpx_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
