@@ -31,6 +31,10 @@
 #include "mpx_graph.h"
 #include "mpx_numerics.h" /* mpx_format, mpx_assign */
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ---- colours and their defaults (colour/defaults.c) ---------------------- */
 
 typedef enum mpx_colour {
@@ -379,5 +383,9 @@ typedef struct mpx_weight_check {
  * or lose more than MPX_WEIGHT_LOSS (rel_l2), in plan order, in *out
  * (malloc'ed; NULL when none). */
 mpx_status mpx_plan_check_weights(const mpx_plan *p, mpx_weight_check **out, int *n, mpx_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -66,7 +66,7 @@ int main(int argc, char **argv) {
     printf("run: %d layers; worst %s (%s) rel_l2 %.3g\n", c->n_layers, g->tensors[worst->tensor]->name,
            g->nodes[worst->node]->op_type, worst->m.rel_l2);
 
-    if (mpx_viz_export_onnx(plan, argv[4], true, false, NULL, NULL, &err)) return fail("export", &err);
+    if (mpx_export_onnx(plan, argv[4], true, false, NULL, NULL, &err)) return fail("export", &err);
     printf("exported %s\n", argv[4]);
 
     mpx_compare_free(c);

@@ -7,6 +7,10 @@
 
 #include "mpx_kernels.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ==== executor (exec.c) ============================================ */
 
 /* What a precision plan hands the executor: the format every tensor is held
@@ -128,6 +132,7 @@ typedef struct mpx_metrics {
 typedef enum mpx_metric_id {
 #define MPX_METRIC(name, kind, worse) MPX_METRIC_##name,
 #include "metrics.def"
+
 #undef MPX_METRIC
     MPX_METRIC_COUNT
 } mpx_metric_id;
@@ -448,5 +453,9 @@ mpx_status mpx_exec_start(const mpx_graph *g, const mpx_assign *a, const mpx_val
 mpx_status mpx_exec_node(const mpx_node *n, const mpx_assign *a, const mpx_value *vals,
                          bool ref_inputs, mpx_value *outs, size_t *scratch_bytes,
                          mpx_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
