@@ -103,8 +103,8 @@ static mpx_status report_samples(mpx_session *s, const mpx_compare *c, mpx_error
         if ((st = mpx_samples_reduce(S, MPX_STAT_SAMPLE, k, v, NULL, err))) break;
         mpx_compare view = *c;
         view.layers = v;
-        repl_run_totals t = repl_totals(g, &view);
-        const mpx_layer *w = repl_worst_layer(&view);
+        mpx_run_totals t = mpx_compare_totals(&view);
+        const mpx_layer *w = mpx_compare_worst_layer(&view, MPX_WORST_ANY);
         const char *label = repl_data_label(s->data, S->id[k]);
         size_t len = strlen(label);
         char lb[64];
@@ -316,7 +316,7 @@ MPX_CMD(repl_cmd_report) {
             cJSON_AddStringToObject(root, "target", mpx_format_name(s->last_target));
             cJSON_AddBoolToObject(root, "local", s->last_local);
             cJSON_AddStringToObject(root, "sort", key_name(sm));
-            repl_run_totals t = repl_totals(g, c);
+            mpx_run_totals t = mpx_compare_totals(c);
             cJSON_AddNumberToObject(root, "overflow", (double)t.overflow);
             cJSON_AddNumberToObject(root, "underflow", (double)t.underflow);
             if (S) {

@@ -129,11 +129,11 @@ static void record(const mpx_session *s, const mpx_plan *p, const mpx_compare *c
     pt->low_cost_pct = p->counts.low_cost_pct;
     pt->weight_bytes = p->counts.weight_bytes_after;
     repl_check_weights(s, p, NULL, NULL, &pt->weights_overflow, NULL);
-    repl_run_totals t = repl_totals(p->g, c);
+    mpx_run_totals t = mpx_compare_totals(c);
     pt->out_rel_l2 = t.worst_out ? t.out_rel_l2 : NAN;
     pt->overflow = t.overflow;
     pt->underflow = t.underflow;
-    const mpx_layer *w = repl_worst_layer(c);
+    const mpx_layer *w = mpx_compare_worst_layer(c, MPX_WORST_ANY);
     pt->worst_rel_l2 = w ? w->m.rel_l2 : NAN;
     snprintf(pt->worst, sizeof pt->worst, "%s", w ? p->g->tensors[w->tensor]->name : "-");
     pt->done = true;

@@ -13,43 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const mpx_layer *repl_worst_layer(const mpx_compare *c) {
-    const mpx_layer *w = NULL;
-    for (int i = 0; i < c->n_layers; i++) {
-        const mpx_layer *L = &c->layers[i];
-        if (!w || L->m.rel_l2 > w->m.rel_l2 || (isnan(L->m.rel_l2) && !isnan(w->m.rel_l2))) w = L;
-    }
-    return w;
-}
-
-const mpx_layer *repl_worst_own_layer(const mpx_compare *c) {
-    const mpx_layer *own = NULL;
-    for (int i = 0; i < c->n_layers; i++)
-        if (c->layers[i].has_local && (!own || c->layers[i].local.rel_l2 > own->local.rel_l2)) own = &c->layers[i];
-    return own;
-}
-
 bool repl_is_output(const mpx_graph *g, int tensor) { return (g->tensors[tensor]->flags & MPX_T_OUTPUT) != 0; }
-
-repl_run_totals repl_totals(const mpx_graph *g, const mpx_compare *c) {
-    repl_run_totals t = {0};
-    for (int i = 0; i < c->n_layers; i++) {
-        const mpx_layer *L = &c->layers[i];
-        t.overflow += L->m.overflow;
-        t.underflow += L->m.underflow;
-        t.subnormal += L->m.subnormal;
-        if (L->m.overflow) {
-            t.layers_overflow++;
-            if (!t.first_overflow) t.first_overflow = L;
-        }
-        if (L->m.underflow) t.layers_underflow++;
-        if (repl_is_output(g, L->tensor) && (!t.worst_out || L->m.rel_l2 > t.out_rel_l2 || isnan(L->m.rel_l2))) {
-            t.worst_out = L;
-            t.out_rel_l2 = L->m.rel_l2;
-        }
-    }
-    return t;
-}
 
 /* Exported models reuse names across nodes and tensors (p2o names node
  * p2o.Add.280's output p2o.Add.281), so nodes come first. */
@@ -399,7 +363,7 @@ mpx_status repl_figure(const repl_figctx *x, const char *fig, double *out, mpx_e
     for (int i = 0; i < RUN_FIGS; i++) {
         if (strcmp(fig, run_fig_names[i]) != 0) continue;
         if (!c) return mpx_error_set(err, MPX_E_ARG, "%s needs a run (use: run)", fig);
-        repl_run_totals t = repl_totals(g, c);
+        mpx_run_totals t = mpx_compare_totals(c);
         double v[RUN_FIGS] = {(double)t.overflow, (double)t.underflow, (double)t.subnormal, (double)c->n_layers};
         return *out = v[i], MPX_OK;
     }

@@ -248,21 +248,6 @@ MPX_CMD(repl_cmd_assert);
 MPX_CMD(repl_cmd_search); /* cmd_search.c */
 MPX_CMD(repl_cmd_sweep);  /* cmd_sweep.c */
 MPX_CMD(repl_cmd_merge);
-/* Counts over every layer of a comparison: overflow, underflow, subnormal
- * elements, layers with any, the first layer that overflows and the worst
- * model output (by rel_l2; NaN is worst). */
-typedef struct repl_run_totals {
-    int64_t overflow, underflow, subnormal;
-    int layers_overflow, layers_underflow;
-    const mpx_layer *first_overflow;
-    double out_rel_l2;
-    const mpx_layer *worst_out;
-} repl_run_totals;
-repl_run_totals repl_totals(const mpx_graph *g, const mpx_compare *c);
-/* The worst layer by rel_l2 (NaN counts as worst), or NULL. */
-const mpx_layer *repl_worst_layer(const mpx_compare *c);
-/* The layer with the largest own (local) rel_l2, NULL without local figures. */
-const mpx_layer *repl_worst_own_layer(const mpx_compare *c);
 bool repl_is_output(const mpx_graph *g, int tensor);
 /* A name the user typed: a node (its first output; what report and plan
  * show) or else a tensor; NULL when neither. */
