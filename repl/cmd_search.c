@@ -112,32 +112,13 @@ typedef struct search {
  * all digits, and null for a figure that is not finite. */
 static void add_exact(cJSON *obj, const char *key, double v) { repl_json_exact(obj, key, v, "null"); }
 
-/* name:<glob> matching exactly this node: glob characters escaped (fnmatch
- * reads a backslash as an escape); a comma or a blank, which would end the
- * selector, matches as '?'. */
-static void name_selector(const char *name, char *buf, size_t n) {
-    size_t o = 0;
-    for (const char *c = name; *c && o + 3 < n; c++) {
-        if (*c == '*' || *c == '?' || *c == '[' || *c == '\\') buf[o++] = '\\';
-        buf[o++] = (*c == ',' || *c == ' ' || *c == '\t') ? '?' : *c;
-    }
-    buf[o] = '\0';
-}
-
-static mpx_status add_red(mpx_rules *r, const mpx_graph *g, int node, const char *comment, mpx_error *err) {
-    char sel[1024], text[2048];
-    name_selector(g->nodes[node]->name, sel, sizeof sel);
-    snprintf(text, sizeof text, "colour name:%s red%s%s", sel, comment ? "  # " : "", comment ? comment : "");
-    return mpx_rules_add(r, text, g, err);
-}
-
 /* The session's rules with the nodes of set (indices into cand) red. */
 static mpx_status rules_with(const search *x, const bool *set, mpx_rules **out, mpx_error *err) {
     mpx_rules *r = mpx_rules_copy(mpx_history_rules(x->s->hist));
     if (!r) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     mpx_status st = MPX_OK;
     for (int i = 0; i < x->n_cand && !st; i++)
-        if (set[i]) st = add_red(r, x->s->graph, x->cand[i], NULL, err);
+        if (set[i]) st = mpx_rules_add_node(r, x->s->graph->nodes[x->cand[i]], MPX_COLOUR_RED, NULL, err);
     if (st) {
         mpx_rules_free(r);
         return st;
@@ -997,7 +978,7 @@ static mpx_status apply_result(search *x, const result *r, mpx_error *err) {
         if (x->flags && (x->flags[nd] & 2))
             strncat(parts, parts[0] ? ", weights overflow" : "weights overflow", sizeof parts - strlen(parts) - 1);
         if (parts[0] && w < sizeof why) snprintf(why + w, sizeof why - w, " (%s)", parts);
-        st = add_red(rules, s->graph, nd, why, err);
+        st = mpx_rules_add_node(rules, s->graph->nodes[nd], MPX_COLOUR_RED, why, err);
     }
     if (!st) st = repl_apply_rules(s, rules, mpx_history_opts(s->hist), err);
     mpx_rules_free(rules);
