@@ -222,14 +222,14 @@ MPX_CMD(repl_cmd_report) {
     for (int a = 1; a < argc; a++) {
         if (strcmp(argv[a], "--sample") == 0 && a + 1 < argc) {
             double v;
-            if ((st = repl_parse_number(argv[++a], "--sample", &v, err))) return st;
+            if ((st = mpx_explore_parse_number(argv[++a], "--sample", &v, err))) return st;
             if (v < 1 || v != (double)(int)v) return mpx_error_set(err, MPX_E_ARG, "--sample %s: a sample number from 1", argv[a]);
             one = (int)v - 1;
         } else if (strcmp(argv[a], "--samples") == 0) {
             per_sample = true;
         } else if (strcmp(argv[a], "--top") == 0 && a + 1 < argc) {
             double v;
-            if ((st = repl_parse_number(argv[++a], "--top", &v, err))) return st;
+            if ((st = mpx_explore_parse_number(argv[++a], "--top", &v, err))) return st;
             if (v < 1 || v != (double)(int)v) return mpx_error_set(err, MPX_E_ARG, "--top %s: a count of rows", argv[a]);
             top = (int)v;
             top_given = true;
@@ -245,7 +245,7 @@ MPX_CMD(repl_cmd_report) {
                 char names[256];
                 return mpx_error_set(err, MPX_E_ARG, "--sort: unknown metric \"%s\" (%s, local, order)%s", argv[a],
                                      mpx_metric_names(", ", names, sizeof names),
-                                     repl_metric_tail(argv[a], true, hint, sizeof hint));
+                                     mpx_figure_metric_hint(argv[a], true, hint, sizeof hint));
             }
             sm = k;
         } else if (strcmp(argv[a], "--json") == 0 || strcmp(argv[a], "--csv") == 0) {
@@ -461,7 +461,7 @@ MPX_CMD(repl_cmd_tensor) {
         else if (strcmp(argv[a], "--save-ref") == 0) save_ref = argv[++a];
     }
     const mpx_graph *g = s->graph;
-    const mpx_tensor *t = repl_find_named(g, argv[1]);
+    const mpx_tensor *t = mpx_figure_find_tensor(g, argv[1]);
     if (!t) {
         char hint[300];
         return mpx_error_set(err, MPX_E_ARG, "no tensor or node named \"%s\"%s", argv[1],

@@ -204,7 +204,7 @@ static mpx_status parse_keep(const mpx_graph *g, const char *list, bool *keep, m
     char buf[4096];
     snprintf(buf, sizeof buf, "%s", list);
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        const mpx_tensor *t = repl_find_named(g, tok);
+        const mpx_tensor *t = mpx_figure_find_tensor(g, tok);
         if (!t) {
             char hint[300];
             return mpx_error_set(err, MPX_E_ARG, "no tensor or node named \"%s\"%s", tok,

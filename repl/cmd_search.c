@@ -59,7 +59,7 @@ static const char *const ending_names[] = {"done", "no_plan", "max_evals", "time
 
 typedef struct search {
     mpx_session *s;
-    repl_cond cond;
+    mpx_cond cond;
     bool need_run;
     method how;
     int max_evals, n_evals;
@@ -86,23 +86,23 @@ typedef struct search {
     struct repl_dataset *held;
     const char *held_spec;
     bool validated, held_holds;
-    double held_got[REPL_COND_MAX];
+    double held_got[MPX_COND_MAX];
     /* the last evaluation that held: */
-    double best_got[REPL_COND_MAX];
+    double best_got[MPX_COND_MAX];
     double best_low_pct, best_low_cost;
-    double last_got[REPL_COND_MAX]; /* the last evaluation's figures */
+    double last_got[MPX_COND_MAX]; /* the last evaluation's figures */
     bool *best_set;     /* [n_cand]: its set */
     /* The evaluation that held with the most of the model low (what a
      * search stopped early reports, and --apply-best applies): */
     bool have_top;
     bool *top_set;      /* [n_cand] */
-    double top_got[REPL_COND_MAX];
+    double top_got[MPX_COND_MAX];
     double top_low_pct, top_low_cost;
     /* auto, greedy: every set evaluated (n_cand bytes each) and its answer */
     struct memo {
         bool *set;
         bool holds;
-        double got[REPL_COND_MAX];
+        double got[MPX_COND_MAX];
         double low_pct, low_cost;
     } *memo;
     int n_memo, cap_memo;
@@ -200,11 +200,11 @@ static mpx_status evaluate(search *x, const bool *set, bool local, bool *holds, 
     if (!st) st = repl_trial(s, r, mpx_history_opts(s->hist), x->need_run, local, true, local ? NULL : x->measure,
                              x->keep, &p, &c, err);
     mpx_rules_free(r);
-    double got[REPL_COND_MAX];
+    double got[MPX_COND_MAX];
     int failed = -1;
     if (!st) {
-        repl_figctx fc = {.s = s, .plan = p, .cmp = c, .local = local, .eval = x->eval};
-        st = repl_cond_eval(&fc, &x->cond, got, &failed, err);
+        mpx_figure_ctx fc = {.plan = p, .cmp = c, .local = local, .eval = x->eval ? repl_eval_figure : NULL, .eval_ctx = x->eval};
+        st = mpx_cond_eval(&fc, &x->cond, got, &failed, err);
     }
     if (st) {
         mpx_plan_free(p);
@@ -599,8 +599,8 @@ static mpx_status prune(search *x, bool *set, mpx_error *err) {
 
 /* Whether the first clause bounds an error figure from above, so that the
  * first-order prediction can say how much of the error must go. */
-static bool bounds_error(const repl_clause *cl) {
-    const char *op = repl_cond_op(cl);
+static bool bounds_error(const mpx_clause *cl) {
+    const char *op = mpx_cond_op(cl);
     return (strcmp(op, "<") == 0 || strcmp(op, "<=") == 0) && cl->want > 0 &&
            (strstr(cl->fig, "rel_l2") || strstr(cl->fig, "max_abs") || strstr(cl->fig, "mean_abs"));
 }
@@ -808,7 +808,7 @@ static mpx_status run_sensitivity(search *x, bool *set, mpx_error *err) {
         st = evaluate(x, set, false, &holds, NULL, err);
         set[i] = false;
         double f = x->last_got[0];
-        v[i] = (sens){i, isnan(f) ? INFINITY : repl_cond_op(&x->cond.c[0])[0] == '>' ? -f : f};
+        v[i] = (sens){i, isnan(f) ? INFINITY : mpx_cond_op(&x->cond.c[0])[0] == '>' ? -f : f};
     }
     if (!st) qsort(v, (size_t)x->n_cand, sizeof *v, by_sensitivity);
     holds = false;
@@ -883,8 +883,8 @@ static mpx_status validate(search *x, const bool *set, mpx_error *err) {
     }
     int failed = -1;
     if (!st) {
-        repl_figctx fc = {.s = s, .plan = p, .cmp = c, .eval = x->eval};
-        st = repl_cond_eval(&fc, &x->cond, x->held_got, &failed, err);
+        mpx_figure_ctx fc = {.plan = p, .cmp = c, .eval = x->eval ? repl_eval_figure : NULL, .eval_ctx = x->eval};
+        st = mpx_cond_eval(&fc, &x->cond, x->held_got, &failed, err);
     }
     if (st) {
         char msg[sizeof err->msg];
@@ -1010,7 +1010,7 @@ static void summary(const search *x, const result *r, const char *lead, double m
     }
     for (int i = 0; i < x->cond.n && o < sizeof line; i++)
         o += (size_t)snprintf(line + o, sizeof line - o, "; %s %.3g %s %s", x->cond.c[i].fig, r->got[i],
-                              repl_cond_op(&x->cond.c[i]), x->cond.c[i].num);
+                              mpx_cond_op(&x->cond.c[i]), x->cond.c[i].num);
     if (o < sizeof line)
         o += (size_t)snprintf(line + o, sizeof line - o, "; %.1f%% of MACs in %s (%.1f%% of cost); %d evaluation%s",
                               r->low_pct, mpx_format_name(x->s->plan->opts.target), r->low_cost, x->n_evals,
@@ -1046,20 +1046,20 @@ MPX_CMD(repl_cmd_search) {
             x.how = (method)k;
         } else if (strcmp(argv[a], "--max-evals") == 0) {
             double v;
-            if ((st = repl_parse_number(argv[++a], "--max-evals", &v, err))) return st;
+            if ((st = mpx_explore_parse_number(argv[++a], "--max-evals", &v, err))) return st;
             if (v < 1 || v > 1e6 || v != (double)(int)v)
                 return mpx_error_set(err, MPX_E_ARG, "--max-evals %s: a count from 1 up", argv[a]);
             x.max_evals = (int)v;
         } else if (strcmp(argv[a], "--time") == 0) {
             double v;
-            if ((st = repl_parse_number(argv[++a], "--time", &v, err))) return st;
+            if ((st = mpx_explore_parse_number(argv[++a], "--time", &v, err))) return st;
             if (!(v > 0) || v > 1e9) return mpx_error_set(err, MPX_E_ARG, "--time %s: seconds, more than 0", argv[a]);
             x.max_ms = v * 1000;
         } else if (strcmp(argv[a], "--eval") == 0) {
             eval_cmd = argv[++a];
         } else if (strcmp(argv[a], "--eval-timeout") == 0) {
             double v;
-            if ((st = repl_parse_number(argv[++a], "--eval-timeout", &v, err))) return st;
+            if ((st = mpx_explore_parse_number(argv[++a], "--eval-timeout", &v, err))) return st;
             if (!(v > 0) || v > 1e7)
                 return mpx_error_set(err, MPX_E_ARG, "--eval-timeout %s: seconds, more than 0", argv[a]);
             eval_timeout = v;
@@ -1073,12 +1073,12 @@ MPX_CMD(repl_cmd_search) {
         }
     }
     if (n_words < 1) return repl_usage_error(err, argv[0], "the condition comes first");
-    if ((st = repl_cond_parse("search", n_words, argv + 1, &x.cond, err))) return st;
-    x.need_run = repl_cond_needs_run(&x.cond);
+    if ((st = mpx_cond_parse("search", n_words, argv + 1, &x.cond, err))) return st;
+    x.need_run = mpx_cond_needs_run(&x.cond);
     /* Check the figures' names before any run: a typo costs nothing. */
     bool evals = false;
     for (int i = 0; i < x.cond.n; i++) {
-        if ((st = repl_figure_check(s->graph, x.cond.c[i].fig, err))) return st;
+        if ((st = mpx_figure_check(s->graph, x.cond.c[i].fig, err))) return st;
         const char *f = x.cond.c[i].fig;
         if (strcmp(f, "eval") == 0 || strncmp(f, "eval.", 5) == 0) {
             if (!eval_cmd)
@@ -1103,11 +1103,11 @@ MPX_CMD(repl_cmd_search) {
     repl_cond_warn(s, &x.cond);
     for (int i = 0; i < x.cond.n; i++) {
         if (evals && strncmp(x.cond.c[i].fig, "eval", 4) == 0) continue;
-        repl_figctx fc = {.s = s, .plan = s->plan, .cmp = s->last, .local = s->last_local};
+        mpx_figure_ctx fc = {.plan = s->plan, .cmp = s->last, .local = s->last_local};
         double v;
         mpx_error e;
-        if (!repl_figure_needs_run(x.cond.c[i].fig) || s->last) {
-            if (repl_figure(&fc, x.cond.c[i].fig, &v, &e) != MPX_OK && !strstr(e.msg, "compared no such"))
+        if (!mpx_figure_needs_run(x.cond.c[i].fig) || s->last) {
+            if (mpx_figure_read(&fc, x.cond.c[i].fig, &v, &e) != MPX_OK && !strstr(e.msg, "compared no such"))
                 return mpx_error_set(err, e.status, "%s", e.msg);
         }
     }
@@ -1136,12 +1136,12 @@ MPX_CMD(repl_cmd_search) {
     x.own = malloc(nn * sizeof *x.own);
     x.flags = calloc(nn, 1);
     x.measure = malloc((size_t)(g->n_tensors ? g->n_tensors : 1) * sizeof *x.measure);
-    if (x.measure && !repl_cond_measure(g, &x.cond, x.measure)) {
+    if (x.measure && !mpx_cond_measure(g, &x.cond, x.measure)) {
         free(x.measure); /* measure every layer: slower, not wrong */
         x.measure = NULL;
     }
     x.keep = malloc((size_t)(g->n_tensors ? g->n_tensors : 1) * sizeof *x.keep);
-    if (x.keep && !repl_cond_keep(g, &x.cond, x.keep)) {
+    if (x.keep && !mpx_cond_keep(g, &x.cond, x.keep)) {
         free(x.keep);
         x.keep = NULL;
     }

@@ -251,7 +251,7 @@ MPX_CMD(repl_cmd_stats) {
         else if (strcmp(argv[a], "--all") == 0) top = -1;
         else if (strcmp(argv[a], "--top") == 0) {
             double v;
-            if ((st = repl_parse_number(argv[++a], "--top", &v, err))) return st;
+            if ((st = mpx_explore_parse_number(argv[++a], "--top", &v, err))) return st;
             if (v < 1 || v != (double)(int)v) return mpx_error_set(err, MPX_E_ARG, "--top %s: a count of rows", argv[a]);
             top = (int)v;
         }

@@ -214,8 +214,9 @@ static mpx_status parse_output(const repl_eval *e, const char *text, cJSON **out
     return MPX_OK;
 }
 
-mpx_status repl_eval_figure(repl_eval *e, const mpx_graph *g, const mpx_compare *c, const char *fig, double *out,
+mpx_status repl_eval_figure(void *ctx, const mpx_graph *g, const mpx_compare *c, const char *fig, double *out,
                             mpx_error *err) {
+    repl_eval *e = ctx;
     if (c->samples)
         return mpx_error_set(err, MPX_E_ARG, "%s: --eval reads one run's outputs; over a data set each sample's are not "
                              "kept (run one input)", fig);

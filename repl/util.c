@@ -69,24 +69,6 @@ double repl_now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-mpx_status repl_parse_number(const char *text, const char *what, double *out, mpx_error *err) {
-    char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (end == text || errno == ERANGE)
-        return mpx_error_set(err, MPX_E_ARG, "%s: \"%s\" is not a number", what, text);
-    switch (*end) {
-    case 'K': case 'k': v *= 1e3; end++; break;
-    case 'M': v *= 1e6; end++; break;
-    case 'G': v *= 1e9; end++; break;
-    default: break;
-    }
-    if (*end || isnan(v))
-        return mpx_error_set(err, MPX_E_ARG, "%s: \"%s\" is not a number", what, text);
-    *out = v;
-    return MPX_OK;
-}
-
 /* Below the current folder: relative, and no ".." step. */
 static bool below_cwd(const char *path) { return path[0] != '/' && !mpx_path_has_dotdot(path); }
 
