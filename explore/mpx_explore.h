@@ -124,6 +124,148 @@ mpx_status mpx_cond_eval(const mpx_figure_ctx *x, const mpx_cond *c, double *got
 /* The operator of a clause as written ("<=", ...). */
 const char *mpx_cond_op(const mpx_clause *cl);
 
+/* ---- search (explore/search.c) -----------------------------------------------
+ * The nodes to keep in fp32 so that a condition holds, with as much of the
+ * model low as possible. Every evaluation is a real plan and a real run: the
+ * base rules plus `colour name:<node> red` for each node of the set
+ * (mpx_rules_add_node), planned and run by the host, and the condition read
+ * by mpx_cond_eval. So the result, applied as ordinary rules, reproduces the
+ * reported figures exactly.
+ *
+ * Methods:
+ *  - auto: nodes whose weights overflow go fp32 first (known without a run,
+ *    once a plain run says the plan as it is fails); one local run then ranks
+ *    the low nodes (overflow in their output first, then the output error
+ *    that keeping each fp32 is predicted to remove, by region); the shortest
+ *    prefix of the ranking that meets the condition is kept fp32 (predicted,
+ *    then doubled and bisected); then each node of the set, the last-ranked
+ *    first, is given back to low while the condition still holds, pass after
+ *    pass until a pass gives nothing back (the result is 1-minimal), and each
+ *    node is tried swapped for the gray nodes that followed it into fp32.
+ *    auto and greedy remember every set they evaluated and never run one twice.
+ *  - greedy: auto without the give-back and swap passes.
+ *  - bisect: onnxconverter-common's auto_convert_mixed_precision, for
+ *    comparison: segments of the topological order tried low, a failing
+ *    segment split in halves.
+ *  - sensitivity: Intel Neural Compressor's fallback, for comparison.
+ * auto's aim is the share of cost low (plan counts' low_cost_pct). */
+
+typedef enum mpx_search_method {
+    MPX_SEARCH_AUTO, MPX_SEARCH_GREEDY, MPX_SEARCH_BISECT, MPX_SEARCH_SENSITIVITY, MPX_SEARCH_METHOD_COUNT
+} mpx_search_method;
+/* "auto", "greedy", "bisect", "sensitivity"; NULL past the end. */
+const char *mpx_search_method_name(mpx_search_method m);
+
+/* How a search ended (its JSON's "ended"). */
+typedef enum mpx_search_end {
+    MPX_SEARCH_DONE, MPX_SEARCH_NO_PLAN, MPX_SEARCH_MAX_EVALS, MPX_SEARCH_TIME, MPX_SEARCH_INTERRUPTED,
+    MPX_SEARCH_FAILED
+} mpx_search_end;
+/* "done", "no_plan", "max_evals", "time", "interrupted", "failed". */
+const char *mpx_search_end_name(mpx_search_end e);
+
+/* Where a search stands, for a progress line: evaluations done, the best
+ * plan so far (have_best: one met the condition; its fp32 count, first
+ * figure and low cost share) and the time left to the nearer limit in ms
+ * (the time limit, or the evaluation limit at the mean evaluation's pace;
+ * negative: unknown). */
+typedef struct mpx_search_progress {
+    int n_evals;
+    bool have_best;
+    int best_k;
+    double best_got0, best_low_cost_pct;
+    double left_ms;
+} mpx_search_progress;
+
+/* The program's side of a search. plan and run are required; the others may
+ * be NULL. */
+typedef struct mpx_search_host {
+    void *ctx;
+    /* Plan rule set r with the program's plan options, as it plans its own
+     * (without applying it). */
+    mpx_status (*plan)(void *ctx, const mpx_rules *r, mpx_plan **out, mpx_error *err);
+    /* Run plan p on the program's inputs against the fp32 reference: local
+     * (also each node's own error; not through a run cache), undoable (undo
+     * may take the run back out of the program's run cache), measure and
+     * keep as mpx_compare_opts's. MPX_E_CANCELLED when interrupted. */
+    mpx_status (*run)(void *ctx, const mpx_plan *p, bool local, bool undoable, const bool *measure,
+                      const bool *keep, mpx_compare **out, mpx_error *err);
+    /* Take the last undoable run back out of the run cache: a trial that
+     * fails is undone, so the next trial, one node off the set that held,
+     * recomputes that node's cone alone. */
+    void (*undo)(void *ctx);
+    /* After each evaluation. */
+    void (*progress)(void *ctx, const mpx_search_progress *pr);
+    /* Checked before each evaluation: true stops the search (interrupted). */
+    bool (*cancelled)(void *ctx);
+    /* eval and eval.<key> figures (mpx_figure_ctx.eval), or NULL. */
+    mpx_status (*eval)(void *ctx, const mpx_graph *g, const mpx_compare *c, const char *fig, double *out,
+                       mpx_error *err);
+    void *eval_ctx;
+} mpx_search_host;
+
+typedef struct mpx_search_opts {
+    mpx_search_method method;
+    int max_evals;  /* evaluations at most (0: 500); a set the run cache answers whole is not counted */
+    double max_ms;  /* time limit in ms, 0: none */
+    bool log;       /* keep every evaluation for mpx_search_json */
+} mpx_search_opts;
+
+/* What a search found: the set (end DONE), or on a stop the best set so far
+ * that met the condition (set NULL when none did). set, got and cand point
+ * into the search and live as long as it. */
+typedef struct mpx_search_result {
+    mpx_search_end end;
+    const bool *set;       /* [n_cand] */
+    int k;                 /* nodes in set */
+    const double *got;     /* [cond's n] the condition's figures of set's plan */
+    double low_macs_pct, low_cost_pct;
+    int n_cand;
+    const int *cand;       /* the candidates: the nodes low in the base plan, graph order */
+    int n_evals, n_unchanged; /* evaluations, and sets whose plan computed as an earlier one */
+    double ms;
+} mpx_search_result;
+
+typedef struct mpx_search mpx_search;
+
+/* A search over the nodes low in base (a plan of g under rules), for cond,
+ * driven through host. Checks nothing of the condition's names (see
+ * mpx_figure_check). */
+mpx_status mpx_search_new(const mpx_graph *g, const mpx_plan *base, const mpx_rules *rules, const mpx_cond *cond,
+                          const mpx_search_opts *opts, const mpx_search_host *host, mpx_search **out,
+                          mpx_error *err);
+/* Search. *r is filled however it ended (what the search learned is never
+ * lost); the status is the stop's: MPX_E_LIMIT at max_evals or the time
+ * limit, MPX_E_CANCELLED, MPX_E_INVALID when no plan meets the condition,
+ * or an evaluation's error. Call once. */
+mpx_status mpx_search_run(mpx_search *x, mpx_search_result *r, mpx_error *err);
+/* The result as mpx_search_run gives it had the search ended with status
+ * st: a caller whose own step after the search failed (search --validate)
+ * reports the best set so far, as for a stop. */
+void mpx_search_get_result(const mpx_search *x, mpx_status st, mpx_search_result *r);
+/* The base rules plus one `colour name:<node> red` rule per node of set
+ * ([n_cand]); with why, each rule's comment says why search added it (the
+ * condition, how the search ended, what the ranking run saw of the node),
+ * as `why` and `rules` then show. */
+mpx_status mpx_search_rules(const mpx_search *x, const bool *set, bool why, mpx_search_end end, mpx_rules **out,
+                            mpx_error *err);
+/* The figures of a set's plan checked elsewhere (search --validate: the
+ * held-out samples), for mpx_search_json. */
+typedef struct mpx_search_validation {
+    const char *data;      /* what the samples were, as given */
+    int samples;
+    const double *got;     /* [cond's n] */
+    bool holds;
+} mpx_search_validation;
+/* {condition, method, ended, error, fp32, figures, low shares, applied,
+ * validation, counts, ms, evaluations}, newline-terminated (malloc'd; NULL
+ * on out of memory). Figures are written with every digit (null when not
+ * finite), so an assert of them holds exactly. error and v may be NULL.
+ * Takes the evaluations kept (opts.log): call once. */
+char *mpx_search_json(mpx_search *x, const mpx_search_result *r, const char *error, bool applied,
+                      const mpx_search_validation *v);
+void mpx_search_free(mpx_search *x);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,5 +1,7 @@
 /* test_explore.c - explore/'s API used as a program linking libmpx uses it,
- * with no REPL: figures and conditions read from a plan and its run.
+ * with no REPL: figures and conditions read from a plan and its run, and a
+ * search driven through a host of the test's own (plans with default
+ * options, runs on one input, no run cache).
  *
  * tiny_cnn (examples/tiny_cnn.json) bound to 1x3x32x32, fp16 by default,
  * one seeded input. */
@@ -94,6 +96,124 @@ static void test_figures(const mpx_graph *g, const mpx_value *x) {
     mpx_plan_free(p);
 }
 
+/* ---- search through a host of this test's own ------------------------------ */
+
+static mpx_graph *the_graph; /* what th_plan plans */
+
+typedef struct test_host {
+    const mpx_value *x;
+    int plans, runs, undos, progress;
+    int cancel_after; /* evaluations before cancelled() says yes (0: never) */
+} test_host;
+
+static mpx_status th_plan(void *ctx, const mpx_rules *r, mpx_plan **out, mpx_error *e) {
+    test_host *h = ctx;
+    h->plans++;
+    return mpx_plan_build(the_graph, r, NULL, NULL, out, e);
+}
+
+static mpx_status th_run(void *ctx, const mpx_plan *p, bool local, bool undoable, const bool *measure,
+                         const bool *keep, mpx_compare **out, mpx_error *e) {
+    test_host *h = ctx;
+    (void)undoable;
+    h->runs++;
+    mpx_assign *a = mpx_plan_to_assign(p, e);
+    if (!a) return e->status ? e->status : MPX_E_NOMEM;
+    mpx_compare_opts o = {.local = local, .measure = measure, .keep = keep};
+    mpx_status st = mpx_compare_run(p->g, a, h->x, &o, out, e);
+    mpx_assign_free(a);
+    return st;
+}
+
+static void th_undo(void *ctx) { ((test_host *)ctx)->undos++; }
+static void th_progress(void *ctx, const mpx_search_progress *pr) {
+    test_host *h = ctx;
+    h->progress++;
+    CHECK(pr->n_evals >= 0);
+}
+static bool th_cancelled(void *ctx) {
+    test_host *h = ctx;
+    return h->cancel_after > 0 && h->runs >= h->cancel_after;
+}
+
+/* output.rel_l2 below half the all-fp16 plan's: search finds a set, and its
+ * rules, planned and run again, give the figure it reported, bit for bit. */
+static void test_search(mpx_graph *g, const mpx_value *x) {
+    the_graph = g;
+    mpx_plan *base = default_plan(g);
+    mpx_compare *c0 = base ? run_plan(base, x) : NULL;
+    const mpx_layer *o0 = c0 ? mpx_compare_worst_layer(c0, MPX_WORST_OUTPUT) : NULL;
+    CHECK(o0 && o0->m.rel_l2 > 0);
+    if (!o0) {
+        mpx_compare_free(c0);
+        mpx_plan_free(base);
+        return;
+    }
+    char text[128];
+    snprintf(text, sizeof text, "output.rel_l2 < %.6g", o0->m.rel_l2 / 2);
+    mpx_cond cond;
+    CHECK(cond_of(text, &cond) == MPX_OK);
+    mpx_rules *rules = mpx_rules_new();
+    test_host th = {.x = x};
+    mpx_search_host h = {.ctx = &th, .plan = th_plan, .run = th_run, .undo = th_undo, .progress = th_progress,
+                         .cancelled = th_cancelled};
+    for (int m = 0; m < MPX_SEARCH_METHOD_COUNT; m++) {
+        mpx_search_opts so = {.method = (mpx_search_method)m, .log = true};
+        mpx_search *s = NULL;
+        mpx_search_result r;
+        CHECK_MSG(mpx_search_new(g, base, rules, &cond, &so, &h, &s, &err) == MPX_OK, "%s", err.msg);
+        if (!s) continue;
+        mpx_status st = mpx_search_run(s, &r, &err);
+        CHECK_MSG(st == MPX_OK && r.end == MPX_SEARCH_DONE, "%s: %s", mpx_search_method_name(so.method), err.msg);
+        CHECK(r.set && r.k > 0 && r.k < r.n_cand && r.got[0] < o0->m.rel_l2 / 2 && r.n_evals > 0);
+        CHECK(r.low_cost_pct > 0 && r.low_cost_pct < base->counts.low_cost_pct);
+        /* the found set, as rules: the same figure */
+        mpx_rules *found = NULL;
+        mpx_plan *p = NULL;
+        CHECK(r.set && mpx_search_rules(s, r.set, true, r.end, &found, &err) == MPX_OK);
+        CHECK(found && mpx_rules_count(found) == r.k && strstr(mpx_rules_text(found, 0), "# search: output.rel_l2 <"));
+        CHECK(found && mpx_plan_build(g, found, NULL, NULL, &p, &err) == MPX_OK);
+        mpx_compare *c = p ? run_plan(p, x) : NULL;
+        mpx_figure_ctx fx = {.plan = p, .cmp = c};
+        double v = NAN;
+        CHECK(c && mpx_figure_read(&fx, "output.rel_l2", &v, &err) == MPX_OK && v == r.got[0]);
+        CHECK(p && p->counts.low_cost_pct == r.low_cost_pct);
+        char *json = mpx_search_json(s, &r, NULL, false, NULL);
+        CHECK(json && strstr(json, "\"ended\":\t\"done\"") && strstr(json, "\"evaluations\""));
+        free(json);
+        mpx_compare_free(c);
+        mpx_plan_free(p);
+        mpx_rules_free(found);
+        mpx_search_free(s);
+    }
+    CHECK(th.plans > 0 && th.runs > 0 && th.progress > 0 && th.undos > 0);
+
+    /* limits: one evaluation, then a stop naming it; Ctrl-C */
+    mpx_search_opts one = {.max_evals = 1};
+    mpx_search *s = NULL;
+    mpx_search_result r;
+    CHECK(mpx_search_new(g, base, rules, &cond, &one, &h, &s, &err) == MPX_OK);
+    CHECK(s && mpx_search_run(s, &r, &err) == MPX_E_LIMIT && r.end == MPX_SEARCH_MAX_EVALS && r.n_evals == 1);
+    CHECK_CONTAINS(err.msg, "--max-evals 1");
+    mpx_search_free(s);
+    th.runs = 0, th.cancel_after = 2;
+    CHECK(mpx_search_new(g, base, rules, &cond, NULL, &h, &s, &err) == MPX_OK);
+    CHECK(s && mpx_search_run(s, &r, &err) == MPX_E_CANCELLED && r.end == MPX_SEARCH_INTERRUPTED);
+    mpx_search_free(s);
+    /* a condition no plan meets */
+    CHECK(cond_of("output.rel_l2 < 0", &cond) == MPX_OK);
+    th.cancel_after = 0;
+    CHECK(mpx_search_new(g, base, rules, &cond, NULL, &h, &s, &err) == MPX_OK);
+    CHECK(s && mpx_search_run(s, &r, &err) == MPX_E_INVALID && r.end == MPX_SEARCH_NO_PLAN && !r.set);
+    mpx_search_free(s);
+    /* no host: refused */
+    mpx_search_host none = {0};
+    CHECK(mpx_search_new(g, base, rules, &cond, NULL, &none, &s, &err) == MPX_E_ARG && !s);
+    mpx_rules_free(rules);
+    mpx_compare_free(c0);
+    mpx_plan_free(base);
+}
+
 int main(void) {
     mpx_numerics_init();
     static const int64_t d[4] = {1, 3, 32, 32};
@@ -104,6 +224,7 @@ int main(void) {
     mpx_value_alloc(&x, MPX_DT_FLOAT, 4, d, NULL);
     gb_fill_normal(&x, 3);
     test_figures(g, &x);
+    test_search(g, &x);
     mpx_value_free(&x);
     mpx_graph_free(g);
     return check_report("test_explore");
