@@ -62,6 +62,14 @@ const char *mpx_figure_metric_hint(const char *typed, bool extra, char *buf, siz
     return mpx_name_hint_tail(&h, buf, n);
 }
 
+const char *mpx_explore_format_hint(const char *typed, bool low_only, char *buf, size_t n) {
+    mpx_name_hint h;
+    mpx_name_hint_init(&h, typed);
+    for (size_t i = 0; i < mpx_format_count(); i++)
+        if (!low_only || mpx_format_at(i)->kind != MPX_FMT_FP32) mpx_name_hint_add(&h, mpx_format_at(i)->name);
+    return mpx_name_hint_tail(&h, buf, n);
+}
+
 /* A metric of the table (numerics/metrics.def), absmax (the reference's
  * largest |value|) or local (the node's own rel_l2, after run --local). */
 static bool metric_of(const mpx_layer *L, const char *metric, double *out) {

@@ -5,7 +5,7 @@
  * explore/ sits above colour/ and numerics/ and below the program: it reads
  * plans and comparisons, never a session. What it needs of the program that
  * drives it (planning and running a trial through its run cache, a progress
- * line, Ctrl-C) it reaches through callbacks (mpx_search_host).
+ * line, Ctrl-C) it reaches through callbacks (mpx_explore_host).
  *
  * Ownership:
  *  - mpx_figure_ctx borrows everything it points to for the call.
@@ -81,6 +81,9 @@ const mpx_tensor *mpx_figure_find_tensor(const mpx_graph *g, const char *name);
 /* "; did you mean <metric>?" or "" into buf for a mistyped metric name
  * (extra: also absmax and local). Returns buf. */
 const char *mpx_figure_metric_hint(const char *typed, bool extra, char *buf, size_t n);
+/* "; did you mean <format>?" or "" into buf for a mistyped format name
+ * (low_only: the formats other than fp32). Returns buf. */
+const char *mpx_explore_format_hint(const char *typed, bool low_only, char *buf, size_t n);
 /* A number as figures and options take it: 1e-3, 64K, 1M, 2G (K = 1e3,
  * M = 1e6, G = 1e9); what names it in the error. */
 mpx_status mpx_explore_parse_number(const char *text, const char *what, double *out, mpx_error *err);
@@ -165,11 +168,12 @@ typedef enum mpx_search_end {
 const char *mpx_search_end_name(mpx_search_end e);
 
 /* Where a search stands, for a progress line: evaluations done, the best
- * plan so far (have_best: one met the condition; its fp32 count, first
- * figure and low cost share) and the time left to the nearer limit in ms
+ * plan so far (have_best: one met the condition; its fp32 count, its
+ * value of the first figure fig and low cost share) and the time left to the nearer limit in ms
  * (the time limit, or the evaluation limit at the mean evaluation's pace;
  * negative: unknown). */
 typedef struct mpx_search_progress {
+    const char *fig;  /* the condition's first figure */
     int n_evals;
     bool have_best;
     int best_k;
@@ -177,13 +181,16 @@ typedef struct mpx_search_progress {
     double left_ms;
 } mpx_search_progress;
 
-/* The program's side of a search. plan and run are required; the others may
- * be NULL. */
-typedef struct mpx_search_host {
+typedef struct mpx_sweep mpx_sweep;
+
+/* The program's side of a search or a sweep: trials (a plan of (rules,
+ * options) and its run) reach the program through it. plan and run are
+ * required; the others may be NULL. */
+typedef struct mpx_explore_host {
     void *ctx;
-    /* Plan rule set r with the program's plan options, as it plans its own
-     * (without applying it). */
-    mpx_status (*plan)(void *ctx, const mpx_rules *r, mpx_plan **out, mpx_error *err);
+    /* Plan rule set r with options o (NULL: the program's own), as the
+     * program plans its own plans (without applying it). */
+    mpx_status (*plan)(void *ctx, const mpx_rules *r, const mpx_plan_opts *o, mpx_plan **out, mpx_error *err);
     /* Run plan p on the program's inputs against the fp32 reference: local
      * (also each node's own error; not through a run cache), undoable (undo
      * may take the run back out of the program's run cache), measure and
@@ -194,15 +201,17 @@ typedef struct mpx_search_host {
      * fails is undone, so the next trial, one node off the set that held,
      * recomputes that node's cone alone. */
     void (*undo)(void *ctx);
-    /* After each evaluation. */
+    /* search: after each evaluation. */
     void (*progress)(void *ctx, const mpx_search_progress *pr);
+    /* sweep: before point i of d. */
+    void (*point)(void *ctx, const mpx_sweep *d, int i);
     /* Checked before each evaluation: true stops the search (interrupted). */
     bool (*cancelled)(void *ctx);
     /* eval and eval.<key> figures (mpx_figure_ctx.eval), or NULL. */
     mpx_status (*eval)(void *ctx, const mpx_graph *g, const mpx_compare *c, const char *fig, double *out,
                        mpx_error *err);
     void *eval_ctx;
-} mpx_search_host;
+} mpx_explore_host;
 
 typedef struct mpx_search_opts {
     mpx_search_method method;
@@ -232,7 +241,7 @@ typedef struct mpx_search mpx_search;
  * driven through host. Checks nothing of the condition's names (see
  * mpx_figure_check). */
 mpx_status mpx_search_new(const mpx_graph *g, const mpx_plan *base, const mpx_rules *rules, const mpx_cond *cond,
-                          const mpx_search_opts *opts, const mpx_search_host *host, mpx_search **out,
+                          const mpx_search_opts *opts, const mpx_explore_host *host, mpx_search **out,
                           mpx_error *err);
 /* Search. *r is filled however it ended (what the search learned is never
  * lost); the status is the stop's: MPX_E_LIMIT at max_evals or the time
@@ -265,6 +274,85 @@ typedef struct mpx_search_validation {
 char *mpx_search_json(mpx_search *x, const mpx_search_result *r, const char *error, bool applied,
                       const mpx_search_validation *v);
 void mpx_search_free(mpx_search *x);
+
+/* ---- sweep (explore/sweep.c) --------------------------------------------------
+ * One command tried with each of several values, every point planned and
+ * run, the figures side by side:
+ *
+ *   sweep t in 0,64k,256k,1M : colour Conv green when macs >= $t else gray
+ *
+ * Each point is the base rules and options plus the command with $name
+ * replaced by the value (colour, color and accum add the rule; target and
+ * keep-io change the options), planned and run by the host as a trial:
+ * nothing is applied. Sharding: points i with i % n == k - 1 run in shard
+ * k/n; mpx_sweep_merge joins the shards' JSON back into the sweep one
+ * unsharded run gives. */
+#define MPX_SWEEP_MAX_POINTS 256
+
+/* One point's figures. */
+typedef struct mpx_sweep_point {
+    bool done;
+    int colours[MPX_COLOUR_COUNT]; /* nodes of each colour */
+    int casts;
+    double low_pct;                /* share of MACs low */
+    double low_cost_pct;
+    int64_t weight_bytes;          /* the weights' bytes in the plan's formats */
+    double out_rel_l2;             /* worst model output (NaN: none) */
+    char worst[256];               /* worst layer's tensor ("-": none) */
+    double worst_rel_l2;
+    int64_t overflow, underflow;   /* elements, over every layer */
+    int64_t weights_overflow;      /* weight values that overflow their format */
+} mpx_sweep_point;
+
+/* A sweep: what it tries and, point by point, what it found. A plain value
+ * (no pointers; about 190 KB: allocate it). */
+struct mpx_sweep {
+    char name[64];
+    char command[2048];     /* with $name */
+    int n;
+    char values[MPX_SWEEP_MAX_POINTS][64];
+    char model[1024];       /* the model file (shards of one sweep name the same) */
+    char target[32];        /* the base options' target format */
+    mpx_sweep_point pts[MPX_SWEEP_MAX_POINTS];
+};
+
+/* Fill d from name, the command (with $name) and values "v1,v2,...".
+ * Errors: no values, too many (MPX_SWEEP_MAX_POINTS), a value too long. */
+mpx_status mpx_sweep_define(mpx_sweep *d, const char *name, const char *command, const char *values,
+                            const char *model, const mpx_format *target, mpx_error *err);
+/* Point i's command: the command with every $name (not followed by a name
+ * character) replaced by the value, into out. Errors: the command does not
+ * use $name, names another $variable, or is too long. */
+mpx_status mpx_sweep_point_command(const mpx_sweep *d, int i, char *out, size_t n, mpx_error *err);
+/* The rules and options of a point: rules and o plus line, which must
+ * change the plan (colour, color, accum, target, keep-io). *out_rules is
+ * the caller's (mpx_rules_free). */
+mpx_status mpx_sweep_point_state(const mpx_graph *g, const mpx_rules *rules, const mpx_plan_opts *o, const char *line,
+                                 mpx_rules **out_rules, mpx_plan_opts *out_opts, mpx_error *err);
+/* Check every point's command against g (a bad value costs no run), then
+ * run the points of shard shard_k/shard_n (0/0: all) through host, in
+ * order (through the program's run cache: the reference computed once, each
+ * point recomputing only what its plan changes), recording each point's
+ * figures in d. Errors name the point; the points before it keep their
+ * figures. */
+mpx_status mpx_sweep_run(mpx_sweep *d, const mpx_graph *g, const mpx_rules *rules, const mpx_plan_opts *o,
+                         const mpx_explore_host *host, int shard_k, int shard_n, mpx_error *err);
+/* A point's figures from its plan and run. */
+void mpx_sweep_record(const mpx_plan *p, const mpx_compare *c, mpx_sweep_point *pt);
+/* {sweep: {name, command, values, model, target, shard}, points: [...]}
+ * (shard may be NULL), the points done, numbers with every digit so that
+ * merged shards equal an unsharded run exactly. malloc'd; NULL on out of
+ * memory. */
+char *mpx_sweep_json(const mpx_sweep *d, const char *shard);
+/* The points done as CSV, a header line first. malloc'd; NULL on out of memory. */
+char *mpx_sweep_csv(const mpx_sweep *d);
+/* Add the points of one shard's JSON (text, read from path, which messages
+ * name) to d: the first shard (first) defines the sweep, later ones must be
+ * of the same sweep (name, command, values), model and target, and no
+ * point may come twice. */
+mpx_status mpx_sweep_merge(mpx_sweep *d, const char *path, const char *text, bool first, mpx_error *err);
+/* After the shards: an error naming the first point no shard had. */
+mpx_status mpx_sweep_check_complete(const mpx_sweep *d, mpx_error *err);
 
 #ifdef __cplusplus
 }

@@ -41,7 +41,7 @@ struct mpx_search {
     const mpx_graph *g;
     const mpx_plan *base;   /* the plan the search starts from */
     const mpx_rules *rules; /* its rules */
-    mpx_search_host h;
+    mpx_explore_host h;
     mpx_cond cond;
     bool need_run;
     mpx_search_method how;
@@ -121,7 +121,7 @@ static void progress(const search *x) {
     if (!x->h.progress) return;
     double ms = now_ms() - x->t0, left = x->n_evals ? ms / x->n_evals * (x->max_evals - x->n_evals) : -1;
     if (x->max_ms > 0 && (left < 0 || x->max_ms - ms < left)) left = x->max_ms - ms;
-    mpx_search_progress pr = {.n_evals = x->n_evals, .have_best = x->have_top, .left_ms = left};
+    mpx_search_progress pr = {.fig = x->cond.c[0].fig, .n_evals = x->n_evals, .have_best = x->have_top, .left_ms = left};
     if (x->have_top) pr.best_k = count(x, x->top_set), pr.best_got0 = x->top_got[0], pr.best_low_cost_pct = x->top_low_cost;
     x->h.progress(x->h.ctx, &pr);
 }
@@ -176,7 +176,7 @@ static mpx_status evaluate(search *x, const bool *set, bool local, bool *holds, 
     mpx_plan *p = NULL;
     mpx_compare *c = NULL;
     mpx_status st = rules_with(x, set, &r, err);
-    if (!st) st = x->h.plan(x->h.ctx, r, &p, err);
+    if (!st) st = x->h.plan(x->h.ctx, r, NULL, &p, err);
     if (!st && x->need_run) st = x->h.run(x->h.ctx, p, local, !local, local ? NULL : x->measure, x->keep, &c, err);
     mpx_rules_free(r);
     double got[MPX_COND_MAX];
@@ -300,7 +300,7 @@ static int region(search *x, bool *set, const bool *low, int i, int *out) {
     set[i] = true;
     mpx_status st = rules_with(x, set, &r, &e);
     set[i] = false;
-    if (!st) st = x->h.plan(x->h.ctx, r, &p, &e);
+    if (!st) st = x->h.plan(x->h.ctx, r, NULL, &p, &e);
     mpx_rules_free(r);
     if (st) return -1;
     int k = 0;
@@ -339,7 +339,7 @@ static void by_region(search *x, bool *set, const double *pred, ranked *r, int n
     mpx_plan *base = NULL;
     mpx_error e;
     bool ok = low && covered && taken && start && !rules_with(x, set, &rules, &e) &&
-              !x->h.plan(x->h.ctx, rules, &base, &e);
+              !x->h.plan(x->h.ctx, rules, NULL, &base, &e);
     mpx_rules_free(rules);
     for (int m = 0; ok && m < g->n_nodes; m++) low[m] = base->nodes[m].low;
     mpx_plan_free(base);
@@ -510,7 +510,7 @@ static void cost_bought(search *x, const bool *set, double *buys) {
         mpx_plan *p = NULL;
         mpx_error e;
         double v = 0;
-        if (!rules_with(x, t, &r, &e) && !x->h.plan(x->h.ctx, r, &p, &e))
+        if (!rules_with(x, t, &r, &e) && !x->h.plan(x->h.ctx, r, NULL, &p, &e))
             v = p->counts.low_cost_pct;
         mpx_rules_free(r);
         mpx_plan_free(p);
@@ -589,7 +589,7 @@ static double plan_low_cost(search *x, const bool *set, bool *low) {
     mpx_plan *p = NULL;
     mpx_error e;
     double v = 0;
-    if (!rules_with(x, set, &r, &e) && !x->h.plan(x->h.ctx, r, &p, &e)) {
+    if (!rules_with(x, set, &r, &e) && !x->h.plan(x->h.ctx, r, NULL, &p, &e)) {
         v = p->counts.low_cost_pct;
         for (int m = 0; low && m < p->n_nodes; m++) low[m] = p->nodes[m].low;
     }
@@ -869,7 +869,7 @@ void mpx_search_free(mpx_search *x) {
 }
 
 mpx_status mpx_search_new(const mpx_graph *g, const mpx_plan *base, const mpx_rules *rules, const mpx_cond *cond,
-                          const mpx_search_opts *opts, const mpx_search_host *host, mpx_search **out,
+                          const mpx_search_opts *opts, const mpx_explore_host *host, mpx_search **out,
                           mpx_error *err) {
     *out = NULL;
     if (!g || !base || base->g != g || !rules || !cond || cond->n < 1 || !host || !host->plan || !host->run)

@@ -35,7 +35,7 @@ MPX_CMD(repl_cmd_target) {
         char hint[128];
         return mpx_error_set(err, MPX_E_ARG, "unknown target \"%s\" (formats: %s)%s", argv[1],
                              mpx_format_names(" ", true, names, sizeof names),
-                             repl_format_tail(argv[1], true, hint, sizeof hint));
+                             mpx_explore_format_hint(argv[1], true, hint, sizeof hint));
     }
     o.target = f;
     if (argc == 4) {

@@ -391,7 +391,7 @@ MPX_CMD(repl_cmd_compare) {
                 char hint[128];
                 return mpx_error_set(err, MPX_E_ARG, "unknown format \"%s\" (%s)%s", argv[a],
                                      mpx_format_names(" ", true, names, sizeof names),
-                                     repl_format_tail(argv[a], true, hint, sizeof hint));
+                                     mpx_explore_format_hint(argv[a], true, hint, sizeof hint));
             }
             fmts[nf++] = f;
         }

@@ -1,8 +1,7 @@
 /* cmd_search.c - `search`: the words of the command, the session's side of
- * explore/'s search (planning with the session's options, running through
- * its run cache, taking a failed trial back out of it, the progress line,
- * Ctrl-C), --validate on held-out samples, and what is printed. The
- * algorithm is explore/search.c's.
+ * explore/'s search (the session as its host: repl_explore_host),
+ * --validate on held-out samples, and what is printed. The algorithm is
+ * explore/search.c's.
  *
  * Nothing is applied until the search has succeeded: an error, a condition
  * no plan meets, --max-evals, --time or Ctrl-C leave the session's rules as
@@ -14,47 +13,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The session as a search's host. */
-typedef struct host {
-    mpx_session *s;
-    const mpx_cond *cond;
-} host;
-
-static mpx_status host_plan(void *ctx, const mpx_rules *r, mpx_plan **out, mpx_error *err) {
-    mpx_session *s = ((host *)ctx)->s;
-    return repl_build_plan(s, r, mpx_history_opts(s->hist), out, err);
-}
-
-/* Local runs neither use nor touch the cache (numerics' rule). */
-static mpx_status host_run(void *ctx, const mpx_plan *p, bool local, bool undoable, const bool *measure,
-                           const bool *keep, mpx_compare **out, mpx_error *err) {
-    repl_cached how = local ? REPL_UNCACHED : undoable ? REPL_CACHED_UNDOABLE : REPL_CACHED;
-    return repl_run_plan(((host *)ctx)->s, p, local, keep, measure, how, out, err);
-}
-
-/* With a data set every sample's cache is undone. */
-static void host_undo(void *ctx) { repl_undo_trial(((host *)ctx)->s); }
-
-static bool host_cancelled(void *ctx) {
-    const mpx_session *s = ((host *)ctx)->s;
-    return s->cancel && *s->cancel;
-}
-
-/* On a terminal: evaluations done, the best plan so far (its first figure
- * and low share) and the time left to the nearer limit: what the search
- * will at least give back if it has to stop. */
-static void host_progress(void *ctx, const mpx_search_progress *pr) {
-    const host *h = ctx;
-    if (!h->s->progress) return;
-    char best[700] = "no plan meets it yet";
-    if (pr->have_best)
-        snprintf(best, sizeof best, "best: %d fp32, %s %.3g, %.1f%% of cost low", pr->best_k, h->cond->c[0].fig,
-                 pr->best_got0, pr->best_low_cost_pct);
-    fprintf(stderr, "\r  search: %d evaluations; %s", pr->n_evals, best);
-    if (pr->left_ms >= 0) fprintf(stderr, "; at most %.0f s left", pr->left_ms / 1000);
-    fputs("      ", stderr);
-}
 
 /* --validate: the held-out samples, and the found plan's figures on them. */
 typedef struct held {
@@ -240,9 +198,7 @@ MPX_CMD(repl_cmd_search) {
         return st;
     }
     so.log = json;
-    host h = {.s = s, .cond = &cond};
-    mpx_search_host sh = {.ctx = &h, .plan = host_plan, .run = host_run, .undo = host_undo, .progress = host_progress,
-                          .cancelled = host_cancelled, .eval = eval ? repl_eval_figure : NULL, .eval_ctx = eval};
+    mpx_explore_host sh = repl_explore_host(s, eval);
     mpx_search *x = NULL;
     if ((st = mpx_search_new(s->graph, s->plan, mpx_history_rules(s->hist), &cond, &so, &sh, &x, err))) {
         repl_eval_free(eval);

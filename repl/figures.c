@@ -18,14 +18,6 @@ const char *repl_name_tail(const mpx_graph *g, const char *typed, bool nodes, bo
     return mpx_name_hint_tail(&h, buf, n);
 }
 
-const char *repl_format_tail(const char *typed, bool low_only, char *buf, size_t n) {
-    mpx_name_hint h;
-    mpx_name_hint_init(&h, typed);
-    for (size_t i = 0; i < mpx_format_count(); i++)
-        if (!low_only || mpx_format_at(i)->kind != MPX_FMT_FP32) mpx_name_hint_add(&h, mpx_format_at(i)->name);
-    return mpx_name_hint_tail(&h, buf, n);
-}
-
 void repl_cond_warn(mpx_session *s, const mpx_cond *c) {
     const char *fig = s->warned_output_name ? NULL : mpx_cond_output_ambiguity(s->graph, c);
     if (!fig) return;
@@ -34,27 +26,52 @@ void repl_cond_warn(mpx_session *s, const mpx_cond *c) {
     s->warned_output_name = true;
 }
 
-/* ---- trials: a plan not applied, and its run -------------------------------- */
+/* ---- trials: the session as explore/'s host ---------------------------------- */
 
-mpx_status repl_trial(mpx_session *s, const mpx_rules *r, const mpx_plan_opts *o, bool run, bool local,
-                      bool undoable, const bool *measure, const bool *keep, mpx_plan **plan, mpx_compare **cmp,
-                      mpx_error *err) {
-    *plan = NULL;
-    *cmp = NULL;
-    mpx_plan *p = NULL;
-    mpx_status st = repl_build_plan(s, r, o, &p, err);
-    if (st || !run) {
-        *plan = p;
-        return st;
-    }
-    /* Local runs neither use nor touch the cache (numerics' rule). */
+static mpx_status host_plan(void *ctx, const mpx_rules *r, const mpx_plan_opts *o, mpx_plan **out, mpx_error *err) {
+    mpx_session *s = ctx;
+    return repl_build_plan(s, r, o ? o : mpx_history_opts(s->hist), out, err);
+}
+
+/* Local runs neither use nor touch the cache (numerics' rule). */
+static mpx_status host_run(void *ctx, const mpx_plan *p, bool local, bool undoable, const bool *measure,
+                           const bool *keep, mpx_compare **out, mpx_error *err) {
     repl_cached how = local ? REPL_UNCACHED : undoable ? REPL_CACHED_UNDOABLE : REPL_CACHED;
-    if ((st = repl_run_plan(s, p, local, keep, measure, how, cmp, err))) {
-        mpx_plan_free(p);
-        return st;
-    }
-    *plan = p;
-    return MPX_OK;
+    return repl_run_plan(ctx, p, local, keep, measure, how, out, err);
+}
+
+/* With a data set every sample's cache is undone. */
+static void host_undo(void *ctx) { repl_undo_trial(ctx); }
+
+static bool host_cancelled(void *ctx) {
+    const mpx_session *s = ctx;
+    return s->cancel && *s->cancel;
+}
+
+/* On a terminal: evaluations done, the best plan so far (its first figure
+ * and low share) and the time left to the nearer limit: what the search
+ * will at least give back if it has to stop. */
+static void host_progress(void *ctx, const mpx_search_progress *pr) {
+    const mpx_session *s = ctx;
+    if (!s->progress) return;
+    char best[700] = "no plan meets it yet";
+    if (pr->have_best)
+        snprintf(best, sizeof best, "best: %d fp32, %s %.3g, %.1f%% of cost low", pr->best_k, pr->fig, pr->best_got0,
+                 pr->best_low_cost_pct);
+    fprintf(stderr, "\r  search: %d evaluations; %s", pr->n_evals, best);
+    if (pr->left_ms >= 0) fprintf(stderr, "; at most %.0f s left", pr->left_ms / 1000);
+    fputs("      ", stderr);
+}
+
+static void host_point(void *ctx, const mpx_sweep *d, int i) {
+    const mpx_session *s = ctx;
+    if (s->progress) fprintf(stderr, "\r  sweep: %s = %s (%d of %d)      ", d->name, d->values[i], i + 1, d->n);
+}
+
+mpx_explore_host repl_explore_host(mpx_session *s, repl_eval *eval) {
+    return (mpx_explore_host){.ctx = s, .plan = host_plan, .run = host_run, .undo = host_undo,
+                              .progress = host_progress, .point = host_point, .cancelled = host_cancelled,
+                              .eval = eval ? repl_eval_figure : NULL, .eval_ctx = eval};
 }
 
 /* assert <figure> <op> <number> [and <figure> <op> <number> ...] */

@@ -114,6 +114,8 @@ void repl_json_exact(struct cJSON *obj, const char *key, double v, const char *n
 /* A JSON file (at most 256 MB), parsed; errors name it. */
 struct cJSON;
 mpx_status repl_read_json(mpx_session *s, const char *path, struct cJSON **out, mpx_error *err);
+/* The same file's text (malloc'd), unparsed. */
+mpx_status repl_read_text(mpx_session *s, const char *path, char **out, mpx_error *err);
 /* merge <shard.json> ... [--json [<file>] | --csv [<file>]]: the shards of a
  * data-set run (run --samples k/n; report --json) made the session's last run,
  * as one unsharded run gives (data_merge.c). */
@@ -253,7 +255,6 @@ bool repl_is_output(const mpx_graph *g, int tensor);
 /* "; did you mean <name>?" (or "") for a node and/or tensor name, a metric
  * (extra: also absmax and local), a format: graph/names.c's rule. */
 const char *repl_name_tail(const mpx_graph *g, const char *typed, bool nodes, bool tensors, char *buf, size_t n);
-const char *repl_format_tail(const char *typed, bool low_only, char *buf, size_t n);
 
 /* search --eval (eval.c): the user's command, run once per evaluation on the
  * outputs written as .npy; its figures are eval and eval.<key>. */
@@ -265,15 +266,12 @@ void repl_eval_free(repl_eval *e);
 mpx_status repl_eval_figure(void *e, const mpx_graph *g, const mpx_compare *c, const char *fig, double *out,
                             mpx_error *err);
 
-/* A trial (search's evaluations, sweep's points): plan (r, o) as `colour`
- * would, without applying it, and when run is set run it on the session's
- * inputs through the run cache (only what differs from the cache's last run
- * is recomputed; a local run bypasses the cache; undoable: repl_undo_trial
- * can take the run back out of the cache; keep: tensors whose values the
- * run keeps, or NULL). The caller frees both. */
-mpx_status repl_trial(mpx_session *s, const mpx_rules *r, const mpx_plan_opts *o, bool run, bool local,
-                      bool undoable, const bool *measure, const bool *keep, mpx_plan **plan, mpx_compare **cmp,
-                      mpx_error *err);
+/* The session as explore/'s host (search, sweep): plans with the
+ * session's options (or those given), runs through its run cache (local
+ * runs bypass it; undoable ones can be taken back out, repl_undo_trial), the
+ * progress lines on a terminal, Ctrl-C, and eval's figures when eval is
+ * given. */
+mpx_explore_host repl_explore_host(mpx_session *s, repl_eval *eval);
 
 /* Warns once a session, on s->info, when a clause reads output.<metric> and
  * a model output is named "output" (output. is the worst over outputs). */

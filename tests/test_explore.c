@@ -1,7 +1,7 @@
 /* test_explore.c - explore/'s API used as a program linking libmpx uses it,
  * with no REPL: figures and conditions read from a plan and its run, and a
- * search driven through a host of the test's own (plans with default
- * options, runs on one input, no run cache).
+ * search and a sweep driven through a host of the test's own (plans with
+ * default options, runs on one input, no run cache).
  *
  * tiny_cnn (examples/tiny_cnn.json) bound to 1x3x32x32, fp16 by default,
  * one seeded input. */
@@ -106,10 +106,10 @@ typedef struct test_host {
     int cancel_after; /* evaluations before cancelled() says yes (0: never) */
 } test_host;
 
-static mpx_status th_plan(void *ctx, const mpx_rules *r, mpx_plan **out, mpx_error *e) {
+static mpx_status th_plan(void *ctx, const mpx_rules *r, const mpx_plan_opts *o, mpx_plan **out, mpx_error *e) {
     test_host *h = ctx;
     h->plans++;
-    return mpx_plan_build(the_graph, r, NULL, NULL, out, e);
+    return mpx_plan_build(the_graph, r, o, NULL, out, e);
 }
 
 static mpx_status th_run(void *ctx, const mpx_plan *p, bool local, bool undoable, const bool *measure,
@@ -155,7 +155,7 @@ static void test_search(mpx_graph *g, const mpx_value *x) {
     CHECK(cond_of(text, &cond) == MPX_OK);
     mpx_rules *rules = mpx_rules_new();
     test_host th = {.x = x};
-    mpx_search_host h = {.ctx = &th, .plan = th_plan, .run = th_run, .undo = th_undo, .progress = th_progress,
+    mpx_explore_host h = {.ctx = &th, .plan = th_plan, .run = th_run, .undo = th_undo, .progress = th_progress,
                          .cancelled = th_cancelled};
     for (int m = 0; m < MPX_SEARCH_METHOD_COUNT; m++) {
         mpx_search_opts so = {.method = (mpx_search_method)m, .log = true};
@@ -207,11 +207,63 @@ static void test_search(mpx_graph *g, const mpx_value *x) {
     CHECK(s && mpx_search_run(s, &r, &err) == MPX_E_INVALID && r.end == MPX_SEARCH_NO_PLAN && !r.set);
     mpx_search_free(s);
     /* no host: refused */
-    mpx_search_host none = {0};
+    mpx_explore_host none = {0};
     CHECK(mpx_search_new(g, base, rules, &cond, NULL, &none, &s, &err) == MPX_E_ARG && !s);
     mpx_rules_free(rules);
     mpx_compare_free(c0);
     mpx_plan_free(base);
+}
+
+/* A sweep through the same host: every point planned and run, its figures
+ * those of its plan; two shards' JSON merged give the unsharded sweep. */
+static void test_sweep(mpx_graph *g, const mpx_value *x) {
+    the_graph = g;
+    test_host th = {.x = x};
+    mpx_explore_host h = {.ctx = &th, .plan = th_plan, .run = th_run};
+    mpx_rules *rules = mpx_rules_new();
+    mpx_plan_opts o;
+    mpx_plan_opts_default(&o);
+    mpx_sweep *d = malloc(sizeof *d), *a = malloc(sizeof *a), *b = malloc(sizeof *b), *m = calloc(1, sizeof *m);
+    if (!d || !a || !b || !m) {
+        free(d), free(a), free(b), free(m);
+        mpx_rules_free(rules);
+        CHECK(!"out of memory");
+        return;
+    }
+    const char *cmd = "colour Conv green when macs >= $t else red";
+    CHECK_MSG(mpx_sweep_define(d, "t", cmd, "0,1G", "tiny_cnn.json", o.target, &err) == MPX_OK, "%s", err.msg);
+    CHECK_MSG(mpx_sweep_run(d, g, rules, &o, &h, 0, 0, &err) == MPX_OK, "%s", err.msg);
+    CHECK(d->n == 2 && d->pts[0].done && d->pts[1].done);
+    /* every Conv green at t = 0, none at 1G: more of the model low, more error */
+    CHECK(d->pts[0].low_pct > d->pts[1].low_pct && d->pts[0].out_rel_l2 > d->pts[1].out_rel_l2);
+    char line[256];
+    CHECK(mpx_sweep_point_command(d, 1, line, sizeof line, &err) == MPX_OK &&
+          strcmp(line, "colour Conv green when macs >= 1G else red") == 0);
+    /* shards 1/2 and 2/2, merged */
+    CHECK(mpx_sweep_define(a, "t", cmd, "0,1G", "tiny_cnn.json", o.target, &err) == MPX_OK);
+    CHECK(mpx_sweep_define(b, "t", cmd, "0,1G", "tiny_cnn.json", o.target, &err) == MPX_OK);
+    CHECK(mpx_sweep_run(a, g, rules, &o, &h, 1, 2, &err) == MPX_OK && a->pts[0].done && !a->pts[1].done);
+    CHECK(mpx_sweep_run(b, g, rules, &o, &h, 2, 2, &err) == MPX_OK && !b->pts[0].done && b->pts[1].done);
+    char *ja = mpx_sweep_json(a, "1/2"), *jb = mpx_sweep_json(b, "2/2"), *jd = mpx_sweep_json(d, NULL);
+    CHECK(ja && jb && mpx_sweep_merge(m, "a.json", ja, true, &err) == MPX_OK);
+    CHECK(mpx_sweep_check_complete(m, &err) == MPX_E_INVALID);
+    CHECK_CONTAINS(err.msg, "t = 1G");
+    CHECK(jb && mpx_sweep_merge(m, "b.json", jb, false, &err) == MPX_OK && mpx_sweep_check_complete(m, &err) == MPX_OK);
+    CHECK(jb && mpx_sweep_merge(m, "b.json", jb, false, &err) == MPX_E_INVALID);
+    CHECK_CONTAINS(err.msg, "in two shards");
+    char *jm = mpx_sweep_json(m, NULL), *cm = mpx_sweep_csv(m), *cd = mpx_sweep_csv(d);
+    CHECK(jm && jd && strcmp(jm, jd) == 0);
+    CHECK(cm && cd && strcmp(cm, cd) == 0);
+    /* a command that does not change the plan, a value that does not parse */
+    CHECK(mpx_sweep_define(a, "t", "run --local $t", "1", "m", o.target, &err) == MPX_OK);
+    CHECK(mpx_sweep_run(a, g, rules, &o, &h, 0, 0, &err) == MPX_E_ARG);
+    CHECK_CONTAINS(err.msg, "must change the plan");
+    CHECK(mpx_sweep_define(a, "t", "colour Conv green when macs >= $t", "1,x", "m", o.target, &err) == MPX_OK);
+    CHECK(mpx_sweep_run(a, g, rules, &o, &h, 0, 0, &err) != MPX_OK && !a->pts[0].done);
+    CHECK_CONTAINS(err.msg, "sweep t = x");
+    free(ja), free(jb), free(jd), free(jm), free(cm), free(cd);
+    free(d), free(a), free(b), free(m);
+    mpx_rules_free(rules);
 }
 
 int main(void) {
@@ -225,6 +277,7 @@ int main(void) {
     gb_fill_normal(&x, 3);
     test_figures(g, &x);
     test_search(g, &x);
+    test_sweep(g, &x);
     mpx_value_free(&x);
     mpx_graph_free(g);
     return check_report("test_explore");
