@@ -354,6 +354,56 @@ mpx_status mpx_sweep_merge(mpx_sweep *d, const char *path, const char *text, boo
 /* After the shards: an error naming the first point no shard had. */
 mpx_status mpx_sweep_check_complete(const mpx_sweep *d, mpx_error *err);
 
+/* ---- ranges (explore/stats.c) ---------------------------------------------------
+ * The range of every tensor of the fp32 reference over the runs added (the
+ * samples of a data set): what range rules (`when absmax > ...`) read. */
+
+/* One tensor's range over the runs (seen: some run computed it). */
+typedef struct mpx_range {
+    bool seen;
+    double min, max, absmax;       /* over the finite values */
+    int64_t n, zeros, nonfinite;   /* values seen, of them zeros and not finite */
+} mpx_range;
+
+typedef struct mpx_ranges mpx_ranges;
+/* Ranges of g's tensors, none seen yet; NULL on out of memory. g must
+ * outlive it. */
+mpx_ranges *mpx_ranges_new(const mpx_graph *g);
+void mpx_ranges_free(mpx_ranges *r);
+/* Run the fp32 reference on inputs (g->inputs order), streaming, and add
+ * every float value it computes to the ranges. */
+mpx_status mpx_ranges_add_run(mpx_ranges *r, const mpx_value *inputs, mpx_error *err);
+/* Tensor i's range. */
+const mpx_range *mpx_ranges_at(const mpx_ranges *r, int tensor);
+/* Runs added. */
+int mpx_ranges_samples(const mpx_ranges *r);
+/* The p-quantile (0..1) of |x| over tensor i's finite values, nearest rank,
+ * from a histogram of 8 bins per power of two (a bin's upper edge: at most
+ * 9% above the true value, never below it); NaN when none. */
+double mpx_ranges_quantile(const mpx_ranges *r, int tensor, double p);
+/* The ranges file `stats --save` writes: {kind: "mpx-ranges", model,
+ * samples, tensors: [{tensor, node, min, max, absmax, p99, p999, n, zeros,
+ * nonfinite}]} (malloc'd; NULL on out of memory). */
+char *mpx_ranges_json(const mpx_ranges *r, const char *model);
+/* A ranges file's text (read from path; model names g in messages) as
+ * absmax per tensor of g (*out, [g->n_tensors], malloc'd; NaN where the file
+ * has none), how many tensors it gave and its sample count. Errors: not a
+ * ranges file, a tensor g does not have (ranges of another model). */
+mpx_status mpx_ranges_load(const mpx_graph *g, const char *path, const char *text, const char *model, double **out,
+                           int *used, int *samples, mpx_error *err);
+/* absmax per node (its outputs' largest; NaN when none is known) from
+ * absmax per tensor: what mpx_plan_build's measured figures take.
+ * malloc'd; NULL on out of memory. */
+double *mpx_ranges_node_absmax(const mpx_graph *g, const double *tensor_absmax);
+
+/* ---- JSON ------------------------------------------------------------------------ */
+struct cJSON;
+/* obj[key] = v with every digit (%.17g): cJSON prints 15 digits when they
+ * read back within an epsilon, which can lose the last bit, and merged
+ * shards must give the figures of one run exactly. A value that is not finite is written as nonfinite (e.g.
+ * "null"), or as the string "inf", "-inf" or "nan" when nonfinite is NULL. */
+void mpx_explore_json_exact(struct cJSON *obj, const char *key, double v, const char *nonfinite);
+
 #ifdef __cplusplus
 }
 #endif

@@ -90,11 +90,7 @@ typedef struct mpx_search search;
 
 /* A search result must be checkable exactly (assert output.rel_l2 == ...):
  * all digits, and null for a figure that is not finite. */
-static void add_exact(cJSON *obj, const char *key, double v) {
-    char buf[64];
-    snprintf(buf, sizeof buf, isfinite(v) ? "%.17g" : "null", v);
-    cJSON_AddItemToObject(obj, key, cJSON_CreateRaw(buf));
-}
+static void add_exact(cJSON *obj, const char *key, double v) { mpx_explore_json_exact(obj, key, v, "null"); }
 
 /* The session's rules with the nodes of set (indices into cand) red. */
 static mpx_status rules_with(const search *x, const bool *set, mpx_rules **out, mpx_error *err) {

@@ -117,12 +117,7 @@ char *mpx_sweep_csv(const mpx_sweep *d) {
 
 /* Numbers with every digit (cJSON's own printing may drop the last bit), so
  * merged shards equal an unsharded run exactly. */
-static void add_exact(cJSON *o, const char *k, double v) {
-    char b[64];
-    if (isfinite(v)) snprintf(b, sizeof b, "%.17g", v);
-    else snprintf(b, sizeof b, "null");
-    cJSON_AddItemToObject(o, k, cJSON_CreateRaw(b));
-}
+static void add_exact(cJSON *obj, const char *key, double v) { mpx_explore_json_exact(obj, key, v, "null"); }
 
 char *mpx_sweep_json(const mpx_sweep *d, const char *shard) {
     cJSON *root = cJSON_CreateObject(), *sw = cJSON_AddObjectToObject(root, "sweep");

@@ -61,8 +61,8 @@ cJSON *repl_metrics_json(const mpx_metrics *m) {
      * digits: merged shards must give one run's figures exactly. */
     for (int k = 0; k < MPX_METRIC_COUNT; k++)
         if (!mpx_metric_info_of((mpx_metric_id)k)->count)
-            repl_json_exact(o, mpx_metric_info_of((mpx_metric_id)k)->name, mpx_metric_value(m, (mpx_metric_id)k), NULL);
-    repl_json_exact(o, "absmax_ref", m->absmax_ref, NULL);
+            mpx_explore_json_exact(o, mpx_metric_info_of((mpx_metric_id)k)->name, mpx_metric_value(m, (mpx_metric_id)k), NULL);
+    mpx_explore_json_exact(o, "absmax_ref", m->absmax_ref, NULL);
     for (int k = 0; k < MPX_METRIC_COUNT; k++)
         if (mpx_metric_info_of((mpx_metric_id)k)->count)
             cJSON_AddNumberToObject(o, mpx_metric_info_of((mpx_metric_id)k)->name, mpx_metric_value(m, (mpx_metric_id)k));

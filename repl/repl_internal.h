@@ -104,13 +104,6 @@ mpx_status repl_data_from_files(mpx_session *s, const char *input, const char *p
                                 mpx_status (*check)(int argc, char **argv, mpx_input_spec *sp, mpx_error *err),
                                 mpx_error *err);
 
-/* A figure in JSON with all its digits (%.17g): cJSON prints 15 digits when
- * they read back within an epsilon, which can lose the last bit, and merged
- * shards must give the figures of one run exactly. A value that is not
- * finite is written as nonfinite (e.g. "null"), or as the string "inf",
- * "-inf" or "nan" when nonfinite is NULL. */
-struct cJSON;
-void repl_json_exact(struct cJSON *obj, const char *key, double v, const char *nonfinite);
 /* A JSON file (at most 256 MB), parsed; errors name it. */
 struct cJSON;
 mpx_status repl_read_json(mpx_session *s, const char *path, struct cJSON **out, mpx_error *err);

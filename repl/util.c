@@ -13,14 +13,6 @@
 #include <time.h>
 #include <unistd.h>
 
-void repl_json_exact(cJSON *obj, const char *key, double v, const char *nonfinite) {
-    char buf[64];
-    if (isfinite(v)) snprintf(buf, sizeof buf, "%.17g", v);
-    else if (nonfinite) snprintf(buf, sizeof buf, "%s", nonfinite);
-    else snprintf(buf, sizeof buf, "\"%s\"", isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
-    cJSON_AddItemToObject(obj, key, cJSON_CreateRaw(buf));
-}
-
 mpx_status repl_parse_shard(const char *text, const char *opt, int *k, int *n, mpx_error *err) {
     int a = 0, b = 0;
     char extra;

@@ -266,6 +266,39 @@ static void test_sweep(mpx_graph *g, const mpx_value *x) {
     mpx_rules_free(rules);
 }
 
+/* Ranges of the fp32 reference: an output's absmax is its largest |value|
+ * in a plain run; saved and loaded, the same per tensor; per node, its
+ * output's. */
+static void test_ranges(const mpx_graph *g, const mpx_value *x) {
+    mpx_ranges *r = mpx_ranges_new(g);
+    CHECK(r && mpx_ranges_add_run(r, x, &err) == MPX_OK && mpx_ranges_samples(r) == 1);
+    if (!r) return;
+    mpx_run_opts o = {0}; /* not streaming: every value kept */
+    mpx_run *run = NULL;
+    CHECK_MSG(mpx_run_graph(g, NULL, x, &o, &run, &err) == MPX_OK, "%s", err.msg);
+    const mpx_tensor *out = g->outputs[0];
+    const mpx_value *v = run ? &run->vals[out->index] : NULL;
+    double amax = 0;
+    for (int64_t i = 0; v && i < v->n; i++) amax = fmax(amax, fabs((double)v->f[i]));
+    const mpx_range *ro = mpx_ranges_at(r, out->index);
+    CHECK(ro->seen && ro->absmax == amax && amax > 0 && ro->n == (v ? v->n : -1));
+    CHECK(ro->min <= ro->max && mpx_ranges_quantile(r, out->index, 0.99) <= amax * 1.0);
+    char *json = mpx_ranges_json(r, "tiny_cnn.json");
+    double *ta = NULL;
+    int used = 0, samples = 0;
+    CHECK(json && mpx_ranges_load(g, "r.json", json, "tiny_cnn.json", &ta, &used, &samples, &err) == MPX_OK);
+    CHECK(ta && samples == 1 && used > 0 && ta[out->index] == amax);
+    double *na = ta ? mpx_ranges_node_absmax(g, ta) : NULL;
+    CHECK(na && out->producer && na[out->producer->index] == amax);
+    CHECK(mpx_ranges_load(g, "x.json", "{\"kind\": \"other\"}", "m", &ta, &used, &samples, &err) == MPX_E_INVALID);
+    CHECK_CONTAINS(err.msg, "not a ranges file");
+    free(na);
+    free(ta);
+    free(json);
+    mpx_run_free(run);
+    mpx_ranges_free(r);
+}
+
 int main(void) {
     mpx_numerics_init();
     static const int64_t d[4] = {1, 3, 32, 32};
@@ -278,6 +311,7 @@ int main(void) {
     test_figures(g, &x);
     test_search(g, &x);
     test_sweep(g, &x);
+    test_ranges(g, &x);
     mpx_value_free(&x);
     mpx_graph_free(g);
     return check_report("test_explore");
