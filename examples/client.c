@@ -60,9 +60,7 @@ int main(int argc, char **argv) {
     mpx_assign *a = mpx_plan_to_assign(plan, &err);
     mpx_compare *c = NULL;
     if (!a || mpx_compare_run(g, a, &x, NULL, &c, &err)) return fail("run", &err);
-    const mpx_layer *worst = NULL;
-    for (int i = 0; i < c->n_layers; i++)
-        if (!worst || c->layers[i].m.rel_l2 > worst->m.rel_l2) worst = &c->layers[i];
+    const mpx_layer *worst = mpx_compare_worst_layer(c, MPX_WORST_ANY);
     printf("run: %d layers; worst %s (%s) rel_l2 %.3g\n", c->n_layers, g->tensors[worst->tensor]->name,
            g->nodes[worst->node]->op_type, worst->m.rel_l2);
 
