@@ -109,6 +109,10 @@ class PlanOpts(Structure):  # mpx_plan_opts
     _fields_ = [("target", c_void_p), ("keep_io", c_bool), ("accum", c_void_p), ("accum_block", c_int)]
 
 
+class PlanMeasured(Structure):  # mpx_plan_measured
+    _fields_ = [("n_nodes", c_int), ("absmax", POINTER(c_double))]
+
+
 class PlanNode(Structure):  # mpx_plan_node
     _fields_ = [("dflt", c_int), ("dflt_source", c_char_p), ("colour", c_int), ("colour_rule", c_int),
                 ("accum_rule", c_int), ("is_float", c_bool), ("folded", c_bool), ("low", c_bool),
@@ -258,6 +262,7 @@ rules_free = _fn("mpx_rules_free", None, _P)
 rules_count = _fn("mpx_rules_count", c_int, _P)
 rules_text = _fn("mpx_rules_text", c_char_p, _P, c_int)
 rules_add = _fn("mpx_rules_add", c_int, _P, c_char_p, POINTER(Graph), E)
+rules_uses_measured = _fn("mpx_rules_uses_measured", c_bool, _P, c_int)
 rules_remove = _fn("mpx_rules_remove", c_int, _P, c_int, E)
 plan_opts_default = _fn("mpx_plan_opts_default", None, POINTER(PlanOpts))
 history_new = _fn("mpx_history_new", _P, POINTER(PlanOpts))
@@ -267,7 +272,8 @@ history_opts = _fn("mpx_history_opts", POINTER(PlanOpts), _P)
 history_push = _fn("mpx_history_push", c_int, _P, _P, POINTER(PlanOpts), E)
 history_undo = _fn("mpx_history_undo", c_bool, _P)
 history_redo = _fn("mpx_history_redo", c_bool, _P)
-plan_build = _fn("mpx_plan_build", c_int, POINTER(Graph), _P, POINTER(PlanOpts), _P, POINTER(POINTER(Plan)), E)
+plan_build = _fn("mpx_plan_build", c_int, POINTER(Graph), _P, POINTER(PlanOpts), POINTER(PlanMeasured),
+                 POINTER(POINTER(Plan)), E)
 plan_free = _fn("mpx_plan_free", None, POINTER(Plan))
 plan_to_assign = _fn("mpx_plan_to_assign", _P, POINTER(Plan), E)
 plan_summary = _fn("mpx_plan_summary", c_size_t, POINTER(Plan), c_char_p, c_size_t)

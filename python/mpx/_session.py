@@ -21,14 +21,17 @@ __all__ = ["Error", "Session", "Plan", "Run", "version", "formats", "metrics"]
 
 class Error(Exception):
     """An error from mpx: the message libmpx gave (naming the file, line,
-    node or input at fault), with its parts as attributes: status ("io",
-    "parse", "shape", "arg", "cancelled", ...), file, line and column (""
+    node or input at fault), with its parts as attributes: status (mpx's
+    name of the kind: "i/o error", "parse error", "shape error", "bad
+    argument", "cancelled", ...), code (the C library's mpx_status number;
+    0 for refusals the package makes itself), file, line and column (""
     and 0 when unknown)."""
 
-    def __init__(self, message, status="arg", file="", line=0, column=0):
+    def __init__(self, message, status="bad argument", file="", line=0, column=0, code=0):
         super().__init__(message)
         self.message = message
         self.status = status
+        self.code = code
         self.file = file
         self.line = line
         self.column = column
@@ -37,7 +40,8 @@ class Error(Exception):
 def _raise(err):
     buf = ctypes.create_string_buffer(2048)
     msg = L.error_format(byref(err), buf, len(buf)).decode("utf-8", "replace")
-    raise Error(msg, L.status_name(err.status).decode(), err.file.decode("utf-8", "replace"), err.line, err.column)
+    raise Error(msg, L.status_name(err.status).decode(), err.file.decode("utf-8", "replace"), err.line, err.column,
+                err.status)
 
 
 def _check(st, err):
@@ -68,19 +72,24 @@ _fmt_name = lambda p: L.format_name(p).decode()  # noqa: E731 (NULL is fp32)
 _IMAGE_LAYOUT = {"auto": 0, "nchw": 1, "nhwc": 2}
 _IMAGE_CHANNELS = {"auto": 0, "rgb": 1, "bgr": 2, "gray": 3, "grey": 3}
 
-# One process-wide flag, as Ctrl-C is process-wide: libmpx checks it inside
-# Loop and Scan bodies too (mpx_set_cancel_flag), and every run's
-# mpx_compare_opts.cancel points at it.
+# Ctrl-C's flag, process-wide as Ctrl-C is (the program's is the same):
+# libmpx checks it inside Loop and Scan bodies (mpx_set_cancel_flag). Each
+# run also has a flag of its own (mpx_compare_opts.cancel), which a
+# progress callback's exception sets without stopping other threads' runs.
 _CANCEL = c_int(0)
 L.set_cancel_flag(byref(_CANCEL))
+# Graphviz keeps global state (viz/mpx_viz.h: not thread-safe): the
+# writers take turns, whichever session calls them.
+_VIZ = threading.Lock()
 
 
-def _call_interruptibly(fn):
+def _call_interruptibly(fn, flag):
     """fn() on a worker thread, the caller waiting for it: a KeyboardInterrupt
-    (Ctrl-C, a notebook's interrupt) in the wait sets mpx's cancel flag, the
-    run stops between nodes with MPX_E_CANCELLED, and the interrupt is raised
-    again once the run has ended (never while libmpx still works on the
-    session's objects). Returns fn's result or raises its exception."""
+    (Ctrl-C, a notebook's interrupt) in the wait sets the run's cancel flag
+    and Ctrl-C's, the run stops between nodes with MPX_E_CANCELLED, and the
+    interrupt is raised again once the run has ended (never while libmpx
+    still works on the session's objects). Returns fn's result or raises its
+    exception."""
     box = {}
     # The wait is on a lock the worker releases when it is done, not on
     # Thread.join: a join interrupted by KeyboardInterrupt marks a running
@@ -100,7 +109,6 @@ def _call_interruptibly(fn):
 
     t = threading.Thread(target=work, name="mpx-run", daemon=True)
     interrupted = False
-    _CANCEL.value = 0
     # SIGINT is blocked while the worker starts: an interrupt raised inside
     # Thread.start (waiting for the thread to run) would otherwise leave the
     # run going while the caller frees what it reads. The worker, and the
@@ -123,10 +131,11 @@ def _call_interruptibly(fn):
         except KeyboardInterrupt:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             interrupted = True
+            flag.value = 1
             _CANCEL.value = 1
     t.join()
-    _CANCEL.value = 0
     if interrupted:
+        _CANCEL.value = 0
         raise KeyboardInterrupt("mpx: run cancelled")
     if "e" in box:
         raise box["e"]
@@ -134,13 +143,23 @@ def _call_interruptibly(fn):
 
 
 class _Graph:
-    """Owns an mpx_graph; plans and runs keep a reference so that the graph
-    outlives them whatever order Python frees them in."""
+    """Owns an mpx_graph and the file guard of its session (the model and
+    the files read, which no write may replace); plans and runs keep a
+    reference, so that both outlive them whatever order Python frees them
+    in."""
 
     def __init__(self, ptr):
         self.ptr = ptr
+        self.guard = L.file_guard_new()
+        if not self.guard:
+            raise MemoryError("out of memory")
+        err = L.Error_()
+        _check(L.file_guard_add_model(self.guard, ptr, byref(err)), err)
 
     def __del__(self):
+        if getattr(self, "guard", None):
+            L.file_guard_free(self.guard)
+            self.guard = None
         if self.ptr:
             L.graph_free(self.ptr)
             self.ptr = None
@@ -332,10 +351,11 @@ class Plan:
         self._check_current()
         o, keep = _viz_opts(overlay=overlay, rules=self._rules, **opts)
         out, err = c_void_p(), L.Error_()
-        _check(fn(self._ptr, byref(o), byref(out), None, byref(err)), err)
+        with _VIZ:
+            _check(fn(self._ptr, byref(o), byref(out), None, byref(err)), err)
         text = L.take_text(out)
         if path is not None:
-            _write(path, text, self._session._guard_ptr())
+            _write(path, text, self._graph.guard)
         del keep
         return text
 
@@ -488,10 +508,11 @@ class Run:
         series = (L.VizSeries * len(runs))(*[L.VizSeries(labels[k], ctypes.cast(r._ptr, c_void_p))
                                              for k, r in enumerate(runs)])
         out, err = c_void_p(), L.Error_()
-        _check(L.viz_plot(series, len(runs), byref(po), byref(out), byref(err)), err)
+        with _VIZ:
+            _check(L.viz_plot(series, len(runs), byref(po), byref(out), byref(err)), err)
         text = L.take_text(out)
         if path is not None:
-            _write(path, text, self._session._guard_ptr())
+            _write(path, text, self._graph.guard)
         return text
 
     def svg(self, path=None, local=False, **opts):
@@ -560,19 +581,18 @@ class Session:
         self._lock = threading.RLock()
         self._closed = True
         self._graph = None
-        self._guard = None
         self._hist = None
         self._cache = None
         err = L.Error_()
         ptr = L.graph_load(os.fsencode(model), byref(err))
         if not ptr:
             _raise(err)
-        self._graph = _Graph(ptr)
+        try:
+            self._graph = _Graph(ptr)
+        except BaseException:
+            L.graph_free(ptr)
+            raise
         _check(L.graph_infer(ptr, byref(err)), err)
-        self._guard = L.file_guard_new()
-        if not self._guard:
-            raise MemoryError("out of memory")
-        _check(L.file_guard_add_model(self._guard, ptr, byref(err)), err)
         self._hist = L.history_new(None)
         if not self._hist:
             raise MemoryError("out of memory")
@@ -581,6 +601,7 @@ class Session:
         self._generation = 0
         self._specs = {}
         self._last = None
+        self._absmax = None  # the last run's figures for `when absmax ...` rules
         self._closed = False
         self._plan = self._build(L.history_rules(self._hist), L.history_opts(self._hist).contents)
 
@@ -601,9 +622,6 @@ class Session:
         if self._hist:
             L.history_free(self._hist)
             self._hist = None
-        if self._guard:
-            L.file_guard_free(self._guard)
-            self._guard = None
         self._graph = None
 
     def __del__(self):
@@ -634,9 +652,6 @@ class Session:
 
     def _use(self):
         return Session._Use(self)
-
-    def _guard_ptr(self):
-        return self._guard
 
     @property
     def _g(self):
@@ -884,7 +899,9 @@ class Session:
 
     def _build(self, rules, opts):
         out, err = POINTER(L.Plan)(), L.Error_()
-        _check(L.plan_build(self._graph.ptr, rules, byref(opts), None, byref(out), byref(err)), err)
+        measured = L.PlanMeasured(len(self._absmax), self._absmax) if self._absmax is not None else None
+        _check(L.plan_build(self._graph.ptr, rules, byref(opts), byref(measured) if measured else None, byref(out),
+                            byref(err)), err)
         return Plan(self, out, rules, self._generation)
 
     def _apply(self, rules, opts):
@@ -1012,15 +1029,15 @@ class Session:
             for i in range(g.g.n_inputs):
                 L.value_free(byref(inputs[i]))
             _raise(err)
-        failure = []
+        failure, flag = [], c_int(0)
 
         def cb(ctx, done, total):
             try:
                 progress(done, total)
             except BaseException as e:  # stops the run; raised once it has ended
                 failure.append(e)
-                _CANCEL.value = 1
-        o = L.CompareOpts(local=local, cancel=ctypes.pointer(_CANCEL))
+                flag.value = 1
+        o = L.CompareOpts(local=local, cancel=ctypes.pointer(flag))
         if keep is not None:
             o.keep = ctypes.cast(keep, POINTER(c_bool))
         if progress is not None:
@@ -1032,7 +1049,7 @@ class Session:
         def work():
             return L.compare_run(g.ptr, a, inputs, byref(o), byref(out), byref(err))
         try:
-            st = _call_interruptibly(work)
+            st = _call_interruptibly(work, flag)
         finally:
             L.assign_free(a)
             for i in range(g.g.n_inputs):
@@ -1062,8 +1079,27 @@ class Session:
                     kp[self._find_tensor(name).index] = True
             plan = self._plan
             out = self._compare(plan, bool(local), kp, progress)
-            self._last = Run(self, out, plan, bool(local), plan.target)
-            return self._last
+            run = Run(self, out, plan, bool(local), plan.target)
+            self._take_run(run)
+            return run
+
+    def _take_run(self, run):
+        """The last run, and its figures for rules on measured ones: the
+        largest |fp32 value| of each node's outputs (NaN where none was
+        measured), handed to every plan built from now on; a plan whose rules
+        use them is built again (as the program does after `run`); the run
+        keeps the plan it ran."""
+        g, c = self._g, run._c
+        absmax = (ctypes.c_double * max(1, g.n_nodes))(*([float("nan")] * max(1, g.n_nodes)))
+        for i in range(c.n_layers):
+            Ly = c.layers[i]
+            v = Ly.m.absmax_ref
+            if absmax[Ly.node] != absmax[Ly.node] or v > absmax[Ly.node]:
+                absmax[Ly.node] = v
+        self._last, self._absmax = run, absmax
+        rules = L.history_rules(self._hist)
+        if any(L.rules_uses_measured(rules, i) for i in range(L.rules_count(rules))):
+            self._plan = self._build(rules, L.history_opts(self._hist).contents)
 
     def last_run(self):
         """The last run (None before the first)."""
@@ -1095,10 +1131,11 @@ class Session:
                         _raise(err)
                 inputs = self._make_inputs()
                 outs = (POINTER(L.Compare) * len(plans))()
-                o = L.CompareOpts(local=bool(local), cancel=ctypes.pointer(_CANCEL))
+                flag = c_int(0)
+                o = L.CompareOpts(local=bool(local), cancel=ctypes.pointer(flag))
                 try:
                     st = _call_interruptibly(lambda: L.compare_run_many(g.ptr, assigns, len(plans), inputs, byref(o),
-                                                                        outs, byref(err)))
+                                                                        outs, byref(err)), flag)
                 finally:
                     for i in range(g.g.n_inputs):
                         L.value_free(byref(inputs[i]))
@@ -1125,10 +1162,11 @@ class Session:
         pg = L.VizPage(ctypes.cast(plan._ptr, c_void_p), plan._rules, model, series, len(runs), ctypes.pointer(o),
                        ctypes.pointer(po), None, 0)
         out, err = c_void_p(), L.Error_()
-        _check(L.viz_html(byref(pg), byref(out), None, byref(err)), err)
+        with _VIZ:
+            _check(L.viz_html(byref(pg), byref(out), None, byref(err)), err)
         text = L.take_text(out)
         if path is not None:
-            _write(path, text, self._guard)
+            _write(path, text, self._graph.guard)
         return text
 
     def html(self, path=None):
@@ -1161,7 +1199,7 @@ class Session:
         and the weights that overflow or flush."""
         with self._use():
             s, err = L.ExportSummary(), L.Error_()
-            _check(L.viz_export_onnx(self._plan._ptr, os.fsencode(path), bool(force), bool(external), self._guard,
+            _check(L.viz_export_onnx(self._plan._ptr, os.fsencode(path), bool(force), bool(external), self._graph.guard,
                                      byref(s), byref(err)), err)
             d = {f: getattr(s, f) for f in ("nodes", "casts", "casts_retyped", "weights", "weight_elems",
                                             "bytes_before", "bytes_after", "opset_before", "opset", "upgraded",

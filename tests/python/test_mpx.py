@@ -103,6 +103,23 @@ class ProgramAgreement(unittest.TestCase):
         self.assertEqual([w["tensor"] for w in worst], [L["tensor"] for L in rep["layers"][:3]])
         self.assertEqual(r.worst()["tensor"], rep["layers"][0]["tensor"])
 
+    def test_rules_on_measured_figures_match_the_program(self):
+        d = work("absmax")
+        rule = "colour * red when absmax > 4"
+        program(["load '%s'" % MODEL, "input x shape 1x3x64x64", "input x random normal 0 1 seed 42", "run", rule,
+                 "plan --json p.json"], d)
+        pj = json.load(open(os.path.join(d, "p.json")))
+        s = session()
+        with self.assertRaisesRegex(mpx.Error, "uses absmax, a figure measured by the reference run"):
+            s.rule(rule)
+        self.assertEqual(s.rules(), [])
+        s.run()
+        s.rule(rule)
+        nodes = s.plan().nodes()
+        self.assertEqual([(n["name"], n["colour"], n["rule"]) for n in nodes],
+                         [(n["name"], n["colour"], n["rule"]) for n in pj["nodes"]])
+        self.assertIn("red", [n["colour"] for n in nodes if n["rule"] == 1])
+
     def test_tensor_values_match_the_program(self):
         d = work("tensor")
         program(["load '%s'" % MODEL, "input x shape 1x3x64x64", "input x random normal 0 1 seed 42", "run",
@@ -230,6 +247,21 @@ class BadInput(unittest.TestCase):
         fresh.input("x", shape=(1, 3, 8, 8))
         self.assertEqual(len(fresh.run().report()), 25)
 
+    def test_bad_model_files(self):
+        d = work("models")
+        with self.assertRaises(mpx.Error) as e:
+            mpx.Session(os.path.join(d, "missing.onnx"))
+        self.assertEqual((e.exception.status, e.exception.code, e.exception.file),
+                         ("i/o error", 1, os.path.join(d, "missing.onnx")))
+        bad = os.path.join(d, "bad.json")
+        with open(bad, "w") as f:
+            f.write('{"format": "mpx-model",\n "version": 1,\n "nodes": [}\n')
+        with self.assertRaises(mpx.Error) as e:
+            mpx.Session(bad)
+        self.assertEqual(e.exception.file, bad)
+        self.assertEqual(e.exception.line, 3)
+        self.assertIn("bad.json:3", str(e.exception))
+
     def test_non_contiguous_arrays_are_copied(self):
         s = mpx.Session(MODEL)
         big = np.random.default_rng(3).standard_normal((1, 64, 64, 3)).astype(np.float32)
@@ -264,6 +296,8 @@ class BadInput(unittest.TestCase):
         self.assertTrue(p.svg().startswith("<?xml") or "<svg" in p.svg())
         self.assertEqual(len(r.report()), 25)
         self.assertEqual(r.tensor("y")[0].shape, (1, 10))
+        with self.assertRaisesRegex(mpx.Error, "model"):
+            p.dot(MODEL)  # the model stays guarded while a plan of it lives
         with mpx.Session(MODEL) as t:
             t.input("x", shape=(1, 3, 8, 8))
         with self.assertRaisesRegex(mpx.Error, "closed"):
