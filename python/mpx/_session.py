@@ -178,6 +178,8 @@ def _value_to_array(v):
     float dtypes, which mpx holds as fp32; int64 otherwise)."""
     if v.n < 0:
         return None
+    if v.n > 0 and not v.f and not v.i:
+        raise Error("values of type %s are not held by mpx (only numbers are)" % L.dtype_name(v.dtype).decode())
     shape = tuple(int(v.dims[i]) for i in range(v.rank))
     if v.f:
         a = np.empty(shape, np.float32)

@@ -178,6 +178,18 @@ class ProgramAgreement(unittest.TestCase):
             s.input("x", PNG, rate=16000)
 
 
+    def test_audio_input(self):
+        d = work("audio")
+        m, wav = (os.path.join(SRC, "tests", "models", f) for f in ("logmel.json", "speech.wav"))
+        program(["load '%s'" % m, "input x audio '%s' rate 8000 length 4000" % wav, "run", "tensor x --save x.npy"], d)
+        s = mpx.Session(m)
+        s.input("x", wav, rate=8000, length=4000)
+        ref, cand = s.run(keep=["x"]).tensor("x")
+        np.testing.assert_array_equal(ref, np.load(os.path.join(d, "x.npy")))
+        with self.assertRaisesRegex(mpx.Error, "not an option of audio files: size"):
+            s.input("x", wav, size=(2, 2))
+
+
 class BadInput(unittest.TestCase):
     """Issue 51's bad inputs: a clear mpx.Error, no crash, the session as it was."""
 
@@ -402,6 +414,27 @@ class BadInput(unittest.TestCase):
             s.plan().why("nope")
         with self.assertRaisesRegex(mpx.Error, 'unknown metric "rel"'):
             s.run().report(sort="rel")
+
+
+class Facts(unittest.TestCase):
+    def test_model_facts_match_info(self):
+        d = work("info")
+        text = program(["load '%s'" % MODEL, "input x shape 1x3x64x64", "info"], d)
+        s = mpx.Session(MODEL)
+        self.assertEqual(s.inputs(), [("x", "float32", (-1, 3, -1, -1))])
+        s.input("x", shape=(1, 3, 64, 64))
+        self.assertEqual(s.outputs(), [("y", "float32", (1, 10))])
+        i = s.info()
+        self.assertEqual((i["name"], i["nodes"], i["tensors"], i["opset"]), ("tiny_cnn", 25, 57, 17))
+        self.assertIn("nodes     25", text)
+        self.assertIn("MACs      6.46M", text)
+        self.assertEqual(round(i["macs"] / 1e4) / 100, 6.46)
+        self.assertIsNone(s.last_run())
+        r = s.run()
+        self.assertIs(s.last_run(), r)
+        s.color("Gemm", "red")  # the alias
+        self.assertEqual(s.rules(), ["colour Gemm red"])
+        self.assertIn("tiny_cnn.json", repr(s))
 
 
 class Artefacts(unittest.TestCase):
