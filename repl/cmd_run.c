@@ -99,6 +99,8 @@ static mpx_status run_samples_many(mpx_session *s, const mpx_assign *const *as, 
             n_run[j] += c[j]->n_run;
             incremental[j] = incremental[j] || c[j]->incremental;
             if (!st) st = mpx_samples_add(S[j], c[j], k, err);
+            /* the values task figures and --eval read, for every sample */
+            if (!st && keep) st = mpx_samples_hold(S[j], c[j], keep, g->n_tensors, err);
             if (!st && (!best[j] || output_badness(g, c[j]) > output_badness(g, best[j]))) {
                 mpx_compare_free(best[j]);
                 best[j] = c[j];

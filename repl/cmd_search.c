@@ -1105,9 +1105,6 @@ MPX_CMD(repl_cmd_search) {
             evals = true;
         }
     }
-    if (eval_cmd && s->data)
-        return mpx_error_set(err, MPX_E_ARG, "--eval reads one run's outputs; over a data set each sample's are not "
-                             "kept (data off, or run one input)");
     if (x.held_spec) {
         char line[1024], *w[16];
         int nw = 0;

@@ -8,7 +8,10 @@
  *   $MPX_EVAL_DIR/cand/<output>.npy   the candidate plan's outputs
  *   $MPX_EVAL_DIR/ref/<output>.npy    the fp32 reference's
  * one file per model output, named as the output with '/' and other
- * characters a file name cannot hold made '_'. The files are rewritten for
+ * characters a file name cannot hold made '_'. Over a data set each file
+ * holds every sample's output stacked on a new leading axis, in the run's
+ * sample order (MPX_EVAL_SAMPLES gives their number; 1 without a data set,
+ * where the file holds the output as it is). The files are rewritten for
  * each evaluation; the folder is made for the search and removed after it.
  * Anything else the command prints to stderr goes to the user's terminal. */
 #include "repl_internal.h"
@@ -97,7 +100,7 @@ void repl_eval_free(repl_eval *e) {
 }
 
 /* Runs the command; its stdout (at most EVAL_OUT_MAX bytes) into *text. */
-static mpx_status run_command(repl_eval *e, char **text, mpx_error *err) {
+static mpx_status run_command(repl_eval *e, int n_samples, char **text, mpx_error *err) {
     int fd[2];
     if (pipe(fd) != 0) return mpx_error_set(err, MPX_E_IO, "--eval: cannot make a pipe: %s", strerror(errno));
     pid_t pid = fork();
@@ -112,6 +115,9 @@ static mpx_status run_command(repl_eval *e, char **text, mpx_error *err) {
         close(fd[0]);
         close(fd[1]);
         setenv("MPX_EVAL_DIR", e->dir, 1);
+        char n[32];
+        snprintf(n, sizeof n, "%d", n_samples);
+        setenv("MPX_EVAL_SAMPLES", n, 1);
         execl("/bin/sh", "sh", "-c", e->command, (char *)NULL);
         _exit(127);
     }
@@ -214,11 +220,34 @@ static mpx_status parse_output(const repl_eval *e, const char *text, cJSON **out
     return MPX_OK;
 }
 
+/* Every sample's values of tensor t (held by the run: mpx_samples_hold)
+ * stacked on a new leading axis, into v. */
+static mpx_status stack_samples(const mpx_samples *S, const mpx_tensor *t, const char *fig, bool ref, mpx_value *v,
+                                mpx_error *err) {
+    const mpx_value *first = mpx_samples_held(S, 0, t->index, !ref);
+    if (!first) return mpx_error_set(err, MPX_E_INVALID, "%s: the run held no values of output %s", fig, t->name);
+    if (first->rank + 1 > MPX_MAX_RANK || first->is_seq)
+        return mpx_error_set(err, MPX_E_INVALID, "%s: output %s cannot be stacked over samples", fig, t->name);
+    int64_t dims[MPX_MAX_RANK];
+    dims[0] = S->n_samples;
+    for (int d = 0; d < first->rank; d++) dims[d + 1] = first->dims[d];
+    mpx_status st = mpx_value_alloc_raw(v, first->dtype, first->rank + 1, dims, err);
+    for (int k = 0; k < S->n_samples && !st; k++) {
+        const mpx_value *x = mpx_samples_held(S, k, t->index, !ref);
+        if (!x || x->n != first->n || x->dtype != first->dtype)
+            st = mpx_error_set(err, MPX_E_INVALID, "%s: sample %d's output %s is missing or has another shape", fig,
+                               S->id[k] + 1, t->name);
+        else if (v->f)
+            memcpy(v->f + (size_t)k * (size_t)first->n, x->f, (size_t)first->n * sizeof *v->f);
+        else
+            memcpy(v->i + (size_t)k * (size_t)first->n, x->i, (size_t)first->n * sizeof *v->i);
+    }
+    if (st) mpx_value_free(v);
+    return st;
+}
+
 mpx_status repl_eval_figure(repl_eval *e, const mpx_graph *g, const mpx_compare *c, const char *fig, double *out,
                             mpx_error *err) {
-    if (c->samples)
-        return mpx_error_set(err, MPX_E_ARG, "%s: --eval reads one run's outputs; over a data set each sample's are not "
-                             "kept (run one input)", fig);
     if (e->done_for != c) {
         cJSON_Delete(e->got);
         e->got = NULL;
@@ -227,17 +256,25 @@ mpx_status repl_eval_figure(repl_eval *e, const mpx_graph *g, const mpx_compare 
         for (int k = 0; k < g->n_outputs; k++) {
             const mpx_tensor *t = g->outputs[k];
             if (!t) continue;
-            if (c->ref[t->index].n < 0 || c->cand[t->index].n < 0)
+            if (!c->samples && (c->ref[t->index].n < 0 || c->cand[t->index].n < 0))
                 return mpx_error_set(err, MPX_E_INVALID, "%s: the run kept no values of output %s", fig, t->name);
             file_name(t->name, name, sizeof name);
             for (int side = 0; side < 2; side++) {
                 snprintf(path, sizeof path, "%s/%s/%s.npy", e->dir, side ? "ref" : "cand", name);
-                mpx_status st = mpx_npy_write(path, NULL, side ? &c->ref[t->index] : &c->cand[t->index], err);
+                mpx_status st;
+                if (c->samples) {
+                    mpx_value v;
+                    st = stack_samples(c->samples, t, fig, side, &v, err);
+                    if (!st) st = mpx_npy_write(path, NULL, &v, err);
+                    if (!st) mpx_value_free(&v);
+                } else {
+                    st = mpx_npy_write(path, NULL, side ? &c->ref[t->index] : &c->cand[t->index], err);
+                }
                 if (st) return st;
             }
         }
         char *text = NULL;
-        mpx_status st = run_command(e, &text, err);
+        mpx_status st = run_command(e, c->samples ? c->samples->n_samples : 1, &text, err);
         if (!st) st = parse_output(e, text, &e->got, err);
         free(text);
         if (st) return st;

@@ -195,6 +195,13 @@ static mpx_status stat_figure(const repl_figctx *x, const char *fig, mpx_stat st
     if (!c) return mpx_error_set(err, MPX_E_ARG, "%s needs a run (use: run)", fig);
     if (!c->samples)
         return mpx_error_set(err, MPX_E_ARG, "%s: the run had one input, not a data set (see: help data)", fig);
+    if (stat == MPX_STAT_SAMPLE) { /* sample<k>: numbered as in the data set (a shard holds some) */
+        int row = mpx_samples_row(c->samples, k);
+        if (row < 0)
+            return mpx_error_set(err, MPX_E_ARG, "%s: the run has no sample %d (it went over %d sample%s)", fig, k + 1,
+                                 c->samples->n_samples, c->samples->n_samples == 1 ? "" : "s");
+        k = row;
+    }
     mpx_layer *v = malloc((size_t)(c->n_layers ? c->n_layers : 1) * sizeof *v);
     if (!v) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     memcpy(v, c->layers, (size_t)c->n_layers * sizeof *v);
@@ -204,6 +211,7 @@ static mpx_status stat_figure(const repl_figctx *x, const char *fig, mpx_stat st
         view.layers = v;
         repl_figctx y = *x;
         y.cmp = &view;
+        y.has_stat = true, y.stat = stat, y.stat_k = k;
         st = repl_figure(&y, rest, out, err);
     }
     free(v);
@@ -348,17 +356,63 @@ void repl_cond_warn(mpx_session *s, const repl_cond *c) {
     }
 }
 
+static int cmp_desc(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x < y) - (x > y);
+}
+
+/* A task figure over a data set: each sample's figure from the values the
+ * run held for every sample (mpx_samples_hold), then their mean (the share
+ * over all samples when each sample counts alike: top1 over 32 one-row
+ * samples is the share of samples whose class agrees), or the stat prefix's
+ * reduction: worst is the lowest (task figures are shares, higher better),
+ * p95 the nearest-rank ceil(0.95 n)-th best, sample<k> one sample's. */
+static mpx_status task_over_samples(const repl_figctx *x, const char *fig, int t, const mpx_task_figure *tf,
+                                    double *out, mpx_error *err) {
+    const mpx_samples *S = x->cmp->samples;
+    const char *name = x->plan->g->tensors[t]->name;
+    if (!mpx_samples_held(S, 0, t, false))
+        return mpx_error_set(err, MPX_E_ARG,
+                             "figure %s: over a data set the run must hold %s for every sample (search and sweep "
+                             "do for their conditions; use: run --keep %s)", fig, name, name);
+    double *v = malloc((size_t)S->n_samples * sizeof *v);
+    if (!v) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    mpx_status st = MPX_OK;
+    for (int k = 0; k < S->n_samples && !st; k++) {
+        mpx_error e;
+        const mpx_value *r = mpx_samples_held(S, k, t, false), *c = mpx_samples_held(S, k, t, true);
+        if (!r || !c) st = mpx_error_set(err, MPX_E_ARG, "figure %s: sample %d's values of %s were not held", fig,
+                                         S->id[k] + 1, name);
+        else if ((st = mpx_task_compute(r, c, tf, &v[k], &e)))
+            mpx_error_set(err, st, "figure %s (%s), sample %d: %s", fig, name, S->id[k] + 1, e.msg);
+    }
+    if (!st) {
+        mpx_stat stat = x->has_stat ? x->stat : MPX_STAT_MEAN;
+        if (stat == MPX_STAT_SAMPLE) {
+            *out = x->stat_k >= 0 && x->stat_k < S->n_samples ? v[x->stat_k] : NAN;
+        } else if (stat == MPX_STAT_MEAN) {
+            double sum = 0;
+            for (int k = 0; k < S->n_samples; k++) sum += v[k];
+            *out = sum / S->n_samples;
+        } else {
+            qsort(v, (size_t)S->n_samples, sizeof *v, cmp_desc);
+            int rank = stat == MPX_STAT_WORST ? S->n_samples : (int)ceil(0.95 * S->n_samples);
+            *out = v[rank - 1];
+        }
+    }
+    free(v);
+    return st;
+}
+
 /* A task figure (numerics/task.c) of tensor t: from the run's values of it
  * and its reference, which the run must have kept (search keeps them for
- * the conditions that read them: repl_cond_keep). */
+ * the conditions that read them: repl_cond_keep); over a data set, from
+ * every sample's (task_over_samples). */
 static mpx_status task_value(const repl_figctx *x, const char *fig, int t, const mpx_task_figure *tf, double *out,
                              mpx_error *err) {
     const mpx_compare *c = x->cmp;
     const char *name = x->plan->g->tensors[t]->name;
-    if (c->samples)
-        return mpx_error_set(err, MPX_E_ARG,
-                             "figure %s: task figures read one run's values, and over a data set each sample's "
-                             "are not kept (run one input)", fig);
+    if (c->samples) return task_over_samples(x, fig, t, tf, out, err);
     if (!c->ref || !c->cand || c->ref[t].n < 0 || c->cand[t].n < 0)
         return mpx_error_set(err, MPX_E_ARG, "figure %s: the run did not keep the values of %s (use: run --keep %s)",
                              fig, name, name);

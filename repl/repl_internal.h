@@ -291,6 +291,11 @@ typedef struct repl_figctx {
     const mpx_compare *cmp;
     bool local; /* cmp has local metrics (for the message listing metrics) */
     repl_eval *eval; /* search --eval, else NULL */
+    /* Set by a stat prefix (mean., worst., p95., sample<k>.) for the figures
+     * read over a data set's samples one by one (task figures). */
+    bool has_stat;
+    mpx_stat stat;
+    int stat_k;
 } repl_figctx;
 /* Plan figures (casts, green, ..., low_macs_pct, weights_overflow), run
  * totals (overflow underflow subnormal layers) and <what>.<metric> with what

@@ -32,6 +32,21 @@ if not (ev[0]["figures"]["eval.max_rel"] == 1):
     sys.exit(1)
 PY
 [ -z "$(ls "$tmp" | grep mpx-eval || true)" ] || { echo "eval_check: the eval folder was left behind"; fail=1; }
+# over a data set (3 samples of 4x8: side is all positive, all negative, half
+# and half): every sample's output stacked on a leading axis, one command run
+# per evaluation; with side flushed, half of the 96 elements agree in sign
+D="load tests/models/named_output.json; data tests/data/signs.npz stacked; target fp16; colour Mul green"
+"$MPX" -c "$D; search eval.sign_agree == 1 and eval.lead == 3 and eval.samples == 3 --eval \"python3 tests/eval_npy.py side\" --json $tmp/data.json; rules" >"$tmp/data.out" 2>"$tmp/data.err" ||
+  { echo "eval_check: the search over a data set failed: $(cat "$tmp/data.err")"; fail=1; }
+grep -q "colour name:shrink red  # search: eval.sign_agree == 1" "$tmp/data.out" || { echo "eval_check: data set: shrink not kept fp32: $(cat "$tmp/data.out")"; fail=1; }
+python3 - "$tmp/data.json" <<'PY' || fail=1
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = d["evaluations"]
+if ev[0]["figures"].get("eval.sign_agree") != 0.5 or d["figures"].get("eval.lead") != 3:
+    print("eval_check: data set: first evaluation %s, found %s" % (ev[0], d["figures"]))
+    sys.exit(1)
+PY
 # refusals: each an error naming the command, nothing applied, the JSON says failed
 bad() { # command, expected text in the error, extra options
   status=0

@@ -143,7 +143,7 @@ expect_line "mpx> target fp8e4m3nan"
 keys C-c
 expect_line "mpx>"
 # Metrics complete from their table: report --sort lists exactly the metrics
-# `help report` names (numerics/metrics.def), then local and order.
+# `help report` names (numerics/run/metrics.def), then local and order.
 keys "report --sort sq" Tab
 expect_line "mpx> report --sort sqnr_db"
 keys C-c

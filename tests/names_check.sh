@@ -1,5 +1,5 @@
 #!/bin/sh
-# Each kind of name is spelled once (numerics/metrics.def for the metrics):
+# Each kind of name is spelled once (numerics/run/metrics.def for the metrics):
 # report (its --sort keys, JSON and CSV), assert, plot and help list the same
 # metric names in the same order. Completion is checked in interactive.sh.
 # Usage: names_check.sh <mpx> <source root>

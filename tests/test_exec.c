@@ -7,7 +7,7 @@
 #include "check.h"
 #include "graph_build.h"
 #include "mpx_numerics.h"
-#include "kern_internal.h" /* mpx_fuse_span: which chains run by tiles */
+#include "run_internal.h" /* mpx_fuse_span: which chains run by tiles */
 
 #include <math.h>
 #include <stdint.h>

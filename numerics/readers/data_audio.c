@@ -4,7 +4,7 @@
  * libsamplerate resamples: both are the Debian libraries made for exactly
  * this, and a hand-written WAV parser would read fewer files, less safely.
  * mpx's own part is mono mixing, scaling and length, in mpx_numerics.h. */
-#include "mpx_numerics.h"
+#include "mpx_readers.h"
 
 #include <math.h>
 #include <samplerate.h>

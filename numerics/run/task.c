@@ -8,7 +8,7 @@
  * rows, a sequence's [N, T, C] N * T); samples are the values under the
  * first axis (a mask's [N, 1, H, W] has N). All four figures are shares in
  * [0, 1], higher is better. */
-#include "mpx_numerics.h"
+#include "mpx_run.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -8,7 +8,7 @@
  * converted in blocks, never held twice.
  *
  * Every error names the file (err->file) and says what is wrong with it. */
-#include "mpx_numerics.h"
+#include "mpx_readers.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -9,6 +9,7 @@
 #define MPX_COMPARE_INTERNAL_H
 
 #include "kern_internal.h"
+#include "run_internal.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -7,7 +7,7 @@
  * one function that owns its setjmp and frees everything on the way out.
  * What is mpx's own is the arithmetic after decoding (channel order, gray,
  * resize, normalisation), documented in mpx_numerics.h. */
-#include "mpx_numerics.h"
+#include "mpx_readers.h"
 
 #include <errno.h>
 #include <stdio.h> /* before jpeglib.h, which uses FILE */

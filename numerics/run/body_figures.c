@@ -3,7 +3,7 @@
  * times, so each value keeps its worst and its sums, not one row per run.
  * kern_loop.c compares the runs; compare.c owns the sink and hands its
  * layers to the result. */
-#include "kern_internal.h"
+#include "run_internal.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
 #if defined(__linux__) && !defined(_GNU_SOURCE)
 #define _GNU_SOURCE /* mremap */
 #endif
-#include "mpx_numerics.h"
+#include "mpx_formats.h"
 
 #include <math.h>
 #include <stdatomic.h>

@@ -1,6 +1,7 @@
 /* metrics.c - per-tensor error of a candidate run against the fp32 reference
  * (DESIGN section 3, Error metrics; the non-finite rule is in the header). */
-#include "kern_internal.h"
+#include "kern_internal.h" /* mpx_env_on */
+#include "mpx_run.h"
 
 #include <float.h>
 #include <math.h>

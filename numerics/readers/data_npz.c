@@ -5,7 +5,7 @@
  * deflated members, zip64, CRC checked as it reads); each member is
  * decompressed into memory and handed to the one .npy reader
  * (mpx_npy_read_mem), so .npy and .npz cannot disagree. */
-#include "mpx_numerics.h"
+#include "mpx_readers.h"
 
 #include <errno.h>
 #include <sndfile.h>

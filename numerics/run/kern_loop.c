@@ -35,6 +35,7 @@
  * bits with or without the twin. Scan-8 (a batch of scans) takes no
  * figures. */
 #include "kern_nn.h"
+#include "run_internal.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
  * figures are appended here (a layer's mpx_metrics per sample: 403 layers x
  * 256 samples of rec is 10 MB), so memory does not grow with the values of
  * the samples, only with their figures. */
-#include "kern_internal.h"
+#include "run_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -19,7 +19,76 @@ void mpx_samples_free(mpx_samples *S) {
     free(S->id);
     free(S->m);
     free(S->lm);
+    for (size_t i = 0; S->href && i < (size_t)S->held_cap * (size_t)S->n_held; i++) {
+        mpx_value_free(&S->href[i]);
+        mpx_value_free(&S->hcand[i]);
+    }
+    free(S->href);
+    free(S->hcand);
+    free(S->held_tensor);
     free(S);
+}
+
+/* Held values grow with the samples (a classifier's 1000 logits x 32 samples
+ * is 256 KB, a 1024x1024 mask's 8 MB a sample): checked against the memory
+ * budget rather than left to run the machine out of memory. */
+mpx_status mpx_samples_hold(mpx_samples *S, const mpx_compare *c, const bool *keep, int n_tensors,
+                            mpx_error *err) {
+    int k = S->n_samples - 1;
+    if (k < 0) return mpx_error_set(err, MPX_E_INVALID, "mpx_samples_hold: no sample added");
+    if (k == 0) {
+        int n = 0;
+        for (int t = 0; t < n_tensors; t++) n += keep[t];
+        free(S->held_tensor);
+        S->held_tensor = malloc((size_t)(n ? n : 1) * sizeof *S->held_tensor);
+        if (!S->held_tensor) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+        S->n_held = 0;
+        for (int t = 0; t < n_tensors; t++)
+            if (keep[t]) S->held_tensor[S->n_held++] = t;
+    }
+    if (!S->n_held) return MPX_OK;
+    if (k >= S->held_cap) {
+        int cap = S->held_cap ? S->held_cap * 2 : 16;
+        size_t per = (size_t)S->n_held * sizeof(mpx_value);
+        mpx_value *r = realloc(S->href, (size_t)cap * per);
+        if (!r) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+        S->href = r;
+        mpx_value *cv = realloc(S->hcand, (size_t)cap * per);
+        if (!cv) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+        S->hcand = cv;
+        for (size_t i = (size_t)S->held_cap * (size_t)S->n_held; i < (size_t)cap * (size_t)S->n_held; i++)
+            S->href[i] = (mpx_value){.n = -1}, S->hcand[i] = (mpx_value){.n = -1};
+        S->held_cap = cap;
+    }
+    const mpx_graph *g = c->g;
+    for (int j = 0; j < S->n_held; j++) {
+        int t = S->held_tensor[j];
+        const char *name = g && t < g->n_tensors ? g->tensors[t]->name : "?";
+        if (!c->ref || !c->cand || c->ref[t].n < 0 || c->cand[t].n < 0)
+            return mpx_error_set(err, MPX_E_INVALID, "sample %d: the run did not keep the values of %s", k + 1, name);
+        size_t i = (size_t)k * (size_t)S->n_held + (size_t)j;
+        mpx_status st = mpx_value_copy(&S->href[i], &c->ref[t], err);
+        if (!st) st = mpx_value_copy(&S->hcand[i], &c->cand[t], err);
+        if (st) return st;
+        S->held_bytes += (uint64_t)mpx_value_bytes(&S->href[i]) + (uint64_t)mpx_value_bytes(&S->hcand[i]);
+        if (S->held_bytes > mpx_memory_budget())
+            return mpx_error_set(err, MPX_E_NOMEM,
+                                 "the values of %s for %d samples pass the memory budget (%llu MB; see: set memory)",
+                                 name, k + 1, (unsigned long long)(mpx_memory_budget() >> 20));
+    }
+    return MPX_OK;
+}
+
+const mpx_value *mpx_samples_held(const mpx_samples *S, int k, int t, bool cand) {
+    if (!S || k < 0 || k >= S->n_samples) return NULL;
+    for (int j = 0; j < S->n_held; j++)
+        if (S->held_tensor[j] == t) {
+            size_t i = (size_t)k * (size_t)S->n_held + (size_t)j;
+            if (i >= (size_t)S->held_cap * (size_t)S->n_held) return NULL;
+            const mpx_value *v = cand ? &S->hcand[i] : &S->href[i];
+            return v->n < 0 ? NULL : v;
+        }
+    return NULL;
 }
 
 int mpx_samples_row(const mpx_samples *S, int id) {

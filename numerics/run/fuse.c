@@ -21,6 +21,7 @@
  * The executor (exec.c) asks mpx_fuse_span for a group starting at a node
  * and runs it with mpx_fuse_run. */
 #include "kern_internal.h"
+#include "run_internal.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>

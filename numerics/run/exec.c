@@ -15,6 +15,7 @@
  * format (mpx_kctx.in_round); the GEMM core rounds it as it packs it. The
  * rounded copy it replaces was kept beside the packing for each format. */
 #include "kern_internal.h"
+#include "run_internal.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>

@@ -10,8 +10,7 @@
  *    integer rounding on the fp32 bit pattern for everything else);
  *  - mpx_round_value: the same fast paths for one value.
  */
-#include "mpx_numerics.h"
-#include "kern_internal.h"
+#include "formats_internal.h"
 
 #include <stdio.h>
 

@@ -1,0 +1,107 @@
+/* mpx_kernels.h - the op kernels: the accumulation every sum follows, the
+ * context a kernel runs in, the kernel of each op (kernels.def), and the
+ * start-up that registers them as graph/'s constant folder. Includes
+ * mpx_formats.h.
+ *
+ * Kernels write into outputs they allocate; they allocate only scratch they
+ * free before returning (and the derived forms of constants kept on the
+ * graph: kern_kept.c). */
+#ifndef MPX_KERNELS_H
+#define MPX_KERNELS_H
+
+#include "mpx_formats.h"
+
+/* ==== start-up (fold_eval.c) ================================================ */
+
+/* Registers the kernels as graph/'s constant folder (mpx_graph_set_evaluator;
+ * mpx_graph.h, "constant folding"), so shape inference folds every op that has
+ * a kernel with the kernel's own arithmetic (fp32 reference accumulation) and
+ * an op's meaning is written once, in its kernel. Call once at start, from one
+ * thread, before mpx_graph_infer: the mpx program, the
+ * benches and every test program do. Idempotent. */
+void mpx_numerics_init(void);
+
+/* Bytes of weights rounded to a low format and kept on their tensors for
+ * later runs (kern_gemm.c: rounded once per weight and format,
+ * freed with their graph; at most 1 GiB a process). Memory a report holds
+ * beside its values, for the benches' accounting. */
+size_t mpx_numerics_kept_rounded_bytes(void);
+
+/* ==== reference kernels (kernels.c, kern_*.c) ====================== */
+
+/* Accumulation (DESIGN section 3): dot products and reductions sum their terms
+ * in a documented order (the reduction index in increasing order: for Conv
+ * input channel, then kernel row, then kernel column). With fmt fp32 the
+ * sum is fp32 and blocked: each block of MPX_ACC_FP32_BLOCK terms is summed,
+ * then added to the running sum. A plain running sum loses small terms
+ * against a large one systematically (a 6625-class Softmax was 4e-5 off in
+ * rel_l2 against float64, ONNX Runtime's vector lanes 6e-6); blocking bounds
+ * the error by (n/64 + 64) ulps and matches ORT there. Conv, ConvTranspose,
+ * Gemm and MatMul follow the same blocks over their reduction index (a padding
+ * tap keeps its place in its block; on their fast paths each product is fused
+ * into its block's sum, one rounding: kern_gemm.h). With a low fmt the
+ * running sum is rounded to fmt after every addition, the exact sum of the
+ * running sum and the term rounded once (mpx_round_sum: as fp16 hardware
+ * adds; rounding the fp32 sum would round twice) (block 0), or each block of `block` terms is summed in fp32, rounded to fmt,
+ * and added to the running sum, which is rounded to fmt (block > 0). A bias is
+ * one more addition. The kernel's output is rounded by the executor. */
+#define MPX_ACC_FP32_BLOCK 64
+
+typedef struct mpx_accum {
+    const mpx_format *fmt;   /* NULL means fp32 */
+    int block;
+} mpx_accum;
+
+typedef struct mpx_kctx {
+    const mpx_node *node;    /* attributes, opset, name for messages */
+    mpx_accum acc;
+    /* Kernels that hold values across steps (the recurrent ops): the format
+     * their intermediate results are rounded to (the node's compute format)
+     * and the one their carried state is held in (its output format); NULL:
+     * fp32, as in the reference. Other kernels ignore them: the executor
+     * rounds their inputs and outputs. */
+    const mpx_format *round, *state;
+    mpx_error *err;          /* messages name the node (mpx_kernel_error) */
+    /* A buffer of dest_n floats the executor offers for the output (NULL:
+     * none): a kernel that allocates its output uncleared takes it when
+     * the size matches, once (*dest_taken), as a borrowed value. fuse.c
+     * offers the place in a whole tensor where a tile's result goes. */
+    float *dest;
+    int64_t dest_n;
+    bool *dest_taken;
+    /* Loop, Scan and SequenceMap in a comparison's candidate step (NULL
+     * otherwise): the reference's values and where the figures of the
+     * values inside the body go (run/kern_loop.c runs the reference
+     * body beside the candidate's, iteration by iteration). */
+    const struct mpx_body_probe *probe;
+    /* The one format the executor would round output 0 to afterwards (NULL:
+     * none, or two in turn): a kernel that writes its output in pieces may
+     * round each piece while it is in cache instead, and says so
+     * (*out_rounded); the executor then skips its pass over the output.
+     * The same values either way (each element rounded once, to it). */
+    const mpx_format *out_round;
+    bool *out_rounded;
+    /* [n_in] or NULL: in_round[k] non-NULL means input k is a constant's own
+     * values, handed unrounded, which the node reads rounded to that format
+     * (only inputs kernels.def's MPX_KERNEL_READS_ROUNDED rows name; the
+     * kernel rounds them as its GEMM packing is made and kept, instead of
+     * the executor keeping a rounded copy: run/exec.c). */
+    const mpx_format *const *in_round;
+} mpx_kctx;
+
+/* A kernel reads in[0..n_in) (NULL for an omitted optional input) and
+ * allocates and fills out[0..n_out) with mpx_value_alloc (an out slot whose
+ * graph output is omitted is still filled, or left absent). Output shapes
+ * come from the input values, not from shape inference, so data-dependent
+ * shapes are right. Float outputs are exact fp32 results of fp32 arithmetic
+ * on the inputs, except that sums follow mpx_accum. */
+typedef mpx_status (*mpx_kernel_fn)(const mpx_kctx *c, const mpx_value *const *in, int n_in,
+                                    mpx_value *out, int n_out);
+
+/* The kernel for an op, or NULL: the table in kernels.c is indexed by the op
+ * enum (static_assert on its size). */
+mpx_kernel_fn mpx_kernel_for(mpx_op op);
+/* Fill c->err naming the node and op, return st. */
+mpx_status mpx_kernel_error(const mpx_kctx *c, mpx_status st, const char *fmt, ...);
+
+#endif
