@@ -327,15 +327,8 @@ static mpx_status make_input(const mpx_session *s, const mpx_input_spec *sp, con
     mpx_input_kind k = sp ? sp->kind : MPX_INPUT_DEFAULT;
     double pa = sp ? sp->a : 0.0, pb = sp ? sp->b : 1.0;
     if (k == MPX_INPUT_DEFAULT) k = MPX_INPUT_NORMAL, pa = 0.0, pb = 1.0;
-    mpx_rng r;
-    mpx_rng_init(&r, sp ? sp->seed : 0);
-    for (int64_t i = 0; i < v->n; i++) {
-        double x = k == MPX_INPUT_CONST     ? pa
-                   : k == MPX_INPUT_UNIFORM ? pa + (pb - pa) * mpx_rng_unit(&r)
-                                            : mpx_rng_normal(&r, pa, pb);
-        if (v->f) v->f[i] = (float)x;
-        else v->i[i] = (int64_t)floor(x);
-    }
+    mpx_value_fill(v, k == MPX_INPUT_CONST ? MPX_FILL_CONST : k == MPX_INPUT_UNIFORM ? MPX_FILL_UNIFORM : MPX_FILL_NORMAL,
+                   pa, pb, sp ? sp->seed : 0);
     return MPX_OK;
 }
 

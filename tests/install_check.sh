@@ -1,16 +1,20 @@
 #!/bin/sh
-# install_check.sh BUILD SRC WORK - mpx as a user installs it (issue 19):
+# install_check.sh BUILD SRC WORK [PYTHON3] - mpx as a user installs it (issue 19):
 # `cmake --install` into a prefix with a blank in its name, over an older
 # install; the installed mpx runs the installed example; the man page, the
 # bash completion and mpx.pc are there and sound; libmpx exports only mpx_
 # names (exactly which: the test api_symbols); examples/client.c builds
 # against the installed library with pkg-config (shared and static) and
-# runs; a C++ program includes mpx.h and links (the headers' extern "C").
+# runs; a C++ program includes mpx.h and links (the headers' extern "C");
+# the Python package (issue 51) imports from the prefix in a fresh python3
+# (PYTHON3, with NumPy), loads the prefix's libmpx, and runs the installed
+# examples/python/quickstart.py.
 # Prints the installed files and the exported symbol count.
 set -eu
 BUILD=$1
 SRC=$2
 WORK=$3
+PY=${4:-}
 fail() {
   echo "install_check: FAIL: $*" >&2
   exit 1
@@ -115,5 +119,34 @@ EOF_CC
   cat "$WORK/client_cc.out"
 else
   echo "install_check: no C++ compiler: the headers' extern \"C\" not checked"
+fi
+
+# the Python package, from the prefix, in a fresh python3 that is told
+# nothing but where the package lies (no MPX_LIBRARY: it finds the prefix's
+# libmpx beside it)
+if [ -n "$PY" ]; then
+  init=$(cd "$P" && find . -path '*/dist-packages/mpx/__init__.py' | head -1)
+  [ -n "$init" ] || fail "the Python package is not installed"
+  for f in _lib.py _session.py _install.py; do [ -e "$P/$(dirname "$init")/$f" ] || fail "not installed: mpx/$f"; done
+  PYP="$P/$(dirname "$(dirname "$init")")"
+  mkdir -p "$WORK/python_run"
+  (cd "$WORK/python_run" && env -u MPX_LIBRARY PYTHONPATH="$PYP" "$PY" -c "
+import mpx, mpx._lib, os, sys
+lib = os.path.realpath(mpx._lib.LIBRARY)
+assert lib.startswith(os.path.realpath(sys.argv[1])), 'libmpx loaded from ' + lib
+s = mpx.Session(os.path.join(sys.argv[1], 'share/mpx/examples/tiny_cnn.json'))
+s.input('x', shape=(1, 3, 16, 16))
+r = s.run()
+assert r.outputs()[0]['rel_l2'] < 1e-2, r.outputs()
+print('python: mpx', mpx.__version__, 'from', os.path.dirname(mpx.__file__), 'with', lib)
+" "$P") >"$WORK/python.out" 2>&1 || fail "the installed Python package: $(cat "$WORK/python.out")"
+  [ "$(sed -n 's/^python: mpx \([^ ]*\) .*/\1/p' "$WORK/python.out")" = "$(echo "$v" | cut -d' ' -f2)" ] ||
+    fail "the Python package's version differs from mpx --version: $(cat "$WORK/python.out")"
+  (cd "$WORK/python_run" && env -u MPX_LIBRARY PYTHONPATH="$PYP" "$PY" "$P/share/mpx/examples/python/quickstart.py" out) \
+    >"$WORK/python_quickstart.out" 2>&1 || fail "installed examples/python/quickstart.py: $(tail -5 "$WORK/python_quickstart.out")"
+  [ -s "$WORK/python_run/out/review.html" ] || fail "installed quickstart.py wrote no review.html"
+  cat "$WORK/python.out"
+else
+  echo "install_check: no python3 with NumPy: the Python package not checked"
 fi
 echo "install_check: ok"

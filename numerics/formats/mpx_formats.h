@@ -230,6 +230,15 @@ static inline void mpx_value_clear(mpx_value *v) {
 void mpx_value_view(mpx_value *v, const mpx_tensor *t);
 /* Deep copy. */
 mpx_status mpx_value_copy(mpx_value *dst, const mpx_value *src, mpx_error *err);
+/* Seeded values for a model input no file or array gives (the program's
+ * `input <name> random|const`, a binding's default): element k of v (any
+ * shape, float or integer; already allocated) in order from one stream of
+ * mpx_rng seeded with seed: MPX_FILL_NORMAL mpx_rng_normal(a = mean, b =
+ * std), MPX_FILL_UNIFORM a + (b - a) * mpx_rng_unit, MPX_FILL_CONST a (no
+ * stream). Each value is computed in double and rounded once to fp32 (an
+ * integer value: floor). The same values on every machine, for every client. */
+typedef enum mpx_fill_kind { MPX_FILL_NORMAL, MPX_FILL_UNIFORM, MPX_FILL_CONST } mpx_fill_kind;
+void mpx_value_fill(mpx_value *v, mpx_fill_kind kind, double a, double b, uint64_t seed);
 /* Bytes a value owns: 0 for borrowed views and absent values (what
  * mpx_compare's peak_bytes counts). */
 size_t mpx_value_bytes(const mpx_value *v);

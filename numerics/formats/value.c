@@ -4,6 +4,7 @@
 #endif
 #include "mpx_formats.h"
 
+#include <math.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -195,6 +196,18 @@ static mpx_status seq_copy(mpx_value *dst, const mpx_value *src, mpx_error *err)
     }
     *dst = tmp;
     return MPX_OK;
+}
+
+void mpx_value_fill(mpx_value *v, mpx_fill_kind kind, double a, double b, uint64_t seed) {
+    mpx_rng r;
+    mpx_rng_init(&r, seed);
+    for (int64_t i = 0; i < v->n; i++) {
+        double x = kind == MPX_FILL_CONST     ? a
+                   : kind == MPX_FILL_UNIFORM ? a + (b - a) * mpx_rng_unit(&r)
+                                              : mpx_rng_normal(&r, a, b);
+        if (v->f) v->f[i] = (float)x;
+        else if (v->i) v->i[i] = (int64_t)floor(x);
+    }
 }
 
 mpx_status mpx_value_copy(mpx_value *dst, const mpx_value *src, mpx_error *err) {
