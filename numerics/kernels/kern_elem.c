@@ -476,19 +476,13 @@ static int64_t f_to_int(float x, mpx_dtype to) {
  * double holds every fp32 value). */
 static mpx_status cast_format(const mpx_kctx *c, mpx_dtype to, bool saturate,
                               const mpx_format **f) {
-    switch (to) {
-    case MPX_DT_FLOAT: case MPX_DT_DOUBLE: *f = NULL; return MPX_OK;
-    case MPX_DT_FLOAT16: *f = &mpx_format_fp16; return MPX_OK;
-    case MPX_DT_BFLOAT16: *f = &mpx_format_bf16; return MPX_OK;
-    case MPX_DT_FLOAT8E4M3FN:
-        *f = saturate ? &mpx_format_fp8e4m3_sat : &mpx_format_fp8e4m3_nan;
-        return MPX_OK;
-    case MPX_DT_FLOAT8E5M2: *f = &mpx_format_fp8e5m2; return MPX_OK;
-    default:
+    *f = mpx_format_of_dtype(to, saturate);
+    if (!*f)
         return mpx_kernel_error(c, MPX_E_UNSUPPORTED,
                                 "casting to %s is not supported (mpx has no format for it)",
                                 mpx_dtype_name(to));
-    }
+    if ((*f)->kind == MPX_FMT_FP32) *f = NULL;
+    return MPX_OK;
 }
 
 /* Cast: float targets hold fp32 values rounded (nearest even) to the target's
