@@ -35,8 +35,8 @@
 
 /* The AVX-512 build: the AVX2 build's code with the fp32 micro-kernel on
  * 16-lane vectors (one register per row of the 6 x 16 tile instead of two).
- * The same products and sums per lane, so the same bits; on this machine's
- * Xeon 16-lane multiplies and adds run 1.6 times the 8-lane ones' rate. */
+ * The same products and sums per lane, so the same bits; CPUs with AVX-512
+ * run 16-lane multiplies and adds at well above the 8-lane ones' rate. */
 #if KG_HAVE_X86
 #define KG_F(x) x##_avx512
 #define KG_SIMD 2

@@ -39,10 +39,10 @@ static void sigmoid_clones(const float *x, float *y, int64_t n) {
 #define KE_UNROLL _Pragma("GCC unroll 8")
 
 /* Two vectors of lanes with |x| <= 80, step by step across the two: one
- * vector's steps are a chain of about 60 cycles of latency, and one vector
- * a step ran at 15 cycles a vector on the AMD EPYC of 2026-11 (with the
- * division or without: the out-of-order window overlapped too little of
- * the next); two interleaved about 12, four (spilling registers) no better. */
+ * vector's steps are a chain of about 60 cycles of latency, and the
+ * out-of-order window overlaps too little of the next vector's chain (with
+ * the division or without); two interleaved chains hide more of it, four
+ * spill registers and gain nothing. */
 static inline __attribute__((target("avx2,fma"), always_inline)) void sigmoid8x2(const float *x, float *y) {
     enum { V = 2 };
     const __m256 one = _mm256_set1_ps(1.0f), shift = _mm256_set1_ps(0x1.8p23f);
@@ -78,10 +78,8 @@ static inline __attribute__((target("avx2,fma"), always_inline)) bool sigmoid8_o
  * float swept with ke_sigmoid). Why: the general form pays for the tails
  * in every lane (the clamp at -104, e^x as p 2^n1 2^n2 so that a
  * subnormal result is rounded once, the selects GCC makes blends of):
- * about 55 instructions a vector, 1.3 ns an element on the AMD EPYC of
- * 2026-11 (a 96 x 16 x 16 Sigmoid 0.032 ms, 0.021 this way; this loop
- * alone 0.54 ns an element), where Sigmoid was 15% of EfficientNet-B0's
- * forward. With |x| <= 80, n = round(-|x| log2 e) >= -116 and p 2^n is
+ * about 55 instructions a vector, where this form takes well under half,
+ * and Sigmoid is a large share of EfficientNet-style forwards. With |x| <= 80, n = round(-|x| log2 e) >= -116 and p 2^n is
  * normal, so p 2^n1 2^n2 (two exact scalings) is the one exact product
  * p 2^n, and 2^n is t's bits shifted (t = n + 1.5 2^23 exactly); the
  * clamp does nothing. */

@@ -47,11 +47,6 @@ static inline kg_rows kg_rows_of(const kg_gemm *j, const float *apg, int64_t k0,
                      .crow = j->crow + i * KG_MR};
 }
 
-
-/* The vector helpers the inner loops use (ld8, st8, splat, rne8) are defined
- * in kern_gemm_body.h, once per build: a helper compiled for the baseline ISA
- * and inlined into AVX2 code keeps its baseline lowering (a broadcast became
- * two halves and four inserts). */
 /* A call group's B where it lies, for prefetching: term k's 64 columns
  * at b + off[k], k < kc. */
 typedef struct kg_bnext {
@@ -85,9 +80,9 @@ static int64_t kg_makespan(int64_t mpan, int64_t nmb, int64_t G, int64_t OH, int
 
 /* Row blocks for a convolution with few bands: about `want` of them, at
  * least 4 panels each, the count whose items share out most evenly on the
- * threads (ties: the most items). ResNet-18's 256 x 14 x 14 convolutions
- * had been cut into 8 blocks of 43 panels, 7 of 6 and one of 1: one
- * thread took 24 panels, the other 19. */
+ * threads (ties: the most items): cut into equal counts of blocks alone,
+ * a 256 x 14 x 14 convolution's panels went 24 to one thread, 19 to the
+ * other. */
 static int64_t kg_row_blocks(int64_t mpan, int64_t G, int64_t OH, int64_t R, int64_t want, int nt) {
     int64_t best = 1, best_t = -1;
     const int64_t hi = want < mpan / 4 ? want : mpan / 4;
@@ -124,8 +119,8 @@ static int64_t kg_row_blocks(int64_t mpan, int64_t G, int64_t OH, int64_t R, int
 
 /* The AVX-512 build: the AVX2 build's code with the fp32 micro-kernel on
  * 16-lane vectors (one register per row of the 6 x 16 tile instead of two).
- * The same products and sums per lane, so the same bits; on this machine's
- * Xeon 16-lane multiplies and adds run 1.6 times the 8-lane ones' rate. */
+ * The same products and sums per lane, so the same bits; CPUs with AVX-512
+ * run 16-lane multiplies and adds at well above the 8-lane ones' rate. */
 #if KG_HAVE_X86
 #define KG_F(x) x##_avx512
 #define KG_SIMD 2
@@ -181,11 +176,10 @@ int kg_mode_of(const mpx_accum *m) {
 }
 
 /* Threads for a job of `macs` multiply-adds. 250 K (about 10 us of one
- * core's work): the pool's workers spin between jobs and the caller no
- * longer waits for a sleeping one, so a second thread pays from there. It
- * had been 4 M (from when each call started its threads), which left most
- * of MobileNetV3-Small's convolutions on one core: its forward 6.4 -> 5.1
- * ms on the AMD EPYC of 2026-11 (alternating runs, medians). */
+ * core's work): the pool's workers spin between jobs and the caller never
+ * waits for a sleeping one, so a second thread pays from there; a higher
+ * threshold leaves most of a small network's convolutions (MobileNetV3-
+ * Small's) on one core. */
 int kg_threads_for(double macs) {
     return macs < 2.5e5 ? 1 : kg_threads();
 }
@@ -496,10 +490,8 @@ static void kg_tlanes_fn(void *ctx, int tid, long item) {
  * are 9 x 7 columns rounded to 64 (23% computed and dropped), 14 x 14's
  * 196 are 210 rounded to 224; here 49 outputs are 9 panels of 6 and 512
  * channels 32 lanes of 16. The AVX-512 and AVX2 fp32 builds (their
- * micro-kernels; AVX2's since the eleventh session: on the AMD EPYC of
- * 2026-11 ResNet-18's forward 48.1 -> 40.3 ms, EfficientNet-B0's 24.7 ->
- * 21.7, alternating runs, medians); the portable build takes the grid,
- * with the same bits. false: not taken. */
+ * micro-kernels); the portable build takes the grid, with the same bits.
+ * false: not taken. */
 static bool kg_lanes_worth(const kg_gemm *j) {
     const kg_conv *v = j->conv;
     if (j->G != 1 || j->mode != KG_FP32 || !(kg_use_avx512() || kg_use_avx2()) || mpx_env_on("MPX_KERN_NOLANES"))
@@ -525,8 +517,7 @@ static kg_result kg_lanes_run(const kg_gemm *j, int nt) {
     x.t_cpi = 4;
     /* K blocks of 64 terms (one fp32 block): a block's weights for 64
      * channels (16 KiB) and its terms of 49 outputs (14 KiB) stay in L1
-     * together, as 128's did not (the 512 x 7 x 7 convolutions 1.04 ->
-     * 0.99 ms apart from that) */
+     * together, as 128's do not */
     x.t_kc = MPX_ACC_FP32_BLOCK;
     while (x.t_cpi > 1 && kg_cdiv(np16, x.t_cpi) < 2 * nt) x.t_cpi /= 2;
     const long items = (long)kg_cdiv(np16, x.t_cpi);
@@ -637,7 +628,7 @@ static kg_result kg_run(const kg_gemm *j, int nt) {
      * columns enough; where there are few columns and many rows (ResNet's
      * last stage: 512 x 4608 weights, a 7 x 7 output) the rows are split
      * instead, so that no thread streams all of A (9 MB there) once per
-     * narrow band: narrow bands ran at 8 GMAC/s against 50 for wide ones.
+     * narrow band (narrow bands run at a fraction of wide ones' rate).
      * Each output value is the same sum in the same order however it is
      * cut. */
     const int64_t want = 4 * (int64_t)nt;
@@ -651,10 +642,9 @@ static kg_result kg_run(const kg_gemm *j, int nt) {
         if (R > v->OH) R = v->OH;
         /* Too few bands of 512 columns: narrower bands where they keep 256
          * columns or more, rather than blocks of rows, which pack every
-         * band's B once per block (ResNet-18's 64 x 56 x 56 convolutions:
-         * 7 bands in 2 row blocks, B packed twice; now 8 bands of 7 rows,
-         * 2.64 -> 2.44 ms each on the AMD EPYC of 2026-11, alternating
-         * runs; 4 bands of 120 columns on 28 x 28 were slower) */
+         * band's B once per block (a 64 x 56 x 56 convolution: 8 bands of
+         * 7 rows rather than 7 bands in 2 row blocks, B packed twice);
+         * bands narrower than 256 columns cost more than they save */
         const int64_t R2 = kg_cdiv(v->OH, kg_cdiv(want, j->G));
         if (j->G * kg_cdiv(v->OH, R) < want && R2 * v->Wq >= 256) R = R2;
         if (j->G * kg_cdiv(v->OH, R) < want && mpan >= 8)
@@ -677,9 +667,9 @@ static kg_result kg_run(const kg_gemm *j, int nt) {
         if (ok) kg_conv_boff(v, &x, boff);
         x.boff = boff;
     } else {
-        /* Bands of whole 4-panel groups (64 columns): a band of 96 had
-         * ended in a 2-panel call, whose 12 sums keep the FMA ports less busy
-         * than 24 (ViT-B/16's 768-wide products: 228 -> 216 ms). */
+        /* Bands of whole 4-panel groups (64 columns): a band of 96 would
+         * end in a 2-panel call, whose 12 sums keep the FMA ports less busy
+         * than 24. */
         int64_t nc = (kg_cdiv(N, 4 * nt) + 4 * KG_NR - 1) / (4 * KG_NR) * (4 * KG_NR);
         x.icols = nc < 64 ? 64 : nc > 512 ? 512 : nc;
         x.boff = j->boff;

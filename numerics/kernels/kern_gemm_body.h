@@ -38,11 +38,8 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr)(const int 
             /* C's rows, wanted after the block: fetched now. A convolution's
              * rows are its output planes, often a multiple of 4 KiB apart
              * (UNet's 256 x 256 maps: 256 KiB), so a panel's rows share one
-             * L1 and one L2 set and were read from L3 after every block.
-             * Conv time in min-per-node profiles (mpx_bench profile, 4-6
-             * alternating runs each, AMD EPYC of 2026-11): det 55.5 -> 49.8
-             * ms, UNet 175.5 -> 170.9, ResNet-18 (no such planes) 32.5 ->
-             * 32.8. */
+             * L1 and one L2 set and were read from L3 after every block;
+             * models without such planes neither gain nor lose. */
 #define KG_PFC(i)                                                                        \
     if (MR > i) {                                                                        \
         __builtin_prefetch(cr[i], 1, 3);                                                 \
@@ -156,8 +153,7 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16)(const in
 /* fp32, MR rows by NP 16-column panels a call (the AVX-512 build): MR NP
  * sums in registers (6 x 4: 24 of the 32), so that enough independent fused
  * multiply-adds are in flight to cover their latency on both FMA ports,
- * where ukr16's 6 left them idle (ResNet-18's 3x3 convolutions ran at 30
- * GMAC/s on two cores). B's term k of panel p is 16 floats at
+ * where ukr16's 6 left them idle. B's term k of panel p is 16 floats at
  *  - packed B (boff NULL): bq + k * 16 + p * pstride (panels kc * 16 apart);
  *  - B where it lies: bq + boff[k] + p * 16 (a convolution's strip, a fixed
  *    shift per k), so nothing is packed: the terms of consecutive k are
@@ -170,8 +166,8 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16)(const in
  * anext (or NULL): the next call's A, fetched into L1 a line every other
  * term. A panel's K block is 3 KiB of its own, 6 K floats from the next
  * panel's, so each call began with a wait on memory the prefetchers had
- * not seen coming: ResNet-18's last stage (9 MB of weights, 49 columns)
- * ran at 65 GMAC/s, 100 with it (its forward 26 -> 22 ms). */
+ * not seen coming (a ResNet's last stage, 9 MB of weights and 49 columns,
+ * runs at about two thirds of the rate without it). */
 static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16d)(const int MR, const int NP, int64_t kc,
                                                                const float *restrict a,
                                                                const float *restrict bq,
@@ -247,8 +243,7 @@ static const KG_F(ukrd_fn) KG_F(ukrd_table)[KG_MR][3] = {KG_UKRD_ROW(1), KG_UKRD
 /* The rounded modes on 16 lanes: ukr's rounded branch (each product an fp32
  * product, every addition rounded to the format, the bias one more rounded
  * addition) with one vector per row; the same operations per lane, so the
- * same bits. Measured: acc16 runs 3-4% faster (ViT-B/16 1029 -> 993 ms,
- * ResNet-18 115 -> 111, det 165 -> 162), not the 2x the lane count
+ * same bits. It gains a few percent, not the 2x the lane count
  * suggests: each sum is a chain of multiply, add and two conversions per
  * term, so the kernel waits on latency, and one vector a row keeps 6 chains
  * in flight where 8 lanes kept 12. Two 16-column panels a call would keep
@@ -388,8 +383,8 @@ static const KG_F(ukr_fn) KG_F(ukr_table)[4][KG_MR] = {KG_UKR_ROW(0), KG_UKR_ROW
  * from MXCSR). Every float operation of the call sits between the two: it
  * works on C, A and B loaded after the first and feeds the stores before
  * the second, which GCC keeps in order (ldmxcsr is a volatile operation on
- * memory). The same bits as ukr_1_*: on a Zen 3 (no AVX-512) ResNet-18's
- * fp16-accumulated run spent 90% of its time in ukr_1_6. */
+ * memory). The same bits as ukr_1_*, whose Fast2Sum steps are nearly all
+ * of an fp16-accumulated run's time on a CPU without AVX-512. */
 #define KG_UKRZ_DEF(MR)                                                                  \
     static KG_TARGET void KG_F(ukrz_##MR)(int64_t kc, const float *a, const float *b,     \
                                           float *const *cr, bool first, const float *bias) { \
@@ -775,14 +770,12 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
     if (KG_SIMD < 2) {
         /* The tile's panels' columns that are outputs, into C (the other
          * panels are there already): a grid row's part of a panel at a
-         * time. Where every panel went through the tile, the copy-out was
-         * 8% of a 64 x 56 x 56 3 x 3 convolution on the AMD EPYC of
-         * 2026-11, and 7% of det's forward. (The run-at-a-time copy below,
-         * called per panel, made ResNet-18's forward about 5% slower there:
-         * a memcpy call per run of at most 16 floats.) Each column's place
-         * in C is found once a panel, not per row: two divisions an element
-         * had made a 2x2 stride-2 ConvTranspose (every panel strided, through
-         * the tile) run at 10 GMAC/s, 5% of det's forward. */
+         * time. Where every panel went through the tile, the copy-out was a
+         * visible share of a 3 x 3 convolution's time. (The run-at-a-time
+         * copy below, called per panel, is slower: a memcpy call per run of
+         * at most 16 floats.) Each column's place in C is found once a
+         * panel, not per row: two divisions an element made a 2x2 stride-2
+         * ConvTranspose (every panel strided, through the tile) crawl. */
         for (int64_t q = q0; q < q1; q += KG_NR) {
             if (KG_F(panel_in_c)(j, q, q1)) continue;
             int64_t at[KG_NR];

@@ -37,25 +37,19 @@ __extension__ typedef _Float16 kg_half; /* (a GCC and Clang extension in C11) */
 enum { KG_MR = 6, KG_NR = 16, KG_KC = 128, KG_PACK = 32768 /* floats of packed B */ };
 /* K blocks of a convolution (kg_gemm.conv set) in the AVX2 and portable
  * builds: half as many trips of C through the caches (a convolution's C
- * rows are output planes, read back from L3 after a block). Conv time,
- * mpx_bench profile (min per node), alternating runs, AMD EPYC of 2026-11:
- * UNet, median of 10, 175.9 -> 169.2 ms on two threads; median of 4, 348 ->
- * 324 on one. With 256 for every product (measured first): det 84.1 ->
- * 81.5 on one thread, the same on two; ResNet-18, EfficientNet-B0,
- * MobileNetV3-Small and rec the same; ViT-B/16's and BERT-style's MatMuls
- * the same, so they keep 128, as does the AVX-512 build (set on the
- * Xeon's L1, where 4 panels of 128 terms fit). */
+ * rows are output planes, read back from L3 after a block), which makes
+ * convolutions faster; the MatMuls of transformers gain nothing from 256,
+ * so they keep 128, as does the AVX-512 build (where 4 panels of 128 terms
+ * fit the L1 of the CPUs that have it). */
 enum { KG_KC_CONV = 256 };
 /* Floats between the panels of B packed per chunk in the AVX2 and portable
  * builds (kern_gemm_body.h, gemm_item's pstr). Why: a panel is kc x 16
  * floats, 8 KiB at kc 128 and 16 KiB at KG_KC_CONV, so the panels of a
  * chunk lie a multiple of 4 KiB apart, and the packing's stores of each k
  * (one a panel) all fell in one L1 set of 8 ways. A line's padding moves
- * each panel to the next set: in a copy of the loop, packing a 64 -> 32
- * channel 3 x 3 convolution's B on a 256 x 64 map took 2.05 -> 1.04 ms; in
- * UNet's forward the packing's function fell from 17% to 10% of the
- * samples (perf, AMD EPYC of 2026-11). (The AVX-512 build reads several
- * panels a call at the plain stride.) */
+ * each panel to the next set, which about halves the packing's time for
+ * such convolutions. (The AVX-512 build reads several panels a call at the
+ * plain stride.) */
 enum { KG_BPAD = 16 };
 _Static_assert(KG_MR == 6, "kg_pack_a_fn writes a panel's 6 rows by hand");
 _Static_assert(KG_KC % MPX_ACC_FP32_BLOCK == 0 && KG_KC_CONV % MPX_ACC_FP32_BLOCK == 0,
@@ -83,7 +77,7 @@ typedef int32_t v8i __attribute__((vector_size(32)));
 #endif
 
 /* The vector helpers the inner loops use (ld8, st8, splat, rne8) are defined
- * in kern_gemm_body.h, once per build: a helper compiled for the baseline ISA
+ * in kern_gemm_vec.h, once per build: a helper compiled for the baseline ISA
  * and inlined into AVX2 code keeps its baseline lowering (a broadcast became
  * two halves and four inserts). */
 

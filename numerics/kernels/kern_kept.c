@@ -14,6 +14,7 @@ float *kg_alloc(size_t n) {
     bytes = (bytes + 63) & ~(size_t)63;
     return aligned_alloc(64, bytes);
 }
+
 static void kg_kept_del(kg_kept *k) {
     if (k->kind == KG_KEPT_ROUNDED) atomic_fetch_sub(&kg_rounded_bytes, k->M * (long long)sizeof(float));
     free(k->ap);
@@ -35,6 +36,7 @@ static bool kg_kept_current(const mpx_tensor *t, const float *p) {
         if (o->kind == KG_KEPT_ROUNDED && o->ap == p && o->a == t->f32) return true;
     return false;
 }
+
 bool kg_kept_holds(const mpx_tensor *t, const float *p) {
     pthread_mutex_lock(&kg_kept_lock);
     const bool own = kg_kept_current(t, p);

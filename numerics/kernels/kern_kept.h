@@ -14,8 +14,9 @@
  * per layout a node reads it in (almost always one). The packing is a copy
  * of the values in the micro-kernel's order, so a kept one is the same bits
  * as a fresh one; an entry remembers the source pointer and layout and is
- * used only for the same. Packing was a quarter of ResNet-18's last-stage
- * convolutions (9 MB of weights repacked a call). A lock guards the lists
+ * used only for the same. Packing afresh would be a large share of a
+ * convolution with many weights (a ResNet's last stage repacks 9 MB a
+ * call). A lock guards the lists
  * (a comparison's two threads may run the same node); a packing made while
  * another thread kept one is used once and freed. */
 typedef struct kg_kept {

@@ -7,13 +7,13 @@
 
 /* ---- rounded weights kept on their tensor ---------------------------------------------------
  * A candidate run rounds each weight it reads in a low compute format: a
- * copy rounded per node call (exec.c), then packed by the GEMM core, every
- * call (a tenth and more of ResNet-18's report). The graph's own values
+ * copy rounded per node call (run/exec.c) and packed by the GEMM core
+ * every call would cost a visible share of a report. The graph's own values
  * rounded to a format are kept on the tensor instead (an entry of the same
  * list, so they go with the tensor and are dropped when its values move),
  * and the packing of that copy is kept like the weights' own. Bounded:
  * rounded copies total at most KG_ROUNDED_MAX_MB in the process (their
- * packings as much again); past it, copies are made per call as before. */
+ * packings as much again); past it, copies are made per call. */
 enum { KG_ROUNDED_MAX_MB = 1024 };
 
 size_t mpx_numerics_kept_rounded_bytes(void) {

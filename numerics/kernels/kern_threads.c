@@ -41,9 +41,9 @@ typedef struct kg_worker {
 /* Whether this thread is running an item of a parallel job: a job started
  * from inside one (a batch of small products side by side, each through
  * the GEMM core, which would split it again) runs on the calling thread.
- * The pool is held by the outer job, so such a call used to start threads
- * of its own, a pthread_create per product: BERT's per-head attention
- * products (12 of 64 x 64 x 64 a MatMul) ran at 4 GMAC/s. */
+ * The pool is held by the outer job, so such a call would otherwise start
+ * threads of its own, a pthread_create per product (BERT's per-head
+ * attention products, 12 small ones a MatMul, would pay that each). */
 static _Thread_local bool kg_in_job;
 
 static void kg_par_loop(kg_par *p, int tid) {
@@ -72,17 +72,17 @@ static void *kg_par_main(void *arg) {
  * a second, concurrent caller (compare.c runs a node's reference and
  * candidate on two threads, each with its own kernels) runs its items on
  * its own thread: the cores are already both busy, and threads of its own
- * (as it once started) only shared them, at a thread's start-up cost per
- * call. Workers sleep on a condition variable between jobs.
+ * would only share them, at a thread's start-up cost per call. Workers
+ * sleep on a condition variable between jobs.
  *
  * The caller waits only for workers that joined its job: when it has run
  * out of items it closes the job (closed = its gen), and a worker that
- * arrives after that skips it. Before, the caller waited for every worker
- * to arrive, so a job that found its worker asleep (no job for the length
- * of its spin) cost the wake-up, tens of microseconds on a VM, even where the
- * caller had run every item itself: small calls could not go parallel
- * (MobileNetV3-Small's 1x1 convolutions, a few hundred thousand
- * multiply-adds each, were slower on two threads). The handshake: a
+ * arrives after that skips it. Waiting for every worker to arrive would
+ * make a job that found its worker asleep (no job for the length of its
+ * spin) pay the wake-up, tens of microseconds on a virtual machine, even
+ * where the caller had run every item itself: small calls (1x1
+ * convolutions of a few hundred thousand multiply-adds) could not go
+ * parallel. The handshake: a
  * worker counts itself in `active`, then reads `closed`; the caller
  * stores `closed`, then reads `active` (both sequentially consistent), so
  * either the caller sees the worker and waits for it, or the worker sees
@@ -107,20 +107,18 @@ static struct {
              .done = PTHREAD_COND_INITIALIZER};
 
 /* Spin this long (ns) on a job's start or end before sleeping on the
- * condition variable: a sleeping thread took tens of microseconds to wake
- * on this VM, and a forward makes a few hundred parallel calls, a few
- * hundred microseconds of work each (ResNet-18's convolutions). A bounded
- * spin wastes at most this much CPU per call where no job follows. 200 us
- * since the eleventh session (50 before): small models leave gaps of
- * serial nodes longer than 50 us between parallel calls (the PP-OCR
- * classifier's forward 1.78 -> 1.71 ms, 9 of 12 alternating rounds, on
- * the AMD EPYC of 2026-11). */
+ * condition variable: a sleeping thread can take tens of microseconds to
+ * wake (on virtual machines especially), and a forward makes a few hundred
+ * parallel calls, a few hundred microseconds of work each (ResNet-18's
+ * convolutions). A bounded spin wastes at most this much CPU per call
+ * where no job follows. 200 us rather than less: small models leave gaps
+ * of serial nodes longer than 50 us between parallel calls. */
 enum { KG_SPIN_NS = 200000 };
 
 /* Threads running kernels beside the pool's caller (a comparison's second
- * job thread, mpx_k_concurrent): while there are any, nothing spins. There
- * a spinning worker took a core from the other caller's own threads (det's
- * report 552 -> 581 ms). */
+ * job thread, mpx_k_concurrent): while there are any, nothing spins, since
+ * a spinning worker would take a core from the other caller's own
+ * threads. */
 static atomic_int kg_concurrent;
 
 void mpx_k_concurrent(bool enter) { atomic_fetch_add(&kg_concurrent, enter ? 1 : -1); }
