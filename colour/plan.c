@@ -54,17 +54,7 @@ struct mpx_plan_priv {
 
 /* ---- formats ------------------------------------------------------------------ */
 
-const mpx_format *mpx_dtype_format_(mpx_dtype t) {
-    switch (t) {
-    case MPX_DT_FLOAT: case MPX_DT_DOUBLE: return &mpx_format_fp32;
-    case MPX_DT_FLOAT16: return &mpx_format_fp16;
-    case MPX_DT_BFLOAT16: return &mpx_format_bf16;
-    /* The FNUZ variants differ in bias and NaN; the nearest descriptor. */
-    case MPX_DT_FLOAT8E4M3FN: case MPX_DT_FLOAT8E4M3FNUZ: return &mpx_format_fp8e4m3_sat;
-    case MPX_DT_FLOAT8E5M2: case MPX_DT_FLOAT8E5M2FNUZ: return &mpx_format_fp8e5m2;
-    default: return NULL;
-    }
-}
+const mpx_format *mpx_dtype_format_(mpx_dtype t) { return mpx_format_of_dtype(t, true); }
 
 static bool is_low(const mpx_format *f) {
     return f && (f->man_bits < mpx_format_fp32.man_bits || f->exp_bits < mpx_format_fp32.exp_bits);

@@ -16,24 +16,14 @@
 #define NEW(e, T) ((T *)mpx_arena_alloc((e)->a, sizeof(T)))
 #define NEWS(e, T, n) ((T *)mpx_arena_calloc((e)->a, (size_t)(n) + 1, sizeof(T)))
 
-static size_t dtype_bytes(mpx_dtype t) {
-    switch (t) {
-    case MPX_DT_DOUBLE: case MPX_DT_INT64: case MPX_DT_UINT64: return 8;
-    case MPX_DT_FLOAT: case MPX_DT_INT32: case MPX_DT_UINT32: return 4;
-    case MPX_DT_FLOAT16: case MPX_DT_BFLOAT16: case MPX_DT_INT16: case MPX_DT_UINT16: return 2;
-    case MPX_DT_UINT8: case MPX_DT_INT8: case MPX_DT_BOOL: case MPX_DT_FLOAT8E4M3FN:
-    case MPX_DT_FLOAT8E5M2: return 1;
-    default: return 0;
-    }
-}
-
 /* t's value as a TensorProto of its own dtype (raw little-endian data). */
 static Onnx__TensorProto *tensor_proto(ex *e, const mpx_tensor *t, mpx_error *err) {
     Onnx__TensorProto *tp = NEW(e, Onnx__TensorProto);
-    size_t nb = dtype_bytes(t->dtype);
+    size_t nb = mpx_dtype_size(t->dtype);
     int64_t ne = t->nelem;
+    const mpx_format *f = mpx_plan_dtype_format(t->dtype);
     if (!tp) return NULL;
-    if (!nb || ne < 0 || (!t->f32 && !t->i64)) {
+    if (!nb || ne < 0 || (!t->f32 && !t->i64) || (t->f32 && !f)) {
         mpx_error_set(err, MPX_E_UNSUPPORTED, "constant %s (%s) cannot be written as an ONNX tensor", t->name,
                       mpx_dtype_name(t->dtype));
         return NULL;
@@ -53,7 +43,6 @@ static Onnx__TensorProto *tensor_proto(ex *e, const mpx_tensor *t, mpx_error *er
             memcpy(raw + (size_t)i * 8, &d, 8); /* little-endian hosts only, as the loader */
         }
     } else {
-        const mpx_format *f = mpx_plan_dtype_format(t->dtype);
         for (int64_t i = 0; i < ne; i++) {
             uint64_t code = f ? mpx_format_encode(f, t->f32[i]) : (uint64_t)t->i64[i];
             for (size_t b = 0; b < nb; b++) raw[(size_t)i * nb + b] = (uint8_t)(code >> (8 * b));

@@ -35,12 +35,7 @@
 /* ---- formats and ONNX types ------------------------------------------------------ */
 
 int ex_dtype_of(const mpx_format *f) {
-    if (!f || f == &mpx_format_fp32) return MPX_DT_FLOAT;
-    if (f == &mpx_format_fp16) return MPX_DT_FLOAT16;
-    if (f == &mpx_format_bf16) return MPX_DT_BFLOAT16;
-    if (f == &mpx_format_fp8e4m3_sat || f == &mpx_format_fp8e4m3_nan) return MPX_DT_FLOAT8E4M3FN;
-    if (f == &mpx_format_fp8e5m2) return MPX_DT_FLOAT8E5M2;
-    return MPX_DT_UNDEFINED; /* tf32: ONNX has no type for it */
+    return f ? (int)f->dtype : MPX_DT_FLOAT; /* (tf32: UNDEFINED, ONNX has no type for it) */
 }
 
 static bool is_fp8(const mpx_format *f) { return f && f->storage_bits == 8; }

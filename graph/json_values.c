@@ -103,48 +103,18 @@ static mpx_status fill_data(mpx_json_ctx *c, const cJSON *data, mpx_tensor *t) {
     return MPX_OK;
 }
 
-static int elem_bytes(mpx_dtype dt) {
-    switch (dt) {
-    case MPX_DT_INT8: case MPX_DT_UINT8: case MPX_DT_BOOL: return 1;
-    case MPX_DT_INT16: case MPX_DT_UINT16: case MPX_DT_FLOAT16: case MPX_DT_BFLOAT16: return 2;
-    case MPX_DT_INT32: case MPX_DT_UINT32: case MPX_DT_FLOAT: return 4;
-    default: return 8;
-    }
-}
-
-static float half_to_float(uint32_t h) {
-    uint32_t e = (h >> 10) & 31u, m = h & 1023u;
-    double v = e == 0 ? ldexp((double)m, -24)
-             : e == 31 ? (m ? NAN : INFINITY)
-             : ldexp((double)(m | 1024u), (int)e - 25);
-    return (float)((h & 0x8000u) ? -v : v);
-}
-
 /* Little-endian element k of buf into t (a file written on any machine reads
  * the same). */
 static mpx_status decode_elem(mpx_json_ctx *c, mpx_tensor *t, int64_t k, const unsigned char *p,
                               const char *path) {
-    int nb = elem_bytes(t->dtype);
+    int nb = (int)mpx_dtype_size(t->dtype);
     uint64_t u = 0;
     for (int b = nb - 1; b >= 0; b--) u = (u << 8) | p[b];
+    if (mpx_dtype_is_float(t->dtype)) {
+        t->f32[k] = mpx_dtype_decode(t->dtype, u);
+        return MPX_OK;
+    }
     switch (t->dtype) {
-    case MPX_DT_FLOAT: {
-        uint32_t u32 = (uint32_t)u;
-        memcpy(&t->f32[k], &u32, sizeof u32);
-        return MPX_OK;
-    }
-    case MPX_DT_FLOAT16: t->f32[k] = half_to_float((uint32_t)u); return MPX_OK;
-    case MPX_DT_BFLOAT16: {
-        uint32_t u32 = (uint32_t)u << 16;
-        memcpy(&t->f32[k], &u32, sizeof u32);
-        return MPX_OK;
-    }
-    case MPX_DT_DOUBLE: {
-        double d;
-        memcpy(&d, &u, sizeof d);
-        t->f32[k] = to_dtype(MPX_DT_FLOAT, d);
-        return MPX_OK;
-    }
     case MPX_DT_BOOL: t->i64[k] = u != 0; return MPX_OK;
     case MPX_DT_INT8: t->i64[k] = (int8_t)(uint8_t)u; return MPX_OK;
     case MPX_DT_INT16: t->i64[k] = (int16_t)(uint16_t)u; return MPX_OK;
@@ -220,7 +190,7 @@ static mpx_status open_side(mpx_json_ctx *c, const cJSON *spec, mpx_dtype dt, in
         st = mpx_json_bad(c, MPX_E_IO, "cannot read side file \"%s\": %s", joined, strerror(errno));
         goto out;
     }
-    int eb = elem_bytes(dt);
+    int eb = (int)mpx_dtype_size(dt);
     int64_t need = nelem * eb, size = (int64_t)sb.st_size;
     if (offset > size || need > size - offset) {
         /* offset may be anything up to INT64_MAX: the sum is formatted unsigned. */
@@ -251,7 +221,7 @@ out:
 
 static mpx_status read_side(mpx_json_ctx *c, FILE *f, mpx_tensor *t, const char *path) {
     enum { CHUNK = 1 << 16 };
-    int eb = elem_bytes(t->dtype);
+    int eb = (int)mpx_dtype_size(t->dtype);
     unsigned char *buf = malloc(CHUNK);
     mpx_status st = buf ? MPX_OK : mpx_json_bad(c, MPX_E_NOMEM, "out of memory");
     for (int64_t k = 0; k < t->nelem && st == MPX_OK;) {

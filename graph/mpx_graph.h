@@ -112,11 +112,23 @@ typedef enum mpx_dtype {
     MPX_DT_COUNT_
 } mpx_dtype;
 
+/* One table of what each type is (graph/dtype.c): the loaders, numerics/
+ * and the exporter read these rather than a switch of their own. */
 const char *mpx_dtype_name(mpx_dtype t);    /* "float32", "int64", ... */
 mpx_dtype mpx_dtype_from_name(const char *s); /* UNDEFINED if unknown */
 bool mpx_dtype_is_float(mpx_dtype t);        /* float, double, fp16, bf16, fp8 */
 /* Values of float dtypes are held as fp32, of integer and bool dtypes as int64. */
 bool mpx_dtype_is_int_like(mpx_dtype t);
+/* Bytes an element takes in raw little-endian data (ONNX raw_data, side
+ * files, .npy); 0 for types without such a layout mpx reads (string,
+ * undefined). */
+size_t mpx_dtype_size(mpx_dtype t);
+/* A float type's element from its little-endian code (the low
+ * 8 * mpx_dtype_size(t) bits of code): exact for every type but double
+ * (rounded to the nearest fp32); NaN payloads are kept where the type has
+ * them (fp16, bf16, float8e5m2); float8e4m3fn's and the FNUZ types' one
+ * NaN reads as the quiet NaN. NaN for a type that is not a float. */
+float mpx_dtype_decode(mpx_dtype t, uint64_t code);
 
 /* ---- limits -------------------------------------------------------------- */
 

@@ -67,69 +67,7 @@ static mpx_status fail(ctx *c, mpx_status st, const char *fmt, ...) {
 
 static const char *nz(const char *s) { return s ? s : ""; }
 
-/* ---- element decoding ------------------------------------------------------ */
-
-static float f32_from_bits(uint32_t b) {
-    float f;
-    memcpy(&f, &b, sizeof f);
-    return f;
-}
-
-/* Exact: every fp16 value is an fp32 value. */
-static float f16_to_f32(uint16_t h) {
-    uint32_t sign = ((uint32_t)h & 0x8000u) << 16;
-    uint32_t e = ((uint32_t)h >> 10) & 0x1fu, m = (uint32_t)h & 0x3ffu;
-    if (e == 0x1f) return f32_from_bits(sign | 0x7f800000u | (m << 13));
-    if (e == 0) {
-        float v = ldexpf((float)m, -24); /* subnormal (or zero): m * 2^-24 */
-        return sign ? -v : v;
-    }
-    return f32_from_bits(sign | ((e + 112u) << 23) | (m << 13));
-}
-
-static float bf16_to_f32(uint16_t h) { return f32_from_bits((uint32_t)h << 16); }
-
-/* The four OCP / ONNX fp8 formats; all their values are exact in fp32. */
-static float f8_to_f32(uint8_t b, mpx_dtype dt) {
-    int mbits = (dt == MPX_DT_FLOAT8E5M2 || dt == MPX_DT_FLOAT8E5M2FNUZ) ? 2 : 3;
-    int ebits = 7 - mbits;
-    int bias = dt == MPX_DT_FLOAT8E4M3FN ? 7 : dt == MPX_DT_FLOAT8E4M3FNUZ ? 8
-             : dt == MPX_DT_FLOAT8E5M2 ? 15 : 16;
-    bool fnuz = dt == MPX_DT_FLOAT8E4M3FNUZ || dt == MPX_DT_FLOAT8E5M2FNUZ;
-    bool neg = (b & 0x80u) != 0;
-    unsigned e = ((unsigned)b >> mbits) & ((1u << ebits) - 1u);
-    unsigned m = (unsigned)b & ((1u << mbits) - 1u);
-    if (fnuz && b == 0x80u) return NAN; /* the only NaN; no -0, no inf */
-    if (dt == MPX_DT_FLOAT8E4M3FN && (b & 0x7fu) == 0x7fu) return neg ? -NAN : NAN;
-    if (dt == MPX_DT_FLOAT8E5M2 && e == 31u) {
-        if (m) return neg ? -NAN : NAN;
-        return neg ? -INFINITY : INFINITY;
-    }
-    float v = e == 0 ? ldexpf((float)m, 1 - bias - mbits)
-                     : ldexpf((float)((1u << mbits) + m), (int)e - bias - mbits);
-    return neg ? -v : v;
-}
-
-/* Bytes per element in raw_data / external data; 0 for types without a fixed
- * little-endian layout mpx reads (strings, undefined). */
-static size_t elem_size(mpx_dtype dt) {
-    switch (dt) {
-    case MPX_DT_UINT8: case MPX_DT_INT8: case MPX_DT_BOOL:
-    case MPX_DT_FLOAT8E4M3FN: case MPX_DT_FLOAT8E4M3FNUZ:
-    case MPX_DT_FLOAT8E5M2: case MPX_DT_FLOAT8E5M2FNUZ:
-        return 1;
-    case MPX_DT_UINT16: case MPX_DT_INT16: case MPX_DT_FLOAT16: case MPX_DT_BFLOAT16:
-        return 2;
-    case MPX_DT_FLOAT: case MPX_DT_INT32: case MPX_DT_UINT32:
-        return 4;
-    case MPX_DT_INT64: case MPX_DT_UINT64: case MPX_DT_DOUBLE: case MPX_DT_COMPLEX64:
-        return 8;
-    case MPX_DT_COMPLEX128:
-        return 16;
-    default:
-        return 0;
-    }
-}
+/* ---- element decoding (the element-type table: graph/dtype.c) --------------- */
 
 static uint64_t le(const uint8_t *p, size_t n) {
     uint64_t v = 0;
@@ -140,23 +78,15 @@ static uint64_t le(const uint8_t *p, size_t n) {
 /* Little-endian bytes (raw_data or an external file) into t's value. The
  * length was checked against nelem by the caller. */
 static void decode_raw(mpx_tensor *t, const uint8_t *p) {
-    size_t es = elem_size(t->dtype);
+    size_t es = mpx_dtype_size(t->dtype);
+    const bool flt = mpx_dtype_is_float(t->dtype);
     for (int64_t i = 0; i < t->nelem; i++, p += es) {
         uint64_t v = le(p, es);
-        switch (t->dtype) {
-        case MPX_DT_FLOAT: t->f32[i] = f32_from_bits((uint32_t)v); break;
-        case MPX_DT_FLOAT16: t->f32[i] = f16_to_f32((uint16_t)v); break;
-        case MPX_DT_BFLOAT16: t->f32[i] = bf16_to_f32((uint16_t)v); break;
-        case MPX_DT_DOUBLE: {
-            double d;
-            memcpy(&d, &v, sizeof d);
-            t->f32[i] = (float)d;
-            break;
+        if (flt) {
+            t->f32[i] = mpx_dtype_decode(t->dtype, v);
+            continue;
         }
-        case MPX_DT_FLOAT8E4M3FN: case MPX_DT_FLOAT8E4M3FNUZ:
-        case MPX_DT_FLOAT8E5M2: case MPX_DT_FLOAT8E5M2FNUZ:
-            t->f32[i] = f8_to_f32((uint8_t)v, t->dtype);
-            break;
+        switch (t->dtype) {
         case MPX_DT_INT8: t->i64[i] = (int8_t)(uint8_t)v; break;
         case MPX_DT_INT16: t->i64[i] = (int16_t)(uint16_t)v; break;
         case MPX_DT_INT32: t->i64[i] = (int32_t)(uint32_t)v; break;
@@ -173,11 +103,9 @@ static void decode_int32(mpx_tensor *t, const int32_t *d) {
     for (int64_t i = 0; i < t->nelem; i++) {
         uint32_t u = (uint32_t)d[i];
         switch (t->dtype) {
-        case MPX_DT_FLOAT16: t->f32[i] = f16_to_f32((uint16_t)u); break;
-        case MPX_DT_BFLOAT16: t->f32[i] = bf16_to_f32((uint16_t)u); break;
-        case MPX_DT_FLOAT8E4M3FN: case MPX_DT_FLOAT8E4M3FNUZ:
+        case MPX_DT_FLOAT16: case MPX_DT_BFLOAT16: case MPX_DT_FLOAT8E4M3FN: case MPX_DT_FLOAT8E4M3FNUZ:
         case MPX_DT_FLOAT8E5M2: case MPX_DT_FLOAT8E5M2FNUZ:
-            t->f32[i] = f8_to_f32((uint8_t)u, t->dtype);
+            t->f32[i] = mpx_dtype_decode(t->dtype, u);
             break;
         case MPX_DT_INT8: t->i64[i] = (int8_t)(uint8_t)u; break;
         case MPX_DT_UINT8: t->i64[i] = (uint8_t)u; break;
@@ -408,7 +336,7 @@ static mpx_status load_tensor(ctx *c, const Onnx__TensorProto *tp, mpx_tensor *t
     /* The data's length is checked before the value is allocated: dims are
      * only a claim, and a few hundred bytes of file must not make mpx
      * allocate gigabytes before it finds the data missing. */
-    size_t es = elem_size(dt), need = (size_t)nelem * es;
+    size_t es = mpx_dtype_size(dt), need = (size_t)nelem * es;
     if (external) {
         uint8_t *bytes = NULL;
         mpx_status st = read_external(c, what, tp, need, &bytes);

@@ -1,4 +1,4 @@
-/* ops.c - names of the op registry and of element types. */
+/* ops.c - names of the op registry (element types: dtype.c). */
 #include "mpx_graph.h"
 
 #include <assert.h>
@@ -66,59 +66,4 @@ mpx_op mpx_op_from_name_ci(const char *op_type) {
     for (int i = 1; i < MPX_OP_COUNT; i++)
         if (strcasecmp(op_names[i], op_type) == 0) return (mpx_op)i;
     return MPX_OP_UNKNOWN;
-}
-
-static const char *const dtype_names[MPX_DT_COUNT_] = {
-    [MPX_DT_UNDEFINED] = "undefined", [MPX_DT_FLOAT] = "float32",
-    [MPX_DT_UINT8] = "uint8",         [MPX_DT_INT8] = "int8",
-    [MPX_DT_UINT16] = "uint16",       [MPX_DT_INT16] = "int16",
-    [MPX_DT_INT32] = "int32",         [MPX_DT_INT64] = "int64",
-    [MPX_DT_STRING] = "string",       [MPX_DT_BOOL] = "bool",
-    [MPX_DT_FLOAT16] = "float16",     [MPX_DT_DOUBLE] = "float64",
-    [MPX_DT_UINT32] = "uint32",       [MPX_DT_UINT64] = "uint64",
-    [MPX_DT_COMPLEX64] = "complex64", [MPX_DT_COMPLEX128] = "complex128",
-    [MPX_DT_BFLOAT16] = "bfloat16",   [MPX_DT_FLOAT8E4M3FN] = "float8e4m3fn",
-    [MPX_DT_FLOAT8E4M3FNUZ] = "float8e4m3fnuz", [MPX_DT_FLOAT8E5M2] = "float8e5m2",
-    [MPX_DT_FLOAT8E5M2FNUZ] = "float8e5m2fnuz",
-};
-
-const char *mpx_dtype_name(mpx_dtype t) {
-    if ((unsigned)t >= MPX_DT_COUNT_) return "undefined";
-    return dtype_names[t];
-}
-
-mpx_dtype mpx_dtype_from_name(const char *s) {
-    if (!s) return MPX_DT_UNDEFINED;
-    static const struct { const char *alias; mpx_dtype t; } aliases[] = {
-        {"float", MPX_DT_FLOAT},   {"fp32", MPX_DT_FLOAT},   {"f32", MPX_DT_FLOAT},
-        {"half", MPX_DT_FLOAT16},  {"fp16", MPX_DT_FLOAT16}, {"f16", MPX_DT_FLOAT16},
-        {"bf16", MPX_DT_BFLOAT16}, {"double", MPX_DT_DOUBLE}, {"fp64", MPX_DT_DOUBLE},
-    };
-    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
-        if (strcmp(s, aliases[i].alias) == 0) return aliases[i].t;
-    for (int i = 1; i < MPX_DT_COUNT_; i++)
-        if (dtype_names[i] && strcmp(dtype_names[i], s) == 0) return (mpx_dtype)i;
-    return MPX_DT_UNDEFINED;
-}
-
-bool mpx_dtype_is_float(mpx_dtype t) {
-    switch (t) {
-    case MPX_DT_FLOAT: case MPX_DT_FLOAT16: case MPX_DT_DOUBLE: case MPX_DT_BFLOAT16:
-    case MPX_DT_FLOAT8E4M3FN: case MPX_DT_FLOAT8E4M3FNUZ: case MPX_DT_FLOAT8E5M2:
-    case MPX_DT_FLOAT8E5M2FNUZ:
-        return true;
-    default:
-        return false;
-    }
-}
-
-bool mpx_dtype_is_int_like(mpx_dtype t) {
-    switch (t) {
-    case MPX_DT_UINT8: case MPX_DT_INT8: case MPX_DT_UINT16: case MPX_DT_INT16:
-    case MPX_DT_INT32: case MPX_DT_INT64: case MPX_DT_BOOL: case MPX_DT_UINT32:
-    case MPX_DT_UINT64:
-        return true;
-    default:
-        return false;
-    }
 }

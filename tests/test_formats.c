@@ -56,6 +56,47 @@ static uint32_t neg(float x) { return bits_of(x) | 0x80000000u; }
 #define INF 0x7f800000u
 #define QNAN 0x7fc00000u
 
+/* ---- the element-type table and the format-to-type map --------------------------- */
+
+/* One map between formats and element types (mpx_format_of_dtype, the
+ * formats' dtype column) and one decoder (mpx_dtype_decode): every format
+ * with a type round-trips through it and stores in that type's size; the
+ * FNUZ types have no format; and a format's codes decode as its type's. */
+static void test_dtype_table(void) {
+    for (size_t i = 0; i < mpx_format_count(); i++) {
+        const mpx_format *f = mpx_format_at(i);
+        if (f->dtype == MPX_DT_UNDEFINED) {
+            CHECK_MSG(f->kind == MPX_FMT_TF32, "%s has no element type", f->name);
+            continue;
+        }
+        CHECK_MSG(mpx_dtype_is_float(f->dtype), "%s: its type is not a float", f->name);
+        CHECK_MSG(mpx_dtype_size(f->dtype) * 8 == (size_t)f->storage_bits, "%s: %d bits, its type %zu bytes",
+                  f->name, f->storage_bits, mpx_dtype_size(f->dtype));
+        const mpx_format *back = mpx_format_of_dtype(f->dtype, f->overflow != MPX_OVF_NAN);
+        CHECK_MSG(back == f, "%s: its type maps to %s", f->name, back ? back->name : "nothing");
+        for (uint32_t c = 0; f->storage_bits <= 16 && c < (1u << f->storage_bits); c++) {
+            const uint32_t a = bits_of(mpx_format_decode(f, c)), b = bits_of(mpx_dtype_decode(f->dtype, c));
+            if (a != b) CHECK_MSG(a == b, "%s code 0x%x: 0x%08x, its type 0x%08x", f->name, c, a, b);
+        }
+    }
+    CHECK(mpx_format_of_dtype(MPX_DT_DOUBLE, true) == &mpx_format_fp32);
+    CHECK(mpx_format_of_dtype(MPX_DT_FLOAT8E4M3FN, false) == &mpx_format_fp8e4m3_nan);
+    CHECK(mpx_format_of_dtype(MPX_DT_FLOAT8E4M3FNUZ, true) == NULL);
+    CHECK(mpx_format_of_dtype(MPX_DT_FLOAT8E5M2FNUZ, true) == NULL);
+    CHECK(mpx_format_of_dtype(MPX_DT_INT8, true) == NULL);
+    /* The decoder against fp16.h (the FP16 library) on every code, NaN payloads included. */
+    for (uint32_t h = 0; h < 65536; h++)
+        if (bits_of(mpx_dtype_decode(MPX_DT_FLOAT16, h)) != fp16_ieee_to_fp32_bits((uint16_t)h))
+            CHECK_MSG(false, "float16 0x%04x: 0x%08x", h, bits_of(mpx_dtype_decode(MPX_DT_FLOAT16, h)));
+    /* The types without a format of their own: FNUZ (bias 8 and 16, 0x80 the one NaN, no -0). */
+    CHECK(mpx_dtype_decode(MPX_DT_FLOAT8E4M3FNUZ, 0x40) == 1.0f);
+    CHECK(mpx_dtype_decode(MPX_DT_FLOAT8E5M2FNUZ, 0x40) == 1.0f);
+    CHECK(isnan(mpx_dtype_decode(MPX_DT_FLOAT8E4M3FNUZ, 0x80)));
+    CHECK(mpx_dtype_decode(MPX_DT_FLOAT8E4M3FNUZ, 0x01) == ldexpf(1, -10));
+    CHECK(mpx_dtype_decode(MPX_DT_DOUBLE, 0x3ff0000000000001ull) == 1.0f);
+    CHECK(mpx_dtype_size(MPX_DT_COMPLEX128) == 16 && mpx_dtype_size(MPX_DT_STRING) == 0);
+}
+
 /* ---- descriptors and names ----------------------------------------------- */
 
 static void test_descriptors(void) {
@@ -720,6 +761,7 @@ static void test_round_sum(void) {
 int main(void) {
     printf("F16C %s\n", mpx_fp16_use_hw(true) ? "in use" : "not available");
     test_descriptors();
+    test_dtype_table();
     test_fp16_patterns();
     test_bf16_patterns();
     test_fp8_patterns(&mpx_format_fp8e4m3_sat);

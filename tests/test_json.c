@@ -363,6 +363,14 @@ static void test_side_files(void) {
     CHECK_MSG(g != NULL, "%s", msg());
     if (g) CHECK(T(g, "w")->f32[0] == 1.0f && T(g, "w")->f32[1] == -2.0f && T(g, "w")->f32[2] == 65504.0f);
     mpx_graph_free(g);
+    /* fp16 NaNs keep their payload (graph/dtype.c's one decoder): quiet
+     * 0x7e01 and signalling -0xfc01. */
+    const unsigned char nan16[4] = {0x01, 0x7e, 0x01, 0xfc};
+    write_file(path_in(tmp, "nan.bin"), nan16, sizeof nan16);
+    g = load_side("\"nan.bin\"", "float16", 2);
+    CHECK_MSG(g != NULL, "%s", msg());
+    if (g) CHECK(bits(T(g, "w")->f32[0]) == 0x7fc02000u && bits(T(g, "w")->f32[1]) == 0xff802000u);
+    mpx_graph_free(g);
     g = load_side("\"w.bin\"", "uint8", 2);
     CHECK_MSG(g != NULL, "%s", msg());
     if (g) CHECK(T(g, "w")->i64[0] == 9 && T(g, "w")->i64[1] == 9);

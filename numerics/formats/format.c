@@ -76,27 +76,27 @@ bool mpx_cpu_has_avx512fp16(void) {
  * min_subnormal = 2^(1-bias-m); spelled as hex floats so they are exact. */
 const mpx_format mpx_format_fp32 = {
     "fp32", MPX_FMT_FP32, 8, 23, 127, 32, true, MPX_NAN_IEEE, MPX_OVF_INF,
-    0x1.fffffep127f, 0x1p-126f, 0x1p-149f};
+    0x1.fffffep127f, 0x1p-126f, 0x1p-149f, MPX_DT_FLOAT};
 const mpx_format mpx_format_tf32 = {
     "tf32", MPX_FMT_TF32, 8, 10, 127, 32, true, MPX_NAN_IEEE, MPX_OVF_INF,
-    0x1.ffcp127f, 0x1p-126f, 0x1p-136f};
+    0x1.ffcp127f, 0x1p-126f, 0x1p-136f, MPX_DT_UNDEFINED};
 const mpx_format mpx_format_fp16 = {
     "fp16", MPX_FMT_FP16, 5, 10, 15, 16, true, MPX_NAN_IEEE, MPX_OVF_INF,
-    65504.0f, 0x1p-14f, 0x1p-24f};
+    65504.0f, 0x1p-14f, 0x1p-24f, MPX_DT_FLOAT16};
 const mpx_format mpx_format_bf16 = {
     "bf16", MPX_FMT_BF16, 8, 7, 127, 16, true, MPX_NAN_IEEE, MPX_OVF_INF,
-    0x1.fep127f, 0x1p-126f, 0x1p-133f};
+    0x1.fep127f, 0x1p-126f, 0x1p-133f, MPX_DT_BFLOAT16};
 /* OCP E4M3FN: the top binade keeps its mantissa codes (max 1.75 * 2^8 = 448);
  * only S.1111.111 is NaN; no infinities. */
 const mpx_format mpx_format_fp8e4m3_sat = {
     "fp8e4m3", MPX_FMT_FP8E4M3, 4, 3, 7, 8, false, MPX_NAN_ONE, MPX_OVF_SATURATE,
-    448.0f, 0x1p-6f, 0x1p-9f};
+    448.0f, 0x1p-6f, 0x1p-9f, MPX_DT_FLOAT8E4M3FN};
 const mpx_format mpx_format_fp8e4m3_nan = {
     "fp8e4m3nan", MPX_FMT_FP8E4M3, 4, 3, 7, 8, false, MPX_NAN_ONE, MPX_OVF_NAN,
-    448.0f, 0x1p-6f, 0x1p-9f};
+    448.0f, 0x1p-6f, 0x1p-9f, MPX_DT_FLOAT8E4M3FN};
 const mpx_format mpx_format_fp8e5m2 = {
     "fp8e5m2", MPX_FMT_FP8E5M2, 5, 2, 15, 8, true, MPX_NAN_IEEE, MPX_OVF_INF,
-    57344.0f, 0x1p-14f, 0x1p-16f};
+    57344.0f, 0x1p-14f, 0x1p-16f, MPX_DT_FLOAT8E5M2};
 
 static const mpx_format *const all_formats[] = {
     &mpx_format_fp32, &mpx_format_tf32, &mpx_format_fp16, &mpx_format_bf16,
@@ -118,6 +118,15 @@ const mpx_format *mpx_format_by_name(const char *name) {
     if (name_eq(name, "fp8e4m3sat")) return &mpx_format_fp8e4m3_sat;
     for (size_t i = 0; i < sizeof all_formats / sizeof all_formats[0]; i++)
         if (name_eq(name, all_formats[i]->name)) return all_formats[i];
+    return NULL;
+}
+
+const mpx_format *mpx_format_of_dtype(mpx_dtype t, bool saturate) {
+    if (t == MPX_DT_DOUBLE) return &mpx_format_fp32;
+    for (size_t i = 0; t != MPX_DT_UNDEFINED && i < sizeof all_formats / sizeof all_formats[0]; i++)
+        if (all_formats[i]->dtype == t &&
+            (t != MPX_DT_FLOAT8E4M3FN || (all_formats[i]->overflow == MPX_OVF_SATURATE) == saturate))
+            return all_formats[i];
     return NULL;
 }
 
@@ -476,25 +485,10 @@ uint32_t mpx_format_encode(const mpx_format *f, float x) {
     return sign | (sig >> (unsigned)(23 - m + emin - e));
 }
 
+/* fp32 and tf32 codes are fp32 bit patterns; the narrower formats' codes
+ * are their element type's, decoded by graph/'s one decoder. */
 float mpx_format_decode(const mpx_format *f, uint32_t code) {
-    int m = f->man_bits;
-    if (f->exp_bits == 8)
-        return float_of(f->storage_bits == 32 ? code : code << (23 - m));
-
-    unsigned width = (unsigned)(1 + f->exp_bits + m);
-    uint32_t sign = ((code >> (width - 1)) & 1u) << 31;
-    uint32_t emax_field = (1u << f->exp_bits) - 1u;
-    uint32_t ef = (code >> m) & emax_field;
-    uint32_t mf = code & ((1u << m) - 1u);
-    if (f->nan == MPX_NAN_ONE) {
-        if (ef == emax_field && mf == (1u << m) - 1u) return float_of(sign | INF32 | QUIET32);
-    } else if (ef == emax_field) {
-        return float_of(sign | INF32 | (mf << (23 - m))); /* inf, or NaN keeping its payload */
-    }
-    if (ef == 0) /* subnormal: mf * 2^(emin - m), exact in fp32 */
-        return float_of(sign | bits_of((float)mf * f->min_subnormal));
-    uint32_t e32 = (uint32_t)((int)ef - f->bias + 127);
-    return float_of(sign | (e32 << 23) | (mf << (23 - m)));
+    return f->storage_bits == 32 ? float_of(code) : mpx_dtype_decode(f->dtype, code);
 }
 
 uint16_t mpx_fp16_bits_from_f32(float x) {

@@ -73,8 +73,8 @@ static inline float mpx_ro_sum(float s, float t) {
  * BMI2...), never a CPU model: GCC picks an "arch=haswell" clone by the
  * model (__builtin_cpu_is), so it ran on Haswell alone and every AMD CPU,
  * and every later Intel one without AVX-512, took the baseline, whose fmaf
- * is a libm call (EfficientNet-B0's forward on a Zen 3: 211 ms, 28 with the
- * vector copy); "arch=x86-64-v3" is picked by features. A lone "fma" clone is
+ * is a libm call (several times slower than the vector copy);
+ * "arch=x86-64-v3" is picked by features. A lone "fma" clone is
  * no substitute: without AVX2's integer lanes GCC vectorised Sigmoid 4
  * lanes wide. MPX_K_CLONED says whether functions are cloned (test_clones
  * holds the FMA list's loops to their vector copies). */

@@ -83,6 +83,10 @@ typedef struct mpx_format {
     float max_finite;
     float min_normal;
     float min_subnormal;
+    /* The ONNX element type whose values are exactly this format's
+     * (MPX_DT_FLOAT16 for fp16, MPX_DT_FLOAT8E4M3FN for both e4m3 rows...);
+     * MPX_DT_UNDEFINED for tf32, which ONNX has no type for. */
+    mpx_dtype dtype;
 } mpx_format;
 
 extern const mpx_format mpx_format_fp32;
@@ -98,6 +102,13 @@ extern const mpx_format mpx_format_fp8e5m2;    /* OCP E5M2, IEEE-like, overflow 
  * "fp8e4m3nan", "fp8e5m2".
  * Case-insensitive. NULL if unknown. */
 const mpx_format *mpx_format_by_name(const char *name);
+/* The format a float element type's values are, from the table's dtype
+ * column (the one map between the two: the plan, Cast and export read it):
+ * float8e4m3fn's saturating or NaN row as saturate says; double is held in
+ * fp32; NULL for the FNUZ types (their bias and NaN are not OCP's: no
+ * format here holds their values exactly, so they stay the fp32 values
+ * they decode to) and for every other type. */
+const mpx_format *mpx_format_of_dtype(mpx_dtype t, bool saturate);
 /* f's name, "fp32" for NULL (the convention for "no rounding" everywhere). */
 const char *mpx_format_name(const mpx_format *f);
 /* The distinct descriptors above, i in [0, mpx_format_count()); NULL past the end. */

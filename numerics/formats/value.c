@@ -113,9 +113,8 @@ mpx_status mpx_value_alloc_mapped(mpx_value *v, int rank, const int64_t *dims, m
     void *p = bytes ? mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : MAP_FAILED;
     if (p == MAP_FAILED) return value_alloc(v, MPX_DT_FLOAT, rank, dims, false, err);
     /* Fresh pages every run: in 2 MB pages where the system has them, a
-     * fault each instead of 512 (UNet's joins: 18 k faults a report on 4 KB
-     * pages, 4-11% of its time on the VM of 2026-11; with huge pages its
-     * report faults less than before the joins grew). */
+     * fault each instead of 512 (a UNet's joins grow large values whose 4 KB
+     * page faults were a visible share of a report). */
 #ifdef MADV_HUGEPAGE
     madvise(p, bytes, MADV_HUGEPAGE);
 #endif

@@ -39,10 +39,10 @@ static void sigmoid_clones(const float *x, float *y, int64_t n) {
 #define KE_UNROLL _Pragma("GCC unroll 8")
 
 /* Two vectors of lanes with |x| <= 80, step by step across the two: one
- * vector's steps are a chain of about 60 cycles of latency, and one vector
- * a step ran at 15 cycles a vector on the AMD EPYC of 2026-11 (with the
- * division or without: the out-of-order window overlapped too little of
- * the next); two interleaved about 12, four (spilling registers) no better. */
+ * vector's steps are a chain of about 60 cycles of latency, and the
+ * out-of-order window overlaps too little of the next vector's chain (with
+ * the division or without); two interleaved chains hide more of it, four
+ * spill registers and gain nothing. */
 static inline __attribute__((target("avx2,fma"), always_inline)) void sigmoid8x2(const float *x, float *y) {
     enum { V = 2 };
     const __m256 one = _mm256_set1_ps(1.0f), shift = _mm256_set1_ps(0x1.8p23f);
@@ -78,10 +78,8 @@ static inline __attribute__((target("avx2,fma"), always_inline)) bool sigmoid8_o
  * float swept with ke_sigmoid). Why: the general form pays for the tails
  * in every lane (the clamp at -104, e^x as p 2^n1 2^n2 so that a
  * subnormal result is rounded once, the selects GCC makes blends of):
- * about 55 instructions a vector, 1.3 ns an element on the AMD EPYC of
- * 2026-11 (a 96 x 16 x 16 Sigmoid 0.032 ms, 0.021 this way; this loop
- * alone 0.54 ns an element), where Sigmoid was 15% of EfficientNet-B0's
- * forward. With |x| <= 80, n = round(-|x| log2 e) >= -116 and p 2^n is
+ * about 55 instructions a vector, where this form takes well under half,
+ * and Sigmoid is a large share of EfficientNet-style forwards. With |x| <= 80, n = round(-|x| log2 e) >= -116 and p 2^n is
  * normal, so p 2^n1 2^n2 (two exact scalings) is the one exact product
  * p 2^n, and 2^n is t's bits shifted (t = n + 1.5 2^23 exactly); the
  * clamp does nothing. */
@@ -476,19 +474,13 @@ static int64_t f_to_int(float x, mpx_dtype to) {
  * double holds every fp32 value). */
 static mpx_status cast_format(const mpx_kctx *c, mpx_dtype to, bool saturate,
                               const mpx_format **f) {
-    switch (to) {
-    case MPX_DT_FLOAT: case MPX_DT_DOUBLE: *f = NULL; return MPX_OK;
-    case MPX_DT_FLOAT16: *f = &mpx_format_fp16; return MPX_OK;
-    case MPX_DT_BFLOAT16: *f = &mpx_format_bf16; return MPX_OK;
-    case MPX_DT_FLOAT8E4M3FN:
-        *f = saturate ? &mpx_format_fp8e4m3_sat : &mpx_format_fp8e4m3_nan;
-        return MPX_OK;
-    case MPX_DT_FLOAT8E5M2: *f = &mpx_format_fp8e5m2; return MPX_OK;
-    default:
+    *f = mpx_format_of_dtype(to, saturate);
+    if (!*f)
         return mpx_kernel_error(c, MPX_E_UNSUPPORTED,
                                 "casting to %s is not supported (mpx has no format for it)",
                                 mpx_dtype_name(to));
-    }
+    if ((*f)->kind == MPX_FMT_FP32) *f = NULL;
+    return MPX_OK;
 }
 
 /* Cast: float targets hold fp32 values rounded (nearest even) to the target's

@@ -1,6 +1,6 @@
 /* kern_gemm.h - the packed, blocked GEMM core under Conv, ConvTranspose, Gemm
- * and MatMul (kern_nn.c), and the direct depthwise convolution. Private to
- * numerics/.
+ * and MatMul (kern_nn.c), and the direct depthwise convolution
+ * (kern_depthwise.c). Private to kernels/.
  *
  * What it computes, for every output value, whatever the CPU and the number
  * of threads (the bits never depend on either):
@@ -28,128 +28,80 @@
  * skips those taps, except that in fp32 the tap still takes its place in its
  * block of 64. Callers check the weights are finite (0 * inf would be NaN).
  *
- * Why this shape (the issue "Performance"): a register-blocked micro-kernel
- * is the only way to get near the FPU's peak, and packing both operands into
- * the order the micro-kernel reads them makes every load contiguous and keeps
- * the B panel in L1 and the A block in L2 (the BLIS design; MR x NR = 6 x 16
- * fills 12 of AVX2's 16 vector registers with sums). Fused multiply-add in
- * fp32: one instruction where a multiply and an add were two, so the
- * micro-kernel does twice the work per cycle; the AVX2 and AVX-512 builds
- * use the FMA instruction (and need a CPU with it), the portable build fmaf,
- * which rounds identically, so the bits still do not depend on the CPU
- * (kern_check). On the Intel Xeon of 2026-11 it made the fp32 forward
- * (mpx_bench fp32, interleaved medians) of ViT-B/16 348 -> 293 ms, UNet
- * 169 -> 143, BERT-style 45 -> 40, ResNet-18 68 -> 61. (On the AMD Zen 3 of
- * the first wave FMA had left det's convolutions no faster, 131 against 132
- * ms on one thread: packing, memory traffic and fresh pages weighed more
- * there; the product-then-add order was kept then.) Rounded accumulation is
- * bound by the rounding itself (F16C's two conversions per vector and
- * addition for fp16), 3-4x the fp32 micro-kernel's time. The code is written
- * once with GCC vector extensions and compiled three times: for AVX-512 (the
- * micro-kernels on 16-lane vectors; MPX_KERN_AVX2=1 declines it), for AVX2
- * (+F16C for fp16 rounding, FMA), chosen at run time with
- * __builtin_cpu_supports, and for the baseline ISA (the portable path). On
- * the Intel Xeon of 2026-11 the 16-lane fp32 kernel made ViT-B/16's forward
- * 452 -> 392 ms and ResNet-18's 78 -> 70 ms.
+ * Why this shape: a register-blocked micro-kernel is the only way to get
+ * near the FPU's peak, and packing both operands into the order the
+ * micro-kernel reads them makes every load contiguous and keeps the B panel
+ * in L1 and the A block in L2 (the BLIS design; MR x NR = 6 x 16 fills 12 of
+ * AVX2's 16 vector registers with sums). Fused multiply-add in fp32: one
+ * instruction where a multiply and an add were two, so the micro-kernel
+ * does twice the work per cycle; the AVX2 and AVX-512 builds use the FMA
+ * instruction (and need a CPU with it), the portable build fmaf, which
+ * rounds identically, so the bits still do not depend on the CPU
+ * (kern_check). Rounded accumulation is bound by the rounding itself
+ * (F16C's two conversions per vector and addition for fp16). The code is
+ * written once with GCC vector extensions and compiled three times: for
+ * AVX-512 (the micro-kernels on 16-lane vectors; MPX_KERN_AVX2=1 declines
+ * it), for AVX2 (+F16C for fp16 rounding, FMA), chosen at run time with
+ * __builtin_cpu_supports, and for the baseline ISA (the portable path).
  *
- * Second wave (the same machine kind, a Xeon with AVX-512 and 48 KiB L1):
- * the fp32 AVX-512 kernels keep 6 rows by 2 or 4 panels of sums (24 of the
- * 32 registers: enough fused multiply-adds in flight for both FMA ports,
- * where one panel's 6 left them idle); a convolution reads B where it lies
- * in one padded, phase-split copy of its input shared by the work items
- * (no packing), sums its C tile in a per-thread tile copied out once (its
- * grid rows are wider than its output rows); K blocks are 128 terms; and
- * weights the graph holds are packed once and kept on their tensor
- * (mpx_tensor.derived). ResNet-18's convolutions went from 30 to 83 GMAC/s.
- * None of it changes an output value's operations or their order.
- *
- * Sixth session: each fp32 call fetches the next row panel's A block into
- * L1 as it runs; one fp32 kernel family (ukr16d: any row count, 1, 2 or 4
- * panels, B packed or where it lies, the last panel's C columns masked);
- * the rounded modes take two panels a call (ukr16rp); a MatMul's constant B
- * is packed once and kept like A; weights held in a low format are rounded
- * once and kept on their tensor with their packing (mpx_k_kept_rounded);
- * the thread pool spins briefly before sleeping. ResNet-18's convolutions:
- * about 100 GMAC/s in the fp32 forward (ORT's about 145).
- *
- * Seventh session: a rounded accumulation's step is the exact sum rounded
- * once (it had been the fp32 sum rounded again: two roundings); the
- * portable and AVX2 builds make the fp32 sum round-to-odd with Fast2Sum
- * (ro8), the AVX-512 build with the rounding-mode instructions (ro16,
- * round_odd.h). With fp16 operands and fp16 sums (kg_gemm.f16) that step is
- * an fp16 fused multiply-add, which AVX512-FP16 has: ukrh keeps 6 rows by
- * 32 columns of fp16 sums in registers, A's terms broadcast from an fp16
- * copy of its panel, B converted as read (ResNet-18's fp16-accumulated run
- * 78 -> 24 ms, 3.7x -> 1.2x its fp32 forward); the depthwise kernel
- * likewise (dw_h16). MPX_KERN_NOFP16=1 declines it (kern_check runs the
- * AVX-512 build both ways).
- *
- * Ninth session: a convolution's row blocks are the count whose items
- * share out most evenly on the threads (kg_row_blocks); each micro-kernel
- * call fetches its share of the next call group's B into L2; a
- * convolution on a narrow map (at most 512 outputs), or a product with
- * few columns whose rows are runs, runs in the AVX-512 fp32 build with
- * its output channels in the lanes (kg_lanes_run: on the grid a 7 x 7
- * map's 49 outputs had been 64 columns); unit-stride grids drop one
- * padding column (kern_nn.c); the narrow depthwise kernel sums 6 outputs
- * of a row side by side, the wide one 3 rows. MPX_KERN_NOLANES=1 declines
- * the lanes path. Each output's operations and their order are unchanged
- * throughout.
- *
- * Tenth session (an AMD EPYC Zen 3: AVX2, FMA and F16C, no AVX-512): with
- * fp16 operands the AVX2 build's fp16 steps run under a round-towards-zero
- * MXCSR (ukrz, and the depthwise kernel), where the sticky bit of the
- * round-to-odd sum is one ordered comparison (roz8: five instructions a
- * step where ro8's Fast2Sum took about thirty); ResNet-18's
- * fp16-accumulated run 610 -> 218 ms there. Tried on that CPU and
- * dropped: B where it lies for AVX2 convolutions (a panel a call: the
- * packing it saved came back as slower loads in the kernel), prefetching
- * the next row panel's A, in a burst before the call or a line every other
- * term as the AVX-512 kernel does (slower in ResNet-18 both ways, though an
- * isolated copy of the kernel loses a fifth of its rate when A's panels
- * come from L2), two depthwise rows at a time (no change measured).
- *
- * Eleventh session (the same AMD EPYC): the AVX2 build takes the lanes
- * path too (kg_lanes_run: a narrow map's convolution with its output
- * channels in the lanes; ResNet-18's forward 48 -> 40 ms, EfficientNet-B0's
- * 24.7 -> 21.7); a convolution with too few 512-column bands is cut into
- * narrower bands (at least 256 columns) before its rows are cut into
- * blocks, each of which packed its band's B again; calls go parallel from
- * 250 K multiply-adds (the pool no longer makes a caller wait for a
- * sleeping worker: kern_gemm.c). Tried and dropped there: B where it lies
- * for AVX2 again, for products with few rows (det's 96 -> 24 channel 3 x 3
- * convolutions: 15.6 -> 19.3 ms, the unaligned loads cost more than the
- * packing they save), packing B a panel at a time instead of a term at a
- * time (no change), the lanes path for every map size (ResNet-18 and
- * EfficientNet-B0 slower), the narrow depthwise kernel's copies into and
- * out of the lanes as 8 x 8 register transposes (MobileNetV3-Small 4.46
- * -> 4.91 ms: its 7 x 7 and 14 x 14 rows are mostly the scalar tails).
- *
- * Twelfth session (the same AMD EPYC): a Gemm's constant transB weights
- * (every Linear layer's export) are packed once as B^T panels from where
- * they lie (kg_gemm.b_ldt, kept as KG_KEPT_BTPANELS) and the product runs
- * as a MatMul's, instead of Y^T = B A'^T with A and Y transposed around it
- * every call (ViT-B/16's out-projections 37 -> 62 GMAC/s). Tried and
- * dropped there: K blocks of 64 terms instead of 128, so that a 64-row A
- * block stays in L1 beside its B panel (BERT-style's 64 x 768 x 3072
- * product no faster).
- *
- * Fourteenth session (the same AMD EPYC): where C's rows are runs and a K
- * block has at most 64 terms (1x1 convolutions with few input channels),
- * the AVX2 and portable builds take a row panel at a time across a chunk's
- * panels, so each C row is written as one run (panel by panel a 16 -> 96
- * 1x1 convolution's stores went to 96 places far apart); the convolution
- * fill reads its input rows in order and writes the row pads as vectors
- * (two memset calls a row were a third of a stride-2 fill); the narrow
- * depthwise path moves channels into and out of the lanes with 8 x 8
- * register transposes over the planes' flat positions.
- *
- * Fifteenth session: a candidate's weights come unrounded with their format
- * (kg_gemm.a_fmt, b_fmt; numerics/exec.c) and are rounded as they are
- * packed, the packing kept under the format; the rounded copy each format
- * had kept beside its packing (twice the weights' bytes in a report) is
- * made only for routes that read B where it lies. Same values, same
- * operations. */
+ * What each part is for (none of it changes an output value's operations
+ * or their order):
+ *  - the fp32 AVX-512 kernels keep 6 rows by 2 or 4 panels of sums (24 of
+ *    the 32 registers: enough fused multiply-adds in flight for both FMA
+ *    ports, where one panel's 6 left them idle), one family for any row
+ *    count, B packed or where it lies, the last panel's C columns masked
+ *    (ukr16d); each call fetches the next row panel's A block into L1 and
+ *    its share of the next call group's B into L2;
+ *  - a convolution reads B from one padded, phase-split copy of its input
+ *    shared by the work items (filled once, instead of per item and row
+ *    block), and sums its C tile in a per-thread tile copied out once (its
+ *    grid rows are wider than its output rows);
+ *  - weights the graph holds are packed once and kept on their tensor
+ *    (mpx_tensor.derived: kern_kept.c), a MatMul's constant B too, and a
+ *    Gemm's constant transB weights (every Linear layer's export) as B^T
+ *    panels from where they lie (kg_gemm.b_ldt) rather than transposing A
+ *    and Y around the product every call; a candidate's weights come
+ *    unrounded with their format (kg_gemm.a_fmt, b_fmt; run/exec.c) and are
+ *    rounded as they are packed, the packing kept under the format, so no
+ *    rounded copy is kept beside it except for routes that read B where it
+ *    lies (kern_rounded.c);
+ *  - a rounded accumulation's step is the exact sum rounded once (rounding
+ *    the fp32 sum again would round twice): the portable and AVX2 builds
+ *    make the fp32 sum round-to-odd with Fast2Sum (ro8), the AVX-512 build
+ *    with the rounding-mode instructions (ro16, round_odd.h), and the AVX2
+ *    build with fp16 operands under a round-towards-zero MXCSR, where the
+ *    sticky bit is one ordered comparison (roz8, ukrz); with fp16 operands
+ *    and fp16 sums (kg_gemm.f16) the step is an fp16 fused multiply-add,
+ *    which AVX512-FP16 has (ukrh and dw_h16: fp16 sums in registers, A's
+ *    terms broadcast from an fp16 copy of its panel, B converted as read;
+ *    MPX_KERN_NOFP16=1 declines it, and kern_check runs the AVX-512 build
+ *    both ways); the rounded modes take two panels a call (ukr16rp);
+ *  - work is cut so the threads finish together: a convolution's row
+ *    blocks are the count whose items share out most evenly
+ *    (kg_row_blocks), and a convolution with too few 512-column bands is
+ *    cut into narrower bands (at least 256 columns) before its rows are
+ *    cut into blocks, each of which would pack its band's B again;
+ *  - a convolution on a narrow map (at most 512 outputs), or a product with
+ *    few columns whose rows are runs, runs with its output channels in the
+ *    lanes (kg_lanes_run, the AVX-512 and AVX2 fp32 builds): on the grid a
+ *    7 x 7 map's 49 outputs are 64 columns; MPX_KERN_NOLANES=1 declines it;
+ *    unit-stride grids drop one padding column (kern_nn.c);
+ *  - where C's rows are runs and a K block has at most 64 terms (1x1
+ *    convolutions with few input channels), the AVX2 and portable builds
+ *    take a row panel at a time across a chunk's panels, so each C row is
+ *    written as one run rather than panel by panel to places far apart;
+ *  - the depthwise kernels (kern_depthwise.c) keep several independent
+ *    chains of fused multiply-adds in flight: the narrow one sums 6
+ *    outputs of a row side by side, the wide one 3 rows, and the narrow
+ *    one moves channels into and out of the lanes with 8 x 8 register
+ *    transposes over the planes' flat positions.
+ * Tried and not kept, because each was slower where it was measured: B
+ * read where it lies in the AVX2 build (the packing it saves comes back as
+ * slower unaligned loads in the kernel, also for products with few rows),
+ * prefetching the next row panel's A in the AVX2 build (in a burst or a
+ * line every other term), packing B a panel at a time instead of a term at
+ * a time (no gain), the lanes path for every map size, K blocks of 64 terms
+ * for the wide products, two depthwise rows at a time (no gain). */
 #ifndef MPX_KERN_GEMM_H
 #define MPX_KERN_GEMM_H
 

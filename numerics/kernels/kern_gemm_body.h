@@ -9,221 +9,6 @@
  * else is the same GCC vector-extension code, so the two builds compute the
  * same bits. Not a header of its own: no include guard on purpose. */
 
-/* ---- vector helpers ---------------------------------------------------------------- */
-
-static inline KG_TARGET __attribute__((always_inline)) v8f KG_F(ld8)(const float *p) {
-    v8f v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static inline KG_TARGET __attribute__((always_inline)) void KG_F(st8)(float *p, v8f v) {
-    memcpy(p, &v, sizeof v);
-}
-
-static inline KG_TARGET __attribute__((always_inline)) v8f KG_F(splat)(float x) {
-    return (v8f){x, x, x, x, x, x, x, x};
-}
-
-/* c + a * b rounded once (fused multiply-add), each lane: the fp32 sums'
- * step (kern_gemm.h). The SIMD builds use the FMA instruction; the portable
- * one C99's fmaf, which is the same operation (the exact a * b + c, rounded
- * once), so every build gives the same bits. */
-static inline KG_TARGET __attribute__((always_inline)) v8f KG_F(fma8)(v8f a, v8f b, v8f c) {
-#if KG_SIMD
-    return (v8f)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
-#else
-    v8f r;
-    for (int l = 0; l < 8; l++) r[l] = fmaf(a[l], b[l], c[l]);
-    return r;
-#endif
-}
-
-/* format.c's rne_exp8 on a vector of lanes: RNE to a format with fp32's
- * exponent and 23 - shift mantissa bits (bf16: 16, tf32: 13); NaNs quieted,
- * payload's top bits kept. Bit for bit mpx_round_value for bf16 and tf32.
- * One body for 8 and 16 lanes (VF, VU, VI: the float, unsigned and signed
- * vector types). */
-#ifndef KG_RNE_BODY
-#define KG_RNE_BODY(VF, VU, VI)                                                          \
-    const uint32_t low = (1u << shift) - 1u;                                             \
-    VU u;                                                                                \
-    memcpy(&u, &x, sizeof u);                                                            \
-    const VU r = (u + (low >> 1) + ((u >> shift) & 1u)) & ~low;                          \
-    const VU nan = (u & ~low) | 0x00400000u;                                             \
-    const VU m = (VU)((VI)(u & 0x7fffffffu) > 0x7f800000);                               \
-    const VU o = (r & ~m) | (nan & m);                                                   \
-    VF y;                                                                                \
-    memcpy(&y, &o, sizeof y);                                                            \
-    return y;
-#endif
-
-static inline KG_TARGET __attribute__((always_inline)) v8f KG_F(rne8)(v8f x, const unsigned shift) {
-    KG_RNE_BODY(v8f, v8u, v8i)
-}
-
-/* Grid rows r0 .. r0 + nr - 1 of one input channel xc into the strip: the
- * plane of stride phase (ph, pw) at dst + (ph * sw + pw) * plane holds, in
- * row i and column jj, the padded input at row (r0 + i) sh + ph - pt and
- * column jj sw + pw - pl, zero outside the input. */
-static inline KG_TARGET void KG_F(fill_cols)(const kg_conv *v, int64_t pw, int64_t *jlo, int64_t *jhi) {
-    int64_t lo = kg_cdiv(v->pl - pw, v->sw), hi = kg_cdiv(v->W + v->pl - pw, v->sw);
-    if (lo < 0) lo = 0;
-    if (lo > v->Wq) lo = v->Wq;
-    if (hi > v->Wq) hi = v->Wq;
-    if (hi < lo) hi = lo;
-    *jlo = lo, *jhi = hi;
-}
-
-static KG_TARGET void KG_F(fill)(const kg_conv *v, const float *xc, int64_t r0, int64_t nr,
-                                 float *dst, int64_t plane) {
-    /* Column jj of phase pw reads input column jj sw + pw - pl, inside the
-     * row for jlo <= jj < jhi (found once for the first 8 phases). */
-    int64_t jlo[8], jhi[8];
-    for (int64_t pw = 0; pw < v->sw && pw < 8; pw++) KG_F(fill_cols)(v, pw, &jlo[pw], &jhi[pw]);
-    /* Input row by input row, in order (grid row, then row phase), each
-     * row's column phases while it is in L1. */
-    for (int64_t i = 0; i < nr; i++)
-        for (int64_t ph = 0; ph < v->sh; ph++) {
-            const int64_t ir = (r0 + i) * v->sh + ph - v->pt;
-            for (int64_t pw = 0; pw < v->sw; pw++) {
-                float *row = dst + (ph * v->sw + pw) * plane + i * v->Wq;
-                if (ir < 0 || ir >= v->H) {
-                    memset(row, 0, (size_t)v->Wq * sizeof *row);
-                    continue;
-                }
-                const float *in = xc + ir * v->W;
-                const int64_t o = pw - v->pl;
-                int64_t lo, hi;
-                if (pw < 8) lo = jlo[pw], hi = jhi[pw];
-                else KG_F(fill_cols)(v, pw, &lo, &hi);
-                /* The pads at both ends (a column or two, as a rule) as one
-                 * vector of zeros each, before the values: a memset call
-                 * each (GCC makes one of a loop too) was a third of a
-                 * stride-2 fill's time (a 96 x 112 x 112 depthwise input:
-                 * 0.38 -> 0.28 ms in a copy of this loop, AMD EPYC of
-                 * 2026-11). */
-                if (v->Wq >= 8 && lo <= 8 && v->Wq - hi <= 8) {
-                    const v8f z = {0};
-                    KG_F(st8)(row, z);
-                    KG_F(st8)(row + v->Wq - 8, z);
-                } else {
-                    memset(row, 0, (size_t)lo * sizeof *row);
-                    memset(row + hi, 0, (size_t)(v->Wq - hi) * sizeof *row);
-                }
-                if (v->sw == 1) {
-                    memcpy(row + lo, in + lo + o, (size_t)(hi - lo) * sizeof *row);
-                } else {
-                    int64_t jj = lo;
-                    if (v->sw == 2) /* 8 at a time: the even lanes of 16 (lane 15,
-                                     * column 2 jj + 15 + o, is inside the row while
-                                     * jj + 8 < hi) */
-                        for (; jj + 8 < hi; jj += 8) {
-                            const float *p = in + 2 * jj + o;
-                            KG_F(st8)(row + jj, KG_EVENS(KG_F(ld8)(p), KG_F(ld8)(p + 8)));
-                        }
-                    for (; jj < hi; jj++) row[jj] = in[jj * v->sw + o];
-                }
-            }
-        }
-}
-
-/* ---- rounding a vector of running sums --------------------------------------------- */
-
-static inline KG_TARGET __attribute__((always_inline)) v8f KG_F(rnd)(const int RM, v8f x) {
-    if (RM == KG_FP16) {
-#if KG_SIMD
-        /* vcvtps2ph with immediate 0 is RNE whatever MXCSR says; as
-         * mpx_round_value's F16C path (format.c). */
-        return (v8f)_mm256_cvtph_ps(_mm256_cvtps_ph((__m256)x, 0));
-#else
-        float t[8];
-        memcpy(t, &x, sizeof t);
-        for (int i = 0; i < 8; i++) t[i] = mpx_round_value(&mpx_format_fp16, t[i]);
-        memcpy(&x, t, sizeof t);
-        return x;
-#endif
-    }
-    if (RM == KG_BF16) return KG_F(rne8)(x, 16);
-    if (RM == KG_TF32) return KG_F(rne8)(x, 13);
-    return x;
-}
-
-/* c + p made round-to-odd in fp32 on each lane, the vector form of
- * kern_internal.h's mpx_ro_sum (why, and the proof, at format.c's
- * mpx_round_sum): Fast2Sum's exact error of the fp32 sum, larger magnitude
- * first; an inexact sum with an even last bit moves one step towards the
- * exact value; non-finite sums as they are. (The AVX-512 build's 16 lanes
- * use the rounding-mode instructions instead: ro16.) */
-static inline KG_TARGET __attribute__((always_inline)) v8f KG_F(ro8)(v8f c, v8f p) {
-    const v8f r = c + p;
-    v8u uc, up, ur;
-    memcpy(&uc, &c, sizeof uc);
-    memcpy(&up, &p, sizeof up);
-    memcpy(&ur, &r, sizeof ur);
-    const v8u cbig = (v8u)((uc & 0x7fffffffu) >= (up & 0x7fffffffu));
-    const v8u ua = (uc & cbig) | (up & ~cbig), ub = (up & cbig) | (uc & ~cbig);
-    v8f fa, fb;
-    memcpy(&fa, &ua, sizeof fa);
-    memcpy(&fb, &ub, sizeof fb);
-    const v8f e = fb - (r - fa);
-    v8u ue;
-    memcpy(&ue, &e, sizeof ue);
-    const v8u move = (v8u)((v8i)(ur & 0x7fffffffu) < 0x7f800000) & (v8u)((ue & 0x7fffffffu) != 0u) &
-                     (v8u)((ur & 1u) == 0u);
-    const v8u step = 1u - (((ue ^ ur) >> 31) << 1);
-    const v8u o = ur + (step & move);
-    v8f y;
-    memcpy(&y, &o, sizeof y);
-    return y;
-}
-
-#if KG_SIMD == 1
-/* ro8 for a caller that has set MXCSR to round towards zero (ukrz): the
- * sum t = c + p truncated, its last bit set where it is inexact, as ro16
- * does with AVX-512's per-instruction modes; five instructions where ro8
- * takes about thirty. Inexact exactly when d = t - c (truncated too)
- * differs from p: if t is exact, d = p. If not and |c| >= |p|, t - c is
- * exact (Fast2Sum's first lemma holds for any faithful rounding in radix
- * 2), so d != p; if |p| > |c|, t has p's sign and lies between 0 and the
- * exact sum, so |t - c| < |p| and its truncation d is smaller than |p|
- * too. A finite sum that overflows gives the largest float (its last bit
- * is already set), where round-to-odd goes too. The comparison is ordered
- * (false where d is NaN), which leaves every non-finite sum as it is:
- * c + p infinite with c finite has d = p; with c infinite, d is NaN; a
- * NaN sum has a NaN d. Operands must be the fp32 values the step sees in
- * round-to-nearest: this mode rounds products too, so callers bring
- * products that are exact (fp16 times fp16). */
-/* Sets MXCSR's rounding to towards zero (RC = 11) for roz8's callers;
- * returns the value to restore with _mm_setcsr. */
-static inline KG_TARGET __attribute__((always_inline)) unsigned KG_F(csr_towards_zero)(void) {
-    const unsigned csr = _mm_getcsr();
-    _mm_setcsr((csr & ~0x6000u) | 0x6000u);
-    return csr;
-}
-
-static inline KG_TARGET __attribute__((always_inline)) v8f KG_F(roz8)(v8f c, v8f p) {
-    const v8f t = c + p, d = t - c;
-    const v8u inexact = (v8u)_mm256_cmp_ps((__m256)d, (__m256)p, _CMP_NEQ_OQ);
-    v8u u;
-    memcpy(&u, &t, sizeof u);
-    const v8u o = u | (inexact >> 31);
-    v8f y;
-    memcpy(&y, &o, sizeof y);
-    return y;
-}
-#endif
-
-/* One step of a rounded accumulation: the exact c + p rounded once to the
- * mode's format (kern_gemm.h). KG_FP16Z: fp16 with MXCSR set to round
- * towards zero by the caller (roz8). */
-static inline KG_TARGET __attribute__((always_inline)) v8f KG_F(rsum)(const int RM, v8f c, v8f p) {
-#if KG_SIMD == 1
-    if (RM == KG_FP16Z) return KG_F(rnd)(KG_FP16, KG_F(roz8)(c, p));
-#endif
-    return KG_F(rnd)(RM, KG_F(ro8)(c, p));
-}
-
 /* ---- the micro-kernel: MR x 16 outputs, kc terms ------------------------------------------
  * a: packed A, [kc][6] (rows beyond MR are zero and ignored); b: packed B,
  * [kc][16]; cr[i]: row i of the C tile (16 floats). first: this is k = 0 of
@@ -253,11 +38,8 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr)(const int 
             /* C's rows, wanted after the block: fetched now. A convolution's
              * rows are its output planes, often a multiple of 4 KiB apart
              * (UNet's 256 x 256 maps: 256 KiB), so a panel's rows share one
-             * L1 and one L2 set and were read from L3 after every block.
-             * Conv time in min-per-node profiles (mpx_bench profile, 4-6
-             * alternating runs each, AMD EPYC of 2026-11): det 55.5 -> 49.8
-             * ms, UNet 175.5 -> 170.9, ResNet-18 (no such planes) 32.5 ->
-             * 32.8. */
+             * L1 and one L2 set and were read from L3 after every block;
+             * models without such planes neither gain nor lose. */
 #define KG_PFC(i)                                                                        \
     if (MR > i) {                                                                        \
         __builtin_prefetch(cr[i], 1, 3);                                                 \
@@ -328,10 +110,6 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr)(const int 
 }
 
 #if KG_SIMD == 2
-static inline KG_TARGET __attribute__((always_inline)) v16f KG_F(splat16)(float x) {
-    return (v16f){x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x};
-}
-
 /* fp32 on 16 lanes (the AVX-512 build): the tile's row i is one vector c_i,
  * lane l of it column l, summed as ukr sums it (blocks of 64 fused
  * multiply-adds from 0, added to C's running sum, then the bias): the same
@@ -375,8 +153,7 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16)(const in
 /* fp32, MR rows by NP 16-column panels a call (the AVX-512 build): MR NP
  * sums in registers (6 x 4: 24 of the 32), so that enough independent fused
  * multiply-adds are in flight to cover their latency on both FMA ports,
- * where ukr16's 6 left them idle (ResNet-18's 3x3 convolutions ran at 30
- * GMAC/s on two cores). B's term k of panel p is 16 floats at
+ * where ukr16's 6 left them idle. B's term k of panel p is 16 floats at
  *  - packed B (boff NULL): bq + k * 16 + p * pstride (panels kc * 16 apart);
  *  - B where it lies: bq + boff[k] + p * 16 (a convolution's strip, a fixed
  *    shift per k), so nothing is packed: the terms of consecutive k are
@@ -389,8 +166,8 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16)(const in
  * anext (or NULL): the next call's A, fetched into L1 a line every other
  * term. A panel's K block is 3 KiB of its own, 6 K floats from the next
  * panel's, so each call began with a wait on memory the prefetchers had
- * not seen coming: ResNet-18's last stage (9 MB of weights, 49 columns)
- * ran at 65 GMAC/s, 100 with it (its forward 26 -> 22 ms). */
+ * not seen coming (a ResNet's last stage, 9 MB of weights and 49 columns,
+ * runs at about two thirds of the rate without it). */
 static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16d)(const int MR, const int NP, int64_t kc,
                                                                const float *restrict a,
                                                                const float *restrict bq,
@@ -463,40 +240,10 @@ static const KG_F(ukrd_fn) KG_F(ukrd_table)[KG_MR][3] = {KG_UKRD_ROW(1), KG_UKRD
                                                            KG_UKRD_ROW(4), KG_UKRD_ROW(5), KG_UKRD_ROW(6)};
 #undef KG_UKRD_ROW
 
-/* rne8 on 16 lanes. */
-static inline KG_TARGET __attribute__((always_inline)) v16f KG_F(rne16)(v16f x, const unsigned shift) {
-    KG_RNE_BODY(v16f, v16u, v16i)
-}
-
-/* rnd on 16 lanes: vcvtps2ph with immediate 0 (RNE whatever MXCSR says) and
- * back, or rne16: per lane what rnd does. (The zero-masked form with every
- * lane selected: the unmasked one's macro in GCC's header passes -1 as the
- * mask, which -Wsign-conversion flags in unoptimised builds.) */
-static inline KG_TARGET __attribute__((always_inline)) v16f KG_F(rnd16)(const int RM, v16f x) {
-    if (RM == KG_FP16) return (v16f)_mm512_cvtph_ps(_mm512_maskz_cvtps_ph((__mmask16)0xffff, (__m512)x, 0));
-    if (RM == KG_BF16) return KG_F(rne16)(x, 16);
-    if (RM == KG_TF32) return KG_F(rne16)(x, 13);
-    return x;
-}
-
-/* ro8 on 16 lanes: round_odd.h's mpx_ro16 (AVX-512's rounding modes), the
- * same value as ro8's Fast2Sum on every input (for fp16, bf16 and tf32: an
- * fp32 overflow is the largest float there, infinity in ro8, and both
- * round to the format's infinity), four instructions where ro8 takes about
- * fifteen. */
-static inline KG_TARGET __attribute__((always_inline)) v16f KG_F(ro16)(v16f c, v16f p) {
-    return (v16f)mpx_ro16((__m512)c, (__m512)p);
-}
-
-static inline KG_TARGET __attribute__((always_inline)) v16f KG_F(rsum16)(const int RM, v16f c, v16f p) {
-    return KG_F(rnd16)(RM, KG_F(ro16)(c, p));
-}
-
 /* The rounded modes on 16 lanes: ukr's rounded branch (each product an fp32
  * product, every addition rounded to the format, the bias one more rounded
  * addition) with one vector per row; the same operations per lane, so the
- * same bits. Measured: acc16 runs 3-4% faster (ViT-B/16 1029 -> 993 ms,
- * ResNet-18 115 -> 111, det 165 -> 162), not the 2x the lane count
+ * same bits. It gains a few percent, not the 2x the lane count
  * suggests: each sum is a chain of multiply, add and two conversions per
  * term, so the kernel waits on latency, and one vector a row keeps 6 chains
  * in flight where 8 lanes kept 12. Two 16-column panels a call would keep
@@ -636,8 +383,8 @@ static const KG_F(ukr_fn) KG_F(ukr_table)[4][KG_MR] = {KG_UKR_ROW(0), KG_UKR_ROW
  * from MXCSR). Every float operation of the call sits between the two: it
  * works on C, A and B loaded after the first and feeds the stores before
  * the second, which GCC keeps in order (ldmxcsr is a volatile operation on
- * memory). The same bits as ukr_1_*: on a Zen 3 (no AVX-512) ResNet-18's
- * fp16-accumulated run spent 90% of its time in ukr_1_6. */
+ * memory). The same bits as ukr_1_*, whose Fast2Sum steps are nearly all
+ * of an fp16-accumulated run's time on a CPU without AVX-512. */
 #define KG_UKRZ_DEF(MR)                                                                  \
     static KG_TARGET void KG_F(ukrz_##MR)(int64_t kc, const float *a, const float *b,     \
                                           float *const *cr, bool first, const float *bias) { \
@@ -663,28 +410,6 @@ static const KG_F(ukr_fn) KG_F(ukrz_table)[KG_MR] = KG_MR_TABLE(ukrz);
  * term broadcast from it as the instruction's memory operand; B's two
  * panels are converted as they are read. C holds fp16 values between K
  * blocks, so reading it back is exact. */
-static inline KG_H16_TARGET __attribute__((always_inline)) __m256h KG_F(h16_ld)(const float *p) {
-    return _mm512_cvtxps_ph(_mm512_loadu_ps(p));
-}
-
-/* 16 floats at p0 and the first of 16 at p1 (m1: which; the rest read as
- * 0) as 32 fp16 lanes. */
-static inline KG_H16_TARGET __attribute__((always_inline)) __m512h KG_F(h16_ld2)(const float *p0, const float *p1,
-                                                                       __mmask16 m1) {
-    /* (integer casts: GCC 12 takes _mm512_castph256_ph512 through memory,
-     * a store-forwarding stall a term) */
-    const __m256h hi = _mm512_cvtxps_ph(_mm512_maskz_loadu_ps(m1, p1));
-    return _mm512_castsi512_ph(_mm512_inserti64x4(_mm512_castsi256_si512(_mm256_castph_si256(KG_F(h16_ld)(p0))),
-                                                  _mm256_castph_si256(hi), 1));
-}
-
-/* 32 fp16 lanes as floats at p, the last 16 only where m1 says. */
-static inline KG_H16_TARGET __attribute__((always_inline)) void KG_F(h16_st2)(float *p, __m512h v, __mmask16 m1) {
-    _mm512_storeu_ps(p, _mm512_cvtxph_ps(_mm512_castph512_ph256(v)));
-    _mm512_mask_storeu_ps(p + KG_NR, m1,
-                          _mm512_cvtxph_ps(_mm256_castpd_ph(_mm512_extractf64x4_pd(_mm512_castph_pd(v), 1))));
-}
-
 /* MR rows of A's panel (a: [kc][6]) against NP (1 or 2) panels of packed B
  * (ps floats apart; a partial last panel is zero-padded), C's last panel
  * read and written in the columns tail selects only (masked: where C's rows
@@ -1045,14 +770,12 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
     if (KG_SIMD < 2) {
         /* The tile's panels' columns that are outputs, into C (the other
          * panels are there already): a grid row's part of a panel at a
-         * time. Where every panel went through the tile, the copy-out was
-         * 8% of a 64 x 56 x 56 3 x 3 convolution on the AMD EPYC of
-         * 2026-11, and 7% of det's forward. (The run-at-a-time copy below,
-         * called per panel, made ResNet-18's forward about 5% slower there:
-         * a memcpy call per run of at most 16 floats.) Each column's place
-         * in C is found once a panel, not per row: two divisions an element
-         * had made a 2x2 stride-2 ConvTranspose (every panel strided, through
-         * the tile) run at 10 GMAC/s, 5% of det's forward. */
+         * time. Where every panel went through the tile, the copy-out was a
+         * visible share of a 3 x 3 convolution's time. (The run-at-a-time
+         * copy below, called per panel, is slower: a memcpy call per run of
+         * at most 16 floats.) Each column's place in C is found once a
+         * panel, not per row: two divisions an element made a 2x2 stride-2
+         * ConvTranspose (every panel strided, through the tile) crawl. */
         for (int64_t q = q0; q < q1; q += KG_NR) {
             if (KG_F(panel_in_c)(j, q, q1)) continue;
             int64_t at[KG_NR];
@@ -1096,337 +819,9 @@ static KG_TARGET void KG_F(fill_chan)(const kg_ctx *x, int tid, long ch) {
     KG_F(fill)(v, v->x + ch * v->H * v->W, 0, x->srows, x->shared + ch * x->schan, x->splane);
 }
 
-/* ---- 16 lanes of independent sums (kern_gemm.c's narrow depthwise and
- * kept matrix-vector paths) ------------------------------------------------------
- * out[l] = the sum over k of w16[k][l] * p[off[k] + l] (taps16_row) or of
- * a16[k][l] * b[boff[k]] (mv16), each in blocks of MPX_ACC_FP32_BLOCK
- * fused multiply-adds from 0 added to the sum from 0, then bias[l] (NULL:
- * none): the same operations per lane in every build. */
-static inline KG_TARGET __attribute__((always_inline)) void KG_F(lanes16)(const bool bcast, int64_t K,
-                                                                 const float *x16, const float *y,
-                                                                 const int64_t *off, const float *bias16,
-                                                                 float *out16) {
-    const v8f z = {0};
-    v8f s0 = z, s1 = z;
-    for (int64_t k0 = 0; k0 < K; k0 += MPX_ACC_FP32_BLOCK) {
-        const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < K ? k0 + MPX_ACC_FP32_BLOCK : K;
-        v8f a0 = z, a1 = z;
-        for (int64_t k = k0; k < k1; k++) {
-            const float *xk = x16 + k * 16, *yk = y + off[k];
-            const v8f y0 = bcast ? KG_F(splat)(*yk) : KG_F(ld8)(yk), y1 = bcast ? y0 : KG_F(ld8)(yk + 8);
-            a0 = KG_F(fma8)(KG_F(ld8)(xk), y0, a0);
-            a1 = KG_F(fma8)(KG_F(ld8)(xk + 8), y1, a1);
-        }
-        s0 += a0, s1 += a1;
-    }
-    if (bias16) s0 += KG_F(ld8)(bias16), s1 += KG_F(ld8)(bias16 + 8);
-    KG_F(st8)(out16, s0), KG_F(st8)(out16 + 8, s1);
-}
-
-/* lanes16's taps (w16 against p) for n outputs `step` floats apart in p
- * and 16 apart in out16: each lane's operations are lanes16's (blocks of 64 fused multiply-adds
- * from 0, added to the sum from 0, then the bias). Why: one output's sum
- * is a chain of K dependent fused multiply-adds, 4 cycles each, so a call
- * per output ran at a fraction of the FMA ports' rate (MobileNetV3's and
- * EfficientNet's narrow depthwise convolutions); RW outputs side by side
- * are RW independent chains. */
-static KG_TARGET void KG_F(taps16_row)(int64_t K, const float *w16, const float *p, const int64_t *off,
-                                       int64_t step, int64_t n, const float *bias16, float *out16) {
-    enum { RW = KG_SIMD == 2 ? 6 : 3 };
-    const v8f z = {0};
-    int64_t o = 0;
-    for (; o + RW <= n; o += RW) {
-        v8f s[RW][2];
-        for (int r = 0; r < RW; r++) s[r][0] = z, s[r][1] = z;
-        for (int64_t k0 = 0; k0 < K; k0 += MPX_ACC_FP32_BLOCK) {
-            const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < K ? k0 + MPX_ACC_FP32_BLOCK : K;
-            v8f a[RW][2];
-            for (int r = 0; r < RW; r++) a[r][0] = z, a[r][1] = z;
-            for (int64_t k = k0; k < k1; k++) {
-                const v8f w0 = KG_F(ld8)(w16 + k * 16), w1 = KG_F(ld8)(w16 + k * 16 + 8);
-                const float *pk = p + off[k] + o * step;
-                for (int r = 0; r < RW; r++) {
-                    a[r][0] = KG_F(fma8)(w0, KG_F(ld8)(pk + r * step), a[r][0]);
-                    a[r][1] = KG_F(fma8)(w1, KG_F(ld8)(pk + r * step + 8), a[r][1]);
-                }
-            }
-            for (int r = 0; r < RW; r++) s[r][0] += a[r][0], s[r][1] += a[r][1];
-        }
-        for (int r = 0; r < RW; r++) {
-            if (bias16) s[r][0] += KG_F(ld8)(bias16), s[r][1] += KG_F(ld8)(bias16 + 8);
-            KG_F(st8)(out16 + (o + r) * 16, s[r][0]);
-            KG_F(st8)(out16 + (o + r) * 16 + 8, s[r][1]);
-        }
-    }
-    for (; o < n; o++) KG_F(lanes16)(false, K, w16, p + o * step, off, bias16, out16 + o * 16);
-}
-
-/* r[0..8) as the rows of an 8 x 8 matrix, transposed in place (unpack,
- * pairs, halves: what the AVX2 instructions do in three steps). */
-static inline KG_TARGET __attribute__((always_inline)) void KG_F(tr8)(v8f *r) {
-    v8f a[8], b[8];
-    for (int i = 0; i < 8; i += 2) {
-        a[i] = KG_SHUF(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
-        a[i + 1] = KG_SHUF(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
-    }
-    for (int i = 0; i < 8; i += 4)
-        for (int h = 0; h < 2; h++) {
-            b[i + 2 * h] = KG_SHUF(a[i + h], a[i + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
-            b[i + 2 * h + 1] = KG_SHUF(a[i + h], a[i + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
-        }
-    for (int i = 0; i < 4; i++) {
-        r[i] = KG_SHUF(b[i], b[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
-        r[i + 4] = KG_SHUF(b[i], b[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
-    }
-}
-
-/* The narrow depthwise path's moves into and out of the lanes (kern_gemm.c
- * kg_dw16_fn), by the channel planes' flat positions, 8 channels x 8
- * positions a register transpose: by rows, a 7 x 7 or 14 x 14 map's rows
- * were mostly tails (an 8 x 8 transpose a row made MobileNetV3-Small
- * slower), and a value at a time the moves cost as much as the taps.
- * In: channel l's H x W plane xs[l] (nc of 16) to p[((ih + pt) Wp + iw +
- * pl) 16 + l]; out: y16[q 16 + l] to ys[l][q] for q < n. Lanes past nc are
- * not touched. */
-static KG_TARGET void KG_F(lanes_in)(const float *const *xs, int64_t nc, int64_t H, int64_t W, float *p,
-                                     int64_t Wp, int64_t pt, int64_t pl) {
-    for (int64_t c0 = 0; c0 < nc; c0 += 8) {
-        const int64_t n8 = nc - c0 < 8 ? nc - c0 : 8;
-        int64_t q = 0, ih = 0, iw = 0;
-        if (n8 == 8)
-            for (; q + 8 <= H * W; q += 8) {
-                v8f r[8];
-                for (int l = 0; l < 8; l++) r[l] = KG_F(ld8)(xs[c0 + l] + q);
-                KG_F(tr8)(r);
-                for (int t = 0; t < 8; t++) {
-                    KG_F(st8)(p + ((ih + pt) * Wp + iw + pl) * 16 + c0, r[t]);
-                    if (++iw == W) iw = 0, ih++;
-                }
-            }
-        for (; q < H * W; q++) {
-            for (int64_t l = 0; l < n8; l++) p[((ih + pt) * Wp + iw + pl) * 16 + c0 + l] = xs[c0 + l][q];
-            if (++iw == W) iw = 0, ih++;
-        }
-    }
-}
-
-static KG_TARGET void KG_F(lanes_out)(const float *y16, int64_t n, int64_t nc, float *const *ys) {
-    for (int64_t c0 = 0; c0 < nc; c0 += 8) {
-        const int64_t n8 = nc - c0 < 8 ? nc - c0 : 8;
-        int64_t q = 0;
-        if (n8 == 8)
-            for (; q + 8 <= n; q += 8) {
-                v8f r[8];
-                for (int t = 0; t < 8; t++) r[t] = KG_F(ld8)(y16 + (q + t) * 16 + c0);
-                KG_F(tr8)(r);
-                for (int l = 0; l < 8; l++) KG_F(st8)(ys[c0 + l] + q, r[l]);
-            }
-        for (; q < n; q++)
-            for (int64_t l = 0; l < n8; l++) ys[c0 + l][q] = y16[q * 16 + c0 + l];
-    }
-}
-
 static KG_TARGET void KG_F(mv16)(int64_t K, const float *a16, const float *b, const int64_t *boff,
                                  const float *bias16, float *out16) {
     KG_F(lanes16)(true, K, a16, b, boff, bias16, out16);
-}
-
-/* dw_chan's 32 sums in the AVX-512 build, into s[0..4) (8 each), 16 lanes
- * at a time: fp32 as the 8-lane loop (each lane's fused multiply-adds and
- * blocks of 64, so the same bits, with half the loads and instructions:
- * rec's depthwise convolutions were a tenth of its forward, bound by the
- * 8-lane loads); rounded sums with ro16's rounding modes, or with fp16
- * operands and fp16 sums one fp16 fused multiply-add a term (ukrh's
- * step). */
-#if KG_SIMD == 2
-#if KG_HAVE_H16
-static KG_H16_TARGET void KG_F(dw_h16)(int64_t K, const float *w, const float *xq, const int64_t *off,
-                                       const float *bp, v8f *s) {
-    __m512h c = _mm512_setzero_ph();
-    for (int64_t k = 0; k < K; k++) {
-        const float *p = xq + off[k];
-        c = _mm512_fmadd_ph(_mm512_set1_ph((kg_half)w[k]), KG_F(h16_ld2)(p, p + KG_NR, 0xffff), c);
-    }
-    if (bp) c = _mm512_add_ph(c, _mm512_set1_ph((kg_half)*bp));
-    KG_F(h16_st2)((float *)s, c, 0xffff);
-}
-#endif
-/* The fp32 depthwise sums of NR grid rows rs floats apart, 32 outputs
- * each, into s[row][half]: each output's taps in order, blocks of 64 fused
- * multiply-adds from 0 added to the sum from 0, then the bias. NR 3 (the
- * wide path's rows, dw_chan) keeps 6 chains of fused multiply-adds in
- * flight where one row had 2, each K long (a 3x3 tap chain is 9 dependent
- * 4-cycle steps: one row at a time ran at a quarter of the FMA ports'
- * rate); NR 1 for the rows left over. */
-static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_rows_fp32)(const int NR, int64_t K,
-                                                                     const float *w, const float *xq,
-                                                                     int64_t rs, const int64_t *off,
-                                                                     const float *bp, v16f (*s)[2]) {
-    const v16f z = {0};
-    for (int i = 0; i < NR; i++) s[i][0] = z, s[i][1] = z;
-    for (int64_t k0 = 0; k0 < K; k0 += MPX_ACC_FP32_BLOCK) {
-        const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < K ? k0 + MPX_ACC_FP32_BLOCK : K;
-        v16f a[3][2];
-        for (int i = 0; i < NR; i++) a[i][0] = z, a[i][1] = z;
-        for (int64_t k = k0; k < k1; k++) {
-            const __m512 wk = (__m512)KG_F(splat16)(w[k]);
-            const float *p = xq + off[k];
-            for (int i = 0; i < NR; i++) {
-                a[i][0] = (v16f)_mm512_fmadd_ps(wk, _mm512_loadu_ps(p + i * rs), (__m512)a[i][0]);
-                a[i][1] = (v16f)_mm512_fmadd_ps(wk, _mm512_loadu_ps(p + i * rs + KG_NR), (__m512)a[i][1]);
-            }
-        }
-        for (int i = 0; i < NR; i++) s[i][0] += a[i][0], s[i][1] += a[i][1];
-    }
-    if (bp)
-        for (int i = 0; i < NR; i++) s[i][0] += KG_F(splat16)(*bp), s[i][1] += KG_F(splat16)(*bp);
-}
-
-static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_sums16)(const int RM, bool h16, int64_t K,
-                                                                  const float *w, const float *xq,
-                                                                  const int64_t *off, const float *bp, v8f *s) {
-#if KG_HAVE_H16
-    if (RM == KG_FP16 && h16) {
-        KG_F(dw_h16)(K, w, xq, off, bp, s);
-        return;
-    }
-#else
-    (void)h16;
-#endif
-    const v16f z = {0};
-    v16f sa = z, sb = z;
-    if (RM == KG_FP32) {
-        v16f one[1][2];
-        KG_F(dw_rows_fp32)(1, K, w, xq, 0, off, bp, one);
-        sa = one[0][0], sb = one[0][1];
-    } else {
-        for (int64_t k = 0; k < K; k++) {
-            const v16f wk = KG_F(splat16)(w[k]);
-            const float *p = xq + off[k];
-            v16f xa, xb;
-            memcpy(&xa, p, sizeof xa);
-            memcpy(&xb, p + KG_NR, sizeof xb);
-            sa = KG_F(rsum16)(RM, sa, wk * xa);
-            sb = KG_F(rsum16)(RM, sb, wk * xb);
-        }
-        if (bp) sa = KG_F(rsum16)(RM, sa, KG_F(splat16)(*bp)), sb = KG_F(rsum16)(RM, sb, KG_F(splat16)(*bp));
-    }
-    memcpy(s, &sa, sizeof sa);
-    memcpy(s + 2, &sb, sizeof sb);
-}
-#endif
-
-/* ---- depthwise: one channel ------------------------------------------------------------------
- * The channel's padded, phase-split input into the thread's strip, then grid
- * rows 32 outputs at a time in 4 vectors; the taps' terms in order (fp32:
- * blocks of 64 taps, as the GEMM). */
-static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_chan)(const int RM, const kg_ctx *x,
-                                                                int tid, int64_t ch) {
-    const kg_dw *j = x->d;
-    const kg_conv *v = j->conv;
-    const int64_t K = v->KH * v->KW;
-    float *st = x->strip[tid];
-    KG_F(fill)(v, v->x + ch * v->H * v->W, 0, x->srows, st, x->splane);
-    const float *w = j->w + ch * K;
-    float *y = j->y + ch * j->yc;
-    const float *bp = j->bias ? j->bias + ch : NULL;
-    const int64_t *off = x->boff;
-    const v8f z = {0};
-    int64_t r0 = 0;
-#if KG_SIMD == 2
-    if (RM == KG_FP32)
-        for (; r0 + 3 <= v->OH; r0 += 3)
-            for (int64_t col = 0; col < j->OW; col += 32) {
-                v16f s3r[3][2];
-                KG_F(dw_rows_fp32)(3, K, w, st + r0 * v->Wq + col, v->Wq, off, bp, s3r);
-                const int64_t n = j->OW - col < 32 ? j->OW - col : 32;
-                for (int i = 0; i < 3; i++) {
-                    float *yo = y + (r0 + i) * j->OW + col;
-                    if (n == 32) {
-                        memcpy(yo, &s3r[i][0], sizeof s3r[i][0]);
-                        memcpy(yo + KG_NR, &s3r[i][1], sizeof s3r[i][1]);
-                    } else {
-                        float t[32];
-                        memcpy(t, &s3r[i][0], sizeof s3r[i][0]);
-                        memcpy(t + KG_NR, &s3r[i][1], sizeof s3r[i][1]);
-                        memcpy(yo, t, (size_t)n * sizeof *t);
-                    }
-                }
-            }
-#endif
-    for (int64_t r = r0; r < v->OH; r++) {
-        for (int64_t col = 0; col < j->OW; col += 32) {
-            const float *xq = st + r * v->Wq + col;
-            v8f s0 = z, s1 = z, s2 = z, s3 = z;
-#if KG_SIMD == 2
-            v8f s16[4];
-            KG_F(dw_sums16)(RM, x->h16, K, w, xq, off, bp, s16);
-            s0 = s16[0], s1 = s16[1], s2 = s16[2], s3 = s16[3];
-#else
-            if (RM == KG_FP32) {
-                for (int64_t k0 = 0; k0 < K; k0 += MPX_ACC_FP32_BLOCK) {
-                    const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < K ? k0 + MPX_ACC_FP32_BLOCK : K;
-                    v8f a0 = z, a1 = z, a2 = z, a3 = z;
-                    for (int64_t k = k0; k < k1; k++) {
-                        const v8f wk = KG_F(splat)(w[k]);
-                        const float *p = xq + off[k];
-                        a0 = KG_F(fma8)(wk, KG_F(ld8)(p), a0);
-                        a1 = KG_F(fma8)(wk, KG_F(ld8)(p + 8), a1);
-                        a2 = KG_F(fma8)(wk, KG_F(ld8)(p + 16), a2);
-                        a3 = KG_F(fma8)(wk, KG_F(ld8)(p + 24), a3);
-                    }
-                    s0 += a0, s1 += a1, s2 += a2, s3 += a3;
-                }
-                if (bp) {
-                    const v8f bv = KG_F(splat)(*bp);
-                    s0 += bv, s1 += bv, s2 += bv, s3 += bv;
-                }
-            } else {
-                for (int64_t k = 0; k < K; k++) {
-                    const v8f wk = KG_F(splat)(w[k]);
-                    const float *p = xq + off[k];
-                    s0 = KG_F(rsum)(RM, s0, wk * KG_F(ld8)(p));
-                    s1 = KG_F(rsum)(RM, s1, wk * KG_F(ld8)(p + 8));
-                    s2 = KG_F(rsum)(RM, s2, wk * KG_F(ld8)(p + 16));
-                    s3 = KG_F(rsum)(RM, s3, wk * KG_F(ld8)(p + 24));
-                }
-                if (bp) {
-                    const v8f bv = KG_F(splat)(*bp);
-                    s0 = KG_F(rsum)(RM, s0, bv), s1 = KG_F(rsum)(RM, s1, bv);
-                    s2 = KG_F(rsum)(RM, s2, bv), s3 = KG_F(rsum)(RM, s3, bv);
-                }
-            }
-#endif
-            float *yo = y + r * j->OW + col;
-            const int64_t n = j->OW - col < 32 ? j->OW - col : 32;
-            if (n == 32) {
-                KG_F(st8)(yo, s0), KG_F(st8)(yo + 8, s1), KG_F(st8)(yo + 16, s2), KG_F(st8)(yo + 24, s3);
-            } else {
-                float t[32];
-                KG_F(st8)(t, s0), KG_F(st8)(t + 8, s1), KG_F(st8)(t + 16, s2), KG_F(st8)(t + 24, s3);
-                memcpy(yo, t, (size_t)n * sizeof *t);
-            }
-        }
-    }
-}
-
-static KG_TARGET void KG_F(dw_item)(const kg_ctx *x, int tid, long ch) {
-    switch (x->d->mode) {
-    case KG_FP32: KG_F(dw_chan)(KG_FP32, x, tid, ch); return;
-    case KG_FP16:
-#if KG_SIMD == 1
-        if (x->d->f16) { /* fp16 operands: roz8's steps, as ukrz (which says why this is safe) */
-            const unsigned csr = KG_F(csr_towards_zero)();
-            KG_F(dw_chan)(KG_FP16Z, x, tid, ch);
-            _mm_setcsr(csr);
-            return;
-        }
-#endif
-        KG_F(dw_chan)(KG_FP16, x, tid, ch);
-        return;
-    case KG_BF16: KG_F(dw_chan)(KG_BF16, x, tid, ch); return;
-    case KG_TF32: KG_F(dw_chan)(KG_TF32, x, tid, ch); return;
-    }
 }
 
 /* ---- a narrow map's convolution, output channels in the lanes --------------------------------

@@ -29,11 +29,10 @@
  *
  * The activations are libm's (sigmoid in kern_elem.h's overflow-free
  * form), so fp32 results agree with ONNX Runtime's to a few ulp, not bit
- * for bit (ORT evaluates its gates with MLAS's approximations). A
- * bidirectional LSTM of 64 steps, input and hidden 256, batch 1: fp32
- * forward 41 -> 9.6 ms with the input projection on the core and the H
- * terms across rows (ONNX Runtime 1.7 ms; rel_l2 3e-7 against it); the
- * fp16 report 86 -> 25 ms (mpx_bench, this machine). */
+ * for bit (ORT evaluates its gates with MLAS's approximations). The input
+ * projection of every step runs on the GEMM core as one product and the
+ * hidden terms are summed across rows, because a step at a time left the
+ * recurrence several times slower than the product it contains. */
 #include "kern_elem.h"
 #include "kern_gemm.h"
 #include "kern_nn.h"

@@ -310,19 +310,11 @@ static int64_t npy_convert(const npy_type *t, const unsigned char *p, size_t n, 
     for (size_t k = 0; k < n; k++, p += t->size) {
         uint64_t u = load_le(p, t->size);
         int64_t i = at + (int64_t)k;
+        if (mpx_dtype_is_float(t->dt)) { /* held as fp32 (doubles rounded) */
+            v->f[i] = mpx_dtype_decode(t->dt, u);
+            continue;
+        }
         switch (t->dt) {
-        case MPX_DT_FLOAT16: v->f[i] = mpx_fp16_bits_to_f32((uint16_t)u); break;
-        case MPX_DT_FLOAT: {
-            uint32_t w = (uint32_t)u;
-            memcpy(&v->f[i], &w, sizeof w);
-            break;
-        }
-        case MPX_DT_DOUBLE: {
-            double d;
-            memcpy(&d, &u, sizeof d);
-            v->f[i] = (float)d; /* float dtypes are held as fp32 */
-            break;
-        }
         case MPX_DT_INT8: v->i[i] = (int8_t)(uint8_t)u; break;
         case MPX_DT_INT16: v->i[i] = (int16_t)(uint16_t)u; break;
         case MPX_DT_INT32: v->i[i] = (int32_t)(uint32_t)u; break;

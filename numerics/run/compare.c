@@ -100,17 +100,14 @@ mpx_run_totals mpx_compare_totals(const mpx_compare *c) {
  * job reading it (steps of later nodes, its node's metrics) is done. */
 enum { MAX_CANDS = MPX_COMPARE_MAX_CANDS };
 
-/* Nodes whose jobs may run at once. Measured on the benchmark's reports
- * (`mpx_bench <model> <shape> report`, fp16 and bf16 against one reference,
- * 2 cores), against the per-node batches this replaced (a node's steps and
- * the previous node's metrics on two threads, then a barrier): det 457 ->
- * 411 ms, rec 133 -> 105, cls 10.5 -> 8.1, ResNet-18 79 -> 66, UNet 418 ->
- * 379. A window of 1 (the barrier's order, without the barrier) gave det
- * 586 ms, rec 163; 2 rec 107, ResNet-18 79; 8 no better than 4. Without the
- * peak rule in pick, lookahead had grown the peak values (det 112.5 -> 125
- * MB, UNet 96 -> 112, rec 8.4 -> 10.5); with it, room kept for the first
- * unfinished node's own outputs, they are the barrier's (112.5, 96, 8.4,
- * ViT-B/16 23.0) at the same times. */
+/* Nodes whose jobs may run at once. On the benchmark's reports
+ * (`mpx_bench <model> <shape> report`, 2 cores) a window of 4 is clearly
+ * faster than running each node's steps and the previous node's metrics
+ * as a batch with a barrier: a thread takes the next ready job instead of
+ * waiting for the slower step. A window of 1 or 2 leaves threads waiting,
+ * 8 gains nothing over 4. Lookahead alone would grow the peak of live
+ * values; pick's peak rule (room kept for the first unfinished node's own
+ * outputs) keeps it at what one node at a time holds. */
 enum { WINDOW = 4 };
 
 /* One node of the window: its jobs (R, C[0..nc), L[0..nc) when local, M)

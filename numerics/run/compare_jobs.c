@@ -4,8 +4,9 @@
  * Each thread loops: pick a ready job under the lock, run it without, hand
  * it back under the lock (which may make others ready). A thread with
  * nothing ready waits for the next job to finish: it spins a little first
- * (a node's jobs are often a few microseconds, and a sleeping thread took
- * tens of microseconds to wake on this VM), then sleeps. Which thread runs
+ * (a node's jobs are often a few microseconds, and a sleeping thread can
+ * take tens of microseconds to wake, on virtual machines especially), then
+ * sleeps. Which thread runs
  * what, and in which order, changes no result: only the time and the peak
  * of live values (the owner bounds that with its window of nodes). */
 #include "compare_internal.h"

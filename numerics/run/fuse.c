@@ -32,9 +32,8 @@ enum {
     FUSE_MIN_ELEMS = 1 << 16, /* smaller ones stay in L2 anyway (2^16 beat 2^17 on rec) */
     FUSE_MIN_PLANE = 1024,  /* a broadcast operand constant over fewer: tiles too short */
     FUSE_MAX_NODES = MPX_FUSE_MAX_NODES,
-    FUSE_PAR_MIN = 1 << 17, /* element-steps (elements x nodes) worth two threads (2^19 until the
-                               pool stopped waiting for sleeping workers: EfficientNet-B0 30.8 ->
-                               28.1 ms on the AMD EPYC of 2026-11, alternating runs) */
+    FUSE_PAR_MIN = 1 << 17, /* element-steps (elements x nodes) worth two threads: the pool's
+                               workers spin between jobs, so a second thread pays from here */
 };
 
 static bool known_float(const mpx_tensor *t) {

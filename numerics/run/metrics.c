@@ -190,8 +190,7 @@ __attribute__((target("avx512f,avx512dq"))) static int64_t lanes_avx512(lanes *L
  * loop over the block keeping the twelve double sums, the largest |x| and the
  * block's floats needs more than AVX2's sixteen registers: as it was
  * written first, three sums lived on the stack and each block waited for a
- * store and a reload on their chains (about 16 cycles a block of eight on
- * the Zen 3 here; 0.74 ns an element from L2). So a chunk of CHUNK elements
+ * store and a reload on their chains. So a chunk of CHUNK elements
  * (4 KB of each array, in L1 while it is read again) is read in two passes:
  * the counts of every candidate with the reference's largest |x| and x*x
  * sums, then the sums of the comparison. The counts are integers, so their
@@ -202,12 +201,10 @@ __attribute__((target("avx512f,avx512dq"))) static int64_t lanes_avx512(lanes *L
  * in order), two candidates at a time: a half's reference floats converted
  * once for both, and both candidates' sums in registers (ten: the largest
  * |d| is one register for both halves, since a maximum does not depend on
- * which lane holds what; finish takes the largest lane). Two candidates on
- * the Zen 3 here (a micro-benchmark of mpx_metrics_compute_many, best
- * of 7): 4 M elements from memory 1.59-1.92 -> 1.34-1.41 ns an element;
- * 64 K in L2 0.87 -> 0.85, unchanged: there each lane's sums are one chain
- * of fused multiply-adds, four cycles a block, and the order of a lane's
- * terms is the figures' definition (more chains would change the bits).
+ * which lane holds what; finish takes the largest lane). That helps where
+ * the arrays come from memory; from L2 each lane's sums are one chain of
+ * fused multiply-adds, four cycles a block, and the order of a lane's terms
+ * is the figures' definition (more chains would change the bits).
  *
  * Unchecked (nc candidates against one reference, as the AVX-512 pass): a
  * non-finite value shows as a non-finite lane of x*x or y*y, checked once at

@@ -1,0 +1,150 @@
+/* kern_depthwise.c - the depthwise convolution kernels of the GEMM core
+ * (kern_gemm.h: kg_dw_run): a channel at a time on the grid (dw_chan), or
+ * 16 channels in the lanes on narrow maps; the inner loops per build in
+ * kern_dw_body.h, after the helpers they share with the GEMM
+ * (kern_gemm_vec.h). */
+#include "kern_gemm_core.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The portable build. */
+#define KG_F(x) x##_gen
+#define KG_SIMD 0
+#define KG_TARGET
+#include "kern_gemm_vec.h"
+#include "kern_dw_body.h"
+#undef KG_F
+#undef KG_SIMD
+#undef KG_TARGET
+
+/* The AVX2 build (F16C for fp16 rounding); used only when the CPU has both.
+ * Every function of it carries the target attribute (GCC and Clang), so the
+ * build needs no -m flags. */
+#if KG_HAVE_X86
+#define KG_F(x) x##_avx2
+#define KG_SIMD 1
+#define KG_TARGET __attribute__((target("avx2,f16c,fma")))
+#include "kern_gemm_vec.h"
+#include "kern_dw_body.h"
+#undef KG_F
+#undef KG_SIMD
+#undef KG_TARGET
+#endif
+
+/* The AVX-512 build: the AVX2 build's code with the fp32 micro-kernel on
+ * 16-lane vectors (one register per row of the 6 x 16 tile instead of two).
+ * The same products and sums per lane, so the same bits; CPUs with AVX-512
+ * run 16-lane multiplies and adds at well above the 8-lane ones' rate. */
+#if KG_HAVE_X86
+#define KG_F(x) x##_avx512
+#define KG_SIMD 2
+#define KG_TARGET __attribute__((target("avx512f,avx2,f16c,fma")))
+#include "kern_gemm_vec.h"
+#include "kern_dw_body.h"
+#undef KG_F
+#undef KG_SIMD
+#undef KG_TARGET
+#endif
+
+KG_ITEM_FN(kg_dw_fn, dw_item)
+
+/* fp32 depthwise on narrow maps (MobileNet's and EfficientNet's 7 x 7 and
+ * 14 x 14 stages, where dw_chan's 32-wide rows were mostly dropped
+ * columns): 16 channels an item in the lanes, over a zero-padded
+ * channels-last copy of their input, each output's taps in order (blocks
+ * of 64 fused multiply-adds from 0, added to the sum from 0, then the
+ * bias): dw_chan's operations per output, padding taps included as its
+ * zero strip has them, so the same bits. */
+typedef void (*kg_row_fn)(int64_t K, const float *w16, const float *p, const int64_t *off, int64_t step,
+                          int64_t n, const float *bias16, float *out16);
+typedef void (*kg_in_fn)(const float *const *xs, int64_t nc, int64_t H, int64_t W, float *p, int64_t Wp,
+                         int64_t pt, int64_t pl);
+typedef void (*kg_out_fn)(const float *y16, int64_t n, int64_t nc, float *const *ys);
+
+typedef struct kg_dw16 {
+    const kg_dw *j;
+    int64_t Hp, Wp;     /* padded input */
+    const int64_t *off; /* [K]: each tap's place in it, from an output's first */
+    kg_row_fn row;      /* taps16_row, lanes_in and lanes_out of the build the CPU takes */
+    kg_in_fn in;
+    kg_out_fn out;
+    float *buf[8];      /* per thread: the padded input, the weights, the output's lanes */
+} kg_dw16;
+
+enum { KG_DW16_MAX_OW = 23 }; /* narrow maps: outputs up to this wide */
+
+static void kg_dw16_fn(void *ctx, int tid, long item) {
+    (void)tid;
+    const kg_dw16 *d = ctx;
+    const kg_dw *j = d->j;
+    const kg_conv *v = j->conv;
+    const int64_t K = v->KH * v->KW, c0 = item * 16, nc = j->C - c0 < 16 ? j->C - c0 : 16;
+    const int64_t Wp = d->Wp;
+    float *p = d->buf[tid], *wt = p + d->Hp * Wp * 16;
+    memset(p, 0, (size_t)(d->Hp * Wp * 16) * sizeof *p);
+    memset(wt, 0, (size_t)(K * 16) * sizeof *wt);
+    float *o16 = wt + K * 16;
+    const float *xs[16];
+    float *ys[16];
+    for (int64_t l = 0; l < nc; l++) xs[l] = v->x + (c0 + l) * v->H * v->W, ys[l] = j->y + (c0 + l) * j->yc;
+    d->in(xs, nc, v->H, v->W, p, Wp, v->pt, v->pl);
+    for (int64_t l = 0; l < nc; l++)
+        for (int64_t k = 0; k < K; k++) wt[k * 16 + l] = j->w[(c0 + l) * K + k];
+    float bias16[16] = {0};
+    for (int64_t l = 0; j->bias && l < nc; l++) bias16[l] = j->bias[c0 + l];
+    for (int64_t oh = 0; oh < v->OH; oh++)
+        d->row(K, wt, p + oh * v->sh * Wp * 16, d->off, v->sw * 16, j->OW, j->bias ? bias16 : NULL,
+               o16 + oh * j->OW * 16);
+    d->out(o16, v->OH * j->OW, nc, ys);
+}
+
+bool kg_dw_run(const kg_dw *j) {
+    const kg_conv *v = j->conv;
+    const int64_t K = v->KH * v->KW;
+    int nt = kg_threads_for((double)j->C * (double)v->OH * (double)j->OW * (double)K * 4.0);
+    if (j->mode == KG_FP32 && j->OW <= KG_DW16_MAX_OW && j->C >= 16) {
+        /* The padded map: every tap a grid position reads (pads as zero). */
+        kg_dw16 d = {.j = j, .Hp = (v->OH - 1) * v->sh + (v->KH - 1) * v->dh + 1,
+                     .Wp = (j->OW - 1) * v->sw + (v->KW - 1) * v->dw + 1};
+        if (d.Hp < v->H + v->pt) d.Hp = v->H + v->pt;
+        if (d.Wp < v->W + v->pl) d.Wp = v->W + v->pl;
+        const long items = (long)((j->C + 15) / 16);
+        if (nt > items) nt = (int)items;
+        int64_t *off = malloc((size_t)K * sizeof *off);
+        bool ok = off != NULL;
+        for (int64_t k = 0; ok && k < K; k++) off[k] = ((k / v->KW) * v->dh * d.Wp + (k % v->KW) * v->dw) * 16;
+        d.off = off, d.row = KG_PICK(kg_row_fn, taps16_row);
+        d.in = KG_PICK(kg_in_fn, lanes_in), d.out = KG_PICK(kg_out_fn, lanes_out);
+        for (int t = 0; ok && t < nt; t++)
+            ok = (d.buf[t] = malloc((size_t)(d.Hp * d.Wp * 16 + K * 16 + v->OH * j->OW * 16) * sizeof(float))) !=
+                 NULL;
+        if (ok) mpx_k_parallel(items, nt, kg_dw16_fn, &d);
+        for (int t = 0; t < 8; t++) free(d.buf[t]);
+        free(off);
+        return ok;
+    }
+    if (nt > j->C) nt = (int)j->C;
+    kg_ctx x = {.d = j, .avx2 = kg_use_avx2(), .avx512 = kg_use_avx512(), .h16 = kg_use_h16(j->mode, j->f16)};
+    /* The whole channel: the grid's rows, the rows the taps reach below
+     * them, one more for the dropped columns; 32 floats of slack for the
+     * last vectors. */
+    x.srows = v->OH + (v->KH - 1) * v->dh / v->sh + 1;
+    x.splane = x.srows * v->Wq;
+    x.schan = v->sh * v->sw * x.splane;
+    int64_t *off = malloc((size_t)K * sizeof *off);
+    bool ok = off != NULL;
+    for (int64_t kh = 0; ok && kh < v->KH; kh++)
+        for (int64_t kw = 0; kw < v->KW; kw++) {
+            const int64_t ph = kh * v->dh % v->sh, pw = kw * v->dw % v->sw;
+            off[kh * v->KW + kw] = (ph * v->sw + pw) * x.splane + kh * v->dh / v->sh * v->Wq + kw * v->dw / v->sw;
+        }
+    x.boff = off;
+    for (int t = 0; ok && t < nt; t++)
+        ok = (x.strip[t] = calloc((size_t)(x.schan + 32), sizeof(float))) != NULL;
+    if (ok) mpx_k_parallel((long)j->C, nt, kg_dw_fn, &x);
+    kg_free_bufs(&x);
+    free(off);
+    return ok;
+}

@@ -1,0 +1,305 @@
+/* kern_dw_body.h - the inner loops of kern_depthwise.c, included there
+ * once per build after kern_gemm_vec.h, as kern_gemm_body.h is in
+ * kern_gemm.c (it says what each build is). Not a header of its own: no
+ * include guard on purpose. */
+
+/* lanes16's taps (w16 against p) for n outputs `step` floats apart in p
+ * and 16 apart in out16: each lane's operations are lanes16's (blocks of 64 fused multiply-adds
+ * from 0, added to the sum from 0, then the bias). Why: one output's sum
+ * is a chain of K dependent fused multiply-adds, 4 cycles each, so a call
+ * per output ran at a fraction of the FMA ports' rate (MobileNetV3's and
+ * EfficientNet's narrow depthwise convolutions); RW outputs side by side
+ * are RW independent chains. */
+static KG_TARGET void KG_F(taps16_row)(int64_t K, const float *w16, const float *p, const int64_t *off,
+                                       int64_t step, int64_t n, const float *bias16, float *out16) {
+    enum { RW = KG_SIMD == 2 ? 6 : 3 };
+    const v8f z = {0};
+    int64_t o = 0;
+    for (; o + RW <= n; o += RW) {
+        v8f s[RW][2];
+        for (int r = 0; r < RW; r++) s[r][0] = z, s[r][1] = z;
+        for (int64_t k0 = 0; k0 < K; k0 += MPX_ACC_FP32_BLOCK) {
+            const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < K ? k0 + MPX_ACC_FP32_BLOCK : K;
+            v8f a[RW][2];
+            for (int r = 0; r < RW; r++) a[r][0] = z, a[r][1] = z;
+            for (int64_t k = k0; k < k1; k++) {
+                const v8f w0 = KG_F(ld8)(w16 + k * 16), w1 = KG_F(ld8)(w16 + k * 16 + 8);
+                const float *pk = p + off[k] + o * step;
+                for (int r = 0; r < RW; r++) {
+                    a[r][0] = KG_F(fma8)(w0, KG_F(ld8)(pk + r * step), a[r][0]);
+                    a[r][1] = KG_F(fma8)(w1, KG_F(ld8)(pk + r * step + 8), a[r][1]);
+                }
+            }
+            for (int r = 0; r < RW; r++) s[r][0] += a[r][0], s[r][1] += a[r][1];
+        }
+        for (int r = 0; r < RW; r++) {
+            if (bias16) s[r][0] += KG_F(ld8)(bias16), s[r][1] += KG_F(ld8)(bias16 + 8);
+            KG_F(st8)(out16 + (o + r) * 16, s[r][0]);
+            KG_F(st8)(out16 + (o + r) * 16 + 8, s[r][1]);
+        }
+    }
+    for (; o < n; o++) KG_F(lanes16)(false, K, w16, p + o * step, off, bias16, out16 + o * 16);
+}
+
+/* r[0..8) as the rows of an 8 x 8 matrix, transposed in place (unpack,
+ * pairs, halves: what the AVX2 instructions do in three steps). */
+static inline KG_TARGET __attribute__((always_inline)) void KG_F(tr8)(v8f *r) {
+    v8f a[8], b[8];
+    for (int i = 0; i < 8; i += 2) {
+        a[i] = KG_SHUF(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+        a[i + 1] = KG_SHUF(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+    }
+    for (int i = 0; i < 8; i += 4)
+        for (int h = 0; h < 2; h++) {
+            b[i + 2 * h] = KG_SHUF(a[i + h], a[i + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+            b[i + 2 * h + 1] = KG_SHUF(a[i + h], a[i + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+        }
+    for (int i = 0; i < 4; i++) {
+        r[i] = KG_SHUF(b[i], b[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+        r[i + 4] = KG_SHUF(b[i], b[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+    }
+}
+
+/* The narrow depthwise path's moves into and out of the lanes (kern_gemm.c
+ * kg_dw16_fn), by the channel planes' flat positions, 8 channels x 8
+ * positions a register transpose: by rows, a 7 x 7 or 14 x 14 map's rows
+ * were mostly tails (an 8 x 8 transpose a row made MobileNetV3-Small
+ * slower), and a value at a time the moves cost as much as the taps.
+ * In: channel l's H x W plane xs[l] (nc of 16) to p[((ih + pt) Wp + iw +
+ * pl) 16 + l]; out: y16[q 16 + l] to ys[l][q] for q < n. Lanes past nc are
+ * not touched. */
+static KG_TARGET void KG_F(lanes_in)(const float *const *xs, int64_t nc, int64_t H, int64_t W, float *p,
+                                     int64_t Wp, int64_t pt, int64_t pl) {
+    for (int64_t c0 = 0; c0 < nc; c0 += 8) {
+        const int64_t n8 = nc - c0 < 8 ? nc - c0 : 8;
+        int64_t q = 0, ih = 0, iw = 0;
+        if (n8 == 8)
+            for (; q + 8 <= H * W; q += 8) {
+                v8f r[8];
+                for (int l = 0; l < 8; l++) r[l] = KG_F(ld8)(xs[c0 + l] + q);
+                KG_F(tr8)(r);
+                for (int t = 0; t < 8; t++) {
+                    KG_F(st8)(p + ((ih + pt) * Wp + iw + pl) * 16 + c0, r[t]);
+                    if (++iw == W) iw = 0, ih++;
+                }
+            }
+        for (; q < H * W; q++) {
+            for (int64_t l = 0; l < n8; l++) p[((ih + pt) * Wp + iw + pl) * 16 + c0 + l] = xs[c0 + l][q];
+            if (++iw == W) iw = 0, ih++;
+        }
+    }
+}
+
+static KG_TARGET void KG_F(lanes_out)(const float *y16, int64_t n, int64_t nc, float *const *ys) {
+    for (int64_t c0 = 0; c0 < nc; c0 += 8) {
+        const int64_t n8 = nc - c0 < 8 ? nc - c0 : 8;
+        int64_t q = 0;
+        if (n8 == 8)
+            for (; q + 8 <= n; q += 8) {
+                v8f r[8];
+                for (int t = 0; t < 8; t++) r[t] = KG_F(ld8)(y16 + (q + t) * 16 + c0);
+                KG_F(tr8)(r);
+                for (int l = 0; l < 8; l++) KG_F(st8)(ys[c0 + l] + q, r[l]);
+            }
+        for (; q < n; q++)
+            for (int64_t l = 0; l < n8; l++) ys[c0 + l][q] = y16[q * 16 + c0 + l];
+    }
+}
+
+/* dw_chan's 32 sums in the AVX-512 build, into s[0..4) (8 each), 16 lanes
+ * at a time: fp32 as the 8-lane loop (each lane's fused multiply-adds and
+ * blocks of 64, so the same bits, with half the loads and instructions:
+ * rec's depthwise convolutions were a tenth of its forward, bound by the
+ * 8-lane loads); rounded sums with ro16's rounding modes, or with fp16
+ * operands and fp16 sums one fp16 fused multiply-add a term (ukrh's
+ * step). */
+#if KG_SIMD == 2
+#if KG_HAVE_H16
+static KG_H16_TARGET void KG_F(dw_h16)(int64_t K, const float *w, const float *xq, const int64_t *off,
+                                       const float *bp, v8f *s) {
+    __m512h c = _mm512_setzero_ph();
+    for (int64_t k = 0; k < K; k++) {
+        const float *p = xq + off[k];
+        c = _mm512_fmadd_ph(_mm512_set1_ph((kg_half)w[k]), KG_F(h16_ld2)(p, p + KG_NR, 0xffff), c);
+    }
+    if (bp) c = _mm512_add_ph(c, _mm512_set1_ph((kg_half)*bp));
+    KG_F(h16_st2)((float *)s, c, 0xffff);
+}
+#endif
+/* The fp32 depthwise sums of NR grid rows rs floats apart, 32 outputs
+ * each, into s[row][half]: each output's taps in order, blocks of 64 fused
+ * multiply-adds from 0 added to the sum from 0, then the bias. NR 3 (the
+ * wide path's rows, dw_chan) keeps 6 chains of fused multiply-adds in
+ * flight where one row had 2, each K long (a 3x3 tap chain is 9 dependent
+ * 4-cycle steps: one row at a time ran at a quarter of the FMA ports'
+ * rate); NR 1 for the rows left over. */
+static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_rows_fp32)(const int NR, int64_t K,
+                                                                     const float *w, const float *xq,
+                                                                     int64_t rs, const int64_t *off,
+                                                                     const float *bp, v16f (*s)[2]) {
+    const v16f z = {0};
+    for (int i = 0; i < NR; i++) s[i][0] = z, s[i][1] = z;
+    for (int64_t k0 = 0; k0 < K; k0 += MPX_ACC_FP32_BLOCK) {
+        const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < K ? k0 + MPX_ACC_FP32_BLOCK : K;
+        v16f a[3][2];
+        for (int i = 0; i < NR; i++) a[i][0] = z, a[i][1] = z;
+        for (int64_t k = k0; k < k1; k++) {
+            const __m512 wk = (__m512)KG_F(splat16)(w[k]);
+            const float *p = xq + off[k];
+            for (int i = 0; i < NR; i++) {
+                a[i][0] = (v16f)_mm512_fmadd_ps(wk, _mm512_loadu_ps(p + i * rs), (__m512)a[i][0]);
+                a[i][1] = (v16f)_mm512_fmadd_ps(wk, _mm512_loadu_ps(p + i * rs + KG_NR), (__m512)a[i][1]);
+            }
+        }
+        for (int i = 0; i < NR; i++) s[i][0] += a[i][0], s[i][1] += a[i][1];
+    }
+    if (bp)
+        for (int i = 0; i < NR; i++) s[i][0] += KG_F(splat16)(*bp), s[i][1] += KG_F(splat16)(*bp);
+}
+
+static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_sums16)(const int RM, bool h16, int64_t K,
+                                                                  const float *w, const float *xq,
+                                                                  const int64_t *off, const float *bp, v8f *s) {
+#if KG_HAVE_H16
+    if (RM == KG_FP16 && h16) {
+        KG_F(dw_h16)(K, w, xq, off, bp, s);
+        return;
+    }
+#else
+    (void)h16;
+#endif
+    const v16f z = {0};
+    v16f sa = z, sb = z;
+    if (RM == KG_FP32) {
+        v16f one[1][2];
+        KG_F(dw_rows_fp32)(1, K, w, xq, 0, off, bp, one);
+        sa = one[0][0], sb = one[0][1];
+    } else {
+        for (int64_t k = 0; k < K; k++) {
+            const v16f wk = KG_F(splat16)(w[k]);
+            const float *p = xq + off[k];
+            v16f xa, xb;
+            memcpy(&xa, p, sizeof xa);
+            memcpy(&xb, p + KG_NR, sizeof xb);
+            sa = KG_F(rsum16)(RM, sa, wk * xa);
+            sb = KG_F(rsum16)(RM, sb, wk * xb);
+        }
+        if (bp) sa = KG_F(rsum16)(RM, sa, KG_F(splat16)(*bp)), sb = KG_F(rsum16)(RM, sb, KG_F(splat16)(*bp));
+    }
+    memcpy(s, &sa, sizeof sa);
+    memcpy(s + 2, &sb, sizeof sb);
+}
+#endif
+
+/* ---- depthwise: one channel ------------------------------------------------------------------
+ * The channel's padded, phase-split input into the thread's strip, then grid
+ * rows 32 outputs at a time in 4 vectors; the taps' terms in order (fp32:
+ * blocks of 64 taps, as the GEMM). */
+static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_chan)(const int RM, const kg_ctx *x,
+                                                                int tid, int64_t ch) {
+    const kg_dw *j = x->d;
+    const kg_conv *v = j->conv;
+    const int64_t K = v->KH * v->KW;
+    float *st = x->strip[tid];
+    KG_F(fill)(v, v->x + ch * v->H * v->W, 0, x->srows, st, x->splane);
+    const float *w = j->w + ch * K;
+    float *y = j->y + ch * j->yc;
+    const float *bp = j->bias ? j->bias + ch : NULL;
+    const int64_t *off = x->boff;
+    const v8f z = {0};
+    int64_t r0 = 0;
+#if KG_SIMD == 2
+    if (RM == KG_FP32)
+        for (; r0 + 3 <= v->OH; r0 += 3)
+            for (int64_t col = 0; col < j->OW; col += 32) {
+                v16f s3r[3][2];
+                KG_F(dw_rows_fp32)(3, K, w, st + r0 * v->Wq + col, v->Wq, off, bp, s3r);
+                const int64_t n = j->OW - col < 32 ? j->OW - col : 32;
+                for (int i = 0; i < 3; i++) {
+                    float *yo = y + (r0 + i) * j->OW + col;
+                    if (n == 32) {
+                        memcpy(yo, &s3r[i][0], sizeof s3r[i][0]);
+                        memcpy(yo + KG_NR, &s3r[i][1], sizeof s3r[i][1]);
+                    } else {
+                        float t[32];
+                        memcpy(t, &s3r[i][0], sizeof s3r[i][0]);
+                        memcpy(t + KG_NR, &s3r[i][1], sizeof s3r[i][1]);
+                        memcpy(yo, t, (size_t)n * sizeof *t);
+                    }
+                }
+            }
+#endif
+    for (int64_t r = r0; r < v->OH; r++) {
+        for (int64_t col = 0; col < j->OW; col += 32) {
+            const float *xq = st + r * v->Wq + col;
+            v8f s0 = z, s1 = z, s2 = z, s3 = z;
+#if KG_SIMD == 2
+            v8f s16[4];
+            KG_F(dw_sums16)(RM, x->h16, K, w, xq, off, bp, s16);
+            s0 = s16[0], s1 = s16[1], s2 = s16[2], s3 = s16[3];
+#else
+            if (RM == KG_FP32) {
+                for (int64_t k0 = 0; k0 < K; k0 += MPX_ACC_FP32_BLOCK) {
+                    const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < K ? k0 + MPX_ACC_FP32_BLOCK : K;
+                    v8f a0 = z, a1 = z, a2 = z, a3 = z;
+                    for (int64_t k = k0; k < k1; k++) {
+                        const v8f wk = KG_F(splat)(w[k]);
+                        const float *p = xq + off[k];
+                        a0 = KG_F(fma8)(wk, KG_F(ld8)(p), a0);
+                        a1 = KG_F(fma8)(wk, KG_F(ld8)(p + 8), a1);
+                        a2 = KG_F(fma8)(wk, KG_F(ld8)(p + 16), a2);
+                        a3 = KG_F(fma8)(wk, KG_F(ld8)(p + 24), a3);
+                    }
+                    s0 += a0, s1 += a1, s2 += a2, s3 += a3;
+                }
+                if (bp) {
+                    const v8f bv = KG_F(splat)(*bp);
+                    s0 += bv, s1 += bv, s2 += bv, s3 += bv;
+                }
+            } else {
+                for (int64_t k = 0; k < K; k++) {
+                    const v8f wk = KG_F(splat)(w[k]);
+                    const float *p = xq + off[k];
+                    s0 = KG_F(rsum)(RM, s0, wk * KG_F(ld8)(p));
+                    s1 = KG_F(rsum)(RM, s1, wk * KG_F(ld8)(p + 8));
+                    s2 = KG_F(rsum)(RM, s2, wk * KG_F(ld8)(p + 16));
+                    s3 = KG_F(rsum)(RM, s3, wk * KG_F(ld8)(p + 24));
+                }
+                if (bp) {
+                    const v8f bv = KG_F(splat)(*bp);
+                    s0 = KG_F(rsum)(RM, s0, bv), s1 = KG_F(rsum)(RM, s1, bv);
+                    s2 = KG_F(rsum)(RM, s2, bv), s3 = KG_F(rsum)(RM, s3, bv);
+                }
+            }
+#endif
+            float *yo = y + r * j->OW + col;
+            const int64_t n = j->OW - col < 32 ? j->OW - col : 32;
+            if (n == 32) {
+                KG_F(st8)(yo, s0), KG_F(st8)(yo + 8, s1), KG_F(st8)(yo + 16, s2), KG_F(st8)(yo + 24, s3);
+            } else {
+                float t[32];
+                KG_F(st8)(t, s0), KG_F(st8)(t + 8, s1), KG_F(st8)(t + 16, s2), KG_F(st8)(t + 24, s3);
+                memcpy(yo, t, (size_t)n * sizeof *t);
+            }
+        }
+    }
+}
+
+static KG_TARGET void KG_F(dw_item)(const kg_ctx *x, int tid, long ch) {
+    switch (x->d->mode) {
+    case KG_FP32: KG_F(dw_chan)(KG_FP32, x, tid, ch); return;
+    case KG_FP16:
+#if KG_SIMD == 1
+        if (x->d->f16) { /* fp16 operands: roz8's steps, as ukrz (which says why this is safe) */
+            const unsigned csr = KG_F(csr_towards_zero)();
+            KG_F(dw_chan)(KG_FP16Z, x, tid, ch);
+            _mm_setcsr(csr);
+            return;
+        }
+#endif
+        KG_F(dw_chan)(KG_FP16, x, tid, ch);
+        return;
+    case KG_BF16: KG_F(dw_chan)(KG_BF16, x, tid, ch); return;
+    case KG_TF32: KG_F(dw_chan)(KG_TF32, x, tid, ch); return;
+    }
+}

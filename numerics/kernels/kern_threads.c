@@ -1,0 +1,241 @@
+/* kern_threads.c - the kernels' threads (kern_internal.h: mpx_k_parallel,
+ * mpx_k_concurrent, kg_threads): a pool of workers kept for the process,
+ * taking a job's items from a shared atomic counter with the calling
+ * thread; each item writes only its own outputs, so results do not depend
+ * on which thread ran what. */
+#include "kern_internal.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#define KG_HAVE_X86 1
+#else
+#define KG_HAVE_X86 0
+#endif
+
+int kg_threads(void) {
+    const char *e = getenv("MPX_KERN_THREADS");
+    if (e && *e) {
+        int n = atoi(e);
+        if (n >= 1 && n <= 8) return n;
+    }
+    return 2;
+}
+
+typedef struct kg_par {
+    atomic_long next;
+    long n;
+    void (*fn)(void *ctx, int tid, long item);
+    void *ctx;
+} kg_par;
+
+typedef struct kg_worker {
+    kg_par *p;
+    int tid;
+    pthread_t th;
+} kg_worker;
+
+/* Whether this thread is running an item of a parallel job: a job started
+ * from inside one (a batch of small products side by side, each through
+ * the GEMM core, which would split it again) runs on the calling thread.
+ * The pool is held by the outer job, so such a call would otherwise start
+ * threads of its own, a pthread_create per product (BERT's per-head
+ * attention products, 12 small ones a MatMul, would pay that each). */
+static _Thread_local bool kg_in_job;
+
+static void kg_par_loop(kg_par *p, int tid) {
+    long i;
+    while ((i = atomic_fetch_add(&p->next, 1)) < p->n) p->fn(p->ctx, tid, i);
+}
+
+/* kg_par_loop as one of a job's threads (a job on one thread leaves its
+ * items free to split: a batch of one product gets the threads). */
+static void kg_par_loop_shared(kg_par *p, int tid) {
+    const bool outer = kg_in_job;
+    kg_in_job = true;
+    kg_par_loop(p, tid);
+    kg_in_job = outer;
+}
+
+static void *kg_par_main(void *arg) {
+    kg_worker *w = arg;
+    kg_par_loop_shared(w->p, w->tid);
+    return NULL;
+}
+
+/* A pool of worker threads kept for the process: a det forward calls this
+ * about a thousand times, and creating and joining a thread per call cost
+ * more than some of the calls' work. One caller at a time holds the pool;
+ * a second, concurrent caller (compare.c runs a node's reference and
+ * candidate on two threads, each with its own kernels) runs its items on
+ * its own thread: the cores are already both busy, and threads of its own
+ * would only share them, at a thread's start-up cost per call. Workers
+ * sleep on a condition variable between jobs.
+ *
+ * The caller waits only for workers that joined its job: when it has run
+ * out of items it closes the job (closed = its gen), and a worker that
+ * arrives after that skips it. Waiting for every worker to arrive would
+ * make a job that found its worker asleep (no job for the length of its
+ * spin) pay the wake-up, tens of microseconds on a virtual machine, even
+ * where the caller had run every item itself: small calls (1x1
+ * convolutions of a few hundred thousand multiply-adds) could not go
+ * parallel. The handshake: a
+ * worker counts itself in `active`, then reads `closed`; the caller
+ * stores `closed`, then reads `active` (both sequentially consistent), so
+ * either the caller sees the worker and waits for it, or the worker sees
+ * the job closed and never touches it (the job lives on the caller's
+ * stack). */
+enum { KG_POOL_MAX = 7 };
+
+static struct {
+    pthread_mutex_t hold; /* held by the caller whose job the pool runs */
+    pthread_mutex_t m;
+    pthread_cond_t go, done;
+    kg_par *job;
+    int job_nt;           /* workers 1 .. job_nt-1 take part */
+    atomic_ulong gen;     /* bumped for every job */
+    atomic_ulong closed;  /* the gen of the last job whose items ran out */
+    atomic_int active;    /* workers inside a job */
+    int started;          /* workers alive */
+    kg_worker w[KG_POOL_MAX];
+} kg_pool = {.hold = PTHREAD_MUTEX_INITIALIZER,
+             .m = PTHREAD_MUTEX_INITIALIZER,
+             .go = PTHREAD_COND_INITIALIZER,
+             .done = PTHREAD_COND_INITIALIZER};
+
+/* Spin this long (ns) on a job's start or end before sleeping on the
+ * condition variable: a sleeping thread can take tens of microseconds to
+ * wake (on virtual machines especially), and a forward makes a few hundred
+ * parallel calls, a few hundred microseconds of work each (ResNet-18's
+ * convolutions). A bounded spin wastes at most this much CPU per call
+ * where no job follows. 200 us rather than less: small models leave gaps
+ * of serial nodes longer than 50 us between parallel calls. */
+enum { KG_SPIN_NS = 200000 };
+
+/* Threads running kernels beside the pool's caller (a comparison's second
+ * job thread, mpx_k_concurrent): while there are any, nothing spins, since
+ * a spinning worker would take a core from the other caller's own
+ * threads. */
+static atomic_int kg_concurrent;
+
+void mpx_k_concurrent(bool enter) { atomic_fetch_add(&kg_concurrent, enter ? 1 : -1); }
+
+static uint64_t kg_now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Spin until ready(arg), for at most KG_SPIN_NS and only while no other
+ * thread runs kernels; true when it happened (false: the caller sleeps on
+ * the condition variable). */
+static bool kg_spin(bool (*ready)(const void *), const void *arg) {
+    const uint64_t end = kg_now_ns() + KG_SPIN_NS;
+    for (int i = 0;; i++) {
+        if (ready(arg)) return true;
+        if ((i & 255) == 255 && (kg_now_ns() > end || atomic_load(&kg_concurrent) > 0)) return false;
+#if KG_HAVE_X86
+        __builtin_ia32_pause();
+#endif
+    }
+}
+
+static bool kg_new_job(const void *seen) {
+    return atomic_load_explicit(&kg_pool.gen, memory_order_acquire) != *(const unsigned long *)seen;
+}
+
+static bool kg_job_done(const void *unused) {
+    (void)unused;
+    return atomic_load(&kg_pool.active) == 0;
+}
+
+static void *kg_pool_main(void *arg) {
+    kg_worker *w = arg;
+    unsigned long seen = 0;
+    for (;;) {
+        (void)kg_spin(kg_new_job, &seen);
+        /* job, job_nt and gen read together under the lock the caller
+         * writes them under (a worker outside a job may see a later one's) */
+        pthread_mutex_lock(&kg_pool.m);
+        while (atomic_load(&kg_pool.gen) == seen) pthread_cond_wait(&kg_pool.go, &kg_pool.m);
+        seen = atomic_load(&kg_pool.gen);
+        kg_par *p = kg_pool.job;
+        bool mine = w->tid < kg_pool.job_nt;
+        pthread_mutex_unlock(&kg_pool.m);
+        if (!mine) continue;
+        atomic_fetch_add(&kg_pool.active, 1);
+        /* (closed only grows: a later job's closing closes this one too) */
+        if (atomic_load(&kg_pool.closed) < seen) kg_par_loop_shared(p, w->tid);
+        if (atomic_fetch_sub(&kg_pool.active, 1) == 1) {
+            pthread_mutex_lock(&kg_pool.m); /* (the caller may be about to sleep) */
+            pthread_cond_signal(&kg_pool.done);
+            pthread_mutex_unlock(&kg_pool.m);
+        }
+    }
+    return NULL;
+}
+
+/* Runs p on the pool with nt threads (the caller is thread 0); false when
+ * another caller holds the pool or its threads cannot be started. */
+static bool kg_pool_run(kg_par *p, int nt) {
+    if (pthread_mutex_trylock(&kg_pool.hold) != 0) return false;
+    pthread_mutex_lock(&kg_pool.m);
+    while (kg_pool.started < nt - 1) {
+        kg_worker *w = &kg_pool.w[kg_pool.started];
+        w->tid = kg_pool.started + 1;
+        if (pthread_create(&w->th, NULL, kg_pool_main, w) != 0) break;
+        pthread_detach(w->th);
+        kg_pool.started++;
+    }
+    if (kg_pool.started < nt - 1) {
+        pthread_mutex_unlock(&kg_pool.m);
+        pthread_mutex_unlock(&kg_pool.hold);
+        return false;
+    }
+    kg_pool.job = p;
+    kg_pool.job_nt = nt;
+    const unsigned long g = atomic_fetch_add_explicit(&kg_pool.gen, 1, memory_order_release) + 1;
+    pthread_cond_broadcast(&kg_pool.go);
+    pthread_mutex_unlock(&kg_pool.m);
+    kg_par_loop_shared(p, 0);
+    atomic_store(&kg_pool.closed, g);
+    if (!kg_spin(kg_job_done, NULL)) {
+        pthread_mutex_lock(&kg_pool.m);
+        while (atomic_load(&kg_pool.active) > 0) pthread_cond_wait(&kg_pool.done, &kg_pool.m);
+        pthread_mutex_unlock(&kg_pool.m);
+    }
+    kg_pool.job = NULL;
+    pthread_mutex_unlock(&kg_pool.hold);
+    return true;
+}
+
+/* fn(ctx, tid, item) for every item < n, on up to nt threads (tid < nt).
+ * Shared with the elementwise kernels as mpx_k_parallel (kern_internal.h). */
+void mpx_k_parallel(long n, int nt, void (*fn)(void *, int, long), void *ctx) {
+    kg_par p = {.n = n, .fn = fn, .ctx = ctx};
+    atomic_init(&p.next, 0);
+    if (nt > n) nt = (int)n;
+    if (nt > KG_POOL_MAX + 1) nt = KG_POOL_MAX + 1;
+    if (nt < 2 || kg_in_job) {
+        kg_par_loop(&p, 0);
+        return;
+    }
+    if (kg_pool_run(&p, nt)) return;
+    if (atomic_load(&kg_concurrent) > 0) {
+        kg_par_loop(&p, 0);
+        return;
+    }
+    kg_worker w[KG_POOL_MAX];
+    int started = 0;
+    for (int t = 1; t < nt; t++) {
+        w[started].p = &p;
+        w[started].tid = t;
+        if (pthread_create(&w[started].th, NULL, kg_par_main, &w[started]) != 0) break;
+        started++;
+    }
+    kg_par_loop_shared(&p, 0);
+    for (int t = 0; t < started; t++) pthread_join(w[t].th, NULL);
+}
