@@ -39,11 +39,11 @@ sanitize: bootstrap-test
 	@cmake --build build-asan -j $(JOBS)
 	@cd build-asan && ctest --output-on-failure -j $(JOBS)
 
-# The build with clang, and its unit, script and fuzz-corpus tests.
+# The build with clang, and its unit, script, fuzz-corpus, API and layer tests.
 clang: bootstrap-test
 	@CC=clang cmake -S . -B build-clang -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	@cmake --build build-clang -j $(JOBS)
-	@cd build-clang && ctest --output-on-failure -j $(JOBS) -R '^(test_|script_|fuzz_corpus_)'
+	@cd build-clang && ctest --output-on-failure -j $(JOBS) -R '^(test_|script_|fuzz_corpus_|api_symbols|include_layers)'
 
 # libFuzzer (clang): every harness of tests/fuzz for FUZZ_SECONDS each.
 FUZZ_SECONDS ?= 60

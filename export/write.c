@@ -3,7 +3,7 @@
  * the files written whole or not at all (mpx_file_open_write).
  *
  * Ownership: everything one export allocates lives in its `ex` (see
- * viz_export.h) and is freed here, on success and on failure.
+ * export_internal.h) and is freed here, on success and on failure.
  */
 #include "export_internal.h"
 
