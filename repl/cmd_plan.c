@@ -190,7 +190,11 @@ static void print_scope(mpx_session *s, const mpx_scopes *sc, const mpx_scope_fi
     if (e->has_error) {
         char fig[32];
         snprintf(fig, sizeof fig, "%.3g", e->worst_rel_l2);
-        snprintf(worst, sizeof worst, "%s %.60s", fig, e->worst_node >= 0 ? sc->short_name[e->worst_node] : "");
+        /* where: the node's name below this scope */
+        const char *nm = e->worst_node >= 0 ? s->graph->nodes[e->worst_node]->name : "";
+        size_t pl = strlen(x->path);
+        if (x->kind == MPX_SCOPE_NAME && pl && strncmp(nm, x->path, pl) == 0 && nm[pl] == '/') nm += pl + 1;
+        snprintf(worst, sizeof worst, "%s %.70s", fig, nm);
     }
     fprintf(s->out, "%-*.*s %6d  %-18s %-15s %-8s %-9s %s\n", w, w, name, e->nodes, fmts, cols, casts,
             e->has_error ? (e->overflow ? "yes" : "0") : "-", worst);
