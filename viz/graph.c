@@ -391,8 +391,8 @@ out:
 /* Folding by scopes: every drawn node inside a scope that is not open is
  * drawn as that scope's box (the outermost such scope: a child of an open
  * one); the nodes of open scopes outside any box fold into regions. Leaves
- * v->sc NULL when asked for either and the names carry no useful scopes
- * (the caller folds by regions then). */
+ * v->sc NULL when fold_by is AUTO and the names carry no useful scopes (the
+ * caller folds by regions then). */
 static mpx_status fold_scopes(view *v, mpx_error *err) {
     const mpx_graph *g = v->g;
     size_t nn = (size_t)g->n_nodes + 1;
@@ -412,7 +412,8 @@ static mpx_status fold_scopes(view *v, mpx_error *err) {
     if (!mpx_scope_within(sc, v->open, sc->top)) v->open = sc->top;
     v->opened = calloc((size_t)sc->n + 1, sizeof *v->opened);
     v->unit = malloc(nn * sizeof *v->unit);
-    int *unit_head = malloc(((size_t)sc->n + 1) * sizeof *unit_head), *unit_last = malloc(((size_t)sc->n + 1) * sizeof *unit_last);
+    int *unit_head = malloc(((size_t)sc->n + 1) * sizeof *unit_head);
+    int *unit_last = malloc(((size_t)sc->n + 1) * sizeof *unit_last);
     if (!v->opened || !v->unit || !unit_head || !unit_last) {
         free(unit_head);
         free(unit_last);
@@ -525,7 +526,7 @@ static mpx_status build_view(view *v, mpx_error *err) {
         if (v->o->fold_by != MPX_VIZ_FOLD_REGIONS && (st = fold_scopes(v, err))) return st;
         /* by scopes, what lies outside the boxes folds into regions as
          * large as convexity allows: the boxes are the structure */
-        if (v->sc) cap = g->n_nodes + 1;
+        if (v->sc && mpx_scopes_useful(v->sc)) cap = g->n_nodes + 1;
         st = fold_regions(v, cap < 2 ? 2 : cap, err);
         if (st) return st;
     } else if (v->o->collapse) {
@@ -720,9 +721,35 @@ static void group_label(view *v, int h, int count, const int *cnt, const vz_node
     for (int c = 1; c < MPX_COLOUR_COUNT; c++) kinds += cnt[c] > 0;
     int last = h;
     while (v->next[last] >= 0) last = v->next[last];
+    /* the formats its nodes compute in: one for a region (a box shares
+     * them), any number folded by scopes, where regions mix them */
+    char fmts[64];
+    snprintf(fmts, sizeof fmts, "%s", pn->is_float ? mpx_format_name(pn->compute) : "no float");
+    if (v->sc) {
+        const mpx_format *seen[3];
+        int ns = 0, more = 0;
+        size_t fl = 0;
+        fmts[0] = '\0';
+        for (int m = h; m >= 0; m = v->next[m]) {
+            const mpx_plan_node *pm = &v->p->nodes[m];
+            if (!pm->is_float || !pm->compute) continue;
+            bool have = false;
+            for (int q = 0; q < ns; q++) have |= seen[q] == pm->compute;
+            if (have) continue;
+            if (ns == 3) {
+                more++;
+                continue;
+            }
+            seen[ns++] = pm->compute;
+            fl += (size_t)snprintf(fmts + fl, sizeof fmts - fl, "%s%s", fl ? ", " : "", mpx_format_name(pm->compute));
+            if (fl >= sizeof fmts) fl = sizeof fmts - 1;
+        }
+        if (more) snprintf(fmts + fl, sizeof fmts - fl, " +%d", more);
+        if (!ns) snprintf(fmts, sizeof fmts, "no float");
+    }
     vz_printf(b, "<TABLE BORDER=\"0\" CELLSPACING=\"0\" CELLPADDING=\"1\"><TR><TD COLSPAN=\"%d\"><B>%d nodes "
                  "\xc2\xb7 %s</B></TD></TR><TR><TD COLSPAN=\"%d\">",
-              kinds, count, pn->is_float ? mpx_format_name(pn->compute) : "no float", kinds);
+              kinds, count, fmts, kinds);
     if (v->kind[h] == V_CHAIN) {
         int k = 0;
         for (int m = h; m >= 0; m = v->next[m], k++) {
@@ -784,6 +811,18 @@ static void group_label(view *v, int h, int count, const int *cnt, const vz_node
         vz_printf(b, "<TR><TD COLSPAN=\"%d\">underflow %lld</TD></TR>", kinds, (long long)e->underflow);
     /* a rule shows as the double border; converted weights need a word */
     if (w) vz_printf(b, "<TR><TD COLSPAN=\"%d\">W&#8594;%s</TD></TR>", kinds, w->name);
+    if (v->sc) {
+        /* regions of any formats hold casts: how many */
+        int inside = 0;
+        for (int k = 0; k < v->p->n_casts; k++) {
+            const mpx_tensor *t = g->tensors[v->p->casts[k].tensor];
+            bool here = false;
+            for (int q = 0; !here && t->producer && v->head[t->producer->index] == h && q < v->p->casts[k].n_consumers; q++)
+                here = v->p->casts[k].consumers[q] >= 0 && v->head[v->p->casts[k].consumers[q]] == h;
+            inside += here;
+        }
+        if (inside) vz_printf(b, "<TR><TD COLSPAN=\"%d\">%d cast%s inside</TD></TR>", kinds, inside, inside == 1 ? "" : "s");
+    }
     if (kinds > 1) {
         vz_put(b, "<TR>");
         for (int c = 1; c < MPX_COLOUR_COUNT; c++)

@@ -5,11 +5,13 @@
  *
  * The first screen: "what to look at" beside the cast graph. On large
  * graphs (over MPX_VIZ_PAGE_FOLD_NODES drawn nodes) the graph opens as the
- * model-level view (graph.c's fold: about 16 boxes) with the detailed graph
- * behind it; page.js pans and zooms both, opens a box at its nodes, finds
- * nodes, tensors and ops, and jumps to the worst layer, each overflow and
- * along the path to the cause, from an index of the nodes written here as
- * JSON. Then: model summary; target, rules, the plan's figures and casts;
+ * model-level view (graph.c's fold: by the scopes of node names, with the
+ * view of each scope opened in place written as a <template>, or by about
+ * MPX_VIZ_PAGE_BOXES regions) with the detailed graph behind it (none for a
+ * graph too large to lay out); page.js pans and zooms both, opens a scope in
+ * place and a region at its nodes, finds nodes, tensors and ops, and jumps to
+ * the worst layer, each overflow and along the path to the cause, from an
+ * index of the nodes written here as JSON. Then: model summary; target, rules, the plan's figures and casts;
  * the error plot (plot.c); the per-layer table with filters. */
 #include "viz_internal.h"
 
@@ -716,6 +718,25 @@ mpx_status mpx_viz_html(const mpx_viz_page *pg, char **out, mpx_viz_stats *stats
     mo.legend = false; /* the page explains the colours beside it */
     mo.title = "";     /* and names the model in its header */
     if (want_model && (st = mpx_viz_svg(p, &mo, &msvg, &mst, err))) goto out;
+    if (msvg && !mst.scopes && mo.fold_by == MPX_VIZ_FOLD_AUTO && mst.nodes > MPX_VIZ_PAGE_MAX_BOXES) {
+        /* regions of one format each make too many boxes for a first screen
+         * (a plan that alternates formats): regions of any formats, the
+         * casts on the edges between them (a fold by scopes of names that
+         * carry none) */
+        mpx_viz_opts ro = mo;
+        ro.fold_by = MPX_VIZ_FOLD_SCOPES;
+        char *rsvg = NULL;
+        mpx_viz_stats rst;
+        if ((st = mpx_viz_svg(p, &ro, &rsvg, &rst, err))) goto out;
+        if (rst.nodes < mst.nodes) {
+            free(msvg);
+            msvg = rsvg;
+            mst = rst;
+            mo = ro;
+        } else {
+            free(rsvg);
+        }
+    }
     if (msvg && mst.scopes > 0) {
         /* folded by scopes: the view of each scope opened in place, for the
          * script to show when its box is clicked; within a budget of views,
@@ -819,6 +840,10 @@ mpx_status mpx_viz_html(const mpx_viz_page *pg, char **out, mpx_viz_stats *stats
     if (msvg && sc)
         vz_put(&b, "Boxes: the model's own scopes (node names, If branches) with their nodes, formats, casts, "
                    "worst error; click one to open it. ");
+    else if (msvg && mo.fold_by == MPX_VIZ_FOLD_SCOPES)
+        vz_printf(&b, "The model view folds the %d nodes into boxes of connected nodes (their formats listed, "
+                      "casts on the edges between boxes); click a box to open it, or a node to select it. ",
+                  gst.op_nodes);
     else if (msvg)
         vz_printf(&b, "The model view folds the %d nodes into boxes of nodes in the same formats with no cast "
                       "between them; click a box to open it, or a node to select it. ",

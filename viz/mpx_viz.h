@@ -226,6 +226,9 @@ typedef struct mpx_viz_page {
 /* The page's model view folded by regions aims at fewer boxes than --fold
  * (casts, inputs and outputs add their own): a first screen of about 20. */
 #define MPX_VIZ_PAGE_BOXES 10
+/* When those regions (one format each) still make more boxes than this, the
+ * page's model view folds regions of any formats, casts on the edges. */
+#define MPX_VIZ_PAGE_MAX_BOXES 24
 /* Folded by scopes, the page holds the view of each scope opened in place,
  * the shallowest first, up to this many (a scope beyond opens the detailed
  * graph at its nodes). */

@@ -3,18 +3,23 @@
  * work from disk for a reviewer who does not have mpx.
  *
  * It reads the index html.c writes (<script id="mpx-index">: per node its
- * name, op, the id of its box in each view, colour, error), and gives:
- * pan and zoom of the two graph views (wheel, drag, buttons), the model view's
- * boxes opening the detailed graph at their nodes, a search box (node, tensor
- * or op), jumps to the worst layer, to each overflow and along the path from
- * the worst output to its cause, links between the per-layer table and the
- * graph both ways, and the table's filters and sorting.
+ * name, op, the id of its box in each view, colour, error, scope; the scope
+ * tree and each scope view's regions), and gives: pan and zoom of the two
+ * graph views (wheel, drag, buttons), both opening at a readable size (the
+ * smallest text READABLE px; the rest a pan away); a model view by scopes
+ * whose boxes open in place (the view of that scope, a <template> html.c
+ * wrote) with a path above it to go back; regions opening the detailed graph
+ * at their nodes; a search box (node, tensor or op), jumps to the worst
+ * layer, to each overflow and along the path from the worst output to its
+ * cause, links between the per-layer table and the graph both ways, and the
+ * table's filters and sorting (# renumbered as rows are sorted and filtered).
  *
  * For tests (tests/viz_browser.sh drives it headless): a URL ending in
  * #find=<text> searches on load; #path shows the path to the cause. The body's
  * data-* attributes report what happened: data-ready, data-view, data-found,
- * data-fits (the model view fits the first screen), data-error (a script
- * error, also sent to the console). */
+ * data-scope (the scope the model view shows), data-fits (the model view lies
+ * within the first screen), data-error (a script error, also sent to the
+ * console). */
 (function () {
   'use strict';
   var body = document.body;
