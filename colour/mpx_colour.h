@@ -291,6 +291,36 @@ mpx_status mpx_plan_fill_assign(const mpx_plan *p, mpx_assign *a, mpx_error *err
 /* The same into a new assignment (free with mpx_assign_free); NULL on error. */
 mpx_assign *mpx_plan_to_assign(const mpx_plan *p, mpx_error *err);
 
+/* ---- figures per scope (colour/scopes.c) ---------------------------------- */
+
+/* What a scope's box says (the review page, dot/svg --fold scopes, plan
+ * --scopes): over the plan nodes in the scope and below it (mpx_graph_scopes). */
+typedef struct mpx_scope_figures {
+    int nodes;
+    int colours[MPX_COLOUR_COUNT];
+    /* the compute formats of its float nodes, most nodes first (at most 4;
+     * n_formats counts them all) */
+    const mpx_format *formats[4];
+    int format_nodes[4];
+    int n_formats;
+    /* runtime casts on its border: of a value made outside to a node inside
+     * (in), of a value made inside to a node or model output outside (out);
+     * and casts wholly inside */
+    int casts_in, casts_out, casts_inside;
+    int64_t macs;
+    /* from the run given (none: has_error false) */
+    bool has_error;
+    double worst_rel_l2; /* the largest rel_l2 of its nodes' outputs (inf: NaN or overflow to inf) */
+    int worst_node;      /* where; -1 */
+    int64_t overflow;    /* values that overflowed, over its nodes */
+    int overflow_nodes;  /* nodes with an overflow */
+} mpx_scope_figures;
+
+/* Figures of every scope of sc (a tree of p's graph): *out gets sc->n of
+ * them (free()). run may be NULL; else a compare of p's graph. */
+mpx_status mpx_plan_scope_figures(const mpx_plan *p, const mpx_scopes *sc, const mpx_compare *run,
+                                  mpx_scope_figures **out, mpx_error *err);
+
 /* ---- why (colour/why.c) --------------------------------------------------- */
 
 /* Lines (each ending in '\n') telling how node `node` got its colour and

@@ -664,6 +664,71 @@ mpx_status mpx_file_write_all(const char *path, const mpx_file_guard *g, const v
  * program's SIGINT/SIGTERM handlers before the process ends. */
 void mpx_file_remove_pending(void);
 
+/* ---- scopes: the structure a model's node names give it (graph/scopes.c) ---- */
+
+/* Exporters name nodes by the module that made them: PyTorch
+ * "/stage1/rebnconv3/conv_s1/Conv", TensorFlow "model/conv2d_19/BiasAdd"; an
+ * If's flattened branch nodes live under "<if>/then_branch/". The scope tree
+ * is that structure: each '/' component but a name's last is a scope, each
+ * If branch a scope inside its If's scope (its nodes' names read relative to
+ * it; an inliner's "<x>__Inline_<n>__" component is no scope). Shaped for a
+ * reader: a scope holding one node is that node (in its parent), a scope
+ * with no node of its own and one child is one scope with the child
+ * ("encoder/layer.3"), a scope with more than MPX_SCOPE_MAX_CHILDREN
+ * children gathers runs of consecutive ones into groups. The review page,
+ * dot/svg --fold scopes and plan --scopes all read this tree. */
+#define MPX_SCOPE_MAX_CHILDREN 16
+
+typedef enum mpx_scope_kind {
+    MPX_SCOPE_ROOT,   /* the whole model: scopes[0] */
+    MPX_SCOPE_NAME,   /* a component of node names */
+    MPX_SCOPE_BRANCH, /* an If's branch */
+    MPX_SCOPE_GROUP,  /* consecutive siblings gathered (see above) */
+} mpx_scope_kind;
+
+typedef struct mpx_scope {
+    const char *path;   /* the prefix its nodes' names share ("/stage1/rebnconv3", "If_0/then_branch"); "" root */
+    const char *label;  /* what its box says ("rebnconv3", "If_0: then_branch", "conv2d_1 ... conv2d_9") */
+    mpx_scope_kind kind;
+    int parent;         /* -1 for the root */
+    int depth;          /* 0 for the root */
+    int n_children;     /* child scopes, in graph order of their first node */
+    int *children;
+    int n_nodes;        /* nodes directly in it (in no child), in graph order */
+    int *nodes;
+    int n_total;        /* nodes in it and below */
+    int first;          /* its first node (graph order) */
+} mpx_scope;
+
+typedef struct mpx_scopes {
+    int n;
+    mpx_scope *s;          /* s[0]: the root; a parent before its children */
+    int n_graph_nodes;
+    int *of_node;          /* [n_graph_nodes] the innermost scope of each node; -1 for a skipped node */
+    const char **short_name; /* [n_graph_nodes] the name less its scope's path (points into the name) */
+    /* Where a first view opens: the root, or the scope below a chain of
+     * scopes that each hold one child and no node. */
+    int top;
+    /* Nodes in a scope other than the root: 0 when the names carry no
+     * structure (PaddlePaddle's "p2o.Conv.0"). */
+    int n_scoped;
+    mpx_arena *arena;
+} mpx_scopes;
+
+/* The scope tree of g; skip (may be NULL) marks nodes to leave out (the
+ * pictures leave out Constant and folded nodes). Free with mpx_scopes_free. */
+mpx_status mpx_graph_scopes(const mpx_graph *g, const bool *skip, mpx_scopes **out, mpx_error *err);
+void mpx_scopes_free(mpx_scopes *s);
+/* Whether scope a is s or one of its ancestors. */
+bool mpx_scope_within(const mpx_scopes *sc, int s, int a);
+/* Whether the tree is worth a view of its own: the names carry scopes for at
+ * least half the nodes and the first view holds two items or more. */
+bool mpx_scopes_useful(const mpx_scopes *sc);
+/* A branch node's name relative to its If branch, inliner components left
+ * out ("stft/padding/Pad" for "If_0/else_branch/If_0_else_branch__Inline_0__/
+ * stft/padding/Pad"); other nodes' names as they are. Points into the name. */
+const char *mpx_node_local_name(const mpx_node *n);
+
 /* Files other than g->path that loading g read (ONNX external data, JSON
  * side files), each named once (loaders call note; the session protects
  * each from its writes). each visits g's and its bodies' files. */

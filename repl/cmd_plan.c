@@ -6,6 +6,7 @@
  * aside and swapped in only when it planned, with one line saying what
  * changed. These handlers parse words and call them. */
 #include "repl_internal.h"
+#include "mpx_viz.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -171,12 +172,87 @@ static const char *rule_label(const mpx_plan_node *pn, char *buf, size_t n) {
 }
 
 /* plan [--changed] [--json [<file>]] */
+/* One line of plan --scopes and its children's, indented by depth. */
+static void print_scope(mpx_session *s, const mpx_scopes *sc, const mpx_scope_figures *f, int k, int depth, int w) {
+    const mpx_scope *x = &sc->s[k];
+    const mpx_scope_figures *e = &f[k];
+    char name[256], fmts[64] = "", cols[48], casts[24], worst[96] = "-";
+    snprintf(name, sizeof name, "%*s%s", 2 * depth, "", x->label[0] ? x->label : "(model)");
+    size_t n = 0;
+    for (int q = 0; q < e->n_formats && q < 2 && n < sizeof fmts; q++)
+        n += (size_t)snprintf(fmts + n, sizeof fmts - n, "%s%s %d", q ? " " : "", mpx_format_name(e->formats[q]),
+                              e->format_nodes[q]);
+    if (e->n_formats > 2 && n < sizeof fmts) snprintf(fmts + n, sizeof fmts - n, " +%d", e->n_formats - 2);
+    if (!e->n_formats) snprintf(fmts, sizeof fmts, "-");
+    snprintf(cols, sizeof cols, "%d/%d/%d/%d", e->colours[MPX_COLOUR_GREEN], e->colours[MPX_COLOUR_GRAY],
+             e->colours[MPX_COLOUR_CLEAR], e->colours[MPX_COLOUR_RED]);
+    snprintf(casts, sizeof casts, "%d/%d", e->casts_in, e->casts_out);
+    if (e->has_error) {
+        char fig[32];
+        snprintf(fig, sizeof fig, "%.3g", e->worst_rel_l2);
+        /* where: the node's name below this scope */
+        const char *nm = e->worst_node >= 0 ? s->graph->nodes[e->worst_node]->name : "";
+        size_t pl = strlen(x->path);
+        if (x->kind == MPX_SCOPE_NAME && pl && strncmp(nm, x->path, pl) == 0 && nm[pl] == '/') nm += pl + 1;
+        snprintf(worst, sizeof worst, "%s %.70s", fig, nm);
+    }
+    fprintf(s->out, "%-*.*s %6d  %-18s %-15s %-8s %-9s %s\n", w, w, name, e->nodes, fmts, cols, casts,
+            e->has_error ? (e->overflow ? "yes" : "0") : "-", worst);
+    if (e->has_error && e->overflow) fprintf(s->out, "%*s  (%lld values overflowed in %d nodes)\n", w, "",
+                                             (long long)e->overflow, e->overflow_nodes);
+    for (int c = 0; c < x->n_children; c++) print_scope(s, sc, f, x->children[c], depth + 1, w);
+}
+
+/* plan --scopes: the model's own structure (mpx_graph_scopes of the drawn
+ * nodes, as the review page and dot/svg --fold scopes fold it) with each
+ * scope's figures (mpx_plan_scope_figures): the terminal's model view. */
+static mpx_status plan_scopes(mpx_session *s, mpx_error *err) {
+    const mpx_plan *p = s->plan;
+    mpx_viz_opts o;
+    mpx_viz_opts_default(&o);
+    o.fold = MPX_VIZ_FOLD_BOXES;
+    o.fold_by = MPX_VIZ_FOLD_SCOPES;
+    mpx_scopes *sc = NULL;
+    mpx_status st = mpx_viz_scope_tree(p, &o, &sc, err);
+    if (st) return st;
+    if (!sc) return mpx_error_set(err, MPX_E_INVALID, "no scope tree");
+    const mpx_compare *run = repl_run_is_current(s) ? s->last : NULL;
+    mpx_scope_figures *f = NULL;
+    if ((st = mpx_plan_scope_figures(p, sc, run, &f, err))) {
+        mpx_scopes_free(sc);
+        return st;
+    }
+    if (!mpx_scopes_useful(sc))
+        fprintf(s->out, "the node names carry no scopes (%d of %d nodes in one): the review page and --fold draw "
+                        "regions instead\n",
+                sc->n_scoped, sc->s[0].n_total);
+    int w = 12;
+    for (int k = 0; k < sc->n; k++) {
+        int len = 2 * (sc->s[k].depth - sc->s[sc->top].depth) + (int)strlen(sc->s[k].label);
+        if (mpx_scope_within(sc, k, sc->top) && len > w) w = len;
+    }
+    if (w > 48) w = 48;
+    fprintf(s->out, "%-*s %6s  %-18s %-15s %-8s %-9s %s\n", w, "scope", "nodes", "formats", "g/gr/c/r", "casts",
+            "overflow", run ? "worst rel_l2 at" : "worst rel_l2 (no run of this plan)");
+    print_scope(s, sc, f, sc->top, 0, w);
+    fprintf(s->out, "%d scopes; casts in/out: runtime casts of values crossing the scope's border; g/gr/c/r: green, "
+                    "gray, clear, red nodes\n",
+            sc->n - 1 - sc->s[sc->top].depth);
+    free(f);
+    mpx_scopes_free(sc);
+    return MPX_OK;
+}
+
 MPX_CMD(repl_cmd_plan) {
     mpx_status st = need_plan(s, err);
     if (st) return st;
     bool changed = false, json = false;
     const char *path = NULL;
     for (int a = 1; a < argc; a++) {
+        if (strcmp(argv[a], "--scopes") == 0) {
+            if (argc != 2) return repl_usage_error(err, argv[0], "--scopes goes alone");
+            return plan_scopes(s, err);
+        }
         if (strcmp(argv[a], "--changed") == 0) changed = true;
         else if (strcmp(argv[a], "--json") == 0) {
             json = true;

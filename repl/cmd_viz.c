@@ -68,6 +68,8 @@ static mpx_status parse_viz_args(int argc, char **argv, viz_args *a, mpx_error *
             a->o.to_cause = true;
         } else if (strcmp(w, "--fold") == 0) {
             a->o.fold = MPX_VIZ_FOLD_BOXES;
+            if (i + 1 < argc && strcmp(argv[i + 1], "scopes") == 0) a->o.fold_by = MPX_VIZ_FOLD_SCOPES, i++;
+            else if (i + 1 < argc && strcmp(argv[i + 1], "regions") == 0) a->o.fold_by = MPX_VIZ_FOLD_REGIONS, i++;
         } else if (strcmp(w, "--weights") == 0) {
             a->o.weights = true;
         } else if (strcmp(w, "--all") == 0) {
@@ -92,7 +94,7 @@ static mpx_status parse_viz_args(int argc, char **argv, viz_args *a, mpx_error *
 }
 
 /* Whether the last run ran the current plan (see the file comment). */
-static bool run_is_current(const mpx_session *s) {
+bool repl_run_is_current(const mpx_session *s) {
     const mpx_compare *c = s->last;
     if (!c || !s->plan || c->g != s->graph) return false;
     if (s->last_target && s->last_target != s->plan->opts.target) return false;
@@ -109,7 +111,7 @@ static bool run_is_current(const mpx_session *s) {
 static int run_series(const mpx_session *s, mpx_viz_series *out, char (*labels)[48], int max) {
     int n = 0;
     const mpx_format *last_fmt = NULL;
-    if (s->last && s->last->g == s->graph && run_is_current(s)) {
+    if (s->last && s->last->g == s->graph && repl_run_is_current(s)) {
         last_fmt = s->last_target ? s->last_target : s->plan->opts.target;
         snprintf(labels[n], 48, "%s", mpx_format_name(last_fmt));
         out[n].label = labels[n];
@@ -137,14 +139,14 @@ static mpx_status pick_overlay(const mpx_session *s, viz_args *a, bool by_defaul
     if (a->o.to_cause) {
         /* the path is read off the last run's own errors */
         if (!a->o.around) return mpx_error_set(err, MPX_E_ARG, "--upstream-to-cause needs --around <node> <depth>");
-        if (!run_is_current(s) || !s->last_local)
+        if (!repl_run_is_current(s) || !s->last_local)
             return mpx_error_set(err, MPX_E_ARG, "--upstream-to-cause needs a run of the current plan with own "
                                                  "errors (use: run --local)");
         a->overlay = true;
     }
     bool want = a->overlay || (by_default && !a->no_overlay);
     if (!want) return MPX_OK;
-    if (run_is_current(s)) {
+    if (repl_run_is_current(s)) {
         a->o.overlay = s->last;
         if (a->o.overlay_local && !s->last_local)
             return mpx_error_set(err, MPX_E_ARG, "--local: the last run has no local errors (use: run --local)");
@@ -165,7 +167,8 @@ static const char *kib(size_t n, char *buf, size_t len) {
 static void say_wrote(mpx_session *s, const char *path, const mpx_viz_stats *st, bool laid_out) {
     char k[32];
     fprintf(s->info, "wrote %s: %d nodes (%d ops", path, st->nodes, st->op_nodes);
-    if (st->chains) fprintf(s->info, ", %d chains", st->chains);
+    if (st->scopes) fprintf(s->info, ", %d scopes", st->scopes);
+    if (st->chains) fprintf(s->info, ", %d %s", st->chains, st->scopes ? "regions" : "chains");
     fprintf(s->info, "), %d edges, %d casts", st->edges, st->casts);
     if (st->clusters) fprintf(s->info, ", %d clusters", st->clusters);
     if (st->hidden) fprintf(s->info, "; %d Constant/folded nodes left out", st->hidden);
@@ -224,7 +227,7 @@ void repl_viz_after_change(mpx_session *s) {
     /* The watched picture follows the plan: the overlay only while the last
      * run is the current plan's (a stale overlay would show old errors on
      * new colours). */
-    if (a.overlay && run_is_current(s)) a.o.overlay = s->last;
+    if (a.overlay && repl_run_is_current(s)) a.o.overlay = s->last;
     mpx_error e;
     mpx_error_clear(&e);
     mpx_viz_stats vs;

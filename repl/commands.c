@@ -16,11 +16,11 @@
 
 /* The cast-graph options dot, svg and html share (cmd_viz.c parses them). */
 #define GRAPH_OPTS                                                                                                   \
-    "[--around <node> <depth> [--upstream-to-cause]] [--shapes] [--collapse] [--fold] [--cluster <depth>] [--weights] [--all] [--overlay [--local]] " \
+    "[--around <node> <depth> [--upstream-to-cause]] [--shapes] [--collapse] [--fold [scopes|regions]] [--cluster <depth>] [--weights] [--all] [--overlay [--local]] " \
     "[--no-legend] [--engine dot|sfdp|neato]"
 #define GRAPH_OPTIONS                                                                                                  \
     {"--around", MPX_TAKES_TWO, MPX_WORD_NODE, NULL}, {"--shapes", 0, 0, NULL}, {"--collapse", 0, 0, NULL},            \
-        {"--fold", 0, 0, NULL}, {"--upstream-to-cause", 0, 0, NULL}, {"--cluster", MPX_TAKES_ONE, 0, NULL}, {"--weights", 0, 0, NULL}, {"--all", 0, 0, NULL},                      \
+        {"--fold", MPX_TAKES_MAYBE, MPX_WORD_CHOICE, "scopes|regions"}, {"--upstream-to-cause", 0, 0, NULL}, {"--cluster", MPX_TAKES_ONE, 0, NULL}, {"--weights", 0, 0, NULL}, {"--all", 0, 0, NULL},                      \
         {"--overlay", 0, 0, NULL}, {"--local", 0, 0, NULL}, {"--no-legend", 0, 0, NULL},                              \
         {"--engine", MPX_TAKES_ONE, MPX_WORD_CHOICE, "dot|sfdp|neato"}
 
@@ -32,7 +32,7 @@ static const mpx_option_spec stats_opts[] = {{"--top", MPX_TAKES_ONE, 0, NULL},
                                              {"--load", MPX_TAKES_ONE, MPX_WORD_FILE, NULL},
                                              {NULL, 0, 0, NULL}};
 static const mpx_option_spec plan_opts[] = {
-    {"--changed", 0, 0, NULL}, {"--json", MPX_TAKES_MAYBE, MPX_WORD_FILE, NULL}, {NULL, 0, 0, NULL}};
+    {"--changed", 0, 0, NULL}, {"--scopes", 0, 0, NULL}, {"--json", MPX_TAKES_MAYBE, MPX_WORD_FILE, NULL}, {NULL, 0, 0, NULL}};
 static const mpx_option_spec run_opts[] = {{"--local", 0, 0, NULL},
                                            {"--keep", MPX_TAKES_ONE, MPX_WORD_NODE_OR_TENSOR, NULL},
                                            {"--samples", MPX_TAKES_ONE, 0, NULL},
@@ -195,9 +195,14 @@ static const mpx_command commands[] = {
     {"unrule", "unrule <n>", "remove rule n (numbers as `rules` shows them)", NULL, repl_cmd_unrule, 1, 1, {MPX_WORD_TEXT}, NULL, NULL, NULL},
     {"undo", "undo", "undo the last change of rules, target or keep-io", NULL, repl_cmd_undo, 0, 0, {MPX_WORD_TEXT}, NULL, NULL, NULL},
     {"redo", "redo", "redo what undo undid", NULL, repl_cmd_undo, 0, 0, {MPX_WORD_TEXT}, NULL, NULL, NULL},
-    {"plan", "plan [--changed] [--json [<file>]]", "every node's colour and formats, the casts, the summary",
+    {"plan", "plan [--changed] [--json [<file>]] | plan --scopes", "every node's colour and formats, the casts, the summary",
      "--changed lists only nodes a rule decided or whose colour differs from its\n"
-     "default. --json: {\"target\", \"keep_io\", \"counts\": {green, gray, clear, red,\n"
+     "default. --scopes: the model's own structure instead, the scopes of its node\n"
+     "names (/stage1/conv3/Conv: stage1, stage1/conv3; an If's branches) as a tree,\n"
+     "each with its nodes, their formats and colours (green/gray/clear/red), the\n"
+     "runtime casts on its border (in/out), and after a run of this plan its worst\n"
+     "rel_l2 (where) and overflow: the structure the review page and dot/svg --fold\n"
+     "scopes draw. --json: {\"target\", \"keep_io\", \"counts\": {green, gray, clear, red,\n"
      "casts, weights_converted, weight_bytes_before, weight_bytes_after,\n"
      "low_macs_pct, low_cost_pct}, \"nodes\": [{name, op, colour, default, rule, compute, accum,\n"
      "output}], \"casts\": [{tensor, from, to, consumers}]}.",
@@ -387,9 +392,15 @@ static const mpx_command commands[] = {
      "upstream node with the largest own error, however far (red edges).\n"
      "--shapes: edge labels add shapes.\n"
      "--collapse: chains of nodes with the same formats become one node.\n"
-     "--fold: the model-level view: regions of connected nodes in the same formats\n"
-     "with no cast between them become one box (op counts, colour shares, worst\n"
-     "error), about 16 boxes for any model; casts and nodes a name: rule set stay.\n"
+     "--fold [scopes|regions]: the model-level view. scopes: the model's own\n"
+     "structure, the top scopes of node names (/stage1/conv3/Conv: stage1; an If's\n"
+     "branches) as boxes with their node count, formats, colour shares, casts on\n"
+     "their border, worst error and overflow (plan --scopes lists the same), casts\n"
+     "on the edges between boxes, nodes outside any box folded into regions.\n"
+     "regions: connected nodes in the same formats with no cast between them\n"
+     "become one box (op counts, colour shares, worst error), about 16 boxes for\n"
+     "any model; casts and nodes a name: rule set stay. --fold alone: scopes when\n"
+     "the names carry them, else regions.\n"
      "--cluster <n>: group by the first n components of node names\n"
      "(/backbone/stage2/...). --weights: draw weights as nodes.\n"
      "--overlay [--local]: border colour and width by the last run's rel_l2 (log\n"
@@ -417,7 +428,10 @@ static const mpx_command commands[] = {
      "run --local, overflow, weights that do not fit, nodes search kept fp32), model\n"
      "summary, target and rules, the plan's figures and casts, the cast graph (with\n"
      "the last run's error overlay), the error plot and the per-layer table, in one\n"
-     "file that opens from disk with no network.",
+     "file that opens from disk with no network. Graphs of more than 150 nodes open\n"
+     "as the model-level view (see dot's --fold: by the scopes of node names, a\n"
+     "scope opening in place on a click, or by regions); one too large to lay out\n"
+     "whole gets the model-level view alone.",
      repl_cmd_html, 1, 1, {MPX_WORD_FILE}, NULL, html_opts, NULL},
     {"export", "export <file.onnx> [--force] [--external] [--json [<file>]]",
      "write the plan as a mixed-precision ONNX model",
@@ -567,6 +581,9 @@ const char *repl_choice_at(const char *choices, int k, char *buf, size_t n) {
 
 int repl_option_values(const mpx_option_spec *o, int i, int argc, char *const *argv) {
     if (o->takes != MPX_TAKES_MAYBE) return o->takes;
+    /* an optional choice takes the next word only when it is one (dot
+     * --fold scopes; dot --fold out.dot keeps the file) */
+    if (o->kind == MPX_WORD_CHOICE) return i + 1 < argc && is_choice(o->choices, argv[i + 1]);
     return i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0;
 }
 

@@ -184,6 +184,9 @@ MPX_CMD(repl_cmd_unrule);
 MPX_CMD(repl_cmd_undo);   /* undo, redo */
 MPX_CMD(repl_cmd_rules);
 MPX_CMD(repl_cmd_plan);
+/* Whether the last run ran the current plan: its target, and every compared
+ * tensor in the format the plan gives it now (cmd_viz.c). */
+bool repl_run_is_current(const mpx_session *s);
 MPX_CMD(repl_cmd_diff);
 MPX_CMD(repl_cmd_why);
 /* Plan rules and options for the session's graph (measured figures from

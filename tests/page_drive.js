@@ -2,7 +2,13 @@
 // review page, in headless Chromium driven over the DevTools protocol
 // (node --experimental-websocket: node 20's WebSocket; no npm package).
 //
-// Opens the page at 1400x900 and, as a person would: opens a box of the
+// Opens the page at 1400x900 and measures its first screen: the boxes of the
+// graph on screen, the smallest rendered label font (CSS px), text outside
+// its panel, whether the path from the worst output to its cause is one
+// click away (printed as "page_drive: first screen: ..."; held to labels of
+// 10 px or more, nothing outside its panel, and with a model view at most 24
+// boxes). Then, as a person would: opens a scope of the model view in place
+// and goes back by its path (a page folded by scopes), opens a box of the
 // model view, comes back, searches a node by name, follows "row in the
 // table", goes from a table row to the graph, filters the table by op and by
 // overflow, sorts it, zooms and fits the graph, jumps to the worst layer.
@@ -95,6 +101,66 @@ async function run(url) {
   const body = 'document.body.dataset';
   const model = await js("!!document.getElementById('view-model')");
 
+  // the first screen, measured as the window shows it
+  const measure = "(function(){var v=document.getElementById(document.body.dataset.view==='model'?'view-model':" +
+    "'view-detail'),b=v.getBoundingClientRect(),svg=v.querySelector('svg'),k=svg.getScreenCTM().a;" +
+    "function on(r){return r.width>0&&r.height>0&&r.right>b.left&&r.left<b.right&&r.bottom>b.top&&r.top<b.bottom&&" +
+    "r.top<innerHeight;}" +
+    "var boxes=[].slice.call(svg.querySelectorAll('g.node')).filter(function(g){return on(g.getBoundingClientRect());})" +
+    ".length,least=Infinity;svg.querySelectorAll('text').forEach(function(t){if(!on(t.getBoundingClientRect()))return;" +
+    "var f=parseFloat(t.getAttribute('font-size'))*k;if(f<least)least=f;});" +
+    // text outside its panel: each text of the first screen's sections (the
+    // SVG's own text is clipped by its viewer) within its section's box
+    "var out=[];document.querySelectorAll('.top section').forEach(function(sec){var s=sec.getBoundingClientRect()," +
+    "w=document.createTreeWalker(sec,NodeFilter.SHOW_TEXT);while(w.nextNode()){var n=w.currentNode;if(!n.textContent" +
+    ".trim()||n.parentElement.closest('svg,datalist,template'))continue;var q=document.createRange();q.selectNodeContents(n);" +
+    "[].slice.call(q.getClientRects()).forEach(function(r){if(r.top<innerHeight&&(r.right>s.right+0.5||" +
+    "r.left<s.left-0.5||r.bottom>s.bottom+0.5))out.push(n.textContent.trim().slice(0,40));});}});" +
+    "var p=document.querySelector('button[data-act=\"path\"]'),pr=p&&p.getBoundingClientRect();" +
+    "return {boxes:boxes,font:Math.round(least*10)/10,overflow:out,path:!p?'none':pr.bottom<=innerHeight&&pr.top>=0?" +
+    "'one click':'off screen',view:document.body.dataset.view,viewer:[Math.round(b.width),Math.round(b.height)]};})()";
+  const first = await js(measure);
+  console.log('page_drive: first screen: ' + first.view + ' view, ' + first.boxes + ' boxes, smallest label ' +
+    first.font + ' px, viewer ' + first.viewer.join('x') + ', path to the cause: ' + first.path + ', text outside its panel: ' +
+    (first.overflow.length ? JSON.stringify(first.overflow) : 'none'));
+  if (first.overflow.length) fail('text outside its panel on the first screen: ' + JSON.stringify(first.overflow));
+  if (first.path === 'off screen') fail('the path to the cause is not on the first screen');
+  if (model && first.boxes > 24) fail('the first screen shows ' + first.boxes + ' boxes (at most 24)');
+  if (!(first.font >= 10)) fail('the first screen has labels of ' + first.font + ' px (at least 10)');
+
+  const scoped = await js("JSON.parse(document.getElementById('mpx-index').textContent).scopes.length>0");
+  if (scoped) {
+    // a scope box opens in place, one level down, and the path goes back
+    const sbox = await js("(function(){var i=JSON.parse(document.getElementById('mpx-index').textContent);" +
+      "var g=[].slice.call(document.querySelectorAll('#view-model g.node[id^=\"m-p\"]')).filter(function(g){" +
+      "return i.scopes[+g.id.slice(3)][3];})[0];return g&&g.id;})()");
+    if (!sbox) fail('the model view has no scope box with a view of its own');
+    const k = +sbox.slice(3);
+    await step('open scope ' + sbox, click('#' + sbox));
+    await step('it opened in place', `${body}.view==='model' && ${body}.scope==='${k}' && ` +
+      "document.querySelectorAll('#view-model svg').length===1 && " +
+      `!!document.querySelector('#view-model g.cluster[id="m-cluster_scope:${k}"]') && ` +
+      "document.querySelectorAll('#view-model g.node').length>0 && " +
+      `document.getElementById('crumbs').textContent.indexOf(JSON.parse(document.getElementById('mpx-index')` +
+      `.textContent).scopes[${k}][0])>=0`);
+    const inner = await js(measure);
+    console.log('page_drive: scope ' + k + ' opened: ' + inner.boxes + ' boxes on screen, smallest label ' + inner.font + ' px');
+    if (!(inner.font >= 10)) fail('the opened scope has labels of ' + inner.font + ' px');
+    await step('back by the path', click('#crumbs a[data-scope]'));
+    await step('the top view again', `${body}.scope===String(JSON.parse(document.getElementById('mpx-index')` +
+      ".textContent).top) && !!document.getElementById('" + sbox + "')");
+    // a node deep in a collapsed scope is found by name
+    const deep = await js("(function(){var i=JSON.parse(document.getElementById('mpx-index').textContent);" +
+      "var n=i.nodes.filter(function(n){return n[2]&&n[7]>=0&&i.scopes[n[7]][1]>i.top&&n[7]!==i.top;})[0];return n&&n[0];})()");
+    if (deep) {
+      await step('search ' + deep + ' (inside a closed scope)', `(function(){document.getElementById('find').value=` +
+        `${JSON.stringify(deep)};document.getElementById('find-form').requestSubmit();return true;})()`);
+      await step('found', `${body}.view==='detail' && /^n\\d+$/.test(${body}.found) && ` +
+        `document.getElementById(${body}.found).classList.contains('hl')`);
+      await step('the model view again', click('button[data-view="model"]'));
+    }
+  }
+
   if (model) {
     // a box of the model view opens the detailed graph at its nodes
     const box = await js("(document.querySelector('#view-model g.node[id^=\"m-r\"]')||{}).id");
@@ -151,6 +217,11 @@ async function run(url) {
     "{bubbles:true}));var v=[].slice.call(t.tBodies[0].rows).map(function(r){return parseFloat(r.cells[i]" +
     ".dataset.v);});for(var k=1;k<v.length;k++)if(v[k]>v[k-1])return 'not descending at row '+k;return true;})()");
 
+  await step('# counts the rows shown, order is the graph\'s', "(function(){var t=document.getElementById(" +
+    "'layer-table'),h=[].slice.call(t.tHead.rows[0].cells).map(function(c){return c.textContent;});if(h[0]!=='#'||" +
+    "h[1]!=='order')return h.slice(0,3);var r=[].slice.call(t.tBodies[0].rows).filter(function(x){return !x.hidden;});" +
+    "for(var k=0;k<r.length;k++)if(r[k].cells[0].textContent!==String(k+1))return 'row '+k+' numbered '+" +
+    "r[k].cells[0].textContent;return true;})()");
   // zoom and fit the graph
   await step('zoom in', "(function(){var s=document.querySelector('#view-detail svg'),w0=+s.getAttribute('viewBox')" +
     ".split(' ')[2];document.querySelector('button[data-act=\"in\"]').dispatchEvent(new MouseEvent('click'," +

@@ -790,6 +790,7 @@ static int check_fold(const mpx_graph *g, const mpx_plan *p, const mpx_rules *r,
     mpx_viz_opts_default(&o);
     o.rules = r;
     o.fold = fold;
+    o.fold_by = MPX_VIZ_FOLD_REGIONS;
     char(*ids)[16] = calloc((size_t)g->n_nodes, sizeof *ids);
     int *box = calloc((size_t)g->n_nodes, sizeof *box);
     char *seen = calloc((size_t)g->n_nodes, 1);
@@ -884,6 +885,240 @@ static void test_fold(void) {
     check_fold(g, p, r, MPX_VIZ_FOLD_BOXES);
     mpx_plan_free(p);
     mpx_rules_free(r);
+    mpx_graph_free(g);
+}
+
+/* ---- the scope tree and the fold by scopes ------------------------------------- */
+
+/* The tree's promises (mpx_graph.h), on g's tree: each kept node in one
+ * scope, listed there once; totals add up; a parent before its children,
+ * children in graph order; no NAME scope of one node, none with no node of
+ * its own and one NAME child; a NAME scope's nodes' names start with its
+ * path; short names end the names; at most MPX_SCOPE_MAX_CHILDREN children
+ * but where groups would hold one each. Returns the tree (caller frees). */
+static mpx_scopes *check_scopes(const mpx_graph *g, const bool *skip) {
+    mpx_scopes *sc = NULL;
+    CHECK_MSG(mpx_graph_scopes(g, skip, &sc, &err) == MPX_OK, "%s", err.msg);
+    if (!sc) return NULL;
+    CHECK(sc->s[0].kind == MPX_SCOPE_ROOT && sc->s[0].parent == -1);
+    int *listed = calloc((size_t)g->n_nodes + 1, sizeof *listed);
+    for (int k = 0; k < sc->n; k++) {
+        const mpx_scope *x = &sc->s[k];
+        int sum = x->n_nodes;
+        for (int c = 0; c < x->n_children; c++) {
+            int ch = x->children[c];
+            CHECK_MSG(ch > k && sc->s[ch].parent == k, "scope %d: child %d", k, ch);
+            if (c) CHECK_MSG(sc->s[x->children[c - 1]].first < sc->s[ch].first, "scope %d: children out of order", k);
+            sum += sc->s[ch].n_total;
+        }
+        CHECK_MSG(sum == x->n_total, "scope %d (%s): %d nodes below, total %d", k, x->label, sum, x->n_total);
+        if (k && x->kind == MPX_SCOPE_NAME) {
+            CHECK_MSG(x->n_total > 1, "scope %s holds one node", x->path);
+            CHECK_MSG(!(x->n_nodes == 0 && x->n_children == 1 && sc->s[x->children[0]].kind == MPX_SCOPE_NAME),
+                      "scope %s: a chain of one child", x->path);
+        }
+        if (x->kind != MPX_SCOPE_GROUP)
+            CHECK_MSG(x->n_children <= MPX_SCOPE_MAX_CHILDREN, "scope %s: %d children", x->label, x->n_children);
+        for (int q = 0; q < x->n_nodes; q++) {
+            int i = x->nodes[q];
+            CHECK_MSG(sc->of_node[i] == k, "node %d listed in scope %d, of_node %d", i, k, sc->of_node[i]);
+            listed[i]++;
+            if (q) CHECK(x->nodes[q - 1] < i);
+        }
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        bool kept = !skip || !skip[i];
+        CHECK_MSG(listed[i] == (kept ? 1 : 0), "node %d listed %d times", i, listed[i]);
+        CHECK_MSG(kept == (sc->of_node[i] >= 0), "node %d: scope %d", i, sc->of_node[i]);
+        if (!kept) continue;
+        const char *nm = g->nodes[i]->name, *sh = sc->short_name[i];
+        CHECK_MSG(strlen(sh) <= strlen(nm) && strcmp(nm + strlen(nm) - strlen(sh), sh) == 0, "node %s: short %s", nm, sh);
+        for (int a = sc->of_node[i]; a > 0; a = sc->s[a].parent) {
+            const mpx_scope *x = &sc->s[a];
+            size_t pl = strlen(x->path);
+            if (x->kind == MPX_SCOPE_NAME && !g->nodes[i]->guard)
+                CHECK_MSG(strncmp(nm, x->path, pl) == 0 && nm[pl] == '/', "node %s in scope %s", nm, x->path);
+        }
+    }
+    free(listed);
+    return sc;
+}
+
+/* The ids a fold by scopes gives: each drawn node a scope box (p<k>, the
+ * node inside scope k), a region or itself; the boxes of the top view are the
+ * top's children. Returns how many boxes (scopes, regions, nodes). */
+static int check_scope_fold(const mpx_plan *p, const mpx_scopes *sc, int open) {
+    const mpx_graph *g = p->g;
+    mpx_viz_opts o;
+    mpx_viz_opts_default(&o);
+    o.fold = MPX_VIZ_FOLD_BOXES;
+    o.fold_by = MPX_VIZ_FOLD_SCOPES;
+    o.open_scope = open;
+    char(*ids)[16] = calloc((size_t)g->n_nodes + 1, sizeof *ids);
+    CHECK_MSG(mpx_viz_node_ids(p, &o, ids, &err) == MPX_OK, "%s", err.msg);
+    int opened = open > 0 ? open : sc->top, boxes = 0;
+    bool *seen_scope = calloc((size_t)sc->n + 1, sizeof *seen_scope);
+    for (int i = 0; i < g->n_nodes; i++) {
+        int s = sc->of_node[i];
+        if (s < 0) {
+            CHECK(ids[i][0] == '\0');
+            continue;
+        }
+        if (!mpx_scope_within(sc, s, opened)) {
+            CHECK_MSG(ids[i][0] == '\0', "node %d outside the open scope drawn as %s", i, ids[i]);
+            continue;
+        }
+        if (ids[i][0] == 'p') {
+            int k = atoi(ids[i] + 1);
+            CHECK_MSG(k < sc->n && mpx_scope_within(sc, s, k) && sc->s[k].parent == opened,
+                      "node %d (scope %d) in box p%d", i, s, k);
+            if (k < sc->n && !seen_scope[k]) seen_scope[k] = true, boxes++;
+        } else {
+            CHECK_MSG(ids[i][0] == 'n' || ids[i][0] == 'r', "node %d: %s", i, ids[i]);
+            CHECK_MSG(s == opened, "node %d of scope %d drawn loose in scope %d", i, s, opened);
+            boxes += atoi(ids[i] + 1) == i;
+        }
+    }
+    for (int c = 0; c < sc->s[opened].n_children; c++)
+        CHECK_MSG(seen_scope[sc->s[opened].children[c]], "child %d of %d has no box", sc->s[opened].children[c], opened);
+    free(seen_scope);
+    free(ids);
+    return boxes;
+}
+
+static void test_scopes(void) {
+    mpx_graph *g = load_tiny_cnn(32, 32);
+    if (!g) return;
+    mpx_rules *r = rules_of(g, RULE);
+    mpx_plan *p = plan_of(g, r, NULL);
+    bool *skip = calloc((size_t)g->n_nodes + 1, sizeof *skip);
+    for (int i = 0; i < g->n_nodes; i++) skip[i] = g->nodes[i]->op == MPX_OP_Constant || p->nodes[i].folded;
+    mpx_scopes *sc = check_scopes(g, skip);
+    if (sc) {
+        /* /backbone/... and /head/...: the root holds both */
+        CHECK(mpx_scopes_useful(sc));
+        const mpx_scope *top = &sc->s[sc->top];
+        CHECK_MSG(top->n_children >= 2, "tiny_cnn's top scope %s has %d children", top->label, top->n_children);
+        int boxes = check_scope_fold(p, sc, 0);
+        CHECK_MSG(boxes >= 2 && boxes < 12, "tiny_cnn's first view: %d boxes", boxes);
+        for (int k = 1; k < sc->n; k++)
+            if (!mpx_scope_within(sc, sc->top, k)) check_scope_fold(p, sc, k);
+        /* the figures: totals of the root, and casts counted once per border */
+        mpx_scope_figures *f = NULL;
+        CHECK_MSG(mpx_plan_scope_figures(p, sc, NULL, &f, &err) == MPX_OK, "%s", err.msg);
+        if (f) {
+            int kept = 0;
+            for (int i = 0; i < g->n_nodes; i++) kept += !skip[i];
+            CHECK(f[0].nodes == kept && f[0].casts_in + f[0].casts_out == 0);
+            CHECK(f[0].casts_inside + f[0].casts_in <= p->n_casts);
+            for (int k = 0; k < sc->n; k++) {
+                CHECK(f[k].nodes == sc->s[k].n_total);
+                int sum = 0;
+                for (int c = 1; c < MPX_COLOUR_COUNT; c++) sum += f[k].colours[c];
+                CHECK(sum == f[k].nodes);
+                /* a cast into scope k: a consumer inside, its value made outside */
+                int in = 0;
+                for (int c = 0; c < p->n_casts; c++) {
+                    const mpx_tensor *t = g->tensors[p->casts[c].tensor];
+                    bool src_in = t->producer && sc->of_node[t->producer->index] >= 0 &&
+                                  mpx_scope_within(sc, sc->of_node[t->producer->index], k);
+                    bool dst_in = false;
+                    for (int q = 0; q < p->casts[c].n_consumers; q++) {
+                        int n = p->casts[c].consumers[q];
+                        dst_in |= n >= 0 && sc->of_node[n] >= 0 && mpx_scope_within(sc, sc->of_node[n], k);
+                    }
+                    in += dst_in && !src_in;
+                }
+                CHECK_MSG(f[k].casts_in == in, "scope %s: %d casts in, counted %d", sc->s[k].label, f[k].casts_in, in);
+            }
+        }
+        free(f);
+        mpx_scopes_free(sc);
+    }
+    free(skip);
+    /* regions stay as they were when asked for */
+    mpx_viz_stats st;
+    mpx_viz_opts o;
+    mpx_viz_opts_default(&o);
+    o.fold = MPX_VIZ_FOLD_BOXES;
+    char *a = NULL;
+    CHECK(mpx_viz_dot(p, &o, &a, &st, &err) == MPX_OK);
+    CHECK_MSG(st.scopes >= 2, "--fold on tiny_cnn: %d scope boxes", st.scopes);
+    free(a);
+    o.fold_by = MPX_VIZ_FOLD_REGIONS;
+    CHECK(mpx_viz_dot(p, &o, &a, &st, &err) == MPX_OK);
+    CHECK(st.scopes == 0 && st.chains > 0);
+    free(a);
+    mpx_plan_free(p);
+    mpx_rules_free(r);
+    mpx_graph_free(g);
+
+    /* 40 Keras-style layers "model/dense_<k>/...": one scope "model" of 40
+     * children, gathered into groups; names without '/' have no scope */
+    char *json = malloc(64 * 1024);
+    size_t n = (size_t)snprintf(json, 64 * 1024,
+                                "{\"format\": \"mpx-model\", \"opset\": 17, \"inputs\": [{\"name\": \"t0\", \"type\": "
+                                "\"float32\", \"shape\": [1, 8]}], \"outputs\": [{\"name\": \"t80\", \"type\": \"float32\"}], "
+                                "\"nodes\": [");
+    for (int k = 0; k < 40; k++)
+        n += (size_t)snprintf(json + n, 64 * 1024 - n,
+                              "%s{\"name\": \"model/dense_%d/Relu\", \"op\": \"Relu\", \"inputs\": [\"t%d\"], \"outputs\": "
+                              "[\"t%d\"]}, {\"name\": \"model/dense_%d/Neg\", \"op\": \"Neg\", \"inputs\": [\"t%d\"], "
+                              "\"outputs\": [\"t%d\"]}",
+                              k ? ", " : "", k, 2 * k, 2 * k + 1, k, 2 * k + 1, 2 * k + 2);
+    snprintf(json + n, 64 * 1024 - n, "]}");
+    mpx_error_clear(&err);
+    g = mpx_graph_load_json_text(json, strlen(json), "keras.json", NULL, &err);
+    CHECK_MSG(g != NULL, "%s", err.msg);
+    free(json);
+    if (!g) return;
+    sc = check_scopes(g, NULL);
+    if (sc) {
+        const mpx_scope *top = &sc->s[sc->top];
+        CHECK_MSG(strcmp(top->label, "model") == 0, "top %s", top->label);
+        CHECK_MSG(top->n_children > 1 && top->n_children <= MPX_SCOPE_MAX_CHILDREN, "%d children", top->n_children);
+        CHECK(sc->s[top->children[0]].kind == MPX_SCOPE_GROUP);
+        CHECK_MSG(strcmp(sc->s[top->children[0]].label, "dense_0 \xe2\x80\xa6 dense_2") == 0, "group %s",
+                  sc->s[top->children[0]].label);
+        CHECK(strcmp(sc->short_name[0], "Relu") == 0);
+        CHECK(mpx_scopes_useful(sc));
+        mpx_scopes_free(sc);
+    }
+    mpx_graph_free(g);
+
+    /* Silero VAD v5: an If whose flattened branches are the model */
+    const char *src = getenv("MPX_SRC"), *cache = getenv("MPX_CACHE");
+    char path[1024];
+    if (cache && *cache) snprintf(path, sizeof path, "%s/vad-web-0.0.31/dist/silero_vad_v5.onnx", cache);
+    else snprintf(path, sizeof path, "%s/.cache/vad-web-0.0.31/dist/silero_vad_v5.onnx", src ? src : "..");
+    FILE *fp = fopen(path, "rb");
+    if (!fp) {
+        printf("test_viz: Silero VAD not fetched, its scopes skipped\n");
+        return;
+    }
+    fclose(fp);
+    g = mpx_graph_load(path, &err);
+    CHECK_MSG(g != NULL, "%s", err.msg);
+    if (!g) return;
+    sc = check_scopes(g, NULL);
+    if (sc) {
+        int branches = 0;
+        const mpx_scope *top = &sc->s[sc->top];
+        for (int c = 0; c < top->n_children; c++) branches += sc->s[top->children[c]].kind == MPX_SCOPE_BRANCH;
+        CHECK_MSG(branches == 2, "Silero's top holds %d branches", branches);
+        CHECK(strcmp(sc->s[top->children[0]].label, "If_0: then_branch") == 0);
+        for (int i = 0; i < g->n_nodes; i++) {
+            if (!g->nodes[i]->guard) continue;
+            bool in_branch = false;
+            for (int q = sc->of_node[i]; q > 0; q = sc->s[q].parent) in_branch |= sc->s[q].kind == MPX_SCOPE_BRANCH;
+            CHECK_MSG(in_branch, "branch node %s outside a branch scope", g->nodes[i]->name);
+            CHECK_MSG(!strstr(sc->short_name[i], "_branch") && !strstr(sc->short_name[i], "__Inline_"),
+                      "branch node %s labelled %s", g->nodes[i]->name, sc->short_name[i]);
+        }
+        printf("test_viz: Silero VAD v5: %d scopes, top %s with %d children\n", sc->n, top->label[0] ? top->label : "(root)",
+               top->n_children);
+        mpx_scopes_free(sc);
+    }
     mpx_graph_free(g);
 }
 
@@ -1004,6 +1239,7 @@ int main(void) {
     test_svg_and_overlay();
     test_plot_special_values();
     test_fold();
+    test_scopes();
     test_plot_layout();
     test_pareto();
     test_ppocr_det();

@@ -17,7 +17,14 @@
 # the path to the cause; Chromium's console log (--enable-logging) has no
 # message at all; screenshots of each first screen stay in WORK (first-*.png)
 # with the header, casts and colour fills checked. Last, tests/page_drive.js
-# clicks through each page as a reviewer would (node, DevTools protocol).
+# measures each first screen (boxes, the smallest label's font, text outside
+# its panel, the path to the cause one click away) and clicks through each
+# page as a reviewer would (node, DevTools protocol), on det and rec (names
+# without scopes: the model view by regions; det-alt, a plan whose formats
+# alternate, by regions of any formats), a 486-node model named as
+# PyTorch names it (tests/scoped_models.py: the model view by scopes, a
+# scope opened in place and closed by its path, a node found inside a closed
+# scope) and Silero VAD v5 (its If's two branches as the top scopes).
 # Sizes and times go to stdout (ctest -V shows them).
 # Exit 77 (skipped) when chromium is not installed.
 set -eu
@@ -49,6 +56,11 @@ dot $WORK/det.dot --overlay
 svg $WORK/det.svg --overlay
 plot $WORK/det_plot.svg
 html $WORK/det.html
+colour Conv green when macs >= 1M else gray
+colour name:p2o.BatchNormalization.1 red
+colour name:p2o.Sigmoid.0 red
+run --local
+html $WORK/det-alt.html
 EOF
 cat >"$WORK/rec.mpx" <<EOF
 load $MODELS/ch_PP-OCRv4_rec_infer.onnx
@@ -76,7 +88,28 @@ input x random uniform 0 30000 seed 1
 run
 html $WORK/tiny-ovf.html
 EOF
-for m in det rec tiny tiny-ovf; do
+# a scoped model of the size where the first screen matters, and Silero VAD
+"$PY" "$(dirname "$0")/scoped_models.py" "$WORK" >/dev/null || fail "tests/scoped_models.py failed"
+cat >"$WORK/u2net.mpx" <<EOF
+load $WORK/u2net_scoped.onnx
+input input random uniform 0 1 seed 1
+run --local
+plan --scopes
+html $WORK/u2net.html
+EOF
+VAD=$CACHE/vad-web-0.0.31/dist/silero_vad_v5.onnx
+[ -f "$VAD" ] || fail "$VAD missing (scripts/fetch-models.sh)"
+cat >"$WORK/vad.mpx" <<EOF
+load $VAD
+input input shape 1x512
+input state shape 2x1x128
+input input random uniform -0.5 0.5 seed 5
+input state random normal 0 0.1 seed 6
+input sr const 16000
+run --local
+html $WORK/vad.html
+EOF
+for m in det rec tiny tiny-ovf u2net vad; do
   "$MPX" "$WORK/$m.mpx" >"$WORK/$m.out" 2>&1 || fail "$m session: $(cat "$WORK/$m.out")"
   grep '^wrote' "$WORK/$m.out"
 done
@@ -140,6 +173,16 @@ want det-path 'data-found="path"'
 dom rec.html "" rec-first
 want rec-first 'data-view="model"'
 want rec-first 'data-fits="1"'
+# a plan whose formats alternate (examples/threshold.mpx's): regions of one
+# format each would be about 50 boxes, the page folds regions of any formats
+grep -q 'casts on the edges between boxes' "$WORK/det-alt.html" || fail "det-alt.html: not folded across formats"
+grep -q 'casts inside' "$WORK/rec.html" || fail "rec.html: the model view's boxes do not count their casts"
+dom u2net.html "" u2net-first
+want u2net-first 'data-view="model"'
+want u2net-first 'data-scope="0"'
+grep -q '^  stage1 ' "$WORK/u2net.out" || fail "u2net: plan --scopes lists no stage1: $(head -5 "$WORK/u2net.out")"
+dom vad.html "" vad-first
+want vad-first 'data-view="model"'
 dom tiny.html "" tiny-first
 want tiny-first 'data-view="detail"'
 dom tiny.html "#find=/backbone/stage1/se/Mul" tiny-find
@@ -154,18 +197,25 @@ shot() { # $1 page with URL suffix, $2 png name
 shot det.html first-det.png
 shot rec.html first-rec.png
 shot tiny.html first-tiny.png
+shot u2net.html first-u2net.png
+shot vad.html first-vad.png
 shot "det.html#find=p2o.BatchNormalization.1" first-det-find.png
 for page in det rec tiny det-find; do
+  # rec's plan alternates formats: its model view folds regions of any
+  # formats, its casts counted in the boxes (checked below), not drawn
+  casts='casts=#ffd54f>20'
+  [ $page = rec ] && casts='colours>200'
   "$PY" "$(dirname "$0")/png_check.py" "$WORK/first-$page.png" 1400 900 'header band=#263238>1000' \
-    'casts=#ffd54f>20' 'gray fills=#bdbdbd>50' || fail "first-$page.png does not show the page and its graph"
+    "$casts" 'gray fills=#bdbdbd>50' || fail "first-$page.png does not show the page and its graph"
 done
 # A reviewer's clicks (tests/page_drive.js over the DevTools protocol): open
 # a box, search, graph to table and back, filters, sorting, zoom, worst layer.
 NODE=$(command -v node || command -v nodejs || true)
 [ -n "$NODE" ] || fail "node missing (scripts/bootstrap.sh --test installs it)"
-for page in det rec tiny tiny-ovf; do
+for page in det det-alt rec tiny tiny-ovf u2net vad; do
   "$NODE" --experimental-websocket --no-warnings "$(dirname "$0")/page_drive.js" "$BROWSER" "$WORK/profile-drive" \
     "$WORK/$page.html" >"$WORK/drive-$page.out" 2>&1 || fail "$page.html: $(tail -3 "$WORK/drive-$page.out")"
+  grep 'first screen\|opened:' "$WORK/drive-$page.out" | sed "s/^page_drive:/viz_browser: $page:/"
   tail -1 "$WORK/drive-$page.out"
 done
 ls -l "$WORK"/det.html "$WORK"/rec.html "$WORK"/tiny.html | awk '{print "viz_browser: page", $5, "bytes", $9}'

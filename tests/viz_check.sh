@@ -47,8 +47,11 @@ colour Relu red
 run --local
 html $WORK/look.html
 dot $WORK/cause.dot --around /head/Softmax 1 --upstream-to-cause
-svg $WORK/fold.svg --fold --overlay
+svg $WORK/fold.svg --fold regions --overlay
+svg $WORK/scopes.svg --fold scopes --overlay
+dot $WORK/scopes.dot --fold
 html $WORK/fold.html --fold
+plan --scopes
 EOF
 "$MPX" "$WORK/session.mpx" >"$WORK/session.out" 2>"$WORK/session.err" ||
   fail "the session failed: $(cat "$WORK/session.err")"
@@ -154,7 +157,18 @@ has "$WORK/fold.svg" '<g id="r' "a folded region"
 [ "$(count "$WORK/fold.svg" '<polygon fill="#ffd54f" stroke="#e65100"')" -eq 4 ] || fail "fold.svg: expected the 4 casts"
 has "$WORK/fold.html" 'id="view-model"' "the model view"
 has "$WORK/fold.html" 'id="view-detail" hidden' "the detailed graph behind it"
-has "$WORK/fold.html" 'id="m-r' "the model view's boxes with their own ids"
+has "$WORK/fold.html" 'id="m-p' "the model view's scope boxes with their own ids"
+# by scopes (tiny_cnn's names: /backbone/stem/..., /head/...): the top scopes
+# as boxes, the same in DOT, SVG, the page (each scope's view in place) and
+# plan --scopes; casts on the edges, not as nodes
+xml_ok "$WORK/scopes.svg"
+has "$WORK/scopes.svg" '<title>p' "a scope box"
+has "$WORK/scopes.dot" 'backbone' "the backbone scope"
+[ "$(count "$WORK/scopes.svg" '<polygon fill="#ffd54f" stroke="#e65100"')" -eq 0 ] || fail "scopes.svg: casts drawn as nodes"
+has "$WORK/fold.html" '<template id="mv-' "a scope's view to open in place"
+has "$WORK/fold.html" 'id="crumbs"' "the path back"
+grep -q '^  backbone ' "$WORK/session.out" || fail "plan --scopes: no backbone line: $(cat "$WORK/session.out")"
+grep -q '^    stage1 ' "$WORK/session.out" || fail "plan --scopes: no stage1 line under the backbone"
 has "$WORK/fold.html" '<script id="mpx-index" type="application/json">' "the node index"
 has "$WORK/fold.html" '<select id="tf-op"' "the table's filters"
 has "$WORK/look.html" 'data-act="path"' "the path to the cause on the page"

@@ -39,10 +39,10 @@
 
 /* ---- the view: what is drawn ------------------------------------------------ */
 
-enum { V_NONE = 0, V_OP, V_CHAIN, V_REGION, V_STUB };
+enum { V_NONE = 0, V_OP, V_CHAIN, V_REGION, V_STUB, V_SCOPE };
 
 /* Members of a chain or region are linked through next[] from their head. */
-#define V_GROUP(k) ((k) == V_CHAIN || (k) == V_REGION)
+#define V_GROUP(k) ((k) == V_CHAIN || (k) == V_REGION || (k) == V_SCOPE)
 
 typedef struct endpoint {
     Agnode_t *an;
@@ -71,6 +71,14 @@ typedef struct view {
     int *stamp;          /* [n_nodes + n_casts + n_outputs] edge dedupe per tensor */
     mpx_viz_stats st;
     vz_buf tmp;
+    /* folded by scopes: the tree of the drawn nodes, its figures, the scope
+     * drawn open (and which scopes are open: it and its ancestors), the
+     * scope of each V_SCOPE head's box */
+    mpx_scopes *sc;
+    mpx_scope_figures *fig;
+    int open;
+    bool *opened;
+    int *unit;
 } view;
 
 static bool is_data_tensor(const view *v, const mpx_tensor *t) {
@@ -84,7 +92,13 @@ static bool cast_serves(const mpx_plan_cast *k, int c);
 
 /* The first letter of a drawn node's id (mpx_viz.h lists them). */
 static char id_letter(char kind) {
-    return kind == V_CHAIN ? 'c' : kind == V_REGION ? 'r' : kind == V_STUB ? 's' : 'n';
+    return kind == V_CHAIN ? 'c' : kind == V_REGION ? 'r' : kind == V_STUB ? 's' : kind == V_SCOPE ? 'p' : 'n';
+}
+
+/* The id of the node drawn for head h: its letter and the head's index, a
+ * scope's box the scope's. */
+static void head_id(const view *v, int h, char *buf, size_t n) {
+    snprintf(buf, n, "%c%d", id_letter(v->kind[h]), v->kind[h] == V_SCOPE ? v->unit[h] : h);
 }
 
 static bool is_weight_input(const view *v, const mpx_tensor *t) {
@@ -106,6 +120,10 @@ static void free_view(view *v) {
     free(v->aout);
     free(v->aw);
     free(v->stamp);
+    mpx_scopes_free(v->sc);
+    free(v->fig);
+    free(v->opened);
+    free(v->unit);
     vz_buf_free(&v->tmp);
     if (v->G) agclose(v->G);
     v->G = NULL;
@@ -226,6 +244,9 @@ static bool foldable(const view *v, int i) {
 
 /* Nodes that may share a box: the formats a reviewer reads off the box. */
 static bool same_formats(const view *v, int a, int b) {
+    /* folded by scopes, the nodes outside the boxes of one open scope fold
+     * whatever their formats: the box lists them */
+    if (v->sc) return v->sc->of_node[a] == v->sc->of_node[b];
     const mpx_plan_node *pa = &v->p->nodes[a], *pb = &v->p->nodes[b];
     const mpx_node *na = v->g->nodes[a], *nb = v->g->nodes[b];
     if (pa->is_float != pb->is_float || pa->compute != pb->compute || pa->output != pb->output) return false;
@@ -236,6 +257,7 @@ static bool same_formats(const view *v, int a, int b) {
 /* Whether a runtime cast sits on tensor t on its way to node c. */
 static bool cast_between(const view *v, const mpx_tensor *t, int c) {
     const mpx_plan *p = v->p;
+    if (v->sc) return false; /* folded by scopes, casts are drawn on the edges between boxes */
     for (int j = v->cast_of[t->index]; j >= 0 && j < p->n_casts && p->casts[j].tensor == t->index; j++)
         if (cast_serves(&p->casts[j], c)) return true;
     return false;
@@ -366,6 +388,69 @@ out:
     return st;
 }
 
+/* Folding by scopes: every drawn node inside a scope that is not open is
+ * drawn as that scope's box (the outermost such scope: a child of an open
+ * one); the nodes of open scopes outside any box fold into regions. Leaves
+ * v->sc NULL when fold_by is AUTO and the names carry no useful scopes (the
+ * caller folds by regions then). */
+static mpx_status fold_scopes(view *v, mpx_error *err) {
+    const mpx_graph *g = v->g;
+    size_t nn = (size_t)g->n_nodes + 1;
+    bool *skip = malloc(nn * sizeof *skip);
+    if (!skip) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    for (int i = 0; i < g->n_nodes; i++) skip[i] = v->kind[i] != V_OP;
+    mpx_status st = mpx_graph_scopes(g, skip, &v->sc, err);
+    free(skip);
+    if (st) return st;
+    if (v->o->fold_by != MPX_VIZ_FOLD_SCOPES && !mpx_scopes_useful(v->sc)) {
+        mpx_scopes_free(v->sc);
+        v->sc = NULL;
+        return MPX_OK;
+    }
+    const mpx_scopes *sc = v->sc;
+    v->open = v->o->open_scope > 0 && v->o->open_scope < sc->n ? v->o->open_scope : sc->top;
+    if (!mpx_scope_within(sc, v->open, sc->top)) v->open = sc->top;
+    v->opened = calloc((size_t)sc->n + 1, sizeof *v->opened);
+    v->unit = malloc(nn * sizeof *v->unit);
+    int *unit_head = malloc(((size_t)sc->n + 1) * sizeof *unit_head);
+    int *unit_last = malloc(((size_t)sc->n + 1) * sizeof *unit_last);
+    if (!v->opened || !v->unit || !unit_head || !unit_last) {
+        free(unit_head);
+        free(unit_last);
+        return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    }
+    for (int s = v->open; s >= 0; s = sc->s[s].parent) v->opened[s] = true;
+    for (int s = 0; s < sc->n; s++) unit_head[s] = unit_last[s] = -1;
+    for (int i = 0; i < g->n_nodes; i++) {
+        v->unit[i] = -1;
+        int s = sc->of_node[i];
+        /* a scope opened below the top is drawn alone, its items in its
+         * frame: the way back is the page's path above the view */
+        if (v->kind[i] == V_OP && s >= 0 && v->open != sc->top && !mpx_scope_within(sc, s, v->open)) {
+            v->kind[i] = V_NONE;
+            v->head[i] = -1;
+            v->st.op_nodes--;
+            continue;
+        }
+        if (v->kind[i] != V_OP || s < 0 || v->opened[s] || i == v->center) continue;
+        while (!v->opened[sc->s[s].parent]) s = sc->s[s].parent;
+        if (unit_head[s] < 0) {
+            unit_head[s] = i;
+            v->kind[i] = V_SCOPE;
+            v->unit[i] = s;
+            v->st.scopes++;
+        } else {
+            v->next[unit_last[s]] = i;
+            v->head[i] = unit_head[s];
+            v->kind[i] = V_NONE;
+        }
+        unit_last[s] = i;
+    }
+    free(unit_head);
+    free(unit_last);
+    return mpx_plan_scope_figures(v->p, sc, v->o->overlay, &v->fig, err);
+}
+
 static mpx_status build_view(view *v, mpx_error *err) {
     const mpx_graph *g = v->g;
     const mpx_plan *p = v->p;
@@ -437,7 +522,12 @@ static mpx_status build_view(view *v, mpx_error *err) {
         int n_op = v->st.op_nodes;
         /* about o->fold boxes whatever the model's size */
         int cap = (n_op + v->o->fold - 1) / v->o->fold;
-        mpx_status st = fold_regions(v, cap < 2 ? 2 : cap, err);
+        mpx_status st = MPX_OK;
+        if (v->o->fold_by != MPX_VIZ_FOLD_REGIONS && (st = fold_scopes(v, err))) return st;
+        /* by scopes, what lies outside the boxes folds into regions as
+         * large as convexity allows: the boxes are the structure */
+        if (v->sc && mpx_scopes_useful(v->sc)) cap = g->n_nodes + 1;
+        st = fold_regions(v, cap < 2 ? 2 : cap, err);
         if (st) return st;
     } else if (v->o->collapse) {
         bool *has_prev = calloc(nn, sizeof *has_prev);
@@ -631,9 +721,35 @@ static void group_label(view *v, int h, int count, const int *cnt, const vz_node
     for (int c = 1; c < MPX_COLOUR_COUNT; c++) kinds += cnt[c] > 0;
     int last = h;
     while (v->next[last] >= 0) last = v->next[last];
+    /* the formats its nodes compute in: one for a region (a box shares
+     * them), any number folded by scopes, where regions mix them */
+    char fmts[64];
+    snprintf(fmts, sizeof fmts, "%s", pn->is_float ? mpx_format_name(pn->compute) : "no float");
+    if (v->sc) {
+        const mpx_format *seen[3];
+        int ns = 0, more = 0;
+        size_t fl = 0;
+        fmts[0] = '\0';
+        for (int m = h; m >= 0; m = v->next[m]) {
+            const mpx_plan_node *pm = &v->p->nodes[m];
+            if (!pm->is_float || !pm->compute) continue;
+            bool have = false;
+            for (int q = 0; q < ns; q++) have |= seen[q] == pm->compute;
+            if (have) continue;
+            if (ns == 3) {
+                more++;
+                continue;
+            }
+            seen[ns++] = pm->compute;
+            fl += (size_t)snprintf(fmts + fl, sizeof fmts - fl, "%s%s", fl ? ", " : "", mpx_format_name(pm->compute));
+            if (fl >= sizeof fmts) fl = sizeof fmts - 1;
+        }
+        if (more) snprintf(fmts + fl, sizeof fmts - fl, " +%d", more);
+        if (!ns) snprintf(fmts, sizeof fmts, "no float");
+    }
     vz_printf(b, "<TABLE BORDER=\"0\" CELLSPACING=\"0\" CELLPADDING=\"1\"><TR><TD COLSPAN=\"%d\"><B>%d nodes "
                  "\xc2\xb7 %s</B></TD></TR><TR><TD COLSPAN=\"%d\">",
-              kinds, count, pn->is_float ? mpx_format_name(pn->compute) : "no float", kinds);
+              kinds, count, fmts, kinds);
     if (v->kind[h] == V_CHAIN) {
         int k = 0;
         for (int m = h; m >= 0; m = v->next[m], k++) {
@@ -676,11 +792,16 @@ static void group_label(view *v, int h, int count, const int *cnt, const vz_node
             for (int q = 0; q < shown; q++) rest -= (int)g->nodes[m]->op == taken[q];
         if (rest > 0) vz_printf(b, " \xc2\xb7 %d more", rest);
     }
-    vz_printf(b, "</TD></TR><TR><TD COLSPAN=\"%d\"><FONT POINT-SIZE=\"8\">", kinds);
-    vz_put_xml(b, g->nodes[h]->name);
-    vz_put(b, " &#8230; ");
-    vz_put_xml(b, g->nodes[last]->name);
-    vz_put(b, "</FONT></TD></TR>");
+    vz_put(b, "</TD></TR>");
+    /* the first and last names in smaller type; not in a view by scopes,
+     * whose boxes are few and named (the tooltip lists them) */
+    if (!v->sc) {
+        vz_printf(b, "<TR><TD COLSPAN=\"%d\"><FONT POINT-SIZE=\"%s\">", kinds, v->o->fold > 0 ? "11" : "8");
+        vz_put_xml(b, g->nodes[h]->name);
+        vz_put(b, " &#8230; ");
+        vz_put_xml(b, g->nodes[last]->name);
+        vz_put(b, "</FONT></TD></TR>");
+    }
     char fig[32];
     if (e && e->has && e->rel_l2 != 0)
         vz_printf(b, "<TR><TD COLSPAN=\"%d\">worst rel_l2 %s</TD></TR>", kinds, vz_fig(e->rel_l2, fig, sizeof fig));
@@ -690,6 +811,18 @@ static void group_label(view *v, int h, int count, const int *cnt, const vz_node
         vz_printf(b, "<TR><TD COLSPAN=\"%d\">underflow %lld</TD></TR>", kinds, (long long)e->underflow);
     /* a rule shows as the double border; converted weights need a word */
     if (w) vz_printf(b, "<TR><TD COLSPAN=\"%d\">W&#8594;%s</TD></TR>", kinds, w->name);
+    if (v->sc) {
+        /* regions of any formats hold casts: how many */
+        int inside = 0;
+        for (int k = 0; k < v->p->n_casts; k++) {
+            const mpx_tensor *t = g->tensors[v->p->casts[k].tensor];
+            bool here = false;
+            for (int q = 0; !here && t->producer && v->head[t->producer->index] == h && q < v->p->casts[k].n_consumers; q++)
+                here = v->p->casts[k].consumers[q] >= 0 && v->head[v->p->casts[k].consumers[q]] == h;
+            inside += here;
+        }
+        if (inside) vz_printf(b, "<TR><TD COLSPAN=\"%d\">%d cast%s inside</TD></TR>", kinds, inside, inside == 1 ? "" : "s");
+    }
     if (kinds > 1) {
         vz_put(b, "<TR>");
         for (int c = 1; c < MPX_COLOUR_COUNT; c++)
@@ -711,16 +844,94 @@ static void set_html_label(view *v, Agnode_t *an, const char *text) {
     agstrfree(v->G, html);
 }
 
+/* The frame of the scope opened below the top, around its items (the view
+ * draws that scope alone); the root graph for everything else. */
+static Agraph_t *scope_cluster(view *v, int s, int depth) {
+    const mpx_scopes *sc = v->sc;
+    if (s < 0 || s != v->open || mpx_scope_within(sc, sc->top, s) || depth > sc->n) return v->G;
+    Agraph_t *parent = v->G;
+    char key[32];
+    snprintf(key, sizeof key, "cluster_scope:%d", s);
+    Agraph_t *sub = agsubg(parent, key, 0);
+    if (sub) return sub;
+    char label[1200];
+    snprintf(label, sizeof label, "%s (%d nodes)", sc->s[s].label, sc->s[s].n_total);
+    sub = new_cluster(v, parent, key, label, "rounded,filled", s == v->open ? "#455a64" : "#9e9e9e");
+    if (!sub) return parent;
+    vz_set(sub, "fillcolor", depth % 2 ? "#ffffff" : "#f5f5f5");
+    vz_set(sub, "fontsize", "14");
+    return sub;
+}
+
+/* The label of a scope's box (an HTML-like table): its name, what it holds
+ * and in which formats, casts on its border, the run's worst error and
+ * overflow, the model inputs and outputs it reads or makes, and a bar of
+ * its colour shares. Figures: mpx_plan_scope_figures. */
+static void scope_label(view *v, int h, vz_buf *b) {
+    const mpx_scopes *sc = v->sc;
+    int s = v->unit[h];
+    const mpx_scope_figures *f = &v->fig[s];
+    int kinds = 0;
+    for (int c = 1; c < MPX_COLOUR_COUNT; c++) kinds += f->colours[c] > 0;
+    if (kinds < 1) kinds = 1;
+    vz_printf(b, "<TABLE BORDER=\"0\" CELLSPACING=\"0\" CELLPADDING=\"1\"><TR><TD COLSPAN=\"%d\"><B>", kinds);
+    vz_put_xml(b, sc->s[s].label);
+    vz_printf(b, "</B></TD></TR><TR><TD COLSPAN=\"%d\">%d nodes", kinds, f->nodes);
+    for (int k = 0; k < f->n_formats && k < 3; k++)
+        vz_printf(b, " \xc2\xb7 %s%s", mpx_format_name(f->formats[k]), f->n_formats > 1 ? "" : "");
+    if (f->n_formats > 3) vz_printf(b, " +%d", f->n_formats - 3);
+    vz_put(b, "</TD></TR>");
+    if (f->casts_in || f->casts_out)
+        vz_printf(b, "<TR><TD COLSPAN=\"%d\">casts: %d in \xc2\xb7 %d out</TD></TR>", kinds, f->casts_in, f->casts_out);
+    char fig[32];
+    if (v->err && f->has_error && f->worst_rel_l2 != 0)
+        vz_printf(b, "<TR><TD COLSPAN=\"%d\">worst rel_l2 %s</TD></TR>", kinds, vz_fig(f->worst_rel_l2, fig, sizeof fig));
+    if (v->err && f->overflow)
+        vz_printf(b, "<TR><TD COLSPAN=\"%d\"><B>OVERFLOW %lld</B></TD></TR>", kinds, (long long)f->overflow);
+    /* the model's inputs and outputs it reads and makes (they are not drawn) */
+    int io = 0;
+    for (int side = 0; side < 2; side++) {
+        int n = side ? v->g->n_outputs : v->g->n_inputs;
+        for (int k = 0; k < n; k++) {
+            const mpx_tensor *t = side ? v->g->outputs[k] : v->g->inputs[k];
+            bool here = false;
+            if (side) here = t->producer && v->head[t->producer->index] == h;
+            for (int c = 0; !side && !here && c < t->n_consumers; c++) here = v->head[t->consumers[c]->index] == h;
+            if (!here) continue;
+            if (io++ == 2) {
+                vz_printf(b, "<TR><TD COLSPAN=\"%d\">&#8230;</TD></TR>", kinds);
+                continue;
+            }
+            if (io > 3) continue;
+            vz_printf(b, "<TR><TD COLSPAN=\"%d\">%s ", kinds, side ? "&#8594; output" : "input");
+            vz_put_xml(b, t->name);
+            vz_put(b, "</TD></TR>");
+        }
+    }
+    if (kinds > 1) {
+        vz_put(b, "<TR>");
+        for (int c = 1; c < MPX_COLOUR_COUNT; c++)
+            if (f->colours[c])
+                vz_printf(b, "<TD BGCOLOR=\"%s\" BORDER=\"1\" COLOR=\"#9e9e9e\" HEIGHT=\"7\" WIDTH=\"%d\" "
+                             "FIXEDSIZE=\"TRUE\"></TD>",
+                          vz_fill((mpx_colour)c), 4 + 120 * f->colours[c] / (f->nodes ? f->nodes : 1));
+        vz_put(b, "</TR>");
+    }
+    vz_put(b, "</TABLE>");
+}
+
 static void add_op(view *v, int h) {
     const mpx_graph *g = v->g;
     const mpx_node *nd = g->nodes[h];
     const mpx_plan_node *pn = &v->p->nodes[h];
     char id[32];
-    snprintf(id, sizeof id, "%c%d", id_letter(v->kind[h]), h);
+    head_id(v, h, id, sizeof id);
     Agnode_t *an = new_node(v, id);
     if (!an) return;
     v->an[h] = an;
-    Agraph_t *cl = nd->guard ? branch_cluster(v, nd, 0) : cluster_for(v, nd->name);
+    Agraph_t *cl = v->sc ? scope_cluster(v, v->kind[h] == V_SCOPE ? v->sc->s[v->unit[h]].parent : v->sc->of_node[h], 0)
+                   : nd->guard ? branch_cluster(v, nd, 0)
+                               : cluster_for(v, nd->name);
     if (cl != v->G) agsubnode(cl, an, 1);
     vz_buf *b = &v->tmp;
     if (v->kind[h] == V_STUB) {
@@ -757,7 +968,8 @@ static void add_op(view *v, int h) {
     }
     b->len = 0;
     if (group) {
-        group_label(v, h, count, cnt, v->err ? &e : NULL, w, b);
+        if (v->kind[h] == V_SCOPE) scope_label(v, h, b);
+        else group_label(v, h, count, cnt, v->err ? &e : NULL, w, b);
         /* the box takes the fill of its most frequent colour */
         int top = 1;
         for (int c = 2; c < MPX_COLOUR_COUNT; c++)
@@ -789,7 +1001,10 @@ static void add_op(view *v, int h) {
     }
     put_label_text(b, nd->op_type);
     vz_put(b, "\\n");
-    put_label_text(b, nd->name);
+    /* inside a scope's cluster or an If branch's, the name less what the
+     * cluster says (a flattened branch node's full name can be hundreds of
+     * characters); the tooltip has the full name */
+    put_label_text(b, v->sc ? v->sc->short_name[h] : mpx_node_local_name(nd));
     vz_set(an, "fillcolor", vz_fill(pn->colour));
     if (nofloat) vz_set(an, "style", "rounded,filled,dashed");
     if (rule || w) {
@@ -956,7 +1171,7 @@ static Agnode_t *cast_node(view *v, int k) {
     vz_set(an, "style", "filled");
     vz_set(an, "fillcolor", VZ_CAST_FILL);
     vz_set(an, "color", "#e65100");
-    vz_set(an, "fontsize", "9");
+    vz_set(an, "fontsize", v->o->fold > 0 ? "12" : "9");
     b->len = 0;
     vz_printf(b, "runtime cast of ");
     put_label_text(b, v->g->tensors[c->tensor]->name);
@@ -1038,6 +1253,25 @@ static void tensor_edges(view *v, const mpx_tensor *t, endpoint src, int out_k) 
         int k = -1;
         for (int j = v->cast_of[tid]; j >= 0 && j < p->n_casts && p->casts[j].tensor == tid; j++)
             if (cast_serves(&p->casts[j], cid)) k = j;
+        if (k >= 0 && v->sc) {
+            /* folded by scopes: a cast is an edge between two boxes, drawn in
+             * the casts' colour (inside a box it is one of its figures) */
+            if (!src.an || src.an == dst.an || v->stamp[slot] == tid) continue;
+            v->stamp[slot] = tid;
+            Agedge_t *ce = agedge(v->G, src.an, dst.an, NULL, 0);
+            if (!ce) ce = add_edge(v, src.an, dst.an, t, tensor_fmt(v, t));
+            if (ce) {
+                char lb[64];
+                snprintf(lb, sizeof lb, "%s\xe2\x86\x92%s", mpx_format_name(p->casts[k].from),
+                         mpx_format_name(p->casts[k].to));
+                vz_set(ce, "color", "#e65100");
+                vz_set(ce, "penwidth", "2.5");
+                vz_set(ce, "label", lb);
+                vz_set(ce, "fontsize", "12");
+                vz_set(ce, "fontcolor", "#bf360c");
+            }
+            continue;
+        }
         if (k < 0) {
             if (!src.an || src.an == dst.an || !(src.full || dst.full) || v->stamp[slot] == tid) continue;
             v->stamp[slot] = tid;
@@ -1224,7 +1458,9 @@ static mpx_status make_graph(view *v, mpx_error *err) {
     agattr(G, AGNODE, (char *)"shape", (char *)"box");
     agattr(G, AGNODE, (char *)"style", (char *)"rounded,filled");
     agattr(G, AGNODE, (char *)"fontname", (char *)"Helvetica");
-    agattr(G, AGNODE, (char *)"fontsize", (char *)"10");
+    /* the model-level view is the page's first screen: its text must read
+     * at the size a screen shows the whole view */
+    agattr(G, AGNODE, (char *)"fontsize", (char *)(v->o->fold > 0 ? "14" : "10"));
     agattr(G, AGNODE, (char *)"margin", (char *)"0.08,0.03");
     agattr(G, AGNODE, (char *)"height", (char *)"0.3");
     agattr(G, AGEDGE, (char *)"fontname", (char *)"Helvetica");
@@ -1257,7 +1493,9 @@ static mpx_status make_graph(view *v, mpx_error *err) {
     vz_set(G, "label", b->s ? b->s : "");
 
     if (v->o->legend) add_legend(v);
-    for (int i = 0; i < g->n_inputs; i++) {
+    /* folded by scopes, the boxes name the inputs and outputs they read and
+     * make: house shapes would crowd the first screen */
+    for (int i = 0; i < g->n_inputs && !v->sc; i++) {
         const mpx_tensor *t = g->inputs[i];
         bool used = !v->o->around;
         for (int c = 0; c < t->n_consumers && !used; c++) used = node_end(v, t->consumers[c]->index).full;
@@ -1265,7 +1503,7 @@ static mpx_status make_graph(view *v, mpx_error *err) {
     }
     for (int i = 0; i < g->n_nodes; i++)
         if (v->head[i] == i) add_op(v, i);
-    for (int i = 0; i < g->n_outputs; i++) {
+    for (int i = 0; i < g->n_outputs && !v->sc; i++) {
         const mpx_tensor *t = g->outputs[i];
         bool used = !v->o->around || (t->producer && node_end(v, t->producer->index).full);
         if (used) add_io(v, t, false, i);
@@ -1386,13 +1624,25 @@ mpx_status mpx_viz_dot(const mpx_plan *plan, const mpx_viz_opts *o, char **out, 
     return st;
 }
 
+mpx_status mpx_viz_scope_tree(const mpx_plan *plan, const mpx_viz_opts *o, mpx_scopes **out, mpx_error *err) {
+    *out = NULL;
+    view v;
+    mpx_status st = setup(&v, plan, o, err);
+    if (!st) {
+        *out = v.sc;
+        v.sc = NULL;
+    }
+    free_view(&v);
+    return st;
+}
+
 mpx_status mpx_viz_node_ids(const mpx_plan *plan, const mpx_viz_opts *o, char (*ids)[16], mpx_error *err) {
     view v;
     mpx_status st = setup(&v, plan, o, err);
     for (int i = 0; !st && i < plan->g->n_nodes; i++) {
         int h = v.head[i];
         ids[i][0] = '\0';
-        if (h >= 0) snprintf(ids[i], sizeof ids[i], "%c%d", id_letter(v.kind[h]), h);
+        if (h >= 0) head_id(&v, h, ids[i], sizeof ids[i]);
     }
     free_view(&v);
     return st;

@@ -5,11 +5,13 @@
  *
  * The first screen: "what to look at" beside the cast graph. On large
  * graphs (over MPX_VIZ_PAGE_FOLD_NODES drawn nodes) the graph opens as the
- * model-level view (graph.c's fold: about 16 boxes) with the detailed graph
- * behind it; page.js pans and zooms both, opens a box at its nodes, finds
- * nodes, tensors and ops, and jumps to the worst layer, each overflow and
- * along the path to the cause, from an index of the nodes written here as
- * JSON. Then: model summary; target, rules, the plan's figures and casts;
+ * model-level view (graph.c's fold: by the scopes of node names, with the
+ * view of each scope opened in place written as a <template>, or by about
+ * MPX_VIZ_PAGE_BOXES regions) with the detailed graph behind it (none for a
+ * graph too large to lay out); page.js pans and zooms both, opens a scope in
+ * place and a region at its nodes, finds nodes, tensors and ops, and jumps to
+ * the worst layer, each overflow and along the path to the cause, from an
+ * index of the nodes written here as JSON. Then: model summary; target, rules, the plan's figures and casts;
  * the error plot (plot.c); the per-layer table with filters. */
 #include "viz_internal.h"
 
@@ -229,14 +231,14 @@ static void worst_table(vz_buf *b, const mpx_viz_page *pg) {
         if (nt < 10) nt++;
     }
     if (!nt) return;
-    vz_put(b, "<h3>Worst layers</h3><table><thead><tr><th>#</th><th>node</th><th>op</th><th>colour</th>"
+    vz_put(b, "<h3>Worst layers</h3><table><thead><tr><th>#</th><th>order</th><th>node</th><th>op</th><th>colour</th>"
               "<th>format</th><th>rel_l2</th><th>max_abs</th><th>overflow</th><th>underflow</th></tr></thead><tbody>");
     for (int i = 0; i < nt; i++) {
         const mpx_layer *l = &c->layers[top[i]];
         char col[8], style[64];
         vz_err_colour(vz_err_t(l->m.rel_l2), col);
         snprintf(style, sizeof style, "border-left:6px solid %s", l->m.overflow ? VZ_OVERFLOW_COLOUR : col);
-        vz_printf(b, "<tr><td class=\"num\">%d</td><td>", l->node);
+        vz_printf(b, "<tr><td class=\"num\">%d</td><td class=\"num\">%d</td><td>", i + 1, l->node);
         node_link(b, pg, l->node);
         vz_put(b, "</td><td>");
         vz_put_xml(b, g->nodes[l->node]->op_type);
@@ -402,17 +404,20 @@ static void node_link(vz_buf *b, const mpx_viz_page *pg, int n) {
 static void layer_table(vz_buf *b, const mpx_viz_page *pg) {
     const mpx_plan *p = pg->plan;
     const mpx_graph *g = p->g;
+    int rows = 0;
     vz_put(b, "<section id=\"layers\"><h2>Per-layer table</h2>");
     if (pg->n_series == 0) {
         vz_put(b, "<p class=\"note\">No run yet: the plan per node. Click a heading to sort.</p>"
-                  "<div class=\"scroll\"><table class=\"sortable\"><thead><tr><th>#</th><th>node</th><th>op</th>"
-                  "<th>colour</th><th>set by</th><th>compute</th><th>accumulate</th><th>output</th><th>MACs</th>"
+                  "<div class=\"scroll\"><table class=\"sortable\"><thead><tr><th>#</th><th>order</th><th>node</th>"
+                  "<th>op</th><th>colour</th><th>set by</th><th>compute</th><th>accumulate</th><th>output</th><th>MACs</th>"
                   "</tr></thead><tbody>");
         for (int i = 0; i < g->n_nodes; i++) {
             const mpx_plan_node *pn = &p->nodes[i];
             if (g->nodes[i]->op == MPX_OP_Constant || pn->folded) continue;
             char m[32];
-            vz_printf(b, "<tr><td class=\"num\">%d</td><td>", i);
+            /* # counts the rows (the script renumbers them as they are sorted
+             * and filtered); order is the node's place in the graph */
+            vz_printf(b, "<tr><td class=\"num rowno\">%d</td><td class=\"num\">%d</td><td>", ++rows, i);
             node_link(b, pg, i);
             vz_put(b, "</td><td>");
             vz_put_xml(b, g->nodes[i]->op_type);
@@ -428,6 +433,7 @@ static void layer_table(vz_buf *b, const mpx_viz_page *pg) {
         vz_put(b, "</tbody></table></div></section>\n");
         return;
     }
+    rows = 0;
     const mpx_compare *c = pg->series[0].cmp;
     bool local = false;
     for (int k = 0; k < c->n_layers && !local; k++) local = c->layers[k].has_local;
@@ -446,8 +452,8 @@ static void layer_table(vz_buf *b, const mpx_viz_page *pg) {
         }
         free(tmp);
     }
-    vz_put(b, "<p class=\"note\">One row per float tensor a node computes, in topological order, against the fp32 "
-              "reference (");
+    vz_put(b, "<p class=\"note\">One row per float tensor a node computes, in topological order (# counts the rows, "
+              "order is the node's place in the graph), against the fp32 reference (");
     vz_put_xml(b, pg->series[0].label ? pg->series[0].label : "run");
     if (worst_sample)
         vz_printf(b, ", %d samples: each figure is the layer's worst over the samples; the sample column names the "
@@ -490,7 +496,7 @@ static void layer_table(vz_buf *b, const mpx_viz_page *pg) {
                  "<span id=\"tf-count\" class=\"note\">%d rows</span></div>",
               c->n_layers);
     vz_put(b, "<div class=\"scroll\"><table class=\"sortable\" id=\"layer-table\"><thead><tr><th>#</th>"
-              "<th>node</th><th>op</th><th>colour</th><th>compute</th><th>tensor</th><th>format</th><th>rel_l2</th>");
+              "<th>order</th><th>node</th><th>op</th><th>colour</th><th>compute</th><th>tensor</th><th>format</th><th>rel_l2</th>");
     for (int s = 1; s < pg->n_series; s++) {
         vz_put(b, "<th>rel_l2 ");
         vz_put_xml(b, pg->series[s].label ? pg->series[s].label : "run");
@@ -515,7 +521,7 @@ static void layer_table(vz_buf *b, const mpx_viz_page *pg) {
         vz_printf(b, " data-op=\"%s\" data-colour=\"%s\" data-fmt=\"%s\" data-ovf=\"%d\">",
                   mpx_op_name(g->nodes[l->node]->op), mpx_colour_name(pn->colour), mpx_format_name(l->fmt),
                   l->m.overflow > 0);
-        vz_printf(b, "<td class=\"num\">%d</td><td>", l->node);
+        vz_printf(b, "<td class=\"num rowno\">%d</td><td class=\"num\">%d</td><td>", ++rows, l->node);
         node_link(b, pg, l->node);
         vz_put(b, "</td><td>");
         vz_put_xml(b, g->nodes[l->node]->op_type);
@@ -574,7 +580,7 @@ static void put_json_str(vz_buf *b, const char *s) {
  * names to their producers; the worst layer's node, the overflowing nodes,
  * the path to the cause. */
 static void put_index(vz_buf *b, const mpx_viz_page *pg, const page_facts *f, char (*detail)[16],
-                      char (*model)[16]) {
+                      char (*model)[16], const mpx_scopes *sc, const bool *has_view, const char *regions) {
     const mpx_plan *p = pg->plan;
     const mpx_graph *g = p->g;
     const vz_node_err *e = f->err;
@@ -588,7 +594,7 @@ static void put_index(vz_buf *b, const mpx_viz_page *pg, const page_facts *f, ch
         if (!e || !e[i].has) vz_put(b, "null");
         else if (!isfinite(e[i].rel_l2)) vz_put(b, "\"inf\"");
         else vz_printf(b, "%.4g", e[i].rel_l2);
-        vz_printf(b, ",%lld]", e ? (long long)e[i].overflow : 0LL);
+        vz_printf(b, ",%lld,%d]", e ? (long long)e[i].overflow : 0LL, sc ? sc->of_node[i] : -1);
     }
     vz_put(b, "],\n\"tensors\":{");
     bool first = true;
@@ -609,7 +615,15 @@ static void put_index(vz_buf *b, const mpx_viz_page *pg, const page_facts *f, ch
         }
     vz_put(b, "],\"path\":[");
     for (int i = 0; i < f->n_path; i++) vz_printf(b, "%s%d", i ? "," : "", f->path[i]);
-    vz_put(b, "]}</script>\n");
+    /* the scope tree the model view opens: per scope [label, parent, nodes,
+     * whether the page holds its view] */
+    vz_put(b, "],\"scopes\":[");
+    for (int k = 0; sc && k < sc->n; k++) {
+        vz_put(b, k ? ",[" : "[");
+        put_json_str(b, sc->s[k].label);
+        vz_printf(b, ",%d,%d,%d]", sc->s[k].parent, sc->s[k].n_total, has_view && has_view[k]);
+    }
+    vz_printf(b, "],\"top\":%d,\"regions\":{%s}}</script>\n", sc ? sc->top : -1, regions);
 }
 
 /* An SVG of the model view: its ids prefixed "m-" so they differ from the
@@ -667,25 +681,110 @@ mpx_status mpx_viz_html(const mpx_viz_page *pg, char **out, mpx_viz_stats *stats
     char(*ids)[16] = NULL, (*mids)[16] = NULL;
     mpx_viz_stats gst, mst;
     page_facts facts = {NULL, NULL, NULL, 0, NULL, 0};
-    vz_buf b;
+    mpx_scopes *sc = NULL;
+    char **scope_svg = NULL; /* [sc->n] the view with scope k open, or NULL */
+    bool *has_view = NULL;
+    char(*kids)[16] = NULL;
+    vz_buf b, regions; /* regions: the JSON of each scope view's regions */
     vz_buf_init(&b);
+    vz_buf_init(&regions);
     mpx_status st = mpx_viz_svg(p, &go, &svg, &gst, err);
+    /* A graph too large to lay out whole still gets its page: the model
+     * view alone (the folded picture is small whatever the model's size),
+     * the detailed graph left to svg --around. */
+    bool too_big = st == MPX_E_LIMIT && !go.around;
+    if (too_big) {
+        st = MPX_OK;
+        mpx_error_clear(err);
+        free(svg);
+        svg = NULL;
+    }
     if (st) goto out;
     if (stats) *stats = gst;
-    if (!go.around && !go.collapse && gst.op_nodes > MPX_VIZ_PAGE_FOLD_NODES) want_model = MPX_VIZ_FOLD_BOXES;
+    if (!go.around && !go.collapse && (too_big || gst.op_nodes > MPX_VIZ_PAGE_FOLD_NODES)) want_model = MPX_VIZ_PAGE_BOXES;
     mpx_viz_opts mo = go;
     mo.fold = want_model;
     mo.collapse = false;
     mo.legend = false; /* the page explains the colours beside it */
     mo.title = "";     /* and names the model in its header */
     if (want_model && (st = mpx_viz_svg(p, &mo, &msvg, &mst, err))) goto out;
+    if (msvg && !mst.scopes && mo.fold_by == MPX_VIZ_FOLD_AUTO && mst.nodes > MPX_VIZ_PAGE_MAX_BOXES) {
+        /* regions of one format each make too many boxes for a first screen
+         * (a plan that alternates formats): regions of any formats, the
+         * casts on the edges between them (a fold by scopes of names that
+         * carry none) */
+        mpx_viz_opts ro = mo;
+        ro.fold_by = MPX_VIZ_FOLD_SCOPES;
+        char *rsvg = NULL;
+        mpx_viz_stats rst;
+        if ((st = mpx_viz_svg(p, &ro, &rsvg, &rst, err))) goto out;
+        if (rst.nodes < mst.nodes) {
+            free(msvg);
+            msvg = rsvg;
+            mst = rst;
+            mo = ro;
+        } else {
+            free(rsvg);
+        }
+    }
+    if (msvg && mst.scopes > 0) {
+        /* folded by scopes: the view of each scope opened in place, for the
+         * script to show when its box is clicked; within a budget of views,
+         * the shallowest first (a scope without its view opens the detailed
+         * graph at its nodes) */
+        if ((st = mpx_viz_scope_tree(p, &mo, &sc, err))) goto out;
+        scope_svg = sc ? calloc((size_t)sc->n + 1, sizeof *scope_svg) : NULL;
+        has_view = sc ? calloc((size_t)sc->n + 1, sizeof *has_view) : NULL;
+        if (sc && (!scope_svg || !has_view)) {
+            st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+            goto out;
+        }
+        int views = 0;
+        kids = calloc((size_t)g->n_nodes + 1, sizeof *kids);
+        if (!kids) {
+            st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+            goto out;
+        }
+        bool first_view = true;
+        for (int depth = sc ? sc->s[sc->top].depth + 1 : 0; sc && views < MPX_VIZ_PAGE_SCOPE_VIEWS; depth++) {
+            bool any = false;
+            for (int k = 1; k < sc->n && views < MPX_VIZ_PAGE_SCOPE_VIEWS; k++) {
+                if (sc->s[k].depth != depth) continue;
+                any = true;
+                if (mpx_scope_within(sc, sc->top, k) || !mpx_scope_within(sc, k, sc->top)) continue;
+                if (sc->s[k].n_children == 0 && sc->s[k].n_nodes < 2) continue;
+                mpx_viz_opts ko = mo;
+                ko.open_scope = k;
+                mpx_viz_stats kst;
+                if ((st = mpx_viz_svg(p, &ko, &scope_svg[k], &kst, err))) goto out;
+                has_view[k] = true;
+                /* its regions' members, for the script to open them */
+                if ((st = mpx_viz_node_ids(p, &ko, kids, err))) goto out;
+                vz_printf(&regions, "%s\"%d\":[", first_view ? "" : ",", k);
+                first_view = false;
+                bool first_r = true;
+                for (int h = 0; h < g->n_nodes; h++) {
+                    if (kids[h][0] != 'r' || atoi(kids[h] + 1) != h) continue;
+                    vz_printf(&regions, "%s[%d", first_r ? "" : ",", h);
+                    first_r = false;
+                    for (int m = h + 1; m < g->n_nodes; m++)
+                        if (strcmp(kids[m], kids[h]) == 0) vz_printf(&regions, ",%d", m);
+                    vz_put(&regions, "]");
+                }
+                vz_put(&regions, "]");
+                views++;
+            }
+            if (!any) break;
+        }
+    }
     ids = calloc((size_t)g->n_nodes + 1, sizeof *ids);
     mids = msvg ? calloc((size_t)g->n_nodes + 1, sizeof *mids) : NULL;
     if (!ids || (msvg && !mids)) {
         st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
         goto out;
     }
-    if ((st = mpx_viz_node_ids(p, &go, ids, err)) || (msvg && (st = mpx_viz_node_ids(p, &mo, mids, err)))) goto out;
+    if ((svg && (st = mpx_viz_node_ids(p, &go, ids, err))) || (msvg && (st = mpx_viz_node_ids(p, &mo, mids, err))))
+        goto out;
     if (pg->n_series) {
         mpx_viz_plot_opts po;
         if (pg->plot) po = *pg->plot;
@@ -717,7 +816,7 @@ mpx_status mpx_viz_html(const mpx_viz_page *pg, char **out, mpx_viz_stats *stats
     look_section(&b, pg, &facts);
 
     vz_put(&b, "<section id=\"graph\"><h2>Cast graph</h2><div class=\"tools\">");
-    if (msvg)
+    if (msvg && svg)
         vz_printf(&b, "<button data-view=\"model\">model view (%d boxes)</button><button data-view=\"detail\">every "
                       "node (%d)</button>",
                   mst.nodes, gst.op_nodes);
@@ -728,21 +827,40 @@ mpx_status mpx_viz_html(const mpx_viz_page *pg, char **out, mpx_viz_stats *stats
     if (facts.n_ovf) vz_printf(&b, "<button data-act=\"ovf\">next overflow (%d)</button>", facts.n_ovf);
     if (facts.n_path > 1) vz_put(&b, "<button data-act=\"path\">path to the cause</button>");
     vz_put(&b, "</div><div id=\"info\" class=\"note\">");
-    if (msvg)
+    if (msvg && sc)
+        vz_put(&b, "Boxes: the model's own scopes (node names, If branches) with their nodes, formats, casts, "
+                   "worst error; click one to open it. ");
+    else if (msvg && mo.fold_by == MPX_VIZ_FOLD_SCOPES)
+        vz_printf(&b, "The model view folds the %d nodes into boxes of connected nodes (their formats listed, "
+                      "casts on the edges between boxes); click a box to open it, or a node to select it. ",
+                  gst.op_nodes);
+    else if (msvg)
         vz_printf(&b, "The model view folds the %d nodes into boxes of nodes in the same formats with no cast "
                       "between them; click a box to open it, or a node to select it. ",
                   gst.op_nodes);
+    if (too_big)
+        vz_printf(&b, "The model has %d nodes to draw, more than mpx lays out whole (%d): the detailed graph is left "
+                      "out (draw a part with <code>svg --around</code>). ",
+                  gst.nodes, MPX_VIZ_LAYOUT_MAX_NODES);
     vz_put(&b, "Drag to pan, wheel to zoom. Fill: colour (green always low, gray low when its inputs are, clear "
                "follows its inputs, red fp32); hexagons are runtime casts; a double border marks a rule");
     if (go.overlay) vz_put(&b, "; border colour and width: the run's rel_l2 (blue small, dark red large, purple "
                                "overflow)");
     vz_put(&b, ".</div>");
+    if (sc) vz_put(&b, "<div id=\"crumbs\" class=\"crumbs\"></div>");
     if (msvg) {
         vz_put(&b, "<div class=\"viewer\" id=\"view-model\">");
         put_prefixed(&b, vz_svg_body(msvg));
         vz_put(&b, "</div>");
     }
-    vz_printf(&b, "<div class=\"viewer\" id=\"view-detail\"%s>%s</div>", msvg ? " hidden" : "", vz_svg_body(svg));
+    for (int k = 0; sc && k < sc->n; k++) {
+        if (!scope_svg[k]) continue;
+        vz_printf(&b, "<template id=\"mv-%d\">", k);
+        put_prefixed(&b, vz_svg_body(scope_svg[k]));
+        vz_put(&b, "</template>");
+    }
+    if (svg)
+        vz_printf(&b, "<div class=\"viewer\" id=\"view-detail\"%s>%s</div>", msvg ? " hidden" : "", vz_svg_body(svg));
     vz_put(&b, "<datalist id=\"names\">");
     for (int i = 0; i < g->n_nodes; i++) {
         if (!ids[i][0]) continue;
@@ -771,7 +889,7 @@ mpx_status mpx_viz_html(const mpx_viz_page *pg, char **out, mpx_viz_stats *stats
     vz_printf(&b, "<footer>Cast graph: %d nodes, %d edges, %d casts; built in %.0f ms, laid out in %.0f ms, rendered "
                   "in %.0f ms.</footer>\n",
               gst.nodes, gst.edges, gst.casts, gst.ms_build, gst.ms_layout, gst.ms_render);
-    put_index(&b, pg, &facts, ids, mids);
+    put_index(&b, pg, &facts, ids, mids, sc, has_view, regions.s ? regions.s : "");
     vz_printf(&b, "<script>%s</script>\n</body></html>\n", vz_page_js);
     *out = vz_buf_take(&b);
     if (!*out) st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
@@ -784,5 +902,11 @@ out:
     free(mids);
     free(facts.path);
     free(facts.err);
+    for (int k = 0; sc && scope_svg && k < sc->n; k++) free(scope_svg[k]);
+    free(scope_svg);
+    free(has_view);
+    free(kids);
+    vz_buf_free(&regions);
+    mpx_scopes_free(sc);
     return st;
 }

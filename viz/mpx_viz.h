@@ -23,6 +23,7 @@
  * Node ids in DOT and in the SVG's <title> elements:
  *   n<i>   op node i (graph node index)        c<i>  a collapsed chain whose first node is i
  *   r<i>   a folded region whose first node is i
+ *   p<k>   a scope's box (--fold scopes: scope k of mpx_graph_scopes' tree)
  *   s<i>   stub: node i, just outside --around  k<j>  runtime cast j (plan->casts[j])
  *   in<i>  model input i (g->inputs)            out<i> model output i (g->outputs)
  *   w<t>   constant tensor t (with weights on)  legend the legend
@@ -45,6 +46,8 @@ extern "C" {
 
 /* How many boxes the model-level view aims at by default (mpx_viz_opts.fold). */
 #define MPX_VIZ_FOLD_BOXES 16
+
+enum { MPX_VIZ_FOLD_AUTO = 0, MPX_VIZ_FOLD_SCOPES, MPX_VIZ_FOLD_REGIONS };
 
 typedef struct mpx_viz_opts {
     /* Only the neighbourhood of one node: the nodes within `depth` data edges
@@ -72,6 +75,19 @@ typedef struct mpx_viz_opts {
      * (per-node overrides, search's fp32 set) stay visible. Replaces
      * collapse. */
     int fold;
+    /* What fold folds by: MPX_VIZ_FOLD_AUTO, the scopes of node names where
+     * they carry some (mpx_scopes_useful), else regions; MPX_VIZ_FOLD_SCOPES
+     * (the top scopes as boxes with their figures, mpx_plan_scope_figures:
+     * nodes, formats, colour shares, casts on the border, worst error,
+     * overflow; nodes outside any box folded into regions whatever their
+     * formats; casts drawn on the edges; inputs and outputs named in the
+     * boxes); MPX_VIZ_FOLD_REGIONS (regions only, as above). */
+    int fold_by;
+    /* With scopes: the scope drawn open, its items inside a cluster inside
+     * those of its ancestors (an index into the tree mpx_graph_scopes makes
+     * of the drawn nodes, leaving out Constant and folded ones unless all);
+     * 0: the tree's top, the first view. */
+    int open_scope;
     /* Group nodes into nested clusters by the first `cluster` components of
      * their names split at '/' (/backbone/stage2/conv3/Conv -> backbone,
      * backbone/stage2). 0: no clusters. */
@@ -105,6 +121,7 @@ typedef struct mpx_viz_stats {
     int hidden;         /* Constant/folded nodes left out (see opts.all) */
     int chains;         /* collapsed chains or folded regions (each counts once in nodes) */
     int clusters;
+    int scopes;         /* scope boxes drawn (fold by scopes); 0 when folded by regions */
     double ms_build;    /* building the cgraph */
     double ms_layout;   /* gvLayout (SVG only) */
     double ms_render;   /* agwrite or gvRenderData */
@@ -121,6 +138,10 @@ mpx_status mpx_viz_dot(const mpx_plan *plan, const mpx_viz_opts *o, char **out,
  * when node i is not drawn. What the review page's script uses to go from a
  * node to its box. */
 mpx_status mpx_viz_node_ids(const mpx_plan *plan, const mpx_viz_opts *o, char (*ids)[16], mpx_error *err);
+/* The scope tree a fold by scopes under o draws (NULL in *out when o does
+ * not fold by scopes: fold off, by regions, or no useful scopes); free with
+ * mpx_scopes_free. What the review page's script opens scope by scope. */
+mpx_status mpx_viz_scope_tree(const mpx_plan *plan, const mpx_viz_opts *o, mpx_scopes **out, mpx_error *err);
 /* The most nodes (ops, casts, inputs, outputs... as mpx_viz_stats.nodes
  * counts them) mpx_viz_svg gives Graphviz to lay out. dot's time grows
  * faster than the node count (a 5,000-node chain: 6 s; 100,000: no answer in
@@ -206,6 +227,16 @@ typedef struct mpx_viz_page {
 /* Graphs with more op nodes drawn than this open on the page as the
  * model-level view (mpx_viz_opts.fold) in front of the detailed graph. */
 #define MPX_VIZ_PAGE_FOLD_NODES 150
+/* The page's model view folded by regions aims at fewer boxes than --fold
+ * (casts, inputs and outputs add their own): a first screen of about 20. */
+#define MPX_VIZ_PAGE_BOXES 10
+/* When those regions (one format each) still make more boxes than this, the
+ * page's model view folds regions of any formats, casts on the edges. */
+#define MPX_VIZ_PAGE_MAX_BOXES 24
+/* Folded by scopes, the page holds the view of each scope opened in place,
+ * the shallowest first, up to this many (a scope beyond opens the detailed
+ * graph at its nodes). */
+#define MPX_VIZ_PAGE_SCOPE_VIEWS 400
 
 /* One self-contained HTML page (inline CSS, inline SVG, inline script for
  * navigation, search, filters and sorting; nothing fetched): what to look
