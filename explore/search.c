@@ -46,13 +46,13 @@ struct mpx_search {
     bool need_run;
     mpx_search_method how;
     int max_evals, n_evals;
-    double max_ms;      /* --time in ms; 0: none */
+    double max_ms;      /* the time limit in ms (search --time); 0: none */
     mpx_search_end end; /* set where the search stops early (the limits, no plan) */
     int n_unchanged;    /* trials whose plan computed what an earlier one did */
     double t0;
     int n_cand;
-    int *cand;          /* node indices of the nodes low in the session's plan, topological */
-    cJSON *log;         /* every evaluation (for --json) */
+    int *cand;          /* node indices of the nodes low in the base plan, topological */
+    cJSON *log;         /* every evaluation (opts.log; search --json) */
     /* per node (auto): its own rel_l2 (NaN: not measured), and whether its
      * output or its weights overflow, for the rules' comments */
     double *own;
@@ -92,7 +92,7 @@ typedef struct mpx_search search;
  * all digits, and null for a figure that is not finite. */
 static void add_exact(cJSON *obj, const char *key, double v) { mpx_explore_json_exact(obj, key, v, "null"); }
 
-/* The session's rules with the nodes of set (indices into cand) red. */
+/* The base rules with the nodes of set (indices into cand) red. */
 static mpx_status rules_with(const search *x, const bool *set, mpx_rules **out, mpx_error *err) {
     mpx_rules *r = mpx_rules_copy(x->rules);
     if (!r) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
@@ -109,9 +109,9 @@ static mpx_status rules_with(const search *x, const bool *set, mpx_rules **out, 
 
 static int count(const search *x, const bool *set);
 
-/* On a terminal: evaluations done, the best plan so far (its first figure
- * and low share) and the time left to the nearer limit (--time, or
- * --max-evals at the mean evaluation's pace): what the search will at
+/* Tell the host where the search stands: evaluations done, the best plan so
+ * far and the time left to the nearer limit (the time limit, or the
+ * evaluation limit at the mean evaluation's pace): what the search will at
  * least give back if it has to stop. */
 static void progress(const search *x) {
     if (!x->h.progress) return;
@@ -388,7 +388,7 @@ static void by_region(search *x, bool *set, const double *pred, ranked *r, int n
 }
 
 /* Tier 2, by node, for the nodes reading a weight that overflows the
- * session plan's format (known before any run). */
+ * base plan's format (known before any run). */
 static void weight_tier(search *x, unsigned char *tier) {
     const mpx_graph *g = x->g;
     mpx_weight_check *w = NULL;

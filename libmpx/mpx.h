@@ -18,6 +18,11 @@
  *                   program), the precision plan (mpx_plan_build) with its
  *                   casts and counts, and the assignment a run uses
  *                   (mpx_plan_to_assign).
+ *   mpx_explore.h   figures and conditions (mpx_cond_parse, mpx_cond_eval:
+ *                   what `assert` checks), search (mpx_search_run: the nodes
+ *                   to keep fp32 so that a condition holds), sweep and
+ *                   ranges, driven through callbacks the client implements
+ *                   (mpx_explore_host: plan, run, undo, progress, cancel).
  *   mpx_viz.h       DOT, SVG, the error plot and the review page.
  *   mpx_export.h    the plan exported as an ONNX model (mpx_export_onnx).
  *
@@ -51,6 +56,7 @@
 #include "mpx_graph.h"
 #include "mpx_numerics.h"
 #include "mpx_colour.h"
+#include "mpx_explore.h"
 #include "mpx_viz.h"
 #include "mpx_export.h"
 
