@@ -31,6 +31,10 @@
 #include "mpx_graph.h"
 #include "mpx_numerics.h" /* mpx_format, mpx_assign */
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ---- colours and their defaults (colour/defaults.c) ---------------------- */
 
 typedef enum mpx_colour {
@@ -106,6 +110,14 @@ bool mpx_rules_uses_measured(const mpx_rules *r, int i);
  * matches nothing. A valid op type that g lacks is accepted (the plan's
  * rule_applied count is 0, for a warning). g may be NULL. */
 mpx_status mpx_rules_add(mpx_rules *r, const char *text, const mpx_graph *g, mpx_error *err);
+/* Append `colour name:<n's name> <colour>` without parsing text: a rule
+ * whose selector matches n by its name (glob characters escaped), the rule's
+ * text written as a person would type it, with `  # comment` when comment
+ * (one line; may be NULL) is given: `rules`, `why` and `save` show it, and
+ * the text read back with mpx_rules_add selects the same nodes. search
+ * keeps the nodes it chose fp32 this way. On error r is unchanged. */
+mpx_status mpx_rules_add_node(mpx_rules *r, const mpx_node *n, mpx_colour colour, const char *comment,
+                              mpx_error *err);
 /* The node figures a `when` condition may name ("macs", "params", ...,
  * "absmax"), i from 0; NULL past the end (attr.<name> is not listed). */
 const char *mpx_rule_figure_at(size_t i);
@@ -379,5 +391,9 @@ typedef struct mpx_weight_check {
  * or lose more than MPX_WEIGHT_LOSS (rel_l2), in plan order, in *out
  * (malloc'ed; NULL when none). */
 mpx_status mpx_plan_check_weights(const mpx_plan *p, mpx_weight_check **out, int *n, mpx_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

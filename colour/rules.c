@@ -621,6 +621,49 @@ mpx_status mpx_rules_add(mpx_rules *r, const char *text, const mpx_graph *g, mpx
     return MPX_OK;
 }
 
+/* The name:<glob> matching exactly this name: glob characters escaped
+ * (fnmatch reads a backslash as an escape); a comma or a blank, which would
+ * end the selector in the rule's text, matches as '?', so that the text
+ * (`rules`, `save`) read back selects what the rule selects. Into buf of
+ * 2 * strlen(name) + 1 bytes. */
+static void exact_glob(const char *name, char *buf) {
+    size_t o = 0;
+    for (const char *c = name; *c; c++) {
+        if (*c == '*' || *c == '?' || *c == '[' || *c == '\\') buf[o++] = '\\';
+        buf[o++] = (*c == ',' || *c == ' ' || *c == '\t') ? '?' : *c;
+    }
+    buf[o] = '\0';
+}
+
+mpx_status mpx_rules_add_node(mpx_rules *r, const mpx_node *n, mpx_colour colour, const char *comment,
+                              mpx_error *err) {
+    if (!r || !n || !n->name) return mpx_error_set(err, MPX_E_ARG, "no node to colour");
+    if ((unsigned)colour >= MPX_COLOUR_COUNT || colour == MPX_COLOUR_NONE)
+        return mpx_error_set(err, MPX_E_ARG, "no colour for node %s", n->name);
+    if (comment && strchr(comment, '\n'))
+        return mpx_error_set(err, MPX_E_ARG, "a rule's comment is one line (node %s)", n->name);
+    if (!reserve(r, r->n + 1)) return mpx_error_set(err, MPX_E_NOMEM, "out of memory adding a rule");
+    mpx_arena *a = mpx_arena_new();
+    mpx_rule *rule = a ? mpx_arena_alloc(a, sizeof *rule) : NULL;
+    sel_item *sel = rule ? mpx_arena_calloc(a, 1, sizeof *sel) : NULL;
+    size_t len = strlen(n->name);
+    char *glob = sel ? mpx_arena_alloc(a, 2 * len + 1) : NULL;
+    const char *cname = mpx_colour_name(colour);
+    size_t cap = 2 * len + strlen(cname) + (comment ? strlen(comment) : 0) + 32;
+    char *text = glob ? mpx_arena_alloc(a, cap) : NULL;
+    if (!text) {
+        mpx_arena_free(a);
+        return mpx_error_set(err, MPX_E_NOMEM, "out of memory adding a rule");
+    }
+    exact_glob(n->name, glob);
+    snprintf(text, cap, "colour name:%s %s%s%s", glob, cname, comment ? "  # " : "", comment ? comment : "");
+    *sel = (sel_item){.kind = SEL_NAME, .s = glob};
+    *rule = (mpx_rule){.refs = 1, .arena = a, .kind = MPX_RULE_COLOUR, .text = text, .n_sel = 1, .sel = sel,
+                       .colour = colour};
+    r->v[r->n++] = rule;
+    return MPX_OK;
+}
+
 mpx_status mpx_rules_remove(mpx_rules *r, int i, mpx_error *err) {
     if (!r || i < 0 || i >= r->n)
         return mpx_error_set(err, MPX_E_ARG, "no rule #%d (there %s %d)", i + 1,

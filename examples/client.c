@@ -60,13 +60,11 @@ int main(int argc, char **argv) {
     mpx_assign *a = mpx_plan_to_assign(plan, &err);
     mpx_compare *c = NULL;
     if (!a || mpx_compare_run(g, a, &x, NULL, &c, &err)) return fail("run", &err);
-    const mpx_layer *worst = NULL;
-    for (int i = 0; i < c->n_layers; i++)
-        if (!worst || c->layers[i].m.rel_l2 > worst->m.rel_l2) worst = &c->layers[i];
+    const mpx_layer *worst = mpx_compare_worst_layer(c, MPX_WORST_ANY);
     printf("run: %d layers; worst %s (%s) rel_l2 %.3g\n", c->n_layers, g->tensors[worst->tensor]->name,
            g->nodes[worst->node]->op_type, worst->m.rel_l2);
 
-    if (mpx_viz_export_onnx(plan, argv[4], true, false, NULL, NULL, &err)) return fail("export", &err);
+    if (mpx_export_onnx(plan, argv[4], true, false, NULL, NULL, &err)) return fail("export", &err);
     printf("exported %s\n", argv[4]);
 
     mpx_compare_free(c);

@@ -24,6 +24,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ---- status and errors -------------------------------------------------- */
 
 typedef enum mpx_status {
@@ -653,5 +657,9 @@ void mpx_file_remove_pending(void);
  * each from its writes). each visits g's and its bodies' files. */
 mpx_status mpx_graph_note_file(mpx_graph *g, const char *path);
 void mpx_graph_each_file(const mpx_graph *g, void (*visit)(void *ctx, const char *path), void *ctx);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -13,6 +13,7 @@
 #define _XOPEN_SOURCE 700
 #endif
 #include "graph_internal.h"
+#include "onnx_walk.h"
 
 #include "onnx.pb-c.h"
 
@@ -43,6 +44,13 @@ typedef struct ctx {
      * of names defined at depth d ("" for the main graph). */
     int depth;
     const char *scope[MPX_MAX_SUBGRAPH_DEPTH + 1];
+    /* The If whose branches load at depth d + 1, by d: the branches'
+     * outputs it reads (k per branch) and the nodes each branch added. */
+    struct {
+        mpx_tensor **outs;
+        size_t k;
+        int first[2], last[2];
+    } ifs[MPX_MAX_SUBGRAPH_DEPTH + 1];
     int nest; /* Loop/Scan bodies around this graph */
 } ctx;
 
@@ -662,15 +670,14 @@ static mpx_status declare(ctx *c, mpx_tensor *t, const Onnx__ValueInfoProto *vi,
 
 /* ---- the model ------------------------------------------------------------------ */
 
-static bool default_domain(const char *d) { return !d || !*d || strcmp(d, "ai.onnx") == 0; }
 
 static mpx_status domain_opset(ctx *c, const char *domain, int *out) {
     const Onnx__ModelProto *m = c->model;
-    bool dflt = default_domain(domain);
+    bool dflt = mpx_onnx_default_domain(domain);
     for (size_t i = 0; i < m->n_opset_import; i++) {
         const Onnx__OperatorSetIdProto *o = m->opset_import[i];
         if (!o) continue;
-        if (dflt ? default_domain(o->domain) : strcmp(nz(o->domain), domain) == 0) {
+        if (dflt ? mpx_onnx_default_domain(o->domain) : strcmp(nz(o->domain), domain) == 0) {
             if (o->version < 0 || o->version > INT_MAX)
                 return fail(c, MPX_E_INVALID, "opset import of domain \"%s\": version %lld",
                             nz(o->domain), (long long)o->version);
@@ -738,21 +745,36 @@ static mpx_status fill_node(ctx *c, const Onnx__NodeProto *np, mpx_node *n, bool
     return MPX_OK;
 }
 
-static bool default_domain(const char *d);
+/* ---- If: its branches flattened ------------------------------------------------
+ *
+ * The order in which nodes are added (mpx_node.file_order) is
+ * mpx_onnx_walk_graph's (onnx_walk.c), which the exporter walks too: both
+ * branches' nodes first (so the file order stays topological), then the If
+ * itself, reading [cond, then outputs..., else outputs...]; it hands on the
+ * outputs of the branch its condition selects (kern_data.c), and the branch
+ * nodes carry it as their guard. A branch's initializers and nodes join the
+ * graph under the prefix "<if name>/<then_branch|else_branch>/". */
 
-static const Onnx__GraphProto *graph_attr(const Onnx__NodeProto *np, const char *name) {
-    for (size_t j = 0; j < np->n_attribute; j++) {
-        const Onnx__AttributeProto *ap = np->attribute[j];
-        if (ap && ap->name && strcmp(ap->name, name) == 0) return ap->g;
-    }
-    return NULL;
+static mpx_status if_begin(void *vc, const Onnx__NodeProto *np, const char *ifname) {
+    ctx *c = vc;
+    size_t k = np->n_output;
+    if (np->n_input != 1 || !np->input[0] || !*np->input[0])
+        return fail(c, MPX_E_INVALID, "node \"%s\" (If) has %zu inputs; it takes one, the condition", ifname,
+                    np->n_input);
+    if (k > 4096) return fail(c, MPX_E_LIMIT, "node \"%s\" (If) has %zu outputs", ifname, k);
+    mpx_tensor **outs = mpx_arena_calloc(c->g->arena, 2 * k + 1, sizeof *outs);
+    if (!outs) return fail(c, MPX_E_NOMEM, "out of memory");
+    c->ifs[c->depth].outs = outs;
+    c->ifs[c->depth].k = k;
+    return MPX_OK;
 }
 
-/* An If's branch, flattened: its initializers and nodes join the graph under
- * the prefix "<if name>/<then_branch|else_branch>/"; its outputs are returned
- * (k of them) for the If node to read. */
-static mpx_status load_branch(ctx *c, const Onnx__GraphProto *b, const char *ifname, const char *which,
-                              size_t k, mpx_tensor **outs) {
+static mpx_status branch_begin(void *vc, const Onnx__NodeProto *np, const char *ifname, int which_b,
+                               const Onnx__GraphProto *b, const char *prefix, int depth) {
+    ctx *c = vc;
+    const char *which = which_b ? "else_branch" : "then_branch";
+    size_t k = c->ifs[c->depth].k;
+    (void)np, (void)depth;
     if (b->n_input)
         return fail(c, MPX_E_INVALID, "node \"%s\" (If): %s has %zu inputs; an If's branches take none", ifname,
                     which, b->n_input);
@@ -761,64 +783,52 @@ static mpx_status load_branch(ctx *c, const Onnx__GraphProto *b, const char *ifn
                     b->n_output, k);
     if (b->n_sparse_initializer)
         return fail(c, MPX_E_UNSUPPORTED, "node \"%s\" (If): %s has a sparse initializer", ifname, which);
-    if (c->depth >= MPX_MAX_SUBGRAPH_DEPTH)
-        return fail(c, MPX_E_LIMIT, "node \"%s\" (If): subgraphs nested deeper than %d", ifname,
-                    MPX_MAX_SUBGRAPH_DEPTH);
-    size_t n = strlen(ifname) + strlen(which) + 3;
-    char *prefix = mpx_arena_alloc(c->g->arena, n);
-    if (!prefix) return fail(c, MPX_E_NOMEM, "out of memory");
-    snprintf(prefix, n, "%s/%s/", ifname, which);
-    c->scope[++c->depth] = prefix;
-    mpx_status st = MPX_OK;
-    for (size_t i = 0; i < b->n_initializer && st == MPX_OK; i++) {
+    if (b->n_node > INT_MAX) return fail(c, MPX_E_LIMIT, "node \"%s\" (If): %s is too large", ifname, which);
+    c->ifs[c->depth].first[which_b] = c->g->n_nodes;
+    c->scope[++c->depth] = prefix; /* (the walk's, valid until branch_end) */
+    for (size_t i = 0; i < b->n_initializer; i++) {
         const Onnx__TensorProto *tp = b->initializer[i];
-        if (!tp->name || !*tp->name) {
-            st = fail(c, MPX_E_INVALID, "node \"%s\" (If): %s: initializer %zu has no name", ifname, which, i);
-            break;
-        }
+        if (!tp->name || !*tp->name)
+            return fail(c, MPX_E_INVALID, "node \"%s\" (If): %s: initializer %zu has no name", ifname, which, i);
         char what[1400];
         snprintf(what, sizeof what, "initializer \"%s%.500s\"", prefix, tp->name);
         mpx_tensor *t;
-        if ((st = tensor_def(c, tp->name, &t)) != MPX_OK) break;
-        if (t->flags & MPX_T_INITIALIZER) st = fail(c, MPX_E_INVALID, "%s appears twice", what);
-        else if ((st = load_tensor(c, tp, t, what)) == MPX_OK) t->flags |= MPX_T_INITIALIZER;
+        mpx_status st;
+        if ((st = tensor_def(c, tp->name, &t)) != MPX_OK) return st;
+        if (t->flags & MPX_T_INITIALIZER) return fail(c, MPX_E_INVALID, "%s appears twice", what);
+        if ((st = load_tensor(c, tp, t, what)) != MPX_OK) return st;
+        t->flags |= MPX_T_INITIALIZER;
     }
-    if (st == MPX_OK) st = load_nodes(c, b);
-    for (size_t j = 0; j < k && st == MPX_OK; j++) {
-        const char *nm = b->output[j] ? b->output[j]->name : NULL;
-        if (!nm || !*nm) st = fail(c, MPX_E_INVALID, "node \"%s\" (If): %s output %zu has no name", ifname, which, j);
-        else st = tensor_read(c, nm, &outs[j]);
-    }
-    c->depth--;
-    return st;
+    return MPX_OK;
 }
 
-/* If: both branches' nodes first (so the file order stays topological),
- * then the If itself, reading [cond, then outputs..., else outputs...]; it
- * hands on the outputs of the branch its condition selects (kern_data.c),
- * and the branch nodes carry it as their guard. */
-static mpx_status load_if(ctx *c, const Onnx__NodeProto *np, const Onnx__GraphProto *tb,
-                          const Onnx__GraphProto *eb) {
+/* The branch's outputs, read in its scope, for the If to read. */
+static mpx_status branch_end(void *vc, const Onnx__NodeProto *np, const char *ifname, int which_b,
+                             const Onnx__GraphProto *b) {
+    ctx *c = vc;
+    (void)np;
+    size_t k = c->ifs[c->depth - 1].k;
+    mpx_tensor **outs = c->ifs[c->depth - 1].outs + (size_t)which_b * k;
+    for (size_t j = 0; j < k; j++) {
+        const char *nm = b->output[j] ? b->output[j]->name : NULL;
+        if (!nm || !*nm)
+            return fail(c, MPX_E_INVALID, "node \"%s\" (If): %s output %zu has no name", ifname,
+                        which_b ? "else_branch" : "then_branch", j);
+        mpx_status st = tensor_read(c, nm, &outs[j]);
+        if (st != MPX_OK) return st;
+    }
+    c->depth--;
+    c->ifs[c->depth].last[which_b] = c->g->n_nodes;
+    return MPX_OK;
+}
+
+/* The If, after its branches. */
+static mpx_status load_if(ctx *c, const Onnx__NodeProto *np, const char *ifname) {
     mpx_graph *g = c->g;
-    char ifname[1000];
-    int len = np->name && *np->name ? snprintf(ifname, sizeof ifname, "%s%s", c->scope[c->depth], np->name)
-                                    : snprintf(ifname, sizeof ifname, "%sIf_%d", c->scope[c->depth], g->n_nodes);
-    if (len < 0 || (size_t)len >= sizeof ifname)
-        return fail(c, MPX_E_LIMIT, "node \"%.200s...\" (If): its name in its subgraph is too long", ifname);
-    size_t k = np->n_output;
-    if (np->n_input != 1 || !np->input[0] || !*np->input[0])
-        return fail(c, MPX_E_INVALID, "node \"%s\" (If) has %zu inputs; it takes one, the condition", ifname,
-                    np->n_input);
-    if (k > 4096) return fail(c, MPX_E_LIMIT, "node \"%s\" (If) has %zu outputs", ifname, k);
-    mpx_tensor **outs = mpx_arena_calloc(g->arena, 2 * k + 1, sizeof *outs);
-    if (!outs) return fail(c, MPX_E_NOMEM, "out of memory");
-    int first[2], last[2];
+    size_t k = c->ifs[c->depth].k;
+    mpx_tensor **outs = c->ifs[c->depth].outs;
+    const int *first = c->ifs[c->depth].first, *last = c->ifs[c->depth].last;
     mpx_status st;
-    first[0] = g->n_nodes;
-    if ((st = load_branch(c, tb, ifname, "then_branch", k, outs)) != MPX_OK) return st;
-    last[0] = first[1] = g->n_nodes;
-    if ((st = load_branch(c, eb, ifname, "else_branch", k, outs + k)) != MPX_OK) return st;
-    last[1] = g->n_nodes;
     mpx_node *n = mpx_graph_add_node(g, ifname, np->op_type, np->domain, (int)(1 + 2 * k), (int)k,
                                      (int)np->n_attribute);
     if (!n) return fail(c, MPX_E_NOMEM, "out of memory");
@@ -936,41 +946,39 @@ static mpx_status load_body_node(ctx *c, const Onnx__NodeProto *np, const Onnx__
     return mpx_graph_finalize(b, c->err);
 }
 
-static mpx_status load_nodes(ctx *c, const Onnx__GraphProto *gp) {
+/* One node of the walk (an If after its branches). */
+static mpx_status load_node(void *vc, const Onnx__GraphProto *gp, size_t i, const char *prefix, int order,
+                            const char *ifname) {
+    ctx *c = vc;
     mpx_graph *g = c->g;
-    mpx_status st;
-    const char *prefix = c->scope[c->depth];
+    const Onnx__NodeProto *np = gp->node[i];
+    (void)order;
+    if (!np->op_type || !*np->op_type)
+        return fail(c, MPX_E_INVALID, "node %zu (\"%s%s\") has no op_type", i, prefix, nz(np->name));
+    if (np->n_input > INT_MAX || np->n_output > INT_MAX || np->n_attribute > INT_MAX)
+        return fail(c, MPX_E_LIMIT, "node \"%s%s\" has too many inputs, outputs or attributes", prefix,
+                    nz(np->name));
+    if (ifname) return load_if(c, np, ifname);
+    const Onnx__GraphProto *body = mpx_onnx_graph_attr(np, "body");
+    if ((strcmp(np->op_type, "Loop") == 0 || strcmp(np->op_type, "Scan") == 0 ||
+         strcmp(np->op_type, "SequenceMap") == 0) &&
+        mpx_onnx_default_domain(np->domain) && body)
+        return load_body_node(c, np, body);
+    char name[1200];
+    if (np->name && *np->name) snprintf(name, sizeof name, "%s%s", prefix, np->name);
+    else if (*prefix) snprintf(name, sizeof name, "%s%s_%d", prefix, np->op_type, g->n_nodes);
+    else name[0] = '\0';
+    mpx_node *n = mpx_graph_add_node(g, name, np->op_type, np->domain, (int)np->n_input,
+                                     (int)np->n_output, (int)np->n_attribute);
+    if (!n) return fail(c, MPX_E_NOMEM, "out of memory");
+    return fill_node(c, np, n, true);
+}
+
+static mpx_status load_nodes(ctx *c, const Onnx__GraphProto *gp) {
     if (gp->n_node > INT_MAX) return fail(c, MPX_E_LIMIT, "the graph is too large");
-    for (size_t i = 0; i < gp->n_node; i++) {
-        const Onnx__NodeProto *np = gp->node[i];
-        if (!np->op_type || !*np->op_type)
-            return fail(c, MPX_E_INVALID, "node %zu (\"%s%s\") has no op_type", i, prefix, nz(np->name));
-        if (np->n_input > INT_MAX || np->n_output > INT_MAX || np->n_attribute > INT_MAX)
-            return fail(c, MPX_E_LIMIT, "node \"%s%s\" has too many inputs, outputs or attributes", prefix,
-                        nz(np->name));
-        const Onnx__GraphProto *tb = graph_attr(np, "then_branch"), *eb = graph_attr(np, "else_branch");
-        if (strcmp(np->op_type, "If") == 0 && default_domain(np->domain) && tb && eb) {
-            if ((st = load_if(c, np, tb, eb)) != MPX_OK) return st;
-            continue;
-        }
-        const Onnx__GraphProto *body = graph_attr(np, "body");
-        if ((strcmp(np->op_type, "Loop") == 0 || strcmp(np->op_type, "Scan") == 0 ||
-             strcmp(np->op_type, "SequenceMap") == 0) &&
-            default_domain(np->domain) &&
-            body) {
-            if ((st = load_body_node(c, np, body)) != MPX_OK) return st;
-            continue;
-        }
-        char name[1200];
-        if (np->name && *np->name) snprintf(name, sizeof name, "%s%s", prefix, np->name);
-        else if (*prefix) snprintf(name, sizeof name, "%s%s_%d", prefix, np->op_type, g->n_nodes);
-        else name[0] = '\0';
-        mpx_node *n = mpx_graph_add_node(g, name, np->op_type, np->domain, (int)np->n_input,
-                                         (int)np->n_output, (int)np->n_attribute);
-        if (!n) return fail(c, MPX_E_NOMEM, "out of memory");
-        if ((st = fill_node(c, np, n, true)) != MPX_OK) return st;
-    }
-    return MPX_OK;
+    const mpx_onnx_walk w = {
+        .ctx = c, .if_begin = if_begin, .branch_begin = branch_begin, .branch_end = branch_end, .node = load_node};
+    return mpx_onnx_walk_graph(gp, c->scope[c->depth], &w, c->path, c->err);
 }
 
 static mpx_status convert(ctx *c, const Onnx__ModelProto *m) {

@@ -666,7 +666,7 @@ static mpx_status take_list_args(int *argc, char **argv, data_args *a, bool allo
         if (allow_stacked && strcmp(argv[i], "stacked") == 0) a->stacked = true;
         else if (strcmp(argv[i], "limit") == 0 && i + 1 < *argc) {
             double v;
-            if ((st = repl_parse_number(argv[++i], "limit", &v, err))) return st;
+            if ((st = mpx_explore_parse_number(argv[++i], "limit", &v, err))) return st;
             if (!(v >= 1) || v > 1e15 || v != (double)(int64_t)v)
                 return mpx_error_set(err, MPX_E_ARG, "limit: \"%s\" is not a count >= 1", argv[i]);
             a->limit = (int64_t)v;

@@ -1,8 +1,8 @@
 /* cmd_export.c - `export <file.onnx> [--force] [--external] [--json [<file>]]`: the
- * current plan written as a mixed-precision ONNX model (viz/export_onnx.c
+ * current plan written as a mixed-precision ONNX model (export/, mpx_export.h,
  * does the work; this file parses, calls and says what was written). */
 #include "repl_internal.h"
-#include "mpx_viz.h"
+#include "mpx_export.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -106,7 +106,7 @@ MPX_CMD(repl_cmd_export) {
     if (file && (st = repl_make_parent_noted(s, file, made, sizeof made, err))) return st;
     mpx_export_summary x;
     double t0 = repl_now_ms();
-    st = mpx_viz_export_onnx(s->plan, file, force, external, s->guard, &x, err);
+    st = mpx_export_onnx(s->plan, file, force, external, s->guard, &x, err);
     double ms = repl_now_ms() - t0;
     if (st) {
         repl_unmake_parent(file, made);

@@ -41,7 +41,7 @@ static mpx_status parse_triple(const char *text, const char *what, double v[3], 
     int k = 0;
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         if (k == 3) return mpx_error_set(err, MPX_E_ARG, "%s: \"%s\" has more than 3 values", what, text);
-        mpx_status st = repl_parse_number(tok, what, &v[k++], err);
+        mpx_status st = mpx_explore_parse_number(tok, what, &v[k++], err);
         if (st) return st;
     }
     if (k == 1) v[1] = v[2] = v[0];
@@ -52,7 +52,7 @@ static mpx_status parse_triple(const char *text, const char *what, double v[3], 
 
 static mpx_status parse_count(const char *text, const char *what, int64_t lo, int64_t *out, mpx_error *err) {
     double d;
-    mpx_status st = repl_parse_number(text, what, &d, err);
+    mpx_status st = mpx_explore_parse_number(text, what, &d, err);
     if (st) return st;
     if (!(d >= (double)lo) || d > 2147483647.0 || d != floor(d))
         return mpx_error_set(err, MPX_E_ARG, "%s: \"%s\" is not a whole number >= %lld", what, text, (long long)lo);
@@ -84,7 +84,7 @@ static mpx_status parse_image_opts(int argc, char **argv, mpx_image_opts *o, mpx
             else if (strcmp(v, "gray") == 0 || strcmp(v, "grey") == 0) o->channels = MPX_CHANNELS_GRAY;
             else return mpx_error_set(err, MPX_E_ARG, "channels: \"%s\" is not rgb, bgr or gray", v);
         } else if (strcmp(k, "scale") == 0) {
-            st = repl_parse_number(v, "scale", &o->scale, err);
+            st = mpx_explore_parse_number(v, "scale", &o->scale, err);
         } else if (strcmp(k, "mean") == 0) {
             st = parse_triple(v, "mean", o->mean, err);
         } else if (strcmp(k, "std") == 0) {
@@ -108,7 +108,7 @@ static mpx_status parse_audio_opts(int argc, char **argv, mpx_audio_opts *o, mpx
         } else if (strcmp(k, "length") == 0) {
             if (!(st = parse_count(v, "length", 1, &n, err))) o->length = n;
         } else if (strcmp(k, "scale") == 0) {
-            st = repl_parse_number(v, "scale", &o->scale, err);
+            st = mpx_explore_parse_number(v, "scale", &o->scale, err);
         } else {
             return mpx_error_set(err, MPX_E_ARG, "unknown audio option \"%s\" (rate, length, scale)", k);
         }
@@ -379,8 +379,8 @@ static mpx_status parse_random(int argc, char **argv, mpx_input_spec *sp, mpx_er
         a++;
     }
     if (a + 1 < argc && strcmp(argv[a], "seed") != 0) {
-        if ((st = repl_parse_number(argv[a], sp->kind == MPX_INPUT_NORMAL ? "mean" : "low", &sp->a, err)) ||
-            (st = repl_parse_number(argv[a + 1], sp->kind == MPX_INPUT_NORMAL ? "std" : "high", &sp->b, err)))
+        if ((st = mpx_explore_parse_number(argv[a], sp->kind == MPX_INPUT_NORMAL ? "mean" : "low", &sp->a, err)) ||
+            (st = mpx_explore_parse_number(argv[a + 1], sp->kind == MPX_INPUT_NORMAL ? "std" : "high", &sp->b, err)))
             return st;
         a += 2;
         if (sp->kind == MPX_INPUT_NORMAL && !(sp->b >= 0))
@@ -524,7 +524,7 @@ MPX_CMD(repl_cmd_input) {
         if ((st = parse_random(argc, argv, &sp, err))) return st;
     } else if (strcmp(kind, "const") == 0) {
         if (argc != 4) return repl_usage_error(err, argv[0], "const takes one value");
-        if ((st = repl_parse_number(argv[3], "const", &sp.a, err))) return st;
+        if ((st = mpx_explore_parse_number(argv[3], "const", &sp.a, err))) return st;
         if (!isfinite(sp.a)) return mpx_error_set(err, MPX_E_ARG, "const: %s is not finite", argv[3]);
         sp.kind = MPX_INPUT_CONST;
     } else if (strcmp(kind, "files") == 0) {

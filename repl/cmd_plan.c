@@ -35,12 +35,12 @@ MPX_CMD(repl_cmd_target) {
         char hint[128];
         return mpx_error_set(err, MPX_E_ARG, "unknown target \"%s\" (formats: %s)%s", argv[1],
                              mpx_format_names(" ", true, names, sizeof names),
-                             repl_format_tail(argv[1], true, hint, sizeof hint));
+                             mpx_explore_format_hint(argv[1], true, hint, sizeof hint));
     }
     o.target = f;
     if (argc == 4) {
         double k;
-        if ((st = repl_parse_number(argv[3], "block", &k, err))) return st;
+        if ((st = mpx_explore_parse_number(argv[3], "block", &k, err))) return st;
         if (k < 0 || k > 1e6 || k != (double)(int)k)
             return mpx_error_set(err, MPX_E_ARG, "block %s: a count from 0 (round after every addition) up", argv[3]);
         o.accum_block = (int)k;
@@ -99,7 +99,7 @@ MPX_CMD(repl_cmd_unrule) {
     if (st) return st;
     const mpx_rules *cur = mpx_history_rules(s->hist);
     double k;
-    if ((st = repl_parse_number(argv[1], "rule number", &k, err))) return st;
+    if ((st = mpx_explore_parse_number(argv[1], "rule number", &k, err))) return st;
     int n = mpx_rules_count(cur);
     if (k != (double)(int)k || k < 1 || k > n)
         return mpx_error_set(err, MPX_E_ARG, "no rule %s (there %s %d; see: rules)", argv[1], n == 1 ? "is" : "are", n);

@@ -61,8 +61,8 @@ cJSON *repl_metrics_json(const mpx_metrics *m) {
      * digits: merged shards must give one run's figures exactly. */
     for (int k = 0; k < MPX_METRIC_COUNT; k++)
         if (!mpx_metric_info_of((mpx_metric_id)k)->count)
-            repl_json_exact(o, mpx_metric_info_of((mpx_metric_id)k)->name, mpx_metric_value(m, (mpx_metric_id)k), NULL);
-    repl_json_exact(o, "absmax_ref", m->absmax_ref, NULL);
+            mpx_explore_json_exact(o, mpx_metric_info_of((mpx_metric_id)k)->name, mpx_metric_value(m, (mpx_metric_id)k), NULL);
+    mpx_explore_json_exact(o, "absmax_ref", m->absmax_ref, NULL);
     for (int k = 0; k < MPX_METRIC_COUNT; k++)
         if (mpx_metric_info_of((mpx_metric_id)k)->count)
             cJSON_AddNumberToObject(o, mpx_metric_info_of((mpx_metric_id)k)->name, mpx_metric_value(m, (mpx_metric_id)k));
@@ -103,8 +103,8 @@ static mpx_status report_samples(mpx_session *s, const mpx_compare *c, mpx_error
         if ((st = mpx_samples_reduce(S, MPX_STAT_SAMPLE, k, v, NULL, err))) break;
         mpx_compare view = *c;
         view.layers = v;
-        repl_run_totals t = repl_totals(g, &view);
-        const mpx_layer *w = repl_worst_layer(&view);
+        mpx_run_totals t = mpx_compare_totals(&view);
+        const mpx_layer *w = mpx_compare_worst_layer(&view, MPX_WORST_ANY);
         const char *label = repl_data_label(s->data, S->id[k]);
         size_t len = strlen(label);
         char lb[64];
@@ -222,14 +222,14 @@ MPX_CMD(repl_cmd_report) {
     for (int a = 1; a < argc; a++) {
         if (strcmp(argv[a], "--sample") == 0 && a + 1 < argc) {
             double v;
-            if ((st = repl_parse_number(argv[++a], "--sample", &v, err))) return st;
+            if ((st = mpx_explore_parse_number(argv[++a], "--sample", &v, err))) return st;
             if (v < 1 || v != (double)(int)v) return mpx_error_set(err, MPX_E_ARG, "--sample %s: a sample number from 1", argv[a]);
             one = (int)v - 1;
         } else if (strcmp(argv[a], "--samples") == 0) {
             per_sample = true;
         } else if (strcmp(argv[a], "--top") == 0 && a + 1 < argc) {
             double v;
-            if ((st = repl_parse_number(argv[++a], "--top", &v, err))) return st;
+            if ((st = mpx_explore_parse_number(argv[++a], "--top", &v, err))) return st;
             if (v < 1 || v != (double)(int)v) return mpx_error_set(err, MPX_E_ARG, "--top %s: a count of rows", argv[a]);
             top = (int)v;
             top_given = true;
@@ -245,7 +245,7 @@ MPX_CMD(repl_cmd_report) {
                 char names[256];
                 return mpx_error_set(err, MPX_E_ARG, "--sort: unknown metric \"%s\" (%s, local, order)%s", argv[a],
                                      mpx_metric_names(", ", names, sizeof names),
-                                     repl_metric_tail(argv[a], true, hint, sizeof hint));
+                                     mpx_figure_metric_hint(argv[a], true, hint, sizeof hint));
             }
             sm = k;
         } else if (strcmp(argv[a], "--json") == 0 || strcmp(argv[a], "--csv") == 0) {
@@ -316,7 +316,7 @@ MPX_CMD(repl_cmd_report) {
             cJSON_AddStringToObject(root, "target", mpx_format_name(s->last_target));
             cJSON_AddBoolToObject(root, "local", s->last_local);
             cJSON_AddStringToObject(root, "sort", key_name(sm));
-            repl_run_totals t = repl_totals(g, c);
+            mpx_run_totals t = mpx_compare_totals(c);
             cJSON_AddNumberToObject(root, "overflow", (double)t.overflow);
             cJSON_AddNumberToObject(root, "underflow", (double)t.underflow);
             if (S) {
@@ -461,7 +461,7 @@ MPX_CMD(repl_cmd_tensor) {
         else if (strcmp(argv[a], "--save-ref") == 0) save_ref = argv[++a];
     }
     const mpx_graph *g = s->graph;
-    const mpx_tensor *t = repl_find_named(g, argv[1]);
+    const mpx_tensor *t = mpx_figure_find_tensor(g, argv[1]);
     if (!t) {
         char hint[300];
         return mpx_error_set(err, MPX_E_ARG, "no tensor or node named \"%s\"%s", argv[1],

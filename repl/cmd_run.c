@@ -34,8 +34,8 @@ static void sample_progress_cb(void *ctx, int done, int total) {
 }
 
 /* The worst model output's rel_l2 of a comparison (NaN worst). */
-static double output_badness(const mpx_graph *g, const mpx_compare *c) {
-    double r = repl_totals(g, c).out_rel_l2;
+static double output_badness(const mpx_compare *c) {
+    double r = mpx_compare_totals(c).out_rel_l2;
     return isnan(r) ? INFINITY : r;
 }
 
@@ -101,7 +101,7 @@ static mpx_status run_samples_many(mpx_session *s, const mpx_assign *const *as, 
             if (!st) st = mpx_samples_add(S[j], c[j], k, err);
             /* the values task figures and --eval read, for every sample */
             if (!st && keep) st = mpx_samples_hold(S[j], c[j], keep, g->n_tensors, err);
-            if (!st && (!best[j] || output_badness(g, c[j]) > output_badness(g, best[j]))) {
+            if (!st && (!best[j] || output_badness(c[j]) > output_badness(best[j]))) {
                 mpx_compare_free(best[j]);
                 best[j] = c[j];
                 S[j]->kept = S[j]->n_samples - 1;
@@ -206,7 +206,7 @@ static mpx_status parse_keep(const mpx_graph *g, const char *list, bool *keep, m
     char buf[4096];
     snprintf(buf, sizeof buf, "%s", list);
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        const mpx_tensor *t = repl_find_named(g, tok);
+        const mpx_tensor *t = mpx_figure_find_tensor(g, tok);
         if (!t) {
             char hint[300];
             return mpx_error_set(err, MPX_E_ARG, "no tensor or node named \"%s\"%s", tok,
@@ -237,7 +237,7 @@ void repl_overflow_cause(const mpx_session *s, const mpx_compare *c, const mpx_l
 
 void repl_print_run_summary(mpx_session *s, const mpx_compare *c, const mpx_format *target) {
     const mpx_graph *g = s->graph;
-    repl_run_totals t = repl_totals(g, c);
+    mpx_run_totals t = mpx_compare_totals(c);
     fprintf(s->info, "run: %s plan against the fp32 reference, %d layers compared (%.1f ms + %.1f ms)\n",
             mpx_format_name(target), c->n_layers, c->ms_ref, c->ms_cand);
     if (c->samples)
@@ -255,13 +255,13 @@ void repl_print_run_summary(mpx_session *s, const mpx_compare *c, const mpx_form
         fprintf(s->info, "  incremental: %d of %d node runs recomputed, the rest from the run cache%s\n", c->n_run,
                 g->n_nodes * samples, samples > 1 ? " (one per sample)" : "");
     }
-    const mpx_layer *w = repl_worst_layer(c);
+    const mpx_layer *w = mpx_compare_worst_layer(c, MPX_WORST_ANY);
     if (w)
         fprintf(s->info, "  worst layer: %s (%s %s) rel_l2 %.3g\n", layer_name(g, w), g->nodes[w->node]->op_type,
                 g->nodes[w->node]->name, w->m.rel_l2);
     /* With --local figures the cause leads: the layer whose own rounding
      * does the most, which the worst layer above may only inherit. */
-    const mpx_layer *own = repl_worst_own_layer(c);
+    const mpx_layer *own = mpx_compare_worst_layer(c, MPX_WORST_OWN);
     if (own)
         fprintf(s->info, "  worst own error: %s (%s %s) local rel_l2 %.3g (rel_l2 %.3g at its output)\n",
                 layer_name(g, own), g->nodes[own->node]->op_type, g->nodes[own->node]->name, own->local.rel_l2,
@@ -393,7 +393,7 @@ MPX_CMD(repl_cmd_compare) {
                 char hint[128];
                 return mpx_error_set(err, MPX_E_ARG, "unknown format \"%s\" (%s)%s", argv[a],
                                      mpx_format_names(" ", true, names, sizeof names),
-                                     repl_format_tail(argv[a], true, hint, sizeof hint));
+                                     mpx_explore_format_hint(argv[a], true, hint, sizeof hint));
             }
             fmts[nf++] = f;
         }
@@ -423,15 +423,15 @@ MPX_CMD(repl_cmd_compare) {
                 "overflow", "underflow", "w.ovf", "w.flush",
                 local ? "worst own error (local rel_l2; worst layer)" : "worst layer");
     for (int i = 0; i < nf; i++) {
-        repl_run_totals t = repl_totals(g, cmp[i]);
-        const mpx_layer *w = repl_worst_layer(cmp[i]);
+        mpx_run_totals t = mpx_compare_totals(cmp[i]);
+        const mpx_layer *w = mpx_compare_worst_layer(cmp[i], MPX_WORST_ANY);
         /* Weights are converted before the run: their overflow is not in
          * the activations' count, so each row says it apart. */
         int w_flushed = 0;
         int w_overflow = repl_check_weights(s, plans[i], NULL, NULL, NULL, &w_flushed);
         /* With --local the cause leads: the layer whose own rounding does
          * the most (the worst layer may only inherit it). */
-        const mpx_layer *own = local ? repl_worst_own_layer(cmp[i]) : NULL;
+        const mpx_layer *own = local ? mpx_compare_worst_layer(cmp[i], MPX_WORST_OWN) : NULL;
         if (json) {
             cJSON *e = cJSON_CreateObject();
             cJSON_AddStringToObject(e, "target", fmts[i]->name);

@@ -28,7 +28,7 @@ typedef struct viz_args {
 
 static mpx_status parse_count(const char *text, const char *what, int *out, mpx_error *err) {
     double v;
-    mpx_status st = repl_parse_number(text, what, &v, err);
+    mpx_status st = mpx_explore_parse_number(text, what, &v, err);
     if (st) return st;
     if (v < 0 || v > 1000 || v != (double)(int)v)
         return mpx_error_set(err, MPX_E_ARG, "%s: \"%s\" is not a count from 0 to 1000", what, text);
@@ -290,7 +290,7 @@ MPX_CMD(repl_cmd_plot) {
     {
         char hint[128];
         return mpx_error_set(err, MPX_E_ARG, "unknown metric \"%s\" (%s)%s", metric,
-                             mpx_metric_names(" ", names, sizeof names), repl_metric_tail(metric, false, hint, sizeof hint));
+                             mpx_metric_names(" ", names, sizeof names), mpx_figure_metric_hint(metric, false, hint, sizeof hint));
     }
     po.local = local;
     mpx_viz_series series[9];

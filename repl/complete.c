@@ -271,7 +271,7 @@ void repl_complete_condition(const char *text, int pos, char **w) {
         for (int i = 0; i < MPX_TASK_COUNT; i++) cand2(text, head, mpx_task_name((mpx_task_id)i));
         return;
     }
-    repl_figure_names(text, cand);
+    mpx_figure_names(text, cand);
     cand(text, "output.");
     cand(text, "worst.");
     char o[1024];

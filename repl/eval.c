@@ -246,8 +246,9 @@ static mpx_status stack_samples(const mpx_samples *S, const mpx_tensor *t, const
     return st;
 }
 
-mpx_status repl_eval_figure(repl_eval *e, const mpx_graph *g, const mpx_compare *c, const char *fig, double *out,
+mpx_status repl_eval_figure(void *ctx, const mpx_graph *g, const mpx_compare *c, const char *fig, double *out,
                             mpx_error *err) {
+    repl_eval *e = ctx;
     if (e->done_for != c) {
         cJSON_Delete(e->got);
         e->got = NULL;

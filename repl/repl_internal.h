@@ -9,6 +9,7 @@
 #define MPX_REPL_INTERNAL_H
 
 #include "mpx_repl.h"
+#include "mpx_explore.h"
 
 #include <stdint.h>
 
@@ -20,7 +21,7 @@ mpx_status repl_need_model(const mpx_session *s, mpx_error *err);
 mpx_status repl_parse_shape(const char *text, int *rank, int64_t *dims, mpx_error *err);
 /* A number: 1e-3, 1M, 64K, 1G (SI suffixes) - the whole word or an error
  * naming `what`. */
-mpx_status repl_parse_number(const char *text, const char *what, double *out, mpx_error *err);
+mpx_status mpx_explore_parse_number(const char *text, const char *what, double *out, mpx_error *err);
 double repl_now_ms(void);
 /* cmd_report.c: one layer's metrics as a JSON object (report, compare). */
 struct cJSON *repl_metrics_json(const mpx_metrics *m);
@@ -103,16 +104,11 @@ mpx_status repl_data_from_files(mpx_session *s, const char *input, const char *p
                                 mpx_status (*check)(int argc, char **argv, mpx_input_spec *sp, mpx_error *err),
                                 mpx_error *err);
 
-/* A figure in JSON with all its digits (%.17g): cJSON prints 15 digits when
- * they read back within an epsilon, which can lose the last bit, and merged
- * shards must give the figures of one run exactly. A value that is not
- * finite is written as nonfinite (e.g. "null"), or as the string "inf",
- * "-inf" or "nan" when nonfinite is NULL. */
-struct cJSON;
-void repl_json_exact(struct cJSON *obj, const char *key, double v, const char *nonfinite);
 /* A JSON file (at most 256 MB), parsed; errors name it. */
 struct cJSON;
 mpx_status repl_read_json(mpx_session *s, const char *path, struct cJSON **out, mpx_error *err);
+/* The same file's text (malloc'd), unparsed. */
+mpx_status repl_read_text(mpx_session *s, const char *path, char **out, mpx_error *err);
 /* merge <shard.json> ... [--json [<file>] | --csv [<file>]]: the shards of a
  * data-set run (run --samples k/n; report --json) made the session's last run,
  * as one unsharded run gives (data_merge.c). */
@@ -248,33 +244,11 @@ MPX_CMD(repl_cmd_assert);
 MPX_CMD(repl_cmd_search); /* cmd_search.c */
 MPX_CMD(repl_cmd_sweep);  /* cmd_sweep.c */
 MPX_CMD(repl_cmd_merge);
-/* Counts over every layer of a comparison: overflow, underflow, subnormal
- * elements, layers with any, the first layer that overflows and the worst
- * model output (by rel_l2; NaN is worst). */
-typedef struct repl_run_totals {
-    int64_t overflow, underflow, subnormal;
-    int layers_overflow, layers_underflow;
-    const mpx_layer *first_overflow;
-    double out_rel_l2;
-    const mpx_layer *worst_out;
-} repl_run_totals;
-repl_run_totals repl_totals(const mpx_graph *g, const mpx_compare *c);
-/* The worst layer by rel_l2 (NaN counts as worst), or NULL. */
-const mpx_layer *repl_worst_layer(const mpx_compare *c);
-/* The layer with the largest own (local) rel_l2, NULL without local figures. */
-const mpx_layer *repl_worst_own_layer(const mpx_compare *c);
 bool repl_is_output(const mpx_graph *g, int tensor);
-/* A name the user typed: a node (its first output; what report and plan
- * show) or else a tensor; NULL when neither. */
 /* "; did you mean <name>?" (or "") for a node and/or tensor name, a metric
  * (extra: also absmax and local), a format: graph/names.c's rule. */
 const char *repl_name_tail(const mpx_graph *g, const char *typed, bool nodes, bool tensors, char *buf, size_t n);
-const char *repl_metric_tail(const char *typed, bool extra, char *buf, size_t n);
-const char *repl_format_tail(const char *typed, bool low_only, char *buf, size_t n);
-const mpx_tensor *repl_find_named(const mpx_graph *g, const char *name);
 
-/* What a figure is read from: a plan and, for run figures, a comparison of
- * that plan (NULL: none yet). s gives the weight check. */
 /* search --eval (eval.c): the user's command, run once per evaluation on the
  * outputs written as .npy; its figures are eval and eval.<key>. */
 typedef struct repl_eval repl_eval;
@@ -282,75 +256,19 @@ mpx_status repl_eval_new(const char *command, double timeout_s, repl_eval **out,
 void repl_eval_free(repl_eval *e);
 /* Figure fig ("eval" or "eval.<key>") of comparison c: the command runs
  * once per comparison (its answer is kept for the other figures of c). */
-mpx_status repl_eval_figure(repl_eval *e, const mpx_graph *g, const mpx_compare *c, const char *fig, double *out,
+mpx_status repl_eval_figure(void *e, const mpx_graph *g, const mpx_compare *c, const char *fig, double *out,
                             mpx_error *err);
 
-typedef struct repl_figctx {
-    const mpx_session *s;
-    const mpx_plan *plan;
-    const mpx_compare *cmp;
-    bool local; /* cmp has local metrics (for the message listing metrics) */
-    repl_eval *eval; /* search --eval, else NULL */
-    /* Set by a stat prefix (mean., worst., p95., sample<k>.) for the figures
-     * read over a data set's samples one by one (task figures). */
-    bool has_stat;
-    mpx_stat stat;
-    int stat_k;
-} repl_figctx;
-/* Plan figures (casts, green, ..., low_macs_pct, weights_overflow), run
- * totals (overflow underflow subnormal layers) and <what>.<metric> with what
- * = output (worst model output), worst (worst layer) or a tensor/node name. */
-mpx_status repl_figure(const repl_figctx *x, const char *fig, double *out, mpx_error *err);
-/* The names a figure reads, checked without a run: an unknown figure, a
- * <what> that names no node or tensor, out[<name>] naming no model output
- * (each with a did-you-mean). */
-mpx_status repl_figure_check(const mpx_graph *g, const char *fig, mpx_error *err);
-/* Whether a figure is read from a run (false: from the plan alone). */
-bool repl_figure_needs_run(const char *fig);
-/* Every whole-model figure's name (plan figures, colours, run figures), to add. */
-void repl_figure_names(const char *text, void (*add)(const char *prefix, const char *word));
+/* The session as explore/'s host (search, sweep): plans with the
+ * session's options (or those given), runs through its run cache (local
+ * runs bypass it; undoable ones can be taken back out, repl_undo_trial), the
+ * progress lines on a terminal, Ctrl-C, and eval's figures when eval is
+ * given. */
+mpx_explore_host repl_explore_host(mpx_session *s, repl_eval *eval);
 
-/* A trial (search's evaluations, sweep's points): plan (r, o) as `colour`
- * would, without applying it, and when run is set run it on the session's
- * inputs through the run cache (only what differs from the cache's last run
- * is recomputed; a local run bypasses the cache; undoable: repl_undo_trial
- * can take the run back out of the cache; keep: tensors whose values the
- * run keeps, or NULL). The caller frees both. */
-mpx_status repl_trial(mpx_session *s, const mpx_rules *r, const mpx_plan_opts *o, bool run, bool local,
-                      bool undoable, const bool *measure, const bool *keep, mpx_plan **plan, mpx_compare **cmp,
-                      mpx_error *err);
-
-#define REPL_COND_MAX 16
-typedef struct repl_clause {
-    char fig[512];
-    char num[64]; /* the number as typed */
-    int op;       /* index into the operators <= >= == != < > = */
-    double want;
-} repl_clause;
-/* <figure> <op> <number> [and <figure> <op> <number> ...] */
-typedef struct repl_cond {
-    int n;
-    repl_clause c[REPL_COND_MAX];
-    char text[1024]; /* normalised: "output.rel_l2 < 1e-3 and casts <= 40" */
-} repl_cond;
-/* Parse argv (the words after the command; cmd names it in messages). */
-mpx_status repl_cond_parse(const char *cmd, int argc, char **argv, repl_cond *c, mpx_error *err);
-bool repl_cond_needs_run(const repl_cond *c);
 /* Warns once a session, on s->info, when a clause reads output.<metric> and
  * a model output is named "output" (output. is the worst over outputs). */
-void repl_cond_warn(mpx_session *s, const repl_cond *c);
-/* The tensors whose values c's task figures (top1, iou@t, ...) read: the
- * model outputs for output.*, else the tensor named. false when none. */
-bool repl_cond_keep(const mpx_graph *g, const repl_cond *c, bool *keep);
-/* The layers whose metrics the condition reads, into measure[n_tensors]
- * (the model outputs always); false when it reads every layer's (worst.*,
- * overflow, ...) or names a tensor the model does not have. */
-bool repl_cond_measure(const mpx_graph *g, const repl_cond *c, bool *measure);
-/* Evaluate the clauses in order: got[i] their figures (NaN where not
- * evaluated); *failed the first clause that does not hold (-1: all hold);
- * the clauses after it are not evaluated. Errors: unknown figures. */
-mpx_status repl_cond_eval(const repl_figctx *x, const repl_cond *c, double *got, int *failed, mpx_error *err);
-const char *repl_cond_op(const repl_clause *cl);
+void repl_cond_warn(mpx_session *s, const mpx_cond *c);
 
 /* ---- scripts (script.c) and the session commands (cmd_session.c) ------- */
 MPX_CMD(repl_cmd_source);

@@ -13,14 +13,6 @@
 #include <time.h>
 #include <unistd.h>
 
-void repl_json_exact(cJSON *obj, const char *key, double v, const char *nonfinite) {
-    char buf[64];
-    if (isfinite(v)) snprintf(buf, sizeof buf, "%.17g", v);
-    else if (nonfinite) snprintf(buf, sizeof buf, "%s", nonfinite);
-    else snprintf(buf, sizeof buf, "\"%s\"", isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
-    cJSON_AddItemToObject(obj, key, cJSON_CreateRaw(buf));
-}
-
 mpx_status repl_parse_shard(const char *text, const char *opt, int *k, int *n, mpx_error *err) {
     int a = 0, b = 0;
     char extra;
@@ -67,24 +59,6 @@ double repl_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-mpx_status repl_parse_number(const char *text, const char *what, double *out, mpx_error *err) {
-    char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (end == text || errno == ERANGE)
-        return mpx_error_set(err, MPX_E_ARG, "%s: \"%s\" is not a number", what, text);
-    switch (*end) {
-    case 'K': case 'k': v *= 1e3; end++; break;
-    case 'M': v *= 1e6; end++; break;
-    case 'G': v *= 1e9; end++; break;
-    default: break;
-    }
-    if (*end || isnan(v))
-        return mpx_error_set(err, MPX_E_ARG, "%s: \"%s\" is not a number", what, text);
-    *out = v;
-    return MPX_OK;
 }
 
 /* Below the current folder: relative, and no ".." step. */

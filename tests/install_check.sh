@@ -3,10 +3,12 @@
 # `cmake --install` into a prefix with a blank in its name, over an older
 # install; the installed mpx runs the installed example; the man page, the
 # bash completion and mpx.pc are there and sound; libmpx exports only mpx_
-# names; examples/client.c builds against the installed library with
-# pkg-config (shared and static) and runs; the Python package (issue 51)
-# imports from the prefix in a fresh python3 (PYTHON3, with NumPy), loads
-# the prefix's libmpx, and runs the installed examples/python/quickstart.py.
+# names (exactly which: the test api_symbols); examples/client.c builds
+# against the installed library with pkg-config (shared and static) and
+# runs; a C++ program includes mpx.h and links (the headers' extern "C").
+# The Python package (issue 51) imports from the prefix in a fresh python3
+# (PYTHON3, with NumPy), loads the prefix's libmpx, and runs the installed
+# examples/python/quickstart.py.
 # Prints the installed files and the exported symbol count.
 set -eu
 BUILD=$1
@@ -30,7 +32,7 @@ echo "installed files:"
 (cd "$P" && find . -type f -o -type l | grep -v '^./share/mpx/examples/.' | sort | sed 's|^\./|  |')
 echo "  share/mpx/examples/: $(cd "$P/share/mpx/examples" && find . -type f | wc -l) files"
 for f in bin/mpx "$LIBDIR/libmpx.so.0" "$LIBDIR/libmpx.a" "$LIBDIR/pkgconfig/mpx.pc" include/mpx/mpx.h \
-  include/mpx/mpx_graph.h include/mpx/ops.def include/mpx/metrics.def share/man/man1/mpx.1 \
+  include/mpx/mpx_graph.h include/mpx/mpx_export.h include/mpx/ops.def include/mpx/metrics.def share/man/man1/mpx.1 \
   share/bash-completion/completions/mpx share/mpx/examples/tiny_cnn.json share/mpx/examples/client.c; do
   [ -e "$P/$f" ] || fail "not installed: $f"
 done
@@ -94,6 +96,31 @@ eval "cc $CF -std=c11 -o '$WORK/client_static' '$P/share/mpx/examples/client.c' 
 [ "$(head -3 "$WORK/client.out")" = "$(head -3 "$WORK/client2.out")" ] || fail "shared and static clients differ"
 cmp -s "$WORK/client.onnx" "$WORK/client2.onnx" || fail "shared and static clients export different models"
 echo "client (shared and static): $(sed -n 2,3p "$WORK/client.out" | tr '\n' ' ')"
+
+# C++: the installed headers declare C names (extern "C"), so a C++ program
+# links against them; without the guards the names are mangled and the link
+# fails. Skipped without a C++ compiler.
+if command -v c++ >/dev/null 2>&1; then
+  cat >"$WORK/client.cc" <<'EOF_CC'
+#include <mpx.h>
+#include <cstdio>
+int main() {
+    mpx_error err;
+    mpx_error_clear(&err);
+    mpx_rules *r = mpx_rules_new();
+    std::printf("libmpx %s from C++\n", mpx_version());
+    mpx_rules_free(r);
+    return mpx_format_by_name("fp16") == &mpx_format_fp16 ? 0 : 1;
+}
+EOF_CC
+  eval "c++ $CF -Wall -Wextra -Werror -o '$WORK/client_cc' '$WORK/client.cc' $(pkg-config --cflags --libs mpx) -Wl,-rpath,'$P/$LIBDIR'" ||
+    fail "a C++ program does not build against the installed headers (extern \"C\")"
+  "$WORK/client_cc" >"$WORK/client_cc.out" 2>&1 || fail "C++ client: $(cat "$WORK/client_cc.out")"
+  cat "$WORK/client_cc.out"
+else
+  echo "install_check: no C++ compiler: the headers' extern \"C\" not checked"
+fi
+
 # the Python package, from the prefix, in a fresh python3 that is told
 # nothing but where the package lies (no MPX_LIBRARY: it finds the prefix's
 # libmpx beside it)

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static mpx_error err;
@@ -299,6 +300,34 @@ static mpx_graph *three_convs(void) {
     node(g, "/a/c2", "Conv", "t1 w2#f:16x8x3x3", "t2", "pads=[1,1,1,1]");
     node(g, "/b/c3", "Conv", "t2 w3#f:16x16x1x1", "t3", "group=1");
     return finish(g, "t3");
+}
+
+/* A rule made from a node, not from text: it selects that node alone even
+ * when its name holds glob characters, its text reads back to the same
+ * rule, and a comment of two lines is refused with r unchanged. */
+static void test_rule_of_node(void) {
+    mpx_graph *g = three_convs();
+    static char starred[] = "/a/c*"; /* unescaped, a glob that would match /a/c2 too */
+    mpx_node *c1 = (mpx_node *)mpx_graph_find_node(g, "/a/c1");
+    c1->name = starred;
+    mpx_rules *r = mpx_rules_new();
+    mpx_error_clear(&err);
+    CHECK_MSG(mpx_rules_add_node(r, c1, MPX_COLOUR_RED, "why: a test", &err) == MPX_OK, "%s", err.msg);
+    CHECK(mpx_rules_count(r) == 1 && mpx_rules_kind(r, 0) == MPX_RULE_COLOUR);
+    CHECK_MSG(strcmp(mpx_rules_text(r, 0), "colour name:/a/c\\* red  # why: a test") == 0, "text %s",
+              mpx_rules_text(r, 0));
+    CHECK(mpx_rules_add_node(r, c1, MPX_COLOUR_RED, "two\nlines", &err) == MPX_E_ARG && mpx_rules_count(r) == 1);
+    mpx_plan *p = NULL;
+    CHECK(mpx_plan_build(g, r, NULL, NULL, &p, &err) == MPX_OK);
+    CHECK(p && p->nodes[c1->index].colour == MPX_COLOUR_RED && PN(p, "/a/c2")->colour != MPX_COLOUR_RED);
+    CHECK(p && p->rule_applied[0] == 1);
+    mpx_plan_free(p);
+    /* read back as text: the same selection */
+    mpx_plan *q = plan_with(g, mpx_rules_text(r, 0), NULL);
+    CHECK(q->nodes[c1->index].colour == MPX_COLOUR_RED && PN(q, "/a/c2")->colour != MPX_COLOUR_RED);
+    mpx_plan_free(q);
+    mpx_rules_free(r);
+    mpx_graph_free(g);
 }
 
 static void test_rule_semantics(void) {
@@ -1085,6 +1114,7 @@ int main(void) {
     test_defaults();
     test_parse();
     test_rule_semantics();
+    test_rule_of_node();
     test_tiny_cnn();
     test_rfc_and_keep_io();
     test_gray_clear_red();

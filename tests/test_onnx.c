@@ -8,6 +8,7 @@
 #include "mpx_graph.h"
 #include "mpx_numerics.h"
 #include "onnx.pb-c.h"
+#include "onnx_walk.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -1171,6 +1172,72 @@ static void test_count_once(void) {
     }
 }
 
+/* ---- the loader's walk, as the exporter reads it -------------------------------
+ * The exporter finds the NodeProto behind each mpx_node.file_order by walking
+ * the file with mpx_onnx_walk_graph: every step's order must be the loaded
+ * node's file_order, with its op, under the step's prefix, an If named as
+ * the walk names it. */
+
+typedef struct walk_seen {
+    const mpx_graph *g;
+    int steps, bad;
+} walk_seen;
+
+static mpx_status walk_step(void *ctx, const Onnx__GraphProto *gp, size_t i, const char *prefix, int order,
+                            const char *if_name) {
+    walk_seen *w = ctx;
+    const Onnx__NodeProto *np = gp->node[i];
+    const mpx_node *n = NULL;
+    for (int k = 0; k < w->g->n_nodes; k++)
+        if (w->g->nodes[k]->file_order == order) n = w->g->nodes[k];
+    bool ok = n && strcmp(n->op_type, np->op_type) == 0 && strncmp(n->name, prefix, strlen(prefix)) == 0 &&
+              (!if_name || strcmp(n->name, if_name) == 0);
+    CHECK_MSG(ok, "walk step %d (%s%s, %s): loaded node %s (%s)", order, prefix, np->name ? np->name : "",
+              np->op_type, n ? n->name : "none", n ? n->op_type : "");
+    w->bad += !ok;
+    w->steps++;
+    return MPX_OK;
+}
+
+static void test_walk_order(void) {
+    /* mm; If outer (then: If unnamed (then Relu, else Neg), Sigmoid; else:
+     * Mul); Add. Unnamed nodes are named by the loader from their order. */
+    model *md = model_new(13);
+    add_in(md, vinfo("x", 1, "2,4"));
+    add_in(md, vinfo("c", 9, ""));
+    add_out(md, vinfo("z", 1, "2,4"));
+    add_node(md, node("Relu", "mm", "x", "a"));
+    Onnx__NodeProto *inner = node("If", NULL, "c", "t0");
+    attr(inner, "then_branch", 5)->g = branch("r", "Relu", "a", "tr");
+    attr(inner, "else_branch", 5)->g = branch("n", "Neg", "a", "tn");
+    Onnx__GraphProto *tb = tal(sizeof *tb);
+    onnx__graph_proto__init(tb);
+    tb->name = tstr("then");
+    tb->node = tal(2 * sizeof *tb->node);
+    tb->node[tb->n_node++] = inner;
+    tb->node[tb->n_node++] = node("Sigmoid", NULL, "t0", "t");
+    tb->output = tal(sizeof *tb->output);
+    tb->output[tb->n_output++] = vinfo("t", 1, "2,4");
+    Onnx__NodeProto *outer = node("If", "outer", "c", "y");
+    attr(outer, "then_branch", 5)->g = tb;
+    attr(outer, "else_branch", 5)->g = branch("m", "Mul", "a,a", "e");
+    add_node(md, outer);
+    add_node(md, node("Add", "add", "y,a", "z"));
+    mpx_graph *g = load(md, "walk.onnx");
+    CHECK_MSG(g != NULL, "%s", msg());
+    if (g) {
+        walk_seen w = {.g = g};
+        const mpx_onnx_walk hooks = {.ctx = &w, .node = walk_step};
+        CHECK_MSG(mpx_onnx_walk_graph(&md->g, "", &hooks, "walk.onnx", &err) == MPX_OK, "%s", msg());
+        CHECK_MSG(w.steps == g->n_nodes && w.bad == 0, "%d steps, %d nodes, %d wrong", w.steps, g->n_nodes, w.bad);
+        /* the nested If's name: its order among the nodes walked before its branches */
+        CHECK(mpx_graph_find_node(g, "outer/then_branch/If_1") != NULL);
+        CHECK(mpx_graph_find_node(g, "outer/then_branch/If_1/else_branch/n") != NULL);
+        mpx_graph_free(g);
+    }
+    pool_free();
+}
+
 /* ---- nesting beyond the limit, in raw wire format ----------------------------
  * protobuf-c's unpacking recursion overflowed the stack at about 2,500 nested
  * graphs; the structs above would build the same bytes only through that
@@ -1378,6 +1445,7 @@ int main(void) {
     test_bad_files();
     test_bad_graphs();
     test_count_once();
+    test_walk_order();
 
     test_nesting();
     test_loop_cancel();

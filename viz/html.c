@@ -181,22 +181,16 @@ static void run_summary(vz_buf *b, const mpx_viz_page *pg) {
     vz_put(b, "<table class=\"kv\">");
     for (int s = 0; s < pg->n_series; s++) {
         const mpx_compare *c = pg->series[s].cmp;
-        int worst = -1, ovf = 0, unf = 0;
-        for (int k = 0; k < c->n_layers; k++) {
-            const mpx_metrics *m = &c->layers[k].m;
-            double r = isnan(m->rel_l2) ? INFINITY : m->rel_l2;
-            if (worst < 0 || r > (isnan(c->layers[worst].m.rel_l2) ? INFINITY : c->layers[worst].m.rel_l2))
-                worst = k;
-            ovf += m->overflow > 0;
-            unf += m->underflow > 0;
-        }
+        const mpx_layer *worst = mpx_compare_worst_layer(c, MPX_WORST_ANY);
+        const mpx_run_totals t = mpx_compare_totals(c);
+        const int ovf = t.layers_overflow, unf = t.layers_underflow;
         char fig[32];
         vz_put(b, "<tr><th>");
         vz_put_xml(b, pg->series[s].label ? pg->series[s].label : "run");
         vz_printf(b, "</th><td>%d layers compared", c->n_layers);
-        if (worst >= 0) {
-            vz_printf(b, "; worst rel_l2 %s at <code>", vz_fig(c->layers[worst].m.rel_l2, fig, sizeof fig));
-            vz_put_xml(b, g->nodes[c->layers[worst].node]->name);
+        if (worst) {
+            vz_printf(b, "; worst rel_l2 %s at <code>", vz_fig(worst->m.rel_l2, fig, sizeof fig));
+            vz_put_xml(b, g->nodes[worst->node]->name);
             vz_put(b, "</code>");
         }
         vz_printf(b, "; %d layer%s overflowed, %d underflowed", ovf, ovf == 1 ? "" : "s", unf);
@@ -638,12 +632,8 @@ static void facts_of(const mpx_viz_page *pg, page_facts *f) {
     memset(f, 0, sizeof *f);
     if (!pg->n_series) return;
     const mpx_compare *c = pg->series[0].cmp;
-    for (int k = 0; k < c->n_layers; k++)
-        if (!f->worst || !(c->layers[k].m.rel_l2 <= f->worst->m.rel_l2)) f->worst = &c->layers[k];
-    for (int o = 0; o < g->n_outputs; o++) {
-        const mpx_layer *l = mpx_compare_layer(c, g->outputs[o]->index);
-        if (l && (!f->worst_out || !(l->m.rel_l2 <= f->worst_out->m.rel_l2))) f->worst_out = l;
-    }
+    f->worst = mpx_compare_worst_layer(c, MPX_WORST_ANY);
+    f->worst_out = mpx_compare_worst_layer(c, MPX_WORST_OUTPUT);
     f->err = vz_node_errors(c, g->n_nodes, false);
     for (int i = 0; f->err && i < g->n_nodes; i++) f->n_ovf += f->err[i].overflow > 0;
     if (!f->worst_out || f->worst_out->node < 0) return;

@@ -15,6 +15,10 @@
 
 #include <string.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* For programs that run models again and again (the mpx program, the
  * benches): sets the C library's allocator to keep freed activations in the
  * process rather than handing them back to the kernel and faulting them in
@@ -239,5 +243,9 @@ void mpx_value_fill(mpx_value *v, mpx_fill_kind kind, double a, double b, uint64
  * mpx_compare's peak_bytes counts). */
 size_t mpx_value_bytes(const mpx_value *v);
 
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

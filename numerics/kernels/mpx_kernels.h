@@ -11,6 +11,10 @@
 
 #include "mpx_formats.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ==== start-up (fold_eval.c) ================================================ */
 
 /* Registers the kernels as graph/'s constant folder (mpx_graph_set_evaluator;
@@ -103,5 +107,9 @@ typedef mpx_status (*mpx_kernel_fn)(const mpx_kctx *c, const mpx_value *const *i
 mpx_kernel_fn mpx_kernel_for(mpx_op op);
 /* Fill c->err naming the node and op, return st. */
 mpx_status mpx_kernel_error(const mpx_kctx *c, mpx_status st, const char *fmt, ...);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -7,6 +7,10 @@
 
 #include "mpx_formats.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ==== tensor files (tensor_io.c) =================================== */
 
 /* NumPy .npy (versions 1.0-3.0, little-endian, C order; float16/32/64, int8-64,
@@ -103,5 +107,9 @@ void mpx_npz_free(mpx_npz *z);
  * npz) or, failing those, whether libsndfile opens it (audio); NULL when none
  * (or it cannot be opened). */
 const char *mpx_data_kind(const char *path);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

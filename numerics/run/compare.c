@@ -18,6 +18,8 @@
  * thread would otherwise wait: see WINDOW. */
 #include "compare_internal.h"
 
+#include <math.h>
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +43,42 @@ const mpx_layer *mpx_compare_layer(const mpx_compare *c, int tensor) {
     for (int i = 0; i < c->n_layers; i++)
         if (c->layers[i].tensor == tensor) return &c->layers[i];
     return NULL;
+}
+
+/* a is worse than b: the larger rel_l2, NaN worse than any number */
+static bool rel_l2_worse(double a, double b) { return isnan(a) ? !isnan(b) : a > b; }
+
+const mpx_layer *mpx_compare_worst_layer(const mpx_compare *c, mpx_worst_of which) {
+    const mpx_layer *w = NULL;
+    for (int i = 0; c && i < c->n_layers; i++) {
+        const mpx_layer *L = &c->layers[i];
+        if (L->unmeasured) continue;
+        if (which == MPX_WORST_OWN) {
+            if (L->has_local && (!w || rel_l2_worse(L->local.rel_l2, w->local.rel_l2))) w = L;
+            continue;
+        }
+        if (which == MPX_WORST_OUTPUT && !(c->g && (c->g->tensors[L->tensor]->flags & MPX_T_OUTPUT))) continue;
+        if (!w || rel_l2_worse(L->m.rel_l2, w->m.rel_l2)) w = L;
+    }
+    return w;
+}
+
+mpx_run_totals mpx_compare_totals(const mpx_compare *c) {
+    mpx_run_totals t = {0};
+    for (int i = 0; i < c->n_layers; i++) {
+        const mpx_layer *L = &c->layers[i];
+        t.overflow += L->m.overflow;
+        t.underflow += L->m.underflow;
+        t.subnormal += L->m.subnormal;
+        if (L->m.overflow) {
+            t.layers_overflow++;
+            if (!t.first_overflow) t.first_overflow = L;
+        }
+        if (L->m.underflow) t.layers_underflow++;
+    }
+    t.worst_out = mpx_compare_worst_layer(c, MPX_WORST_OUTPUT);
+    t.out_rel_l2 = t.worst_out ? t.worst_out->m.rel_l2 : NAN;
+    return t;
 }
 
 /* ---- the stream --------------------------------------------------------------------- */

@@ -7,6 +7,10 @@
 
 #include "mpx_kernels.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ==== executor (exec.c) ============================================ */
 
 /* What a precision plan hands the executor: the format every tensor is held
@@ -128,6 +132,7 @@ typedef struct mpx_metrics {
 typedef enum mpx_metric_id {
 #define MPX_METRIC(name, kind, worse) MPX_METRIC_##name,
 #include "metrics.def"
+
 #undef MPX_METRIC
     MPX_METRIC_COUNT
 } mpx_metric_id;
@@ -331,6 +336,32 @@ void mpx_compare_free(mpx_compare *c);
 /* The layer of a tensor, or NULL. */
 const mpx_layer *mpx_compare_layer(const mpx_compare *c, int tensor);
 
+/* Which layers mpx_compare_worst_layer looks at, and by which rel_l2. */
+typedef enum mpx_worst_of {
+    MPX_WORST_ANY,    /* every measured layer, by its rel_l2 (m) */
+    MPX_WORST_OUTPUT, /* the model's outputs only, by their rel_l2 */
+    MPX_WORST_OWN,    /* layers with local figures, by their own error (local.rel_l2) */
+} mpx_worst_of;
+/* "The worst layer" of a comparison, the one rule every reader of a run
+ * uses (the run line, report, sweep, search's figures, the review page):
+ * the largest rel_l2, NaN worse than any number (a NaN is the worst thing a
+ * run can show), the first in layer order among equals. Unmeasured layers
+ * (mpx_compare_opts.measure) are skipped. NULL when no layer qualifies. */
+const mpx_layer *mpx_compare_worst_layer(const mpx_compare *c, mpx_worst_of which);
+
+/* Counts over every measured layer of a comparison: overflowed, underflowed
+ * and subnormal elements, the layers with any, the first layer that
+ * overflows, and the worst model output (mpx_compare_worst_layer with
+ * MPX_WORST_OUTPUT) and its rel_l2 (NaN without one). */
+typedef struct mpx_run_totals {
+    int64_t overflow, underflow, subnormal;
+    int layers_overflow, layers_underflow;
+    const mpx_layer *first_overflow;
+    double out_rel_l2;
+    const mpx_layer *worst_out;
+} mpx_run_totals;
+mpx_run_totals mpx_compare_totals(const mpx_compare *c);
+
 /* ---- many samples (samples.c) ----------------------------------------
  * The figures of one plan run on several samples, layer by layer, and their
  * statistics. A layer's "worst" is taken per metric (the largest of a HIGH
@@ -448,5 +479,9 @@ mpx_status mpx_exec_start(const mpx_graph *g, const mpx_assign *a, const mpx_val
 mpx_status mpx_exec_node(const mpx_node *n, const mpx_assign *a, const mpx_value *vals,
                          bool ref_inputs, mpx_value *outs, size_t *scratch_bytes,
                          mpx_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

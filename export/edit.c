@@ -1,5 +1,5 @@
-/* export_onnx.c - the precision plan as edits of an ONNX model (the entry
- * point, paths and writing are export_write.c's).
+/* edit.c - the precision plan as edits of an ONNX model (the entry
+ * point, paths and writing are write.c's).
  *
  * Ownership: the source model is unpacked by protobuf-c and edited in place
  * only through pointer swaps recorded in `ex.rs` (arrays, strings, tensors
@@ -11,7 +11,7 @@
  * Why edit the source file instead of writing the IR: mpx's IR drops what it
  * does not need (doc strings, value_info, metadata, attribute bytes), and a
  * deployable model must keep all of it. A JSON model has no source proto:
- * export_build.c makes one from the IR, then the same edits apply.
+ * build.c makes one from the IR, then the same edits apply.
  *
  * The edits follow the plan and nothing else, so the written model computes
  * what mpx emulated (up to what ONNX cannot say: the accumulation format).
@@ -25,7 +25,7 @@
  *  - keep-io: an output the plan computes low is renamed `<name>_<fmt>` at
  *    its producer, and the Cast back writes the output's own name.
  */
-#include "viz_export.h"
+#include "export_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -34,7 +34,7 @@
 
 /* ---- formats and ONNX types ------------------------------------------------------ */
 
-int vx_dtype_of(const mpx_format *f) {
+int ex_dtype_of(const mpx_format *f) {
     if (!f || f == &mpx_format_fp32) return MPX_DT_FLOAT;
     if (f == &mpx_format_fp16) return MPX_DT_FLOAT16;
     if (f == &mpx_format_bf16) return MPX_DT_BFLOAT16;
@@ -46,7 +46,7 @@ int vx_dtype_of(const mpx_format *f) {
 static bool is_fp8(const mpx_format *f) { return f && f->storage_bits == 8; }
 
 /* Room for one more element in a malloc'ed array (doubling). */
-bool vx_grow(void *arr, size_t n, size_t *cap, size_t elem) {
+bool ex_grow(void *arr, size_t n, size_t *cap, size_t elem) {
     if (n < *cap) return true;
     size_t c = *cap ? *cap * 2 : 64;
     void *old;
@@ -60,9 +60,9 @@ bool vx_grow(void *arr, size_t n, size_t *cap, size_t elem) {
 
 /* ---- pointer swaps, undone before protobuf-c frees its tree ---------------------- */
 
-bool vx_save_slot(ex *e, void *slot, size_t *nslot) {
-    if (!vx_grow(&e->rs, e->n_rs, &e->cap_rs, sizeof *e->rs)) return false;
-    vx_restore *r = &e->rs[e->n_rs++];
+bool ex_save_slot(ex *e, void *slot, size_t *nslot) {
+    if (!ex_grow(&e->rs, e->n_rs, &e->cap_rs, sizeof *e->rs)) return false;
+    ex_restore *r = &e->rs[e->n_rs++];
     r->slot = slot;
     memcpy(&r->old, slot, sizeof r->old);
     r->nslot = nslot;
@@ -70,9 +70,9 @@ bool vx_save_slot(ex *e, void *slot, size_t *nslot) {
     return true;
 }
 
-void vx_undo_swaps(ex *e) {
+void ex_undo_swaps(ex *e) {
     while (e->n_rs) {
-        vx_restore *r = &e->rs[--e->n_rs];
+        ex_restore *r = &e->rs[--e->n_rs];
         memcpy(r->slot, &r->old, sizeof r->old);
         if (r->nslot) *r->nslot = r->nold;
     }
@@ -84,20 +84,20 @@ void vx_undo_swaps(ex *e) {
 /* ---- names ------------------------------------------------------------------------- */
 
 static bool name_taken(const ex *e, const char *s) {
-    if (mpx_graph_find_tensor(e->g, s) || mpx_graph_find_node(e->g, s) || vx_name_in_scopes(e, s)) return true;
+    if (mpx_graph_find_tensor(e->g, s) || mpx_graph_find_node(e->g, s) || ex_name_in_scopes(e, s)) return true;
     for (size_t i = 0; i < e->n_names; i++)
         if (strcmp(e->names[i], s) == 0) return true;
     return false;
 }
 
 /* base + suffix, with _2, _3 ... until it collides with no tensor or node. */
-const char *vx_fresh_name(ex *e, const char *base, const char *suffix) {
+const char *ex_fresh_name(ex *e, const char *base, const char *suffix) {
     size_t n = strlen(base) + strlen(suffix) + 24;
     char *s = mpx_arena_alloc(e->a, n);
     if (!s) return NULL;
     snprintf(s, n, "%s%s", base, suffix);
     for (int k = 2; name_taken(e, s); k++) snprintf(s, n, "%s%s_%d", base, suffix, k);
-    if (!vx_grow(&e->names, e->n_names, &e->cap_names, sizeof *e->names)) return NULL;
+    if (!ex_grow(&e->names, e->n_names, &e->cap_names, sizeof *e->names)) return NULL;
     e->names[e->n_names++] = s;
     return s;
 }
@@ -143,7 +143,7 @@ static Onnx__TensorProto *encode_tensor(ex *e, const mpx_tensor *t, const Onnx__
         for (size_t i = 0; i < tp->n_dims; i++) tp->dims[i] = t->dims[i];
     }
     tp->has_data_type = true;
-    tp->data_type = vx_dtype_of(f);
+    tp->data_type = ex_dtype_of(f);
     tp->name = (char *)name;
     tp->has_raw_data = true;
     tp->raw_data.len = ne * nb;
@@ -158,7 +158,7 @@ static Onnx__TensorProto *encode_tensor(ex *e, const mpx_tensor *t, const Onnx__
 
 /* ---- the edit ---------------------------------------------------------------------- */
 
-Onnx__AttributeProto *vx_find_attr(Onnx__NodeProto *n, const char *name) {
+Onnx__AttributeProto *ex_find_attr(Onnx__NodeProto *n, const char *name) {
     for (size_t i = 0; i < n->n_attribute; i++)
         if (n->attribute[i] && n->attribute[i]->name && strcmp(n->attribute[i]->name, name) == 0)
             return n->attribute[i];
@@ -188,12 +188,12 @@ static void set_elem_type(Onnx__ValueInfoProto *vi, int dt) {
 /* A Cast node from -> to (format f) in scope `scope`, anchored after the
  * node of file order `anchor` (-1: before every node of the scope). */
 static bool add_cast(ex *e, const char *from, const char *to, const mpx_format *f, int anchor, int scope) {
-    if (!vx_grow(&e->new_nodes, e->n_new, &e->cap_new, sizeof *e->new_nodes)) return false;
+    if (!ex_grow(&e->new_nodes, e->n_new, &e->cap_new, sizeof *e->new_nodes)) return false;
     Onnx__NodeProto *n = mpx_arena_alloc(e->a, sizeof *n);
     Onnx__AttributeProto *at = mpx_arena_calloc(e->a, 2, sizeof *at);
     Onnx__AttributeProto **ats = mpx_arena_calloc(e->a, 2, sizeof *ats);
     char **in = mpx_arena_calloc(e->a, 1, sizeof *in), **out = mpx_arena_calloc(e->a, 1, sizeof *out);
-    const char *name = vx_fresh_name(e, to, "_cast");
+    const char *name = ex_fresh_name(e, to, "_cast");
     if (!n || !at || !ats || !in || !out || !name) return false;
     onnx__node_proto__init(n);
     n->op_type = (char *)"Cast";
@@ -208,7 +208,7 @@ static bool add_cast(ex *e, const char *from, const char *to, const mpx_format *
     at[0].has_type = true;
     at[0].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
     at[0].has_i = true;
-    at[0].i = vx_dtype_of(f);
+    at[0].i = ex_dtype_of(f);
     ats[0] = &at[0];
     n->n_attribute = 1;
     if (f == &mpx_format_fp8e4m3_nan) { /* overflow to NaN, as the emulation does */
@@ -221,7 +221,7 @@ static bool add_cast(ex *e, const char *from, const char *to, const mpx_format *
         n->n_attribute = 2;
     }
     n->attribute = ats;
-    e->new_nodes[e->n_new++] = (vx_new_node){n, anchor, scope, false};
+    e->new_nodes[e->n_new++] = (ex_new_node){n, anchor, scope, false};
     e->sum.casts++;
     return true;
 }
@@ -235,20 +235,20 @@ static const char *const_name(ex *e, const mpx_tensor *t, const mpx_format *f) {
     if (f == nat) return e->base[t->index];
     for (size_t i = 0; i < e->n_convs; i++)
         if (e->convs[i].tensor == t->index && e->convs[i].f == f) return e->convs[i].name;
-    if (!vx_grow(&e->convs, e->n_convs, &e->cap_convs, sizeof *e->convs)) return NULL;
-    vx_scope *sc = &e->scopes[e->t_scope[t->index]];
+    if (!ex_grow(&e->convs, e->n_convs, &e->cap_convs, sizeof *e->convs)) return NULL;
+    ex_scope *sc = &e->scopes[e->t_scope[t->index]];
     Onnx__GraphProto *gp = sc->gp;
-    const char *pn = vx_pname(e, t);
+    const char *pn = ex_pname(e, t);
     const mpx_node *prod = t->producer;
     Onnx__TensorProto *init = prod ? NULL : find_init(gp, pn);
     Onnx__NodeProto *cn = prod && prod->op == MPX_OP_Constant ? e->site[prod->file_order] : NULL;
-    Onnx__AttributeProto *cv = cn ? vx_find_attr(cn, "value") : NULL;
+    Onnx__AttributeProto *cv = cn ? ex_find_attr(cn, "value") : NULL;
     const char *name = NULL;
     char suffix[24];
     snprintf(suffix, sizeof suffix, "_%s", f->name);
     if (!t->f32 || (!init && !(cv && cv->t))) {
         /* Folded from a chain: a runtime Cast, never a baked value. */
-        name = vx_fresh_name(e, pn, suffix);
+        name = ex_fresh_name(e, pn, suffix);
         if (!name || !add_cast(e, e->base[t->index], name, f, anchor_of(t), e->t_scope[t->index])) return NULL;
     } else if (e->in_place[t->index] == f) {
         name = pn;
@@ -257,23 +257,23 @@ static const char *const_name(ex *e, const mpx_tensor *t, const mpx_format *f) {
         if (init) {
             for (size_t i = 0; i < gp->n_initializer; i++)
                 if (gp->initializer[i] == init) {
-                    if (!vx_save_slot(e, &gp->initializer[i], NULL)) return NULL;
+                    if (!ex_save_slot(e, &gp->initializer[i], NULL)) return NULL;
                     gp->initializer[i] = tp;
                 }
             /* Old models list initializers as inputs too: keep that type true. */
-            set_elem_type(find_vi(gp->input, gp->n_input, pn), vx_dtype_of(f));
+            set_elem_type(find_vi(gp->input, gp->n_input, pn), ex_dtype_of(f));
         } else {
-            if (!vx_save_slot(e, &cv->t, NULL)) return NULL;
+            if (!ex_save_slot(e, &cv->t, NULL)) return NULL;
             cv->t = tp;
         }
     } else {
-        name = vx_fresh_name(e, pn, suffix);
+        name = ex_fresh_name(e, pn, suffix);
         Onnx__TensorProto *tp = name ? encode_tensor(e, t, init ? init : cv->t, f, name) : NULL;
         if (!tp) return NULL;
-        if (!vx_grow(&sc->extra_init, sc->n_extra_init, &sc->cap_extra_init, sizeof *sc->extra_init)) return NULL;
+        if (!ex_grow(&sc->extra_init, sc->n_extra_init, &sc->cap_extra_init, sizeof *sc->extra_init)) return NULL;
         sc->extra_init[sc->n_extra_init++] = tp;
     }
-    e->convs[e->n_convs++] = (vx_conv){t->index, f, name};
+    e->convs[e->n_convs++] = (ex_conv){t->index, f, name};
     return name;
 }
 
@@ -300,11 +300,11 @@ static void find_in_place(ex *e) {
     }
 }
 
-bool vx_set_name(ex *e, char ***list, size_t n, bool *owned, int i, const char *name) {
+bool ex_set_name(ex *e, char ***list, size_t n, bool *owned, int i, const char *name) {
     if (strcmp((*list)[i], name) == 0) return true;
     if (!*owned) {
         char **copy = mpx_arena_calloc(e->a, n, sizeof *copy);
-        if (!copy || !vx_save_slot(e, list, NULL)) return false;
+        if (!copy || !ex_save_slot(e, list, NULL)) return false;
         memcpy(copy, *list, n * sizeof *copy);
         *list = copy;
         *owned = true;
@@ -341,7 +341,7 @@ static const char *read_name(ex *e, const mpx_node *n, int i, const mpx_format *
  * takes its type. */
 static mpx_status edit_if_outputs(ex *e, const mpx_node *n, Onnx__NodeProto *np, mpx_error *err) {
     Onnx__GraphProto *br[2];
-    vx_is_if(np, &br[0], &br[1]);
+    ex_is_if(np, &br[0], &br[1]);
     size_t k = np->n_output;
     if ((size_t)n->n_inputs != 1 + 2 * k || br[0]->n_output != k || br[1]->n_output != k)
         return mpx_error_set(err, MPX_E_INVALID, "node %s (If): its branches in the file differ from the ones "
@@ -354,7 +354,7 @@ static mpx_status edit_if_outputs(ex *e, const mpx_node *n, Onnx__NodeProto *np,
             const mpx_format *f;
             const char *name = read_name(e, n, i, &f);
             Onnx__ValueInfoProto *vi = br[b]->output[j];
-            if (!name) return vx_oom(err);
+            if (!name) return ex_oom(err);
             /* Both branches must give the If's output type. A branch the
              * plan never reads (its condition is a constant) may hold its
              * value in another format: a Cast inside it makes it agree. */
@@ -363,19 +363,19 @@ static mpx_status edit_if_outputs(ex *e, const mpx_node *n, Onnx__NodeProto *np,
             const mpx_format *want = o ? e->p->tensors[o->index].format : held;
             /* (a branch that never runs has no types inferred: the If's say) */
             bool is_float = mpx_dtype_is_float(t->dtype) || (o && mpx_dtype_is_float(o->dtype));
-            if (is_float && vx_dtype_of(held) != vx_dtype_of(want)) {
+            if (is_float && ex_dtype_of(held) != ex_dtype_of(want)) {
                 char suffix[24];
                 snprintf(suffix, sizeof suffix, "_%s", want ? want->name : "fp32");
-                const char *to = vx_fresh_name(e, vx_pname(e, t), suffix);
-                if (!to || !add_cast(e, name, to, want, anchor_of(t), e->t_scope[t->index])) return vx_oom(err);
+                const char *to = ex_fresh_name(e, ex_pname(e, t), suffix);
+                if (!to || !add_cast(e, name, to, want, anchor_of(t), e->t_scope[t->index])) return ex_oom(err);
                 name = to;
                 held = want;
             }
             if (strcmp(vi->name, name) != 0) {
-                if (!vx_save_slot(e, &vi->name, NULL)) return vx_oom(err);
+                if (!ex_save_slot(e, &vi->name, NULL)) return ex_oom(err);
                 vi->name = (char *)name;
             }
-            if (is_float) set_elem_type(vi, vx_dtype_of(held));
+            if (is_float) set_elem_type(vi, ex_dtype_of(held));
         }
     return MPX_OK;
 }
@@ -385,7 +385,7 @@ static mpx_status edit_if_outputs(ex *e, const mpx_node *n, Onnx__NodeProto *np,
 static bool add_int_attr(ex *e, Onnx__NodeProto *np, const char *name, int64_t v) {
     Onnx__AttributeProto *at = mpx_arena_alloc(e->a, sizeof *at);
     Onnx__AttributeProto **ats = mpx_arena_calloc(e->a, np->n_attribute + 1, sizeof *ats);
-    if (!at || !ats || !vx_save_slot(e, &np->attribute, &np->n_attribute)) return false;
+    if (!at || !ats || !ex_save_slot(e, &np->attribute, &np->n_attribute)) return false;
     onnx__attribute_proto__init(at);
     at->name = (char *)name;
     at->has_type = at->has_i = true;
@@ -401,7 +401,7 @@ static bool add_int_attr(ex *e, Onnx__NodeProto *np, const char *name, int64_t v
 /* Rewire node k's inputs per the plan; retype a float Cast. */
 static mpx_status edit_node(ex *e, const mpx_node *n, mpx_error *err) {
     Onnx__NodeProto *np = e->site[n->file_order];
-    bool is_if = vx_is_if(np, NULL, NULL);
+    bool is_if = ex_is_if(np, NULL, NULL);
     /* Inputs in the file: an If's condition alone (it reads its branches'
      * outputs by their graph outputs), a Loop's or Scan's own ones (its body
      * reads the outer values mpx appends by name), else all. */
@@ -424,37 +424,37 @@ static mpx_status edit_node(ex *e, const mpx_node *n, mpx_error *err) {
         if (!n->inputs[i]) continue;
         const mpx_format *f;
         const char *name = read_name(e, n, i, &f);
-        if (!name || !vx_set_name(e, &np->input, np->n_input, &own_in, i, name))
+        if (!name || !ex_set_name(e, &np->input, np->n_input, &own_in, i, name))
             return mpx_error_set(err, MPX_E_NOMEM, "out of memory writing the model");
     }
     mpx_status st = is_if ? edit_if_outputs(e, n, np, err) : MPX_OK;
     if (st) return st;
     /* The outer values a body reads: where the plan reads one through a
      * cast, the body reads the cast's output. */
-    Onnx__GraphProto *body = n->body ? vx_graph_attr(np, "body") : NULL;
+    Onnx__GraphProto *body = n->body ? ex_graph_attr(np, "body") : NULL;
     for (int i = n_file; body && i < n->n_inputs; i++) {
         const mpx_tensor *t = n->inputs[i];
         const mpx_format *f;
         const char *name = t ? read_name(e, n, i, &f) : NULL;
         if (!t) continue;
-        if (!name) return vx_oom(err);
-        const char *pn = vx_pname(e, t);
-        if (strcmp(name, pn) != 0 && (st = vx_rename_outer(e, body, pn, name, 0, err))) return st;
+        if (!name) return ex_oom(err);
+        const char *pn = ex_pname(e, t);
+        if (strcmp(name, pn) != 0 && (st = ex_rename_outer(e, body, pn, name, 0, err))) return st;
     }
     /* A body under a low plan runs in that format: so is the file's body. */
-    if (body && pn0->low && (st = vx_lower_body(e, body, pn0->compute, n->name, 0, err))) return st;
+    if (body && pn0->low && (st = ex_lower_body(e, body, pn0->compute, n->name, 0, err))) return st;
     /* keep-io renames of this node's outputs. */
     bool own_out = false;
     for (int i = 0; i < n->n_outputs; i++) {
         const mpx_tensor *t = n->outputs[i];
-        if (t && !vx_set_name(e, &np->output, np->n_output, &own_out, i, e->base[t->index]))
+        if (t && !ex_set_name(e, &np->output, np->n_output, &own_out, i, e->base[t->index]))
             return mpx_error_set(err, MPX_E_NOMEM, "out of memory writing the model");
         const mpx_format *tf = t ? e->p->tensors[t->index].format : NULL;
-        if (made_float && t && mpx_dtype_is_float(t->dtype) && vx_dtype_of(tf) != MPX_DT_FLOAT) {
-            const char *made = vx_fresh_name(e, e->base[t->index], "_made");
-            if (!made || !vx_set_name(e, &np->output, np->n_output, &own_out, i, made) ||
+        if (made_float && t && mpx_dtype_is_float(t->dtype) && ex_dtype_of(tf) != MPX_DT_FLOAT) {
+            const char *made = ex_fresh_name(e, e->base[t->index], "_made");
+            if (!made || !ex_set_name(e, &np->output, np->n_output, &own_out, i, made) ||
                 !add_cast(e, made, e->base[t->index], tf, n->file_order, e->site_scope[n->file_order]))
-                return vx_oom(err);
+                return ex_oom(err);
             e->new_nodes[e->n_new - 1].lead = true;
         }
     }
@@ -465,10 +465,10 @@ static mpx_status edit_node(ex *e, const mpx_node *n, mpx_error *err) {
         const mpx_node *cn = so->consumers[c];
         const mpx_format *f = cn->op == MPX_OP_SequenceInsert && cn->n_inputs > 1 && cn->inputs[0] == so
                                   ? mpx_plan_input_format(e->p, cn, 1) : NULL;
-        Onnx__AttributeProto *dt = vx_find_attr(np, "dtype");
-        if (!f || vx_dtype_of(f) == MPX_DT_FLOAT || (dt && dt->i != MPX_DT_FLOAT)) continue;
-        if (dt) dt->i = vx_dtype_of(f);
-        else if (!add_int_attr(e, np, "dtype", vx_dtype_of(f))) return vx_oom(err);
+        Onnx__AttributeProto *dt = ex_find_attr(np, "dtype");
+        if (!f || ex_dtype_of(f) == MPX_DT_FLOAT || (dt && dt->i != MPX_DT_FLOAT)) continue;
+        if (dt) dt->i = ex_dtype_of(f);
+        else if (!add_int_attr(e, np, "dtype", ex_dtype_of(f))) return ex_oom(err);
         break;
     }
     const mpx_plan_node *pn = &e->p->nodes[n->index];
@@ -476,18 +476,18 @@ static mpx_status edit_node(ex *e, const mpx_node *n, mpx_error *err) {
      * the Cast it stands for (ONNX types CastLike's output by that input,
      * which the plan does not retype): input 2 dropped, `to` the plan's. */
     if (n->op == MPX_OP_CastLike && pn->is_float && pn->output && np->n_input == 2 &&
-        vx_dtype_of(pn->output) != (int)mpx_node_cast_to(n)) {
-        if (!add_int_attr(e, np, "to", vx_dtype_of(pn->output)) || !vx_save_slot(e, &np->input, &np->n_input) ||
-            !vx_save_slot(e, &np->op_type, NULL))
+        ex_dtype_of(pn->output) != (int)mpx_node_cast_to(n)) {
+        if (!add_int_attr(e, np, "to", ex_dtype_of(pn->output)) || !ex_save_slot(e, &np->input, &np->n_input) ||
+            !ex_save_slot(e, &np->op_type, NULL))
             return mpx_error_set(err, MPX_E_NOMEM, "out of memory writing the model");
         np->n_input = 1;
         np->op_type = (char *)"Cast";
         e->sum.casts_retyped++;
     }
     if (n->op == MPX_OP_Cast && pn->is_float && pn->output) {
-        Onnx__AttributeProto *to = vx_find_attr(np, "to");
-        if (to && mpx_dtype_is_float((mpx_dtype)to->i) && to->i != vx_dtype_of(pn->output)) {
-            to->i = vx_dtype_of(pn->output);
+        Onnx__AttributeProto *to = ex_find_attr(np, "to");
+        if (to && mpx_dtype_is_float((mpx_dtype)to->i) && to->i != ex_dtype_of(pn->output)) {
+            to->i = ex_dtype_of(pn->output);
             e->sum.casts_retyped++;
         }
     }
@@ -497,7 +497,7 @@ static mpx_status edit_node(ex *e, const mpx_node *n, mpx_error *err) {
         if (!strstr(old, "mpx: accumulate")) {
             size_t len = strlen(old) + strlen(note) + 2;
             char *d = mpx_arena_alloc(e->a, len);
-            if (!d || !vx_save_slot(e, &np->doc_string, NULL))
+            if (!d || !ex_save_slot(e, &np->doc_string, NULL))
                 return mpx_error_set(err, MPX_E_NOMEM, "out of memory writing the model");
             snprintf(d, len, "%s%s%s", old, *old ? "\n" : "", note);
             np->doc_string = d;
@@ -507,7 +507,7 @@ static mpx_status edit_node(ex *e, const mpx_node *n, mpx_error *err) {
 }
 
 /* The opset a format needs (bf16: 13, FLOAT8: 19), raised with the nodes
- * that changed form rewritten (export_upgrade.c), or refused. */
+ * that changed form rewritten (upgrade.c), or refused. */
 static mpx_status raise_opset(ex *e, mpx_error *err) {
     bool bf16 = e->p->opts.target == &mpx_format_bf16, fp8 = is_fp8(e->p->opts.target);
     for (int i = 0; i < e->p->n_tensors; i++) {
@@ -525,7 +525,7 @@ static mpx_status raise_opset(ex *e, mpx_error *err) {
     int have = os && os->has_version ? (int)os->version : 0;
     e->sum.opset_before = e->sum.opset = have;
     if (!os || have >= need) return MPX_OK;
-    mpx_status st = vx_upgrade_check(e, have, need, err);
+    mpx_status st = ex_upgrade_check(e, have, need, err);
     if (st) return st;
     e->upgrade_from = have;
     os->version = need;
@@ -543,14 +543,14 @@ static mpx_status set_metadata(ex *e, mpx_error *err) {
     const char *key = "mpx.accumulate";
     for (size_t i = 0; i < m->n_metadata_props; i++)
         if (m->metadata_props[i]->key && strcmp(m->metadata_props[i]->key, key) == 0) {
-            if (!vx_save_slot(e, &m->metadata_props[i]->value, NULL))
+            if (!ex_save_slot(e, &m->metadata_props[i]->value, NULL))
                 return mpx_error_set(err, MPX_E_NOMEM, "out of memory writing the model");
             m->metadata_props[i]->value = (char *)e->accum_value;
             return MPX_OK;
         }
     Onnx__StringStringEntryProto *kv = mpx_arena_alloc(e->a, sizeof *kv);
     Onnx__StringStringEntryProto **v = mpx_arena_calloc(e->a, m->n_metadata_props + 1, sizeof *v);
-    if (!kv || !v || !vx_save_slot(e, &m->metadata_props, &m->n_metadata_props))
+    if (!kv || !v || !ex_save_slot(e, &m->metadata_props, &m->n_metadata_props))
         return mpx_error_set(err, MPX_E_NOMEM, "out of memory writing the model");
     onnx__string_string_entry_proto__init(kv);
     kv->key = (char *)key;
@@ -580,15 +580,15 @@ static void retype(ex *e) {
         for (size_t i = 0; i < sg->n_value_info; i++) {
             const mpx_tensor *t = scope_tensor(e, s, sg->value_info[i]->name);
             if (!t || !mpx_dtype_is_float(t->dtype)) continue;
-            const char *pn = vx_pname(e, t);
+            const char *pn = ex_pname(e, t);
             if (mpx_plan_tensor_is_const(t)) { /* converted in place: its own name, new type */
                 for (size_t c = 0; c < e->n_convs; c++)
                     if (e->convs[c].tensor == t->index && e->convs[c].name == pn)
-                        set_elem_type(sg->value_info[i], vx_dtype_of(e->convs[c].f));
+                        set_elem_type(sg->value_info[i], ex_dtype_of(e->convs[c].f));
                 continue;
             }
             if (strcmp(e->base[t->index], pn) != 0) continue; /* now the Cast back's output */
-            set_elem_type(sg->value_info[i], vx_dtype_of(p->tensors[t->index].format));
+            set_elem_type(sg->value_info[i], ex_dtype_of(p->tensors[t->index].format));
         }
     }
     Onnx__GraphProto *gp = e->m->graph;
@@ -596,29 +596,29 @@ static void retype(ex *e) {
     for (size_t i = 0; i < gp->n_input; i++) {
         const mpx_tensor *t = mpx_graph_find_tensor(e->g, gp->input[i]->name);
         if (t && (t->flags & MPX_T_INPUT) && mpx_dtype_is_float(t->dtype) && !mpx_plan_tensor_is_const(t))
-            set_elem_type(gp->input[i], vx_dtype_of(p->tensors[t->index].format));
+            set_elem_type(gp->input[i], ex_dtype_of(p->tensors[t->index].format));
     }
     for (size_t i = 0; i < gp->n_output; i++) {
         const mpx_tensor *t = mpx_graph_find_tensor(e->g, gp->output[i]->name);
         if (t && mpx_dtype_is_float(t->dtype) && !mpx_plan_tensor_is_const(t))
-            set_elem_type(gp->output[i], vx_dtype_of(p->tensors[t->index].format));
+            set_elem_type(gp->output[i], ex_dtype_of(p->tensors[t->index].format));
     }
 }
 
-mpx_status vx_oom(mpx_error *err) { return mpx_error_set(err, MPX_E_NOMEM, "out of memory writing the model"); }
+mpx_status ex_oom(mpx_error *err) { return mpx_error_set(err, MPX_E_NOMEM, "out of memory writing the model"); }
 
-mpx_status vx_apply_plan(ex *e, mpx_error *err) {
+mpx_status ex_apply_plan(ex *e, mpx_error *err) {
     const mpx_plan *p = e->p;
     const mpx_graph *g = e->g;
     mpx_status st;
-    if ((st = vx_map_sites(e, err)) != MPX_OK) return st;
+    if ((st = ex_map_sites(e, err)) != MPX_OK) return st;
     if ((st = raise_opset(e, err)) != MPX_OK) return st;
 
     e->base = mpx_arena_calloc(e->a, (size_t)g->n_tensors + 1, sizeof *e->base);
     e->in_place = mpx_arena_calloc(e->a, (size_t)g->n_tensors + 1, sizeof *e->in_place);
     e->cast_out = mpx_arena_calloc(e->a, (size_t)p->n_casts + 1, sizeof *e->cast_out);
-    if (!e->base || !e->in_place || !e->cast_out) return vx_oom(err);
-    for (int i = 0; i < g->n_tensors; i++) e->base[i] = vx_pname(e, g->tensors[i]);
+    if (!e->base || !e->in_place || !e->cast_out) return ex_oom(err);
+    for (int i = 0; i < g->n_tensors; i++) e->base[i] = ex_pname(e, g->tensors[i]);
     find_in_place(e);
 
     /* keep-io: an output held low is renamed at its producer; the Cast back
@@ -631,7 +631,7 @@ mpx_status vx_apply_plan(ex *e, mpx_error *err) {
         if (!to_output) continue;
         char suffix[24];
         snprintf(suffix, sizeof suffix, "_%s", pc->from->name);
-        if (!(e->base[t->index] = vx_fresh_name(e, t->name, suffix))) return vx_oom(err);
+        if (!(e->base[t->index] = ex_fresh_name(e, t->name, suffix))) return ex_oom(err);
         e->cast_out[c] = t->name;
     }
     for (int c = 0; c < p->n_casts; c++) {
@@ -640,14 +640,14 @@ mpx_status vx_apply_plan(ex *e, mpx_error *err) {
         if (!e->cast_out[c]) {
             char suffix[24];
             snprintf(suffix, sizeof suffix, "_%s", pc->to->name);
-            if (!(e->cast_out[c] = vx_fresh_name(e, vx_pname(e, t), suffix))) return vx_oom(err);
+            if (!(e->cast_out[c] = ex_fresh_name(e, ex_pname(e, t), suffix))) return ex_oom(err);
         }
         if (!add_cast(e, e->base[t->index], e->cast_out[c], pc->to, anchor_of(t), e->t_scope[t->index]))
-            return vx_oom(err);
+            return ex_oom(err);
     }
     for (int k = 0; k < g->n_nodes; k++)
         if ((st = edit_node(e, g->nodes[k], err)) != MPX_OK) return st;
-    if (e->upgrade_from && (st = vx_upgrade_nodes(e, e->upgrade_from, e->sum.opset, err)) != MPX_OK) return st;
+    if (e->upgrade_from && (st = ex_upgrade_nodes(e, e->upgrade_from, e->sum.opset, err)) != MPX_OK) return st;
     retype(e);
     if (p->counts.low_nodes > 0 && (st = set_metadata(e, err)) != MPX_OK) return st;
 
@@ -655,7 +655,7 @@ mpx_status vx_apply_plan(ex *e, mpx_error *err) {
      * then each node followed by the Casts of its outputs. */
     int *first = mpx_arena_calloc(e->a, (size_t)g->n_nodes + 1, sizeof *first);
     int *next = mpx_arena_calloc(e->a, e->n_new + 1, sizeof *next);
-    if (!first || !next) return vx_oom(err);
+    if (!first || !next) return ex_oom(err);
     for (int i = 0; i < g->n_nodes; i++) first[i] = -1;
     /* Each anchor's list in the order the Casts were made, the lead ones
      * first (pushed last). */
@@ -668,13 +668,13 @@ mpx_status vx_apply_plan(ex *e, mpx_error *err) {
         }
     e->sum.nodes = 0;
     for (int s = 0; s < e->n_scopes; s++) {
-        vx_scope *sc = &e->scopes[s];
+        ex_scope *sc = &e->scopes[s];
         Onnx__GraphProto *sg = sc->gp;
         size_t n_here = sg->n_node;
         for (size_t j = 0; j < e->n_new; j++) n_here += e->new_nodes[j].scope == s;
         if (n_here != sg->n_node) {
             Onnx__NodeProto **nodes = mpx_arena_calloc(e->a, n_here + 1, sizeof *nodes);
-            if (!nodes) return vx_oom(err);
+            if (!nodes) return ex_oom(err);
             size_t w = 0;
             for (size_t j = 0; j < e->n_new; j++)
                 if (e->new_nodes[j].anchor < 0 && e->new_nodes[j].scope == s) nodes[w++] = e->new_nodes[j].node;
@@ -682,14 +682,14 @@ mpx_status vx_apply_plan(ex *e, mpx_error *err) {
                 nodes[w++] = sg->node[i];
                 for (int j = first[sc->fo[i]]; j >= 0; j = next[j]) nodes[w++] = e->new_nodes[j].node;
             }
-            if (!vx_save_slot(e, &sg->node, &sg->n_node)) return vx_oom(err);
+            if (!ex_save_slot(e, &sg->node, &sg->n_node)) return ex_oom(err);
             sg->node = nodes;
             sg->n_node = w;
         }
         e->sum.nodes += (int)sg->n_node; /* (branches' nodes too; an If counts once) */
         if (sc->n_extra_init) {
             Onnx__TensorProto **v = mpx_arena_calloc(e->a, sg->n_initializer + sc->n_extra_init, sizeof *v);
-            if (!v || !vx_save_slot(e, &sg->initializer, &sg->n_initializer)) return vx_oom(err);
+            if (!v || !ex_save_slot(e, &sg->initializer, &sg->n_initializer)) return ex_oom(err);
             if (sg->n_initializer) memcpy(v, sg->initializer, sg->n_initializer * sizeof *v);
             memcpy(v + sg->n_initializer, sc->extra_init, sc->n_extra_init * sizeof *v);
             sg->initializer = v;

@@ -1,4 +1,4 @@
-/* export_upgrade.c - raising the model's opset where a format needs it (bf16
+/* upgrade.c - raising the model's opset where a format needs it (bf16
  * Cast and arithmetic: 13; FLOAT8: 19), with the nodes whose form changed on
  * the way rewritten to the new form, as onnx.version_converter does:
  *
@@ -14,8 +14,8 @@
  * Pad 11, Dropout 12) is refused with the node named and onnx's converter
  * suggested. The rewrite runs on the proto after the plan's edit (the node
  * lists then still match the loaded graph) and every replaced pointer goes
- * through vx_save_slot, so the source tree is restored as for any edit. */
-#include "viz_export.h"
+ * through ex_save_slot, so the source tree is restored as for any edit. */
+#include "export_internal.h"
 
 #include <float.h>
 #include <math.h>
@@ -78,7 +78,7 @@ static const char *add_init(ex *e, const mpx_node *n, const Onnx__NodeProto *np,
     uint8_t *raw = mpx_arena_alloc(e->a, len + 1);
     char suffix[32];
     snprintf(suffix, sizeof suffix, "_%s", what);
-    const char *name = vx_fresh_name(e, np->name && *np->name ? np->name : "node", suffix);
+    const char *name = ex_fresh_name(e, np->name && *np->name ? np->name : "node", suffix);
     if (!tp || !dims || !raw || !name) return NULL;
     onnx__tensor_proto__init(tp);
     tp->name = (char *)name;
@@ -91,8 +91,8 @@ static const char *add_init(ex *e, const mpx_node *n, const Onnx__NodeProto *np,
     tp->has_raw_data = true;
     tp->raw_data.len = len;
     tp->raw_data.data = raw;
-    vx_scope *sc = &e->scopes[e->site_scope[n->file_order]]; /* the graph holding the node */
-    if (!vx_grow(&sc->extra_init, sc->n_extra_init, &sc->cap_extra_init, sizeof *sc->extra_init)) return NULL;
+    ex_scope *sc = &e->scopes[e->site_scope[n->file_order]]; /* the graph holding the node */
+    if (!ex_grow(&sc->extra_init, sc->n_extra_init, &sc->cap_extra_init, sizeof *sc->extra_init)) return NULL;
     sc->extra_init[sc->n_extra_init++] = tp;
     return name;
 }
@@ -111,7 +111,7 @@ static bool rewrite(ex *e, Onnx__NodeProto *np, const char *const *drop, const c
     }
     memcpy(in, np->input, np->n_input * sizeof *in);
     for (size_t i = 0; i < n_add; i++) in[np->n_input + i] = (char *)add[i];
-    if (!vx_save_slot(e, &np->attribute, &np->n_attribute) || !vx_save_slot(e, &np->input, &np->n_input))
+    if (!ex_save_slot(e, &np->attribute, &np->n_attribute) || !ex_save_slot(e, &np->input, &np->n_input))
         return false;
     np->attribute = at;
     np->n_attribute = na;
@@ -129,13 +129,13 @@ static bool up_clip(ex *e, const mpx_node *n, Onnx__NodeProto *np) {
     const char *names[2];
     static const char *const which[2] = {"min", "max"};
     for (int k = 0; k < 2; k++) {
-        Onnx__AttributeProto *a = vx_find_attr(np, which[k]);
+        Onnx__AttributeProto *a = ex_find_attr(np, which[k]);
         float v = a && a->has_f ? a->f : k ? FLT_MAX : -FLT_MAX;
         uint32_t code = mpx_format_encode(f, v);
         uint8_t b[4];
         size_t nb = (size_t)f->storage_bits / 8;
         for (size_t i = 0; i < nb; i++) b[i] = (uint8_t)(code >> (8 * i));
-        if (!(names[k] = add_init(e, n, np, which[k], vx_dtype_of(f), 0, 1, b, nb))) return false;
+        if (!(names[k] = add_init(e, n, np, which[k], ex_dtype_of(f), 0, 1, b, nb))) return false;
     }
     static const char *const drop[] = {"min", "max", NULL};
     return rewrite(e, np, drop, names, 2);
@@ -147,7 +147,7 @@ static bool up_ints(ex *e, const mpx_node *n, Onnx__NodeProto *np, const char *c
     const char *names[3] = {NULL, NULL, NULL};
     size_t n_add = 0;
     for (int k = 0; k < 3 && attrs[k]; k++) {
-        Onnx__AttributeProto *a = vx_find_attr(np, attrs[k]);
+        Onnx__AttributeProto *a = ex_find_attr(np, attrs[k]);
         if (!a) {
             names[k] = "";
             continue;
@@ -170,10 +170,10 @@ static bool changes(size_t c, const mpx_node *n, int have, int need) {
     return op_changes[c].op == n->op && op_changes[c].version > have && op_changes[c].version <= need;
 }
 
-mpx_status vx_upgrade_check(ex *e, int have, int need, mpx_error *err) {
+mpx_status ex_upgrade_check(ex *e, int have, int need, mpx_error *err) {
     for (int k = 0; k < e->g->n_nodes; k++) {
         const mpx_node *n = e->g->nodes[k];
-        if (!vx_default_domain(n->domain)) continue;
+        if (!mpx_onnx_default_domain(n->domain)) continue;
         for (size_t c = 0; c < sizeof op_changes / sizeof op_changes[0]; c++) {
             if (!changes(c, n, have, need)) continue;
             if (op_changes[c].how == UP_REFUSE) return refuse(e, n, have, need, (int)c, "", err);
@@ -192,17 +192,17 @@ mpx_status vx_upgrade_check(ex *e, int have, int need, mpx_error *err) {
     return MPX_OK;
 }
 
-mpx_status vx_upgrade_nodes(ex *e, int have, int need, mpx_error *err) {
+mpx_status ex_upgrade_nodes(ex *e, int have, int need, mpx_error *err) {
     for (int k = 0; k < e->g->n_nodes; k++) {
         const mpx_node *n = e->g->nodes[k];
-        if (!vx_default_domain(n->domain)) continue;
+        if (!mpx_onnx_default_domain(n->domain)) continue;
         Onnx__NodeProto *np = e->site[n->file_order];
         for (size_t c = 0; c < sizeof op_changes / sizeof op_changes[0]; c++) {
             if (!changes(c, n, have, need)) continue;
             bool ok = true;
             if (op_changes[c].how == UP_CLIP) ok = up_clip(e, n, np);
             else if (op_changes[c].how == UP_INTS) ok = up_ints(e, n, np, op_changes[c].attrs);
-            if (!ok) return vx_oom(err);
+            if (!ok) return ex_oom(err);
             if (op_changes[c].how == UP_CLIP || op_changes[c].how == UP_INTS) e->sum.upgraded++;
         }
     }

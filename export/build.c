@@ -1,5 +1,5 @@
-/* export_build.c - an ONNX ModelProto made from mpx's IR, for models loaded
- * from JSON (an .onnx source is re-read instead: see export_onnx.c).
+/* build.c - an ONNX ModelProto made from mpx's IR, for models loaded
+ * from JSON (an .onnx source is re-read instead: see edit.c).
  *
  * Everything is allocated from the export's arena and points into the graph
  * (names, dims) or the arena, so the tree is never handed to protobuf-c's
@@ -8,7 +8,7 @@
  * values, nodes in file order with their attributes. Subgraph attributes
  * are refused (JSON models have none; mpx keeps only their node count).
  */
-#include "viz_export.h"
+#include "export_internal.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -143,7 +143,7 @@ static mpx_status attr_proto(ex *e, const mpx_node *n, const mpx_attr *at, Onnx_
     return MPX_OK;
 }
 
-mpx_status vx_build_model(ex *e, mpx_error *err) {
+mpx_status ex_build_model(ex *e, mpx_error *err) {
     const mpx_graph *g = e->g;
     mpx_status st = MPX_OK;
     Onnx__ModelProto *m = NEW(e, Onnx__ModelProto);

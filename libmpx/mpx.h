@@ -2,7 +2,7 @@
  * client (a CI system, a model server's test suite, a language binding).
  * Build with `pkg-config --cflags --libs mpx`.
  *
- * The library is four modules, each with its own header, included here in
+ * The library is five modules, each with its own header, included here in
  * the order they build on each other:
  *
  *   mpx_graph.h     the model: load ONNX or mpx JSON (mpx_graph_load), bind
@@ -18,8 +18,8 @@
  *                   program), the precision plan (mpx_plan_build) with its
  *                   casts and counts, and the assignment a run uses
  *                   (mpx_plan_to_assign).
- *   mpx_viz.h       DOT, SVG, the error plot and the review page, and the
- *                   plan exported as an ONNX model (mpx_viz_export_onnx).
+ *   mpx_viz.h       DOT, SVG, the error plot and the review page.
+ *   mpx_export.h    the plan exported as an ONNX model (mpx_export_onnx).
  *
  * A minimal program (examples/client.c is this, complete and tested):
  *
@@ -35,14 +35,15 @@
  *   mpx_value in[1];  ... mpx_value_alloc(&in[0], MPX_DT_FLOAT, ...) and fill
  *   mpx_compare *c; mpx_compare_run(g, a, in, NULL, &c, &err);
  *   ... c->layers[i].m.rel_l2, c->layers[i].m.overflow for each layer
- *   mpx_viz_export_onnx(p, "model_fp16.onnx", false, false, NULL, NULL, &err);
+ *   mpx_export_onnx(p, "model_fp16.onnx", false, false, NULL, NULL, &err);
  *
  * Every call that can fail returns mpx_status (MPX_OK is 0) and fills err
  * (mpx_error_format makes it one line); nothing in the library prints,
  * reads input or exits. Ownership is stated at the top of each header:
  * graphs own their tensors and nodes (one arena, mpx_graph_free), plans and
  * comparisons are freed with their _free function, values with
- * mpx_value_free. Exported symbols are the mpx_ names only; the version is
+ * mpx_value_free. libmpx.so exports exactly the functions and variables
+ * these headers declare (nothing else is API); the version is
  * mpx_version() (the program's `mpx --version` shows the same). */
 #ifndef MPX_H
 #define MPX_H
@@ -51,5 +52,6 @@
 #include "mpx_numerics.h"
 #include "mpx_colour.h"
 #include "mpx_viz.h"
+#include "mpx_export.h"
 
 #endif

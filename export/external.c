@@ -1,4 +1,4 @@
-/* export_external.c - weights as ONNX external data: a model whose weights
+/* external.c - weights as ONNX external data: a model whose weights
  * would make it larger than protobuf's 2 GB limit (or one exported with
  * --external) keeps its initializers' bytes in one file beside it,
  * "<model file name>.data", each initializer naming its location (relative,
@@ -8,7 +8,7 @@
  * go out, smaller ones stay inline; offsets are aligned to 4 KiB so a
  * runtime can map them. Only raw_data is moved: typed fields (float_data)
  * of a source model stay inline. */
-#include "viz_export.h"
+#include "export_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,8 +71,8 @@ static bool move_out(Onnx__TensorProto *t, void *c_) {
         x[2] = entry(c->e->a, "length", l);
     }
     /* The source tree's pointers are put back before protobuf-c frees it. */
-    if (!x || !x[0] || !x[1] || !x[2] || !vx_save_slot(c->e, &t->raw_data.data, &t->raw_data.len) ||
-        !vx_save_slot(c->e, &t->external_data, &t->n_external_data)) {
+    if (!x || !x[0] || !x[1] || !x[2] || !ex_save_slot(c->e, &t->raw_data.data, &t->raw_data.len) ||
+        !ex_save_slot(c->e, &t->external_data, &t->n_external_data)) {
         c->oom = true;
         return false;
     }
@@ -86,7 +86,7 @@ static bool move_out(Onnx__TensorProto *t, void *c_) {
     return true;
 }
 
-mpx_status vx_externalize(ex *e, const char *location, uint8_t **data, size_t *data_len, mpx_error *err) {
+mpx_status ex_externalize(ex *e, const char *location, uint8_t **data, size_t *data_len, mpx_error *err) {
     out_ctx c = {.e = e, .location = location};
     each_tensor(e->m->graph, count_out, &c);
     *data = NULL;
@@ -145,8 +145,8 @@ static bool read_in(Onnx__TensorProto *t, void *c_) {
         c->st = mpx_error_set(c->err, MPX_E_IO, "cannot read %lld bytes of %s's external data from %s", len, name, path);
         return false;
     }
-    if (!vx_save_slot(c->e, &t->raw_data.data, &t->raw_data.len) ||
-        !vx_save_slot(c->e, &t->external_data, &t->n_external_data)) {
+    if (!ex_save_slot(c->e, &t->raw_data.data, &t->raw_data.len) ||
+        !ex_save_slot(c->e, &t->external_data, &t->n_external_data)) {
         c->st = mpx_error_set(c->err, MPX_E_NOMEM, "out of memory");
         return false;
     }
@@ -159,7 +159,7 @@ static bool read_in(Onnx__TensorProto *t, void *c_) {
     return true;
 }
 
-mpx_status vx_internalize(ex *e, const char *src_path, mpx_error *err) {
+mpx_status ex_internalize(ex *e, const char *src_path, mpx_error *err) {
     in_ctx c = {.e = e, .src_path = src_path, .err = err, .st = MPX_OK};
     snprintf(c.dir, sizeof c.dir, "%s", src_path);
     char *slash = strrchr(c.dir, '/');

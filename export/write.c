@@ -1,11 +1,11 @@
-/* export_write.c - `export`'s entry point: checks of the target path, the
- * source read again (or built from the IR), the edit (export_onnx.c), and
+/* write.c - `export`'s entry point: checks of the target path, the
+ * source read again (or built from the IR), the edit (edit.c), and
  * the files written whole or not at all (mpx_file_open_write).
  *
  * Ownership: everything one export allocates lives in its `ex` (see
  * viz_export.h) and is freed here, on success and on failure.
  */
-#include "viz_export.h"
+#include "export_internal.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -30,7 +30,7 @@ static mpx_status check_read(const mpx_graph *g, const mpx_file_guard *guard, co
     mpx_status st = mpx_file_check_target(path, guard, err);
     if (st) return st;
     mpx_file_guard *own = mpx_file_guard_new();
-    if (!own) return vx_oom(err);
+    if (!own) return ex_oom(err);
     if (!(st = mpx_file_guard_add_model(own, g, err))) st = mpx_file_check_target(path, own, err);
     mpx_file_guard_free(own);
     return st;
@@ -77,7 +77,7 @@ static mpx_status read_all(const char *path, uint8_t **buf, size_t *len, mpx_err
     *buf = malloc((size_t)n + 1);
     if (!*buf) {
         fclose(f);
-        return vx_oom(err);
+        return ex_oom(err);
     }
     size_t got = fread(*buf, 1, (size_t)n, f);
     fclose(f);
@@ -95,11 +95,11 @@ static bool has_ext(const char *path, const char *ext) {
     return n >= k && strcmp(path + n - k, ext) == 0;
 }
 
-mpx_status mpx_viz_export_onnx(const mpx_plan *p, const char *path, bool force, bool external,
-                               const mpx_file_guard *guard, mpx_export_summary *sum, mpx_error *err) {
+mpx_status mpx_export_onnx(const mpx_plan *p, const char *path, bool force, bool external,
+                           const mpx_file_guard *guard, mpx_export_summary *sum, mpx_error *err) {
     if (!p || !p->g) return mpx_error_set(err, MPX_E_ARG, "no model loaded: load one, then export its plan");
     const mpx_graph *g = p->g;
-    if (vx_dtype_of(p->opts.target) == MPX_DT_UNDEFINED)
+    if (ex_dtype_of(p->opts.target) == MPX_DT_UNDEFINED)
         return mpx_error_set(err, MPX_E_UNSUPPORTED,
                              "ONNX has no %s type, so a %s plan cannot be written as a model: export with "
                              "target fp16 (or bf16), or deploy tf32 through the runtime's own setting",
@@ -123,7 +123,7 @@ mpx_status mpx_viz_export_onnx(const mpx_plan *p, const char *path, bool force, 
      * of a JSON model it writes the fp32 reference as ONNX, which is useful. */
     bool from_file = g->path && has_ext(g->path, ".onnx");
     /* An ONNX file keeps its subgraphs, which the edit follows
-     * (export_scope.c); a model built from JSON has none to write. */
+     * (scope.c); a model built from JSON has none to write. */
     for (int i = 0; !from_file && i < g->n_nodes; i++)
         if (g->nodes[i]->op == MPX_OP_If || g->nodes[i]->body)
             return mpx_error_set(err, MPX_E_UNSUPPORTED,
@@ -146,7 +146,7 @@ mpx_status mpx_viz_export_onnx(const mpx_plan *p, const char *path, bool force, 
     e.p = p;
     e.g = g;
     e.a = mpx_arena_new();
-    if (!e.a) return vx_oom(err);
+    if (!e.a) return ex_oom(err);
     e.sum.target = p->opts.target;
     e.sum.accum = p->opts.accum;
     e.sum.accum_block = p->opts.accum_block;
@@ -168,13 +168,13 @@ mpx_status mpx_viz_export_onnx(const mpx_plan *p, const char *path, bool force, 
             e.m = onnx__model_proto__unpack(NULL, src_len, src);
             if (!e.m || !e.m->graph)
                 st = mpx_error_set(err, MPX_E_PARSE, "%s no longer reads as an ONNX model: load it again", g->path);
-            else st = vx_internalize(&e, g->path, err);
+            else st = ex_internalize(&e, g->path, err);
         }
     } else {
-        st = vx_build_model(&e, err);
+        st = ex_build_model(&e, err);
         src_len = 0;
     }
-    if (!st) st = vx_apply_plan(&e, err);
+    if (!st) st = ex_apply_plan(&e, err);
     size_t len = 0, data_len = 0;
     uint8_t *data = NULL;
     if (!st) {
@@ -182,7 +182,7 @@ mpx_status mpx_viz_export_onnx(const mpx_plan *p, const char *path, bool force, 
         /* Over protobuf's 2 GB, or asked for: the weights go beside the model. */
         if (external || len > (size_t)INT32_MAX) {
             if (!(st = check_path(g, guard, data_path, force, err)))
-                st = vx_externalize(&e, location, &data, &data_len, err);
+                st = ex_externalize(&e, location, &data, &data_len, err);
             if (!st) len = onnx__model_proto__get_packed_size(e.m);
         }
         if (!st && len > (size_t)INT32_MAX)
@@ -190,7 +190,7 @@ mpx_status mpx_viz_export_onnx(const mpx_plan *p, const char *path, bool force, 
                                "the exported model would be %.1f GB even with its weights as external data: "
                                "protobuf cannot hold more than 2 GB", (double)len / 1e9);
     }
-    if (!st && !(out = malloc(len ? len : 1))) st = vx_oom(err);
+    if (!st && !(out = malloc(len ? len : 1))) st = ex_oom(err);
     if (!st) {
         onnx__model_proto__pack(e.m, out);
         /* Both files written aside first; the weights take their name
@@ -216,7 +216,7 @@ mpx_status mpx_viz_export_onnx(const mpx_plan *p, const char *path, bool force, 
         mpx_out_file_abort(om);
     }
     free(data);
-    vx_undo_swaps(&e);
+    ex_undo_swaps(&e);
     if (e.m && from_file) onnx__model_proto__free_unpacked(e.m, NULL);
     free(out);
     free(src);

@@ -1,68 +1,69 @@
-/* viz_export.h - what the parts of the ONNX exporter share (viz/ only):
- * export_write.c (entry, paths, file), export_onnx.c (the edit per plan),
- * export_build.c (a model from the IR for JSON sources).
+/* export_internal.h - what the parts of the ONNX exporter share (export/ only):
+ * write.c (entry, paths, file), edit.c (the edit per plan),
+ * build.c (a model from the IR for JSON sources).
  *
- * Ownership: an `ex` lives on mpx_viz_export_onnx's stack (export_write.c)
+ * Ownership: an `ex` lives on mpx_export_onnx's stack (write.c)
  * for one export. Its arena owns every proto object the export makes; the
  * growable arrays (rs, names, new_nodes, convs, extra_init) are malloc'ed
  * and freed there too. m is either protobuf-c's unpacked tree of the source
- * file (freed with free_unpacked after vx_undo_swaps) or, for a JSON source,
- * a tree vx_build_model made entirely from the arena (never free_unpacked).
+ * file (freed with free_unpacked after ex_undo_swaps) or, for a JSON source,
+ * a tree ex_build_model made entirely from the arena (never free_unpacked).
  */
-#ifndef MPX_VIZ_EXPORT_H
-#define MPX_VIZ_EXPORT_H
+#ifndef MPX_EXPORT_INTERNAL_H
+#define MPX_EXPORT_INTERNAL_H
 
-#include "mpx_viz.h"
+#include "mpx_export.h"
 #include "onnx.pb-c.h"
+#include "onnx_walk.h"
 
-typedef struct vx_restore {
+typedef struct ex_restore {
     void *slot;      /* where a pointer was replaced */
     void *old;       /* what was there */
     size_t *nslot;   /* its count, when an array was replaced (else NULL) */
     size_t nold;
-} vx_restore;
+} ex_restore;
 
-typedef struct vx_conv {
+typedef struct ex_conv {
     int tensor;
     const mpx_format *f;
     const char *name;
-} vx_conv;
+} ex_conv;
 
-typedef struct vx_new_node {
+typedef struct ex_new_node {
     Onnx__NodeProto *node;
     int anchor;      /* the node (file order) it follows; -1: before all of its scope's */
     int scope;
     bool lead;       /* right after its anchor, before the Casts of the plan (it writes what they read) */
-} vx_new_node;
+} ex_new_node;
 
 /* One graph of the file: the main graph (scope 0) or an If's branch
- * (export_scope.c). */
-typedef struct vx_scope {
+ * (scope.c). */
+typedef struct ex_scope {
     Onnx__GraphProto *gp;
     const char *prefix;          /* mpx's prefix of the names it defines ("" for the main graph) */
     size_t plen;
     int *fo;                     /* [gp->n_node]: each node's file order (mpx_node.file_order) */
     Onnx__TensorProto **extra_init; /* initializers this export adds to it */
     size_t n_extra_init, cap_extra_init;
-} vx_scope;
+} ex_scope;
 
 typedef struct ex {
     const mpx_plan *p;
     const mpx_graph *g;
     Onnx__ModelProto *m;
     mpx_arena *a;
-    vx_restore *rs;
+    ex_restore *rs;
     size_t n_rs, cap_rs;
     const char **names;          /* names this export made (collision checks) */
     size_t n_names, cap_names;
     const char **base;           /* per tensor: the name its producer writes */
     const mpx_format **in_place; /* per tensor: constant converted in place to */
     const char **cast_out;       /* per plan cast: its output's name */
-    vx_new_node *new_nodes;
+    ex_new_node *new_nodes;
     size_t n_new, cap_new;
-    vx_conv *convs;
+    ex_conv *convs;
     size_t n_convs, cap_convs;
-    vx_scope *scopes;            /* malloc'ed; their arrays in the arena, extra_init malloc'ed */
+    ex_scope *scopes;            /* malloc'ed; their arrays in the arena, extra_init malloc'ed */
     int n_scopes;
     size_t cap_scopes;
     Onnx__NodeProto **site;      /* per file order: the node's proto */
@@ -74,65 +75,64 @@ typedef struct ex {
 } ex;
 
 /* ONNX TensorProto.DataType of a format (fp32 for NULL); UNDEFINED for tf32. */
-int vx_dtype_of(const mpx_format *f);
+int ex_dtype_of(const mpx_format *f);
 /* "out of memory writing the model" in err (every allocation of an export). */
-mpx_status vx_oom(mpx_error *err);
+mpx_status ex_oom(mpx_error *err);
 /* The node's attribute called name, or NULL. */
-Onnx__AttributeProto *vx_find_attr(Onnx__NodeProto *n, const char *name);
+Onnx__AttributeProto *ex_find_attr(Onnx__NodeProto *n, const char *name);
 /* Grow a malloc'ed array *arr of n elements of elem bytes to hold one more. */
-bool vx_grow(void *arr, size_t n, size_t *cap, size_t elem);
+bool ex_grow(void *arr, size_t n, size_t *cap, size_t elem);
 /* base + suffix, with _2, _3 ... until it names no tensor, node or name this
  * export made; NULL on out of memory. */
-const char *vx_fresh_name(ex *e, const char *base, const char *suffix);
-/* Raising the opset from have to need (export_upgrade.c): refused when a node
+const char *ex_fresh_name(ex *e, const char *base, const char *suffix);
+/* Raising the opset from have to need (upgrade.c): refused when a node
  * changed form in between and cannot be rewritten; the rewrite itself runs
  * after the plan's edit. */
-mpx_status vx_upgrade_check(ex *e, int have, int need, mpx_error *err);
-mpx_status vx_upgrade_nodes(ex *e, int have, int need, mpx_error *err);
-/* ---- scopes (export_scope.c) ---- */
+mpx_status ex_upgrade_check(ex *e, int have, int need, mpx_error *err);
+mpx_status ex_upgrade_nodes(ex *e, int have, int need, mpx_error *err);
+/* ---- scopes (scope.c) ---- */
 /* Fill e->scopes, e->site, e->site_scope and e->t_scope from e->m; refused
  * when the file no longer holds the nodes the session loaded. */
-mpx_status vx_map_sites(ex *e, mpx_error *err);
-/* Whether np is an If with both branches (then *then_b, *else_b). */
-bool vx_is_if(Onnx__NodeProto *np, Onnx__GraphProto **then_b, Onnx__GraphProto **else_b);
-/* The graph attribute called name (an If's branch, a Loop's body), or NULL. */
-Onnx__GraphProto *vx_graph_attr(Onnx__NodeProto *np, const char *name);
-/* The default ONNX domain ("", "ai.onnx" or none). */
-bool vx_default_domain(const char *d);
+mpx_status ex_map_sites(ex *e, mpx_error *err);
+/* Whether np is an If the loader flattens (then *then_b, *else_b), and
+ * the graph attribute called name: graph/onnx_walk.h's, on the tree the
+ * export edits. */
+bool ex_is_if(Onnx__NodeProto *np, Onnx__GraphProto **then_b, Onnx__GraphProto **else_b);
+Onnx__GraphProto *ex_graph_attr(Onnx__NodeProto *np, const char *name);
 /* t's name in the graph that defines it. */
-const char *vx_pname(const ex *e, const mpx_tensor *t);
+const char *ex_pname(const ex *e, const mpx_tensor *t);
 /* Whether name, under some branch's prefix, names a tensor or node. */
-bool vx_name_in_scopes(const ex *e, const char *name);
+bool ex_name_in_scopes(const ex *e, const char *name);
 /* Every read of the outer value `from` inside gp (and the graphs inside it
  * that do not define it themselves) reads `to` instead. */
-mpx_status vx_rename_outer(ex *e, Onnx__GraphProto *gp, const char *from, const char *to, int depth,
+mpx_status ex_rename_outer(ex *e, Onnx__GraphProto *gp, const char *from, const char *to, int depth,
                            mpx_error *err);
 /* Name i of a node's input or output list becomes name; the first change
  * swaps in a copy of protobuf-c's list (*owned). false on out of memory. */
-bool vx_set_name(ex *e, char ***list, size_t n, bool *owned, int i, const char *name);
+bool ex_set_name(ex *e, char ***list, size_t n, bool *owned, int i, const char *name);
 
 /* Every float of body graph gp (its inputs, outputs, value_info,
  * initializers, constants, Casts to float; nested graphs too) in format f,
- * as mpx runs a body under a low plan (export_body.c); owner names the
+ * as mpx runs a body under a low plan (body.c); owner names the
  * node in messages. */
-mpx_status vx_lower_body(ex *e, Onnx__GraphProto *gp, const mpx_format *f, const char *owner, int depth,
+mpx_status ex_lower_body(ex *e, Onnx__GraphProto *gp, const mpx_format *f, const char *owner, int depth,
                          mpx_error *err);
 
-/* Edit e->m per e->p (export_onnx.c). */
-mpx_status vx_apply_plan(ex *e, mpx_error *err);
-void vx_undo_swaps(ex *e);
+/* Edit e->m per e->p (edit.c). */
+mpx_status ex_apply_plan(ex *e, mpx_error *err);
+void ex_undo_swaps(ex *e);
 /* Remember the pointer at slot (and the count at nslot, may be NULL) so
- * vx_undo_swaps puts them back; false on out of memory. */
-bool vx_save_slot(ex *e, void *slot, size_t *nslot);
+ * ex_undo_swaps puts them back; false on out of memory. */
+bool ex_save_slot(ex *e, void *slot, size_t *nslot);
 /* Move the initializers' raw data of 1 KiB and more into one buffer (*data,
  * malloc'ed, *data_len bytes, offsets aligned to 4 KiB) to be written as
  * the file `location` beside the model; the tensors name it
- * (export_external.c). */
-mpx_status vx_externalize(ex *e, const char *location, uint8_t **data, size_t *data_len, mpx_error *err);
+ * (external.c). */
+mpx_status ex_externalize(ex *e, const char *location, uint8_t **data, size_t *data_len, mpx_error *err);
 /* The source model's external data (src_path's folder) read into its
  * initializers, so the export owns all its weights. */
-mpx_status vx_internalize(ex *e, const char *src_path, mpx_error *err);
-/* e->m from the IR, for a model that came from JSON (export_build.c). */
-mpx_status vx_build_model(ex *e, mpx_error *err);
+mpx_status ex_internalize(ex *e, const char *src_path, mpx_error *err);
+/* e->m from the IR, for a model that came from JSON (build.c). */
+mpx_status ex_build_model(ex *e, mpx_error *err);
 
 #endif

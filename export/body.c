@@ -1,4 +1,4 @@
-/* export_body.c - a Loop's, Scan's or SequenceMap's body written in the low
+/* body.c - a Loop's, Scan's or SequenceMap's body written in the low
  * format its node runs it in.
  *
  * Under a low plan mpx runs such a body with every float value in the
@@ -12,7 +12,7 @@
  * likewise. Only protos change (pointer swaps recorded for undo, scalars in
  * place), so the tensors are read from the file itself: mpx's IR does not
  * keep a body's nested branches' constants under the file's names. */
-#include "viz_export.h"
+#include "export_internal.h"
 
 #include <string.h>
 
@@ -51,7 +51,7 @@ static Onnx__TensorProto *lower_tensor(ex *e, const Onnx__TensorProto *src, cons
     tp->name = src->name;
     tp->doc_string = src->doc_string;
     tp->has_data_type = true;
-    tp->data_type = vx_dtype_of(f);
+    tp->data_type = ex_dtype_of(f);
     tp->has_raw_data = true;
     tp->raw_data.len = ne * nb;
     tp->raw_data.data = out;
@@ -79,7 +79,7 @@ static mpx_status lower_slot(ex *e, Onnx__TensorProto **slot, const mpx_format *
         return mpx_error_set(err, MPX_E_UNSUPPORTED, "node %s: the tensor \"%s\" in its body is stored as external "
                              "or malformed data, which mpx does not rewrite in %s", owner,
                              (*slot)->name ? (*slot)->name : "", f->name);
-    if (!tp || !vx_save_slot(e, slot, NULL)) return vx_oom(err);
+    if (!tp || !ex_save_slot(e, slot, NULL)) return ex_oom(err);
     *slot = tp;
     return MPX_OK;
 }
@@ -97,10 +97,10 @@ static bool is_param(const Onnx__GraphProto *gp, const char *name) {
     return false;
 }
 
-mpx_status vx_lower_body(ex *e, Onnx__GraphProto *gp, const mpx_format *f, const char *owner, int depth,
+mpx_status ex_lower_body(ex *e, Onnx__GraphProto *gp, const mpx_format *f, const char *owner, int depth,
                          mpx_error *err) {
     if (depth > MPX_MAX_SUBGRAPH_DEPTH) return mpx_error_set(err, MPX_E_LIMIT, "node %s: subgraphs nested too deep", owner);
-    int dt = vx_dtype_of(f);
+    int dt = ex_dtype_of(f);
     mpx_status st;
     retype_vi(gp->input, gp->n_input, dt);
     retype_vi(gp->output, gp->n_output, dt);
@@ -122,9 +122,9 @@ mpx_status vx_lower_body(ex *e, Onnx__GraphProto *gp, const mpx_format *f, const
                 ap->i = dt;
                 if (cast) e->sum.casts_retyped++;
             }
-            if (ap->g && (st = vx_lower_body(e, ap->g, f, owner, depth + 1, err))) return st;
+            if (ap->g && (st = ex_lower_body(e, ap->g, f, owner, depth + 1, err))) return st;
             for (size_t q = 0; q < ap->n_graphs; q++)
-                if ((st = vx_lower_body(e, ap->graphs[q], f, owner, depth + 1, err))) return st;
+                if ((st = ex_lower_body(e, ap->graphs[q], f, owner, depth + 1, err))) return st;
         }
     }
     return MPX_OK;
