@@ -581,8 +581,9 @@ class Session:
     model; plans and runs already taken stay readable.
 
     Search and sweep (`search`, `sweep` in the program) are not offered
-    yet: they become methods here once libmpx has them as library
-    functions."""
+    yet: they are to become methods here that drive libmpx's explore/
+    (mpx_explore.h) through a host made of this session's plan and run
+    steps, not a second implementation."""
 
     def __init__(self, model, cache_mb=512):
         """Load an ONNX (.onnx) or mpx JSON (.json) model, infer its shapes,
