@@ -5,8 +5,8 @@
 # bash completion and mpx.pc are there and sound; libmpx exports only mpx_
 # names (exactly which: the test api_symbols); examples/client.c builds
 # against the installed library with pkg-config (shared and static) and
-# runs; a C++ program includes mpx.h and links (the headers' extern "C");
-# the Python package (issue 51) imports from the prefix in a fresh python3
+# runs; a C++ program includes mpx.h and links (the headers' extern "C").
+# The Python package (issue 51) imports from the prefix in a fresh python3
 # (PYTHON3, with NumPy), loads the prefix's libmpx, and runs the installed
 # examples/python/quickstart.py.
 # Prints the installed files and the exported symbol count.

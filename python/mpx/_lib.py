@@ -1,8 +1,8 @@
 """libmpx through ctypes: the library, the C structures the package reads
 and the prototypes of the functions it calls.
 
-The structures mirror the public headers (graph/mpx_graph.h,
-numerics/mpx_numerics.h, colour/mpx_colour.h, viz/mpx_viz.h). Structures
+The structures mirror the public headers (graph/mpx_graph.h, numerics/'s
+four, colour/mpx_colour.h, viz/mpx_viz.h, export/mpx_export.h). Structures
 the package only reads through a pointer (a graph, a tensor, a node, a
 comparison, a plan) are declared up to the last field it reads; those it
 allocates or indexes in arrays (an error, a value, a layer, options) are
@@ -177,7 +177,7 @@ class VizPage(Structure):  # mpx_viz_page
                 ("sample_labels", c_void_p), ("n_sample_labels", c_int)]
 
 
-class ExportSummary(Structure):  # mpx_export_summary
+class ExportSummary(Structure):  # mpx_export_summary (export/mpx_export.h)
     _fields_ = [("nodes", c_int), ("casts", c_int), ("casts_retyped", c_int), ("weights", c_int),
                 ("weight_elems", c_int64), ("bytes_before", c_int64), ("bytes_after", c_int64),
                 ("opset_before", c_int), ("opset", c_int), ("upgraded", c_int), ("n_overflow", c_int),
@@ -245,6 +245,8 @@ compare_run = _fn("mpx_compare_run", c_int, POINTER(Graph), _P, POINTER(Value), 
 compare_run_many = _fn("mpx_compare_run_many", c_int, POINTER(Graph), POINTER(_P), c_int, POINTER(Value),
                        POINTER(CompareOpts), POINTER(POINTER(Compare)), E)
 compare_free = _fn("mpx_compare_free", None, POINTER(Compare))
+compare_worst_layer = _fn("mpx_compare_worst_layer", POINTER(Layer), POINTER(Compare), c_int)
+WORST = {"any": 0, "output": 1, "own": 2}  # mpx_worst_of
 compare_cache_new = _fn("mpx_compare_cache_new", _P, c_size_t)
 compare_cache_clear = _fn("mpx_compare_cache_clear", None, _P)
 compare_cache_free = _fn("mpx_compare_cache_free", None, _P)
@@ -286,8 +288,7 @@ viz_svg = _fn("mpx_viz_svg", c_int, POINTER(Plan), POINTER(VizOpts), POINTER(c_v
 viz_plot_opts_default = _fn("mpx_viz_plot_opts_default", None, POINTER(PlotOpts))
 viz_plot = _fn("mpx_viz_plot", c_int, POINTER(VizSeries), c_int, POINTER(PlotOpts), POINTER(c_void_p), E)
 viz_html = _fn("mpx_viz_html", c_int, POINTER(VizPage), POINTER(c_void_p), _P, E)
-export_onnx = _fn("mpx_export_onnx", c_int, POINTER(Plan), c_char_p, c_bool, c_bool, _P,
-                      POINTER(ExportSummary), E)
+export_onnx = _fn("mpx_export_onnx", c_int, POINTER(Plan), c_char_p, c_bool, c_bool, _P, POINTER(ExportSummary), E)
 
 libc = ctypes.CDLL(None)
 free = libc.free

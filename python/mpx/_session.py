@@ -463,10 +463,18 @@ class Run:
         """The model outputs' records (as report())."""
         return [r for r in self._rows() if r["output"]]
 
-    def worst(self, metric="rel_l2"):
-        """The record of the worst layer by metric."""
-        rows = self.report(sort=metric, top=1)
-        return rows[0] if isinstance(rows, list) else rows.iloc[0].to_dict()
+    def worst(self, of="any"):
+        """The record of the worst layer by rel_l2 (NaN worst), as the
+        program's run line names it (numerics' mpx_compare_worst_layer):
+        of="any" every layer, "output" the model outputs, "own" by the
+        layer's own error (a local run). None when there is none."""
+        if of not in L.WORST:
+            raise Error('worst: of is one of %s, not "%s"' % (", ".join(L.WORST), of))
+        w = L.compare_worst_layer(self._ptr, L.WORST[of])
+        if not w:
+            return None
+        i = (ctypes.addressof(w.contents) - ctypes.addressof(self._c.layers[0])) // ctypes.sizeof(L.Layer)
+        return self._rows()[i]
 
     def tensor(self, name):
         """(reference, candidate): the fp32 reference's and the plan's values
@@ -573,8 +581,9 @@ class Session:
     model; plans and runs already taken stay readable.
 
     Search and sweep (`search`, `sweep` in the program) are not offered
-    yet: they become methods here once libmpx has them as library
-    functions."""
+    yet: they are to become methods here that drive libmpx's explore/
+    (mpx_explore.h) through a host made of this session's plan and run
+    steps, not a second implementation."""
 
     def __init__(self, model, cache_mb=512):
         """Load an ONNX (.onnx) or mpx JSON (.json) model, infer its shapes,

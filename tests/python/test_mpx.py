@@ -102,6 +102,11 @@ class ProgramAgreement(unittest.TestCase):
         worst = r.report(sort="rel_l2", top=3)
         self.assertEqual([w["tensor"] for w in worst], [L["tensor"] for L in rep["layers"][:3]])
         self.assertEqual(r.worst()["tensor"], rep["layers"][0]["tensor"])
+        self.assertEqual(r.worst("output")["tensor"], "y")
+        own = max(r.report(), key=lambda row: row["local_rel_l2"])
+        self.assertEqual(r.worst("own")["tensor"], own["tensor"])
+        with self.assertRaisesRegex(mpx.Error, 'worst: of is one of any, output, own, not "all"'):
+            r.worst("all")
 
     def test_rules_on_measured_figures_match_the_program(self):
         d = work("absmax")
