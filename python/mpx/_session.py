@@ -490,7 +490,7 @@ class _Host:
             L.compare_cache_undo(self.s._cache)
 
     def _progress(self, ctx, pr):
-        if self.user_progress is None or self.failure:
+        if self.user_progress is None:
             return
         p = pr.contents
         try:

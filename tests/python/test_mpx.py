@@ -435,8 +435,10 @@ class Search(unittest.TestCase):
         d = work("search")
         program(["load '%s'" % MODEL, "input x shape 1x3x64x64", "input x random normal 0 1 seed 42", RULE,
                  "search %s --json s.json" % self.COND, "plan --json p.json"], d)
-        j = json.load(open(os.path.join(d, "s.json")))
-        pj = json.load(open(os.path.join(d, "p.json")))
+        with open(os.path.join(d, "s.json")) as f:
+            j = json.load(f)
+        with open(os.path.join(d, "p.json")) as f:
+            pj = json.load(f)
         s = session()
         s.rule(RULE)
         res = s.search(self.COND)
@@ -448,8 +450,11 @@ class Search(unittest.TestCase):
                          ("done", True, j["n_evaluations"], j["n_unchanged"], j["candidates"]))
         for k in ("condition", "method", "ended", "fp32", "applied", "candidates", "n_evaluations", "n_unchanged"):
             self.assertEqual(res.json[k], j[k], k)
-        self.assertEqual([(e["set"], e["holds"], e["figures"]) for e in res.json["evaluations"]],
-                         [(e["set"], e["holds"], e["figures"]) for e in j["evaluations"]])
+        # each evaluation: the same set and figures, and the same nodes run (what the run cache did not
+        # answer: the trials go through the session's cache, failed ones undone, local ones past it)
+        keys = ("set", "holds", "figures", "nodes_run", "local")
+        self.assertEqual([[e.get(k) for k in keys] for e in res.json["evaluations"]],
+                         [[e.get(k) for k in keys] for e in j["evaluations"]])
         # applied: the program's plan after its search, and the figure a run of it reads
         self.assertEqual([(n["name"], n["colour"], n["rule"]) for n in s.plan().nodes()],
                          [(n["name"], n["colour"], n["rule"]) for n in pj["nodes"]])
@@ -495,6 +500,10 @@ class Search(unittest.TestCase):
                 s.search(cond)
             self.assertTrue(e.exception.message, cond)
             self.assertIn(e.exception.message, p.stderr, cond)
+            # refused before any run: by the names' check, or (a metric's name) by the search's first reading
+            r = e.exception.result
+            self.assertTrue(r is None or (r.ended, r.evaluations) == ("failed", 0), (cond, r))
+            self.assertEqual(r is None, cond != "output.rel_l3 < 1e-3", cond)
         with self.assertRaisesRegex(mpx.Error, 'unknown figure "nosuch"'):
             s.search("nosuch < 3")
         with self.assertRaisesRegex(mpx.Error, 'search: unknown method "magic"'):
