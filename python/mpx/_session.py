@@ -711,10 +711,9 @@ class Session:
     and leaves the session usable. close() (or a with block) frees the
     model; plans and runs already taken stay readable.
 
-    Search and sweep (`search`, `sweep` in the program) are not offered
-    yet: they are to become methods here that drive libmpx's explore/
-    (mpx_explore.h) through a host made of this session's plan and run
-    steps, not a second implementation."""
+    search() is libmpx's search (explore/), driven through a host made of
+    this session's plan and run steps, not a second implementation. Sweep
+    (the program's `sweep`) is not offered yet."""
 
     def __init__(self, model, cache_mb=512):
         """Load an ONNX (.onnx) or mpx JSON (.json) model, infer its shapes,
