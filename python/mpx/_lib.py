@@ -394,3 +394,26 @@ SEARCH_ENDS = ("done", "no_plan", "max_evals", "time", "interrupted", "failed") 
 for _k, _m in enumerate(SEARCH_ENDS):
     if search_end_name(_k).decode() != _m:
         raise ImportError("libmpx's search endings are not the package's (%s)" % LIBRARY)
+
+# ---- explore/'s sweep -------------------------------------------------------------
+
+SWEEP_MAX_POINTS = 256  # MPX_SWEEP_MAX_POINTS
+
+
+class SweepPoint(Structure):  # mpx_sweep_point
+    _fields_ = [("done", c_bool), ("colours", c_int * COLOUR_COUNT), ("casts", c_int), ("low_pct", c_double),
+                ("low_cost_pct", c_double), ("weight_bytes", c_int64), ("out_rel_l2", c_double),
+                ("worst", c_char * 256), ("worst_rel_l2", c_double), ("overflow", c_int64), ("underflow", c_int64),
+                ("weights_overflow", c_int64)]
+
+
+class Sweep(Structure):  # mpx_sweep (a plain value: the package allocates it)
+    _fields_ = [("name", c_char * 64), ("command", c_char * 2048), ("n", c_int),
+                ("values", (c_char * 64) * SWEEP_MAX_POINTS), ("model", c_char * 1024), ("target", c_char * 32),
+                ("pts", SweepPoint * SWEEP_MAX_POINTS)]
+
+
+sweep_define = _fn("mpx_sweep_define", c_int, POINTER(Sweep), c_char_p, c_char_p, c_char_p, c_char_p, _P, E)
+sweep_run = _fn("mpx_sweep_run", c_int, POINTER(Sweep), POINTER(Graph), _P, POINTER(PlanOpts), POINTER(ExploreHost),
+                c_int, c_int, E)
+sweep_json = _fn("mpx_sweep_json", c_void_p, POINTER(Sweep), c_char_p)

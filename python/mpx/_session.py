@@ -442,7 +442,7 @@ class _Host:
         self.failure = []
         self.inputs = None
         self.c = L.ExploreHost(plan=L.HOST_PLAN(self._plan), run=L.HOST_RUN(self._run), undo=L.HOST_UNDO(self._undo),
-                               progress=L.HOST_PROGRESS(self._progress),
+                               progress=L.HOST_PROGRESS(self._progress), point=L.HOST_POINT(self._point),
                                cancelled=L.HOST_CANCELLED(self._cancelled))
 
     def _fail(self, e, err):
@@ -502,8 +502,29 @@ class _Host:
             self.failure.append(e)
             self.flag.value = 1
 
+    def _point(self, ctx, d, i):
+        if self.user_progress is None:
+            return
+        sw = ctypes.cast(d, POINTER(L.Sweep)).contents
+        try:
+            self.user_progress({"point": i, "of": sw.n, "value": sw.values[i].value.decode()})
+        except BaseException as e:
+            self.failure.append(e)
+            self.flag.value = 1
+
     def _cancelled(self, ctx):
         return bool(self.flag.value) or bool(self.failure)
+
+    def raise_failure(self, cmd):
+        """The first exception a callback raised, if any: an mpx.Error or a
+        KeyboardInterrupt as it is, anything else as an mpx.Error caused by it."""
+        if not self.failure:
+            return
+        e = self.failure[0]
+        if isinstance(e, (Error, KeyboardInterrupt)):
+            raise e
+        raise Error("%s stopped: %s: %s (raised in a callback)" % (cmd, type(e).__name__, e), "cancelled",
+                    code=L.STATUS_CANCELLED) from e
 
     def free_inputs(self):
         if self.inputs is not None:
@@ -1378,12 +1399,7 @@ class Session:
                     st = _call_interruptibly(lambda: L.search_run(x, byref(r), byref(err)), flag)
                 finally:
                     host.free_inputs()
-                if host.failure:
-                    e = host.failure[0]
-                    if isinstance(e, (Error, KeyboardInterrupt)):
-                        raise e
-                    raise Error("search stopped: %s: %s (raised in a callback)" % (type(e).__name__, e),
-                                "cancelled", code=L.STATUS_CANCELLED) from e
+                host.raise_failure("search")
                 msg = None
                 if st:
                     buf = ctypes.create_string_buffer(2048)
@@ -1414,6 +1430,45 @@ class Session:
                 return result
             finally:
                 L.search_free(x)
+
+    def sweep(self, name, values, command, progress=None):
+        """One command tried with each of several values, every point planned
+        and run (the program's `sweep <name> in <values> : <command>`,
+        libmpx's sweep through this session as its host: the reference run
+        once through the run cache, each point recomputing what its plan
+        changes). command is a colour, accum, target or keep-io command with
+        $name where the value goes; values a list (or "v1,v2,..."). Nothing
+        is applied. Returns the program's `sweep --json` document as a dict:
+        {"sweep": {name, command, values, model, target}, "points": [{index,
+        value, green, gray, clear, red, casts, low_macs_pct, low_cost_pct,
+        weight_bytes, weights_overflow, output_rel_l2, overflow, underflow,
+        worst_layer, worst_rel_l2}, ...]} (pandas.DataFrame(d["points"]) is
+        its table). progress(d) is called before each point with point, of
+        and value; an exception it raises stops the sweep (mpx.Error), as
+        Ctrl-C does (KeyboardInterrupt)."""
+        with self._use():
+            if not isinstance(values, str):
+                values = ",".join(str(v) for v in values)
+            d, err = L.Sweep(), L.Error_()
+            o = L.history_opts(self._hist)
+            _check(L.sweep_define(byref(d), str(name).encode(), command.encode(), values.encode(),
+                                  os.fsencode(self.model), o.contents.target, byref(err)), err)
+            flag = c_int(0)
+            host = _Host(self, flag, progress)
+            try:
+                st = _call_interruptibly(lambda: L.sweep_run(byref(d), self._graph.ptr, L.history_rules(self._hist), o,
+                                                             byref(host.c), 0, 0, byref(err)), flag)
+            finally:
+                host.free_inputs()
+            host.raise_failure("sweep")
+            _check(st, err)
+            text = L.sweep_json(byref(d), None)
+            if not text:
+                raise MemoryError("out of memory")
+            try:
+                return json.loads(ctypes.string_at(text).decode("utf-8"))
+            finally:
+                L.free(text)
 
     # ---- artefacts -----------------------------------------------------------------
 

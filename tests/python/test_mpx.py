@@ -555,6 +555,43 @@ class Search(unittest.TestCase):
         self.assertEqual(self.state(s), before)
 
 
+class Sweep(unittest.TestCase):
+    """Session.sweep is libmpx's sweep through the same host: the program's JSON, nothing applied."""
+
+    SWEEP = "colour Conv green when macs >= $t else gray"
+
+    def test_sweep_matches_the_program(self):
+        d = work("sweep")
+        program(["load '%s'" % MODEL, "input x shape 1x3x64x64", "input x random normal 0 1 seed 42",
+                 "sweep t in 0,1M,4M : %s --json a.json" % self.SWEEP, "sweep f in fp16,bf16 : target $f --json b.json"],
+                d)
+        s = session()
+        before = (s.rules(), s.target(), s.plan().summary())
+        seen = []
+        for args, path in (((("t", [0, "1M", "4M"], self.SWEEP)), "a.json"), (("f", "fp16,bf16", "target $f"), "b.json")):
+            with open(os.path.join(d, path)) as f:
+                j = json.load(f)
+            mine = s.sweep(*args, progress=lambda p: seen.append((p["point"], p["value"])))
+            self.assertEqual(mine, j)  # every point's figures, to the last digit
+        self.assertEqual(seen, [(0, "0"), (1, "1M"), (2, "4M"), (0, "fp16"), (1, "bf16")])
+        self.assertNotEqual(mine["points"][0]["output_rel_l2"], mine["points"][1]["output_rel_l2"])
+        self.assertEqual((s.rules(), s.target(), s.plan().summary()), before)  # nothing applied
+
+    def test_sweep_errors(self):
+        s = session()
+        with self.assertRaisesRegex(mpx.Error, r'sweep: "\$u" is not the swept name'):
+            s.sweep("t", [1, 2], "colour Conv green when macs >= $u")
+
+        def progress(p):
+            if p["point"] == 1:
+                raise ValueError("user's bug")
+        seen = []
+        with self.assertRaisesRegex(mpx.Error, "sweep stopped: ValueError: user's bug"):
+            s.sweep("t", [0, "1M", "4M"], self.SWEEP, progress=lambda p: (seen.append(p["point"]), progress(p)))
+        self.assertEqual(seen, [0, 1])
+        self.assertEqual(s.rules(), [])
+
+
 class Facts(unittest.TestCase):
     def test_model_facts_match_info(self):
         d = work("info")
