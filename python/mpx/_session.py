@@ -732,9 +732,9 @@ class Session:
     and leaves the session usable. close() (or a with block) frees the
     model; plans and runs already taken stay readable.
 
-    search() is libmpx's search (explore/), driven through a host made of
-    this session's plan and run steps, not a second implementation. Sweep
-    (the program's `sweep`) is not offered yet."""
+    search() and sweep() are libmpx's (explore/), driven through a host
+    made of this session's plan and run steps, not a second
+    implementation."""
 
     def __init__(self, model, cache_mb=512):
         """Load an ONNX (.onnx) or mpx JSON (.json) model, infer its shapes,

@@ -512,6 +512,13 @@ class Search(unittest.TestCase):
             s.search(self.COND, max_evals=0)
         self.assertEqual(self.state(s), before)
 
+    def test_output_named_output_is_warned_of(self):
+        s = mpx.Session(os.path.join(SRC, "tests", "models", "named_output.json"))
+        with self.assertWarnsRegex(UserWarning, r'output.rel_l2 is the worst over all 2 model outputs; the output '
+                                                r'named "output" is out\[output\].rel_l2'):
+            r = s.search("output.rel_l2 < 1e-9")
+        self.assertEqual((r.ended, r.fp32), ("done", []))
+
     def test_exception_in_progress_stops_the_search(self):
         s = session()
         s.rule(RULE)
@@ -666,7 +673,8 @@ class Documentation(unittest.TestCase):
                 self.assertTrue(doc and len(doc) > 20, "%s.%s has no docstring" % (cls.__name__, name))
         import pydoc
         text = pydoc.render_doc(mpx.Session)
-        for name in ("input", "colour", "target", "plan", "run", "export", "html", "svg", "dot", "close"):
+        for name in ("input", "colour", "target", "plan", "run", "search", "sweep", "export", "html", "svg", "dot",
+                     "close"):
             self.assertIn(name, text)
         self.assertEqual(mpx.version(), mpx.__version__)
         self.assertIn("fp16", mpx.formats(low_only=True))
