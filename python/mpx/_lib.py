@@ -2,7 +2,8 @@
 and the prototypes of the functions it calls.
 
 The structures mirror the public headers (graph/mpx_graph.h, numerics/'s
-four, colour/mpx_colour.h, viz/mpx_viz.h, export/mpx_export.h). Structures
+four, colour/mpx_colour.h, viz/mpx_viz.h, export/mpx_export.h,
+explore/mpx_explore.h). Structures
 the package only reads through a pointer (a graph, a tensor, a node, a
 comparison, a plan) are declared up to the last field it reads; those it
 allocates or indexes in arrays (an error, a value, a layer, options) are

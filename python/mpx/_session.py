@@ -709,7 +709,8 @@ class Run:
 
 
 _COUNTS = {"overflow", "underflow", "subnormal", "n"}
-_END_NO_PLAN, _END_FAILED = L.SEARCH_ENDS.index("no_plan"), L.SEARCH_ENDS.index("failed")
+_END_NO_PLAN, _END_MAX_EVALS, _END_TIME, _END_FAILED = (L.SEARCH_ENDS.index(e) for e in ("no_plan", "max_evals", "time",
+                                                                                       "failed"))
 _LOW_IS_WORSE = {"cos", "sqnr_db"}
 
 
@@ -1348,10 +1349,11 @@ class Session:
         back) when the search ends with a set; stopped by max_evals or time,
         the best set so far is applied only with apply_best=True. Returns a
         SearchResult (fp32, figures, low_macs_pct, low_cost_pct,
-        evaluations, ended, applied, json). A condition no plan meets, or a
-        stop before any plan met it, raises mpx.Error (with .result, the
-        search's SearchResult), as do an unknown figure or name (checked
-        before any run).
+        evaluations, ended, applied, json). A condition no plan meets, a
+        stop before any plan met it, or an evaluation's error raises
+        mpx.Error (with .result, the search's SearchResult; after an error,
+        apply_best=True applies and returns the best set so far instead),
+        as does an unknown figure or name (checked before any run).
 
         progress(d) is called after each evaluation with a dict:
         evaluations, best_fp32 and best (the first figure's value) of the
@@ -1368,7 +1370,10 @@ class Session:
                     raise Error("max_evals=%r: a count from 1 up" % (max_evals,))
                 so.max_evals = max_evals
             if time is not None:
-                t = float(time)
+                try:
+                    t = float(time)
+                except (TypeError, ValueError):
+                    t = float("nan")
                 if not t > 0 or t > 1e9:
                     raise Error("time=%r: seconds, more than 0" % (time,))
                 so.max_ms = t * 1000
@@ -1412,8 +1417,11 @@ class Session:
                     result = SearchResult(json.loads(ctypes.string_at(text).decode("utf-8")))
                 finally:
                     L.free(text)
-                if st and not r.set:
-                    if r.end not in (_END_FAILED, _END_NO_PLAN):
+                # A stop at a limit gives the best set so far (applied with
+                # apply_best); any other failure raises unless apply_best asked
+                # for what was found (the program's --apply-best).
+                if st and not (r.set and (apply_best or r.end in (_END_MAX_EVALS, _END_TIME))):
+                    if not r.set and r.end not in (_END_FAILED, _END_NO_PLAN):
                         msg = "%s; no plan met %s in %d evaluation%s" % (msg, cond.text.decode(), r.n_evals,
                                                                          "" if r.n_evals == 1 else "s")
                     ex = Error(msg, L.status_name(err.status).decode(), err.file.decode("utf-8", "replace"), err.line,

@@ -510,6 +510,8 @@ class Search(unittest.TestCase):
             s.search(self.COND, method="magic")
         with self.assertRaisesRegex(mpx.Error, "max_evals=0: a count from 1 up"):
             s.search(self.COND, max_evals=0)
+        with self.assertRaisesRegex(mpx.Error, "time='soon': seconds, more than 0"):
+            s.search(self.COND, time="soon")
         self.assertEqual(self.state(s), before)
 
     def test_output_named_output_is_warned_of(self):
