@@ -2,7 +2,8 @@
 and the prototypes of the functions it calls.
 
 The structures mirror the public headers (graph/mpx_graph.h, numerics/'s
-four, colour/mpx_colour.h, viz/mpx_viz.h, export/mpx_export.h). Structures
+four, colour/mpx_colour.h, viz/mpx_viz.h, export/mpx_export.h,
+explore/mpx_explore.h). Structures
 the package only reads through a pointer (a graph, a tensor, a node, a
 comparison, a plan) are declared up to the last field it reads; those it
 allocates or indexes in arrays (an error, a value, a layer, options) are
@@ -316,3 +317,104 @@ def take_text(ptr):
         return ctypes.string_at(ptr.value).decode("utf-8")
     finally:
         free(ptr)
+
+# ---- explore/ (explore/mpx_explore.h): conditions and search ------------------
+
+COND_MAX = 16  # MPX_COND_MAX
+
+
+class Clause(Structure):  # mpx_clause
+    _fields_ = [("fig", c_char * 512), ("num", c_char * 64), ("op", c_int), ("want", c_double)]
+
+
+class Cond(Structure):  # mpx_cond
+    _fields_ = [("n", c_int), ("c", Clause * COND_MAX), ("text", c_char * 1024)]
+
+
+class SearchProgress(Structure):  # mpx_search_progress
+    _fields_ = [("fig", c_char_p), ("n_evals", c_int), ("have_best", c_bool), ("best_k", c_int),
+                ("best_got0", c_double), ("best_low_cost_pct", c_double), ("left_ms", c_double)]
+
+
+class SearchOpts(Structure):  # mpx_search_opts
+    _fields_ = [("method", c_int), ("max_evals", c_int), ("max_ms", c_double), ("log", c_bool)]
+
+
+class SearchResult(Structure):  # mpx_search_result
+    _fields_ = [("end", c_int), ("set", POINTER(c_bool)), ("k", c_int), ("got", POINTER(c_double)),
+                ("low_macs_pct", c_double), ("low_cost_pct", c_double), ("n_cand", c_int), ("cand", POINTER(c_int)),
+                ("n_evals", c_int), ("n_unchanged", c_int), ("ms", c_double)]
+
+
+# The host's callbacks (mpx_explore_host); pointers the package only passes
+# on are c_void_p.
+HOST_PLAN = CFUNCTYPE(c_int, c_void_p, c_void_p, POINTER(PlanOpts), POINTER(POINTER(Plan)), E)
+HOST_RUN = CFUNCTYPE(c_int, c_void_p, POINTER(Plan), c_bool, c_bool, c_void_p, c_void_p, POINTER(POINTER(Compare)), E)
+HOST_UNDO = CFUNCTYPE(None, c_void_p)
+HOST_PROGRESS = CFUNCTYPE(None, c_void_p, POINTER(SearchProgress))
+HOST_POINT = CFUNCTYPE(None, c_void_p, c_void_p, c_int)
+HOST_CANCELLED = CFUNCTYPE(c_bool, c_void_p)
+
+
+class ExploreHost(Structure):  # mpx_explore_host
+    _fields_ = [("ctx", c_void_p), ("plan", HOST_PLAN), ("run", HOST_RUN), ("undo", HOST_UNDO),
+                ("progress", HOST_PROGRESS), ("point", HOST_POINT), ("cancelled", HOST_CANCELLED),
+                ("eval", c_void_p), ("eval_ctx", c_void_p)]
+
+
+SEARCH_METHODS = ("auto", "greedy", "bisect", "sensitivity")  # mpx_search_method's order (checked on load)
+
+cond_parse = _fn("mpx_cond_parse", c_int, c_char_p, c_int, POINTER(c_char_p), POINTER(Cond), E)
+cond_needs_run = _fn("mpx_cond_needs_run", c_bool, POINTER(Cond))
+cond_output_ambiguity = _fn("mpx_cond_output_ambiguity", c_char_p, POINTER(Graph), POINTER(Cond))
+figure_check = _fn("mpx_figure_check", c_int, POINTER(Graph), c_char_p, E)
+search_method_name = _fn("mpx_search_method_name", c_char_p, c_int)
+search_end_name = _fn("mpx_search_end_name", c_char_p, c_int)
+search_new = _fn("mpx_search_new", c_int, POINTER(Graph), POINTER(Plan), _P, POINTER(Cond), POINTER(SearchOpts),
+                 POINTER(ExploreHost), POINTER(c_void_p), E)
+search_run = _fn("mpx_search_run", c_int, _P, POINTER(SearchResult), E)
+search_get_result = _fn("mpx_search_get_result", None, _P, c_int, POINTER(SearchResult))
+search_rules = _fn("mpx_search_rules", c_int, _P, POINTER(c_bool), c_bool, c_int, POINTER(c_void_p), E)
+search_json = _fn("mpx_search_json", c_void_p, _P, POINTER(SearchResult), c_char_p, c_bool, c_void_p)
+search_free = _fn("mpx_search_free", None, _P)
+compare_cache_undo = _fn("mpx_compare_cache_undo", c_bool, _P)
+
+for _k, _m in enumerate(SEARCH_METHODS):
+    if search_method_name(_k).decode() != _m:
+        raise ImportError("libmpx's search methods are not the package's (%s)" % LIBRARY)
+
+
+class FigureCtx(Structure):  # mpx_figure_ctx
+    _fields_ = [("plan", c_void_p), ("cmp", c_void_p), ("local", c_bool), ("eval", c_void_p), ("eval_ctx", c_void_p),
+                ("has_stat", c_bool), ("stat", c_int), ("stat_k", c_int)]
+
+
+figure_read = _fn("mpx_figure_read", c_int, POINTER(FigureCtx), c_char_p, POINTER(c_double), E)
+figure_needs_run = _fn("mpx_figure_needs_run", c_bool, c_char_p)
+SEARCH_ENDS = ("done", "no_plan", "max_evals", "time", "interrupted", "failed")  # mpx_search_end's order
+for _k, _m in enumerate(SEARCH_ENDS):
+    if search_end_name(_k).decode() != _m:
+        raise ImportError("libmpx's search endings are not the package's (%s)" % LIBRARY)
+
+# ---- explore/'s sweep -------------------------------------------------------------
+
+SWEEP_MAX_POINTS = 256  # MPX_SWEEP_MAX_POINTS
+
+
+class SweepPoint(Structure):  # mpx_sweep_point
+    _fields_ = [("done", c_bool), ("colours", c_int * COLOUR_COUNT), ("casts", c_int), ("low_pct", c_double),
+                ("low_cost_pct", c_double), ("weight_bytes", c_int64), ("out_rel_l2", c_double),
+                ("worst", c_char * 256), ("worst_rel_l2", c_double), ("overflow", c_int64), ("underflow", c_int64),
+                ("weights_overflow", c_int64)]
+
+
+class Sweep(Structure):  # mpx_sweep (a plain value: the package allocates it)
+    _fields_ = [("name", c_char * 64), ("command", c_char * 2048), ("n", c_int),
+                ("values", (c_char * 64) * SWEEP_MAX_POINTS), ("model", c_char * 1024), ("target", c_char * 32),
+                ("pts", SweepPoint * SWEEP_MAX_POINTS)]
+
+
+sweep_define = _fn("mpx_sweep_define", c_int, POINTER(Sweep), c_char_p, c_char_p, c_char_p, c_char_p, _P, E)
+sweep_run = _fn("mpx_sweep_run", c_int, POINTER(Sweep), POINTER(Graph), _P, POINTER(PlanOpts), POINTER(ExploreHost),
+                c_int, c_int, E)
+sweep_json = _fn("mpx_sweep_json", c_void_p, POINTER(Sweep), c_char_p)

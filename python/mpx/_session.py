@@ -7,16 +7,19 @@ inputs, the current plan, the last run) and turns C results into Python
 values and NumPy arrays.
 """
 import ctypes
+import json
 import os
+import shlex
 import signal
 import threading
+import warnings
 from ctypes import POINTER, byref, c_bool, c_int, c_int64, c_void_p
 
 import numpy as np
 
 from . import _lib as L
 
-__all__ = ["Error", "Session", "Plan", "Run", "version", "formats", "metrics"]
+__all__ = ["Error", "Session", "Plan", "Run", "SearchResult", "version", "formats", "metrics"]
 
 
 class Error(Exception):
@@ -35,6 +38,7 @@ class Error(Exception):
         self.file = file
         self.line = line
         self.column = column
+        self.result = None  # Session.search(): what the search found before it failed (a SearchResult)
 
 
 def _raise(err):
@@ -382,6 +386,153 @@ class Plan:
         return "<mpx.Plan %s: %s>" % (self.target, self.summary())
 
 
+class SearchResult:
+    """What Session.search() found, read from libmpx's own JSON of the
+    search (mpx_search_json, what `search --json` writes):
+
+      fp32          the nodes kept in fp32 (names, graph order; [] when the
+                    plan as it was already met the condition)
+      figures       {figure: value} of the condition, for that plan
+      low_macs_pct, low_cost_pct   the share of MACs / of cost low there
+      evaluations   plans planned and run; unchanged: sets whose plan
+                    computed as an earlier one's; candidates: nodes tried
+      ended         "done", or "max_evals" / "time" (the best set so far)
+      applied       whether its rules were applied (one undo step)
+      condition, method, ms, json (the whole JSON as a dict: its
+                    "evaluations" key is the log of every evaluation)
+    """
+
+    def __init__(self, d):
+        self.json = d
+        self.condition, self.method, self.ended = d["condition"], d["method"], d["ended"]
+        self.fp32 = d.get("fp32")
+        self.figures = d.get("figures")
+        self.low_macs_pct, self.low_cost_pct = d.get("low_macs_pct"), d.get("low_cost_pct")
+        self.evaluations, self.unchanged = d["n_evaluations"], d["n_unchanged"]
+        self.candidates, self.applied, self.ms = d["candidates"], d["applied"], d["ms"]
+
+    def __repr__(self):
+        if self.fp32 is None:
+            return "<mpx.SearchResult %s: no plan; %d evaluations>" % (self.ended, self.evaluations)
+        return "<mpx.SearchResult %s: %d fp32 %s; %.1f%% of cost low; %d evaluations%s>" % (
+            self.ended, len(self.fp32), self.figures, self.low_cost_pct, self.evaluations,
+            "; applied" if self.applied else "")
+
+
+def _fill_error(err, code, msg):
+    e = err.contents
+    e.status = code
+    e.file = b""
+    e.line = e.column = 0
+    e.msg = msg.encode("utf-8", "replace")[:1023]
+
+
+class _Host:
+    """libmpx's explore/ host (mpx_explore_host) over a session: a trial's
+    plan is built as the session builds its own (its rules' measured
+    figures too), its run goes through the session's run cache on inputs
+    made once for the whole search, a failed trial is taken back out of the
+    cache, and the cancel flag stops the search between evaluations. The
+    callbacks run on the search's worker thread; an exception in one (the
+    caller's progress, a KeyboardInterrupt) is kept, sets the flag, and is
+    raised by the caller once the search has ended."""
+
+    def __init__(self, session, flag, progress):
+        self.s, self.flag, self.user_progress = session, flag, progress
+        self.failure = []
+        self.inputs = None
+        self.c = L.ExploreHost(plan=L.HOST_PLAN(self._plan), run=L.HOST_RUN(self._run), undo=L.HOST_UNDO(self._undo),
+                               progress=L.HOST_PROGRESS(self._progress), point=L.HOST_POINT(self._point),
+                               cancelled=L.HOST_CANCELLED(self._cancelled))
+
+    def _fail(self, e, err):
+        self.failure.append(e)
+        self.flag.value = 1
+        if isinstance(e, Error) and e.code:
+            _fill_error(err, e.code, e.message)
+            return e.code
+        _fill_error(err, L.STATUS_CANCELLED, "stopped by an exception in a callback: %r" % (e,))
+        return L.STATUS_CANCELLED
+
+    def _plan(self, ctx, rules, opts, out, err):
+        try:
+            s = self.s
+            o = opts if opts else L.history_opts(s._hist)
+            m = L.PlanMeasured(len(s._absmax), s._absmax) if s._absmax is not None else None
+            return L.plan_build(s._graph.ptr, rules, o, byref(m) if m else None, out, err)
+        except BaseException as e:
+            return self._fail(e, err)
+
+    def _run(self, ctx, plan, local, undoable, measure, keep, out, err):
+        try:
+            s = self.s
+            if self.inputs is None:
+                self.inputs = s._make_inputs()
+            a = L.plan_to_assign(plan, err)
+            if not a:
+                return err.contents.status or 6  # MPX_E_NOMEM
+            try:
+                o = L.CompareOpts(local=bool(local), cancel=ctypes.pointer(self.flag), undoable=bool(undoable))
+                if keep:
+                    o.keep = ctypes.cast(keep, POINTER(c_bool))
+                if measure:
+                    o.measure = ctypes.cast(measure, POINTER(c_bool))
+                if s._cache and not local:  # local runs neither use nor touch the cache (numerics' rule)
+                    o.cache = s._cache
+                return L.compare_run(s._graph.ptr, a, self.inputs, byref(o), out, err)
+            finally:
+                L.assign_free(a)
+        except BaseException as e:
+            return self._fail(e, err)
+
+    def _undo(self, ctx):
+        if self.s._cache:
+            L.compare_cache_undo(self.s._cache)
+
+    def _progress(self, ctx, pr):
+        if self.user_progress is None:
+            return
+        p = pr.contents
+        try:
+            self.user_progress({"evaluations": p.n_evals, "best_fp32": p.best_k if p.have_best else None,
+                                "best": p.best_got0 if p.have_best else None, "figure": p.fig.decode(),
+                                "best_low_cost_pct": p.best_low_cost_pct if p.have_best else None,
+                                "left_s": p.left_ms / 1000 if p.left_ms >= 0 else None})
+        except BaseException as e:
+            self.failure.append(e)
+            self.flag.value = 1
+
+    def _point(self, ctx, d, i):
+        if self.user_progress is None:
+            return
+        sw = ctypes.cast(d, POINTER(L.Sweep)).contents
+        try:
+            self.user_progress({"point": i, "of": sw.n, "value": sw.values[i].value.decode()})
+        except BaseException as e:
+            self.failure.append(e)
+            self.flag.value = 1
+
+    def _cancelled(self, ctx):
+        return bool(self.flag.value) or bool(self.failure)
+
+    def raise_failure(self, cmd):
+        """The first exception a callback raised, if any: an mpx.Error or a
+        KeyboardInterrupt as it is, anything else as an mpx.Error caused by it."""
+        if not self.failure:
+            return
+        e = self.failure[0]
+        if isinstance(e, (Error, KeyboardInterrupt)):
+            raise e
+        raise Error("%s stopped: %s: %s (raised in a callback)" % (cmd, type(e).__name__, e), "cancelled",
+                    code=L.STATUS_CANCELLED) from e
+
+    def free_inputs(self):
+        if self.inputs is not None:
+            for i in range(self.s._g.n_inputs):
+                L.value_free(byref(self.inputs[i]))
+            self.inputs = None
+
+
 class Run:
     """A run of a plan against the fp32 reference (Session.run()): per-layer
     metrics and the kept values. In a notebook it shows itself as mpx's
@@ -558,6 +709,8 @@ class Run:
 
 
 _COUNTS = {"overflow", "underflow", "subnormal", "n"}
+_END_NO_PLAN, _END_MAX_EVALS, _END_TIME, _END_FAILED = (L.SEARCH_ENDS.index(e) for e in ("no_plan", "max_evals", "time",
+                                                                                       "failed"))
 _LOW_IS_WORSE = {"cos", "sqnr_db"}
 
 
@@ -580,10 +733,9 @@ class Session:
     and leaves the session usable. close() (or a with block) frees the
     model; plans and runs already taken stay readable.
 
-    Search and sweep (`search`, `sweep` in the program) are not offered
-    yet: they are to become methods here that drive libmpx's explore/
-    (mpx_explore.h) through a host made of this session's plan and run
-    steps, not a second implementation."""
+    search() and sweep() are libmpx's (explore/), driven through a host
+    made of this session's plan and run steps, not a second
+    implementation."""
 
     def __init__(self, model, cache_mb=512):
         """Load an ONNX (.onnx) or mpx JSON (.json) model, infer its shapes,
@@ -1156,6 +1308,175 @@ class Session:
                 for a in assigns:
                     if a:
                         L.assign_free(a)
+
+    # ---- search --------------------------------------------------------------------
+
+    def _cond(self, cmd, condition):
+        """A condition's text parsed by libmpx (mpx_cond_parse) and its
+        figures' names checked against the model, as the program's."""
+        if not isinstance(condition, str):
+            raise Error("%s: the condition is a string (\"output.rel_l2 < 1e-3\"), not %s"
+                        % (cmd, type(condition).__name__))
+        try:
+            words = [w.encode() for w in shlex.split(condition)]
+        except ValueError as e:
+            raise Error("%s: %s in the condition %r" % (cmd, e, condition)) from None
+        if not words:
+            raise Error("%s: the condition comes first (e.g. \"output.rel_l2 < 1e-3\")" % cmd)
+        argv = (ctypes.c_char_p * len(words))(*words)
+        cond, err = L.Cond(), L.Error_()
+        _check(L.cond_parse(cmd.encode(), len(words), argv, byref(cond), byref(err)), err)
+        for i in range(cond.n):
+            fig = cond.c[i].fig
+            _check(L.figure_check(self._graph.ptr, fig, byref(err)), err)
+            f = fig.decode()
+            if f == "eval" or f.startswith("eval."):
+                raise Error("%s is the figure of a command (the program's search --eval), which the package does "
+                            "not offer" % f)
+        return cond
+
+    def search(self, condition, method="auto", max_evals=None, time=None, apply_best=False, progress=None):
+        """The nodes to keep in fp32 so that condition holds ("output.rel_l2
+        < 1e-3 and casts <= 40", the program's `search` and `assert`
+        figures), with as much of the model low as possible: libmpx's
+        search (explore/), every evaluation a real plan of the current rules
+        plus `colour name:<node> red` per node kept, run through this
+        session's run cache. method: "auto", "greedy", "bisect" or
+        "sensitivity"; max_evals (default 500) and time (seconds) stop it
+        early with the best plan found so far.
+
+        The found rules are applied as one undo step (undo() takes them
+        back) when the search ends with a set; stopped by max_evals or time,
+        the best set so far is applied only with apply_best=True. Returns a
+        SearchResult (fp32, figures, low_macs_pct, low_cost_pct,
+        evaluations, ended, applied, json). A condition no plan meets, a
+        stop before any plan met it, or an evaluation's error raises
+        mpx.Error (with .result, the search's SearchResult; after an error,
+        apply_best=True applies and returns the best set so far instead),
+        as does an unknown figure or name (checked before any run).
+
+        progress(d) is called after each evaluation with a dict:
+        evaluations, best_fp32 and best (the first figure's value) of the
+        best plan so far (None while none met the condition),
+        best_low_cost_pct, left_s. An exception it raises stops the search
+        (mpx.Error, raised from it); Ctrl-C stops it with KeyboardInterrupt.
+        Either way nothing is applied: the session is as before the call."""
+        with self._use():
+            if method not in L.SEARCH_METHODS:
+                raise Error('search: unknown method "%s" (%s)' % (method, " ".join(L.SEARCH_METHODS)))
+            so = L.SearchOpts(method=L.SEARCH_METHODS.index(method), max_evals=500, log=True)
+            if max_evals is not None:
+                if isinstance(max_evals, bool) or not isinstance(max_evals, int) or not 1 <= max_evals <= 1000000:
+                    raise Error("max_evals=%r: a count from 1 up" % (max_evals,))
+                so.max_evals = max_evals
+            if time is not None:
+                try:
+                    t = float(time)
+                except (TypeError, ValueError):
+                    t = float("nan")
+                if not t > 0 or t > 1e9:
+                    raise Error("time=%r: seconds, more than 0" % (time,))
+                so.max_ms = t * 1000
+            cond = self._cond("search", condition)
+            amb = L.cond_output_ambiguity(self._graph.ptr, byref(cond))
+            if amb:
+                f = amb.decode()
+                warnings.warn("%s is the worst over all %d model outputs; the output named \"output\" is "
+                              "out[output].%s" % (f, self._g.n_outputs, f[7:]), stacklevel=2)
+            # The figures read from the current plan (and last run) first, as
+            # the program does: a figure that cannot be read fails here.
+            last = self._last if self._last is not None and self._last.plan._generation == self._generation else None
+            fc = L.FigureCtx(plan=ctypes.cast(self._plan._ptr, c_void_p),
+                             cmp=ctypes.cast(last._ptr, c_void_p) if last else None, local=bool(last and last.local))
+            for i in range(cond.n):
+                fig, v, e = cond.c[i].fig, ctypes.c_double(), L.Error_()
+                if (not L.figure_needs_run(fig) or last) and L.figure_read(byref(fc), fig, byref(v), byref(e)):
+                    if b"compared no such" not in e.msg:
+                        _raise(e)
+            flag = c_int(0)
+            host = _Host(self, flag, progress)
+            x, err = c_void_p(), L.Error_()
+            _check(L.search_new(self._graph.ptr, self._plan._ptr, L.history_rules(self._hist), byref(cond), byref(so),
+                                byref(host.c), byref(x), byref(err)), err)
+            try:
+                r = L.SearchResult()
+                try:
+                    st = _call_interruptibly(lambda: L.search_run(x, byref(r), byref(err)), flag)
+                finally:
+                    host.free_inputs()
+                host.raise_failure("search")
+                msg = None
+                if st:
+                    buf = ctypes.create_string_buffer(2048)
+                    msg = L.error_format(byref(err), buf, len(buf)).decode("utf-8", "replace")
+                apply = not st or (apply_best and bool(r.set))
+                text = L.search_json(x, byref(r), err.msg if st else None, apply, None)
+                if not text:
+                    raise MemoryError("out of memory")
+                try:
+                    result = SearchResult(json.loads(ctypes.string_at(text).decode("utf-8")))
+                finally:
+                    L.free(text)
+                # A stop at a limit gives the best set so far (applied with
+                # apply_best); any other failure raises unless apply_best asked
+                # for what was found (the program's --apply-best).
+                if st and not (r.set and (apply_best or r.end in (_END_MAX_EVALS, _END_TIME))):
+                    if not r.set and r.end not in (_END_FAILED, _END_NO_PLAN):
+                        msg = "%s; no plan met %s in %d evaluation%s" % (msg, cond.text.decode(), r.n_evals,
+                                                                         "" if r.n_evals == 1 else "s")
+                    ex = Error(msg, L.status_name(err.status).decode(), err.file.decode("utf-8", "replace"), err.line,
+                               err.column, err.status)
+                    ex.result = result
+                    raise ex
+                if apply and r.k > 0:
+                    rules = c_void_p()
+                    _check(L.search_rules(x, r.set, True, r.end, byref(rules), byref(err)), err)
+                    try:
+                        self._apply(rules.value, self._opts())
+                    finally:
+                        L.rules_free(rules)
+                return result
+            finally:
+                L.search_free(x)
+
+    def sweep(self, name, values, command, progress=None):
+        """One command tried with each of several values, every point planned
+        and run (the program's `sweep <name> in <values> : <command>`,
+        libmpx's sweep through this session as its host: the reference run
+        once through the run cache, each point recomputing what its plan
+        changes). command is a colour, accum, target or keep-io command with
+        $name where the value goes; values a list (or "v1,v2,..."). Nothing
+        is applied. Returns the program's `sweep --json` document as a dict:
+        {"sweep": {name, command, values, model, target}, "points": [{index,
+        value, green, gray, clear, red, casts, low_macs_pct, low_cost_pct,
+        weight_bytes, weights_overflow, output_rel_l2, overflow, underflow,
+        worst_layer, worst_rel_l2}, ...]} (pandas.DataFrame(d["points"]) is
+        its table). progress(d) is called before each point with point, of
+        and value; an exception it raises stops the sweep (mpx.Error), as
+        Ctrl-C does (KeyboardInterrupt)."""
+        with self._use():
+            if not isinstance(values, str):
+                values = ",".join(str(v) for v in values)
+            d, err = L.Sweep(), L.Error_()
+            o = L.history_opts(self._hist)
+            _check(L.sweep_define(byref(d), str(name).encode(), command.encode(), values.encode(),
+                                  os.fsencode(self.model), o.contents.target, byref(err)), err)
+            flag = c_int(0)
+            host = _Host(self, flag, progress)
+            try:
+                st = _call_interruptibly(lambda: L.sweep_run(byref(d), self._graph.ptr, L.history_rules(self._hist), o,
+                                                             byref(host.c), 0, 0, byref(err)), flag)
+            finally:
+                host.free_inputs()
+            host.raise_failure("sweep")
+            _check(st, err)
+            text = L.sweep_json(byref(d), None)
+            if not text:
+                raise MemoryError("out of memory")
+            try:
+                return json.loads(ctypes.string_at(text).decode("utf-8"))
+            finally:
+                L.free(text)
 
     # ---- artefacts -----------------------------------------------------------------
 

@@ -421,6 +421,186 @@ class BadInput(unittest.TestCase):
             s.run().report(sort="rel")
 
 
+class Search(unittest.TestCase):
+    """Session.search is libmpx's search (explore/) with the session as its
+    host: the program's result for the same session, the rules applied as
+    one undo step, and a stop of any kind leaves the session as it was."""
+
+    COND = "output.rel_l2 < 1e-4"
+
+    def state(self, s):
+        return (s.rules(), s.plan().summary(), [n["colour"] for n in s.plan().nodes()])
+
+    def test_search_matches_the_program(self):
+        d = work("search")
+        program(["load '%s'" % MODEL, "input x shape 1x3x64x64", "input x random normal 0 1 seed 42", RULE,
+                 "search %s --json s.json" % self.COND, "plan --json p.json"], d)
+        with open(os.path.join(d, "s.json")) as f:
+            j = json.load(f)
+        with open(os.path.join(d, "p.json")) as f:
+            pj = json.load(f)
+        s = session()
+        s.rule(RULE)
+        res = s.search(self.COND)
+        self.assertTrue(j["fp32"])  # a condition the plan as it was does not meet
+        self.assertEqual(res.fp32, j["fp32"])
+        self.assertEqual(res.figures, j["figures"])  # every digit
+        self.assertEqual((res.low_macs_pct, res.low_cost_pct), (j["low_macs_pct"], j["low_cost_pct"]))
+        self.assertEqual((res.ended, res.applied, res.evaluations, res.unchanged, res.candidates),
+                         ("done", True, j["n_evaluations"], j["n_unchanged"], j["candidates"]))
+        for k in ("condition", "method", "ended", "fp32", "applied", "candidates", "n_evaluations", "n_unchanged"):
+            self.assertEqual(res.json[k], j[k], k)
+        # each evaluation: the same set and figures, and the same nodes run (what the run cache did not
+        # answer: the trials go through the session's cache, failed ones undone, local ones past it)
+        keys = ("set", "holds", "figures", "nodes_run", "local")
+        self.assertEqual([[e.get(k) for k in keys] for e in res.json["evaluations"]],
+                         [[e.get(k) for k in keys] for e in j["evaluations"]])
+        # applied: the program's plan after its search, and the figure a run of it reads
+        self.assertEqual([(n["name"], n["colour"], n["rule"]) for n in s.plan().nodes()],
+                         [(n["name"], n["colour"], n["rule"]) for n in pj["nodes"]])
+        self.assertEqual(s.plan().counts()["low_cost_pct"], res.low_cost_pct)
+        self.assertEqual(s.run().outputs()[0]["rel_l2"], res.figures["output.rel_l2"])
+        # one undo step
+        self.assertEqual(s.rules()[0], RULE)
+        self.assertEqual(len(s.rules()), 1 + len(res.fp32))
+        self.assertTrue(s.undo())
+        self.assertEqual(s.rules(), [RULE])
+        self.assertTrue(s.redo())
+        self.assertEqual(len(s.rules()), 1 + len(res.fp32))
+
+    def test_stopped_search_applies_only_with_apply_best(self):
+        s = session()
+        s.rule(RULE)
+        before = self.state(s)
+        res = s.search(self.COND, max_evals=5)  # stops with a set that holds, not the smallest
+        self.assertEqual((res.ended, res.applied, res.evaluations), ("max_evals", False, 5))
+        self.assertTrue(res.fp32)
+        self.assertLess(res.figures["output.rel_l2"], 1e-4)
+        self.assertEqual(self.state(s), before)
+        best = s.search(self.COND, max_evals=5, apply_best=True)
+        self.assertEqual((best.ended, best.applied, best.fp32), ("max_evals", True, res.fp32))
+        self.assertEqual([r.split("  #")[0] for r in s.rules()], [RULE] + ["colour name:%s red" % n for n in res.fp32])
+        self.assertEqual([n["name"] for n in s.plan().nodes() if n["rule"] and n["rule"] > 1], res.fp32)
+        self.assertTrue(s.undo())
+        self.assertEqual(self.state(s), before)
+        with self.assertRaisesRegex(mpx.Error, "no plan met output.rel_l2 < 1e-4 in 1 evaluation") as e:
+            s.search(self.COND, max_evals=1)  # stopped before any plan met it
+        self.assertEqual((e.exception.result.ended, e.exception.result.fp32), ("max_evals", None))
+        self.assertEqual(self.state(s), before)
+
+    def test_bad_conditions_are_the_programs_errors(self):
+        d = work("search_bad")
+        s = session()
+        before = self.state(s)
+        for cond in ("output.rel_l3 < 1e-3", "nosuch < 3", "out[nope].rel_l2 < 1"):
+            p = subprocess.run([PROGRAM, "-c", "load '%s'; input x shape 1x3x64x64; search %s" % (MODEL, cond)],
+                               cwd=d, capture_output=True, text=True)
+            self.assertNotEqual(p.returncode, 0)
+            with self.assertRaises(mpx.Error) as e:
+                s.search(cond)
+            self.assertTrue(e.exception.message, cond)
+            self.assertIn(e.exception.message, p.stderr, cond)
+            # refused before any run: by the names' check, or (a metric's name) by the search's first reading
+            r = e.exception.result
+            self.assertTrue(r is None or (r.ended, r.evaluations) == ("failed", 0), (cond, r))
+            self.assertEqual(r is None, cond != "output.rel_l3 < 1e-3", cond)
+        with self.assertRaisesRegex(mpx.Error, 'unknown figure "nosuch"'):
+            s.search("nosuch < 3")
+        with self.assertRaisesRegex(mpx.Error, 'search: unknown method "magic"'):
+            s.search(self.COND, method="magic")
+        with self.assertRaisesRegex(mpx.Error, "max_evals=0: a count from 1 up"):
+            s.search(self.COND, max_evals=0)
+        with self.assertRaisesRegex(mpx.Error, "time='soon': seconds, more than 0"):
+            s.search(self.COND, time="soon")
+        self.assertEqual(self.state(s), before)
+
+    def test_output_named_output_is_warned_of(self):
+        s = mpx.Session(os.path.join(SRC, "tests", "models", "named_output.json"))
+        with self.assertWarnsRegex(UserWarning, r'output.rel_l2 is the worst over all 2 model outputs; the output '
+                                                r'named "output" is out\[output\].rel_l2'):
+            r = s.search("output.rel_l2 < 1e-9")
+        self.assertEqual((r.ended, r.fp32), ("done", []))
+
+    def test_exception_in_progress_stops_the_search(self):
+        s = session()
+        s.rule(RULE)
+        before = self.state(s)
+        seen = []
+
+        def progress(p):
+            seen.append(p["evaluations"])
+            if p["evaluations"] == 3:
+                raise ValueError("user's bug")
+
+        with self.assertRaisesRegex(mpx.Error, "ValueError: user's bug") as e:
+            s.search(self.COND, progress=progress)
+        self.assertIsInstance(e.exception.__cause__, ValueError)
+        self.assertEqual(seen, [1, 2, 3])  # no evaluation after the exception
+        self.assertEqual(self.state(s), before)
+        # the session searches as before
+        fresh = session()
+        fresh.rule(RULE)
+        self.assertEqual(s.search(self.COND).fp32, fresh.search(self.COND).fp32)
+
+    def test_ctrl_c_stops_the_search(self):
+        s = session()
+        s.rule(RULE)
+        before = self.state(s)
+        main = threading.main_thread().ident
+        seen = []
+
+        def progress(p):
+            seen.append(p["evaluations"])
+            if p["evaluations"] == 2:
+                signal.pthread_kill(main, signal.SIGINT)  # Ctrl-C, delivered to the waiting thread
+                deadline = time.monotonic() + 30
+                while not _session._CANCEL.value and time.monotonic() < deadline:
+                    time.sleep(0.001)  # until the interrupt has reached mpx's cancel flag
+
+        with self.assertRaises(KeyboardInterrupt):
+            s.search(self.COND, progress=progress)
+        self.assertEqual(seen, [1, 2])
+        self.assertEqual(_session._CANCEL.value, 0)
+        self.assertEqual(self.state(s), before)
+
+
+class Sweep(unittest.TestCase):
+    """Session.sweep is libmpx's sweep through the same host: the program's JSON, nothing applied."""
+
+    SWEEP = "colour Conv green when macs >= $t else gray"
+
+    def test_sweep_matches_the_program(self):
+        d = work("sweep")
+        program(["load '%s'" % MODEL, "input x shape 1x3x64x64", "input x random normal 0 1 seed 42",
+                 "sweep t in 0,1M,4M : %s --json a.json" % self.SWEEP, "sweep f in fp16,bf16 : target $f --json b.json"],
+                d)
+        s = session()
+        before = (s.rules(), s.target(), s.plan().summary())
+        seen = []
+        for args, path in (((("t", [0, "1M", "4M"], self.SWEEP)), "a.json"), (("f", "fp16,bf16", "target $f"), "b.json")):
+            with open(os.path.join(d, path)) as f:
+                j = json.load(f)
+            mine = s.sweep(*args, progress=lambda p: seen.append((p["point"], p["value"])))
+            self.assertEqual(mine, j)  # every point's figures, to the last digit
+        self.assertEqual(seen, [(0, "0"), (1, "1M"), (2, "4M"), (0, "fp16"), (1, "bf16")])
+        self.assertNotEqual(mine["points"][0]["output_rel_l2"], mine["points"][1]["output_rel_l2"])
+        self.assertEqual((s.rules(), s.target(), s.plan().summary()), before)  # nothing applied
+
+    def test_sweep_errors(self):
+        s = session()
+        with self.assertRaisesRegex(mpx.Error, r'sweep: "\$u" is not the swept name'):
+            s.sweep("t", [1, 2], "colour Conv green when macs >= $u")
+
+        def progress(p):
+            if p["point"] == 1:
+                raise ValueError("user's bug")
+        seen = []
+        with self.assertRaisesRegex(mpx.Error, "sweep stopped: ValueError: user's bug"):
+            s.sweep("t", [0, "1M", "4M"], self.SWEEP, progress=lambda p: (seen.append(p["point"]), progress(p)))
+        self.assertEqual(seen, [0, 1])
+        self.assertEqual(s.rules(), [])
+
+
 class Facts(unittest.TestCase):
     def test_model_facts_match_info(self):
         d = work("info")
@@ -495,7 +675,8 @@ class Documentation(unittest.TestCase):
                 self.assertTrue(doc and len(doc) > 20, "%s.%s has no docstring" % (cls.__name__, name))
         import pydoc
         text = pydoc.render_doc(mpx.Session)
-        for name in ("input", "colour", "target", "plan", "run", "export", "html", "svg", "dot", "close"):
+        for name in ("input", "colour", "target", "plan", "run", "search", "sweep", "export", "html", "svg", "dot",
+                     "close"):
             self.assertIn(name, text)
         self.assertEqual(mpx.version(), mpx.__version__)
         self.assertIn("fp16", mpx.formats(low_only=True))
