@@ -101,8 +101,12 @@ static float f8_decode(const dt_info *d, uint8_t b) {
 float mpx_dtype_decode(mpx_dtype t, uint64_t code) {
     switch (t) {
     case MPX_DT_FLOAT: return f32_of((uint32_t)code);
-    /* (the FP16 library's bit conversion: exact, NaN payloads kept) */
-    case MPX_DT_FLOAT16: return f32_of(fp16_ieee_to_fp32_bits((uint16_t)code));
+    /* (the FP16 library's bit conversion: exact, NaN payloads kept; its
+     * normalisation counts leading zeros with __builtin_clz, undefined for a
+     * zero, so the two zeros are made here) */
+    case MPX_DT_FLOAT16:
+        if (((uint16_t)code & 0x7fffu) == 0) return f32_of((uint32_t)((uint16_t)code & 0x8000u) << 16);
+        return f32_of(fp16_ieee_to_fp32_bits((uint16_t)code));
     case MPX_DT_BFLOAT16: return f32_of((uint32_t)(uint16_t)code << 16);
     case MPX_DT_DOUBLE: {
         double d;

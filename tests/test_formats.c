@@ -84,9 +84,12 @@ static void test_dtype_table(void) {
     CHECK(mpx_format_of_dtype(MPX_DT_FLOAT8E4M3FNUZ, true) == NULL);
     CHECK(mpx_format_of_dtype(MPX_DT_FLOAT8E5M2FNUZ, true) == NULL);
     CHECK(mpx_format_of_dtype(MPX_DT_INT8, true) == NULL);
-    /* The decoder against fp16.h (the FP16 library) on every code, NaN payloads included. */
+    /* The decoder against fp16.h (the FP16 library) on every code, NaN payloads included;
+     * the two zeros by hand (the library's bit conversion counts leading zeros of a zero,
+     * undefined behaviour that UBSan reports). */
     for (uint32_t h = 0; h < 65536; h++)
-        if (bits_of(mpx_dtype_decode(MPX_DT_FLOAT16, h)) != fp16_ieee_to_fp32_bits((uint16_t)h))
+        if (bits_of(mpx_dtype_decode(MPX_DT_FLOAT16, h)) !=
+            ((h & 0x7fff) ? fp16_ieee_to_fp32_bits((uint16_t)h) : (h & 0x8000u) << 16))
             CHECK_MSG(false, "float16 0x%04x: 0x%08x", h, bits_of(mpx_dtype_decode(MPX_DT_FLOAT16, h)));
     /* The types without a format of their own: FNUZ (bias 8 and 16, 0x80 the one NaN, no -0). */
     CHECK(mpx_dtype_decode(MPX_DT_FLOAT8E4M3FNUZ, 0x40) == 1.0f);
