@@ -13,6 +13,9 @@ regenerate the same files:
   bert4         a 4-layer BERT-style encoder (768 wide, 12 heads, GELU), sequence 64,
                 fed embeddings 1x64x768
   unet          a small UNet (32..256 channels, ConvTranspose up, skip concats), 1x3x256x256
+  unet_any      the same UNet (same weights) with its height and width left free,
+                for the large-input search of bench/search.sh (1x3x1024x1024, 148
+                GMACs); not in suite.json
   resnet18_dq, bert4_dq  ResNet-18 and the encoder dynamically quantised as ONNX
                 Runtime's quantize_dynamic writes them (bench/quantize_dynamic.py:
                 DynamicQuantizeLinear, ConvInteger / MatMulInteger, Cast, Mul)
@@ -115,9 +118,10 @@ def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     index = []
-    for name, make, shape in suite():
+    for name, make, shape in suite() + [("unet_any", lambda: UNet(), (1, 3, 256, 256))]:
         path = os.path.join(out, name + ".onnx")
-        index.append({"name": name, "file": name + ".onnx", "shape": "x".join(map(str, shape))})
+        if name != "unet_any":
+            index.append({"name": name, "file": name + ".onnx", "shape": "x".join(map(str, shape))})
         if os.path.exists(path):
             continue
         torch.manual_seed(0)
@@ -139,8 +143,10 @@ def main():
         x = torch.randn(*shape)
         tmp = path + ".tmp"
         with torch.no_grad():
+            free = {"x": {2: "h", 3: "w"}, "y": {2: "h", 3: "w"}} if name == "unet_any" else None
             torch.onnx.export(model, (x,), tmp, opset_version=17, input_names=["x"], output_names=["y"],
-                              do_constant_folding=True, training=torch.onnx.TrainingMode.PRESERVE)
+                              do_constant_folding=True, training=torch.onnx.TrainingMode.PRESERVE,
+                              dynamic_axes=free)
         os.replace(tmp, path)
         print(f"torch_models: wrote {path}", file=sys.stderr)
     for base in ("resnet18", "bert4"):
