@@ -1153,9 +1153,10 @@ static void test_ppocr_det(void) {
     CHECK_MSG(mpx_viz_svg(p, &o, &svg, &st, &err) == MPX_OK, "%s", err.msg);
     CHECK(st.op_nodes + st.hidden == g->n_nodes && st.hidden == constants);
     CHECK(st.casts == p->n_casts);
+    /* Times are printed, not checked: a unit test on a shared machine must not
+     * fail on speed (bench/ measures it). */
     printf("test_viz: PP-OCRv4 det 640: %d nodes drawn, SVG %zu bytes, layout %.0f ms, render %.0f ms\n", st.nodes,
            st.bytes, st.ms_layout, st.ms_render);
-    CHECK(st.ms_layout + st.ms_render < 10000);
     /* the model-level view of a real model: its invariants, and few boxes */
     int boxes = check_fold(g, p, r, MPX_VIZ_FOLD_BOXES);
     check_fold(g, p, r, 1);
