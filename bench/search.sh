@@ -131,7 +131,9 @@ fi
 # plan misses; the search against one report of the same model
 if [ $BIG = 1 ] && want unet; then
   U="load $SUITE/unet_any.onnx; input x shape 1x3x1024x1024; target fp16"
-  t0=$(now); "$MPX" -c "$U; run" >/dev/null 2>&1; t1=$(now)
+  # a failed report stops the script saying why (its words on stderr), not silently
+  t0=$(now); "$MPX" -c "$U; run" >/dev/null || { echo "bench/search.sh: the 1x3x1024x1024 report failed" >&2; exit 1; }
+  t1=$(now)
   t_ureport=$(secs "$t0" "$t1")
   t0=$(now)
   "$MPX" -c "$U; search out[y].iou@0 >= 0.995 and output.rel_l2 < 2e-4 --json $tmp/unet1024-auto.json" >/dev/null 2>&1 </dev/null || true
