@@ -326,11 +326,6 @@ bool mpx_cond_keep(const mpx_graph *g, const mpx_cond *c, bool *keep) {
     return any;
 }
 
-static int cmp_desc(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x < y) - (x > y);
-}
-
 /* A task figure over a data set: each sample's figure from the values the
  * run held for every sample (mpx_samples_hold), then their mean (the share
  * over all samples when each sample counts alike: top1 over 32 one-row
@@ -364,10 +359,13 @@ static mpx_status task_over_samples(const mpx_figure_ctx *x, const char *fig, in
             double sum = 0;
             for (int k = 0; k < S->n_samples; k++) sum += v[k];
             *out = sum / S->n_samples;
-        } else {
-            qsort(v, (size_t)S->n_samples, sizeof *v, cmp_desc);
-            int rank = stat == MPX_STAT_WORST ? S->n_samples : (int)ceil(0.95 * S->n_samples);
-            *out = v[rank - 1];
+        } else { /* a share: the lower, the worse (badness -v) */
+            double worst = v[0];
+            for (int k = 0; k < S->n_samples; k++) {
+                if (v[k] < worst) worst = v[k];
+                v[k] = -v[k];
+            }
+            *out = stat == MPX_STAT_WORST ? worst : -mpx_samples_p95(v, S->n_samples);
         }
     }
     free(v);

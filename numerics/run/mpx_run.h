@@ -417,6 +417,10 @@ const mpx_value *mpx_samples_held(const mpx_samples *S, int k, int t, bool cand)
  * layer, the row of the sample with the worst rel_l2. */
 mpx_status mpx_samples_reduce(const mpx_samples *S, mpx_stat stat, int k, mpx_layer *layers,
                               int *worst_sample, mpx_error *err);
+/* The 95th percentile by nearest rank (the ceil(0.95 n)-th smallest) of
+ * badness[0..n) (larger is worse; sorted in place): MPX_STAT_P95's one rule,
+ * for layers' metrics and task figures alike. */
+double mpx_samples_p95(double *badness, int n);
 /* Set a metric of m (a count is rounded). */
 void mpx_metric_set(mpx_metrics *m, mpx_metric_id id, double v);
 

@@ -151,6 +151,11 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y ? 1 : 0;
 }
 
+double mpx_samples_p95(double *badness, int n) {
+    qsort(badness, (size_t)n, sizeof *badness, cmp_double);
+    return badness[(int)ceil(0.95 * n) - 1]; /* 1-based nearest rank */
+}
+
 /* stat of one layer's figures over the samples: rows m[k * stride]. */
 static void reduce_layer(const mpx_metrics *m, size_t stride, int n, mpx_stat stat, double *scratch,
                          mpx_metrics *out, int *worst) {
@@ -181,9 +186,7 @@ static void reduce_layer(const mpx_metrics *m, size_t stride, int n, mpx_stat st
             if (stat == MPX_STAT_WORST) {
                 v = mpx_metric_value(&m[(size_t)wk * stride], mid);
             } else {
-                qsort(scratch, (size_t)n, sizeof *scratch, cmp_double);
-                int rank = (int)ceil(0.95 * n); /* 1-based nearest rank */
-                double b = scratch[rank - 1];
+                double b = mpx_samples_p95(scratch, n);
                 v = isinf(b) && b > 0 ? (mid == MPX_METRIC_cos ? NAN : mpx_metric_info_of(mid)->low_is_worse ? -INFINITY : INFINITY)
                                       : mpx_metric_info_of(mid)->low_is_worse ? -b : b;
             }
