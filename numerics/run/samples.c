@@ -29,6 +29,18 @@ void mpx_samples_free(mpx_samples *S) {
     free(S);
 }
 
+/* Bytes a copy of v takes (mpx_value_copy: floats in f, the rest in i;
+ * a sequence's items). */
+static uint64_t held_need(const mpx_value *v) {
+    if (v->is_seq) {
+        uint64_t sum = 0;
+        for (int64_t k = 0; k < v->n; k++) sum += held_need(&v->seq[k]);
+        return sum;
+    }
+    if (v->n <= 0) return 0;
+    return (uint64_t)v->n * (mpx_dtype_is_float(v->dtype) ? sizeof(float) : sizeof(int64_t));
+}
+
 /* Held values grow with the samples (a classifier's 1000 logits x 32 samples
  * is 256 KB, a 1024x1024 mask's 8 MB a sample): checked against the memory
  * budget rather than left to run the machine out of memory. */
@@ -66,15 +78,17 @@ mpx_status mpx_samples_hold(mpx_samples *S, const mpx_compare *c, const bool *ke
         const char *name = g && t < g->n_tensors ? g->tensors[t]->name : "?";
         if (!c->ref || !c->cand || c->ref[t].n < 0 || c->cand[t].n < 0)
             return mpx_error_set(err, MPX_E_INVALID, "sample %d: the run did not keep the values of %s", k + 1, name);
+        /* checked before the copies are allocated */
+        uint64_t need = held_need(&c->ref[t]) + held_need(&c->cand[t]);
+        if (S->held_bytes + need > mpx_memory_budget())
+            return mpx_error_set(err, MPX_E_NOMEM,
+                                 "the values of %s for %d samples pass the memory budget (%llu MB; see: set memory)",
+                                 name, k + 1, (unsigned long long)(mpx_memory_budget() >> 20));
         size_t i = (size_t)k * (size_t)S->n_held + (size_t)j;
         mpx_status st = mpx_value_copy(&S->href[i], &c->ref[t], err);
         if (!st) st = mpx_value_copy(&S->hcand[i], &c->cand[t], err);
         if (st) return st;
-        S->held_bytes += (uint64_t)mpx_value_bytes(&S->href[i]) + (uint64_t)mpx_value_bytes(&S->hcand[i]);
-        if (S->held_bytes > mpx_memory_budget())
-            return mpx_error_set(err, MPX_E_NOMEM,
-                                 "the values of %s for %d samples pass the memory budget (%llu MB; see: set memory)",
-                                 name, k + 1, (unsigned long long)(mpx_memory_budget() >> 20));
+        S->held_bytes += need;
     }
     return MPX_OK;
 }
