@@ -278,5 +278,15 @@ refused("data %s/claim.npz" % W, "claim.npz): member \"x.npy\" cannot be read: t
         "the member holds %d" % os.path.getsize(W + "/npy/s0.npy"))
 refused("data %s/npz limit 0" % W, "limit: \"0\" is not a count")
 
+# holding every sample's values (task figures, --eval, run --keep over a data
+# set) is checked against the memory budget before they are copied: the run
+# fails naming the tensor, and the session's next run goes on as before
+np.savez(W + "/big3.npz", x=rng.normal(0, 1, (3, 1, 3, 256, 256)).astype(np.float32))
+r = mpx("set bail off; load %s; data %s/big3.npz stacked; set memory 1; run --keep /backbone/stem/conv/Conv; "
+        "run --keep y; assert out[y].top1 >= 0" % (MODEL, W))
+check(r.returncode == 1 and "the values of stem.conv for 1 sample pass the memory budget (1 MB; see: set memory)"
+      in r.stderr and r.stderr.count("25 layers compared") == 1 and "assert" not in r.stderr,
+      "held values over the budget: " + (r.stdout + r.stderr)[-1500:])
+
 print("data_sets: %d checks, %d failed" % (checks, fails))
 sys.exit(1 if fails else 0)

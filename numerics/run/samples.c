@@ -82,8 +82,8 @@ mpx_status mpx_samples_hold(mpx_samples *S, const mpx_compare *c, const bool *ke
         uint64_t need = held_need(&c->ref[t]) + held_need(&c->cand[t]);
         if (S->held_bytes + need > mpx_memory_budget())
             return mpx_error_set(err, MPX_E_NOMEM,
-                                 "the values of %s for %d samples pass the memory budget (%llu MB; see: set memory)",
-                                 name, k + 1, (unsigned long long)(mpx_memory_budget() >> 20));
+                                 "the values of %s for %d sample%s pass the memory budget (%llu MB; see: set memory)",
+                                 name, k + 1, k ? "s" : "", (unsigned long long)(mpx_memory_budget() >> 20));
         size_t i = (size_t)k * (size_t)S->n_held + (size_t)j;
         mpx_status st = mpx_value_copy(&S->href[i], &c->ref[t], err);
         if (!st) st = mpx_value_copy(&S->hcand[i], &c->cand[t], err);
