@@ -1496,7 +1496,7 @@ static void test_bad(void) {
     BAD(node("Conv", 13, 3, "y", "group=2 strides=[0,1]"), 3, cw2, MPX_E_INVALID, "strides[0] = 0");
     BAD(node("Conv", 13, 3, "y", "group=2 auto_pad=SAME"), 3, cw2, MPX_E_INVALID, "auto_pad \"SAME\"");
     BAD(node("Conv", 13, 3, "y", "group=2 kernel_shape=[2,2]"), 3, cw2, MPX_E_SHAPE, "kernel_shape[0] = 2");
-    BAD(node("Conv", 13, 3, "y", "group=2 dilations=[3,3]"), 3, cw2, MPX_E_SHAPE, "shorter than the kernel extent 7");
+    BAD(node("Conv", 13, 3, "y", "group=2 dilations=[3,3]"), 3, cw2, MPX_E_SHAPE, "smaller than the kernel extent 7");
     mpx_value wbig = vrand("2x4x6x6");
     const mpx_value *cbig[2] = {&x, &wbig};
     BAD(node("Conv", 13, 2, "y", ""), 2, cbig, MPX_E_SHAPE, "kernel extent 6");
