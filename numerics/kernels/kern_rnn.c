@@ -453,7 +453,7 @@ static mpx_status project_inputs(rnn *s) {
     const int64_t GH = s->gates * s->hid, N = s->seq * s->batch, K = s->in;
     if (mode < 0 || N == 0 || K == 0) return MPX_OK;
     float *xt = malloc((size_t)(K * N) * sizeof *xt);
-    int64_t *boff = malloc((size_t)K * sizeof *boff), *crow = malloc((size_t)GH * sizeof *crow);
+    int64_t *boff = malloc((size_t)K * sizeof *boff), *crow = malloc((size_t)(s->dirs * GH) * sizeof *crow);
     s->xw = malloc((size_t)(s->dirs * N * GH) * sizeof *s->xw);
     mpx_status st = MPX_OK;
     if (!xt || !boff || !crow || !s->xw) {
@@ -463,13 +463,12 @@ static mpx_status project_inputs(rnn *s) {
         for (int64_t q = 0; q < N; q++) /* B(k, q) = X row q, term k: contiguous in q */
             for (int64_t k = 0; k < K; k++) xt[k * N + q] = s->x[q * K + k];
         for (int64_t k = 0; k < K; k++) boff[k] = k * N;
-        for (int64_t m = 0; m < GH; m++) crow[m] = m;
-        for (int64_t d = 0; d < s->dirs && !st; d++) {
-            kg_gemm g = {.M = GH, .N = N, .K = K, .G = 1, .a = s->w + d * GH * K, .ams = K, .aks = 1, .b = xt,
-                         .boff = boff, .c = s->xw + d * N * GH, .crow = crow, .gw = N, .gvalid = N, .rs = 0,
-                         .cs = GH, .mode = (kg_mode)mode};
-            if (kg_gemm_run(&g) != KG_DONE) st = mpx_kernel_error(c, MPX_E_NOMEM, "out of memory for the input projection");
-        }
+        /* both directions in one product: W's rows are [dirs][gates * hid] */
+        for (int64_t m = 0; m < s->dirs * GH; m++) crow[m] = (m / GH) * N * GH + m % GH;
+        kg_gemm g = {.M = s->dirs * GH, .N = N, .K = K, .G = 1, .a = s->w, .ams = K, .aks = 1, .b = xt,
+                     .boff = boff, .c = s->xw, .crow = crow, .gw = N, .gvalid = N, .rs = 0, .cs = GH,
+                     .mode = (kg_mode)mode, .a_owner = mpx_k_value_owner(c, 1, s->w)};
+        if (kg_gemm_run(&g) != KG_DONE) st = mpx_kernel_error(c, MPX_E_NOMEM, "out of memory for the input projection");
     }
     free(xt);
     free(boff);
