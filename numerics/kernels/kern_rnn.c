@@ -218,6 +218,34 @@ static void rt_terms(const float *RT, int64_t ld, const float *v, int64_t H, int
 __attribute__((target("avx2,fma"))) static void rt_terms_avx2(const float *RT, int64_t ld, const float *v, int64_t H,
                                                               int64_t nq, float *out) {
     int64_t q = 0;
+    for (; q + 64 <= nq; q += 64) { /* eight chains of additions in flight */
+        __m256 o0 = _mm256_loadu_ps(out + q), o1 = _mm256_loadu_ps(out + q + 8), o2 = _mm256_loadu_ps(out + q + 16),
+               o3 = _mm256_loadu_ps(out + q + 24), o4 = _mm256_loadu_ps(out + q + 32),
+               o5 = _mm256_loadu_ps(out + q + 40), o6 = _mm256_loadu_ps(out + q + 48),
+               o7 = _mm256_loadu_ps(out + q + 56);
+        for (int64_t k0 = 0; k0 < H; k0 += MPX_ACC_FP32_BLOCK) {
+            int64_t k1 = H - k0 < MPX_ACC_FP32_BLOCK ? H : k0 + MPX_ACC_FP32_BLOCK;
+            __m256 b0 = _mm256_setzero_ps(), b1 = b0, b2 = b0, b3 = b0, b4 = b0, b5 = b0, b6 = b0, b7 = b0;
+            for (int64_t k = k0; k < k1; k++) {
+                const __m256 hk = _mm256_set1_ps(v[k]);
+                const float *rr = RT + k * ld + q;
+                b0 = _mm256_add_ps(b0, _mm256_mul_ps(hk, _mm256_loadu_ps(rr)));
+                b1 = _mm256_add_ps(b1, _mm256_mul_ps(hk, _mm256_loadu_ps(rr + 8)));
+                b2 = _mm256_add_ps(b2, _mm256_mul_ps(hk, _mm256_loadu_ps(rr + 16)));
+                b3 = _mm256_add_ps(b3, _mm256_mul_ps(hk, _mm256_loadu_ps(rr + 24)));
+                b4 = _mm256_add_ps(b4, _mm256_mul_ps(hk, _mm256_loadu_ps(rr + 32)));
+                b5 = _mm256_add_ps(b5, _mm256_mul_ps(hk, _mm256_loadu_ps(rr + 40)));
+                b6 = _mm256_add_ps(b6, _mm256_mul_ps(hk, _mm256_loadu_ps(rr + 48)));
+                b7 = _mm256_add_ps(b7, _mm256_mul_ps(hk, _mm256_loadu_ps(rr + 56)));
+            }
+            o0 = _mm256_add_ps(o0, b0), o1 = _mm256_add_ps(o1, b1), o2 = _mm256_add_ps(o2, b2);
+            o3 = _mm256_add_ps(o3, b3), o4 = _mm256_add_ps(o4, b4), o5 = _mm256_add_ps(o5, b5);
+            o6 = _mm256_add_ps(o6, b6), o7 = _mm256_add_ps(o7, b7);
+        }
+        _mm256_storeu_ps(out + q, o0), _mm256_storeu_ps(out + q + 8, o1), _mm256_storeu_ps(out + q + 16, o2);
+        _mm256_storeu_ps(out + q + 24, o3), _mm256_storeu_ps(out + q + 32, o4), _mm256_storeu_ps(out + q + 40, o5);
+        _mm256_storeu_ps(out + q + 48, o6), _mm256_storeu_ps(out + q + 56, o7);
+    }
     for (; q + 32 <= nq; q += 32) {
         __m256 o0 = _mm256_loadu_ps(out + q), o1 = _mm256_loadu_ps(out + q + 8), o2 = _mm256_loadu_ps(out + q + 16),
                o3 = _mm256_loadu_ps(out + q + 24);
