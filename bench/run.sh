@@ -12,7 +12,8 @@
 #                     [--ort-threads N] [--out FILE] [--suite]
 # --suite adds the model suite bench/torch_models.py exports (ResNet-18,
 # MobileNetV3-Small, EfficientNet-B0, ViT-B/16, a 4-layer BERT-style encoder,
-# a small UNet; random weights) into .cache/bench-suite, with Debian's
+# a small UNet, a bidirectional LSTM and a GRU; random weights) into
+# .cache/bench-suite, with Debian's
 # python3-torch and python3-torchvision (scripts/bootstrap.sh --bench).
 # Needs: `make build` (mpx_bench is built with the rest), the models and
 # onnxruntime-node (scripts/fetch-models.sh; fetched here if missing), node,

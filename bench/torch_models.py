@@ -13,6 +13,9 @@ regenerate the same files:
   bert4         a 4-layer BERT-style encoder (768 wide, 12 heads, GELU), sequence 64,
                 fed embeddings 1x64x768
   unet          a small UNet (32..256 channels, ConvTranspose up, skip concats), 1x3x256x256
+  lstm_bi       a bidirectional LSTM (hidden 128) over 50 steps of 40 features and a
+                linear head (32 per step), 1x50x40
+  gru           a GRU (hidden 128) over the same input and the same head, 1x50x40
   unet_any      the same UNet (same weights) with its height and width left free,
                 for the large-input search of bench/search.sh (1x3x1024x1024, 148
                 GMACs); not in suite.json
@@ -93,6 +96,20 @@ class UNet(nn.Module):
         return torch.sigmoid(self.head(x))
 
 
+class Recurrent(nn.Module):
+    """One recurrent layer over a sequence, batch first, and a linear head on
+    every step's output (a tagger's shape; the head is the layer the
+    benchmark's re-run recolours: the recurrent op is red by default)."""
+
+    def __init__(self, cell, width):
+        super().__init__()
+        self.cell = cell
+        self.head = nn.Linear(width, 32)
+
+    def forward(self, x):
+        return self.head(self.cell(x)[0])
+
+
 def vit():
     m = torchvision.models.vit_b_16()
     # torchvision starts the classifier at zero: every output would be 0
@@ -109,6 +126,8 @@ def suite():
         ("vitb16", vit, (1, 3, 224, 224)),
         ("bert4", lambda: Encoder(), (1, 64, 768)),
         ("unet", lambda: UNet(), (1, 3, 256, 256)),
+        ("lstm_bi", lambda: Recurrent(nn.LSTM(40, 128, batch_first=True, bidirectional=True), 256), (1, 50, 40)),
+        ("gru", lambda: Recurrent(nn.GRU(40, 128, batch_first=True), 128), (1, 50, 40)),
     ]
 
 

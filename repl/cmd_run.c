@@ -71,7 +71,7 @@ static mpx_status run_samples_many(mpx_session *s, const mpx_assign *const *as, 
     mpx_samples *S[MPX_COMPARE_MAX_CANDS] = {0};
     mpx_compare *best[MPX_COMPARE_MAX_CANDS] = {0}; /* the kept ones: worst output so far */
     double ms[MPX_COMPARE_MAX_CANDS][4] = {{0}};
-    int n_run[MPX_COMPARE_MAX_CANDS] = {0};
+    int n_run[MPX_COMPARE_MAX_CANDS] = {0}, n_shared[MPX_COMPARE_MAX_CANDS] = {0};
     bool incremental[MPX_COMPARE_MAX_CANDS] = {0};
     size_t peak = 0;
     mpx_status st = MPX_OK;
@@ -97,6 +97,7 @@ static mpx_status run_samples_many(mpx_session *s, const mpx_assign *const *as, 
             ms[j][0] += c[j]->ms_ref, ms[j][1] += c[j]->ms_cand, ms[j][2] += c[j]->ms_local, ms[j][3] += c[j]->ms_metrics;
             if (c[j]->peak_bytes > peak) peak = c[j]->peak_bytes;
             n_run[j] += c[j]->n_run;
+            n_shared[j] += c[j]->n_shared;
             incremental[j] = incremental[j] || c[j]->incremental;
             if (!st) st = mpx_samples_add(S[j], c[j], k, err);
             /* the values task figures and --eval read, for every sample */
@@ -127,6 +128,7 @@ static mpx_status run_samples_many(mpx_session *s, const mpx_assign *const *as, 
          * sample's cache spared any. */
         best[j]->incremental = incremental[j];
         best[j]->n_run = n_run[j];
+        best[j]->n_shared = n_shared[j];
         out[j] = best[j];
     }
     return st;

@@ -293,7 +293,8 @@ typedef struct mpx_compare {
      * scratch is not counted. On two threads it depends on how the jobs
      * met in time, within a few nodes' outputs. */
     size_t peak_bytes;
-    /* Nodes run by this call: all of them for a full run, only the
+    /* Nodes run by this call (over a data set: in all its samples, as
+     * n_shared below): all of them for a full run, only the
      * recomputed ones when a cache made the run incremental (values held
      * by the cache are not counted in peak_bytes). */
     int n_run;
@@ -311,6 +312,12 @@ typedef struct mpx_compare {
      * is worst), not a reduction over the samples. */
     int n_body;
     mpx_body_layer *body;
+    /* Of the n_run nodes, those whose candidate values were copied from
+     * the reference instead of computed again: a node that rounds nothing
+     * (fp32 compute and accumulation, no output or tensor format) on
+     * inputs whose candidate values are the reference's, such as every
+     * node of a plan that rounds nothing. The same bits either way. */
+    int n_shared;
 } mpx_compare;
 
 /* Runs the fp32 reference and the candidate assignment a (NULL: fp32) side by
