@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""bench/torch_models.py OUTDIR - the benchmark's model suite, exported to ONNX.
+"""bench/torch_models.py OUTDIR [NAME ...] - the benchmark's model suite, exported to ONNX.
 
 The PP-OCR models are what mpx was tuned on; users bring others. This makes
 the architectures people use most, with Debian's python3-torch and
@@ -28,6 +28,7 @@ statistics are set from a few random batches in training mode, so activations
 keep a normal scale instead of growing layer after layer. Opset 17 (ONNX's
 LayerNormalization). Writes OUTDIR/<name>.onnx and OUTDIR/suite.json (name,
 file, input shape). Files that exist are kept (delete them to regenerate).
+With NAMEs, only those models are written (no suite.json).
 """
 import json
 import os
@@ -131,35 +132,42 @@ def suite():
     ]
 
 
+def build(make, shape):
+    """The model and its input as the suite exports them: seed 0, weights,
+    BatchNormalization statistics, eval mode, then the input. Also what
+    scripts/torch_bf16.py runs in torch, so it computes the exported weights."""
+    torch.manual_seed(0)
+    model = make()
+    # BatchNormalization statistics from random batches of the input's scale
+    if any(isinstance(m, nn.BatchNorm2d) for m in model.modules()):
+        model.train()
+        with torch.no_grad():
+            for _ in range(4):
+                model(torch.randn(8, *shape[1:]))
+    model.eval()
+    # torch 1.13 runs attention in eval mode through a fused kernel that
+    # has no ONNX export (aten::_native_multi_head_attention); flagged as
+    # training (these modules alone, their dropouts stay eval and every
+    # dropout probability is 0) they take the plain path, same values.
+    for m in model.modules():
+        if isinstance(m, (nn.MultiheadAttention, nn.TransformerEncoderLayer, nn.TransformerEncoder)):
+            m.training = True
+    return model, torch.randn(*shape)
+
+
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) < 2:
         sys.exit(__doc__)
-    out = sys.argv[1]
+    out, only = sys.argv[1], set(sys.argv[2:])
     os.makedirs(out, exist_ok=True)
     index = []
     for name, make, shape in suite() + [("unet_any", lambda: UNet(), (1, 3, 256, 256))]:
         path = os.path.join(out, name + ".onnx")
         if name != "unet_any":
             index.append({"name": name, "file": name + ".onnx", "shape": "x".join(map(str, shape))})
-        if os.path.exists(path):
+        if os.path.exists(path) or (only and name not in only):
             continue
-        torch.manual_seed(0)
-        model = make()
-        # BatchNormalization statistics from random batches of the input's scale
-        if any(isinstance(m, nn.BatchNorm2d) for m in model.modules()):
-            model.train()
-            with torch.no_grad():
-                for _ in range(4):
-                    model(torch.randn(8, *shape[1:]))
-        model.eval()
-        # torch 1.13 runs attention in eval mode through a fused kernel that
-        # has no ONNX export (aten::_native_multi_head_attention); flagged as
-        # training (these modules alone, their dropouts stay eval and every
-        # dropout probability is 0) they take the plain path, same values.
-        for m in model.modules():
-            if isinstance(m, (nn.MultiheadAttention, nn.TransformerEncoderLayer, nn.TransformerEncoder)):
-                m.training = True
-        x = torch.randn(*shape)
+        model, x = build(make, shape)
         tmp = path + ".tmp"
         with torch.no_grad():
             free = {"x": {2: "h", 3: "w"}, "y": {2: "h", 3: "w"}} if name == "unet_any" else None
@@ -168,6 +176,8 @@ def main():
                               dynamic_axes=free)
         os.replace(tmp, path)
         print(f"torch_models: wrote {path}", file=sys.stderr)
+    if only:
+        return
     for base in ("resnet18", "bert4"):
         src = next(e for e in index if e["name"] == base)
         name = base + "_dq"

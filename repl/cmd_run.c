@@ -205,18 +205,23 @@ static mpx_status run_plans(mpx_session *s, mpx_plan *const *plans, int n, bool 
 
 /* Tensor indices named in a comma list (for --keep); err names the first unknown. */
 static mpx_status parse_keep(const mpx_graph *g, const char *list, bool *keep, mpx_error *err) {
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", list);
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+    /* a copy of the whole list: a model's tensor names run to thousands of
+     * characters, and a cut name would be reported as unknown */
+    char *buf = strdup(list), *save = NULL;
+    if (!buf) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    mpx_status st = MPX_OK;
+    for (char *tok = strtok_r(buf, ",", &save); tok && !st; tok = strtok_r(NULL, ",", &save)) {
         const mpx_tensor *t = mpx_figure_find_tensor(g, tok);
         if (!t) {
             char hint[300];
-            return mpx_error_set(err, MPX_E_ARG, "no tensor or node named \"%s\"%s", tok,
-                                 repl_name_tail(g, tok, true, true, hint, sizeof hint));
+            st = mpx_error_set(err, MPX_E_ARG, "no tensor or node named \"%s\"%s", tok,
+                               repl_name_tail(g, tok, true, true, hint, sizeof hint));
+        } else {
+            keep[t->index] = true;
         }
-        keep[t->index] = true;
     }
-    return MPX_OK;
+    free(buf);
+    return st;
 }
 
 static bool rules_use_measured(const mpx_session *s) {
