@@ -57,9 +57,9 @@
 // graph itself (optimizedModelFilePath, read by bench/onnx_nodes.py; formGroups
 // below): an original node belongs to the ORT node that produces one of its
 // outputs (through ReorderInput/ReorderOutput; an NCHWc node stands for the
-// tensor its name gives); a node ORT fused away joins its producer's group
-// if it is of a kind ORT folds into the node before it (FOLLOWERS), else its
-// first consumer's. A group's label is its original nodes' kinds in order
+// tensor its name gives, a "<node>/<Kind>Fusion/" for that node's output); a node ORT fused away joins its producer's group
+// if it is of a kind ORT folds into the node before it (FOLLOWERS) and the
+// ORT node after it does not read its input, else its first consumer's. A group's label is its original nodes' kinds in order
 // ("Conv[dw]" a depthwise Conv); the table sums groups of the same label.
 // ORT's layout reorders have no mpx node: a row of their own.
 'use strict';
@@ -178,6 +178,13 @@ function formGroups(orig, optim) {
   for (const n of optim)
     if (n.domain === 'com.microsoft.nchwc' && !isReorder(n) && n.name.endsWith('_nchwc') && n.outputs[0])
       union(n.outputs[0], n.name.slice(0, -'_nchwc'.length));
+  // A fusion's node is named "<the original node it ends at>/<Kind>Fusion/"
+  // (QuickGeluFusion: Sigmoid and Mul; in NCHWc its output is blocked too).
+  const origOut = new Map(orig.map((n) => [n.name, n.outputs[0]]));
+  for (const n of optim) {
+    const mm = /^(.*)\/[A-Za-z]*Fusion\/?(_\d+)?$/.exec(n.name);
+    if (mm && origOut.get(mm[1]) && n.outputs[0]) union(n.outputs[0], origOut.get(mm[1]));
+  }
   const producer = new Map(); // root tensor -> ORT node name
   for (const n of optim) if (!isReorder(n)) for (const t of n.outputs) if (t) producer.set(find(t), n.name);
   const made = new Map(), consumers = new Map();
@@ -201,13 +208,21 @@ function formGroups(orig, optim) {
     for (const t of orig[i].outputs) for (const c of consumers.get(t) || []) if (group[c] !== null) return group[c];
     return null;
   };
+  // a follower whose input the ORT node of its consumer's group reads went
+  // into that node (Sigmoid + Mul as QuickGelu reads what the Sigmoid read)
+  const reads = new Map();
+  for (const n of optim) if (!isReorder(n)) reads.set(n.name, new Set(n.inputs.filter((t) => t).map(find)));
+  const intoConsumer = (i) => {
+    const g = fromConsumer(i);
+    return g !== null && orig[i].inputs.some((t) => t && made.has(t) && reads.get(g) && reads.get(g).has(find(t))) ? g : null;
+  };
   for (const followersForward of [false, true]) {
     for (let changed = true; changed;) {
       changed = false;
       for (let i = 0; i < orig.length; i++) {
         if (group[i] !== null) continue;
         const f = FOLLOWERS.has(orig[i].op);
-        const g = f ? fromProducer(i) || (followersForward ? fromConsumer(i) : null) : fromConsumer(i);
+        const g = f ? intoConsumer(i) || fromProducer(i) || (followersForward ? fromConsumer(i) : null) : fromConsumer(i);
         if (g !== null) { group[i] = g; changed = true; }
       }
     }
@@ -360,8 +375,10 @@ async function profileMode() {
   p('');
   p('Groups: ORT\'s optimised graph (optimizedModelFilePath) names the tensors each of its nodes produces; an original node');
   p('belongs to the ORT node producing one of its outputs (through ReorderInput/ReorderOutput; an NCHWc node by its name,');
-  p('"<tensor>_nchwc"); a node ORT fused away joins its producer\'s group if it is of a kind ORT folds into the node before');
-  p('(BatchNormalization, activations, Add, Mul, Cast, ...), else its first consumer\'s. A row sums the groups of one label: the kinds of their');
+  p('"<tensor>_nchwc", a fusion\'s by "<node>/<Kind>Fusion/"); a node ORT fused away joins its producer\'s group if it is of a kind ORT folds into the node before');
+  p('(BatchNormalization, activations, Add, Mul, Cast, ...) and the ORT node after it does not read its input, else its first');
+  p('consumer\'s; an ORT node that computes no original tensor counts in the group that reads it. A row sums the groups of');
+  p('one label: the kinds of their');
   p('original nodes, in order, once each ("Conv[dw]": a depthwise Conv); "count" is groups. mpx times every node on its own');
   p('(mpx_bench profile), a chain of elementwise nodes run by tiles as mpx_run_graph runs it, its time shared by its nodes;');
   p('ORT\'s NCHWc reorders have no mpx node and are a row of their own; "(no ORT node)": nodes ORT removed with no consumer');
