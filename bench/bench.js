@@ -19,6 +19,11 @@
 //   (6) mpx_rerun  the fp16 comparison again after recolouring the last
 //                  Conv/Gemm/MatMul red (mpx_bench rerun: with the run cache,
 //                  only the nodes downstream of the change are recomputed)
+//   (7) mpx_run    the REPL's `run` as a user runs it (mpx_bench run): the
+//                  default fp16 plan, fp32 reference + fp16 candidate, every
+//                  layer's metrics, a run cache of the default budget; load
+//                  not timed; a process of its own with no untimed run before,
+//                  so each sample is a session's first run (fresh memory)
 //   (3b) mpx_fp32_nofuse  (3) with MPX_FUSE=0: every elementwise node on
 //                  its own instead of chains run by tiles (numerics/fuse.c);
 //                  what the fusion gives, measured in the same run
@@ -446,6 +451,7 @@ async function profileMode() {
       mpx('mpx_acc16', 'acc16', opt['mpx-reps'], 1);
       mpx('mpx_rerun', 'rerun', opt['heavy-reps'], 0);
       mpx('mpx_fp32_nofuse', 'fp32', opt['mpx-reps'], 1, { MPX_FUSE: '0' });
+      for (let i = 0; i < opt['heavy-reps']; i++) mpx('mpx_run', 'run', 1, 0);
       process.stderr.write('\n');
     }
   }
@@ -462,8 +468,8 @@ async function profileMode() {
     `${opt.rounds} rounds; load average ${res.machine.load_before.join(' ')} -> ${res.machine.load_after.join(' ')}`);
   p('median wall times in ms (all samples of all rounds); peak RSS of the mpx process in MB');
   p('');
-  const head = 'model          shape         (1)ORT  (2)ORTall  (3)mpx32  (4)report (4b)report1  (5)acc16  (6)rerun (3b)nofuse' +
-    '   3/1    4/2   4b/2    5/3    6/4  4lo/2   RSS3   RSS4  RSS4b  val4  val4b  bound val4/bd';
+  const head = 'model          shape         (1)ORT  (2)ORTall  (3)mpx32  (4)report (4b)report1  (5)acc16  (6)rerun (3b)nofuse   (7)run' +
+    '   3/1    4/2   4b/2    5/3    6/4    7/2  4lo/2   RSS3   RSS4  RSS4b  val4  val4b  bound val4/bd';
   p(head);
   p('-'.repeat(head.length));
   for (const k of keys) {
@@ -478,6 +484,7 @@ async function profileMode() {
       acc16_over_mpx_fp32: med.mpx_acc16 / med.mpx_fp32,
       rerun_over_report: med.mpx_rerun / med.mpx_report,
       mpx_fp32_nofuse_over_ort_fp32: med.mpx_fp32_nofuse / med.ort_fp32,
+      mpx_run_over_ort_all: med.mpx_run / med.ort_all,
     };
     // (4)'s multiply-adds at the machine's peak: the floor of (4), over (2)
     M.report_gmacs = M.runs.mpx_report.report_gmacs;
@@ -494,10 +501,10 @@ async function profileMode() {
     p(`${k.padEnd(14)} ${M.shape.padEnd(12)} ${fmtMs(med.ort_fp32)} ${fmtMs(med.ort_all).padStart(10)} ` +
       `${fmtMs(med.mpx_fp32).padStart(9)} ${fmtMs(med.mpx_report).padStart(10)} ${fmtMs(med.mpx_report1).padStart(12)} ` +
       `${fmtMs(med.mpx_acc16).padStart(9)} ` +
-      `${fmtMs(med.mpx_rerun).padStart(9)} ${fmtMs(med.mpx_fp32_nofuse).padStart(10)} ` +
+      `${fmtMs(med.mpx_rerun).padStart(9)} ${fmtMs(med.mpx_fp32_nofuse).padStart(10)} ${fmtMs(med.mpx_run)} ` +
       `${fmtR(R.mpx_fp32_over_ort_fp32)} ${fmtR(R.mpx_report_over_ort_all)} ${fmtR(R.mpx_report1_over_ort_all)} ` +
       `${fmtR(R.acc16_over_mpx_fp32)} ` +
-      `${fmtR(R.rerun_over_report)} ${fmtR(R.report_floor_over_ort_all)} ${String(Math.round(M.peak_rss_mb.mpx_fp32)).padStart(6)} ` +
+      `${fmtR(R.rerun_over_report)} ${fmtR(R.mpx_run_over_ort_all)} ${fmtR(R.report_floor_over_ort_all)} ${String(Math.round(M.peak_rss_mb.mpx_fp32)).padStart(6)} ` +
       `${String(Math.round(M.peak_rss_mb.mpx_report)).padStart(6)} ` +
       `${String(Math.round(M.peak_rss_mb.mpx_report1)).padStart(6)} ` +
       `${M.peak_value_mb.mpx_report.toFixed(1).padStart(5)} ${M.peak_value_mb.mpx_report1.toFixed(1).padStart(6)} ` +
@@ -510,6 +517,8 @@ async function profileMode() {
   p('(5) mpx all-fp16 with fp16 accumulation rounded after every addition   (6) (4)\'s fp16 run again after recolouring');
   p('    the last Conv/ConvTranspose/Gemm/MatMul red: only what depends on the change is recomputed (run cache)   (3b) (3) with MPX_FUSE=0 (no elementwise chains run by tiles)');
   p('(4b) (4) one format at a time: two mpx_compare_run, the reference run twice');
+  p('(7) the REPL\'s `run` as a user runs it: default fp16 plan, fp32 reference + fp16 candidate, every layer\'s metrics, default run');
+  p('    cache; load not timed; each sample the first run of a fresh process (mpx_bench run); 7/2 target <= 1.0 (issue 47)');
   p('ratios (issue 20): 3/1 target <= 1.0 on det, rec and cls, <= 1.5 on the suite; 4/2 target <= 1.0; 5/3 target <= 2.0;');
   p('6/4 target <= 0.1; 4lo/2: (4)\'s multiply-adds (the reference\'s and each candidate\'s low nodes\') at the machine\'s fused');
   p(`multiply-add peak (${peak.isa}, ${peak.threads} threads, ${peak.gmacs.toFixed(1)} G/s, mpx_bench peak) over (2): above 1.0, (4) <= 1.0 is out of reach here;`);

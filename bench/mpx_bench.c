@@ -32,6 +32,13 @@
  *            and what depends on it are recomputed. Repetitions alternate
  *            between the recoloured plan and the first one (each is one
  *            late-layer recolour away from the cache's state)
+ *   run      the REPL's `run` as a user runs it: the default fp16 plan
+ *            (planning timed too), one mpx_compare_run of the fp32 reference
+ *            and the fp16 candidate with every layer's metrics, through a
+ *            run cache of the REPL's default budget made fresh for each
+ *            repetition (a session's first run); the model's load is not
+ *            timed. bench.js runs it with --repeat 1 --warmup 0, a process a
+ *            sample, so each is the first run of a fresh process as well
  *   peak     (no model: `mpx_bench peak [--threads N]`) the machine's fused
  *            multiply-add peak on N threads (default 2), bench/peak.c;
  *            bench.js turns the report's terms (report_gmacs below) into
@@ -480,12 +487,12 @@ int main(int argc, char **argv) {
     int rank = n_pos == 3 ? mpx_dims_parse(pos[1], dims) : -1;
     const char *mode = pos[2];
     static const char *const modes[] = {"input", "fp32", "report", "report1", "acc16", "rerun",
-                                        "profile"};
+                                        "profile", "run"};
     bool known = false;
     for (size_t i = 0; mode && i < sizeof modes / sizeof *modes; i++) known |= strcmp(mode, modes[i]) == 0;
     if (rank < 0 || !known || repeat < 1 || warmup < 0 || (int)image < 0 ||
         (strcmp(mode, "input") == 0 && !out)) {
-        fprintf(stderr, "usage: mpx_bench <model> <AxBxC> input|fp32|report|report1|acc16|rerun|profile "
+        fprintf(stderr, "usage: mpx_bench <model> <AxBxC> input|fp32|report|report1|acc16|rerun|run|profile "
                         "[--image page|line|none] [--seed N] [--repeat N] [--warmup N] [--top N] [--out FILE]\n"
                         "       mpx_bench peak [--threads N]\n");
         return 2;
@@ -560,6 +567,14 @@ int main(int argc, char **argv) {
         double t = now_ms();
         if (strcmp(mode, "fp32") == 0 || strcmp(mode, "acc16") == 0) {
             st = run_once(&b, a, &err);
+        } else if (strcmp(mode, "run") == 0) { /* a session's first run: its cache new */
+            mpx_compare_cache_free(b.cache);
+            if (!(b.cache = mpx_compare_cache_new(0))) return fail("cache", &err);
+            t = now_ms();
+            mpx_assign *ar = plan_assign(g, NULL, &mpx_format_fp16, &err);
+            if (!ar) return fail("plan fp16", &err);
+            st = compare_once(&b, ar, &worst16, &layers, &err);
+            mpx_assign_free(ar);
         } else if (strcmp(mode, "report") == 0) {
             st = report_once(&b, a, a2, &worst16, &worstbf, &layers, &err);
         } else if (strcmp(mode, "report1") == 0) { /* one format at a time */
@@ -590,6 +605,9 @@ int main(int argc, char **argv) {
                      b.job_ms[0], b.job_ms[1], b.job_ms[2], b.job_ms[3]);
         }
     }
+    else if (strcmp(mode, "run") == 0)
+        snprintf(b.extra, sizeof b.extra, ", \"layers\": %d, \"worst_rel_l2_fp16\": %.6g, \"nodes_run\": %d", layers,
+                 worst16, b.n_run);
     else if (strcmp(mode, "rerun") == 0)
         snprintf(b.extra, sizeof b.extra,
                  ", \"recoloured\": \"%s\", \"node_index\": %d, \"nodes\": %d, \"incremental\": %s, "
