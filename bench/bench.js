@@ -64,7 +64,8 @@
 // outputs (through ReorderInput/ReorderOutput; an NCHWc node stands for the
 // tensor its name gives, a "<node>/<Kind>Fusion/" for that node's output); a node ORT fused away joins its producer's group
 // if it is of a kind ORT folds into the node before it (FOLLOWERS) and the
-// ORT node after it does not read its input, else its first consumer's. A group's label is its original nodes' kinds in order
+// elementwise ORT node after it does not read its input, else its first
+// consumer's. A group's label is its original nodes' kinds in order
 // ("Conv[dw]" a depthwise Conv); the table sums groups of the same label.
 // ORT's layout reorders have no mpx node: a row of their own.
 'use strict';
@@ -219,7 +220,11 @@ function formGroups(orig, optim) {
   for (const n of optim) if (!isReorder(n)) reads.set(n.name, new Set(n.inputs.filter((t) => t).map(find)));
   const intoConsumer = (i) => {
     const g = fromConsumer(i);
-    return g !== null && orig[i].inputs.some((t) => t && made.has(t) && reads.get(g) && reads.get(g).has(find(t))) ? g : null;
+    // (only into an elementwise consumer's: a pool after a Conv with a fused
+    // activation reads the tensor the NCHWc Conv is named after too)
+    const elementwise = orig[i].outputs.some((t) => (consumers.get(t) || []).some((c) => group[c] === g && FOLLOWERS.has(orig[c].op)));
+    return g !== null && elementwise &&
+      orig[i].inputs.some((t) => t && made.has(t) && reads.get(g) && reads.get(g).has(find(t))) ? g : null;
   };
   for (const followersForward of [false, true]) {
     for (let changed = true; changed;) {
@@ -378,16 +383,16 @@ async function profileMode() {
   p(`${'total (sum of nodes)'.padEnd(w0)} ${''.padStart(5)} ${tm.toFixed(3).padStart(8)} ${to.toFixed(3).padStart(8)} ${ratio(tm, to)}`);
   p(`ORT's whole run with profiling on: median ${median(ortWall).toFixed(3)} ms`);
   p('');
-  p('Groups: ORT\'s optimised graph (optimizedModelFilePath) names the tensors each of its nodes produces; an original node');
-  p('belongs to the ORT node producing one of its outputs (through ReorderInput/ReorderOutput; an NCHWc node by its name,');
-  p('"<tensor>_nchwc", a fusion\'s by "<node>/<Kind>Fusion/"); a node ORT fused away joins its producer\'s group if it is of a kind ORT folds into the node before');
-  p('(BatchNormalization, activations, Add, Mul, Cast, ...) and the ORT node after it does not read its input, else its first');
-  p('consumer\'s; an ORT node that computes no original tensor counts in the group that reads it. A row sums the groups of');
-  p('one label: the kinds of their');
-  p('original nodes, in order, once each ("Conv[dw]": a depthwise Conv); "count" is groups. mpx times every node on its own');
-  p('(mpx_bench profile), a chain of elementwise nodes run by tiles as mpx_run_graph runs it, its time shared by its nodes;');
-  p('ORT\'s NCHWc reorders have no mpx node and are a row of their own; "(no ORT node)": nodes ORT removed with no consumer');
-  p('in a group. Both sides\' per-node timing adds overhead: the totals exceed a plain forward.');
+  p('Groups: ORT\'s optimised graph (optimizedModelFilePath) names the tensors each of its nodes produces; an original');
+  p('node belongs to the ORT node producing one of its outputs (through ReorderInput/ReorderOutput; an NCHWc node by its');
+  p('name, "<tensor>_nchwc", a fusion\'s by "<node>/<Kind>Fusion/"); a node ORT fused away joins its producer\'s group if');
+  p('it is of a kind ORT folds into the node before it (BatchNormalization, activations, Add, Mul, Cast, ...) and the');
+  p('elementwise ORT node after it does not read its input, else its first consumer\'s; an ORT node that computes no');
+  p('original tensor counts in the group that reads it. A row sums the groups of one label: the kinds of their original');
+  p('nodes, in order, once each ("Conv[dw]": a depthwise Conv); "count" is groups. mpx times every node on its own');
+  p('(mpx_bench profile), a chain of elementwise nodes run by tiles as mpx_run_graph runs it, its time shared by its');
+  p('nodes; ORT\'s NCHWc reorders have no mpx node and are a row of their own; "(no ORT node)": nodes ORT removed with');
+  p('no consumer in a group. Both sides\' per-node timing adds overhead: the totals exceed a plain forward.');
   const text = lines.join('\n');
   console.log(text);
   const rowsOut = Object.fromEntries(sorted.map(([l, r]) => [l, { count: r.count, mpx_ms: r.mpx, ort_ms: r.ort, ort_nodes: [...r.ortOps] }]));
