@@ -94,8 +94,8 @@ typedef struct mpx_run {
 /* The flag (NULL: none) a Ctrl-C handler sets, process-wide as Ctrl-C is:
  * every graph run, a Loop's or Scan's body runs included, checks it between
  * nodes, every Loop, Scan and SequenceMap between iterations, and the long
- * kernels inside themselves (the GEMM core between its work items, about
- * 512 output columns by the rows of a block; direct and quantised
+ * kernels inside themselves (the GEMM core between the K blocks of its
+ * work items, 256 terms of up to 512 output columns; direct and quantised
  * convolutions, attention and Einsum between blocks of rows or terms; the
  * recurrent ops between time steps), so that one huge node stops too
  * (MPX_E_CANCELLED naming the node). A comparison's own opts.cancel reaches
