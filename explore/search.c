@@ -182,6 +182,21 @@ static mpx_status evaluate(search *x, const bool *set, bool local, bool *holds, 
         st = mpx_cond_eval(&fc, &x->cond, got, &failed, err);
     }
     if (st) {
+        /* A run cancelled inside gives no verdict: the evaluation is listed
+         * as interrupted, neither holding nor failing, and nothing of it is
+         * remembered (memo, best set). */
+        if (st == MPX_E_CANCELLED) {
+            x->end = MPX_SEARCH_INTERRUPTED;
+            if (x->log) {
+                cJSON *e = cJSON_CreateObject(), *names = cJSON_AddArrayToObject(e, "set");
+                for (int i = 0; i < x->n_cand; i++)
+                    if (set[i]) cJSON_AddItemToArray(names, cJSON_CreateString(x->g->nodes[x->cand[i]]->name));
+                cJSON_AddBoolToObject(e, "interrupted", true);
+                cJSON_AddNumberToObject(e, "ms", now_ms() - t);
+                if (local) cJSON_AddBoolToObject(e, "local", true);
+                cJSON_AddItemToArray(x->log, e);
+            }
+        }
         mpx_plan_free(p);
         mpx_compare_free(c);
         return st;

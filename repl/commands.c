@@ -333,7 +333,8 @@ static const mpx_command commands[] = {
      "or null, figures, low_macs_pct, low_cost_pct, applied, candidates,\n"
      "n_evaluations, n_unchanged (sets whose plan the run cache already held: no\n"
      "node ran), ms, evaluations: [{set, holds, figures, low_macs_pct, low_cost_pct,\n"
-     "ms, nodes_run, local (a ranking run)}]}. Printed, it is stdout's only text\n"
+     "ms, nodes_run, local (a ranking run)}]}; an evaluation Ctrl-C stopped inside\n"
+     "its run is {set, interrupted: true, ms}, with no verdict. Printed, it is stdout's only text\n"
      "(the summary line goes to stderr). On a terminal a progress line shows the\n"
      "evaluations, the best plan so far and the time left to the nearer limit.\n"
      "--eval \"<command>\": your own figure. Once per evaluation mpx writes every\n"
@@ -460,7 +461,7 @@ static const mpx_command commands[] = {
      "inside a script, a file to read that is not found there is looked up beside\n"
      "the script (load, source, input file/image/audio/files, data).",
      repl_cmd_source, 1, 1, {MPX_WORD_FILE}, NULL, NULL, NULL},
-    {"set", "set [bail on|off | top <n> | cache <MB> | pager on|off | memory <MB>]", "change a setting; without arguments, list them",
+    {"set", "set [bail on|off | top <n> | cache <MB> | pager on|off | memory <MB> | loops <s>]", "change a setting; without arguments, list them",
      "bail: on (default) stops a script at its first error; off goes on with the\n"
      "next command (the exit status still says a command failed).\n"
      "top: the rows `report` shows without --top (default 20).\n"
@@ -469,7 +470,10 @@ static const mpx_command commands[] = {
      "a quarter of it keeps decoded images and sounds (input), 0 decodes at each run.\n"
      "memory: megabytes a file read may claim before mpx allocates for it (an .npz\n"
      "member's size, an image's width x height, a sound's frames); larger claims are\n"
-     "refused by name. 0 (default): half the machine's physical memory.",
+     "refused by name. 0 (default): half the machine's physical memory.\n"
+     "loops: seconds one Loop, Scan or SequenceMap node may spend on its iterations\n"
+     "(default 300; 0: no limit), checked before each iteration: past it the run\n"
+     "fails naming the node and the iterations done, and the session goes on.",
      repl_cmd_set, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_set},
     {"save", "save [<file.mpx>]", "write the session as a script that rebuilds it (no file: print it)",
      "Writes load, the inputs (shape, then values), the data set (the `data` or\n"

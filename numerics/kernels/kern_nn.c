@@ -427,6 +427,10 @@ static mpx_status conv_run(const mpx_kctx *c, const conv_job *j) {
     for (int64_t n = 0; n < j->N; n++)
         for (int64_t g = 0; g < j->G; g++)
             for (int64_t r = 0; r < j->rows; r++) {
+                if (mpx_k_cancelled()) { /* (a row of outputs between two checks) */
+                    st = mpx_kernel_error(c, MPX_E_CANCELLED, "cancelled");
+                    goto done;
+                }
                 conv_tap_rows(j, r, tc, tap_in);
                 for (int64_t c0 = 0; c0 < j->OW; c0 += k.ch) {
                     int64_t c1 = c0 + k.ch < j->OW ? c0 + k.ch : j->OW;
@@ -817,6 +821,7 @@ mpx_status mpx_k_deform_conv(const mpx_kctx *c, const mpx_value *const *in, int 
     for (int64_t n = 0; n < N; n++)
         for (int64_t m = 0; m < M; m++) {
             int64_t g = m / mg;
+            if (mpx_k_cancelled()) return mpx_kernel_error(c, MPX_E_CANCELLED, "cancelled"); /* (a channel apart) */
             for (int64_t oh = 0; oh < OH; oh++)
                 for (int64_t ow = 0; ow < OW; ow++) {
                     mpx_acc acc;

@@ -360,6 +360,7 @@ static void run_row(const rnn *s, int64_t d, int64_t b, float *scratch) {
         cs[j] = s->c0 ? s->c0[state_at(s, d, b) + j] : 0.0f;
     }
     for (int64_t step = 0; step < len; step++) { /* Y past the sequence's length stays 0 */
+        if (mpx_k_cancelled()) return; /* a step apart; the executor drops the values (mpx_k_cancelled) */
         int64_t t = reverse ? len - 1 - step : step;
         int64_t yo = s->layout1 ? ((b * s->seq + t) * s->dirs + d) * H : ((t * s->dirs + d) * s->batch + b) * H;
         float *yt = s->y ? s->y + yo : NULL;

@@ -512,6 +512,8 @@ static void run(void *ctx, job *j) {
     mpx_value_clear(&mv);
     int64_t dn = 0;
     float *dest = j->kind == JOB_REF || j->kind == JOB_CAND ? step_dest(s, j, &mv, &dn) : NULL;
+    /* The run's own cancel reaches inside the step's kernels too. */
+    const volatile int *scope = mpx_k_cancel_scope(s->opts->cancel);
     switch (j->kind) {
     case JOB_REF:
         j->st = mpx_exec_node_into(n, NULL, s->ref, false, NULL, dest, dn, j->outs, &j->scratch, &j->err);
@@ -538,6 +540,7 @@ static void run(void *ctx, job *j) {
         j->st = run_metrics(s, sl, n, &j->err);
         break;
     }
+    mpx_k_cancel_scope(scope);
     step_mapped(j, &mv);
 }
 
