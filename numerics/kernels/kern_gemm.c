@@ -552,7 +552,7 @@ kg_result kg_gemm_run(const kg_gemm *j) {
     return res;
 }
 
-enum { KG_MV_PAR_MIN = 1100000 }; /* multiply-adds of a kept-A matrix-vector product worth two threads */
+enum { KG_MV_PAR_MIN = 1400000 }; /* multiply-adds of a kept-A matrix-vector product worth two threads */
 
 static kg_result kg_run(const kg_gemm *j, int nt) {
     const int64_t M = j->M, N = j->N, K = j->K, mpan = (M + KG_MR - 1) / KG_MR;
@@ -565,10 +565,10 @@ static kg_result kg_run(const kg_gemm *j, int nt) {
         if (!a16) return KG_NOMEM;
         kg_mv16 w = {.j = j, .ap = a16, .f = KG_PICK(kg_lanes_fn, mv16)};
         /* (a large A is read from memory at the speed of both cores' loads:
-         * a classifier's 1000 x 1024 weights are 4 MB a run.) Up to about a
+         * a classifier's 1000 x 1024 weights are 4 MB a run.) Up to 1.4
          * million multiply-adds (the suite's classifiers: 1000 x 512, 1024 x
-         * 576, 1000 x 1024) on the calling thread: one thread takes 0.16-0.6
-         * ms, and on a shared machine a worker woken for it that is
+         * 576, 1000 x 1024, 1000 x 1280) on the calling thread: one thread
+         * takes 0.16-0.6 ms, and on a shared machine a worker woken for it that is
          * preempted inside an item makes the caller wait out a scheduler
          * slice (ResNet-18's classifier, medians of 7: 0.5-5.6 ms on two
          * threads, 0.16-0.24 on one, load average 11 on two cores). */
