@@ -220,12 +220,36 @@ function formGroups(orig, optim) {
   for (const n of optim) if (!isReorder(n)) reads.set(n.name, new Set(n.inputs.filter((t) => t).map(find)));
   const intoConsumer = (i) => {
     const g = fromConsumer(i);
+    if (g === null || !reads.get(g)) return null;
     // (only into an elementwise consumer's: a pool after a Conv with a fused
     // activation reads the tensor the NCHWc Conv is named after too)
-    const elementwise = orig[i].outputs.some((t) => (consumers.get(t) || []).some((c) => group[c] === g && FOLLOWERS.has(orig[c].op)));
-    return g !== null && elementwise &&
-      orig[i].inputs.some((t) => t && made.has(t) && reads.get(g) && reads.get(g).has(find(t))) ? g : null;
+    if (!orig[i].outputs.some((t) => (consumers.get(t) || []).some((c) => group[c] === g && FOLLOWERS.has(orig[c].op))))
+      return null;
+    // the ORT node reads what this node, or the ungrouped nodes before it,
+    // read (GELU's Add(1, Erf(Div(x))): Gelu reads x)
+    const seen = new Set(), todo = [i];
+    while (todo.length && seen.size < 16) {
+      const k = todo.pop();
+      if (seen.has(k)) continue;
+      seen.add(k);
+      for (const t of orig[k].inputs) {
+        if (!t || !made.has(t)) continue;
+        if (reads.get(g).has(find(t))) return g;
+        if (group[made.get(t)] === null) todo.push(made.get(t));
+      }
+    }
+    return null;
   };
+  // first, consumers before producers: fused patterns join the ORT node that
+  // reads their input; then the rest
+  for (let changed = true; changed;) {
+    changed = false;
+    for (let i = orig.length - 1; i >= 0; i--) {
+      if (group[i] !== null || !FOLLOWERS.has(orig[i].op)) continue;
+      const g = intoConsumer(i);
+      if (g !== null) { group[i] = g; changed = true; }
+    }
+  }
   for (const followersForward of [false, true]) {
     for (let changed = true; changed;) {
       changed = false;
