@@ -62,10 +62,11 @@
 // graph itself (optimizedModelFilePath, read by bench/onnx_nodes.py; formGroups
 // below): an original node belongs to the ORT node that produces one of its
 // outputs (through ReorderInput/ReorderOutput; an NCHWc node stands for the
-// tensor its name gives, a "<node>/<Kind>Fusion/" for that node's output); a node ORT fused away joins its producer's group
-// if it is of a kind ORT folds into the node before it (FOLLOWERS) and the
-// elementwise ORT node after it does not read its input, else its first
-// consumer's. A group's label is its original nodes' kinds in order
+// tensor its name gives, a "<node>/<Kind>Fusion/" for that node's output);
+// a node ORT fused away joins the elementwise ORT node after it when that
+// node reads its input (or its fused-away predecessors'), else its
+// producer's group if it is of a kind ORT folds into the node before it
+// (FOLLOWERS), else its first consumer's. A group's label is its original nodes' kinds in order
 // ("Conv[dw]" a depthwise Conv); the table sums groups of the same label.
 // ORT's layout reorders have no mpx node: a row of their own.
 'use strict';
@@ -409,11 +410,12 @@ async function profileMode() {
   p('');
   p('Groups: ORT\'s optimised graph (optimizedModelFilePath) names the tensors each of its nodes produces; an original');
   p('node belongs to the ORT node producing one of its outputs (through ReorderInput/ReorderOutput; an NCHWc node by its');
-  p('name, "<tensor>_nchwc", a fusion\'s by "<node>/<Kind>Fusion/"); a node ORT fused away joins its producer\'s group if');
-  p('it is of a kind ORT folds into the node before it (BatchNormalization, activations, Add, Mul, Cast, ...) and the');
-  p('elementwise ORT node after it does not read its input, else its first consumer\'s; an ORT node that computes no');
-  p('original tensor counts in the group that reads it. A row sums the groups of one label: the kinds of their original');
-  p('nodes, in order, once each ("Conv[dw]": a depthwise Conv); "count" is groups. mpx times every node on its own');
+  p('name, "<tensor>_nchwc", a fusion\'s by "<node>/<Kind>Fusion/"); a node ORT fused away joins the elementwise ORT node');
+  p('after it when that node reads its input or its fused-away predecessors\' (QuickGelu, Gelu), else its producer\'s group');
+  p('if it is of a kind ORT folds into the node before it (BatchNormalization, activations, Add, Mul, Cast, ...), else its');
+  p('first consumer\'s; an ORT node that computes no original tensor counts in the group that reads it. A row sums the');
+  p('groups of one label: the kinds of their original nodes, in order, once each ("Conv[dw]": a depthwise Conv); "count"');
+  p('is groups. mpx times every node on its own');
   p('(mpx_bench profile), a chain of elementwise nodes run by tiles as mpx_run_graph runs it, its time shared by its');
   p('nodes; ORT\'s NCHWc reorders have no mpx node and are a row of their own; "(no ORT node)": nodes ORT removed with');
   p('no consumer in a group. Both sides\' per-node timing adds overhead: the totals exceed a plain forward.');
