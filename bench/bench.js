@@ -62,10 +62,11 @@
 // graph itself (optimizedModelFilePath, read by bench/onnx_nodes.py; formGroups
 // below): an original node belongs to the ORT node that produces one of its
 // outputs (through ReorderInput/ReorderOutput; an NCHWc node stands for the
-// tensor its name gives, a "<node>/<Kind>Fusion/" for that node's output); a node ORT fused away joins its producer's group
-// if it is of a kind ORT folds into the node before it (FOLLOWERS) and the
-// elementwise ORT node after it does not read its input, else its first
-// consumer's. A group's label is its original nodes' kinds in order
+// tensor its name gives, a "<node>/<Kind>Fusion/" for that node's output);
+// a node ORT fused away joins the elementwise ORT node after it when that
+// node reads its input (or its fused-away predecessors'), else its
+// producer's group if it is of a kind ORT folds into the node before it
+// (FOLLOWERS), else its first consumer's. A group's label is its original nodes' kinds in order
 // ("Conv[dw]" a depthwise Conv); the table sums groups of the same label.
 // ORT's layout reorders have no mpx node: a row of their own.
 'use strict';
@@ -220,12 +221,36 @@ function formGroups(orig, optim) {
   for (const n of optim) if (!isReorder(n)) reads.set(n.name, new Set(n.inputs.filter((t) => t).map(find)));
   const intoConsumer = (i) => {
     const g = fromConsumer(i);
+    if (g === null || !reads.get(g)) return null;
     // (only into an elementwise consumer's: a pool after a Conv with a fused
     // activation reads the tensor the NCHWc Conv is named after too)
-    const elementwise = orig[i].outputs.some((t) => (consumers.get(t) || []).some((c) => group[c] === g && FOLLOWERS.has(orig[c].op)));
-    return g !== null && elementwise &&
-      orig[i].inputs.some((t) => t && made.has(t) && reads.get(g) && reads.get(g).has(find(t))) ? g : null;
+    if (!orig[i].outputs.some((t) => (consumers.get(t) || []).some((c) => group[c] === g && FOLLOWERS.has(orig[c].op))))
+      return null;
+    // the ORT node reads what this node, or the ungrouped nodes before it,
+    // read (GELU's Add(1, Erf(Div(x))): Gelu reads x)
+    const seen = new Set(), todo = [i];
+    while (todo.length && seen.size < 16) {
+      const k = todo.pop();
+      if (seen.has(k)) continue;
+      seen.add(k);
+      for (const t of orig[k].inputs) {
+        if (!t || !made.has(t)) continue;
+        if (reads.get(g).has(find(t))) return g;
+        if (group[made.get(t)] === null) todo.push(made.get(t));
+      }
+    }
+    return null;
   };
+  // first, consumers before producers: fused patterns join the ORT node that
+  // reads their input; then the rest
+  for (let changed = true; changed;) {
+    changed = false;
+    for (let i = orig.length - 1; i >= 0; i--) {
+      if (group[i] !== null || !FOLLOWERS.has(orig[i].op)) continue;
+      const g = intoConsumer(i);
+      if (g !== null) { group[i] = g; changed = true; }
+    }
+  }
   for (const followersForward of [false, true]) {
     for (let changed = true; changed;) {
       changed = false;
@@ -385,11 +410,12 @@ async function profileMode() {
   p('');
   p('Groups: ORT\'s optimised graph (optimizedModelFilePath) names the tensors each of its nodes produces; an original');
   p('node belongs to the ORT node producing one of its outputs (through ReorderInput/ReorderOutput; an NCHWc node by its');
-  p('name, "<tensor>_nchwc", a fusion\'s by "<node>/<Kind>Fusion/"); a node ORT fused away joins its producer\'s group if');
-  p('it is of a kind ORT folds into the node before it (BatchNormalization, activations, Add, Mul, Cast, ...) and the');
-  p('elementwise ORT node after it does not read its input, else its first consumer\'s; an ORT node that computes no');
-  p('original tensor counts in the group that reads it. A row sums the groups of one label: the kinds of their original');
-  p('nodes, in order, once each ("Conv[dw]": a depthwise Conv); "count" is groups. mpx times every node on its own');
+  p('name, "<tensor>_nchwc", a fusion\'s by "<node>/<Kind>Fusion/"); a node ORT fused away joins the elementwise ORT node');
+  p('after it when that node reads its input or its fused-away predecessors\' (QuickGelu, Gelu), else its producer\'s group');
+  p('if it is of a kind ORT folds into the node before it (BatchNormalization, activations, Add, Mul, Cast, ...), else its');
+  p('first consumer\'s; an ORT node that computes no original tensor counts in the group that reads it. A row sums the');
+  p('groups of one label: the kinds of their original nodes, in order, once each ("Conv[dw]": a depthwise Conv); "count"');
+  p('is groups. mpx times every node on its own');
   p('(mpx_bench profile), a chain of elementwise nodes run by tiles as mpx_run_graph runs it, its time shared by its');
   p('nodes; ORT\'s NCHWc reorders have no mpx node and are a row of their own; "(no ORT node)": nodes ORT removed with');
   p('no consumer in a group. Both sides\' per-node timing adds overhead: the totals exceed a plain forward.');

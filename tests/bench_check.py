@@ -4,8 +4,10 @@
 by) and the report's multiply-add counts (report_gmacs: the reference's
 terms and again each candidate's low nodes'), and their refusals."""
 import json
+import os
 import subprocess
 import sys
+import tempfile
 
 bench, src = sys.argv[1], sys.argv[2]
 fails = 0
@@ -46,6 +48,34 @@ if rc == 0:
           "report_gmacs is three forwards' on tiny_cnn: %s against %s" % (r.get("report_gmacs"), r.get("gmacs")))
 rc, out, err = run(src + "/examples/tiny_cnn.json", "1x3x32x32", "fp32", "--repeat", "1", "--image", "none")
 check(rc == 0 and "report_gmacs" not in out, "fp32 mode says nothing of the report's multiply-adds")
+
+# profile --out: every node run (none skipped here) with --repeat samples,
+# named by its first output, what bench.js --profile joins with ONNX
+# Runtime's graph.
+with tempfile.TemporaryDirectory() as tmp:
+    jf = os.path.join(tmp, "p.json")
+    rc, out, err = run(src + "/examples/tiny_cnn.json", "1x3x32x32", "profile", "--repeat", "3", "--image", "none",
+                       "--top", "2", "--out", jf)
+    check(rc == 0 and os.path.exists(jf), "profile --out exits 0 and writes its file (%d: %s)" % (rc, err))
+    if rc == 0 and os.path.exists(jf):
+        p = json.load(open(jf))
+        nodes = p["nodes"]
+        check(p["repeat"] == 3 and len(nodes) > 0, "profile names its repeat and lists nodes: %s" % p.get("repeat"))
+        check(all(len(n["ms"]) == 3 and all(x >= 0 for x in n["ms"]) for n in nodes),
+              "every node has 3 samples, none negative")
+        check(all(n["outputs"] and n["op"] and n["kind"] for n in nodes), "every node has outputs, op and kind")
+        check(any(n["op"] == "Conv" for n in nodes) and any(n["op"] == "Gemm" for n in nodes),
+              "tiny_cnn's Conv and Gemm are profiled")
+        check("total" in err and "Conv" in err, "profile prints the per-type table to stderr")
+# run: the REPL's run, one comparison (every node run, as a session's first)
+rc, out, err = run(src + "/examples/tiny_cnn.json", "1x3x32x32", "run", "--repeat", "2", "--warmup", "0",
+                   "--image", "none")
+check(rc == 0, "run on tiny_cnn exits 0 (%d: %s)" % (rc, err))
+if rc == 0:
+    r = json.loads(out.strip().splitlines()[-1])
+    check(r["mode"] == "run" and len(r["ms"]) == 2 and r["layers"] > 0, "run gives its samples and layers: %s" % r)
+    check(r["nodes_run"] == r["layers"] and r["worst_rel_l2_fp16"] > 0,
+          "each run is a first run (nothing from a cache) with fp16 errors: %s" % r)
 
 print("bench_check: %s" % ("ok" if fails == 0 else "%d failed" % fails))
 sys.exit(1 if fails else 0)

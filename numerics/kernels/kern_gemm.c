@@ -552,6 +552,8 @@ kg_result kg_gemm_run(const kg_gemm *j) {
     return res;
 }
 
+enum { KG_MV_PAR_MIN = 1400000 }; /* multiply-adds of a kept-A matrix-vector product worth two threads */
+
 static kg_result kg_run(const kg_gemm *j, int nt) {
     const int64_t M = j->M, N = j->N, K = j->K, mpan = (M + KG_MR - 1) / KG_MR;
     if (kg_mv_route(j) && j->a_owner) {
@@ -563,8 +565,14 @@ static kg_result kg_run(const kg_gemm *j, int nt) {
         if (!a16) return KG_NOMEM;
         kg_mv16 w = {.j = j, .ap = a16, .f = KG_PICK(kg_lanes_fn, mv16)};
         /* (a large A is read from memory at the speed of both cores' loads:
-         * a classifier's 1000 x 1024 weights are 4 MB a run) */
-        if (finite) mpx_k_parallel_stoppable((long)(j->G * ((M + 15) / 16)), (double)j->G * (double)M * (double)K > 262144.0 ? kg_threads() : nt,
+         * a classifier's 1000 x 1024 weights are 4 MB a run.) Up to 1.4
+         * million multiply-adds (the suite's classifiers: 1000 x 512, 1024 x
+         * 576, 1000 x 1024, 1000 x 1280) on the calling thread: one thread
+         * takes 0.16-0.6 ms, and on a shared machine a worker woken for it that is
+         * preempted inside an item makes the caller wait out a scheduler
+         * slice (ResNet-18's classifier, medians of 7: 0.5-5.6 ms on two
+         * threads, 0.16-0.24 on one, load average 11 on two cores). */
+        if (finite) mpx_k_parallel_stoppable((long)(j->G * ((M + 15) / 16)), (double)j->G * (double)M * (double)K > KG_MV_PAR_MIN ? kg_threads() : 1,
                                    kg_mv16_fn, &w);
         free(own);
         return finite ? KG_DONE : KG_NONFINITE;
