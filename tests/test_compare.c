@@ -1337,7 +1337,8 @@ static void test_task_figures(void) {
  * (n_shared counts them): a plan that rounds nothing computes the model
  * once; a plan that rounds from some node on shares the nodes before it
  * alone; a rounded weight or input stops the sharing where it is read. The
- * figures and kept values are the whole runs' bit for bit either way. */
+ * figures (local ones too) and kept values are the whole runs' bit for bit
+ * either way. */
 static void test_shared(void) {
     mpx_graph *g = mpx_graph_new("t.json");
     g->opset = 13;
@@ -1378,13 +1379,17 @@ static void test_shared(void) {
         const mpx_assign *a;
         int shared;
     } cases[] = {{NULL, all}, {f32, all}, {late, 2}, {wlow, 0}, {acc, 0}};
-    for (int threads = 0; threads < 2; threads++)
+    for (int v = 0; v < 4; v++)
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-            mpx_compare_opts o = {.threads = threads};
+            /* local runs too: a local step of a node that rounds nothing
+             * copies the reference's outputs whatever its inputs */
+            const int threads = v & 1;
+            const bool local = v >= 2;
+            mpx_compare_opts o = {.threads = threads, .local = local};
             mpx_compare *c = COMPARE(g, cases[i].a, &x, &o);
-            CHECK_EQUAL(g, cases[i].a, &x, c, false);
+            CHECK_EQUAL(g, cases[i].a, &x, c, local);
             CHECK_MSG(c && c->n_run == all && c->n_shared == cases[i].shared,
-                      "case %zu threads %d: %d of %d nodes shared, want %d", i, threads, c ? c->n_shared : -1,
+                      "case %zu threads %d local %d: %d of %d nodes shared, want %d", i, threads, local, c ? c->n_shared : -1,
                       c ? c->n_run : -1, cases[i].shared);
             for (int t = 0; c && cases[i].a == f32 && t < c->n_layers; t++)
                 CHECK(c->layers[t].m.rel_l2 == 0.0 && c->layers[t].m.max_abs == 0.0);

@@ -110,6 +110,9 @@ enum { MAX_CANDS = MPX_COMPARE_MAX_CANDS };
  * outputs) keeps it at what one node at a time holds. */
 enum { WINDOW = 4 };
 
+/* stream.shared's bits */
+enum { SHARE_CAND = 1, SHARE_LOCAL = 2 };
+
 /* One node of the window: its jobs (R, C[0..nc), L[0..nc) when local, M)
  * and the layers its metrics made, listed in the results (in node order)
  * when every job of it is done. */
@@ -149,7 +152,7 @@ typedef struct stream {
     int n_pos, *order;               /* [n_pos]: node index of each position */
     int *dep0, *deps;                /* positions making position p's inputs: deps[dep0[p] .. dep0[p+1]) */
     unsigned char *rdone, *cdone[MAX_CANDS]; /* [n_pos]: R, C[q] done */
-    unsigned char *shared[MAX_CANDS]; /* [n_pos]: C[q] copies R's outputs (plan_shared) */
+    unsigned char *shared[MAX_CANDS]; /* [n_pos]: SHARE_CAND: C[q], SHARE_LOCAL: L[q] copies R's outputs (plan_shared) */
     int nj;                          /* jobs a node: R, C[q], L[q], M */
     int window, head;                /* positions [head, head + window) may run */
     slot *slots;                     /* [window]: position p in slots[p % window] */
@@ -404,7 +407,7 @@ static void plan_inplace(stream *s, job *j) {
     mpx_value *vals = run_values(s, j);
     const mpx_node *n = node_at(s, j->pos);
     if (!s->inplace || !vals || n->n_outputs < 1 || !n->outputs[0]) return;
-    if (j->kind == JOB_CAND && s->shared[j->q][j->pos]) return; /* a copy: no kernel writes */
+    if (j->kind == JOB_CAND && (s->shared[j->q][j->pos] & SHARE_CAND)) return; /* a copy: no kernel writes */
     for (int k = 1; k < n->n_outputs; k++)
         if (n->outputs[k]) return;
     const mpx_tensor *o = n->outputs[0];
@@ -485,9 +488,9 @@ static void adopt_inplace(stream *s, job *j) {
     mpx_value_clear(v);
 }
 
-/* A shared candidate step (plan_shared): its outputs are copies of the
- * reference's, which its node's metrics job keeps alive (their uses hold
- * them) and no step writes over before that job is done. */
+/* A shared candidate or local step (plan_shared): its outputs are copies
+ * of the reference's, which its node's metrics job keeps alive (their uses
+ * hold them) and no step writes over before that job is done. */
 static mpx_status copy_ref(const stream *s, const mpx_node *n, mpx_value *outs, mpx_error *err) {
     for (int k = 0; k < n->n_outputs; k++) {
         const mpx_tensor *t = n->outputs[k];
@@ -519,7 +522,7 @@ static void run(void *ctx, job *j) {
         j->st = mpx_exec_node_into(n, NULL, s->ref, false, NULL, dest, dn, j->outs, &j->scratch, &j->err);
         break;
     case JOB_CAND: {
-        if (s->shared[j->q][j->pos]) {
+        if (s->shared[j->q][j->pos] & SHARE_CAND) {
             j->st = copy_ref(s, n, j->outs, &j->err);
             break;
         }
@@ -534,6 +537,10 @@ static void run(void *ctx, job *j) {
         break;
     }
     case JOB_LOCAL:
+        if (s->shared[j->q][j->pos] & SHARE_LOCAL) {
+            j->st = copy_ref(s, n, j->outs, &j->err);
+            break;
+        }
         j->st = mpx_exec_node_probe(n, s->a[j->q], s->ref, true, NULL, j->outs, &j->scratch, &j->err);
         break;
     case JOB_METRICS:
@@ -570,9 +577,11 @@ static bool deps_done(const stream *s, int p, const unsigned char *done) {
 
 static bool ready(const stream *s, const slot *sl, const job *j) {
     switch (j->kind) {
-    case JOB_REF: case JOB_LOCAL: return deps_done(s, j->pos, s->rdone);
+    case JOB_REF: return deps_done(s, j->pos, s->rdone);
+    case JOB_LOCAL:
+        return deps_done(s, j->pos, s->rdone) && (!(s->shared[j->q][j->pos] & SHARE_LOCAL) || s->rdone[j->pos]);
     case JOB_CAND:
-        return deps_done(s, j->pos, s->cdone[j->q]) && (!s->shared[j->q][j->pos] || s->rdone[j->pos]);
+        return deps_done(s, j->pos, s->cdone[j->q]) && (!(s->shared[j->q][j->pos] & SHARE_CAND) || s->rdone[j->pos]);
     case JOB_METRICS:
         for (int k = 0; k < job_m(s); k++)
             if (sl->j[k].state != JOB_DONE) return false;
@@ -732,7 +741,7 @@ static void done(void *ctx, job *j) {
         s->rdone[j->pos] = 1;
         break;
     case JOB_CAND:
-        if (s->shared[j->q][j->pos]) s->c[j->q]->n_shared++;
+        if (s->shared[j->q][j->pos] & SHARE_CAND) s->c[j->q]->n_shared++;
         store(s, n, j->outs, s->cand[j->q]);
         s->cdone[j->q][j->pos] = 1;
         break;
@@ -931,7 +940,10 @@ static bool start_same(const stream *s, int q, int t) {
  * it. A plan that rounds nothing (a dynamically quantised model's default
  * plan, `colour * red`) then computes the model once. Not for nodes with a
  * body (their candidate step takes the figures inside) nor where a tensor
- * is written twice. Decided once the start values exist (run_stream). */
+ * is written twice. A local step (which reads the reference's values,
+ * converted to the node's compute format alone) of a node that rounds
+ * nothing is the reference's step whatever its inputs' formats: it copies
+ * too. Decided once the start values exist (run_stream). */
 static bool plan_shared(stream *s) {
     const mpx_graph *g = s->g;
     bool *same = mpx_cmp_alloc_n(g->n_tensors, sizeof *same);
@@ -943,10 +955,11 @@ static bool plan_shared(stream *s) {
         for (int t = 0; t < g->n_tensors; t++) same[t] = start_same(s, q, t);
         for (int p = 0; p < s->n_pos; p++) {
             const mpx_node *n = node_at(s, p);
-            bool sh = !n->body && mpx_exec_node_plain(a, n) &&
-                      (!a || (!mpx_cmp_is_low(a->node[n->index].acc.fmt) && a->node[n->index].acc.block <= 0));
+            const bool plain = !n->body && mpx_exec_node_plain(a, n) &&
+                               (!a || (!mpx_cmp_is_low(a->node[n->index].acc.fmt) && a->node[n->index].acc.block <= 0));
+            bool sh = plain;
             for (int k = 0; sh && k < n->n_inputs; k++) sh = !n->inputs[k] || same[n->inputs[k]->index];
-            s->shared[q][p] = sh;
+            s->shared[q][p] = (unsigned char)((sh ? SHARE_CAND : 0) | (plain ? SHARE_LOCAL : 0));
             for (int k = 0; k < n->n_outputs; k++)
                 if (n->outputs[k]) same[n->outputs[k]->index] = sh;
         }
