@@ -763,7 +763,9 @@ mpx_status repl_data_from_files(mpx_session *s, const char *input, const char *p
 }
 
 /* data <file.npz|folder|'glob'> [stacked] [limit n] [shuffle seed] | data off | data */
-MPX_CMD(repl_cmd_data) {
+mpx_status repl_cmd_data(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
+    int argc = args->argc;
+    char **argv = args->argv;
     mpx_status st = repl_need_model(s, err);
     if (st) return st;
     if (argc == 1) {

@@ -487,7 +487,9 @@ static mpx_status files_check(int argc, char **argv, mpx_input_spec *sp, mpx_err
 
 /* input <name> shape S | random [normal|uniform] [a b] [seed n] | const v
  *            | file x.npy [convert] | image f [opts] | audio f [opts] */
-MPX_CMD(repl_cmd_input) {
+mpx_status repl_cmd_input(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
+    int argc = args->argc;
+    char **argv = args->argv;
     if (argc < 3) return repl_usage_error(err, argv[0], NULL);
     mpx_status st = repl_need_model(s, err);
     if (st) return st;

@@ -11,7 +11,7 @@
 
 /* Sort keys: the metrics (numerics/metrics.def, in its order), then local
  * (the node's own rel_l2, after run --local) and order (graph order). */
-enum { K_LOCAL = MPX_METRIC_COUNT, K_ORDER, K_COUNT };
+enum { K_LOCAL = REPORT_SORT_LOCAL, K_ORDER = REPORT_SORT_ORDER };
 typedef int metric_id;
 
 static const char *layer_name(const mpx_graph *g, const mpx_layer *L) { return g->tensors[L->tensor]->name; }
@@ -210,51 +210,16 @@ static mpx_status body_table(mpx_session *s, const mpx_compare *c, metric_id sm,
     return MPX_OK;
 }
 
-MPX_CMD(repl_cmd_report) {
+mpx_status repl_cmd_report(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
     mpx_status st = repl_need_model(s, err);
     if (st) return st;
-    int top = s->report_top;
-    bool top_given = false;
-    metric_id sm = MPX_METRIC_rel_l2;
-    bool json = false, csv = false, per_sample = false;
-    int one = -1; /* --sample k (0-based) */
-    const char *path = NULL;
-    for (int a = 1; a < argc; a++) {
-        if (strcmp(argv[a], "--sample") == 0 && a + 1 < argc) {
-            double v;
-            if ((st = mpx_explore_parse_number(argv[++a], "--sample", &v, err))) return st;
-            if (v < 1 || v != (double)(int)v) return mpx_error_set(err, MPX_E_ARG, "--sample %s: a sample number from 1", argv[a]);
-            one = (int)v - 1;
-        } else if (strcmp(argv[a], "--samples") == 0) {
-            per_sample = true;
-        } else if (strcmp(argv[a], "--top") == 0 && a + 1 < argc) {
-            double v;
-            if ((st = mpx_explore_parse_number(argv[++a], "--top", &v, err))) return st;
-            if (v < 1 || v != (double)(int)v) return mpx_error_set(err, MPX_E_ARG, "--top %s: a count of rows", argv[a]);
-            top = (int)v;
-            top_given = true;
-        } else if (strcmp(argv[a], "--all") == 0) {
-            top = -1;
-            top_given = true;
-        } else if (strcmp(argv[a], "--sort") == 0 && a + 1 < argc) {
-            a++;
-            int k = 0;
-            while (k < K_COUNT && strcmp(key_name(k), argv[a]) != 0) k++;
-            if (k == K_COUNT) {
-                char hint[128];
-                char names[256];
-                return mpx_error_set(err, MPX_E_ARG, "--sort: unknown metric \"%s\" (%s, local, order)%s", argv[a],
-                                     mpx_metric_names(", ", names, sizeof names),
-                                     mpx_figure_metric_hint(argv[a], true, hint, sizeof hint));
-            }
-            sm = k;
-        } else if (strcmp(argv[a], "--json") == 0 || strcmp(argv[a], "--csv") == 0) {
-            if (argv[a][2] == 'j') json = true;
-            else csv = true;
-            if (a + 1 < argc && strncmp(argv[a + 1], "--", 2) != 0) path = argv[++a];
-        }
-    }
-    if (json && csv) return mpx_error_set(err, MPX_E_ARG, "--json or --csv, not both");
+    const mpx_opt_value *opt = args->opt;
+    bool top_given = opt[REPORT_TOP].given || opt[REPORT_ALL].given;
+    int top = opt[REPORT_TOP].given ? (int)opt[REPORT_TOP].i : opt[REPORT_ALL].given ? -1 : s->report_top;
+    metric_id sm = (metric_id)opt[REPORT_SORT].i;
+    bool json = opt[REPORT_JSON].given, csv = opt[REPORT_CSV].given, per_sample = opt[REPORT_SAMPLES].given;
+    int one = opt[REPORT_SAMPLE].given ? (int)opt[REPORT_SAMPLE].i - 1 : -1; /* --sample k (0-based) */
+    const char *path = json ? opt[REPORT_JSON].text : opt[REPORT_CSV].text;
     const mpx_compare *c = s->last;
     if (!c) return mpx_error_set(err, MPX_E_ARG, "no run yet (use: run)");
     /* The run keeps the plan it ran; say so when the plan moved on since. */
@@ -265,7 +230,6 @@ MPX_CMD(repl_cmd_report) {
     const mpx_samples *S = c->samples;
     if ((one >= 0 || per_sample) && !S)
         return mpx_error_set(err, MPX_E_ARG, "the last run had one input, not a data set (see: help data)");
-    if (one >= 0 && per_sample) return mpx_error_set(err, MPX_E_ARG, "--sample or --samples, not both");
     if (per_sample) return report_samples(s, c, err);
     int row = S && one >= 0 ? mpx_samples_row(S, one) : -1;
     if (S && one >= 0 && row < 0)
@@ -452,20 +416,17 @@ static void value_stats(const mpx_value *v, double *mn, double *mx, double *mean
 }
 
 /* tensor <name> [--save <file.npy>] [--save-ref <file.npy>] */
-MPX_CMD(repl_cmd_tensor) {
+mpx_status repl_cmd_tensor(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
     mpx_status st = repl_need_model(s, err);
     if (st) return st;
-    const char *save = NULL, *save_ref = NULL;
-    for (int a = 2; a < argc; a++) {
-        if (strcmp(argv[a], "--save") == 0) save = argv[++a];
-        else if (strcmp(argv[a], "--save-ref") == 0) save_ref = argv[++a];
-    }
+    const char *save = args->opt[TENSOR_SAVE].text, *save_ref = args->opt[TENSOR_SAVE_REF].text;
+    const char *name = args->word[0];
     const mpx_graph *g = s->graph;
-    const mpx_tensor *t = mpx_figure_find_tensor(g, argv[1]);
+    const mpx_tensor *t = mpx_figure_find_tensor(g, name);
     if (!t) {
         char hint[300];
-        return mpx_error_set(err, MPX_E_ARG, "no tensor or node named \"%s\"%s", argv[1],
-                             repl_name_tail(g, argv[1], true, true, hint, sizeof hint));
+        return mpx_error_set(err, MPX_E_ARG, "no tensor or node named \"%s\"%s", name,
+                             repl_name_tail(g, name, true, true, hint, sizeof hint));
     }
     const mpx_compare *c = s->last;
     mpx_compare *fresh = NULL;

@@ -92,7 +92,7 @@ static mpx_status read_shards(mpx_session *s, int n, char **paths, shard *sh, mp
 static mpx_status need_model(mpx_session *s, const char *model, mpx_error *err) {
     if (s->graph && strcmp(s->model_path, model) == 0) return MPX_OK;
     char *argv[2] = {"load", (char *)model};
-    return repl_cmd_load(s, 2, argv, err);
+    return repl_exec_words(s, 2, argv, err);
 }
 
 /* Sample figures of shard sh for its row r into the layers of c (report
@@ -229,7 +229,7 @@ mpx_status repl_merge_samples(mpx_session *s, int argc, char **argv, mpx_error *
     /* --json/--csv: the merged report, as `report` writes it. */
     if (!st && files < argc) {
         argv[files - 1] = "report";
-        st = repl_cmd_report(s, argc - files + 1, argv + files - 1, err);
+        st = repl_exec_words(s, argc - files + 1, argv + files - 1, err);
     }
     return st;
 }

@@ -65,10 +65,24 @@ int main(void) {
     int n = 0;
     const mpx_command *c = mpx_commands(&n);
     for (int i = 0; i < n; i++) {
-        CHECK_MSG(strncmp(c[i].usage, c[i].name, strlen(c[i].name)) == 0, "%s: usage \"%s\"", c[i].name, c[i].usage);
-        for (const mpx_option_spec *o = c[i].options; o && o->name; o++) {
-            CHECK_MSG(strstr(c[i].usage, o->name) != NULL, "%s: option %s missing from its usage", c[i].name, o->name);
-            CHECK_MSG(o->kind != MPX_WORD_CHOICE || o->choices, "%s %s: no choices", c[i].name, o->name);
+        const char *usage = mpx_command_usage(&c[i]);
+        CHECK_MSG(strncmp(usage, c[i].name, strlen(c[i].name)) == 0, "%s: usage \"%s\"", c[i].name, usage);
+        for (const mpx_opt *o = c[i].options; o && o->name; o++) {
+            CHECK_MSG(strstr(usage, o->name) != NULL, "%s: option %s missing from its usage", c[i].name, o->name);
+            CHECK_MSG(o->type != MPX_OPT_CHOICE || o->choices || o->name_at, "%s %s: no choices", c[i].name, o->name);
+            CHECK_MSG(o->help && *o->help, "%s %s: no help line", c[i].name, o->name);
+            CHECK_MSG(!o->needs || mpx_command_option(&c[i], o->needs), "%s %s: needs %s, not an option", c[i].name,
+                      o->name, o->needs);
+            CHECK_MSG(o - c[i].options < MPX_OPTS_MAX, "%s: more than %d options", c[i].name, MPX_OPTS_MAX);
+            CHECK_MSG(mpx_command_option(&c[i], o->name) == o, "%s: %s twice", c[i].name, o->name);
+        }
+        /* every default parses as a typed value would (dispatch fills them) */
+        if (c[i].options) {
+            char *w[4] = {(char *)c[i].name, "x", "x", "x"};
+            int nw = 1 + (c[i].min_args > 0 ? c[i].min_args : 0);
+            mpx_cmd_args a;
+            mpx_error e;
+            CHECK_MSG(nw <= 4 && mpx_command_parse(&c[i], nw, w, &a, &e) == MPX_OK, "%s: %s", c[i].name, e.msg);
         }
         for (size_t k = 0; k < sizeof c[i].args / sizeof c[i].args[0]; k++)
             CHECK_MSG(c[i].args[k] != MPX_WORD_CHOICE || c[i].choices, "%s: no choices", c[i].name);
