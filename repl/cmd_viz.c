@@ -107,8 +107,8 @@ static mpx_status need_plan(const mpx_session *s, mpx_error *err) {
 /* Resolve --overlay against the session: the last run, when it is current. */
 static mpx_status pick_overlay(const mpx_session *s, viz_args *a, bool by_default, mpx_error *err) {
     if (a->o.to_cause) {
-        /* the path is read off the last run's own errors */
-        if (!a->o.around) return mpx_error_set(err, MPX_E_ARG, "--upstream-to-cause needs --around <node> <depth>");
+        /* the path is read off the last run's own errors (dispatch saw
+         * --around given: the row's needs) */
         if (!repl_run_is_current(s) || !s->last_local)
             return mpx_error_set(err, MPX_E_ARG, "--upstream-to-cause needs a run of the current plan with own "
                                                  "errors (use: run --local)");

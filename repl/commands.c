@@ -1,12 +1,14 @@
-/* commands.c - the one command table, its argument specs, help and dispatch.
+/* commands.c - the one command table: every command's row and its options.
  *
- * A row says everything about a command's words: its usage (also every
- * "usage:" message), summary and help, how many plain words it takes and of
- * what kind, its --options and what follows each. Dispatch checks the words
- * against the row before the handler runs (unknown options with a
- * suggestion, missing option values, too few or too many words), `help` and
- * the man page print the rows, completion (complete.c) reads them. Adding a
- * command is adding a row; the handlers live in cmd_*.c, grouped by subject.
+ * A row says everything about a command's words: the synopsis of its plain
+ * words, summary and help, how many plain words it takes and of what kind,
+ * and its --options (mpx_opt: name, type, value, help line, default,
+ * bounds; optional, repeated, alone, grouped, needing another). Dispatch
+ * parses the words against the row (options.c) into the typed values the
+ * handler reads by the option's index (the enums in repl_internal.h); the
+ * usage line, `help`, the man page and completion (complete.c) are made from
+ * the same rows, so an option's name is written once, here. The handlers
+ * live in cmd_*.c, grouped by subject.
  */
 #include "repl_internal.h"
 

@@ -1,6 +1,7 @@
 /* repl_internal.h - what the command files of repl/ share: the session's
  * inner state and helpers, and the handlers the one command table in
- * session.c points at. Only repl/ includes it.
+ * commands.c points at, with the indices of each command's options. Only
+ * repl/ includes it.
  *
  * Handler contract: validate everything and build results aside; touch the
  * session only once nothing can fail any more, so a failed command leaves
