@@ -23,6 +23,10 @@
  *                   to keep fp32 so that a condition holds), sweep and
  *                   ranges, driven through callbacks the client implements
  *                   (mpx_explore_host: plan, run, undo, progress, cancel).
+ *   mpx_data.h      data sets (mpx_dataset_open: the samples of an .npz, a
+ *                   folder or a glob; mpx_dataset_inputs: one sample's
+ *                   input values) and the merge of a sharded run's report
+ *                   JSONs into one comparison (mpx_shards_compare).
  *   mpx_viz.h       DOT, SVG, the error plot and the review page.
  *   mpx_export.h    the plan exported as an ONNX model (mpx_export_onnx).
  *
@@ -57,6 +61,7 @@
 #include "mpx_numerics.h"
 #include "mpx_colour.h"
 #include "mpx_explore.h"
+#include "mpx_data.h"
 #include "mpx_viz.h"
 #include "mpx_export.h"
 

@@ -90,7 +90,7 @@ static mpx_status run_samples_many(mpx_session *s, const mpx_assign *const *as, 
                      : mpx_compare_run_many(g, as, nc, inputs, &o, c, err);
         repl_free_inputs(s, inputs);
         if (st) {
-            if (st != MPX_E_CANCELLED) repl_error_sample(err, k, n, repl_data_label(s->data, k));
+            if (st != MPX_E_CANCELLED) mpx_dataset_error_sample(err, k, n, repl_data_label(s->data, k));
             break;
         }
         for (int j = 0; j < nc; j++) {

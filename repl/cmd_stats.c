@@ -26,7 +26,7 @@ static mpx_status gather(mpx_session *s, mpx_ranges **out, mpx_error *err) {
         if ((st = s->data ? repl_data_inputs(s, k, &inputs, err) : repl_make_inputs(s, &inputs, err))) break;
         st = mpx_ranges_add_run(x, inputs, err);
         repl_free_inputs(s, inputs);
-        if (st && s->data && st != MPX_E_CANCELLED) repl_error_sample(err, k, n, repl_data_label(s->data, k));
+        if (st && s->data && st != MPX_E_CANCELLED) mpx_dataset_error_sample(err, k, n, repl_data_label(s->data, k));
     }
     if (s->progress && n > 1) fputs("\r                              \r", stderr);
     if (st) {

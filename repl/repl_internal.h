@@ -11,6 +11,7 @@
 
 #include "mpx_repl.h"
 #include "mpx_explore.h"
+#include "mpx_data.h"
 
 #include <stdint.h>
 
@@ -100,9 +101,9 @@ long long repl_decoded_count(const mpx_session *s);
 typedef struct repl_dataset repl_dataset;
 void repl_data_free(repl_dataset *d);
 int repl_data_count(const repl_dataset *d);         /* 0 for NULL */
-/* A data set of names only (merged shards): reports name its samples, runs
- * refuse it. NULL on out of memory. */
-repl_dataset *repl_data_labels(const char *source, int n, const char *const *labels, mpx_error *err);
+/* The session's data set of set (taken: freed with it, or on failure); NULL
+ * on out of memory. */
+repl_dataset *repl_data_labels(mpx_dataset *set, mpx_error *err);
 const char *repl_data_label(const repl_dataset *d, int k);
 /* The command that made d (`data ...` or `input <name> files ...`), its
  * words quoted, for `save`; NULL for merged shards' labels. */
@@ -111,10 +112,6 @@ const char *repl_data_replay(const repl_dataset *d);
  * [stacked]` (argv[0] the source) without binding it or any shape: its first
  * sample must match the shapes bound (search --validate's held-out set). */
 mpx_status repl_data_open(mpx_session *s, int argc, char **argv, repl_dataset **out, mpx_error *err);
-/* Prefix err's message with the sample it is about: "sample k+1 of n (label):
- * [file: ]message" (the file named when it is not the label). Returns
- * err->status. */
-mpx_status repl_error_sample(mpx_error *err, int k, int n, const char *label);
 /* Input values of sample k (the session's specs for inputs it does not
  * hold); errors name the sample. */
 mpx_status repl_data_inputs(const mpx_session *s, int k, mpx_value **out, mpx_error *err);
@@ -131,7 +128,8 @@ mpx_status repl_read_json(mpx_session *s, const char *path, struct cJSON **out, 
 mpx_status repl_read_text(mpx_session *s, const char *path, char **out, mpx_error *err);
 /* merge <shard.json> ... [--json [<file>] | --csv [<file>]]: the shards of a
  * data-set run (run --samples k/n; report --json) made the session's last run,
- * as one unsharded run gives (data_merge.c). */
+ * as one unsharded run gives (explore/'s mpx_shards; data_merge.c reads the
+ * files and loads the model). */
 mpx_status repl_merge_samples(mpx_session *s, int argc, char **argv, mpx_error *err);
 /* Make c (a run of the session's plan, or merged shards) the last run: the
  * measured absmax taken from it, its summary printed. Takes c. */

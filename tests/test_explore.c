@@ -4,14 +4,18 @@
  * default options, runs on one input, no run cache).
  *
  * tiny_cnn (examples/tiny_cnn.json) bound to 1x3x32x32, fp16 by default,
- * one seeded input. */
+ * one seeded input; a data set of three sample folders of .npy files (and
+ * its refusals: a sample of another shape, a file named after no input). */
 #include "check.h"
 #include "graph_build.h"
 #include "mpx_explore.h"
+#include "mpx_data.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static mpx_error err;
 
@@ -301,6 +305,103 @@ static void test_ranges(const mpx_graph *g, const mpx_value *x) {
     mpx_ranges_free(r);
 }
 
+
+/* ---- data sets: a host of .npy files alone (no specs of its own) ------------- */
+
+static mpx_status dh_read(void *ctx, const mpx_data_file *f, const mpx_tensor *t, bool kept, mpx_value *v,
+                          mpx_error *e) {
+    (void)ctx, (void)t, (void)kept;
+    return mpx_npy_read(f->path, v, e);
+}
+
+static mpx_status dh_make(void *ctx, const char *but, mpx_value **out, mpx_error *e) {
+    const mpx_graph *g = ctx;
+    (void)but;
+    mpx_value *v = calloc((size_t)g->n_inputs, sizeof *v);
+    if (!v) return mpx_error_set(e, MPX_E_NOMEM, "out of memory");
+    for (int i = 0; i < g->n_inputs; i++) v[i].n = -1;
+    *out = v;
+    return MPX_OK;
+}
+
+/* Sample folder dir/<name> holding x.npy: x filled from seed, of shape d. */
+static void write_sample(const char *dir, const char *name, int seed, const int64_t *d) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/%s/x.npy", dir, name);
+    mpx_value v;
+    mpx_value_alloc(&v, MPX_DT_FLOAT, 4, d, NULL);
+    gb_fill_normal(&v, (unsigned)seed);
+    unlink(path);
+    CHECK_MSG(mpx_npy_write(path, NULL, &v, &err) == MPX_OK, "write %s: %s", path, err.msg);
+    mpx_value_free(&v);
+}
+
+static void test_datasets(const mpx_graph *g) {
+    const char *tmp = getenv("TMPDIR");
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/mpx_test_explore_data", tmp ? tmp : "/tmp");
+    mkdir(dir, 0755);
+    static const int64_t d[4] = {1, 3, 32, 32}, wrong[4] = {1, 3, 16, 16};
+    write_sample(dir, "s1", 11, d);
+    write_sample(dir, "s2", 12, d);
+    write_sample(dir, "s3", 13, d);
+    mpx_data_host h = {.ctx = (void *)g, .read_file = dh_read, .make_inputs = dh_make};
+    mpx_data_opts o = {0};
+    mpx_dataset *ds = NULL;
+    CHECK_MSG(mpx_dataset_open(g, dir, &o, &h, &ds, &err) == MPX_OK, "data set: %s", err.msg);
+    if (!ds) return;
+    CHECK(mpx_dataset_count(ds) == 3 && mpx_dataset_matched(ds) == 3);
+    char want[1100];
+    snprintf(want, sizeof want, "%s/s2", dir);
+    CHECK_MSG(strcmp(mpx_dataset_label(ds, 1), want) == 0, "label of sample 2: %s", mpx_dataset_label(ds, 1));
+    CHECK(mpx_dataset_file(ds, 1, "x") && mpx_dataset_file(ds, 1, "x")->kind == MPX_DATA_NPY);
+    /* Sample 2's values are the ones written for it, not another sample's. */
+    mpx_value *in = NULL, x2;
+    mpx_value_alloc(&x2, MPX_DT_FLOAT, 4, d, NULL);
+    gb_fill_normal(&x2, 12);
+    CHECK_MSG(mpx_dataset_inputs(ds, g, 1, &h, &in, &err) == MPX_OK, "inputs of sample 2: %s", err.msg);
+    CHECK(in && in[0].n == x2.n && memcmp(in[0].f, x2.f, (size_t)x2.n * sizeof *x2.f) == 0);
+    mpx_dataset_free_inputs(g, in);
+    mpx_value_free(&x2);
+    CHECK_MSG(mpx_dataset_check_bound(ds, g, &h, &err) == MPX_OK, "check bound: %s", err.msg);
+    mpx_dataset_free(ds);
+    /* limit takes the first samples, matched counts them all */
+    o.limit = 2;
+    ds = NULL;
+    CHECK(mpx_dataset_open(g, dir, &o, &h, &ds, &err) == MPX_OK && mpx_dataset_count(ds) == 2 &&
+          mpx_dataset_matched(ds) == 3);
+    mpx_dataset_free(ds);
+    o.limit = 0;
+    /* a sample of another shape: refused naming the sample and both shapes */
+    write_sample(dir, "s3", 13, wrong);
+    ds = NULL;
+    CHECK(mpx_dataset_open(g, dir, &o, &h, &ds, &err) == MPX_OK);
+    in = NULL;
+    CHECK(ds && mpx_dataset_inputs(ds, g, 2, &h, &in, &err) == MPX_E_SHAPE && !in);
+    CHECK_MSG(strstr(err.msg, "sample 3 of 3") && strstr(err.msg, "1x3x16x16") && strstr(err.msg, "1x3x32x32"),
+              "wrong shape: %s", err.msg);
+    mpx_dataset_free(ds);
+    /* a file named after no input */
+    char path[1200];
+    snprintf(path, sizeof path, "%s/s3/x.npy", dir);
+    char moved[1200];
+    snprintf(moved, sizeof moved, "%s/s3/y.npy", dir);
+    CHECK(rename(path, moved) == 0);
+    ds = NULL;
+    CHECK(mpx_dataset_open(g, dir, &o, &h, &ds, &err) == MPX_E_ARG && !ds);
+    CHECK_MSG(strstr(err.msg, "\"y.npy\" is not named after an input"), "a file named after no input: %s", err.msg);
+    unlink(moved);
+    for (int k = 1; k <= 3; k++) {
+        snprintf(path, sizeof path, "%s/s%d/x.npy", dir, k);
+        unlink(path);
+        snprintf(path, sizeof path, "%s/s%d", dir, k);
+        rmdir(path);
+    }
+    rmdir(dir);
+}
+
 int main(void) {
     mpx_numerics_init();
     static const int64_t d[4] = {1, 3, 32, 32};
@@ -314,6 +415,7 @@ int main(void) {
     test_search(g, &x);
     test_sweep(g, &x);
     test_ranges(g, &x);
+    test_datasets(g);
     mpx_value_free(&x);
     mpx_graph_free(g);
     return check_report("test_explore");
