@@ -204,9 +204,8 @@ mpx_status repl_read_json(mpx_session *s, const char *path, cJSON **out, mpx_err
 
 /* merge a.json b.json ... [--json [f] | --csv [f]] [--plot f] */
 mpx_status repl_cmd_merge(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
-    int argc = args->argc;
-    char **argv = args->argv;
-    if (argc > 1 && strncmp(argv[1], "--", 2) == 0) return repl_usage_error(err, "merge", "the shards come first");
+    if (args->argc > 1 && strncmp(args->argv[1], "--", 2) == 0)
+        return repl_usage_error(err, "merge", "the shards come first");
     char *const *files = args->word;
     /* Shards of a data-set run (report --json after run --samples k/n) are
      * data_merge.c's. */
@@ -216,7 +215,7 @@ mpx_status repl_cmd_merge(mpx_session *s, const mpx_cmd_args *args, mpx_error *e
     const cJSON *kind = cJSON_GetObjectItemCaseSensitive(first, "kind");
     bool samples = cJSON_IsString(kind) && strcmp(kind->valuestring, "mpx-samples") == 0;
     cJSON_Delete(first);
-    if (samples) return repl_merge_samples(s, argc, argv, err);
+    if (samples) return repl_merge_samples(s, args, err);
     outputs out;
     mpx_status st = outputs_of(args, &out, err);
     if (st) return st;

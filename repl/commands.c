@@ -146,6 +146,15 @@ static const mpx_opt export_opts[] = {
                      .help = "what was written, as JSON"},
     {0}};
 
+/* A data set's keywords, after its source in `data`, `input <name> files`
+ * and search's --validate. */
+const mpx_opt repl_data_keywords[] = {
+    [DATA_STACKED] = {.name = "stacked", .help = "an .npz's arrays hold one sample per index (data only)"},
+    [DATA_LIMIT] = {.name = "limit", .type = MPX_OPT_INT, .meta = "<n>", .min = 1,
+                    .help = "the first n files (after the shuffle)"},
+    [DATA_SHUFFLE] = {.name = "shuffle", .type = MPX_OPT_TEXT, .meta = "<seed>", .help = "a seeded shuffle first"},
+    {0}};
+
 static mpx_status cmd_help(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);
 
 static mpx_status cmd_quit(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {

@@ -225,7 +225,6 @@ void repl_complete_input(const char *text, int pos, char **w) {
     static const char *const file_kinds[] = {"npy", "image", "audio", NULL};
     static const char *const layouts[] = {"nchw", "nhwc", NULL};
     static const char *const channels[] = {"rgb", "bgr", "gray", NULL};
-    static const char *const set_opts[] = {"limit", "shuffle", NULL};
     const char *prev = w[pos - 1];
     /* input x files '<glob>' image [options]: the kind is the fifth word */
     bool per_file = pos >= 5 && is(w[2], "files");
@@ -241,18 +240,18 @@ void repl_complete_input(const char *text, int pos, char **w) {
     else if (is(prev, "channels")) cand_list(text, channels);
     else if (pos >= 4 && (is(kind, "image") || is(kind, "audio"))) {
         cand_list(text, is(kind, "image") ? image_opts : audio_opts);
-        if (per_file) cand_list(text, set_opts);
+        if (per_file)
+            for (int k = DATA_LIMIT; k < DATA_KEYWORD_COUNT; k++) cand(text, repl_data_keywords[k].name);
     }
 }
 
 void repl_complete_data(const char *text, int pos, char **w) {
-    static const char *const data_opts[] = {"stacked", "limit", "shuffle", NULL};
     (void)w;
     if (pos == 1) {
         cand_files(text);
         cand(text, "off");
     } else {
-        cand_list(text, data_opts);
+        for (const mpx_opt *k = repl_data_keywords; k->name; k++) cand(text, k->name);
     }
 }
 

@@ -185,9 +185,15 @@ static void expected(const mpx_opt *o, mpx_opt_type t, char *buf, size_t n) {
     if (t == MPX_OPT_INT) put(&b, "a whole number");
     else put(&b, "a number");
     if (!bounded) return;
-    if (o->flags & MPX_OPT_ABOVE) put(&b, " more than %.15g", o->min);
-    else put(&b, " from %.15g", o->min);
-    if (o->max != 0) put(&b, "%s %.15g", o->flags & MPX_OPT_ABOVE ? ", up to" : " to", o->max);
+    /* whole bounds written out (1000000000000000, not 1e+15) */
+    const char *fmt_min = o->min == floor(o->min) && fabs(o->min) < 1e16 ? "%.0f" : "%.15g";
+    const char *fmt_max = o->max == floor(o->max) && fabs(o->max) < 1e16 ? "%.0f" : "%.15g";
+    char lo[40], hi[40];
+    snprintf(lo, sizeof lo, fmt_min, o->min);
+    snprintf(hi, sizeof hi, fmt_max, o->max);
+    if (o->flags & MPX_OPT_ABOVE) put(&b, " more than %s", lo);
+    else put(&b, " from %s", lo);
+    if (o->max != 0) put(&b, "%s %s", o->flags & MPX_OPT_ABOVE ? ", up to" : " to", hi);
 }
 
 static mpx_status parse_value(const mpx_opt *o, mpx_opt_type t, const char *w, mpx_opt_value *v, bool second,
@@ -352,5 +358,48 @@ mpx_status mpx_command_parse(const mpx_command *c, int argc, char **argv, mpx_cm
     }
     if (!grammar && (out->n < c->min_args || (c->max_args >= 0 && out->n > c->max_args)))
         return refuse(c, err, NULL);
+    return MPX_OK;
+}
+
+/* ---- keyword options: `limit 32 shuffle 7` among a grammar's words -------------- */
+
+mpx_status repl_keywords_parse(const mpx_opt *table, int *argc, char **argv, mpx_opt_value *out, mpx_error *err) {
+    int n_rows = 0;
+    while (table[n_rows].name) n_rows++;
+    memset(out, 0, (size_t)n_rows * sizeof *out);
+    mpx_status st;
+    int o = 0;
+    for (int i = 0; i < *argc; i++) {
+        const mpx_opt *k = NULL;
+        for (const mpx_opt *r = table; r->name && !k; r++)
+            if (strcmp(r->name, argv[i]) == 0) k = r;
+        if (!k) {
+            argv[o++] = argv[i]; /* the grammar's own word */
+            continue;
+        }
+        mpx_opt_value *v = &out[k - table];
+        if (v->count) return mpx_error_set(err, MPX_E_ARG, "%s given twice", k->name);
+        v->given = true;
+        v->count = 1;
+        if (k->type == MPX_OPT_FLAG) continue;
+        if (i + 1 >= *argc) {
+            char what[128];
+            sbuf b = {what, sizeof what, 0};
+            what[0] = '\0';
+            put_option(&b, k);
+            return mpx_error_set(err, MPX_E_ARG, "%s needs a value (%s)", k->name, what);
+        }
+        if ((st = parse_value(k, k->type, argv[++i], v, false, err))) return st;
+        v->text = v->all[0] = argv[i];
+        v->has_value = true;
+    }
+    *argc = o;
+    for (const mpx_opt *k = table; k->name; k++) {
+        mpx_opt_value *v = &out[k - table];
+        if (v->has_value || !k->def) continue;
+        if ((st = parse_value(k, k->type, k->def, v, false, err))) return st;
+        v->text = k->def;
+        v->has_value = true;
+    }
     return MPX_OK;
 }

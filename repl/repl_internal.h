@@ -35,6 +35,10 @@ enum { VIZ_AROUND, VIZ_TO_CAUSE, VIZ_SHAPES, VIZ_COLLAPSE, VIZ_FOLD, VIZ_CLUSTER
        VIZ_NO_OVERLAY = VIZ_GRAPH_COUNT };         /* html */
 enum { PLOT_LOCAL };
 enum { EXPORT_FORCE, EXPORT_EXTERNAL, EXPORT_JSON };
+/* A data set's keywords (data, input <name> files, search --validate):
+ * repl_data_keywords (commands.c), parsed by repl_keywords_parse. */
+enum { DATA_STACKED, DATA_LIMIT, DATA_SHUFFLE, DATA_KEYWORD_COUNT };
+extern const mpx_opt repl_data_keywords[];
 
 /* ---- helpers (session.c) ------------------------------------------------ */
 mpx_status repl_need_model(const mpx_session *s, mpx_error *err);
@@ -130,7 +134,7 @@ mpx_status repl_read_text(mpx_session *s, const char *path, char **out, mpx_erro
  * data-set run (run --samples k/n; report --json) made the session's last run,
  * as one unsharded run gives (explore/'s mpx_shards; data_merge.c reads the
  * files and loads the model). */
-mpx_status repl_merge_samples(mpx_session *s, int argc, char **argv, mpx_error *err);
+mpx_status repl_merge_samples(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);
 /* Make c (a run of the session's plan, or merged shards) the last run: the
  * measured absmax taken from it, its summary printed. Takes c. */
 /* session.c: the only functions that change the session's state (see its
@@ -176,6 +180,11 @@ const char *repl_choice_at(const char *choices, int k, char *buf, size_t n);
 const char *repl_opt_choice(const mpx_opt *o, int k, char *buf, size_t n);
 int repl_opt_takes(const mpx_opt *o, int i, int argc, char *const *argv);
 size_t repl_options_help(const mpx_command *c, char *buf, size_t n);
+/* Keyword options among a grammar's words (`data x/ limit 32 shuffle 7`):
+ * the table's words (names without "--") and their values are taken out of
+ * argv[0..*argc) into out (one per row, defaults filled), the other words
+ * kept in order and counted in *argc. Refusals as for --options. */
+mpx_status repl_keywords_parse(const mpx_opt *table, int *argc, char **argv, mpx_opt_value *out, mpx_error *err);
 
 /* complete.c: the candidates for word `text` at position pos (0 = the
  * command) given the words before, names from s's model; returns how many.
