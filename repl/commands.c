@@ -155,6 +155,26 @@ const mpx_opt repl_data_keywords[] = {
     [DATA_SHUFFLE] = {.name = "shuffle", .type = MPX_OPT_TEXT, .meta = "<seed>", .help = "a seeded shuffle first"},
     {0}};
 
+/* The layouts and channel orders, in the order of mpx_image_layout and
+ * mpx_image_channels (cmd_input.c maps the index). */
+const mpx_opt repl_image_keywords[] = {
+    [IMAGE_SIZE] = {.name = "size", .type = MPX_OPT_TEXT, .meta = "<H>x<W>", .help = "resize to H x W"},
+    [IMAGE_LAYOUT] = {.name = "layout", .type = MPX_OPT_CHOICE, .choices = "nchw|nhwc", .help = "the input's layout"},
+    [IMAGE_CHANNELS] = {.name = "channels", .type = MPX_OPT_CHOICE, .choices = "rgb|bgr|gray",
+                        .help = "the channels' order, or one gray channel"},
+    [IMAGE_SCALE] = {.name = "scale", .type = MPX_OPT_NUMBER, .meta = "<s>",
+                     .help = "value = (pixel/255*scale - mean)/std"},
+    [IMAGE_MEAN] = {.name = "mean", .type = MPX_OPT_TEXT, .meta = "<a,b,c>", .help = "per channel (1 or 3 values)"},
+    [IMAGE_STD] = {.name = "std", .type = MPX_OPT_TEXT, .meta = "<a,b,c>", .help = "per channel (1 or 3 values)"},
+    {0}};
+const mpx_opt repl_audio_keywords[] = {
+    [AUDIO_RATE] = {.name = "rate", .type = MPX_OPT_INT, .meta = "<hz>", .min = 1, .max = 2147483647,
+                    .help = "resample to this rate"},
+    [AUDIO_LENGTH] = {.name = "length", .type = MPX_OPT_INT, .meta = "<n>", .min = 1, .max = 2147483647,
+                      .help = "pad with zeros or cut to n samples"},
+    [AUDIO_SCALE] = {.name = "scale", .type = MPX_OPT_NUMBER, .meta = "<s>", .help = "times the values in [-1, 1)"},
+    {0}};
+
 static mpx_status cmd_help(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);
 
 static mpx_status cmd_quit(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
@@ -172,7 +192,7 @@ static const mpx_command commands[] = {
      "(\"opset 6 (read as 7)\"); a form that cannot be rewritten is refused naming the\n"
      "node, and such models do not export.",
      repl_cmd_load, 1, 1, {MPX_WORD_FILE}, NULL, NULL, NULL},
-    {"input", "<name> shape <AxBxC> | random [normal|uniform] [<a> <b>] [seed <n>] | const <v> | file <x.npy> [convert] | image <file> [size <H>x<W>] [layout nchw|nhwc] [channels rgb|bgr|gray] [scale <s>] [mean <a,b,c>] [std <a,b,c>] | audio <file> [rate <hz>] [length <n>] [scale <s>] | files '<glob>' npy|image|audio [options] [limit <n>] [shuffle <seed>]",
+    {"input", "<name> shape <AxBxC> | random [normal|uniform] [<a> <b>] [seed <n>] | const <v> | file <x.npy> [convert] | image <file> {image} | audio <file> {audio} | files '<glob>' npy|image|audio [options] {files}",
      "bind an input's shape, or say how its values are made",
      "shape: binds the input's dims (replacing symbolic ones such as\n"
      "p2o.DynamicDimension.0), then infers every tensor's shape and each node's cost\n"
@@ -197,7 +217,7 @@ static const mpx_command commands[] = {
      "shape or the file written again decodes it again (`set cache`).\n"
      "An input never set is random normal(0, 1), seed 0.",
      repl_cmd_input, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_input},
-    {"data", "[<file.npz>|<folder>|'<glob>' [stacked] [limit <n>] [shuffle <seed>] | off]",
+    {"data", "[<file.npz>|<folder>|'<glob>' {data} | off]",
      "run over many samples: an .npz, a folder or glob of .npz files or sample folders",
      "An .npz whose keys are input names is one sample (stacked: its arrays have a\n"
      "leading sample axis, one sample per index, named file.npz #1, #2, ...: samples\n"
@@ -609,11 +629,8 @@ static mpx_status cmd_help(mpx_session *s, const mpx_cmd_args *args, mpx_error *
     const char *usage = mpx_command_usage(c);
     fprintf(s->out, "usage: %s\n%s\n", usage, c->summary);
     if (c->help) fprintf(s->out, "\n%s\n", c->help);
-    if (c->options) {
-        char text[8192];
-        repl_options_help(c, text, sizeof text);
-        fprintf(s->out, "\noptions:\n%s", text);
-    }
+    char text[8192];
+    if (repl_options_help(c, text, sizeof text)) fprintf(s->out, "\n%s", text);
     /* The formats and metrics a command takes come from their tables. */
     if (strstr(usage, "<format>") || strstr(usage, "<fmt>")) {
         char names[256];

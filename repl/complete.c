@@ -220,11 +220,7 @@ static void cand_value(const char *text, const mpx_opt *o) {
 void repl_complete_input(const char *text, int pos, char **w) {
     static const char *const kinds[] = {"shape", "random", "const", "file", "image", "audio", "files", NULL};
     static const char *const dists[] = {"normal", "uniform", "seed", NULL};
-    static const char *const image_opts[] = {"size", "layout", "channels", "scale", "mean", "std", NULL};
-    static const char *const audio_opts[] = {"rate", "length", "scale", NULL};
     static const char *const file_kinds[] = {"npy", "image", "audio", NULL};
-    static const char *const layouts[] = {"nchw", "nhwc", NULL};
-    static const char *const channels[] = {"rgb", "bgr", "gray", NULL};
     const char *prev = w[pos - 1];
     /* input x files '<glob>' image [options]: the kind is the fifth word */
     bool per_file = pos >= 5 && is(w[2], "files");
@@ -236,10 +232,15 @@ void repl_complete_input(const char *text, int pos, char **w) {
         cand_files(text);
     else if (pos == 4 && is(w[2], "files")) cand_list(text, file_kinds);
     else if (pos == 4 && is(w[2], "file")) cand(text, "convert");
-    else if (is(prev, "layout")) cand_list(text, layouts);
-    else if (is(prev, "channels")) cand_list(text, channels);
     else if (pos >= 4 && (is(kind, "image") || is(kind, "audio"))) {
-        cand_list(text, is(kind, "image") ? image_opts : audio_opts);
+        /* an option's value (its choices), else the options' names */
+        const mpx_opt *table = is(kind, "image") ? repl_image_keywords : repl_audio_keywords;
+        for (const mpx_opt *k = table; k->name; k++)
+            if (is(prev, k->name)) {
+                if (k->type != MPX_OPT_FLAG) cand_value(text, k);
+                return;
+            }
+        for (const mpx_opt *k = table; k->name; k++) cand(text, k->name);
         if (per_file)
             for (int k = DATA_LIMIT; k < DATA_KEYWORD_COUNT; k++) cand(text, repl_data_keywords[k].name);
     }

@@ -60,11 +60,9 @@ int main(int argc, char **argv) {
             roff_text(c[i].help);
             printf(".fi\n");
         }
-        if (c[i].options) {
-            char text[8192];
-            repl_options_help(&c[i], text, sizeof text);
+        char text[8192];
+        if (repl_options_help(&c[i], text, sizeof text)) {
             printf(".IP\n.nf\n");
-            roff_text("options:\n");
             roff_text(text);
             printf(".fi\n");
         }

@@ -111,11 +111,45 @@ static void put_nested(sbuf *b, const mpx_command *c, const mpx_opt *o) {
         }
 }
 
+/* Keyword tables a grammar's synopsis names by a tag ("image <file>
+ * {image}"): the usage lists their options, help their lines. */
+static const struct {
+    const char *tag, *title;
+    const mpx_opt *table;
+    int first; /* {files}: a data set's keywords but stacked */
+} keyword_tags[] = {
+    {"{image}", "image options", repl_image_keywords, 0},
+    {"{audio}", "audio options", repl_audio_keywords, 0},
+    {"{data}", "data set options", repl_data_keywords, 0},
+    {"{files}", "data set options", repl_data_keywords, DATA_LIMIT},
+};
+
+/* The synopsis with each tag replaced by its table's "[name <value>] ...". */
+static void put_words(sbuf *b, const char *w) {
+    while (*w) {
+        size_t k = 0, nt = sizeof keyword_tags / sizeof keyword_tags[0];
+        while (k < nt && strncmp(w, keyword_tags[k].tag, strlen(keyword_tags[k].tag)) != 0) k++;
+        if (k == nt) {
+            put(b, "%c", *w++);
+            continue;
+        }
+        for (const mpx_opt *o = keyword_tags[k].table + keyword_tags[k].first; o->name; o++) {
+            put(b, "%s[", o == keyword_tags[k].table + keyword_tags[k].first ? "" : " ");
+            put_option(b, o);
+            put(b, "]");
+        }
+        w += strlen(keyword_tags[k].tag);
+    }
+}
+
 static size_t usage_of(const mpx_command *c, char *buf, size_t n) {
     sbuf b = {buf, n, 0};
     buf[0] = '\0';
     put(&b, "%s", c->name);
-    if (c->words && *c->words) put(&b, " %s", c->words);
+    if (c->words && *c->words) {
+        put(&b, " ");
+        put_words(&b, c->words);
+    }
     for (const mpx_opt *o = c->options; o && o->name; o++) {
         if (o->flags & MPX_OPT_ALONE || o->needs) continue;
         bool seen = false; /* an earlier option of its group wrote the group */
@@ -160,18 +194,31 @@ const char *mpx_command_usage(const mpx_command *c) {
     return made[k];
 }
 
-size_t repl_options_help(const mpx_command *c, char *buf, size_t n) {
-    sbuf b = {buf, n, 0};
-    buf[0] = '\0';
-    for (const mpx_opt *o = c->options; o && o->name; o++) {
+/* One line per option: "  --top <n>   the n worst rows (default 20)". */
+static void put_lines(sbuf *b, const mpx_opt *o) {
+    for (; o && o->name; o++) {
         char head[128];
         sbuf h = {head, sizeof head, 0};
         head[0] = '\0';
         put_option(&h, o);
-        put(&b, "  %-26s%s%s", head, h.len >= 26 ? "\n                            " : "", o->help ? o->help : "");
-        if (o->def) put(&b, " (default %s)", o->def);
-        put(&b, "\n");
+        put(b, "  %-26s%s%s", head, h.len >= 26 ? "\n                            " : "", o->help ? o->help : "");
+        if (o->def) put(b, " (default %s)", o->def);
+        put(b, "\n");
     }
+}
+
+size_t repl_options_help(const mpx_command *c, char *buf, size_t n) {
+    sbuf b = {buf, n, 0};
+    buf[0] = '\0';
+    if (c->options) {
+        put(&b, "options:\n");
+        put_lines(&b, c->options);
+    }
+    for (size_t k = 0; c->words && k < sizeof keyword_tags / sizeof keyword_tags[0]; k++)
+        if (keyword_tags[k].title && strstr(c->words, keyword_tags[k].tag)) {
+            put(&b, "%s%s:\n", b.len ? "\n" : "", keyword_tags[k].title);
+            put_lines(&b, keyword_tags[k].table + keyword_tags[k].first);
+        }
     return b.len;
 }
 
@@ -402,4 +449,22 @@ mpx_status repl_keywords_parse(const mpx_opt *table, int *argc, char **argv, mpx
         v->has_value = true;
     }
     return MPX_OK;
+}
+
+mpx_status repl_keywords_only(const mpx_opt *table, const char *what, int argc, char **argv, mpx_opt_value *out,
+                              mpx_error *err) {
+    int rest = argc;
+    mpx_status st = repl_keywords_parse(table, &rest, argv, out, err);
+    if (st || !rest) return st;
+    char list[256], hint[96];
+    sbuf b = {list, sizeof list, 0};
+    list[0] = '\0';
+    mpx_name_hint h;
+    mpx_name_hint_init(&h, argv[0]);
+    for (const mpx_opt *k = table; k->name; k++) {
+        put(&b, "%s%s", k == table ? "" : ", ", k->name);
+        mpx_name_hint_add(&h, k->name);
+    }
+    return mpx_error_set(err, MPX_E_ARG, "unknown %s option \"%s\" (%s)%s", what, argv[0], list,
+                         mpx_name_hint_tail(&h, hint, sizeof hint));
 }

@@ -39,6 +39,12 @@ enum { EXPORT_FORCE, EXPORT_EXTERNAL, EXPORT_JSON };
  * repl_data_keywords (commands.c), parsed by repl_keywords_parse. */
 enum { DATA_STACKED, DATA_LIMIT, DATA_SHUFFLE, DATA_KEYWORD_COUNT };
 extern const mpx_opt repl_data_keywords[];
+/* An image's and a sound's options (input <name> image|audio, and per file
+ * in input <name> files and data-set folders): repl_image_keywords and
+ * repl_audio_keywords (commands.c). */
+enum { IMAGE_SIZE, IMAGE_LAYOUT, IMAGE_CHANNELS, IMAGE_SCALE, IMAGE_MEAN, IMAGE_STD, IMAGE_KEYWORD_COUNT };
+enum { AUDIO_RATE, AUDIO_LENGTH, AUDIO_SCALE, AUDIO_KEYWORD_COUNT };
+extern const mpx_opt repl_image_keywords[], repl_audio_keywords[];
 
 /* ---- helpers (session.c) ------------------------------------------------ */
 mpx_status repl_need_model(const mpx_session *s, mpx_error *err);
@@ -185,6 +191,10 @@ size_t repl_options_help(const mpx_command *c, char *buf, size_t n);
  * argv[0..*argc) into out (one per row, defaults filled), the other words
  * kept in order and counted in *argc. Refusals as for --options. */
 mpx_status repl_keywords_parse(const mpx_opt *table, int *argc, char **argv, mpx_opt_value *out, mpx_error *err);
+/* The same when every word must be one of the table's (what names them in
+ * the refusal: "unknown image option ..."). */
+mpx_status repl_keywords_only(const mpx_opt *table, const char *what, int argc, char **argv, mpx_opt_value *out,
+                              mpx_error *err);
 
 /* complete.c: the candidates for word `text` at position pos (0 = the
  * command) given the words before, names from s's model; returns how many.

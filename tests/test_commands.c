@@ -101,6 +101,13 @@ int main(void) {
     expect_refused("export", "usage: export <file.onnx>");
     expect_refused("plot a.svg rel_l2 extra", "usage: plot <file.svg> [<metric>] [--local]");
     expect_refused("stats --load r.json --top 3", "--load goes alone; usage: stats");
+    expect_refused("input x image a.png layot nchw", "unknown image option \"layot\" (size, layout, channels, scale, "
+                   "mean, std); did you mean layout?");
+    expect_refused("input x image a.png layout nwhc", "layout: \"nwhc\" is not nchw or nhwc; did you mean nhwc?");
+    expect_refused("data a.npz limit", "limit needs a value (limit <n>)");
+    expect_refused("report --sort rel_l3", "--sort: \"rel_l3\" is not rel_l2, ");
+    expect_refused("report --top 3 --all", "--top or --all, not both");
+    expect_refused("svg x.svg --local", "--local needs --overlay");
     expect_refused("set tpo 3", "unknown setting \"tpo\" (settings: bail, top, cache, pager, memory); did you mean top?");
     expect_refused("search --max-evals 3 output.rel_l2 < 1", "the condition comes first");
     /* A refused command leaves the session as it was. */
@@ -141,6 +148,12 @@ int main(void) {
     expect_completion("ex", "exit export");
     expect_completion("input ", "x");
     expect_completion("input x ", "audio const file files image random shape");
+    /* keyword options from their tables: names, then a choice's values */
+    expect_completion("input x image a.png ", "channels layout mean scale size std");
+    expect_completion("input x image a.png layout ", "nchw nhwc");
+    expect_completion("input x audio a.wav r", "rate");
+    expect_completion("input x files '*.png' image l", "layout limit");
+    expect_completion("data a.npz ", "limit shuffle stacked");
     expect_completion("colour Conv", "Conv ConvInteger ConvTranspose");
     expect_completion("colour Conv ", "clear gray green red");
     expect_completion("accum Conv fp3", "fp32");
