@@ -210,6 +210,169 @@ static mpx_status body_table(mpx_session *s, const mpx_compare *c, metric_id sm,
     return MPX_OK;
 }
 
+/* A report's view of the last run: its layers (a data set's reduced to
+ * their worst or to one sample's), sorted, and what the outputs read. */
+typedef struct report_view {
+    const mpx_compare *c;
+    const mpx_samples *S;
+    int one;                  /* --sample k, 0-based; -1: none */
+    metric_id sm;
+    int top, n;               /* n rows shown of c->n_layers */
+    const mpx_layer **rows;
+    const mpx_layer *mean;    /* per layer, over the samples */
+    const int *worst_of;      /* per layer, the sample of its worst rel_l2 */
+} report_view;
+
+/* report --json: the text (NULL and err set on failure). */
+static char *report_json(mpx_session *s, const report_view *v, mpx_error *err) {
+    const mpx_graph *g = s->graph;
+    const mpx_compare *c = v->c;
+    const mpx_samples *S = v->S;
+    const int one = v->one, n = v->n;
+    const mpx_layer *const *rows = v->rows;
+    const mpx_layer *mean = v->mean;
+    const int *worst_of = v->worst_of;
+    const metric_id sm = v->sm;
+    const int top = v->top;
+    mpx_status st = MPX_OK;
+    char *text = NULL;
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "target", mpx_format_name(s->last_target));
+    cJSON_AddBoolToObject(root, "local", s->last_local);
+    cJSON_AddStringToObject(root, "sort", key_name(sm));
+    mpx_run_totals t = mpx_compare_totals(c);
+    cJSON_AddNumberToObject(root, "overflow", (double)t.overflow);
+    cJSON_AddNumberToObject(root, "underflow", (double)t.underflow);
+    if (S) {
+        cJSON_AddStringToObject(root, "figures", one >= 0 ? "sample" : "worst");
+        if (one >= 0) cJSON_AddNumberToObject(root, "sample", one + 1);
+        cJSON *sa = cJSON_AddArrayToObject(root, "samples");
+        cJSON *si = cJSON_AddArrayToObject(root, "sample_ids");
+        for (int k = 0; k < S->n_samples; k++) {
+            cJSON_AddItemToArray(sa, cJSON_CreateString(repl_data_label(s->data, S->id[k])));
+            cJSON_AddItemToArray(si, cJSON_CreateNumber(S->id[k] + 1));
+        }
+        /* What a shard's merge checks: the same model, plan and data set. */
+        cJSON_AddStringToObject(root, "kind", "mpx-samples");
+        cJSON_AddStringToObject(root, "model", s->model_path);
+        cJSON_AddNumberToObject(root, "n_samples_total", repl_data_count(s->data));
+        cJSON *ru = cJSON_AddArrayToObject(root, "rules");
+        const mpx_rules *rr = mpx_history_rules(s->hist);
+        for (int k = 0; k < mpx_rules_count(rr); k++)
+            cJSON_AddItemToArray(ru, cJSON_CreateString(mpx_rules_text(rr, k)));
+    }
+    cJSON *arr = cJSON_AddArrayToObject(root, "layers");
+    for (int i = 0; i < n; i++) {
+        const mpx_layer *L = rows[i];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "tensor", layer_name(g, L));
+        cJSON_AddStringToObject(e, "node", g->nodes[L->node]->name);
+        cJSON_AddStringToObject(e, "op", g->nodes[L->node]->op_type);
+        cJSON_AddNumberToObject(e, "order", L->node);
+        cJSON_AddStringToObject(e, "format", mpx_format_name(L->fmt));
+        cJSON_AddBoolToObject(e, "output", repl_is_output(g, L->tensor));
+        cJSON_AddItemToObject(e, "metrics", repl_metrics_json(&L->m));
+        if (L->has_local) cJSON_AddItemToObject(e, "local", repl_metrics_json(&L->local));
+        if (S) {
+            int li = (int)(L - c->layers);
+            if (one < 0) cJSON_AddNumberToObject(e, "worst_sample", S->id[worst_of[li]] + 1);
+            cJSON_AddItemToObject(e, "mean", repl_metrics_json(&mean[li].m));
+            /* Every sample's figures of this layer, in sample order. */
+            cJSON *ps = cJSON_AddArrayToObject(e, "per_sample");
+            for (int k = 0; k < S->n_samples; k++)
+                cJSON_AddItemToArray(ps, repl_metrics_json(&S->m[(size_t)k * (size_t)S->n_layers + (size_t)li]));
+        }
+        cJSON_AddItemToArray(arr, e);
+    }
+    if (c->n_body) {
+        const mpx_layer **brows;
+        mpx_layer *bv = body_as_layers(c, sm, &brows);
+        cJSON *ba = cJSON_AddArrayToObject(root, "body");
+        int nbr = rows_shown(top, c->n_body);
+        for (int i = 0; bv && i < nbr; i++) cJSON_AddItemToArray(ba, body_json(&c->body[brows[i]->tensor]));
+        free(brows);
+        free(bv);
+        if (!bv) st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    }
+    text = st ? NULL : cJSON_Print(root);
+    cJSON_Delete(root);
+    return text;
+}
+
+/* report --csv: the text (NULL when out of memory). */
+static char *report_csv(const mpx_session *s, const report_view *v) {
+    const mpx_graph *g = s->graph;
+    const mpx_compare *c = v->c;
+    const mpx_samples *S = v->S;
+    const int one = v->one, n = v->n;
+    const mpx_layer *const *rows = v->rows;
+    const mpx_layer *mean = v->mean;
+    const int *worst_of = v->worst_of;
+    char *text;
+    size_t cap = 256 + (size_t)n * 512, o = 0;
+    text = malloc(cap);
+    if (text) {
+        o += (size_t)snprintf(text + o, cap - o,
+                              "order,node,op,tensor,format,rel_l2,max_abs,mean_abs,cos,sqnr_db,overflow,"
+                              "underflow,subnormal,absmax_ref,local_rel_l2%s\n",
+                              S ? ",worst_sample,mean_rel_l2" : "");
+        for (int i = 0; i < n && o < cap; i++) {
+            const mpx_layer *L = rows[i];
+            char f1[300], f2[300];
+            o += (size_t)snprintf(text + o, cap - o, "%d,%s,%s,%s,%s,%.6g,%.6g,%.6g,%.9g,%.6g,%lld,%lld,%lld,%.6g,",
+                                  L->node, csv_field(g->nodes[L->node]->name, f1, sizeof f1),
+                                  g->nodes[L->node]->op_type, csv_field(layer_name(g, L), f2, sizeof f2),
+                                  mpx_format_name(L->fmt), L->m.rel_l2, L->m.max_abs, L->m.mean_abs, L->m.cos,
+                                  L->m.sqnr_db, (long long)L->m.overflow, (long long)L->m.underflow,
+                                  (long long)L->m.subnormal, L->m.absmax_ref);
+            if (o < cap && L->has_local) o += (size_t)snprintf(text + o, cap - o, "%.6g", L->local.rel_l2);
+            if (o < cap && S) {
+                int li = (int)(L - c->layers);
+                o += (size_t)snprintf(text + o, cap - o, ",%d,%.6g", one < 0 ? S->id[worst_of[li]] + 1 : one + 1,
+                                      mean[li].m.rel_l2);
+            }
+            if (o < cap) o += (size_t)snprintf(text + o, cap - o, "\n");
+        }
+    }
+    return text;
+}
+
+/* report's table on the terminal. */
+static void report_table(mpx_session *s, const report_view *v) {
+    const mpx_graph *g = s->graph;
+    const mpx_compare *c = v->c;
+    const mpx_samples *S = v->S;
+    const int one = v->one, n = v->n;
+    const mpx_layer *const *rows = v->rows;
+    const mpx_layer *mean = v->mean;
+    const int *worst_of = v->worst_of;
+    const metric_id sm = v->sm;
+fprintf(s->out, "%s against fp32, %d layers, sorted by %s%s\n", mpx_format_name(s->last_target), c->n_layers,
+        key_name(sm), n < c->n_layers ? "" : " (all)");
+if (S && one >= 0) fprintf(s->out, "sample %d of %d (%s)\n", one + 1, repl_data_count(s->data),
+                          repl_data_label(s->data, one));
+else if (S)
+    fprintf(s->out, "over %d samples: each layer's worst figures, the sample of its worst rel_l2 and the mean rel_l2\n",
+            S->n_samples);
+/* The op column as wide as the longest op shown (BatchNormalization,
+ * DequantizeLinear), never cut. */
+int opw = 14;
+for (int i = 0; i < n; i++) {
+    int l = (int)strlen(g->nodes[rows[i]->node]->op_type);
+    if (l > opw) opw = l;
+}
+fprintf(s->out, "%-5s %-30s %-*s %-5s %9s %-10s %9s %9s %8s %6s %6s%s%s\n", "#", "node", opw, "op", "fmt", "rel_l2", "",
+        "max_abs", "cos", "sqnr_db", "ovf", "unf", S && one < 0 ? "  sample      mean" : "",
+        s->last_local ? "  local" : "");
+for (int i = 0; i < n; i++) {
+    const mpx_layer *L = rows[i];
+    row_cells(s->out, L->node, g->nodes[L->node]->name, opw, g->nodes[L->node]->op_type, L->fmt, &L->m);
+    if (S && one < 0) fprintf(s->out, "  %6d %9.3g", S->id[worst_of[L - c->layers]] + 1, mean[L - c->layers].m.rel_l2);
+    if (L->has_local) fprintf(s->out, "  %.3g", L->local.rel_l2);
+    fputc('\n', s->out);
+}
+}
+
 mpx_status repl_cmd_report(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
     mpx_status st = repl_need_model(s, err);
     if (st) return st;
@@ -236,7 +399,6 @@ mpx_status repl_cmd_report(mpx_session *s, const mpx_cmd_args *args, mpx_error *
         return mpx_error_set(err, MPX_E_ARG, "--sample %d: the last run did not run it (it ran %d sample%s%s)", one + 1,
                              S->n_samples, S->n_samples == 1 ? "" : "s",
                              S->n_samples < repl_data_count(s->data) ? ", a shard of the data set" : "");
-    const mpx_graph *g = s->graph;
     /* Per layer: the sample of its worst rel_l2 and the mean over samples;
      * with --sample k, the layers are that sample's own figures. */
     mpx_layer *view = NULL, *mean = NULL;
@@ -272,125 +434,15 @@ mpx_status repl_cmd_report(mpx_session *s, const mpx_cmd_args *args, mpx_error *
     qsort(rows, (size_t)c->n_layers, sizeof *rows, layer_cmp);
     /* The terminal gets the worst rows; machines get every row unless --top. */
     if ((json || csv) && !top_given) top = -1;
-    int n = rows_shown(top, c->n_layers);
+    report_view v = {c, S, one, sm, top, rows_shown(top, c->n_layers), rows, mean, worst_of};
     if (json || csv) {
-        char *text = NULL;
-        if (json) {
-            cJSON *root = cJSON_CreateObject();
-            cJSON_AddStringToObject(root, "target", mpx_format_name(s->last_target));
-            cJSON_AddBoolToObject(root, "local", s->last_local);
-            cJSON_AddStringToObject(root, "sort", key_name(sm));
-            mpx_run_totals t = mpx_compare_totals(c);
-            cJSON_AddNumberToObject(root, "overflow", (double)t.overflow);
-            cJSON_AddNumberToObject(root, "underflow", (double)t.underflow);
-            if (S) {
-                cJSON_AddStringToObject(root, "figures", one >= 0 ? "sample" : "worst");
-                if (one >= 0) cJSON_AddNumberToObject(root, "sample", one + 1);
-                cJSON *sa = cJSON_AddArrayToObject(root, "samples");
-                cJSON *si = cJSON_AddArrayToObject(root, "sample_ids");
-                for (int k = 0; k < S->n_samples; k++) {
-                    cJSON_AddItemToArray(sa, cJSON_CreateString(repl_data_label(s->data, S->id[k])));
-                    cJSON_AddItemToArray(si, cJSON_CreateNumber(S->id[k] + 1));
-                }
-                /* What a shard's merge checks: the same model, plan and data set. */
-                cJSON_AddStringToObject(root, "kind", "mpx-samples");
-                cJSON_AddStringToObject(root, "model", s->model_path);
-                cJSON_AddNumberToObject(root, "n_samples_total", repl_data_count(s->data));
-                cJSON *ru = cJSON_AddArrayToObject(root, "rules");
-                const mpx_rules *rr = mpx_history_rules(s->hist);
-                for (int k = 0; k < mpx_rules_count(rr); k++)
-                    cJSON_AddItemToArray(ru, cJSON_CreateString(mpx_rules_text(rr, k)));
-            }
-            cJSON *arr = cJSON_AddArrayToObject(root, "layers");
-            for (int i = 0; i < n; i++) {
-                const mpx_layer *L = rows[i];
-                cJSON *e = cJSON_CreateObject();
-                cJSON_AddStringToObject(e, "tensor", layer_name(g, L));
-                cJSON_AddStringToObject(e, "node", g->nodes[L->node]->name);
-                cJSON_AddStringToObject(e, "op", g->nodes[L->node]->op_type);
-                cJSON_AddNumberToObject(e, "order", L->node);
-                cJSON_AddStringToObject(e, "format", mpx_format_name(L->fmt));
-                cJSON_AddBoolToObject(e, "output", repl_is_output(g, L->tensor));
-                cJSON_AddItemToObject(e, "metrics", repl_metrics_json(&L->m));
-                if (L->has_local) cJSON_AddItemToObject(e, "local", repl_metrics_json(&L->local));
-                if (S) {
-                    int li = (int)(L - c->layers);
-                    if (one < 0) cJSON_AddNumberToObject(e, "worst_sample", S->id[worst_of[li]] + 1);
-                    cJSON_AddItemToObject(e, "mean", repl_metrics_json(&mean[li].m));
-                    /* Every sample's figures of this layer, in sample order. */
-                    cJSON *ps = cJSON_AddArrayToObject(e, "per_sample");
-                    for (int k = 0; k < S->n_samples; k++)
-                        cJSON_AddItemToArray(ps, repl_metrics_json(&S->m[(size_t)k * (size_t)S->n_layers + (size_t)li]));
-                }
-                cJSON_AddItemToArray(arr, e);
-            }
-            if (c->n_body) {
-                const mpx_layer **brows;
-                mpx_layer *bv = body_as_layers(c, sm, &brows);
-                cJSON *ba = cJSON_AddArrayToObject(root, "body");
-                int nbr = rows_shown(top, c->n_body);
-                for (int i = 0; bv && i < nbr; i++) cJSON_AddItemToArray(ba, body_json(&c->body[brows[i]->tensor]));
-                free(brows);
-                free(bv);
-                if (!bv) st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
-            }
-            text = st ? NULL : cJSON_Print(root);
-            cJSON_Delete(root);
-        } else {
-            size_t cap = 256 + (size_t)n * 512, o = 0;
-            text = malloc(cap);
-            if (text) {
-                o += (size_t)snprintf(text + o, cap - o,
-                                      "order,node,op,tensor,format,rel_l2,max_abs,mean_abs,cos,sqnr_db,overflow,"
-                                      "underflow,subnormal,absmax_ref,local_rel_l2%s\n",
-                                      S ? ",worst_sample,mean_rel_l2" : "");
-                for (int i = 0; i < n && o < cap; i++) {
-                    const mpx_layer *L = rows[i];
-                    char f1[300], f2[300];
-                    o += (size_t)snprintf(text + o, cap - o, "%d,%s,%s,%s,%s,%.6g,%.6g,%.6g,%.9g,%.6g,%lld,%lld,%lld,%.6g,",
-                                          L->node, csv_field(g->nodes[L->node]->name, f1, sizeof f1),
-                                          g->nodes[L->node]->op_type, csv_field(layer_name(g, L), f2, sizeof f2),
-                                          mpx_format_name(L->fmt), L->m.rel_l2, L->m.max_abs, L->m.mean_abs, L->m.cos,
-                                          L->m.sqnr_db, (long long)L->m.overflow, (long long)L->m.underflow,
-                                          (long long)L->m.subnormal, L->m.absmax_ref);
-                    if (o < cap && L->has_local) o += (size_t)snprintf(text + o, cap - o, "%.6g", L->local.rel_l2);
-                    if (o < cap && S) {
-                        int li = (int)(L - c->layers);
-                        o += (size_t)snprintf(text + o, cap - o, ",%d,%.6g", one < 0 ? S->id[worst_of[li]] + 1 : one + 1,
-                                              mean[li].m.rel_l2);
-                    }
-                    if (o < cap) o += (size_t)snprintf(text + o, cap - o, "\n");
-                }
-            }
-        }
+        char *text = json ? report_json(s, &v, err) : report_csv(s, &v);
         free(rows);
         free(view), free(mean), free(worst_of);
+        if (!text) return json && err->status ? err->status : mpx_error_set(err, MPX_E_NOMEM, "out of memory");
         return repl_emit(s, text, path, err);
     }
-    fprintf(s->out, "%s against fp32, %d layers, sorted by %s%s\n", mpx_format_name(s->last_target), c->n_layers,
-            key_name(sm), n < c->n_layers ? "" : " (all)");
-    if (S && one >= 0) fprintf(s->out, "sample %d of %d (%s)\n", one + 1, repl_data_count(s->data),
-                              repl_data_label(s->data, one));
-    else if (S)
-        fprintf(s->out, "over %d samples: each layer's worst figures, the sample of its worst rel_l2 and the mean rel_l2\n",
-                S->n_samples);
-    /* The op column as wide as the longest op shown (BatchNormalization,
-     * DequantizeLinear), never cut. */
-    int opw = 14;
-    for (int i = 0; i < n; i++) {
-        int l = (int)strlen(g->nodes[rows[i]->node]->op_type);
-        if (l > opw) opw = l;
-    }
-    fprintf(s->out, "%-5s %-30s %-*s %-5s %9s %-10s %9s %9s %8s %6s %6s%s%s\n", "#", "node", opw, "op", "fmt", "rel_l2", "",
-            "max_abs", "cos", "sqnr_db", "ovf", "unf", S && one < 0 ? "  sample      mean" : "",
-            s->last_local ? "  local" : "");
-    for (int i = 0; i < n; i++) {
-        const mpx_layer *L = rows[i];
-        row_cells(s->out, L->node, g->nodes[L->node]->name, opw, g->nodes[L->node]->op_type, L->fmt, &L->m);
-        if (S && one < 0) fprintf(s->out, "  %6d %9.3g", S->id[worst_of[L - c->layers]] + 1, mean[L - c->layers].m.rel_l2);
-        if (L->has_local) fprintf(s->out, "  %.3g", L->local.rel_l2);
-        fputc('\n', s->out);
-    }
+    report_table(s, &v);
     free(rows);
     free(view), free(mean), free(worst_of);
     return c->n_body ? body_table(s, c, sm, top, err) : MPX_OK;
