@@ -291,8 +291,7 @@ static const mpx_command commands[] = {
     {"undo", "", "undo the last change of rules, target or keep-io", NULL, repl_cmd_undo, 0, 0, {MPX_WORD_TEXT}, NULL, NULL, NULL},
     {"redo", "", "redo what undo undid", NULL, repl_cmd_undo, 0, 0, {MPX_WORD_TEXT}, NULL, NULL, NULL},
     {"plan", "", "every node's colour and formats, the casts, the summary",
-     "--changed lists only nodes a rule decided or whose colour differs from its\n"
-     "default. --scopes: the model's own structure instead, the scopes of its node\n"
+     "--scopes: the model's own structure instead, the scopes of its node\n"
      "names (/stage1/conv3/Conv: stage1, stage1/conv3; an If's branches) as a tree,\n"
      "each with its nodes, their formats and colours (green/gray/clear/red), the\n"
      "runtime casts on its border (in/out), and after a run of this plan its worst\n"
@@ -355,8 +354,7 @@ static const mpx_command commands[] = {
     {"tensor", "<name>",
      "one tensor of the last run: range, error; save it as .npy",
      "name: a node (its first output) or a tensor. A tensor the last run did not\n"
-     "keep is computed by a fresh run of the current plan (the last run stays).\n"
-     "--save writes the emulated values, --save-ref the fp32 reference.",
+     "keep is computed by a fresh run of the current plan (the last run stays).",
      repl_cmd_tensor, 1, 1, {MPX_WORD_NODE_OR_TENSOR}, NULL, tensor_opts, NULL},
     {"compare", "<format> [<format> ...]", "the current rules under several targets, side by side",
      "Plans and runs the rules with each target (e.g. compare fp16 bf16) and prints\n"
