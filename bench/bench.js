@@ -19,6 +19,11 @@
 //   (6) mpx_rerun  the fp16 comparison again after recolouring the last
 //                  Conv/Gemm/MatMul red (mpx_bench rerun: with the run cache,
 //                  only the nodes downstream of the change are recomputed)
+//   (7) mpx_run    the REPL's `run` as a user runs it (mpx_bench run): the
+//                  default fp16 plan, fp32 reference + fp16 candidate, every
+//                  layer's metrics, a run cache of the default budget; load
+//                  not timed; a process of its own with no untimed run before,
+//                  so each sample is a session's first run (fresh memory)
 //   (3b) mpx_fp32_nofuse  (3) with MPX_FUSE=0: every elementwise node on
 //                  its own instead of chains run by tiles (numerics/fuse.c);
 //                  what the fusion gives, measured in the same run
@@ -40,6 +45,29 @@
 //                      [--only det,rec,cls] [--rounds 3] [--ort-reps 10]
 //                      [--mpx-reps 3] [--heavy-reps 1] [--ort-threads 2]
 //                      [--out FILE] [--work DIR] [--suite DIR]
+//        node bench.js ... --profile MODEL [--shape AxBxC] [--rounds 3] [--mpx-reps 5]
+//
+// --profile MODEL (a model's key: det, rec, cls or a suite model's name; or a
+// file.onnx with --shape): the per-op comparison with ONNX Runtime instead of
+// the table above. mpx: `mpx_bench profile` (every node timed on its own,
+// a chain of elementwise nodes by tiles as mpx_run_graph runs it, --mpx-reps
+// runs a round, each node's samples). ORT: the
+// same model, input and session options with enableProfiling: its
+// Chrome-trace JSON has one event per node of ORT's optimised graph a run
+// (--ort-reps runs a round after one untimed). Rounds interleave the two;
+// each node's time is the median of all its samples. ORT fuses nodes
+// (Conv+BatchNormalization+activation into one Conv, the NCHWc layout,
+// LayerNormalization, attention, ...) and names the fused node after none
+// of the original ones reliably, so the groups come from the optimised
+// graph itself (optimizedModelFilePath, read by bench/onnx_nodes.py; formGroups
+// below): an original node belongs to the ORT node that produces one of its
+// outputs (through ReorderInput/ReorderOutput; an NCHWc node stands for the
+// tensor its name gives, a "<node>/<Kind>Fusion/" for that node's output); a node ORT fused away joins its producer's group
+// if it is of a kind ORT folds into the node before it (FOLLOWERS) and the
+// elementwise ORT node after it does not read its input, else its first
+// consumer's. A group's label is its original nodes' kinds in order
+// ("Conv[dw]" a depthwise Conv); the table sums groups of the same label.
+// ORT's layout reorders have no mpx node: a row of their own.
 'use strict';
 const fs = require('fs');
 const os = require('os');
@@ -48,7 +76,7 @@ const { spawnSync } = require('child_process');
 
 const opt = {
   only: 'det,rec,cls', rounds: 3, 'ort-reps': 10, 'mpx-reps': 3, 'heavy-reps': 1,
-  'ort-threads': 2, out: '', work: '', suite: '',
+  'ort-threads': 2, out: '', work: '', suite: '', profile: '', shape: '',
 };
 const args = process.argv.slice(2);
 for (let i = 0; i < args.length; i++) {
@@ -59,10 +87,11 @@ for (let i = 0; i < args.length; i++) {
   opt[args[i].slice(2)] = args[++i];
 }
 for (const k of ['rounds', 'ort-reps', 'mpx-reps', 'heavy-reps', 'ort-threads']) opt[k] = Number(opt[k]);
+if (opt.profile && !args.includes('--mpx-reps')) opt['mpx-reps'] = 5;
 for (const k of ['build', 'ort', 'models', 'py', 'root'])
   if (!opt[k]) { console.error(`bench.js: --${k} is required`); process.exit(2); }
 const work = opt.work || path.join(opt.build, 'bench');
-const outFile = opt.out || path.join(opt.root, 'out', 'bench', 'results.json');
+const outFile = opt.out || path.join(opt.root, 'out', 'bench', opt.profile ? 'profile.json' : 'results.json');
 fs.mkdirSync(work, { recursive: true });
 fs.mkdirSync(path.dirname(outFile), { recursive: true });
 const ort = require(path.join(opt.ort, 'node_modules', 'onnxruntime-node'));
@@ -80,6 +109,11 @@ if (opt.suite) {
     MODELS[e.name] = { file: e.file, dir: opt.suite, shape: e.shape, image: 'none' };
     if (!args.includes('--only')) opt.only += ',' + e.name; /* --only names what to run, suite models too */
   }
+}
+
+if (opt.profile && opt.profile.endsWith('.onnx')) {
+  if (!opt.shape) { console.error('bench.js: --profile FILE.onnx needs --shape AxBxC'); process.exit(2); }
+  MODELS[opt.profile] = { file: path.resolve(opt.profile), dir: '/', shape: opt.shape, image: 'none' };
 }
 
 function median(v) {
@@ -122,7 +156,253 @@ async function timeOrt(session, feeds, reps) {
 
 function loadavg() { return os.loadavg().map((x) => Number(x.toFixed(2))); }
 
+// ---- --profile: per-op comparison ----------------------------------------------------------
+
+function onnxNodes(file) {
+  const r = spawnSync(opt.py, [path.join(opt.root, 'bench', 'onnx_nodes.py'), file], { encoding: 'utf8', maxBuffer: 1 << 28 });
+  if (r.status !== 0) throw new Error(`onnx_nodes.py ${file}: ${r.stderr}`);
+  return JSON.parse(r.stdout);
+}
+
+const isReorder = (n) => n.domain === 'com.microsoft.nchwc' && /^Reorder(Input|Output)$/.test(n.op);
+
+// Ops ORT folds into the node before them (Conv/Gemm/MatMul + BatchNormalization,
+// activations, a residual Add as the Conv's sum input, the Cast and Mul after
+// ConvInteger/MatMulInteger, the tail of LayerNormalization/GELU patterns).
+const FOLLOWERS = new Set(['BatchNormalization', 'Relu', 'Clip', 'HardSwish', 'HardSigmoid', 'Sigmoid',
+  'LeakyRelu', 'Tanh', 'Add', 'Sum', 'Mul', 'Div', 'Cast', 'Sqrt', 'Erf', 'Identity']);
+
+// Groups: original node (by its first output) -> ORT node name. See the top.
+function formGroups(orig, optim) {
+  const parent = new Map();
+  const find = (t) => { while (parent.has(t) && parent.get(t) !== t) t = parent.get(t); return t; };
+  const union = (a, b) => { const ra = find(a), rb = find(b); if (ra !== rb) parent.set(ra, rb); };
+  for (const n of optim) if (isReorder(n)) union(n.outputs[0], n.inputs[0]);
+  // An NCHWc node's output is a blocked tensor of its own; the node is named
+  // after an original tensor inside its group ("<tensor>_nchwc": the one
+  // before an activation fused later).
+  for (const n of optim)
+    if (n.domain === 'com.microsoft.nchwc' && !isReorder(n) && n.name.endsWith('_nchwc') && n.outputs[0])
+      union(n.outputs[0], n.name.slice(0, -'_nchwc'.length));
+  // A fusion's node is named "<the original node it ends at>/<Kind>Fusion/"
+  // (QuickGeluFusion: Sigmoid and Mul; in NCHWc its output is blocked too).
+  const origOut = new Map(orig.map((n) => [n.name, n.outputs[0]]));
+  for (const n of optim) {
+    const mm = /^(.*)\/[A-Za-z]*Fusion\/?(_\d+)?$/.exec(n.name);
+    if (mm && origOut.get(mm[1]) && n.outputs[0]) union(n.outputs[0], origOut.get(mm[1]));
+  }
+  const producer = new Map(); // root tensor -> ORT node name
+  for (const n of optim) if (!isReorder(n)) for (const t of n.outputs) if (t) producer.set(find(t), n.name);
+  const made = new Map(), consumers = new Map();
+  orig.forEach((n, i) => {
+    n.outputs.forEach((t) => { if (t) made.set(t, i); });
+    n.inputs.forEach((t) => { if (t) (consumers.get(t) || consumers.set(t, []).get(t)).push(i); });
+  });
+  // 1. anchors: a node one of whose outputs ORT computes belongs to that ORT node
+  const group = orig.map((n) => {
+    for (const t of n.outputs) if (t && producer.has(find(t))) return producer.get(find(t));
+    return null;
+  });
+  // 2. the rest, to a fixed point: a follower joins its first input's
+  // producer's group, any other node its first grouped consumer's; then
+  // followers left over (nothing grouped before them) look forward too
+  const fromProducer = (i) => {
+    for (const t of orig[i].inputs) if (made.has(t)) return group[made.get(t)];
+    return null;
+  };
+  const fromConsumer = (i) => {
+    for (const t of orig[i].outputs) for (const c of consumers.get(t) || []) if (group[c] !== null) return group[c];
+    return null;
+  };
+  // a follower whose input the ORT node of its consumer's group reads went
+  // into that node (Sigmoid + Mul as QuickGelu reads what the Sigmoid read)
+  const reads = new Map();
+  for (const n of optim) if (!isReorder(n)) reads.set(n.name, new Set(n.inputs.filter((t) => t).map(find)));
+  const intoConsumer = (i) => {
+    const g = fromConsumer(i);
+    // (only into an elementwise consumer's: a pool after a Conv with a fused
+    // activation reads the tensor the NCHWc Conv is named after too)
+    const elementwise = orig[i].outputs.some((t) => (consumers.get(t) || []).some((c) => group[c] === g && FOLLOWERS.has(orig[c].op)));
+    return g !== null && elementwise &&
+      orig[i].inputs.some((t) => t && made.has(t) && reads.get(g) && reads.get(g).has(find(t))) ? g : null;
+  };
+  for (const followersForward of [false, true]) {
+    for (let changed = true; changed;) {
+      changed = false;
+      for (let i = 0; i < orig.length; i++) {
+        if (group[i] !== null) continue;
+        const f = FOLLOWERS.has(orig[i].op);
+        const g = f ? intoConsumer(i) || fromProducer(i) || (followersForward ? fromConsumer(i) : null) : fromConsumer(i);
+        if (g !== null) { group[i] = g; changed = true; }
+      }
+    }
+  }
+  const byOutput = new Map();
+  orig.forEach((n, i) => { if (n.outputs[0]) byOutput.set(n.outputs[0], group[i]); });
+  // An ORT node none of whose outputs is an original tensor (a piece of a
+  // function ORT inlined: HardSwish as HardSigmoid and Mul) counts in the
+  // group of the ORT node that reads its output.
+  const origRoots = new Set([...made.keys()].map(find));
+  const optConsumer = new Map();
+  for (const n of optim) for (const t of n.inputs) if (t && !optConsumer.has(find(t))) optConsumer.set(find(t), n);
+  const ortGroup = new Map();
+  for (const n of optim) {
+    let m = n;
+    for (let hops = 0; hops < 8 && !isReorder(m) && !m.outputs.some((t) => t && origRoots.has(find(t))); hops++) {
+      const c = optConsumer.get(find(m.outputs[0]));
+      if (!c) break;
+      m = c;
+    }
+    ortGroup.set(n.name, m.name);
+  }
+  return { byOutput, ortGroup };
+}
+
+// ORT's trace: node name -> durations in ms, the first `skip` of each dropped.
+function ortNodeTimes(traceFile, skip) {
+  const ev = JSON.parse(fs.readFileSync(traceFile, 'utf8'));
+  const seen = new Map(), out = new Map(), opOf = new Map();
+  for (const e of ev) {
+    if (e.cat !== 'Node' || !e.name.endsWith('_kernel_time')) continue;
+    const name = e.name.slice(0, -'_kernel_time'.length);
+    const k = (seen.get(name) || 0) + 1;
+    seen.set(name, k);
+    opOf.set(name, e.args && e.args.op_name);
+    if (k > skip) (out.get(name) || out.set(name, []).get(name)).push(e.dur / 1000);
+  }
+  return { times: out, opOf };
+}
+
+async function profileMode() {
+  const key = opt.profile, m = MODELS[key];
+  if (!m) throw new Error(`--profile ${key}: not a model key (${Object.keys(MODELS).join(', ')}) nor a .onnx file`);
+  const modelPath = path.join(m.dir || opt.models, m.file);
+  const stem = path.basename(modelPath, '.onnx');
+  const npy = path.join(work, `${stem}_input.npy`);
+  const w = spawnSync(mpxBench, [modelPath, m.shape, 'input', '--image', m.image, '--out', npy], { encoding: 'utf8' });
+  if (w.status !== 0) throw new Error(`mpx_bench input: ${w.stderr}`);
+  const x = readNpyF32(npy);
+  const optFile = path.join(work, `${stem}_ort_optimised.onnx`);
+  const prefix = path.join(work, `${stem}_ort_profile`);
+  for (const f of fs.readdirSync(work)) if (f.startsWith(`${stem}_ort_profile`)) fs.unlinkSync(path.join(work, f));
+  const so = { intraOpNumThreads: opt['ort-threads'], interOpNumThreads: 1, graphOptimizationLevel: 'all',
+    enableProfiling: true, profileFilePrefix: prefix, optimizedModelFilePath: optFile };
+  const sess = await ort.InferenceSession.create(modelPath, so);
+  const feeds = { [sess.inputNames[0]]: new ort.Tensor('float32', x.data, x.dims) };
+  await sess.run(feeds); // untimed: dropped from the trace below
+  const mpxSamples = new Map(); // first output -> {node, ms[]}
+  const ortWall = [];
+  for (let round = 0; round < opt.rounds; round++) {
+    process.stderr.write(`bench: profile round ${round + 1}/${opt.rounds} ${key} `);
+    for (let i = 0; i < opt['ort-reps']; i++) {
+      const t0 = performance.now();
+      await sess.run(feeds);
+      ortWall.push(performance.now() - t0);
+    }
+    process.stderr.write('.');
+    const jf = path.join(work, `${stem}_mpx_profile.json`);
+    const r = spawnSync(mpxBench, [modelPath, m.shape, 'profile', '--image', m.image, '--repeat', String(opt['mpx-reps']),
+      '--warmup', '1', '--top', '0', '--out', jf], { encoding: 'utf8', maxBuffer: 1 << 24 });
+    if (r.status !== 0) throw new Error(`mpx_bench profile failed (${r.status}): ${r.stderr}`);
+    for (const n of JSON.parse(fs.readFileSync(jf, 'utf8')).nodes) {
+      const k = n.outputs[0] || n.name;
+      if (!mpxSamples.has(k)) mpxSamples.set(k, { node: n, ms: [] });
+      mpxSamples.get(k).ms.push(...n.ms);
+    }
+    process.stderr.write('.\n');
+  }
+  sess.endProfiling();
+  await sess.release();
+  const traces = fs.readdirSync(work).filter((f) => f.startsWith(`${stem}_ort_profile`) && f.endsWith('.json'));
+  if (!traces.length) throw new Error('ONNX Runtime wrote no profile');
+  const { times: ortTimes, opOf } = ortNodeTimes(path.join(work, traces.sort().pop()), 1);
+  const optim = onnxNodes(optFile), orig = onnxNodes(modelPath);
+  const optByName = new Map(optim.filter((n) => n.name).map((n) => [n.name, n]));
+  // ORT's trace names an unnamed node "<op>_<node index>", an index the saved
+  // model does not keep: pair them per op type, in index order against the
+  // saved graph's order (one a type, as usual, leaves no doubt)
+  const unnamed = new Map(), events = new Map();
+  for (const n of optim) if (!n.name) (unnamed.get(n.op) || unnamed.set(n.op, []).get(n.op)).push(n);
+  for (const name of ortTimes.keys()) {
+    const mm = /^(.*)_(\d+)$/.exec(name);
+    if (!optByName.has(name) && mm && unnamed.has(mm[1])) (events.get(mm[1]) || events.set(mm[1], []).get(mm[1])).push([Number(mm[2]), name]);
+  }
+  for (const [op, ev] of events) {
+    ev.sort((a, b) => a[0] - b[0]);
+    ev.forEach(([, name], i) => { const n = unnamed.get(op)[i]; if (n) { n.name = name; optByName.set(name, n); } });
+  }
+
+  const { byOutput: groupOf, ortGroup } = formGroups(orig, optim);
+  // groups: ORT node name -> {kinds[], mpx ms, ort ms}
+  const groups = new Map();
+  const G = (name) => groups.get(name) || groups.set(name, { kinds: [], mpx: 0, ort: 0, ortOps: new Set() }).get(name);
+  for (const [k, s] of mpxSamples) {
+    const gname = groupOf.has(k) && groupOf.get(k) !== null ? groupOf.get(k) : `(no ORT node) ${k}`;
+    const g = G(gname);
+    g.kinds.push(s.node.kind);
+    g.mpx += median(s.ms);
+  }
+  let reorderMs = 0, reorders = 0;
+  for (const [name, ms] of ortTimes) {
+    const on = optByName.get(name);
+    if (on && isReorder(on)) { reorderMs += median(ms); reorders++; continue; }
+    const g = G(ortGroup.get(name) || name);
+    g.ort += median(ms);
+    g.ortOps.add((on && on.domain === 'com.microsoft.nchwc' ? `${on.op}(nchwc)` : on ? on.op : opOf.get(name)) || '?');
+  }
+  const rows = new Map();
+  for (const g of groups.values()) {
+    // Identity nodes (the exporter's on weights) take no time: not in labels
+    const kinds = g.kinds.filter((k) => k !== 'Identity' || g.kinds.every((q) => q === 'Identity'));
+    const label = kinds.length ? [...new Set(kinds)].join('+') : `(ORT only) ${[...g.ortOps].join('+')}`;
+    const r = rows.get(label) || rows.set(label, { count: 0, mpx: 0, ort: 0, ortOps: new Set() }).get(label);
+    r.count++;
+    r.mpx += g.mpx;
+    r.ort += g.ort;
+    for (const o of g.ortOps) r.ortOps.add(o);
+  }
+  if (reorders) rows.set('(ORT only) NCHWc layout reorders', { count: reorders, mpx: 0, ort: reorderMs, ortOps: new Set(['ReorderInput/Output']) });
+  const sorted = [...rows.entries()].sort((a, b) => b[1].mpx - a[1].mpx);
+  const tm = sorted.reduce((a, [, r]) => a + r.mpx, 0), to = sorted.reduce((a, [, r]) => a + r.ort, 0);
+  const lines = [];
+  const p = (t) => lines.push(t);
+  const ortVersion = require(path.join(opt.ort, 'node_modules', 'onnxruntime-node', 'package.json')).version;
+  p(`per-op profile of ${key} (${m.shape}): mpx vs ONNX Runtime ${ortVersion} (${opt['ort-threads']} threads) on ` +
+    `${os.cpus()[0] ? os.cpus()[0].model : '?'}, ${os.cpus().length} CPUs; load average ${loadavg().join(' ')}`);
+  p(`${opt.rounds} interleaved rounds: ${opt['mpx-reps']} mpx runs and ${opt['ort-reps']} ORT runs a round; ms are each node's median over all samples, summed`);
+  p('');
+  const w0 = Math.max(28, ...sorted.map(([l]) => l.length));
+  const head = `${'group (original nodes\' kinds)'.padEnd(w0)} count   mpx ms   ORT ms  ratio  ORT node(s)`;
+  p(head);
+  p('-'.repeat(head.length + 10));
+  const ratio = (a, b) => (b > 0 ? (a / b).toFixed(2) : a > 0 ? 'inf' : '-').padStart(6);
+  for (const [label, r] of sorted)
+    p(`${label.padEnd(w0)} ${String(r.count).padStart(5)} ${r.mpx.toFixed(3).padStart(8)} ${r.ort.toFixed(3).padStart(8)} ` +
+      `${ratio(r.mpx, r.ort)}  ${[...r.ortOps].join(', ')}`);
+  p('-'.repeat(head.length + 10));
+  p(`${'total (sum of nodes)'.padEnd(w0)} ${''.padStart(5)} ${tm.toFixed(3).padStart(8)} ${to.toFixed(3).padStart(8)} ${ratio(tm, to)}`);
+  p(`ORT's whole run with profiling on: median ${median(ortWall).toFixed(3)} ms`);
+  p('');
+  p('Groups: ORT\'s optimised graph (optimizedModelFilePath) names the tensors each of its nodes produces; an original');
+  p('node belongs to the ORT node producing one of its outputs (through ReorderInput/ReorderOutput; an NCHWc node by its');
+  p('name, "<tensor>_nchwc", a fusion\'s by "<node>/<Kind>Fusion/"); a node ORT fused away joins its producer\'s group if');
+  p('it is of a kind ORT folds into the node before it (BatchNormalization, activations, Add, Mul, Cast, ...) and the');
+  p('elementwise ORT node after it does not read its input, else its first consumer\'s; an ORT node that computes no');
+  p('original tensor counts in the group that reads it. A row sums the groups of one label: the kinds of their original');
+  p('nodes, in order, once each ("Conv[dw]": a depthwise Conv); "count" is groups. mpx times every node on its own');
+  p('(mpx_bench profile), a chain of elementwise nodes run by tiles as mpx_run_graph runs it, its time shared by its');
+  p('nodes; ORT\'s NCHWc reorders have no mpx node and are a row of their own; "(no ORT node)": nodes ORT removed with');
+  p('no consumer in a group. Both sides\' per-node timing adds overhead: the totals exceed a plain forward.');
+  const text = lines.join('\n');
+  console.log(text);
+  const rowsOut = Object.fromEntries(sorted.map(([l, r]) => [l, { count: r.count, mpx_ms: r.mpx, ort_ms: r.ort, ort_nodes: [...r.ortOps] }]));
+  fs.writeFileSync(outFile, JSON.stringify({ when: new Date().toISOString(), model: key, shape: m.shape,
+    cpu: os.cpus()[0] ? os.cpus()[0].model : '?', rounds: opt.rounds, rows: rowsOut, table: text }, null, 1) + '\n');
+  console.log(`\nresults: ${outFile}`);
+}
+
 (async () => {
+  if (opt.profile) { await profileMode(); process.exit(0); }
   const keys = opt.only.split(',').filter((k) => MODELS[k]);
   const res = {
     when: new Date().toISOString(),
@@ -176,6 +456,7 @@ function loadavg() { return os.loadavg().map((x) => Number(x.toFixed(2))); }
       mpx('mpx_acc16', 'acc16', opt['mpx-reps'], 1);
       mpx('mpx_rerun', 'rerun', opt['heavy-reps'], 0);
       mpx('mpx_fp32_nofuse', 'fp32', opt['mpx-reps'], 1, { MPX_FUSE: '0' });
+      for (let i = 0; i < opt['heavy-reps']; i++) mpx('mpx_run', 'run', 1, 0);
       process.stderr.write('\n');
     }
   }
@@ -192,8 +473,8 @@ function loadavg() { return os.loadavg().map((x) => Number(x.toFixed(2))); }
     `${opt.rounds} rounds; load average ${res.machine.load_before.join(' ')} -> ${res.machine.load_after.join(' ')}`);
   p('median wall times in ms (all samples of all rounds); peak RSS of the mpx process in MB');
   p('');
-  const head = 'model          shape         (1)ORT  (2)ORTall  (3)mpx32  (4)report (4b)report1  (5)acc16  (6)rerun (3b)nofuse' +
-    '   3/1    4/2   4b/2    5/3    6/4  4lo/2   RSS3   RSS4  RSS4b  val4  val4b  bound val4/bd';
+  const head = 'model          shape         (1)ORT  (2)ORTall  (3)mpx32  (4)report (4b)report1  (5)acc16  (6)rerun (3b)nofuse   (7)run' +
+    '   3/1    4/2   4b/2    5/3    6/4    7/2  4lo/2   RSS3   RSS4  RSS4b  val4  val4b  bound val4/bd';
   p(head);
   p('-'.repeat(head.length));
   for (const k of keys) {
@@ -208,6 +489,7 @@ function loadavg() { return os.loadavg().map((x) => Number(x.toFixed(2))); }
       acc16_over_mpx_fp32: med.mpx_acc16 / med.mpx_fp32,
       rerun_over_report: med.mpx_rerun / med.mpx_report,
       mpx_fp32_nofuse_over_ort_fp32: med.mpx_fp32_nofuse / med.ort_fp32,
+      mpx_run_over_ort_all: med.mpx_run / med.ort_all,
     };
     // (4)'s multiply-adds at the machine's peak: the floor of (4), over (2)
     M.report_gmacs = M.runs.mpx_report.report_gmacs;
@@ -224,10 +506,10 @@ function loadavg() { return os.loadavg().map((x) => Number(x.toFixed(2))); }
     p(`${k.padEnd(14)} ${M.shape.padEnd(12)} ${fmtMs(med.ort_fp32)} ${fmtMs(med.ort_all).padStart(10)} ` +
       `${fmtMs(med.mpx_fp32).padStart(9)} ${fmtMs(med.mpx_report).padStart(10)} ${fmtMs(med.mpx_report1).padStart(12)} ` +
       `${fmtMs(med.mpx_acc16).padStart(9)} ` +
-      `${fmtMs(med.mpx_rerun).padStart(9)} ${fmtMs(med.mpx_fp32_nofuse).padStart(10)} ` +
+      `${fmtMs(med.mpx_rerun).padStart(9)} ${fmtMs(med.mpx_fp32_nofuse).padStart(10)} ${fmtMs(med.mpx_run)} ` +
       `${fmtR(R.mpx_fp32_over_ort_fp32)} ${fmtR(R.mpx_report_over_ort_all)} ${fmtR(R.mpx_report1_over_ort_all)} ` +
       `${fmtR(R.acc16_over_mpx_fp32)} ` +
-      `${fmtR(R.rerun_over_report)} ${fmtR(R.report_floor_over_ort_all)} ${String(Math.round(M.peak_rss_mb.mpx_fp32)).padStart(6)} ` +
+      `${fmtR(R.rerun_over_report)} ${fmtR(R.mpx_run_over_ort_all)} ${fmtR(R.report_floor_over_ort_all)} ${String(Math.round(M.peak_rss_mb.mpx_fp32)).padStart(6)} ` +
       `${String(Math.round(M.peak_rss_mb.mpx_report)).padStart(6)} ` +
       `${String(Math.round(M.peak_rss_mb.mpx_report1)).padStart(6)} ` +
       `${M.peak_value_mb.mpx_report.toFixed(1).padStart(5)} ${M.peak_value_mb.mpx_report1.toFixed(1).padStart(6)} ` +
@@ -240,6 +522,8 @@ function loadavg() { return os.loadavg().map((x) => Number(x.toFixed(2))); }
   p('(5) mpx all-fp16 with fp16 accumulation rounded after every addition   (6) (4)\'s fp16 run again after recolouring');
   p('    the last Conv/ConvTranspose/Gemm/MatMul red: only what depends on the change is recomputed (run cache)   (3b) (3) with MPX_FUSE=0 (no elementwise chains run by tiles)');
   p('(4b) (4) one format at a time: two mpx_compare_run, the reference run twice');
+  p('(7) the REPL\'s `run` as a user runs it: default fp16 plan, fp32 reference + fp16 candidate, every layer\'s metrics, default run');
+  p('    cache; load not timed; each sample the first run of a fresh process (mpx_bench run); 7/2 target <= 1.0 (issue 47)');
   p('ratios (issue 20): 3/1 target <= 1.0 on det, rec and cls, <= 1.5 on the suite; 4/2 target <= 1.0; 5/3 target <= 2.0;');
   p('6/4 target <= 0.1; 4lo/2: (4)\'s multiply-adds (the reference\'s and each candidate\'s low nodes\') at the machine\'s fused');
   p(`multiply-add peak (${peak.isa}, ${peak.threads} threads, ${peak.gmacs.toFixed(1)} G/s, mpx_bench peak) over (2): above 1.0, (4) <= 1.0 is out of reach here;`);

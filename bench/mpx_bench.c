@@ -4,7 +4,7 @@
  * on stdout (times in ms, every repetition listed, and their median).
  *
  * usage: mpx_bench <model> <AxBxC> <mode> [--image page|line] [--seed N]
- *                  [--repeat N] [--warmup N] [--top N] [--out x.npy]
+ *                  [--repeat N] [--warmup N] [--top N] [--out FILE]
  * modes:
  *   input    write the input (--out x.npy) for ONNX Runtime, nothing timed
  *   fp32     the fp32 reference forward: mpx_run_graph with no assignment,
@@ -32,14 +32,24 @@
  *            and what depends on it are recomputed. Repetitions alternate
  *            between the recoloured plan and the first one (each is one
  *            late-layer recolour away from the cache's state)
+ *   run      the REPL's `run` as a user runs it: the default fp16 plan
+ *            (planning timed too), one mpx_compare_run of the fp32 reference
+ *            and the fp16 candidate with every layer's metrics, through a
+ *            run cache of the REPL's default budget made fresh for each
+ *            repetition (a session's first run); the model's load is not
+ *            timed. bench.js runs it with --repeat 1 --warmup 0, a process a
+ *            sample, so each is the first run of a fresh process as well
  *   peak     (no model: `mpx_bench peak [--threads N]`) the machine's fused
  *            multiply-add peak on N threads (default 2), bench/peak.c;
  *            bench.js turns the report's terms (report_gmacs below) into
  *            the floor no implementation of (4) on this machine can beat
- *   profile  (development) time per node and per op type of the fp32
- *            reference (or with --acc16 the acc16 run), nodes run one by one
- *            through mpx_exec_node, to stderr (the slowest --top N nodes,
- *            40 by default)
+ *   profile  time per node and per op type of the fp32 reference (or with
+ *            --acc16 the acc16 run), nodes run one by one through
+ *            mpx_exec_node, a chain of elementwise nodes by tiles as
+ *            mpx_run_graph runs it (its time shared by its nodes), medians
+ *            of --repeat runs, to stderr (the slowest --top N nodes, 40 by
+ *            default); with --out FILE every node's samples as JSON, which
+ *            bench.js --profile sets beside ONNX Runtime's per-node profile
  * The input is a seeded synthetic text image (--image, the default page for
  * a 4-D input of height > 64, else a line) as tests/mpx_run_model.c makes it
  * (copied here: that file is a test program), or uniform [-1, 1) with
@@ -47,6 +57,7 @@
 #include "mpx_colour.h"
 #include "mpx_numerics.h"
 #include "peak.h"
+#include "run_internal.h" /* mpx_fuse_span, mpx_fuse_run: profile runs chains as mpx_run_graph does */
 #include "text_image.h"
 
 #include <math.h>
@@ -247,23 +258,74 @@ static void fp32_bound(const mpx_graph *g, double *weights_mb, double *live_mb) 
     *live_mb = (double)peak / 1048576.0;
 }
 
-static int profile(bench *b, const mpx_assign *a, int top) {
+/* A JSON string's body: the name as is, quotes, backslashes and control
+ * characters escaped. */
+static void json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* A node's kind for the per-op tables: its op type, and "Conv[dw]" for a
+ * depthwise Conv (one input channel a group), whose kernel is not the GEMM
+ * core's. */
+static const char *node_kind(const mpx_node *n) {
+    if (n->op == MPX_OP_Conv && n->cost.group > 1 && n->cost.group == n->cost.in_ch) return "Conv[dw]";
+    return n->op_type;
+}
+
+/* profile: every node timed on its own (mpx_exec_node, nodes in order; a
+ * chain mpx_run_graph runs by tiles, fuse.c, is run so here and timed as a
+ * whole, its time shared equally by its nodes; MPX_FUSE=0: none), --repeat
+ * runs after --warmup untimed ones. To stderr: per op type the sum of the nodes' medians and the
+ * slowest nodes. With --json FILE, every node's samples (bench.js's per-op
+ * comparison with ONNX Runtime reads them). */
+static int profile(bench *b, const mpx_assign *a, int top, const char *json) {
     mpx_error err;
     mpx_error_clear(&err);
     const mpx_graph *g = b->g;
+    int reps = b->repeat;
+    double *samples = calloc((size_t)g->n_nodes * (size_t)reps, sizeof *samples);
     double *node_ms = calloc((size_t)g->n_nodes, sizeof *node_ms);
     mpx_value *vals = calloc((size_t)g->n_tensors, sizeof *vals);
+    bool *needed = calloc((size_t)g->n_tensors, sizeof *needed);
+    bool fuse = mpx_fuse_enabled();
     mpx_value outs[16];
-    if (!node_ms || !vals) return 1;
-    for (int rep = 0; rep < b->repeat; rep++) {
+    if (!samples || !node_ms || !vals || !needed) return 1;
+    for (int rep = -b->warmup; rep < reps; rep++) {
         if (mpx_exec_start(g, a, b->inputs, vals, &err)) return fail("start", &err);
         for (int i = 0; i < g->n_nodes; i++) {
             const mpx_node *n = g->nodes[i];
             if (mpx_exec_skipped(n)) continue;
+            int span = fuse ? mpx_fuse_span(g, i) : 0;
+            if (span >= 2) { /* a chain mpx_run_graph runs by tiles: so here, its time shared */
+                int end = i + span - 1;
+                for (int k = i; k <= end; k++) {
+                    const mpx_tensor *t = g->nodes[k]->outputs[0];
+                    bool later = (t->flags & MPX_T_OUTPUT) != 0;
+                    for (int c = 0; c < t->n_consumers; c++) later = later || t->consumers[c]->index > end;
+                    needed[t->index] = later;
+                }
+                double t0 = now_ms();
+                mpx_status st = mpx_fuse_run(g, a, i, span, vals, needed, NULL, &err);
+                double dt = (now_ms() - t0) / span;
+                for (int k = i; k <= end; k++) needed[g->nodes[k]->outputs[0]->index] = false;
+                if (st == MPX_OK) {
+                    for (int k = i; rep >= 0 && k <= end; k++) samples[(size_t)k * (size_t)reps + (size_t)rep] = dt;
+                    i = end;
+                    continue;
+                }
+                mpx_error_clear(&err); /* as mpx_run_graph: the first node on its own */
+            }
             double t0 = now_ms();
             if (mpx_exec_node(n, a, vals, false, outs, NULL, &err)) return fail("node", &err);
             double dt = now_ms() - t0;
-            if (rep == 0 || dt < node_ms[i]) node_ms[i] = dt;
+            if (rep >= 0) samples[(size_t)i * (size_t)reps + (size_t)rep] = dt;
             for (int k = 0; k < n->n_outputs; k++) {
                 const mpx_tensor *t = n->outputs[k];
                 if (!t || outs[k].n < 0) {
@@ -276,31 +338,68 @@ static int profile(bench *b, const mpx_assign *a, int top) {
         }
         for (int i = 0; i < g->n_tensors; i++) mpx_value_free(&vals[i]);
     }
+    for (int i = 0; i < g->n_nodes; i++) node_ms[i] = median(samples + (size_t)i * (size_t)reps, reps);
+    if (json) {
+        FILE *f = fopen(json, "w");
+        if (!f) {
+            fprintf(stderr, "mpx_bench: cannot write %s\n", json);
+            return 1;
+        }
+        fprintf(f, "{\"repeat\": %d, \"nodes\": [", reps);
+        bool first = true;
+        for (int i = 0; i < g->n_nodes; i++) {
+            const mpx_node *n = g->nodes[i];
+            if (mpx_exec_skipped(n)) continue;
+            fprintf(f, "%s\n {\"name\": ", first ? "" : ",");
+            first = false;
+            json_str(f, n->name);
+            fprintf(f, ", \"op\": ");
+            json_str(f, n->op_type);
+            fprintf(f, ", \"kind\": ");
+            json_str(f, node_kind(n));
+            fprintf(f, ", \"outputs\": [");
+            for (int k = 0; k < n->n_outputs; k++) {
+                if (k) fputs(", ", f);
+                json_str(f, n->outputs[k] ? n->outputs[k]->name : "");
+            }
+            fprintf(f, "], \"ms\": [");
+            for (int r = 0; r < reps; r++) fprintf(f, "%s%.4f", r ? ", " : "", samples[(size_t)i * (size_t)reps + (size_t)r]);
+            fprintf(f, "]}");
+        }
+        fprintf(f, "\n]}\n");
+        if (fclose(f)) {
+            fprintf(stderr, "mpx_bench: cannot write %s\n", json);
+            return 1;
+        }
+    }
     /* per op type */
     const char *types[128];
     double tms[128] = {0}, tmacs[128] = {0};
-    int nt = 0;
+    int nt = 0, tcount[128] = {0};
     double total = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         const mpx_node *n = g->nodes[i];
+        if (mpx_exec_skipped(n)) continue;
+        const char *kind = node_kind(n);
         int k = 0;
-        while (k < nt && strcmp(types[k], n->op_type) != 0) k++;
-        if (k == nt && nt < 128) types[nt++] = n->op_type;
+        while (k < nt && strcmp(types[k], kind) != 0) k++;
+        if (k == nt && nt < 128) types[nt++] = kind;
         if (k < 128) {
             tms[k] += node_ms[i];
             tmacs[k] += (double)n->cost.macs;
+            tcount[k]++;
         }
         total += node_ms[i];
     }
-    fprintf(stderr, "total %.1f ms (min per node over %d runs)\n", total, b->repeat);
+    fprintf(stderr, "total %.2f ms (sum of the nodes' medians over %d runs)\n", total, reps);
     for (int k = 0; k < nt; k++)
-        fprintf(stderr, "  %-20s %8.1f ms %5.1f%%  %8.3f GMAC  %6.2f GMAC/s\n", types[k], tms[k],
+        fprintf(stderr, "  %-20s %4d %8.3f ms %5.1f%%  %8.3f GMAC  %6.2f GMAC/s\n", types[k], tcount[k], tms[k],
                 100 * tms[k] / total, tmacs[k] / 1e9, tms[k] > 0 ? tmacs[k] / 1e6 / tms[k] : 0.0);
     /* the slowest nodes */
     for (int shown = 0; shown < top; shown++) {
         int best = -1;
         for (int i = 0; i < g->n_nodes; i++)
-            if (node_ms[i] >= 0 && (best < 0 || node_ms[i] > node_ms[best])) best = i;
+            if (!mpx_exec_skipped(g->nodes[i]) && node_ms[i] >= 0 && (best < 0 || node_ms[i] > node_ms[best])) best = i;
         if (best < 0) break;
         const mpx_node *n = g->nodes[best];
         const mpx_tensor *x = n->n_inputs ? n->inputs[0] : NULL, *y = n->outputs[0];
@@ -315,6 +414,8 @@ static int profile(bench *b, const mpx_assign *a, int top) {
                 node_ms[best] > 0 ? (double)n->cost.macs / 1e6 / node_ms[best] : 0.0, n->name);
         node_ms[best] = -1;
     }
+    free(samples);
+    free(needed);
     free(node_ms);
     free(vals);
     return 0;
@@ -386,13 +487,13 @@ int main(int argc, char **argv) {
     int rank = n_pos == 3 ? mpx_dims_parse(pos[1], dims) : -1;
     const char *mode = pos[2];
     static const char *const modes[] = {"input", "fp32", "report", "report1", "acc16", "rerun",
-                                        "profile"};
+                                        "profile", "run"};
     bool known = false;
     for (size_t i = 0; mode && i < sizeof modes / sizeof *modes; i++) known |= strcmp(mode, modes[i]) == 0;
     if (rank < 0 || !known || repeat < 1 || warmup < 0 || (int)image < 0 ||
         (strcmp(mode, "input") == 0 && !out)) {
-        fprintf(stderr, "usage: mpx_bench <model> <AxBxC> input|fp32|report|report1|acc16|rerun|profile "
-                        "[--image page|line|none] [--seed N] [--repeat N] [--warmup N] [--top N] [--out x.npy]\n"
+        fprintf(stderr, "usage: mpx_bench <model> <AxBxC> input|fp32|report|report1|acc16|rerun|run|profile "
+                        "[--image page|line|none] [--seed N] [--repeat N] [--warmup N] [--top N] [--out FILE]\n"
                         "       mpx_bench peak [--threads N]\n");
         return 2;
     }
@@ -450,7 +551,7 @@ int main(int argc, char **argv) {
         if (!(a = plan_assign(g, NULL, &mpx_format_fp16, &err))) return fail("plan fp16", &err);
         if (!(a2 = plan_assign(g, rules, &mpx_format_fp16, &err))) return fail("plan", &err);
     }
-    if (strcmp(mode, "profile") == 0) return profile(&b, a, top);
+    if (strcmp(mode, "profile") == 0) return profile(&b, a, top, out);
 
     b.ms = calloc((size_t)repeat, sizeof *b.ms);
     if (!b.ms) return 1;
@@ -466,6 +567,14 @@ int main(int argc, char **argv) {
         double t = now_ms();
         if (strcmp(mode, "fp32") == 0 || strcmp(mode, "acc16") == 0) {
             st = run_once(&b, a, &err);
+        } else if (strcmp(mode, "run") == 0) { /* a session's first run: its cache new */
+            mpx_compare_cache_free(b.cache);
+            if (!(b.cache = mpx_compare_cache_new(0))) return fail("cache", &err);
+            t = now_ms();
+            mpx_assign *ar = plan_assign(g, NULL, &mpx_format_fp16, &err);
+            if (!ar) return fail("plan fp16", &err);
+            st = compare_once(&b, ar, &worst16, &layers, &err);
+            mpx_assign_free(ar);
         } else if (strcmp(mode, "report") == 0) {
             st = report_once(&b, a, a2, &worst16, &worstbf, &layers, &err);
         } else if (strcmp(mode, "report1") == 0) { /* one format at a time */
@@ -496,6 +605,9 @@ int main(int argc, char **argv) {
                      b.job_ms[0], b.job_ms[1], b.job_ms[2], b.job_ms[3]);
         }
     }
+    else if (strcmp(mode, "run") == 0)
+        snprintf(b.extra, sizeof b.extra, ", \"layers\": %d, \"worst_rel_l2_fp16\": %.6g, \"nodes_run\": %d", layers,
+                 worst16, b.n_run);
     else if (strcmp(mode, "rerun") == 0)
         snprintf(b.extra, sizeof b.extra,
                  ", \"recoloured\": \"%s\", \"node_index\": %d, \"nodes\": %d, \"incremental\": %s, "

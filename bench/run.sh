@@ -10,10 +10,17 @@
 # usage: bench/run.sh [--build DIR] [--only det,rec,cls] [--rounds N]
 #                     [--ort-reps N] [--mpx-reps N] [--heavy-reps N]
 #                     [--ort-threads N] [--out FILE] [--suite]
+#        bench/run.sh --profile MODEL [--shape AxBxC] [--rounds N]
+#                     [--ort-reps N] [--mpx-reps N] [--out FILE]
 # --suite adds the model suite bench/torch_models.py exports (ResNet-18,
 # MobileNetV3-Small, EfficientNet-B0, ViT-B/16, a 4-layer BERT-style encoder,
-# a small UNet; random weights) into .cache/bench-suite, with Debian's
+# a small UNet, a bidirectional LSTM and a GRU; random weights) into
+# .cache/bench-suite, with Debian's
 # python3-torch and python3-torchvision (scripts/bootstrap.sh --bench).
+# --profile MODEL: the per-op comparison with ONNX Runtime instead (time per
+# op type, or per group of nodes ONNX Runtime fuses, in mpx and in ORT's own
+# per-node profile; out/bench/profile.json): MODEL is det, rec, cls, a suite
+# model's name (once the suite is exported) or a .onnx file with --shape.
 # Needs: `make build` (mpx_bench is built with the rest), the models and
 # onnxruntime-node (scripts/fetch-models.sh; fetched here if missing), node,
 # and python3 with the onnx package (Debian's /usr/bin/python3 with
@@ -26,14 +33,19 @@ ROOT=$(cd "$HERE/.." && pwd)
 BUILD="$ROOT/build"
 PASS=""
 SUITE=0
+PROFILE=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) BUILD=$(cd "$2" && pwd); shift 2 ;;
-    --only|--rounds|--ort-reps|--mpx-reps|--heavy-reps|--ort-threads|--out)
+    --only|--rounds|--ort-reps|--mpx-reps|--heavy-reps|--ort-threads|--out|--shape)
       [ $# -ge 2 ] || { echo "bench/run.sh: $1 needs a value" >&2; exit 2; }
       PASS="$PASS $1 $2"; shift 2 ;;
     --suite) SUITE=1; shift ;;
-    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --profile)
+      [ $# -ge 2 ] || { echo "bench/run.sh: --profile needs a model" >&2; exit 2; }
+      case "$2" in *.onnx) PROFILE=$(cd "$(dirname "$2")" && pwd)/$(basename "$2") ;; *) PROFILE=$2 ;; esac
+      shift 2 ;;
+    -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench/run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -57,7 +69,10 @@ if [ "$SUITE" = 1 ]; then
   /usr/bin/python3 "$HERE/torch_models.py" "$ROOT/.cache/bench-suite" 2>&1 | grep -v -i warn >&2 || true
   [ -f "$ROOT/.cache/bench-suite/suite.json" ] || { echo "bench/run.sh: the suite was not exported" >&2; exit 1; }
   PASS="$PASS --suite $ROOT/.cache/bench-suite"
+elif [ -n "$PROFILE" ] && [ -f "$ROOT/.cache/bench-suite/suite.json" ]; then
+  PASS="$PASS --suite $ROOT/.cache/bench-suite" # the suite's names, as exported
 fi
+[ -z "$PROFILE" ] || PASS="$PASS --profile $PROFILE"
 # $PASS is a list of words on purpose.
 # shellcheck disable=SC2086
 exec node "$HERE/bench.js" --build "$BUILD" --ort "$ORT" --models "$MODELS" --py "$PY" --root "$ROOT" $PASS

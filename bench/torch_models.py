@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""bench/torch_models.py OUTDIR - the benchmark's model suite, exported to ONNX.
+"""bench/torch_models.py OUTDIR [NAME ...] - the benchmark's model suite, exported to ONNX.
 
 The PP-OCR models are what mpx was tuned on; users bring others. This makes
 the architectures people use most, with Debian's python3-torch and
@@ -13,6 +13,9 @@ regenerate the same files:
   bert4         a 4-layer BERT-style encoder (768 wide, 12 heads, GELU), sequence 64,
                 fed embeddings 1x64x768
   unet          a small UNet (32..256 channels, ConvTranspose up, skip concats), 1x3x256x256
+  lstm_bi       a bidirectional LSTM (hidden 128) over 50 steps of 40 features and a
+                linear head (32 per step), 1x50x40
+  gru           a GRU (hidden 128) over the same input and the same head, 1x50x40
   unet_any      the same UNet (same weights) with its height and width left free,
                 for the large-input search of bench/search.sh (1x3x1024x1024, 148
                 GMACs); not in suite.json
@@ -25,6 +28,7 @@ statistics are set from a few random batches in training mode, so activations
 keep a normal scale instead of growing layer after layer. Opset 17 (ONNX's
 LayerNormalization). Writes OUTDIR/<name>.onnx and OUTDIR/suite.json (name,
 file, input shape). Files that exist are kept (delete them to regenerate).
+With NAMEs, only those models are written (no suite.json).
 """
 import json
 import os
@@ -93,6 +97,20 @@ class UNet(nn.Module):
         return torch.sigmoid(self.head(x))
 
 
+class Recurrent(nn.Module):
+    """One recurrent layer over a sequence, batch first, and a linear head on
+    every step's output (a tagger's shape; the head is the layer the
+    benchmark's re-run recolours: the recurrent op is red by default)."""
+
+    def __init__(self, cell, width):
+        super().__init__()
+        self.cell = cell
+        self.head = nn.Linear(width, 32)
+
+    def forward(self, x):
+        return self.head(self.cell(x)[0])
+
+
 def vit():
     m = torchvision.models.vit_b_16()
     # torchvision starts the classifier at zero: every output would be 0
@@ -109,38 +127,47 @@ def suite():
         ("vitb16", vit, (1, 3, 224, 224)),
         ("bert4", lambda: Encoder(), (1, 64, 768)),
         ("unet", lambda: UNet(), (1, 3, 256, 256)),
+        ("lstm_bi", lambda: Recurrent(nn.LSTM(40, 128, batch_first=True, bidirectional=True), 256), (1, 50, 40)),
+        ("gru", lambda: Recurrent(nn.GRU(40, 128, batch_first=True), 128), (1, 50, 40)),
     ]
 
 
+def build(make, shape):
+    """The model and its input as the suite exports them: seed 0, weights,
+    BatchNormalization statistics, eval mode, then the input. Also what
+    scripts/torch_bf16.py runs in torch, so it computes the exported weights."""
+    torch.manual_seed(0)
+    model = make()
+    # BatchNormalization statistics from random batches of the input's scale
+    if any(isinstance(m, nn.BatchNorm2d) for m in model.modules()):
+        model.train()
+        with torch.no_grad():
+            for _ in range(4):
+                model(torch.randn(8, *shape[1:]))
+    model.eval()
+    # torch 1.13 runs attention in eval mode through a fused kernel that
+    # has no ONNX export (aten::_native_multi_head_attention); flagged as
+    # training (these modules alone, their dropouts stay eval and every
+    # dropout probability is 0) they take the plain path, same values.
+    for m in model.modules():
+        if isinstance(m, (nn.MultiheadAttention, nn.TransformerEncoderLayer, nn.TransformerEncoder)):
+            m.training = True
+    return model, torch.randn(*shape)
+
+
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) < 2:
         sys.exit(__doc__)
-    out = sys.argv[1]
+    out, only = sys.argv[1], set(sys.argv[2:])
     os.makedirs(out, exist_ok=True)
     index = []
     for name, make, shape in suite() + [("unet_any", lambda: UNet(), (1, 3, 256, 256))]:
         path = os.path.join(out, name + ".onnx")
         if name != "unet_any":
             index.append({"name": name, "file": name + ".onnx", "shape": "x".join(map(str, shape))})
-        if os.path.exists(path):
+        if os.path.exists(path) or (only and name not in only):
             continue
-        torch.manual_seed(0)
-        model = make()
-        # BatchNormalization statistics from random batches of the input's scale
-        if any(isinstance(m, nn.BatchNorm2d) for m in model.modules()):
-            model.train()
-            with torch.no_grad():
-                for _ in range(4):
-                    model(torch.randn(8, *shape[1:]))
-        model.eval()
-        # torch 1.13 runs attention in eval mode through a fused kernel that
-        # has no ONNX export (aten::_native_multi_head_attention); flagged as
-        # training (these modules alone, their dropouts stay eval and every
-        # dropout probability is 0) they take the plain path, same values.
-        for m in model.modules():
-            if isinstance(m, (nn.MultiheadAttention, nn.TransformerEncoderLayer, nn.TransformerEncoder)):
-                m.training = True
-        x = torch.randn(*shape)
+        model, x = build(make, shape)
         tmp = path + ".tmp"
         with torch.no_grad():
             free = {"x": {2: "h", 3: "w"}, "y": {2: "h", 3: "w"}} if name == "unet_any" else None
@@ -149,6 +176,8 @@ def main():
                               dynamic_axes=free)
         os.replace(tmp, path)
         print(f"torch_models: wrote {path}", file=sys.stderr)
+    if only:
+        return
     for base in ("resnet18", "bert4"):
         src = next(e for e in index if e["name"] == base)
         name = base + "_dq"

@@ -576,6 +576,52 @@ int64_t mpx_bcast_dim(int64_t a, int64_t b);
  * inference and the Shape kernel both call it. */
 int64_t mpx_shape_op_range(const mpx_node *n, int rank, int64_t *start);
 
+/* ---- op geometry both layers use (graph/geom.c) ------------------------------
+ * Shape inference calls these with dims that may be unknown (-1), the
+ * kernels with their values' dims: one computation, so a shape and the
+ * values agree. Messages name no node (the caller's error adds it). */
+
+/* Window attributes (kernel_shape, strides, dilations, pads, output_padding,
+ * output_shape) beyond this are refused, so window arithmetic on int64 cannot
+ * overflow (dims are below 2^31). */
+#define MPX_WINDOW_ATTR_MAX ((int64_t)1 << 30)
+enum { MPX_WINDOW_MAX_SP = MPX_MAX_RANK - 2 };
+typedef enum mpx_autopad {
+    MPX_AUTOPAD_NOTSET,
+    MPX_AUTOPAD_SAME_UPPER,
+    MPX_AUTOPAD_SAME_LOWER,
+    MPX_AUTOPAD_VALID
+} mpx_autopad;
+/* A sliding window over the spatial dims of an N x C x D1 x ... tensor. */
+typedef struct mpx_window {
+    int nsp;                          /* spatial dims */
+    int64_t in[MPX_WINDOW_MAX_SP];    /* input lengths (-1 unknown) */
+    int64_t out[MPX_WINDOW_MAX_SP];   /* output lengths (mpx_window_out, mpx_window_transpose_out) */
+    int64_t k[MPX_WINDOW_MAX_SP];     /* kernel lengths (-1 unknown) */
+    int64_t s[MPX_WINDOW_MAX_SP];     /* strides */
+    int64_t d[MPX_WINDOW_MAX_SP];     /* dilations */
+    int64_t pb[MPX_WINDOW_MAX_SP];    /* padding before (set from auto_pad by the _out functions) */
+    int64_t pe[MPX_WINDOW_MAX_SP];    /* padding after */
+    mpx_autopad auto_pad;
+} mpx_window;
+/* Node n's window over an input of rank `rank` with spatial lengths in[]:
+ * kernel_shape (required when kernel is NULL, else checked against the
+ * weights' lengths kernel[], -1 unknown), strides, dilations, pads, auto_pad. */
+mpx_status mpx_window_read(const mpx_node *n, int rank, const int64_t *in, const int64_t *kernel, mpx_window *w,
+                           mpx_error *err);
+/* Output lengths of Conv and the pools (ceil_mode for the pools) and the
+ * padding auto_pad implies: SAME_* pads so that out = ceil(in / stride), the
+ * odd unit at the end (UPPER) or the beginning (LOWER), the total clamped at
+ * 0; VALID pads nothing. With ceil_mode the last window must start inside the
+ * input or the leading padding. Unknown lengths give -1. */
+mpx_status mpx_window_out(mpx_window *w, bool ceil_mode, mpx_error *err);
+/* ConvTranspose's output lengths (output_padding, output_shape read from n)
+ * and the pads they imply. */
+mpx_status mpx_window_transpose_out(const mpx_node *n, mpx_window *w, mpx_error *err);
+/* MaxUnpool's length of spatial dim i without output_shape:
+ * (in - 1) * stride + kernel - pads (-1 when in is unknown). */
+int64_t mpx_window_unpool_len(const mpx_window *w, int i);
+
 /* "1x3x224x224" (dims >= 0, "" is rank 0) into dims[MPX_MAX_RANK]: the rank,
  * or -1 for anything else (the benches' and test tools' argument syntax). */
 int mpx_dims_parse(const char *s, int64_t *dims);

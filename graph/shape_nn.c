@@ -10,90 +10,13 @@
 
 /* ---- windows: Conv, ConvTranspose, pools --------------------------------------- */
 
-typedef struct window {
-    int nsp;                                /* spatial dims */
-    int64_t k[MPX_MAX_RANK], s[MPX_MAX_RANK], dil[MPX_MAX_RANK];
-    int64_t pads[2 * MPX_MAX_RANK];
-    const char *auto_pad;
-} window;
+/* The window geometry is graph/geom.c's (mpx_window_*), which the kernels
+ * call too; errors get the node's name here. */
+static mpx_status window_err(const mpx_sctx *c, const mpx_error *e) { return mpx_node_error(c, e->status, "%s", e->msg); }
 
-static mpx_status window_attrs(const mpx_sctx *c, int nsp, window *w, bool need_kernel,
-                               const mpx_tensor *wt) {
-    mpx_status st;
-    w->nsp = nsp;
-    const int64_t *ks;
-    int nk = mpx_node_attr_ints(c->n, "kernel_shape", &ks);
-    if (ks) {
-        if (nk != nsp)
-            return mpx_node_error(c, MPX_E_SHAPE, "kernel_shape has %d values for %d spatial dims",
-                                  nk, nsp);
-        for (int i = 0; i < nsp; i++) {
-            if (ks[i] < 1 || ks[i] > MPX_MAX_ELEMS)
-                return mpx_node_error(c, MPX_E_SHAPE, "kernel_shape[%d] is %lld", i, (long long)ks[i]);
-            w->k[i] = ks[i];
-        }
-    } else if (need_kernel) {
-        return mpx_node_error(c, MPX_E_INVALID, "attribute kernel_shape is required");
-    } else {
-        for (int i = 0; i < nsp; i++) w->k[i] = wt ? wt->dims[2 + i] : -1;
-    }
-    if ((st = mpx_sh_ints_attr(c, "strides", nsp, 1, w->s))) return st;
-    if ((st = mpx_sh_ints_attr(c, "dilations", nsp, 1, w->dil))) return st;
-    if ((st = mpx_sh_ints_attr(c, "pads", 2 * nsp, 0, w->pads))) return st;
-    for (int i = 0; i < nsp; i++)
-        if (w->s[i] < 1 || w->dil[i] < 1 || w->pads[i] < 0 || w->pads[i + nsp] < 0)
-            return mpx_node_error(c, MPX_E_SHAPE, "strides, dilations and pads must be positive");
-    /* Beyond the element limit none of them can describe a tensor mpx holds;
-     * refusing them here keeps the window arithmetic far from overflow. */
-    for (int i = 0; i < nsp; i++)
-        if (w->s[i] > MPX_MAX_ELEMS || w->dil[i] > MPX_MAX_ELEMS || w->pads[i] > MPX_MAX_ELEMS ||
-            w->pads[i + nsp] > MPX_MAX_ELEMS)
-            return mpx_node_error(c, MPX_E_LIMIT,
-                                  "spatial dim %d: stride %lld, dilation %lld or pads %lld+%lld exceed "
-                                  "mpx's limit of %lld",
-                                  i, (long long)w->s[i], (long long)w->dil[i], (long long)w->pads[i],
-                                  (long long)w->pads[i + nsp], (long long)MPX_MAX_ELEMS);
-    w->auto_pad = mpx_node_attr_string(c->n, "auto_pad", "NOTSET");
-    return MPX_OK;
-}
-
-static bool same_pad(const window *w) {
-    return strcmp(w->auto_pad, "SAME_UPPER") == 0 || strcmp(w->auto_pad, "SAME_LOWER") == 0;
-}
-
-/* Output length of one spatial dim of a sliding window (Conv, pools). */
-static mpx_status window_out(const mpx_sctx *c, const window *w, int i, int64_t in_len, bool ceil_mode,
-                             int64_t *out) {
-    int64_t k = w->k[i];
-    if (in_len < 0 || k < 0) {
-        *out = -1;
-        return MPX_OK;
-    }
-    if (k == 0)
-        return mpx_node_error(c, MPX_E_SHAPE, "spatial dim %d: the kernel has length 0", i);
-    /* window_attrs bounded strides, dilations and pads, and known dims are
-     * bounded too (mpx_dims_check), so none of this overflows. */
-    int64_t s = w->s[i];
-    if (same_pad(w)) {
-        *out = (in_len + s - 1) / s;
-        return MPX_OK;
-    }
-    int64_t ek = (k - 1) * w->dil[i] + 1;
-    bool valid = strcmp(w->auto_pad, "VALID") == 0;
-    int64_t pb = valid ? 0 : w->pads[i], pe = valid ? 0 : w->pads[i + w->nsp];
-    int64_t num = in_len + pb + pe - ek;
-    if (num < 0)
-        return mpx_node_error(c, MPX_E_SHAPE,
-                              "spatial dim %d: input length %lld (pads %lld+%lld) is smaller than the "
-                              "kernel extent %lld",
-                              i, (long long)in_len, (long long)pb, (long long)pe, (long long)ek);
-    int64_t o = num / s + 1;
-    if (ceil_mode) {
-        o = (num + s - 1) / s + 1;
-        /* The last window must start inside the input or the left padding. */
-        if ((o - 1) * s >= in_len + pb) o--;
-    }
-    *out = o;
+static mpx_status window_of(const mpx_sctx *c, const mpx_tensor *x, const mpx_tensor *wt, mpx_window *w) {
+    mpx_error e;
+    if (mpx_window_read(c->n, x->rank, x->dims + 2, wt ? wt->dims + 2 : NULL, w, &e)) return window_err(c, &e);
     return MPX_OK;
 }
 
@@ -161,17 +84,15 @@ mpx_status mpx_shape_conv(mpx_sctx *c) {
     if (mpx_sh_known(b) && m >= 0 && (b->rank != 1 || (b->dims[0] >= 0 && b->dims[0] != m)))
         return mpx_node_error(c, MPX_E_SHAPE, "bias \"%s\" of shape %s does not match %lld output channels",
                               b->name, mpx_sh_TS(b), (long long)m);
-    window win;
-    if ((st = window_attrs(c, x->rank - 2, &win, false, w))) return st;
-    for (int i = 0; i < win.nsp; i++)
-        if (win.k[i] >= 0 && w->dims[2 + i] >= 0 && win.k[i] != w->dims[2 + i])
-            return mpx_node_error(c, MPX_E_SHAPE, "kernel_shape does not match weights of shape %s",
-                                  mpx_sh_TS(w));
+    mpx_window win;
+    mpx_error e;
+    if ((st = window_of(c, x, w, &win))) return st;
+    if (mpx_window_out(&win, false, &e)) return window_err(c, &e);
     shp o = mpx_sh_shp_of(x);
     o.d[1] = m;
     o.s[1] = NULL;
     for (int i = 0; i < win.nsp; i++) {
-        if ((st = window_out(c, &win, i, x->dims[2 + i], false, &o.d[2 + i]))) return st;
+        o.d[2 + i] = win.out[i];
         o.s[2 + i] = NULL; /* a new length, not the input's symbol */
     }
     return mpx_sh_set_out(c, 0, product_dt(c, x), &o);
@@ -186,41 +107,16 @@ mpx_status mpx_shape_conv_transpose(mpx_sctx *c) {
         return mpx_node_error(c, MPX_E_SHAPE,
                               "input \"%s\" has %lld channels (shape %s) but weights \"%s\" have shape %s",
                               x->name, (long long)x->dims[1], mpx_sh_TS(x), w->name, mpx_sh_TS(w));
-    window win;
-    if ((st = window_attrs(c, x->rank - 2, &win, false, w))) return st;
-    int nsp = win.nsp;
-    int64_t opad[MPX_MAX_RANK];
-    if ((st = mpx_sh_ints_attr(c, "output_padding", nsp, 0, opad))) return st;
+    mpx_window win;
+    mpx_error e;
+    if ((st = window_of(c, x, w, &win))) return st;
+    if (mpx_window_transpose_out(c->n, &win, &e)) return window_err(c, &e);
     shp o = mpx_sh_shp_of(x);
     o.d[1] = w->dims[1] >= 0 ? w->dims[1] * group : -1;
     o.s[1] = NULL;
-    const int64_t *os;
-    int nos = mpx_node_attr_ints(c->n, "output_shape", &os);
-    if (os && nos != nsp && nos != nsp + 2)
-        return mpx_node_error(c, MPX_E_SHAPE, "output_shape has %d values for %d spatial dims", nos, nsp);
-    for (int i = 0; i < nsp; i++) {
-        int64_t osi = os ? os[nos - nsp + i] : 0;
-        if (opad[i] < 0 || opad[i] > MPX_MAX_ELEMS || osi < 0 || osi > MPX_MAX_ELEMS)
-            return mpx_node_error(c, MPX_E_SHAPE, "spatial dim %d: output_padding %lld or output_shape %lld is "
-                                  "negative or beyond mpx's limit", i, (long long)opad[i], (long long)osi);
-    }
-    for (int i = 0; i < nsp; i++) {
-        int64_t len = x->dims[2 + i], *od = &o.d[2 + i];
+    for (int i = 0; i < win.nsp; i++) {
+        o.d[2 + i] = win.out[i];
         o.s[2 + i] = NULL;
-        if (os) *od = os[nos - nsp + i];
-        else if (len < 0 || win.k[i] < 0) *od = -1;
-        else if (same_pad(&win)) *od = len * win.s[i];
-        else {
-            /* Each term is below 2^62 (bounded dims and attributes); their sum need not be. */
-            bool valid = strcmp(win.auto_pad, "VALID") == 0;
-            int64_t pads = valid ? 0 : win.pads[i] + win.pads[i + nsp];
-            int64_t span = win.s[i] * (len - 1), ek = (win.k[i] - 1) * win.dil[i] + 1;
-            if (!mpx_sh_add(span, ek, od) || !mpx_sh_add(*od, opad[i] - pads, od))
-                return mpx_node_error(c, MPX_E_LIMIT, "spatial dim %d: the output length overflows", i);
-            if (*od < 1)
-                return mpx_node_error(c, MPX_E_SHAPE, "spatial dim %d would have length %lld", i,
-                                      (long long)*od);
-        }
     }
     return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
 }
@@ -231,12 +127,13 @@ mpx_status mpx_shape_pool(mpx_sctx *c) {
     const mpx_tensor *x = mpx_sh_in(c, 0);
     if (!mpx_sh_known(x)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
     if ((st = spatial_rank(c, x))) return st;
-    window win;
-    if ((st = window_attrs(c, x->rank - 2, &win, true, NULL))) return st;
-    bool ceil_mode = mpx_node_attr_int(c->n, "ceil_mode", 0) != 0;
+    mpx_window win;
+    mpx_error e;
+    if ((st = window_of(c, x, NULL, &win))) return st;
+    if (mpx_window_out(&win, mpx_node_attr_int(c->n, "ceil_mode", 0) != 0, &e)) return window_err(c, &e);
     shp o = mpx_sh_shp_of(x);
     for (int i = 0; i < win.nsp; i++) {
-        if ((st = window_out(c, &win, i, x->dims[2 + i], ceil_mode, &o.d[2 + i]))) return st;
+        o.d[2 + i] = win.out[i];
         o.s[2 + i] = NULL;
     }
     if ((st = mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o))) return st;
@@ -657,18 +554,13 @@ mpx_status mpx_shape_max_unpool(mpx_sctx *c) {
     }
     if (!mpx_sh_known(x)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
     if ((st = spatial_rank(c, x))) return st;
-    int nsp = x->rank - 2;
-    int64_t k[MPX_MAX_RANK], s[MPX_MAX_RANK], p[2 * MPX_MAX_RANK];
-    if ((st = mpx_sh_ints_attr(c, "kernel_shape", nsp, -1, k))) return st;
-    if ((st = mpx_sh_ints_attr(c, "strides", nsp, 1, s))) return st;
-    if ((st = mpx_sh_ints_attr(c, "pads", 2 * nsp, 0, p))) return st;
+    mpx_window win;
+    if ((st = window_of(c, x, NULL, &win))) return st;
     shp o = mpx_sh_shp_of(x);
-    for (int i = 0; i < nsp; i++) {
-        if (k[i] < 1) return mpx_node_error(c, MPX_E_INVALID, "kernel_shape is required");
-        int64_t in = x->dims[2 + i];
+    for (int i = 0; i < win.nsp; i++) {
         o.s[2 + i] = NULL;
-        o.d[2 + i] = in < 0 ? -1 : (in - 1) * s[i] + k[i] - p[i] - p[nsp + i];
-        if (in >= 0 && o.d[2 + i] < 1)
+        o.d[2 + i] = mpx_window_unpool_len(&win, i);
+        if (x->dims[2 + i] >= 0 && o.d[2 + i] < 1)
             return mpx_node_error(c, MPX_E_SHAPE, "spatial dim %d: the output length %lld is not positive", i,
                                   (long long)o.d[2 + i]);
     }

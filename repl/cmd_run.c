@@ -71,7 +71,7 @@ static mpx_status run_samples_many(mpx_session *s, const mpx_assign *const *as, 
     mpx_samples *S[MPX_COMPARE_MAX_CANDS] = {0};
     mpx_compare *best[MPX_COMPARE_MAX_CANDS] = {0}; /* the kept ones: worst output so far */
     double ms[MPX_COMPARE_MAX_CANDS][4] = {{0}};
-    int n_run[MPX_COMPARE_MAX_CANDS] = {0};
+    int n_run[MPX_COMPARE_MAX_CANDS] = {0}, n_shared[MPX_COMPARE_MAX_CANDS] = {0};
     bool incremental[MPX_COMPARE_MAX_CANDS] = {0};
     size_t peak = 0;
     mpx_status st = MPX_OK;
@@ -97,6 +97,7 @@ static mpx_status run_samples_many(mpx_session *s, const mpx_assign *const *as, 
             ms[j][0] += c[j]->ms_ref, ms[j][1] += c[j]->ms_cand, ms[j][2] += c[j]->ms_local, ms[j][3] += c[j]->ms_metrics;
             if (c[j]->peak_bytes > peak) peak = c[j]->peak_bytes;
             n_run[j] += c[j]->n_run;
+            n_shared[j] += c[j]->n_shared;
             incremental[j] = incremental[j] || c[j]->incremental;
             if (!st) st = mpx_samples_add(S[j], c[j], k, err);
             /* the values task figures and --eval read, for every sample */
@@ -127,6 +128,7 @@ static mpx_status run_samples_many(mpx_session *s, const mpx_assign *const *as, 
          * sample's cache spared any. */
         best[j]->incremental = incremental[j];
         best[j]->n_run = n_run[j];
+        best[j]->n_shared = n_shared[j];
         out[j] = best[j];
     }
     return st;
@@ -203,18 +205,23 @@ static mpx_status run_plans(mpx_session *s, mpx_plan *const *plans, int n, bool 
 
 /* Tensor indices named in a comma list (for --keep); err names the first unknown. */
 static mpx_status parse_keep(const mpx_graph *g, const char *list, bool *keep, mpx_error *err) {
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", list);
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+    /* a copy of the whole list: a model's tensor names run to thousands of
+     * characters, and a cut name would be reported as unknown */
+    char *buf = strdup(list), *save = NULL;
+    if (!buf) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    mpx_status st = MPX_OK;
+    for (char *tok = strtok_r(buf, ",", &save); tok && !st; tok = strtok_r(NULL, ",", &save)) {
         const mpx_tensor *t = mpx_figure_find_tensor(g, tok);
         if (!t) {
             char hint[300];
-            return mpx_error_set(err, MPX_E_ARG, "no tensor or node named \"%s\"%s", tok,
-                                 repl_name_tail(g, tok, true, true, hint, sizeof hint));
+            st = mpx_error_set(err, MPX_E_ARG, "no tensor or node named \"%s\"%s", tok,
+                               repl_name_tail(g, tok, true, true, hint, sizeof hint));
+        } else {
+            keep[t->index] = true;
         }
-        keep[t->index] = true;
     }
-    return MPX_OK;
+    free(buf);
+    return st;
 }
 
 static bool rules_use_measured(const mpx_session *s) {

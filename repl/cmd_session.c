@@ -21,7 +21,7 @@ mpx_status repl_cmd_source(mpx_session *s, const mpx_cmd_args *args, mpx_error *
 
 /* ---- set ----------------------------------------------------------------------- */
 
-enum { TOP_MAX = 1000000, CACHE_MAX = 1 << 20, MEMORY_MAX = 1 << 30 };
+enum { TOP_MAX = 1000000, CACHE_MAX = 1 << 20, MEMORY_MAX = 1 << 30, LOOPS_MAX = 1 << 30 };
 
 /* The settings: one row each for `set`, its listing, `save`, completion and
  * the unknown-name message. choices: the words an on/off setting takes
@@ -33,7 +33,7 @@ typedef struct setting {
     const char *what;
 } setting;
 
-enum { SET_BAIL, SET_TOP, SET_CACHE, SET_PAGER, SET_MEMORY, SET_COUNT };
+enum { SET_BAIL, SET_TOP, SET_CACHE, SET_PAGER, SET_MEMORY, SET_LOOPS, SET_COUNT };
 static const setting settings[] = {
     [SET_BAIL] = {"bail", "on|off", 0, 1, "whether a script stops at its first error"},
     [SET_TOP] = {"top", NULL, 1, TOP_MAX, "rows `report` shows without --top"},
@@ -42,6 +42,8 @@ static const setting settings[] = {
     [SET_PAGER] = {"pager", "on|off", 0, 1, "long output at the prompt through $PAGER (default less -FRX)"},
     [SET_MEMORY] = {"memory", NULL, 0, MEMORY_MAX,
                     "MB a file read may claim: .npz members, images, audio (0: half the machine's memory)"},
+    [SET_LOOPS] = {"loops", NULL, 0, LOOPS_MAX,
+                   "seconds one Loop, Scan or SequenceMap node may spend on its iterations (0: no limit)"},
 };
 static_assert(sizeof settings / sizeof settings[0] == SET_COUNT, "one row per setting");
 
@@ -51,6 +53,7 @@ static long setting_value(const mpx_session *s, int i) {
     case SET_TOP: return s->report_top;
     case SET_CACHE: return s->cache_mb;
     case SET_MEMORY: return s->memory_mb;
+    case SET_LOOPS: return s->loops_s;
     default: return s->pager;
     }
 }
@@ -112,6 +115,7 @@ mpx_status repl_cmd_set(mpx_session *s, const mpx_cmd_args *args, mpx_error *err
         if (end == value || *end || errno == ERANGE || v < settings[i].lo || v > settings[i].hi)
             return mpx_error_set(err, MPX_E_ARG, i == SET_TOP      ? "set %s: expected a row count from %ld to %ld, not \"%s\""
                                                  : i == SET_MEMORY ? "set %s: expected megabytes from %ld (the default) to %ld, not \"%s\""
+                                                 : i == SET_LOOPS  ? "set %s: expected seconds from %ld (no limit) to %ld, not \"%s\""
                                                                    : "set %s: expected megabytes from %ld (off) to %ld, not \"%s\"",
                                  name, settings[i].lo, settings[i].hi, value);
     }
@@ -122,6 +126,10 @@ mpx_status repl_cmd_set(mpx_session *s, const mpx_cmd_args *args, mpx_error *err
     case SET_MEMORY:
         s->memory_mb = v;
         mpx_set_memory_budget((uint64_t)v << 20);
+        break;
+    case SET_LOOPS:
+        s->loops_s = v;
+        mpx_set_loop_budget((double)v);
         break;
     case SET_CACHE:
         /* A new budget starts a new cache at the next run. */

@@ -89,6 +89,7 @@ typedef struct mpx_session {
     int n_sample_cache;
     int cache_mb;            /* its budget (`set cache`, default 512; 0: no cache) */
     long memory_mb;          /* `set memory`: the readers' memory budget (0: the default, mpx_memory_budget) */
+    long loops_s;            /* `set loops`: seconds a Loop/Scan node may run (mpx_set_loop_budget; 0: no limit) */
     /* Image and audio input files as decoded (and resized or resampled) for
      * their input, kept across runs, search evaluations and data-set passes
      * (cmd_input.c says when an entry is used; made on first use). */

@@ -28,6 +28,8 @@ void mpx_session_init(mpx_session *s, FILE *out) {
     s->pager = true;
     s->report_top = 20;
     s->cache_mb = 512;
+    s->loops_s = MPX_LOOP_SECONDS;
+    mpx_set_loop_budget((double)s->loops_s); /* (process-wide, as the setting's effect is) */
     s->decoded = repl_decoded_new(); /* NULL: inputs are decoded every time */
 }
 

@@ -160,4 +160,17 @@ ok
 run svg_huge_fold 0 'wrote chain.svg: 19 nodes \(100000 ops, 16 chains\)' -c "load chain.json; svg chain.svg --fold"
 run svg_huge_around 0 'wrote part.svg' -c "load chain.json; svg part.svg --around Relu_500 3"
 
+# ---- a Loop that would run for hours (item 10): the loop budget ------------
+# A million trips of a 256 x 256 x 256 product; `set loops 1` stops the node
+# after its first second, naming it and the iterations done, and the
+# session goes on: the next command runs, and the same loop with the budget
+# off stops at Ctrl-C (interactive.sh) or, here, a run of another model.
+"$PY" "$SRC/tests/cancel_models.py" . || fail "cancel_models.py"
+LOOP="load loop.onnx; input W const 0"
+run loop_budget 1 'node "loop" \(Loop\): stopped by the loop budget of 1 s after [0-9]+ iterations \(set loops <seconds>; 0: no limit\)' \
+  -c "$LOOP; set loops 1; set bail off; run; set; load tiny_cnn.json; input x shape 1x3x8x8; run"
+grep -Eq '^loops +1 +seconds one Loop' loop_budget.out || fail "loop_budget: the session did not go on: $(cat loop_budget.out)"
+grep -q "output y: rel_l2" loop_budget.err || fail "loop_budget: the run after the budget's stop did not run: $(cat loop_budget.err)"
+ok
+
 echo "hostile_inputs: $n checks passed"

@@ -15,6 +15,7 @@
 set -eu
 MPX=$1
 SRC=$2
+PY=${3:-/usr/bin/python3} # with onnx, for the models of the Ctrl-C checks
 LIMIT=${MPX_TEST_TIMEOUT:-60} # seconds per wait
 
 tmp=$(mktemp -d)
@@ -271,10 +272,21 @@ if [ -f "$DET" ]; then
   wait_for "the search to stop" search_stopped
   expect_line "mpx>"
   screen | grep "kept fp32" | grep -qv "the best plan so far" && fail "an interrupted search printed a result"
+  # stopped inside an evaluation's run: that evaluation is listed as
+  # interrupted, with no verdict; between two: every one listed has one
+  inside=0
+  has "cancelled" && inside=1
   interrupted_json() {
-    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not (d["ended"] == "interrupted" and not d["applied"] and len(d["evaluations"]) >= 1))' "$tmp/interrupted.json" 2>/dev/null
+    python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev, inside = d["evaluations"], sys.argv[2] == "1"
+ok = d["ended"] == "interrupted" and not d["applied"] and len(ev) >= 1
+ok = ok and all("holds" in e for e in ev[:-1])
+ok = ok and ((ev[-1].get("interrupted") is True and "holds" not in ev[-1]) if inside else "holds" in ev[-1])
+sys.exit(not ok)' "$tmp/interrupted.json" "$inside" 2>/dev/null
   }
-  interrupted_json || fail "an interrupted search did not write its JSON (ended: interrupted, every evaluation)"
+  interrupted_json || fail "an interrupted search did not write its JSON (ended: interrupted, every evaluation, the one stopped inside its run with no verdict): $(cat "$tmp/interrupted.json")"
   run "save $tmp/search_after.mpx" "saved"
   cmp -s "$tmp/search_before.mpx" "$tmp/search_after.mpx" ||
     fail "an interrupted search changed the session: $(diff "$tmp/search_before.mpx" "$tmp/search_after.mpx")"
@@ -317,6 +329,51 @@ if [ -f "$REC" ]; then
   echo "progress over a data set, Ctrl-C stops it, session unchanged: ok"
 else
   echo "SKIP: Ctrl-C during a data-set run (no $REC)"
+fi
+
+# Ctrl-C inside one node: a Loop of a million 256 x 256 products (hours;
+# the loop budget off), and one 4096 x 4096 x 4096 MatMul, the model's last
+# node (seconds: no check between nodes follows it). Each run is
+# interrupted once mpx has spent a second of CPU on it (read from
+# /proc: a condition, not a sleep), reports "cancelled", and the session
+# goes on with no run kept.
+if "$PY" -c "import onnx" 2>/dev/null; then
+  "$PY" "$SRC/tests/cancel_models.py" "$tmp/cancel" || fail "cancel_models.py"
+  # mpx's process: the pane's, or its child when a shell runs it
+  mpx_pid() {
+    p=$(tm display -p -t mpx '#{pane_pid}')
+    [ "$(cat "/proc/$p/comm")" = mpx ] || p=$(pgrep -P "$p" | head -n 1)
+    echo "$p"
+  }
+  cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+  busy() { [ $(($(cpu_ticks "$pid") - ticks0)) -ge "$(getconf CLK_TCK)" ]; }
+  interrupt_run() {
+    pid=$(mpx_pid)
+    ticks0=$(cpu_ticks "$pid")
+    keys "run" Enter
+    wait_for "mpx to compute for a second" busy
+    keys C-c
+    wait_for "the run to stop" has "$1"
+    expect_line "mpx>"
+    run "report" "no run yet"
+  }
+  start
+  run "load $tmp/cancel/loop.onnx" "loaded"
+  run "input W const 0" "input W"
+  run "set loops 0" "set loops 0"
+  # (between two iterations, or inside the body's product)
+  interrupt_run 'cancelled'
+  has 'error: node "loop" (Loop): ' || fail "the Loop's cancel does not name the node"
+  quit_with_ctrl_d
+  start
+  run "load $tmp/cancel/matmul.onnx" "loaded"
+  # (inside the kernel or, on the other thread, as the run picks its next
+  # job: either way "cancelled")
+  interrupt_run 'cancelled'
+  quit_with_ctrl_d
+  echo "Ctrl-C inside a Loop and inside one MatMul, the session goes on: ok"
+else
+  echo "SKIP: Ctrl-C inside one node (no python3 with onnx to write the models)"
 fi
 
 # Paths with blanks complete quoted, as the command lexer reads them back:

@@ -108,7 +108,7 @@ int main(void) {
     expect_refused("report --sort rel_l3", "--sort: \"rel_l3\" is not rel_l2, ");
     expect_refused("report --top 3 --all", "--top or --all, not both");
     expect_refused("svg x.svg --local", "--local needs --overlay");
-    expect_refused("set tpo 3", "unknown setting \"tpo\" (settings: bail, top, cache, pager, memory); did you mean top?");
+    expect_refused("set tpo 3", "unknown setting \"tpo\" (settings: bail, top, cache, pager, memory, loops); did you mean top?");
     expect_refused("search --max-evals 3 output.rel_l2 < 1", "the condition comes first");
     /* A refused command leaves the session as it was. */
     CHECK(s.graph && s.plan);
@@ -118,7 +118,7 @@ int main(void) {
     expect_completion("keep-io ", "off on");
     expect_completion("target fp16 ", "block");
     expect_completion("target b", "bf16");
-    expect_completion("set ", "bail cache memory pager top");
+    expect_completion("set ", "bail cache loops memory pager top");
     expect_completion("set pager ", "off on");
     expect_completion("svg x.svg --engine ", "dot neato sfdp");
     expect_completion("search output.rel_l2 < 1 --method ", "auto bisect greedy sensitivity");

@@ -1330,6 +1330,83 @@ static void test_task_figures(void) {
     mpx_value_free(&c1);
 }
 
+/* ---- no work twice ---------------------------------------------------------------------- */
+
+/* A candidate node that rounds nothing, on inputs whose candidate values
+ * are the reference's, copies the reference's outputs instead of running
+ * (n_shared counts them): a plan that rounds nothing computes the model
+ * once; a plan that rounds from some node on shares the nodes before it
+ * alone; a rounded weight or input stops the sharing where it is read. The
+ * figures and kept values are the whole runs' bit for bit either way. */
+static void test_shared(void) {
+    mpx_graph *g = mpx_graph_new("t.json");
+    g->opset = 13;
+    node(g, "m1", "Mul", "x:f:2x8 c=f[0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8]", "t1", "");
+    node(g, "a1", "Add", "t1 t1", "t2", "");
+    node(g, "r1", "Relu", "t2", "t3", "");
+    node(g, "m2", "Mul", "t3 c", "t4", "");
+    node(g, "s1", "Sub", "t4 t1", "t5", "");
+    node(g, "shp", "Shape", "t5", "s", "");
+    node(g, "rs", "Reshape", "t5 s", "y", "");
+    finish(g, "y t3");
+    int all = run_nodes(g);
+    int64_t d[2] = {2, 8};
+    mpx_value x;
+    mpx_value_alloc(&x, MPX_DT_FLOAT, 2, d, NULL);
+    gb_fill_normal(&x, 5);
+    /* everything fp32 (an assignment, and none) */
+    mpx_assign *f32 = mpx_assign_uniform(g, &mpx_format_fp32, NULL, false);
+    /* fp16 from r1 on (m1 and a1 fp32; the input and c held fp32, r1 and m2
+     * reading them rounded) */
+    mpx_assign *late = mpx_assign_uniform(g, &mpx_format_fp16, NULL, true);
+    /* every node fp32 but the weight c held in fp16: m1 reads it rounded */
+    mpx_assign *wlow = mpx_assign_uniform(g, &mpx_format_fp32, NULL, false);
+    /* fp32 nodes with an fp16 accumulation: nothing shared */
+    mpx_assign *acc = mpx_assign_uniform(g, &mpx_format_fp32, NULL, false);
+    CHECK(f32 && late && wlow && acc);
+    if (!f32 || !late || !wlow || !acc) goto out;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const mpx_node *n = g->nodes[i];
+        if (strcmp(n->name, "m1") != 0 && strcmp(n->name, "a1") != 0) continue;
+        late->node[i] = (mpx_node_prec){0};
+        for (int k = 0; k < n->n_outputs; k++) late->tensor[n->outputs[k]->index] = NULL;
+    }
+    late->tensor[T(g, "c")->index] = NULL;
+    wlow->tensor[T(g, "c")->index] = &mpx_format_fp16;
+    for (int i = 0; i < g->n_nodes; i++) acc->node[i].acc.fmt = &mpx_format_fp16;
+    const struct {
+        const mpx_assign *a;
+        int shared;
+    } cases[] = {{NULL, all}, {f32, all}, {late, 2}, {wlow, 0}, {acc, 0}};
+    for (int threads = 0; threads < 2; threads++)
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            mpx_compare_opts o = {.threads = threads};
+            mpx_compare *c = COMPARE(g, cases[i].a, &x, &o);
+            CHECK_EQUAL(g, cases[i].a, &x, c, false);
+            CHECK_MSG(c && c->n_run == all && c->n_shared == cases[i].shared,
+                      "case %zu threads %d: %d of %d nodes shared, want %d", i, threads, c ? c->n_shared : -1,
+                      c ? c->n_run : -1, cases[i].shared);
+            for (int t = 0; c && cases[i].a == f32 && t < c->n_layers; t++)
+                CHECK(c->layers[t].m.rel_l2 == 0.0 && c->layers[t].m.max_abs == 0.0);
+            mpx_compare_free(c);
+        }
+    /* several candidates at once: each its own */
+    const mpx_assign *many[3] = {late, f32, wlow};
+    mpx_compare *cs[3] = {0};
+    mpx_compare_opts o = {0};
+    CHECK(mpx_compare_run_many(g, many, 3, &x, &o, cs, &err) == MPX_OK);
+    for (int q = 0; q < 3; q++) CHECK_EQUAL(g, many[q], &x, cs[q], false);
+    CHECK(cs[0] && cs[1] && cs[2] && cs[0]->n_shared == 2 && cs[1]->n_shared == all && cs[2]->n_shared == 0);
+    for (int q = 0; q < 3; q++) mpx_compare_free(cs[q]);
+out:
+    mpx_assign_free(f32);
+    mpx_assign_free(late);
+    mpx_assign_free(wlow);
+    mpx_assign_free(acc);
+    mpx_value_free(&x);
+    mpx_graph_free(g);
+}
+
 int main(void) {
     mpx_numerics_init();
     test_task_figures(); /* constant folding runs the kernels */
@@ -1348,5 +1425,6 @@ int main(void) {
     test_weights_unrounded();
     test_inplace();
     test_concat_grows();
+    test_shared();
     return check_report("test_compare");
 }

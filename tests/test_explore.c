@@ -108,7 +108,18 @@ typedef struct test_host {
     const mpx_value *x;
     int plans, runs, undos, progress;
     int cancel_after; /* evaluations before cancelled() says yes (0: never) */
+    /* The run (counted from 1) that a cancel stops inside, after its first
+     * node (0: none): a Ctrl-C during an evaluation's run. */
+    int cancel_in_run;
+    volatile int flag;
 } test_host;
+
+/* Sets the run's cancel flag once it has told of its first node. */
+static void th_run_progress(void *ctx, int done, int total) {
+    test_host *h = ctx;
+    (void)total;
+    if (done >= 1) h->flag = 1;
+}
 
 static mpx_status th_plan(void *ctx, const mpx_rules *r, const mpx_plan_opts *o, mpx_plan **out, mpx_error *e) {
     test_host *h = ctx;
@@ -124,6 +135,8 @@ static mpx_status th_run(void *ctx, const mpx_plan *p, bool local, bool undoable
     mpx_assign *a = mpx_plan_to_assign(p, e);
     if (!a) return e->status ? e->status : MPX_E_NOMEM;
     mpx_compare_opts o = {.local = local, .measure = measure, .keep = keep};
+    h->flag = 0;
+    if (h->runs == h->cancel_in_run) o.cancel = &h->flag, o.progress = th_run_progress, o.progress_ctx = h;
     mpx_status st = mpx_compare_run(p->g, a, h->x, &o, out, e);
     mpx_assign_free(a);
     return st;
@@ -204,6 +217,27 @@ static void test_search(mpx_graph *g, const mpx_value *x) {
     CHECK(mpx_search_new(g, base, rules, &cond, NULL, &h, &s, &err) == MPX_OK);
     CHECK(s && mpx_search_run(s, &r, &err) == MPX_E_CANCELLED && r.end == MPX_SEARCH_INTERRUPTED);
     mpx_search_free(s);
+    /* Ctrl-C inside the third evaluation's run: no verdict for it. The log
+     * lists it as interrupted, without holds or figures; the two before
+     * have theirs, and only they are counted. */
+    th.runs = 0, th.cancel_after = 0, th.cancel_in_run = 3;
+    mpx_search_opts logged = {.log = true};
+    CHECK(mpx_search_new(g, base, rules, &cond, &logged, &h, &s, &err) == MPX_OK);
+    mpx_status cst = s ? mpx_search_run(s, &r, &err) : MPX_E_ARG;
+    CHECK_MSG(cst == MPX_E_CANCELLED && r.end == MPX_SEARCH_INTERRUPTED, "%s: %s", mpx_status_name(cst), err.msg);
+    CHECK_MSG(th.runs == 3 && r.n_evals == 2, "%d runs, %d evaluations", th.runs, r.n_evals);
+    char *js = s ? mpx_search_json(s, &r, err.msg, false, NULL) : NULL;
+    const char *ev = js ? strstr(js, "\"evaluations\"") : NULL;
+    int holds = 0, interrupted = 0;
+    for (const char *q = ev; q && (q = strstr(q, "\"holds\"")); q++) holds++;
+    for (const char *q = ev; q && (q = strstr(q, "\"interrupted\":\ttrue")); q++) interrupted++;
+    const char *last = ev ? strstr(ev, "\"interrupted\":\ttrue") : NULL;
+    CHECK_MSG(ev && holds == 2 && interrupted == 1 && last && !strstr(last, "\"holds\"") && !strstr(last, "\"figures\""),
+              "the interrupted evaluation in the log: %s", ev ? ev : "(no log)");
+    CHECK(js && strstr(js, "\"ended\":\t\"interrupted\""));
+    free(js);
+    mpx_search_free(s);
+    th.cancel_in_run = 0;
     /* a condition no plan meets */
     CHECK(cond_of("output.rel_l2 < 0", &cond) == MPX_OK);
     th.cancel_after = 0;

@@ -1255,6 +1255,72 @@ static void test_integer_core(void) {
     CHECK_MSG(bad == 0, "integer core: %d of %d cases differ", bad, cases);
 }
 
+/* DynamicQuantizeLinear as ONNX and ONNX Runtime define it, written plainly
+ * (double nearbyint a value): the kernel's branch-free loop must give the
+ * same bits on every value, halves, NaN, infinities and far-out ones included. */
+static void dql_ref(const float *x, int64_t n, int64_t *y, float *scale_out, int64_t *zp_out) {
+    float mn = 0.0f, mx = 0.0f;
+    for (int64_t e = 0; e < n; e++) {
+        if (x[e] < mn) mn = x[e];
+        if (x[e] > mx) mx = x[e];
+    }
+    float scale = (mx - mn) / 255.0f;
+    double zp = scale > 0 ? nearbyint((double)(0.0f - mn / scale)) : 0.0;
+    zp = zp < 0 ? 0 : zp > 255 ? 255 : zp;
+    for (int64_t e = 0; e < n; e++) {
+        double v = scale > 0 ? nearbyint((double)(x[e] / scale)) + zp : zp;
+        if (v != v) v = zp;
+        y[e] = (int64_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+    }
+    *scale_out = scale;
+    *zp_out = (int64_t)zp;
+}
+
+static void test_dynamic_quantize(void) {
+    mpx_rng qrng;
+    mpx_rng_init(&qrng, 4711);
+    enum { N = 4099 };
+    int64_t want[N];
+    int bad = 0;
+    for (int trial = 0; trial < 40; trial++) {
+        int64_t dims[1] = {trial < 30 ? N : 1 + trial};
+        mpx_value x;
+        CHECK(mpx_value_alloc(&x, MPX_DT_FLOAT, 1, dims, NULL) == MPX_OK);
+        const double lo = trial % 4 == 1 ? 0.0 : -3.0, hi = trial % 4 == 2 ? 0.0 : 5.0;
+        for (int64_t e = 0; e < x.n; e++) x.f[e] = (float)(lo + (hi - lo) * mpx_rng_unit(&qrng));
+        if (trial % 5 == 3) /* values on the halves between two codes */
+            for (int64_t e = 0; e < x.n; e++) x.f[e] = (float)((double)(e % 601) * 0.5 - 100.0) * 0.0625f;
+        if (trial % 7 == 4) x.f[x.n / 2] = NAN, x.f[x.n / 3] = -NAN;
+        if (trial % 9 == 5) x.f[0] = INFINITY; /* scale infinite: every quotient 0 or NaN */
+        if (trial == 7) x.f[1] = 3e38f, x.f[2] = -3e38f;
+        if (trial == 8)
+            for (int64_t e = 0; e < x.n; e++) x.f[e] = 0.0f; /* scale 0 */
+        if (trial == 9) x.f[5] = 1e-40f, x.f[6] = -1e-40f;
+        float scale;
+        int64_t zp;
+        dql_ref(x.f, x.n, want, &scale, &zp);
+        mpx_node *n = mk("DynamicQuantizeLinear", 11, "");
+        mpx_kctx c = {.node = n, .err = &err};
+        const mpx_value *ptr[1] = {&x};
+        clear_outs();
+        mpx_error_clear(&err);
+        mpx_status st = mpx_kernel_for(n->op)(&c, ptr, 1, out, 3);
+        CHECK(st == MPX_OK);
+        if (st == MPX_OK) {
+            uint32_t a, b;
+            memcpy(&a, &out[1].f[0], 4);
+            memcpy(&b, &scale, 4);
+            CHECK(a == b && out[2].i[0] == zp);
+            for (int64_t e = 0; e < x.n; e++)
+                if (out[0].i[e] != want[e] && bad++ < 5)
+                    fprintf(stderr, "DynamicQuantizeLinear trial %d element %lld (x %a): %lld, want %lld\n", trial,
+                            (long long)e, (double)x.f[e], (long long)out[0].i[e], (long long)want[e]);
+        }
+        mpx_value_free(&x);
+    }
+    CHECK(bad == 0);
+}
+
 int main(void) {
     mpx_numerics_init(); /* constant folding runs the kernels */
     G = mpx_graph_new("kern");
@@ -1273,6 +1339,7 @@ int main(void) {
     test_new_ops_refusals();
     test_random();
     test_integer_core();
+    test_dynamic_quantize();
     clear_outs();
     mpx_graph_free(G);
     return check_report("test_kern_data");

@@ -1099,6 +1099,14 @@ static void test_pool(void) {
 
 /* ---- normalisation, softmax, LRN ------------------------------------------------------------ */
 
+/* BatchNormalization's value as kern_norm.c computes it: the channel's
+ * factors first, x * a + b (ONNX Runtime's and PyTorch's order). */
+static float bn_ref(float x, float mean, float var, float eps, float scale, float bias) {
+    float a = 1.0f / sqrtf(var + eps) * scale;
+    float b = bias - mean * a;
+    return x * a + b;
+}
+
 static void test_norm(void) {
     /* BatchNormalization from its formula, per channel and (opset 7) per activation. */
     static const float xd[] = {-1, 0, 1, 2, 3, 4}, sd[] = {1.0f, 1.5f}, bd[] = {0, 1}, md[] = {0, 3}, vd[] = {1, 1.5f};
@@ -1108,7 +1116,7 @@ static void test_norm(void) {
     bool ok = same_shape(&y, "1x2x1x3");
     for (int k = 0; ok && k < 6; k++) {
         int c = k / 3;
-        ok = y.f[k] == (xd[k] - md[c]) / sqrtf(vd[c] + 1e-5f) * sd[c] + bd[c];
+        ok = y.f[k] == bn_ref(xd[k], md[c], vd[c], 1e-5f, sd[c], bd[c]);
     }
     CHECK(ok);
     vfree(1, &y);
@@ -1126,7 +1134,7 @@ static void test_norm(void) {
     ok = same_shape(&y, "2x64x16x16");
     for (int64_t k = 0; ok && k < y.n; k++) {
         const int64_t c = k / 256 % 64;
-        ok = y.f[k] == (xb.f[k] - mb.f[c]) / sqrtf(vb.f[c] + 1e-5f) * sb.f[c] + bb.f[c];
+        ok = y.f[k] == bn_ref(xb.f[k], mb.f[c], vb.f[c], 1e-5f, sb.f[c], bb.f[c]);
     }
     CHECK(ok);
     vfree(1, &y);
@@ -1496,7 +1504,7 @@ static void test_bad(void) {
     BAD(node("Conv", 13, 3, "y", "group=2 strides=[0,1]"), 3, cw2, MPX_E_INVALID, "strides[0] = 0");
     BAD(node("Conv", 13, 3, "y", "group=2 auto_pad=SAME"), 3, cw2, MPX_E_INVALID, "auto_pad \"SAME\"");
     BAD(node("Conv", 13, 3, "y", "group=2 kernel_shape=[2,2]"), 3, cw2, MPX_E_SHAPE, "kernel_shape[0] = 2");
-    BAD(node("Conv", 13, 3, "y", "group=2 dilations=[3,3]"), 3, cw2, MPX_E_SHAPE, "shorter than the kernel extent 7");
+    BAD(node("Conv", 13, 3, "y", "group=2 dilations=[3,3]"), 3, cw2, MPX_E_SHAPE, "smaller than the kernel extent 7");
     mpx_value wbig = vrand("2x4x6x6");
     const mpx_value *cbig[2] = {&x, &wbig};
     BAD(node("Conv", 13, 2, "y", ""), 2, cbig, MPX_E_SHAPE, "kernel extent 6");

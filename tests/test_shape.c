@@ -407,6 +407,13 @@ static void test_errors(void) {
     FAIL(13, "Conv", "x:f:1x8x8x8 w:f:6x2x3x3", "y", "group=4", MPX_E_SHAPE, "6 output channels");
     FAIL(13, "Conv", "x:f:1x8x8x8 w:f:8x4x3x3", "y", "group=4", MPX_E_SHAPE, "with group 4 expect 16");
     FAIL(13, "Conv", "x:f:1x3x2x2 w:f:8x3x3x3", "y", "", MPX_E_SHAPE, "smaller than the kernel");
+    /* The window is graph/geom.c's, which the kernels read too: what a kernel
+     * refuses, loading refuses (auto_pad spelled wrong, a kernel_shape the
+     * weights contradict). */
+    FAIL(13, "Conv", "x:f:1x3x8x8 w:f:8x3x3x3", "y", "auto_pad=SAME", MPX_E_INVALID, "auto_pad \"SAME\" is not");
+    FAIL(13, "Conv", "x:f:1x3x8x8 w:f:8x3x3x3", "y", "kernel_shape=[3,2]", MPX_E_SHAPE,
+         "kernel_shape[1] = 2 does not match the weights' kernel length 3");
+    FAIL(13, "ConvTranspose", "x:f:1x3x1x1 w:f:3x2x1x1", "y", "pads=[1,1,0,0]", MPX_E_SHAPE, "would have length 0");
     FAIL(13, "Concat", "a:f:2x3 b:f:3x3", "y", "axis=1", MPX_E_SHAPE, "3x3 differs from 2x3 in dim 0");
     FAIL(13, "Concat", "a:f:2x3 b:f:2x3", "y", "axis=2", MPX_E_SHAPE, "axis 2 is out of range");
     FAIL(13, "MatMul", "a:f:2x3 b:f:4x5", "y", "", MPX_E_SHAPE, "inner dims differ: 2x3 times 4x5");

@@ -38,7 +38,9 @@ static mpx_status eval_node(const mpx_node *n, bool *done, mpx_error *err) {
     mpx_error e = {0};
     mpx_kctx kc = {.node = n, .err = &e};
     mpx_status st = fn(&kc, ins, ni, outs, no);
-    bool ok = st == MPX_OK;
+    /* A kernel may stop early on a cancel (mpx_k_cancelled): its values
+     * are not folded in then, the node stays to run. */
+    bool ok = st == MPX_OK && !mpx_k_cancelled();
     for (int j = 0; ok && j < no; j++) {
         mpx_tensor *t = n->outputs[j];
         if (!t || !(t->flags & MPX_T_FOLDED)) continue;

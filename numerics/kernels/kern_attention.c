@@ -156,7 +156,9 @@ static bool attend_core(const mpx_kctx *c, const attn *a, int mode) {
                 for (int64_t d = 0; d < D; d++) kt[d * T + t] = a->kscale != 1.0f ? k[d] * a->kscale : k[d];
                 memcpy(vb + t * Dv, v, (size_t)Dv * sizeof *vb);
             }
-            for (int64_t s0 = 0; ok && s0 < S; s0 += rows) {
+            /* (a block of query rows between two cancel checks; the
+             * executor drops what a cancelled kernel leaves) */
+            for (int64_t s0 = 0; ok && s0 < S && !mpx_k_cancelled(); s0 += rows) {
                 const int64_t ns = S - s0 < rows ? S - s0 : rows;
                 const float *q0 = a->q + b * a->qs[0] + h * a->qs[1] + s0 * a->qs[2];
                 if (qsc)
@@ -209,6 +211,11 @@ static mpx_status attend(const mpx_kctx *c, const attn *a) {
     for (int64_t b = 0; b < a->B; b++)
         for (int64_t h = 0; h < a->Hq; h++)
             for (int64_t s = 0; s < a->S; s++) {
+                if (mpx_k_cancelled()) { /* a query row apart */
+                    free(sc);
+                    free(bias);
+                    return mpx_kernel_error(c, MPX_E_CANCELLED, "cancelled");
+                }
                 const float *q = a->q + b * a->qs[0] + h * a->qs[1] + s * a->qs[2];
                 int64_t hk = h / grp;
                 for (int64_t t = 0; t < a->T; t++) {
@@ -513,7 +520,7 @@ static mpx_status ms_attention(const mpx_kctx *c, const mpx_value *const *in, in
     float *qkvv = NULL;
     if ((st = kn_scratch(c, (size_t)(B * S * W), sizeof *qkvv, (void **)&qkvv))) return st;
     /* the projection: one dot product per value, in the accumulation format */
-    for (int64_t r = 0; r < B * S; r++)
+    for (int64_t r = 0; r < B * S && !mpx_k_cancelled(); r++) /* (a row apart; the values then dropped) */
         for (int64_t j = 0; j < W; j++) {
             mpx_acc acc;
             mpx_acc_init(&acc, &c->acc, 0.0f);

@@ -84,7 +84,7 @@ bool kg_dw_run(const kg_dw *j) {
         for (int t = 0; ok && t < nt; t++)
             ok = (d.buf[t] = malloc((size_t)(d.Hp * d.Wp * 16 + K * 16 + v->OH * j->OW * 16) * sizeof(float))) !=
                  NULL;
-        if (ok) mpx_k_parallel(items, nt, kg_dw16_fn, &d);
+        if (ok) mpx_k_parallel_stoppable(items, nt, kg_dw16_fn, &d);
         for (int t = 0; t < 8; t++) free(d.buf[t]);
         free(off);
         return ok;
@@ -107,7 +107,7 @@ bool kg_dw_run(const kg_dw *j) {
     x.boff = off;
     for (int t = 0; ok && t < nt; t++)
         ok = (x.strip[t] = calloc((size_t)(x.schan + 32), sizeof(float))) != NULL;
-    if (ok) mpx_k_parallel((long)j->C, nt, kg_dw_fn, &x);
+    if (ok) mpx_k_parallel_stoppable((long)j->C, nt, kg_dw_fn, &x);
     kg_free_bufs(&x);
     free(off);
     return ok;

@@ -187,8 +187,14 @@ mpx_status mpx_k_einsum(const mpx_kctx *c, const mpx_value *const *in, int n_in,
     }
     int64_t sum_n = 1;
     for (int l = e.n_out; l < n_loop; l++) sum_n *= e.size[loop[l]];
-    int64_t idx[EIN_MAX_LABELS] = {0}, off[EIN_MAX_IN] = {0};
+    int64_t idx[EIN_MAX_LABELS] = {0}, off[EIN_MAX_IN] = {0}, terms = 0;
     for (int64_t y = 0; y < out[0].n; y++) {
+        /* a cancel check every million terms or so (the executor drops
+         * the output of a kernel that stopped) */
+        if ((terms += sum_n + 1) >= (1 << 20)) {
+            terms = 0;
+            if (mpx_k_cancelled()) return mpx_kernel_error(c, MPX_E_CANCELLED, "cancelled");
+        }
         /* off[] points at the output element's first term; walk the summed labels. */
         int64_t so[EIN_MAX_IN], sidx[EIN_MAX_LABELS] = {0};
         for (int k = 0; k < n_in; k++) so[k] = off[k];

@@ -508,7 +508,7 @@ static kg_result kg_lanes_run(const kg_gemm *j, int nt) {
             mpx_k_parallel((long)v->cig, nt, kg_fill_fn, &x);
         }
         mpx_k_parallel((long)kg_cdiv(K, x.t_kc), nt, kg_tpix_fn, &x);
-        mpx_k_parallel(items, nt, kg_tlanes_fn, &x);
+        mpx_k_parallel_stoppable(items, nt, kg_tlanes_fn, &x);
     }
     free(x.t_pix_w);
     kg_free_bufs(&x);
@@ -564,7 +564,7 @@ static kg_result kg_run(const kg_gemm *j, int nt) {
         kg_mv16 w = {.j = j, .ap = a16, .f = KG_PICK(kg_lanes_fn, mv16)};
         /* (a large A is read from memory at the speed of both cores' loads:
          * a classifier's 1000 x 1024 weights are 4 MB a run) */
-        if (finite) mpx_k_parallel((long)(j->G * ((M + 15) / 16)), (double)j->G * (double)M * (double)K > 262144.0 ? kg_threads() : nt,
+        if (finite) mpx_k_parallel_stoppable((long)(j->G * ((M + 15) / 16)), (double)j->G * (double)M * (double)K > 262144.0 ? kg_threads() : nt,
                                    kg_mv16_fn, &w);
         free(own);
         return finite ? KG_DONE : KG_NONFINITE;
@@ -576,7 +576,7 @@ static kg_result kg_run(const kg_gemm *j, int nt) {
             for (int64_t m = 0; m < M; m++)
                 for (int64_t k = 0; k < K; k++)
                     if (!isfinite(j->a[g * j->ga + m * j->ams + k * j->aks])) return KG_NONFINITE;
-        mpx_k_parallel((long)(j->G * ((M + 7) / 8)), nt, kg_mv_fn, (void *)j);
+        mpx_k_parallel_stoppable((long)(j->G * ((M + 7) / 8)), nt, kg_mv_fn, (void *)j);
         return KG_DONE;
     }
     if (kg_lanes_worth(j)) return kg_lanes_run(j, nt);
@@ -669,14 +669,14 @@ static kg_result kg_run(const kg_gemm *j, int nt) {
     if (ok && kept) {
         x.ap = kept->ap;
         bad = j->finite_a && !kept->finite;
-        if (!bad) mpx_k_parallel(items, nt, kg_gemm_fn, &x);
+        if (!bad) mpx_k_parallel_stoppable(items, nt, kg_gemm_fn, &x);
     } else if (ok) {
         /* Pack A, a panel an item, on the same threads (ResNet-18's last
          * convolutions pack 9 MB each call). */
         x.ap = x.ap_w = ap;
         mpx_k_parallel((long)(j->G * mpan), nt, kg_pack_a_fn, &x);
         for (int t = 0; t < 8; t++) bad = bad || a_bad[t];
-        if (!bad) mpx_k_parallel(items, nt, kg_gemm_fn, &x);
+        if (!bad) mpx_k_parallel_stoppable(items, nt, kg_gemm_fn, &x);
         /* Kept with the finite check's verdict, when it ran. */
         if (j->a_owner && kg_kept_add(&akey, ap, !bad)) ap = NULL;
     }

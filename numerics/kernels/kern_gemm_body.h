@@ -626,6 +626,11 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
     if (j->mode == KG_FP16 && j->f16) ukrs = KG_F(ukrz_table);
 #endif
     for (int64_t k0 = 0; k0 < K; k0 += x->kc) {
+        /* A cancel between two K blocks (an item is up to 512 columns by
+         * every row: a 4096-row product's item is seconds on a loaded
+         * machine, a block a sixteenth of it). C then holds part sums,
+         * which the executor drops with the node's outputs (exec.c). */
+        if (k0 > 0 && mpx_k_cancelled()) return;
         const int64_t kc = K - k0 < x->kc ? K - k0 : x->kc;
         const bool first = k0 == 0;
         const float *bs = k0 + kc == K ? bias : NULL;

@@ -127,7 +127,7 @@ typedef struct kg_ctx {
     unsigned char *a_bad;  /* [thread]: the packing pass met a non-finite A value */
 } kg_ctx;
 
-static int64_t kg_cdiv(int64_t a, int64_t b) { /* ceil(a / b), b > 0 */
+static inline int64_t kg_cdiv(int64_t a, int64_t b) { /* ceil(a / b), b > 0 */
     int64_t q = a / b;
     return (a % b != 0 && a > 0) ? q + 1 : q;
 }

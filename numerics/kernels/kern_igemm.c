@@ -96,6 +96,8 @@ void mpx_k_igemm_nt(const int16_t *A, const int16_t *B, int64_t M, int64_t N, in
     /* Panels of 64 columns of B (64 x Kp x 2 bytes: L2-sized for the K of
      * real layers) against every row of A. */
     for (int64_t n0 = 0; n0 < N; n0 += 64) {
+        /* a panel apart: a cancelled kernel's sums are dropped (mpx_k_cancelled) */
+        if (mpx_k_cancelled()) return;
         int64_t nr = N - n0 < 64 ? N - n0 : 64;
         if (avx2) block_avx2(A, B + n0 * Kp, Kp, M, nr, C + n0, ldc);
         else block_portable(A, B + n0 * Kp, Kp, M, nr, C + n0, ldc);

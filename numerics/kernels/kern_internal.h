@@ -101,6 +101,23 @@ void mpx_k_bcast_strides(const mpx_value *v, int rank, const int64_t *dims, int6
  * from an item of a job on two or more threads, it runs every item on the
  * calling thread (the other threads are busy with the outer job). */
 void mpx_k_parallel(long n, int nt, void (*fn)(void *, int, long), void *ctx);
+/* mpx_k_parallel for a job that may stop early: no item starts once a
+ * cancel is asked for (mpx_k_cancelled, read before each item); false when
+ * an item was left out. Only for work whose results are the node's own
+ * outputs, which the executor then drops (exec.c): never for packings or
+ * rounded copies kept between runs (kern_kept.c, kern_rounded.c), which
+ * must be whole once made. */
+bool mpx_k_parallel_stoppable(long n, int nt, void (*fn)(void *, int, long), void *ctx);
+/* Cancellation inside kernels. The process-wide flag (mpx_set_cancel_flag
+ * in mpx_run.h sets it) and the calling thread's scope (a comparison's
+ * opts.cancel around its steps; the previous scope is returned, to put
+ * back): mpx_k_cancelled is true when either is non-zero. A long kernel
+ * checks it between blocks of work and may then return early with any
+ * values: once a cancel is asked for, the executor discards what a kernel
+ * returns (exec.c), so a flag must stay set until the run returns. */
+void mpx_k_set_cancel_flag(const volatile int *flag);
+const volatile int *mpx_k_cancel_scope(const volatile int *flag);
+bool mpx_k_cancelled(void);
 /* A thread other than the kernel pool's caller starts (true) or stops
  * (false) running kernels at the same time (compare_jobs.c's second job
  * thread): the pool's threads then sleep between jobs instead of spinning. */

@@ -22,8 +22,10 @@
 typedef struct kg_kept {
     int kind;           /* KG_KEPT_PANELS (the GEMM's [g][panel][K][6]), KG_KEPT_ROWS16 (the mv's
                          * [g][panel][K][16]), KG_KEPT_BPANELS (B's [K block][panel][kc][16]),
-                         * KG_KEPT_BTPANELS (the same, of B given transposed: kg_gemm.b_ldt) or
-                         * KG_KEPT_ROUNDED (the tensor's values rounded to fmt) */
+                         * KG_KEPT_BTPANELS (the same, of B given transposed: kg_gemm.b_ldt),
+                         * KG_KEPT_RNN_RT (a recurrent op's R transposed per direction,
+                         * kern_rnn.c: M rows of K) or KG_KEPT_ROUNDED (the tensor's values
+                         * rounded to fmt) */
     const float *a;     /* the values packed (A's, or B's for KG_KEPT_BPANELS; the tensor's own
                          * for KG_KEPT_ROUNDED) */
     int64_t M, K, G, ams, aks, ga; /* their layout (for B: N, K, 1, ldb, 1, 0) */
@@ -34,7 +36,8 @@ typedef struct kg_kept {
     struct kg_kept *next;
 } kg_kept;
 
-enum { KG_KEPT_PANELS = 0, KG_KEPT_ROWS16 = 1, KG_KEPT_BPANELS = 2, KG_KEPT_ROUNDED = 3, KG_KEPT_BTPANELS = 4 };
+enum { KG_KEPT_PANELS = 0, KG_KEPT_ROWS16 = 1, KG_KEPT_BPANELS = 2, KG_KEPT_ROUNDED = 3, KG_KEPT_BTPANELS = 4,
+       KG_KEPT_RNN_RT = 5 };
 
 /* What a packing is looked up by: its kind, values and layout, the tensor
  * that owns the values, and whether it must have been checked finite. */

@@ -359,7 +359,7 @@ mpx_status mpx_k_matmul(const mpx_kctx *c, const mpx_value *const *in, int n_in,
     mm_batch w = {.c = c, .M = M, .N = N, .K = K, .a = a->f, .b = b->f, .y = out[0].f, .b_own = b_own,
                   .ro = ro, .od = od, .sa = sa, .sb = sb};
     atomic_init(&w.failed, 0);
-    mpx_k_parallel((long)nb, (double)M * (double)N * (double)K < 4e6 ? kg_threads() : 1, mm_batch_item, &w);
+    mpx_k_parallel_stoppable((long)nb, (double)M * (double)N * (double)K < 4e6 ? kg_threads() : 1, mm_batch_item, &w);
     free(b_held);
     if (atomic_load(&w.failed)) {
         if (c->err) *c->err = w.err; /* (already names the node) */

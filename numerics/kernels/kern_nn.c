@@ -143,101 +143,27 @@ mpx_status kn_scratch(const mpx_kctx *c, size_t n, size_t size, void **p) {
 
 /* ---- window attributes -------------------------------------------------------------- */
 
-static mpx_status ints_attr(const mpx_kctx *c, const char *name, int n, int64_t dflt, int64_t lo,
-                            int64_t *out) {
-    const mpx_attr *a = mpx_node_attr(c->node, name);
-    for (int i = 0; i < n; i++) out[i] = dflt;
-    if (!a) return MPX_OK;
-    if (a->type != MPX_ATTR_INTS)
-        return mpx_kernel_error(c, MPX_E_INVALID, "attribute %s must be a list of integers", name);
-    if (a->n != n)
-        return mpx_kernel_error(c, MPX_E_INVALID, "attribute %s has %d values; %d expected", name,
-                                a->n, n);
-    for (int i = 0; i < n; i++) {
-        if (a->ints[i] < lo || a->ints[i] > KN_ATTR_MAX)
-            return mpx_kernel_error(c, MPX_E_INVALID, "attribute %s[%d] = %lld is out of range",
-                                    name, i, (long long)a->ints[i]);
-        out[i] = a->ints[i];
-    }
-    return MPX_OK;
-}
-
 mpx_status kn_window_attrs(const mpx_kctx *c, const mpx_value *x, const int64_t *kernel,
                            kn_window *w) {
     char sb[160];
-    mpx_status st;
-    memset(w, 0, sizeof *w);
+    mpx_error e;
     if (x->rank < 3)
         return mpx_kernel_error(c, MPX_E_SHAPE,
                                 "input X has shape %s; N x C x D1 x ... (rank 3 or more) expected",
                                 kn_shape(x, sb));
-    int nsp = w->nsp = x->rank - 2;
-    for (int i = 0; i < nsp; i++) w->in[i] = x->dims[2 + i];
-    const mpx_attr *ka = mpx_node_attr(c->node, "kernel_shape");
-    if (ka || !kernel) {
-        if (!ka) return mpx_kernel_error(c, MPX_E_INVALID, "attribute kernel_shape is required");
-        if ((st = ints_attr(c, "kernel_shape", nsp, 1, 1, w->k))) return st;
-        for (int i = 0; kernel && i < nsp; i++)
-            if (kernel[i] != w->k[i])
-                return mpx_kernel_error(c, MPX_E_SHAPE,
-                                        "kernel_shape[%d] = %lld does not match the weights' "
-                                        "kernel length %lld",
-                                        i, (long long)w->k[i], (long long)kernel[i]);
-    } else {
-        for (int i = 0; i < nsp; i++) {
-            if (kernel[i] < 1)
-                return mpx_kernel_error(c, MPX_E_SHAPE, "the weights' kernel length %d is %lld", i,
-                                        (long long)kernel[i]);
-            w->k[i] = kernel[i];
-        }
-    }
-    if ((st = ints_attr(c, "strides", nsp, 1, 1, w->s))) return st;
-    if ((st = ints_attr(c, "dilations", nsp, 1, 1, w->d))) return st;
-    int64_t pads[2 * KN_MAX_SP];
-    if ((st = ints_attr(c, "pads", 2 * nsp, 0, 0, pads))) return st;
-    for (int i = 0; i < nsp; i++) {
-        w->pb[i] = pads[i];
-        w->pe[i] = pads[nsp + i];
-    }
-    const char *ap = mpx_node_attr_string(c->node, "auto_pad", "NOTSET");
-    if (strcmp(ap, "NOTSET") == 0 || ap[0] == '\0') w->auto_pad = KN_NOTSET;
-    else if (strcmp(ap, "SAME_UPPER") == 0) w->auto_pad = KN_SAME_UPPER;
-    else if (strcmp(ap, "SAME_LOWER") == 0) w->auto_pad = KN_SAME_LOWER;
-    else if (strcmp(ap, "VALID") == 0) w->auto_pad = KN_VALID;
-    else
-        return mpx_kernel_error(c, MPX_E_INVALID,
-                                "auto_pad \"%s\" is not NOTSET, SAME_UPPER, SAME_LOWER or VALID",
-                                ap);
+    if (mpx_window_read(c->node, x->rank, x->dims + 2, kernel, w, &e)) return mpx_kernel_error(c, e.status, "%s", e.msg);
     return MPX_OK;
 }
 
 mpx_status kn_window_out(const mpx_kctx *c, kn_window *w, bool ceil_mode) {
-    for (int i = 0; i < w->nsp; i++) {
-        int64_t in = w->in[i], s = w->s[i], ek = (w->k[i] - 1) * w->d[i] + 1;
-        if (w->auto_pad == KN_SAME_UPPER || w->auto_pad == KN_SAME_LOWER) {
-            int64_t o = kn_ceil_div(in, s);
-            int64_t total = (o - 1) * s + ek - in;
-            if (total < 0) total = 0;
-            w->pb[i] = w->auto_pad == KN_SAME_UPPER ? total / 2 : total - total / 2;
-            w->pe[i] = total - w->pb[i];
-            w->out[i] = o;
-            continue;
-        }
-        if (w->auto_pad == KN_VALID) w->pb[i] = w->pe[i] = 0;
-        int64_t num = in + w->pb[i] + w->pe[i] - ek;
-        if (num < 0)
-            return mpx_kernel_error(c, MPX_E_SHAPE,
-                                    "spatial dim %d: input length %lld with pads %lld+%lld is "
-                                    "shorter than the kernel extent %lld",
-                                    i, (long long)in, (long long)w->pb[i], (long long)w->pe[i],
-                                    (long long)ek);
-        int64_t o = num / s + 1;
-        if (ceil_mode) {
-            o = kn_ceil_div(num, s) + 1;
-            if ((o - 1) * s >= in + w->pb[i]) o--;
-        }
-        w->out[i] = o;
-    }
+    mpx_error e;
+    if (mpx_window_out(w, ceil_mode, &e)) return mpx_kernel_error(c, e.status, "%s", e.msg);
+    return MPX_OK;
+}
+
+mpx_status kn_window_transpose_out(const mpx_kctx *c, kn_window *w) {
+    mpx_error e;
+    if (mpx_window_transpose_out(c->node, w, &e)) return mpx_kernel_error(c, e.status, "%s", e.msg);
     return MPX_OK;
 }
 
@@ -501,6 +427,10 @@ static mpx_status conv_run(const mpx_kctx *c, const conv_job *j) {
     for (int64_t n = 0; n < j->N; n++)
         for (int64_t g = 0; g < j->G; g++)
             for (int64_t r = 0; r < j->rows; r++) {
+                if (mpx_k_cancelled()) { /* (a row of outputs between two checks) */
+                    st = mpx_kernel_error(c, MPX_E_CANCELLED, "cancelled");
+                    goto done;
+                }
                 conv_tap_rows(j, r, tc, tap_in);
                 for (int64_t c0 = 0; c0 < j->OW; c0 += k.ch) {
                     int64_t c1 = c0 + k.ch < j->OW ? c0 + k.ch : j->OW;
@@ -810,40 +740,9 @@ mpx_status mpx_k_conv_transpose(const mpx_kctx *c, const mpx_value *const *in, i
     if ((st = check_bias(c, b, M))) return st;
     kn_window win;
     if ((st = kn_window_attrs(c, x, w->dims + 2, &win))) return st;
-    int nsp = win.nsp;
-    int64_t opad[KN_MAX_SP];
-    if ((st = ints_attr(c, "output_padding", nsp, 0, 0, opad))) return st;
-    const mpx_attr *osa = mpx_node_attr(c->node, "output_shape");
-    const int64_t *os = NULL;
-    if (osa) {
-        if (osa->type != MPX_ATTR_INTS || (osa->n != nsp && osa->n != nsp + 2))
-            return mpx_kernel_error(c, MPX_E_INVALID,
-                                    "output_shape must list %d spatial lengths (or %d dims)", nsp,
-                                    nsp + 2);
-        os = osa->ints + (osa->n - nsp);
-    }
+    if ((st = kn_window_transpose_out(c, &win))) return st;
     int64_t dims[MPX_MAX_RANK] = {x->dims[0], M};
-    for (int i = 0; i < nsp; i++) {
-        int64_t full = win.s[i] * (win.in[i] - 1) + opad[i] + (win.k[i] - 1) * win.d[i] + 1;
-        int64_t o;
-        bool same = win.auto_pad == KN_SAME_UPPER || win.auto_pad == KN_SAME_LOWER;
-        if (os || same) {
-            if (os && (os[i] < 0 || os[i] > KN_ATTR_MAX))
-                return mpx_kernel_error(c, MPX_E_INVALID, "output_shape value %lld is out of range",
-                                        (long long)os[i]);
-            o = os ? os[i] : win.in[i] * win.s[i];
-            int64_t total = full - o, half = kn_floor_div(total, 2);
-            win.pb[i] = win.auto_pad == KN_SAME_UPPER ? half : total - half;
-            win.pe[i] = total - win.pb[i];
-        } else {
-            if (win.auto_pad == KN_VALID) win.pb[i] = win.pe[i] = 0;
-            o = full - win.pb[i] - win.pe[i];
-        }
-        if (o < 0)
-            return mpx_kernel_error(c, MPX_E_SHAPE, "spatial dim %d would have length %lld", i,
-                                    (long long)o);
-        dims[2 + i] = o;
-    }
+    for (int i = 0; i < win.nsp; i++) dims[2 + i] = win.out[i];
     conv_job j = {.transpose = true, .x = x->f, .w = w->f, .b = b ? b->f : NULL,
                   .N = x->dims[0], .C = C, .M = M, .G = group, .cig = C / group, .mg = mg};
     conv_geometry(&j, &win, dims + 2);
@@ -922,6 +821,7 @@ mpx_status mpx_k_deform_conv(const mpx_kctx *c, const mpx_value *const *in, int 
     for (int64_t n = 0; n < N; n++)
         for (int64_t m = 0; m < M; m++) {
             int64_t g = m / mg;
+            if (mpx_k_cancelled()) return mpx_kernel_error(c, MPX_E_CANCELLED, "cancelled"); /* (a channel apart) */
             for (int64_t oh = 0; oh < OH; oh++)
                 for (int64_t ow = 0; ow < OW; ow++) {
                     mpx_acc acc;

@@ -12,7 +12,7 @@ enum { KN_MAX_SP = MPX_MAX_RANK - 2 };
 
 /* Attribute values beyond this are refused, so window arithmetic on int64
  * cannot overflow (tensor dims are below 2^31 already). */
-#define KN_ATTR_MAX ((int64_t)1 << 30)
+#define KN_ATTR_MAX MPX_WINDOW_ATTR_MAX
 
 /* "1x3x640x640" (or "scalar"); buf must hold 160 bytes. Returns buf. */
 const char *kn_shape(const mpx_value *v, char *buf);
@@ -41,31 +41,24 @@ void kn_rotate(const float *xi, float *yo, int64_t D, int64_t rd, bool inter, co
 
 /* ---- sliding windows (Conv, ConvTranspose, pools) -------------------------- */
 
-typedef enum kn_autopad { KN_NOTSET, KN_SAME_UPPER, KN_SAME_LOWER, KN_VALID } kn_autopad;
+/* The geometry is graph/geom.c's (mpx_window), which shape inference
+ * computes with too; these read it for a kernel, errors naming the node. */
+typedef mpx_window kn_window;
+enum {
+    KN_NOTSET = MPX_AUTOPAD_NOTSET,
+    KN_SAME_UPPER = MPX_AUTOPAD_SAME_UPPER,
+    KN_SAME_LOWER = MPX_AUTOPAD_SAME_LOWER,
+    KN_VALID = MPX_AUTOPAD_VALID
+};
 
-typedef struct kn_window {
-    int nsp;                       /* spatial dims */
-    int64_t in[KN_MAX_SP];         /* input lengths */
-    int64_t out[KN_MAX_SP];        /* output lengths (kn_window_out / the caller) */
-    int64_t k[KN_MAX_SP];          /* kernel lengths */
-    int64_t s[KN_MAX_SP];          /* strides */
-    int64_t d[KN_MAX_SP];          /* dilations */
-    int64_t pb[KN_MAX_SP];         /* padding before (may be set from auto_pad) */
-    int64_t pe[KN_MAX_SP];         /* padding after */
-    kn_autopad auto_pad;
-} kn_window;
-
-/* Read kernel_shape (required when kernel is NULL, else checked against it),
- * strides, dilations, pads and auto_pad for input x (rank >= 3). */
+/* mpx_window_read for input x (rank >= 3): kernel_shape required when
+ * kernel is NULL, else checked against it. */
 mpx_status kn_window_attrs(const mpx_kctx *c, const mpx_value *x, const int64_t *kernel,
                            kn_window *w);
-/* Output lengths of Conv and the pools (ceil_mode for the pools), and the
- * padding auto_pad implies: SAME_* pads so that out = ceil(in / stride), the
- * odd unit at the end (UPPER) or the beginning (LOWER); the total is clamped
- * at 0 (TensorFlow's SAME, which ONNX's text follows). VALID pads nothing.
- * With ceil_mode the last window must start inside the input or the leading
- * padding (as ONNX Runtime and PyTorch, and graph/shape.c). */
+/* mpx_window_out: output lengths and the padding auto_pad implies. */
 mpx_status kn_window_out(const mpx_kctx *c, kn_window *w, bool ceil_mode);
+/* mpx_window_transpose_out: ConvTranspose's output lengths and pads. */
+mpx_status kn_window_transpose_out(const mpx_kctx *c, kn_window *w);
 
 /* ---- the integer core (kern_igemm.c) ------------------------------------- */
 

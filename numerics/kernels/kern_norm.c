@@ -7,7 +7,11 @@
  * formulas (mean = sum / n; var = sum((x - mean)^2) / n, population
  * variance), with fp32 divisions. Everything else is elementwise fp32 in the
  * order of the ONNX formulas:
- *   BatchNormalization  y = (x - mean) / sqrt(var + eps) * scale + B
+ *   BatchNormalization  y = x * a + b, a = (1 / sqrt(var + eps)) * scale,
+ *                       b = B - mean * a (the per-channel factors first, as
+ *                       ONNX Runtime's and PyTorch's CPU kernels compute it:
+ *                       the formula's other fp32 orders differ by an ulp,
+ *                       which moves a low output across a rounding tie)
  *   LayerNormalization  y = (x - mean) * (1 / sqrt(var + eps)) * Scale + B
  *   InstanceNorm        y = scale * (x - mean) / sqrt(var + eps) + B
  *   Softmax             y = exp(x - max) / sum(exp(x - max))
@@ -21,14 +25,22 @@
 
 /* ---- BatchNormalization ----------------------------------------------------------- */
 
-/* One channel's row of an inference BatchNormalization, (x - m) / den * s
- * + b, compiled as clones (kern_internal.h): the baseline's 4-lane
- * division was a tenth of MobileNetV3-Small's and the PP-OCR classifier's
- * forward on an AVX2 CPU. Each lane's operations are the same in every
- * copy, so the bits are. */
+/* One channel's row of an inference BatchNormalization, x * a + b,
+ * compiled as clones (kern_internal.h). Each lane's operations are the same
+ * in every copy (the build never contracts x * a + b into a fused
+ * multiply-add), so the bits are. */
 MPX_K_CLONES("avx512f", "avx2", "default")
-static void bn_row(const float *x, float *y, int64_t n, float m, float den, float s, float b) {
-    for (int64_t k = 0; k < n; k++) y[k] = (x[k] - m) / den * s + b;
+static void bn_row(const float *x, float *y, int64_t n, float a, float b) {
+    for (int64_t k = 0; k < n; k++) y[k] = x[k] * a + b;
+}
+
+/* The factors of x in y = x * a + b, as ONNX Runtime's and PyTorch's CPU
+ * kernels fold them (batch_norm.h: inv_std, new_scale, new_bias;
+ * batch_norm_cpu_collect_linear_and_constant_terms). */
+static void bn_factors(float mean, float var, float eps, float scale, float bias, float *a, float *b) {
+    float inv = 1.0f / sqrtf(var + eps);
+    *a = inv * scale;
+    *b = bias - mean * *a;
 }
 
 /* Rows (batch item, channel) of a spatial BatchNormalization, `per` an
@@ -45,7 +57,9 @@ typedef struct bn_job {
 } bn_job;
 
 void mpx_k_bn_row(const float *x, float *y, int64_t n, float mean, float var, float eps, float scale, float bias) {
-    bn_row(x, y, n, mean, sqrtf(var + eps), scale, bias);
+    float a, b;
+    bn_factors(mean, var, eps, scale, bias, &a, &b);
+    bn_row(x, y, n, a, b);
 }
 
 static void bn_rows(void *ctx, int tid, long item) {
@@ -135,8 +149,9 @@ mpx_status mpx_k_batch_normalization(const mpx_kctx *c, const mpx_value *const *
                 float *yr = out[0].f + (n * C + ch) * S;
                 for (int64_t k = 0; k < S; k++) {
                     int64_t p = ch * S + k;
-                    float den = sqrtf(var[p] + eps);
-                    yr[k] = (xr[k] - mean[p]) / den * v[1]->f[p] + v[2]->f[p];
+                    float a, b;
+                    bn_factors(mean[p], var[p], eps, v[1]->f[p], v[2]->f[p], &a, &b);
+                    yr[k] = xr[k] * a + b;
                 }
             }
     }

@@ -577,7 +577,7 @@ mpx_status mpx_k_max_unpool(const mpx_kctx *c, const mpx_value *const *in, int n
     kn_window w;
     if ((st = kn_window_attrs(c, x, NULL, &w))) return st;
     dflt[0] = x->dims[0], dflt[1] = x->dims[1];
-    for (int i = 0; i < w.nsp; i++) dflt[2 + i] = (w.in[i] - 1) * w.s[i] + w.k[i] - w.pb[i] - w.pe[i];
+    for (int i = 0; i < w.nsp; i++) dflt[2 + i] = mpx_window_unpool_len(&w, i);
     memcpy(dims, dflt, sizeof dims);
     if (os) {
         if (!os->i || os->rank != 1 || os->n != x->rank)

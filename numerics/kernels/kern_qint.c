@@ -204,7 +204,7 @@ static bool mm_run(const mm *p, const mpx_value *a, const mpx_value *b, const mp
         }
         if (!fits) break;
         mm_job j = {A, BT, p->M, p->N, Kp, acc + q * p->M * p->N, tmp, avx2};
-        mpx_k_parallel((long)((p->M + MM_ROWS - 1) / MM_ROWS), kg_threads(), mm_item, &j);
+        mpx_k_parallel_stoppable((long)((p->M + MM_ROWS - 1) / MM_ROWS), kg_threads(), mm_item, &j);
     }
     bool oom = !(A && BT && tmp);
     free(A), free(BT), free(tmp);
@@ -445,12 +445,12 @@ static bool conv_packed(const qconv *q, const mpx_value *x, const mpx_value *w, 
             }
         if (q->cg == 1 && nsp == 2) {
             dw_job j = {q, xs, ws, acc, 0};
-            mpx_k_parallel((long)(q->N * q->G), kg_threads(), dw_item, &j);
+            mpx_k_parallel_stoppable((long)(q->N * q->G), kg_threads(), dw_item, &j);
             if (j.oom) *oom = true;
         } else {
             qc_job j = {q, xs, ws, tap, acc, mpx_k_igemm_avx2(), 0};
             int64_t items = q->N * q->G * ((q->op + QC_BLOCK - 1) / QC_BLOCK);
-            mpx_k_parallel((long)items, kg_threads(), qc_item, &j);
+            mpx_k_parallel_stoppable((long)items, kg_threads(), qc_item, &j);
             if (j.oom) *oom = true;
         }
     }

@@ -105,10 +105,27 @@ mpx_status mpx_k_dynamic_quantize_linear(const mpx_kctx *c, const mpx_value *con
     mpx_status st = kn_need_out(c, n_out, 3);
     if (!st) st = kn_float_in(c, in, n_in, 0, "x", &x);
     if (st) return st;
+    /* In 8 lanes, then across them: the least and the greatest value do not
+     * depend on the order they are met in (a NaN compares false and moves
+     * neither; -0 never replaces the start's +0), and lanes let the compiler
+     * use minps and maxps (one running minimum is a chain it keeps scalar). */
+    enum { DQ_LANES = 8 };
+    float mnl[DQ_LANES] = {0}, mxl[DQ_LANES] = {0};
+    const float *xf = x->f;
+    int64_t e0 = 0;
+    for (; e0 + DQ_LANES <= x->n; e0 += DQ_LANES)
+        for (int l = 0; l < DQ_LANES; l++) {
+            mnl[l] = xf[e0 + l] < mnl[l] ? xf[e0 + l] : mnl[l];
+            mxl[l] = xf[e0 + l] > mxl[l] ? xf[e0 + l] : mxl[l];
+        }
+    for (; e0 < x->n; e0++) {
+        mnl[0] = xf[e0] < mnl[0] ? xf[e0] : mnl[0];
+        mxl[0] = xf[e0] > mxl[0] ? xf[e0] : mxl[0];
+    }
     float mn = 0.0f, mx = 0.0f;
-    for (int64_t e = 0; e < x->n; e++) {
-        if (x->f[e] < mn) mn = x->f[e];
-        if (x->f[e] > mx) mx = x->f[e];
+    for (int l = 0; l < DQ_LANES; l++) {
+        mn = mnl[l] < mn ? mnl[l] : mn;
+        mx = mxl[l] > mx ? mxl[l] : mx;
     }
     float scale = (mx - mn) / 255.0f;
     double zp = scale > 0 ? nearbyint((double)(0.0f - mn / scale)) : 0.0;
@@ -120,10 +137,34 @@ mpx_status mpx_k_dynamic_quantize_linear(const mpx_kctx *c, const mpx_value *con
     }
     out[1].f[0] = scale;
     out[2].i[0] = (int64_t)zp;
-    for (int64_t e = 0; e < x->n; e++) {
-        double v = scale > 0 ? nearbyint((double)(x->f[e] / scale)) + zp : zp;
-        if (v != v) v = zp;
-        out[0].i[e] = (int64_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+    int64_t *y = out[0].i;
+    const int64_t n = x->n; /* (a local: the stores to y could be to x->n, for all the compiler knows) */
+    if (!(scale > 0)) {
+        for (int64_t e = 0; e < n; e++) y[e] = (int64_t)zp;
+        return MPX_OK;
+    }
+    /* y = saturate(nearbyint(x / scale) + zp), NaN to zp, without a call a
+     * value: the float quotient q is clamped to [-256, 512] first (beyond,
+     * the sum saturates the same way: zp is in [0, 255]) and rounded to an
+     * integer, half to even, by adding and taking away 1.5 * 2^23 (where
+     * the spacing of floats is 1; exact for |q| <= 2^22), which is
+     * nearbyint's rounding of (double)q in the default rounding mode. */
+    const float fzp = (float)zp, big = 12582912.0f;
+    enum { DQ_BLOCK = 256 }; /* the codes as floats a block at a time (vector lanes), then as integers */
+    float v[DQ_BLOCK];
+    for (int64_t b0 = 0; b0 < n; b0 += DQ_BLOCK) {
+        const int m = n - b0 < DQ_BLOCK ? (int)(n - b0) : DQ_BLOCK;
+        const float *xb = xf + b0;
+        for (int e = 0; e < m; e++) {
+            float q = xb[e] / scale;
+            const bool nan = q != q;
+            q = q < -256.0f ? -256.0f : q;
+            q = q > 512.0f ? 512.0f : q;
+            float t = nan ? fzp : ((q + big) - big) + fzp;
+            t = t < 0.0f ? 0.0f : t;
+            v[e] = t > 255.0f ? 255.0f : t;
+        }
+        for (int e = 0; e < m; e++) y[b0 + e] = (int32_t)v[e]; /* an integer in [0, 255] */
     }
     return MPX_OK;
 }

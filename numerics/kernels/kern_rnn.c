@@ -32,9 +32,17 @@
  * for bit (ORT evaluates its gates with MLAS's approximations). The input
  * projection of every step runs on the GEMM core as one product and the
  * hidden terms are summed across rows, because a step at a time left the
- * recurrence several times slower than the product it contains. */
+ * recurrence several times slower than the product it contains. A step's
+ * H terms are a small matrix-vector product: on AVX2 with the block sums
+ * in registers (rt_terms_avx2), R transposed once and kept on its tensor,
+ * the directions and batch rows on the threads (one direction each in a
+ * bidirectional layer: no hand-off per step), and where nothing rounds the
+ * gates' activations go over all units at once (Sigmoid vectorised); the
+ * same operations in the same order as row by row and element by element,
+ * so the same bits in every plan (test_rnn). */
 #include "kern_elem.h"
-#include "kern_gemm.h"
+#include "kern_gemm_core.h"
+#include "kern_kept.h"
 #include "kern_nn.h"
 
 #include <math.h>
@@ -74,6 +82,7 @@ typedef struct act {
 } act;
 
 static float act_apply(const act *a, float x) {
+    /* (act_map gives the same bits over arrays) */
     switch (a->fn) {
     case A_SIGMOID: return ke_sigmoid(x);
     case A_TANH: return tanhf(x);
@@ -91,6 +100,16 @@ static float act_apply(const act *a, float x) {
     case A_SOFTPLUS: return ke_softplus(x);
     }
     return x;
+}
+
+/* act_apply over x[0 .. n), in place: Sigmoid 8 or 16 lanes at a time
+ * (mpx_k_sigmoid_map: ke_sigmoid's bits), the others element by element. */
+static void act_map(const act *a, float *x, int64_t n) {
+    if (a->fn == A_SIGMOID) {
+        mpx_k_sigmoid_map(x, x, n);
+        return;
+    }
+    for (int64_t k = 0; k < n; k++) x[k] = act_apply(a, x[k]);
 }
 
 /* The activation list: `per` functions per direction (RNN 1, GRU 2, LSTM 3),
@@ -134,7 +153,12 @@ typedef struct rnn {
     const int64_t *lens;
     float *y, *yh, *yc;
     act acts[6];
-    float *scratch; /* h, c, gates, r.h (GRU), the next h, GRU's two hidden-gate parts, the blocks: see rnn_kernel */
+    /* Each (direction, batch row)'s vectors, per_row floats apart: h, c,
+     * the gates, r.h (GRU), the next h, GRU's two hidden-gate parts, the
+     * blocks (see rnn_kernel). */
+    float *scratch;
+    int64_t per_row;
+    bool avx2; /* the H terms on AVX2 (rt_terms_avx2) */
     /* X.W^T of every step and direction from the GEMM core
      * ([dirs][seq * batch][gates * hid], rows in X's order), or NULL when the
      * node's accumulation is one the core does not do (per-block rounding,
@@ -142,8 +166,10 @@ typedef struct rnn {
     float *xw;
     /* R transposed ([dirs][hid][gates * hid]) when the accumulation is fp32:
      * the H terms of all gate rows at once, vectorised across rows; NULL:
-     * row by row. */
-    float *rt;
+     * row by row. Kept on R's tensor when R is a constant (rt_owned NULL),
+     * else made for the call (rt_owned, freed with it). */
+    const float *rt;
+    float *rt_owned;
 } rnn;
 
 static float rnd(const mpx_format *f, float v) {
@@ -167,28 +193,119 @@ static float gate_sum(const rnn *s, const float *xw, const float *xt, const floa
     return mpx_acc_result(&a);
 }
 
+/* out[q] += v.RT[.][q] for q < nq (RT's rows ld apart, one per k < H),
+ * in mpx_acc's fp32 order: per block of MPX_ACC_FP32_BLOCK k, the block's
+ * products summed from 0 (each product rounded, then added: no fused
+ * multiply-add), the block added to out[q]. blk: nq floats of scratch. */
+static void rt_terms(const float *RT, int64_t ld, const float *v, int64_t H, int64_t nq, float *out, float *blk) {
+    for (int64_t k0 = 0; k0 < H; k0 += MPX_ACC_FP32_BLOCK) {
+        int64_t k1 = H - k0 < MPX_ACC_FP32_BLOCK ? H : k0 + MPX_ACC_FP32_BLOCK;
+        for (int64_t q = 0; q < nq; q++) blk[q] = 0.0f;
+        for (int64_t k = k0; k < k1; k++) {
+            const float hk = v[k], *rr = RT + k * ld;
+            for (int64_t q = 0; q < nq; q++) blk[q] += hk * rr[q];
+        }
+        for (int64_t q = 0; q < nq; q++) out[q] += blk[q];
+    }
+}
+
+#if KG_HAVE_X86
+/* rt_terms on AVX2, the same operations per row: 32 rows' block sums held
+ * in registers across the block's k (one load of RT per product, where
+ * rt_terms loads and stores the block sums at every k: a step's
+ * matrix-vector product is most of a recurrent op's time), then 8 rows,
+ * then one at a time. Separate multiplies and adds, as rt_terms. */
+__attribute__((target("avx2,fma"))) static void rt_terms_avx2(const float *RT, int64_t ld, const float *v, int64_t H,
+                                                              int64_t nq, float *out) {
+    int64_t q = 0;
+    for (; q + 64 <= nq; q += 64) { /* eight chains of additions in flight */
+        __m256 o0 = _mm256_loadu_ps(out + q), o1 = _mm256_loadu_ps(out + q + 8), o2 = _mm256_loadu_ps(out + q + 16),
+               o3 = _mm256_loadu_ps(out + q + 24), o4 = _mm256_loadu_ps(out + q + 32),
+               o5 = _mm256_loadu_ps(out + q + 40), o6 = _mm256_loadu_ps(out + q + 48),
+               o7 = _mm256_loadu_ps(out + q + 56);
+        for (int64_t k0 = 0; k0 < H; k0 += MPX_ACC_FP32_BLOCK) {
+            int64_t k1 = H - k0 < MPX_ACC_FP32_BLOCK ? H : k0 + MPX_ACC_FP32_BLOCK;
+            __m256 b0 = _mm256_setzero_ps(), b1 = b0, b2 = b0, b3 = b0, b4 = b0, b5 = b0, b6 = b0, b7 = b0;
+            for (int64_t k = k0; k < k1; k++) {
+                const __m256 hk = _mm256_set1_ps(v[k]);
+                const float *rr = RT + k * ld + q;
+                b0 = _mm256_add_ps(b0, _mm256_mul_ps(hk, _mm256_loadu_ps(rr)));
+                b1 = _mm256_add_ps(b1, _mm256_mul_ps(hk, _mm256_loadu_ps(rr + 8)));
+                b2 = _mm256_add_ps(b2, _mm256_mul_ps(hk, _mm256_loadu_ps(rr + 16)));
+                b3 = _mm256_add_ps(b3, _mm256_mul_ps(hk, _mm256_loadu_ps(rr + 24)));
+                b4 = _mm256_add_ps(b4, _mm256_mul_ps(hk, _mm256_loadu_ps(rr + 32)));
+                b5 = _mm256_add_ps(b5, _mm256_mul_ps(hk, _mm256_loadu_ps(rr + 40)));
+                b6 = _mm256_add_ps(b6, _mm256_mul_ps(hk, _mm256_loadu_ps(rr + 48)));
+                b7 = _mm256_add_ps(b7, _mm256_mul_ps(hk, _mm256_loadu_ps(rr + 56)));
+            }
+            o0 = _mm256_add_ps(o0, b0), o1 = _mm256_add_ps(o1, b1), o2 = _mm256_add_ps(o2, b2);
+            o3 = _mm256_add_ps(o3, b3), o4 = _mm256_add_ps(o4, b4), o5 = _mm256_add_ps(o5, b5);
+            o6 = _mm256_add_ps(o6, b6), o7 = _mm256_add_ps(o7, b7);
+        }
+        _mm256_storeu_ps(out + q, o0), _mm256_storeu_ps(out + q + 8, o1), _mm256_storeu_ps(out + q + 16, o2);
+        _mm256_storeu_ps(out + q + 24, o3), _mm256_storeu_ps(out + q + 32, o4), _mm256_storeu_ps(out + q + 40, o5);
+        _mm256_storeu_ps(out + q + 48, o6), _mm256_storeu_ps(out + q + 56, o7);
+    }
+    for (; q + 32 <= nq; q += 32) {
+        __m256 o0 = _mm256_loadu_ps(out + q), o1 = _mm256_loadu_ps(out + q + 8), o2 = _mm256_loadu_ps(out + q + 16),
+               o3 = _mm256_loadu_ps(out + q + 24);
+        for (int64_t k0 = 0; k0 < H; k0 += MPX_ACC_FP32_BLOCK) {
+            int64_t k1 = H - k0 < MPX_ACC_FP32_BLOCK ? H : k0 + MPX_ACC_FP32_BLOCK;
+            __m256 b0 = _mm256_setzero_ps(), b1 = b0, b2 = b0, b3 = b0;
+            for (int64_t k = k0; k < k1; k++) {
+                const __m256 hk = _mm256_set1_ps(v[k]);
+                const float *rr = RT + k * ld + q;
+                b0 = _mm256_add_ps(b0, _mm256_mul_ps(hk, _mm256_loadu_ps(rr)));
+                b1 = _mm256_add_ps(b1, _mm256_mul_ps(hk, _mm256_loadu_ps(rr + 8)));
+                b2 = _mm256_add_ps(b2, _mm256_mul_ps(hk, _mm256_loadu_ps(rr + 16)));
+                b3 = _mm256_add_ps(b3, _mm256_mul_ps(hk, _mm256_loadu_ps(rr + 24)));
+            }
+            o0 = _mm256_add_ps(o0, b0), o1 = _mm256_add_ps(o1, b1), o2 = _mm256_add_ps(o2, b2);
+            o3 = _mm256_add_ps(o3, b3);
+        }
+        _mm256_storeu_ps(out + q, o0), _mm256_storeu_ps(out + q + 8, o1), _mm256_storeu_ps(out + q + 16, o2);
+        _mm256_storeu_ps(out + q + 24, o3);
+    }
+    for (; q + 8 <= nq; q += 8) {
+        __m256 o = _mm256_loadu_ps(out + q);
+        for (int64_t k0 = 0; k0 < H; k0 += MPX_ACC_FP32_BLOCK) {
+            int64_t k1 = H - k0 < MPX_ACC_FP32_BLOCK ? H : k0 + MPX_ACC_FP32_BLOCK;
+            __m256 b = _mm256_setzero_ps();
+            for (int64_t k = k0; k < k1; k++)
+                b = _mm256_add_ps(b, _mm256_mul_ps(_mm256_set1_ps(v[k]), _mm256_loadu_ps(RT + k * ld + q)));
+            o = _mm256_add_ps(o, b);
+        }
+        _mm256_storeu_ps(out + q, o);
+    }
+    for (; q < nq; q++)
+        for (int64_t k0 = 0; k0 < H; k0 += MPX_ACC_FP32_BLOCK) {
+            int64_t k1 = H - k0 < MPX_ACC_FP32_BLOCK ? H : k0 + MPX_ACC_FP32_BLOCK;
+            float b = 0.0f;
+            for (int64_t k = k0; k < k1; k++) b += v[k] * RT[k * ld + q];
+            out[q] += b;
+        }
+}
+#endif
+
 /* Gate rows q0 .. q0 + nq - 1 of direction d at one step: with_x: the X
  * terms (xwrow: the row of s->xw, else from xt), then v.R_q (v NULL: none),
- * into out[0 .. nq). With s->rt (fp32) the H terms of every row go at once:
- * per block of MPX_ACC_FP32_BLOCK k, each row's block summed from 0 and
- * added to its sum, as mpx_acc does, so the bits are the row-by-row ones. */
+ * into out[0 .. nq). With s->rt (fp32) the H terms of every row go at once
+ * (rt_terms: the bits of the row-by-row sums). blk: nq floats of scratch. */
 static void gate_sums(const rnn *s, int64_t d, bool with_x, const float *xwrow, const float *xt, const float *v,
-                      int64_t q0, int64_t nq, float *out) {
+                      int64_t q0, int64_t nq, float *out, float *blk) {
     const int64_t H = s->hid, GH = s->gates * H;
     const float *W = s->w + d * GH * s->in, *R = s->r + d * GH * H;
     if (s->rt && (!with_x || xwrow)) {
-        float *blk = s->scratch + (6 + s->gates) * H; /* after run_row's vectors */
         for (int64_t q = 0; q < nq; q++) out[q] = with_x ? xwrow[q0 + q] : 0.0f;
+        if (!v) return;
         const float *RT = s->rt + d * H * GH + q0;
-        for (int64_t k0 = 0; v && k0 < H; k0 += MPX_ACC_FP32_BLOCK) {
-            int64_t k1 = H - k0 < MPX_ACC_FP32_BLOCK ? H : k0 + MPX_ACC_FP32_BLOCK;
-            for (int64_t q = 0; q < nq; q++) blk[q] = 0.0f;
-            for (int64_t k = k0; k < k1; k++) {
-                const float hk = v[k], *rr = RT + k * GH;
-                for (int64_t q = 0; q < nq; q++) blk[q] += hk * rr[q];
-            }
-            for (int64_t q = 0; q < nq; q++) out[q] += blk[q];
+#if KG_HAVE_X86
+        if (s->avx2) {
+            rt_terms_avx2(RT, GH, v, H, nq, out);
+            return;
         }
+#endif
+        rt_terms(RT, GH, v, H, nq, out, blk);
         return;
     }
     for (int64_t q = 0; q < nq; q++) {
@@ -201,20 +318,49 @@ static int64_t state_at(const rnn *s, int64_t d, int64_t b) {
     return (s->layout1 ? b * s->dirs + d : d * s->batch + b) * s->hid;
 }
 
-/* One direction d over one batch row b. */
-static void run_row(rnn *s, int64_t d, int64_t b) {
+/* LSTM's gates at one step where nothing rounds (fp32: no compute or
+ * state format): g holds the pre-activations i, o, f, c (X and H terms and
+ * biases), cs the cell state, updated; hn gets the next h. run_row's
+ * scalar loop in other words, each gate's activation over all H units at
+ * once (act_map): the same operations on the same values, so the same
+ * bits. */
+static void lstm_gates_f32(const rnn *s, const act *A, const float *P, float *g, float *cs, float *hn) {
+    const int64_t H = s->hid;
+    for (int64_t j = 0; P && j < H; j++) {
+        g[j] = g[j] + P[j] * cs[j];
+        g[2 * H + j] = g[2 * H + j] + P[2 * H + j] * cs[j];
+    }
+    for (int64_t q = 0; s->has_clip && q < 4 * H; q++)
+        if (!P || q < H || q >= 2 * H) g[q] = clipped(s, g[q]);
+    act_map(&A[0], g, H);
+    if (!s->input_forget) act_map(&A[0], g + 2 * H, H);
+    act_map(&A[1], g + 3 * H, H);
+    for (int64_t j = 0; j < H; j++) {
+        const float ig = g[j], fg = s->input_forget ? 1.0f - ig : g[2 * H + j];
+        cs[j] = fg * cs[j] + ig * g[3 * H + j];
+    }
+    for (int64_t j = 0; P && j < H; j++) g[H + j] = clipped(s, g[H + j] + P[H + j] * cs[j]);
+    act_map(&A[0], g + H, H);
+    for (int64_t j = 0; j < H; j++) hn[j] = g[H + j] * act_apply(&A[2], cs[j]);
+}
+
+/* One direction d over one batch row b; scratch: its own s->per_row floats. */
+static void run_row(const rnn *s, int64_t d, int64_t b, float *scratch) {
     const mpx_format *cf = s->c->round, *sf = s->c->state;
     int64_t H = s->hid, G = s->gates, len = s->lens ? s->lens[b] : s->seq;
     bool reverse = s->dirs == 2 ? d == 1 : strcmp(mpx_node_attr_string(s->c->node, "direction", "forward"), "reverse") == 0;
-    float *h = s->scratch, *cs = h + H, *g = cs + H, *rh = g + G * H, *hn = rh + H, *hs = hn + H, *hx = hs + H;
+    float *h = scratch, *cs = h + H, *g = cs + H, *rh = g + G * H, *hn = rh + H, *hs = hn + H, *hx = hs + H;
+    float *blk = hx + H;
     const float *Wb = s->b ? s->b + d * 2 * G * H : NULL, *Rb = Wb ? Wb + G * H : NULL;
     const float *P = s->p ? s->p + d * 3 * H : NULL;
     const act *A = s->acts + d * (s->kind == K_LSTM ? 3 : s->kind == K_GRU ? 2 : 1);
+    const bool f32 = !cf && !sf; /* nothing rounds: the gates over arrays */
     for (int64_t j = 0; j < H; j++) {
         h[j] = s->h0 ? s->h0[state_at(s, d, b) + j] : 0.0f;
         cs[j] = s->c0 ? s->c0[state_at(s, d, b) + j] : 0.0f;
     }
     for (int64_t step = 0; step < len; step++) { /* Y past the sequence's length stays 0 */
+        if (mpx_k_cancelled()) return; /* a step apart; the executor drops the values (mpx_k_cancelled) */
         int64_t t = reverse ? len - 1 - step : step;
         int64_t yo = s->layout1 ? ((b * s->seq + t) * s->dirs + d) * H : ((t * s->dirs + d) * s->batch + b) * H;
         float *yt = s->y ? s->y + yo : NULL;
@@ -222,33 +368,38 @@ static void run_row(rnn *s, int64_t d, int64_t b) {
         const float *xt = s->x + row * s->in;
         const float *xwrow = s->xw ? s->xw + (d * s->seq * s->batch + row) * G * H : NULL;
         if (s->kind == K_LSTM) { /* gates i, o, f, c */
-            gate_sums(s, d, true, xwrow, xt, h, 0, 4 * H, g);
+            gate_sums(s, d, true, xwrow, xt, h, 0, 4 * H, g, blk);
             for (int64_t q = 0; Wb && q < 4 * H; q++) g[q] = g[q] + Wb[q] + Rb[q];
-            for (int64_t j = 0; j < H; j++) {
-                float pi = g[j], po = g[H + j], pf = g[2 * H + j], pc = g[3 * H + j];
-                if (P) pi += P[j] * cs[j], pf += P[2 * H + j] * cs[j];
-                float ig = rnd(cf, act_apply(&A[0], clipped(s, rnd(cf, pi))));
-                float fg = s->input_forget ? rnd(cf, 1.0f - ig) : rnd(cf, act_apply(&A[0], clipped(s, rnd(cf, pf))));
-                float cg = rnd(cf, act_apply(&A[1], clipped(s, rnd(cf, pc))));
-                float cn = rnd(sf, fg * cs[j] + ig * cg);
-                if (P) po += P[H + j] * cn;
-                float og = rnd(cf, act_apply(&A[0], clipped(s, rnd(cf, po))));
-                hn[j] = rnd(sf, og * act_apply(&A[2], cn));
-                cs[j] = cn;
+            if (f32) {
+                lstm_gates_f32(s, A, P, g, cs, hn);
+            } else {
+                for (int64_t j = 0; j < H; j++) {
+                    float pi = g[j], po = g[H + j], pf = g[2 * H + j], pc = g[3 * H + j];
+                    if (P) pi += P[j] * cs[j], pf += P[2 * H + j] * cs[j];
+                    float ig = rnd(cf, act_apply(&A[0], clipped(s, rnd(cf, pi))));
+                    float fg = s->input_forget ? rnd(cf, 1.0f - ig) : rnd(cf, act_apply(&A[0], clipped(s, rnd(cf, pf))));
+                    float cg = rnd(cf, act_apply(&A[1], clipped(s, rnd(cf, pc))));
+                    float cn = rnd(sf, fg * cs[j] + ig * cg);
+                    if (P) po += P[H + j] * cn;
+                    float og = rnd(cf, act_apply(&A[0], clipped(s, rnd(cf, po))));
+                    hn[j] = rnd(sf, og * act_apply(&A[2], cn));
+                    cs[j] = cn;
+                }
             }
         } else if (s->kind == K_GRU) { /* gates z, r, h */
-            gate_sums(s, d, true, xwrow, xt, h, 0, 2 * H, g);
+            gate_sums(s, d, true, xwrow, xt, h, 0, 2 * H, g, blk);
             for (int64_t q = 0; q < 2 * H; q++) {
                 float v = g[q];
                 if (Wb) v = v + Wb[q] + Rb[q];
-                g[q] = rnd(cf, act_apply(&A[0], clipped(s, rnd(cf, v))));
+                g[q] = f32 ? clipped(s, v) : rnd(cf, act_apply(&A[0], clipped(s, rnd(cf, v))));
             }
+            if (f32) act_map(&A[0], g, 2 * H);
             for (int64_t k = 0; k < H; k++) rh[k] = rnd(cf, g[H + k] * h[k]);
             if (s->linear_before_reset) { /* the H part alone, then the X part alone */
-                gate_sums(s, d, false, NULL, NULL, h, 2 * H, H, hs);
-                gate_sums(s, d, true, xwrow, xt, NULL, 2 * H, H, hx);
+                gate_sums(s, d, false, NULL, NULL, h, 2 * H, H, hs, blk);
+                gate_sums(s, d, true, xwrow, xt, NULL, 2 * H, H, hx, blk);
             } else { /* (r . H).Rh^T */
-                gate_sums(s, d, true, xwrow, xt, rh, 2 * H, H, hx);
+                gate_sums(s, d, true, xwrow, xt, rh, 2 * H, H, hx, blk);
             }
             for (int64_t j = 0; j < H; j++) {
                 float v;
@@ -264,18 +415,57 @@ static void run_row(rnn *s, int64_t d, int64_t b) {
                 hn[j] = rnd(sf, (1.0f - z) * hh + z * h[j]);
             }
         } else {
-            gate_sums(s, d, true, xwrow, xt, h, 0, H, hx);
+            gate_sums(s, d, true, xwrow, xt, h, 0, H, hx, blk);
             for (int64_t j = 0; j < H; j++) {
                 float v = hx[j];
                 if (Wb) v = v + Wb[j] + Rb[j];
-                hn[j] = rnd(sf, act_apply(&A[0], clipped(s, rnd(cf, v))));
+                hn[j] = f32 ? clipped(s, v) : rnd(sf, act_apply(&A[0], clipped(s, rnd(cf, v))));
             }
+            if (f32) act_map(&A[0], hn, H);
         }
         memcpy(h, hn, (size_t)H * sizeof *h);
         if (yt) memcpy(yt, h, (size_t)H * sizeof *h);
     }
     if (s->yh) memcpy(s->yh + state_at(s, d, b), h, (size_t)H * sizeof *h);
     if (s->yc) memcpy(s->yc + state_at(s, d, b), cs, (size_t)H * sizeof *cs);
+}
+
+/* The (direction, batch row) pairs are independent: item i is direction
+ * i / batch, row i % batch, each with its own scratch. */
+static void row_item(void *ctx, int tid, long item) {
+    (void)tid;
+    const rnn *s = ctx;
+    run_row(s, item / s->batch, item % s->batch, s->scratch + item * s->per_row);
+}
+
+/* R transposed, [dirs][hid][gates * hid]: tiles of 8 x 8 (reads and writes
+ * of whole lines). */
+static void transpose_r(const rnn *s, float *rt) {
+    const int64_t H = s->hid, GH = s->gates * H;
+    for (int64_t d = 0; d < s->dirs; d++)
+        for (int64_t q0 = 0; q0 < GH; q0 += 8)
+            for (int64_t k0 = 0; k0 < H; k0 += 8)
+                for (int64_t q = q0; q < q0 + 8 && q < GH; q++)
+                    for (int64_t k = k0; k < k0 + 8 && k < H; k++) rt[(d * H + k) * GH + q] = s->r[(d * GH + q) * H + k];
+}
+
+/* R transposed for the fp32 path: kept on R's tensor when R is the
+ * graph's constant (a copy of its values in another order, made once
+ * rather than at every call), else made for this call into s->rt_owned;
+ * NULL without memory (the H terms then go row by row, the same bits). */
+static const float *r_transposed(rnn *s) {
+    const int64_t n = s->dirs * s->hid * s->gates * s->hid;
+    mpx_tensor *owner = mpx_k_value_owner(s->c, 2, s->r);
+    const kg_key key = {.k = {.kind = KG_KEPT_RNN_RT, .a = s->r, .M = s->dirs * s->gates * s->hid, .K = s->hid},
+                        .owner = owner};
+    const kg_kept *kept = owner ? kg_kept_find(&key) : NULL;
+    if (kept) return kept->ap;
+    float *rt = kg_alloc((size_t)n);
+    if (!rt) return NULL;
+    transpose_r(s, rt);
+    if (owner && kg_kept_add(&key, rt, true)) return rt;
+    s->rt_owned = rt;
+    return rt;
 }
 
 /* X.W^T for every step, batch row and direction at once on the GEMM core
@@ -292,7 +482,7 @@ static mpx_status project_inputs(rnn *s) {
     const int64_t GH = s->gates * s->hid, N = s->seq * s->batch, K = s->in;
     if (mode < 0 || N == 0 || K == 0) return MPX_OK;
     float *xt = malloc((size_t)(K * N) * sizeof *xt);
-    int64_t *boff = malloc((size_t)K * sizeof *boff), *crow = malloc((size_t)GH * sizeof *crow);
+    int64_t *boff = malloc((size_t)K * sizeof *boff), *crow = malloc((size_t)(s->dirs * GH) * sizeof *crow);
     s->xw = malloc((size_t)(s->dirs * N * GH) * sizeof *s->xw);
     mpx_status st = MPX_OK;
     if (!xt || !boff || !crow || !s->xw) {
@@ -302,23 +492,18 @@ static mpx_status project_inputs(rnn *s) {
         for (int64_t q = 0; q < N; q++) /* B(k, q) = X row q, term k: contiguous in q */
             for (int64_t k = 0; k < K; k++) xt[k * N + q] = s->x[q * K + k];
         for (int64_t k = 0; k < K; k++) boff[k] = k * N;
-        for (int64_t m = 0; m < GH; m++) crow[m] = m;
-        for (int64_t d = 0; d < s->dirs && !st; d++) {
-            kg_gemm g = {.M = GH, .N = N, .K = K, .G = 1, .a = s->w + d * GH * K, .ams = K, .aks = 1, .b = xt,
-                         .boff = boff, .c = s->xw + d * N * GH, .crow = crow, .gw = N, .gvalid = N, .rs = 0,
-                         .cs = GH, .mode = (kg_mode)mode};
-            if (kg_gemm_run(&g) != KG_DONE) st = mpx_kernel_error(c, MPX_E_NOMEM, "out of memory for the input projection");
-        }
+        /* both directions in one product: W's rows are [dirs][gates * hid] */
+        for (int64_t m = 0; m < s->dirs * GH; m++) crow[m] = (m / GH) * N * GH + m % GH;
+        kg_gemm g = {.M = s->dirs * GH, .N = N, .K = K, .G = 1, .a = s->w, .ams = K, .aks = 1, .b = xt,
+                     .boff = boff, .c = s->xw, .crow = crow, .gw = N, .gvalid = N, .rs = 0, .cs = GH,
+                     .mode = (kg_mode)mode, .a_owner = mpx_k_value_owner(c, 1, s->w)};
+        if (kg_gemm_run(&g) != KG_DONE) st = mpx_kernel_error(c, MPX_E_NOMEM, "out of memory for the input projection");
     }
     free(xt);
     free(boff);
     free(crow);
     if (st || !s->xw || !mpx_acc_is_fp32(&c->acc)) return st;
-    const int64_t H = s->hid;
-    if ((s->rt = malloc((size_t)(s->dirs * H * GH) * sizeof *s->rt)))
-        for (int64_t d = 0; d < s->dirs; d++)
-            for (int64_t q = 0; q < GH; q++)
-                for (int64_t k = 0; k < H; k++) s->rt[(d * H + k) * GH + q] = s->r[(d * GH + q) * H + k];
+    s->rt = r_transposed(s);
     return MPX_OK;
 }
 
@@ -404,22 +589,27 @@ static mpx_status rnn_kernel(const mpx_kctx *c, const mpx_value *const *in, int 
     s.y = n_out > 0 ? out[0].f : NULL;
     s.yh = n_out > 1 ? out[1].f : NULL;
     s.yc = n_out > 2 && kind == K_LSTM ? out[2].f : NULL;
-    /* h, c, the gates, r.h, the next h, GRU's H and X parts of the hidden
-     * gate, and the per-row blocks of the fp32 path */
-    if ((st = kn_scratch(c, (size_t)((6 + 2 * s.gates) * s.hid), sizeof(float),
-                         (void **)&s.scratch)))
+    /* Per (direction, batch row): h, c, the gates, r.h, the next h, GRU's
+     * H and X parts of the hidden gate, and the blocks of rt_terms */
+    s.per_row = (6 + 2 * s.gates) * s.hid;
+    const long items = (long)(s.dirs * s.batch);
+    if ((st = kn_scratch(c, (size_t)(s.per_row * (items > 0 ? items : 1)), sizeof(float), (void **)&s.scratch)))
         goto fail;
     if ((st = project_inputs(&s))) goto fail;
-    for (int64_t d = 0; d < s.dirs; d++)
-        for (int64_t bb = 0; bb < s.batch; bb++) run_row(&s, d, bb);
+    s.avx2 = kg_use_avx2();
+    /* The directions and batch rows on the threads when there is work for
+     * them (a bidirectional layer: one direction each); a step's product
+     * is too small to split. */
+    const double macs = (double)s.seq * (double)(s.gates * s.hid) * (double)s.hid * (double)items;
+    mpx_k_parallel(items, items > 1 ? kg_threads_for(macs) : 1, row_item, &s);
     free(s.scratch);
     free(s.xw);
-    free(s.rt);
+    free(s.rt_owned);
     return MPX_OK;
 fail:
     free(s.scratch);
     free(s.xw);
-    free(s.rt);
+    free(s.rt_owned);
     for (int k = 0; k < n_out; k++) mpx_value_free(&out[k]);
     return st;
 }

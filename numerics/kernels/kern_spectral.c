@@ -96,7 +96,7 @@ mpx_status mpx_k_dft(const mpx_kctx *c, const mpx_value *const *in, int n_in, mp
     float *cs, *sn;
     if ((st = twiddles(c, n, &cs, &sn))) return st;
     if (!(st = mpx_k_alloc(c, &out[0], x->dtype, r, od)))
-        for (int64_t o = 0; o < outer; o++)
+        for (int64_t o = 0; o < outer && !mpx_k_cancelled(); o++) /* (the executor drops a cancelled kernel's values) */
             for (int64_t q = 0; q < inner; q++) {
                 const float *xp = x->f + (o * len * inner + q) * (cplx ? 2 : 1);
                 float *yp = out[0].f + (o * bins * inner + q) * 2;
@@ -134,7 +134,7 @@ mpx_status mpx_k_stft(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
     if ((st = twiddles(c, fl, &cs, &sn))) return st;
     if (!(st = mpx_k_alloc(c, &out[0], x->dtype, 4, od)))
         for (int64_t b = 0; b < B; b++)
-            for (int64_t f = 0; f < frames; f++) {
+            for (int64_t f = 0; f < frames && !mpx_k_cancelled(); f++) {
                 const float *xp = x->f + (b * L + f * step) * (cplx ? 2 : 1);
                 dft1(c, xp, 1, cplx, fl, win ? win->f : NULL, fl, false, bins, out[0].f + ((b * frames + f) * bins) * 2,
                      1, cs, sn);

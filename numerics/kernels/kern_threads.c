@@ -30,7 +30,36 @@ typedef struct kg_par {
     long n;
     void (*fn)(void *ctx, int tid, long item);
     void *ctx;
+    /* A job that may stop early (mpx_k_parallel_stoppable): the caller's
+     * cancel scope, read by every thread of the job (workers have none of
+     * their own), and whether an item was left out. */
+    bool stoppable;
+    const volatile int *scope;
+    atomic_bool stopped;
 } kg_par;
+
+/* ---- cancellation ------------------------------------------------------------
+ * Two flags stop a kernel: the process-wide one a Ctrl-C handler sets
+ * (mpx_set_cancel_flag), and the calling thread's scope (a comparison's
+ * opts.cancel, set around each of its steps). Both are only read here:
+ * a relaxed load per work item costs nothing beside an item's work. */
+static _Atomic(const volatile int *) kg_cancel_flag;
+static _Thread_local const volatile int *kg_scope;
+
+void mpx_k_set_cancel_flag(const volatile int *flag) { atomic_store(&kg_cancel_flag, flag); }
+
+const volatile int *mpx_k_cancel_scope(const volatile int *flag) {
+    const volatile int *was = kg_scope;
+    kg_scope = flag;
+    return was;
+}
+
+static bool kg_flags_set(const volatile int *scope) {
+    const volatile int *f = atomic_load_explicit(&kg_cancel_flag, memory_order_relaxed);
+    return (f && *f) || (scope && *scope);
+}
+
+bool mpx_k_cancelled(void) { return kg_flags_set(kg_scope); }
 
 typedef struct kg_worker {
     kg_par *p;
@@ -48,16 +77,26 @@ static _Thread_local bool kg_in_job;
 
 static void kg_par_loop(kg_par *p, int tid) {
     long i;
-    while ((i = atomic_fetch_add(&p->next, 1)) < p->n) p->fn(p->ctx, tid, i);
+    while ((i = atomic_fetch_add(&p->next, 1)) < p->n) {
+        if (p->stoppable && kg_flags_set(p->scope)) {
+            atomic_store(&p->stopped, true);
+            atomic_store(&p->next, p->n); /* the other threads take no more either */
+            return;
+        }
+        p->fn(p->ctx, tid, i);
+    }
 }
 
 /* kg_par_loop as one of a job's threads (a job on one thread leaves its
  * items free to split: a batch of one product gets the threads). */
 static void kg_par_loop_shared(kg_par *p, int tid) {
     const bool outer = kg_in_job;
+    const volatile int *scope = kg_scope;
     kg_in_job = true;
+    kg_scope = p->scope; /* (a worker's items check the caller's scope) */
     kg_par_loop(p, tid);
     kg_in_job = outer;
+    kg_scope = scope;
 }
 
 static void *kg_par_main(void *arg) {
@@ -212,30 +251,45 @@ static bool kg_pool_run(kg_par *p, int nt) {
     return true;
 }
 
-/* fn(ctx, tid, item) for every item < n, on up to nt threads (tid < nt).
- * Shared with the elementwise kernels as mpx_k_parallel (kern_internal.h). */
-void mpx_k_parallel(long n, int nt, void (*fn)(void *, int, long), void *ctx) {
-    kg_par p = {.n = n, .fn = fn, .ctx = ctx};
-    atomic_init(&p.next, 0);
+/* p's items on up to nt threads (the caller's among them). */
+static void kg_parallel(kg_par *p, int nt) {
+    const long n = p->n;
     if (nt > n) nt = (int)n;
     if (nt > KG_POOL_MAX + 1) nt = KG_POOL_MAX + 1;
     if (nt < 2 || kg_in_job) {
-        kg_par_loop(&p, 0);
+        kg_par_loop(p, 0);
         return;
     }
-    if (kg_pool_run(&p, nt)) return;
+    if (kg_pool_run(p, nt)) return;
     if (atomic_load(&kg_concurrent) > 0) {
-        kg_par_loop(&p, 0);
+        kg_par_loop(p, 0);
         return;
     }
     kg_worker w[KG_POOL_MAX];
     int started = 0;
     for (int t = 1; t < nt; t++) {
-        w[started].p = &p;
+        w[started].p = p;
         w[started].tid = t;
         if (pthread_create(&w[started].th, NULL, kg_par_main, &w[started]) != 0) break;
         started++;
     }
-    kg_par_loop_shared(&p, 0);
+    kg_par_loop_shared(p, 0);
     for (int t = 0; t < started; t++) pthread_join(w[t].th, NULL);
+}
+
+/* fn(ctx, tid, item) for every item < n, on up to nt threads (tid < nt).
+ * Shared with the elementwise kernels as mpx_k_parallel (kern_internal.h). */
+void mpx_k_parallel(long n, int nt, void (*fn)(void *, int, long), void *ctx) {
+    kg_par p = {.n = n, .fn = fn, .ctx = ctx, .scope = kg_scope};
+    atomic_init(&p.next, 0);
+    atomic_init(&p.stopped, false);
+    kg_parallel(&p, nt);
+}
+
+bool mpx_k_parallel_stoppable(long n, int nt, void (*fn)(void *, int, long), void *ctx) {
+    kg_par p = {.n = n, .fn = fn, .ctx = ctx, .stoppable = true, .scope = kg_scope};
+    atomic_init(&p.next, 0);
+    atomic_init(&p.stopped, false);
+    kg_parallel(&p, nt);
+    return !atomic_load(&p.stopped);
 }

@@ -131,6 +131,7 @@ typedef struct stream {
     mpx_value *cand[MAX_CANDS];      /* [n_tensors]: and of each candidate */
     int *uses;                       /* [n_tensors]: jobs still to read the tensor */
     int *ruses;                      /* [(1 + nc) x n_tensors]: those of each run (0 the reference, 1 + q candidate q) */
+    bool rewrites;                   /* a tensor is written by two nodes */
     bool inplace;                    /* steps may write over an input no later job reads (plan_inplace) */
     bool *map_head;                  /* [n_tensors]: made in a mapping, a Concat growing it later (plan_joins) */
     bool bodies_present;             /* a node of the graph has a body */
@@ -148,6 +149,7 @@ typedef struct stream {
     int n_pos, *order;               /* [n_pos]: node index of each position */
     int *dep0, *deps;                /* positions making position p's inputs: deps[dep0[p] .. dep0[p+1]) */
     unsigned char *rdone, *cdone[MAX_CANDS]; /* [n_pos]: R, C[q] done */
+    unsigned char *shared[MAX_CANDS]; /* [n_pos]: C[q] copies R's outputs (plan_shared) */
     int nj;                          /* jobs a node: R, C[q], L[q], M */
     int window, head;                /* positions [head, head + window) may run */
     slot *slots;                     /* [window]: position p in slots[p % window] */
@@ -402,6 +404,7 @@ static void plan_inplace(stream *s, job *j) {
     mpx_value *vals = run_values(s, j);
     const mpx_node *n = node_at(s, j->pos);
     if (!s->inplace || !vals || n->n_outputs < 1 || !n->outputs[0]) return;
+    if (j->kind == JOB_CAND && s->shared[j->q][j->pos]) return; /* a copy: no kernel writes */
     for (int k = 1; k < n->n_outputs; k++)
         if (n->outputs[k]) return;
     const mpx_tensor *o = n->outputs[0];
@@ -482,6 +485,23 @@ static void adopt_inplace(stream *s, job *j) {
     mpx_value_clear(v);
 }
 
+/* A shared candidate step (plan_shared): its outputs are copies of the
+ * reference's, which its node's metrics job keeps alive (their uses hold
+ * them) and no step writes over before that job is done. */
+static mpx_status copy_ref(const stream *s, const mpx_node *n, mpx_value *outs, mpx_error *err) {
+    for (int k = 0; k < n->n_outputs; k++) {
+        const mpx_tensor *t = n->outputs[k];
+        if (!t || s->ref[t->index].n < 0) continue;
+        mpx_error e = {0};
+        const mpx_status st = mpx_value_copy(&outs[k], &s->ref[t->index], &e);
+        if (st != MPX_OK) {
+            mpx_k_free_values(outs, n->n_outputs);
+            return mpx_error_set(err, st, "node \"%s\" (%s): %s", n->name, n->op_type, e.msg);
+        }
+    }
+    return MPX_OK;
+}
+
 static void run(void *ctx, job *j) {
     stream *s = ctx;
     slot *sl = &s->slots[j->pos % s->window];
@@ -492,11 +512,17 @@ static void run(void *ctx, job *j) {
     mpx_value_clear(&mv);
     int64_t dn = 0;
     float *dest = j->kind == JOB_REF || j->kind == JOB_CAND ? step_dest(s, j, &mv, &dn) : NULL;
+    /* The run's own cancel reaches inside the step's kernels too. */
+    const volatile int *scope = mpx_k_cancel_scope(s->opts->cancel);
     switch (j->kind) {
     case JOB_REF:
         j->st = mpx_exec_node_into(n, NULL, s->ref, false, NULL, dest, dn, j->outs, &j->scratch, &j->err);
         break;
     case JOB_CAND: {
+        if (s->shared[j->q][j->pos]) {
+            j->st = copy_ref(s, n, j->outs, &j->err);
+            break;
+        }
         const mpx_body_probe *probe = NULL;
         if (s->bodies && n->body) {
             s->probe[j->q] = (mpx_body_probe){.ref_vals = s->ref, .sink = &s->sink[j->q], .top = n,
@@ -514,6 +540,7 @@ static void run(void *ctx, job *j) {
         j->st = run_metrics(s, sl, n, &j->err);
         break;
     }
+    mpx_k_cancel_scope(scope);
     step_mapped(j, &mv);
 }
 
@@ -544,7 +571,8 @@ static bool deps_done(const stream *s, int p, const unsigned char *done) {
 static bool ready(const stream *s, const slot *sl, const job *j) {
     switch (j->kind) {
     case JOB_REF: case JOB_LOCAL: return deps_done(s, j->pos, s->rdone);
-    case JOB_CAND: return deps_done(s, j->pos, s->cdone[j->q]);
+    case JOB_CAND:
+        return deps_done(s, j->pos, s->cdone[j->q]) && (!s->shared[j->q][j->pos] || s->rdone[j->pos]);
     case JOB_METRICS:
         for (int k = 0; k < job_m(s); k++)
             if (sl->j[k].state != JOB_DONE) return false;
@@ -704,6 +732,7 @@ static void done(void *ctx, job *j) {
         s->rdone[j->pos] = 1;
         break;
     case JOB_CAND:
+        if (s->shared[j->q][j->pos]) s->c[j->q]->n_shared++;
         store(s, n, j->outs, s->cand[j->q]);
         s->cdone[j->q][j->pos] = 1;
         break;
@@ -778,6 +807,7 @@ static void stream_free(stream *s) {
     for (int q = 0; q < MAX_CANDS; q++) {
         mpx_body_sink_free(&s->sink[q]);
         free(s->cdone[q]);
+        free(s->shared[q]);
     }
     free(s->uses);
     free(s->ruses);
@@ -871,11 +901,57 @@ static bool plan_schedule(stream *s) {
     }
     free(maker);
     free(seen);
+    s->rewrites = rewrites;
     s->window = rewrites ? 1 : WINDOW;
     /* Not where a value is written twice (nor with a cache or bodies: see
      * plan_inplace). */
     s->inplace = !rewrites && !s->cache && !s->bodies_present && !mpx_env_on("MPX_CMP_NOINPLACE");
     if (s->window > s->n_pos) s->window = s->n_pos > 0 ? s->n_pos : 1;
+    return ok;
+}
+
+/* Whether candidate q's start value of tensor t (a model input or a
+ * constant) is the reference's and is read as it is (no tensor format). */
+static bool start_same(const stream *s, int q, int t) {
+    const mpx_value *r = &s->ref[t], *c = &s->cand[q][t];
+    if (s->a[q] && mpx_cmp_is_low(s->a[q]->tensor[t])) return false;
+    if (r->n < 0 || c->n != r->n || c->dtype != r->dtype || c->is_seq || r->is_seq || c->rank != r->rank) return false;
+    if (r->n == 0) return true;
+    if (!r->f != !c->f || !r->i != !c->i) return false;
+    if (r->f) return r->f == c->f || memcmp(r->f, c->f, (size_t)r->n * sizeof *r->f) == 0;
+    return r->i == c->i || memcmp(r->i, c->i, (size_t)r->n * sizeof *r->i) == 0;
+}
+
+/* No work twice: a node whose candidate step would compute what its
+ * reference step computes - it rounds nothing (fp32 compute and
+ * accumulation, no output or tensor format: mpx_exec_node_plain) and every
+ * input's candidate value is the reference's - takes copies of the
+ * reference's outputs instead (the same kernel on the same bits gives the
+ * same bits), and its outputs count as the reference's for the nodes after
+ * it. A plan that rounds nothing (a dynamically quantised model's default
+ * plan, `colour * red`) then computes the model once. Not for nodes with a
+ * body (their candidate step takes the figures inside) nor where a tensor
+ * is written twice. Decided once the start values exist (run_stream). */
+static bool plan_shared(stream *s) {
+    const mpx_graph *g = s->g;
+    bool *same = mpx_cmp_alloc_n(g->n_tensors, sizeof *same);
+    bool ok = same != NULL;
+    for (int q = 0; ok && q < s->nc; q++) {
+        ok = (s->shared[q] = mpx_cmp_alloc_n(s->n_pos, 1)) != NULL;
+        if (!ok || s->rewrites || mpx_env_on("MPX_CMP_NOSHARE")) continue;
+        const mpx_assign *a = s->a[q];
+        for (int t = 0; t < g->n_tensors; t++) same[t] = start_same(s, q, t);
+        for (int p = 0; p < s->n_pos; p++) {
+            const mpx_node *n = node_at(s, p);
+            bool sh = !n->body && mpx_exec_node_plain(a, n) &&
+                      (!a || (!mpx_cmp_is_low(a->node[n->index].acc.fmt) && a->node[n->index].acc.block <= 0));
+            for (int k = 0; sh && k < n->n_inputs; k++) sh = !n->inputs[k] || same[n->inputs[k]->index];
+            s->shared[q][p] = sh;
+            for (int k = 0; k < n->n_outputs; k++)
+                if (n->outputs[k]) same[n->outputs[k]->index] = sh;
+        }
+    }
+    free(same);
     return ok;
 }
 
@@ -939,6 +1015,10 @@ static mpx_status run_stream(const mpx_graph *g, const mpx_assign *const *a, int
         s.c[q]->ms_cand = mpx_cmp_now_ms() - t1;
     }
     if (st != MPX_OK) goto fail;
+    if (!plan_shared(&s)) {
+        st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+        goto fail;
+    }
     for (int i = 0; i < nt; i++) {
         s.live += mpx_value_bytes(&s.ref[i]);
         for (int q = 0; q < nc; q++) s.live += mpx_value_bytes(&s.cand[q][i]);

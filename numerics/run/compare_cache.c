@@ -369,6 +369,8 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
     mpx_value *ref = mpx_cmp_alloc_values(nt), *cand = mpx_cmp_alloc_values(nt), *outs = mpx_cmp_alloc_values(max_out);
     mpx_compare *c = calloc(1, sizeof *c);
     mpx_status st = MPX_OK;
+    const volatile int *scope = NULL;
+    bool scoped = false;
     if (c) {
         c->g = g;
         c->layers = mpx_cmp_alloc_n(k->n_layers, sizeof *c->layers);
@@ -478,6 +480,9 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
             view(&cand[t], &k->cand[t]);
         }
     const bool fuse = mpx_fuse_enabled();
+    /* The run's own cancel reaches inside the kernels too (put back at done). */
+    scope = mpx_k_cancel_scope(opts->cancel);
+    scoped = true;
     for (int i = 0; i < nn; i++) {
         const mpx_node *n = g->nodes[i];
         if (!dirty[i] && !regen[i]) continue;
@@ -514,6 +519,10 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
                 live -= free_remade(g, opts, i, end, last, cand);
                 i = end;
                 continue;
+            }
+            if (mpx_k_cancelled()) { /* (the chain's values are dropped, as a node's are) */
+                st = mpx_error_set(err, MPX_E_CANCELLED, "run cancelled at node \"%s\" (%d of %d)", n->name, i + 1, nn);
+                goto done;
             }
             if (err) mpx_error_clear(err); /* nothing changed: node by node, with its own message */
         }
@@ -599,6 +608,7 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
     *out = c;
     c = NULL;
 done:
+    if (scoped) mpx_k_cancel_scope(scope);
     for (int t = 0; ref && t < nt; t++) mpx_value_free(&ref[t]);
     for (int t = 0; cand && t < nt; t++) mpx_value_free(&cand[t]);
     for (int j = 0; outs && j < max_out; j++) mpx_value_free(&outs[j]);

@@ -17,7 +17,6 @@
 #include "kern_internal.h"
 #include "run_internal.h"
 
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -482,7 +481,17 @@ static mpx_status exec_node(const mpx_node *n, const mpx_assign *a, const mpx_va
                    .out_round = !of0 ? tf0 : !tf0 || tf0 == of0 ? of0 : NULL, .out_rounded = &rounded,
                    .in_round = any_rd ? rd : NULL};
     if (err) err->msg[0] = '\0';
-    st = mpx_kernel_for(n->op)(&kc, ins, ni, outs, no);
+    /* A kernel that saw a cancel may have stopped early, its outputs part
+     * computed (or failed on them): whatever it returned is dropped, never
+     * stored, cached or compared. The flags stay set until the run ends,
+     * so a kernel that stopped is always caught here. */
+    const bool before = mpx_k_cancelled();
+    if (!before) st = mpx_kernel_for(n->op)(&kc, ins, ni, outs, no);
+    if (before || (st != MPX_E_CANCELLED && mpx_k_cancelled())) {
+        st = mpx_error_set(err, MPX_E_CANCELLED, "node \"%s\" (%s): cancelled%s", n->name, n->op_type,
+                           before ? "" : " while it ran (its values dropped)");
+        goto done;
+    }
     if (st != MPX_OK) {
         if (err && !err->msg[0]) mpx_kernel_error(&kc, st, "the kernel failed");
         goto done;
@@ -611,14 +620,10 @@ static int *last_uses(const mpx_graph *g) {
     return last;
 }
 
-static _Atomic(const volatile int *) cancel_flag;
+/* (The flag lives with the kernels, which read it inside long loops.) */
+void mpx_set_cancel_flag(const volatile int *flag) { mpx_k_set_cancel_flag(flag); }
 
-void mpx_set_cancel_flag(const volatile int *flag) { atomic_store(&cancel_flag, flag); }
-
-bool mpx_cancel_requested(void) {
-    const volatile int *f = atomic_load(&cancel_flag);
-    return f && *f;
-}
+bool mpx_cancel_requested(void) { return mpx_k_cancelled(); }
 
 mpx_status mpx_run_graph(const mpx_graph *g, const mpx_assign *a, const mpx_value *inputs,
                          const mpx_run_opts *opts, mpx_run **out, mpx_error *err) {

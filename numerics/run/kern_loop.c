@@ -38,8 +38,10 @@
 #include "run_internal.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum { MAX_ITERS = 1 << 20 };
 
@@ -73,7 +75,23 @@ typedef struct body_run {
      * same trip count and shapes); each iteration's body values are
      * compared there (figures). */
     bool twin;
+    double t0; /* when the first iteration started (ms; 0: not yet), for the loop budget */
 } body_run;
+
+/* The loop budget (mpx_set_loop_budget), in ms; 0: none. */
+static _Atomic long long budget_ms = (long long)MPX_LOOP_SECONDS * 1000;
+
+void mpx_set_loop_budget(double seconds) {
+    atomic_store(&budget_ms, seconds > 0 ? (long long)(seconds * 1000.0 + 0.5) : 0);
+}
+
+double mpx_loop_budget(void) { return (double)atomic_load(&budget_ms) / 1000.0; }
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
 
 /* Bind the body's inputs to these values' shapes and infer again when they
  * changed (the low plan of the body follows its shapes). */
@@ -132,11 +150,21 @@ static mpx_status run_body(body_run *r, const mpx_assign *a, const mpx_value *in
     return MPX_OK;
 }
 
-/* Ctrl-C between two iterations: the 2^20 cap bounds how many there are,
- * not how long they take. */
-static mpx_status check_cancel(const body_run *r) {
-    if (!mpx_cancel_requested()) return MPX_OK;
-    return mpx_kernel_error(r->c, MPX_E_CANCELLED, "cancelled at iteration %lld", (long long)r->iter);
+/* Ctrl-C and the loop budget between two iterations: the 2^20 cap bounds
+ * how many there are, not how long they take. The budget's clock starts at
+ * the first iteration, not when the node waited for the body lock. */
+static mpx_status check_cancel(body_run *r) {
+    if (mpx_cancel_requested())
+        return mpx_kernel_error(r->c, MPX_E_CANCELLED, "cancelled at iteration %lld", (long long)r->iter);
+    const long long budget = atomic_load(&budget_ms);
+    const double now = budget > 0 ? now_ms() : 0;
+    if (r->t0 == 0) r->t0 = now;
+    if (budget > 0 && r->iter > 0 && now - r->t0 >= (double)budget)
+        return mpx_kernel_error(r->c, MPX_E_LIMIT,
+                                "stopped by the loop budget of %g s after %lld iterations (set loops <seconds>; "
+                                "0: no limit)",
+                                (double)budget / 1000.0, (long long)r->iter);
+    return MPX_OK;
 }
 
 /* One iteration: ins[b->n_inputs] in, outs[b->n_outputs] out (owned). */

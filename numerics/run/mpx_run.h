@@ -93,12 +93,28 @@ typedef struct mpx_run {
  * is returned and the message names the node. */
 /* The flag (NULL: none) a Ctrl-C handler sets, process-wide as Ctrl-C is:
  * every graph run, a Loop's or Scan's body runs included, checks it between
- * nodes and every Loop, Scan and SequenceMap between iterations, so that a
- * long loop inside one top-level node stops too (MPX_E_CANCELLED naming the
- * node and the iteration). The comparison's own opts.cancel is checked as
- * before, between top-level nodes. */
+ * nodes, every Loop, Scan and SequenceMap between iterations, and the long
+ * kernels inside themselves (the GEMM core between the K blocks of its
+ * work items, 256 terms of up to 512 output columns; direct and quantised
+ * convolutions, attention and Einsum between blocks of rows or terms; the
+ * recurrent ops between time steps), so that one huge node stops too
+ * (MPX_E_CANCELLED naming the node). A comparison's own opts.cancel reaches
+ * the same places inside its steps. A node that saw a cancel returns
+ * nothing: its values, part computed, are never stored, cached (the
+ * comparison cache, the packed and rounded weights kept on the graph) nor
+ * compared. A flag must stay set until the run returns. */
 void mpx_set_cancel_flag(const volatile int *flag);
+/* The process-wide flag, or the calling thread's comparison's, is set. */
 bool mpx_cancel_requested(void);
+/* The time one Loop, Scan or SequenceMap node may spend on its iterations,
+ * in seconds (0: no limit; MPX_LOOP_SECONDS until set), process-wide as the
+ * cancel flag is. Checked before each iteration after the first, so the
+ * iteration under way ends first; past it the node fails with MPX_E_LIMIT,
+ * naming the node and the iterations done. A comparison runs the node's
+ * reference and candidate loops each under the budget. */
+enum { MPX_LOOP_SECONDS = 300 };
+void mpx_set_loop_budget(double seconds);
+double mpx_loop_budget(void);
 mpx_status mpx_run_graph(const mpx_graph *g, const mpx_assign *a, const mpx_value *inputs,
                          const mpx_run_opts *opts, mpx_run **out, mpx_error *err);
 void mpx_run_free(mpx_run *r);
@@ -293,7 +309,8 @@ typedef struct mpx_compare {
      * scratch is not counted. On two threads it depends on how the jobs
      * met in time, within a few nodes' outputs. */
     size_t peak_bytes;
-    /* Nodes run by this call: all of them for a full run, only the
+    /* Nodes run by this call (over a data set: in all its samples, as
+     * n_shared below): all of them for a full run, only the
      * recomputed ones when a cache made the run incremental (values held
      * by the cache are not counted in peak_bytes). */
     int n_run;
@@ -311,6 +328,12 @@ typedef struct mpx_compare {
      * is worst), not a reduction over the samples. */
     int n_body;
     mpx_body_layer *body;
+    /* Of the n_run nodes, those whose candidate values were copied from
+     * the reference instead of computed again: a node that rounds nothing
+     * (fp32 compute and accumulation, no output or tensor format) on
+     * inputs whose candidate values are the reference's, such as every
+     * node of a plan that rounds nothing. The same bits either way. */
+    int n_shared;
 } mpx_compare;
 
 /* Runs the fp32 reference and the candidate assignment a (NULL: fp32) side by

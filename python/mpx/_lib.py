@@ -90,11 +90,11 @@ class Layer(Structure):  # mpx_layer
                 ("local", Metrics), ("unmeasured", c_bool)]
 
 
-class Compare(Structure):  # mpx_compare, up to body
+class Compare(Structure):  # mpx_compare
     _fields_ = [("g", c_void_p), ("n_layers", c_int), ("layers", POINTER(Layer)), ("ref", POINTER(Value)),
                 ("cand", POINTER(Value)), ("ms_ref", c_double), ("ms_cand", c_double), ("ms_local", c_double),
                 ("ms_metrics", c_double), ("peak_bytes", c_size_t), ("n_run", c_int), ("incremental", c_bool),
-                ("samples", c_void_p), ("n_body", c_int), ("body", c_void_p)]
+                ("samples", c_void_p), ("n_body", c_int), ("body", c_void_p), ("n_shared", c_int)]
 
 
 PROGRESS = CFUNCTYPE(None, c_void_p, c_int, c_int)

@@ -77,7 +77,7 @@ _IMAGE_LAYOUT = {"auto": 0, "nchw": 1, "nhwc": 2}
 _IMAGE_CHANNELS = {"auto": 0, "rgb": 1, "bgr": 2, "gray": 3, "grey": 3}
 
 # Ctrl-C's flag, process-wide as Ctrl-C is (the program's is the same):
-# libmpx checks it inside Loop and Scan bodies (mpx_set_cancel_flag). Each
+# libmpx checks it inside Loop and Scan bodies and long kernels (mpx_set_cancel_flag). Each
 # run also has a flag of its own (mpx_compare_opts.cancel), which a
 # progress callback's exception sets without stopping other threads' runs.
 _CANCEL = c_int(0)

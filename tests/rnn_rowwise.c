@@ -1,0 +1,404 @@
+/* rnn_rowwise.c - LSTM, GRU and RNN as kern_rnn.c computed them before its
+ * gates went over arrays and its rows onto threads: one (direction, batch
+ * row) after another, each gate's value element by element, R's terms
+ * summed by the plain loop. test_rnn holds kern_rnn.c to these bits in
+ * every plan (fp32, rounded compute, state and accumulation formats); the
+ * summation order it follows is the one kern_check checks against a naive
+ * evaluation, so this file is the reference for the rest: the gates'
+ * roundings, clip, peepholes, sequence lengths, directions and layouts.
+ * Entry: rowwise_rnn (kind 0 RNN, 1 GRU, 2 LSTM). */
+#include "kern_elem.h"
+#include "kern_gemm.h"
+#include "kern_nn.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+typedef enum rnn_kind { K_RNN, K_GRU, K_LSTM } rnn_kind;
+
+/* ---- activations ---------------------------------------------------------------------- */
+
+typedef enum act_fn {
+    A_SIGMOID, A_TANH, A_RELU, A_AFFINE, A_LEAKY_RELU, A_THRESHOLDED_RELU, A_SCALED_TANH,
+    A_HARD_SIGMOID, A_ELU, A_SOFTSIGN, A_SOFTPLUS
+} act_fn;
+
+/* The activations ONNX lists for recurrent ops; uses: how many of
+ * activation_alpha (1) and activation_beta (2) it takes, with the defaults
+ * ONNX Runtime uses when the lists run short. */
+static const struct {
+    const char *name;
+    act_fn fn;
+    int uses;
+    float alpha, beta;
+} act_table[] = {
+    {"Sigmoid", A_SIGMOID, 0, 0, 0},         {"Tanh", A_TANH, 0, 0, 0},
+    {"Relu", A_RELU, 0, 0, 0},               {"Affine", A_AFFINE, 3, 1.0f, 0.0f},
+    {"LeakyRelu", A_LEAKY_RELU, 1, 0.01f, 0}, {"ThresholdedRelu", A_THRESHOLDED_RELU, 1, 1.0f, 0},
+    {"ScaledTanh", A_SCALED_TANH, 3, 1.0f, 1.0f}, {"HardSigmoid", A_HARD_SIGMOID, 3, 0.2f, 0.5f},
+    {"Elu", A_ELU, 1, 1.0f, 0},              {"Softsign", A_SOFTSIGN, 0, 0, 0},
+    {"Softplus", A_SOFTPLUS, 0, 0, 0},
+};
+
+typedef struct act {
+    act_fn fn;
+    float alpha, beta;
+} act;
+
+static float act_apply(const act *a, float x) {
+    switch (a->fn) {
+    case A_SIGMOID: return ke_sigmoid(x);
+    case A_TANH: return tanhf(x);
+    case A_RELU: return x > 0.0f ? x : 0.0f;
+    case A_AFFINE: return a->alpha * x + a->beta;
+    case A_LEAKY_RELU: return x >= 0.0f ? x : a->alpha * x;
+    case A_THRESHOLDED_RELU: return x > a->alpha ? x : 0.0f;
+    case A_SCALED_TANH: return a->alpha * tanhf(a->beta * x);
+    case A_HARD_SIGMOID: {
+        float v = a->alpha * x + a->beta;
+        return v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v;
+    }
+    case A_ELU: return x >= 0.0f ? x : a->alpha * (expf(x) - 1.0f);
+    case A_SOFTSIGN: return x / (1.0f + fabsf(x));
+    case A_SOFTPLUS: return ke_softplus(x);
+    }
+    return x;
+}
+
+/* The activation list: `per` functions per direction (RNN 1, GRU 2, LSTM 3),
+ * given for every direction or defaulted (RNN: Tanh; GRU: Sigmoid, Tanh;
+ * LSTM: Sigmoid, Tanh, Tanh); alphas and betas are taken in order by the
+ * functions that use them. */
+static mpx_status read_acts(const mpx_kctx *c, int per, int dirs, act *acts) {
+    static const act_fn dflt[3][3] = {{A_TANH}, {A_SIGMOID, A_TANH}, {A_SIGMOID, A_TANH, A_TANH}};
+    const mpx_attr *names = mpx_node_attr(c->node, "activations");
+    const mpx_attr *al = mpx_node_attr(c->node, "activation_alpha"), *be = mpx_node_attr(c->node, "activation_beta");
+    int n = per * dirs, ia = 0, ib = 0;
+    if (names && (names->type != MPX_ATTR_STRINGS || names->n != n))
+        return mpx_kernel_error(c, MPX_E_INVALID, "activations lists %d functions; %d expected (%d per direction)",
+                                names->type == MPX_ATTR_STRINGS ? names->n : 1, n, per);
+    for (int k = 0; k < n; k++) {
+        size_t t = 0;
+        if (names) {
+            while (t < sizeof act_table / sizeof act_table[0] && strcasecmp(act_table[t].name, names->strings[k]) != 0) t++;
+            if (t == sizeof act_table / sizeof act_table[0])
+                return mpx_kernel_error(c, MPX_E_UNSUPPORTED, "activation \"%s\" is not one ONNX defines for recurrent ops",
+                                        names->strings[k]);
+        } else {
+            while (act_table[t].fn != dflt[per - 1][k % per]) t++;
+        }
+        acts[k] = (act){act_table[t].fn, act_table[t].alpha, act_table[t].beta};
+        if ((act_table[t].uses & 1) && al && al->type == MPX_ATTR_FLOATS && ia < al->n) acts[k].alpha = al->floats[ia++];
+        if ((act_table[t].uses & 2) && be && be->type == MPX_ATTR_FLOATS && ib < be->n) acts[k].beta = be->floats[ib++];
+    }
+    return MPX_OK;
+}
+
+/* ---- the kernel ------------------------------------------------------------------------- */
+
+typedef struct rnn {
+    const mpx_kctx *c;
+    rnn_kind kind;
+    int64_t seq, batch, in, hid, dirs, gates;
+    bool layout1, input_forget, linear_before_reset, has_clip;
+    float clip;
+    const float *x, *w, *r, *b, *p, *h0, *c0;
+    const int64_t *lens;
+    float *y, *yh, *yc;
+    act acts[6];
+    float *scratch; /* h, c, gates, r.h (GRU), the next h, GRU's two hidden-gate parts, the blocks: see rnn_kernel */
+    /* X.W^T of every step and direction from the GEMM core
+     * ([dirs][seq * batch][gates * hid], rows in X's order), or NULL when the
+     * node's accumulation is one the core does not do (per-block rounding,
+     * fp8): then each gate sums its X terms itself. */
+    float *xw;
+    /* R transposed ([dirs][hid][gates * hid]) when the accumulation is fp32:
+     * the H terms of all gate rows at once, vectorised across rows; NULL:
+     * row by row. */
+    float *rt;
+} rnn;
+
+static float rnd(const mpx_format *f, float v) {
+    if (f) mpx_round_array(f, &v, &v, 1);
+    return v;
+}
+
+static float clipped(const rnn *s, float v) {
+    if (!s->has_clip) return v;
+    return v < -s->clip ? -s->clip : v > s->clip ? s->clip : v;
+}
+
+/* dot(x_t, W row), or xw (that sum, from the GEMM core), then + dot(h, R
+ * row) in the node's accumulator starting from it; any part may be NULL. */
+static float gate_sum(const rnn *s, const float *xw, const float *xt, const float *wrow, const float *h,
+                      const float *rrow) {
+    mpx_acc a;
+    mpx_acc_init(&a, &s->c->acc, xw ? *xw : 0.0f);
+    for (int64_t i = 0; !xw && xt && i < s->in; i++) mpx_acc_add(&a, xt[i] * wrow[i]);
+    for (int64_t k = 0; h && k < s->hid; k++) mpx_acc_add(&a, h[k] * rrow[k]);
+    return mpx_acc_result(&a);
+}
+
+/* Gate rows q0 .. q0 + nq - 1 of direction d at one step: with_x: the X
+ * terms (xwrow: the row of s->xw, else from xt), then v.R_q (v NULL: none),
+ * into out[0 .. nq). With s->rt (fp32) the H terms of every row go at once:
+ * per block of MPX_ACC_FP32_BLOCK k, each row's block summed from 0 and
+ * added to its sum, as mpx_acc does, so the bits are the row-by-row ones. */
+static void gate_sums(const rnn *s, int64_t d, bool with_x, const float *xwrow, const float *xt, const float *v,
+                      int64_t q0, int64_t nq, float *out) {
+    const int64_t H = s->hid, GH = s->gates * H;
+    const float *W = s->w + d * GH * s->in, *R = s->r + d * GH * H;
+    if (s->rt && (!with_x || xwrow)) {
+        float *blk = s->scratch + (6 + s->gates) * H; /* after run_row's vectors */
+        for (int64_t q = 0; q < nq; q++) out[q] = with_x ? xwrow[q0 + q] : 0.0f;
+        const float *RT = s->rt + d * H * GH + q0;
+        for (int64_t k0 = 0; v && k0 < H; k0 += MPX_ACC_FP32_BLOCK) {
+            int64_t k1 = H - k0 < MPX_ACC_FP32_BLOCK ? H : k0 + MPX_ACC_FP32_BLOCK;
+            for (int64_t q = 0; q < nq; q++) blk[q] = 0.0f;
+            for (int64_t k = k0; k < k1; k++) {
+                const float hk = v[k], *rr = RT + k * GH;
+                for (int64_t q = 0; q < nq; q++) blk[q] += hk * rr[q];
+            }
+            for (int64_t q = 0; q < nq; q++) out[q] += blk[q];
+        }
+        return;
+    }
+    for (int64_t q = 0; q < nq; q++) {
+        const float *xq = with_x && xwrow ? &xwrow[q0 + q] : NULL;
+        out[q] = gate_sum(s, xq, with_x ? xt : NULL, W + (q0 + q) * s->in, v, v ? R + (q0 + q) * H : NULL);
+    }
+}
+
+static int64_t state_at(const rnn *s, int64_t d, int64_t b) {
+    return (s->layout1 ? b * s->dirs + d : d * s->batch + b) * s->hid;
+}
+
+/* One direction d over one batch row b. */
+static void run_row(rnn *s, int64_t d, int64_t b) {
+    const mpx_format *cf = s->c->round, *sf = s->c->state;
+    int64_t H = s->hid, G = s->gates, len = s->lens ? s->lens[b] : s->seq;
+    bool reverse = s->dirs == 2 ? d == 1 : strcmp(mpx_node_attr_string(s->c->node, "direction", "forward"), "reverse") == 0;
+    float *h = s->scratch, *cs = h + H, *g = cs + H, *rh = g + G * H, *hn = rh + H, *hs = hn + H, *hx = hs + H;
+    const float *Wb = s->b ? s->b + d * 2 * G * H : NULL, *Rb = Wb ? Wb + G * H : NULL;
+    const float *P = s->p ? s->p + d * 3 * H : NULL;
+    const act *A = s->acts + d * (s->kind == K_LSTM ? 3 : s->kind == K_GRU ? 2 : 1);
+    for (int64_t j = 0; j < H; j++) {
+        h[j] = s->h0 ? s->h0[state_at(s, d, b) + j] : 0.0f;
+        cs[j] = s->c0 ? s->c0[state_at(s, d, b) + j] : 0.0f;
+    }
+    for (int64_t step = 0; step < len; step++) { /* Y past the sequence's length stays 0 */
+        int64_t t = reverse ? len - 1 - step : step;
+        int64_t yo = s->layout1 ? ((b * s->seq + t) * s->dirs + d) * H : ((t * s->dirs + d) * s->batch + b) * H;
+        float *yt = s->y ? s->y + yo : NULL;
+        int64_t row = s->layout1 ? (b * s->seq + t) : (t * s->batch + b);
+        const float *xt = s->x + row * s->in;
+        const float *xwrow = s->xw ? s->xw + (d * s->seq * s->batch + row) * G * H : NULL;
+        if (s->kind == K_LSTM) { /* gates i, o, f, c */
+            gate_sums(s, d, true, xwrow, xt, h, 0, 4 * H, g);
+            for (int64_t q = 0; Wb && q < 4 * H; q++) g[q] = g[q] + Wb[q] + Rb[q];
+            for (int64_t j = 0; j < H; j++) {
+                float pi = g[j], po = g[H + j], pf = g[2 * H + j], pc = g[3 * H + j];
+                if (P) pi += P[j] * cs[j], pf += P[2 * H + j] * cs[j];
+                float ig = rnd(cf, act_apply(&A[0], clipped(s, rnd(cf, pi))));
+                float fg = s->input_forget ? rnd(cf, 1.0f - ig) : rnd(cf, act_apply(&A[0], clipped(s, rnd(cf, pf))));
+                float cg = rnd(cf, act_apply(&A[1], clipped(s, rnd(cf, pc))));
+                float cn = rnd(sf, fg * cs[j] + ig * cg);
+                if (P) po += P[H + j] * cn;
+                float og = rnd(cf, act_apply(&A[0], clipped(s, rnd(cf, po))));
+                hn[j] = rnd(sf, og * act_apply(&A[2], cn));
+                cs[j] = cn;
+            }
+        } else if (s->kind == K_GRU) { /* gates z, r, h */
+            gate_sums(s, d, true, xwrow, xt, h, 0, 2 * H, g);
+            for (int64_t q = 0; q < 2 * H; q++) {
+                float v = g[q];
+                if (Wb) v = v + Wb[q] + Rb[q];
+                g[q] = rnd(cf, act_apply(&A[0], clipped(s, rnd(cf, v))));
+            }
+            for (int64_t k = 0; k < H; k++) rh[k] = rnd(cf, g[H + k] * h[k]);
+            if (s->linear_before_reset) { /* the H part alone, then the X part alone */
+                gate_sums(s, d, false, NULL, NULL, h, 2 * H, H, hs);
+                gate_sums(s, d, true, xwrow, xt, NULL, 2 * H, H, hx);
+            } else { /* (r . H).Rh^T */
+                gate_sums(s, d, true, xwrow, xt, rh, 2 * H, H, hx);
+            }
+            for (int64_t j = 0; j < H; j++) {
+                float v;
+                if (s->linear_before_reset) { /* r . (H.Rh^T + Rbh), rounded as its GEMM writes it */
+                    float hsj = hs[j] + (Rb ? Rb[2 * H + j] : 0.0f);
+                    v = hx[j] + (Wb ? Wb[2 * H + j] : 0.0f) + g[H + j] * rnd(cf, hsj);
+                } else {
+                    v = hx[j];
+                    if (Wb) v = v + Wb[2 * H + j] + Rb[2 * H + j];
+                }
+                float hh = rnd(cf, act_apply(&A[1], clipped(s, rnd(cf, v))));
+                float z = g[j];
+                hn[j] = rnd(sf, (1.0f - z) * hh + z * h[j]);
+            }
+        } else {
+            gate_sums(s, d, true, xwrow, xt, h, 0, H, hx);
+            for (int64_t j = 0; j < H; j++) {
+                float v = hx[j];
+                if (Wb) v = v + Wb[j] + Rb[j];
+                hn[j] = rnd(sf, act_apply(&A[0], clipped(s, rnd(cf, v))));
+            }
+        }
+        memcpy(h, hn, (size_t)H * sizeof *h);
+        if (yt) memcpy(yt, h, (size_t)H * sizeof *h);
+    }
+    if (s->yh) memcpy(s->yh + state_at(s, d, b), h, (size_t)H * sizeof *h);
+    if (s->yc) memcpy(s->yc + state_at(s, d, b), cs, (size_t)H * sizeof *cs);
+}
+
+/* X.W^T for every step, batch row and direction at once on the GEMM core
+ * (as runtimes compute a recurrent op's input projection: one GEMM before
+ * the time loop), where the node's accumulation is one the core does; and
+ * R transposed for the fp32 path. Without them (an accumulation the core
+ * does not do, or no memory for the copies) the steps sum their X terms
+ * themselves: the same terms in the same order, so in the rounded
+ * accumulations the same bits; in fp32 the core's blocks use fused
+ * multiply-adds (kern_gemm.h), a different last bit. */
+static mpx_status project_inputs(rnn *s) {
+    const mpx_kctx *c = s->c;
+    const int mode = kg_mode_of(&c->acc);
+    const int64_t GH = s->gates * s->hid, N = s->seq * s->batch, K = s->in;
+    if (mode < 0 || N == 0 || K == 0) return MPX_OK;
+    float *xt = malloc((size_t)(K * N) * sizeof *xt);
+    int64_t *boff = malloc((size_t)K * sizeof *boff), *crow = malloc((size_t)GH * sizeof *crow);
+    s->xw = malloc((size_t)(s->dirs * N * GH) * sizeof *s->xw);
+    mpx_status st = MPX_OK;
+    if (!xt || !boff || !crow || !s->xw) {
+        free(s->xw);
+        s->xw = NULL;
+    } else {
+        for (int64_t q = 0; q < N; q++) /* B(k, q) = X row q, term k: contiguous in q */
+            for (int64_t k = 0; k < K; k++) xt[k * N + q] = s->x[q * K + k];
+        for (int64_t k = 0; k < K; k++) boff[k] = k * N;
+        for (int64_t m = 0; m < GH; m++) crow[m] = m;
+        for (int64_t d = 0; d < s->dirs && !st; d++) {
+            kg_gemm g = {.M = GH, .N = N, .K = K, .G = 1, .a = s->w + d * GH * K, .ams = K, .aks = 1, .b = xt,
+                         .boff = boff, .c = s->xw + d * N * GH, .crow = crow, .gw = N, .gvalid = N, .rs = 0,
+                         .cs = GH, .mode = (kg_mode)mode};
+            if (kg_gemm_run(&g) != KG_DONE) st = mpx_kernel_error(c, MPX_E_NOMEM, "out of memory for the input projection");
+        }
+    }
+    free(xt);
+    free(boff);
+    free(crow);
+    if (st || !s->xw || !mpx_acc_is_fp32(&c->acc)) return st;
+    const int64_t H = s->hid;
+    if ((s->rt = malloc((size_t)(s->dirs * H * GH) * sizeof *s->rt)))
+        for (int64_t d = 0; d < s->dirs; d++)
+            for (int64_t q = 0; q < GH; q++)
+                for (int64_t k = 0; k < H; k++) s->rt[(d * H + k) * GH + q] = s->r[(d * GH + q) * H + k];
+    return MPX_OK;
+}
+
+/* A tensor's shape must be exactly want (n dims); what names it. */
+static mpx_status need_shape(const mpx_kctx *c, const mpx_value *v, const char *what, int n, const int64_t *want) {
+    bool ok = v->rank == n;
+    for (int i = 0; ok && i < n; i++) ok = v->dims[i] == want[i];
+    if (ok) return MPX_OK;
+    char got[160], exp[160];
+    mpx_value tmp = {.rank = n};
+    for (int i = 0; i < n; i++) tmp.dims[i] = want[i];
+    return mpx_kernel_error(c, MPX_E_SHAPE, "%s has shape %s; %s expected", what, kn_shape(v, got), kn_shape(&tmp, exp));
+}
+
+static mpx_status rnn_kernel(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out,
+                             rnn_kind kind) {
+    rnn s = {.c = c, .kind = kind, .gates = kind == K_LSTM ? 4 : kind == K_GRU ? 3 : 1};
+    const mpx_value *x, *w, *r, *b = NULL, *h0 = NULL, *c0 = NULL, *p = NULL;
+    char s1[160];
+    mpx_status st = kn_float_in(c, in, n_in, 0, "X", &x);
+    if (!st) st = kn_float_in(c, in, n_in, 1, "W", &w);
+    if (!st) st = kn_float_in(c, in, n_in, 2, "R", &r);
+    if (!st) st = kn_float_opt(c, in, n_in, 3, "B", &b);
+    if (!st) st = kn_float_opt(c, in, n_in, 5, "initial_h", &h0);
+    if (!st && kind == K_LSTM) st = kn_float_opt(c, in, n_in, 6, "initial_c", &c0);
+    if (!st && kind == K_LSTM) st = kn_float_opt(c, in, n_in, 7, "P", &p);
+    if (st) return st;
+    const mpx_value *lens = kn_opt(in, n_in, 4);
+    const char *dir = mpx_node_attr_string(c->node, "direction", "forward");
+    s.dirs = strcmp(dir, "bidirectional") == 0 ? 2 : 1;
+    if (s.dirs == 1 && strcmp(dir, "forward") != 0 && strcmp(dir, "reverse") != 0)
+        return mpx_kernel_error(c, MPX_E_INVALID, "direction \"%s\" is not forward, reverse or bidirectional", dir);
+    int64_t layout = mpx_node_attr_int(c->node, "layout", 0);
+    if (layout != 0 && layout != 1) return mpx_kernel_error(c, MPX_E_INVALID, "layout %lld is not 0 or 1", (long long)layout);
+    s.layout1 = layout == 1;
+    if (x->rank != 3) return mpx_kernel_error(c, MPX_E_SHAPE, "X has shape %s; rank 3 expected", kn_shape(x, s1));
+    s.seq = x->dims[s.layout1 ? 1 : 0];
+    s.batch = x->dims[s.layout1 ? 0 : 1];
+    s.in = x->dims[2];
+    if (r->rank != 3) return mpx_kernel_error(c, MPX_E_SHAPE, "R has shape %s; rank 3 expected", kn_shape(r, s1));
+    s.hid = r->dims[2];
+    int64_t hs = mpx_node_attr_int(c->node, "hidden_size", s.hid);
+    if (hs != s.hid || s.hid < 1)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "hidden_size %lld does not match R's shape %s", (long long)hs, kn_shape(r, s1));
+    int64_t GH = s.gates * s.hid;
+    if ((st = need_shape(c, w, "W", 3, (int64_t[]){s.dirs, GH, s.in}))) return st;
+    if ((st = need_shape(c, r, "R", 3, (int64_t[]){s.dirs, GH, s.hid}))) return st;
+    if (b && (st = need_shape(c, b, "B", 2, (int64_t[]){s.dirs, 2 * GH}))) return st;
+    int64_t state_dims[3] = {s.dirs, s.batch, s.hid};
+    if (s.layout1) state_dims[0] = s.batch, state_dims[1] = s.dirs;
+    if (h0 && (st = need_shape(c, h0, "initial_h", 3, state_dims))) return st;
+    if (c0 && (st = need_shape(c, c0, "initial_c", 3, state_dims))) return st;
+    if (p && (st = need_shape(c, p, "P", 2, (int64_t[]){s.dirs, 3 * s.hid}))) return st;
+    if (lens) {
+        if (lens->f || lens->rank != 1 || lens->dims[0] != s.batch)
+            return mpx_kernel_error(c, MPX_E_SHAPE, "sequence_lens must be %lld integers (one per batch row), not %s %s",
+                                    (long long)s.batch, mpx_dtype_name(lens->dtype), kn_shape(lens, s1));
+        for (int64_t i = 0; i < s.batch; i++)
+            if (lens->i[i] < 0 || lens->i[i] > s.seq)
+                return mpx_kernel_error(c, MPX_E_INVALID, "sequence_lens[%lld] = %lld is outside [0, %lld]", (long long)i,
+                                        (long long)lens->i[i], (long long)s.seq);
+        s.lens = lens->i;
+    }
+    const mpx_attr *ca = mpx_node_attr(c->node, "clip");
+    if (ca) {
+        s.has_clip = true;
+        s.clip = mpx_node_attr_float(c->node, "clip", 0.0f);
+        if (!(s.clip > 0.0f)) return mpx_kernel_error(c, MPX_E_INVALID, "clip %g must be positive", (double)s.clip);
+    }
+    s.input_forget = kind == K_LSTM && mpx_node_attr_int(c->node, "input_forget", 0) != 0;
+    s.linear_before_reset = kind == K_GRU && mpx_node_attr_int(c->node, "linear_before_reset", 0) != 0;
+    if ((st = read_acts(c, kind == K_LSTM ? 3 : kind == K_GRU ? 2 : 1, (int)s.dirs, s.acts))) return st;
+    s.x = x->f, s.w = w->f, s.r = r->f, s.b = b ? b->f : NULL, s.p = p ? p->f : NULL;
+    s.h0 = h0 ? h0->f : NULL, s.c0 = c0 ? c0->f : NULL;
+    int64_t ydims[4] = {s.seq, s.dirs, s.batch, s.hid};
+    if (s.layout1) ydims[0] = s.batch, ydims[1] = s.seq, ydims[2] = s.dirs;
+    int n_state_out = kind == K_LSTM ? 3 : 2;
+    /* Every output slot is filled (zeroed: Y past a sequence's length is 0);
+     * the executor drops those the graph omits. */
+    for (int k = 0; k < n_out && k < n_state_out; k++)
+        if ((st = k == 0 ? mpx_k_alloc(c, &out[0], x->dtype, 4, ydims) : mpx_k_alloc(c, &out[k], x->dtype, 3, state_dims)))
+            goto fail;
+    s.y = n_out > 0 ? out[0].f : NULL;
+    s.yh = n_out > 1 ? out[1].f : NULL;
+    s.yc = n_out > 2 && kind == K_LSTM ? out[2].f : NULL;
+    /* h, c, the gates, r.h, the next h, GRU's H and X parts of the hidden
+     * gate, and the per-row blocks of the fp32 path */
+    if ((st = kn_scratch(c, (size_t)((6 + 2 * s.gates) * s.hid), sizeof(float),
+                         (void **)&s.scratch)))
+        goto fail;
+    if ((st = project_inputs(&s))) goto fail;
+    for (int64_t d = 0; d < s.dirs; d++)
+        for (int64_t bb = 0; bb < s.batch; bb++) run_row(&s, d, bb);
+    free(s.scratch);
+    free(s.xw);
+    free(s.rt);
+    return MPX_OK;
+fail:
+    free(s.scratch);
+    free(s.xw);
+    free(s.rt);
+    for (int k = 0; k < n_out; k++) mpx_value_free(&out[k]);
+    return st;
+}
+
+mpx_status rowwise_rnn(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out, int kind);
+mpx_status rowwise_rnn(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out, int kind) {
+    return rnn_kernel(c, in, n_in, out, n_out, (rnn_kind)kind);
+}
