@@ -183,29 +183,24 @@ static void say_data(mpx_session *s, const repl_dataset *d, int64_t limit) {
     fprintf(s->info, "; runs go over every sample\n");
 }
 
-/* `limit n` and `shuffle seed` among words (removed from them). */
+/* A data set's keywords (repl_data_keywords: stacked, limit n, shuffle
+ * seed) among words, taken out of them into a. */
 static mpx_status take_list_args(int *argc, char **argv, data_args *a, bool allow_stacked, mpx_error *err) {
-    int o = 0;
-    mpx_status st;
-    for (int i = 0; i < *argc; i++) {
-        if (allow_stacked && strcmp(argv[i], "stacked") == 0) a->stacked = true;
-        else if (strcmp(argv[i], "limit") == 0 && i + 1 < *argc) {
-            double v;
-            if ((st = mpx_explore_parse_number(argv[++i], "limit", &v, err))) return st;
-            if (!(v >= 1) || v > 1e15 || v != (double)(int64_t)v)
-                return mpx_error_set(err, MPX_E_ARG, "limit: \"%s\" is not a count >= 1", argv[i]);
-            a->limit = (int64_t)v;
-        } else if (strcmp(argv[i], "shuffle") == 0 && i + 1 < *argc) {
-            char *end;
-            a->shuffle = true;
-            a->seed = strtoull(argv[++i], &end, 10);
-            if (!*argv[i] || *end || argv[i][0] == '-')
-                return mpx_error_set(err, MPX_E_ARG, "shuffle: \"%s\" is not a seed", argv[i]);
-        } else {
-            argv[o++] = argv[i];
-        }
+    mpx_opt_value v[DATA_KEYWORD_COUNT];
+    mpx_status st = repl_keywords_parse(repl_data_keywords, argc, argv, v, err);
+    if (st) return st;
+    if (v[DATA_STACKED].given && !allow_stacked)
+        return mpx_error_set(err, MPX_E_ARG, "stacked is for an .npz's arrays (data), not for one input's files");
+    a->stacked = v[DATA_STACKED].given;
+    if (v[DATA_LIMIT].given) a->limit = (int64_t)v[DATA_LIMIT].i;
+    if (v[DATA_SHUFFLE].given) {
+        /* a seed is any unsigned 64-bit number: more than a double holds */
+        const char *w = v[DATA_SHUFFLE].text;
+        char *end;
+        a->shuffle = true;
+        a->seed = strtoull(w, &end, 10);
+        if (!*w || *end || w[0] == '-') return mpx_error_set(err, MPX_E_ARG, "shuffle: \"%s\" is not a seed", w);
     }
-    *argc = o;
     return MPX_OK;
 }
 
@@ -254,10 +249,15 @@ mpx_status repl_data_from_files(mpx_session *s, const char *input, const char *p
 }
 
 /* data <file.npz|folder|'glob'> [stacked] [limit n] [shuffle seed] | data off | data */
-MPX_CMD(repl_cmd_data) {
+mpx_status repl_cmd_data(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
+    /* the words after `data`, copied: the source is resolved beside the
+     * script and the keywords are taken out */
+    int argc = args->n;
+    char *argv[MPX_ARGS_MAX];
+    memcpy(argv, args->word, (size_t)argc * sizeof *argv);
     mpx_status st = repl_need_model(s, err);
     if (st) return st;
-    if (argc == 1) {
+    if (argc == 0) {
         if (!s->data) fprintf(s->out, "data: none (runs use the inputs' own specs)\n");
         else {
             const mpx_dataset *set = s->data->set;
@@ -268,23 +268,23 @@ MPX_CMD(repl_cmd_data) {
         }
         return MPX_OK;
     }
-    if (argc == 2 && strcmp(argv[1], "off") == 0) {
+    if (argc == 1 && strcmp(argv[0], "off") == 0) {
         repl_set_data(s, NULL);
         fprintf(s->info, "data: off (runs use the inputs' own specs)\n");
         return MPX_OK;
     }
     char beside[4096];
-    argv[1] = (char *)repl_beside_script(s, argv[1], true, beside, sizeof beside);
+    argv[0] = (char *)repl_beside_script(s, argv[0], true, beside, sizeof beside);
     data_args a = {0};
     char replay[sizeof ((repl_dataset *)0)->replay];
-    replay_text(replay, sizeof replay, NULL, 0, argv, argc); /* before take_list_args moves words */
-    int rest = argc - 2;
-    if ((st = take_list_args(&rest, argv + 2, &a, true, err))) return st;
-    if (rest)
-        return repl_usage_error(err, argv[0], "unexpected \"%s\"", argv[2]);
+    char *cmd[1] = {"data"};
+    replay_text(replay, sizeof replay, cmd, 1, argv, argc); /* before take_list_args moves words */
+    int rest = argc - 1;
+    if ((st = take_list_args(&rest, argv + 1, &a, true, err))) return st;
+    if (rest) return repl_usage_error(err, "data", "unexpected \"%s\"", argv[1]);
     mpx_data_host h = host_of(s);
     mpx_dataset *set = NULL;
-    if ((st = mpx_dataset_open(s->graph, argv[1], &a, &h, &set, err))) return st;
+    if ((st = mpx_dataset_open(s->graph, argv[0], &a, &h, &set, err))) return st;
     repl_dataset *d = wrap(set, err);
     if (!d) return err->status;
     memcpy(d->replay, replay, sizeof replay);

@@ -80,21 +80,10 @@ static char *json_text(const char *path, const mpx_export_summary *x) {
     return text;
 }
 
-MPX_CMD(repl_cmd_export) {
-    const char *file = NULL, *json_file = NULL;
-    bool force = false, json = false, external = false;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--force") == 0) {
-            force = true;
-        } else if (strcmp(argv[i], "--external") == 0) {
-            external = true;
-        } else if (strcmp(argv[i], "--json") == 0) {
-            json = true;
-            if (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0) json_file = argv[++i];
-        } else {
-            file = argv[i]; /* the one plain word (the row's spec) */
-        }
-    }
+mpx_status repl_cmd_export(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
+    const char *file = args->word[0], *json_file = args->opt[EXPORT_JSON].text;
+    bool force = args->opt[EXPORT_FORCE].given, json = args->opt[EXPORT_JSON].given;
+    bool external = args->opt[EXPORT_EXTERNAL].given;
     mpx_status st = repl_need_model(s, err);
     if (st) return st;
     /* Every target checked before anything is written: a --json file that

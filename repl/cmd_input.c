@@ -50,70 +50,38 @@ static mpx_status parse_triple(const char *text, const char *what, double v[3], 
     return MPX_OK;
 }
 
-static mpx_status parse_count(const char *text, const char *what, int64_t lo, int64_t *out, mpx_error *err) {
-    double d;
-    mpx_status st = mpx_explore_parse_number(text, what, &d, err);
-    if (st) return st;
-    if (!(d >= (double)lo) || d > 2147483647.0 || d != floor(d))
-        return mpx_error_set(err, MPX_E_ARG, "%s: \"%s\" is not a whole number >= %lld", what, text, (long long)lo);
-    *out = (int64_t)d;
-    return MPX_OK;
-}
-
+/* An image's options (repl_image_keywords), words alternating name and
+ * value, into o. */
 static mpx_status parse_image_opts(int argc, char **argv, mpx_image_opts *o, mpx_error *err) {
     mpx_image_opts_default(o);
-    mpx_status st = MPX_OK;
-    for (int a = 0; a < argc && !st; a += 2) {
-        const char *k = argv[a], *v = a + 1 < argc ? argv[a + 1] : NULL;
-        if (!v)
-            return mpx_error_set(err, MPX_E_ARG, "%s needs a value (image options: size <H>x<W>, layout nchw|nhwc, "
-                                 "channels rgb|bgr|gray, scale <s>, mean <a,b,c>, std <a,b,c>)", k);
-        if (strcmp(k, "size") == 0) {
-            int rank = 0;
-            int64_t d[MPX_MAX_RANK];
-            if ((st = repl_parse_shape(v, &rank, d, err))) return st;
-            if (rank != 2) return mpx_error_set(err, MPX_E_ARG, "size: \"%s\" is not <H>x<W>", v);
-            o->height = d[0], o->width = d[1];
-        } else if (strcmp(k, "layout") == 0) {
-            if (strcmp(v, "nchw") == 0) o->layout = MPX_LAYOUT_NCHW;
-            else if (strcmp(v, "nhwc") == 0) o->layout = MPX_LAYOUT_NHWC;
-            else return mpx_error_set(err, MPX_E_ARG, "layout: \"%s\" is not nchw or nhwc", v);
-        } else if (strcmp(k, "channels") == 0) {
-            if (strcmp(v, "rgb") == 0) o->channels = MPX_CHANNELS_RGB;
-            else if (strcmp(v, "bgr") == 0) o->channels = MPX_CHANNELS_BGR;
-            else if (strcmp(v, "gray") == 0 || strcmp(v, "grey") == 0) o->channels = MPX_CHANNELS_GRAY;
-            else return mpx_error_set(err, MPX_E_ARG, "channels: \"%s\" is not rgb, bgr or gray", v);
-        } else if (strcmp(k, "scale") == 0) {
-            st = mpx_explore_parse_number(v, "scale", &o->scale, err);
-        } else if (strcmp(k, "mean") == 0) {
-            st = parse_triple(v, "mean", o->mean, err);
-        } else if (strcmp(k, "std") == 0) {
-            st = parse_triple(v, "std", o->std, err);
-        } else {
-            return mpx_error_set(err, MPX_E_ARG, "unknown image option \"%s\" (size, layout, channels, scale, mean, std)", k);
-        }
+    mpx_opt_value v[IMAGE_KEYWORD_COUNT];
+    mpx_status st = repl_keywords_only(repl_image_keywords, "image", argc, argv, v, err);
+    if (st) return st;
+    if (v[IMAGE_SIZE].given) {
+        int rank = 0;
+        int64_t d[MPX_MAX_RANK];
+        if ((st = repl_parse_shape(v[IMAGE_SIZE].text, &rank, d, err))) return st;
+        if (rank != 2) return mpx_error_set(err, MPX_E_ARG, "size: \"%s\" is not <H>x<W>", v[IMAGE_SIZE].text);
+        o->height = d[0], o->width = d[1];
     }
-    return st;
+    /* the choices in the order of the enums, after their AUTO */
+    if (v[IMAGE_LAYOUT].given) o->layout = (mpx_image_layout)(MPX_LAYOUT_NCHW + v[IMAGE_LAYOUT].i);
+    if (v[IMAGE_CHANNELS].given) o->channels = (mpx_image_channels)(MPX_CHANNELS_RGB + v[IMAGE_CHANNELS].i);
+    if (v[IMAGE_SCALE].given) o->scale = v[IMAGE_SCALE].d;
+    if (v[IMAGE_MEAN].given && (st = parse_triple(v[IMAGE_MEAN].text, "mean", o->mean, err))) return st;
+    if (v[IMAGE_STD].given && (st = parse_triple(v[IMAGE_STD].text, "std", o->std, err))) return st;
+    return MPX_OK;
 }
 
 static mpx_status parse_audio_opts(int argc, char **argv, mpx_audio_opts *o, mpx_error *err) {
     mpx_audio_opts_default(o);
-    mpx_status st = MPX_OK;
-    for (int a = 0; a < argc && !st; a += 2) {
-        const char *k = argv[a], *v = a + 1 < argc ? argv[a + 1] : NULL;
-        if (!v) return mpx_error_set(err, MPX_E_ARG, "%s needs a value (audio options: rate <hz>, length <n>, scale <s>)", k);
-        int64_t n = 0;
-        if (strcmp(k, "rate") == 0) {
-            if (!(st = parse_count(v, "rate", 1, &n, err))) o->rate = (int)n;
-        } else if (strcmp(k, "length") == 0) {
-            if (!(st = parse_count(v, "length", 1, &n, err))) o->length = n;
-        } else if (strcmp(k, "scale") == 0) {
-            st = mpx_explore_parse_number(v, "scale", &o->scale, err);
-        } else {
-            return mpx_error_set(err, MPX_E_ARG, "unknown audio option \"%s\" (rate, length, scale)", k);
-        }
-    }
-    return st;
+    mpx_opt_value v[AUDIO_KEYWORD_COUNT];
+    mpx_status st = repl_keywords_only(repl_audio_keywords, "audio", argc, argv, v, err);
+    if (st) return st;
+    if (v[AUDIO_RATE].given) o->rate = (int)v[AUDIO_RATE].i;
+    if (v[AUDIO_LENGTH].given) o->length = v[AUDIO_LENGTH].i;
+    if (v[AUDIO_SCALE].given) o->scale = v[AUDIO_SCALE].d;
+    return MPX_OK;
 }
 
 /* The option words kept in a spec, split again (they hold no spaces). */
@@ -487,7 +455,9 @@ static mpx_status files_check(int argc, char **argv, mpx_input_spec *sp, mpx_err
 
 /* input <name> shape S | random [normal|uniform] [a b] [seed n] | const v
  *            | file x.npy [convert] | image f [opts] | audio f [opts] */
-MPX_CMD(repl_cmd_input) {
+mpx_status repl_cmd_input(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
+    int argc = args->argc;
+    char **argv = args->argv;
     if (argc < 3) return repl_usage_error(err, argv[0], NULL);
     mpx_status st = repl_need_model(s, err);
     if (st) return st;

@@ -6,15 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-mpx_status repl_cmd_load(mpx_session *s, int argc, char **argv, mpx_error *err) {
-    (void)argc; /* dispatch checked the count against the row */
+mpx_status repl_cmd_load(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
+    const char *path = args->word[0];
     double t0 = repl_now_ms();
     char beside[4096];
-    argv[1] = (char *)repl_beside_script(s, argv[1], false, beside, sizeof beside);
-    mpx_graph *g = mpx_graph_load(argv[1], err);
+    path = repl_beside_script(s, path, false, beside, sizeof beside);
+    mpx_graph *g = mpx_graph_load(path, err);
     if (!g) {
         char hint[4200];
-        repl_path_tail(argv[1], hint, sizeof hint);
+        repl_path_tail(path, hint, sizeof hint);
         size_t len = strlen(err->msg), hl = strlen(hint);
         if (hl && len + hl < sizeof err->msg) memcpy(err->msg + len, hint, hl + 1);
         return err->status ? err->status : MPX_E_IO;
@@ -26,11 +26,11 @@ mpx_status repl_cmd_load(mpx_session *s, int argc, char **argv, mpx_error *err) 
         return st;
     }
     double t1 = repl_now_ms();
-    if ((st = repl_set_graph(s, g, argv[1], err))) return st;
+    if ((st = repl_set_graph(s, g, path, err))) return st;
     char p[32];
     char os[48] = "";
     if (g->opset_file && g->opset_file != g->opset) snprintf(os, sizeof os, " (read as %d)", g->opset);
-    fprintf(s->info, "loaded %s: %d nodes, %d tensors, %s params, opset %d%s (%.1f ms)\n", argv[1],
+    fprintf(s->info, "loaded %s: %d nodes, %d tensors, %s params, opset %d%s (%.1f ms)\n", path,
             g->n_nodes, g->n_tensors, mpx_count_str(mpx_graph_param_count(g), p, sizeof p),
             g->opset_file ? g->opset_file : g->opset, os, t1 - t0);
     for (int i = 0; i < g->n_inputs; i++) {
@@ -93,9 +93,8 @@ mpx_status repl_input_shape(mpx_session *s, const char *name, const char *shape,
     return MPX_OK;
 }
 
-mpx_status repl_cmd_info(mpx_session *s, int argc, char **argv, mpx_error *err) {
-    (void)argc; /* dispatch checked the count against the row */
-    (void)argv;
+mpx_status repl_cmd_info(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
+    (void)args; /* no words (dispatch checked) */
     mpx_status st = repl_need_model(s, err);
     if (st) return st;
     const mpx_graph *g = s->graph;
@@ -133,8 +132,8 @@ static int row_cmp(const void *x, const void *y) {
 }
 
 /* ops [--json [<file>]]: per op type, how many nodes, weights and MACs. */
-mpx_status repl_cmd_ops(mpx_session *s, int argc, char **argv, mpx_error *err) {
-    bool json = argc >= 2; /* --json [<file>], the only option (the row's spec) */
+mpx_status repl_cmd_ops(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
+    bool json = args->opt[OPT_JSON].given;
     mpx_status st = repl_need_model(s, err);
     if (st) return st;
     const mpx_graph *g = s->graph;
@@ -186,7 +185,7 @@ mpx_status repl_cmd_ops(mpx_session *s, int argc, char **argv, mpx_error *err) {
         char *text = cJSON_Print(root);
         cJSON_Delete(root);
         free(rows);
-        return repl_emit(s, text, argc == 3 ? argv[2] : NULL, err);
+        return repl_emit(s, text, args->opt[OPT_JSON].text, err);
     }
     char a[32], b[32];
     fprintf(s->out, "%-24s %6s %10s %10s\n", "op", "nodes", "params", "MACs");
@@ -213,11 +212,10 @@ static void print_tensor_line(FILE *out, const char *label, const mpx_tensor *t)
             (t->flags & MPX_T_CONSTANT) ? " (constant)" : (t->flags & MPX_T_FOLDED) ? " (folded)" : "");
 }
 
-mpx_status repl_cmd_show(mpx_session *s, int argc, char **argv, mpx_error *err) {
-    (void)argc; /* dispatch checked the count against the row */
+mpx_status repl_cmd_show(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
     mpx_status st = repl_need_model(s, err);
     if (st) return st;
-    const mpx_node *n = repl_node_named(s, argv[1], err);
+    const mpx_node *n = repl_node_named(s, args->word[0], err);
     if (!n) return err->status;
     fprintf(s->out, "node %s\n  op      %s%s%s (opset %d)%s\n", n->name, n->domain[0] ? n->domain : "",
             n->domain[0] ? "." : "", n->op_type, n->opset, n->op == MPX_OP_UNKNOWN ? " (not supported)" : "");

@@ -19,54 +19,55 @@ static mpx_status need_plan(const mpx_session *s, mpx_error *err) {
 }
 
 /* target <format> [block <k>] (formats: numerics' table) */
-MPX_CMD(repl_cmd_target) {
+mpx_status repl_cmd_target(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
+    const int n = args->n; /* format, "block", k (dispatch checked the words) */
+    char *const *w = args->word;
     mpx_status st = need_plan(s, err);
     if (st) return st;
     mpx_plan_opts o = *mpx_history_opts(s->hist);
-    if (argc == 1) {
+    if (n == 0) {
         fprintf(s->out, "target %s", mpx_format_name(o.target));
         if (o.accum_block) fprintf(s->out, " block %d", o.accum_block);
         fputc('\n', s->out);
         return MPX_OK;
     }
-    if (argc == 3) return repl_usage_error(err, argv[0], "block needs a size");
-    const mpx_format *f = mpx_format_by_name(argv[1]);
+    if (n == 2) return repl_usage_error(err, "target", "block needs a size");
+    const mpx_format *f = mpx_format_by_name(w[0]);
     if (!f || f->kind == MPX_FMT_FP32) {
         char names[256];
         char hint[128];
-        return mpx_error_set(err, MPX_E_ARG, "unknown target \"%s\" (formats: %s)%s", argv[1],
+        return mpx_error_set(err, MPX_E_ARG, "unknown target \"%s\" (formats: %s)%s", w[0],
                              mpx_format_names(" ", true, names, sizeof names),
-                             mpx_explore_format_hint(argv[1], true, hint, sizeof hint));
+                             mpx_explore_format_hint(w[0], true, hint, sizeof hint));
     }
     o.target = f;
-    if (argc == 4) {
+    if (n == 3) {
         double k;
-        if ((st = mpx_explore_parse_number(argv[3], "block", &k, err))) return st;
+        if ((st = mpx_explore_parse_number(w[2], "block", &k, err))) return st;
         if (k < 0 || k > 1e6 || k != (double)(int)k)
-            return mpx_error_set(err, MPX_E_ARG, "block %s: a count from 0 (round after every addition) up", argv[3]);
+            return mpx_error_set(err, MPX_E_ARG, "block %s: a count from 0 (round after every addition) up", w[2]);
         o.accum_block = (int)k;
     }
     return repl_apply_rules(s, mpx_history_rules(s->hist), &o, err);
 }
 
-MPX_CMD(repl_cmd_keep_io) {
+mpx_status repl_cmd_keep_io(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
     mpx_status st = need_plan(s, err);
     if (st) return st;
     mpx_plan_opts o = *mpx_history_opts(s->hist);
-    if (argc == 1) {
+    if (args->n == 0) {
         fprintf(s->out, "keep-io %s\n", o.keep_io ? "on" : "off");
         return MPX_OK;
     }
-    o.keep_io = strcmp(argv[1], "on") == 0;
+    o.keep_io = strcmp(args->word[0], "on") == 0;
     return repl_apply_rules(s, mpx_history_rules(s->hist), &o, err);
 }
 
 /* colour/color/accum: the whole line is the rule (its text is kept as typed). */
-MPX_CMD(repl_cmd_rule) {
-    (void)argv;
+mpx_status repl_cmd_rule(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
     mpx_status st = need_plan(s, err);
     if (st) return st;
-    if (argc < 3) return repl_usage_error(err, argv[0], NULL);
+    if (args->n < 2) return repl_usage_error(err, args->argv[0], NULL);
     mpx_rules *r = mpx_rules_copy(mpx_history_rules(s->hist));
     if (!r) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     st = mpx_rules_add(r, s->line, s->graph, err);
@@ -94,16 +95,16 @@ MPX_CMD(repl_cmd_rule) {
     return st;
 }
 
-MPX_CMD(repl_cmd_unrule) {
-    (void)argc; /* dispatch checked the count against the row */
+mpx_status repl_cmd_unrule(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
+    const char *nth = args->word[0]; /* dispatch checked the count against the row */
     mpx_status st = need_plan(s, err);
     if (st) return st;
     const mpx_rules *cur = mpx_history_rules(s->hist);
     double k;
-    if ((st = mpx_explore_parse_number(argv[1], "rule number", &k, err))) return st;
+    if ((st = mpx_explore_parse_number(nth, "rule number", &k, err))) return st;
     int n = mpx_rules_count(cur);
     if (k != (double)(int)k || k < 1 || k > n)
-        return mpx_error_set(err, MPX_E_ARG, "no rule %s (there %s %d; see: rules)", argv[1], n == 1 ? "is" : "are", n);
+        return mpx_error_set(err, MPX_E_ARG, "no rule %s (there %s %d; see: rules)", nth, n == 1 ? "is" : "are", n);
     mpx_rules *r = mpx_rules_copy(cur);
     if (!r) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     st = mpx_rules_remove(r, (int)k - 1, err);
@@ -113,13 +114,13 @@ MPX_CMD(repl_cmd_unrule) {
 }
 
 /* undo / redo: move the cursor, plan the state; put it back if that fails. */
-MPX_CMD(repl_cmd_undo) {
-    (void)argc; /* dispatch checked the count against the row */
+mpx_status repl_cmd_undo(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
+    const char *name = args->argv[0]; /* undo or redo */
     mpx_status st = need_plan(s, err);
     if (st) return st;
-    bool undo = strcmp(argv[0], "undo") == 0;
+    bool undo = strcmp(name, "undo") == 0;
     if (!(undo ? mpx_history_undo(s->hist) : mpx_history_redo(s->hist)))
-        return mpx_error_set(err, MPX_E_ARG, "nothing to %s", argv[0]);
+        return mpx_error_set(err, MPX_E_ARG, "nothing to %s", name);
     if ((st = repl_replan(s, true, err))) {
         if (undo) mpx_history_redo(s->hist);
         else mpx_history_undo(s->hist);
@@ -129,11 +130,10 @@ MPX_CMD(repl_cmd_undo) {
 }
 
 /* rules [--json] */
-MPX_CMD(repl_cmd_rules) {
+mpx_status repl_cmd_rules(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
     mpx_status st = need_plan(s, err);
     if (st) return st;
-    (void)argv;
-    bool json = argc == 2; /* --json, the only option (the row's spec) */
+    bool json = args->opt[OPT_JSON].given;
     const mpx_rules *r = mpx_history_rules(s->hist);
     const mpx_plan_opts *o = mpx_history_opts(s->hist);
     int n = mpx_rules_count(r);
@@ -243,22 +243,12 @@ static mpx_status plan_scopes(mpx_session *s, mpx_error *err) {
     return MPX_OK;
 }
 
-MPX_CMD(repl_cmd_plan) {
+mpx_status repl_cmd_plan(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
     mpx_status st = need_plan(s, err);
     if (st) return st;
-    bool changed = false, json = false;
-    const char *path = NULL;
-    for (int a = 1; a < argc; a++) {
-        if (strcmp(argv[a], "--scopes") == 0) {
-            if (argc != 2) return repl_usage_error(err, argv[0], "--scopes goes alone");
-            return plan_scopes(s, err);
-        }
-        if (strcmp(argv[a], "--changed") == 0) changed = true;
-        else if (strcmp(argv[a], "--json") == 0) {
-            json = true;
-            if (a + 1 < argc && strncmp(argv[a + 1], "--", 2) != 0) path = argv[++a];
-        }
-    }
+    if (args->opt[PLAN_SCOPES].given) return plan_scopes(s, err);
+    bool changed = args->opt[PLAN_CHANGED].given, json = args->opt[PLAN_JSON].given;
+    const char *path = args->opt[PLAN_JSON].text;
     const mpx_plan *p = s->plan;
     const mpx_graph *g = s->graph;
     if (json) {
@@ -338,11 +328,10 @@ MPX_CMD(repl_cmd_plan) {
 }
 
 /* diff [--json]: the current plan against the one before the last change. */
-MPX_CMD(repl_cmd_diff) {
+mpx_status repl_cmd_diff(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
     mpx_status st = need_plan(s, err);
     if (st) return st;
-    (void)argv;
-    bool json = argc == 2; /* --json, the only option (the row's spec) */
+    bool json = args->opt[OPT_JSON].given;
     const mpx_rules *r;
     const mpx_plan_opts *o;
     if (!mpx_history_state(s->hist, 1, &r, &o))
@@ -405,11 +394,10 @@ MPX_CMD(repl_cmd_diff) {
     return MPX_OK;
 }
 
-MPX_CMD(repl_cmd_why) {
-    (void)argc; /* dispatch checked the count against the row */
+mpx_status repl_cmd_why(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
     mpx_status st = need_plan(s, err);
     if (st) return st;
-    const char *name = argv[1];
+    const char *name = args->word[0];
     const mpx_node *owner = NULL, *inner = mpx_graph_find_node(s->graph, name) ? NULL
                                            : mpx_graph_find_body_node(s->graph, name, &owner);
     if (inner) { /* inside a body: the node that runs it decides */

@@ -11,7 +11,7 @@
 
 /* Sort keys: the metrics (numerics/metrics.def, in its order), then local
  * (the node's own rel_l2, after run --local) and order (graph order). */
-enum { K_LOCAL = MPX_METRIC_COUNT, K_ORDER, K_COUNT };
+enum { K_LOCAL = REPORT_SORT_LOCAL, K_ORDER = REPORT_SORT_ORDER };
 typedef int metric_id;
 
 static const char *layer_name(const mpx_graph *g, const mpx_layer *L) { return g->tensors[L->tensor]->name; }
@@ -210,51 +210,179 @@ static mpx_status body_table(mpx_session *s, const mpx_compare *c, metric_id sm,
     return MPX_OK;
 }
 
-MPX_CMD(repl_cmd_report) {
-    mpx_status st = repl_need_model(s, err);
-    if (st) return st;
-    int top = s->report_top;
-    bool top_given = false;
-    metric_id sm = MPX_METRIC_rel_l2;
-    bool json = false, csv = false, per_sample = false;
-    int one = -1; /* --sample k (0-based) */
-    const char *path = NULL;
-    for (int a = 1; a < argc; a++) {
-        if (strcmp(argv[a], "--sample") == 0 && a + 1 < argc) {
-            double v;
-            if ((st = mpx_explore_parse_number(argv[++a], "--sample", &v, err))) return st;
-            if (v < 1 || v != (double)(int)v) return mpx_error_set(err, MPX_E_ARG, "--sample %s: a sample number from 1", argv[a]);
-            one = (int)v - 1;
-        } else if (strcmp(argv[a], "--samples") == 0) {
-            per_sample = true;
-        } else if (strcmp(argv[a], "--top") == 0 && a + 1 < argc) {
-            double v;
-            if ((st = mpx_explore_parse_number(argv[++a], "--top", &v, err))) return st;
-            if (v < 1 || v != (double)(int)v) return mpx_error_set(err, MPX_E_ARG, "--top %s: a count of rows", argv[a]);
-            top = (int)v;
-            top_given = true;
-        } else if (strcmp(argv[a], "--all") == 0) {
-            top = -1;
-            top_given = true;
-        } else if (strcmp(argv[a], "--sort") == 0 && a + 1 < argc) {
-            a++;
-            int k = 0;
-            while (k < K_COUNT && strcmp(key_name(k), argv[a]) != 0) k++;
-            if (k == K_COUNT) {
-                char hint[128];
-                char names[256];
-                return mpx_error_set(err, MPX_E_ARG, "--sort: unknown metric \"%s\" (%s, local, order)%s", argv[a],
-                                     mpx_metric_names(", ", names, sizeof names),
-                                     mpx_figure_metric_hint(argv[a], true, hint, sizeof hint));
+/* A report's view of the last run: its layers (a data set's reduced to
+ * their worst or to one sample's), sorted, and what the outputs read. */
+typedef struct report_view {
+    const mpx_compare *c;
+    const mpx_samples *S;
+    int one;                  /* --sample k, 0-based; -1: none */
+    metric_id sm;
+    int top, n;               /* n rows shown of c->n_layers */
+    const mpx_layer **rows;
+    const mpx_layer *mean;    /* per layer, over the samples */
+    const int *worst_of;      /* per layer, the sample of its worst rel_l2 */
+} report_view;
+
+/* report --json: the text (NULL and err set on failure). */
+static char *report_json(mpx_session *s, const report_view *v, mpx_error *err) {
+    const mpx_graph *g = s->graph;
+    const mpx_compare *c = v->c;
+    const mpx_samples *S = v->S;
+    const int one = v->one, n = v->n;
+    const mpx_layer *const *rows = v->rows;
+    const mpx_layer *mean = v->mean;
+    const int *worst_of = v->worst_of;
+    const metric_id sm = v->sm;
+    const int top = v->top;
+    mpx_status st = MPX_OK;
+    char *text = NULL;
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "target", mpx_format_name(s->last_target));
+    cJSON_AddBoolToObject(root, "local", s->last_local);
+    cJSON_AddStringToObject(root, "sort", key_name(sm));
+    mpx_run_totals t = mpx_compare_totals(c);
+    cJSON_AddNumberToObject(root, "overflow", (double)t.overflow);
+    cJSON_AddNumberToObject(root, "underflow", (double)t.underflow);
+    if (S) {
+        cJSON_AddStringToObject(root, "figures", one >= 0 ? "sample" : "worst");
+        if (one >= 0) cJSON_AddNumberToObject(root, "sample", one + 1);
+        cJSON *sa = cJSON_AddArrayToObject(root, "samples");
+        cJSON *si = cJSON_AddArrayToObject(root, "sample_ids");
+        for (int k = 0; k < S->n_samples; k++) {
+            cJSON_AddItemToArray(sa, cJSON_CreateString(repl_data_label(s->data, S->id[k])));
+            cJSON_AddItemToArray(si, cJSON_CreateNumber(S->id[k] + 1));
+        }
+        /* What a shard's merge checks: the same model, plan and data set. */
+        cJSON_AddStringToObject(root, "kind", "mpx-samples");
+        cJSON_AddStringToObject(root, "model", s->model_path);
+        cJSON_AddNumberToObject(root, "n_samples_total", repl_data_count(s->data));
+        cJSON *ru = cJSON_AddArrayToObject(root, "rules");
+        const mpx_rules *rr = mpx_history_rules(s->hist);
+        for (int k = 0; k < mpx_rules_count(rr); k++)
+            cJSON_AddItemToArray(ru, cJSON_CreateString(mpx_rules_text(rr, k)));
+    }
+    cJSON *arr = cJSON_AddArrayToObject(root, "layers");
+    for (int i = 0; i < n; i++) {
+        const mpx_layer *L = rows[i];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "tensor", layer_name(g, L));
+        cJSON_AddStringToObject(e, "node", g->nodes[L->node]->name);
+        cJSON_AddStringToObject(e, "op", g->nodes[L->node]->op_type);
+        cJSON_AddNumberToObject(e, "order", L->node);
+        cJSON_AddStringToObject(e, "format", mpx_format_name(L->fmt));
+        cJSON_AddBoolToObject(e, "output", repl_is_output(g, L->tensor));
+        cJSON_AddItemToObject(e, "metrics", repl_metrics_json(&L->m));
+        if (L->has_local) cJSON_AddItemToObject(e, "local", repl_metrics_json(&L->local));
+        if (S) {
+            int li = (int)(L - c->layers);
+            if (one < 0) cJSON_AddNumberToObject(e, "worst_sample", S->id[worst_of[li]] + 1);
+            cJSON_AddItemToObject(e, "mean", repl_metrics_json(&mean[li].m));
+            /* Every sample's figures of this layer, in sample order. */
+            cJSON *ps = cJSON_AddArrayToObject(e, "per_sample");
+            for (int k = 0; k < S->n_samples; k++)
+                cJSON_AddItemToArray(ps, repl_metrics_json(&S->m[(size_t)k * (size_t)S->n_layers + (size_t)li]));
+        }
+        cJSON_AddItemToArray(arr, e);
+    }
+    if (c->n_body) {
+        const mpx_layer **brows;
+        mpx_layer *bv = body_as_layers(c, sm, &brows);
+        cJSON *ba = cJSON_AddArrayToObject(root, "body");
+        int nbr = rows_shown(top, c->n_body);
+        for (int i = 0; bv && i < nbr; i++) cJSON_AddItemToArray(ba, body_json(&c->body[brows[i]->tensor]));
+        free(brows);
+        free(bv);
+        if (!bv) st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    }
+    text = st ? NULL : cJSON_Print(root);
+    cJSON_Delete(root);
+    return text;
+}
+
+/* report --csv: the text (NULL when out of memory). */
+static char *report_csv(const mpx_session *s, const report_view *v) {
+    const mpx_graph *g = s->graph;
+    const mpx_compare *c = v->c;
+    const mpx_samples *S = v->S;
+    const int one = v->one, n = v->n;
+    const mpx_layer *const *rows = v->rows;
+    const mpx_layer *mean = v->mean;
+    const int *worst_of = v->worst_of;
+    char *text;
+    size_t cap = 256 + (size_t)n * 512, o = 0;
+    text = malloc(cap);
+    if (text) {
+        o += (size_t)snprintf(text + o, cap - o,
+                              "order,node,op,tensor,format,rel_l2,max_abs,mean_abs,cos,sqnr_db,overflow,"
+                              "underflow,subnormal,absmax_ref,local_rel_l2%s\n",
+                              S ? ",worst_sample,mean_rel_l2" : "");
+        for (int i = 0; i < n && o < cap; i++) {
+            const mpx_layer *L = rows[i];
+            char f1[300], f2[300];
+            o += (size_t)snprintf(text + o, cap - o, "%d,%s,%s,%s,%s,%.6g,%.6g,%.6g,%.9g,%.6g,%lld,%lld,%lld,%.6g,",
+                                  L->node, csv_field(g->nodes[L->node]->name, f1, sizeof f1),
+                                  g->nodes[L->node]->op_type, csv_field(layer_name(g, L), f2, sizeof f2),
+                                  mpx_format_name(L->fmt), L->m.rel_l2, L->m.max_abs, L->m.mean_abs, L->m.cos,
+                                  L->m.sqnr_db, (long long)L->m.overflow, (long long)L->m.underflow,
+                                  (long long)L->m.subnormal, L->m.absmax_ref);
+            if (o < cap && L->has_local) o += (size_t)snprintf(text + o, cap - o, "%.6g", L->local.rel_l2);
+            if (o < cap && S) {
+                int li = (int)(L - c->layers);
+                o += (size_t)snprintf(text + o, cap - o, ",%d,%.6g", one < 0 ? S->id[worst_of[li]] + 1 : one + 1,
+                                      mean[li].m.rel_l2);
             }
-            sm = k;
-        } else if (strcmp(argv[a], "--json") == 0 || strcmp(argv[a], "--csv") == 0) {
-            if (argv[a][2] == 'j') json = true;
-            else csv = true;
-            if (a + 1 < argc && strncmp(argv[a + 1], "--", 2) != 0) path = argv[++a];
+            if (o < cap) o += (size_t)snprintf(text + o, cap - o, "\n");
         }
     }
-    if (json && csv) return mpx_error_set(err, MPX_E_ARG, "--json or --csv, not both");
+    return text;
+}
+
+/* report's table on the terminal. */
+static void report_table(mpx_session *s, const report_view *v) {
+    const mpx_graph *g = s->graph;
+    const mpx_compare *c = v->c;
+    const mpx_samples *S = v->S;
+    const int one = v->one, n = v->n;
+    const mpx_layer *const *rows = v->rows;
+    const mpx_layer *mean = v->mean;
+    const int *worst_of = v->worst_of;
+    const metric_id sm = v->sm;
+fprintf(s->out, "%s against fp32, %d layers, sorted by %s%s\n", mpx_format_name(s->last_target), c->n_layers,
+        key_name(sm), n < c->n_layers ? "" : " (all)");
+if (S && one >= 0) fprintf(s->out, "sample %d of %d (%s)\n", one + 1, repl_data_count(s->data),
+                          repl_data_label(s->data, one));
+else if (S)
+    fprintf(s->out, "over %d samples: each layer's worst figures, the sample of its worst rel_l2 and the mean rel_l2\n",
+            S->n_samples);
+/* The op column as wide as the longest op shown (BatchNormalization,
+ * DequantizeLinear), never cut. */
+int opw = 14;
+for (int i = 0; i < n; i++) {
+    int l = (int)strlen(g->nodes[rows[i]->node]->op_type);
+    if (l > opw) opw = l;
+}
+fprintf(s->out, "%-5s %-30s %-*s %-5s %9s %-10s %9s %9s %8s %6s %6s%s%s\n", "#", "node", opw, "op", "fmt", "rel_l2", "",
+        "max_abs", "cos", "sqnr_db", "ovf", "unf", S && one < 0 ? "  sample      mean" : "",
+        s->last_local ? "  local" : "");
+for (int i = 0; i < n; i++) {
+    const mpx_layer *L = rows[i];
+    row_cells(s->out, L->node, g->nodes[L->node]->name, opw, g->nodes[L->node]->op_type, L->fmt, &L->m);
+    if (S && one < 0) fprintf(s->out, "  %6d %9.3g", S->id[worst_of[L - c->layers]] + 1, mean[L - c->layers].m.rel_l2);
+    if (L->has_local) fprintf(s->out, "  %.3g", L->local.rel_l2);
+    fputc('\n', s->out);
+}
+}
+
+mpx_status repl_cmd_report(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
+    mpx_status st = repl_need_model(s, err);
+    if (st) return st;
+    const mpx_opt_value *opt = args->opt;
+    bool top_given = opt[REPORT_TOP].given || opt[REPORT_ALL].given;
+    int top = opt[REPORT_TOP].given ? (int)opt[REPORT_TOP].i : opt[REPORT_ALL].given ? -1 : s->report_top;
+    metric_id sm = (metric_id)opt[REPORT_SORT].i;
+    bool json = opt[REPORT_JSON].given, csv = opt[REPORT_CSV].given, per_sample = opt[REPORT_SAMPLES].given;
+    int one = opt[REPORT_SAMPLE].given ? (int)opt[REPORT_SAMPLE].i - 1 : -1; /* --sample k (0-based) */
+    const char *path = json ? opt[REPORT_JSON].text : opt[REPORT_CSV].text;
     const mpx_compare *c = s->last;
     if (!c) return mpx_error_set(err, MPX_E_ARG, "no run yet (use: run)");
     /* The run keeps the plan it ran; say so when the plan moved on since. */
@@ -265,14 +393,12 @@ MPX_CMD(repl_cmd_report) {
     const mpx_samples *S = c->samples;
     if ((one >= 0 || per_sample) && !S)
         return mpx_error_set(err, MPX_E_ARG, "the last run had one input, not a data set (see: help data)");
-    if (one >= 0 && per_sample) return mpx_error_set(err, MPX_E_ARG, "--sample or --samples, not both");
     if (per_sample) return report_samples(s, c, err);
     int row = S && one >= 0 ? mpx_samples_row(S, one) : -1;
     if (S && one >= 0 && row < 0)
         return mpx_error_set(err, MPX_E_ARG, "--sample %d: the last run did not run it (it ran %d sample%s%s)", one + 1,
                              S->n_samples, S->n_samples == 1 ? "" : "s",
                              S->n_samples < repl_data_count(s->data) ? ", a shard of the data set" : "");
-    const mpx_graph *g = s->graph;
     /* Per layer: the sample of its worst rel_l2 and the mean over samples;
      * with --sample k, the layers are that sample's own figures. */
     mpx_layer *view = NULL, *mean = NULL;
@@ -308,125 +434,15 @@ MPX_CMD(repl_cmd_report) {
     qsort(rows, (size_t)c->n_layers, sizeof *rows, layer_cmp);
     /* The terminal gets the worst rows; machines get every row unless --top. */
     if ((json || csv) && !top_given) top = -1;
-    int n = rows_shown(top, c->n_layers);
+    report_view v = {c, S, one, sm, top, rows_shown(top, c->n_layers), rows, mean, worst_of};
     if (json || csv) {
-        char *text = NULL;
-        if (json) {
-            cJSON *root = cJSON_CreateObject();
-            cJSON_AddStringToObject(root, "target", mpx_format_name(s->last_target));
-            cJSON_AddBoolToObject(root, "local", s->last_local);
-            cJSON_AddStringToObject(root, "sort", key_name(sm));
-            mpx_run_totals t = mpx_compare_totals(c);
-            cJSON_AddNumberToObject(root, "overflow", (double)t.overflow);
-            cJSON_AddNumberToObject(root, "underflow", (double)t.underflow);
-            if (S) {
-                cJSON_AddStringToObject(root, "figures", one >= 0 ? "sample" : "worst");
-                if (one >= 0) cJSON_AddNumberToObject(root, "sample", one + 1);
-                cJSON *sa = cJSON_AddArrayToObject(root, "samples");
-                cJSON *si = cJSON_AddArrayToObject(root, "sample_ids");
-                for (int k = 0; k < S->n_samples; k++) {
-                    cJSON_AddItemToArray(sa, cJSON_CreateString(repl_data_label(s->data, S->id[k])));
-                    cJSON_AddItemToArray(si, cJSON_CreateNumber(S->id[k] + 1));
-                }
-                /* What a shard's merge checks: the same model, plan and data set. */
-                cJSON_AddStringToObject(root, "kind", "mpx-samples");
-                cJSON_AddStringToObject(root, "model", s->model_path);
-                cJSON_AddNumberToObject(root, "n_samples_total", repl_data_count(s->data));
-                cJSON *ru = cJSON_AddArrayToObject(root, "rules");
-                const mpx_rules *rr = mpx_history_rules(s->hist);
-                for (int k = 0; k < mpx_rules_count(rr); k++)
-                    cJSON_AddItemToArray(ru, cJSON_CreateString(mpx_rules_text(rr, k)));
-            }
-            cJSON *arr = cJSON_AddArrayToObject(root, "layers");
-            for (int i = 0; i < n; i++) {
-                const mpx_layer *L = rows[i];
-                cJSON *e = cJSON_CreateObject();
-                cJSON_AddStringToObject(e, "tensor", layer_name(g, L));
-                cJSON_AddStringToObject(e, "node", g->nodes[L->node]->name);
-                cJSON_AddStringToObject(e, "op", g->nodes[L->node]->op_type);
-                cJSON_AddNumberToObject(e, "order", L->node);
-                cJSON_AddStringToObject(e, "format", mpx_format_name(L->fmt));
-                cJSON_AddBoolToObject(e, "output", repl_is_output(g, L->tensor));
-                cJSON_AddItemToObject(e, "metrics", repl_metrics_json(&L->m));
-                if (L->has_local) cJSON_AddItemToObject(e, "local", repl_metrics_json(&L->local));
-                if (S) {
-                    int li = (int)(L - c->layers);
-                    if (one < 0) cJSON_AddNumberToObject(e, "worst_sample", S->id[worst_of[li]] + 1);
-                    cJSON_AddItemToObject(e, "mean", repl_metrics_json(&mean[li].m));
-                    /* Every sample's figures of this layer, in sample order. */
-                    cJSON *ps = cJSON_AddArrayToObject(e, "per_sample");
-                    for (int k = 0; k < S->n_samples; k++)
-                        cJSON_AddItemToArray(ps, repl_metrics_json(&S->m[(size_t)k * (size_t)S->n_layers + (size_t)li]));
-                }
-                cJSON_AddItemToArray(arr, e);
-            }
-            if (c->n_body) {
-                const mpx_layer **brows;
-                mpx_layer *bv = body_as_layers(c, sm, &brows);
-                cJSON *ba = cJSON_AddArrayToObject(root, "body");
-                int nbr = rows_shown(top, c->n_body);
-                for (int i = 0; bv && i < nbr; i++) cJSON_AddItemToArray(ba, body_json(&c->body[brows[i]->tensor]));
-                free(brows);
-                free(bv);
-                if (!bv) st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
-            }
-            text = st ? NULL : cJSON_Print(root);
-            cJSON_Delete(root);
-        } else {
-            size_t cap = 256 + (size_t)n * 512, o = 0;
-            text = malloc(cap);
-            if (text) {
-                o += (size_t)snprintf(text + o, cap - o,
-                                      "order,node,op,tensor,format,rel_l2,max_abs,mean_abs,cos,sqnr_db,overflow,"
-                                      "underflow,subnormal,absmax_ref,local_rel_l2%s\n",
-                                      S ? ",worst_sample,mean_rel_l2" : "");
-                for (int i = 0; i < n && o < cap; i++) {
-                    const mpx_layer *L = rows[i];
-                    char f1[300], f2[300];
-                    o += (size_t)snprintf(text + o, cap - o, "%d,%s,%s,%s,%s,%.6g,%.6g,%.6g,%.9g,%.6g,%lld,%lld,%lld,%.6g,",
-                                          L->node, csv_field(g->nodes[L->node]->name, f1, sizeof f1),
-                                          g->nodes[L->node]->op_type, csv_field(layer_name(g, L), f2, sizeof f2),
-                                          mpx_format_name(L->fmt), L->m.rel_l2, L->m.max_abs, L->m.mean_abs, L->m.cos,
-                                          L->m.sqnr_db, (long long)L->m.overflow, (long long)L->m.underflow,
-                                          (long long)L->m.subnormal, L->m.absmax_ref);
-                    if (o < cap && L->has_local) o += (size_t)snprintf(text + o, cap - o, "%.6g", L->local.rel_l2);
-                    if (o < cap && S) {
-                        int li = (int)(L - c->layers);
-                        o += (size_t)snprintf(text + o, cap - o, ",%d,%.6g", one < 0 ? S->id[worst_of[li]] + 1 : one + 1,
-                                              mean[li].m.rel_l2);
-                    }
-                    if (o < cap) o += (size_t)snprintf(text + o, cap - o, "\n");
-                }
-            }
-        }
+        char *text = json ? report_json(s, &v, err) : report_csv(s, &v);
         free(rows);
         free(view), free(mean), free(worst_of);
+        if (!text) return json && err->status ? err->status : mpx_error_set(err, MPX_E_NOMEM, "out of memory");
         return repl_emit(s, text, path, err);
     }
-    fprintf(s->out, "%s against fp32, %d layers, sorted by %s%s\n", mpx_format_name(s->last_target), c->n_layers,
-            key_name(sm), n < c->n_layers ? "" : " (all)");
-    if (S && one >= 0) fprintf(s->out, "sample %d of %d (%s)\n", one + 1, repl_data_count(s->data),
-                              repl_data_label(s->data, one));
-    else if (S)
-        fprintf(s->out, "over %d samples: each layer's worst figures, the sample of its worst rel_l2 and the mean rel_l2\n",
-                S->n_samples);
-    /* The op column as wide as the longest op shown (BatchNormalization,
-     * DequantizeLinear), never cut. */
-    int opw = 14;
-    for (int i = 0; i < n; i++) {
-        int l = (int)strlen(g->nodes[rows[i]->node]->op_type);
-        if (l > opw) opw = l;
-    }
-    fprintf(s->out, "%-5s %-30s %-*s %-5s %9s %-10s %9s %9s %8s %6s %6s%s%s\n", "#", "node", opw, "op", "fmt", "rel_l2", "",
-            "max_abs", "cos", "sqnr_db", "ovf", "unf", S && one < 0 ? "  sample      mean" : "",
-            s->last_local ? "  local" : "");
-    for (int i = 0; i < n; i++) {
-        const mpx_layer *L = rows[i];
-        row_cells(s->out, L->node, g->nodes[L->node]->name, opw, g->nodes[L->node]->op_type, L->fmt, &L->m);
-        if (S && one < 0) fprintf(s->out, "  %6d %9.3g", S->id[worst_of[L - c->layers]] + 1, mean[L - c->layers].m.rel_l2);
-        if (L->has_local) fprintf(s->out, "  %.3g", L->local.rel_l2);
-        fputc('\n', s->out);
-    }
+    report_table(s, &v);
     free(rows);
     free(view), free(mean), free(worst_of);
     return c->n_body ? body_table(s, c, sm, top, err) : MPX_OK;
@@ -452,20 +468,17 @@ static void value_stats(const mpx_value *v, double *mn, double *mx, double *mean
 }
 
 /* tensor <name> [--save <file.npy>] [--save-ref <file.npy>] */
-MPX_CMD(repl_cmd_tensor) {
+mpx_status repl_cmd_tensor(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
     mpx_status st = repl_need_model(s, err);
     if (st) return st;
-    const char *save = NULL, *save_ref = NULL;
-    for (int a = 2; a < argc; a++) {
-        if (strcmp(argv[a], "--save") == 0) save = argv[++a];
-        else if (strcmp(argv[a], "--save-ref") == 0) save_ref = argv[++a];
-    }
+    const char *save = args->opt[TENSOR_SAVE].text, *save_ref = args->opt[TENSOR_SAVE_REF].text;
+    const char *name = args->word[0];
     const mpx_graph *g = s->graph;
-    const mpx_tensor *t = mpx_figure_find_tensor(g, argv[1]);
+    const mpx_tensor *t = mpx_figure_find_tensor(g, name);
     if (!t) {
         char hint[300];
-        return mpx_error_set(err, MPX_E_ARG, "no tensor or node named \"%s\"%s", argv[1],
-                             repl_name_tail(g, argv[1], true, true, hint, sizeof hint));
+        return mpx_error_set(err, MPX_E_ARG, "no tensor or node named \"%s\"%s", name,
+                             repl_name_tail(g, name, true, true, hint, sizeof hint));
     }
     const mpx_compare *c = s->last;
     mpx_compare *fresh = NULL;

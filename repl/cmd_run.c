@@ -340,21 +340,17 @@ void repl_print_flushed(const mpx_session *s, const mpx_plan *p, FILE *out, cons
 }
 
 /* run [--local] [--keep <tensor,...>] [--samples k/n] */
-MPX_CMD(repl_cmd_run) {
+mpx_status repl_cmd_run(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
     mpx_status st = repl_need_model(s, err);
     if (st) return st;
     if (!s->plan) return mpx_error_set(err, MPX_E_INVALID, "no plan (load a model first)");
-    bool local = false;
+    bool local = args->opt[RUN_LOCAL].given;
     bool *keep = calloc((size_t)(s->graph->n_tensors ? s->graph->n_tensors : 1), sizeof *keep);
     if (!keep) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
-    int shard_k = 0, shard_n = 1;
-    for (int a = 1; a < argc && !st; a++) {
-        if (strcmp(argv[a], "--local") == 0) local = true;
-        else if (strcmp(argv[a], "--keep") == 0 && a + 1 < argc) st = parse_keep(s->graph, argv[++a], keep, err);
-        else if (strcmp(argv[a], "--samples") == 0 && a + 1 < argc) {
-            if (!(st = repl_parse_shard(argv[++a], "--samples", &shard_k, &shard_n, err))) shard_k--;
-        }
-    }
+    const mpx_opt_value *kv = &args->opt[RUN_KEEP];
+    for (int k = 0; k < kv->count && !st; k++) st = parse_keep(s->graph, kv->all[k], keep, err);
+    const mpx_opt_value *sv = &args->opt[RUN_SAMPLES];
+    int shard_k = sv->given ? (int)sv->i - 1 : 0, shard_n = sv->given ? (int)sv->n : 1;
     if (!st && shard_n > 1 && !s->data) st = mpx_error_set(err, MPX_E_ARG, "--samples %d/%d: no data set (see: help data)",
                                                           shard_k + 1, shard_n);
     mpx_compare *c = NULL;
@@ -379,31 +375,25 @@ MPX_CMD(repl_cmd_run) {
 /* ---- compare ---------------------------------------------------------------- */
 
 /* compare <fmt> <fmt> ...: the current rules under each target, side by side. */
-MPX_CMD(repl_cmd_compare) {
+mpx_status repl_cmd_compare(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
     mpx_status st = repl_need_model(s, err);
     if (st) return st;
     if (!s->plan) return mpx_error_set(err, MPX_E_INVALID, "no plan (load a model first)");
-    bool json = false, local = false;
+    bool json = args->opt[COMPARE_JSON].given, local = args->opt[COMPARE_LOCAL].given;
     int nf = 0;
     const mpx_format *fmts[MPX_COMPARE_MAX_CANDS];
-    for (int a = 1; a < argc; a++) {
-        if (strcmp(argv[a], "--json") == 0) {
-            json = true;
-        } else if (strcmp(argv[a], "--local") == 0) {
-            local = true;
-        } else if (nf == MPX_COMPARE_MAX_CANDS) {
-            return mpx_error_set(err, MPX_E_ARG, "at most %d formats at once", MPX_COMPARE_MAX_CANDS);
-        } else {
-            const mpx_format *f = mpx_format_by_name(argv[a]);
-            if (!f || f->kind == MPX_FMT_FP32) {
-                char names[256];
-                char hint[128];
-                return mpx_error_set(err, MPX_E_ARG, "unknown format \"%s\" (%s)%s", argv[a],
-                                     mpx_format_names(" ", true, names, sizeof names),
-                                     mpx_explore_format_hint(argv[a], true, hint, sizeof hint));
-            }
-            fmts[nf++] = f;
+    for (int a = 0; a < args->n; a++) {
+        const char *w = args->word[a];
+        if (nf == MPX_COMPARE_MAX_CANDS) return mpx_error_set(err, MPX_E_ARG, "at most %d formats at once", MPX_COMPARE_MAX_CANDS);
+        const mpx_format *f = mpx_format_by_name(w);
+        if (!f || f->kind == MPX_FMT_FP32) {
+            char names[256];
+            char hint[128];
+            return mpx_error_set(err, MPX_E_ARG, "unknown format \"%s\" (%s)%s", w,
+                                 mpx_format_names(" ", true, names, sizeof names),
+                                 mpx_explore_format_hint(w, true, hint, sizeof hint));
         }
+        fmts[nf++] = f;
     }
     mpx_compare *cmp[MPX_COMPARE_MAX_CANDS] = {0};
     mpx_plan *plans[MPX_COMPARE_MAX_CANDS] = {0};

@@ -103,58 +103,23 @@ static void summary(const mpx_session *s, const mpx_cond *cond, const mpx_search
 }
 
 /* search <condition> [--method auto|greedy|bisect] [--max-evals n] [--time s] [--apply-best] [--json [file]] */
-MPX_CMD(repl_cmd_search) {
+mpx_status repl_cmd_search(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
     mpx_status st = repl_need_model(s, err);
     if (st) return st;
     if (!s->plan || !s->hist) return mpx_error_set(err, MPX_E_INVALID, "no plan (load a model first)");
-    mpx_search_opts so = {.method = MPX_SEARCH_AUTO, .max_evals = 500};
+    const mpx_opt_value *o = args->opt;
+    mpx_search_opts so = {.method = (mpx_search_method)o[SEARCH_METHOD].i, .max_evals = (int)o[SEARCH_MAX_EVALS].i};
+    if (o[SEARCH_TIME].given) so.max_ms = o[SEARCH_TIME].d * 1000;
     mpx_cond cond;
-    held hv = {0};
+    held hv = {.spec = o[SEARCH_VALIDATE].text};
     repl_eval *eval = NULL;
-    bool json = false, apply_best = false;
-    const char *json_path = NULL, *eval_cmd = NULL;
-    double eval_timeout = 60;
-    int n_words = argc - 1;
-    for (int a = 1; a < argc; a++) {
-        if (strncmp(argv[a], "--", 2) != 0) continue;
-        if (n_words == argc - 1) n_words = a - 1;
-        if (strcmp(argv[a], "--method") == 0) {
-            const char *m = argv[++a];
-            int k = 0;
-            while (k < MPX_SEARCH_METHOD_COUNT && strcmp(m, mpx_search_method_name((mpx_search_method)k)) != 0) k++;
-            if (k == MPX_SEARCH_METHOD_COUNT)
-                return mpx_error_set(err, MPX_E_ARG, "search: unknown method \"%s\" (auto greedy bisect sensitivity)", m);
-            so.method = (mpx_search_method)k;
-        } else if (strcmp(argv[a], "--max-evals") == 0) {
-            double v;
-            if ((st = mpx_explore_parse_number(argv[++a], "--max-evals", &v, err))) return st;
-            if (v < 1 || v > 1e6 || v != (double)(int)v)
-                return mpx_error_set(err, MPX_E_ARG, "--max-evals %s: a count from 1 up", argv[a]);
-            so.max_evals = (int)v;
-        } else if (strcmp(argv[a], "--time") == 0) {
-            double v;
-            if ((st = mpx_explore_parse_number(argv[++a], "--time", &v, err))) return st;
-            if (!(v > 0) || v > 1e9) return mpx_error_set(err, MPX_E_ARG, "--time %s: seconds, more than 0", argv[a]);
-            so.max_ms = v * 1000;
-        } else if (strcmp(argv[a], "--eval") == 0) {
-            eval_cmd = argv[++a];
-        } else if (strcmp(argv[a], "--eval-timeout") == 0) {
-            double v;
-            if ((st = mpx_explore_parse_number(argv[++a], "--eval-timeout", &v, err))) return st;
-            if (!(v > 0) || v > 1e7)
-                return mpx_error_set(err, MPX_E_ARG, "--eval-timeout %s: seconds, more than 0", argv[a]);
-            eval_timeout = v;
-        } else if (strcmp(argv[a], "--validate") == 0) {
-            hv.spec = argv[++a];
-        } else if (strcmp(argv[a], "--apply-best") == 0) {
-            apply_best = true;
-        } else if (strcmp(argv[a], "--json") == 0) {
-            json = true;
-            if (a + 1 < argc && strncmp(argv[a + 1], "--", 2) != 0) json_path = argv[++a];
-        }
-    }
-    if (n_words < 1) return repl_usage_error(err, argv[0], "the condition comes first");
-    if ((st = mpx_cond_parse("search", n_words, argv + 1, &cond, err))) return st;
+    bool json = o[SEARCH_JSON].given, apply_best = o[SEARCH_APPLY_BEST].given;
+    const char *json_path = o[SEARCH_JSON].text, *eval_cmd = o[SEARCH_EVAL].text;
+    double eval_timeout = o[SEARCH_EVAL_TIMEOUT].d;
+    /* the condition's words are the plain ones, and come before the options */
+    if (args->argc > 1 && strncmp(args->argv[1], "--", 2) == 0)
+        return repl_usage_error(err, "search", "the condition comes first");
+    if ((st = mpx_cond_parse("search", args->n, (char **)args->word, &cond, err))) return st;
     /* Check the figures' names before any run: a typo costs nothing. */
     bool evals = false;
     for (int i = 0; i < cond.n; i++) {

@@ -15,9 +15,8 @@
 
 /* ---- source ------------------------------------------------------------------ */
 
-MPX_CMD(repl_cmd_source) {
-    (void)argc; /* dispatch checked the count against the row */
-    return repl_source(s, argv[1], err);
+mpx_status repl_cmd_source(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
+    return repl_source(s, args->word[0], err); /* dispatch checked the count against the row */
 }
 
 /* ---- set ----------------------------------------------------------------------- */
@@ -84,13 +83,13 @@ static void print_settings(const mpx_session *s) {
     }
 }
 
-MPX_CMD(repl_cmd_set) {
-    if (argc == 1) {
+mpx_status repl_cmd_set(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
+    if (args->n == 0) {
         print_settings(s);
         return MPX_OK;
     }
-    if (argc != 3) return repl_usage_error(err, argv[0], NULL);
-    const char *name = argv[1], *value = argv[2];
+    if (args->n != 2) return repl_usage_error(err, "set", NULL);
+    const char *name = args->word[0], *value = args->word[1];
     int i = 0;
     while (i < SET_COUNT && strcmp(settings[i].name, name) != 0) i++;
     if (i == SET_COUNT) {
@@ -313,13 +312,13 @@ static mpx_status save_text(const mpx_session *s, sbuf *b, int *n_cmds, mpx_erro
 }
 
 /* save [<file.mpx>]: without a file, print the script. */
-MPX_CMD(repl_cmd_save) {
+mpx_status repl_cmd_save(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
     sbuf b = {NULL, 0, 0, false};
     int n = 0;
     mpx_status st = save_text(s, &b, &n, err);
-    if (!st && argc == 1) fputs(b.p, s->out);
-    if (!st && argc == 2 && !(st = repl_write_file(s, argv[1], b.p, err)))
-        fprintf(s->info, "saved %s (%d command%s)%s\n", argv[1], n, n == 1 ? "" : "s",
+    if (!st && args->n == 0) fputs(b.p, s->out);
+    if (!st && args->n == 1 && !(st = repl_write_file(s, args->word[0], b.p, err)))
+        fprintf(s->info, "saved %s (%d command%s)%s\n", args->word[0], n, n == 1 ? "" : "s",
                 s->graph ? "" : "; no model loaded");
     free(b.p);
     return st;

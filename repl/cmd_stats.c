@@ -76,25 +76,13 @@ static int cmp_absmax(const void *a, const void *b) {
 }
 
 /* stats [--top <n> | --all] [--save <ranges.json>] | stats --load <ranges.json> */
-MPX_CMD(repl_cmd_stats) {
+mpx_status repl_cmd_stats(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
     mpx_status st = repl_need_model(s, err);
     if (st) return st;
-    const char *save = NULL;
-    int top = s->report_top;
-    for (int a = 1; a < argc; a++) {
-        if (strcmp(argv[a], "--load") == 0) {
-            if (argc != 3) return repl_usage_error(err, argv[0], "--load goes alone");
-            return load_ranges(s, argv[a + 1], err);
-        }
-        if (strcmp(argv[a], "--save") == 0) save = argv[++a];
-        else if (strcmp(argv[a], "--all") == 0) top = -1;
-        else if (strcmp(argv[a], "--top") == 0) {
-            double v;
-            if ((st = mpx_explore_parse_number(argv[++a], "--top", &v, err))) return st;
-            if (v < 1 || v != (double)(int)v) return mpx_error_set(err, MPX_E_ARG, "--top %s: a count of rows", argv[a]);
-            top = (int)v;
-        }
-    }
+    const mpx_opt_value *o = args->opt;
+    if (o[STATS_LOAD].given) return load_ranges(s, o[STATS_LOAD].text, err);
+    const char *save = o[STATS_SAVE].text;
+    int top = o[STATS_TOP].given ? (int)o[STATS_TOP].i : o[STATS_ALL].given ? -1 : s->report_top;
     const mpx_graph *g = s->graph;
     mpx_ranges *t = NULL;
     if ((st = gather(s, &t, err))) return st;

@@ -93,59 +93,47 @@ static mpx_status emit(mpx_session *s, const mpx_sweep *d, const outputs *o, con
     return st;
 }
 
-/* --json [f] --csv [f] --plot f --table (and --shard k/n for sweep) */
-static mpx_status parse_outputs(int argc, char **argv, int from, outputs *o, int *shard_k, int *shard_n,
-                                mpx_error *err) {
+/* --json [f] --csv [f] --plot f --table (sweep's and merge's rows share
+ * them; --shard k/n is sweep's, read by its handler). */
+static mpx_status outputs_of(const mpx_cmd_args *args, outputs *o, mpx_error *err) {
+    const mpx_opt_value *v = args->opt;
     memset(o, 0, sizeof *o);
-    for (int a = from; a < argc; a++) {
-        bool has_arg = a + 1 < argc && strncmp(argv[a + 1], "--", 2) != 0;
-        if (strcmp(argv[a], "--json") == 0) {
-            o->want_json = true;
-            if (has_arg) o->json = argv[++a];
-        } else if (strcmp(argv[a], "--csv") == 0) {
-            o->want_csv = true;
-            if (has_arg) o->csv = argv[++a];
-        } else if (strcmp(argv[a], "--plot") == 0 && has_arg) {
-            o->plot = argv[++a];
-        } else if (strcmp(argv[a], "--table") == 0) {
-            o->table = true;
-        } else if (shard_k && strcmp(argv[a], "--shard") == 0 && has_arg) {
-            mpx_status st = repl_parse_shard(argv[++a], "--shard", shard_k, shard_n, err);
-            if (st) return st;
-        } else {
-            return repl_usage_error(err, argv[0], "unexpected \"%s\"", argv[a]);
-        }
-    }
+    o->want_json = v[SWEEP_JSON].given;
+    o->json = v[SWEEP_JSON].text;
+    o->want_csv = v[SWEEP_CSV].given;
+    o->csv = v[SWEEP_CSV].text;
+    o->plot = v[SWEEP_PLOT].text;
+    o->table = v[SWEEP_TABLE].given;
     if (o->want_json && o->want_csv && (!o->json || !o->csv))
         return mpx_error_set(err, MPX_E_ARG, "--json and --csv together need a file for each");
     return MPX_OK;
 }
 
 /* sweep <name> in v1,v2,... : <command> [options] */
-MPX_CMD(repl_cmd_sweep) {
+mpx_status repl_cmd_sweep(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
     mpx_status st = repl_need_model(s, err);
     if (st) return st;
     if (!s->plan || !s->hist) return mpx_error_set(err, MPX_E_INVALID, "no plan (load a model first)");
+    /* <name> in <values> : <command...>: the plain words (the options are
+     * dispatch's) */
+    char *const *w = args->word;
     int colon = -1;
-    for (int a = 1; a < argc && colon < 0; a++)
-        if (strcmp(argv[a], ":") == 0) colon = a;
-    if (argc < 6 || strcmp(argv[2], "in") != 0 || colon != 4)
-        return repl_usage_error(err, argv[0], NULL);
-    /* The command: the words after ':' up to the first --option. */
+    for (int a = 0; a < args->n && colon < 0; a++)
+        if (strcmp(w[a], ":") == 0) colon = a;
+    if (args->n < 4 || strcmp(w[1], "in") != 0 || colon != 3) return repl_usage_error(err, "sweep", NULL);
+    if (args->n == 4) return repl_usage_error(err, "sweep", "no command after ':'");
     char command[2048];
-    int end = colon + 1;
     size_t o = 0;
-    for (; end < argc && strncmp(argv[end], "--", 2) != 0; end++)
-        o += (size_t)snprintf(command + o, o < sizeof command ? sizeof command - o : 0, "%s%s",
-                              end > colon + 1 ? " " : "", argv[end]);
+    for (int a = colon + 1; a < args->n; a++)
+        o += (size_t)snprintf(command + o, o < sizeof command ? sizeof command - o : 0, "%s%s", a > colon + 1 ? " " : "",
+                              w[a]);
     outputs out;
-    int sk = 0, sn = 0;
-    if (end == colon + 1) st = repl_usage_error(err, argv[0], "no command after ':'");
-    if (!st) st = parse_outputs(argc, argv, end, &out, &sk, &sn, err);
-    if (st) return st;
+    if ((st = outputs_of(args, &out, err))) return st;
+    int sk = args->opt[SWEEP_SHARD].given ? (int)args->opt[SWEEP_SHARD].i : 0;
+    int sn = args->opt[SWEEP_SHARD].given ? (int)args->opt[SWEEP_SHARD].n : 0;
     mpx_sweep *d = malloc(sizeof *d);
     if (!d) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
-    st = mpx_sweep_define(d, argv[1], command, argv[3], s->model_path, mpx_history_opts(s->hist)->target, err);
+    st = mpx_sweep_define(d, w[0], command, w[2], s->model_path, mpx_history_opts(s->hist)->target, err);
     double t0 = repl_now_ms();
     mpx_explore_host h = repl_explore_host(s, NULL);
     if (!st) st = mpx_sweep_run(d, s->graph, mpx_history_rules(s->hist), mpx_history_opts(s->hist), &h, sk, sn, err);
@@ -215,27 +203,27 @@ mpx_status repl_read_json(mpx_session *s, const char *path, cJSON **out, mpx_err
 }
 
 /* merge a.json b.json ... [--json [f] | --csv [f]] [--plot f] */
-MPX_CMD(repl_cmd_merge) {
-    int files = 1;
-    while (files < argc && strncmp(argv[files], "--", 2) != 0) files++;
-    if (files == 1) return repl_usage_error(err, argv[0], "the shards come first");
+mpx_status repl_cmd_merge(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
+    if (args->argc > 1 && strncmp(args->argv[1], "--", 2) == 0)
+        return repl_usage_error(err, "merge", "the shards come first");
+    char *const *files = args->word;
     /* Shards of a data-set run (report --json after run --samples k/n) are
      * data_merge.c's. */
     cJSON *first = NULL;
-    mpx_status st0 = repl_read_json(s, argv[1], &first, err);
+    mpx_status st0 = repl_read_json(s, files[0], &first, err);
     if (st0) return st0;
     const cJSON *kind = cJSON_GetObjectItemCaseSensitive(first, "kind");
     bool samples = cJSON_IsString(kind) && strcmp(kind->valuestring, "mpx-samples") == 0;
     cJSON_Delete(first);
-    if (samples) return repl_merge_samples(s, argc, argv, err);
+    if (samples) return repl_merge_samples(s, args, err);
     outputs out;
-    mpx_status st = parse_outputs(argc, argv, files, &out, NULL, NULL, err);
+    mpx_status st = outputs_of(args, &out, err);
     if (st) return st;
     mpx_sweep *d = calloc(1, sizeof *d);
     if (!d) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
-    for (int a = 1; a < files && !st; a++) {
+    for (int a = 0; a < args->n && !st; a++) {
         char *text = NULL;
-        if (!(st = repl_read_text(s, argv[a], &text, err))) st = mpx_sweep_merge(d, argv[a], text, a == 1, err);
+        if (!(st = repl_read_text(s, files[a], &text, err))) st = mpx_sweep_merge(d, files[a], text, a == 0, err);
         free(text);
     }
     if (!st) st = mpx_sweep_check_complete(d, err);

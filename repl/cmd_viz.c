@@ -26,71 +26,41 @@ typedef struct viz_args {
     char engine[16];
 } viz_args;
 
-static mpx_status parse_count(const char *text, const char *what, int *out, mpx_error *err) {
-    double v;
-    mpx_status st = mpx_explore_parse_number(text, what, &v, err);
-    if (st) return st;
-    if (v < 0 || v > 1000 || v != (double)(int)v)
-        return mpx_error_set(err, MPX_E_ARG, "%s: \"%s\" is not a count from 0 to 1000", what, text);
-    *out = (int)v;
-    return MPX_OK;
-}
-
-/* Parse argv[1..]: at most one positional (the file) and the options. */
-static mpx_status parse_viz_args(int argc, char **argv, viz_args *a, mpx_error *err) {
+/* The options (parsed by dispatch: dot's, svg's and html's rows share
+ * them) into the drawing's options. */
+static void viz_args_of(const mpx_cmd_args *args, viz_args *a) {
+    const mpx_opt_value *o = args->opt;
     memset(a, 0, sizeof *a);
     mpx_viz_opts_default(&a->o);
-    for (int i = 1; i < argc; i++) {
-        const char *w = argv[i];
-        if (strcmp(w, "--around") == 0) {
-            if (i + 2 >= argc) return mpx_error_set(err, MPX_E_ARG, "--around needs a node and a depth");
-            snprintf(a->around, sizeof a->around, "%s", argv[i + 1]);
-            mpx_status st = parse_count(argv[i + 2], "--around depth", &a->o.depth, err);
-            if (st) return st;
-            a->o.around = a->around;
-            i += 2;
-        } else if (strcmp(w, "--cluster") == 0) {
-            if (i + 1 >= argc) return mpx_error_set(err, MPX_E_ARG, "--cluster needs a depth (name components)");
-            mpx_status st = parse_count(argv[++i], "--cluster", &a->o.cluster, err);
-            if (st) return st;
-        } else if (strcmp(w, "--engine") == 0) {
-            if (i + 1 >= argc) return mpx_error_set(err, MPX_E_ARG, "--engine needs dot, sfdp or neato");
-            const char *e = argv[++i];
-            if (strcmp(e, "dot") != 0 && strcmp(e, "sfdp") != 0 && strcmp(e, "neato") != 0)
-                return mpx_error_set(err, MPX_E_ARG, "--engine: \"%s\" is not dot, sfdp or neato", e);
-            snprintf(a->engine, sizeof a->engine, "%s", e);
-            a->o.engine = a->engine;
-        } else if (strcmp(w, "--shapes") == 0) {
-            a->o.shapes = true;
-        } else if (strcmp(w, "--collapse") == 0) {
-            a->o.collapse = true;
-        } else if (strcmp(w, "--upstream-to-cause") == 0) {
-            a->o.to_cause = true;
-        } else if (strcmp(w, "--fold") == 0) {
-            a->o.fold = MPX_VIZ_FOLD_BOXES;
-            if (i + 1 < argc && strcmp(argv[i + 1], "scopes") == 0) a->o.fold_by = MPX_VIZ_FOLD_SCOPES, i++;
-            else if (i + 1 < argc && strcmp(argv[i + 1], "regions") == 0) a->o.fold_by = MPX_VIZ_FOLD_REGIONS, i++;
-        } else if (strcmp(w, "--weights") == 0) {
-            a->o.weights = true;
-        } else if (strcmp(w, "--all") == 0) {
-            a->o.all = true;
-        } else if (strcmp(w, "--overlay") == 0) {
-            a->overlay = true;
-        } else if (strcmp(w, "--no-overlay") == 0) {
-            a->no_overlay = true;
-        } else if (strcmp(w, "--local") == 0) {
-            a->o.overlay_local = true;
-        } else if (strcmp(w, "--no-legend") == 0) {
-            a->o.legend = false;
-        } else if (strcmp(w, "--watch") == 0) { /* svg only: dispatch refuses it elsewhere */
-            a->watch = true;
-        } else if (strcmp(w, "--unwatch") == 0) {
-            a->unwatch = true;
-        } else {
-            a->file = w; /* the one plain word; dispatch checked the options (the rows' specs) */
-        }
+    a->file = args->n ? args->word[0] : NULL;
+    if (o[VIZ_AROUND].given) {
+        snprintf(a->around, sizeof a->around, "%s", o[VIZ_AROUND].text);
+        a->o.around = a->around;
+        a->o.depth = (int)o[VIZ_AROUND].n;
     }
-    return MPX_OK;
+    if (o[VIZ_CLUSTER].given) a->o.cluster = (int)o[VIZ_CLUSTER].i;
+    if (o[VIZ_ENGINE].given) {
+        snprintf(a->engine, sizeof a->engine, "%s", o[VIZ_ENGINE].text);
+        a->o.engine = a->engine;
+    }
+    a->o.shapes = o[VIZ_SHAPES].given;
+    a->o.collapse = o[VIZ_COLLAPSE].given;
+    a->o.to_cause = o[VIZ_TO_CAUSE].given;
+    if (o[VIZ_FOLD].given) {
+        a->o.fold = MPX_VIZ_FOLD_BOXES;
+        if (o[VIZ_FOLD].has_value)
+            a->o.fold_by = o[VIZ_FOLD].i == 0 ? MPX_VIZ_FOLD_SCOPES : MPX_VIZ_FOLD_REGIONS; /* scopes|regions */
+    }
+    a->o.weights = o[VIZ_WEIGHTS].given;
+    a->o.all = o[VIZ_ALL].given;
+    a->overlay = o[VIZ_OVERLAY].given;
+    a->o.overlay_local = o[VIZ_LOCAL].given;
+    if (o[VIZ_NO_LEGEND].given) a->o.legend = false;
+    /* the options past the shared ones are each command's own */
+    bool svg = strcmp(args->argv[0], "svg") == 0, html = strcmp(args->argv[0], "html") == 0;
+    a->watch = svg && o[VIZ_WATCH].given;
+    a->unwatch = svg && o[VIZ_UNWATCH].given;
+    a->no_overlay = html && o[VIZ_NO_OVERLAY].given;
 }
 
 /* Whether the last run ran the current plan (see the file comment). */
@@ -137,8 +107,8 @@ static mpx_status need_plan(const mpx_session *s, mpx_error *err) {
 /* Resolve --overlay against the session: the last run, when it is current. */
 static mpx_status pick_overlay(const mpx_session *s, viz_args *a, bool by_default, mpx_error *err) {
     if (a->o.to_cause) {
-        /* the path is read off the last run's own errors */
-        if (!a->o.around) return mpx_error_set(err, MPX_E_ARG, "--upstream-to-cause needs --around <node> <depth>");
+        /* the path is read off the last run's own errors (dispatch saw
+         * --around given: the row's needs) */
         if (!repl_run_is_current(s) || !s->last_local)
             return mpx_error_set(err, MPX_E_ARG, "--upstream-to-cause needs a run of the current plan with own "
                                                  "errors (use: run --local)");
@@ -179,10 +149,10 @@ static void say_wrote(mpx_session *s, const char *path, const mpx_viz_stats *st,
 
 /* ---- dot -------------------------------------------------------------------- */
 
-MPX_CMD(repl_cmd_dot) {
+mpx_status repl_cmd_dot(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
     viz_args a;
-    mpx_status st = parse_viz_args(argc, argv, &a, err);
-    if (!st) st = need_plan(s, err);
+    viz_args_of(args, &a);
+    mpx_status st = need_plan(s, err);
     if (!st) st = pick_overlay(s, &a, false, err);
     if (st) return st;
     a.o.rules = mpx_history_rules(s->hist);
@@ -244,18 +214,17 @@ static void unwatch(mpx_session *s) {
     memset(&watch, 0, sizeof watch);
 }
 
-MPX_CMD(repl_cmd_svg) {
+mpx_status repl_cmd_svg(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
     viz_args a;
-    mpx_status st = parse_viz_args(argc, argv, &a, err);
-    if (st) return st;
+    viz_args_of(args, &a);
+    mpx_status st;
     if (a.unwatch) {
-        if (argc != 2) return repl_usage_error(err, argv[0], "--unwatch goes alone");
         if (watch.s == s && watch.path[0]) fprintf(s->info, "no longer watching %s\n", watch.path);
         else fprintf(s->info, "no svg is watched\n");
         unwatch(s);
         return MPX_OK;
     }
-    if (!a.file) return repl_usage_error(err, argv[0], NULL);
+    if (!a.file) return repl_usage_error(err, "svg", NULL);
     if ((st = need_plan(s, err)) || (st = pick_overlay(s, &a, false, err))) return st;
     mpx_viz_stats vs;
     if ((st = write_svg(s, a.file, &a, &vs, err))) return st;
@@ -276,14 +245,9 @@ MPX_CMD(repl_cmd_svg) {
 
 /* ---- plot ------------------------------------------------------------------- */
 
-MPX_CMD(repl_cmd_plot) {
-    const char *file = NULL, *metric = NULL;
-    bool local = false;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--local") == 0) local = true;
-        else if (!file) file = argv[i];
-        else metric = argv[i]; /* at most two plain words (the row's spec) */
-    }
+mpx_status repl_cmd_plot(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
+    const char *file = args->word[0], *metric = args->n > 1 ? args->word[1] : NULL;
+    bool local = args->opt[PLOT_LOCAL].given;
     mpx_status st = need_plan(s, err);
     if (st) return st;
     mpx_viz_plot_opts po;
@@ -325,10 +289,10 @@ MPX_CMD(repl_cmd_plot) {
 
 /* ---- html ------------------------------------------------------------------- */
 
-MPX_CMD(repl_cmd_html) {
+mpx_status repl_cmd_html(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
     viz_args a;
-    mpx_status st = parse_viz_args(argc, argv, &a, err);
-    if (st) return st;
+    viz_args_of(args, &a);
+    mpx_status st;
     if ((st = need_plan(s, err)) || (st = pick_overlay(s, &a, true, err))) return st;
     a.o.rules = mpx_history_rules(s->hist);
     mpx_viz_series series[9];

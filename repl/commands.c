@@ -1,12 +1,14 @@
-/* commands.c - the one command table, its argument specs, help and dispatch.
+/* commands.c - the one command table: every command's row and its options.
  *
- * A row says everything about a command's words: its usage (also every
- * "usage:" message), summary and help, how many plain words it takes and of
- * what kind, its --options and what follows each. Dispatch checks the words
- * against the row before the handler runs (unknown options with a
- * suggestion, missing option values, too few or too many words), `help` and
- * the man page print the rows, completion (complete.c) reads them. Adding a
- * command is adding a row; the handlers live in cmd_*.c, grouped by subject.
+ * A row says everything about a command's words: the synopsis of its plain
+ * words, summary and help, how many plain words it takes and of what kind,
+ * and its --options (mpx_opt: name, type, value, help line, default,
+ * bounds; optional, repeated, alone, grouped, needing another). Dispatch
+ * parses the words against the row (options.c) into the typed values the
+ * handler reads by the option's index (the enums in repl_internal.h); the
+ * usage line, `help`, the man page and completion (complete.c) are made from
+ * the same rows, so an option's name is written once, here. The handlers
+ * live in cmd_*.c, grouped by subject.
  */
 #include "repl_internal.h"
 
@@ -14,90 +16,183 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The cast-graph options dot, svg and html share (cmd_viz.c parses them). */
-#define GRAPH_OPTS                                                                                                   \
-    "[--around <node> <depth> [--upstream-to-cause]] [--shapes] [--collapse] [--fold [scopes|regions]] [--cluster <depth>] [--weights] [--all] [--overlay [--local]] " \
-    "[--no-legend] [--engine dot|sfdp|neato]"
-#define GRAPH_OPTIONS                                                                                                  \
-    {"--around", MPX_TAKES_TWO, MPX_WORD_NODE, NULL}, {"--shapes", 0, 0, NULL}, {"--collapse", 0, 0, NULL},            \
-        {"--fold", MPX_TAKES_MAYBE, MPX_WORD_CHOICE, "scopes|regions"}, {"--upstream-to-cause", 0, 0, NULL}, {"--cluster", MPX_TAKES_ONE, 0, NULL}, {"--weights", 0, 0, NULL}, {"--all", 0, 0, NULL},                      \
-        {"--overlay", 0, 0, NULL}, {"--local", 0, 0, NULL}, {"--no-legend", 0, 0, NULL},                              \
-        {"--engine", MPX_TAKES_ONE, MPX_WORD_CHOICE, "dot|sfdp|neato"}
+/* ---- the commands' options (mpx_opt), each row indexed by its command's enum
+ * (repl_internal.h), which the handler reads the parsed values by -------- */
 
-static const mpx_option_spec json_opts[] = {{"--json", 0, 0, NULL}, {NULL, 0, 0, NULL}};
-static const mpx_option_spec json_file_opts[] = {{"--json", MPX_TAKES_MAYBE, MPX_WORD_FILE, NULL}, {NULL, 0, 0, NULL}};
-static const mpx_option_spec stats_opts[] = {{"--top", MPX_TAKES_ONE, 0, NULL},
-                                             {"--all", 0, 0, NULL},
-                                             {"--save", MPX_TAKES_ONE, MPX_WORD_FILE, NULL},
-                                             {"--load", MPX_TAKES_ONE, MPX_WORD_FILE, NULL},
-                                             {NULL, 0, 0, NULL}};
-static const mpx_option_spec plan_opts[] = {
-    {"--changed", 0, 0, NULL}, {"--scopes", 0, 0, NULL}, {"--json", MPX_TAKES_MAYBE, MPX_WORD_FILE, NULL}, {NULL, 0, 0, NULL}};
-static const mpx_option_spec run_opts[] = {{"--local", 0, 0, NULL},
-                                           {"--keep", MPX_TAKES_ONE, MPX_WORD_NODE_OR_TENSOR, NULL},
-                                           {"--samples", MPX_TAKES_ONE, 0, NULL},
-                                           {NULL, 0, 0, NULL}};
-static const mpx_option_spec report_opts[] = {{"--top", MPX_TAKES_ONE, 0, NULL},
-                                              {"--all", 0, 0, NULL},
-                                              {"--sort", MPX_TAKES_ONE, MPX_WORD_SORT, NULL},
-                                              {"--sample", MPX_TAKES_ONE, 0, NULL},
-                                              {"--samples", 0, 0, NULL},
-                                              {"--json", MPX_TAKES_MAYBE, MPX_WORD_FILE, NULL},
-                                              {"--csv", MPX_TAKES_MAYBE, MPX_WORD_FILE, NULL},
-                                              {NULL, 0, 0, NULL}};
-static const mpx_option_spec tensor_opts[] = {{"--save", MPX_TAKES_ONE, MPX_WORD_FILE, NULL},
-                                              {"--save-ref", MPX_TAKES_ONE, MPX_WORD_FILE, NULL},
-                                              {NULL, 0, 0, NULL}};
-static const mpx_option_spec compare_opts[] = {{"--local", 0, 0, NULL}, {"--json", 0, 0, NULL}, {NULL, 0, 0, NULL}};
-static const mpx_option_spec search_opts[] = {{"--method", MPX_TAKES_ONE, MPX_WORD_CHOICE, "auto|greedy|bisect|sensitivity"},
-                                              {"--max-evals", MPX_TAKES_ONE, 0, NULL},
-                                              {"--time", MPX_TAKES_ONE, 0, NULL},
-                                              {"--apply-best", MPX_TAKES_NONE, 0, NULL},
-                                              {"--eval", MPX_TAKES_ONE, 0, NULL},
-                                              {"--validate", MPX_TAKES_ONE, MPX_WORD_FILE, NULL},
-                                              {"--eval-timeout", MPX_TAKES_ONE, 0, NULL},
-                                              {"--json", MPX_TAKES_MAYBE, MPX_WORD_FILE, NULL},
-                                              {NULL, 0, 0, NULL}};
-static const mpx_option_spec merge_opts[] = {{"--json", MPX_TAKES_MAYBE, MPX_WORD_FILE, NULL},
-                                             {"--csv", MPX_TAKES_MAYBE, MPX_WORD_FILE, NULL},
-                                             {"--plot", MPX_TAKES_ONE, MPX_WORD_FILE, NULL},
-                                             {"--table", 0, 0, NULL},
-                                             {NULL, 0, 0, NULL}};
-static const mpx_option_spec sweep_opts[] = {{"--json", MPX_TAKES_MAYBE, MPX_WORD_FILE, NULL},
-                                             {"--csv", MPX_TAKES_MAYBE, MPX_WORD_FILE, NULL},
-                                             {"--plot", MPX_TAKES_ONE, MPX_WORD_FILE, NULL},
-                                             {"--table", 0, 0, NULL},
-                                             {"--shard", MPX_TAKES_ONE, 0, NULL},
-                                             {NULL, 0, 0, NULL}};
-static const mpx_option_spec dot_opts[] = {GRAPH_OPTIONS, {NULL, 0, 0, NULL}};
-static const mpx_option_spec svg_opts[] = {GRAPH_OPTIONS, {"--watch", 0, 0, NULL}, {"--unwatch", 0, 0, NULL},
-                                           {NULL, 0, 0, NULL}};
-static const mpx_option_spec html_opts[] = {GRAPH_OPTIONS, {"--no-overlay", 0, 0, NULL}, {NULL, 0, 0, NULL}};
-static const mpx_option_spec plot_opts[] = {{"--local", 0, 0, NULL}, {NULL, 0, 0, NULL}};
-static const mpx_option_spec export_opts[] = {{"--force", 0, 0, NULL},
-                                              {"--external", 0, 0, NULL},
-                                              {"--json", MPX_TAKES_MAYBE, MPX_WORD_FILE, NULL},
-                                              {NULL, 0, 0, NULL}};
+/* report --sort: the metrics in the table's order, then local and order. */
+static const char *sort_key_at(int k) {
+    if (k < MPX_METRIC_COUNT) return mpx_metric_info_of((mpx_metric_id)k)->name;
+    return k == REPORT_SORT_LOCAL ? "local" : k == REPORT_SORT_ORDER ? "order" : NULL;
+}
 
-static mpx_status cmd_help(mpx_session *s, int argc, char **argv, mpx_error *err);
+static const char *search_method_at(int k) {
+    return k < MPX_SEARCH_METHOD_COUNT ? mpx_search_method_name((mpx_search_method)k) : NULL;
+}
 
-static mpx_status cmd_quit(mpx_session *s, int argc, char **argv, mpx_error *err) {
-    (void)argc;
-    (void)argv;
+#define JSON_TO_FILE(g) \
+    {.name = "--json", .type = MPX_OPT_PATH, .meta = "<file>", .flags = MPX_OPT_OPTIONAL, .group = (g), \
+     .help = "JSON instead of the text, printed or written to the file"}
+#define CSV_TO_FILE(g) \
+    {.name = "--csv", .type = MPX_OPT_PATH, .meta = "<file>", .flags = MPX_OPT_OPTIONAL, .group = (g), \
+     .help = "CSV instead of the text, printed or written to the file"}
+
+static const mpx_opt json_opts[] = {
+    [OPT_JSON] = {.name = "--json", .help = "JSON instead of the text"},
+    {0}};
+static const mpx_opt json_file_opts[] = {[OPT_JSON] = JSON_TO_FILE(0), {0}};
+static const mpx_opt stats_opts[] = {
+    [STATS_TOP] = {.name = "--top", .type = MPX_OPT_INT, .meta = "<n>", .min = 1, .group = 1,
+                   .help = "the n widest tensors (default: set top)"},
+    [STATS_ALL] = {.name = "--all", .group = 1, .help = "every tensor"},
+    [STATS_SAVE] = {.name = "--save", .type = MPX_OPT_PATH, .meta = "<ranges.json>", .help = "write the ranges as JSON"},
+    [STATS_LOAD] = {.name = "--load", .type = MPX_OPT_PATH, .meta = "<ranges.json>", .flags = MPX_OPT_ALONE,
+                    .help = "read such a file into the absmax rules, running nothing"},
+    {0}};
+static const mpx_opt plan_opts[] = {
+    [PLAN_CHANGED] = {.name = "--changed", .help = "only nodes a rule decided or whose colour is not the default"},
+    [PLAN_SCOPES] = {.name = "--scopes", .flags = MPX_OPT_ALONE, .help = "the scopes of node names as a tree"},
+    [PLAN_JSON] = JSON_TO_FILE(0),
+    {0}};
+static const mpx_opt run_opts[] = {
+    [RUN_LOCAL] = {.name = "--local", .help = "also each node's own error, fed the reference's inputs"},
+    [RUN_KEEP] = {.name = "--keep", .type = MPX_OPT_NODES, .meta = "<tensor,...>", .flags = MPX_OPT_REPEAT,
+                  .help = "keep these tensors' values for `tensor` (may be repeated)"},
+    [RUN_SAMPLES] = {.name = "--samples", .type = MPX_OPT_SHARD, .meta = "<k>/<n>",
+                     .help = "run only the samples i with i % n == k-1 (a shard)"},
+    {0}};
+static const mpx_opt report_opts[] = {
+    [REPORT_TOP] = {.name = "--top", .type = MPX_OPT_INT, .meta = "<n>", .min = 1, .group = 1,
+                    .help = "the n worst rows (default: set top)"},
+    [REPORT_ALL] = {.name = "--all", .group = 1, .help = "every row"},
+    [REPORT_SORT] = {.name = "--sort", .type = MPX_OPT_CHOICE, .meta = "<metric>", .name_at = sort_key_at,
+                     .def = "rel_l2", .help = "the metric rows are sorted by, worst first; local; order"},
+    [REPORT_SAMPLE] = {.name = "--sample", .type = MPX_OPT_INT, .meta = "<k>", .min = 1, .group = 2,
+                       .help = "sample k's own figures (data sets)"},
+    [REPORT_SAMPLES] = {.name = "--samples", .group = 2, .help = "one row per sample (data sets)"},
+    [REPORT_JSON] = JSON_TO_FILE(3),
+    [REPORT_CSV] = CSV_TO_FILE(3),
+    {0}};
+static const mpx_opt tensor_opts[] = {
+    [TENSOR_SAVE] = {.name = "--save", .type = MPX_OPT_PATH, .meta = "<file.npy>", .help = "write the emulated values"},
+    [TENSOR_SAVE_REF] = {.name = "--save-ref", .type = MPX_OPT_PATH, .meta = "<file.npy>",
+                         .help = "write the fp32 reference's values"},
+    {0}};
+static const mpx_opt compare_opts[] = {
+    [COMPARE_LOCAL] = {.name = "--local", .help = "also each node's own error"},
+    [COMPARE_JSON] = {.name = "--json", .help = "JSON instead of the table"},
+    {0}};
+static const mpx_opt search_opts[] = {
+    [SEARCH_METHOD] = {.name = "--method", .type = MPX_OPT_CHOICE, .name_at = search_method_at, .def = "auto",
+                       .help = "how nodes are chosen (below)"},
+    [SEARCH_MAX_EVALS] = {.name = "--max-evals", .type = MPX_OPT_INT, .meta = "<n>", .min = 1, .max = 1e6, .def = "500",
+                          .help = "stop after n evaluations"},
+    [SEARCH_TIME] = {.name = "--time", .type = MPX_OPT_NUMBER, .meta = "<s>", .min = 0, .max = 1e9,
+                     .flags = MPX_OPT_ABOVE, .help = "stop after s seconds (checked before each evaluation)"},
+    [SEARCH_APPLY_BEST] = {.name = "--apply-best", .help = "a search that stops applies its best plan so far"},
+    [SEARCH_EVAL] = {.name = "--eval", .type = MPX_OPT_TEXT, .meta = "\"<command>\"",
+                     .help = "your own figures eval, eval.<key>, from a command (below)"},
+    [SEARCH_VALIDATE] = {.name = "--validate", .type = MPX_OPT_TEXT, .meta = "<data spec>",
+                         .help = "read the condition again on held-out samples"},
+    [SEARCH_EVAL_TIMEOUT] = {.name = "--eval-timeout", .type = MPX_OPT_NUMBER, .meta = "<s>", .min = 0, .max = 1e7,
+                             .flags = MPX_OPT_ABOVE, .def = "60", .needs = "--eval",
+                             .help = "--eval's command is killed after s seconds"},
+    [SEARCH_JSON] = JSON_TO_FILE(0),
+    {0}};
+#define SWEEP_OPTS                                                                                                \
+    [SWEEP_JSON] = JSON_TO_FILE(0), [SWEEP_CSV] = CSV_TO_FILE(0),                                                 \
+    [SWEEP_PLOT] = {.name = "--plot", .type = MPX_OPT_PATH, .meta = "<file.svg>",                                 \
+                    .help = "error against % of MACs low, with the Pareto front"},                                \
+    [SWEEP_TABLE] = {.name = "--table", .help = "the table too, with --json, --csv or --plot"}
+static const mpx_opt merge_opts[] = {SWEEP_OPTS, {0}};
+static const mpx_opt sweep_opts[] = {
+    SWEEP_OPTS,
+    [SWEEP_SHARD] = {.name = "--shard", .type = MPX_OPT_SHARD, .meta = "<k>/<n>",
+                     .help = "only the points i with i % n == k-1 (merge joins the shards)"},
+    {0}};
+/* The cast-graph options dot, svg and html share (cmd_viz.c reads them);
+ * html's overlay is on by default, so its --local stands alone. */
+#define GRAPH_OPTS(local_needs)                                                                                  \
+    [VIZ_AROUND] = {.name = "--around", .type = MPX_OPT_NODE, .meta = "<node>", .type2 = MPX_OPT_INT,            \
+                    .meta2 = "<depth>", .max = 1000, .help = "only nodes within depth edges of the node"},                   \
+    [VIZ_TO_CAUSE] = {.name = "--upstream-to-cause", .needs = "--around",                                        \
+                      .help = "also the path the node's error came along from its cause (after run --local)"},   \
+    [VIZ_SHAPES] = {.name = "--shapes", .help = "edge labels add shapes"},                                       \
+    [VIZ_COLLAPSE] = {.name = "--collapse", .help = "chains of nodes with the same formats as one node"},       \
+    [VIZ_FOLD] = {.name = "--fold", .type = MPX_OPT_CHOICE, .choices = "scopes|regions", .flags = MPX_OPT_OPTIONAL, \
+                  .help = "the model-level view (alone: scopes when names carry them, else regions)"},         \
+    [VIZ_CLUSTER] = {.name = "--cluster", .type = MPX_OPT_INT, .meta = "<depth>", .max = 1000,                    \
+                     .help = "group by the first depth components of node names"},                              \
+    [VIZ_WEIGHTS] = {.name = "--weights", .help = "draw weights as nodes"},                                      \
+    [VIZ_ALL] = {.name = "--all", .help = "Constant and folded nodes too"},                                      \
+    [VIZ_OVERLAY] = {.name = "--overlay", .help = "border colour and width by the last run's rel_l2"},           \
+    [VIZ_LOCAL] = {.name = "--local", .needs = (local_needs), .help = "the overlay shows each node's own error"}, \
+    [VIZ_NO_LEGEND] = {.name = "--no-legend", .help = "leave the legend out"},                                  \
+    [VIZ_ENGINE] = {.name = "--engine", .type = MPX_OPT_CHOICE, .choices = "dot|sfdp|neato", .def = "dot",     \
+                    .help = "the Graphviz layout"}
+static const mpx_opt dot_opts[] = {GRAPH_OPTS("--overlay"), {0}};
+static const mpx_opt svg_opts[] = {
+    GRAPH_OPTS("--overlay"),
+    [VIZ_WATCH] = {.name = "--watch", .help = "re-write the file after every change of the plan"},
+    [VIZ_UNWATCH] = {.name = "--unwatch", .flags = MPX_OPT_ALONE, .help = "stop watching"},
+    {0}};
+static const mpx_opt html_opts[] = {
+    GRAPH_OPTS(NULL), [VIZ_NO_OVERLAY] = {.name = "--no-overlay", .help = "no error overlay on the graph"}, {0}};
+static const mpx_opt plot_opts[] = {
+    [PLOT_LOCAL] = {.name = "--local", .help = "each format's own error as a dashed line (after run --local)"}, {0}};
+static const mpx_opt export_opts[] = {
+    [EXPORT_FORCE] = {.name = "--force", .help = "write over an existing file"},
+    [EXPORT_EXTERNAL] = {.name = "--external", .help = "weights of 1 KiB and more in <file.onnx>.data"},
+    [EXPORT_JSON] = {.name = "--json", .type = MPX_OPT_PATH, .meta = "<file>", .flags = MPX_OPT_OPTIONAL,
+                     .help = "what was written, as JSON"},
+    {0}};
+
+/* A data set's keywords, after its source in `data`, `input <name> files`
+ * and search's --validate. */
+const mpx_opt repl_data_keywords[] = {
+    [DATA_STACKED] = {.name = "stacked", .help = "an .npz's arrays hold one sample per index (data only)"},
+    [DATA_LIMIT] = {.name = "limit", .type = MPX_OPT_INT, .meta = "<n>", .min = 1,
+                    .help = "the first n files (after the shuffle)"},
+    [DATA_SHUFFLE] = {.name = "shuffle", .type = MPX_OPT_TEXT, .meta = "<seed>", .help = "a seeded shuffle first"},
+    {0}};
+
+/* The layouts and channel orders, in the order of mpx_image_layout and
+ * mpx_image_channels (cmd_input.c maps the index). */
+const mpx_opt repl_image_keywords[] = {
+    [IMAGE_SIZE] = {.name = "size", .type = MPX_OPT_TEXT, .meta = "<H>x<W>", .help = "resize to H x W"},
+    [IMAGE_LAYOUT] = {.name = "layout", .type = MPX_OPT_CHOICE, .choices = "nchw|nhwc", .help = "the input's layout"},
+    [IMAGE_CHANNELS] = {.name = "channels", .type = MPX_OPT_CHOICE, .choices = "rgb|bgr|gray",
+                        .help = "the channels' order, or one gray channel"},
+    [IMAGE_SCALE] = {.name = "scale", .type = MPX_OPT_NUMBER, .meta = "<s>",
+                     .help = "value = (pixel/255*scale - mean)/std"},
+    [IMAGE_MEAN] = {.name = "mean", .type = MPX_OPT_TEXT, .meta = "<a,b,c>", .help = "per channel (1 or 3 values)"},
+    [IMAGE_STD] = {.name = "std", .type = MPX_OPT_TEXT, .meta = "<a,b,c>", .help = "per channel (1 or 3 values)"},
+    {0}};
+const mpx_opt repl_audio_keywords[] = {
+    [AUDIO_RATE] = {.name = "rate", .type = MPX_OPT_INT, .meta = "<hz>", .min = 1, .max = 2147483647,
+                    .help = "resample to this rate"},
+    [AUDIO_LENGTH] = {.name = "length", .type = MPX_OPT_INT, .meta = "<n>", .min = 1, .max = 2147483647,
+                      .help = "pad with zeros or cut to n samples"},
+    [AUDIO_SCALE] = {.name = "scale", .type = MPX_OPT_NUMBER, .meta = "<s>", .help = "times the values in [-1, 1)"},
+    {0}};
+
+static mpx_status cmd_help(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);
+
+static mpx_status cmd_quit(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
+    (void)args;
     (void)err;
     s->quit = true;
     return MPX_OK;
 }
 
 static const mpx_command commands[] = {
-    {"load", "load <file.onnx|file.json>", "load a model (the previous one stays if this fails)",
+    {"load", "<file.onnx|file.json>", "load a model (the previous one stays if this fails)",
      "Loads an ONNX model or an mpx JSON model. Inputs keep their symbolic dims until\n"
      "bound with `input`. A model that fails to load leaves the session unchanged.\n"
      "ONNX opsets 1-6 are read in opset 7's form, each op with its version's meaning\n"
      "(\"opset 6 (read as 7)\"); a form that cannot be rewritten is refused naming the\n"
      "node, and such models do not export.",
      repl_cmd_load, 1, 1, {MPX_WORD_FILE}, NULL, NULL, NULL},
-    {"input", "input <name> shape <AxBxC> | random [normal|uniform] [<a> <b>] [seed <n>] | const <v> | file <x.npy> [convert] | image <file> [size <H>x<W>] [layout nchw|nhwc] [channels rgb|bgr|gray] [scale <s>] [mean <a,b,c>] [std <a,b,c>] | audio <file> [rate <hz>] [length <n>] [scale <s>] | files '<glob>' npy|image|audio [options] [limit <n>] [shuffle <seed>]",
+    {"input", "<name> shape <AxBxC> | random [normal|uniform] [<a> <b>] [seed <n>] | const <v> | file <x.npy> [convert] | image <file> {image} | audio <file> {audio} | files '<glob>' npy|image|audio [options] {files}",
      "bind an input's shape, or say how its values are made",
      "shape: binds the input's dims (replacing symbolic ones such as\n"
      "p2o.DynamicDimension.0), then infers every tensor's shape and each node's cost\n"
@@ -122,7 +217,7 @@ static const mpx_command commands[] = {
      "shape or the file written again decodes it again (`set cache`).\n"
      "An input never set is random normal(0, 1), seed 0.",
      repl_cmd_input, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_input},
-    {"data", "data [<file.npz>|<folder>|'<glob>' [stacked] [limit <n>] [shuffle <seed>] | off]",
+    {"data", "[<file.npz>|<folder>|'<glob>' {data} | off]",
      "run over many samples: an .npz, a folder or glob of .npz files or sample folders",
      "An .npz whose keys are input names is one sample (stacked: its arrays have a\n"
      "leading sample axis, one sample per index, named file.npz #1, #2, ...: samples\n"
@@ -138,7 +233,7 @@ static const mpx_command commands[] = {
      "each layer's figures are its worst over the samples (report names the sample),\n"
      "absmax rules see the largest value over all samples. data off: back to one run.",
      repl_cmd_data, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_data},
-    {"stats", "stats [--top <n> | --all] [--save <ranges.json>] | stats --load <ranges.json>",
+    {"stats", "",
      "every tensor's range in the fp32 reference, over all samples (calibration)",
      "Runs the fp32 reference on the inputs (every sample of a data set, one at a\n"
      "time) and shows per tensor min, max, absmax and the 99th and 99.9th percentile\n"
@@ -149,8 +244,8 @@ static const mpx_command commands[] = {
      "such a file into the plan's absmax rules without running anything (the tensors\n"
      "must be the model's).",
      repl_cmd_stats, 0, 0, {MPX_WORD_TEXT}, NULL, stats_opts, NULL},
-    {"info", "info", "model summary: opset, node and parameter counts, inputs, outputs", NULL, repl_cmd_info, 0, 0, {MPX_WORD_TEXT}, NULL, NULL, NULL},
-    {"ops", "ops [--json [<file>]]", "per op type: nodes, parameters, MACs",
+    {"info", "", "model summary: opset, node and parameter counts, inputs, outputs", NULL, repl_cmd_info, 0, 0, {MPX_WORD_TEXT}, NULL, NULL, NULL},
+    {"ops", "", "per op type: nodes, parameters, MACs",
      "Lists each op type with its node count, weight elements and multiply-accumulates,\n"
      "then the totals (`info` and the plan's MAC share count the same way).\n"
      "params: each stored constant (initializer or Constant value; not values folded\n"
@@ -162,17 +257,17 @@ static const mpx_command commands[] = {
      "--json prints (or writes) {\"ops\": [{\"op\", \"supported\", \"count\", \"params\",\n"
      "\"macs\"}...], \"nodes\", \"params\", \"params_unread\", \"macs\"} (macs null when unknown).",
      repl_cmd_ops, 0, 0, {MPX_WORD_TEXT}, NULL, json_file_opts, NULL},
-    {"show", "show <node>", "a node: op, inputs and outputs with shapes, attributes, cost figures", NULL,
+    {"show", "<node>", "a node: op, inputs and outputs with shapes, attributes, cost figures", NULL,
      repl_cmd_show, 1, 1, {MPX_WORD_NODE}, NULL, NULL, NULL},
-    {"target", "target [<format> [block <k>]]", "the low-precision format (see: help target)",
+    {"target", "[<format> [block <k>]]", "the low-precision format (see: help target)",
      "Sets the format green nodes (and gray/clear nodes that follow them) run in.\n"
      "block k: a low accumulation format rounds the running sum after each block of k\n"
      "terms (summed in fp32) instead of after every addition (block 0, the default).\n"
      "Without arguments prints the current target.",
      repl_cmd_target, 0, 3, {MPX_WORD_FORMAT, MPX_WORD_CHOICE, MPX_WORD_TEXT}, "block", NULL, NULL},
-    {"keep-io", "keep-io [on|off]", "keep model inputs and outputs in their declared type (default on)", NULL,
+    {"keep-io", "[on|off]", "keep model inputs and outputs in their declared type (default on)", NULL,
      repl_cmd_keep_io, 0, 1, {MPX_WORD_CHOICE}, "on|off", NULL, NULL},
-    {"colour", "colour <selector> <colour> [when <expr> [else <colour>]]", "recolour nodes: green gray clear red",
+    {"colour", "<selector> <colour> [when <expr> [else <colour>]]", "recolour nodes: green gray clear red",
      "selector: op types separated by commas (Conv,Gemm), * for every node, or\n"
      "name:<glob> (name:/backbone/*). colour: green (always low), gray (low when all\n"
      "float inputs arrive low), clear (follows its inputs), red (always fp32).\n"
@@ -182,22 +277,21 @@ static const mpx_command commands[] = {
      "does not hold for keep what earlier rules gave them, unless `else` says.\n"
      "Later rules override earlier ones. Example: colour Conv green when macs >= 1M else gray",
      repl_cmd_rule, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_rule},
-    {"color", "color <selector> <colour> [when <expr> [else <colour>]]", "same as colour", NULL, repl_cmd_rule, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_rule},
-    {"accum", "accum <selector> <format> [when <expr> [else <format>]]",
+    {"color", "<selector> <colour> [when <expr> [else <colour>]]", "same as colour", NULL, repl_cmd_rule, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_rule},
+    {"accum", "<selector> <format> [when <expr> [else <format>]]",
      "the accumulation format of dot products and sums (default fp32)",
      "Selectors and conditions as for colour. With fp16 or bf16 the running sum of\n"
      "Conv, Gemm, MatMul, reductions and Softmax's sum is rounded after every addition\n"
      "(the exact sum rounded once, as an fp16 fused multiply-add does), or every\n"
      "block: see target.",
      repl_cmd_rule, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_rule},
-    {"rules", "rules [--json]", "the rules in order, with how many nodes each selects and sets", NULL,
+    {"rules", "", "the rules in order, with how many nodes each selects and sets", NULL,
      repl_cmd_rules, 0, 0, {MPX_WORD_TEXT}, NULL, json_opts, NULL},
-    {"unrule", "unrule <n>", "remove rule n (numbers as `rules` shows them)", NULL, repl_cmd_unrule, 1, 1, {MPX_WORD_TEXT}, NULL, NULL, NULL},
-    {"undo", "undo", "undo the last change of rules, target or keep-io", NULL, repl_cmd_undo, 0, 0, {MPX_WORD_TEXT}, NULL, NULL, NULL},
-    {"redo", "redo", "redo what undo undid", NULL, repl_cmd_undo, 0, 0, {MPX_WORD_TEXT}, NULL, NULL, NULL},
-    {"plan", "plan [--changed] [--json [<file>]] | plan --scopes", "every node's colour and formats, the casts, the summary",
-     "--changed lists only nodes a rule decided or whose colour differs from its\n"
-     "default. --scopes: the model's own structure instead, the scopes of its node\n"
+    {"unrule", "<n>", "remove rule n (numbers as `rules` shows them)", NULL, repl_cmd_unrule, 1, 1, {MPX_WORD_TEXT}, NULL, NULL, NULL},
+    {"undo", "", "undo the last change of rules, target or keep-io", NULL, repl_cmd_undo, 0, 0, {MPX_WORD_TEXT}, NULL, NULL, NULL},
+    {"redo", "", "redo what undo undid", NULL, repl_cmd_undo, 0, 0, {MPX_WORD_TEXT}, NULL, NULL, NULL},
+    {"plan", "", "every node's colour and formats, the casts, the summary",
+     "--scopes: the model's own structure instead, the scopes of its node\n"
      "names (/stage1/conv3/Conv: stage1, stage1/conv3; an If's branches) as a tree,\n"
      "each with its nodes, their formats and colours (green/gray/clear/red), the\n"
      "runtime casts on its border (in/out), and after a run of this plan its worst\n"
@@ -207,12 +301,12 @@ static const mpx_command commands[] = {
      "low_macs_pct, low_cost_pct}, \"nodes\": [{name, op, colour, default, rule, compute, accum,\n"
      "output}], \"casts\": [{tensor, from, to, consumers}]}.",
      repl_cmd_plan, 0, 0, {MPX_WORD_TEXT}, NULL, plan_opts, NULL},
-    {"diff", "diff [--json]", "what the last change did: nodes recoloured, casts added and removed",
+    {"diff", "", "what the last change did: nodes recoloured, casts added and removed",
      "--json: {\"nodes\": [{name, op, colour_before, colour_after, compute_before,\n"
      "compute_after}], \"casts_added\", \"casts_removed\": [{tensor, from, to}],\n"
      "\"casts_before\", \"casts_after\"}.",
      repl_cmd_diff, 0, 0, {MPX_WORD_TEXT}, NULL, json_opts, NULL},
-    {"why", "why <node>", "how a node got its colour and formats: default, rules, propagation",
+    {"why", "<node>", "how a node got its colour and formats: default, rules, propagation",
      "A node inside a Loop's, Scan's or SequenceMap's body (outer/body/...) is\n"
      "explained by the node whose body holds it: a body runs as one node of the\n"
      "plan, every node of it in that node's format each iteration.\n"
@@ -224,7 +318,7 @@ static const mpx_command commands[] = {
      "arithmetic. Constants it reads are marked when their conversion flushes or\n"
      "overflows them.",
      repl_cmd_why, 1, 1, {MPX_WORD_NODE}, NULL, NULL, NULL},
-    {"run", "run [--local] [--keep <tensor,...>] [--samples <k>/<n>]", "run the plan against the fp32 reference, layer by layer",
+    {"run", "", "run the plan against the fp32 reference, layer by layer",
      "Runs the inputs (see input) through the fp32 reference and through the plan's\n"
      "emulated formats side by side and compares every float tensor a node computes\n"
      "on every metric (help report lists them).\n"
@@ -236,7 +330,7 @@ static const mpx_command commands[] = {
      "--samples k/n runs only samples i with i % n == k-1: a shard, whose report\n"
      "--json `merge` joins with the others into the unsharded run's report.",
      repl_cmd_run, 0, 0, {MPX_WORD_TEXT}, NULL, run_opts, NULL},
-    {"report", "report [--top <n> | --all] [--sort <metric>] [--sample <k> | --samples] [--json [<file>] | --csv [<file>]]",
+    {"report", "",
      "per-layer error of the last run, worst first",
      "metric: one of the metrics listed below (default rel_l2), local (the node's own\n"
      "rel_l2; needs run --local) or order (graph order). The terminal shows the\n"
@@ -257,19 +351,18 @@ static const mpx_command commands[] = {
      "worst_sample and mean_rel_l2. --sample k: sample k's own figures. --samples: one\n"
      "row per sample with its worst model output and worst layer.",
      repl_cmd_report, 0, 0, {MPX_WORD_TEXT}, NULL, report_opts, NULL},
-    {"tensor", "tensor <name> [--save <file.npy>] [--save-ref <file.npy>]",
+    {"tensor", "<name>",
      "one tensor of the last run: range, error; save it as .npy",
      "name: a node (its first output) or a tensor. A tensor the last run did not\n"
-     "keep is computed by a fresh run of the current plan (the last run stays).\n"
-     "--save writes the emulated values, --save-ref the fp32 reference.",
+     "keep is computed by a fresh run of the current plan (the last run stays).",
      repl_cmd_tensor, 1, 1, {MPX_WORD_NODE_OR_TENSOR}, NULL, tensor_opts, NULL},
-    {"compare", "compare <format> [<format> ...] [--local] [--json]", "the current rules under several targets, side by side",
+    {"compare", "<format> [<format> ...]", "the current rules under several targets, side by side",
      "Plans and runs the rules with each target (e.g. compare fp16 bf16) and prints\n"
      "casts, share of MACs in the low format, the worst output and layer rel_l2, and\n"
      "overflow/underflow counts. The fp32 reference runs once for all the targets\n"
      "(at most 8). The runs are kept for plot and html.",
      repl_cmd_compare, 1, -1, {MPX_WORD_FORMAT}, NULL, compare_opts, NULL},
-    {"assert", "assert <figure> <op> <number> [and ...]", "fail the script unless a figure of the plan or run holds",
+    {"assert", "<figure> <op> <number> [and ...]", "fail the script unless a figure of the plan or run holds",
      "op: < <= > >= == !=. Plan figures: casts green gray clear red low_nodes\n"
      "low_macs_pct low_cost_pct (the share of cost low: see help search)\n"
      "weights_converted weights_overflow (values). Run figures: overflow underflow\n"
@@ -296,7 +389,7 @@ static const mpx_command commands[] = {
      "A failed assert stops a script with exit status 2.\n"
      "Example: assert output.rel_l2 < 1e-3 and overflow == 0 and casts <= 40",
      repl_cmd_assert, 1, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_condition},
-    {"search", "search <figure> <op> <number> [and ...] [--method auto|greedy|bisect|sensitivity] [--max-evals <n>] [--time <s>] [--apply-best] [--eval \"<command>\" [--eval-timeout <s>]] [--validate <data spec>] [--json [<file>]]",
+    {"search", "<figure> <op> <number> [and ...]",
      "find the nodes to keep in fp32 so that a condition holds",
      "The condition is assert's (same figures and grammar), e.g.\n"
      "  search output.rel_l2 < 1e-3 and casts <= 40\n"
@@ -325,8 +418,8 @@ static const mpx_command commands[] = {
      "plan's cost computed low, where cost is multiply-adds plus one per element a\n"
      "node reads or writes, and every runtime cast costs 2 per element (so an Add\n"
      "kept fp32 between low Convs costs its pass and its casts).\n"
-     "Stops: --max-evals (default 500), --time <s> (checked before each\n"
-     "evaluation), Ctrl-C, no plan meeting the condition, or an error. A search that\n"
+     "Stops: --max-evals, --time (options below), Ctrl-C, no plan meeting the\n"
+     "condition, or an error. A search that\n"
      "stops reports the best plan so far that met the condition (the most cost\n"
      "low) and exits non-zero, applying nothing; --apply-best applies that plan\n"
      "(`search, best at <how it ended>: ...` in the rules) and succeeds.\n"
@@ -358,7 +451,7 @@ static const mpx_command commands[] = {
      "it on the search's samples only); the JSON's validation {data, samples,\n"
      "figures, holds}.",
      repl_cmd_search, 1, -1, {MPX_WORD_TEXT}, NULL, search_opts, repl_complete_condition},
-    {"sweep", "sweep <name> in <v1>,<v2>,... : <command using $name> [--json [<file>] | --csv [<file>]] [--plot <file.svg>] [--table] [--shard <k>/<n>]",
+    {"sweep", "<name> in <v1>,<v2>,... : <command using $name>",
      "try a plan change with several values, every point planned and run",
      "e.g. sweep t in 0,64k,256k,1M,4M : colour Conv green when macs >= $t else gray\n"
      "Each point is the session's rules plus the command (colour, color, accum, target\n"
@@ -373,7 +466,7 @@ static const mpx_command commands[] = {
      "JSON is merged with `merge`). A command that fails for one value names it and\n"
      "keeps nothing.",
      repl_cmd_sweep, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, sweep_opts, repl_complete_sweep},
-    {"merge", "merge <shard.json> ... [--json [<file>] | --csv [<file>]] [--plot <file.svg>] [--table]",
+    {"merge", "<shard.json> ...",
      "join the JSON shards of a sweep, or of a run over a data set",
      "The shards must be of one sweep (name, command, values, model, target) and\n"
      "together hold every point once; the result is what the unsharded sweep gives.\n"
@@ -383,7 +476,7 @@ static const mpx_command commands[] = {
      "table is printed when no --json, --csv or --plot is given, or with --table.\n"
      "Also `mpx merge a.json b.json ...` from the shell.",
      repl_cmd_merge, 1, -1, {MPX_WORD_FILE}, NULL, merge_opts, NULL},
-    {"dot", "dot [<file.dot>] " GRAPH_OPTS,
+    {"dot", "[<file.dot>]",
      "the cast graph as DOT text (printed, or written to a file)",
      "Nodes are filled by colour and labelled with op type and name; runtime casts\n"
      "are hexagons labelled with the conversion (fp32->fp16); edges carry the format\n"
@@ -410,14 +503,14 @@ static const mpx_command commands[] = {
      "scale), overflow and underflow marked. The text is the same for the same\n"
      "plan and options (ids from graph indices), so it can be diffed.",
      repl_cmd_dot, 0, 1, {MPX_WORD_FILE}, NULL, dot_opts, NULL},
-    {"svg", "svg <file.svg> " GRAPH_OPTS " [--watch] | svg --unwatch",
+    {"svg", "<file.svg>",
      "the cast graph as SVG, laid out in-process by Graphviz",
      "Options as for dot. --watch re-writes the file after every change of the plan\n"
      "(rules, target, undo...), so a viewer that reloads on change follows along;\n"
      "svg --unwatch stops. --engine: the Graphviz layout (dot, the default, draws\n"
      "layers top to bottom; sfdp and neato are force-directed).",
      repl_cmd_svg, 0, 1, {MPX_WORD_FILE}, NULL, svg_opts, NULL},
-    {"plot", "plot <file.svg> [<metric>] [--local]", "per-layer error along the graph as an SVG plot",
+    {"plot", "<file.svg> [<metric>]", "per-layer error along the graph as an SVG plot",
      "One line per run: the last run (under its target) and the runs of `compare`\n"
      "(e.g. compare fp16 bf16). metric: one of the metrics listed below (default\n"
      "rel_l2; cos is drawn as 1 - cos); log scale except sqnr_db. Red nodes and\n"
@@ -426,7 +519,7 @@ static const mpx_command commands[] = {
      "worst layers named without overlap. --local (after run --local): each\n"
      "format's own error as a dashed line beside the inherited one.",
      repl_cmd_plot, 1, 2, {MPX_WORD_FILE, MPX_WORD_METRIC}, NULL, plot_opts, NULL},
-    {"html", "html <file.html> " GRAPH_OPTS " [--no-overlay]", "one self-contained review page",
+    {"html", "<file.html>", "one self-contained review page",
      "What to look at first (worst output and layer, the largest own error after\n"
      "run --local, overflow, weights that do not fit, nodes search kept fp32), model\n"
      "summary, target and rules, the plan's figures and casts, the cast graph (with\n"
@@ -436,7 +529,7 @@ static const mpx_command commands[] = {
      "scope opening in place on a click, or by regions); one too large to lay out\n"
      "whole gets the model-level view alone.",
      repl_cmd_html, 1, 1, {MPX_WORD_FILE}, NULL, html_opts, NULL},
-    {"export", "export <file.onnx> [--force] [--external] [--json [<file>]]",
+    {"export", "<file.onnx>",
      "write the plan as a mixed-precision ONNX model",
      "Writes the current plan as an ONNX model a runtime can load: weights read by\n"
      "low nodes stored in the low format (rounded as the emulation rounds them), one\n"
@@ -455,7 +548,7 @@ static const mpx_command commands[] = {
      "when the model would pass protobuf's 2 GB limit, or always with --external.\n"
      "Check the result in ONNX Runtime with scripts/verify-export.sh.",
      repl_cmd_export, 1, 1, {MPX_WORD_FILE}, NULL, export_opts, NULL},
-    {"source", "source <file.mpx>", "run the commands of a script file in this session",
+    {"source", "<file.mpx>", "run the commands of a script file in this session",
      "Comments (#), blank lines and trailing-backslash continuations as in scripts.\n"
      "An error names the sourced file and its line and stops it (and the scripts\n"
      "that sourced it) unless `set bail off`; the commands before the error stay\n"
@@ -463,7 +556,7 @@ static const mpx_command commands[] = {
      "inside a script, a file to read that is not found there is looked up beside\n"
      "the script (load, source, input file/image/audio/files, data).",
      repl_cmd_source, 1, 1, {MPX_WORD_FILE}, NULL, NULL, NULL},
-    {"set", "set [bail on|off | top <n> | cache <MB> | pager on|off | memory <MB> | loops <s>]", "change a setting; without arguments, list them",
+    {"set", "[bail on|off | top <n> | cache <MB> | pager on|off | memory <MB> | loops <s>]", "change a setting; without arguments, list them",
      "bail: on (default) stops a script at its first error; off goes on with the\n"
      "next command (the exit status still says a command failed).\n"
      "top: the rows `report` shows without --top (default 20).\n"
@@ -477,7 +570,7 @@ static const mpx_command commands[] = {
      "(default 300; 0: no limit), checked before each iteration: past it the run\n"
      "fails naming the node and the iterations done, and the session goes on.",
      repl_cmd_set, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_set},
-    {"save", "save [<file.mpx>]", "write the session as a script that rebuilds it (no file: print it)",
+    {"save", "[<file.mpx>]", "write the session as a script that rebuilds it (no file: print it)",
      "Writes load, the inputs (shape, then values), the data set (the `data` or\n"
      "`input <name> files` command that made it, limit and shuffle included),\n"
      "target and keep-io, the rules in order as typed (a `run` before the first\n"
@@ -485,8 +578,8 @@ static const mpx_command commands[] = {
      "settings that differ from their defaults. The current state is saved, not the\n"
      "undo history. The file is replaced whole or not at all.",
      repl_cmd_save, 0, 1, {MPX_WORD_FILE}, NULL, NULL, NULL},
-    {"help", "help [<command>]", "list commands, or explain one", NULL, cmd_help, 0, 1, {MPX_WORD_COMMAND}, NULL, NULL, NULL},
-    {"quit", "quit", "leave mpx (also: exit, Ctrl-D)", NULL, cmd_quit, 0, 0, {MPX_WORD_TEXT}, NULL, NULL, NULL},
+    {"help", "[<command>]", "list commands, or explain one", NULL, cmd_help, 0, 1, {MPX_WORD_COMMAND}, NULL, NULL, NULL},
+    {"quit", "", "leave mpx (also: exit, Ctrl-D)", NULL, cmd_quit, 0, 0, {MPX_WORD_TEXT}, NULL, NULL, NULL},
 };
 
 const mpx_command *mpx_commands(int *count) {
@@ -501,12 +594,6 @@ const mpx_command *mpx_command_find(const char *name) {
     return NULL;
 }
 
-const mpx_option_spec *mpx_command_option(const mpx_command *c, const char *name) {
-    for (const mpx_option_spec *o = c && name ? c->options : NULL; o && o->name; o++)
-        if (strcmp(o->name, name) == 0) return o;
-    return NULL;
-}
-
 mpx_status repl_usage_error(mpx_error *err, const char *cmd, const char *fmt, ...) {
     const mpx_command *c = mpx_command_find(cmd);
     char detail[512] = "";
@@ -516,7 +603,7 @@ mpx_status repl_usage_error(mpx_error *err, const char *cmd, const char *fmt, ..
         vsnprintf(detail, sizeof detail, fmt, ap);
         va_end(ap);
     }
-    return mpx_error_set(err, MPX_E_ARG, "%s%susage: %s", detail, *detail ? "; " : "", c ? c->usage : cmd);
+    return mpx_error_set(err, MPX_E_ARG, "%s%susage: %s", detail, *detail ? "; " : "", c ? mpx_command_usage(c) : cmd);
 }
 
 /* "; did you mean colour?" for a mistyped command, or "". */
@@ -529,28 +616,31 @@ static const char *command_hint(const char *typed, char *buf, size_t n) {
     return mpx_name_hint_tail(&h, buf, n);
 }
 
-static mpx_status cmd_help(mpx_session *s, int argc, char **argv, mpx_error *err) {
-    if (argc == 1) {
+static mpx_status cmd_help(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
+    if (args->n == 0) {
         /* Names and summaries; the usage lines are long, `help <command>` has them. */
         for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
             fprintf(s->out, "  %-9s %s\n", commands[i].name, commands[i].summary);
         fprintf(s->out, "help <command> gives its usage and details.\n");
         return MPX_OK;
     }
-    const mpx_command *c = argc == 2 ? mpx_command_find(argv[1]) : NULL;
+    const char *name = args->word[0];
+    const mpx_command *c = mpx_command_find(name);
     if (!c) {
         char hint[128];
-        return mpx_error_set(err, MPX_E_ARG, "no command \"%s\" (try: help)%s", argc == 2 ? argv[1] : "",
-                             argc == 2 ? command_hint(argv[1], hint, sizeof hint) : "");
+        return mpx_error_set(err, MPX_E_ARG, "no command \"%s\" (try: help)%s", name, command_hint(name, hint, sizeof hint));
     }
-    fprintf(s->out, "usage: %s\n%s\n", c->usage, c->summary);
+    const char *usage = mpx_command_usage(c);
+    fprintf(s->out, "usage: %s\n%s\n", usage, c->summary);
     if (c->help) fprintf(s->out, "\n%s\n", c->help);
+    char text[8192];
+    if (repl_options_help(c, text, sizeof text)) fprintf(s->out, "\n%s", text);
     /* The formats and metrics a command takes come from their tables. */
-    if (strstr(c->usage, "<format>") || strstr(c->usage, "<fmt>")) {
+    if (strstr(usage, "<format>") || strstr(usage, "<fmt>")) {
         char names[256];
         fprintf(s->out, "formats: %s (fp8e4m3 saturates, fp8e4m3nan overflows to NaN)\n", mpx_format_names(" ", true, names, sizeof names));
     }
-    if (strstr(c->usage, "<metric>") || strstr(c->usage, "<figure>")) {
+    if (strstr(usage, "<metric>") || strstr(usage, "<figure>")) {
         char names[256];
         fprintf(s->out, "metrics: %s\n", mpx_metric_names(" ", names, sizeof names));
     }
@@ -559,71 +649,17 @@ static mpx_status cmd_help(mpx_session *s, int argc, char **argv, mpx_error *err
 
 /* ---- dispatch -------------------------------------------------------------- */
 
-enum { MAX_ARGS = 64 };
-
-/* Whether w is one of "a|b|c". */
-static bool is_choice(const char *choices, const char *w) {
-    char c[64];
-    for (int k = 0; repl_choice_at(choices, k, c, sizeof c); k++)
-        if (strcmp(c, w) == 0) return true;
-    return false;
-}
-
-const char *repl_choice_at(const char *choices, int k, char *buf, size_t n) {
-    const char *p = choices;
-    for (int i = 0; p && *p; i++) {
-        const char *bar = strchr(p, '|');
-        size_t l = bar ? (size_t)(bar - p) : strlen(p);
-        if (i == k) {
-            if (l >= n) return NULL;
-            memcpy(buf, p, l);
-            buf[l] = '\0';
-            return buf;
-        }
-        p = bar ? bar + 1 : p + l;
-    }
-    return NULL;
-}
-
-int repl_option_values(const mpx_option_spec *o, int i, int argc, char *const *argv) {
-    if (o->takes != MPX_TAKES_MAYBE) return o->takes;
-    /* an optional choice takes the next word only when it is one (dot
-     * --fold scopes; dot --fold out.dot keeps the file) */
-    if (o->kind == MPX_WORD_CHOICE) return i + 1 < argc && is_choice(o->choices, argv[i + 1]);
-    return i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0;
-}
-
-/* The words against the row: every --option known (else a suggestion), each
- * followed by the values it takes, and the plain words within the row's
- * counts. Commands with their own grammar check it themselves. */
-static mpx_status check_words(const mpx_command *c, int argc, char **argv, mpx_error *err) {
-    if (c->min_args == MPX_ARGS_GRAMMAR) return MPX_OK;
-    int plain = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *w = argv[i];
-        if (strncmp(w, "--", 2) != 0 || !w[2]) {
-            int last = (int)(sizeof c->args / sizeof c->args[0]) - 1;
-            if (c->args[plain < last ? plain : last] == MPX_WORD_CHOICE && !is_choice(c->choices, w))
-                return repl_usage_error(err, c->name, "\"%s\" is not %s", w, c->choices);
-            plain++;
-            continue;
-        }
-        const mpx_option_spec *o = mpx_command_option(c, w);
-        if (!o) {
-            mpx_name_hint h;
-            mpx_name_hint_init(&h, w);
-            for (const mpx_option_spec *k = c->options; k && k->name; k++) mpx_name_hint_add(&h, k->name);
-            char hint[96];
-            mpx_name_hint_tail(&h, hint, sizeof hint);
-            return repl_usage_error(err, c->name, "unknown option \"%s\"%s", w, hint);
-        }
-        int takes = repl_option_values(o, i, argc, argv);
-        if (i + takes >= argc)
-            return repl_usage_error(err, c->name, "%s needs %s", w, takes == 2 ? "two values" : "a value");
-        i += takes;
-    }
-    if (plain < c->min_args || (c->max_args >= 0 && plain > c->max_args)) return repl_usage_error(err, c->name, NULL);
-    return MPX_OK;
+mpx_status repl_exec_words(mpx_session *s, int argc, char **argv, mpx_error *err) {
+    const mpx_command *c = argc > 0 ? mpx_command_find(argv[0]) : NULL;
+    if (!c) return mpx_error_set(err, MPX_E_ARG, "unknown command \"%s\"", argc > 0 ? argv[0] : "");
+    /* the parsed words are large (every option's values): on the heap, as
+     * sweep's points and merge run commands inside a command */
+    mpx_cmd_args *args = malloc(sizeof *args);
+    if (!args) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
+    mpx_status st = mpx_command_parse(c, argc, argv, args, err);
+    if (!st) st = c->handler(s, args, err);
+    free(args);
+    return st;
 }
 
 mpx_status mpx_session_exec(mpx_session *s, const char *line, mpx_error *err) {
@@ -633,18 +669,18 @@ mpx_status mpx_session_exec(mpx_session *s, const char *line, mpx_error *err) {
     if (!copy) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     memcpy(copy, line, len + 1);
     int argc = 0;
-    char *argv[MAX_ARGS];
-    mpx_status st = repl_split_words(copy, &argc, argv, MAX_ARGS, false, err);
+    char *argv[MPX_ARGS_MAX];
+    mpx_status st = repl_split_words(copy, &argc, argv, MPX_ARGS_MAX, false, err);
     if (st == MPX_OK && argc > 0) {
         const mpx_command *c = mpx_command_find(argv[0]);
         if (!c) {
             char hint[128];
             st = mpx_error_set(err, MPX_E_ARG, "unknown command \"%s\" (try: help)%s", argv[0],
                                command_hint(argv[0], hint, sizeof hint));
-        } else if ((st = check_words(c, argc, argv, err)) == MPX_OK) {
+        } else {
             const char *saved = s->line;
             s->line = line;
-            st = c->handler(s, argc, argv, err);
+            st = repl_exec_words(s, argc, argv, err);
             s->line = saved;
         }
     }

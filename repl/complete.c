@@ -188,14 +188,30 @@ static void cand_kind(const char *text, mpx_word_kind k, const char *choices) {
         break;
     case MPX_WORD_FORMAT: cand_formats(text); break;
     case MPX_WORD_METRIC: cand_metrics(text); break;
-    case MPX_WORD_SORT:
-        cand_metrics(text);
-        cand(text, "local");
-        cand(text, "order");
-        break;
     case MPX_WORD_COMMAND: cand_commands(text); break;
     case MPX_WORD_CHOICE: cand_choices(text, choices); break;
     case MPX_WORD_TEXT: break;
+    }
+}
+
+/* An option's value, by its type (numbers and text: nothing to offer). */
+static void cand_value(const char *text, const mpx_opt *o) {
+    char w[64];
+    switch (o->type) {
+    case MPX_OPT_PATH: cand_files(text); break;
+    case MPX_OPT_NODE: cand_nodes(text, ""); break;
+    case MPX_OPT_NODES:
+        cand_nodes(text, "");
+        cand_tensors(text);
+        break;
+    case MPX_OPT_CHOICE:
+        for (int k = 0; repl_opt_choice(o, k, w, sizeof w); k++) cand(text, w);
+        break;
+    case MPX_OPT_FLAG:
+    case MPX_OPT_INT:
+    case MPX_OPT_NUMBER:
+    case MPX_OPT_TEXT:
+    case MPX_OPT_SHARD: break;
     }
 }
 
@@ -204,12 +220,7 @@ static void cand_kind(const char *text, mpx_word_kind k, const char *choices) {
 void repl_complete_input(const char *text, int pos, char **w) {
     static const char *const kinds[] = {"shape", "random", "const", "file", "image", "audio", "files", NULL};
     static const char *const dists[] = {"normal", "uniform", "seed", NULL};
-    static const char *const image_opts[] = {"size", "layout", "channels", "scale", "mean", "std", NULL};
-    static const char *const audio_opts[] = {"rate", "length", "scale", NULL};
     static const char *const file_kinds[] = {"npy", "image", "audio", NULL};
-    static const char *const layouts[] = {"nchw", "nhwc", NULL};
-    static const char *const channels[] = {"rgb", "bgr", "gray", NULL};
-    static const char *const set_opts[] = {"limit", "shuffle", NULL};
     const char *prev = w[pos - 1];
     /* input x files '<glob>' image [options]: the kind is the fifth word */
     bool per_file = pos >= 5 && is(w[2], "files");
@@ -221,22 +232,27 @@ void repl_complete_input(const char *text, int pos, char **w) {
         cand_files(text);
     else if (pos == 4 && is(w[2], "files")) cand_list(text, file_kinds);
     else if (pos == 4 && is(w[2], "file")) cand(text, "convert");
-    else if (is(prev, "layout")) cand_list(text, layouts);
-    else if (is(prev, "channels")) cand_list(text, channels);
     else if (pos >= 4 && (is(kind, "image") || is(kind, "audio"))) {
-        cand_list(text, is(kind, "image") ? image_opts : audio_opts);
-        if (per_file) cand_list(text, set_opts);
+        /* an option's value (its choices), else the options' names */
+        const mpx_opt *table = is(kind, "image") ? repl_image_keywords : repl_audio_keywords;
+        for (const mpx_opt *k = table; k->name; k++)
+            if (is(prev, k->name)) {
+                if (k->type != MPX_OPT_FLAG) cand_value(text, k);
+                return;
+            }
+        for (const mpx_opt *k = table; k->name; k++) cand(text, k->name);
+        if (per_file)
+            for (int k = DATA_LIMIT; k < DATA_KEYWORD_COUNT; k++) cand(text, repl_data_keywords[k].name);
     }
 }
 
 void repl_complete_data(const char *text, int pos, char **w) {
-    static const char *const data_opts[] = {"stacked", "limit", "shuffle", NULL};
     (void)w;
     if (pos == 1) {
         cand_files(text);
         cand(text, "off");
     } else {
-        cand_list(text, data_opts);
+        for (const mpx_opt *k = repl_data_keywords; k->name; k++) cand(text, k->name);
     }
 }
 
@@ -310,18 +326,18 @@ static void gather(const char *text, int pos, char **w) {
     const mpx_command *c = mpx_command_find(w[0]);
     if (!c) return;
     if (text[0] == '-' && c->options) {
-        for (const mpx_option_spec *o = c->options; o->name; o++) cand(text, o->name);
+        for (const mpx_opt *o = c->options; o->name; o++) cand(text, o->name);
         return;
     }
     /* The word after an --option that takes values is that value. */
     for (int back = 1; back <= 2 && pos - back >= 1; back++) {
-        const mpx_option_spec *o = mpx_command_option(c, w[pos - back]);
+        const mpx_opt *o = mpx_command_option(c, w[pos - back]);
         if (!o) continue;
-        if (back == 1 && o->takes != MPX_TAKES_NONE) {
-            cand_kind(text, o->kind, o->choices);
+        if (back == 1 && o->type != MPX_OPT_FLAG) {
+            cand_value(text, o);
             return;
         }
-        if (back == 2 && o->takes == MPX_TAKES_TWO) return; /* --around <node> <depth> */
+        if (back == 2 && o->type2 != MPX_OPT_FLAG) return; /* --around <node> <depth> */
     }
     if (c->complete) {
         c->complete(text, pos, w);
@@ -330,12 +346,12 @@ static void gather(const char *text, int pos, char **w) {
     /* The k-th word that is not an option or an option's value. */
     int k = 0;
     for (int i = 1; i < pos; i++) {
-        const mpx_option_spec *o = mpx_command_option(c, w[i]);
+        const mpx_opt *o = mpx_command_option(c, w[i]);
         if (!o) {
             k++;
             continue;
         }
-        i += repl_option_values(o, i, pos, w);
+        i += repl_opt_takes(o, i, pos, w);
     }
     if (c->max_args >= 0 && k >= c->max_args) return;
     int last = (int)(sizeof c->args / sizeof c->args[0]) - 1;

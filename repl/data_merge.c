@@ -13,19 +13,23 @@
 static mpx_status need_model(mpx_session *s, const char *model, mpx_error *err) {
     if (s->graph && strcmp(s->model_path, model) == 0) return MPX_OK;
     char *argv[2] = {"load", (char *)model};
-    return repl_cmd_load(s, 2, argv, err);
+    return repl_exec_words(s, 2, argv, err);
 }
 
-mpx_status repl_merge_samples(mpx_session *s, int argc, char **argv, mpx_error *err) {
-    int files = 1;
-    while (files < argc && strncmp(argv[files], "--", 2) != 0) files++;
-    int n = files - 1;
+mpx_status repl_merge_samples(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
+    const mpx_opt_value *o = args->opt;
+    /* a sweep's outputs have no meaning here: refused before any file is read */
+    if (o[SWEEP_PLOT].given || o[SWEEP_TABLE].given)
+        return mpx_error_set(err, MPX_E_ARG, "merge: --plot and --table are for a sweep's shards, not a data set's");
+    if (o[SWEEP_JSON].given && o[SWEEP_CSV].given) return mpx_error_set(err, MPX_E_ARG, "--json or --csv, not both");
+    char *const *files = args->word;
+    int n = args->n;
     char **texts = calloc((size_t)n, sizeof *texts);
     if (!texts) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     mpx_status st = MPX_OK;
-    for (int i = 0; i < n && !st; i++) st = repl_read_text(s, argv[1 + i], &texts[i], err);
+    for (int i = 0; i < n && !st; i++) st = repl_read_text(s, files[i], &texts[i], err);
     mpx_shards *sh = NULL;
-    if (!st) st = mpx_shards_parse(n, (const char *const *)(argv + 1), (const char *const *)texts, &sh, err);
+    if (!st) st = mpx_shards_parse(n, (const char *const *)files, (const char *const *)texts, &sh, err);
     for (int i = 0; i < n; i++) free(texts[i]);
     free(texts);
     if (!st) st = need_model(s, mpx_shards_model(sh), err);
@@ -45,9 +49,11 @@ mpx_status repl_merge_samples(mpx_session *s, int argc, char **argv, mpx_error *
     mpx_compare_free(c);
     mpx_shards_free(sh);
     /* --json/--csv: the merged report, as `report` writes it. */
-    if (!st && files < argc) {
-        argv[files - 1] = "report";
-        st = repl_cmd_report(s, argc - files + 1, argv + files - 1, err);
+    if (!st && (o[SWEEP_JSON].given || o[SWEEP_CSV].given)) {
+        char *w[3] = {"report", o[SWEEP_JSON].given ? "--json" : "--csv", NULL};
+        const mpx_opt_value *v = &o[o[SWEEP_JSON].given ? SWEEP_JSON : SWEEP_CSV];
+        w[2] = (char *)v->text;
+        st = repl_exec_words(s, v->text ? 3 : 2, w, err);
     }
     return st;
 }

@@ -75,13 +75,13 @@ mpx_explore_host repl_explore_host(mpx_session *s, repl_eval *eval) {
 }
 
 /* assert <figure> <op> <number> [and <figure> <op> <number> ...] */
-MPX_CMD(repl_cmd_assert) {
+mpx_status repl_cmd_assert(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
     mpx_status st = repl_need_model(s, err);
     if (st) return st;
     if (!s->plan) return mpx_error_set(err, MPX_E_INVALID, "no plan (load a model first)");
-    if (argc < 2) return mpx_error_set(err, MPX_E_ARG, "usage: assert <figure> <op> <number> [and ...]");
+    if (args->n < 1) return mpx_error_set(err, MPX_E_ARG, "usage: assert <figure> <op> <number> [and ...]");
     mpx_cond c;
-    if ((st = mpx_cond_parse("assert", argc - 1, argv + 1, &c, err))) return st;
+    if ((st = mpx_cond_parse("assert", args->n, (char **)args->word, &c, err))) return st;
     repl_cond_warn(s, &c);
     mpx_figure_ctx x = {.plan = s->plan, .cmp = s->last, .local = s->last_local};
     double got[MPX_COND_MAX];

@@ -1,7 +1,7 @@
 /* man.c - mpx_man prints the man page mpx(1) in roff: the usage text of
- * `mpx --help` and every command's usage, summary and help from the command
- * table, so the page says what `help` says. Its output is checked in as
- * repl/mpx.1 (installing needs no tool at build time); the test man_page
+ * `mpx --help` and every command's usage (made from its options), summary,
+ * help and options' lines from the command table, so the page says what
+ * `help` says. Its output is checked in as repl/mpx.1 (installing needs no tool at build time); the test man_page
  * fails when the two differ: `build/mpx_man > repl/mpx.1` brings it up to
  * date. */
 #include "mpx_repl.h"
@@ -53,11 +53,17 @@ int main(int argc, char **argv) {
     const mpx_command *c = mpx_commands(&n);
     for (int i = 0; i < n; i++) {
         printf(".TP\n.B ");
-        roff_text(c[i].usage);
+        roff_text(mpx_command_usage(&c[i]));
         roff_text(c[i].summary);
         if (c[i].help) {
             printf(".IP\n.nf\n");
             roff_text(c[i].help);
+            printf(".fi\n");
+        }
+        char text[8192];
+        if (repl_options_help(&c[i], text, sizeof text)) {
+            printf(".IP\n.nf\n");
+            roff_text(text);
             printf(".fi\n");
         }
     }

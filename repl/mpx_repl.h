@@ -157,36 +157,95 @@ typedef enum mpx_word_kind {
     MPX_WORD_NODE_OR_TENSOR,
     MPX_WORD_FORMAT,
     MPX_WORD_METRIC,
-    MPX_WORD_SORT,     /* a metric, local or order */
     MPX_WORD_COMMAND,
     MPX_WORD_CHOICE,   /* one of the row's `choices` ("on|off") */
 } mpx_word_kind;
 
-/* An --option: how many words follow it (MPX_TAKES_MAYBE: one, when the next
- * word is not an option) and what they are. */
-enum { MPX_TAKES_NONE = 0, MPX_TAKES_ONE = 1, MPX_TAKES_TWO = 2, MPX_TAKES_MAYBE = 3 };
-typedef struct mpx_option_spec {
-    const char *name; /* "--json" */
-    int takes;
-    mpx_word_kind kind;  /* of its (first) value */
-    const char *choices; /* MPX_WORD_CHOICE: "dot|sfdp|neato" */
-} mpx_option_spec;
+/* An --option's value, as dispatch parses it (what the handler reads):
+ * FLAG takes no word; INT a whole number and NUMBER a number (1e-3, 1M,
+ * 64K: mpx_explore_parse_number) within [min, max]; TEXT, PATH and NODE a
+ * word as typed (PATH and NODE complete as files and node names); NODES
+ * a comma list of nodes or tensors; CHOICE one of `choices` ("a|b|c") or of
+ * the names `name_at` gives, read as its index; SHARD "k/n" with
+ * 1 <= k <= n. */
+typedef enum mpx_opt_type {
+    MPX_OPT_FLAG = 0,
+    MPX_OPT_INT,
+    MPX_OPT_NUMBER,
+    MPX_OPT_TEXT,
+    MPX_OPT_PATH,
+    MPX_OPT_NODE,
+    MPX_OPT_NODES,
+    MPX_OPT_CHOICE,
+    MPX_OPT_SHARD,
+} mpx_opt_type;
+
+/* What else holds of an option. */
+enum {
+    MPX_OPT_OPTIONAL = 1, /* its value may be left out (--json [<file>]): the next word is taken
+                           * when it is not an option (a CHOICE's: when it is a choice) */
+    MPX_OPT_REPEAT = 2,   /* may be given more than once, every value kept; else twice is refused */
+    MPX_OPT_ALONE = 4,    /* only with no other word (plan --scopes): usage "| plan --scopes" */
+    MPX_OPT_ABOVE = 8,    /* NUMBER: more than min, not min itself */
+};
+
+/* One --option of a command: every fact about it (dispatch, usage, help,
+ * completion, the man page and the suggestion for a mistyped one read it;
+ * the handler reads its parsed value by its index in the table). */
+typedef struct mpx_opt {
+    const char *name;    /* "--top" */
+    mpx_opt_type type;   /* of its value (FLAG: none) */
+    const char *meta;    /* its value in usage ("<n>"); NULL: the choices */
+    const char *help;    /* one line for `help` and the man page */
+    const char *def;     /* the default, parsed as a typed value would be (NULL: none) */
+    double min, max;     /* INT and NUMBER bounds (both 0: any) */
+    unsigned flags;      /* MPX_OPT_OPTIONAL | MPX_OPT_REPEAT | ... */
+    int group;           /* options of one non-zero group exclude each other: [--json | --csv] */
+    const char *needs;   /* an option that must be given with it: [--eval <c> [--eval-timeout <s>]] */
+    const char *choices; /* CHOICE: "dot|sfdp|neato" */
+    const char *(*name_at)(int k); /* CHOICE: the k-th name (NULL past the last), when a table has them */
+    mpx_opt_type type2;  /* a second value (--around <node> <depth>: INT), FLAG for none */
+    const char *meta2;
+} mpx_opt;
+
+/* The parsed value of one option (by its index in the command's table). */
+enum { MPX_OPT_REPEAT_MAX = 16 };
+typedef struct mpx_opt_value {
+    bool given;        /* on the line; otherwise the fields hold the default (if any) */
+    bool has_value;    /* a value is there (given, or the default) */
+    const char *text;  /* the value's word as typed (or the default's text) */
+    long long i;       /* INT; CHOICE: the index; SHARD: k; the second value (INT) goes in n */
+    long long n;       /* SHARD: n; the second value */
+    double d;          /* NUMBER (INT too, as a double) */
+    int count;         /* how many times given (MPX_OPT_REPEAT: every value in all[]) */
+    const char *all[MPX_OPT_REPEAT_MAX];
+} mpx_opt_value;
+
+enum { MPX_ARGS_MAX = 64, MPX_OPTS_MAX = 24 };
+/* A command line as dispatch parsed it against the command's row. */
+typedef struct mpx_cmd_args {
+    int argc;                        /* every word as typed: argv[0] is the command */
+    char **argv;
+    int n;                           /* the plain words: not options nor their values */
+    char *word[MPX_ARGS_MAX];
+    mpx_opt_value opt[MPX_OPTS_MAX];
+} mpx_cmd_args;
 
 enum { MPX_ARGS_GRAMMAR = -1 }; /* min_args: the handler parses its own grammar */
 
 typedef struct mpx_command {
     const char *name;
-    const char *usage;   /* the synopsis, also every "usage:" message */
+    const char *words;   /* the synopsis of the plain words ("<file.onnx>"); the usage adds the options */
     const char *summary;
-    const char *help;    /* longer text for `help <command>` */
-    mpx_status (*handler)(struct mpx_session *s, int argc, char **argv, mpx_error *err);
+    const char *help;    /* longer text for `help <command>` (the options' own lines follow it) */
+    mpx_status (*handler)(struct mpx_session *s, const mpx_cmd_args *args, mpx_error *err);
     /* Words after the name that are not options or their values: at least
      * min_args (MPX_ARGS_GRAMMAR: checked by the handler's own grammar, e.g.
      * colour rules), at most max_args (-1: any number). */
     int min_args, max_args;
     mpx_word_kind args[3];   /* the kind of word k (the last repeats) */
     const char *choices;     /* for MPX_WORD_CHOICE words */
-    const mpx_option_spec *options; /* ends with a {NULL} row; NULL: none */
+    const mpx_opt *options;  /* ends with a {NULL} row; NULL: none */
     /* Completion of a grammar the spec cannot say (input, colour, set...):
      * adds candidates for word pos (0 = the command) given the words before. */
     void (*complete)(const char *text, int pos, char **words);
@@ -195,6 +254,14 @@ typedef struct mpx_command {
 const mpx_command *mpx_commands(int *count);
 const mpx_command *mpx_command_find(const char *name); /* NULL: no such command (exit = quit) */
 /* The row's option called name (NULL: it has none of that name). */
-const mpx_option_spec *mpx_command_option(const mpx_command *c, const char *name);
+const mpx_opt *mpx_command_option(const mpx_command *c, const char *name);
+/* The command's usage line: its name, its words and its options from the
+ * table ("report [--top <n> | --all] ..."); built once, kept. */
+const char *mpx_command_usage(const mpx_command *c);
+/* Parse words (argv[0] the command) against the row into *out: options
+ * typed, defaults filled, plain words counted. Refusals name the option, the
+ * value and what was expected, with a suggestion for a mistyped option, and
+ * end with the usage. */
+mpx_status mpx_command_parse(const mpx_command *c, int argc, char **argv, mpx_cmd_args *out, mpx_error *err);
 
 #endif

@@ -1,6 +1,7 @@
 /* repl_internal.h - what the command files of repl/ share: the session's
  * inner state and helpers, and the handlers the one command table in
- * session.c points at. Only repl/ includes it.
+ * commands.c points at, with the indices of each command's options. Only
+ * repl/ includes it.
  *
  * Handler contract: validate everything and build results aside; touch the
  * session only once nothing can fail any more, so a failed command leaves
@@ -14,7 +15,36 @@
 
 #include <stdint.h>
 
-#define MPX_CMD(name) mpx_status name(mpx_session *s, int argc, char **argv, mpx_error *err)
+/* Each command's options by their index in its row's table (commands.c):
+ * the handler reads args->opt[REPORT_TOP] and so on, parsed and checked. */
+enum { OPT_JSON };                              /* ops, rules, diff */
+enum { STATS_TOP, STATS_ALL, STATS_SAVE, STATS_LOAD };
+enum { PLAN_CHANGED, PLAN_SCOPES, PLAN_JSON };
+enum { RUN_LOCAL, RUN_KEEP, RUN_SAMPLES };
+enum { REPORT_TOP, REPORT_ALL, REPORT_SORT, REPORT_SAMPLE, REPORT_SAMPLES, REPORT_JSON, REPORT_CSV };
+/* report --sort's values past the metrics */
+enum { REPORT_SORT_LOCAL = MPX_METRIC_COUNT, REPORT_SORT_ORDER };
+enum { TENSOR_SAVE, TENSOR_SAVE_REF };
+enum { COMPARE_LOCAL, COMPARE_JSON };
+enum { SEARCH_METHOD, SEARCH_MAX_EVALS, SEARCH_TIME, SEARCH_APPLY_BEST, SEARCH_EVAL, SEARCH_VALIDATE,
+       SEARCH_EVAL_TIMEOUT, SEARCH_JSON };
+enum { SWEEP_JSON, SWEEP_CSV, SWEEP_PLOT, SWEEP_TABLE, SWEEP_SHARD }; /* merge: the first four */
+enum { VIZ_AROUND, VIZ_TO_CAUSE, VIZ_SHAPES, VIZ_COLLAPSE, VIZ_FOLD, VIZ_CLUSTER, VIZ_WEIGHTS, VIZ_ALL, VIZ_OVERLAY,
+       VIZ_LOCAL, VIZ_NO_LEGEND, VIZ_ENGINE, VIZ_GRAPH_COUNT,
+       VIZ_WATCH = VIZ_GRAPH_COUNT, VIZ_UNWATCH,   /* svg */
+       VIZ_NO_OVERLAY = VIZ_GRAPH_COUNT };         /* html */
+enum { PLOT_LOCAL };
+enum { EXPORT_FORCE, EXPORT_EXTERNAL, EXPORT_JSON };
+/* A data set's keywords (data, input <name> files, search --validate):
+ * repl_data_keywords (commands.c), parsed by repl_keywords_parse. */
+enum { DATA_STACKED, DATA_LIMIT, DATA_SHUFFLE, DATA_KEYWORD_COUNT };
+extern const mpx_opt repl_data_keywords[];
+/* An image's and a sound's options (input <name> image|audio, and per file
+ * in input <name> files and data-set folders): repl_image_keywords and
+ * repl_audio_keywords (commands.c). */
+enum { IMAGE_SIZE, IMAGE_LAYOUT, IMAGE_CHANNELS, IMAGE_SCALE, IMAGE_MEAN, IMAGE_STD, IMAGE_KEYWORD_COUNT };
+enum { AUDIO_RATE, AUDIO_LENGTH, AUDIO_SCALE, AUDIO_KEYWORD_COUNT };
+extern const mpx_opt repl_image_keywords[], repl_audio_keywords[];
 
 /* ---- helpers (session.c) ------------------------------------------------ */
 mpx_status repl_need_model(const mpx_session *s, mpx_error *err);
@@ -110,7 +140,7 @@ mpx_status repl_read_text(mpx_session *s, const char *path, char **out, mpx_erro
  * data-set run (run --samples k/n; report --json) made the session's last run,
  * as one unsharded run gives (explore/'s mpx_shards; data_merge.c reads the
  * files and loads the model). */
-mpx_status repl_merge_samples(mpx_session *s, int argc, char **argv, mpx_error *err);
+mpx_status repl_merge_samples(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);
 /* Make c (a run of the session's plan, or merged shards) the last run: the
  * measured absmax taken from it, its summary printed. Takes c. */
 /* session.c: the only functions that change the session's state (see its
@@ -137,6 +167,9 @@ mpx_status repl_parse_shard(const char *text, const char *opt, int *k, int *n, m
 mpx_status repl_set_graph(mpx_session *s, mpx_graph *g, const char *path, mpx_error *err);
 
 /* ---- model: load, input shapes, info, ops, show (cmd_model.c) ----------- */
+/* commands.c: run the words (argv[0] the command) as dispatch runs a
+ * line: parsed against the command's row, then its handler. */
+mpx_status repl_exec_words(mpx_session *s, int argc, char **argv, mpx_error *err);
 /* commands.c: "usage: <the row's usage>", after a detail when fmt is given
  * ("unknown option "--jsn"; did you mean --json?; usage: ..."). */
 __attribute__((format(printf, 3, 4))) mpx_status repl_usage_error(mpx_error *err, const char *cmd, const char *fmt,
@@ -147,7 +180,21 @@ __attribute__((format(printf, 3, 4))) mpx_status repl_usage_error(mpx_error *err
  * values (MPX_TAKES_MAYBE: the next word unless it is another --option);
  * dispatch and completion both read words by these. */
 const char *repl_choice_at(const char *choices, int k, char *buf, size_t n);
-int repl_option_values(const mpx_option_spec *o, int i, int argc, char *const *argv);
+/* options.c: option o's choice k (from its choices or its name_at) into
+ * buf, NULL past the last; how many words after argv[i] are o's values;
+ * the options' lines of `help` (name, value, help, default) into buf. */
+const char *repl_opt_choice(const mpx_opt *o, int k, char *buf, size_t n);
+int repl_opt_takes(const mpx_opt *o, int i, int argc, char *const *argv);
+size_t repl_options_help(const mpx_command *c, char *buf, size_t n);
+/* Keyword options among a grammar's words (`data x/ limit 32 shuffle 7`):
+ * the table's words (names without "--") and their values are taken out of
+ * argv[0..*argc) into out (one per row, defaults filled), the other words
+ * kept in order and counted in *argc. Refusals as for --options. */
+mpx_status repl_keywords_parse(const mpx_opt *table, int *argc, char **argv, mpx_opt_value *out, mpx_error *err);
+/* The same when every word must be one of the table's (what names them in
+ * the refusal: "unknown image option ..."). */
+mpx_status repl_keywords_only(const mpx_opt *table, const char *what, int argc, char **argv, mpx_opt_value *out,
+                              mpx_error *err);
 
 /* complete.c: the candidates for word `text` at position pos (0 = the
  * command) given the words before, names from s's model; returns how many.
@@ -167,26 +214,26 @@ void repl_complete_set(const char *text, int pos, char **words);
 void repl_setting_names(const char *text, void (*add)(const char *prefix, const char *word));
 const char *repl_setting_choices(const char *name);
 
-MPX_CMD(repl_cmd_load);
-MPX_CMD(repl_cmd_info);
-MPX_CMD(repl_cmd_ops);
-MPX_CMD(repl_cmd_show);
+mpx_status repl_cmd_load(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);
+mpx_status repl_cmd_info(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);
+mpx_status repl_cmd_ops(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);
+mpx_status repl_cmd_show(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);
 /* `input <name> shape ...` (the shape form; the value forms are cmd_run.c's) */
 mpx_status repl_input_shape(mpx_session *s, const char *name, const char *shape, mpx_error *err);
 
 /* ---- colouring and the plan (cmd_plan.c) ------------------------------ */
-MPX_CMD(repl_cmd_target);
-MPX_CMD(repl_cmd_keep_io);
-MPX_CMD(repl_cmd_rule);   /* colour, color, accum */
-MPX_CMD(repl_cmd_unrule);
-MPX_CMD(repl_cmd_undo);   /* undo, redo */
-MPX_CMD(repl_cmd_rules);
-MPX_CMD(repl_cmd_plan);
+mpx_status repl_cmd_target(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);
+mpx_status repl_cmd_keep_io(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);
+mpx_status repl_cmd_rule(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);   /* colour, color, accum */
+mpx_status repl_cmd_unrule(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);
+mpx_status repl_cmd_undo(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);   /* undo, redo */
+mpx_status repl_cmd_rules(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);
+mpx_status repl_cmd_plan(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);
 /* Whether the last run ran the current plan: its target, and every compared
  * tensor in the format the plan gives it now (cmd_viz.c). */
 bool repl_run_is_current(const mpx_session *s);
-MPX_CMD(repl_cmd_diff);
-MPX_CMD(repl_cmd_why);
+mpx_status repl_cmd_diff(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);
+mpx_status repl_cmd_why(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);
 /* Plan rules and options for the session's graph (measured figures from
  * the last reference run when there is one). */
 mpx_status repl_build_plan(const mpx_session *s, const mpx_rules *r, const mpx_plan_opts *o, mpx_plan **out,
@@ -198,10 +245,10 @@ mpx_status repl_apply_rules(mpx_session *s, const mpx_rules *r, const mpx_plan_o
 void repl_after_plan_change(mpx_session *s);
 
 /* ---- inputs and runs (cmd_run.c) --------------------------------------- */
-MPX_CMD(repl_cmd_input);
-MPX_CMD(repl_cmd_data);   /* cmd_data.c */
-MPX_CMD(repl_cmd_stats);  /* cmd_stats.c */
-MPX_CMD(repl_cmd_run);
+mpx_status repl_cmd_input(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);
+mpx_status repl_cmd_data(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);   /* cmd_data.c */
+mpx_status repl_cmd_stats(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);  /* cmd_stats.c */
+mpx_status repl_cmd_run(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);
 /* Check every weight the plan converts (once): the number of weights with
  * values that overflow the format (n_overflow: values; n_flushed: weights
  * with a non-zero value flushed to zero); when there is one, header and a
@@ -213,9 +260,9 @@ int repl_check_weights(const mpx_session *s, const mpx_plan *p, FILE *out, const
  * saying how many and naming them; nothing otherwise. For the plan and run
  * summaries when repl_check_weights listed nothing. */
 void repl_print_flushed(const mpx_session *s, const mpx_plan *p, FILE *out, const char *indent);
-MPX_CMD(repl_cmd_report);
-MPX_CMD(repl_cmd_tensor);
-MPX_CMD(repl_cmd_compare);
+mpx_status repl_cmd_report(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);
+mpx_status repl_cmd_tensor(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);
+mpx_status repl_cmd_compare(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);
 /* Free the per-sample run caches (a new data set, model or cache budget). */
 void repl_drop_sample_caches(mpx_session *s);
 /* How a run uses the session's run cache (s->run_cache, or with a data set
@@ -241,10 +288,10 @@ void repl_free_inputs(const mpx_session *s, mpx_value *v);
 mpx_status repl_make_inputs_but(const mpx_session *s, const char *but, mpx_value **out, mpx_error *err);
 
 /* ---- figures and conditions (figures.c): assert, search, sweep ---------- */
-MPX_CMD(repl_cmd_assert);
-MPX_CMD(repl_cmd_search); /* cmd_search.c */
-MPX_CMD(repl_cmd_sweep);  /* cmd_sweep.c */
-MPX_CMD(repl_cmd_merge);
+mpx_status repl_cmd_assert(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);
+mpx_status repl_cmd_search(mpx_session *s, const mpx_cmd_args *args, mpx_error *err); /* cmd_search.c */
+mpx_status repl_cmd_sweep(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);  /* cmd_sweep.c */
+mpx_status repl_cmd_merge(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);
 bool repl_is_output(const mpx_graph *g, int tensor);
 /* "; did you mean <name>?" (or "") for a node and/or tensor name, a metric
  * (extra: also absmax and local), a format: graph/names.c's rule. */
@@ -272,12 +319,12 @@ mpx_explore_host repl_explore_host(mpx_session *s, repl_eval *eval);
 void repl_cond_warn(mpx_session *s, const mpx_cond *c);
 
 /* ---- scripts (script.c) and the session commands (cmd_session.c) ------- */
-MPX_CMD(repl_cmd_source);
-MPX_CMD(repl_cmd_set);
-MPX_CMD(repl_cmd_save);
+mpx_status repl_cmd_source(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);
+mpx_status repl_cmd_set(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);
+mpx_status repl_cmd_save(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);
 
 /* ---- export (cmd_export.c) ------------------------------------------- */
-MPX_CMD(repl_cmd_export);
+mpx_status repl_cmd_export(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);
 /* `source` nests at most this deep (counting the script run from the
  * command line). */
 #define REPL_SOURCE_DEPTH 16
@@ -348,10 +395,10 @@ int repl_read_line(FILE *in, char **buf, size_t *cap, size_t *len);
 int repl_skip_line(FILE *in);
 
 /* ---- pictures: dot, svg, plot, html (cmd_viz.c) ------------------------ */
-MPX_CMD(repl_cmd_dot);
-MPX_CMD(repl_cmd_svg);
-MPX_CMD(repl_cmd_plot);
-MPX_CMD(repl_cmd_html);
+mpx_status repl_cmd_dot(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);
+mpx_status repl_cmd_svg(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);
+mpx_status repl_cmd_plot(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);
+mpx_status repl_cmd_html(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);
 /* Re-write the file of `svg <file> --watch` after a change of the plan (a
  * no-op when nothing is watched). `svg --watch` installs it as
  * s->on_plan_change; callers may also call it directly. Prints nothing unless

@@ -239,7 +239,7 @@ refused(AUDIO, "input x audio %s/fuzz/corpus/audio/oom-flac-claims-486M-frames.f
         % os.path.dirname(os.path.abspath(__file__)),
         "truncated: the header gives 486474240 frames, the file holds 0")
 refused(AUDIO, "input x audio %s/rgb.png" % W, "rgb.png: not a readable sound file")
-refused(AUDIO, "input x audio %s/st.wav rate 0" % W, "rate: \"0\" is not a whole number")
+refused(AUDIO, "input x audio %s/st.wav rate 0" % W, "rate 0: expected a whole number from 1")
 refused(NCHW, "input x file %s/u8.npy" % W, "u8.npy holds uint8 values but input x is float32; add `convert`")
 refused(NCHW, "input x file %s/rgb.png" % W, "rgb.png is a png file, not .npy")
 # a failed input leaves the earlier binding: the run still uses rgb.png

@@ -276,7 +276,7 @@ refused("data %s/readme.npz" % W, "member \"readme.txt\" is not an .npy array")
 refused("data %s/crc.npz" % W, "crc.npz): member \"x.npy\" cannot be read: CRC error")
 refused("data %s/claim.npz" % W, "claim.npz): member \"x.npy\" cannot be read: the archive gives 4026531840 bytes, "
         "the member holds %d" % os.path.getsize(W + "/npy/s0.npy"))
-refused("data %s/npz limit 0" % W, "limit: \"0\" is not a count")
+refused("data %s/npz limit 0" % W, "limit 0: expected a whole number from 1")
 
 # holding every sample's values (task figures, --eval, run --keep over a data
 # set) is checked against the memory budget before they are copied: the run

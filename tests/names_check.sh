@@ -12,7 +12,7 @@ S="load examples/tiny_cnn.json; input x shape 1x3x32x32; set bail off; run"
 "$MPX" -c "$S; report --sort nosuch; assert output.nosuch < 1; plot $tmp/p.svg nosuch; report --json $tmp/r.json --top 1; report --csv $tmp/r.csv --top 1" >/dev/null 2>"$tmp/err" || true
 help=$("$MPX" -c "help report" | sed -n 's/^metrics: //p')
 help_plot=$("$MPX" -c "help plot" | sed -n 's/^metrics: //p')
-report=$(sed -n 's/.*--sort: unknown metric "nosuch" (\(.*\), local, order).*/\1/p' "$tmp/err" | sed 's/, / /g')
+report=$(sed -n 's/.*--sort: "nosuch" is not \(.*\), local or order.*/\1/p' "$tmp/err" | sed 's/, / /g')
 assert=$(sed -n 's/.*unknown metric "nosuch" (\(.*\) absmax[;)].*/\1/p' "$tmp/err")
 plot=$(sed -n 's/.*plot .*unknown metric "nosuch" (\(.*\))$/\1/p; s/^.*error: unknown metric "nosuch" (\([a-z0-9_ ]*\))$/\1/p' "$tmp/err" | tail -n 1)
 json=$(python3 -c "

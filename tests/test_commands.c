@@ -65,10 +65,24 @@ int main(void) {
     int n = 0;
     const mpx_command *c = mpx_commands(&n);
     for (int i = 0; i < n; i++) {
-        CHECK_MSG(strncmp(c[i].usage, c[i].name, strlen(c[i].name)) == 0, "%s: usage \"%s\"", c[i].name, c[i].usage);
-        for (const mpx_option_spec *o = c[i].options; o && o->name; o++) {
-            CHECK_MSG(strstr(c[i].usage, o->name) != NULL, "%s: option %s missing from its usage", c[i].name, o->name);
-            CHECK_MSG(o->kind != MPX_WORD_CHOICE || o->choices, "%s %s: no choices", c[i].name, o->name);
+        const char *usage = mpx_command_usage(&c[i]);
+        CHECK_MSG(strncmp(usage, c[i].name, strlen(c[i].name)) == 0, "%s: usage \"%s\"", c[i].name, usage);
+        for (const mpx_opt *o = c[i].options; o && o->name; o++) {
+            CHECK_MSG(strstr(usage, o->name) != NULL, "%s: option %s missing from its usage", c[i].name, o->name);
+            CHECK_MSG(o->type != MPX_OPT_CHOICE || o->choices || o->name_at, "%s %s: no choices", c[i].name, o->name);
+            CHECK_MSG(o->help && *o->help, "%s %s: no help line", c[i].name, o->name);
+            CHECK_MSG(!o->needs || mpx_command_option(&c[i], o->needs), "%s %s: needs %s, not an option", c[i].name,
+                      o->name, o->needs);
+            CHECK_MSG(o - c[i].options < MPX_OPTS_MAX, "%s: more than %d options", c[i].name, MPX_OPTS_MAX);
+            CHECK_MSG(mpx_command_option(&c[i], o->name) == o, "%s: %s twice", c[i].name, o->name);
+        }
+        /* every default parses as a typed value would (dispatch fills them) */
+        if (c[i].options) {
+            char *w[4] = {(char *)c[i].name, "x", "x", "x"};
+            int nw = 1 + (c[i].min_args > 0 ? c[i].min_args : 0);
+            mpx_cmd_args a;
+            mpx_error e;
+            CHECK_MSG(nw <= 4 && mpx_command_parse(&c[i], nw, w, &a, &e) == MPX_OK, "%s: %s", c[i].name, e.msg);
         }
         for (size_t k = 0; k < sizeof c[i].args / sizeof c[i].args[0]; k++)
             CHECK_MSG(c[i].args[k] != MPX_WORD_CHOICE || c[i].choices, "%s: no choices", c[i].name);
@@ -87,7 +101,14 @@ int main(void) {
     expect_refused("export", "usage: export <file.onnx>");
     expect_refused("plot a.svg rel_l2 extra", "usage: plot <file.svg> [<metric>] [--local]");
     expect_refused("stats --load r.json --top 3", "--load goes alone; usage: stats");
-    expect_refused("set tpo 3", "unknown setting \"tpo\" (settings: bail, top, cache, pager, memory); did you mean top?");
+    expect_refused("input x image a.png layot nchw", "unknown image option \"layot\" (size, layout, channels, scale, "
+                   "mean, std); did you mean layout?");
+    expect_refused("input x image a.png layout nwhc", "layout: \"nwhc\" is not nchw or nhwc; did you mean nhwc?");
+    expect_refused("data a.npz limit", "limit needs a value (limit <n>)");
+    expect_refused("report --sort rel_l3", "--sort: \"rel_l3\" is not rel_l2, ");
+    expect_refused("report --top 3 --all", "--top or --all, not both");
+    expect_refused("svg x.svg --local", "--local needs --overlay");
+    expect_refused("set tpo 3", "unknown setting \"tpo\" (settings: bail, top, cache, pager, memory, loops); did you mean top?");
     expect_refused("search --max-evals 3 output.rel_l2 < 1", "the condition comes first");
     /* A refused command leaves the session as it was. */
     CHECK(s.graph && s.plan);
@@ -97,7 +118,7 @@ int main(void) {
     expect_completion("keep-io ", "off on");
     expect_completion("target fp16 ", "block");
     expect_completion("target b", "bf16");
-    expect_completion("set ", "bail cache memory pager top");
+    expect_completion("set ", "bail cache loops memory pager top");
     expect_completion("set pager ", "off on");
     expect_completion("svg x.svg --engine ", "dot neato sfdp");
     expect_completion("search output.rel_l2 < 1 --method ", "auto bisect greedy sensitivity");
@@ -127,6 +148,12 @@ int main(void) {
     expect_completion("ex", "exit export");
     expect_completion("input ", "x");
     expect_completion("input x ", "audio const file files image random shape");
+    /* keyword options from their tables: names, then a choice's values */
+    expect_completion("input x image a.png ", "channels layout mean scale size std");
+    expect_completion("input x image a.png layout ", "nchw nhwc");
+    expect_completion("input x audio a.wav r", "rate");
+    expect_completion("input x files '*.png' image l", "layout limit");
+    expect_completion("data a.npz ", "limit shuffle stacked");
     expect_completion("colour Conv", "Conv ConvInteger ConvTranspose");
     expect_completion("colour Conv ", "clear gray green red");
     expect_completion("accum Conv fp3", "fp32");
