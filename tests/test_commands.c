@@ -87,7 +87,8 @@ int main(void) {
     expect_refused("export", "usage: export <file.onnx>");
     expect_refused("plot a.svg rel_l2 extra", "usage: plot <file.svg> [<metric>] [--local]");
     expect_refused("stats --load r.json --top 3", "--load goes alone; usage: stats");
-    expect_refused("set tpo 3", "unknown setting \"tpo\" (settings: bail, top, cache, pager, memory); did you mean top?");
+    expect_refused("set tpo 3", "unknown setting \"tpo\" (settings: bail, top, cache, pager, memory, loops); did you mean top?");
+    expect_refused("set loops -1", "set loops: expected seconds from 0 (no limit) to 1073741824, not \"-1\"");
     expect_refused("search --max-evals 3 output.rel_l2 < 1", "the condition comes first");
     /* A refused command leaves the session as it was. */
     CHECK(s.graph && s.plan);
@@ -97,7 +98,7 @@ int main(void) {
     expect_completion("keep-io ", "off on");
     expect_completion("target fp16 ", "block");
     expect_completion("target b", "bf16");
-    expect_completion("set ", "bail cache memory pager top");
+    expect_completion("set ", "bail cache loops memory pager top");
     expect_completion("set pager ", "off on");
     expect_completion("svg x.svg --engine ", "dot neato sfdp");
     expect_completion("search output.rel_l2 < 1 --method ", "auto bisect greedy sensitivity");
