@@ -109,6 +109,7 @@ int main(void) {
     expect_refused("report --top 3 --all", "--top or --all, not both");
     expect_refused("svg x.svg --local", "--local needs --overlay");
     expect_refused("set tpo 3", "unknown setting \"tpo\" (settings: bail, top, cache, pager, memory, loops); did you mean top?");
+    expect_refused("set loops -1", "set loops: expected seconds from 0 (no limit) to 1073741824, not \"-1\"");
     expect_refused("search --max-evals 3 output.rel_l2 < 1", "the condition comes first");
     /* A refused command leaves the session as it was. */
     CHECK(s.graph && s.plan);
