@@ -622,6 +622,47 @@ mpx_status mpx_window_transpose_out(const mpx_node *n, mpx_window *w, mpx_error 
  * (in - 1) * stride + kernel - pads (-1 when in is unknown). */
 int64_t mpx_window_unpool_len(const mpx_window *w, int i);
 
+/* Einsum's equation over its inputs: labels are letters, "..." stands for
+ * broadcast batch dims (right-aligned across the inputs). Label ids: 'a'-'z'
+ * 0-25, 'A'-'Z' 26-51, the "..." dims 52 on. */
+enum { MPX_EINSUM_MAX_IN = 16, MPX_EINSUM_LABELS = 52 + MPX_MAX_RANK };
+typedef struct mpx_einsum {
+    int n_in;
+    int in_rank[MPX_EINSUM_MAX_IN];
+    int in_label[MPX_EINSUM_MAX_IN][MPX_MAX_RANK]; /* each input axis's label id */
+    int n_out;
+    int out_label[MPX_MAX_RANK];                    /* each output axis's label id */
+    int64_t size[MPX_EINSUM_LABELS];                /* -2 in no input, -1 unknown */
+    int first[MPX_EINSUM_LABELS];                   /* order of first appearance, -1 none */
+    int count[MPX_EINSUM_LABELS];                   /* occurrences over the inputs */
+    int ell_rank;                                   /* dims "..." stands for */
+} mpx_einsum;
+/* Parse eq for n_in inputs of ranks[k] and dims[k] (a rank -1 is unknown:
+ * then only the syntax and the terms are checked and *complete is false).
+ * Sizes of one label broadcast (mpx_bcast_dim); the output is as written, or
+ * "..." then the labels that occur once in character order. */
+mpx_status mpx_einsum_parse(const char *eq, int n_in, const int *ranks, const int64_t *const *dims, mpx_einsum *e,
+                            bool *complete, mpx_error *err);
+
+/* Resize's and Upsample's output lengths: for an input of rank `rank` and
+ * dims (-1 unknown), from scales or sizes (one of them, n_given values, for
+ * the axes Resize-18's axes attribute lists, every axis otherwise or when
+ * legacy: Upsample, Resize-10), with keep_aspect_ratio_policy. A length is
+ * the fp32 product floored, as ONNX and ONNX Runtime compute it; upsample
+ * refuses a scale below 1. */
+typedef struct mpx_resize_geometry {
+    int rank, na;
+    int axes[MPX_MAX_RANK];     /* the axes the values speak of, in order */
+    int64_t out[MPX_MAX_RANK];  /* output lengths per axis of X (-1 unknown) */
+    float scale[MPX_MAX_RANK];  /* the fp32 scale per axis (1 where not resized) */
+    bool exact[MPX_MAX_RANK];   /* the length came from sizes (stretch): scale is out / in */
+} mpx_resize_geometry;
+/* The axes alone (every axis of X unless Resize-18 lists them). */
+mpx_status mpx_resize_axes(const mpx_node *n, bool legacy, int rank, int *axes, int *na, mpx_error *err);
+mpx_status mpx_resize_geom(const mpx_node *n, bool legacy, bool upsample, int rank, const int64_t *dims,
+                           const float *scales, const int64_t *sizes, int64_t n_given, mpx_resize_geometry *g,
+                           mpx_error *err);
+
 /* "1x3x224x224" (dims >= 0, "" is rank 0) into dims[MPX_MAX_RANK]: the rank,
  * or -1 for anything else (the benches' and test tools' argument syntax). */
 int mpx_dims_parse(const char *s, int64_t *dims);

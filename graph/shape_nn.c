@@ -243,148 +243,63 @@ mpx_status mpx_shape_matmul(mpx_sctx *c) {
     return mpx_sh_set_out(c, 0, product_dt(c, a), &o);
 }
 
-/* Einsum: labels are letters; "..." stands for broadcast batch dims. */
-typedef struct einsum_plan {
-    int64_t label[128];   /* dim per label char; -2 unseen */
-    int count[128];       /* occurrences over the inputs */
-    shp ell;              /* the broadcast "..." dims */
-    bool has_ell;
-    shp out;
-} einsum_plan;
-
-static mpx_status einsum_parse(const mpx_sctx *c, einsum_plan *p, bool *ok) {
-    *ok = false;
-    const char *eq = mpx_node_attr_string(c->n, "equation", NULL);
-    if (!eq) return mpx_node_error(c, MPX_E_INVALID, "attribute equation is required");
-    char buf[512], lhs[512];
-    size_t j = 0;
-    for (const char *q = eq; *q && j + 1 < sizeof buf; q++)
-        if (*q != ' ') buf[j++] = *q;
-    buf[j] = '\0';
-    const char *arrow = strstr(buf, "->");
-    size_t ll = arrow ? (size_t)(arrow - buf) : strlen(buf);
-    memcpy(lhs, buf, ll);
-    lhs[ll] = '\0';
-    for (int i = 0; i < 128; i++) {
-        p->label[i] = -2;
-        p->count[i] = 0;
+/* Einsum: the equation is graph/geom.c's (mpx_einsum_parse), which the
+ * kernel reads too. *ok false: an input's shape is unknown. */
+static mpx_status einsum_of(const mpx_node *n, mpx_einsum *e, bool *ok, mpx_error *err) {
+    const char *eq = mpx_node_attr_string(n, "equation", NULL);
+    if (!eq) return mpx_error_set(err, MPX_E_INVALID, "attribute equation is required");
+    int ranks[MPX_EINSUM_MAX_IN];
+    const int64_t *dims[MPX_EINSUM_MAX_IN];
+    int n_in = n->n_inputs;
+    for (int k = 0; k < n_in && k < MPX_EINSUM_MAX_IN; k++) {
+        const mpx_tensor *x = n->inputs[k];
+        bool known = x && x->rank >= 0;
+        ranks[k] = known ? x->rank : -1;
+        dims[k] = known ? x->dims : NULL;
     }
-    p->ell = mpx_sh_shp_rank(0);
-    p->has_ell = false;
-    bool all_known = true;
-    int term = 0;
-    mpx_status st;
-    for (char *t = lhs, *next; t; t = next, term++) {
-        next = strchr(t, ',');
-        if (next) *next++ = '\0';
-        const mpx_tensor *x = mpx_sh_in(c, term);
-        if (!x) return mpx_node_error(c, MPX_E_SHAPE, "equation \"%s\" has more terms than inputs", eq);
-        int letters = 0;
-        bool ell = false;
-        for (const char *q = t; *q; q++) {
-            if (strncmp(q, "...", 3) == 0) {
-                /* A second "..." would make the term claim more dims than the input has. */
-                if (ell)
-                    return mpx_node_error(c, MPX_E_INVALID, "equation \"%s\": \"...\" twice in one term", eq);
-                ell = true;
-                q += 2;
-            } else if ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z')) {
-                letters++;
-            } else {
-                return mpx_node_error(c, MPX_E_INVALID, "equation \"%s\": unexpected '%c'", eq, *q);
-            }
-        }
-        if (!mpx_sh_known(x)) {
-            all_known = false;
-            continue;
-        }
-        if (ell ? x->rank < letters : x->rank != letters)
-            return mpx_node_error(c, MPX_E_SHAPE, "equation term \"%s\" does not fit input %d of shape %s", t,
-                                  term, mpx_sh_TS(x));
-        int pos = 0;
-        for (const char *q = t; *q; q++) {
-            if (*q == '.') {
-                shp e = mpx_sh_shp_rank(x->rank - letters);
-                for (int k = 0; k < e.rank; k++) {
-                    e.d[k] = x->dims[pos + k];
-                    e.s[k] = x->sym[pos + k];
-                }
-                pos += e.rank;
-                q += 2;
-                if ((st = mpx_sh_bcast2(c, &p->ell, &e, &p->ell))) return st;
-                p->has_ell = true;
-                continue;
-            }
-            int64_t d = x->dims[pos++], *l = &p->label[(int)*q];
-            p->count[(int)*q]++;
-            if (*l == -2 || *l == 1 || (*l == -1 && d != 1)) *l = d;
-            else if (d >= 0 && *l >= 0 && d != *l && d != 1)
-                return mpx_node_error(c, MPX_E_SHAPE, "label '%c' is %lld in one input and %lld in input %d (%s)",
-                                      *q, (long long)*l, (long long)d, term, mpx_sh_TS(x));
-        }
-    }
-    if (term != c->n->n_inputs)
-        return mpx_node_error(c, MPX_E_SHAPE, "equation \"%s\" has %d terms for %d inputs", eq, term,
-                              c->n->n_inputs);
-    if (!all_known) return MPX_OK;
-    shp o = mpx_sh_shp_rank(0);
-    if (arrow) {
-        for (const char *q = arrow + 2; *q; q++) {
-            if (strncmp(q, "...", 3) == 0) {
-                for (int k = 0; k < p->ell.rank && o.rank < MPX_MAX_RANK; k++) {
-                    o.d[o.rank] = p->ell.d[k];
-                    o.s[o.rank++] = p->ell.s[k];
-                }
-                q += 2;
-                continue;
-            }
-            if (*q < 0 || p->label[(int)*q] == -2)
-                return mpx_node_error(c, MPX_E_SHAPE, "equation \"%s\": output label '%c' is in no input",
-                                      eq, *q);
-            if (o.rank >= MPX_MAX_RANK) return mpx_sh_check_rank(c, o.rank + 1);
-            o.d[o.rank++] = p->label[(int)*q];
-        }
-    } else {
-        o = p->ell;
-        for (int ch = 0; ch < 128; ch++) {
-            if (p->count[ch] != 1) continue;
-            if (o.rank >= MPX_MAX_RANK) return mpx_sh_check_rank(c, o.rank + 1);
-            o.s[o.rank] = NULL;
-            o.d[o.rank++] = p->label[ch];
-        }
-    }
-    p->out = o;
-    *ok = true;
-    return MPX_OK;
+    return mpx_einsum_parse(eq, n_in, ranks, dims, e, ok, err);
 }
 
 int64_t mpx_einsum_terms(const mpx_node *n) {
-    mpx_sctx c;
-    memset(&c, 0, sizeof c);
-    c.n = (mpx_node *)n; /* read only: einsum_parse writes nothing through it */
-    einsum_plan p;
+    mpx_einsum e;
+    mpx_error err;
     bool ok;
-    if (einsum_parse(&c, &p, &ok) != MPX_OK || !ok) return -1;
+    if (einsum_of(n, &e, &ok, &err) != MPX_OK || !ok) return -1;
     /* Saturates like the other cost figures. */
     int64_t total = 1;
-    for (int k = 0; k < p.ell.rank; k++) {
-        if (p.ell.d[k] < 0) return -1;
-        if (!mpx_sh_mul(total, p.ell.d[k], &total)) total = INT64_MAX;
-    }
-    for (int ch = 0; ch < 128; ch++) {
-        if (p.label[ch] == -2) continue;
-        if (p.label[ch] < 0) return -1;
-        if (!mpx_sh_mul(total, p.label[ch], &total)) total = INT64_MAX;
+    for (int id = 0; id < MPX_EINSUM_LABELS; id++) {
+        if (e.size[id] == -2) continue;
+        if (e.size[id] < 0) return -1;
+        if (!mpx_sh_mul(total, e.size[id], &total)) total = INT64_MAX;
     }
     return total;
 }
 
 mpx_status mpx_shape_einsum(mpx_sctx *c) {
-    einsum_plan p;
+    mpx_einsum e;
+    mpx_error err;
     bool ok;
-    mpx_status st = einsum_parse(c, &p, &ok);
-    if (st) return st;
-    return mpx_sh_set_out(c, 0, mpx_sh_dt(mpx_sh_in(c, 0)), ok ? &p.out : NULL);
+    if (einsum_of(c->n, &e, &ok, &err)) return mpx_node_error(c, err.status, "%s", err.msg);
+    if (!ok) return mpx_sh_set_out(c, 0, mpx_sh_dt(mpx_sh_in(c, 0)), NULL);
+    shp o = mpx_sh_shp_rank(e.n_out);
+    for (int k = 0; k < e.n_out; k++) {
+        int id = e.out_label[k];
+        o.d[k] = e.size[id];
+        o.s[k] = NULL;
+        if (id < 52 || o.d[k] >= 0) continue;
+        /* An unknown "..." dim keeps the symbolic name its inputs agree on
+         * (shape's own concern: values have no symbols). */
+        bool first = true;
+        for (int i = 0; i < e.n_in; i++)
+            for (int p = 0; p < e.in_rank[i]; p++) {
+                const mpx_tensor *x = c->n->inputs[i];
+                if (e.in_label[i][p] != id || x->dims[p] == 1) continue;
+                const char *sym = x->sym[p];
+                if (first) o.s[k] = sym, first = false;
+                else if (!sym || !o.s[k] || strcmp(sym, o.s[k]) != 0) o.s[k] = NULL;
+            }
+    }
+    return mpx_sh_set_out(c, 0, mpx_sh_dt(mpx_sh_in(c, 0)), &o);
 }
 
 /* ---- reductions ----------------------------------------------------------------- */

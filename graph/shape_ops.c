@@ -21,87 +21,41 @@ mpx_status mpx_shape_resize(mpx_sctx *c) {
     if (scales && scales->nelem == 0) scales = NULL;
     if (sizes && sizes->nelem == 0) sizes = NULL;
     if (!mpx_sh_known(x)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
-    int r = x->rank;
-    int64_t axes[MPX_MAX_RANK];
-    int na = r;
-    const int64_t *av;
-    int nav = mpx_node_attr_ints(c->n, "axes", &av);
-    for (int i = 0; i < r; i++) axes[i] = i;
-    if (av) {
-        if (nav > r) return mpx_node_error(c, MPX_E_SHAPE, "%d axes for input of rank %d", nav, r);
-        na = nav;
-        for (int i = 0; i < na; i++) {
-            int ax;
-            if ((st = mpx_sh_norm_axis(c, av[i], r, "axis", x, &ax))) return st;
-            axes[i] = ax;
-        }
-    }
     shp o = mpx_sh_shp_of(x);
     float fs[LIST_MAX];
     int64_t is[LIST_MAX];
     int n = 0, v;
     const mpx_attr *sa = upsample ? mpx_node_attr(c->n, "scales") : NULL;
+    bool by_sizes = false;
     if (sa && sa->type == MPX_ATTR_FLOATS) {
         v = sa->n <= LIST_MAX ? V_KNOWN : V_UNKNOWN;
         n = sa->n;
         for (int i = 0; i < n && v == V_KNOWN; i++) fs[i] = sa->floats[i];
     } else if (sizes) {
         v = mpx_sh_ints_of(sizes, is, LIST_MAX, &n);
+        by_sizes = true;
     } else if (scales) {
         v = mpx_sh_floats_of(scales, fs, LIST_MAX, &n);
     } else {
         return mpx_node_error(c, MPX_E_SHAPE, "neither scales nor sizes is given");
     }
+    /* The lengths are graph/geom.c's (mpx_resize_geom), which the kernel
+     * computes with too; unknown values leave the resized axes unknown. */
+    mpx_resize_geometry gm;
+    mpx_error e;
+    bool legacy = upsample || mpx_sh_opset(c) <= 10;
     if (v != V_KNOWN) {
-        for (int i = 0; i < na; i++) o.d[axes[i]] = -1;
+        if (mpx_resize_axes(c->n, legacy, x->rank, gm.axes, &gm.na, &e)) return mpx_node_error(c, e.status, "%s", e.msg);
+        for (int i = 0; i < gm.na; i++) o.d[gm.axes[i]] = -1, o.s[gm.axes[i]] = NULL;
         return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
     }
-    if (n != na)
-        return mpx_node_error(c, MPX_E_SHAPE, "%s has %d values for input \"%s\" of shape %s",
-                              sizes && !sa ? "sizes" : "scales", n, x->name, mpx_sh_TS(x));
-    if (sizes && !sa) {
-        const char *policy = mpx_node_attr_string(c->n, "keep_aspect_ratio_policy", "stretch");
-        bool larger = strcmp(policy, "not_larger") == 0, smaller = strcmp(policy, "not_smaller") == 0;
-        for (int i = 0; i < na; i++)
-            if (is[i] < 0)
-                return mpx_node_error(c, MPX_E_SHAPE, "sizes[%d] is %lld", i, (long long)is[i]);
-        if (larger || smaller) {
-            /* One scale for all the axes, then sizes = round(in * scale). */
-            float sc = larger ? INFINITY : 0.0f;
-            for (int i = 0; i < na; i++) {
-                int64_t d = x->dims[axes[i]];
-                if (d <= 0) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
-                float f = (float)is[i] / (float)d;
-                sc = larger ? fminf(sc, f) : fmaxf(sc, f);
-            }
-            for (int i = 0; i < na; i++) {
-                float len = roundf(sc * (float)x->dims[axes[i]]);
-                /* A float beyond int64 does not convert (undefined behaviour). */
-                if (!(len <= (float)MPX_MAX_ELEMS))
-                    return mpx_node_error(c, MPX_E_LIMIT, "axis %lld would have length %g", (long long)axes[i],
-                                          (double)len);
-                o.d[axes[i]] = (int64_t)len;
-            }
-        } else {
-            for (int i = 0; i < na; i++) o.d[axes[i]] = is[i];
-        }
-    } else {
-        for (int i = 0; i < na; i++) {
-            int64_t d = x->dims[axes[i]];
-            if (!(fs[i] > 0.0f) || !isfinite(fs[i]))
-                return mpx_node_error(c, MPX_E_SHAPE, "scale %g for axis %lld is not positive",
-                                      (double)fs[i], (long long)axes[i]);
-            /* As ONNX and ONNX Runtime compute it: float product, floored. */
-            float len = floorf((float)d * fs[i]);
-            if (d >= 0 && !(len <= (float)MPX_MAX_ELEMS))
-                return mpx_node_error(c, MPX_E_LIMIT, "scale %g makes axis %lld of length %lld %g long",
-                                      (double)fs[i], (long long)axes[i], (long long)d, (double)len);
-            o.d[axes[i]] = d < 0 ? -1 : (int64_t)len;
-        }
-    }
-    for (int i = 0; i < na; i++) {
-        if (o.d[axes[i]] < -1) return mpx_node_error(c, MPX_E_SHAPE, "negative output size");
-        if (o.d[axes[i]] >= 0 || x->dims[axes[i]] != o.d[axes[i]]) o.s[axes[i]] = NULL;
+    if (mpx_resize_geom(c->n, legacy, upsample, x->rank, x->dims, by_sizes ? NULL : fs, by_sizes ? is : NULL, n, &gm,
+                        &e))
+        return mpx_node_error(c, e.status, "%s", e.msg);
+    for (int i = 0; i < gm.na; i++) {
+        int a = gm.axes[i];
+        o.d[a] = gm.out[a];
+        if (o.d[a] >= 0 || x->dims[a] != o.d[a]) o.s[a] = NULL;
     }
     return mpx_sh_set_out(c, 0, mpx_sh_dt(x), &o);
 }

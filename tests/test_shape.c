@@ -112,6 +112,10 @@ static void test_dot_norm(void) {
     ONE(12, "Einsum", "a:f:3x3", "y", "equation=ii->i", "y=3");
     ONE(12, "Einsum", "a:f:3x4 b:f:4x5", "y", "equation=ij,jk", "y=3x5");
     ONE(12, "Einsum", "a:f:3x4", "y", "equation=ij->", "y=scalar");
+    /* Without "->": "..." then the labels that occur once, upper case first
+     * (character order), as the kernel orders them (graph/geom.c for both). */
+    ONE(12, "Einsum", "a:f:2x3 b:f:3x4", "y", "equation=Ab,bc", "y=2x4");
+    ONE(12, "Einsum", "a:f:5x1x3 b:f:7x3", "y", "equation=...j,...j", "y=5x7");
     ONE(15, "BatchNormalization", "x:f:2x6x4x4 s:f:6 b:f:6 m:f:6 v:f:6", "y rm rv", "training_mode=1",
         "y=2x6x4x4 rm=6 rv=6");
     ONE(9, "BatchNormalization", "x:f:2x6x4x4 s:f:6 b:f:6 m:f:6 v:f:6", "y mo vo sm sv", "",
@@ -146,6 +150,10 @@ static void test_data_movement(void) {
     ONE(13, "Resize", "x:f:1x3x5x7 - sc=f[1,1,0.5,1.7]", "y", "", "y=1x3x2x11");
     ONE(7, "Upsample", "x:f:1x3x5x7", "y", "scales=[1.0,1.0,2.0,3.0]", "y=1x3x10x21");
     ONE(9, "Upsample", "x:f:1x3x5x7 sc=f[1,1,2,2]", "y", "", "y=1x3x10x14");
+    /* Resize-18's axes and kept aspect ratio: graph/geom.c's lengths, the
+     * kernel's too (one scale, min over the axes for not_larger, rounded). */
+    ONE(18, "Resize", "x:f:1x3x5x7 - - sz=i[9,9]", "y", "axes=[2,3] keep_aspect_ratio_policy=not_larger", "y=1x3x6x9");
+    ONE(18, "Resize", "x:f:1x3x5x7 - - sz=i[9,9]", "y", "axes=[2,3] keep_aspect_ratio_policy=not_smaller", "y=1x3x9x13");
     ONE(13, "Concat", "a:f:2x3x4 b:f:2x3x5", "y", "axis=-1", "y=2x3x9");
     ONE(11, "Split", "x:f:2x10", "a b", "axis=1 split=[3,7]", "a=2x3 b=2x7");
     ONE(13, "Split", "x:f:2x10 s=i[2,3,5]", "a b c", "axis=-1", "a=2x2 b=2x3 c=2x5");
@@ -428,6 +436,9 @@ static void test_errors(void) {
     FAIL(13, "Transpose", "x:f:2x3", "y", "perm=[0,0]", MPX_E_SHAPE, "permutation");
     FAIL(13, "Expand", "x:f:3x2 s=i[4,3]", "y", "", MPX_E_SHAPE, "cannot broadcast 3x2 with 4x3");
     FAIL(13, "Einsum", "a:f:3x4 b:f:5x6", "y", "equation=ij,jk->ik", MPX_E_SHAPE, "label 'j'");
+    FAIL(9, "Upsample", "x:f:1x3x5x7 sc=f[1,1,0.5,1]", "y", "", MPX_E_INVALID, "scale 0.5 for axis 2 is not at least 1");
+    FAIL(18, "Resize", "x:f:1x3x5x7 - - sz=i[9,9]", "y", "axes=[2,2]", MPX_E_INVALID, "axis 2 is listed twice");
+    FAIL(13, "Einsum", "a:f:3x4 b:f:4x6", "y", "equation=ij,jk->ii", MPX_E_INVALID, "output label repeated");
     FAIL(13, "ConstantOfShape", "s=i[65536,65536]", "y", "", MPX_E_LIMIT, "output \"y\"");
     FAIL(13, "Unsqueeze", "x:f:2x3x4x5x6x7x8x9 a=i[0]", "y", "", MPX_E_UNSUPPORTED, "rank 9");
     FAIL(13, "Conv", "x:f:1x3x8x8", "y", "", MPX_E_INVALID, "input 1 is required");

@@ -14,134 +14,10 @@
 #include "kern_nn.h"
 
 #include <stdlib.h>
-#include <string.h>
 
-enum { EIN_MAX_IN = 8, EIN_MAX_LABELS = 52 + MPX_MAX_RANK };
-
-typedef struct ein {
-    int n_labels;
-    int64_t size[EIN_MAX_LABELS];
-    int first[EIN_MAX_LABELS];   /* order of first appearance */
-    int n_in;
-    int in_rank[EIN_MAX_IN];
-    int in_label[EIN_MAX_IN][MPX_MAX_RANK];
-    int n_out;
-    int out_label[MPX_MAX_RANK];
-} ein;
-
-/* Label ids: 'a'-'z' 0-25, 'A'-'Z' 26-51, "..." dims 52.. (from the right). */
-static int letter_id(char ch) {
-    if (ch >= 'a' && ch <= 'z') return ch - 'a';
-    if (ch >= 'A' && ch <= 'Z') return 26 + ch - 'A';
-    return -1;
-}
-
-static mpx_status parse(const mpx_kctx *c, const char *eq, const mpx_value *const *in, int n_in, ein *e) {
-    char buf[512];
-    size_t j = 0;
-    for (const char *q = eq; *q; q++) {
-        if (*q == ' ') continue;
-        if (j + 1 >= sizeof buf) return mpx_kernel_error(c, MPX_E_LIMIT, "equation too long");
-        buf[j++] = *q;
-    }
-    buf[j] = '\0';
-    memset(e, 0, sizeof *e);
-    for (int i = 0; i < EIN_MAX_LABELS; i++) e->size[i] = -1, e->first[i] = -1;
-    char *arrow = strstr(buf, "->");
-    if (arrow) *arrow = '\0';
-    int ell_rank = 0, order = 0, count[EIN_MAX_LABELS] = {0};
-    /* First pass: the rank "..." stands for (the largest over the inputs). */
-    int term = 0;
-    for (char *t = buf; term <= n_in; term++) {
-        char *next = strchr(t, ',');
-        int letters = 0;
-        bool ell = false;
-        for (char *q = t; *q && q != next; q++) {
-            if (strncmp(q, "...", 3) == 0) {
-                if (ell) return mpx_kernel_error(c, MPX_E_INVALID, "equation \"%s\": \"...\" twice in one term", eq);
-                ell = true;
-                q += 2;
-            } else if (letter_id(*q) >= 0) {
-                letters++;
-            } else {
-                return mpx_kernel_error(c, MPX_E_INVALID, "equation \"%s\": unexpected '%c'", eq, *q);
-            }
-        }
-        if (term >= n_in) return mpx_kernel_error(c, MPX_E_INVALID, "equation \"%s\" has more terms than inputs", eq);
-        int r = in[term]->rank;
-        if (ell ? r < letters : r != letters)
-            return mpx_kernel_error(c, MPX_E_SHAPE, "equation term %d of \"%s\" does not fit an input of rank %d", term,
-                                    eq, r);
-        if (ell && r - letters > ell_rank) ell_rank = r - letters;
-        if (!next) break;
-        t = next + 1;
-    }
-    if (term + 1 != n_in)
-        return mpx_kernel_error(c, MPX_E_INVALID, "equation \"%s\" has %d terms for %d inputs", eq, term + 1, n_in);
-    /* Second pass: labels and sizes. */
-    char *t = buf;
-    for (int k = 0; k < n_in; k++) {
-        char *next = strchr(t, ',');
-        const mpx_value *x = in[k];
-        int pos = 0, letters = 0;
-        for (char *q = t; *q && q != next; q++) letters += letter_id(*q) >= 0;
-        for (char *q = t; *q && q != next; q++) {
-            int ids[MPX_MAX_RANK], n_ids = 0;
-            if (*q == '.') {
-                int er = x->rank - letters;
-                for (int i = 0; i < er; i++) ids[n_ids++] = 52 + ell_rank - er + i;
-                q += 2;
-            } else {
-                ids[n_ids++] = letter_id(*q);
-            }
-            for (int i = 0; i < n_ids; i++) {
-                int id = ids[i];
-                int64_t d = x->dims[pos];
-                e->in_label[k][pos++] = id;
-                count[id]++;
-                if (e->first[id] < 0) e->first[id] = order++;
-                if (e->size[id] < 0 || e->size[id] == 1) e->size[id] = d;
-                else if (d != 1 && d != e->size[id])
-                    return mpx_kernel_error(c, MPX_E_SHAPE, "equation \"%s\": a label is %lld in one place and %lld in input %d",
-                                            eq, (long long)e->size[id], (long long)d, k);
-            }
-        }
-        e->in_rank[k] = pos;
-        if (next) t = next + 1;
-    }
-    e->n_in = n_in;
-    /* The output labels. */
-    if (arrow) {
-        for (char *q = arrow + 2; *q; q++) {
-            int ids[MPX_MAX_RANK], n_ids = 0;
-            if (strncmp(q, "...", 3) == 0) {
-                for (int i = 0; i < ell_rank; i++) ids[n_ids++] = 52 + i;
-                q += 2;
-            } else if (letter_id(*q) >= 0 && e->first[letter_id(*q)] >= 0) {
-                ids[n_ids++] = letter_id(*q);
-            } else {
-                return mpx_kernel_error(c, MPX_E_INVALID, "equation \"%s\": output label '%c' is in no input", eq, *q);
-            }
-            for (int i = 0; i < n_ids; i++) {
-                if (e->n_out == MPX_MAX_RANK) return mpx_kernel_error(c, MPX_E_LIMIT, "output rank beyond %d", MPX_MAX_RANK);
-                for (int o = 0; o < e->n_out; o++)
-                    if (e->out_label[o] == ids[i])
-                        return mpx_kernel_error(c, MPX_E_INVALID, "equation \"%s\": output label repeated", eq);
-                e->out_label[e->n_out++] = ids[i];
-            }
-        }
-    } else {
-        for (int i = 0; i < ell_rank; i++) e->out_label[e->n_out++] = 52 + i;
-        for (int rnk = 0; rnk < 52; rnk++) {
-            int id = rnk < 26 ? 26 + rnk : rnk - 26; /* character order: 'A'-'Z', then 'a'-'z' */
-            if (count[id] != 1) continue;
-            if (e->n_out == MPX_MAX_RANK) return mpx_kernel_error(c, MPX_E_LIMIT, "output rank beyond %d", MPX_MAX_RANK);
-            e->out_label[e->n_out++] = id;
-        }
-    }
-    e->n_labels = EIN_MAX_LABELS;
-    return MPX_OK;
-}
+/* The equation's labels and sizes are graph/geom.c's (mpx_einsum_parse),
+ * which shape inference reads too. */
+enum { EIN_MAX_IN = 8, EIN_MAX_LABELS = MPX_EINSUM_LABELS };
 
 mpx_status mpx_k_einsum(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
     mpx_status st = kn_need_out(c, n_out, 1);
@@ -156,8 +32,13 @@ mpx_status mpx_k_einsum(const mpx_kctx *c, const mpx_value *const *in, int n_in,
     }
     const char *eq = mpx_node_attr_string(c->node, "equation", NULL);
     if (!eq) return mpx_kernel_error(c, MPX_E_INVALID, "attribute equation is required");
-    ein e;
-    if ((st = parse(c, eq, in, n_in, &e))) return st;
+    int ranks[EIN_MAX_IN];
+    const int64_t *dims_of[EIN_MAX_IN];
+    for (int k = 0; k < n_in; k++) ranks[k] = in[k]->rank, dims_of[k] = in[k]->dims;
+    mpx_einsum e;
+    mpx_error pe;
+    bool complete;
+    if (mpx_einsum_parse(eq, n_in, ranks, dims_of, &e, &complete, &pe)) return mpx_kernel_error(c, pe.status, "%s", pe.msg);
     /* Loop labels: output labels (row-major), then summed labels by first appearance. */
     int loop[EIN_MAX_LABELS], n_loop = 0;
     bool in_out[EIN_MAX_LABELS] = {false};

@@ -169,7 +169,7 @@ static float interp(const mpx_kctx *c, const rs_axis *ax, int rank, int k, const
 /* Scales and output lengths per axis from the inputs and attributes. */
 static mpx_status rs_sizes(const mpx_kctx *c, const mpx_value *const *in, int n_in, bool upsample,
                            const mpx_value *x, rs_axis *ax, const rs_opts *o, float *extrap) {
-    char s1[160], s2[160];
+    char s2[160];
     int opset = kn_opset(c), r = x->rank;
     bool legacy = upsample || opset <= 10;
     const mpx_value *scales = NULL, *sizes = NULL, *roi = NULL;
@@ -196,26 +196,14 @@ static mpx_status rs_sizes(const mpx_kctx *c, const mpx_value *const *in, int n_
         if (!scales && !sizes)
             return mpx_kernel_error(c, MPX_E_INVALID, "neither scales nor sizes is given");
     }
-    int axes[MPX_MAX_RANK], na = r;
-    for (int i = 0; i < r; i++) axes[i] = i;
-    const int64_t *av;
-    int nav = legacy ? 0 : mpx_node_attr_ints(c->node, "axes", &av);
-    if (nav > 0) {
-        if (nav > r)
-            return mpx_kernel_error(c, MPX_E_INVALID, "%d axes for input X of rank %d", nav, r);
-        bool seen[MPX_MAX_RANK] = {false};
-        na = nav;
-        for (int i = 0; i < na; i++) {
-            if ((st = mpx_k_axis(c, av[i], r, 0, &axes[i]))) return st;
-            if (seen[axes[i]])
-                return mpx_kernel_error(c, MPX_E_INVALID, "axis %lld is listed twice", (long long)av[i]);
-            seen[axes[i]] = true;
-        }
-    }
-    int64_t given = sa ? sa->n : scales ? scales->n : sizes->n;
-    if (given != na)
-        return mpx_kernel_error(c, MPX_E_SHAPE, "%s has %lld values for %d axes of input X (shape %s)",
-                                sizes ? "sizes" : "scales", (long long)given, na, kn_shape(x, s1));
+    /* The axes, lengths and scales are graph/geom.c's, which shape
+     * inference computes with too. */
+    mpx_resize_geometry gm;
+    mpx_error ge;
+    if (mpx_resize_geom(c->node, legacy, upsample, r, x->dims, sa ? sa->floats : scales ? scales->f : NULL,
+                        sa || scales ? NULL : sizes->i, sa ? sa->n : scales ? scales->n : sizes->n, &gm, &ge))
+        return mpx_kernel_error(c, ge.status, "%s", ge.msg);
+    int na = gm.na;
     if (roi && roi->n != 2 * na)
         return mpx_kernel_error(c, MPX_E_SHAPE, "roi of shape %s does not hold 2 x %d values",
                                 kn_shape(roi, s2), na);
@@ -223,50 +211,17 @@ static mpx_status rs_sizes(const mpx_kctx *c, const mpx_value *const *in, int n_
         return mpx_kernel_error(c, MPX_E_INVALID, "tf_crop_and_resize needs the roi input");
     *extrap = mpx_node_attr_float(c->node, "extrapolation_value", 0.0f);
     for (int i = 0; i < r; i++) {
-        ax[i].in = ax[i].out = x->dims[i];
-        ax[i].scale = 1.0f;
-        ax[i].lr = (float)x->dims[i];
-        ax[i].roi_s = 0.0f, ax[i].roi_e = 1.0f;
+        rs_axis *a = &ax[i];
+        a->in = x->dims[i];
+        a->out = gm.out[i];
+        a->scale = gm.scale[i];
+        /* The length the coordinates map onto: the given size, or scale x in. */
+        a->lr = gm.exact[i] ? (float)gm.out[i] : gm.scale[i] * (float)a->in;
+        a->roi_s = 0.0f, a->roi_e = 1.0f;
     }
-    const char *policy = mpx_node_attr_string(c->node, "keep_aspect_ratio_policy", "stretch");
-    int keep = sizes ? lookup(policy, (const char *const[]){"stretch", "not_larger", "not_smaller"}, 3) : 0;
-    if (keep < 0)
-        return mpx_kernel_error(c, MPX_E_INVALID, "keep_aspect_ratio_policy \"%s\" is unknown", policy);
-    float common = keep == 1 ? INFINITY : 0.0f;
-    for (int i = 0; keep > 0 && i < na; i++) {
-        if (x->dims[axes[i]] <= 0)
-            return mpx_kernel_error(c, MPX_E_SHAPE, "cannot keep the aspect ratio of an empty axis");
-        float f = (float)sizes->i[i] / (float)x->dims[axes[i]];
-        common = keep == 1 ? fminf(common, f) : fmaxf(common, f);
-    }
-    for (int i = 0; i < na; i++) {
-        rs_axis *a = &ax[axes[i]];
-        if (roi) {
-            a->roi_s = roi->f[i];
-            a->roi_e = roi->f[na + i];
-        }
-        if (sizes && keep == 0) {
-            int64_t s = sizes->i[i];
-            if (s < 0 || s > MPX_MAX_ELEMS)
-                return mpx_kernel_error(c, MPX_E_SHAPE, "sizes[%d] = %lld is not a length", i, (long long)s);
-            if (a->in == 0 && s != 0)
-                return mpx_kernel_error(c, MPX_E_SHAPE, "axis %d is empty and cannot become %lld long",
-                                        axes[i], (long long)s);
-            a->out = s;
-            a->scale = a->in ? (float)s / (float)a->in : 1.0f;
-            a->lr = (float)s;
-            continue;
-        }
-        float f = sizes ? common : sa ? sa->floats[i] : scales->f[i];
-        if (!(f > 0.0f) || !isfinite(f) || (upsample && f < 1.0f))
-            return mpx_kernel_error(c, MPX_E_INVALID, "scale %g for axis %d is not %s", (double)f,
-                                    axes[i], upsample ? "at least 1" : "positive");
-        float len = sizes ? roundf(f * (float)a->in) : floorf((float)a->in * f);
-        if (len > (float)MPX_MAX_ELEMS)
-            return mpx_kernel_error(c, MPX_E_LIMIT, "scale %g makes axis %d too long", (double)f, axes[i]);
-        a->out = (int64_t)len;
-        a->scale = f;
-        a->lr = f * (float)a->in;
+    for (int i = 0; roi && i < na; i++) {
+        ax[gm.axes[i]].roi_s = roi->f[i];
+        ax[gm.axes[i]].roi_e = roi->f[na + i];
     }
     if (mpx_node_attr_int(c->node, "antialias", 0) != 0 && o->mode != RS_NEAREST)
         for (int i = 0; i < r; i++)
