@@ -1100,11 +1100,12 @@ static void test_pool(void) {
 /* ---- normalisation, softmax, LRN ------------------------------------------------------------ */
 
 /* BatchNormalization's value as kern_norm.c computes it: the channel's
- * factors first, x * a + b (ONNX Runtime's and PyTorch's order). */
+ * factors first (ONNX Runtime's and PyTorch's order), then one fused
+ * multiply-add (PyTorch's vector loop). */
 static float bn_ref(float x, float mean, float var, float eps, float scale, float bias) {
     float a = 1.0f / sqrtf(var + eps) * scale;
     float b = bias - mean * a;
-    return x * a + b;
+    return fmaf(x, a, b);
 }
 
 static void test_norm(void) {
