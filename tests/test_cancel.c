@@ -23,18 +23,27 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 static mpx_error err;
 
-enum { M = 4096, K = 2048, N = 4096 };
+/* The product's size: 4096 x 2048 x 4096 (34 G multiply-adds). The
+ * sanitizer build computes about 0.2 G a second, which would make the
+ * test's seven products a quarter of an hour: there (MPX_CANCEL_SMALL, set
+ * by tests/CMakeLists.txt) 1024 x 1024 x 2048, still seconds of work in that
+ * build, and the cancel still lands inside the product. */
+static int64_t M = 4096, K = 2048, N = 4096;
 /* CPU seconds into the run when the cancel comes. */
 static const double CPU_INTO = 0.4;
 
 static mpx_graph *build(void) {
     mpx_graph *g = mpx_graph_new("cancel");
-    node(g, "mm", "MatMul", "x:f:4096x2048 w#f:2048x4096", "y", "");
+    char ins[96];
+    snprintf(ins, sizeof ins, "x:f:%lldx%lld w#f:%lldx%lld", (long long)M, (long long)K, (long long)K, (long long)N);
+    node(g, "mm", "MatMul", ins, "y", "");
     node(g, "relu", "Relu", "y", "z", "");
     mpx_error_clear(&err);
     mpx_status st = gb_build(g, "z", &err);
@@ -170,6 +179,7 @@ static void test_cancel_inside_product(void) {
 }
 
 int main(void) {
+    if (getenv("MPX_CANCEL_SMALL")) M = 1024, K = 1024, N = 2048;
     mpx_numerics_init();
     test_cancel_inside_product();
     return check_report("test_cancel");
