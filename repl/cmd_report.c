@@ -312,19 +312,26 @@ static char *report_csv(const mpx_session *s, const report_view *v) {
     size_t cap = 256 + (size_t)n * 512, o = 0;
     text = malloc(cap);
     if (text) {
-        o += (size_t)snprintf(text + o, cap - o,
-                              "order,node,op,tensor,format,rel_l2,max_abs,mean_abs,cos,sqnr_db,overflow,"
-                              "underflow,subnormal,absmax_ref,local_rel_l2%s\n",
-                              S ? ",worst_sample,mean_rel_l2" : "");
+        char names[256];
+        o += (size_t)snprintf(text + o, cap - o, "order,node,op,tensor,format,%s,absmax_ref,local_rel_l2%s\n",
+                              mpx_metric_names(",", names, sizeof names), S ? ",worst_sample,mean_rel_l2" : "");
         for (int i = 0; i < n && o < cap; i++) {
             const mpx_layer *L = rows[i];
             char f1[300], f2[300];
-            o += (size_t)snprintf(text + o, cap - o, "%d,%s,%s,%s,%s,%.6g,%.6g,%.6g,%.9g,%.6g,%lld,%lld,%lld,%.6g,",
-                                  L->node, csv_field(g->nodes[L->node]->name, f1, sizeof f1),
-                                  g->nodes[L->node]->op_type, csv_field(layer_name(g, L), f2, sizeof f2),
-                                  mpx_format_name(L->fmt), L->m.rel_l2, L->m.max_abs, L->m.mean_abs, L->m.cos,
-                                  L->m.sqnr_db, (long long)L->m.overflow, (long long)L->m.underflow,
-                                  (long long)L->m.subnormal, L->m.absmax_ref);
+            o += (size_t)snprintf(text + o, cap - o, "%d,%s,%s,%s,%s,", L->node,
+                                  csv_field(g->nodes[L->node]->name, f1, sizeof f1), g->nodes[L->node]->op_type,
+                                  csv_field(layer_name(g, L), f2, sizeof f2), mpx_format_name(L->fmt));
+            /* The metrics' columns in metrics.def's order; cos with 9 digits,
+             * since near 1 what it says is in its last digits. */
+            for (int k = 0; k < MPX_METRIC_COUNT && o < cap; k++) {
+                const mpx_metric_info *mi = mpx_metric_info_of((mpx_metric_id)k);
+                double val = mpx_metric_value(&L->m, (mpx_metric_id)k);
+                if (mi->count)
+                    o += (size_t)snprintf(text + o, cap - o, "%lld,", (long long)val);
+                else
+                    o += (size_t)snprintf(text + o, cap - o, k == MPX_METRIC_cos ? "%.9g," : "%.6g,", val);
+            }
+            if (o < cap) o += (size_t)snprintf(text + o, cap - o, "%.6g,", L->m.absmax_ref);
             if (o < cap && L->has_local) o += (size_t)snprintf(text + o, cap - o, "%.6g", L->local.rel_l2);
             if (o < cap && S) {
                 int li = (int)(L - c->layers);
