@@ -73,16 +73,6 @@ mpx_status mpx_dataset_error_sample(mpx_error *err, int k, int n, const char *la
     return st;
 }
 
-static const char *dims_str(int rank, const int64_t *dims, char *buf, size_t n) {
-    size_t o = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < rank && o < n; i++) {
-        if (dims[i] < 0) o += (size_t)snprintf(buf + o, n - o, "%s?", i ? "x" : "");
-        else o += (size_t)snprintf(buf + o, n - o, "%s%lld", i ? "x" : "", (long long)dims[i]);
-    }
-    if (rank == 0) snprintf(buf, n, "scalar");
-    return buf;
-}
 
 static int input_index(const mpx_graph *g, const char *name) {
     for (int i = 0; i < g->n_inputs; i++)
@@ -105,8 +95,8 @@ static mpx_status put_value(const mpx_graph *g, int i, mpx_value *v, mpx_value *
     char a[256], b[256];
     if (!same) {
         mpx_error_set(err, MPX_E_SHAPE, "%s gives input %s shape %s but it is bound to %s (a data set's samples share "
-                      "one shape)", from, t->name, dims_str(v->rank, v->dims, a, sizeof a),
-                      dims_str(t->rank, t->dims, b, sizeof b));
+                      "one shape)", from, t->name, mpx_dims_str(v->rank, v->dims, a, sizeof a),
+                      mpx_dims_str(t->rank, t->dims, b, sizeof b));
         mpx_value_free(v);
         return err->status;
     }
@@ -602,8 +592,8 @@ mpx_status mpx_dataset_check_bound(const mpx_dataset *d, const mpx_graph *g, con
         if (i < 0 || shapes[j].rank == 0) continue;
         const mpx_tensor *t = g->inputs[i];
         char bound[256], got[256];
-        dims_str(t->rank, t->dims, bound, sizeof bound);
-        dims_str(shapes[j].rank, shapes[j].dims, got, sizeof got);
+        mpx_dims_str(t->rank, t->dims, bound, sizeof bound);
+        mpx_dims_str(shapes[j].rank, shapes[j].dims, got, sizeof got);
         if (strcmp(bound, got) != 0)
             return mpx_error_set(err, MPX_E_INVALID,
                                  "%s: sample 1 (%s) gives input %s the shape %s, the session's is %s: held-out samples "

@@ -699,6 +699,9 @@ bool mpx_graph_count_once(const mpx_graph *g, int64_t *params, int64_t *macs);
 int64_t mpx_cost_node_work(const mpx_node *n);
 int64_t mpx_cost_cast_work(const mpx_tensor *t);
 
+/* "1x3x640x640" for rank and dims ("?" for a dim below 0, "scalar" for
+ * rank 0, "(unknown)" for a rank below 0), cut to n bytes. Returns buf. */
+const char *mpx_dims_str(int rank, const int64_t *dims, char *buf, size_t n);
 /* "1x3x640x640", "?x3x?x?" or "(unknown)". Returns buf. */
 const char *mpx_tensor_shape_str(const mpx_tensor *t, char *buf, size_t n);
 

@@ -46,7 +46,7 @@ shp mpx_sh_shp_of(const mpx_tensor *t) {
     return s;
 }
 
-const char *mpx_sh_dims_str(int rank, const int64_t *d, char *buf, size_t n) {
+const char *mpx_dims_str(int rank, const int64_t *d, char *buf, size_t n) {
     if (!buf || n == 0) return buf;
     buf[0] = '\0';
     if (rank < 0) {
@@ -71,7 +71,7 @@ const char *mpx_sh_dims_str(int rank, const int64_t *d, char *buf, size_t n) {
  * what a user needs to know to write an `input ... shape` line. */
 static const char *dims_sym_str(int rank, const int64_t *d, const char *const *sym, char *buf,
                                 size_t n) {
-    mpx_sh_dims_str(rank, d, buf, n);
+    mpx_dims_str(rank, d, buf, n);
     if (rank <= 0 || !buf || n == 0) return buf;
     size_t used = 0;
     for (int i = 0; i < rank && used < n; i++) {
@@ -86,7 +86,7 @@ static const char *dims_sym_str(int rank, const int64_t *d, const char *const *s
 }
 
 const char *mpx_tensor_shape_str(const mpx_tensor *t, char *buf, size_t n) {
-    if (!t) return mpx_sh_dims_str(-1, NULL, buf, n);
+    if (!t) return mpx_dims_str(-1, NULL, buf, n);
     return dims_sym_str(t->rank, t->dims, t->sym, buf, n);
 }
 
@@ -96,7 +96,7 @@ const char *mpx_sh_S(const shp *s) {
     static _Thread_local char bufs[4][160];
     static _Thread_local int k;
     char *b = bufs[k++ & 3];
-    return mpx_sh_dims_str(s->rank, s->d, b, sizeof bufs[0]);
+    return mpx_dims_str(s->rank, s->d, b, sizeof bufs[0]);
 }
 
 const char *mpx_sh_TS(const mpx_tensor *t) {
@@ -422,7 +422,7 @@ mpx_status mpx_graph_bind_input(mpx_graph *g, const char *input, int rank, const
                              rank, MPX_MAX_RANK);
     char want[160], got[160];
     dims_sym_str(t->decl_rank, t->decl_dims, t->decl_sym, want, sizeof want);
-    mpx_sh_dims_str(rank, dims, got, sizeof got);
+    mpx_dims_str(rank, dims, got, sizeof got);
     if (t->decl_rank >= 0 && rank != t->decl_rank)
         return mpx_error_set(err, MPX_E_ARG, "input \"%s\" has rank %d (declared %s), not %d (%s)", input,
                              t->decl_rank, want, rank, got);

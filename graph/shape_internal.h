@@ -46,7 +46,6 @@ enum { LIST_MAX = 64 }; /* longest int list read from a value (shape arguments) 
 shp mpx_sh_shp_unknown(void);
 shp mpx_sh_shp_rank(int rank); /* all dims unknown */
 shp mpx_sh_shp_of(const mpx_tensor *t);
-const char *mpx_sh_dims_str(int rank, const int64_t *d, char *buf, size_t n);
 /* Shape strings for messages, from a few rotating buffers. */
 const char *mpx_sh_S(const shp *s);
 const char *mpx_sh_TS(const mpx_tensor *t);

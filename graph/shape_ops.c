@@ -190,7 +190,7 @@ mpx_status mpx_shape_reshape(mpx_sctx *c) {
         }
     }
     char want[160]; /* the target as asked, before -1 is resolved */
-    mpx_sh_dims_str(n, o.d, want, sizeof want);
+    mpx_dims_str(n, o.d, want, sizeof want);
     int64_t rest = 1;
     bool rest_known = true;
     for (int i = 0; i < n; i++) {

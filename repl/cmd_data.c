@@ -132,8 +132,8 @@ static mpx_status adopt(mpx_session *s, repl_dataset *d, mpx_error *err) {
             if (strcmp(s->graph->inputs[i]->name, name) == 0) t = s->graph->inputs[i];
         char bound[256], shape[256];
         if (!t || shapes[j].rank == 0) continue;
-        repl_dims_str(shapes[j].rank, shapes[j].dims, shape, sizeof shape);
-        repl_dims_str(t->rank, t->dims, bound, sizeof bound);
+        mpx_dims_str(shapes[j].rank, shapes[j].dims, shape, sizeof shape);
+        mpx_dims_str(t->rank, t->dims, bound, sizeof bound);
         if (t->nelem >= 0 && strcmp(bound, shape) == 0) continue;
         if ((st = repl_input_shape(s, name, shape, err))) {
             const mpx_data_file *f = mpx_dataset_file(d->set, 0, name);

@@ -20,16 +20,6 @@ static const mpx_tensor *find_input(const mpx_graph *g, const char *name) {
 }
 
 
-const char *repl_dims_str(int rank, const int64_t *dims, char *buf, size_t n) {
-    size_t o = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < rank && o < n; i++) {
-        if (dims[i] < 0) o += (size_t)snprintf(buf + o, n - o, "%s?", i ? "x" : "");
-        else o += (size_t)snprintf(buf + o, n - o, "%s%lld", i ? "x" : "", (long long)dims[i]);
-    }
-    if (rank == 0) snprintf(buf, n, "scalar");
-    return buf;
-}
 
 /* ---- image and audio options ------------------------------------------------- */
 
@@ -280,7 +270,7 @@ static mpx_status make_input(const mpx_session *s, const mpx_input_spec *sp, con
         if (!same) {
             mpx_value_free(&f);
             mpx_error_set(err, MPX_E_SHAPE, "%s gives shape %s but input %s is bound to %s", sp->path,
-                          repl_dims_str(f.rank, f.dims, a, sizeof a), t->name, repl_dims_str(t->rank, t->dims, b, sizeof b));
+                          mpx_dims_str(f.rank, f.dims, a, sizeof a), t->name, mpx_dims_str(t->rank, t->dims, b, sizeof b));
             return sp->kind == MPX_INPUT_IMAGE ? repl_image_size_hint(t, err) : err->status;
         }
         f.dtype = t->dtype;
@@ -398,14 +388,14 @@ static mpx_status parse_file_kind(mpx_session *s, int argc, char **argv, const m
     mpx_value f;
     if ((st = repl_input_value(sp, t, &f, err))) return st;
     char shape[256], was[256];
-    repl_dims_str(f.rank, f.dims, shape, sizeof shape);
+    mpx_dims_str(f.rank, f.dims, shape, sizeof shape);
     bool same = t->nelem >= 0 && f.rank == t->rank;
     for (int i = 0; same && i < t->rank; i++) same = f.dims[i] == t->dims[i];
     int f_rank = f.rank;
     mpx_value_free(&f);
     if (f_rank != t->rank) {
         /* Another rank cannot be the same input: both shapes, not a guess. */
-        repl_dims_str(t->rank, t->dims, was, sizeof was);
+        mpx_dims_str(t->rank, t->dims, was, sizeof was);
         return mpx_error_set(err, MPX_E_ARG, "%s holds %s%s but input %s is %s (rank %d)", sp->path,
                              f_rank ? "shape " : "a ", f_rank ? shape : "scalar", argv[1], was, t->rank);
     }
@@ -527,7 +517,7 @@ mpx_status repl_cmd_input(mpx_session *s, const mpx_cmd_args *args, mpx_error *e
         char shape[256];
         t = find_input(s->graph, argv[1]); /* the graph may be new (a shape bound) */
         fprintf(s->info, "input %s: %s %s%s%s, shape %s\n", sp.name, sp.kind == MPX_INPUT_IMAGE ? "image" : "audio",
-                sp.path, sp.opts[0] ? " " : "", sp.opts, t ? repl_dims_str(t->rank, t->dims, shape, sizeof shape) : "?");
+                sp.path, sp.opts[0] ? " " : "", sp.opts, t ? mpx_dims_str(t->rank, t->dims, shape, sizeof shape) : "?");
         break;
     }
     default: break;

@@ -515,7 +515,7 @@ mpx_status repl_cmd_tensor(mpx_session *s, const mpx_cmd_args *args, mpx_error *
     }
     const mpx_format *f = s->plan ? s->plan->tensors[t->index].format : NULL;
     fprintf(s->out, "tensor %s %s %s, held in %s%s\n", t->name, mpx_dtype_name(t->dtype),
-            repl_dims_str(r->rank, r->dims, sh, sizeof sh), mpx_format_name(f), fresh ? " (from a fresh run of the current plan)" : "");
+            mpx_dims_str(r->rank, r->dims, sh, sizeof sh), mpx_format_name(f), fresh ? " (from a fresh run of the current plan)" : "");
     for (int k = 0; k < 2; k++) {
         const mpx_value *x = k ? v : r;
         double mn, mx, mean;

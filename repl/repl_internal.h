@@ -60,7 +60,6 @@ struct cJSON *repl_metrics_json(const mpx_metrics *m);
  * did-you-mean in err. */
 const mpx_node *repl_node_named(const mpx_session *s, const char *name, mpx_error *err);
 /* "1x3x?x?" (? for an unknown dim), "scalar" for rank 0. */
-const char *repl_dims_str(int rank, const int64_t *dims, char *buf, size_t n);
 /* Before writing path: refused when it is a file the session read (s->guard)
  * or a folder; the folders it needs are created when path is below the
  * current folder (relative, no ".."), else a missing folder is an error

@@ -39,15 +39,15 @@ mpx_status mpx_k_concat(const mpx_kctx *c, const mpx_value *const *in, int n_in,
         if (t->rank != r || (t->f != NULL) != (x->f != NULL))
             return mpx_kernel_error(c, MPX_E_SHAPE, "input %d (%s %s) does not fit input 0 (%s %s)",
                                     k, mpx_dtype_name(t->dtype),
-                                    dims_str(t->rank, t->dims, b1, sizeof b1),
-                                    mpx_dtype_name(x->dtype), dims_str(r, x->dims, b2, sizeof b2));
+                                    mpx_dims_str(t->rank, t->dims, b1, sizeof b1),
+                                    mpx_dtype_name(x->dtype), mpx_dims_str(r, x->dims, b2, sizeof b2));
         for (int i = 0; i < r; i++)
             if (i != ax && t->dims[i] != x->dims[i])
                 return mpx_kernel_error(c, MPX_E_SHAPE,
                                         "input %d of shape %s does not fit input 0 of shape %s "
                                         "(concatenating on axis %d)",
-                                        k, dims_str(r, t->dims, b1, sizeof b1),
-                                        dims_str(r, x->dims, b2, sizeof b2), ax);
+                                        k, mpx_dims_str(r, t->dims, b1, sizeof b1),
+                                        mpx_dims_str(r, x->dims, b2, sizeof b2), ax);
         dims[ax] += t->dims[ax];
     }
     /* every element is written below: not cleared (and a buffer the
@@ -178,40 +178,40 @@ mpx_status mpx_k_reshape(const mpx_kctx *c, const mpx_value *const *in, int n_in
         if (s == -1) {
             if (neg >= 0)
                 return mpx_kernel_error(c, MPX_E_SHAPE, "shape %s has more than one -1",
-                                        dims_str(ns, shape, b1, sizeof b1));
+                                        mpx_dims_str(ns, shape, b1, sizeof b1));
             neg = i;
             dims[i] = 1;
         } else if (s == 0 && !allowzero) {
             if (i >= x->rank)
                 return mpx_kernel_error(c, MPX_E_SHAPE,
                                         "shape %s copies dim %d (0) from an input of rank %d",
-                                        dims_str(ns, shape, b1, sizeof b1), i, x->rank);
+                                        mpx_dims_str(ns, shape, b1, sizeof b1), i, x->rank);
             dims[i] = x->dims[i];
         } else if (s < 0) {
             return mpx_kernel_error(c, MPX_E_SHAPE, "shape %s has a negative dim",
-                                    dims_str(ns, shape, b1, sizeof b1));
+                                    mpx_dims_str(ns, shape, b1, sizeof b1));
         } else if (s == 0) {
             zero = true;
         }
     }
     if (zero && neg >= 0)
         return mpx_kernel_error(c, MPX_E_SHAPE, "shape %s has both 0 and -1 with allowzero=1",
-                                dims_str(ns, shape, b1, sizeof b1));
+                                mpx_dims_str(ns, shape, b1, sizeof b1));
     int64_t p;
     mpx_error e = {0};
     if (mpx_dims_product(ns, dims, &p, &e) != MPX_OK)
-        return mpx_kernel_error(c, MPX_E_LIMIT, "shape %s: %s", dims_str(ns, shape, b1, sizeof b1),
+        return mpx_kernel_error(c, MPX_E_LIMIT, "shape %s: %s", mpx_dims_str(ns, shape, b1, sizeof b1),
                                 e.msg);
     if (neg >= 0) {
         if (p == 0 || x->n % p)
             return mpx_kernel_error(c, MPX_E_SHAPE, "cannot reshape %s (%lld elements) to %s",
-                                    dims_str(x->rank, x->dims, b2, sizeof b2), (long long)x->n,
-                                    dims_str(ns, shape, b1, sizeof b1));
+                                    mpx_dims_str(x->rank, x->dims, b2, sizeof b2), (long long)x->n,
+                                    mpx_dims_str(ns, shape, b1, sizeof b1));
         dims[neg] = x->n / p;
     } else if (p != x->n) {
         return mpx_kernel_error(c, MPX_E_SHAPE, "cannot reshape %s (%lld elements) to %s",
-                                dims_str(x->rank, x->dims, b2, sizeof b2), (long long)x->n,
-                                dims_str(ns, shape, b1, sizeof b1));
+                                mpx_dims_str(x->rank, x->dims, b2, sizeof b2), (long long)x->n,
+                                mpx_dims_str(ns, shape, b1, sizeof b1));
     }
     return copy_whole(c, &out[0], x, ns, dims);
 }

@@ -37,20 +37,6 @@ static inline bool valid(const mpx_value *v) {
     return v->n == (zero ? 0 : nz);
 }
 
-static inline const char *dims_str(int r, const int64_t *d, char *buf, size_t n) {
-    if (r == 0) {
-        snprintf(buf, n, "scalar");
-        return buf;
-    }
-    size_t len = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < r && len < n; i++) {
-        int w = snprintf(buf + len, n - len, i ? "x%lld" : "%lld", (long long)d[i]);
-        if (w < 0) break;
-        len += (size_t)w;
-    }
-    return buf;
-}
 
 /* Inputs 0..k-1 present and valid, and at least n_out_min outputs. */
 static inline mpx_status need(const mpx_kctx *c, const mpx_value *const *in, int n_in, int k,

@@ -68,8 +68,8 @@ mpx_status mpx_k_gather_elements(const mpx_kctx *c, const mpx_value *const *in, 
     for (int i = 0; i < r; i++)
         if (i != ax && idx->dims[i] > x->dims[i])
             return mpx_kernel_error(c, MPX_E_SHAPE, "indices %s exceed data %s on axis %d",
-                                    dims_str(r, idx->dims, b1, sizeof b1),
-                                    dims_str(r, x->dims, b2, sizeof b2), i);
+                                    mpx_dims_str(r, idx->dims, b1, sizeof b1),
+                                    mpx_dims_str(r, x->dims, b2, sizeof b2), i);
     int64_t d = x->dims[ax], k, xs[MPX_MAX_RANK], co[MPX_MAX_RANK] = {0};
     for (int64_t j = 0; j < idx->n; j++)
         if ((st = index_in(c, idx->i[j], d, &k)) != MPX_OK) return st;
@@ -146,8 +146,8 @@ mpx_status mpx_k_scatter_elements(const mpx_kctx *c, const mpx_value *const *in,
     for (int i = 0; i < r; i++)
         if (idx->dims[i] != u->dims[i] || (i != ax && idx->dims[i] > x->dims[i]))
             return mpx_kernel_error(c, MPX_E_SHAPE, "indices %s and updates %s do not fit data %s",
-                                    dims_str(r, idx->dims, b1, sizeof b1), dims_str(r, u->dims, b2, sizeof b2),
-                                    dims_str(r, x->dims, b2, sizeof b2));
+                                    mpx_dims_str(r, idx->dims, b1, sizeof b1), mpx_dims_str(r, u->dims, b2, sizeof b2),
+                                    mpx_dims_str(r, x->dims, b2, sizeof b2));
     sreduce red = SR_NONE;
     if ((st = scatter_reduction(c, &red)) != MPX_OK) return st;
     int64_t d = x->dims[ax], k, xs[MPX_MAX_RANK], co[MPX_MAX_RANK] = {0};
