@@ -8,8 +8,8 @@
 # error, at the model output or at any of the first 12 module outputs of
 # each (where the mirroring is bit for bit, so a rounding that differs shows
 # there first: ResNet-18 and MobileNetV3-Small are bit for bit to the output,
-# through MobileNetV3-Small's squeeze-excitation means (round-sum); UNet's
-# output passes through its head, a Conv with a bias (bias-first)). Skips (77) with a message where
+# through MobileNetV3-Small's squeeze-excitation means (round-sum)); UNet's
+# output, after its head (a Conv with a bias: bias-first), within 0.15. Skips (77) with a message where
 # python3 cannot import torch.
 #
 # usage: torch_bf16.sh <mpx> <python3> <cache_dir> <work_dir>
@@ -31,5 +31,9 @@ if [ ! -f "$SUITE/resnet18.onnx" ] || [ ! -f "$SUITE/mobilenetv3s.onnx" ] || [ !
   SUITE=$WORK/suite
   "$PY" "$HERE/../bench/torch_models.py" "$SUITE" resnet18 mobilenetv3s unet
 fi
-"$PY" "$HERE/../scripts/torch_bf16.py" --suite "$SUITE" --mpx "$MPX" --models resnet18,mobilenetv3s,unet \
+"$PY" "$HERE/../scripts/torch_bf16.py" --suite "$SUITE" --mpx "$MPX" --models resnet18,mobilenetv3s \
   --out "$WORK/out" --layers --check 0.3 --check-layers 12
+# UNet: bit for bit through its encoder; its output is 0.09 of the error with
+# the head's bias first, 0.30 with it added last, so 0.15 tells them apart.
+"$PY" "$HERE/../scripts/torch_bf16.py" --suite "$SUITE" --mpx "$MPX" --models unet \
+  --out "$WORK/out" --layers --check 0.15 --check-layers 12
