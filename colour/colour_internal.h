@@ -47,6 +47,7 @@ typedef struct mpx_rule {
     bool has_else;
     mpx_colour colour, else_colour;             /* MPX_RULE_COLOUR */
     const mpx_format *format, *else_format;     /* MPX_RULE_ACCUM */
+    unsigned flags, else_flags;                 /* MPX_RULE_ACCUM: MPX_ACC_* options */
     bool measured;     /* reads absmax */
 } mpx_rule;
 

@@ -38,6 +38,7 @@ mpx_status mpx_plan_diff_new(const mpx_plan *a, const mpx_plan *b, mpx_plan_diff
     for (int i = 0; i < a->n_nodes; i++) {
         const mpx_plan_node *x = &a->nodes[i], *y = &b->nodes[i];
         if (x->colour == y->colour && x->compute == y->compute && x->accum == y->accum &&
+            x->accum_flags == y->accum_flags &&
             x->output == y->output)
             continue;
         d->nodes[d->n_nodes++] = (mpx_plan_diff_node){

@@ -64,7 +64,13 @@ mpx_colour mpx_colour_default_node(const mpx_node *n, const mpx_format *target,
 /* ---- rules (colour/rules.c) ------------------------------------------------ */
 
 /*   colour <selector> <colour> [when <expr> [else <colour>]]     (alias: color)
- *   accum  <selector> <format> [when <expr> [else <format>]]
+ *   accum  <selector> <format> [options] [when <expr> [else <format> [options]]]
+ *
+ * accum options (mpx_accum's flags; none: mpx's documented order):
+ *   bias-first  Conv with a rounded format: the running sum starts at the bias
+ *               instead of adding it last (refused with fp32);
+ *   round-sum   GlobalAveragePool: the sum is rounded to the node's compute
+ *               format before the division.
  *
  * selector: items separated by commas (spaces around commas allowed): an op
  *   type (`Conv`, matched case-insensitively against the registry), `*`, or
@@ -180,6 +186,7 @@ typedef struct mpx_plan_node {
     bool low;                 /* compute is narrower than fp32 */
     const mpx_format *compute; /* format its float inputs are converted to; NULL if !is_float */
     const mpx_format *accum;   /* NULL if !is_float */
+    unsigned accum_flags;      /* the accum rule's options (MPX_ACC_*), 0 by default */
     const mpx_format *output;  /* format of its float outputs; NULL if !is_float */
     /* Propagation: for gray and clear nodes, the input tensor (graph index)
      * whose arriving format decided the compute format (gray: the first input

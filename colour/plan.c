@@ -185,6 +185,7 @@ static void colour_nodes(mpx_plan *p, const mpx_rules *rules, const double *absm
         }
         pn->colour = pn->dflt;
         pn->colour_rule = pn->accum_rule = -1;
+        pn->accum_flags = 0;
         pn->cause = -1;
         for (int k = 0; k < p->n_rules; k++) {
             const mpx_rule *r = mpx_rules_at_(rules, k);
@@ -199,6 +200,7 @@ static void colour_nodes(mpx_plan *p, const mpx_rules *rules, const double *absm
             } else {
                 /* Stash the rule's format; resolved once compute is known. */
                 pn->accum = t == TRI_TRUE ? r->format : r->else_format;
+                pn->accum_flags = t == TRI_TRUE ? r->flags : r->else_flags;
                 pn->accum_rule = k;
             }
         }
@@ -226,6 +228,7 @@ static bool plan_node(mpx_plan *p, const mpx_node *n, reqs *casts, reqs *convs) 
     if (folded || (!reads && !writes) || n->op == MPX_OP_Shape || n->op == MPX_OP_Size) {
         pn->is_float = false;
         pn->accum = NULL;
+        pn->accum_flags = 0;
         return true;
     }
     pn->is_float = true;
@@ -595,6 +598,7 @@ mpx_status mpx_plan_fill_assign(const mpx_plan *p, mpx_assign *a, mpx_error *err
         a->node[i].output = or_null(pn->output);
         a->node[i].acc.fmt = or_null(pn->accum);
         a->node[i].acc.block = p->opts.accum_block;
+        a->node[i].acc.flags = pn->accum_flags;
     }
     return MPX_OK;
 }

@@ -4,8 +4,9 @@
  * error can name the column and what was expected there. Grammar:
  *
  *   rule     := ("colour" | "color") selector COLOUR [when]
- *             | "accum" selector FORMAT [when]
- *   when     := "when" or ["else" (COLOUR | FORMAT)]
+ *             | "accum" selector FORMAT option* [when]
+ *   when     := "when" or ["else" (COLOUR | FORMAT option*)]
+ *   option   := "bias-first" | "round-sum"          (accum_options)
  *   selector := item ("," item)*
  *   item     := "*" | "name:" (GLOB | '"' chars '"' | "'" chars "'") | OPTYPE
  *   or       := and ("or" and)*
@@ -480,6 +481,40 @@ static mpx_status parse_or(parser *p, expr **out) {
     return st;
 }
 
+/* ---- accum options ------------------------------------------------------------ */
+
+/* The options an accum rule may give after a format: how a kernel's sum
+ * deviates from mpx's default order where a runtime does otherwise
+ * (mpx_accum's flags; docs/fidelity.md says which runtime). */
+static const struct {
+    const char *name;
+    unsigned flag;
+    bool rounded_only; /* meaningless with fp32 sums: refused there */
+} accum_options[] = {
+    {"bias-first", MPX_ACC_BIAS_FIRST, true},
+    {"round-sum", MPX_ACC_ROUND_SUM, false},
+};
+
+/* Zero or more accum options after the format f at the cursor, into *flags. */
+static mpx_status parse_accum_options(parser *p, const mpx_format *f, unsigned *flags) {
+    *flags = 0;
+    for (;;) {
+        skip_ws(p);
+        size_t at = p->i, n = 0;
+        while (isalnum((unsigned char)p->s[at + n]) || p->s[at + n] == '-' || p->s[at + n] == '_') n++;
+        size_t k = 0, nk = sizeof accum_options / sizeof accum_options[0];
+        while (k < nk && !(strlen(accum_options[k].name) == n &&
+                           strncasecmp(p->s + at, accum_options[k].name, n) == 0))
+            k++;
+        if (n == 0 || k == nk) return MPX_OK;
+        if (accum_options[k].rounded_only && f->kind == MPX_FMT_FP32)
+            return fail(p, at, "%s needs a rounded accumulate format (fp16, bf16, tf32...): fp32 sums add the "
+                               "bias last", accum_options[k].name);
+        *flags |= accum_options[k].flag;
+        p->i = at + n;
+    }
+}
+
 /* ---- a whole rule ------------------------------------------------------------- */
 
 static mpx_status parse_rule(parser *p) {
@@ -500,6 +535,7 @@ static mpx_status parse_rule(parser *p) {
     mpx_status st = parse_selector(p);
     if (st != MPX_OK) return st;
     if ((st = parse_target(p, "the selector", &r->colour, &r->format)) != MPX_OK) return st;
+    if (r->kind == MPX_RULE_ACCUM && (st = parse_accum_options(p, r->format, &r->flags)) != MPX_OK) return st;
     if (at_end(p)) return MPX_OK;
     char kh[96];
     static const char *const when_kw[] = {"when", NULL};
@@ -514,6 +550,8 @@ static mpx_status parse_rule(parser *p) {
     if (take_kw(p, "else")) {
         r->has_else = true;
         if ((st = parse_target(p, "\"else\"", &r->else_colour, &r->else_format)) != MPX_OK) return st;
+        if (r->kind == MPX_RULE_ACCUM && (st = parse_accum_options(p, r->else_format, &r->else_flags)) != MPX_OK)
+            return st;
         if (at_end(p)) return MPX_OK;
         return fail(p, p->i, "expected end of rule after the else %s, %s",
                     r->kind == MPX_RULE_COLOUR ? "colour" : "format", found(p, fb, sizeof fb));

@@ -278,12 +278,17 @@ static const mpx_command commands[] = {
      "Later rules override earlier ones. Example: colour Conv green when macs >= 1M else gray",
      repl_cmd_rule, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_rule},
     {"color", "<selector> <colour> [when <expr> [else <colour>]]", "same as colour", NULL, repl_cmd_rule, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_rule},
-    {"accum", "<selector> <format> [when <expr> [else <format>]]",
+    {"accum", "<selector> <format> [options] [when <expr> [else <format> [options]]]",
      "the accumulation format of dot products and sums (default fp32)",
      "Selectors and conditions as for colour. With fp16 or bf16 the running sum of\n"
      "Conv, Gemm, MatMul, reductions and Softmax's sum is rounded after every addition\n"
      "(the exact sum rounded once, as an fp16 fused multiply-add does), or every\n"
-     "block: see target.",
+     "block: see target. Options, after a format, for a runtime that sums otherwise:\n"
+     "  bias-first  Conv (rounded format only): the running sum starts at the bias\n"
+     "              instead of adding it last (PyTorch's CPU bf16 loop)\n"
+     "  round-sum   GlobalAveragePool: the sum is rounded to the node's compute\n"
+     "              format before the division (PyTorch's CPU bf16 mean)\n"
+     "Example: accum Conv bf16 bias-first",
      repl_cmd_rule, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_rule},
     {"rules", "", "the rules in order, with how many nodes each selects and sets", NULL,
      repl_cmd_rules, 0, 0, {MPX_WORD_TEXT}, NULL, json_opts, NULL},

@@ -60,9 +60,12 @@ import torch_models  # noqa: E402
 # every op in bf16 on bf16 inputs and weights, model input and output held in bf16;
 # convolutions and the products of two activations (attention's MatMuls: bmm)
 # are torch's scalar loop `c += a * b` in bf16 on CPUs without AVX512-BF16 --
-# each product rounded to bf16, then the running sum (block 1); products with
-# a weight (Linear: addmm) and everything else accumulate in fp32.
-DEFAULT_PLAN = "target bf16 block 1; keep-io off; colour * green; accum Conv bf16; accum MatMul bf16 when params == 0"
+# each product rounded to bf16, then the running sum (block 1), a convolution's
+# sum starting at its bias (bias-first); products with a weight (Linear: addmm)
+# and everything else accumulate in fp32; the mean of adaptive_avg_pool2d
+# rounds its fp32 sum to bf16 before dividing (GlobalAveragePool round-sum).
+DEFAULT_PLAN = ("target bf16 block 1; keep-io off; colour * green; accum Conv bf16 bias-first; "
+                "accum MatMul bf16 when params == 0; accum GlobalAveragePool fp32 round-sum")
 
 
 def rel_l2(a, b, ref):

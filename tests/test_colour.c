@@ -234,6 +234,10 @@ static void test_parse(void) {
     PARSE_BAD("accum Conv fp17", 12, "expected a format");
     PARSE_BAD("accum Conv green", 12, "expected a format (fp32, tf32, fp16");
     PARSE_BAD("accum Conv fp16 else fp32", 17, "expected \"when\"");
+    PARSE_BAD("accum Conv fp32 bias-first", 17, "bias-first needs a rounded accumulate format");
+    PARSE_BAD("accum Conv bf16 bias-first when k > 4 else fp32 bias-first", 49,
+              "bias-first needs a rounded");
+    PARSE_BAD("accum Conv bf16 bias-last", 17, "expected \"when\" or end of rule");
 
     char deep[400] = "colour Conv green when ";
     for (int i = 0; i < 100; i++) strcat(deep, "(");
@@ -388,6 +392,17 @@ static void test_rule_semantics(void) {
     CHECK(PN(p, "/a/c1")->accum == F16 && PN(p, "/a/c1")->accum_rule == 0);
     CHECK(PN(p, "/b/c3")->accum == BF16 && PN(p, "/b/c3")->accum_rule == 1);
     CHECK(PN(p, "/a/c2")->accum == F16); /* explicit: the user asked, even on a red node */
+    CHECK(PN(p, "/a/c1")->accum_flags == 0);
+    mpx_plan_free(p);
+    /* accum options: the branch taken gives its own; a later rule replaces them. */
+    p = plan_with(g, "accum Conv bf16 bias-first round-sum when k > 20 else fp16 bias-first", NULL);
+    CHECK(PN(p, "/a/c1")->accum == BF16 &&
+          PN(p, "/a/c1")->accum_flags == (MPX_ACC_BIAS_FIRST | MPX_ACC_ROUND_SUM));
+    CHECK(PN(p, "/b/c3")->accum == F16 && PN(p, "/b/c3")->accum_flags == MPX_ACC_BIAS_FIRST);
+    mpx_plan_free(p);
+    p = plan_with(g, "accum Conv bf16 bias-first\naccum name:/b/* fp32 round-sum", NULL);
+    CHECK(PN(p, "/a/c1")->accum_flags == MPX_ACC_BIAS_FIRST);
+    CHECK(PN(p, "/b/c3")->accum == F32 && PN(p, "/b/c3")->accum_flags == MPX_ACC_ROUND_SUM);
     mpx_plan_free(p);
     mpx_plan_opts o;
     mpx_plan_opts_default(&o);

@@ -1,13 +1,15 @@
 #!/bin/sh
 # ctest entry (label torch): mpx's bf16 emulation against a runtime that
 # computes in bf16, PyTorch's CPU bf16 (issue 48; docs/fidelity.md).
-# scripts/torch_bf16.py builds ResNet-18 of the benchmark suite with the
-# exported weights, runs it in torch in fp32 and bf16 and runs mpx on the
+# scripts/torch_bf16.py builds ResNet-18, MobileNetV3-Small and UNet of the
+# benchmark suite with the exported weights, runs it in torch in fp32 and bf16 and runs mpx on the
 # ONNX file under the plan that mirrors torch; it fails when the element-wise
 # gap between mpx's and torch's bf16 values is above 0.3 of torch's own bf16
-# error, at the model output or at any of the first 12 module outputs
-# (conv1 .. layer1.1.conv2: where the mirroring is bit for bit, so a
-# rounding that differs shows there first). Skips (77) with a message where
+# error, at the model output or at any of the first 12 module outputs of
+# each (where the mirroring is bit for bit, so a rounding that differs shows
+# there first: ResNet-18 and MobileNetV3-Small are bit for bit to the output,
+# through MobileNetV3-Small's squeeze-excitation means (round-sum)); UNet's
+# output, after its head (a Conv with a bias: bias-first), within 0.15. Skips (77) with a message where
 # python3 cannot import torch.
 #
 # usage: torch_bf16.sh <mpx> <python3> <cache_dir> <work_dir>
@@ -25,9 +27,13 @@ fi
 rm -rf "$WORK"
 mkdir -p "$WORK"
 SUITE=$CACHE/bench-suite
-if [ ! -f "$SUITE/resnet18.onnx" ]; then
+if [ ! -f "$SUITE/resnet18.onnx" ] || [ ! -f "$SUITE/mobilenetv3s.onnx" ] || [ ! -f "$SUITE/unet.onnx" ]; then
   SUITE=$WORK/suite
-  "$PY" "$HERE/../bench/torch_models.py" "$SUITE" resnet18
+  "$PY" "$HERE/../bench/torch_models.py" "$SUITE" resnet18 mobilenetv3s unet
 fi
-"$PY" "$HERE/../scripts/torch_bf16.py" --suite "$SUITE" --mpx "$MPX" --models resnet18 --out "$WORK/out" \
-  --layers --check 0.3 --check-layers 12
+"$PY" "$HERE/../scripts/torch_bf16.py" --suite "$SUITE" --mpx "$MPX" --models resnet18,mobilenetv3s \
+  --out "$WORK/out" --layers --check 0.3 --check-layers 12
+# UNet: bit for bit through its encoder; its output is 0.09 of the error with
+# the head's bias first, 0.30 with it added last, so 0.15 tells them apart.
+"$PY" "$HERE/../scripts/torch_bf16.py" --suite "$SUITE" --mpx "$MPX" --models unet \
+  --out "$WORK/out" --layers --check 0.15 --check-layers 12

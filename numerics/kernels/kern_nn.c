@@ -9,7 +9,8 @@
  *    channel (within the group), then kernel tap in row-major order (for 2-D:
  *    kernel row, then kernel column; for 3-D: depth, row, column). Taps that
  *    fall into the padding are not terms. The bias is one more addition after
- *    the products (a partial block is flushed first).
+ *    the products (a partial block is flushed first), or with the accum
+ *    rule's bias-first and a rounded format the running sum's start.
  *  - ConvTranspose: the same order over (input channel, kernel tap) pairs that
  *    reach the output value.
  *  - Gemm and MatMul: k = 0, 1, ..., K-1. Gemm then multiplies the sum by
@@ -381,8 +382,18 @@ static void conv_tile8(const conv_ctx *k, const float *xg, const float *wp, int6
     }
 }
 
+/* The accum rule's bias-first (MPX_ACC_BIAS_FIRST), Conv only: with a
+ * rounded accumulate format the running sum starts at the bias, as PyTorch's CPU
+ * loop `c += a * b` over a result initialised with the bias does. Only the
+ * general path (conv_run) does it; with fp32 sums the flag is ignored (the
+ * rule refuses it: colour/rules.c). */
+static bool conv_bias_first(const mpx_kctx *c) {
+    return (c->acc.flags & MPX_ACC_BIAS_FIRST) && !mpx_acc_is_fp32(&c->acc);
+}
+
 static mpx_status conv_run(const mpx_kctx *c, const conv_job *j) {
     if (j->N == 0 || j->M == 0 || j->out_plane == 0) return MPX_OK;
+    const bool bias_first = conv_bias_first(c) && !j->transpose;
     conv_ctx k = {.j = j, .fp32 = mpx_acc_is_fp32(&c->acc)};
     /* Transposed rows scatter with a stride, so they are not chunked. */
     k.ch = (j->transpose || j->OW < CONV_CHUNK) ? j->OW : CONV_CHUNK;
@@ -440,7 +451,10 @@ static mpx_status conv_run(const mpx_kctx *c, const conv_job *j) {
                         for (int q = 0; q < nm; q++)
                             yrow[q] = j->y + (n * j->M + g * j->mg + m0 + q) * j->out_plane + r * j->OW;
                         if (!k.fp32)
-                            for (int64_t q = 0; q < nm * k.ch; q++) mpx_acc_init(&k.acc[q], &c->acc, 0.0f);
+                            for (int q = 0; q < nm; q++) {
+                                const float b0 = bias_first && j->b ? j->b[g * j->mg + m0 + q] : 0.0f;
+                                for (int64_t o = 0; o < k.ch; o++) mpx_acc_init(&k.acc[q * k.ch + o], &c->acc, b0);
+                            }
                         if (tiles && nm == CONV_MB) {
                             /* Interior tiles in registers, the edges and the rest by rows. */
                             int64_t a = in_lo > c0 ? in_lo : c0, b = in_hi < c1 ? in_hi : c1;
@@ -463,7 +477,7 @@ static mpx_status conv_run(const mpx_kctx *c, const conv_job *j) {
                                 }
                                 mpx_acc *ac = &k.acc[q * k.ch + (o - c0)];
                                 float s = mpx_acc_result(ac);
-                                if (bp) {
+                                if (bp && !bias_first) {
                                     mpx_acc_add(ac, *bp);
                                     s = mpx_acc_result(ac);
                                 }
@@ -688,7 +702,7 @@ mpx_status mpx_k_conv(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
     conv_job j = {.transpose = false, .x = x->f, .w = w->f, .b = b ? b->f : NULL, .y = out[0].f,
                   .N = x->dims[0], .C = C, .M = M, .G = group, .cig = cig, .mg = M / group};
     conv_geometry(&j, &win, win.out);
-    const int mode = kg_mode_of(&c->acc);
+    const int mode = conv_bias_first(c) ? -1 : kg_mode_of(&c->acc);
     /* Non-finite weights take the general path (kern_gemm.h): the GEMM core
      * checks them while it packs them; the depthwise kernel's are few.
      * Weights handed unrounded (mpx_kctx.in_round) are rounded by the core

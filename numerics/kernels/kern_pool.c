@@ -1,5 +1,9 @@
 /* kern_pool.c - MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, MaxUnpool.
  *
+ * GlobalAveragePool sums each plane through mpx_acc and divides by its size
+ * (one fp32 division); with the accum rule's round-sum the sum is rounded to
+ * the node's compute format before the division (mean_of).
+ *
  * Windows: kn_window_out gives the output lengths and the padding implied by
  * auto_pad (kern_nn.h). A window's taps are visited in row-major order (for
  * 2-D: kernel row, then kernel column); taps outside the input are skipped.
@@ -430,6 +434,14 @@ mpx_status mpx_k_lp_pool(const mpx_kctx *c, const mpx_value *const *in, int n_in
     return pool(c, in, n_in, out, n_out, POOL_LP);
 }
 
+/* A plane's mean from its sum: with the accum rule's round-sum
+ * (MPX_ACC_ROUND_SUM) the sum is rounded to the node's compute format rs
+ * first (PyTorch's CPU bf16 mean: a bf16 sum, then the division), else
+ * divided as it is (rs NULL). */
+static inline float mean_of(const mpx_format *rs, float sum, int64_t plane) {
+    return (rs ? mpx_round_value(rs, sum) : sum) / (float)plane;
+}
+
 /* GlobalAveragePool's fp32 sums, planes 8 item .. 8 item + 7: eight planes
  * at once, each summed exactly as mpx_acc does (blocks of
  * MPX_ACC_FP32_BLOCK added to the running sum): the same bits, with eight
@@ -440,6 +452,7 @@ typedef struct gp8 {
     const float *x;
     float *y;
     int64_t plane;
+    const mpx_format *rs;
 } gp8;
 
 static void gp8_group(void *ctx, int tid, long item) {
@@ -455,7 +468,7 @@ static void gp8_group(void *ctx, int tid, long item) {
             for (int q = 0; q < GP8; q++) blk[q] += xp[q * plane + k];
         for (int q = 0; q < GP8; q++) sum[q] += blk[q];
     }
-    for (int q = 0; q < GP8; q++) w->y[pc + q] = sum[q] / (float)plane;
+    for (int q = 0; q < GP8; q++) w->y[pc + q] = mean_of(w->rs, sum[q], plane);
 }
 
 /* Global pools: the whole spatial plane of each (n, c), in flat order. */
@@ -473,8 +486,11 @@ static mpx_status global_pool(const mpx_kctx *c, const mpx_value *const *in, int
     if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, dims))) return st;
     const int64_t planes = x->dims[0] * x->dims[1];
     int64_t pc = 0;
+    const mpx_format *rs = (c->acc.flags & MPX_ACC_ROUND_SUM) && c->round && c->round->kind != MPX_FMT_FP32
+                               ? c->round
+                               : NULL;
     if (!is_max && mpx_acc_is_fp32(&c->acc)) { /* (gp8_group) */
-        const gp8 w = {x->f, out[0].f, plane};
+        const gp8 w = {x->f, out[0].f, plane, rs};
         const long groups = (long)(planes / GP8);
         /* The groups on the pool's threads where the input is large (the
          * squeeze-excitation pools of EfficientNet-B0's early stages, 1.2 M
@@ -497,7 +513,7 @@ static mpx_status global_pool(const mpx_kctx *c, const mpx_value *const *in, int
                 for (int q = 0; q < g; q++) t[q] = xp[q * plane + k];
                 mpx_round_sums(f, sum, t, (size_t)g);
             }
-            for (int q = 0; q < g; q++) out[0].f[pc + q] = sum[q] / (float)plane;
+            for (int q = 0; q < g; q++) out[0].f[pc + q] = mean_of(rs, sum[q], plane);
         }
     }
     for (; pc < planes; pc++) {
@@ -511,7 +527,7 @@ static mpx_status global_pool(const mpx_kctx *c, const mpx_value *const *in, int
             mpx_acc acc;
             mpx_acc_init(&acc, &c->acc, 0.0f);
             for (int64_t k = 0; k < plane; k++) mpx_acc_add(&acc, xp[k]);
-            out[0].f[pc] = mpx_acc_result(&acc) / (float)plane;
+            out[0].f[pc] = mean_of(rs, mpx_acc_result(&acc), plane);
         }
     }
     return MPX_OK;

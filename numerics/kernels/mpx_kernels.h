@@ -48,12 +48,26 @@ size_t mpx_numerics_kept_rounded_bytes(void);
  * running sum and the term rounded once (mpx_round_sum: as fp16 hardware
  * adds; rounding the fp32 sum would round twice) (block 0), or each block of `block` terms is summed in fp32, rounded to fmt,
  * and added to the running sum, which is rounded to fmt (block > 0). A bias is
- * one more addition. The kernel's output is rounded by the executor. */
+ * one more addition. The kernel's output is rounded by the executor.
+ * Flags (the `accum` rule's options, colour/rules.c) change two of these
+ * choices where a runtime makes the other one (PyTorch's CPU bf16:
+ * docs/fidelity.md); no flags is the behaviour above. */
 #define MPX_ACC_FP32_BLOCK 64
+
+enum {
+    /* Conv and ConvTranspose with a rounded accumulate format: the running
+     * sum starts at the bias (rounded to fmt) instead of adding it last. */
+    MPX_ACC_BIAS_FIRST = 1,
+    /* GlobalAveragePool: the sum is rounded to the node's compute format
+     * (mpx_kctx.round) before the division, as a mean computed as a
+     * low-precision sum then divided is. */
+    MPX_ACC_ROUND_SUM = 2,
+};
 
 typedef struct mpx_accum {
     const mpx_format *fmt;   /* NULL means fp32 */
     int block;
+    unsigned flags;          /* MPX_ACC_*; 0: as described above */
 } mpx_accum;
 
 typedef struct mpx_kctx {

@@ -956,7 +956,8 @@ static bool plan_shared(stream *s) {
         for (int p = 0; p < s->n_pos; p++) {
             const mpx_node *n = node_at(s, p);
             const bool plain = !n->body && mpx_exec_node_plain(a, n) &&
-                               (!a || (!mpx_cmp_is_low(a->node[n->index].acc.fmt) && a->node[n->index].acc.block <= 0));
+                               (!a || (!mpx_cmp_is_low(a->node[n->index].acc.fmt) && a->node[n->index].acc.block <= 0 &&
+                                       !a->node[n->index].acc.flags));
             bool sh = plain;
             for (int k = 0; sh && k < n->n_inputs; k++) sh = !n->inputs[k] || same[n->inputs[k]->index];
             s->shared[q][p] = (unsigned char)((sh ? SHARE_CAND : 0) | (plain ? SHARE_LOCAL : 0));

@@ -62,6 +62,7 @@ mpx_assign *mpx_assign_uniform(const mpx_graph *g, const mpx_format *f, const mp
         p->output = f;
         p->acc.fmt = acc;
         p->acc.block = 0;
+        p->acc.flags = 0;
     }
     return a;
 }
