@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all bootstrap bootstrap-test configure build demo test test-long sanitize clang fuzz install deb clean
+.PHONY: all bootstrap bootstrap-test bootstrap-bench configure build demo test test-long test-torch sanitize clang fuzz install deb clean
 
 all: build
 
@@ -12,6 +12,9 @@ bootstrap:
 
 bootstrap-test:
 	@scripts/bootstrap.sh --test
+
+bootstrap-bench:
+	@scripts/bootstrap.sh --bench
 
 configure: bootstrap
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -24,20 +27,26 @@ demo: build
 
 # Test packages first, then the build (never two apt-gets at once under -j).
 # The default suite leaves out the `long` set (exhaustive format and GEMM
-# checks, minutes each): test-long runs it, and CI runs both.
+# checks, minutes each) and the `torch` set (mpx's bf16 emulation against
+# PyTorch's CPU bf16, minutes, and python3-torch to install): test-long and
+# test-torch run them, and CI runs all three.
 test: bootstrap-test
 	@$(MAKE) --no-print-directory build
-	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE long
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE 'long|torch'
 
 test-long: bootstrap-test
 	@$(MAKE) --no-print-directory build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L long
 
+test-torch: bootstrap-bench
+	@$(MAKE) --no-print-directory build
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L torch
+
 # The same suite under AddressSanitizer + UndefinedBehaviorSanitizer.
 sanitize: bootstrap-test
 	@cmake -S . -B build-asan -DMPX_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	@cmake --build build-asan -j $(JOBS)
-	@cd build-asan && ctest --output-on-failure -j $(JOBS)
+	@cd build-asan && ctest --output-on-failure -j $(JOBS) -LE torch
 
 # The build with clang, and its unit, script, fuzz-corpus, API and layer tests.
 clang: bootstrap-test

@@ -1082,7 +1082,7 @@ static void test_pool(void) {
             CHECK(run(node("GlobalAveragePool", 1, 1, "y", ""), acc, 0, 1, in, 1, y) == MPX_OK);
             int off = 0;
             for (int pc = 0; pc < np && y[0].n == np; pc++) {
-                mpx_accum m = {acc, 0};
+                mpx_accum m = {.fmt = acc};
                 mpx_acc a;
                 mpx_acc_init(&a, &m, 0.0f);
                 for (int k = 0; k < pl; k++) mpx_acc_add(&a, x.f[(int64_t)pc * pl + k]);
