@@ -354,30 +354,30 @@ static void report_table(mpx_session *s, const report_view *v) {
     const mpx_layer *mean = v->mean;
     const int *worst_of = v->worst_of;
     const metric_id sm = v->sm;
-fprintf(s->out, "%s against fp32, %d layers, sorted by %s%s\n", mpx_format_name(s->last_target), c->n_layers,
-        key_name(sm), n < c->n_layers ? "" : " (all)");
-if (S && one >= 0) fprintf(s->out, "sample %d of %d (%s)\n", one + 1, repl_data_count(s->data),
-                          repl_data_label(s->data, one));
-else if (S)
-    fprintf(s->out, "over %d samples: each layer's worst figures, the sample of its worst rel_l2 and the mean rel_l2\n",
-            S->n_samples);
-/* The op column as wide as the longest op shown (BatchNormalization,
- * DequantizeLinear), never cut. */
-int opw = 14;
-for (int i = 0; i < n; i++) {
-    int l = (int)strlen(g->nodes[rows[i]->node]->op_type);
-    if (l > opw) opw = l;
-}
-fprintf(s->out, "%-5s %-30s %-*s %-5s %9s %-10s %9s %9s %8s %6s %6s%s%s\n", "#", "node", opw, "op", "fmt", "rel_l2", "",
-        "max_abs", "cos", "sqnr_db", "ovf", "unf", S && one < 0 ? "  sample      mean" : "",
-        s->last_local ? "  local" : "");
-for (int i = 0; i < n; i++) {
-    const mpx_layer *L = rows[i];
-    row_cells(s->out, L->node, g->nodes[L->node]->name, opw, g->nodes[L->node]->op_type, L->fmt, &L->m);
-    if (S && one < 0) fprintf(s->out, "  %6d %9.3g", S->id[worst_of[L - c->layers]] + 1, mean[L - c->layers].m.rel_l2);
-    if (L->has_local) fprintf(s->out, "  %.3g", L->local.rel_l2);
-    fputc('\n', s->out);
-}
+    fprintf(s->out, "%s against fp32, %d layers, sorted by %s%s\n", mpx_format_name(s->last_target), c->n_layers,
+            key_name(sm), n < c->n_layers ? "" : " (all)");
+    if (S && one >= 0) fprintf(s->out, "sample %d of %d (%s)\n", one + 1, repl_data_count(s->data),
+                              repl_data_label(s->data, one));
+    else if (S)
+        fprintf(s->out, "over %d samples: each layer's worst figures, the sample of its worst rel_l2 and the mean rel_l2\n",
+                S->n_samples);
+    /* The op column as wide as the longest op shown (BatchNormalization,
+     * DequantizeLinear), never cut. */
+    int opw = 14;
+    for (int i = 0; i < n; i++) {
+        int l = (int)strlen(g->nodes[rows[i]->node]->op_type);
+        if (l > opw) opw = l;
+    }
+    fprintf(s->out, "%-5s %-30s %-*s %-5s %9s %-10s %9s %9s %8s %6s %6s%s%s\n", "#", "node", opw, "op", "fmt", "rel_l2", "",
+            "max_abs", "cos", "sqnr_db", "ovf", "unf", S && one < 0 ? "  sample      mean" : "",
+            s->last_local ? "  local" : "");
+    for (int i = 0; i < n; i++) {
+        const mpx_layer *L = rows[i];
+        row_cells(s->out, L->node, g->nodes[L->node]->name, opw, g->nodes[L->node]->op_type, L->fmt, &L->m);
+        if (S && one < 0) fprintf(s->out, "  %6d %9.3g", S->id[worst_of[L - c->layers]] + 1, mean[L - c->layers].m.rel_l2);
+        if (L->has_local) fprintf(s->out, "  %.3g", L->local.rel_l2);
+        fputc('\n', s->out);
+    }
 }
 
 mpx_status repl_cmd_report(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {

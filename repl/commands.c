@@ -600,15 +600,11 @@ const mpx_command *mpx_command_find(const char *name) {
 }
 
 mpx_status repl_usage_error(mpx_error *err, const char *cmd, const char *fmt, ...) {
-    const mpx_command *c = mpx_command_find(cmd);
-    char detail[512] = "";
-    if (fmt) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(detail, sizeof detail, fmt, ap);
-        va_end(ap);
-    }
-    return mpx_error_set(err, MPX_E_ARG, "%s%susage: %s", detail, *detail ? "; " : "", c ? mpx_command_usage(c) : cmd);
+    va_list ap;
+    va_start(ap, fmt);
+    mpx_status st = repl_usage_verror(err, mpx_command_find(cmd), cmd, fmt, ap);
+    va_end(ap);
+    return st;
 }
 
 /* "; did you mean colour?" for a mistyped command, or "". */

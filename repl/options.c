@@ -311,18 +311,21 @@ static mpx_status parse_value(const mpx_opt *o, mpx_opt_type t, const char *w, m
     return MPX_OK;
 }
 
+mpx_status repl_usage_verror(mpx_error *err, const mpx_command *c, const char *name, const char *fmt, va_list ap) {
+    char detail[512] = "";
+    if (fmt) vsnprintf(detail, sizeof detail, fmt, ap);
+    return mpx_error_set(err, MPX_E_ARG, "%s%susage: %s", detail, *detail ? "; " : "", c ? mpx_command_usage(c) : name);
+}
+
 /* A refusal ending in the row's usage (the row itself: tests parse rows
  * that are not in the table). */
 __attribute__((format(printf, 3, 4))) static mpx_status refuse(const mpx_command *c, mpx_error *err, const char *fmt,
                                                                ...) {
-    char detail[512] = "";
-    if (fmt) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(detail, sizeof detail, fmt, ap);
-        va_end(ap);
-    }
-    return mpx_error_set(err, MPX_E_ARG, "%s%susage: %s", detail, *detail ? "; " : "", mpx_command_usage(c));
+    va_list ap;
+    va_start(ap, fmt);
+    mpx_status st = repl_usage_verror(err, c, c->name, fmt, ap);
+    va_end(ap);
+    return st;
 }
 
 /* The option's row in c and its index. */

@@ -13,6 +13,7 @@
 #include "mpx_explore.h"
 #include "mpx_data.h"
 
+#include <stdarg.h>
 #include <stdint.h>
 
 /* Each command's options by their index in its row's table (commands.c):
@@ -173,6 +174,8 @@ mpx_status repl_exec_words(mpx_session *s, int argc, char **argv, mpx_error *err
  * ("unknown option "--jsn"; did you mean --json?; usage: ..."). */
 __attribute__((format(printf, 3, 4))) mpx_status repl_usage_error(mpx_error *err, const char *cmd, const char *fmt,
                                                                   ...);
+/* options.c: the same with the row (or, when c is NULL, name) and a va_list. */
+mpx_status repl_usage_verror(mpx_error *err, const mpx_command *c, const char *name, const char *fmt, va_list ap);
 
 /* commands.c: choice k of a row's "a|b|c" into buf (NULL past the last or
  * when it does not fit), and how many words after argv[i], option o, are its
