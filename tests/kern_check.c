@@ -242,7 +242,7 @@ static void check(const char *what, const mpx_node *node, int n_in, const mpx_va
                   int acc, const mpx_value *want) {
     mpx_error err;
     mpx_error_clear(&err);
-    mpx_kctx c = {.node = node, .acc = {ACCS[acc].f, ACCS[acc].block}, .err = &err};
+    mpx_kctx c = {.node = node, .acc = {.fmt = ACCS[acc].f, .block = ACCS[acc].block}, .err = &err};
     /* fp16-exact operands of a product: as the executor gives a node that
      * computes in fp16 (the GEMM core's fp16 fused multiply-add path). */
     bool f16 = node->op == MPX_OP_Conv || node->op == MPX_OP_ConvTranspose || node->op == MPX_OP_Gemm ||

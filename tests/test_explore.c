@@ -265,7 +265,7 @@ static void test_sweep(mpx_graph *g, const mpx_value *x) {
     if (!d || !a || !b || !m) {
         free(d), free(a), free(b), free(m);
         mpx_rules_free(rules);
-        CHECK(!"out of memory");
+        CHECK_MSG(false, "out of memory");
         return;
     }
     const char *cmd = "colour Conv green when macs >= $t else red";

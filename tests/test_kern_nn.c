@@ -156,7 +156,7 @@ static mpx_status run(const mpx_node *n, const mpx_format *acc, int block, int n
     /* fp16 accumulation comes with fp16 operands (every test's values are
      * fp16 values then), as in a node computing in fp16: the kernels' f16
      * paths (kg_gemm.f16) run, and must give the same bits. */
-    mpx_kctx c = {.node = n, .acc = {acc, block}, .round = acc == &mpx_format_fp16 && block == 0 ? acc : NULL,
+    mpx_kctx c = {.node = n, .acc = {.fmt = acc, .block = block}, .round = acc == &mpx_format_fp16 && block == 0 ? acc : NULL,
                   .err = &err};
     return fn(&c, in, n_in, out, n_out);
 }

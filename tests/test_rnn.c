@@ -139,7 +139,7 @@ static void one_case(int idx) {
             mpx_error e1, e2;
             mpx_error_clear(&e1);
             mpx_error_clear(&e2);
-            mpx_kctx c = {.node = n, .acc = {PLANS[pl].acc, PLANS[pl].block}, .round = PLANS[pl].round,
+            mpx_kctx c = {.node = n, .acc = {.fmt = PLANS[pl].acc, .block = PLANS[pl].block}, .round = PLANS[pl].round,
                           .state = PLANS[pl].state, .err = &e1};
             mpx_value got[3], want[3];
             for (int k = 0; k < 3; k++) mpx_value_clear(&got[k]), mpx_value_clear(&want[k]);
