@@ -159,7 +159,8 @@ class AudioOpts(Structure):  # mpx_audio_opts
 
 class VizOpts(Structure):  # mpx_viz_opts
     _fields_ = [("around", c_char_p), ("depth", c_int), ("to_cause", c_bool), ("shapes", c_bool),
-                ("collapse", c_bool), ("fold", c_int), ("cluster", c_int), ("weights", c_bool), ("all", c_bool),
+                ("collapse", c_bool), ("fold", c_int), ("fold_by", c_int), ("open_scope", c_int), ("cluster", c_int),
+                ("weights", c_bool), ("all", c_bool),
                 ("legend", c_bool), ("overlay", c_void_p), ("overlay_local", c_bool), ("rules", c_void_p),
                 ("title", c_char_p), ("engine", c_char_p)]
 
