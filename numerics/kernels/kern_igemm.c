@@ -42,49 +42,81 @@ __attribute__((target("avx2"))) static inline int32_t hsum_avx2(__m256i v) {
     return _mm_cvtsi128_si32(s);
 }
 
-/* Two rows of A against four of B: eight sums in registers, each operand
- * vector loaded once per 16 terms. */
-__attribute__((target("avx2"))) static void tile_2x4_avx2(const int16_t *A, const int16_t *B, int64_t Kp, int32_t *C,
+/* The four sums of c0..c3's lanes, in order (three horizontal adds and one
+ * of the halves where four single sums take twelve steps). */
+__attribute__((target("avx2"))) static inline __m128i hsum4_avx2(__m256i c0, __m256i c1, __m256i c2, __m256i c3) {
+    const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(c0, c1), _mm256_hadd_epi32(c2, c3));
+    return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
+/* The first three sums of s to C[0..2]. */
+__attribute__((target("avx2"))) static inline void store3(int32_t *C, __m128i s) {
+    _mm_storel_epi64((__m128i *)C, s);
+    C[2] = _mm_extract_epi32(s, 2);
+}
+
+#define MADD(acc, x, y) acc = _mm256_add_epi32(acc, _mm256_madd_epi16(x, y))
+
+/* Three rows of A against three of B: nine sums in registers (named, not
+ * an array: GCC kept an array's sums on the stack, a store and a load
+ * every term; three by four left it too few registers for the products),
+ * each operand vector loaded once per 16 terms. */
+__attribute__((target("avx2"))) static void tile_3x3_avx2(const int16_t *A, const int16_t *B, int64_t Kp, int32_t *C,
                                                           int64_t ldc) {
-    __m256i c[2][4];
-    for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 4; j++) c[i][j] = _mm256_setzero_si256();
+    __m256i c00 = _mm256_setzero_si256(), c01 = c00, c02 = c00, c10 = c00, c11 = c00, c12 = c00, c20 = c00,
+            c21 = c00, c22 = c00;
+    const int16_t *A1 = A + Kp, *A2 = A + 2 * Kp, *B1 = B + Kp, *B2 = B + 2 * Kp;
     for (int64_t k = 0; k < Kp; k += 16) {
-        __m256i a0 = _mm256_loadu_si256((const __m256i *)(A + k));
-        __m256i a1 = _mm256_loadu_si256((const __m256i *)(A + Kp + k));
-        for (int j = 0; j < 4; j++) {
-            __m256i b = _mm256_loadu_si256((const __m256i *)(B + j * Kp + k));
-            c[0][j] = _mm256_add_epi32(c[0][j], _mm256_madd_epi16(a0, b));
-            c[1][j] = _mm256_add_epi32(c[1][j], _mm256_madd_epi16(a1, b));
-        }
+        const __m256i a0 = _mm256_loadu_si256((const __m256i *)(A + k)),
+                      a1 = _mm256_loadu_si256((const __m256i *)(A1 + k)),
+                      a2 = _mm256_loadu_si256((const __m256i *)(A2 + k));
+        __m256i b = _mm256_loadu_si256((const __m256i *)(B + k));
+        MADD(c00, a0, b), MADD(c10, a1, b), MADD(c20, a2, b);
+        b = _mm256_loadu_si256((const __m256i *)(B1 + k));
+        MADD(c01, a0, b), MADD(c11, a1, b), MADD(c21, a2, b);
+        b = _mm256_loadu_si256((const __m256i *)(B2 + k));
+        MADD(c02, a0, b), MADD(c12, a1, b), MADD(c22, a2, b);
     }
-    for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 4; j++) C[i * ldc + j] = hsum_avx2(c[i][j]);
+    const __m256i z = _mm256_setzero_si256();
+    store3(C, hsum4_avx2(c00, c01, c02, z));
+    store3(C + ldc, hsum4_avx2(c10, c11, c12, z));
+    store3(C + 2 * ldc, hsum4_avx2(c20, c21, c22, z));
+}
+
+/* One row of A against three of B (the rows left over by the threes). */
+__attribute__((target("avx2"))) static void tile_1x3_avx2(const int16_t *A, const int16_t *B, int64_t Kp, int32_t *C) {
+    __m256i c0 = _mm256_setzero_si256(), c1 = c0, c2 = c0;
+    const int16_t *B1 = B + Kp, *B2 = B + 2 * Kp;
+    for (int64_t k = 0; k < Kp; k += 16) {
+        const __m256i a = _mm256_loadu_si256((const __m256i *)(A + k));
+        MADD(c0, a, _mm256_loadu_si256((const __m256i *)(B + k)));
+        MADD(c1, a, _mm256_loadu_si256((const __m256i *)(B1 + k)));
+        MADD(c2, a, _mm256_loadu_si256((const __m256i *)(B2 + k)));
+    }
+    store3(C, hsum4_avx2(c0, c1, c2, _mm256_setzero_si256()));
+}
+
+/* One row of A against one of B. */
+__attribute__((target("avx2"))) static int32_t dot_avx2(const int16_t *A, const int16_t *B, int64_t Kp) {
+    __m256i s = _mm256_setzero_si256();
+    for (int64_t k = 0; k < Kp; k += 16)
+        MADD(s, _mm256_loadu_si256((const __m256i *)(A + k)), _mm256_loadu_si256((const __m256i *)(B + k)));
+    return hsum_avx2(s);
 }
 
 __attribute__((target("avx2"))) static void block_avx2(const int16_t *A, const int16_t *B, int64_t Kp, int64_t mr,
                                                        int64_t nr, int32_t *C, int64_t ldc) {
+    const int64_t n3 = nr / 3 * 3;
     int64_t m = 0;
-    for (; m + 2 <= mr; m += 2) {
-        int64_t n = 0;
-        for (; n + 4 <= nr; n += 4) tile_2x4_avx2(A + m * Kp, B + n * Kp, Kp, C + m * ldc + n, ldc);
-        for (; n < nr; n++)
-            for (int64_t i = 0; i < 2; i++) {
-                __m256i s = _mm256_setzero_si256();
-                for (int64_t k = 0; k < Kp; k += 16)
-                    s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(A + (m + i) * Kp + k)),
-                                                              _mm256_loadu_si256((const __m256i *)(B + n * Kp + k))));
-                C[(m + i) * ldc + n] = hsum_avx2(s);
-            }
+    for (; m + 3 <= mr; m += 3) {
+        for (int64_t n = 0; n < n3; n += 3) tile_3x3_avx2(A + m * Kp, B + n * Kp, Kp, C + m * ldc + n, ldc);
+        for (int64_t i = 0; i < 3; i++)
+            for (int64_t n = n3; n < nr; n++) C[(m + i) * ldc + n] = dot_avx2(A + (m + i) * Kp, B + n * Kp, Kp);
     }
-    for (; m < mr; m++)
-        for (int64_t n = 0; n < nr; n++) {
-            __m256i s = _mm256_setzero_si256();
-            for (int64_t k = 0; k < Kp; k += 16)
-                s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(A + m * Kp + k)),
-                                                          _mm256_loadu_si256((const __m256i *)(B + n * Kp + k))));
-            C[m * ldc + n] = hsum_avx2(s);
-        }
+    for (; m < mr; m++) {
+        for (int64_t n = 0; n < n3; n += 3) tile_1x3_avx2(A + m * Kp, B + n * Kp, Kp, C + m * ldc + n);
+        for (int64_t n = n3; n < nr; n++) C[m * ldc + n] = dot_avx2(A + m * Kp, B + n * Kp, Kp);
+    }
 }
 
 bool mpx_k_igemm_avx2(void) {
@@ -93,12 +125,15 @@ bool mpx_k_igemm_avx2(void) {
 
 void mpx_k_igemm_nt(const int16_t *A, const int16_t *B, int64_t M, int64_t N, int64_t Kp, int32_t *C, int64_t ldc,
                     bool avx2) {
-    /* Panels of 64 columns of B (64 x Kp x 2 bytes: L2-sized for the K of
-     * real layers) against every row of A. */
-    for (int64_t n0 = 0; n0 < N; n0 += 64) {
+    /* Panels of columns of B (at most 63, and at most 256 KB: half of
+     * Zen 3's L2) against every row of A: a tile streams three of the
+     * panel's rows from L2 while three rows of A stay in L1. */
+    int64_t pw = Kp ? 131072 / Kp / 3 * 3 : 63;
+    pw = pw < 3 ? 3 : pw > 63 ? 63 : pw;
+    for (int64_t n0 = 0; n0 < N; n0 += pw) {
         /* a panel apart: a cancelled kernel's sums are dropped (mpx_k_cancelled) */
         if (mpx_k_cancelled()) return;
-        int64_t nr = N - n0 < 64 ? N - n0 : 64;
+        int64_t nr = N - n0 < pw ? N - n0 : pw;
         if (avx2) block_avx2(A, B + n0 * Kp, Kp, M, nr, C + n0, ldc);
         else block_portable(A, B + n0 * Kp, Kp, M, nr, C + n0, ldc);
     }

@@ -127,12 +127,12 @@ int kg_threads(void);
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-/* The graph tensor whose own values `data` are (the graph's weights, or
- * their rounded copy kept on the tensor; not a run's copy), found from the
+/* The graph tensor whose own values `data` are (the graph's weights, float
+ * or integer, or their rounded copy kept on the tensor; not a run's copy), found from the
  * node's input k back through Identity nodes (exec.c gives an Identity of a
  * constant a view of it); NULL when data is neither. The GEMM core keeps
  * packings on it (kern_gemm.c). */
-mpx_tensor *mpx_k_value_owner(const mpx_kctx *c, int k, const float *data);
+mpx_tensor *mpx_k_value_owner(const mpx_kctx *c, int k, const void *data);
 /* t's own values rounded to f, made on first use and kept on t (freed with
  * the graph, dropped when t's values move); NULL past the process's budget
  * for such copies or out of memory (the caller rounds a copy of its own). */

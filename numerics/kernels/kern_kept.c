@@ -28,16 +28,16 @@ static void kg_kept_free(void *p) {
     }
 }
 
-/* Whether p is the tensor's own values or a rounded copy of them kept on it
- * (called with the lock held). */
-static bool kg_kept_current(const mpx_tensor *t, const float *p) {
-    if (p == t->f32) return true;
+/* Whether p is the tensor's own values (float or integer) or a rounded copy
+ * of them kept on it (called with the lock held). */
+static bool kg_kept_current(const mpx_tensor *t, const void *p) {
+    if (p == t->f32 || (t->i64 && p == t->i64)) return true;
     for (const kg_kept *o = t->derived_free == kg_kept_free ? t->derived : NULL; o; o = o->next)
         if (o->kind == KG_KEPT_ROUNDED && o->ap == p && o->a == t->f32) return true;
     return false;
 }
 
-bool kg_kept_holds(const mpx_tensor *t, const float *p) {
+bool kg_kept_holds(const mpx_tensor *t, const void *p) {
     pthread_mutex_lock(&kg_kept_lock);
     const bool own = kg_kept_current(t, p);
     pthread_mutex_unlock(&kg_kept_lock);

@@ -24,10 +24,12 @@ typedef struct kg_kept {
                          * [g][panel][K][16]), KG_KEPT_BPANELS (B's [K block][panel][kc][16]),
                          * KG_KEPT_BTPANELS (the same, of B given transposed: kg_gemm.b_ldt),
                          * KG_KEPT_RNN_RT (a recurrent op's R transposed per direction,
-                         * kern_rnn.c: M rows of K) or KG_KEPT_ROUNDED (the tensor's values
-                         * rounded to fmt) */
-    const float *a;     /* the values packed (A's, or B's for KG_KEPT_BPANELS; the tensor's own
-                         * for KG_KEPT_ROUNDED) */
+                         * kern_rnn.c: M rows of K), KG_KEPT_IGEMM_BT (an integer B's
+                         * matrix at offset ga transposed to 16-bit rows, kern_qint.c: M rows
+                         * of K values, each padded to a multiple of 16) or KG_KEPT_ROUNDED
+                         * (the tensor's values rounded to fmt) */
+    const void *a;      /* the values packed (A's, or B's for KG_KEPT_BPANELS; the tensor's own
+                         * for KG_KEPT_ROUNDED; its int64 values for KG_KEPT_IGEMM_BT) */
     int64_t M, K, G, ams, aks, ga; /* their layout (for B: N, K, 1, ldb, 1, 0) */
     const mpx_format *fmt; /* KG_KEPT_ROUNDED: the format; a packing: the format its values
                             * were rounded to as packed (kg_gemm.a_fmt, b_fmt), or NULL */
@@ -37,7 +39,7 @@ typedef struct kg_kept {
 } kg_kept;
 
 enum { KG_KEPT_PANELS = 0, KG_KEPT_ROWS16 = 1, KG_KEPT_BPANELS = 2, KG_KEPT_ROUNDED = 3, KG_KEPT_BTPANELS = 4,
-       KG_KEPT_RNN_RT = 5 };
+       KG_KEPT_RNN_RT = 5, KG_KEPT_IGEMM_BT = 6 };
 
 /* What a packing is looked up by: its kind, values and layout, the tensor
  * that owns the values, and whether it must have been checked finite. */
@@ -52,8 +54,9 @@ const kg_kept *kg_kept_find(const kg_key *q);
 /* Keep ap on q->owner (true: the tensor owns it now; false: another thread
  * kept one meanwhile, or the tensor's derived slot is not this list's). */
 bool kg_kept_add(const kg_key *q, float *ap, bool finite);
-/* Whether p is t's own values or a rounded copy of them kept on t. */
-bool kg_kept_holds(const mpx_tensor *t, const float *p);
+/* Whether p is t's own values (float or integer) or a rounded copy of them
+ * kept on t. */
+bool kg_kept_holds(const mpx_tensor *t, const void *p);
 /* Bytes of the KG_KEPT_ROUNDED entries alive (kern_rounded.c adds, the
  * list's deletion subtracts). */
 extern atomic_llong kg_rounded_bytes;

@@ -18,6 +18,7 @@
  * Both give the same int32 sums (the core sums modulo 2^32, which is what
  * the wrap to int32 keeps of the exact sum). */
 #include "kern_data.h"
+#include "kern_kept.h"
 #include "kern_nn.h"
 
 #include <math.h>
@@ -162,54 +163,242 @@ static void mm_direct(const mm *p, const mpx_value *a, const mpx_value *b, const
             }
 }
 
-/* One batch matrix through the core: A's rows and B's columns (transposed)
- * as 16-bit rows, row blocks of A on the kernel threads. */
+/* ---- the packed path ----------------------------------------------------------------
+ * Every batch that reads the same matrix of B is one product: their rows of
+ * A stacked as one tall A (a 3-D activation times a 2-D weight, as
+ * quantize_dynamic writes a transformer's projections, is one GEMM, not a
+ * batch of one-row products each packing B again). B is packed once per
+ * call as 16-bit rows of its columns (B^T), from its raw values: the zero
+ * points come in as a correction, sum (a - za)(b - zb) = sum (a - za) b -
+ * zb sum (a - za), exact modulo 2^32 like the sums themselves, so a
+ * constant B's packing does not depend on them and is kept on its tensor
+ * (kern_kept.h: KG_KEPT_IGEMM_BT), as runtimes pack weights once. A's rows
+ * are shifted by their zero point as each item packs them. Items: blocks of
+ * rows times chunks of columns, on the kernel threads. */
+
+/* Rows of A per item: a block of 24 rows of K terms (the core's tiles take
+ * three at a time) stays in L2 while the core passes the item's columns of
+ * B over it. */
+#define MM_ROWS 24
+
+/* B's matrix at b (K x N, row-major) as N rows of Kp 16-bit values, less
+ * zb (one value, or one per column; NULL: its raw values). false: a value
+ * does not fit 16 bits. Columns [n0, n1). */
+static bool pack_bt(const int64_t *b, int64_t K, int64_t N, int64_t Kp, const mpx_value *zb, int64_t n0, int64_t n1,
+                    int16_t *bt) {
+    bool fits = true;
+    /* eight columns at a time: one line of B's row, eight rows of bt written in step */
+    for (int64_t c0 = n0; c0 < n1; c0 += 8) {
+        const int64_t cn = n1 - c0 < 8 ? n1 - c0 : 8;
+        for (int64_t k = 0; k < K; k++) {
+            const int64_t *br = b + k * N + c0;
+            for (int64_t j = 0; j < cn; j++) {
+                const int64_t d = br[j] - zp_at(zb, c0 + j);
+                fits &= d >= INT16_MIN && d <= INT16_MAX;
+                bt[(c0 + j) * Kp + k] = (int16_t)d;
+            }
+        }
+        for (int64_t j = 0; j < cn; j++)
+            for (int64_t k = K; k < Kp; k++) bt[(c0 + j) * Kp + k] = 0;
+    }
+    return fits;
+}
+
+typedef struct bt_job {
+    const int64_t *b;
+    int64_t K, N, Kp;
+    const mpx_value *zb;
+    int16_t *bt;
+    volatile int bad;
+} bt_job;
+
+enum { BT_COLS = 64 };
+
+static void bt_item(void *ctx, int tid, long item) {
+    (void)tid;
+    bt_job *j = ctx;
+    const int64_t n0 = (int64_t)item * BT_COLS, n1 = j->N - n0 < BT_COLS ? j->N : n0 + BT_COLS;
+    if (!pack_bt(j->b, j->K, j->N, j->Kp, j->zb, n0, n1, j->bt)) j->bad = 1;
+}
+
+/* pack_bt of every column on the kernel threads (not stoppable: a kept
+ * packing must be whole). */
+static bool pack_bt_all(const int64_t *b, int64_t K, int64_t N, int64_t Kp, const mpx_value *zb, int16_t *bt) {
+    bt_job j = {b, K, N, Kp, zb, bt, 0};
+    const long items = (long)((N + BT_COLS - 1) / BT_COLS);
+    mpx_k_parallel(items, K * N >= 1 << 16 ? kg_threads() : 1, bt_item, &j);
+    return !j.bad;
+}
+
+/* B's matrix at offset boff packed raw: kept on owner (a constant B) under
+ * the offset, else made for this call into *owned. NULL: out of memory
+ * (*oom) or a raw value does not fit 16 bits. */
+static const int16_t *mm_bt_raw(const mm *p, const mpx_value *b, int64_t boff, mpx_tensor *owner, int16_t **owned,
+                                bool *oom) {
+    const int64_t Kp = pad16(p->K);
+    const kg_key key = {.k = {.kind = KG_KEPT_IGEMM_BT, .a = b->i, .M = p->N, .K = p->K, .ga = boff},
+                        .owner = owner};
+    const kg_kept *kept = owner ? kg_kept_find(&key) : NULL;
+    if (kept) return (const int16_t *)(const void *)kept->ap;
+    /* (16-bit values in the kept list's float buffers: two a float, 64-byte aligned) */
+    float *buf = kg_alloc((size_t)((p->N * Kp + 1) / 2 + 1));
+    if (!buf) {
+        *oom = true;
+        return NULL;
+    }
+    int16_t *bt = (int16_t *)(void *)buf;
+    if (!pack_bt_all(b->i + boff, p->K, p->N, Kp, NULL, bt)) {
+        free(buf);
+        return NULL;
+    }
+    if (owner && kg_kept_add(&key, buf, true)) return bt;
+    *owned = bt;
+    return bt;
+}
+
 typedef struct mm_job {
-    const int16_t *A, *BT;
-    int64_t M, N, Kp;
-    int64_t *acc;  /* this batch's M x N */
-    int32_t *tmp;  /* M x N */
+    const mm *p;
+    const int64_t *a;       /* A's values */
+    const mpx_value *azp;   /* A's zero point: one, or one per row of a batch (M) */
+    const int64_t *qs;      /* the batches that read this B, in order */
+    int64_t rows;           /* their rows: (number of them) x M */
+    const int16_t *bt;      /* B^T: N rows of Kp */
+    const mpx_value *zb;    /* the zero point to take away as a correction (B packed raw), or NULL */
+    int64_t Kp, rblocks, cw; /* items: rblocks blocks of MM_ROWS rows times chunks of cw columns */
+    int16_t *abuf;          /* per thread: MM_ROWS x Kp */
+    uint32_t *rsum;         /* per thread: MM_ROWS sums of the rows' shifted terms */
+    int32_t *cbuf;          /* per thread: MM_ROWS x cw */
+    int64_t *acc;           /* batch x M x N */
     bool avx2;
+    volatile int bad;       /* an operand of A that does not fit 16 bits */
 } mm_job;
 
-#define MM_ROWS 16
-
 static void mm_item(void *ctx, int tid, long item) {
-    (void)tid;
-    const mm_job *j = ctx;
-    int64_t m0 = (int64_t)item * MM_ROWS, mr = j->M - m0 < MM_ROWS ? j->M - m0 : MM_ROWS;
-    mpx_k_igemm_nt(j->A + m0 * j->Kp, j->BT, mr, j->N, j->Kp, j->tmp + m0 * j->N, j->N, j->avx2);
-    for (int64_t k = m0 * j->N; k < (m0 + mr) * j->N; k++) j->acc[k] = j->tmp[k];
+    mm_job *j = ctx;
+    const mm *p = j->p;
+    const int64_t K = p->K, Kp = j->Kp, N = p->N, M = p->M;
+    const int64_t rb = (int64_t)item % j->rblocks, cc = (int64_t)item / j->rblocks;
+    const int64_t r0 = rb * MM_ROWS, rr = j->rows - r0 < MM_ROWS ? j->rows - r0 : MM_ROWS;
+    const int64_t c0 = cc * j->cw, cn = N - c0 < j->cw ? N - c0 : j->cw;
+    int16_t *A = j->abuf + (size_t)tid * MM_ROWS * (size_t)Kp;
+    uint32_t *rs = j->rsum + (size_t)tid * MM_ROWS;
+    int32_t *C = j->cbuf + (size_t)tid * MM_ROWS * (size_t)j->cw;
+    bool fits = true;
+    for (int64_t i = 0; i < rr; i++) {
+        const int64_t r = r0 + i, q = j->qs[r / M], m = r % M, za = zp_at(j->azp, m);
+        const int64_t *ar = j->a + p->aoff[q] + m * K;
+        int16_t *dst = A + i * Kp;
+        uint32_t s = 0;
+        for (int64_t k = 0; k < K; k++) {
+            const int64_t d = ar[k] - za;
+            fits &= d >= INT16_MIN && d <= INT16_MAX;
+            dst[k] = (int16_t)d;
+            s += (uint32_t)d; /* (modulo 2^32: d's own value where it fits) */
+        }
+        for (int64_t k = K; k < Kp; k++) dst[k] = 0;
+        rs[i] = s;
+    }
+    if (!fits) {
+        j->bad = 1;
+        return;
+    }
+    mpx_k_igemm_nt(A, j->bt + c0 * Kp, rr, cn, Kp, C, j->cw, j->avx2);
+    for (int64_t i = 0; i < rr; i++) {
+        const int64_t r = r0 + i, q = j->qs[r / M], m = r % M;
+        int64_t *dst = j->acc + (q * M + m) * N + c0;
+        const int32_t *src = C + i * j->cw;
+        if (j->zb)
+            for (int64_t n = 0; n < cn; n++)
+                dst[n] = (int32_t)((uint32_t)src[n] - (uint32_t)zp_at(j->zb, c0 + n) * rs[i]);
+        else
+            for (int64_t n = 0; n < cn; n++) dst[n] = src[n];
+    }
+}
+
+/* Whether v's type keeps every value in 16 bits. */
+static bool fits16_type(const mpx_value *v) {
+    return v->dtype == MPX_DT_UINT8 || v->dtype == MPX_DT_INT8 || v->dtype == MPX_DT_INT16;
+}
+
+/* Whether every zero point of v is 0 (or v absent). */
+static bool all_zero(const mpx_value *v) {
+    for (int64_t k = 0; v && k < v->n; k++)
+        if (v->i[k]) return false;
+    return true;
+}
+
+/* The products of every batch through the core, into acc (batch x M x N);
+ * b_owner: the constant B's values belong to (its packing kept there), or
+ * NULL. MM_NOFIT: an operand less its zero point does not fit 16 bits (the
+ * caller takes the direct loops). */
+typedef enum mm_result { MM_DONE, MM_NOFIT, MM_NOMEM } mm_result;
+
+static mm_result mm_packed(const mm *p, const mpx_value *a, const mpx_value *b, const mpx_value *azp,
+                            const mpx_value *bzp, mpx_tensor *b_owner, int64_t *acc) {
+    const int64_t Kp = pad16(p->K), nt = kg_threads();
+    /* B raw (its zero points as the correction) when its values fit 16 bits
+     * as they are; else B less its zero point, packed for this call */
+    const bool raw = fits16_type(b), corr = raw && !all_zero(bzp);
+    int64_t *qs = malloc((size_t)(p->batch + 1) * sizeof *qs);
+    bool *done = calloc((size_t)(p->batch + 1), sizeof *done);
+    int64_t cw = p->N;
+    const int64_t rows_max = p->batch * p->M;
+    /* columns in chunks when the rows give the threads too few items */
+    const int64_t rblocks_max = (rows_max + MM_ROWS - 1) / MM_ROWS;
+    if (rblocks_max < 8 * nt) {
+        const int64_t chunks = (8 * nt + rblocks_max - 1) / rblocks_max;
+        cw = (p->N + chunks - 1) / chunks;
+        cw = (cw + 63) / 64 * 64;
+        if (cw > p->N) cw = p->N;
+    }
+    if (cw < 1) cw = 1;
+    int16_t *abuf = malloc((size_t)(nt * MM_ROWS * Kp + 1) * sizeof *abuf);
+    uint32_t *rsum = malloc((size_t)(nt * MM_ROWS) * sizeof *rsum);
+    int32_t *cbuf = malloc((size_t)(nt * MM_ROWS * cw) * sizeof *cbuf);
+    mm_result st = qs && done && abuf && rsum && cbuf ? MM_DONE : MM_NOMEM;
+    for (int64_t q0 = 0; !st && q0 < p->batch; q0++) {
+        if (done[q0]) continue;
+        /* the batches reading the matrix of B at boff[q0] */
+        int64_t nq = 0;
+        for (int64_t q = q0; q < p->batch; q++)
+            if (!done[q] && p->boff[q] == p->boff[q0]) qs[nq++] = q, done[q] = true;
+        int16_t *owned = NULL;
+        bool oom = false;
+        const int16_t *bt = NULL;
+        if (raw) {
+            bt = mm_bt_raw(p, b, p->boff[q0], b_owner, &owned, &oom);
+        } else {
+            owned = (int16_t *)(void *)kg_alloc((size_t)((p->N * Kp + 1) / 2 + 1));
+            oom = !owned;
+            if (owned && pack_bt_all(b->i + p->boff[q0], p->K, p->N, Kp, bzp, owned)) bt = owned;
+        }
+        if (!bt) {
+            free(owned);
+            st = oom ? MM_NOMEM : MM_NOFIT;
+            break;
+        }
+        const int64_t rows = nq * p->M, rblocks = (rows + MM_ROWS - 1) / MM_ROWS, chunks = (p->N + cw - 1) / cw;
+        mm_job j = {.p = p, .a = a->i, .azp = azp, .qs = qs, .rows = rows, .bt = bt, .zb = corr ? bzp : NULL,
+                    .Kp = Kp, .rblocks = rblocks, .cw = cw, .abuf = abuf, .rsum = rsum, .cbuf = cbuf, .acc = acc,
+                    .avx2 = mpx_k_igemm_avx2()};
+        /* (tiny products on one thread: a hand-off costs more than they do) */
+        const int threads = rows * p->N * p->K >= 1 << 15 ? (int)nt : 1;
+        mpx_k_parallel_stoppable((long)(rblocks * chunks), threads, mm_item, &j);
+        free(owned);
+        if (j.bad) st = MM_NOFIT;
+    }
+    free(qs), free(done), free(abuf), free(rsum), free(cbuf);
+    return st;
 }
 
 /* The int32 products of every output element, into acc (batch*M*N). A's
  * zero point is per row (M values) or one, B's per column (N) or one.
  * false: out of memory. */
 static bool mm_run(const mm *p, const mpx_value *a, const mpx_value *b, const mpx_value *azp,
-                   const mpx_value *bzp, int64_t *acc) {
-    int64_t Kp = pad16(p->K);
-    int16_t *A = calloc((size_t)(p->M * Kp + 1), sizeof *A), *BT = calloc((size_t)(p->N * Kp + 1), sizeof *BT);
-    int32_t *tmp = malloc((size_t)(p->M * p->N + 1) * sizeof *tmp);
-    bool fits = A && BT && tmp, avx2 = mpx_k_igemm_avx2();
-    for (int64_t q = 0; fits && q < p->batch; q++) {
-        for (int64_t m = 0; fits && m < p->M; m++) {
-            const int64_t *ar = a->i + p->aoff[q] + m * p->K;
-            int64_t za = zp_at(azp, m);
-            for (int64_t k = 0; fits && k < p->K; k++) fits = to16(ar[k], za, &A[m * Kp + k]);
-        }
-        for (int64_t n = 0; fits && n < p->N; n++) {
-            const int64_t *bc = b->i + p->boff[q] + n;
-            int64_t zb = zp_at(bzp, n);
-            for (int64_t k = 0; fits && k < p->K; k++) fits = to16(bc[k * p->N], zb, &BT[n * Kp + k]);
-        }
-        if (!fits) break;
-        mm_job j = {A, BT, p->M, p->N, Kp, acc + q * p->M * p->N, tmp, avx2};
-        mpx_k_parallel_stoppable((long)((p->M + MM_ROWS - 1) / MM_ROWS), kg_threads(), mm_item, &j);
-    }
-    bool oom = !(A && BT && tmp);
-    free(A), free(BT), free(tmp);
-    if (oom) return false;
-    if (!fits) mm_direct(p, a, b, azp, bzp, acc);
+                   const mpx_value *bzp, mpx_tensor *b_owner, int64_t *acc) {
+    const mm_result st = p->M && p->N ? mm_packed(p, a, b, azp, bzp, b_owner, acc) : MM_DONE;
+    if (st == MM_NOMEM) return false;
+    if (st == MM_NOFIT) mm_direct(p, a, b, azp, bzp, acc);
     return true;
 }
 
@@ -223,7 +412,8 @@ mpx_status mpx_k_matmul_integer(const mpx_kctx *c, const mpx_value *const *in, i
     mm p;
     if ((st = mm_plan(c, a, b, &p))) return st;
     if (!(st = per_vec(c, azp, p.M, "a_zero_point", false)) && !(st = per_vec(c, bzp, p.N, "b_zero_point", false)) &&
-        !(st = mpx_k_alloc(c, &out[0], MPX_DT_INT32, p.rank, p.dims)) && !mm_run(&p, a, b, azp, bzp, out[0].i))
+        !(st = mpx_k_alloc(c, &out[0], MPX_DT_INT32, p.rank, p.dims)) &&
+        !mm_run(&p, a, b, azp, bzp, mpx_k_value_owner(c, 1, b->i), out[0].i))
         st = mpx_kernel_error(c, MPX_E_NOMEM, "out of memory");
     free(p.aoff), free(p.boff);
     return st;
@@ -248,7 +438,7 @@ mpx_status mpx_k_qlinear_matmul(const mpx_kctx *c, const mpx_value *const *in, i
         mpx_dtype yt = yzp ? yzp->dtype : MPX_DT_UINT8;
         int64_t lo, hi;
         int_range(yt, &lo, &hi);
-        if (!mm_run(&p, a, b, azp, bzp, acc)) st = mpx_kernel_error(c, MPX_E_NOMEM, "out of memory");
+        if (!mm_run(&p, a, b, azp, bzp, mpx_k_value_owner(c, 3, b->i), acc)) st = mpx_kernel_error(c, MPX_E_NOMEM, "out of memory");
         if (!st && !(st = mpx_k_alloc(c, &out[0], yt, p.rank, p.dims)))
             for (int64_t k = 0; k < out[0].n; k++) {
                 int64_t n = k % p.N;

@@ -58,7 +58,7 @@ const float *mpx_k_rounded_values(mpx_tensor *t, const mpx_format *f, float **ow
     return *owned;
 }
 
-mpx_tensor *mpx_k_value_owner(const mpx_kctx *c, int k, const float *data) {
+mpx_tensor *mpx_k_value_owner(const mpx_kctx *c, int k, const void *data) {
     mpx_tensor *t = c && c->node && k < c->node->n_inputs ? c->node->inputs[k] : NULL;
     /* (a bounded walk: Identity chains are short, and a malformed graph's
      * cycle must not hang it) */
