@@ -986,8 +986,9 @@ static void test_pool(void) {
      * first in-bounds tap in window order, then any strictly greater one (a
      * first NaN stays, a later one is never taken); planes 37 wide, so the
      * columns whose taps are all inside run through the vector loop with
-     * strides 1, 2 and 3 and the border ones through the flagged loop; ties
-     * (fp16 values) and NaNs included. */
+     * strides 1, 2 and 3 (3x3 windows: eight outputs a vector, the border
+     * ones from clamped tap ranges) and the border ones through the flagged
+     * loop; ties (fp16 values, -0 and +0) and NaNs included. */
     {
         static const struct { const char *attrs; int k0, k1, s0, s1, p0, p1, d0, d1; } cf[] = {
             {"kernel_shape=[3,3] strides=[2,2] pads=[1,1,1,1]", 3, 3, 2, 2, 1, 1, 1, 1},
@@ -1002,6 +1003,9 @@ static void test_pool(void) {
         x = vrand("2x3x11x37");
         for (int64_t i = 5; i < x.n; i += 97) x.f[i] = NAN;
         x.f[0] = NAN; /* a window's first tap */
+        for (int64_t i = 40; i + 1 < x.n; i += 61) x.f[i] = -0.0f, x.f[i + 1] = 0.0f; /* ties of zeros' signs */
+        for (int64_t r = 0; r < 3; r++) /* ... at a border: plane 1's first columns -0 +0 over rows of -1 */
+            for (int64_t col = 0; col < 2; col++) x.f[H * W + r * W + col] = r ? -1.0f : col ? 0.0f : -0.0f;
         for (size_t ci = 0; ci < sizeof cf / sizeof cf[0]; ci++) {
             y[0] = run1(node("MaxPool", 12, 1, "y", cf[ci].attrs), 1, in);
             const int64_t ek0 = (cf[ci].k0 - 1) * cf[ci].d0 + 1, ek1 = (cf[ci].k1 - 1) * cf[ci].d1 + 1;

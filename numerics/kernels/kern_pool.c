@@ -24,6 +24,9 @@
 #include "kern_nn.h"
 
 #include <float.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,6 +152,7 @@ typedef struct pool2d {
     float *y;
     int64_t H, W, OH, OW;
     bool include_pad;
+    bool avx2; /* MaxPool's 3x3 rows by max3x3_avx2 (the same values) */
 } pool2d;
 
 /* The outputs [*lo, *hi) of a row whose tap b (its input column o * s +
@@ -200,6 +204,116 @@ static void max_interior(const pool2d *m, const float *xp, int64_t oh, float *yr
     else max_interior_s(m, xp, oh, yr, lo, hi, m->w->s[1]);
 }
 
+/* A 3x3 window's row (dilation 1) by its valid tap rows rows[0..nr) (1 to
+ * 3, in the window's order: the padding's rows left out), output o's first
+ * column at o * s + off. Outputs [lo, hi), whose column taps are all inside
+ * the input: the taps in the window's order folded in a register per
+ * output and stored once (max_interior reads and writes the row once a
+ * tap: nine passes, ResNet's stem MaxPool at 6x ONNX Runtime's time). The
+ * same fold, so the same values. */
+static inline void max3x3_interior_s(const float *const *rows, int nr, int64_t off, float *yr, int64_t lo,
+                                     int64_t hi, const int64_t s) {
+    for (int64_t o = lo; o < hi; o++) {
+        const float *p = rows[0] + (o * s + off);
+        float y = p[0];
+        y = p[1] > y ? p[1] : y;
+        y = p[2] > y ? p[2] : y;
+        for (int a = 1; a < nr; a++) {
+            p = rows[a] + (o * s + off);
+            y = p[0] > y ? p[0] : y;
+            y = p[1] > y ? p[1] : y;
+            y = p[2] > y ? p[2] : y;
+        }
+        yr[o] = y;
+    }
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+/* Eight outputs at a time with vmaxps(tap, y) in the taps' order, which is
+ * y = tap > y ? tap : y lane by lane (GCC left the loop above scalar: its
+ * overlapping strided loads are no group it vectorises). Stride 2 takes
+ * each row's even and odd terms apart with two shuffles; it stops where
+ * the loads would pass output hi - 1's taps (the rest: the scalar loop).
+ * Returns the first output not done. */
+__attribute__((target("avx2"))) static inline __m256 evens_avx2(const float *p) {
+    const __m256 a = _mm256_loadu_ps(p), b = _mm256_loadu_ps(p + 8);
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xd8));
+}
+
+__attribute__((target("avx2"))) static inline __m256 odds_avx2(const float *p) {
+    const __m256 a = _mm256_loadu_ps(p), b = _mm256_loadu_ps(p + 8);
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xdd)), 0xd8));
+}
+
+__attribute__((target("avx2"))) static int64_t max3x3_avx2(const float *const *rows, int nr, int64_t off, float *yr,
+                                                           int64_t lo, int64_t hi, int64_t s) {
+    int64_t o = lo;
+    if (s == 1) {
+        for (; o + 8 <= hi; o += 8) {
+            __m256 y = _mm256_loadu_ps(rows[0] + o + off);
+            for (int a = 0; a < nr; a++) {
+                const float *p = rows[a] + o + off;
+                if (a) y = _mm256_max_ps(_mm256_loadu_ps(p), y);
+                y = _mm256_max_ps(_mm256_loadu_ps(p + 1), y);
+                y = _mm256_max_ps(_mm256_loadu_ps(p + 2), y);
+            }
+            _mm256_storeu_ps(yr + o, y);
+        }
+    } else if (s == 2) {
+        /* the loads reach 2 (o + 8) + off + 1: output o + 8's second tap */
+        for (; o + 9 <= hi; o += 8) {
+            __m256 y = evens_avx2(rows[0] + 2 * o + off);
+            for (int a = 0; a < nr; a++) {
+                const float *p = rows[a] + 2 * o + off;
+                if (a) y = _mm256_max_ps(evens_avx2(p), y);
+                y = _mm256_max_ps(odds_avx2(p), y);
+                y = _mm256_max_ps(evens_avx2(p + 2), y);
+            }
+            _mm256_storeu_ps(yr + o, y);
+        }
+    }
+    return o;
+}
+#endif
+
+/* Whether MaxPool takes max3x3_avx2 (the CPU has AVX2 and MPX_KERN_PORTABLE
+ * does not ask for the portable loops; the same values either way). */
+static bool pool_avx2(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    return __builtin_cpu_supports("avx2") && !mpx_env_on("MPX_KERN_PORTABLE");
+#else
+    return false;
+#endif
+}
+
+/* A 3x3 window's output row: the interior as above, each edge output
+ * (some column tap in the padding) from its clamped range of columns. */
+static void max3x3_row(const pool2d *m, const float *const *rows, int nr, float *yr, int64_t ilo, int64_t ihi) {
+    const int64_t s = m->w->s[1], off = -m->w->pb[1];
+    int64_t lo = ilo;
+#if defined(__x86_64__) || defined(__i386__)
+    if (m->avx2) lo = max3x3_avx2(rows, nr, off, yr, lo, ihi, s);
+#endif
+    if (s == 1) max3x3_interior_s(rows, nr, off, yr, lo, ihi, 1);
+    else if (s == 2) max3x3_interior_s(rows, nr, off, yr, lo, ihi, 2);
+    else max3x3_interior_s(rows, nr, off, yr, lo, ihi, s);
+    for (int part = 0; part < 2; part++)
+        for (int64_t o = part ? ihi : 0; o < (part ? m->OW : ilo); o++) {
+            const int64_t c = o * s + off, b0 = c < 0 ? -c : 0, b1 = m->W - c < 3 ? m->W - c : 3;
+            float y = -FLT_MAX;
+            bool first = true;
+            for (int a = 0; a < nr; a++)
+                for (int64_t b = b0; b < b1; b++) {
+                    const float v = rows[a][c + b];
+                    y = first || v > y ? v : y;
+                    first = false;
+                }
+            yr[o] = y;
+        }
+}
+
+enum { POOL_TAPS = 16 };
+
 static void max2d_plane(void *ctx, int tid, long pc) {
     (void)tid;
     const pool2d *m = ctx;
@@ -207,17 +321,32 @@ static void max2d_plane(void *ctx, int tid, long pc) {
     const float *xp = m->x + pc * m->H * m->W;
     float *yp = m->y + pc * m->OH * m->OW;
     unsigned char any[4096];
-    /* the outputs whose column taps are all inside the input */
-    int64_t ilo = 0, ihi = m->OW;
+    /* the outputs whose column taps are all inside the input; each column
+     * tap's outputs, the same for every row (the first POOL_TAPS kept: a
+     * row's edge outputs took two divisions a tap, a sixth of ResNet's
+     * MaxPool) */
+    int64_t ilo = 0, ihi = m->OW, toff[POOL_TAPS], tlo[POOL_TAPS], thi[POOL_TAPS];
     for (int64_t b = 0; b < w->k[1]; b++) {
         int64_t off, lo, hi;
         tap_cols(w, m->W, b, &off, &lo, &hi);
+        if (b < POOL_TAPS) toff[b] = off, tlo[b] = lo, thi[b] = hi;
         ilo = lo > ilo ? lo : ilo;
         ihi = hi < ihi ? hi : ihi;
     }
     if (ihi < ilo) ihi = ilo;
+    const bool w3 = w->k[0] == 3 && w->k[1] == 3 && w->d[0] == 1 && w->d[1] == 1;
     for (int64_t oh = 0; oh < m->OH; oh++) {
         float *yr = yp + oh * m->OW;
+        if (w3) {
+            const float *rows[3];
+            int nr = 0;
+            for (int64_t a = 0; a < 3; a++)
+                if ((rows[nr] = tap_row(m, xp, oh, a))) nr++;
+            if (nr) {
+                max3x3_row(m, rows, nr, yr, ilo, ihi);
+                continue;
+            }
+        }
         for (int64_t o = 0; o < m->OW; o++) yr[o] = -FLT_MAX;
         max_interior(m, xp, oh, yr, ilo, ihi);
         /* the others: [0, ilo) and [ihi, OW), a first-tap flag each */
@@ -231,7 +360,8 @@ static void max2d_plane(void *ctx, int tid, long pc) {
                     if (!xr) continue;
                     for (int64_t b = 0; b < w->k[1]; b++) {
                         int64_t off, lo, hi;
-                        tap_cols(w, m->W, b, &off, &lo, &hi);
+                        if (b < POOL_TAPS) off = toff[b], lo = tlo[b], hi = thi[b];
+                        else tap_cols(w, m->W, b, &off, &lo, &hi);
                         if (lo < c0) lo = c0;
                         if (hi > c1) hi = c1;
                         const int64_t s = w->s[1];
@@ -327,7 +457,8 @@ static mpx_status pool(const mpx_kctx *c, const mpx_value *const *in, int n_in, 
     const int64_t planes = x->dims[0] * x->dims[1];
     if (out_plane == 0 || planes == 0) return MPX_OK;
     if (is_max && nsp == 2 && x->f && !want_idx) {
-        pool2d m = {.w = &w, .x = x->f, .y = out[0].f, .H = w.in[0], .W = w.in[1], .OH = w.out[0], .OW = w.out[1]};
+        pool2d m = {.w = &w, .x = x->f, .y = out[0].f, .H = w.in[0], .W = w.in[1], .OH = w.out[0], .OW = w.out[1],
+                    .avx2 = pool_avx2()};
         mpx_k_parallel((long)planes, planes * out_plane * w.k[0] * w.k[1] < 100000 ? 1 : kg_threads(), max2d_plane,
                        &m);
         return MPX_OK;
