@@ -1279,11 +1279,11 @@ static void dql_ref(const float *x, int64_t n, int64_t *y, float *scale_out, int
 static void test_dynamic_quantize(void) {
     mpx_rng qrng;
     mpx_rng_init(&qrng, 4711);
-    enum { N = 4099 };
-    int64_t want[N];
+    enum { N = 4099, BIG = 70001 }; /* BIG: pieces of 32768 on the kernel threads */
+    int64_t *want = malloc(BIG * sizeof *want);
     int bad = 0;
-    for (int trial = 0; trial < 40; trial++) {
-        int64_t dims[1] = {trial < 30 ? N : 1 + trial};
+    for (int trial = 0; want && trial < 44; trial++) {
+        int64_t dims[1] = {trial >= 40 ? BIG : trial < 30 ? N : 1 + trial};
         mpx_value x;
         CHECK(mpx_value_alloc(&x, MPX_DT_FLOAT, 1, dims, NULL) == MPX_OK);
         const double lo = trial % 4 == 1 ? 0.0 : -3.0, hi = trial % 4 == 2 ? 0.0 : 5.0;
@@ -1296,6 +1296,8 @@ static void test_dynamic_quantize(void) {
         if (trial == 8)
             for (int64_t e = 0; e < x.n; e++) x.f[e] = 0.0f; /* scale 0 */
         if (trial == 9) x.f[5] = 1e-40f, x.f[6] = -1e-40f;
+        if (trial == 41) x.f[BIG - 3] = -7.0f, x.f[40000] = 9.0f; /* the range's ends in later pieces */
+        if (trial == 42) x.f[BIG - 1] = NAN, x.f[33000] = NAN;
         float scale;
         int64_t zp;
         dql_ref(x.f, x.n, want, &scale, &zp);
@@ -1318,7 +1320,8 @@ static void test_dynamic_quantize(void) {
         }
         mpx_value_free(&x);
     }
-    CHECK(bad == 0);
+    CHECK(want && bad == 0);
+    free(want);
 }
 
 int main(void) {

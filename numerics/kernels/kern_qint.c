@@ -412,7 +412,7 @@ mpx_status mpx_k_matmul_integer(const mpx_kctx *c, const mpx_value *const *in, i
     mm p;
     if ((st = mm_plan(c, a, b, &p))) return st;
     if (!(st = per_vec(c, azp, p.M, "a_zero_point", false)) && !(st = per_vec(c, bzp, p.N, "b_zero_point", false)) &&
-        !(st = mpx_k_alloc(c, &out[0], MPX_DT_INT32, p.rank, p.dims)) &&
+        !(st = mpx_k_alloc_raw(c, &out[0], MPX_DT_INT32, p.rank, p.dims)) &&
         !mm_run(&p, a, b, azp, bzp, mpx_k_value_owner(c, 1, b->i), out[0].i))
         st = mpx_kernel_error(c, MPX_E_NOMEM, "out of memory");
     free(p.aoff), free(p.boff);
@@ -693,7 +693,7 @@ mpx_status mpx_k_conv_integer(const mpx_kctx *c, const mpx_value *const *in, int
     kn_window win;
     int64_t *acc = NULL, yd[MPX_MAX_RANK];
     if ((st = conv_int(c, x, w, kn_opt(in, n_in, 2), kn_opt(in, n_in, 3), &win, &acc, yd))) return st;
-    if (!(st = mpx_k_alloc(c, &out[0], MPX_DT_INT32, x->rank, yd)))
+    if (!(st = mpx_k_alloc_raw(c, &out[0], MPX_DT_INT32, x->rank, yd)))
         for (int64_t k = 0; k < out[0].n; k++) out[0].i[k] = wrap32(acc[k]);
     free(acc);
     return st;
