@@ -1365,6 +1365,23 @@ static void test_cast(void) {
     CHECK(st == MPX_OK && y.f[0] == 0x1p64f);
     mpx_value_free(&y);
     mpx_value_free(&u);
+    /* int32 to float through the vector conversion: each value rounded as
+     * (float) of the int64 rounds it (ties and the type's ends included) */
+    {
+        const int64_t n32 = 1003;
+        mpx_value w;
+        CHECK(mpx_value_alloc(&w, MPX_DT_INT32, 1, &n32, NULL) == MPX_OK);
+        for (int64_t k = 0; k < n32; k++)
+            w.i[k] = k % 4 == 0 ? (int64_t)(16777217 + 2 * k) : k % 4 == 1 ? -(int64_t)(k * 2654435761u % 2147483648u)
+                   : k % 4 == 2 ? (int64_t)(k * 40503u) : INT32_MAX - k;
+        w.i[1] = INT32_MIN;
+        y = cast(MPX_DT_FLOAT, -1, &w, &st);
+        bool same = st == MPX_OK && y.n == n32;
+        for (int64_t k = 0; same && k < n32; k++) same = y.f[k] == (float)w.i[k];
+        CHECK_MSG(same, "Cast int32 to float differs from (float) of the value");
+        mpx_value_free(&y);
+        mpx_value_free(&w);
+    }
     /* bad "to" */
     node_reset("Cast", 13);
     CHECK(RUN1(&y, &ii) == MPX_E_INVALID);

@@ -490,6 +490,21 @@ static mpx_status cast_format(const mpx_kctx *c, mpx_dtype to, bool saturate,
  * reach a float target through fp32 (as ORT: int64 -> bf16 rounds twice).
  * Integer targets wrap integers to their width; floats convert as f_to_int
  * says; bool is value != 0. */
+/* Whether every value of an integer type fits int32. */
+static bool int32_values(mpx_dtype t) {
+    return t == MPX_DT_INT32 || t == MPX_DT_INT16 || t == MPX_DT_UINT16 || t == MPX_DT_INT8 || t == MPX_DT_UINT8 ||
+           t == MPX_DT_BOOL;
+}
+
+/* Integers held as int64 but each within int32, to float: through int32
+ * (the same value, so the same rounding to float), which the vector units
+ * convert eight at a time where int64 has no conversion before AVX-512
+ * (a quantised model's Cast of every ConvInteger's sums). */
+MPX_K_CLONES("avx512f", "avx2", "default")
+static void cast_i32_f(const int64_t *x, float *y, int64_t n) {
+    for (int64_t k = 0; k < n; k++) y[k] = (float)(int32_t)x[k];
+}
+
 mpx_status mpx_k_cast(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
                       int n_out) {
     const mpx_value *x;
@@ -526,6 +541,8 @@ mpx_status mpx_k_cast(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
             if (n) memcpy(y->f, x->f, (size_t)n * sizeof *y->f);
         } else if (x->dtype == MPX_DT_UINT64) {
             for (int64_t k = 0; k < n; k++) y->f[k] = (float)(uint64_t)x->i[k];
+        } else if (int32_values(x->dtype)) {
+            cast_i32_f(x->i, y->f, n);
         } else {
             for (int64_t k = 0; k < n; k++) y->f[k] = (float)x->i[k];
         }
