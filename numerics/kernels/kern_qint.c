@@ -13,10 +13,12 @@
  *
  * The sums go through the 16-bit integer core (kern_igemm.c: packed rows,
  * AVX2 where the CPU has it, on the kernel threads) whenever every operand
- * less its zero point fits 16 bits, as it does for 8-bit types; the direct
- * loops remain for the rest (16-bit operands far from their zero point).
- * Both give the same int32 sums (the core sums modulo 2^32, which is what
- * the wrap to int32 keeps of the exact sum). */
+ * (MatMulInteger's B: its raw values) less its zero point fits 16 bits, as
+ * it does for 8-bit types; the direct loops remain for the rest (16-bit
+ * operands far from their zero point). Both give the same int32 sums (the
+ * core sums modulo 2^32, which is what the wrap to int32 keeps of the
+ * exact sum; tests/test_qint.c holds the matrix products to the direct
+ * loops, test_kern_data the convolutions to a naive sum). */
 #include "kern_data.h"
 #include "kern_kept.h"
 #include "kern_nn.h"
