@@ -21,6 +21,7 @@
  *
  * usage: kern_check [cases] [seed]      exit status 0 when everything agrees */
 #include "mpx_numerics.h"
+#include "kern_elem.h" /* ke_tanh: the recurrent ops' activation */
 
 #include <float.h>
 #include <math.h>
@@ -466,7 +467,7 @@ static void rnn_case(int idx, bool big) {
                             v = ra_result(&a, NULL);
                         }
                         if (bias) v = v + b.f[d * 2 * H + j] + b.f[d * 2 * H + H + j];
-                        hn[j] = tanhf(v);
+                        hn[j] = ke_tanh(v);
                     }
                     memcpy(h, hn, (size_t)H * sizeof *h);
                     memcpy(y.f + ((t * dirs + d) * B + bb) * H, h, (size_t)H * sizeof *h);

@@ -50,12 +50,12 @@ typedef struct act {
 static float act_apply(const act *a, float x) {
     switch (a->fn) {
     case A_SIGMOID: return ke_sigmoid(x);
-    case A_TANH: return tanhf(x);
+    case A_TANH: return ke_tanh(x);
     case A_RELU: return x > 0.0f ? x : 0.0f;
     case A_AFFINE: return a->alpha * x + a->beta;
     case A_LEAKY_RELU: return x >= 0.0f ? x : a->alpha * x;
     case A_THRESHOLDED_RELU: return x > a->alpha ? x : 0.0f;
-    case A_SCALED_TANH: return a->alpha * tanhf(a->beta * x);
+    case A_SCALED_TANH: return a->alpha * ke_tanh(a->beta * x);
     case A_HARD_SIGMOID: {
         float v = a->alpha * x + a->beta;
         return v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v;

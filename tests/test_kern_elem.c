@@ -232,16 +232,33 @@ static double ulps(float got, double want) {
     return fabs((double)got - want) / u;
 }
 
+/* Whether MPX_EXHAUSTIVE asks for every float in the sweeps of `name`: "1"
+ * for all of them, else a comma-separated list of names (the long test
+ * test_kern_elem_tanh_all: "tanh"). */
+static bool exhaustive(const char *name) {
+    const char *ex = getenv("MPX_EXHAUSTIVE");
+    if (!ex || !*ex) return false;
+    if (strcmp(ex, "1") == 0) return true;
+    const size_t n = strlen(name);
+    for (const char *p = ex; *p;) {
+        const char *e = strchr(p, ',');
+        const size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0) return true;
+        if (!e) break;
+        p = e + 1;
+    }
+    return false;
+}
+
 /* Every 512th float of both signs (8.4 M values, every exponent, subnormals
  * and the underflow near -104 included) through the kernel's vector loop
- * (arrays of 4099, odd tails), with the special values first; MPX_EXHAUSTIVE=1:
- * every float (2^32). check() sees the inputs and outputs chunk by chunk;
- * shape [m / D, D] (m a multiple of D). */
+ * (arrays of 4099, odd tails), with the special values first; every float
+ * (2^32) where exhaustive(name). check() sees the inputs and outputs chunk
+ * by chunk; shape [m / D, D] (m a multiple of D). */
 typedef void (*sweep_check)(const float *x, const float *y, int64_t m, void *ctx);
-static void sweep_floats(int64_t D, bool negative_only, const float *specials, size_t ns, sweep_check check,
-                         void *ctx) {
-    const char *ex = getenv("MPX_EXHAUSTIVE");
-    const uint64_t step = ex && *ex == '1' ? 1 : 512;
+static void sweep_floats(const char *name, int64_t D, bool negative_only, const float *specials, size_t ns,
+                         sweep_check check, void *ctx) {
+    const uint64_t step = exhaustive(name) ? 1 : 512;
     const int64_t chunk = 4099 / D * D;
     mpx_value x = valf(2, DIMS(chunk / D, D), NULL), y;
     uint64_t u = negative_only ? 0x80000000u : 0;
@@ -306,7 +323,7 @@ static void test_sigmoid_accuracy(void) {
     node_reset("Sigmoid", 13);
     const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -110.0f, -103.9f, -87.4f, 88.8f, 1e-45f, -1e-45f};
     sweep_stats st = {.ref = sigmoid_ref};
-    sweep_floats(1, false, specials, sizeof specials / sizeof specials[0], accuracy_check, &st);
+    sweep_floats("sigmoid", 1, false, specials, sizeof specials / sizeof specials[0], accuracy_check, &st);
     CHECK_MSG(st.bad == 0, "Sigmoid of NaN is not NaN (first %a)", (double)st.first_bad);
     CHECK_MSG(st.worst <= 2.5, "Sigmoid is %.2f ulp off at %a (of %ld inputs)", st.worst, (double)st.worst_at, st.n);
     CHECK(st.n > 8000000);
@@ -330,8 +347,47 @@ static void test_sigmoid_bits(void) {
     const float specials[] = {1.0f, 80.0f, 0x1.400002p6f, -80.0f, -0x1.400002p6f, 2.0f, NAN, -3.0f, 79.9f,
                               INFINITY, -INFINITY, 0.0f, -0.0f, 1e-45f, -1e-45f, 5.0f, -79.9f, 0.5f};
     sweep_stats st = {0};
-    sweep_floats(1, false, specials, sizeof specials / sizeof specials[0], sigmoid_bits_check, &st);
+    sweep_floats("sigmoid", 1, false, specials, sizeof specials / sizeof specials[0], sigmoid_bits_check, &st);
     CHECK_MSG(st.bad == 0, "Sigmoid differs from ke_sigmoid at %ld of %ld inputs, the first %a", st.bad, st.n,
+              (double)st.first_bad);
+    CHECK(st.n > 8000000);
+}
+
+/* Tanh within 1.03 ulp of the exact tanh for every float checked (1.027
+ * over all 2^32 floats: ke_tanh, the long test test_kern_elem_tanh_all),
+ * odd (the sign of -0 kept), NaN for NaN, +-1 far out. The polynomial's
+ * last coefficient four float steps off fails it. */
+static void test_tanh_accuracy(void) {
+    node_reset("Tanh", 13);
+    const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1.0f, -1.0f, 0x1.fffffep-1f, 9.1f, -40.0f,
+                              1e-45f, -1e-45f};
+    sweep_stats st = {.ref = tanh, .odd = true};
+    sweep_floats("tanh", 1, false, specials, sizeof specials / sizeof specials[0], accuracy_check, &st);
+    CHECK_MSG(st.bad == 0, "Tanh: NaN or sign wrong (first %a)", (double)st.first_bad);
+    CHECK_MSG(st.worst <= 1.03, "Tanh is %.3f ulp off at %a (of %ld inputs)", st.worst, (double)st.worst_at, st.n);
+    CHECK(st.n > 8000000);
+    CHECK(un1("Tanh", 9.1f) == 1.0f && un1("Tanh", -INFINITY) == -1.0f && signbit(un1("Tanh", -0.0f)));
+}
+
+static void tanh_bits_check(const float *x, const float *y, int64_t m, void *ctx) {
+    sweep_stats *st = ctx;
+    for (int64_t i = 0; i < m; i++, st->n++) {
+        const float r = ke_tanh(x[i]); /* this file's copy: libm's fmaf */
+        const bool same = (isnan(r) && isnan(y[i])) || memcmp(&r, &y[i], sizeof r) == 0;
+        if (!same && st->bad++ == 0) st->first_bad = x[i];
+    }
+}
+
+/* Tanh's kernel computes ke_tanh's bits for every float swept, as Sigmoid's
+ * (its AVX2 form for |x| <= 40, blocks mixing such lanes with larger ones,
+ * infinities and NaN; the neighbours of 1, where the two sides meet). */
+static void test_tanh_bits(void) {
+    node_reset("Tanh", 13);
+    const float specials[] = {1.0f, 40.0f, 0x1.400002p5f, -40.0f, -0x1.400002p5f, 0x1.fffffep-1f, NAN, -3.0f,
+                              39.9f, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-45f, -1e-45f, -1.0f, 0.5f, 0x1.000002p0f};
+    sweep_stats st = {0};
+    sweep_floats("tanh", 1, false, specials, sizeof specials / sizeof specials[0], tanh_bits_check, &st);
+    CHECK_MSG(st.bad == 0, "Tanh differs from ke_tanh at %ld of %ld inputs, the first %a", st.bad, st.n,
               (double)st.first_bad);
     CHECK(st.n > 8000000);
 }
@@ -342,7 +398,7 @@ static void test_erf_accuracy(void) {
     node_reset("Erf", 13);
     const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 0.9f, -0.9f, 3.95f, 1e-45f, -1e-45f};
     sweep_stats st = {.ref = erf, .odd = true};
-    sweep_floats(1, false, specials, sizeof specials / sizeof specials[0], accuracy_check, &st);
+    sweep_floats("erf", 1, false, specials, sizeof specials / sizeof specials[0], accuracy_check, &st);
     CHECK_MSG(st.bad == 0, "Erf: NaN or sign wrong (first %a)", (double)st.first_bad);
     CHECK_MSG(st.worst <= 1.2, "Erf is %.2f ulp off at %a (of %ld inputs)", st.worst, (double)st.worst_at, st.n);
 }
@@ -364,7 +420,7 @@ static void test_softmax_exp_exact(void) {
     node_reset("Softmax", 13);
     const float specials[] = {-0.0f, -INFINITY, NAN, -110.0f, -103.9f, -87.4f, -1e-45f};
     sweep_stats st = {0};
-    sweep_floats(2, true, specials, sizeof specials / sizeof specials[0], softmax_exp_check, &st);
+    sweep_floats("softmax", 2, true, specials, sizeof specials / sizeof specials[0], softmax_exp_check, &st);
     CHECK_MSG(st.bad == 0, "Softmax's exponential differs from (float)exp(x) at %ld of %ld inputs, the first %a",
               st.bad, st.n, (double)st.first_bad);
     CHECK(st.n > 4000000);
@@ -1485,6 +1541,8 @@ int main(void) {
     test_unary_special();
     test_sigmoid_accuracy();
     test_sigmoid_bits();
+    test_tanh_accuracy();
+    test_tanh_bits();
     test_erf_accuracy();
     test_softmax_exp_exact();
     test_unary_int_bool();

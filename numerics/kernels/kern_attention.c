@@ -30,6 +30,7 @@
  * to the compute format before the second product, which is where a
  * half-precision kernel holds them; Y is rounded to the output format (the
  * executor). */
+#include "kern_elem.h"
 #include "kern_gemm.h"
 #include "kern_nn.h"
 
@@ -106,7 +107,7 @@ static void row_probs(const mpx_kctx *c, const attn *a, int64_t b, int64_t h, in
     bool any = row_bias(a, b, h, s, bias);
     for (int64_t t = 0; t < a->T; t++) {
         float x = sc[t] * a->post_scale;
-        if (a->softcap > 0.0f) x = tanhf(x / a->softcap) * a->softcap;
+        if (a->softcap > 0.0f) x = ke_tanh(x / a->softcap) * a->softcap;
         sc[t] = x;
     }
     float *qk = a->qk ? a->qk + ((b * a->Hq + h) * a->S + s) * a->T : NULL;

@@ -201,6 +201,34 @@ KE_MATH float ke_sigmoid(float x) {
     return num / d;
 }
 
+/* tanh(x) in float arithmetic alone: within 1.03 ulp of the exact tanh
+ * over every float (MPX_EXHAUSTIVE=tanh test_kern_elem; glibc's tanhf,
+ * through expm1f, is within 1 ulp but a call per element: the recurrent
+ * ops' gates spent a quarter of an LSTM's time in it), the same bits on
+ * every build and C library, and 8 or 16 lanes at a time (mpx_k_tanh_map).
+ * Odd: |x| < 1, a + a^3 P(a^2) with P of degree 6 (ke_tanh_p, highest
+ * first: least squares on Chebyshev nodes, rounded to float; 0.99 ulp,
+ * where the fit of degree 7 gives 1.08 and of 8, 1.04: past degree 6 the
+ * coefficients' own roundings decide), the last step one fused
+ * multiply-add onto a so that a^3 P's rounding is under a quarter of the
+ * result's; from 1, 1 - 2 e/(1 + e) with e = e^(-2a) (ke_expf_neg; 2a is
+ * exact): 2e/(1 + e) <= 0.24 there, so its roundings weigh a quarter of an
+ * ulp of the result (1.03 ulp, at 1; (1 - e)/(1 + e) gives 1.5, and the
+ * polynomial up to 1.2 gives 1.3 from its last rounding). Below -9.01 and
+ * above 9.01 the result rounds to -1 and 1; NaN gives NaN. Both sides are
+ * computed and one is taken, so it vectorises. The gates of LSTM, GRU and
+ * RNN, Tanh, Mish, the tanh form of GELU and attention's soft cap. */
+static const float ke_tanh_p[7] = {-3.572540882e-04f, 2.297203988e-03f,  -7.940453477e-03f, 2.148287743e-02f,
+                                    -5.387852341e-02f, 1.333232522e-01f, -3.333329558e-01f};
+KE_MATH float ke_tanh(float x) {
+    const float a = fabsf(x), s = a * a;
+    float p = ke_tanh_p[0];
+    for (int k = 1; k < 7; k++) p = fmaf(s, p, ke_tanh_p[k]);
+    const float small = fmaf(a, s * p, a);
+    const float e = ke_expf_neg(-2.0f * a), large = fmaf(-2.0f, e / (1.0f + e), 1.0f);
+    return copysignf(a < 1.0f ? small : large, x);
+}
+
 /* erf(x) in float arithmetic alone: within 1.2 ulp of erf over every
  * float (test_kern_elem; glibc's erff 0.97), the same bits on every build
  * and C library, and 16 lanes where erff is a call per element (ViT's and
@@ -248,7 +276,7 @@ KE_MATH float ke_erf(float x) {
  * BiasGelu and FastGelu (kern_contrib.c) compute the same. */
 KE_MATH float ke_gelu(float x) { return 0.5f * x * (ke_erf(x * 0.70710678118654752440f) + 1.0f); }
 KE_MATH float ke_gelu_tanh(float x) {
-    return 0.5f * x * (tanhf(0.79788456080286535588f * (x + 0.044715f * x * x * x)) + 1.0f);
+    return 0.5f * x * (ke_tanh(0.79788456080286535588f * (x + 0.044715f * x * x * x)) + 1.0f);
 }
 
 /* log(1 + exp(x)) without overflow for large x. */

@@ -220,11 +220,13 @@ static inline const mpx_format *mpx_k_out_round(const mpx_kctx *c) {
  * as its kernel applies them; fuse.c's plain chains take them from here. */
 void mpx_k_clip_bounds(const mpx_node *n, const mpx_value *lo, const mpx_value *hi, float *l, float *h);
 
-/* Sigmoid's fp32 kernel over n values (kern_elem.c), and one channel's run
+/* Sigmoid's and Tanh's fp32 kernels over n values (kern_elem.c: ke_sigmoid
+ * and ke_tanh, vectorised; x and y may be the same array), and one channel's run
  * of an inference BatchNormalization, (x - mean) / sqrt(var + eps) * scale
  * + bias (kern_norm.c): the functions their kernels run, so that fuse.c's
  * plain chains compute the same bits without a second copy of either. */
 void mpx_k_sigmoid_map(const float *x, float *y, int64_t n);
+void mpx_k_tanh_map(const float *x, float *y, int64_t n);
 void mpx_k_bn_row(const float *x, float *y, int64_t n, float mean, float var, float eps, float scale, float bias);
 
 

@@ -27,9 +27,14 @@
  *    format unless a rule says otherwise (colour/defaults.c).
  * The fp32 reference rounds nothing (compute and state formats are NULL).
  *
- * The activations are libm's (sigmoid in kern_elem.h's overflow-free
- * form), so fp32 results agree with ONNX Runtime's to a few ulp, not bit
- * for bit (ORT evaluates its gates with MLAS's approximations). The input
+ * The activations are kern_elem.h's for Sigmoid and Tanh (ke_sigmoid,
+ * within 2.4 ulp of the exact function; ke_tanh, within 1.03 ulp: float
+ * arithmetic with fused multiply-adds, the same bits on every build and C
+ * library, 8 or 16 lanes at a time where libm's tanhf was a call per
+ * element and a quarter of an LSTM's time), libm's for the rest, so fp32
+ * results agree with ONNX Runtime's to a few ulp, not bit for bit (ORT
+ * evaluates its gates with MLAS's approximations; ops_ort holds the two
+ * within its tolerances). The input
  * projection of every step runs on the GEMM core as one product and the
  * hidden terms are summed across rows, because a step at a time left the
  * recurrence several times slower than the product it contains. A step's
@@ -85,12 +90,12 @@ static float act_apply(const act *a, float x) {
     /* (act_map gives the same bits over arrays) */
     switch (a->fn) {
     case A_SIGMOID: return ke_sigmoid(x);
-    case A_TANH: return tanhf(x);
+    case A_TANH: return ke_tanh(x);
     case A_RELU: return x > 0.0f ? x : 0.0f;
     case A_AFFINE: return a->alpha * x + a->beta;
     case A_LEAKY_RELU: return x >= 0.0f ? x : a->alpha * x;
     case A_THRESHOLDED_RELU: return x > a->alpha ? x : 0.0f;
-    case A_SCALED_TANH: return a->alpha * tanhf(a->beta * x);
+    case A_SCALED_TANH: return a->alpha * ke_tanh(a->beta * x);
     case A_HARD_SIGMOID: {
         float v = a->alpha * x + a->beta;
         return v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v;
@@ -102,11 +107,16 @@ static float act_apply(const act *a, float x) {
     return x;
 }
 
-/* act_apply over x[0 .. n), in place: Sigmoid 8 or 16 lanes at a time
- * (mpx_k_sigmoid_map: ke_sigmoid's bits), the others element by element. */
+/* act_apply over x[0 .. n), in place: Sigmoid and Tanh 8 or 16 lanes at
+ * a time (mpx_k_sigmoid_map, mpx_k_tanh_map: ke_sigmoid's and ke_tanh's
+ * bits), the others element by element. */
 static void act_map(const act *a, float *x, int64_t n) {
     if (a->fn == A_SIGMOID) {
         mpx_k_sigmoid_map(x, x, n);
+        return;
+    }
+    if (a->fn == A_TANH) {
+        mpx_k_tanh_map(x, x, n);
         return;
     }
     for (int64_t k = 0; k < n; k++) x[k] = act_apply(a, x[k]);
@@ -322,9 +332,9 @@ static int64_t state_at(const rnn *s, int64_t d, int64_t b) {
  * state format): g holds the pre-activations i, o, f, c (X and H terms and
  * biases), cs the cell state, updated; hn gets the next h. run_row's
  * scalar loop in other words, each gate's activation over all H units at
- * once (act_map): the same operations on the same values, so the same
- * bits. */
-static void lstm_gates_f32(const rnn *s, const act *A, const float *P, float *g, float *cs, float *hn) {
+ * once (act_map; tc: H floats of scratch for the cell state's): the same
+ * operations on the same values, so the same bits. */
+static void lstm_gates_f32(const rnn *s, const act *A, const float *P, float *g, float *cs, float *hn, float *tc) {
     const int64_t H = s->hid;
     for (int64_t j = 0; P && j < H; j++) {
         g[j] = g[j] + P[j] * cs[j];
@@ -341,7 +351,9 @@ static void lstm_gates_f32(const rnn *s, const act *A, const float *P, float *g,
     }
     for (int64_t j = 0; P && j < H; j++) g[H + j] = clipped(s, g[H + j] + P[H + j] * cs[j]);
     act_map(&A[0], g + H, H);
-    for (int64_t j = 0; j < H; j++) hn[j] = g[H + j] * act_apply(&A[2], cs[j]);
+    memcpy(tc, cs, (size_t)H * sizeof *tc);
+    act_map(&A[2], tc, H);
+    for (int64_t j = 0; j < H; j++) hn[j] = g[H + j] * tc[j];
 }
 
 /* One direction d over one batch row b; scratch: its own s->per_row floats. */
@@ -371,7 +383,7 @@ static void run_row(const rnn *s, int64_t d, int64_t b, float *scratch) {
             gate_sums(s, d, true, xwrow, xt, h, 0, 4 * H, g, blk);
             for (int64_t q = 0; Wb && q < 4 * H; q++) g[q] = g[q] + Wb[q] + Rb[q];
             if (f32) {
-                lstm_gates_f32(s, A, P, g, cs, hn);
+                lstm_gates_f32(s, A, P, g, cs, hn, rh); /* (rh: GRU's, free here) */
             } else {
                 for (int64_t j = 0; j < H; j++) {
                     float pi = g[j], po = g[H + j], pf = g[2 * H + j], pc = g[3 * H + j];
@@ -410,8 +422,12 @@ static void run_row(const rnn *s, int64_t d, int64_t b, float *scratch) {
                     v = hx[j];
                     if (Wb) v = v + Wb[2 * H + j] + Rb[2 * H + j];
                 }
-                float hh = rnd(cf, act_apply(&A[1], clipped(s, rnd(cf, v))));
-                float z = g[j];
+                /* fp32: the activation over all units at once below */
+                hx[j] = f32 ? clipped(s, v) : rnd(cf, act_apply(&A[1], clipped(s, rnd(cf, v))));
+            }
+            if (f32) act_map(&A[1], hx, H);
+            for (int64_t j = 0; j < H; j++) {
+                float hh = hx[j], z = g[j];
                 hn[j] = rnd(sf, (1.0f - z) * hh + z * h[j]);
             }
         } else {
