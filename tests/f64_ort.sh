@@ -89,7 +89,7 @@ then echo "save_f8: ok"; else fail save_f8 "the saved files are not <f8 or not t
 expect default_plan "load $M/f64_ops.onnx; why add_n; $INPUTS; run; assert add.rel_l2 == 0 and ident.rel_l2 == 0" \
   "default: red (mpx: float64 stays float64 unless a rule colours it)" "red: computes in float64"
 expect green_report "load $M/f64_ops.onnx; $INPUTS; colour * green; run; report --json $WORK/green.json; tensor x_tiny" \
-  "first at add (Add): fp32 values up to 3.7e+229 do not fit fp16" "tensor x_tiny float64 2x3x4, held in fp16" \
+  "first at add (Add): float64 values up to 3.7e+229 do not fit fp16" "tensor x_tiny float64 2x3x4, held in fp16" \
   "underflow 20"
 # only the float32 input's Cast to float64 low: X + f64 stays float64 around 1e229, with
 # an error of fp16's size in F's values: rel_l2 near 1e-233, whose sums of squares
