@@ -8,7 +8,7 @@ element-wise unary and binary ops with broadcasting, the variadic ones,
 comparisons and Where, Cast both ways, MatMul, Gemm, the reductions,
 Softmax and LogSoftmax, and data movement (Reshape, Transpose, Concat,
 Split, Slice, Gather, Unsqueeze, Squeeze, Flatten, Expand, Tile, Pad with a
-float64 pad value, Identity). Outputs keep 1e229 and 1e-300 alive to the
+float64 pad value, Identity, Dropout), ArgMax and ArgMin. Outputs keep 1e229 and 1e-300 alive to the
 end, so a narrowing anywhere shows in the outputs as well as in the layer.
 
 f64_conv: a float64 Conv, which mpx has no float64 kernel for: refused.
@@ -106,10 +106,13 @@ def ops_model():
     n("Tile", ["X", "reps"], "tile")
     n("Pad", ["X", "pads", "tiny"], "pad", mode="constant")
     n("Identity", ["x_tiny"], "ident")
+    n("ArgMax", ["X"], "argmax", axis=2, keepdims=0)
+    n("ArgMin", ["Z"], "argmin", axis=1, keepdims=1, select_last_index=1)
+    n("Dropout", ["X"], "drop")
     outs = ["add", "sub", "mul", "div", "neg", "sqrt", "relu", "max", "min", "sum", "ident", "where",
             "equal", "greater", "x_plus_f", "x32", "z_int", "exp", "log", "tanh", "sigmoid", "pow", "sin", "cos",
             "matmul", "gemm", "rsum", "rmean", "rmax", "rmin", "rprod", "rl2", "rlse", "softmax", "logsoftmax",
-            "tr", "cat", "sp0", "sp1", "slice", "gather", "sq", "flat", "expand", "tile", "pad"]
+            "tr", "cat", "sp0", "sp1", "slice", "gather", "sq", "flat", "expand", "tile", "pad", "argmax", "argmin", "drop"]
     ins = [vi("X", D, [2, 3, 4]), vi("Z", D, [2, 3, 4]), vi("F", F, [2, 3, 4])]
     g = helper.make_graph(nodes, "f64_ops", ins, [], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
@@ -139,6 +142,8 @@ def main():
     x.flat[10] = 1.0 + 2.0 ** -40   # a bit fp32 cannot hold
     z = rng.uniform(-2, 2, (2, 3, 4))
     z[np.abs(z) < 0.1] = 0.5
+    x[1, 2, 1] = x[1, 2, 3] = 5.0    # ties: ArgMax takes the first, ArgMin with select_last_index the last
+    z[0, 0, 0] = z[0, 2, 0] = -2.5
     np.save(os.path.join(out, "x.npy"), x.astype("<f8"))
     np.save(os.path.join(out, "z.npy"), z.astype("<f8"))
     np.save(os.path.join(out, "f.npy"), rng.uniform(-1, 1, (2, 3, 4)).astype("<f4"))

@@ -525,6 +525,39 @@ static mpx_status f64_reduce(const mpx_kctx *c, const mpx_value *const *in, int 
     return MPX_OK;
 }
 
+/* ArgMax, ArgMin: the first extreme along axis (the last with
+ * select_last_index); int64 indices. */
+static mpx_status f64_argmax(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    const mpx_value *x;
+    mpx_status st = ke_need_out(c, n_out);
+    if (st == MPX_OK) st = d_input(c, in, n_in, 0, false, &x);
+    if (st != MPX_OK) return st;
+    int ax;
+    if ((st = mpx_k_axis(c, mpx_node_attr_int(c->node, "axis", 0), x->rank, 0, &ax)) != MPX_OK) return st;
+    if (x->dims[ax] == 0) return mpx_kernel_error(c, MPX_E_SHAPE, "the axis has no elements");
+    const bool keep = mpx_node_attr_int(c->node, "keepdims", 1) != 0,
+               last = mpx_node_attr_int(c->node, "select_last_index", 0) != 0, mx = c->node->op == MPX_OP_ArgMax;
+    int64_t dims[MPX_MAX_RANK], outer = 1, inner = 1, len = x->dims[ax];
+    int rank = 0;
+    for (int i = 0; i < x->rank; i++) {
+        if (i < ax) outer *= x->dims[i];
+        if (i > ax) inner *= x->dims[i];
+        if (i != ax || keep) dims[rank++] = i == ax ? 1 : x->dims[i];
+    }
+    if ((st = mpx_k_alloc_raw(c, &out[0], MPX_DT_INT64, rank, dims)) != MPX_OK) return st;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t q = 0; q < inner; q++) {
+            const double *r = x->d + o * len * inner + q;
+            int64_t best = 0;
+            for (int64_t k = 1; k < len; k++) {
+                const double v = r[k * inner], b = r[best * inner];
+                if (mx ? (v > b || (last && v == b)) : (v < b || (last && v == b))) best = k;
+            }
+            out[0].i[o * inner + q] = best;
+        }
+    return MPX_OK;
+}
+
 /* ---- Softmax, LogSoftmax --------------------------------------------------------- */
 
 static mpx_status f64_softmax(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
