@@ -78,7 +78,7 @@ static void underflow_origin(const mpx_plan *p, const mpx_compare *c, int tensor
 
 mpx_status mpx_plan_nonfinite_cause(const mpx_plan *p, const mpx_compare *c, const mpx_layer *L,
                                     mpx_nonfinite_cause *k, mpx_error *err) {
-    *k = (mpx_nonfinite_cause){.input = -1, .constant = -1, .constant_node = -1};
+    *k = (mpx_nonfinite_cause){.input = -1, .constant = -1, .constant_node = -1, .tensor = -1};
     if (!p || !c || !L || L->node < 0 || L->node >= p->n_nodes || c->g != p->g)
         return mpx_error_set(err, MPX_E_ARG, "a layer of a run of this plan's model is needed");
     const mpx_node *n = p->g->nodes[L->node];
@@ -87,6 +87,7 @@ mpx_status mpx_plan_nonfinite_cause(const mpx_plan *p, const mpx_compare *c, con
      * low, else the format its output is held in. */
     k->fmt = pn->is_float && pn->low ? pn->compute : L->fmt;
     k->absmax_ref = L->m.absmax_ref;
+    k->tensor = L->tensor;
     double max = k->fmt ? (double)k->fmt->max_finite : (double)FLT_MAX;
     if (k->absmax_ref > max) {
         k->kind = MPX_NONFINITE_TOO_LARGE;
@@ -129,12 +130,15 @@ size_t mpx_nonfinite_cause_text(const mpx_plan *p, const mpx_nonfinite_cause *k,
     if (size) buf[0] = '\0';
     const mpx_graph *g = p->g;
     const char *f = fname(k->fmt);
+    /* the reference's type: float64 tensors keep theirs (docs/float64.md) */
+    const char *ref = k->tensor >= 0 && k->tensor < g->n_tensors && g->tensors[k->tensor]->dtype == MPX_DT_DOUBLE
+                          ? "float64" : "fp32";
     if (k->kind == MPX_NONFINITE_TOO_LARGE) {
-        mpx_text_printf_(&o, "fp32 values up to %.4g do not fit %s (largest finite %.6g)", k->absmax_ref, f,
+        mpx_text_printf_(&o, "%s values up to %.4g do not fit %s (largest finite %.6g)", ref, k->absmax_ref, f,
                          k->fmt ? (double)k->fmt->max_finite : (double)FLT_MAX);
         return o.len;
     }
-    mpx_text_printf_(&o, "its fp32 values (up to %.4g) fit %s; ", k->absmax_ref, f);
+    mpx_text_printf_(&o, "its %s values (up to %.4g) fit %s; ", ref, k->absmax_ref, f);
     switch (k->kind) {
     case MPX_NONFINITE_INPUT:
         mpx_text_printf_(&o, "its input \"%s\" already holds %lld non-finite values where fp32 is finite",

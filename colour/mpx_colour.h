@@ -364,6 +364,7 @@ typedef struct mpx_nonfinite_cause {
     bool constant_overflows; /* else its values flush to zero */
     int64_t constant_count, constant_n;
     double constant_value;
+    int tensor;              /* the layer's tensor (index): its reference values are float64 or fp32 */
 } mpx_nonfinite_cause;
 
 /* Why layer L of c, a run of plan p, holds values that are non-finite where

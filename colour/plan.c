@@ -85,7 +85,7 @@ static bool is_float_t(const mpx_tensor *t) {
 }
 
 bool mpx_tensor_is_const_(const mpx_tensor *t) {
-    return t->f32 || t->i64 ||
+    return t->f32 || t->i64 || t->f64 ||
            (t->flags & (MPX_T_INITIALIZER | MPX_T_CONSTANT | MPX_T_FOLDED));
 }
 
@@ -182,6 +182,13 @@ static void colour_nodes(mpx_plan *p, const mpx_rules *rules, const double *absm
         if (mixed && (pn->dflt == MPX_COLOUR_GREEN || pn->dflt == MPX_COLOUR_GRAY) && declared_fp32(n)) {
             pn->dflt = MPX_COLOUR_RED;
             pn->dflt_source = "mpx: declared fp32 in a model already in mixed precision";
+        }
+        /* float64 is the model's own choice of precision (audio front ends,
+         * classical-ML converters): the defaults keep it; a rule that colours
+         * the node low rounds it like any other. */
+        if (pn->dflt != MPX_COLOUR_RED && mpx_node_is_f64(n)) {
+            pn->dflt = MPX_COLOUR_RED;
+            pn->dflt_source = "mpx: float64 stays float64 unless a rule colours it";
         }
         pn->colour = pn->dflt;
         pn->colour_rule = pn->accum_rule = -1;

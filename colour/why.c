@@ -114,7 +114,9 @@ static void propagation(out *o, const mpx_plan *p, const mpx_node *n) {
         return;
     }
     switch (pn->colour) {
-    case MPX_COLOUR_RED: put(o, "  red: computes in fp32\n"); return;
+    case MPX_COLOUR_RED:
+        put(o, mpx_node_is_f64(n) ? "  red: computes in float64 (the reference's precision)\n" : "  red: computes in fp32\n");
+        return;
     case MPX_COLOUR_GREEN: put(o, "  green: computes in %s, the target\n", target); return;
     case MPX_COLOUR_GRAY:
     case MPX_COLOUR_CLEAR: {

@@ -106,6 +106,11 @@ static mpx_status put_value(const mpx_graph *g, int i, mpx_value *v, mpx_value *
         mpx_value_free(v);
         return err->status;
     }
+    mpx_status hs = mpx_value_hold_as(v, t->dtype, err);
+    if (hs != MPX_OK) {
+        mpx_value_free(v);
+        return hs;
+    }
     v->dtype = t->dtype;
     mpx_value_free(&inputs[i]);
     inputs[i] = *v;
@@ -173,6 +178,7 @@ mpx_status mpx_dataset_inputs(const mpx_dataset *d, const mpx_graph *g, int k, c
                 int64_t per = all->dims[0] ? all->n / all->dims[0] : 0;
                 if ((st = mpx_value_alloc_raw(&v, all->dtype, all->rank - 1, all->dims + 1, err))) break;
                 if (all->f) memcpy(v.f, all->f + smp->stacked * per, (size_t)per * sizeof *v.f);
+                else if (all->d) memcpy(v.d, all->d + smp->stacked * per, (size_t)per * sizeof *v.d);
                 else memcpy(v.i, all->i + smp->stacked * per, (size_t)per * sizeof *v.i);
             } else {
                 v = zp->values[j];

@@ -57,7 +57,7 @@ static void on_value(void *ctx, const mpx_tensor *tensor, const mpx_value *v) {
     }
     if (!t->seen) t->min = INFINITY, t->max = -INFINITY, t->seen = true;
     for (int64_t i = 0; i < v->n; i++) {
-        double a = v->f[i];
+        double a = v->d ? v->d[i] : (double)v->f[i];
         if (!isfinite(a)) {
             t->nonfinite++;
             continue;

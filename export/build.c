@@ -23,7 +23,7 @@ static Onnx__TensorProto *tensor_proto(ex *e, const mpx_tensor *t, mpx_error *er
     int64_t ne = t->nelem;
     const mpx_format *f = mpx_plan_dtype_format(t->dtype);
     if (!tp) return NULL;
-    if (!nb || ne < 0 || (!t->f32 && !t->i64) || (t->f32 && !f)) {
+    if (!nb || ne < 0 || (!t->f32 && !t->i64 && !t->f64) || (t->f32 && !f)) {
         mpx_error_set(err, MPX_E_UNSUPPORTED, "constant %s (%s) cannot be written as an ONNX tensor", t->name,
                       mpx_dtype_name(t->dtype));
         return NULL;
@@ -39,7 +39,7 @@ static Onnx__TensorProto *tensor_proto(ex *e, const mpx_tensor *t, mpx_error *er
     for (size_t i = 0; i < tp->n_dims; i++) tp->dims[i] = t->dims[i];
     if (t->dtype == MPX_DT_DOUBLE) {
         for (int64_t i = 0; i < ne; i++) {
-            double d = t->f32[i];
+            double d = t->f64 ? t->f64[i] : (double)t->f32[i];
             memcpy(raw + (size_t)i * 8, &d, 8); /* little-endian hosts only, as the loader */
         }
     } else {

@@ -38,6 +38,13 @@ int ex_dtype_of(const mpx_format *f) {
     return f ? (int)f->dtype : MPX_DT_FLOAT; /* (tf32: UNDEFINED, ONNX has no type for it) */
 }
 
+/* The type tensor t's values have in format f: a float64 tensor the plan
+ * does not hold low (fp32, the reference's precision, or none) stays float64. */
+static int ex_dtype_for(const mpx_format *f, const mpx_tensor *t) {
+    if ((!f || f->kind == MPX_FMT_FP32) && t && t->dtype == MPX_DT_DOUBLE) return MPX_DT_DOUBLE;
+    return ex_dtype_of(f);
+}
+
 static bool is_fp8(const mpx_format *f) { return f && f->storage_bits == 8; }
 
 /* Room for one more element in a malloc'ed array (doubling). */
@@ -182,7 +189,9 @@ static void set_elem_type(Onnx__ValueInfoProto *vi, int dt) {
 
 /* A Cast node from -> to (format f) in scope `scope`, anchored after the
  * node of file order `anchor` (-1: before every node of the scope). */
-static bool add_cast(ex *e, const char *from, const char *to, const mpx_format *f, int anchor, int scope) {
+/* A Cast of tensor t's values (from) into format f (to). */
+static bool add_cast(ex *e, const mpx_tensor *t, const char *from, const char *to, const mpx_format *f, int anchor,
+                     int scope) {
     if (!ex_grow(&e->new_nodes, e->n_new, &e->cap_new, sizeof *e->new_nodes)) return false;
     Onnx__NodeProto *n = mpx_arena_alloc(e->a, sizeof *n);
     Onnx__AttributeProto *at = mpx_arena_calloc(e->a, 2, sizeof *at);
@@ -203,7 +212,7 @@ static bool add_cast(ex *e, const char *from, const char *to, const mpx_format *
     at[0].has_type = true;
     at[0].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
     at[0].has_i = true;
-    at[0].i = ex_dtype_of(f);
+    at[0].i = ex_dtype_for(f, t);
     ats[0] = &at[0];
     n->n_attribute = 1;
     if (f == &mpx_format_fp8e4m3_nan) { /* overflow to NaN, as the emulation does */
@@ -244,7 +253,7 @@ static const char *const_name(ex *e, const mpx_tensor *t, const mpx_format *f) {
     if (!t->f32 || (!init && !(cv && cv->t))) {
         /* Folded from a chain: a runtime Cast, never a baked value. */
         name = ex_fresh_name(e, pn, suffix);
-        if (!name || !add_cast(e, e->base[t->index], name, f, anchor_of(t), e->t_scope[t->index])) return NULL;
+        if (!name || !add_cast(e, t, e->base[t->index], name, f, anchor_of(t), e->t_scope[t->index])) return NULL;
     } else if (e->in_place[t->index] == f) {
         name = pn;
         Onnx__TensorProto *tp = encode_tensor(e, t, init ? init : cv->t, f, init ? init->name : cv->t->name);
@@ -358,11 +367,11 @@ static mpx_status edit_if_outputs(ex *e, const mpx_node *n, Onnx__NodeProto *np,
             const mpx_format *want = o ? e->p->tensors[o->index].format : held;
             /* (a branch that never runs has no types inferred: the If's say) */
             bool is_float = mpx_dtype_is_float(t->dtype) || (o && mpx_dtype_is_float(o->dtype));
-            if (is_float && ex_dtype_of(held) != ex_dtype_of(want)) {
+            if (is_float && ex_dtype_for(held, t) != ex_dtype_for(want, o ? o : t)) {
                 char suffix[24];
                 snprintf(suffix, sizeof suffix, "_%s", want ? want->name : "fp32");
                 const char *to = ex_fresh_name(e, ex_pname(e, t), suffix);
-                if (!to || !add_cast(e, name, to, want, anchor_of(t), e->t_scope[t->index])) return ex_oom(err);
+                if (!to || !add_cast(e, o ? o : t, name, to, want, anchor_of(t), e->t_scope[t->index])) return ex_oom(err);
                 name = to;
                 held = want;
             }
@@ -370,7 +379,7 @@ static mpx_status edit_if_outputs(ex *e, const mpx_node *n, Onnx__NodeProto *np,
                 if (!ex_save_slot(e, &vi->name, NULL)) return ex_oom(err);
                 vi->name = (char *)name;
             }
-            if (is_float) set_elem_type(vi, ex_dtype_of(held));
+            if (is_float) set_elem_type(vi, ex_dtype_for(held, t));
         }
     return MPX_OK;
 }
@@ -445,10 +454,11 @@ static mpx_status edit_node(ex *e, const mpx_node *n, mpx_error *err) {
         if (t && !ex_set_name(e, &np->output, np->n_output, &own_out, i, e->base[t->index]))
             return mpx_error_set(err, MPX_E_NOMEM, "out of memory writing the model");
         const mpx_format *tf = t ? e->p->tensors[t->index].format : NULL;
-        if (made_float && t && mpx_dtype_is_float(t->dtype) && ex_dtype_of(tf) != MPX_DT_FLOAT) {
+        if (made_float && t && mpx_dtype_is_float(t->dtype) &&
+            ex_dtype_for(tf, t) != (t->dtype == MPX_DT_DOUBLE ? MPX_DT_DOUBLE : MPX_DT_FLOAT)) {
             const char *made = ex_fresh_name(e, e->base[t->index], "_made");
             if (!made || !ex_set_name(e, &np->output, np->n_output, &own_out, i, made) ||
-                !add_cast(e, made, e->base[t->index], tf, n->file_order, e->site_scope[n->file_order]))
+                !add_cast(e, t, made, e->base[t->index], tf, n->file_order, e->site_scope[n->file_order]))
                 return ex_oom(err);
             e->new_nodes[e->n_new - 1].lead = true;
         }
@@ -471,8 +481,8 @@ static mpx_status edit_node(ex *e, const mpx_node *n, mpx_error *err) {
      * the Cast it stands for (ONNX types CastLike's output by that input,
      * which the plan does not retype): input 2 dropped, `to` the plan's. */
     if (n->op == MPX_OP_CastLike && pn->is_float && pn->output && np->n_input == 2 &&
-        ex_dtype_of(pn->output) != (int)mpx_node_cast_to(n)) {
-        if (!add_int_attr(e, np, "to", ex_dtype_of(pn->output)) || !ex_save_slot(e, &np->input, &np->n_input) ||
+        ex_dtype_for(pn->output, n->outputs[0]) != (int)mpx_node_cast_to(n)) {
+        if (!add_int_attr(e, np, "to", ex_dtype_for(pn->output, n->outputs[0])) || !ex_save_slot(e, &np->input, &np->n_input) ||
             !ex_save_slot(e, &np->op_type, NULL))
             return mpx_error_set(err, MPX_E_NOMEM, "out of memory writing the model");
         np->n_input = 1;
@@ -481,8 +491,9 @@ static mpx_status edit_node(ex *e, const mpx_node *n, mpx_error *err) {
     }
     if (n->op == MPX_OP_Cast && pn->is_float && pn->output) {
         Onnx__AttributeProto *to = ex_find_attr(np, "to");
-        if (to && mpx_dtype_is_float((mpx_dtype)to->i) && to->i != ex_dtype_of(pn->output)) {
-            to->i = ex_dtype_of(pn->output);
+        const int want = ex_dtype_for(pn->output, n->n_outputs > 0 ? n->outputs[0] : NULL);
+        if (to && mpx_dtype_is_float((mpx_dtype)to->i) && to->i != want) {
+            to->i = want;
             e->sum.casts_retyped++;
         }
     }
@@ -583,7 +594,7 @@ static void retype(ex *e) {
                 continue;
             }
             if (strcmp(e->base[t->index], pn) != 0) continue; /* now the Cast back's output */
-            set_elem_type(sg->value_info[i], ex_dtype_of(p->tensors[t->index].format));
+            set_elem_type(sg->value_info[i], ex_dtype_for(p->tensors[t->index].format, t));
         }
     }
     Onnx__GraphProto *gp = e->m->graph;
@@ -591,12 +602,12 @@ static void retype(ex *e) {
     for (size_t i = 0; i < gp->n_input; i++) {
         const mpx_tensor *t = mpx_graph_find_tensor(e->g, gp->input[i]->name);
         if (t && (t->flags & MPX_T_INPUT) && mpx_dtype_is_float(t->dtype) && !mpx_plan_tensor_is_const(t))
-            set_elem_type(gp->input[i], ex_dtype_of(p->tensors[t->index].format));
+            set_elem_type(gp->input[i], ex_dtype_for(p->tensors[t->index].format, t));
     }
     for (size_t i = 0; i < gp->n_output; i++) {
         const mpx_tensor *t = mpx_graph_find_tensor(e->g, gp->output[i]->name);
         if (t && mpx_dtype_is_float(t->dtype) && !mpx_plan_tensor_is_const(t))
-            set_elem_type(gp->output[i], ex_dtype_of(p->tensors[t->index].format));
+            set_elem_type(gp->output[i], ex_dtype_for(p->tensors[t->index].format, t));
     }
 }
 
@@ -637,7 +648,7 @@ mpx_status ex_apply_plan(ex *e, mpx_error *err) {
             snprintf(suffix, sizeof suffix, "_%s", pc->to->name);
             if (!(e->cast_out[c] = ex_fresh_name(e, ex_pname(e, t), suffix))) return ex_oom(err);
         }
-        if (!add_cast(e, e->base[t->index], e->cast_out[c], pc->to, anchor_of(t), e->t_scope[t->index]))
+        if (!add_cast(e, t, e->base[t->index], e->cast_out[c], pc->to, anchor_of(t), e->t_scope[t->index]))
             return ex_oom(err);
     }
     for (int k = 0; k < g->n_nodes; k++)

@@ -293,7 +293,7 @@ void mpx_cost_node(mpx_node *n) {
         for (int j = 0; !sorted && j < i; j++) dup |= n->inputs[j] == t;
         if (!t || dup) continue;
         /* A constant's element count is known even when its value is not held (strings). */
-        if (t->f32 || t->i64 || (t->flags & (MPX_T_CONSTANT | MPX_T_INITIALIZER)))
+        if (t->f32 || t->i64 || t->f64 || (t->flags & (MPX_T_CONSTANT | MPX_T_INITIALIZER)))
             c.params = add(c.params, t->nelem);
         else
             c.in_elems = add(c.in_elems, t->nelem);

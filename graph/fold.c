@@ -20,7 +20,7 @@ void mpx_graph_set_evaluator(mpx_node_eval_fn fn) { evaluator = fn; }
 mpx_node_eval_fn mpx_graph_evaluator(void) { return evaluator; }
 
 static bool has_value(const mpx_tensor *t) {
-    return t && t->nelem >= 0 && (t->f32 || t->i64);
+    return t && t->nelem >= 0 && (t->f32 || t->i64 || t->f64);
 }
 
 /* Give output i a value buffer matching its dtype; *ok false when it cannot
@@ -31,10 +31,11 @@ static mpx_status alloc_out(mpx_sctx *c, int i, bool *ok) {
     if (!t || t->rank < 0 || t->nelem < 0 || t->nelem > MPX_FOLD_MAX_ELEMS || (t->flags & MPX_T_CONSTANT))
         return MPX_OK;
     size_t n = (size_t)(t->nelem ? t->nelem : 1);
-    if (mpx_dtype_is_float(t->dtype)) t->f32 = mpx_arena_calloc(c->g->arena, n, sizeof(float));
+    if (t->dtype == MPX_DT_DOUBLE) t->f64 = mpx_arena_calloc(c->g->arena, n, sizeof(double));
+    else if (mpx_dtype_is_float(t->dtype)) t->f32 = mpx_arena_calloc(c->g->arena, n, sizeof(float));
     else if (mpx_dtype_is_int_like(t->dtype)) t->i64 = mpx_arena_calloc(c->g->arena, n, sizeof(int64_t));
     else return MPX_OK;
-    if (!t->f32 && !t->i64) return mpx_node_error(c, MPX_E_NOMEM, "out of memory folding \"%s\"", t->name);
+    if (!t->f32 && !t->i64 && !t->f64) return mpx_node_error(c, MPX_E_NOMEM, "out of memory folding \"%s\"", t->name);
     t->flags |= MPX_T_FOLDED;
     *ok = true;
     return MPX_OK;
@@ -45,6 +46,7 @@ static void drop(mpx_tensor *t) {
     if (!t || !(t->flags & MPX_T_FOLDED)) return;
     t->f32 = NULL;
     t->i64 = NULL;
+    t->f64 = NULL;
     t->flags &= ~(uint32_t)MPX_T_FOLDED;
 }
 
@@ -85,6 +87,7 @@ static mpx_status fold_if(mpx_sctx *c) {
         if (!ok) continue;
         if (o->f32 && src->f32) memcpy(o->f32, src->f32, (size_t)src->nelem * sizeof *o->f32);
         else if (o->i64 && src->i64) memcpy(o->i64, src->i64, (size_t)src->nelem * sizeof *o->i64);
+        else if (o->f64 && src->f64) memcpy(o->f64, src->f64, (size_t)src->nelem * sizeof *o->f64);
         else drop(o);
     }
     return MPX_OK;

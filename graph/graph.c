@@ -337,14 +337,17 @@ mpx_status mpx_tensor_alloc_value(mpx_graph *g, mpx_tensor *t, mpx_dtype dtype, 
     }
     t->f32 = NULL;
     t->i64 = NULL;
-    if (mpx_dtype_is_float(dtype))
+    t->f64 = NULL;
+    if (dtype == MPX_DT_DOUBLE)
+        t->f64 = mpx_arena_calloc(g->arena, (size_t)(n ? n : 1), sizeof(double));
+    else if (mpx_dtype_is_float(dtype))
         t->f32 = mpx_arena_calloc(g->arena, (size_t)(n ? n : 1), sizeof(float));
     else if (mpx_dtype_is_int_like(dtype))
         t->i64 = mpx_arena_calloc(g->arena, (size_t)(n ? n : 1), sizeof(int64_t));
     else
         return mpx_error_set(err, MPX_E_UNSUPPORTED, "tensor \"%s\": values of type %s are not supported",
                              t->name, mpx_dtype_name(dtype));
-    if (!t->f32 && !t->i64)
+    if (!t->f32 && !t->i64 && !t->f64)
         return mpx_error_set(err, MPX_E_NOMEM, "tensor \"%s\": out of memory for %lld elements",
                              t->name, (long long)n);
     t->flags |= MPX_T_CONSTANT;
@@ -386,6 +389,7 @@ static mpx_status constant_value(mpx_graph *g, mpx_node *n, mpx_error *err) {
         if (st == MPX_OK && out->nelem > 0) {
             if (out->f32 && v->f32) memcpy(out->f32, v->f32, (size_t)out->nelem * sizeof(float));
             else if (out->i64 && v->i64) memcpy(out->i64, v->i64, (size_t)out->nelem * sizeof(int64_t));
+            else if (out->f64 && v->f64) memcpy(out->f64, v->f64, (size_t)out->nelem * sizeof(double));
             else
                 return fail(g, err, MPX_E_INVALID, "node \"%s\" (Constant): value tensor has no data",
                             n->name);
@@ -717,6 +721,7 @@ int mpx_node_if_pick(const mpx_node *n) {
     if (!c || c->nelem < 1) return -1;
     if (c->i64) return c->i64[0] ? 0 : 1;
     if (c->f32) return c->f32[0] != 0.0f ? 0 : 1;
+    if (c->f64) return c->f64[0] != 0.0 ? 0 : 1;
     return -1;
 }
 

@@ -62,19 +62,21 @@ static void int_range(mpx_dtype dt, int64_t *lo, int64_t *hi) {
 }
 
 static mpx_status set_elem(mpx_json_ctx *c, mpx_tensor *t, int64_t k, const cJSON *v, const char *what) {
-    if (t->f32) {
+    if (t->f32 || t->f64) {
+        double x;
         if (cJSON_IsNumber(v)) {
-            t->f32[k] = to_dtype(t->dtype, v->valuedouble);
+            x = v->valuedouble;
         } else if (cJSON_IsString(v) && (!strcmp(v->valuestring, "inf") ||
                                          !strcmp(v->valuestring, "-inf") ||
                                          !strcmp(v->valuestring, "nan"))) {
             /* JSON has no spelling for these; a precision explorer needs them. */
-            t->f32[k] = v->valuestring[0] == 'n' ? NAN
-                        : v->valuestring[0] == '-' ? -INFINITY : INFINITY;
+            x = v->valuestring[0] == 'n' ? NAN : v->valuestring[0] == '-' ? -INFINITY : INFINITY;
         } else {
             return mpx_json_bad(c, MPX_E_INVALID, "%s must be a number (or \"inf\", \"-inf\", \"nan\"), not %s",
                        what, mpx_json_kind_name(v));
         }
+        if (t->f64) t->f64[k] = x;
+        else t->f32[k] = cJSON_IsNumber(v) ? to_dtype(t->dtype, x) : (float)x;
         return MPX_OK;
     }
     int64_t x, lo, hi;
@@ -110,6 +112,10 @@ static mpx_status decode_elem(mpx_json_ctx *c, mpx_tensor *t, int64_t k, const u
     int nb = (int)mpx_dtype_size(t->dtype);
     uint64_t u = 0;
     for (int b = nb - 1; b >= 0; b--) u = (u << 8) | p[b];
+    if (t->f64) {
+        memcpy(&t->f64[k], &u, sizeof u);
+        return MPX_OK;
+    }
     if (mpx_dtype_is_float(t->dtype)) {
         t->f32[k] = mpx_dtype_decode(t->dtype, u);
         return MPX_OK;
@@ -261,6 +267,7 @@ static mpx_status fill_init(mpx_json_ctx *c, const cJSON *init, const cJSON *par
     if (zeros || ones || !strcmp(dist, "constant")) {
         /* Element 0 (always allocated) takes the value with set_elem's checks. */
         if (t->f32) t->f32[0] = (float)ones;
+        else if (t->f64) t->f64[0] = ones;
         else t->i64[0] = ones;
         if (!zeros && !ones) {
             const cJSON *vv = mpx_json_field(params, "value");
@@ -269,6 +276,7 @@ static mpx_status fill_init(mpx_json_ctx *c, const cJSON *init, const cJSON *par
         }
         for (int64_t k = 1; k < t->nelem; k++) {
             if (t->f32) t->f32[k] = t->f32[0];
+            else if (t->f64) t->f64[k] = t->f64[0];
             else t->i64[k] = t->i64[0];
         }
         return MPX_OK;
@@ -276,7 +284,7 @@ static mpx_status fill_init(mpx_json_ctx *c, const cJSON *init, const cJSON *par
     if (!normal && !uniform)
         return mpx_json_bad(c, MPX_E_INVALID,
                    "unknown init \"%.40s\" (normal, uniform, constant, zeros, ones)", dist);
-    if (!t->f32)
+    if (!t->f32 && !t->f64)
         return mpx_json_bad(c, MPX_E_UNSUPPORTED, "random init needs a float type, not %s",
                    mpx_dtype_name(t->dtype));
     double a, b;
@@ -297,7 +305,8 @@ static mpx_status fill_init(mpx_json_ctx *c, const cJSON *init, const cJSON *par
     mpx_rng_init(&rng, seed);
     for (int64_t k = 0; k < t->nelem; k++) {
         double v = uniform ? a + (b - a) * mpx_rng_unit(&rng) : mpx_rng_normal(&rng, a, b);
-        t->f32[k] = to_dtype(t->dtype, v);
+        if (t->f64) t->f64[k] = v;
+        else t->f32[k] = to_dtype(t->dtype, v);
     }
     return MPX_OK;
 }
@@ -343,7 +352,7 @@ mpx_status mpx_json_read_value(mpx_json_ctx *c, const cJSON *obj, mpx_tensor *t,
     if (data && !cJSON_IsArray(data) && (n != 1 || cJSON_IsObject(data)))
         return mpx_json_bad(c, MPX_E_INVALID, "\"data\" must be an array of %lld values", (long long)n);
     if (init) {
-        const int64_t bytes = n * (mpx_dtype_is_float(dt) ? 4 : 8);
+        const int64_t bytes = n * (mpx_dtype_is_float(dt) && dt != MPX_DT_DOUBLE ? 4 : 8);
         if (bytes > MPX_JSON_INIT_MAX - c->init_bytes)
             return mpx_json_bad(c, MPX_E_LIMIT, "\"init\" would generate %lld values (%.1f MiB), beyond the "
                                                 "%lld MiB a model's generated values may take (give \"file\")",

@@ -117,7 +117,9 @@ typedef enum mpx_dtype {
 const char *mpx_dtype_name(mpx_dtype t);    /* "float32", "int64", ... */
 mpx_dtype mpx_dtype_from_name(const char *s); /* UNDEFINED if unknown */
 bool mpx_dtype_is_float(mpx_dtype t);        /* float, double, fp16, bf16, fp8 */
-/* Values of float dtypes are held as fp32, of integer and bool dtypes as int64. */
+/* Values of float dtypes are held as fp32, but float64's as double (its
+ * reference computes in double: an fp32 copy would turn 1e229 into inf), of
+ * integer and bool dtypes as int64. */
 bool mpx_dtype_is_int_like(mpx_dtype t);
 /* Bytes an element takes in raw little-endian data (ONNX raw_data, side
  * files, .npy); 0 for types without such a layout mpx reads (string,
@@ -246,10 +248,11 @@ typedef struct mpx_tensor {
     int64_t nelem;      /* product of dims when all known, else -1 */
 
     /* Value, when known (initializer, Constant, or folded): exactly one of these
-     * is non-NULL, with nelem elements. Float dtypes as fp32, integers and bool
-     * as int64. Strings carry no value. */
+     * is non-NULL, with nelem elements. Float dtypes as fp32, float64 as
+     * double (f64), integers and bool as int64. Strings carry no value. */
     float *f32;
     int64_t *i64;
+    double *f64;
 
     mpx_node *producer; /* NULL for inputs, initializers */
     mpx_node **consumers;

@@ -82,6 +82,10 @@ static void decode_raw(mpx_tensor *t, const uint8_t *p) {
     const bool flt = mpx_dtype_is_float(t->dtype);
     for (int64_t i = 0; i < t->nelem; i++, p += es) {
         uint64_t v = le(p, es);
+        if (t->f64) {
+            memcpy(&t->f64[i], &v, sizeof v);
+            continue;
+        }
         if (flt) {
             t->f32[i] = mpx_dtype_decode(t->dtype, v);
             continue;
@@ -374,7 +378,7 @@ static mpx_status load_tensor(ctx *c, const Onnx__TensorProto *tp, mpx_tensor *t
         memcpy(t->f32, tp->float_data, n * sizeof(float));
         break;
     case MPX_DT_DOUBLE:
-        for (size_t i = 0; i < n; i++) t->f32[i] = (float)tp->double_data[i];
+        memcpy(t->f64, tp->double_data, n * sizeof(double));
         break;
     case MPX_DT_INT64:
         memcpy(t->i64, tp->int64_data, n * sizeof(int64_t));

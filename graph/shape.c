@@ -180,18 +180,18 @@ static int64_t f2i(float f) {
 int mpx_sh_ints_of(const mpx_tensor *t, int64_t *buf, int max, int *n) {
     *n = 0;
     if (!t) return V_ABSENT;
-    if (t->nelem < 0 || (!t->i64 && !t->f32) || t->nelem > max) return V_UNKNOWN;
+    if (t->nelem < 0 || (!t->i64 && !t->f32 && !t->f64) || t->nelem > max) return V_UNKNOWN;
     *n = (int)t->nelem;
-    for (int i = 0; i < *n; i++) buf[i] = t->i64 ? t->i64[i] : f2i(t->f32[i]);
+    for (int i = 0; i < *n; i++) buf[i] = t->i64 ? t->i64[i] : t->f64 ? f2i((float)t->f64[i]) : f2i(t->f32[i]);
     return V_KNOWN;
 }
 
 int mpx_sh_floats_of(const mpx_tensor *t, float *buf, int max, int *n) {
     *n = 0;
     if (!t) return V_ABSENT;
-    if (t->nelem < 0 || (!t->i64 && !t->f32) || t->nelem > max) return V_UNKNOWN;
+    if (t->nelem < 0 || (!t->i64 && !t->f32 && !t->f64) || t->nelem > max) return V_UNKNOWN;
     *n = (int)t->nelem;
-    for (int i = 0; i < *n; i++) buf[i] = t->f32 ? t->f32[i] : (float)t->i64[i];
+    for (int i = 0; i < *n; i++) buf[i] = t->f32 ? t->f32[i] : t->f64 ? (float)t->f64[i] : (float)t->i64[i];
     return V_KNOWN;
 }
 
@@ -457,6 +457,7 @@ mpx_status mpx_graph_infer(mpx_graph *g, mpx_error *err) {
         t->flags &= ~(uint32_t)MPX_T_FOLDED;
         t->f32 = NULL;
         t->i64 = NULL;
+        t->f64 = NULL;
         if (!t->producer) continue;
         t->rank = -1;
         t->nelem = -1;
@@ -493,7 +494,7 @@ mpx_status mpx_graph_infer(mpx_graph *g, mpx_error *err) {
             for (int j = 0; j < c.n->n_outputs; j++)
                 if (c.n->outputs[j] && !(c.n->outputs[j]->flags & MPX_T_CONSTANT)) {
                     mpx_sh_set_out(&c, j, MPX_DT_UNDEFINED, NULL);
-                    c.n->outputs[j]->f32 = NULL, c.n->outputs[j]->i64 = NULL;
+                    c.n->outputs[j]->f32 = NULL, c.n->outputs[j]->i64 = NULL, c.n->outputs[j]->f64 = NULL;
                     c.n->outputs[j]->flags &= ~(uint32_t)MPX_T_FOLDED;
                 }
             continue;

@@ -657,13 +657,18 @@ mpx_status mpx_shape_constant_of_shape(mpx_sctx *c) {
     return mpx_sh_set_out(c, 0, t, &s);
 }
 
+/* A one-element value in double, whatever it is held as. */
+static double scalar(const mpx_tensor *t) {
+    return t->f32 ? t->f32[0] : t->f64 ? t->f64[0] : (double)t->i64[0];
+}
+
 mpx_status mpx_shape_range(mpx_sctx *c) {
     mpx_status st = mpx_sh_need(c, 3);
     if (st) return st;
     const mpx_tensor *a = mpx_sh_in(c, 0), *b = mpx_sh_in(c, 1), *d = mpx_sh_in(c, 2);
     shp o = mpx_sh_shp_rank(1);
-    if (a->nelem == 1 && b->nelem == 1 && d->nelem == 1 && (a->i64 || a->f32) && (b->i64 || b->f32) &&
-        (d->i64 || d->f32)) {
+    if (a->nelem == 1 && b->nelem == 1 && d->nelem == 1 && (a->i64 || a->f32 || a->f64) &&
+        (b->i64 || b->f32 || b->f64) && (d->i64 || d->f32 || d->f64)) {
         if (a->i64 && b->i64 && d->i64) {
             int64_t s = a->i64[0], l = b->i64[0], dl = d->i64[0];
             if (dl == 0) return mpx_node_error(c, MPX_E_SHAPE, "delta is 0");
@@ -671,8 +676,7 @@ mpx_status mpx_shape_range(mpx_sctx *c) {
             if (!(n < 9e18)) return mpx_node_error(c, MPX_E_LIMIT, "range too long");
             o.d[0] = n > 0 ? (int64_t)n : 0;
         } else {
-            double s = a->f32 ? a->f32[0] : (double)a->i64[0], l = b->f32 ? b->f32[0] : (double)b->i64[0],
-                   dl = d->f32 ? d->f32[0] : (double)d->i64[0];
+            double s = scalar(a), l = scalar(b), dl = scalar(d);
             if (dl == 0) return mpx_node_error(c, MPX_E_SHAPE, "delta is 0");
             double n = ceil((l - s) / dl);
             if (!(n < 9e18)) return mpx_node_error(c, MPX_E_LIMIT, "range too long");
@@ -706,8 +710,8 @@ mpx_status mpx_shape_one_hot(mpx_sctx *c) {
     if ((st = mpx_sh_check_rank(c, r))) return st;
     if ((st = mpx_sh_norm_axis(c, mpx_node_attr_int(c->n, "axis", -1), r, "axis", idx, &ax))) return st;
     int64_t d = -1;
-    if (depth->nelem == 1 && (depth->i64 || depth->f32)) {
-        double v = depth->i64 ? (double)depth->i64[0] : (double)depth->f32[0];
+    if (depth->nelem == 1 && (depth->i64 || depth->f32 || depth->f64)) {
+        double v = scalar(depth);
         if (!(v >= 1 && v <= (double)MPX_MAX_ELEMS))
             return mpx_node_error(c, MPX_E_SHAPE, "depth %g is not from 1 to %lld", v, (long long)MPX_MAX_ELEMS);
         d = (int64_t)v;

@@ -147,7 +147,8 @@ mpx_status repl_input_value(const mpx_input_spec *sp, const mpx_tensor *t, mpx_v
         return mpx_error_set(err, MPX_E_ARG, "%s holds float values but input %s is %s (integer)", sp->path, t->name,
                              mpx_dtype_name(t->dtype));
     }
-    return MPX_OK;
+    if ((st = mpx_value_hold_as(v, t->dtype, err))) mpx_value_free(v);
+    return st;
 }
 
 /* ---- decoded inputs kept across runs --------------------------------------
@@ -183,7 +184,7 @@ struct repl_decoded {
 
 struct repl_decoded *repl_decoded_new(void) { return calloc(1, sizeof(struct repl_decoded)); }
 
-static size_t value_bytes(const mpx_value *v) { return (size_t)v->n * (v->f ? sizeof *v->f : sizeof *v->i); }
+static size_t value_bytes(const mpx_value *v) { return (size_t)v->n * (v->f ? sizeof *v->f : v->d ? sizeof *v->d : sizeof *v->i); }
 
 void repl_decoded_drop(mpx_session *s, const char *name) {
     struct repl_decoded *d = s->decoded;

@@ -461,7 +461,7 @@ static void value_stats(const mpx_value *v, double *mn, double *mx, double *mean
     double lo = INFINITY, hi = -INFINITY, sum = 0.0;
     int64_t bad = 0, cnt = 0;
     for (int64_t i = 0; i < v->n; i++) {
-        double x = v->f ? (double)v->f[i] : (double)v->i[i];
+        double x = v->d ? v->d[i] : v->f ? (double)v->f[i] : (double)v->i[i];
         if (!isfinite(x)) {
             bad++;
             continue;
@@ -526,7 +526,7 @@ mpx_status repl_cmd_tensor(mpx_session *s, const mpx_cmd_args *args, mpx_error *
         fputc('\n', s->out);
     }
     mpx_metrics m;
-    if (r->f && v->f && mpx_metrics_compute(r, v, f, &m, err) == MPX_OK)
+    if (((r->f && v->f) || (r->d && v->d)) && mpx_metrics_compute(r, v, f, &m, err) == MPX_OK)
         fprintf(s->out, "  rel_l2 %.3g, max_abs %.3g, cos %.6f, overflow %lld, underflow %lld, subnormal %lld\n",
                 m.rel_l2, m.max_abs, m.cos, (long long)m.overflow, (long long)m.underflow, (long long)m.subnormal);
     if (!st && save && !(st = repl_make_parent(s, save, err)) && (st = mpx_npy_write(save, s->guard, v, err)) == MPX_OK) fprintf(s->info, "wrote %s\n", save);

@@ -261,6 +261,8 @@ static const mpx_command commands[] = {
      repl_cmd_show, 1, 1, {MPX_WORD_NODE}, NULL, NULL, NULL},
     {"target", "[<format> [block <k>]]", "the low-precision format (see: help target)",
      "Sets the format green nodes (and gray/clear nodes that follow them) run in.\n"
+     "Nodes that read or write float64 stay float64 (red by default) unless a rule\n"
+     "colours them: then they round to the target like any node (docs/float64.md).\n"
      "block k: a low accumulation format rounds the running sum after each block of k\n"
      "terms (summed in fp32) instead of after every addition (block 0, the default).\n"
      "Without arguments prints the current target.",

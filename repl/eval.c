@@ -239,6 +239,8 @@ static mpx_status stack_samples(const mpx_samples *S, const mpx_tensor *t, const
                                S->id[k] + 1, t->name);
         else if (v->f)
             memcpy(v->f + (size_t)k * (size_t)first->n, x->f, (size_t)first->n * sizeof *v->f);
+        else if (v->d)
+            memcpy(v->d + (size_t)k * (size_t)first->n, x->d, (size_t)first->n * sizeof *v->d);
         else
             memcpy(v->i + (size_t)k * (size_t)first->n, x->i, (size_t)first->n * sizeof *v->i);
     }

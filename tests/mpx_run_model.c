@@ -101,8 +101,11 @@ static mpx_status make_inputs(const mpx_graph *g, uint64_t seed, double lo, doub
             if ((st = make_image(&rng, image, &vals[k], err)) != MPX_OK) return st;
             continue;
         }
-        for (int64_t i = 0; i < vals[k].n; i++)
-            vals[k].f[i] = (float)(lo + (hi - lo) * mpx_rng_unit(&rng));
+        for (int64_t i = 0; i < vals[k].n; i++) {
+            double x = lo + (hi - lo) * mpx_rng_unit(&rng);
+            if (vals[k].d) vals[k].d[i] = x;
+            else vals[k].f[i] = (float)x;
+        }
     }
     return MPX_OK;
 }
@@ -182,7 +185,7 @@ static mpx_status compare_keep_all(const mpx_graph *g, const mpx_assign *a,
             const mpx_tensor *t = n->outputs[k];
             if (!t || (t->flags & MPX_T_CONSTANT)) continue;
             const mpx_value *rv = &ref->vals[t->index], *cv = &cand->vals[t->index];
-            if (rv->n < 0 || cv->n < 0 || !rv->f || !cv->f) continue;
+            if (rv->n < 0 || cv->n < 0 || (!rv->f && !rv->d) || (!cv->f && !cv->d)) continue;
             mpx_layer L = {.tensor = t->index, .node = n->index};
             const mpx_format *f = a->tensor[t->index];
             L.fmt = f && f->kind != MPX_FMT_FP32 ? f : NULL;
@@ -350,7 +353,8 @@ int main(int argc, char **argv) {
             fprintf(stderr, "mpx_run_model: '%s' names no unbound model input\n", files[i]);
             goto done;
         }
-        if (mpx_npy_read(eq ? eq + 1 : files[i], &inputs[k], &err) != MPX_OK) {
+        if (mpx_npy_read(eq ? eq + 1 : files[i], &inputs[k], &err) != MPX_OK ||
+            mpx_value_hold_as(&inputs[k], g->inputs[k]->dtype, &err) != MPX_OK) {
             fail("reading an input", &err);
             goto done;
         }

@@ -182,7 +182,7 @@ static const char *shape_str(const mpx_value *v, char *buf, size_t n) {
 /* ---- comparison ---------------------------------------------------------------- */
 
 static double elem(const mpx_value *v, int64_t i) {
-    return v->f ? (double)v->f[i] : (double)v->i[i];
+    return v->d ? v->d[i] : v->f ? (double)v->f[i] : (double)v->i[i];
 }
 
 /* np.testing.assert_allclose(got, want, rtol, atol, equal_nan=True) after
@@ -207,7 +207,7 @@ static bool compare_output(const char *name, const mpx_value *want, const mpx_va
                  shape_str(want, s2, sizeof s2));
         return false;
     }
-    if (want->n > 0 && (!want->f != !got->f || (!want->f && (!want->i || !got->i)))) {
+    if (want->n > 0 && (!want->f != !got->f || !want->d != !got->d || (!want->f && !want->d && (!want->i || !got->i)))) {
         snprintf(msg, n, "output \"%s\": value storage does not match its dtype %s", name,
                  mpx_dtype_name(got->dtype));
         return false;

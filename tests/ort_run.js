@@ -79,11 +79,21 @@ function sameDims(a, b) {
 }
 
 // rel_l2 of mpx (c) against ORT (r): |c - r|_2 / |r|_2 in double; a NaN or
-// infinity anywhere that is not matched exactly makes it Infinity.
+// infinity anywhere that is not matched exactly makes it Infinity. The
+// values are scaled by a power of two (exact: the ratio is unchanged) that
+// brings the largest finite magnitude near 1, so that float64 tensors
+// holding 1e229 do not overflow the sums of squares.
 function relL2(r, c) {
+  let big = 0;
+  for (let i = 0; i < r.length; i++) {
+    if (Number.isFinite(r[i])) big = Math.max(big, Math.abs(r[i]));
+    if (Number.isFinite(c[i])) big = Math.max(big, Math.abs(c[i]));
+  }
+  const e = big > 0 ? Math.max(-1000, Math.min(1000, Math.floor(Math.log2(big)))) : 0;
+  const sc = Math.pow(2, -e);
   let num = 0, den = 0, maxAbs = 0;
   for (let i = 0; i < r.length; i++) {
-    const x = r[i], y = c[i];
+    const x = r[i] * sc, y = c[i] * sc;
     if (!Number.isFinite(x) || !Number.isFinite(y)) {
       if (Object.is(x, y) || (Number.isNaN(x) && Number.isNaN(y))) continue;
       return { rel: Infinity, maxAbs: Infinity };
@@ -91,7 +101,7 @@ function relL2(r, c) {
     const d = y - x;
     num += d * d;
     den += x * x;
-    if (Math.abs(d) > maxAbs) maxAbs = Math.abs(d);
+    if (Math.abs(d) / sc > maxAbs) maxAbs = Math.abs(d) / sc;
   }
   const rel = num === 0 ? 0 : den === 0 ? Infinity : Math.sqrt(num / den);
   return { rel, maxAbs };
@@ -127,8 +137,8 @@ function fmt(x) { return x === 0 ? '0' : x.toExponential(2); }
   for (const inp of man.inputs) {
     const v = readNpy(path.join(mpxDir, inp.file));
     // float inputs, and int64 ones (a sample rate, a length)
-    const kind = { '<f4': 'float32', '<i8': 'int64' }[v.descr];
-    if (!kind) throw new Error(`input ${inp.name}: mpx wrote ${v.descr}, expected float32 or int64`);
+    const kind = { '<f4': 'float32', '<f8': 'float64', '<i8': 'int64' }[v.descr];
+    if (!kind) throw new Error(`input ${inp.name}: mpx wrote ${v.descr}, expected float32, float64 or int64`);
     feeds[inp.name] = new ort.Tensor(kind, v.data, v.dims);
     shapeText += (shapeText ? ',' : '') + v.dims.join('x');
   }
@@ -164,7 +174,8 @@ function fmt(x) { return x === 0 ? '0' : x.toExponential(2); }
     }
     if (isFloat) {
       nFloat++;
-      if (!(v.data instanceof Float32Array || v.data instanceof Float64Array)) {
+      // float64 is computed and written as float64 (<f8), every other float as fp32
+      if (!(v.data instanceof (t.type === 'float64' ? Float64Array : Float32Array))) {
         problems.push(`${name} (${where(name)}): ORT ${t.type}, mpx wrote ${v.descr}`);
         continue;
       }

@@ -761,8 +761,50 @@ static void test_round_sum(void) {
     CHECK_MSG(hbad == 0, "%d of %ld fp16 sums differ from the CPU's fp16 FMA", hbad, n);
 }
 
+/* float64 rounded once into a format (a float64 tensor a plan holds low):
+ * on every fp32 value it agrees with the fp32 reference rounding; a double
+ * that fp32 would round onto a tie first rounds away from it, once; values
+ * fp32 cannot hold (1e229, 1e-300) overflow and flush as the format says. */
+static void test_round_double(void) {
+    const mpx_format *fmts[] = {&mpx_format_fp32, &mpx_format_tf32, &mpx_format_fp16, &mpx_format_bf16,
+                                &mpx_format_fp8e4m3_sat, &mpx_format_fp8e4m3_nan, &mpx_format_fp8e5m2};
+    mpx_rng r;
+    mpx_rng_init(&r, 48);
+    for (size_t k = 0; k < sizeof fmts / sizeof fmts[0]; k++) {
+        int bad = 0;
+        for (int i = 0; i < 200000; i++) {
+            uint32_t b = (uint32_t)(mpx_rng_next(&r) >> 32);
+            float x;
+            memcpy(&x, &b, sizeof x);
+            double y;
+            mpx_round_double_array(fmts[k], &y, &(double){(double)x}, 1);
+            float want = mpx_round_scalar(fmts[k], x);
+            /* (signbit's non-zero values differ between float and double) */
+            const bool same_sign = !signbit(y) == !signbit(want);
+            if (!(isnan(want) ? isnan(y) && same_sign : y == (double)want && same_sign))
+                bad++;
+        }
+        CHECK_MSG(bad == 0, "%s: %d fp32 values rounded from double differ from the fp32 rounding", fmts[k]->name, bad);
+    }
+    /* 1 + 2^-11 + 2^-40 is above fp16's tie between 1 and 1 + 2^-10: once
+     * from the double it rounds up; through fp32 (which drops 2^-40) it
+     * would round to even, down to 1. */
+    double x = 1.0 + 0x1p-11 + 0x1p-40, y;
+    mpx_round_double_array(&mpx_format_fp16, &y, &x, 1);
+    CHECK(y == 1.0 + 0x1p-10);
+    double big[4] = {1e229, -1e229, 1e-300, -1e-300}, out[4];
+    mpx_round_double_array(&mpx_format_fp16, out, big, 4);
+    CHECK(isinf(out[0]) && out[0] > 0 && isinf(out[1]) && out[1] < 0);
+    CHECK(out[2] == 0 && !signbit(out[2]) && out[3] == 0 && signbit(out[3]));
+    mpx_round_double_array(&mpx_format_fp8e4m3_sat, out, big, 2);
+    CHECK(out[0] == 448.0 && out[1] == -448.0);
+    mpx_round_double_array(&mpx_format_fp32, out, big, 4);
+    CHECK(isinf(out[0]) && out[2] == 0.0);
+}
+
 int main(void) {
     printf("F16C %s\n", mpx_fp16_use_hw(true) ? "in use" : "not available");
+    test_round_double();
     test_descriptors();
     test_dtype_table();
     test_fp16_patterns();

@@ -300,7 +300,7 @@ static void test_data(void) {
     CHECK(h[6] == 1.001953125f);             /* 1 + 3*2^-11, a tie: to even (1 + 2^-9) */
     CHECK(isinf(h[7]) && h[7] < 0);
     CHECK(b[0] == 0.10009765625f && b[1] == 1.0f && b[2] == 1.015625f);
-    CHECK(T(g, "f64")->f32[0] == 0.1f && T(g, "f64")->dtype == MPX_DT_DOUBLE);
+    CHECK(T(g, "f64")->f64[0] == 0.1 && T(g, "f64")->dtype == MPX_DT_DOUBLE); /* held as float64 */
     CHECK(T(g, "i8")->i64[0] == 127 && T(g, "i8")->i64[1] == -128 && T(g, "u8")->i64[1] == 255);
     const int64_t *bo = T(g, "bool")->i64;
     CHECK(bo[0] == 1 && bo[1] == 0 && bo[2] == 1);

@@ -420,8 +420,8 @@ static void test_encodings(void) {
         x = T(g, "i64_data");
         CHECK(x->i64[0] == INT64_MAX && x->i64[1] == -7);
         x = T(g, "d_data");
-        CHECK(x->dtype == MPX_DT_DOUBLE && x->f32[0] == (float)0.1 && x->f32[1] == -3.0f);
-        CHECK(T(g, "d_raw")->f32[0] == 2.5f);
+        CHECK(x->dtype == MPX_DT_DOUBLE && x->f64 && x->f64[0] == 0.1 && x->f64[1] == -3.0); /* held as float64 */
+        CHECK(T(g, "d_raw")->f64 && T(g, "d_raw")->f64[0] == 2.5);
         x = T(g, "b_raw");
         CHECK(x->dtype == MPX_DT_BOOL && x->i64[0] == 0 && x->i64[1] == 1 && x->i64[2] == 1);
         x = T(g, "b_i32");

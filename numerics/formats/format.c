@@ -264,6 +264,28 @@ void mpx_format_count_damage(const mpx_format *f, const float *x, size_t n, int6
 
 float mpx_round_scalar(const mpx_format *f, float x) { return round_ref(f, x); }
 
+/* round_ref's steps on a double: the binade of x (clamped to f's emin),
+ * the multiple of that binade's ulp nearest |x| (ties to even), overflow
+ * where that multiple lies beyond max_finite. One rounding from the double:
+ * going through fp32 first would round twice. */
+static double round_ref_double(const mpx_format *f, double x) {
+    if (isnan(x) || isinf(x)) return (double)round_ref(f, (float)x);
+    if (x == 0.0) return x;
+    int emin = 1 - f->bias, e = ilogb(x);
+    if (e < emin) e = emin;
+    int ulp_exp = e - f->man_bits;
+    double v = ldexp(fabs(x), -ulp_exp); /* exact: a power-of-two scaling, |v| < 2^(man_bits + 1) */
+    double n = floor(v), frac = v - n;
+    if (frac > 0.5 || (frac == 0.5 && fmod(n, 2.0) != 0.0)) n += 1.0;
+    double r = ldexp(n, ulp_exp);
+    if (r > (double)f->max_finite) return (double)float_of((x < 0 ? SIGN32 : 0u) | overflow_bits(f));
+    return copysign(r, x);
+}
+
+void mpx_round_double_array(const mpx_format *f, double *dst, const double *src, size_t n) {
+    for (size_t i = 0; i < n; i++) dst[i] = round_ref_double(f, src[i]);
+}
+
 void mpx_round_reference_array(const mpx_format *f, float *dst, const float *src, size_t n) {
     for (size_t i = 0; i < n; i++) dst[i] = round_ref(f, src[i]);
 }

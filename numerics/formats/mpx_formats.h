@@ -104,8 +104,9 @@ extern const mpx_format mpx_format_fp8e5m2;    /* OCP E5M2, IEEE-like, overflow 
 const mpx_format *mpx_format_by_name(const char *name);
 /* The format a float element type's values are, from the table's dtype
  * column (the one map between the two: the plan, Cast and export read it):
- * float8e4m3fn's saturating or NaN row as saturate says; double is held in
- * fp32; NULL for the FNUZ types (their bias and NaN are not OCP's: no
+ * float8e4m3fn's saturating or NaN row as saturate says; double gives fp32,
+ * which a plan reads as "not rounded" (a float64 tensor then keeps its
+ * doubles: docs/float64.md); NULL for the FNUZ types (their bias and NaN are not OCP's: no
  * format here holds their values exactly, so they stay the fp32 values
  * they decode to) and for every other type. */
 const mpx_format *mpx_format_of_dtype(mpx_dtype t, bool saturate);
@@ -124,6 +125,10 @@ float mpx_round_scalar(const mpx_format *f, float x);
 /* The same reference over n values (one call per array: what the exhaustive
  * test compares with, since a call per value costs more than the rounding). */
 void mpx_round_reference_array(const mpx_format *f, float *dst, const float *src, size_t n);
+/* n float64 values rounded once, from the double, into f (the same rule:
+ * ties to even, f's overflow and NaN rules); dst may equal src. The values
+ * stay doubles (a float64 tensor a plan holds low). */
+void mpx_round_double_array(const mpx_format *f, double *dst, const double *src, size_t n);
 /* Fast rounding of n values; dst may equal src (in place), no other overlap.
  * Bitwise equal to mpx_round_scalar for every input, NaNs included. */
 void mpx_round_array(const mpx_format *f, float *dst, const float *src, size_t n);
@@ -177,7 +182,9 @@ void mpx_round_sums(const mpx_format *f, float *sum, const float *t, size_t n);
 /* ==== runtime values (value.c) ===================================== */
 
 /* A tensor's value during a run. Float dtypes live in f (fp32 buffers holding
- * values of the tensor's format), integer and bool dtypes in i (int64).
+ * values of the tensor's format), float64 in d (double: the reference
+ * computes it as float64; a plan's low format rounds it to that format's
+ * values, still held in d), integer and bool dtypes in i (int64).
  * Ownership: the buffers are malloc'ed by mpx_value_alloc (or mapped by
  * mpx_value_alloc_mapped) and freed by mpx_value_free; a value with
  * borrowed = true points at data another owner holds (initializers, a
@@ -190,6 +197,7 @@ typedef struct mpx_value {
     int64_t n;          /* element count; -1 when the value is absent */
     float *f;
     int64_t *i;
+    double *d;
     bool borrowed;
     /* Bytes of f's own mapping (mpx_value_alloc_mapped), unmapped when freed;
      * 0: f was malloc'ed. */
@@ -250,6 +258,11 @@ mpx_status mpx_value_copy(mpx_value *dst, const mpx_value *src, mpx_error *err);
  * integer value: floor). The same values on every machine, for every client. */
 typedef enum mpx_fill_kind { MPX_FILL_NORMAL, MPX_FILL_UNIFORM, MPX_FILL_CONST } mpx_fill_kind;
 void mpx_value_fill(mpx_value *v, mpx_fill_kind kind, double a, double b, uint64_t seed);
+/* A float value (from a file, a fill) held as dtype wants it: fp32 values
+ * moved into float64 storage (exact) for a float64 dtype, float64 values
+ * rounded to the nearest fp32 for any other float dtype; v->dtype becomes
+ * dtype. Integer values and integer dtypes are left alone (MPX_OK). */
+mpx_status mpx_value_hold_as(mpx_value *v, mpx_dtype dtype, mpx_error *err);
 /* Bytes a value owns: 0 for borrowed views and absent values (what
  * mpx_compare's peak_bytes counts). */
 size_t mpx_value_bytes(const mpx_value *v);

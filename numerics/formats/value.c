@@ -61,24 +61,25 @@ static mpx_status value_alloc(mpx_value *v, mpx_dtype dtype, int rank, const int
     const int64_t n = v->n;
     /* calloc(0) may return NULL; keep a valid pointer so "absent" stays n < 0. */
     size_t cnt = n ? (size_t)n : 1u;
+    const bool dbl = dtype == MPX_DT_DOUBLE, flt = !dbl && mpx_dtype_is_float(dtype);
+    size_t each = dbl ? sizeof *v->d : flt ? sizeof *v->f : sizeof *v->i;
+    void *p;
     if (!zero) {
         /* malloc of memory the heap reuses is not cleared: calloc's memset
          * was an eighth of an fp32 forward. */
-        size_t each = mpx_dtype_is_float(dtype) ? sizeof *v->f : sizeof *v->i;
-        void *p = cnt <= SIZE_MAX / each ? malloc(cnt * each) : NULL;
+        p = cnt <= SIZE_MAX / each ? malloc(cnt * each) : NULL;
 #ifdef MPX_POISON_RAW
         /* Sanitizer builds: all-ones bytes (NaN, -1) so that a kernel that
          * reads an element it did not write shows in the tests. */
         if (p) memset(p, 0xff, cnt * each);
 #endif
-        if (mpx_dtype_is_float(dtype)) v->f = p;
-        else v->i = p;
-    } else if (mpx_dtype_is_float(dtype)) {
-        v->f = calloc(cnt, sizeof *v->f);
     } else {
-        v->i = calloc(cnt, sizeof *v->i);
+        p = calloc(cnt, each);
     }
-    if (!v->f && !v->i) {
+    if (dbl) v->d = p;
+    else if (flt) v->f = p;
+    else v->i = p;
+    if (!p) {
         v->n = -1;
         return mpx_error_set(err, MPX_E_NOMEM, "out of memory allocating %lld elements",
                              (long long)n);
@@ -161,6 +162,7 @@ void mpx_value_free(mpx_value *v) {
     if (!v->borrowed) {
         free(v->f);
         free(v->i);
+        free(v->d);
     }
     memset(v, 0, sizeof *v);
     v->n = -1;
@@ -169,13 +171,14 @@ void mpx_value_free(mpx_value *v) {
 void mpx_value_view(mpx_value *v, const mpx_tensor *t) {
     memset(v, 0, sizeof *v);
     v->n = -1;
-    if (!t || t->rank < 0 || (!t->f32 && !t->i64)) return;
+    if (!t || t->rank < 0 || (!t->f32 && !t->i64 && !t->f64)) return;
     v->dtype = t->dtype;
     v->rank = t->rank;
     for (int i = 0; i < t->rank; i++) v->dims[i] = t->dims[i];
     v->n = t->nelem;
     v->f = t->f32;
     v->i = t->i64;
+    v->d = t->f64;
     v->borrowed = true;
 }
 
@@ -205,6 +208,7 @@ void mpx_value_fill(mpx_value *v, mpx_fill_kind kind, double a, double b, uint64
                    : kind == MPX_FILL_UNIFORM ? a + (b - a) * mpx_rng_unit(&r)
                                               : mpx_rng_normal(&r, a, b);
         if (v->f) v->f[i] = (float)x;
+        else if (v->d) v->d[i] = x;
         else if (v->i) v->i[i] = (int64_t)floor(x);
     }
 }
@@ -213,20 +217,38 @@ mpx_status mpx_value_copy(mpx_value *dst, const mpx_value *src, mpx_error *err) 
     if (src->is_seq) return seq_copy(dst, src, err);
     mpx_value tmp;
     /* Every element is copied when src holds its buffer: no need to clear. */
-    bool whole = src->n >= 0 && (mpx_dtype_is_float(src->dtype) ? src->f != NULL : src->i != NULL);
+    const void *from = src->dtype == MPX_DT_DOUBLE ? (const void *)src->d
+                       : mpx_dtype_is_float(src->dtype) ? (const void *)src->f : (const void *)src->i;
+    bool whole = src->n >= 0 && from != NULL;
     mpx_status st = value_alloc(&tmp, src->dtype, src->rank, src->dims, !whole, err);
     if (st != MPX_OK) return st;
-    if (src->n > 0) {
-        if (tmp.f && src->f) memcpy(tmp.f, src->f, (size_t)src->n * sizeof *tmp.f);
-        if (tmp.i && src->i) memcpy(tmp.i, src->i, (size_t)src->n * sizeof *tmp.i);
-    }
+    size_t each = tmp.d ? sizeof *tmp.d : tmp.f ? sizeof *tmp.f : sizeof *tmp.i;
+    char *base = tmp.d ? (char *)tmp.d : tmp.f ? (char *)tmp.f : (char *)tmp.i;
+    if (src->n > 0 && from) memcpy(base, from, (size_t)src->n * each);
     if (whole && tmp.n > src->n) { /* a malformed src: clear what it did not fill */
-        size_t each = tmp.f ? sizeof *tmp.f : sizeof *tmp.i;
-        char *base = tmp.f ? (char *)tmp.f : (char *)tmp.i;
-        int64_t from = src->n > 0 ? src->n : 0;
-        memset(base + (size_t)from * each, 0, (size_t)(tmp.n - from) * each);
+        int64_t at = src->n > 0 ? src->n : 0;
+        memset(base + (size_t)at * each, 0, (size_t)(tmp.n - at) * each);
     }
     *dst = tmp;
+    return MPX_OK;
+}
+
+mpx_status mpx_value_hold_as(mpx_value *v, mpx_dtype dtype, mpx_error *err) {
+    if (!v || v->n < 0 || v->is_seq || !mpx_dtype_is_float(dtype) || (!v->f && !v->d)) return MPX_OK;
+    const bool want_d = dtype == MPX_DT_DOUBLE;
+    if (want_d == (v->d != NULL)) {
+        v->dtype = dtype;
+        return MPX_OK;
+    }
+    mpx_value w;
+    mpx_status st = value_alloc(&w, dtype, v->rank, v->dims, false, err);
+    if (st != MPX_OK) return st;
+    for (int64_t k = 0; k < v->n; k++) {
+        if (want_d) w.d[k] = (double)v->f[k];
+        else w.f[k] = (float)v->d[k];
+    }
+    mpx_value_free(v);
+    *v = w;
     return MPX_OK;
 }
 
@@ -239,6 +261,7 @@ size_t mpx_value_bytes(const mpx_value *v) {
     }
     if (v->f) return (size_t)v->n * sizeof *v->f;
     if (v->i) return (size_t)v->n * sizeof *v->i;
+    if (v->d) return (size_t)v->n * sizeof *v->d;
     return 0;
 }
 

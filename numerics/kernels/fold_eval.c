@@ -11,7 +11,8 @@
 /* The kernel's value fits the buffer shape inference made for t: same shape
  * and the same storage kind (fp32 or int64). */
 static bool fits(const mpx_tensor *t, const mpx_value *v) {
-    if (v->n != t->nelem || v->rank != t->rank || (!t->f32 != !v->f) || (!t->i64 != !v->i)) return false;
+    if (v->n != t->nelem || v->rank != t->rank || (!t->f32 != !v->f) || (!t->i64 != !v->i) || (!t->f64 != !v->d))
+        return false;
     for (int i = 0; i < t->rank; i++)
         if (v->dims[i] != t->dims[i]) return false;
     return true;
@@ -19,7 +20,7 @@ static bool fits(const mpx_tensor *t, const mpx_value *v) {
 
 static mpx_status eval_node(const mpx_node *n, bool *done, mpx_error *err) {
     *done = false;
-    mpx_kernel_fn fn = mpx_kernel_for(n->op);
+    mpx_kernel_fn fn = mpx_kernel_for_node(n);
     if (!fn) return MPX_OK;
     int ni = n->n_inputs, no = n->n_outputs;
     mpx_value *views = calloc((size_t)ni + 1, sizeof *views);
@@ -47,6 +48,7 @@ static mpx_status eval_node(const mpx_node *n, bool *done, mpx_error *err) {
         ok = fits(t, &outs[j]);
         if (ok && t->nelem > 0) {
             if (t->f32) memcpy(t->f32, outs[j].f, (size_t)t->nelem * sizeof *t->f32);
+            else if (t->f64) memcpy(t->f64, outs[j].d, (size_t)t->nelem * sizeof *t->f64);
             else memcpy(t->i64, outs[j].i, (size_t)t->nelem * sizeof *t->i64);
         }
     }

@@ -342,7 +342,7 @@ mpx_status mpx_k_dropout(const mpx_kctx *c, const mpx_value *const *in, int n_in
     const mpx_value *x = in[0], *ratio, *train;
     if ((st = opt_in(c, in, n_in, 1, &ratio)) != MPX_OK) return st;
     if ((st = opt_in(c, in, n_in, 2, &train)) != MPX_OK) return st;
-    double p = ratio && ratio->n > 0 ? (ratio->f ? (double)ratio->f[0] : (double)ratio->i[0])
+    double p = ratio && ratio->n > 0 ? (ratio->f ? (double)ratio->f[0] : ratio->d ? ratio->d[0] : (double)ratio->i[0])
                                      : (double)mpx_node_attr_float(c->node, "ratio", 0.5f);
     bool training = train && train->n > 0 && (train->i ? train->i[0] != 0 : train->f[0] != 0.0f);
     if (training && p != 0.0)

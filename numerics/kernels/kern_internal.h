@@ -165,6 +165,11 @@ mpx_status mpx_k_in_rounded(const mpx_kctx **c, mpx_kctx *local, int k, const mp
 /* Normalise an axis in [-rank, rank) (or [-rank-1, rank] when extra = 1);
  * error names the node. */
 mpx_status mpx_k_axis(const mpx_kctx *c, int64_t axis, int rank, int extra, int *out);
+/* The axes a Reduce* node reduces (kern_reduce.c): mask[i] for each dim of
+ * x, from the "axes" attribute or input 1 as the node's opset has them; no
+ * axes reduces every dim, or none (*noop) with noop_with_empty_axes=1. */
+mpx_status mpx_k_reduce_axes(const mpx_kctx *c, const mpx_value *x, const mpx_value *const *in, int n_in,
+                             bool *mask, bool *noop);
 /* Allocate out with the dtype and shape; a wrapper naming the node on error. */
 mpx_status mpx_k_alloc(const mpx_kctx *c, mpx_value *out, mpx_dtype dt, int rank,
                        const int64_t *dims);

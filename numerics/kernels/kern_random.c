@@ -41,6 +41,7 @@ static mpx_status out_dtype(const mpx_kctx *c, mpx_dtype dflt, mpx_dtype *dt) {
 
 static void put(mpx_value *v, int64_t k, double x) {
     if (v->f) v->f[k] = (float)x;
+    else if (v->d) v->d[k] = x;
     else v->i[k] = (int64_t)x;
 }
 

@@ -25,8 +25,8 @@ typedef enum rop { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_L2, R_SUMSQ, R_L1, R_L
  * before opset 13, the others before 18), else input 1 (optional, int, at
  * most rank 1). No axes reduces everything, or nothing with
  * noop_with_empty_axes=1. */
-static mpx_status reduce_axes(const mpx_kctx *c, const mpx_value *x, const mpx_value *const *in,
-                              int n_in, bool *mask, bool *noop) {
+mpx_status mpx_k_reduce_axes(const mpx_kctx *c, const mpx_value *x, const mpx_value *const *in, int n_in,
+                             bool *mask, bool *noop) {
     const int64_t *ax = NULL;
     int64_t na = 0;
     *noop = false;
@@ -224,7 +224,7 @@ static mpx_status reduce(const mpx_kctx *c, const mpx_value *const *in, int n_in
     if (st == MPX_OK) st = ke_input(c, in, n_in, 0, kinds, false, &x);
     if (st != MPX_OK) return st;
     bool mask[MPX_MAX_RANK], noop;
-    if ((st = reduce_axes(c, x, in, n_in, mask, &noop)) != MPX_OK) return st;
+    if ((st = mpx_k_reduce_axes(c, x, in, n_in, mask, &noop)) != MPX_OK) return st;
     if (noop) {
         mpx_error e = {0};
         if ((st = mpx_value_copy(&out[0], x, &e)) != MPX_OK)

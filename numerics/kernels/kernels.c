@@ -96,7 +96,7 @@ mpx_status mpx_k_alloc(const mpx_kctx *c, mpx_value *out, mpx_dtype dt, int rank
 
 mpx_status mpx_k_alloc_raw(const mpx_kctx *c, mpx_value *out, mpx_dtype dt, int rank,
                            const int64_t *dims) {
-    if (c && c->dest && c->dest_taken && !*c->dest_taken && mpx_dtype_is_float(dt) && rank >= 0 &&
+    if (c && c->dest && c->dest_taken && !*c->dest_taken && mpx_dtype_is_float(dt) && dt != MPX_DT_DOUBLE && rank >= 0 &&
         rank <= MPX_MAX_RANK) {
         int64_t n = -1;
         if (mpx_dims_product(rank, dims, &n, NULL) == MPX_OK && n == c->dest_n) {

@@ -119,6 +119,15 @@ typedef mpx_status (*mpx_kernel_fn)(const mpx_kctx *c, const mpx_value *const *i
 /* The kernel for an op, or NULL: the table in kernels.c is indexed by the op
  * enum (static_assert on its size). */
 mpx_kernel_fn mpx_kernel_for(mpx_op op);
+/* float64 (kern_f64.c, kernels_f64.def): a node that reads or writes a
+ * float64 tensor (mpx_node_is_f64, by the tensors' dtypes) runs its op's
+ * float64 kernel, computed in double; mpx_kernel_f64_for is NULL for an op
+ * without one, which runs are refused for (never computed in fp32).
+ * mpx_kernel_for_node is the kernel a node runs: the float64 one for a
+ * float64 node, else its op's. */
+mpx_kernel_fn mpx_kernel_f64_for(mpx_op op);
+bool mpx_node_is_f64(const mpx_node *n);
+mpx_kernel_fn mpx_kernel_for_node(const mpx_node *n);
 /* Fill c->err naming the node and op, return st. */
 mpx_status mpx_kernel_error(const mpx_kctx *c, mpx_status st, const char *fmt, ...);
 

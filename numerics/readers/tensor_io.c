@@ -310,7 +310,11 @@ static int64_t npy_convert(const npy_type *t, const unsigned char *p, size_t n, 
     for (size_t k = 0; k < n; k++, p += t->size) {
         uint64_t u = load_le(p, t->size);
         int64_t i = at + (int64_t)k;
-        if (mpx_dtype_is_float(t->dt)) { /* held as fp32 (doubles rounded) */
+        if (v->d) { /* float64 held as float64 */
+            memcpy(&v->d[i], &u, sizeof u);
+            continue;
+        }
+        if (mpx_dtype_is_float(t->dt)) { /* held as fp32 */
             v->f[i] = mpx_dtype_decode(t->dt, u);
             continue;
         }
@@ -496,14 +500,15 @@ mpx_status mpx_npy_write(const char *path, const mpx_file_guard *guard, const mp
     if (mpx_dims_product(v->rank, v->dims, &n, &sub) != MPX_OK || n != v->n)
         return file_error(err, MPX_E_ARG, path, "the value's shape does not hold its %lld elements",
                           (long long)v->n);
-    if (n > 0 && (isf ? !v->f : !v->i))
+    const bool dbl = v->dtype == MPX_DT_DOUBLE;
+    if (n > 0 && (dbl ? !v->d : isf ? !v->f : !v->i))
         return file_error(err, MPX_E_ARG, path, "the value has no data");
 
     /* Header as NumPy writes it; padded with spaces to a multiple of 64
      * bytes counting the 10-byte preamble, ending in '\n'. */
     char header[512];
     int len = snprintf(header, sizeof header, "{'descr': '%s', 'fortran_order': False, 'shape': (",
-                       isf ? "<f4" : "<i8");
+                       dbl ? "<f8" : isf ? "<f4" : "<i8");
     for (int d = 0; d < v->rank; d++)
         len += snprintf(header + len, sizeof header - (size_t)len, "%s%lld", d ? ", " : "",
                         (long long)v->dims[d]);
@@ -524,7 +529,7 @@ mpx_status mpx_npy_write(const char *path, const mpx_file_guard *guard, const mp
     mpx_out_file *o;
     mpx_status st = mpx_file_open_write(path, guard, &o, err);
     if (st) return st;
-    size_t es = isf ? 4 : 8;
+    size_t es = isf && !dbl ? 4 : 8;
     unsigned char *buf = malloc(BLOCK_ELEMS * es);
     if (!buf) {
         mpx_out_file_abort(o);
@@ -535,7 +540,9 @@ mpx_status mpx_npy_write(const char *path, const mpx_file_guard *guard, const mp
         size_t k = (size_t)(n - at) < BLOCK_ELEMS ? (size_t)(n - at) : BLOCK_ELEMS;
         for (size_t j = 0; j < k; j++) {
             uint64_t u;
-            if (isf) {
+            if (dbl) {
+                memcpy(&u, &v->d[at + (int64_t)j], sizeof u);
+            } else if (isf) {
                 uint32_t w;
                 memcpy(&w, &v->f[at + (int64_t)j], sizeof w);
                 u = w;
@@ -572,6 +579,7 @@ static mpx_status value_of(const mpx_tensor *t, const char *path, mpx_value *v, 
     if (v->n > 0) {
         if (v->f && t->f32) memcpy(v->f, t->f32, (size_t)v->n * sizeof *v->f);
         else if (v->i && t->i64) memcpy(v->i, t->i64, (size_t)v->n * sizeof *v->i);
+        else if (v->d && t->f64) memcpy(v->d, t->f64, (size_t)v->n * sizeof *v->d);
         else {
             mpx_value_free(v);
             return file_error(err, MPX_E_INVALID, path, "tensor \"%s\" has no data", t->name);

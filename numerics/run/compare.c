@@ -231,14 +231,14 @@ static mpx_status run_metrics(stream *s, slot *sl, const mpx_node *n, mpx_error 
         const mpx_tensor *t = n->outputs[k];
         if (!t || (t->flags & MPX_T_CONSTANT)) continue;
         const mpx_value *r = &s->ref[t->index];
-        if (r->n < 0 || !r->f) continue;
+        if (r->n < 0 || (!r->f && !r->d)) continue;
         const mpx_value *cs[MAX_CANDS];
         const mpx_format *fs[MAX_CANDS];
         mpx_layer *ls[MAX_CANDS];
         int m = 0;
         for (int q = 0; q < s->nc; q++) {
             const mpx_value *v = &s->cand[q][t->index];
-            if (v->n < 0 || !v->f) continue;
+            if (v->n < 0 || (!v->f && !v->d)) continue;
             const mpx_assign *a = s->a[q];
             mpx_layer *L = &sl->lay[q][sl->n_lay[q]++];
             memset(L, 0, sizeof *L);
@@ -313,7 +313,7 @@ static bool concat_prefix(const mpx_node *n, int rank, const int64_t *dims) {
 
 static size_t static_bytes(const mpx_tensor *t) {
     if (!t || t->nelem <= 0 || (t->flags & (MPX_T_SEQUENCE | MPX_T_CONSTANT | MPX_T_FOLDED))) return 0;
-    return (size_t)t->nelem * (mpx_dtype_is_float(t->dtype) ? 4u : 8u);
+    return (size_t)t->nelem * (mpx_dtype_is_float(t->dtype) && t->dtype != MPX_DT_DOUBLE ? 4u : 8u);
 }
 
 /* Which Concats grow their input 0: s->map_head marks those inputs (of
@@ -373,7 +373,7 @@ static bool plan_joins(stream *s) {
     for (int p = 0; ok && p < s->n_pos; p++)
         if (save[p] >= MAP_MIN_BYTES && (cut[p] + save[p]) * 5 >= most * 4) {
             const mpx_tensor *t = node_at(s, p)->inputs[0];
-            s->map_head[t->index] = mpx_dtype_is_float(t->dtype); /* (the mapping holds floats) */
+            s->map_head[t->index] = mpx_dtype_is_float(t->dtype) && t->dtype != MPX_DT_DOUBLE; /* (the mapping holds fp32) */
         }
     free(last);
     free(cut);
@@ -904,7 +904,7 @@ static bool plan_schedule(stream *s) {
             const mpx_tensor *t = n->outputs[k];
             if (!t) continue;
             b = t->nelem < 0 || (t->flags & MPX_T_SEQUENCE) ? SIZE_MAX
-                : b + (size_t)t->nelem * (mpx_dtype_is_float(t->dtype) ? 4u : 8u);
+                : b + (size_t)t->nelem * (mpx_dtype_is_float(t->dtype) && t->dtype != MPX_DT_DOUBLE ? 4u : 8u);
         }
         s->est[p] = b;
     }
@@ -926,7 +926,8 @@ static bool start_same(const stream *s, int q, int t) {
     if (s->a[q] && mpx_cmp_is_low(s->a[q]->tensor[t])) return false;
     if (r->n < 0 || c->n != r->n || c->dtype != r->dtype || c->is_seq || r->is_seq || c->rank != r->rank) return false;
     if (r->n == 0) return true;
-    if (!r->f != !c->f || !r->i != !c->i) return false;
+    if (!r->f != !c->f || !r->i != !c->i || !r->d != !c->d) return false;
+    if (r->d) return r->d == c->d || memcmp(r->d, c->d, (size_t)r->n * sizeof *r->d) == 0;
     if (r->f) return r->f == c->f || memcmp(r->f, c->f, (size_t)r->n * sizeof *r->f) == 0;
     return r->i == c->i || memcmp(r->i, c->i, (size_t)r->n * sizeof *r->i) == 0;
 }

@@ -175,14 +175,15 @@ static bool same_prec(const mpx_node_prec *x, const mpx_node_prec *y) {
 
 static bool same_value(const mpx_value *x, const mpx_value *y) {
     if (x->dtype != y->dtype || x->rank != y->rank || x->n != y->n || !x->f != !y->f ||
-        !x->i != !y->i)
+        !x->i != !y->i || !x->d != !y->d)
         return false;
     for (int d = 0; d < x->rank; d++)
         if (x->dims[d] != y->dims[d]) return false;
     if (x->n <= 0) return true;
     size_t n = (size_t)x->n;
     return (!x->f || memcmp(x->f, y->f, n * sizeof *x->f) == 0) &&
-           (!x->i || memcmp(x->i, y->i, n * sizeof *x->i) == 0);
+           (!x->i || memcmp(x->i, y->i, n * sizeof *x->i) == 0) &&
+           (!x->d || memcmp(x->d, y->d, n * sizeof *x->d) == 0);
 }
 
 /* The cache describes a run of this graph on these input bytes. */

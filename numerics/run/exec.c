@@ -81,11 +81,11 @@ void mpx_run_free(mpx_run *r) {
     free(r);
 }
 
-static bool has_value(const mpx_value *v) { return v && v->n >= 0 && (v->f || v->i || v->is_seq); }
+static bool has_value(const mpx_value *v) { return v && v->n >= 0 && (v->f || v->i || v->d || v->is_seq); }
 
 /* A constant whose value the graph holds (initializer or Constant output). */
 static bool is_constant(const mpx_tensor *t) {
-    return t && (t->flags & MPX_T_CONSTANT) && (t->f32 || t->i64) && t->nelem >= 0 && t->rank >= 0;
+    return t && (t->flags & MPX_T_CONSTANT) && (t->f32 || t->i64 || t->f64) && t->nelem >= 0 && t->rank >= 0;
 }
 
 /* Constant nodes are not run: their outputs come from the graph (as shape
@@ -135,6 +135,14 @@ static void round_values(const mpx_format *f, float *dst, const float *src, size
  * report went to that copy). A sequence, or a value whose count and
  * buffer disagree, takes the copy. */
 static mpx_status round_into(mpx_value *dst, const mpx_value *src, const mpx_format *f, mpx_error *err) {
+    if (!src->is_seq && src->d) { /* float64 held low: rounded once from the double, kept double */
+        mpx_value t;
+        mpx_status st = mpx_value_alloc_raw(&t, src->dtype, src->rank, src->dims, err);
+        if (st != MPX_OK) return st;
+        if (t.n > 0) mpx_round_double_array(f, t.d, src->d, (size_t)t.n);
+        *dst = t;
+        return MPX_OK;
+    }
     if (!src->is_seq && src->f && src->n > 0) {
         mpx_value t;
         mpx_status st = mpx_value_alloc_raw(&t, src->dtype, src->rank, src->dims, err);
@@ -164,7 +172,7 @@ static bool kept_view(mpx_value *v, const mpx_tensor *t, const mpx_format *f) {
 }
 
 static mpx_status round_copy(mpx_value *v, const mpx_format *f, mpx_error *err) {
-    if (!v->f || !low(f)) return MPX_OK;
+    if ((!v->f && !v->d) || !low(f)) return MPX_OK;
     if (v->borrowed) {
         mpx_value c;
         mpx_status st = round_into(&c, v, f, err);
@@ -172,7 +180,8 @@ static mpx_status round_copy(mpx_value *v, const mpx_format *f, mpx_error *err) 
         *v = c;
         return MPX_OK;
     }
-    if (v->n > 0) round_values(f, v->f, v->f, (size_t)v->n);
+    if (v->n > 0 && v->d) mpx_round_double_array(f, v->d, v->d, (size_t)v->n);
+    else if (v->n > 0) round_values(f, v->f, v->f, (size_t)v->n);
     return MPX_OK;
 }
 
@@ -195,6 +204,12 @@ static mpx_status check(const mpx_graph *g, const mpx_assign *a, const mpx_value
                              "the reference run for local error is of another graph");
     for (int i = 0; i < g->n_nodes; i++) {
         const mpx_node *n = g->nodes[i];
+        if (!skipped(n) && mpx_kernel_for(n->op) && !mpx_kernel_for_node(n))
+            return mpx_error_set(err, MPX_E_UNSUPPORTED,
+                                 "node \"%s\" (%s): no float64 kernel for %s; mpx computes float64 as float64 "
+                                 "and runs no float64 node in float32 (docs/float64.md lists the float64 ops; "
+                                 "a Cast to float32 before it in the model runs it in float32)",
+                                 n->name, n->op_type, n->op_type);
         if (!skipped(n) && !mpx_kernel_for(n->op))
             return mpx_error_set(err, MPX_E_UNSUPPORTED, "node \"%s\" (%s): no kernel for %s",
                                  n->name, n->op_type, n->op_type);
@@ -226,12 +241,15 @@ static mpx_status check(const mpx_graph *g, const mpx_assign *a, const mpx_value
             return mpx_error_set(
                 err, MPX_E_SHAPE, "input \"%s\": the value has shape %s, the input is bound to %s",
                 t->name, vshape(v, b1, sizeof b1), mpx_tensor_shape_str(t, b2, sizeof b2));
-        bool vf = mpx_dtype_is_float(v->dtype);
-        if ((vf ? !v->f : !v->i) || v->n != t->nelem)
+        bool vf = mpx_dtype_is_float(v->dtype), vd = v->dtype == MPX_DT_DOUBLE;
+        if ((vd ? !v->d : vf ? !v->f : !v->i) || v->n != t->nelem)
             return mpx_error_set(err, MPX_E_ARG, "input \"%s\": the value is malformed", t->name);
         if (t->dtype != MPX_DT_UNDEFINED && mpx_dtype_is_float(t->dtype) != vf)
             return mpx_error_set(err, MPX_E_ARG, "input \"%s\" is %s but the value is %s", t->name,
                                  mpx_dtype_name(t->dtype), mpx_dtype_name(v->dtype));
+        if (t->dtype != MPX_DT_UNDEFINED && vf && (t->dtype == MPX_DT_DOUBLE) != vd)
+            return mpx_error_set(err, MPX_E_ARG, "input \"%s\" is %s but the value is %s (convert it to %s)", t->name,
+                                 mpx_dtype_name(t->dtype), mpx_dtype_name(v->dtype), mpx_dtype_name(t->dtype));
     }
     /* Every node input has a value by the time the node runs. */
     bool *avail = calloc(g->n_tensors ? (size_t)g->n_tensors : 1u, sizeof *avail);
@@ -414,6 +432,28 @@ static mpx_status exec_node(const mpx_node *n, const mpx_assign *a, const mpx_va
          * kernel that reads the input rounded itself gets them with the
          * format (kernels.def); else their rounded copy kept on the tensor,
          * read in place. */
+        if (src->d && !src->is_seq) {
+            /* float64: a weight held low (tf), then the compute format (cf);
+             * a node's input held in cf already needs no second rounding. */
+            const bool own_d = src->d == t->f64;
+            const mpx_format *tf = own_d && !ref_inputs ? tensor_fmt(a, t) : NULL;
+            const mpx_format *rf = own_d ? NULL : cf && (ref_inputs || tensor_fmt(a, t) != cf) ? cf : NULL;
+            if (own_d && cf && cf != tf) rf = cf;
+            if (tf || rf) {
+                mpx_error e = {0};
+                st = round_into(&conv[j], src, tf ? tf : rf, &e);
+                if (st == MPX_OK && tf && rf) st = round_copy(&conv[j], rf, &e);
+                if (st != MPX_OK) {
+                    st = mpx_error_set(err, e.status, "node \"%s\" (%s): %s", n->name, n->op_type, e.msg);
+                    goto done;
+                }
+                scratch += mpx_value_bytes(&conv[j]);
+                ins[j] = &conv[j];
+            } else {
+                ins[j] = src;
+            }
+            continue;
+        }
         const bool own = src->f && src->f == t->f32 && !src->is_seq;
         const mpx_format *tf = own && !ref_inputs ? tensor_fmt(a, t) : NULL;
         if (own && (tf || cf)) {
@@ -487,7 +527,7 @@ static mpx_status exec_node(const mpx_node *n, const mpx_assign *a, const mpx_va
      * stored, cached or compared. The flags stay set until the run ends,
      * so a kernel that stopped is always caught here. */
     const bool before = mpx_k_cancelled();
-    if (!before) st = mpx_kernel_for(n->op)(&kc, ins, ni, outs, no);
+    if (!before) st = mpx_kernel_for_node(n)(&kc, ins, ni, outs, no);
     if (before || (st != MPX_E_CANCELLED && mpx_k_cancelled())) {
         st = mpx_error_set(err, MPX_E_CANCELLED, "node \"%s\" (%s): cancelled%s", n->name, n->op_type,
                            before ? "" : " while it ran (its values dropped)");
@@ -517,6 +557,11 @@ static mpx_status exec_node(const mpx_node *n, const mpx_assign *a, const mpx_va
         if (j == 0 && rounded) continue; /* the kernel rounded it to kc.out_round */
         const mpx_format *of, *tf;
         output_formats(n, p, a, j, &of, &tf);
+        if (v->d && v->n > 0) { /* float64 held low: each rounding from the double */
+            if (of) mpx_round_double_array(of, v->d, v->d, (size_t)v->n);
+            if (tf && tf != of) mpx_round_double_array(tf, v->d, v->d, (size_t)v->n);
+            continue;
+        }
         if (v->f && of && v->n > 0) round_values(of, v->f, v->f, (size_t)v->n);
         /* Rounding twice to one format changes nothing: skip the second. */
         if (v->f && tf && tf != of && v->n > 0) round_values(tf, v->f, v->f, (size_t)v->n);
@@ -542,8 +587,8 @@ bool mpx_exec_active(const mpx_node *n, const mpx_value *vals) {
     for (int depth = 0; n && n->guard && depth <= MPX_MAX_SUBGRAPH_DEPTH; depth++, n = n->guard) {
         const mpx_tensor *ct = n->guard->inputs[0];
         const mpx_value *cv = ct ? &vals[ct->index] : NULL;
-        if (!cv || cv->n < 1 || (!cv->i && !cv->f)) return false;
-        bool then = cv->i ? cv->i[0] != 0 : cv->f[0] != 0.0f;
+        if (!cv || cv->n < 1 || (!cv->i && !cv->f && !cv->d)) return false;
+        bool then = cv->i ? cv->i[0] != 0 : cv->d ? cv->d[0] != 0.0 : cv->f[0] != 0.0f;
         if ((then ? 0 : 1) != n->branch) return false;
     }
     return true;
@@ -710,7 +755,7 @@ mpx_status mpx_run_graph(const mpx_graph *g, const mpx_assign *a, const mpx_valu
             if (st == MPX_OK) store_outputs(n, outs, run->vals);
             for (int j = 0; st == MPX_OK && opts && opts->on_value && j < n->n_outputs; j++) {
                 const mpx_tensor *t = n->outputs[j];
-                if (t && run->vals[t->index].n >= 0 && run->vals[t->index].f)
+                if (t && run->vals[t->index].n >= 0 && (run->vals[t->index].f || run->vals[t->index].d))
                     opts->on_value(opts->on_value_ctx, t, &run->vals[t->index]);
             }
         }

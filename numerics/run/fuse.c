@@ -37,7 +37,7 @@ enum {
 };
 
 static bool known_float(const mpx_tensor *t) {
-    if (!t || !mpx_dtype_is_float(t->dtype) || t->rank < 1 || t->rank > MPX_MAX_RANK)
+    if (!t || !mpx_dtype_is_float(t->dtype) || t->dtype == MPX_DT_DOUBLE || t->rank < 1 || t->rank > MPX_MAX_RANK)
         return false;
     for (int i = 0; i < t->rank; i++)
         if (t->dims[i] < 0) return false;
@@ -107,7 +107,7 @@ static bool node_ok(const mpx_node *n, int64_t *plane) {
     for (int j = 0; j < n->n_inputs; j++) {
         const mpx_tensor *t = n->inputs[j];
         if (!t) continue;
-        if (!known_float(t) && !(t->rank == 0 && mpx_dtype_is_float(t->dtype))) return false;
+        if (!known_float(t) && !(t->rank == 0 && mpx_dtype_is_float(t->dtype) && t->dtype != MPX_DT_DOUBLE)) return false;
         operand o;
         if (t->rank == 0) {
             memset(&o, 0, sizeof o);

@@ -49,11 +49,11 @@ class Error_(Structure):  # mpx_error
                 ("msg", c_char * 1024)]
 
 
-class Tensor(Structure):  # mpx_tensor, up to f32 and i64
+class Tensor(Structure):  # mpx_tensor, up to f32, i64 and f64
     _fields_ = [("name", c_char_p), ("index", c_int32), ("dtype", c_int), ("flags", c_uint32),
                 ("decl_rank", c_int), ("decl_dims", c_int64 * MAX_RANK), ("decl_sym", c_char_p * MAX_RANK),
                 ("rank", c_int), ("dims", c_int64 * MAX_RANK), ("sym", c_void_p * MAX_RANK), ("nelem", c_int64),
-                ("f32", POINTER(c_float)), ("i64", POINTER(c_int64))]
+                ("f32", POINTER(c_float)), ("i64", POINTER(c_int64)), ("f64", POINTER(c_double))]
 
 
 class Node(Structure):  # mpx_node, up to outputs
@@ -75,7 +75,8 @@ class Value(Structure):  # mpx_value
 
 
 Value._fields_ = [("dtype", c_int), ("rank", c_int), ("dims", c_int64 * MAX_RANK), ("n", c_int64),
-                  ("f", POINTER(c_float)), ("i", POINTER(c_int64)), ("borrowed", c_bool), ("mapped", c_size_t),
+                  ("f", POINTER(c_float)), ("i", POINTER(c_int64)), ("d", POINTER(c_double)), ("borrowed", c_bool),
+                  ("mapped", c_size_t),
                   ("is_seq", c_bool), ("is_opt", c_bool), ("seq", POINTER(Value))]
 
 

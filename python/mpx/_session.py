@@ -178,14 +178,19 @@ def _tensor_shape(t):
 
 
 def _value_to_array(v):
-    """A copy of an mpx_value's elements as a NumPy array (float32 for
-    float dtypes, which mpx holds as fp32; int64 otherwise)."""
+    """A copy of an mpx_value's elements as a NumPy array (float64 for
+    float64, float32 for the other float dtypes, which mpx holds as fp32;
+    int64 otherwise)."""
     if v.n < 0:
         return None
-    if v.n > 0 and not v.f and not v.i:
+    if v.n > 0 and not v.f and not v.i and not v.d:
         raise Error("values of type %s are not held by mpx (only numbers are)" % L.dtype_name(v.dtype).decode())
     shape = tuple(int(v.dims[i]) for i in range(v.rank))
-    if v.f:
+    if v.d:
+        a = np.empty(shape, np.float64)
+        if v.n:
+            ctypes.memmove(a.ctypes.data, v.d, int(v.n) * 8)
+    elif v.f:
         a = np.empty(shape, np.float32)
         if v.n:
             ctypes.memmove(a.ctypes.data, v.f, int(v.n) * 4)
@@ -895,6 +900,7 @@ class Session:
     def _array_for(self, t, a, source, convert):
         want_int = L.dtype_is_int_like(t.dtype)
         tname, dt = t.name.decode(), L.dtype_name(t.dtype).decode()
+        fdt = np.float64 if dt == "float64" else np.float32  # (mpx holds float64 as float64, other floats as fp32)
         if not isinstance(a, np.ndarray):
             raise Error("input %s: a NumPy array, a file name or shape= expected, not %s" % (tname, type(a).__name__))
         if a.dtype.kind in "fc" and a.dtype.kind == "c":
@@ -902,13 +908,13 @@ class Session:
         if a.dtype.kind == "f":
             if want_int:
                 raise Error("%s holds float values (%s) but input %s is %s (integer)" % (source, a.dtype, tname, dt))
-            a = np.ascontiguousarray(a, dtype=np.float32)
+            a = np.ascontiguousarray(a, dtype=fdt)
         elif a.dtype.kind in "iub":
             if not want_int:
                 if not convert:
                     raise Error("%s holds %s values but input %s is %s; pass convert=True to convert each integer "
                                 "to the nearest %s" % (source, a.dtype, tname, dt, dt))
-                a = np.ascontiguousarray(a, dtype=np.float32)
+                a = np.ascontiguousarray(a, dtype=fdt)
             else:
                 a = np.ascontiguousarray(a, dtype=np.int64)
         else:
@@ -1049,7 +1055,7 @@ class Session:
                 v = vals[i]
                 if spec[0] == "array":
                     if v.n:
-                        ctypes.memmove(v.f if v.f else v.i, spec[1].ctypes.data, spec[1].nbytes)
+                        ctypes.memmove(v.d if v.d else v.f if v.f else v.i, spec[1].ctypes.data, spec[1].nbytes)
                 else:
                     L.value_fill(byref(v), L.FILL[spec[1]], spec[2], spec[3], spec[4])
             return vals

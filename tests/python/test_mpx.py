@@ -239,6 +239,23 @@ class BadInput(unittest.TestCase):
         np.testing.assert_array_equal(ref, [[0, 0, 3, 70000]])
         np.testing.assert_array_equal(cand, ref)  # no float input: fp32 throughout
 
+    def test_float64(self):
+        # float64 in and out as float64: 1e229 and 1e-300 survive, which fp32 holds as inf and 0
+        d = work("f64model")
+        m = os.path.join(d, "f64.json")
+        with open(m, "w") as f:
+            json.dump({"format": "mpx-model", "version": 1, "name": "f64", "opset": 17,
+                       "inputs": [{"name": "x", "type": "float64", "shape": [1, 3]}],
+                       "outputs": [{"name": "y", "type": "float64", "shape": [1, 3]}],
+                       "nodes": [{"name": "mul", "op": "Mul", "inputs": ["x", "x"], "outputs": ["y"]}]}, f)
+        s = mpx.Session(m)
+        x = np.array([[1e150, 1e-160, 3.0]])
+        s.input("x", x)
+        ref, cand = s.run().tensor("y")
+        self.assertEqual(ref.dtype, np.float64)
+        np.testing.assert_array_equal(ref, x * x)
+        np.testing.assert_array_equal(cand, ref)  # the defaults keep float64
+
     def test_shape(self):
         s = session()
         before = self.state(s)

@@ -1,0 +1,143 @@
+#!/bin/sh
+# ctest entry: float64 computed and stored as float64 (issue 48).
+#  1. tests/f64_models.py's f64_ops (float64 inputs holding 1e229 and
+#     1e-300, a float32 input cast to float64, float64 weights, the float64
+#     ops: kernels_f64.def): mpx's reference against ONNX Runtime on every
+#     tensor, rel_l2 < 1e-15 (most are bit for bit: rel_l2 0), and every
+#     float64 tensor written as <f8 (ort_run.js refuses a float64 tensor
+#     that mpx wrote as <f4).
+#  2. `tensor --save` writes <f8 holding 1e229 and 1e-71 (1e229 * 1e-300),
+#     which fp32 holds as inf and 0.
+#  3. The defaults keep float64 (why: red, float64); coloured green the
+#     float64 nodes run in fp16 and the report says 1e229 overflows there,
+#     with figures computed in double (the default plan's report: rel_l2 0).
+#  4. Export keeps DOUBLE where the plan does not hold a tensor low: ONNX's
+#     strict shape inference accepts the exported model, its inputs,
+#     outputs and weights are still DOUBLE, and mpx loads and runs it.
+#  5. A float64 Conv (no float64 kernel) is refused naming the node.
+#
+# usage: f64_ort.sh <mpx_run_model> <mpx> <python3> <cache_dir> <work_dir>
+set -eu
+RUN=$1
+MPX=$2
+PY=$3
+CACHE=$4
+WORK=$5
+HERE=$(cd "$(dirname "$0")" && pwd)
+eval "$("$HERE/../scripts/fetch-models.sh" "$CACHE")"
+rm -rf "$WORK"
+mkdir -p "$WORK"
+M=$WORK/models
+"$PY" "$HERE/f64_models.py" "$M"
+failed=0
+n=0
+fail() { echo "f64_ort $1: FAIL${2:+: $2}"; failed=$((failed + 1)); }
+INPUTS="input X file $M/x.npy; input Z file $M/z.npy; input F file $M/f.npy"
+
+# 1. against ONNX Runtime
+n=$((n + 1))
+if ! "$RUN" "$M/f64_ops.onnx" "$WORK/ops" --file "X=$M/x.npy" --file "Z=$M/z.npy" --file "F=$M/f.npy" \
+     > "$WORK/ops.log" 2>&1; then
+  sed 's/^/  /' "$WORK/ops.log"; fail ort "mpx_run_model"
+else
+  all=$("$PY" "$HERE/ort_compare.py" all-outputs "$M/f64_ops.onnx" "$WORK/all")
+  if node "$HERE/ort_run.js" "$ORT" "$M/f64_ops.onnx" "$all" "$WORK/ops" f64_ops --bound 1e-15 --threads 1 \
+       --repeat 1 > "$WORK/ops.ort" 2>&1; then
+    head -2 "$WORK/ops.ort"
+  else
+    cat "$WORK/ops.ort"; fail ort "the reference against ORT"
+  fi
+fi
+
+# expect <label> <mpx commands> <text>...: the commands succeed and print each text
+expect() {
+  n=$((n + 1))
+  label=$1 cmds=$2
+  shift 2
+  if ! out=$("$MPX" -c "$cmds" 2>&1); then
+    echo "$out"; fail "$label" "the commands failed"; return
+  fi
+  for want in "$@"; do
+    case $out in
+      *"$want"*) ;;
+      *) echo "$out" | grep -v '^  output'; fail "$label" "no \"$want\""; return ;;
+    esac
+  done
+  echo "$label: ok"
+}
+
+# 2. tensor --save writes <f8
+expect save "load $M/f64_ops.onnx; $INPUTS; run; tensor add --save $WORK/add.npy; tensor ident --save $WORK/ident.npy" \
+  "tensor add float64 2x3x4, held in fp32" "reference min -3.7e+229, max 1e+229" "reference min -3.7e-71, max 1e-71"
+n=$((n + 1))
+if "$PY" - "$WORK" "$M" <<'PYEOF'
+import sys
+import numpy as np
+w, m = sys.argv[1], sys.argv[2]
+for name in ("add", "ident"):
+    head = open("%s/%s.npy" % (w, name), "rb").read(128)
+    assert b"'descr': '<f8'" in head, (name, head)
+x, z = np.load(m + "/x.npy"), np.load(m + "/z.npy")
+add, ident = np.load(w + "/add.npy"), np.load(w + "/ident.npy")
+assert add.dtype == np.float64 and np.array_equal(add, x + z), "add"
+assert np.array_equal(ident, x * 1e-300), "ident"
+assert add.flat[0] == 1e229 and 0 < abs(ident.flat[0]) < 1e-70
+PYEOF
+then echo "save_f8: ok"; else fail save_f8 "the saved files are not <f8 or not the float64 values"; fi
+
+# 3. the plan and the report
+expect default_plan "load $M/f64_ops.onnx; why add_n; $INPUTS; run; assert add.rel_l2 == 0 and ident.rel_l2 == 0" \
+  "default: red (mpx: float64 stays float64 unless a rule colours it)" "red: computes in float64"
+expect green_report "load $M/f64_ops.onnx; $INPUTS; colour * green; run; report --json $WORK/green.json; tensor x_tiny" \
+  "first at add (Add): float64 values up to 3.7e+229 do not fit fp16" "tensor x_tiny float64 2x3x4, held in fp16" \
+  "underflow 20"
+# only the float32 input's Cast to float64 low: X + f64 stays float64 around 1e229, with
+# an error of fp16's size in F's values: rel_l2 near 1e-233, whose sums of squares
+# need the figures' scaling (unscaled, |1e229|^2 overflows and rel_l2 reads 0)
+expect scaled_figures "load $M/f64_ops.onnx; $INPUTS; colour name:f64_n green; run; assert x_plus_f.rel_l2 > 1e-240 and x_plus_f.rel_l2 < 1e-225 and add.rel_l2 == 0" \
+  "plan:"
+n=$((n + 1))
+if "$PY" - "$WORK/green.json" <<'PYEOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+rows = {l["tensor"]: l["metrics"] for l in r["layers"]}
+# exp of moderate values in fp16: a finite error of fp16's size, from figures in double
+e = rows["exp"]
+assert 1e-5 < e["rel_l2"] < 1e-2, e
+assert rows["add"]["overflow"] == 2 and rows["add"]["absmax_ref"] == 3.7e229, rows["add"]
+PYEOF
+then echo "green_json: ok"; else fail green_json "the report's float64 figures"; fi
+
+# 4. export keeps DOUBLE
+expect export "load $M/f64_ops.onnx; colour Add green; export $WORK/green.onnx; load $WORK/green.onnx; $INPUTS; run; tensor add" \
+  "tensor add float64 2x3x4"
+n=$((n + 1))
+if "$PY" - "$WORK/green.onnx" <<'PYEOF'
+import sys
+import onnx
+from onnx import TensorProto
+m = onnx.load(sys.argv[1])
+onnx.shape_inference.infer_shapes(m, strict_mode=True)
+types = {v.name: v.type.tensor_type.elem_type for v in list(m.graph.input) + list(m.graph.output)}
+inits = {i.name: i.data_type for i in m.graph.initializer}
+for name in ("X", "Z", "add", "matmul", "softmax", "pad"):
+    assert types[name] == TensorProto.DOUBLE, (name, types[name])
+assert inits["W"] == TensorProto.DOUBLE and inits["tiny"] == TensorProto.DOUBLE
+casts = [n for n in m.graph.node if n.op_type == "Cast" and n.output[0] == "add"]
+assert casts and casts[0].attribute[0].i == TensorProto.DOUBLE, casts
+PYEOF
+then echo "export_double: ok"; else fail export_double "the exported model does not keep DOUBLE"; fi
+
+# 5. refused
+n=$((n + 1))
+if out=$("$MPX" -c "load $M/f64_conv.onnx; input X random; run" 2>&1); then
+  fail refused "a float64 Conv ran"
+else
+  case $out in
+    *'node "conv_d" (Conv): no float64 kernel for Conv'*) echo "refused: ok" ;;
+    *) echo "$out"; fail refused "not the expected message" ;;
+  esac
+fi
+
+echo "f64_ort: $n checks, $failed failed"
+[ "$failed" = 0 ]
