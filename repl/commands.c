@@ -304,7 +304,8 @@ static const mpx_command commands[] = {
      "scopes draw. --json: {\"target\", \"keep_io\", \"counts\": {green, gray, clear, red,\n"
      "casts, weights_converted, weight_bytes_before, weight_bytes_after,\n"
      "low_macs_pct, low_cost_pct}, \"nodes\": [{name, op, colour, default, rule, compute, accum,\n"
-     "output}], \"casts\": [{tensor, from, to, consumers}]}.",
+     "accum_options, output}], \"casts\": [{tensor, from, to, consumers}]}. The accum\n"
+     "column shows an accum rule's options after the format: bf16+bias-first.",
      repl_cmd_plan, 0, 0, {MPX_WORD_TEXT}, NULL, plan_opts, NULL},
     {"diff", "", "what the last change did: nodes recoloured, casts added and removed",
      "--json: {\"nodes\": [{name, op, colour_before, colour_after, compute_before,\n"

@@ -260,6 +260,7 @@ metric_value = _fn("mpx_metric_value", c_double, POINTER(Metrics), c_int)
 metrics_compute = _fn("mpx_metrics_compute", c_int, POINTER(Value), POINTER(Value), _P, POINTER(Metrics), E)
 
 colour_name = _fn("mpx_colour_name", c_char_p, c_int)
+rules_accum_option = _fn("mpx_rules_accum_option", c_char_p, c_int, POINTER(c_uint32))
 colour_from_name = _fn("mpx_colour_from_name", c_int, c_char_p)
 rules_new = _fn("mpx_rules_new", _P)
 rules_copy = _fn("mpx_rules_copy", _P, _P)

@@ -13,7 +13,7 @@ import shlex
 import signal
 import threading
 import warnings
-from ctypes import POINTER, byref, c_bool, c_int, c_int64, c_void_p
+from ctypes import POINTER, byref, c_bool, c_int, c_int64, c_uint, c_void_p
 
 import numpy as np
 
@@ -308,8 +308,9 @@ class Plan:
         """One record per node in graph order, with the keys of the
         program's `plan --json`: name, op, colour, default, rule (the number
         of the rule that set the colour, from 1 as Session.rules() counts;
-        None: the default), compute/accum/output formats (None where
-        precision does not apply); and order (the node's index), the
+        None: the default), compute/accum/output formats and accum_options
+        (the accum rule's options by name; None where precision does not
+        apply); and order (the node's index), the
         default's source and low (computes narrower than fp32). changed: only the nodes a rule
         decided or whose colour differs from its default (`plan --changed`).
         A pandas DataFrame when pandas is installed."""
@@ -325,6 +326,7 @@ class Plan:
                 "rule": pn.colour_rule + 1 if pn.colour_rule >= 0 else None,
                 "compute": _fmt_name(pn.compute) if pn.is_float else None,
                 "accum": _fmt_name(pn.accum) if pn.is_float else None,
+                "accum_options": _accum_options(pn.accum_flags) if pn.is_float else None,
                 "output": _fmt_name(pn.output) if pn.is_float else None,
                 "low": bool(pn.low)})
         return _records(rows)
@@ -1545,6 +1547,18 @@ class Session:
         if self._closed:
             return "<mpx.Session (closed)>"
         return "<mpx.Session %s: %s>" % (self.model, self._plan.summary())
+
+
+def _accum_options(flags):
+    """The accum rule's options in flags by their names (plan --json's accum_options)."""
+    names, k, f = [], 0, c_uint(0)
+    while True:
+        name = L.rules_accum_option(k, byref(f))
+        if name is None:
+            return names
+        if flags & f.value:
+            names.append(name.decode())
+        k += 1
 
 
 def _rule_text(verb, selector, what, when, otherwise):
