@@ -185,8 +185,9 @@ class ExportSummary(Structure):  # mpx_export_summary (export/mpx_export.h)
                 ("weight_elems", c_int64), ("bytes_before", c_int64), ("bytes_after", c_int64),
                 ("opset_before", c_int), ("opset", c_int), ("upgraded", c_int), ("n_overflow", c_int),
                 ("overflow", c_char * 256), ("n_flushed", c_int), ("flushed", c_char * 256), ("n_kept", c_int),
-                ("kept", c_char * 256), ("external_bytes", c_int64), ("external", c_char * 1100),
-                ("target", c_void_p), ("accum", c_void_p), ("accum_block", c_int), ("keep_io", c_bool)]
+                ("kept", c_char * 256), ("n_accum_options", c_int), ("accum_options", c_char * 256),
+                ("external_bytes", c_int64), ("external", c_char * 1100), ("target", c_void_p), ("accum", c_void_p),
+                ("accum_block", c_int), ("keep_io", c_bool)]
 
 
 # ---- prototypes ---------------------------------------------------------------

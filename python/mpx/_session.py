@@ -1529,16 +1529,18 @@ class Session:
         """Write the current plan as an ONNX model (`export`): weights stored
         in their formats, a Cast per cast of the plan. Refuses an existing
         file unless force, the loaded model and the files read. Returns what
-        was written: nodes, casts, weights, bytes before and after, opset
-        and the weights that overflow or flush."""
+        was written: nodes, casts, weights, bytes before and after, opset,
+        the weights that overflow or flush and the nodes whose accum
+        options (bias-first, round-sum) ONNX cannot carry."""
         with self._use():
             s, err = L.ExportSummary(), L.Error_()
             _check(L.export_onnx(self._plan._ptr, os.fsencode(path), bool(force), bool(external), self._graph.guard,
                                      byref(s), byref(err)), err)
             d = {f: getattr(s, f) for f in ("nodes", "casts", "casts_retyped", "weights", "weight_elems",
                                             "bytes_before", "bytes_after", "opset_before", "opset", "upgraded",
-                                            "n_overflow", "n_flushed", "n_kept", "external_bytes")}
-            for f in ("overflow", "flushed", "kept", "external"):
+                                            "n_overflow", "n_flushed", "n_kept", "n_accum_options",
+                                            "external_bytes")}
+            for f in ("overflow", "flushed", "kept", "accum_options", "external"):
                 d[f] = getattr(s, f).decode()
             d["path"] = os.fspath(path)
             return d
