@@ -160,8 +160,8 @@ const mpx_opt repl_data_keywords[] = {
 const mpx_opt repl_image_keywords[] = {
     [IMAGE_SIZE] = {.name = "size", .type = MPX_OPT_TEXT, .meta = "<H>x<W>", .help = "resize to H x W"},
     [IMAGE_LAYOUT] = {.name = "layout", .type = MPX_OPT_CHOICE, .choices = "nchw|nhwc", .help = "the input's layout"},
-    [IMAGE_CHANNELS] = {.name = "channels", .type = MPX_OPT_CHOICE, .choices = "rgb|bgr|gray",
-                        .help = "the channels' order, or one gray channel"},
+    [IMAGE_CHANNELS] = {.name = "channels", .type = MPX_OPT_CHOICE, .choices = "rgb|bgr|gray/grey",
+                        .help = "the channels' order, or one gray channel (grey: the same)"},
     [IMAGE_SCALE] = {.name = "scale", .type = MPX_OPT_NUMBER, .meta = "<s>",
                      .help = "value = (pixel/255*scale - mean)/std"},
     [IMAGE_MEAN] = {.name = "mean", .type = MPX_OPT_TEXT, .meta = "<a,b,c>", .help = "per channel (1 or 3 values)"},
