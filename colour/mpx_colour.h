@@ -87,6 +87,13 @@ mpx_colour mpx_colour_default_node(const mpx_node *n, const mpx_format *target,
 
 typedef enum mpx_rule_kind { MPX_RULE_COLOUR, MPX_RULE_ACCUM } mpx_rule_kind;
 
+/* The accum options by the names rules take: option k's name and its
+ * MPX_ACC_* flag into *flag (may be NULL); NULL past the last. */
+const char *mpx_rules_accum_option(int k, unsigned *flag);
+/* The names of the options in flags (an mpx_plan_node's accum_flags)
+ * joined by sep into buf ("" for none); returns buf. */
+const char *mpx_rules_accum_flags_str(unsigned flags, const char *sep, char *buf, size_t n);
+
 typedef struct mpx_rules mpx_rules;
 
 mpx_rules *mpx_rules_new(void);                 /* NULL on out of memory */

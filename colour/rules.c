@@ -495,6 +495,24 @@ static const struct {
     {"round-sum", MPX_ACC_ROUND_SUM, false},
 };
 
+const char *mpx_rules_accum_option(int k, unsigned *flag) {
+    if (k < 0 || (size_t)k >= sizeof accum_options / sizeof accum_options[0]) return NULL;
+    if (flag) *flag = accum_options[k].flag;
+    return accum_options[k].name;
+}
+
+const char *mpx_rules_accum_flags_str(unsigned flags, const char *sep, char *buf, size_t n) {
+    size_t len = 0;
+    unsigned f;
+    if (n) buf[0] = '\0';
+    for (int k = 0; mpx_rules_accum_option(k, &f); k++)
+        if ((flags & f) && len < n) {
+            int w = snprintf(buf + len, n - len, "%s%s", len ? sep : "", accum_options[k].name);
+            if (w > 0) len += (size_t)w;
+        }
+    return buf;
+}
+
 /* Zero or more accum options after the format f at the cursor, into *flags. */
 static mpx_status parse_accum_options(parser *p, const mpx_format *f, unsigned *flags) {
     *flags = 0;

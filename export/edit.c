@@ -106,7 +106,7 @@ const char *ex_fresh_name(ex *e, const char *base, const char *suffix) {
 
 /* ---- weights ----------------------------------------------------------------------- */
 
-static void add_name(char *list, size_t size, int *count, const char *name) {
+void ex_add_name(char *list, size_t size, int *count, const char *name) {
     (*count)++;
     size_t n = strlen(list);
     if (n + strlen(name) + 8 >= size) {
@@ -153,8 +153,8 @@ static Onnx__TensorProto *encode_tensor(ex *e, const mpx_tensor *t, const Onnx__
     mpx_export_summary *s = &e->sum;
     s->weights++;
     s->weight_elems += (int64_t)ne;
-    if (overflow) add_name(s->overflow, sizeof s->overflow, &s->n_overflow, t->name);
-    if (flushed) add_name(s->flushed, sizeof s->flushed, &s->n_flushed, t->name);
+    if (overflow) ex_add_name(s->overflow, sizeof s->overflow, &s->n_overflow, t->name);
+    if (flushed) ex_add_name(s->flushed, sizeof s->flushed, &s->n_flushed, t->name);
     return tp;
 }
 
@@ -334,7 +334,7 @@ static const char *read_name(ex *e, const mpx_node *n, int i, const mpx_format *
                n->op != MPX_OP_CastLike) { /* CastLike reads the type alone: nothing to keep */
         char what[160];
         snprintf(what, sizeof what, "%s (%s of %s)", t->name, i == 1 ? "roi/ratio" : "scales", n->name);
-        add_name(e->sum.kept, sizeof e->sum.kept, &e->sum.n_kept, what);
+        ex_add_name(e->sum.kept, sizeof e->sum.kept, &e->sum.n_kept, what);
     }
     return name;
 }

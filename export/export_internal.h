@@ -76,6 +76,9 @@ typedef struct ex {
 
 /* ONNX TensorProto.DataType of a format (fp32 for NULL); UNDEFINED for tf32. */
 int ex_dtype_of(const mpx_format *f);
+/* name appended to a summary's list ("a, b", then ", ..." once full) and
+ * counted, for what the summary reports by name. */
+void ex_add_name(char *list, size_t size, int *count, const char *name);
 /* "out of memory writing the model" in err (every allocation of an export). */
 mpx_status ex_oom(mpx_error *err);
 /* The node's attribute called name, or NULL. */

@@ -38,6 +38,9 @@ typedef struct mpx_export_summary {
     char flushed[256];
     int n_kept;                /* float parameters of low nodes kept as declared (Resize scales ...) */
     char kept[256];
+    int n_accum_options;       /* nodes whose accum rule has options (bias-first, round-sum), which
+                                * ONNX cannot express: the file does not carry them */
+    char accum_options[256];   /* "node (option+option)", ... */
     int64_t external_bytes;    /* bytes written to the external data file (0: none) */
     char external[1100];       /* its path ("" when the weights are inline) */
     const mpx_format *target;

@@ -159,6 +159,15 @@ mpx_status mpx_export_onnx(const mpx_plan *p, const char *path, bool force, bool
     snprintf(note, sizeof note, "mpx: accumulate %s", value);
     e.accum_note = note;
     e.accum_value = value;
+    /* ONNX has no way to say how a sum is ordered or rounded: the accum
+     * rules' options are named in the summary, never silently dropped. */
+    for (int i = 0; i < g->n_nodes; i++)
+        if (p->nodes[i].accum_flags) {
+            char opts[64], what[320];
+            snprintf(what, sizeof what, "%s (%s)", g->nodes[i]->name,
+                     mpx_rules_accum_flags_str(p->nodes[i].accum_flags, "+", opts, sizeof opts));
+            ex_add_name(e.sum.accum_options, sizeof e.sum.accum_options, &e.sum.n_accum_options, what);
+        }
 
     uint8_t *src = NULL, *out = NULL;
     size_t src_len = 0;

@@ -53,6 +53,11 @@ const char *mpx_sh_TS(const mpx_tensor *t);
 mpx_tensor *mpx_sh_in(const mpx_sctx *c, int i); /* NULL when omitted */
 bool mpx_sh_known(const mpx_tensor *t);           /* rank known */
 mpx_status mpx_sh_need(const mpx_sctx *c, int k); /* inputs 0..k-1 present */
+/* Input 0 of an op whose output 0 follows from its shape (the start of
+ * most one-input ops' rules): NULL when the rule is done before it looks,
+ * with *st what to return: input 0 missing (the error), or its rank unknown
+ * (output 0 set unknown, of input 0's type). */
+const mpx_tensor *mpx_sh_in0_known(const mpx_sctx *c, mpx_status *st);
 int mpx_sh_opset(const mpx_sctx *c);
 mpx_dtype mpx_sh_dt(const mpx_tensor *t);
 /* Set output i's dtype (UNDEFINED: keep) and shape (NULL: unknown); element

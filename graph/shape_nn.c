@@ -122,10 +122,9 @@ mpx_status mpx_shape_conv_transpose(mpx_sctx *c) {
 }
 
 mpx_status mpx_shape_pool(mpx_sctx *c) {
-    mpx_status st = mpx_sh_need(c, 1);
-    if (st) return st;
-    const mpx_tensor *x = mpx_sh_in(c, 0);
-    if (!mpx_sh_known(x)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+    mpx_status st;
+    const mpx_tensor *x = mpx_sh_in0_known(c, &st);
+    if (!x) return st;
     if ((st = spatial_rank(c, x))) return st;
     mpx_window win;
     mpx_error e;
@@ -141,10 +140,9 @@ mpx_status mpx_shape_pool(mpx_sctx *c) {
 }
 
 mpx_status mpx_shape_global_pool(mpx_sctx *c) {
-    mpx_status st = mpx_sh_need(c, 1);
-    if (st) return st;
-    const mpx_tensor *x = mpx_sh_in(c, 0);
-    if (!mpx_sh_known(x)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+    mpx_status st;
+    const mpx_tensor *x = mpx_sh_in0_known(c, &st);
+    if (!x) return st;
     if ((st = spatial_rank(c, x))) return st;
     shp o = mpx_sh_shp_of(x);
     for (int i = 2; i < o.rank; i++) {

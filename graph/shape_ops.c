@@ -233,10 +233,9 @@ mpx_status mpx_shape_reshape(mpx_sctx *c) {
 }
 
 mpx_status mpx_shape_flatten(mpx_sctx *c) {
-    mpx_status st = mpx_sh_need(c, 1);
-    if (st) return st;
-    const mpx_tensor *x = mpx_sh_in(c, 0);
-    if (!mpx_sh_known(x)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+    mpx_status st;
+    const mpx_tensor *x = mpx_sh_in0_known(c, &st);
+    if (!x) return st;
     int r = x->rank;
     int64_t ax = mpx_node_attr_int(c->n, "axis", 1);
     if (ax < -r || ax > r)
@@ -254,10 +253,9 @@ mpx_status mpx_shape_flatten(mpx_sctx *c) {
 }
 
 mpx_status mpx_shape_transpose(mpx_sctx *c) {
-    mpx_status st = mpx_sh_need(c, 1);
-    if (st) return st;
-    const mpx_tensor *x = mpx_sh_in(c, 0);
-    if (!mpx_sh_known(x)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+    mpx_status st;
+    const mpx_tensor *x = mpx_sh_in0_known(c, &st);
+    if (!x) return st;
     int r = x->rank;
     const int64_t *perm;
     int np = mpx_node_attr_ints(c->n, "perm", &perm);
@@ -577,10 +575,9 @@ mpx_status mpx_shape_tile(mpx_sctx *c) {
 }
 
 static mpx_status depth_space(mpx_sctx *c, bool to_space) {
-    mpx_status st = mpx_sh_need(c, 1);
-    if (st) return st;
-    const mpx_tensor *x = mpx_sh_in(c, 0);
-    if (!mpx_sh_known(x)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+    mpx_status st;
+    const mpx_tensor *x = mpx_sh_in0_known(c, &st);
+    if (!x) return st;
     if (x->rank != 4)
         return mpx_node_error(c, MPX_E_SHAPE, "input \"%s\" of shape %s is not 4-D", x->name, mpx_sh_TS(x));
     int64_t b = mpx_node_attr_int(c->n, "blocksize", 0);
@@ -772,10 +769,9 @@ mpx_status mpx_shape_loss(mpx_sctx *c) {
 
 /* Det: the batch axes of [..., M, M]. */
 mpx_status mpx_shape_det(mpx_sctx *c) {
-    mpx_status st = mpx_sh_need(c, 1);
-    if (st) return st;
-    const mpx_tensor *x = mpx_sh_in(c, 0);
-    if (!mpx_sh_known(x)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+    mpx_status st;
+    const mpx_tensor *x = mpx_sh_in0_known(c, &st);
+    if (!x) return st;
     if (x->rank < 2) return mpx_node_error(c, MPX_E_SHAPE, "Det needs rank 2 or more, not %s", mpx_sh_TS(x));
     shp s = mpx_sh_shp_of(x);
     s.rank -= 2;
@@ -921,10 +917,9 @@ static int64_t scalar_int(const mpx_tensor *t) {
  * when onesided) and the last dim 2 (real, imaginary). The axis: attribute
  * (opset 17, default 1) or input 2 (opset 20, default -2). */
 mpx_status mpx_shape_dft(mpx_sctx *c) {
-    mpx_status st = mpx_sh_need(c, 1);
-    if (st) return st;
-    const mpx_tensor *x = mpx_sh_in(c, 0);
-    if (!mpx_sh_known(x)) return mpx_sh_set_out(c, 0, mpx_sh_dt(x), NULL);
+    mpx_status st;
+    const mpx_tensor *x = mpx_sh_in0_known(c, &st);
+    if (!x) return st;
     if (x->rank < 2 || (x->dims[x->rank - 1] >= 0 && x->dims[x->rank - 1] != 1 && x->dims[x->rank - 1] != 2))
         return mpx_node_error(c, MPX_E_SHAPE, "input %s: the last dim must be 1 (real) or 2 (complex)", mpx_sh_TS(x));
     int64_t ax = mpx_sh_opset(c) >= 20 ? (mpx_sh_in(c, 2) ? scalar_int(mpx_sh_in(c, 2)) : -2)

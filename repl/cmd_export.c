@@ -36,6 +36,9 @@ static void print_line(FILE *out, const char *path, const mpx_export_summary *x,
     fprintf(out, "; accumulation not expressible in ONNX (plan: %s", mpx_format_name(x->accum));
     if (x->accum_block > 0) fprintf(out, " block %d", x->accum_block);
     fprintf(out, ", in metadata mpx.accumulate; the runtime decides)");
+    if (x->n_accum_options)
+        fprintf(out, "; accum options not expressible in ONNX, not in the file: %d node%s: %s", x->n_accum_options,
+                x->n_accum_options == 1 ? "" : "s", x->accum_options);
     if (x->n_overflow) fprintf(out, "; %d weight%s overflow %s: %s", x->n_overflow, x->n_overflow == 1 ? "" : "s",
                                x->target->name, x->overflow);
     if (x->n_flushed) fprintf(out, "; %d weight%s with values flushed to zero: %s", x->n_flushed,
@@ -75,6 +78,8 @@ static char *json_text(const char *path, const mpx_export_summary *x) {
     } else cJSON_AddNullToObject(o, "external_data");
     cJSON_AddNumberToObject(o, "kept_parameters", x->n_kept);
     cJSON_AddStringToObject(o, "kept_parameters_names", x->kept);
+    cJSON_AddNumberToObject(o, "accum_options_nodes", x->n_accum_options);
+    cJSON_AddStringToObject(o, "accum_options_names", x->accum_options);
     char *text = cJSON_Print(o);
     cJSON_Delete(o);
     return text;

@@ -171,6 +171,16 @@ static const char *rule_label(const mpx_plan_node *pn, char *buf, size_t n) {
     return buf;
 }
 
+/* A node's accum cell: "-" for a node without float values, else the
+ * format, then the accum rule's options after a '+' each (bf16+bias-first). */
+static const char *accum_cell(const mpx_plan_node *pn, char *buf, size_t n) {
+    char opts[64];
+    if (!pn->is_float) snprintf(buf, n, "-");
+    else snprintf(buf, n, "%s%s%s", mpx_format_name(pn->accum), pn->accum_flags ? "+" : "",
+                  mpx_rules_accum_flags_str(pn->accum_flags, "+", opts, sizeof opts));
+    return buf;
+}
+
 /* plan [--changed] [--json [<file>]] */
 /* One line of plan --scopes and its children's, indented by depth. */
 static void print_scope(mpx_session *s, const mpx_scopes *sc, const mpx_scope_figures *f, int k, int depth, int w) {
@@ -278,6 +288,10 @@ mpx_status repl_cmd_plan(mpx_session *s, const mpx_cmd_args *args, mpx_error *er
             if (pn->is_float) {
                 cJSON_AddStringToObject(e, "compute", mpx_format_name(pn->compute));
                 cJSON_AddStringToObject(e, "accum", mpx_format_name(pn->accum));
+                cJSON *ao = cJSON_AddArrayToObject(e, "accum_options");
+                unsigned f;
+                for (int k = 0; mpx_rules_accum_option(k, &f); k++)
+                    if (pn->accum_flags & f) cJSON_AddItemToArray(ao, cJSON_CreateString(mpx_rules_accum_option(k, NULL)));
                 cJSON_AddStringToObject(e, "output", mpx_format_name(pn->output));
             }
             cJSON_AddItemToArray(nodes, e);
@@ -303,16 +317,24 @@ mpx_status repl_cmd_plan(mpx_session *s, const mpx_cmd_args *args, mpx_error *er
         if ((!changed || mpx_plan_node_changed(p, i)) && len > w) w = len;
     }
     if (w > 60) w = 60;
-    fprintf(s->out, "%-*s %-18s %-6s %-7s %-7s %-7s %s\n", w, "node", "op", "colour", "compute", "accum", "output",
+    /* the accum column as wide as its widest cell: the format and the accum
+     * rule's options (bf16+bias-first) */
+    char acc[96];
+    int aw = 7;
+    for (int i = 0; i < g->n_nodes; i++) {
+        int len = (int)strlen(accum_cell(&p->nodes[i], acc, sizeof acc));
+        if ((!changed || mpx_plan_node_changed(p, i)) && len > aw) aw = len;
+    }
+    fprintf(s->out, "%-*s %-18s %-6s %-7s %-*s %-7s %s\n", w, "node", "op", "colour", "compute", aw, "accum", "output",
             "set by");
     int shown = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         const mpx_plan_node *pn = &p->nodes[i];
         if (changed && !mpx_plan_node_changed(p, i)) continue;
         shown++;
-        fprintf(s->out, "%-*s %-18s %-6s %-7s %-7s %-7s %s\n", w, g->nodes[i]->name, g->nodes[i]->op_type,
-                mpx_colour_name(pn->colour), pn->is_float ? mpx_format_name(pn->compute) : "-",
-                pn->is_float ? mpx_format_name(pn->accum) : "-", pn->is_float ? mpx_format_name(pn->output) : "-",
+        fprintf(s->out, "%-*s %-18s %-6s %-7s %-*s %-7s %s\n", w, g->nodes[i]->name, g->nodes[i]->op_type,
+                mpx_colour_name(pn->colour), pn->is_float ? mpx_format_name(pn->compute) : "-", aw,
+                accum_cell(pn, acc, sizeof acc), pn->is_float ? mpx_format_name(pn->output) : "-",
                 rule_label(pn, rl, sizeof rl));
     }
     if (changed && !shown) fprintf(s->out, "(no node changed by rules)\n");

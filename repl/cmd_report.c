@@ -305,9 +305,6 @@ static char *report_csv(const mpx_session *s, const report_view *v) {
     const mpx_compare *c = v->c;
     const mpx_samples *S = v->S;
     const int one = v->one, n = v->n;
-    const mpx_layer *const *rows = v->rows;
-    const mpx_layer *mean = v->mean;
-    const int *worst_of = v->worst_of;
     char *text;
     size_t cap = 256 + (size_t)n * 512, o = 0;
     text = malloc(cap);
@@ -316,7 +313,7 @@ static char *report_csv(const mpx_session *s, const report_view *v) {
         o += (size_t)snprintf(text + o, cap - o, "order,node,op,tensor,format,%s,absmax_ref,local_rel_l2%s\n",
                               mpx_metric_names(",", names, sizeof names), S ? ",worst_sample,mean_rel_l2" : "");
         for (int i = 0; i < n && o < cap; i++) {
-            const mpx_layer *L = rows[i];
+            const mpx_layer *L = v->rows[i];
             char f1[300], f2[300];
             o += (size_t)snprintf(text + o, cap - o, "%d,%s,%s,%s,%s,", L->node,
                                   csv_field(g->nodes[L->node]->name, f1, sizeof f1), g->nodes[L->node]->op_type,
@@ -335,8 +332,8 @@ static char *report_csv(const mpx_session *s, const report_view *v) {
             if (o < cap && L->has_local) o += (size_t)snprintf(text + o, cap - o, "%.6g", L->local.rel_l2);
             if (o < cap && S) {
                 int li = (int)(L - c->layers);
-                o += (size_t)snprintf(text + o, cap - o, ",%d,%.6g", one < 0 ? S->id[worst_of[li]] + 1 : one + 1,
-                                      mean[li].m.rel_l2);
+                o += (size_t)snprintf(text + o, cap - o, ",%d,%.6g", one < 0 ? S->id[v->worst_of[li]] + 1 : one + 1,
+                                      v->mean[li].m.rel_l2);
             }
             if (o < cap) o += (size_t)snprintf(text + o, cap - o, "\n");
         }
@@ -350,12 +347,8 @@ static void report_table(mpx_session *s, const report_view *v) {
     const mpx_compare *c = v->c;
     const mpx_samples *S = v->S;
     const int one = v->one, n = v->n;
-    const mpx_layer *const *rows = v->rows;
-    const mpx_layer *mean = v->mean;
-    const int *worst_of = v->worst_of;
-    const metric_id sm = v->sm;
     fprintf(s->out, "%s against fp32, %d layers, sorted by %s%s\n", mpx_format_name(s->last_target), c->n_layers,
-            key_name(sm), n < c->n_layers ? "" : " (all)");
+            key_name(v->sm), n < c->n_layers ? "" : " (all)");
     if (S && one >= 0) fprintf(s->out, "sample %d of %d (%s)\n", one + 1, repl_data_count(s->data),
                               repl_data_label(s->data, one));
     else if (S)
@@ -365,16 +358,16 @@ static void report_table(mpx_session *s, const report_view *v) {
      * DequantizeLinear), never cut. */
     int opw = 14;
     for (int i = 0; i < n; i++) {
-        int l = (int)strlen(g->nodes[rows[i]->node]->op_type);
+        int l = (int)strlen(g->nodes[v->rows[i]->node]->op_type);
         if (l > opw) opw = l;
     }
     fprintf(s->out, "%-5s %-30s %-*s %-5s %9s %-10s %9s %9s %8s %6s %6s%s%s\n", "#", "node", opw, "op", "fmt", "rel_l2", "",
             "max_abs", "cos", "sqnr_db", "ovf", "unf", S && one < 0 ? "  sample      mean" : "",
             s->last_local ? "  local" : "");
     for (int i = 0; i < n; i++) {
-        const mpx_layer *L = rows[i];
+        const mpx_layer *L = v->rows[i];
         row_cells(s->out, L->node, g->nodes[L->node]->name, opw, g->nodes[L->node]->op_type, L->fmt, &L->m);
-        if (S && one < 0) fprintf(s->out, "  %6d %9.3g", S->id[worst_of[L - c->layers]] + 1, mean[L - c->layers].m.rel_l2);
+        if (S && one < 0) fprintf(s->out, "  %6d %9.3g", S->id[v->worst_of[L - c->layers]] + 1, v->mean[L - c->layers].m.rel_l2);
         if (L->has_local) fprintf(s->out, "  %.3g", L->local.rel_l2);
         fputc('\n', s->out);
     }

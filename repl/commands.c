@@ -160,8 +160,8 @@ const mpx_opt repl_data_keywords[] = {
 const mpx_opt repl_image_keywords[] = {
     [IMAGE_SIZE] = {.name = "size", .type = MPX_OPT_TEXT, .meta = "<H>x<W>", .help = "resize to H x W"},
     [IMAGE_LAYOUT] = {.name = "layout", .type = MPX_OPT_CHOICE, .choices = "nchw|nhwc", .help = "the input's layout"},
-    [IMAGE_CHANNELS] = {.name = "channels", .type = MPX_OPT_CHOICE, .choices = "rgb|bgr|gray",
-                        .help = "the channels' order, or one gray channel"},
+    [IMAGE_CHANNELS] = {.name = "channels", .type = MPX_OPT_CHOICE, .choices = "rgb|bgr|gray/grey",
+                        .help = "the channels' order, or one gray channel (grey: the same)"},
     [IMAGE_SCALE] = {.name = "scale", .type = MPX_OPT_NUMBER, .meta = "<s>",
                      .help = "value = (pixel/255*scale - mean)/std"},
     [IMAGE_MEAN] = {.name = "mean", .type = MPX_OPT_TEXT, .meta = "<a,b,c>", .help = "per channel (1 or 3 values)"},
@@ -306,7 +306,8 @@ static const mpx_command commands[] = {
      "scopes draw. --json: {\"target\", \"keep_io\", \"counts\": {green, gray, clear, red,\n"
      "casts, weights_converted, weight_bytes_before, weight_bytes_after,\n"
      "low_macs_pct, low_cost_pct}, \"nodes\": [{name, op, colour, default, rule, compute, accum,\n"
-     "output}], \"casts\": [{tensor, from, to, consumers}]}.",
+     "accum_options, output}], \"casts\": [{tensor, from, to, consumers}]}. The accum\n"
+     "column shows an accum rule's options after the format: bf16+bias-first.",
      repl_cmd_plan, 0, 0, {MPX_WORD_TEXT}, NULL, plan_opts, NULL},
     {"diff", "", "what the last change did: nodes recoloured, casts added and removed",
      "--json: {\"nodes\": [{name, op, colour_before, colour_after, compute_before,\n"
@@ -546,7 +547,8 @@ static const mpx_command commands[] = {
      "opsets 1-6, read in opset 7's form). A model loaded from\n"
      ".onnx keeps its metadata, doc strings and value_info. ONNX has no attribute for\n"
      "the accumulation format: it goes into metadata mpx.accumulate and the low nodes'\n"
-     "doc strings. tf32 is refused (no ONNX type). If branches get their casts inside\n"
+     "doc strings; the accum options (bias-first, round-sum) have no place at all: the\n"
+     "summary names the nodes that have them. tf32 is refused (no ONNX type). If branches get their casts inside\n"
      "them; a Loop's or Scan's body is written in the format the plan runs it in.\n"
      "Never overwrites the loaded model;\n"
      "an existing file needs --force; missing folders are made below the current\n"

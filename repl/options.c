@@ -12,12 +12,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Choice k of a `choices` string ("rgb|bgr|gray/grey"): its name, the text
+ * before any '/'. What follows a '/' are other spellings the choice accepts
+ * (repl_choice_find), which usage, help and completion do not list. */
 const char *repl_choice_at(const char *choices, int k, char *buf, size_t n) {
     const char *p = choices;
     for (int i = 0; p && *p; i++) {
         const char *bar = strchr(p, '|');
         size_t l = bar ? (size_t)(bar - p) : strlen(p);
         if (i == k) {
+            const char *slash = memchr(p, '/', l);
+            if (slash) l = (size_t)(slash - p);
             if (l >= n) return NULL;
             memcpy(buf, p, l);
             buf[l] = '\0';
@@ -26,6 +31,18 @@ const char *repl_choice_at(const char *choices, int k, char *buf, size_t n) {
         p = bar ? bar + 1 : p + l;
     }
     return NULL;
+}
+
+int repl_choice_find(const char *choices, const char *w) {
+    size_t wl = strlen(w);
+    int k = 0;
+    for (const char *p = choices; p && *p;) {
+        size_t l = strcspn(p, "/|"); /* one spelling of choice k */
+        if (l == wl && strncmp(p, w, wl) == 0) return k;
+        if (p[l] == '|') k++;
+        p += l + (p[l] != '\0');
+    }
+    return -1;
 }
 
 const char *repl_opt_choice(const mpx_opt *o, int k, char *buf, size_t n) {
@@ -39,6 +56,7 @@ const char *repl_opt_choice(const mpx_opt *o, int k, char *buf, size_t n) {
 }
 
 static int choice_index(const mpx_opt *o, const char *w) {
+    if (!o->name_at) return repl_choice_find(o->choices, w);
     char b[64];
     for (int k = 0; repl_opt_choice(o, k, b, sizeof b); k++)
         if (strcmp(b, w) == 0) return k;
@@ -344,9 +362,7 @@ mpx_status mpx_command_parse(const mpx_command *c, int argc, char **argv, mpx_cm
             if (!grammar) {
                 int last = (int)(sizeof c->args / sizeof c->args[0]) - 1;
                 mpx_word_kind kind = c->args[out->n < last ? out->n : last];
-                char ch[64];
-                bool ok = kind != MPX_WORD_CHOICE;
-                for (int k = 0; !ok && repl_choice_at(c->choices, k, ch, sizeof ch); k++) ok = strcmp(ch, w) == 0;
+                bool ok = kind != MPX_WORD_CHOICE || repl_choice_find(c->choices, w) >= 0;
                 if (!ok) return refuse(c, err, "\"%s\" is not %s", w, c->choices);
             }
             if (out->n >= MPX_ARGS_MAX) return refuse(c, err, "too many words");

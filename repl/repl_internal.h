@@ -182,6 +182,9 @@ mpx_status repl_usage_verror(mpx_error *err, const mpx_command *c, const char *n
  * values (MPX_TAKES_MAYBE: the next word unless it is another --option);
  * dispatch and completion both read words by these. */
 const char *repl_choice_at(const char *choices, int k, char *buf, size_t n);
+/* The index of the choice that w names in a `choices` string, by its name
+ * or another spelling of it ("gray/grey"), or -1. */
+int repl_choice_find(const char *choices, const char *w);
 /* options.c: option o's choice k (from its choices or its name_at) into
  * buf, NULL past the last; how many words after argv[i] are o's values;
  * the options' lines of `help` (name, value, help, default) into buf. */

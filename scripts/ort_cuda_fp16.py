@@ -20,10 +20,11 @@ Where onnxruntime (the onnxruntime-gpu package) or a CUDA device is absent
 it exits 77 with a message. Not run on the machines this was written on
 (no GPU): untested.
 """
-import argparse
 import os
 import subprocess
 import sys
+
+import fidelity_args
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -58,13 +59,7 @@ def run_ort(path, feeds):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--suite", default=os.path.join(ROOT, ".cache", "bench-suite"))
-    ap.add_argument("--mpx", default=os.path.join(ROOT, "build", "mpx"))
-    ap.add_argument("--models", default="resnet18,mobilenetv3s,efficientnetb0,vitb16,bert4,unet")
-    ap.add_argument("--out", default=os.path.join(ROOT, "out", "ort_cuda_fp16"))
-    ap.add_argument("--plan", default=DEFAULT_PLAN)
-    ap.add_argument("--check", type=float, default=None)
+    ap = fidelity_args.parser(__doc__, "ort_cuda_fp16", DEFAULT_PLAN)
     a = ap.parse_args()
     failed = []
     print("| model | mpx predicted | ORT CUDA measured | gap | gap/err |")

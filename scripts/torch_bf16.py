@@ -37,7 +37,6 @@ x.npy, and per compared tensor torch_fp32, torch_bf16, mpx_bf16, mpx_ref.
 Needs /usr/bin/python3 with torch, torchvision and onnx (Debian's
 python3-torch); exits 77 with a message when torch is missing.
 """
-import argparse
 import json
 import os
 import subprocess
@@ -55,6 +54,8 @@ except ImportError as e:  # the ctest test skips on 77
 
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 import torch_models  # noqa: E402
+
+import fidelity_args  # noqa: E402
 
 # What torch's CPU bf16 computes, in mpx's plan (docs/fidelity.md says why each):
 # every op in bf16 on bf16 inputs and weights, model input and output held in bf16;
@@ -170,14 +171,8 @@ def run_mpx(mpx, onnx_path, xfile, plan, tensors, outdir):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--suite", default=os.path.join(ROOT, ".cache", "bench-suite"))
-    ap.add_argument("--mpx", default=os.path.join(ROOT, "build", "mpx"))
-    ap.add_argument("--models", default="resnet18,mobilenetv3s,efficientnetb0,vitb16,bert4,unet")
-    ap.add_argument("--out", default=os.path.join(ROOT, "out", "torch_bf16"))
-    ap.add_argument("--plan", default=DEFAULT_PLAN, help="mpx commands after load and input, ';'-separated")
+    ap = fidelity_args.parser(__doc__, "torch_bf16", DEFAULT_PLAN)
     ap.add_argument("--layers", action="store_true", help="compare every module output that is one ONNX tensor")
-    ap.add_argument("--check", type=float, default=None, help="exit 1 when a model's gap/err exceeds this")
     ap.add_argument("--check-layers", type=int, default=0, help="--check also the first N intermediates")
     ap.add_argument("--json", default=None)
     a = ap.parse_args()

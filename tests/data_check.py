@@ -149,6 +149,8 @@ same("rgb.png gray (auto from a 1-channel input)", got(GRAY, "input x image %s/r
      expect_image(W + "/rgb.png", channels="gray"))
 same("rgb.jpg gray mean std", got(GRAY, "input x image %s/rgb.jpg channels gray mean 0.5 std 0.5" % W),
      expect_image(W + "/rgb.jpg", channels="gray", mean=(0.5,) * 3, std=(0.5,) * 3))
+same("rgb.png channels grey (gray's other spelling)", got(GRAY, "input x image %s/rgb.png channels grey" % W),
+     expect_image(W + "/rgb.png", channels="gray"))
 same("rgb.png resized up 48x80", got(NCHW, "input x image %s/rgb.png size 48x80" % W),
      expect_image(W + "/rgb.png", size=(48, 80)))
 same("rgb.jpg resized down 17x25 nhwc", got(NHWC, "input x image %s/rgb.jpg size 17x25 layout nhwc" % W),

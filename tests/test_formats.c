@@ -13,18 +13,6 @@
 #include <math.h>
 #include <stdlib.h>
 
-static uint32_t bits_of(float x) {
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
-static float float_of(uint32_t u) {
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-
 static bool is_nan_bits(uint32_t u) { return (u & 0x7fffffffu) > 0x7f800000u; }
 
 /* Rounding x in f gives exactly the fp32 pattern want, by the reference,
@@ -32,8 +20,8 @@ static bool is_nan_bits(uint32_t u) { return (u & 0x7fffffffu) > 0x7f800000u; }
 #define CHECK_ROUND(f, x, want) check_round((f), (x), (want), __LINE__)
 
 static void check_round(const mpx_format *f, float x, uint32_t want, int line) {
-    uint32_t in = bits_of(x);
-    uint32_t s = bits_of(mpx_round_scalar(f, x));
+    uint32_t in = mpx_f32_bits(x);
+    uint32_t s = mpx_f32_bits(mpx_round_scalar(f, x));
     CHECK_MSG(s == want, "line %d: %s scalar(0x%08" PRIx32 ") = 0x%08" PRIx32
               ", want 0x%08" PRIx32, line, f->name, in, s, want);
     for (int hw = 1; hw >= 0; hw--) {
@@ -41,18 +29,18 @@ static void check_round(const mpx_format *f, float x, uint32_t want, int line) {
         if (f->kind == MPX_FMT_FP16) mpx_fp16_use_hw(hw);
         float out;
         mpx_round_array(f, &out, &x, 1);
-        CHECK_MSG(bits_of(out) == want, "line %d: %s array%s(0x%08" PRIx32 ") = 0x%08" PRIx32
-                  ", want 0x%08" PRIx32, line, f->name, hw ? "" : " portable", in, bits_of(out),
+        CHECK_MSG(mpx_f32_bits(out) == want, "line %d: %s array%s(0x%08" PRIx32 ") = 0x%08" PRIx32
+                  ", want 0x%08" PRIx32, line, f->name, hw ? "" : " portable", in, mpx_f32_bits(out),
                   want);
-        uint32_t v = bits_of(mpx_round_value(f, x));
+        uint32_t v = mpx_f32_bits(mpx_round_value(f, x));
         CHECK_MSG(v == want, "line %d: %s value%s(0x%08" PRIx32 ") = 0x%08" PRIx32
                   ", want 0x%08" PRIx32, line, f->name, hw ? "" : " portable", in, v, want);
     }
     mpx_fp16_use_hw(true);
 }
 
-static uint32_t pos(float x) { return bits_of(x); }
-static uint32_t neg(float x) { return bits_of(x) | 0x80000000u; }
+static uint32_t pos(float x) { return mpx_f32_bits(x); }
+static uint32_t neg(float x) { return mpx_f32_bits(x) | 0x80000000u; }
 #define INF 0x7f800000u
 #define QNAN 0x7fc00000u
 
@@ -75,7 +63,7 @@ static void test_dtype_table(void) {
         const mpx_format *back = mpx_format_of_dtype(f->dtype, f->overflow != MPX_OVF_NAN);
         CHECK_MSG(back == f, "%s: its type maps to %s", f->name, back ? back->name : "nothing");
         for (uint32_t c = 0; f->storage_bits <= 16 && c < (1u << f->storage_bits); c++) {
-            const uint32_t a = bits_of(mpx_format_decode(f, c)), b = bits_of(mpx_dtype_decode(f->dtype, c));
+            const uint32_t a = mpx_f32_bits(mpx_format_decode(f, c)), b = mpx_f32_bits(mpx_dtype_decode(f->dtype, c));
             if (a != b) CHECK_MSG(a == b, "%s code 0x%x: 0x%08x, its type 0x%08x", f->name, c, a, b);
         }
     }
@@ -88,9 +76,9 @@ static void test_dtype_table(void) {
      * the two zeros by hand (the library's bit conversion counts leading zeros of a zero,
      * undefined behaviour that UBSan reports). */
     for (uint32_t h = 0; h < 65536; h++)
-        if (bits_of(mpx_dtype_decode(MPX_DT_FLOAT16, h)) !=
+        if (mpx_f32_bits(mpx_dtype_decode(MPX_DT_FLOAT16, h)) !=
             ((h & 0x7fff) ? fp16_ieee_to_fp32_bits((uint16_t)h) : (h & 0x8000u) << 16))
-            CHECK_MSG(false, "float16 0x%04x: 0x%08x", h, bits_of(mpx_dtype_decode(MPX_DT_FLOAT16, h)));
+            CHECK_MSG(false, "float16 0x%04x: 0x%08x", h, mpx_f32_bits(mpx_dtype_decode(MPX_DT_FLOAT16, h)));
     /* The types without a format of their own: FNUZ (bias 8 and 16, 0x80 the one NaN, no -0). */
     CHECK(mpx_dtype_decode(MPX_DT_FLOAT8E4M3FNUZ, 0x40) == 1.0f);
     CHECK(mpx_dtype_decode(MPX_DT_FLOAT8E5M2FNUZ, 0x40) == 1.0f);
@@ -172,7 +160,7 @@ static void test_fp16_patterns(void) {
     for (uint32_t c = 0; c < 65536; c++) {
         uint16_t h = (uint16_t)c;
         float x = mpx_fp16_bits_to_f32(h);
-        uint32_t u = bits_of(x);
+        uint32_t u = mpx_f32_bits(x);
         uint16_t back = mpx_fp16_bits_from_f32(x);
         bool nan = (h & 0x7c00) == 0x7c00 && (h & 0x3ff);
         if (nan) {
@@ -187,7 +175,7 @@ static void test_fp16_patterns(void) {
         if (back != h) bad_rt++;
         bool inf = (h & 0x7fff) == 0x7c00;
         float want = inf ? ((h & 0x8000) ? -INFINITY : INFINITY) : fp16_value(h);
-        if (u != bits_of(want)) bad_val++;
+        if (u != mpx_f32_bits(want)) bad_val++;
         /* The FP16 library's bit-exact decoder agrees (except on zeros, which
          * it must not see: it calls __builtin_clz(0), undefined behaviour that
          * UBSan reports). */
@@ -195,8 +183,8 @@ static void test_fp16_patterns(void) {
         /* A value of the format is a fixed point of every rounding path. */
         float r;
         mpx_round_array(&mpx_format_fp16, &r, &x, 1);
-        if (bits_of(mpx_round_scalar(&mpx_format_fp16, x)) != u || bits_of(r) != u ||
-            bits_of(mpx_round_value(&mpx_format_fp16, x)) != u)
+        if (mpx_f32_bits(mpx_round_scalar(&mpx_format_fp16, x)) != u || mpx_f32_bits(r) != u ||
+            mpx_f32_bits(mpx_round_value(&mpx_format_fp16, x)) != u)
             bad_fix++;
     }
     CHECK_MSG(bad_rt == 0, "%d fp16 patterns do not round-trip", bad_rt);
@@ -211,7 +199,7 @@ static void test_bf16_patterns(void) {
     for (uint32_t c = 0; c < 65536; c++) {
         uint16_t b = (uint16_t)c;
         float x = mpx_bf16_bits_to_f32(b);
-        uint32_t u = bits_of(x);
+        uint32_t u = mpx_f32_bits(x);
         uint16_t back = mpx_bf16_bits_from_f32(x);
         /* bfloat16 is the top half of binary32. */
         if (u != (uint32_t)b << 16) bad_val++;
@@ -223,8 +211,8 @@ static void test_bf16_patterns(void) {
         if (back != b) bad_rt++;
         float r;
         mpx_round_array(&mpx_format_bf16, &r, &x, 1);
-        if (bits_of(mpx_round_scalar(&mpx_format_bf16, x)) != u || bits_of(r) != u ||
-            bits_of(mpx_round_value(&mpx_format_bf16, x)) != u)
+        if (mpx_f32_bits(mpx_round_scalar(&mpx_format_bf16, x)) != u || mpx_f32_bits(r) != u ||
+            mpx_f32_bits(mpx_round_value(&mpx_format_bf16, x)) != u)
             bad_fix++;
     }
     CHECK_MSG(bad_rt == 0, "%d bf16 patterns do not round-trip", bad_rt);
@@ -245,7 +233,7 @@ static uint32_t fp8_value_bits(bool e4m3, uint8_t c) {
     if (!e4m3 && e == emax_field) return sign | (m ? QNAN | ((uint32_t)m << 21) : INF);
     float v = e == 0 ? ldexpf((float)m, 1 - bias - mb)
                      : ldexpf((float)((1 << mb) + m), e - bias - mb);
-    return sign | bits_of(v);
+    return sign | mpx_f32_bits(v);
 }
 
 static void test_fp8_patterns(const mpx_format *f) {
@@ -255,7 +243,7 @@ static void test_fp8_patterns(const mpx_format *f) {
     for (uint32_t c = 0; c < 256; c++) {
         uint8_t b = (uint8_t)c;
         float x = mpx_fp8_bits_to_f32(f, b);
-        uint32_t u = bits_of(x), want = fp8_value_bits(e4m3, b);
+        uint32_t u = mpx_f32_bits(x), want = fp8_value_bits(e4m3, b);
         bool nan = is_nan_bits(want);
         if (nan) {
             nans++;
@@ -275,8 +263,8 @@ static void test_fp8_patterns(const mpx_format *f) {
         uint8_t back = mpx_fp8_bits_from_f32(f, x);
         float r;
         mpx_round_array(f, &r, &x, 1);
-        bool ok = u == want && back == b && bits_of(mpx_round_scalar(f, x)) == u &&
-                  bits_of(r) == u && bits_of(mpx_round_value(f, x)) == u;
+        bool ok = u == want && back == b && mpx_f32_bits(mpx_round_scalar(f, x)) == u &&
+                  mpx_f32_bits(r) == u && mpx_f32_bits(mpx_round_value(f, x)) == u;
         if (!ok) {
             bad++;
             fprintf(stderr, "%s code 0x%02x: decodes to 0x%08" PRIx32 " (want 0x%08" PRIx32
@@ -311,15 +299,15 @@ static void test_ties(const mpx_format *f, uint32_t max_code,
         float below = nextafterf(mid, 0.0f), above = nextafterf(mid, INFINITY);
         float r_mid = mpx_round_scalar(f, mid), r_lo = mpx_round_scalar(f, below),
               r_hi = mpx_round_scalar(f, above);
-        if (bits_of(r_mid) != bits_of(even) || bits_of(r_lo) != bits_of(a) ||
-            bits_of(r_hi) != bits_of(b)) {
+        if (mpx_f32_bits(r_mid) != mpx_f32_bits(even) || mpx_f32_bits(r_lo) != mpx_f32_bits(a) ||
+            mpx_f32_bits(r_hi) != mpx_f32_bits(b)) {
             if (bad++ < 5)
                 fprintf(stderr, "%s ties %g|%g: mid %a -> %a, below -> %a, above -> %a\n",
                         f->name, (double)a, (double)b, (double)mid, (double)r_mid,
                         (double)r_lo, (double)r_hi);
         }
         /* Negative side mirrors it. */
-        if (bits_of(mpx_round_scalar(f, -mid)) != (bits_of(even) | 0x80000000u)) bad++;
+        if (mpx_f32_bits(mpx_round_scalar(f, -mid)) != (mpx_f32_bits(even) | 0x80000000u)) bad++;
     }
     CHECK_MSG(bad == 0, "%s: %d adjacent pairs round wrongly", f->name, bad);
 }
@@ -358,20 +346,20 @@ static void test_fp16_edges(void) {
     CHECK_ROUND(f, 2051.0f, pos(2052.0f));
     CHECK_ROUND(f, 0.1f, pos(0x1.998p-4f));
     /* NaNs: quiet, sign and the top 10 payload bits kept (as F16C). */
-    CHECK_ROUND(f, float_of(0x7fc12345u), 0x7fc12000u);
-    CHECK_ROUND(f, float_of(0xffc00001u), 0xffc00000u);
-    CHECK_ROUND(f, float_of(0x7f802000u), 0x7fc02000u);   /* signalling, payload 1 */
-    CHECK_ROUND(f, float_of(0x7f800001u), 0x7fc00000u);   /* payload below fp16's bits */
-    CHECK_ROUND(f, float_of(0xffbfe000u), 0xffffe000u);
+    CHECK_ROUND(f, mpx_f32_of_bits(0x7fc12345u), 0x7fc12000u);
+    CHECK_ROUND(f, mpx_f32_of_bits(0xffc00001u), 0xffc00000u);
+    CHECK_ROUND(f, mpx_f32_of_bits(0x7f802000u), 0x7fc02000u);   /* signalling, payload 1 */
+    CHECK_ROUND(f, mpx_f32_of_bits(0x7f800001u), 0x7fc00000u);   /* payload below fp16's bits */
+    CHECK_ROUND(f, mpx_f32_of_bits(0xffbfe000u), 0xffffe000u);
     CHECK(mpx_fp16_bits_from_f32(1.0f) == 0x3c00);
     CHECK(mpx_fp16_bits_from_f32(-2.0f) == 0xc000);
     CHECK(mpx_fp16_bits_from_f32(65504.0f) == 0x7bff);
     CHECK(mpx_fp16_bits_from_f32(65520.0f) == 0x7c00);
     CHECK(mpx_fp16_bits_from_f32(ldexpf(1, -24)) == 0x0001);
     CHECK(mpx_fp16_bits_from_f32(-0.0f) == 0x8000);
-    CHECK(mpx_fp16_bits_from_f32(float_of(0x7fc12345u)) == 0x7e09);
-    CHECK(mpx_fp16_bits_from_f32(float_of(0xff800001u)) == 0xfe00);
-    CHECK(bits_of(mpx_fp16_bits_to_f32(0x7c01)) == 0x7f802000u); /* decoding is exact */
+    CHECK(mpx_fp16_bits_from_f32(mpx_f32_of_bits(0x7fc12345u)) == 0x7e09);
+    CHECK(mpx_fp16_bits_from_f32(mpx_f32_of_bits(0xff800001u)) == 0xfe00);
+    CHECK(mpx_f32_bits(mpx_fp16_bits_to_f32(0x7c01)) == 0x7f802000u); /* decoding is exact */
 }
 
 static void test_bf16_edges(void) {
@@ -387,13 +375,13 @@ static void test_bf16_edges(void) {
     CHECK_ROUND(f, 1.0f + 3 * ldexpf(1, -8), pos(1.0f + ldexpf(1, -6)));
     CHECK_ROUND(f, 3.14159265f, pos(3.140625f));
     /* fp32 subnormals: bf16 shares fp32's exponent, so it has them too. */
-    CHECK_ROUND(f, float_of(0x00008000u), pos(0.0f));          /* tie -> 0 */
-    CHECK_ROUND(f, float_of(0x00018000u), 0x00020000u);        /* tie -> even */
-    CHECK_ROUND(f, float_of(0x80008001u), 0x80010000u);
-    CHECK_ROUND(f, float_of(0x007fffffu), 0x00800000u);        /* up to min normal */
+    CHECK_ROUND(f, mpx_f32_of_bits(0x00008000u), pos(0.0f));          /* tie -> 0 */
+    CHECK_ROUND(f, mpx_f32_of_bits(0x00018000u), 0x00020000u);        /* tie -> even */
+    CHECK_ROUND(f, mpx_f32_of_bits(0x80008001u), 0x80010000u);
+    CHECK_ROUND(f, mpx_f32_of_bits(0x007fffffu), 0x00800000u);        /* up to min normal */
     CHECK_ROUND(f, -0.0f, neg(0.0f));
-    CHECK_ROUND(f, float_of(0x7f812345u), 0x7fc10000u);
-    CHECK_ROUND(f, float_of(0xff800001u), 0xffc00000u);
+    CHECK_ROUND(f, mpx_f32_of_bits(0x7f812345u), 0x7fc10000u);
+    CHECK_ROUND(f, mpx_f32_of_bits(0xff800001u), 0xffc00000u);
     CHECK(mpx_bf16_bits_from_f32(1.0f) == 0x3f80);
     CHECK(mpx_bf16_bits_from_f32(-INFINITY) == 0xff80);
     CHECK(mpx_bf16_bits_from_f32(0x1.ffp127f) == 0x7f80);
@@ -405,15 +393,15 @@ static void test_tf32_fp32_edges(void) {
     CHECK_ROUND(t, 1.0f + 3 * ldexpf(1, -11), pos(1.0f + ldexpf(1, -9)));
     CHECK_ROUND(t, 0x1.ffep127f, INF);
     CHECK_ROUND(t, 0x1.ffdp127f, pos(0x1.ffcp127f));
-    CHECK_ROUND(t, float_of(0x00001000u), pos(0.0f));
-    CHECK_ROUND(t, float_of(0x00003000u), 0x00004000u);
-    CHECK_ROUND(t, float_of(0x7f800001u), 0x7fc00000u);
+    CHECK_ROUND(t, mpx_f32_of_bits(0x00001000u), pos(0.0f));
+    CHECK_ROUND(t, mpx_f32_of_bits(0x00003000u), 0x00004000u);
+    CHECK_ROUND(t, mpx_f32_of_bits(0x7f800001u), 0x7fc00000u);
     CHECK(mpx_format_encode(t, 1.0f) == 0x3f800000u);
     CHECK_ROUND(f, 0.1f, pos(0.1f));
-    CHECK_ROUND(f, float_of(0x00000001u), 0x00000001u);
+    CHECK_ROUND(f, mpx_f32_of_bits(0x00000001u), 0x00000001u);
     CHECK_ROUND(f, -0.0f, neg(0.0f));
-    CHECK_ROUND(f, float_of(0x7f800001u), 0x7fc00001u);    /* quieted, payload kept */
-    CHECK_ROUND(f, float_of(0xffc00005u), 0xffc00005u);
+    CHECK_ROUND(f, mpx_f32_of_bits(0x7f800001u), 0x7fc00001u);    /* quieted, payload kept */
+    CHECK_ROUND(f, mpx_f32_of_bits(0xffc00005u), 0xffc00005u);
     CHECK_ROUND(f, -INFINITY, neg(INFINITY));
 }
 
@@ -436,7 +424,7 @@ static void test_fp8_edges(void) {
         CHECK_ROUND(f, INFINITY, ovf);                  /* no inf in E4M3FN */
         CHECK_ROUND(f, -INFINITY, ovf | 0x80000000u);
         CHECK_ROUND(f, NAN, QNAN);
-        CHECK_ROUND(f, float_of(0xff812345u), 0xffc00000u); /* the one NaN, signed */
+        CHECK_ROUND(f, mpx_f32_of_bits(0xff812345u), 0xffc00000u); /* the one NaN, signed */
         CHECK_ROUND(f, ldexpf(1, -9), pos(ldexpf(1, -9)));  /* min subnormal */
         CHECK_ROUND(f, ldexpf(1, -10), pos(0.0f));          /* tie -> 0 */
         CHECK_ROUND(f, -ldexpf(1, -10), neg(0.0f));
@@ -466,12 +454,12 @@ static void test_fp8_edges(void) {
     CHECK_ROUND(e5, 3 * ldexpf(1, -18), pos(ldexpf(1, -16)));
     CHECK_ROUND(e5, 1.125f, pos(1.0f));
     CHECK_ROUND(e5, 1.375f, pos(1.5f));
-    CHECK_ROUND(e5, float_of(0x7fa00000u), 0x7fe00000u);  /* top 2 payload bits kept */
-    CHECK_ROUND(e5, float_of(0xff900000u), 0xffc00000u);
+    CHECK_ROUND(e5, mpx_f32_of_bits(0x7fa00000u), 0x7fe00000u);  /* top 2 payload bits kept */
+    CHECK_ROUND(e5, mpx_f32_of_bits(0xff900000u), 0xffc00000u);
     CHECK(mpx_fp8_bits_from_f32(e5, 57344.0f) == 0x7b);
     CHECK(mpx_fp8_bits_from_f32(e5, 61440.0f) == 0x7c);
     CHECK(mpx_fp8_bits_from_f32(e5, -INFINITY) == 0xfc);
-    CHECK(mpx_fp8_bits_from_f32(e5, float_of(0x7fa00000u)) == 0x7f);
+    CHECK(mpx_fp8_bits_from_f32(e5, mpx_f32_of_bits(0x7fa00000u)) == 0x7f);
     CHECK(mpx_fp8_bits_from_f32(e5, NAN) == 0x7e);
 }
 
@@ -502,7 +490,7 @@ static void test_random_sample(void) {
         /* Half raw patterns, half values near 1, where the formats' ulps and
          * ties are (random patterns are mostly huge or tiny). */
         if (i & 1) u = (u & 0x80ffffffu) | (((u >> 24) % 48 + 100) << 23);
-        src[i] = float_of(u);
+        src[i] = mpx_f32_of_bits(u);
     }
     for (size_t k = 0; k < mpx_format_count(); k++) {
         const mpx_format *f = mpx_format_at(k);
@@ -513,10 +501,10 @@ static void test_random_sample(void) {
             mpx_round_array(f, arr, src, N);
             mpx_round_reference_array(f, ref, src, N);
             for (size_t i = 0; i < N; i++) {
-                uint32_t want = bits_of(mpx_round_scalar(f, src[i]));
-                if (bits_of(ref[i]) != want) bad_r++;
-                if (bits_of(arr[i]) != want) bad_a++;
-                if (bits_of(mpx_round_value(f, src[i])) != want) bad_v++;
+                uint32_t want = mpx_f32_bits(mpx_round_scalar(f, src[i]));
+                if (mpx_f32_bits(ref[i]) != want) bad_r++;
+                if (mpx_f32_bits(arr[i]) != want) bad_a++;
+                if (mpx_f32_bits(mpx_round_value(f, src[i])) != want) bad_v++;
             }
             CHECK_MSG(bad_a == 0 && bad_v == 0 && bad_r == 0,
                       "%s%s: of %d random inputs, array differs on %d, value on %d, "
@@ -626,9 +614,9 @@ static void test_round_sum(void) {
     CHECK(mpx_round_sum(h16, 65504.0f, 15.0f) == 65504.0f);
     CHECK(isinf(mpx_round_sum(b16, 0x1.fep127f, 0x1p120f)));
     CHECK(mpx_round_sum(&mpx_format_fp8e4m3_sat, 0x1.fffffep127f, 0x1p127f) == 448.0f);
-    CHECK(bits_of(mpx_round_sum(h16, 0.0f, -0.0f)) == 0u);
-    CHECK(bits_of(mpx_round_sum(h16, -0.0f, -0.0f)) == 0x80000000u);
-    CHECK(bits_of(mpx_round_sum(h16, 1.5f, -1.5f)) == 0u);
+    CHECK(mpx_f32_bits(mpx_round_sum(h16, 0.0f, -0.0f)) == 0u);
+    CHECK(mpx_f32_bits(mpx_round_sum(h16, -0.0f, -0.0f)) == 0x80000000u);
+    CHECK(mpx_f32_bits(mpx_round_sum(h16, 1.5f, -1.5f)) == 0u);
     CHECK(isnan(mpx_round_sum(h16, INFINITY, -INFINITY)));
     CHECK(mpx_round_sum(b16, -INFINITY, 1.0f) == -INFINITY);
     CHECK(isnan(mpx_round_sum(b16, NAN, 1.0f)));
@@ -653,7 +641,7 @@ static void test_round_sum(void) {
             if (rand() % 4 == 0) /* near a midpoint of s's neighbourhood */
                 t = (s * (float)(1 + rand() % 9)) * 0x1p-11f + ldexpf((float)(rand() % 3) - 1.0f, -30 - rand() % 60);
             float want = ref_round_sum(f, s, t), got = mpx_round_sum(f, s, t);
-            if (bits_of(want) != bits_of(got) && !(isnan(want) && isnan(got))) {
+            if (mpx_f32_bits(want) != mpx_f32_bits(got) && !(isnan(want) && isnan(got))) {
                 if (bad++ < 5)
                     fprintf(stderr, "%s: %a + %a: got %a want %a\n", f->name, (double)s, (double)t,
                             (double)got, (double)want);
@@ -681,7 +669,7 @@ static void test_round_sum(void) {
         }
         mpx_round_sums(fmts[fi], ss, ts, NS);
         for (int i = 0; i < NS; i++)
-            if (bits_of(ss[i]) != bits_of(want_s[i]) && !(isnan(ss[i]) && isnan(want_s[i])) && sbad++ < 5)
+            if (mpx_f32_bits(ss[i]) != mpx_f32_bits(want_s[i]) && !(isnan(ss[i]) && isnan(want_s[i])) && sbad++ < 5)
                 fprintf(stderr, "%s: lane %d: %a, one at a time %a\n", fmts[fi]->name, i, (double)ss[i],
                         (double)want_s[i]);
     }
@@ -695,11 +683,11 @@ static void test_round_sum(void) {
     const uint64_t stride = ex && *ex == '1' ? 1 : 7;
     uint64_t ibad = 0, nchk = 0;
     for (uint64_t u = 0; u <= 0xffffffffu; u += stride) {
-        const float x = float_of((uint32_t)u);
+        const float x = mpx_f32_of_bits((uint32_t)u);
         nchk++;
-        if (bits_of(mpx_fp16_round_inline(x)) != bits_of(mpx_round_value(h16, x)) && ibad++ < 5)
+        if (mpx_f32_bits(mpx_fp16_round_inline(x)) != mpx_f32_bits(mpx_round_value(h16, x)) && ibad++ < 5)
             fprintf(stderr, "fp16 inline: %08x gives %08x, mpx_round_value %08x\n", (unsigned)u,
-                    bits_of(mpx_fp16_round_inline(x)), bits_of(mpx_round_value(h16, x)));
+                    mpx_f32_bits(mpx_fp16_round_inline(x)), mpx_f32_bits(mpx_round_value(h16, x)));
     }
     const uint32_t near[] = {0x38800000u, 0x477ff000u, 0x33000000u, 0x33800000u, 0x387fc000u, 0x477fe000u};
     for (size_t k = 0; k < sizeof near / sizeof *near; k++)
@@ -707,7 +695,7 @@ static void test_round_sum(void) {
             for (int sg = 0; sg < 2; sg++) {
                 const uint32_t v = ((near[k] - 0x2000u + d) & 0x7fffffffu) | (sg ? 0x80000000u : 0u);
                 nchk++;
-                if (bits_of(mpx_fp16_round_inline(float_of(v))) != bits_of(mpx_round_value(h16, float_of(v))))
+                if (mpx_f32_bits(mpx_fp16_round_inline(mpx_f32_of_bits(v))) != mpx_f32_bits(mpx_round_value(h16, mpx_f32_of_bits(v))))
                     ibad++;
             }
     CHECK_MSG(ibad == 0, "%llu of %llu floats: the inline fp16 rounding differs", (unsigned long long)ibad,
@@ -721,7 +709,7 @@ static void test_round_sum(void) {
         if (rand() & 1) t = -t;
         if (i < nedge * nedge) s = mpx_round_scalar(h16, edge[i / nedge]), t = edge[i % nedge];
         const float want = mpx_round_sum(h16, s, t), got = mpx_fp16_round_inline(mpx_ro_sum(s, t));
-        if (bits_of(want) != bits_of(got) && !(isnan(want) && isnan(got)) && stepbad++ < 5)
+        if (mpx_f32_bits(want) != mpx_f32_bits(got) && !(isnan(want) && isnan(got)) && stepbad++ < 5)
             fprintf(stderr, "fp16 step: %a + %a: inline %a, mpx_round_sum %a\n", (double)s, (double)t, (double)got,
                     (double)want);
     }
@@ -744,7 +732,7 @@ static void test_round_sum(void) {
                 const float c = fp16_at((uint16_t)((k & 1 ? 0x8000u : 0u) | (uint32_t)(0x3000 + rand() % 0x1800)));
                 const float want = hw_fma16(a, b, c), got = mpx_round_sum(h16, c, a * b);
                 n++;
-                if (bits_of(want) != bits_of(got) && hbad++ < 5)
+                if (mpx_f32_bits(want) != mpx_f32_bits(got) && hbad++ < 5)
                     fprintf(stderr, "fp16: %a + %a * %a: got %a, fp16 FMA %a\n", (double)c, (double)a,
                             (double)b, (double)got, (double)want);
             }
@@ -754,7 +742,7 @@ static void test_round_sum(void) {
                     c = fp16_at((uint16_t)(rand() & 0xffff));
         const float want = hw_fma16(a, b, c), got = mpx_round_sum(h16, c, a * b);
         n++;
-        if (bits_of(want) != bits_of(got) && !(isnan(want) && isnan(got)) && hbad++ < 5)
+        if (mpx_f32_bits(want) != mpx_f32_bits(got) && !(isnan(want) && isnan(got)) && hbad++ < 5)
             fprintf(stderr, "fp16: %a + %a * %a: got %a, fp16 FMA %a\n", (double)c, (double)a, (double)b,
                     (double)got, (double)want);
     }

@@ -20,6 +20,7 @@
  */
 #include "check.h"
 #include "mpx_numerics.h"
+#include "formats_internal.h" /* mpx_f32_bits */
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -76,28 +77,16 @@ typedef struct job {
     int err;
 } job;
 
-static uint32_t bits_of(float x) {
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
-static float float_of(uint32_t u) {
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-
 static void compare(mismatch *m, const float *src, const float *got, const float *ref,
                     size_t n) {
     /* memcmp first: the element loop only runs on a mismatch. */
     if (memcmp(got, ref, n * sizeof *got) == 0) return;
     for (size_t i = 0; i < n; i++) {
-        if (bits_of(got[i]) == bits_of(ref[i])) continue;
+        if (mpx_f32_bits(got[i]) == mpx_f32_bits(ref[i])) continue;
         if (m->count++ == 0) {
-            m->in = bits_of(src[i]);
-            m->got = bits_of(got[i]);
-            m->want = bits_of(ref[i]);
+            m->in = mpx_f32_bits(src[i]);
+            m->got = mpx_f32_bits(got[i]);
+            m->want = mpx_f32_bits(ref[i]);
         }
     }
 }
@@ -130,7 +119,7 @@ static void *worker(void *arg) {
             uint64_t k0 = c * CHUNK;
             n = (size_t)(j->n_inputs - k0 < CHUNK ? j->n_inputs - k0 : CHUNK);
             for (size_t i = 0; i < n; i++)
-                src[i] = float_of((uint32_t)((k0 + i) * j->stride));
+                src[i] = mpx_f32_of_bits((uint32_t)((k0 + i) * j->stride));
             mpx_round_reference_array(f, ref, src, n);
         }
         for (int v = 0; v < s->n_variants; v++) {

@@ -27,7 +27,7 @@ static const mpx_opt demo_opts[] = {
                   .meta2 = "<depth>", .max = 1000, .help = "a node and a depth"},
     [D_KEEP] = {.name = "--keep", .type = MPX_OPT_NODES, .meta = "<t,...>", .flags = MPX_OPT_REPEAT,
                 .help = "tensors"},
-    [D_ENGINE] = {.name = "--engine", .type = MPX_OPT_CHOICE, .choices = "dot|sfdp|neato", .def = "dot",
+    [D_ENGINE] = {.name = "--engine", .type = MPX_OPT_CHOICE, .choices = "dot|sfdp/spring|neato", .def = "dot",
                   .help = "layout"},
     [D_SHARD] = {.name = "--shard", .type = MPX_OPT_SHARD, .meta = "<k>/<n>", .help = "a shard"},
     [D_JSON] = {.name = "--json", .type = MPX_OPT_PATH, .meta = "<file>", .flags = MPX_OPT_OPTIONAL, .group = 1,
@@ -90,6 +90,24 @@ int main(void) {
     CHECK(strcmp(parsed.opt[D_AROUND].text, "conv") == 0 && parsed.opt[D_AROUND].n == 3);
     CHECK(parsed.opt[D_ENGINE].given && parsed.opt[D_ENGINE].i == 2);
     CHECK(parsed.opt[D_SHARD].i == 2 && parsed.opt[D_SHARD].n == 4);
+    /* A choice's other spelling (after '/') picks it; usage and refusals
+     * list the names alone (below). */
+    expect_ok("--engine spring");
+    CHECK(parsed.opt[D_ENGINE].i == 1);
+    expect_ok("--engine sfdp");
+    CHECK(parsed.opt[D_ENGINE].i == 1);
+    expect_refused("--engine sfdp/spring", "--engine: \"sfdp/spring\" is not dot, sfdp or neato");
+    /* image's channels take grey for gray, as they always did */
+    {
+        char w0[] = "channels", w1[] = "grey", *argv[] = {w0, w1};
+        mpx_opt_value v[IMAGE_KEYWORD_COUNT];
+        mpx_error e = {0};
+        CHECK_MSG(repl_keywords_only(repl_image_keywords, "image", 2, argv, v, &e) == MPX_OK, e.msg);
+        char name[16];
+        CHECK(v[IMAGE_CHANNELS].given &&
+              strcmp(repl_choice_at(repl_image_keywords[IMAGE_CHANNELS].choices, (int)v[IMAGE_CHANNELS].i,
+                                    name, sizeof name), "gray") == 0);
+    }
     /* a SI suffix is a number too; 64K is 64000, over --top's 100 */
     expect_refused("--top 64K", "--top 64K: expected a whole number from 1 to 100");
 

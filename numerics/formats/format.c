@@ -157,18 +157,6 @@ bool mpx_format_is_subnormal(const mpx_format *f, float x) {
 
 /* ---- bit helpers ------------------------------------------------------------ */
 
-static uint32_t bits_of(float x) {
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
-static float float_of(uint32_t u) {
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-
 #define SIGN32 0x80000000u
 #define ABS32 0x7fffffffu
 #define INF32 0x7f800000u
@@ -185,7 +173,7 @@ static uint32_t nan_bits(const mpx_format *f, uint32_t u) {
  * format without infinities. */
 static uint32_t overflow_bits(const mpx_format *f) {
     switch (f->overflow) {
-    case MPX_OVF_SATURATE: return bits_of(f->max_finite);
+    case MPX_OVF_SATURATE: return mpx_f32_bits(f->max_finite);
     case MPX_OVF_NAN: return INF32 | QUIET32;
     case MPX_OVF_INF: break;
     }
@@ -203,10 +191,10 @@ static double pow2(int k) {
 }
 
 static inline float round_ref(const mpx_format *f, float x) {
-    uint32_t u = bits_of(x);
+    uint32_t u = mpx_f32_bits(x);
     uint32_t sign = u & SIGN32;
-    if (isnan(x)) return float_of(nan_bits(f, u));
-    if (isinf(x)) return f->has_inf ? x : float_of(sign | overflow_bits(f));
+    if (isnan(x)) return mpx_f32_of_bits(nan_bits(f, u));
+    if (isinf(x)) return f->has_inf ? x : mpx_f32_of_bits(sign | overflow_bits(f));
     if (x == 0.0f) return x;
 
     /* x = 2^e * 1.f. In the target, values in binade e (or below the normal
@@ -229,8 +217,8 @@ static inline float round_ref(const mpx_format *f, float x) {
     /* The exponent is unbounded here, so n * ulp may lie beyond max_finite:
      * that is exactly IEEE 754's definition of overflow. */
     double r = (double)n * pow2(ulp_exp);
-    if (r > (double)f->max_finite) return float_of(sign | overflow_bits(f));
-    return float_of(sign | bits_of((float)r)); /* exact: r is in the format */
+    if (r > (double)f->max_finite) return mpx_f32_of_bits(sign | overflow_bits(f));
+    return mpx_f32_of_bits(sign | mpx_f32_bits((float)r)); /* exact: r is in the format */
 }
 
 /* Whether finite x overflows f by the rule above: its rounding with an
@@ -298,7 +286,7 @@ static inline uint32_t quiet_fp32(uint32_t u) {
 }
 
 static void round_fp32(float *dst, const float *src, size_t n) {
-    for (size_t i = 0; i < n; i++) dst[i] = float_of(quiet_fp32(bits_of(src[i])));
+    for (size_t i = 0; i < n; i++) dst[i] = mpx_f32_of_bits(quiet_fp32(mpx_f32_bits(src[i])));
 }
 
 /* Formats with fp32's 8-bit exponent (bf16, tf32) are fp32 with a shorter
@@ -321,12 +309,12 @@ static inline uint32_t rne_exp8(uint32_t u, unsigned shift) {
  * baseline's 4 lanes were 9% of det's report). */
 MPX_K_CLONES("avx512f", "avx2", "default")
 static void round_bf16(float *dst, const float *src, size_t n) {
-    for (size_t i = 0; i < n; i++) dst[i] = float_of(rne_exp8(bits_of(src[i]), 16));
+    for (size_t i = 0; i < n; i++) dst[i] = mpx_f32_of_bits(rne_exp8(mpx_f32_bits(src[i]), 16));
 }
 
 MPX_K_CLONES("avx512f", "avx2", "default")
 static void round_tf32(float *dst, const float *src, size_t n) {
-    for (size_t i = 0; i < n; i++) dst[i] = float_of(rne_exp8(bits_of(src[i]), 13));
+    for (size_t i = 0; i < n; i++) dst[i] = mpx_f32_of_bits(rne_exp8(mpx_f32_bits(src[i]), 13));
 }
 
 /* Narrow-exponent formats (the fp8 ones; the method suits fp16 too, which the
@@ -347,7 +335,7 @@ static inline narrow narrow_of(const mpx_format *f) {
     narrow p;
     p.shift = (unsigned)(23 - f->man_bits);
     p.emin_b = (uint32_t)(1 - f->bias + 127);
-    p.max_bits = bits_of(f->max_finite);
+    p.max_bits = mpx_f32_bits(f->max_finite);
     p.ovf_bits = overflow_bits(f);
     p.inf_bits = f->has_inf ? INF32 : overflow_bits(f);
     p.nan_low = (1u << p.shift) - 1u;
@@ -377,12 +365,12 @@ static inline uint32_t round_narrow(const narrow *p, uint32_t u) {
     uint32_t sh = p->shift + p->emin_b - (be ? be : 1u);
     if (sh > 25) sh = 25;
     uint32_t k = (sig + ((1u << (sh - 1)) - 1u) + ((sig >> sh) & 1u)) >> sh;
-    return sign | bits_of((float)k * p->min_sub);
+    return sign | mpx_f32_bits((float)k * p->min_sub);
 }
 
 static void round_narrow_array(const mpx_format *f, float *dst, const float *src, size_t n) {
     narrow p = narrow_of(f);
-    for (size_t i = 0; i < n; i++) dst[i] = float_of(round_narrow(&p, bits_of(src[i])));
+    for (size_t i = 0; i < n; i++) dst[i] = mpx_f32_of_bits(round_narrow(&p, mpx_f32_bits(src[i])));
 }
 
 /* fp16 without F16C: the FP16 library (fp16.h). Its fp32 -> fp16 conversion
@@ -392,11 +380,11 @@ static void round_narrow_array(const mpx_format *f, float *dst, const float *src
  * payload bits; so NaNs take the rule's own branch. */
 static inline uint32_t round_fp16_lib(uint32_t u) {
     if ((u & ABS32) > INF32) return (u & ~0x1fffu) | QUIET32;
-    return bits_of(fp16_ieee_to_fp32_value(fp16_ieee_from_fp32_value(float_of(u))));
+    return mpx_f32_bits(fp16_ieee_to_fp32_value(fp16_ieee_from_fp32_value(mpx_f32_of_bits(u))));
 }
 
 static void round_fp16_portable(float *dst, const float *src, size_t n) {
-    for (size_t i = 0; i < n; i++) dst[i] = float_of(round_fp16_lib(bits_of(src[i])));
+    for (size_t i = 0; i < n; i++) dst[i] = mpx_f32_of_bits(round_fp16_lib(mpx_f32_bits(src[i])));
 }
 
 #if MPX_HAVE_X86
@@ -480,7 +468,7 @@ void mpx_round_array(const mpx_format *f, float *dst, const float *src, size_t n
 /* ---- storage encodings --------------------------------------------------------- */
 
 uint32_t mpx_format_encode(const mpx_format *f, float x) {
-    uint32_t u = bits_of(mpx_round_scalar(f, x));
+    uint32_t u = mpx_f32_bits(mpx_round_scalar(f, x));
     int m = f->man_bits;
     /* Same exponent field as fp32: the code is the top bits of the pattern
      * (rounding cleared the rest). */
@@ -510,7 +498,7 @@ uint32_t mpx_format_encode(const mpx_format *f, float x) {
 /* fp32 and tf32 codes are fp32 bit patterns; the narrower formats' codes
  * are their element type's, decoded by graph/'s one decoder. */
 float mpx_format_decode(const mpx_format *f, uint32_t code) {
-    return f->storage_bits == 32 ? float_of(code) : mpx_dtype_decode(f->dtype, code);
+    return f->storage_bits == 32 ? mpx_f32_of_bits(code) : mpx_dtype_decode(f->dtype, code);
 }
 
 uint16_t mpx_fp16_bits_from_f32(float x) {
@@ -535,16 +523,16 @@ float mpx_fp8_bits_to_f32(const mpx_format *f, uint8_t b) { return mpx_format_de
  * a jump table, and its indirect jump costs more than the rounding itself. */
 static float round_value_other(const mpx_format *f, uint32_t u) {
     switch (f->kind) {
-    case MPX_FMT_FP32: return float_of(quiet_fp32(u));
-    case MPX_FMT_TF32: return float_of(rne_exp8(u, 13));
+    case MPX_FMT_FP32: return mpx_f32_of_bits(quiet_fp32(u));
+    case MPX_FMT_TF32: return mpx_f32_of_bits(rne_exp8(u, 13));
     case MPX_FMT_FP8E4M3:
     case MPX_FMT_FP8E5M2: {
         narrow p = narrow_of(f);
-        return float_of(round_narrow(&p, u));
+        return mpx_f32_of_bits(round_narrow(&p, u));
     }
     case MPX_FMT_FP16: case MPX_FMT_BF16: break;
     }
-    return round_ref(f, float_of(u));
+    return round_ref(f, mpx_f32_of_bits(u));
 }
 
 /* s + t, the exact sum, rounded once to f: an accumulation's step (DESIGN
@@ -609,14 +597,14 @@ void mpx_round_sums(const mpx_format *f, float *sum, const float *t, size_t n) {
  * multiplications). Without F16C the library does it, NaNs handled first as in
  * round_fp16_lib. */
 float mpx_round_value(const mpx_format *f, float x) {
-    uint32_t u = bits_of(x);
+    uint32_t u = mpx_f32_bits(x);
     mpx_format_kind k = f->kind;
     if (k == MPX_FMT_FP16) {
 #if MPX_HAVE_X86
         if (fp16_hw()) return round_fp16_f16c_one(x);
 #endif
-        return float_of(round_fp16_lib(u));
+        return mpx_f32_of_bits(round_fp16_lib(u));
     }
-    if (k == MPX_FMT_BF16) return float_of(rne_exp8(u, 16));
+    if (k == MPX_FMT_BF16) return mpx_f32_of_bits(rne_exp8(u, 16));
     return round_value_other(f, u);
 }

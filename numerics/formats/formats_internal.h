@@ -1,13 +1,28 @@
 /* formats_internal.h - what the other folders of numerics/ use of formats/
  * beyond its public header: the round-to-odd sum and the accumulation's
- * inline fp16 step, the CPU-feature checks, and the target-clone macros.
- * Not installed; nothing outside numerics/ includes it. */
+ * inline fp16 step, a float's bits, the CPU-feature checks, and the
+ * target-clone macros. Not installed; nothing outside numerics/ and its
+ * tests includes it. */
 #ifndef MPX_FORMATS_INTERNAL_H
 #define MPX_FORMATS_INTERNAL_H
 
 #include "mpx_formats.h"
 
 #include <string.h>
+
+/* A float's bits and the float of some bits (memcpy: the type pun C
+ * allows), for format.c's rounding and the tests that check it bit by bit. */
+static inline uint32_t mpx_f32_bits(float x) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static inline float mpx_f32_of_bits(uint32_t u) {
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
 
 /* The accumulation's fp16 step inline (mpx_acc_add runs it per term, and
  * the calls into format.c were half of an fp16-accumulated BERT-style

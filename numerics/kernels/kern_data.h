@@ -158,27 +158,20 @@ static inline void copy_view_rows(mpx_value *out, const mpx_value *src, const vi
     int64_t co[2 * MPX_MAX_RANK] = {0};
     int64_t inner = r ? v->dims[r - 1] : 1, is = r ? v->str[r - 1] : 0;
     int64_t off = v->base;
+    const size_t es = esz(out);
     for (int64_t k = r - 2, q = r0; k >= 0; k--) { /* row r0's place */
         co[k] = q % v->dims[k];
         q /= v->dims[k];
         off += co[k] * v->str[k];
     }
     for (int64_t o = r0 * inner; o < r1 * inner; o += inner) {
-        if (out->f) {
-            float *d = out->f + o;
-            const float *s = src->f + off;
-            if (is == 1)
-                memcpy(d, s, (size_t)inner * sizeof *d);
-            else
-                for (int64_t j = 0; j < inner; j++) d[j] = s[j * is];
-        } else {
-            int64_t *d = out->i + o;
-            const int64_t *s = src->i + off;
-            if (is == 1)
-                memcpy(d, s, (size_t)inner * sizeof *d);
-            else
-                for (int64_t j = 0; j < inner; j++) d[j] = s[j * is];
-        }
+        /* a contiguous row as bytes, whatever the element type */
+        if (is == 1)
+            memcpy(bytes(out) + (size_t)o * es, cbytes(src) + (size_t)off * es, (size_t)inner * es);
+        else if (out->f)
+            for (int64_t j = 0; j < inner; j++) out->f[o + j] = src->f[off + j * is];
+        else
+            for (int64_t j = 0; j < inner; j++) out->i[o + j] = src->i[off + j * is];
         for (int k = r - 2; k >= 0; k--) {
             off += v->str[k];
             if (++co[k] < v->dims[k]) break;

@@ -19,22 +19,56 @@ static mpx_status index_in(const mpx_kctx *c, int64_t k, int64_t d, int64_t *out
     return MPX_OK;
 }
 
-mpx_status mpx_k_gather(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
-                        int n_out) {
+/* Every index is checked before anything is written, so that a bad index
+ * fails the op whole instead of after part of the output (Gather,
+ * GatherElements, ScatterElements). */
+static mpx_status indices_in(const mpx_kctx *c, const mpx_value *idx, int64_t d) {
+    int64_t k;
+    for (int64_t j = 0; j < idx->n; j++) {
+        mpx_status st = index_in(c, idx->i[j], d, &k);
+        if (st != MPX_OK) return st;
+    }
+    return MPX_OK;
+}
+
+/* GatherElements and ScatterElements walk the indices in row-major order
+ * keeping off, the offset in x of the coordinate co with the axis ax left out
+ * (the index itself supplies that one): this steps co and off to the next
+ * index. */
+static void elements_next(int r, int ax, const int64_t *idims, const int64_t *xs, int64_t *co,
+                          int64_t *off) {
+    for (int q = r - 1; q >= 0; q--) {
+        if (q != ax) *off += xs[q];
+        if (++co[q] < idims[q]) break;
+        if (q != ax) *off -= co[q] * xs[q];
+        co[q] = 0;
+    }
+}
+
+/* Gather and GatherElements take the same arguments: data that is not a
+ * scalar, integer indices and an axis of the data. */
+static mpx_status gather_args(const mpx_kctx *c, const mpx_value *const *in, int n_in, int n_out,
+                              int *ax) {
     mpx_status st = need(c, in, n_in, 2, n_out, 1);
     if (st != MPX_OK) return st;
+    if (!in[1]->i) return mpx_kernel_error(c, MPX_E_INVALID, "indices must be an integer tensor");
+    if (in[0]->rank == 0) return mpx_kernel_error(c, MPX_E_SHAPE, "cannot gather from a scalar");
+    return mpx_k_axis(c, mpx_node_attr_int(c->node, "axis", 0), in[0]->rank, 0, ax);
+}
+
+mpx_status mpx_k_gather(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                        int n_out) {
+    int ax;
+    mpx_status st = gather_args(c, in, n_in, n_out, &ax);
+    if (st != MPX_OK) return st;
     const mpx_value *x = in[0], *idx = in[1];
-    if (!idx->i) return mpx_kernel_error(c, MPX_E_INVALID, "indices must be an integer tensor");
-    int r = x->rank, ax;
-    if (r == 0) return mpx_kernel_error(c, MPX_E_SHAPE, "cannot gather from a scalar");
-    if ((st = mpx_k_axis(c, mpx_node_attr_int(c->node, "axis", 0), r, 0, &ax)) != MPX_OK) return st;
+    int r = x->rank;
     int orank = r - 1 + idx->rank;
     if (orank > MPX_MAX_RANK)
         return mpx_kernel_error(c, MPX_E_LIMIT, "output rank %d is beyond mpx's limit of %d", orank,
                                 MPX_MAX_RANK);
     int64_t d = x->dims[ax], dims[MPX_MAX_RANK], k;
-    for (int64_t j = 0; j < idx->n; j++)
-        if ((st = index_in(c, idx->i[j], d, &k)) != MPX_OK) return st;
+    if ((st = indices_in(c, idx, d)) != MPX_OK) return st;
     int o = 0;
     for (int i = 0; i < ax; i++) dims[o++] = x->dims[i];
     for (int i = 0; i < idx->rank; i++) dims[o++] = idx->dims[i];
@@ -54,13 +88,11 @@ mpx_status mpx_k_gather(const mpx_kctx *c, const mpx_value *const *in, int n_in,
 
 mpx_status mpx_k_gather_elements(const mpx_kctx *c, const mpx_value *const *in, int n_in,
                                  mpx_value *out, int n_out) {
-    mpx_status st = need(c, in, n_in, 2, n_out, 1);
+    int ax;
+    mpx_status st = gather_args(c, in, n_in, n_out, &ax);
     if (st != MPX_OK) return st;
     const mpx_value *x = in[0], *idx = in[1];
-    if (!idx->i) return mpx_kernel_error(c, MPX_E_INVALID, "indices must be an integer tensor");
-    int r = x->rank, ax;
-    if (r == 0) return mpx_kernel_error(c, MPX_E_SHAPE, "cannot gather from a scalar");
-    if ((st = mpx_k_axis(c, mpx_node_attr_int(c->node, "axis", 0), r, 0, &ax)) != MPX_OK) return st;
+    int r = x->rank;
     char b1[96], b2[96];
     if (idx->rank != r)
         return mpx_kernel_error(c, MPX_E_SHAPE, "indices of rank %d for data of rank %d", idx->rank,
@@ -71,8 +103,7 @@ mpx_status mpx_k_gather_elements(const mpx_kctx *c, const mpx_value *const *in, 
                                     mpx_dims_str(r, idx->dims, b1, sizeof b1),
                                     mpx_dims_str(r, x->dims, b2, sizeof b2), i);
     int64_t d = x->dims[ax], k, xs[MPX_MAX_RANK], co[MPX_MAX_RANK] = {0};
-    for (int64_t j = 0; j < idx->n; j++)
-        if ((st = index_in(c, idx->i[j], d, &k)) != MPX_OK) return st;
+    if ((st = indices_in(c, idx, d)) != MPX_OK) return st;
     row_strides(r, x->dims, xs);
     if ((st = alloc_like(c, &out[0], x, r, idx->dims)) != MPX_OK) return st;
     int64_t off = 0; /* offset of co in x, axis ax excluded */
@@ -83,12 +114,7 @@ mpx_status mpx_k_gather_elements(const mpx_kctx *c, const mpx_value *const *in, 
             out[0].f[j] = x->f[s];
         else
             out[0].i[j] = x->i[s];
-        for (int q = r - 1; q >= 0; q--) {
-            if (q != ax) off += xs[q];
-            if (++co[q] < idx->dims[q]) break;
-            if (q != ax) off -= co[q] * xs[q];
-            co[q] = 0;
-        }
+        elements_next(r, ax, idx->dims, xs, co, &off);
     }
     return MPX_OK;
 }
@@ -140,31 +166,25 @@ mpx_status mpx_k_scatter_elements(const mpx_kctx *c, const mpx_value *const *in,
     int r = x->rank, ax;
     if (r == 0) return mpx_kernel_error(c, MPX_E_SHAPE, "cannot scatter into a scalar");
     if ((st = mpx_k_axis(c, mpx_node_attr_int(c->node, "axis", 0), r, 0, &ax)) != MPX_OK) return st;
-    char b1[96], b2[96];
+    char b1[96], b2[96], b3[96];
     if (idx->rank != r || u->rank != r)
         return mpx_kernel_error(c, MPX_E_SHAPE, "indices and updates must have the data's rank %d", r);
     for (int i = 0; i < r; i++)
         if (idx->dims[i] != u->dims[i] || (i != ax && idx->dims[i] > x->dims[i]))
             return mpx_kernel_error(c, MPX_E_SHAPE, "indices %s and updates %s do not fit data %s",
                                     mpx_dims_str(r, idx->dims, b1, sizeof b1), mpx_dims_str(r, u->dims, b2, sizeof b2),
-                                    mpx_dims_str(r, x->dims, b2, sizeof b2));
+                                    mpx_dims_str(r, x->dims, b3, sizeof b3));
     sreduce red = SR_NONE;
     if ((st = scatter_reduction(c, &red)) != MPX_OK) return st;
     int64_t d = x->dims[ax], k, xs[MPX_MAX_RANK], co[MPX_MAX_RANK] = {0};
-    for (int64_t j = 0; j < idx->n; j++)
-        if ((st = index_in(c, idx->i[j], d, &k)) != MPX_OK) return st;
+    if ((st = indices_in(c, idx, d)) != MPX_OK) return st;
     if ((st = copy_data(c, x, &out[0])) != MPX_OK) return st;
     row_strides(r, x->dims, xs);
     int64_t off = 0; /* offset of co in x, axis ax excluded */
     for (int64_t j = 0; j < idx->n; j++) {
         k = idx->i[j] < 0 ? idx->i[j] + d : idx->i[j];
         scatter_one(&out[0], off + k * xs[ax], u, j, red);
-        for (int q = r - 1; q >= 0; q--) {
-            if (q != ax) off += xs[q];
-            if (++co[q] < idx->dims[q]) break;
-            if (q != ax) off -= co[q] * xs[q];
-            co[q] = 0;
-        }
+        elements_next(r, ax, idx->dims, xs, co, &off);
     }
     return MPX_OK;
 }

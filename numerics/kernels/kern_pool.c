@@ -155,12 +155,16 @@ typedef struct pool2d {
     bool avx2; /* MaxPool's 3x3 rows by max3x3_avx2 (the same values) */
 } pool2d;
 
-/* The outputs [*lo, *hi) of a row whose tap b (its input column o * s +
- * *off) lies inside the input row of W columns. */
-static void tap_cols(const kn_window *w, int64_t W, int64_t b, int64_t *off, int64_t *lo, int64_t *hi) {
+/* The outputs [*lo, *hi) of a row, within the outputs [c0, c1) a caller
+ * walks, whose tap b (its input column o * s + *off) lies inside the input
+ * row of W columns. */
+static void tap_cols(const kn_window *w, int64_t W, int64_t b, int64_t c0, int64_t c1, int64_t *off,
+                     int64_t *lo, int64_t *hi) {
     *off = b * w->d[1] - w->pb[1];
     *lo = kn_ceil_div(-*off, w->s[1]);
     *hi = kn_ceil_div(W - *off, w->s[1]);
+    if (*lo < c0) *lo = c0;
+    if (*hi > c1) *hi = c1;
 }
 
 /* The input row that output row oh's tap row a reads in plane xp, or NULL
@@ -168,6 +172,17 @@ static void tap_cols(const kn_window *w, int64_t W, int64_t b, int64_t *off, int
 static const float *tap_row(const pool2d *m, const float *xp, int64_t oh, int64_t a) {
     const int64_t ih = oh * m->w->s[0] + a * m->w->d[0] - m->w->pb[0];
     return ih < 0 || ih >= m->H ? NULL : xp + ih * m->W;
+}
+
+/* Tap (a, b) of output row oh, for the loops that take each in-bounds tap
+ * over a whole row of outputs (avg2d_plane): the input
+ * row it reads (NULL: padding), its column offset *off and the outputs
+ * [*lo, *hi) within [c0, c1) that it reaches. */
+static const float *tap_at(const pool2d *m, const float *xp, int64_t oh, int64_t a, int64_t b,
+                           int64_t c0, int64_t c1, int64_t *off, int64_t *lo, int64_t *hi) {
+    const float *xr = tap_row(m, xp, oh, a);
+    if (xr) tap_cols(m->w, m->W, b, c0, c1, off, lo, hi);
+    return xr;
 }
 
 /* Outputs [lo, hi) of a row whose every column tap is inside the input:
@@ -320,6 +335,7 @@ static void max2d_plane(void *ctx, int tid, long pc) {
     const kn_window *w = m->w;
     const float *xp = m->x + pc * m->H * m->W;
     float *yp = m->y + pc * m->OH * m->OW;
+    const int64_t s = w->s[1];
     unsigned char any[4096];
     /* the outputs whose column taps are all inside the input; each column
      * tap's outputs, the same for every row (the first POOL_TAPS kept: a
@@ -328,7 +344,7 @@ static void max2d_plane(void *ctx, int tid, long pc) {
     int64_t ilo = 0, ihi = m->OW, toff[POOL_TAPS], tlo[POOL_TAPS], thi[POOL_TAPS];
     for (int64_t b = 0; b < w->k[1]; b++) {
         int64_t off, lo, hi;
-        tap_cols(w, m->W, b, &off, &lo, &hi);
+        tap_cols(w, m->W, b, 0, m->OW, &off, &lo, &hi);
         if (b < POOL_TAPS) toff[b] = off, tlo[b] = lo, thi[b] = hi;
         ilo = lo > ilo ? lo : ilo;
         ihi = hi < ihi ? hi : ihi;
@@ -360,11 +376,12 @@ static void max2d_plane(void *ctx, int tid, long pc) {
                     if (!xr) continue;
                     for (int64_t b = 0; b < w->k[1]; b++) {
                         int64_t off, lo, hi;
-                        if (b < POOL_TAPS) off = toff[b], lo = tlo[b], hi = thi[b];
-                        else tap_cols(w, m->W, b, &off, &lo, &hi);
-                        if (lo < c0) lo = c0;
-                        if (hi > c1) hi = c1;
-                        const int64_t s = w->s[1];
+                        if (b < POOL_TAPS) {
+                            off = toff[b], lo = tlo[b], hi = thi[b];
+                            if (lo < c0) lo = c0;
+                            if (hi > c1) hi = c1;
+                        } else
+                            tap_cols(w, m->W, b, c0, c1, &off, &lo, &hi);
                         for (int64_t o = lo; o < hi; o++) {
                             const float v = xr[o * s + off];
                             const bool take = !any[o - c0] || v > yr[o];
@@ -394,18 +411,13 @@ static void avg2d_plane(void *ctx, int tid, long pc) {
     for (int64_t oh = 0; oh < m->OH; oh++) {
         float *yr = yp + oh * m->OW;
         for (int64_t o = 0; o < m->OW; o++) yr[o] = 0.0f;
-        for (int64_t a = 0; a < w->k[0]; a++) {
-            const float *xr = tap_row(m, xp, oh, a);
-            if (!xr) continue;
+        for (int64_t a = 0; a < w->k[0]; a++)
             for (int64_t b = 0; b < w->k[1]; b++) {
                 int64_t off, lo, hi;
-                tap_cols(w, m->W, b, &off, &lo, &hi);
-                if (lo < 0) lo = 0;
-                if (hi > m->OW) hi = m->OW;
-                const int64_t st = w->s[1];
-                for (int64_t o = lo; o < hi; o++) yr[o] += xr[o * st + off];
+                const float *xr = tap_at(m, xp, oh, a, b, 0, m->OW, &off, &lo, &hi);
+                if (!xr) continue;
+                for (int64_t o = lo; o < hi; o++) yr[o] += xr[o * w->s[1] + off];
             }
-        }
         for (int64_t o = 0; o < m->OW; o++) {
             const int64_t oc[2] = {oh, o};
             win_pos p;
@@ -550,19 +562,12 @@ static mpx_status pool(const mpx_kctx *c, const mpx_value *const *in, int n_in, 
     return MPX_OK;
 }
 
-mpx_status mpx_k_max_pool(const mpx_kctx *c, const mpx_value *const *in, int n_in,
-                          mpx_value *out, int n_out) {
-    return pool(c, in, n_in, out, n_out, POOL_MAX);
-}
-
-mpx_status mpx_k_average_pool(const mpx_kctx *c, const mpx_value *const *in, int n_in,
-                              mpx_value *out, int n_out) {
-    return pool(c, in, n_in, out, n_out, POOL_AVG);
-}
-
-mpx_status mpx_k_lp_pool(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
-                         int n_out) {
-    return pool(c, in, n_in, out, n_out, POOL_LP);
+/* MaxPool, AveragePool and LpPool: one kernel, the kind read off the op. */
+mpx_status mpx_k_pool(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                      int n_out) {
+    const mpx_op op = c->node->op;
+    return pool(c, in, n_in, out, n_out,
+                op == MPX_OP_MaxPool ? POOL_MAX : op == MPX_OP_LpPool ? POOL_LP : POOL_AVG);
 }
 
 /* A plane's mean from its sum: with the accum rule's round-sum
@@ -689,14 +694,10 @@ mpx_status mpx_k_global_lp_pool(const mpx_kctx *c, const mpx_value *const *in, i
     return MPX_OK;
 }
 
-mpx_status mpx_k_global_average_pool(const mpx_kctx *c, const mpx_value *const *in, int n_in,
-                                     mpx_value *out, int n_out) {
-    return global_pool(c, in, n_in, out, n_out, false);
-}
-
-mpx_status mpx_k_global_max_pool(const mpx_kctx *c, const mpx_value *const *in, int n_in,
-                                 mpx_value *out, int n_out) {
-    return global_pool(c, in, n_in, out, n_out, true);
+/* GlobalAveragePool and GlobalMaxPool: one kernel, the kind read off the op. */
+mpx_status mpx_k_global_pool(const mpx_kctx *c, const mpx_value *const *in, int n_in,
+                             mpx_value *out, int n_out) {
+    return global_pool(c, in, n_in, out, n_out, c->node->op == MPX_OP_GlobalMaxPool);
 }
 
 /* MaxUnpool: zeros of the output shape (kernel_shape, strides, pads, or the

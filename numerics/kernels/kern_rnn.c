@@ -220,73 +220,43 @@ static void rt_terms(const float *RT, int64_t ld, const float *v, int64_t H, int
 }
 
 #if KG_HAVE_X86
-/* rt_terms on AVX2, the same operations per row: 32 rows' block sums held
- * in registers across the block's k (one load of RT per product, where
- * rt_terms loads and stores the block sums at every k: a step's
- * matrix-vector product is most of a recurrent op's time), then 8 rows,
- * then one at a time. Separate multiplies and adds, as rt_terms. */
+/* rt_terms for the rows [q, q + 8 nb) on AVX2, the same operations per row:
+ * the rows' block sums held in nb registers across the block's k (one load
+ * of RT per product, where rt_terms loads and stores the block sums at every
+ * k: a step's matrix-vector product is most of a recurrent op's time), the
+ * multiplies and adds separate, as rt_terms. nb is a constant at each call
+ * (8, 4, 1), so the loops over the registers unroll and the arrays stay in
+ * registers. */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+rt_panel_avx2(const float *RT, int64_t ld, const float *v, int64_t H, int64_t q, float *out, const int nb) {
+    __m256 o[8], b[8];
+#pragma GCC unroll 8
+    for (int j = 0; j < nb; j++) o[j] = _mm256_loadu_ps(out + q + 8 * j);
+    for (int64_t k0 = 0; k0 < H; k0 += MPX_ACC_FP32_BLOCK) {
+        int64_t k1 = H - k0 < MPX_ACC_FP32_BLOCK ? H : k0 + MPX_ACC_FP32_BLOCK;
+#pragma GCC unroll 8
+        for (int j = 0; j < nb; j++) b[j] = _mm256_setzero_ps();
+        for (int64_t k = k0; k < k1; k++) {
+            const __m256 hk = _mm256_set1_ps(v[k]);
+            const float *rr = RT + k * ld + q;
+#pragma GCC unroll 8
+            for (int j = 0; j < nb; j++) b[j] = _mm256_add_ps(b[j], _mm256_mul_ps(hk, _mm256_loadu_ps(rr + 8 * j)));
+        }
+#pragma GCC unroll 8
+        for (int j = 0; j < nb; j++) o[j] = _mm256_add_ps(o[j], b[j]);
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < nb; j++) _mm256_storeu_ps(out + q + 8 * j, o[j]);
+}
+
+/* rt_terms on AVX2: 64 rows at a time (eight chains of additions in
+ * flight), then 32, then 8, then one at a time. */
 __attribute__((target("avx2,fma"))) static void rt_terms_avx2(const float *RT, int64_t ld, const float *v, int64_t H,
                                                               int64_t nq, float *out) {
     int64_t q = 0;
-    for (; q + 64 <= nq; q += 64) { /* eight chains of additions in flight */
-        __m256 o0 = _mm256_loadu_ps(out + q), o1 = _mm256_loadu_ps(out + q + 8), o2 = _mm256_loadu_ps(out + q + 16),
-               o3 = _mm256_loadu_ps(out + q + 24), o4 = _mm256_loadu_ps(out + q + 32),
-               o5 = _mm256_loadu_ps(out + q + 40), o6 = _mm256_loadu_ps(out + q + 48),
-               o7 = _mm256_loadu_ps(out + q + 56);
-        for (int64_t k0 = 0; k0 < H; k0 += MPX_ACC_FP32_BLOCK) {
-            int64_t k1 = H - k0 < MPX_ACC_FP32_BLOCK ? H : k0 + MPX_ACC_FP32_BLOCK;
-            __m256 b0 = _mm256_setzero_ps(), b1 = b0, b2 = b0, b3 = b0, b4 = b0, b5 = b0, b6 = b0, b7 = b0;
-            for (int64_t k = k0; k < k1; k++) {
-                const __m256 hk = _mm256_set1_ps(v[k]);
-                const float *rr = RT + k * ld + q;
-                b0 = _mm256_add_ps(b0, _mm256_mul_ps(hk, _mm256_loadu_ps(rr)));
-                b1 = _mm256_add_ps(b1, _mm256_mul_ps(hk, _mm256_loadu_ps(rr + 8)));
-                b2 = _mm256_add_ps(b2, _mm256_mul_ps(hk, _mm256_loadu_ps(rr + 16)));
-                b3 = _mm256_add_ps(b3, _mm256_mul_ps(hk, _mm256_loadu_ps(rr + 24)));
-                b4 = _mm256_add_ps(b4, _mm256_mul_ps(hk, _mm256_loadu_ps(rr + 32)));
-                b5 = _mm256_add_ps(b5, _mm256_mul_ps(hk, _mm256_loadu_ps(rr + 40)));
-                b6 = _mm256_add_ps(b6, _mm256_mul_ps(hk, _mm256_loadu_ps(rr + 48)));
-                b7 = _mm256_add_ps(b7, _mm256_mul_ps(hk, _mm256_loadu_ps(rr + 56)));
-            }
-            o0 = _mm256_add_ps(o0, b0), o1 = _mm256_add_ps(o1, b1), o2 = _mm256_add_ps(o2, b2);
-            o3 = _mm256_add_ps(o3, b3), o4 = _mm256_add_ps(o4, b4), o5 = _mm256_add_ps(o5, b5);
-            o6 = _mm256_add_ps(o6, b6), o7 = _mm256_add_ps(o7, b7);
-        }
-        _mm256_storeu_ps(out + q, o0), _mm256_storeu_ps(out + q + 8, o1), _mm256_storeu_ps(out + q + 16, o2);
-        _mm256_storeu_ps(out + q + 24, o3), _mm256_storeu_ps(out + q + 32, o4), _mm256_storeu_ps(out + q + 40, o5);
-        _mm256_storeu_ps(out + q + 48, o6), _mm256_storeu_ps(out + q + 56, o7);
-    }
-    for (; q + 32 <= nq; q += 32) {
-        __m256 o0 = _mm256_loadu_ps(out + q), o1 = _mm256_loadu_ps(out + q + 8), o2 = _mm256_loadu_ps(out + q + 16),
-               o3 = _mm256_loadu_ps(out + q + 24);
-        for (int64_t k0 = 0; k0 < H; k0 += MPX_ACC_FP32_BLOCK) {
-            int64_t k1 = H - k0 < MPX_ACC_FP32_BLOCK ? H : k0 + MPX_ACC_FP32_BLOCK;
-            __m256 b0 = _mm256_setzero_ps(), b1 = b0, b2 = b0, b3 = b0;
-            for (int64_t k = k0; k < k1; k++) {
-                const __m256 hk = _mm256_set1_ps(v[k]);
-                const float *rr = RT + k * ld + q;
-                b0 = _mm256_add_ps(b0, _mm256_mul_ps(hk, _mm256_loadu_ps(rr)));
-                b1 = _mm256_add_ps(b1, _mm256_mul_ps(hk, _mm256_loadu_ps(rr + 8)));
-                b2 = _mm256_add_ps(b2, _mm256_mul_ps(hk, _mm256_loadu_ps(rr + 16)));
-                b3 = _mm256_add_ps(b3, _mm256_mul_ps(hk, _mm256_loadu_ps(rr + 24)));
-            }
-            o0 = _mm256_add_ps(o0, b0), o1 = _mm256_add_ps(o1, b1), o2 = _mm256_add_ps(o2, b2);
-            o3 = _mm256_add_ps(o3, b3);
-        }
-        _mm256_storeu_ps(out + q, o0), _mm256_storeu_ps(out + q + 8, o1), _mm256_storeu_ps(out + q + 16, o2);
-        _mm256_storeu_ps(out + q + 24, o3);
-    }
-    for (; q + 8 <= nq; q += 8) {
-        __m256 o = _mm256_loadu_ps(out + q);
-        for (int64_t k0 = 0; k0 < H; k0 += MPX_ACC_FP32_BLOCK) {
-            int64_t k1 = H - k0 < MPX_ACC_FP32_BLOCK ? H : k0 + MPX_ACC_FP32_BLOCK;
-            __m256 b = _mm256_setzero_ps();
-            for (int64_t k = k0; k < k1; k++)
-                b = _mm256_add_ps(b, _mm256_mul_ps(_mm256_set1_ps(v[k]), _mm256_loadu_ps(RT + k * ld + q)));
-            o = _mm256_add_ps(o, b);
-        }
-        _mm256_storeu_ps(out + q, o);
-    }
+    for (; q + 64 <= nq; q += 64) rt_panel_avx2(RT, ld, v, H, q, out, 8);
+    for (; q + 32 <= nq; q += 32) rt_panel_avx2(RT, ld, v, H, q, out, 4);
+    for (; q + 8 <= nq; q += 8) rt_panel_avx2(RT, ld, v, H, q, out, 1);
     for (; q < nq; q++)
         for (int64_t k0 = 0; k0 < H; k0 += MPX_ACC_FP32_BLOCK) {
             int64_t k1 = H - k0 < MPX_ACC_FP32_BLOCK ? H : k0 + MPX_ACC_FP32_BLOCK;

@@ -91,12 +91,20 @@ mpx_status mpx_k_sequence_insert(const mpx_kctx *c, const mpx_value *const *in, 
     return st;
 }
 
+/* SequenceErase and SequenceAt take the same arguments: a sequence and the
+ * position of one of its items (input 1), for one output. */
+static mpx_status seq_item_in(const mpx_kctx *c, const mpx_value *const *in, int n_in, int n_out,
+                              const mpx_value **s, int64_t *at) {
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (!st) st = seq_in(c, in, n_in, 0, s);
+    if (!st) st = position(c, kn_opt(in, n_in, 1), (*s)->n, false, at);
+    return st;
+}
+
 mpx_status mpx_k_sequence_erase(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
     const mpx_value *s;
     int64_t at;
-    mpx_status st = kn_need_out(c, n_out, 1);
-    if (!st) st = seq_in(c, in, n_in, 0, &s);
-    if (!st) st = position(c, kn_opt(in, n_in, 1), s->n, false, &at);
+    mpx_status st = seq_item_in(c, in, n_in, n_out, &s, &at);
     if (st) return st;
     if ((st = new_seq(c, &out[0], s->dtype, s->n - 1))) return st;
     for (int64_t k = 0, j = 0; k < s->n && !st; k++)
@@ -108,9 +116,7 @@ mpx_status mpx_k_sequence_erase(const mpx_kctx *c, const mpx_value *const *in, i
 mpx_status mpx_k_sequence_at(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
     const mpx_value *s;
     int64_t at;
-    mpx_status st = kn_need_out(c, n_out, 1);
-    if (!st) st = seq_in(c, in, n_in, 0, &s);
-    if (!st) st = position(c, kn_opt(in, n_in, 1), s->n, false, &at);
+    mpx_status st = seq_item_in(c, in, n_in, n_out, &s, &at);
     if (st) return st;
     if (!kn_opt(in, n_in, 1)) return mpx_kernel_error(c, MPX_E_INVALID, "position is required");
     return copy_item(c, &out[0], &s->seq[at]);

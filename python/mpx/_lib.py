@@ -7,9 +7,9 @@ explore/mpx_explore.h). Structures
 the package only reads through a pointer (a graph, a tensor, a node, a
 comparison, a plan) are declared up to the last field it reads; those it
 allocates or indexes in arrays (an error, a value, a layer, options) are
-declared whole. The tests compare the package's figures with the mpx
-program's for the same model (tests/python), which a layout that drifted
-from the headers would fail.
+declared whole. tests/python/abi_check.py holds every mirror (MIRRORS, at
+the end) to the layout the compiler gives the headers, field by field; the
+other tests compare the package's figures with the mpx program's.
 
 Which libmpx is loaded: $MPX_LIBRARY (a path) when set (the build tree's
 tests), else the one installed beside the package (_install.py, written by
@@ -186,8 +186,9 @@ class ExportSummary(Structure):  # mpx_export_summary (export/mpx_export.h)
                 ("weight_elems", c_int64), ("bytes_before", c_int64), ("bytes_after", c_int64),
                 ("opset_before", c_int), ("opset", c_int), ("upgraded", c_int), ("n_overflow", c_int),
                 ("overflow", c_char * 256), ("n_flushed", c_int), ("flushed", c_char * 256), ("n_kept", c_int),
-                ("kept", c_char * 256), ("external_bytes", c_int64), ("external", c_char * 1100),
-                ("target", c_void_p), ("accum", c_void_p), ("accum_block", c_int), ("keep_io", c_bool)]
+                ("kept", c_char * 256), ("n_accum_options", c_int), ("accum_options", c_char * 256),
+                ("external_bytes", c_int64), ("external", c_char * 1100), ("target", c_void_p), ("accum", c_void_p),
+                ("accum_block", c_int), ("keep_io", c_bool)]
 
 
 # ---- prototypes ---------------------------------------------------------------
@@ -261,6 +262,7 @@ metric_value = _fn("mpx_metric_value", c_double, POINTER(Metrics), c_int)
 metrics_compute = _fn("mpx_metrics_compute", c_int, POINTER(Value), POINTER(Value), _P, POINTER(Metrics), E)
 
 colour_name = _fn("mpx_colour_name", c_char_p, c_int)
+rules_accum_option = _fn("mpx_rules_accum_option", c_char_p, c_int, POINTER(c_uint32))
 colour_from_name = _fn("mpx_colour_from_name", c_int, c_char_p)
 rules_new = _fn("mpx_rules_new", _P)
 rules_copy = _fn("mpx_rules_copy", _P, _P)
@@ -421,3 +423,17 @@ sweep_define = _fn("mpx_sweep_define", c_int, POINTER(Sweep), c_char_p, c_char_p
 sweep_run = _fn("mpx_sweep_run", c_int, POINTER(Sweep), POINTER(Graph), _P, POINTER(PlanOpts), POINTER(ExploreHost),
                 c_int, c_int, E)
 sweep_json = _fn("mpx_sweep_json", c_void_p, POINTER(Sweep), c_char_p)
+
+# Every structure above and the C one it mirrors: tests/python/abi_check.py
+# holds each, field by field, to the layout the compiler gives the public
+# headers (tests/abi_layout.c).
+MIRRORS = {"mpx_error": Error_, "mpx_tensor": Tensor, "mpx_node": Node, "mpx_graph": Graph, "mpx_value": Value,
+           "mpx_metrics": Metrics, "mpx_layer": Layer, "mpx_compare": Compare, "mpx_compare_opts": CompareOpts,
+           "mpx_plan_opts": PlanOpts, "mpx_plan_measured": PlanMeasured, "mpx_plan_node": PlanNode,
+           "mpx_plan_tensor": PlanTensor, "mpx_plan_cast": PlanCast, "mpx_plan_counts": PlanCounts, "mpx_plan": Plan,
+           "mpx_image_opts": ImageOpts, "mpx_audio_opts": AudioOpts, "mpx_viz_opts": VizOpts,
+           "mpx_viz_series": VizSeries, "mpx_viz_plot_opts": PlotOpts, "mpx_viz_page": VizPage,
+           "mpx_export_summary": ExportSummary, "mpx_clause": Clause, "mpx_cond": Cond,
+           "mpx_search_progress": SearchProgress, "mpx_search_opts": SearchOpts, "mpx_search_result": SearchResult,
+           "mpx_explore_host": ExploreHost, "mpx_figure_ctx": FigureCtx, "mpx_sweep_point": SweepPoint,
+           "mpx_sweep": Sweep}

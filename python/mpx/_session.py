@@ -13,7 +13,7 @@ import shlex
 import signal
 import threading
 import warnings
-from ctypes import POINTER, byref, c_bool, c_int, c_int64, c_void_p
+from ctypes import POINTER, byref, c_bool, c_int, c_int64, c_uint, c_void_p
 
 import numpy as np
 
@@ -313,8 +313,9 @@ class Plan:
         """One record per node in graph order, with the keys of the
         program's `plan --json`: name, op, colour, default, rule (the number
         of the rule that set the colour, from 1 as Session.rules() counts;
-        None: the default), compute/accum/output formats (None where
-        precision does not apply); and order (the node's index), the
+        None: the default), compute/accum/output formats and accum_options
+        (the accum rule's options by name; None where precision does not
+        apply); and order (the node's index), the
         default's source and low (computes narrower than fp32). changed: only the nodes a rule
         decided or whose colour differs from its default (`plan --changed`).
         A pandas DataFrame when pandas is installed."""
@@ -330,6 +331,7 @@ class Plan:
                 "rule": pn.colour_rule + 1 if pn.colour_rule >= 0 else None,
                 "compute": _fmt_name(pn.compute) if pn.is_float else None,
                 "accum": _fmt_name(pn.accum) if pn.is_float else None,
+                "accum_options": _accum_options(pn.accum_flags) if pn.is_float else None,
                 "output": _fmt_name(pn.output) if pn.is_float else None,
                 "low": bool(pn.low)})
         return _records(rows)
@@ -1533,16 +1535,18 @@ class Session:
         """Write the current plan as an ONNX model (`export`): weights stored
         in their formats, a Cast per cast of the plan. Refuses an existing
         file unless force, the loaded model and the files read. Returns what
-        was written: nodes, casts, weights, bytes before and after, opset
-        and the weights that overflow or flush."""
+        was written: nodes, casts, weights, bytes before and after, opset,
+        the weights that overflow or flush and the nodes whose accum
+        options (bias-first, round-sum) ONNX cannot carry."""
         with self._use():
             s, err = L.ExportSummary(), L.Error_()
             _check(L.export_onnx(self._plan._ptr, os.fsencode(path), bool(force), bool(external), self._graph.guard,
                                      byref(s), byref(err)), err)
             d = {f: getattr(s, f) for f in ("nodes", "casts", "casts_retyped", "weights", "weight_elems",
                                             "bytes_before", "bytes_after", "opset_before", "opset", "upgraded",
-                                            "n_overflow", "n_flushed", "n_kept", "external_bytes")}
-            for f in ("overflow", "flushed", "kept", "external"):
+                                            "n_overflow", "n_flushed", "n_kept", "n_accum_options",
+                                            "external_bytes")}
+            for f in ("overflow", "flushed", "kept", "accum_options", "external"):
                 d[f] = getattr(s, f).decode()
             d["path"] = os.fspath(path)
             return d
@@ -1551,6 +1555,18 @@ class Session:
         if self._closed:
             return "<mpx.Session (closed)>"
         return "<mpx.Session %s: %s>" % (self.model, self._plan.summary())
+
+
+def _accum_options(flags):
+    """The accum rule's options in flags by their names (plan --json's accum_options)."""
+    names, k, f = [], 0, c_uint(0)
+    while True:
+        name = L.rules_accum_option(k, byref(f))
+        if name is None:
+            return names
+        if flags & f.value:
+            names.append(name.decode())
+        k += 1
 
 
 def _rule_text(verb, selector, what, when, otherwise):

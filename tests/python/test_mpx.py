@@ -657,6 +657,13 @@ class Artefacts(unittest.TestCase):
             s.export(MODEL, force=True)  # the loaded model is never written over
         program(["load '%s'" % MODEL, "input x shape 1x3x64x64", RULE, "export p16.onnx"], d)
         self.assertEqual(open(out, "rb").read(), open(os.path.join(d, "p16.onnx"), "rb").read())
+        # accum options: in the plan's records, and named by export (ONNX cannot carry them)
+        s.accum("GlobalAveragePool", "fp16 round-sum")
+        self.assertEqual([n["accum_options"] for n in s.plan().nodes() if n["op"] == "GlobalAveragePool"],
+                         [["round-sum"]] * 2)
+        x = s.export(out, force=True)
+        self.assertEqual(x["n_accum_options"], 2)
+        self.assertIn("/head/pool/GlobalAveragePool (round-sum)", x["accum_options"])
 
     def test_pictures_and_page(self):
         d = work("pictures")
