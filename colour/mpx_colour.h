@@ -65,6 +65,16 @@ mpx_colour mpx_colour_default_node(const mpx_node *n, const mpx_format *target,
 
 /*   colour <selector> <colour> [when <expr> [else <colour>]]     (alias: color)
  *   accum  <selector> <format> [options] [when <expr> [else <format> [options]]]
+ *   fuse   <selector> [when <expr>]
+ *
+ * fuse: each selected node hands its float output to its consumers
+ *   unrounded (held in fp32, the node's inputs and accumulation as before);
+ *   a consumer reads it unrounded and rounds its own output (its other
+ *   inputs as before): the two nodes round once, as a runtime that
+ *   computes them as one op. Besides op types, names and *, a fuse rule's
+ *   selector may name a pattern (patterns.c): linear (MatMul by a weight
+ *   and its bias Add), silu (Sigmoid and Mul), gelu (GELU's erf form); the
+ *   pattern's nodes but its last are fused.
  *
  * accum options (mpx_accum's flags; none: mpx's documented order):
  *   bias-first  Conv with a rounded format: the running sum starts at the bias
@@ -85,7 +95,7 @@ mpx_colour mpx_colour_default_node(const mpx_node *n, const mpx_format *target,
  * logic, and a `when` that is unknown leaves the node as earlier rules had it
  * (neither branch applies; mpx_plan_why says so). */
 
-typedef enum mpx_rule_kind { MPX_RULE_COLOUR, MPX_RULE_ACCUM } mpx_rule_kind;
+typedef enum mpx_rule_kind { MPX_RULE_COLOUR, MPX_RULE_ACCUM, MPX_RULE_FUSE } mpx_rule_kind;
 
 typedef struct mpx_rules mpx_rules;
 
@@ -193,6 +203,12 @@ typedef struct mpx_plan_node {
      * that arrives in fp32; clear: the first of the widest inputs); -1 when no
      * input decided (constants only, no float input, green, red). */
     int cause;
+    /* A fuse rule (fuse_rule, -1: none) made the node hand its float outputs
+     * to its consumers unrounded: output is fp32 and so are its output
+     * tensors; each consumer reads them as held (mpx_plan_input_format) and
+     * rounds its own output. */
+    bool fused;
+    int fuse_rule;
 } mpx_plan_node;
 
 typedef struct mpx_plan_tensor {

@@ -1,10 +1,11 @@
-/* rules.c - parsing `colour` and `accum` rules, and evaluating them on a node.
+/* rules.c - parsing `colour`, `accum` and `fuse` rules, and evaluating them on a node.
  *
  * A hand-written recursive-descent parser over the text as typed, so every
  * error can name the column and what was expected there. Grammar:
  *
  *   rule     := ("colour" | "color") selector COLOUR [when]
  *             | "accum" selector FORMAT option* [when]
+ *             | "fuse" selector ["when" or]       (items may be patterns: patterns.c)
  *   when     := "when" or ["else" (COLOUR | FORMAT option*)]
  *   option   := "bias-first" | "round-sum"          (accum_options)
  *   selector := item ("," item)*
@@ -243,6 +244,14 @@ static mpx_status parse_item(parser *p, sel_item *it) {
     char name[128];
     snprintf(name, sizeof name, "%.*s", (int)n, t);
     p->i += n;
+    /* In a fuse rule a pattern's name is the pattern (an op of that name,
+     * ONNX's Gelu, is one node, which rounds once already). */
+    int pat = p->rule->kind == MPX_RULE_FUSE ? mpx_fuse_pattern_find_(t, n) : -1;
+    if (pat >= 0) {
+        it->kind = SEL_PATTERN;
+        it->pattern = pat;
+        return MPX_OK;
+    }
     mpx_op op = mpx_op_from_name_ci(name);
     if (op != MPX_OP_UNKNOWN) {
         it->kind = SEL_OP;
@@ -526,15 +535,19 @@ static mpx_status parse_rule(parser *p) {
         r->kind = MPX_RULE_COLOUR;
     else if (take_kw(p, "accum"))
         r->kind = MPX_RULE_ACCUM;
+    else if (take_kw(p, "fuse"))
+        r->kind = MPX_RULE_FUSE;
     else
-        return fail(p, at, "expected \"colour\" or \"accum\" to start a rule, %s", found(p, fb, sizeof fb));
+        return fail(p, at, "expected \"colour\", \"accum\" or \"fuse\" to start a rule, %s",
+                    found(p, fb, sizeof fb));
     skip_ws(p);
     if (!p->s[p->i])
         return fail(p, p->i, "expected a selector (an op type such as Conv, a list Conv,Gemm, * or "
                              "name:<glob>), found end of rule");
     mpx_status st = parse_selector(p);
     if (st != MPX_OK) return st;
-    if ((st = parse_target(p, "the selector", &r->colour, &r->format)) != MPX_OK) return st;
+    if (r->kind != MPX_RULE_FUSE && (st = parse_target(p, "the selector", &r->colour, &r->format)) != MPX_OK)
+        return st;
     if (r->kind == MPX_RULE_ACCUM && (st = parse_accum_options(p, r->format, &r->flags)) != MPX_OK) return st;
     if (at_end(p)) return MPX_OK;
     char kh[96];
@@ -547,6 +560,8 @@ static mpx_status parse_rule(parser *p) {
         return fail(p, p->i, "expected a condition after \"when\" (as in macs >= 1M), found end of rule");
     if ((st = parse_or(p, &r->when)) != MPX_OK) return st;
     if (at_end(p)) return MPX_OK;
+    if (r->kind == MPX_RULE_FUSE && peek_kw(p, "else"))
+        return fail(p, p->i, "a fuse rule has no else: the nodes its condition does not hold for are not fused");
     if (take_kw(p, "else")) {
         r->has_else = true;
         if ((st = parse_target(p, "\"else\"", &r->else_colour, &r->else_format)) != MPX_OK) return st;
@@ -722,6 +737,7 @@ bool mpx_rule_selects_(const mpx_rule *r, const mpx_node *n) {
         case SEL_OP: if (n->op == s->op) return true; break;
         case SEL_OPTYPE: if (strcmp(n->op_type, s->s) == 0) return true; break;
         case SEL_NAME: if (fnmatch(s->s, n->name, 0) == 0) return true; break;
+        case SEL_PATTERN: if (mpx_fuse_pattern_inner_(s->pattern, n)) return true; break;
         }
     }
     return false;

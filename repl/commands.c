@@ -290,6 +290,21 @@ static const mpx_command commands[] = {
      "              format before the division (PyTorch's CPU bf16 mean)\n"
      "Example: accum Conv bf16 bias-first",
      repl_cmd_rule, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_rule},
+    {"fuse", "<selector> [when <expr>]",
+     "hand nodes' outputs to their consumers unrounded: the pair rounds once",
+     "A fused node's float output is held in fp32, as its arithmetic left it (its\n"
+     "inputs and accumulation as before); each consumer reads it unrounded and\n"
+     "rounds its own output: a runtime that computes the two as one op rounds once\n"
+     "where a plan of ONNX's nodes rounds twice. Selectors and conditions as for\n"
+     "colour, and these patterns (the nodes of each match but its last are fused):\n"
+     "  linear  MatMul by a constant whose one consumer adds a constant (a Linear:\n"
+     "          torch exports a 3-D Linear as MatMul then Add; addmm rounds once)\n"
+     "  silu    Sigmoid(x) whose one consumer is Mul(x, Sigmoid(x))\n"
+     "  gelu    GELU's erf form: Div (or Mul) by a constant, Erf, Add, Mul, Mul\n"
+     "plan shows a fused node's output as fp32 and `fused` in set by; export\n"
+     "refuses such a plan (ONNX cannot hand a low node's result on unrounded).\n"
+     "Example: fuse linear, silu, gelu",
+     repl_cmd_rule, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_rule},
     {"rules", "", "the rules in order, with how many nodes each selects and sets", NULL,
      repl_cmd_rules, 0, 0, {MPX_WORD_TEXT}, NULL, json_opts, NULL},
     {"unrule", "<n>", "remove rule n (numbers as `rules` shows them)", NULL, repl_cmd_unrule, 1, 1, {MPX_WORD_TEXT}, NULL, NULL, NULL},
@@ -304,7 +319,9 @@ static const mpx_command commands[] = {
      "scopes draw. --json: {\"target\", \"keep_io\", \"counts\": {green, gray, clear, red,\n"
      "casts, weights_converted, weight_bytes_before, weight_bytes_after,\n"
      "low_macs_pct, low_cost_pct}, \"nodes\": [{name, op, colour, default, rule, compute, accum,\n"
-     "output}], \"casts\": [{tensor, from, to, consumers}]}.",
+     "output[, fused, fuse_rule]}], \"casts\": [{tensor, from, to, consumers}]}. A node a\n"
+     "fuse rule fused shows output fp32 (unrounded) and \"fused by <rule>\" in set by\n"
+     "(fused: true and fuse_rule in JSON).",
      repl_cmd_plan, 0, 0, {MPX_WORD_TEXT}, NULL, plan_opts, NULL},
     {"diff", "", "what the last change did: nodes recoloured, casts added and removed",
      "--json: {\"nodes\": [{name, op, colour_before, colour_after, compute_before,\n"
