@@ -8,7 +8,7 @@
 /* Figures a `when` expression can read. FIG_NUM is a number literal. */
 typedef enum fig {
     FIG_NUM, FIG_MACS, FIG_PARAMS, FIG_IN_ELEMS, FIG_OUT_ELEMS, FIG_IN_CH, FIG_OUT_CH,
-    FIG_KERNEL, FIG_GROUP, FIG_K, FIG_ATTR, FIG_ABSMAX
+    FIG_KERNEL, FIG_GROUP, FIG_K, FIG_ATTR, FIG_ABSMAX, FIG_CONST_IN
 } fig;
 
 typedef struct operand {
@@ -85,6 +85,9 @@ const mpx_format *mpx_dtype_format_(mpx_dtype t);
 
 /* Initializer, Constant output or folded value (plan.c). */
 bool mpx_tensor_is_const_(const mpx_tensor *t);
+/* The same, or the output of an Identity (a chain of them) of one: how an
+ * exporter shares a weight between layers (patterns.c). */
+bool mpx_tensor_is_weight_(const mpx_tensor *t);
 /* Input i of n when it is a float data input seen for the first time in n
  * (not a parameter such as Resize's scales, not a repeat), else NULL. */
 const mpx_tensor *mpx_node_data_input_(const mpx_node *n, int i);

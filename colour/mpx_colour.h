@@ -80,7 +80,10 @@ mpx_colour mpx_colour_default_node(const mpx_node *n, const mpx_format *target,
  *   bias-first  Conv with a rounded format: the running sum starts at the bias
  *               instead of adding it last (refused with fp32);
  *   round-sum   GlobalAveragePool: the sum is rounded to the node's compute
- *               format before the division.
+ *               format before the division;
+ *   welford     LayerNormalization with a rounded format: mean and variance
+ *               by Welford's algorithm in 16 lanes, every step rounded
+ *               (PyTorch 1.13's CPU bf16; refused with fp32).
  *
  * selector: items separated by commas (spaces around commas allowed): an op
  *   type (`Conv`, matched case-insensitively against the registry), `*`, or
@@ -88,7 +91,8 @@ mpx_colour mpx_colour_default_node(const mpx_node *n, const mpx_format *target,
  *   spaces or commas).
  * expr: comparisons (< <= > >= == = !=) of figures and numbers, joined by and,
  *   or, not and parentheses. Figures: macs params in_elems out_elems in_ch
- *   out_ch kernel group k attr.<name> absmax. Numbers: 3, -0.5, 1e6, 64K, 1M,
+ *   out_ch kernel group k attr.<name> absmax const_in (float inputs that are
+ *   weights, an Identity of one included). Numbers: 3, -0.5, 1e6, 64K, 1M,
  *   1G, 2T (K/k = 1e3, M = 1e6, G = 1e9, T = 1e12).
  * A figure that is unknown for a node (shapes not bound, attribute absent or a
  * list) makes its comparison unknown; and/or/not follow Kleene's three-valued

@@ -25,7 +25,17 @@
 #include <string.h>
 #include <strings.h>
 
-static bool is_const(const mpx_tensor *t) { return t && mpx_tensor_is_const_(t); }
+bool mpx_tensor_is_weight_(const mpx_tensor *t) {
+    for (int depth = 0; t && depth < 16; depth++) {
+        if (mpx_tensor_is_const_(t)) return true;
+        const mpx_node *p = t->producer;
+        if (!p || p->op != MPX_OP_Identity || p->n_inputs < 1) return false;
+        t = p->inputs[0];
+    }
+    return false;
+}
+
+static bool is_const(const mpx_tensor *t) { return t && mpx_tensor_is_weight_(t); }
 
 /* n's one consumer when n has one output, read by one node and not a model
  * output; else NULL. */

@@ -7,7 +7,7 @@
  *             | "accum" selector FORMAT option* [when]
  *             | "fuse" selector ["when" or]       (items may be patterns: patterns.c)
  *   when     := "when" or ["else" (COLOUR | FORMAT option*)]
- *   option   := "bias-first" | "round-sum"          (accum_options)
+ *   option   := "bias-first" | "round-sum" | "welford"   (accum_options)
  *   selector := item ("," item)*
  *   item     := "*" | "name:" (GLOB | '"' chars '"' | "'" chars "'") | OPTYPE
  *   or       := and ("or" and)*
@@ -38,7 +38,7 @@ static const struct {
     {"macs", FIG_MACS},     {"params", FIG_PARAMS}, {"in_elems", FIG_IN_ELEMS},
     {"out_elems", FIG_OUT_ELEMS}, {"in_ch", FIG_IN_CH}, {"out_ch", FIG_OUT_CH},
     {"kernel", FIG_KERNEL}, {"group", FIG_GROUP},   {"k", FIG_K},
-    {"absmax", FIG_ABSMAX},
+    {"absmax", FIG_ABSMAX}, {"const_in", FIG_CONST_IN},
 };
 const char *mpx_rule_figure_at(size_t i) { return i < sizeof figures / sizeof figures[0] ? figures[i].name : NULL; }
 
@@ -502,6 +502,7 @@ static const struct {
 } accum_options[] = {
     {"bias-first", MPX_ACC_BIAS_FIRST, true},
     {"round-sum", MPX_ACC_ROUND_SUM, false},
+    {"welford", MPX_ACC_WELFORD, true},
 };
 
 /* Zero or more accum options after the format f at the cursor, into *flags. */
@@ -757,6 +758,11 @@ static bool value_of(const operand *o, const mpx_node *n, const double *absmax, 
     case FIG_KERNEL: x = n->cost.kernel; break;
     case FIG_GROUP: x = n->cost.group; break;
     case FIG_K: x = n->cost.k; break;
+    case FIG_CONST_IN: /* float inputs that are weights: 0 for a product of two activations */
+        x = 0;
+        for (int i = 0; i < n->n_inputs; i++)
+            if (n->inputs[i] && mpx_dtype_is_float(n->inputs[i]->dtype) && mpx_tensor_is_weight_(n->inputs[i])) x++;
+        break;
     case FIG_ABSMAX:
         if (!absmax || isnan(absmax[n->index])) return false;
         *v = absmax[n->index];

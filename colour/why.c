@@ -220,9 +220,10 @@ size_t mpx_plan_why(const mpx_plan *p, int node, char *buf, size_t size) {
     }
     propagation(&o, p, n);
     if (pn->accum_rule >= 0)
-        put(&o, "  accumulate: %s%s%s (rule #%d)\n", fname(pn->accum),
+        put(&o, "  accumulate: %s%s%s%s (rule #%d)\n", fname(pn->accum),
             pn->accum_flags & MPX_ACC_BIAS_FIRST ? ", bias-first" : "",
-            pn->accum_flags & MPX_ACC_ROUND_SUM ? ", round-sum" : "", pn->accum_rule + 1);
+            pn->accum_flags & MPX_ACC_ROUND_SUM ? ", round-sum" : "",
+            pn->accum_flags & MPX_ACC_WELFORD ? ", welford" : "", pn->accum_rule + 1);
     else if (pn->low)
         put(&o, "  accumulate: %s (default for nodes that run low)\n", fname(pn->accum));
     else

@@ -272,7 +272,8 @@ static const mpx_command commands[] = {
      "name:<glob> (name:/backbone/*). colour: green (always low), gray (low when all\n"
      "float inputs arrive low), clear (follows its inputs), red (always fp32).\n"
      "when: comparisons of node figures - macs params in_elems out_elems in_ch out_ch\n"
-     "kernel group k attr.<name>, and absmax (largest |fp32 output| of the last run) -\n"
+     "kernel group k attr.<name> const_in (float inputs that are weights: initializers,\n"
+     "constants, an Identity of one), and absmax (largest |fp32 output| of the last run) -\n"
      "with and/or/not and parentheses; numbers like 1e6, 1M, 64K. Nodes the condition\n"
      "does not hold for keep what earlier rules gave them, unless `else` says.\n"
      "Later rules override earlier ones. Example: colour Conv green when macs >= 1M else gray",
