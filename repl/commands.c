@@ -289,6 +289,9 @@ static const mpx_command commands[] = {
      "              instead of adding it last (PyTorch's CPU bf16 loop)\n"
      "  round-sum   GlobalAveragePool: the sum is rounded to the node's compute\n"
      "              format before the division (PyTorch's CPU bf16 mean)\n"
+     "  welford     LayerNormalization (rounded format only): mean and variance by\n"
+     "              Welford's algorithm in 16 lanes, every step rounded, then\n"
+     "              1/sqrt rounded (PyTorch 1.13's CPU bf16 layer_norm)\n"
      "Example: accum Conv bf16 bias-first",
      repl_cmd_rule, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_rule},
     {"fuse", "<selector> [when <expr>]",
