@@ -8,7 +8,7 @@
 /* Figures a `when` expression can read. FIG_NUM is a number literal. */
 typedef enum fig {
     FIG_NUM, FIG_MACS, FIG_PARAMS, FIG_IN_ELEMS, FIG_OUT_ELEMS, FIG_IN_CH, FIG_OUT_CH,
-    FIG_KERNEL, FIG_GROUP, FIG_K, FIG_ATTR, FIG_ABSMAX
+    FIG_KERNEL, FIG_GROUP, FIG_K, FIG_ATTR, FIG_ABSMAX, FIG_CONST_IN
 } fig;
 
 typedef struct operand {
@@ -27,12 +27,13 @@ typedef struct expr {
     struct expr *l, *r;    /* EX_AND/EX_OR: both; EX_NOT: l */
 } expr;
 
-typedef enum sel_kind { SEL_ALL, SEL_OP, SEL_OPTYPE, SEL_NAME } sel_kind;
+typedef enum sel_kind { SEL_ALL, SEL_OP, SEL_OPTYPE, SEL_NAME, SEL_PATTERN } sel_kind;
 
 typedef struct sel_item {
     sel_kind kind;
     mpx_op op;        /* SEL_OP: a registry op */
     const char *s;    /* SEL_OPTYPE: an op_type outside the registry; SEL_NAME: the glob */
+    int pattern;      /* SEL_PATTERN (fuse rules): index into the pattern table (patterns.c) */
 } sel_item;
 
 /* Immutable once parsed; shared between rule sets by reference count. */
@@ -59,6 +60,17 @@ struct mpx_rules {
 typedef enum tri { TRI_FALSE, TRI_TRUE, TRI_UNKNOWN } tri;
 
 const mpx_rule *mpx_rules_at_(const mpx_rules *r, int i);
+
+/* The fuse rule's patterns (patterns.c): a chain of ONNX nodes that a
+ * runtime computes as one op, rounding once. mpx_fuse_pattern_find_ gives
+ * the index of a name (case-insensitive), -1 if none; _name and _about its
+ * name and one line; mpx_fuse_pattern_inner_ whether n is a node of a
+ * match of pattern k other than its last (the nodes a fuse rule fuses). */
+int mpx_fuse_pattern_find_(const char *name, size_t len);
+int mpx_fuse_pattern_count_(void);
+const char *mpx_fuse_pattern_name_(int k);
+const char *mpx_fuse_pattern_about_(int k);
+bool mpx_fuse_pattern_inner_(int k, const mpx_node *n);
 bool mpx_rule_selects_(const mpx_rule *r, const mpx_node *n);
 /* absmax: per node (by index), NULL when not measured. */
 tri mpx_rule_eval_(const mpx_rule *r, const mpx_node *n, const double *absmax);
@@ -73,6 +85,9 @@ const mpx_format *mpx_dtype_format_(mpx_dtype t);
 
 /* Initializer, Constant output or folded value (plan.c). */
 bool mpx_tensor_is_const_(const mpx_tensor *t);
+/* The same, or the output of an Identity (a chain of them) of one: how an
+ * exporter shares a weight between layers (patterns.c). */
+bool mpx_tensor_is_weight_(const mpx_tensor *t);
 /* Input i of n when it is a float data input seen for the first time in n
  * (not a parameter such as Resize's scales, not a repeat), else NULL. */
 const mpx_tensor *mpx_node_data_input_(const mpx_node *n, int i);

@@ -65,12 +65,25 @@ mpx_colour mpx_colour_default_node(const mpx_node *n, const mpx_format *target,
 
 /*   colour <selector> <colour> [when <expr> [else <colour>]]     (alias: color)
  *   accum  <selector> <format> [options] [when <expr> [else <format> [options]]]
+ *   fuse   <selector> [when <expr>]
+ *
+ * fuse: each selected node hands its float output to its consumers
+ *   unrounded (held in fp32, the node's inputs and accumulation as before);
+ *   a consumer reads it unrounded and rounds its own output (its other
+ *   inputs as before): the two nodes round once, as a runtime that
+ *   computes them as one op. Besides op types, names and *, a fuse rule's
+ *   selector may name a pattern (patterns.c): linear (MatMul by a weight
+ *   and its bias Add), silu (Sigmoid and Mul), gelu (GELU's erf form); the
+ *   pattern's nodes but its last are fused.
  *
  * accum options (mpx_accum's flags; none: mpx's documented order):
  *   bias-first  Conv with a rounded format: the running sum starts at the bias
  *               instead of adding it last (refused with fp32);
  *   round-sum   GlobalAveragePool: the sum is rounded to the node's compute
- *               format before the division.
+ *               format before the division;
+ *   welford     LayerNormalization with a rounded format: mean and variance
+ *               by Welford's algorithm in 16 lanes, every step rounded
+ *               (PyTorch 1.13's CPU bf16; refused with fp32).
  *
  * selector: items separated by commas (spaces around commas allowed): an op
  *   type (`Conv`, matched case-insensitively against the registry), `*`, or
@@ -78,14 +91,15 @@ mpx_colour mpx_colour_default_node(const mpx_node *n, const mpx_format *target,
  *   spaces or commas).
  * expr: comparisons (< <= > >= == = !=) of figures and numbers, joined by and,
  *   or, not and parentheses. Figures: macs params in_elems out_elems in_ch
- *   out_ch kernel group k attr.<name> absmax. Numbers: 3, -0.5, 1e6, 64K, 1M,
+ *   out_ch kernel group k attr.<name> absmax const_in (float inputs that are
+ *   weights, an Identity of one included). Numbers: 3, -0.5, 1e6, 64K, 1M,
  *   1G, 2T (K/k = 1e3, M = 1e6, G = 1e9, T = 1e12).
  * A figure that is unknown for a node (shapes not bound, attribute absent or a
  * list) makes its comparison unknown; and/or/not follow Kleene's three-valued
  * logic, and a `when` that is unknown leaves the node as earlier rules had it
  * (neither branch applies; mpx_plan_why says so). */
 
-typedef enum mpx_rule_kind { MPX_RULE_COLOUR, MPX_RULE_ACCUM } mpx_rule_kind;
+typedef enum mpx_rule_kind { MPX_RULE_COLOUR, MPX_RULE_ACCUM, MPX_RULE_FUSE } mpx_rule_kind;
 
 /* The accum options by the names rules take: option k's name and its
  * MPX_ACC_* flag into *flag (may be NULL); NULL past the last. */
@@ -200,6 +214,12 @@ typedef struct mpx_plan_node {
      * that arrives in fp32; clear: the first of the widest inputs); -1 when no
      * input decided (constants only, no float input, green, red). */
     int cause;
+    /* A fuse rule (fuse_rule, -1: none) made the node hand its float outputs
+     * to its consumers unrounded: output is fp32 and so are its output
+     * tensors; each consumer reads them as held (mpx_plan_input_format) and
+     * rounds its own output. */
+    bool fused;
+    int fuse_rule;
 } mpx_plan_node;
 
 typedef struct mpx_plan_tensor {

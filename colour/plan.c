@@ -194,6 +194,8 @@ static void colour_nodes(mpx_plan *p, const mpx_rules *rules, const double *absm
         pn->colour_rule = pn->accum_rule = -1;
         pn->accum_flags = 0;
         pn->cause = -1;
+        pn->fused = false;
+        pn->fuse_rule = -1;
         for (int k = 0; k < p->n_rules; k++) {
             const mpx_rule *r = mpx_rules_at_(rules, k);
             if (!mpx_rule_selects_(r, n)) continue;
@@ -204,6 +206,9 @@ static void colour_nodes(mpx_plan *p, const mpx_rules *rules, const double *absm
             if (r->kind == MPX_RULE_COLOUR) {
                 pn->colour = t == TRI_TRUE ? r->colour : r->else_colour;
                 pn->colour_rule = k;
+            } else if (r->kind == MPX_RULE_FUSE) {
+                pn->fused = true; /* no else: only a true condition gets here */
+                pn->fuse_rule = k;
             } else {
                 /* Stash the rule's format; resolved once compute is known. */
                 pn->accum = t == TRI_TRUE ? r->format : r->else_format;
@@ -212,6 +217,20 @@ static void colour_nodes(mpx_plan *p, const mpx_rules *rules, const double *absm
             }
         }
     }
+}
+
+/* Whether t is the output of a fused node, which its consumers read as
+ * held (fp32), unrounded. */
+static bool held_unrounded(const mpx_plan *p, const mpx_tensor *t) {
+    const mpx_node *pr = t ? t->producer : NULL;
+    return pr && p->nodes[pr->index].fused && p->nodes[pr->index].is_float && !mpx_tensor_is_const_(t);
+}
+
+/* The format a consumer's colour sees t arrive in: for a fused producer's
+ * output, the producer's compute format (the value is the low op's result,
+ * only not rounded yet), else the format it is held in. */
+static const mpx_format *arrives(const mpx_plan *p, const mpx_tensor *t) {
+    return held_unrounded(p, t) ? p->nodes[t->producer->index].compute : p->tensors[t->index].format;
 }
 
 /* Steps 2 and 3 for one node. */
@@ -247,7 +266,7 @@ static bool plan_node(mpx_plan *p, const mpx_node *n, reqs *casts, reqs *convs) 
         comp = reads ? target : fp32;
         for (int i = 0; i < n->n_inputs && n_dyn; i++) {
             const mpx_tensor *t = mpx_node_data_input_(n, i);
-            if (t && !mpx_tensor_is_const_(t) && !is_low(p->tensors[t->index].format)) {
+            if (t && !mpx_tensor_is_const_(t) && !is_low(arrives(p, t))) {
                 comp = fp32;
                 pn->cause = t->index;
                 break;
@@ -261,13 +280,13 @@ static bool plan_node(mpx_plan *p, const mpx_node *n, reqs *casts, reqs *convs) 
             for (int i = 0; i < n->n_inputs; i++) {
                 const mpx_tensor *t = mpx_node_data_input_(n, i);
                 if (!t || mpx_tensor_is_const_(t)) continue;
-                const mpx_format *f = p->tensors[t->index].format;
+                const mpx_format *f = arrives(p, t);
                 w = w ? widest(w, f) : f;
             }
             comp = w;
             for (int i = 0; i < n->n_inputs && pn->cause < 0; i++) {
                 const mpx_tensor *t = mpx_node_data_input_(n, i);
-                if (t && !mpx_tensor_is_const_(t) && p->tensors[t->index].format == w) pn->cause = t->index;
+                if (t && !mpx_tensor_is_const_(t) && arrives(p, t) == w) pn->cause = t->index;
             }
             for (int i = 0; i < n->n_inputs && pn->cause < 0; i++) {
                 const mpx_tensor *t = mpx_node_data_input_(n, i);
@@ -292,6 +311,8 @@ static bool plan_node(mpx_plan *p, const mpx_node *n, reqs *casts, reqs *convs) 
             pn->output = to;
     }
     if (pn->accum_rule < 0) pn->accum = pn->low ? p->opts.accum : fp32;
+    /* fused: the result as the arithmetic left it, for its consumers to round */
+    if (pn->fused && n->op != MPX_OP_Cast && n->op != MPX_OP_CastLike) pn->output = fp32;
 
     for (int i = 0; i < n->n_outputs; i++) {
         const mpx_tensor *t = n->outputs[i];
@@ -303,7 +324,7 @@ static bool plan_node(mpx_plan *p, const mpx_node *n, reqs *casts, reqs *convs) 
         if (!t) continue;
         if (mpx_tensor_is_const_(t)) {
             if (!req_add(convs, t->index, comp, n->index)) return false;
-        } else if (p->tensors[t->index].format != comp) {
+        } else if (p->tensors[t->index].format != comp && !held_unrounded(p, t)) {
             if (!req_add(casts, t->index, comp, n->index)) return false;
         }
     }
@@ -533,6 +554,7 @@ const mpx_format *mpx_plan_input_format(const mpx_plan *p, const mpx_node *node,
     const mpx_plan_node *pn = &p->nodes[node->index];
     const mpx_tensor *t = node->inputs[i];
     if (!pn->is_float || !is_float_t(t) || param_input(node, i)) return NULL;
+    if (held_unrounded(p, t)) return p->tensors[t->index].format;
     return pn->compute;
 }
 
@@ -554,7 +576,7 @@ bool mpx_plan_input_is_param(const mpx_node *node, int i) { return node && param
 bool mpx_plan_node_changed(const mpx_plan *p, int node) {
     if (!p || node < 0 || node >= p->n_nodes) return false;
     const mpx_plan_node *pn = &p->nodes[node];
-    return pn->colour_rule >= 0 || pn->accum_rule >= 0 || pn->colour != pn->dflt;
+    return pn->colour_rule >= 0 || pn->accum_rule >= 0 || pn->fuse_rule >= 0 || pn->colour != pn->dflt;
 }
 
 static void bytes_str(int64_t b, char *buf, size_t n) {
@@ -606,6 +628,13 @@ mpx_status mpx_plan_fill_assign(const mpx_plan *p, mpx_assign *a, mpx_error *err
         a->node[i].acc.fmt = or_null(pn->accum);
         a->node[i].acc.block = p->opts.accum_block;
         a->node[i].acc.flags = pn->accum_flags;
+        a->node[i].held = 0;
+    }
+    for (int i = 0; i < p->g->n_nodes; i++) {
+        const mpx_node *n = p->g->nodes[i];
+        if (!p->nodes[n->index].is_float) continue;
+        for (int j = 0; j < n->n_inputs && j < 64; j++)
+            if (n->inputs[j] && held_unrounded(p, n->inputs[j])) a->node[n->index].held |= (uint64_t)1 << j;
     }
     return MPX_OK;
 }

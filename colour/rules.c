@@ -1,12 +1,13 @@
-/* rules.c - parsing `colour` and `accum` rules, and evaluating them on a node.
+/* rules.c - parsing `colour`, `accum` and `fuse` rules, and evaluating them on a node.
  *
  * A hand-written recursive-descent parser over the text as typed, so every
  * error can name the column and what was expected there. Grammar:
  *
  *   rule     := ("colour" | "color") selector COLOUR [when]
  *             | "accum" selector FORMAT option* [when]
+ *             | "fuse" selector ["when" or]       (items may be patterns: patterns.c)
  *   when     := "when" or ["else" (COLOUR | FORMAT option*)]
- *   option   := "bias-first" | "round-sum"          (accum_options)
+ *   option   := "bias-first" | "round-sum" | "welford"   (accum_options)
  *   selector := item ("," item)*
  *   item     := "*" | "name:" (GLOB | '"' chars '"' | "'" chars "'") | OPTYPE
  *   or       := and ("or" and)*
@@ -37,7 +38,7 @@ static const struct {
     {"macs", FIG_MACS},     {"params", FIG_PARAMS}, {"in_elems", FIG_IN_ELEMS},
     {"out_elems", FIG_OUT_ELEMS}, {"in_ch", FIG_IN_CH}, {"out_ch", FIG_OUT_CH},
     {"kernel", FIG_KERNEL}, {"group", FIG_GROUP},   {"k", FIG_K},
-    {"absmax", FIG_ABSMAX},
+    {"absmax", FIG_ABSMAX}, {"const_in", FIG_CONST_IN},
 };
 const char *mpx_rule_figure_at(size_t i) { return i < sizeof figures / sizeof figures[0] ? figures[i].name : NULL; }
 
@@ -243,6 +244,14 @@ static mpx_status parse_item(parser *p, sel_item *it) {
     char name[128];
     snprintf(name, sizeof name, "%.*s", (int)n, t);
     p->i += n;
+    /* In a fuse rule a pattern's name is the pattern (an op of that name,
+     * ONNX's Gelu, is one node, which rounds once already). */
+    int pat = p->rule->kind == MPX_RULE_FUSE ? mpx_fuse_pattern_find_(t, n) : -1;
+    if (pat >= 0) {
+        it->kind = SEL_PATTERN;
+        it->pattern = pat;
+        return MPX_OK;
+    }
     mpx_op op = mpx_op_from_name_ci(name);
     if (op != MPX_OP_UNKNOWN) {
         it->kind = SEL_OP;
@@ -493,6 +502,7 @@ static const struct {
 } accum_options[] = {
     {"bias-first", MPX_ACC_BIAS_FIRST, true},
     {"round-sum", MPX_ACC_ROUND_SUM, false},
+    {"welford", MPX_ACC_WELFORD, true},
 };
 
 const char *mpx_rules_accum_option(int k, unsigned *flag) {
@@ -544,15 +554,19 @@ static mpx_status parse_rule(parser *p) {
         r->kind = MPX_RULE_COLOUR;
     else if (take_kw(p, "accum"))
         r->kind = MPX_RULE_ACCUM;
+    else if (take_kw(p, "fuse"))
+        r->kind = MPX_RULE_FUSE;
     else
-        return fail(p, at, "expected \"colour\" or \"accum\" to start a rule, %s", found(p, fb, sizeof fb));
+        return fail(p, at, "expected \"colour\", \"accum\" or \"fuse\" to start a rule, %s",
+                    found(p, fb, sizeof fb));
     skip_ws(p);
     if (!p->s[p->i])
         return fail(p, p->i, "expected a selector (an op type such as Conv, a list Conv,Gemm, * or "
                              "name:<glob>), found end of rule");
     mpx_status st = parse_selector(p);
     if (st != MPX_OK) return st;
-    if ((st = parse_target(p, "the selector", &r->colour, &r->format)) != MPX_OK) return st;
+    if (r->kind != MPX_RULE_FUSE && (st = parse_target(p, "the selector", &r->colour, &r->format)) != MPX_OK)
+        return st;
     if (r->kind == MPX_RULE_ACCUM && (st = parse_accum_options(p, r->format, &r->flags)) != MPX_OK) return st;
     if (at_end(p)) return MPX_OK;
     char kh[96];
@@ -565,6 +579,8 @@ static mpx_status parse_rule(parser *p) {
         return fail(p, p->i, "expected a condition after \"when\" (as in macs >= 1M), found end of rule");
     if ((st = parse_or(p, &r->when)) != MPX_OK) return st;
     if (at_end(p)) return MPX_OK;
+    if (r->kind == MPX_RULE_FUSE && peek_kw(p, "else"))
+        return fail(p, p->i, "a fuse rule has no else: the nodes its condition does not hold for are not fused");
     if (take_kw(p, "else")) {
         r->has_else = true;
         if ((st = parse_target(p, "\"else\"", &r->else_colour, &r->else_format)) != MPX_OK) return st;
@@ -740,6 +756,7 @@ bool mpx_rule_selects_(const mpx_rule *r, const mpx_node *n) {
         case SEL_OP: if (n->op == s->op) return true; break;
         case SEL_OPTYPE: if (strcmp(n->op_type, s->s) == 0) return true; break;
         case SEL_NAME: if (fnmatch(s->s, n->name, 0) == 0) return true; break;
+        case SEL_PATTERN: if (mpx_fuse_pattern_inner_(s->pattern, n)) return true; break;
         }
     }
     return false;
@@ -759,6 +776,11 @@ static bool value_of(const operand *o, const mpx_node *n, const double *absmax, 
     case FIG_KERNEL: x = n->cost.kernel; break;
     case FIG_GROUP: x = n->cost.group; break;
     case FIG_K: x = n->cost.k; break;
+    case FIG_CONST_IN: /* float inputs that are weights: 0 for a product of two activations */
+        x = 0;
+        for (int i = 0; i < n->n_inputs; i++)
+            if (n->inputs[i] && mpx_dtype_is_float(n->inputs[i]->dtype) && mpx_tensor_is_weight_(n->inputs[i])) x++;
+        break;
     case FIG_ABSMAX:
         if (!absmax || isnan(absmax[n->index])) return false;
         *v = absmax[n->index];

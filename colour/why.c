@@ -38,10 +38,11 @@ static void rules_lines(out *o, const mpx_plan *p, const mpx_node *n) {
     for (int k = 0; k < mpx_rules_count(rules); k++) {
         const mpx_rule *r = mpx_rules_at_(rules, k);
         if (!mpx_rule_selects_(r, n)) continue;
-        bool colour = r->kind == MPX_RULE_COLOUR;
-        const char *then = colour ? mpx_colour_name(r->colour) : fname(r->format);
+        bool colour = r->kind == MPX_RULE_COLOUR, fuse = r->kind == MPX_RULE_FUSE;
+        const char *then = fuse ? "output to its consumers unrounded" : colour ? mpx_colour_name(r->colour)
+                                                                               : fname(r->format);
         const char *other = colour ? mpx_colour_name(r->else_colour) : fname(r->else_format);
-        const char *what = colour ? "" : "accumulate ";
+        const char *what = fuse ? "fused: " : colour ? "" : "accumulate ";
         put(o, "  rule #%d `%s`: ", k + 1, r->text);
         if (!r->when) {
             put(o, "%s%s\n", what, then);
@@ -180,6 +181,9 @@ static void io_lines(out *o, const mpx_plan *p, const mpx_node *n) {
         if (c && f != pn->compute)
             put(o, "  input \"%s\" arrives in %s: cast to %s (one cast, %d consumer%s)\n", t->name,
                 fname(f), fname(pn->compute), c->n_consumers, c->n_consumers == 1 ? "" : "s");
+        else if (f != pn->compute && t->producer && p->nodes[t->producer->index].fused)
+            put(o, "  input \"%s\" arrives in %s, unrounded (its producer is fused): read as it is, the "
+                   "node's output rounded once\n", t->name, fname(f));
         else
             put(o, "  input \"%s\" arrives in %s: no cast\n", t->name, fname(f));
     }
@@ -225,7 +229,10 @@ size_t mpx_plan_why(const mpx_plan *p, int node, char *buf, size_t size) {
         put(&o, "  accumulate: %s (default for nodes that run low)\n", fname(pn->accum));
     else
         put(&o, "  accumulate: %s (the node runs in fp32)\n", fname(pn->accum));
-    if (pn->output != pn->compute)
+    if (pn->fused && pn->output != pn->compute)
+        put(&o, "  output: %s, unrounded: its consumers read it as it is and round their own outputs "
+                "(fused by rule #%d)\n", fname(pn->output), pn->fuse_rule + 1);
+    else if (pn->output != pn->compute)
         put(&o, "  output: %s (the model's own Cast)\n", fname(pn->output));
     else
         put(&o, "  output: %s\n", fname(pn->output));

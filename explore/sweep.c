@@ -51,7 +51,8 @@ mpx_status mpx_sweep_point_state(const mpx_graph *g, const mpx_rules *rules, con
     snprintf(word, sizeof word, "%.*s", (int)(k < sizeof word ? k : sizeof word - 1), line);
     const char *rest = line + k + strspn(line + k, " \t");
     mpx_status st = MPX_OK;
-    if (strcmp(word, "colour") == 0 || strcmp(word, "color") == 0 || strcmp(word, "accum") == 0) {
+    if (strcmp(word, "colour") == 0 || strcmp(word, "color") == 0 || strcmp(word, "accum") == 0 ||
+        strcmp(word, "fuse") == 0) {
         st = mpx_rules_add(*r, line, g, err);
     } else if (strcmp(word, "target") == 0) {
         char f[32];
@@ -69,7 +70,7 @@ mpx_status mpx_sweep_point_state(const mpx_graph *g, const mpx_rules *rules, con
         else st = mpx_error_set(err, MPX_E_ARG, "sweep: keep-io on|off, not \"%s\"", rest);
     } else {
         st = mpx_error_set(err, MPX_E_ARG,
-                           "sweep: the command must change the plan (colour, color, accum, target, keep-io), not \"%s\"",
+                           "sweep: the command must change the plan (colour, color, accum, fuse, target, keep-io), not \"%s\"",
                            word);
     }
     if (st) {

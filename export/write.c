@@ -114,6 +114,19 @@ mpx_status mpx_export_onnx(const mpx_plan *p, const char *path, bool force, bool
                              "onnx, onnx.version_converter as v; onnx.save(v.convert_version(onnx.load('in.onnx'), 7), "
                              "'out.onnx')\"), load that and export it",
                              g->opset_file);
+    /* A fused node's result goes on unrounded: an ONNX node of bf16 inputs
+     * writes bf16, so no file says "this low node's output, not rounded". */
+    for (int i = 0; i < g->n_nodes; i++) {
+        const mpx_plan_node *pn = &p->nodes[g->nodes[i]->index];
+        if (pn->fused && pn->low)
+            return mpx_error_set(err, MPX_E_UNSUPPORTED,
+                                 "node \"%s\" (%s) is fused by rule #%d: it hands its %s result on unrounded, "
+                                 "which no ONNX node says (a node of %s inputs writes %s); a plan with fuse "
+                                 "rules emulates a runtime's fused ops and cannot be exported: remove the rule "
+                                 "(unrule %d) to export",
+                                 g->nodes[i]->name, g->nodes[i]->op_type, pn->fuse_rule + 1, pn->compute->name,
+                                 pn->compute->name, pn->compute->name, pn->fuse_rule + 1);
+    }
     if (g->split_node)
         return mpx_error_set(err, MPX_E_UNSUPPORTED,
                              "node \"%s\" (%s, an experimental op of the model's opset) is read by mpx as "

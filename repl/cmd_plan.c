@@ -67,7 +67,7 @@ mpx_status repl_cmd_keep_io(mpx_session *s, const mpx_cmd_args *args, mpx_error 
 mpx_status repl_cmd_rule(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
     mpx_status st = need_plan(s, err);
     if (st) return st;
-    if (args->n < 2) return repl_usage_error(err, args->argv[0], NULL);
+    if (args->n < (strcmp(args->argv[0], "fuse") == 0 ? 1 : 2)) return repl_usage_error(err, args->argv[0], NULL);
     mpx_rules *r = mpx_rules_copy(mpx_history_rules(s->hist));
     if (!r) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     st = mpx_rules_add(r, s->line, s->graph, err);
@@ -147,7 +147,9 @@ mpx_status repl_cmd_rules(mpx_session *s, const mpx_cmd_args *args, mpx_error *e
             cJSON *e = cJSON_CreateObject();
             cJSON_AddNumberToObject(e, "n", i + 1);
             cJSON_AddStringToObject(e, "text", mpx_rules_text(r, i));
-            cJSON_AddStringToObject(e, "kind", mpx_rules_kind(r, i) == MPX_RULE_ACCUM ? "accum" : "colour");
+            cJSON_AddStringToObject(e, "kind", mpx_rules_kind(r, i) == MPX_RULE_ACCUM  ? "accum"
+                                                : mpx_rules_kind(r, i) == MPX_RULE_FUSE ? "fuse"
+                                                                                        : "colour");
             cJSON_AddNumberToObject(e, "selected", s->plan->rule_selected[i]);
             cJSON_AddNumberToObject(e, "applied", s->plan->rule_applied[i]);
             cJSON_AddItemToArray(arr, e);
@@ -168,6 +170,10 @@ mpx_status repl_cmd_rules(mpx_session *s, const mpx_cmd_args *args, mpx_error *e
 static const char *rule_label(const mpx_plan_node *pn, char *buf, size_t n) {
     if (pn->colour_rule >= 0) snprintf(buf, n, "rule %d", pn->colour_rule + 1);
     else snprintf(buf, n, "default");
+    if (pn->fused) {
+        size_t k = strlen(buf);
+        snprintf(buf + k, n - k, ", fused by %d", pn->fuse_rule + 1);
+    }
     return buf;
 }
 
@@ -294,6 +300,10 @@ mpx_status repl_cmd_plan(mpx_session *s, const mpx_cmd_args *args, mpx_error *er
                     if (pn->accum_flags & f) cJSON_AddItemToArray(ao, cJSON_CreateString(mpx_rules_accum_option(k, NULL)));
                 cJSON_AddStringToObject(e, "output", mpx_format_name(pn->output));
             }
+            if (pn->fused) { /* only where a fuse rule applies: plans without one read as before */
+                cJSON_AddBoolToObject(e, "fused", true);
+                cJSON_AddNumberToObject(e, "fuse_rule", pn->fuse_rule + 1);
+            }
             cJSON_AddItemToArray(nodes, e);
         }
         cJSON *casts = cJSON_AddArrayToObject(root, "casts");
@@ -309,7 +319,7 @@ mpx_status repl_cmd_plan(mpx_session *s, const mpx_cmd_args *args, mpx_error *er
         cJSON_Delete(root);
         return repl_emit(s, text, path, err);
     }
-    char sum[512], rl[32];
+    char sum[512], rl[48];
     mpx_plan_summary(p, sum, sizeof sum);
     int w = 4;
     for (int i = 0; i < g->n_nodes; i++) {

@@ -274,7 +274,8 @@ static const mpx_command commands[] = {
      "name:<glob> (name:/backbone/*). colour: green (always low), gray (low when all\n"
      "float inputs arrive low), clear (follows its inputs), red (always fp32).\n"
      "when: comparisons of node figures - macs params in_elems out_elems in_ch out_ch\n"
-     "kernel group k attr.<name>, and absmax (largest |fp32 output| of the last run) -\n"
+     "kernel group k attr.<name> const_in (float inputs that are weights: initializers,\n"
+     "constants, an Identity of one), and absmax (largest |fp32 output| of the last run) -\n"
      "with and/or/not and parentheses; numbers like 1e6, 1M, 64K. Nodes the condition\n"
      "does not hold for keep what earlier rules gave them, unless `else` says.\n"
      "Later rules override earlier ones. Example: colour Conv green when macs >= 1M else gray",
@@ -290,7 +291,25 @@ static const mpx_command commands[] = {
      "              instead of adding it last (PyTorch's CPU bf16 loop)\n"
      "  round-sum   GlobalAveragePool: the sum is rounded to the node's compute\n"
      "              format before the division (PyTorch's CPU bf16 mean)\n"
+     "  welford     LayerNormalization (rounded format only): mean and variance by\n"
+     "              Welford's algorithm in 16 lanes, every step rounded, then\n"
+     "              1/sqrt rounded (PyTorch 1.13's CPU bf16 layer_norm)\n"
      "Example: accum Conv bf16 bias-first",
+     repl_cmd_rule, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_rule},
+    {"fuse", "<selector> [when <expr>]",
+     "hand nodes' outputs to their consumers unrounded: the pair rounds once",
+     "A fused node's float output is held in fp32, as its arithmetic left it (its\n"
+     "inputs and accumulation as before); each consumer reads it unrounded and\n"
+     "rounds its own output: a runtime that computes the two as one op rounds once\n"
+     "where a plan of ONNX's nodes rounds twice. Selectors and conditions as for\n"
+     "colour, and these patterns (the nodes of each match but its last are fused):\n"
+     "  linear  MatMul by a constant whose one consumer adds a constant (a Linear:\n"
+     "          torch exports a 3-D Linear as MatMul then Add; addmm rounds once)\n"
+     "  silu    Sigmoid(x) whose one consumer is Mul(x, Sigmoid(x))\n"
+     "  gelu    GELU's erf form: Div (or Mul) by a constant, Erf, Add, Mul, Mul\n"
+     "plan shows a fused node's output as fp32 and `fused` in set by; export\n"
+     "refuses such a plan (ONNX cannot hand a low node's result on unrounded).\n"
+     "Example: fuse linear, silu, gelu",
      repl_cmd_rule, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_rule},
     {"rules", "", "the rules in order, with how many nodes each selects and sets", NULL,
      repl_cmd_rules, 0, 0, {MPX_WORD_TEXT}, NULL, json_opts, NULL},
@@ -306,8 +325,10 @@ static const mpx_command commands[] = {
      "scopes draw. --json: {\"target\", \"keep_io\", \"counts\": {green, gray, clear, red,\n"
      "casts, weights_converted, weight_bytes_before, weight_bytes_after,\n"
      "low_macs_pct, low_cost_pct}, \"nodes\": [{name, op, colour, default, rule, compute, accum,\n"
-     "accum_options, output}], \"casts\": [{tensor, from, to, consumers}]}. The accum\n"
-     "column shows an accum rule's options after the format: bf16+bias-first.",
+     "accum_options, output[, fused, fuse_rule]}], \"casts\": [{tensor, from, to, consumers}]}.\n"
+     "The accum column shows an accum rule's options after the format: bf16+bias-first.\n"
+     "A node a fuse rule fused shows output fp32 (unrounded) and \"fused by <rule>\" in\n"
+     "set by (fused: true and fuse_rule in JSON).",
      repl_cmd_plan, 0, 0, {MPX_WORD_TEXT}, NULL, plan_opts, NULL},
     {"diff", "", "what the last change did: nodes recoloured, casts added and removed",
      "--json: {\"nodes\": [{name, op, colour_before, colour_after, compute_before,\n"

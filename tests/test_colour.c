@@ -200,7 +200,8 @@ static void test_parse(void) {
     PARSE_OK("accum * bf16 when k > 4096 else fp32");
     PARSE_OK("colour Conv green WHEN macs > 1 ELSE red");
 
-    PARSE_BAD("paint Conv green", 1, "expected \"colour\" or \"accum\"");
+    PARSE_BAD("paint Conv green", 1, "expected \"colour\", \"accum\" or \"fuse\"");
+    PARSE_BAD("fuse Conv when macs > 1 else red", 25, "a fuse rule has no else");
     PARSE_BAD("colour", 7, "expected a selector");
     PARSE_BAD("colour Conv", 12, "expected a colour");
     PARSE_BAD("colour Conv blue", 13, "expected a colour (green, gray, clear, red)");
@@ -1124,6 +1125,65 @@ static void test_big_graph(void) {
     mpx_graph_free(g);
 }
 
+/* ---- fuse: a node's output handed on unrounded ------------------------------------ */
+
+/* A Linear exported as MatMul + Add, then SiLU as Sigmoid + Mul, then a
+ * squeeze-excitation-like Sigmoid whose Mul reads another tensor. */
+static mpx_graph *fuse_graph(void) {
+    mpx_graph *g = new_graph();
+    node(g, "mm", "MatMul", "x:f:2x4x8 w#f:8x8", "m", "");
+    node(g, "bias", "Add", "b#f:8 m", "a", "");
+    node(g, "sig", "Sigmoid", "a", "s", "");
+    node(g, "silu", "Mul", "a s", "u", "");
+    node(g, "gate", "Sigmoid", "u", "t", "");
+    node(g, "scale", "Mul", "a t", "y", "");
+    return finish(g, "y");
+}
+
+static void test_fuse(void) {
+    mpx_graph *g = fuse_graph();
+    mpx_plan_opts o;
+    mpx_plan_opts_default(&o);
+    o.target = BF16;
+    o.keep_io = false;
+    mpx_plan *p = plan_with(g, "colour * green\nfuse linear, silu", &o);
+    /* the pattern picks the Linear's MatMul and SiLU's Sigmoid, not the gate */
+    CHECK(PN(p, "mm")->fused && PN(p, "mm")->fuse_rule == 1 && PN(p, "sig")->fused);
+    CHECK(!PN(p, "bias")->fused && !PN(p, "gate")->fused && !PN(p, "silu")->fused);
+    CHECK(p->rule_selected[1] == 2 && p->rule_applied[1] == 2);
+    /* inputs and accumulation as before; the output unrounded, held fp32 */
+    CHECK(PN(p, "mm")->compute == BF16 && PN(p, "mm")->low && PN(p, "mm")->output == F32);
+    CHECK(TF(p, "m") == F32 && TF(p, "s") == F32 && TF(p, "a") == BF16 && TF(p, "u") == BF16);
+    /* the consumer reads it as held: no cast, and it still rounds its output */
+    CHECK(p->n_casts == 0);
+    CHECK(PN(p, "bias")->compute == BF16 && PN(p, "bias")->output == BF16);
+    CHECK(mpx_plan_input_format(p, g->nodes[NI(g, "bias")], 1) == F32);
+    CHECK(mpx_plan_input_format(p, g->nodes[NI(g, "bias")], 0) == BF16);
+    CHECK(mpx_plan_node_changed(p, NI(g, "mm")));
+    char why[4096];
+    mpx_plan_why(p, NI(g, "mm"), why, sizeof why);
+    CHECK_CONTAINS(why, "output: fp32, unrounded");
+    mpx_plan_why(p, NI(g, "bias"), why, sizeof why);
+    CHECK_CONTAINS(why, "unrounded (its producer is fused)");
+    /* the executor's view: the consumers' held inputs */
+    mpx_assign *a = mpx_plan_to_assign(p, &err);
+    CHECK_MSG(a != NULL, "%s", err.msg);
+    CHECK(a->node[NI(g, "bias")].held == 2u && a->node[NI(g, "silu")].held == 2u);
+    CHECK(a->node[NI(g, "mm")].held == 0 && a->node[NI(g, "scale")].held == 0);
+    mpx_assign_free(a);
+    mpx_plan_free(p);
+
+    /* op selectors and conditions; a fused node that computes fp32 (red)
+     * changes nothing but its consumers' reading */
+    p = plan_with(g, "colour * green\nfuse MatMul when params > 100", &o);
+    CHECK(!PN(p, "mm")->fused && PN(p, "mm")->output == BF16);
+    mpx_plan_free(p);
+    p = plan_with(g, "colour * green\nfuse MatMul when params >= 64", &o);
+    CHECK(PN(p, "mm")->fused && PN(p, "mm")->output == F32);
+    mpx_plan_free(p);
+    mpx_graph_free(g);
+}
+
 int main(void) {
     mpx_numerics_init(); /* constant folding runs the kernels */
     test_defaults();
@@ -1132,6 +1192,7 @@ int main(void) {
     test_rule_of_node();
     test_tiny_cnn();
     test_rfc_and_keep_io();
+    test_fuse();
     test_gray_clear_red();
     test_non_float();
     test_fp32_only_ops();

@@ -9,8 +9,9 @@
 # each (where the mirroring is bit for bit, so a rounding that differs shows
 # there first: ResNet-18 and MobileNetV3-Small are bit for bit to the output,
 # through MobileNetV3-Small's squeeze-excitation means (round-sum)); UNet's
-# output, after its head (a Conv with a bias: bias-first), within 0.15. Skips (77) with a message where
-# python3 cannot import torch.
+# output, after its head (a Conv with a bias: bias-first), within 0.15; the
+# BERT-style encoder's first 5 module outputs within 0.3 (fuse linear,
+# welford). Skips (77) with a message where python3 cannot import torch.
 #
 # usage: torch_bf16.sh <mpx> <python3> <cache_dir> <work_dir>
 set -eu
@@ -37,3 +38,14 @@ fi
 # the head's bias first, 0.30 with it added last, so 0.15 tells them apart.
 "$PY" "$HERE/../scripts/torch_bf16.py" --suite "$SUITE" --mpx "$MPX" --models unet \
   --out "$WORK/out" --layers --check 0.15 --check-layers 12
+# The BERT-style encoder: its first layer is mirrored (linear1 0.06 of the
+# error with the Linear's MatMul and Add fused, 0.53 without; norm1 0.02
+# with welford, 0.92 without), its output is not yet (GELU's constant:
+# docs/fidelity.md), so the first 5 module outputs are checked.
+BSUITE=$SUITE
+if [ ! -f "$BSUITE/bert4.onnx" ]; then
+  BSUITE=$WORK/suite-bert
+  "$PY" "$HERE/../bench/torch_models.py" "$BSUITE" bert4
+fi
+"$PY" "$HERE/../scripts/torch_bf16.py" --suite "$BSUITE" --mpx "$MPX" --models bert4 \
+  --out "$WORK/out" --layers --check 0.3 --check-layers 5 --check-output off

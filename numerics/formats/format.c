@@ -266,7 +266,7 @@ static double round_ref_double(const mpx_format *f, double x) {
     double n = floor(v), frac = v - n;
     if (frac > 0.5 || (frac == 0.5 && fmod(n, 2.0) != 0.0)) n += 1.0;
     double r = ldexp(n, ulp_exp);
-    if (r > (double)f->max_finite) return (double)float_of((x < 0 ? SIGN32 : 0u) | overflow_bits(f));
+    if (r > (double)f->max_finite) return (double)mpx_f32_of_bits((x < 0 ? SIGN32 : 0u) | overflow_bits(f));
     return copysign(r, x);
 }
 

@@ -22,6 +22,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* ---- BatchNormalization ----------------------------------------------------------- */
 
@@ -286,6 +287,87 @@ static void ln_item(void *ctx, int tid, long item) {
                  j->mean_out ? j->mean_out + r0 : NULL, j->inv_out ? j->inv_out + r0 : NULL);
 }
 
+/* The accum rule's welford (MPX_ACC_WELFORD): a row's statistics as
+ * PyTorch 1.13's CPU layer_norm computes them in bf16, every step rounded
+ * to f (R): RowwiseMoments runs Welford's update on vectors of WF_LANES
+ * bf16 lanes (AVX2's Vectorized<BFloat16>) over chunks of WF_CHUNK vectors
+ * (delta = x - m1; m1 += delta * (1/(j+1)); m2 += delta * (x - m1)), merges
+ * each chunk into a cascade of partial moments (AddMomentsVec, the
+ * pairwise order of a binary counter), then the tail values one by one and
+ * the lanes into one (AddMoments); mean = m1, var = m2 / N; then
+ * rstd = 1 / sqrt(var + eps) and bias = -rstd * mean, each operation
+ * rounded, and y = (x * rstd + bias) * Scale + B in fp32, rounded once by
+ * the executor. Checked bit for bit against torch.ops.aten.native_layer_norm
+ * (mean, rstd and y) on 64 rows of 768 (docs/fidelity.md). */
+enum { WF_LANES = 16, WF_CHUNK = 16, WF_DEPTH = 64 };
+
+typedef struct wf_moments {
+    int64_t m0;
+    float m1[WF_LANES], m2[WF_LANES];
+} wf_moments;
+
+#define R(v) mpx_round_scalar(f, (v))
+
+static void wf_merge_vec(const mpx_format *f, int64_t m0a, const float *m1a, const float *m2a, wf_moments *s) {
+    const int64_t n = s->m0 + m0a;
+    const float c = n == 0 ? 0.0f : R(R((float)m0a) / R((float)n)), m0 = R((float)s->m0);
+    for (int l = 0; l < WF_LANES; l++) {
+        const float d = R(m1a[l] - s->m1[l]);
+        s->m1[l] = R(s->m1[l] + R(c * d));
+        s->m2[l] = R(s->m2[l] + R(m2a[l] + R(R(R(d * d) * c) * m0)));
+    }
+    s->m0 = n;
+}
+
+static void wf_row(const mpx_format *f, const float *x, int64_t N, float eps, float *mean_out, float *rstd_out) {
+    const int64_t n = N / WF_LANES, m = (n + WF_CHUNK - 1) / WF_CHUNK;
+    int depth = 0;
+    while (depth < WF_DEPTH - 1 && ((int64_t)1 << depth) < m) depth++;
+    wf_moments stk[WF_DEPTH];
+    memset(stk, 0, sizeof stk);
+    float cv[WF_CHUNK];
+    for (int j = 0; j < WF_CHUNK; j++) cv[j] = R(1.0f / R((float)(j + 1)));
+    for (int64_t i = 0; i < m; i++) {
+        const float *xp = x + i * WF_CHUNK * WF_LANES;
+        const int64_t m0 = n - i * WF_CHUNK < WF_CHUNK ? n - i * WF_CHUNK : WF_CHUNK;
+        float m1[WF_LANES] = {0}, m2[WF_LANES] = {0};
+        for (int64_t j = 0; j < m0; j++)
+            for (int l = 0; l < WF_LANES; l++) {
+                const float v = xp[j * WF_LANES + l], d = R(v - m1[l]);
+                m1[l] = R(m1[l] + R(d * cv[j]));
+                m2[l] = R(m2[l] + R(d * R(v - m1[l])));
+            }
+        wf_merge_vec(f, m0, m1, m2, &stk[0]);
+        int64_t mask = i + 1;
+        for (int j = 1; j < depth && (mask & 1) == 0; j++) {
+            wf_merge_vec(f, stk[j - 1].m0, stk[j - 1].m1, stk[j - 1].m2, &stk[j]);
+            memset(&stk[j - 1], 0, sizeof stk[j - 1]);
+            mask >>= 1;
+        }
+    }
+    for (int j = 1; j < depth; j++) wf_merge_vec(f, stk[j].m0, stk[j].m1, stk[j].m2, &stk[0]);
+    int64_t M0 = 0;
+    float M1 = 0.0f, M2 = 0.0f;
+    for (int64_t i = n * WF_LANES; i < N; i++) {
+        const float d = R(x[i] - M1);
+        M0++;
+        M1 = R(M1 + R(d / R((float)M0)));
+        M2 = R(M2 + R(d * R(x[i] - M1)));
+    }
+    for (int l = 0; l < WF_LANES; l++) {
+        const int64_t t = M0 + n;
+        const float c = t == 0 ? 0.0f : R(R((float)n) / R((float)t));
+        const float d = R(stk[0].m1[l] - M1);
+        M1 = R(M1 + R(c * d));
+        M2 = R(M2 + R(stk[0].m2[l] + R(R(R(d * d) * c) * R((float)M0))));
+        M0 = t;
+    }
+    const float var = R(M2 / R((float)N));
+    *mean_out = M1;
+    *rstd_out = R(1.0f / R(sqrtf(R(var + R(eps)))));
+}
+#undef R
+
 /* Over the dims [axis, rank) of each outer index; Mean and InvStdDev (when the
  * node lists them) have shape X.shape[:axis] + [1] * (rank - axis). */
 mpx_status mpx_k_layer_normalization(const mpx_kctx *c, const mpx_value *const *in, int n_in,
@@ -321,6 +403,24 @@ mpx_status mpx_k_layer_normalization(const mpx_kctx *c, const mpx_value *const *
         ln_job j = {.x = x->f, .sc = sc->f, .b = b ? b->f : NULL, .rows = rows, .D = D, .eps = eps,
                     .y = out[0].f, .mean_out = want[1] ? out[1].f : NULL, .inv_out = want[2] ? out[2].f : NULL};
         mpx_k_parallel((long)((rows + LN_ROWS - 1) / LN_ROWS), x->n >= (1 << 16) ? kg_threads() : 1, ln_item, &j);
+        return MPX_OK;
+    }
+    const mpx_format *wf = c->acc.fmt;
+    if ((c->acc.flags & MPX_ACC_WELFORD) && !mpx_acc_is_fp32(&c->acc) && wf && ln_plain(x, ax, ss) &&
+        (!b || ln_plain(x, ax, bs))) {
+        for (int64_t r = 0; r < rows; r++) {
+            const float *xr = x->f + r * D;
+            float *yr = out[0].f + r * D;
+            float mean, rstd;
+            wf_row(wf, xr, D, eps, &mean, &rstd);
+            const float bias = -mpx_round_scalar(wf, rstd * mean);
+            for (int64_t k = 0; k < D; k++) {
+                const float t = xr[k] * rstd + bias, u = t * sc->f[k];
+                yr[k] = b ? u + b->f[k] : u;
+            }
+            if (want[1]) out[1].f[r] = mean;
+            if (want[2]) out[2].f[r] = rstd;
+        }
         return MPX_OK;
     }
     int64_t idx[MPX_MAX_RANK] = {0};

@@ -62,6 +62,12 @@ enum {
      * (mpx_kctx.round) before the division, as a mean computed as a
      * low-precision sum then divided is. */
     MPX_ACC_ROUND_SUM = 2,
+    /* LayerNormalization with a rounded accumulate format: the mean and
+     * variance by Welford's algorithm over 16 interleaved lanes in chunks
+     * of 16, merged by a cascade, every step rounded to fmt; 1/sqrt and the
+     * affine factors rounded too (PyTorch 1.13's CPU RowwiseMoments and
+     * layer_norm in bf16: kern_norm.c). */
+    MPX_ACC_WELFORD = 4,
 };
 
 typedef struct mpx_accum {

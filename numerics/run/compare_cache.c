@@ -170,7 +170,7 @@ static mpx_node_prec prec_of(const mpx_assign *a, int n) {
 
 static bool same_prec(const mpx_node_prec *x, const mpx_node_prec *y) {
     return x->compute == y->compute && x->output == y->output && x->acc.fmt == y->acc.fmt &&
-           x->acc.block == y->acc.block && x->acc.flags == y->acc.flags;
+           x->acc.block == y->acc.block && x->acc.flags == y->acc.flags && x->held == y->held;
 }
 
 static bool same_value(const mpx_value *x, const mpx_value *y) {

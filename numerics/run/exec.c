@@ -486,7 +486,8 @@ static mpx_status exec_node(const mpx_node *n, const mpx_assign *a, const mpx_va
         }
         /* A value held in the compute format already needs no rounding;
          * reference values are fp32 and always do. */
-        if (src->f && cf && (ref_inputs || tensor_fmt(a, t) != cf)) {
+        const bool held = j < 64 && ((p->held >> j) & 1u);
+        if (src->f && cf && !held && (ref_inputs || tensor_fmt(a, t) != cf)) {
             mpx_error e = {0};
             if (round_into(&conv[j], src, cf, &e) != MPX_OK) {
                 st = mpx_error_set(err, e.status, "node \"%s\" (%s): %s", n->name, n->op_type,

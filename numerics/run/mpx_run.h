@@ -26,6 +26,10 @@ typedef struct mpx_node_prec {
      * with keep-io an fp16 node producing an fp32 model output writes fp16
      * values, which the cast the plan puts before the output keeps exactly. */
     const mpx_format *output;
+    /* Bit j (j < 64): input j is read as it is held, not rounded to compute:
+     * the unrounded output of a node a fuse rule fused (colour/plan.c), so
+     * the pair rounds once. */
+    uint64_t held;
 } mpx_node_prec;
 
 typedef struct mpx_assign {

@@ -119,7 +119,7 @@ class PlanNode(Structure):  # mpx_plan_node
     _fields_ = [("dflt", c_int), ("dflt_source", c_char_p), ("colour", c_int), ("colour_rule", c_int),
                 ("accum_rule", c_int), ("is_float", c_bool), ("folded", c_bool), ("low", c_bool),
                 ("compute", c_void_p), ("accum", c_void_p), ("accum_flags", c_uint32), ("output", c_void_p),
-                ("cause", c_int)]
+                ("cause", c_int), ("fused", c_bool), ("fuse_rule", c_int)]
 
 
 class PlanTensor(Structure):  # mpx_plan_tensor
