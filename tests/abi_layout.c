@@ -35,7 +35,7 @@ int main(void) {
 #undef T
 #define T mpx_tensor
     S(PREFIX) F(name) F(index) F(dtype) F(flags) F(decl_rank) F(decl_dims) F(decl_sym) F(rank) F(dims) F(sym)
-    F(nelem) F(f32) F(i64)
+    F(nelem) F(f32) F(i64) F(f64)
 #undef T
 #define T mpx_node
     S(PREFIX) F(name) F(index) F(op) F(op_type) F(domain) F(opset) F(n_inputs) F(inputs) F(n_outputs) F(outputs)
@@ -45,7 +45,7 @@ int main(void) {
     F(split_op) F(n_tensors) F(tensors) F(n_nodes) F(nodes) F(n_inputs) F(inputs) F(n_outputs) F(outputs)
 #undef T
 #define T mpx_value
-    S(WHOLE) F(dtype) F(rank) F(dims) F(n) F(f) F(i) F(borrowed) F(mapped) F(is_seq) F(is_opt) F(seq)
+    S(WHOLE) F(dtype) F(rank) F(dims) F(n) F(f) F(i) F(d) F(borrowed) F(mapped) F(is_seq) F(is_opt) F(seq)
 #undef T
 #define T mpx_metrics
     S(WHOLE) F(n) F(max_abs) F(mean_abs) F(rel_l2) F(cos) F(sqnr_db) F(overflow) F(underflow) F(subnormal)
@@ -69,7 +69,7 @@ int main(void) {
 #undef T
 #define T mpx_plan_node
     S(WHOLE) F(dflt) F(dflt_source) F(colour) F(colour_rule) F(accum_rule) F(is_float) F(folded) F(low)
-    F(compute) F(accum) F(accum_flags) F(output) F(cause)
+    F(compute) F(accum) F(accum_flags) F(output) F(cause) F(fused) F(fuse_rule)
 #undef T
 #define T mpx_plan_tensor
     S(WHOLE) F(format) F(constant)
