@@ -52,7 +52,7 @@ sanitize: bootstrap-test
 clang: bootstrap-test
 	@CC=clang cmake -S . -B build-clang -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	@cmake --build build-clang -j $(JOBS)
-	@cd build-clang && ctest --output-on-failure -j $(JOBS) -R '^(test_|script_|fuzz_corpus_|api_symbols|include_layers)'
+	@cd build-clang && ctest --output-on-failure -j $(JOBS) -LE 'long|torch' -R '^(test_|script_|fuzz_corpus_|api_symbols|include_layers)'
 
 # libFuzzer (clang): every harness of tests/fuzz for FUZZ_SECONDS each.
 FUZZ_SECONDS ?= 60

@@ -420,6 +420,20 @@ static int64_t lanes_checked(lanes *L, const float *rf, const float *cf, int64_t
     return lanes_portable(L, rf, cf, n, tiny);
 }
 
+/* The count and the reference's largest magnitude, both paths; a pair with
+ * a non-finite value where the other is not (an overflow, a NaN made) has
+ * infinite distances and no angle. Returns bad: the caller stops there. */
+static bool finish_counts(mpx_metrics *m, int64_t n, double amax, bool bad) {
+    m->n = n;
+    m->absmax_ref = amax;
+    if (bad) {
+        m->max_abs = m->mean_abs = m->rel_l2 = INFINITY;
+        m->sqnr_db = -INFINITY;
+        m->cos = NAN;
+    }
+    return bad;
+}
+
 /* The figures from the lanes' sums over elements [0, k) (L NULL: none, an
  * integer pair) and the general loop over the rest, which adds to them. */
 static void finish(const mpx_value *r, const mpx_value *c, const mpx_format *f, const lanes *L,
@@ -460,14 +474,7 @@ static void finish(const mpx_value *r, const mpx_value *c, const mpx_format *f, 
             bad = true;
         }
     }
-    m->n = r->n;
-    m->absmax_ref = amax;
-    if (bad) {
-        m->max_abs = m->mean_abs = m->rel_l2 = INFINITY;
-        m->sqnr_db = -INFINITY;
-        m->cos = NAN;
-        return;
-    }
+    if (finish_counts(m, r->n, amax, bad)) return;
     double nr = sqrt(rr), nc = sqrt(cc), ne = sqrt(se);
     m->max_abs = mx;
     m->mean_abs = r->n ? sa / (double)r->n : 0.0;
@@ -512,14 +519,7 @@ static void finish_double(const mpx_value *r, const mpx_value *c, const mpx_form
             bad = true;
         }
     }
-    m->n = r->n;
-    m->absmax_ref = amax;
-    if (bad) {
-        m->max_abs = m->mean_abs = m->rel_l2 = INFINITY;
-        m->sqnr_db = -INFINITY;
-        m->cos = NAN;
-        return;
-    }
+    if (finish_counts(m, r->n, amax, bad)) return;
     const int sx = scale_of(bx), sy = scale_of(by), sd = scale_of(bd);
     double se = 0, sa = 0, rr = 0, cc = 0, cr = 0;
     for (int64_t k = 0; k < r->n; k++) {
