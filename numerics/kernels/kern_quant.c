@@ -162,9 +162,9 @@ static void dq_codes(const float *xf, int64_t n, float scale, float fzp, int64_t
 }
 
 #if defined(__x86_64__) || defined(__i386__)
-/* dq_range and dq_codes eight lanes wide (GCC kept dq_range's lanes on
- * the stack and the codes' loops four wide: DynamicQuantizeLinear was 4x
- * ONNX Runtime's time on ResNet-18). minps(x, m) is x < m ? x : m and
+/* dq_range and dq_codes eight lanes wide (GCC keeps dq_range's lanes on
+ * the stack and the codes' loops four wide, which put DynamicQuantizeLinear
+ * at 4x ONNX Runtime's time on ResNet-18). minps(x, m) is x < m ? x : m and
  * maxps(x, m) x > m ? x : m lane by lane, as above; the codes' clamps
  * agree with the scalar selects on every value but NaN (replaced by zp
  * after) and -0 (0 either way once an integer). */
