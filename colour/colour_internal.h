@@ -33,6 +33,9 @@ typedef struct sel_item {
     sel_kind kind;
     mpx_op op;        /* SEL_OP: a registry op */
     const char *s;    /* SEL_OPTYPE: an op_type outside the registry; SEL_NAME: the glob */
+    const char *lit;  /* SEL_NAME: the one name a glob without wildcards matches, NULL: a glob with
+                       * some (a plan matches every rule against every node: search's trials carry
+                       * hundreds of name rules, and fnmatch on each was most of planning's time) */
     int pattern;      /* SEL_PATTERN (fuse rules): index into the pattern table (patterns.c) */
 } sel_item;
 

@@ -193,6 +193,22 @@ static char *word_dup(parser *p, size_t at, size_t n) {
     return mpx_arena_strndup(p->a, p->s + at, n);
 }
 
+/* The one name glob matches when it has no wildcard ('*', '?', '['): its
+ * text with fnmatch's escapes taken out; NULL for a glob with one (or a
+ * trailing backslash), and without memory, so that fnmatch decides. */
+static const char *glob_literal(mpx_arena *a, const char *glob) {
+    size_t n = strlen(glob), o = 0;
+    char *lit = mpx_arena_alloc(a, n + 1);
+    if (!lit) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (glob[i] == '*' || glob[i] == '?' || glob[i] == '[') return NULL;
+        if (glob[i] == '\\' && ++i == n) return NULL;
+        lit[o++] = glob[i];
+    }
+    lit[o] = '\0';
+    return lit;
+}
+
 static mpx_status nomem(parser *p) {
     return mpx_error_set(p->err, MPX_E_NOMEM, "out of memory parsing a rule");
 }
@@ -232,7 +248,9 @@ static mpx_status parse_item(parser *p, sel_item *it) {
         if (len == 0) return fail(p, start, "expected a node-name glob after name: (as in name:/backbone/*)");
         it->kind = SEL_NAME;
         it->s = word_dup(p, start, len);
-        return it->s ? MPX_OK : nomem(p);
+        if (!it->s) return nomem(p);
+        it->lit = glob_literal(p->a, it->s);
+        return MPX_OK;
     }
     size_t n = 0;
     while (isalnum((unsigned char)t[n]) || t[n] == '_') n++;
@@ -729,7 +747,7 @@ mpx_status mpx_rules_add_node(mpx_rules *r, const mpx_node *n, mpx_colour colour
     }
     exact_glob(n->name, glob);
     snprintf(text, cap, "colour name:%s %s%s%s", glob, cname, comment ? "  # " : "", comment ? comment : "");
-    *sel = (sel_item){.kind = SEL_NAME, .s = glob};
+    *sel = (sel_item){.kind = SEL_NAME, .s = glob, .lit = glob_literal(a, glob)};
     *rule = (mpx_rule){.refs = 1, .arena = a, .kind = MPX_RULE_COLOUR, .text = text, .n_sel = 1, .sel = sel,
                        .colour = colour};
     r->v[r->n++] = rule;
@@ -755,7 +773,9 @@ bool mpx_rule_selects_(const mpx_rule *r, const mpx_node *n) {
         case SEL_ALL: return true;
         case SEL_OP: if (n->op == s->op) return true; break;
         case SEL_OPTYPE: if (strcmp(n->op_type, s->s) == 0) return true; break;
-        case SEL_NAME: if (fnmatch(s->s, n->name, 0) == 0) return true; break;
+        case SEL_NAME:
+            if (s->lit ? strcmp(s->lit, n->name) == 0 : fnmatch(s->s, n->name, 0) == 0) return true;
+            break;
         case SEL_PATTERN: if (mpx_fuse_pattern_inner_(s->pattern, n)) return true; break;
         }
     }

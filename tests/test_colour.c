@@ -331,6 +331,13 @@ static void test_rule_of_node(void) {
     mpx_plan *q = plan_with(g, mpx_rules_text(r, 0), NULL);
     CHECK(q->nodes[c1->index].colour == MPX_COLOUR_RED && PN(q, "/a/c2")->colour != MPX_COLOUR_RED);
     mpx_plan_free(q);
+    /* A glob without wildcards is compared as the name it spells, its
+     * escapes taken out (\2 is 2), as fnmatch reads it; a trailing
+     * backslash matches nothing. */
+    q = plan_with(g, "colour name:/a/c\\2 red\ncolour name:/b/c3\\ red", NULL);
+    CHECK(PN(q, "/a/c2")->colour == MPX_COLOUR_RED && q->rule_applied[0] == 1);
+    CHECK(PN(q, "/b/c3")->colour != MPX_COLOUR_RED && q->rule_applied[1] == 0);
+    mpx_plan_free(q);
     mpx_rules_free(r);
     mpx_graph_free(g);
 }
