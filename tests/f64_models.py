@@ -43,12 +43,29 @@ def init(name, a):
     return numpy_helper.from_array(np.asarray(a), name)
 
 
+def adder(nodes):
+    """n(op, inputs, output or [outputs], **attributes): a node named after
+    its first output, appended to nodes."""
+    def n(op, ins, outs, **kw):
+        outs = outs if isinstance(outs, list) else [outs]
+        nodes.append(helper.make_node(op, ins, outs, name=outs[0] + "_n", **kw))
+    return n
+
+
+def with_outputs(nodes, name, ins, inits, outs):
+    """An opset 17 model whose outputs outs get the types and shapes ONNX
+    infers for them (ORT wants them declared)."""
+    g = helper.make_graph(nodes, name, ins, [], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    known = {v.name: v for v in shape_inference.infer_shapes(m).graph.value_info}
+    m.graph.output.extend(known[o] for o in outs)
+    return m
+
+
 def ops_model():
     nodes, inits = [], []
-
-    def n(op, ins, outs, **kw):
-        nodes.append(helper.make_node(op, ins, outs if isinstance(outs, list) else [outs],
-                                      name=(outs if isinstance(outs, str) else outs[0]) + "_n", **kw))
+    n = adder(nodes)
 
     inits += [init("W", rng.uniform(-2, 2, (4, 5))), init("Bv", rng.uniform(-1, 1, (5,))),
               init("two", np.array(2.0)), init("tiny", np.array([1e-300])),
@@ -121,13 +138,7 @@ def ops_model():
             "matmul", "gemm", "rsum", "rmean", "rmax", "rmin", "rprod", "rl2", "rlse", "softmax", "logsoftmax",
             "tr", "cat", "sp0", "sp1", "slice", "gather", "sq", "flat", "expand", "tile", "pad", "argmax", "argmin", "drop"]
     ins = [vi("X", D, [2, 3, 4]), vi("Z", D, [2, 3, 4]), vi("F", F, [2, 3, 4])]
-    g = helper.make_graph(nodes, "f64_ops", ins, [], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    # the outputs' types and shapes as ONNX infers them (ORT wants them declared)
-    known = {v.name: v for v in shape_inference.infer_shapes(m).graph.value_info}
-    m.graph.output.extend(known[o] for o in outs)
-    return m
+    return with_outputs(nodes, "f64_ops", ins, inits, outs)
 
 
 def refused_model():
@@ -143,10 +154,7 @@ def nn_ort_model():
     LayerNormalization, LpNormalization, GroupNormalization, CumSum, TopK,
     EyeLike. N holds values near 1e150, which fp32 holds as inf."""
     nodes = []
-
-    def n(op, ins, outs, **kw):
-        outs = outs if isinstance(outs, list) else [outs]
-        nodes.append(helper.make_node(op, ins, outs, name=outs[0] + "_n", **kw))
+    n = adder(nodes)
 
     inits = [init("bn_s", rng.uniform(0.5, 2, 3)), init("bn_b", rng.uniform(-1, 1, 3)),
              init("bn_m", rng.uniform(-1, 1, 3) * 1e150), init("bn_v", rng.uniform(0.5, 2, 3) * 1e300),
@@ -184,13 +192,11 @@ def nn_np_model():
     InstanceNormalization): tests/f64_ort.sh checks them against numpy
     (f64_np_check.py)."""
     nodes = []
-
-    def n(op, ins, outs, **kw):
-        nodes.append(helper.make_node(op, ins, [outs], name=outs + "_n", **kw))
+    n = adder(nodes)
 
     inits = [init("cw", rng.uniform(-1, 1, (4, 3, 3, 3))), init("cb", rng.uniform(-1, 1, 4) * 1e150),
              init("gw", rng.uniform(-1, 1, (6, 1, 2, 3))),
-             init("tw", rng.uniform(-1, 1, (3, 2, 3, 3))), init("tb", rng.uniform(-1, 1, 2)),
+             init("tw", rng.uniform(-1, 1, (3, 2, 3, 3))), init("tb", rng.uniform(-1, 1, 2) * 1e150),
              init("in_s", rng.uniform(0.5, 2, 3)), init("in_b", rng.uniform(-1, 1, 3))]
     n("Conv", ["N", "cw", "cb"], "conv", pads=[1, 1, 1, 1])
     n("Conv", ["N", "gw"], "conv_g", group=3, strides=[2, 1], dilations=[1, 2], pads=[0, 2, 1, 0])
@@ -204,12 +210,7 @@ def nn_np_model():
     n("GlobalLpPool", ["N"], "glp", p=2)
     n("InstanceNormalization", ["N", "in_s", "in_b"], "inorm", epsilon=1e-3)
     outs = ["conv", "conv_g", "convt", "avgpool", "avgpool_p", "lppool", "lppool1", "gap", "gmp", "glp", "inorm"]
-    g = helper.make_graph(nodes, "f64_np", [vi("N", D, [1, 3, 5, 5])], [], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    known = {v.name: v for v in shape_inference.infer_shapes(m).graph.value_info}
-    m.graph.output.extend(known[o] for o in outs)
-    return m
+    return with_outputs(nodes, "f64_np", [vi("N", D, [1, 3, 5, 5])], inits, outs)
 
 
 def loop_model():

@@ -41,35 +41,28 @@ n=0
 fail() { echo "f64_ort $1: FAIL${2:+: $2}"; failed=$((failed + 1)); }
 INPUTS="input X file $M/x.npy; input Z file $M/z.npy; input F file $M/f.npy"
 
-# 1. against ONNX Runtime
-n=$((n + 1))
-if ! "$RUN" "$M/f64_ops.onnx" "$WORK/ops" --file "X=$M/x.npy" --file "Z=$M/z.npy" --file "F=$M/f.npy" \
-     > "$WORK/ops.log" 2>&1; then
-  sed 's/^/  /' "$WORK/ops.log"; fail ort "mpx_run_model"
-else
-  all=$("$PY" "$HERE/ort_compare.py" all-outputs "$M/f64_ops.onnx" "$WORK/all")
-  if node "$HERE/ort_run.js" "$ORT" "$M/f64_ops.onnx" "$all" "$WORK/ops" f64_ops --bound 1e-15 --threads 1 \
-       --repeat 1 > "$WORK/ops.ort" 2>&1; then
-    head -2 "$WORK/ops.ort"
-  else
-    cat "$WORK/ops.ort"; fail ort "the reference against ORT"
+# ort_check <label> <model> <mpx_run_model's file arguments>...: mpx's
+# reference against ONNX Runtime on every tensor, rel_l2 < 1e-15
+ort_check() {
+  n=$((n + 1))
+  label=$1 model=$2
+  shift 2
+  if ! "$RUN" "$M/$model.onnx" "$WORK/$label" "$@" > "$WORK/$label.log" 2>&1; then
+    sed 's/^/  /' "$WORK/$label.log"; fail "$label" "mpx_run_model"; return
   fi
-fi
+  all=$("$PY" "$HERE/ort_compare.py" all-outputs "$M/$model.onnx" "$WORK/all_$label")
+  if node "$HERE/ort_run.js" "$ORT" "$M/$model.onnx" "$all" "$WORK/$label" "$model" --bound 1e-15 --threads 1 \
+       --repeat 1 > "$WORK/$label.ort" 2>&1; then
+    head -2 "$WORK/$label.ort"
+  else
+    cat "$WORK/$label.ort"; fail "$label" "the reference against ORT"
+  fi
+}
 
+# 1. against ONNX Runtime
+ort_check ort f64_ops --file "X=$M/x.npy" --file "Z=$M/z.npy" --file "F=$M/f.npy"
 # 1b. the nn ops against ONNX Runtime (its double kernels), on values near 1e150
-n=$((n + 1))
-if ! "$RUN" "$M/f64_nn.onnx" "$WORK/nn" --file "N=$M/n.npy" --file "E=$M/e.npy" --file "N2=$M/n2.npy" \
-     > "$WORK/nn.log" 2>&1; then
-  sed 's/^/  /' "$WORK/nn.log"; fail nn_ort "mpx_run_model"
-else
-  all=$("$PY" "$HERE/ort_compare.py" all-outputs "$M/f64_nn.onnx" "$WORK/all_nn")
-  if node "$HERE/ort_run.js" "$ORT" "$M/f64_nn.onnx" "$all" "$WORK/nn" f64_nn --bound 1e-15 --threads 1 \
-       --repeat 1 > "$WORK/nn.ort" 2>&1; then
-    head -2 "$WORK/nn.ort"
-  else
-    cat "$WORK/nn.ort"; fail nn_ort "the nn ops against ORT"
-  fi
-fi
+ort_check nn_ort f64_nn --file "N=$M/n.npy" --file "E=$M/e.npy" --file "N2=$M/n2.npy"
 
 # 1c. the nn ops ONNX Runtime has no double kernel for, against numpy in double
 n=$((n + 1))

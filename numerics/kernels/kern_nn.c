@@ -824,9 +824,10 @@ mpx_status mpx_k_conv_transpose(const mpx_kctx *c, const mpx_value *const *in, i
 
 /* ---- float64 (kern_f64.c's table) ---------------------------------------------------- */
 
-/* Conv and ConvTranspose of float64 values in double: the general path's
- * geometry and order (input channel, outer tap, kernel column, then the
- * bias), as plain double sums; no fast path. */
+/* Conv and ConvTranspose (one kernel, the op read off the node) of float64
+ * values in double: the general path's geometry and order (input channel,
+ * outer tap, kernel column, then the bias), as plain double sums; no fast
+ * path. */
 static mpx_status conv_run_f64(const mpx_kctx *c, const conv_job *j, const double *x, const double *w,
                                const double *b, double *y) {
     int64_t *tap_in = NULL, *tc = NULL;
@@ -866,19 +867,8 @@ mpx_status mpx_k_conv_f64(const mpx_kctx *c, const mpx_value *const *in, int n_i
     kn_window win;
     int64_t dims[MPX_MAX_RANK];
     conv_job j;
-    mpx_status st = conv_setup(c, in, n_in, n_out, true, &x, &w, &b, &win, dims, &j);
-    if (!st) st = mpx_k_alloc(c, &out[0], MPX_DT_DOUBLE, x->rank, dims);
-    if (!st && (st = conv_run_f64(c, &j, x->d, w->d, b ? b->d : NULL, out[0].d))) mpx_value_free(&out[0]);
-    return st;
-}
-
-mpx_status mpx_k_conv_transpose_f64(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
-                                    int n_out) {
-    const mpx_value *x, *w, *b;
-    kn_window win;
-    int64_t dims[MPX_MAX_RANK];
-    conv_job j;
-    mpx_status st = convt_setup(c, in, n_in, n_out, true, &x, &w, &b, &win, dims, &j);
+    mpx_status st = (c->node->op == MPX_OP_ConvTranspose ? convt_setup : conv_setup)(c, in, n_in, n_out, true, &x, &w,
+                                                                                      &b, &win, dims, &j);
     if (!st) st = mpx_k_alloc(c, &out[0], MPX_DT_DOUBLE, x->rank, dims);
     if (!st && (st = conv_run_f64(c, &j, x->d, w->d, b ? b->d : NULL, out[0].d))) mpx_value_free(&out[0]);
     return st;

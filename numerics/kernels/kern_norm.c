@@ -735,10 +735,15 @@ mpx_status mpx_k_rms_normalization(const mpx_kctx *c, const mpx_value *const *in
 
 /* GroupNormalization's inputs and checks: G groups, planes of S values,
  * scale and bias per channel (opset 21) or per group. */
-static mpx_status gn_setup(const mpx_kctx *c, const mpx_value *const *in, int n_in, int n_out, bool f64,
-                           const mpx_value **xp, const mpx_value **scp, const mpx_value **bp, int64_t *Gp, int64_t *Sp,
-                           bool *per_channel) {
+typedef struct gn_args {
     const mpx_value *x, *sc, *b;
+    int64_t G, S;
+    bool per_channel;
+} gn_args;
+
+static mpx_status gn_setup(const mpx_kctx *c, const mpx_value *const *in, int n_in, int n_out, bool f64, gn_args *a) {
+    const mpx_value *x, *sc, *b;
+    bool *per_channel = &a->per_channel;
     char s1[160], s2[160];
     mpx_status st = kn_need_out(c, n_out, 1);
     if (!st) st = kn_values_in(c, in, n_in, 0, "X", f64, &x);
@@ -755,7 +760,7 @@ static mpx_status gn_setup(const mpx_kctx *c, const mpx_value *const *in, int n_
     if (sc->n != want || b->n != want)
         return mpx_kernel_error(c, MPX_E_SHAPE, "scale %s and bias %s must hold %lld values (one per %s)", kn_shape(sc, s1),
                                 kn_shape(b, s2), (long long)want, *per_channel ? "channel" : "group");
-    *xp = x, *scp = sc, *bp = b, *Gp = G, *Sp = C && N ? x->n / (N * C) : 0;
+    a->x = x, a->sc = sc, a->b = b, a->G = G, a->S = C && N ? x->n / (N * C) : 0;
     return MPX_OK;
 }
 
@@ -763,11 +768,12 @@ static mpx_status gn_setup(const mpx_kctx *c, const mpx_value *const *in, int n_
  * scale and bias per group before opset 21, per channel from 21. */
 mpx_status mpx_k_group_normalization(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
                                      int n_out) {
-    const mpx_value *x, *sc, *b;
-    int64_t G, S;
-    bool per_channel;
-    mpx_status st = gn_setup(c, in, n_in, n_out, false, &x, &sc, &b, &G, &S, &per_channel);
+    gn_args ga;
+    mpx_status st = gn_setup(c, in, n_in, n_out, false, &ga);
     if (st) return st;
+    const mpx_value *x = ga.x, *sc = ga.sc, *b = ga.b;
+    const int64_t G = ga.G, S = ga.S;
+    const bool per_channel = ga.per_channel;
     const int64_t N = x->dims[0], C = x->dims[1], per = C / G * S;
     float eps = mpx_node_attr_float(c->node, "epsilon", 1e-5f);
     if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, x->dims))) return st;
@@ -894,22 +900,21 @@ mpx_status mpx_k_lp_normalization_f64(const mpx_kctx *c, const mpx_value *const 
 
 mpx_status mpx_k_group_normalization_f64(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
                                          int n_out) {
-    const mpx_value *x, *sc, *b;
-    int64_t G, S;
-    bool per_channel;
-    mpx_status st = gn_setup(c, in, n_in, n_out, true, &x, &sc, &b, &G, &S, &per_channel);
-    if (st || (st = mpx_k_alloc(c, &out[0], MPX_DT_DOUBLE, x->rank, x->dims))) return st;
+    gn_args a;
+    mpx_status st = gn_setup(c, in, n_in, n_out, true, &a);
+    if (st || (st = mpx_k_alloc(c, &out[0], MPX_DT_DOUBLE, a.x->rank, a.x->dims))) return st;
+    const mpx_value *x = a.x;
     const double eps = mpx_node_attr_float(c->node, "epsilon", 1e-5f);
-    const int64_t N = x->dims[0], C = x->dims[1], cg = C / G, per = cg * S;
+    const int64_t N = x->dims[0], C = x->dims[1], cg = C / a.G, S = a.S, per = cg * S;
     for (int64_t n = 0; n < N; n++)
-        for (int64_t g = 0; g < G; g++) {
+        for (int64_t g = 0; g < a.G; g++) {
             const double *xg = x->d + (n * C + g * cg) * S;
             double mean, var;
             moments_d(xg, per, 1, &mean, &var);
             const double den = sqrt(var + eps);
             for (int64_t k = 0; k < per; k++) {
-                const int64_t q = per_channel ? g * cg + k / S : g;
-                out[0].d[(n * C + g * cg) * S + k] = (xg[k] - mean) / den * sc->d[q] + b->d[q];
+                const int64_t q = a.per_channel ? g * cg + k / S : g;
+                out[0].d[(n * C + g * cg) * S + k] = (xg[k] - mean) / den * a.sc->d[q] + a.b->d[q];
             }
         }
     return MPX_OK;

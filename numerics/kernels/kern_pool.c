@@ -74,7 +74,8 @@ static void win_tab_free(win_tab *tab) {
     for (int i = 0; i < KN_MAX_SP; i++) free(tab->t[i]);
 }
 
-static void window_from(const win_tab *tab, int nsp, const int64_t *oc, win_pos *p) {
+/* Position oc's window into p, and its first tap into t. */
+static void window_from(const win_tab *tab, int nsp, const int64_t *oc, win_pos *p, int64_t *t) {
     p->n_in = p->n_pad = 1;
     for (int i = 0; i < nsp; i++) {
         const int64_t *e = tab->t[i] + 4 * oc[i];
@@ -83,6 +84,7 @@ static void window_from(const win_tab *tab, int nsp, const int64_t *oc, win_pos 
         p->hi[i] = e[2];
         p->n_in *= e[2] - e[1];
         p->n_pad *= e[3];
+        t[i] = e[1];
     }
 }
 
@@ -480,7 +482,8 @@ static void avg2d_plane(void *ctx, int tid, long pc) {
         for (int64_t o = 0; o < m->OW; o++) {
             const int64_t oc[2] = {oh, o};
             win_pos p;
-            window_from(m->tab, 2, oc, &p);
+            int64_t t0[2];
+            window_from(m->tab, 2, oc, &p, t0);
             const int64_t cnt = m->include_pad ? p.n_pad : p.n_in;
             yr[o] = p.n_in > 0 ? yr[o] / (float)cnt : 0.0f;
         }
@@ -538,9 +541,8 @@ static mpx_status pool(const mpx_kctx *c, const mpx_value *const *in, int n_in, 
         int64_t oc[KN_MAX_SP] = {0}, o = 0;
         do {
             win_pos p;
-            window_from(&tab, nsp, oc, &p);
             int64_t t[KN_MAX_SP], best = -1;
-            for (int i = 0; i < nsp; i++) t[i] = p.lo[i];
+            window_from(&tab, nsp, oc, &p, t);
             const int64_t yi = pc * out_plane + o;
             if (!is_max) {
                 mpx_acc acc;
@@ -763,9 +765,8 @@ mpx_status mpx_k_pool_f64(const mpx_kctx *c, const mpx_value *const *in, int n_i
         int64_t oc[KN_MAX_SP] = {0}, o = 0;
         do {
             win_pos p;
-            window_from(&tab, nsp, oc, &p);
             int64_t t[KN_MAX_SP], best = -1;
-            for (int i = 0; i < nsp; i++) t[i] = p.lo[i];
+            window_from(&tab, nsp, oc, &p, t);
             double s = kind == POOL_MAX ? -DBL_MAX : 0.0;
             if (p.n_in > 0) {
                 do {
