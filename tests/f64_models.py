@@ -11,10 +11,17 @@ Split, Slice, Gather, Unsqueeze, Squeeze, Flatten, Expand, Tile, Pad with a
 float64 pad value, Identity, Dropout), ArgMax and ArgMin. Outputs keep 1e229 and 1e-300 alive to the
 end, so a narrowing anywhere shows in the outputs as well as in the layer.
 
-f64_conv: a float64 Conv, which mpx has no float64 kernel for: refused.
+f64_nn: the float64 nn ops ONNX Runtime has double kernels for (pools,
+normalisations, CumSum, TopK, EyeLike) on values near 1e150; f64_np: those
+it has none for (Conv, ConvTranspose, AveragePool, LpPool, the global pools,
+InstanceNormalization), which f64_np_check.py checks against numpy; f64_loop:
+a Loop whose body computes in float64 (its body figures).
 
-Writes <out>/f64_ops.onnx, f64_conv.onnx and the inputs x.npy, z.npy,
-f.npy (<f8, <f8, <f4).
+f64_refused: a float64 LRN, which mpx has no float64 kernel for: refused.
+
+Writes <out>/f64_ops.onnx, f64_nn.onnx, f64_np.onnx, f64_loop.onnx,
+f64_refused.onnx and the inputs x.npy, z.npy, f.npy (<f8, <f8, <f4), n.npy,
+n2.npy (<f8), e.npy (<i8), v.npy (<f4).
 
 usage: python3 f64_models.py <out_dir>
 """
@@ -36,12 +43,29 @@ def init(name, a):
     return numpy_helper.from_array(np.asarray(a), name)
 
 
+def adder(nodes):
+    """n(op, inputs, output or [outputs], **attributes): a node named after
+    its first output, appended to nodes."""
+    def n(op, ins, outs, **kw):
+        outs = outs if isinstance(outs, list) else [outs]
+        nodes.append(helper.make_node(op, ins, outs, name=outs[0] + "_n", **kw))
+    return n
+
+
+def with_outputs(nodes, name, ins, inits, outs):
+    """An opset 17 model whose outputs outs get the types and shapes ONNX
+    infers for them (ORT wants them declared)."""
+    g = helper.make_graph(nodes, name, ins, [], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    known = {v.name: v for v in shape_inference.infer_shapes(m).graph.value_info}
+    m.graph.output.extend(known[o] for o in outs)
+    return m
+
+
 def ops_model():
     nodes, inits = [], []
-
-    def n(op, ins, outs, **kw):
-        nodes.append(helper.make_node(op, ins, outs if isinstance(outs, list) else [outs],
-                                      name=(outs if isinstance(outs, str) else outs[0]) + "_n", **kw))
+    n = adder(nodes)
 
     inits += [init("W", rng.uniform(-2, 2, (4, 5))), init("Bv", rng.uniform(-1, 1, (5,))),
               init("two", np.array(2.0)), init("tiny", np.array([1e-300])),
@@ -114,19 +138,100 @@ def ops_model():
             "matmul", "gemm", "rsum", "rmean", "rmax", "rmin", "rprod", "rl2", "rlse", "softmax", "logsoftmax",
             "tr", "cat", "sp0", "sp1", "slice", "gather", "sq", "flat", "expand", "tile", "pad", "argmax", "argmin", "drop"]
     ins = [vi("X", D, [2, 3, 4]), vi("Z", D, [2, 3, 4]), vi("F", F, [2, 3, 4])]
-    g = helper.make_graph(nodes, "f64_ops", ins, [], inits)
+    return with_outputs(nodes, "f64_ops", ins, inits, outs)
+
+
+def refused_model():
+    node = helper.make_node("LRN", ["X"], ["Y"], name="lrn_d", size=3)
+    g = helper.make_graph([node], "f64_refused", [vi("X", D, [1, 3, 5, 5])], [vi("Y", D, [1, 3, 5, 5])])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 8
-    # the outputs' types and shapes as ONNX infers them (ORT wants them declared)
-    known = {v.name: v for v in shape_inference.infer_shapes(m).graph.value_info}
-    m.graph.output.extend(known[o] for o in outs)
+    return m
+
+def nn_ort_model():
+    """The float64 nn ops ONNX Runtime has double kernels for (opset 18, for
+    GroupNormalization): MaxPool (with Indices), BatchNormalization,
+    LayerNormalization, LpNormalization, GroupNormalization, CumSum, TopK,
+    EyeLike. N holds values near 1e150, which fp32 holds as inf."""
+    nodes = []
+    n = adder(nodes)
+
+    inits = [init("bn_s", rng.uniform(0.5, 2, 3)), init("bn_b", rng.uniform(-1, 1, 3)),
+             init("bn_m", rng.uniform(-1, 1, 3) * 1e150), init("bn_v", rng.uniform(0.5, 2, 3) * 1e300),
+             init("ln_s", rng.uniform(0.5, 2, 5)), init("ln_b", rng.uniform(-1, 1, 5)),
+             init("gn_s", rng.uniform(0.5, 2, 3)), init("gn_b", rng.uniform(-1, 1, 3)),
+             init("cs_ax", np.array(2, np.int64)), init("cs_ax1", np.array(-1, np.int64)),
+             init("k3", np.array([3], np.int64))]
+    n("MaxPool", ["N"], ["maxpool", "maxpool_idx"], kernel_shape=[3, 3], strides=[2, 1], pads=[1, 1, 1, 0])
+    n("MaxPool", ["N"], "maxpool_d", kernel_shape=[2, 2], dilations=[2, 2], ceil_mode=1)
+    n("BatchNormalization", ["N", "bn_s", "bn_b", "bn_m", "bn_v"], "bn")
+    n("LayerNormalization", ["N", "ln_s", "ln_b"], "ln", axis=-1)
+    n("LayerNormalization", ["N"] + ["ln_s"], "ln2", axis=-1, epsilon=1e-3)
+    n("LpNormalization", ["N"], "lpn2", axis=1, p=2)
+    n("LpNormalization", ["N"], "lpn1", axis=-1, p=1)
+    n("GroupNormalization", ["N", "gn_s", "gn_b"], "gn", num_groups=3)
+    n("CumSum", ["N", "cs_ax"], "cumsum")
+    n("CumSum", ["N", "cs_ax1"], "cumsum_er", exclusive=1, reverse=1)
+    n("TopK", ["N", "k3"], ["topk", "topk_idx"], axis=-1)
+    n("TopK", ["N", "k3"], ["topk_s", "topk_s_idx"], axis=1, largest=0)
+    n("EyeLike", ["E"], "eye", dtype=D, k=1)
+    n("EyeLike", ["N2"], "eye_d", k=-1)
+    outs = [("maxpool", D), ("maxpool_idx", I), ("maxpool_d", D), ("bn", D), ("ln", D), ("ln2", D), ("lpn2", D),
+            ("lpn1", D), ("gn", D), ("cumsum", D), ("cumsum_er", D), ("topk", D), ("topk_idx", I), ("topk_s", D),
+            ("topk_s_idx", I), ("eye", D), ("eye_d", D)]
+    ins = [vi("N", D, [1, 3, 5, 5]), vi("E", TensorProto.INT64, [3, 4]), vi("N2", D, [4, 3])]
+    g = helper.make_graph(nodes, "f64_nn", ins, [vi(o, t, None) for o, t in outs], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    m.ir_version = 8
     return m
 
 
-def conv_model():
-    w = init("Wc", rng.uniform(-1, 1, (2, 1, 3, 3)))
-    node = helper.make_node("Conv", ["X", "Wc"], ["Y"], name="conv_d", pads=[1, 1, 1, 1])
-    g = helper.make_graph([node], "f64_conv", [vi("X", D, [1, 1, 5, 5])], [vi("Y", D, [1, 2, 5, 5])], [w])
+def nn_np_model():
+    """The float64 nn ops ONNX Runtime has no double kernel for (Conv,
+    ConvTranspose, AveragePool, LpPool, the global pools,
+    InstanceNormalization): tests/f64_ort.sh checks them against numpy
+    (f64_np_check.py)."""
+    nodes = []
+    n = adder(nodes)
+
+    inits = [init("cw", rng.uniform(-1, 1, (4, 3, 3, 3))), init("cb", rng.uniform(-1, 1, 4) * 1e150),
+             init("gw", rng.uniform(-1, 1, (6, 1, 2, 3))),
+             init("tw", rng.uniform(-1, 1, (3, 2, 3, 3))), init("tb", rng.uniform(-1, 1, 2) * 1e150),
+             init("in_s", rng.uniform(0.5, 2, 3)), init("in_b", rng.uniform(-1, 1, 3))]
+    n("Conv", ["N", "cw", "cb"], "conv", pads=[1, 1, 1, 1])
+    n("Conv", ["N", "gw"], "conv_g", group=3, strides=[2, 1], dilations=[1, 2], pads=[0, 2, 1, 0])
+    n("ConvTranspose", ["N", "tw", "tb"], "convt", strides=[2, 2], pads=[1, 0, 0, 1])
+    n("AveragePool", ["N"], "avgpool", kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    n("AveragePool", ["N"], "avgpool_p", kernel_shape=[3, 2], strides=[2, 2], pads=[1, 1, 1, 1], count_include_pad=1)
+    n("LpPool", ["N"], "lppool", kernel_shape=[2, 2], p=2)
+    n("LpPool", ["N"], "lppool1", kernel_shape=[3, 1], p=1, pads=[1, 0, 1, 0])
+    n("GlobalAveragePool", ["N"], "gap")
+    n("GlobalMaxPool", ["N"], "gmp")
+    n("GlobalLpPool", ["N"], "glp", p=2)
+    n("InstanceNormalization", ["N", "in_s", "in_b"], "inorm", epsilon=1e-3)
+    outs = ["conv", "conv_g", "convt", "avgpool", "avgpool_p", "lppool", "lppool1", "gap", "gmp", "glp", "inorm"]
+    return with_outputs(nodes, "f64_np", [vi("N", D, [1, 3, 5, 5])], inits, outs)
+
+
+def loop_model():
+    """A Loop over a float32 value whose body computes in float64: v * 1e200
+    (fp32 and fp16 hold it as inf), then * 1e-200 and back to float32; the
+    body's float64 values are compared iteration by iteration."""
+    body_nodes = [
+        helper.make_node("Cast", ["v_in"], ["vd"], name="vd_n", to=D),
+        helper.make_node("Constant", [], ["big"], name="big_n", value=numpy_helper.from_array(np.array(1e200))),
+        helper.make_node("Constant", [], ["small"], name="small_n", value=numpy_helper.from_array(np.array(1e-200))),
+        helper.make_node("Mul", ["vd", "big"], ["huge"], name="huge_n"),
+        helper.make_node("Mul", ["huge", "small"], ["back"], name="back_n"),
+        helper.make_node("Cast", ["back"], ["v_out"], name="v_out_n", to=F),
+        helper.make_node("Identity", ["cond_in"], ["cond_out"], name="cond_n"),
+    ]
+    body = helper.make_graph(body_nodes, "body",
+                             [vi("i", I, []), vi("cond_in", B, []), vi("v_in", F, [4])],
+                             [vi("cond_out", B, []), vi("v_out", F, [4])])
+    loop = helper.make_node("Loop", ["trips", "", "V"], ["V_out"], name="loop", body=body)
+    g = helper.make_graph([loop], "f64_loop", [vi("V", F, [4])], [vi("V_out", F, [4])],
+                          [init("trips", np.array(3, np.int64))])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 8
     return m
@@ -136,7 +241,19 @@ def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     save(ops_model(), os.path.join(out, "f64_ops.onnx"))
-    save(conv_model(), os.path.join(out, "f64_conv.onnx"))
+    save(refused_model(), os.path.join(out, "f64_refused.onnx"))
+    save(nn_ort_model(), os.path.join(out, "f64_nn.onnx"))
+    save(nn_np_model(), os.path.join(out, "f64_np.onnx"))
+    save(loop_model(), os.path.join(out, "f64_loop.onnx"))
+    # the nn models' input: values near 1e150 (inf in fp32), ties for TopK
+    # and MaxPool, moderate values between
+    nv = rng.uniform(-3, 3, (1, 3, 5, 5)) * 1e150
+    nv[0, 1] = rng.uniform(-3, 3, (5, 5))
+    nv[0, 0, 2, 1] = nv[0, 0, 2, 3]
+    np.save(os.path.join(out, "n.npy"), nv.astype("<f8"))
+    np.save(os.path.join(out, "e.npy"), np.zeros((3, 4), np.int64))
+    np.save(os.path.join(out, "n2.npy"), rng.uniform(-1, 1, (4, 3)).astype("<f8"))
+    np.save(os.path.join(out, "v.npy"), np.array([1.5, -2.0, 3e-3, 7.0], "<f4"))
     x = rng.uniform(-3, 3, (2, 3, 4))
     x.flat[0], x.flat[1], x.flat[5], x.flat[7] = 1e229, -3.7e229, 1e-300, -2.5e-300
     x.flat[10] = 1.0 + 2.0 ** -40   # a bit fp32 cannot hold

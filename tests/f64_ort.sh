@@ -14,7 +14,14 @@
 #  4. Export keeps DOUBLE where the plan does not hold a tensor low: ONNX's
 #     strict shape inference accepts the exported model, its inputs,
 #     outputs and weights are still DOUBLE, and mpx loads and runs it.
-#  5. A float64 Conv (no float64 kernel) is refused naming the node.
+#  1b. tests/f64_models.py's f64_nn (the pools, normalisations, CumSum, TopK
+#     and EyeLike ONNX Runtime has double kernels for, on values near 1e150)
+#     against ONNX Runtime; 1c. f64_np (Conv, ConvTranspose, AveragePool,
+#     LpPool, the global pools, InstanceNormalization: no double kernel in
+#     ORT) against numpy in double (f64_np_check.py).
+#  3b. Task figures (top1, topk_overlap, iou, sign_agree) of float64 tensors;
+#  3c. a Loop body's float64 values in the report's body figures.
+#  5. A float64 LRN (no float64 kernel) is refused naming the node.
 #
 # usage: f64_ort.sh <mpx_run_model> <mpx> <python3> <cache_dir> <work_dir>
 set -eu
@@ -34,19 +41,37 @@ n=0
 fail() { echo "f64_ort $1: FAIL${2:+: $2}"; failed=$((failed + 1)); }
 INPUTS="input X file $M/x.npy; input Z file $M/z.npy; input F file $M/f.npy"
 
-# 1. against ONNX Runtime
-n=$((n + 1))
-if ! "$RUN" "$M/f64_ops.onnx" "$WORK/ops" --file "X=$M/x.npy" --file "Z=$M/z.npy" --file "F=$M/f.npy" \
-     > "$WORK/ops.log" 2>&1; then
-  sed 's/^/  /' "$WORK/ops.log"; fail ort "mpx_run_model"
-else
-  all=$("$PY" "$HERE/ort_compare.py" all-outputs "$M/f64_ops.onnx" "$WORK/all")
-  if node "$HERE/ort_run.js" "$ORT" "$M/f64_ops.onnx" "$all" "$WORK/ops" f64_ops --bound 1e-15 --threads 1 \
-       --repeat 1 > "$WORK/ops.ort" 2>&1; then
-    head -2 "$WORK/ops.ort"
-  else
-    cat "$WORK/ops.ort"; fail ort "the reference against ORT"
+# ort_check <label> <model> <mpx_run_model's file arguments>...: mpx's
+# reference against ONNX Runtime on every tensor, rel_l2 < 1e-15
+ort_check() {
+  n=$((n + 1))
+  label=$1 model=$2
+  shift 2
+  if ! "$RUN" "$M/$model.onnx" "$WORK/$label" "$@" > "$WORK/$label.log" 2>&1; then
+    sed 's/^/  /' "$WORK/$label.log"; fail "$label" "mpx_run_model"; return
   fi
+  all=$("$PY" "$HERE/ort_compare.py" all-outputs "$M/$model.onnx" "$WORK/all_$label")
+  if node "$HERE/ort_run.js" "$ORT" "$M/$model.onnx" "$all" "$WORK/$label" "$model" --bound 1e-15 --threads 1 \
+       --repeat 1 > "$WORK/$label.ort" 2>&1; then
+    head -2 "$WORK/$label.ort"
+  else
+    cat "$WORK/$label.ort"; fail "$label" "the reference against ORT"
+  fi
+}
+
+# 1. against ONNX Runtime
+ort_check ort f64_ops --file "X=$M/x.npy" --file "Z=$M/z.npy" --file "F=$M/f.npy"
+# 1b. the nn ops against ONNX Runtime (its double kernels), on values near 1e150
+ort_check nn_ort f64_nn --file "N=$M/n.npy" --file "E=$M/e.npy" --file "N2=$M/n2.npy"
+
+# 1c. the nn ops ONNX Runtime has no double kernel for, against numpy in double
+n=$((n + 1))
+if ! "$RUN" "$M/f64_np.onnx" "$WORK/np" --file "N=$M/n.npy" > "$WORK/np.log" 2>&1; then
+  sed 's/^/  /' "$WORK/np.log"; fail nn_numpy "mpx_run_model"
+elif "$PY" "$HERE/f64_np_check.py" "$M/f64_np.onnx" "$WORK/np" > "$WORK/np.check" 2>&1; then
+  echo "nn_numpy: ok ($(wc -l < "$WORK/np.check") ops)"
+else
+  cat "$WORK/np.check"; fail nn_numpy "the nn ops against numpy"
 fi
 
 # expect <label> <mpx commands> <text>...: the commands succeed and print each text
@@ -108,6 +133,26 @@ assert rows["add"]["overflow"] == 2 and rows["add"]["absmax_ref"] == 3.7e229, ro
 PYEOF
 then echo "green_json: ok"; else fail green_json "the report's float64 figures"; fi
 
+# 3b. task figures of float64 tensors: in the default plan every one agrees;
+# coloured green, X * 1e-300 flushes to 0 in fp16 (sign_agree@0 below 1)
+expect task_default "load $M/f64_ops.onnx; $INPUTS; run --keep softmax,x_tiny; assert softmax.top1 == 1 and softmax.topk_overlap@2 == 1 and x_tiny.sign_agree@0 == 1 and x_tiny.iou@0 == 1" \
+  "run: fp16 plan"
+expect task_green "load $M/f64_ops.onnx; $INPUTS; colour * green; run --keep softmax,x_tiny; assert softmax.top1 == 1 and x_tiny.sign_agree@0 < 1 and x_tiny.iou@0 == 0" \
+  "run: fp16 plan"
+
+# 3c. a Loop body's float64 values get their figures: 3 iterations of
+# v * 1e200, which fp16 overflows (green) and float64 holds (default)
+expect loop_body "load $M/f64_loop.onnx; input V file $M/v.npy; colour * green; run; report --json $WORK/loop.json" "plan:"
+n=$((n + 1))
+if "$PY" - "$WORK/loop.json" <<'PYEOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+body = {b["tensor"]: b for b in r.get("body", [])}
+h = body["huge"]
+assert h["runs"] == 3 and h["metrics"]["overflow"] == 4 and h["metrics"]["absmax_ref"] >= 7e200, h
+PYEOF
+then echo "loop_body_json: ok"; else fail loop_body_json "the body's float64 figures"; fi
+
 # 4. export keeps DOUBLE
 expect export "load $M/f64_ops.onnx; colour Add green; export $WORK/green.onnx; load $WORK/green.onnx; $INPUTS; run; tensor add" \
   "tensor add float64 2x3x4"
@@ -130,11 +175,11 @@ then echo "export_double: ok"; else fail export_double "the exported model does 
 
 # 5. refused
 n=$((n + 1))
-if out=$("$MPX" -c "load $M/f64_conv.onnx; input X random; run" 2>&1); then
-  fail refused "a float64 Conv ran"
+if out=$("$MPX" -c "load $M/f64_refused.onnx; input X random; run" 2>&1); then
+  fail refused "a float64 LRN ran"
 else
   case $out in
-    *'node "conv_d" (Conv): no float64 kernel for Conv'*) echo "refused: ok" ;;
+    *'node "lrn_d" (LRN): no float64 kernel for LRN'*) echo "refused: ok" ;;
     *) echo "$out"; fail refused "not the expected message" ;;
   esac
 fi

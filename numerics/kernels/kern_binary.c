@@ -20,14 +20,11 @@
 
 /* ---- the broadcast walk ------------------------------------------------------------ */
 
-enum { WALK_MAX_IN = 3 };
-
-typedef struct bwalk {
-    int rank; /* >= 1 */
-    int64_t dims[MPX_MAX_RANK];
-    int nin;
-    int64_t st[WALK_MAX_IN][MPX_MAX_RANK];
-} bwalk;
+/* The walk's type is kern_internal.h's (mpx_k_bwalk, shared with kern_f64.c);
+ * the functions stay static here under the exported names' wrappers, so the
+ * fp32 ops' calls are compiled as before. */
+enum { WALK_MAX_IN = MPX_K_WALK_MAX_IN };
+typedef mpx_k_bwalk bwalk;
 
 static void bwalk_init(bwalk *w, int rank, const int64_t *dims, int nin,
                        const mpx_value *const *v) {
@@ -59,7 +56,7 @@ static void bwalk_init(bwalk *w, int rank, const int64_t *dims, int nin,
 /* One row: n outputs from y[yo]; input k starts at off[k] and steps by
  * step[k], which is 0 (broadcast) or 1: a dim's stride is the product of the
  * input's later dims, which are all 1 after the innermost non-1 output dim. */
-typedef void (*row_fn)(void *ctx, int64_t n, int64_t yo, const int64_t *off, const int64_t *step);
+typedef mpx_k_row_fn row_fn;
 
 static void bwalk_run(const bwalk *w, void *ctx, row_fn fn) {
     int r = w->rank;
@@ -78,6 +75,12 @@ static void bwalk_run(const bwalk *w, void *ctx, row_fn fn) {
         }
     }
 }
+
+void mpx_k_bwalk_init(mpx_k_bwalk *w, int rank, const int64_t *dims, int nin, const mpx_value *const *v) {
+    bwalk_init(w, rank, dims, nin, v);
+}
+
+void mpx_k_bwalk_run(const mpx_k_bwalk *w, void *ctx, mpx_k_row_fn fn) { bwalk_run(w, ctx, fn); }
 
 /* The same walk split into items of whole rows or, for few long rows, row
  * pieces, on two threads: elementwise ops on large tensors are a third of an

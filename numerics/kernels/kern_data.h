@@ -23,9 +23,9 @@ static inline int opset_of(const mpx_kctx *c) {
  * and its shape is sane: dims >= 0, the product of the non-zero dims within
  * MPX_MAX_ELEMS (so no product of dims overflows, even of an empty tensor)
  * and n the product of all dims. */
-static inline bool valid(const mpx_value *v) {
+static inline bool valid_as(const mpx_value *v, bool doubles_ok) {
     if (!v || v->n < 0 || v->rank < 0 || v->rank > MPX_MAX_RANK) return false;
-    if (mpx_dtype_is_float(v->dtype) ? !v->f : !v->i) return false;
+    if (doubles_ok && v->dtype == MPX_DT_DOUBLE ? !v->d : mpx_dtype_is_float(v->dtype) ? !v->f : !v->i) return false;
     int64_t nz = 1;
     bool zero = false;
     for (int i = 0; i < v->rank; i++) {
@@ -38,15 +38,26 @@ static inline bool valid(const mpx_value *v) {
 }
 
 
-/* Inputs 0..k-1 present and valid, and at least n_out_min outputs. */
-static inline mpx_status need(const mpx_kctx *c, const mpx_value *const *in, int n_in, int k,
-                              int n_out, int n_out_min) {
+/* valid_as without float64 values: the kernels that move elements by their
+ * size (esz, bytes) take float64 ones as int64 bit patterns (kern_f64.c's
+ * f64_move); only TopK and EyeLike read doubles themselves (need_as). */
+static inline bool valid(const mpx_value *v) { return valid_as(v, false); }
+
+/* Inputs 0..k-1 present and valid (float64 ones too where doubles_ok), and
+ * at least n_out_min outputs. */
+static inline mpx_status need_as(const mpx_kctx *c, const mpx_value *const *in, int n_in, int k, int n_out,
+                                 int n_out_min, bool doubles_ok) {
     for (int i = 0; i < k; i++)
-        if (i >= n_in || !valid(in[i]))
+        if (i >= n_in || !valid_as(in[i], doubles_ok))
             return mpx_kernel_error(c, MPX_E_INVALID, "input %d is missing or malformed", i);
     if (n_out < n_out_min)
         return mpx_kernel_error(c, MPX_E_INVALID, "needs %d output(s), has %d", n_out_min, n_out);
     return MPX_OK;
+}
+
+static inline mpx_status need(const mpx_kctx *c, const mpx_value *const *in, int n_in, int k, int n_out,
+                              int n_out_min) {
+    return need_as(c, in, n_in, k, n_out, n_out_min, false);
 }
 
 /* Optional input k: NULL when omitted; an error when present but unusable. */

@@ -15,9 +15,13 @@
  *    themselves (the random generators): the op's own kernel;
  *  - arithmetic: written here in double (Cast, the element-wise ops with
  *    broadcasting, MatMul, Gemm, the reductions, Softmax, LogSoftmax,
- *    Range, ConstantOfShape). Sums run in index order in double; the
- *    accumulation rules (mpx_accum) do not apply to float64 nodes, whose
- *    reference sums in double. */
+ *    Range, ConstantOfShape), or beside the op's fp32 kernel where the two
+ *    share their checks and index walk (Conv, ConvTranspose, the pools, the
+ *    normalisations, CumSum: kern_internal.h's MPX_F64_SHARED list). Sums
+ *    run in index order in double; the accumulation rules (mpx_accum) do
+ *    not apply to float64 nodes, whose reference sums in double.
+ * The broadcasting ops and MatMul's batches walk kern_binary.c's row walk
+ * (mpx_k_bwalk), the fp32 ops' own. */
 #include "kern_elem.h"
 #include "kern_internal.h"
 
@@ -47,31 +51,6 @@ static mpx_status d_input(const mpx_kctx *c, const mpx_value *const *in, int n_i
 /* Output j's tensor is float64 in the graph. */
 static bool out_is_f64(const mpx_node *n, int j) {
     return j < n->n_outputs && n->outputs[j] && n->outputs[j]->dtype == MPX_DT_DOUBLE;
-}
-
-/* An index walk over a broadcast output: for each output element, the
- * offsets of each operand (strides 0 along broadcast dims). */
-typedef struct bwalk {
-    int rank, n;
-    int64_t dims[MPX_MAX_RANK], idx[MPX_MAX_RANK];
-    int64_t strides[8][MPX_MAX_RANK], off[8];
-} bwalk;
-
-static void bwalk_init(bwalk *w, int n, const mpx_value *const *v, int rank, const int64_t *dims) {
-    memset(w, 0, sizeof *w);
-    w->rank = rank;
-    w->n = n;
-    for (int i = 0; i < rank; i++) w->dims[i] = dims[i];
-    for (int k = 0; k < n; k++) mpx_k_bcast_strides(v[k], rank, dims, w->strides[k]);
-}
-
-static void bwalk_next(bwalk *w) {
-    for (int i = w->rank - 1; i >= 0; i--) {
-        for (int k = 0; k < w->n; k++) w->off[k] += w->strides[k][i];
-        if (++w->idx[i] < w->dims[i]) return;
-        for (int k = 0; k < w->n; k++) w->off[k] -= w->strides[k][i] * w->dims[i];
-        w->idx[i] = 0;
-    }
 }
 
 /* ---- data movement: the op's own kernel on the doubles' bits ------------------- */
@@ -115,7 +94,8 @@ static mpx_status f64_move(const mpx_kctx *c, const mpx_value *const *in, int n_
     return st;
 }
 
-/* Ops whose own kernel reads only shapes or writes float64 itself. */
+/* Ops whose own kernel reads only shapes, or takes and writes float64
+ * values itself (the random generators, TopK, EyeLike). */
 static mpx_status f64_own(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
                                  int n_out) {
     return mpx_kernel_for(c->node->op)(c, in, n_in, out, n_out);
@@ -304,6 +284,25 @@ static int64_t compare_d(mpx_op op, double a, double b) {
     }
 }
 
+/* A row of y = a op b for kern_internal.h's broadcast walk (mpx_k_bwalk). */
+typedef struct brow {
+    mpx_op op;
+    bool cmp;
+    const double *a, *b;
+    double *y;
+    int64_t *yb; /* comparisons: bool results */
+} brow;
+
+static void bcast2_row(void *ctx, int64_t n, int64_t yo, const int64_t *off, const int64_t *step) {
+    const brow *r = ctx;
+    const double *a = r->a + off[0], *b = r->b + off[1];
+    for (int64_t i = 0; i < n; i++) {
+        const double x0 = a[i * step[0]], x1 = b[i * step[1]];
+        if (r->cmp) r->yb[yo + i] = compare_d(r->op, x0, x1);
+        else r->y[yo + i] = binary_d(r->op, x0, x1);
+    }
+}
+
 /* y = a op b over the broadcast shape (y allocated here). */
 static mpx_status bcast2(const mpx_kctx *c, const mpx_value *a, const mpx_value *b, bool cmp, mpx_value *y) {
     const mpx_value *v[2] = {a, b};
@@ -311,15 +310,11 @@ static mpx_status bcast2(const mpx_kctx *c, const mpx_value *a, const mpx_value 
     int64_t dims[MPX_MAX_RANK];
     mpx_status st = mpx_k_bcast_shape(c, 2, v, &rank, dims);
     if (st == MPX_OK) st = mpx_k_alloc_raw(c, y, cmp ? MPX_DT_BOOL : MPX_DT_DOUBLE, rank, dims);
-    if (st != MPX_OK) return st;
-    bwalk w;
-    bwalk_init(&w, 2, v, rank, dims);
-    const mpx_op op = c->node->op;
-    for (int64_t k = 0; k < y->n; k++, bwalk_next(&w)) {
-        double x0 = a->d[w.off[0]], x1 = b->d[w.off[1]];
-        if (cmp) y->i[k] = compare_d(op, x0, x1);
-        else y->d[k] = binary_d(op, x0, x1);
-    }
+    if (st != MPX_OK || y->n == 0) return st;
+    mpx_k_bwalk w;
+    mpx_k_bwalk_init(&w, rank, dims, 2, v);
+    brow r = {c->node->op, cmp, a->d, b->d, cmp ? NULL : y->d, cmp ? y->i : NULL};
+    mpx_k_bwalk_run(&w, &r, bcast2_row);
     return MPX_OK;
 }
 
@@ -366,6 +361,29 @@ static mpx_status f64_binary(const mpx_kctx *c, const mpx_value *const *in, int 
 
 /* ---- MatMul and Gemm ------------------------------------------------------------ */
 
+/* A row of MatMul's broadcast batches: n products of M x K by K x N, batch
+ * i reading A's batch off[0] + i * step[0] and B's off[1] + i * step[1]. */
+typedef struct mm_rows {
+    const double *a, *b;
+    double *y;
+    int64_t M, K, N;
+} mm_rows;
+
+static void mm_row(void *ctx, int64_t n, int64_t yo, const int64_t *off, const int64_t *step) {
+    const mm_rows *r = ctx;
+    const int64_t M = r->M, K = r->K, N = r->N;
+    for (int64_t q = 0; q < n; q++) {
+        const double *A = r->a + (off[0] + q * step[0]) * M * K, *B = r->b + (off[1] + q * step[1]) * K * N;
+        double *Y = r->y + (yo + q) * M * N;
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                double s = 0;
+                for (int64_t k = 0; k < K; k++) s += A[i * K + k] * B[k * N + j];
+                Y[i * N + j] = s;
+            }
+    }
+}
+
 static mpx_status f64_matmul(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
     const mpx_value *a, *b;
     mpx_status st = ke_need_out(c, n_out);
@@ -391,21 +409,11 @@ static mpx_status f64_matmul(const mpx_kctx *c, const mpx_value *const *in, int 
     if (a->rank > 1) od[orank++] = M;
     if (b->rank > 1) od[orank++] = N;
     if ((st = mpx_k_alloc_raw(c, &out[0], MPX_DT_DOUBLE, orank, od)) != MPX_OK) return st;
-    int64_t batches = 1;
-    for (int i = 0; i < br; i++) batches *= bd[i];
-    bwalk w;
-    bwalk_init(&w, 2, bv, br, bd);
-    double *y = out[0].d;
-    for (int64_t q = 0; q < batches; q++, bwalk_next(&w)) {
-        const double *A = a->d + w.off[0] * M * K, *B = b->d + w.off[1] * K * N;
-        double *Y = y + q * M * N;
-        for (int64_t i = 0; i < M; i++)
-            for (int64_t j = 0; j < N; j++) {
-                double s = 0;
-                for (int64_t k = 0; k < K; k++) s += A[i * K + k] * B[k * N + j];
-                Y[i * N + j] = s;
-            }
-    }
+    if (out[0].n == 0) return MPX_OK;
+    mpx_k_bwalk w;
+    mpx_k_bwalk_init(&w, br, bd, 2, bv);
+    mm_rows r = {a->d, b->d, out[0].d, M, K, N};
+    mpx_k_bwalk_run(&w, &r, mm_row);
     return MPX_OK;
 }
 

@@ -533,7 +533,7 @@ mpx_status mpx_k_constant_of_shape(const mpx_kctx *c, const mpx_value *const *in
  * (ONNX's definition; float in fp32, integers exact). */
 /* EyeLike: ones on diagonal k (column - row == k) of the input's 2-D shape. */
 mpx_status mpx_k_eye_like(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
-    mpx_status st = need(c, in, n_in, 1, n_out, 1);
+    mpx_status st = need_as(c, in, n_in, 1, n_out, 1, true);
     if (st != MPX_OK) return st;
     const mpx_value *x = in[0];
     if (x->rank != 2) return mpx_kernel_error(c, MPX_E_SHAPE, "EyeLike needs a 2-D input, not rank %d", x->rank);
@@ -545,6 +545,7 @@ mpx_status mpx_k_eye_like(const mpx_kctx *c, const mpx_value *const *in, int n_i
     for (int64_t e = 0; e < out[0].n; e++) {
         bool one = e % cols - e / cols == k;
         if (out[0].f) out[0].f[e] = one ? 1.0f : 0.0f;
+        else if (out[0].d) out[0].d[e] = one; /* float64: the float64 table's row is this kernel */
         else out[0].i[e] = one;
     }
     return MPX_OK;
@@ -741,15 +742,17 @@ mpx_status mpx_k_range(const mpx_kctx *c, const mpx_value *const *in, int n_in, 
 
 typedef struct topk_key {
     const float *f;
+    const double *d; /* float64 values (the float64 table's row is this kernel) */
     const int64_t *i;
     bool largest;
 } topk_key;
 
 /* a comes strictly before b. NaN ranks above every number (as in numpy's
- * sort), so it leads with largest=1 and trails otherwise. */
+ * sort), so it leads with largest=1 and trails otherwise. (A float compares
+ * as the double it widens to exactly.) */
 static bool topk_before(const topk_key *k, int64_t a, int64_t b) {
-    if (k->f) {
-        float x = k->f[a], y = k->f[b];
+    if (k->f || k->d) {
+        double x = k->f ? k->f[a] : k->d[a], y = k->f ? k->f[b] : k->d[b];
         bool xn = isnan(x), yn = isnan(y);
         if (xn || yn) return k->largest ? xn && !yn : yn && !xn;
         return k->largest ? x > y : x < y;
@@ -773,7 +776,7 @@ static void topk_sort(const topk_key *k, int64_t *p, int64_t *tmp, int64_t n) {
 
 mpx_status mpx_k_topk(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
                       int n_out) {
-    mpx_status st = need(c, in, n_in, 1, n_out, 1);
+    mpx_status st = need_as(c, in, n_in, 1, n_out, 1, true);
     if (st != MPX_OK) return st;
     const mpx_value *x = in[0];
     int r = x->rank, ax;
@@ -808,16 +811,19 @@ mpx_status mpx_k_topk(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
     size_t cnt = d ? (size_t)d : 1u;
     int64_t *p = malloc(cnt * sizeof *p), *tmp = malloc(cnt * sizeof *tmp);
     float *fv = x->f ? malloc(cnt * sizeof *fv) : NULL;
-    int64_t *iv = x->f ? NULL : malloc(cnt * sizeof *iv);
-    if (!p || !tmp || (!fv && !iv)) {
+    double *dv = x->d ? malloc(cnt * sizeof *dv) : NULL;
+    int64_t *iv = x->f || x->d ? NULL : malloc(cnt * sizeof *iv);
+    if (!p || !tmp || (!fv && !dv && !iv)) {
         free(p);
         free(tmp);
         free(fv);
+        free(dv);
         free(iv);
         free_outs(out, n_out > 1 ? 2 : 1);
         return mpx_kernel_error(c, MPX_E_NOMEM, "out of memory");
     }
     key.f = fv;
+    key.d = dv;
     key.i = iv;
     /* "sorted" = 0 leaves the order open; sorted output is a valid answer. */
     for (int64_t o = 0; o < outer; o++)
@@ -826,6 +832,8 @@ mpx_status mpx_k_topk(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
             for (int64_t j = 0; j < d; j++) {
                 if (fv)
                     fv[j] = x->f[base + j * inner];
+                else if (dv)
+                    dv[j] = x->d[base + j * inner];
                 else
                     iv[j] = x->i[base + j * inner];
                 p[j] = j;
@@ -835,6 +843,8 @@ mpx_status mpx_k_topk(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
             for (int64_t j = 0; j < k; j++) {
                 if (fv)
                     out[0].f[ob + j * inner] = fv[p[j]];
+                else if (dv)
+                    out[0].d[ob + j * inner] = dv[p[j]];
                 else
                     out[0].i[ob + j * inner] = iv[p[j]];
                 if (n_out > 1) out[1].i[ob + j * inner] = p[j];
@@ -843,6 +853,7 @@ mpx_status mpx_k_topk(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
     free(p);
     free(tmp);
     free(fv);
+    free(dv);
     free(iv);
     return MPX_OK;
 }

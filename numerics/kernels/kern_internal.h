@@ -94,6 +94,25 @@ mpx_status mpx_k_bcast_shape(const mpx_kctx *c, int n, const mpx_value *const *v
  * broadcast dims. */
 void mpx_k_bcast_strides(const mpx_value *v, int rank, const int64_t *dims, int64_t *strides);
 
+/* The broadcast walk in rows (kern_binary.c): the output of the given rank
+ * and dims is walked in rows of its innermost dim after merging adjacent
+ * dims that every input (nin of them, at most MPX_K_WALK_MAX_IN) steps
+ * through alike. fn is called once per row with the row's length n, its
+ * first output element yo, and for each input k its first element off[k]
+ * and its step step[k], which is 0 (broadcast) or 1. kern_binary.c's fp32
+ * and integer ops and kern_f64.c's broadcasting ops and MatMul batches are
+ * its callers. */
+enum { MPX_K_WALK_MAX_IN = 3 };
+typedef struct mpx_k_bwalk {
+    int rank; /* >= 1 */
+    int64_t dims[MPX_MAX_RANK];
+    int nin;
+    int64_t st[MPX_K_WALK_MAX_IN][MPX_MAX_RANK];
+} mpx_k_bwalk;
+typedef void (*mpx_k_row_fn)(void *ctx, int64_t n, int64_t yo, const int64_t *off, const int64_t *step);
+void mpx_k_bwalk_init(mpx_k_bwalk *w, int rank, const int64_t *dims, int nin, const mpx_value *const *v);
+void mpx_k_bwalk_run(const mpx_k_bwalk *w, void *ctx, mpx_k_row_fn fn);
+
 /* ---- threads ------------------------------------------------------------------ */
 
 /* fn(ctx, tid, item) for every item < n on up to nt threads (tid < nt); the
@@ -208,6 +227,23 @@ static inline void mpx_k_free_values(mpx_value *v, int n) {
                   int n_out);
 #include "kernels.def"
 #undef MPX_KERNEL
+
+/* The float64 kernels that live beside their fp32 kernels, sharing their
+ * checks and index walks (kern_nn.c: the convolutions' geometry; kern_pool.c:
+ * the windows and taps; kern_norm.c, kern_reduce.c: the inputs and
+ * attributes); kernels_f64.def names them with kern_f64.c's own. */
+#define MPX_F64_SHARED(fn) \
+    mpx_status fn(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out);
+MPX_F64_SHARED(mpx_k_conv_f64)
+MPX_F64_SHARED(mpx_k_pool_f64)
+MPX_F64_SHARED(mpx_k_global_pool_f64)
+MPX_F64_SHARED(mpx_k_batch_normalization_f64)
+MPX_F64_SHARED(mpx_k_instance_normalization_f64)
+MPX_F64_SHARED(mpx_k_layer_normalization_f64)
+MPX_F64_SHARED(mpx_k_lp_normalization_f64)
+MPX_F64_SHARED(mpx_k_group_normalization_f64)
+MPX_F64_SHARED(mpx_k_cumsum_f64)
+#undef MPX_F64_SHARED
 
 /* The rounding the executor offers for a float output 0 (mpx_kctx.out_round;
  * NULL: none). A kernel taking it rounds its output in pieces of

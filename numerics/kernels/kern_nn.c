@@ -86,25 +86,34 @@ const mpx_value *kn_opt(const mpx_value *const *in, int n_in, int i) {
     return in[i];
 }
 
-mpx_status kn_float_opt(const mpx_kctx *c, const mpx_value *const *in, int n_in, int i,
-                        const char *what, const mpx_value **v) {
+mpx_status kn_values_opt(const mpx_kctx *c, const mpx_value *const *in, int n_in, int i, const char *what, bool f64,
+                         const mpx_value **v) {
     const mpx_value *p = kn_opt(in, n_in, i);
     *v = NULL;
     if (!p) return MPX_OK;
-    if (!mpx_dtype_is_float(p->dtype) || !p->f)
-        return mpx_kernel_error(c, MPX_E_UNSUPPORTED,
-                                "input %d (%s) is %s; this kernel takes floating-point values", i,
-                                what, mpx_dtype_name(p->dtype));
+    if (f64 ? !p->d : !mpx_dtype_is_float(p->dtype) || !p->f)
+        return mpx_kernel_error(c, MPX_E_UNSUPPORTED, "input %d (%s) is %s; this kernel takes %s values", i, what,
+                                mpx_dtype_name(p->dtype), f64 ? "float64" : "floating-point");
     *v = p;
     return MPX_OK;
 }
 
-mpx_status kn_float_in(const mpx_kctx *c, const mpx_value *const *in, int n_in, int i,
-                       const char *what, const mpx_value **v) {
-    mpx_status st = kn_float_opt(c, in, n_in, i, what, v);
+mpx_status kn_values_in(const mpx_kctx *c, const mpx_value *const *in, int n_in, int i, const char *what, bool f64,
+                        const mpx_value **v) {
+    mpx_status st = kn_values_opt(c, in, n_in, i, what, f64, v);
     if (st == MPX_OK && !*v)
         return mpx_kernel_error(c, MPX_E_INVALID, "input %d (%s) is missing", i, what);
     return st;
+}
+
+mpx_status kn_float_opt(const mpx_kctx *c, const mpx_value *const *in, int n_in, int i,
+                        const char *what, const mpx_value **v) {
+    return kn_values_opt(c, in, n_in, i, what, false, v);
+}
+
+mpx_status kn_float_in(const mpx_kctx *c, const mpx_value *const *in, int n_in, int i,
+                       const char *what, const mpx_value **v) {
+    return kn_values_in(c, in, n_in, i, what, false, v);
 }
 
 mpx_status kn_need_out(const mpx_kctx *c, int n_out, int need) {
@@ -391,6 +400,25 @@ static bool conv_bias_first(const mpx_kctx *c) {
     return (c->acc.flags & MPX_ACC_BIAS_FIRST) && !mpx_acc_is_fp32(&c->acc);
 }
 
+/* The general path's tables: the outer taps' coordinates (tc, row-major),
+ * room for each output row's input rows (tap_in) and the kernel columns'
+ * spans (sp); freed by the caller, also on error. */
+static mpx_status conv_tables(const mpx_kctx *c, const conv_job *j, int64_t **tap_in, int64_t **tc, kw_span **sp) {
+    mpx_status st = kn_scratch(c, (size_t)j->taps, sizeof **tap_in, (void **)tap_in);
+    if (!st) st = kn_scratch(c, (size_t)(j->taps * (j->no ? j->no : 1)), sizeof **tc, (void **)tc);
+    if (!st) st = kn_scratch(c, (size_t)j->KW, sizeof **sp, (void **)sp);
+    if (st) return st;
+    for (int64_t t = 0; t < j->taps; t++) {
+        int64_t q = t;
+        for (int i = j->no - 1; i >= 0; i--) {
+            (*tc)[t * j->no + i] = q % j->k_o[i];
+            q /= j->k_o[i];
+        }
+    }
+    conv_spans(j, *sp);
+    return MPX_OK;
+}
+
 static mpx_status conv_run(const mpx_kctx *c, const conv_job *j) {
     if (j->N == 0 || j->M == 0 || j->out_plane == 0) return MPX_OK;
     const bool bias_first = conv_bias_first(c) && !j->transpose;
@@ -402,21 +430,11 @@ static mpx_status conv_run(const mpx_kctx *c, const conv_job *j) {
     float *wp = NULL;
     const bool tiles = k.fp32 && !j->transpose && j->mg >= CONV_MB;
     const int64_t nblk = j->mg / CONV_MB;
-    mpx_status st = kn_scratch(c, (size_t)j->taps, sizeof *tap_in, (void **)&tap_in);
-    if (!st) st = kn_scratch(c, (size_t)(j->taps * (j->no ? j->no : 1)), sizeof *tc, (void **)&tc);
-    if (!st) st = kn_scratch(c, (size_t)j->KW, sizeof *sp, (void **)&sp);
+    mpx_status st = conv_tables(c, j, &tap_in, &tc, &sp);
     if (!st && !k.fp32) st = kn_scratch(c, (size_t)(CONV_MB * k.ch), sizeof *k.acc, (void **)&k.acc);
     if (!st && tiles)
         st = kn_scratch(c, (size_t)(j->G * nblk * CONV_MB * j->cig * j->k_plane), sizeof *wp, (void **)&wp);
     if (st) goto done;
-    for (int64_t t = 0; t < j->taps; t++) { /* outer tap coordinates, row-major */
-        int64_t q = t;
-        for (int i = j->no - 1; i >= 0; i--) {
-            tc[t * j->no + i] = q % j->k_o[i];
-            q /= j->k_o[i];
-        }
-    }
-    conv_spans(j, sp);
     k.sp = sp;
     k.tap_in = tap_in;
     k.wp = wp;
@@ -640,14 +658,14 @@ done:
 }
 
 /* Checks shared by Conv and ConvTranspose: ranks, group, bias. */
-static mpx_status conv_inputs(const mpx_kctx *c, const mpx_value *const *in, int n_in, int n_out,
+static mpx_status conv_inputs(const mpx_kctx *c, const mpx_value *const *in, int n_in, int n_out, bool f64,
                               const mpx_value **x, const mpx_value **w, const mpx_value **b,
                               int64_t *group) {
     char s1[160], s2[160];
     mpx_status st = kn_need_out(c, n_out, 1);
-    if (!st) st = kn_float_in(c, in, n_in, 0, "X", x);
-    if (!st) st = kn_float_in(c, in, n_in, 1, "W", w);
-    if (!st) st = kn_float_opt(c, in, n_in, 2, "B", b);
+    if (!st) st = kn_values_in(c, in, n_in, 0, "X", f64, x);
+    if (!st) st = kn_values_in(c, in, n_in, 1, "W", f64, w);
+    if (!st) st = kn_values_opt(c, in, n_in, 2, "B", f64, b);
     if (st) return st;
     if ((*x)->rank < 3)
         return mpx_kernel_error(c, MPX_E_SHAPE,
@@ -671,12 +689,15 @@ static mpx_status check_bias(const mpx_kctx *c, const mpx_value *b, int64_t m) {
     return MPX_OK;
 }
 
-mpx_status mpx_k_conv(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
-                      int n_out) {
+/* Conv's checks, output dims and geometry (j without its value pointers),
+ * for the fp32 and the float64 kernel. */
+static mpx_status conv_setup(const mpx_kctx *c, const mpx_value *const *in, int n_in, int n_out, bool f64,
+                             const mpx_value **xp, const mpx_value **wp, const mpx_value **bp, kn_window *win,
+                             int64_t *dims, conv_job *j) {
     const mpx_value *x, *w, *b;
     int64_t group = 1;
     char s1[160], s2[160];
-    mpx_status st = conv_inputs(c, in, n_in, n_out, &x, &w, &b, &group);
+    mpx_status st = conv_inputs(c, in, n_in, n_out, f64, &x, &w, &b, &group);
     if (st) return st;
     int64_t C = x->dims[1], M = w->dims[0], cig = w->dims[1];
     if (cig * group != C)
@@ -691,17 +712,28 @@ mpx_status mpx_k_conv(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
                                 "does not divide",
                                 kn_shape(w, s1), (long long)M, (long long)group);
     if ((st = check_bias(c, b, M))) return st;
+    if ((st = kn_window_attrs(c, x, w->dims + 2, win))) return st;
+    if ((st = kn_window_out(c, win, false))) return st;
+    dims[0] = x->dims[0], dims[1] = M;
+    for (int i = 0; i < win->nsp; i++) dims[2 + i] = win->out[i];
+    *j = (conv_job){.transpose = false, .N = x->dims[0], .C = C, .M = M, .G = group, .cig = cig, .mg = M / group};
+    conv_geometry(j, win, win->out);
+    *xp = x, *wp = w, *bp = b;
+    return MPX_OK;
+}
+
+mpx_status mpx_k_conv(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                      int n_out) {
+    const mpx_value *x, *w, *b;
     kn_window win;
-    if ((st = kn_window_attrs(c, x, w->dims + 2, &win))) return st;
-    if ((st = kn_window_out(c, &win, false))) return st;
-    int64_t dims[MPX_MAX_RANK] = {x->dims[0], M};
-    for (int i = 0; i < win.nsp; i++) dims[2 + i] = win.out[i];
+    int64_t dims[MPX_MAX_RANK];
+    conv_job j;
+    mpx_status st = conv_setup(c, in, n_in, n_out, false, &x, &w, &b, &win, dims, &j);
+    if (st) return st;
     /* Uncleared: the fast path writes every output (its first K block
      * stores without reading); the general loop adds into zeros. */
     if ((st = mpx_k_alloc_raw(c, &out[0], x->dtype, x->rank, dims))) return st;
-    conv_job j = {.transpose = false, .x = x->f, .w = w->f, .b = b ? b->f : NULL, .y = out[0].f,
-                  .N = x->dims[0], .C = C, .M = M, .G = group, .cig = cig, .mg = M / group};
-    conv_geometry(&j, &win, win.out);
+    j.x = x->f, j.w = w->f, j.b = b ? b->f : NULL, j.y = out[0].f;
     const int mode = conv_bias_first(c) ? -1 : kg_mode_of(&c->acc);
     /* Non-finite weights take the general path (kern_gemm.h): the GEMM core
      * checks them while it packs them; the depthwise kernel's are few.
@@ -734,12 +766,13 @@ mpx_status mpx_k_conv(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
  * output_shape or SAME_* split with the odd unit at the end for SAME_UPPER and
  * at the beginning otherwise; total_padding may be negative, which extends
  * the output with values no input reaches). */
-mpx_status mpx_k_conv_transpose(const mpx_kctx *c, const mpx_value *const *in, int n_in,
-                                mpx_value *out, int n_out) {
+static mpx_status convt_setup(const mpx_kctx *c, const mpx_value *const *in, int n_in, int n_out, bool f64,
+                              const mpx_value **xp, const mpx_value **wp, const mpx_value **bp, kn_window *win,
+                              int64_t *dims, conv_job *j) {
     const mpx_value *x, *w, *b;
     int64_t group = 1;
     char s1[160], s2[160];
-    mpx_status st = conv_inputs(c, in, n_in, n_out, &x, &w, &b, &group);
+    mpx_status st = conv_inputs(c, in, n_in, n_out, f64, &x, &w, &b, &group);
     if (st) return st;
     int64_t C = x->dims[1];
     if (w->dims[0] != C)
@@ -752,14 +785,25 @@ mpx_status mpx_k_conv_transpose(const mpx_kctx *c, const mpx_value *const *in, i
                                 (long long)C, (long long)group);
     int64_t mg = w->dims[1], M = mg * group;
     if ((st = check_bias(c, b, M))) return st;
+    if ((st = kn_window_attrs(c, x, w->dims + 2, win))) return st;
+    if ((st = kn_window_transpose_out(c, win))) return st;
+    dims[0] = x->dims[0], dims[1] = M;
+    for (int i = 0; i < win->nsp; i++) dims[2 + i] = win->out[i];
+    *j = (conv_job){.transpose = true, .N = x->dims[0], .C = C, .M = M, .G = group, .cig = C / group, .mg = mg};
+    conv_geometry(j, win, dims + 2);
+    *xp = x, *wp = w, *bp = b;
+    return MPX_OK;
+}
+
+mpx_status mpx_k_conv_transpose(const mpx_kctx *c, const mpx_value *const *in, int n_in,
+                                mpx_value *out, int n_out) {
+    const mpx_value *x, *w, *b;
     kn_window win;
-    if ((st = kn_window_attrs(c, x, w->dims + 2, &win))) return st;
-    if ((st = kn_window_transpose_out(c, &win))) return st;
-    int64_t dims[MPX_MAX_RANK] = {x->dims[0], M};
-    for (int i = 0; i < win.nsp; i++) dims[2 + i] = win.out[i];
-    conv_job j = {.transpose = true, .x = x->f, .w = w->f, .b = b ? b->f : NULL,
-                  .N = x->dims[0], .C = C, .M = M, .G = group, .cig = C / group, .mg = mg};
-    conv_geometry(&j, &win, dims + 2);
+    int64_t dims[MPX_MAX_RANK];
+    conv_job j;
+    mpx_status st = convt_setup(c, in, n_in, n_out, false, &x, &w, &b, &win, dims, &j);
+    if (st) return st;
+    j.x = x->f, j.w = w->f, j.b = b ? b->f : NULL;
     const int mode = kg_mode_of(&c->acc);
     const bool fast = mode >= 0 && j.M > 0 && j.cig > 0 && j.in_plane > 0 && j.out_plane > 0 &&
                       convt_fast_ok(&j, &win, dims + 2) && kg_all_finite(j.w, w->n);
@@ -775,6 +819,58 @@ mpx_status mpx_k_conv_transpose(const mpx_kctx *c, const mpx_value *const *in, i
     else
         st = conv_run(c, &j);
     if (st) mpx_value_free(&out[0]);
+    return st;
+}
+
+/* ---- float64 (kern_f64.c's table) ---------------------------------------------------- */
+
+/* Conv and ConvTranspose (one kernel, the op read off the node) of float64
+ * values in double: the general path's geometry and order (input channel,
+ * outer tap, kernel column, then the bias), as plain double sums; no fast
+ * path. */
+static mpx_status conv_run_f64(const mpx_kctx *c, const conv_job *j, const double *x, const double *w,
+                               const double *b, double *y) {
+    int64_t *tap_in = NULL, *tc = NULL;
+    kw_span *sp = NULL;
+    mpx_status st = conv_tables(c, j, &tap_in, &tc, &sp);
+    for (int64_t n = 0; !st && n < j->N; n++)
+        for (int64_t g = 0; g < j->G; g++)
+            for (int64_t r = 0; r < j->rows; r++) {
+                conv_tap_rows(j, r, tc, tap_in);
+                for (int64_t m = 0; m < j->mg; m++) {
+                    double *yr = y + (n * j->M + g * j->mg + m) * j->out_plane + r * j->OW;
+                    for (int64_t ci = 0; ci < j->cig; ci++) {
+                        const double *xc = x + (n * j->C + g * j->cig + ci) * j->in_plane;
+                        const int64_t wi = j->transpose ? (g * j->cig + ci) * j->mg + m : (g * j->mg + m) * j->cig + ci;
+                        for (int64_t t = 0; t < j->taps; t++) {
+                            if (tap_in[t] < 0) continue;
+                            const double *xr = xc + tap_in[t] * j->IW;
+                            for (int64_t kw = 0; kw < j->KW; kw++) {
+                                const kw_span *p = &sp[kw];
+                                const double wv = w[wi * j->k_plane + t * j->KW + kw];
+                                for (int64_t i = p->lo; i < p->hi; i++) yr[i * p->ys + p->yoff] += wv * xr[i * p->xs + p->xoff];
+                            }
+                        }
+                    }
+                    if (b)
+                        for (int64_t o = 0; o < j->OW; o++) yr[o] += b[g * j->mg + m];
+                }
+            }
+    free(tap_in);
+    free(tc);
+    free(sp);
+    return st;
+}
+
+mpx_status mpx_k_conv_f64(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    const mpx_value *x, *w, *b;
+    kn_window win;
+    int64_t dims[MPX_MAX_RANK];
+    conv_job j;
+    mpx_status st = (c->node->op == MPX_OP_ConvTranspose ? convt_setup : conv_setup)(c, in, n_in, n_out, true, &x, &w,
+                                                                                      &b, &win, dims, &j);
+    if (!st) st = mpx_k_alloc(c, &out[0], MPX_DT_DOUBLE, x->rank, dims);
+    if (!st && (st = conv_run_f64(c, &j, x->d, w->d, b ? b->d : NULL, out[0].d))) mpx_value_free(&out[0]);
     return st;
 }
 

@@ -24,6 +24,11 @@ mpx_status kn_float_in(const mpx_kctx *c, const mpx_value *const *in, int n_in, 
 /* An optional float input: *v = NULL when omitted. */
 mpx_status kn_float_opt(const mpx_kctx *c, const mpx_value *const *in, int n_in, int i,
                         const char *what, const mpx_value **v);
+/* The same for float64 values (f64: v->d) or float ones (v->f). */
+mpx_status kn_values_in(const mpx_kctx *c, const mpx_value *const *in, int n_in, int i, const char *what, bool f64,
+                        const mpx_value **v);
+mpx_status kn_values_opt(const mpx_kctx *c, const mpx_value *const *in, int n_in, int i, const char *what, bool f64,
+                         const mpx_value **v);
 mpx_status kn_need_out(const mpx_kctx *c, int n_out, int need);
 int kn_opset(const mpx_kctx *c);
 /* Whether the node lists output i (an omitted optional output is NULL). */

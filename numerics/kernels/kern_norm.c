@@ -81,38 +81,59 @@ static void bn_rows(void *ctx, int tid, long item) {
  * (1 - momentum) (likewise the variance); before opset 14 also the batch mean
  * and variance as saved_mean and saved_var. Opsets 7-8 with spatial = 0 take
  * per-activation parameters of shape C x D1 x ... x Dn. */
-mpx_status mpx_k_batch_normalization(const mpx_kctx *c, const mpx_value *const *in, int n_in,
-                                     mpx_value *out, int n_out) {
-    static const char *names[5] = {"X", "scale", "B", "mean", "var"};
+/* BatchNormalization's inputs (X, scale, B, mean, var), attributes and
+ * shape checks, for the fp32 and the float64 kernel. */
+typedef struct bn_args {
     const mpx_value *v[5];
+    int opset;
+    float eps, momentum;
+    bool spatial, training;
+    int64_t N, C, S;
+} bn_args;
+
+static mpx_status bn_setup(const mpx_kctx *c, const mpx_value *const *in, int n_in, int n_out, bool f64, bn_args *a) {
+    static const char *names[5] = {"X", "scale", "B", "mean", "var"};
     char s1[160], s2[160];
     mpx_status st = kn_need_out(c, n_out, 1);
-    for (int i = 0; i < 5 && !st; i++) st = kn_float_in(c, in, n_in, i, names[i], &v[i]);
+    for (int i = 0; i < 5 && !st; i++) st = kn_values_in(c, in, n_in, i, names[i], f64, &a->v[i]);
     if (st) return st;
-    const mpx_value *x = v[0];
+    const mpx_value *x = a->v[0];
     if (x->rank < 2)
         return mpx_kernel_error(c, MPX_E_SHAPE, "input X has shape %s; N x C x ... expected",
                                 kn_shape(x, s1));
-    int opset = kn_opset(c);
-    float eps = mpx_node_attr_float(c->node, "epsilon", 1e-5f);
-    float momentum = mpx_node_attr_float(c->node, "momentum", 0.9f);
-    bool spatial = opset >= 9 || mpx_node_attr_int(c->node, "spatial", 1) != 0;
-    bool training = false;
-    if (opset >= 14) {
-        training = mpx_node_attr_int(c->node, "training_mode", 0) != 0;
+    a->opset = kn_opset(c);
+    a->eps = mpx_node_attr_float(c->node, "epsilon", 1e-5f);
+    a->momentum = mpx_node_attr_float(c->node, "momentum", 0.9f);
+    a->spatial = a->opset >= 9 || mpx_node_attr_int(c->node, "spatial", 1) != 0;
+    a->training = false;
+    if (a->opset >= 14) {
+        a->training = mpx_node_attr_int(c->node, "training_mode", 0) != 0;
     } else {
-        for (int i = 1; i < n_out; i++) training = training || kn_wants_out(c, n_out, i);
+        for (int i = 1; i < n_out; i++) a->training = a->training || kn_wants_out(c, n_out, i);
     }
-    int64_t N = x->dims[0], C = x->dims[1], S = 1;
-    for (int i = 2; i < x->rank; i++) S *= x->dims[i];
-    int64_t per = spatial ? C : C * S; /* parameters per batch item */
+    a->N = x->dims[0], a->C = x->dims[1], a->S = 1;
+    for (int i = 2; i < x->rank; i++) a->S *= x->dims[i];
+    int64_t per = a->spatial ? a->C : a->C * a->S; /* parameters per batch item */
     for (int i = 1; i < 5; i++)
-        if (v[i]->n != per || (spatial && v[i]->rank != 1))
+        if (a->v[i]->n != per || (a->spatial && a->v[i]->rank != 1))
             return mpx_kernel_error(c, MPX_E_SHAPE, "input %s of shape %s does not match X of shape %s%s",
-                                    names[i], kn_shape(v[i], s1), kn_shape(x, s2),
-                                    spatial ? " (one value per channel expected)" : "");
-    if (training && !spatial)
+                                    names[i], kn_shape(a->v[i], s1), kn_shape(x, s2),
+                                    a->spatial ? " (one value per channel expected)" : "");
+    if (a->training && !a->spatial)
         return mpx_kernel_error(c, MPX_E_UNSUPPORTED, "training mode with spatial = 0 is not supported");
+    return MPX_OK;
+}
+
+mpx_status mpx_k_batch_normalization(const mpx_kctx *c, const mpx_value *const *in, int n_in,
+                                     mpx_value *out, int n_out) {
+    bn_args ba;
+    mpx_status st = bn_setup(c, in, n_in, n_out, false, &ba);
+    if (st) return st;
+    const mpx_value *const *v = ba.v, *x = v[0];
+    const int opset = ba.opset;
+    const float eps = ba.eps, momentum = ba.momentum;
+    const bool spatial = ba.spatial, training = ba.training;
+    const int64_t N = ba.N, C = ba.C, S = ba.S;
     bool made[5] = {false};
     if ((st = mpx_k_alloc_raw(c, &out[0], x->dtype, x->rank, x->dims))) return st;
     made[0] = true;
@@ -368,37 +389,62 @@ static void wf_row(const mpx_format *f, const float *x, int64_t N, float eps, fl
 }
 #undef R
 
+/* LayerNormalization's inputs, attributes and outputs (allocated here:
+ * Mean and InvStdDev in stash_type where the node lists them), for the fp32
+ * and the float64 kernel. */
+typedef struct ln_args {
+    const mpx_value *x, *sc, *b;
+    int ax;
+    float eps;
+    int64_t ss[MPX_MAX_RANK], bs[MPX_MAX_RANK], D, rows;
+    bool want[3];
+} ln_args;
+
+static mpx_status ln_setup(const mpx_kctx *c, const mpx_value *const *in, int n_in, int n_out, bool f64, mpx_value *out,
+                           ln_args *a) {
+    memset(a, 0, sizeof *a);
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (!st) st = kn_values_in(c, in, n_in, 0, "X", f64, &a->x);
+    if (!st) st = kn_values_in(c, in, n_in, 1, "Scale", f64, &a->sc);
+    if (!st) st = kn_values_opt(c, in, n_in, 2, "B", f64, &a->b);
+    if (st) return st;
+    const mpx_value *x = a->x;
+    if ((st = mpx_k_axis(c, mpx_node_attr_int(c->node, "axis", -1), x->rank, 0, &a->ax))) return st;
+    a->eps = mpx_node_attr_float(c->node, "epsilon", 1e-5f);
+    if ((st = bcast_to(c, a->sc, x, "Scale", a->ss))) return st;
+    if (a->b && (st = bcast_to(c, a->b, x, "B", a->bs))) return st;
+    int64_t md[MPX_MAX_RANK];
+    a->D = 1;
+    for (int i = 0; i < x->rank; i++) {
+        md[i] = i < a->ax ? x->dims[i] : 1;
+        if (i >= a->ax) a->D *= x->dims[i];
+    }
+    a->rows = a->D ? x->n / a->D : 0;
+    mpx_dtype sdt = (mpx_dtype)mpx_node_attr_int(c->node, "stash_type", MPX_DT_FLOAT);
+    if (!mpx_dtype_is_float(sdt)) sdt = MPX_DT_FLOAT;
+    if (f64 && sdt != MPX_DT_DOUBLE) sdt = MPX_DT_FLOAT; /* (held as fp32 values) */
+    a->want[0] = true, a->want[1] = kn_wants_out(c, n_out, 1), a->want[2] = kn_wants_out(c, n_out, 2);
+    for (int i = 0; i < 3; i++)
+        if (a->want[i] && (st = mpx_k_alloc(c, &out[i], i ? sdt : x->dtype, x->rank, i ? md : x->dims))) {
+            for (int k = 0; k < i; k++)
+                if (a->want[k]) mpx_value_free(&out[k]);
+            return st;
+        }
+    return MPX_OK;
+}
+
 /* Over the dims [axis, rank) of each outer index; Mean and InvStdDev (when the
  * node lists them) have shape X.shape[:axis] + [1] * (rank - axis). */
 mpx_status mpx_k_layer_normalization(const mpx_kctx *c, const mpx_value *const *in, int n_in,
                                      mpx_value *out, int n_out) {
-    const mpx_value *x, *sc, *b;
-    mpx_status st = kn_need_out(c, n_out, 1);
-    if (!st) st = kn_float_in(c, in, n_in, 0, "X", &x);
-    if (!st) st = kn_float_in(c, in, n_in, 1, "Scale", &sc);
-    if (!st) st = kn_float_opt(c, in, n_in, 2, "B", &b);
+    ln_args la;
+    mpx_status st = ln_setup(c, in, n_in, n_out, false, out, &la);
     if (st) return st;
-    int ax;
-    if ((st = mpx_k_axis(c, mpx_node_attr_int(c->node, "axis", -1), x->rank, 0, &ax))) return st;
-    float eps = mpx_node_attr_float(c->node, "epsilon", 1e-5f);
-    int64_t ss[MPX_MAX_RANK] = {0}, bs[MPX_MAX_RANK] = {0};
-    if ((st = bcast_to(c, sc, x, "Scale", ss))) return st;
-    if (b && (st = bcast_to(c, b, x, "B", bs))) return st;
-    int64_t D = 1, md[MPX_MAX_RANK];
-    for (int i = 0; i < x->rank; i++) {
-        md[i] = i < ax ? x->dims[i] : 1;
-        if (i >= ax) D *= x->dims[i];
-    }
-    int64_t rows = D ? x->n / D : 0;
-    mpx_dtype sdt = (mpx_dtype)mpx_node_attr_int(c->node, "stash_type", MPX_DT_FLOAT);
-    if (!mpx_dtype_is_float(sdt)) sdt = MPX_DT_FLOAT;
-    bool want[3] = {true, kn_wants_out(c, n_out, 1), kn_wants_out(c, n_out, 2)};
-    for (int i = 0; i < 3; i++)
-        if (want[i] && (st = mpx_k_alloc(c, &out[i], i ? sdt : x->dtype, x->rank, i ? md : x->dims))) {
-            for (int k = 0; k < i; k++)
-                if (want[k]) mpx_value_free(&out[k]);
-            return st;
-        }
+    const mpx_value *x = la.x, *sc = la.sc, *b = la.b;
+    const int ax = la.ax;
+    const float eps = la.eps;
+    const int64_t *ss = la.ss, *bs = la.bs, D = la.D, rows = la.rows;
+    const bool *want = la.want;
     if (mpx_acc_is_fp32(&c->acc) && ln_plain(x, ax, ss) && (!b || ln_plain(x, ax, bs))) {
         ln_job j = {.x = x->f, .sc = sc->f, .b = b ? b->f : NULL, .rows = rows, .D = D, .eps = eps,
                     .y = out[0].f, .mean_out = want[1] ? out[1].f : NULL, .inv_out = want[2] ? out[2].f : NULL};
@@ -457,24 +503,36 @@ mpx_status mpx_k_layer_normalization(const mpx_kctx *c, const mpx_value *const *
 
 /* ---- InstanceNormalization ----------------------------------------------------------- */
 
-mpx_status mpx_k_instance_normalization(const mpx_kctx *c, const mpx_value *const *in, int n_in,
-                                        mpx_value *out, int n_out) {
+/* InstanceNormalization's inputs and shape checks; *S: the plane's size. */
+static mpx_status in_setup(const mpx_kctx *c, const mpx_value *const *in, int n_in, int n_out, bool f64,
+                           const mpx_value **xp, const mpx_value **scp, const mpx_value **bp, int64_t *Sp) {
     const mpx_value *x, *sc, *b;
     char s1[160], s2[160], s3[160];
     mpx_status st = kn_need_out(c, n_out, 1);
-    if (!st) st = kn_float_in(c, in, n_in, 0, "X", &x);
-    if (!st) st = kn_float_in(c, in, n_in, 1, "scale", &sc);
-    if (!st) st = kn_float_in(c, in, n_in, 2, "B", &b);
+    if (!st) st = kn_values_in(c, in, n_in, 0, "X", f64, &x);
+    if (!st) st = kn_values_in(c, in, n_in, 1, "scale", f64, &sc);
+    if (!st) st = kn_values_in(c, in, n_in, 2, "B", f64, &b);
     if (st) return st;
     if (x->rank < 3)
         return mpx_kernel_error(c, MPX_E_SHAPE,
                                 "input X has shape %s; N x C x D1 x ... (rank 3 or more) expected",
                                 kn_shape(x, s1));
-    int64_t N = x->dims[0], C = x->dims[1], S = C && N ? x->n / (N * C) : 0;
+    int64_t N = x->dims[0], C = x->dims[1];
     if (sc->rank != 1 || sc->dims[0] != C || b->rank != 1 || b->dims[0] != C)
         return mpx_kernel_error(c, MPX_E_SHAPE,
                                 "scale %s and B %s must hold one value per channel of X %s",
                                 kn_shape(sc, s1), kn_shape(b, s2), kn_shape(x, s3));
+    *xp = x, *scp = sc, *bp = b, *Sp = C && N ? x->n / (N * C) : 0;
+    return MPX_OK;
+}
+
+mpx_status mpx_k_instance_normalization(const mpx_kctx *c, const mpx_value *const *in, int n_in,
+                                        mpx_value *out, int n_out) {
+    const mpx_value *x, *sc, *b;
+    int64_t S;
+    mpx_status st = in_setup(c, in, n_in, n_out, false, &x, &sc, &b, &S);
+    if (st) return st;
+    const int64_t N = x->dims[0], C = x->dims[1];
     float eps = mpx_node_attr_float(c->node, "epsilon", 1e-5f);
     if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, x->dims))) return st;
     for (int64_t p = 0; p < N * C; p++) {
@@ -588,21 +646,30 @@ static void axis_rows(const mpx_value *x, int axis, int64_t *outer, int64_t *len
     for (int i = axis + 1; i < x->rank; i++) *inner *= x->dims[i];
 }
 
-/* x / ||x||_p along axis, p 1 or 2 (ORT's LpNorm: a zero norm gives 0). */
-mpx_status mpx_k_lp_normalization(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
-                                  int n_out) {
+/* LpNormalization's input, p and rows along axis. */
+static mpx_status lp_setup(const mpx_kctx *c, const mpx_value *const *in, int n_in, int n_out, bool f64,
+                           const mpx_value **xp, int64_t *pp, int64_t *outer, int64_t *len, int64_t *inner) {
     const mpx_value *x;
     mpx_status st = kn_need_out(c, n_out, 1);
-    if (!st) st = kn_float_in(c, in, n_in, 0, "input", &x);
+    if (!st) st = kn_values_in(c, in, n_in, 0, "input", f64, &x);
     if (st) return st;
     int64_t p = mpx_node_attr_int(c->node, "p", 2), ax = mpx_node_attr_int(c->node, "axis", -1);
     if (p != 1 && p != 2) return mpx_kernel_error(c, MPX_E_INVALID, "p %lld is not 1 or 2", (long long)p);
     int r = x->rank ? x->rank : 1;
     if (ax < -r || ax >= r) return mpx_kernel_error(c, MPX_E_INVALID, "axis %lld is out of range for rank %d", (long long)ax, x->rank);
     if (ax < 0) ax += r;
-    if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, x->dims))) return st;
-    int64_t outer, len, inner;
-    axis_rows(x, (int)ax, &outer, &len, &inner);
+    axis_rows(x, (int)ax, outer, len, inner);
+    *xp = x, *pp = p;
+    return MPX_OK;
+}
+
+/* x / ||x||_p along axis, p 1 or 2 (ORT's LpNorm: a zero norm gives 0). */
+mpx_status mpx_k_lp_normalization(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                                  int n_out) {
+    const mpx_value *x;
+    int64_t p, outer, len, inner;
+    mpx_status st = lp_setup(c, in, n_in, n_out, false, &x, &p, &outer, &len, &inner);
+    if (st || (st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, x->dims))) return st;
     for (int64_t o = 0; o < outer; o++)
         for (int64_t i = 0; i < inner; i++) {
             const float *xr = x->f + o * len * inner + i;
@@ -666,29 +733,49 @@ mpx_status mpx_k_rms_normalization(const mpx_kctx *c, const mpx_value *const *in
     return MPX_OK;
 }
 
+/* GroupNormalization's inputs and checks: G groups, planes of S values,
+ * scale and bias per channel (opset 21) or per group. */
+typedef struct gn_args {
+    const mpx_value *x, *sc, *b;
+    int64_t G, S;
+    bool per_channel;
+} gn_args;
+
+static mpx_status gn_setup(const mpx_kctx *c, const mpx_value *const *in, int n_in, int n_out, bool f64, gn_args *a) {
+    const mpx_value *x, *sc, *b;
+    bool *per_channel = &a->per_channel;
+    char s1[160], s2[160];
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (!st) st = kn_values_in(c, in, n_in, 0, "X", f64, &x);
+    if (!st) st = kn_values_in(c, in, n_in, 1, "scale", f64, &sc);
+    if (!st) st = kn_values_in(c, in, n_in, 2, "bias", f64, &b);
+    if (st) return st;
+    if (x->rank < 2) return mpx_kernel_error(c, MPX_E_SHAPE, "X has shape %s; N x C x ... expected", kn_shape(x, s1));
+    int64_t G = mpx_node_attr_int(c->node, "num_groups", -1), N = x->dims[0], C = x->dims[1];
+    if (G < 1 || C % G != 0)
+        return mpx_kernel_error(c, MPX_E_INVALID, "num_groups %lld does not divide the %lld channels", (long long)G,
+                                (long long)C);
+    *per_channel = kn_opset(c) >= 21;
+    int64_t want = *per_channel ? C : G;
+    if (sc->n != want || b->n != want)
+        return mpx_kernel_error(c, MPX_E_SHAPE, "scale %s and bias %s must hold %lld values (one per %s)", kn_shape(sc, s1),
+                                kn_shape(b, s2), (long long)want, *per_channel ? "channel" : "group");
+    a->x = x, a->sc = sc, a->b = b, a->G = G, a->S = C && N ? x->n / (N * C) : 0;
+    return MPX_OK;
+}
+
 /* (X - mean) / sqrt(var + epsilon) * scale + bias over groups of channels;
  * scale and bias per group before opset 21, per channel from 21. */
 mpx_status mpx_k_group_normalization(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
                                      int n_out) {
-    const mpx_value *x, *sc, *b;
-    char s1[160], s2[160];
-    mpx_status st = kn_need_out(c, n_out, 1);
-    if (!st) st = kn_float_in(c, in, n_in, 0, "X", &x);
-    if (!st) st = kn_float_in(c, in, n_in, 1, "scale", &sc);
-    if (!st) st = kn_float_in(c, in, n_in, 2, "bias", &b);
+    gn_args ga;
+    mpx_status st = gn_setup(c, in, n_in, n_out, false, &ga);
     if (st) return st;
-    if (x->rank < 2) return mpx_kernel_error(c, MPX_E_SHAPE, "X has shape %s; N x C x ... expected", kn_shape(x, s1));
-    int64_t G = mpx_node_attr_int(c->node, "num_groups", -1), N = x->dims[0], C = x->dims[1];
+    const mpx_value *x = ga.x, *sc = ga.sc, *b = ga.b;
+    const int64_t G = ga.G, S = ga.S;
+    const bool per_channel = ga.per_channel;
+    const int64_t N = x->dims[0], C = x->dims[1], per = C / G * S;
     float eps = mpx_node_attr_float(c->node, "epsilon", 1e-5f);
-    if (G < 1 || C % G != 0)
-        return mpx_kernel_error(c, MPX_E_INVALID, "num_groups %lld does not divide the %lld channels", (long long)G,
-                                (long long)C);
-    bool per_channel = kn_opset(c) >= 21;
-    int64_t want = per_channel ? C : G;
-    if (sc->n != want || b->n != want)
-        return mpx_kernel_error(c, MPX_E_SHAPE, "scale %s and bias %s must hold %lld values (one per %s)", kn_shape(sc, s1),
-                                kn_shape(b, s2), (long long)want, per_channel ? "channel" : "group");
-    int64_t S = C && N ? x->n / (N * C) : 0, per = C / G * S;
     if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, x->dims))) return st;
     for (int64_t n = 0; n < N; n++)
         for (int64_t g = 0; g < G; g++) {
@@ -704,6 +791,130 @@ mpx_status mpx_k_group_normalization(const mpx_kctx *c, const mpx_value *const *
             for (int64_t k = 0; k < per; k++) {
                 int64_t ch = g * (C / G) + k / S, q = per_channel ? ch : g;
                 yg[k] = (xg[k] - mean) / den * sc->f[q] + b->f[q];
+            }
+        }
+    return MPX_OK;
+}
+
+
+/* ---- float64 (kern_f64.c's table) ---------------------------------------------------- */
+
+/* The normalisations of float64 values, in double, with the fp32 kernels'
+ * checks and formulas (two-pass means and variances summed in index order);
+ * eps is the attribute's float value, as ONNX Runtime's double kernels read
+ * it. BatchNormalization: inference only. */
+mpx_status mpx_k_batch_normalization_f64(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                                         int n_out) {
+    bn_args a;
+    mpx_status st = bn_setup(c, in, n_in, n_out, true, &a);
+    if (st) return st;
+    if (a.training)
+        return mpx_kernel_error(c, MPX_E_UNSUPPORTED, "training mode of a float64 BatchNormalization is not supported");
+    const mpx_value *x = a.v[0];
+    if ((st = mpx_k_alloc(c, &out[0], MPX_DT_DOUBLE, x->rank, x->dims))) return st;
+    for (int64_t n = 0; n < a.N; n++)
+        for (int64_t ch = 0; ch < a.C; ch++)
+            for (int64_t k = 0; k < a.S; k++) {
+                const int64_t p = a.spatial ? ch : ch * a.S + k, xi = (n * a.C + ch) * a.S + k;
+                const double f = 1.0 / sqrt(a.v[4]->d[p] + (double)a.eps) * a.v[1]->d[p];
+                out[0].d[xi] = x->d[xi] * f + (a.v[2]->d[p] - a.v[3]->d[p] * f);
+            }
+    return MPX_OK;
+}
+
+/* Mean and the population variance of n values `step` apart. */
+static void moments_d(const double *x, int64_t n, int64_t step, double *mean, double *var) {
+    double s = 0, q = 0;
+    for (int64_t k = 0; k < n; k++) s += x[k * step];
+    *mean = s / (double)n;
+    for (int64_t k = 0; k < n; k++) q += (x[k * step] - *mean) * (x[k * step] - *mean);
+    *var = q / (double)n;
+}
+
+mpx_status mpx_k_layer_normalization_f64(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                                         int n_out) {
+    ln_args a;
+    mpx_status st = ln_setup(c, in, n_in, n_out, true, out, &a);
+    if (st) return st;
+    const mpx_value *x = a.x;
+    int64_t idx[MPX_MAX_RANK] = {0};
+    for (int64_t r = 0; r < a.rows; r++) {
+        const double *xr = x->d + r * a.D;
+        double mean, var;
+        moments_d(xr, a.D, 1, &mean, &var);
+        const double inv = 1.0 / sqrt(var + (double)a.eps);
+        for (int i = 1; i < 3; i++)
+            if (a.want[i]) {
+                const double s = i == 1 ? mean : inv;
+                if (out[i].d) out[i].d[r] = s;
+                else out[i].f[r] = (float)s;
+            }
+        for (int64_t k = 0; k < a.D; k++) {
+            int64_t so = 0, bo = 0;
+            for (int i = 0; i < x->rank; i++) so += idx[i] * a.ss[i], bo += idx[i] * a.bs[i];
+            const double y = (xr[k] - mean) * inv * a.sc->d[so];
+            out[0].d[r * a.D + k] = a.b ? y + a.b->d[bo] : y;
+            for (int i = x->rank - 1; i >= 0; i--) { /* odometer over X */
+                if (++idx[i] < x->dims[i]) break;
+                idx[i] = 0;
+            }
+        }
+    }
+    return MPX_OK;
+}
+
+mpx_status mpx_k_instance_normalization_f64(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                                            int n_out) {
+    const mpx_value *x, *sc, *b;
+    int64_t S;
+    mpx_status st = in_setup(c, in, n_in, n_out, true, &x, &sc, &b, &S);
+    if (st || (st = mpx_k_alloc(c, &out[0], MPX_DT_DOUBLE, x->rank, x->dims))) return st;
+    const double eps = mpx_node_attr_float(c->node, "epsilon", 1e-5f);
+    const int64_t C = x->dims[1];
+    for (int64_t p = 0; p < x->dims[0] * C; p++) {
+        const double *xp = x->d + p * S;
+        double mean, var;
+        moments_d(xp, S, 1, &mean, &var);
+        const double den = sqrt(var + eps);
+        for (int64_t k = 0; k < S; k++) out[0].d[p * S + k] = sc->d[p % C] * (xp[k] - mean) / den + b->d[p % C];
+    }
+    return MPX_OK;
+}
+
+mpx_status mpx_k_lp_normalization_f64(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                                      int n_out) {
+    const mpx_value *x;
+    int64_t p, outer, len, inner;
+    mpx_status st = lp_setup(c, in, n_in, n_out, true, &x, &p, &outer, &len, &inner);
+    if (st || (st = mpx_k_alloc(c, &out[0], MPX_DT_DOUBLE, x->rank, x->dims))) return st;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            const double *xr = x->d + o * len * inner + i;
+            double *yr = out[0].d + o * len * inner + i, s = 0;
+            for (int64_t k = 0; k < len; k++) s += p == 1 ? fabs(xr[k * inner]) : xr[k * inner] * xr[k * inner];
+            const double norm = p == 1 ? s : sqrt(s);
+            for (int64_t k = 0; k < len; k++) yr[k * inner] = norm != 0.0 ? xr[k * inner] / norm : 0.0;
+        }
+    return MPX_OK;
+}
+
+mpx_status mpx_k_group_normalization_f64(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                                         int n_out) {
+    gn_args a;
+    mpx_status st = gn_setup(c, in, n_in, n_out, true, &a);
+    if (st || (st = mpx_k_alloc(c, &out[0], MPX_DT_DOUBLE, a.x->rank, a.x->dims))) return st;
+    const mpx_value *x = a.x;
+    const double eps = mpx_node_attr_float(c->node, "epsilon", 1e-5f);
+    const int64_t N = x->dims[0], C = x->dims[1], cg = C / a.G, S = a.S, per = cg * S;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t g = 0; g < a.G; g++) {
+            const double *xg = x->d + (n * C + g * cg) * S;
+            double mean, var;
+            moments_d(xg, per, 1, &mean, &var);
+            const double den = sqrt(var + eps);
+            for (int64_t k = 0; k < per; k++) {
+                const int64_t q = a.per_channel ? g * cg + k / S : g;
+                out[0].d[(n * C + g * cg) * S + k] = (xg[k] - mean) / den * a.sc->d[q] + a.b->d[q];
             }
         }
     return MPX_OK;

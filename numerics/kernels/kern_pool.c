@@ -74,7 +74,8 @@ static void win_tab_free(win_tab *tab) {
     for (int i = 0; i < KN_MAX_SP; i++) free(tab->t[i]);
 }
 
-static void window_from(const win_tab *tab, int nsp, const int64_t *oc, win_pos *p) {
+/* Position oc's window into p, and its first tap into t. */
+static void window_from(const win_tab *tab, int nsp, const int64_t *oc, win_pos *p, int64_t *t) {
     p->n_in = p->n_pad = 1;
     for (int i = 0; i < nsp; i++) {
         const int64_t *e = tab->t[i] + 4 * oc[i];
@@ -83,6 +84,7 @@ static void window_from(const win_tab *tab, int nsp, const int64_t *oc, win_pos 
         p->hi[i] = e[2];
         p->n_in *= e[2] - e[1];
         p->n_pad *= e[3];
+        t[i] = e[1];
     }
 }
 
@@ -113,12 +115,14 @@ static int64_t int_lowest(mpx_dtype dt) {
     }
 }
 
+/* X: float values (float64 ones for f64, the float64 kernels), or integer
+ * ones where ints_ok. */
 static mpx_status pool_input(const mpx_kctx *c, const mpx_value *const *in, int n_in,
-                             bool ints_ok, const mpx_value **x) {
+                             bool ints_ok, bool f64, const mpx_value **x) {
     const mpx_value *p = kn_opt(in, n_in, 0);
     char sb[160];
     if (!p) return mpx_kernel_error(c, MPX_E_INVALID, "input 0 (X) is missing");
-    bool fl = mpx_dtype_is_float(p->dtype) && p->f;
+    bool fl = f64 ? p->d != NULL : mpx_dtype_is_float(p->dtype) && p->f;
     bool it = ints_ok && mpx_dtype_is_int_like(p->dtype) && p->i && p->dtype != MPX_DT_BOOL;
     if (!fl && !it)
         return mpx_kernel_error(c, MPX_E_UNSUPPORTED, "input X is %s, which this op does not take",
@@ -137,6 +141,63 @@ typedef enum pool_kind { POOL_AVG, POOL_MAX, POOL_LP } pool_kind;
 
 static float lp_term(float v, float pw) { return pw == 2.0f ? v * v : pw == 1.0f ? fabsf(v) : powf(fabsf(v), pw); }
 static float lp_root(float s, float pw) { return pw == 2.0f ? sqrtf(s) : pw == 1.0f ? s : powf(s, 1.0f / pw); }
+
+/* A pool's attributes and shapes, for the fp32 and the float64 kernel. */
+typedef struct pool_geo {
+    kn_window w;
+    bool include_pad;
+    int64_t pw;    /* LpPool's p */
+    int64_t order; /* storage_order */
+    int64_t dims[MPX_MAX_RANK], in_plane, out_plane, rstride[KN_MAX_SP], cstride[KN_MAX_SP];
+} pool_geo;
+
+static mpx_status pool_setup(const mpx_kctx *c, const mpx_value *x, pool_kind kind, pool_geo *g) {
+    kn_window *w = &g->w;
+    mpx_status st = kn_window_attrs(c, x, NULL, w);
+    if (st) return st;
+    bool ceil_mode = mpx_node_attr_int(c->node, "ceil_mode", 0) != 0;
+    if ((st = kn_window_out(c, w, ceil_mode))) return st;
+    g->include_pad = mpx_node_attr_int(c->node, "count_include_pad", 0) != 0;
+    g->pw = 2;
+    if (kind == POOL_LP) {
+        g->pw = mpx_node_attr_int(c->node, "p", 2);
+        if (g->pw < 1 || g->pw > 64)
+            return mpx_kernel_error(c, MPX_E_INVALID, "p = %lld: a power from 1 to 64", (long long)g->pw);
+    }
+    g->order = mpx_node_attr_int(c->node, "storage_order", 0);
+    if (g->order != 0 && g->order != 1)
+        return mpx_kernel_error(c, MPX_E_INVALID, "storage_order %lld is not 0 or 1",
+                                (long long)g->order);
+    int nsp = w->nsp;
+    g->dims[0] = x->dims[0], g->dims[1] = x->dims[1];
+    g->in_plane = g->out_plane = 1;
+    for (int i = 0; i < nsp; i++) {
+        g->dims[2 + i] = w->out[i];
+        g->out_plane *= w->out[i];
+        g->cstride[i] = g->in_plane; /* column-major strides for storage_order 1 */
+        g->in_plane *= w->in[i];
+    }
+    for (int i = nsp - 1; i >= 0; i--) g->rstride[i] = i == nsp - 1 ? 1 : g->rstride[i + 1] * w->in[i + 1];
+    return MPX_OK;
+}
+
+/* The offset in its plane of tap t of window p. */
+static inline int64_t tap_offset(const pool_geo *g, const win_pos *p, const int64_t *t) {
+    int64_t off = 0;
+    for (int i = 0; i < g->w.nsp; i++) off += (p->start[i] + t[i] * g->w.d[i]) * g->rstride[i];
+    return off;
+}
+
+/* MaxPool's Indices value for the tap at offset best of plane xb (-1: none). */
+static int64_t max_index(const pool_geo *g, int64_t xb, int64_t best) {
+    if (best < 0) return -1;
+    int64_t idx = xb;
+    for (int i = 0; i < g->w.nsp; i++) {
+        int64_t coord = (best / g->rstride[i]) % g->w.in[i];
+        idx += coord * (g->order ? g->cstride[i] : g->rstride[i]);
+    }
+    return idx;
+}
 
 /* 2-D float MaxPool without indices, a plane an item on the kernel threads:
  * per output row, each in-bounds tap in the window's order (rows, then
@@ -421,7 +482,8 @@ static void avg2d_plane(void *ctx, int tid, long pc) {
         for (int64_t o = 0; o < m->OW; o++) {
             const int64_t oc[2] = {oh, o};
             win_pos p;
-            window_from(m->tab, 2, oc, &p);
+            int64_t t0[2];
+            window_from(m->tab, 2, oc, &p, t0);
             const int64_t cnt = m->include_pad ? p.n_pad : p.n_in;
             yr[o] = p.n_in > 0 ? yr[o] / (float)cnt : 0.0f;
         }
@@ -433,33 +495,15 @@ static mpx_status pool(const mpx_kctx *c, const mpx_value *const *in, int n_in, 
     const bool is_max = kind == POOL_MAX;
     const mpx_value *x;
     mpx_status st = kn_need_out(c, n_out, 1);
-    if (!st) st = pool_input(c, in, n_in, is_max, &x);
+    if (!st) st = pool_input(c, in, n_in, is_max, false, &x);
     if (st) return st;
-    kn_window w;
-    if ((st = kn_window_attrs(c, x, NULL, &w))) return st;
-    bool ceil_mode = mpx_node_attr_int(c->node, "ceil_mode", 0) != 0;
-    if ((st = kn_window_out(c, &w, ceil_mode))) return st;
-    bool include_pad = mpx_node_attr_int(c->node, "count_include_pad", 0) != 0;
-    float pw = 2.0f;
-    if (kind == POOL_LP) {
-        int64_t pi = mpx_node_attr_int(c->node, "p", 2);
-        if (pi < 1 || pi > 64) return mpx_kernel_error(c, MPX_E_INVALID, "p = %lld: a power from 1 to 64", (long long)pi);
-        pw = (float)pi;
-    }
-    int64_t order = mpx_node_attr_int(c->node, "storage_order", 0);
-    if (order != 0 && order != 1)
-        return mpx_kernel_error(c, MPX_E_INVALID, "storage_order %lld is not 0 or 1",
-                                (long long)order);
-    int nsp = w.nsp;
-    int64_t dims[MPX_MAX_RANK] = {x->dims[0], x->dims[1]};
-    int64_t in_plane = 1, out_plane = 1, rstride[KN_MAX_SP], cstride[KN_MAX_SP];
-    for (int i = 0; i < nsp; i++) {
-        dims[2 + i] = w.out[i];
-        out_plane *= w.out[i];
-        cstride[i] = in_plane; /* column-major strides for storage_order 1 */
-        in_plane *= w.in[i];
-    }
-    for (int i = nsp - 1; i >= 0; i--) rstride[i] = i == nsp - 1 ? 1 : rstride[i + 1] * w.in[i + 1];
+    pool_geo g;
+    if ((st = pool_setup(c, x, kind, &g))) return st;
+    kn_window w = g.w;
+    const bool include_pad = g.include_pad;
+    const float pw = (float)g.pw;
+    const int nsp = w.nsp;
+    const int64_t *dims = g.dims, in_plane = g.in_plane, out_plane = g.out_plane, *rstride = g.rstride;
     bool want_idx = is_max && kn_wants_out(c, n_out, 1);
     if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, dims))) return st;
     if (want_idx && (st = mpx_k_alloc(c, &out[1], MPX_DT_INT64, x->rank, dims))) {
@@ -497,18 +541,15 @@ static mpx_status pool(const mpx_kctx *c, const mpx_value *const *in, int n_in, 
         int64_t oc[KN_MAX_SP] = {0}, o = 0;
         do {
             win_pos p;
-            window_from(&tab, nsp, oc, &p);
             int64_t t[KN_MAX_SP], best = -1;
-            for (int i = 0; i < nsp; i++) t[i] = p.lo[i];
+            window_from(&tab, nsp, oc, &p, t);
             const int64_t yi = pc * out_plane + o;
             if (!is_max) {
                 mpx_acc acc;
                 mpx_acc_init(&acc, &c->acc, 0.0f);
                 if (p.n_in > 0) {
                     do {
-                        int64_t off = 0;
-                        for (int i = 0; i < nsp; i++) off += (p.start[i] + t[i] * w.d[i]) * rstride[i];
-                        float v = x->f[xb + off];
+                        float v = x->f[xb + tap_offset(&g, &p, t)];
                         mpx_acc_add(&acc, kind == POOL_LP ? lp_term(v, pw) : v);
                     } while (next_tap(nsp, &p, t));
                 }
@@ -532,8 +573,7 @@ static mpx_status pool(const mpx_kctx *c, const mpx_value *const *in, int n_in, 
                     }
                 } else if (p.n_in > 0) {
                     do {
-                        int64_t off = 0;
-                        for (int i = 0; i < nsp; i++) off += (p.start[i] + t[i] * w.d[i]) * rstride[i];
+                        const int64_t off = tap_offset(&g, &p, t);
                         bool take = best < 0 || (x->f ? x->f[xb + off] > bf : x->i[xb + off] > bi);
                         if (!take) continue;
                         best = off;
@@ -543,17 +583,7 @@ static mpx_status pool(const mpx_kctx *c, const mpx_value *const *in, int n_in, 
                 }
                 if (x->f) out[0].f[yi] = bf;
                 else out[0].i[yi] = bi;
-                if (want_idx) {
-                    int64_t idx = -1;
-                    if (best >= 0) {
-                        idx = xb;
-                        for (int i = 0; i < nsp; i++) {
-                            int64_t coord = (best / rstride[i]) % w.in[i];
-                            idx += coord * (order ? cstride[i] : rstride[i]);
-                        }
-                    }
-                    out[1].i[yi] = idx;
-                }
+                if (want_idx) out[1].i[yi] = max_index(&g, xb, best);
             }
             o++;
         } while (next_pos(nsp, w.out, oc));
@@ -612,7 +642,7 @@ static mpx_status global_pool(const mpx_kctx *c, const mpx_value *const *in, int
                               mpx_value *out, int n_out, bool is_max) {
     const mpx_value *x;
     mpx_status st = kn_need_out(c, n_out, 1);
-    if (!st) st = pool_input(c, in, n_in, false, &x);
+    if (!st) st = pool_input(c, in, n_in, false, false, &x);
     if (st) return st;
     int64_t dims[MPX_MAX_RANK], plane = 1;
     for (int i = 0; i < x->rank; i++) {
@@ -675,7 +705,7 @@ mpx_status mpx_k_global_lp_pool(const mpx_kctx *c, const mpx_value *const *in, i
                                  int n_out) {
     const mpx_value *x;
     mpx_status st = kn_need_out(c, n_out, 1);
-    if (!st) st = pool_input(c, in, n_in, false, &x);
+    if (!st) st = pool_input(c, in, n_in, false, false, &x);
     if (st) return st;
     int64_t p = mpx_node_attr_int(c->node, "p", 2);
     if (p < 1 || p > 64) return mpx_kernel_error(c, MPX_E_INVALID, "p %lld is not an integer from 1 to 64", (long long)p);
@@ -698,6 +728,98 @@ mpx_status mpx_k_global_lp_pool(const mpx_kctx *c, const mpx_value *const *in, i
 mpx_status mpx_k_global_pool(const mpx_kctx *c, const mpx_value *const *in, int n_in,
                              mpx_value *out, int n_out) {
     return global_pool(c, in, n_in, out, n_out, c->node->op == MPX_OP_GlobalMaxPool);
+}
+
+/* ---- float64 (kern_f64.c's table) ------------------------------------------- */
+
+/* MaxPool, AveragePool and LpPool of float64 values: the windows and taps
+ * of the fp32 kernel's general loop (same order, same counts, same rules for
+ * empty windows and NaN), summed in double. */
+mpx_status mpx_k_pool_f64(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    const mpx_op op = c->node->op;
+    const pool_kind kind = op == MPX_OP_MaxPool ? POOL_MAX : op == MPX_OP_LpPool ? POOL_LP : POOL_AVG;
+    const mpx_value *x;
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (!st) st = pool_input(c, in, n_in, false, true, &x);
+    if (st) return st;
+    pool_geo g;
+    win_tab tab;
+    if ((st = pool_setup(c, x, kind, &g))) return st;
+    const bool want_idx = kind == POOL_MAX && kn_wants_out(c, n_out, 1);
+    const int nsp = g.w.nsp;
+    const double pw = (double)g.pw;
+    if ((st = mpx_k_alloc(c, &out[0], MPX_DT_DOUBLE, x->rank, g.dims))) return st;
+    if (want_idx && (st = mpx_k_alloc(c, &out[1], MPX_DT_INT64, x->rank, g.dims))) {
+        mpx_value_free(&out[0]);
+        return st;
+    }
+    const int64_t planes = x->dims[0] * x->dims[1];
+    if (g.out_plane == 0 || planes == 0) return MPX_OK;
+    if ((st = win_tab_make(c, &g.w, &tab))) {
+        win_tab_free(&tab);
+        mpx_k_free_values(out, want_idx ? 2 : 1);
+        return st;
+    }
+    for (int64_t pc = 0; pc < planes; pc++) {
+        const int64_t xb = pc * g.in_plane;
+        int64_t oc[KN_MAX_SP] = {0}, o = 0;
+        do {
+            win_pos p;
+            int64_t t[KN_MAX_SP], best = -1;
+            window_from(&tab, nsp, oc, &p, t);
+            double s = kind == POOL_MAX ? -DBL_MAX : 0.0;
+            if (p.n_in > 0) {
+                do {
+                    const int64_t off = tap_offset(&g, &p, t);
+                    const double v = x->d[xb + off];
+                    if (kind == POOL_MAX) {
+                        if (best < 0 || v > s) s = v, best = off;
+                    } else {
+                        s += kind == POOL_LP ? (g.pw == 1 ? fabs(v) : g.pw == 2 ? v * v : pow(fabs(v), pw)) : v;
+                    }
+                } while (next_tap(nsp, &p, t));
+            }
+            const int64_t yi = pc * g.out_plane + o;
+            if (kind == POOL_LP) s = p.n_in > 0 ? (g.pw == 1 ? s : g.pw == 2 ? sqrt(s) : pow(s, 1.0 / pw)) : 0.0;
+            else if (kind == POOL_AVG) s = p.n_in > 0 ? s / (double)(g.include_pad ? p.n_pad : p.n_in) : 0.0;
+            out[0].d[yi] = s;
+            if (want_idx) out[1].i[yi] = max_index(&g, xb, best);
+            o++;
+        } while (next_pos(nsp, g.w.out, oc));
+    }
+    win_tab_free(&tab);
+    return MPX_OK;
+}
+
+/* GlobalAveragePool, GlobalMaxPool and GlobalLpPool of float64 values: each
+ * plane in flat order, in double (the max as the fp32 kernel's: the first
+ * value, then any strictly greater one). */
+mpx_status mpx_k_global_pool_f64(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                                 int n_out) {
+    const mpx_op op = c->node->op;
+    const bool mx = op == MPX_OP_GlobalMaxPool, lp = op == MPX_OP_GlobalLpPool;
+    const mpx_value *x;
+    mpx_status st = kn_need_out(c, n_out, 1);
+    if (!st) st = pool_input(c, in, n_in, false, true, &x);
+    if (st) return st;
+    const int64_t p = lp ? mpx_node_attr_int(c->node, "p", 2) : 2;
+    if (p < 1 || p > 64) return mpx_kernel_error(c, MPX_E_INVALID, "p %lld is not an integer from 1 to 64", (long long)p);
+    int64_t dims[MPX_MAX_RANK], plane = 1;
+    for (int i = 0; i < x->rank; i++) {
+        dims[i] = i < 2 ? x->dims[i] : 1;
+        if (i >= 2) plane *= x->dims[i];
+    }
+    if ((st = mpx_k_alloc(c, &out[0], MPX_DT_DOUBLE, x->rank, dims))) return st;
+    for (int64_t pc = 0; pc < x->dims[0] * x->dims[1]; pc++) {
+        const double *xp = x->d + pc * plane;
+        double s = mx ? (plane ? xp[0] : -DBL_MAX) : 0.0;
+        for (int64_t k = mx ? 1 : 0; k < plane; k++) {
+            if (mx) s = xp[k] > s ? xp[k] : s;
+            else s += lp ? pow(fabs(xp[k]), (double)p) : xp[k];
+        }
+        out[0].d[pc] = mx ? s : lp ? pow(s, 1.0 / (double)p) : s / (double)plane;
+    }
+    return MPX_OK;
 }
 
 /* MaxUnpool: zeros of the output shape (kernel_shape, strides, pads, or the

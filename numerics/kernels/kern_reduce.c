@@ -395,12 +395,17 @@ static float acc_peek(const mpx_acc *a) {
 
 /* CumSum (opset 11): inputs x and axis (a one-element int tensor); exclusive
  * leaves each element out of its own sum, reverse sums from the end. */
-mpx_status mpx_k_cumsum(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
-                        int n_out) {
-    const mpx_value *x, *axv;
-    mpx_status st = ke_need_out(c, n_out);
-    if (st == MPX_OK) st = ke_input(c, in, n_in, 0, KE_NUM, false, &x);
-    if (st == MPX_OK) st = ke_input(c, in, n_in, 1, KE_INT, false, &axv);
+/* CumSum's axis and attributes, with x's rows along it; out[0] allocated
+ * in x's dtype. x: input 0, read as the caller's kernel takes it. */
+typedef struct cs_args {
+    bool excl, rev;
+    int64_t len, outer, inner;
+} cs_args;
+
+static mpx_status cumsum_setup(const mpx_kctx *c, const mpx_value *x, const mpx_value *const *in, int n_in,
+                               mpx_value *out, cs_args *a) {
+    const mpx_value *axv;
+    mpx_status st = ke_input(c, in, n_in, 1, KE_INT, false, &axv);
     if (st != MPX_OK) return st;
     if (axv->n != 1 || axv->rank > 1)
         return mpx_kernel_error(c, MPX_E_SHAPE, "axis must hold one value (it has %lld, rank %d)",
@@ -409,12 +414,48 @@ mpx_status mpx_k_cumsum(const mpx_kctx *c, const mpx_value *const *in, int n_in,
         return mpx_kernel_error(c, MPX_E_SHAPE, "the input must have rank 1 or more");
     int ax;
     if ((st = mpx_k_axis(c, axv->i[0], x->rank, 0, &ax)) != MPX_OK) return st;
-    bool excl = mpx_node_attr_int(c->node, "exclusive", 0) != 0;
-    bool rev = mpx_node_attr_int(c->node, "reverse", 0) != 0;
-    int64_t len = x->dims[ax], outer = 1, inner = 1;
-    for (int i = 0; i < ax; i++) outer *= x->dims[i];
-    for (int i = ax + 1; i < x->rank; i++) inner *= x->dims[i];
-    if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, x->dims)) != MPX_OK) return st;
+    a->excl = mpx_node_attr_int(c->node, "exclusive", 0) != 0;
+    a->rev = mpx_node_attr_int(c->node, "reverse", 0) != 0;
+    a->len = x->dims[ax], a->outer = 1, a->inner = 1;
+    for (int i = 0; i < ax; i++) a->outer *= x->dims[i];
+    for (int i = ax + 1; i < x->rank; i++) a->inner *= x->dims[i];
+    return mpx_k_alloc(c, &out[0], x->dtype, x->rank, x->dims);
+}
+
+/* CumSum of float64 values (the float64 table's row): running sums in
+ * double, in the order of the fp32 kernel's. */
+mpx_status mpx_k_cumsum_f64(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    const mpx_value *x = n_in > 0 ? in[0] : NULL;
+    cs_args a;
+    mpx_status st = ke_need_out(c, n_out);
+    if (st == MPX_OK && (!x || x->n < 0 || (x->n > 0 && !x->d)))
+        st = mpx_kernel_error(c, MPX_E_INVALID, "input 0 is missing or not float64");
+    if (st == MPX_OK) st = cumsum_setup(c, x, in, n_in, out, &a);
+    if (st != MPX_OK) return st;
+    for (int64_t o = 0; o < a.outer; o++)
+        for (int64_t j = 0; j < a.inner; j++) {
+            double s = 0;
+            for (int64_t t = 0; t < a.len; t++) {
+                const int64_t k = (o * a.len + (a.rev ? a.len - 1 - t : t)) * a.inner + j;
+                const double v = x->d[k];
+                if (!a.excl) s += v;
+                out[0].d[k] = s;
+                if (a.excl) s += v;
+            }
+        }
+    return MPX_OK;
+}
+
+mpx_status mpx_k_cumsum(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                        int n_out) {
+    const mpx_value *x;
+    cs_args a;
+    mpx_status st = ke_need_out(c, n_out);
+    if (st == MPX_OK) st = ke_input(c, in, n_in, 0, KE_NUM, false, &x);
+    if (st == MPX_OK) st = cumsum_setup(c, x, in, n_in, out, &a);
+    if (st != MPX_OK) return st;
+    const bool excl = a.excl, rev = a.rev;
+    const int64_t len = a.len, outer = a.outer, inner = a.inner;
     mpx_value *y = &out[0];
     if (x->n == 0) return MPX_OK;
     bool rounding = x->f && !mpx_acc_is_fp32(&c->acc);

@@ -181,8 +181,11 @@ static mpx_status run_once(body_run *r, const mpx_value *ins, mpx_value *outs) {
     return st;
 }
 
+/* Float values on both sides, or float64 ones (held as doubles, also where
+ * a plan holds them low): the pairs mpx_metrics_compute takes. */
 static bool comparable(const mpx_value *x, const mpx_value *y) {
-    return x->n >= 0 && y->n >= 0 && x->f && y->f && !x->is_seq && !y->is_seq && mpx_k_same_dims(x, y);
+    return x->n >= 0 && y->n >= 0 && ((x->f && y->f) || (x->d && y->d)) && !x->is_seq && !y->is_seq &&
+           mpx_k_same_dims(x, y);
 }
 
 /* The figures of one iteration: every float value a body node computed in

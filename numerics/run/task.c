@@ -44,15 +44,21 @@ mpx_status mpx_task_parse(const char *name, bool *is_task, mpx_task_figure *f, m
     return MPX_OK;
 }
 
-/* The indices of the k largest of x[0..n) into top (k <= n), ties to the
- * lower index: one pass of insertion into a sorted list of k. */
-static void top_k(const float *x, int64_t n, int k, int64_t *top) {
+/* Element j of a float or a float64 value, as a double (a float widens
+ * exactly, so comparisons give what they give in float). */
+static inline double at(const mpx_value *v, int64_t j) { return v->d ? v->d[j] : (double)v->f[j]; }
+
+/* The indices of the k largest of v's elements [o, o + n) into top (k <= n),
+ * relative to o, ties to the lower index: one pass of insertion into a
+ * sorted list of k. */
+static void top_k(const mpx_value *v, int64_t o, int64_t n, int k, int64_t *top) {
     int m = 0;
     for (int64_t j = 0; j < n; j++) {
+        const double x = at(v, o + j);
         int p = m < k ? m : k;
-        if (p == k && !(x[j] > x[top[k - 1]])) continue;
+        if (p == k && !(x > at(v, o + top[k - 1]))) continue;
         if (m < k) m++;
-        while (p > 0 && x[j] > x[top[p - 1]]) {
+        while (p > 0 && x > at(v, o + top[p - 1])) {
             if (p < k) top[p] = top[p - 1];
             p--;
         }
@@ -62,7 +68,7 @@ static void top_k(const float *x, int64_t n, int k, int64_t *top) {
 
 mpx_status mpx_task_compute(const mpx_value *r, const mpx_value *c, const mpx_task_figure *f, double *out,
                             mpx_error *err) {
-    if (!r || !c || !r->f || !c->f || r->n != c->n || r->rank != c->rank)
+    if (!r || !c || !((r->f && c->f) || (r->d && c->d)) || r->n != c->n || r->rank != c->rank)
         return mpx_error_set(err, MPX_E_ARG, "%s: needs a float output and its reference, of one shape",
                              mpx_task_name(f->id));
     int64_t n = r->n;
@@ -84,8 +90,8 @@ mpx_status mpx_task_compute(const mpx_value *r, const mpx_value *c, const mpx_ta
         if (!a) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
         double sum = 0;
         for (int64_t i = 0; i < rows; i++) {
-            top_k(r->f + i * last, last, k, a);
-            top_k(c->f + i * last, last, k, a + k);
+            top_k(r, i * last, last, k, a);
+            top_k(c, i * last, last, k, a + k);
             int same = 0;
             for (int p = 0; p < k; p++)
                 for (int q = 0; q < k; q++) same += a[p] == a[k + q];
@@ -100,7 +106,7 @@ mpx_status mpx_task_compute(const mpx_value *r, const mpx_value *c, const mpx_ta
         for (int64_t s = 0; s < first; s++) {
             int64_t both = 0, any = 0;
             for (int64_t j = s * per; j < (s + 1) * per; j++) {
-                bool x = r->f[j] > f->param, y = c->f[j] > f->param;
+                bool x = at(r, j) > f->param, y = at(c, j) > f->param;
                 both += x && y;
                 any += x || y;
             }
@@ -111,7 +117,7 @@ mpx_status mpx_task_compute(const mpx_value *r, const mpx_value *c, const mpx_ta
     }
     case MPX_TASK_SIGN_AGREE: {
         int64_t same = 0;
-        for (int64_t j = 0; j < n; j++) same += (r->f[j] > f->param) == (c->f[j] > f->param);
+        for (int64_t j = 0; j < n; j++) same += (at(r, j) > f->param) == (at(c, j) > f->param);
         *out = (double)same / (double)n;
         return MPX_OK;
     }
