@@ -91,7 +91,10 @@ mpx_colour mpx_colour_default_node(const mpx_node *n, const mpx_format *target,
  *               division the Mul after it makes under `fuse silu`);
  *   reciprocal  Div with a rounded format: a * r(1/b), the divisor's
  *               reciprocal rounded to it (PyTorch's GELU multiplies by
- *               bf16(1/sqrt 2) where ONNX divides by sqrt 2).
+ *               bf16(1/sqrt 2) where ONNX divides by sqrt 2);
+ *   sequential  Gemm and MatMul with fp32: the sum one term after another,
+ *               not in blocks of 64 (PyTorch 1.13's CPU bf16 addmm and the
+ *               bmm with a transposed operand).
  *
  * selector: items separated by commas (spaces around commas allowed): an op
  *   type (`Conv`, matched case-insensitively against the registry), `*`, or

@@ -30,16 +30,18 @@ static const struct profile {
      * torch's scalar loop `c += a * b` in bf16, each product rounded, then
      * the running sum (block 1), a convolution's sum starting at its bias;
      * the product with a transposed second operand (attention's Q K^T:
-     * k.transpose(-2, -1), exported as a Transpose) is an fp32 dot product; products
-     * with a weight (Linear: addmm) accumulate in fp32 and round once, the
-     * bias included (fuse linear); adaptive_avg_pool2d rounds its fp32 sum
+     * k.transpose(-2, -1), exported as a Transpose) is an fp32 dot product
+     * summed one term after another (sequential); products with a weight
+     * (Linear: addmm) are such fp32 sums too, the bias added after them and
+     * the whole rounded once (fuse linear); adaptive_avg_pool2d rounds its fp32 sum
      * before dividing; layer_norm's statistics are Welford's in bf16; silu is
      * x / (1 + exp(-x)), each step rounded (Sigmoid's steps, the division made
      * by the Mul after it: fuse silu); gelu multiplies by bf16(1/sqrt 2)
      * where the export divides by sqrt 2 (reciprocal). */
     {"torch-cpu-bf16", "PyTorch 1.13's CPU bf16 (model.to(torch.bfloat16)) without AVX512-BF16", "bf16", 1, false,
      {"colour * green", "accum Conv bf16 bias-first", "accum MatMul bf16 when const_in == 0",
-      "accum MatMul fp32 when const_in == 0 and transposed_b == 1",
+      "accum MatMul fp32 sequential when const_in == 0 and transposed_b == 1",
+      "accum MatMul, Gemm fp32 sequential when const_in >= 1",
       "accum GlobalAveragePool fp32 round-sum",
       "accum LayerNormalization bf16 welford", "accum silu bf16 steps", "accum gelu bf16 reciprocal",
       "fuse linear, silu", NULL}},

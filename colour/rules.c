@@ -8,7 +8,8 @@
  *             | "fuse" selector ["when" or]
  *   (in accum and fuse rules a selector's items may be patterns: patterns.c)
  *   when     := "when" or ["else" (COLOUR | FORMAT option*)]
- *   option   := "bias-first" | "round-sum" | "welford" | "steps" | "reciprocal"   (accum_options)
+ *   option   := "bias-first" | "round-sum" | "welford" | "steps" | "reciprocal" | "sequential"
+ *               (accum_options)
  *   selector := item ("," item)*
  *   item     := "*" | "name:" (GLOB | '"' chars '"' | "'" chars "'") | OPTYPE
  *   or       := and ("or" and)*
@@ -507,6 +508,7 @@ static const struct {
     {"welford", MPX_ACC_WELFORD, "fp32 statistics are mpx's default"},
     {"steps", MPX_ACC_STEPS, "the steps are rounded to it, and fp32 rounds nothing"},
     {"reciprocal", MPX_ACC_RECIPROCAL, "the reciprocal is rounded to it, and fp32 rounds nothing"},
+    {"sequential", MPX_ACC_SEQUENTIAL, NULL},
 };
 
 const char *mpx_rules_accum_option(int k, unsigned *flag) {

@@ -302,6 +302,8 @@ static const mpx_command commands[] = {
      "  reciprocal  Div (rounded format only): multiplies by the divisor's\n"
      "              reciprocal rounded to the format (PyTorch's gelu multiplies by\n"
      "              bf16(1/sqrt 2) where ONNX divides by sqrt 2)\n"
+     "  sequential  Gemm, MatMul (fp32): the sum one term after another, not in\n"
+     "              blocks of 64 (PyTorch 1.13's CPU bf16 Linear and Q K^T)\n"
      "The selector may name the fuse patterns (silu, gelu, linear: see help fuse),\n"
      "selecting the nodes of each match but its last: accum silu bf16 steps.\n"
      "Example: accum Conv bf16 bias-first",
@@ -330,10 +332,11 @@ static const mpx_command commands[] = {
      "      without AVX512-BF16 (docs/fidelity.md measures each op against it):\n"
      "      every op bf16, input and output held in bf16; Conv and the products of\n"
      "      two activations as torch's loop (each product rounded, then the running\n"
-     "      sum; a Conv's from its bias), attention's Q K^T and Linear in fp32 (a\n"
-     "      Linear's MatMul and Add rounded once), the mean's sum rounded before the\n"
-     "      division, LayerNormalization's statistics by bf16 Welford, SiLU as\n"
-     "      x / (1 + exp(-x)) step by step, GELU's x / sqrt 2 as x * bf16(1/sqrt 2).",
+     "      sum; a Conv's from its bias), attention's Q K^T and Linear in fp32 summed\n"
+     "      term by term (a Linear's MatMul and Add rounded once), the mean's sum\n"
+     "      rounded before the division, LayerNormalization's statistics by bf16\n"
+     "      Welford, SiLU as x / (1 + exp(-x)) step by step, GELU's x / sqrt 2 as\n"
+     "      x * bf16(1/sqrt 2).",
      repl_cmd_profile, 0, 1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_profile},
     {"rules", "", "the rules in order, with how many nodes each selects and sets", NULL,
      repl_cmd_rules, 0, 0, {MPX_WORD_TEXT}, NULL, json_opts, NULL},

@@ -79,6 +79,11 @@ enum {
      * low-precision constant where the exported graph divides (PyTorch's
      * CPU GELU: x * bf16(M_SQRT1_2), exported as Div by sqrt 2). */
     MPX_ACC_RECIPROCAL = 16,
+    /* Gemm and MatMul with fp32 accumulation: the sum one term after another
+     * in fp32 from +0, no blocks of MPX_ACC_FP32_BLOCK (the row updates of
+     * kern_matmul.c, not the GEMM core), a bias after it: PyTorch 1.13's CPU
+     * bf16 addmm and bmm with a transposed operand (cpublas's scalar loops). */
+    MPX_ACC_SEQUENTIAL = 32,
 };
 
 typedef struct mpx_accum {
