@@ -1212,7 +1212,8 @@ static void test_fuse(void) {
     if (p) {
         CHECK(PN(p, "mm")->fused && PN(p, "sig")->fused && !PN(p, "gate")->fused);
         CHECK(PN(p, "sig")->accum_flags == MPX_ACC_STEPS && PN(p, "gate")->accum_flags == 0);
-        CHECK(PN(p, "mm")->accum_rule < 0 && PN(p, "scale")->compute == BF16);
+        CHECK(PN(p, "mm")->accum == F32 && PN(p, "mm")->accum_flags == MPX_ACC_SEQUENTIAL &&
+              PN(p, "scale")->compute == BF16);
     }
     mpx_plan_free(p);
     mpx_rules_free(pr);
