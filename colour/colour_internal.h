@@ -8,7 +8,7 @@
 /* Figures a `when` expression can read. FIG_NUM is a number literal. */
 typedef enum fig {
     FIG_NUM, FIG_MACS, FIG_PARAMS, FIG_IN_ELEMS, FIG_OUT_ELEMS, FIG_IN_CH, FIG_OUT_CH,
-    FIG_KERNEL, FIG_GROUP, FIG_K, FIG_ATTR, FIG_ABSMAX, FIG_CONST_IN
+    FIG_KERNEL, FIG_GROUP, FIG_K, FIG_ATTR, FIG_ABSMAX, FIG_CONST_IN, FIG_TRANSPOSED_B
 } fig;
 
 typedef struct operand {

@@ -74,7 +74,9 @@ mpx_colour mpx_colour_default_node(const mpx_node *n, const mpx_format *target,
  *   computes them as one op. Besides op types, names and *, a fuse rule's
  *   selector may name a pattern (patterns.c): linear (MatMul by a weight
  *   and its bias Add), silu (Sigmoid and Mul), gelu (GELU's erf form); the
- *   pattern's nodes but its last are fused.
+ *   pattern's nodes but its last are fused. An accum rule's selector may
+ *   name the same patterns (the same nodes: `accum silu bf16 steps` is the
+ *   Sigmoid of each SiLU).
  *
  * accum options (mpx_accum's flags; none: mpx's documented order):
  *   bias-first  Conv with a rounded format: the running sum starts at the bias
@@ -83,7 +85,16 @@ mpx_colour mpx_colour_default_node(const mpx_node *n, const mpx_format *target,
  *               format before the division;
  *   welford     LayerNormalization with a rounded format: mean and variance
  *               by Welford's algorithm in 16 lanes, every step rounded
- *               (PyTorch 1.13's CPU bf16; refused with fp32).
+ *               (PyTorch 1.13's CPU bf16; refused with fp32);
+ *   steps       Sigmoid with a rounded format: 1/(1 + e^-x) with e^-x and the
+ *               sum each rounded to it (PyTorch 1.13's CPU bf16 silu, whose
+ *               division the Mul after it makes under `fuse silu`);
+ *   reciprocal  Div with a rounded format: a * r(1/b), the divisor's
+ *               reciprocal rounded to it (PyTorch's GELU multiplies by
+ *               bf16(1/sqrt 2) where ONNX divides by sqrt 2);
+ *   sequential  Gemm and MatMul with fp32: the sum one term after another,
+ *               not in blocks of 64 (PyTorch 1.13's CPU bf16 addmm and the
+ *               bmm with a transposed operand).
  *
  * selector: items separated by commas (spaces around commas allowed): an op
  *   type (`Conv`, matched case-insensitively against the registry), `*`, or
@@ -92,7 +103,8 @@ mpx_colour mpx_colour_default_node(const mpx_node *n, const mpx_format *target,
  * expr: comparisons (< <= > >= == = !=) of figures and numbers, joined by and,
  *   or, not and parentheses. Figures: macs params in_elems out_elems in_ch
  *   out_ch kernel group k attr.<name> absmax const_in (float inputs that are
- *   weights, an Identity of one included). Numbers: 3, -0.5, 1e6, 64K, 1M,
+ *   weights, an Identity of one included) transposed_b (1 when the second
+ *   input is a Transpose that swaps its last two axes). Numbers: 3, -0.5, 1e6, 64K, 1M,
  *   1G, 2T (K/k = 1e3, M = 1e6, G = 1e9, T = 1e12).
  * A figure that is unknown for a node (shapes not bound, attribute absent or a
  * list) makes its comparison unknown; and/or/not follow Kleene's three-valued
@@ -182,6 +194,23 @@ mpx_status mpx_history_push(mpx_history *h, const mpx_rules *rules, const mpx_pl
                             mpx_error *err);
 bool mpx_history_undo(mpx_history *h); /* false: nothing to undo */
 bool mpx_history_redo(mpx_history *h); /* false: nothing to redo */
+
+/* ---- emulation profiles (colour/profiles.c) --------------------------------
+ * A profile is a whole plan that mirrors one runtime: a target, block,
+ * keep-io and rules (ordinary rules, listed by mpx_profile_rule). Profile k's
+ * name and one-line description, NULL past the last; mpx_profile_find: the
+ * index of a name (case-insensitive), -1 if none. */
+const char *mpx_profile_name(int k);
+const char *mpx_profile_about(int k);
+int mpx_profile_find(const char *name);
+/* Rule i of profile k as its text (NULL past the last). */
+const char *mpx_profile_rule(int k, int i);
+/* Profile k's rules parsed against g into a new *rules (the caller frees
+ * it), and *opts: base (NULL: the defaults) with the profile's target,
+ * block and keep-io. The profile replaces the rules: rules the session had
+ * before would change what it mirrors. */
+mpx_status mpx_profile_build(int k, const mpx_graph *g, const mpx_plan_opts *base, mpx_rules **rules,
+                             mpx_plan_opts *opts, mpx_error *err);
 
 /* ---- the plan (colour/plan.c) --------------------------------------------- */
 

@@ -5,9 +5,11 @@
  *
  *   rule     := ("colour" | "color") selector COLOUR [when]
  *             | "accum" selector FORMAT option* [when]
- *             | "fuse" selector ["when" or]       (items may be patterns: patterns.c)
+ *             | "fuse" selector ["when" or]
+ *   (in accum and fuse rules a selector's items may be patterns: patterns.c)
  *   when     := "when" or ["else" (COLOUR | FORMAT option*)]
- *   option   := "bias-first" | "round-sum" | "welford"   (accum_options)
+ *   option   := "bias-first" | "round-sum" | "welford" | "steps" | "reciprocal" | "sequential"
+ *               (accum_options)
  *   selector := item ("," item)*
  *   item     := "*" | "name:" (GLOB | '"' chars '"' | "'" chars "'") | OPTYPE
  *   or       := and ("or" and)*
@@ -38,7 +40,7 @@ static const struct {
     {"macs", FIG_MACS},     {"params", FIG_PARAMS}, {"in_elems", FIG_IN_ELEMS},
     {"out_elems", FIG_OUT_ELEMS}, {"in_ch", FIG_IN_CH}, {"out_ch", FIG_OUT_CH},
     {"kernel", FIG_KERNEL}, {"group", FIG_GROUP},   {"k", FIG_K},
-    {"absmax", FIG_ABSMAX}, {"const_in", FIG_CONST_IN},
+    {"absmax", FIG_ABSMAX}, {"const_in", FIG_CONST_IN}, {"transposed_b", FIG_TRANSPOSED_B},
 };
 const char *mpx_rule_figure_at(size_t i) { return i < sizeof figures / sizeof figures[0] ? figures[i].name : NULL; }
 
@@ -262,9 +264,10 @@ static mpx_status parse_item(parser *p, sel_item *it) {
     char name[128];
     snprintf(name, sizeof name, "%.*s", (int)n, t);
     p->i += n;
-    /* In a fuse rule a pattern's name is the pattern (an op of that name,
-     * ONNX's Gelu, is one node, which rounds once already). */
-    int pat = p->rule->kind == MPX_RULE_FUSE ? mpx_fuse_pattern_find_(t, n) : -1;
+    /* In a fuse or accum rule a pattern's name is the pattern (an op of
+     * that name, ONNX's Gelu, is one node, which rounds once already and
+     * has no sum or steps an accum rule could change). */
+    int pat = p->rule->kind != MPX_RULE_COLOUR ? mpx_fuse_pattern_find_(t, n) : -1;
     if (pat >= 0) {
         it->kind = SEL_PATTERN;
         it->pattern = pat;
@@ -510,17 +513,20 @@ static mpx_status parse_or(parser *p, expr **out) {
 
 /* ---- accum options ------------------------------------------------------------ */
 
-/* The options an accum rule may give after a format: how a kernel's sum
- * deviates from mpx's default order where a runtime does otherwise
- * (mpx_accum's flags; docs/fidelity.md says which runtime). */
+/* The options an accum rule may give after a format: how a kernel's sum,
+ * or an op's internal steps, deviate from mpx's default where a runtime
+ * does otherwise (mpx_accum's flags; docs/fidelity.md says which runtime). */
 static const struct {
     const char *name;
     unsigned flag;
-    bool rounded_only; /* meaningless with fp32 sums: refused there */
+    const char *fp32; /* with fp32 what mpx does anyway (refused there); NULL: allowed */
 } accum_options[] = {
-    {"bias-first", MPX_ACC_BIAS_FIRST, true},
-    {"round-sum", MPX_ACC_ROUND_SUM, false},
-    {"welford", MPX_ACC_WELFORD, true},
+    {"bias-first", MPX_ACC_BIAS_FIRST, "fp32 sums add the bias last"},
+    {"round-sum", MPX_ACC_ROUND_SUM, NULL},
+    {"welford", MPX_ACC_WELFORD, "fp32 statistics are mpx's default"},
+    {"steps", MPX_ACC_STEPS, "the steps are rounded to it, and fp32 rounds nothing"},
+    {"reciprocal", MPX_ACC_RECIPROCAL, "the reciprocal is rounded to it, and fp32 rounds nothing"},
+    {"sequential", MPX_ACC_SEQUENTIAL, NULL},
 };
 
 const char *mpx_rules_accum_option(int k, unsigned *flag) {
@@ -553,9 +559,9 @@ static mpx_status parse_accum_options(parser *p, const mpx_format *f, unsigned *
                            strncasecmp(p->s + at, accum_options[k].name, n) == 0))
             k++;
         if (n == 0 || k == nk) return MPX_OK;
-        if (accum_options[k].rounded_only && f->kind == MPX_FMT_FP32)
-            return fail(p, at, "%s needs a rounded accumulate format (fp16, bf16, tf32...): fp32 sums add the "
-                               "bias last", accum_options[k].name);
+        if (accum_options[k].fp32 && f->kind == MPX_FMT_FP32)
+            return fail(p, at, "%s needs a rounded accumulate format (fp16, bf16, tf32...): %s",
+                        accum_options[k].name, accum_options[k].fp32);
         *flags |= accum_options[k].flag;
         p->i = at + n;
     }
@@ -783,6 +789,20 @@ bool mpx_rule_selects_(const mpx_rule *r, const mpx_node *n) {
 }
 
 /* The operand's value for n; false when unknown. */
+/* transposed_b: 1 when n's second input is a Transpose that puts the last
+ * two axes in the opposite order of its input's (perm[r-1] < perm[r-2]; no
+ * perm reverses all), the second operand of a product read transposed
+ * (attention's Q K^T: torch's k.transpose(-2, -1), which a runtime's GEMM
+ * takes as a transposed operand, not as the copy ONNX writes). */
+static int transposed_b(const mpx_node *n) {
+    const mpx_node *t = n->n_inputs >= 2 && n->inputs[1] ? n->inputs[1]->producer : NULL;
+    if (!t || t->op != MPX_OP_Transpose) return 0;
+    const int64_t *perm = NULL;
+    int r = mpx_node_attr_ints(t, "perm", &perm);
+    if (r <= 0 || !perm) return t->n_outputs > 0 && t->outputs[0] && t->outputs[0]->rank >= 2;
+    return r >= 2 && perm[r - 1] < perm[r - 2];
+}
+
 static bool value_of(const operand *o, const mpx_node *n, const double *absmax, double *v) {
     int64_t x;
     switch (o->kind) {
@@ -801,6 +821,7 @@ static bool value_of(const operand *o, const mpx_node *n, const double *absmax, 
         for (int i = 0; i < n->n_inputs; i++)
             if (n->inputs[i] && mpx_dtype_is_float(n->inputs[i]->dtype) && mpx_tensor_is_weight_(n->inputs[i])) x++;
         break;
+    case FIG_TRANSPOSED_B: x = transposed_b(n); break;
     case FIG_ABSMAX:
         if (!absmax || isnan(absmax[n->index])) return false;
         *v = absmax[n->index];

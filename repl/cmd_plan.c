@@ -460,3 +460,45 @@ mpx_status repl_cmd_why(mpx_session *s, const mpx_cmd_args *args, mpx_error *err
     }
     return MPX_OK;
 }
+
+/* profile [<name>]: no name lists the profiles (colour/profiles.c) with
+ * their plans; a name replaces the plan with the profile's. */
+mpx_status repl_cmd_profile(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
+    if (args->n == 0) {
+        for (int k = 0; mpx_profile_name(k); k++) {
+            fprintf(s->out, "%s: %s\n", mpx_profile_name(k), mpx_profile_about(k));
+            mpx_plan_opts o;
+            mpx_rules *r = NULL;
+            mpx_status st = mpx_profile_build(k, NULL, NULL, &r, &o, err);
+            if (st) return st;
+            fprintf(s->out, "  target %s", mpx_format_name(o.target));
+            if (o.accum_block) fprintf(s->out, " block %d", o.accum_block);
+            fprintf(s->out, "; keep-io %s\n", o.keep_io ? "on" : "off");
+            for (int i = 0; i < mpx_rules_count(r); i++) fprintf(s->out, "  %s\n", mpx_rules_text(r, i));
+            mpx_rules_free(r);
+        }
+        return MPX_OK;
+    }
+    int k = mpx_profile_find(args->word[0]);
+    if (k < 0) {
+        char names[256] = "";
+        size_t o = 0;
+        mpx_name_hint h;
+        mpx_name_hint_init(&h, args->word[0]);
+        for (int i = 0; mpx_profile_name(i) && o < sizeof names; i++) {
+            o += (size_t)snprintf(names + o, sizeof names - o, "%s%s", i ? ", " : "", mpx_profile_name(i));
+            mpx_name_hint_add(&h, mpx_profile_name(i));
+        }
+        const char *hint = mpx_name_hint_get(&h);
+        return mpx_error_set(err, MPX_E_ARG, "no profile \"%s\" (profiles: %s)%s%s%s", args->word[0], names,
+                             hint ? "; did you mean " : "", hint ? hint : "", hint ? "?" : "");
+    }
+    mpx_status st = need_plan(s, err);
+    if (st) return st;
+    mpx_rules *r = NULL;
+    mpx_plan_opts o;
+    if ((st = mpx_profile_build(k, s->graph, mpx_history_opts(s->hist), &r, &o, err))) return st;
+    st = repl_apply_rules(s, r, &o, err);
+    mpx_rules_free(r);
+    return st;
+}

@@ -275,7 +275,9 @@ static const mpx_command commands[] = {
      "float inputs arrive low), clear (follows its inputs), red (always fp32).\n"
      "when: comparisons of node figures - macs params in_elems out_elems in_ch out_ch\n"
      "kernel group k attr.<name> const_in (float inputs that are weights: initializers,\n"
-     "constants, an Identity of one), and absmax (largest |fp32 output| of the last run) -\n"
+     "constants, an Identity of one), transposed_b (1 when the second input is a\n"
+     "Transpose swapping its last two axes: attention's Q K^T), and absmax (largest\n"
+     "|fp32 output| of the last run) -\n"
      "with and/or/not and parentheses; numbers like 1e6, 1M, 64K. Nodes the condition\n"
      "does not hold for keep what earlier rules gave them, unless `else` says.\n"
      "Later rules override earlier ones. Example: colour Conv green when macs >= 1M else gray",
@@ -294,6 +296,16 @@ static const mpx_command commands[] = {
      "  welford     LayerNormalization (rounded format only): mean and variance by\n"
      "              Welford's algorithm in 16 lanes, every step rounded, then\n"
      "              1/sqrt rounded (PyTorch 1.13's CPU bf16 layer_norm)\n"
+     "  steps       Sigmoid (rounded format only): 1/(1 + exp(-x)) with exp(-x)\n"
+     "              and the sum each rounded; with `fuse silu` the Mul makes the\n"
+     "              division, x / (1 + exp(-x)) (PyTorch 1.13's CPU bf16 silu)\n"
+     "  reciprocal  Div (rounded format only): multiplies by the divisor's\n"
+     "              reciprocal rounded to the format (PyTorch's gelu multiplies by\n"
+     "              bf16(1/sqrt 2) where ONNX divides by sqrt 2)\n"
+     "  sequential  Gemm, MatMul (fp32): the sum one term after another, not in\n"
+     "              blocks of 64 (PyTorch 1.13's CPU bf16 Linear and Q K^T)\n"
+     "The selector may name the fuse patterns (silu, gelu, linear: see help fuse),\n"
+     "selecting the nodes of each match but its last: accum silu bf16 steps.\n"
      "Example: accum Conv bf16 bias-first",
      repl_cmd_rule, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_rule},
     {"fuse", "<selector> [when <expr>]",
@@ -311,6 +323,21 @@ static const mpx_command commands[] = {
      "refuses such a plan (ONNX cannot hand a low node's result on unrounded).\n"
      "Example: fuse linear, silu, gelu",
      repl_cmd_rule, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_rule},
+    {"profile", "[<name>]", "set the whole plan that mirrors a runtime's low precision",
+     "Replaces the target, block, keep-io and rules with a profile's, in one step\n"
+     "(undo takes it back); without a name lists each profile with its rules. A\n"
+     "profile's rules are ordinary rules: `rules` lists them, later rules refine\n"
+     "them, `save` writes them.\n"
+     "  torch-cpu-bf16  PyTorch 1.13's CPU bf16 (model.to(torch.bfloat16)) on a CPU\n"
+     "      without AVX512-BF16 (docs/fidelity.md measures each op against it):\n"
+     "      every op bf16, input and output held in bf16; Conv and the products of\n"
+     "      two activations as torch's loop (each product rounded, then the running\n"
+     "      sum; a Conv's from its bias), attention's Q K^T and Linear in fp32 summed\n"
+     "      term by term (a Linear's MatMul and Add rounded once), the mean's sum\n"
+     "      rounded before the division, LayerNormalization's statistics by bf16\n"
+     "      Welford, SiLU as x / (1 + exp(-x)) step by step, GELU's x / sqrt 2 as\n"
+     "      x * bf16(1/sqrt 2).",
+     repl_cmd_profile, 0, 1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_profile},
     {"rules", "", "the rules in order, with how many nodes each selects and sets", NULL,
      repl_cmd_rules, 0, 0, {MPX_WORD_TEXT}, NULL, json_opts, NULL},
     {"unrule", "<n>", "remove rule n (numbers as `rules` shows them)", NULL, repl_cmd_unrule, 1, 1, {MPX_WORD_TEXT}, NULL, NULL, NULL},

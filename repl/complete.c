@@ -246,6 +246,12 @@ void repl_complete_input(const char *text, int pos, char **w) {
     }
 }
 
+void repl_complete_profile(const char *text, int pos, char **w) {
+    (void)w;
+    if (pos == 1)
+        for (int k = 0; mpx_profile_name(k); k++) cand(text, mpx_profile_name(k));
+}
+
 void repl_complete_data(const char *text, int pos, char **w) {
     (void)w;
     if (pos == 1) {

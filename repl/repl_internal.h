@@ -215,6 +215,7 @@ void repl_complete_rule(const char *text, int pos, char **words);
 void repl_complete_condition(const char *text, int pos, char **words);
 void repl_complete_sweep(const char *text, int pos, char **words);
 void repl_complete_set(const char *text, int pos, char **words);
+void repl_complete_profile(const char *text, int pos, char **words);
 /* cmd_session.c: the settings' names (to add) and an on/off setting's words. */
 void repl_setting_names(const char *text, void (*add)(const char *prefix, const char *word));
 const char *repl_setting_choices(const char *name);
@@ -233,6 +234,7 @@ mpx_status repl_cmd_rule(mpx_session *s, const mpx_cmd_args *args, mpx_error *er
 mpx_status repl_cmd_unrule(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);
 mpx_status repl_cmd_undo(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);   /* undo, redo */
 mpx_status repl_cmd_rules(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);
+mpx_status repl_cmd_profile(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);
 mpx_status repl_cmd_plan(mpx_session *s, const mpx_cmd_args *args, mpx_error *err);
 /* Whether the last run ran the current plan: its target, and every compared
  * tensor in the format the plan gives it now (cmd_viz.c). */

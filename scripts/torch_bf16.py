@@ -58,21 +58,16 @@ import torch_models  # noqa: E402
 
 import fidelity_args  # noqa: E402
 
-# What torch's CPU bf16 computes, in mpx's plan (docs/fidelity.md says why each):
-# every op in bf16 on bf16 inputs and weights, model input and output held in bf16;
-# convolutions and the products of two activations (attention's MatMuls: bmm)
-# are torch's scalar loop `c += a * b` in bf16 on CPUs without AVX512-BF16 --
-# each product rounded to bf16, then the running sum (block 1), a convolution's
-# sum starting at its bias (bias-first); but bmm with a transposed second
-# operand (attention's Q K^T: the MatMul_1 of torch's attention export) is an
-# fp32 dot product; products with a weight (Linear: addmm) and everything else
-# accumulate in fp32, and a Linear that ONNX splits into MatMul and Add rounds
-# once (fuse linear); the mean of adaptive_avg_pool2d rounds its fp32 sum to
-# bf16 before dividing (GlobalAveragePool round-sum); layer_norm's statistics
-# are Welford's in bf16 (LayerNormalization welford).
-DEFAULT_PLAN = ("target bf16 block 1; keep-io off; colour * green; accum Conv bf16 bias-first; "
-                "accum MatMul bf16 when const_in == 0; accum name:*self_att*/MatMul_1 fp32; "
-                "accum GlobalAveragePool fp32 round-sum; accum LayerNormalization bf16 welford; fuse linear")
+# What torch's CPU bf16 computes, in mpx's plan: mpx's profile torch-cpu-bf16
+# (colour/profiles.c; `help profile`, docs/fidelity.md say why each rule):
+# every op in bf16 on bf16 inputs and weights, model input and output held in
+# bf16; convolutions and the products of two activations as torch's scalar
+# loop (each product rounded, then the running sum; a convolution's from its
+# bias); attention's Q K^T and products with a weight (Linear) in fp32, a
+# Linear that ONNX splits into MatMul and Add rounded once; the mean's sum
+# rounded before dividing; layer_norm's statistics Welford's in bf16; silu as
+# x / (1 + exp(-x)) and gelu's x * bf16(1/sqrt 2), each step rounded.
+DEFAULT_PLAN = "profile torch-cpu-bf16"
 
 
 def rel_l2(a, b, ref):

@@ -1188,6 +1188,42 @@ static void test_fuse(void) {
     p = plan_with(g, "colour * green\nfuse MatMul when params >= 64", &o);
     CHECK(PN(p, "mm")->fused && PN(p, "mm")->output == F32);
     mpx_plan_free(p);
+
+    /* an accum rule's selector names the same patterns: the SiLU's Sigmoid,
+     * not the gate's; a colour rule's does not (silu is no op type) */
+    p = plan_with(g, "colour * green\naccum silu bf16 steps", &o);
+    CHECK(PN(p, "sig")->accum == BF16 && PN(p, "sig")->accum_flags == MPX_ACC_STEPS);
+    CHECK(PN(p, "gate")->accum_flags == 0 && PN(p, "silu")->accum_flags == 0);
+    CHECK(p->rule_selected[1] == 1);
+    mpx_plan_free(p);
+    mpx_rules *bad = mpx_rules_new();
+    CHECK(mpx_rules_add(bad, "colour silu red", g, &err) != MPX_OK);
+    CHECK(mpx_rules_add(bad, "accum Div fp32 reciprocal", g, &err) != MPX_OK);
+    CHECK_CONTAINS(err.msg, "reciprocal needs a rounded accumulate format");
+    CHECK(mpx_rules_add(bad, "accum Sigmoid fp32 steps", g, &err) != MPX_OK);
+    mpx_rules_free(bad);
+
+    /* the torch-cpu-bf16 profile: its rules parse, replace the plan's, and
+     * set the target, block and keep-io */
+    int k = mpx_profile_find("TORCH-CPU-BF16");
+    CHECK(k >= 0 && mpx_profile_find("torch") < 0 && mpx_profile_name(k) && !mpx_profile_name(k + 1));
+    mpx_rules *pr = NULL;
+    mpx_plan_opts po;
+    CHECK(mpx_profile_build(k, g, &o, &pr, &po, &err) == MPX_OK);
+    CHECK(pr && po.target == BF16 && po.accum_block == 1 && !po.keep_io);
+    int n_rules = 0;
+    while (mpx_profile_rule(k, n_rules)) n_rules++;
+    CHECK(pr && mpx_rules_count(pr) == n_rules && strcmp(mpx_rules_text(pr, 0), "colour * green") == 0);
+    p = NULL;
+    CHECK(pr && mpx_plan_build(g, pr, &po, NULL, &p, &err) == MPX_OK);
+    if (p) {
+        CHECK(PN(p, "mm")->fused && PN(p, "sig")->fused && !PN(p, "gate")->fused);
+        CHECK(PN(p, "sig")->accum_flags == MPX_ACC_STEPS && PN(p, "gate")->accum_flags == 0);
+        CHECK(PN(p, "mm")->accum == F32 && PN(p, "mm")->accum_flags == MPX_ACC_SEQUENTIAL &&
+              PN(p, "scale")->compute == BF16);
+    }
+    mpx_plan_free(p);
+    mpx_rules_free(pr);
     mpx_graph_free(g);
 }
 

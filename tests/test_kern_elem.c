@@ -36,6 +36,7 @@ static void node_reset(const char *op, int opset) {
     node.attrs = attrs;
     acc.fmt = NULL;
     acc.block = 0;
+    acc.flags = 0;
 }
 
 static mpx_attr *attr_new(const char *name, mpx_attr_type t) {
@@ -1532,6 +1533,70 @@ static void test_binary_threads(void) {
     }
 }
 
+/* The accum options that mirror PyTorch 1.13's CPU bf16 (docs/fidelity.md),
+ * over every finite bf16 value: Sigmoid's steps is 1/(1 + e^-x) with e^-x
+ * and the sum rounded to bf16, so x * steps(x) rounded once (the Mul under
+ * `fuse silu`) is torch's silu, bf16(x / bf16(1 + bf16(e^-x))), for every
+ * x; without the option, or with fp32, Sigmoid is ke_sigmoid. Div's
+ * reciprocal multiplies by bf16(1/b): bf16(sqrt 2) becomes bf16(1/sqrt 2). */
+static void test_torch_steps(void) {
+    const mpx_format *bf = &mpx_format_bf16;
+    mpx_value x = val(MPX_DT_FLOAT, 1, DIMS(65536)), y, z;
+    int64_t n = 0;
+    for (uint32_t b = 0; b < 65536; b++) {
+        uint32_t u = b << 16;
+        float v;
+        memcpy(&v, &u, 4);
+        if (isfinite(v)) x.f[n++] = v;
+    }
+    x.n = x.dims[0] = n;
+    node_reset("Sigmoid", 13);
+    acc.fmt = bf;
+    acc.flags = MPX_ACC_STEPS;
+    CHECK(RUN1(&y, &x) == MPX_OK);
+    long bad_steps = 0, bad_silu = 0, differ = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const float v = x.f[i], d = mpx_round_scalar(bf, 1.0f + mpx_round_scalar(bf, expf(-v)));
+        if (!same_bits(y.f[i], 1.0f / d)) bad_steps++;
+        if (!same_bits(mpx_round_scalar(bf, v * y.f[i]), mpx_round_scalar(bf, v / d))) bad_silu++;
+        if (mpx_round_scalar(bf, y.f[i]) != mpx_round_scalar(bf, ke_sigmoid(v))) differ++;
+    }
+    CHECK_MSG(bad_steps == 0 && bad_silu == 0, "Sigmoid steps: %ld values not 1/d, %ld silu not x / d of %lld",
+              bad_steps, bad_silu, (long long)n);
+    CHECK(differ > 100); /* the steps are not one rounding */
+    mpx_value_free(&y);
+    acc.flags = 0; /* bf16 without the option, and the option with fp32: the plain sigmoid */
+    CHECK(RUN1(&y, &x) == MPX_OK && same_bits(y.f[1000], ke_sigmoid(x.f[1000])) &&
+          same_bits(y.f[40000], ke_sigmoid(x.f[40000])));
+    mpx_value_free(&y);
+    acc.fmt = NULL;
+    acc.flags = MPX_ACC_STEPS;
+    CHECK(RUN1(&y, &x) == MPX_OK && same_bits(y.f[40000], ke_sigmoid(x.f[40000])));
+    mpx_value_free(&y);
+
+    node_reset("Div", 14);
+    mpx_value c = valf(0, DIMS(1), FV(1.4140625f)); /* sqrt 2 in bf16 */
+    acc.fmt = bf;
+    acc.flags = MPX_ACC_RECIPROCAL;
+    CHECK(RUN2(&y, &x, &c) == MPX_OK);
+    acc.flags = 0;
+    CHECK(RUN2(&z, &x, &c) == MPX_OK);
+    long bad_recip = 0;
+    differ = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!same_bits(y.f[i], x.f[i] * 0.70703125f)) bad_recip++;
+        if (mpx_round_scalar(bf, y.f[i]) != mpx_round_scalar(bf, z.f[i])) differ++;
+    }
+    CHECK_MSG(bad_recip == 0, "Div reciprocal: %ld values not x * bf16(1/sqrt 2)", bad_recip);
+    CHECK(differ > 1000 && same_bits(z.f[40000], x.f[40000] / 1.4140625f));
+    mpx_value_free(&y);
+    mpx_value_free(&z);
+    mpx_value_free(&c);
+    acc.fmt = NULL;
+    acc.flags = 0;
+    mpx_value_free(&x);
+}
+
 int main(void) {
     mpx_numerics_init(); /* constant folding runs the kernels */
     mpx_rng_init(&rng, 20240611);
@@ -1555,6 +1620,7 @@ int main(void) {
     test_where();
     test_reduce_float();
     test_reduce_accum();
+    test_torch_steps();
     test_reduce_int();
     test_arg();
     test_cumsum();

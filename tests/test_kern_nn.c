@@ -1594,12 +1594,42 @@ static void test_bad(void) {
     mpx_value_free(&xi4);
 }
 
+/* The accum rule's sequential (MPX_ACC_SEQUENTIAL): Gemm and MatMul in fp32
+ * sum one term after another, as PyTorch 1.13's CPU bf16 Linear does, not
+ * in mpx's blocks of 64. 2^24 then 127 ones: term by term each 1 is lost
+ * (2^24 + 1 rounds to 2^24); in blocks the second block's 64 ones are
+ * summed apart and kept. */
+static void test_matmul_sequential(void) {
+    float bd[128];
+    bd[0] = 16777216.0f;
+    for (int k = 1; k < 128; k++) bd[k] = 1.0f;
+    mpx_value a = vfill("3x128", 1.0f), b = vdata("128x1", bd), bt = vdata("1x128", bd), c1 = vfill("1", 1.0f), y;
+    const mpx_value *mi[2] = {&a, &b}, *gi[3] = {&a, &bt, &c1};
+    for (int seq = 0; seq < 2; seq++) {
+        mpx_kctx c = {.node = node("MatMul", 13, 2, "y", ""), .acc = {.flags = seq ? MPX_ACC_SEQUENTIAL : 0u},
+                      .err = &err};
+        CHECK(mpx_kernel_for(MPX_OP_MatMul)(&c, mi, 2, &y, 1) == MPX_OK &&
+              y.f[0] == (seq ? 16777216.0f : 16777280.0f) && y.f[2] == y.f[0]);
+        vfree(1, &y);
+        c.node = node("Gemm", 13, 3, "y", "transB=1");
+        /* the bias after the sum: 2^24 + 1 rounds to 2^24 again */
+        CHECK(mpx_kernel_for(MPX_OP_Gemm)(&c, gi, 3, &y, 1) == MPX_OK &&
+              y.f[0] == (seq ? 16777216.0f : 16777280.0f) && y.f[1] == y.f[0]);
+        vfree(1, &y);
+    }
+    vfree(1, &a);
+    vfree(1, &b);
+    vfree(1, &bt);
+    vfree(1, &c1);
+}
+
 int main(void) {
     mpx_numerics_init(); /* constant folding runs the kernels */
     G = mpx_graph_new("test_kern_nn");
     mpx_rng_init(&rng, 20240611);
     test_conv();
     test_conv_inf();
+    test_matmul_sequential();
     test_conv_transpose();
     test_gemm();
     test_matmul();

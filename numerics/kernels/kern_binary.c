@@ -150,7 +150,7 @@ static void bwalk_run_par(const bwalk *w, int64_t n_out, void *ctx, row_fn fn) {
 /* ---- operations ------------------------------------------------------------------------ */
 
 typedef enum bop {
-    B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_POW2, B_POW3, B_MOD, B_FMOD, B_MAX, B_MIN, B_PRELU,
+    B_ADD, B_SUB, B_MUL, B_DIV, B_RDIV, B_POW, B_POW2, B_POW3, B_MOD, B_FMOD, B_MAX, B_MIN, B_PRELU,
     B_SHL, B_SHR, /* BitShift: unsigned integers only */
     B_BAND, B_BOR, B_BXOR, /* BitwiseAnd, BitwiseOr, BitwiseXor: integers only */
     B_EQ, B_GT, B_LT, B_GE, B_LE, B_AND, B_OR, B_XOR
@@ -162,6 +162,7 @@ static bool bop_gives_bool(bop op) { return op >= B_EQ; }
 typedef struct bctx {
     bop op;
     const mpx_format *round; /* float outputs rounded to it piece by piece (NULL: not) */
+    const mpx_format *recip; /* B_RDIV: the divisor's reciprocal rounded to it */
     const float *fa, *fb;
     const int64_t *ia, *ib;
     float *fy;
@@ -226,6 +227,7 @@ static void frow_plain(void *vc, int64_t n, int64_t yo, const int64_t *off, cons
     case B_SUB: ROW(float, y, a, b, A - B); break;
     case B_MUL: ROW(float, y, a, b, A * B); break;
     case B_DIV: ROW(float, y, a, b, A / B); break;
+    case B_RDIV: ROW(float, y, a, b, A * mpx_round_value(c->recip, 1.0f / B)); break;
     case B_POW: ROW(float, y, a, b, powf(A, B)); break;
     case B_POW2: /* the exponent is one value */
         for (int64_t i = 0; i < n; i++) y[i] = a[i * sa] * a[i * sa];
@@ -320,7 +322,7 @@ static void irow(void *vc, int64_t n, int64_t yo, const int64_t *off, const int6
     case B_BAND: ROW(int64_t, y, a, b, A & B); break;
     case B_BOR: ROW(int64_t, y, a, b, A | B); break;
     case B_BXOR: ROW(int64_t, y, a, b, A ^ B); break;
-    case B_POW2: case B_POW3: break; /* float only */
+    case B_POW2: case B_POW3: case B_RDIV: break; /* float only */
     }
 }
 #undef ROW
@@ -368,7 +370,13 @@ static mpx_status apply(const mpx_kctx *c, bop op, const mpx_value *a, const mpx
     const mpx_value *v[2] = {a, b};
     bwalk w;
     bwalk_init(&w, y->rank, y->dims, 2, v);
-    bctx bc = {op, NULL, a->f, b->f, a->i, b->i, y->f, y->i, -1};
+    bctx bc = {op, NULL, NULL, a->f, b->f, a->i, b->i, y->f, y->i, -1};
+    /* The accum rule's reciprocal (MPX_ACC_RECIPROCAL): a float Div with a
+     * rounded format multiplies by the divisor's reciprocal rounded to it. */
+    if (op == B_DIV && a->f && (c->acc.flags & MPX_ACC_RECIPROCAL) && !mpx_acc_is_fp32(&c->acc)) {
+        bc.op = B_RDIV;
+        bc.recip = c->acc.fmt;
+    }
     if (y->n == 0) return MPX_OK;
     if (op == B_POW && !a->f != !b->f) { /* one operand float, the other int */
         bwalk_run(&w, &bc, pow_mixed_row);

@@ -311,6 +311,7 @@ typedef struct upar {
     float lo, hi; /* U_CLIP_RANGE */
     int64_t n;
     const mpx_format *round; /* the output rounded to it piece by piece (NULL: not) */
+    const mpx_format *steps; /* U_SIGMOID's inner steps rounded to it (MPX_ACC_STEPS; NULL: not) */
 } upar;
 
 #define U_CLIP_RANGE ((uop)-1)
@@ -320,6 +321,13 @@ static void upar_span(const upar *u, int64_t i0, int64_t n) {
         for (int64_t k = i0; k < i0 + n; k++) {
             float v = u->x[k] < u->lo ? u->lo : u->x[k];
             u->y[k] = v > u->hi ? u->hi : v;
+        }
+        return;
+    }
+    if (u->steps) { /* sigmoid_steps */
+        for (int64_t k = i0; k < i0 + n; k++) {
+            const float e = mpx_round_value(u->steps, expf(-u->x[k]));
+            u->y[k] = 1.0f / mpx_round_value(u->steps, 1.0f + e);
         }
         return;
     }
@@ -352,6 +360,20 @@ static void map_float_par(upar *u) {
         return;
     }
     mpx_k_parallel(pieces, nt, upar_item, u);
+}
+
+/* The accum rule's steps (MPX_ACC_STEPS), Sigmoid with a rounded format:
+ * 1/(1 + e^-x) as PyTorch 1.13's CPU bf16 silu computes its denominator on
+ * bf16 vectors, e^-x (glibc's expf; torch's Sleef expf is within 1 ulp of
+ * it, so the two round alike but where e^-x is within an ulp of fmt's
+ * rounding boundary) and the sum each rounded to fmt; 1/d left in fp32.
+ * Under `fuse silu` the Mul then computes x * (1/d) in fp32 and rounds
+ * once, which is x / d rounded: x and d have 8 significant bits, so x / d
+ * is never within 2^-17 of a bf16 rounding boundary unless on it, and a
+ * bf16 halfway point is never such a quotient (its 9 significant bits
+ * would have to divide x's 8), so fp32's error in 1/d cannot move it. */
+static const mpx_format *sigmoid_steps(const mpx_kctx *c, uop op) {
+    return op == U_SIGMOID && (c->acc.flags & MPX_ACC_STEPS) && !mpx_acc_is_fp32(&c->acc) ? c->acc.fmt : NULL;
 }
 
 static mpx_status unary(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
@@ -411,7 +433,7 @@ static mpx_status unary(const mpx_kctx *c, const mpx_value *const *in, int n_in,
             y->i[k] = isinf(v) && (v > 0 ? p.pos : p.neg);
         }
     } else if (x->f) {
-        upar u = {op, &p, x->f, y->f, 0.0f, 0.0f, x->n, mpx_k_out_round(c)};
+        upar u = {op, &p, x->f, y->f, 0.0f, 0.0f, x->n, mpx_k_out_round(c), sigmoid_steps(c, op)};
         map_float_par(&u);
         if (u.round) *c->out_rounded = true;
     } else {
@@ -500,7 +522,7 @@ mpx_status mpx_k_clip(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
     if (x->f) {
         float l, h;
         mpx_k_clip_bounds(c->node, lo, hi, &l, &h);
-        upar u = {U_CLIP_RANGE, NULL, x->f, y->f, l, h, x->n, mpx_k_out_round(c)};
+        upar u = {U_CLIP_RANGE, NULL, x->f, y->f, l, h, x->n, mpx_k_out_round(c), NULL};
         map_float_par(&u);
         if (u.round) *c->out_rounded = true;
     } else {

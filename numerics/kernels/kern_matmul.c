@@ -17,8 +17,11 @@
 enum { GEMM_KEPT_T_MIN_M = 16 };
 
 /* Whether mm_run_t takes a product of K terms to the GEMM core (which writes
- * every value of Y) rather than the row updates (which add into Y). */
-static bool mm_on_core(const mpx_kctx *c, int64_t K) { return K > 0 && kg_mode_of(&c->acc) >= 0; }
+ * every value of Y) rather than the row updates (which add into Y: in fp32
+ * one term after another, the accum rule's sequential). */
+static bool mm_on_core(const mpx_kctx *c, int64_t K) {
+    return K > 0 && !(c->acc.flags & MPX_ACC_SEQUENTIAL) && kg_mode_of(&c->acc) >= 0;
+}
 
 /* Y (M x N, row-major, zero on entry unless mm_on_core) = A B, with A[i][k] = A[i * ars + k * acs]
  * and B row-major K x N, or with b_ldt (and b_owner; the GEMM core's

@@ -49,9 +49,9 @@ size_t mpx_numerics_kept_rounded_bytes(void);
  * adds; rounding the fp32 sum would round twice) (block 0), or each block of `block` terms is summed in fp32, rounded to fmt,
  * and added to the running sum, which is rounded to fmt (block > 0). A bias is
  * one more addition. The kernel's output is rounded by the executor.
- * Flags (the `accum` rule's options, colour/rules.c) change two of these
- * choices where a runtime makes the other one (PyTorch's CPU bf16:
- * docs/fidelity.md); no flags is the behaviour above. */
+ * Flags (the `accum` rule's options, colour/rules.c) change these choices,
+ * or an op's internal steps, where a runtime makes other ones (PyTorch's
+ * CPU bf16: docs/fidelity.md); no flags is the behaviour above. */
 #define MPX_ACC_FP32_BLOCK 64
 
 enum {
@@ -68,6 +68,22 @@ enum {
      * affine factors rounded too (PyTorch 1.13's CPU RowwiseMoments and
      * layer_norm in bf16: kern_norm.c). */
     MPX_ACC_WELFORD = 4,
+    /* Sigmoid with a rounded accumulate format: 1/(1 + e^-x) with e^-x and
+     * the sum 1 + e^-x each rounded to fmt, the division in fp32 (the
+     * executor rounds it, or a fuse rule hands it on unrounded): the steps
+     * of PyTorch 1.13's CPU bf16 silu, x / (1 + exp(-x)) on bf16 vectors,
+     * whose division the Mul after the Sigmoid then makes (kern_elem.c). */
+    MPX_ACC_STEPS = 8,
+    /* Div with a rounded accumulate format: a * r(1/b), the divisor's
+     * reciprocal rounded to fmt, for a runtime that multiplies by a
+     * low-precision constant where the exported graph divides (PyTorch's
+     * CPU GELU: x * bf16(M_SQRT1_2), exported as Div by sqrt 2). */
+    MPX_ACC_RECIPROCAL = 16,
+    /* Gemm and MatMul with fp32 accumulation: the sum one term after another
+     * in fp32 from +0, no blocks of MPX_ACC_FP32_BLOCK (the row updates of
+     * kern_matmul.c, not the GEMM core), a bias after it: PyTorch 1.13's CPU
+     * bf16 addmm and bmm with a transposed operand (cpublas's scalar loops). */
+    MPX_ACC_SEQUENTIAL = 32,
 };
 
 typedef struct mpx_accum {

@@ -298,6 +298,10 @@ static void run_direct(fgroup *f, int tid, int64_t start, int64_t len) {
 static fop direct_of(const fgroup *f, const fnode *fn) {
     const mpx_node *n = fn->n;
     if (!mpx_exec_node_plain(f->a, n) || n->outputs[0]->dtype != MPX_DT_FLOAT) return FOP_NONE;
+    /* an accum option that changes the op's steps (Sigmoid's steps, Div's
+     * reciprocal) is its kernel's: an fp32 node with one runs there */
+    const mpx_accum *acc = f->a ? &f->a->node[n->index].acc : NULL;
+    if (acc && acc->flags && acc->fmt && acc->fmt->kind != MPX_FMT_FP32) return FOP_NONE;
     for (int j = 0; j < n->n_inputs; j++)
         if (n->inputs[j] && n->inputs[j]->dtype != MPX_DT_FLOAT) return FOP_NONE;
     switch (n->op) {
