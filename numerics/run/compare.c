@@ -195,6 +195,10 @@ static void drop(stream *s, int t) {
      * bytes, so search's evaluations of det fit the default budget. A
      * later run that measures it finds no reference and runs in full. */
     if (s->cache && !mpx_cmp_measured(s->opts, t)) mpx_value_free(&s->ref[t]);
+    if (s->cache && mpx_cmp_cache_lean(s->cache, t)) {
+        mpx_value_free(&s->ref[t]);
+        mpx_value_free(&s->cand[0][t]);
+    }
     if (s->cache) mpx_cmp_cache_put(s->cache, t, &s->ref[t], &s->cand[0][t]);
     mpx_value_free(&s->ref[t]);
     for (int q = 0; q < s->nc; q++) mpx_value_free(&s->cand[q][t]);
