@@ -199,7 +199,8 @@ bool mpx_cmp_cache_fits(const mpx_compare_cache *k, const mpx_graph *g, const mp
 }
 
 /* What a full run does not give the cache: the outputs of pointwise nodes
- * (kernels.def: MPX_KERNEL_POINTWISE) of LEAN_MIN_BYTES or more, at most
+ * (kernels.def: MPX_KERNEL_POINTWISE), Concats and Resizes (lean_op) of
+ * LEAN_MIN_BYTES or more, at most
  * LEAN_DEPTH of them in a row. Keeping every value made a session's first
  * `run` write each one into memory of its own that the process had never
  * touched: on PP-OCRv4 det at 1x3x640x640 the kernel's page-fault path was
@@ -224,6 +225,13 @@ static size_t est_bytes(const mpx_tensor *t) {
     return (size_t)t->nelem * (mpx_dtype_is_float(t->dtype) && t->dtype != MPX_DT_DOUBLE ? 4u : 8u);
 }
 
+/* Ops whose output is a pass over memory to make again: pointwise ones,
+ * and the joins and resizes of a detector's neck (det at 640x640: 30 MB of
+ * Concat and Resize outputs a run). */
+static bool lean_op(mpx_op op) {
+    return mpx_kernel_pointwise(op) || op == MPX_OP_Concat || op == MPX_OP_Resize;
+}
+
 static bool cache_plan_lean(mpx_compare_cache *k, const mpx_graph *g) {
     unsigned char *depth = mpx_cmp_alloc_n(g->n_tensors, 1); /* left-out producers in a row ending at the tensor */
     bool *written = mpx_cmp_alloc_n(g->n_tensors, sizeof *written);
@@ -239,7 +247,7 @@ static bool cache_plan_lean(mpx_compare_cache *k, const mpx_graph *g) {
     }
     for (int i = 0; ok && plain && i < g->n_nodes; i++) {
         const mpx_node *n = g->nodes[i];
-        if (mpx_exec_skipped(n) || !mpx_kernel_pointwise(n->op) || n->n_outputs != 1 || !n->outputs[0]) continue;
+        if (mpx_exec_skipped(n) || !lean_op(n->op) || n->n_outputs != 1 || !n->outputs[0]) continue;
         const mpx_tensor *o = n->outputs[0];
         if (est_bytes(o) < LEAN_MIN_BYTES || o->producer != n || (o->flags & MPX_T_OUTPUT)) continue;
         int d = 0;

@@ -462,8 +462,8 @@ void mpx_metric_set(mpx_metrics *m, mpx_metric_id id, double v);
  * are dropped first (late recolours are the common case); a later run
  * needing a dropped candidate value makes it again from the values still
  * held (candidate work only), one needing a dropped reference value runs
- * in full. A full run does not give it the outputs of pointwise nodes of
- * 64 KB and more (at most eight in a row): they are the cheapest to make
+ * in full. A full run does not give it the outputs of pointwise nodes,
+ * Concats and Resizes of 64 KB and more (at most eight in a row): they are the cheapest to make
  * again, and a later run that needs one makes it (reference or candidate)
  * from the values held and keeps it when the budget has room; keeping every
  * value made a session's first run pay for hundreds of MB of fresh memory.
