@@ -831,13 +831,16 @@ static void test_cache(void) {
     keep[T(g, "x")->index] = true;
     check_cache(g, &x, keep);
     /* A chain large enough to run by tiles (numerics/fuse.c: 2^16 elements
-     * and more), so the incremental runs take the fused path too. */
+     * and more), so the incremental runs take the fused path too; its
+     * pointwise values are large enough that full runs leave them out of
+     * the cache (compare_cache.c: cache_plan_lean), so the re-runs make
+     * them again from x and the Softmax's (not pointwise) output. */
     {
         mpx_graph *h = mpx_graph_new("chain.json");
         h->opset = 13;
         node(h, "m1", "Mul", "x:f:1x4x128x128 s=f[0.75]", "u1", "");
         node(h, "a1", "Add", "u1 u1", "u2", "");
-        node(h, "r1", "Relu", "u2", "u3", "");
+        node(h, "r1", "Softmax", "u2", "u3", "");
         node(h, "m2", "Mul", "u3 s", "u4", "");
         node(h, "s1", "Sub", "u4 u1", "u5", "");
         node(h, "c1", "Clip", "u5", "y", "min=-0.5 max=0.5");
@@ -861,6 +864,66 @@ static void test_cache(void) {
     CHECK(CACHED_RUN(g, a, &x, k, NULL, 0, 1) == 7); /* m1 and m2, and all after m1 */
     mpx_assign_free(a);
     mpx_compare_cache_free(k);
+    mpx_value_free(&x);
+    mpx_graph_free(g);
+}
+
+/* Full runs leave pointwise values of 64 KB and more out of the cache
+ * (compare_cache.c: cache_plan_lean); the incremental runs make the ones
+ * they need again from what it holds - candidate values of a recoloured
+ * node's inputs, reference values to measure dirty layers against - with a
+ * full run's bits, and give them to the cache, so the next run finds them. */
+static void test_cache_lean(void) {
+    mpx_graph *g = mpx_graph_new("lean.json");
+    g->opset = 13;
+    node(g, "m1", "Mul", "x:f:1x4x128x128 s=f[0.75]", "u1", "");
+    node(g, "a1", "Add", "u1 u1", "u2", "");
+    node(g, "sm", "Softmax", "u2", "u3", "");
+    node(g, "r1", "Relu", "u3", "u4", "");
+    node(g, "m2", "Mul", "u4 s", "u5", "");
+    node(g, "c1", "Clip", "u5", "y", "min=-0.5 max=0.5");
+    finish(g, "y");
+    int64_t d[4] = {1, 4, 128, 128};
+    mpx_value x;
+    mpx_value_alloc(&x, MPX_DT_FLOAT, 4, d, NULL);
+    gb_fill_normal(&x, 13);
+    const size_t one = (size_t)4 * 128 * 128 * sizeof(float);
+    int all = run_nodes(g), c1 = T(g, "y")->producer->index, r1 = T(g, "u4")->producer->index, m1 = T(g, "u1")->producer->index;
+    for (int threads = 0; threads < 2; threads++) {
+        mpx_compare_cache *k = mpx_compare_cache_new(0);
+        mpx_assign *a = mpx_assign_uniform(g, &mpx_format_fp16, NULL, false);
+        CHECK(CACHED_RUN(g, a, &x, k, NULL, threads, 0) == all);
+        /* Held: u3 (Softmax) and y (the output), each reference and candidate. */
+        CHECK_MSG(mpx_compare_cache_bytes(k) == 4 * one, "cache holds %zu bytes, want %zu",
+                  mpx_compare_cache_bytes(k), 4 * one);
+        /* The last node: its input's candidate value made again (m2 from
+         * u3, r1 too); y's reference is held. */
+        make_red(g, a, c1);
+        CHECK(CACHED_RUN(g, a, &x, k, NULL, threads, 1) == 3);
+        CHECK(CACHED_RUN(g, a, &x, k, NULL, threads, 1) == 0);
+        /* ... and given to the cache: recolouring c1 again runs it alone. */
+        CHECK(mpx_compare_cache_bytes(k) == 6 * one);
+        a->node[c1].acc.fmt = &mpx_format_bf16;
+        CHECK(CACHED_RUN(g, a, &x, k, NULL, threads, 1) == 1);
+        /* r1: the references of r1's and m2's outputs made again (from u3)
+         * and kept, their candidates recomputed. */
+        make_red(g, a, r1);
+        CHECK(CACHED_RUN(g, a, &x, k, NULL, threads, 1) == 3);
+        CHECK(mpx_compare_cache_bytes(k) == 8 * one);
+        make_red(g, a, m1);
+        CHECK(CACHED_RUN(g, a, &x, k, NULL, threads, 1) == all);
+        CHECK(CACHED_RUN(g, a, &x, k, NULL, threads, 1) == 0);
+        mpx_compare_cache_free(k);
+        /* A budget with no room for the remade values: a full run, right. */
+        mpx_assign_free(a);
+        a = mpx_assign_uniform(g, &mpx_format_fp16, NULL, false);
+        k = mpx_compare_cache_new(4 * one + one / 2);
+        CHECK(CACHED_RUN(g, a, &x, k, NULL, threads, 0) == all);
+        make_red(g, a, r1);
+        CHECK(CACHED_RUN(g, a, &x, k, NULL, threads, 0) == all);
+        mpx_compare_cache_free(k);
+        mpx_assign_free(a);
+    }
     mpx_value_free(&x);
     mpx_graph_free(g);
 }
@@ -1426,6 +1489,7 @@ int main(void) {
     test_cancel_progress();
     test_errors();
     test_cache();
+    test_cache_lean();
     test_measure();
     test_weights_unrounded();
     test_inplace();

@@ -195,6 +195,10 @@ static void drop(stream *s, int t) {
      * bytes, so search's evaluations of det fit the default budget. A
      * later run that measures it finds no reference and runs in full. */
     if (s->cache && !mpx_cmp_measured(s->opts, t)) mpx_value_free(&s->ref[t]);
+    if (s->cache && mpx_cmp_cache_lean(s->cache, t)) {
+        mpx_value_free(&s->ref[t]);
+        mpx_value_free(&s->cand[0][t]);
+    }
     if (s->cache) mpx_cmp_cache_put(s->cache, t, &s->ref[t], &s->cand[0][t]);
     mpx_value_free(&s->ref[t]);
     for (int q = 0; q < s->nc; q++) mpx_value_free(&s->cand[q][t]);
@@ -290,9 +294,10 @@ static mpx_status run_metrics(stream *s, slot *sl, const mpx_node *n, mpx_error 
  *   an input is made in a mapping when its producer runs (map_out).
  * The kernels are the same and compute the same bits; only where they go
  * changes. Decided when the job is taken (under the lock: the counts are
- * final for it then), the buffer adopted when it is done. Not with a cache
- * (it takes dropped values) nor in graphs with bodies (kern_loop.c reads
- * the reference's values on its own). */
+ * final for it then), the buffer adopted when it is done. With a cache,
+ * only over values it does not take (compare_cache.c: cache_plan_lean),
+ * and no join grows; not in graphs with bodies (kern_loop.c reads the
+ * reference's values on its own). */
 
 /* A value a Concat may grow into its output is made in a mapping of its
  * own only from this size on (smaller ones: the mapping's page rounding
@@ -336,6 +341,10 @@ static size_t static_bytes(const mpx_tensor *t) {
  * a guess of the schedule, not the measure (peak_bytes is). */
 static bool plan_joins(stream *s) {
     const mpx_graph *g = s->g;
+    if (s->cache) { /* no join grows: the cache keeps its mapped heads whole */
+        s->map_head = mpx_cmp_alloc_n(g->n_tensors, sizeof *s->map_head);
+        return s->map_head != NULL;
+    }
     int nt = g->n_tensors;
     int *last = mpx_cmp_alloc_n(nt, sizeof *last);
     size_t *cut = mpx_cmp_alloc_n(s->n_pos, sizeof *cut), *save = mpx_cmp_alloc_n(s->n_pos, sizeof *save);
@@ -398,7 +407,8 @@ static int *run_uses(const stream *s, int run) { return s->ruses + (size_t)run *
  * a view (borrowed) or the run's own rounded copy, which nothing after its
  * last reader needs either. */
 static bool dead_after(const stream *s, const job *j, const mpx_tensor *t, const mpx_value *v) {
-    return t && run_uses(s, run_of(j))[t->index] == 1 && !s->keep[t->index] && mpx_value_own_floats(v);
+    return t && run_uses(s, run_of(j))[t->index] == 1 && !s->keep[t->index] && mpx_value_own_floats(v) &&
+           (!s->cache || mpx_cmp_cache_lean(s->cache, t->index));
 }
 
 static void plan_inplace(stream *s, job *j) {
@@ -912,9 +922,9 @@ static bool plan_schedule(stream *s) {
     free(seen);
     s->rewrites = rewrites;
     s->window = rewrites ? 1 : WINDOW;
-    /* Not where a value is written twice (nor with a cache or bodies: see
+    /* Not where a value is written twice (nor with bodies: see
      * plan_inplace). */
-    s->inplace = !rewrites && !s->cache && !s->bodies_present && !mpx_env_on("MPX_CMP_NOINPLACE");
+    s->inplace = !rewrites && !s->bodies_present && !mpx_env_on("MPX_CMP_NOINPLACE");
     if (s->window > s->n_pos) s->window = s->n_pos > 0 ? s->n_pos : 1;
     return ok;
 }

@@ -38,6 +38,7 @@ struct mpx_compare_cache {
      * values of order[0..evict) are dropped for good: the earliest go first,
      * and a value older than one dropped is not taken in. */
     int *rank;                 /* [n_tensors]: position in order, -1: not cached */
+    bool *lean;                /* [n_tensors]: not given to it by full runs (cache_plan_lean) */
     int *order;
     int n_order, evict;
     /* What the last incremental run replaced, when it was asked to be
@@ -96,6 +97,7 @@ void mpx_compare_cache_clear(mpx_compare_cache *k) {
     free(k->prec);
     free(k->layers);
     free(k->rank);
+    free(k->lean);
     free(k->order);
     size_t budget = k->budget;
     memset(k, 0, sizeof *k);
@@ -196,6 +198,72 @@ bool mpx_cmp_cache_fits(const mpx_compare_cache *k, const mpx_graph *g, const mp
     return true;
 }
 
+/* What a full run does not give the cache: the outputs of pointwise nodes
+ * (kernels.def: MPX_KERNEL_POINTWISE), Concats and Resizes (lean_op) of
+ * LEAN_MIN_BYTES or more, at most
+ * LEAN_DEPTH of them in a row. Keeping every value made a session's first
+ * `run` write each one into memory of its own that the process had never
+ * touched: on PP-OCRv4 det at 1x3x640x640 the kernel's page-fault path was
+ * 41% of that run (162k faults, 650 MB of RSS), and pointwise outputs are
+ * 557 of the 694 MB a run makes (the Mul, Add, Clip, Div after each Conv).
+ * Left out, they are freed after their last reader (compare.c: drop) and
+ * the heap hands their blocks to the values made after them. They are the
+ * cheapest values to make again: an incremental run that needs one (an
+ * input of a recoloured node, a reference to measure against) runs its
+ * producers from the values the cache holds, at most LEAN_DEPTH pointwise
+ * nodes back, a pass over memory each. Small values cost few pages and are
+ * kept. None where a tensor is written twice (its producer would not be its
+ * only writer) nor in graphs with bodies (which run in full). Kept tensors
+ * and model outputs are given to the cache whatever this says (compare.c
+ * drops only the others). */
+enum { LEAN_DEPTH = 8, LEAN_MIN_BYTES = 1 << 16 };
+
+/* The bytes of a value of t from its inferred shape (0: unknown, a
+ * sequence, or not an activation). */
+static size_t est_bytes(const mpx_tensor *t) {
+    if (!t || t->nelem <= 0 || (t->flags & (MPX_T_SEQUENCE | MPX_T_CONSTANT | MPX_T_FOLDED))) return 0;
+    return (size_t)t->nelem * (mpx_dtype_is_float(t->dtype) && t->dtype != MPX_DT_DOUBLE ? 4u : 8u);
+}
+
+/* Ops whose output is a pass over memory to make again: pointwise ones,
+ * and the joins and resizes of a detector's neck (det at 640x640: 30 MB of
+ * Concat and Resize outputs a run). */
+static bool lean_op(mpx_op op) {
+    return mpx_kernel_pointwise(op) || op == MPX_OP_Concat || op == MPX_OP_Resize;
+}
+
+static bool cache_plan_lean(mpx_compare_cache *k, const mpx_graph *g) {
+    unsigned char *depth = mpx_cmp_alloc_n(g->n_tensors, 1); /* left-out producers in a row ending at the tensor */
+    bool *written = mpx_cmp_alloc_n(g->n_tensors, sizeof *written);
+    bool ok = depth && written, plain = !mpx_env_on("MPX_CMP_KEEPALL");
+    for (int i = 0; ok && plain && i < g->n_nodes; i++) {
+        const mpx_node *n = g->nodes[i];
+        plain = !n->body;
+        for (int j = 0; plain && !mpx_exec_skipped(n) && j < n->n_outputs; j++)
+            if (n->outputs[j]) {
+                plain = !written[n->outputs[j]->index];
+                written[n->outputs[j]->index] = true;
+            }
+    }
+    for (int i = 0; ok && plain && i < g->n_nodes; i++) {
+        const mpx_node *n = g->nodes[i];
+        if (mpx_exec_skipped(n) || !lean_op(n->op) || n->n_outputs != 1 || !n->outputs[0]) continue;
+        const mpx_tensor *o = n->outputs[0];
+        if (est_bytes(o) < LEAN_MIN_BYTES || o->producer != n || (o->flags & MPX_T_OUTPUT)) continue;
+        int d = 0;
+        for (int j = 0; j < n->n_inputs; j++)
+            if (n->inputs[j] && depth[n->inputs[j]->index] > d) d = depth[n->inputs[j]->index];
+        if (d >= LEAN_DEPTH) continue;
+        depth[o->index] = (unsigned char)(d + 1);
+        k->lean[o->index] = true;
+    }
+    free(depth);
+    free(written);
+    return ok;
+}
+
+bool mpx_cmp_cache_lean(const mpx_compare_cache *k, int t) { return k && k->lean && k->lean[t]; }
+
 /* Empty, ready for a full run of g on inputs. */
 mpx_status mpx_cmp_cache_start(mpx_compare_cache *k, const mpx_graph *g, const mpx_value *inputs,
                               mpx_error *err) {
@@ -212,7 +280,8 @@ mpx_status mpx_cmp_cache_start(mpx_compare_cache *k, const mpx_graph *g, const m
     k->prec = mpx_cmp_alloc_n(g->n_nodes, sizeof *k->prec);
     k->rank = mpx_cmp_alloc_n(nt, sizeof *k->rank);
     k->order = mpx_cmp_alloc_n(nt, sizeof *k->order);
-    if (!k->ref || !k->cand || !k->inputs || !k->tfmt || !k->prec || !k->rank || !k->order) {
+    k->lean = mpx_cmp_alloc_n(nt, sizeof *k->lean);
+    if (!k->lean || !k->ref || !k->cand || !k->inputs || !k->tfmt || !k->prec || !k->rank || !k->order) {
         mpx_compare_cache_clear(k);
         return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     }
@@ -227,6 +296,10 @@ mpx_status mpx_cmp_cache_start(mpx_compare_cache *k, const mpx_graph *g, const m
                 k->order[k->n_order++] = t->index;
             }
         }
+    }
+    if (!cache_plan_lean(k, g)) {
+        mpx_compare_cache_clear(k);
+        return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     }
     for (int i = 0; i < g->n_inputs; i++) {
         mpx_status st = mpx_value_copy(&k->inputs[i], &inputs[i], err);
@@ -352,6 +425,42 @@ static size_t free_remade(const mpx_graph *g, const mpx_compare_opts *opts, int 
     return freed;
 }
 
+/* Tensor t's reference value for the run: the cache's, else, for a value
+ * full runs leave out (cache_plan_lean), made again by its producer
+ * (rregen) unless dropped over budget since. False: a full run (as for a
+ * value left out as unmeasured: making those again is a full run's work
+ * holding every value at once). */
+static bool need_ref(const mpx_compare_cache *k, const mpx_tensor *t, bool *rregen) {
+    if (k->ref[t->index].n >= 0) return true;
+    if (k->rank[t->index] < k->evict || !k->lean[t->index] || !t->producer) return false;
+    rregen[t->producer->index] = true;
+    return true;
+}
+
+/* Tensor t's candidate value for the run: a dirty node's (changed), the
+ * cache's, else made again by its producer (regen). */
+static bool need_cand(const mpx_compare_cache *k, const mpx_tensor *t, const bool *changed, bool *regen) {
+    if (changed[t->index] || k->cand[t->index].n >= 0) return true;
+    if (!t->producer) return false;
+    regen[t->producer->index] = true;
+    return true;
+}
+
+/* A value a clean node made again (vals: k->ref or k->cand) replaces what
+ * the cache holds of t (nothing, or the same bits), when it is not dropped
+ * for good and fits the budget as it is; what it does not take stays with
+ * the caller. */
+static void cache_put_remade(mpx_compare_cache *k, int t, mpx_value *v, mpx_value *vals) {
+    if (k->rank[t] < 0 || k->rank[t] < k->evict || v->n < 0 || v->borrowed ||
+        k->bytes - mpx_value_bytes(&vals[t]) + mpx_value_bytes(v) > k->budget) /* (never at older values' cost) */
+        return;
+    k->bytes -= mpx_value_bytes(&vals[t]);
+    mpx_value_free(&vals[t]);
+    k->bytes += mpx_value_bytes(v);
+    take(&vals[t], v);
+    cache_trim(k);
+}
+
 /* The run from the cache k (which fits g and the inputs). MPX_OK with *out
  * NULL: a value it needs is not cached, run in full. The cache changes only
  * when the run succeeds. */
@@ -365,7 +474,8 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
         if (g->nodes[i]->n_outputs > max_out) max_out = g->nodes[i]->n_outputs;
     bool *dirty = mpx_cmp_alloc_n(nn, sizeof *dirty), *changed = mpx_cmp_alloc_n(nt, sizeof *changed),
          *layer = mpx_cmp_alloc_n(nt, sizeof *layer), *want = mpx_cmp_alloc_n(nt, sizeof *want),
-         *regen = mpx_cmp_alloc_n(nn, sizeof *regen);
+         *regen = mpx_cmp_alloc_n(nn, sizeof *regen), *rregen = mpx_cmp_alloc_n(nn, sizeof *rregen),
+         *hold = mpx_cmp_alloc_n(nt, sizeof *hold);
     int *last = mpx_cmp_alloc_n(nt, sizeof *last); /* a remade value's last reader; -1: not remade */
     mpx_value *ref = mpx_cmp_alloc_values(nt), *cand = mpx_cmp_alloc_values(nt), *outs = mpx_cmp_alloc_values(max_out);
     mpx_compare *c = calloc(1, sizeof *c);
@@ -378,7 +488,7 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
         c->ref = mpx_cmp_alloc_values(nt);
         c->cand = mpx_cmp_alloc_values(nt);
     }
-    if (!dirty || !changed || !layer || !want || !regen || !last || !ref || !cand || !outs || !c || !c->layers ||
+    if (!dirty || !changed || !layer || !want || !regen || !rregen || !hold || !last || !ref || !cand || !outs || !c || !c->layers ||
         !c->ref || !c->cand) {
         st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
         goto done;
@@ -400,22 +510,59 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
         for (int j = 0; j < n->n_outputs; j++)
             if (n->outputs[j]) changed[n->outputs[j]->index] = true;
     }
-    /* A dirty node's unchanged input whose candidate value was dropped over
-     * budget is made again: its producer runs too ("regen": same precision,
-     * same inputs, so the same bits; its layer stands), and so on back to
-     * values the cache holds or the run makes (inputs, constants). Without
-     * it such a trial ran in full, the reference included: the earliest
-     * values go first, so on det at 640x640 every trial of an early node did
-     * (13 of a search's 85 evaluations; the search 9.5 -> 7.1 s). Candidate
-     * work only; each remade value is freed after its last reader. */
-    for (int i = nn - 1; i >= 0; i--) {
+    /* What the run reads from the cache: reference values of dirty nodes'
+     * measured layers, both values of a clean layer measured now and not
+     * before, both values of kept tensors, and the candidate values of the
+     * dirty nodes' unchanged inputs. A value the cache lacks is made again
+     * by its producer (same precision, same inputs, so the same bits; its
+     * layer stands), and so on back to values the cache holds or the run
+     * makes (inputs, constants):
+     * - a candidate value ("regen"), also one dropped over budget: without
+     *   it such a trial ran in full, the reference included, and as the
+     *   earliest values go first, on det at 640x640 every trial of an early
+     *   node did (13 of a search's 85 evaluations; the search 9.5 -> 7.1 s);
+     * - a reference value ("rregen"), one a full run did not give the cache
+     *   (compare.c: plan_lean) or one it left out as unmeasured; one dropped
+     *   over budget means a full run, which refills the cache in order,
+     *   rather than a partial one holding a whole run's values at once.
+     * Remade values are given to the cache at the end (values of clean
+     * nodes: the same bits before and after the run, so not part of what
+     * an undo takes back), but those dropped over budget, which are freed
+     * after their last reader (last[]) unless the end reads them (hold). */
+    bool ok = true;
+    for (int i = 0; i < nn && ok; i++) {
         const mpx_node *n = g->nodes[i];
+        if (!dirty[i]) continue;
+        for (int j = 0; j < n->n_outputs && ok; j++) {
+            const mpx_tensor *t = n->outputs[j];
+            if (t && layer[t->index] && mpx_cmp_measured(opts, t->index)) ok = need_ref(k, t, rregen);
+        }
+    }
+    for (int i = 0; i < k->n_layers && ok; i++) {
+        const mpx_layer *L = &k->layers[i];
+        if (L->unmeasured && !dirty[L->node] && mpx_cmp_measured(opts, L->tensor)) {
+            const mpx_tensor *t = g->tensors[L->tensor];
+            ok = need_ref(k, t, rregen) && need_cand(k, t, changed, regen);
+            hold[L->tensor] = true;
+        }
+    }
+    for (int t = 0; t < nt && ok; t++)
+        if (k->rank[t] >= 0 && mpx_cmp_kept(g, opts, t)) {
+            ok = need_ref(k, g->tensors[t], rregen) && need_cand(k, g->tensors[t], changed, regen);
+            hold[t] = true;
+        }
+    for (int i = nn - 1; i >= 0 && ok; i--) {
+        const mpx_node *n = g->nodes[i];
+        for (int j = 0; rregen[i] && j < n->n_inputs && ok; j++) {
+            const mpx_tensor *t = n->inputs[j];
+            if (t && k->rank[t->index] >= 0) ok = need_ref(k, t, rregen);
+        }
         if (!dirty[i] && !regen[i]) continue;
         for (int j = 0; j < n->n_inputs; j++) {
             const mpx_tensor *t = n->inputs[j];
             if (!t || k->rank[t->index] < 0 || changed[t->index] || k->cand[t->index].n >= 0) continue;
-            if (t->producer) regen[t->producer->index] = true;
-            if (i > last[t->index]) last[t->index] = i;
+            need_cand(k, t, changed, regen);
+            if (k->rank[t->index] < k->evict && !hold[t->index] && i > last[t->index]) last[t->index] = i;
         }
     }
     for (int i = 0; i < nn; i++) {
@@ -425,26 +572,22 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
             if (t && last[t->index] >= 0 && i > last[t->index]) last[t->index] = i;
         }
     }
-    /* Everything else read from the cache must be there: reference values
-     * of dirty nodes' measured layers, both values of a clean layer measured
-     * now and not before, both values of kept tensors. */
-    bool ok = true;
+    /* The remade values held to the end must fit the room the budget
+     * leaves (they are given to the cache then): else a full run, which
+     * streams. */
+    size_t held = 0, room = k->budget > k->bytes ? k->budget - k->bytes : 0;
     for (int i = 0; i < nn && ok; i++) {
         const mpx_node *n = g->nodes[i];
-        if (!dirty[i]) continue;
-        for (int j = 0; j < n->n_outputs && ok; j++) {
+        for (int j = 0; (rregen[i] || regen[i]) && j < n->n_outputs && ok; j++) {
             const mpx_tensor *t = n->outputs[j];
-            ok = !t || !layer[t->index] || !mpx_cmp_measured(opts, t->index) || k->ref[t->index].n >= 0;
+            if (!t) continue;
+            size_t b = est_bytes(t);
+            int copies = rregen[i] + (regen[i] && !dirty[i] && k->rank[t->index] >= k->evict);
+            if (copies && b == 0 && t->nelem != 0) ok = false; /* (not known) */
+            held += (size_t)copies * b;
+            ok = ok && held <= room;
         }
     }
-    for (int i = 0; i < k->n_layers && ok; i++) {
-        const mpx_layer *L = &k->layers[i];
-        if (L->unmeasured && !dirty[L->node] && mpx_cmp_measured(opts, L->tensor))
-            ok = k->ref[L->tensor].n >= 0 && k->cand[L->tensor].n >= 0;
-    }
-    for (int t = 0; t < nt && ok; t++)
-        if (k->rank[t] >= 0 && mpx_cmp_kept(g, opts, t))
-            ok = k->ref[t].n >= 0 && (changed[t] || k->cand[t].n >= 0);
     if (!ok) goto done;
 
     /* Only the constants and inputs the dirty nodes read, and the kept
@@ -452,7 +595,7 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
      * recomputing a late layer). */
     for (int i = 0; i < nn; i++) {
         const mpx_node *n = g->nodes[i];
-        for (int j = 0; (dirty[i] || regen[i]) && j < n->n_inputs; j++)
+        for (int j = 0; (dirty[i] || regen[i] || rregen[i]) && j < n->n_inputs; j++)
             if (n->inputs[j]) want[n->inputs[j]->index] = true;
     }
     bool *keep = mpx_cmp_alloc_n(nt, sizeof *keep);
@@ -484,6 +627,35 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
     /* The run's own cancel reaches inside the kernels too (put back at done). */
     scope = mpx_k_cancel_scope(opts->cancel);
     scoped = true;
+    /* Reference values made again first (they read reference values only),
+     * node by node as the stream's reference steps run. */
+    for (int i = 0; i < nn; i++) {
+        const mpx_node *n = g->nodes[i];
+        if (!rregen[i]) continue;
+        if (opts->cancel && *opts->cancel) {
+            st = mpx_error_set(err, MPX_E_CANCELLED, "run cancelled at node \"%s\" (%d of %d)",
+                               n->name, i + 1, nn);
+            goto done;
+        }
+        size_t scratch = 0;
+        double t2 = mpx_cmp_now_ms();
+        st = mpx_exec_node(n, NULL, ref, false, outs, &scratch, err);
+        c->ms_ref += mpx_cmp_now_ms() - t2;
+        if (st != MPX_OK) goto done;
+        size_t o = mpx_cmp_outs_bytes(outs, n->n_outputs);
+        if (live + scratch + o > peak) peak = live + scratch + o;
+        for (int j = 0; j < n->n_outputs; j++) {
+            const mpx_tensor *t = n->outputs[j];
+            if (!t) {
+                mpx_value_free(&outs[j]);
+                continue;
+            }
+            mpx_value_free(&ref[t->index]); /* (a view of a value the cache holds, or absent) */
+            take(&ref[t->index], &outs[j]);
+            live += mpx_value_bytes(&ref[t->index]);
+        }
+        if (!dirty[i] && !regen[i]) c->n_run++;
+    }
     for (int i = 0; i < nn; i++) {
         const mpx_node *n = g->nodes[i];
         if (!dirty[i] && !regen[i]) continue;
@@ -600,6 +772,15 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
             mpx_value_free(&v);
         }
     }
+    for (int i = 0; i < nn; i++) {
+        const mpx_node *n = g->nodes[i];
+        for (int j = 0; (rregen[i] || (regen[i] && !dirty[i])) && j < n->n_outputs; j++) {
+            const mpx_tensor *t = n->outputs[j];
+            if (!t) continue;
+            if (rregen[i]) cache_put_remade(k, t->index, &ref[t->index], k->ref);
+            if (regen[i] && !dirty[i]) cache_put_remade(k, t->index, &cand[t->index], k->cand);
+        }
+    }
     for (int t = 0; t < nt; t++) k->tfmt[t] = fmt_of(a, t);
     for (int i = 0; i < nn; i++) k->prec[i] = prec_of(a, i);
     memcpy(k->layers, c->layers, (size_t)k->n_layers * sizeof *k->layers);
@@ -621,6 +802,8 @@ done:
     free(layer);
     free(want);
     free(regen);
+    free(rregen);
+    free(hold);
     free(last);
     mpx_compare_free(c);
     return st;

@@ -81,6 +81,9 @@ bool mpx_cmp_kept(const mpx_graph *g, const mpx_compare_opts *opts, int t);
 /* Move r and c (tensor t's reference and candidate values) into the cache
  * where it takes them (within budget); what it does not take stays. */
 void mpx_cmp_cache_put(struct mpx_compare_cache *k, int t, mpx_value *r, mpx_value *c);
+/* Tensor t's values are not given to the cache by a full run (cheap to
+ * make again: compare_cache.c, cache_plan_lean). */
+bool mpx_cmp_cache_lean(const mpx_compare_cache *k, int t);
 /* The cache describes a complete run of g on these input values. */
 bool mpx_cmp_cache_fits(const mpx_compare_cache *k, const mpx_graph *g, const mpx_value *inputs);
 /* Empty the cache and make it ready to take a full run of g on inputs. */

@@ -273,8 +273,10 @@ typedef struct mpx_compare_opts {
      * set). */
     int threads;
     /* An incremental cache (may be NULL; see mpx_compare_cache_new). A run
-     * with a cache keeps every computed value in it (within its budget) with
-     * the assignment it ran under; the next run with the same cache, graph
+     * with a cache keeps the computed values in it (within its budget; a
+     * full run leaves out large outputs of pointwise nodes, which later runs
+     * make again from the values held when they need them) with the
+     * assignment it ran under; the next run with the same cache, graph
      * and input values recomputes only the nodes whose precision or tensor
      * formats changed and everything downstream of them, reusing the cached
      * values and the other layers' metrics. The result is bit for bit what a
@@ -460,7 +462,12 @@ void mpx_metric_set(mpx_metrics *m, mpx_metric_id id, double v);
  * are dropped first (late recolours are the common case); a later run
  * needing a dropped candidate value makes it again from the values still
  * held (candidate work only), one needing a dropped reference value runs
- * in full. Peak memory of a cached run is about
+ * in full. A full run does not give it the outputs of pointwise nodes,
+ * Concats and Resizes of 64 KB and more (at most eight in a row): they are the cheapest to make
+ * again, and a later run that needs one makes it (reference or candidate)
+ * from the values held and keeps it when the budget has room; keeping every
+ * value made a session's first run pay for hundreds of MB of fresh memory.
+ * Peak memory of a cached run is about
  * the budget plus a run without it. NULL on out of memory. */
 typedef struct mpx_compare_cache mpx_compare_cache;
 mpx_compare_cache *mpx_compare_cache_new(size_t budget_bytes);
