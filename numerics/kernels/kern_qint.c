@@ -276,9 +276,9 @@ typedef struct mm_job {
 } mm_job;
 
 /* Rows [r0, r0 + MM_ROWS) of A less its zero point, 16-bit, into abuf,
- * and their sums, once for every column chunk (each chunk's item had
- * packed its rows again: a sixth of a BERT-style forward's MatMulInteger
- * CPU time under perf, at six chunks a row block). */
+ * and their sums, once for every column chunk: packing in each chunk's
+ * item would repeat it per chunk (six chunks a row block at a BERT-style
+ * encoder's 64 rows: a sixth of its MatMulInteger CPU time under perf). */
 static void mm_pack_item(void *ctx, int tid, long item) {
     (void)tid;
     mm_job *j = ctx;
