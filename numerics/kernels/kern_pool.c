@@ -307,48 +307,51 @@ static inline void max3x3_interior_s(const float *const *rows, int nr, int64_t o
 #if defined(__x86_64__) || defined(__i386__)
 /* Eight outputs at a time with vmaxps(tap, y) in the taps' order, which is
  * y = tap > y ? tap : y lane by lane (GCC left the loop above scalar: its
- * overlapping strided loads are no group it vectorises). Stride 2 takes
- * each row's even and odd terms apart with two shuffles; it stops where
- * the loads would pass output hi - 1's taps (the rest: the scalar loop).
- * Returns the first output not done. */
-__attribute__((target("avx2"))) static inline __m256 evens_avx2(const float *p) {
-    const __m256 a = _mm256_loadu_ps(p), b = _mm256_loadu_ps(p + 8);
-    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xd8));
+ * overlapping strided loads are no group it vectorises). Outputs [lo, hi)
+ * have every tap inside the row, so a vector of eight reads only inside
+ * it; the last vector overlaps the one before (its outputs computed twice,
+ * from the inputs, the same values) rather than leaving a scalar tail
+ * (ResNet's stem MaxPool: 7 of a row's 56 outputs). Returns the first
+ * output not done (lo where the outputs are fewer than eight). */
+__attribute__((target("avx2"))) static inline __m256 max3_s1_avx2(const float *const *rows, int nr, int64_t c) {
+    __m256 y = _mm256_loadu_ps(rows[0] + c);
+    for (int a = 0; a < nr; a++) {
+        const float *p = rows[a] + c;
+        if (a) y = _mm256_max_ps(_mm256_loadu_ps(p), y);
+        y = _mm256_max_ps(_mm256_loadu_ps(p + 1), y);
+        y = _mm256_max_ps(_mm256_loadu_ps(p + 2), y);
+    }
+    return y;
 }
 
-__attribute__((target("avx2"))) static inline __m256 odds_avx2(const float *p) {
-    const __m256 a = _mm256_loadu_ps(p), b = _mm256_loadu_ps(p + 8);
-    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xdd)), 0xd8));
+/* Stride 2: the row's terms p[0..17) as evens (p[0], p[2], ...), odds and
+ * evens from p[2], each by one in-lane shuffle of two loads, all three in
+ * the same lane order [0 1 4 5 2 3 6 7] (the max is lane by lane, so the
+ * order is put right once, at the end; the loads end at p[16], output
+ * 7's last tap). */
+__attribute__((target("avx2"))) static inline __m256 max3_s2_avx2(const float *const *rows, int nr, int64_t c) {
+    __m256 y = _mm256_setzero_ps();
+    for (int a = 0; a < nr; a++) {
+        const float *p = rows[a] + c;
+        const __m256 x0 = _mm256_loadu_ps(p), x8 = _mm256_loadu_ps(p + 8), x1 = _mm256_loadu_ps(p + 1),
+                     x9 = _mm256_loadu_ps(p + 9);
+        const __m256 ev = _mm256_shuffle_ps(x0, x8, 0x88), od = _mm256_shuffle_ps(x0, x8, 0xdd),
+                     ev2 = _mm256_shuffle_ps(x1, x9, 0xdd);
+        y = a ? _mm256_max_ps(ev, y) : ev;
+        y = _mm256_max_ps(od, y);
+        y = _mm256_max_ps(ev2, y);
+    }
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(y), 0xd8));
 }
 
 __attribute__((target("avx2"))) static int64_t max3x3_avx2(const float *const *rows, int nr, int64_t off, float *yr,
                                                            int64_t lo, int64_t hi, int64_t s) {
-    int64_t o = lo;
-    if (s == 1) {
-        for (; o + 8 <= hi; o += 8) {
-            __m256 y = _mm256_loadu_ps(rows[0] + o + off);
-            for (int a = 0; a < nr; a++) {
-                const float *p = rows[a] + o + off;
-                if (a) y = _mm256_max_ps(_mm256_loadu_ps(p), y);
-                y = _mm256_max_ps(_mm256_loadu_ps(p + 1), y);
-                y = _mm256_max_ps(_mm256_loadu_ps(p + 2), y);
-            }
-            _mm256_storeu_ps(yr + o, y);
-        }
-    } else if (s == 2) {
-        /* the loads reach 2 (o + 8) + off + 1: output o + 8's second tap */
-        for (; o + 9 <= hi; o += 8) {
-            __m256 y = evens_avx2(rows[0] + 2 * o + off);
-            for (int a = 0; a < nr; a++) {
-                const float *p = rows[a] + 2 * o + off;
-                if (a) y = _mm256_max_ps(evens_avx2(p), y);
-                y = _mm256_max_ps(odds_avx2(p), y);
-                y = _mm256_max_ps(evens_avx2(p + 2), y);
-            }
-            _mm256_storeu_ps(yr + o, y);
-        }
+    if (hi - lo < 8 || (s != 1 && s != 2)) return lo;
+    for (int64_t o = lo;; o += 8) {
+        if (o + 8 > hi) o = hi - 8;
+        _mm256_storeu_ps(yr + o, s == 1 ? max3_s1_avx2(rows, nr, o + off) : max3_s2_avx2(rows, nr, 2 * o + off));
+        if (o + 8 == hi) return hi;
     }
-    return o;
 }
 #endif
 
@@ -505,14 +508,18 @@ static mpx_status pool(const mpx_kctx *c, const mpx_value *const *in, int n_in, 
     const int nsp = w.nsp;
     const int64_t *dims = g.dims, in_plane = g.in_plane, out_plane = g.out_plane, *rstride = g.rstride;
     bool want_idx = is_max && kn_wants_out(c, n_out, 1);
-    if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, dims))) return st;
+    /* max2d_plane writes every output, so its output needs no clearing
+     * and may be the run's destination (calloc clears its pages or maps
+     * fresh ones, for nothing here) */
+    const bool max2d = is_max && nsp == 2 && x->f && !want_idx;
+    if ((st = (max2d ? mpx_k_alloc_raw : mpx_k_alloc)(c, &out[0], x->dtype, x->rank, dims))) return st;
     if (want_idx && (st = mpx_k_alloc(c, &out[1], MPX_DT_INT64, x->rank, dims))) {
         mpx_value_free(&out[0]);
         return st;
     }
     const int64_t planes = x->dims[0] * x->dims[1];
     if (out_plane == 0 || planes == 0) return MPX_OK;
-    if (is_max && nsp == 2 && x->f && !want_idx) {
+    if (max2d) {
         pool2d m = {.w = &w, .x = x->f, .y = out[0].f, .H = w.in[0], .W = w.in[1], .OH = w.out[0], .OW = w.out[1],
                     .avx2 = pool_avx2()};
         mpx_k_parallel((long)planes, planes * out_plane * w.k[0] * w.k[1] < 100000 ? 1 : kg_threads(), max2d_plane,

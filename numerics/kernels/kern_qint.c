@@ -267,29 +267,29 @@ typedef struct mm_job {
     const int16_t *bt;      /* B^T: N rows of Kp */
     const mpx_value *zb;    /* the zero point to take away as a correction (B packed raw), or NULL */
     int64_t Kp, rblocks, cw; /* items: rblocks blocks of MM_ROWS rows times chunks of cw columns */
-    int16_t *abuf;          /* per thread: MM_ROWS x Kp */
-    uint32_t *rsum;         /* per thread: MM_ROWS sums of the rows' shifted terms */
+    int16_t *abuf;          /* the rows' terms less A's zero point: rows x Kp */
+    uint32_t *rsum;         /* the rows' sums of those terms */
     int32_t *cbuf;          /* per thread: MM_ROWS x cw */
     int64_t *acc;           /* batch x M x N */
     bool avx2;
     volatile int bad;       /* an operand of A that does not fit 16 bits */
 } mm_job;
 
-static void mm_item(void *ctx, int tid, long item) {
+/* Rows [r0, r0 + MM_ROWS) of A less its zero point, 16-bit, into abuf,
+ * and their sums, once for every column chunk: packing in each chunk's
+ * item would repeat it per chunk (six chunks a row block at a BERT-style
+ * encoder's 64 rows: a sixth of its MatMulInteger CPU time under perf). */
+static void mm_pack_item(void *ctx, int tid, long item) {
+    (void)tid;
     mm_job *j = ctx;
     const mm *p = j->p;
-    const int64_t K = p->K, Kp = j->Kp, N = p->N, M = p->M;
-    const int64_t rb = (int64_t)item % j->rblocks, cc = (int64_t)item / j->rblocks;
-    const int64_t r0 = rb * MM_ROWS, rr = j->rows - r0 < MM_ROWS ? j->rows - r0 : MM_ROWS;
-    const int64_t c0 = cc * j->cw, cn = N - c0 < j->cw ? N - c0 : j->cw;
-    int16_t *A = j->abuf + (size_t)tid * MM_ROWS * (size_t)Kp;
-    uint32_t *rs = j->rsum + (size_t)tid * MM_ROWS;
-    int32_t *C = j->cbuf + (size_t)tid * MM_ROWS * (size_t)j->cw;
+    const int64_t K = p->K, Kp = j->Kp, M = p->M;
+    const int64_t r0 = (int64_t)item * MM_ROWS, rr = j->rows - r0 < MM_ROWS ? j->rows - r0 : MM_ROWS;
     bool fits = true;
     for (int64_t i = 0; i < rr; i++) {
         const int64_t r = r0 + i, q = j->qs[r / M], m = r % M, za = zp_at(j->azp, m);
         const int64_t *ar = j->a + p->aoff[q] + m * K;
-        int16_t *dst = A + i * Kp;
+        int16_t *dst = j->abuf + r * Kp;
         uint32_t s = 0;
         for (int64_t k = 0; k < K; k++) {
             const int64_t d = ar[k] - za;
@@ -298,12 +298,21 @@ static void mm_item(void *ctx, int tid, long item) {
             s += (uint32_t)d; /* (modulo 2^32: d's own value where it fits) */
         }
         for (int64_t k = K; k < Kp; k++) dst[k] = 0;
-        rs[i] = s;
+        j->rsum[r] = s;
     }
-    if (!fits) {
-        j->bad = 1;
-        return;
-    }
+    if (!fits) j->bad = 1;
+}
+
+static void mm_item(void *ctx, int tid, long item) {
+    mm_job *j = ctx;
+    const mm *p = j->p;
+    const int64_t Kp = j->Kp, N = p->N, M = p->M;
+    const int64_t rb = (int64_t)item % j->rblocks, cc = (int64_t)item / j->rblocks;
+    const int64_t r0 = rb * MM_ROWS, rr = j->rows - r0 < MM_ROWS ? j->rows - r0 : MM_ROWS;
+    const int64_t c0 = cc * j->cw, cn = N - c0 < j->cw ? N - c0 : j->cw;
+    const int16_t *A = j->abuf + r0 * Kp;
+    const uint32_t *rs = j->rsum + r0;
+    int32_t *C = j->cbuf + (size_t)tid * MM_ROWS * (size_t)j->cw;
     mpx_k_igemm_nt(A, j->bt + c0 * Kp, rr, cn, Kp, C, j->cw, j->avx2);
     for (int64_t i = 0; i < rr; i++) {
         const int64_t r = r0 + i, q = j->qs[r / M], m = r % M;
@@ -354,8 +363,8 @@ static mm_result mm_packed(const mm *p, const mpx_value *a, const mpx_value *b, 
         if (cw > p->N) cw = p->N;
     }
     if (cw < 1) cw = 1;
-    int16_t *abuf = malloc((size_t)(nt * MM_ROWS * Kp + 1) * sizeof *abuf);
-    uint32_t *rsum = malloc((size_t)(nt * MM_ROWS) * sizeof *rsum);
+    int16_t *abuf = malloc((size_t)(rows_max * Kp + 1) * sizeof *abuf);
+    uint32_t *rsum = malloc((size_t)(rows_max + 1) * sizeof *rsum);
     int32_t *cbuf = malloc((size_t)(nt * MM_ROWS * cw) * sizeof *cbuf);
     mm_result st = qs && done && abuf && rsum && cbuf ? MM_DONE : MM_NOMEM;
     for (int64_t q0 = 0; !st && q0 < p->batch; q0++) {
@@ -385,7 +394,8 @@ static mm_result mm_packed(const mm *p, const mpx_value *a, const mpx_value *b, 
                     .avx2 = mpx_k_igemm_avx2()};
         /* (tiny products on one thread: a hand-off costs more than they do) */
         const int threads = rows * p->N * p->K >= 1 << 15 ? (int)nt : 1;
-        mpx_k_parallel_stoppable((long)(rblocks * chunks), threads, mm_item, &j);
+        if (mpx_k_parallel_stoppable((long)rblocks, rows * p->K >= 1 << 15 ? (int)nt : 1, mm_pack_item, &j) && !j.bad)
+            mpx_k_parallel_stoppable((long)(rblocks * chunks), threads, mm_item, &j);
         free(owned);
         if (j.bad) st = MM_NOFIT;
     }
