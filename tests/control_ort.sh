@@ -13,18 +13,9 @@
 #
 # usage: control_ort.sh <mpx_run_model> <mpx> <python3> <cache_dir> <work_dir>
 set -eu
-RUN=$1
-MPX=$2
-PY=$3
-CACHE=$4
-WORK=$5
 HERE=$(cd "$(dirname "$0")" && pwd)
-eval "$("$HERE/../scripts/fetch-models.sh" "$CACHE")"
-rm -rf "$WORK"
-mkdir -p "$WORK"
+. "$HERE/ort_common.sh"
 "$PY" "$HERE/control_models.py" "$WORK/models" > "$WORK/models.txt"
-failed=0
-n=0
 
 # compare <label> <model> <mpx_run_model arguments...>: fp32 against ORT
 # (BOUND: the rel_l2 bound, 1e-5 unless set)

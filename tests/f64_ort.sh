@@ -25,19 +25,10 @@
 #
 # usage: f64_ort.sh <mpx_run_model> <mpx> <python3> <cache_dir> <work_dir>
 set -eu
-RUN=$1
-MPX=$2
-PY=$3
-CACHE=$4
-WORK=$5
 HERE=$(cd "$(dirname "$0")" && pwd)
-eval "$("$HERE/../scripts/fetch-models.sh" "$CACHE")"
-rm -rf "$WORK"
-mkdir -p "$WORK"
+. "$HERE/ort_common.sh"
 M=$WORK/models
 "$PY" "$HERE/f64_models.py" "$M"
-failed=0
-n=0
 fail() { echo "f64_ort $1: FAIL${2:+: $2}"; failed=$((failed + 1)); }
 INPUTS="input X file $M/x.npy; input Z file $M/z.npy; input F file $M/f.npy"
 

@@ -15,18 +15,9 @@
 #
 # usage: ops_ort.sh <mpx_run_model> <mpx> <python3> <cache_dir> <work_dir>
 set -eu
-RUN=$1
-MPX=$2
-PY=$3
-CACHE=$4
-WORK=$5
 HERE=$(cd "$(dirname "$0")" && pwd)
-eval "$("$HERE/../scripts/fetch-models.sh" "$CACHE")"
-rm -rf "$WORK"
-mkdir -p "$WORK"
+. "$HERE/ort_common.sh"
 "$PY" "$HERE/ops_models.py" "$WORK/models" > "$WORK/models.txt"
-failed=0
-n=0
 while read -r name shape op ref; do
   n=$((n + 1))
   m="$WORK/models/$name.onnx"

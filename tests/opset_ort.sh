@@ -14,19 +14,10 @@
 #
 # usage: opset_ort.sh <mpx_run_model> <mpx> <python3> <cache_dir> <work_dir>
 set -eu
-RUN=$1
-MPX=$2
-PY=$3
-CACHE=$4
-WORK=$5
 HERE=$(cd "$(dirname "$0")" && pwd)
-eval "$("$HERE/../scripts/fetch-models.sh" "$CACHE")"
-rm -rf "$WORK"
-mkdir -p "$WORK"
+. "$HERE/ort_common.sh"
 M=$WORK/models
 "$PY" "$HERE/opset_models.py" "$M" > "$WORK/models.txt"
-failed=0
-n=0
 
 while read -r name shape; do
   n=$((n + 1))
