@@ -438,6 +438,30 @@ static void test_conv(void) {
     conv_case(__LINE__, "1x35x14x13", "35x1x5x5", true, &p, "group=35 strides=[2,2] pads=[2,1,2,3]");
     p = cp2(3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 16);
     conv_case(__LINE__, "1x16x7x23", "16x1x3x3", false, &p, "group=16 dilations=[2,2] pads=[2,2,2,2]");
+    /* the narrow path's sliding rows (kernels 3, 5 and 7 wide, column
+     * stride 1 or 2): rows of 4, 5, 9 (blocks of 5 and 4: the last moved
+     * back), 17 and 23 outputs; a row dilation; 7 x 7 taps, 49 in one
+     * block; a 1 x 3 kernel; no bias */
+    p = cp2(7, 7, 1, 1, 1, 1, 3, 3, 3, 3, 17);
+    conv_case(__LINE__, "1x17x9x9", "17x1x7x7", true, &p, "group=17 pads=[3,3,3,3]");
+    p = cp2(7, 7, 2, 2, 1, 1, 3, 3, 3, 3, 16);
+    conv_case(__LINE__, "2x16x33x33", "16x1x7x7", false, &p, "group=16 strides=[2,2] pads=[3,3,3,3]");
+    p = cp2(5, 5, 1, 1, 2, 1, 4, 2, 4, 2, 18);
+    conv_case(__LINE__, "1x18x6x17", "18x1x5x5", true, &p, "group=18 dilations=[2,1] pads=[4,2,4,2]");
+    p = cp2(3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 24);
+    conv_case(__LINE__, "1x24x10x45", "24x1x3x3", true, &p, "group=24 strides=[2,2] pads=[1,1,1,1]");
+    p = cp2(1, 3, 1, 1, 1, 1, 0, 1, 0, 1, 16);
+    conv_case(__LINE__, "1x16x3x5", "16x1x1x3", true, &p, "group=16 pads=[0,1,0,1]");
+    p = cp2(3, 3, 1, 2, 1, 1, 0, 0, 0, 0, 16);
+    conv_case(__LINE__, "1x16x4x10", "16x1x3x3", false, &p, "group=16 strides=[1,2]");
+    /* the wide path's pairs of rows: an odd row count, rows of 45 (32 and
+     * 13) and 40 outputs; 9 x 9 taps (81: two blocks, a row at a time) */
+    p = cp2(3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3);
+    conv_case(__LINE__, "1x3x7x45", "3x1x3x3", true, &p, "group=3 pads=[1,1,1,1]");
+    p = cp2(3, 3, 2, 2, 1, 1, 1, 0, 1, 1, 2);
+    conv_case(__LINE__, "2x2x11x80", "2x1x3x3", false, &p, "group=2 strides=[2,2] pads=[1,0,1,1]");
+    p = cp2(9, 9, 1, 1, 1, 1, 4, 4, 4, 4, 2);
+    conv_case(__LINE__, "1x2x6x40", "2x1x9x9", true, &p, "group=2 pads=[4,4,4,4]");
     p = cp2(3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1); /* terms beyond one fp32 block of 64 */
     conv_case(__LINE__, "1x16x5x5", "9x16x3x3", true, &p, "pads=[1,1,1,1]");
     /* unit column stride: a grid row is its left padding and the input row,

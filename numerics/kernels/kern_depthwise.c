@@ -23,6 +23,8 @@ KG_ITEM_FN(kg_dw_fn, dw_item)
  * zero strip has them, so the same bits. */
 typedef void (*kg_row_fn)(int64_t K, const float *w16, const float *p, const int64_t *off, int64_t step,
                           int64_t n, const float *bias16, float *out16);
+typedef void (*kg_slide_fn)(int64_t KH, int64_t KW, int64_t SW, const float *w16, const float *p, int64_t rs,
+                            int64_t n, const float *bias16, float *out16);
 typedef void (*kg_in_fn)(const float *const *xs, int64_t nc, int64_t H, int64_t W, float *p, int64_t Wp,
                          int64_t pt, int64_t pl);
 typedef void (*kg_out_fn)(const float *y16, int64_t n, int64_t nc, float *const *ys);
@@ -31,7 +33,8 @@ typedef struct kg_dw16 {
     const kg_dw *j;
     int64_t Hp, Wp;     /* padded input */
     const int64_t *off; /* [K]: each tap's place in it, from an output's first */
-    kg_row_fn row;      /* taps16_row, lanes_in and lanes_out of the build the CPU takes */
+    kg_row_fn row;      /* taps16_row, slide16_row, lanes_in and lanes_out of the build the CPU takes */
+    kg_slide_fn slide;  /* NULL: the kernel is not one slide16_row takes */
     kg_in_fn in;
     kg_out_fn out;
     float *buf[8];      /* per thread: the padded input, the weights, the output's lanes */
@@ -46,20 +49,26 @@ static void kg_dw16_fn(void *ctx, int tid, long item) {
     const kg_conv *v = j->conv;
     const int64_t K = v->KH * v->KW, c0 = item * 16, nc = j->C - c0 < 16 ? j->C - c0 : 16;
     const int64_t Wp = d->Wp;
+    /* The padded map's pads, zeroed when the buffer was made, stay zero:
+     * lanes_in writes only the input's places. Lanes past nc (the last
+     * item's) hold an earlier item's values and are never written out. */
     float *p = d->buf[tid], *wt = p + d->Hp * Wp * 16;
-    memset(p, 0, (size_t)(d->Hp * Wp * 16) * sizeof *p);
-    memset(wt, 0, (size_t)(K * 16) * sizeof *wt);
     float *o16 = wt + K * 16;
-    const float *xs[16];
-    float *ys[16];
+    const float *xs[16] = {0};
+    float *ys[16] = {0};
     for (int64_t l = 0; l < nc; l++) xs[l] = v->x + (c0 + l) * v->H * v->W, ys[l] = j->y + (c0 + l) * j->yc;
     d->in(xs, nc, v->H, v->W, p, Wp, v->pt, v->pl);
     for (int64_t l = 0; l < nc; l++)
         for (int64_t k = 0; k < K; k++) wt[k * 16 + l] = j->w[(c0 + l) * K + k];
     float bias16[16] = {0};
     for (int64_t l = 0; j->bias && l < nc; l++) bias16[l] = j->bias[c0 + l];
-    for (int64_t oh = 0; oh < v->OH; oh++)
-        d->row(K, wt, p + oh * v->sh * Wp * 16, d->off, v->sw * 16, j->OW, j->bias ? bias16 : NULL,
+    if (d->slide)
+        for (int64_t oh = 0; oh < v->OH; oh++)
+            d->slide(v->KH, v->KW, v->sw, wt, p + oh * v->sh * Wp * 16, v->dh * Wp * 16, j->OW, j->bias ? bias16 : NULL,
+                     o16 + oh * j->OW * 16);
+    else
+        for (int64_t oh = 0; oh < v->OH; oh++)
+            d->row(K, wt, p + oh * v->sh * Wp * 16, d->off, v->sw * 16, j->OW, j->bias ? bias16 : NULL,
                o16 + oh * j->OW * 16);
     d->out(o16, v->OH * j->OW, nc, ys);
 }
@@ -80,9 +89,12 @@ bool kg_dw_run(const kg_dw *j) {
         bool ok = off != NULL;
         for (int64_t k = 0; ok && k < K; k++) off[k] = ((k / v->KW) * v->dh * d.Wp + (k % v->KW) * v->dw) * 16;
         d.off = off, d.row = KG_PICK(kg_row_fn, taps16_row);
+        if (v->dw == 1 && (v->KW == 3 || v->KW == 5 || v->KW == 7) && (v->sw == 1 || v->sw == 2) &&
+            K <= MPX_ACC_FP32_BLOCK && j->OW >= 4 && !mpx_env_on("MPX_KERN_NOSLIDE"))
+            d.slide = KG_PICK(kg_slide_fn, slide16_row);
         d.in = KG_PICK(kg_in_fn, lanes_in), d.out = KG_PICK(kg_out_fn, lanes_out);
         for (int t = 0; ok && t < nt; t++)
-            ok = (d.buf[t] = malloc((size_t)(d.Hp * d.Wp * 16 + K * 16 + v->OH * j->OW * 16) * sizeof(float))) !=
+            ok = (d.buf[t] = calloc((size_t)(d.Hp * d.Wp * 16 + K * 16 + v->OH * j->OW * 16), sizeof(float))) !=
                  NULL;
         if (ok) mpx_k_parallel_stoppable(items, nt, kg_dw16_fn, &d);
         for (int t = 0; t < 8; t++) free(d.buf[t]);

@@ -41,19 +41,102 @@ static KG_TARGET void KG_F(taps16_row)(int64_t K, const float *w16, const float 
     for (; o < n; o++) KG_F(lanes16)(false, K, w16, p + o * step, off, bias16, out16 + o * 16);
 }
 
+/* taps16_row's sums for kernels KW wide (undilated along the row) at
+ * column stride SW, RW outputs side by side, 8 of the 16 lanes (w16, p,
+ * bias16 and out16 offset to the half): each pixel of a kernel row is loaded
+ * once and taken by every output whose window holds it, with that row's KW
+ * weights in registers (taps16_row loads a pixel for every term: two loads
+ * a fused multiply-add, so its loop ran at the load ports' rate). For one
+ * output the pixels of a kernel row come in column order, so its terms are
+ * still the taps in order, each one fused multiply-add into a sum from 0;
+ * the sum is added to +0 (taps16_row's running sum, one block: K <= 64)
+ * and then the bias: its bits. rs: floats from a kernel row to the next. */
+static inline KG_TARGET __attribute__((always_inline)) void KG_F(slide8)(const int KW, const int SW, const int RW,
+                                                                      int64_t KH, const float *w16,
+                                                                      const float *p, int64_t rs,
+                                                                      const float *bias16, float *out16) {
+    const v8f z = {0};
+    v8f acc[8];
+#pragma GCC unroll 8
+    for (int r = 0; r < RW; r++) acc[r] = z;
+    for (int64_t kh = 0; kh < KH; kh++) {
+        const float *pr = p + kh * rs, *wr = w16 + kh * KW * 16;
+        v8f wv[7];
+#pragma GCC unroll 7
+        for (int kw = 0; kw < KW; kw++) wv[kw] = KG_F(ld8)(wr + kw * 16);
+#pragma GCC unroll 24
+        for (int jx = 0; jx < (RW - 1) * SW + KW; jx++) {
+            const v8f x = KG_F(ld8)(pr + jx * 16);
+#pragma GCC unroll 8
+            for (int r = 0; r < RW; r++) {
+                const int kw = jx - r * SW;
+                if (kw >= 0 && kw < KW) acc[r] = KG_F(fma8)(wv[kw], x, acc[r]);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < RW; r++) {
+        v8f s = z + acc[r];
+        if (bias16) s += KG_F(ld8)(bias16);
+        KG_F(st8)(out16 + r * 16, s);
+    }
+}
+
+/* slide8's instances: KW 3, 5 or 7, SW 1 or 2, RW 4 to 8. */
+#define KG_SLIDE_RW(KW, SW)                                                                        \
+    switch (rw) {                                                                                  \
+    case 4: KG_F(slide8)(KW, SW, 4, KH, w16, p, rs, bias16, out16); return;                        \
+    case 5: KG_F(slide8)(KW, SW, 5, KH, w16, p, rs, bias16, out16); return;                        \
+    case 6: KG_F(slide8)(KW, SW, 6, KH, w16, p, rs, bias16, out16); return;                        \
+    case 7: KG_F(slide8)(KW, SW, 7, KH, w16, p, rs, bias16, out16); return;                        \
+    default: KG_F(slide8)(KW, SW, 8, KH, w16, p, rs, bias16, out16); return;                       \
+    }
+static KG_TARGET void KG_F(slide8_any)(int64_t KW, int64_t SW, int rw, int64_t KH, const float *w16,
+                                       const float *p, int64_t rs, const float *bias16, float *out16) {
+    if (SW == 1) {
+        if (KW == 3) KG_SLIDE_RW(3, 1)
+        if (KW == 5) KG_SLIDE_RW(5, 1)
+        KG_SLIDE_RW(7, 1)
+    }
+    if (KW == 3) KG_SLIDE_RW(3, 2)
+    if (KW == 5) KG_SLIDE_RW(5, 2)
+    KG_SLIDE_RW(7, 2)
+}
+#undef KG_SLIDE_RW
+
+/* A row of n >= 4 outputs by slide8: blocks of at most 8 outputs, as even
+ * as they come (14: 7 and 7), the last block moved back to end at n where
+ * the count does not divide (its first outputs computed twice, to the same
+ * bits); both 8-lane halves. rs: a kernel row's floats. */
+static KG_TARGET void KG_F(slide16_row)(int64_t KH, int64_t KW, int64_t SW, const float *w16, const float *p,
+                                        int64_t rs, int64_t n, const float *bias16, float *out16) {
+    const int64_t nb = (n + 7) / 8;
+    const int rw = (int)((n + nb - 1) / nb);
+    for (int64_t b = 0; b < nb; b++) {
+        const int64_t o = b * rw + rw <= n ? b * rw : n - rw;
+        for (int h = 0; h < 16; h += 8)
+            KG_F(slide8_any)(KW, SW, rw, KH, w16 + h, p + o * SW * 16 + h, rs, bias16 ? bias16 + h : NULL,
+                             out16 + o * 16 + h);
+    }
+}
+
 /* r[0..8) as the rows of an 8 x 8 matrix, transposed in place (unpack,
  * pairs, halves: what the AVX2 instructions do in three steps). */
 static inline KG_TARGET __attribute__((always_inline)) void KG_F(tr8)(v8f *r) {
     v8f a[8], b[8];
+#pragma GCC unroll 4
     for (int i = 0; i < 8; i += 2) {
         a[i] = KG_SHUF(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
         a[i + 1] = KG_SHUF(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
     }
+#pragma GCC unroll 2
     for (int i = 0; i < 8; i += 4)
+#pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
             b[i + 2 * h] = KG_SHUF(a[i + h], a[i + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
             b[i + 2 * h + 1] = KG_SHUF(a[i + h], a[i + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
         }
+#pragma GCC unroll 4
     for (int i = 0; i < 4; i++) {
         r[i] = KG_SHUF(b[i], b[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
         r[i + 4] = KG_SHUF(b[i], b[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
@@ -76,8 +159,10 @@ static KG_TARGET void KG_F(lanes_in)(const float *const *xs, int64_t nc, int64_t
         if (n8 == 8)
             for (; q + 8 <= H * W; q += 8) {
                 v8f r[8];
+#pragma GCC unroll 8
                 for (int l = 0; l < 8; l++) r[l] = KG_F(ld8)(xs[c0 + l] + q);
                 KG_F(tr8)(r);
+#pragma GCC unroll 8
                 for (int t = 0; t < 8; t++) {
                     KG_F(st8)(p + ((ih + pt) * Wp + iw + pl) * 16 + c0, r[t]);
                     if (++iw == W) iw = 0, ih++;
@@ -97,8 +182,10 @@ static KG_TARGET void KG_F(lanes_out)(const float *y16, int64_t n, int64_t nc, f
         if (n8 == 8)
             for (; q + 8 <= n; q += 8) {
                 v8f r[8];
+#pragma GCC unroll 8
                 for (int t = 0; t < 8; t++) r[t] = KG_F(ld8)(y16 + (q + t) * 16 + c0);
                 KG_F(tr8)(r);
+#pragma GCC unroll 8
                 for (int l = 0; l < 8; l++) KG_F(st8)(ys[c0 + l] + q, r[l]);
             }
         for (; q < n; q++)
@@ -228,6 +315,41 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_chan)(const 
                     }
                 }
             }
+#else
+    /* fp32, one block of taps: two grid rows at a time, 8 chains of fused
+     * multiply-adds in flight where one row has 4 (each K long: a 3 x 3
+     * chain is 9 dependent 4-cycle steps, so a row at a time kept the FMA
+     * ports half idle); each output's operations as the loop below. */
+    if (RM == KG_FP32 && K <= MPX_ACC_FP32_BLOCK)
+        for (; r0 + 2 <= v->OH; r0 += 2)
+            for (int64_t col = 0; col < j->OW; col += 32) {
+                const float *xq = st + r0 * v->Wq + col;
+                v8f a[2][4];
+#pragma GCC unroll 2
+                for (int i = 0; i < 2; i++)
+#pragma GCC unroll 4
+                    for (int c = 0; c < 4; c++) a[i][c] = z;
+                for (int64_t k = 0; k < K; k++) {
+                    const v8f wk = KG_F(splat)(w[k]);
+                    const float *p = xq + off[k];
+#pragma GCC unroll 2
+                    for (int i = 0; i < 2; i++)
+#pragma GCC unroll 4
+                        for (int c = 0; c < 4; c++) a[i][c] = KG_F(fma8)(wk, KG_F(ld8)(p + i * v->Wq + c * 8), a[i][c]);
+                }
+                const int64_t n = j->OW - col < 32 ? j->OW - col : 32;
+#pragma GCC unroll 2
+                for (int i = 0; i < 2; i++) {
+                    float *yo = y + (r0 + i) * j->OW + col;
+#pragma GCC unroll 4
+                    for (int c = 0; c < 4; c++) {
+                        v8f sc = z + a[i][c];
+                        if (bp) sc += KG_F(splat)(*bp);
+                        if (n >= c * 8 + 8) KG_F(st8)(yo + c * 8, sc);
+                        else if (n > c * 8) KG_F(st8n)(yo + c * 8, sc, n - c * 8);
+                    }
+                }
+            }
 #endif
     for (int64_t r = r0; r < v->OH; r++) {
         for (int64_t col = 0; col < j->OW; col += 32) {
@@ -277,9 +399,11 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_chan)(const 
             if (n == 32) {
                 KG_F(st8)(yo, s0), KG_F(st8)(yo + 8, s1), KG_F(st8)(yo + 16, s2), KG_F(st8)(yo + 24, s3);
             } else {
-                float t[32];
-                KG_F(st8)(t, s0), KG_F(st8)(t + 8, s1), KG_F(st8)(t + 16, s2), KG_F(st8)(t + 24, s3);
-                memcpy(yo, t, (size_t)n * sizeof *t);
+                const v8f sv[4] = {s0, s1, s2, s3};
+                for (int c = 0; c * 8 < n; c++) {
+                    if (n >= c * 8 + 8) KG_F(st8)(yo + c * 8, sv[c]);
+                    else KG_F(st8n)(yo + c * 8, sv[c], n - c * 8);
+                }
             }
         }
     }
