@@ -583,6 +583,10 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
             if (!t) continue;
             size_t b = est_bytes(t);
             int copies = rregen[i] + (regen[i] && !dirty[i] && k->rank[t->index] >= k->evict);
+            /* a constant a node passes on (Identity of a weight) has a size
+             * but no activation estimate: counted at 8 bytes an element */
+            if (b == 0 && t->nelem > 0 && (t->flags & (MPX_T_CONSTANT | MPX_T_FOLDED)))
+                b = (size_t)t->nelem * 8u;
             if (copies && b == 0 && t->nelem != 0) ok = false; /* (not known) */
             held += (size_t)copies * b;
             ok = ok && held <= room;
