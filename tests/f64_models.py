@@ -12,15 +12,17 @@ float64 pad value, Identity, Dropout), ArgMax and ArgMin. Outputs keep 1e229 and
 end, so a narrowing anywhere shows in the outputs as well as in the layer.
 
 f64_nn: the float64 nn ops ONNX Runtime has double kernels for (pools,
-normalisations, CumSum, TopK, EyeLike) on values near 1e150; f64_np: those
-it has none for (Conv, ConvTranspose, AveragePool, LpPool, the global pools,
-InstanceNormalization), which f64_np_check.py checks against numpy; f64_loop:
-a Loop whose body computes in float64 (its body figures).
+normalisations, CumSum, TopK, EyeLike, Einsum) on values near 1e150; f64_np:
+those it has none for (Conv, ConvTranspose, AveragePool, LpPool, the global
+pools, InstanceNormalization, LRN), and f64_resize: Resize (opset 19: every
+mode, coordinate transformation and nearest mode), which f64_np_check.py
+checks against numpy; f64_loop: a Loop whose body computes in float64 (its
+body figures).
 
-f64_refused: a float64 LRN, which mpx has no float64 kernel for: refused.
+f64_refused: a float64 LSTM, which mpx has no float64 kernel for: refused.
 
-Writes <out>/f64_ops.onnx, f64_nn.onnx, f64_np.onnx, f64_loop.onnx,
-f64_refused.onnx and the inputs x.npy, z.npy, f.npy (<f8, <f8, <f4), n.npy,
+Writes <out>/f64_ops.onnx, f64_nn.onnx, f64_np.onnx, f64_resize.onnx,
+f64_loop.onnx, f64_refused.onnx and the inputs x.npy, z.npy, f.npy (<f8, <f8, <f4), n.npy,
 n2.npy (<f8), e.npy (<i8), v.npy (<f4).
 
 usage: python3 f64_models.py <out_dir>
@@ -142,8 +144,9 @@ def ops_model():
 
 
 def refused_model():
-    node = helper.make_node("LRN", ["X"], ["Y"], name="lrn_d", size=3)
-    g = helper.make_graph([node], "f64_refused", [vi("X", D, [1, 3, 5, 5])], [vi("Y", D, [1, 3, 5, 5])])
+    node = helper.make_node("LSTM", ["X", "lw", "lr"], ["Y"], name="lstm_d", hidden_size=2)
+    inits = [init("lw", rng.uniform(-1, 1, (1, 8, 3))), init("lr", rng.uniform(-1, 1, (1, 8, 2)))]
+    g = helper.make_graph([node], "f64_refused", [vi("X", D, [4, 1, 3])], [vi("Y", D, [4, 1, 1, 2])], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 8
     return m
@@ -152,7 +155,7 @@ def nn_ort_model():
     """The float64 nn ops ONNX Runtime has double kernels for (opset 18, for
     GroupNormalization): MaxPool (with Indices), BatchNormalization,
     LayerNormalization, LpNormalization, GroupNormalization, CumSum, TopK,
-    EyeLike. N holds values near 1e150, which fp32 holds as inf."""
+    EyeLike, Einsum. N holds values near 1e150, which fp32 holds as inf."""
     nodes = []
     n = adder(nodes)
 
@@ -161,7 +164,7 @@ def nn_ort_model():
              init("ln_s", rng.uniform(0.5, 2, 5)), init("ln_b", rng.uniform(-1, 1, 5)),
              init("gn_s", rng.uniform(0.5, 2, 3)), init("gn_b", rng.uniform(-1, 1, 3)),
              init("cs_ax", np.array(2, np.int64)), init("cs_ax1", np.array(-1, np.int64)),
-             init("k3", np.array([3], np.int64))]
+             init("k3", np.array([3], np.int64)), init("ein_v", rng.uniform(-1, 1, 5) * 1e150)]
     n("MaxPool", ["N"], ["maxpool", "maxpool_idx"], kernel_shape=[3, 3], strides=[2, 1], pads=[1, 1, 1, 0])
     n("MaxPool", ["N"], "maxpool_d", kernel_shape=[2, 2], dilations=[2, 2], ceil_mode=1)
     n("BatchNormalization", ["N", "bn_s", "bn_b", "bn_m", "bn_v"], "bn")
@@ -176,9 +179,14 @@ def nn_ort_model():
     n("TopK", ["N", "k3"], ["topk_s", "topk_s_idx"], axis=1, largest=0)
     n("EyeLike", ["E"], "eye", dtype=D, k=1)
     n("EyeLike", ["N2"], "eye_d", k=-1)
+    n("Einsum", ["N", "N"], "ein_bmm", equation="ncij,ncjk->ncik")
+    n("Einsum", ["N", "ein_v"], "ein_vec", equation="nchw,w->nch")
+    n("Einsum", ["N"], "ein_diag", equation="...ii->...i")
+    n("Einsum", ["N", "N2"], "ein_outer", equation="nchw,ij")
     outs = [("maxpool", D), ("maxpool_idx", I), ("maxpool_d", D), ("bn", D), ("ln", D), ("ln2", D), ("lpn2", D),
             ("lpn1", D), ("gn", D), ("cumsum", D), ("cumsum_er", D), ("topk", D), ("topk_idx", I), ("topk_s", D),
-            ("topk_s_idx", I), ("eye", D), ("eye_d", D)]
+            ("topk_s_idx", I), ("eye", D), ("eye_d", D), ("ein_bmm", D), ("ein_vec", D), ("ein_diag", D),
+            ("ein_outer", D)]
     ins = [vi("N", D, [1, 3, 5, 5]), vi("E", TensorProto.INT64, [3, 4]), vi("N2", D, [4, 3])]
     g = helper.make_graph(nodes, "f64_nn", ins, [vi(o, t, None) for o, t in outs], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
@@ -189,7 +197,7 @@ def nn_ort_model():
 def nn_np_model():
     """The float64 nn ops ONNX Runtime has no double kernel for (Conv,
     ConvTranspose, AveragePool, LpPool, the global pools,
-    InstanceNormalization): tests/f64_ort.sh checks them against numpy
+    InstanceNormalization, LRN): tests/f64_ort.sh checks them against numpy
     (f64_np_check.py)."""
     nodes = []
     n = adder(nodes)
@@ -209,8 +217,51 @@ def nn_np_model():
     n("GlobalMaxPool", ["N"], "gmp")
     n("GlobalLpPool", ["N"], "glp", p=2)
     n("InstanceNormalization", ["N", "in_s", "in_b"], "inorm", epsilon=1e-3)
-    outs = ["conv", "conv_g", "convt", "avgpool", "avgpool_p", "lppool", "lppool1", "gap", "gmp", "glp", "inorm"]
+    n("LRN", ["N"], "lrn", size=3)
+    n("LRN", ["N"], "lrn4", size=4, alpha=2e-3, beta=0.6, bias=2.0)
+    outs = ["conv", "conv_g", "convt", "avgpool", "avgpool_p", "lppool", "lppool1", "gap", "gmp", "glp", "inorm",
+            "lrn", "lrn4"]
     return with_outputs(nodes, "f64_np", [vi("N", D, [1, 3, 5, 5])], inits, outs)
+
+
+def resize_model():
+    """Resize of float64 values (no double kernel in ONNX Runtime's CPU
+    provider): every mode, coordinate transformation and nearest mode mpx
+    supports, at opset 19 (half_pixel_symmetric). The scales and sizes put
+    every source coordinate on a number fp32 and double both hold exactly,
+    so that numpy's coordinates in double are mpx's (fp32, as ORT's) and
+    the comparison sees only the values' arithmetic. The roi is float64."""
+    nodes = []
+    n = adder(nodes)
+
+    inits = [init("s_up", np.array([1, 1, 2, 2], np.float32)), init("s_down", np.array([1, 1, 0.5, 0.5], np.float32)),
+             init("s_mix", np.array([1, 1, 0.5, 2], np.float32)), init("s_mix2", np.array([1, 1, 2, 0.5], np.float32)),
+             init("sz_ac", np.array([1, 3, 3, 9], np.int64)), init("sz_crop", np.array([1, 3, 5, 6], np.int64)),
+             init("roi", np.array([0, 0, 0.25, 0, 1, 1, 0.75, 1.25], np.float64))]
+    n("Resize", ["N", "", "s_up"], "rs_near")
+    n("Resize", ["N", "", "s_up"], "rs_near_pc", coordinate_transformation_mode="asymmetric",
+      nearest_mode="round_prefer_ceil")
+    n("Resize", ["N", "", "s_up"], "rs_near_pf", coordinate_transformation_mode="asymmetric")
+    n("Resize", ["N", "", "s_mix"], "rs_near_fl", coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    n("Resize", ["N", "", "s_up"], "rs_near_ce", coordinate_transformation_mode="tf_half_pixel_for_nn",
+      nearest_mode="ceil")
+    n("Resize", ["N", "", "s_up"], "rs_lin", mode="linear")
+    n("Resize", ["N", "", "s_down"], "rs_lin_d", mode="linear")
+    n("Resize", ["N", "", "", "sz_ac"], "rs_lin_ac", mode="linear", coordinate_transformation_mode="align_corners")
+    n("Resize", ["N", "", "s_mix2"], "rs_lin_pt", mode="linear", coordinate_transformation_mode="pytorch_half_pixel")
+    n("Resize", ["N", "", "s_up"], "rs_lin_sym", mode="linear", coordinate_transformation_mode="half_pixel_symmetric")
+    n("Resize", ["N", "", "s_up"], "rs_cub", mode="cubic")
+    n("Resize", ["N", "", "s_mix"], "rs_cub_m", mode="cubic")
+    n("Resize", ["N", "", "s_up"], "rs_cub_x", mode="cubic", coordinate_transformation_mode="asymmetric",
+      cubic_coeff_a=-0.5, exclude_outside=1)
+    n("Resize", ["N", "roi", "", "sz_crop"], "rs_crop", mode="linear",
+      coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=7.5)
+    n("Resize", ["N", "roi", "", "sz_crop"], "rs_crop_n", coordinate_transformation_mode="tf_crop_and_resize")
+    outs = [o.output[0] for o in nodes]
+    g = helper.make_graph(nodes, "f64_resize", [vi("N", D, [1, 3, 5, 5])], [vi(o, D, None) for o in outs], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)])
+    m.ir_version = 9
+    return m
 
 
 def loop_model():
@@ -244,6 +295,7 @@ def main():
     save(refused_model(), os.path.join(out, "f64_refused.onnx"))
     save(nn_ort_model(), os.path.join(out, "f64_nn.onnx"))
     save(nn_np_model(), os.path.join(out, "f64_np.onnx"))
+    save(resize_model(), os.path.join(out, "f64_resize.onnx"))
     save(loop_model(), os.path.join(out, "f64_loop.onnx"))
     # the nn models' input: values near 1e150 (inf in fp32), ties for TopK
     # and MaxPool, moderate values between

@@ -1,8 +1,8 @@
 """The float64 nn ops ONNX Runtime has no double kernel for, checked against
 numpy in double (tests/f64_ort.sh): Conv, ConvTranspose, AveragePool,
-LpPool, GlobalAveragePool, GlobalMaxPool, GlobalLpPool and
-InstanceNormalization of f64_models.py's f64_np model, whose input holds
-values near 1e150 (inf in fp32). Each reference is the op's defining sum,
+LpPool, GlobalAveragePool, GlobalMaxPool, GlobalLpPool,
+InstanceNormalization and LRN of f64_models.py's f64_np model, and Resize
+of its f64_resize model, whose input holds values near 1e150 (inf in fp32). Each reference is the op's defining sum,
 written here from the ONNX operator text with the node's own attributes and
 weights; mpx's tensors (mpx_run_model's folder) must be float64 files and
 agree to rel_l2 < 1e-14 (sums in another order: a few ulps).
@@ -74,6 +74,84 @@ def pool(x, a, kind):
     return y
 
 
+def lrn(x, a):
+    size = a["size"]
+    # the attributes are floats: their defaults too (fp32 1e-4, not double 1e-4)
+    alpha, beta, bias = (float(np.float32(a.get(k, d))) for k, d in (("alpha", 1e-4), ("beta", 0.75), ("bias", 1.0)))
+    C = x.shape[1]
+    sq = np.zeros_like(x)
+    for c in range(C):
+        lo, hi = max(0, c - (size - 1) // 2), min(C - 1, c + size - 1 - (size - 1) // 2)
+        sq[:, c] = (x[:, lo:hi + 1] ** 2).sum(axis=1)
+    return x / (bias + alpha / size * sq) ** beta
+
+
+def cubic(r, A):
+    return [((A * (r + 1) - 5 * A) * (r + 1) + 8 * A) * (r + 1) - 4 * A, ((A + 2) * r - (A + 3)) * r * r + 1,
+            ((A + 2) * (1 - r) - (A + 3)) * (1 - r) * (1 - r) + 1,
+            ((A * (2 - r) - 5 * A) * (2 - r) + 8 * A) * (2 - r) - 4 * A]
+
+
+def resize(x, node, w):
+    """ONNX's Resize (opset 19, no axes) in double, one axis at a time: a
+    matrix of each output coordinate's weights over the input."""
+    a = attrs(node)
+    s = lambda k, d: a.get(k, d).decode() if isinstance(a.get(k, d), bytes) else a.get(k, d)
+    mode, ct, nm = s("mode", "nearest"), s("coordinate_transformation_mode", "half_pixel"), \
+        s("nearest_mode", "round_prefer_floor")
+    A, excl, ext = a.get("cubic_coeff_a", -0.75), a.get("exclude_outside", 0), a.get("extrapolation_value", 0.0)
+    ins = list(node.input) + [""] * 4
+    roi, scales, sizes = (w.get(ins[k]) for k in (1, 2, 3))
+    y, valid = x, []
+    for ax in range(x.ndim):
+        n = x.shape[ax]
+        if sizes is not None:
+            out = int(sizes[ax]); sc = out / n; lr = float(out)
+        else:
+            sc = float(scales[ax]); out = int(np.floor(n * sc)); lr = sc * n
+        rs, re = (roi[ax], roi[x.ndim + ax]) if roi is not None else (0.0, 1.0)
+        m, ok = np.zeros((out, n)), np.ones(out, bool)
+        for i in range(out):
+            if ct == "half_pixel":
+                xo = (i + 0.5) / sc - 0.5
+            elif ct == "half_pixel_symmetric":
+                xo = n / 2 * (1 - out / lr) + (i + 0.5) / sc - 0.5
+            elif ct == "pytorch_half_pixel":
+                xo = (i + 0.5) / sc - 0.5 if lr > 1 else 0.0
+            elif ct == "align_corners":
+                xo = 0.0 if lr == 1 else i * (n - 1) / (lr - 1)
+            elif ct == "asymmetric":
+                xo = i / sc
+            elif ct == "tf_half_pixel_for_nn":
+                xo = (i + 0.5) / sc
+            else:  # tf_crop_and_resize
+                xo = rs * (n - 1) + i * (re - rs) * (n - 1) / (lr - 1) if lr > 1 else 0.5 * (rs + re) * (n - 1)
+                if xo < 0 or xo > n - 1:
+                    ok[i] = False
+                    continue
+            x0 = int(np.floor(xo)); r = xo - x0
+            if mode == "nearest":
+                k = {"round_prefer_floor": x0 + (r > 0.5), "round_prefer_ceil": x0 + (r >= 0.5), "floor": x0,
+                     "ceil": x0 + (r > 0)}[nm]
+                taps = [(k, 1.0)]
+            elif mode == "linear":
+                taps = [(x0, 1 - r), (x0 + 1, r)]
+            else:
+                cf = cubic(r, A)
+                if excl:
+                    cf = [c if 0 <= x0 - 1 + j < n else 0.0 for j, c in enumerate(cf)]
+                    cf = [c / sum(cf) for c in cf]
+                taps = [(x0 - 1 + j, c) for j, c in enumerate(cf)]
+            for k, c in taps:
+                m[i, min(max(k, 0), n - 1)] += c
+        y = np.moveaxis(np.tensordot(m, np.moveaxis(y, ax, 0), axes=(1, 0)), 0, ax)
+        valid.append(ok)
+    inside = np.ones(y.shape, bool)
+    for ax, ok in enumerate(valid):
+        inside &= ok.reshape([-1 if k == ax else 1 for k in range(y.ndim)])
+    return np.where(inside, y, ext)
+
+
 def reference(node, x, w):
     a = attrs(node)
     op = node.op_type
@@ -98,6 +176,10 @@ def reference(node, x, w):
         var = ((x - mean) ** 2).mean(axis=(2, 3), keepdims=True)
         return arg[0][None, :, None, None] * (x - mean) / np.sqrt(var + a.get("epsilon", 1e-5)) + \
             arg[1][None, :, None, None]
+    if op == "LRN":
+        return lrn(x, a)
+    if op == "Resize":
+        return resize(x, node, w)
     raise SystemExit("no reference for " + op)
 
 

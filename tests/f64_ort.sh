@@ -14,14 +14,15 @@
 #  4. Export keeps DOUBLE where the plan does not hold a tensor low: ONNX's
 #     strict shape inference accepts the exported model, its inputs,
 #     outputs and weights are still DOUBLE, and mpx loads and runs it.
-#  1b. tests/f64_models.py's f64_nn (the pools, normalisations, CumSum, TopK
-#     and EyeLike ONNX Runtime has double kernels for, on values near 1e150)
-#     against ONNX Runtime; 1c. f64_np (Conv, ConvTranspose, AveragePool,
-#     LpPool, the global pools, InstanceNormalization: no double kernel in
-#     ORT) against numpy in double (f64_np_check.py).
+#  1b. tests/f64_models.py's f64_nn (the pools, normalisations, CumSum, TopK,
+#     EyeLike and Einsum ONNX Runtime has double kernels for, on values near
+#     1e150) against ONNX Runtime; 1c. f64_np (Conv, ConvTranspose,
+#     AveragePool, LpPool, the global pools, InstanceNormalization, LRN) and
+#     f64_resize (Resize: every mode and coordinate transformation): no double
+#     kernel in ORT, against numpy in double (f64_np_check.py).
 #  3b. Task figures (top1, topk_overlap, iou, sign_agree) of float64 tensors;
 #  3c. a Loop body's float64 values in the report's body figures.
-#  5. A float64 LRN (no float64 kernel) is refused naming the node.
+#  5. A float64 LSTM (no float64 kernel) is refused naming the node.
 #
 # usage: f64_ort.sh <mpx_run_model> <mpx> <python3> <cache_dir> <work_dir>
 set -eu
@@ -56,14 +57,19 @@ ort_check ort f64_ops --file "X=$M/x.npy" --file "Z=$M/z.npy" --file "F=$M/f.npy
 ort_check nn_ort f64_nn --file "N=$M/n.npy" --file "E=$M/e.npy" --file "N2=$M/n2.npy"
 
 # 1c. the nn ops ONNX Runtime has no double kernel for, against numpy in double
-n=$((n + 1))
-if ! "$RUN" "$M/f64_np.onnx" "$WORK/np" --file "N=$M/n.npy" > "$WORK/np.log" 2>&1; then
-  sed 's/^/  /' "$WORK/np.log"; fail nn_numpy "mpx_run_model"
-elif "$PY" "$HERE/f64_np_check.py" "$M/f64_np.onnx" "$WORK/np" > "$WORK/np.check" 2>&1; then
-  echo "nn_numpy: ok ($(wc -l < "$WORK/np.check") ops)"
-else
-  cat "$WORK/np.check"; fail nn_numpy "the nn ops against numpy"
-fi
+# np_check <label> <model>: every node's output against f64_np_check.py's reference
+np_check() {
+  n=$((n + 1))
+  if ! "$RUN" "$M/$2.onnx" "$WORK/$1" --file "N=$M/n.npy" > "$WORK/$1.log" 2>&1; then
+    sed 's/^/  /' "$WORK/$1.log"; fail "$1" "mpx_run_model"
+  elif "$PY" "$HERE/f64_np_check.py" "$M/$2.onnx" "$WORK/$1" > "$WORK/$1.check" 2>&1; then
+    echo "$1: ok ($(wc -l < "$WORK/$1.check") ops)"
+  else
+    cat "$WORK/$1.check"; fail "$1" "the ops against numpy"
+  fi
+}
+np_check nn_numpy f64_np
+np_check resize_numpy f64_resize
 
 # expect <label> <mpx commands> <text>...: the commands succeed and print each text
 expect() {
@@ -167,10 +173,10 @@ then echo "export_double: ok"; else fail export_double "the exported model does 
 # 5. refused
 n=$((n + 1))
 if out=$("$MPX" -c "load $M/f64_refused.onnx; input X random; run" 2>&1); then
-  fail refused "a float64 LRN ran"
+  fail refused "a float64 LSTM ran"
 else
   case $out in
-    *'node "lrn_d" (LRN): no float64 kernel for LRN'*) echo "refused: ok" ;;
+    *'node "lstm_d" (LSTM): no float64 kernel for LSTM'*) echo "refused: ok" ;;
     *) echo "$out"; fail refused "not the expected message" ;;
   esac
 fi

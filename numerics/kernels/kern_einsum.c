@@ -9,7 +9,9 @@
  * like every dot product. Repeated labels in one term take diagonals; "..."
  * stands for broadcast batch dims (right-aligned across inputs). Without
  * "->" the output is "..." then the labels that occur once, in character
- * order (as numpy and ONNX). Integer inputs are summed exactly in int64. */
+ * order (as numpy and ONNX). Integer inputs are summed exactly in int64;
+ * float64 inputs (kernels_f64.def) take the same walk, each term a product
+ * in double and the sum in index order in double. */
 #include "kern_internal.h"
 #include "kern_nn.h"
 
@@ -19,15 +21,16 @@
  * which shape inference reads too. */
 enum { EIN_MAX_IN = 8, EIN_MAX_LABELS = MPX_EINSUM_LABELS };
 
-mpx_status mpx_k_einsum(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+static mpx_status einsum(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out,
+                         bool f64) {
     mpx_status st = kn_need_out(c, n_out, 1);
     if (st) return st;
     if (n_in < 1 || n_in > EIN_MAX_IN)
         return mpx_kernel_error(c, MPX_E_INVALID, "%d inputs (1 to %d supported)", n_in, EIN_MAX_IN);
-    bool is_float = in[0] && in[0]->f;
+    bool is_float = in[0] && in[0]->f, is_double = f64 && in[0] && in[0]->d;
     for (int k = 0; k < n_in; k++) {
         if (!in[k] || in[k]->n < 0) return mpx_kernel_error(c, MPX_E_INVALID, "input %d is missing", k);
-        if ((in[k]->f != NULL) != is_float)
+        if ((in[k]->f != NULL) != is_float || (in[k]->d != NULL) != is_double)
             return mpx_kernel_error(c, MPX_E_INVALID, "inputs 0 and %d have different types", k);
     }
     const char *eq = mpx_node_attr_string(c->node, "equation", NULL);
@@ -81,9 +84,14 @@ mpx_status mpx_k_einsum(const mpx_kctx *c, const mpx_value *const *in, int n_in,
         for (int k = 0; k < n_in; k++) so[k] = off[k];
         mpx_acc a;
         int64_t isum = 0;
+        double dsum = 0.0;
         mpx_acc_init(&a, &c->acc, 0.0f);
         for (int64_t t = 0; t < sum_n; t++) {
-            if (is_float) {
+            if (is_double) {
+                double p = in[0]->d[so[0]];
+                for (int k = 1; k < n_in; k++) p *= in[k]->d[so[k]];
+                dsum += p;
+            } else if (is_float) {
                 float p = in[0]->f[so[0]];
                 for (int k = 1; k < n_in; k++) p *= in[k]->f[so[k]];
                 mpx_acc_add(&a, p);
@@ -99,7 +107,8 @@ mpx_status mpx_k_einsum(const mpx_kctx *c, const mpx_value *const *in, int n_in,
                 sidx[l] = 0;
             }
         }
-        if (is_float) out[0].f[y] = sum_n ? mpx_acc_result(&a) : 0.0f;
+        if (is_double) out[0].d[y] = dsum;
+        else if (is_float) out[0].f[y] = sum_n ? mpx_acc_result(&a) : 0.0f;
         else out[0].i[y] = isum;
         for (int l = e.n_out - 1; l >= 0; l--) {
             for (int k = 0; k < n_in; k++) off[k] += stride[k][l];
@@ -109,4 +118,12 @@ mpx_status mpx_k_einsum(const mpx_kctx *c, const mpx_value *const *in, int n_in,
         }
     }
     return MPX_OK;
+}
+
+mpx_status mpx_k_einsum(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    return einsum(c, in, n_in, out, n_out, false);
+}
+
+mpx_status mpx_k_einsum_f64(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    return einsum(c, in, n_in, out, n_out, true);
 }

@@ -242,6 +242,9 @@ MPX_F64_SHARED(mpx_k_instance_normalization_f64)
 MPX_F64_SHARED(mpx_k_layer_normalization_f64)
 MPX_F64_SHARED(mpx_k_lp_normalization_f64)
 MPX_F64_SHARED(mpx_k_group_normalization_f64)
+MPX_F64_SHARED(mpx_k_lrn_f64)
+MPX_F64_SHARED(mpx_k_resize_f64)
+MPX_F64_SHARED(mpx_k_einsum_f64)
 MPX_F64_SHARED(mpx_k_cumsum_f64)
 #undef MPX_F64_SHARED
 

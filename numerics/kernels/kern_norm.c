@@ -922,33 +922,52 @@ mpx_status mpx_k_group_normalization_f64(const mpx_kctx *c, const mpx_value *con
 
 /* ---- LRN ----------------------------------------------------------------------------- */
 
-/* Channels c - floor((size - 1) / 2) .. c + ceil((size - 1) / 2), clipped. */
-mpx_status mpx_k_lrn(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
-                     int n_out) {
+/* LRN's checks and window, shared by the fp32 and float64 kernels: channels
+ * c - floor((size - 1) / 2) .. c + ceil((size - 1) / 2), clipped. */
+typedef struct lrn_args {
     const mpx_value *x;
+    float alpha, beta, bias;
+    int64_t size, N, C, S, before, after;
+} lrn_args;
+
+static mpx_status lrn_setup(const mpx_kctx *c, const mpx_value *const *in, int n_in, int n_out, bool f64,
+                            lrn_args *a) {
     char s1[160];
     mpx_status st = kn_need_out(c, n_out, 1);
-    if (!st) st = kn_float_in(c, in, n_in, 0, "X", &x);
+    if (!st) st = kn_values_in(c, in, n_in, 0, "X", f64, &a->x);
     if (st) return st;
+    const mpx_value *x = a->x;
     if (x->rank < 3)
         return mpx_kernel_error(c, MPX_E_SHAPE,
                                 "input X has shape %s; N x C x D1 x ... (rank 3 or more) expected",
                                 kn_shape(x, s1));
-    int64_t size = mpx_node_attr_int(c->node, "size", 0);
-    if (size < 1 || size > KN_ATTR_MAX)
+    a->size = mpx_node_attr_int(c->node, "size", 0);
+    if (a->size < 1 || a->size > KN_ATTR_MAX)
         return mpx_kernel_error(c, MPX_E_INVALID, "attribute size (a positive count) is %s",
                                 mpx_node_attr(c->node, "size") ? "out of range" : "missing");
-    float alpha = mpx_node_attr_float(c->node, "alpha", 1e-4f);
-    float beta = mpx_node_attr_float(c->node, "beta", 0.75f);
-    float bias = mpx_node_attr_float(c->node, "bias", 1.0f);
-    float a_n = alpha / (float)size;
-    int64_t N = x->dims[0], C = x->dims[1], S = N && C ? x->n / (N * C) : 0;
-    int64_t before = (size - 1) / 2, after = size - 1 - before;
+    a->alpha = mpx_node_attr_float(c->node, "alpha", 1e-4f);
+    a->beta = mpx_node_attr_float(c->node, "beta", 0.75f);
+    a->bias = mpx_node_attr_float(c->node, "bias", 1.0f);
+    a->N = x->dims[0], a->C = x->dims[1], a->S = a->N && a->C ? x->n / (a->N * a->C) : 0;
+    a->before = (a->size - 1) / 2, a->after = a->size - 1 - a->before;
+    return MPX_OK;
+}
+
+static int64_t lrn_lo(const lrn_args *a, int64_t ch) { return ch - a->before < 0 ? 0 : ch - a->before; }
+static int64_t lrn_hi(const lrn_args *a, int64_t ch) { return ch + a->after > a->C - 1 ? a->C - 1 : ch + a->after; }
+
+mpx_status mpx_k_lrn(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                     int n_out) {
+    lrn_args la;
+    mpx_status st = lrn_setup(c, in, n_in, n_out, false, &la);
+    if (st) return st;
+    const mpx_value *x = la.x;
+    const float a_n = la.alpha / (float)la.size;
+    const int64_t N = la.N, C = la.C, S = la.S;
     if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, x->dims))) return st;
     for (int64_t n = 0; n < N; n++)
         for (int64_t ch = 0; ch < C; ch++) {
-            int64_t lo = ch - before < 0 ? 0 : ch - before;
-            int64_t hi = ch + after > C - 1 ? C - 1 : ch + after;
+            const int64_t lo = lrn_lo(&la, ch), hi = lrn_hi(&la, ch);
             for (int64_t k = 0; k < S; k++) {
                 mpx_acc a;
                 mpx_acc_init(&a, &c->acc, 0.0f);
@@ -957,7 +976,30 @@ mpx_status mpx_k_lrn(const mpx_kctx *c, const mpx_value *const *in, int n_in, mp
                     mpx_acc_add(&a, v * v);
                 }
                 int64_t xi = (n * C + ch) * S + k;
-                out[0].f[xi] = x->f[xi] / powf(bias + a_n * mpx_acc_result(&a), beta);
+                out[0].f[xi] = x->f[xi] / powf(la.bias + a_n * mpx_acc_result(&a), la.beta);
+            }
+        }
+    return MPX_OK;
+}
+
+/* float64: the same window, the squares summed in channel order in double;
+ * alpha, beta and bias are the attributes' float values. */
+mpx_status mpx_k_lrn_f64(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    lrn_args la;
+    mpx_status st = lrn_setup(c, in, n_in, n_out, true, &la);
+    if (st) return st;
+    const mpx_value *x = la.x;
+    const double a_n = (double)la.alpha / (double)la.size;
+    const int64_t N = la.N, C = la.C, S = la.S;
+    if ((st = mpx_k_alloc(c, &out[0], MPX_DT_DOUBLE, x->rank, x->dims))) return st;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t ch = 0; ch < C; ch++) {
+            const int64_t lo = lrn_lo(&la, ch), hi = lrn_hi(&la, ch);
+            for (int64_t k = 0; k < S; k++) {
+                double q = 0;
+                for (int64_t i = lo; i <= hi; i++) q += x->d[(n * C + i) * S + k] * x->d[(n * C + i) * S + k];
+                const int64_t xi = (n * C + ch) * S + k;
+                out[0].d[xi] = x->d[xi] / pow((double)la.bias + a_n * q, (double)la.beta);
             }
         }
     return MPX_OK;

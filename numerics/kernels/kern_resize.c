@@ -48,6 +48,7 @@ enum { NM_SIMPLE, NM_PREFER_FLOOR, NM_PREFER_CEIL, NM_FLOOR, NM_CEIL };
 typedef struct rs_term {
     int64_t off; /* element offset in X: input index times the axis stride */
     float w;
+    double wd; /* the weight in double, for float64 values */
 } rs_term;
 
 /* One axis: up to 4 terms per output coordinate; 0 terms marks a coordinate
@@ -122,9 +123,9 @@ static void axis_terms(const rs_opts *o, rs_axis *a, int64_t x) {
         case NM_CEIL: i = r > 0.0 ? x0 + 1 : x0; break;
         default: i = r > 0.5 ? x0 + 1 : x0; break;
         }
-        t[n++] = (rs_term){clamp_idx(i, a->in) * a->stride, 1.0f};
+        t[n++] = (rs_term){clamp_idx(i, a->in) * a->stride, 1.0f, 1.0};
     } else if (r == 0.0) {
-        t[n++] = (rs_term){clamp_idx(x0, a->in) * a->stride, 1.0f};
+        t[n++] = (rs_term){clamp_idx(x0, a->in) * a->stride, 1.0f, 1.0};
     } else {
         double cf[4];
         int64_t first;
@@ -147,7 +148,7 @@ static void axis_terms(const rs_opts *o, rs_axis *a, int64_t x) {
         }
         for (int j = 0; j < k; j++)
             if (cf[j] != 0.0)
-                t[n++] = (rs_term){clamp_idx(first + j, a->in) * a->stride, (float)cf[j]};
+                t[n++] = (rs_term){clamp_idx(first + j, a->in) * a->stride, (float)cf[j], cf[j]};
     }
     a->nt[x] = (unsigned char)n;
 }
@@ -166,6 +167,19 @@ static float interp(const mpx_kctx *c, const rs_axis *ax, int rank, int k, const
     return mpx_acc_result(&acc);
 }
 
+/* interp for float64 values: the same terms, double weights, sums in
+ * increasing input index in double. */
+static double interp_d(const rs_axis *ax, int rank, int k, const int64_t *oc, const double *x, int64_t base) {
+    if (k == rank) return x[base];
+    const rs_axis *a = &ax[k];
+    const rs_term *t = a->t + 4 * oc[k];
+    int n = a->nt[oc[k]];
+    if (n == 1 && t[0].wd == 1.0) return interp_d(ax, rank, k + 1, oc, x, base + t[0].off);
+    double s = 0.0;
+    for (int j = 0; j < n; j++) s += t[j].wd * interp_d(ax, rank, k + 1, oc, x, base + t[j].off);
+    return s;
+}
+
 /* Scales and output lengths per axis from the inputs and attributes. */
 static mpx_status rs_sizes(const mpx_kctx *c, const mpx_value *const *in, int n_in, bool upsample,
                            const mpx_value *x, rs_axis *ax, const rs_opts *o, float *extrap) {
@@ -182,7 +196,9 @@ static mpx_status rs_sizes(const mpx_kctx *c, const mpx_value *const *in, int n_
     } else if (legacy) {
         if ((st = kn_float_in(c, in, n_in, 1, "scales", &scales))) return st;
     } else {
-        if ((st = kn_float_opt(c, in, n_in, 1, "roi", &roi))) return st;
+        roi = kn_opt(in, n_in, 1);
+        if (!(roi && roi->dtype == MPX_DT_DOUBLE && roi->d) && (st = kn_float_opt(c, in, n_in, 1, "roi", &roi)))
+            return st;
         if ((st = kn_float_opt(c, in, n_in, 2, "scales", &scales))) return st;
         sizes = kn_opt(in, n_in, 3);
         if (sizes && (!mpx_dtype_is_int_like(sizes->dtype) || !sizes->i))
@@ -219,9 +235,9 @@ static mpx_status rs_sizes(const mpx_kctx *c, const mpx_value *const *in, int n_
         a->lr = gm.exact[i] ? (float)gm.out[i] : gm.scale[i] * (float)a->in;
         a->roi_s = 0.0f, a->roi_e = 1.0f;
     }
-    for (int i = 0; roi && i < na; i++) {
-        ax[gm.axes[i]].roi_s = roi->f[i];
-        ax[gm.axes[i]].roi_e = roi->f[na + i];
+    for (int i = 0; roi && i < na; i++) { /* a float64 roi to fp32: the coordinates are fp32 */
+        ax[gm.axes[i]].roi_s = roi->d ? (float)roi->d[i] : roi->f[i];
+        ax[gm.axes[i]].roi_e = roi->d ? (float)roi->d[na + i] : roi->f[na + i];
     }
     if (mpx_node_attr_int(c->node, "antialias", 0) != 0 && o->mode != RS_NEAREST)
         for (int i = 0; i < r; i++)
@@ -301,7 +317,7 @@ static mpx_status nearest_rows(const mpx_kctx *c, const rs_axis *ax, int r, cons
 }
 
 static mpx_status resize(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
-                         int n_out, bool upsample) {
+                         int n_out, bool upsample, bool f64) {
     static const char *const modes[] = {"nearest", "linear", "cubic"};
     static const char *const cts[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
                                       "align_corners", "asymmetric", "tf_half_pixel_for_nn",
@@ -311,7 +327,8 @@ static mpx_status resize(const mpx_kctx *c, const mpx_value *const *in, int n_in
     if (st) return st;
     const mpx_value *x = kn_opt(in, n_in, 0);
     if (!x) return mpx_kernel_error(c, MPX_E_INVALID, "input 0 (X) is missing");
-    bool is_float = mpx_dtype_is_float(x->dtype) && x->f;
+    bool is_double = f64 && x->dtype == MPX_DT_DOUBLE && x->d;
+    bool is_float = (mpx_dtype_is_float(x->dtype) && x->f) || is_double;
     if (!is_float && !(mpx_dtype_is_int_like(x->dtype) && x->i))
         return mpx_kernel_error(c, MPX_E_UNSUPPORTED, "input X is %s", mpx_dtype_name(x->dtype));
     bool legacy = upsample || kn_opset(c) <= 10;
@@ -359,7 +376,7 @@ static mpx_status resize(const mpx_kctx *c, const mpx_value *const *in, int n_in
             st = mpx_kernel_error(c, MPX_E_SHAPE, "input X is empty but the output is not");
         goto done;
     }
-    if (o.mode == RS_NEAREST && is_float) {
+    if (o.mode == RS_NEAREST && is_float && !is_double) {
         st = nearest_rows(c, ax, r, x->f, out[0].f, total, extrap);
         goto done;
     }
@@ -378,12 +395,16 @@ static mpx_status resize(const mpx_kctx *c, const mpx_value *const *in, int n_in
             int64_t yi = p + k;
             oc[r - 1] = k;
             if (outside || al->nt[k] == 0) {
-                if (is_float) out[0].f[yi] = extrap;
+                if (is_double) out[0].d[yi] = (double)extrap;
+                else if (is_float) out[0].f[yi] = extrap;
                 else out[0].i[yi] = (int64_t)extrap;
             } else if (single) {
                 int64_t xi = base + al->t[4 * k].off;
-                if (is_float) out[0].f[yi] = x->f[xi];
+                if (is_double) out[0].d[yi] = x->d[xi];
+                else if (is_float) out[0].f[yi] = x->f[xi];
                 else out[0].i[yi] = x->i[xi];
+            } else if (is_double) {
+                out[0].d[yi] = interp_d(ax, r, 0, oc, x->d, 0);
             } else {
                 out[0].f[yi] = interp(c, ax, r, 0, oc, x->f, 0);
             }
@@ -404,12 +425,19 @@ done:
 
 mpx_status mpx_k_resize(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
                         int n_out) {
-    return resize(c, in, n_in, out, n_out, false);
+    return resize(c, in, n_in, out, n_out, false, false);
 }
 
 mpx_status mpx_k_upsample(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
                           int n_out) {
-    return resize(c, in, n_in, out, n_out, true);
+    return resize(c, in, n_in, out, n_out, true, false);
+}
+
+/* float64 X: the fp32 kernel's axes, coordinates and neighbours (its
+ * coordinates are fp32, as ONNX Runtime computes them for every type), the
+ * weights in double and every sum in double; nearest copies the doubles. */
+mpx_status mpx_k_resize_f64(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    return resize(c, in, n_in, out, n_out, false, true);
 }
 
 /* ---- GridSample ------------------------------------------------------------------------ */
