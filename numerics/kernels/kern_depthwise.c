@@ -9,6 +9,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The row loops of kern_dw_body.h are unrolled so their sums stay in
+ * registers (unrolling keeps each sum's order: the bits do not change).
+ * Under AddressSanitizer the unrolled, always-inlined rows of every
+ * (kernel, stride, row) shape make clang's instrumented compile of this
+ * file take many minutes (the fuzz and sanitizer builds): there they are
+ * left rolled. */
+#define DW_PRAGMA(x) _Pragma(#x)
+#if defined(__SANITIZE_ADDRESS__)
+#define DW_UNROLL(n)
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DW_UNROLL(n)
+#endif
+#endif
+#ifndef DW_UNROLL
+#define DW_UNROLL(n) DW_PRAGMA(GCC unroll n)
+#endif
 #define KG_BODY "kern_dw_body.h"
 #include "kern_builds.h"
 

@@ -57,24 +57,24 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(slide8)(const i
                                                                       const float *bias16, float *out16) {
     const v8f z = {0};
     v8f acc[8];
-#pragma GCC unroll 8
+DW_UNROLL(8)
     for (int r = 0; r < RW; r++) acc[r] = z;
     for (int64_t kh = 0; kh < KH; kh++) {
         const float *pr = p + kh * rs, *wr = w16 + kh * KW * 16;
         v8f wv[7];
-#pragma GCC unroll 7
+DW_UNROLL(7)
         for (int kw = 0; kw < KW; kw++) wv[kw] = KG_F(ld8)(wr + kw * 16);
-#pragma GCC unroll 24
+DW_UNROLL(24)
         for (int jx = 0; jx < (RW - 1) * SW + KW; jx++) {
             const v8f x = KG_F(ld8)(pr + jx * 16);
-#pragma GCC unroll 8
+DW_UNROLL(8)
             for (int r = 0; r < RW; r++) {
                 const int kw = jx - r * SW;
                 if (kw >= 0 && kw < KW) acc[r] = KG_F(fma8)(wv[kw], x, acc[r]);
             }
         }
     }
-#pragma GCC unroll 8
+DW_UNROLL(8)
     for (int r = 0; r < RW; r++) {
         v8f s = z + acc[r];
         if (bias16) s += KG_F(ld8)(bias16);
@@ -124,19 +124,19 @@ static KG_TARGET void KG_F(slide16_row)(int64_t KH, int64_t KW, int64_t SW, cons
  * pairs, halves: what the AVX2 instructions do in three steps). */
 static inline KG_TARGET __attribute__((always_inline)) void KG_F(tr8)(v8f *r) {
     v8f a[8], b[8];
-#pragma GCC unroll 4
+DW_UNROLL(4)
     for (int i = 0; i < 8; i += 2) {
         a[i] = KG_SHUF(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
         a[i + 1] = KG_SHUF(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
     }
-#pragma GCC unroll 2
+DW_UNROLL(2)
     for (int i = 0; i < 8; i += 4)
-#pragma GCC unroll 2
+DW_UNROLL(2)
         for (int h = 0; h < 2; h++) {
             b[i + 2 * h] = KG_SHUF(a[i + h], a[i + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
             b[i + 2 * h + 1] = KG_SHUF(a[i + h], a[i + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
         }
-#pragma GCC unroll 4
+DW_UNROLL(4)
     for (int i = 0; i < 4; i++) {
         r[i] = KG_SHUF(b[i], b[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
         r[i + 4] = KG_SHUF(b[i], b[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
@@ -159,10 +159,10 @@ static KG_TARGET void KG_F(lanes_in)(const float *const *xs, int64_t nc, int64_t
         if (n8 == 8)
             for (; q + 8 <= H * W; q += 8) {
                 v8f r[8];
-#pragma GCC unroll 8
+DW_UNROLL(8)
                 for (int l = 0; l < 8; l++) r[l] = KG_F(ld8)(xs[c0 + l] + q);
                 KG_F(tr8)(r);
-#pragma GCC unroll 8
+DW_UNROLL(8)
                 for (int t = 0; t < 8; t++) {
                     KG_F(st8)(p + ((ih + pt) * Wp + iw + pl) * 16 + c0, r[t]);
                     if (++iw == W) iw = 0, ih++;
@@ -182,10 +182,10 @@ static KG_TARGET void KG_F(lanes_out)(const float *y16, int64_t n, int64_t nc, f
         if (n8 == 8)
             for (; q + 8 <= n; q += 8) {
                 v8f r[8];
-#pragma GCC unroll 8
+DW_UNROLL(8)
                 for (int t = 0; t < 8; t++) r[t] = KG_F(ld8)(y16 + (q + t) * 16 + c0);
                 KG_F(tr8)(r);
-#pragma GCC unroll 8
+DW_UNROLL(8)
                 for (int l = 0; l < 8; l++) KG_F(st8)(ys[c0 + l] + q, r[l]);
             }
         for (; q < n; q++)
@@ -325,23 +325,23 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_chan)(const 
             for (int64_t col = 0; col < j->OW; col += 32) {
                 const float *xq = st + r0 * v->Wq + col;
                 v8f a[2][4];
-#pragma GCC unroll 2
+DW_UNROLL(2)
                 for (int i = 0; i < 2; i++)
-#pragma GCC unroll 4
+DW_UNROLL(4)
                     for (int c = 0; c < 4; c++) a[i][c] = z;
                 for (int64_t k = 0; k < K; k++) {
                     const v8f wk = KG_F(splat)(w[k]);
                     const float *p = xq + off[k];
-#pragma GCC unroll 2
+DW_UNROLL(2)
                     for (int i = 0; i < 2; i++)
-#pragma GCC unroll 4
+DW_UNROLL(4)
                         for (int c = 0; c < 4; c++) a[i][c] = KG_F(fma8)(wk, KG_F(ld8)(p + i * v->Wq + c * 8), a[i][c]);
                 }
                 const int64_t n = j->OW - col < 32 ? j->OW - col : 32;
-#pragma GCC unroll 2
+DW_UNROLL(2)
                 for (int i = 0; i < 2; i++) {
                     float *yo = y + (r0 + i) * j->OW + col;
-#pragma GCC unroll 4
+DW_UNROLL(4)
                     for (int c = 0; c < 4; c++) {
                         v8f sc = z + a[i][c];
                         if (bp) sc += KG_F(splat)(*bp);
