@@ -461,6 +461,28 @@ static void cache_put_remade(mpx_compare_cache *k, int t, mpx_value *v, mpx_valu
     cache_trim(k);
 }
 
+/* Node n's outputs (outs, just made with scratch bytes beside them) into
+ * vals, replacing what vals held of them (a view of a cached value counts
+ * no bytes; a value the run made is freed and uncounted); the bytes live
+ * after, with *peak raised to the most held at once. */
+static size_t take_outs(const mpx_node *n, size_t scratch, mpx_value *outs, mpx_value *vals, size_t live,
+                        size_t *peak) {
+    size_t o = mpx_cmp_outs_bytes(outs, n->n_outputs);
+    if (live + scratch + o > *peak) *peak = live + scratch + o;
+    for (int j = 0; j < n->n_outputs; j++) {
+        const mpx_tensor *t = n->outputs[j];
+        if (!t) {
+            mpx_value_free(&outs[j]);
+            continue;
+        }
+        live -= mpx_value_bytes(&vals[t->index]);
+        mpx_value_free(&vals[t->index]);
+        take(&vals[t->index], &outs[j]);
+        live += mpx_value_bytes(&vals[t->index]);
+    }
+    return live;
+}
+
 /* The run from the cache k (which fits g and the inputs). MPX_OK with *out
  * NULL: a value it needs is not cached, run in full. The cache changes only
  * when the run succeeds. */
@@ -646,18 +668,7 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
         st = mpx_exec_node(n, NULL, ref, false, outs, &scratch, err);
         c->ms_ref += mpx_cmp_now_ms() - t2;
         if (st != MPX_OK) goto done;
-        size_t o = mpx_cmp_outs_bytes(outs, n->n_outputs);
-        if (live + scratch + o > peak) peak = live + scratch + o;
-        for (int j = 0; j < n->n_outputs; j++) {
-            const mpx_tensor *t = n->outputs[j];
-            if (!t) {
-                mpx_value_free(&outs[j]);
-                continue;
-            }
-            mpx_value_free(&ref[t->index]); /* (a view of a value the cache holds, or absent) */
-            take(&ref[t->index], &outs[j]);
-            live += mpx_value_bytes(&ref[t->index]);
-        }
+        live = take_outs(n, scratch, outs, ref, live, &peak);
         if (!dirty[i] && !regen[i]) c->n_run++;
     }
     for (int i = 0; i < nn; i++) {
@@ -706,19 +717,7 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
         st = mpx_exec_node(n, a, cand, false, outs, &scratch, err);
         c->ms_cand += mpx_cmp_now_ms() - t2;
         if (st != MPX_OK) goto done;
-        size_t o = mpx_cmp_outs_bytes(outs, n->n_outputs);
-        if (live + scratch + o > peak) peak = live + scratch + o;
-        for (int j = 0; j < n->n_outputs; j++) {
-            const mpx_tensor *t = n->outputs[j];
-            if (!t) {
-                mpx_value_free(&outs[j]);
-                continue;
-            }
-            live -= mpx_value_bytes(&cand[t->index]);
-            mpx_value_free(&cand[t->index]);
-            take(&cand[t->index], &outs[j]);
-            live += mpx_value_bytes(&cand[t->index]);
-        }
+        live = take_outs(n, scratch, outs, cand, live, &peak);
         c->n_run++;
         live -= free_remade(g, opts, i, i, last, cand);
     }
