@@ -44,7 +44,12 @@
  * bidirectional layer: no hand-off per step), and where nothing rounds the
  * gates' activations go over all units at once (Sigmoid vectorised); the
  * same operations in the same order as row by row and element by element,
- * so the same bits in every plan (test_rnn). */
+ * so the same bits in every plan (test_rnn).
+ *
+ * A float64 node (kern_f64.c's table) runs the same kernel with f64 set:
+ * the same checks, attributes, outputs and step walk, each step computed in
+ * double by run_row_d (which says why it is plain C), rounded at the same
+ * points when a plan colours the node low. */
 #include "kern_elem.h"
 #include "kern_gemm_core.h"
 #include "kern_kept.h"
