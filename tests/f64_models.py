@@ -144,11 +144,97 @@ def ops_model():
 
 
 def refused_model():
-    node = helper.make_node("LSTM", ["X", "lw", "lr"], ["Y"], name="lstm_d", hidden_size=2)
-    inits = [init("lw", rng.uniform(-1, 1, (1, 8, 3))), init("lr", rng.uniform(-1, 1, (1, 8, 2)))]
-    g = helper.make_graph([node], "f64_refused", [vi("X", D, [4, 1, 3])], [vi("Y", D, [4, 1, 1, 2])], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    """A training-mode BatchNormalization of float64 values, which mpx has no
+    float64 kernel for: refused, naming the node."""
+    node = helper.make_node("BatchNormalization", ["X", "s", "b", "m", "v"], ["Y", "Ym", "Yv"], name="bn_train",
+                            training_mode=1)
+    inits = [init("s", np.ones(3)), init("b", np.zeros(3)), init("m", np.zeros(3)), init("v", np.ones(3))]
+    g = helper.make_graph([node], "f64_refused", [vi("X", D, [2, 3, 4])],
+                          [vi("Y", D, [2, 3, 4]), vi("Ym", D, [3]), vi("Yv", D, [3])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 15)])
     m.ir_version = 8
+    return m
+
+
+def rnn_model(dtype=D, name="f64_rnn"):
+    """LSTM, GRU and RNN of float64 values (ONNX Runtime 1.30's CPU provider
+    computes none of them in double: it registers LSTM and GRU for double
+    but refuses to run them, "does not support double yet", and has no
+    double RNN): tests/f64_ort.sh checks them against numpy in double
+    (f64_np_check.py). X [5, 3, 4] (layout 1: a Transpose of it), hidden 3,
+    weights and inputs doubles fp32 cannot hold (one rounding anywhere in
+    float moves the results by ~1e-8); the attributes in several
+    combinations: directions, sequence_lens with bidirectional, initial
+    states, peepholes, clip (below the largest pre-activations), input_forget,
+    linear_before_reset 0 and 1, activations with alphas and betas, layout 1.
+    With dtype float, the same model in float32 (f64_ort.sh's low-colouring
+    check)."""
+    npd = np.float64 if dtype == D else np.float32
+    nodes = []
+    n = adder(nodes)
+    S, Bt, I_, H = 5, 3, 4, 3
+    r = np.random.default_rng(4848)
+
+    def u(shape, lo=-1.0, hi=1.0):
+        return r.uniform(lo, hi, shape).astype(npd)
+
+    inits = [init("lens", np.array([5, 2, 4], np.int32)), init("perm", np.array([1, 0, 2], np.int64))]
+    for pre, G in (("l", 4), ("g", 3), ("r", 1)):
+        for d in (1, 2):
+            inits += [init("%sW%d" % (pre, d), u((d, G * H, I_))), init("%sR%d" % (pre, d), u((d, G * H, H), -0.8, 0.8)),
+                      init("%sB%d" % (pre, d), u((d, 2 * G * H), -0.5, 0.5)), init("%sH%d" % (pre, d), u((d, Bt, H)))]
+        inits += [init("%sHl" % pre, u((Bt, 1, H)))]
+    inits += [init("lC2", u((2, Bt, H))), init("lP2", u((2, 3 * H), -0.5, 0.5)), init("lCl", u((Bt, 1, H))),
+              init("lP1", u((1, 3 * H), -0.5, 0.5))]
+    n("Transpose", ["X"], "xl", perm=[1, 0, 2])
+    # LSTM
+    n("LSTM", ["X", "lW1", "lR1", "lB1"], ["lstm_f", "lstm_f_h", "lstm_f_c"], hidden_size=H)
+    n("LSTM", ["X", "lW2", "lR2", "lB2", "lens", "lH2", "lC2", "lP2"], ["lstm_b", "lstm_b_h", "lstm_b_c"],
+      hidden_size=H, direction="bidirectional", clip=0.9)
+    n("LSTM", ["X", "lW1", "lR1", "", "", "", "", "lP1"], ["lstm_r", "lstm_r_h", "lstm_r_c"], hidden_size=H,
+      direction="reverse", input_forget=1, activations=["HardSigmoid", "Softsign", "Elu"],
+      activation_alpha=[0.3, 0.7], activation_beta=[0.45])
+    n("LSTM", ["xl", "lW1", "lR1", "lB1", "", "lHl", "lCl"], ["lstm_l1", "lstm_l1_h", "lstm_l1_c"], hidden_size=H,
+      layout=1)
+    # GRU
+    n("GRU", ["X", "gW1", "gR1", "gB1", "", "gH1"], ["gru_0", "gru_0_h"], hidden_size=H)
+    n("GRU", ["X", "gW2", "gR2", "gB2", "lens", "gH2"], ["gru_1", "gru_1_h"], hidden_size=H,
+      direction="bidirectional", linear_before_reset=1, clip=1.1)
+    n("GRU", ["xl", "gW1", "gR1", "gB1", "", "gHl"], ["gru_l1", "gru_l1_h"], hidden_size=H, layout=1,
+      direction="reverse", activations=["HardSigmoid", "ScaledTanh"], activation_alpha=[0.25, 1.3],
+      activation_beta=[0.55, 0.8])
+    # RNN
+    n("RNN", ["X", "rW1", "rR1", "rB1"], ["rnn_f", "rnn_f_h"], hidden_size=H)
+    n("RNN", ["X", "rW2", "rR2", "rB2", "lens", "rH2"], ["rnn_b", "rnn_b_h"], hidden_size=H,
+      direction="bidirectional", activations=["LeakyRelu", "Tanh"], activation_alpha=[0.1], clip=1.2)
+    n("RNN", ["xl", "rW1", "rR1", "", "", "rHl"], ["rnn_l1", "rnn_l1_h"], hidden_size=H, layout=1,
+      activations=["Softplus"])
+    outs = [o for nd in nodes for o in nd.output if o]
+    g = helper.make_graph(nodes, name, [vi("X", dtype, [S, Bt, I_])], [vi(o, dtype, None) for o in outs], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
+    m.ir_version = 7
+    return m
+
+
+def upsample_model(opset):
+    """Upsample of float64 values (opset 9: scales as input 1; 7: the scales
+    attribute), nearest and linear; no double kernel in ONNX Runtime, so
+    f64_np_check.py checks it against numpy. Scales whose source
+    coordinates (asymmetric: out / scale) fp32 and double hold alike."""
+    nodes = []
+    n = adder(nodes)
+    inits = []
+    for name, mode, sc in (("up_near", "nearest", [1, 1, 2, 3]), ("up_lin", "linear", [1, 1, 2, 4]),
+                           ("up_lin_c", "linear", [1, 2, 1, 2])):
+        if opset >= 9:
+            inits.append(init(name + "_s", np.array(sc, np.float32)))
+            n("Upsample", ["N", name + "_s"], name, mode=mode)
+        else:
+            n("Upsample", ["N"], name, mode=mode, scales=[float(v) for v in sc])
+    outs = [o.output[0] for o in nodes]
+    g = helper.make_graph(nodes, "f64_up%d" % opset, [vi("N", D, [1, 3, 5, 5])], [vi(o, D, None) for o in outs], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 4
     return m
 
 def nn_ort_model():
@@ -297,6 +383,15 @@ def main():
     save(nn_np_model(), os.path.join(out, "f64_np.onnx"))
     save(resize_model(), os.path.join(out, "f64_resize.onnx"))
     save(loop_model(), os.path.join(out, "f64_loop.onnx"))
+    save(rnn_model(), os.path.join(out, "f64_rnn.onnx"))
+    save(rnn_model(F, "f32_rnn"), os.path.join(out, "f32_rnn.onnx"))
+    save(upsample_model(9), os.path.join(out, "f64_up9.onnx"))
+    save(upsample_model(7), os.path.join(out, "f64_up7.onnx"))
+    # the recurrent ops' input: doubles fp32 cannot hold, and its float32
+    # rounding for f32_rnn
+    xr = np.random.default_rng(4849).uniform(-1.5, 1.5, (5, 3, 4))
+    np.save(os.path.join(out, "xr.npy"), xr.astype("<f8"))
+    np.save(os.path.join(out, "xr32.npy"), xr.astype("<f4"))
     # the nn models' input: values near 1e150 (inf in fp32), ties for TopK
     # and MaxPool, moderate values between
     nv = rng.uniform(-3, 3, (1, 3, 5, 5)) * 1e150

@@ -1,8 +1,10 @@
-"""The float64 nn ops ONNX Runtime has no double kernel for, checked against
+"""The float64 ops ONNX Runtime has no double kernel for, checked against
 numpy in double (tests/f64_ort.sh): Conv, ConvTranspose, AveragePool,
 LpPool, GlobalAveragePool, GlobalMaxPool, GlobalLpPool,
-InstanceNormalization and LRN of f64_models.py's f64_np model, and Resize
-of its f64_resize model, whose input holds values near 1e150 (inf in fp32). Each reference is the op's defining sum,
+InstanceNormalization and LRN of f64_models.py's f64_np model, Resize of
+its f64_resize model and Upsample of f64_up9 and f64_up7, whose input holds
+values near 1e150 (inf in fp32); LSTM, GRU and RNN of its f64_rnn model
+(every output: Y, Y_h, Y_c). Each reference is the op's definition,
 written here from the ONNX operator text with the node's own attributes and
 weights; mpx's tensors (mpx_run_model's folder) must be float64 files and
 agree to rel_l2 < 1e-14 (sums in another order: a few ulps).
@@ -152,9 +154,109 @@ def resize(x, node, w):
     return np.where(inside, y, ext)
 
 
+def upsample(x, node, w):
+    """Upsample (opsets 7-9): Resize with asymmetric coordinates, nearest
+    taking floor (every scale here is at least 1)."""
+    a = attrs(node)
+    sc = w[node.input[1]] if len(node.input) > 1 else np.array(a["scales"])
+    mode = a.get("mode", b"nearest").decode()
+    nd = helper.make_node("Resize", ["X", "", "sc"], ["Y"], mode=mode, coordinate_transformation_mode="asymmetric",
+                          nearest_mode="floor")
+    return resize(x, nd, {"sc": sc})
+
+
+def act(name, alpha, beta):
+    """A recurrent op's activation in double; alpha, beta: None for the
+    defaults ONNX Runtime uses (and mpx)."""
+    sig = lambda v: 1.0 / (1.0 + np.exp(-v))
+    dflt = {"Affine": (1.0, 0.0), "LeakyRelu": (0.01, 0), "ThresholdedRelu": (1.0, 0), "ScaledTanh": (1.0, 1.0),
+            "HardSigmoid": (0.2, 0.5), "Elu": (1.0, 0)}.get(name, (0, 0))
+    al = dflt[0] if alpha is None else alpha
+    be = dflt[1] if beta is None else beta
+    return {"Sigmoid": sig, "Tanh": np.tanh, "Relu": lambda v: np.maximum(v, 0.0),
+            "Affine": lambda v: al * v + be, "LeakyRelu": lambda v: np.where(v >= 0, v, al * v),
+            "ThresholdedRelu": lambda v: np.where(v > al, v, 0.0), "ScaledTanh": lambda v: al * np.tanh(be * v),
+            "HardSigmoid": lambda v: np.clip(al * v + be, 0.0, 1.0),
+            "Elu": lambda v: np.where(v >= 0, v, al * (np.exp(np.minimum(v, 0)) - 1.0)),
+            "Softsign": lambda v: v / (1.0 + np.abs(v)), "Softplus": lambda v: np.log1p(np.exp(v))}[name]
+
+
+def recurrent(node, vals):
+    """LSTM, GRU, RNN (ONNX's equations, gates iofc / zrh), every output."""
+    a = attrs(node)
+    op = node.op_type
+    G, per = {"LSTM": (4, 3), "GRU": (3, 2), "RNN": (1, 1)}[op]
+    ins = list(node.input) + [""] * 8
+    get = lambda k: vals[ins[k]] if ins[k] else None
+    X, W, R, B, lens, h0 = (get(k) for k in range(6))
+    c0, P = (get(6), get(7)) if op == "LSTM" else (None, None)
+    layout = a.get("layout", 0)
+    if layout:
+        X = X.transpose(1, 0, 2)
+        h0 = h0.transpose(1, 0, 2) if h0 is not None else None
+        c0 = c0.transpose(1, 0, 2) if c0 is not None else None
+    S, N, _ = X.shape
+    D, H = W.shape[0], R.shape[2]
+    direction = a.get("direction", b"forward").decode()
+    names = [v.decode() for v in a.get("activations", [])] or \
+        {"LSTM": ["Sigmoid", "Tanh", "Tanh"], "GRU": ["Sigmoid", "Tanh"], "RNN": ["Tanh"]}[op] * D
+    alphas, betas = list(a.get("activation_alpha", [])), list(a.get("activation_beta", []))
+    fns = []
+    for nm in names:  # alphas and betas taken in order by the functions that use them
+        al = alphas.pop(0) if nm in ("Affine", "LeakyRelu", "ThresholdedRelu", "ScaledTanh", "HardSigmoid",
+                                     "Elu") and alphas else None
+        be = betas.pop(0) if nm in ("Affine", "ScaledTanh", "HardSigmoid") and betas else None
+        fns.append(act(nm, al, be))
+    clip = a.get("clip")
+    cl = (lambda v: np.clip(v, -clip, clip)) if clip is not None else (lambda v: v)
+    Y, Yh, Yc = np.zeros((S, D, N, H)), np.zeros((D, N, H)), np.zeros((D, N, H))
+    for d in range(D):
+        rev = direction == "reverse" or d == 1
+        f, g, h = fns[d * per:(d + 1) * per] + [None] * (3 - per)
+        Wd, Rd = W[d], R[d]
+        Wb, Rb = (B[d, :G * H], B[d, G * H:]) if B is not None else (np.zeros(G * H), np.zeros(G * H))
+        for b in range(N):
+            L = int(lens[b]) if lens is not None else S
+            hs = h0[d, b].copy() if h0 is not None else np.zeros(H)
+            cs = c0[d, b].copy() if c0 is not None else np.zeros(H)
+            for step in range(L):
+                t = L - 1 - step if rev else step
+                x = X[t, b]
+                if op == "LSTM":
+                    z = Wd @ x + Rd @ hs + Wb + Rb
+                    pi, po, pf, pc = (P[d, :H], P[d, H:2 * H], P[d, 2 * H:]) + (None,) if P is not None else (0, 0, 0, 0)
+                    i = f(cl(z[:H] + pi * cs))
+                    fg = 1.0 - i if a.get("input_forget", 0) else f(cl(z[2 * H:3 * H] + pf * cs))
+                    cs = fg * cs + i * g(cl(z[3 * H:]))
+                    o = f(cl(z[H:2 * H] + po * cs))
+                    hs = o * h(cs)
+                elif op == "GRU":
+                    zx, zh = Wd @ x + Wb, Rd[:2 * H] @ hs + Rb[:2 * H]
+                    zt = f(cl(zx[:H] + zh[:H]))
+                    rt = f(cl(zx[H:2 * H] + zh[H:]))
+                    if a.get("linear_before_reset", 0):
+                        ht = g(cl(zx[2 * H:] + rt * (Rd[2 * H:] @ hs + Rb[2 * H:])))
+                    else:
+                        ht = g(cl(zx[2 * H:] + Rd[2 * H:] @ (rt * hs) + Rb[2 * H:]))
+                    hs = (1.0 - zt) * ht + zt * hs
+                else:
+                    hs = f(cl(Wd @ x + Rd @ hs + Wb + Rb))
+                Y[t, d, b] = hs
+            Yh[d, b], Yc[d, b] = hs, cs
+    if layout:
+        Y, Yh, Yc = Y.transpose(2, 0, 1, 3), Yh.transpose(1, 0, 2), Yc.transpose(1, 0, 2)
+    return [Y, Yh, Yc][:len(node.output)]
+
+
 def reference(node, x, w):
     a = attrs(node)
     op = node.op_type
+    if op in ("LSTM", "GRU", "RNN"):
+        return recurrent(node, w)
+    if op == "Transpose":
+        return x.transpose(a["perm"])
+    if op == "Upsample":
+        return upsample(x, node, w)
     arg = [w[i] if i in w else None for i in list(node.input[1:]) + [None, None]]
     if op == "Conv":
         return conv(x, arg[0], arg[1], a)
@@ -192,18 +294,24 @@ def main():
         f = line.rstrip("\n").split("\t")
         if f[0] in ("input", "tensor"):
             files[f[1]] = out + "/" + f[2]
-    x = np.load(files["N"])
-    assert x.dtype == np.float64 and np.abs(x).max() > 1e150, "the input is not the float64 one"
+    # the graph's inputs, then each node's reference outputs, for the nodes after it
+    for i in m.graph.input:
+        w[i.name] = np.load(files[i.name])
+        assert w[i.name].dtype == np.float64, "input %s is not float64" % i.name
+    assert "N" not in w or np.abs(w["N"]).max() > 1e150, "the input is not the float64 one"
     bad = 0
     for node in m.graph.node:
-        got = np.load(files[node.output[0]])
-        want = reference(node, x, w)
-        ok = got.dtype == np.float64 and got.shape == want.shape and np.all(np.isfinite(got))
-        rel = np.sqrt(((got - want) ** 2).sum()) / np.sqrt((want ** 2).sum()) if ok else float("inf")
-        ok = ok and rel < 1e-14
-        print("%-10s %-22s %s rel_l2 %.3g absmax %.3g" % (node.output[0], node.op_type, "ok  " if ok else "FAIL",
-                                                           rel, np.abs(want).max()))
-        bad += not ok
+        want = reference(node, w[node.input[0]], w)
+        want = want if isinstance(want, list) else [want]
+        for name, ref in zip(node.output, want):
+            w[name] = ref
+            got = np.load(files[name])
+            ok = got.dtype == np.float64 and got.shape == ref.shape and np.all(np.isfinite(got))
+            rel = np.sqrt(((got - ref) ** 2).sum()) / np.sqrt((ref ** 2).sum()) if ok else float("inf")
+            ok = ok and rel < 1e-14
+            print("%-10s %-22s %s rel_l2 %.3g absmax %.3g" % (name, node.op_type, "ok  " if ok else "FAIL", rel,
+                                                               np.abs(ref).max()))
+            bad += not ok
     sys.exit(1 if bad else 0)
 
 

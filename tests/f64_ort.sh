@@ -17,12 +17,22 @@
 #  1b. tests/f64_models.py's f64_nn (the pools, normalisations, CumSum, TopK,
 #     EyeLike and Einsum ONNX Runtime has double kernels for, on values near
 #     1e150) against ONNX Runtime; 1c. f64_np (Conv, ConvTranspose,
-#     AveragePool, LpPool, the global pools, InstanceNormalization, LRN) and
-#     f64_resize (Resize: every mode and coordinate transformation): no double
-#     kernel in ORT, against numpy in double (f64_np_check.py).
+#     AveragePool, LpPool, the global pools, InstanceNormalization, LRN),
+#     f64_resize (Resize: every mode and coordinate transformation), f64_up9
+#     and f64_up7 (Upsample) and f64_rnn (LSTM, GRU, RNN: directions,
+#     sequence_lens, initial states, peepholes, clip, input_forget,
+#     linear_before_reset, activations, layout 1; every output): no double
+#     kernel in ORT (its CPU provider registers LSTM and GRU for double but
+#     refuses to run them, and has no double RNN or Upsample), against numpy
+#     in double (f64_np_check.py).
 #  3b. Task figures (top1, topk_overlap, iou, sign_agree) of float64 tensors;
-#  3c. a Loop body's float64 values in the report's body figures.
-#  5. A float64 LSTM (no float64 kernel) is refused naming the node.
+#  3c. a Loop body's float64 values in the report's body figures;
+#  3d. the recurrent ops coloured fp16 round as in float32: f64_rnn and the
+#     same model in float32 (f32_rnn), both green, give the same values
+#     (the gates in the compute format and the state carried in the output
+#     format at every step) and the same rel_l2.
+#  5. A training-mode float64 BatchNormalization (no float64 kernel) is
+#     refused naming the node.
 #
 # usage: f64_ort.sh <mpx_run_model> <mpx> <python3> <cache_dir> <work_dir>
 set -eu
@@ -57,10 +67,11 @@ ort_check ort f64_ops --file "X=$M/x.npy" --file "Z=$M/z.npy" --file "F=$M/f.npy
 ort_check nn_ort f64_nn --file "N=$M/n.npy" --file "E=$M/e.npy" --file "N2=$M/n2.npy"
 
 # 1c. the nn ops ONNX Runtime has no double kernel for, against numpy in double
-# np_check <label> <model>: every node's output against f64_np_check.py's reference
+# np_check <label> <model> [<input>=<file>]: every node's output against
+# f64_np_check.py's reference (the input: N, n.npy unless given)
 np_check() {
   n=$((n + 1))
-  if ! "$RUN" "$M/$2.onnx" "$WORK/$1" --file "N=$M/n.npy" > "$WORK/$1.log" 2>&1; then
+  if ! "$RUN" "$M/$2.onnx" "$WORK/$1" --file "${3:-N=$M/n.npy}" > "$WORK/$1.log" 2>&1; then
     sed 's/^/  /' "$WORK/$1.log"; fail "$1" "mpx_run_model"
   elif "$PY" "$HERE/f64_np_check.py" "$M/$2.onnx" "$WORK/$1" > "$WORK/$1.check" 2>&1; then
     echo "$1: ok ($(wc -l < "$WORK/$1.check") ops)"
@@ -70,6 +81,9 @@ np_check() {
 }
 np_check nn_numpy f64_np
 np_check resize_numpy f64_resize
+np_check upsample9_numpy f64_up9
+np_check upsample7_numpy f64_up7
+np_check rnn_numpy f64_rnn "X=$M/xr.npy"
 
 # expect <label> <mpx commands> <text>...: the commands succeed and print each text
 expect() {
@@ -150,6 +164,40 @@ assert h["runs"] == 3 and h["metrics"]["overflow"] == 4 and h["metrics"]["absmax
 PYEOF
 then echo "loop_body_json: ok"; else fail loop_body_json "the body's float64 figures"; fi
 
+# 3d. LSTM, GRU and RNN coloured fp16 round as in float32: the float64 model
+# and the float32 one (its weights and input rounded to fp32, then to fp16 by
+# the plan: the same fp16 values) give the same outputs, but for the rare
+# element whose double sum and fp32 sum round to neighbouring fp16 values
+RNN_OUTS="lstm_f lstm_f_c lstm_b lstm_b_h lstm_b_c lstm_r lstm_l1 gru_0 gru_1 gru_1_h gru_l1 rnn_f rnn_b rnn_l1"
+for k in 32 64; do
+  saves=""
+  for t in $RNN_OUTS; do saves="$saves; tensor $t --save $WORK/low${k}_$t.npy"; done
+  x=$M/xr.npy
+  [ $k = 32 ] && x=$M/xr32.npy
+  expect rnn_low$k "load $M/f${k}_rnn.onnx; input X file $x; colour * green; run; report --json $WORK/rnn_low$k.json$saves" \
+    "run: fp16 plan"
+done
+n=$((n + 1))
+if "$PY" - "$WORK" "$RNN_OUTS" <<'PYEOF'
+import json, sys
+import numpy as np
+w, outs = sys.argv[1], sys.argv[2].split()
+rel = [{l["tensor"]: l["metrics"]["rel_l2"] for l in json.load(open("%s/rnn_low%d.json" % (w, k)))["layers"]}
+       for k in (32, 64)]
+differ = total = 0
+for t in outs:
+    a, b = np.load("%s/low32_%s.npy" % (w, t)), np.load("%s/low64_%s.npy" % (w, t))
+    assert a.dtype == np.float32 and b.dtype == np.float64, t
+    assert b.astype(np.float16).astype(np.float64).tolist() == b.tolist(), t + ": not fp16 values"
+    differ += int((a.astype(np.float64) != b).sum())
+    total += a.size
+    # the error of fp16 (rounding at every step) in both, within 2%
+    assert 2e-4 < rel[0][t] < 3e-3 and abs(rel[1][t] / rel[0][t] - 1) < 0.02, (t, rel[0][t], rel[1][t])
+print("rnn_low: %d of %d elements differ" % (differ, total))
+assert differ <= total // 50, "the float64 recurrent ops do not round as the float32 ones"
+PYEOF
+then echo "rnn_low_same: ok"; else fail rnn_low_same "float64 coloured fp16 does not round as float32"; fi
+
 # 4. export keeps DOUBLE
 expect export "load $M/f64_ops.onnx; colour Add green; export $WORK/green.onnx; load $WORK/green.onnx; $INPUTS; run; tensor add" \
   "tensor add float64 2x3x4"
@@ -173,10 +221,11 @@ then echo "export_double: ok"; else fail export_double "the exported model does 
 # 5. refused
 n=$((n + 1))
 if out=$("$MPX" -c "load $M/f64_refused.onnx; input X random; run" 2>&1); then
-  fail refused "a float64 LSTM ran"
+  fail refused "a training-mode float64 BatchNormalization ran"
 else
   case $out in
-    *'node "lstm_d" (LSTM): no float64 kernel for LSTM'*) echo "refused: ok" ;;
+    *'node "bn_train" (BatchNormalization): training mode of a float64 BatchNormalization is not supported'*)
+      echo "refused: ok" ;;
     *) echo "$out"; fail refused "not the expected message" ;;
   esac
 fi

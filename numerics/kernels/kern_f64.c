@@ -17,7 +17,8 @@
  *    broadcasting, MatMul, Gemm, the reductions, Softmax, LogSoftmax,
  *    Range, ConstantOfShape), or beside the op's fp32 kernel where the two
  *    share their checks and index walk (Conv, ConvTranspose, the pools, the
- *    normalisations, CumSum: kern_internal.h's MPX_F64_SHARED list). Sums
+ *    normalisations, CumSum, Resize, Upsample, LSTM, GRU, RNN:
+ *    kern_internal.h's MPX_F64_SHARED list). Sums
  *    run in index order in double; the accumulation rules (mpx_accum) do
  *    not apply to float64 nodes, whose reference sums in double.
  * The broadcasting ops and MatMul's batches walk kern_binary.c's row walk

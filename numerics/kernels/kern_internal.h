@@ -231,7 +231,8 @@ static inline void mpx_k_free_values(mpx_value *v, int n) {
 /* The float64 kernels that live beside their fp32 kernels, sharing their
  * checks and index walks (kern_nn.c: the convolutions' geometry; kern_pool.c:
  * the windows and taps; kern_norm.c, kern_reduce.c: the inputs and
- * attributes); kernels_f64.def names them with kern_f64.c's own. */
+ * attributes; kern_resize.c: the axes and coordinates; kern_rnn.c: the
+ * checks and the step walk); kernels_f64.def names them with kern_f64.c's own. */
 #define MPX_F64_SHARED(fn) \
     mpx_status fn(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out);
 MPX_F64_SHARED(mpx_k_conv_f64)
@@ -244,6 +245,10 @@ MPX_F64_SHARED(mpx_k_lp_normalization_f64)
 MPX_F64_SHARED(mpx_k_group_normalization_f64)
 MPX_F64_SHARED(mpx_k_lrn_f64)
 MPX_F64_SHARED(mpx_k_resize_f64)
+MPX_F64_SHARED(mpx_k_upsample_f64)
+MPX_F64_SHARED(mpx_k_lstm_f64)
+MPX_F64_SHARED(mpx_k_gru_f64)
+MPX_F64_SHARED(mpx_k_rnn_f64)
 MPX_F64_SHARED(mpx_k_einsum_f64)
 MPX_F64_SHARED(mpx_k_cumsum_f64)
 #undef MPX_F64_SHARED

@@ -440,6 +440,12 @@ mpx_status mpx_k_resize_f64(const mpx_kctx *c, const mpx_value *const *in, int n
     return resize(c, in, n_in, out, n_out, false, true);
 }
 
+/* Upsample (opsets 7-9) of float64 X: the same, with Upsample's inputs and
+ * coordinates. */
+mpx_status mpx_k_upsample_f64(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    return resize(c, in, n_in, out, n_out, true, true);
+}
+
 /* ---- GridSample ------------------------------------------------------------------------ */
 
 /* X [N, C, H, W] sampled at grid [N, Ho, Wo, 2] (x, y in [-1, 1]): modes

@@ -44,7 +44,12 @@
  * bidirectional layer: no hand-off per step), and where nothing rounds the
  * gates' activations go over all units at once (Sigmoid vectorised); the
  * same operations in the same order as row by row and element by element,
- * so the same bits in every plan (test_rnn). */
+ * so the same bits in every plan (test_rnn).
+ *
+ * A float64 node (kern_f64.c's table) runs the same kernel with f64 set:
+ * the same checks, attributes, outputs and step walk, each step computed in
+ * double by run_row_d (which says why it is plain C), rounded at the same
+ * points when a plan colours the node low. */
 #include "kern_elem.h"
 #include "kern_gemm_core.h"
 #include "kern_kept.h"
@@ -157,16 +162,21 @@ typedef struct rnn {
     const mpx_kctx *c;
     rnn_kind kind;
     int64_t seq, batch, in, hid, dirs, gates;
-    bool layout1, input_forget, linear_before_reset, has_clip;
+    bool layout1, reverse, input_forget, linear_before_reset, has_clip; /* reverse: direction "reverse" */
     float clip;
     const float *x, *w, *r, *b, *p, *h0, *c0;
     const int64_t *lens;
     float *y, *yh, *yc;
+    /* float64 nodes (f64): the same tensors as doubles, the fp32 pointers
+     * above NULL (run_row_d) */
+    bool f64;
+    const double *xd, *wd, *rd, *bd, *pd, *h0d, *c0d;
+    double *yd, *yhd, *ycd;
     act acts[6];
-    /* Each (direction, batch row)'s vectors, per_row floats apart: h, c,
-     * the gates, r.h (GRU), the next h, GRU's two hidden-gate parts, the
-     * blocks (see rnn_kernel). */
-    float *scratch;
+    /* Each (direction, batch row)'s vectors, per_row elements (floats, or
+     * doubles for f64) apart: h, c, the gates, r.h (GRU), the next h, GRU's
+     * two hidden-gate parts, the blocks (see rnn_kernel). */
+    void *scratch;
     int64_t per_row;
     bool avx2; /* the H terms on AVX2 (rt_terms_avx2) */
     /* X.W^T of every step and direction from the GEMM core
@@ -294,8 +304,44 @@ static void gate_sums(const rnn *s, int64_t d, bool with_x, const float *xwrow, 
     }
 }
 
+/* ---- the walk the fp32 and float64 paths share ---------------------------------------- */
+
+/* The offset of direction d, batch row b's H values in initial_h,
+ * initial_c, Y_h and Y_c. */
 static int64_t state_at(const rnn *s, int64_t d, int64_t b) {
     return (s->layout1 ? b * s->dirs + d : d * s->batch + b) * s->hid;
+}
+
+/* Where step `step` of direction d over batch row b reads and writes: its
+ * time t (backwards for "reverse" and a bidirectional node's second
+ * direction, from the row's own sequence length), X's row (and xw's), and
+ * the offset of its H values in Y. */
+typedef struct rnn_at {
+    int64_t t, row, yo;
+} rnn_at;
+
+static int64_t seq_len(const rnn *s, int64_t b) {
+    return s->lens ? s->lens[b] : s->seq;
+}
+
+static rnn_at step_at(const rnn *s, int64_t d, int64_t b, int64_t step) {
+    const bool reverse = s->dirs == 2 ? d == 1 : s->reverse;
+    const int64_t t = reverse ? seq_len(s, b) - 1 - step : step, H = s->hid;
+    return (rnn_at){.t = t,
+                    .row = s->layout1 ? b * s->seq + t : t * s->batch + b,
+                    .yo = s->layout1 ? ((b * s->seq + t) * s->dirs + d) * H : ((t * s->dirs + d) * s->batch + b) * H};
+}
+
+/* Direction d's parameters: the offsets of its biases (W's G H, then R's)
+ * and peepholes (i, o, f: 3 H), its activations. */
+static int64_t bias_at(const rnn *s, int64_t d) {
+    return d * 2 * s->gates * s->hid;
+}
+static int64_t peep_at(const rnn *s, int64_t d) {
+    return d * 3 * s->hid;
+}
+static const act *acts_of(const rnn *s, int64_t d) {
+    return s->acts + d * (s->kind == K_LSTM ? 3 : s->kind == K_GRU ? 2 : 1);
 }
 
 /* LSTM's gates at one step where nothing rounds (fp32: no compute or
@@ -329,13 +375,12 @@ static void lstm_gates_f32(const rnn *s, const act *A, const float *P, float *g,
 /* One direction d over one batch row b; scratch: its own s->per_row floats. */
 static void run_row(const rnn *s, int64_t d, int64_t b, float *scratch) {
     const mpx_format *cf = s->c->round, *sf = s->c->state;
-    int64_t H = s->hid, G = s->gates, len = s->lens ? s->lens[b] : s->seq;
-    bool reverse = s->dirs == 2 ? d == 1 : strcmp(mpx_node_attr_string(s->c->node, "direction", "forward"), "reverse") == 0;
+    int64_t H = s->hid, G = s->gates, len = seq_len(s, b);
     float *h = scratch, *cs = h + H, *g = cs + H, *rh = g + G * H, *hn = rh + H, *hs = hn + H, *hx = hs + H;
     float *blk = hx + H;
-    const float *Wb = s->b ? s->b + d * 2 * G * H : NULL, *Rb = Wb ? Wb + G * H : NULL;
-    const float *P = s->p ? s->p + d * 3 * H : NULL;
-    const act *A = s->acts + d * (s->kind == K_LSTM ? 3 : s->kind == K_GRU ? 2 : 1);
+    const float *Wb = s->b ? s->b + bias_at(s, d) : NULL, *Rb = Wb ? Wb + G * H : NULL;
+    const float *P = s->p ? s->p + peep_at(s, d) : NULL;
+    const act *A = acts_of(s, d);
     const bool f32 = !cf && !sf; /* nothing rounds: the gates over arrays */
     for (int64_t j = 0; j < H; j++) {
         h[j] = s->h0 ? s->h0[state_at(s, d, b) + j] : 0.0f;
@@ -343,12 +388,10 @@ static void run_row(const rnn *s, int64_t d, int64_t b, float *scratch) {
     }
     for (int64_t step = 0; step < len; step++) { /* Y past the sequence's length stays 0 */
         if (mpx_k_cancelled()) return; /* a step apart; the executor drops the values (mpx_k_cancelled) */
-        int64_t t = reverse ? len - 1 - step : step;
-        int64_t yo = s->layout1 ? ((b * s->seq + t) * s->dirs + d) * H : ((t * s->dirs + d) * s->batch + b) * H;
-        float *yt = s->y ? s->y + yo : NULL;
-        int64_t row = s->layout1 ? (b * s->seq + t) : (t * s->batch + b);
-        const float *xt = s->x + row * s->in;
-        const float *xwrow = s->xw ? s->xw + (d * s->seq * s->batch + row) * G * H : NULL;
+        const rnn_at at = step_at(s, d, b, step);
+        float *yt = s->y ? s->y + at.yo : NULL;
+        const float *xt = s->x + at.row * s->in;
+        const float *xwrow = s->xw ? s->xw + (d * s->seq * s->batch + at.row) * G * H : NULL;
         if (s->kind == K_LSTM) { /* gates i, o, f, c */
             gate_sums(s, d, true, xwrow, xt, h, 0, 4 * H, g, blk);
             for (int64_t q = 0; Wb && q < 4 * H; q++) g[q] = g[q] + Wb[q] + Rb[q];
@@ -416,12 +459,150 @@ static void run_row(const rnn *s, int64_t d, int64_t b, float *scratch) {
     if (s->yc) memcpy(s->yc + state_at(s, d, b), cs, (size_t)H * sizeof *cs);
 }
 
+/* ---- float64 ------------------------------------------------------------------------------ */
+
+/* The float64 path (run_row_d): run_row's steps, walk and rounding points
+ * on doubles, every product, sum and activation in double (libm's; the
+ * alphas, betas and clip are the attributes' floats). It is plain C, one
+ * gate row at a time with its sum in index order (the X terms, then the H
+ * terms, then the biases: the order of the fp32 path's definition and of
+ * the float64 kernels' rule, docs/float64.md), because what makes the fp32
+ * path fast is fp32-only: the GEMM core's input projection, mpx_acc's fp32
+ * blocks in AVX2 registers, the vectorised Sigmoid and Tanh. A reference
+ * for float64 models, which are small where recurrent, needs the defined
+ * sum more than that speed. */
+
+static double act_apply_d(const act *a, double x) {
+    const double al = (double)a->alpha, be = (double)a->beta;
+    switch (a->fn) {
+    case A_SIGMOID: return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
+    case A_TANH: return tanh(x);
+    case A_RELU: return x > 0.0 ? x : 0.0;
+    case A_AFFINE: return al * x + be;
+    case A_LEAKY_RELU: return x >= 0.0 ? x : al * x;
+    case A_THRESHOLDED_RELU: return x > al ? x : 0.0;
+    case A_SCALED_TANH: return al * tanh(be * x);
+    case A_HARD_SIGMOID: {
+        double v = al * x + be;
+        return v < 0.0 ? 0.0 : v > 1.0 ? 1.0 : v;
+    }
+    case A_ELU: return x >= 0.0 ? x : al * (exp(x) - 1.0);
+    case A_SOFTSIGN: return x / (1.0 + fabs(x));
+    case A_SOFTPLUS: return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
+    }
+    return x;
+}
+
+/* A float64 node a plan colours low: the values rounded from the double at
+ * the fp32 path's points (compute and state formats), held as doubles. */
+static double rnd_d(const mpx_format *f, double v) {
+    if (f) mpx_round_double_array(f, &v, &v, 1);
+    return v;
+}
+
+static double clipped_d(const rnn *s, double v) {
+    if (!s->has_clip) return v;
+    const double c = (double)s->clip;
+    return v < -c ? -c : v > c ? c : v;
+}
+
+/* Gate rows q0 .. q0 + nq - 1 of direction d at one step, into out: the
+ * X terms xt.W_q (xt NULL: none), then v.R_q (v NULL: none), in index
+ * order in double. */
+static void gate_sums_d(const rnn *s, int64_t d, const double *xt, const double *v, int64_t q0, int64_t nq,
+                        double *out) {
+    const int64_t H = s->hid, GH = s->gates * H;
+    for (int64_t q = q0; q < q0 + nq; q++) {
+        const double *wq = s->wd + (d * GH + q) * s->in, *rq = s->rd + (d * GH + q) * H;
+        double a = 0.0;
+        for (int64_t i = 0; xt && i < s->in; i++) a += xt[i] * wq[i];
+        for (int64_t k = 0; v && k < H; k++) a += v[k] * rq[k];
+        out[q - q0] = a;
+    }
+}
+
+/* run_row for a float64 node; scratch: its own s->per_row doubles. */
+static void run_row_d(const rnn *s, int64_t d, int64_t b, double *scratch) {
+    const mpx_format *cf = s->c->round, *sf = s->c->state;
+    const int64_t H = s->hid, G = s->gates, len = seq_len(s, b);
+    double *h = scratch, *cs = h + H, *g = cs + H, *rh = g + G * H, *hn = rh + H, *hs = hn + H, *hx = hs + H;
+    const double *Wb = s->bd ? s->bd + bias_at(s, d) : NULL, *Rb = Wb ? Wb + G * H : NULL;
+    const double *P = s->pd ? s->pd + peep_at(s, d) : NULL;
+    const act *A = acts_of(s, d);
+    for (int64_t j = 0; j < H; j++) {
+        h[j] = s->h0d ? s->h0d[state_at(s, d, b) + j] : 0.0;
+        cs[j] = s->c0d ? s->c0d[state_at(s, d, b) + j] : 0.0;
+    }
+    for (int64_t step = 0; step < len; step++) { /* Y past the sequence's length stays 0 */
+        if (mpx_k_cancelled()) return;
+        const rnn_at at = step_at(s, d, b, step);
+        const double *xt = s->xd + at.row * s->in;
+        if (s->kind == K_LSTM) { /* gates i, o, f, c */
+            gate_sums_d(s, d, xt, h, 0, 4 * H, g);
+            for (int64_t q = 0; Wb && q < 4 * H; q++) g[q] = g[q] + Wb[q] + Rb[q];
+            for (int64_t j = 0; j < H; j++) {
+                double pi = g[j], po = g[H + j], pf = g[2 * H + j], pc = g[3 * H + j];
+                if (P) pi += P[j] * cs[j], pf += P[2 * H + j] * cs[j];
+                double ig = rnd_d(cf, act_apply_d(&A[0], clipped_d(s, rnd_d(cf, pi))));
+                double fg = s->input_forget ? rnd_d(cf, 1.0 - ig)
+                                            : rnd_d(cf, act_apply_d(&A[0], clipped_d(s, rnd_d(cf, pf))));
+                double cg = rnd_d(cf, act_apply_d(&A[1], clipped_d(s, rnd_d(cf, pc))));
+                double cn = rnd_d(sf, fg * cs[j] + ig * cg);
+                if (P) po += P[H + j] * cn;
+                double og = rnd_d(cf, act_apply_d(&A[0], clipped_d(s, rnd_d(cf, po))));
+                hn[j] = rnd_d(sf, og * act_apply_d(&A[2], cn));
+                cs[j] = cn;
+            }
+        } else if (s->kind == K_GRU) { /* gates z, r, h */
+            gate_sums_d(s, d, xt, h, 0, 2 * H, g);
+            for (int64_t q = 0; q < 2 * H; q++) {
+                double v = g[q];
+                if (Wb) v = v + Wb[q] + Rb[q];
+                g[q] = rnd_d(cf, act_apply_d(&A[0], clipped_d(s, rnd_d(cf, v))));
+            }
+            for (int64_t k = 0; k < H; k++) rh[k] = rnd_d(cf, g[H + k] * h[k]);
+            if (s->linear_before_reset) { /* the H part alone, then the X part alone */
+                gate_sums_d(s, d, NULL, h, 2 * H, H, hs);
+                gate_sums_d(s, d, xt, NULL, 2 * H, H, hx);
+            } else { /* (r . H).Rh^T */
+                gate_sums_d(s, d, xt, rh, 2 * H, H, hx);
+            }
+            for (int64_t j = 0; j < H; j++) {
+                double v;
+                if (s->linear_before_reset) { /* r . (H.Rh^T + Rbh) */
+                    double hsj = hs[j] + (Rb ? Rb[2 * H + j] : 0.0);
+                    v = hx[j] + (Wb ? Wb[2 * H + j] : 0.0) + g[H + j] * rnd_d(cf, hsj);
+                } else {
+                    v = hx[j];
+                    if (Wb) v = v + Wb[2 * H + j] + Rb[2 * H + j];
+                }
+                double hh = rnd_d(cf, act_apply_d(&A[1], clipped_d(s, rnd_d(cf, v)))), z = g[j];
+                hn[j] = rnd_d(sf, (1.0 - z) * hh + z * h[j]);
+            }
+        } else {
+            gate_sums_d(s, d, xt, h, 0, H, hx);
+            for (int64_t j = 0; j < H; j++) {
+                double v = hx[j];
+                if (Wb) v = v + Wb[j] + Rb[j];
+                hn[j] = rnd_d(sf, act_apply_d(&A[0], clipped_d(s, rnd_d(cf, v))));
+            }
+        }
+        memcpy(h, hn, (size_t)H * sizeof *h);
+        if (s->yd) memcpy(s->yd + at.yo, h, (size_t)H * sizeof *h);
+    }
+    if (s->yhd) memcpy(s->yhd + state_at(s, d, b), h, (size_t)H * sizeof *h);
+    if (s->ycd) memcpy(s->ycd + state_at(s, d, b), cs, (size_t)H * sizeof *cs);
+}
+
 /* The (direction, batch row) pairs are independent: item i is direction
  * i / batch, row i % batch, each with its own scratch. */
 static void row_item(void *ctx, int tid, long item) {
     (void)tid;
     const rnn *s = ctx;
-    run_row(s, item / s->batch, item % s->batch, s->scratch + item * s->per_row);
+    if (s->f64)
+        run_row_d(s, item / s->batch, item % s->batch, (double *)s->scratch + item * s->per_row);
+    else
+        run_row(s, item / s->batch, item % s->batch, (float *)s->scratch + item * s->per_row);
 }
 
 /* R transposed, [dirs][hid][gates * hid]: tiles of 8 x 8 (reads and writes
@@ -504,24 +685,28 @@ static mpx_status need_shape(const mpx_kctx *c, const mpx_value *v, const char *
     return mpx_kernel_error(c, MPX_E_SHAPE, "%s has shape %s; %s expected", what, kn_shape(v, got), kn_shape(&tmp, exp));
 }
 
+/* The one kernel of both paths: inputs, attributes and shapes checked
+ * once, outputs allocated, then each (direction, batch row) on run_row
+ * (fp32) or run_row_d (f64: every float input and output float64). */
 static mpx_status rnn_kernel(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out,
-                             rnn_kind kind) {
-    rnn s = {.c = c, .kind = kind, .gates = kind == K_LSTM ? 4 : kind == K_GRU ? 3 : 1};
+                             rnn_kind kind, bool f64) {
+    rnn s = {.c = c, .kind = kind, .gates = kind == K_LSTM ? 4 : kind == K_GRU ? 3 : 1, .f64 = f64};
     const mpx_value *x, *w, *r, *b = NULL, *h0 = NULL, *c0 = NULL, *p = NULL;
     char s1[160];
-    mpx_status st = kn_float_in(c, in, n_in, 0, "X", &x);
-    if (!st) st = kn_float_in(c, in, n_in, 1, "W", &w);
-    if (!st) st = kn_float_in(c, in, n_in, 2, "R", &r);
-    if (!st) st = kn_float_opt(c, in, n_in, 3, "B", &b);
-    if (!st) st = kn_float_opt(c, in, n_in, 5, "initial_h", &h0);
-    if (!st && kind == K_LSTM) st = kn_float_opt(c, in, n_in, 6, "initial_c", &c0);
-    if (!st && kind == K_LSTM) st = kn_float_opt(c, in, n_in, 7, "P", &p);
+    mpx_status st = kn_values_in(c, in, n_in, 0, "X", f64, &x);
+    if (!st) st = kn_values_in(c, in, n_in, 1, "W", f64, &w);
+    if (!st) st = kn_values_in(c, in, n_in, 2, "R", f64, &r);
+    if (!st) st = kn_values_opt(c, in, n_in, 3, "B", f64, &b);
+    if (!st) st = kn_values_opt(c, in, n_in, 5, "initial_h", f64, &h0);
+    if (!st && kind == K_LSTM) st = kn_values_opt(c, in, n_in, 6, "initial_c", f64, &c0);
+    if (!st && kind == K_LSTM) st = kn_values_opt(c, in, n_in, 7, "P", f64, &p);
     if (st) return st;
     const mpx_value *lens = kn_opt(in, n_in, 4);
     const char *dir = mpx_node_attr_string(c->node, "direction", "forward");
     s.dirs = strcmp(dir, "bidirectional") == 0 ? 2 : 1;
     if (s.dirs == 1 && strcmp(dir, "forward") != 0 && strcmp(dir, "reverse") != 0)
         return mpx_kernel_error(c, MPX_E_INVALID, "direction \"%s\" is not forward, reverse or bidirectional", dir);
+    s.reverse = strcmp(dir, "reverse") == 0;
     int64_t layout = mpx_node_attr_int(c->node, "layout", 0);
     if (layout != 0 && layout != 1) return mpx_kernel_error(c, MPX_E_INVALID, "layout %lld is not 0 or 1", (long long)layout);
     s.layout1 = layout == 1;
@@ -562,8 +747,13 @@ static mpx_status rnn_kernel(const mpx_kctx *c, const mpx_value *const *in, int 
     s.input_forget = kind == K_LSTM && mpx_node_attr_int(c->node, "input_forget", 0) != 0;
     s.linear_before_reset = kind == K_GRU && mpx_node_attr_int(c->node, "linear_before_reset", 0) != 0;
     if ((st = read_acts(c, kind == K_LSTM ? 3 : kind == K_GRU ? 2 : 1, (int)s.dirs, s.acts))) return st;
-    s.x = x->f, s.w = w->f, s.r = r->f, s.b = b ? b->f : NULL, s.p = p ? p->f : NULL;
-    s.h0 = h0 ? h0->f : NULL, s.c0 = c0 ? c0->f : NULL;
+    if (f64) {
+        s.xd = x->d, s.wd = w->d, s.rd = r->d, s.bd = b ? b->d : NULL, s.pd = p ? p->d : NULL;
+        s.h0d = h0 ? h0->d : NULL, s.c0d = c0 ? c0->d : NULL;
+    } else {
+        s.x = x->f, s.w = w->f, s.r = r->f, s.b = b ? b->f : NULL, s.p = p ? p->f : NULL;
+        s.h0 = h0 ? h0->f : NULL, s.c0 = c0 ? c0->f : NULL;
+    }
     int64_t ydims[4] = {s.seq, s.dirs, s.batch, s.hid};
     if (s.layout1) ydims[0] = s.batch, ydims[1] = s.seq, ydims[2] = s.dirs;
     int n_state_out = kind == K_LSTM ? 3 : 2;
@@ -572,17 +762,24 @@ static mpx_status rnn_kernel(const mpx_kctx *c, const mpx_value *const *in, int 
     for (int k = 0; k < n_out && k < n_state_out; k++)
         if ((st = k == 0 ? mpx_k_alloc(c, &out[0], x->dtype, 4, ydims) : mpx_k_alloc(c, &out[k], x->dtype, 3, state_dims)))
             goto fail;
-    s.y = n_out > 0 ? out[0].f : NULL;
-    s.yh = n_out > 1 ? out[1].f : NULL;
-    s.yc = n_out > 2 && kind == K_LSTM ? out[2].f : NULL;
+    if (f64) {
+        s.yd = n_out > 0 ? out[0].d : NULL;
+        s.yhd = n_out > 1 ? out[1].d : NULL;
+        s.ycd = n_out > 2 && kind == K_LSTM ? out[2].d : NULL;
+    } else {
+        s.y = n_out > 0 ? out[0].f : NULL;
+        s.yh = n_out > 1 ? out[1].f : NULL;
+        s.yc = n_out > 2 && kind == K_LSTM ? out[2].f : NULL;
+    }
     /* Per (direction, batch row): h, c, the gates, r.h, the next h, GRU's
      * H and X parts of the hidden gate, and the blocks of rt_terms */
     s.per_row = (6 + 2 * s.gates) * s.hid;
     const long items = (long)(s.dirs * s.batch);
-    if ((st = kn_scratch(c, (size_t)(s.per_row * (items > 0 ? items : 1)), sizeof(float), (void **)&s.scratch)))
+    if ((st = kn_scratch(c, (size_t)(s.per_row * (items > 0 ? items : 1)), f64 ? sizeof(double) : sizeof(float),
+                         &s.scratch)))
         goto fail;
-    if ((st = project_inputs(&s))) goto fail;
-    s.avx2 = kg_use_avx2();
+    if (!f64 && (st = project_inputs(&s))) goto fail;
+    s.avx2 = !f64 && kg_use_avx2();
     /* The directions and batch rows on the threads when there is work for
      * them (a bidirectional layer: one direction each); a step's product
      * is too small to split. */
@@ -601,13 +798,26 @@ fail:
 }
 
 mpx_status mpx_k_lstm(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
-    return rnn_kernel(c, in, n_in, out, n_out, K_LSTM);
+    return rnn_kernel(c, in, n_in, out, n_out, K_LSTM, false);
 }
 
 mpx_status mpx_k_gru(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
-    return rnn_kernel(c, in, n_in, out, n_out, K_GRU);
+    return rnn_kernel(c, in, n_in, out, n_out, K_GRU, false);
 }
 
 mpx_status mpx_k_rnn(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
-    return rnn_kernel(c, in, n_in, out, n_out, K_RNN);
+    return rnn_kernel(c, in, n_in, out, n_out, K_RNN, false);
+}
+
+/* float64 (kern_f64.c's table): run_row_d. */
+mpx_status mpx_k_lstm_f64(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    return rnn_kernel(c, in, n_in, out, n_out, K_LSTM, true);
+}
+
+mpx_status mpx_k_gru_f64(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    return rnn_kernel(c, in, n_in, out, n_out, K_GRU, true);
+}
+
+mpx_status mpx_k_rnn_f64(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    return rnn_kernel(c, in, n_in, out, n_out, K_RNN, true);
 }
