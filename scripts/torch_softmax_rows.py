@@ -18,6 +18,7 @@ torch or onnx cannot be imported.
 """
 import argparse
 import os
+import re
 import subprocess
 import sys
 
@@ -63,6 +64,10 @@ def main():
     ap.add_argument("--rows", type=int, default=2000)
     ap.add_argument("--plan", default=PLAN, help="the rules after target bf16, ';'-separated")
     a = ap.parse_args()
+    cap = re.search(r"CPU capability usage: (\w+)", torch.__config__.show())
+    if not cap or cap.group(1) != "AVX2":
+        print(f"torch_softmax_rows: torch runs its {cap.group(1) if cap else 'unnamed'} kernels, not the AVX2 "
+              "ones sleef-lanes mirrors: values will differ", file=sys.stderr)
     os.makedirs(a.out, exist_ok=True)
     rng = np.random.default_rng(48)
     bad = total = plain_differ = 0
