@@ -94,7 +94,14 @@ mpx_colour mpx_colour_default_node(const mpx_node *n, const mpx_format *target,
  *               bf16(1/sqrt 2) where ONNX divides by sqrt 2);
  *   sequential  Gemm and MatMul with fp32: the sum one term after another,
  *               not in blocks of 64 (PyTorch 1.13's CPU bf16 addmm and the
- *               bmm with a transposed operand).
+ *               bmm with a transposed operand);
+ *   sleef-lanes Softmax over the last axis, fp32 only: exp by Sleef's
+ *               expf8_u10 and the sum in 8 lanes reduced as AVX2's tree,
+ *               a row's last D % 8 values by expf, each value times the
+ *               fp32 1/sum (PyTorch 1.13's AVX2 softmax; a run refuses it
+ *               on a CPU without AVX2 and FMA; over another axis mpx's
+ *               softmax runs, torch's strided kernel depending on its
+ *               threads).
  *
  * selector: items separated by commas (spaces around commas allowed): an op
  *   type (`Conv`, matched case-insensitively against the registry), `*`, or

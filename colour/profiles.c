@@ -14,7 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
-enum { PROFILE_MAX_RULES = 12 };
+enum { PROFILE_MAX_RULES = 16 };
 
 static const struct profile {
     const char *name, *about;
@@ -37,14 +37,16 @@ static const struct profile {
      * before dividing; layer_norm's statistics are Welford's in bf16; silu is
      * x / (1 + exp(-x)), each step rounded (Sigmoid's steps, the division made
      * by the Mul after it: fuse silu); gelu multiplies by bf16(1/sqrt 2)
-     * where the export divides by sqrt 2 (reciprocal). */
+     * where the export divides by sqrt 2 (reciprocal); softmax is torch's
+     * AVX2 kernel, fp32 inside: Sleef's exp, the sum in 8 lanes, times
+     * 1/sum (sleef-lanes). */
     {"torch-cpu-bf16", "PyTorch 1.13's CPU bf16 (model.to(torch.bfloat16)) without AVX512-BF16", "bf16", 1, false,
      {"colour * green", "accum Conv bf16 bias-first", "accum MatMul bf16 when const_in == 0",
       "accum MatMul fp32 sequential when const_in == 0 and transposed_b == 1",
       "accum MatMul, Gemm fp32 sequential when const_in >= 1",
       "accum GlobalAveragePool fp32 round-sum",
       "accum LayerNormalization bf16 welford", "accum silu bf16 steps", "accum gelu bf16 reciprocal",
-      "fuse linear, silu", NULL}},
+      "accum Softmax fp32 sleef-lanes", "fuse linear, silu", NULL}},
 };
 
 enum { N_PROFILES = (int)(sizeof profiles / sizeof profiles[0]) };

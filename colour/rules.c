@@ -9,6 +9,7 @@
  *   (in accum and fuse rules a selector's items may be patterns: patterns.c)
  *   when     := "when" or ["else" (COLOUR | FORMAT option*)]
  *   option   := "bias-first" | "round-sum" | "welford" | "steps" | "reciprocal" | "sequential"
+ *             | "sleef-lanes"
  *               (accum_options)
  *   selector := item ("," item)*
  *   item     := "*" | "name:" (GLOB | '"' chars '"' | "'" chars "'") | OPTYPE
@@ -520,13 +521,15 @@ static const struct {
     const char *name;
     unsigned flag;
     const char *fp32; /* with fp32 what mpx does anyway (refused there); NULL: allowed */
+    const char *low;  /* with a rounded format: why it is refused there; NULL: allowed */
 } accum_options[] = {
-    {"bias-first", MPX_ACC_BIAS_FIRST, "fp32 sums add the bias last"},
-    {"round-sum", MPX_ACC_ROUND_SUM, NULL},
-    {"welford", MPX_ACC_WELFORD, "fp32 statistics are mpx's default"},
-    {"steps", MPX_ACC_STEPS, "the steps are rounded to it, and fp32 rounds nothing"},
-    {"reciprocal", MPX_ACC_RECIPROCAL, "the reciprocal is rounded to it, and fp32 rounds nothing"},
-    {"sequential", MPX_ACC_SEQUENTIAL, NULL},
+    {"bias-first", MPX_ACC_BIAS_FIRST, "fp32 sums add the bias last", NULL},
+    {"round-sum", MPX_ACC_ROUND_SUM, NULL, NULL},
+    {"welford", MPX_ACC_WELFORD, "fp32 statistics are mpx's default", NULL},
+    {"steps", MPX_ACC_STEPS, "the steps are rounded to it, and fp32 rounds nothing", NULL},
+    {"reciprocal", MPX_ACC_RECIPROCAL, "the reciprocal is rounded to it, and fp32 rounds nothing", NULL},
+    {"sequential", MPX_ACC_SEQUENTIAL, NULL, NULL},
+    {"sleef-lanes", MPX_ACC_SLEEF_LANES, NULL, "PyTorch's softmax it mirrors sums in fp32"},
 };
 
 const char *mpx_rules_accum_option(int k, unsigned *flag) {
@@ -562,6 +565,8 @@ static mpx_status parse_accum_options(parser *p, const mpx_format *f, unsigned *
         if (accum_options[k].fp32 && f->kind == MPX_FMT_FP32)
             return fail(p, at, "%s needs a rounded accumulate format (fp16, bf16, tf32...): %s",
                         accum_options[k].name, accum_options[k].fp32);
+        if (accum_options[k].low && f->kind != MPX_FMT_FP32)
+            return fail(p, at, "%s needs fp32 accumulation: %s", accum_options[k].name, accum_options[k].low);
         *flags |= accum_options[k].flag;
         p->i = at + n;
     }

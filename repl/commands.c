@@ -304,6 +304,11 @@ static const mpx_command commands[] = {
      "              bf16(1/sqrt 2) where ONNX divides by sqrt 2)\n"
      "  sequential  Gemm, MatMul (fp32): the sum one term after another, not in\n"
      "              blocks of 64 (PyTorch 1.13's CPU bf16 Linear and Q K^T)\n"
+     "  sleef-lanes Softmax over the last axis (fp32 only): exp by Sleef's\n"
+     "              expf8_u10, the sum in 8 lanes reduced as a tree, the row's\n"
+     "              last length mod 8 values by expf, each times 1/sum\n"
+     "              (PyTorch 1.13's AVX2 softmax; a run needs AVX2 and FMA;\n"
+     "              over another axis mpx's softmax runs)\n"
      "The selector may name the fuse patterns (silu, gelu, linear: see help fuse),\n"
      "selecting the nodes of each match but its last: accum silu bf16 steps.\n"
      "Example: accum Conv bf16 bias-first",
@@ -336,7 +341,7 @@ static const mpx_command commands[] = {
      "      term by term (a Linear's MatMul and Add rounded once), the mean's sum\n"
      "      rounded before the division, LayerNormalization's statistics by bf16\n"
      "      Welford, SiLU as x / (1 + exp(-x)) step by step, GELU's x / sqrt 2 as\n"
-     "      x * bf16(1/sqrt 2).",
+     "      x * bf16(1/sqrt 2), Softmax with Sleef's exp and 8-lane sums.",
      repl_cmd_profile, 0, 1, {MPX_WORD_TEXT}, NULL, NULL, repl_complete_profile},
     {"rules", "", "the rules in order, with how many nodes each selects and sets", NULL,
      repl_cmd_rules, 0, 0, {MPX_WORD_TEXT}, NULL, json_opts, NULL},

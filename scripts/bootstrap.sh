@@ -21,6 +21,12 @@ RUNTIME="cmake make gcc pkg-config
 libgraphviz-dev libcjson-dev libfp16-dev libprotobuf-c-dev protobuf-c-compiler
 libonnx-dev libedit-dev
 libpng-dev libjpeg62-turbo-dev libsndfile1-dev libsamplerate0-dev libzip-dev"
+# Sleef (x86-64 builds link it; the installed mpx then needs libsleef3, which
+# libsleef-dev brings): the accum option sleef-lanes calls Sleef's exp as
+# PyTorch's softmax does (numerics/kernels/kern_sleef.c).
+case "$(uname -m)" in
+  x86_64|amd64) RUNTIME="$RUNTIME libsleef-dev" ;;
+esac
 TEST="python3-onnx python3-numpy python3-pil flac espeak-ng libxml2-utils tmux npm chromium
 clang libclang-rt-dev dpkg-dev"
 BENCH="python3-torch python3-torchvision"

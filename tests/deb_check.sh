@@ -29,7 +29,10 @@ done
 dpkg-deb -f "$mpx_deb" Version | grep -qx "$ver" || fail "mpx package version is not $ver"
 deps=$(dpkg-deb -f "$mpx_deb" Depends)
 echo "mpx Depends: $deps"
-for lib in libcjson libgvc libpng libsndfile libzip libedit; do
+libs="libcjson libgvc libpng libsndfile libzip libedit"
+# x86-64 builds link Sleef (kern_sleef.c)
+case "$(uname -m)" in x86_64|amd64) libs="$libs libsleef" ;; esac
+for lib in $libs; do
   echo "$deps" | grep -q "$lib" || fail "mpx's Depends lack $lib"
 done
 dpkg-deb -f "$dev_deb" Depends | grep -q "mpx (= $ver)" || fail "libmpx-dev does not depend on mpx (= $ver)"

@@ -239,6 +239,9 @@ static void test_parse(void) {
     PARSE_BAD("accum Conv bf16 bias-first when k > 4 else fp32 bias-first", 49,
               "bias-first needs a rounded");
     PARSE_BAD("accum Conv bf16 bias-last", 17, "expected \"when\" or end of rule");
+    /* sleef-lanes is torch's fp32 softmax: refused with a rounded format */
+    PARSE_BAD("accum Softmax bf16 sleef-lanes", 20, "sleef-lanes needs fp32 accumulation");
+    PARSE_BAD("accum Softmax fp32 sleef-lanes when k > 4 else fp16 sleef-lanes", 53, "sleef-lanes needs fp32");
 
     char deep[400] = "colour Conv green when ";
     for (int i = 0; i < 100; i++) strcat(deep, "(");

@@ -1647,6 +1647,77 @@ static void test_matmul_sequential(void) {
     vfree(1, &c1);
 }
 
+/* The accum rule's sleef-lanes (MPX_ACC_SLEEF_LANES): Softmax rows as
+ * PyTorch 1.13's AVX2 kernel computes them, against that computation
+ * written here one value at a time: e_k = Sleef's expf8_u10(x_k - max)
+ * for k < D - D % 8 (sleef_ref.c calls the library), lane k % 8 summing
+ * them in order from 0, the lanes combined as AVX2's halving tree
+ * ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)), then e_k = expf(x_k -
+ * max) for the last D % 8, each added in order; y_k = e_k * (1 / sum).
+ * Rows of 1, 7, 8, 9, 17 and 197 (ViT-B/16's attention), bit for bit;
+ * the same rows without the option differ (mpx's exp and blocks of 64);
+ * over another axis the option leaves mpx's softmax. */
+#ifdef MPX_TEST_SLEEF
+float sleef_ref_expf8(float x);
+
+static void test_softmax_sleef_lanes(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
+        printf("test_softmax_sleef_lanes: skipped: this CPU has no AVX2 and FMA\n");
+        return;
+    }
+#endif
+    static const int lens[] = {1, 7, 8, 9, 17, 197};
+    enum { ROWS = 6 };
+    long bad = 0, values = 0, differ = 0;
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+        const int D = lens[li];
+        char shape[32];
+        snprintf(shape, sizeof shape, "%dx%d", ROWS, D);
+        mpx_value x = vrand(shape), y, z;
+        for (int64_t k = 0; k < x.n; k++) x.f[k] *= 12.0f; /* attention-like logits, e^-24 and below */
+        const mpx_value *in[1] = {&x};
+        const mpx_node *n = node("Softmax", 13, 1, "y", "");
+        mpx_kctx c = {.node = n, .acc = {.flags = MPX_ACC_SLEEF_LANES}, .err = &err};
+        CHECK_MSG(mpx_kernel_for(MPX_OP_Softmax)(&c, in, 1, &y, 1) == MPX_OK, "%s", err.msg);
+        c.acc.flags = 0;
+        CHECK(mpx_kernel_for(MPX_OP_Softmax)(&c, in, 1, &z, 1) == MPX_OK);
+        for (int r = 0; r < ROWS; r++) {
+            const float *xp = x.f + r * D;
+            float m = xp[0], lane[8] = {0}, e[197];
+            for (int k = 1; k < D; k++) m = xp[k] > m ? xp[k] : m;
+            const int D8 = D - D % 8;
+            for (int k = 0; k < D8; k++) lane[k % 8] += e[k] = sleef_ref_expf8(xp[k] - m);
+            float sum = ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+            for (int k = D8; k < D; k++) sum += e[k] = expf(xp[k] - m);
+            const float rs = 1.0f / sum;
+            for (int k = 0; k < D; k++) {
+                const float want = e[k] * rs;
+                bad += memcmp(&want, &y.f[r * D + k], sizeof want) != 0;
+                differ += y.f[r * D + k] != z.f[r * D + k];
+                values++;
+            }
+        }
+        vfree(1, &y);
+        vfree(1, &z);
+        vfree(1, &x);
+    }
+    CHECK_MSG(bad == 0, "sleef-lanes: %ld of %ld values differ from torch's steps computed here", bad, values);
+    CHECK_MSG(differ > 10, "sleef-lanes: only %ld of %ld values differ from mpx's softmax", differ, values);
+    /* axis 0 of 9x3: not the last axis, mpx's softmax as without the option */
+    mpx_value x = vrand("9x3"), y, z;
+    const mpx_value *in[1] = {&x};
+    mpx_kctx c = {.node = node("Softmax", 13, 1, "y", "axis=0"), .acc = {.flags = MPX_ACC_SLEEF_LANES}, .err = &err};
+    CHECK(mpx_kernel_for(MPX_OP_Softmax)(&c, in, 1, &y, 1) == MPX_OK);
+    c.acc.flags = 0;
+    CHECK(mpx_kernel_for(MPX_OP_Softmax)(&c, in, 1, &z, 1) == MPX_OK);
+    CHECK(y.n == z.n && memcmp(y.f, z.f, (size_t)y.n * sizeof(float)) == 0);
+    vfree(1, &y);
+    vfree(1, &z);
+    vfree(1, &x);
+}
+#endif
+
 int main(void) {
     mpx_numerics_init(); /* constant folding runs the kernels */
     G = mpx_graph_new("test_kern_nn");
@@ -1654,6 +1725,9 @@ int main(void) {
     test_conv();
     test_conv_inf();
     test_matmul_sequential();
+#ifdef MPX_TEST_SLEEF
+    test_softmax_sleef_lanes();
+#endif
     test_conv_transpose();
     test_gemm();
     test_matmul();

@@ -147,6 +147,11 @@ KE_MATH float ke_exp_neg(float xf) {
  * (kern_elem.c). */
 void ke_exp_neg_map(const float *x, float m, float *y, int64_t n);
 
+/* Softmax of one contiguous row x[0..D) into y as PyTorch 1.13's AVX2
+ * kernel computes it (the accum option sleef-lanes: kern_sleef.c says
+ * how), unrounded. Only on a CPU with AVX2 and FMA (the caller checks). */
+void ke_softmax_sleef_row(const float *x, float *y, int64_t D);
+
 /* e^x for x <= 0 (or NaN) in float arithmetic alone, for Sigmoid: within
  * 0.94 ulp of e^x over every float (MPX_EXHAUSTIVE=1 test_kern_elem).
  * x = n ln2 + r, |r| <= ln2/2 (n from the round-to-integer shift; ln2 in

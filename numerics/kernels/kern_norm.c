@@ -1116,6 +1116,24 @@ static void sm_rows(void *ctx, int tid, long item) {
     }
 }
 
+/* The accum option sleef-lanes (MPX_ACC_SLEEF_LANES): one contiguous row
+ * as PyTorch 1.13's AVX2 softmax computes it (kern_sleef.c). */
+static void sm_sleef_row(void *ctx, int tid, long r) {
+    (void)tid;
+    const sm_job *j = ctx;
+    ke_softmax_sleef_row(j->x + (int64_t)r * j->D, j->y + (int64_t)r * j->D, j->D);
+}
+
+/* Whether this build and CPU run kern_sleef.c: an x86-64 build (the file
+ * is compiled there alone) on a CPU with AVX2 and FMA. */
+static bool sleef_lanes_runs(void) {
+#if defined(MPX_HAVE_SLEEF_AVX2) && defined(__x86_64__) && defined(__GNUC__)
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return false;
+#endif
+}
+
 /* Before opset 13 the input is coerced to 2-D at axis (default 1) and each
  * row of prod(dims[axis:]) values is one softmax; from 13 the softmax runs
  * along the single axis (default -1). NaNs propagate to the whole slice.
@@ -1137,13 +1155,25 @@ static mpx_status softmax(const mpx_kctx *c, const mpx_value *const *in, int n_i
         else if (i == ax || old) D *= x->dims[i];
         else inner *= x->dims[i];
     }
+    /* Over another axis torch runs its strided kernel, whose steps depend
+     * on how its threads split the positions: the option is for the last
+     * axis alone, and elsewhere mpx's softmax runs (help accum says so).
+     * Without AVX2 torch does not run the kernel it mirrors. */
+    const bool sleef = form == SM_SOFT && inner == 1 && (c->acc.flags & MPX_ACC_SLEEF_LANES);
+    if (sleef && !sleef_lanes_runs())
+        return mpx_kernel_error(c, MPX_E_UNSUPPORTED,
+                                "accum sleef-lanes needs an x86-64 CPU with AVX2 and FMA (PyTorch's AVX2 "
+                                "softmax and Sleef's expf8_u10, which it mirrors); this CPU or build lacks "
+                                "them: a rule `accum Softmax fp32` after it drops the option");
     if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, x->dims))) return st;
     if (D == 0) return MPX_OK;
     const long rows = (long)(outer * inner);
     sm_job j = {c, x->f, out[0].f, D, inner, form, rows};
     /* rows are independent: on the kernel threads when there is work enough */
     const int nt = (double)rows * (double)D > 65536.0 ? kg_threads() : 1;
-    if (inner == 1 && form != SM_HARD && mpx_acc_is_fp32(&c->acc))
+    if (sleef)
+        mpx_k_parallel(rows, nt, sm_sleef_row, &j);
+    else if (inner == 1 && form != SM_HARD && mpx_acc_is_fp32(&c->acc))
         mpx_k_parallel((rows + SM_ROWS - 1) / SM_ROWS, nt, sm_rows, &j);
     else
         mpx_k_parallel(rows, nt, sm_row, &j);

@@ -84,6 +84,13 @@ enum {
      * kern_matmul.c, not the GEMM core), a bias after it: PyTorch 1.13's CPU
      * bf16 addmm and bmm with a transposed operand (cpublas's scalar loops). */
     MPX_ACC_SEQUENTIAL = 32,
+    /* Softmax over the last axis, sums in fp32: each row as PyTorch 1.13's
+     * AVX2 kernel (_vec_softmax_lastdim for bf16) computes it: exp by
+     * Sleef's expf8_u10 over the first D - D % 8 values, summed in 8 lanes
+     * reduced by AVX2's halving tree, the last D % 8 by the C library's
+     * expf added after in order, each e multiplied by the fp32 1/sum
+     * (kern_sleef.c). Needs an x86-64 CPU with AVX2 and FMA. */
+    MPX_ACC_SLEEF_LANES = 64,
 };
 
 typedef struct mpx_accum {
