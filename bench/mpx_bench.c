@@ -110,7 +110,7 @@ typedef struct bench {
     int n_run, incremental;   /* of the last comparison */
     size_t cache_bytes;
     size_t peak_values;       /* report: most value bytes alive at once */
-    double job_ms[4];         /* report: thread-ms of the last one's reference, fp16 and bf16
+    double job_ms[4];         /* report, run: thread-ms of the last one's reference, fp16 and bf16
                                * candidate steps, and metrics (where the time goes) */
 } bench;
 
@@ -157,6 +157,9 @@ static mpx_status compare_once(bench *b, const mpx_assign *a, double *worst, int
     b->incremental = c->incremental;
     b->peak_values = c->peak_bytes;
     b->cache_bytes = mpx_compare_cache_bytes(b->cache);
+    b->job_ms[0] = c->ms_ref;
+    b->job_ms[1] = c->ms_cand;
+    b->job_ms[3] = c->ms_metrics;
     if (worst) *worst = worst_of(c);
     if (layers) *layers = c->n_layers;
     mpx_compare_free(c);
@@ -614,8 +617,10 @@ int main(int argc, char **argv) {
         }
     }
     else if (strcmp(mode, "run") == 0)
-        snprintf(b.extra, sizeof b.extra, ", \"layers\": %d, \"worst_rel_l2_fp16\": %.6g, \"nodes_run\": %d", layers,
-                 worst16, b.n_run);
+        snprintf(b.extra, sizeof b.extra,
+                 ", \"layers\": %d, \"worst_rel_l2_fp16\": %.6g, \"nodes_run\": %d, "
+                 "\"thread_ms\": {\"ref\": %.1f, \"fp16\": %.1f, \"metrics\": %.1f}",
+                 layers, worst16, b.n_run, b.job_ms[0], b.job_ms[1], b.job_ms[3]);
     else if (strcmp(mode, "rerun") == 0)
         snprintf(b.extra, sizeof b.extra,
                  ", \"recoloured\": \"%s\", \"node_index\": %d, \"nodes\": %d, \"incremental\": %s, "

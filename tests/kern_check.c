@@ -365,12 +365,12 @@ static void matmul_case(int idx, bool big) {
     add_int(&n->attrs[0], "transA", ta);
     add_int(&n->attrs[1], "transB", tb);
     if (!gemm) n->n_attrs = 0;
-    /* Half the transB cases read B as the graph's weights (a Linear layer's
-     * export): from 16 rows, B^T is packed once from where it lies and kept
-     * on the tensor, and every accumulation after the first reads that
-     * packing. */
+    /* Half the cases read B as the graph's weights (a Linear layer's
+     * export: transB, or MatMul by the transposed initializer): B (B^T) is
+     * packed once from where it lies and kept on the tensor, and every
+     * accumulation after the first reads that packing. */
     mpx_tensor *wt = NULL;
-    if (tb && mpx_rng_unit(&rng) < 0.5) {
+    if (mpx_rng_unit(&rng) < 0.5) {
         char name[32];
         snprintf(name, sizeof name, "w%d", idx);
         wt = n->inputs[1] = mpx_graph_tensor(G, name);

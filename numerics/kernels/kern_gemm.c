@@ -267,20 +267,40 @@ static void kg_bpack_fn(void *ctx, int tid, long item) {
     const int64_t K = w->j->K, N = w->j->N, k0 = (int64_t)item * KG_KC, kc = K - k0 < KG_KC ? K - k0 : KG_KC;
     float *blk = w->dst + k0 * w->npad;
     const int64_t ldt = w->j->b_ldt;
-    for (int64_t q = 0; q < w->npad; q += KG_NR) {
-        float *d = blk + q * kc;
-        const int64_t n = N - q < KG_NR ? N - q : KG_NR;
-        if (ldt) { /* B given transposed: a column of the panel is a run of W's row */
+    const mpx_format *f = w->j->b_fmt;
+    /* A rounded packing (a candidate's weights) is rounded as it is made,
+     * each panel while it is in L1, or each row of B on its way in:
+     * rounding is elementwise and zeros stay zeros, so the bits are those
+     * of rounding the block after (a pass over it from memory). */
+    if (ldt) { /* B given transposed: a column of the panel is a run of W's row */
+        for (int64_t q = 0; q < w->npad; q += KG_NR) {
+            float *d = blk + q * kc;
+            const int64_t n = N - q < KG_NR ? N - q : KG_NR;
             for (int64_t l = 0; l < KG_NR; l++)
                 for (int64_t k = 0; k < kc; k++) d[k * KG_NR + l] = l < n ? w->j->b[(q + l) * ldt + k0 + k] : 0.0f;
-            continue;
+            if (f) mpx_round_array(f, d, d, (size_t)(kc * KG_NR));
         }
-        for (int64_t k = 0; k < kc; k++, d += KG_NR) {
-            const float *src = w->j->b + (k0 + k) * w->ldb + q;
-            for (int64_t l = 0; l < KG_NR; l++) d[l] = l < n ? src[l] : 0.0f;
-        }
+        return;
     }
-    if (w->j->b_fmt) mpx_round_array(w->j->b_fmt, blk, blk, (size_t)(kc * w->npad));
+    /* Row by row of B, each row's 16-value runs to their panels: B is read
+     * in order (panel by panel it was read down a column of rows N floats
+     * apart, one scalar load at a time, and that was most of a
+     * transformer's first run: every weight is packed then). */
+    float *row = f ? malloc((size_t)N * sizeof *row) : NULL;
+    const int64_t full = N / KG_NR * KG_NR;
+    for (int64_t k = 0; k < kc; k++) {
+        const float *src = w->j->b + (k0 + k) * w->ldb;
+        if (row) {
+            mpx_round_array(f, row, src, (size_t)N);
+            src = row;
+        }
+        float *d = blk + k * KG_NR;
+        for (int64_t q = 0; q < full; q += KG_NR) memcpy(d + q * kc, src + q, KG_NR * sizeof *d);
+        for (int64_t q = full; q < w->npad; q += KG_NR)
+            for (int64_t l = 0; l < KG_NR; l++) d[q * kc + l] = q + l < N ? src[q + l] : 0.0f;
+    }
+    if (f && !row) mpx_round_array(f, blk, blk, (size_t)(kc * w->npad)); /* (no room for a row) */
+    free(row);
 }
 
 /* B's kept packing for this product, made and kept on first use; NULL where
