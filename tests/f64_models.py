@@ -480,7 +480,13 @@ def index_np_model():
     and depth), NonZero (1e-300 and -0.0 among the values: fp32 would make
     the first zero), MaxUnpool (values near 1e150, an output_shape), Col2Im
     (overlapping blocks summed in double, strides, pads, dilations),
-    HammingWindow and BlackmanWindow (ONNX's formulas in double)."""
+    HammingWindow and BlackmanWindow (ONNX's formulas in double), and
+    Multinomial of float64 log-probabilities whose draws are certain (one
+    class ahead by 1e150 or more: fp32 holds them as infinities, whose
+    difference is NaN), and Bernoulli of probabilities 0 and 1 (float64, and
+    float32 drawn into a float64 output): ONNX Runtime 1.30's Bernoulli gives
+    1 where p is 0 and 0 where it is 1 (float and double), against ONNX's
+    definition, so these are checked against the definition."""
     nodes = []
     n = adder(nodes)
     inits = [init("oh_i", np.array([[1, -1, 3], [0, 5, -4]], np.int64)), init("oh_d", np.array(4, np.int64)),
@@ -503,9 +509,16 @@ def index_np_model():
     n("HammingWindow", ["w_sz"], "hamming_s", output_datatype=D, periodic=0)
     n("BlackmanWindow", ["w_sz"], "blackman", output_datatype=D)
     n("BlackmanWindow", ["w_sz"], "blackman_s", output_datatype=D, periodic=0)
+    n("Multinomial", ["ML"], "multi", seed=5.0, sample_size=6, dtype=I)
+    n("Bernoulli", ["BP"], "bern", seed=3.0)
+    n("Cast", ["BP"], "bp32", to=F)
+    n("Bernoulli", ["bp32"], "bern_d", seed=4.0, dtype=D)
     outs = [o for nd in nodes for o in nd.output]
-    ins = [vi("Z", D, [3, 4]), vi("P", D, [1, 3, 2, 3]), vi("CI", D, [2, 6, 16]), vi("CI2", D, [1, 8, 8])]
-    g = helper.make_graph(nodes, "f64_index", ins, [vi(o, I if o == "nonzero" else D, None) for o in outs], inits)
+    ins = [vi("Z", D, [3, 4]), vi("P", D, [1, 3, 2, 3]), vi("CI", D, [2, 6, 16]), vi("CI2", D, [1, 8, 8]),
+           vi("ML", D, [3, 4]), vi("BP", D, [2, 4])]
+    types = {"nonzero": I, "multi": I, "bp32": F}
+    g = helper.make_graph(nodes, "f64_index", ins, [vi(o, types.get(o, D), None) for o in outs],
+                          inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
     m.ir_version = 8
     return m
@@ -629,6 +642,11 @@ def write_signal_inputs(out):
                     ("p", r.uniform(-3, 3, (1, 3, 2, 3)) * 1e150), ("ci", r.uniform(-3, 3, (2, 6, 16)) * 1e150),
                     ("ci2", r.uniform(-3, 3, (1, 8, 8)) * 1e150), ("s0", r.uniform(-3, 3, 5) * 1e150)):
         np.save(os.path.join(out, name + ".npy"), a.astype("<f8"))
+    bp = (r.uniform(0, 1, (2, 4)) < 0.5).astype(np.float64)
+    np.save(os.path.join(out, "bp.npy"), bp.astype("<f8"))
+    ml = np.full((3, 4), -1e300)
+    ml[0, 2], ml[1, 0], ml[2, 3] = 0.0, 1e150, -1e150
+    np.save(os.path.join(out, "ml.npy"), ml.astype("<f8"))
     for name, c in (("c1", 1.0), ("c0", -1.0)):
         np.save(os.path.join(out, name + ".npy"), np.array(c, "<f8"))
 

@@ -6,7 +6,8 @@ its f64_resize model and Upsample of f64_up9 and f64_up7, whose input holds
 values near 1e150 (inf in fp32); LSTM, GRU and RNN of its f64_rnn model
 (every output: Y, Y_h, Y_c); OneHot, NonZero, MaxUnpool (bit for bit) and
 Col2Im, HammingWindow and BlackmanWindow (ONNX's formulas in double: ONNX
-Runtime's use fp32 coefficients) of its f64_index model. Each reference is the op's definition,
+Runtime's use fp32 coefficients), Multinomial and Bernoulli (certain
+draws) of its f64_index model. Each reference is the op's definition,
 written here from the ONNX operator text with the node's own attributes and
 weights; mpx's tensors (mpx_run_model's folder) must be float64 files and
 agree to rel_l2 < 1e-14 (sums in another order: a few ulps).
@@ -294,7 +295,7 @@ def col2im(x, img, blk, a):
 
 
 # data movement and index ops: mpx's values must be these bit for bit
-EXACT = ("OneHot", "NonZero", "MaxUnpool")
+EXACT = ("OneHot", "NonZero", "MaxUnpool", "Multinomial", "Bernoulli", "Cast")
 
 
 def reference(node, x, w):
@@ -339,6 +340,12 @@ def reference(node, x, w):
         return max_unpool(x, arg[0], a, arg[1])
     if op == "Col2Im":
         return col2im(x, list(arg[0]), list(arg[1]), a)
+    if op == "Bernoulli":  # probabilities 0 and 1: certain draws
+        return x.astype(np.float64)
+    if op == "Cast":
+        return x.astype({onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.DOUBLE: np.float64}[a["to"]])
+    if op == "Multinomial":  # the inputs make every draw certain: the row's best class
+        return np.repeat(np.argmax(x, axis=1)[:, None], a.get("sample_size", 1), axis=1).astype(np.int64)
     if op in ("HammingWindow", "BlackmanWindow"):
         n = int(x)
         t = 2 * np.pi * np.arange(n) / (n if a.get("periodic", 1) else n - 1)

@@ -107,7 +107,8 @@ np_check rnn_numpy f64_rnn "X=$M/xr.npy"
 # and optional ops carrying doubles against it bit for bit; OneHot,
 # NonZero, MaxUnpool (bit for bit), Col2Im, HammingWindow and
 # BlackmanWindow (rel_l2 < 1e-14; ORT has no double kernel for the first
-# four and computes the windows with fp32 coefficients) against numpy.
+# four and computes the windows with fp32 coefficients), Multinomial and
+# Bernoulli (certain draws; ORT's Bernoulli inverts them) against numpy.
 signal_checks() {
   BOUND=1e-300
   ort_check move_ort f64_move --file "S=$M/s.npy" --file "U=$M/u.npy"
@@ -117,7 +118,8 @@ signal_checks() {
   BOUND=1e-14
   ort_check signal_ort f64_signal --file "G=$M/g.npy" --file "Q=$M/q.npy" --file "QC=$M/qc.npy" --file "QS=$M/qs.npy"
   BOUND=1e-15
-  np_check index_numpy f64_index "Z=$M/zz.npy" "P=$M/p.npy" "CI=$M/ci.npy" "CI2=$M/ci2.npy"
+  np_check index_numpy f64_index "Z=$M/zz.npy" "P=$M/p.npy" "CI=$M/ci.npy" "CI2=$M/ci2.npy" "ML=$M/ml.npy" \
+    "BP=$M/bp.npy"
 }
 signal_checks
 
