@@ -427,7 +427,8 @@ def scatter10_model():
 
 def signal_model():
     """The float64 ops that compute coordinates, weights or transforms,
-    against ONNX Runtime's double kernels (rel_l2 < 1e-14): GridSample
+    against ONNX Runtime's double kernels (rel_l2 < 1e-14): RoiAlign (avg
+    and max, both coordinate modes, rois fp32 cannot hold), GridSample
     (linear, nearest, cubic; zeros, border, reflection;
     align_corners), AffineGrid (2-D and 3-D), DFT (real and complex input,
     inverse, onesided, dft_length shorter and longer than the signal), STFT
@@ -447,12 +448,18 @@ def signal_model():
              init("mel_n", np.array(5, np.int64)), init("mel_dft", np.array(32, np.int64)),
              init("mel_sr", np.array(8000, np.int64)), init("mel_lo", np.array(60.0, np.float32)),
              init("mel_hi", np.array(3500.0, np.float32)),
-             init("grid", rng.uniform(-1.3, 1.3, (1, 3, 4, 2)))]
+             init("grid", rng.uniform(-1.3, 1.3, (1, 3, 4, 2))),
+             init("rois", np.array([[0.3, 0.1, 5.7, 4.9], [1.1, 2.2, 3.3, 4.4], [-1.5, -0.5, 2.0, 1.0]]) +
+                  rng.uniform(0, 1e-9, (3, 4))),
+             init("roi_b", np.array([0, 0, 0], np.int64))]
     for mode in ("linear", "nearest", "cubic"):
         for pad in ("zeros", "border", "reflection"):
             for al in (0, 1):
                 n("GridSample", ["G", "grid"], "gs_%s_%s_%d" % (mode, pad, al), mode=mode, padding_mode=pad,
                   align_corners=al)
+    n("RoiAlign", ["G", "rois", "roi_b"], "ra", output_height=2, output_width=3, spatial_scale=0.5)
+    n("RoiAlign", ["G", "rois", "roi_b"], "ra_max", output_height=3, output_width=2, sampling_ratio=2, mode="max",
+      coordinate_transformation_mode="output_half_pixel")
     n("AffineGrid", ["th2", "sz2"], "ag2")
     n("AffineGrid", ["th2", "sz2"], "ag2_al", align_corners=1)
     n("AffineGrid", ["th3", "sz3"], "ag3")

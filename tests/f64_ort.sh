@@ -101,7 +101,7 @@ np_check rnn_numpy f64_rnn "X=$M/xr.npy"
 # 1d. the data movement, index and signal ops (kernels_f64.def's last
 # block), on values near 1e150, 1e-300 and doubles fp32 would change:
 # ScatterND, ScatterElements (every reduction), Scatter, CenterCropPad and
-# Unique against ONNX Runtime bit for bit; GridSample, AffineGrid, DFT,
+# Unique against ONNX Runtime bit for bit; GridSample, AffineGrid, RoiAlign, DFT,
 # STFT, HannWindow and MelWeightMatrix against its double kernels, rel_l2
 # < 1e-14; If (both branches), Loop, Scan, SequenceMap and the sequence
 # and optional ops carrying doubles against it bit for bit; OneHot,
