@@ -487,7 +487,8 @@ def index_np_model():
     and depth), NonZero (1e-300 and -0.0 among the values: fp32 would make
     the first zero), MaxUnpool (values near 1e150, an output_shape), Col2Im
     (overlapping blocks summed in double, strides, pads, dilations),
-    HammingWindow and BlackmanWindow (ONNX's formulas in double), and
+    HammingWindow and BlackmanWindow (ONNX's formulas in double), MaxRoiPool
+    (values near 1e150, corners rounded half away from zero), and
     Multinomial of float64 log-probabilities whose draws are certain (one
     class ahead by 1e150 or more: fp32 holds them as infinities, whose
     difference is NaN), and Bernoulli of probabilities 0 and 1 (float64, and
@@ -504,7 +505,8 @@ def index_np_model():
              init("up_os", np.array([1, 3, 5, 7], np.int64)),
              init("ci_img", np.array([5, 6], np.int64)), init("ci_blk", np.array([2, 3], np.int64)),
              init("ci_img2", np.array([4, 5], np.int64)), init("ci_blk2", np.array([2, 2], np.int64)),
-             init("w_sz", np.array(11, np.int64))]
+             init("w_sz", np.array(11, np.int64)),
+             init("mrp_rois", np.array([[0, 0.4, 0.2, 5.2, 3.0], [0, 2.0, 1.0, 2.9, 1.1], [0, -3.0, -1.0, 9.0, 7.0]]))]
     n("OneHot", ["oh_i", "oh_d", "oh_v"], "onehot", axis=1)
     n("OneHot", ["oh_id", "oh_dd", "oh_v"], "onehot_d")
     n("NonZero", ["Z"], "nonzero")
@@ -517,6 +519,7 @@ def index_np_model():
     n("BlackmanWindow", ["w_sz"], "blackman", output_datatype=D)
     n("BlackmanWindow", ["w_sz"], "blackman_s", output_datatype=D, periodic=0)
     n("Multinomial", ["ML"], "multi", seed=5.0, sample_size=6, dtype=I)
+    n("MaxRoiPool", ["P", "mrp_rois"], "mrp", pooled_shape=[2, 3], spatial_scale=0.5)
     n("Bernoulli", ["BP"], "bern", seed=3.0)
     n("Cast", ["BP"], "bp32", to=F)
     n("Bernoulli", ["bp32"], "bern_d", seed=4.0, dtype=D)

@@ -6,8 +6,8 @@ its f64_resize model and Upsample of f64_up9 and f64_up7, whose input holds
 values near 1e150 (inf in fp32); LSTM, GRU and RNN of its f64_rnn model
 (every output: Y, Y_h, Y_c); OneHot, NonZero, MaxUnpool (bit for bit) and
 Col2Im, HammingWindow and BlackmanWindow (ONNX's formulas in double: ONNX
-Runtime's use fp32 coefficients), Multinomial and Bernoulli (certain
-draws) of its f64_index model. Each reference is the op's definition,
+Runtime's use fp32 coefficients), MaxRoiPool, Multinomial and Bernoulli
+(certain draws) of its f64_index model. Each reference is the op's definition,
 written here from the ONNX operator text with the node's own attributes and
 weights; mpx's tensors (mpx_run_model's folder) must be float64 files and
 agree to rel_l2 < 1e-14 (sums in another order: a few ulps).
@@ -294,8 +294,32 @@ def col2im(x, img, blk, a):
     return y
 
 
+def max_roi_pool(x, rois, a):
+    """MaxRoiPool as ORT's CPU kernel (Caffe's RoIPooling): corners scaled
+    and rounded half away from zero, the roi at least 1x1, bins from the
+    floor of their start to the ceiling of their end clipped to the image;
+    the largest value of each bin, 0 for an empty one."""
+    PH, PW = a["pooled_shape"]
+    scale = a.get("spatial_scale", 1.0)
+    N, C, H, W = x.shape
+    y = np.zeros((rois.shape[0], C, PH, PW))
+    rnd = lambda v: int(np.sign(v) * np.floor(abs(v) + 0.5))
+    for r, ro in enumerate(rois):
+        b = int(ro[0])
+        x1, y1, x2, y2 = (rnd(v * scale) for v in ro[1:])
+        rh, rw = max(y2 - y1 + 1, 1), max(x2 - x1 + 1, 1)
+        bh, bw = rh / PH, rw / PW
+        for ph in range(PH):
+            for pw in range(PW):
+                hs, he = [min(max(v, 0), H) for v in (int(np.floor(ph * bh)) + y1, int(np.ceil((ph + 1) * bh)) + y1)]
+                ws, we = [min(max(v, 0), W) for v in (int(np.floor(pw * bw)) + x1, int(np.ceil((pw + 1) * bw)) + x1)]
+                if he > hs and we > ws:
+                    y[r, :, ph, pw] = x[b, :, hs:he, ws:we].max(axis=(1, 2))
+    return y
+
+
 # data movement and index ops: mpx's values must be these bit for bit
-EXACT = ("OneHot", "NonZero", "MaxUnpool", "Multinomial", "Bernoulli", "Cast")
+EXACT = ("OneHot", "NonZero", "MaxUnpool", "Multinomial", "Bernoulli", "Cast", "MaxRoiPool")
 
 
 def reference(node, x, w):
@@ -340,6 +364,8 @@ def reference(node, x, w):
         return max_unpool(x, arg[0], a, arg[1])
     if op == "Col2Im":
         return col2im(x, list(arg[0]), list(arg[1]), a)
+    if op == "MaxRoiPool":
+        return max_roi_pool(x, arg[0], a)
     if op == "Bernoulli":  # probabilities 0 and 1: certain draws
         return x.astype(np.float64)
     if op == "Cast":

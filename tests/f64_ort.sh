@@ -105,9 +105,9 @@ np_check rnn_numpy f64_rnn "X=$M/xr.npy"
 # STFT, HannWindow and MelWeightMatrix against its double kernels, rel_l2
 # < 1e-14; If (both branches), Loop, Scan, SequenceMap and the sequence
 # and optional ops carrying doubles against it bit for bit; OneHot,
-# NonZero, MaxUnpool (bit for bit), Col2Im, HammingWindow and
+# NonZero, MaxUnpool, MaxRoiPool (bit for bit), Col2Im, HammingWindow and
 # BlackmanWindow (rel_l2 < 1e-14; ORT has no double kernel for the first
-# four and computes the windows with fp32 coefficients), Multinomial and
+# five and computes the windows with fp32 coefficients), Multinomial and
 # Bernoulli (certain draws; ORT's Bernoulli inverts them) against numpy.
 signal_checks() {
   BOUND=1e-300

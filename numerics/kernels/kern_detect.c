@@ -137,17 +137,33 @@ done:
 #define RA_T float
 #define RA_F(x) x##_f
 #define RA_FMAX fmaxf
+#define RA_ROUND roundf
+#define RA_FLOOR floorf
+#define RA_CEIL ceilf
+#define RA_MAX FLT_MAX
 #include "kern_roi_body.h"
 #undef RA_T
 #undef RA_F
 #undef RA_FMAX
+#undef RA_ROUND
+#undef RA_FLOOR
+#undef RA_CEIL
+#undef RA_MAX
 #define RA_T double
 #define RA_F(x) x##_d
 #define RA_FMAX fmax
+#define RA_ROUND round
+#define RA_FLOOR floor
+#define RA_CEIL ceil
+#define RA_MAX DBL_MAX
 #include "kern_roi_body.h"
 #undef RA_T
 #undef RA_F
 #undef RA_FMAX
+#undef RA_ROUND
+#undef RA_FLOOR
+#undef RA_CEIL
+#undef RA_MAX
 
 mpx_status mpx_k_roi_align(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
     const mpx_value *x, *rois, *bi = kn_opt(in, n_in, 2);
@@ -209,8 +225,9 @@ mpx_status mpx_k_max_roi_pool(const mpx_kctx *c, const mpx_value *const *in, int
     const mpx_value *x, *rois;
     char s1[160];
     mpx_status st = kn_need_out(c, n_out, 1);
-    if (!st) st = kn_float_in(c, in, n_in, 0, "X", &x);
-    if (!st) st = kn_float_in(c, in, n_in, 1, "rois", &rois);
+    const bool f64 = n_in > 0 && in[0] && in[0]->d; /* float64 X and rois (kernels_f64.def): max_roi_pool_rois_d */
+    if (!st) st = kn_values_in(c, in, n_in, 0, "X", f64, &x);
+    if (!st) st = kn_values_in(c, in, n_in, 1, "rois", f64, &rois);
     if (st) return st;
     if (x->rank != 4) return mpx_kernel_error(c, MPX_E_SHAPE, "X has shape %s; N x C x H x W expected", kn_shape(x, s1));
     if (rois->rank != 2 || rois->dims[1] != 5)
@@ -224,34 +241,13 @@ mpx_status mpx_k_max_roi_pool(const mpx_kctx *c, const mpx_value *const *in, int
     int64_t R = rois->dims[0], N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3], PH = ps[0], PW = ps[1];
     int64_t od[4] = {R, C, PH, PW};
     for (int64_t r = 0; r < R; r++) {
-        float b = rois->f[r * 5];
-        if (!(b >= 0.0f && b < (float)N) || b != floorf(b))
+        const double b = f64 ? rois->d[r * 5] : (double)rois->f[r * 5];
+        if (!(b >= 0.0 && b < (double)N) || b != floor(b))
             return mpx_kernel_error(c, MPX_E_INVALID, "roi %lld: batch index %g is not one of the %lld images",
                                     (long long)r, (double)b, (long long)N);
     }
     if ((st = mpx_k_alloc(c, &out[0], x->dtype, 4, od))) return st;
-    for (int64_t r = 0; r < R; r++) {
-        const float *ro = rois->f + r * 5;
-        int64_t b = (int64_t)ro[0];
-        int64_t x1 = (int64_t)roundf(ro[1] * scale), y1 = (int64_t)roundf(ro[2] * scale);
-        int64_t x2 = (int64_t)roundf(ro[3] * scale), y2 = (int64_t)roundf(ro[4] * scale);
-        int64_t rh = y2 - y1 + 1 > 1 ? y2 - y1 + 1 : 1, rw = x2 - x1 + 1 > 1 ? x2 - x1 + 1 : 1;
-        float bh = (float)rh / (float)PH, bw = (float)rw / (float)PW;
-        for (int64_t ch = 0; ch < C; ch++) {
-            const float *img = x->f + (b * C + ch) * H * W;
-            for (int64_t ph = 0; ph < PH; ph++)
-                for (int64_t pw = 0; pw < PW; pw++) {
-                    int64_t hs = (int64_t)floorf((float)ph * bh) + y1, he = (int64_t)ceilf((float)(ph + 1) * bh) + y1;
-                    int64_t ws = (int64_t)floorf((float)pw * bw) + x1, we = (int64_t)ceilf((float)(pw + 1) * bw) + x1;
-                    hs = hs < 0 ? 0 : hs > H ? H : hs, he = he < 0 ? 0 : he > H ? H : he;
-                    ws = ws < 0 ? 0 : ws > W ? W : ws, we = we < 0 ? 0 : we > W ? W : we;
-                    float m = he <= hs || we <= ws ? 0.0f : -FLT_MAX;
-                    for (int64_t h = hs; h < he; h++)
-                        for (int64_t w = ws; w < we; w++)
-                            if (img[h * W + w] > m) m = img[h * W + w];
-                    out[0].f[((r * C + ch) * PH + ph) * PW + pw] = m;
-                }
-        }
-    }
+    if (x->d) max_roi_pool_rois_d(x->d, rois->d, R, C, H, W, PH, PW, (double)scale, out[0].d);
+    else max_roi_pool_rois_f(x->f, rois->f, R, C, H, W, PH, PW, scale, out[0].f);
     return MPX_OK;
 }

@@ -1,8 +1,9 @@
-/* kern_roi_body.h - RoiAlign's sampling, included by kern_detect.c once
+/* kern_roi_body.h - RoiAlign's sampling and MaxRoiPool's bins, included by kern_detect.c once
  * with RA_T float (the fp32 kernel) and once with RA_T double (the float64
  * one, kernels_f64.def), so both types take ONNX Runtime's steps (its CPU
  * kernel is one template over the element type). RA_F(name) names this
- * inclusion's functions, RA_FMAX is fmax of RA_T. Not a header of its own:
+ * inclusion's functions; RA_FMAX, RA_ROUND, RA_FLOOR, RA_CEIL are fmax,
+ * round, floor, ceil of RA_T and RA_MAX its largest finite value. Not a header of its own:
  * no include guard on purpose. */
 
 typedef struct RA_F(sample) {
@@ -72,4 +73,32 @@ static int64_t RA_F(roi_align_rois)(const RA_T *x, const RA_T *rois, const int64
             }
     }
     return -1;
+}
+
+/* Every roi of mpx_k_max_roi_pool into out (batch indices checked). */
+static void RA_F(max_roi_pool_rois)(const RA_T *x, const RA_T *rois, int64_t R, int64_t C, int64_t H, int64_t W,
+                                    int64_t PH, int64_t PW, RA_T scale, RA_T *out) {
+    for (int64_t r = 0; r < R; r++) {
+        const RA_T *ro = rois + r * 5;
+        int64_t b = (int64_t)ro[0];
+        int64_t x1 = (int64_t)RA_ROUND(ro[1] * scale), y1 = (int64_t)RA_ROUND(ro[2] * scale);
+        int64_t x2 = (int64_t)RA_ROUND(ro[3] * scale), y2 = (int64_t)RA_ROUND(ro[4] * scale);
+        int64_t rh = y2 - y1 + 1 > 1 ? y2 - y1 + 1 : 1, rw = x2 - x1 + 1 > 1 ? x2 - x1 + 1 : 1;
+        RA_T bh = (RA_T)rh / (RA_T)PH, bw = (RA_T)rw / (RA_T)PW;
+        for (int64_t ch = 0; ch < C; ch++) {
+            const RA_T *img = x + (b * C + ch) * H * W;
+            for (int64_t ph = 0; ph < PH; ph++)
+                for (int64_t pw = 0; pw < PW; pw++) {
+                    int64_t hs = (int64_t)RA_FLOOR((RA_T)ph * bh) + y1, he = (int64_t)RA_CEIL((RA_T)(ph + 1) * bh) + y1;
+                    int64_t ws = (int64_t)RA_FLOOR((RA_T)pw * bw) + x1, we = (int64_t)RA_CEIL((RA_T)(pw + 1) * bw) + x1;
+                    hs = hs < 0 ? 0 : hs > H ? H : hs, he = he < 0 ? 0 : he > H ? H : he;
+                    ws = ws < 0 ? 0 : ws > W ? W : ws, we = we < 0 ? 0 : we > W ? W : we;
+                    RA_T m = he <= hs || we <= ws ? (RA_T)0 : -RA_MAX;
+                    for (int64_t h = hs; h < he; h++)
+                        for (int64_t w = ws; w < we; w++)
+                            if (img[h * W + w] > m) m = img[h * W + w];
+                    out[((r * C + ch) * PH + ph) * PW + pw] = m;
+                }
+        }
+    }
 }
