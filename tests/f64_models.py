@@ -21,6 +21,10 @@ body figures).
 
 f64_refused: a float64 LSTM, which mpx has no float64 kernel for: refused.
 
+f64_move, f64_scatter10, f64_signal, f64_control (against ONNX Runtime) and
+f64_index (against numpy): the data movement, index, signal, control-flow
+and sequence ops (write_signal_inputs, the models' docstrings).
+
 Writes <out>/f64_ops.onnx, f64_nn.onnx, f64_np.onnx, f64_resize.onnx,
 f64_loop.onnx, f64_refused.onnx and the inputs x.npy, z.npy, f.npy (<f8, <f8, <f4), n.npy,
 n2.npy (<f8), e.npy (<i8), v.npy (<f4).
@@ -374,6 +378,162 @@ def loop_model():
     return m
 
 
+def move_model():
+    """Data movement and index ops of float64 values against ONNX Runtime,
+    exactly (tests/f64_ort.sh, the f64_move group): ScatterND and
+    ScatterElements with every reduction (none, add, mul, max, min: each
+    update meets the data in double in index order, as ORT's), duplicate
+    indices included; CenterCropPad; Unique (sorted, unsorted, along an
+    axis). S holds values near 1e150 and bit patterns fp32 would change."""
+    nodes = []
+    n = adder(nodes)
+    inits = [init("nd_i", np.array([[1], [3], [1]], np.int64)), init("nd_u", rng.uniform(-2, 2, (3, 5)) * 1e150),
+             init("nd_i2", np.array([[0, 4], [2, 1], [0, 4]], np.int64)), init("nd_u2", rng.uniform(-2, 2, 3) * 1e-150),
+             init("el_i", np.array([[0, 4, 4], [1, 1, 3], [2, 0, 2], [4, 3, 3]], np.int64)),
+             init("el_u", rng.uniform(-2, 2, (4, 3)) * 1e150),
+             init("el_i0", np.array([[0, 3, 3], [1, 1, 2], [2, 0, 2], [3, 3, 0]], np.int64)),
+             init("cc_sh", np.array([6, 3], np.int64))]
+    for r in ("none", "add", "mul", "max", "min"):
+        kw = {} if r == "none" else {"reduction": r}
+        n("ScatterND", ["S", "nd_i", "nd_u"], "snd_" + r, **kw)
+        n("ScatterElements", ["S", "el_i", "el_u"], "sel_" + r, axis=1, **kw)
+    n("ScatterND", ["S", "nd_i2", "nd_u2"], "snd_pt", reduction="add")
+    n("ScatterElements", ["S", "el_i0", "el_u"], "sel_ax0", axis=0, reduction="add")
+    n("CenterCropPad", ["S", "cc_sh"], "ccp")
+    n("Unique", ["U"], ["uq", "uq_i", "uq_inv", "uq_c"])
+    n("Unique", ["U"], ["uqn", "uqn_i", "uqn_inv", "uqn_c"], sorted=0)
+    n("Unique", ["S"], ["uqa", "uqa_i", "uqa_inv", "uqa_c"], axis=0)
+    outs = [o for nd in nodes for o in nd.output]
+    types = {o: I for o in outs if o.endswith(("_i", "_inv", "_c"))}
+    g = helper.make_graph(nodes, "f64_move", [vi("S", D, [4, 5]), vi("U", D, [9])],
+                          [vi(o, types.get(o, D), None) for o in outs], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    m.ir_version = 8
+    return m
+
+
+def scatter10_model():
+    """Scatter (opset 10, ScatterElements' name before 11) of float64 data."""
+    nodes = []
+    n = adder(nodes)
+    n("Scatter", ["S", "el_i", "el_u"], "scatter", axis=1)
+    inits = [init("el_i", np.array([[0, 4, 4], [1, 1, 3], [2, 0, 2], [4, 3, 3]], np.int64)),
+             init("el_u", rng.uniform(-2, 2, (4, 3)) * 1e150)]
+    g = helper.make_graph(nodes, "f64_scatter10", [vi("S", D, [4, 5])], [vi("scatter", D, [4, 5])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 10)])
+    m.ir_version = 5
+    return m
+
+
+def signal_model():
+    """The float64 ops that compute coordinates, weights or transforms,
+    against ONNX Runtime's double kernels (rel_l2 < 1e-14): RoiAlign (avg
+    and max, both coordinate modes, rois fp32 cannot hold), GridSample
+    (linear, nearest, cubic; zeros, border, reflection;
+    align_corners), AffineGrid (2-D and 3-D), DFT (real and complex input,
+    inverse, onesided, dft_length shorter and longer than the signal), STFT
+    (a float64 window, onesided and not), HannWindow and MelWeightMatrix
+    with output_datatype double (opset 20). ORT's double HammingWindow and
+    BlackmanWindow use fp32 coefficients (25/46 rounded to fp32: 2e-8 from
+    ONNX's formula), so those two are checked against numpy (f64_index). G holds values near 1e150,
+    the grid and theta doubles fp32 cannot hold."""
+    nodes = []
+    n = adder(nodes)
+    inits = [init("sz2", np.array([2, 3, 4, 5], np.int64)), init("sz3", np.array([2, 1, 3, 2, 4], np.int64)),
+             init("th2", rng.uniform(-1.2, 1.2, (2, 2, 3))), init("th3", rng.uniform(-1, 1, (2, 3, 4))),
+             init("len6", np.array(6, np.int64)), init("len12", np.array(12, np.int64)),
+             init("ax1", np.array(1, np.int64)), init("ax2", np.array(2, np.int64)),
+             init("step3", np.array(3, np.int64)), init("fl6", np.array(6, np.int64)),
+             init("win", rng.uniform(0.2, 1, 6)), init("wsz", np.array(10, np.int64)),
+             init("mel_n", np.array(5, np.int64)), init("mel_dft", np.array(32, np.int64)),
+             init("mel_sr", np.array(8000, np.int64)), init("mel_lo", np.array(60.0, np.float32)),
+             init("mel_hi", np.array(3500.0, np.float32)),
+             init("grid", rng.uniform(-1.3, 1.3, (1, 3, 4, 2))),
+             init("rois", np.array([[0.3, 0.1, 5.7, 4.9], [1.1, 2.2, 3.3, 4.4], [-1.5, -0.5, 2.0, 1.0]]) +
+                  rng.uniform(0, 1e-9, (3, 4))),
+             init("roi_b", np.array([0, 0, 0], np.int64))]
+    for mode in ("linear", "nearest", "cubic"):
+        for pad in ("zeros", "border", "reflection"):
+            for al in (0, 1):
+                n("GridSample", ["G", "grid"], "gs_%s_%s_%d" % (mode, pad, al), mode=mode, padding_mode=pad,
+                  align_corners=al)
+    n("RoiAlign", ["G", "rois", "roi_b"], "ra", output_height=2, output_width=3, spatial_scale=0.5)
+    n("RoiAlign", ["G", "rois", "roi_b"], "ra_max", output_height=3, output_width=2, sampling_ratio=2, mode="max",
+      coordinate_transformation_mode="output_half_pixel")
+    n("AffineGrid", ["th2", "sz2"], "ag2")
+    n("AffineGrid", ["th2", "sz2"], "ag2_al", align_corners=1)
+    n("AffineGrid", ["th3", "sz3"], "ag3")
+    n("DFT", ["Q"], "dft")
+    n("DFT", ["Q", "len6"], "dft_cut", onesided=1)
+    n("DFT", ["Q", "len12", "ax1"], "dft_pad")
+    n("DFT", ["dft"], "dft_inv", inverse=1)
+    n("DFT", ["QC", "", "ax2"], "dft_c")
+    n("STFT", ["QS", "step3", "win"], "stft")
+    n("STFT", ["QS", "step3", "", "fl6"], "stft_two", onesided=0)
+    n("HannWindow", ["wsz"], "hann", output_datatype=D)
+    n("HannWindow", ["wsz"], "hann_s", output_datatype=D, periodic=0)
+    n("MelWeightMatrix", ["mel_n", "mel_dft", "mel_sr", "mel_lo", "mel_hi"], "mel", output_datatype=D)
+    outs = [o for nd in nodes for o in nd.output]
+    ins = [vi("G", D, [1, 2, 3, 4]), vi("Q", D, [2, 8, 1]), vi("QC", D, [2, 3, 7, 2]), vi("QS", D, [2, 16, 1])]
+    g = helper.make_graph(nodes, "f64_signal", ins, [vi(o, D, None) for o in outs], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)])
+    m.ir_version = 9
+    return m
+
+
+def index_np_model():
+    """The float64 index ops ONNX Runtime has no double kernel for, against
+    numpy (f64_np_check.py): OneHot (float64 values, and float64 indices
+    and depth), NonZero (1e-300 and -0.0 among the values: fp32 would make
+    the first zero), MaxUnpool (values near 1e150, an output_shape), Col2Im
+    (overlapping blocks summed in double, strides, pads, dilations),
+    HammingWindow and BlackmanWindow (ONNX's formulas in double), MaxRoiPool
+    (values near 1e150, corners rounded half away from zero), and
+    Multinomial of float64 log-probabilities whose draws are certain (one
+    class ahead by 1e150 or more: fp32 holds them as infinities, whose
+    difference is NaN), and Bernoulli of probabilities 0 and 1 (float64, and
+    float32 drawn into a float64 output): ONNX Runtime 1.30's Bernoulli gives
+    1 where p is 0 and 0 where it is 1 (float and double), against ONNX's
+    definition, so these are checked against the definition."""
+    nodes = []
+    n = adder(nodes)
+    inits = [init("oh_i", np.array([[1, -1, 3], [0, 5, -4]], np.int64)), init("oh_d", np.array(4, np.int64)),
+             init("oh_v", np.array([-1e-200, 3.0000000000000004e150])),
+             init("oh_id", np.array([2.7, -0.5, -3.2])), init("oh_dd", np.array(5.0)),
+             init("up_i", np.array([0, 3, 6, 9, 12, 15, 26, 29, 32, 35, 38, 41, 49, 51, 53, 55, 57, 59],
+                                   np.int64).reshape(1, 3, 2, 3)),
+             init("up_os", np.array([1, 3, 5, 7], np.int64)),
+             init("ci_img", np.array([5, 6], np.int64)), init("ci_blk", np.array([2, 3], np.int64)),
+             init("ci_img2", np.array([4, 5], np.int64)), init("ci_blk2", np.array([2, 2], np.int64)),
+             init("w_sz", np.array(11, np.int64)),
+             init("mrp_rois", np.array([[0, 0.4, 0.2, 5.2, 3.0], [0, 2.0, 1.0, 2.9, 1.1], [0, -3.0, -1.0, 9.0, 7.0]]))]
+    n("OneHot", ["oh_i", "oh_d", "oh_v"], "onehot", axis=1)
+    n("OneHot", ["oh_id", "oh_dd", "oh_v"], "onehot_d")
+    n("NonZero", ["Z"], "nonzero")
+    n("MaxUnpool", ["P", "up_i"], "unpool", kernel_shape=[2, 2], strides=[2, 2])
+    n("MaxUnpool", ["P", "up_i", "up_os"], "unpool_os", kernel_shape=[2, 2], strides=[2, 2])
+    n("Col2Im", ["CI", "ci_img", "ci_blk"], "col2im")
+    n("Col2Im", ["CI2", "ci_img2", "ci_blk2"], "col2im_s", strides=[2, 1], pads=[1, 0, 0, 1], dilations=[1, 2])
+    n("HammingWindow", ["w_sz"], "hamming", output_datatype=D)
+    n("HammingWindow", ["w_sz"], "hamming_s", output_datatype=D, periodic=0)
+    n("BlackmanWindow", ["w_sz"], "blackman", output_datatype=D)
+    n("BlackmanWindow", ["w_sz"], "blackman_s", output_datatype=D, periodic=0)
+    n("Multinomial", ["ML"], "multi", seed=5.0, sample_size=6, dtype=I)
+    n("MaxRoiPool", ["P", "mrp_rois"], "mrp", pooled_shape=[2, 3], spatial_scale=0.5)
+    n("Bernoulli", ["BP"], "bern", seed=3.0)
+    n("Cast", ["BP"], "bp32", to=F)
+    n("Bernoulli", ["bp32"], "bern_d", seed=4.0, dtype=D)
+    outs = [o for nd in nodes for o in nd.output]
+    ins = [vi("Z", D, [3, 4]), vi("P", D, [1, 3, 2, 3]), vi("CI", D, [2, 6, 16]), vi("CI2", D, [1, 8, 8]),
+           vi("ML", D, [3, 4]), vi("BP", D, [2, 4])]
+    types = {"nonzero": I, "multi": I, "bp32": F}
+    g = helper.make_graph(nodes, "f64_index", ins, [vi(o, types.get(o, D), None) for o in outs],
+                          inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    m.ir_version = 8
+    return m
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -387,6 +547,7 @@ def main():
     save(rnn_model(F, "f32_rnn"), os.path.join(out, "f32_rnn.onnx"))
     save(upsample_model(9), os.path.join(out, "f64_up9.onnx"))
     save(upsample_model(7), os.path.join(out, "f64_up7.onnx"))
+    write_signal_inputs(out)
     # the recurrent ops' input: doubles fp32 cannot hold, and its float32
     # rounding for f32_rnn
     xr = np.random.default_rng(4849).uniform(-1.5, 1.5, (5, 3, 4))
@@ -411,6 +572,93 @@ def main():
     np.save(os.path.join(out, "x.npy"), x.astype("<f8"))
     np.save(os.path.join(out, "z.npy"), z.astype("<f8"))
     np.save(os.path.join(out, "f.npy"), rng.uniform(-1, 1, (2, 3, 4)).astype("<f4"))
+
+
+def control_model():
+    """If, Loop, Scan, SequenceMap and the sequence and optional ops carrying
+    float64 values (opset 17), against ONNX Runtime bit for bit: every value
+    is moved or computed with exact operations (products by powers of two,
+    sums of values that fit), so the doubles must match. S holds values near
+    1e150 and a bit fp32 drops; CD > 0 selects If's branch."""
+    def g(nodes, name, ins, outs):
+        return helper.make_graph(nodes, name, ins, outs)
+
+    def node(op, ins, outs, **kw):
+        return helper.make_node(op, ins, outs if isinstance(outs, list) else [outs], name=(
+            outs if isinstance(outs, str) else outs[0]) + "_n", **kw)
+    then_b = g([node("Mul", ["S", "two"], "if_then")], "then", [], [vi("if_then", D, None)])
+    else_b = g([node("Neg", ["S"], "if_else")], "else", [], [vi("if_else", D, None)])
+    loop_b = g([node("Mul", ["lv_in", "quarter"], "lv_out"), node("Identity", ["lc_in"], "lc_out"),
+                node("Add", ["lv_out", "S"], "l_scan")], "loop_body",
+               [vi("li", I, []), vi("lc_in", B, []), vi("lv_in", D, [4, 5])],
+               [vi("lc_out", B, []), vi("lv_out", D, [4, 5]), vi("l_scan", D, [4, 5])])
+    scan_b = g([node("Add", ["ss_in", "sx"], "ss_out"), node("Mul", ["sx", "two"], "sy")], "scan_body",
+               [vi("ss_in", D, [5]), vi("sx", D, [5])], [vi("ss_out", D, [5]), vi("sy", D, [5])])
+    map_b = g([node("Mul", ["mx", "mx"], "my")], "map_body", [vi("mx", D, None)], [vi("my", D, None)])
+    nodes = [
+        node("Greater", ["CD", "zero_d"], "C"),
+        node("If", ["C"], "if_out", then_branch=then_b, else_branch=else_b),
+        node("Loop", ["trips", "", "S"], ["loop_v", "loop_scan"], body=loop_b),
+        node("Scan", ["S0", "S"], ["scan_s", "scan_y"], body=scan_b, num_scan_inputs=1),
+        node("SplitToSequence", ["S"], "seq", axis=1, keepdims=0),
+        node("SequenceAt", ["seq", "one"], "seq_at"),
+        node("SequenceLength", ["seq"], "seq_len"),
+        node("SequenceInsert", ["seq", "S0", "one"], "seq_ins"),
+        node("SequenceAt", ["seq_ins", "one"], "seq_ins_at"),
+        node("SequenceErase", ["seq", "zero"], "seq_er"),
+        node("ConcatFromSequence", ["seq_er"], "seq_cat", axis=0),
+        node("ConcatFromSequence", ["seq"], "seq_stack", axis=1, new_axis=1),
+        node("SequenceConstruct", ["S", "if_out"], "seq_c"),
+        node("SequenceMap", ["seq_c"], "seq_sq", body=map_b),
+        node("ConcatFromSequence", ["seq_sq"], "seq_sq_cat", axis=0),
+        node("SequenceEmpty", [], "seq_e", dtype=D),
+        node("SequenceInsert", ["seq_e", "S0"], "seq_e1"),
+        node("ConcatFromSequence", ["seq_e1"], "seq_e_cat", axis=0),
+        node("Optional", ["S"], "opt"),
+        node("OptionalHasElement", ["opt"], "opt_has"),
+        node("OptionalGetElement", ["opt"], "opt_get"),
+    ]
+    inits = [init("two", np.array(2.0)), init("quarter", np.array(0.25)), init("trips", np.array(3, np.int64)),
+             init("one", np.array(1, np.int64)), init("zero", np.array(0, np.int64)), init("zero_d", np.array(0.0))]
+    outs = [("if_out", D), ("loop_v", D), ("loop_scan", D), ("scan_s", D), ("scan_y", D), ("seq_at", D),
+            ("seq_len", I), ("seq_ins_at", D), ("seq_cat", D), ("seq_stack", D), ("seq_sq_cat", D), ("seq_e_cat", D),
+            ("opt_has", B), ("opt_get", D)]
+    gr = helper.make_graph(nodes, "f64_control", [vi("S", D, [4, 5]), vi("S0", D, [5]), vi("CD", D, [])],
+                           [vi(o, t, None) for o, t in outs], inits)
+    m = helper.make_model(gr, opset_imports=[helper.make_opsetid("", 18)])
+    m.ir_version = 8
+    return m
+
+
+def write_signal_inputs(out):
+    """The data movement, index and signal models and their inputs: values
+    near 1e150 (inf in fp32), tiny ones (0 in fp32) and doubles whose low
+    bits fp32 drops."""
+    save(move_model(), os.path.join(out, "f64_move.onnx"))
+    save(scatter10_model(), os.path.join(out, "f64_scatter10.onnx"))
+    save(signal_model(), os.path.join(out, "f64_signal.onnx"))
+    save(index_np_model(), os.path.join(out, "f64_index.onnx"))
+    save(control_model(), os.path.join(out, "f64_control.onnx"))
+    r = np.random.default_rng(4850)
+    s = r.uniform(-3, 3, (4, 5)) * 1e150
+    s[1, 2] = 1.0 + 2.0 ** -40
+    u = np.array([3e150, -1e-300, 3e150, 1.0 + 2.0 ** -40, 1.0, -0.0, 1.0, -1e-300, 2.5])
+    z = r.uniform(-1, 1, (3, 4))
+    z[0, 1] = z[2, 0] = 0.0
+    z[1, 1], z[1, 3], z[2, 2] = 1e-300, -0.0, -2e-310
+    for name, a in (("s", s), ("u", u), ("g", r.uniform(-3, 3, (1, 2, 3, 4)) * 1e150),
+                    ("q", r.uniform(-3, 3, (2, 8, 1)) * 1e150), ("qc", r.uniform(-1, 1, (2, 3, 7, 2))),
+                    ("qs", r.uniform(-3, 3, (2, 16, 1)) * 1e150), ("zz", z),
+                    ("p", r.uniform(-3, 3, (1, 3, 2, 3)) * 1e150), ("ci", r.uniform(-3, 3, (2, 6, 16)) * 1e150),
+                    ("ci2", r.uniform(-3, 3, (1, 8, 8)) * 1e150), ("s0", r.uniform(-3, 3, 5) * 1e150)):
+        np.save(os.path.join(out, name + ".npy"), a.astype("<f8"))
+    bp = (r.uniform(0, 1, (2, 4)) < 0.5).astype(np.float64)
+    np.save(os.path.join(out, "bp.npy"), bp.astype("<f8"))
+    ml = np.full((3, 4), -1e300)
+    ml[0, 2], ml[1, 0], ml[2, 3] = 0.0, 1e150, -1e150
+    np.save(os.path.join(out, "ml.npy"), ml.astype("<f8"))
+    for name, c in (("c1", 1.0), ("c0", -1.0)):
+        np.save(os.path.join(out, name + ".npy"), np.array(c, "<f8"))
 
 
 if __name__ == "__main__":

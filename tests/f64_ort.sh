@@ -25,6 +25,10 @@
 #     kernel in ORT (its CPU provider registers LSTM and GRU for double but
 #     refuses to run them, and has no double RNN or Upsample), against numpy
 #     in double (f64_np_check.py).
+#  1d. tests/f64_models.py's f64_move, f64_scatter10, f64_signal (the data
+#     movement, index and signal ops) and f64_control (If, Loop, Scan,
+#     SequenceMap, sequences and optionals) against ONNX Runtime, f64_index
+#     against numpy (signal_checks below).
 #  3b. Task figures (top1, topk_overlap, iou, sign_agree) of float64 tensors;
 #  3c. a Loop body's float64 values in the report's body figures;
 #  3d. the recurrent ops coloured fp16 round as in float32: f64_rnn and the
@@ -44,7 +48,9 @@ fail() { echo "f64_ort $1: FAIL${2:+: $2}"; failed=$((failed + 1)); }
 INPUTS="input X file $M/x.npy; input Z file $M/z.npy; input F file $M/f.npy"
 
 # ort_check <label> <model> <mpx_run_model's file arguments>...: mpx's
-# reference against ONNX Runtime on every tensor, rel_l2 < 1e-15
+# reference against ONNX Runtime on every tensor, rel_l2 < $BOUND (1e-15;
+# 1e-300: bit for bit)
+BOUND=1e-15
 ort_check() {
   n=$((n + 1))
   label=$1 model=$2
@@ -53,7 +59,7 @@ ort_check() {
     sed 's/^/  /' "$WORK/$label.log"; fail "$label" "mpx_run_model"; return
   fi
   all=$("$PY" "$HERE/ort_compare.py" all-outputs "$M/$model.onnx" "$WORK/all_$label")
-  if node "$HERE/ort_run.js" "$ORT" "$M/$model.onnx" "$all" "$WORK/$label" "$model" --bound 1e-15 --threads 1 \
+  if node "$HERE/ort_run.js" "$ORT" "$M/$model.onnx" "$all" "$WORK/$label" "$model" --bound $BOUND --threads 1 \
        --repeat 1 > "$WORK/$label.ort" 2>&1; then
     head -2 "$WORK/$label.ort"
   else
@@ -67,11 +73,18 @@ ort_check ort f64_ops --file "X=$M/x.npy" --file "Z=$M/z.npy" --file "F=$M/f.npy
 ort_check nn_ort f64_nn --file "N=$M/n.npy" --file "E=$M/e.npy" --file "N2=$M/n2.npy"
 
 # 1c. the nn ops ONNX Runtime has no double kernel for, against numpy in double
-# np_check <label> <model> [<input>=<file>]: every node's output against
+# np_check <label> <model> [<input>=<file>]...: every node's output against
 # f64_np_check.py's reference (the input: N, n.npy unless given)
 np_check() {
   n=$((n + 1))
-  if ! "$RUN" "$M/$2.onnx" "$WORK/$1" --file "${3:-N=$M/n.npy}" > "$WORK/$1.log" 2>&1; then
+  label=$1 model=$2
+  shift 2
+  [ $# -gt 0 ] || set -- "N=$M/n.npy"
+  files=""
+  for f in "$@"; do files="$files --file $f"; done
+  set -- "$label" "$model"
+  # shellcheck disable=SC2086 # the paths hold no blanks (the work folder's)
+  if ! "$RUN" "$M/$2.onnx" "$WORK/$1" $files > "$WORK/$1.log" 2>&1; then
     sed 's/^/  /' "$WORK/$1.log"; fail "$1" "mpx_run_model"
   elif "$PY" "$HERE/f64_np_check.py" "$M/$2.onnx" "$WORK/$1" > "$WORK/$1.check" 2>&1; then
     echo "$1: ok ($(wc -l < "$WORK/$1.check") ops)"
@@ -84,6 +97,31 @@ np_check resize_numpy f64_resize
 np_check upsample9_numpy f64_up9
 np_check upsample7_numpy f64_up7
 np_check rnn_numpy f64_rnn "X=$M/xr.npy"
+
+# 1d. the data movement, index and signal ops (kernels_f64.def's last
+# block), on values near 1e150, 1e-300 and doubles fp32 would change:
+# ScatterND, ScatterElements (every reduction), Scatter, CenterCropPad and
+# Unique against ONNX Runtime bit for bit; GridSample, AffineGrid, RoiAlign, DFT,
+# STFT, HannWindow and MelWeightMatrix against its double kernels, rel_l2
+# < 1e-14; If (both branches), Loop, Scan, SequenceMap and the sequence
+# and optional ops carrying doubles against it bit for bit; OneHot,
+# NonZero, MaxUnpool, MaxRoiPool (bit for bit), Col2Im, HammingWindow and
+# BlackmanWindow (rel_l2 < 1e-14; ORT has no double kernel for the first
+# five and computes the windows with fp32 coefficients), Multinomial and
+# Bernoulli (certain draws; ORT's Bernoulli inverts them) against numpy.
+signal_checks() {
+  BOUND=1e-300
+  ort_check move_ort f64_move --file "S=$M/s.npy" --file "U=$M/u.npy"
+  ort_check scatter10_ort f64_scatter10 --file "S=$M/s.npy"
+  ort_check control_ort f64_control --file "S=$M/s.npy" --file "S0=$M/s0.npy" --file "CD=$M/c1.npy"
+  ort_check control_else_ort f64_control --file "S=$M/s.npy" --file "S0=$M/s0.npy" --file "CD=$M/c0.npy"
+  BOUND=1e-14
+  ort_check signal_ort f64_signal --file "G=$M/g.npy" --file "Q=$M/q.npy" --file "QC=$M/qc.npy" --file "QS=$M/qs.npy"
+  BOUND=1e-15
+  np_check index_numpy f64_index "Z=$M/zz.npy" "P=$M/p.npy" "CI=$M/ci.npy" "CI2=$M/ci2.npy" "ML=$M/ml.npy" \
+    "BP=$M/bp.npy"
+}
+signal_checks
 
 # expect <label> <mpx commands> <text>...: the commands succeed and print each text
 expect() {

@@ -40,7 +40,8 @@ static inline bool valid_as(const mpx_value *v, bool doubles_ok) {
 
 /* valid_as without float64 values: the kernels that move elements by their
  * size (esz, bytes) take float64 ones as int64 bit patterns (kern_f64.c's
- * f64_move); only TopK and EyeLike read doubles themselves (need_as). */
+ * f64_move); the kernels that read doubles themselves (TopK, EyeLike, the
+ * scatters, OneHot, NonZero, Unique, the sequence ops) check with need_as. */
 static inline bool valid(const mpx_value *v) { return valid_as(v, false); }
 
 /* Inputs 0..k-1 present and valid (float64 ones too where doubles_ok), and

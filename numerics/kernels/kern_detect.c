@@ -134,17 +134,44 @@ done:
 
 /* ---- RoiAlign -------------------------------------------------------------------------- */
 
-typedef struct sample {
-    int64_t pos[4];
-    float w[4];
-} sample;
+#define RA_T float
+#define RA_F(x) x##_f
+#define RA_FMAX fmaxf
+#define RA_ROUND roundf
+#define RA_FLOOR floorf
+#define RA_CEIL ceilf
+#define RA_MAX FLT_MAX
+#include "kern_roi_body.h"
+#undef RA_T
+#undef RA_F
+#undef RA_FMAX
+#undef RA_ROUND
+#undef RA_FLOOR
+#undef RA_CEIL
+#undef RA_MAX
+#define RA_T double
+#define RA_F(x) x##_d
+#define RA_FMAX fmax
+#define RA_ROUND round
+#define RA_FLOOR floor
+#define RA_CEIL ceil
+#define RA_MAX DBL_MAX
+#include "kern_roi_body.h"
+#undef RA_T
+#undef RA_F
+#undef RA_FMAX
+#undef RA_ROUND
+#undef RA_FLOOR
+#undef RA_CEIL
+#undef RA_MAX
 
 mpx_status mpx_k_roi_align(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
     const mpx_value *x, *rois, *bi = kn_opt(in, n_in, 2);
     char s1[160], s2[160];
     mpx_status st = kn_need_out(c, n_out, 1);
-    if (!st) st = kn_float_in(c, in, n_in, 0, "X", &x);
-    if (!st) st = kn_float_in(c, in, n_in, 1, "rois", &rois);
+    const bool f64 = n_in > 0 && in[0] && in[0]->d; /* float64 X and rois (kernels_f64.def): roi_align_rois_d */
+    if (!st) st = kn_values_in(c, in, n_in, 0, "X", f64, &x);
+    if (!st) st = kn_values_in(c, in, n_in, 1, "rois", f64, &rois);
     if (st) return st;
     if (x->rank != 4) return mpx_kernel_error(c, MPX_E_SHAPE, "X has shape %s; N x C x H x W expected", kn_shape(x, s1));
     if (rois->rank != 2 || rois->dims[1] != 4)
@@ -175,61 +202,15 @@ mpx_status mpx_k_roi_align(const mpx_kctx *c, const mpx_value *const *in, int n_
                                     (long long)bi->i[r], (long long)N);
     int64_t dims[4] = {R, C, oh, ow};
     if ((st = mpx_k_alloc(c, &out[0], x->dtype, 4, dims))) return st;
-    float off = half ? 0.5f : 0.0f;
-    for (int64_t r = 0; r < R; r++) {
-        const float *b = rois->f + r * 4;
-        float x0 = b[0] * scale - off, y0 = b[1] * scale - off, x1 = b[2] * scale - off, y1 = b[3] * scale - off;
-        float rw = x1 - x0, rh = y1 - y0;
-        if (!half) rw = fmaxf(rw, 1.0f), rh = fmaxf(rh, 1.0f);
-        float bh = rh / (float)oh, bw = rw / (float)ow;
-        double gh_d = sr > 0 ? (double)sr : ceil((double)(rh / (float)oh)), gw_d = sr > 0 ? (double)sr : ceil((double)(rw / (float)ow));
-        /* a box far larger than the image would sample without end: refused */
-        if (!(gh_d >= 0 && gw_d >= 0) || gh_d * gw_d > 1e6) {
-            mpx_value_free(&out[0]);
-            return mpx_kernel_error(c, MPX_E_LIMIT, "roi %lld samples a %gx%g grid per bin", (long long)r, gh_d, gw_d);
-        }
-        int64_t gh = (int64_t)gh_d, gw = (int64_t)gw_d, count = gh * gw > 1 ? gh * gw : 1;
-        const float *img = x->f + bi->i[r] * C * H * W;
-        for (int64_t ph = 0; ph < oh; ph++)
-            for (int64_t pw = 0; pw < ow; pw++) {
-                for (int64_t ch = 0; ch < C; ch++) {
-                    const float *p = img + ch * H * W;
-                    float v = 0.0f;
-                    bool first = true;
-                    for (int64_t iy = 0; iy < gh; iy++) {
-                        float yy = y0 + (float)ph * bh + ((float)iy + 0.5f) * bh / (float)gh;
-                        for (int64_t ix = 0; ix < gw; ix++) {
-                            float xx = x0 + (float)pw * bw + ((float)ix + 0.5f) * bw / (float)gw;
-                            sample sm = {{0, 0, 0, 0}, {0, 0, 0, 0}};
-                            float y = yy, xq = xx;
-                            if (!(y < -1.0f || y > (float)H || xq < -1.0f || xq > (float)W)) {
-                                if (y <= 0) y = 0;
-                                if (xq <= 0) xq = 0;
-                                int64_t yl = (int64_t)y, xl = (int64_t)xq, yh, xh;
-                                if (yl >= H - 1) yh = yl = H - 1, y = (float)yl;
-                                else yh = yl + 1;
-                                if (xl >= W - 1) xh = xl = W - 1, xq = (float)xl;
-                                else xh = xl + 1;
-                                float ly = y - (float)yl, lx = xq - (float)xl, hy = 1.0f - ly, hx = 1.0f - lx;
-                                sm.w[0] = hy * hx, sm.w[1] = hy * lx, sm.w[2] = ly * hx, sm.w[3] = ly * lx;
-                                sm.pos[0] = yl * W + xl, sm.pos[1] = yl * W + xh, sm.pos[2] = yh * W + xl,
-                                sm.pos[3] = yh * W + xh;
-                            }
-                            if (avg) {
-                                v += sm.w[0] * p[sm.pos[0]] + sm.w[1] * p[sm.pos[1]] + sm.w[2] * p[sm.pos[2]] +
-                                     sm.w[3] * p[sm.pos[3]];
-                            } else {
-                                float m = fmaxf(fmaxf(fmaxf(sm.w[0] * p[sm.pos[0]], sm.w[1] * p[sm.pos[1]]),
-                                                      sm.w[2] * p[sm.pos[2]]),
-                                                sm.w[3] * p[sm.pos[3]]);
-                                v = first ? m : fmaxf(v, m);
-                                first = false;
-                            }
-                        }
-                    }
-                    out[0].f[((r * C + ch) * oh + ph) * ow + pw] = avg ? v / (float)count : v;
-                }
-            }
+    const int64_t *bix = bi->i;
+    double bad_h = 0, bad_w = 0;
+    const int64_t bad = x->d ? roi_align_rois_d(x->d, rois->d, bix, R, C, H, W, oh, ow, sr, (double)scale, avg, half,
+                                                out[0].d, &bad_h, &bad_w)
+                             : roi_align_rois_f(x->f, rois->f, bix, R, C, H, W, oh, ow, sr, scale, avg, half, out[0].f,
+                                                &bad_h, &bad_w);
+    if (bad >= 0) {
+        mpx_value_free(&out[0]);
+        return mpx_kernel_error(c, MPX_E_LIMIT, "roi %lld samples a %gx%g grid per bin", (long long)bad, bad_h, bad_w);
     }
     return MPX_OK;
 }
@@ -244,8 +225,9 @@ mpx_status mpx_k_max_roi_pool(const mpx_kctx *c, const mpx_value *const *in, int
     const mpx_value *x, *rois;
     char s1[160];
     mpx_status st = kn_need_out(c, n_out, 1);
-    if (!st) st = kn_float_in(c, in, n_in, 0, "X", &x);
-    if (!st) st = kn_float_in(c, in, n_in, 1, "rois", &rois);
+    const bool f64 = n_in > 0 && in[0] && in[0]->d; /* float64 X and rois (kernels_f64.def): max_roi_pool_rois_d */
+    if (!st) st = kn_values_in(c, in, n_in, 0, "X", f64, &x);
+    if (!st) st = kn_values_in(c, in, n_in, 1, "rois", f64, &rois);
     if (st) return st;
     if (x->rank != 4) return mpx_kernel_error(c, MPX_E_SHAPE, "X has shape %s; N x C x H x W expected", kn_shape(x, s1));
     if (rois->rank != 2 || rois->dims[1] != 5)
@@ -259,34 +241,13 @@ mpx_status mpx_k_max_roi_pool(const mpx_kctx *c, const mpx_value *const *in, int
     int64_t R = rois->dims[0], N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3], PH = ps[0], PW = ps[1];
     int64_t od[4] = {R, C, PH, PW};
     for (int64_t r = 0; r < R; r++) {
-        float b = rois->f[r * 5];
-        if (!(b >= 0.0f && b < (float)N) || b != floorf(b))
+        const double b = f64 ? rois->d[r * 5] : (double)rois->f[r * 5];
+        if (!(b >= 0.0 && b < (double)N) || b != floor(b))
             return mpx_kernel_error(c, MPX_E_INVALID, "roi %lld: batch index %g is not one of the %lld images",
                                     (long long)r, (double)b, (long long)N);
     }
     if ((st = mpx_k_alloc(c, &out[0], x->dtype, 4, od))) return st;
-    for (int64_t r = 0; r < R; r++) {
-        const float *ro = rois->f + r * 5;
-        int64_t b = (int64_t)ro[0];
-        int64_t x1 = (int64_t)roundf(ro[1] * scale), y1 = (int64_t)roundf(ro[2] * scale);
-        int64_t x2 = (int64_t)roundf(ro[3] * scale), y2 = (int64_t)roundf(ro[4] * scale);
-        int64_t rh = y2 - y1 + 1 > 1 ? y2 - y1 + 1 : 1, rw = x2 - x1 + 1 > 1 ? x2 - x1 + 1 : 1;
-        float bh = (float)rh / (float)PH, bw = (float)rw / (float)PW;
-        for (int64_t ch = 0; ch < C; ch++) {
-            const float *img = x->f + (b * C + ch) * H * W;
-            for (int64_t ph = 0; ph < PH; ph++)
-                for (int64_t pw = 0; pw < PW; pw++) {
-                    int64_t hs = (int64_t)floorf((float)ph * bh) + y1, he = (int64_t)ceilf((float)(ph + 1) * bh) + y1;
-                    int64_t ws = (int64_t)floorf((float)pw * bw) + x1, we = (int64_t)ceilf((float)(pw + 1) * bw) + x1;
-                    hs = hs < 0 ? 0 : hs > H ? H : hs, he = he < 0 ? 0 : he > H ? H : he;
-                    ws = ws < 0 ? 0 : ws > W ? W : ws, we = we < 0 ? 0 : we > W ? W : we;
-                    float m = he <= hs || we <= ws ? 0.0f : -FLT_MAX;
-                    for (int64_t h = hs; h < he; h++)
-                        for (int64_t w = ws; w < we; w++)
-                            if (img[h * W + w] > m) m = img[h * W + w];
-                    out[0].f[((r * C + ch) * PH + ph) * PW + pw] = m;
-                }
-        }
-    }
+    if (x->d) max_roi_pool_rois_d(x->d, rois->d, R, C, H, W, PH, PW, (double)scale, out[0].d);
+    else max_roi_pool_rois_f(x->f, rois->f, R, C, H, W, PH, PW, scale, out[0].f);
     return MPX_OK;
 }

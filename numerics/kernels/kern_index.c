@@ -139,7 +139,10 @@ static mpx_status scatter_reduction(const mpx_kctx *c, sreduce *r) {
  * order, so duplicate indices with reduction none keep the last (ORT's CPU
  * order). */
 static void scatter_one(mpx_value *y, int64_t o, const mpx_value *u, int64_t j, sreduce r) {
-    if (y->f) {
+    if (y->d) { /* float64: the reductions in double (kernels_f64.def) */
+        double a = y->d[o], b = u->d[j];
+        y->d[o] = r == SR_ADD ? a + b : r == SR_MUL ? a * b : r == SR_MAX ? (b > a ? b : a) : r == SR_MIN ? (b < a ? b : a) : b;
+    } else if (y->f) {
         float a = y->f[o], b = u->f[j];
         y->f[o] = r == SR_ADD ? a + b : r == SR_MUL ? a * b : r == SR_MAX ? (b > a ? b : a) : r == SR_MIN ? (b < a ? b : a) : b;
     } else {
@@ -158,11 +161,12 @@ static mpx_status copy_data(const mpx_kctx *c, const mpx_value *x, mpx_value *y)
  * written where indices[j] points along axis, every other coordinate j's. */
 mpx_status mpx_k_scatter_elements(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
                                   int n_out) {
-    mpx_status st = need(c, in, n_in, 3, n_out, 1);
+    mpx_status st = need_as(c, in, n_in, 3, n_out, 1, true);
     if (st != MPX_OK) return st;
     const mpx_value *x = in[0], *idx = in[1], *u = in[2];
     if (!idx->i) return mpx_kernel_error(c, MPX_E_INVALID, "indices must be an integer tensor");
-    if ((x->f == NULL) != (u->f == NULL)) return mpx_kernel_error(c, MPX_E_INVALID, "updates and data differ in type");
+    if ((x->f == NULL) != (u->f == NULL) || (x->d == NULL) != (u->d == NULL))
+        return mpx_kernel_error(c, MPX_E_INVALID, "updates and data differ in type");
     int r = x->rank, ax;
     if (r == 0) return mpx_kernel_error(c, MPX_E_SHAPE, "cannot scatter into a scalar");
     if ((st = mpx_k_axis(c, mpx_node_attr_int(c->node, "axis", 0), r, 0, &ax)) != MPX_OK) return st;
@@ -205,11 +209,12 @@ static mpx_status tuple_offset(const mpx_kctx *c, const mpx_value *x, int b, con
 /* ScatterND: data with updates written at the index tuples of the last axis
  * of indices (each tuple names a slice of data's trailing dims). */
 mpx_status mpx_k_scatter_nd(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
-    mpx_status st = need(c, in, n_in, 3, n_out, 1);
+    mpx_status st = need_as(c, in, n_in, 3, n_out, 1, true);
     if (st != MPX_OK) return st;
     const mpx_value *x = in[0], *idx = in[1], *u = in[2];
     if (!idx->i) return mpx_kernel_error(c, MPX_E_INVALID, "indices must be an integer tensor");
-    if ((x->f == NULL) != (u->f == NULL)) return mpx_kernel_error(c, MPX_E_INVALID, "updates and data differ in type");
+    if ((x->f == NULL) != (u->f == NULL) || (x->d == NULL) != (u->d == NULL))
+        return mpx_kernel_error(c, MPX_E_INVALID, "updates and data differ in type");
     int r = x->rank, q = idx->rank;
     int64_t k = q ? idx->dims[q - 1] : 0;
     if (q < 1 || k < 1 || k > r)
@@ -555,13 +560,13 @@ mpx_status mpx_k_eye_like(const mpx_kctx *c, const mpx_value *const *in, int n_i
  * position along axis, values[0] elsewhere; an index outside [-depth, depth)
  * gives a row of values[0], as ORT does. */
 mpx_status mpx_k_one_hot(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
-    mpx_status st = need(c, in, n_in, 3, n_out, 1);
+    mpx_status st = need_as(c, in, n_in, 3, n_out, 1, true);
     if (st != MPX_OK) return st;
     const mpx_value *idx = in[0], *dv = in[1], *vals = in[2];
     if (dv->n != 1) return mpx_kernel_error(c, MPX_E_SHAPE, "depth must be one value");
     if (vals->n != 2) return mpx_kernel_error(c, MPX_E_SHAPE, "values must be [off, on] (2 values, not %lld)",
                                               (long long)vals->n);
-    double dd = dv->i ? (double)dv->i[0] : (double)dv->f[0];
+    double dd = dv->i ? (double)dv->i[0] : dv->d ? dv->d[0] : (double)dv->f[0];
     if (!(dd >= 1 && dd <= (double)MPX_MAX_ELEMS))
         return mpx_kernel_error(c, MPX_E_SHAPE, "depth %g is not from 1 to %lld", dd, (long long)MPX_MAX_ELEMS);
     int64_t depth = (int64_t)dd;
@@ -577,10 +582,11 @@ mpx_status mpx_k_one_hot(const mpx_kctx *c, const mpx_value *const *in, int n_in
         for (int64_t d = 0; d < depth; d++)
             for (int64_t i = 0; i < inner; i++) {
                 int64_t j = o * inner + i, e = (o * depth + d) * inner + i;
-                double v = idx->f ? trunc((double)idx->f[j]) : (double)idx->i[j]; /* ORT casts to int64 */
+                double v = idx->f ? trunc((double)idx->f[j]) : idx->d ? trunc(idx->d[j]) : (double)idx->i[j]; /* ORT casts to int64 */
                 if (v < 0) v += (double)depth; /* NaN and values out of range match no position */
                 bool on = v == (double)d;
-                if (out[0].f) out[0].f[e] = vals->f[on ? 1 : 0];
+                if (out[0].d) out[0].d[e] = vals->d[on ? 1 : 0];
+                else if (out[0].f) out[0].f[e] = vals->f[on ? 1 : 0];
                 else out[0].i[e] = vals->i[on ? 1 : 0];
             }
     return MPX_OK;
@@ -677,7 +683,8 @@ static mpx_status window(const mpx_kctx *c, const mpx_value *const *in, int n_in
         case WIN_HAMMING: w = 25.0 / 46.0 - (21.0 / 46.0) * cos(x); break;
         default: w = 0.42 - 0.5 * cos(x) + 0.08 * cos(2.0 * x); break;
         }
-        out[0].f[i] = (float)w;
+        if (out[0].d) out[0].d[i] = w; /* float64: the double, unrounded */
+        else out[0].f[i] = (float)w;
     }
     return MPX_OK;
 }
@@ -858,11 +865,15 @@ mpx_status mpx_k_topk(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
     return MPX_OK;
 }
 
+static bool nonzero_at(const mpx_value *x, int64_t j) {
+    return x->d ? x->d[j] != 0.0 : x->f ? x->f[j] != 0.0f : x->i[j] != 0;
+}
+
 /* NonZero: [rank, nnz] coordinates in row-major order; a scalar counts as 1-D
  * (as numpy.nonzero and ONNX Runtime do). NaN is non-zero. */
 mpx_status mpx_k_nonzero(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
                          int n_out) {
-    mpx_status st = need(c, in, n_in, 1, n_out, 1);
+    mpx_status st = need_as(c, in, n_in, 1, n_out, 1, true);
     if (st != MPX_OK) return st;
     const mpx_value *x = in[0];
     int r = x->rank ? x->rank : 1;
@@ -871,12 +882,12 @@ mpx_status mpx_k_nonzero(const mpx_kctx *c, const mpx_value *const *in, int n_in
         memcpy(xd, x->dims, sizeof xd);
     else
         xd[0] = 1;
-    for (int64_t j = 0; j < x->n; j++) nnz += x->f ? x->f[j] != 0.0f : x->i[j] != 0;
+    for (int64_t j = 0; j < x->n; j++) nnz += nonzero_at(x, j);
     int64_t dims[2] = {r, nnz};
     if ((st = mpx_k_alloc(c, &out[0], MPX_DT_INT64, 2, dims)) != MPX_OK) return st;
     int64_t co[MPX_MAX_RANK] = {0}, w = 0;
     for (int64_t j = 0; j < x->n; j++) {
-        if (x->f ? x->f[j] != 0.0f : x->i[j] != 0) {
+        if (nonzero_at(x, j)) {
             for (int q = 0; q < r; q++) out[0].i[q * nnz + w] = co[q];
             w++;
         }

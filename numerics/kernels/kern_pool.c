@@ -838,7 +838,8 @@ mpx_status mpx_k_max_unpool(const mpx_kctx *c, const mpx_value *const *in, int n
     const mpx_value *x, *idx = kn_opt(in, n_in, 1), *os = kn_opt(in, n_in, 2);
     char s1[160], s2[160];
     mpx_status st = kn_need_out(c, n_out, 1);
-    if (!st) st = kn_float_in(c, in, n_in, 0, "X", &x);
+    /* float64 X (kernels_f64.def): the same walk moving doubles */
+    if (!st) st = kn_values_in(c, in, n_in, 0, "X", n_in > 0 && in[0] && in[0]->d, &x);
     if (st) return st;
     if (x->rank < 3)
         return mpx_kernel_error(c, MPX_E_SHAPE, "X has shape %s; N x C x D1 x ... expected", kn_shape(x, s1));
@@ -878,14 +879,16 @@ mpx_status mpx_k_max_unpool(const mpx_kctx *c, const mpx_value *const *in, int n
             return mpx_kernel_error(c, MPX_E_INVALID, "I[%lld] = %lld is outside the unpooled tensor's %lld values",
                                     (long long)k, (long long)idx->i[k], (long long)nd);
     if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, dims))) return st;
-    memset(out[0].f, 0, (size_t)n * sizeof *out[0].f);
+    if (out[0].d) memset(out[0].d, 0, (size_t)n * sizeof *out[0].d);
+    else memset(out[0].f, 0, (size_t)n * sizeof *out[0].f);
     for (int64_t k = 0; k < x->n; k++) {
         int64_t r = idx->i[k], at = 0, stride = 1;
         for (int i = x->rank - 1; i >= 0; i--) {
             at += (r % dflt[i]) * stride;
             r /= dflt[i], stride *= dims[i];
         }
-        out[0].f[at] = x->f[k];
+        if (out[0].d) out[0].d[at] = x->d[k];
+        else out[0].f[at] = x->f[k];
     }
     return MPX_OK;
 }
@@ -894,12 +897,13 @@ mpx_status mpx_k_max_unpool(const mpx_kctx *c, const mpx_value *const *in, int n
  * [N, C, image...] (the inverse of im2col): block l at its window position
  * (strides, dilations, pads as Conv's). Each output value sums the block
  * values that land on it, in order of kernel offset (as ORT's Col2im), at
- * most prod(block) terms, in fp32. */
+ * most prod(block) terms, in fp32 (in double for float64 values). */
 mpx_status mpx_k_col2im(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
     const mpx_value *x, *im = kn_opt(in, n_in, 1), *bl = kn_opt(in, n_in, 2);
     char s1[160];
     mpx_status st = kn_need_out(c, n_out, 1);
-    if (!st) st = kn_float_in(c, in, n_in, 0, "input", &x);
+    const bool f64 = n_in > 0 && in[0] && in[0]->d; /* float64 (kernels_f64.def): the same sums in double */
+    if (!st) st = kn_values_in(c, in, n_in, 0, "input", f64, &x);
     if (st) return st;
     if (!im || !bl || !im->i || !bl->i || im->n != bl->n || im->n < 1 || im->n > KN_MAX_SP || x->rank != 3)
         return mpx_kernel_error(c, MPX_E_SHAPE, "input %s must be [N, C x block, L], image_shape and block_shape "
@@ -933,12 +937,12 @@ mpx_status mpx_k_col2im(const mpx_kctx *c, const mpx_value *const *in, int n_in,
     int64_t od[MPX_MAX_RANK] = {N, C}, plane = 1;
     for (int i = 0; i < nsp; i++) od[2 + i] = img[i], plane *= img[i];
     if ((st = mpx_k_alloc(c, &out[0], x->dtype, 2 + nsp, od))) return st;
-    memset(out[0].f, 0, (size_t)out[0].n * sizeof *out[0].f);
+    if (f64) memset(out[0].d, 0, (size_t)out[0].n * sizeof *out[0].d);
+    else memset(out[0].f, 0, (size_t)out[0].n * sizeof *out[0].f);
     for (int64_t n = 0; n < N; n++)
         for (int64_t ch = 0; ch < C; ch++)
             for (int64_t k = 0; k < K; k++) {
-                const float *row = x->f + ((n * C + ch) * K + k) * L;
-                float *y = out[0].f + (n * C + ch) * plane;
+                const int64_t ro = ((n * C + ch) * K + k) * L, yo = (n * C + ch) * plane;
                 int64_t kc[KN_MAX_SP], r = k;
                 for (int i = nsp - 1; i >= 0; i--) kc[i] = r % blk[i], r /= blk[i];
                 for (int64_t l = 0; l < L; l++) {
@@ -950,7 +954,8 @@ mpx_status mpx_k_col2im(const mpx_kctx *c, const mpx_value *const *in, int n_in,
                         inside = inside && pos >= 0 && pos < img[i];
                         at += pos * stride, stride *= img[i];
                     }
-                    if (inside) y[at] += row[l];
+                    if (inside && f64) out[0].d[yo + at] += x->d[ro + l];
+                    else if (inside) out[0].f[yo + at] += x->f[ro + l];
                 }
             }
     return MPX_OK;

@@ -99,19 +99,21 @@ mpx_status mpx_k_random_uniform_like(const mpx_kctx *c, const mpx_value *const *
 mpx_status mpx_k_bernoulli(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
     const mpx_value *p;
     mpx_status st = kn_need_out(c, n_out, 1);
-    if (!st) st = kn_float_in(c, in, n_in, 0, "input", &p);
+    /* float64 probabilities (kernels_f64.def) are compared as doubles */
+    if (!st) st = kn_values_in(c, in, n_in, 0, "input", n_in > 0 && in[0] && in[0]->d, &p);
     if (st) return st;
     mpx_dtype dt = MPX_DT_FLOAT;
     if ((st = out_dtype(c, p->dtype, &dt)) || (st = mpx_k_alloc(c, &out[0], dt, p->rank, p->dims))) return st;
     mpx_rng r;
     mpx_rng_init(&r, seed_of(c));
     for (int64_t k = 0; k < p->n; k++) {
-        if (!(p->f[k] >= 0.0f && p->f[k] <= 1.0f)) {
+        const double pk = p->d ? p->d[k] : (double)p->f[k];
+        if (!(pk >= 0.0 && pk <= 1.0)) {
             mpx_value_free(&out[0]);
-            return mpx_kernel_error(c, MPX_E_INVALID, "probability %g (element %lld) is not in [0, 1]", (double)p->f[k],
+            return mpx_kernel_error(c, MPX_E_INVALID, "probability %g (element %lld) is not in [0, 1]", pk,
                                     (long long)k);
         }
-        put(&out[0], k, mpx_rng_unit(&r) < (double)p->f[k] ? 1.0 : 0.0);
+        put(&out[0], k, mpx_rng_unit(&r) < pk ? 1.0 : 0.0);
     }
     return MPX_OK;
 }
@@ -122,7 +124,7 @@ mpx_status mpx_k_multinomial(const mpx_kctx *c, const mpx_value *const *in, int 
     const mpx_value *x;
     char s1[160];
     mpx_status st = kn_need_out(c, n_out, 1);
-    if (!st) st = kn_float_in(c, in, n_in, 0, "input", &x);
+    if (!st) st = kn_values_in(c, in, n_in, 0, "input", n_in > 0 && in[0] && in[0]->d, &x);
     if (st) return st;
     if (x->rank != 2 || x->dims[1] < 1)
         return mpx_kernel_error(c, MPX_E_SHAPE, "input %s must be [batch, classes]", kn_shape(x, s1));
@@ -142,10 +144,12 @@ mpx_status mpx_k_multinomial(const mpx_kctx *c, const mpx_value *const *in, int 
     mpx_rng r;
     mpx_rng_init(&r, seed_of(c));
     for (int64_t b = 0; b < B; b++) {
-        const float *row = x->f + b * C;
+        /* float64 log-probabilities (kernels_f64.def) are read as doubles */
+#define ROW(k) (x->d ? x->d[b * C + (k)] : (double)x->f[b * C + (k)])
         double mx = -INFINITY, sum = 0.0;
-        for (int64_t k = 0; k < C; k++) mx = row[k] > mx ? row[k] : mx;
-        for (int64_t k = 0; k < C; k++) cdf[k] = sum += exp((double)row[k] - mx);
+        for (int64_t k = 0; k < C; k++) mx = ROW(k) > mx ? ROW(k) : mx;
+        for (int64_t k = 0; k < C; k++) cdf[k] = sum += exp(ROW(k) - mx);
+#undef ROW
         for (int64_t s = 0; s < n; s++) {
             double u = mpx_rng_unit(&r) * sum;
             int64_t k = 0;

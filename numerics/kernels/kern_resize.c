@@ -453,59 +453,40 @@ mpx_status mpx_k_upsample_f64(const mpx_kctx *c, const mpx_value *const *in, int
  * (A = -0.75); padding zeros, border, reflection; align_corners. The
  * arithmetic follows ONNX Runtime's CPU kernel step for step (coordinates
  * brought back inside for border and reflection before interpolating,
- * each pixel read padded again), so the fp32 results agree with it. */
-typedef struct gs {
-    int64_t H, W;
-    int pad; /* 0 zeros, 1 border, 2 reflection */
-    float xmin, ymin, xmax, ymax;
-} gs;
-
-static float gs_reflect(float x, float lo, float hi) {
-    float range = hi - lo;
-    if (x < lo) {
-        float dx = lo - x;
-        int n = (int)(dx / range);
-        float r = dx - (float)n * range;
-        return n % 2 == 0 ? lo + r : hi - r;
-    }
-    if (x > hi) {
-        float dx = x - hi;
-        int n = (int)(dx / range);
-        float r = dx - (float)n * range;
-        return n % 2 == 0 ? hi - r : lo + r;
-    }
-    return x;
-}
-
-static float gs_pixel(const gs *g, const float *img, int64_t r, int64_t c) {
-    if (g->pad == 0) return c >= 0 && c < g->W && r >= 0 && r < g->H ? img[r * g->W + c] : 0.0f;
-    if (g->pad == 1) {
-        c = c < 0 ? 0 : c >= g->W ? g->W - 1 : c;
-        r = r < 0 ? 0 : r >= g->H ? g->H - 1 : r;
-    } else {
-        c = (int64_t)gs_reflect((float)c, g->xmin, g->xmax);
-        r = (int64_t)gs_reflect((float)r, g->ymin, g->ymax);
-        c = c < 0 ? 0 : c >= g->W ? g->W - 1 : c; /* reflected within [-0.5, W-0.5]: truncation stays inside */
-        r = r < 0 ? 0 : r >= g->H ? g->H - 1 : r;
-    }
-    return img[r * g->W + c];
-}
-
-static void gs_cubic_coeffs(float x, float k[4]) {
-    const float A = -0.75f;
-    x = fabsf(x);
-    k[0] = ((A * (x + 1) - 5 * A) * (x + 1) + 8 * A) * (x + 1) - 4 * A;
-    k[1] = ((A + 2) * x - (A + 3)) * x * x + 1;
-    k[2] = ((A + 2) * (1 - x) - (A + 3)) * (1 - x) * (1 - x) + 1;
-    k[3] = ((A * (2 - x) - 5 * A) * (2 - x) + 8 * A) * (2 - x) - 4 * A;
-}
+ * except in cubic mode, each pixel read padded again), so the fp32 results
+ * agree with it (ORT 1.30, every mode and padding, tests/f64_ort.sh); a
+ * float64 X and grid (kernels_f64.def) take the same steps in double, as
+ * ORT's template does (kern_gs_body.h, once per type). */
+#define GS_T float
+#define GS_F(x) x##_f
+#define GS_FLOOR floorf
+#define GS_NEARBY nearbyintf
+#define GS_FABS fabsf
+#include "kern_gs_body.h"
+#undef GS_T
+#undef GS_F
+#undef GS_FLOOR
+#undef GS_NEARBY
+#undef GS_FABS
+#define GS_T double
+#define GS_F(x) x##_d
+#define GS_FLOOR floor
+#define GS_NEARBY nearbyint
+#define GS_FABS fabs
+#include "kern_gs_body.h"
+#undef GS_T
+#undef GS_F
+#undef GS_FLOOR
+#undef GS_NEARBY
+#undef GS_FABS
 
 mpx_status mpx_k_grid_sample(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
     const mpx_value *x, *grid;
     char s1[160], s2[160];
     mpx_status st = kn_need_out(c, n_out, 1);
-    if (!st) st = kn_float_in(c, in, n_in, 0, "X", &x);
-    if (!st) st = kn_float_in(c, in, n_in, 1, "grid", &grid);
+    const bool f64 = n_in > 0 && in[0] && in[0]->d;
+    if (!st) st = kn_values_in(c, in, n_in, 0, "X", f64, &x);
+    if (!st) st = kn_values_in(c, in, n_in, 1, "grid", f64, &grid);
     if (st) return st;
     if (x->rank != 4 || grid->rank != 4 || grid->dims[0] != x->dims[0] || grid->dims[3] != 2)
         return mpx_kernel_error(c, MPX_E_SHAPE, "X %s and grid %s: [N, C, H, W] and [N, Ho, Wo, 2] expected (2-D sampling)",
@@ -517,68 +498,28 @@ mpx_status mpx_k_grid_sample(const mpx_kctx *c, const mpx_value *const *in, int 
             : strcmp(mode, "bicubic") == 0 || strcmp(mode, "cubic") == 0 ? 2
                                                                       : -1;
     if (m < 0) return mpx_kernel_error(c, MPX_E_INVALID, "mode \"%s\" is not bilinear, nearest or bicubic", mode);
-    gs g = {.H = x->dims[2], .W = x->dims[3]};
-    g.pad = strcmp(pad, "zeros") == 0 ? 0 : strcmp(pad, "border") == 0 ? 1 : strcmp(pad, "reflection") == 0 ? 2 : -1;
-    if (g.pad < 0) return mpx_kernel_error(c, MPX_E_INVALID, "padding_mode \"%s\" is not zeros, border or reflection", pad);
+    int padm = strcmp(pad, "zeros") == 0 ? 0 : strcmp(pad, "border") == 0 ? 1 : strcmp(pad, "reflection") == 0 ? 2 : -1;
+    if (padm < 0) return mpx_kernel_error(c, MPX_E_INVALID, "padding_mode \"%s\" is not zeros, border or reflection", pad);
     bool align = mpx_node_attr_int(c->node, "align_corners", 0) != 0;
-    g.xmin = align ? 0.0f : -0.5f, g.ymin = g.xmin;
-    g.xmax = align ? (float)(g.W - 1) : (float)g.W - 0.5f, g.ymax = align ? (float)(g.H - 1) : (float)g.H - 0.5f;
-    int64_t N = x->dims[0], C = x->dims[1], Ho = grid->dims[1], Wo = grid->dims[2];
+    int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3], Ho = grid->dims[1], Wo = grid->dims[2];
     if ((st = mpx_k_alloc(c, &out[0], x->dtype, 4, (int64_t[]){N, C, Ho, Wo}))) return st;
-    if (!g.H || !g.W) return MPX_OK; /* an empty image samples zeros */
-    for (int64_t n = 0; n < N; n++)
-        for (int64_t q = 0; q < Ho * Wo; q++) {
-            float gx = grid->f[(n * Ho * Wo + q) * 2], gy = grid->f[(n * Ho * Wo + q) * 2 + 1];
-            float px = align ? (gx + 1) / 2 * (float)(g.W - 1) : ((gx + 1) * (float)g.W - 1) / 2;
-            float py = align ? (gy + 1) / 2 * (float)(g.H - 1) : ((gy + 1) * (float)g.H - 1) / 2;
-            if (m == 0) px = nearbyintf(px), py = nearbyintf(py);
-            if (px < g.xmin || px > g.xmax || py < g.ymin || py > g.ymax) {
-                if (g.pad == 1) {
-                    px = px < 0 ? 0 : px > (float)(g.W - 1) ? (float)(g.W - 1) : px;
-                    py = py < 0 ? 0 : py > (float)(g.H - 1) ? (float)(g.H - 1) : py;
-                } else if (g.pad == 2) {
-                    px = gs_reflect(px, g.xmin, g.xmax);
-                    py = gs_reflect(py, g.ymin, g.ymax);
-                }
-            }
-            for (int64_t ch = 0; ch < C; ch++) {
-                const float *img = x->f + (n * C + ch) * g.H * g.W;
-                float v;
-                if (m == 0) {
-                    v = gs_pixel(&g, img, (int64_t)py, (int64_t)px);
-                } else if (m == 1) {
-                    int64_t x1 = (int64_t)floorf(px), y1 = (int64_t)floorf(py), x2 = x1 + 1, y2 = y1 + 1;
-                    float p11 = gs_pixel(&g, img, y1, x1), p12 = gs_pixel(&g, img, y1, x2);
-                    float p21 = gs_pixel(&g, img, y2, x1), p22 = gs_pixel(&g, img, y2, x2);
-                    float dx2 = (float)x2 - px, dx1 = px - (float)x1, dy2 = (float)y2 - py, dy1 = py - (float)y1;
-                    v = dy2 * (dx2 * p11 + dx1 * p12) + dy1 * (dx2 * p21 + dx1 * p22);
-                } else {
-                    int64_t x0 = (int64_t)floorf(px) - 1, y0 = (int64_t)floorf(py) - 1;
-                    float k[4], row[4];
-                    gs_cubic_coeffs(px - (float)x0 - 1, k);
-                    for (int64_t h = 0; h < 4; h++) {
-                        float p0 = gs_pixel(&g, img, y0 + h, x0), p1 = gs_pixel(&g, img, y0 + h, x0 + 1);
-                        float p2 = gs_pixel(&g, img, y0 + h, x0 + 2), p3 = gs_pixel(&g, img, y0 + h, x0 + 3);
-                        row[h] = k[0] * p0 + k[1] * p1 + k[2] * p2 + k[3] * p3;
-                    }
-                    gs_cubic_coeffs(py - (float)y0 - 1, k);
-                    v = k[0] * row[0] + k[1] * row[1] + k[2] * row[2] + k[3] * row[3];
-                }
-                out[0].f[(n * C + ch) * Ho * Wo + q] = v;
-            }
-        }
+    if (!H || !W) return MPX_OK; /* an empty image samples zeros */
+    if (f64) gs_sample_d(m, padm, align, N, C, H, W, Ho, Wo, x->d, grid->d, out[0].d);
+    else gs_sample_f(m, padm, align, N, C, H, W, Ho, Wo, x->f, grid->f, out[0].f);
     return MPX_OK;
 }
 
 /* AffineGrid: the sampling grid GridSample reads, theta applied to the
  * normalised coordinates of an output of `size`: x_i = -1 + 2 i / (W - 1)
  * with align_corners (0 when W is 1), (2 i + 1) / W - 1 without; each grid
- * point theta . (x, y[, z], 1), summed left to right. */
+ * point theta . (x, y[, z], 1), summed left to right (kern_gs_body.h:
+ * in double for a float64 theta). */
 mpx_status mpx_k_affine_grid(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
     const mpx_value *th, *sz = kn_opt(in, n_in, 1);
     char s1[160];
     mpx_status st = kn_need_out(c, n_out, 1);
-    if (!st) st = kn_float_in(c, in, n_in, 0, "theta", &th);
+    const bool f64 = n_in > 0 && in[0] && in[0]->d;
+    if (!st) st = kn_values_in(c, in, n_in, 0, "theta", f64, &th);
     if (st) return st;
     if (!sz || !sz->i || (sz->n != 4 && sz->n != 5))
         return mpx_kernel_error(c, MPX_E_INVALID, "size must be 4 or 5 integers (N, C, [D,] H, W)");
@@ -600,27 +541,7 @@ mpx_status mpx_k_affine_grid(const mpx_kctx *c, const mpx_value *const *in, int 
     od[1 + nd] = nd;
     bool align = mpx_node_attr_int(c->node, "align_corners", 0) != 0;
     if ((st = mpx_k_alloc(c, &out[0], th->dtype, nd + 2, od))) return st;
-    float *y = out[0].f;
-    for (int64_t n = 0; n < N; n++) {
-        const float *t = th->f + n * nd * (nd + 1);
-        for (int64_t zd = 0; zd < sp[0]; zd++)
-            for (int64_t yh = 0; yh < sp[1]; yh++)
-                for (int64_t xw = 0; xw < sp[2]; xw++) {
-                    int64_t idx[3] = {zd, yh, xw};
-                    float base[4];
-                    /* x first: (x, y[, z], 1) */
-                    for (int i = 0; i < nd; i++) {
-                        int64_t len = sp[2 - i], at = idx[2 - i];
-                        base[i] = align ? (len == 1 ? 0.0f : -1.0f + 2.0f * (float)at / (float)(len - 1))
-                                        : (2.0f * (float)at + 1.0f) / (float)len - 1.0f;
-                    }
-                    base[nd] = 1.0f;
-                    for (int r = 0; r < nd; r++) {
-                        float v = 0.0f;
-                        for (int k = 0; k <= nd; k++) v += t[r * (nd + 1) + k] * base[k];
-                        *y++ = v;
-                    }
-                }
-    }
+    if (f64) affine_grid_d(nd, N, sp, align, th->d, out[0].d);
+    else affine_grid_f(nd, N, sp, align, th->f, out[0].f);
     return MPX_OK;
 }

@@ -41,18 +41,45 @@ static void dft1(const mpx_kctx *c, const float *x, int64_t xs, bool cplx, int64
     }
 }
 
-/* cos and sin of 2 pi t / n for t < n, each rounded once from double. */
-static mpx_status twiddles(const mpx_kctx *c, int64_t n, float **cs, float **sn) {
+/* dft1 of float64 values (kernels_f64.def): the same sum in order of n with
+ * the twiddles and sums in double, unrounded. */
+static void dft1_d(const double *x, int64_t xs, bool cplx, int64_t len, const double *win, int64_t n, bool inverse,
+                   int64_t bins, double *y, int64_t ys, const double *cs, const double *sn) {
+    int64_t m = len < n ? len : n;
+    for (int64_t k = 0; k < bins; k++) {
+        double re = 0.0, im = 0.0;
+        for (int64_t j = 0; j < m; j++) {
+            int64_t t = (k * j) % n;
+            double cr = cs[t], si = inverse ? -sn[t] : sn[t];
+            double xr = cplx ? x[j * xs * 2] : x[j * xs], xi = cplx ? x[j * xs * 2 + 1] : 0.0;
+            if (win) xr *= win[j], xi *= win[j];
+            re += xr * cr + xi * si;
+            im += xi * cr - xr * si;
+        }
+        if (inverse) re /= (double)n, im /= (double)n;
+        y[k * ys * 2] = re, y[k * ys * 2 + 1] = im;
+    }
+}
+
+/* cos and sin of 2 pi t / n for t < n, each rounded once from double (kept
+ * as doubles for a float64 transform: cd, sd not NULL). */
+static mpx_status twiddles(const mpx_kctx *c, int64_t n, float **cs, float **sn, double **cd, double **sd) {
     *cs = *sn = NULL;
+    *cd = *sd = NULL;
     mpx_status st;
     if ((st = kn_scratch(c, (size_t)n, sizeof **cs, (void **)cs)) ||
-        (st = kn_scratch(c, (size_t)n, sizeof **sn, (void **)sn))) {
-        free(*cs);
+        (st = kn_scratch(c, (size_t)n, sizeof **sn, (void **)sn)) ||
+        (st = kn_scratch(c, (size_t)n, sizeof **cd, (void **)cd)) ||
+        (st = kn_scratch(c, (size_t)n, sizeof **sd, (void **)sd))) {
+        free(*cs), free(*sn), free(*cd);
+        *cs = *sn = NULL;
+        *cd = NULL;
         return st;
     }
     for (int64_t t = 0; t < n; t++) {
         double a = 2.0 * 3.14159265358979323846 * (double)t / (double)n;
-        (*cs)[t] = (float)cos(a), (*sn)[t] = (float)sin(a);
+        (*cd)[t] = cos(a), (*sd)[t] = sin(a);
+        (*cs)[t] = (float)(*cd)[t], (*sn)[t] = (float)(*sd)[t];
     }
     return MPX_OK;
 }
@@ -70,7 +97,8 @@ mpx_status mpx_k_dft(const mpx_kctx *c, const mpx_value *const *in, int n_in, mp
     const mpx_value *x, *nl = kn_opt(in, n_in, 1), *axv = kn_opt(in, n_in, 2);
     char s1[160];
     mpx_status st = kn_need_out(c, n_out, 1);
-    if (!st) st = kn_float_in(c, in, n_in, 0, "input", &x);
+    const bool f64 = n_in > 0 && in[0] && in[0]->d; /* float64 (kernels_f64.def): dft1_d */
+    if (!st) st = kn_values_in(c, in, n_in, 0, "input", f64, &x);
     if (st) return st;
     int r = x->rank;
     if (r < 2 || (x->dims[r - 1] != 1 && x->dims[r - 1] != 2))
@@ -94,15 +122,16 @@ mpx_status mpx_k_dft(const mpx_kctx *c, const mpx_value *const *in, int n_in, mp
     for (int i = 0; i < ax; i++) outer *= x->dims[i];
     for (int i = (int)ax + 1; i < r - 1; i++) inner *= x->dims[i];
     float *cs, *sn;
-    if ((st = twiddles(c, n, &cs, &sn))) return st;
+    double *cd, *sd;
+    if ((st = twiddles(c, n, &cs, &sn, &cd, &sd))) return st;
     if (!(st = mpx_k_alloc(c, &out[0], x->dtype, r, od)))
         for (int64_t o = 0; o < outer && !mpx_k_cancelled(); o++) /* (the executor drops a cancelled kernel's values) */
             for (int64_t q = 0; q < inner; q++) {
-                const float *xp = x->f + (o * len * inner + q) * (cplx ? 2 : 1);
-                float *yp = out[0].f + (o * bins * inner + q) * 2;
-                dft1(c, xp, inner, cplx, len, NULL, n, inverse, bins, yp, inner, cs, sn);
+                const int64_t xo = (o * len * inner + q) * (cplx ? 2 : 1), yo = (o * bins * inner + q) * 2;
+                if (f64) dft1_d(x->d + xo, inner, cplx, len, NULL, n, inverse, bins, out[0].d + yo, inner, cd, sd);
+                else dft1(c, x->f + xo, inner, cplx, len, NULL, n, inverse, bins, out[0].f + yo, inner, cs, sn);
             }
-    free(cs), free(sn);
+    free(cs), free(sn), free(cd), free(sd);
     return st;
 }
 
@@ -110,8 +139,9 @@ mpx_status mpx_k_stft(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
     const mpx_value *x, *win, *flv = kn_opt(in, n_in, 3);
     char s1[160];
     mpx_status st = kn_need_out(c, n_out, 1);
-    if (!st) st = kn_float_in(c, in, n_in, 0, "signal", &x);
-    if (!st) st = kn_float_opt(c, in, n_in, 2, "window", &win);
+    const bool f64 = n_in > 0 && in[0] && in[0]->d; /* float64 (kernels_f64.def): dft1_d */
+    if (!st) st = kn_values_in(c, in, n_in, 0, "signal", f64, &x);
+    if (!st) st = kn_values_opt(c, in, n_in, 2, "window", f64, &win);
     if (st) return st;
     int64_t step = 0, fl = win ? win->n : -1;
     if ((st = scalar_of(c, kn_opt(in, n_in, 1), "frame_step", &step))) return st;
@@ -131,15 +161,16 @@ mpx_status mpx_k_stft(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
     bool cplx = x->dims[2] == 2, onesided = mpx_node_attr_int(c->node, "onesided", 1) != 0;
     int64_t frames = (L - fl) / step + 1, bins = onesided ? fl / 2 + 1 : fl, od[4] = {B, frames, bins, 2};
     float *cs, *sn;
-    if ((st = twiddles(c, fl, &cs, &sn))) return st;
+    double *cd, *sd;
+    if ((st = twiddles(c, fl, &cs, &sn, &cd, &sd))) return st;
     if (!(st = mpx_k_alloc(c, &out[0], x->dtype, 4, od)))
         for (int64_t b = 0; b < B; b++)
             for (int64_t f = 0; f < frames && !mpx_k_cancelled(); f++) {
-                const float *xp = x->f + (b * L + f * step) * (cplx ? 2 : 1);
-                dft1(c, xp, 1, cplx, fl, win ? win->f : NULL, fl, false, bins, out[0].f + ((b * frames + f) * bins) * 2,
-                     1, cs, sn);
+                const int64_t xo = (b * L + f * step) * (cplx ? 2 : 1), yo = ((b * frames + f) * bins) * 2;
+                if (f64) dft1_d(x->d + xo, 1, cplx, fl, win ? win->d : NULL, fl, false, bins, out[0].d + yo, 1, cd, sd);
+                else dft1(c, x->f + xo, 1, cplx, fl, win ? win->f : NULL, fl, false, bins, out[0].f + yo, 1, cs, sn);
             }
-    free(cs), free(sn);
+    free(cs), free(sn), free(cd), free(sd);
     return st;
 }
 
@@ -152,7 +183,7 @@ mpx_status mpx_k_mel_weight_matrix(const mpx_kctx *c, const mpx_value *const *in
     if (!st) st = scalar_of(c, kn_opt(in, n_in, 2), "sample_rate", &rate);
     if (st) return st;
     const mpx_value *lo = kn_opt(in, n_in, 3), *hi = kn_opt(in, n_in, 4);
-    if (!lo || !hi || !lo->f || !hi->f || lo->n != 1 || hi->n != 1)
+    if (!lo || !hi || (!lo->f && !lo->d) || (!hi->f && !hi->d) || lo->n != 1 || hi->n != 1)
         return mpx_kernel_error(c, MPX_E_INVALID, "lower_edge_hertz and upper_edge_hertz must be one float each");
     if (mel < 1 || mel > 65536 || n < 1 || n > MAX_DFT || rate < 1)
         return mpx_kernel_error(c, MPX_E_INVALID, "num_mel_bins %lld, dft_length %lld and sample_rate %lld must be "
@@ -164,7 +195,8 @@ mpx_status mpx_k_mel_weight_matrix(const mpx_kctx *c, const mpx_value *const *in
         return mpx_kernel_error(c, MPX_E_UNSUPPORTED, "output_datatype %lld: mpx makes float weights", (long long)dt);
     int64_t *edge;
     if ((st = kn_scratch(c, (size_t)(mel + 2), sizeof *edge, (void **)&edge))) return st;
-    double lm = 2595.0 * log10(1.0 + (double)lo->f[0] / 700.0), hm = 2595.0 * log10(1.0 + (double)hi->f[0] / 700.0);
+    const double lo_hz = lo->d ? lo->d[0] : (double)lo->f[0], hi_hz = hi->d ? hi->d[0] : (double)hi->f[0];
+    double lm = 2595.0 * log10(1.0 + lo_hz / 700.0), hm = 2595.0 * log10(1.0 + hi_hz / 700.0);
     double step = (hm - lm) / (double)(mel + 2);
     for (int64_t i = 0; i < mel + 2; i++) {
         double f = 700.0 * (pow(10.0, ((double)i * step + lm) / 2595.0) - 1.0);
@@ -179,14 +211,19 @@ mpx_status mpx_k_mel_weight_matrix(const mpx_kctx *c, const mpx_value *const *in
                                     (long long)spec);
         }
     if (!(st = mpx_k_alloc(c, &out[0], (mpx_dtype)dt, 2, dims))) {
+        /* float64 weights (kernels_f64.def) keep the double unrounded */
+        double *yd = out[0].d;
+        float *yf = out[0].f;
+#define MEL_SET(at, w) (yd ? (void)(yd[at] = (w)) : (void)(yf[at] = (float)(w)))
         for (int64_t i = 0; i < mel; i++) {
             int64_t l = edge[i], m = edge[i + 1], h = edge[i + 2];
-            if (m - l == 0) out[0].f[m * mel + i] = 1.0f;
+            if (m - l == 0) MEL_SET(m * mel + i, 1.0);
             else
-                for (int64_t j = l; j <= m; j++) out[0].f[j * mel + i] = (float)((double)(j - l) / (double)(m - l));
+                for (int64_t j = l; j <= m; j++) MEL_SET(j * mel + i, (double)(j - l) / (double)(m - l));
             if (h - m > 0)
-                for (int64_t j = m; j < h; j++) out[0].f[j * mel + i] = (float)((double)(h - j) / (double)(h - m));
+                for (int64_t j = m; j < h; j++) MEL_SET(j * mel + i, (double)(h - j) / (double)(h - m));
         }
+#undef MEL_SET
     }
     free(edge);
     return st;

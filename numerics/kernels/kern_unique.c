@@ -24,6 +24,11 @@ static _Thread_local const ctx *cur;
 
 /* -1, 0, 1 ordering of two elements; NaN after everything, unequal to all. */
 static int cmp_el(const mpx_value *x, int64_t a, int64_t b) {
+    if (x->d) { /* float64 (kernels_f64.def): compared as doubles */
+        double u = x->d[a], v = x->d[b];
+        if (isnan(u) || isnan(v)) return isnan(u) && isnan(v) ? (a < b ? -1 : a > b) : isnan(u) ? 1 : -1;
+        return u < v ? -1 : u > v;
+    }
     if (x->f) {
         float u = x->f[a], v = x->f[b];
         if (isnan(u) || isnan(v)) return isnan(u) && isnan(v) ? (a < b ? -1 : a > b) : isnan(u) ? 1 : -1;
@@ -60,10 +65,10 @@ static int by_first(const void *pa, const void *pb) {
 }
 
 mpx_status mpx_k_unique(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
-    mpx_status st = need(c, in, n_in, 1, n_out, 1);
+    mpx_status st = need_as(c, in, n_in, 1, n_out, 1, true);
     if (st != MPX_OK) return st;
     const mpx_value *x = in[0];
-    if (!x->f && !x->i) return mpx_kernel_error(c, MPX_E_INVALID, "X has no numeric values");
+    if (!x->f && !x->i && !x->d) return mpx_kernel_error(c, MPX_E_INVALID, "X has no numeric values");
     const mpx_attr *ax = mpx_node_attr(c->node, "axis");
     int64_t sorted = mpx_node_attr_int(c->node, "sorted", 1);
     ctx k = {.x = x, .outer = 1, .len = x->n, .inner = 1};
@@ -113,13 +118,13 @@ mpx_status mpx_k_unique(const mpx_kctx *c, const mpx_value *const *in, int n_in,
         yd[0] = U;
     }
     if ((st = mpx_k_alloc(c, &out[0], x->dtype, yr, yd)) == MPX_OK) {
-        size_t es = x->f ? sizeof(float) : sizeof(int64_t);
+        size_t es = x->d ? sizeof(double) : x->f ? sizeof(float) : sizeof(int64_t);
+        const char *xb = x->d ? (const char *)x->d : x->f ? (const char *)x->f : (const char *)x->i;
+        char *yb = out[0].d ? (char *)out[0].d : out[0].f ? (char *)out[0].f : (char *)out[0].i;
         for (int64_t o = 0; o < k.outer; o++)
             for (int64_t g = 0; g < U; g++) {
-                const char *src = (const char *)(x->f ? (const void *)x->f : (const void *)x->i) +
-                                  (size_t)((o * L + gr[g].first) * k.inner) * es;
-                char *dst = (char *)(out[0].f ? (void *)out[0].f : (void *)out[0].i) +
-                            (size_t)((o * U + g) * k.inner) * es;
+                const char *src = xb + (size_t)((o * L + gr[g].first) * k.inner) * es;
+                char *dst = yb + (size_t)((o * U + g) * k.inner) * es;
                 memcpy(dst, src, (size_t)k.inner * es);
             }
     }

@@ -326,7 +326,8 @@ static mpx_status stack_out(const mpx_kctx *c, stack *s, int64_t ax, bool revers
         const mpx_value *v = &s->v[reverse ? s->n - 1 - t : t];
         for (int64_t o = 0; o < outer; o++) {
             int64_t at = (o * s->n + t) * inner;
-            if (out->f) memcpy(out->f + at, v->f + o * inner, (size_t)inner * sizeof *out->f);
+            if (out->d) memcpy(out->d + at, v->d + o * inner, (size_t)inner * sizeof *out->d);
+            else if (out->f) memcpy(out->f + at, v->f + o * inner, (size_t)inner * sizeof *out->f);
             else memcpy(out->i + at, v->i + o * inner, (size_t)inner * sizeof *out->i);
         }
     }
@@ -498,7 +499,8 @@ static mpx_status scan_slices(const mpx_kctx *c, const mpx_value *const *xv, int
         if (st) return st;
         for (int64_t o = 0; o < outer[i]; o++) {
             int64_t from = (o * len + at) * inner[i];
-            if (x->f) memcpy(sl->f + o * inner[i], x->f + from, (size_t)inner[i] * sizeof *sl->f);
+            if (x->d) memcpy(sl->d + o * inner[i], x->d + from, (size_t)inner[i] * sizeof *sl->d);
+            else if (x->f) memcpy(sl->f + o * inner[i], x->f + from, (size_t)inner[i] * sizeof *sl->f);
             else memcpy(sl->i + o * inner[i], x->i + from, (size_t)inner[i] * sizeof *sl->i);
         }
     }
@@ -657,7 +659,8 @@ mpx_status mpx_k_scan(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
             mpx_value_clear(sl);
             sl->dtype = x->dtype, sl->rank = x->rank - 1, sl->n = x->n / B, sl->borrowed = true;
             for (int d = 1; d < x->rank; d++) sl->dims[d - 1] = x->dims[d];
-            if (x->f) sl->f = x->f + q * sl->n;
+            if (x->d) sl->d = x->d + q * sl->n;
+            else if (x->f) sl->f = x->f + q * sl->n;
             else sl->i = x->i + q * sl->n;
             if (i < nst) sb[i] = sl;
             else xb[i - nst] = sl;
