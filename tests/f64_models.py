@@ -19,11 +19,20 @@ mode, coordinate transformation and nearest mode), which f64_np_check.py
 checks against numpy; f64_loop: a Loop whose body computes in float64 (its
 body figures).
 
+f64_elem_ort and f64_elem_np: the element-wise, normalisation and loss ops
+(Gelu, Mish, HardSwish, Shrink, ThresholdedRelu, Hardmax, Det,
+MeanVarianceNormalization, RMSNormalization, NegativeLogLikelihoodLoss,
+SoftmaxCrossEntropyLoss) on values near 1e150 and on moderate values with
+bits fp32 cannot hold (elem_model): f64_elem_ort the ones ONNX Runtime
+computes in double (for ort_run.js), f64_elem_np the others and again
+Gelu's tanh form and RMSNormalization (for f64_np_check.py).
+
 f64_refused: a float64 LSTM, which mpx has no float64 kernel for: refused.
 
 Writes <out>/f64_ops.onnx, f64_nn.onnx, f64_np.onnx, f64_resize.onnx,
-f64_loop.onnx, f64_refused.onnx and the inputs x.npy, z.npy, f.npy (<f8, <f8, <f4), n.npy,
-n2.npy (<f8), e.npy (<i8), v.npy (<f4).
+f64_loop.onnx, f64_refused.onnx, f64_elem_ort.onnx, f64_elem_np.onnx and the
+inputs x.npy, z.npy, f.npy (<f8, <f8, <f4), n.npy, n2.npy, elem_n.npy,
+elem_m.npy (<f8), e.npy (<i8), v.npy (<f4).
 
 usage: python3 f64_models.py <out_dir>
 """
@@ -374,6 +383,80 @@ def loop_model():
     return m
 
 
+def elem_model(name, ops, opset):
+    """The element-wise and normalisation ops added to kernels_f64.def, as
+    nodes of an opset `opset` model over two float64 inputs: N (2x3x4x4,
+    values near 1e150, inf in fp32) and M (the same shape, moderate values
+    with bits fp32 cannot hold, and rows whose largest value only double
+    tells apart, for Hardmax). ops: (op, inputs, output, attributes). Every
+    tensor is declared float64 (ONNX 1.12's shape inference does not know
+    Gelu, Mish or RMSNormalization, and ort_compare.py's all-outputs copy
+    reads the declared types); the losses' targets (2x4x4, two of them
+    ignore_index -1) and class weights are initializers."""
+    nodes = []
+    n = adder(nodes)
+    erng = np.random.default_rng(4848)
+    targets = erng.integers(0, 3, (2, 4, 4))
+    targets[0, 1, 2] = targets[1, 3, 0] = -1       # ignore_index
+    inits = [init("det_scale", np.array([1e-130, 1e-100, 1e-80])[:, None, None]),
+             init("rms_s", erng.uniform(0.5, 2, 4)), init("rms_s2", erng.uniform(0.5, 2, (3, 4, 4))),
+             init("targets", targets.astype(np.int64)), init("cls_w", erng.uniform(0.5, 2, 3))]
+    outs = []
+    for op, ins, out, kw in ops:
+        n(op, ins, out, **kw)
+        outs += out if isinstance(out, list) else [out]
+    shape = [2, 3, 4, 4]
+    g = helper.make_graph(nodes, name, [vi("N", D, shape), vi("M", D, shape)], [vi(o, D, None) for o in outs],
+                          [i for i in inits if any(i.name in ins for _, ins, _, _ in ops)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 10
+    return m
+
+
+# Run by ONNX Runtime in double (its CPU provider: Gelu's tanh form as a
+# function of double ops, RMSNormalization's and the losses' own double
+# kernels; at opset 23 it has no double Softplus, which Mish-22 expands to).
+ELEM_ORT = [(op, [x], "%s_%s" % (out, x.lower()), kw) for x in ("N", "M") for op, out, kw in (
+    ("Gelu", "gelu_t", {"approximate": "tanh"}),)] + [
+    ("RMSNormalization", ["N", "rms_s"], "rms_n", {}),
+    ("RMSNormalization", ["M", "rms_s"], "rms_m", {"epsilon": 1e-3}),
+    ("RMSNormalization", ["M", "rms_s2"], "rms_m1", {"axis": 1}),
+    ("NegativeLogLikelihoodLoss", ["M", "targets", "cls_w"], "nll_m", {"reduction": "none", "ignore_index": -1}),
+    ("NegativeLogLikelihoodLoss", ["N", "targets"], "nll_n", {"ignore_index": -1}),
+    ("SoftmaxCrossEntropyLoss", ["M", "targets"], ["sce_m", "sce_m_lp"], {"ignore_index": -1}),
+    # on log-probabilities, as in a model: a weighted mean of losses of one
+    # sign (M's mixed signs cancel in the sum, where another order moves
+    # the last bits of a small mean)
+    ("NegativeLogLikelihoodLoss", ["sce_m_lp", "targets", "cls_w"], "nll_mw", {"ignore_index": -1}),
+    ("SoftmaxCrossEntropyLoss", ["N", "targets", "cls_w"], "sce_n", {"reduction": "sum", "ignore_index": -1}),
+    ("SoftmaxCrossEntropyLoss", ["M", "targets", "cls_w"], "sce_mw", {"reduction": "none", "ignore_index": -1})]
+# Without a double kernel in ONNX Runtime (it has no double Hardmax, Erf,
+# HardSigmoid, ThresholdedRelu or Det, MeanVarianceNormalization's function
+# mixes float and double, and its double Shrink computes in fp32: 1e39
+# gives inf): against numpy (f64_np_check.py).
+ELEM_NP = [(op, [x], "%s_%s" % (out, x.lower()), kw) for x in ("N", "M") for op, out, kw in (
+    ("Gelu", "gelu", {}), ("Gelu", "gelu_t", {"approximate": "tanh"}), ("Mish", "mish", {}),
+    ("HardSwish", "hswish", {}), ("Shrink", "shrink", {"lambd": 0.7, "bias": 0.2}), ("Shrink", "shrink0", {}),
+    ("ThresholdedRelu", "thr", {"alpha": 0.3}), ("ThresholdedRelu", "thr1", {}), ("Hardmax", "hardmax", {}),
+    ("Hardmax", "hardmax1", {"axis": 1}), ("MeanVarianceNormalization", "mvn", {}),
+    ("MeanVarianceNormalization", "mvn_a", {"axes": [1, 3]}))] + [
+    ("Mul", ["N", "det_scale"], "n_det_in", {}), ("Det", ["n_det_in"], "det_n", {}), ("Det", ["M"], "det_m", {}),
+    ("RMSNormalization", ["N", "rms_s"], "rms_n", {}), ("RMSNormalization", ["M", "rms_s2"], "rms_m1", {"axis": 1})]
+
+
+def elem_inputs(out):
+    """N and M of the elem models (elem_n.npy, elem_m.npy)."""
+    erng = np.random.default_rng(4849)
+    nv = erng.uniform(-3, 3, (2, 3, 4, 4)) * 1e150
+    mv = erng.uniform(-3, 3, (2, 3, 4, 4)) + erng.uniform(-1, 1, (2, 3, 4, 4)) * 2.0 ** -35
+    mv[0, 0, 0] = [1.0, 1.0 + 2.0 ** -40, 1.0 - 2.0 ** -41, 1.0]   # fp32: a tie, taken at 0
+    mv[1, 2, 3] = [-2.0, 2.5, 2.5 + 2.0 ** -38, 2.5]
+    mv[0, 1, 2, 1] = 0.7 + 2.0 ** -45                              # Shrink's lambd, just past it
+    mv[0, 1, 2, 2] = 0.3 + 2.0 ** -45                              # ThresholdedRelu's alpha (0.3f is above 0.3)
+    np.save(os.path.join(out, "elem_n.npy"), nv.astype("<f8"))
+    np.save(os.path.join(out, "elem_m.npy"), mv.astype("<f8"))
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -411,6 +494,9 @@ def main():
     np.save(os.path.join(out, "x.npy"), x.astype("<f8"))
     np.save(os.path.join(out, "z.npy"), z.astype("<f8"))
     np.save(os.path.join(out, "f.npy"), rng.uniform(-1, 1, (2, 3, 4)).astype("<f4"))
+    save(elem_model("f64_elem_ort", ELEM_ORT, 23), os.path.join(out, "f64_elem_ort.onnx"))
+    save(elem_model("f64_elem_np", ELEM_NP, 23), os.path.join(out, "f64_elem_np.onnx"))
+    elem_inputs(out)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,13 @@
 #     kernel in ORT (its CPU provider registers LSTM and GRU for double but
 #     refuses to run them, and has no double RNN or Upsample), against numpy
 #     in double (f64_np_check.py).
+#  1d. f64_elem_ort (Gelu's tanh form, RMSNormalization,
+#     NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss: ONNX Runtime
+#     computes them in double) against ONNX Runtime, and f64_elem_np (Gelu,
+#     Mish, HardSwish, Shrink, ThresholdedRelu, Hardmax, Det,
+#     MeanVarianceNormalization, RMSNormalization) against numpy in double:
+#     ORT has no double kernel for most of them, and its double Shrink
+#     computes in fp32.
 #  3b. Task figures (top1, topk_overlap, iou, sign_agree) of float64 tensors;
 #  3c. a Loop body's float64 values in the report's body figures;
 #  3d. the recurrent ops coloured fp16 round as in float32: f64_rnn and the
@@ -67,16 +74,22 @@ ort_check ort f64_ops --file "X=$M/x.npy" --file "Z=$M/z.npy" --file "F=$M/f.npy
 ort_check nn_ort f64_nn --file "N=$M/n.npy" --file "E=$M/e.npy" --file "N2=$M/n2.npy"
 
 # 1c. the nn ops ONNX Runtime has no double kernel for, against numpy in double
-# np_check <label> <model> [<input>=<file>]: every node's output against
+# np_check <label> <model> [<input>=<file>]...: every node's output against
 # f64_np_check.py's reference (the input: N, n.npy unless given)
 np_check() {
   n=$((n + 1))
-  if ! "$RUN" "$M/$2.onnx" "$WORK/$1" --file "${3:-N=$M/n.npy}" > "$WORK/$1.log" 2>&1; then
-    sed 's/^/  /' "$WORK/$1.log"; fail "$1" "mpx_run_model"
-  elif "$PY" "$HERE/f64_np_check.py" "$M/$2.onnx" "$WORK/$1" > "$WORK/$1.check" 2>&1; then
-    echo "$1: ok ($(wc -l < "$WORK/$1.check") ops)"
+  label=$1 model=$2
+  shift 2
+  [ $# -gt 0 ] || set -- "N=$M/n.npy"
+  files=""
+  for f in "$@"; do files="$files --file $f"; done
+  # shellcheck disable=SC2086 # the work paths hold no spaces
+  if ! "$RUN" "$M/$model.onnx" "$WORK/$label" $files > "$WORK/$label.log" 2>&1; then
+    sed 's/^/  /' "$WORK/$label.log"; fail "$label" "mpx_run_model"
+  elif "$PY" "$HERE/f64_np_check.py" "$M/$model.onnx" "$WORK/$label" > "$WORK/$label.check" 2>&1; then
+    echo "$label: ok ($(wc -l < "$WORK/$label.check") ops)"
   else
-    cat "$WORK/$1.check"; fail "$1" "the ops against numpy"
+    cat "$WORK/$label.check"; fail "$label" "the ops against numpy"
   fi
 }
 np_check nn_numpy f64_np
@@ -84,6 +97,14 @@ np_check resize_numpy f64_resize
 np_check upsample9_numpy f64_up9
 np_check upsample7_numpy f64_up7
 np_check rnn_numpy f64_rnn "X=$M/xr.npy"
+
+# 1d. the element-wise, normalisation and loss ops on N near 1e150 and M,
+# moderate values with bits fp32 cannot hold: those ONNX Runtime computes in
+# double against it, the others against numpy in double
+ELEM="N=$M/elem_n.npy M=$M/elem_m.npy"
+ort_check elem_ort f64_elem_ort --file "N=$M/elem_n.npy" --file "M=$M/elem_m.npy"
+# shellcheck disable=SC2086
+np_check elem_numpy f64_elem_np $ELEM
 
 # expect <label> <mpx commands> <text>...: the commands succeed and print each text
 expect() {
