@@ -444,6 +444,34 @@ ELEM_NP = [(op, [x], "%s_%s" % (out, x.lower()), kw) for x in ("N", "M") for op,
     ("RMSNormalization", ["N", "rms_s"], "rms_n", {}), ("RMSNormalization", ["M", "rms_s2"], "rms_m1", {"axis": 1})]
 
 
+def random_model():
+    """Bernoulli of float64 probabilities P (4000) and Multinomial of float64
+    logits L (3x3, sample_size 3000): f64_ort.sh checks what their draws
+    must show (mpx's generator is its own)."""
+    nodes = []
+    n = adder(nodes)
+    n("Bernoulli", ["P"], "bern", seed=5.0)
+    n("Multinomial", ["L"], "multi", sample_size=3000, seed=6.0, dtype=I)
+    g = helper.make_graph(nodes, "f64_random", [vi("P", D, [4000]), vi("L", D, [3, 3])],
+                          [vi("bern", D, [4000]), vi("multi", I, [3, 3000])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 15)])
+    m.ir_version = 8
+    return m
+
+
+def random_inputs(out):
+    """P: 1000 zeros, 1000 ones, 2000 of 0.25; p_bad.npy: one of them
+    1 + 2^-40, outside [0, 1] only in double. L: row 0 holds 1e150 (class 1
+    always; fp32 would hold inf), row 1 equal logits, row 2 two logits of
+    1e150 and one of -1e150 (classes 0 and 1 half each, never 2)."""
+    p = np.concatenate([np.zeros(1000), np.ones(1000), np.full(2000, 0.25)])
+    np.save(os.path.join(out, "p.npy"), p.astype("<f8"))
+    p[1500] = 1.0 + 2.0 ** -40
+    np.save(os.path.join(out, "p_bad.npy"), p.astype("<f8"))
+    lg = np.array([[0.0, 1e150, -1e150], [0.5, 0.5, 0.5], [1e150, 1e150 + 0.0, -1e150]])
+    np.save(os.path.join(out, "l.npy"), lg.astype("<f8"))
+
+
 def elem_inputs(out):
     """N and M of the elem models (elem_n.npy, elem_m.npy)."""
     erng = np.random.default_rng(4849)
@@ -497,6 +525,8 @@ def main():
     save(elem_model("f64_elem_ort", ELEM_ORT, 23), os.path.join(out, "f64_elem_ort.onnx"))
     save(elem_model("f64_elem_np", ELEM_NP, 23), os.path.join(out, "f64_elem_np.onnx"))
     elem_inputs(out)
+    save(random_model(), os.path.join(out, "f64_random.onnx"))
+    random_inputs(out)
 
 
 if __name__ == "__main__":

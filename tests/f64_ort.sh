@@ -32,6 +32,9 @@
 #     MeanVarianceNormalization, RMSNormalization) against numpy in double:
 #     ORT has no double kernel for most of them, and its double Shrink
 #     computes in fp32.
+#  1e. Bernoulli and Multinomial of float64 values (f64_random): the
+#     draws show what they must, and a probability above 1 only in double
+#     is refused.
 #  3b. Task figures (top1, topk_overlap, iou, sign_agree) of float64 tensors;
 #  3c. a Loop body's float64 values in the report's body figures;
 #  3d. the recurrent ops coloured fp16 round as in float32: f64_rnn and the
@@ -105,6 +108,42 @@ ELEM="N=$M/elem_n.npy M=$M/elem_m.npy"
 ort_check elem_ort f64_elem_ort --file "N=$M/elem_n.npy" --file "M=$M/elem_m.npy"
 # shellcheck disable=SC2086
 np_check elem_numpy f64_elem_np $ELEM
+
+# 1e. Bernoulli and Multinomial of float64 values: mpx's generator is its
+# own, so the draws are checked by what they must show (probabilities 0 and
+# 1 exactly, 0.25 on average; logits of 1e150, inf in fp32, always win),
+# and a probability of 1 + 2^-40 (1 in fp32) is refused
+n=$((n + 1))
+if ! "$RUN" "$M/f64_random.onnx" "$WORK/random" --file "P=$M/p.npy" --file "L=$M/l.npy" > "$WORK/random.log" 2>&1; then
+  sed 's/^/  /' "$WORK/random.log"; fail random "mpx_run_model"
+elif "$PY" - "$WORK/random" <<'PYEOF'
+import sys
+import numpy as np
+d = sys.argv[1]
+files = {}
+for line in open(d + "/manifest.tsv"):
+    f = line.rstrip("\n").split("\t")
+    if f[0] in ("input", "tensor"):
+        files[f[1]] = d + "/" + f[2]
+b, m = np.load(files["bern"]), np.load(files["multi"])
+assert b.dtype == np.float64 and set(np.unique(b)) <= {0.0, 1.0}, b.dtype
+assert (b[:1000] == 0).all() and (b[1000:2000] == 1).all() and 0.22 < b[2000:].mean() < 0.28, b[2000:].mean()
+assert (m[0] == 1).all(), "row 0"
+cnt = np.bincount(m[1], minlength=3)
+assert all(900 < k < 1100 for k in cnt), cnt
+c2 = np.bincount(m[2], minlength=3)
+assert c2[2] == 0 and 1350 < c2[0] < 1650, c2
+PYEOF
+then echo "random: ok"; else fail random "the draws"; fi
+n=$((n + 1))
+if out=$("$MPX" -c "load $M/f64_random.onnx; input P file $M/p_bad.npy; input L file $M/l.npy; run" 2>&1); then
+  fail random_bad "a probability above 1 ran"
+else
+  case $out in
+    *'probability 1.0000000000009095 (element 1500) is not in [0, 1]'*) echo "random_bad: ok" ;;
+    *) echo "$out"; fail random_bad "not the expected message" ;;
+  esac
+fi
 
 # expect <label> <mpx commands> <text>...: the commands succeed and print each text
 expect() {

@@ -94,35 +94,47 @@ mpx_status mpx_k_random_uniform_like(const mpx_kctx *c, const mpx_value *const *
     return fill(c, in, n_in, out, n_out, true, false);
 }
 
+/* Input 0's values as they are: float64 ones (a node of kern_f64.c's table,
+ * which runs these kernels) or float ones. */
+static mpx_status values_in(const mpx_kctx *c, const mpx_value *const *in, int n_in, const mpx_value **v) {
+    const mpx_value *x = kn_opt(in, n_in, 0);
+    return kn_values_in(c, in, n_in, 0, "input", x && x->dtype == MPX_DT_DOUBLE, v);
+}
+
+static double value_at(const mpx_value *v, int64_t k) { return v->d ? v->d[k] : (double)v->f[k]; }
+
 /* Bernoulli: 1 where a uniform draw is below the probability (ONNX's
- * function: RandomUniformLike, Less, Cast). */
+ * function: RandomUniformLike, Less, Cast); the draw is a double, compared
+ * with a float64 probability as it is. */
 mpx_status mpx_k_bernoulli(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
     const mpx_value *p;
     mpx_status st = kn_need_out(c, n_out, 1);
-    if (!st) st = kn_float_in(c, in, n_in, 0, "input", &p);
+    if (!st) st = values_in(c, in, n_in, &p);
     if (st) return st;
     mpx_dtype dt = MPX_DT_FLOAT;
     if ((st = out_dtype(c, p->dtype, &dt)) || (st = mpx_k_alloc(c, &out[0], dt, p->rank, p->dims))) return st;
     mpx_rng r;
     mpx_rng_init(&r, seed_of(c));
     for (int64_t k = 0; k < p->n; k++) {
-        if (!(p->f[k] >= 0.0f && p->f[k] <= 1.0f)) {
+        const double pk = value_at(p, k);
+        if (!(pk >= 0.0 && pk <= 1.0)) {
             mpx_value_free(&out[0]);
-            return mpx_kernel_error(c, MPX_E_INVALID, "probability %g (element %lld) is not in [0, 1]", (double)p->f[k],
+            return mpx_kernel_error(c, MPX_E_INVALID, "probability %.17g (element %lld) is not in [0, 1]", pk,
                                     (long long)k);
         }
-        put(&out[0], k, mpx_rng_unit(&r) < (double)p->f[k] ? 1.0 : 0.0);
+        put(&out[0], k, mpx_rng_unit(&r) < pk ? 1.0 : 0.0);
     }
     return MPX_OK;
 }
 
 /* Multinomial: sample_size class indices per row of [batch, classes]
- * unnormalised log-probabilities. */
+ * unnormalised log-probabilities (float64 ones read as they are; the
+ * exponentials and sums are in double either way). */
 mpx_status mpx_k_multinomial(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
     const mpx_value *x;
     char s1[160];
     mpx_status st = kn_need_out(c, n_out, 1);
-    if (!st) st = kn_float_in(c, in, n_in, 0, "input", &x);
+    if (!st) st = values_in(c, in, n_in, &x);
     if (st) return st;
     if (x->rank != 2 || x->dims[1] < 1)
         return mpx_kernel_error(c, MPX_E_SHAPE, "input %s must be [batch, classes]", kn_shape(x, s1));
@@ -142,10 +154,9 @@ mpx_status mpx_k_multinomial(const mpx_kctx *c, const mpx_value *const *in, int 
     mpx_rng r;
     mpx_rng_init(&r, seed_of(c));
     for (int64_t b = 0; b < B; b++) {
-        const float *row = x->f + b * C;
         double mx = -INFINITY, sum = 0.0;
-        for (int64_t k = 0; k < C; k++) mx = row[k] > mx ? row[k] : mx;
-        for (int64_t k = 0; k < C; k++) cdf[k] = sum += exp((double)row[k] - mx);
+        for (int64_t k = 0; k < C; k++) mx = value_at(x, b * C + k) > mx ? value_at(x, b * C + k) : mx;
+        for (int64_t k = 0; k < C; k++) cdf[k] = sum += exp(value_at(x, b * C + k) - mx);
         for (int64_t s = 0; s < n; s++) {
             double u = mpx_rng_unit(&r) * sum;
             int64_t k = 0;
