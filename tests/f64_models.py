@@ -472,6 +472,16 @@ def random_inputs(out):
     np.save(os.path.join(out, "l.npy"), lg.astype("<f8"))
 
 
+def refused_attention_model():
+    """A float64 Attention (opset 23), which has no float64 kernel: refused
+    before the run, naming the node."""
+    n = helper.make_node("Attention", ["Q", "K", "V"], ["att"], name="att")
+    g = helper.make_graph([n], "f64_refused_att", [vi(x, D, [1, 2, 3, 4]) for x in "QKV"], [vi("att", D, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)])
+    m.ir_version = 10
+    return m
+
+
 def elem_inputs(out):
     """N and M of the elem models (elem_n.npy, elem_m.npy)."""
     erng = np.random.default_rng(4849)
@@ -526,6 +536,7 @@ def main():
     save(elem_model("f64_elem_np", ELEM_NP, 23), os.path.join(out, "f64_elem_np.onnx"))
     elem_inputs(out)
     save(random_model(), os.path.join(out, "f64_random.onnx"))
+    save(refused_attention_model(), os.path.join(out, "f64_refused_att.onnx"))
     random_inputs(out)
 
 

@@ -42,7 +42,7 @@
 #     (the gates in the compute format and the state carried in the output
 #     format at every step) and the same rel_l2.
 #  5. A training-mode float64 BatchNormalization (no float64 kernel) is
-#     refused naming the node.
+#     refused naming the node; 5b. so is a float64 Attention (no row).
 #
 # usage: f64_ort.sh <mpx_run_model> <mpx> <python3> <cache_dir> <work_dir>
 set -eu
@@ -287,6 +287,18 @@ else
     *'node "bn_train" (BatchNormalization): training mode of a float64 BatchNormalization is not supported'*)
       echo "refused: ok" ;;
     *) echo "$out"; fail refused "not the expected message" ;;
+  esac
+fi
+
+# 5b. an op without a float64 row is refused before the run, naming the node
+n=$((n + 1))
+if out=$("$MPX" -c "load $M/f64_refused_att.onnx; input Q random; input K random; input V random; run" 2>&1); then
+  fail refused_att "a float64 Attention ran"
+else
+  case $out in
+    *'node "att" (Attention): no float64 kernel for Attention; mpx computes float64 as float64'*)
+      echo "refused_att: ok" ;;
+    *) echo "$out"; fail refused_att "not the expected message" ;;
   esac
 fi
 
