@@ -400,7 +400,8 @@ def elem_model(name, ops, opset):
     targets[0, 1, 2] = targets[1, 3, 0] = -1       # ignore_index
     inits = [init("det_scale", np.array([1e-130, 1e-100, 1e-80])[:, None, None]),
              init("rms_s", erng.uniform(0.5, 2, 4)), init("rms_s2", erng.uniform(0.5, 2, (3, 4, 4))),
-             init("targets", targets.astype(np.int64)), init("cls_w", erng.uniform(0.5, 2, 3))]
+             init("targets", targets.astype(np.int64)), init("cls_w", erng.uniform(0.5, 2, 3)),
+             init("att_mask", erng.uniform(-1, 1, (4, 4)))]
     outs = []
     for op, ins, out, kw in ops:
         n(op, ins, out, **kw)
@@ -414,8 +415,8 @@ def elem_model(name, ops, opset):
 
 
 # Run by ONNX Runtime in double (its CPU provider: Gelu's tanh form as a
-# function of double ops, RMSNormalization's and the losses' own double
-# kernels; at opset 23 it has no double Softplus, which Mish-22 expands to).
+# function of double ops, RMSNormalization's, the losses' and Attention's own
+# double kernels; at opset 23 it has no double Softplus, which Mish-22 expands to).
 ELEM_ORT = [(op, [x], "%s_%s" % (out, x.lower()), kw) for x in ("N", "M") for op, out, kw in (
     ("Gelu", "gelu_t", {"approximate": "tanh"}),)] + [
     ("RMSNormalization", ["N", "rms_s"], "rms_n", {}),
@@ -429,7 +430,14 @@ ELEM_ORT = [(op, [x], "%s_%s" % (out, x.lower()), kw) for x in ("N", "M") for op
     # the last bits of a small mean)
     ("NegativeLogLikelihoodLoss", ["sce_m_lp", "targets", "cls_w"], "nll_mw", {"ignore_index": -1}),
     ("SoftmaxCrossEntropyLoss", ["N", "targets", "cls_w"], "sce_n", {"reduction": "sum", "ignore_index": -1}),
-    ("SoftmaxCrossEntropyLoss", ["M", "targets", "cls_w"], "sce_mw", {"reduction": "none", "ignore_index": -1})]
+    ("SoftmaxCrossEntropyLoss", ["M", "targets", "cls_w"], "sce_mw", {"reduction": "none", "ignore_index": -1}),
+    # Attention (opset 23) on [B 2, heads 3, tokens 4, 4]: plain, near 1e150
+    # (scores near 1e300), with a float64 additive mask, is_causal, a soft
+    # cap and a scale (ORT 1.30 cannot run a double mask with is_causal: its
+    # function body mixes float and double)
+    ("Attention", ["M", "M", "M"], "att_m", {}), ("Attention", ["N", "N", "N"], "att_n", {}),
+    ("Attention", ["M", "N", "M", "att_mask"], "att_mk", {}), ("Attention", ["M", "M", "N"], "att_c", {"is_causal": 1}),
+    ("Attention", ["M", "M", "N"], "att_cap", {"softcap": 2.0, "scale": 0.3})]
 # Without a double kernel in ONNX Runtime (it has no double Hardmax, Erf,
 # HardSigmoid, ThresholdedRelu or Det, MeanVarianceNormalization's function
 # mixes float and double, and its double Shrink computes in fp32: 1e39
@@ -472,12 +480,13 @@ def random_inputs(out):
     np.save(os.path.join(out, "l.npy"), lg.astype("<f8"))
 
 
-def refused_attention_model():
-    """A float64 Attention (opset 23), which has no float64 kernel: refused
-    before the run, naming the node."""
-    n = helper.make_node("Attention", ["Q", "K", "V"], ["att"], name="att")
-    g = helper.make_graph([n], "f64_refused_att", [vi(x, D, [1, 2, 3, 4]) for x in "QKV"], [vi("att", D, None)])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)])
+def refused_celu_model():
+    """A float64 Celu (ONNX defines Celu for float only; ONNX Runtime refuses
+    the model), which has no float64 kernel: refused before the run, naming
+    the node."""
+    n = helper.make_node("Celu", ["X"], ["celu"], name="celu")
+    g = helper.make_graph([n], "f64_refused_celu", [vi("X", D, [2, 3])], [vi("celu", D, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 10
     return m
 
@@ -536,7 +545,7 @@ def main():
     save(elem_model("f64_elem_np", ELEM_NP, 23), os.path.join(out, "f64_elem_np.onnx"))
     elem_inputs(out)
     save(random_model(), os.path.join(out, "f64_random.onnx"))
-    save(refused_attention_model(), os.path.join(out, "f64_refused_att.onnx"))
+    save(refused_celu_model(), os.path.join(out, "f64_refused_celu.onnx"))
     random_inputs(out)
 
 
