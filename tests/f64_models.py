@@ -19,20 +19,26 @@ mode, coordinate transformation and nearest mode), which f64_np_check.py
 checks against numpy; f64_loop: a Loop whose body computes in float64 (its
 body figures).
 
-f64_elem_ort and f64_elem_np: the element-wise, normalisation and loss ops
-(Gelu, Mish, HardSwish, Shrink, ThresholdedRelu, Hardmax, Det,
+f64_elem_ort and f64_elem_np: the element-wise, normalisation, loss and
+attention ops (Gelu, Mish, HardSwish, Shrink, ThresholdedRelu, Hardmax, Det,
 MeanVarianceNormalization, RMSNormalization, NegativeLogLikelihoodLoss,
-SoftmaxCrossEntropyLoss) on values near 1e150 and on moderate values with
+SoftmaxCrossEntropyLoss, Attention) on values near 1e150 and on moderate values with
 bits fp32 cannot hold (elem_model): f64_elem_ort the ones ONNX Runtime
 computes in double (for ort_run.js), f64_elem_np the others and again
 Gelu's tanh form and RMSNormalization (for f64_np_check.py).
 
-f64_refused: a float64 LSTM, which mpx has no float64 kernel for: refused.
+f64_random: Bernoulli and Multinomial of float64 values (their draws).
+
+f64_refused: a training-mode float64 BatchNormalization, refused when it
+runs; f64_refused_celu: a float64 Celu (ONNX defines it for float only),
+refused before the run.
 
 Writes <out>/f64_ops.onnx, f64_nn.onnx, f64_np.onnx, f64_resize.onnx,
-f64_loop.onnx, f64_refused.onnx, f64_elem_ort.onnx, f64_elem_np.onnx and the
-inputs x.npy, z.npy, f.npy (<f8, <f8, <f4), n.npy, n2.npy, elem_n.npy,
-elem_m.npy (<f8), e.npy (<i8), v.npy (<f4).
+f64_loop.onnx, f64_refused.onnx, f64_elem_ort.onnx, f64_elem_np.onnx,
+f64_random.onnx, f64_refused_celu.onnx (and f64_rnn, f32_rnn, f64_up9,
+f64_up7) and the inputs x.npy, z.npy, f.npy (<f8, <f8, <f4), n.npy, n2.npy,
+elem_n.npy, elem_m.npy, p.npy, p_bad.npy, l.npy (<f8), e.npy (<i8), v.npy
+(<f4), xr.npy, xr32.npy.
 
 usage: python3 f64_models.py <out_dir>
 """
