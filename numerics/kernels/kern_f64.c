@@ -12,13 +12,14 @@
  *    (copied in and out with memcpy: the bits are the doubles' bits, so
  *    the values move exactly and the op's meaning is written once);
  *  - ops that read only shapes (Shape, Size) or make float64 values
- *    themselves (the random generators): the op's own kernel;
+ *    themselves (the random generators; Bernoulli and Multinomial read
+ *    float64 ones): the op's own kernel;
  *  - arithmetic: written here in double (Cast, the element-wise ops with
  *    broadcasting, MatMul, Gemm, the reductions, Softmax, LogSoftmax,
- *    Range, ConstantOfShape), or beside the op's fp32 kernel where the two
- *    share their checks and index walk (Conv, ConvTranspose, the pools, the
- *    normalisations, CumSum, Resize, Upsample, LSTM, GRU, RNN:
- *    kern_internal.h's MPX_F64_SHARED list). Sums
+ *    Hardmax, Range, ConstantOfShape), or beside the op's fp32 kernel where
+ *    the two share their checks and index walk (Conv, ConvTranspose, the
+ *    pools, the normalisations, CumSum, Det, the losses, Attention, Resize,
+ *    Upsample, LSTM, GRU, RNN: kern_internal.h's MPX_F64_SHARED list). Sums
  *    run in index order in double; the accumulation rules (mpx_accum) do
  *    not apply to float64 nodes, whose reference sums in double.
  * The broadcasting ops and MatMul's batches walk kern_binary.c's row walk
