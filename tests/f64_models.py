@@ -22,7 +22,7 @@ body figures).
 f64_elem_ort and f64_elem_np: the element-wise, normalisation, loss and
 attention ops (Gelu, Mish, HardSwish, Shrink, ThresholdedRelu, Hardmax, Det,
 MeanVarianceNormalization, RMSNormalization, NegativeLogLikelihoodLoss,
-SoftmaxCrossEntropyLoss, Attention) on values near 1e150 and on moderate values with
+SoftmaxCrossEntropyLoss, Attention; RoiAlign in f64_roi_ort) on values near 1e150 and on moderate values with
 bits fp32 cannot hold (elem_model): f64_elem_ort the ones ONNX Runtime
 computes in double (for ort_run.js), f64_elem_np the others and again
 Gelu's tanh form and RMSNormalization (for f64_np_check.py).
@@ -35,7 +35,7 @@ refused before the run.
 
 Writes <out>/f64_ops.onnx, f64_nn.onnx, f64_np.onnx, f64_resize.onnx,
 f64_loop.onnx, f64_refused.onnx, f64_elem_ort.onnx, f64_elem_np.onnx,
-f64_random.onnx, f64_refused_celu.onnx (and f64_rnn, f32_rnn, f64_up9,
+f64_roi_ort.onnx, f64_random.onnx, f64_refused_celu.onnx (and f64_rnn, f32_rnn, f64_up9,
 f64_up7) and the inputs x.npy, z.npy, f.npy (<f8, <f8, <f4), n.npy, n2.npy,
 elem_n.npy, elem_m.npy, p.npy, p_bad.npy, l.npy (<f8), e.npy (<i8), v.npy
 (<f4), xr.npy, xr32.npy.
@@ -407,7 +407,9 @@ def elem_model(name, ops, opset):
     inits = [init("det_scale", np.array([1e-130, 1e-100, 1e-80])[:, None, None]),
              init("rms_s", erng.uniform(0.5, 2, 4)), init("rms_s2", erng.uniform(0.5, 2, (3, 4, 4))),
              init("targets", targets.astype(np.int64)), init("cls_w", erng.uniform(0.5, 2, 3)),
-             init("att_mask", erng.uniform(-1, 1, (4, 4)))]
+             init("att_mask", erng.uniform(-1, 1, (4, 4))),
+             init("rois", np.array([[0.3, 0.2, 3.1, 2.7], [1.0, 0.5, 2.25, 3.9], [-0.4, 1.3, 5.5, 3.2]])),
+             init("roi_b", np.array([0, 1, 1], np.int64))]
     outs = []
     for op, ins, out, kw in ops:
         n(op, ins, out, **kw)
@@ -421,8 +423,8 @@ def elem_model(name, ops, opset):
 
 
 # Run by ONNX Runtime in double (its CPU provider: Gelu's tanh form as a
-# function of double ops, RMSNormalization's, the losses' and Attention's own
-# double kernels; at opset 23 it has no double Softplus, which Mish-22 expands to).
+# function of double ops, RMSNormalization's, the losses', Attention's and
+# RoiAlign's own double kernels; at opset 23 it has no double Softplus, which Mish-22 expands to).
 ELEM_ORT = [(op, [x], "%s_%s" % (out, x.lower()), kw) for x in ("N", "M") for op, out, kw in (
     ("Gelu", "gelu_t", {"approximate": "tanh"}),)] + [
     ("RMSNormalization", ["N", "rms_s"], "rms_n", {}),
@@ -444,6 +446,14 @@ ELEM_ORT = [(op, [x], "%s_%s" % (out, x.lower()), kw) for x in ("N", "M") for op
     ("Attention", ["M", "M", "M"], "att_m", {}), ("Attention", ["N", "N", "N"], "att_n", {}),
     ("Attention", ["M", "N", "M", "att_mask"], "att_mk", {}), ("Attention", ["M", "M", "N"], "att_c", {"is_causal": 1}),
     ("Attention", ["M", "M", "N"], "att_cap", {"softcap": 2.0, "scale": 0.3})]
+# RoiAlign (opset 17: ORT 1.30 has no double RoiAlign-22): avg and max, both
+# coordinate modes, sampling_ratio 0 and 2
+ROI_ORT = [
+    ("RoiAlign", ["M", "rois", "roi_b"], "roi_m", {"output_height": 2, "output_width": 3}),
+    ("RoiAlign", ["N", "rois", "roi_b"], "roi_n", {"output_height": 3, "output_width": 2, "sampling_ratio": 2,
+                                                   "spatial_scale": 0.75}),
+    ("RoiAlign", ["M", "rois", "roi_b"], "roi_mx", {"mode": "max", "coordinate_transformation_mode": "output_half_pixel",
+                                                    "output_height": 2, "output_width": 2})]
 # Without a double kernel in ONNX Runtime (it has no double Hardmax, Erf,
 # HardSigmoid, ThresholdedRelu or Det, MeanVarianceNormalization's function
 # mixes float and double, and its double Shrink computes in fp32: 1e39
@@ -549,6 +559,7 @@ def main():
     np.save(os.path.join(out, "f.npy"), rng.uniform(-1, 1, (2, 3, 4)).astype("<f4"))
     save(elem_model("f64_elem_ort", ELEM_ORT, 23), os.path.join(out, "f64_elem_ort.onnx"))
     save(elem_model("f64_elem_np", ELEM_NP, 23), os.path.join(out, "f64_elem_np.onnx"))
+    save(elem_model("f64_roi_ort", ROI_ORT, 17), os.path.join(out, "f64_roi_ort.onnx"))
     elem_inputs(out)
     save(random_model(), os.path.join(out, "f64_random.onnx"))
     save(refused_celu_model(), os.path.join(out, "f64_refused_celu.onnx"))

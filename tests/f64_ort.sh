@@ -26,8 +26,9 @@
 #     refuses to run them, and has no double RNN or Upsample), against numpy
 #     in double (f64_np_check.py).
 #  1d. f64_elem_ort (Gelu's tanh form, RMSNormalization,
-#     NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, Attention: ONNX
-#     Runtime computes them in double) against ONNX Runtime, and f64_elem_np (Gelu,
+#     NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, Attention;
+#     f64_roi_ort: RoiAlign; ONNX Runtime computes them in double) against
+#     ONNX Runtime, and f64_elem_np (Gelu,
 #     Mish, HardSwish, Shrink, ThresholdedRelu, Hardmax, Det,
 #     MeanVarianceNormalization, RMSNormalization) against numpy in double:
 #     ORT has no double kernel for most of them, and its double Shrink
@@ -107,6 +108,7 @@ np_check rnn_numpy f64_rnn "X=$M/xr.npy"
 # double against it, the others against numpy in double
 ELEM="N=$M/elem_n.npy M=$M/elem_m.npy"
 ort_check elem_ort f64_elem_ort --file "N=$M/elem_n.npy" --file "M=$M/elem_m.npy"
+ort_check roi_ort f64_roi_ort --file "N=$M/elem_n.npy" --file "M=$M/elem_m.npy"
 # shellcheck disable=SC2086
 np_check elem_numpy f64_elem_np $ELEM
 

@@ -139,12 +139,66 @@ typedef struct sample {
     float w[4];
 } sample;
 
-mpx_status mpx_k_roi_align(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+/* A float64 RoiAlign's bins (roi_align_d): the fp32 loop's steps in
+ * double, coordinates and weights included, as ONNX Runtime's double kernel
+ * computes them; spatial_scale is the attribute's float. */
+static void roi_align_d(const mpx_value *x, const double *b, const double *img, double scale, bool half, bool avg,
+                        int64_t oh, int64_t ow, int64_t sr, double *y) {
+    const int64_t C = x->dims[1], H = x->dims[2], W = x->dims[3];
+    const double off = half ? 0.5 : 0.0;
+    const double x0 = b[0] * scale - off, y0 = b[1] * scale - off, x1 = b[2] * scale - off, y1 = b[3] * scale - off;
+    double rw = x1 - x0, rh = y1 - y0;
+    if (!half) rw = fmax(rw, 1.0), rh = fmax(rh, 1.0);
+    const double bh = rh / (double)oh, bw = rw / (double)ow;
+    const int64_t gh = sr > 0 ? sr : (int64_t)ceil(rh / (double)oh), gw = sr > 0 ? sr : (int64_t)ceil(rw / (double)ow);
+    const int64_t count = gh * gw > 1 ? gh * gw : 1;
+    for (int64_t ph = 0; ph < oh; ph++)
+        for (int64_t pw = 0; pw < ow; pw++)
+            for (int64_t ch = 0; ch < C; ch++) {
+                const double *p = img + ch * H * W;
+                double v = 0.0;
+                bool first = true;
+                for (int64_t iy = 0; iy < gh; iy++) {
+                    const double yy = y0 + (double)ph * bh + ((double)iy + 0.5) * bh / (double)gh;
+                    for (int64_t ix = 0; ix < gw; ix++) {
+                        double yq = yy, xq = x0 + (double)pw * bw + ((double)ix + 0.5) * bw / (double)gw;
+                        double w[4] = {0, 0, 0, 0};
+                        int64_t pos[4] = {0, 0, 0, 0};
+                        if (!(yq < -1.0 || yq > (double)H || xq < -1.0 || xq > (double)W)) {
+                            if (yq <= 0) yq = 0;
+                            if (xq <= 0) xq = 0;
+                            int64_t yl = (int64_t)yq, xl = (int64_t)xq, yh, xh;
+                            if (yl >= H - 1) yh = yl = H - 1, yq = (double)yl;
+                            else yh = yl + 1;
+                            if (xl >= W - 1) xh = xl = W - 1, xq = (double)xl;
+                            else xh = xl + 1;
+                            const double ly = yq - (double)yl, lx = xq - (double)xl, hy = 1.0 - ly, hx = 1.0 - lx;
+                            w[0] = hy * hx, w[1] = hy * lx, w[2] = ly * hx, w[3] = ly * lx;
+                            pos[0] = yl * W + xl, pos[1] = yl * W + xh, pos[2] = yh * W + xl, pos[3] = yh * W + xh;
+                        }
+                        if (avg) {
+                            v += w[0] * p[pos[0]] + w[1] * p[pos[1]] + w[2] * p[pos[2]] + w[3] * p[pos[3]];
+                        } else {
+                            const double m =
+                                fmax(fmax(fmax(w[0] * p[pos[0]], w[1] * p[pos[1]]), w[2] * p[pos[2]]), w[3] * p[pos[3]]);
+                            v = first ? m : fmax(v, m);
+                            first = false;
+                        }
+                    }
+                }
+                y[(ch * oh + ph) * ow + pw] = avg ? v / (double)count : v;
+            }
+}
+
+/* f64: a float64 node (kern_f64.c's table): the same checks, the bins in
+ * double (roi_align_d). */
+static mpx_status roi_align(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out,
+                            bool f64) {
     const mpx_value *x, *rois, *bi = kn_opt(in, n_in, 2);
     char s1[160], s2[160];
     mpx_status st = kn_need_out(c, n_out, 1);
-    if (!st) st = kn_float_in(c, in, n_in, 0, "X", &x);
-    if (!st) st = kn_float_in(c, in, n_in, 1, "rois", &rois);
+    if (!st) st = kn_values_in(c, in, n_in, 0, "X", f64, &x);
+    if (!st) st = kn_values_in(c, in, n_in, 1, "rois", f64, &rois);
     if (st) return st;
     if (x->rank != 4) return mpx_kernel_error(c, MPX_E_SHAPE, "X has shape %s; N x C x H x W expected", kn_shape(x, s1));
     if (rois->rank != 2 || rois->dims[1] != 4)
@@ -174,9 +228,18 @@ mpx_status mpx_k_roi_align(const mpx_kctx *c, const mpx_value *const *in, int n_
             return mpx_kernel_error(c, MPX_E_INVALID, "batch_indices[%lld] = %lld is outside [0, %lld)", (long long)r,
                                     (long long)bi->i[r], (long long)N);
     int64_t dims[4] = {R, C, oh, ow};
-    if ((st = mpx_k_alloc(c, &out[0], x->dtype, 4, dims))) return st;
+    if ((st = mpx_k_alloc(c, &out[0], f64 ? MPX_DT_DOUBLE : x->dtype, 4, dims))) return st;
     float off = half ? 0.5f : 0.0f;
-    for (int64_t r = 0; r < R; r++) {
+    for (int64_t r = 0; f64 && r < R; r++) {
+        const double *b = rois->d + r * 4, rw = (b[2] - b[0]) * scale, rh = (b[3] - b[1]) * scale;
+        const double gh_d = sr > 0 ? (double)sr : ceil(rh / (double)oh), gw_d = sr > 0 ? (double)sr : ceil(rw / (double)ow);
+        if (!(fabs(gh_d) <= 1e6 && fabs(gw_d) <= 1e6) || gh_d * gw_d > 1e6) { /* as below (a NaN roi too) */
+            mpx_value_free(&out[0]);
+            return mpx_kernel_error(c, MPX_E_LIMIT, "roi %lld samples a %gx%g grid per bin", (long long)r, gh_d, gw_d);
+        }
+        roi_align_d(x, b, x->d + bi->i[r] * C * H * W, (double)scale, half, avg, oh, ow, sr, out[0].d + r * C * oh * ow);
+    }
+    for (int64_t r = 0; !f64 && r < R; r++) {
         const float *b = rois->f + r * 4;
         float x0 = b[0] * scale - off, y0 = b[1] * scale - off, x1 = b[2] * scale - off, y1 = b[3] * scale - off;
         float rw = x1 - x0, rh = y1 - y0;
@@ -232,6 +295,14 @@ mpx_status mpx_k_roi_align(const mpx_kctx *c, const mpx_value *const *in, int n_
             }
     }
     return MPX_OK;
+}
+
+mpx_status mpx_k_roi_align(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    return roi_align(c, in, n_in, out, n_out, false);
+}
+
+mpx_status mpx_k_roi_align_f64(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    return roi_align(c, in, n_in, out, n_out, true);
 }
 
 /* ---- MaxRoiPool ------------------------------------------------------------------------ */

@@ -258,6 +258,7 @@ MPX_F64_SHARED(mpx_k_rms_normalization_f64)
 MPX_F64_SHARED(mpx_k_nll_loss_f64)
 MPX_F64_SHARED(mpx_k_softmax_cross_entropy_f64)
 MPX_F64_SHARED(mpx_k_attention_f64)
+MPX_F64_SHARED(mpx_k_roi_align_f64)
 #undef MPX_F64_SHARED
 
 /* The rounding the executor offers for a float output 0 (mpx_kctx.out_round;
