@@ -19,15 +19,30 @@ mode, coordinate transformation and nearest mode), which f64_np_check.py
 checks against numpy; f64_loop: a Loop whose body computes in float64 (its
 body figures).
 
-f64_refused: a float64 LSTM, which mpx has no float64 kernel for: refused.
+f64_elem_ort and f64_elem_np: the element-wise, normalisation, loss and
+attention ops (Gelu, Mish, HardSwish, Shrink, ThresholdedRelu, Hardmax, Det,
+MeanVarianceNormalization, RMSNormalization, NegativeLogLikelihoodLoss,
+SoftmaxCrossEntropyLoss, Attention; RoiAlign in f64_roi_ort) on values near 1e150 and on moderate values with
+bits fp32 cannot hold (elem_model): f64_elem_ort the ones ONNX Runtime
+computes in double (for ort_run.js), f64_elem_np the others and again
+Gelu's tanh form and RMSNormalization (for f64_np_check.py).
+
+f64_random: Bernoulli and Multinomial of float64 values (their draws).
+
+f64_refused: a training-mode float64 BatchNormalization, refused when it
+runs; f64_refused_celu: a float64 Celu (ONNX defines it for float only),
+refused before the run.
 
 f64_move, f64_scatter10, f64_signal, f64_control (against ONNX Runtime) and
 f64_index (against numpy): the data movement, index, signal, control-flow
 and sequence ops (write_signal_inputs, the models' docstrings).
 
 Writes <out>/f64_ops.onnx, f64_nn.onnx, f64_np.onnx, f64_resize.onnx,
-f64_loop.onnx, f64_refused.onnx and the inputs x.npy, z.npy, f.npy (<f8, <f8, <f4), n.npy,
-n2.npy (<f8), e.npy (<i8), v.npy (<f4).
+f64_loop.onnx, f64_refused.onnx, f64_elem_ort.onnx, f64_elem_np.onnx,
+f64_roi_ort.onnx, f64_random.onnx, f64_refused_celu.onnx (and f64_rnn, f32_rnn, f64_up9,
+f64_up7) and the inputs x.npy, z.npy, f.npy (<f8, <f8, <f4), n.npy, n2.npy,
+elem_n.npy, elem_m.npy, rnd_p.npy, rnd_p_bad.npy, rnd_l.npy (<f8), e.npy (<i8), v.npy
+(<f4), xr.npy, xr32.npy.
 
 usage: python3 f64_models.py <out_dir>
 """
@@ -412,6 +427,100 @@ def move_model():
     return m
 
 
+def elem_model(name, ops, opset):
+    """The element-wise and normalisation ops added to kernels_f64.def, as
+    nodes of an opset `opset` model over two float64 inputs: N (2x3x4x4,
+    values near 1e150, inf in fp32) and M (the same shape, moderate values
+    with bits fp32 cannot hold, and rows whose largest value only double
+    tells apart, for Hardmax). ops: (op, inputs, output, attributes). Every
+    tensor is declared float64 (ONNX 1.12's shape inference does not know
+    Gelu, Mish or RMSNormalization, and ort_compare.py's all-outputs copy
+    reads the declared types); the losses' targets (2x4x4, two of them
+    ignore_index -1) and class weights are initializers."""
+    nodes = []
+    n = adder(nodes)
+    erng = np.random.default_rng(4848)
+    targets = erng.integers(0, 3, (2, 4, 4))
+    targets[0, 1, 2] = targets[1, 3, 0] = -1       # ignore_index
+    inits = [init("det_scale", np.array([1e-130, 1e-100, 1e-80])[:, None, None]),
+             init("rms_s", erng.uniform(0.5, 2, 4)), init("rms_s2", erng.uniform(0.5, 2, (3, 4, 4))),
+             init("targets", targets.astype(np.int64)), init("cls_w", erng.uniform(0.5, 2, 3)),
+             init("att_mask", erng.uniform(-1, 1, (4, 4))),
+             init("rois", np.array([[0.3, 0.2, 3.1, 2.7], [1.0, 0.5, 2.25, 3.9], [-0.4, 1.3, 5.5, 3.2]])),
+             init("roi_b", np.array([0, 1, 1], np.int64))]
+    outs = []
+    for op, ins, out, kw in ops:
+        n(op, ins, out, **kw)
+        outs += out if isinstance(out, list) else [out]
+    shape = [2, 3, 4, 4]
+    g = helper.make_graph(nodes, name, [vi("N", D, shape), vi("M", D, shape)], [vi(o, D, None) for o in outs],
+                          [i for i in inits if any(i.name in ins for _, ins, _, _ in ops)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 10
+    return m
+
+
+# Run by ONNX Runtime in double (its CPU provider: Gelu's tanh form as a
+# function of double ops, RMSNormalization's, the losses', Attention's and
+# RoiAlign's own double kernels; at opset 23 it has no double Softplus, which Mish-22 expands to).
+ELEM_ORT = [(op, [x], "%s_%s" % (out, x.lower()), kw) for x in ("N", "M") for op, out, kw in (
+    ("Gelu", "gelu_t", {"approximate": "tanh"}),)] + [
+    ("RMSNormalization", ["N", "rms_s"], "rms_n", {}),
+    ("RMSNormalization", ["M", "rms_s"], "rms_m", {"epsilon": 1e-3}),
+    ("RMSNormalization", ["M", "rms_s2"], "rms_m1", {"axis": 1}),
+    ("NegativeLogLikelihoodLoss", ["M", "targets", "cls_w"], "nll_m", {"reduction": "none", "ignore_index": -1}),
+    ("NegativeLogLikelihoodLoss", ["N", "targets"], "nll_n", {"ignore_index": -1}),
+    ("SoftmaxCrossEntropyLoss", ["M", "targets"], ["sce_m", "sce_m_lp"], {"ignore_index": -1}),
+    # on log-probabilities, as in a model: a weighted mean of losses of one
+    # sign (M's mixed signs cancel in the sum, where another order moves
+    # the last bits of a small mean)
+    ("NegativeLogLikelihoodLoss", ["sce_m_lp", "targets", "cls_w"], "nll_mw", {"ignore_index": -1}),
+    ("SoftmaxCrossEntropyLoss", ["N", "targets", "cls_w"], "sce_n", {"reduction": "sum", "ignore_index": -1}),
+    ("SoftmaxCrossEntropyLoss", ["M", "targets", "cls_w"], "sce_mw", {"reduction": "none", "ignore_index": -1}),
+    # Attention (opset 23) on [B 2, heads 3, tokens 4, 4]: plain, near 1e150
+    # (scores near 1e300), with a float64 additive mask, is_causal, a soft
+    # cap and a scale (ORT 1.30 cannot run a double mask with is_causal: its
+    # function body mixes float and double)
+    ("Attention", ["M", "M", "M"], "att_m", {}), ("Attention", ["N", "N", "N"], "att_n", {}),
+    ("Attention", ["M", "N", "M", "att_mask"], "att_mk", {}), ("Attention", ["M", "M", "N"], "att_c", {"is_causal": 1}),
+    ("Attention", ["M", "M", "N"], "att_cap", {"softcap": 2.0, "scale": 0.3})]
+# RoiAlign (opset 17: ORT 1.30 has no double RoiAlign-22): avg and max, both
+# coordinate modes, sampling_ratio 0 and 2
+ROI_ORT = [
+    ("RoiAlign", ["M", "rois", "roi_b"], "roi_m", {"output_height": 2, "output_width": 3}),
+    ("RoiAlign", ["N", "rois", "roi_b"], "roi_n", {"output_height": 3, "output_width": 2, "sampling_ratio": 2,
+                                                   "spatial_scale": 0.75}),
+    ("RoiAlign", ["M", "rois", "roi_b"], "roi_mx", {"mode": "max", "coordinate_transformation_mode": "output_half_pixel",
+                                                    "output_height": 2, "output_width": 2})]
+# Without a double kernel in ONNX Runtime (it has no double Hardmax, Erf,
+# HardSigmoid, ThresholdedRelu or Det, MeanVarianceNormalization's function
+# mixes float and double, and its double Shrink computes in fp32: 1e39
+# gives inf): against numpy (f64_np_check.py).
+ELEM_NP = [(op, [x], "%s_%s" % (out, x.lower()), kw) for x in ("N", "M") for op, out, kw in (
+    ("Gelu", "gelu", {}), ("Gelu", "gelu_t", {"approximate": "tanh"}), ("Mish", "mish", {}),
+    ("HardSwish", "hswish", {}), ("Shrink", "shrink", {"lambd": 0.7, "bias": 0.2}), ("Shrink", "shrink0", {}),
+    ("ThresholdedRelu", "thr", {"alpha": 0.3}), ("ThresholdedRelu", "thr1", {}), ("Hardmax", "hardmax", {}),
+    ("Hardmax", "hardmax1", {"axis": 1}), ("MeanVarianceNormalization", "mvn", {}),
+    ("MeanVarianceNormalization", "mvn_a", {"axes": [1, 3]}))] + [
+    ("Mul", ["N", "det_scale"], "n_det_in", {}), ("Det", ["n_det_in"], "det_n", {}), ("Det", ["M"], "det_m", {}),
+    ("RMSNormalization", ["N", "rms_s"], "rms_n", {}), ("RMSNormalization", ["M", "rms_s2"], "rms_m1", {"axis": 1})]
+
+
+def random_model():
+    """Bernoulli of float64 probabilities P (4000) and Multinomial of float64
+    logits L (3x3, sample_size 3000): f64_ort.sh checks what their draws
+    must show (mpx's generator is its own)."""
+    nodes = []
+    n = adder(nodes)
+    n("Bernoulli", ["P"], "bern", seed=5.0)
+    n("Multinomial", ["L"], "multi", sample_size=3000, seed=6.0, dtype=I)
+    g = helper.make_graph(nodes, "f64_random", [vi("P", D, [4000]), vi("L", D, [3, 3])],
+                          [vi("bern", D, [4000]), vi("multi", I, [3, 3000])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 15)])
+    m.ir_version = 8
+    return m
+
+
 def scatter10_model():
     """Scatter (opset 10, ScatterElements' name before 11) of float64 data."""
     nodes = []
@@ -534,6 +643,43 @@ def index_np_model():
     return m
 
 
+def random_inputs(out):
+    """P: 1000 zeros, 1000 ones, 2000 of 0.25; rnd_p_bad.npy: one of them
+    1 + 2^-40, outside [0, 1] only in double. L: row 0 holds 1e150 (class 1
+    always; fp32 would hold inf), row 1 equal logits, row 2 two logits of
+    1e150 and one of -1e150 (classes 0 and 1 half each, never 2)."""
+    p = np.concatenate([np.zeros(1000), np.ones(1000), np.full(2000, 0.25)])
+    np.save(os.path.join(out, "rnd_p.npy"), p.astype("<f8"))
+    p[1500] = 1.0 + 2.0 ** -40
+    np.save(os.path.join(out, "rnd_p_bad.npy"), p.astype("<f8"))
+    lg = np.array([[0.0, 1e150, -1e150], [0.5, 0.5, 0.5], [1e150, 1e150 + 0.0, -1e150]])
+    np.save(os.path.join(out, "rnd_l.npy"), lg.astype("<f8"))
+
+
+def refused_celu_model():
+    """A float64 Celu (ONNX defines Celu for float only; ONNX Runtime refuses
+    the model), which has no float64 kernel: refused before the run, naming
+    the node."""
+    n = helper.make_node("Celu", ["X"], ["celu"], name="celu")
+    g = helper.make_graph([n], "f64_refused_celu", [vi("X", D, [2, 3])], [vi("celu", D, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 10
+    return m
+
+
+def elem_inputs(out):
+    """N and M of the elem models (elem_n.npy, elem_m.npy)."""
+    erng = np.random.default_rng(4849)
+    nv = erng.uniform(-3, 3, (2, 3, 4, 4)) * 1e150
+    mv = erng.uniform(-3, 3, (2, 3, 4, 4)) + erng.uniform(-1, 1, (2, 3, 4, 4)) * 2.0 ** -35
+    mv[0, 0, 0] = [1.0, 1.0 + 2.0 ** -40, 1.0 - 2.0 ** -41, 1.0]   # fp32: a tie, taken at 0
+    mv[1, 2, 3] = [-2.0, 2.5, 2.5 + 2.0 ** -38, 2.5]
+    mv[0, 1, 2, 1] = 0.7 + 2.0 ** -45                              # Shrink's lambd, just past it
+    mv[0, 1, 2, 2] = 0.3 + 2.0 ** -45                              # ThresholdedRelu's alpha (0.3f is above 0.3)
+    np.save(os.path.join(out, "elem_n.npy"), nv.astype("<f8"))
+    np.save(os.path.join(out, "elem_m.npy"), mv.astype("<f8"))
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -572,6 +718,13 @@ def main():
     np.save(os.path.join(out, "x.npy"), x.astype("<f8"))
     np.save(os.path.join(out, "z.npy"), z.astype("<f8"))
     np.save(os.path.join(out, "f.npy"), rng.uniform(-1, 1, (2, 3, 4)).astype("<f4"))
+    save(elem_model("f64_elem_ort", ELEM_ORT, 23), os.path.join(out, "f64_elem_ort.onnx"))
+    save(elem_model("f64_elem_np", ELEM_NP, 23), os.path.join(out, "f64_elem_np.onnx"))
+    save(elem_model("f64_roi_ort", ROI_ORT, 17), os.path.join(out, "f64_roi_ort.onnx"))
+    elem_inputs(out)
+    save(random_model(), os.path.join(out, "f64_random.onnx"))
+    save(refused_celu_model(), os.path.join(out, "f64_refused_celu.onnx"))
+    random_inputs(out)
 
 
 def control_model():

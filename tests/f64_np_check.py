@@ -7,13 +7,17 @@ values near 1e150 (inf in fp32); LSTM, GRU and RNN of its f64_rnn model
 (every output: Y, Y_h, Y_c); OneHot, NonZero, MaxUnpool (bit for bit) and
 Col2Im, HammingWindow and BlackmanWindow (ONNX's formulas in double: ONNX
 Runtime's use fp32 coefficients), MaxRoiPool, Multinomial and Bernoulli
-(certain draws) of its f64_index model. Each reference is the op's definition,
+(certain draws) of its f64_index model; Gelu, Mish, HardSwish, Shrink,
+ThresholdedRelu, Hardmax, MeanVarianceNormalization, Det and
+RMSNormalization of its f64_elem_np model (inputs N near 1e150 and M, moderate
+values with bits fp32 cannot hold). Each reference is the op's definition,
 written here from the ONNX operator text with the node's own attributes and
 weights; mpx's tensors (mpx_run_model's folder) must be float64 files and
 agree to rel_l2 < 1e-14 (sums in another order: a few ulps).
 
 usage: python3 f64_np_check.py <model.onnx> <mpx_dir>
 """
+import math
 import sys
 
 import numpy as np
@@ -320,6 +324,61 @@ def max_roi_pool(x, rois, a):
 
 # data movement and index ops: mpx's values must be these bit for bit
 EXACT = ("OneHot", "NonZero", "MaxUnpool", "Multinomial", "Bernoulli", "Cast", "MaxRoiPool")
+def mvn(x, a):
+    axes = tuple(a.get("axes", [0, 2, 3]))
+    mean = x.mean(axis=axes, keepdims=True)
+    var = (x * x).mean(axis=axes, keepdims=True) - mean * mean
+    # the function body's epsilon: a float constant, cast to double
+    return (x - mean) / (np.sqrt(np.maximum(var, 0)) + f32(1e-9))
+
+
+def rms(x, a, scale):
+    ax = a.get("axis", -1) % x.ndim
+    ms = (x * x).mean(axis=tuple(range(ax, x.ndim)), keepdims=True)
+    return x / np.sqrt(ms + a.get("epsilon", f32(1e-5))) * scale
+
+
+def hardmax(x, a):
+    ax = a.get("axis", -1) % x.ndim
+    return (np.arange(x.shape[ax]).reshape([-1 if i == ax else 1 for i in range(x.ndim)]) ==
+            np.expand_dims(x.argmax(axis=ax), ax)).astype(np.float64)
+
+
+def f32(v):
+    """A float Constant of a function body, cast to double (CastLike)."""
+    return float(np.float32(v))
+
+
+def gelu(x, a):
+    """Gelu's function body (opset 20): its constants are floats."""
+    if a.get("approximate", b"none") in ("tanh", b"tanh"):
+        return 0.5 * x * (1 + np.tanh(np.sqrt(f32(0.63661977236)) * (x + f32(0.044715) * (x * x * x))))
+    return 0.5 * x * (1 + np.vectorize(math.erf)(x / np.sqrt(2.0)))
+
+
+def det(x):
+    """numpy's det is exp(log|det|), whose error grows with log|det| (4e-14
+    near 1e281): each matrix is scaled by a power of two first, exactly."""
+    k = np.round(np.log2(np.abs(x).max(axis=(-2, -1)))).astype(int)
+    return np.ldexp(np.linalg.det(x / np.ldexp(1.0, k)[..., None, None]), k * x.shape[-1])
+
+
+# The element-wise and normalisation ops of f64_models.py's f64_elem_np
+# (ONNX's definitions; attributes are the nodes' float values).
+ELEM = {
+    "Gelu": lambda x, a, arg: gelu(x, a),
+    "Mish": lambda x, a, arg: x * np.tanh(np.logaddexp(0, x)),
+    # its function body: HardSigmoid with alpha 1/6 as a float
+    "HardSwish": lambda x, a, arg: x * np.clip(f32(1 / 6) * x + 0.5, 0, 1),
+    "Shrink": lambda x, a, arg: np.where(x < -a.get("lambd", 0.5), x + a.get("bias", 0.0),
+                                         np.where(x > a.get("lambd", 0.5), x - a.get("bias", 0.0), 0.0)),
+    "ThresholdedRelu": lambda x, a, arg: np.where(x > a.get("alpha", 1.0), x, 0.0),
+    "Hardmax": lambda x, a, arg: hardmax(x, a),
+    "MeanVarianceNormalization": lambda x, a, arg: mvn(x, a),
+    "RMSNormalization": lambda x, a, arg: rms(x, a, arg[0]),
+    "Det": lambda x, a, arg: det(x),
+    "Mul": lambda x, a, arg: x * arg[0],
+}
 
 
 def reference(node, x, w):
@@ -378,6 +437,9 @@ def reference(node, x, w):
         if op == "HammingWindow":
             return 25.0 / 46.0 - 21.0 / 46.0 * np.cos(t)
         return 0.42 - 0.5 * np.cos(t) + 0.08 * np.cos(2 * t)
+    if op in ELEM:
+        with np.errstate(over="ignore", invalid="ignore"):
+            return ELEM[op](x, a, arg)
     raise SystemExit("no reference for " + op)
 
 
@@ -395,6 +457,7 @@ def main():
         w[i.name] = np.load(files[i.name])
         assert w[i.name].dtype == np.float64, "input %s is not float64" % i.name
     assert "N" not in w or np.abs(w["N"]).max() > 1e150, "the input is not the float64 one"
+    assert "M" not in w or w["M"][0, 0, 0, 1] == 1.0 + 2.0 ** -40, "the input M is not the float64 one"
     bad = 0
     for node in m.graph.node:
         want = reference(node, w[node.input[0]], w)
@@ -409,7 +472,9 @@ def main():
                 bad += not ok
                 continue
             ok = got.dtype == np.float64 and got.shape == ref.shape and np.all(np.isfinite(got))
-            rel = np.sqrt(((got - ref) ** 2).sum()) / np.sqrt((ref ** 2).sum()) if ok else float("inf")
+            # scaled by the largest value: squares of 1e281 (a Det) overflow
+            sc = np.abs(ref).max() or 1.0
+            rel = np.sqrt((((got - ref) / sc) ** 2).sum()) / np.sqrt(((ref / sc) ** 2).sum()) if ok else float("inf")
             ok = ok and rel < 1e-14
             print("%-10s %-22s %s rel_l2 %.3g absmax %.3g" % (name, node.op_type, "ok  " if ok else "FAIL", rel,
                                                                np.abs(ref).max()))

@@ -29,6 +29,17 @@
 #     movement, index and signal ops) and f64_control (If, Loop, Scan,
 #     SequenceMap, sequences and optionals) against ONNX Runtime, f64_index
 #     against numpy (signal_checks below).
+#  1e. f64_elem_ort (Gelu's tanh form, RMSNormalization,
+#     NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, Attention;
+#     f64_roi_ort: RoiAlign; ONNX Runtime computes them in double) against
+#     ONNX Runtime, and f64_elem_np (Gelu,
+#     Mish, HardSwish, Shrink, ThresholdedRelu, Hardmax, Det,
+#     MeanVarianceNormalization, RMSNormalization) against numpy in double:
+#     ORT has no double kernel for most of them, and its double Shrink
+#     computes in fp32.
+#  1f. Bernoulli and Multinomial of float64 values (f64_random): the
+#     draws show what they must, and a probability above 1 only in double
+#     is refused.
 #  3b. Task figures (top1, topk_overlap, iou, sign_agree) of float64 tensors;
 #  3c. a Loop body's float64 values in the report's body figures;
 #  3d. the recurrent ops coloured fp16 round as in float32: f64_rnn and the
@@ -36,7 +47,8 @@
 #     (the gates in the compute format and the state carried in the output
 #     format at every step) and the same rel_l2.
 #  5. A training-mode float64 BatchNormalization (no float64 kernel) is
-#     refused naming the node.
+#     refused naming the node; 5b. so is a float64 Celu (no row: ONNX
+#     defines Celu for float only).
 #
 # usage: f64_ort.sh <mpx_run_model> <mpx> <python3> <cache_dir> <work_dir>
 set -eu
@@ -82,14 +94,13 @@ np_check() {
   [ $# -gt 0 ] || set -- "N=$M/n.npy"
   files=""
   for f in "$@"; do files="$files --file $f"; done
-  set -- "$label" "$model"
-  # shellcheck disable=SC2086 # the paths hold no blanks (the work folder's)
-  if ! "$RUN" "$M/$2.onnx" "$WORK/$1" $files > "$WORK/$1.log" 2>&1; then
-    sed 's/^/  /' "$WORK/$1.log"; fail "$1" "mpx_run_model"
-  elif "$PY" "$HERE/f64_np_check.py" "$M/$2.onnx" "$WORK/$1" > "$WORK/$1.check" 2>&1; then
-    echo "$1: ok ($(wc -l < "$WORK/$1.check") ops)"
+  # shellcheck disable=SC2086 # the work paths hold no spaces
+  if ! "$RUN" "$M/$model.onnx" "$WORK/$label" $files > "$WORK/$label.log" 2>&1; then
+    sed 's/^/  /' "$WORK/$label.log"; fail "$label" "mpx_run_model"
+  elif "$PY" "$HERE/f64_np_check.py" "$M/$model.onnx" "$WORK/$label" > "$WORK/$label.check" 2>&1; then
+    echo "$label: ok ($(wc -l < "$WORK/$label.check") ops)"
   else
-    cat "$WORK/$1.check"; fail "$1" "the ops against numpy"
+    cat "$WORK/$label.check"; fail "$label" "the ops against numpy"
   fi
 }
 np_check nn_numpy f64_np
@@ -122,6 +133,50 @@ signal_checks() {
     "BP=$M/bp.npy"
 }
 signal_checks
+# 1e. the element-wise, normalisation, loss and attention ops on N near 1e150 and M,
+# moderate values with bits fp32 cannot hold: those ONNX Runtime computes in
+# double against it, the others against numpy in double
+ELEM="N=$M/elem_n.npy M=$M/elem_m.npy"
+ort_check elem_ort f64_elem_ort --file "N=$M/elem_n.npy" --file "M=$M/elem_m.npy"
+ort_check roi_ort f64_roi_ort --file "N=$M/elem_n.npy" --file "M=$M/elem_m.npy"
+# shellcheck disable=SC2086
+np_check elem_numpy f64_elem_np $ELEM
+
+# 1f. Bernoulli and Multinomial of float64 values: mpx's generator is its
+# own, so the draws are checked by what they must show (probabilities 0 and
+# 1 exactly, 0.25 on average; logits of 1e150, inf in fp32, always win),
+# and a probability of 1 + 2^-40 (1 in fp32) is refused
+n=$((n + 1))
+if ! "$RUN" "$M/f64_random.onnx" "$WORK/random" --file "P=$M/rnd_p.npy" --file "L=$M/rnd_l.npy" > "$WORK/random.log" 2>&1; then
+  sed 's/^/  /' "$WORK/random.log"; fail random "mpx_run_model"
+elif "$PY" - "$WORK/random" <<'PYEOF'
+import sys
+import numpy as np
+d = sys.argv[1]
+files = {}
+for line in open(d + "/manifest.tsv"):
+    f = line.rstrip("\n").split("\t")
+    if f[0] in ("input", "tensor"):
+        files[f[1]] = d + "/" + f[2]
+b, m = np.load(files["bern"]), np.load(files["multi"])
+assert b.dtype == np.float64 and set(np.unique(b)) <= {0.0, 1.0}, b.dtype
+assert (b[:1000] == 0).all() and (b[1000:2000] == 1).all() and 0.22 < b[2000:].mean() < 0.28, b[2000:].mean()
+assert (m[0] == 1).all(), "row 0"
+cnt = np.bincount(m[1], minlength=3)
+assert all(900 < k < 1100 for k in cnt), cnt
+c2 = np.bincount(m[2], minlength=3)
+assert c2[2] == 0 and 1350 < c2[0] < 1650, c2
+PYEOF
+then echo "random: ok"; else fail random "the draws"; fi
+n=$((n + 1))
+if out=$("$MPX" -c "load $M/f64_random.onnx; input P file $M/rnd_p_bad.npy; input L file $M/rnd_l.npy; run" 2>&1); then
+  fail random_bad "a probability above 1 ran"
+else
+  case $out in
+    *'probability 1.0000000000009095 (element 1500) is not in [0, 1]'*) echo "random_bad: ok" ;;
+    *) echo "$out"; fail random_bad "not the expected message" ;;
+  esac
+fi
 
 # expect <label> <mpx commands> <text>...: the commands succeed and print each text
 expect() {
@@ -265,6 +320,18 @@ else
     *'node "bn_train" (BatchNormalization): training mode of a float64 BatchNormalization is not supported'*)
       echo "refused: ok" ;;
     *) echo "$out"; fail refused "not the expected message" ;;
+  esac
+fi
+
+# 5b. an op without a float64 row is refused before the run, naming the node
+n=$((n + 1))
+if out=$("$MPX" -c "load $M/f64_refused_celu.onnx; input X random; run" 2>&1); then
+  fail refused_celu "a float64 Celu ran"
+else
+  case $out in
+    *'node "celu" (Celu): no float64 kernel for Celu; mpx computes float64 as float64'*)
+      echo "refused_celu: ok" ;;
+    *) echo "$out"; fail refused_celu "not the expected message" ;;
   esac
 fi
 

@@ -29,7 +29,11 @@
  * fp32, as fused attention kernels keep them; the probabilities are rounded
  * to the compute format before the second product, which is where a
  * half-precision kernel holds them; Y is rounded to the output format (the
- * executor). */
+ * executor).
+ *
+ * A float64 ONNX Attention (kern_f64.c's table) shares the checks, shapes,
+ * masks and past/present handling and walks the rows in double (attend_d):
+ * sums in index order, libm's exp and tanh. */
 #include "kern_elem.h"
 #include "kern_gemm.h"
 #include "kern_nn.h"
@@ -58,6 +62,11 @@ typedef struct attn {
     const int64_t *coff;                /* GQA: causal offset per batch (else T - S) */
     int64_t window;                     /* GQA: only the last `window` keys up to the query (-1: all) */
     bool smooth;                        /* GQA: smooth softmax (an extra zero logit) */
+    /* a float64 ONNX Attention (kern_f64.c's table): the operands, mask and
+     * outputs as doubles, the scales in double (the float pointers unset) */
+    const double *qd, *kd, *vd, *pkd, *pvd, *biasd;
+    double *yd, *qkd;
+    double qscale_d, kscale_d;
 } attn;
 
 static const float *key_at(const attn *a, int64_t b, int64_t h, int64_t t) {
@@ -72,16 +81,31 @@ static const float *val_at(const attn *a, int64_t b, int64_t h, int64_t t) {
     return a->v + b * a->vs[0] + h * a->vs[1] + t * a->vs[2];
 }
 
+static const double *key_at_d(const attn *a, int64_t b, int64_t h, int64_t t) {
+    if (t < a->P) return a->pkd + ((b * a->Hkv + h) * a->P + t) * a->D;
+    t -= a->P;
+    return a->kd + b * a->ks[0] + h * a->ks[1] + t * a->ks[2];
+}
+
+static const double *val_at_d(const attn *a, int64_t b, int64_t h, int64_t t) {
+    if (t < a->P) return a->pvd + ((b * a->Hkv + h) * a->P + t) * a->Dv;
+    t -= a->P;
+    return a->vd + b * a->vs[0] + h * a->vs[1] + t * a->vs[2];
+}
+
 /* The additive bias of each score of row (b, h, s) into bias[0 .. T)
- * (-inf: masked, ONNX); whether any key is visible. */
-static bool row_bias(const attn *a, int64_t b, int64_t h, int64_t s, float *bias) {
+ * (-inf: masked, ONNX); whether any key is visible. Doubles, for the
+ * float64 core's float64 mask; a float one's sum with a float score rounded
+ * to float is the float sum. */
+static bool row_bias(const attn *a, int64_t b, int64_t h, int64_t s, double *bias) {
     bool any = false;
     for (int64_t t = 0; t < a->T; t++) {
-        float add = 0.0f;
+        double add = 0.0;
         bool masked = false;
-        if (a->bias) {
+        if (a->bias || a->biasd) {
+            const int64_t i = b * a->bs[0] + h * a->bs[1] + s * a->bs[2] + t * a->bs[3];
             if (t >= a->bias_last) masked = true;
-            else add = a->bias[b * a->bs[0] + h * a->bs[1] + s * a->bs[2] + t * a->bs[3]];
+            else add = a->biasd ? a->biasd[i] : (double)a->bias[i];
         }
         if (a->keep) {
             int64_t kv = a->keep_bnst ? a->keep[b * a->bs[0] + h * a->bs[1] + s * a->bs[2] + t * a->bs[3]]
@@ -103,7 +127,7 @@ static bool row_bias(const attn *a, int64_t b, int64_t h, int64_t s, float *bias
 /* Row (b, h, s): sc holds the products q.k; made the probabilities, in
  * place, rounded to the compute format (scaling, soft-cap, masking and the
  * softmax in fp32). */
-static void row_probs(const mpx_kctx *c, const attn *a, int64_t b, int64_t h, int64_t s, float *sc, float *bias) {
+static void row_probs(const mpx_kctx *c, const attn *a, int64_t b, int64_t h, int64_t s, float *sc, double *bias) {
     bool any = row_bias(a, b, h, s, bias);
     for (int64_t t = 0; t < a->T; t++) {
         float x = sc[t] * a->post_scale;
@@ -114,7 +138,7 @@ static void row_probs(const mpx_kctx *c, const attn *a, int64_t b, int64_t h, in
     if (qk && a->mode == 0) memcpy(qk, sc, (size_t)a->T * sizeof *qk);
     float mx = -INFINITY;
     for (int64_t t = 0; t < a->T; t++) {
-        sc[t] += bias[t];
+        sc[t] = (float)((double)sc[t] + bias[t]);
         if (sc[t] > mx) mx = sc[t];
     }
     if (qk && (a->mode == 1 || a->mode == 2)) memcpy(qk, sc, (size_t)a->T * sizeof *qk);
@@ -144,7 +168,8 @@ static bool attend_core(const mpx_kctx *c, const attn *a, int mode) {
     const int64_t rows = S < ATT_ROWS ? S : ATT_ROWS;
     const bool qsc = a->qscale != 1.0f;
     float *kt = malloc((size_t)(D * T) * sizeof *kt), *vb = malloc((size_t)(T * Dv) * sizeof *vb);
-    float *sc = malloc((size_t)(rows * T) * sizeof *sc), *bias = malloc((size_t)T * sizeof *bias);
+    float *sc = malloc((size_t)(rows * T) * sizeof *sc);
+    double *bias = malloc((size_t)T * sizeof *bias);
     float *qb = qsc ? malloc((size_t)(rows * D) * sizeof *qb) : NULL;
     int64_t *boff = malloc((size_t)(T > D ? T : D) * sizeof *boff), *crow = malloc((size_t)rows * sizeof *crow);
     bool ok = kt && vb && sc && bias && boff && crow && (!qsc || qb);
@@ -201,7 +226,8 @@ static mpx_status attend(const mpx_kctx *c, const attn *a) {
         if (attend_core(c, a, mode)) return MPX_OK;
         return mpx_kernel_error(c, MPX_E_NOMEM, "out of memory for the attention's products");
     }
-    float *sc = NULL, *bias = NULL;
+    float *sc = NULL;
+    double *bias = NULL;
     mpx_status st;
     if ((st = kn_scratch(c, (size_t)a->T, sizeof *sc, (void **)&sc)) ||
         (st = kn_scratch(c, (size_t)a->T, sizeof *bias, (void **)&bias))) {
@@ -236,6 +262,71 @@ static mpx_status attend(const mpx_kctx *c, const attn *a) {
                     mpx_acc_init(&acc, &c->acc, 0.0f);
                     for (int64_t t = 0; t < a->T; t++) mpx_acc_add(&acc, sc[t] * val_at(a, b, hk, t)[d]);
                     y[d] = mpx_acc_result(&acc);
+                }
+            }
+    free(sc);
+    free(bias);
+    return MPX_OK;
+}
+
+/* A float64 ONNX Attention: the row walk of attend in double (libm's exp
+ * and tanh; sums in index order), the probabilities rounded to the compute
+ * format where a plan colours the node low. */
+static void row_probs_d(const mpx_kctx *c, const attn *a, int64_t b, int64_t h, int64_t s, double *sc, double *bias) {
+    const bool any = row_bias(a, b, h, s, bias);
+    for (int64_t t = 0; t < a->T; t++) {
+        double x = sc[t];
+        if (a->softcap > 0.0f) x = tanh(x / a->softcap) * a->softcap;
+        sc[t] = x;
+    }
+    double *qk = a->qkd ? a->qkd + ((b * a->Hq + h) * a->S + s) * a->T : NULL;
+    if (qk && a->mode == 0) memcpy(qk, sc, (size_t)a->T * sizeof *qk);
+    double mx = -INFINITY, sum = 0;
+    for (int64_t t = 0; t < a->T; t++) {
+        sc[t] += bias[t];
+        if (sc[t] > mx) mx = sc[t];
+    }
+    if (qk && (a->mode == 1 || a->mode == 2)) memcpy(qk, sc, (size_t)a->T * sizeof *qk);
+    for (int64_t t = 0; t < a->T; t++) {
+        sc[t] = any && bias[t] != -INFINITY ? exp(sc[t] - mx) : 0.0;
+        sum += sc[t];
+    }
+    for (int64_t t = 0; t < a->T; t++) sc[t] = any ? sc[t] / sum : 0.0;
+    if (qk && a->mode == 3) memcpy(qk, sc, (size_t)a->T * sizeof *qk);
+    if (c->round) mpx_round_double_array(c->round, sc, sc, (size_t)a->T);
+}
+
+static mpx_status attend_d(const mpx_kctx *c, const attn *a) {
+    double *sc = NULL, *bias = NULL;
+    mpx_status st;
+    if ((st = kn_scratch(c, (size_t)a->T, sizeof *sc, (void **)&sc)) ||
+        (st = kn_scratch(c, (size_t)a->T, sizeof *bias, (void **)&bias))) {
+        free(sc);
+        return st;
+    }
+    const int64_t grp = a->Hq / a->Hkv;
+    for (int64_t b = 0; b < a->B; b++)
+        for (int64_t h = 0; h < a->Hq; h++)
+            for (int64_t s = 0; s < a->S; s++) {
+                if (mpx_k_cancelled()) {
+                    free(sc);
+                    free(bias);
+                    return mpx_kernel_error(c, MPX_E_CANCELLED, "cancelled");
+                }
+                const double *q = a->qd + b * a->qs[0] + h * a->qs[1] + s * a->qs[2];
+                const int64_t hk = h / grp;
+                for (int64_t t = 0; t < a->T; t++) {
+                    const double *k = key_at_d(a, b, hk, t);
+                    double acc = 0;
+                    for (int64_t d = 0; d < a->D; d++) acc += (q[d] * a->qscale_d) * (k[d] * a->kscale_d);
+                    sc[t] = acc;
+                }
+                row_probs_d(c, a, b, h, s, sc, bias);
+                double *y = a->yd + b * a->ys[0] + h * a->ys[1] + s * a->ys[2];
+                for (int64_t d = 0; d < a->Dv; d++) {
+                    double acc = 0;
+                    for (int64_t t = 0; t < a->T; t++) acc += sc[t] * val_at_d(a, b, hk, t)[d];
+                    y[d] = acc;
                 }
             }
     free(sc);
@@ -283,9 +374,14 @@ bad:
 /* present_key (w 0) or present_value (w 1): [B, Hkv, T, D or Dv], past then new. */
 static mpx_status write_present(const mpx_kctx *c, const attn *a, int w, mpx_value *o) {
     int64_t dd = w ? a->Dv : a->D, dims[4] = {a->B, a->Hkv, a->T, dd};
-    mpx_status st = mpx_k_alloc(c, o, MPX_DT_FLOAT, 4, dims);
+    mpx_status st = mpx_k_alloc(c, o, a->qd ? MPX_DT_DOUBLE : MPX_DT_FLOAT, 4, dims);
     if (st) return st;
-    for (int64_t b = 0; b < a->B; b++)
+    for (int64_t b = 0; a->qd && b < a->B; b++)
+        for (int64_t h = 0; h < a->Hkv; h++)
+            for (int64_t t = 0; t < a->T; t++)
+                memcpy(o->d + ((b * a->Hkv + h) * a->T + t) * dd, w ? val_at_d(a, b, h, t) : key_at_d(a, b, h, t),
+                       (size_t)dd * sizeof(double));
+    for (int64_t b = 0; !a->qd && b < a->B; b++)
         for (int64_t h = 0; h < a->Hkv; h++)
             for (int64_t t = 0; t < a->T; t++)
                 memcpy(o->f + ((b * a->Hkv + h) * a->T + t) * dd, w ? val_at(a, b, h, t) : key_at(a, b, h, t),
@@ -305,7 +401,7 @@ static mpx_status past_present(const mpx_kctx *c, attn *a, const mpx_value *pk, 
             return mpx_kernel_error(c, MPX_E_SHAPE, "past_key %s / past_value must be [%lld, %lld, past, %lld]",
                                     kn_shape(pk, s1), (long long)a->B, (long long)a->Hkv, (long long)a->D);
         a->P = pk->dims[2];
-        a->pk = pk->f, a->pv = pv->f;
+        a->pk = pk->f, a->pv = pv->f, a->pkd = pk->d, a->pvd = pv->d;
     }
     a->T += a->P;
     for (int w = 0; w < 2; w++) {
@@ -321,17 +417,17 @@ static mpx_status ms_attention(const mpx_kctx *c, const mpx_value *const *in, in
 
 /* ---- ONNX Attention (opset 23) ----------------------------------------------------------- */
 
-mpx_status mpx_k_attention(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
-    if (c->node->domain && strcmp(c->node->domain, "com.microsoft") == 0)
-        return ms_attention(c, in, n_in, out, n_out);
+/* f64: a float64 node (kern_f64.c's table), computed by attend_d. */
+static mpx_status attention(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out,
+                            bool f64) {
     const mpx_value *q, *k, *v, *pk, *pv, *mask = kn_opt(in, n_in, 3);
     char s1[160], s2[160];
     mpx_status st = kn_need_out(c, n_out, 1);
-    if (!st) st = kn_float_in(c, in, n_in, 0, "Q", &q);
-    if (!st) st = kn_float_in(c, in, n_in, 1, "K", &k);
-    if (!st) st = kn_float_in(c, in, n_in, 2, "V", &v);
-    if (!st) st = kn_float_opt(c, in, n_in, 4, "past_key", &pk);
-    if (!st) st = kn_float_opt(c, in, n_in, 5, "past_value", &pv);
+    if (!st) st = kn_values_in(c, in, n_in, 0, "Q", f64, &q);
+    if (!st) st = kn_values_in(c, in, n_in, 1, "K", f64, &k);
+    if (!st) st = kn_values_in(c, in, n_in, 2, "V", f64, &v);
+    if (!st) st = kn_values_opt(c, in, n_in, 4, "past_key", f64, &pk);
+    if (!st) st = kn_values_opt(c, in, n_in, 5, "past_value", f64, &pv);
     if (st) return st;
     if (kn_opt(in, n_in, 6)) return mpx_kernel_error(c, MPX_E_UNSUPPORTED, "nonpad_kv_seqlen is not supported");
     if (q->rank != k->rank || q->rank != v->rank || (q->rank != 3 && q->rank != 4))
@@ -355,10 +451,14 @@ mpx_status mpx_k_attention(const mpx_kctx *c, const mpx_value *const *in, int n_
     if (a.Hkv < 1 || a.Hq % a.Hkv || k->dims[0] != a.B || v->dims[0] != a.B)
         return mpx_kernel_error(c, MPX_E_SHAPE, "%lld query heads do not group over %lld key/value heads (or the "
                                 "batches differ)", (long long)a.Hq, (long long)a.Hkv);
-    a.q = q->f, a.k = k->f, a.v = v->f;
+    a.q = q->f, a.k = k->f, a.v = v->f, a.qd = q->d, a.kd = k->d, a.vd = v->d;
     view_strides(q, a.Hq, a.qs), view_strides(k, a.Hkv, a.ks), view_strides(v, a.Hkv, a.vs);
     float scale = mpx_node_attr_float(c->node, "scale", 1.0f / sqrtf((float)a.D));
     a.qscale = a.kscale = sqrtf(scale);
+    /* double: the attribute's float, or 1/sqrt(D) in double; its square
+     * root rounded to float, as ONNX Runtime's double Attention computes it */
+    const double scale_d = mpx_node_attr(c->node, "scale") ? (double)scale : 1.0 / sqrt((double)a.D);
+    a.qscale_d = a.kscale_d = (double)(float)sqrt(scale_d);
     a.softcap = mpx_node_attr_float(c->node, "softcap", 0.0f);
     a.causal = mpx_node_attr_int(c->node, "is_causal", 0) != 0;
     a.mode = (int)mpx_node_attr_int(c->node, "qk_matmul_output_mode", 0);
@@ -368,6 +468,7 @@ mpx_status mpx_k_attention(const mpx_kctx *c, const mpx_value *const *in, int n_
     if (mask) {
         if ((st = mask_strides(c, mask, &a, a.bs, &a.bias_last))) return mpx_k_free_values(out, n_out), st;
         if (mask->f) a.bias = mask->f;
+        else if (mask->d) a.biasd = mask->d;
         else a.keep = mask->i, a.keep_bnst = true;
     }
     int64_t yd[4];
@@ -377,14 +478,28 @@ mpx_status mpx_k_attention(const mpx_kctx *c, const mpx_value *const *in, int n_
     if ((st = mpx_k_alloc(c, &out[0], q->dtype, yr, yd))) return mpx_k_free_values(out, n_out), st;
     if (yr == 4) a.ys[2] = a.Dv, a.ys[1] = a.S * a.Dv, a.ys[0] = a.Hq * a.S * a.Dv;
     else a.ys[2] = a.Hq * a.Dv, a.ys[1] = a.Dv, a.ys[0] = a.S * a.Hq * a.Dv;
-    a.y = out[0].f;
+    a.y = out[0].f, a.yd = out[0].d;
     if (kn_wants_out(c, n_out, 3)) {
         int64_t qd[4] = {a.B, a.Hq, a.S, a.T};
         if ((st = mpx_k_alloc(c, &out[3], q->dtype, 4, qd))) return mpx_k_free_values(out, n_out), st;
-        a.qk = out[3].f;
+        a.qk = out[3].f, a.qkd = out[3].d;
     }
-    if ((st = attend(c, &a))) mpx_k_free_values(out, n_out);
+    if ((st = f64 ? attend_d(c, &a) : attend(c, &a))) mpx_k_free_values(out, n_out);
     return st;
+}
+
+mpx_status mpx_k_attention(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    if (c->node->domain && strcmp(c->node->domain, "com.microsoft") == 0)
+        return ms_attention(c, in, n_in, out, n_out);
+    return attention(c, in, n_in, out, n_out, false);
+}
+
+/* ONNX's Attention of float64 Q, K, V (a float or float64 mask); ORT's
+ * com.microsoft form has no float64 kernel. */
+mpx_status mpx_k_attention_f64(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    if (c->node->domain && strcmp(c->node->domain, "com.microsoft") == 0)
+        return mpx_kernel_error(c, MPX_E_UNSUPPORTED, "a float64 com.microsoft Attention is not supported");
+    return attention(c, in, n_in, out, n_out, true);
 }
 
 /* ---- com.microsoft MultiHeadAttention and Attention --------------------------------------- */

@@ -12,13 +12,14 @@
  *    (copied in and out with memcpy: the bits are the doubles' bits, so
  *    the values move exactly and the op's meaning is written once);
  *  - ops that read only shapes (Shape, Size) or make float64 values
- *    themselves (the random generators): the op's own kernel;
+ *    themselves (the random generators; Bernoulli and Multinomial read
+ *    float64 ones): the op's own kernel;
  *  - arithmetic: written here in double (Cast, the element-wise ops with
  *    broadcasting, MatMul, Gemm, the reductions, Softmax, LogSoftmax,
- *    Range, ConstantOfShape), or beside the op's fp32 kernel where the two
- *    share their checks and index walk (Conv, ConvTranspose, the pools, the
- *    normalisations, CumSum, Resize, Upsample, LSTM, GRU, RNN:
- *    kern_internal.h's MPX_F64_SHARED list). Sums
+ *    Hardmax, Range, ConstantOfShape), or beside the op's fp32 kernel where
+ *    the two share their checks and index walk (Conv, ConvTranspose, the
+ *    pools, the normalisations, CumSum, Det, the losses, Attention, Resize,
+ *    Upsample, LSTM, GRU, RNN: kern_internal.h's MPX_F64_SHARED list). Sums
  *    run in index order in double; the accumulation rules (mpx_accum) do
  *    not apply to float64 nodes, whose reference sums in double.
  * The broadcasting ops and MatMul's batches walk kern_binary.c's row walk
@@ -195,6 +196,22 @@ static double unary_d(mpx_op op, double x, const uparams *p) {
     case MPX_OP_Selu: return x > 0 ? p->gamma * x : p->gamma * (p->alpha * exp(x) - p->alpha);
     case MPX_OP_HardSigmoid: return fmax(0.0, fmin(1.0, p->alpha * x + p->beta));
     case MPX_OP_Clip: return isnan(x) ? x : fmin(p->hi, fmax(p->lo, x));
+    /* x > alpha ? x : 0 maps NaN to 0, as the fp32 kernel and ORT do */
+    case MPX_OP_ThresholdedRelu: return x > p->alpha ? x : 0.0;
+    /* ONNX's function bodies, which is what a runtime without a double
+     * kernel computes (ONNX Runtime does for Gelu's tanh form): their
+     * constants are float Constants cast to double, so HardSwish's
+     * HardSigmoid alpha is 1/6 as a float, Gelu's tanh form takes 0.044715f
+     * and sqrt((double)0.63661977236f); the erf form divides by sqrt(2.0).
+     * x^3 of 1e150 overflows to inf where tanh is 1 anyway. */
+    case MPX_OP_HardSwish: return x * fmax(0.0, fmin(1.0, (double)(1.0f / 6.0f) * x + 0.5));
+    case MPX_OP_Mish: return x * tanh(x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)));
+    case MPX_OP_Gelu:
+        return p->gamma != 0
+                   ? 0.5 * x * (1.0 + tanh(sqrt((double)0.63661977236f) * (x + (double)0.044715f * (x * x * x))))
+                   : 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+    /* lambd alpha, bias beta; NaN (neither side) gives 0, as the fp32 kernel */
+    case MPX_OP_Shrink: return x < -p->alpha ? x + p->beta : x > p->alpha ? x - p->beta : 0.0;
     default: return NAN;
     }
 }
@@ -217,6 +234,18 @@ static mpx_status f64_unary(const mpx_kctx *c, const mpx_value *const *in, int n
         p.alpha = mpx_node_attr_float(nd, "alpha", 0.2f);
         p.beta = mpx_node_attr_float(nd, "beta", 0.5f);
         break;
+    case MPX_OP_ThresholdedRelu: p.alpha = mpx_node_attr_float(nd, "alpha", 1.0f); break;
+    case MPX_OP_Shrink:
+        p.alpha = mpx_node_attr_float(nd, "lambd", 0.5f);
+        p.beta = mpx_node_attr_float(nd, "bias", 0.0f);
+        break;
+    case MPX_OP_Gelu: {
+        const char *ap = mpx_node_attr_string(nd, "approximate", "none");
+        if (strcmp(ap, "tanh") == 0) p.gamma = 1;
+        else if (strcmp(ap, "none") != 0)
+            return mpx_kernel_error(c, MPX_E_INVALID, "approximate=\"%s\" is not one of \"none\", \"tanh\"", ap);
+        break;
+    }
     case MPX_OP_Clip:
         if (ke_opset(c) < 11) {
             p.lo = mpx_node_attr_float(nd, "min", -FLT_MAX);
@@ -567,7 +596,7 @@ static mpx_status f64_argmax(const mpx_kctx *c, const mpx_value *const *in, int 
     return MPX_OK;
 }
 
-/* ---- Softmax, LogSoftmax --------------------------------------------------------- */
+/* ---- Softmax, LogSoftmax, Hardmax ------------------------------------------------ */
 
 static mpx_status f64_softmax(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
     const mpx_value *x;
@@ -585,12 +614,19 @@ static mpx_status f64_softmax(const mpx_kctx *c, const mpx_value *const *in, int
         else inner *= x->dims[i];
     }
     if ((st = mpx_k_alloc_raw(c, &out[0], MPX_DT_DOUBLE, x->rank, x->dims)) != MPX_OK) return st;
-    const bool lg = c->node->op == MPX_OP_LogSoftmax;
+    const bool lg = c->node->op == MPX_OP_LogSoftmax, hard = c->node->op == MPX_OP_Hardmax;
     double *y = out[0].d;
     for (int64_t o = 0; o < outer; o++)
         for (int64_t q = 0; q < inner; q++) {
             const double *r = x->d + o * len * inner + q;
             double *w = y + o * len * inner + q;
+            if (hard) { /* 1 at the first largest; a NaN is never larger (the fp32 kernel's rule) */
+                int64_t at = 0;
+                for (int64_t k = 1; k < len; k++)
+                    if (r[k * inner] > r[at * inner]) at = k;
+                for (int64_t k = 0; k < len; k++) w[k * inner] = k == at ? 1.0 : 0.0;
+                continue;
+            }
             double mx = -INFINITY, sum = 0;
             for (int64_t k = 0; k < len; k++)
                 if (r[k * inner] > mx) mx = r[k * inner];

@@ -230,9 +230,10 @@ static inline void mpx_k_free_values(mpx_value *v, int n) {
 
 /* The float64 kernels that live beside their fp32 kernels, sharing their
  * checks and index walks (kern_nn.c: the convolutions' geometry; kern_pool.c:
- * the windows and taps; kern_norm.c, kern_reduce.c: the inputs and
- * attributes; kern_resize.c: the axes and coordinates; kern_rnn.c: the
- * checks and the step walk); kernels_f64.def names them with kern_f64.c's own. */
+ * the windows and taps; kern_norm.c, kern_reduce.c, kern_matmul.c (Det),
+ * kern_loss.c: the inputs and attributes; kern_resize.c: the axes and
+ * coordinates; kern_rnn.c: the checks and the step walk); kernels_f64.def
+ * names them with kern_f64.c's own. */
 #define MPX_F64_SHARED(fn) \
     mpx_status fn(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out);
 MPX_F64_SHARED(mpx_k_conv_f64)
@@ -251,6 +252,12 @@ MPX_F64_SHARED(mpx_k_gru_f64)
 MPX_F64_SHARED(mpx_k_rnn_f64)
 MPX_F64_SHARED(mpx_k_einsum_f64)
 MPX_F64_SHARED(mpx_k_cumsum_f64)
+MPX_F64_SHARED(mpx_k_det_f64)
+MPX_F64_SHARED(mpx_k_mean_variance_normalization_f64)
+MPX_F64_SHARED(mpx_k_rms_normalization_f64)
+MPX_F64_SHARED(mpx_k_nll_loss_f64)
+MPX_F64_SHARED(mpx_k_softmax_cross_entropy_f64)
+MPX_F64_SHARED(mpx_k_attention_f64)
 #undef MPX_F64_SHARED
 
 /* The rounding the executor offers for a float output 0 (mpx_kctx.out_round;

@@ -374,24 +374,26 @@ mpx_status mpx_k_matmul(const mpx_kctx *c, const mpx_value *const *in, int n_in,
 
 /* Det: the determinant of each M x M matrix of the last two axes, by
  * Gaussian elimination with partial pivoting in double (as numpy's LAPACK
- * route, which ORT's reference matches), rounded once to float. */
-mpx_status mpx_k_det(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+ * route, which ORT's reference matches), rounded once to float; a float64
+ * Det (kern_f64.c's table: f64) reads and writes the doubles themselves. */
+static mpx_status det_run(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out,
+                          bool f64) {
     const mpx_value *x;
     mpx_status st = kn_need_out(c, n_out, 1);
-    if (!st) st = kn_float_in(c, in, n_in, 0, "X", &x);
+    if (!st) st = kn_values_in(c, in, n_in, 0, "X", f64, &x);
     if (st) return st;
     if (x->rank < 2 || x->dims[x->rank - 1] != x->dims[x->rank - 2])
         return mpx_kernel_error(c, MPX_E_SHAPE, "Det needs square matrices in the last two axes");
     int64_t m = x->dims[x->rank - 1];
     if (m > 4096) return mpx_kernel_error(c, MPX_E_LIMIT, "matrices of %lld x %lld are beyond mpx's Det", (long long)m, (long long)m);
-    if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank - 2, x->dims))) return st;
+    if ((st = mpx_k_alloc(c, &out[0], f64 ? MPX_DT_DOUBLE : x->dtype, x->rank - 2, x->dims))) return st;
     double *a = malloc((size_t)(m > 0 ? m * m : 1) * sizeof *a);
     if (!a) {
         mpx_value_free(&out[0]); /* a failed kernel leaves its outputs absent */
         return mpx_kernel_error(c, MPX_E_NOMEM, "out of memory");
     }
     for (int64_t b = 0; b < out[0].n; b++) {
-        for (int64_t i = 0; i < m * m; i++) a[i] = x->f[b * m * m + i];
+        for (int64_t i = 0; i < m * m; i++) a[i] = f64 ? x->d[b * m * m + i] : (double)x->f[b * m * m + i];
         double det = 1.0;
         for (int64_t k = 0; k < m && det != 0.0; k++) {
             int64_t p = k;
@@ -415,8 +417,17 @@ mpx_status mpx_k_det(const mpx_kctx *c, const mpx_value *const *in, int n_in, mp
                 for (int64_t j = k; j < m; j++) a[i * m + j] -= f * a[k * m + j];
             }
         }
-        out[0].f[b] = (float)det;
+        if (f64) out[0].d[b] = det;
+        else out[0].f[b] = (float)det;
     }
     free(a);
     return MPX_OK;
+}
+
+mpx_status mpx_k_det(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    return det_run(c, in, n_in, out, n_out, false);
+}
+
+mpx_status mpx_k_det_f64(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    return det_run(c, in, n_in, out, n_out, true);
 }

@@ -558,12 +558,14 @@ mpx_status mpx_k_instance_normalization(const mpx_kctx *c, const mpx_value *cons
 
 /* (X - E[X]) / (sqrt(E[X^2] - E[X]^2) + 1e-9) over `axes` (default 0, 2, 3):
  * ONNX's function body and ORT's kernel alike, variance from the mean of
- * squares and epsilon added to the deviation, not the variance. */
-mpx_status mpx_k_mean_variance_normalization(const mpx_kctx *c, const mpx_value *const *in, int n_in,
-                                             mpx_value *out, int n_out) {
+ * squares and epsilon added to the deviation, not the variance. A float64
+ * one (f64) sums in index order in double; its epsilon is the function
+ * body's float constant 1e-9f cast to double, as its CastLike does. */
+static mpx_status mvn_run(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out,
+                          bool f64) {
     const mpx_value *x;
     mpx_status st = kn_need_out(c, n_out, 1);
-    if (!st) st = kn_float_in(c, in, n_in, 0, "X", &x);
+    if (!st) st = kn_values_in(c, in, n_in, 0, "X", f64, &x);
     if (st) return st;
     static const int64_t dflt[] = {0, 2, 3};
     const int64_t *ax = dflt;
@@ -580,7 +582,7 @@ mpx_status mpx_k_mean_variance_normalization(const mpx_kctx *c, const mpx_value 
                                     (long long)ax[i], x->rank);
         red[a] = true;
     }
-    if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, x->dims))) return st;
+    if ((st = mpx_k_alloc(c, &out[0], f64 ? MPX_DT_DOUBLE : x->dtype, x->rank, x->dims))) return st;
     /* kept: the index space of the axes not reduced; S values per group */
     int64_t groups = 1, S = 1;
     for (int i = 0; i < x->rank; i++) {
@@ -614,18 +616,30 @@ mpx_status mpx_k_mean_variance_normalization(const mpx_kctx *c, const mpx_value 
     for (int64_t gp = 0; gp < groups; gp++) {
         int64_t base = 0;
         for (int i = 0; i < x->rank; i++) base += red[i] ? 0 : gidx[i] * stride[i];
-        mpx_acc a, q;
-        mpx_acc_init(&a, &c->acc, 0.0f);
-        mpx_acc_init(&q, &c->acc, 0.0f);
-        for (int64_t k = 0; k < S; k++) {
-            float v = x->f[base + offs[k]];
-            mpx_acc_add(&a, v);
-            mpx_acc_add(&q, v * v);
+        if (f64) {
+            double sd = 0, qd = 0;
+            for (int64_t k = 0; k < S; k++) {
+                const double v = x->d[base + offs[k]];
+                sd += v;
+                qd += v * v;
+            }
+            const double mean = sd / (double)S, var = qd / (double)S - mean * mean;
+            const double den = sqrt(var > 0 ? var : 0) + (double)1e-9f;
+            for (int64_t k = 0; k < S; k++) out[0].d[base + offs[k]] = (x->d[base + offs[k]] - mean) / den;
+        } else {
+            mpx_acc a, q;
+            mpx_acc_init(&a, &c->acc, 0.0f);
+            mpx_acc_init(&q, &c->acc, 0.0f);
+            for (int64_t k = 0; k < S; k++) {
+                float v = x->f[base + offs[k]];
+                mpx_acc_add(&a, v);
+                mpx_acc_add(&q, v * v);
+            }
+            float mean = mpx_acc_result(&a) / (float)S, msq = mpx_acc_result(&q) / (float)S;
+            float var = msq - mean * mean;
+            float den = sqrtf(var > 0 ? var : 0) + 1e-9f;
+            for (int64_t k = 0; k < S; k++) out[0].f[base + offs[k]] = (x->f[base + offs[k]] - mean) / den;
         }
-        float mean = mpx_acc_result(&a) / (float)S, msq = mpx_acc_result(&q) / (float)S;
-        float var = msq - mean * mean;
-        float den = sqrtf(var > 0 ? var : 0) + 1e-9f;
-        for (int64_t k = 0; k < S; k++) out[0].f[base + offs[k]] = (x->f[base + offs[k]] - mean) / den;
         for (int i = x->rank - 1; i >= 0; i--) {
             if (red[i]) continue;
             if (++gidx[i] < x->dims[i]) break;
@@ -634,6 +648,16 @@ mpx_status mpx_k_mean_variance_normalization(const mpx_kctx *c, const mpx_value 
     }
     free(offs);
     return MPX_OK;
+}
+
+mpx_status mpx_k_mean_variance_normalization(const mpx_kctx *c, const mpx_value *const *in, int n_in,
+                                             mpx_value *out, int n_out) {
+    return mvn_run(c, in, n_in, out, n_out, false);
+}
+
+mpx_status mpx_k_mean_variance_normalization_f64(const mpx_kctx *c, const mpx_value *const *in, int n_in,
+                                                 mpx_value *out, int n_out) {
+    return mvn_run(c, in, n_in, out, n_out, true);
 }
 
 /* ---- LpNormalization, RMSNormalization, GroupNormalization ----------------------------- */
@@ -684,14 +708,17 @@ mpx_status mpx_k_lp_normalization(const mpx_kctx *c, const mpx_value *const *in,
 }
 
 /* X / sqrt(mean(X^2 over axis..end) + epsilon) * scale (opset 23; scale
- * broadcasts to X's trailing dims). */
-mpx_status mpx_k_rms_normalization(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
-                                   int n_out) {
+ * broadcasts to X's trailing dims). A float64 one (f64) sums the squares in
+ * index order in double whatever stash_type says, as LayerNormalization's
+ * float64 kernel and ONNX Runtime's double kernels do; epsilon is the
+ * attribute's float value. */
+static mpx_status rms_run(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out,
+                          bool f64) {
     const mpx_value *x, *sc;
     char s1[160], s2[160];
     mpx_status st = kn_need_out(c, n_out, 1);
-    if (!st) st = kn_float_in(c, in, n_in, 0, "X", &x);
-    if (!st) st = kn_float_in(c, in, n_in, 1, "scale", &sc);
+    if (!st) st = kn_values_in(c, in, n_in, 0, "X", f64, &x);
+    if (!st) st = kn_values_in(c, in, n_in, 1, "scale", f64, &sc);
     if (st) return st;
     int64_t ax = mpx_node_attr_int(c->node, "axis", -1);
     float eps = mpx_node_attr_float(c->node, "epsilon", 1e-5f);
@@ -708,19 +735,29 @@ mpx_status mpx_k_rms_normalization(const mpx_kctx *c, const mpx_value *const *in
     if (sn < 1 || len % sn != 0 || sc->rank > x->rank - ax)
         return mpx_kernel_error(c, MPX_E_SHAPE, "scale %s does not broadcast to X %s from axis %lld", kn_shape(sc, s1),
                                 kn_shape(x, s2), (long long)ax);
-    if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, x->dims))) return st;
+    const mpx_dtype dt = f64 ? MPX_DT_DOUBLE : x->dtype;
+    if ((st = mpx_k_alloc(c, &out[0], dt, x->rank, x->dims))) return st;
     /* ORT's SimplifiedLayerNormalization may also output 1/rms per row. */
     float *inv_out = NULL;
+    double *inv_out_d = NULL;
     if (kn_wants_out(c, n_out, 1)) {
         int64_t d[MPX_MAX_RANK];
         for (int i = 0; i < x->rank; i++) d[i] = i < ax ? x->dims[i] : 1;
-        if ((st = mpx_k_alloc(c, &out[1], x->dtype, x->rank, d))) {
+        if ((st = mpx_k_alloc(c, &out[1], dt, x->rank, d))) {
             mpx_value_free(&out[0]);
             return st;
         }
-        inv_out = out[1].f;
+        inv_out = out[1].f, inv_out_d = out[1].d;
     }
-    for (int64_t rw = 0; rw < rows; rw++) {
+    for (int64_t rw = 0; f64 && rw < rows; rw++) {
+        const double *xr = x->d + rw * len;
+        double *yr = out[0].d + rw * len, q = 0;
+        for (int64_t k = 0; k < len; k++) q += xr[k] * xr[k];
+        const double inv = 1.0 / sqrt(q / (double)len + (double)eps);
+        for (int64_t k = 0; k < len; k++) yr[k] = xr[k] * inv * sc->d[k % sn];
+        if (inv_out_d) inv_out_d[rw] = inv;
+    }
+    for (int64_t rw = 0; !f64 && rw < rows; rw++) {
         const float *xr = x->f + rw * len;
         float *yr = out[0].f + rw * len;
         mpx_acc a;
@@ -731,6 +768,16 @@ mpx_status mpx_k_rms_normalization(const mpx_kctx *c, const mpx_value *const *in
         if (inv_out) inv_out[rw] = inv;
     }
     return MPX_OK;
+}
+
+mpx_status mpx_k_rms_normalization(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                                   int n_out) {
+    return rms_run(c, in, n_in, out, n_out, false);
+}
+
+mpx_status mpx_k_rms_normalization_f64(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
+                                       int n_out) {
+    return rms_run(c, in, n_in, out, n_out, true);
 }
 
 /* GroupNormalization's inputs and checks: G groups, planes of S values,

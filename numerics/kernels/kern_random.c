@@ -110,7 +110,7 @@ mpx_status mpx_k_bernoulli(const mpx_kctx *c, const mpx_value *const *in, int n_
         const double pk = p->d ? p->d[k] : (double)p->f[k];
         if (!(pk >= 0.0 && pk <= 1.0)) {
             mpx_value_free(&out[0]);
-            return mpx_kernel_error(c, MPX_E_INVALID, "probability %g (element %lld) is not in [0, 1]", pk,
+            return mpx_kernel_error(c, MPX_E_INVALID, "probability %.17g (element %lld) is not in [0, 1]", pk,
                                     (long long)k);
         }
         put(&out[0], k, mpx_rng_unit(&r) < pk ? 1.0 : 0.0);
