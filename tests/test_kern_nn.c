@@ -462,6 +462,22 @@ static void test_conv(void) {
     conv_case(__LINE__, "2x2x11x80", "2x1x3x3", false, &p, "group=2 strides=[2,2] pads=[1,0,1,1]");
     p = cp2(9, 9, 1, 1, 1, 1, 4, 4, 4, 4, 2);
     conv_case(__LINE__, "1x2x6x40", "2x1x9x9", true, &p, "group=2 pads=[4,4,4,4]");
+    /* column stride 2 over inputs 16 or more wide (fill's one pass a row,
+     * both phases: 16-column blocks, the last moved back, an odd width's
+     * last column): MobileNetV3's wide depthwise shape, left pads 1, 2 and
+     * 0 (each parity of the phases), odd widths, a width of one block; and
+     * the GEMM core's strip (a full convolution) */
+    p = cp2(3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 3);
+    conv_case(__LINE__, "1x3x12x56", "3x1x3x3", true, &p, "group=3 strides=[2,2] pads=[1,1,1,1]");
+    p = cp2(3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2);
+    conv_case(__LINE__, "2x2x9x51", "2x1x3x3", false, &p, "group=2 strides=[2,2] pads=[1,1,1,1]");
+    p = cp2(5, 5, 2, 2, 1, 1, 2, 2, 2, 2, 2);
+    conv_case(__LINE__, "1x2x8x67", "2x1x5x5", true, &p, "group=2 strides=[2,2] pads=[2,2,2,2]");
+    p = cp2(3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 2);
+    conv_case(__LINE__, "1x2x6x16", "2x1x3x3", true, &p, "group=2 strides=[2,2] pads=[0,0,1,1]");
+    conv_case(__LINE__, "1x2x7x33", "2x1x3x3", true, &p, "group=2 strides=[2,2] pads=[0,0,1,1]");
+    p = cp2(3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1);
+    conv_case(__LINE__, "1x3x10x57", "5x3x3x3", true, &p, "strides=[2,2] pads=[1,1,1,1]");
     p = cp2(3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1); /* terms beyond one fp32 block of 64 */
     conv_case(__LINE__, "1x16x5x5", "9x16x3x3", true, &p, "pads=[1,1,1,1]");
     /* unit column stride: a grid row is its left padding and the input row,

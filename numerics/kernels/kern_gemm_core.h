@@ -69,6 +69,9 @@ typedef int32_t v8i __attribute__((vector_size(32)));
 #define KG_EVENS(a, b) __builtin_shuffle(a, b, (v8i){0, 2, 4, 6, 8, 10, 12, 14})
 #endif
 
+/* Lanes 1, 3, ..., 15 of the 16 lanes of a and b. */
+#define KG_ODDS(a, b) KG_SHUF(a, b, 1, 3, 5, 7, 9, 11, 13, 15)
+
 /* Lanes of a and b (0-7 a's, 8-15 b's) in the order the eight indices give. */
 #if defined(__clang__)
 #define KG_SHUF(a, b, i0, i1, i2, i3, i4, i5, i6, i7) __builtin_shufflevector(a, b, i0, i1, i2, i3, i4, i5, i6, i7)

@@ -85,12 +85,58 @@ static inline KG_TARGET void KG_F(fill_cols)(const kg_conv *v, int64_t pw, int64
     *jlo = lo, *jhi = hi;
 }
 
+/* fill's rows at column stride 2 where both phases' pads are within a
+ * vector of each end and the input is at least 16 wide: an input row read
+ * once, 16 columns a step, its even columns to one phase's row and its odd
+ * ones to the other's (fill's general loop read the row once per phase and
+ * copied each phase's last 1-8 columns one at a time: on MobileNetV3's
+ * wide stride-2 depthwise convolutions, 16 x 112 x 112 and 72 x 56 x 56,
+ * that fill was most of the node's time). The same values in the same
+ * places: the strip is fill's. */
+static KG_TARGET void KG_F(fill_sw2)(const kg_conv *v, const float *xc, int64_t r0, int64_t nr, float *dst,
+                                     int64_t plane) {
+    const int64_t W = v->W, Wq = v->Wq, pe = v->pl & 1, po = pe ^ 1;
+    const v8f z = {0};
+    /* input column t to column (t + pl - pw) / 2 of phase pw: an even t to
+     * phase pe, an odd one to po */
+    const int64_t ce = (v->pl - pe) / 2, co = (1 + v->pl - po) / 2;
+    const int64_t tl = (W - 16) & ~(int64_t)1; /* the last block, even as every block's start */
+    for (int64_t i = 0; i < nr; i++)
+        for (int64_t ph = 0; ph < v->sh; ph++) {
+            const int64_t ir = (r0 + i) * v->sh + ph - v->pt;
+            float *row0 = dst + ph * 2 * plane + i * Wq, *row1 = row0 + plane;
+            if (ir < 0 || ir >= v->H) {
+                memset(row0, 0, (size_t)Wq * sizeof *row0);
+                memset(row1, 0, (size_t)Wq * sizeof *row1);
+                continue;
+            }
+            /* the pads first, a vector of zeros at each end of each row */
+            KG_F(st8)(row0, z), KG_F(st8)(row0 + Wq - 8, z);
+            KG_F(st8)(row1, z), KG_F(st8)(row1 + Wq - 8, z);
+            const float *in = xc + ir * W;
+            float *re = (pe ? row1 : row0) + ce, *ro = (po ? row1 : row0) + co;
+            for (int64_t t = 0;; t += 16) {
+                if (t > tl) t = tl; /* the last block moved back: some columns written twice, the same */
+                const v8f a = KG_F(ld8)(in + t), b = KG_F(ld8)(in + t + 8);
+                KG_F(st8)(re + t / 2, KG_EVENS(a, b));
+                KG_F(st8)(ro + t / 2, KG_ODDS(a, b));
+                if (t == tl) break;
+            }
+            if (W & 1) re[(W - 1) / 2] = in[W - 1]; /* an odd width's last column, past the last block */
+        }
+}
+
 static KG_TARGET void KG_F(fill)(const kg_conv *v, const float *xc, int64_t r0, int64_t nr,
                                  float *dst, int64_t plane) {
     /* Column jj of phase pw reads input column jj sw + pw - pl, inside the
      * row for jlo <= jj < jhi (found once for the first 8 phases). */
     int64_t jlo[8], jhi[8];
     for (int64_t pw = 0; pw < v->sw && pw < 8; pw++) KG_F(fill_cols)(v, pw, &jlo[pw], &jhi[pw]);
+    if (v->sw == 2 && v->W >= 16 && v->Wq >= 8 && jlo[0] <= 8 && jlo[1] <= 8 && v->Wq - jhi[0] <= 8 &&
+        v->Wq - jhi[1] <= 8 && kg_cdiv(v->W + v->pl, 2) <= v->Wq && kg_cdiv(v->W + v->pl - 1, 2) <= v->Wq) {
+        KG_F(fill_sw2)(v, xc, r0, nr, dst, plane);
+        return;
+    }
     /* Input row by input row, in order (grid row, then row phase), each
      * row's column phases while it is in L1. */
     for (int64_t i = 0; i < nr; i++)
