@@ -29,16 +29,16 @@ Gelu's tanh form and RMSNormalization (for f64_np_check.py).
 
 f64_random: Bernoulli and Multinomial of float64 values (their draws).
 
-f64_refused: a training-mode float64 BatchNormalization, refused when it
-runs; f64_refused_celu: a float64 Celu (ONNX defines it for float only),
-refused before the run.
+f64_bn_train: a training-mode float64 BatchNormalization (against numpy);
+f64_refused_celu: a float64 Celu (ONNX defines it for float only), refused
+before the run.
 
 f64_move, f64_scatter10, f64_signal, f64_control (against ONNX Runtime) and
 f64_index (against numpy): the data movement, index, signal, control-flow
 and sequence ops (write_signal_inputs, the models' docstrings).
 
 Writes <out>/f64_ops.onnx, f64_nn.onnx, f64_np.onnx, f64_resize.onnx,
-f64_loop.onnx, f64_refused.onnx, f64_elem_ort.onnx, f64_elem_np.onnx,
+f64_loop.onnx, f64_bn_train.onnx, f64_elem_ort.onnx, f64_elem_np.onnx,
 f64_roi_ort.onnx, f64_random.onnx, f64_refused_celu.onnx (and f64_rnn, f32_rnn, f64_up9,
 f64_up7) and the inputs x.npy, z.npy, f.npy (<f8, <f8, <f4), n.npy, n2.npy,
 elem_n.npy, elem_m.npy, rnd_p.npy, rnd_p_bad.npy, rnd_l.npy (<f8), e.npy (<i8), v.npy
@@ -162,14 +162,17 @@ def ops_model():
     return with_outputs(nodes, "f64_ops", ins, inits, outs)
 
 
-def refused_model():
-    """A training-mode BatchNormalization of float64 values, which mpx has no
-    float64 kernel for: refused, naming the node."""
-    node = helper.make_node("BatchNormalization", ["X", "s", "b", "m", "v"], ["Y", "Ym", "Yv"], name="bn_train",
-                            training_mode=1)
-    inits = [init("s", np.ones(3)), init("b", np.zeros(3)), init("m", np.zeros(3)), init("v", np.ones(3))]
-    g = helper.make_graph([node], "f64_refused", [vi("X", D, [2, 3, 4])],
-                          [vi("Y", D, [2, 3, 4]), vi("Ym", D, [3]), vi("Yv", D, [3])], inits)
+def bn_train_model():
+    """A training-mode BatchNormalization of float64 values (opset 15: Y and
+    the running mean and variance), on N (values near 1e150, one channel of
+    moderate ones): against numpy (ONNX Runtime's inference build has no
+    training mode)."""
+    node = helper.make_node("BatchNormalization", ["N", "s", "b", "m", "v"], ["Y", "Ym", "Yv"], name="bn_train",
+                            training_mode=1, momentum=0.8)
+    inits = [init("s", rng.uniform(0.5, 2, 3)), init("b", rng.uniform(-1, 1, 3)), init("m", rng.uniform(-1, 1, 3)),
+             init("v", rng.uniform(0.5, 2, 3))]
+    g = helper.make_graph([node], "f64_bn_train", [vi("N", D, [1, 3, 5, 5])],
+                          [vi("Y", D, [1, 3, 5, 5]), vi("Ym", D, [3]), vi("Yv", D, [3])], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 15)])
     m.ir_version = 8
     return m
@@ -684,7 +687,7 @@ def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     save(ops_model(), os.path.join(out, "f64_ops.onnx"))
-    save(refused_model(), os.path.join(out, "f64_refused.onnx"))
+    save(bn_train_model(), os.path.join(out, "f64_bn_train.onnx"))
     save(nn_ort_model(), os.path.join(out, "f64_nn.onnx"))
     save(nn_np_model(), os.path.join(out, "f64_np.onnx"))
     save(resize_model(), os.path.join(out, "f64_resize.onnx"))

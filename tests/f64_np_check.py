@@ -391,6 +391,19 @@ def reference(node, x, w):
     if op == "Upsample":
         return upsample(x, node, w)
     arg = [w[i] if i in w else None for i in list(node.input[1:]) + [None, None]]
+    if op == "BatchNormalization" and a.get("training_mode", 0):
+        # the batch's mean and population variance per channel (opset 14+:
+        # Y, running_mean, running_var)
+        # (the sums exactly rounded, math.fsum: numpy's pairwise order moves
+        # a mean's last bits, which the normalisation's cancellation grows)
+        xc = np.moveaxis(x, 1, 0).reshape(x.shape[1], -1)
+        bm = np.array([math.fsum(r) / r.size for r in xc])
+        bv = np.array([math.fsum((r - m) ** 2) / r.size for r, m in zip(xc, bm)])
+        sh = (1, -1) + (1,) * (x.ndim - 2)
+        y = (x - bm.reshape(sh)) / np.sqrt(bv.reshape(sh) + float(np.float32(a.get("epsilon", 1e-5)))) * arg[0].reshape(sh) + \
+            arg[1].reshape(sh)
+        mo = float(np.float32(a.get("momentum", 0.9)))   # float attributes, defaults too
+        return [y, arg[2] * mo + bm * (1 - mo), arg[3] * mo + bv * (1 - mo)][:len(node.output)]
     if op == "Conv":
         return conv(x, arg[0], arg[1], a)
     if op == "ConvTranspose":

@@ -855,18 +855,60 @@ mpx_status mpx_k_batch_normalization_f64(const mpx_kctx *c, const mpx_value *con
     bn_args a;
     mpx_status st = bn_setup(c, in, n_in, n_out, true, &a);
     if (st) return st;
-    if (a.training)
-        return mpx_kernel_error(c, MPX_E_UNSUPPORTED, "training mode of a float64 BatchNormalization is not supported");
     const mpx_value *x = a.v[0];
-    if ((st = mpx_k_alloc(c, &out[0], MPX_DT_DOUBLE, x->rank, x->dims))) return st;
+    /* training (spatial only: bn_setup refuses the rest): the batch's mean
+     * and population variance per channel over N and the spatial dims, in
+     * double in index order, as the fp32 kernel sums them */
+    const double *mean = a.v[3]->d, *var = a.v[4]->d;
+    double *bm = NULL, *bv = NULL;
+    if (a.training) {
+        if ((st = kn_scratch(c, (size_t)(2 * a.C), sizeof *bm, (void **)&bm))) return st;
+        bv = bm + a.C;
+        const double cnt = (double)(a.N * a.S);
+        for (int64_t ch = 0; ch < a.C; ch++) {
+            double s = 0, q = 0;
+            for (int64_t n = 0; n < a.N; n++)
+                for (int64_t k = 0; k < a.S; k++) s += x->d[(n * a.C + ch) * a.S + k];
+            const double m = s / cnt;
+            for (int64_t n = 0; n < a.N; n++)
+                for (int64_t k = 0; k < a.S; k++) {
+                    const double d = x->d[(n * a.C + ch) * a.S + k] - m;
+                    q += d * d;
+                }
+            bm[ch] = m, bv[ch] = q / cnt;
+        }
+        mean = bm, var = bv;
+    }
+    bool made[5] = {false};
+    if ((st = mpx_k_alloc(c, &out[0], MPX_DT_DOUBLE, x->rank, x->dims))) goto fail;
+    made[0] = true;
     for (int64_t n = 0; n < a.N; n++)
         for (int64_t ch = 0; ch < a.C; ch++)
             for (int64_t k = 0; k < a.S; k++) {
                 const int64_t p = a.spatial ? ch : ch * a.S + k, xi = (n * a.C + ch) * a.S + k;
-                const double f = 1.0 / sqrt(a.v[4]->d[p] + (double)a.eps) * a.v[1]->d[p];
-                out[0].d[xi] = x->d[xi] * f + (a.v[2]->d[p] - a.v[3]->d[p] * f);
+                const double f = 1.0 / sqrt(var[p] + (double)a.eps) * a.v[1]->d[p];
+                out[0].d[xi] = x->d[xi] * f + (a.v[2]->d[p] - mean[p] * f);
             }
+    if (a.training) { /* the same outputs as the fp32 kernel's, in double */
+        const double mo = (double)a.momentum;
+        int64_t d1[1] = {a.C};
+        for (int i = 1; i < 5 && i < n_out; i++) {
+            if (!kn_wants_out(c, n_out, i) || (a.opset >= 14 && i > 2)) continue;
+            if ((st = mpx_k_alloc(c, &out[i], MPX_DT_DOUBLE, 1, d1))) goto fail;
+            made[i] = true;
+            for (int64_t ch = 0; ch < a.C; ch++)
+                out[i].d[ch] = i == 1 ? a.v[3]->d[ch] * mo + bm[ch] * (1.0 - mo)
+                             : i == 2 ? a.v[4]->d[ch] * mo + bv[ch] * (1.0 - mo)
+                             : i == 3 ? bm[ch] : bv[ch];
+        }
+    }
+    free(bm);
     return MPX_OK;
+fail:
+    free(bm);
+    for (int i = 0; i < 5; i++)
+        if (made[i]) mpx_value_free(&out[i]);
+    return st;
 }
 
 /* Mean and the population variance of n values `step` apart. */
