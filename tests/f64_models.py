@@ -27,6 +27,11 @@ bits fp32 cannot hold (elem_model): f64_elem_ort the ones ONNX Runtime
 computes in double (for ort_run.js), f64_elem_np the others and again
 Gelu's tanh form and RMSNormalization (for f64_np_check.py).
 
+f64_deform: DeformConv (group and offset_group 2, strides, pads, a mask,
+a bias, offsets to fractional positions) on values near 1e150 and on
+moderate values with bits fp32 cannot hold (deform_model), against ONNX
+Runtime's double kernel.
+
 f64_random: Bernoulli and Multinomial of float64 values (their draws).
 
 f64_bn_train: a training-mode float64 BatchNormalization (against numpy);
@@ -39,9 +44,9 @@ and sequence ops (write_signal_inputs, the models' docstrings).
 
 Writes <out>/f64_ops.onnx, f64_nn.onnx, f64_np.onnx, f64_resize.onnx,
 f64_loop.onnx, f64_bn_train.onnx, f64_elem_ort.onnx, f64_elem_np.onnx,
-f64_roi_ort.onnx, f64_random.onnx, f64_refused_celu.onnx (and f64_rnn, f32_rnn, f64_up9,
+f64_roi_ort.onnx, f64_random.onnx, f64_refused_celu.onnx, f64_deform.onnx (and f64_rnn, f32_rnn, f64_up9,
 f64_up7) and the inputs x.npy, z.npy, f.npy (<f8, <f8, <f4), n.npy, n2.npy,
-elem_n.npy, elem_m.npy, rnd_p.npy, rnd_p_bad.npy, rnd_l.npy (<f8), e.npy (<i8), v.npy
+elem_n.npy, elem_m.npy, deform_n.npy, deform_m.npy, rnd_p.npy, rnd_p_bad.npy, rnd_l.npy (<f8), e.npy (<i8), v.npy
 (<f4), xr.npy, xr32.npy.
 
 usage: python3 f64_models.py <out_dir>
@@ -659,6 +664,43 @@ def random_inputs(out):
     np.save(os.path.join(out, "rnd_l.npy"), lg.astype("<f8"))
 
 
+def deform_model():
+    """DeformConv (opset 19) of float64 values against ONNX Runtime's double
+    kernel (rel_l2 < 1e-14): on DN (2x4x6x7, values near 1e150, inf in fp32)
+    and DM (moderate values with bits fp32 cannot hold), with group 2,
+    offset_group 2, strides, asymmetric pads and a dilation, a mask and a
+    bias; offsets that move the taps to fractional positions, some a pixel
+    or more outside X; and on DM plainly (one group, no mask, no bias).
+    The weights, offsets, mask and bias are doubles fp32 cannot hold."""
+    nodes = []
+    n = adder(nodes)
+    drng = np.random.default_rng(4851)
+    attrs = {"group": 2, "offset_group": 2, "strides": [2, 1], "pads": [1, 1, 2, 0], "dilations": [1, 2]}
+    n("DeformConv", ["DN", "dc_w", "dc_off", "dc_b", "dc_mask"], "dc_n", **attrs)
+    n("DeformConv", ["DM", "dc_w", "dc_off", "dc_b", "dc_mask"], "dc_m", **attrs)
+    n("DeformConv", ["DM", "dc_w1", "dc_off1"], "dc_m1")
+    # the first two nodes' output: 4x4 (OH (6 + 3 - 3) / 2 + 1, OW 7 + 1 - 5 + 1)
+    inits = [init("dc_w", drng.uniform(-1, 1, (4, 2, 3, 3))),
+             init("dc_off", drng.uniform(-1.6, 1.6, (2, 2 * 2 * 9, 4, 4))),
+             init("dc_b", drng.uniform(-1, 1, 4)),
+             init("dc_mask", drng.uniform(0, 1, (2, 2 * 9, 4, 4))),
+             init("dc_w1", drng.uniform(-1, 1, (3, 4, 2, 2))),
+             init("dc_off1", drng.uniform(-2.5, 2.5, (2, 2 * 4, 5, 6)))]
+    outs = [vi(o, D, None) for o in ("dc_n", "dc_m", "dc_m1")]
+    g = helper.make_graph(nodes, "f64_deform", [vi("DN", D, [2, 4, 6, 7]), vi("DM", D, [2, 4, 6, 7])], outs, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)])
+    m.ir_version = 9
+    return m
+
+
+def deform_inputs(out):
+    """DN and DM of f64_deform (deform_n.npy, deform_m.npy)."""
+    drng = np.random.default_rng(4852)
+    np.save(os.path.join(out, "deform_n.npy"), (drng.uniform(-3, 3, (2, 4, 6, 7)) * 1e150).astype("<f8"))
+    mv = drng.uniform(-3, 3, (2, 4, 6, 7)) + drng.uniform(-1, 1, (2, 4, 6, 7)) * 2.0 ** -35
+    np.save(os.path.join(out, "deform_m.npy"), mv.astype("<f8"))
+
+
 def refused_celu_model():
     """A float64 Celu (ONNX defines Celu for float only; ONNX Runtime refuses
     the model), which has no float64 kernel: refused before the run, naming
@@ -728,6 +770,8 @@ def main():
     save(random_model(), os.path.join(out, "f64_random.onnx"))
     save(refused_celu_model(), os.path.join(out, "f64_refused_celu.onnx"))
     random_inputs(out)
+    save(deform_model(), os.path.join(out, "f64_deform.onnx"))
+    deform_inputs(out)
 
 
 def control_model():

@@ -31,7 +31,9 @@
 #     against numpy (signal_checks below).
 #  1e. f64_elem_ort (Gelu's tanh form, RMSNormalization,
 #     NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, Attention;
-#     f64_roi_ort: RoiAlign; ONNX Runtime computes them in double) against
+#     f64_roi_ort: RoiAlign; f64_deform: DeformConv with group and
+#     offset_group 2, strides, pads, a mask, a bias and fractional offsets,
+#     rel_l2 < 1e-14; ONNX Runtime computes them in double) against
 #     ONNX Runtime, and f64_elem_np (Gelu,
 #     Mish, HardSwish, Shrink, ThresholdedRelu, Hardmax, Det,
 #     MeanVarianceNormalization, RMSNormalization) against numpy in double:
@@ -139,6 +141,11 @@ signal_checks
 ELEM="N=$M/elem_n.npy M=$M/elem_m.npy"
 ort_check elem_ort f64_elem_ort --file "N=$M/elem_n.npy" --file "M=$M/elem_m.npy"
 ort_check roi_ort f64_roi_ort --file "N=$M/elem_n.npy" --file "M=$M/elem_m.npy"
+# DeformConv against ONNX Runtime's double kernel (its sums run in another
+# order: rel_l2 < 1e-14)
+BOUND=1e-14
+ort_check deform_ort f64_deform --file "DN=$M/deform_n.npy" --file "DM=$M/deform_m.npy"
+BOUND=1e-15
 # shellcheck disable=SC2086
 np_check elem_numpy f64_elem_np $ELEM
 

@@ -237,6 +237,7 @@ static inline void mpx_k_free_values(mpx_value *v, int n) {
 #define MPX_F64_SHARED(fn) \
     mpx_status fn(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out);
 MPX_F64_SHARED(mpx_k_conv_f64)
+MPX_F64_SHARED(mpx_k_deform_conv_f64)
 MPX_F64_SHARED(mpx_k_pool_f64)
 MPX_F64_SHARED(mpx_k_global_pool_f64)
 MPX_F64_SHARED(mpx_k_batch_normalization_f64)

@@ -879,33 +879,41 @@ mpx_status mpx_k_conv_f64(const mpx_kctx *c, const mpx_value *const *in, int n_i
 /* X at a fractional position of one channel plane: bilinear between the
  * four pixels around it, a pixel outside the plane counting 0, and 0 when
  * the position is a pixel or more outside (ONNX's reference, ORT's
- * deformable im2col). */
-static float deform_sample(const float *p, int64_t H, int64_t W, float h, float w) {
-    if (h <= -1.0f || h >= (float)H || w <= -1.0f || w >= (float)W) return 0.0f;
-    float hf = floorf(h), wf = floorf(w);
-    int64_t hl = (int64_t)hf, wl = (int64_t)wf, hh = hl + 1, wh = wl + 1;
-    float lh = h - hf, lw = w - wf, uh = 1.0f - lh, uw = 1.0f - lw;
-    float v1 = hl >= 0 && wl >= 0 ? p[hl * W + wl] : 0.0f;
-    float v2 = hl >= 0 && wh < W ? p[hl * W + wh] : 0.0f;
-    float v3 = hh < H && wl >= 0 ? p[hh * W + wl] : 0.0f;
-    float v4 = hh < H && wh < W ? p[hh * W + wh] : 0.0f;
-    return uh * uw * v1 + uh * lw * v2 + lh * uw * v3 + lh * lw * v4;
-}
+ * deformable im2col). One body for float (the fp32 kernel) and double (the
+ * float64 one), so both types take the same steps. */
+#define DEFORM_SAMPLE(name, T, FLOOR)                                                             \
+    static T name(const T *p, int64_t H, int64_t W, T h, T w) {                                   \
+        if (h <= (T)-1 || h >= (T)H || w <= (T)-1 || w >= (T)W) return (T)0;                      \
+        T hf = FLOOR(h), wf = FLOOR(w);                                                           \
+        int64_t hl = (int64_t)hf, wl = (int64_t)wf, hh = hl + 1, wh = wl + 1;                     \
+        T lh = h - hf, lw = w - wf, uh = (T)1 - lh, uw = (T)1 - lw;                               \
+        T v1 = hl >= 0 && wl >= 0 ? p[hl * W + wl] : (T)0;                                        \
+        T v2 = hl >= 0 && wh < W ? p[hl * W + wh] : (T)0;                                         \
+        T v3 = hh < H && wl >= 0 ? p[hh * W + wl] : (T)0;                                         \
+        T v4 = hh < H && wh < W ? p[hh * W + wh] : (T)0;                                          \
+        return uh * uw * v1 + uh * lw * v2 + lh * uw * v3 + lh * lw * v4;                         \
+    }
+DEFORM_SAMPLE(deform_sample, float, floorf)
+DEFORM_SAMPLE(deform_sample_f64, double, floor)
+#undef DEFORM_SAMPLE
 
 /* DeformConv (2-D): Conv whose kernel taps are moved, per output position,
  * by the offsets (dy, dx per tap and offset group) and weighted by the
  * optional mask; X is sampled bilinearly there. Each output value is one
- * sum over input channels and taps (in that order) in the node's
- * accumulation format, plus the bias. */
-mpx_status mpx_k_deform_conv(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+ * sum over input channels and taps (in that order), plus the bias: in the
+ * node's accumulation format, or with f64 (every input float64: the
+ * float64 kernel) the positions, samples, mask, products and sum in
+ * double. */
+static mpx_status deform_conv(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out,
+                              bool f64) {
     const mpx_value *x, *w, *off, *b, *mask;
     char s1[160], s2[160];
     mpx_status st = kn_need_out(c, n_out, 1);
-    if (!st) st = kn_float_in(c, in, n_in, 0, "X", &x);
-    if (!st) st = kn_float_in(c, in, n_in, 1, "W", &w);
-    if (!st) st = kn_float_in(c, in, n_in, 2, "offset", &off);
-    if (!st) st = kn_float_opt(c, in, n_in, 3, "B", &b);
-    if (!st) st = kn_float_opt(c, in, n_in, 4, "mask", &mask);
+    if (!st) st = kn_values_in(c, in, n_in, 0, "X", f64, &x);
+    if (!st) st = kn_values_in(c, in, n_in, 1, "W", f64, &w);
+    if (!st) st = kn_values_in(c, in, n_in, 2, "offset", f64, &off);
+    if (!st) st = kn_values_opt(c, in, n_in, 3, "B", f64, &b);
+    if (!st) st = kn_values_opt(c, in, n_in, 4, "mask", f64, &mask);
     if (st) return st;
     if (x->rank != 4 || w->rank != 4)
         return mpx_kernel_error(c, MPX_E_UNSUPPORTED, "mpx runs 2-D DeformConv (X %s, W %s)", kn_shape(x, s1),
@@ -927,31 +935,55 @@ mpx_status mpx_k_deform_conv(const mpx_kctx *c, const mpx_value *const *in, int 
                                 (long long)N, (long long)(OG * taps), (long long)OH, (long long)OW);
     if (b && b->n != M) return mpx_kernel_error(c, MPX_E_SHAPE, "B %s must hold %lld values", kn_shape(b, s1), (long long)M);
     int64_t od[4] = {N, M, OH, OW}, cg = C / G, mg = M / G, cpo = C / OG;
-    if ((st = mpx_k_alloc(c, &out[0], x->dtype, 4, od))) return st;
+    if ((st = mpx_k_alloc(c, &out[0], f64 ? MPX_DT_DOUBLE : x->dtype, 4, od))) return st;
     for (int64_t n = 0; n < N; n++)
         for (int64_t m = 0; m < M; m++) {
             int64_t g = m / mg;
-            if (mpx_k_cancelled()) return mpx_kernel_error(c, MPX_E_CANCELLED, "cancelled"); /* (a channel apart) */
+            if (mpx_k_cancelled()) {
+                mpx_value_free(&out[0]);
+                return mpx_kernel_error(c, MPX_E_CANCELLED, "cancelled"); /* (a channel apart) */
+            }
             for (int64_t oh = 0; oh < OH; oh++)
                 for (int64_t ow = 0; ow < OW; ow++) {
                     mpx_acc acc;
+                    double sum = 0.0;
                     mpx_acc_init(&acc, &c->acc, 0.0f);
                     for (int64_t ci = 0; ci < cg; ci++) {
-                        int64_t ch = g * cg + ci, og = ch / cpo;
-                        const float *plane = x->f + (n * C + ch) * H * W, *wk = w->f + (m * cg + ci) * taps;
+                        int64_t ch = g * cg + ci, og = ch / cpo, pl = (n * C + ch) * H * W, wk = (m * cg + ci) * taps;
                         for (int64_t t = 0; t < taps; t++) {
                             int64_t i = t / KW, j = t % KW;
                             int64_t oc = ((n * OG + og) * 2 * taps + 2 * t) * OH * OW + oh * OW + ow;
-                            float ph = (float)(oh * win.s[0] - win.pb[0] + i * win.d[0]) + off->f[oc];
-                            float pw = (float)(ow * win.s[1] - win.pb[1] + j * win.d[1]) + off->f[oc + OH * OW];
-                            float v = deform_sample(plane, H, W, ph, pw);
-                            if (mask) v *= mask->f[((n * OG + og) * taps + t) * OH * OW + oh * OW + ow];
-                            mpx_acc_add(&acc, wk[t] * v);
+                            int64_t mi = ((n * OG + og) * taps + t) * OH * OW + oh * OW + ow;
+                            int64_t bh = oh * win.s[0] - win.pb[0] + i * win.d[0], bw = ow * win.s[1] - win.pb[1] + j * win.d[1];
+                            if (f64) {
+                                double v = deform_sample_f64(x->d + pl, H, W, (double)bh + off->d[oc],
+                                                             (double)bw + off->d[oc + OH * OW]);
+                                if (mask) v *= mask->d[mi];
+                                sum += w->d[wk + t] * v;
+                            } else {
+                                float v = deform_sample(x->f + pl, H, W, (float)bh + off->f[oc],
+                                                        (float)bw + off->f[oc + OH * OW]);
+                                if (mask) v *= mask->f[mi];
+                                mpx_acc_add(&acc, w->f[wk + t] * v);
+                            }
                         }
                     }
-                    float y = mpx_acc_result(&acc);
-                    out[0].f[((n * M + m) * OH + oh) * OW + ow] = b ? y + b->f[m] : y;
+                    int64_t o = ((n * M + m) * OH + oh) * OW + ow;
+                    if (f64) {
+                        out[0].d[o] = b ? sum + b->d[m] : sum;
+                    } else {
+                        float y = mpx_acc_result(&acc);
+                        out[0].f[o] = b ? y + b->f[m] : y;
+                    }
                 }
         }
     return MPX_OK;
+}
+
+mpx_status mpx_k_deform_conv(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    return deform_conv(c, in, n_in, out, n_out, false);
+}
+
+mpx_status mpx_k_deform_conv_f64(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
+    return deform_conv(c, in, n_in, out, n_out, true);
 }
