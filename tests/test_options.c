@@ -102,7 +102,7 @@ int main(void) {
         char w0[] = "channels", w1[] = "grey", *argv[] = {w0, w1};
         mpx_opt_value v[IMAGE_KEYWORD_COUNT];
         mpx_error e = {0};
-        CHECK_MSG(repl_keywords_only(repl_image_keywords, "image", 2, argv, v, &e) == MPX_OK, e.msg);
+        CHECK_MSG(repl_keywords_only(repl_image_keywords, "image", 2, argv, v, &e) == MPX_OK, "%s", e.msg);
         char name[16];
         CHECK(v[IMAGE_CHANNELS].given &&
               strcmp(repl_choice_at(repl_image_keywords[IMAGE_CHANNELS].choices, (int)v[IMAGE_CHANNELS].i,
