@@ -142,13 +142,6 @@ done:
 #define RA_CEIL ceilf
 #define RA_MAX FLT_MAX
 #include "kern_roi_body.h"
-#undef RA_T
-#undef RA_F
-#undef RA_FMAX
-#undef RA_ROUND
-#undef RA_FLOOR
-#undef RA_CEIL
-#undef RA_MAX
 #define RA_T double
 #define RA_F(x) x##_d
 #define RA_FMAX fmax
@@ -157,13 +150,6 @@ done:
 #define RA_CEIL ceil
 #define RA_MAX DBL_MAX
 #include "kern_roi_body.h"
-#undef RA_T
-#undef RA_F
-#undef RA_FMAX
-#undef RA_ROUND
-#undef RA_FLOOR
-#undef RA_CEIL
-#undef RA_MAX
 
 mpx_status mpx_k_roi_align(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
     const mpx_value *x, *rois, *bi = kn_opt(in, n_in, 2);

@@ -3,8 +3,9 @@
  * double (the float64 ones, kernels_f64.def), so both types walk the same
  * steps: ONNX Runtime's CPU kernels are one template over the element type.
  * GS_F(name) names this inclusion's functions; GS_FLOOR, GS_NEARBY and
- * GS_FABS are floor, nearbyint and fabs of GS_T. Not a header of its own:
- * no include guard on purpose. */
+ * GS_FABS are floor, nearbyint and fabs of GS_T; the body undefines them
+ * at its end, so the next inclusion defines them afresh. Not a header of
+ * its own: no include guard on purpose. */
 
 typedef struct GS_F(gs) {
     int64_t H, W;
@@ -128,3 +129,9 @@ static void GS_F(affine_grid)(int nd, int64_t N, const int64_t sp[3], bool align
                 }
     }
 }
+
+#undef GS_T
+#undef GS_F
+#undef GS_FLOOR
+#undef GS_NEARBY
+#undef GS_FABS

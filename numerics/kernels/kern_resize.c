@@ -463,22 +463,12 @@ mpx_status mpx_k_upsample_f64(const mpx_kctx *c, const mpx_value *const *in, int
 #define GS_NEARBY nearbyintf
 #define GS_FABS fabsf
 #include "kern_gs_body.h"
-#undef GS_T
-#undef GS_F
-#undef GS_FLOOR
-#undef GS_NEARBY
-#undef GS_FABS
 #define GS_T double
 #define GS_F(x) x##_d
 #define GS_FLOOR floor
 #define GS_NEARBY nearbyint
 #define GS_FABS fabs
 #include "kern_gs_body.h"
-#undef GS_T
-#undef GS_F
-#undef GS_FLOOR
-#undef GS_NEARBY
-#undef GS_FABS
 
 mpx_status mpx_k_grid_sample(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out) {
     const mpx_value *x, *grid;

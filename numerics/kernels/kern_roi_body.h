@@ -3,8 +3,9 @@
  * one, kernels_f64.def), so both types take ONNX Runtime's steps (its CPU
  * kernel is one template over the element type). RA_F(name) names this
  * inclusion's functions; RA_FMAX, RA_ROUND, RA_FLOOR, RA_CEIL are fmax,
- * round, floor, ceil of RA_T and RA_MAX its largest finite value. Not a header of its own:
- * no include guard on purpose. */
+ * round, floor, ceil of RA_T and RA_MAX its largest finite value; the body
+ * undefines them at its end, so the next inclusion defines them afresh.
+ * Not a header of its own: no include guard on purpose. */
 
 typedef struct RA_F(sample) {
     int64_t pos[4];
@@ -102,3 +103,11 @@ static void RA_F(max_roi_pool_rois)(const RA_T *x, const RA_T *rois, int64_t R, 
         }
     }
 }
+
+#undef RA_T
+#undef RA_F
+#undef RA_FMAX
+#undef RA_ROUND
+#undef RA_FLOOR
+#undef RA_CEIL
+#undef RA_MAX
