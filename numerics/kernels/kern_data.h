@@ -71,11 +71,16 @@ static inline mpx_status opt_in(const mpx_kctx *c, const mpx_value *const *in, i
     return MPX_OK;
 }
 
-static inline size_t esz(const mpx_value *v) { return v->f ? sizeof(float) : sizeof(int64_t); }
-static inline const char *cbytes(const mpx_value *v) {
-    return v->f ? (const char *)v->f : (const char *)v->i;
+/* A value's element size and bytes: fp32, int64, or float64 (the kernels
+ * that move float64 values themselves: sequences, Unique; f64_move hands
+ * the others int64 bits). */
+static inline size_t esz(const mpx_value *v) {
+    return v->d ? sizeof(double) : v->f ? sizeof(float) : sizeof(int64_t);
 }
-static inline char *bytes(mpx_value *v) { return v->f ? (char *)v->f : (char *)v->i; }
+static inline const char *cbytes(const mpx_value *v) {
+    return v->d ? (const char *)v->d : v->f ? (const char *)v->f : (const char *)v->i;
+}
+static inline char *bytes(mpx_value *v) { return v->d ? (char *)v->d : v->f ? (char *)v->f : (char *)v->i; }
 
 /* Allocate out with src's dtype; the element kinds then agree by construction. */
 static inline mpx_status alloc_like(const mpx_kctx *c, mpx_value *out, const mpx_value *src,

@@ -15,15 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* An item's elements as bytes: float64 ones (kernels_f64.def) move as
- * doubles, the others as fp32 or int64. */
-static size_t item_es(const mpx_value *v) {
-    return v->d ? sizeof *v->d : v->f ? sizeof *v->f : sizeof *v->i;
-}
-static const char *item_bytes(const mpx_value *v) {
-    return v->d ? (const char *)v->d : v->f ? (const char *)v->f : (const char *)v->i;
-}
-
 static mpx_status new_seq(const mpx_kctx *c, mpx_value *v, mpx_dtype dt, int64_t n) {
     memset(v, 0, sizeof *v);
     v->is_seq = true, v->dtype = dt, v->rank = -1, v->n = n;
@@ -183,10 +174,10 @@ mpx_status mpx_k_split_to_sequence(const mpx_kctx *c, const mpx_value *const *in
             else if (keep) d[r++] = sizes[k];
         mpx_value *v = &out[0].seq[k];
         if ((st = mpx_k_alloc(c, v, x->dtype, r, d))) break;
-        size_t es = item_es(x);
+        size_t es = esz(x);
         for (int64_t o = 0; o < outer; o++)
-            memcpy((char *)item_bytes(v) + (size_t)(o * sizes[k] * inner) * es,
-                   item_bytes(x) + (size_t)((o * len + from) * inner) * es, (size_t)(sizes[k] * inner) * es);
+            memcpy(bytes(v) + (size_t)(o * sizes[k] * inner) * es,
+                   cbytes(x) + (size_t)((o * len + from) * inner) * es, (size_t)(sizes[k] * inner) * es);
         from += sizes[k];
     }
     free(sizes);
@@ -223,13 +214,13 @@ mpx_status mpx_k_concat_from_sequence(const mpx_kctx *c, const mpx_value *const 
     for (int i = 0; i < a; i++) outer *= d[i];
     for (int i = a + 1; i < r; i++) inner *= d[i];
     if ((st = mpx_k_alloc(c, &out[0], f->dtype, r, d))) return st;
-    size_t es = item_es(f);
-    char *dst = (char *)item_bytes(&out[0]);
+    size_t es = esz(f);
+    char *dst = bytes(&out[0]);
     int64_t at = 0;
     for (int64_t k = 0; k < s->n; k++) {
         const mpx_value *v = &s->seq[k];
         int64_t w = stack ? 1 : v->dims[a];
-        const char *src = item_bytes(v);
+        const char *src = cbytes(v);
         for (int64_t o = 0; o < outer; o++)
             memcpy(dst + (size_t)((o * total + at) * inner) * es, src + (size_t)(o * w * inner) * es, (size_t)(w * inner) * es);
         at += w;

@@ -118,9 +118,9 @@ mpx_status mpx_k_unique(const mpx_kctx *c, const mpx_value *const *in, int n_in,
         yd[0] = U;
     }
     if ((st = mpx_k_alloc(c, &out[0], x->dtype, yr, yd)) == MPX_OK) {
-        size_t es = x->d ? sizeof(double) : x->f ? sizeof(float) : sizeof(int64_t);
-        const char *xb = x->d ? (const char *)x->d : x->f ? (const char *)x->f : (const char *)x->i;
-        char *yb = out[0].d ? (char *)out[0].d : out[0].f ? (char *)out[0].f : (char *)out[0].i;
+        size_t es = esz(x);
+        const char *xb = cbytes(x);
+        char *yb = bytes(&out[0]);
         for (int64_t o = 0; o < k.outer; o++)
             for (int64_t g = 0; g < U; g++) {
                 const char *src = xb + (size_t)((o * L + gr[g].first) * k.inner) * es;
