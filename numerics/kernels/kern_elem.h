@@ -290,6 +290,11 @@ static inline float ke_softplus(float x) {
     return log1pf(expf(x));
 }
 
+/* The float64 forms (kern_f64.c's Sigmoid, Softplus and Mish; kern_rnn.c's
+ * float64 activations): libm in double, exp of a non-positive argument. */
+static inline double ke_sigmoid_d(double x) { return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x)); }
+static inline double ke_softplus_d(double x) { return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)); }
+
 /* Free an output a kernel filled before it found a bad value, so a failed
  * kernel leaves its slot absent. */
 static inline mpx_status ke_fail(mpx_value *out, mpx_status st) {

@@ -160,8 +160,6 @@ typedef struct uparams {
     double alpha, beta, gamma, lo, hi;
 } uparams;
 
-static double sigmoid_d(double x) { return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x)); }
-
 static double unary_d(mpx_op op, double x, const uparams *p) {
     switch (op) {
     case MPX_OP_Relu: return x > 0 ? x : x == 0 || x < 0 ? 0.0 : x; /* NaN stays */
@@ -182,14 +180,14 @@ static double unary_d(mpx_op op, double x, const uparams *p) {
     case MPX_OP_Acosh: return acosh(x);
     case MPX_OP_Atanh: return atanh(x);
     case MPX_OP_Tanh: return tanh(x);
-    case MPX_OP_Sigmoid: return sigmoid_d(x);
+    case MPX_OP_Sigmoid: return ke_sigmoid_d(x);
     case MPX_OP_Erf: return erf(x);
     case MPX_OP_Floor: return floor(x);
     case MPX_OP_Ceil: return ceil(x);
     case MPX_OP_Round: return nearbyint(x); /* ties to even in the default mode */
     case MPX_OP_Reciprocal: return 1.0 / x;
     case MPX_OP_Sign: return x > 0 ? 1.0 : x < 0 ? -1.0 : x == 0 ? 0.0 : x;
-    case MPX_OP_Softplus: return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
+    case MPX_OP_Softplus: return ke_softplus_d(x);
     case MPX_OP_Softsign: return x / (1.0 + fabs(x));
     case MPX_OP_LeakyRelu: return x >= 0 ? x : p->alpha * x;
     case MPX_OP_Elu: return x >= 0 ? x : p->alpha * (exp(x) - 1.0);
@@ -205,7 +203,7 @@ static double unary_d(mpx_op op, double x, const uparams *p) {
      * and sqrt((double)0.63661977236f); the erf form divides by sqrt(2.0).
      * x^3 of 1e150 overflows to inf where tanh is 1 anyway. */
     case MPX_OP_HardSwish: return x * fmax(0.0, fmin(1.0, (double)(1.0f / 6.0f) * x + 0.5));
-    case MPX_OP_Mish: return x * tanh(x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)));
+    case MPX_OP_Mish: return x * tanh(ke_softplus_d(x));
     case MPX_OP_Gelu:
         return p->gamma != 0
                    ? 0.5 * x * (1.0 + tanh(sqrt((double)0.63661977236f) * (x + (double)0.044715f * (x * x * x))))
@@ -614,19 +612,29 @@ static mpx_status f64_softmax(const mpx_kctx *c, const mpx_value *const *in, int
         else inner *= x->dims[i];
     }
     if ((st = mpx_k_alloc_raw(c, &out[0], MPX_DT_DOUBLE, x->rank, x->dims)) != MPX_OK) return st;
-    const bool lg = c->node->op == MPX_OP_LogSoftmax, hard = c->node->op == MPX_OP_Hardmax;
     double *y = out[0].d;
+    if (c->node->op != MPX_OP_Hardmax) {
+        mpx_k_softmax_rows_f64(x->d, y, outer, len, inner, c->node->op == MPX_OP_LogSoftmax);
+        return MPX_OK;
+    }
     for (int64_t o = 0; o < outer; o++)
         for (int64_t q = 0; q < inner; q++) {
             const double *r = x->d + o * len * inner + q;
             double *w = y + o * len * inner + q;
-            if (hard) { /* 1 at the first largest; a NaN is never larger (the fp32 kernel's rule) */
-                int64_t at = 0;
-                for (int64_t k = 1; k < len; k++)
-                    if (r[k * inner] > r[at * inner]) at = k;
-                for (int64_t k = 0; k < len; k++) w[k * inner] = k == at ? 1.0 : 0.0;
-                continue;
-            }
+            /* 1 at the first largest; a NaN is never larger (the fp32 kernel's rule) */
+            int64_t at = 0;
+            for (int64_t k = 1; k < len; k++)
+                if (r[k * inner] > r[at * inner]) at = k;
+            for (int64_t k = 0; k < len; k++) w[k * inner] = k == at ? 1.0 : 0.0;
+        }
+    return MPX_OK;
+}
+
+void mpx_k_softmax_rows_f64(const double *x, double *y, int64_t outer, int64_t len, int64_t inner, bool lg) {
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t q = 0; q < inner; q++) {
+            const double *r = x + o * len * inner + q;
+            double *w = y + o * len * inner + q;
             double mx = -INFINITY, sum = 0;
             for (int64_t k = 0; k < len; k++)
                 if (r[k * inner] > mx) mx = r[k * inner];
@@ -638,7 +646,6 @@ static mpx_status f64_softmax(const mpx_kctx *c, const mpx_value *const *in, int
             const double ls = log(sum);
             for (int64_t k = 0; k < len; k++) w[k * inner] = lg ? r[k * inner] - mx - ls : w[k * inner] / sum;
         }
-    return MPX_OK;
 }
 
 /* ---- Range, ConstantOfShape ------------------------------------------------------ */

@@ -261,6 +261,12 @@ MPX_F64_SHARED(mpx_k_softmax_cross_entropy_f64)
 MPX_F64_SHARED(mpx_k_attention_f64)
 #undef MPX_F64_SHARED
 
+/* Softmax (log: LogSoftmax) of float64 rows in double (kern_f64.c): outer
+ * blocks of len values inner apart, each row's largest value subtracted,
+ * libm's exp and log, the sum in order. SoftmaxCrossEntropyLoss's float64
+ * log_softmax (kern_loss.c) is the same rows. */
+void mpx_k_softmax_rows_f64(const double *x, double *y, int64_t outer, int64_t len, int64_t inner, bool lg);
+
 /* The rounding the executor offers for a float output 0 (mpx_kctx.out_round;
  * NULL: none). A kernel taking it rounds its output in pieces of
  * MPX_K_ROUND_PIECE values as it makes them, each while it is in L1 (the

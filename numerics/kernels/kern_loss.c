@@ -110,21 +110,6 @@ mpx_status mpx_k_nll_loss_f64(const mpx_kctx *c, const mpx_value *const *in, int
     return nll_run(c, in, n_in, out, n_out, true);
 }
 
-/* A float64 loss's log_softmax in double: the same steps, exp and log of
- * libm in double, the sum in order. */
-static void log_softmax_d(const double *x, double *y, int64_t N, int64_t C, int64_t D) {
-    for (int64_t n = 0; n < N; n++)
-        for (int64_t d = 0; d < D; d++) {
-            const double *xp = x + n * C * D + d;
-            double *yp = y + n * C * D + d, m = xp[0], s = 0;
-            for (int64_t k = 1; k < C; k++)
-                if (xp[k * D] > m) m = xp[k * D];
-            for (int64_t k = 0; k < C; k++) s += exp(xp[k * D] - m);
-            const double ls = log(s);
-            for (int64_t k = 0; k < C; k++) yp[k * D] = (xp[k * D] - m) - ls;
-        }
-}
-
 static mpx_status sce_run(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out, int n_out,
                           bool f64) {
     const mpx_value *x, *w;
@@ -146,7 +131,7 @@ static mpx_status sce_run(const mpx_kctx *c, const mpx_value *const *in, int n_i
         } else if ((st = kn_scratch(c, (size_t)(x->n ? x->n : 1), sizeof *lp, (void **)&lp))) {
             return st;
         }
-        log_softmax_d(x->d, lp, N, C, D);
+        mpx_k_softmax_rows_f64(x->d, lp, N, C, D, true); /* over axis 1 */
         st = nll(c, NULL, lp, x, t, w, &out[0]);
         if (!keep) free(lp);
         else if (st) mpx_value_free(&out[1]);

@@ -475,7 +475,7 @@ static void run_row(const rnn *s, int64_t d, int64_t b, float *scratch) {
 static double act_apply_d(const act *a, double x) {
     const double al = (double)a->alpha, be = (double)a->beta;
     switch (a->fn) {
-    case A_SIGMOID: return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
+    case A_SIGMOID: return ke_sigmoid_d(x);
     case A_TANH: return tanh(x);
     case A_RELU: return x > 0.0 ? x : 0.0;
     case A_AFFINE: return al * x + be;
@@ -488,7 +488,7 @@ static double act_apply_d(const act *a, double x) {
     }
     case A_ELU: return x >= 0.0 ? x : al * (exp(x) - 1.0);
     case A_SOFTSIGN: return x / (1.0 + fabs(x));
-    case A_SOFTPLUS: return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
+    case A_SOFTPLUS: return ke_softplus_d(x);
     }
     return x;
 }
