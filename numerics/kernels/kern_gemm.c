@@ -283,9 +283,9 @@ static void kg_bpack_fn(void *ctx, int tid, long item) {
         return;
     }
     /* Row by row of B, each row's 16-value runs to their panels: B is read
-     * in order (panel by panel it was read down a column of rows N floats
-     * apart, one scalar load at a time, and that was most of a
-     * transformer's first run: every weight is packed then). */
+     * in order (panel by panel, B is read down a column of rows N floats
+     * apart, one scalar load at a time: most of a transformer's first run,
+     * when every weight is packed). */
     float *row = f ? malloc((size_t)N * sizeof *row) : NULL;
     const int64_t full = N / KG_NR * KG_NR;
     for (int64_t k = 0; k < kc; k++) {
