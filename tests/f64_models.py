@@ -35,7 +35,8 @@ Runtime's double kernel.
 f64_random: Bernoulli and Multinomial of float64 values (their draws).
 
 f64_bn_train: a training-mode float64 BatchNormalization (against numpy);
-f64_refused_celu: a float64 Celu (ONNX defines it for float only), refused
+f64_refused_ms_attention: a float64 com.microsoft Attention, refused when it
+runs; f64_refused_celu: a float64 Celu (ONNX defines it for float only), refused
 before the run.
 
 f64_move, f64_scatter10, f64_signal, f64_control (against ONNX Runtime) and
@@ -44,7 +45,7 @@ and sequence ops (write_signal_inputs, the models' docstrings).
 
 Writes <out>/f64_ops.onnx, f64_nn.onnx, f64_np.onnx, f64_resize.onnx,
 f64_loop.onnx, f64_bn_train.onnx, f64_elem_ort.onnx, f64_elem_np.onnx,
-f64_roi_ort.onnx, f64_random.onnx, f64_refused_celu.onnx, f64_deform.onnx (and f64_rnn, f32_rnn, f64_up9,
+f64_roi_ort.onnx, f64_random.onnx, f64_refused_celu.onnx, f64_refused_ms_attention.onnx, f64_deform.onnx (and f64_rnn, f32_rnn, f64_up9,
 f64_up7) and the inputs x.npy, z.npy, f.npy (<f8, <f8, <f4), n.npy, n2.npy,
 elem_n.npy, elem_m.npy, deform_n.npy, deform_m.npy, rnd_p.npy, rnd_p_bad.npy, rnd_l.npy (<f8), e.npy (<i8), v.npy
 (<f4), xr.npy, xr32.npy.
@@ -701,6 +702,18 @@ def deform_inputs(out):
     np.save(os.path.join(out, "deform_m.npy"), mv.astype("<f8"))
 
 
+def refused_ms_attention_model():
+    """A float64 com.microsoft Attention (ONNX Runtime's contrib op, float
+    only there), which the float64 kernel refuses when it runs, naming the
+    node; ONNX's own Attention is float64 (f64_elem_ort)."""
+    n = helper.make_node("Attention", ["X", "aw", "ab"], ["att"], name="ms_att", domain="com.microsoft", num_heads=2)
+    g = helper.make_graph([n], "f64_refused_ms_attention", [vi("X", D, [1, 3, 4])], [vi("att", D, None)],
+                          [init("aw", rng.uniform(-1, 1, (4, 12))), init("ab", rng.uniform(-1, 1, 12))])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    m.ir_version = 10
+    return m
+
+
 def refused_celu_model():
     """A float64 Celu (ONNX defines Celu for float only; ONNX Runtime refuses
     the model), which has no float64 kernel: refused before the run, naming
@@ -769,6 +782,7 @@ def main():
     elem_inputs(out)
     save(random_model(), os.path.join(out, "f64_random.onnx"))
     save(refused_celu_model(), os.path.join(out, "f64_refused_celu.onnx"))
+    save(refused_ms_attention_model(), os.path.join(out, "f64_refused_ms_attention.onnx"))
     random_inputs(out)
     save(deform_model(), os.path.join(out, "f64_deform.onnx"))
     deform_inputs(out)

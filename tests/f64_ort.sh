@@ -49,7 +49,8 @@
 #     (the gates in the compute format and the state carried in the output
 #     format at every step) and the same rel_l2.
 #  5. A float64 Celu (no row: ONNX defines Celu for float only) is refused
-#     before the run, naming the node.
+#     before the run, naming the node; 5b. a float64 com.microsoft
+#     Attention when it runs.
 #
 # usage: f64_ort.sh <mpx_run_model> <mpx> <python3> <cache_dir> <work_dir>
 set -eu
@@ -327,6 +328,19 @@ else
     *'node "celu" (Celu): no float64 kernel for Celu; mpx computes float64 as float64'*)
       echo "refused_celu: ok" ;;
     *) echo "$out"; fail refused_celu "not the expected message" ;;
+  esac
+fi
+
+# 5b. a float64 com.microsoft Attention (ONNX's own runs in double) is
+# refused when it runs, naming the node
+n=$((n + 1))
+if out=$("$MPX" -c "load $M/f64_refused_ms_attention.onnx; input X random; run" 2>&1); then
+  fail refused_ms_attention "a float64 com.microsoft Attention ran"
+else
+  case $out in
+    *'node "ms_att" (Attention): a float64 com.microsoft Attention is not supported'*)
+      echo "refused_ms_attention: ok" ;;
+    *) echo "$out"; fail refused_ms_attention "not the expected message" ;;
   esac
 fi
 
