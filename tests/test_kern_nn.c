@@ -1730,6 +1730,20 @@ static void test_softmax_sleef_lanes(void) {
     CHECK(y.n == z.n && memcmp(y.f, z.f, (size_t)y.n * sizeof(float)) == 0);
     vfree(1, &y);
     vfree(1, &z);
+    /* On a CPU without AVX2 and FMA (MPX_KERN_PORTABLE=1 stands for one)
+     * the option is refused, naming what is missing and the rule that drops
+     * it, and nothing is written; the same row over another axis still runs. */
+    setenv("MPX_KERN_PORTABLE", "1", 1);
+    c.node = node("Softmax", 13, 1, "y", "");
+    c.acc.flags = MPX_ACC_SLEEF_LANES;
+    mpx_value_clear(&y);
+    mpx_error_clear(&err);
+    CHECK(mpx_kernel_for(MPX_OP_Softmax)(&c, in, 1, &y, 1) == MPX_E_UNSUPPORTED && y.n < 0);
+    CHECK_MSG(strstr(err.msg, "AVX2 and FMA") && strstr(err.msg, "accum Softmax fp32"), "refusal: %s", err.msg);
+    c.node = node("Softmax", 13, 1, "y", "axis=0");
+    CHECK(mpx_kernel_for(MPX_OP_Softmax)(&c, in, 1, &y, 1) == MPX_OK);
+    unsetenv("MPX_KERN_PORTABLE");
+    vfree(1, &y);
     vfree(1, &x);
 }
 #endif

@@ -1214,10 +1214,12 @@ static void sm_sleef_row(void *ctx, int tid, long r) {
 }
 
 /* Whether this build and CPU run kern_sleef.c: an x86-64 build (the file
- * is compiled there alone) on a CPU with AVX2 and FMA. */
+ * is compiled there alone) on a CPU with AVX2 and FMA. MPX_KERN_PORTABLE=1
+ * stands for a CPU without them, as for the other kernels (the refusal's
+ * test). */
 static bool sleef_lanes_runs(void) {
 #if defined(MPX_HAVE_SLEEF_AVX2) && defined(__x86_64__) && defined(__GNUC__)
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return !mpx_env_on("MPX_KERN_PORTABLE") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #else
     return false;
 #endif
