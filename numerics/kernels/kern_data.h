@@ -102,16 +102,21 @@ static inline int64_t prod(int from, int to, const int64_t *dims) {
     return p;
 }
 
+/* x's elements under a new shape (Reshape, Flatten, Squeeze, Unsqueeze,
+ * Identity). The output is not cleared first (the copy writes every
+ * element), and it may be the buffer the executor offers (mpx_kctx.dest):
+ * a float input that dies at this node, whose buffer then simply changes
+ * hands, nothing copied (run/exec.c). */
 static inline mpx_status copy_whole(const mpx_kctx *c, mpx_value *out, const mpx_value *x, int rank,
                                     const int64_t *dims) {
-    mpx_status st = alloc_like(c, out, x, rank, dims);
+    mpx_status st = mpx_k_alloc_raw(c, out, x->dtype, rank, dims);
     if (st != MPX_OK) return st;
     if (out->n != x->n) {
         mpx_value_free(out);
         return mpx_kernel_error(c, MPX_E_SHAPE, "element counts differ (%lld, %lld)",
                                 (long long)out->n, (long long)x->n);
     }
-    if (x->n > 0) memcpy(bytes(out), cbytes(x), (size_t)x->n * esz(x));
+    if (x->n > 0 && bytes(out) != cbytes(x)) memcpy(bytes(out), cbytes(x), (size_t)x->n * esz(x));
     return MPX_OK;
 }
 
