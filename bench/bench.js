@@ -49,9 +49,10 @@
 //
 // --profile MODEL (a model's key: det, rec, cls or a suite model's name; or a
 // file.onnx with --shape): the per-op comparison with ONNX Runtime instead of
-// the table above. mpx: `mpx_bench profile` (every node timed on its own,
-// a chain of elementwise nodes by tiles as mpx_run_graph runs it, --mpx-reps
-// runs a round, each node's samples). ORT: the
+// the table above. mpx: `mpx_bench profile` (every node timed as the fp32
+// forward runs it: mpx_run_graph streaming, a node writing over an input
+// that dies at it, a chain of elementwise nodes by tiles sharing its time;
+// --mpx-reps runs a round, each node's samples). ORT: the
 // same model, input and session options with enableProfiling: its
 // Chrome-trace JSON has one event per node of ORT's optimised graph a run
 // (--ort-reps runs a round after one untimed). Rounds interleave the two;
@@ -415,8 +416,8 @@ async function profileMode() {
   p('if it is of a kind ORT folds into the node before it (BatchNormalization, activations, Add, Mul, Cast, ...), else its');
   p('first consumer\'s; an ORT node that computes no original tensor counts in the group that reads it. A row sums the');
   p('groups of one label: the kinds of their original nodes, in order, once each ("Conv[dw]": a depthwise Conv); "count"');
-  p('is groups. mpx times every node on its own');
-  p('(mpx_bench profile), a chain of elementwise nodes run by tiles as mpx_run_graph runs it, its time shared by its');
+  p('is groups. mpx times every node as its fp32 forward runs it (mpx_bench profile: mpx_run_graph streaming, a node');
+  p('writing over an input that dies at it), a chain of elementwise nodes run by tiles sharing its time among its');
   p('nodes; ORT\'s NCHWc reorders have no mpx node and are a row of their own; "(no ORT node)": nodes ORT removed with');
   p('no consumer in a group. Both sides\' per-node timing adds overhead: the totals exceed a plain forward.');
   const text = lines.join('\n');
