@@ -1326,8 +1326,8 @@ static void test_softmax(void) {
     vfree(1, &x);
     /* the definition, bit for bit, on slices long enough for the vector
      * loop and the threads (61 x 301, contiguous) and strided (axis 1 of
-     * 4x301x3), and slices longer than kern_norm.c's sm_rows copies
-     * transposed (11 x 1100): e_k = the float nearest exp(x_k - max), their
+     * 4x301x3), and long slices (11 x 1100: 18 blocks of 64, the last
+     * partial): e_k = the float nearest exp(x_k - max), their
      * sum in order in fp32 (blocks of 64), e_k / sum */
     for (int strided = 0; strided < 3; strided++) {
         /* (61, 11: slices 8 at a time and 5, 3) */

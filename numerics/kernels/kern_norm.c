@@ -1213,13 +1213,14 @@ static float row_max(const float *x, int64_t D) {
  * term by term (blocks of MPX_ACC_FP32_BLOCK from 0 added to the running
  * sum, a partial last block too), so the same bits. Why: one slice's sum
  * is a chain of dependent additions, 4 cycles each (ViT-B/16's attention:
- * 28,000 slices of 197 a forward). Slices of up to SM_T values are copied
- * transposed first (et[k][i]: the slices' k-th exponentials side by side),
- * so that the chains are one vector's lanes, each lane its slice's
- * additions in order (the strided loop over slices stayed scalar). y may
- * be x (the executor's dying input, softmax()): each value is read before
- * its place is written. */
-enum { SM_ROWS = 8, SM_T = 1024 };
+ * 28,000 slices of 197 a forward). Each block of the slices' exponentials
+ * is copied transposed first (et[k][i]: the slices' k-th values side by
+ * side), so that the chains are vector lanes, each lane its slice's
+ * additions in order, four vectors of independent chains at a time (the
+ * strided loop over eight slices had stayed scalar). y may be x (the
+ * executor's dying input, softmax()): each value is read before its place
+ * is written. */
+enum { SM_ROWS = 32 };
 MPX_K_CLONES("avx512f", "avx2", "default")
 static void sm_rows(void *ctx, int tid, long item) {
     (void)tid;
@@ -1227,35 +1228,25 @@ static void sm_rows(void *ctx, int tid, long item) {
     const int64_t D = j->D, r0 = (int64_t)item * SM_ROWS;
     const int nr = (int)(j->rows - r0 < SM_ROWS ? j->rows - r0 : SM_ROWS);
     const float *x = j->x + r0 * D;
-    float *y = j->y + r0 * D, m[SM_ROWS], sum[SM_ROWS] = {0}, blk[SM_ROWS] = {0};
+    float *y = j->y + r0 * D, m[SM_ROWS], sum[SM_ROWS] = {0};
     for (int i = 0; i < nr; i++) {
         const float *xp = x + i * D;
         m[i] = row_max(xp, D);
         ke_exp_neg_map(xp, m[i], y + i * D, D);
     }
-    int nblk = 0;
-    if (D <= SM_T) {
-        float et[SM_T * SM_ROWS];
-        for (int i = 0; i < SM_ROWS; i++) /* slices past the last: zeros, their sums unused */
-            for (int64_t k = 0; k < D; k++) et[k * SM_ROWS + i] = i < nr ? y[i * D + k] : 0.0f;
-        for (int64_t k = 0; k < D; k++) {
+    float et[MPX_ACC_FP32_BLOCK * SM_ROWS];
+    for (int64_t k0 = 0; k0 < D; k0 += MPX_ACC_FP32_BLOCK) {
+        const int64_t kn = D - k0 < MPX_ACC_FP32_BLOCK ? D - k0 : MPX_ACC_FP32_BLOCK;
+        for (int i = 0; i < nr; i++)
+            for (int64_t k = 0; k < kn; k++) et[k * SM_ROWS + i] = y[i * D + k0 + k];
+        for (int i = nr; i < SM_ROWS; i++) /* slices past the last: zeros, their sums unused */
+            for (int64_t k = 0; k < kn; k++) et[k * SM_ROWS + i] = 0.0f;
+        float blk[SM_ROWS] = {0};
+        for (int64_t k = 0; k < kn; k++)
             for (int i = 0; i < SM_ROWS; i++) blk[i] += et[k * SM_ROWS + i];
-            if (++nblk == MPX_ACC_FP32_BLOCK) {
-                for (int i = 0; i < SM_ROWS; i++) sum[i] += blk[i], blk[i] = 0.0f;
-                nblk = 0;
-            }
-        }
-    } else {
-        for (int64_t k = 0; k < D; k++) {
-            for (int i = 0; i < nr; i++) blk[i] += y[i * D + k];
-            if (++nblk == MPX_ACC_FP32_BLOCK) {
-                for (int i = 0; i < nr; i++) sum[i] += blk[i], blk[i] = 0.0f;
-                nblk = 0;
-            }
-        }
+        for (int i = 0; i < SM_ROWS; i++) sum[i] += blk[i];
     }
     for (int i = 0; i < nr; i++) {
-        if (nblk > 0) sum[i] += blk[i];
         const float *xp = x + i * D;
         float *yp = y + i * D;
         const float si = sum[i];
