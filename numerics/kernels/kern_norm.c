@@ -1148,6 +1148,7 @@ typedef struct sm_job {
     int64_t D, inner;
     sm_form form;
     int64_t rows; /* slices (sm_rows) */
+    int per;      /* slices an item (sm_rows) */
 } sm_job;
 
 /* One slice (row r = o * inner + i): its largest value m, e_k = exp(x_k - m)
@@ -1217,16 +1218,19 @@ static float row_max(const float *x, int64_t D) {
  * is copied transposed first (et[k][i]: the slices' k-th values side by
  * side), so that the chains are vector lanes, each lane its slice's
  * additions in order, four vectors of independent chains at a time (the
- * strided loop over eight slices had stayed scalar). y may be x (the
- * executor's dying input, softmax()): each value is read before its place
- * is written. */
-enum { SM_ROWS = 32 };
+ * strided loop over eight slices had stayed scalar). Slices longer than
+ * SM_LONG go 8 an item, their sums in that strided loop (for rec's 40
+ * slices of 6625 the copies cost more than they saved; 32 such slices
+ * would also outgrow the L2 cache and leave two items for two threads). y
+ * may be x (the executor's dying input, softmax()): each value is read
+ * before its place is written. */
+enum { SM_ROWS = 32, SM_LONG = 1024 };
 MPX_K_CLONES("avx512f", "avx2", "default")
 static void sm_rows(void *ctx, int tid, long item) {
     (void)tid;
     const sm_job *j = ctx;
-    const int64_t D = j->D, r0 = (int64_t)item * SM_ROWS;
-    const int nr = (int)(j->rows - r0 < SM_ROWS ? j->rows - r0 : SM_ROWS);
+    const int64_t D = j->D, r0 = (int64_t)item * j->per;
+    const int nr = (int)(j->rows - r0 < j->per ? j->rows - r0 : j->per);
     const float *x = j->x + r0 * D;
     float *y = j->y + r0 * D, m[SM_ROWS], sum[SM_ROWS] = {0};
     for (int i = 0; i < nr; i++) {
@@ -1234,17 +1238,30 @@ static void sm_rows(void *ctx, int tid, long item) {
         m[i] = row_max(xp, D);
         ke_exp_neg_map(xp, m[i], y + i * D, D);
     }
-    float et[MPX_ACC_FP32_BLOCK * SM_ROWS];
-    for (int64_t k0 = 0; k0 < D; k0 += MPX_ACC_FP32_BLOCK) {
-        const int64_t kn = D - k0 < MPX_ACC_FP32_BLOCK ? D - k0 : MPX_ACC_FP32_BLOCK;
-        for (int i = 0; i < nr; i++)
-            for (int64_t k = 0; k < kn; k++) et[k * SM_ROWS + i] = y[i * D + k0 + k];
-        for (int i = nr; i < SM_ROWS; i++) /* slices past the last: zeros, their sums unused */
-            for (int64_t k = 0; k < kn; k++) et[k * SM_ROWS + i] = 0.0f;
+    if (D <= SM_LONG) {
+        float et[MPX_ACC_FP32_BLOCK * SM_ROWS];
+        for (int64_t k = 0; k < MPX_ACC_FP32_BLOCK; k++) /* lanes past the last slice: zeros, their sums unused */
+            for (int i = nr; i < SM_ROWS; i++) et[k * SM_ROWS + i] = 0.0f;
+        for (int64_t k0 = 0; k0 < D; k0 += MPX_ACC_FP32_BLOCK) {
+            const int64_t kn = D - k0 < MPX_ACC_FP32_BLOCK ? D - k0 : MPX_ACC_FP32_BLOCK;
+            for (int i = 0; i < nr; i++)
+                for (int64_t k = 0; k < kn; k++) et[k * SM_ROWS + i] = y[i * D + k0 + k];
+            float blk[SM_ROWS] = {0};
+            for (int64_t k = 0; k < kn; k++)
+                for (int i = 0; i < SM_ROWS; i++) blk[i] += et[k * SM_ROWS + i];
+            for (int i = 0; i < SM_ROWS; i++) sum[i] += blk[i];
+        }
+    } else {
         float blk[SM_ROWS] = {0};
-        for (int64_t k = 0; k < kn; k++)
-            for (int i = 0; i < SM_ROWS; i++) blk[i] += et[k * SM_ROWS + i];
-        for (int i = 0; i < SM_ROWS; i++) sum[i] += blk[i];
+        int nblk = 0;
+        for (int64_t k = 0; k < D; k++) {
+            for (int i = 0; i < nr; i++) blk[i] += y[i * D + k];
+            if (++nblk == MPX_ACC_FP32_BLOCK) {
+                for (int i = 0; i < nr; i++) sum[i] += blk[i], blk[i] = 0.0f;
+                nblk = 0;
+            }
+        }
+        for (int i = 0; nblk > 0 && i < nr; i++) sum[i] += blk[i];
     }
     for (int i = 0; i < nr; i++) {
         const float *xp = x + i * D;
@@ -1317,13 +1334,13 @@ static mpx_status softmax(const mpx_kctx *c, const mpx_value *const *in, int n_i
     if ((st = mpx_k_alloc_raw(form == SM_SOFT && !sleef ? c : &own, &out[0], x->dtype, x->rank, x->dims))) return st;
     if (D == 0) return MPX_OK;
     const long rows = (long)(outer * inner);
-    sm_job j = {c, x->f, out[0].f, D, inner, form, rows};
+    sm_job j = {c, x->f, out[0].f, D, inner, form, rows, D > SM_LONG ? 8 : SM_ROWS};
     /* rows are independent: on the kernel threads when there is work enough */
     const int nt = (double)rows * (double)D > 65536.0 ? kg_threads() : 1;
     if (sleef)
         mpx_k_parallel(rows, nt, sm_sleef_row, &j);
     else if (inner == 1 && form != SM_HARD && mpx_acc_is_fp32(&c->acc))
-        mpx_k_parallel((rows + SM_ROWS - 1) / SM_ROWS, nt, sm_rows, &j);
+        mpx_k_parallel((rows + j.per - 1) / j.per, nt, sm_rows, &j);
     else
         mpx_k_parallel(rows, nt, sm_row, &j);
     return MPX_OK;
