@@ -420,14 +420,15 @@ async function profileMode() {
   p('groups of one label: the kinds of their original nodes, in order, once each ("Conv[dw]": a depthwise Conv); "count"');
   if (opt.alone) {
     p('is groups. mpx times every node on its own (mpx_bench profile --alone: into fresh memory, every value kept), a');
-    p('chain of elementwise nodes run by tiles as mpx_run_graph runs it sharing its time among its nodes;');
+    p('chain of elementwise nodes run by tiles as mpx_run_graph runs it sharing its time among its nodes; ORT\'s NCHWc');
+    p('reorders have no mpx node and are a row of their own; "(no ORT node)": nodes ORT removed with no consumer in a');
+    p('group. Both sides\' per-node timing adds overhead: the totals exceed a plain forward.');
   } else {
     p('is groups. mpx times every node as its fp32 forward runs it (mpx_bench profile: mpx_run_graph streaming, a node');
     p('writing over an input that dies at it), a chain of elementwise nodes run by tiles sharing its time among its');
-    p('nodes;');
+    p('nodes; ORT\'s NCHWc reorders have no mpx node and are a row of their own; "(no ORT node)": nodes ORT removed with');
+    p('no consumer in a group. Both sides\' per-node timing adds overhead: the totals exceed a plain forward.');
   }
-  p('ORT\'s NCHWc reorders have no mpx node and are a row of their own; "(no ORT node)": nodes ORT removed with');
-  p('no consumer in a group. Both sides\' per-node timing adds overhead: the totals exceed a plain forward.');
   const text = lines.join('\n');
   console.log(text);
   const rowsOut = Object.fromEntries(sorted.map(([l, r]) => [l, { count: r.count, mpx_ms: r.mpx, ort_ms: r.ort, ort_nodes: [...r.ortOps] }]));
