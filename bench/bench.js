@@ -45,13 +45,15 @@
 //                      [--only det,rec,cls] [--rounds 3] [--ort-reps 10]
 //                      [--mpx-reps 3] [--heavy-reps 1] [--ort-threads 2]
 //                      [--out FILE] [--work DIR] [--suite DIR]
-//        node bench.js ... --profile MODEL [--shape AxBxC] [--rounds 3] [--mpx-reps 5]
+//        node bench.js ... --profile MODEL [--shape AxBxC] [--rounds 3] [--mpx-reps 5] [--alone 1]
 //
 // --profile MODEL (a model's key: det, rec, cls or a suite model's name; or a
 // file.onnx with --shape): the per-op comparison with ONNX Runtime instead of
-// the table above. mpx: `mpx_bench profile` (every node timed on its own,
-// a chain of elementwise nodes by tiles as mpx_run_graph runs it, --mpx-reps
-// runs a round, each node's samples). ORT: the
+// the table above. mpx: `mpx_bench profile` (every node timed as the fp32
+// forward runs it: mpx_run_graph streaming, a node writing over an input
+// that dies at it, a chain of elementwise nodes by tiles sharing its time;
+// --mpx-reps runs a round, each node's samples; --alone 1: every node on
+// its own instead, into fresh memory, mpx_bench profile --alone). ORT: the
 // same model, input and session options with enableProfiling: its
 // Chrome-trace JSON has one event per node of ORT's optimised graph a run
 // (--ort-reps runs a round after one untimed). Rounds interleave the two;
@@ -77,7 +79,7 @@ const { spawnSync } = require('child_process');
 
 const opt = {
   only: 'det,rec,cls', rounds: 3, 'ort-reps': 10, 'mpx-reps': 3, 'heavy-reps': 1,
-  'ort-threads': 2, out: '', work: '', suite: '', profile: '', shape: '',
+  'ort-threads': 2, out: '', work: '', suite: '', profile: '', shape: '', alone: '',
 };
 const args = process.argv.slice(2);
 for (let i = 0; i < args.length; i++) {
@@ -327,7 +329,8 @@ async function profileMode() {
     process.stderr.write('.');
     const jf = path.join(work, `${stem}_mpx_profile.json`);
     const r = spawnSync(mpxBench, [modelPath, m.shape, 'profile', '--image', m.image, '--repeat', String(opt['mpx-reps']),
-      '--warmup', '1', '--top', '0', '--out', jf], { encoding: 'utf8', maxBuffer: 1 << 24 });
+      '--warmup', '1', '--top', '0', '--out', jf, ...(opt.alone ? ['--alone'] : [])],
+      { encoding: 'utf8', maxBuffer: 1 << 24 });
     if (r.status !== 0) throw new Error(`mpx_bench profile failed (${r.status}): ${r.stderr}`);
     for (const n of JSON.parse(fs.readFileSync(jf, 'utf8')).nodes) {
       const k = n.outputs[0] || n.name;
@@ -415,15 +418,23 @@ async function profileMode() {
   p('if it is of a kind ORT folds into the node before it (BatchNormalization, activations, Add, Mul, Cast, ...), else its');
   p('first consumer\'s; an ORT node that computes no original tensor counts in the group that reads it. A row sums the');
   p('groups of one label: the kinds of their original nodes, in order, once each ("Conv[dw]": a depthwise Conv); "count"');
-  p('is groups. mpx times every node on its own');
-  p('(mpx_bench profile), a chain of elementwise nodes run by tiles as mpx_run_graph runs it, its time shared by its');
-  p('nodes; ORT\'s NCHWc reorders have no mpx node and are a row of their own; "(no ORT node)": nodes ORT removed with');
-  p('no consumer in a group. Both sides\' per-node timing adds overhead: the totals exceed a plain forward.');
+  if (opt.alone) {
+    p('is groups. mpx times every node on its own (mpx_bench profile --alone: into fresh memory, every value kept), a');
+    p('chain of elementwise nodes run by tiles as mpx_run_graph runs it sharing its time among its nodes; ORT\'s NCHWc');
+    p('reorders have no mpx node and are a row of their own; "(no ORT node)": nodes ORT removed with no consumer in a');
+    p('group. Both sides\' per-node timing adds overhead: the totals exceed a plain forward.');
+  } else {
+    p('is groups. mpx times every node as its fp32 forward runs it (mpx_bench profile: mpx_run_graph streaming, a node');
+    p('writing over an input that dies at it), a chain of elementwise nodes run by tiles sharing its time among its');
+    p('nodes; ORT\'s NCHWc reorders have no mpx node and are a row of their own; "(no ORT node)": nodes ORT removed with');
+    p('no consumer in a group. Both sides\' per-node timing adds overhead: the totals exceed a plain forward.');
+  }
   const text = lines.join('\n');
   console.log(text);
   const rowsOut = Object.fromEntries(sorted.map(([l, r]) => [l, { count: r.count, mpx_ms: r.mpx, ort_ms: r.ort, ort_nodes: [...r.ortOps] }]));
   fs.writeFileSync(outFile, JSON.stringify({ when: new Date().toISOString(), model: key, shape: m.shape,
-    cpu: os.cpus()[0] ? os.cpus()[0].model : '?', rounds: opt.rounds, rows: rowsOut, table: text }, null, 1) + '\n');
+    cpu: os.cpus()[0] ? os.cpus()[0].model : '?', rounds: opt.rounds, mpx_timing: opt.alone ? 'alone' : 'as run',
+    rows: rowsOut, table: text }, null, 1) + '\n');
   console.log(`\nresults: ${outFile}`);
 }
 

@@ -4,7 +4,7 @@
  * on stdout (times in ms, every repetition listed, and their median).
  *
  * usage: mpx_bench <model> <AxBxC> <mode> [--image page|line] [--seed N]
- *                  [--repeat N] [--warmup N] [--top N] [--out FILE]
+ *                  [--repeat N] [--warmup N] [--top N] [--out FILE] [--acc16] [--alone]
  * modes:
  *   input    write the input (--out x.npy) for ONNX Runtime, nothing timed
  *   fp32     the fp32 reference forward: mpx_run_graph with no assignment,
@@ -44,10 +44,11 @@
  *            bench.js turns the report's terms (report_gmacs below) into
  *            the floor no implementation of (4) on this machine can beat
  *   profile  time per node and per op type of the fp32 reference (or with
- *            --acc16 the acc16 run), nodes run one by one through
- *            mpx_exec_node, a chain of elementwise nodes by tiles as
- *            mpx_run_graph runs it (its time shared by its nodes), medians
- *            of --repeat runs, to stderr (the slowest --top N nodes, 40 by
+ *            --acc16 the acc16 run) as the fp32 mode's forward runs it
+ *            (mpx_run_graph streaming, each node's wall time; a chain of
+ *            elementwise nodes run by tiles shares its time among its
+ *            nodes; with --alone every node run on its own into fresh
+ *            memory, every value kept), medians of --repeat runs, to stderr (the slowest --top N nodes, 40 by
  *            default); with --out FILE every node's samples as JSON, which
  *            bench.js --profile sets beside ONNX Runtime's per-node profile
  * The input is a seeded synthetic text image (--image, the default page for
@@ -282,13 +283,17 @@ static const char *node_kind(const mpx_node *n) {
     return n->op_type;
 }
 
-/* profile: every node timed on its own (mpx_exec_node, nodes in order; a
- * chain mpx_run_graph runs by tiles, fuse.c, is run so here and timed as a
- * whole, its time shared equally by its nodes; MPX_FUSE=0: none), --repeat
+/* profile: every node timed as the fp32 forward runs it (mpx_run_graph
+ * streaming, mpx_run_opts.node_ms: a node writes over an input that dies
+ * at it, what dies is freed, a chain run by tiles, fuse.c, shares its time
+ * equally among its nodes; MPX_FUSE=0: no chains); with --alone every node
+ * on its own instead (mpx_exec_node, nodes in order, each output in fresh
+ * memory and every value kept to the end: a node's time then includes
+ * faulting in its output's pages, which a streaming forward reuses), --repeat
  * runs after --warmup untimed ones. To stderr: per op type the sum of the nodes' medians and the
  * slowest nodes. With --json FILE, every node's samples (bench.js's per-op
  * comparison with ONNX Runtime reads them). */
-static int profile(bench *b, const mpx_assign *a, int top, const char *json) {
+static int profile(bench *b, const mpx_assign *a, int top, const char *json, bool alone) {
     mpx_error err;
     mpx_error_clear(&err);
     const mpx_graph *g = b->g;
@@ -300,7 +305,15 @@ static int profile(bench *b, const mpx_assign *a, int top, const char *json) {
     bool fuse = mpx_fuse_enabled();
     mpx_value outs[16];
     if (!samples || !node_ms || !vals || !needed) return 1;
-    for (int rep = -b->warmup; rep < reps; rep++) {
+    for (int rep = -b->warmup; rep < reps && !alone; rep++) { /* as the forward runs */
+        mpx_run *r = NULL;
+        for (int i = 0; i < g->n_nodes; i++) node_ms[i] = 0.0;
+        mpx_run_opts o = {.stream = true, .node_ms = node_ms};
+        if (mpx_run_graph(g, a, b->inputs, &o, &r, &err)) return fail("run", &err);
+        mpx_run_free(r);
+        for (int i = 0; rep >= 0 && i < g->n_nodes; i++) samples[(size_t)i * (size_t)reps + (size_t)rep] = node_ms[i];
+    }
+    for (int rep = -b->warmup; rep < reps && alone; rep++) {
         if (mpx_exec_start(g, a, b->inputs, vals, &err)) return fail("start", &err);
         for (int i = 0; i < g->n_nodes; i++) {
             const mpx_node *n = g->nodes[i];
@@ -467,7 +480,7 @@ int main(int argc, char **argv) {
     mpx_numerics_keep_memory(); /* runs again and again: keep freed activations */
     const char *pos[3] = {0}, *out = NULL;
     int n_pos = 0, repeat = 3, warmup = 1, top = 40;
-    bool acc16 = false;
+    bool acc16 = false, alone = false;
     unsigned long long seed = 20240601;
     image_kind image = IMAGE_AUTO;
     for (int i = 1; i < argc; i++) {
@@ -477,6 +490,7 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--top") == 0 && i + 1 < argc) top = atoi(argv[++i]);
         else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) out = argv[++i];
         else if (strcmp(argv[i], "--acc16") == 0) acc16 = true;
+        else if (strcmp(argv[i], "--alone") == 0) alone = true;
         else if (strcmp(argv[i], "--image") == 0 && i + 1 < argc) {
             i++;
             image = strcmp(argv[i], "page") == 0   ? IMAGE_PAGE
@@ -496,7 +510,7 @@ int main(int argc, char **argv) {
     if (rank < 0 || !known || repeat < 1 || warmup < 0 || (int)image < 0 ||
         (strcmp(mode, "input") == 0 && !out)) {
         fprintf(stderr, "usage: mpx_bench <model> <AxBxC> input|fp32|report|report1|acc16|rerun|run|profile "
-                        "[--image page|line|none] [--seed N] [--repeat N] [--warmup N] [--top N] [--out FILE]\n"
+                        "[--image page|line|none] [--seed N] [--repeat N] [--warmup N] [--top N] [--out FILE] [--acc16] [--alone]\n"
                         "       mpx_bench peak [--threads N]\n");
         return 2;
     }
@@ -557,7 +571,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "profile") == 0) {
         /* freed as the other modes free theirs: the sanitizer build's leak
          * check runs bench_check's profile too */
-        const int rc = profile(&b, a, top, out);
+        const int rc = profile(&b, a, top, out, alone);
         mpx_assign_free(a);
         mpx_value_free(&in);
         mpx_graph_free(g);

@@ -11,7 +11,7 @@
 #                     [--ort-reps N] [--mpx-reps N] [--heavy-reps N]
 #                     [--ort-threads N] [--out FILE] [--suite]
 #        bench/run.sh --profile MODEL [--shape AxBxC] [--rounds N]
-#                     [--ort-reps N] [--mpx-reps N] [--out FILE]
+#                     [--ort-reps N] [--mpx-reps N] [--out FILE] [--alone]
 # --suite adds the model suite bench/torch_models.py exports (ResNet-18,
 # MobileNetV3-Small, EfficientNet-B0, ViT-B/16, a 4-layer BERT-style encoder,
 # a small UNet, a bidirectional LSTM and a GRU; random weights) into
@@ -20,7 +20,9 @@
 # --profile MODEL: the per-op comparison with ONNX Runtime instead (time per
 # op type, or per group of nodes ONNX Runtime fuses, in mpx and in ORT's own
 # per-node profile; out/bench/profile.json): MODEL is det, rec, cls, a suite
-# model's name (once the suite is exported) or a .onnx file with --shape.
+# model's name (once the suite is exported) or a .onnx file with --shape;
+# mpx's nodes are timed as its fp32 forward runs them, or with --alone each
+# on its own into fresh memory (mpx_bench profile --alone).
 # Needs: `make build` (mpx_bench is built with the rest), the models and
 # onnxruntime-node (scripts/fetch-models.sh; fetched here if missing), node,
 # and python3 with the onnx package (Debian's /usr/bin/python3 with
@@ -41,11 +43,12 @@ while [ $# -gt 0 ]; do
       [ $# -ge 2 ] || { echo "bench/run.sh: $1 needs a value" >&2; exit 2; }
       PASS="$PASS $1 $2"; shift 2 ;;
     --suite) SUITE=1; shift ;;
+    --alone) PASS="$PASS --alone 1"; shift ;;
     --profile)
       [ $# -ge 2 ] || { echo "bench/run.sh: --profile needs a model" >&2; exit 2; }
       case "$2" in *.onnx) PROFILE=$(cd "$(dirname "$2")" && pwd)/$(basename "$2") ;; *) PROFILE=$2 ;; esac
       shift 2 ;;
-    -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench/run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done

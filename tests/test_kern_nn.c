@@ -1230,18 +1230,25 @@ static void test_norm(void) {
      * (each row's terms in order, blocks of 64 summed from 0 and added to
      * the running sum, a partial last one too): 15 rows of 200 (the kernel
      * takes rows 8 at a time: a partial group), Scale and B one value per
-     * place; Scale broadcast over rows too ([1]: the general path); and 303
+     * place; Scale broadcast over rows too ([1]: the general path); 303
      * rows of 256 (2^16 values or more: groups of rows on the kernel
-     * threads). */
-    for (int variant = 0; variant < 3; variant++) {
-        const int64_t R = variant == 2 ? 303 : 15, D = variant == 2 ? 256 : 200;
-        mpx_value nx = vrand(variant == 2 ? "3x101x256" : "3x5x200"),
-                  ns = vrand(variant == 1 ? "1" : variant == 2 ? "256" : "200"), nb = vrand(variant == 2 ? "256" : "200"),
+     * threads); 9 rows of 1100 (longer than the rows the kernel copies
+     * transposed, kern_norm.c's LN_T); and 15 rows of 200 without B. */
+    for (int variant = 0; variant < 5; variant++) {
+        static const char *const xs[5] = {"3x5x200", "3x5x200", "3x101x256", "3x3x1100", "3x5x200"};
+        static const char *const ss[5] = {"200", "1", "256", "1100", "200"};
+        static const int64_t Rs[5] = {15, 15, 303, 9, 15}, Ds[5] = {200, 200, 256, 1100, 200};
+        static const char *const what[5] = {"Scale [200]", "Scale [1]", "303 rows of 256", "9 rows of 1100",
+                                            "no B"};
+        const int64_t R = Rs[variant], D = Ds[variant];
+        const bool has_b = variant != 4;
+        mpx_value nx = vrand(xs[variant]), ns = vrand(ss[variant]), nb = vrand(ss[variant == 1 ? 0 : variant]),
                   no[3];
         for (int64_t k = 0; k < nx.n; k++) nx.f[k] = nx.f[k] * 3.0f + 1.5f;
         const mpx_value *ni[3] = {&nx, &ns, &nb};
-        CHECK(run(node("LayerNormalization", 17, 3, "y mean inv", "epsilon=0.0001"), NULL, 0, 3, ni, 3, no) == MPX_OK);
-        ok = same_shape(&no[0], variant == 2 ? "3x101x256" : "3x5x200");
+        CHECK(run(node("LayerNormalization", 17, has_b ? 3 : 2, "y mean inv", "epsilon=0.0001"), NULL, 0,
+                  has_b ? 3 : 2, ni, 3, no) == MPX_OK);
+        ok = same_shape(&no[0], xs[variant]);
         for (int64_t r = 0; ok && r < R; r++) {
             const float *xr = nx.f + r * D;
             float sum = 0, blk = 0, mean, inv;
@@ -1258,11 +1265,12 @@ static void test_norm(void) {
             }
             inv = 1.0f / sqrtf((sum + blk) / (float)D + 0.0001f);
             ok = no[1].f[r] == mean && no[2].f[r] == inv;
-            for (int64_t k = 0; ok && k < D; k++)
-                ok = no[0].f[r * D + k] == (xr[k] - mean) * inv * ns.f[variant == 1 ? 0 : k] + nb.f[k];
+            for (int64_t k = 0; ok && k < D; k++) {
+                const float t = (xr[k] - mean) * inv * ns.f[variant == 1 ? 0 : k];
+                ok = no[0].f[r * D + k] == (has_b ? t + nb.f[k] : t);
+            }
         }
-        CHECK_MSG(ok, "LayerNormalization's fp32 sums in their order (%s)",
-                  variant == 1 ? "Scale [1]" : variant == 2 ? "303 rows of 256" : "Scale [200]");
+        CHECK_MSG(ok, "LayerNormalization's fp32 sums in their order (%s)", what[variant]);
         vfree(3, no);
         vfree(1, &nx), vfree(1, &ns), vfree(1, &nb);
     }
@@ -1318,18 +1326,20 @@ static void test_softmax(void) {
     vfree(1, &x);
     /* the definition, bit for bit, on slices long enough for the vector
      * loop and the threads (61 x 301, contiguous) and strided (axis 1 of
-     * 4x301x3): e_k = the float nearest exp(x_k - max), their sum in order
-     * in fp32 (blocks of 64), e_k / sum */
-    for (int strided = 0; strided < 2; strided++) {
-        x = vrand(strided ? "4x301x3" : "61x301"); /* (61: slices 8 at a time and 5) */
+     * 4x301x3), and long slices (11 x 1100: 18 blocks of 64, the last
+     * partial): e_k = the float nearest exp(x_k - max), their
+     * sum in order in fp32 (blocks of 64), e_k / sum */
+    for (int strided = 0; strided < 3; strided++) {
+        /* (61, 11: slices 8 at a time and 5, 3) */
+        x = vrand(strided == 1 ? "4x301x3" : strided == 2 ? "11x1100" : "61x301");
         for (int64_t k = 0; k < x.n; k++) x.f[k] *= 20.0f; /* exponents from 0 to far below */
-        y = run1(node("Softmax", 13, 1, "y", strided ? "axis=1" : ""), 1, in);
-        int64_t D = 301, inner = strided ? 3 : 1, rows = x.n / D;
+        y = run1(node("Softmax", 13, 1, "y", strided == 1 ? "axis=1" : ""), 1, in);
+        int64_t D = strided == 2 ? 1100 : 301, inner = strided == 1 ? 3 : 1, rows = x.n / D;
         bool same = y.n == x.n;
         for (int64_t r = 0; r < rows && same; r++) {
             const int64_t o = r / inner, i = r % inner;
             const float *xp = x.f + o * D * inner + i;
-            float m = xp[0], total = 0.0f, ek[301];
+            float m = xp[0], total = 0.0f, ek[1100];
             for (int64_t k = 1; k < D; k++) m = xp[k * inner] > m ? xp[k * inner] : m;
             float blk = 0.0f; /* fp32 sums: blocks of 64 terms, as mpx_acc adds them */
             for (int64_t k = 0; k < D; k++) {
@@ -1338,7 +1348,8 @@ static void test_softmax(void) {
             }
             for (int64_t k = 0; k < D; k++) same = same && y.f[o * D * inner + i + k * inner] == ek[k] / total;
         }
-        CHECK_MSG(same, "Softmax (%s) differs from its definition", strided ? "strided" : "contiguous");
+        CHECK_MSG(same, "Softmax (%s) differs from its definition",
+                  strided == 1 ? "strided" : strided == 2 ? "long slices" : "contiguous");
         vfree(1, &y);
         vfree(1, &x);
     }

@@ -141,7 +141,7 @@ mpx_status mpx_k_split(const mpx_kctx *c, const mpx_value *const *in, int n_in, 
         int64_t dims[MPX_MAX_RANK];
         memcpy(dims, x->dims, sizeof dims);
         dims[ax] = sizes[j];
-        if ((st = alloc_like(c, &out[j], x, r, dims)) != MPX_OK) {
+        if ((st = alloc_whole(c, &out[j], x, r, dims)) != MPX_OK) {
             free_outs(out, j);
             goto done;
         }
@@ -394,7 +394,7 @@ mpx_status mpx_k_transpose(const mpx_kctx *c, const mpx_value *const *in, int n_
         v.dims[i] = x->dims[perm[i]];
         v.str[i] = xs[perm[i]];
     }
-    if ((st = alloc_like(c, &out[0], x, r, v.dims)) != MPX_OK) return st;
+    if ((st = alloc_whole(c, &out[0], x, r, v.dims)) != MPX_OK) return st;
     copy_view(&out[0], x, &v);
     return MPX_OK;
 }
@@ -447,7 +447,7 @@ mpx_status mpx_k_slice(const mpx_kctx *c, const mpx_value *const *in, int n_in, 
         /* With two or more elements |step| < d, so the stride cannot overflow. */
         v.str[ax] = v.dims[ax] > 1 ? xs[ax] * step : 0;
     }
-    if ((st = alloc_like(c, &out[0], x, r, v.dims)) != MPX_OK) return st;
+    if ((st = alloc_whole(c, &out[0], x, r, v.dims)) != MPX_OK) return st;
     copy_view(&out[0], x, &v);
     return MPX_OK;
 }
@@ -469,7 +469,7 @@ mpx_status mpx_k_expand(const mpx_kctx *c, const mpx_value *const *in, int n_in,
     view v = {.base = 0};
     if ((st = mpx_k_bcast_shape(c, 2, pair, &v.rank, v.dims)) != MPX_OK) return st;
     mpx_k_bcast_strides(x, v.rank, v.dims, v.str);
-    if ((st = alloc_like(c, &out[0], x, v.rank, v.dims)) != MPX_OK) return st;
+    if ((st = alloc_whole(c, &out[0], x, v.rank, v.dims)) != MPX_OK) return st;
     copy_view(&out[0], x, &v);
     return MPX_OK;
 }
@@ -501,7 +501,7 @@ mpx_status mpx_k_tile(const mpx_kctx *c, const mpx_value *const *in, int n_in, m
         v.dims[2 * i + 1] = x->dims[i];
         v.str[2 * i + 1] = xs[i];
     }
-    if ((st = alloc_like(c, &out[0], x, r, dims)) != MPX_OK) return st;
+    if ((st = alloc_whole(c, &out[0], x, r, dims)) != MPX_OK) return st;
     copy_view(&out[0], x, &v);
     return MPX_OK;
 }
@@ -559,7 +559,7 @@ mpx_status mpx_k_depth_to_space(const mpx_kctx *c, const mpx_value *const *in, i
         return mpx_kernel_error(c, MPX_E_SHAPE, "%lld channels do not divide by blocksize^2 = %lld",
                                 (long long)C, (long long)(b * b));
     int64_t Co = C / (b * b), dims[4] = {N, Co, H * b, W * b};
-    if ((st = alloc_like(c, &out[0], x, 4, dims)) != MPX_OK) return st;
+    if ((st = alloc_whole(c, &out[0], x, 4, dims)) != MPX_OK) return st;
     if (out[0].n == 0) return MPX_OK;
     /* Output order (n, c, h, i, w, j); source channel (i*b + j)*Co + c (DCR)
      * or c*b*b + i*b + j (CRD). */
@@ -588,7 +588,7 @@ mpx_status mpx_k_space_to_depth(const mpx_kctx *c, const mpx_value *const *in, i
                                 (long long)H, (long long)W, (long long)b);
     int64_t dims[4] = {N, C * b * b, H / b, W / b};
     /* Output channel (i*b + j)*C + c takes x[n][c][h*b + i][w*b + j]. */
-    if ((st = alloc_like(c, &out[0], x, 4, dims)) != MPX_OK) return st;
+    if ((st = alloc_whole(c, &out[0], x, 4, dims)) != MPX_OK) return st;
     if (out[0].n == 0) return MPX_OK;
     view v = {.rank = 6, .base = 0, .dims = {N, b, b, C, H / b, W / b}};
     int64_t s[6] = {C * H * W, W, 1, H * W, b * W, b};

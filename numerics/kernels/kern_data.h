@@ -88,6 +88,16 @@ static inline mpx_status alloc_like(const mpx_kctx *c, mpx_value *out, const mpx
     return mpx_k_alloc(c, out, src->dtype, rank, dims);
 }
 
+/* alloc_like for an output the caller writes whole from src (copy_view, a
+ * split's memcpy): not cleared first, and never the executor's offered
+ * buffer (mpx_kctx.dest), which may be src itself. */
+static inline mpx_status alloc_whole(const mpx_kctx *c, mpx_value *out, const mpx_value *src, int rank,
+                                     const int64_t *dims) {
+    mpx_kctx own = *c;
+    own.dest = NULL;
+    return mpx_k_alloc_raw(&own, out, src->dtype, rank, dims);
+}
+
 static inline void row_strides(int r, const int64_t *dims, int64_t *s) {
     int64_t acc = 1;
     for (int i = r - 1; i >= 0; i--) {
@@ -102,16 +112,21 @@ static inline int64_t prod(int from, int to, const int64_t *dims) {
     return p;
 }
 
+/* x's elements under a new shape (Reshape, Flatten, Squeeze, Unsqueeze,
+ * Identity). The output is not cleared first (the copy writes every
+ * element), and it may be the buffer the executor offers (mpx_kctx.dest):
+ * a float input that dies at this node, whose buffer then simply changes
+ * hands, nothing copied (run/exec.c). */
 static inline mpx_status copy_whole(const mpx_kctx *c, mpx_value *out, const mpx_value *x, int rank,
                                     const int64_t *dims) {
-    mpx_status st = alloc_like(c, out, x, rank, dims);
+    mpx_status st = mpx_k_alloc_raw(c, out, x->dtype, rank, dims);
     if (st != MPX_OK) return st;
     if (out->n != x->n) {
         mpx_value_free(out);
         return mpx_kernel_error(c, MPX_E_SHAPE, "element counts differ (%lld, %lld)",
                                 (long long)out->n, (long long)x->n);
     }
-    if (x->n > 0) memcpy(bytes(out), cbytes(x), (size_t)x->n * esz(x));
+    if (x->n > 0 && bytes(out) != cbytes(x)) memcpy(bytes(out), cbytes(x), (size_t)x->n * esz(x));
     return MPX_OK;
 }
 
@@ -169,32 +184,51 @@ typedef struct view {
     int64_t base;
 } view;
 
-/* Rows [r0, r1) of the copy (a row: the view's last dim). */
+/* Rows [r0, r1) of the copy (a row: the view's last dim). Where a row
+ * reads src strided but consecutive rows read consecutive elements (a
+ * transpose that moves the source's last dim, as attention's K^T), up to
+ * CV_TILE rows are copied together, each source line read once for all of
+ * them instead of one element of it a row. */
+enum { CV_TILE = 16 };
 static inline void copy_view_rows(mpx_value *out, const mpx_value *src, const view *v, int64_t r0, int64_t r1) {
     int r = v->rank;
     int64_t co[2 * MPX_MAX_RANK] = {0};
     int64_t inner = r ? v->dims[r - 1] : 1, is = r ? v->str[r - 1] : 0;
     int64_t off = v->base;
     const size_t es = esz(out);
+    const bool tile = out->f && is != 1 && r >= 2 && v->str[r - 2] == 1;
     for (int64_t k = r - 2, q = r0; k >= 0; k--) { /* row r0's place */
         co[k] = q % v->dims[k];
         q /= v->dims[k];
         off += co[k] * v->str[k];
     }
-    for (int64_t o = r0 * inner; o < r1 * inner; o += inner) {
-        /* a contiguous row as bytes, whatever the element type */
-        if (is == 1)
+    for (int64_t o = r0 * inner, row = r0; row < r1;) {
+        /* rows along dim r-2 that read src[off + b + j * is] */
+        int64_t nb = tile ? v->dims[r - 2] - co[r - 2] : 1;
+        if (nb > CV_TILE) nb = CV_TILE;
+        if (nb > r1 - row) nb = r1 - row;
+        if (nb > 1) {
+            for (int64_t j = 0; j < inner; j++) {
+                const float *s = src->f + off + j * is;
+                float *d = out->f + o + j;
+                for (int64_t b = 0; b < nb; b++) d[b * inner] = s[b];
+            }
+        } else if (is == 1) { /* a contiguous row as bytes, whatever the element type */
             memcpy(bytes(out) + (size_t)o * es, cbytes(src) + (size_t)off * es, (size_t)inner * es);
-        else if (out->f)
+        } else if (out->f) {
             for (int64_t j = 0; j < inner; j++) out->f[o + j] = src->f[off + j * is];
-        else
+        } else {
             for (int64_t j = 0; j < inner; j++) out->i[o + j] = src->i[off + j * is];
-        for (int k = r - 2; k >= 0; k--) {
-            off += v->str[k];
-            if (++co[k] < v->dims[k]) break;
-            off -= co[k] * v->str[k];
-            co[k] = 0;
         }
+        for (int64_t b = 0; b < nb; b++)
+            for (int k = r - 2; k >= 0; k--) {
+                off += v->str[k];
+                if (++co[k] < v->dims[k]) break;
+                off -= co[k] * v->str[k];
+                co[k] = 0;
+            }
+        o += nb * inner;
+        row += nb;
     }
 }
 

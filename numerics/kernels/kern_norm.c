@@ -243,46 +243,89 @@ static bool ln_plain(const mpx_value *x, int ax, const int64_t *st) {
  * last block added as one), so the same bits. Why: a row's sum is one chain
  * of dependent additions, 4 cycles each; eight rows' chains side by side
  * keep the adders busy (BERT-style's LayerNormalizations ran at 3.6 ns a
- * value), and the scale's place is k, not an odometer over X's dims. */
-enum { LN_ROWS = 8 };
+ * value), and the scale's place is k, not an odometer over X's dims. Rows
+ * of up to LN_T values are first copied transposed (xt[k][i]: the eight
+ * rows' k-th values side by side), so the eight chains are one vector's
+ * lanes, each lane the same additions in the same order as its row alone
+ * (the strided loop over rows had stayed scalar: ViT-B/16's
+ * LayerNormalizations ran at 2.5 ns a value); longer rows take that loop. */
+enum { LN_ROWS = 8, LN_T = 1024 };
+
+/* The eight lanes' sums of xt[k][i] (sq: of (xt[k][i] - mean[i])^2, the
+ * difference and the square each rounded, as the scalar loop does). */
+static inline __attribute__((always_inline)) void ln_sums_t(const float *xt, int64_t D, bool sq, const float *mean, float *sum) {
+    float blk[LN_ROWS] = {0};
+    int nblk = 0;
+    for (int i = 0; i < LN_ROWS; i++) sum[i] = 0.0f;
+    for (int64_t k = 0; k < D; k++) {
+        const float *v = xt + k * LN_ROWS;
+        if (sq)
+            for (int i = 0; i < LN_ROWS; i++) {
+                const float d = v[i] - mean[i];
+                blk[i] += d * d;
+            }
+        else
+            for (int i = 0; i < LN_ROWS; i++) blk[i] += v[i];
+        if (++nblk == MPX_ACC_FP32_BLOCK) {
+            for (int i = 0; i < LN_ROWS; i++) sum[i] += blk[i], blk[i] = 0.0f;
+            nblk = 0;
+        }
+    }
+    if (nblk > 0)
+        for (int i = 0; i < LN_ROWS; i++) sum[i] += blk[i];
+}
+
 MPX_K_CLONES("avx512f", "avx2", "default")
 static void ln_rows_fp32(const float *x, int64_t rows, int64_t D, float eps, const float *sc, const float *b,
                          float *y, float *mean_out, float *inv_out) {
+    float xt[LN_T * LN_ROWS];
     for (int64_t r0 = 0; r0 < rows; r0 += LN_ROWS) {
         const int nr = (int)(rows - r0 < LN_ROWS ? rows - r0 : LN_ROWS);
         const float *xr = x + r0 * D;
         float mean[LN_ROWS] = {0}, inv[LN_ROWS] = {0};
-        for (int pass = 0; pass < 2; pass++) {
-            float sum[LN_ROWS] = {0}, blk[LN_ROWS] = {0};
-            int nblk = 0;
-            for (int64_t k = 0; k < D; k++) {
-                for (int i = 0; i < nr; i++) {
-                    const float v = xr[i * D + k];
-                    if (pass == 0) {
-                        blk[i] += v;
-                    } else {
-                        const float d = v - mean[i];
-                        blk[i] += d * d;
+        if (D <= LN_T) {
+            /* rows past the last are zeros: their lanes' figures unused */
+            for (int i = 0; i < LN_ROWS; i++)
+                for (int64_t k = 0; k < D; k++) xt[k * LN_ROWS + i] = i < nr ? xr[i * D + k] : 0.0f;
+            float sum[LN_ROWS];
+            ln_sums_t(xt, D, false, mean, sum);
+            for (int i = 0; i < LN_ROWS; i++) mean[i] = sum[i] / (float)D;
+            ln_sums_t(xt, D, true, mean, sum);
+            for (int i = 0; i < LN_ROWS; i++) inv[i] = 1.0f / sqrtf(sum[i] / (float)D + eps);
+        } else {
+            for (int pass = 0; pass < 2; pass++) {
+                float sum[LN_ROWS] = {0}, blk[LN_ROWS] = {0};
+                int nblk = 0;
+                for (int64_t k = 0; k < D; k++) {
+                    for (int i = 0; i < nr; i++) {
+                        const float v = xr[i * D + k];
+                        if (pass == 0) {
+                            blk[i] += v;
+                        } else {
+                            const float d = v - mean[i];
+                            blk[i] += d * d;
+                        }
+                    }
+                    if (++nblk == MPX_ACC_FP32_BLOCK) {
+                        for (int i = 0; i < nr; i++) sum[i] += blk[i], blk[i] = 0.0f;
+                        nblk = 0;
                     }
                 }
-                if (++nblk == MPX_ACC_FP32_BLOCK) {
-                    for (int i = 0; i < nr; i++) sum[i] += blk[i], blk[i] = 0.0f;
-                    nblk = 0;
+                for (int i = 0; i < nr; i++) {
+                    if (nblk > 0) sum[i] += blk[i];
+                    if (pass == 0) mean[i] = sum[i] / (float)D;
+                    else inv[i] = 1.0f / sqrtf(sum[i] / (float)D + eps);
                 }
-            }
-            for (int i = 0; i < nr; i++) {
-                if (nblk > 0) sum[i] += blk[i];
-                if (pass == 0) mean[i] = sum[i] / (float)D;
-                else inv[i] = 1.0f / sqrtf(sum[i] / (float)D + eps);
             }
         }
         for (int i = 0; i < nr; i++) {
             const float *xi = xr + i * D;
             float *yi = y + (r0 + i) * D;
-            for (int64_t k = 0; k < D; k++) {
-                const float t = (xi[k] - mean[i]) * inv[i] * sc[k];
-                yi[k] = b ? t + b[k] : t;
-            }
+            const float mi = mean[i], ii = inv[i];
+            if (b)
+                for (int64_t k = 0; k < D; k++) yi[k] = (xi[k] - mi) * ii * sc[k] + b[k];
+            else
+                for (int64_t k = 0; k < D; k++) yi[k] = (xi[k] - mi) * ii * sc[k];
             if (mean_out) mean_out[r0 + i] = mean[i];
             if (inv_out) inv_out[r0 + i] = inv[i];
         }
@@ -1105,6 +1148,7 @@ typedef struct sm_job {
     int64_t D, inner;
     sm_form form;
     int64_t rows; /* slices (sm_rows) */
+    int per;      /* slices an item (sm_rows) */
 } sm_job;
 
 /* One slice (row r = o * inner + i): its largest value m, e_k = exp(x_k - m)
@@ -1170,37 +1214,64 @@ static float row_max(const float *x, int64_t D) {
  * term by term (blocks of MPX_ACC_FP32_BLOCK from 0 added to the running
  * sum, a partial last block too), so the same bits. Why: one slice's sum
  * is a chain of dependent additions, 4 cycles each (ViT-B/16's attention:
- * 28,000 slices of 197 a forward). */
-enum { SM_ROWS = 8 };
+ * 28,000 slices of 197 a forward). Each block of the slices' exponentials
+ * is copied transposed first (et[k][i]: the slices' k-th values side by
+ * side), so that the chains are vector lanes, each lane its slice's
+ * additions in order, four vectors of independent chains at a time (the
+ * strided loop over eight slices had stayed scalar). Slices longer than
+ * SM_LONG go 8 an item, their sums in that strided loop (for rec's 40
+ * slices of 6625 the copies cost more than they saved; 32 such slices
+ * would also outgrow the L2 cache and leave two items for two threads). y
+ * may be x (the executor's dying input, softmax()): each value is read
+ * before its place is written. */
+enum { SM_ROWS = 32, SM_LONG = 1024 };
+MPX_K_CLONES("avx512f", "avx2", "default")
 static void sm_rows(void *ctx, int tid, long item) {
     (void)tid;
     const sm_job *j = ctx;
-    const int64_t D = j->D, r0 = (int64_t)item * SM_ROWS;
-    const int nr = (int)(j->rows - r0 < SM_ROWS ? j->rows - r0 : SM_ROWS);
+    const int64_t D = j->D, r0 = (int64_t)item * j->per;
+    const int nr = (int)(j->rows - r0 < j->per ? j->rows - r0 : j->per);
     const float *x = j->x + r0 * D;
-    float *y = j->y + r0 * D, m[SM_ROWS], sum[SM_ROWS] = {0}, blk[SM_ROWS] = {0};
+    float *y = j->y + r0 * D, m[SM_ROWS], sum[SM_ROWS] = {0};
     for (int i = 0; i < nr; i++) {
         const float *xp = x + i * D;
         m[i] = row_max(xp, D);
         ke_exp_neg_map(xp, m[i], y + i * D, D);
     }
-    int nblk = 0;
-    for (int64_t k = 0; k < D; k++) {
-        for (int i = 0; i < nr; i++) blk[i] += y[i * D + k];
-        if (++nblk == MPX_ACC_FP32_BLOCK) {
-            for (int i = 0; i < nr; i++) sum[i] += blk[i], blk[i] = 0.0f;
-            nblk = 0;
+    if (D <= SM_LONG) {
+        float et[MPX_ACC_FP32_BLOCK * SM_ROWS];
+        for (int64_t k = 0; k < MPX_ACC_FP32_BLOCK; k++) /* lanes past the last slice: zeros, their sums unused */
+            for (int i = nr; i < SM_ROWS; i++) et[k * SM_ROWS + i] = 0.0f;
+        for (int64_t k0 = 0; k0 < D; k0 += MPX_ACC_FP32_BLOCK) {
+            const int64_t kn = D - k0 < MPX_ACC_FP32_BLOCK ? D - k0 : MPX_ACC_FP32_BLOCK;
+            for (int i = 0; i < nr; i++)
+                for (int64_t k = 0; k < kn; k++) et[k * SM_ROWS + i] = y[i * D + k0 + k];
+            float blk[SM_ROWS] = {0};
+            for (int64_t k = 0; k < kn; k++)
+                for (int i = 0; i < SM_ROWS; i++) blk[i] += et[k * SM_ROWS + i];
+            for (int i = 0; i < SM_ROWS; i++) sum[i] += blk[i];
         }
+    } else {
+        float blk[SM_ROWS] = {0};
+        int nblk = 0;
+        for (int64_t k = 0; k < D; k++) {
+            for (int i = 0; i < nr; i++) blk[i] += y[i * D + k];
+            if (++nblk == MPX_ACC_FP32_BLOCK) {
+                for (int i = 0; i < nr; i++) sum[i] += blk[i], blk[i] = 0.0f;
+                nblk = 0;
+            }
+        }
+        for (int i = 0; nblk > 0 && i < nr; i++) sum[i] += blk[i];
     }
     for (int i = 0; i < nr; i++) {
-        if (nblk > 0) sum[i] += blk[i];
         const float *xp = x + i * D;
         float *yp = y + i * D;
+        const float si = sum[i];
         if (j->form == SM_LOG) {
-            const float ls = logf(sum[i]);
+            const float ls = logf(si);
             for (int64_t k = 0; k < D; k++) yp[k] = (xp[k] - m[i]) - ls;
         } else {
-            for (int64_t k = 0; k < D; k++) yp[k] /= sum[i];
+            for (int64_t k = 0; k < D; k++) yp[k] /= si;
         }
     }
 }
@@ -1256,16 +1327,22 @@ static mpx_status softmax(const mpx_kctx *c, const mpx_value *const *in, int n_i
                                 "accum sleef-lanes needs an x86-64 CPU with AVX2 and FMA (PyTorch's AVX2 "
                                 "softmax and Sleef's expf8_u10, which it mirrors); this CPU or build lacks "
                                 "them: a rule `accum Softmax fp32` after it drops the option");
-    if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, x->dims))) return st;
+    /* Every value is written, so not cleared first; Softmax but for the
+     * sleef-lanes rows may write over its input (the executor offers a
+     * dying one, run/exec.c): each slice's values are read before their
+     * places are written (LogSoftmax reads x again after: never offered) */
+    mpx_kctx own = *c;
+    own.dest = NULL;
+    if ((st = mpx_k_alloc_raw(form == SM_SOFT && !sleef ? c : &own, &out[0], x->dtype, x->rank, x->dims))) return st;
     if (D == 0) return MPX_OK;
     const long rows = (long)(outer * inner);
-    sm_job j = {c, x->f, out[0].f, D, inner, form, rows};
+    sm_job j = {c, x->f, out[0].f, D, inner, form, rows, D > SM_LONG ? 8 : SM_ROWS};
     /* rows are independent: on the kernel threads when there is work enough */
     const int nt = (double)rows * (double)D > 65536.0 ? kg_threads() : 1;
     if (sleef)
         mpx_k_parallel(rows, nt, sm_sleef_row, &j);
     else if (inner == 1 && form != SM_HARD && mpx_acc_is_fp32(&c->acc))
-        mpx_k_parallel((rows + SM_ROWS - 1) / SM_ROWS, nt, sm_rows, &j);
+        mpx_k_parallel((rows + j.per - 1) / j.per, nt, sm_rows, &j);
     else
         mpx_k_parallel(rows, nt, sm_row, &j);
     return MPX_OK;

@@ -373,12 +373,23 @@ static bool dies_by(const mpx_tensor *t, int end, const int *last, const bool *k
     return last[t->index] <= end && !(t->flags & MPX_T_OUTPUT) && !(keep && keep[t->index]);
 }
 
-/* The value of a pointwise node's input, at node index i of a streamed
- * run, that no later node reads and the run owns, of the output's size (the
- * first read of it, as compare.c's plan_inplace); NULL: none. */
+/* Ops offered input 0's buffer when it dies at them: those whose output is
+ * its elements in order under another shape (kern_data.c's copy_whole),
+ * which take it over instead of copying it, and Softmax, whose slices are
+ * read before they are written (kern_norm.c's softmax). */
+static bool over_input0(mpx_op op) {
+    return op == MPX_OP_Reshape || op == MPX_OP_Flatten || op == MPX_OP_Squeeze || op == MPX_OP_Unsqueeze ||
+           op == MPX_OP_Identity || op == MPX_OP_Softmax;
+}
+
+/* The value of a pointwise node's input (or input 0 of an over_input0
+ * node), at node index i of a streamed run, that no later node reads and
+ * the run owns, of the output's size (the first read of it, as compare.c's
+ * plan_inplace); NULL: none. */
 static mpx_value *dying_input(const mpx_node *n, int i, const int *last, const bool *keep, mpx_value *vals) {
-    if (!mpx_kernel_pointwise(n->op) || n->n_outputs != 1 || !n->outputs[0] || n->guard) return NULL;
-    for (int k = 0; k < n->n_inputs; k++) {
+    const bool moves = over_input0(n->op);
+    if ((!mpx_kernel_pointwise(n->op) && !moves) || n->n_outputs != 1 || !n->outputs[0] || n->guard) return NULL;
+    for (int k = 0; k < (moves ? 1 : n->n_inputs); k++) {
         const mpx_tensor *t = n->inputs[k];
         if (!mpx_node_first_read(n, k) || !dies_by(t, i, last, keep)) continue;
         mpx_value *v = &vals[t->index];
@@ -707,6 +718,8 @@ mpx_status mpx_run_graph(const mpx_graph *g, const mpx_assign *a, const mpx_valu
     for (int i = 0; i < g->n_nodes && st == MPX_OK; i++) {
         const mpx_node *n = g->nodes[i];
         if (skipped(n)) continue;
+        const int first = i;
+        const double t_node = opts && opts->node_ms ? now_ms() : 0.0;
         if (mpx_cancel_requested()) {
             st = mpx_error_set(err, MPX_E_CANCELLED, "run cancelled at node \"%s\" (%d of %d)", n->name, i + 1,
                                g->n_nodes);
@@ -760,13 +773,9 @@ mpx_status mpx_run_graph(const mpx_graph *g, const mpx_assign *a, const mpx_valu
                     opts->on_value(opts->on_value_ctx, t, &run->vals[t->index]);
             }
         }
-        if (st != MPX_OK || !stream) {
-            i = end;
-            continue;
-        }
         /* Free what these nodes read last (and outputs nothing reads). */
-        for (; i <= end; i++) {
-            n = g->nodes[i];
+        for (int k = i; st == MPX_OK && stream && k <= end; k++) {
+            n = g->nodes[k];
             for (int j = 0; j < n->n_inputs + n->n_outputs; j++) {
                 const mpx_tensor *t = j < n->n_inputs ? n->inputs[j] : n->outputs[j - n->n_inputs];
                 if (t && dies_by(t, end, last, opts->keep) && !run->vals[t->index].borrowed)
@@ -774,6 +783,10 @@ mpx_status mpx_run_graph(const mpx_graph *g, const mpx_assign *a, const mpx_valu
             }
         }
         i = end;
+        if (opts && opts->node_ms) { /* the frees are the run's cost too */
+            const double dt = (now_ms() - t_node) / (end - first + 1);
+            for (int k = first; k <= end; k++) opts->node_ms[k] = dt;
+        }
     }
     free(needed);
     free(dead);

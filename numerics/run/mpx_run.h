@@ -69,6 +69,11 @@ typedef struct mpx_run_opts {
     /* numerics-internal (kern_loop.c): a candidate body run whose own Loop,
      * Scan and SequenceMap nodes take their bodies' figures too; NULL. */
     const struct mpx_body_probe *probe;
+    /* [g->n_nodes] or NULL: each node's wall time in ms as this run ran it
+     * (streaming, writing over dying inputs, freeing what dies; a chain run
+     * by tiles shares its time equally among its nodes; nodes not run keep
+     * what was there). mpx_bench's per-op profile reads it. */
+    double *node_ms;
 } mpx_run_opts;
 
 /* The values of every tensor of one run. Owns vals[i] (borrowed views for
