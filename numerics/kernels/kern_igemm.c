@@ -107,22 +107,38 @@ __attribute__((target("avx2"))) static int32_t dot_avx2(const int16_t *A, const 
     return hsum_avx2(s);
 }
 
+/* Three rows' and four columns' sums of the tile at s to C. */
+__attribute__((target("avx2"))) static inline void store_3x4(const __m256i *s, int32_t *C, int64_t ldc) {
+    for (int64_t i = 0; i < 3; i++)
+        _mm_storeu_si128((__m128i *)(C + i * ldc), hsum4_avx2(s[4 * i], s[4 * i + 1], s[4 * i + 2], s[4 * i + 3]));
+}
+
+/* The tiles' order: when the block's rows of A fit L2 with room to spare
+ * (a quantised projection's 24 rows), every row of A against four columns
+ * of B before the next four, so that each column comes from memory once
+ * and stays in L1 while A's rows stream from L2; otherwise (a convolution's
+ * filters as A: hundreds of long rows) three rows of A against the whole
+ * panel of B, which stays in L2. */
 __attribute__((target("avx2"))) static void block_avx2(const int16_t *A, const int16_t *B, int64_t Kp, int64_t mr,
                                                        int64_t nr, int32_t *C, int64_t ldc) {
-    const int64_t n4 = nr / 4 * 4;
+    const int64_t n4 = nr / 4 * 4, m3 = mr / 3 * 3;
     __m256i s[12];
-    int64_t m = 0;
-    for (; m + 3 <= mr; m += 3) {
-        for (int64_t n = 0; n < n4; n += 4) {
-            tile_3x4_avx2(A + m * Kp, B + n * Kp, Kp, s);
-            for (int64_t i = 0; i < 3; i++)
-                _mm_storeu_si128((__m128i *)(C + (m + i) * ldc + n), hsum4_avx2(s[4 * i], s[4 * i + 1], s[4 * i + 2],
-                                                                                   s[4 * i + 3]));
-        }
-        for (int64_t i = 0; i < 3; i++)
-            for (int64_t n = n4; n < nr; n++) C[(m + i) * ldc + n] = dot_avx2(A + (m + i) * Kp, B + n * Kp, Kp);
+    if (mr * Kp <= 65536) {
+        for (int64_t n = 0; n < n4; n += 4)
+            for (int64_t m = 0; m < m3; m += 3) {
+                tile_3x4_avx2(A + m * Kp, B + n * Kp, Kp, s);
+                store_3x4(s, C + m * ldc + n, ldc);
+            }
+    } else {
+        for (int64_t m = 0; m < m3; m += 3)
+            for (int64_t n = 0; n < n4; n += 4) {
+                tile_3x4_avx2(A + m * Kp, B + n * Kp, Kp, s);
+                store_3x4(s, C + m * ldc + n, ldc);
+            }
     }
-    for (; m < mr; m++) {
+    for (int64_t m = 0; m < m3; m++)
+        for (int64_t n = n4; n < nr; n++) C[m * ldc + n] = dot_avx2(A + m * Kp, B + n * Kp, Kp);
+    for (int64_t m = m3; m < mr; m++) {
         for (int64_t n = 0; n < n4; n += 4) {
             tile_1x4_avx2(A + m * Kp, B + n * Kp, Kp, s);
             _mm_storeu_si128((__m128i *)(C + m * ldc + n), hsum4_avx2(s[0], s[1], s[2], s[3]));
