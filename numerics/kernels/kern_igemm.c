@@ -60,24 +60,26 @@ __attribute__((target("avx2"))) static inline __m128i hsum4_avx2(__m256i c0, __m
  * acc, which it compiled into a copy of every sum every step), and the
  * horizontal sums out of this function (their temporaries made it spill
  * sums inside the loop). Twelve products a step at about 1.4 a cycle on
- * Zen 3 against 1.0 for the three-by-three tile it replaces.
+ * Zen 3 against 1.0 for a three-by-three tile.
  *
- * The tile prefetches the next four rows of B (B + 4 Kp, contiguous: the
- * next tile's, or the next panel's first), 128 bytes a step so that they
- * arrive over the tile's run. A constant B larger than the caches (a
- * BERT-style encoder's packed weights, 57 MB) comes from memory at every
- * forward, and a panel's first pass, a few short rows at a time, left the
- * hardware prefetcher too little to go on: cold B at half the tile's rate. */
-__attribute__((target("avx2"), noinline)) static void tile_3x4_avx2(const int16_t *A, const int16_t *B, int64_t Kp,
-                                                                    __m256i *out) {
+ * With pf, the tile prefetches the next four rows of B (B + 4 Kp,
+ * contiguous: the next tile's, or the next panel's first), 128 bytes a step
+ * so that they arrive over the tile's run. A constant B larger than the
+ * caches (a BERT-style encoder's packed weights, 57 MB) comes from memory
+ * at every forward, and short rows of B, a few at a time, left the hardware
+ * prefetcher too little to go on: cold B at half the tile's rate. Long rows
+ * (Kp past 1024) it follows well, and four of them prefetched into L1 push
+ * out the rows of A the tile is using (K = 3072: a fifth slower with the
+ * prefetch than without). */
+__attribute__((target("avx2"), always_inline)) static inline void tile_3x4_body(const int16_t *A, const int16_t *B,
+                                                                                int64_t Kp, __m256i *out, bool pf) {
     __m256i c00 = _mm256_setzero_si256(), c01 = c00, c02 = c00, c03 = c00, c10 = c00, c11 = c00, c12 = c00,
             c13 = c00, c20 = c00, c21 = c00, c22 = c00, c23 = c00;
     const int16_t *A1 = A + Kp, *A2 = A + 2 * Kp, *B1 = B + Kp, *B2 = B + 2 * Kp, *B3 = B + 3 * Kp;
-    const char *pf = (const char *)(B + 4 * Kp);
+    const char *next = (const char *)(B + 4 * Kp);
     for (int64_t k = 0; k < Kp; k += 16) {
         /* (a prefetch never faults: past B's end it is only wasted) */
-        _mm_prefetch(pf + 8 * k, _MM_HINT_T0);
-        _mm_prefetch(pf + 8 * k + 64, _MM_HINT_T0);
+        if (pf) _mm_prefetch(next + 8 * k, _MM_HINT_T0), _mm_prefetch(next + 8 * k + 64, _MM_HINT_T0);
         const __m256i a0 = LD16(A + k), a1 = LD16(A1 + k), a2 = LD16(A2 + k);
         MADD(c00, a0, LD16(B + k)), MADD(c10, a1, LD16(B + k)), MADD(c20, a2, LD16(B + k));
         MADD(c01, a0, LD16(B1 + k)), MADD(c11, a1, LD16(B1 + k)), MADD(c21, a2, LD16(B1 + k));
@@ -86,6 +88,16 @@ __attribute__((target("avx2"), noinline)) static void tile_3x4_avx2(const int16_
     }
     out[0] = c00, out[1] = c01, out[2] = c02, out[3] = c03, out[4] = c10, out[5] = c11, out[6] = c12,
     out[7] = c13, out[8] = c20, out[9] = c21, out[10] = c22, out[11] = c23;
+}
+
+__attribute__((target("avx2"), noinline)) static void tile_3x4_pf_avx2(const int16_t *A, const int16_t *B,
+                                                                       int64_t Kp, __m256i *out) {
+    tile_3x4_body(A, B, Kp, out, true);
+}
+
+__attribute__((target("avx2"), noinline)) static void tile_3x4_avx2(const int16_t *A, const int16_t *B, int64_t Kp,
+                                                                    __m256i *out) {
+    tile_3x4_body(A, B, Kp, out, false);
 }
 
 /* One row of A against four of B (the rows left over by the threes). */
@@ -123,16 +135,18 @@ __attribute__((target("avx2"))) static void block_avx2(const int16_t *A, const i
                                                        int64_t nr, int32_t *C, int64_t ldc) {
     const int64_t n4 = nr / 4 * 4, m3 = mr / 3 * 3;
     __m256i s[12];
+    void (*const tile)(const int16_t *, const int16_t *, int64_t, __m256i *) =
+        Kp <= 1024 ? tile_3x4_pf_avx2 : tile_3x4_avx2;
     if (mr * Kp <= 65536) {
         for (int64_t n = 0; n < n4; n += 4)
             for (int64_t m = 0; m < m3; m += 3) {
-                tile_3x4_avx2(A + m * Kp, B + n * Kp, Kp, s);
+                tile(A + m * Kp, B + n * Kp, Kp, s);
                 store_3x4(s, C + m * ldc + n, ldc);
             }
     } else {
         for (int64_t m = 0; m < m3; m += 3)
             for (int64_t n = 0; n < n4; n += 4) {
-                tile_3x4_avx2(A + m * Kp, B + n * Kp, Kp, s);
+                tile(A + m * Kp, B + n * Kp, Kp, s);
                 store_3x4(s, C + m * ldc + n, ldc);
             }
     }
