@@ -49,84 +49,115 @@ __attribute__((target("avx2"))) static inline __m128i hsum4_avx2(__m256i c0, __m
     return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
 }
 
-/* The first three sums of s to C[0..2]. */
-__attribute__((target("avx2"))) static inline void store3(int32_t *C, __m128i s) {
-    _mm_storel_epi64((__m128i *)C, s);
-    C[2] = _mm_extract_epi32(s, 2);
-}
+#define LD16(p) _mm256_loadu_si256((const __m256i *)(p))
+#define MADD(acc, x, y) acc = _mm256_add_epi32(_mm256_madd_epi16(x, y), acc)
 
-#define MADD(acc, x, y) acc = _mm256_add_epi32(acc, _mm256_madd_epi16(x, y))
-
-/* Three rows of A against three of B: nine sums in registers (named, not
+/* Three rows of A against four of B: twelve sums in registers (named, not
  * an array: GCC kept an array's sums on the stack, a store and a load
- * every term; three by four left it too few registers for the products),
- * each operand vector loaded once per 16 terms.
+ * every term), three rows of A in registers, B's terms read as the
+ * products' memory operands. Two things keep GCC's loop free of spills and
+ * register copies: the product first in each sum (acc + madd, not madd +
+ * acc, which it compiled into a copy of every sum every step), and the
+ * horizontal sums out of this function (their temporaries made it spill
+ * sums inside the loop). Twelve products a step at about 1.4 a cycle on
+ * Zen 3 against 1.0 for a three-by-three tile.
  *
- * The tile prefetches the next three rows of B (B + 3 Kp, contiguous: the
- * next tile's, or the next panel's first), 96 bytes a step so that they
- * arrive over the tile's run. A constant B larger than the caches (a
- * BERT-style encoder's packed weights, 57 MB) comes from memory at every
- * forward, and a panel's first pass, three short rows at a time, left the
- * hardware prefetcher too little to go on: cold B at half the tile's rate. */
-__attribute__((target("avx2"))) static void tile_3x3_avx2(const int16_t *A, const int16_t *B, int64_t Kp, int32_t *C,
-                                                          int64_t ldc) {
-    __m256i c00 = _mm256_setzero_si256(), c01 = c00, c02 = c00, c10 = c00, c11 = c00, c12 = c00, c20 = c00,
-            c21 = c00, c22 = c00;
-    const int16_t *A1 = A + Kp, *A2 = A + 2 * Kp, *B1 = B + Kp, *B2 = B + 2 * Kp;
-    const char *pf = (const char *)(B + 3 * Kp);
+ * With pf, the tile prefetches the next four rows of B (B + 4 Kp,
+ * contiguous: the next tile's, or the next panel's first), 128 bytes a step
+ * so that they arrive over the tile's run. A constant B larger than the
+ * caches (a BERT-style encoder's packed weights, 57 MB) comes from memory
+ * at every forward, and short rows of B, a few at a time, left the hardware
+ * prefetcher too little to go on: cold B at half the tile's rate. Long rows
+ * (Kp past 1024) it follows well, and four of them prefetched into L1 push
+ * out the rows of A the tile is using (K = 3072: a fifth slower with the
+ * prefetch than without). */
+__attribute__((target("avx2"), always_inline)) static inline void tile_3x4_body(const int16_t *A, const int16_t *B,
+                                                                                int64_t Kp, __m256i *out, bool pf) {
+    __m256i c00 = _mm256_setzero_si256(), c01 = c00, c02 = c00, c03 = c00, c10 = c00, c11 = c00, c12 = c00,
+            c13 = c00, c20 = c00, c21 = c00, c22 = c00, c23 = c00;
+    const int16_t *A1 = A + Kp, *A2 = A + 2 * Kp, *B1 = B + Kp, *B2 = B + 2 * Kp, *B3 = B + 3 * Kp;
+    const char *next = (const char *)(B + 4 * Kp);
     for (int64_t k = 0; k < Kp; k += 16) {
         /* (a prefetch never faults: past B's end it is only wasted) */
-        _mm_prefetch(pf + 6 * k, _MM_HINT_T0);
-        _mm_prefetch(pf + 6 * k + 64, _MM_HINT_T0);
-        const __m256i a0 = _mm256_loadu_si256((const __m256i *)(A + k)),
-                      a1 = _mm256_loadu_si256((const __m256i *)(A1 + k)),
-                      a2 = _mm256_loadu_si256((const __m256i *)(A2 + k));
-        __m256i b = _mm256_loadu_si256((const __m256i *)(B + k));
-        MADD(c00, a0, b), MADD(c10, a1, b), MADD(c20, a2, b);
-        b = _mm256_loadu_si256((const __m256i *)(B1 + k));
-        MADD(c01, a0, b), MADD(c11, a1, b), MADD(c21, a2, b);
-        b = _mm256_loadu_si256((const __m256i *)(B2 + k));
-        MADD(c02, a0, b), MADD(c12, a1, b), MADD(c22, a2, b);
+        if (pf) _mm_prefetch(next + 8 * k, _MM_HINT_T0), _mm_prefetch(next + 8 * k + 64, _MM_HINT_T0);
+        const __m256i a0 = LD16(A + k), a1 = LD16(A1 + k), a2 = LD16(A2 + k);
+        MADD(c00, a0, LD16(B + k)), MADD(c10, a1, LD16(B + k)), MADD(c20, a2, LD16(B + k));
+        MADD(c01, a0, LD16(B1 + k)), MADD(c11, a1, LD16(B1 + k)), MADD(c21, a2, LD16(B1 + k));
+        MADD(c02, a0, LD16(B2 + k)), MADD(c12, a1, LD16(B2 + k)), MADD(c22, a2, LD16(B2 + k));
+        MADD(c03, a0, LD16(B3 + k)), MADD(c13, a1, LD16(B3 + k)), MADD(c23, a2, LD16(B3 + k));
     }
-    const __m256i z = _mm256_setzero_si256();
-    store3(C, hsum4_avx2(c00, c01, c02, z));
-    store3(C + ldc, hsum4_avx2(c10, c11, c12, z));
-    store3(C + 2 * ldc, hsum4_avx2(c20, c21, c22, z));
+    out[0] = c00, out[1] = c01, out[2] = c02, out[3] = c03, out[4] = c10, out[5] = c11, out[6] = c12,
+    out[7] = c13, out[8] = c20, out[9] = c21, out[10] = c22, out[11] = c23;
 }
 
-/* One row of A against three of B (the rows left over by the threes). */
-__attribute__((target("avx2"))) static void tile_1x3_avx2(const int16_t *A, const int16_t *B, int64_t Kp, int32_t *C) {
-    __m256i c0 = _mm256_setzero_si256(), c1 = c0, c2 = c0;
-    const int16_t *B1 = B + Kp, *B2 = B + 2 * Kp;
+__attribute__((target("avx2"), noinline)) static void tile_3x4_pf_avx2(const int16_t *A, const int16_t *B,
+                                                                       int64_t Kp, __m256i *out) {
+    tile_3x4_body(A, B, Kp, out, true);
+}
+
+__attribute__((target("avx2"), noinline)) static void tile_3x4_avx2(const int16_t *A, const int16_t *B, int64_t Kp,
+                                                                    __m256i *out) {
+    tile_3x4_body(A, B, Kp, out, false);
+}
+
+/* One row of A against four of B (the rows left over by the threes). */
+__attribute__((target("avx2"), noinline)) static void tile_1x4_avx2(const int16_t *A, const int16_t *B, int64_t Kp,
+                                                                    __m256i *out) {
+    __m256i c0 = _mm256_setzero_si256(), c1 = c0, c2 = c0, c3 = c0;
+    const int16_t *B1 = B + Kp, *B2 = B + 2 * Kp, *B3 = B + 3 * Kp;
     for (int64_t k = 0; k < Kp; k += 16) {
-        const __m256i a = _mm256_loadu_si256((const __m256i *)(A + k));
-        MADD(c0, a, _mm256_loadu_si256((const __m256i *)(B + k)));
-        MADD(c1, a, _mm256_loadu_si256((const __m256i *)(B1 + k)));
-        MADD(c2, a, _mm256_loadu_si256((const __m256i *)(B2 + k)));
+        const __m256i a = LD16(A + k);
+        MADD(c0, a, LD16(B + k)), MADD(c1, a, LD16(B1 + k)), MADD(c2, a, LD16(B2 + k)), MADD(c3, a, LD16(B3 + k));
     }
-    store3(C, hsum4_avx2(c0, c1, c2, _mm256_setzero_si256()));
+    out[0] = c0, out[1] = c1, out[2] = c2, out[3] = c3;
 }
 
 /* One row of A against one of B. */
 __attribute__((target("avx2"))) static int32_t dot_avx2(const int16_t *A, const int16_t *B, int64_t Kp) {
     __m256i s = _mm256_setzero_si256();
-    for (int64_t k = 0; k < Kp; k += 16)
-        MADD(s, _mm256_loadu_si256((const __m256i *)(A + k)), _mm256_loadu_si256((const __m256i *)(B + k)));
+    for (int64_t k = 0; k < Kp; k += 16) MADD(s, LD16(A + k), LD16(B + k));
     return hsum_avx2(s);
 }
 
+/* Three rows' and four columns' sums of the tile at s to C. */
+__attribute__((target("avx2"))) static inline void store_3x4(const __m256i *s, int32_t *C, int64_t ldc) {
+    for (int64_t i = 0; i < 3; i++)
+        _mm_storeu_si128((__m128i *)(C + i * ldc), hsum4_avx2(s[4 * i], s[4 * i + 1], s[4 * i + 2], s[4 * i + 3]));
+}
+
+/* The tiles' order: when the block's rows of A fit L2 with room to spare
+ * (a quantised projection's 24 rows), every row of A against four columns
+ * of B before the next four, so that each column comes from memory once
+ * and stays in L1 while A's rows stream from L2; otherwise (a convolution's
+ * filters as A: hundreds of long rows) three rows of A against the whole
+ * panel of B, which stays in L2. */
 __attribute__((target("avx2"))) static void block_avx2(const int16_t *A, const int16_t *B, int64_t Kp, int64_t mr,
                                                        int64_t nr, int32_t *C, int64_t ldc) {
-    const int64_t n3 = nr / 3 * 3;
-    int64_t m = 0;
-    for (; m + 3 <= mr; m += 3) {
-        for (int64_t n = 0; n < n3; n += 3) tile_3x3_avx2(A + m * Kp, B + n * Kp, Kp, C + m * ldc + n, ldc);
-        for (int64_t i = 0; i < 3; i++)
-            for (int64_t n = n3; n < nr; n++) C[(m + i) * ldc + n] = dot_avx2(A + (m + i) * Kp, B + n * Kp, Kp);
+    const int64_t n4 = nr / 4 * 4, m3 = mr / 3 * 3;
+    __m256i s[12];
+    void (*const tile)(const int16_t *, const int16_t *, int64_t, __m256i *) =
+        Kp <= 1024 ? tile_3x4_pf_avx2 : tile_3x4_avx2;
+    if (mr * Kp <= 65536) {
+        for (int64_t n = 0; n < n4; n += 4)
+            for (int64_t m = 0; m < m3; m += 3) {
+                tile(A + m * Kp, B + n * Kp, Kp, s);
+                store_3x4(s, C + m * ldc + n, ldc);
+            }
+    } else {
+        for (int64_t m = 0; m < m3; m += 3)
+            for (int64_t n = 0; n < n4; n += 4) {
+                tile(A + m * Kp, B + n * Kp, Kp, s);
+                store_3x4(s, C + m * ldc + n, ldc);
+            }
     }
-    for (; m < mr; m++) {
-        for (int64_t n = 0; n < n3; n += 3) tile_1x3_avx2(A + m * Kp, B + n * Kp, Kp, C + m * ldc + n);
-        for (int64_t n = n3; n < nr; n++) C[m * ldc + n] = dot_avx2(A + m * Kp, B + n * Kp, Kp);
+    for (int64_t m = 0; m < m3; m++)
+        for (int64_t n = n4; n < nr; n++) C[m * ldc + n] = dot_avx2(A + m * Kp, B + n * Kp, Kp);
+    for (int64_t m = m3; m < mr; m++) {
+        for (int64_t n = 0; n < n4; n += 4) {
+            tile_1x4_avx2(A + m * Kp, B + n * Kp, Kp, s);
+            _mm_storeu_si128((__m128i *)(C + m * ldc + n), hsum4_avx2(s[0], s[1], s[2], s[3]));
+        }
+        for (int64_t n = n4; n < nr; n++) C[m * ldc + n] = dot_avx2(A + m * Kp, B + n * Kp, Kp);
     }
 }
 
@@ -136,11 +167,11 @@ bool mpx_k_igemm_avx2(void) {
 
 void mpx_k_igemm_nt(const int16_t *A, const int16_t *B, int64_t M, int64_t N, int64_t Kp, int32_t *C, int64_t ldc,
                     bool avx2) {
-    /* Panels of columns of B (at most 63, and at most 256 KB: half of
-     * Zen 3's L2) against every row of A: a tile streams three of the
+    /* Panels of columns of B (at most 64, and at most 256 KB: half of
+     * Zen 3's L2) against every row of A: a tile streams four of the
      * panel's rows from L2 while three rows of A stay in L1. */
-    int64_t pw = Kp ? 131072 / Kp / 3 * 3 : 63;
-    pw = pw < 3 ? 3 : pw > 63 ? 63 : pw;
+    int64_t pw = Kp ? 131072 / Kp / 4 * 4 : 64;
+    pw = pw < 4 ? 4 : pw > 64 ? 64 : pw;
     for (int64_t n0 = 0; n0 < N; n0 += pw) {
         /* a panel apart: a cancelled kernel's sums are dropped (mpx_k_cancelled) */
         if (mpx_k_cancelled()) return;
