@@ -283,6 +283,8 @@ static void conv_case(int idx, bool transpose, bool big) {
     p.C = cig * p.G, p.M = mg * p.G;
     p.H = p.nsp == 2 ? (big ? rnd(16, 70) : rnd(1, 24)) : 1;
     p.W = big ? rnd(16, 90) : rnd(1, 40);
+    if (dwise && big && mpx_rng_unit(&rng) < 0.7) /* maps whose copy kg_dw_run takes in bands */
+        p.H = p.nsp == 2 ? rnd(90, 150) : 1, p.W = rnd(90, 150);
     p.KH = p.nsp == 2 ? rnd(1, 5) : 1, p.KW = rnd(1, 5);
     p.sh = p.nsp == 2 ? rnd(1, 3) : 1, p.sw = rnd(1, 3);
     p.dh = p.nsp == 2 ? rnd(1, 2) : 1, p.dw = rnd(1, 2);

@@ -976,8 +976,10 @@ static void test_pool(void) {
      * to the sum), over the count (padding counted up to the padded input's
      * edge with count_include_pad), 0 for a window with no tap inside; on
      * random planes, with strides, pads, ceil_mode, dilations, and windows
-     * of 64 taps (one block) and 81 (two) */
-    {
+     * of 64 taps (one block) and 81 (two); on planes 13 wide and 45 wide
+     * (rows of eight outputs and more: the vectorised sums, strides 1 and 2,
+     * the last plane's last vector reading up to the input's end) */
+    for (int wide = 0; wide < 2; wide++) {
         static const struct { const char *attrs; int k0, k1, s0, s1, p0, p1, d0, d1, inc; } cf[] = {
             {"kernel_shape=[3,2] strides=[3,2]", 3, 2, 3, 2, 0, 0, 1, 1, 0},
             {"kernel_shape=[3,3] strides=[2,2] pads=[1,1,1,1] ceil_mode=1", 3, 3, 2, 2, 1, 1, 1, 1, 0},
@@ -987,8 +989,9 @@ static void test_pool(void) {
             {"kernel_shape=[8,8] pads=[3,3,3,3]", 8, 8, 1, 1, 3, 3, 1, 1, 0},
             {"kernel_shape=[9,9] strides=[2,2] pads=[4,4,4,4]", 9, 9, 2, 2, 4, 4, 1, 1, 0},
         };
-        const int64_t H = 11, W = 13;
-        x = vrand("2x3x11x13");
+        const int64_t H = 11, W = wide ? 45 : 13;
+        x = vrand(wide ? "2x3x11x45" : "2x3x11x13");
+        for (int64_t k = 0; k < x.n; k++) x.f[k] = x.f[k] * 1000.0f + 1.0f / (float)(k + 3);
         for (size_t ci = 0; ci < sizeof cf / sizeof cf[0]; ci++) {
             y[0] = run1(node("AveragePool", 19, 1, "y", cf[ci].attrs), 1, in);
             const bool ceil = strstr(cf[ci].attrs, "ceil_mode=1") != NULL;
@@ -1016,12 +1019,12 @@ static void test_pool(void) {
                         const float want = n_in > 0 ? sum / (float)(cf[ci].inc ? n_pad : n_in) : 0.0f;
                         same = same && memcmp(&want, &y[0].f[(pc * OH + oh) * OW + ow], sizeof want) == 0;
                     }
-            CHECK_MSG(same, "AveragePool %s differs from its definition", cf[ci].attrs);
+            CHECK_MSG(same, "AveragePool %s differs from its definition (W %lld)", cf[ci].attrs, (long long)W);
             vfree(1, y);
         }
         vfree(1, &x);
-        x = vseq("1x1x4x4", 1.0f);
     }
+    x = vseq("1x1x4x4", 1.0f);
     /* MaxPool 2-D against its definition, bit for bit: each output the
      * first in-bounds tap in window order, then any strictly greater one (a
      * first NaN stays, a later one is never taken); planes 37 wide, so the

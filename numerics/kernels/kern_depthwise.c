@@ -90,6 +90,10 @@ static void kg_dw16_fn(void *ctx, int tid, long item) {
     d->out(o16, v->OH * j->OW, nc, ys);
 }
 
+/* dw_chan's bands: a whole number of its row groups (2 on AVX2, 3 on
+ * AVX-512: 6), as many as keep the band's copy near KG_DW_STRIP floats. */
+enum { KG_DW_STRIP = 8192, KG_DW_BAND_ROWS = 6 };
+
 bool kg_dw_run(const kg_dw *j) {
     const kg_conv *v = j->conv;
     const int64_t K = v->KH * v->KW;
@@ -120,10 +124,24 @@ bool kg_dw_run(const kg_dw *j) {
     }
     if (nt > j->C) nt = (int)j->C;
     kg_ctx x = {.d = j, .avx2 = kg_use_avx2(), .avx512 = kg_use_avx512(), .h16 = kg_use_h16(j->mode, j->f16)};
-    /* The whole channel: the grid's rows, the rows the taps reach below
-     * them, one more for the dropped columns; 32 floats of slack for the
-     * last vectors. */
-    x.srows = v->OH + (v->KH - 1) * v->dh / v->sh + 1;
+    /* A band of the channel's grid rows: its rows, the rows the taps reach
+     * below them, one more for the dropped columns (ext); 32 floats of
+     * slack for the last vectors. Bands of KG_DW_BAND_ROWS grid rows where
+     * the whole channel's copy would pass KG_DW_STRIP floats (dw_chan fills
+     * and computes one band at a time, so the copy is read back from the
+     * first-level caches: PP-OCRv4 det's 320 x 320 and 160 x 160 maps made
+     * copies of 400 KB a channel, each written out to the second-level
+     * cache and read back from it). Banding moves only the copy; every
+     * output's taps and sums are the same. */
+    const int64_t ext = (v->KH - 1) * v->dh / v->sh + 1;
+    int64_t band = v->OH;
+    if (v->sh * v->sw * (v->OH + ext) * v->Wq > KG_DW_STRIP) {
+        band = KG_DW_STRIP / (v->sh * v->sw * v->Wq) - ext;
+        band = band / KG_DW_BAND_ROWS * KG_DW_BAND_ROWS;
+        if (band < KG_DW_BAND_ROWS) band = KG_DW_BAND_ROWS;
+        if (band > v->OH) band = v->OH;
+    }
+    x.srows = band + ext;
     x.splane = x.srows * v->Wq;
     x.schan = v->sh * v->sw * x.splane;
     int64_t *off = malloc((size_t)K * sizeof *off);

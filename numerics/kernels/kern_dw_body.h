@@ -279,8 +279,8 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_sums16)(cons
 #endif
 
 /* ---- depthwise: one channel ------------------------------------------------------------------
- * The channel's padded, phase-split input into the thread's strip, then grid
- * rows 32 outputs at a time in 4 vectors; the taps' terms in order (fp32:
+ * The channel's padded, phase-split input into the thread's strip (a band
+ * of rows at a time), then grid rows 32 outputs at a time in 4 vectors; the taps' terms in order (fp32:
  * blocks of 64 taps, as the GEMM). */
 static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_chan)(const int RM, const kg_ctx *x,
                                                                 int tid, int64_t ch) {
@@ -288,131 +288,138 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_chan)(const 
     const kg_conv *v = j->conv;
     const int64_t K = v->KH * v->KW;
     float *st = x->strip[tid];
-    KG_F(fill)(v, v->x + ch * v->H * v->W, 0, x->srows, st, x->splane);
     const float *w = j->w + ch * K;
     float *y = j->y + ch * j->yc;
     const float *bp = j->bias ? j->bias + ch : NULL;
     const int64_t *off = x->boff;
     const v8f z = {0};
-    int64_t r0 = 0;
+    /* The channel in bands of grid rows [rb, re) (kg_dw_run says why), each
+     * band's input filled in just before its rows are computed; the strip's
+     * row 0 is the band's first. */
+    const int64_t ext = (v->KH - 1) * v->dh / v->sh + 1, band = x->srows - ext;
+    for (int64_t rb = 0; rb < v->OH; rb += band) {
+        const int64_t re = rb + band < v->OH ? rb + band : v->OH;
+        KG_F(fill)(v, v->x + ch * v->H * v->W, rb, re - rb + ext, st, x->splane);
+        int64_t r0 = rb;
 #if KG_SIMD == 2
-    if (RM == KG_FP32)
-        for (; r0 + 3 <= v->OH; r0 += 3)
-            for (int64_t col = 0; col < j->OW; col += 32) {
-                v16f s3r[3][2];
-                KG_F(dw_rows_fp32)(3, K, w, st + r0 * v->Wq + col, v->Wq, off, bp, s3r);
-                const int64_t n = j->OW - col < 32 ? j->OW - col : 32;
-                for (int i = 0; i < 3; i++) {
-                    float *yo = y + (r0 + i) * j->OW + col;
-                    if (n == 32) {
-                        memcpy(yo, &s3r[i][0], sizeof s3r[i][0]);
-                        memcpy(yo + KG_NR, &s3r[i][1], sizeof s3r[i][1]);
-                    } else {
-                        float t[32];
-                        memcpy(t, &s3r[i][0], sizeof s3r[i][0]);
-                        memcpy(t + KG_NR, &s3r[i][1], sizeof s3r[i][1]);
-                        memcpy(yo, t, (size_t)n * sizeof *t);
+        if (RM == KG_FP32)
+            for (; r0 + 3 <= re; r0 += 3)
+                for (int64_t col = 0; col < j->OW; col += 32) {
+                    v16f s3r[3][2];
+                    KG_F(dw_rows_fp32)(3, K, w, st + (r0 - rb) * v->Wq + col, v->Wq, off, bp, s3r);
+                    const int64_t n = j->OW - col < 32 ? j->OW - col : 32;
+                    for (int i = 0; i < 3; i++) {
+                        float *yo = y + (r0 + i) * j->OW + col;
+                        if (n == 32) {
+                            memcpy(yo, &s3r[i][0], sizeof s3r[i][0]);
+                            memcpy(yo + KG_NR, &s3r[i][1], sizeof s3r[i][1]);
+                        } else {
+                            float t[32];
+                            memcpy(t, &s3r[i][0], sizeof s3r[i][0]);
+                            memcpy(t + KG_NR, &s3r[i][1], sizeof s3r[i][1]);
+                            memcpy(yo, t, (size_t)n * sizeof *t);
+                        }
                     }
                 }
-            }
 #else
-    /* fp32, one block of taps: two grid rows at a time, 8 chains of fused
-     * multiply-adds in flight where one row has 4 (each K long: a 3 x 3
-     * chain is 9 dependent 4-cycle steps, so a row at a time kept the FMA
-     * ports half idle); each output's operations as the loop below. */
-    if (RM == KG_FP32 && K <= MPX_ACC_FP32_BLOCK)
-        for (; r0 + 2 <= v->OH; r0 += 2)
-            for (int64_t col = 0; col < j->OW; col += 32) {
-                const float *xq = st + r0 * v->Wq + col;
-                v8f a[2][4];
-DW_UNROLL(2)
-                for (int i = 0; i < 2; i++)
-DW_UNROLL(4)
-                    for (int c = 0; c < 4; c++) a[i][c] = z;
-                for (int64_t k = 0; k < K; k++) {
-                    const v8f wk = KG_F(splat)(w[k]);
-                    const float *p = xq + off[k];
+        /* fp32, one block of taps: two grid rows at a time, 8 chains of fused
+         * multiply-adds in flight where one row has 4 (each K long: a 3 x 3
+         * chain is 9 dependent 4-cycle steps, so a row at a time kept the FMA
+         * ports half idle); each output's operations as the loop below. */
+        if (RM == KG_FP32 && K <= MPX_ACC_FP32_BLOCK)
+            for (; r0 + 2 <= re; r0 += 2)
+                for (int64_t col = 0; col < j->OW; col += 32) {
+                    const float *xq = st + (r0 - rb) * v->Wq + col;
+                    v8f a[2][4];
 DW_UNROLL(2)
                     for (int i = 0; i < 2; i++)
 DW_UNROLL(4)
-                        for (int c = 0; c < 4; c++) a[i][c] = KG_F(fma8)(wk, KG_F(ld8)(p + i * v->Wq + c * 8), a[i][c]);
-                }
-                const int64_t n = j->OW - col < 32 ? j->OW - col : 32;
-DW_UNROLL(2)
-                for (int i = 0; i < 2; i++) {
-                    float *yo = y + (r0 + i) * j->OW + col;
-DW_UNROLL(4)
-                    for (int c = 0; c < 4; c++) {
-                        v8f sc = z + a[i][c];
-                        if (bp) sc += KG_F(splat)(*bp);
-                        if (n >= c * 8 + 8) KG_F(st8)(yo + c * 8, sc);
-                        else if (n > c * 8 && r0 + i + 1 < v->OH && j->OW >= 8 && (i == 1 || col == 0))
-                            KG_F(st8)(yo + c * 8, sc); /* (the next row's columns: see below) */
-                        else if (n > c * 8) KG_F(st8n)(yo + c * 8, sc, n - c * 8);
-                    }
-                }
-            }
-#endif
-    for (int64_t r = r0; r < v->OH; r++) {
-        for (int64_t col = 0; col < j->OW; col += 32) {
-            const float *xq = st + r * v->Wq + col;
-            v8f s0 = z, s1 = z, s2 = z, s3 = z;
-#if KG_SIMD == 2
-            v8f s16[4];
-            KG_F(dw_sums16)(RM, x->h16, K, w, xq, off, bp, s16);
-            s0 = s16[0], s1 = s16[1], s2 = s16[2], s3 = s16[3];
-#else
-            if (RM == KG_FP32) {
-                for (int64_t k0 = 0; k0 < K; k0 += MPX_ACC_FP32_BLOCK) {
-                    const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < K ? k0 + MPX_ACC_FP32_BLOCK : K;
-                    v8f a0 = z, a1 = z, a2 = z, a3 = z;
-                    for (int64_t k = k0; k < k1; k++) {
+                        for (int c = 0; c < 4; c++) a[i][c] = z;
+                    for (int64_t k = 0; k < K; k++) {
                         const v8f wk = KG_F(splat)(w[k]);
                         const float *p = xq + off[k];
-                        a0 = KG_F(fma8)(wk, KG_F(ld8)(p), a0);
-                        a1 = KG_F(fma8)(wk, KG_F(ld8)(p + 8), a1);
-                        a2 = KG_F(fma8)(wk, KG_F(ld8)(p + 16), a2);
-                        a3 = KG_F(fma8)(wk, KG_F(ld8)(p + 24), a3);
+DW_UNROLL(2)
+                        for (int i = 0; i < 2; i++)
+DW_UNROLL(4)
+                            for (int c = 0; c < 4; c++) a[i][c] = KG_F(fma8)(wk, KG_F(ld8)(p + i * v->Wq + c * 8), a[i][c]);
                     }
-                    s0 += a0, s1 += a1, s2 += a2, s3 += a3;
+                    const int64_t n = j->OW - col < 32 ? j->OW - col : 32;
+DW_UNROLL(2)
+                    for (int i = 0; i < 2; i++) {
+                        float *yo = y + (r0 + i) * j->OW + col;
+DW_UNROLL(4)
+                        for (int c = 0; c < 4; c++) {
+                            v8f sc = z + a[i][c];
+                            if (bp) sc += KG_F(splat)(*bp);
+                            if (n >= c * 8 + 8) KG_F(st8)(yo + c * 8, sc);
+                            else if (n > c * 8 && r0 + i + 1 < v->OH && j->OW >= 8 && (i == 1 || col == 0))
+                                KG_F(st8)(yo + c * 8, sc); /* (the next row's columns: see below) */
+                            else if (n > c * 8) KG_F(st8n)(yo + c * 8, sc, n - c * 8);
+                        }
+                    }
                 }
-                if (bp) {
-                    const v8f bv = KG_F(splat)(*bp);
-                    s0 += bv, s1 += bv, s2 += bv, s3 += bv;
-                }
-            } else {
-                for (int64_t k = 0; k < K; k++) {
-                    const v8f wk = KG_F(splat)(w[k]);
-                    const float *p = xq + off[k];
-                    s0 = KG_F(rsum)(RM, s0, wk * KG_F(ld8)(p));
-                    s1 = KG_F(rsum)(RM, s1, wk * KG_F(ld8)(p + 8));
-                    s2 = KG_F(rsum)(RM, s2, wk * KG_F(ld8)(p + 16));
-                    s3 = KG_F(rsum)(RM, s3, wk * KG_F(ld8)(p + 24));
-                }
-                if (bp) {
-                    const v8f bv = KG_F(splat)(*bp);
-                    s0 = KG_F(rsum)(RM, s0, bv), s1 = KG_F(rsum)(RM, s1, bv);
-                    s2 = KG_F(rsum)(RM, s2, bv), s3 = KG_F(rsum)(RM, s3, bv);
-                }
-            }
 #endif
-            float *yo = y + r * j->OW + col;
-            const int64_t n = j->OW - col < 32 ? j->OW - col : 32;
-            if (n == 32) {
-                KG_F(st8)(yo, s0), KG_F(st8)(yo + 8, s1), KG_F(st8)(yo + 16, s2), KG_F(st8)(yo + 24, s3);
-            } else {
-                const v8f sv[4] = {s0, s1, s2, s3};
-                for (int c = 0; c * 8 < n; c++) {
-                    if (n >= c * 8 + 8) KG_F(st8)(yo + c * 8, sv[c]);
-                    /* A row's last, partial vector whole where the lanes
-                     * past the row land in the channel's next row before
-                     * this item writes them (here: always; in the pairs
-                     * above: from the first row of a pair only when the
-                     * row is one block of columns): the masked store was a
-                     * sixth of the row loops' time on 28-wide maps (AVX2's
-                     * vmaskmovps). The last row's stays masked. */
-                    else if (r + 1 < v->OH && j->OW >= 8) KG_F(st8)(yo + c * 8, sv[c]);
-                    else KG_F(st8n)(yo + c * 8, sv[c], n - c * 8);
+        for (int64_t r = r0; r < re; r++) {
+            for (int64_t col = 0; col < j->OW; col += 32) {
+                const float *xq = st + (r - rb) * v->Wq + col;
+                v8f s0 = z, s1 = z, s2 = z, s3 = z;
+#if KG_SIMD == 2
+                v8f s16[4];
+                KG_F(dw_sums16)(RM, x->h16, K, w, xq, off, bp, s16);
+                s0 = s16[0], s1 = s16[1], s2 = s16[2], s3 = s16[3];
+#else
+                if (RM == KG_FP32) {
+                    for (int64_t k0 = 0; k0 < K; k0 += MPX_ACC_FP32_BLOCK) {
+                        const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < K ? k0 + MPX_ACC_FP32_BLOCK : K;
+                        v8f a0 = z, a1 = z, a2 = z, a3 = z;
+                        for (int64_t k = k0; k < k1; k++) {
+                            const v8f wk = KG_F(splat)(w[k]);
+                            const float *p = xq + off[k];
+                            a0 = KG_F(fma8)(wk, KG_F(ld8)(p), a0);
+                            a1 = KG_F(fma8)(wk, KG_F(ld8)(p + 8), a1);
+                            a2 = KG_F(fma8)(wk, KG_F(ld8)(p + 16), a2);
+                            a3 = KG_F(fma8)(wk, KG_F(ld8)(p + 24), a3);
+                        }
+                        s0 += a0, s1 += a1, s2 += a2, s3 += a3;
+                    }
+                    if (bp) {
+                        const v8f bv = KG_F(splat)(*bp);
+                        s0 += bv, s1 += bv, s2 += bv, s3 += bv;
+                    }
+                } else {
+                    for (int64_t k = 0; k < K; k++) {
+                        const v8f wk = KG_F(splat)(w[k]);
+                        const float *p = xq + off[k];
+                        s0 = KG_F(rsum)(RM, s0, wk * KG_F(ld8)(p));
+                        s1 = KG_F(rsum)(RM, s1, wk * KG_F(ld8)(p + 8));
+                        s2 = KG_F(rsum)(RM, s2, wk * KG_F(ld8)(p + 16));
+                        s3 = KG_F(rsum)(RM, s3, wk * KG_F(ld8)(p + 24));
+                    }
+                    if (bp) {
+                        const v8f bv = KG_F(splat)(*bp);
+                        s0 = KG_F(rsum)(RM, s0, bv), s1 = KG_F(rsum)(RM, s1, bv);
+                        s2 = KG_F(rsum)(RM, s2, bv), s3 = KG_F(rsum)(RM, s3, bv);
+                    }
+                }
+#endif
+                float *yo = y + r * j->OW + col;
+                const int64_t n = j->OW - col < 32 ? j->OW - col : 32;
+                if (n == 32) {
+                    KG_F(st8)(yo, s0), KG_F(st8)(yo + 8, s1), KG_F(st8)(yo + 16, s2), KG_F(st8)(yo + 24, s3);
+                } else {
+                    const v8f sv[4] = {s0, s1, s2, s3};
+                    for (int c = 0; c * 8 < n; c++) {
+                        if (n >= c * 8 + 8) KG_F(st8)(yo + c * 8, sv[c]);
+                        /* A row's last, partial vector whole where the lanes
+                         * past the row land in the channel's next row before
+                         * this item writes them (here: always; in the pairs
+                         * above: from the first row of a pair only when the
+                         * row is one block of columns): the masked store was a
+                         * sixth of the row loops' time on 28-wide maps (AVX2's
+                         * vmaskmovps). The last row's stays masked. */
+                        else if (r + 1 < v->OH && j->OW >= 8) KG_F(st8)(yo + c * 8, sv[c]);
+                        else KG_F(st8n)(yo + c * 8, sv[c], n - c * 8);
+                    }
                 }
             }
         }
