@@ -414,7 +414,7 @@ DW_UNROLL(4)
                          * past the row land in the channel's next row before
                          * this item writes them (here: always; in the pairs
                          * above: from the first row of a pair only when the
-                         * row is one block of columns): the masked store was a
+                         * row is one block of columns): a masked store is a
                          * sixth of the row loops' time on 28-wide maps (AVX2's
                          * vmaskmovps). The last row's stays masked. */
                         else if (r + 1 < v->OH && j->OW >= 8) KG_F(st8)(yo + c * 8, sv[c]);

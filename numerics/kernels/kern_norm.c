@@ -247,8 +247,8 @@ static bool ln_plain(const mpx_value *x, int ax, const int64_t *st) {
  * of up to LN_T values are first copied transposed (xt[k][i]: the eight
  * rows' k-th values side by side), so the eight chains are one vector's
  * lanes, each lane the same additions in the same order as its row alone
- * (the strided loop over rows had stayed scalar: ViT-B/16's
- * LayerNormalizations ran at 2.5 ns a value); longer rows take that loop. */
+ * (GCC leaves the strided loop over rows scalar: 2.5 ns a value on
+ * ViT-B/16's LayerNormalizations); longer rows take that loop. */
 enum { LN_ROWS = 8, LN_T = 1024 };
 
 /* The eight lanes' sums of xt[k][i] (sq: of (xt[k][i] - mean[i])^2, the
@@ -1217,8 +1217,8 @@ static float row_max(const float *x, int64_t D) {
  * 28,000 slices of 197 a forward). Each block of the slices' exponentials
  * is copied transposed first (et[k][i]: the slices' k-th values side by
  * side), so that the chains are vector lanes, each lane its slice's
- * additions in order, four vectors of independent chains at a time (the
- * strided loop over eight slices had stayed scalar). Slices longer than
+ * additions in order, four vectors of independent chains at a time (GCC
+ * leaves the strided loop over eight slices scalar). Slices longer than
  * SM_LONG go 8 an item, their sums in that strided loop (for rec's 40
  * slices of 6625 the copies cost more than they saved; 32 such slices
  * would also outgrow the L2 cache and leave two items for two threads). y

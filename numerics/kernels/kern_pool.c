@@ -453,11 +453,11 @@ static void max2d_plane(void *ctx, int tid, long pc) {
  * order), then each sum over its count (padding counted or not). The
  * general loop's values: the same terms added in the same order, each
  * output's sum in a register (eight outputs to a vector on AVX2). Items are
- * runs of planes (AVG_ITEM_TAPS taps' work each): an item a plane had each
- * thread take rec's 480 small planes one by one from the shared counter,
- * and working out each output's window and count from the tables cost more
- * than its six additions (rec's AveragePool, 480 planes of 3x80 to 1x40:
- * 7x ONNX Runtime's time). */
+ * runs of planes (AVG_ITEM_TAPS taps' work each): with an item a plane,
+ * each thread takes rec's 480 small planes one by one from the shared
+ * counter, and working out each output's window and count from the tables
+ * costs more than its six additions (rec's AveragePool, 480 planes of 3x80
+ * to 1x40: 7x ONNX Runtime's time that way). */
 enum { AVG_ITEM_TAPS = 1 << 15, AVG_MAX_OW = 1024 };
 typedef struct avg2d {
     pool2d m;
