@@ -956,8 +956,9 @@ static void note_where(void *ctx, const mpx_tensor *t, const mpx_value *v) {
 }
 
 /* Reshape, Flatten, Unsqueeze, Squeeze, Identity and Softmax of a streamed
- * run take over a data input that dies at them (exec.c's over_input0): the
- * output is the input's buffer, nothing copied; an input a later node
+ * run take over a data input that dies at them (kernels.def's
+ * MPX_KERNEL_TAKES_INPUT0, exec.c's dying_input): the output is the
+ * input's buffer, nothing copied; an input a later node
  * still reads (b, by the Add) is copied and left as it was, and LogSoftmax
  * (which reads its input again after writing) is not offered its. The same
  * bits as node by node, fp32 and fp16. */

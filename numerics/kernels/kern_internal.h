@@ -170,6 +170,9 @@ bool mpx_env_on(const char *name);
 /* Whether op computes each output element from the input elements at its
  * place alone (kernels.def: MPX_KERNEL_POINTWISE). */
 bool mpx_kernel_pointwise(mpx_op op);
+/* Whether op's kernel may take input 0's buffer, when it dies at the node,
+ * for its output (kernels.def: MPX_KERNEL_TAKES_INPUT0). */
+bool mpx_kernel_takes_input0(mpx_op op);
 /* The format input k is to be read in, when the executor handed the
  * constant's own values unrounded (mpx_kctx.in_round); NULL otherwise. */
 const mpx_format *mpx_k_in_round(const mpx_kctx *c, int k);

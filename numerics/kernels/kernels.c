@@ -45,12 +45,22 @@ static const bool pointwise[MPX_OP_COUNT] = {
 #undef MPX_KERNEL
 };
 
+static const bool takes_input0[MPX_OP_COUNT] = {
+#define MPX_KERNEL(op, fn)
+#define MPX_KERNEL_TAKES_INPUT0(op) [MPX_OP_##op] = true,
+#include "kernels.def"
+#undef MPX_KERNEL_TAKES_INPUT0
+#undef MPX_KERNEL
+};
+
 bool mpx_env_on(const char *name) {
     const char *e = getenv(name);
     return e && *e && strcmp(e, "0") != 0;
 }
 
 bool mpx_kernel_pointwise(mpx_op op) { return (int)op > 0 && op < MPX_OP_COUNT && pointwise[op]; }
+
+bool mpx_kernel_takes_input0(mpx_op op) { return (int)op > 0 && op < MPX_OP_COUNT && takes_input0[op]; }
 
 const mpx_format *mpx_k_in_round(const mpx_kctx *c, int k) {
     return c && c->in_round && c->node && k >= 0 && k < c->node->n_inputs ? c->in_round[k] : NULL;

@@ -373,21 +373,12 @@ static bool dies_by(const mpx_tensor *t, int end, const int *last, const bool *k
     return last[t->index] <= end && !(t->flags & MPX_T_OUTPUT) && !(keep && keep[t->index]);
 }
 
-/* Ops offered input 0's buffer when it dies at them: those whose output is
- * its elements in order under another shape (kern_data.c's copy_whole),
- * which take it over instead of copying it, and Softmax, whose slices are
- * read before they are written (kern_norm.c's softmax). */
-static bool over_input0(mpx_op op) {
-    return op == MPX_OP_Reshape || op == MPX_OP_Flatten || op == MPX_OP_Squeeze || op == MPX_OP_Unsqueeze ||
-           op == MPX_OP_Identity || op == MPX_OP_Softmax;
-}
-
-/* The value of a pointwise node's input (or input 0 of an over_input0
- * node), at node index i of a streamed run, that no later node reads and
+/* The value of a pointwise node's input (or input 0 of a node whose kernel
+ * takes it, kernels.def: MPX_KERNEL_TAKES_INPUT0), at node index i of a streamed run, that no later node reads and
  * the run owns, of the output's size (the first read of it, as compare.c's
  * plan_inplace); NULL: none. */
 static mpx_value *dying_input(const mpx_node *n, int i, const int *last, const bool *keep, mpx_value *vals) {
-    const bool moves = over_input0(n->op);
+    const bool moves = mpx_kernel_takes_input0(n->op);
     if ((!mpx_kernel_pointwise(n->op) && !moves) || n->n_outputs != 1 || !n->outputs[0] || n->guard) return NULL;
     for (int k = 0; k < (moves ? 1 : n->n_inputs); k++) {
         const mpx_tensor *t = n->inputs[k];
