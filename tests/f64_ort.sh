@@ -319,30 +319,28 @@ assert casts and casts[0].attribute[0].i == TensorProto.DOUBLE, casts
 PYEOF
 then echo "export_double: ok"; else fail export_double "the exported model does not keep DOUBLE"; fi
 
+# refused NAME MODEL WHAT MESSAGE: `run` on MODEL (float64 input X) fails
+# and its message holds MESSAGE, which names the node
+refused() {
+  n=$((n + 1))
+  if out=$("$MPX" -c "load $M/$2; input X random; run" 2>&1); then
+    fail "$1" "a float64 $3 ran"
+  else
+    case $out in
+      *"$4"*) echo "$1: ok" ;;
+      *) echo "$out"; fail "$1" "not the expected message" ;;
+    esac
+  fi
+}
+
 # 5. an op without a float64 row is refused before the run, naming the node
-n=$((n + 1))
-if out=$("$MPX" -c "load $M/f64_refused_celu.onnx; input X random; run" 2>&1); then
-  fail refused_celu "a float64 Celu ran"
-else
-  case $out in
-    *'node "celu" (Celu): no float64 kernel for Celu; mpx computes float64 as float64'*)
-      echo "refused_celu: ok" ;;
-    *) echo "$out"; fail refused_celu "not the expected message" ;;
-  esac
-fi
+refused refused_celu f64_refused_celu.onnx Celu \
+  'node "celu" (Celu): no float64 kernel for Celu; mpx computes float64 as float64'
 
 # 5b. a float64 com.microsoft Attention (ONNX's own runs in double) is
 # refused when it runs, naming the node
-n=$((n + 1))
-if out=$("$MPX" -c "load $M/f64_refused_ms_attention.onnx; input X random; run" 2>&1); then
-  fail refused_ms_attention "a float64 com.microsoft Attention ran"
-else
-  case $out in
-    *'node "ms_att" (Attention): a float64 com.microsoft Attention is not supported'*)
-      echo "refused_ms_attention: ok" ;;
-    *) echo "$out"; fail refused_ms_attention "not the expected message" ;;
-  esac
-fi
+refused refused_ms_attention f64_refused_ms_attention.onnx "com.microsoft Attention" \
+  'node "ms_att" (Attention): a float64 com.microsoft Attention is not supported'
 
 echo "f64_ort: $n checks, $failed failed"
 [ "$failed" = 0 ]
