@@ -729,7 +729,7 @@ typedef struct gp8 {
  * plane loaded and transposed, so that each vector holds one term of every
  * plane, added lane by lane in the terms' order (a lane's sum is its
  * plane's, the same additions in the same order: the same bits). The loop
- * of scalar chains ran at 1.6 G terms/s (rec's squeeze-excitation pools,
+ * of scalar chains runs at 1.6 G terms/s (rec's squeeze-excitation pools,
  * 480 planes of 480: 2.8x ONNX Runtime's time). */
 __attribute__((target("avx2"))) static void gp8_avx2(const float *xp, int64_t plane, float *sum8) {
     __m256 sum = _mm256_setzero_ps();
