@@ -4,7 +4,8 @@
  * correction) bit for bit against qint_direct.c, the same ops by the direct
  * loops: random shapes (1-D to 4-D operands, batch dims broadcast either
  * way, a 3-D activation times a 2-D weight as quantize_dynamic writes
- * them, sizes that reach the threads and the core's tile edges), uint8 and
+ * them, sizes that reach the threads and the core's tile edges, B wider
+ * than one block of its packing), uint8 and
  * int8 operands, zero points absent, one, per row of A or per column of B,
  * int16 operands far from their zero points (the direct loops' fallback).
  * B is given as a tensor's constant (its packing kept on the tensor: each
@@ -59,8 +60,11 @@ static void range_of(mpx_dtype t, int64_t *lo, int64_t *hi) {
 
 static void one_case(int idx) {
     /* shapes: [batch...] x M x K times [batch...] x K x N, either side 1-D now and then */
-    const int64_t M = coin(0.2) ? rnd(40, 130) : rnd(1, 30), K = coin(0.2) ? rnd(200, 800) : rnd(1, 70),
-                  N = coin(0.2) ? rnd(60, 300) : rnd(1, 50);
+    /* now and then more columns than B's packing takes in one block (kern_qint.c's BT_COLS) */
+    const bool wide_b = coin(0.03);
+    const int64_t M = coin(0.2) && !wide_b ? rnd(40, 130) : rnd(1, 30),
+                  K = coin(0.2) && !wide_b ? rnd(200, 800) : rnd(1, 70),
+                  N = wide_b ? rnd(4097, 4400) : coin(0.2) ? rnd(60, 300) : rnd(1, 50);
     const int shape = (int)rnd(0, 5);
     int64_t ad[5], bd[5];
     int ar, br;

@@ -184,51 +184,68 @@ static void mm_direct(const mm *p, const mpx_value *a, const mpx_value *b, const
 #define MM_ROWS 24
 
 /* B's matrix at b (K x N, row-major) as N rows of Kp 16-bit values, less
- * zb (one value, or one per column; NULL: its raw values). false: a value
- * does not fit 16 bits. Columns [n0, n1). */
-static bool pack_bt(const int64_t *b, int64_t K, int64_t N, int64_t Kp, const mpx_value *zb, int64_t n0, int64_t n1,
-                    int16_t *bt) {
-    bool fits = true;
-    /* eight columns at a time: one line of B's row, eight rows of bt written in step */
-    for (int64_t c0 = n0; c0 < n1; c0 += 8) {
-        const int64_t cn = n1 - c0 < 8 ? n1 - c0 : 8;
-        for (int64_t k = 0; k < K; k++) {
-            const int64_t *br = b + k * N + c0;
-            for (int64_t j = 0; j < cn; j++) {
-                const int64_t d = br[j] - zp_at(zb, c0 + j);
-                fits &= d >= INT16_MIN && d <= INT16_MAX;
-                bt[(c0 + j) * Kp + k] = (int16_t)d;
-            }
-        }
-        for (int64_t j = 0; j < cn; j++)
-            for (int64_t k = K; k < Kp; k++) bt[(c0 + j) * Kp + k] = 0;
-    }
-    return fits;
-}
+ * zb (one value, or one per column; NULL: its raw values): a transpose, in
+ * items of BT_KT rows of B by at most BT_COLS columns. An item reads its
+ * rows' runs in order into a tile (its 16-bit values, on the thread's
+ * buffer), then writes one 64-byte line of each bt row from the tile: B is
+ * read as long runs, bt written line by line. Read in place column by
+ * column, B's rows lie N * 8 bytes apart, a multiple of 4 KiB for the usual
+ * widths, so the lines of a step fell in one L1 set and every read missed:
+ * half a quantised BERT-style encoder's first run (perf; 768 x 3072 and
+ * 3072 x 768 weights). The tile's rows are padded by a line for the same
+ * reason. */
+enum { BT_KT = 32, BT_COLS = 4096, BT_TSTR = BT_COLS + 32 };
 
 typedef struct bt_job {
     const int64_t *b;
-    int64_t K, N, Kp;
+    int64_t K, N, Kp, cblocks;
     const mpx_value *zb;
     int16_t *bt;
+    int16_t *tiles; /* per thread: BT_KT x BT_TSTR */
     volatile int bad;
 } bt_job;
 
-enum { BT_COLS = 64 };
-
 static void bt_item(void *ctx, int tid, long item) {
-    (void)tid;
     bt_job *j = ctx;
-    const int64_t n0 = (int64_t)item * BT_COLS, n1 = j->N - n0 < BT_COLS ? j->N : n0 + BT_COLS;
-    if (!pack_bt(j->b, j->K, j->N, j->Kp, j->zb, n0, n1, j->bt)) j->bad = 1;
+    const int64_t k0 = (int64_t)item / j->cblocks * BT_KT, n0 = (int64_t)item % j->cblocks * BT_COLS;
+    const int64_t kn = j->K - k0 < BT_KT ? j->K - k0 : BT_KT, cn = j->N - n0 < BT_COLS ? j->N - n0 : BT_COLS;
+    int16_t *tile = j->tiles + (size_t)tid * BT_KT * BT_TSTR;
+    bool fits = true;
+    for (int64_t i = 0; i < kn; i++) {
+        const int64_t *br = j->b + (k0 + i) * j->N + n0;
+        int16_t *tr = tile + i * BT_TSTR;
+        for (int64_t c = 0; c < cn; c++) {
+            const int64_t d = br[c] - zp_at(j->zb, n0 + c);
+            fits &= d >= INT16_MIN && d <= INT16_MAX;
+            tr[c] = (int16_t)d;
+        }
+    }
+    for (int64_t c = 0; c < cn; c++) {
+        int16_t *dst = j->bt + (n0 + c) * j->Kp + k0;
+        for (int64_t i = 0; i < kn; i++) dst[i] = tile[i * BT_TSTR + c];
+        /* the last tile zeroes the row's padding up to Kp */
+        if (k0 + kn == j->K)
+            for (int64_t k = j->K; k < j->Kp; k++) j->bt[(n0 + c) * j->Kp + k] = 0;
+    }
+    if (!fits) j->bad = 1;
 }
 
-/* pack_bt of every column on the kernel threads (not stoppable: a kept
- * packing must be whole). */
-static bool pack_bt_all(const int64_t *b, int64_t K, int64_t N, int64_t Kp, const mpx_value *zb, int16_t *bt) {
-    bt_job j = {b, K, N, Kp, zb, bt, 0};
-    const long items = (long)((N + BT_COLS - 1) / BT_COLS);
-    mpx_k_parallel(items, K * N >= 1 << 16 ? kg_threads() : 1, bt_item, &j);
+/* B's matrix packed (above) on the kernel threads (not stoppable: a kept
+ * packing must be whole). false: a value does not fit 16 bits, or out of
+ * memory (*oom). */
+static bool pack_bt_all(const int64_t *b, int64_t K, int64_t N, int64_t Kp, const mpx_value *zb, int16_t *bt,
+                        bool *oom) {
+    const int nt = K * N >= 1 << 16 ? (int)kg_threads() : 1;
+    bt_job j = {b, K, N, Kp, (N + BT_COLS - 1) / BT_COLS, zb, bt, malloc((size_t)nt * BT_KT * BT_TSTR * 2), 0};
+    if (!j.tiles) {
+        *oom = true;
+        return false;
+    }
+    const long items = (long)((K + BT_KT - 1) / BT_KT * j.cblocks);
+    if (K) mpx_k_parallel(items, nt, bt_item, &j);
+    else
+        for (int64_t c = 0; c < N * Kp; c++) bt[c] = 0;
+    free(j.tiles);
     return !j.bad;
 }
 
@@ -249,7 +266,7 @@ static const int16_t *mm_bt_raw(const mm *p, const mpx_value *b, int64_t boff, m
         return NULL;
     }
     int16_t *bt = (int16_t *)(void *)buf;
-    if (!pack_bt_all(b->i + boff, p->K, p->N, Kp, NULL, bt)) {
+    if (!pack_bt_all(b->i + boff, p->K, p->N, Kp, NULL, bt, oom)) {
         free(buf);
         return NULL;
     }
@@ -381,7 +398,7 @@ static mm_result mm_packed(const mm *p, const mpx_value *a, const mpx_value *b, 
         } else {
             owned = (int16_t *)(void *)kg_alloc((size_t)((p->N * Kp + 1) / 2 + 1));
             oom = !owned;
-            if (owned && pack_bt_all(b->i + p->boff[q0], p->K, p->N, Kp, bzp, owned)) bt = owned;
+            if (owned && pack_bt_all(b->i + p->boff[q0], p->K, p->N, Kp, bzp, owned, &oom)) bt = owned;
         }
         if (!bt) {
             free(owned);
