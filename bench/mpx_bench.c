@@ -475,6 +475,7 @@ static int peak_mode(int argc, char **argv) {
 /* ---- main ------------------------------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
+    mpx_numerics_huge_pages(argv); /* glibc's heap on huge pages: may start the program again */
     if (argc >= 2 && strcmp(argv[1], "peak") == 0) return peak_mode(argc, argv);
     mpx_numerics_init(); /* constant folding runs the kernels */
     mpx_numerics_keep_memory(); /* runs again and again: keep freed activations */

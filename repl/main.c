@@ -447,6 +447,7 @@ static int merge_main(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+    mpx_numerics_huge_pages(argv); /* glibc's heap on huge pages: may start the program again */
     mpx_numerics_init(); /* constant folding runs the kernels */
     mpx_numerics_keep_memory(); /* runs again and again: keep freed activations */
     /* `mpx merge a.json b.json ...`: the shards of a sweep joined (the same

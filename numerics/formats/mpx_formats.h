@@ -26,6 +26,13 @@ extern "C" {
  * call once at start, before any thread exists; a library host that manages
  * its own memory does not call it. No-op outside glibc. */
 void mpx_numerics_keep_memory(void);
+/* For the same programs, first thing in main (argv: main's): where glibc's
+ * heap is not yet told to take the kernel's huge pages (value.c says why),
+ * sets the tunable that tells it (GLIBC_TUNABLES, read at start only) and
+ * executes the program again with the same arguments; returns where that
+ * is done already, the environment says otherwise (glibc.malloc.hugetlb
+ * set to anything), the exec fails, or on another C library. */
+void mpx_numerics_huge_pages(char *const *argv);
 
 /* ==== float formats (format.c) ============================================== */
 

@@ -37,6 +37,39 @@ void mpx_numerics_keep_memory(void) {
 #endif
 }
 
+/* The faults left are the first touch of every page a session uses (its
+ * weights, their packings, its activations): 54k on a ResNet-18 report's
+ * first run, a fifth of its time. glibc gives its heap to the kernel's
+ * transparent huge pages (one fault per 2 MB; Debian's default THP mode,
+ * "madvise", gives them only where asked) when its glibc.malloc.hugetlb
+ * tunable is 1, and reads tunables from the environment at start only:
+ * with it, 1.3k faults and the first run 20-24% faster (ResNet-18 and
+ * PP-OCRv4 det, medians of 5 to 8 fresh processes, loaded machine); peak
+ * RSS within 2%. Advising our own large blocks instead (madvise after
+ * each allocation) caught only part of them: the heap grows in steps whose
+ * 2 MB ranges straddle its end, and the model's weights are read in
+ * before any run (-7%). A tunable the environment already sets (also
+ * hugetlb=0) is left as it is. */
+void mpx_numerics_huge_pages(char *const *argv) {
+#if defined(__GLIBC__) && defined(__linux__)
+    const char *t = getenv("GLIBC_TUNABLES");
+    if (t && strstr(t, "glibc.malloc.hugetlb")) return;
+    char val[1024], exe[4096];
+    const int n = t && *t ? snprintf(val, sizeof val, "%s:glibc.malloc.hugetlb=1", t)
+                          : snprintf(val, sizeof val, "glibc.malloc.hugetlb=1");
+    /* the program's own file by its name (not /proc/self/exe, whose name
+     * would become the process's in ps and /proc/PID/comm) */
+    const ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0 || (size_t)n >= sizeof val || k <= 0 || (size_t)k >= sizeof exe - 1) return;
+    exe[k] = 0;
+    if (setenv("GLIBC_TUNABLES", val, 1) == 0) execv(exe, argv);
+    unsetenv("GLIBC_TUNABLES"); /* the exec failed: go on as before */
+    if (t) setenv("GLIBC_TUNABLES", t, 1);
+#else
+    (void)argv;
+#endif
+}
+
 /* v's dtype and shape, no buffer yet. */
 static mpx_status value_shape(mpx_value *v, mpx_dtype dtype, int rank, const int64_t *dims, mpx_error *err) {
     if (rank < 0 || rank > MPX_MAX_RANK)
