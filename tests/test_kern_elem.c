@@ -11,6 +11,7 @@
 #include "kern_elem.h"
 #include "mpx_numerics.h"
 
+#include <float.h>
 #include <fp16.h>
 #include <math.h>
 #include <stdint.h>
@@ -425,6 +426,62 @@ static void test_softmax_exp_exact(void) {
     CHECK_MSG(st.bad == 0, "Softmax's exponential differs from (float)exp(x) at %ld of %ld inputs, the first %a",
               st.bad, st.n, (double)st.first_bad);
     CHECK(st.n > 4000000);
+}
+
+/* Softmax's exponentials through ke_exp_neg_map's vector loop (kern_elem.c:
+ * 32 and 8 lanes at a time on a CPU with AVX2 and FMA, the clones
+ * elsewhere) against ke_exp_neg one value at a time (compiled here for the
+ * baseline: libm's fma), bit for bit: the special values (-0, -inf, NaNs,
+ * the clamp at -110, the underflow to zero near -103.97, the subnormal
+ * results below -87.34), every 7th float from -87 to -111 (subnormal and
+ * zero results), every 509th other non-positive float (4.2 M); with
+ * MPX_EXHAUSTIVE=exp_neg every non-positive float (2^31: the long test
+ * test_kern_elem_exp_neg_all). Again sampled with m = 1.5 (x - m is the
+ * same float subtraction on both sides); the arrays' odd length leaves
+ * lanes for each step and the tail. A NaN matches any NaN: its sign is not
+ * the same on every build (ke_exp_neg negates a NaN's kd, and libm's fma
+ * and the FMA instruction pass on different operands' NaNs). */
+static void test_exp_neg_map(void) {
+    enum { N = 4099 };
+    static float x[N], y[N];
+    static const float specials[] = {-0.0f, -INFINITY, NAN, -NAN, -110.0f, -110.00001f, -109.99999f, -103.97208f,
+                                     -103.97207f, -103.9f, -87.33654f, -87.33655f, -87.4f, -1e-45f, -0x1p-126f,
+                                     -1e-30f, -0x1p-25f, -0x1p-24f, -0.5f, -0.6931472f, -1.0f, -88.72283f, -104.0f,
+                                     -1e30f, -FLT_MAX};
+    const bool all = exhaustive("exp_neg");
+    const uint32_t lo = 0xc2ae0000u /* -87 */, hi = 0xc2de0000u /* -111 */;
+    for (int pass = 0; pass < 2; pass++) {
+        const float m = pass ? 1.5f : 0.0f;
+        const bool every = all && pass == 0;
+        long n = 0, bad = 0;
+        uint32_t fb[3] = {0, 0, 0}; /* the first differing x - m, ke_exp_neg's and the map's bits */
+        uint64_t u = 0x80000000u;
+        for (bool first = true; u <= 0xffffffffu; first = false) {
+            int64_t c = 0;
+            if (first)
+                for (size_t i = 0; i < sizeof specials / sizeof specials[0]; i++) x[c++] = specials[i] + m;
+            for (; c < N && u <= 0xffffffffu; c++) {
+                const uint32_t b = (uint32_t)u;
+                float v;
+                memcpy(&v, &b, sizeof v);
+                x[c] = v + m;
+                u += every ? 1 : b >= lo && b < hi ? 7 : 509;
+            }
+            ke_exp_neg_map(x, m, y, c);
+            for (int64_t i = 0; i < c; i++, n++) {
+                const float want = ke_exp_neg(x[i] - m);
+                if (memcmp(&want, &y[i], sizeof want) != 0 && !(isnan(want) && isnan(y[i])) && bad++ == 0) {
+                    const float d = x[i] - m;
+                    memcpy(&fb[0], &d, 4), memcpy(&fb[1], &want, 4), memcpy(&fb[2], &y[i], 4);
+                }
+            }
+        }
+        CHECK_MSG(bad == 0,
+                  "ke_exp_neg_map differs from ke_exp_neg at %ld of %ld inputs (m = %g), the first at x - m = 0x%08x: "
+                  "0x%08x, the map 0x%08x",
+                  bad, n, (double)m, (unsigned)fb[0], (unsigned)fb[1], (unsigned)fb[2]);
+        CHECK(n > (every ? 2000000000L : 4000000L));
+    }
 }
 
 static void test_unary_special(void) {
@@ -1610,6 +1667,7 @@ int main(void) {
     test_tanh_bits();
     test_erf_accuracy();
     test_softmax_exp_exact();
+    test_exp_neg_map();
     test_unary_int_bool();
     test_clip();
     test_binary_float();

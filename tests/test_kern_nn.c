@@ -1330,32 +1330,43 @@ static void test_softmax(void) {
     /* the definition, bit for bit, on slices long enough for the vector
      * loop and the threads (61 x 301, contiguous) and strided (axis 1 of
      * 4x301x3), and long slices (11 x 1100: 18 blocks of 64, the last
-     * partial): e_k = the float nearest exp(x_k - max), their
-     * sum in order in fp32 (blocks of 64), e_k / sum */
-    for (int strided = 0; strided < 3; strided++) {
-        /* (61, 11: slices 8 at a time and 5, 3) */
-        x = vrand(strided == 1 ? "4x301x3" : strided == 2 ? "11x1100" : "61x301");
-        for (int64_t k = 0; k < x.n; k++) x.f[k] *= 20.0f; /* exponents from 0 to far below */
-        y = run1(node("Softmax", 13, 1, "y", strided == 1 ? "axis=1" : ""), 1, in);
-        int64_t D = strided == 2 ? 1100 : 301, inner = strided == 1 ? 3 : 1, rows = x.n / D;
-        bool same = y.n == x.n;
-        for (int64_t r = 0; r < rows && same; r++) {
-            const int64_t o = r / inner, i = r % inner;
-            const float *xp = x.f + o * D * inner + i;
-            float m = xp[0], total = 0.0f, ek[1100];
-            for (int64_t k = 1; k < D; k++) m = xp[k * inner] > m ? xp[k * inner] : m;
-            float blk = 0.0f; /* fp32 sums: blocks of 64 terms, as mpx_acc adds them */
-            for (int64_t k = 0; k < D; k++) {
-                blk += ek[k] = (float)exp((double)(xp[k * inner] - m));
-                if (k % MPX_ACC_FP32_BLOCK == MPX_ACC_FP32_BLOCK - 1 || k == D - 1) total += blk, blk = 0.0f;
+     * partial), and contiguous slices whose lengths take each part of the
+     * AVX2 path (kern_norm.c: sm_sums_avx2's 8 x 8 steps and partial
+     * blocks, row_max's 16 lanes and overlapping last block, the
+     * exponentials' 32 and 8 lanes and tail; groups of 8 slices and their
+     * remainders): e_k = the float nearest exp(x_k - max), their sum in
+     * order in fp32 (blocks of 64), e_k / sum; on the AVX2 path where the
+     * CPU has it and on the portable one (MPX_KERN_PORTABLE=1) */
+    static const char *const shapes[] = {"61x301", "4x301x3", "11x1100", "37x64", "45x197", "9x7",
+                                         "13x16",  "5x1",     "19x129",  "70x40", "3x8",    "33x72"};
+    for (int portable = 0; portable < 2; portable++) {
+        if (portable) setenv("MPX_KERN_PORTABLE", "1", 1);
+        for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
+            const bool strided = sh == 1;
+            x = vrand(shapes[sh]);
+            for (int64_t k = 0; k < x.n; k++) x.f[k] *= 20.0f; /* exponents from 0 to far below */
+            y = run1(node("Softmax", 13, 1, "y", strided ? "axis=1" : ""), 1, in);
+            const int64_t inner = strided ? 3 : 1, D = strided ? 301 : x.dims[x.rank - 1], rows = x.n / D;
+            bool same = y.n == x.n;
+            for (int64_t r = 0; r < rows && same; r++) {
+                const int64_t o = r / inner, i = r % inner;
+                const float *xp = x.f + o * D * inner + i;
+                float m = xp[0], total = 0.0f, ek[1100];
+                for (int64_t k = 1; k < D; k++) m = xp[k * inner] > m ? xp[k * inner] : m;
+                float blk = 0.0f; /* fp32 sums: blocks of 64 terms, as mpx_acc adds them */
+                for (int64_t k = 0; k < D; k++) {
+                    blk += ek[k] = (float)exp((double)(xp[k * inner] - m));
+                    if (k % MPX_ACC_FP32_BLOCK == MPX_ACC_FP32_BLOCK - 1 || k == D - 1) total += blk, blk = 0.0f;
+                }
+                for (int64_t k = 0; k < D; k++) same = same && y.f[o * D * inner + i + k * inner] == ek[k] / total;
             }
-            for (int64_t k = 0; k < D; k++) same = same && y.f[o * D * inner + i + k * inner] == ek[k] / total;
+            CHECK_MSG(same, "Softmax (%s, %s path) differs from its definition", shapes[sh],
+                      portable ? "portable" : "default");
+            vfree(1, &y);
+            vfree(1, &x);
         }
-        CHECK_MSG(same, "Softmax (%s) differs from its definition",
-                  strided == 1 ? "strided" : strided == 2 ? "long slices" : "contiguous");
-        vfree(1, &y);
-        vfree(1, &x);
     }
+    unsetenv("MPX_KERN_PORTABLE");
     /* rows whose largest value the 16-lane max must find as the loop
      * `if (x > m) m = x` from x[0] does: NaN first (the row is NaN), NaN
      * later (never taken), a largest of zero met as -0 then +0 in other
