@@ -105,8 +105,11 @@
  * a time (no gain), prefetching a convolution's input for the packing 9 or
  * 18 terms ahead (AVX2, no gain), the lanes path for every map size, the
  * AVX2 lanes path with the outputs' panels outside the channels' (no gain;
- * slower on 14 x 14), K blocks of 64 terms for the wide products, two
- * depthwise rows at a time (no gain). */
+ * slower on 14 x 14), its outputs cut into panels as even as they go (49
+ * as 4 x 6 + 5 x 5, not 8 x 6 + 1: no gain), its weights' fetches into L2
+ * only (prefetcht1) or only for weights larger than L2 (no difference
+ * measured), its kept weights on 2 MB pages (no gain), K blocks of 64
+ * terms for the wide products, two depthwise rows at a time (no gain). */
 #ifndef MPX_KERN_GEMM_H
 #define MPX_KERN_GEMM_H
 
