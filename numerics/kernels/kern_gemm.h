@@ -85,7 +85,9 @@
  *    few columns whose rows are runs, runs with its output channels in the
  *    lanes (kg_lanes_run, the AVX-512 and AVX2 fp32 builds): on the grid a
  *    7 x 7 map's 49 outputs are 64 columns; MPX_KERN_NOLANES=1 declines it;
- *    unit-stride grids drop one padding column (kern_nn.c);
+ *    the AVX2 build fetches the next panel's weights (they come from
+ *    memory, each line once) a share a call; unit-stride grids drop one
+ *    padding column (kern_nn.c);
  *  - where C's rows are runs and a K block has at most 64 terms (1x1
  *    convolutions with few input channels), the AVX2 and portable builds
  *    take a row panel at a time across a chunk's panels, so each C row is
@@ -100,8 +102,14 @@
  * slower unaligned loads in the kernel, also for products with few rows),
  * prefetching the next row panel's A in the AVX2 build (in a burst or a
  * line every other term), packing B a panel at a time instead of a term at
- * a time (no gain), the lanes path for every map size, K blocks of 64 terms
- * for the wide products, two depthwise rows at a time (no gain). */
+ * a time (no gain), prefetching a convolution's input for the packing 9 or
+ * 18 terms ahead (AVX2, no gain), the lanes path for every map size, the
+ * AVX2 lanes path with the outputs' panels outside the channels' (no gain;
+ * slower on 14 x 14), its outputs cut into panels as even as they go (49
+ * as 4 x 6 + 5 x 5, not 8 x 6 + 1: no gain), its weights' fetches into L2
+ * only (prefetcht1) or only for weights larger than L2 (no difference
+ * measured), its kept weights on 2 MB pages (no gain), K blocks of 64
+ * terms for the wide products, two depthwise rows at a time (no gain). */
 #ifndef MPX_KERN_GEMM_H
 #define MPX_KERN_GEMM_H
 
