@@ -1,7 +1,8 @@
 #!/bin/sh
 # huge_pages.sh - mpx starts again with glibc.malloc.hugetlb=1 in
 # GLIBC_TUNABLES (numerics/formats/value.c says why), under its own name,
-# and leaves a tunable the environment already sets alone. (With other
+# and leaves a tunable the environment already sets alone, and a process
+# whose file is another program's (mpx run by a tool) as it is. (With other
 # tunables beside it, glibc 2.36 rewrites the variable in place as it
 # parses it, so /proc shows a shortened string: not checked here.) Read from
 # /proc/PID/environ of an mpx that waits at its input (a fifo), so each
@@ -9,6 +10,7 @@
 # usage: huge_pages.sh MPX
 set -eu
 MPX=$1
+LOADER=
 [ -r /proc/self/environ ] || { echo "SKIP: no /proc"; exit 0; }
 ldd "$MPX" 2>/dev/null | grep -q libc.so.6 || { echo "SKIP: not glibc"; exit 0; }
 tmp=$(mktemp -d)
@@ -18,7 +20,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 # one mpx with the environment given; prints its GLIBC_TUNABLES and comm
 probe() {
   mkfifo "$tmp/in"
-  env "$@" "$MPX" -q < "$tmp/in" > "$tmp/out" 2>&1 &
+  env "$@" $LOADER "$MPX" -q < "$tmp/in" > "$tmp/out" 2>&1 &
   pid=$!
   exec 3> "$tmp/in" # mpx reads its commands from here; it waits until we close it
   # its environment once it waits for a command on the fifo (after any
@@ -41,4 +43,13 @@ got=$(probe X=1)
 [ "$got" = "glibc.malloc.hugetlb=1|mpx" ] || fail "plain start: GLIBC_TUNABLES|comm is '$got'"
 got=$(probe GLIBC_TUNABLES=glibc.malloc.hugetlb=0)
 [ "$got" = "glibc.malloc.hugetlb=0|mpx" ] || fail "hugetlb=0 set by the user: '$got'"
+# run by another program (here the dynamic loader called by hand, as valgrind
+# or an emulator would run it): the process's file is not mpx, so no new start
+ldso=$(readelf -l "$MPX" 2>/dev/null | sed -n 's/.*Requesting program interpreter: \(.*\)]/\1/p')
+if [ -n "$ldso" ] && [ -x "$ldso" ]; then
+  LOADER=$ldso
+  got=$(probe X=1)
+  case $got in "|"*) ;; *) fail "run by $ldso: GLIBC_TUNABLES|comm is '$got'" ;; esac
+  LOADER=
+fi
 echo "huge pages tunable: ok"

@@ -31,7 +31,9 @@ void mpx_numerics_keep_memory(void);
  * sets the tunable that tells it (GLIBC_TUNABLES, read at start only) and
  * executes the program again with the same arguments; returns where that
  * is done already, the environment says otherwise (glibc.malloc.hugetlb
- * set to anything), the exec fails, or on another C library. */
+ * set to anything), the process's file is not the program argv[0] names
+ * (a tool running it, such as valgrind), the exec fails, or on another C
+ * library. */
 void mpx_numerics_huge_pages(char *const *argv);
 
 /* ==== float formats (format.c) ============================================== */

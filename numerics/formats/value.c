@@ -60,8 +60,13 @@ void mpx_numerics_huge_pages(char *const *argv) {
     /* the program's own file by its name (not /proc/self/exe, whose name
      * would become the process's in ps and /proc/PID/comm) */
     const ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0 || (size_t)n >= sizeof val || k <= 0 || (size_t)k >= sizeof exe - 1) return;
+    if (n <= 0 || (size_t)n >= sizeof val || k <= 0 || (size_t)k >= sizeof exe - 1 || !argv || !argv[0]) return;
     exe[k] = 0;
+    /* Only the program itself: under a tool that runs it (valgrind, the
+     * dynamic loader called by hand, an emulator) the file is the tool's,
+     * and starting it again with the program's arguments would be wrong. */
+    const char *a = strrchr(argv[0], '/'), *e = strrchr(exe, '/');
+    if (strcmp(a ? a + 1 : argv[0], e ? e + 1 : exe) != 0) return;
     if (setenv("GLIBC_TUNABLES", val, 1) == 0) execv(exe, argv);
     unsetenv("GLIBC_TUNABLES"); /* the exec failed: go on as before */
     if (t) setenv("GLIBC_TUNABLES", t, 1);
