@@ -27,4 +27,6 @@ const char repl_usage_text[] =
     "environment: NO_COLOR (no colour), MPX_HISTORY (history file; default\n"
     "  $XDG_DATA_HOME/mpx/history or ~/.local/share/mpx/history), PAGER (long output\n"
     "  on a terminal; default less -FRX; `set pager off`), MPX_KERN_THREADS (threads of\n"
-    "  the kernels; default: the CPUs)\n";
+    "  the kernels; default: the CPUs), GLIBC_TUNABLES (without glibc.malloc.hugetlb in\n"
+    "  it, mpx adds glibc.malloc.hugetlb=1 and starts again: its heap on the kernel's\n"
+    "  huge pages, fewer page faults; set it to 0 to keep 4 KB pages)\n";
