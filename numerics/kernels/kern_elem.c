@@ -201,24 +201,24 @@ static void exp_neg_clones(const float *x, float m, float *y, int64_t n) {
 static inline __attribute__((target("avx2,fma"), always_inline)) void exp_neg8xn(const float *x, __m256 m, float *y,
                                                                                   const int nv) {
     enum { C = 8 };
-    static const double c[12] = {1.0 / 39916800.0, 1.0 / 3628800.0, 1.0 / 362880.0, 1.0 / 40320.0,
-                                 1.0 / 5040.0,     1.0 / 720.0,     1.0 / 120.0,    1.0 / 24.0,
-                                 1.0 / 6.0,        0.5,             1.0,            1.0};
-    const __m256d shift = _mm256_set1_pd(0x1.8p52);
+#define KE_ITEM(v) v,
+    static const double c[] = {KE_EXP_NEG_TAYLOR(KE_ITEM)};
+#undef KE_ITEM
+    const __m256d shift = _mm256_set1_pd(KE_EXP_NEG_SHIFT);
     __m256d d[C], t[C], r[C], p[C];
     KE_UNROLL16 for (int i = 0; i < nv; i++) {
         const __m256 v = _mm256_max_ps(_mm256_set1_ps(-110.0f), _mm256_sub_ps(_mm256_loadu_ps(x + 8 * i), m));
         d[2 * i] = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
         d[2 * i + 1] = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
     }
-    KE_UNROLL16 for (int i = 0; i < 2 * nv; i++) t[i] = _mm256_fmadd_pd(d[i], _mm256_set1_pd(0x1.71547652b82fep0), shift);
+    KE_UNROLL16 for (int i = 0; i < 2 * nv; i++) t[i] = _mm256_fmadd_pd(d[i], _mm256_set1_pd(KE_EXP_NEG_LOG2E), shift);
     KE_UNROLL16 for (int i = 0; i < 2 * nv; i++) {
         const __m256d kd = _mm256_sub_pd(t[i], shift);
-        r[i] = _mm256_fnmadd_pd(kd, _mm256_set1_pd(0x1.62e42fefa39efp-1), d[i]);
-        r[i] = _mm256_fnmadd_pd(kd, _mm256_set1_pd(0x1.abc9e3b39803fp-56), r[i]);
+        r[i] = _mm256_fnmadd_pd(kd, _mm256_set1_pd(KE_EXP_NEG_LN2_HI), d[i]);
+        r[i] = _mm256_fnmadd_pd(kd, _mm256_set1_pd(KE_EXP_NEG_LN2_LO), r[i]);
     }
-    KE_UNROLL16 for (int i = 0; i < 2 * nv; i++) p[i] = _mm256_set1_pd(1.0 / 479001600.0);
-    KE_UNROLL16 for (int s = 0; s < 12; s++)
+    KE_UNROLL16 for (int i = 0; i < 2 * nv; i++) p[i] = _mm256_set1_pd(KE_EXP_NEG_C12);
+    KE_UNROLL16 for (int s = 0; s < (int)(sizeof c / sizeof *c); s++)
         KE_UNROLL16 for (int i = 0; i < 2 * nv; i++) p[i] = _mm256_fmadd_pd(r[i], p[i], _mm256_set1_pd(c[s]));
     KE_UNROLL16 for (int i = 0; i < 2 * nv; i++) {
         /* 2^k: t's bits less shift's, plus the exponent bias, shifted */

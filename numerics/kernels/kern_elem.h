@@ -116,24 +116,27 @@ static inline void ke_wrap_all(mpx_value *v) {
  * all 2^31 of them against glibc 2.36's exp: 0 differ; with degree 11, 1
  * does; glibc's expf differs from it in 97,052); below -110 the result
  * rounds to 0. Vectorises where a call to expf per element cannot. */
+/* ke_exp_neg's constants, which its vector form (kern_elem.c, exp_neg8xn)
+ * takes from here: the round-to-integer shift, log2(e), ln2 in two parts,
+ * and the Taylor coefficients 1/12! (the first p) then 1/11! .. 1/0!. */
+#define KE_EXP_NEG_SHIFT 0x1.8p52
+#define KE_EXP_NEG_LOG2E 0x1.71547652b82fep0
+#define KE_EXP_NEG_LN2_HI 0x1.62e42fefa39efp-1
+#define KE_EXP_NEG_LN2_LO 0x1.abc9e3b39803fp-56
+#define KE_EXP_NEG_C12 (1.0 / 479001600.0)
+#define KE_EXP_NEG_TAYLOR(X)                                                                                     \
+    X(1.0 / 39916800.0) X(1.0 / 3628800.0) X(1.0 / 362880.0) X(1.0 / 40320.0) X(1.0 / 5040.0) X(1.0 / 720.0) \
+    X(1.0 / 120.0) X(1.0 / 24.0) X(1.0 / 6.0) X(0.5) X(1.0) X(1.0)
+
 KE_MATH float ke_exp_neg(float xf) {
-    const double x = xf < -110.0f ? -110.0 : (double)xf, shift = 0x1.8p52;
-    const double t = fma(x, 0x1.71547652b82fep0, shift), kd = t - shift;
-    double r = fma(-kd, 0x1.62e42fefa39efp-1, x);
-    r = fma(-kd, 0x1.abc9e3b39803fp-56, r);
-    double p = 1.0 / 479001600.0;
-    p = fma(r, p, 1.0 / 39916800.0);
-    p = fma(r, p, 1.0 / 3628800.0);
-    p = fma(r, p, 1.0 / 362880.0);
-    p = fma(r, p, 1.0 / 40320.0);
-    p = fma(r, p, 1.0 / 5040.0);
-    p = fma(r, p, 1.0 / 720.0);
-    p = fma(r, p, 1.0 / 120.0);
-    p = fma(r, p, 1.0 / 24.0);
-    p = fma(r, p, 1.0 / 6.0);
-    p = fma(r, p, 0.5);
-    p = fma(r, p, 1.0);
-    p = fma(r, p, 1.0);
+    const double x = xf < -110.0f ? -110.0 : (double)xf, shift = KE_EXP_NEG_SHIFT;
+    const double t = fma(x, KE_EXP_NEG_LOG2E, shift), kd = t - shift;
+    double r = fma(-kd, KE_EXP_NEG_LN2_HI, x);
+    r = fma(-kd, KE_EXP_NEG_LN2_LO, r);
+    double p = KE_EXP_NEG_C12;
+#define KE_STEP(c) p = fma(r, p, c);
+    KE_EXP_NEG_TAYLOR(KE_STEP)
+#undef KE_STEP
     uint64_t tb, sb;
     memcpy(&tb, &t, sizeof tb);
     memcpy(&sb, &shift, sizeof sb);
