@@ -225,7 +225,7 @@ static void bt_item(void *ctx, int tid, long item) {
         for (int64_t i = 0; i < kn; i++) dst[i] = tile[i * BT_TSTR + c];
         /* the last tile zeroes the row's padding up to Kp */
         if (k0 + kn == j->K)
-            for (int64_t k = j->K; k < j->Kp; k++) j->bt[(n0 + c) * j->Kp + k] = 0;
+            for (int64_t i = kn; i < j->Kp - k0; i++) dst[i] = 0;
     }
     if (!fits) j->bad = 1;
 }
@@ -236,7 +236,7 @@ static void bt_item(void *ctx, int tid, long item) {
 static bool pack_bt_all(const int64_t *b, int64_t K, int64_t N, int64_t Kp, const mpx_value *zb, int16_t *bt,
                         bool *oom) {
     const int nt = K * N >= 1 << 16 ? (int)kg_threads() : 1;
-    bt_job j = {b, K, N, Kp, (N + BT_COLS - 1) / BT_COLS, zb, bt, malloc((size_t)nt * BT_KT * BT_TSTR * 2), 0};
+    bt_job j = {b, K, N, Kp, (N + BT_COLS - 1) / BT_COLS, zb, bt, malloc((size_t)nt * BT_KT * BT_TSTR * sizeof(int16_t)), 0};
     if (!j.tiles) {
         *oom = true;
         return false;
