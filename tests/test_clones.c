@@ -88,10 +88,10 @@ int main(void) {
             CHECK_MSG(fmaf_calls > 0, "%s: no fmaf call seen from the baseline copy", ops[k]);
     }
     /* Softmax's exponentials: written with intrinsics on a CPU with AVX2 and
-     * FMA (kern_elem.c, exp_neg_avx2), in every build; the cloned loop
-     * elsewhere */
+     * FMA (kern_elem.c, exp_neg_avx2 and exp_neg_avx512), in every build;
+     * the cloned loop elsewhere */
     fmaf_calls = 0;
-    ke_exp_neg_map(x, 8.0f, y, N);
+    ke_exp_neg_map(x, 8.0f, y, N, ke_vec_now());
     CHECK_MSG(avx2_fma ? fmaf_calls == 0 : fmaf_calls > 0, "Softmax's exponentials: %ld fmaf calls", fmaf_calls);
     return check_report("test_clones");
 }

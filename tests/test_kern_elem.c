@@ -428,27 +428,41 @@ static void test_softmax_exp_exact(void) {
     CHECK(st.n > 4000000);
 }
 
-/* Softmax's exponentials through ke_exp_neg_map's vector loop (kern_elem.c:
- * 32 and 8 lanes at a time on a CPU with AVX2 and FMA, the clones
- * elsewhere) against ke_exp_neg one value at a time (compiled here for the
- * baseline: libm's fma), bit for bit: the special values (-0, -inf, NaNs,
- * the clamp at -110, the underflow to zero near -103.97, the subnormal
- * results below -87.34), every 7th float from -87 to -111 (subnormal and
- * zero results), every 509th other non-positive float (4.2 M); with
- * MPX_EXHAUSTIVE=exp_neg every non-positive float (2^31: the long test
- * test_kern_elem_exp_neg_all). Again sampled with m = 1.5 (x - m is the
+/* Softmax's exponentials through ke_exp_neg_map's vector loops (kern_elem.c:
+ * 64, 16 and masked 16 lanes at a time on a CPU with AVX-512F, 32 and 8
+ * and masked 8 with AVX2 and FMA, the clones; each form this CPU has)
+ * against ke_exp_neg one value at a time (compiled here for the baseline:
+ * libm's fma), bit for bit: the special values (-0, -inf, NaNs, the clamp
+ * at -110, the underflow to zero near -103.97, the subnormal results below
+ * -87.34), every 7th float from -87 to -111 (subnormal and zero results),
+ * every 509th other non-positive float (4.2 M); with MPX_EXHAUSTIVE=exp_neg
+ * every non-positive float (2^31: the long test test_kern_elem_exp_neg_all)
+ * through the CPU's best form. Again sampled with m = 1.5 (x - m is the
  * same float subtraction on both sides); the arrays' odd length leaves
  * lanes for each step and the tail. A NaN matches any NaN: its sign is not
  * the same on every build (ke_exp_neg negates a NaN's kd, and libm's fma
  * and the FMA instruction pass on different operands' NaNs). */
-static void test_exp_neg_map(void) {
+static void test_exp_neg_map_in(ke_vec vec, const char *name) {
     enum { N = 4099 };
     static float x[N], y[N];
     static const float specials[] = {-0.0f, -INFINITY, NAN, -NAN, -110.0f, -110.00001f, -109.99999f, -103.97208f,
                                      -103.97207f, -103.9f, -87.33654f, -87.33655f, -87.4f, -1e-45f, -0x1p-126f,
                                      -1e-30f, -0x1p-25f, -0x1p-24f, -0.5f, -0.6931472f, -1.0f, -88.72283f, -104.0f,
                                      -1e30f, -FLT_MAX};
-    const bool all = exhaustive("exp_neg");
+    /* first (a stray write past the end would corrupt what the sweep
+     * uses): every length to 80 (each step's count and every tail),
+     * written in place between guards left as they were */
+    static float g[96];
+    for (int64_t len = 1; len <= 80; len++) {
+        for (int i = 0; i < 96; i++) g[i] = -0.37f * (float)i;
+        float want[80];
+        for (int64_t i = 0; i < len; i++) want[i] = ke_exp_neg(g[i + 8] - 0.25f);
+        ke_exp_neg_map(g + 8, 0.25f, g + 8, len, vec);
+        bool same = memcmp(want, g + 8, (size_t)len * sizeof *want) == 0;
+        for (int i = 0; i < 96; i++) same = same && (i >= 8 && i < 8 + len ? true : g[i] == -0.37f * (float)i);
+        CHECK_MSG(same, "ke_exp_neg_map (%s) over %ld values in place: wrong values or guards written", name, (long)len);
+    }
+    const bool all = exhaustive("exp_neg") && vec == ke_vec_now();
     const uint32_t lo = 0xc2ae0000u /* -87 */, hi = 0xc2de0000u /* -111 */;
     for (int pass = 0; pass < 2; pass++) {
         const float m = pass ? 1.5f : 0.0f;
@@ -467,7 +481,7 @@ static void test_exp_neg_map(void) {
                 x[c] = v + m;
                 u += every ? 1 : b >= lo && b < hi ? 7 : 509;
             }
-            ke_exp_neg_map(x, m, y, c);
+            ke_exp_neg_map(x, m, y, c, vec);
             for (int64_t i = 0; i < c; i++, n++) {
                 const float want = ke_exp_neg(x[i] - m);
                 if (memcmp(&want, &y[i], sizeof want) != 0 && !(isnan(want) && isnan(y[i])) && bad++ == 0) {
@@ -477,11 +491,19 @@ static void test_exp_neg_map(void) {
             }
         }
         CHECK_MSG(bad == 0,
-                  "ke_exp_neg_map differs from ke_exp_neg at %ld of %ld inputs (m = %g), the first at x - m = 0x%08x: "
-                  "0x%08x, the map 0x%08x",
-                  bad, n, (double)m, (unsigned)fb[0], (unsigned)fb[1], (unsigned)fb[2]);
+                  "ke_exp_neg_map (%s) differs from ke_exp_neg at %ld of %ld inputs (m = %g), the first at x - m = "
+                  "0x%08x: 0x%08x, the map 0x%08x",
+                  name, bad, n, (double)m, (unsigned)fb[0], (unsigned)fb[1], (unsigned)fb[2]);
         CHECK(n > (every ? 2000000000L : 4000000L));
     }
+}
+
+static void test_exp_neg_map(void) {
+    const ke_vec best = ke_vec_now();
+    if (best == KE_VEC_AVX512) test_exp_neg_map_in(KE_VEC_AVX512, "AVX-512");
+    else printf("test_exp_neg_map: the AVX-512 form not run: this CPU has no AVX-512F\n");
+    if (best >= KE_VEC_AVX2) test_exp_neg_map_in(KE_VEC_AVX2, "AVX2");
+    test_exp_neg_map_in(KE_VEC_NONE, "clones");
 }
 
 static void test_unary_special(void) {

@@ -1331,16 +1331,20 @@ static void test_softmax(void) {
      * loop and the threads (61 x 301, contiguous) and strided (axis 1 of
      * 4x301x3), and long slices (11 x 1100: 18 blocks of 64, the last
      * partial), and contiguous slices whose lengths take each part of the
-     * AVX2 path (kern_norm.c: sm_sums_avx2's 8 x 8 steps and partial
-     * blocks, row_max's 16 lanes and overlapping last block, the
-     * exponentials' 32 and 8 lanes and tail; groups of 8 slices and their
+     * vector paths (kern_norm.c: sm_sums_avx512's 16 x 16 and
+     * sm_sums_avx2's 8 x 8 steps and partial blocks, row_max's 16 lanes
+     * and overlapping last block, the exponentials' 64, 16 and masked 16
+     * lanes and 32, 8 and masked 8; groups of 16 and 8 slices and their
      * remainders): e_k = the float nearest exp(x_k - max), their sum in
-     * order in fp32 (blocks of 64), e_k / sum; on the AVX2 path where the
-     * CPU has it and on the portable one (MPX_KERN_PORTABLE=1) */
-    static const char *const shapes[] = {"61x301", "4x301x3", "11x1100", "37x64", "45x197", "9x7",
-                                         "13x16",  "5x1",     "19x129",  "70x40", "3x8",    "33x72"};
-    for (int portable = 0; portable < 2; portable++) {
-        if (portable) setenv("MPX_KERN_PORTABLE", "1", 1);
+     * order in fp32 (blocks of 64), e_k / sum; on the CPU's best path
+     * (AVX-512 where it has it), the AVX2 one (MPX_KERN_AVX2=1) and the
+     * portable one (MPX_KERN_PORTABLE=1) */
+    static const char *const shapes[] = {"61x301", "4x301x3", "11x1100", "37x64", "45x197", "9x7",   "13x16",
+                                         "5x1",    "19x129",  "70x40",   "3x8",   "33x72",  "50x16", "29x100",
+                                         "17x31",  "40x200"};
+    static const char *const paths[] = {"default", "MPX_KERN_AVX2", "MPX_KERN_PORTABLE"};
+    for (int path = 0; path < 3; path++) {
+        if (path) setenv(paths[path], "1", 1);
         for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
             const bool strided = sh == 1;
             x = vrand(shapes[sh]);
@@ -1360,13 +1364,12 @@ static void test_softmax(void) {
                 }
                 for (int64_t k = 0; k < D; k++) same = same && y.f[o * D * inner + i + k * inner] == ek[k] / total;
             }
-            CHECK_MSG(same, "Softmax (%s, %s path) differs from its definition", shapes[sh],
-                      portable ? "portable" : "default");
+            CHECK_MSG(same, "Softmax (%s, %s path) differs from its definition", shapes[sh], paths[path]);
             vfree(1, &y);
             vfree(1, &x);
         }
+        if (path) unsetenv(paths[path]);
     }
-    unsetenv("MPX_KERN_PORTABLE");
     /* rows whose largest value the 16-lane max must find as the loop
      * `if (x > m) m = x` from x[0] does: NaN first (the row is NaN), NaN
      * later (never taken), a largest of zero met as -0 then +0 in other

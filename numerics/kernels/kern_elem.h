@@ -146,9 +146,17 @@ KE_MATH float ke_exp_neg(float xf) {
     return (float)(p * scale);
 }
 
-/* y[k] = ke_exp_neg(x[k] - m) over an array (x[k] <= m), vectorised
- * (kern_elem.c). */
-void ke_exp_neg_map(const float *x, float m, float *y, int64_t n);
+/* The vector forms a CPU runs (Softmax's exponentials and sums): AVX-512F,
+ * AVX2 with FMA, or neither (GCC's clones of the plain loops). All give the
+ * same bits. ke_vec_now: the best this CPU has, less AVX-512 under
+ * MPX_KERN_AVX2=1 and both under MPX_KERN_PORTABLE=1 (as for the GEMM
+ * core: the tests run each form); read once a node, not a row. */
+typedef enum { KE_VEC_NONE, KE_VEC_AVX2, KE_VEC_AVX512 } ke_vec;
+ke_vec ke_vec_now(void);
+
+/* y[k] = ke_exp_neg(x[k] - m) over an array (x[k] <= m), vectorised in
+ * form vec where vec names one this CPU has (kern_elem.c). */
+void ke_exp_neg_map(const float *x, float m, float *y, int64_t n, ke_vec vec);
 
 /* Softmax of one contiguous row x[0..D) into y as PyTorch 1.13's AVX2
  * kernel computes it (the accum option sleef-lanes: kern_sleef.c says
