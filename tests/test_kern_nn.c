@@ -732,44 +732,60 @@ static void test_gemm(void) {
     vfree(1, &c);
 }
 
-/* MatMul against Gemm on each broadcast pair of matrices. */
+/* MatMul on each broadcast pair of matrices against dot products in
+ * order, bit for bit: in fp16 accumulation (each step rounded) and in fp32
+ * (the GEMM core's order, kern_gemm.h: blocks of 64 fused multiply-adds,
+ * each from 0, added to the running sum from +0). */
 static void matmul_case(int line, const char *as, const char *bs, const char *ys) {
     mpx_value a = vrand(as), b = vrand(bs), y;
     const mpx_value *in[2] = {&a, &b};
-    mpx_status st = run(node("MatMul", 13, 2, "y", ""), &mpx_format_fp16, 0, 2, in, 1, &y);
-    CHECK_MSG(st == MPX_OK && same_shape(&y, ys), "line %d: %s", line, err.msg);
-    if (st != MPX_OK || !same_shape(&y, ys)) goto out;
-    /* Check each output value against a dot product in order. */
-    int ra = a.rank, rb = b.rank, ry = y.rank;
-    int64_t K = a.dims[ra - 1], M = ra == 1 ? 1 : a.dims[ra - 2], N = rb == 1 ? 1 : b.dims[rb - 1];
-    int64_t nb = y.n / (M * N);
-    bool ok = true;
-    for (int64_t bi = 0; bi < nb; bi++) {
-        /* batch coordinates of y, then the broadcast offsets of a and b */
-        int nbd = ry - (ra > 1) - (rb > 1);
-        int64_t bc[MPX_MAX_RANK], rem = bi, oa = 0, ob = 0, sa = 1, sb = 1;
-        for (int i = nbd - 1; i >= 0; i--) bc[i] = rem % y.dims[i], rem /= y.dims[i];
-        for (int i = nbd - 1, ia = ra - 3, ib = rb - 3; i >= 0; i--, ia--, ib--) {
-            if (ia >= 0) {
-                oa += (a.dims[ia] == 1 ? 0 : bc[i]) * sa;
-                sa *= a.dims[ia];
+    for (int fp32 = 0; fp32 < 2; fp32++) {
+        mpx_status st = run(node("MatMul", 13, 2, "y", ""), fp32 ? NULL : &mpx_format_fp16, 0, 2, in, 1, &y);
+        CHECK_MSG(st == MPX_OK && same_shape(&y, ys), "line %d: %s", line, err.msg);
+        if (st != MPX_OK || !same_shape(&y, ys)) break;
+        /* Check each output value against a dot product in order. */
+        int ra = a.rank, rb = b.rank, ry = y.rank;
+        int64_t K = a.dims[ra - 1], M = ra == 1 ? 1 : a.dims[ra - 2], N = rb == 1 ? 1 : b.dims[rb - 1];
+        int64_t nb = y.n / (M * N);
+        bool ok = true;
+        for (int64_t bi = 0; bi < nb; bi++) {
+            /* batch coordinates of y, then the broadcast offsets of a and b */
+            int nbd = ry - (ra > 1) - (rb > 1);
+            int64_t bc[MPX_MAX_RANK], rem = bi, oa = 0, ob = 0, sa = 1, sb = 1;
+            for (int i = nbd - 1; i >= 0; i--) bc[i] = rem % y.dims[i], rem /= y.dims[i];
+            for (int i = nbd - 1, ia = ra - 3, ib = rb - 3; i >= 0; i--, ia--, ib--) {
+                if (ia >= 0) {
+                    oa += (a.dims[ia] == 1 ? 0 : bc[i]) * sa;
+                    sa *= a.dims[ia];
+                }
+                if (ib >= 0) {
+                    ob += (b.dims[ib] == 1 ? 0 : bc[i]) * sb;
+                    sb *= b.dims[ib];
+                }
             }
-            if (ib >= 0) {
-                ob += (b.dims[ib] == 1 ? 0 : bc[i]) * sb;
-                sb *= b.dims[ib];
-            }
+            for (int64_t i = 0; i < M; i++)
+                for (int64_t j = 0; j < N; j++) {
+                    const float *ar = a.f + oa * M * K + i * K, *bc0 = b.f + ob * K * N + j;
+                    float want;
+                    if (fp32) {
+                        float sum = 0.0f, blk = 0.0f;
+                        for (int64_t k = 0; k < K; k++) {
+                            blk = fmaf(ar[k], bc0[k * N], blk);
+                            if (k % MPX_ACC_FP32_BLOCK == MPX_ACC_FP32_BLOCK - 1 || k == K - 1) sum += blk, blk = 0.0f;
+                        }
+                        want = sum;
+                    } else {
+                        tacc s;
+                        ta_init(&s, &mpx_format_fp16, 0, 0.0f);
+                        for (int64_t k = 0; k < K; k++) ta_add(&s, ar[k] * bc0[k * N]);
+                        want = ta_result(&s);
+                    }
+                    ok = ok && memcmp(&y.f[bi * M * N + i * N + j], &want, sizeof want) == 0;
+                }
         }
-        for (int64_t i = 0; i < M; i++)
-            for (int64_t j = 0; j < N; j++) {
-                tacc s;
-                ta_init(&s, &mpx_format_fp16, 0, 0.0f);
-                for (int64_t k = 0; k < K; k++) ta_add(&s, a.f[oa * M * K + i * K + k] * b.f[ob * K * N + k * N + j]);
-                ok = ok && y.f[bi * M * N + i * N + j] == ta_result(&s);
-            }
+        CHECK_MSG(ok, "line %d: MatMul %s x %s values (%s)", line, as, bs, fp32 ? "fp32" : "fp16 accumulation");
+        vfree(1, &y);
     }
-    CHECK_MSG(ok, "line %d: MatMul %s x %s values", line, as, bs);
-out:
-    vfree(1, &y);
     vfree(1, &a);
     vfree(1, &b);
 }
@@ -787,10 +803,19 @@ static void test_matmul(void) {
      * (torch's attention: [L, 1, E] x [E, 3E]): the same sums in order */
     matmul_case(__LINE__, "37x1x130", "130x20", "37x1x20");
     matmul_case(__LINE__, "2x3x5x70", "70x9", "2x3x5x9");
-    /* many small products (attention's heads) run side by side on the
-     * kernel threads, each whole on one: the same sums */
+    /* batches whose A and B are each a matrix a slice or one for all (the
+     * attention heads' products) run as one call of the GEMM core, a group
+     * a slice; other broadcasts a product an item on the kernel threads:
+     * the same sums either way (K past one block of 64, columns past one
+     * band, rows in several panels) */
     matmul_case(__LINE__, "2x6x20x16", "2x6x16x21", "2x6x20x21");
     matmul_case(__LINE__, "3x1x20x16", "1x4x16x21", "3x4x20x21");
+    matmul_case(__LINE__, "12x64x64", "12x64x64", "12x64x64");
+    matmul_case(__LINE__, "3x37x130", "3x130x197", "3x37x197");
+    matmul_case(__LINE__, "1x13x70", "5x70x33", "5x13x33");
+    matmul_case(__LINE__, "4x13x70", "1x70x33", "4x13x33");
+    matmul_case(__LINE__, "70", "3x70x33", "3x33");
+    matmul_case(__LINE__, "3x2x70", "70", "3x2");
 }
 
 /* ---- fp16 accumulation's step with fp16 operands ---------------------------------------- */

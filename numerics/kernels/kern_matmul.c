@@ -23,37 +23,46 @@ static bool mm_on_core(const mpx_kctx *c, int64_t K) {
     return K > 0 && !(c->acc.flags & MPX_ACC_SEQUENTIAL) && kg_mode_of(&c->acc) >= 0;
 }
 
+/* G products on the GEMM core (mm_on_core): Y_g (M x N, row-major, at
+ * Y + g M N) = A_g B_g, with A_g[i][k] = A[g ga + i * ars + k * acs] and
+ * B_g row-major K x N at B + g gb (ga, gb 0: one matrix for every g), or
+ * with b_ldt (and b_owner; G 1) B given as its transpose (kg_gemm.b_ldt).
+ * a_owner, b_owner: the constant whose own values A (B) are (the GEMM core
+ * keeps them packed; kern_gemm.h), or NULL. */
+static mpx_status mm_core(const mpx_kctx *c, int64_t G, int64_t M, int64_t N, int64_t K, const float *A, int64_t ars,
+                          int64_t acs, int64_t ga, const float *B, int64_t gb, int64_t b_ldt, float *Y,
+                          mpx_tensor *a_owner, mpx_tensor *b_owner) {
+    int64_t *boff = NULL, *crow = NULL;
+    mpx_status st = kn_scratch(c, (size_t)K, sizeof *boff, (void **)&boff);
+    if (!st) st = kn_scratch(c, (size_t)M, sizeof *crow, (void **)&crow);
+    if (!st) {
+        for (int64_t k = 0; k < K; k++) boff[k] = k * N;
+        for (int64_t i = 0; i < M; i++) crow[i] = i * N;
+        kg_gemm g = {.M = M, .N = N, .K = K, .G = G, .a = A, .ams = ars, .aks = acs, .ga = ga,
+                     .b = B, .boff = boff, .gb = gb, .c = Y, .crow = crow, .gc = M * N,
+                     .gw = N, .gvalid = N, .rs = 0, .cs = 1, .mode = (kg_mode)kg_mode_of(&c->acc),
+                     .f16 = mpx_k_f16_operands(c), .a_owner = a_owner,
+                     .b_owner = b_owner, .b_ldt = b_ldt,
+                     /* (an owner here is always input 1's: the weights) */
+                     .a_fmt = a_owner ? mpx_k_in_round(c, 1) : NULL,
+                     .b_fmt = b_owner ? mpx_k_in_round(c, 1) : NULL};
+        if (kg_gemm_run(&g) != KG_DONE)
+            st = mpx_kernel_error(c, MPX_E_NOMEM, "out of memory for the product's buffers");
+    }
+    free(crow);
+    free(boff);
+    return st;
+}
+
 /* Y (M x N, row-major, zero on entry unless mm_on_core) = A B, with A[i][k] = A[i * ars + k * acs]
  * and B row-major K x N, or with b_ldt (and b_owner; the GEMM core's
  * accumulations only) B given as its transpose (kg_gemm.b_ldt). a_owner,
- * b_owner: the constant whose own values A (B) are (the GEMM core keeps
- * them packed; kern_gemm.h), or NULL. */
+ * b_owner: as mm_core's. */
 static mpx_status mm_run_t(const mpx_kctx *c, int64_t M, int64_t N, int64_t K, const float *A, int64_t ars,
                            int64_t acs, const float *B, int64_t b_ldt, float *Y, mpx_tensor *a_owner,
                            mpx_tensor *b_owner) {
     if (M == 0 || N == 0) return MPX_OK;
-    if (mm_on_core(c, K)) {
-        int64_t *boff = NULL, *crow = NULL;
-        mpx_status st = kn_scratch(c, (size_t)K, sizeof *boff, (void **)&boff);
-        if (!st) st = kn_scratch(c, (size_t)M, sizeof *crow, (void **)&crow);
-        if (!st) {
-            for (int64_t k = 0; k < K; k++) boff[k] = k * N;
-            for (int64_t i = 0; i < M; i++) crow[i] = i * N;
-            kg_gemm g = {.M = M, .N = N, .K = K, .G = 1, .a = A, .ams = ars, .aks = acs,
-                         .b = B, .boff = boff, .c = Y, .crow = crow,
-                         .gw = N, .gvalid = N, .rs = 0, .cs = 1, .mode = (kg_mode)kg_mode_of(&c->acc),
-                         .f16 = mpx_k_f16_operands(c), .a_owner = a_owner,
-                         .b_owner = b_owner, .b_ldt = b_ldt,
-                         /* (an owner here is always input 1's: the weights) */
-                         .a_fmt = a_owner ? mpx_k_in_round(c, 1) : NULL,
-                         .b_fmt = b_owner ? mpx_k_in_round(c, 1) : NULL};
-            if (kg_gemm_run(&g) != KG_DONE)
-                st = mpx_kernel_error(c, MPX_E_NOMEM, "out of memory for the product's buffers");
-        }
-        free(crow);
-        free(boff);
-        return st;
-    }
+    if (mm_on_core(c, K)) return mm_core(c, 1, M, N, K, A, ars, acs, 0, B, 0, b_ldt, Y, a_owner, b_owner);
     if (mpx_acc_is_fp32(&c->acc)) {
         for (int64_t j0 = 0; j0 < N; j0 += CONV_CHUNK) {
             int64_t nj = N - j0 < CONV_CHUNK ? N - j0 : CONV_CHUNK;
@@ -351,6 +360,22 @@ mpx_status mpx_k_matmul(const mpx_kctx *c, const mpx_value *const *in, int n_in,
          * depend on how rows are blocked), but B is packed once instead of
          * nb times (ViT-B/16: 197 products of one row each, 3.5 GMAC/s). */
         st = mm_run(c, nb * M, N, K, a->f, K, 1, b->f, out[0].f, NULL, b_own);
+        free(b_held);
+        if (st) mpx_value_free(&out[0]);
+        return st;
+    }
+    /* A batch whose A is one matrix a slice or one for all of them (and
+     * B likewise), B not the graph's own: one call of the GEMM core with a
+     * group a slice, which cuts the work into (slice, column band) items
+     * and packs A once, B once a band. Each value is the same sum in the
+     * same order as a product a call gives (kern_gemm.h). Why: a call a
+     * slice allocated and packed per slice and, on its one thread, cut
+     * each 64-row product into two row blocks that packed B twice
+     * (BERT-style attention: 12 products of 64 x 64 x 64 a MatMul). */
+    if (mm_on_core(c, K) && !b_own && (pa == nb || pa == 1) && (pb == nb || pb == 1)) {
+        st = M == 0 || N == 0 ? MPX_OK
+                              : mm_core(c, nb, M, N, K, a->f, K, 1, pa == nb ? M * K : 0, b->f, pb == nb ? K * N : 0,
+                                        0, out[0].f, NULL, NULL);
         free(b_held);
         if (st) mpx_value_free(&out[0]);
         return st;
