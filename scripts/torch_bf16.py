@@ -46,6 +46,16 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
+# torch picks its CPU kernels by the CPU it runs on. The profile mirrors
+# what it computes on an AVX2 CPU without AVX-512 (Zen 3, say): its AVX2
+# kernels (softmax, ...), and its own loops for bf16 convolutions and
+# matrix products, since oneDNN's bf16 needs AVX-512 (BW, VL, DQ). On a CPU
+# that has AVX-512, torch would hand those to oneDNN (products summed in
+# fp32, rounded once), so torch is held to the AVX2 configuration on every
+# CPU: its kernels by ATEN_CPU_CAPABILITY (read when torch loads; a value
+# the environment sets is kept), oneDNN off for the bf16 forward
+# (run_torch).
+os.environ.setdefault("ATEN_CPU_CAPABILITY", "avx2")
 try:
     import numpy as np
     import torch
@@ -120,6 +130,11 @@ def conv_transpose_fp32(self, x):
     return y.to(x.dtype)
 
 
+def with_onednn(f, inp):
+    with torch.backends.mkldnn.flags(enabled=True):
+        return f(inp)
+
+
 def run_torch(model, x, dtype, hook_names):
     """Model outputs and the outputs of the hooked modules (called once) as fp32 numpy."""
     model = model.to(dtype)
@@ -139,8 +154,21 @@ def run_torch(model, x, dtype, hook_names):
             if torch.is_tensor(out) and out.is_floating_point():
                 seen[q] = out.detach().float().numpy().copy()
         hooks.append(mods[q].register_forward_hook(hook))
-    with torch.no_grad():
+    # bf16 as on a CPU without AVX-512 (above): oneDNN off for the forward,
+    # but batch norm keeps torch's default (oneDNN on), whose bf16 kernel on
+    # such a CPU is the one the profile mirrors; with oneDNN off torch takes
+    # another that rounds some values otherwise (ResNet-18's layer2.0.bn1:
+    # 472 of 100352)
+    undo = []
+    if dtype == torch.bfloat16:
+        for m in model.modules():
+            if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+                undo.append((m, m.forward))
+                m.forward = (lambda f: (lambda inp: with_onednn(f, inp)))(m.forward)
+    with torch.no_grad(), torch.backends.mkldnn.flags(enabled=dtype != torch.bfloat16):
         y = model(x.to(dtype)).float().numpy()
+    for m, f in undo:
+        m.forward = f
     for h in hooks:
         h.remove()
     # a module called twice (ResNet's shared ReLU) has no single tensor

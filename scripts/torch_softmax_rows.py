@@ -25,6 +25,9 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
+# torch's AVX2 softmax is what `sleef-lanes` mirrors; an AVX-512 CPU would
+# run its 16-lane kernel instead (scripts/torch_bf16.py says more)
+os.environ.setdefault("ATEN_CPU_CAPABILITY", "avx2")
 try:
     import numpy as np
     import onnx

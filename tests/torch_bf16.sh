@@ -55,6 +55,9 @@ if [ ! -f "$BSUITE/bert4.onnx" ]; then
   BSUITE=$WORK/suite-bert
   "$PY" "$HERE/../bench/torch_models.py" "$BSUITE" bert4
 fi
+# the scripts hold torch to its AVX2 kernels on every CPU (an AVX-512 CPU
+# would run others; scripts/torch_bf16.py); the probe asks under the same
+export ATEN_CPU_CAPABILITY="${ATEN_CPU_CAPABILITY:-avx2}"
 CAP=$("$PY" -c "import re, torch; m = re.search(r'CPU capability usage: (\w+)', torch.__config__.show()); print(m.group(1) if m else '')")
 if [ "$CAP" = AVX2 ]; then
   "$PY" "$HERE/../scripts/torch_softmax_rows.py" --mpx "$MPX" --out "$WORK/softmax_rows"
