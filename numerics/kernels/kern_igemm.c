@@ -130,17 +130,40 @@ __attribute__((target("avx2"))) static inline void store_3x4(const __m256i *s, i
         _mm_storeu_si128((__m128i *)(C + i * ldc), hsum4_avx2(s[4 * i], s[4 * i + 1], s[4 * i + 2], s[4 * i + 3]));
 }
 
-/* A core's tiles (above for 16-bit terms, below for 8-bit ones): each
- * leaves its sums as eight 32-bit lanes per pair of rows, which the block
- * adds across (hsum4_avx2); esz: bytes per term. */
-typedef void (*tile_fn)(const void *A, const void *B, int64_t Kp, __m256i *out);
+/* A core's tiles (above for 16-bit terms, below for 8-bit ones), each
+ * storing its rows' sums of four columns to C; esz: bytes per term. */
+typedef void (*tile_fn)(const void *A, const void *B, int64_t Kp, int32_t *C, int64_t ldc);
 typedef struct simd_core {
     tile_fn t3x4_pf, t3x4, t1x4;
     int32_t (*dot)(const void *A, const void *B, int64_t Kp);
     int64_t esz, pf_max; /* bytes per term; the longest rows (bytes) t3x4_pf takes */
 } simd_core;
 
-static const simd_core core16 = {tile_3x4_pf_avx2, tile_3x4_avx2, tile_1x4_avx2, dot_avx2, 2, 2048};
+/* The 16-bit tiles with their sums stored (their loops' functions leave
+ * them in registers: see tile_3x4_body). */
+__attribute__((target("avx2"))) static void st3x4_pf_16(const void *A, const void *B, int64_t Kp, int32_t *C,
+                                                        int64_t ldc) {
+    __m256i s[12];
+    tile_3x4_pf_avx2(A, B, Kp, s);
+    store_3x4(s, C, ldc);
+}
+
+__attribute__((target("avx2"))) static void st3x4_16(const void *A, const void *B, int64_t Kp, int32_t *C,
+                                                     int64_t ldc) {
+    __m256i s[12];
+    tile_3x4_avx2(A, B, Kp, s);
+    store_3x4(s, C, ldc);
+}
+
+__attribute__((target("avx2"))) static void st1x4_16(const void *A, const void *B, int64_t Kp, int32_t *C,
+                                                     int64_t ldc) {
+    (void)ldc;
+    __m256i s[4];
+    tile_1x4_avx2(A, B, Kp, s);
+    _mm_storeu_si128((__m128i *)C, hsum4_avx2(s[0], s[1], s[2], s[3]));
+}
+
+static const simd_core core16 = {st3x4_pf_16, st3x4_16, st1x4_16, dot_avx2, 2, 2048};
 
 /* The tiles' order: when the block's rows of A fit L2 with room to spare
  * (a quantised projection's 24 rows), every row of A against four columns
@@ -149,31 +172,21 @@ static const simd_core core16 = {tile_3x4_pf_avx2, tile_3x4_avx2, tile_1x4_avx2,
  * filters as A: hundreds of long rows) three rows of A against the whole
  * panel of B, which stays in L2. The prefetching tile for rows of up to
  * 2 KB (see tile_3x4_body). */
-__attribute__((target("avx2"))) static void block_simd(const simd_core *cr, const char *A, const char *B, int64_t Kp,
+static void block_simd(const simd_core *cr, const char *A, const char *B, int64_t Kp,
                                                        int64_t mr, int64_t nr, int32_t *C, int64_t ldc) {
     const int64_t n4 = nr / 4 * 4, m3 = mr / 3 * 3, row = Kp * cr->esz;
-    __m256i s[12];
     const tile_fn tile = row <= cr->pf_max ? cr->t3x4_pf : cr->t3x4;
     if (mr * row <= 131072) {
         for (int64_t n = 0; n < n4; n += 4)
-            for (int64_t m = 0; m < m3; m += 3) {
-                tile(A + m * row, B + n * row, Kp, s);
-                store_3x4(s, C + m * ldc + n, ldc);
-            }
+            for (int64_t m = 0; m < m3; m += 3) tile(A + m * row, B + n * row, Kp, C + m * ldc + n, ldc);
     } else {
         for (int64_t m = 0; m < m3; m += 3)
-            for (int64_t n = 0; n < n4; n += 4) {
-                tile(A + m * row, B + n * row, Kp, s);
-                store_3x4(s, C + m * ldc + n, ldc);
-            }
+            for (int64_t n = 0; n < n4; n += 4) tile(A + m * row, B + n * row, Kp, C + m * ldc + n, ldc);
     }
     for (int64_t m = 0; m < m3; m++)
         for (int64_t n = n4; n < nr; n++) C[m * ldc + n] = cr->dot(A + m * row, B + n * row, Kp);
     for (int64_t m = m3; m < mr; m++) {
-        for (int64_t n = 0; n < n4; n += 4) {
-            cr->t1x4(A + m * row, B + n * row, Kp, s);
-            _mm_storeu_si128((__m128i *)(C + m * ldc + n), hsum4_avx2(s[0], s[1], s[2], s[3]));
-        }
+        for (int64_t n = 0; n < n4; n += 4) cr->t1x4(A + m * row, B + n * row, Kp, C + m * ldc + n, ldc);
         for (int64_t n = n4; n < nr; n++) C[m * ldc + n] = cr->dot(A + m * row, B + n * row, Kp);
     }
 }
@@ -217,7 +230,7 @@ void mpx_k_igemm_nt(const int16_t *A, const int16_t *B, int64_t M, int64_t N, in
  * encoder's second feed-forward product: a few percent faster on Zen 5
  * with it than without). */
 #define PFMAX 4096
-#define IG8_TILES(W, TGT, VT, LD, DP, ZERO, TO256, PF)                                                                   \
+#define IG8_TILES(W, TGT, VT, LD, DP, ZERO, TO256, PF, RED4, KEEP)                                                                   \
     TGT static inline __m256i to256_##W(VT v) { return TO256; }                                                  \
     TGT __attribute__((always_inline)) static inline void tile8_3x4_body_##W(const uint8_t *A, const int8_t *B,    \
                                                                              int64_t Kp, VT *out, bool pf) {     \
@@ -230,7 +243,8 @@ void mpx_k_igemm_nt(const int16_t *A, const int16_t *B, int64_t M, int64_t N, in
         for (int64_t k = 0; k < Kp; k += (int64_t)sizeof(VT)) {                                                     \
             if (pf) PF(next + 4 * k);                                                                               \
             const VT a0 = LD(A + k), a1 = LD(A1 + k), a2 = LD(A2 + k);                                             \
-            const VT b0 = LD(B + k), b1 = LD(B1 + k), b2 = LD(B2 + k), b3 = LD(B3 + k);                            \
+            VT b0 = LD(B + k), b1 = LD(B1 + k), b2 = LD(B2 + k), b3 = LD(B3 + k);                                  \
+            KEEP(b0); KEEP(b1); KEEP(b2); KEEP(b3);                                                                 \
             c00 = DP(c00, a0, b0), c10 = DP(c10, a1, b0), c20 = DP(c20, a2, b0);                                    \
             c01 = DP(c01, a0, b1), c11 = DP(c11, a1, b1), c21 = DP(c21, a2, b1);                                    \
             c02 = DP(c02, a0, b2), c12 = DP(c12, a1, b2), c22 = DP(c22, a2, b2);                                    \
@@ -247,15 +261,17 @@ void mpx_k_igemm_nt(const int16_t *A, const int16_t *B, int64_t M, int64_t N, in
     TGT __attribute__((noinline)) static void tile8_3x4_v##W(const void *A, const void *B, int64_t Kp, VT *out) {   \
         tile8_3x4_body_##W(A, B, Kp, out, false);                                                                   \
     }                                                                                                               \
-    TGT static void tile8_3x4_pf_##W(const void *A, const void *B, int64_t Kp, __m256i *out) {                      \
+    TGT static void tile8_3x4_pf_##W(const void *A, const void *B, int64_t Kp, int32_t *C, int64_t ldc) {          \
         VT v[12];                                                                                                   \
         tile8_3x4_pf_v##W(A, B, Kp, v);                                                                             \
-        for (int i = 0; i < 12; i++) out[i] = to256_##W(v[i]);                                                      \
+        for (int i = 0; i < 3; i++)                                                                                 \
+            _mm_storeu_si128((__m128i *)(C + i * ldc), RED4(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]));   \
     }                                                                                                               \
-    TGT static void tile8_3x4_##W(const void *A, const void *B, int64_t Kp, __m256i *out) {                         \
+    TGT static void tile8_3x4_##W(const void *A, const void *B, int64_t Kp, int32_t *C, int64_t ldc) {             \
         VT v[12];                                                                                                   \
         tile8_3x4_v##W(A, B, Kp, v);                                                                                \
-        for (int i = 0; i < 12; i++) out[i] = to256_##W(v[i]);                                                      \
+        for (int i = 0; i < 3; i++)                                                                                 \
+            _mm_storeu_si128((__m128i *)(C + i * ldc), RED4(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]));   \
     }                                                                                                               \
     TGT __attribute__((noinline)) static void tile8_1x4_v##W(const void *Av, const void *Bv, int64_t Kp, VT *out) { \
         const uint8_t *A = Av;                                                                                      \
@@ -268,10 +284,11 @@ void mpx_k_igemm_nt(const int16_t *A, const int16_t *B, int64_t M, int64_t N, in
         }                                                                                                           \
         out[0] = c0, out[1] = c1, out[2] = c2, out[3] = c3;                                                         \
     }                                                                                                               \
-    TGT static void tile8_1x4_##W(const void *A, const void *B, int64_t Kp, __m256i *out) {                         \
+    TGT static void tile8_1x4_##W(const void *A, const void *B, int64_t Kp, int32_t *C, int64_t ldc) {             \
+        (void)ldc;                                                                                                  \
         VT v[4];                                                                                                    \
         tile8_1x4_v##W(A, B, Kp, v);                                                                                \
-        for (int i = 0; i < 4; i++) out[i] = to256_##W(v[i]);                                                       \
+        _mm_storeu_si128((__m128i *)C, RED4(v[0], v[1], v[2], v[3]));                                               \
     }                                                                                                               \
     TGT static int32_t dot8_##W(const void *Av, const void *Bv, int64_t Kp) {                                       \
         const uint8_t *A = Av;                                                                                      \
@@ -282,6 +299,25 @@ void mpx_k_igemm_nt(const int16_t *A, const int16_t *B, int64_t M, int64_t N, in
     }                                                                                                               \
     static const simd_core core8_##W = {tile8_3x4_pf_##W, tile8_3x4_##W, tile8_1x4_##W, dot8_##W, 1, PFMAX};
 
+/* v kept in a register: GCC otherwise read each row of B three times as
+ * the products' memory operands, 15 loads a step where 7 do (the loads,
+ * not the products, then set the pace: 340 against 235 GMAC/s a thread on
+ * Zen 5, 64 x 768 x 768). Not on 32-byte vectors: AVX-VNNI has 16
+ * registers, the tile's twelve sums and three rows of A leave one for B. */
+#define IN_REG(v) __asm__("" : "+v"(v))
+#define NO_REG(v) (void)(v)
+
+/* The four sums of a..d's lanes, in order: pairs of lanes added within
+ * each 128-bit quarter (unpacks: AVX-512 has no horizontal add), then the
+ * quarters. */
+__attribute__((target("avx2,avx512f"))) static inline __m128i red4_512(__m512i a, __m512i b, __m512i c, __m512i d) {
+    const __m512i ab = _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
+    const __m512i cd = _mm512_add_epi32(_mm512_unpacklo_epi32(c, d), _mm512_unpackhi_epi32(c, d));
+    const __m512i q = _mm512_add_epi32(_mm512_unpacklo_epi64(ab, cd), _mm512_unpackhi_epi64(ab, cd));
+    const __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(q), _mm512_extracti64x4_epi64(q, 1));
+    return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
 /* (the next four rows of B prefetched as the 16-bit tile does: a step's
  * share, four times the vector's bytes, from p) */
 #define LD64(p) _mm512_loadu_si512((const void *)(p))
@@ -289,9 +325,9 @@ void mpx_k_igemm_nt(const int16_t *A, const int16_t *B, int64_t M, int64_t N, in
 #define PF512(p) PF256(p), PF256((p) + 128)
 IG8_TILES(512, __attribute__((target("avx2,avx512f,avx512vnni"))), __m512i, LD64, _mm512_dpbusd_epi32,
           _mm512_setzero_si512(), _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1)),
-          PF512)
+          PF512, red4_512, IN_REG)
 IG8_TILES(256, __attribute__((target("avx2,avxvnni"))), __m256i, LD16, _mm256_dpbusd_avx_epi32,
-          _mm256_setzero_si256(), v, PF256)
+          _mm256_setzero_si256(), v, PF256, hsum4_avx2, NO_REG)
 
 /* The 8-bit core's build for this CPU: 2 (AVX512-VNNI), 1 (AVX-VNNI) or 0
  * (none: the 16-bit core). MPX_KERN_NOVNNI (and MPX_KERN_PORTABLE) decline
