@@ -250,9 +250,9 @@ static void bt_sum_item(void *ctx, int tid, long item) {
     const int64_t n0 = (int64_t)item * BT_SUM_ROWS, nn = j->N - n0 < BT_SUM_ROWS ? j->N - n0 : BT_SUM_ROWS;
     for (int64_t n = n0; n < n0 + nn; n++) {
         const int8_t *r = j->bt8 + n * j->Kp;
-        int32_t s = 0; /* (|sum| <= 128 K: exact in int32 for K below 2^24) */
+        int64_t s = 0;
         for (int64_t k = 0; k < j->K; k++) s += r[k];
-        csum[n] = (uint32_t)s;
+        csum[n] = (uint32_t)s; /* (modulo 2^32, as the correction takes it) */
     }
 }
 
