@@ -10,7 +10,11 @@
  * int16 operands far from their zero points (the direct loops' fallback).
  * B is given as a tensor's constant (its packing kept on the tensor: each
  * case runs twice, the second reading the kept packing) and as a plain
- * value. Run also with MPX_KERN_PORTABLE=1 and MPX_KERN_THREADS=1 (ctest).
+ * value. Each case runs on every core this CPU has (kern_igemm.c: the 8-bit
+ * core on AVX512-VNNI, on AVX-VNNI, and the 16-bit one; chosen by the
+ * environment, set here per run), with operands now and then at their
+ * types' extremes and K past the prefetching tiles' 2 KB rows. Run also
+ * with MPX_KERN_PORTABLE=1 and MPX_KERN_THREADS=1 (ctest).
  *
  * usage: test_qint [cases] [seed] */
 #include "check.h"
@@ -53,6 +57,17 @@ static bool same(const mpx_value *a, const mpx_value *b) {
 
 static const char *strs(const char *s) { return mpx_arena_strdup(G->arena, s); }
 
+/* The integer cores, by the variables kern_igemm.c reads at each call:
+ * the best this CPU has, AVX-VNNI rather than AVX512-VNNI, and the 16-bit
+ * core (the same where the CPU lacks one: then compared twice). */
+enum { N_CORES = 3 };
+static const char *const core_names[N_CORES] = {"default", "MPX_KERN_AVX2", "MPX_KERN_NOVNNI"};
+
+static void use_core(int k) {
+    unsetenv("MPX_KERN_AVX2"), unsetenv("MPX_KERN_NOVNNI");
+    if (k) setenv(core_names[k], "1", 1);
+}
+
 static void range_of(mpx_dtype t, int64_t *lo, int64_t *hi) {
     *lo = t == MPX_DT_INT8 ? -128 : t == MPX_DT_INT16 ? -32768 : 0;
     *hi = t == MPX_DT_INT8 ? 127 : t == MPX_DT_INT16 ? 32767 : 255;
@@ -63,7 +78,7 @@ static void one_case(int idx) {
     /* now and then more columns than B's packing takes in one block (kern_qint.c's BT_COLS) */
     const bool wide_b = coin(0.03);
     const int64_t M = coin(0.2) && !wide_b ? rnd(40, 130) : rnd(1, 30),
-                  K = coin(0.2) && !wide_b ? rnd(200, 800) : rnd(1, 70),
+                  K = coin(0.2) && !wide_b ? rnd(200, 800) : coin(0.04) && !wide_b ? rnd(2040, 3100) : rnd(1, 70),
                   N = wide_b ? rnd(4097, 4400) : coin(0.2) ? rnd(60, 300) : rnd(1, 50);
     const int shape = (int)rnd(0, 5);
     int64_t ad[5], bd[5];
@@ -94,6 +109,11 @@ static void one_case(int idx) {
     range_of(at, &alo, &ahi);
     range_of(bt, &blo, &bhi);
     mpx_value a = ints(at, ar, ad, alo, ahi), b = ints(bt, br, bd, blo, bhi);
+    if (coin(0.1)) /* every value at one end of its range: the largest products the cores sum */
+        for (int64_t k = 0; k < a.n + b.n; k++) {
+            int64_t *v = k < a.n ? &a.i[k] : &b.i[k - a.n];
+            *v = k < a.n ? (coin(0.5) ? alo : ahi) : (coin(0.5) ? blo : bhi);
+        }
     /* zero points: absent, one, or per row (A) / per column (B); zeros now and then */
     const int azk = (int)rnd(0, 2), bzk = (int)rnd(0, 2);
     const int64_t one = 1;
@@ -129,12 +149,12 @@ static void one_case(int idx) {
              mpx_dtype_name(at), mpx_dtype_name(bt), azk, bzk);
     mpx_value bc;
     mpx_value_clear(&bc);
-    for (int rep = 0; rep < 3; rep++) { /* rep 1: the kept packing; rep 2: B a copy no tensor owns */
-        if (rep == 2) {
-            mpx_value_copy(&bc, &b, NULL);
-            if (qlinear) qins[3] = &bc;
-            else mins[1] = &bc;
-        }
+    /* rep 1: the kept packing; rep 2: B a copy no tensor owns; then each again on the other cores */
+    for (int rep = 0; rep < 3 * N_CORES; rep++) {
+        use_core(rep / 3);
+        if (rep % 3 == 2 && !bc.i) mpx_value_copy(&bc, &b, NULL);
+        if (qlinear) qins[3] = rep % 3 == 2 ? &bc : &b;
+        else mins[1] = rep % 3 == 2 ? &bc : &b;
         mpx_error e1, e2;
         mpx_error_clear(&e1);
         mpx_error_clear(&e2);
@@ -147,13 +167,15 @@ static void one_case(int idx) {
         mpx_status s2 = qlinear ? direct_qlinear_matmul(&c, in, n_in, &want, 1)
                                 : direct_matmul_integer(&c, in, n_in, &want, 1);
         CHECK_MSG(s1 == s2, "%s rep %d: status %d / %d (%s / %s)", what, rep, (int)s1, (int)s2, e1.msg, e2.msg);
-        if (s1 == MPX_OK && s2 == MPX_OK) CHECK_MSG(same(&got, &want), "%s rep %d: the outputs differ", what, rep);
+        if (s1 == MPX_OK && s2 == MPX_OK)
+            CHECK_MSG(same(&got, &want), "%s rep %d (%s): the outputs differ", what, rep, core_names[rep / 3]);
         mpx_value_free(&got), mpx_value_free(&want);
     }
     if (btn->derived_free) btn->derived_free(btn->derived);
     btn->derived = NULL;
     btn->derived_free = NULL;
     btn->i64 = NULL;
+    use_core(0);
     mpx_value *vs[] = {&a, &b, &azp, &bzp, &as, &bs, &ys, &yzp, &bc};
     for (size_t k = 0; k < sizeof vs / sizeof vs[0]; k++) mpx_value_free(vs[k]);
 }

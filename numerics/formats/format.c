@@ -70,6 +70,27 @@ bool mpx_cpu_has_avx512fp16(void) {
 #endif
 }
 
+/* AVX512-VNNI (CPUID leaf 7, subleaf 0, ECX bit 11) and AVX-VNNI (leaf 7,
+ * subleaf 1, EAX bit 4): clang 14's __builtin_cpu_supports knows neither
+ * name in every version, so asked as F16C is. */
+bool mpx_cpu_has_avx512vnni(void) {
+#if MPX_HAVE_X86
+    static _Atomic int known = -1;
+    return cpuid_has(&known, 7, 0, 2, 1u << 11);
+#else
+    return false;
+#endif
+}
+
+bool mpx_cpu_has_avxvnni(void) {
+#if MPX_HAVE_X86
+    static _Atomic int known = -1;
+    return cpuid_has(&known, 7, 1, 0, 1u << 4);
+#else
+    return false;
+#endif
+}
+
 /* ---- descriptors ---------------------------------------------------------- */
 
 /* max_finite = (2 - 2^-m) * 2^emax, min_normal = 2^(1-bias),

@@ -107,5 +107,9 @@ static inline float mpx_ro_sum(float s, float t) {
 bool mpx_cpu_has_f16c(void);
 /* The CPU has AVX512-FP16 (format.c; callers also check AVX-512F). */
 bool mpx_cpu_has_avx512fp16(void);
+/* The CPU has AVX512-VNNI, or AVX-VNNI (its VEX form on 256-bit vectors)
+ * (format.c; callers also check AVX-512F, or AVX2, for the OS's support). */
+bool mpx_cpu_has_avx512vnni(void);
+bool mpx_cpu_has_avxvnni(void);
 
 #endif

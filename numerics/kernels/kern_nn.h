@@ -73,5 +73,11 @@ mpx_status kn_window_transpose_out(const mpx_kctx *c, kn_window *w);
 void mpx_k_igemm_nt(const int16_t *A, const int16_t *B, int64_t M, int64_t N, int64_t Kp, int32_t *C, int64_t ldc,
                     bool avx2);
 bool mpx_k_igemm_avx2(void);
+/* The same sums of unsigned bytes A times signed bytes B (Kp a multiple of
+ * 64), on the VNNI build path (1: AVX-VNNI, 2: AVX512-VNNI) that
+ * mpx_k_igemm8_path gives (0: neither; then not to be called). */
+void mpx_k_igemm8_nt(const uint8_t *A, const int8_t *B, int64_t M, int64_t N, int64_t Kp, int32_t *C, int64_t ldc,
+                     int path);
+int mpx_k_igemm8_path(void);
 
 #endif

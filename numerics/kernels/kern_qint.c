@@ -141,8 +141,9 @@ static mpx_status mm_plan(const mpx_kctx *c, const mpx_value *a, const mpx_value
     return MPX_OK;
 }
 
-/* Kp: K rounded up to the core's 16 terms. */
+/* Kp: K rounded up to the 16-bit core's 16 terms, or the 8-bit core's 64. */
 static int64_t pad16(int64_t k) { return (k + 15) / 16 * 16; }
+static int64_t pad64(int64_t k) { return (k + 63) / 64 * 64; }
 
 /* v - zp as a 16-bit operand, or false when it does not fit. */
 static bool to16(int64_t v, int64_t zp, int16_t *out) {
@@ -200,7 +201,9 @@ typedef struct bt_job {
     const int64_t *b;
     int64_t K, N, Kp, cblocks;
     const mpx_value *zb;
-    int16_t *bt;
+    int64_t off;    /* taken from every value too (the 8-bit core's B: 128 for uint8, else 0) */
+    int16_t *bt;    /* the 16-bit rows, or NULL: */
+    int8_t *bt8;    /* the 8-bit rows (values less off within int8) */
     int16_t *tiles; /* per thread: BT_KT x BT_TSTR */
     volatile int bad;
 } bt_job;
@@ -215,64 +218,93 @@ static void bt_item(void *ctx, int tid, long item) {
         const int64_t *br = j->b + (k0 + i) * j->N + n0;
         int16_t *tr = tile + i * BT_TSTR;
         for (int64_t c = 0; c < cn; c++) {
-            const int64_t d = br[c] - zp_at(j->zb, n0 + c);
-            fits &= d >= INT16_MIN && d <= INT16_MAX;
+            const int64_t d = br[c] - zp_at(j->zb, n0 + c) - j->off;
+            fits &= j->bt8 ? d >= INT8_MIN && d <= INT8_MAX : d >= INT16_MIN && d <= INT16_MAX;
             tr[c] = (int16_t)d;
         }
     }
+    /* (the last tile zeroes the row's padding up to Kp) */
+    const int64_t end = k0 + kn == j->K ? j->Kp - k0 : kn;
     for (int64_t c = 0; c < cn; c++) {
-        int16_t *dst = j->bt + (n0 + c) * j->Kp + k0;
-        for (int64_t i = 0; i < kn; i++) dst[i] = tile[i * BT_TSTR + c];
-        /* the last tile zeroes the row's padding up to Kp */
-        if (k0 + kn == j->K)
-            for (int64_t i = kn; i < j->Kp - k0; i++) dst[i] = 0;
+        if (j->bt8) {
+            int8_t *dst = j->bt8 + (n0 + c) * j->Kp + k0;
+            for (int64_t i = 0; i < kn; i++) dst[i] = (int8_t)tile[i * BT_TSTR + c];
+            for (int64_t i = kn; i < end; i++) dst[i] = 0;
+        } else {
+            int16_t *dst = j->bt + (n0 + c) * j->Kp + k0;
+            for (int64_t i = 0; i < kn; i++) dst[i] = tile[i * BT_TSTR + c];
+            for (int64_t i = kn; i < end; i++) dst[i] = 0;
+        }
     }
     if (!fits) j->bad = 1;
 }
 
+/* The 8-bit rows' sums (the correction for A's zero point), rows of bt8
+ * a block at a time. */
+enum { BT_SUM_ROWS = 256 };
+
+static void bt_sum_item(void *ctx, int tid, long item) {
+    (void)tid;
+    bt_job *j = ctx;
+    uint32_t *csum = (uint32_t *)(void *)(j->bt8 + j->N * j->Kp);
+    const int64_t n0 = (int64_t)item * BT_SUM_ROWS, nn = j->N - n0 < BT_SUM_ROWS ? j->N - n0 : BT_SUM_ROWS;
+    for (int64_t n = n0; n < n0 + nn; n++) {
+        const int8_t *r = j->bt8 + n * j->Kp;
+        int64_t s = 0;
+        for (int64_t k = 0; k < j->K; k++) s += r[k];
+        csum[n] = (uint32_t)s; /* (modulo 2^32, as the correction takes it) */
+    }
+}
+
 /* B's matrix packed (above) on the kernel threads (not stoppable: a kept
- * packing must be whole). false: a value does not fit 16 bits, or out of
- * memory (*oom). */
-static bool pack_bt_all(const int64_t *b, int64_t K, int64_t N, int64_t Kp, const mpx_value *zb, int16_t *bt,
-                        bool *oom) {
+ * packing must be whole): into bt (16-bit, less zb), or into bt8 (8-bit,
+ * less off) followed by the rows' sums (N uint32). false: a value does not
+ * fit, or out of memory (*oom). */
+static bool pack_bt_all(const int64_t *b, int64_t K, int64_t N, int64_t Kp, const mpx_value *zb, int64_t off,
+                        int16_t *bt, int8_t *bt8, bool *oom) {
     const int nt = K * N >= 1 << 16 ? (int)kg_threads() : 1;
-    bt_job j = {b, K, N, Kp, (N + BT_COLS - 1) / BT_COLS, zb, bt, malloc((size_t)nt * BT_KT * BT_TSTR * sizeof(int16_t)), 0};
+    bt_job j = {b,  K,   N,   Kp, (N + BT_COLS - 1) / BT_COLS, zb, off, bt, bt8,
+                malloc((size_t)nt * BT_KT * BT_TSTR * sizeof(int16_t)), 0};
     if (!j.tiles) {
         *oom = true;
         return false;
     }
     const long items = (long)((K + BT_KT - 1) / BT_KT * j.cblocks);
     if (K) mpx_k_parallel(items, nt, bt_item, &j);
-    else
-        for (int64_t c = 0; c < N * Kp; c++) bt[c] = 0;
+    else if (bt8) memset(bt8, 0, (size_t)(N * Kp));
+    else memset(bt, 0, (size_t)(N * Kp) * sizeof *bt);
+    if (bt8) mpx_k_parallel((long)((N + BT_SUM_ROWS - 1) / BT_SUM_ROWS), nt, bt_sum_item, &j);
     free(j.tiles);
     return !j.bad;
 }
 
-/* B's matrix at offset boff packed raw: kept on owner (a constant B) under
- * the offset, else made for this call into *owned. NULL: out of memory
- * (*oom) or a raw value does not fit 16 bits. */
-static const int16_t *mm_bt_raw(const mm *p, const mpx_value *b, int64_t boff, mpx_tensor *owner, int16_t **owned,
-                                bool *oom) {
-    const int64_t Kp = pad16(p->K);
-    const kg_key key = {.k = {.kind = KG_KEPT_IGEMM_BT, .a = b->i, .M = p->N, .K = p->K, .ga = boff},
+/* B's matrix at offset boff packed raw (16-bit), or less off8 (8-bit,
+ * with its rows' sums after them) when eight: kept on owner (a constant B)
+ * under the offset, else made for this call into *owned. NULL: out of
+ * memory (*oom) or a value does not fit. */
+static const void *mm_bt_raw(const mm *p, const mpx_value *b, int64_t boff, bool eight, int64_t off8,
+                             mpx_tensor *owner, float **owned, bool *oom) {
+    const int64_t Kp = eight ? pad64(p->K) : pad16(p->K);
+    const kg_key key = {.k = {.kind = eight ? KG_KEPT_IGEMM_BT8 : KG_KEPT_IGEMM_BT, .a = b->i, .M = p->N, .K = p->K,
+                              .ga = boff, .aks = eight ? off8 : 0},
                         .owner = owner};
     const kg_kept *kept = owner ? kg_kept_find(&key) : NULL;
-    if (kept) return (const int16_t *)(const void *)kept->ap;
-    /* (16-bit values in the kept list's float buffers: two a float, 64-byte aligned) */
-    float *buf = kg_alloc((size_t)((p->N * Kp + 1) / 2 + 1));
+    if (kept) return kept->ap;
+    /* (the values in the kept list's float buffers, 64-byte aligned) */
+    const int64_t bytes = eight ? p->N * Kp + p->N * 4 : p->N * Kp * 2;
+    float *buf = kg_alloc((size_t)(bytes / 4 + 1));
     if (!buf) {
         *oom = true;
         return NULL;
     }
-    int16_t *bt = (int16_t *)(void *)buf;
-    if (!pack_bt_all(b->i + boff, p->K, p->N, Kp, NULL, bt, oom)) {
+    if (!pack_bt_all(b->i + boff, p->K, p->N, Kp, NULL, eight ? off8 : 0, eight ? NULL : (int16_t *)(void *)buf,
+                     eight ? (int8_t *)(void *)buf : NULL, oom)) {
         free(buf);
         return NULL;
     }
-    if (owner && kg_kept_add(&key, buf, true)) return bt;
-    *owned = bt;
-    return bt;
+    if (owner && kg_kept_add(&key, buf, true)) return buf;
+    *owned = buf;
+    return buf;
 }
 
 typedef struct mm_job {
@@ -281,16 +313,35 @@ typedef struct mm_job {
     const mpx_value *azp;   /* A's zero point: one, or one per row of a batch (M) */
     const int64_t *qs;      /* the batches that read this B, in order */
     int64_t rows;           /* their rows: (number of them) x M */
-    const int16_t *bt;      /* B^T: N rows of Kp */
+    const void *bt;         /* B^T: N rows of Kp (16-bit; 8-bit: then their N sums, uint32) */
     const mpx_value *zb;    /* the zero point to take away as a correction (B packed raw), or NULL */
     int64_t Kp, rblocks, cw; /* items: rblocks blocks of MM_ROWS rows times chunks of cw columns */
-    int16_t *abuf;          /* the rows' terms less A's zero point: rows x Kp */
-    uint32_t *rsum;         /* the rows' sums of those terms */
+    void *abuf;             /* the rows' terms less A's zero point (16-bit), or less offa (8-bit): rows x Kp */
+    uint32_t *rsum;         /* the rows' sums of their terms less A's zero point */
     int32_t *cbuf;          /* per thread: MM_ROWS x cw */
     int64_t *acc;           /* batch x M x N */
     bool avx2;
-    volatile int bad;       /* an operand of A that does not fit 16 bits */
+    int path8;              /* the 8-bit core's (mpx_k_igemm8_path), or 0: the 16-bit one */
+    int64_t offa, offb;     /* the 8-bit core's: taken from A's values (to uint8) and B's (to int8) */
+    volatile int bad;       /* an operand of A that does not fit */
 } mm_job;
+
+/* A row of n values less off as bytes into dst, their sum into *sum
+ * (modulo 2^32); false: a value less off is not within [0, 255]. (Cloned
+ * for the vector units: one pass, no branch.) */
+MPX_K_CLONES("avx512f", "avx2", "default")
+static bool row8(const int64_t *a, int64_t n, int64_t off, uint8_t *dst, uint32_t *sum) {
+    uint64_t out = 0;
+    uint32_t s = 0;
+    for (int64_t k = 0; k < n; k++) {
+        const uint64_t u = (uint64_t)(a[k] - off);
+        out |= u >> 8; /* (a negative u wraps far above 255) */
+        dst[k] = (uint8_t)u;
+        s += (uint32_t)a[k];
+    }
+    *sum = s;
+    return out == 0;
+}
 
 /* Rows [r0, r0 + MM_ROWS) of A less its zero point, 16-bit, into abuf,
  * and their sums, once for every column chunk: packing in each chunk's
@@ -306,18 +357,57 @@ static void mm_pack_item(void *ctx, int tid, long item) {
     for (int64_t i = 0; i < rr; i++) {
         const int64_t r = r0 + i, q = j->qs[r / M], m = r % M, za = zp_at(j->azp, m);
         const int64_t *ar = j->a + p->aoff[q] + m * K;
-        int16_t *dst = j->abuf + r * Kp;
         uint32_t s = 0;
-        for (int64_t k = 0; k < K; k++) {
-            const int64_t d = ar[k] - za;
-            fits &= d >= INT16_MIN && d <= INT16_MAX;
-            dst[k] = (int16_t)d;
-            s += (uint32_t)d; /* (modulo 2^32: d's own value where it fits) */
+        if (j->path8) {
+            uint8_t *dst = (uint8_t *)j->abuf + r * Kp;
+            fits &= row8(ar, K, j->offa, dst, &s);
+            s -= (uint32_t)K * (uint32_t)za; /* sum (a - za) */
+            for (int64_t k = K; k < Kp; k++) dst[k] = 0;
+        } else {
+            int16_t *dst = (int16_t *)j->abuf + r * Kp;
+            for (int64_t k = 0; k < K; k++) {
+                const int64_t d = ar[k] - za;
+                fits &= d >= INT16_MIN && d <= INT16_MAX;
+                dst[k] = (int16_t)d;
+                s += (uint32_t)d; /* (modulo 2^32: d's own value where it fits) */
+            }
+            for (int64_t k = K; k < Kp; k++) dst[k] = 0;
         }
-        for (int64_t k = K; k < Kp; k++) dst[k] = 0;
         j->rsum[r] = s;
     }
     if (!fits) j->bad = 1;
+}
+
+/* One row of mm_fix8 (below): src less za * csum and zb' * rs, zb' per
+ * column (zb[k] - offb) or one (zb NULL: zb0); cloned for the vector
+ * units. */
+MPX_K_CLONES("avx512f", "avx2", "default")
+static void fix8_row(const int32_t *src, const uint32_t *csum, const int64_t *zb, uint32_t zb0, int64_t offb,
+                     uint32_t za, uint32_t rs, int64_t n, int64_t *dst) {
+    if (!zb)
+        for (int64_t k = 0; k < n; k++) dst[k] = (int32_t)((uint32_t)src[k] - za * csum[k] - zb0 * rs);
+    else
+        for (int64_t k = 0; k < n; k++) dst[k] = (int32_t)((uint32_t)src[k] - za * csum[k] - (uint32_t)(zb[k] - offb) * rs);
+}
+
+/* The 8-bit core's sums S = sum a' b' of a' = a - offa and b' = b - offb
+ * to the wanted sum (a - za)(b - zb) = (a' - za')(b' - zb'), za' = za -
+ * offa, zb' = zb - offb: S - za' sum b' - zb' sum (a' - za'), where sum
+ * (a' - za') = sum (a - za) is the row's rsum and sum b' the column's sum
+ * kept after B's rows; every term modulo 2^32 like the sums. */
+static void mm_fix8(const mm_job *j, int64_t r0, int64_t rr, int64_t c0, int64_t cn, const int32_t *C) {
+    const mm *p = j->p;
+    const int64_t N = p->N, M = p->M;
+    const uint32_t *csum = (const uint32_t *)(const void *)((const int8_t *)j->bt + N * j->Kp) + c0;
+    const mpx_value *zb = j->zb;
+    const bool zb_one = !zb || zb->n == 1;
+    const uint32_t zb0 = (uint32_t)(zp_at(zb, 0) - j->offb);
+    for (int64_t i = 0; i < rr; i++) {
+        const int64_t r = r0 + i, q = j->qs[r / M], m = r % M;
+        const uint32_t za = (uint32_t)(zp_at(j->azp, m) - j->offa), rs = j->rsum[r];
+        fix8_row(C + i * j->cw, csum, zb_one ? NULL : zb->i + c0, zb0, j->offb, za, rs, cn,
+                 j->acc + (q * M + m) * N + c0);
+    }
 }
 
 static void mm_item(void *ctx, int tid, long item) {
@@ -327,10 +417,16 @@ static void mm_item(void *ctx, int tid, long item) {
     const int64_t rb = (int64_t)item % j->rblocks, cc = (int64_t)item / j->rblocks;
     const int64_t r0 = rb * MM_ROWS, rr = j->rows - r0 < MM_ROWS ? j->rows - r0 : MM_ROWS;
     const int64_t c0 = cc * j->cw, cn = N - c0 < j->cw ? N - c0 : j->cw;
-    const int16_t *A = j->abuf + r0 * Kp;
     const uint32_t *rs = j->rsum + r0;
     int32_t *C = j->cbuf + (size_t)tid * MM_ROWS * (size_t)j->cw;
-    mpx_k_igemm_nt(A, j->bt + c0 * Kp, rr, cn, Kp, C, j->cw, j->avx2);
+    if (j->path8) {
+        mpx_k_igemm8_nt((const uint8_t *)j->abuf + r0 * Kp, (const int8_t *)j->bt + c0 * Kp, rr, cn, Kp, C, j->cw,
+                        j->path8);
+        mm_fix8(j, r0, rr, c0, cn, C);
+        return;
+    }
+    mpx_k_igemm_nt((const int16_t *)j->abuf + r0 * Kp, (const int16_t *)j->bt + c0 * Kp, rr, cn, Kp, C, j->cw,
+                   j->avx2);
     for (int64_t i = 0; i < rr; i++) {
         const int64_t r = r0 + i, q = j->qs[r / M], m = r % M;
         int64_t *dst = j->acc + (q * M + m) * N + c0;
@@ -348,6 +444,9 @@ static bool fits16_type(const mpx_value *v) {
     return v->dtype == MPX_DT_UINT8 || v->dtype == MPX_DT_INT8 || v->dtype == MPX_DT_INT16;
 }
 
+/* Whether v's type is an 8-bit one. */
+static bool is8(const mpx_value *v) { return v->dtype == MPX_DT_UINT8 || v->dtype == MPX_DT_INT8; }
+
 /* Whether every zero point of v is 0 (or v absent). */
 static bool all_zero(const mpx_value *v) {
     for (int64_t k = 0; v && k < v->n; k++)
@@ -363,10 +462,15 @@ typedef enum mm_result { MM_DONE, MM_NOFIT, MM_NOMEM } mm_result;
 
 static mm_result mm_packed(const mm *p, const mpx_value *a, const mpx_value *b, const mpx_value *azp,
                             const mpx_value *bzp, mpx_tensor *b_owner, int64_t *acc) {
-    const int64_t Kp = pad16(p->K), nt = kg_threads();
+    /* 8-bit operands on the 8-bit core where the CPU has one: A's values
+     * as uint8 (int8 ones plus 128), B's as int8 (uint8 ones less 128),
+     * both zero points and the offsets as a correction (mm_fix8) */
+    const int path8 = is8(a) && is8(b) ? mpx_k_igemm8_path() : 0;
+    const int64_t offa = a->dtype == MPX_DT_INT8 ? -128 : 0, offb = b->dtype == MPX_DT_UINT8 ? 128 : 0;
+    const int64_t Kp = path8 ? pad64(p->K) : pad16(p->K), nt = kg_threads();
     /* B raw (its zero points as the correction) when its values fit 16 bits
      * as they are; else B less its zero point, packed for this call */
-    const bool raw = fits16_type(b), corr = raw && !all_zero(bzp);
+    const bool raw = path8 || fits16_type(b), corr = raw && !all_zero(bzp);
     int64_t *qs = malloc((size_t)(p->batch + 1) * sizeof *qs);
     bool *done = calloc((size_t)(p->batch + 1), sizeof *done);
     int64_t cw = p->N;
@@ -380,7 +484,7 @@ static mm_result mm_packed(const mm *p, const mpx_value *a, const mpx_value *b, 
         if (cw > p->N) cw = p->N;
     }
     if (cw < 1) cw = 1;
-    int16_t *abuf = malloc((size_t)(rows_max * Kp + 1) * sizeof *abuf);
+    void *abuf = malloc((size_t)(rows_max * Kp + 1) * (path8 ? 1 : sizeof(int16_t)));
     uint32_t *rsum = malloc((size_t)(rows_max + 1) * sizeof *rsum);
     int32_t *cbuf = malloc((size_t)(nt * MM_ROWS * cw) * sizeof *cbuf);
     mm_result st = qs && done && abuf && rsum && cbuf ? MM_DONE : MM_NOMEM;
@@ -390,15 +494,16 @@ static mm_result mm_packed(const mm *p, const mpx_value *a, const mpx_value *b, 
         int64_t nq = 0;
         for (int64_t q = q0; q < p->batch; q++)
             if (!done[q] && p->boff[q] == p->boff[q0]) qs[nq++] = q, done[q] = true;
-        int16_t *owned = NULL;
+        float *owned = NULL;
         bool oom = false;
-        const int16_t *bt = NULL;
+        const void *bt = NULL;
         if (raw) {
-            bt = mm_bt_raw(p, b, p->boff[q0], b_owner, &owned, &oom);
+            bt = mm_bt_raw(p, b, p->boff[q0], path8 != 0, offb, b_owner, &owned, &oom);
         } else {
-            owned = (int16_t *)(void *)kg_alloc((size_t)((p->N * Kp + 1) / 2 + 1));
+            owned = kg_alloc((size_t)((p->N * Kp + 1) / 2 + 1));
             oom = !owned;
-            if (owned && pack_bt_all(b->i + p->boff[q0], p->K, p->N, Kp, bzp, owned, &oom)) bt = owned;
+            if (owned && pack_bt_all(b->i + p->boff[q0], p->K, p->N, Kp, bzp, 0, (int16_t *)(void *)owned, NULL, &oom))
+                bt = owned;
         }
         if (!bt) {
             free(owned);
@@ -406,9 +511,10 @@ static mm_result mm_packed(const mm *p, const mpx_value *a, const mpx_value *b, 
             break;
         }
         const int64_t rows = nq * p->M, rblocks = (rows + MM_ROWS - 1) / MM_ROWS, chunks = (p->N + cw - 1) / cw;
-        mm_job j = {.p = p, .a = a->i, .azp = azp, .qs = qs, .rows = rows, .bt = bt, .zb = corr ? bzp : NULL,
-                    .Kp = Kp, .rblocks = rblocks, .cw = cw, .abuf = abuf, .rsum = rsum, .cbuf = cbuf, .acc = acc,
-                    .avx2 = mpx_k_igemm_avx2()};
+        mm_job j = {.p = p, .a = a->i, .azp = azp, .qs = qs, .rows = rows, .bt = bt,
+                    .zb = path8 || corr ? bzp : NULL, .Kp = Kp, .rblocks = rblocks, .cw = cw, .abuf = abuf,
+                    .rsum = rsum, .cbuf = cbuf, .acc = acc, .avx2 = mpx_k_igemm_avx2(), .path8 = path8,
+                    .offa = offa, .offb = offb};
         /* (tiny products on one thread: a hand-off costs more than they do) */
         const int threads = rows * p->N * p->K >= 1 << 15 ? (int)nt : 1;
         if (mpx_k_parallel_stoppable((long)rblocks, rows * p->K >= 1 << 15 ? (int)nt : 1, mm_pack_item, &j) && !j.bad)
