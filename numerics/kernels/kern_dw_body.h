@@ -219,28 +219,35 @@ static KG_H16_TARGET void KG_F(dw_h16)(int64_t K, const float *w, const float *x
  * wide path's rows, dw_chan) keeps 6 chains of fused multiply-adds in
  * flight where one row had 2, each K long (a 3x3 tap chain is 9 dependent
  * 4-cycle steps: one row at a time ran at a quarter of the FMA ports'
- * rate); NR 1 for the rows left over. */
+ * rate); NR 1 for the rows left over. The row loops are unrolled (DW_UNROLL):
+ * rolled, GCC kept the 6 sums on the stack, each fused multiply-add a load,
+ * the operation and a store, and the chains waited on store forwarding. */
 static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_rows_fp32)(const int NR, int64_t K,
                                                                      const float *w, const float *xq,
                                                                      int64_t rs, const int64_t *off,
                                                                      const float *bp, v16f (*s)[2]) {
     const v16f z = {0};
+DW_UNROLL(3)
     for (int i = 0; i < NR; i++) s[i][0] = z, s[i][1] = z;
     for (int64_t k0 = 0; k0 < K; k0 += MPX_ACC_FP32_BLOCK) {
         const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < K ? k0 + MPX_ACC_FP32_BLOCK : K;
         v16f a[3][2];
+DW_UNROLL(3)
         for (int i = 0; i < NR; i++) a[i][0] = z, a[i][1] = z;
         for (int64_t k = k0; k < k1; k++) {
             const __m512 wk = (__m512)KG_F(splat16)(w[k]);
             const float *p = xq + off[k];
+DW_UNROLL(3)
             for (int i = 0; i < NR; i++) {
                 a[i][0] = (v16f)_mm512_fmadd_ps(wk, _mm512_loadu_ps(p + i * rs), (__m512)a[i][0]);
                 a[i][1] = (v16f)_mm512_fmadd_ps(wk, _mm512_loadu_ps(p + i * rs + KG_NR), (__m512)a[i][1]);
             }
         }
+DW_UNROLL(3)
         for (int i = 0; i < NR; i++) s[i][0] += a[i][0], s[i][1] += a[i][1];
     }
     if (bp)
+DW_UNROLL(3)
         for (int i = 0; i < NR; i++) s[i][0] += KG_F(splat16)(*bp), s[i][1] += KG_F(splat16)(*bp);
 }
 
