@@ -17,21 +17,26 @@ static KG_TARGET void KG_F(taps16_row)(int64_t K, const float *w16, const float 
     int64_t o = 0;
     for (; o + RW <= n; o += RW) {
         v8f s[RW][2];
+DW_UNROLL(6)
         for (int r = 0; r < RW; r++) s[r][0] = z, s[r][1] = z;
         for (int64_t k0 = 0; k0 < K; k0 += MPX_ACC_FP32_BLOCK) {
             const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < K ? k0 + MPX_ACC_FP32_BLOCK : K;
             v8f a[RW][2];
+DW_UNROLL(6)
             for (int r = 0; r < RW; r++) a[r][0] = z, a[r][1] = z;
             for (int64_t k = k0; k < k1; k++) {
                 const v8f w0 = KG_F(ld8)(w16 + k * 16), w1 = KG_F(ld8)(w16 + k * 16 + 8);
                 const float *pk = p + off[k] + o * step;
+DW_UNROLL(6)
                 for (int r = 0; r < RW; r++) {
                     a[r][0] = KG_F(fma8)(w0, KG_F(ld8)(pk + r * step), a[r][0]);
                     a[r][1] = KG_F(fma8)(w1, KG_F(ld8)(pk + r * step + 8), a[r][1]);
                 }
             }
+DW_UNROLL(6)
             for (int r = 0; r < RW; r++) s[r][0] += a[r][0], s[r][1] += a[r][1];
         }
+DW_UNROLL(6)
         for (int r = 0; r < RW; r++) {
             if (bias16) s[r][0] += KG_F(ld8)(bias16), s[r][1] += KG_F(ld8)(bias16 + 8);
             KG_F(st8)(out16 + (o + r) * 16, s[r][0]);
