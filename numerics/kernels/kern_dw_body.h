@@ -17,21 +17,26 @@ static KG_TARGET void KG_F(taps16_row)(int64_t K, const float *w16, const float 
     int64_t o = 0;
     for (; o + RW <= n; o += RW) {
         v8f s[RW][2];
+DW_UNROLL(6)
         for (int r = 0; r < RW; r++) s[r][0] = z, s[r][1] = z;
         for (int64_t k0 = 0; k0 < K; k0 += MPX_ACC_FP32_BLOCK) {
             const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < K ? k0 + MPX_ACC_FP32_BLOCK : K;
             v8f a[RW][2];
+DW_UNROLL(6)
             for (int r = 0; r < RW; r++) a[r][0] = z, a[r][1] = z;
             for (int64_t k = k0; k < k1; k++) {
                 const v8f w0 = KG_F(ld8)(w16 + k * 16), w1 = KG_F(ld8)(w16 + k * 16 + 8);
                 const float *pk = p + off[k] + o * step;
+DW_UNROLL(6)
                 for (int r = 0; r < RW; r++) {
                     a[r][0] = KG_F(fma8)(w0, KG_F(ld8)(pk + r * step), a[r][0]);
                     a[r][1] = KG_F(fma8)(w1, KG_F(ld8)(pk + r * step + 8), a[r][1]);
                 }
             }
+DW_UNROLL(6)
             for (int r = 0; r < RW; r++) s[r][0] += a[r][0], s[r][1] += a[r][1];
         }
+DW_UNROLL(6)
         for (int r = 0; r < RW; r++) {
             if (bias16) s[r][0] += KG_F(ld8)(bias16), s[r][1] += KG_F(ld8)(bias16 + 8);
             KG_F(st8)(out16 + (o + r) * 16, s[r][0]);
@@ -219,28 +224,35 @@ static KG_H16_TARGET void KG_F(dw_h16)(int64_t K, const float *w, const float *x
  * wide path's rows, dw_chan) keeps 6 chains of fused multiply-adds in
  * flight where one row had 2, each K long (a 3x3 tap chain is 9 dependent
  * 4-cycle steps: one row at a time ran at a quarter of the FMA ports'
- * rate); NR 1 for the rows left over. */
+ * rate); NR 1 for the rows left over. The row loops are unrolled (DW_UNROLL):
+ * rolled, GCC kept the 6 sums on the stack, each fused multiply-add a load,
+ * the operation and a store, and the chains waited on store forwarding. */
 static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_rows_fp32)(const int NR, int64_t K,
                                                                      const float *w, const float *xq,
                                                                      int64_t rs, const int64_t *off,
                                                                      const float *bp, v16f (*s)[2]) {
     const v16f z = {0};
+DW_UNROLL(3)
     for (int i = 0; i < NR; i++) s[i][0] = z, s[i][1] = z;
     for (int64_t k0 = 0; k0 < K; k0 += MPX_ACC_FP32_BLOCK) {
         const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < K ? k0 + MPX_ACC_FP32_BLOCK : K;
         v16f a[3][2];
+DW_UNROLL(3)
         for (int i = 0; i < NR; i++) a[i][0] = z, a[i][1] = z;
         for (int64_t k = k0; k < k1; k++) {
             const __m512 wk = (__m512)KG_F(splat16)(w[k]);
             const float *p = xq + off[k];
+DW_UNROLL(3)
             for (int i = 0; i < NR; i++) {
                 a[i][0] = (v16f)_mm512_fmadd_ps(wk, _mm512_loadu_ps(p + i * rs), (__m512)a[i][0]);
                 a[i][1] = (v16f)_mm512_fmadd_ps(wk, _mm512_loadu_ps(p + i * rs + KG_NR), (__m512)a[i][1]);
             }
         }
+DW_UNROLL(3)
         for (int i = 0; i < NR; i++) s[i][0] += a[i][0], s[i][1] += a[i][1];
     }
     if (bp)
+DW_UNROLL(3)
         for (int i = 0; i < NR; i++) s[i][0] += KG_F(splat16)(*bp), s[i][1] += KG_F(splat16)(*bp);
 }
 
@@ -308,17 +320,15 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_chan)(const 
                     v16f s3r[3][2];
                     KG_F(dw_rows_fp32)(3, K, w, st + (r0 - rb) * v->Wq + col, v->Wq, off, bp, s3r);
                     const int64_t n = j->OW - col < 32 ? j->OW - col : 32;
+                    /* A row's last, partial block by masked stores
+                     * (through a buffer and a variable-length copy it
+                     * was a sixth of a 56-wide map's time: 32 + 24). */
+                    const uint32_t keep = n >= 32 ? 0xffffffffu : (1u << n) - 1u;
+                    const __mmask16 m0 = (__mmask16)(keep & 0xffffu), m1 = (__mmask16)(keep >> 16);
                     for (int i = 0; i < 3; i++) {
                         float *yo = y + (r0 + i) * j->OW + col;
-                        if (n == 32) {
-                            memcpy(yo, &s3r[i][0], sizeof s3r[i][0]);
-                            memcpy(yo + KG_NR, &s3r[i][1], sizeof s3r[i][1]);
-                        } else {
-                            float t[32];
-                            memcpy(t, &s3r[i][0], sizeof s3r[i][0]);
-                            memcpy(t + KG_NR, &s3r[i][1], sizeof s3r[i][1]);
-                            memcpy(yo, t, (size_t)n * sizeof *t);
-                        }
+                        _mm512_mask_storeu_ps(yo, m0, (__m512)s3r[i][0]);
+                        _mm512_mask_storeu_ps(yo + KG_NR, m1, (__m512)s3r[i][1]);
                     }
                 }
 #else
