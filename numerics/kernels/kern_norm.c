@@ -1256,27 +1256,6 @@ enum { SM_ROWS = 32, SM_LONG = 1024 };
  * copy into et[] was a quarter of Softmax's time on ViT-B/16's rows of
  * 197, this a fifth of that. Lanes past nr read slice 0 of their group,
  * their sums unused. */
-#define SM_UNROLL _Pragma("GCC unroll 8")
-static inline __attribute__((target("avx2"), always_inline)) void sm_transpose8(const __m256 r[8], __m256 c[8]) {
-    __m256 t[8], u[8];
-    SM_UNROLL for (int i = 0; i < 8; i += 2) {
-        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-    }
-    SM_UNROLL for (int i = 0; i < 8; i += 4) {
-        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
-        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
-        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
-    }
-    /* u[q] (q < 4): columns q (low half) and q + 4 (high half) of rows
-     * 0-3; u[q + 4] the same of rows 4-7 */
-    SM_UNROLL for (int q = 0; q < 4; q++) {
-        c[q] = _mm256_permute2f128_ps(u[q], u[q + 4], 0x20);
-        c[q + 4] = _mm256_permute2f128_ps(u[q], u[q + 4], 0x31);
-    }
-}
-
 __attribute__((target("avx2"))) static void sm_sums_avx2(const float *y, int64_t D, int nr, float *sum) {
     for (int g = 0; g < nr; g += 8) {
         const float *p[8];
@@ -1287,15 +1266,15 @@ __attribute__((target("avx2"))) static void sm_sums_avx2(const float *y, int64_t
             __m256 b = _mm256_setzero_ps(), r[8], c[8];
             int64_t k = 0;
             for (; k + 8 <= kn; k += 8) {
-                SM_UNROLL for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(p[i] + k0 + k);
-                sm_transpose8(r, c);
-                SM_UNROLL for (int q = 0; q < 8; q++) b = _mm256_add_ps(b, c[q]);
+                KS_UNROLL8 for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(p[i] + k0 + k);
+                ks_transpose8(r, c);
+                KS_UNROLL8 for (int q = 0; q < 8; q++) b = _mm256_add_ps(b, c[q]);
             }
             if (k < kn) {
                 const int left = (int)(kn - k);
                 const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(left), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-                SM_UNROLL for (int i = 0; i < 8; i++) r[i] = _mm256_maskload_ps(p[i] + k0 + k, mask);
-                sm_transpose8(r, c);
+                KS_UNROLL8 for (int i = 0; i < 8; i++) r[i] = _mm256_maskload_ps(p[i] + k0 + k, mask);
+                ks_transpose8(r, c);
                 for (int q = 0; q < left; q++) b = _mm256_add_ps(b, c[q]);
             }
             s = _mm256_add_ps(s, b);

@@ -8,7 +8,29 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
+#define KS_UNROLL8 _Pragma("GCC unroll 8")
 #define KS_UNROLL16 _Pragma("GCC unroll 16")
+
+/* c[k] lane i = r[i] lane k, 8 x 8 floats (AVX): 24 shuffles. */
+static inline __attribute__((target("avx2"), always_inline)) void ks_transpose8(const __m256 r[8], __m256 c[8]) {
+    __m256 t[8], u[8];
+    KS_UNROLL8 for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    KS_UNROLL8 for (int i = 0; i < 8; i += 4) {
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+    }
+    /* u[q] (q < 4): columns q (low half) and q + 4 (high half) of rows
+     * 0-3; u[q + 4] the same of rows 4-7 */
+    KS_UNROLL8 for (int q = 0; q < 4; q++) {
+        c[q] = _mm256_permute2f128_ps(u[q], u[q + 4], 0x20);
+        c[q + 4] = _mm256_permute2f128_ps(u[q], u[q + 4], 0x31);
+    }
+}
 
 /* c[k] lane i = r[i] lane k, 16 x 16 floats (AVX-512F): 64 shuffles. */
 static inline __attribute__((target("avx512f"), always_inline)) void ks_transpose16(const __m512 r[16], __m512 c[16]) {
