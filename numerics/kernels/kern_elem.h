@@ -158,6 +158,12 @@ ke_vec ke_vec_now(void);
  * form vec where vec names one this CPU has (kern_elem.c). */
 void ke_exp_neg_map(const float *x, float m, float *y, int64_t n, ke_vec vec);
 
+/* y[k] = ke_sigmoid(x[k]) over an array, in form vec where vec names one
+ * this CPU has (kern_elem.c; mpx_k_sigmoid_map takes the AVX2 form, or
+ * none, without reading the environment: the recurrent ops call it a row
+ * at a time). */
+void ke_sigmoid_map(const float *x, float *y, int64_t n, ke_vec vec);
+
 /* Softmax of one contiguous row x[0..D) into y as PyTorch 1.13's AVX2
  * kernel computes it (the accum option sleef-lanes: kern_sleef.c says
  * how), unrounded. Only on a CPU with AVX2 and FMA (the caller checks). */
