@@ -807,8 +807,23 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
                 if (end > q1) end = q1;
                 const int64_t n = (col < j->gvalid ? (j->gvalid < col + (end - q) ? j->gvalid - col : end - q) : 0);
                 if (n > 0) {
-                    if (j->cs == 1) memcpy(cm + row * j->rs + col, t + (q - q0), (size_t)n * sizeof *t);
-                    else
+                    if (j->cs == 1) {
+#if KG_SIMD == 2
+                        /* 16 floats a step, the last few under a mask: a memcpy
+                         * call per grid row (56 floats on a 56 x 56 map) was a
+                         * few percent of a 3x3 convolution's time */
+                        float *d = cm + row * j->rs + col;
+                        const float *sp = t + (q - q0);
+                        int64_t l = 0;
+                        for (; l + KG_NR <= n; l += KG_NR) _mm512_storeu_ps(d + l, _mm512_loadu_ps(sp + l));
+                        if (l < n) {
+                            const __mmask16 m = (__mmask16)((1u << (n - l)) - 1u);
+                            _mm512_mask_storeu_ps(d + l, m, _mm512_maskz_loadu_ps(m, sp + l));
+                        }
+#else
+                        memcpy(cm + row * j->rs + col, t + (q - q0), (size_t)n * sizeof *t);
+#endif
+                    } else
                         for (int64_t l = 0; l < n; l++) cm[row * j->rs + (col + l) * j->cs] = t[q - q0 + l];
                 }
                 q = end;
