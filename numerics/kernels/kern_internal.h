@@ -293,6 +293,11 @@ void mpx_k_clip_bounds(const mpx_node *n, const mpx_value *lo, const mpx_value *
  * plain chains compute the same bits without a second copy of either. */
 void mpx_k_sigmoid_map(const float *x, float *y, int64_t n);
 void mpx_k_tanh_map(const float *x, float *y, int64_t n);
+/* mpx_k_sigmoid_map in vector form vec (kern_elem.h's ke_vec, AVX-512
+ * included), and the form this CPU and the environment choose
+ * (ke_vec_now), read once by the caller: fuse.c, once a group. */
+int mpx_k_vec_now(void);
+void mpx_k_sigmoid_map_vec(const float *x, float *y, int64_t n, int vec);
 void mpx_k_bn_row(const float *x, float *y, int64_t n, float mean, float var, float eps, float scale, float bias);
 
 

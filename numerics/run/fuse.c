@@ -20,7 +20,6 @@
  *
  * The executor (exec.c) asks mpx_fuse_span for a group starting at a node
  * and runs it with mpx_fuse_run. */
-#include "kern_elem.h" /* ke_sigmoid_map */
 #include "kern_internal.h"
 #include "run_internal.h"
 
@@ -189,7 +188,7 @@ typedef struct fgroup {
     mpx_value *outs;   /* [count]: whole outputs written (n = -1 when not needed) */
     float **scratch;   /* [nt]: count x tile floats per thread for the other outputs */
     bool direct;       /* every node plain fp32 arithmetic: run_direct */
-    ke_vec vec;        /* Sigmoid's vector form (ke_vec_now: the environment read once a group) */
+    int vec;           /* Sigmoid's vector form (mpx_k_vec_now: the environment read once a group) */
     int nt;
     mpx_error *errs;   /* [nt] */
     mpx_status *st;    /* [nt] */
@@ -343,7 +342,7 @@ static void run_direct(fgroup *f, int tid, int64_t start, int64_t len) {
             }
             float *y = fn->out_needed ? f->outs[k].f + at : buf + k * FUSE_BLOCK;
             if (fn->op == FOP_SIGMOID) /* (its input is a run: a member's or a full operand) */
-                ke_sigmoid_map(src[0], y, n, f->vec);
+                mpx_k_sigmoid_map_vec(src[0], y, n, f->vec);
             else if (fn->op == FOP_BN) /* X, then scale, B, mean, var: one value over the tile */
                 mpx_k_bn_row(src[0], y, n, *src[3], *src[4], fn->eps, *src[1], *src[2]);
             else
@@ -567,7 +566,7 @@ mpx_status mpx_fuse_run(const mpx_graph *g, const mpx_assign *a, int first, int 
         }
     }
     for (int k = 0; f.direct && k < count; k++) f.nodes[k].dt = MPX_DT_FLOAT;
-    f.vec = f.direct ? ke_vec_now() : KE_VEC_NONE;
+    f.vec = f.direct ? mpx_k_vec_now() : 0;
     /* The outputs written out whole: an input's buffer, or their own. */
     give_buffers(&f, g, first, vals, dead);
     for (int k = 0; k < count && st == MPX_OK; k++) {
