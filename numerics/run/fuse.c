@@ -29,10 +29,7 @@
 
 enum {
     FUSE_TILE = 8192,       /* elements per tile: a chain's tiles fit in L2 */
-    FUSE_MIN_ELEMS = 1 << 12, /* smaller chains: one tile. (2^16 beat 2^17 on rec; 2^12 beat
-                                 2^16 on MobileNetV3-Small, whose chains of 16 x 56 x 56 and
-                                 28 x 28 maps ran node by node through the executor; 2^10 gained
-                                 nothing more) */
+    FUSE_MIN_ELEMS = 1 << 16, /* smaller ones stay in L2 anyway (2^16 beat 2^17 on rec) */
     FUSE_MIN_PLANE = 1024,  /* a broadcast operand constant over fewer: tiles too short */
     FUSE_MAX_NODES = MPX_FUSE_MAX_NODES,
     FUSE_PAR_MIN = 1 << 17, /* element-steps (elements x nodes) worth two threads: the pool's
