@@ -570,6 +570,30 @@ static bool mm_run(const mm *p, const mpx_value *a, const mpx_value *b, const mp
     return true;
 }
 
+/* B's rows as mm_packed keeps them, before the first run (kern_kept.c:
+ * mpx_k_prepare_node): B a constant 8-bit matrix, A's type as inferred;
+ * raw rows only (a B packed less its zero point is made per call). */
+size_t kg_prep_qmm(const mpx_node *n) {
+    mpx_tensor *t = kg_prep_owner(n, 1);
+    const mpx_tensor *at = n->n_inputs > 0 ? n->inputs[0] : NULL;
+    if (!t || !t->i64 || t->rank != 2 || !at || t->dims[0] < 1 || t->dims[1] < 1) return 0;
+    mpx_value a = {.dtype = at->dtype}, b;
+    mpx_value_view(&b, t);
+    const int path8 = is8(&a) && is8(&b) ? mpx_k_igemm8_path() : 0;
+    if (!is8(&b) || (!path8 && !fits16_type(&b))) return 0;
+    const mm p = {.K = t->dims[0], .N = t->dims[1]};
+    const int64_t offb = b.dtype == MPX_DT_UINT8 ? 128 : 0, Kp = path8 ? pad64(p.K) : pad16(p.K);
+    const kg_key key = {.k = {.kind = path8 ? KG_KEPT_IGEMM_BT8 : KG_KEPT_IGEMM_BT, .a = b.i, .M = p.N, .K = p.K,
+                              .aks = path8 ? offb : 0},
+                        .owner = t};
+    if (kg_kept_find(&key)) return 0;
+    float *owned = NULL;
+    bool oom = false;
+    const void *bt = mm_bt_raw(&p, &b, 0, path8 != 0, offb, t, &owned, &oom);
+    free(owned); /* (not kept: another thread kept one meanwhile) */
+    return bt && !owned ? (size_t)(path8 ? p.N * Kp + p.N * 4 : p.N * Kp * 2) : 0;
+}
+
 mpx_status mpx_k_matmul_integer(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
                                 int n_out) {
     const mpx_value *a, *b, *azp = kn_opt(in, n_in, 2), *bzp = kn_opt(in, n_in, 3);
