@@ -25,6 +25,9 @@ mpx_status repl_cmd_load(mpx_session *s, const mpx_cmd_args *args, mpx_error *er
         mpx_graph_free(g);
         return st;
     }
+    /* the weights packed now, as a runtime's session does, rather than by
+     * the first run (numerics: mpx_exec_prepare) */
+    mpx_exec_prepare(g);
     double t1 = repl_now_ms();
     if ((st = repl_set_graph(s, g, path, err))) return st;
     char p[32];
@@ -83,6 +86,7 @@ mpx_status repl_input_shape(mpx_session *s, const char *name, const char *shape,
         return st;
     }
     free(was);
+    mpx_exec_prepare(g); /* (what the shapes now allow: a Gemm's transB weights) */
     const mpx_tensor *unknown = NULL;
     int nu = mpx_graph_count_unknown(g, &unknown);
     char m[32];

@@ -190,7 +190,9 @@ static const mpx_command commands[] = {
      "bound with `input`. A model that fails to load leaves the session unchanged.\n"
      "ONNX opsets 1-6 are read in opset 7's form, each op with its version's meaning\n"
      "(\"opset 6 (read as 7)\"); a form that cannot be rewritten is refused naming the\n"
-     "node, and such models do not export.",
+     "node, and such models do not export. The weights are packed for the kernels\n"
+     "as the model loads (a MatMul's B, a recurrent op's W and R, a MatMulInteger's\n"
+     "B), as a runtime's session does: the first run does not pack them.",
      repl_cmd_load, 1, 1, {MPX_WORD_FILE}, NULL, NULL, NULL},
     {"input", "<name> shape <AxBxC> | random [normal|uniform] [<a> <b>] [seed <n>] | const <v> | file <x.npy> [convert] | image <file> {image} | audio <file> {audio} | files '<glob>' npy|image|audio [options] {files}",
      "bind an input's shape, or say how its values are made",

@@ -1243,6 +1243,68 @@ static void test_kept_weights(void) {
     mpx_graph_free(h);
 }
 
+/* Weights prepared before any run (mpx_exec_prepare, as `load` does): the
+ * packings a fp32 run keeps (a MatMul's B, a Gemm's transB weights, a
+ * GRU's W panels and R transposed, a MatMulInteger's B in the integer
+ * core's rows) are on their tensors at once; the runs find them (no entry
+ * added: a new one would go to the list's head) and give the bits of a
+ * graph whose weights arrive as inputs, packed per call. */
+static void test_prepared_weights(void) {
+    static const char *w_names[] = {"bm", "u", "gw", "gr", "qb"};
+    mpx_graph *g = mpx_graph_new(""), *h = mpx_graph_new("");
+    node(g, "mm", "MatMul", "a:f:2x37x200 bm#f:200x70", "p", "");
+    node(g, "m", "Gemm", "v:f:20x40 u#f:30x40 bb#f:30", "z", "transB=1");
+    node(g, "gru", "GRU", "gx:f:6x1x8 gw#f:1x48x8 gr#f:1x48x16", "gy gyh", "hidden_size=16");
+    node(g, "q", "MatMulInteger", "qa:u:8x64 qb#u:64x32", "qy", "");
+    finish(g, "p z gy qy");
+    node(h, "mm", "MatMul", "a:f:2x37x200 bm:f:200x70", "p", "");
+    node(h, "m", "Gemm", "v:f:20x40 u:f:30x40 bb#f:30", "z", "transB=1");
+    node(h, "gru", "GRU", "gx:f:6x1x8 gw:f:1x48x8 gr:f:1x48x16", "gy gyh", "hidden_size=16");
+    node(h, "q", "MatMulInteger", "qa:u:8x64 qb:u:64x32", "qy", "");
+    finish(h, "p z gy qy");
+    /* g's inputs a, v, gx, qa; h's a, bm, v, u, gx, gw, gr, qa, qb */
+    mpx_value hv[9];
+    const int w_at[5] = {1, 3, 5, 6, 8};
+    for (int i = 0; i < 9; i++) {
+        const mpx_tensor *t = h->inputs[i];
+        mpx_value_alloc(&hv[i], t->dtype, t->rank, t->dims, NULL);
+        if (hv[i].f) gb_fill_normal(&hv[i], (uint64_t)(20 + i));
+        for (int64_t k = 0; !hv[i].f && k < hv[i].n; k++) hv[i].i[k] = (k * 37 + i) % 256;
+    }
+    for (int w = 0; w < 5; w++) {
+        mpx_tensor *t = T(g, w_names[w]);
+        const mpx_value *v = &hv[w_at[w]];
+        if (t->f32) memcpy(t->f32, v->f, (size_t)v->n * sizeof(float));
+        else memcpy(t->i64, v->i, (size_t)v->n * sizeof(int64_t));
+    }
+    mpx_value in[4] = {hv[0], hv[2], hv[4], hv[7]};
+    CHECK_MSG(mpx_exec_prepare(g) > 0, "weights prepared");
+    void *kept[5];
+    for (int w = 0; w < 5; w++) {
+        kept[w] = T(g, w_names[w])->derived;
+        CHECK_MSG(kept[w] != NULL, "%s: its packing made before any run", w_names[w]);
+    }
+    CHECK_MSG(mpx_exec_prepare(g) == 0, "prepared again: nothing more made");
+    mpx_run *r1 = RUN(g, NULL, in, NULL), *r2 = RUN(g, NULL, in, NULL), *r3 = RUN(h, NULL, hv, NULL);
+    for (int w = 0; w < 5; w++)
+        CHECK_MSG(T(g, w_names[w])->derived == kept[w], "%s: the runs read the prepared packing", w_names[w]);
+    static const char *outs[] = {"p", "z", "gy", "gyh", "qy"};
+    for (int k = 0; r1 && r2 && r3 && k < 5; k++) {
+        const mpx_value *a = val(r1, outs[k]), *b = val(r2, outs[k]), *c = val(r3, outs[k]);
+        const size_t bytes = a && a->f ? sizeof(float) : sizeof(int64_t);
+        const void *pa = a ? (a->f ? (void *)a->f : (void *)a->i) : NULL, *pb = b ? (b->f ? (void *)b->f : (void *)b->i) : NULL,
+                   *pc = c ? (c->f ? (void *)c->f : (void *)c->i) : NULL;
+        CHECK_MSG(pa && pb && pc && a->n == b->n && a->n == c->n && a->n > 0 &&
+                      memcmp(pa, pb, (size_t)a->n * bytes) == 0 && memcmp(pa, pc, (size_t)a->n * bytes) == 0,
+                  "%s: prepared, again and input weights give the same bits", outs[k]);
+    }
+    CHECK_MSG(r1 && r2 && r3, "prepared weights: the runs ran");
+    mpx_run_free(r1), mpx_run_free(r2), mpx_run_free(r3);
+    for (int i = 0; i < 9; i++) mpx_value_free(&hv[i]);
+    mpx_graph_free(g);
+    mpx_graph_free(h);
+}
+
 /* A weight read through Identity (torch's export of layers sharing
  * weights): in fp32 the Identity's value is a view of the weight, the
  * MatMul keeps the weight's packing on the weight itself, and the results
@@ -1297,6 +1359,7 @@ int main(void) {
     test_streamed_inplace();
     test_streamed_reshape();
     test_kept_weights();
+    test_prepared_weights();
     test_identity_view();
     int64_t cnn[4] = {1, 3, 16, 16}, tr[3] = {1, 16, 64};
     test_model("tiny_cnn.json", cnn, 4);

@@ -65,4 +65,15 @@ extern atomic_llong kg_rounded_bytes;
 /* n floats, 64-byte aligned (packings and kept copies); free() them. */
 float *kg_alloc(size_t n);
 
+/* ---- made before the first run (mpx_k_prepare_node) ------------------------------------------
+ * The graph's tensor whose own values input k of n reads (a constant's,
+ * through the Identity nodes a run passes them on by, as
+ * mpx_k_value_owner finds it), or NULL. */
+mpx_tensor *kg_prep_owner(const mpx_node *n, int k);
+/* The kept forms a fp32 run of n would make: a recurrent op's R transposed
+ * (kern_rnn.c), a MatMulInteger's B in the integer core's rows
+ * (kern_qint.c). Bytes made (0: none, kept already, or no memory). */
+size_t kg_prep_rnn(const mpx_node *n);
+size_t kg_prep_qmm(const mpx_node *n);
+
 #endif

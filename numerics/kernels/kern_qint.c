@@ -208,18 +208,42 @@ typedef struct bt_job {
     volatile int bad;
 } bt_job;
 
+/* n values of a row of B less zb then off into dst (16-bit); false: one
+ * is outside [lo, lo + 2^bits). One zero point for the row (zb NULL or a
+ * single value) is one subtraction a lane: the loop is branch-free and
+ * cloned for the vector units; with the zero point's test and the two
+ * ranges' choice inside it, it ran one value at a time and was most of a
+ * quantised encoder's packing (18% of its first run's samples, perf). */
+MPX_K_CLONES("avx512f", "avx2", "default")
+static bool bt_row(const int64_t *br, int64_t n, int64_t zb, int64_t off, int64_t lo, int bits, int16_t *dst) {
+    uint64_t out = 0;
+    for (int64_t c = 0; c < n; c++) {
+        const int64_t d = br[c] - zb - off;
+        out |= ((uint64_t)d - (uint64_t)lo) >> bits; /* (below lo wraps far above the range) */
+        dst[c] = (int16_t)d;
+    }
+    return out == 0;
+}
+
 static void bt_item(void *ctx, int tid, long item) {
     bt_job *j = ctx;
     const int64_t k0 = (int64_t)item / j->cblocks * BT_KT, n0 = (int64_t)item % j->cblocks * BT_COLS;
     const int64_t kn = j->K - k0 < BT_KT ? j->K - k0 : BT_KT, cn = j->N - n0 < BT_COLS ? j->N - n0 : BT_COLS;
     int16_t *tile = j->tiles + (size_t)tid * BT_KT * BT_TSTR;
+    const int64_t lo = j->bt8 ? INT8_MIN : INT16_MIN;
+    const int bits = j->bt8 ? 8 : 16;
+    const bool one_zp = !j->zb || j->zb->n == 1;
     bool fits = true;
     for (int64_t i = 0; i < kn; i++) {
         const int64_t *br = j->b + (k0 + i) * j->N + n0;
         int16_t *tr = tile + i * BT_TSTR;
-        for (int64_t c = 0; c < cn; c++) {
+        if (one_zp) {
+            fits &= bt_row(br, cn, zp_at(j->zb, 0), j->off, lo, bits, tr);
+            continue;
+        }
+        for (int64_t c = 0; c < cn; c++) { /* a zero point per column */
             const int64_t d = br[c] - zp_at(j->zb, n0 + c) - j->off;
-            fits &= j->bt8 ? d >= INT8_MIN && d <= INT8_MAX : d >= INT16_MIN && d <= INT16_MAX;
+            fits &= ((uint64_t)d - (uint64_t)lo) >> bits == 0;
             tr[c] = (int16_t)d;
         }
     }
@@ -243,17 +267,26 @@ static void bt_item(void *ctx, int tid, long item) {
  * a block at a time. */
 enum { BT_SUM_ROWS = 256 };
 
+/* The sum of a row's n values modulo 2^32, as the correction takes it:
+ * summed in 32 bits, the same value as a 64-bit sum wrapped once, in
+ * vector lanes (cloned; a 64-bit scalar loop was a sixth of a quantised
+ * encoder's packing). */
+MPX_K_CLONES("avx512f", "avx2", "default")
+static uint32_t bt_sum(const int8_t *r, int64_t n) {
+    uint32_t s = 0;
+    for (int64_t k = 0; k < n; k++) {
+        const int32_t v = r[k];
+        s += (uint32_t)v; /* (sign-extended, then wrapped) */
+    }
+    return s;
+}
+
 static void bt_sum_item(void *ctx, int tid, long item) {
     (void)tid;
     bt_job *j = ctx;
     uint32_t *csum = (uint32_t *)(void *)(j->bt8 + j->N * j->Kp);
     const int64_t n0 = (int64_t)item * BT_SUM_ROWS, nn = j->N - n0 < BT_SUM_ROWS ? j->N - n0 : BT_SUM_ROWS;
-    for (int64_t n = n0; n < n0 + nn; n++) {
-        const int8_t *r = j->bt8 + n * j->Kp;
-        int64_t s = 0;
-        for (int64_t k = 0; k < j->K; k++) s += r[k];
-        csum[n] = (uint32_t)s; /* (modulo 2^32, as the correction takes it) */
-    }
+    for (int64_t n = n0; n < n0 + nn; n++) csum[n] = bt_sum(j->bt8 + n * j->Kp, j->K);
 }
 
 /* B's matrix packed (above) on the kernel threads (not stoppable: a kept
@@ -535,6 +568,30 @@ static bool mm_run(const mm *p, const mpx_value *a, const mpx_value *b, const mp
     if (st == MM_NOMEM) return false;
     if (st == MM_NOFIT) mm_direct(p, a, b, azp, bzp, acc);
     return true;
+}
+
+/* B's rows as mm_packed keeps them, before the first run (kern_kept.c:
+ * mpx_k_prepare_node): B a constant 8-bit matrix, A's type as inferred;
+ * raw rows only (a B packed less its zero point is made per call). */
+size_t kg_prep_qmm(const mpx_node *n) {
+    mpx_tensor *t = kg_prep_owner(n, 1);
+    const mpx_tensor *at = n->n_inputs > 0 ? n->inputs[0] : NULL;
+    if (!t || !t->i64 || t->rank != 2 || !at || t->dims[0] < 1 || t->dims[1] < 1) return 0;
+    mpx_value a = {.dtype = at->dtype}, b;
+    mpx_value_view(&b, t);
+    const int path8 = is8(&a) && is8(&b) ? mpx_k_igemm8_path() : 0;
+    if (!is8(&b) || (!path8 && !fits16_type(&b))) return 0;
+    const mm p = {.K = t->dims[0], .N = t->dims[1]};
+    const int64_t offb = b.dtype == MPX_DT_UINT8 ? 128 : 0, Kp = path8 ? pad64(p.K) : pad16(p.K);
+    const kg_key key = {.k = {.kind = path8 ? KG_KEPT_IGEMM_BT8 : KG_KEPT_IGEMM_BT, .a = b.i, .M = p.N, .K = p.K,
+                              .aks = path8 ? offb : 0},
+                        .owner = t};
+    if (kg_kept_find(&key)) return 0;
+    float *owned = NULL;
+    bool oom = false;
+    const void *bt = mm_bt_raw(&p, &b, 0, path8 != 0, offb, t, &owned, &oom);
+    free(owned); /* (not kept: another thread kept one meanwhile) */
+    return bt && !owned ? (size_t)(path8 ? p.N * Kp + p.N * 4 : p.N * Kp * 2) : 0;
 }
 
 mpx_status mpx_k_matmul_integer(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,

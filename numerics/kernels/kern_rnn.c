@@ -635,6 +635,25 @@ static const float *r_transposed(rnn *s) {
     return rt;
 }
 
+/* R transposed and kept as r_transposed makes it, before the first run
+ * (kern_kept.c: mpx_k_prepare_node): R a constant [dirs][gates * hid][hid]. */
+size_t kg_prep_rnn(const mpx_node *n) {
+    mpx_tensor *t = kg_prep_owner(n, 2);
+    rnn s = {.gates = n->op == MPX_OP_LSTM ? 4 : n->op == MPX_OP_GRU ? 3 : 1};
+    if (!t || !t->f32 || t->dtype != MPX_DT_FLOAT || t->rank != 3 || t->dims[2] < 1 ||
+        t->dims[1] != s.gates * t->dims[2])
+        return 0;
+    s.dirs = t->dims[0], s.hid = t->dims[2], s.r = t->f32;
+    const kg_key key = {.k = {.kind = KG_KEPT_RNN_RT, .a = s.r, .M = s.dirs * s.gates * s.hid, .K = s.hid}, .owner = t};
+    if (kg_kept_find(&key)) return 0;
+    float *rt = kg_alloc((size_t)t->nelem);
+    if (!rt) return 0;
+    transpose_r(&s, rt);
+    if (kg_kept_add(&key, rt, true)) return (size_t)t->nelem * sizeof(float);
+    free(rt);
+    return 0;
+}
+
 /* X.W^T for every step, batch row and direction at once on the GEMM core
  * (as runtimes compute a recurrent op's input projection: one GEMM before
  * the time loop), where the node's accumulation is one the core does; and

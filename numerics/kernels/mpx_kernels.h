@@ -31,6 +31,14 @@ void mpx_numerics_init(void);
  * beside its values, for the benches' accounting. */
 size_t mpx_numerics_kept_rounded_bytes(void);
 
+/* The forms of node n's constant weights that its kernel makes at its
+ * first fp32 call and keeps on their tensors for later calls (the GEMM
+ * core's packing of a MatMul's B, a recurrent op's W packed and R
+ * transposed, a MatMulInteger's B in the integer core's rows), made now,
+ * as a runtime packs weights when a session starts (kern_kept.c). About
+ * the bytes made (0: none). Not for a node inside a body. */
+size_t mpx_k_prepare_node(const mpx_node *n);
+
 /* ==== reference kernels (kernels.c, kern_*.c) ====================== */
 
 /* Accumulation (DESIGN section 3): dot products and reductions sum their terms

@@ -226,10 +226,19 @@ static size_t est_bytes(const mpx_tensor *t) {
 }
 
 /* Ops whose output is a pass over memory to make again: pointwise ones,
- * and the joins and resizes of a detector's neck (det at 640x640: 30 MB of
- * Concat and Resize outputs a run). */
+ * the joins and resizes of a detector's neck (det at 640x640: 30 MB of
+ * Concat and Resize outputs a run), and the ops that only move elements
+ * (a transformer's head split and merge: Reshape, Transpose, Slice; on
+ * ViT-B/16 98 MB of the 225 MB a side a first run kept, each a copy of a
+ * value kept beside it). */
 static bool lean_op(mpx_op op) {
-    return mpx_kernel_pointwise(op) || op == MPX_OP_Concat || op == MPX_OP_Resize;
+    switch (op) {
+    case MPX_OP_Concat: case MPX_OP_Resize: case MPX_OP_Reshape: case MPX_OP_Flatten: case MPX_OP_Squeeze:
+    case MPX_OP_Unsqueeze: case MPX_OP_Transpose: case MPX_OP_Slice: case MPX_OP_Identity:
+        return true;
+    default:
+        return mpx_kernel_pointwise(op);
+    }
 }
 
 static bool cache_plan_lean(mpx_compare_cache *k, const mpx_graph *g) {

@@ -291,6 +291,13 @@ static double now_ms(void) {
 
 bool mpx_exec_skipped(const mpx_node *n) { return n && skipped(n); }
 
+size_t mpx_exec_prepare(const mpx_graph *g) {
+    size_t bytes = 0;
+    for (int i = 0; g && i < g->n_nodes; i++)
+        if (!skipped(g->nodes[i])) bytes += mpx_k_prepare_node(g->nodes[i]);
+    return bytes;
+}
+
 mpx_status mpx_exec_check(const mpx_graph *g, const mpx_assign *a, const mpx_value *inputs,
                           mpx_error *err) {
     if (!g) return mpx_error_set(err, MPX_E_ARG, "no graph");

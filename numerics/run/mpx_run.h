@@ -500,6 +500,11 @@ mpx_status mpx_exec_check(const mpx_graph *g, const mpx_assign *a, const mpx_val
                           mpx_error *err);
 /* A node that is not run: every output is a constant the graph holds. */
 bool mpx_exec_skipped(const mpx_node *n);
+/* The kept forms of g's weights a first run would make (mpx_k_prepare_node
+ * on every node that runs), made now: what `load` does after inferring
+ * shapes, so that a session's first run does not pack its weights. About
+ * the bytes kept (memory a run would have taken, now taken at once). */
+size_t mpx_exec_prepare(const mpx_graph *g);
 /* Whether a node runs in a run with these values: false for the nodes of
  * an If's branch its condition does not take (mpx_exec_node then computes
  * nothing and returns MPX_OK with every output absent). */
