@@ -220,6 +220,7 @@ graph_find_tensor = _fn("mpx_graph_find_tensor", POINTER(Tensor), POINTER(Graph)
 graph_find_node = _fn("mpx_graph_find_node", POINTER(Node), POINTER(Graph), c_char_p)
 graph_macs = _fn("mpx_graph_macs", c_int64, POINTER(Graph))
 graph_param_count = _fn("mpx_graph_param_count", c_int64, POINTER(Graph))
+exec_prepare = _fn("mpx_exec_prepare", c_size_t, POINTER(Graph))
 
 file_guard_new = _fn("mpx_file_guard_new", _P)
 file_guard_free = _fn("mpx_file_guard_free", None, _P)

@@ -763,6 +763,9 @@ class Session:
             L.graph_free(ptr)
             raise
         _check(L.graph_infer(ptr, byref(err)), err)
+        # the weights packed now, as `load` does (a session's first run then
+        # does not pack them: mpx_exec_prepare)
+        L.exec_prepare(ptr)
         self._hist = L.history_new(None)
         if not self._hist:
             raise MemoryError("out of memory")
@@ -893,6 +896,7 @@ class Session:
             again = L.Error_()
             L.graph_infer(self._graph.ptr, byref(again))  # it inferred before with these bindings
             raise
+        L.exec_prepare(self._graph.ptr)  # what the new shapes allow (a Gemm's transB weights)
         self._generation += 1
         plan._generation = self._generation
         self._plan = plan
