@@ -45,6 +45,11 @@ static void tanh_clones(const float *x, float *y, int64_t n) {
 #if defined(__x86_64__) && defined(__GNUC__)
 #define KE_UNROLL _Pragma("GCC unroll 8")
 
+/* e^r's Taylor coefficients after 1/7! (where the sum starts), as
+ * ke_expf_neg takes them: one list for the vector forms of Sigmoid and Tanh
+ * below, whose bits must agree with it. */
+static const float expf_taylor[7] = {1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f, 0.5f, 1.0f, 1.0f};
+
 /* Two vectors of lanes with |x| <= 80, step by step across the two: one
  * vector's steps are a chain of about 60 cycles of latency, and the
  * out-of-order window overlaps too little of the next vector's chain (with
@@ -60,10 +65,9 @@ static inline __attribute__((target("avx2,fma"), always_inline)) void sigmoid8x2
     KE_UNROLL for (int i = 0; i < V; i++) nf[i] = _mm256_sub_ps(t[i], shift);
     KE_UNROLL for (int i = 0; i < V; i++) r[i] = _mm256_fnmadd_ps(nf[i], _mm256_set1_ps(0x1.62e400p-1f), xn[i]);
     KE_UNROLL for (int i = 0; i < V; i++) r[i] = _mm256_fnmadd_ps(nf[i], _mm256_set1_ps(0x1.7f7d1cp-20f), r[i]);
-    static const float c[7] = {1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f, 0.5f, 1.0f, 1.0f};
     KE_UNROLL for (int i = 0; i < V; i++) p[i] = _mm256_set1_ps(1.0f / 5040.0f);
     KE_UNROLL for (int s = 0; s < 7; s++)
-        KE_UNROLL for (int i = 0; i < V; i++) p[i] = _mm256_fmadd_ps(r[i], p[i], _mm256_set1_ps(c[s]));
+        KE_UNROLL for (int i = 0; i < V; i++) p[i] = _mm256_fmadd_ps(r[i], p[i], _mm256_set1_ps(expf_taylor[s]));
     KE_UNROLL for (int i = 0; i < V; i++) {
         /* 2^n: t's bits less shift's, plus the exponent bias, shifted */
         const __m256i bits = _mm256_add_epi32(_mm256_castps_si256(t[i]), _mm256_set1_epi32(127 - 0x4b400000));
@@ -120,10 +124,9 @@ static inline __attribute__((target("avx512f"), always_inline)) void sigmoid16xn
     KE_UNROLL for (int i = 0; i < V; i++) nf[i] = _mm512_sub_ps(t[i], shift);
     KE_UNROLL for (int i = 0; i < V; i++) r[i] = _mm512_fnmadd_ps(nf[i], _mm512_set1_ps(0x1.62e400p-1f), xn[i]);
     KE_UNROLL for (int i = 0; i < V; i++) r[i] = _mm512_fnmadd_ps(nf[i], _mm512_set1_ps(0x1.7f7d1cp-20f), r[i]);
-    static const float c[7] = {1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f, 0.5f, 1.0f, 1.0f};
     KE_UNROLL for (int i = 0; i < V; i++) p[i] = _mm512_set1_ps(1.0f / 5040.0f);
     KE_UNROLL for (int s = 0; s < 7; s++)
-        KE_UNROLL for (int i = 0; i < V; i++) p[i] = _mm512_fmadd_ps(r[i], p[i], _mm512_set1_ps(c[s]));
+        KE_UNROLL for (int i = 0; i < V; i++) p[i] = _mm512_fmadd_ps(r[i], p[i], _mm512_set1_ps(expf_taylor[s]));
     KE_UNROLL for (int i = 0; i < V; i++) {
         const __m512i bits = _mm512_add_epi32(_mm512_castps_si512(t[i]), _mm512_set1_epi32(127 - 0x4b400000));
         const __m512 e = _mm512_mul_ps(p[i], _mm512_castsi512_ps(_mm512_slli_epi32(bits, 23)));
@@ -187,11 +190,10 @@ static inline __attribute__((target("avx2,fma"), always_inline)) void tanh8x2(co
     KE_UNROLL for (int i = 0; i < V; i++) nf[i] = _mm256_sub_ps(t[i], shift);
     KE_UNROLL for (int i = 0; i < V; i++) r[i] = _mm256_fnmadd_ps(nf[i], _mm256_set1_ps(0x1.62e400p-1f), xn[i]);
     KE_UNROLL for (int i = 0; i < V; i++) r[i] = _mm256_fnmadd_ps(nf[i], _mm256_set1_ps(0x1.7f7d1cp-20f), r[i]);
-    static const float c[7] = {1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f, 0.5f, 1.0f, 1.0f};
     KE_UNROLL for (int i = 0; i < V; i++) p[i] = _mm256_set1_ps(1.0f / 5040.0f);
     KE_UNROLL for (int i = 0; i < V; i++) q[i] = _mm256_set1_ps(ke_tanh_p[0]);
     KE_UNROLL for (int k = 0; k < 7; k++) {
-        KE_UNROLL for (int i = 0; i < V; i++) p[i] = _mm256_fmadd_ps(r[i], p[i], _mm256_set1_ps(c[k]));
+        KE_UNROLL for (int i = 0; i < V; i++) p[i] = _mm256_fmadd_ps(r[i], p[i], _mm256_set1_ps(expf_taylor[k]));
         if (k < 6)
             KE_UNROLL for (int i = 0; i < V; i++) q[i] = _mm256_fmadd_ps(s[i], q[i], _mm256_set1_ps(ke_tanh_p[k + 1]));
     }
