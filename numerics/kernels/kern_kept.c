@@ -170,12 +170,12 @@ size_t mpx_k_prepare_node(const mpx_node *n) {
     switch (n->op) {
     case MPX_OP_MatMul: return prep_b(kg_prep_owner(n, 1), false);
     case MPX_OP_Gemm: {
-        /* transB: B^T kept where A has rows enough (kern_matmul.c:
-         * GEMM_KEPT_T_MIN_M, 16), else the run takes other routes */
+        /* transB: B^T kept where A has rows enough, else the run takes
+         * other routes */
         const mpx_tensor *a = n->n_inputs > 0 ? n->inputs[0] : NULL;
         const bool tb = mpx_node_attr_int(n, "transB", 0) != 0;
         const int64_t M = a && a->rank == 2 ? a->dims[mpx_node_attr_int(n, "transA", 0) ? 1 : 0] : -1;
-        return !tb || M >= 16 ? prep_b(kg_prep_owner(n, 1), tb) : 0;
+        return !tb || M >= GEMM_KEPT_T_MIN_M ? prep_b(kg_prep_owner(n, 1), tb) : 0;
     }
     case MPX_OP_LSTM: case MPX_OP_GRU: case MPX_OP_RNN:
         return prep_w(kg_prep_owner(n, 1)) + kg_prep_rnn(n);

@@ -40,6 +40,11 @@ typedef struct kg_kept {
     struct kg_kept *next;
 } kg_kept;
 
+/* Rows of A from which a Gemm's constant transB weights are kept packed
+ * as B^T (kern_matmul.c: mpx_k_gemm; below, the product is taken as
+ * Y^T = B A'^T), and so made before the first run (mpx_k_prepare_node). */
+enum { GEMM_KEPT_T_MIN_M = 16 };
+
 enum { KG_KEPT_PANELS = 0, KG_KEPT_ROWS16 = 1, KG_KEPT_BPANELS = 2, KG_KEPT_ROUNDED = 3, KG_KEPT_BTPANELS = 4,
        KG_KEPT_RNN_RT = 5, KG_KEPT_IGEMM_BT = 6, KG_KEPT_IGEMM_BT8 = 7 };
 

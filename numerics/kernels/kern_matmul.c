@@ -2,6 +2,7 @@
  * (kern_gemm.h) or the row updates (kern_rows.h); their summation order is
  * documented with the convolutions' at the top of kern_nn.c. */
 #include "kern_gemm.h"
+#include "kern_kept.h"
 #include "kern_nn.h"
 #include "kern_rows.h"
 #include <math.h>
@@ -11,10 +12,6 @@
 #include <string.h>
 
 /* ---- Gemm and MatMul ------------------------------------------------------------------ */
-
-/* Rows of A from which a Gemm's constant transB weights are kept packed
- * as B^T (mpx_k_gemm); below, the product is taken as Y^T = B A'^T. */
-enum { GEMM_KEPT_T_MIN_M = 16 };
 
 /* Whether mm_run_t takes a product of K terms to the GEMM core (which writes
  * every value of Y) rather than the row updates (which add into Y: in fp32

@@ -315,16 +315,26 @@ static bool pack_bt_all(const int64_t *b, int64_t K, int64_t N, int64_t Kp, cons
  * with its rows' sums after them) when eight: kept on owner (a constant B)
  * under the offset, else made for this call into *owned. NULL: out of
  * memory (*oom) or a value does not fit. */
+/* The key B's raw rows are kept under on owner, and their bytes (8-bit:
+ * the rows then their N sums, uint32; 16-bit: the rows). */
+static kg_key bt_raw_key(const mm *p, const mpx_value *b, int64_t boff, bool eight, int64_t off8, mpx_tensor *owner) {
+    return (kg_key){.k = {.kind = eight ? KG_KEPT_IGEMM_BT8 : KG_KEPT_IGEMM_BT, .a = b->i, .M = p->N, .K = p->K,
+                          .ga = boff, .aks = eight ? off8 : 0},
+                    .owner = owner};
+}
+
+static int64_t bt_raw_bytes(const mm *p, bool eight) {
+    return eight ? p->N * pad64(p->K) + p->N * 4 : p->N * pad16(p->K) * 2;
+}
+
 static const void *mm_bt_raw(const mm *p, const mpx_value *b, int64_t boff, bool eight, int64_t off8,
                              mpx_tensor *owner, float **owned, bool *oom) {
     const int64_t Kp = eight ? pad64(p->K) : pad16(p->K);
-    const kg_key key = {.k = {.kind = eight ? KG_KEPT_IGEMM_BT8 : KG_KEPT_IGEMM_BT, .a = b->i, .M = p->N, .K = p->K,
-                              .ga = boff, .aks = eight ? off8 : 0},
-                        .owner = owner};
+    const kg_key key = bt_raw_key(p, b, boff, eight, off8, owner);
     const kg_kept *kept = owner ? kg_kept_find(&key) : NULL;
     if (kept) return kept->ap;
     /* (the values in the kept list's float buffers, 64-byte aligned) */
-    const int64_t bytes = eight ? p->N * Kp + p->N * 4 : p->N * Kp * 2;
+    const int64_t bytes = bt_raw_bytes(p, eight);
     float *buf = kg_alloc((size_t)(bytes / 4 + 1));
     if (!buf) {
         *oom = true;
@@ -582,16 +592,14 @@ size_t kg_prep_qmm(const mpx_node *n) {
     const int path8 = is8(&a) && is8(&b) ? mpx_k_igemm8_path() : 0;
     if (!is8(&b) || (!path8 && !fits16_type(&b))) return 0;
     const mm p = {.K = t->dims[0], .N = t->dims[1]};
-    const int64_t offb = b.dtype == MPX_DT_UINT8 ? 128 : 0, Kp = path8 ? pad64(p.K) : pad16(p.K);
-    const kg_key key = {.k = {.kind = path8 ? KG_KEPT_IGEMM_BT8 : KG_KEPT_IGEMM_BT, .a = b.i, .M = p.N, .K = p.K,
-                              .aks = path8 ? offb : 0},
-                        .owner = t};
+    const int64_t offb = b.dtype == MPX_DT_UINT8 ? 128 : 0;
+    const kg_key key = bt_raw_key(&p, &b, 0, path8 != 0, offb, t);
     if (kg_kept_find(&key)) return 0;
     float *owned = NULL;
     bool oom = false;
     const void *bt = mm_bt_raw(&p, &b, 0, path8 != 0, offb, t, &owned, &oom);
     free(owned); /* (not kept: another thread kept one meanwhile) */
-    return bt && !owned ? (size_t)(path8 ? p.N * Kp + p.N * 4 : p.N * Kp * 2) : 0;
+    return bt && !owned ? (size_t)bt_raw_bytes(&p, path8 != 0) : 0;
 }
 
 mpx_status mpx_k_matmul_integer(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
