@@ -98,11 +98,11 @@ bool kg_kept_add(const kg_key *q, float *ap, bool finite) {
 }
 
 /* ---- made before the first run ----------------------------------------------------------------
- * A session's first run packed every weight as it reached it (ViT-B/16:
- * 324 MB of fp32 packings, a quantised BERT-style encoder's 16 integer
- * matrices; a GRU's R transposed, 48 fresh pages of 4 KB at 15 us a fault
- * on the development VM), as ONNX Runtime does when a session is created,
- * which its timings leave out. mpx_k_prepare_node makes those forms when a
+ * Left to a session's first run, every weight is packed as the run reaches
+ * it (ViT-B/16: 324 MB of fp32 packings, a quantised BERT-style encoder's
+ * 16 integer matrices; a GRU's R transposed, 48 fresh pages of 4 KB at 15
+ * us a fault on a KVM machine). ONNX Runtime packs them when a session is
+ * created, which its timings leave out; mpx_k_prepare_node makes those forms when a
  * model is loaded: the same calls a fp32 run makes, on a one-row (or
  * two-column) product, so the same entries under the same keys, which the
  * run then finds; a run under another layout or format makes its own as
