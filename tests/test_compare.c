@@ -740,7 +740,21 @@ static void check_cache(const mpx_graph *g, mpx_value *x, const bool *keep) {
         CHECK(CACHED_RUN(g, a, x, k, keep, threads, 1) >= 1);
         mpx_assign *b = mpx_assign_uniform(g, &mpx_format_bf16, &mpx_format_bf16, true);
         CACHED_RUN(g, b, x, k, keep, threads, 1);
-        CACHED_RUN(g, NULL, x, k, keep, threads, 1);
+        /* A plan that rounds nothing runs no node: its candidate values are
+         * the reference's (no work twice); the plan after it reads them. */
+        mpx_compare_opts of = {.cache = k, .keep = keep, .threads = threads};
+        mpx_compare *cf = COMPARE(g, NULL, x, &of);
+        CHECK_EQUAL(g, NULL, x, cf, false);
+        CHECK_MSG(cf && cf->incremental && cf->n_run == all && cf->n_shared == all,
+                  "the fp32 plan ran %d of %d nodes, %d of them shared", cf ? cf->n_run : -1, all,
+                  cf ? cf->n_shared : -1);
+        mpx_compare_free(cf);
+        mpx_assign *one = mpx_assign_uniform(g, NULL, NULL, false);
+        one->node[late].compute = one->node[late].output = &mpx_format_fp16;
+        for (int j = 0; j < g->nodes[late]->n_outputs; j++)
+            if (g->nodes[late]->outputs[j]) one->tensor[g->nodes[late]->outputs[j]->index] = &mpx_format_fp16;
+        CHECK(CACHED_RUN(g, one, x, k, keep, threads, 1) >= 1); /* the late node alone low, on fp32 inputs */
+        mpx_assign_free(one);
         CACHED_RUN(g, a, x, k, keep, threads, 1);
         /* Local runs: the full thing, the cache unchanged. */
         size_t bytes = mpx_compare_cache_bytes(k);

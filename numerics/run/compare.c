@@ -942,6 +942,13 @@ static bool start_same(const stream *s, int q, int t) {
     return r->i == c->i || memcmp(r->i, c->i, (size_t)r->n * sizeof *r->i) == 0;
 }
 
+bool mpx_cmp_rounds_nothing(const mpx_assign *a, const mpx_node *n) {
+    if (n->body || !mpx_exec_node_plain(a, n)) return false;
+    if (!a) return true;
+    const mpx_node_prec *p = &a->node[n->index];
+    return !mpx_cmp_is_low(p->acc.fmt) && p->acc.block <= 0 && !p->acc.flags;
+}
+
 /* No work twice: a node whose candidate step would compute what its
  * reference step computes - it rounds nothing (fp32 compute and
  * accumulation, no output or tensor format: mpx_exec_node_plain) and every
@@ -966,9 +973,7 @@ static bool plan_shared(stream *s) {
         for (int t = 0; t < g->n_tensors; t++) same[t] = start_same(s, q, t);
         for (int p = 0; p < s->n_pos; p++) {
             const mpx_node *n = node_at(s, p);
-            const bool plain = !n->body && mpx_exec_node_plain(a, n) &&
-                               (!a || (!mpx_cmp_is_low(a->node[n->index].acc.fmt) && a->node[n->index].acc.block <= 0 &&
-                                       !a->node[n->index].acc.flags));
+            const bool plain = mpx_cmp_rounds_nothing(a, n);
             bool sh = plain;
             for (int k = 0; sh && k < n->n_inputs; k++) sh = !n->inputs[k] || same[n->inputs[k]->index];
             s->shared[q][p] = (unsigned char)((sh ? SHARE_CAND : 0) | (plain ? SHARE_LOCAL : 0));

@@ -33,6 +33,11 @@ struct mpx_compare_cache {
     mpx_node_prec *prec;       /* [n_nodes]: and the nodes' precisions */
     int n_layers;
     mpx_layer *layers;         /* that run's layers */
+    /* [n_tensors]: the candidate value is the reference's (an incremental
+     * run's node that rounds nothing on such inputs: no work twice, as a
+     * full run's plan_shared); the cache then holds no candidate value of
+     * its own, a run reads the reference's. */
+    bool *same;
     /* Tensors a (run) node computes, by their producer's position: only they
      * are cached (constants and inputs come back from mpx_exec_start). The
      * values of order[0..evict) are dropped for good: the earliest go first,
@@ -54,6 +59,7 @@ struct mpx_compare_cache {
     const mpx_format **undo_tfmt;
     mpx_node_prec *undo_prec;
     mpx_layer *undo_layers;
+    bool *undo_same;
 };
 
 static void undo_drop(mpx_compare_cache *k) {
@@ -69,6 +75,8 @@ static void undo_free(mpx_compare_cache *k) {
     free(k->undo_tfmt);
     free(k->undo_prec);
     free(k->undo_layers);
+    free(k->undo_same);
+    k->undo_same = NULL;
     k->undo_t = NULL;
     k->undo_cand = NULL;
     k->undo_tfmt = NULL;
@@ -99,6 +107,7 @@ void mpx_compare_cache_clear(mpx_compare_cache *k) {
     free(k->rank);
     free(k->lean);
     free(k->order);
+    free(k->same);
     size_t budget = k->budget;
     memset(k, 0, sizeof *k);
     k->budget = budget;
@@ -112,6 +121,7 @@ void mpx_compare_cache_free(mpx_compare_cache *k) {
 size_t mpx_compare_cache_bytes(const mpx_compare_cache *k) { return k ? k->bytes : 0; }
 
 static void cache_drop(mpx_compare_cache *k, int t) {
+    k->same[t] = false;
     k->bytes -= mpx_value_bytes(&k->ref[t]) + mpx_value_bytes(&k->cand[t]);
     mpx_value_free(&k->ref[t]);
     mpx_value_free(&k->cand[t]);
@@ -132,7 +142,7 @@ void mpx_cmp_cache_put(mpx_compare_cache *k, int t, mpx_value *r, mpx_value *c) 
     if (!k->rank || k->rank[t] < 0 || k->rank[t] < k->evict || r->borrowed || c->borrowed ||
         (r->n < 0 && c->n < 0)) /* (the run's last sweep drops absent values too) */
         return;
-    cache_drop(k, t);
+    cache_drop(k, t); /* (same: false; a full run copies shared values, plan_shared) */
     k->bytes += mpx_value_bytes(r) + mpx_value_bytes(c);
     take(&k->ref[t], r);
     take(&k->cand[t], c);
@@ -140,9 +150,11 @@ void mpx_cmp_cache_put(mpx_compare_cache *k, int t, mpx_value *r, mpx_value *c) 
 }
 
 /* A recomputed candidate value replaces the cached one (same rule); the
- * one replaced goes to the undo record when one is being kept. */
-static void cache_put_cand(mpx_compare_cache *k, int t, mpx_value *c) {
+ * one replaced goes to the undo record when one is being kept. same: the
+ * value is the reference's (c absent: the cache holds none of its own). */
+static void cache_put_cand(mpx_compare_cache *k, int t, mpx_value *c, bool same) {
     if (k->rank[t] < 0 || k->rank[t] < k->evict || c->borrowed) return;
+    k->same[t] = same;
     k->bytes -= mpx_value_bytes(&k->cand[t]);
     if (k->can_undo) {
         k->undo_t[k->n_undo++] = t;
@@ -290,7 +302,8 @@ mpx_status mpx_cmp_cache_start(mpx_compare_cache *k, const mpx_graph *g, const m
     k->rank = mpx_cmp_alloc_n(nt, sizeof *k->rank);
     k->order = mpx_cmp_alloc_n(nt, sizeof *k->order);
     k->lean = mpx_cmp_alloc_n(nt, sizeof *k->lean);
-    if (!k->lean || !k->ref || !k->cand || !k->inputs || !k->tfmt || !k->prec || !k->rank || !k->order) {
+    k->same = mpx_cmp_alloc_n(nt, sizeof *k->same);
+    if (!k->lean || !k->same || !k->ref || !k->cand || !k->inputs || !k->tfmt || !k->prec || !k->rank || !k->order) {
         mpx_compare_cache_clear(k);
         return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     }
@@ -361,13 +374,15 @@ static void undo_begin(mpx_compare_cache *k) {
         k->undo_tfmt = mpx_cmp_alloc_n(k->n_tensors, sizeof *k->undo_tfmt);
         k->undo_prec = mpx_cmp_alloc_n(k->n_nodes, sizeof *k->undo_prec);
         k->undo_layers = mpx_cmp_alloc_n(k->n_layers, sizeof *k->undo_layers);
-        if (!k->undo_t || !k->undo_cand || !k->undo_tfmt || !k->undo_prec || !k->undo_layers) {
+        k->undo_same = mpx_cmp_alloc_n(k->n_tensors, sizeof *k->undo_same);
+        if (!k->undo_t || !k->undo_cand || !k->undo_tfmt || !k->undo_prec || !k->undo_layers || !k->undo_same) {
             undo_free(k);
             return;
         }
     }
     memcpy(k->undo_tfmt, k->tfmt, (size_t)k->n_tensors * sizeof *k->tfmt);
     memcpy(k->undo_prec, k->prec, (size_t)k->n_nodes * sizeof *k->prec);
+    memcpy(k->undo_same, k->same, (size_t)k->n_tensors * sizeof *k->same);
     if (k->n_layers > 0) memcpy(k->undo_layers, k->layers, (size_t)k->n_layers * sizeof *k->layers);
     k->n_undo = 0;
     k->can_undo = true;
@@ -388,6 +403,9 @@ bool mpx_compare_cache_undo(mpx_compare_cache *k) {
     }
     memcpy(k->tfmt, k->undo_tfmt, (size_t)k->n_tensors * sizeof *k->tfmt);
     memcpy(k->prec, k->undo_prec, (size_t)k->n_nodes * sizeof *k->prec);
+    memcpy(k->same, k->undo_same, (size_t)k->n_tensors * sizeof *k->same);
+    for (int t = 0; t < k->n_tensors; t++) /* (what was dropped since stays out) */
+        k->same[t] = k->same[t] && k->rank[t] >= k->evict;
     if (k->n_layers > 0) memcpy(k->layers, k->undo_layers, (size_t)k->n_layers * sizeof *k->layers);
     k->n_undo = 0;
     k->can_undo = false;
@@ -439,9 +457,13 @@ static size_t free_remade(const mpx_graph *g, const mpx_compare_opts *opts, int 
  * (rregen) unless dropped over budget since. False: a full run (as for a
  * value left out as unmeasured: making those again is a full run's work
  * holding every value at once). */
+static bool ref_at_hand(const mpx_compare_cache *k, const mpx_tensor *t) {
+    return k->ref[t->index].n >= 0 || (k->rank[t->index] >= k->evict && k->lean[t->index] && t->producer);
+}
+
 static bool need_ref(const mpx_compare_cache *k, const mpx_tensor *t, bool *rregen) {
     if (k->ref[t->index].n >= 0) return true;
-    if (k->rank[t->index] < k->evict || !k->lean[t->index] || !t->producer) return false;
+    if (!ref_at_hand(k, t)) return false;
     rregen[t->producer->index] = true;
     return true;
 }
@@ -492,6 +514,18 @@ static size_t take_outs(const mpx_node *n, size_t scratch, mpx_value *outs, mpx_
     return live;
 }
 
+/* Before nodes lo..hi run: their inputs whose candidate value is the
+ * reference's (same) read the reference's value. */
+static void read_same(const mpx_graph *g, int lo, int hi, const bool *same, mpx_value *ref, mpx_value *cand) {
+    for (int q = lo; q <= hi; q++)
+        for (int j = 0; j < g->nodes[q]->n_inputs; j++) {
+            const mpx_tensor *t = g->nodes[q]->inputs[j];
+            if (!t || !same[t->index] || ref[t->index].n < 0 || (cand[t->index].n >= 0 && !cand[t->index].borrowed)) continue;
+            mpx_value_free(&cand[t->index]);
+            view(&cand[t->index], &ref[t->index]);
+        }
+}
+
 /* The run from the cache k (which fits g and the inputs). MPX_OK with *out
  * NULL: a value it needs is not cached, run in full. The cache changes only
  * when the run succeeds. */
@@ -506,7 +540,8 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
     bool *dirty = mpx_cmp_alloc_n(nn, sizeof *dirty), *changed = mpx_cmp_alloc_n(nt, sizeof *changed),
          *layer = mpx_cmp_alloc_n(nt, sizeof *layer), *want = mpx_cmp_alloc_n(nt, sizeof *want),
          *regen = mpx_cmp_alloc_n(nn, sizeof *regen), *rregen = mpx_cmp_alloc_n(nn, sizeof *rregen),
-         *hold = mpx_cmp_alloc_n(nt, sizeof *hold);
+         *hold = mpx_cmp_alloc_n(nt, sizeof *hold), *same = mpx_cmp_alloc_n(nt, sizeof *same),
+         *share = mpx_cmp_alloc_n(nn, sizeof *share);
     int *last = mpx_cmp_alloc_n(nt, sizeof *last); /* a remade value's last reader; -1: not remade */
     mpx_value *ref = mpx_cmp_alloc_values(nt), *cand = mpx_cmp_alloc_values(nt), *outs = mpx_cmp_alloc_values(max_out);
     mpx_compare *c = calloc(1, sizeof *c);
@@ -519,7 +554,7 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
         c->ref = mpx_cmp_alloc_values(nt);
         c->cand = mpx_cmp_alloc_values(nt);
     }
-    if (!dirty || !changed || !layer || !want || !regen || !rregen || !hold || !last || !ref || !cand || !outs || !c || !c->layers ||
+    if (!dirty || !changed || !layer || !want || !regen || !rregen || !hold || !same || !share || !last || !ref || !cand || !outs || !c || !c->layers ||
         !c->ref || !c->cand) {
         st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
         goto done;
@@ -540,6 +575,40 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
         dirty[i] = true;
         for (int j = 0; j < n->n_outputs; j++)
             if (n->outputs[j]) changed[n->outputs[j]->index] = true;
+    }
+    /* No work twice (as a full run's plan_shared): a dirty node that
+     * rounds nothing (mpx_cmp_rounds_nothing) whose every input's candidate
+     * value is the reference's is not run; its outputs' candidate values
+     * are the reference's (same), which the run reads where they are
+     * needed and the cache then holds once. A search's set of every
+     * candidate fp32 made det at 640x640 compute the whole model again,
+     * 660 MB of values the process had never touched. Inputs and constants
+     * held in fp32 start the same (mpx_exec_start_some copies or views
+     * them unrounded); a clean node's outputs are as the cache recorded.
+     * A node that computes reads such an input as the reference's value
+     * where that is at hand (need_ref); else the value is made: by its
+     * producer, run after all when it was to share (the same bits), or
+     * made again as a clean node's (regen). Not where a tensor has two
+     * writers. */
+    bool can_share = !mpx_env_on("MPX_CMP_NOSHARE");
+    for (int i = 0; i < nn && can_share; i++)
+        for (int j = 0; j < g->nodes[i]->n_outputs; j++)
+            if (g->nodes[i]->outputs[j] && g->nodes[i]->outputs[j]->producer != g->nodes[i]) can_share = false;
+    for (int t = 0; t < nt && can_share; t++) {
+        const mpx_tensor *tt = g->tensors[t];
+        same[t] = (!tt->producer || mpx_exec_skipped(tt->producer)) && !fmt_of(a, t);
+    }
+    for (int i = 0; i < nn && can_share; i++) {
+        const mpx_node *n = g->nodes[i];
+        if (mpx_exec_skipped(n)) continue;
+        bool sh = dirty[i] && mpx_cmp_rounds_nothing(a, n);
+        for (int j = 0; sh && j < n->n_inputs; j++) sh = !n->inputs[j] || same[n->inputs[j]->index];
+        for (int j = 0; sh && j < n->n_outputs; j++) sh = !n->outputs[j] || k->rank[n->outputs[j]->index] >= 0;
+        share[i] = sh;
+        for (int j = 0; j < n->n_outputs; j++) {
+            const mpx_tensor *t = n->outputs[j];
+            if (t) same[t->index] = dirty[i] ? sh : k->same[t->index];
+        }
     }
     /* What the run reads from the cache: reference values of dirty nodes'
      * measured layers, both values of a clean layer measured now and not
@@ -573,13 +642,13 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
         const mpx_layer *L = &k->layers[i];
         if (L->unmeasured && !dirty[L->node] && mpx_cmp_measured(opts, L->tensor)) {
             const mpx_tensor *t = g->tensors[L->tensor];
-            ok = need_ref(k, t, rregen) && need_cand(k, t, changed, regen);
+            ok = need_ref(k, t, rregen) && (same[t->index] || need_cand(k, t, changed, regen));
             hold[L->tensor] = true;
         }
     }
     for (int t = 0; t < nt && ok; t++)
         if (k->rank[t] >= 0 && mpx_cmp_kept(g, opts, t)) {
-            ok = need_ref(k, g->tensors[t], rregen) && need_cand(k, g->tensors[t], changed, regen);
+            ok = need_ref(k, g->tensors[t], rregen) && (same[t] || need_cand(k, g->tensors[t], changed, regen));
             hold[t] = true;
         }
     for (int i = nn - 1; i >= 0 && ok; i--) {
@@ -588,9 +657,16 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
             const mpx_tensor *t = n->inputs[j];
             if (t && k->rank[t->index] >= 0) ok = need_ref(k, t, rregen);
         }
-        if (!dirty[i] && !regen[i]) continue;
-        for (int j = 0; j < n->n_inputs; j++) {
+        if ((!dirty[i] || share[i]) && !regen[i]) continue;
+        for (int j = 0; j < n->n_inputs && ok; j++) {
             const mpx_tensor *t = n->inputs[j];
+            if (t && k->rank[t->index] >= 0 && same[t->index]) { /* the reference's value is read */
+                if (need_ref(k, t, rregen)) continue;
+                if (changed[t->index]) { /* (its producer comes later in this loop) */
+                    share[t->producer->index] = false;
+                    continue;
+                }
+            }
             if (!t || k->rank[t->index] < 0 || changed[t->index] || k->cand[t->index].n >= 0) continue;
             need_cand(k, t, changed, regen);
             if (k->rank[t->index] < k->evict && !hold[t->index] && i > last[t->index]) last[t->index] = i;
@@ -598,7 +674,7 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
     }
     for (int i = 0; i < nn; i++) {
         const mpx_node *n = g->nodes[i];
-        for (int j = 0; (dirty[i] || regen[i]) && j < n->n_inputs; j++) {
+        for (int j = 0; ((dirty[i] && !share[i]) || regen[i]) && j < n->n_inputs; j++) {
             const mpx_tensor *t = n->inputs[j];
             if (t && last[t->index] >= 0 && i > last[t->index]) last[t->index] = i;
         }
@@ -630,7 +706,7 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
      * recomputing a late layer). */
     for (int i = 0; i < nn; i++) {
         const mpx_node *n = g->nodes[i];
-        for (int j = 0; (dirty[i] || regen[i] || rregen[i]) && j < n->n_inputs; j++)
+        for (int j = 0; ((dirty[i] && !share[i]) || regen[i] || rregen[i]) && j < n->n_inputs; j++)
             if (n->inputs[j]) want[n->inputs[j]->index] = true;
     }
     bool *keep = mpx_cmp_alloc_n(nt, sizeof *keep);
@@ -683,6 +759,17 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
     for (int i = 0; i < nn; i++) {
         const mpx_node *n = g->nodes[i];
         if (!dirty[i] && !regen[i]) continue;
+        if (share[i]) { /* the reference's outputs (absent: read where needed) */
+            for (int j = 0; j < n->n_outputs; j++)
+                if (n->outputs[j]) {
+                    int t = n->outputs[j]->index;
+                    mpx_value_free(&cand[t]);
+                    if (ref[t].n >= 0) view(&cand[t], &ref[t]);
+                }
+            c->n_run++; /* (counted as a full run counts them: mpx_compare's n_shared) */
+            c->n_shared++;
+            continue;
+        }
         if (opts->cancel && *opts->cancel) {
             st = mpx_error_set(err, MPX_E_CANCELLED, "run cancelled at node \"%s\" (%d of %d)",
                                n->name, i + 1, nn);
@@ -698,7 +785,8 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
          * went 11.4 -> 10.7 s (MPX_FUSE=0 against 1). */
         int span = fuse ? mpx_fuse_span(g, i) : 0, end = i + span - 1;
         for (int q = i; span >= 2 && q <= end; q++)
-            if (!dirty[q] && !mpx_exec_skipped(g->nodes[q])) span = 0;
+            if ((!dirty[q] || share[q]) && !mpx_exec_skipped(g->nodes[q])) span = 0;
+        read_same(g, i, span >= 2 ? end : i, same, ref, cand);
         if (span >= 2) {
             size_t before = 0, after = 0;
             for (int q = i; q <= end; q++)
@@ -730,6 +818,11 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
         c->n_run++;
         live -= free_remade(g, opts, i, i, last, cand);
     }
+    for (int t = 0; t < nt; t++)
+        if (same[t] && ref[t].n >= 0 && (cand[t].n < 0 || cand[t].borrowed)) {
+            mpx_value_free(&cand[t]);
+            view(&cand[t], &ref[t]);
+        }
     /* Layers: the cached ones, the dirty nodes' measured again, and those
      * measured now that were left out before. */
     for (int i = 0; i < k->n_layers; i++) {
@@ -779,8 +872,9 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
             if (!t) continue;
             /* (an absent output replaces the cached value too) */
             mpx_value v;
-            take(&v, &cand[t->index]);
-            cache_put_cand(k, t->index, &v);
+            mpx_value_clear(&v);
+            if (!share[i]) take(&v, &cand[t->index]);
+            cache_put_cand(k, t->index, &v, share[i]);
             mpx_value_free(&v);
         }
     }
@@ -816,6 +910,8 @@ done:
     free(regen);
     free(rregen);
     free(hold);
+    free(same);
+    free(share);
     free(last);
     mpx_compare_free(c);
     return st;

@@ -70,6 +70,10 @@ static inline bool mpx_cmp_is_low(const mpx_format *f) { return f && f->kind != 
 void *mpx_cmp_alloc_n(int n, size_t size);   /* calloc of at least one element */
 mpx_value *mpx_cmp_alloc_values(int n);      /* n absent values */
 size_t mpx_cmp_outs_bytes(const mpx_value *outs, int n);
+/* Node n's candidate step under a computes what its reference step does
+ * on the same inputs: fp32 compute and accumulation, no output or tensor
+ * format, no body (so, on the reference's inputs, the reference's bits). */
+bool mpx_cmp_rounds_nothing(const mpx_assign *a, const mpx_node *n);
 
 /* compare_cache.c */
 /* Whether the run takes tensor t's metrics (opts->measure), and a layer
