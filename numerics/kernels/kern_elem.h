@@ -164,6 +164,11 @@ void ke_exp_neg_map(const float *x, float m, float *y, int64_t n, ke_vec vec);
  * at a time). */
 void ke_sigmoid_map(const float *x, float *y, int64_t n, ke_vec vec);
 
+/* y[k] = ke_erf(x[k]) over an array, in form vec where vec names one this
+ * CPU has (kern_elem.c: a 16-lane form for AVX-512F, GCC's clones
+ * otherwise). */
+void ke_erf_map(const float *x, float *y, int64_t n, ke_vec vec);
+
 /* Softmax of one contiguous row x[0..D) into y as PyTorch 1.13's AVX2
  * kernel computes it (the accum option sleef-lanes: kern_sleef.c says
  * how), unrounded. Only on a CPU with AVX2 and FMA (the caller checks). */
