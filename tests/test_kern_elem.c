@@ -410,6 +410,61 @@ static void test_sigmoid_map(void) {
     test_sigmoid_map_in(KE_VEC_NONE, "clones");
 }
 
+/* ke_erf_map in each form this CPU has (kern_elem.c: AVX-512's 64, 32
+ * and masked 16-lane steps, the clones) against ke_erf one value at a time
+ * (this file's copy: libm's fmaf), bit for bit: every length to 80 in
+ * place between guards (each step, every masked tail), then every 509th
+ * float of both signs with the specials first (the neighbours of 0.9 and
+ * 3.95, where the sides meet; infinities, NaN, zeros, the largest x whose
+ * x^2 is finite), NaN matching any NaN. The Erf node takes the CPU's best
+ * form. */
+static void test_erf_map_in(ke_vec vec, const char *name) {
+    enum { N = 4099 };
+    static float x[N], y[N];
+    static const float specials[] = {0.9f, 0x1.cccccap-1f, 0x1.ccccd0p-1f, -0.9f, 3.95f, 0x1.f99998p1f, 0x1.f9999cp1f,
+                                     -3.95f, NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-45f, -1e-45f, 1.0f,
+                                     -2.5f, 0x1.fffffep63f, -0x1p64f, 1e30f, 0.5f, 3.9f};
+    static float g[96];
+    for (int64_t len = 1; len <= 80; len++) {
+        for (int i = 0; i < 96; i++) g[i] = 0.11f * (float)(i - 40) + (i == 50 ? 100.0f : 0.0f);
+        float want[80];
+        for (int64_t i = 0; i < len; i++) want[i] = ke_erf(g[i + 8]);
+        ke_erf_map(g + 8, g + 8, len, vec);
+        bool same = memcmp(want, g + 8, (size_t)len * sizeof *want) == 0;
+        for (int i = 0; i < 96; i++)
+            same = same && (i >= 8 && i < 8 + len ? true : g[i] == 0.11f * (float)(i - 40) + (i == 50 ? 100.0f : 0.0f));
+        CHECK_MSG(same, "ke_erf_map (%s) over %ld values in place: wrong values or guards written", name, (long)len);
+    }
+    long n = 0, bad = 0;
+    uint32_t fb[3] = {0, 0, 0};
+    uint64_t u = 0;
+    for (bool first = true; u <= 0xffffffffu; first = false) {
+        int64_t c = 0;
+        if (first)
+            for (size_t i = 0; i < sizeof specials / sizeof specials[0]; i++) x[c++] = specials[i];
+        for (; c < N && u <= 0xffffffffu; c++, u += 509) {
+            const uint32_t b = (uint32_t)u;
+            memcpy(&x[c], &b, sizeof b);
+        }
+        ke_erf_map(x, y, c, vec);
+        for (int64_t i = 0; i < c; i++, n++) {
+            const float want = ke_erf(x[i]);
+            if (memcmp(&want, &y[i], sizeof want) != 0 && !(isnan(want) && isnan(y[i])) && bad++ == 0)
+                memcpy(&fb[0], &x[i], 4), memcpy(&fb[1], &want, 4), memcpy(&fb[2], &y[i], 4);
+        }
+    }
+    CHECK_MSG(bad == 0, "ke_erf_map (%s) differs from ke_erf at %ld of %ld inputs, the first at 0x%08x: 0x%08x, "
+                        "the map 0x%08x",
+              name, bad, n, (unsigned)fb[0], (unsigned)fb[1], (unsigned)fb[2]);
+    CHECK(n > 8000000L);
+}
+
+static void test_erf_map(void) {
+    if (ke_vec_now() == KE_VEC_AVX512) test_erf_map_in(KE_VEC_AVX512, "AVX-512");
+    else printf("test_erf_map: the AVX-512 form not run: this CPU has no AVX-512F\n");
+    test_erf_map_in(KE_VEC_NONE, "clones");
+}
+
 /* Tanh within 1.03 ulp of the exact tanh for every float checked (1.027
  * over all 2^32 floats: ke_tanh, the long test test_kern_elem_tanh_all),
  * odd (the sign of -0 kept), NaN for NaN, +-1 far out. The polynomial's
@@ -504,6 +559,16 @@ static void test_exp_neg_map_in(ke_vec vec, const char *name) {
                                      -103.97207f, -103.9f, -87.33654f, -87.33655f, -87.4f, -1e-45f, -0x1p-126f,
                                      -1e-30f, -0x1p-25f, -0x1p-24f, -0.5f, -0.6931472f, -1.0f, -88.72283f, -104.0f,
                                      -1e30f, -FLT_MAX};
+    /* the inputs whose e^x lies nearest a float rounding boundary (an
+     * error of 2^-43 in e^x rounds them the other way: the 30 that the
+     * AVX-512 form with e^r of degree 5 got wrong over all non-positive
+     * floats), so that the sampled run sees an exponential that is nearly
+     * but not quite good enough */
+    static const uint32_t hard[] = {
+        0xbbf0edf1u, 0xbcacc7c1u, 0xbcb8f40fu, 0xbcb8fe08u, 0xbcba0c14u, 0xbce017bbu, 0xbd816cc3u, 0xbdd8e3abu,
+        0xbdde95b1u, 0xbdf128ebu, 0xbe1d3cfau, 0xbea4dfbcu, 0xbeed01afu, 0xbefffee9u, 0xbf157c82u, 0xbf420a04u,
+        0xbf81eadfu, 0xbfc9d7deu, 0xbfd04462u, 0xbfd4cb8eu, 0xc0382e72u, 0xc03b092eu, 0xc05f383du, 0xc0a42efdu,
+        0xc0e42c68u, 0xc0f76590u, 0xc11402a6u, 0xc126b7bcu, 0xc159fa1eu, 0xc16912cdu};
     /* first (a stray write past the end would corrupt what the sweep
      * uses): every length to 80 (each step's count and every tail),
      * written in place between guards left as they were */
@@ -527,8 +592,14 @@ static void test_exp_neg_map_in(ke_vec vec, const char *name) {
         uint64_t u = 0x80000000u;
         for (bool first = true; u <= 0xffffffffu; first = false) {
             int64_t c = 0;
-            if (first)
+            if (first) {
                 for (size_t i = 0; i < sizeof specials / sizeof specials[0]; i++) x[c++] = specials[i] + m;
+                for (size_t i = 0; i < sizeof hard / sizeof hard[0]; i++, c++) {
+                    float v;
+                    memcpy(&v, &hard[i], sizeof v);
+                    x[c] = v + m; /* (with m = 1.5 no longer the hard inputs themselves) */
+                }
+            }
             for (; c < N && u <= 0xffffffffu; c++) {
                 const uint32_t b = (uint32_t)u;
                 float v;
@@ -1741,6 +1812,7 @@ int main(void) {
     test_sigmoid_accuracy();
     test_sigmoid_bits();
     test_sigmoid_map();
+    test_erf_map();
     test_tanh_accuracy();
     test_tanh_bits();
     test_erf_accuracy();

@@ -42,6 +42,12 @@ static void tanh_clones(const float *x, float *y, int64_t n) {
     for (int64_t k = 0; k < n; k++) y[k] = ke_tanh(x[k]);
 }
 
+/* Erf over an array, the same way (ke_erf). */
+MPX_K_CLONES_FMA
+static void erf_clones(const float *x, float *y, int64_t n) {
+    for (int64_t k = 0; k < n; k++) y[k] = ke_erf(x[k]);
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #define KE_UNROLL _Pragma("GCC unroll 8")
 
@@ -222,6 +228,79 @@ __attribute__((target("avx2,fma"))) static void tanh_avx2(const float *x, float 
     }
     for (; k < n; k++) y[k] = ke_tanh(x[k]);
 }
+
+/* ke_erf on V (<= 4) 16-lane vectors (AVX-512F), step by step across
+ * them, lanes outside `last` of the last vector loaded as 0 and not
+ * stored: ke_erf's operations in its order lane by lane (its selects as
+ * mask blends, copysignf as a bit select), so the same bits. e^(-x^2) as
+ * sigmoid16xn's p 2^n: where the large side is taken (0.9 <= |x| < 3.95,
+ * or NaN), x^2 < 15.6, so ke_expf_neg's clamp and second scaling (2^0)
+ * do nothing; elsewhere the side is computed from whatever x^2 is and
+ * dropped. Why: GCC's clone of the plain loop keeps ke_expf_neg's general
+ * form (the clamp, two scalings) and its selects, about 50 instructions a
+ * vector; ViT-B/16's and BERT's GELU chains (Div, Erf, Add, Mul, Mul) spent
+ * half their time in Erf. This form: 0.40 ns a value against 0.69 on one
+ * thread (AMD Zen 5; four vectors side by side, as sigmoid_avx512: one
+ * alone is a chain of some 20 dependent steps and took 0.88). */
+static inline __attribute__((target("avx512f"), always_inline)) void erf16xn(const float *x, float *y, const int V,
+                                                                             __mmask16 last) {
+    static const float qc[7] = {-1.051221989e-05f, 1.151492397e-04f, -8.512854110e-04f, 5.222677719e-03f,
+                                -2.686591260e-02f, 1.128378958e-01f,  -3.761263788e-01f};
+    static const float rc[13] = {1.961779162e-05f,  -5.644718476e-05f, 8.516001981e-05f,  -2.003342961e-04f,
+                                 5.601517041e-04f,  -1.347477781e-03f, 3.077242523e-03f,  -6.889557932e-03f,
+                                 1.493177004e-02f,  -3.115655482e-02f, 6.238448992e-02f,  -1.192966923e-01f,
+                                 2.165261507e-01f};
+    const __m512 shift = _mm512_set1_ps(0x1.8p23f);
+    const __m512i sign = _mm512_set1_epi32(INT32_MIN);
+    __m512 v[4], a[4], s[4], q[4], t[4], r[4], p[4], u[4], w[4];
+    KE_UNROLL for (int i = 0; i < V; i++) v[i] = i == V - 1 ? _mm512_maskz_loadu_ps(last, x + 16 * i) : _mm512_loadu_ps(x + 16 * i);
+    KE_UNROLL for (int i = 0; i < V; i++) a[i] = _mm512_abs_ps(v[i]);
+    KE_UNROLL for (int i = 0; i < V; i++) s[i] = _mm512_mul_ps(a[i], a[i]);
+    KE_UNROLL for (int i = 0; i < V; i++) { /* e^(-s): t, n = t - shift, r = -s - n ln2 in two parts */
+        const __m512 xn = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(s[i]), sign));
+        t[i] = _mm512_fmadd_ps(xn, _mm512_set1_ps(0x1.715476p0f), shift);
+        const __m512 nf = _mm512_sub_ps(t[i], shift);
+        r[i] = _mm512_fnmadd_ps(nf, _mm512_set1_ps(0x1.62e400p-1f), xn);
+        r[i] = _mm512_fnmadd_ps(nf, _mm512_set1_ps(0x1.7f7d1cp-20f), r[i]);
+        p[i] = _mm512_set1_ps(1.0f / 5040.0f);
+        q[i] = _mm512_set1_ps(qc[0]);
+        u[i] = _mm512_fmadd_ps(a[i], _mm512_set1_ps(6.557376981e-01f), _mm512_set1_ps(-1.590163946e+00f));
+        w[i] = _mm512_set1_ps(rc[0]);
+    }
+    KE_UNROLL for (int k = 0; k < 12; k++) { /* the three polynomials side by side */
+        KE_UNROLL for (int i = 0; i < V; i++) w[i] = _mm512_fmadd_ps(u[i], w[i], _mm512_set1_ps(rc[k + 1]));
+        if (k < 7)
+            KE_UNROLL for (int i = 0; i < V; i++) p[i] = _mm512_fmadd_ps(r[i], p[i], _mm512_set1_ps(expf_taylor[k]));
+        if (k < 6)
+            KE_UNROLL for (int i = 0; i < V; i++) q[i] = _mm512_fmadd_ps(s[i], q[i], _mm512_set1_ps(qc[k + 1]));
+    }
+    KE_UNROLL for (int i = 0; i < V; i++) {
+        const __m512 small = _mm512_fmadd_ps(a[i], _mm512_set1_ps(0x1.20dd76p0f),
+                                             _mm512_mul_ps(a[i], _mm512_fmadd_ps(s[i], q[i], _mm512_set1_ps(-0x1.f7ac92p-25f))));
+        const __m512i bits = _mm512_add_epi32(_mm512_castps_si512(t[i]), _mm512_set1_epi32(127 - 0x4b400000));
+        const __m512 e0 = _mm512_mul_ps(p[i], _mm512_castsi512_ps(_mm512_slli_epi32(bits, 23)));
+        const __m512 lo = _mm512_fmsub_ps(a[i], a[i], s[i]), e = _mm512_fnmadd_ps(e0, lo, e0);
+        const __m512 large = _mm512_fnmadd_ps(e, w[i], _mm512_set1_ps(1.0f));
+        __m512 m = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a[i], _mm512_set1_ps(3.95f), _CMP_GE_OQ), large,
+                                        _mm512_set1_ps(1.0f));
+        m = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a[i], _mm512_set1_ps(0.9f), _CMP_LT_OQ), m, small);
+        /* copysignf: m's magnitude bits, x's sign bit */
+        const __m512 res = _mm512_castsi512_ps(
+            _mm512_ternarylogic_epi32(sign, _mm512_castps_si512(v[i]), _mm512_castps_si512(m), 0xca));
+        if (i == V - 1) _mm512_mask_storeu_ps(y + 16 * i, last, res);
+        else _mm512_storeu_ps(y + 16 * i, res);
+    }
+}
+
+/* ke_erf over an array: 64 lanes at a time, then 32, then the last few
+ * (at most 31) under masks. */
+__attribute__((target("avx512f"))) static void erf_avx512(const float *x, float *y, int64_t n) {
+    int64_t k = 0;
+    for (; k + 64 <= n; k += 64) erf16xn(x + k, y + k, 4, 0xffff);
+    for (; k + 32 <= n; k += 32) erf16xn(x + k, y + k, 2, 0xffff);
+    if (k + 16 < n) erf16xn(x + k, y + k, 2, (__mmask16)((1u << (n - k - 16)) - 1u));
+    else if (k < n) erf16xn(x + k, y + k, 1, (__mmask16)(n - k == 16 ? 0xffffu : (1u << (n - k)) - 1u));
+}
 #endif
 
 void mpx_k_tanh_map(const float *x, float *y, int64_t n) {
@@ -262,6 +341,18 @@ void ke_sigmoid_map(const float *x, float *y, int64_t n, ke_vec vec) {
     (void)vec;
 #endif
     sigmoid_clones(x, y, n);
+}
+
+void ke_erf_map(const float *x, float *y, int64_t n, ke_vec vec) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (vec == KE_VEC_AVX512) {
+        erf_avx512(x, y, n);
+        return;
+    }
+#else
+    (void)vec;
+#endif
+    erf_clones(x, y, n);
 }
 
 /* y[k] = e^(x[k] - m), Softmax's exponentials (kern_norm.c), the same way. */
@@ -333,21 +424,36 @@ __attribute__((target("avx2,fma"))) static void exp_neg_avx2(const float *x, flo
     }
 }
 
-/* exp_neg8xn on 16-lane vectors (AVX-512F): nv vectors (nv <= 4), each
- * two chains of 8 doubles, the same operations in the same order lane by
- * lane, so the same bits; the last vector's lanes loaded and stored under
- * `last` (lanes outside it computed from 0 and dropped). Eight chains of
- * 8 where the AVX2 form has eight of 4: the double lanes are the
- * exponential's cost. With kern_norm.c's 16-row sums, the BERT-style
- * encoder's four Softmax nodes (768 rows of 64 each) take 0.21 ms against
- * 0.28 on the AVX2 forms (AMD Zen 5, medians of 5 interleaved runs,
- * machine loaded). */
+/* ke_exp_neg's value on 16-lane vectors (AVX-512F) by another route to
+ * the same float: x = k ln2/16 + r with |r| <= ln2/32 (k from the
+ * round-to-integer shift, ln2/16 as ke_exp_neg's two parts scaled), e^x =
+ * 2^(k/16) e^r with 2^(j/16) (j = k mod 16) read from a table of 16
+ * doubles in two registers by one permute, times 2^(k >> 4) added to its
+ * exponent bits, and e^r by its Taylor polynomial of degree 6 (truncation
+ * 4.4e-16 relative). Equal to ke_exp_neg for every non-positive float:
+ * checked over all 2^31 of them (the long test test_kern_elem_exp_neg_all:
+ * 0 differ; with degree 5, 30 do, the first at -0x1.e1dbe2p-8), which is
+ * what makes it the same bits, not the error bound alone. Why: 10
+ * multiply-adds a double instead of 16, and the double lanes are
+ * Softmax's cost (ViT-B/16: 28,000 rows of 197 a forward): 0.31 ns a
+ * value against 0.41 on one thread (AMD Zen 5). nv vectors (nv <= 4),
+ * each two chains of 8 doubles; the last vector's lanes loaded and stored
+ * under `last` (lanes outside it computed from 0 and dropped). The clamp
+ * at -110 is a max, which keeps a NaN (a NaN's table index is garbage,
+ * its result NaN). exp_tab16: 2^(j/16) rounded to double (the nearest),
+ * less j << 48 in its bits, so that adding t's bits << 48 (k << 48: j <<
+ * 48 plus 2^(k >> 4)'s exponent) gives it scaled; k >= -2540, so the
+ * scaled value stays a normal double. */
+static const double exp_tab16[16] = {
+    0x1.0000000000000p+0, 0x1.0b5586cf9890fp+0, 0x1.172b83c7d517bp+0, 0x1.2387a6e756238p+0,
+    0x1.306fe0a31b715p+0, 0x1.3dea64c123422p+0, 0x1.4bfdad5362a27p+0, 0x1.5ab07dd485429p+0,
+    0x1.6a09e667f3bcdp+0, 0x1.7a11473eb0187p+0, 0x1.8ace5422aa0dbp+0, 0x1.9c49182a3f090p+0,
+    0x1.ae89f995ad3adp+0, 0x1.c199bdd85529cp+0, 0x1.d5818dcfba487p+0, 0x1.ea4afa2a490dap+0};
+
 static inline __attribute__((target("avx512f"), always_inline)) void exp_neg16xn(const float *x, __m512 m, float *y,
-                                                                                 const int nv, __mmask16 last) {
+                                                                                 const int nv, __mmask16 last,
+                                                                                 const __m512i tab[2]) {
     enum { C = 8 };
-#define KE_ITEM(v) v,
-    static const double c[] = {KE_EXP_NEG_TAYLOR(KE_ITEM)};
-#undef KE_ITEM
     const __m512d shift = _mm512_set1_pd(KE_EXP_NEG_SHIFT);
     __m512d d[C], t[C], r[C], p[C];
     KE_UNROLL16 for (int i = 0; i < nv; i++) {
@@ -356,19 +462,21 @@ static inline __attribute__((target("avx512f"), always_inline)) void exp_neg16xn
         d[2 * i] = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
         d[2 * i + 1] = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
     }
-    KE_UNROLL16 for (int i = 0; i < 2 * nv; i++) t[i] = _mm512_fmadd_pd(d[i], _mm512_set1_pd(KE_EXP_NEG_LOG2E), shift);
+    KE_UNROLL16 for (int i = 0; i < 2 * nv; i++)
+        t[i] = _mm512_fmadd_pd(d[i], _mm512_set1_pd(KE_EXP_NEG_LOG2E * 16.0), shift);
     KE_UNROLL16 for (int i = 0; i < 2 * nv; i++) {
         const __m512d kd = _mm512_sub_pd(t[i], shift);
-        r[i] = _mm512_fnmadd_pd(kd, _mm512_set1_pd(KE_EXP_NEG_LN2_HI), d[i]);
-        r[i] = _mm512_fnmadd_pd(kd, _mm512_set1_pd(KE_EXP_NEG_LN2_LO), r[i]);
+        r[i] = _mm512_fnmadd_pd(kd, _mm512_set1_pd(KE_EXP_NEG_LN2_HI / 16.0), d[i]);
+        r[i] = _mm512_fnmadd_pd(kd, _mm512_set1_pd(KE_EXP_NEG_LN2_LO / 16.0), r[i]);
     }
-    KE_UNROLL16 for (int i = 0; i < 2 * nv; i++) p[i] = _mm512_set1_pd(KE_EXP_NEG_C12);
+    KE_UNROLL16 for (int i = 0; i < 2 * nv; i++) p[i] = _mm512_set1_pd(1.0 / 720.0);
+    static const double c[] = {1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0};
     KE_UNROLL16 for (int s = 0; s < (int)(sizeof c / sizeof *c); s++)
         KE_UNROLL16 for (int i = 0; i < 2 * nv; i++) p[i] = _mm512_fmadd_pd(r[i], p[i], _mm512_set1_pd(c[s]));
     KE_UNROLL16 for (int i = 0; i < 2 * nv; i++) {
-        const __m512i k = _mm512_sub_epi64(_mm512_castpd_si512(t[i]), _mm512_castpd_si512(shift));
-        const __m512i sb = _mm512_slli_epi64(_mm512_add_epi64(k, _mm512_set1_epi64(1023)), 52);
-        p[i] = _mm512_mul_pd(p[i], _mm512_castsi512_pd(sb));
+        const __m512i ti = _mm512_castpd_si512(t[i]);
+        const __m512i s = _mm512_add_epi64(_mm512_permutex2var_epi64(tab[0], ti, tab[1]), _mm512_slli_epi64(ti, 48));
+        p[i] = _mm512_mul_pd(p[i], _mm512_castsi512_pd(s));
     }
     KE_UNROLL16 for (int i = 0; i < nv; i++) {
         const __m512 v = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(_mm512_cvtpd_ps(p[2 * i]))),
@@ -381,10 +489,14 @@ static inline __attribute__((target("avx512f"), always_inline)) void exp_neg16xn
 /* 64 elements at a time, then 16, the last few under a mask. x may be y. */
 __attribute__((target("avx512f"))) static void exp_neg_avx512(const float *x, float m, float *y, int64_t n) {
     const __m512 mv = _mm512_set1_ps(m);
+    const __m512i j48 = _mm512_slli_epi64(_mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7), 48);
+    const __m512i tab[2] = {_mm512_sub_epi64(_mm512_loadu_si512(exp_tab16), j48),
+                            _mm512_sub_epi64(_mm512_loadu_si512(exp_tab16 + 8),
+                                             _mm512_add_epi64(j48, _mm512_set1_epi64((int64_t)8 << 48)))};
     int64_t k = 0;
-    for (; k + 64 <= n; k += 64) exp_neg16xn(x + k, mv, y + k, 4, 0xffff);
-    for (; k + 16 <= n; k += 16) exp_neg16xn(x + k, mv, y + k, 1, 0xffff);
-    if (k < n) exp_neg16xn(x + k, mv, y + k, 1, (__mmask16)((1u << (n - k)) - 1u));
+    for (; k + 64 <= n; k += 64) exp_neg16xn(x + k, mv, y + k, 4, 0xffff, tab);
+    for (; k + 16 <= n; k += 16) exp_neg16xn(x + k, mv, y + k, 1, 0xffff, tab);
+    if (k < n) exp_neg16xn(x + k, mv, y + k, 1, (__mmask16)((1u << (n - k)) - 1u), tab);
 }
 #endif
 
@@ -467,7 +579,7 @@ static void map_float(uop op, const uparam *p, const float *x, float *y, int64_t
     case U_SOFTSIGN: MAP(v / (1.0f + fabsf(v)));
     case U_MISH: MAP(v * ke_tanh(softplus(v)));
     case U_TANH: mpx_k_tanh_map(x, y, n); break;
-    case U_ERF: MAP(ke_erf(v));
+    case U_ERF: erf_clones(x, y, n); break;
     case U_GELU: MAP(ke_gelu(v));
     case U_GELU_TANH: MAP(ke_gelu_tanh(v));
     case U_EXP: MAP(expf(v));
@@ -541,7 +653,7 @@ typedef struct upar {
     int64_t n;
     const mpx_format *round; /* the output rounded to it piece by piece (NULL: not) */
     const mpx_format *steps; /* U_SIGMOID's inner steps rounded to it (MPX_ACC_STEPS; NULL: not) */
-    ke_vec vec;              /* U_SIGMOID's vector form (ke_vec_now, read once a node) */
+    ke_vec vec;              /* U_SIGMOID's and U_ERF's vector form (ke_vec_now, read once a node) */
 } upar;
 
 #define U_CLIP_RANGE ((uop)-1)
@@ -563,6 +675,10 @@ static void upar_span(const upar *u, int64_t i0, int64_t n) {
     }
     if (u->op == U_SIGMOID) {
         ke_sigmoid_map(u->x + i0, u->y + i0, n, u->vec);
+        return;
+    }
+    if (u->op == U_ERF) {
+        ke_erf_map(u->x + i0, u->y + i0, n, u->vec);
         return;
     }
     map_float(u->op, u->p, u->x + i0, u->y + i0, n);
@@ -668,7 +784,7 @@ static mpx_status unary(const mpx_kctx *c, const mpx_value *const *in, int n_in,
         }
     } else if (x->f) {
         upar u = {op, &p, x->f, y->f, 0.0f, 0.0f, x->n, mpx_k_out_round(c), sigmoid_steps(c, op),
-                  op == U_SIGMOID ? ke_vec_now() : KE_VEC_NONE};
+                  op == U_SIGMOID || op == U_ERF ? ke_vec_now() : KE_VEC_NONE};
         map_float_par(&u);
         if (u.round) *c->out_rounded = true;
     } else {

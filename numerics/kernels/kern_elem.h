@@ -118,7 +118,9 @@ static inline void ke_wrap_all(mpx_value *v) {
  * rounds to 0. Vectorises where a call to expf per element cannot. */
 /* ke_exp_neg's constants, which its vector form (kern_elem.c, exp_neg8xn)
  * takes from here: the round-to-integer shift, log2(e), ln2 in two parts,
- * and the Taylor coefficients 1/12! (the first p) then 1/11! .. 1/0!. */
+ * and the Taylor coefficients 1/12! (the first p) then 1/11! .. 1/0!. (The
+ * AVX-512 form, exp_neg16xn, reaches the same floats through a table of
+ * 2^(j/16) and a shorter polynomial: see there.) */
 #define KE_EXP_NEG_SHIFT 0x1.8p52
 #define KE_EXP_NEG_LOG2E 0x1.71547652b82fep0
 #define KE_EXP_NEG_LN2_HI 0x1.62e42fefa39efp-1
@@ -146,9 +148,9 @@ KE_MATH float ke_exp_neg(float xf) {
     return (float)(p * scale);
 }
 
-/* The vector forms a CPU runs (Softmax's exponentials and sums): AVX-512F,
- * AVX2 with FMA, or neither (GCC's clones of the plain loops). All give the
- * same bits. ke_vec_now: the best this CPU has, less AVX-512 under
+/* The vector forms a CPU runs (Softmax's exponentials and sums, Erf):
+ * AVX-512F, AVX2 with FMA, or neither (GCC's clones of the plain loops).
+ * All give the same bits. ke_vec_now: the best this CPU has, less AVX-512 under
  * MPX_KERN_AVX2=1 and both under MPX_KERN_PORTABLE=1 (as for the GEMM
  * core: the tests run each form); read once a node, not a row. */
 typedef enum { KE_VEC_NONE, KE_VEC_AVX2, KE_VEC_AVX512 } ke_vec;
@@ -163,6 +165,11 @@ void ke_exp_neg_map(const float *x, float m, float *y, int64_t n, ke_vec vec);
  * none, without reading the environment: the recurrent ops call it a row
  * at a time). */
 void ke_sigmoid_map(const float *x, float *y, int64_t n, ke_vec vec);
+
+/* y[k] = ke_erf(x[k]) over an array, in form vec where vec names one this
+ * CPU has (kern_elem.c: a 16-lane form for AVX-512F, GCC's clones
+ * otherwise). */
+void ke_erf_map(const float *x, float *y, int64_t n, ke_vec vec);
 
 /* Softmax of one contiguous row x[0..D) into y as PyTorch 1.13's AVX2
  * kernel computes it (the accum option sleef-lanes: kern_sleef.c says
