@@ -478,6 +478,13 @@ static void test_conv(void) {
     conv_case(__LINE__, "1x2x7x33", "2x1x3x3", true, &p, "group=2 strides=[2,2] pads=[0,0,1,1]");
     p = cp2(3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1);
     conv_case(__LINE__, "1x3x10x57", "5x3x3x3", true, &p, "strides=[2,2] pads=[1,1,1,1]");
+    /* the AVX-512 fill's 32-column steps: a width of exactly one step,
+     * one and a half (the last step moved back), an odd width past two */
+    p = cp2(3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2);
+    conv_case(__LINE__, "1x2x5x32", "2x1x3x3", true, &p, "group=2 strides=[2,2] pads=[1,1,1,1]");
+    conv_case(__LINE__, "1x2x5x48", "2x1x3x3", false, &p, "group=2 strides=[2,2] pads=[1,1,1,1]");
+    p = cp2(3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 2);
+    conv_case(__LINE__, "1x2x4x95", "2x1x3x3", true, &p, "group=2 strides=[2,2] pads=[0,0,1,1]");
     p = cp2(3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1); /* terms beyond one fp32 block of 64 */
     conv_case(__LINE__, "1x16x5x5", "9x16x3x3", true, &p, "pads=[1,1,1,1]");
     /* unit column stride: a grid row is its left padding and the input row,
