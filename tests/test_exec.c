@@ -763,20 +763,27 @@ static void test_fused_chain(void) {
     for (int k = 0; k < 3; k++) mpx_value_free(&in[k]);
     mpx_graph_free(g);
 
-    /* Relu's and Clip's selects in run_direct, 8 lanes a step: -0 (kept:
-     * -0 < 0 is false), NaN (kept), values at Clip's bounds and beyond. */
+    /* Relu's, Clip's and HardSwish's selects in run_direct, 8 lanes a step:
+     * -0 (kept: -0 < 0 is false), NaN (kept), values at Clip's bounds and
+     * beyond, at HardSwish's bends and beyond. */
     g = mpx_graph_new("t.json");
     g->opset = 13;
     node(g, "m0", "Mul", "x:f:1x8x128x128 one=f1", "t0", "");
     node(g, "rl", "Relu", "t0", "t1", "");
     node(g, "cl", "Clip", "t0 lo=f0 hi=f2", "t2", "");
     node(g, "ad", "Add", "t1 t2", "t3", "");
-    finish(g, "t3");
-    CHECK(mpx_fuse_span(g, 0) == 4);
+    node(g, "hs", "HardSwish", "t0", "t4", "");
+    node(g, "a2", "Add", "t3 t4", "t5", "");
+    finish(g, "t5");
+    CHECK(mpx_fuse_span(g, 0) == 6);
     chain_inputs(in, 31);
     for (int64_t k = 0; k < in[0].n; k += 7) in[0].f[k] = -0.0f;
     for (int64_t k = 3; k < in[0].n; k += 11) in[0].f[k] = NAN;
     for (int64_t k = 5; k < in[0].n; k += 13) in[0].f[k] = 2.0f;
+    /* HardSwish's clamp: at and near x = +-3 (t = 1 and 0), infinities */
+    for (int64_t k = 1; k < in[0].n; k += 17) in[0].f[k] = (k & 2) ? 3.0f : -3.0f;
+    for (int64_t k = 2; k < in[0].n; k += 19) in[0].f[k] = (k & 1) ? 2.9999998f : -2.9999998f;
+    for (int64_t k = 4; k < in[0].n; k += 23) in[0].f[k] = (k & 1) ? INFINITY : -INFINITY;
     check_fused(g, NULL, in, "Relu and Clip selects");
     for (int k = 0; k < 3; k++) mpx_value_free(&in[k]);
     mpx_graph_free(g);

@@ -452,6 +452,14 @@ static void test_conv(void) {
     conv_case(__LINE__, "1x24x10x45", "24x1x3x3", true, &p, "group=24 strides=[2,2] pads=[1,1,1,1]");
     p = cp2(1, 3, 1, 1, 1, 1, 0, 1, 0, 1, 16);
     conv_case(__LINE__, "1x16x3x5", "16x1x1x3", true, &p, "group=16 pads=[0,1,0,1]");
+    /* at column stride 1 the narrow path takes rows up to 56 wide: 28 (4
+     * blocks of 7), 25 (the last block moved back), a 5 x 5 kernel; 56 */
+    p = cp2(3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 20);
+    conv_case(__LINE__, "1x20x6x28", "20x1x3x3", true, &p, "group=20 pads=[1,1,1,1]");
+    p = cp2(5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 17);
+    conv_case(__LINE__, "1x17x5x25", "17x1x5x5", false, &p, "group=17 pads=[2,2,2,2]");
+    p = cp2(3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 16);
+    conv_case(__LINE__, "1x16x4x56", "16x1x3x3", true, &p, "group=16 pads=[1,1,1,1]");
     p = cp2(3, 3, 1, 2, 1, 1, 0, 0, 0, 0, 16);
     conv_case(__LINE__, "1x16x4x10", "16x1x3x3", false, &p, "group=16 strides=[1,2]");
     /* the wide path's pairs of rows: an odd row count, rows of 45 (32 and
@@ -478,6 +486,13 @@ static void test_conv(void) {
     conv_case(__LINE__, "1x2x7x33", "2x1x3x3", true, &p, "group=2 strides=[2,2] pads=[0,0,1,1]");
     p = cp2(3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1);
     conv_case(__LINE__, "1x3x10x57", "5x3x3x3", true, &p, "strides=[2,2] pads=[1,1,1,1]");
+    /* the AVX-512 fill's 32-column steps: a width of exactly one step,
+     * one and a half (the last step moved back), an odd width past two */
+    p = cp2(3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2);
+    conv_case(__LINE__, "1x2x5x32", "2x1x3x3", true, &p, "group=2 strides=[2,2] pads=[1,1,1,1]");
+    conv_case(__LINE__, "1x2x5x48", "2x1x3x3", false, &p, "group=2 strides=[2,2] pads=[1,1,1,1]");
+    p = cp2(3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 2);
+    conv_case(__LINE__, "1x2x4x95", "2x1x3x3", true, &p, "group=2 strides=[2,2] pads=[0,0,1,1]");
     p = cp2(3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1); /* terms beyond one fp32 block of 64 */
     conv_case(__LINE__, "1x16x5x5", "9x16x3x3", true, &p, "pads=[1,1,1,1]");
     /* unit column stride: a grid row is its left padding and the input row,
@@ -487,7 +502,7 @@ static void test_conv(void) {
     p = cp2(3, 3, 1, 1, 1, 1, 1, 0, 0, 2, 1);
     conv_case(__LINE__, "1x3x6x9", "4x3x3x3", true, &p, "pads=[1,0,0,2]");
     p = cp2(3, 3, 1, 1, 1, 2, 1, 3, 1, 1, 16);
-    conv_case(__LINE__, "1x16x5x40", "16x1x3x3", true, &p, "group=16 dilations=[1,2] pads=[1,3,1,1]");
+    conv_case(__LINE__, "1x16x5x60", "16x1x3x3", true, &p, "group=16 dilations=[1,2] pads=[1,3,1,1]");
     p = cp2(3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);
     conv_case(__LINE__, "1x8x7x7", "50x8x3x3", true, &p, "pads=[1,1,1,1]");
     /* narrow maps with the output channels in the lanes (AVX-512): 64

@@ -220,7 +220,7 @@ bool kg_all_finite(const float *v, int64_t n);
  *   y[ch * yc + (q / Wq) * OW + q % Wq] (for q % Wq < OW)
  *     = sum over taps k = (kh, kw) of w[ch * KH * KW + k] * input, + bias[ch],
  * the input read as kg_conv says for channel ch. In fp32, maps up to 23
- * outputs wide take 16 channels in the lanes, and kernels 3, 5 or 7 wide at
+ * outputs wide (56 at column stride 1) take 16 channels in the lanes, and kernels 3, 5 or 7 wide at
  * column stride 1 or 2 (undilated along the row, at most 64 taps) there
  * take sliding rows, each pixel loaded once for every output that reads
  * it (MPX_KERN_NOSLIDE=1 declines them: the same bits). */
