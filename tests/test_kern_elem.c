@@ -355,28 +355,34 @@ static void test_sigmoid_bits(void) {
     CHECK(st.n > 8000000);
 }
 
-/* ke_sigmoid_map in each form this CPU has (kern_elem.c: AVX-512's 32, 16
- * and masked 16 lanes at a time, AVX2's 16, the clones) against ke_sigmoid
- * one value at a time, bit for bit: every length to 80 in place between
- * guards (each step's count, every tail, the masked last lanes), then every
- * 509th float of both signs with the specials first (blocks mixing lanes
- * inside |x| <= 80 with ones outside, infinities and NaN). The Sigmoid node
- * (test_sigmoid_bits) takes only the CPU's best form. */
-static void test_sigmoid_map_in(ke_vec vec, const char *name) {
+/* A map of one function over a row (ke_sigmoid_map, ke_erf_map) in one
+ * form against the function one value at a time, bit for bit (NaN matching
+ * any NaN): every length to 80 in place between guards (a ramp of the given
+ * step, each step's count, every tail, the masked last lanes), then every
+ * 509th float of both signs with the specials first. */
+typedef struct row_map {
+    const char *map_name, *one_name;
+    void (*map)(const float *x, float *y, int64_t n, ke_vec vec);
+    float (*one)(float x);
+    float step;
+    const float *specials;
+    size_t n_specials;
+} row_map;
+
+static float guard_at(const row_map *m, int i) { return m->step * (float)(i - 40) + (i == 50 ? 100.0f : 0.0f); }
+
+static void test_row_map_in(const row_map *m, ke_vec vec, const char *name) {
     enum { N = 4099 };
     static float x[N], y[N];
-    static const float specials[] = {1.0f, 80.0f, 0x1.400002p6f, -80.0f, -0x1.400002p6f, NAN, -3.0f, 79.9f, INFINITY,
-                                     -INFINITY, 0.0f, -0.0f, 1e-45f, -1e-45f, -79.9f, -NAN, 88.0f, -104.0f};
     static float g[96];
     for (int64_t len = 1; len <= 80; len++) {
-        for (int i = 0; i < 96; i++) g[i] = 0.37f * (float)(i - 40) + (i == 50 ? 100.0f : 0.0f);
+        for (int i = 0; i < 96; i++) g[i] = guard_at(m, i);
         float want[80];
-        for (int64_t i = 0; i < len; i++) want[i] = ke_sigmoid(g[i + 8]);
-        ke_sigmoid_map(g + 8, g + 8, len, vec);
+        for (int64_t i = 0; i < len; i++) want[i] = m->one(g[i + 8]);
+        m->map(g + 8, g + 8, len, vec);
         bool same = memcmp(want, g + 8, (size_t)len * sizeof *want) == 0;
-        for (int i = 0; i < 96; i++)
-            same = same && (i >= 8 && i < 8 + len ? true : g[i] == 0.37f * (float)(i - 40) + (i == 50 ? 100.0f : 0.0f));
-        CHECK_MSG(same, "ke_sigmoid_map (%s) over %ld values in place: wrong values or guards written", name, (long)len);
+        for (int i = 0; i < 96; i++) same = same && (i >= 8 && i < 8 + len ? true : g[i] == guard_at(m, i));
+        CHECK_MSG(same, "%s (%s) over %ld values in place: wrong values or guards written", m->map_name, name, (long)len);
     }
     long n = 0, bad = 0;
     uint32_t fb[3] = {0, 0, 0};
@@ -384,85 +390,53 @@ static void test_sigmoid_map_in(ke_vec vec, const char *name) {
     for (bool first = true; u <= 0xffffffffu; first = false) {
         int64_t c = 0;
         if (first)
-            for (size_t i = 0; i < sizeof specials / sizeof specials[0]; i++) x[c++] = specials[i];
+            for (size_t i = 0; i < m->n_specials; i++) x[c++] = m->specials[i];
         for (; c < N && u <= 0xffffffffu; c++, u += 509) {
             const uint32_t b = (uint32_t)u;
             memcpy(&x[c], &b, sizeof b);
         }
-        ke_sigmoid_map(x, y, c, vec);
+        m->map(x, y, c, vec);
         for (int64_t i = 0; i < c; i++, n++) {
-            const float want = ke_sigmoid(x[i]);
+            const float want = m->one(x[i]);
             if (memcmp(&want, &y[i], sizeof want) != 0 && !(isnan(want) && isnan(y[i])) && bad++ == 0)
                 memcpy(&fb[0], &x[i], 4), memcpy(&fb[1], &want, 4), memcpy(&fb[2], &y[i], 4);
         }
     }
-    CHECK_MSG(bad == 0, "ke_sigmoid_map (%s) differs from ke_sigmoid at %ld of %ld inputs, the first at 0x%08x: 0x%08x, "
-                        "the map 0x%08x",
-              name, bad, n, (unsigned)fb[0], (unsigned)fb[1], (unsigned)fb[2]);
+    CHECK_MSG(bad == 0, "%s (%s) differs from %s at %ld of %ld inputs, the first at 0x%08x: 0x%08x, the map 0x%08x",
+              m->map_name, name, m->one_name, bad, n, (unsigned)fb[0], (unsigned)fb[1], (unsigned)fb[2]);
     CHECK(n > 8000000L);
 }
 
+/* ke_sigmoid_map in each form this CPU has (kern_elem.c: AVX-512's 32, 16
+ * and masked 16 lanes at a time, AVX2's 16, the clones) against ke_sigmoid;
+ * the specials: blocks mixing lanes inside |x| <= 80 with ones outside,
+ * infinities and NaN. The Sigmoid node (test_sigmoid_bits) takes only the
+ * CPU's best form. */
 static void test_sigmoid_map(void) {
+    static const float specials[] = {1.0f, 80.0f, 0x1.400002p6f, -80.0f, -0x1.400002p6f, NAN, -3.0f, 79.9f, INFINITY,
+                                     -INFINITY, 0.0f, -0.0f, 1e-45f, -1e-45f, -79.9f, -NAN, 88.0f, -104.0f};
+    const row_map m = {"ke_sigmoid_map", "ke_sigmoid", ke_sigmoid_map, ke_sigmoid, 0.37f,
+                       specials, sizeof specials / sizeof specials[0]};
     const ke_vec best = ke_vec_now();
-    if (best == KE_VEC_AVX512) test_sigmoid_map_in(KE_VEC_AVX512, "AVX-512");
+    if (best == KE_VEC_AVX512) test_row_map_in(&m, KE_VEC_AVX512, "AVX-512");
     else printf("test_sigmoid_map: the AVX-512 form not run: this CPU has no AVX-512F\n");
-    if (best >= KE_VEC_AVX2) test_sigmoid_map_in(KE_VEC_AVX2, "AVX2");
-    test_sigmoid_map_in(KE_VEC_NONE, "clones");
+    if (best >= KE_VEC_AVX2) test_row_map_in(&m, KE_VEC_AVX2, "AVX2");
+    test_row_map_in(&m, KE_VEC_NONE, "clones");
 }
 
 /* ke_erf_map in each form this CPU has (kern_elem.c: AVX-512's 64, 32
- * and masked 16-lane steps, the clones) against ke_erf one value at a time
- * (this file's copy: libm's fmaf), bit for bit: every length to 80 in
- * place between guards (each step, every masked tail), then every 509th
- * float of both signs with the specials first (the neighbours of 0.9 and
- * 3.95, where the sides meet; infinities, NaN, zeros, the largest x whose
- * x^2 is finite), NaN matching any NaN. The Erf node takes the CPU's best
- * form. */
-static void test_erf_map_in(ke_vec vec, const char *name) {
-    enum { N = 4099 };
-    static float x[N], y[N];
+ * and masked 16-lane steps, the clones) against ke_erf (this file's copy:
+ * libm's fmaf); the specials: the neighbours of 0.9 and 3.95, where the
+ * sides meet; infinities, NaN, zeros, the largest x whose x^2 is finite.
+ * The Erf node takes the CPU's best form. */
+static void test_erf_map(void) {
     static const float specials[] = {0.9f, 0x1.cccccap-1f, 0x1.ccccd0p-1f, -0.9f, 3.95f, 0x1.f99998p1f, 0x1.f9999cp1f,
                                      -3.95f, NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-45f, -1e-45f, 1.0f,
                                      -2.5f, 0x1.fffffep63f, -0x1p64f, 1e30f, 0.5f, 3.9f};
-    static float g[96];
-    for (int64_t len = 1; len <= 80; len++) {
-        for (int i = 0; i < 96; i++) g[i] = 0.11f * (float)(i - 40) + (i == 50 ? 100.0f : 0.0f);
-        float want[80];
-        for (int64_t i = 0; i < len; i++) want[i] = ke_erf(g[i + 8]);
-        ke_erf_map(g + 8, g + 8, len, vec);
-        bool same = memcmp(want, g + 8, (size_t)len * sizeof *want) == 0;
-        for (int i = 0; i < 96; i++)
-            same = same && (i >= 8 && i < 8 + len ? true : g[i] == 0.11f * (float)(i - 40) + (i == 50 ? 100.0f : 0.0f));
-        CHECK_MSG(same, "ke_erf_map (%s) over %ld values in place: wrong values or guards written", name, (long)len);
-    }
-    long n = 0, bad = 0;
-    uint32_t fb[3] = {0, 0, 0};
-    uint64_t u = 0;
-    for (bool first = true; u <= 0xffffffffu; first = false) {
-        int64_t c = 0;
-        if (first)
-            for (size_t i = 0; i < sizeof specials / sizeof specials[0]; i++) x[c++] = specials[i];
-        for (; c < N && u <= 0xffffffffu; c++, u += 509) {
-            const uint32_t b = (uint32_t)u;
-            memcpy(&x[c], &b, sizeof b);
-        }
-        ke_erf_map(x, y, c, vec);
-        for (int64_t i = 0; i < c; i++, n++) {
-            const float want = ke_erf(x[i]);
-            if (memcmp(&want, &y[i], sizeof want) != 0 && !(isnan(want) && isnan(y[i])) && bad++ == 0)
-                memcpy(&fb[0], &x[i], 4), memcpy(&fb[1], &want, 4), memcpy(&fb[2], &y[i], 4);
-        }
-    }
-    CHECK_MSG(bad == 0, "ke_erf_map (%s) differs from ke_erf at %ld of %ld inputs, the first at 0x%08x: 0x%08x, "
-                        "the map 0x%08x",
-              name, bad, n, (unsigned)fb[0], (unsigned)fb[1], (unsigned)fb[2]);
-    CHECK(n > 8000000L);
-}
-
-static void test_erf_map(void) {
-    if (ke_vec_now() == KE_VEC_AVX512) test_erf_map_in(KE_VEC_AVX512, "AVX-512");
+    const row_map m = {"ke_erf_map", "ke_erf", ke_erf_map, ke_erf, 0.11f, specials, sizeof specials / sizeof specials[0]};
+    if (ke_vec_now() == KE_VEC_AVX512) test_row_map_in(&m, KE_VEC_AVX512, "AVX-512");
     else printf("test_erf_map: the AVX-512 form not run: this CPU has no AVX-512F\n");
-    test_erf_map_in(KE_VEC_NONE, "clones");
+    test_row_map_in(&m, KE_VEC_NONE, "clones");
 }
 
 /* Tanh within 1.03 ulp of the exact tanh for every float checked (1.027
