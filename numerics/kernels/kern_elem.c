@@ -547,6 +547,17 @@ typedef struct uparam {
     }                                                                                    \
     break
 
+/* t = x / 6 + 1/2 (a product and a sum, two roundings: the fused form
+ * would round once), clamped by two selects, then x t. */
+MPX_K_CLONES_FMA
+void mpx_k_hard_swish_row(const float *x, float *y, int64_t n) {
+    const float a = 1.0f / 6.0f, b = 0.5f;
+    for (int64_t k = 0; k < n; k++) {
+        const float t = a * x[k] + b;
+        y[k] = x[k] * (t > 1.0f ? 1.0f : t < 0.0f ? 0.0f : t);
+    }
+}
+
 /* Compiled as clones too (the same IEEE operations and library calls in
  * each): the baseline's 4-lane loops made MobileNetV3's hard-swish and
  * hard-sigmoid a sixth of its forward. */
@@ -568,13 +579,7 @@ static void map_float(uop op, const uparam *p, const float *x, float *y, int64_t
         }
         break;
     }
-    case U_HARD_SWISH: {
-        for (int64_t k = 0; k < n; k++) {
-            float t = a * x[k] + b;
-            y[k] = x[k] * (t > 1.0f ? 1.0f : t < 0.0f ? 0.0f : t);
-        }
-        break;
-    }
+    case U_HARD_SWISH: mpx_k_hard_swish_row(x, y, n); break;
     case U_SOFTPLUS: MAP(softplus(v));
     case U_SOFTSIGN: MAP(v / (1.0f + fabsf(v)));
     case U_MISH: MAP(v * ke_tanh(softplus(v)));
@@ -748,10 +753,6 @@ static mpx_status unary(const mpx_kctx *c, const mpx_value *const *in, int n_in,
     case U_HARD_SIGMOID:
         p.alpha = mpx_node_attr_float(nd, "alpha", 0.2f);
         p.beta = mpx_node_attr_float(nd, "beta", 0.5f);
-        break;
-    case U_HARD_SWISH:
-        p.alpha = 1.0f / 6.0f;
-        p.beta = 0.5f;
         break;
     case U_GELU: {
         const char *ap = mpx_node_attr_string(nd, "approximate", "none");

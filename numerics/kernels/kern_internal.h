@@ -299,6 +299,9 @@ void mpx_k_tanh_map(const float *x, float *y, int64_t n);
 int mpx_k_vec_now(void);
 void mpx_k_sigmoid_map_vec(const float *x, float *y, int64_t n, int vec);
 void mpx_k_bn_row(const float *x, float *y, int64_t n, float mean, float var, float eps, float scale, float bias);
+/* HardSwish over n values (kern_elem.c), x t with t = x / 6 + 1/2 clamped
+ * to [0, 1]: its kernel's map and fuse.c's plain chains. */
+void mpx_k_hard_swish_row(const float *x, float *y, int64_t n);
 
 
 #endif

@@ -217,7 +217,7 @@ static void view(mpx_value *v, mpx_dtype dt, float *data, int64_t n, int rank) {
 /* ---- a plain fp32 chain, without the executor ------------------------------------------
  * Why: where nothing is rounded (the fp32 forward, a comparison's reference)
  * and every node is an IEEE operation per element (Add, Sub, Mul, Div, Clip,
- * Relu, HardSwish; Sigmoid and inference BatchNormalization through the functions
+ * Relu; Sigmoid, HardSwish and inference BatchNormalization through the functions
  * their kernels run), the executor's per-node, per-tile step (views, kernel lookup,
  * output values) and the tile's trips through L2 cost more than the
  * arithmetic: rec's forward spent a quarter of its time in these chains
@@ -225,7 +225,7 @@ static void view(mpx_value *v, mpx_dtype dt, float *data, int64_t n, int rank) {
  * convolution). Here the tile is cut into blocks of FUSE_BLOCK elements
  * that stay in L1, and each node is one vector loop over its block. Each
  * element is the same operation on the same operands as the node's kernel
- * (kern_binary.c's frow, kern_elem.c's Clip, Relu and HardSwish maps), so the bits are
+ * (kern_binary.c's frow, kern_elem.c's Clip and Relu maps), so the bits are
  * the executor's; only the values someone needs are written out whole. */
 enum { FUSE_BLOCK = 512 };
 
@@ -297,32 +297,7 @@ static void direct_op(fop op, float lo, float hi, const float *a, int64_t sa, co
         for (; i < n; i++) y[i] = a[i * sa] < 0.0f ? 0.0f : a[i * sa];
         break;
     }
-    case FOP_HARDSWISH: {
-        /* kern_elem.c's HardSwish, element by element: t = (1/6) x + 1/2
-         * (two roundings), clamped to [0, 1] by the same two selects, then
-         * x t. (Through the executor a tile at a time, MobileNetV3's
-         * BatchNormalization + HardSwish chains cost twice the direct
-         * BatchNormalization + Relu ones.) */
-        const float a6 = 1.0f / 6.0f;
-        const fv8 z = {0}, one = {1, 1, 1, 1, 1, 1, 1, 1}, va = {a6, a6, a6, a6, a6, a6, a6, a6},
-                  vb = {0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f};
-        int64_t i = 0;
-        for (; sa == 1 && i + 8 <= n; i += 8) {
-            fv8 x, t;
-            memcpy(&x, a + i, sizeof x);
-            t = va * x + vb;
-            FV8_PICK(t, t > one, one, t);
-            FV8_PICK(t, t < z, z, t);
-            x = x * t;
-            memcpy(y + i, &x, sizeof x);
-        }
-        for (; i < n; i++) {
-            const float v = a[i * sa], t = a6 * v + 0.5f;
-            y[i] = v * (t > 1.0f ? 1.0f : t < 0.0f ? 0.0f : t);
-        }
-        break;
-    }
-    case FOP_SIGMOID: case FOP_BN: case FOP_NONE: break; /* (run_direct's own calls) */
+    case FOP_SIGMOID: case FOP_BN: case FOP_HARDSWISH: case FOP_NONE: break; /* (run_direct's own calls) */
     }
 #undef DROW
 }
@@ -369,6 +344,8 @@ static void run_direct(fgroup *f, int tid, int64_t start, int64_t len) {
                 mpx_k_sigmoid_map_vec(src[0], y, n, f->vec);
             else if (fn->op == FOP_BN) /* X, then scale, B, mean, var: one value over the tile */
                 mpx_k_bn_row(src[0], y, n, *src[3], *src[4], fn->eps, *src[1], *src[2]);
+            else if (fn->op == FOP_HARDSWISH) /* (a run too, as Sigmoid's) */
+                mpx_k_hard_swish_row(src[0], y, n);
             else
                 direct_op(fn->op, fn->lo, fn->hi, src[0], step[0], src[1], step[1], y, n);
         }
@@ -392,7 +369,7 @@ static fop direct_of(const fgroup *f, const fnode *fn) {
     case MPX_OP_Mul: return n->n_inputs == 2 ? FOP_MUL : FOP_NONE;
     case MPX_OP_Div: return n->n_inputs == 2 ? FOP_DIV : FOP_NONE;
     case MPX_OP_Relu: return n->n_inputs == 1 ? FOP_RELU : FOP_NONE;
-    case MPX_OP_HardSwish: return n->n_inputs == 1 ? FOP_HARDSWISH : FOP_NONE;
+    case MPX_OP_HardSwish: return n->n_inputs == 1 && (!fn->in[0].ext || fn->in[0].o.full) ? FOP_HARDSWISH : FOP_NONE;
     case MPX_OP_Sigmoid: return n->n_inputs == 1 && (!fn->in[0].ext || fn->in[0].o.full) ? FOP_SIGMOID : FOP_NONE;
     case MPX_OP_BatchNormalization: /* inference (node_ok): X a run, the parameters per channel */
         for (int j = 1; j < 5; j++)
