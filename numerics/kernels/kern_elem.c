@@ -244,12 +244,6 @@ __attribute__((target("avx2,fma"))) static void tanh_avx2(const float *x, float 
  * alone is a chain of some 20 dependent steps and took 0.88). */
 static inline __attribute__((target("avx512f"), always_inline)) void erf16xn(const float *x, float *y, const int V,
                                                                              __mmask16 last) {
-    static const float qc[7] = {-1.051221989e-05f, 1.151492397e-04f, -8.512854110e-04f, 5.222677719e-03f,
-                                -2.686591260e-02f, 1.128378958e-01f,  -3.761263788e-01f};
-    static const float rc[13] = {1.961779162e-05f,  -5.644718476e-05f, 8.516001981e-05f,  -2.003342961e-04f,
-                                 5.601517041e-04f,  -1.347477781e-03f, 3.077242523e-03f,  -6.889557932e-03f,
-                                 1.493177004e-02f,  -3.115655482e-02f, 6.238448992e-02f,  -1.192966923e-01f,
-                                 2.165261507e-01f};
     const __m512 shift = _mm512_set1_ps(0x1.8p23f);
     const __m512i sign = _mm512_set1_epi32(INT32_MIN);
     __m512 v[4], a[4], s[4], q[4], t[4], r[4], p[4], u[4], w[4];
@@ -263,16 +257,16 @@ static inline __attribute__((target("avx512f"), always_inline)) void erf16xn(con
         r[i] = _mm512_fnmadd_ps(nf, _mm512_set1_ps(0x1.62e400p-1f), xn);
         r[i] = _mm512_fnmadd_ps(nf, _mm512_set1_ps(0x1.7f7d1cp-20f), r[i]);
         p[i] = _mm512_set1_ps(1.0f / 5040.0f);
-        q[i] = _mm512_set1_ps(qc[0]);
+        q[i] = _mm512_set1_ps(ke_erf_q[0]);
         u[i] = _mm512_fmadd_ps(a[i], _mm512_set1_ps(6.557376981e-01f), _mm512_set1_ps(-1.590163946e+00f));
-        w[i] = _mm512_set1_ps(rc[0]);
+        w[i] = _mm512_set1_ps(ke_erf_r[0]);
     }
     KE_UNROLL for (int k = 0; k < 12; k++) { /* the three polynomials side by side */
-        KE_UNROLL for (int i = 0; i < V; i++) w[i] = _mm512_fmadd_ps(u[i], w[i], _mm512_set1_ps(rc[k + 1]));
+        KE_UNROLL for (int i = 0; i < V; i++) w[i] = _mm512_fmadd_ps(u[i], w[i], _mm512_set1_ps(ke_erf_r[k + 1]));
         if (k < 7)
             KE_UNROLL for (int i = 0; i < V; i++) p[i] = _mm512_fmadd_ps(r[i], p[i], _mm512_set1_ps(expf_taylor[k]));
         if (k < 6)
-            KE_UNROLL for (int i = 0; i < V; i++) q[i] = _mm512_fmadd_ps(s[i], q[i], _mm512_set1_ps(qc[k + 1]));
+            KE_UNROLL for (int i = 0; i < V; i++) q[i] = _mm512_fmadd_ps(s[i], q[i], _mm512_set1_ps(ke_erf_q[k + 1]));
     }
     KE_UNROLL for (int i = 0; i < V; i++) {
         const __m512 small = _mm512_fmadd_ps(a[i], _mm512_set1_ps(0x1.20dd76p0f),

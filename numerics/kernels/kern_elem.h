@@ -271,31 +271,25 @@ KE_MATH float ke_tanh(float x) {
  * Chebyshev nodes (numpy; 4e-11 and 1e-9 relative) rounded to float. Odd;
  * NaN gives NaN. Both sides are computed and one is taken, so it
  * vectorises. */
+/* Q and R highest first (ke_erf_map's 16-lane form reads them too). The
+ * loops over them unrolled before GCC vectorises a loop calling ke_erf
+ * (kept as loops, its clones stay scalar). */
+#define KE_MATH_UNROLL _Pragma("GCC unroll 16")
+static const float ke_erf_q[7] = {-1.051221989e-05f, 1.151492397e-04f, -8.512854110e-04f, 5.222677719e-03f,
+                                  -2.686591260e-02f, 1.128378958e-01f,  -3.761263788e-01f};
+static const float ke_erf_r[13] = {1.961779162e-05f,  -5.644718476e-05f, 8.516001981e-05f,  -2.003342961e-04f,
+                                   5.601517041e-04f,  -1.347477781e-03f, 3.077242523e-03f,  -6.889557932e-03f,
+                                   1.493177004e-02f,  -3.115655482e-02f, 6.238448992e-02f,  -1.192966923e-01f,
+                                   2.165261507e-01f};
 KE_MATH float ke_erf(float x) {
     const float a = fabsf(x), s = a * a;
-    float q = -1.051221989e-05f;
-    q = fmaf(s, q, 1.151492397e-04f);
-    q = fmaf(s, q, -8.512854110e-04f);
-    q = fmaf(s, q, 5.222677719e-03f);
-    q = fmaf(s, q, -2.686591260e-02f);
-    q = fmaf(s, q, 1.128378958e-01f);
-    q = fmaf(s, q, -3.761263788e-01f);
+    float q = ke_erf_q[0];
+    KE_MATH_UNROLL for (int k = 1; k < 7; k++) q = fmaf(s, q, ke_erf_q[k]);
     const float small = fmaf(a, 0x1.20dd76p0f, a * fmaf(s, q, -0x1.f7ac92p-25f));
     const float lo = fmaf(a, a, -s), e0 = ke_expf_neg(-s), e = fmaf(-e0, lo, e0);
     const float u = fmaf(a, 6.557376981e-01f, -1.590163946e+00f);
-    float r = 1.961779162e-05f;
-    r = fmaf(u, r, -5.644718476e-05f);
-    r = fmaf(u, r, 8.516001981e-05f);
-    r = fmaf(u, r, -2.003342961e-04f);
-    r = fmaf(u, r, 5.601517041e-04f);
-    r = fmaf(u, r, -1.347477781e-03f);
-    r = fmaf(u, r, 3.077242523e-03f);
-    r = fmaf(u, r, -6.889557932e-03f);
-    r = fmaf(u, r, 1.493177004e-02f);
-    r = fmaf(u, r, -3.115655482e-02f);
-    r = fmaf(u, r, 6.238448992e-02f);
-    r = fmaf(u, r, -1.192966923e-01f);
-    r = fmaf(u, r, 2.165261507e-01f);
+    float r = ke_erf_r[0];
+    KE_MATH_UNROLL for (int k = 1; k < 13; k++) r = fmaf(u, r, ke_erf_r[k]);
     const float large = fmaf(-e, r, 1.0f);
     return copysignf(a < 0.9f ? small : a >= 3.95f ? 1.0f : large, x);
 }
