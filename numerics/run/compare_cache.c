@@ -514,18 +514,6 @@ static size_t take_outs(const mpx_node *n, size_t scratch, mpx_value *outs, mpx_
     return live;
 }
 
-/* Before nodes lo..hi run: their inputs whose candidate value is the
- * reference's (same) read the reference's value. */
-static void read_same(const mpx_graph *g, int lo, int hi, const bool *same, mpx_value *ref, mpx_value *cand) {
-    for (int q = lo; q <= hi; q++)
-        for (int j = 0; j < g->nodes[q]->n_inputs; j++) {
-            const mpx_tensor *t = g->nodes[q]->inputs[j];
-            if (!t || !same[t->index] || ref[t->index].n < 0 || (cand[t->index].n >= 0 && !cand[t->index].borrowed)) continue;
-            mpx_value_free(&cand[t->index]);
-            view(&cand[t->index], &ref[t->index]);
-        }
-}
-
 /* The run from the cache k (which fits g and the inputs). MPX_OK with *out
  * NULL: a value it needs is not cached, run in full. The cache changes only
  * when the run succeeds. */
@@ -756,16 +744,23 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
         live = take_outs(n, scratch, outs, ref, live, &peak);
         if (!dirty[i] && !regen[i]) c->n_run++;
     }
+    /* Candidate values that are the reference's (same: a shared node's
+     * outputs, a clean one's the cache marked, constants and inputs held in
+     * fp32) read the reference's value, for the nodes that compute, the
+     * metrics and the kept copies. Where the reference's is absent, a
+     * shared node's output is absent too (not the cache's old value: no
+     * node reads it, its producer runs after all where one would, above),
+     * and a clean one's stays the value the cache holds, if any (made again
+     * when the reference's was not at hand: the same bits). */
+    for (int t = 0; t < nt; t++)
+        if (same[t] && (ref[t].n >= 0 || changed[t]) && (cand[t].n < 0 || cand[t].borrowed)) {
+            mpx_value_free(&cand[t]);
+            if (ref[t].n >= 0) view(&cand[t], &ref[t]);
+        }
     for (int i = 0; i < nn; i++) {
         const mpx_node *n = g->nodes[i];
         if (!dirty[i] && !regen[i]) continue;
-        if (share[i]) { /* the reference's outputs (absent: read where needed) */
-            for (int j = 0; j < n->n_outputs; j++)
-                if (n->outputs[j]) {
-                    int t = n->outputs[j]->index;
-                    mpx_value_free(&cand[t]);
-                    if (ref[t].n >= 0) view(&cand[t], &ref[t]);
-                }
+        if (share[i]) { /* (its outputs are the reference's: above) */
             c->n_run++; /* (counted as a full run counts them: mpx_compare's n_shared) */
             c->n_shared++;
             continue;
@@ -786,7 +781,6 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
         int span = fuse ? mpx_fuse_span(g, i) : 0, end = i + span - 1;
         for (int q = i; span >= 2 && q <= end; q++)
             if ((!dirty[q] || share[q]) && !mpx_exec_skipped(g->nodes[q])) span = 0;
-        read_same(g, i, span >= 2 ? end : i, same, ref, cand);
         if (span >= 2) {
             size_t before = 0, after = 0;
             for (int q = i; q <= end; q++)
@@ -818,11 +812,6 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
         c->n_run++;
         live -= free_remade(g, opts, i, i, last, cand);
     }
-    for (int t = 0; t < nt; t++)
-        if (same[t] && ref[t].n >= 0 && (cand[t].n < 0 || cand[t].borrowed)) {
-            mpx_value_free(&cand[t]);
-            view(&cand[t], &ref[t]);
-        }
     /* Layers: the cached ones, the dirty nodes' measured again, and those
      * measured now that were left out before. */
     for (int i = 0; i < k->n_layers; i++) {
