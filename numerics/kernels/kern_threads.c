@@ -217,11 +217,9 @@ static void *kg_pool_main(void *arg) {
     return NULL;
 }
 
-/* Runs p on the pool with nt threads (the caller is thread 0); false when
- * another caller holds the pool or its threads cannot be started. */
-static bool kg_pool_run(kg_par *p, int nt) {
-    if (pthread_mutex_trylock(&kg_pool.hold) != 0) return false;
-    pthread_mutex_lock(&kg_pool.m);
+/* Starts workers until the pool has nt - 1 (under kg_pool.m). */
+static void kg_pool_grow(int nt) {
+    if (nt > KG_POOL_MAX + 1) nt = KG_POOL_MAX + 1;
     while (kg_pool.started < nt - 1) {
         kg_worker *w = &kg_pool.w[kg_pool.started];
         w->tid = kg_pool.started + 1;
@@ -229,6 +227,20 @@ static bool kg_pool_run(kg_par *p, int nt) {
         pthread_detach(w->th);
         kg_pool.started++;
     }
+}
+
+void mpx_k_start_threads(void) {
+    pthread_mutex_lock(&kg_pool.m);
+    kg_pool_grow(kg_threads());
+    pthread_mutex_unlock(&kg_pool.m);
+}
+
+/* Runs p on the pool with nt threads (the caller is thread 0); false when
+ * another caller holds the pool or its threads cannot be started. */
+static bool kg_pool_run(kg_par *p, int nt) {
+    if (pthread_mutex_trylock(&kg_pool.hold) != 0) return false;
+    pthread_mutex_lock(&kg_pool.m);
+    kg_pool_grow(nt);
     if (kg_pool.started < nt - 1) {
         pthread_mutex_unlock(&kg_pool.m);
         pthread_mutex_unlock(&kg_pool.hold);

@@ -8,7 +8,8 @@
  * take tens of microseconds to wake, on virtual machines especially), then
  * sleeps. Which thread runs
  * what, and in which order, changes no result: only the time and the peak
- * of live values (the owner bounds that with its window of nodes). */
+ * of live values (the owner bounds that with its window of nodes). The
+ * worker is kept for the process (below). */
 #include "compare_internal.h"
 
 #include <string.h>
@@ -73,6 +74,79 @@ void mpx_cmp_sched_wake(sched *s) {
     pthread_cond_broadcast(&s->cv);
 }
 
+/* The second job thread, kept for the process: creating one per
+ * comparison cost 0.1 ms each and about 1 ms the first time in a process
+ * (its stack and glibc's thread set-up; a KVM machine, 2026), which is most
+ * of a small model's first run (a GRU's: 1.6 ms against 0.6 for later ones).
+ * It is started with the kernels' pool when a model is prepared
+ * (mpx_run_start_threads) or at the first comparison, and sleeps between
+ * comparisons. One comparison at a time holds it; another running at the
+ * same time (a second thread of the caller's) starts a thread of its own. */
+static struct {
+    pthread_mutex_t hold; /* held by the comparison the worker serves */
+    pthread_mutex_t m;
+    pthread_cond_t cv;
+    sched *job;           /* the comparison to serve, NULL when idle */
+    bool up, done;
+} keeper = {.hold = PTHREAD_MUTEX_INITIALIZER, .m = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+static void *keeper_main(void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&keeper.m);
+    for (;;) {
+        while (!keeper.job) pthread_cond_wait(&keeper.cv, &keeper.m);
+        sched *s = keeper.job;
+        pthread_mutex_unlock(&keeper.m);
+        loop(s, 1);
+        pthread_mutex_lock(&keeper.m);
+        keeper.job = NULL;
+        keeper.done = true;
+        pthread_cond_broadcast(&keeper.cv);
+    }
+    return NULL;
+}
+
+/* Starts the kept worker unless it runs; under keeper.m. */
+static bool keeper_up(void) {
+    if (keeper.up) return true;
+    pthread_t th;
+    if (pthread_create(&th, NULL, keeper_main, NULL) != 0) return false;
+    pthread_detach(th);
+    return keeper.up = true;
+}
+
+void mpx_run_start_threads(void) {
+    mpx_k_start_threads();
+    pthread_mutex_lock(&keeper.m);
+    (void)keeper_up();
+    pthread_mutex_unlock(&keeper.m);
+}
+
+/* s's second thread on the kept worker; false (nothing started) when
+ * another comparison holds it or it cannot start. */
+static bool keeper_serve(sched *s) {
+    if (pthread_mutex_trylock(&keeper.hold) != 0) return false;
+    pthread_mutex_lock(&keeper.m);
+    const bool ok = keeper_up();
+    if (ok) {
+        keeper.job = s;
+        keeper.done = false;
+        pthread_cond_broadcast(&keeper.cv);
+    }
+    pthread_mutex_unlock(&keeper.m);
+    if (!ok) pthread_mutex_unlock(&keeper.hold);
+    return ok;
+}
+
+/* Waits until the kept worker has left s's loop (s's mutex is then free to
+ * destroy) and gives the worker back. */
+static void keeper_wait(void) {
+    pthread_mutex_lock(&keeper.m);
+    while (!keeper.done) pthread_cond_wait(&keeper.cv, &keeper.m);
+    pthread_mutex_unlock(&keeper.m);
+    pthread_mutex_unlock(&keeper.hold);
+}
+
 static void *worker(void *arg) {
     loop(arg, 1);
     return NULL;
@@ -88,13 +162,13 @@ bool mpx_cmp_sched_run(sched *s, bool two_threads) {
     /* Without a worker (one thread asked for, or none could start) the
      * same loop runs here alone. */
     pthread_t th;
-    bool worker_up = two_threads && pthread_create(&th, NULL, worker, s) == 0;
-    if (worker_up) mpx_k_concurrent(true);
+    const bool kept = two_threads && keeper_serve(s);
+    const bool own = two_threads && !kept && pthread_create(&th, NULL, worker, s) == 0;
+    if (kept || own) mpx_k_concurrent(true);
     loop(s, 0);
-    if (worker_up) {
-        pthread_join(th, NULL);
-        mpx_k_concurrent(false);
-    }
+    if (kept) keeper_wait();
+    if (own) pthread_join(th, NULL);
+    if (kept || own) mpx_k_concurrent(false);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
     return true;

@@ -292,6 +292,7 @@ static double now_ms(void) {
 bool mpx_exec_skipped(const mpx_node *n) { return n && skipped(n); }
 
 size_t mpx_exec_prepare(const mpx_graph *g) {
+    mpx_run_start_threads();
     size_t bytes = 0;
     for (int i = 0; g && i < g->n_nodes; i++)
         if (!skipped(g->nodes[i])) bytes += mpx_k_prepare_node(g->nodes[i]);

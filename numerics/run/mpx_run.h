@@ -503,8 +503,14 @@ bool mpx_exec_skipped(const mpx_node *n);
 /* The kept forms of g's weights a first run would make (mpx_k_prepare_node
  * on every node that runs), made now: what `load` does after inferring
  * shapes, so that a session's first run does not pack its weights. About
- * the bytes kept (memory a run would have taken, now taken at once). */
+ * the bytes kept (memory a run would have taken, now taken at once). The
+ * run's threads are started too (mpx_run_start_threads). */
 size_t mpx_exec_prepare(const mpx_graph *g);
+/* Starts the threads runs and comparisons use (the kernels' pool and a
+ * comparison's second job thread; both are kept for the process) now,
+ * rather than in the first run, where starting them cost about 1-2 ms on a
+ * KVM machine: what mpx_exec_prepare does first. Idempotent. */
+void mpx_run_start_threads(void);
 /* Whether a node runs in a run with these values: false for the nodes of
  * an If's branch its condition does not take (mpx_exec_node then computes
  * nothing and returns MPX_OK with every output absent). */
