@@ -12,6 +12,7 @@
 #include "mpx_numerics.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1521,6 +1522,59 @@ out:
     mpx_graph_free(g);
 }
 
+/* Comparisons on two threads at once, each on two threads of its own: one
+ * takes the kept second job thread (compare_jobs.c), the other starts a
+ * thread of its own, and both give the bits one comparison gives alone. */
+typedef struct conc {
+    const mpx_graph *g;
+    const mpx_assign *a;
+    const mpx_value *x;
+    const mpx_value *want; /* the output's candidate value alone */
+    int out, bad;
+} conc;
+
+static void *conc_main(void *arg) {
+    conc *w = arg;
+    for (int r = 0; r < 12; r++) {
+        mpx_compare *c = NULL;
+        mpx_error e = {0};
+        mpx_compare_opts o = {.threads = 0};
+        if (mpx_compare_run(w->g, w->a, w->x, &o, &c, &e) != MPX_OK || !c || !same_bits(&c->cand[w->out], w->want))
+            w->bad++;
+        mpx_compare_free(c);
+    }
+    return NULL;
+}
+
+static void test_concurrent(void) {
+    int64_t dims[4] = {1, 3, 16, 16};
+    mpx_graph *g = gb_load_example("tiny_cnn.json", 4, dims, &err);
+    CHECK_MSG(g != NULL, "tiny_cnn.json: %s", err.msg);
+    if (!g) return;
+    mpx_value x;
+    mpx_value_alloc(&x, MPX_DT_FLOAT, 4, dims, NULL);
+    gb_fill_normal(&x, 11);
+    mpx_assign *a = mpx_assign_uniform(g, &mpx_format_fp16, NULL, false);
+    mpx_run_start_threads();
+    mpx_run_start_threads(); /* (idempotent) */
+    const int out = g->outputs[0]->index;
+    mpx_run *alone = RUN(g, a, &x, NULL);
+    if (alone) {
+        conc w[2] = {{g, a, &x, &alone->vals[out], out, 0}, {g, a, &x, &alone->vals[out], out, 0}};
+        pthread_t th;
+        const bool up = pthread_create(&th, NULL, conc_main, &w[1]) == 0;
+        CHECK(up);
+        conc_main(&w[0]);
+        if (up) pthread_join(th, NULL);
+        CHECK_MSG(w[0].bad == 0 && w[1].bad == 0, "concurrent comparisons: %d and %d of 12 differ or failed",
+                  w[0].bad, w[1].bad);
+    }
+    mpx_run_free(alone);
+    mpx_assign_free(a);
+    mpx_value_free(&x);
+    mpx_graph_free(g);
+}
+
 int main(void) {
     mpx_numerics_init();
     test_task_figures(); /* constant folding runs the kernels */
@@ -1542,5 +1596,6 @@ int main(void) {
     test_inplace();
     test_concat_grows();
     test_shared();
+    test_concurrent();
     return check_report("test_compare");
 }
