@@ -217,8 +217,28 @@ static void *kg_pool_main(void *arg) {
     return NULL;
 }
 
+/* A child of fork() has none of the parent's workers (nor its jobs): it
+ * starts its own when it needs them, with locks made anew (the child runs
+ * on one thread; a lock a parent thread held would never be released). */
+static void kg_pool_forget(void) {
+    kg_pool.hold = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+    kg_pool.m = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+    kg_pool.go = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
+    kg_pool.done = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
+    kg_pool.job = NULL;
+    kg_pool.job_nt = 0;
+    atomic_store(&kg_pool.active, 0);
+    atomic_store(&kg_pool.closed, atomic_load(&kg_pool.gen));
+    kg_pool.started = 0;
+    atomic_store(&kg_concurrent, 0);
+}
+
+static void kg_pool_at_fork(void) { (void)pthread_atfork(NULL, NULL, kg_pool_forget); }
+
 /* Starts workers until the pool has nt - 1 (under kg_pool.m). */
 static void kg_pool_grow(int nt) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, kg_pool_at_fork);
     if (nt > KG_POOL_MAX + 1) nt = KG_POOL_MAX + 1;
     while (kg_pool.started < nt - 1) {
         kg_worker *w = &kg_pool.w[kg_pool.started];

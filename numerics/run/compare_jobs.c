@@ -106,9 +106,26 @@ static void *keeper_main(void *arg) {
     return NULL;
 }
 
+/* A child of fork() has none of its parent's threads: it starts its own
+ * worker when it first needs one (a Python multiprocessing child would
+ * otherwise wait for ever on a worker that is not there). The child runs
+ * on one thread, so nothing holds these locks in it but a parent thread's
+ * copy: they are made anew. */
+static void keeper_forget(void) {
+    keeper.hold = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+    keeper.m = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+    keeper.cv = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
+    keeper.job = NULL;
+    keeper.up = keeper.done = false;
+}
+
+static void keeper_at_fork(void) { (void)pthread_atfork(NULL, NULL, keeper_forget); }
+
 /* Starts the kept worker unless it runs; under keeper.m. */
 static bool keeper_up(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
     if (keeper.up) return true;
+    pthread_once(&once, keeper_at_fork);
     pthread_t th;
     if (pthread_create(&th, NULL, keeper_main, NULL) != 0) return false;
     pthread_detach(th);
