@@ -120,9 +120,12 @@ static int64_t kg_makespan_cols(int64_t mpan, int64_t nmb, int64_t G, int64_t ng
  * map's 57-column grid were 513 columns: 8 groups and a call for one
  * column, a third of a group's time on 6 sums; 18 rows of 28 x 28, 522).
  * The count of groups a band (4 to 8: a band's tile is mpb * 6 rows of
- * it) and of row blocks whose items share out most evenly on the threads;
- * ties: the fewest items (each re-reads A's or B's share from L2). Row
- * blocks only where the bands alone are fewer than 4 items a thread. */
+ * it) and of row blocks whose items share out most evenly on the threads,
+ * among the splits with 4 items a thread where there are any (on a
+ * shared machine a thread may lose its core for a while: 2 items a
+ * thread made a 128 x 28 x 28 3x3 convolution 1.5x slower on two); ties:
+ * the fewest items (each re-reads A's or B's share from L2). Row blocks
+ * only where the bands alone are fewer than 4 items a thread. */
 static void kg_col_split(int64_t N, int64_t mpan, int64_t G, int nt, int64_t *icols, int64_t *nmb) {
     const int64_t ngr = kg_cdiv(N, 4 * KG_NR), lo = ngr < 4 ? ngr : 4, hi = ngr < 8 ? ngr : 8;
     int64_t best_t = -1, best_items = 0;
@@ -131,7 +134,9 @@ static void kg_col_split(int64_t N, int64_t mpan, int64_t G, int nt, int64_t *ic
         for (int64_t m = 1; m <= (want < mpan / 4 ? want : mpan / 4) || m == 1; m++) {
             if (kg_cdiv(mpan, kg_cdiv(mpan, m)) != m) continue; /* the same split as a smaller count */
             const int64_t t = kg_makespan_cols(mpan, m, G, ngr, gpb, nt), items = bands * m;
-            if (best_t < 0 || t < best_t || (t == best_t && items < best_items)) {
+            const bool few = items < 4 * nt, best_few = best_items < 4 * nt;
+            if (best_t < 0 || (best_few && !few) ||
+                (few == best_few && (t < best_t || (t == best_t && items < best_items)))) {
                 best_t = t, best_items = items;
                 *icols = gpb * 4 * KG_NR;
                 *nmb = m;
