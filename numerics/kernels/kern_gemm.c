@@ -93,6 +93,57 @@ static int64_t kg_row_blocks(int64_t mpan, int64_t G, int64_t OH, int64_t R, int
     }
     return best;
 }
+/* How long a split of a grid into bands of gpb 64-column groups (ngr in
+ * all) and nmb blocks of A's row panels takes on nt threads, in groups x
+ * panels (items taken in mpx_k_parallel's order, as kg_makespan). */
+static int64_t kg_makespan_cols(int64_t mpan, int64_t nmb, int64_t G, int64_t ngr, int64_t gpb, int nt) {
+    const int64_t mpb = kg_cdiv(mpan, nmb), nb = kg_cdiv(ngr, gpb);
+    int64_t load[8] = {0};
+    for (int64_t g = 0; g < G; g++)
+        for (int64_t b = 0; b < nb; b++)
+            for (int64_t m = 0; m * mpb < mpan; m++) {
+                const int64_t grs = b + 1 < nb ? gpb : ngr - b * gpb;
+                const int64_t pans = (m + 1) * mpb <= mpan ? mpb : mpan - m * mpb;
+                int t = 0;
+                for (int u = 1; u < nt; u++) t = load[u] < load[t] ? u : t;
+                load[t] += grs * pans;
+            }
+    int64_t most = 0;
+    for (int u = 0; u < nt; u++) most = load[u] > most ? load[u] : most;
+    return most;
+}
+
+/* A convolution's split where its B is the shared copy and the AVX-512
+ * build reads it where it lies (64 columns a call): bands of whole
+ * 64-column groups of the grid, not of whole grid rows, so a band ends in
+ * a partial group only at the grid's end (bands of 9 rows of a 56 x 56
+ * map's 57-column grid were 513 columns: 8 groups and a call for one
+ * column, a third of a group's time on 6 sums; 18 rows of 28 x 28, 522).
+ * The count of groups a band (4 to 8: a band's tile is mpb * 6 rows of
+ * it) and of row blocks whose items share out most evenly on the threads,
+ * among the splits with 4 items a thread where there are any (on a
+ * shared machine a thread may lose its core for a while: 2 items a
+ * thread made a 128 x 28 x 28 3x3 convolution 1.5x slower on two); ties:
+ * the fewest items (each re-reads A's or B's share from L2). Row blocks
+ * only where the bands alone are fewer than 4 items a thread. */
+static void kg_col_split(int64_t N, int64_t mpan, int64_t G, int nt, int64_t *icols, int64_t *nmb) {
+    const int64_t ngr = kg_cdiv(N, 4 * KG_NR), lo = ngr < 4 ? ngr : 4, hi = ngr < 8 ? ngr : 8;
+    int64_t best_t = -1, best_items = 0;
+    for (int64_t gpb = lo; gpb <= hi; gpb++) {
+        const int64_t bands = G * kg_cdiv(ngr, gpb), want = kg_cdiv(4 * nt, bands);
+        for (int64_t m = 1; m <= (want < mpan / 4 ? want : mpan / 4) || m == 1; m++) {
+            if (kg_cdiv(mpan, kg_cdiv(mpan, m)) != m) continue; /* the same split as a smaller count */
+            const int64_t t = kg_makespan_cols(mpan, m, G, ngr, gpb, nt), items = bands * m;
+            const bool few = items < 4 * nt, best_few = best_items < 4 * nt;
+            if (best_t < 0 || (best_few && !few) ||
+                (few == best_few && (t < best_t || (t == best_t && items < best_items)))) {
+                best_t = t, best_items = items;
+                *icols = gpb * 4 * KG_NR;
+                *nmb = m;
+            }
+        }
+    }
+}
 #define KG_BODY "kern_gemm_body.h"
 #include "kern_builds.h"
 
@@ -633,6 +684,7 @@ static kg_result kg_run(const kg_gemm *j, int nt) {
         /* Bands of R grid rows. The strip holds R rows, the rows the taps
          * reach below them, and one more for the dropped columns' reads. */
         const kg_conv *v = j->conv;
+        const bool shared = kg_shared_floats(v, j->G) <= (double)KG_SHARED_MAX;
         int64_t R = kg_cdiv(512, v->Wq), most = kg_cdiv(v->OH, 4 * nt);
         if (R > v->OH) R = v->OH;
         /* Too few bands of 512 columns: narrower bands where they keep 256
@@ -650,7 +702,8 @@ static kg_result kg_run(const kg_gemm *j, int nt) {
         }
         if (R < 1) R = 1;
         x.icols = R * v->Wq;
-        if (kg_shared_floats(v, j->G) <= (double)KG_SHARED_MAX) {
+        if (shared && x.avx512) kg_col_split(N, mpan, j->G, nt, &x.icols, &x.nmb);
+        if (shared) {
             ok = kg_shared_make(v, j->G, &x) && ok;
         } else { /* per-item strips of the band's rows */
             x.srows = R + (v->KH - 1) * v->dh / v->sh + 1;

@@ -80,7 +80,13 @@
  *    blocks are the count whose items share out most evenly
  *    (kg_row_blocks), and a convolution with too few 512-column bands is
  *    cut into narrower bands (at least 256 columns) before its rows are
- *    cut into blocks, each of which would pack its band's B again;
+ *    cut into blocks, each of which would pack its band's B again; in
+ *    the AVX-512 build, which reads a convolution's B where it lies, its
+ *    bands are whole 64-column groups of the grid rather than whole grid
+ *    rows (kg_col_split: no band but the last ends in a partial group),
+ *    its fp32 products with C's rows as runs (a 1x1 at stride 2) read B
+ *    there too, straight into C, and a last K block of at most 64 terms
+ *    joins the one before it;
  *  - a convolution on a narrow map (at most 512 outputs), or a product with
  *    few columns whose rows are runs, runs with its output channels in the
  *    lanes (kg_lanes_run, the AVX-512 and AVX2 fp32 builds): on the grid a
@@ -109,7 +115,13 @@
  * as 4 x 6 + 5 x 5, not 8 x 6 + 1: no gain), its weights' fetches into L2
  * only (prefetcht1) or only for weights larger than L2 (no difference
  * measured), its kept weights on 2 MB pages (no gain), K blocks of 64
- * terms for the wide products, two depthwise rows at a time (no gain). */
+ * terms for the wide products, two depthwise rows at a time (no gain);
+ * in the AVX-512 build, a convolution's K blocks of 192 or 256 terms
+ * instead of 128 (no gain on ResNet-18's shapes, slower on UNet's 256 x
+ * 256 ones), and its shared copy made, filled and read a slab of grid
+ * rows at a time where it exceeds 1 MB, to keep it in the caches (UNet's
+ * 3x3 convolutions on 256 x 256 maps: within 2% on one thread, 1.3-1.5x
+ * slower on two). */
 #ifndef MPX_KERN_GEMM_H
 #define MPX_KERN_GEMM_H
 

@@ -625,21 +625,39 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
 #if KG_SIMD == 1
     if (j->mode == KG_FP16 && j->f16) ukrs = KG_F(ukrz_table);
 #endif
-    for (int64_t k0 = 0; k0 < K; k0 += x->kc) {
+    /* Where C's rows are runs (a MatMul's, a 1x1 convolution's) */
+    const bool runs = j->cs == 1 && j->gw == j->gvalid && (j->N <= j->gw || j->rs == j->gw);
+    /* An fp32 convolution's B read where it lies in the shared copy (the
+     * AVX-512 build, ukr16d), summed into the tile, or where C's rows are
+     * runs (a grid that drops no column: a 1x1 convolution at stride 2,
+     * ResNet's downsampling) straight into C, where it had been packed
+     * per chunk first (one thread, 64 x 56 x 56 to 128 x 28 x 28: 0.13 ->
+     * 0.10 ms). */
+    const bool lies = KG_SIMD == 2 && j->conv && x->shared && j->mode == KG_FP32;
+    /* There a last K block of at most 64 terms joins the one before it
+     * (the kernel takes any length in blocks of 64, so the sums are the
+     * same): a short block was a call of every row panel and column group
+     * for a fraction of the terms, with C's trip through the tile (ResNet's
+     * first convolution, 147 terms: 128 + 19; 576: 4 x 128 + 64). */
+    const int64_t kmerge = lies ? MPX_ACC_FP32_BLOCK : 0;
+    for (int64_t k0 = 0, kc; k0 < K; k0 += kc) {
         /* A cancel between two K blocks (an item is up to 512 columns by
          * every row: a 4096-row product's item is seconds on a loaded
          * machine, a block a sixteenth of it). C then holds part sums,
          * which the executor drops with the node's outputs (exec.c). */
         if (k0 > 0 && mpx_k_cancelled()) return;
-        const int64_t kc = K - k0 < x->kc ? K - k0 : x->kc;
+        kc = K - k0 <= x->kc + kmerge ? K - k0 : x->kc;
         const bool first = k0 == 0;
         const float *bs = k0 + kc == K ? bias : NULL;
         const int64_t *boff = x->boff + k0;
 #if KG_SIMD == 2
-        if (tile && j->conv && x->shared && j->mode == KG_FP32) {
-            /* B where it lies (ukr16d): 64 columns a call, into the tile. */
+        if (lies) {
+            /* B where it lies (ukr16d): 64 columns a call, into the tile
+             * or C (the grid's last panel masked there: the tile is wide
+             * enough for whole panels). */
             for (int64_t q = q0; q < q1;) {
                 const int np = kg_group(kg_cdiv(q1 - q, KG_NR));
+                const int tail = tile || q1 - q >= np * KG_NR ? KG_NR : (int)(q1 - q - (np - 1) * KG_NR);
                 /* The next call group's B: the next columns, or the next K
                  * block's first. It lies in the shared copy, which came
                  * from L3 (half of it filled by the other thread): the
@@ -648,9 +666,10 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
                 const bool more = q + np * KG_NR < q1;
                 const int64_t kn0 = more ? k0 : k0 + kc;
                 const kg_bnext bw = {.b = src + ((more ? q + np * KG_NR : q0) - qshift), .off = x->boff + kn0,
-                                     .kc = K - kn0 < KG_KC ? K - kn0 : KG_KC};
+                                     .kc = K - kn0 < x->kc ? K - kn0 : x->kc};
                 KG_F(panel_rows)(j, ukrs, np, i0, i1, kc, apg + k0 * KG_MR, src + (q - qshift), boff,
-                                 tile + (q - q0), NULL, x->ldt, first, bs, NULL, 0, KG_NR, kn0 < K ? &bw : NULL);
+                                 tile ? tile + (q - q0) : c + q, tile ? NULL : j->crow, x->ldt, first, bs, NULL, 0,
+                                 tail, kn0 < K ? &bw : NULL);
                 q += np * KG_NR;
             }
             continue;
@@ -698,8 +717,6 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
                 continue;
             }
             int64_t qs = qa;
-            /* Where C's rows are runs (a MatMul's, a 1x1 convolution's) */
-            const bool runs = j->cs == 1 && j->gw == j->gvalid && (j->N <= j->gw || j->rs == j->gw);
             if (KG_SIMD < 2 && kc <= KG_ROWS_FIRST_KC && runs) {
                 /* C's rows are runs and the sums short (a 1x1 convolution
                  * with few input channels): a row panel at a time across the
