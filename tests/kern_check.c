@@ -273,11 +273,13 @@ static void check(const char *what, const mpx_node *node, int n_in, const mpx_va
 
 /* ---- cases -------------------------------------------------------------------------------- */
 
-static void conv_case(int idx, bool transpose, bool big) {
-    cparams p = {.nsp = mpx_rng_unit(&rng) < 0.2 ? 1 : 2, .transpose = transpose};
+/* dwide: a depthwise 3x3 or 5x5 over a map wider than 32 outputs (the
+ * AVX-512 build's rows of 64 outputs, kern_dw_body.h dw_band3_fp32). */
+static void conv_case(int idx, bool transpose, bool big, bool dwide) {
+    cparams p = {.nsp = dwide || mpx_rng_unit(&rng) >= 0.2 ? 2 : 1, .transpose = transpose};
     p.N = rnd(1, 2);
     p.G = mpx_rng_unit(&rng) < 0.6 ? 1 : rnd(2, 4);
-    const bool dwise = !transpose && mpx_rng_unit(&rng) < 0.25;
+    const bool dwise = dwide || (!transpose && mpx_rng_unit(&rng) < 0.25);
     int64_t cig = big ? rnd(8, 48) : rnd(1, 12), mg = big ? rnd(6, 40) : rnd(1, 14);
     if (dwise) cig = 1, mg = 1, p.G = big ? rnd(8, 64) : rnd(1, 12);
     p.C = cig * p.G, p.M = mg * p.G;
@@ -286,6 +288,7 @@ static void conv_case(int idx, bool transpose, bool big) {
     if (dwise && big && mpx_rng_unit(&rng) < 0.7) /* maps whose copy kg_dw_run takes in bands */
         p.H = p.nsp == 2 ? rnd(90, 150) : 1, p.W = rnd(90, 150);
     p.KH = p.nsp == 2 ? rnd(1, 5) : 1, p.KW = rnd(1, 5);
+    if (dwide) p.KH = p.KW = mpx_rng_unit(&rng) < 0.5 ? 3 : 5, p.H = rnd(3, 20), p.W = rnd(34, 150);
     p.sh = p.nsp == 2 ? rnd(1, 3) : 1, p.sw = rnd(1, 3);
     p.dh = p.nsp == 2 ? rnd(1, 2) : 1, p.dw = rnd(1, 2);
     if (transpose && mpx_rng_unit(&rng) < 0.7) { /* the fast path: kernel = stride */
@@ -553,10 +556,11 @@ int main(int argc, char **argv) {
     for (int i = 0; i < cases; i++) {
         const bool big = i % 10 == 9;
         const double u = mpx_rng_unit(&rng);
-        if (u < 0.55) conv_case(i, false, big);
-        else if (u < 0.75) conv_case(i, true, big);
+        if (u < 0.55) conv_case(i, false, big, false);
+        else if (u < 0.75) conv_case(i, true, big, false);
         else matmul_case(i, big);
     }
+    for (int i = 0; i < cases / 10; i++) conv_case(i, false, false, true);
     for (int i = 0; i < cases / 10; i++) rnn_case(i, i % 4 == 3);
     for (int i = 0; i < cases / 10; i++) attn_case(i, i % 4 == 3);
     mpx_graph_free(G);

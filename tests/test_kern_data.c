@@ -353,6 +353,48 @@ static void test_concat_split(void) {
     FAIL("Split", 13, "axis=0", "f4: iota | f2: 2 2", 2, MPX_E_INVALID, "integer");
 }
 
+/* Concat against the naive element loop on random shapes, some large
+ * enough to go in pieces of 64 KB over the kernel threads (a piece then
+ * starts and ends inside inputs' chunks and rows), float and int64. */
+static void test_concat_random(void) {
+    int bad = 0;
+    for (int it = 0; it < 60; it++) {
+        const int r = (int)rnd(1, 4), ax = (int)rnd(0, r - 1), n_in = (int)rnd(1, 4);
+        const bool big = it % 3 != 0;
+        int64_t dims[MPX_MAX_RANK], odims[MPX_MAX_RANK];
+        for (int i = 0; i < r; i++) dims[i] = rnd(1, !big ? 5 : r <= 2 ? 300 : r == 3 ? 40 : 12);
+        mpx_value xs[4];
+        const mpx_value *ins[4];
+        memcpy(odims, dims, sizeof odims);
+        odims[ax] = 0;
+        for (int k = 0; k < n_in; k++) {
+            int64_t d[MPX_MAX_RANK];
+            memcpy(d, dims, sizeof d);
+            d[ax] = rnd(k == 1 ? 0 : 1, big ? 97 : 4);
+            xs[k] = random_value(it & 1, r, d);
+            ins[k] = &xs[k];
+            odims[ax] += d[ax];
+        }
+        mpx_value want;
+        mpx_value_alloc(&want, xs[0].dtype, r, odims, NULL);
+        for (int64_t q = 0; q < want.n; q++) {
+            int64_t co[MPX_MAX_RANK];
+            coords(q, r, odims, co);
+            int k = 0;
+            while (co[ax] >= xs[k].dims[ax]) co[ax] -= xs[k++].dims[ax];
+            copy_el(&want, q, &xs[k], flat(r, xs[k].dims, co));
+        }
+        char attrs[32];
+        snprintf(attrs, sizeof attrs, "axis=%d", ax);
+        mpx_status st = call(mk("Concat", 13, attrs), n_in, ins, 1);
+        char why[160] = "";
+        if (st != MPX_OK || !same_value(&out[0], &want, why, sizeof why)) bad++;
+        for (int k = 0; k < n_in; k++) mpx_value_free(&xs[k]);
+        mpx_value_free(&want);
+    }
+    CHECK_MSG(bad == 0, "Concat: %d of 60 cases differ from the naive loop", bad);
+}
+
 static void test_reshape_family(void) {
     /* Reshape's operator examples on a 2x3x4 input. */
     OK("Reshape", 13, "", "f2x3x4: iota | i3: 4 2 3", "f4x2x3: iota");
@@ -1338,6 +1380,7 @@ int main(void) {
     G = mpx_graph_new("kern");
     for (int j = 0; j < 8; j++) out[j].n = -1;
     test_concat_split();
+    test_concat_random();
     test_reshape_family();
     test_transpose();
     test_slice();

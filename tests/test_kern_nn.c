@@ -1080,6 +1080,12 @@ static void test_pool(void) {
             {"kernel_shape=[3,2] strides=[3,3]", 3, 2, 3, 3, 0, 0, 1, 1},
             {"kernel_shape=[2,3] dilations=[2,3] pads=[2,3,2,3]", 2, 3, 1, 1, 2, 3, 2, 3},
             {"kernel_shape=[9,9] strides=[2,2] pads=[4,4,4,4]", 9, 9, 2, 2, 4, 4, 1, 1},
+            /* the AVX-512 rows (maxk_avx512): two taps a load at stride 2,
+             * an odd last tap alone, stride 1, overlapping last vectors */
+            {"kernel_shape=[2,2]", 2, 2, 1, 1, 0, 0, 1, 1},
+            {"kernel_shape=[4,5] strides=[2,2] pads=[1,2,1,2]", 4, 5, 2, 2, 1, 2, 1, 1},
+            {"kernel_shape=[2,2] strides=[2,2] pads=[1,1,1,1]", 2, 2, 2, 2, 1, 1, 1, 1},
+            {"kernel_shape=[1,3] strides=[2,2]", 1, 3, 2, 2, 0, 0, 1, 1},
         };
         const int64_t H = 11, W = 37;
         vfree(1, &x);

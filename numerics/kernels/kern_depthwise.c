@@ -131,8 +131,9 @@ bool kg_dw_run(const kg_dw *j) {
     if (nt > j->C) nt = (int)j->C;
     kg_ctx x = {.d = j, .avx2 = kg_use_avx2(), .avx512 = kg_use_avx512(), .h16 = kg_use_h16(j->mode, j->f16)};
     /* A band of the channel's grid rows: its rows, the rows the taps reach
-     * below them, one more for the dropped columns (ext); 32 floats of
-     * slack for the last vectors. Bands of KG_DW_BAND_ROWS grid rows where
+     * below them, one more for the dropped columns (ext); 64 floats of
+     * slack for the last vectors (dw_band3_fp32's blocks of 64 outputs).
+     * Bands of KG_DW_BAND_ROWS grid rows where
      * the whole channel's copy would pass KG_DW_STRIP floats (dw_chan fills
      * and computes one band at a time, so the copy is read back from the
      * first-level caches: PP-OCRv4 det's 320 x 320 and 160 x 160 maps made
@@ -159,7 +160,7 @@ bool kg_dw_run(const kg_dw *j) {
         }
     x.boff = off;
     for (int t = 0; ok && t < nt; t++)
-        ok = (x.strip[t] = calloc((size_t)(x.schan + 32), sizeof(float))) != NULL;
+        ok = (x.strip[t] = calloc((size_t)(x.schan + 64), sizeof(float))) != NULL;
     if (ok) mpx_k_parallel_stoppable((long)j->C, nt, kg_dw_fn, &x);
     kg_free_bufs(&x);
     free(off);

@@ -290,6 +290,57 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_sums16)(cons
 }
 #endif
 
+#if KG_SIMD == 2
+/* dw_chan's fp32 grid rows [rb, re) of a band three at a time, 64 outputs
+ * a block (the last one masked), for kernels of one block of taps (K <=
+ * 64): each output's taps in order, fused multiply-adds from 0, the sum
+ * added to +0, then the bias (dw_rows_fp32's operations, so its bits).
+ * Why: 32 outputs a block were 6 chains of K dependent fused multiply-adds
+ * (4 cycles each), too few to keep the FMA ports busy; 64 are 12. KC: K as
+ * a constant (the tap loop unrolled, the weights held across the blocks).
+ * Returns the first row left (fewer than 3). */
+static inline KG_TARGET __attribute__((always_inline)) int64_t KG_F(dw_band3_fp32)(const int KC, const kg_ctx *x,
+                                                                               const float *w, const float *st,
+                                                                               int64_t rb, int64_t re, float *y,
+                                                                               const float *bp) {
+    const kg_dw *j = x->d;
+    const kg_conv *v = j->conv;
+    const int64_t Wq = v->Wq, *off = x->boff;
+    const __m512 z = _mm512_setzero_ps(), bv = _mm512_set1_ps(bp ? *bp : 0.0f);
+    int64_t r0 = rb;
+    for (; r0 + 3 <= re; r0 += 3)
+        for (int64_t col = 0; col < j->OW; col += 64) {
+            const float *xq = st + (r0 - rb) * Wq + col;
+            __m512 a[3][4];
+DW_UNROLL(3)
+            for (int i = 0; i < 3; i++)
+DW_UNROLL(4)
+                for (int c = 0; c < 4; c++) a[i][c] = z;
+            for (int k = 0; k < KC; k++) {
+                const __m512 wk = _mm512_set1_ps(w[k]);
+                const float *p = xq + off[k];
+DW_UNROLL(3)
+                for (int i = 0; i < 3; i++)
+DW_UNROLL(4)
+                    for (int c = 0; c < 4; c++) a[i][c] = _mm512_fmadd_ps(wk, _mm512_loadu_ps(p + i * Wq + c * 16), a[i][c]);
+            }
+            const int64_t n = j->OW - col < 64 ? j->OW - col : 64;
+            const uint64_t keep = n >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << n) - 1u;
+DW_UNROLL(3)
+            for (int i = 0; i < 3; i++) {
+                float *yo = y + (r0 + i) * j->OW + col;
+DW_UNROLL(4)
+                for (int c = 0; c < 4; c++) {
+                    __m512 sc = _mm512_add_ps(z, a[i][c]);
+                    if (bp) sc = _mm512_add_ps(sc, bv);
+                    _mm512_mask_storeu_ps(yo + c * 16, (__mmask16)(keep >> (16 * c) & 0xffffu), sc);
+                }
+            }
+        }
+    return r0;
+}
+#endif
+
 /* ---- depthwise: one channel ------------------------------------------------------------------
  * The channel's padded, phase-split input into the thread's strip (a band
  * of rows at a time), then grid rows 32 outputs at a time in 4 vectors; the taps' terms in order (fp32:
@@ -314,23 +365,33 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_chan)(const 
         KG_F(fill)(v, v->x + ch * v->H * v->W, rb, re - rb + ext, st, x->splane);
         int64_t r0 = rb;
 #if KG_SIMD == 2
-        if (RM == KG_FP32)
-            for (; r0 + 3 <= re; r0 += 3)
-                for (int64_t col = 0; col < j->OW; col += 32) {
-                    v16f s3r[3][2];
-                    KG_F(dw_rows_fp32)(3, K, w, st + (r0 - rb) * v->Wq + col, v->Wq, off, bp, s3r);
-                    const int64_t n = j->OW - col < 32 ? j->OW - col : 32;
-                    /* A row's last, partial block by masked stores
-                     * (through a buffer and a variable-length copy it
-                     * was a sixth of a 56-wide map's time: 32 + 24). */
-                    const uint32_t keep = n >= 32 ? 0xffffffffu : (1u << n) - 1u;
-                    const __mmask16 m0 = (__mmask16)(keep & 0xffffu), m1 = (__mmask16)(keep >> 16);
-                    for (int i = 0; i < 3; i++) {
-                        float *yo = y + (r0 + i) * j->OW + col;
-                        _mm512_mask_storeu_ps(yo, m0, (__m512)s3r[i][0]);
-                        _mm512_mask_storeu_ps(yo + KG_NR, m1, (__m512)s3r[i][1]);
+        if (RM == KG_FP32) {
+            /* 3 x 3 and 5 x 5 kernels on rows wider than 32 outputs by
+             * dw_band3_fp32 (EfficientNet-B0's 32 x 112 x 112 3 x 3, one
+             * thread: 0.19 -> 0.16 ms). Not narrower rows, where a block
+             * of 64 is mostly dropped lanes (its 28-wide 5 x 5: 0.20 ->
+             * 0.26 ms), nor other kernels, whose tap count is no constant
+             * (a 16 x 80 x 80 7 x 7: 0.17 -> 0.20 ms). */
+            if (j->OW > 32 && K == 9) r0 = KG_F(dw_band3_fp32)(9, x, w, st, rb, re, y, bp);
+            else if (j->OW > 32 && K == 25) r0 = KG_F(dw_band3_fp32)(25, x, w, st, rb, re, y, bp);
+            else
+                for (; r0 + 3 <= re; r0 += 3)
+                    for (int64_t col = 0; col < j->OW; col += 32) {
+                        v16f s3r[3][2];
+                        KG_F(dw_rows_fp32)(3, K, w, st + (r0 - rb) * v->Wq + col, v->Wq, off, bp, s3r);
+                        const int64_t n = j->OW - col < 32 ? j->OW - col : 32;
+                        /* A row's last, partial block by masked stores
+                         * (through a buffer and a variable-length copy it
+                         * was a sixth of a 56-wide map's time: 32 + 24). */
+                        const uint32_t keep = n >= 32 ? 0xffffffffu : (1u << n) - 1u;
+                        const __mmask16 m0 = (__mmask16)(keep & 0xffffu), m1 = (__mmask16)(keep >> 16);
+                        for (int i = 0; i < 3; i++) {
+                            float *yo = y + (r0 + i) * j->OW + col;
+                            _mm512_mask_storeu_ps(yo, m0, (__m512)s3r[i][0]);
+                            _mm512_mask_storeu_ps(yo + KG_NR, m1, (__m512)s3r[i][1]);
+                        }
                     }
-                }
+        }
 #else
         /* fp32, one block of taps: two grid rows at a time, 8 chains of fused
          * multiply-adds in flight where one row has 4 (each K long: a 3 x 3

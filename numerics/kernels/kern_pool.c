@@ -214,6 +214,7 @@ typedef struct pool2d {
     int64_t H, W, OH, OW;
     bool include_pad;
     bool avx2; /* MaxPool's 3x3 rows by max3x3_avx2, AveragePool's by avg_row_avx2 (the same values) */
+    bool avx512; /* MaxPool's rows by maxk_avx512 first (the same values) */
 } pool2d;
 
 /* The outputs [*lo, *hi) of a row, within the outputs [c0, c1) a caller
@@ -342,6 +343,57 @@ __attribute__((target("avx2"))) static int64_t max3x3_avx2(const float *const *r
         if (o + 8 == hi) return hi;
     }
 }
+
+/* Any window KW wide (dilation 1) at column stride 1 or 2, sixteen outputs
+ * a vector, a tap row at a time over the row's outputs (the row's taps
+ * folded into y in order, y read back from the output row for the rows
+ * after the first): y = tap > y ? tap : y lane by lane is vmaxps(tap, y)
+ * (the first tap taken as it is), the flag loop's values. Stride 2: a
+ * tap's values are the even lanes of the 32 floats from its column, the
+ * next tap's the odd ones (two loads and a permute for two taps; UNet's
+ * 2x2 windows had four passes over the row, 2.4 times ONNX Runtime's
+ * time). The second load stops at the last float an output reads (masked:
+ * none past the row's last tap, which may be the plane's last float). The
+ * next rows are prefetched (the windows' rows follow one another). Outputs
+ * [lo, hi) have every tap inside the row; the last vector overlaps the one
+ * before, whose outputs then take the row's taps twice: the same values,
+ * as folding a tap into a y that has taken it changes nothing (y is then
+ * not below it, or a NaN that stays). Returns the first output not done
+ * (lo where there are fewer than 16). */
+__attribute__((target("avx512f"))) static int64_t maxk_avx512(const float *const *rows, int nr, int64_t kw,
+                                                              int64_t off, float *yr, int64_t lo, int64_t hi,
+                                                              int64_t s) {
+    if (hi - lo < 16 || (s != 1 && s != 2) || nr < 1) return lo;
+    const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30),
+                  od = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    for (int a = 0; a < nr; a++)
+        for (int64_t o = lo;; o += 16) {
+            if (o + 16 > hi) o = hi - 16;
+            __m512 y = a ? _mm512_loadu_ps(yr + o) : _mm512_setzero_ps();
+            bool first = a == 0;
+            const float *p = rows[a] + o * s + off;
+            _mm_prefetch((const char *)(p + 256), _MM_HINT_T0);
+            _mm_prefetch((const char *)(p + 272), _MM_HINT_T0);
+            if (s == 1)
+                for (int64_t b = 0; b < kw; b++) {
+                    const __m512 v = _mm512_loadu_ps(p + b);
+                    y = first ? v : _mm512_max_ps(v, y);
+                    first = false;
+                }
+            else
+                for (int64_t b = 0; b < kw; b += 2) {
+                    const __m512 x0 = _mm512_loadu_ps(p + b),
+                                 x1 = _mm512_maskz_loadu_ps(b + 1 < kw ? 0xffff : 0x7fff, p + b + 16);
+                    const __m512 v = _mm512_permutex2var_ps(x0, ev, x1);
+                    y = first ? v : _mm512_max_ps(v, y);
+                    first = false;
+                    if (b + 1 < kw) y = _mm512_max_ps(_mm512_permutex2var_ps(x0, od, x1), y);
+                }
+            _mm512_storeu_ps(yr + o, y);
+            if (o + 16 == hi) break;
+        }
+    return hi;
+}
 #endif
 
 /* Whether MaxPool takes max3x3_avx2 (the CPU has AVX2 and MPX_KERN_PORTABLE
@@ -349,6 +401,16 @@ __attribute__((target("avx2"))) static int64_t max3x3_avx2(const float *const *r
 static bool pool_avx2(void) {
 #if defined(__x86_64__) || defined(__i386__)
     return __builtin_cpu_supports("avx2") && !mpx_env_on("MPX_KERN_PORTABLE");
+#else
+    return false;
+#endif
+}
+
+/* Whether MaxPool takes maxk_avx512 (as pool_avx2, with AVX-512F, unless
+ * MPX_KERN_AVX2 asks for the AVX2 build as in the GEMM core). */
+static bool pool_avx512(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    return pool_avx2() && __builtin_cpu_supports("avx512f") && !mpx_env_on("MPX_KERN_AVX2");
 #else
     return false;
 #endif
@@ -416,8 +478,19 @@ static void max2d_plane(void *ctx, int tid, long pc) {
                 continue;
             }
         }
-        for (int64_t o = 0; o < m->OW; o++) yr[o] = -FLT_MAX;
-        max_interior(m, xp, oh, yr, ilo, ihi);
+        int64_t done = ilo; /* the interior's outputs [ilo, done) by maxk_avx512 */
+#if defined(__x86_64__) || defined(__i386__)
+        if (m->avx512 && w->d[1] == 1 && w->k[0] <= POOL_TAPS) {
+            const float *rows[POOL_TAPS];
+            int nr = 0;
+            for (int64_t a = 0; a < w->k[0]; a++)
+                if ((rows[nr] = tap_row(m, xp, oh, a))) nr++;
+            done = maxk_avx512(rows, nr, w->k[1], -w->pb[1], yr, ilo, ihi, s);
+        }
+#endif
+        for (int64_t o = 0; o < ilo; o++) yr[o] = -FLT_MAX;
+        for (int64_t o = done; o < m->OW; o++) yr[o] = -FLT_MAX;
+        if (done < ihi) max_interior(m, xp, oh, yr, done, ihi);
         /* the others: [0, ilo) and [ihi, OW), a first-tap flag each */
         for (int part = 0; part < 2; part++) {
             const int64_t p0 = part ? ihi : 0, p1 = part ? m->OW : ilo;
@@ -607,7 +680,7 @@ static mpx_status pool(const mpx_kctx *c, const mpx_value *const *in, int n_in, 
     if (out_plane == 0 || planes == 0) return MPX_OK;
     if (max2d) {
         pool2d m = {.w = &w, .x = x->f, .y = out[0].f, .H = w.in[0], .W = w.in[1], .OH = w.out[0], .OW = w.out[1],
-                    .avx2 = pool_avx2()};
+                    .avx2 = pool_avx2(), .avx512 = pool_avx512()};
         mpx_k_parallel((long)planes, planes * out_plane * w.k[0] * w.k[1] < 100000 ? 1 : kg_threads(), max2d_plane,
                        &m);
         return MPX_OK;
