@@ -984,14 +984,21 @@ static void test_cache_lean(void) {
  * through the same cache that wants every layer measures the left-out ones
  * from the cached values without running a node, or runs in full when the
  * cache does not hold them. */
-static void test_measure(void) {
+/* tiny_cnn at 1x3x16x16 and a normal input from seed (NULL graph: failed, x not made). */
+static mpx_graph *tiny_cnn(mpx_value *x, uint64_t seed) {
     int64_t dims[4] = {1, 3, 16, 16};
     mpx_graph *g = gb_load_example("tiny_cnn.json", 4, dims, &err);
     CHECK_MSG(g != NULL, "tiny_cnn.json: %s", err.msg);
-    if (!g) return;
+    if (!g) return NULL;
+    mpx_value_alloc(x, MPX_DT_FLOAT, 4, dims, NULL);
+    gb_fill_normal(x, seed);
+    return g;
+}
+
+static void test_measure(void) {
     mpx_value x;
-    mpx_value_alloc(&x, MPX_DT_FLOAT, 4, dims, NULL);
-    gb_fill_normal(&x, 5);
+    mpx_graph *g = tiny_cnn(&x, 5);
+    if (!g) return;
     bool *outs = calloc((size_t)g->n_tensors, sizeof *outs);
     int late = float_node(g, true), early = float_node(g, false), all = run_nodes(g), second = -1;
     /* the first node reading what the first float node computes */
@@ -1551,13 +1558,9 @@ static void *conc_main(void *arg) {
 }
 
 static void test_concurrent(void) {
-    int64_t dims[4] = {1, 3, 16, 16};
-    mpx_graph *g = gb_load_example("tiny_cnn.json", 4, dims, &err);
-    CHECK_MSG(g != NULL, "tiny_cnn.json: %s", err.msg);
-    if (!g) return;
     mpx_value x;
-    mpx_value_alloc(&x, MPX_DT_FLOAT, 4, dims, NULL);
-    gb_fill_normal(&x, 11);
+    mpx_graph *g = tiny_cnn(&x, 11);
+    if (!g) return;
     mpx_assign *a = mpx_assign_uniform(g, &mpx_format_fp16, NULL, false);
     mpx_run_start_threads();
     mpx_run_start_threads(); /* (idempotent) */

@@ -60,7 +60,9 @@ static int kg_group(int64_t left) { return left >= 4 ? 4 : left >= 2 ? 2 : 1; }
 
 /* How long the items of a split take on nt threads, each taking the next
  * item when it is free (mpx_k_parallel's order: items are (group, band,
- * row block), the row block fastest), in rows x panels. */
+ * row block), the row block fastest), in units x panels: OH units (grid
+ * rows, or 64-column groups for kg_col_split) in bands of R, and nmb
+ * blocks of A's mpan row panels. */
 static int64_t kg_makespan(int64_t mpan, int64_t nmb, int64_t G, int64_t OH, int64_t R, int nt) {
     const int64_t mpb = kg_cdiv(mpan, nmb), nb = kg_cdiv(OH, R);
     int64_t load[8] = {0};
@@ -93,25 +95,6 @@ static int64_t kg_row_blocks(int64_t mpan, int64_t G, int64_t OH, int64_t R, int
     }
     return best;
 }
-/* How long a split of a grid into bands of gpb 64-column groups (ngr in
- * all) and nmb blocks of A's row panels takes on nt threads, in groups x
- * panels (items taken in mpx_k_parallel's order, as kg_makespan). */
-static int64_t kg_makespan_cols(int64_t mpan, int64_t nmb, int64_t G, int64_t ngr, int64_t gpb, int nt) {
-    const int64_t mpb = kg_cdiv(mpan, nmb), nb = kg_cdiv(ngr, gpb);
-    int64_t load[8] = {0};
-    for (int64_t g = 0; g < G; g++)
-        for (int64_t b = 0; b < nb; b++)
-            for (int64_t m = 0; m * mpb < mpan; m++) {
-                const int64_t grs = b + 1 < nb ? gpb : ngr - b * gpb;
-                const int64_t pans = (m + 1) * mpb <= mpan ? mpb : mpan - m * mpb;
-                int t = 0;
-                for (int u = 1; u < nt; u++) t = load[u] < load[t] ? u : t;
-                load[t] += grs * pans;
-            }
-    int64_t most = 0;
-    for (int u = 0; u < nt; u++) most = load[u] > most ? load[u] : most;
-    return most;
-}
 
 /* A convolution's split where its B is the shared copy and the AVX-512
  * build reads it where it lies (64 columns a call): bands of whole
@@ -133,7 +116,7 @@ static void kg_col_split(int64_t N, int64_t mpan, int64_t G, int nt, int64_t *ic
         const int64_t bands = G * kg_cdiv(ngr, gpb), want = kg_cdiv(4 * nt, bands);
         for (int64_t m = 1; m <= (want < mpan / 4 ? want : mpan / 4) || m == 1; m++) {
             if (kg_cdiv(mpan, kg_cdiv(mpan, m)) != m) continue; /* the same split as a smaller count */
-            const int64_t t = kg_makespan_cols(mpan, m, G, ngr, gpb, nt), items = bands * m;
+            const int64_t t = kg_makespan(mpan, m, G, ngr, gpb, nt), items = bands * m;
             const bool few = items < 4 * nt, best_few = best_items < 4 * nt;
             if (best_t < 0 || (best_few && !few) ||
                 (few == best_few && (t < best_t || (t == best_t && items < best_items)))) {
