@@ -258,6 +258,12 @@ mpx_status mpx_search_run(mpx_search *x, mpx_search_result *r, mpx_error *err);
  * st: a caller whose own step after the search failed (search --validate)
  * reports the best set so far, as for a stop. */
 void mpx_search_get_result(const mpx_search *x, mpx_status st, mpx_search_result *r);
+/* What the search's evaluations read of a run, from its condition ([the
+ * graph's n_tensors] each, owned by x; NULL: every layer, every value):
+ * the values kept (mpx_cond_keep) and the layers measured
+ * (mpx_cond_measure). A check of the found plan elsewhere (search
+ * --validate) reads the same. */
+void mpx_search_reads(const mpx_search *x, const bool **keep, const bool **measure);
 /* The base rules plus one `colour name:<node> red` rule per node of set
  * ([n_cand]); with why, each rule's comment says why search added it (the
  * condition, how the search ended, what the ranking run saw of the node),

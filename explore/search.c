@@ -1158,6 +1158,11 @@ mpx_status mpx_search_new(const mpx_graph *g, const mpx_plan *base, const mpx_ru
     return MPX_OK;
 }
 
+void mpx_search_reads(const mpx_search *x, const bool **keep, const bool **measure) {
+    *keep = x->keep;
+    *measure = x->measure;
+}
+
 void mpx_search_get_result(const mpx_search *x, mpx_status st, mpx_search_result *r) {
     *r = (mpx_search_result){.end = MPX_SEARCH_DONE, .set = x->set, .got = x->best_got, .low_macs_pct = x->best_low_pct,
                              .low_cost_pct = x->best_low_cost};
