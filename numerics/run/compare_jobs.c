@@ -76,7 +76,7 @@ void mpx_cmp_sched_wake(sched *s) {
 
 /* The second job thread, kept for the process: creating one per
  * comparison cost 0.1 ms each and about 1 ms the first time in a process
- * (its stack and glibc's thread set-up; a KVM machine, 2026), which is most
+ * (its stack and glibc's thread set-up, on a KVM machine), which is most
  * of a small model's first run (a GRU's: 1.6 ms against 0.6 for later ones).
  * It is started with the kernels' pool when a model is prepared
  * (mpx_run_start_threads) or at the first comparison, and sleeps between
@@ -86,8 +86,8 @@ static struct {
     pthread_mutex_t hold; /* held by the comparison the worker serves */
     pthread_mutex_t m;
     pthread_cond_t cv;
-    sched *job;           /* the comparison to serve, NULL when idle */
-    bool up, done;
+    sched *job;           /* the comparison being served, NULL once the worker has left it */
+    bool up;
 } keeper = {.hold = PTHREAD_MUTEX_INITIALIZER, .m = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 static void *keeper_main(void *arg) {
@@ -100,7 +100,6 @@ static void *keeper_main(void *arg) {
         loop(s, 1);
         pthread_mutex_lock(&keeper.m);
         keeper.job = NULL;
-        keeper.done = true;
         pthread_cond_broadcast(&keeper.cv);
     }
     return NULL;
@@ -116,7 +115,7 @@ static void keeper_forget(void) {
     keeper.m = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
     keeper.cv = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
     keeper.job = NULL;
-    keeper.up = keeper.done = false;
+    keeper.up = false;
 }
 
 static void keeper_at_fork(void) { (void)pthread_atfork(NULL, NULL, keeper_forget); }
@@ -147,7 +146,6 @@ static bool keeper_serve(sched *s) {
     const bool ok = keeper_up();
     if (ok) {
         keeper.job = s;
-        keeper.done = false;
         pthread_cond_broadcast(&keeper.cv);
     }
     pthread_mutex_unlock(&keeper.m);
@@ -159,7 +157,7 @@ static bool keeper_serve(sched *s) {
  * destroy) and gives the worker back. */
 static void keeper_wait(void) {
     pthread_mutex_lock(&keeper.m);
-    while (!keeper.done) pthread_cond_wait(&keeper.cv, &keeper.m);
+    while (keeper.job) pthread_cond_wait(&keeper.cv, &keeper.m);
     pthread_mutex_unlock(&keeper.m);
     pthread_mutex_unlock(&keeper.hold);
 }
