@@ -20,7 +20,7 @@
 #include <time.h>
 
 typedef struct job {
-    atomic_int runs[16];
+    atomic_int runs[320];
     atomic_bool returned; /* set once mpx_k_parallel returned */
     int nt;
     long spin;            /* busy-work per item */
@@ -43,19 +43,20 @@ static void pause_us(long us) {
     nanosleep(&t, NULL);
 }
 
-/* n_jobs jobs of 1..16 items on nt threads; false when an item ran other
- * than once. */
+/* n_jobs jobs of 1..16 items, every fourth of 1..300 (items are claimed
+ * in runs of a share of those left: kern_threads.c kg_par_loop), on nt
+ * threads; false when an item ran other than once. */
 static bool run_jobs(int n_jobs, int nt, unsigned seed) {
     bool ok = true;
     for (int r = 0; r < n_jobs; r++) {
         seed = seed * 1103515245u + 12345u;
-        const long n = 1 + (long)(seed >> 16) % 16;
+        const long n = 1 + (long)(seed >> 16) % (r % 4 == 1 ? 300 : 16);
         job j = {.nt = nt, .spin = (long)((seed >> 8) % 4) * 2000};
-        for (int i = 0; i < 16; i++) atomic_init(&j.runs[i], 0);
+        for (int i = 0; i < 320; i++) atomic_init(&j.runs[i], 0);
         atomic_init(&j.returned, false);
         mpx_k_parallel(n, nt, item, &j);
         atomic_store(&j.returned, true);
-        for (long i = 0; i < 16; i++) ok = ok && atomic_load(&j.runs[i]) == (i < n ? 1 : 0);
+        for (long i = 0; i < 320; i++) ok = ok && atomic_load(&j.runs[i]) == (i < n ? 1 : 0);
         /* every few jobs a pause past the workers' 200 us spin (kern_gemm.c
          * KG_SPIN_NS): they sleep */
         if (r % 3 == 0) pause_us(220 + (long)(seed % 100));
