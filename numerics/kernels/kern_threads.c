@@ -86,9 +86,10 @@ static _Thread_local bool kg_in_job;
  * convolution's input copy (kg_fill_fn) has a few hundred items of
  * 0.1-3 us each: with a claim an item that copy took longer on two
  * threads than on one. Runs also keep neighbouring items, and the memory
- * they touch, on one thread. ResNet-18's forward on two threads, medians
- * of five interleaved processes' medians: 15.8 -> 14.6 ms. Which thread
- * runs an item never changes a result. */
+ * they touch, on one thread. ResNet-18's forward on two threads, five
+ * interleaved processes each: median of their fastest runs 15.9 -> 14.5
+ * ms, of their medians 17.4 -> 15.8. Which thread runs an item never
+ * changes a result. */
 static void kg_par_loop(kg_par *p, int tid) {
     const long per = 2L * (p->nt > 1 ? p->nt : 1);
     long at = atomic_load_explicit(&p->next, memory_order_relaxed);
