@@ -650,8 +650,16 @@ static kg_result kg_run(const kg_gemm *j, int nt) {
     int64_t *boff = NULL;
     const kg_key akey = kg_key_a(j, KG_KEPT_PANELS);
     const kg_kept *kept = j->a_owner ? kg_kept_find(&akey) : NULL;
-    float *ap = kept ? NULL : kg_alloc((size_t)(j->G * mpan * KG_MR * K));
-    bool ok = kept || ap != NULL, bad = false;
+    /* A read where it lies (ukrl): an fp32 product's A whose terms are runs,
+     * kept nowhere (a packing would be made once and kept), not rounded
+     * and not checked for finite values (the packing pass does both), whose
+     * C rows are runs (the only path that takes it: gemm_item), on the
+     * AVX-512 build: attention's products, a per-call packing of A less. */
+    const bool tiled = j->cs != 1 || j->gw != j->gvalid || (j->N > j->gw && j->rs != j->gw);
+    x.alies = x.avx512 && j->mode == KG_FP32 && !x.h16 && !j->conv && !j->a_owner && !j->a_fmt && !j->finite_a &&
+              j->aks == 1 && !tiled;
+    float *ap = kept || x.alies ? NULL : kg_alloc((size_t)(j->G * mpan * KG_MR * K));
+    bool ok = kept || x.alies || ap != NULL, bad = false;
     /* Work items are (group, column band, block of rows of A). Bands of
      * about 512 columns give a thread 4 or more items where there are
      * columns enough; where there are few columns and many rows (ResNet's
@@ -715,9 +723,8 @@ static kg_result kg_run(const kg_gemm *j, int nt) {
     x.nqb = kg_cdiv(N, x.icols);
     const long items = (long)(j->G * x.nqb * x.nmb);
     if (nt > items) nt = (int)items;
-    /* A tile where C's rows are not runs of whole panels (columns dropped
-     * inside, or strided). */
-    const bool tiled = j->cs != 1 || j->gw != j->gvalid || (j->N > j->gw && j->rs != j->gw);
+    /* (tiled: a tile where C's rows are not runs of whole panels, columns
+     * dropped inside, or strided) */
     x.ldt = (x.icols + 4 * KG_NR - 1) / KG_NR * KG_NR + 3 * KG_NR;
     /* Packed B: at most KG_PACK floats, less for small products. */
     x.kc = j->conv && !x.avx512 ? KG_KC_CONV : KG_KC;
@@ -737,6 +744,8 @@ static kg_result kg_run(const kg_gemm *j, int nt) {
         x.ap = kept->ap;
         bad = j->finite_a && !kept->finite;
         if (!bad) mpx_k_parallel_stoppable(items, nt, kg_gemm_fn, &x);
+    } else if (ok && x.alies) {
+        mpx_k_parallel_stoppable(items, nt, kg_gemm_fn, &x);
     } else if (ok) {
         /* Pack A, a panel an item, on the same threads (ResNet-18's last
          * convolutions pack 9 MB each call). */

@@ -167,14 +167,16 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16)(const in
  * term. A panel's K block is 3 KiB of its own, 6 K floats from the next
  * panel's, so each call began with a wait on memory the prefetchers had
  * not seen coming (a ResNet's last stage, 9 MB of weights and 49 columns,
- * runs at about two thirds of the rate without it). */
+ * runs at about two thirds of the rate without it).
+ * ar (or NULL): A's rows where they lie, row i's term k at ar[i][k], in
+ * place of the packed panel a (ukrl below). */
 static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16d)(const int MR, const int NP, int64_t kc,
                                                                const float *restrict a,
                                                                const float *restrict bq,
                                                                const int64_t *restrict boff, int64_t pstride,
                                                                float *const *cr, bool first,
                                                                const float *bias, const float *anext,
-                                                               const __mmask16 tail) {
+                                                               const __mmask16 tail, const float *const *ar) {
     const v16f z = {0};
     for (int64_t k0 = 0; k0 < kc; k0 += MPX_ACC_FP32_BLOCK) {
         const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < kc ? k0 + MPX_ACC_FP32_BLOCK : kc;
@@ -183,8 +185,8 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16d)(const i
         for (int i = 0; i < MR; i++)
 #pragma GCC unroll 4
             for (int p = 0; p < NP; p++) c[i][p] = z;
-        const float *ak = a + k0 * KG_MR;
-        for (int64_t k = k0; k < k1; k++, ak += KG_MR) {
+        const float *ak = ar ? NULL : a + k0 * KG_MR;
+        for (int64_t k = k0; k < k1; k++, ak = ar ? NULL : ak + KG_MR) {
             if (anext && !(k & 1)) __builtin_prefetch(anext + k * KG_MR, 0, 3);
             const float *bk = boff ? bq + boff[k] : bq + k * KG_NR;
             const int64_t ps = boff ? KG_NR : pstride;
@@ -193,7 +195,7 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16d)(const i
             for (int p = 0; p < NP; p++) memcpy(&bv[p], bk + p * ps, sizeof bv[p]);
 #pragma GCC unroll 6
             for (int i = 0; i < MR; i++) {
-                const __m512 ai = (__m512)KG_F(splat16)(ak[i]);
+                const __m512 ai = (__m512)KG_F(splat16)(ar ? ar[i][k] : ak[i]);
 #pragma GCC unroll 4
                 for (int p = 0; p < NP; p++) c[i][p] = (v16f)_mm512_fmadd_ps(ai, (__m512)bv[p], (__m512)c[i][p]);
             }
@@ -224,7 +226,7 @@ typedef void (*KG_F(ukrd_fn))(int64_t kc, const float *a, const float *bq, const
     static KG_TARGET void KG_F(ukrd_##MR##_##NP)(int64_t kc, const float *a, const float *bq, const int64_t *boff,  \
                                                int64_t pstride, float *const *cr, bool first, const float *bias, \
                                                const float *anext, __mmask16 tail) {                             \
-        KG_F(ukr16d)(MR, NP, kc, a, bq, boff, pstride, cr, first, bias, anext, tail);                          \
+        KG_F(ukr16d)(MR, NP, kc, a, bq, boff, pstride, cr, first, bias, anext, tail, NULL);                    \
     }
 #define KG_UKRD_MR(MR) KG_UKRD_DEF(MR, 1) KG_UKRD_DEF(MR, 2) KG_UKRD_DEF(MR, 4)
 KG_UKRD_MR(1)
@@ -239,6 +241,34 @@ KG_UKRD_MR(6)
 static const KG_F(ukrd_fn) KG_F(ukrd_table)[KG_MR][3] = {KG_UKRD_ROW(1), KG_UKRD_ROW(2), KG_UKRD_ROW(3),
                                                            KG_UKRD_ROW(4), KG_UKRD_ROW(5), KG_UKRD_ROW(6)};
 #undef KG_UKRD_ROW
+
+/* ukr16d with A's rows read where they lie (ar[i] + k: an fp32 product's
+ * A whose terms are runs, not kept, not rounded, not checked: kg_run's
+ * alies) from packed B: the same fused multiply-adds in the same order, so
+ * the same bits, without the pass that packs A first. That pass was a
+ * quarter of ViT-B/16's attention products P V (12 heads' 197 x 197
+ * probabilities packed a value at a time before any product started). */
+typedef void (*KG_F(ukrl_fn))(int64_t kc, const float *const *ar, const float *bq, int64_t pstride, float *const *cr,
+                              bool first, const float *bias, __mmask16 tail);
+#define KG_UKRL_DEF(MR, NP)                                                                                     \
+    static KG_TARGET void KG_F(ukrl_##MR##_##NP)(int64_t kc, const float *const *ar, const float *bq,            \
+                                               int64_t pstride, float *const *cr, bool first, const float *bias, \
+                                               __mmask16 tail) {                                                 \
+        KG_F(ukr16d)(MR, NP, kc, NULL, bq, NULL, pstride, cr, first, bias, NULL, tail, ar);                     \
+    }
+#define KG_UKRL_MR(MR) KG_UKRL_DEF(MR, 1) KG_UKRL_DEF(MR, 2) KG_UKRL_DEF(MR, 4)
+KG_UKRL_MR(1)
+KG_UKRL_MR(2)
+KG_UKRL_MR(3)
+KG_UKRL_MR(4)
+KG_UKRL_MR(5)
+KG_UKRL_MR(6)
+#undef KG_UKRL_MR
+#undef KG_UKRL_DEF
+#define KG_UKRL_ROW(MR) {KG_F(ukrl_##MR##_1), KG_F(ukrl_##MR##_2), KG_F(ukrl_##MR##_4)}
+static const KG_F(ukrl_fn) KG_F(ukrl_table)[KG_MR][3] = {KG_UKRL_ROW(1), KG_UKRL_ROW(2), KG_UKRL_ROW(3),
+                                                           KG_UKRL_ROW(4), KG_UKRL_ROW(5), KG_UKRL_ROW(6)};
+#undef KG_UKRL_ROW
 
 /* The rounded modes on 16 lanes: ukr's rounded branch (each product an fp32
  * product, every addition rounded to the format, the bias one more rounded
@@ -508,13 +538,15 @@ static const KG_F(ukr_fn) KG_F(ukrh1_table)[KG_MR] = KG_MR_TABLE(ukrh1);
  * block's first) against np panels of B: packed (bq, panels kc * 16 apart;
  * boff NULL) or where it lies (bq + boff[k], the AVX-512 fp32 build only).
  * Row r of A's panel i writes C at cbase + crow[i * 6 + r], or with crow
- * NULL at cbase + ((i - i0) * 6 + r) * ldt (the item's tile). A whole 6-row
+ * NULL at cbase + ((i - i0) * 6 + r) * ldt (the item's tile); ag (or
+ * NULL, the AVX-512 fp32 build only): A's rows where they lie, this K
+ * block's first term of row m at ag + m ams (apk unused). A whole 6-row
  * panel takes its np panels in one AVX-512 fp32 call (ukr16d; B where it
  * lies: any row count), the others a panel a call. */
 static inline KG_TARGET __attribute__((always_inline)) void KG_F(panel_rows)(
     const kg_gemm *j, const KG_F(ukr_fn) *ukrs, int np, int64_t i0, int64_t i1, int64_t kc, const float *apk,
     const float *bq, const int64_t *boff, float *cbase, const int64_t *crow, int64_t ldt, bool first,
-    const float *bs, const float *bnext, int64_t bnext_n, int tail, const kg_bnext *bw) {
+    const float *bs, const float *bnext, int64_t bnext_n, int tail, const kg_bnext *bw, const float *ag) {
     const int64_t M = j->M, K = j->K;
     /* bnext (or NULL): bnext_n floats of B the next call of this item reads,
      * fetched into L2 a share a row panel (kept weights come from memory,
@@ -522,7 +554,7 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(panel_rows)(
      * of: BERT's 64 rows are 11 panels). */
     const int64_t lines = bnext ? (bnext_n + 15) / 16 : 0, share = lines / (i1 - i0) + 1;
 #if KG_SIMD != 2
-    (void)boff, (void)tail;
+    (void)boff, (void)tail, (void)ag;
 #else
     const __mmask16 tmask = (__mmask16)(tail >= KG_NR ? 0xffffu : (1u << tail) - 1u);
 #endif
@@ -539,6 +571,12 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(panel_rows)(
                 if (k == 0 || bw->off[k] - bw->off[k - 1] != 1)
                     for (int l = 0; l < 5; l++) __builtin_prefetch(bw->b + bw->off[k] + l * 16, 0, 3);
 #if KG_SIMD == 2
+        if (ag) { /* A where it lies (ukrl), row r at ag + (6 i + r) ams */
+            const float *ar[KG_MR];
+            for (int r = 0; r < mr; r++) ar[r] = ag + (i * KG_MR + r) * j->ams;
+            KG_F(ukrl_table)[mr - 1][np == 4 ? 2 : np - 1](kc, ar, bq, kc * KG_NR, cr, first, bi, tmask);
+            continue;
+        }
         if (boff || j->mode == KG_FP32) { /* any rows, np panels a call (ukr16d) */
             KG_F(ukrd_table)[mr - 1][np == 4 ? 2 : np - 1](kc, ap, bq, boff, boff ? KG_NR : kc * KG_NR, cr, first, bi,
                                                             i + 1 < i1 ? ap + KG_MR * K : NULL, tmask);
@@ -598,7 +636,7 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
     const int64_t per_g = x->nqb * x->nmb, g = item / per_g, q0 = (item % per_g / x->nmb) * x->icols;
     const int64_t mb = item % x->nmb, i0 = mb * x->mpb, i1 = i0 + x->mpb < mpan ? i0 + x->mpb : mpan;
     const int64_t q1 = q0 + x->icols < N ? q0 + x->icols : N;
-    const float *apg = x->ap + g * mpan * KG_MR * K;
+    const float *apg = x->alies ? NULL : x->ap + g * mpan * KG_MR * K; /* (alies: A where it lies) */
     float *c = j->c + g * j->gc;
     const float *bias = j->bias ? j->bias + g * j->gbias : NULL;
     const float *src;
@@ -669,7 +707,7 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
                                      .kc = K - kn0 < x->kc ? K - kn0 : x->kc};
                 KG_F(panel_rows)(j, ukrs, np, i0, i1, kc, apg + k0 * KG_MR, src + (q - qshift), boff,
                                  tile ? tile + (q - q0) : c + q, tile ? NULL : j->crow, x->ldt, first, bs, NULL, 0,
-                                 tail, kn0 < K ? &bw : NULL);
+                                 tail, kn0 < K ? &bw : NULL, NULL);
                 q += np * KG_NR;
             }
             continue;
@@ -708,10 +746,10 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
                     if (KG_F(panel_in_c)(j, q, q1))
                         KG_F(panel_rows)(j, ukrs, 1, i0, i1, kc, apg + k0 * KG_MR, bch + (q - qa) / KG_NR * pstr, NULL,
                                          c + q / j->gw * j->rs + q % j->gw, j->crow, 0, first, bs, NULL, 0, KG_NR,
-                                         NULL);
+                                         NULL, NULL);
                     else
                         KG_F(panel_rows)(j, ukrs, np, i0, i1, kc, apg + k0 * KG_MR, bch + (q - qa) / KG_NR * pstr, NULL,
-                                         tile + (q - q0), NULL, x->ldt, first, bs, NULL, 0, KG_NR, NULL);
+                                         tile + (q - q0), NULL, x->ldt, first, bs, NULL, 0, KG_NR, NULL, NULL);
                     q += np * KG_NR;
                 }
                 continue;
@@ -754,9 +792,10 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
                     const int tail = np * KG_NR > left ? (int)(left - (np - 1) * KG_NR) : KG_NR;
                     /* the next group's panels, when B is kept (they follow these) */
                     const int64_t nq = q + np * KG_NR < qb ? qb - (q + np * KG_NR) : 0;
-                    KG_F(panel_rows)(j, ukrs, np, i0, i1, kc, apg + k0 * KG_MR, bpp, NULL, c + cq, j->crow, 0, first,
-                                     bs, x->kb && nq ? bpp + np * KG_NR * kc : NULL,
-                                     (nq < 4 * KG_NR ? nq : 4 * KG_NR) * kc, tail, NULL);
+                    KG_F(panel_rows)(j, ukrs, np, i0, i1, kc, apg ? apg + k0 * KG_MR : NULL, bpp, NULL, c + cq,
+                                     j->crow, 0, first, bs, x->kb && nq ? bpp + np * KG_NR * kc : NULL,
+                                     (nq < 4 * KG_NR ? nq : 4 * KG_NR) * kc, tail, NULL,
+                                     x->alies ? j->a + g * j->ga + k0 : NULL);
                     q += (np - 1) * KG_NR;
                     continue;
                 }

@@ -126,6 +126,7 @@ typedef struct kg_ctx {
     float *t_pix_w;
     int64_t t_n, t_npp, t_cpi, t_kc; /* t_kc: terms a K block */
     bool avx2, avx512;
+    bool alies; /* A read where it lies, not packed (kg_run; ap NULL) */
     bool h16; /* fp16 accumulation of fp16 operands on AVX512-FP16 (ukrh) */
     unsigned char *a_bad;  /* [thread]: the packing pass met a non-finite A value */
 } kg_ctx;
