@@ -1376,7 +1376,9 @@ static void test_softmax(void) {
     /* the definition, bit for bit, on slices long enough for the vector
      * loop and the threads (61 x 301, contiguous) and strided (axis 1 of
      * 4x301x3), and long slices (11 x 1100: 18 blocks of 64, the last
-     * partial), and contiguous slices whose lengths take each part of the
+     * partial; sm_long_sum's groups of 16 blocks and a partial group:
+     * 3 x 6625, rec's classes, 2 x 2048 without a partial block, 4 x 1040
+     * with one after exactly 16), and contiguous slices whose lengths take each part of the
      * vector paths (kern_norm.c: sm_sums_avx512's 16 x 16 and
      * sm_sums_avx2's 8 x 8 steps and partial blocks, row_max's 16 lanes
      * and overlapping last block, the exponentials' 64, 16 and masked 16
@@ -1387,7 +1389,7 @@ static void test_softmax(void) {
      * portable one (MPX_KERN_PORTABLE=1) */
     static const char *const shapes[] = {"61x301", "4x301x3", "11x1100", "37x64", "45x197", "9x7",   "13x16",
                                          "5x1",    "19x129",  "70x40",   "3x8",   "33x72",  "50x16", "29x100",
-                                         "17x31",  "40x200"};
+                                         "17x31",  "40x200",  "3x6625", "2x2048", "4x1040"};
     static const char *const paths[] = {"default", "MPX_KERN_AVX2", "MPX_KERN_PORTABLE"};
     for (int path = 0; path < 3; path++) {
         if (path) setenv(paths[path], "1", 1);
@@ -1401,7 +1403,7 @@ static void test_softmax(void) {
             for (int64_t r = 0; r < rows && same; r++) {
                 const int64_t o = r / inner, i = r % inner;
                 const float *xp = x.f + o * D * inner + i;
-                float m = xp[0], total = 0.0f, ek[1100];
+                float m = xp[0], total = 0.0f, ek[6625];
                 for (int64_t k = 1; k < D; k++) m = xp[k * inner] > m ? xp[k * inner] : m;
                 float blk = 0.0f; /* fp32 sums: blocks of 64 terms, as mpx_acc adds them */
                 for (int64_t k = 0; k < D; k++) {

@@ -1238,9 +1238,11 @@ static float row_max(const float *x, int64_t D) {
  * side), so that the chains are vector lanes, each lane its slice's
  * additions in order, four vectors of independent chains at a time (GCC
  * leaves the strided loop over eight slices scalar). Slices longer than
- * SM_LONG go 8 an item, their sums in that strided loop (for rec's 40
- * slices of 6625 the copies cost more than they saved; 32 such slices
- * would also outgrow the L2 cache and leave two items for two threads). y
+ * SM_LONG go one an item with their blocks as the lanes (sm_long_sum) on
+ * the AVX-512 and AVX2 builds, 8 an item in that strided loop on the
+ * portable one (for rec's 40 slices of 6625 the copies cost more than they
+ * saved; 32 such slices would also outgrow the L2 cache and leave two
+ * items for two threads). y
  * may be x (the executor's dying input, softmax()): each value is read
  * before its place is written. */
 enum { SM_ROWS = 32, SM_LONG = 1024 };
@@ -1319,6 +1321,33 @@ __attribute__((target("avx512f"))) static void sm_sums_avx512(const float *y, in
     }
 }
 
+/* The fp32 sum of one slice longer than SM_LONG with its blocks of
+ * MPX_ACC_FP32_BLOCK as the lanes of sums (AVX-512 or AVX2: sm_sums_avx512
+ * or _avx2 on the block's values as if each were a slice of its own): the
+ * blocks' sums do not depend on one another, only the running sum does,
+ * which takes them in order here; the last, partial block as a slice of
+ * its own. Each block sum from +0 is the definition's (each lane's additions
+ * in order), and 0 + b is b for every block sum b (never -0: sums from +0
+ * of exponentials, which are not -0), so the running sum's additions are
+ * the definition's. Why: the strided loop over 8 slices was the most of
+ * rec's 40 slices of 6625 classes (and held 8 slices, 212 KB, in the L2
+ * cache between the passes; now one slice an item). */
+static float sm_long_sum(const float *y, int64_t D, void (*sums)(const float *, int64_t, int, float *)) {
+    enum { B = MPX_ACC_FP32_BLOCK, L = 16 };
+    const int64_t nfull = D / B;
+    float s = 0.0f, bs[L];
+    for (int64_t g = 0; g < nfull; g += L) {
+        const int n = (int)(nfull - g < L ? nfull - g : L);
+        sums(y + g * B, B, n, bs);
+        for (int i = 0; i < n; i++) s += bs[i];
+    }
+    if (nfull * B < D) {
+        sums(y + nfull * B, D - nfull * B, 1, bs);
+        s += bs[0];
+    }
+    return s;
+}
+
 /* row_max's lanes and steps on AVX-512F, in one register (max_ps(a, b)
  * is `a > b ? a : b`, lane by lane, as row_max's comparisons), the halving
  * by shuffles: GCC's clone of row_max went through memory for it, a third
@@ -1356,7 +1385,9 @@ static void sm_rows(void *ctx, int tid, long item) {
         ke_exp_neg_map(xp, m[i], y + i * D, D, j->vec);
     }
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (D <= SM_LONG && j->vec == KE_VEC_AVX512) sm_sums_avx512(y, D, nr, sum);
+    if (D > SM_LONG && j->vec != KE_VEC_NONE)
+        for (int i = 0; i < nr; i++) sum[i] = sm_long_sum(y + i * D, D, j->vec == KE_VEC_AVX512 ? sm_sums_avx512 : sm_sums_avx2);
+    else if (D <= SM_LONG && j->vec == KE_VEC_AVX512) sm_sums_avx512(y, D, nr, sum);
     else if (D <= SM_LONG && j->vec == KE_VEC_AVX2) sm_sums_avx2(y, D, nr, sum);
     else
 #endif
@@ -1458,7 +1489,8 @@ static mpx_status softmax(const mpx_kctx *c, const mpx_value *const *in, int n_i
     if ((st = mpx_k_alloc_raw(form == SM_SOFT && !sleef ? c : &own, &out[0], x->dtype, x->rank, x->dims))) return st;
     if (D == 0) return MPX_OK;
     const long rows = (long)(outer * inner);
-    sm_job j = {c, x->f, out[0].f, D, inner, form, ke_vec_now(), rows, D > SM_LONG ? 8 : SM_ROWS};
+    const ke_vec vec = ke_vec_now();
+    sm_job j = {c, x->f, out[0].f, D, inner, form, vec, rows, D <= SM_LONG ? SM_ROWS : vec != KE_VEC_NONE ? 1 : 8};
     /* rows are independent: on the kernel threads when there is work enough */
     const int nt = (double)rows * (double)D > 65536.0 ? kg_threads() : 1;
     if (sleef)
