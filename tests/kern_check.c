@@ -274,12 +274,16 @@ static void check(const char *what, const mpx_node *node, int n_in, const mpx_va
 /* ---- cases -------------------------------------------------------------------------------- */
 
 /* dwide: a depthwise 3x3 or 5x5 over a map wider than 32 outputs (the
- * AVX-512 build's rows of 64 outputs, kern_dw_body.h dw_band3_fp32). */
-static void conv_case(int idx, bool transpose, bool big, bool dwide) {
-    cparams p = {.nsp = dwide || mpx_rng_unit(&rng) >= 0.2 ? 2 : 1, .transpose = transpose};
+ * AVX-512 build's rows of 3 to 7 vectors, kern_dw_body.h dw_band3_fp32).
+ * dnarrow: a depthwise convolution of 16 channels and more on the narrow
+ * path (kern_depthwise.c kg_dw16_fn: 16 channels in the lanes; the lanes'
+ * 16 x 16 moves, slide16_row, taps16_row): small maps, maps up to 56 wide,
+ * and 5x5 kernels on wider ones. */
+static void conv_case(int idx, bool transpose, bool big, bool dwide, bool dnarrow) {
+    cparams p = {.nsp = dwide || dnarrow || mpx_rng_unit(&rng) >= 0.2 ? 2 : 1, .transpose = transpose};
     p.N = rnd(1, 2);
     p.G = mpx_rng_unit(&rng) < 0.6 ? 1 : rnd(2, 4);
-    const bool dwise = dwide || (!transpose && mpx_rng_unit(&rng) < 0.25);
+    const bool dwise = dwide || dnarrow || (!transpose && mpx_rng_unit(&rng) < 0.25);
     int64_t cig = big ? rnd(8, 48) : rnd(1, 12), mg = big ? rnd(6, 40) : rnd(1, 14);
     if (dwise) cig = 1, mg = 1, p.G = big ? rnd(8, 64) : rnd(1, 12);
     p.C = cig * p.G, p.M = mg * p.G;
@@ -291,6 +295,16 @@ static void conv_case(int idx, bool transpose, bool big, bool dwide) {
     if (dwide) p.KH = p.KW = mpx_rng_unit(&rng) < 0.5 ? 3 : 5, p.H = rnd(3, 20), p.W = rnd(34, 150);
     p.sh = p.nsp == 2 ? rnd(1, 3) : 1, p.sw = rnd(1, 3);
     p.dh = p.nsp == 2 ? rnd(1, 2) : 1, p.dw = rnd(1, 2);
+    if (dnarrow) {
+        const double u = mpx_rng_unit(&rng);
+        p.G = p.C = p.M = rnd(16, 50);
+        p.KH = rnd(1, 7), p.KW = rnd(1, 7);
+        p.dh = mpx_rng_unit(&rng) < 0.2 ? 2 : 1, p.dw = mpx_rng_unit(&rng) < 0.2 ? 2 : 1;
+        p.sh = rnd(1, 2), p.sw = rnd(1, 2);
+        if (u < 0.4) p.H = rnd(1, 24), p.W = rnd(1, 24);
+        else if (u < 0.7) p.H = rnd(4, 30), p.W = rnd(24, 58), p.sw = 1;
+        else p.KH = p.KW = 5, p.dh = p.dw = 1, p.H = rnd(3, 14), p.W = rnd(40, 130);
+    }
     if (transpose && mpx_rng_unit(&rng) < 0.7) { /* the fast path: kernel = stride */
         p.KH = p.sh = p.nsp == 2 ? rnd(1, 3) : 1;
         p.KW = p.sw = rnd(1, 3);
@@ -556,11 +570,12 @@ int main(int argc, char **argv) {
     for (int i = 0; i < cases; i++) {
         const bool big = i % 10 == 9;
         const double u = mpx_rng_unit(&rng);
-        if (u < 0.55) conv_case(i, false, big, false);
-        else if (u < 0.75) conv_case(i, true, big, false);
+        if (u < 0.55) conv_case(i, false, big, false, false);
+        else if (u < 0.75) conv_case(i, true, big, false, false);
         else matmul_case(i, big);
     }
-    for (int i = 0; i < cases / 10; i++) conv_case(i, false, false, true);
+    for (int i = 0; i < cases / 10; i++) conv_case(i, false, false, true, false);
+    for (int i = 0; i < cases / 5; i++) conv_case(i, false, false, false, true);
     for (int i = 0; i < cases / 10; i++) rnn_case(i, i % 4 == 3);
     for (int i = 0; i < cases / 10; i++) attn_case(i, i % 4 == 3);
     mpx_graph_free(G);

@@ -62,8 +62,13 @@ typedef struct kg_dw16 {
  * one thread, 0.053 -> 0.042 two; EfficientNet-B0's 144 x 56 x 56 3x3
  * about 15% and 8% faster, PP-OCRv4 det's 192 x 40 x 40 5x5 about 20%;
  * MobileNetV3-Small's 72 x 56 x 56 stride-2 one, 28 wide, was no faster:
- * its padded copy is four times the outputs). */
-enum { KG_DW16_MAX_OW = 23, KG_DW16_MAX_OW1 = 56 };
+ * its padded copy is four times the outputs). Kernels of 25 taps and more
+ * at any width whose padded copy stays within KG_DW16_MAX_PAD floats (one
+ * thread, 16-lane slide16_row: PP-OCRv4 rec's 240 x 12 x 80 5x5, 0.29 ->
+ * 0.16 ms, its 480 x 6 x 80 -> 3 x 80 0.19 -> 0.11 ms; the moves into and
+ * out of the lanes cost the same per output at any K, so 3x3 kernels on
+ * wider maps stay on dw_chan: rec's 128 x 12 x 160 0.10 -> 0.14 ms there). */
+enum { KG_DW16_MAX_OW = 23, KG_DW16_MAX_OW1 = 56, KG_DW16_MIN_K = 25, KG_DW16_MAX_PAD = 1 << 16 };
 
 static void kg_dw16_fn(void *ctx, int tid, long item) {
     (void)tid;
@@ -104,12 +109,14 @@ bool kg_dw_run(const kg_dw *j) {
     const kg_conv *v = j->conv;
     const int64_t K = v->KH * v->KW;
     int nt = kg_threads_for((double)j->C * (double)v->OH * (double)j->OW * (double)K * 4.0);
-    if (j->mode == KG_FP32 && (j->OW <= KG_DW16_MAX_OW || (j->OW <= KG_DW16_MAX_OW1 && v->sw == 1)) && j->C >= 16) {
-        /* The padded map: every tap a grid position reads (pads as zero). */
-        kg_dw16 d = {.j = j, .Hp = (v->OH - 1) * v->sh + (v->KH - 1) * v->dh + 1,
-                     .Wp = (j->OW - 1) * v->sw + (v->KW - 1) * v->dw + 1};
-        if (d.Hp < v->H + v->pt) d.Hp = v->H + v->pt;
-        if (d.Wp < v->W + v->pl) d.Wp = v->W + v->pl;
+    /* The narrow path's padded map: every tap a grid position reads (pads as zero). */
+    kg_dw16 d = {.j = j, .Hp = (v->OH - 1) * v->sh + (v->KH - 1) * v->dh + 1,
+                 .Wp = (j->OW - 1) * v->sw + (v->KW - 1) * v->dw + 1};
+    if (d.Hp < v->H + v->pt) d.Hp = v->H + v->pt;
+    if (d.Wp < v->W + v->pl) d.Wp = v->W + v->pl;
+    const bool narrow = j->OW <= KG_DW16_MAX_OW || (j->OW <= KG_DW16_MAX_OW1 && v->sw == 1) ||
+                        (K >= KG_DW16_MIN_K && d.Hp * d.Wp * 16 <= KG_DW16_MAX_PAD);
+    if (j->mode == KG_FP32 && narrow && j->C >= 16) {
         const long items = (long)((j->C + 15) / 16);
         if (nt > items) nt = (int)items;
         int64_t *off = malloc((size_t)K * sizeof *off);
@@ -132,7 +139,7 @@ bool kg_dw_run(const kg_dw *j) {
     kg_ctx x = {.d = j, .avx2 = kg_use_avx2(), .avx512 = kg_use_avx512(), .h16 = kg_use_h16(j->mode, j->f16)};
     /* A band of the channel's grid rows: its rows, the rows the taps reach
      * below them, one more for the dropped columns (ext); 64 floats of
-     * slack for the last vectors (dw_band3_fp32's blocks of 64 outputs).
+     * slack for the last vectors (dw_band3_fp32's blocks of 3 to 7 vectors).
      * Bands of KG_DW_BAND_ROWS grid rows where
      * the whole channel's copy would pass KG_DW_STRIP floats (dw_chan fills
      * and computes one band at a time, so the copy is read back from the

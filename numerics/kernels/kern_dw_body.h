@@ -3,52 +3,85 @@
  * kern_gemm.c (it says what each build is). Not a header of its own: no
  * include guard on purpose. */
 
+/* The narrow path's vector (taps16_row, slide16_row): 16 lanes, one
+ * register of the AVX-512 build, where two 8-lane halves ran its 16
+ * channels at half the fused multiply-add rate the CPU has (MobileNetV3's,
+ * EfficientNet's and PP-OCRv4 rec's depthwise convolutions); 8 lanes in the
+ * other builds. Each lane's operations are the same either way. */
+#if KG_SIMD == 2
+#define DW_VL 16
+#define DW_V v16f
+#else
+#define DW_VL 8
+#define DW_V v8f
+#endif
+
+static inline KG_TARGET __attribute__((always_inline)) DW_V KG_F(dw_ld)(const float *p) {
+    DW_V v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_st)(float *p, DW_V v) { memcpy(p, &v, sizeof v); }
+
+static inline KG_TARGET __attribute__((always_inline)) DW_V KG_F(dw_fma)(DW_V a, DW_V b, DW_V c) {
+#if KG_SIMD == 2
+    return (DW_V)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#else
+    return KG_F(fma8)(a, b, c);
+#endif
+}
+
 /* lanes16's taps (w16 against p) for n outputs `step` floats apart in p
  * and 16 apart in out16: each lane's operations are lanes16's (blocks of 64 fused multiply-adds
  * from 0, added to the sum from 0, then the bias). Why: one output's sum
  * is a chain of K dependent fused multiply-adds, 4 cycles each, so a call
  * per output ran at a fraction of the FMA ports' rate (MobileNetV3's and
  * EfficientNet's narrow depthwise convolutions); RW outputs side by side
- * are RW independent chains. */
+ * are RW NH independent chains (8 in the AVX-512 build: its 16-lane fused
+ * multiply-adds' latency times the two ports). */
 static KG_TARGET void KG_F(taps16_row)(int64_t K, const float *w16, const float *p, const int64_t *off,
                                        int64_t step, int64_t n, const float *bias16, float *out16) {
-    enum { RW = KG_SIMD == 2 ? 6 : 3 };
-    const v8f z = {0};
+    enum { NH = 16 / DW_VL, RW = KG_SIMD == 2 ? 8 : 3 };
+    const DW_V z = {0};
     int64_t o = 0;
     for (; o + RW <= n; o += RW) {
-        v8f s[RW][2];
-DW_UNROLL(6)
-        for (int r = 0; r < RW; r++) s[r][0] = z, s[r][1] = z;
+        DW_V s[RW][NH];
+DW_UNROLL(8)
+        for (int r = 0; r < RW; r++)
+            for (int h = 0; h < NH; h++) s[r][h] = z;
         for (int64_t k0 = 0; k0 < K; k0 += MPX_ACC_FP32_BLOCK) {
             const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < K ? k0 + MPX_ACC_FP32_BLOCK : K;
-            v8f a[RW][2];
-DW_UNROLL(6)
-            for (int r = 0; r < RW; r++) a[r][0] = z, a[r][1] = z;
+            DW_V a[RW][NH];
+DW_UNROLL(8)
+            for (int r = 0; r < RW; r++)
+                for (int h = 0; h < NH; h++) a[r][h] = z;
             for (int64_t k = k0; k < k1; k++) {
-                const v8f w0 = KG_F(ld8)(w16 + k * 16), w1 = KG_F(ld8)(w16 + k * 16 + 8);
+                DW_V wv[NH];
+                for (int h = 0; h < NH; h++) wv[h] = KG_F(dw_ld)(w16 + k * 16 + h * DW_VL);
                 const float *pk = p + off[k] + o * step;
-DW_UNROLL(6)
-                for (int r = 0; r < RW; r++) {
-                    a[r][0] = KG_F(fma8)(w0, KG_F(ld8)(pk + r * step), a[r][0]);
-                    a[r][1] = KG_F(fma8)(w1, KG_F(ld8)(pk + r * step + 8), a[r][1]);
-                }
+DW_UNROLL(8)
+                for (int r = 0; r < RW; r++)
+                    for (int h = 0; h < NH; h++)
+                        a[r][h] = KG_F(dw_fma)(wv[h], KG_F(dw_ld)(pk + r * step + h * DW_VL), a[r][h]);
             }
-DW_UNROLL(6)
-            for (int r = 0; r < RW; r++) s[r][0] += a[r][0], s[r][1] += a[r][1];
+DW_UNROLL(8)
+            for (int r = 0; r < RW; r++)
+                for (int h = 0; h < NH; h++) s[r][h] += a[r][h];
         }
-DW_UNROLL(6)
-        for (int r = 0; r < RW; r++) {
-            if (bias16) s[r][0] += KG_F(ld8)(bias16), s[r][1] += KG_F(ld8)(bias16 + 8);
-            KG_F(st8)(out16 + (o + r) * 16, s[r][0]);
-            KG_F(st8)(out16 + (o + r) * 16 + 8, s[r][1]);
-        }
+DW_UNROLL(8)
+        for (int r = 0; r < RW; r++)
+            for (int h = 0; h < NH; h++) {
+                if (bias16) s[r][h] += KG_F(dw_ld)(bias16 + h * DW_VL);
+                KG_F(dw_st)(out16 + (o + r) * 16 + h * DW_VL, s[r][h]);
+            }
     }
     for (; o < n; o++) KG_F(lanes16)(false, K, w16, p + o * step, off, bias16, out16 + o * 16);
 }
 
 /* taps16_row's sums for kernels KW wide (undilated along the row) at
- * column stride SW, RW outputs side by side, 8 of the 16 lanes (w16, p,
- * bias16 and out16 offset to the half): each pixel of a kernel row is loaded
+ * column stride SW, RW outputs side by side, DW_VL of the 16 lanes (w16,
+ * p, bias16 and out16 offset to them): each pixel of a kernel row is loaded
  * once and taken by every output whose window holds it, with that row's KW
  * weights in registers (taps16_row loads a pixel for every term: two loads
  * a fused multiply-add, so its loop ran at the load ports' rate). For one
@@ -60,34 +93,35 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(slide8)(const i
                                                                       int64_t KH, const float *w16,
                                                                       const float *p, int64_t rs,
                                                                       const float *bias16, float *out16) {
-    const v8f z = {0};
-    v8f acc[8];
+    const DW_V z = {0};
+    DW_V acc[8];
 DW_UNROLL(8)
     for (int r = 0; r < RW; r++) acc[r] = z;
     for (int64_t kh = 0; kh < KH; kh++) {
         const float *pr = p + kh * rs, *wr = w16 + kh * KW * 16;
-        v8f wv[7];
+        DW_V wv[7];
 DW_UNROLL(7)
-        for (int kw = 0; kw < KW; kw++) wv[kw] = KG_F(ld8)(wr + kw * 16);
+        for (int kw = 0; kw < KW; kw++) wv[kw] = KG_F(dw_ld)(wr + kw * 16);
 DW_UNROLL(24)
         for (int jx = 0; jx < (RW - 1) * SW + KW; jx++) {
-            const v8f x = KG_F(ld8)(pr + jx * 16);
+            const DW_V x = KG_F(dw_ld)(pr + jx * 16);
 DW_UNROLL(8)
             for (int r = 0; r < RW; r++) {
                 const int kw = jx - r * SW;
-                if (kw >= 0 && kw < KW) acc[r] = KG_F(fma8)(wv[kw], x, acc[r]);
+                if (kw >= 0 && kw < KW) acc[r] = KG_F(dw_fma)(wv[kw], x, acc[r]);
             }
         }
     }
 DW_UNROLL(8)
     for (int r = 0; r < RW; r++) {
-        v8f s = z + acc[r];
-        if (bias16) s += KG_F(ld8)(bias16);
-        KG_F(st8)(out16 + r * 16, s);
+        DW_V s = z + acc[r];
+        if (bias16) s += KG_F(dw_ld)(bias16);
+        KG_F(dw_st)(out16 + r * 16, s);
     }
 }
 
-/* slide8's instances: KW 3, 5 or 7, SW 1 or 2, RW 4 to 8. */
+/* slide8's instances: KW 3, 5 or 7, SW 1 or 2, RW 4 to 8 (slide8: named for
+ * its 8 lanes of the AVX2 build; 16 in the AVX-512 one). */
 #define KG_SLIDE_RW(KW, SW)                                                                        \
     switch (rw) {                                                                                  \
     case 4: KG_F(slide8)(KW, SW, 4, KH, w16, p, rs, bias16, out16); return;                        \
@@ -112,14 +146,14 @@ static KG_TARGET void KG_F(slide8_any)(int64_t KW, int64_t SW, int rw, int64_t K
 /* A row of n >= 4 outputs by slide8: blocks of at most 8 outputs, as even
  * as they come (14: 7 and 7), the last block moved back to end at n where
  * the count does not divide (its first outputs computed twice, to the same
- * bits); both 8-lane halves. rs: a kernel row's floats. */
+ * bits); both 8-lane halves, or the 16 lanes at once. rs: a kernel row's floats. */
 static KG_TARGET void KG_F(slide16_row)(int64_t KH, int64_t KW, int64_t SW, const float *w16, const float *p,
                                         int64_t rs, int64_t n, const float *bias16, float *out16) {
     const int64_t nb = (n + 7) / 8;
     const int rw = (int)((n + nb - 1) / nb);
     for (int64_t b = 0; b < nb; b++) {
         const int64_t o = b * rw + rw <= n ? b * rw : n - rw;
-        for (int h = 0; h < 16; h += 8)
+        for (int h = 0; h < 16; h += DW_VL)
             KG_F(slide8_any)(KW, SW, rw, KH, w16 + h, p + o * SW * 16 + h, rs, bias16 ? bias16 + h : NULL,
                              out16 + o * 16 + h);
     }
@@ -150,17 +184,18 @@ DW_UNROLL(4)
 
 /* The narrow depthwise path's moves into and out of the lanes (kern_gemm.c
  * kg_dw16_fn), by the channel planes' flat positions, 8 channels x 8
- * positions a register transpose: by rows, a 7 x 7 or 14 x 14 map's rows
- * were mostly tails (an 8 x 8 transpose a row made MobileNetV3-Small
- * slower), and a value at a time the moves cost as much as the taps.
- * In: channel l's H x W plane xs[l] (nc of 16) to p[((ih + pt) Wp + iw +
- * pl) 16 + l]; out: y16[q 16 + l] to ys[l][q] for q < n. Lanes past nc are
- * not touched. */
-static KG_TARGET void KG_F(lanes_in)(const float *const *xs, int64_t nc, int64_t H, int64_t W, float *p,
-                                     int64_t Wp, int64_t pt, int64_t pl) {
+ * positions a register transpose (16 x 16 in the AVX-512 build, for items
+ * of 16 channels: lanes16_in, lanes16_out): by rows, a 7 x 7 or 14 x 14
+ * map's rows were mostly tails (an 8 x 8 transpose a row made
+ * MobileNetV3-Small slower), and a value at a time the moves cost as much
+ * as the taps. In: channel l's H x W plane xs[l] (nc of 16) to p[((ih +
+ * pt) Wp + iw + pl) 16 + l] for positions q0 on; out: y16[q 16 + l] to
+ * ys[l][q] for q0 <= q < n. Lanes past nc are not touched. */
+static KG_TARGET void KG_F(lanes_in8)(const float *const *xs, int64_t nc, int64_t H, int64_t W, float *p,
+                                      int64_t Wp, int64_t pt, int64_t pl, int64_t q0) {
     for (int64_t c0 = 0; c0 < nc; c0 += 8) {
         const int64_t n8 = nc - c0 < 8 ? nc - c0 : 8;
-        int64_t q = 0, ih = 0, iw = 0;
+        int64_t q = q0, ih = q0 / W, iw = q0 % W;
         if (n8 == 8)
             for (; q + 8 <= H * W; q += 8) {
                 v8f r[8];
@@ -180,10 +215,10 @@ DW_UNROLL(8)
     }
 }
 
-static KG_TARGET void KG_F(lanes_out)(const float *y16, int64_t n, int64_t nc, float *const *ys) {
+static KG_TARGET void KG_F(lanes_out8)(const float *y16, int64_t n, int64_t nc, float *const *ys, int64_t q0) {
     for (int64_t c0 = 0; c0 < nc; c0 += 8) {
         const int64_t n8 = nc - c0 < 8 ? nc - c0 : 8;
-        int64_t q = 0;
+        int64_t q = q0;
         if (n8 == 8)
             for (; q + 8 <= n; q += 8) {
                 v8f r[8];
@@ -196,6 +231,72 @@ DW_UNROLL(8)
         for (; q < n; q++)
             for (int64_t l = 0; l < n8; l++) ys[c0 + l][q] = y16[q * 16 + c0 + l];
     }
+}
+
+#if KG_SIMD == 2
+/* r[0..16) as the rows of a 16 x 16 matrix, transposed in place: pairs of
+ * rows interleaved, then fours (columns within each 128-bit lane), then
+ * the 128-bit lanes (two shuffles of four: 64 in all, where four 8 x 8
+ * transposes are 96 on half-width registers and twice the loads and
+ * stores). */
+static inline KG_TARGET __attribute__((always_inline)) void KG_F(tr16)(__m512 *r) {
+    __m512 a[16], b[16];
+DW_UNROLL(8)
+    for (int i = 0; i < 16; i += 2)
+        a[i] = _mm512_unpacklo_ps(r[i], r[i + 1]), a[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+DW_UNROLL(4)
+    for (int i = 0; i < 16; i += 4)
+DW_UNROLL(2)
+        for (int h = 0; h < 2; h++) {
+            const __m512d x = _mm512_castps_pd(a[i + h]), y = _mm512_castps_pd(a[i + h + 2]);
+            b[i + 2 * h] = _mm512_castpd_ps(_mm512_unpacklo_pd(x, y));
+            b[i + 2 * h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(x, y));
+        }
+    /* b[4 g + j]: rows 4 g .. 4 g + 3 of columns j, j + 4, j + 8, j + 12 (one a 128-bit lane) */
+DW_UNROLL(4)
+    for (int j = 0; j < 4; j++) {
+        const __m512 x0 = _mm512_shuffle_f32x4(b[j], b[4 + j], 0x88), y0 = _mm512_shuffle_f32x4(b[8 + j], b[12 + j], 0x88);
+        const __m512 x1 = _mm512_shuffle_f32x4(b[j], b[4 + j], 0xdd), y1 = _mm512_shuffle_f32x4(b[8 + j], b[12 + j], 0xdd);
+        r[j] = _mm512_shuffle_f32x4(x0, y0, 0x88), r[j + 8] = _mm512_shuffle_f32x4(x0, y0, 0xdd);
+        r[j + 4] = _mm512_shuffle_f32x4(x1, y1, 0x88), r[j + 12] = _mm512_shuffle_f32x4(x1, y1, 0xdd);
+    }
+}
+#endif
+
+static KG_TARGET void KG_F(lanes_in)(const float *const *xs, int64_t nc, int64_t H, int64_t W, float *p,
+                                     int64_t Wp, int64_t pt, int64_t pl) {
+    int64_t q = 0;
+#if KG_SIMD == 2
+    if (nc == 16)
+        for (int64_t ih = 0, iw = 0; q + 16 <= H * W; q += 16) {
+            __m512 r[16];
+DW_UNROLL(16)
+            for (int l = 0; l < 16; l++) r[l] = _mm512_loadu_ps(xs[l] + q);
+            KG_F(tr16)(r);
+DW_UNROLL(16)
+            for (int t = 0; t < 16; t++) {
+                _mm512_storeu_ps(p + ((ih + pt) * Wp + iw + pl) * 16, r[t]);
+                if (++iw == W) iw = 0, ih++;
+            }
+        }
+#endif
+    KG_F(lanes_in8)(xs, nc, H, W, p, Wp, pt, pl, q);
+}
+
+static KG_TARGET void KG_F(lanes_out)(const float *y16, int64_t n, int64_t nc, float *const *ys) {
+    int64_t q = 0;
+#if KG_SIMD == 2
+    if (nc == 16)
+        for (; q + 16 <= n; q += 16) {
+            __m512 r[16];
+DW_UNROLL(16)
+            for (int t = 0; t < 16; t++) r[t] = _mm512_loadu_ps(y16 + (q + t) * 16);
+            KG_F(tr16)(r);
+DW_UNROLL(16)
+            for (int l = 0; l < 16; l++) _mm512_storeu_ps(ys[l] + q, r[l]);
+        }
+#endif
+    KG_F(lanes_out8)(y16, n, nc, ys, q);
 }
 
 /* dw_chan's 32 sums in the AVX-512 build, into s[0..4) (8 each), 16 lanes
@@ -291,17 +392,21 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_sums16)(cons
 #endif
 
 #if KG_SIMD == 2
-/* dw_chan's fp32 grid rows [rb, re) of a band three at a time, 64 outputs
- * a block (the last one masked), for kernels of one block of taps (K <=
- * 64): each output's taps in order, fused multiply-adds from 0, the sum
- * added to +0, then the bias (dw_rows_fp32's operations, so its bits).
- * Why: 32 outputs a block were 6 chains of K dependent fused multiply-adds
- * (4 cycles each), too few to keep the FMA ports busy; 64 are 12. KC: K as
- * a constant (the tap loop unrolled, the weights held across the blocks).
- * Returns the first row left (fewer than 3). */
-static inline KG_TARGET __attribute__((always_inline)) int64_t KG_F(dw_band3_fp32)(const int KC, const kg_ctx *x,
-                                                                               const float *w, const float *st,
-                                                                               int64_t rb, int64_t re, float *y,
+/* dw_chan's fp32 grid rows [rb, re) of a band three at a time, NV vectors
+ * of 16 outputs a block (the last vector of a row masked), for kernels of
+ * one block of taps (K <= 64): each output's taps in order, fused
+ * multiply-adds from 0, the sum added to +0, then the bias (dw_rows_fp32's
+ * operations, so its bits). Why: 32 outputs a block were 6 chains of K
+ * dependent fused multiply-adds (4 cycles each), too few to keep the FMA
+ * ports busy; 3 NV are 9 to 21. NV: the row's vectors in as few blocks of
+ * at most 7 as they fit, evenly (dw_band3_nv): blocks of 64 had computed
+ * 128 outputs for PP-OCRv4 rec's 80-wide rows, 192 for its 160-wide ones.
+ * KC: K as a constant (the tap loop unrolled, the weights held across the
+ * blocks). Returns the first row left (fewer than 3). */
+static inline KG_TARGET __attribute__((always_inline)) int64_t KG_F(dw_band3_fp32)(const int KC, const int NV,
+                                                                               const kg_ctx *x, const float *w,
+                                                                               const float *st, int64_t rb,
+                                                                               int64_t re, float *y,
                                                                                const float *bp) {
     const kg_dw *j = x->d;
     const kg_conv *v = j->conv;
@@ -309,36 +414,52 @@ static inline KG_TARGET __attribute__((always_inline)) int64_t KG_F(dw_band3_fp3
     const __m512 z = _mm512_setzero_ps(), bv = _mm512_set1_ps(bp ? *bp : 0.0f);
     int64_t r0 = rb;
     for (; r0 + 3 <= re; r0 += 3)
-        for (int64_t col = 0; col < j->OW; col += 64) {
+        for (int64_t col = 0; col < j->OW; col += NV * 16) {
             const float *xq = st + (r0 - rb) * Wq + col;
-            __m512 a[3][4];
+            __m512 a[3][7];
 DW_UNROLL(3)
             for (int i = 0; i < 3; i++)
-DW_UNROLL(4)
-                for (int c = 0; c < 4; c++) a[i][c] = z;
+DW_UNROLL(7)
+                for (int c = 0; c < NV; c++) a[i][c] = z;
             for (int k = 0; k < KC; k++) {
                 const __m512 wk = _mm512_set1_ps(w[k]);
                 const float *p = xq + off[k];
 DW_UNROLL(3)
                 for (int i = 0; i < 3; i++)
-DW_UNROLL(4)
-                    for (int c = 0; c < 4; c++) a[i][c] = _mm512_fmadd_ps(wk, _mm512_loadu_ps(p + i * Wq + c * 16), a[i][c]);
+DW_UNROLL(7)
+                    for (int c = 0; c < NV; c++) a[i][c] = _mm512_fmadd_ps(wk, _mm512_loadu_ps(p + i * Wq + c * 16), a[i][c]);
             }
-            const int64_t n = j->OW - col < 64 ? j->OW - col : 64;
-            const uint64_t keep = n >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << n) - 1u;
+            const int64_t n = j->OW - col;
 DW_UNROLL(3)
             for (int i = 0; i < 3; i++) {
                 float *yo = y + (r0 + i) * j->OW + col;
-DW_UNROLL(4)
-                for (int c = 0; c < 4; c++) {
+DW_UNROLL(7)
+                for (int c = 0; c < NV; c++) {
                     __m512 sc = _mm512_add_ps(z, a[i][c]);
                     if (bp) sc = _mm512_add_ps(sc, bv);
-                    _mm512_mask_storeu_ps(yo + c * 16, (__mmask16)(keep >> (16 * c) & 0xffffu), sc);
+                    const int64_t m = n - c * 16;
+                    _mm512_mask_storeu_ps(yo + c * 16, m >= 16 ? (__mmask16)0xffffu : m > 0 ? (__mmask16)((1u << m) - 1u) : 0,
+                                          sc);
                 }
             }
         }
     return r0;
 }
+
+/* dw_band3_fp32's vectors a block for rows OW wide (> 32 outputs: 3 to 7). */
+static inline int KG_F(dw_band3_nv)(int64_t OW) {
+    const int64_t nvec = (OW + 15) / 16, nb = (nvec + 6) / 7;
+    return (int)((nvec + nb - 1) / nb);
+}
+
+#define KG_BAND3_NV(KC)                                                                            \
+    switch (KG_F(dw_band3_nv)(j->OW)) {                                                            \
+    case 3: r0 = KG_F(dw_band3_fp32)(KC, 3, x, w, st, rb, re, y, bp); break;                       \
+    case 4: r0 = KG_F(dw_band3_fp32)(KC, 4, x, w, st, rb, re, y, bp); break;                       \
+    case 5: r0 = KG_F(dw_band3_fp32)(KC, 5, x, w, st, rb, re, y, bp); break;                       \
+    case 6: r0 = KG_F(dw_band3_fp32)(KC, 6, x, w, st, rb, re, y, bp); break;                       \
+    default: r0 = KG_F(dw_band3_fp32)(KC, 7, x, w, st, rb, re, y, bp); break;                      \
+    }
 #endif
 
 /* ---- depthwise: one channel ------------------------------------------------------------------
@@ -372,8 +493,8 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(dw_chan)(const 
              * of 64 is mostly dropped lanes (its 28-wide 5 x 5: 0.20 ->
              * 0.26 ms), nor other kernels, whose tap count is no constant
              * (a 16 x 80 x 80 7 x 7: 0.17 -> 0.20 ms). */
-            if (j->OW > 32 && K == 9) r0 = KG_F(dw_band3_fp32)(9, x, w, st, rb, re, y, bp);
-            else if (j->OW > 32 && K == 25) r0 = KG_F(dw_band3_fp32)(25, x, w, st, rb, re, y, bp);
+            if (j->OW > 32 && K == 9) KG_BAND3_NV(9)
+            else if (j->OW > 32 && K == 25) KG_BAND3_NV(25)
             else
                 for (; r0 + 3 <= re; r0 += 3)
                     for (int64_t col = 0; col < j->OW; col += 32) {
@@ -515,3 +636,9 @@ static KG_TARGET void KG_F(dw_item)(const kg_ctx *x, int tid, long ch) {
     case KG_TF32: KG_F(dw_chan)(KG_TF32, x, tid, ch); return;
     }
 }
+
+#undef DW_VL
+#undef DW_V
+#if KG_SIMD == 2
+#undef KG_BAND3_NV
+#endif
