@@ -438,8 +438,8 @@ DW_UNROLL(7)
                     __m512 sc = _mm512_add_ps(z, a[i][c]);
                     if (bp) sc = _mm512_add_ps(sc, bv);
                     const int64_t m = n - c * 16;
-                    _mm512_mask_storeu_ps(yo + c * 16, m >= 16 ? (__mmask16)0xffffu : m > 0 ? (__mmask16)((1u << m) - 1u) : 0,
-                                          sc);
+                    const __mmask16 mk = (__mmask16)(m >= 16 ? 0xffffu : m > 0 ? (1u << m) - 1u : 0u);
+                    _mm512_mask_storeu_ps(yo + c * 16, mk, sc);
                 }
             }
         }
