@@ -109,6 +109,8 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr)(const int 
 #undef KG_RPUT
 }
 
+/* DEF(r) for every row count of a panel (1 .. KG_MR) */
+#define KG_PER_MR(DEF) DEF(1) DEF(2) DEF(3) DEF(4) DEF(5) DEF(6)
 #if KG_SIMD == 2
 /* fp32 on 16 lanes (the AVX-512 build): the tile's row i is one vector c_i,
  * lane l of it column l, summed as ukr sums it (blocks of 64 fused
@@ -229,12 +231,7 @@ typedef void (*KG_F(ukrd_fn))(int64_t kc, const float *a, const float *bq, const
         KG_F(ukr16d)(MR, NP, kc, a, bq, boff, pstride, cr, first, bias, anext, tail, NULL);                    \
     }
 #define KG_UKRD_MR(MR) KG_UKRD_DEF(MR, 1) KG_UKRD_DEF(MR, 2) KG_UKRD_DEF(MR, 4)
-KG_UKRD_MR(1)
-KG_UKRD_MR(2)
-KG_UKRD_MR(3)
-KG_UKRD_MR(4)
-KG_UKRD_MR(5)
-KG_UKRD_MR(6)
+KG_PER_MR(KG_UKRD_MR)
 #undef KG_UKRD_MR
 #undef KG_UKRD_DEF
 #define KG_UKRD_ROW(MR) {KG_F(ukrd_##MR##_1), KG_F(ukrd_##MR##_2), KG_F(ukrd_##MR##_4)}
@@ -257,12 +254,7 @@ typedef void (*KG_F(ukrl_fn))(int64_t kc, const float *const *ar, const float *b
         KG_F(ukr16d)(MR, NP, kc, NULL, bq, NULL, pstride, cr, first, bias, NULL, tail, ar);                     \
     }
 #define KG_UKRL_MR(MR) KG_UKRL_DEF(MR, 1) KG_UKRL_DEF(MR, 2) KG_UKRL_DEF(MR, 4)
-KG_UKRL_MR(1)
-KG_UKRL_MR(2)
-KG_UKRL_MR(3)
-KG_UKRL_MR(4)
-KG_UKRL_MR(5)
-KG_UKRL_MR(6)
+KG_PER_MR(KG_UKRL_MR)
 #undef KG_UKRL_MR
 #undef KG_UKRL_DEF
 #define KG_UKRL_ROW(MR) {KG_F(ukrl_##MR##_1), KG_F(ukrl_##MR##_2), KG_F(ukrl_##MR##_4)}
@@ -385,7 +377,6 @@ typedef void (*KG_F(ukr_fn))(int64_t kc, const float *a, const float *b, float *
     }
 /* One copy per row count 1 .. KG_MR (DEF(MR)), and the table of a family's
  * copies (name_1 .. name_6) by row count. */
-#define KG_PER_MR(DEF) DEF(1) DEF(2) DEF(3) DEF(4) DEF(5) DEF(6)
 #define KG_MR_TABLE(name) \
     {KG_F(name##_1), KG_F(name##_2), KG_F(name##_3), KG_F(name##_4), KG_F(name##_5), KG_F(name##_6)}
 _Static_assert(KG_MR == 6, "KG_PER_MR and KG_MR_TABLE list 6 row counts");
