@@ -516,7 +516,7 @@ static bool kg_lanes_worth(const kg_gemm *j) {
         return false;
     /* (without a grid: B's rows are runs and so are C's, as a 1x1
      * convolution's; a 7 x 7 map's 49 columns were 64) */
-    if (!v && (!j->boff || j->b_owner || j->cs != 1 || j->gw != j->gvalid || (j->N > j->gw && j->rs != j->gw)))
+    if (!v && (!j->boff || j->b_owner || !kg_c_runs(j)))
         return false;
     const int64_t M = j->M, N = v ? v->OH * j->gvalid : j->N, cols = v ? v->OH * v->Wq : j->N;
     if (M < 32 || N > 512 || N < KG_MR || (double)j->K * (double)N > (double)(16 << 20)) return false;
@@ -655,7 +655,9 @@ static kg_result kg_run(const kg_gemm *j, int nt) {
      * and not checked for finite values (the packing pass does both), whose
      * C rows are runs (the only path that takes it: gemm_item), on the
      * AVX-512 build: attention's products, a per-call packing of A less. */
-    const bool tiled = j->cs != 1 || j->gw != j->gvalid || (j->N > j->gw && j->rs != j->gw);
+    /* A tile where C's rows are not runs of whole panels (columns dropped
+     * inside, or strided). */
+    const bool tiled = !kg_c_runs(j);
     x.alies = x.avx512 && j->mode == KG_FP32 && !x.h16 && !j->conv && !j->a_owner && !j->a_fmt && !j->finite_a &&
               j->aks == 1 && !tiled;
     float *ap = kept || x.alies ? NULL : kg_alloc((size_t)(j->G * mpan * KG_MR * K));
@@ -723,8 +725,6 @@ static kg_result kg_run(const kg_gemm *j, int nt) {
     x.nqb = kg_cdiv(N, x.icols);
     const long items = (long)(j->G * x.nqb * x.nmb);
     if (nt > items) nt = (int)items;
-    /* (tiled: a tile where C's rows are not runs of whole panels, columns
-     * dropped inside, or strided) */
     x.ldt = (x.icols + 4 * KG_NR - 1) / KG_NR * KG_NR + 3 * KG_NR;
     /* Packed B: at most KG_PACK floats, less for small products. */
     x.kc = j->conv && !x.avx512 ? KG_KC_CONV : KG_KC;
@@ -740,12 +740,10 @@ static kg_result kg_run(const kg_gemm *j, int nt) {
         if (ok && tiled) ok = (x.tile[t] = kg_alloc((size_t)(x.mpb * KG_MR * x.ldt))) != NULL;
     }
     if (ok && x.shared) mpx_k_parallel((long)(j->G * j->conv->cig), nt, kg_fill_fn, &x);
-    if (ok && kept) {
-        x.ap = kept->ap;
-        bad = j->finite_a && !kept->finite;
+    if (ok && (kept || x.alies)) { /* A packed and kept, or read where it lies */
+        if (kept) x.ap = kept->ap;
+        bad = kept && j->finite_a && !kept->finite;
         if (!bad) mpx_k_parallel_stoppable(items, nt, kg_gemm_fn, &x);
-    } else if (ok && x.alies) {
-        mpx_k_parallel_stoppable(items, nt, kg_gemm_fn, &x);
     } else if (ok) {
         /* Pack A, a panel an item, on the same threads (ResNet-18's last
          * convolutions pack 9 MB each call). */

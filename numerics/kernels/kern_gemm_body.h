@@ -655,7 +655,7 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
     if (j->mode == KG_FP16 && j->f16) ukrs = KG_F(ukrz_table);
 #endif
     /* Where C's rows are runs (a MatMul's, a 1x1 convolution's) */
-    const bool runs = j->cs == 1 && j->gw == j->gvalid && (j->N <= j->gw || j->rs == j->gw);
+    const bool runs = kg_c_runs(j);
     /* An fp32 convolution's B read where it lies in the shared copy (the
      * AVX-512 build, ukr16d), summed into the tile, or where C's rows are
      * runs (a grid that drops no column: a 1x1 convolution at stride 2,

@@ -136,6 +136,14 @@ static inline int64_t kg_cdiv(int64_t a, int64_t b) { /* ceil(a / b), b > 0 */
     return (a % b != 0 && a > 0) ? q + 1 : q;
 }
 
+/* Whether C's rows are runs of whole panels: no column dropped inside a
+ * grid row, unit column step, and grid rows contiguous where there are
+ * several (a MatMul's C, a 1x1 convolution's); elsewhere the core sums
+ * into a tile first. */
+static inline bool kg_c_runs(const kg_gemm *j) {
+    return j->cs == 1 && j->gw == j->gvalid && (j->N <= j->gw || j->rs == j->gw);
+}
+
 /* Whether the CPU takes the AVX2 build, the AVX-512 build, and the fp16
  * fused multiply-add kernel for this mode and operands (kern_gemm.c). */
 bool kg_use_avx2(void);
