@@ -418,88 +418,159 @@ __attribute__((target("avx2,fma"))) static void exp_neg_avx2(const float *x, flo
     }
 }
 
-/* ke_exp_neg's value on 16-lane vectors (AVX-512F) by another route to
+/* ke_exp_neg's value on 16 lanes (AVX-512F) in double by another route to
  * the same float: x = k ln2/16 + r with |r| <= ln2/32 (k from the
  * round-to-integer shift, ln2/16 as ke_exp_neg's two parts scaled), e^x =
  * 2^(k/16) e^r with 2^(j/16) (j = k mod 16) read from a table of 16
  * doubles in two registers by one permute, times 2^(k >> 4) added to its
  * exponent bits, and e^r by its Taylor polynomial of degree 6 (truncation
  * 4.4e-16 relative). Equal to ke_exp_neg for every non-positive float:
- * checked over all 2^31 of them (the long test test_kern_elem_exp_neg_all:
- * 0 differ; with degree 5, 30 do, the first at -0x1.e1dbe2p-8), which is
- * what makes it the same bits, not the error bound alone. Why: 10
- * multiply-adds a double instead of 16, and the double lanes are
- * Softmax's cost (ViT-B/16: 28,000 rows of 197 a forward): 0.31 ns a
- * value against 0.41 on one thread (AMD Zen 5). nv vectors (nv <= 4),
- * each two chains of 8 doubles; the last vector's lanes loaded and stored
- * under `last` (lanes outside it computed from 0 and dropped). The clamp
- * at -110 is a max, which keeps a NaN (a NaN's table index is garbage,
- * its result NaN). exp_tab16: 2^(j/16) rounded to double (the nearest),
- * less j << 48 in its bits, so that adding t's bits << 48 (k << 48: j <<
- * 48 plus 2^(k >> 4)'s exponent) gives it scaled; k >= -2540, so the
- * scaled value stays a normal double. */
+ * checked over all 2^31 of them (with degree 5, 30 differ, the first at
+ * -0x1.e1dbe2p-8), which is what makes it the same bits, not the error
+ * bound alone. Two chains of 8 doubles. Now the float form's fallback
+ * (exp_neg16f below): its lanes that the float arithmetic cannot decide.
+ * The clamp at -110 is a max, which keeps a NaN (a NaN's table index is
+ * garbage, its result NaN). exp_tab16: 2^(j/16) rounded to double (the
+ * nearest), less j << 48 in its bits, so that adding t's bits << 48 (k <<
+ * 48: j << 48 plus 2^(k >> 4)'s exponent) gives it scaled; k >= -2540, so
+ * the scaled value stays a normal double. */
 static const double exp_tab16[16] = {
     0x1.0000000000000p+0, 0x1.0b5586cf9890fp+0, 0x1.172b83c7d517bp+0, 0x1.2387a6e756238p+0,
     0x1.306fe0a31b715p+0, 0x1.3dea64c123422p+0, 0x1.4bfdad5362a27p+0, 0x1.5ab07dd485429p+0,
     0x1.6a09e667f3bcdp+0, 0x1.7a11473eb0187p+0, 0x1.8ace5422aa0dbp+0, 0x1.9c49182a3f090p+0,
     0x1.ae89f995ad3adp+0, 0x1.c199bdd85529cp+0, 0x1.d5818dcfba487p+0, 0x1.ea4afa2a490dap+0};
 
-static inline __attribute__((target("avx512f"), always_inline)) void exp_neg16xn(const float *x, __m512 m, float *y,
-                                                                                 const int nv, __mmask16 last,
-                                                                                 const __m512i tab[2]) {
-    enum { C = 8 };
+__attribute__((target("avx512f"))) static __m512 exp_neg16d(__m512 x) {
+    const __m512i j48 = _mm512_slli_epi64(_mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7), 48);
+    const __m512i tab0 = _mm512_sub_epi64(_mm512_loadu_si512(exp_tab16), j48);
+    const __m512i tab1 = _mm512_sub_epi64(_mm512_loadu_si512(exp_tab16 + 8),
+                                          _mm512_add_epi64(j48, _mm512_set1_epi64((int64_t)8 << 48)));
     const __m512d shift = _mm512_set1_pd(KE_EXP_NEG_SHIFT);
-    __m512d d[C], t[C], r[C], p[C];
-    KE_UNROLL16 for (int i = 0; i < nv; i++) {
-        const __m512 in = i == nv - 1 ? _mm512_maskz_loadu_ps(last, x + 16 * i) : _mm512_loadu_ps(x + 16 * i);
-        const __m512 v = _mm512_max_ps(_mm512_set1_ps(-110.0f), _mm512_sub_ps(in, m));
-        d[2 * i] = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
-        d[2 * i + 1] = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-    }
-    KE_UNROLL16 for (int i = 0; i < 2 * nv; i++)
-        t[i] = _mm512_fmadd_pd(d[i], _mm512_set1_pd(KE_EXP_NEG_LOG2E * 16.0), shift);
-    KE_UNROLL16 for (int i = 0; i < 2 * nv; i++) {
-        const __m512d kd = _mm512_sub_pd(t[i], shift);
-        r[i] = _mm512_fnmadd_pd(kd, _mm512_set1_pd(KE_EXP_NEG_LN2_HI / 16.0), d[i]);
-        r[i] = _mm512_fnmadd_pd(kd, _mm512_set1_pd(KE_EXP_NEG_LN2_LO / 16.0), r[i]);
-    }
-    KE_UNROLL16 for (int i = 0; i < 2 * nv; i++) p[i] = _mm512_set1_pd(1.0 / 720.0);
     static const double c[] = {1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0};
-    KE_UNROLL16 for (int s = 0; s < (int)(sizeof c / sizeof *c); s++)
-        KE_UNROLL16 for (int i = 0; i < 2 * nv; i++) p[i] = _mm512_fmadd_pd(r[i], p[i], _mm512_set1_pd(c[s]));
-    KE_UNROLL16 for (int i = 0; i < 2 * nv; i++) {
-        const __m512i ti = _mm512_castpd_si512(t[i]);
-        const __m512i s = _mm512_add_epi64(_mm512_permutex2var_epi64(tab[0], ti, tab[1]), _mm512_slli_epi64(ti, 48));
-        p[i] = _mm512_mul_pd(p[i], _mm512_castsi512_pd(s));
+    const __m512 v = _mm512_max_ps(_mm512_set1_ps(-110.0f), x);
+    __m512d d[2] = {_mm512_cvtps_pd(_mm512_castps512_ps256(v)),
+                    _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)))};
+    for (int i = 0; i < 2; i++) {
+        const __m512d t = _mm512_fmadd_pd(d[i], _mm512_set1_pd(KE_EXP_NEG_LOG2E * 16.0), shift), kd = _mm512_sub_pd(t, shift);
+        __m512d r = _mm512_fnmadd_pd(kd, _mm512_set1_pd(KE_EXP_NEG_LN2_HI / 16.0), d[i]);
+        r = _mm512_fnmadd_pd(kd, _mm512_set1_pd(KE_EXP_NEG_LN2_LO / 16.0), r);
+        __m512d p = _mm512_set1_pd(1.0 / 720.0);
+        for (int s = 0; s < (int)(sizeof c / sizeof *c); s++) p = _mm512_fmadd_pd(r, p, _mm512_set1_pd(c[s]));
+        const __m512i ti = _mm512_castpd_si512(t);
+        d[i] = _mm512_mul_pd(p, _mm512_castsi512_pd(_mm512_add_epi64(_mm512_permutex2var_epi64(tab0, ti, tab1),
+                                                                     _mm512_slli_epi64(ti, 48))));
+    }
+    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(_mm512_cvtpd_ps(d[0]))),
+                                               _mm256_castps_pd(_mm512_cvtpd_ps(d[1])), 1));
+}
+
+/* ke_exp_neg's value in float lanes, 16 a vector where the double form
+ * has 8, with a rounding test: x = k ln2/32 + r (k from the
+ * round-to-integer shift; ln2/32 in two floats: rh = x - k c_hi is exact,
+ * its product inside the fma, rl = -k c_lo), e^x = 2^(k >> 5) T_j e^r (j
+ * = k mod 32) with T_j = 2^(j/32) as a float and the float nearest its
+ * remainder (exp_tab32_hi, _lo: two permutes), e^r = 1 + rh + u, u = rl +
+ * r^2 (1/2 + r/6 + r^2/24) (r = rh + rl). T_j e^r is held as s + lo: s =
+ * T_j + T_j rh rounded, lo = T_j u + (its error (within 2^-48: T_j - s is
+ * exact and the fma adds T_j rh to it) + T_lo (1 + rh)). Its error, before
+ * the scaling, is mostly rounding in terms of order r^2: over every float
+ * x in [-87, 0] it is below E = 2^-39 + 2^-21.5 r^2 (at most 0.85 E; the
+ * largest 2^-35.13), so the float nearest e^x is the one that s + (lo + E)
+ * and s + (lo - E) both round to where they agree (rounding is monotonic,
+ * and lo +- E rounds within 2^-38 of it): that float, scaled by 2^(k >> 5)
+ * in its exponent bits, is the result. The other lanes (0.004% of those
+ * in [-87, 0]; 2 E / ulp), and those below -87 (subnormal results, zero,
+ * -inf) or NaN, go to exp_neg16d, whose results are ke_exp_neg's; below
+ * -104 the result is +0 (e^x < 2^-150) without it. The bound is measured,
+ * not derived: what makes these the same bits is the check over all 2^31
+ * non-positive floats (the long test test_kern_elem_exp_neg_all: 0 differ;
+ * with 2^-23 r^2 in E, some do: they are among the sampled test's hard
+ * inputs). Why: 31 operations a vector of 16 against 37 for two vectors
+ * of 8 doubles, 20 of those fused multiply-adds and multiplies, the pipes'
+ * bottleneck: 0.25 ns a value against 0.34 on one thread (AMD Zen 5, rows
+ * of 197). */
+static const float exp_tab32_hi[32] = {
+    0x1.000000p+0f, 0x1.059b0ep+0f, 0x1.0b5586p+0f, 0x1.11301ep+0f, 0x1.172b84p+0f, 0x1.1d4874p+0f, 0x1.2387a6p+0f,
+    0x1.29e9e0p+0f, 0x1.306fe0p+0f, 0x1.371a74p+0f, 0x1.3dea64p+0f, 0x1.44e086p+0f, 0x1.4bfdaep+0f, 0x1.5342b6p+0f,
+    0x1.5ab07ep+0f, 0x1.6247ecp+0f, 0x1.6a09e6p+0f, 0x1.71f75ep+0f, 0x1.7a1148p+0f, 0x1.82589ap+0f, 0x1.8ace54p+0f,
+    0x1.93737cp+0f, 0x1.9c4918p+0f, 0x1.a5503cp+0f, 0x1.ae89fap+0f, 0x1.b7f770p+0f, 0x1.c199bep+0f, 0x1.cb720ep+0f,
+    0x1.d5818ep+0f, 0x1.dfc974p+0f, 0x1.ea4afap+0f, 0x1.f50766p+0f};
+static const float exp_tab32_lo[32] = {
+    0.0f,           -0x1.9d4f52p-25f, 0x1.9f3122p-25f,  -0x1.fdb496p-25f, -0x1.c15742p-27f, -0x1.d2e8cap-25f,
+    0x1.ceac48p-25f, -0x1.5c0424p-25f, 0x1.4636e2p-25f,  -0x1.18aac6p-25f, 0x1.824684p-25f,  0x1.8624b4p-30f,
+    -0x1.593abcp-25f, -0x1.2c5610p-25f, -0x1.5bd5ecp-27f, -0x1.f8b550p-25f, 0x1.9fcef4p-26f,  0x1.1d8beep-25f,
+    -0x1.829fd0p-25f, -0x1.accc7cp-26f, 0x1.15506ep-27f,  -0x1.e64744p-25f, 0x1.51f848p-27f,  -0x1.b83b54p-25f,
+    -0x1.a94b14p-26f, -0x1.a09438p-25f, -0x1.3d56b2p-27f, -0x1.8837ccp-27f, -0x1.822dbcp-27f, -0x1.908c94p-25f,
+    0x1.52486cp-27f,  -0x1.246eb0p-26f};
+
+/* x's lanes in `hard` from exp_neg16d, those below -104 as +0 (its value
+ * there, without it when no other lane needs it); e's other lanes kept.
+ * Out of line: a vector in some 200 of rows of values in [-87, 0]. */
+__attribute__((target("avx512f"), noinline, cold)) static __m512 exp_neg16_hard(__m512 x, __m512 e, __mmask16 hard) {
+    const __mmask16 zero = _mm512_mask_cmp_ps_mask(hard, x, _mm512_set1_ps(-104.0f), _CMP_LT_OQ);
+    e = _mm512_mask_mov_ps(e, zero, _mm512_setzero_ps());
+    hard &= (__mmask16)~zero;
+    return hard ? _mm512_mask_mov_ps(e, hard, exp_neg16d(x)) : e;
+}
+
+/* nv vectors of x - m (nv <= 4) side by side, the last under `last`
+ * (lanes outside it computed from m, e^0, never hard, and dropped); every vector is read
+ * before any is written (x may be y). tab: exp_tab32_hi and _lo, two
+ * registers each. */
+static inline __attribute__((target("avx512f"), always_inline)) void exp_neg16f(const float *x, __m512 m, float *y,
+                                                                                const int nv, __mmask16 last,
+                                                                                const __m512 tab[4]) {
+    enum { C = 4 };
+    const __m512 shift = _mm512_set1_ps(0x1.8p23f);
+    __m512 v[C], e[C];
+    __mmask16 hard[C];
+    KE_UNROLL16 for (int i = 0; i < nv; i++) {
+        v[i] = _mm512_sub_ps(i == nv - 1 ? _mm512_mask_loadu_ps(m, last, x + 16 * i) : _mm512_loadu_ps(x + 16 * i), m);
+        const __m512 t = _mm512_fmadd_ps(v[i], _mm512_set1_ps(0x1.715476p+5f /* 32/ln2 */), shift);
+        const __m512 kd = _mm512_sub_ps(t, shift);
+        const __m512 rh = _mm512_fnmadd_ps(kd, _mm512_set1_ps(0x1.62e430p-6f /* c_hi */), v[i]);
+        const __m512 rl = _mm512_mul_ps(kd, _mm512_set1_ps(0x1.05c610p-34f /* -c_lo */));
+        const __m512 r = _mm512_add_ps(rh, rl);
+        __m512 q = _mm512_fmadd_ps(r, _mm512_set1_ps(1.0f / 24.0f), _mm512_set1_ps(1.0f / 6.0f));
+        q = _mm512_fmadd_ps(r, q, _mm512_set1_ps(0.5f));
+        const __m512 r2 = _mm512_mul_ps(r, r), u = _mm512_fmadd_ps(r2, q, rl);
+        const __m512i ti = _mm512_castps_si512(t);
+        const __m512 th = _mm512_permutex2var_ps(tab[0], ti, tab[1]), tl = _mm512_permutex2var_ps(tab[2], ti, tab[3]);
+        const __m512 s = _mm512_fmadd_ps(th, rh, th);
+        const __m512 lo = _mm512_fmadd_ps(th, u, _mm512_add_ps(_mm512_fmadd_ps(th, rh, _mm512_sub_ps(th, s)),
+                                                               _mm512_fmadd_ps(tl, rh, tl)));
+        const __m512 eb = _mm512_fmadd_ps(r2, _mm512_set1_ps(0x1.6a09e6p-22f /* 2^-21.5 */), _mm512_set1_ps(0x1p-39f));
+        const __m512 up = _mm512_add_ps(s, _mm512_add_ps(lo, eb)), down = _mm512_add_ps(s, _mm512_sub_ps(lo, eb));
+        hard[i] = _mm512_cmp_ps_mask(up, down, _CMP_NEQ_UQ) | _mm512_cmp_ps_mask(v[i], _mm512_set1_ps(-87.0f), _CMP_NGE_UQ);
+        /* 2^(k >> 5): t's bits less j, shifted into the exponent */
+        const __m512i sc = _mm512_slli_epi32(_mm512_andnot_si512(_mm512_set1_epi32(31), ti), 18);
+        e[i] = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(up), sc));
     }
     KE_UNROLL16 for (int i = 0; i < nv; i++) {
-        const __m512 v = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(_mm512_cvtpd_ps(p[2 * i]))),
-                                                             _mm256_castps_pd(_mm512_cvtpd_ps(p[2 * i + 1])), 1));
-        if (i == nv - 1) _mm512_mask_storeu_ps(y + 16 * i, last, v);
-        else _mm512_storeu_ps(y + 16 * i, v);
+        if (__builtin_expect(hard[i] != 0, 0)) e[i] = exp_neg16_hard(v[i], e[i], hard[i]);
+        if (i == nv - 1) _mm512_mask_storeu_ps(y + 16 * i, last, e[i]);
+        else _mm512_storeu_ps(y + 16 * i, e[i]);
     }
 }
 
 /* 64 elements at a time, then the rest (up to 63) in one call of 1 to 4
- * vectors side by side, the last under a mask: one vector a call is two
- * chains of some 20 dependent steps, and a softmax over 40 values (rec's
+ * vectors side by side, the last under a mask: one vector a call is one
+ * chain of some 20 dependent steps, and a softmax over 40 values (rec's
  * attention, 8 x 40 x 40) took three such calls in turn a row, 1.5 ns a
  * value against 0.6 on rows of 197. x may be y. */
 __attribute__((target("avx512f"))) static void exp_neg_avx512(const float *x, float m, float *y, int64_t n) {
     const __m512 mv = _mm512_set1_ps(m);
-    const __m512i j48 = _mm512_slli_epi64(_mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7), 48);
-    const __m512i tab[2] = {_mm512_sub_epi64(_mm512_loadu_si512(exp_tab16), j48),
-                            _mm512_sub_epi64(_mm512_loadu_si512(exp_tab16 + 8),
-                                             _mm512_add_epi64(j48, _mm512_set1_epi64((int64_t)8 << 48)))};
+    const __m512 tab[4] = {_mm512_loadu_ps(exp_tab32_hi), _mm512_loadu_ps(exp_tab32_hi + 16),
+                           _mm512_loadu_ps(exp_tab32_lo), _mm512_loadu_ps(exp_tab32_lo + 16)};
     int64_t k = 0;
-    for (; k + 64 <= n; k += 64) exp_neg16xn(x + k, mv, y + k, 4, 0xffff, tab);
+    for (; k + 64 <= n; k += 64) exp_neg16f(x + k, mv, y + k, 4, 0xffff, tab);
     const int64_t left = n - k;
     const __mmask16 last = (__mmask16)(left % 16 ? (1u << (left % 16)) - 1u : 0xffffu);
     switch ((left + 15) / 16) {
-    case 1: exp_neg16xn(x + k, mv, y + k, 1, last, tab); break;
-    case 2: exp_neg16xn(x + k, mv, y + k, 2, last, tab); break;
-    case 3: exp_neg16xn(x + k, mv, y + k, 3, last, tab); break;
-    case 4: exp_neg16xn(x + k, mv, y + k, 4, last, tab); break;
+    case 1: exp_neg16f(x + k, mv, y + k, 1, last, tab); break;
+    case 2: exp_neg16f(x + k, mv, y + k, 2, last, tab); break;
+    case 3: exp_neg16f(x + k, mv, y + k, 3, last, tab); break;
+    case 4: exp_neg16f(x + k, mv, y + k, 4, last, tab); break;
     default: break; /* nothing left */
     }
 }

@@ -1375,14 +1375,22 @@ static void sm_rows(void *ctx, int tid, long item) {
     const int nr = (int)(j->rows - r0 < j->per ? j->rows - r0 : j->per);
     const float *x = j->x + r0 * D;
     float *y = j->y + r0 * D, m[SM_ROWS], sum[SM_ROWS] = {0};
-    for (int i = 0; i < nr; i++) {
-        const float *xp = x + i * D;
+    /* the largest values of 8 slices, then their exponentials: a slice's
+     * largest is a chain of dependent steps (13 maxima and the halving on
+     * rows of 197) that all its exponentials wait for; 8 such chains side
+     * by side overlap. ViT-B/16's Softmax took 14% less time so (one
+     * thread, Zen 5); 8 slices of up to SM_LONG values stay in the L1
+     * cache for the second pass. */
+    for (int g = 0; g < nr; g += 8) {
+        const int ge = nr - g < 8 ? nr : g + 8;
+        for (int i = g; i < ge; i++) {
 #if defined(__x86_64__) && defined(__GNUC__)
-        m[i] = j->vec == KE_VEC_AVX512 ? row_max_avx512(xp, D) : row_max(xp, D);
+            m[i] = j->vec == KE_VEC_AVX512 ? row_max_avx512(x + i * D, D) : row_max(x + i * D, D);
 #else
-        m[i] = row_max(xp, D);
+            m[i] = row_max(x + i * D, D);
 #endif
-        ke_exp_neg_map(xp, m[i], y + i * D, D, j->vec);
+        }
+        for (int i = g; i < ge; i++) ke_exp_neg_map(x + i * D, m[i], y + i * D, D, j->vec);
     }
 #if defined(__x86_64__) && defined(__GNUC__)
     if (D > SM_LONG && j->vec != KE_VEC_NONE)
