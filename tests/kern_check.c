@@ -279,7 +279,7 @@ static void check(const char *what, const mpx_node *node, int n_in, const mpx_va
  * path (kern_depthwise.c kg_dw16_fn: 16 channels in the lanes; the lanes'
  * 16 x 16 moves, slide16_row, taps16_row): small maps, maps up to 56 wide,
  * and 5x5 kernels on wider ones. */
-static void conv_case(int idx, bool transpose, bool big, bool dwide, bool dnarrow) {
+static void conv_case(int idx, bool transpose, bool big, bool dwide, bool dnarrow, bool pw) {
     cparams p = {.nsp = dwide || dnarrow || mpx_rng_unit(&rng) >= 0.2 ? 2 : 1, .transpose = transpose};
     p.N = rnd(1, 2);
     p.G = mpx_rng_unit(&rng) < 0.6 ? 1 : rnd(2, 4);
@@ -305,6 +305,10 @@ static void conv_case(int idx, bool transpose, bool big, bool dwide, bool dnarro
         else if (u < 0.7) p.H = rnd(4, 30), p.W = rnd(24, 58), p.sw = 1;
         else p.KH = p.KW = 5, p.dh = p.dw = 1, p.H = rnd(3, 14), p.W = rnd(40, 130);
     }
+    if (pw) { /* set again below, after the draws for the other cases */
+        p.nsp = 2, p.G = 1, p.C = rnd(1, 24), p.M = rnd(43, 80);
+        p.H = rnd(40, 60), p.W = rnd(45, 70) | 1, p.H |= 1;
+    }
     if (transpose && mpx_rng_unit(&rng) < 0.7) { /* the fast path: kernel = stride */
         p.KH = p.sh = p.nsp == 2 ? rnd(1, 3) : 1;
         p.KW = p.sw = rnd(1, 3);
@@ -317,6 +321,12 @@ static void conv_case(int idx, bool transpose, bool big, bool dwide, bool dnarro
     if (mpx_rng_unit(&rng) < 0.3) p.pt = p.pb = p.pl = p.pr = 0;
     if (transpose && mpx_rng_unit(&rng) < 0.7) p.pt = p.pb = p.pl = p.pr = 0;
     p.bias = mpx_rng_unit(&rng) < 0.6;
+    if (pw) { /* 1x1, unit strides, unpadded: the input read as B itself */
+        p.KH = p.KW = p.sh = p.sw = p.dh = p.dw = 1;
+        p.pt = p.pb = p.pl = p.pr = 0;
+        cig = p.C, mg = p.M;
+        p.bias = idx % 2 == 0;
+    }
     if (!transpose) {
         const int64_t eh = (p.KH - 1) * p.dh + 1, ew = (p.KW - 1) * p.dw + 1;
         if (p.H + p.pt + p.pb < eh || p.W + p.pl + p.pr < ew) return;
@@ -570,12 +580,17 @@ int main(int argc, char **argv) {
     for (int i = 0; i < cases; i++) {
         const bool big = i % 10 == 9;
         const double u = mpx_rng_unit(&rng);
-        if (u < 0.55) conv_case(i, false, big, false, false);
-        else if (u < 0.75) conv_case(i, true, big, false, false);
+        if (u < 0.55) conv_case(i, false, big, false, false, false);
+        else if (u < 0.75) conv_case(i, true, big, false, false, false);
         else matmul_case(i, big);
     }
-    for (int i = 0; i < cases / 10; i++) conv_case(i, false, false, true, false);
-    for (int i = 0; i < cases / 5; i++) conv_case(i, false, false, false, true);
+    for (int i = 0; i < cases / 10; i++) conv_case(i, false, false, true, false, false);
+    for (int i = 0; i < cases / 5; i++) conv_case(i, false, false, false, true, false);
+    /* 1x1 convolutions with few input channels on maps of 2000 to 4300
+     * outputs, odd widths and heights (N odd: a partial last panel): on two
+     * threads the GEMM core cuts them into narrower bands rather than
+     * blocks of rows (kern_gemm.c kg_run) */
+    for (int i = 0; i < cases / 15; i++) conv_case(i, false, false, false, false, true);
     for (int i = 0; i < cases / 10; i++) rnn_case(i, i % 4 == 3);
     for (int i = 0; i < cases / 10; i++) attn_case(i, i % 4 == 3);
     mpx_graph_free(G);
