@@ -1179,25 +1179,22 @@ static void same_outputs(const mpx_run *r1, const mpx_run *r2, const mpx_run *r3
  * MatMul's B panels); a run with them kept gives the bits of a run that
  * packs afresh, and of one whose weights arrive as inputs (never kept). The
  * MatMul's B: 200 terms (a K block of 128 and one of 72), 70 columns (a
- * partial last panel), a batch of two 37-row matrices (one product). Under
- * fp16, the conv's weights rounded (18 KB), their panels and the B panels
- * (56 KB) are kept apart from the heap, carved from one chunk (kern_kept.c:
- * a carving that overlaps another changes these bits). */
+ * partial last panel), a batch of two 37-row matrices (one product). */
 static void test_kept_weights(void) {
-    const char *conv = "x:f:1x32x12x12 w#f:16x32x3x3 -", *gemm = "v:f:1x40 u#f:30x40 bb#f:30";
+    const char *conv = "x:f:1x8x12x12 w#f:16x8x3x3 -", *gemm = "v:f:1x40 u#f:30x40 bb#f:30";
     mpx_graph *g = mpx_graph_new("");
     node(g, "c", "Conv", conv, "y", "pads=[1,1,1,1]");
     node(g, "m", "Gemm", gemm, "z", "transB=1");
     node(g, "mm", "MatMul", "a:f:2x37x200 bm#f:200x70", "p", "");
     finish(g, "y z p");
     mpx_graph *h = mpx_graph_new("");
-    node(h, "c", "Conv", "x:f:1x32x12x12 w:f:16x32x3x3 -", "y", "pads=[1,1,1,1]");
+    node(h, "c", "Conv", "x:f:1x8x12x12 w:f:16x8x3x3 -", "y", "pads=[1,1,1,1]");
     node(h, "m", "Gemm", "v:f:1x40 u:f:30x40 bb#f:30", "z", "transB=1");
     node(h, "mm", "MatMul", "a:f:2x37x200 bm:f:200x70", "p", "");
     finish(h, "y z p");
     mpx_tensor *w = T(g, "w"), *u = T(g, "u"), *bm = T(g, "bm");
     mpx_value in[3], hin[6];
-    int64_t dx[4] = {1, 32, 12, 12}, dv[2] = {1, 40}, dw[4] = {16, 32, 3, 3}, du[2] = {30, 40};
+    int64_t dx[4] = {1, 8, 12, 12}, dv[2] = {1, 40}, dw[4] = {16, 8, 3, 3}, du[2] = {30, 40};
     int64_t da[3] = {2, 37, 200}, db[2] = {200, 70};
     in[0] = fvalue(4, dx, NULL), in[1] = fvalue(2, dv, NULL), in[2] = fvalue(3, da, NULL);
     gb_fill_normal(&in[0], 1);

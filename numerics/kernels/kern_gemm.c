@@ -351,12 +351,11 @@ static const float *kg_kept_b(const kg_gemm *j, int nt, int64_t *npad) {
     const kg_key key = kg_key_b(j, ldb);
     const kg_kept *kept = kg_kept_find(&key);
     if (kept) return kept->ap;
-    kg_chunk *home;
-    kg_bpack w = {.j = j, .ldb = ldb, .npad = *npad, .dst = kg_alloc_kept(&key, (size_t)(j->K * *npad), &home)};
+    kg_bpack w = {.j = j, .ldb = ldb, .npad = *npad, .dst = kg_alloc((size_t)(j->K * *npad))};
     if (!w.dst) return NULL;
     mpx_k_parallel((long)((j->K + KG_KC - 1) / KG_KC), nt, kg_bpack_fn, &w);
-    if (kg_kept_add(&key, w.dst, home, true)) return w.dst;
-    kg_free_kept(w.dst, home); /* another thread kept one meanwhile */
+    if (kg_kept_add(&key, w.dst, true)) return w.dst;
+    free(w.dst); /* another thread kept one meanwhile */
     kept = kg_kept_find(&key);
     return kept ? kept->ap : NULL;
 }
@@ -409,9 +408,7 @@ static const float *kg_rows16(const kg_gemm *j, float **owned, bool *finite) {
         *finite = !j->finite_a || kept->finite;
         return kept->ap;
     }
-    const size_t n = (size_t)(j->G * np16 * K * 16);
-    kg_chunk *home = NULL;
-    float *ap = j->a_owner ? kg_alloc_kept(&key, n, &home) : kg_alloc(n);
+    float *ap = kg_alloc((size_t)(j->G * np16 * K * 16));
     if (!ap) return NULL;
     for (int64_t g = 0; g < j->G; g++)
         for (int64_t p = 0; p < np16; p++) {
@@ -424,7 +421,7 @@ static const float *kg_rows16(const kg_gemm *j, float **owned, bool *finite) {
         }
     if (j->a_fmt) mpx_round_array(j->a_fmt, ap, ap, (size_t)(j->G * np16 * K * 16));
     *finite = !j->finite_a || kg_all_finite(ap, j->G * np16 * K * 16);
-    if (!j->a_owner || !kg_kept_add(&key, ap, home, *finite)) ap = *owned = kg_unkept(ap, n, home);
+    if (!j->a_owner || !kg_kept_add(&key, ap, *finite)) *owned = ap;
     return ap;
 }
 
@@ -668,9 +665,7 @@ static kg_result kg_run(const kg_gemm *j, int nt) {
     const bool tiled = !kg_c_runs(j);
     x.alies = x.avx512 && j->mode == KG_FP32 && !x.h16 && !j->conv && !j->a_owner && !j->a_fmt && !j->finite_a &&
               j->aks == 1 && !tiled;
-    const size_t an = (size_t)(j->G * mpan * KG_MR * K);
-    kg_chunk *ahome = NULL; /* (A's packing meant to be kept: kg_alloc_kept's) */
-    float *ap = kept || x.alies ? NULL : j->a_owner ? kg_alloc_kept(&akey, an, &ahome) : kg_alloc(an);
+    float *ap = kept || x.alies ? NULL : kg_alloc((size_t)(j->G * mpan * KG_MR * K));
     bool ok = kept || x.alies || ap != NULL, bad = false;
     /* Work items are (group, column band, block of rows of A). Bands of
      * about 512 columns give a thread 4 or more items where there are
@@ -778,10 +773,10 @@ static kg_result kg_run(const kg_gemm *j, int nt) {
         for (int t = 0; t < 8; t++) bad = bad || a_bad[t];
         if (!bad) mpx_k_parallel_stoppable(items, nt, kg_gemm_fn, &x);
         /* Kept with the finite check's verdict, when it ran. */
-        if (j->a_owner && kg_kept_add(&akey, ap, ahome, !bad)) ap = NULL;
+        if (j->a_owner && kg_kept_add(&akey, ap, !bad)) ap = NULL;
     }
     kg_free_bufs(&x);
     free(boff);
-    kg_free_kept(ap, ahome);
+    free(ap);
     return !ok ? KG_NOMEM : bad ? KG_NONFINITE : KG_DONE;
 }

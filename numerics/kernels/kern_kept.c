@@ -1,18 +1,10 @@
 /* kern_kept.c - the list of derived forms kept on a constant's tensor
  * (kern_kept.h), guarded by one lock. */
-#if defined(__linux__) && !defined(_DEFAULT_SOURCE)
-#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MADV_HUGEPAGE */
-#endif
 #include "kern_kept.h"
 #include "kern_gemm.h"
 
 #include <pthread.h>
 #include <stdlib.h>
-#include <stdint.h>
-#include <string.h>
-#ifdef __linux__
-#include <sys/mman.h>
-#endif
 
 static pthread_mutex_t kg_kept_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -24,133 +16,9 @@ float *kg_alloc(size_t n) {
     return aligned_alloc(64, bytes);
 }
 
-/* ---- kept blocks apart from the heap ------------------------------------------------------------
- * A run takes its values from the heap, and a candidate's first run makes
- * its weights' rounded copies and their packings as it reaches each node,
- * between its values. Made in the heap, those blocks, which live as long
- * as the model, split the space the values came from, and the next run's
- * values (the same sizes, in another order: two threads run the jobs) no
- * longer fit the holes between them: the heap grew again in a process's
- * second report (mallinfo2 after each run: EfficientNet-B0 by 31 MB,
- * BERT-style 42, ResNet-18 10; by nothing from the third on), fresh memory,
- * which a virtual machine backs slowly (docs/benchmarks.md), the second
- * report 1.5 to 2 times the later ones. So a block meant to be kept that
- * holds rounded values (a copy in a low format, or a packing of one), of
- * KEPT_MIN bytes or more, is carved from chunks of its own: mappings of
- * CHUNK_BYTES on 2 MB boundaries with transparent huge pages asked for, as
- * the heap has them (a mapping a block in 4 KB pages made ResNet-18's first
- * run 2.7 times as long: 15 us a fault here). The fp32 packings stay in the
- * heap: they are the size of the weights, so they fill the holes the
- * model's decoded bytes leave after a load, where a first run would
- * otherwise take fresh memory for its values (every kept block in chunks:
- * first runs 1.2-1.4 times as long, peak RSS up 12-25%). From 16 KB: a
- * small model's convolution weights are mostly below 256 KB (with every
- * kept block in chunks from 256 KB, EfficientNet-B0's heap still grew by
- * 10 MB). The second run's growth left (docs/benchmarks.md) is the values'
- * own order. A chunk counts its live blocks and
- * is unmapped when the last goes (the current one is carved again from its
- * start); the space of a block dropped while others of its chunk live is
- * not reused before that (kept blocks go together: with their model, or
- * when its shapes are bound again). Moving blocks there once kept would
- * copy them and leave their heap pages resident beside the copy. */
-enum { KEPT_MIN = 16 << 10, CHUNK_BYTES = 32 << 20, HUGE = 2 << 20 };
-
-struct kg_chunk {
-    char *base;
-    size_t bytes, used; /* mapped; carved so far */
-    long live;          /* blocks carved and not released */
-};
-
-static pthread_mutex_t chunk_lock = PTHREAD_MUTEX_INITIALIZER;
-static kg_chunk *chunk_now; /* the chunk blocks are carved from (under chunk_lock) */
-
-static kg_chunk *chunk_map(size_t bytes) {
-#ifdef __linux__
-    kg_chunk *c = malloc(sizeof *c);
-    /* HUGE more, and the ends trimmed to put base on a 2 MB boundary (only
-     * whole aligned 2 MB ranges get huge pages) */
-    char *p = c ? mmap(NULL, bytes + HUGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : MAP_FAILED;
-    if (p == MAP_FAILED) {
-        free(c);
-        return NULL;
-    }
-    const size_t head = (size_t)(-(uintptr_t)p & (HUGE - 1));
-    if (head) munmap(p, head);
-    if (HUGE - head) munmap(p + head + bytes, HUGE - head);
-#ifdef MADV_HUGEPAGE
-    (void)madvise(p + head, bytes, MADV_HUGEPAGE);
-#endif
-    *c = (kg_chunk){.base = p + head, .bytes = bytes};
-    return c;
-#else
-    (void)bytes;
-    return NULL;
-#endif
-}
-
-static void chunk_unmap(kg_chunk *c) {
-#ifdef __linux__
-    munmap(c->base, c->bytes);
-#endif
-    free(c);
-}
-
-float *kg_alloc_kept(const kg_key *q, size_t n, kg_chunk **home) {
-    *home = NULL;
-    const size_t bytes = n <= SIZE_MAX / 8 ? ((n ? n : 1) * sizeof(float) + 63) & ~(size_t)63 : 0;
-    /* rounded: to a format as packed, or a packing of a rounded copy (its
-     * values are not the tensor's own) */
-    const bool rounded = q->k.fmt || (q->owner && q->k.a != q->owner->f32);
-    if (bytes < KEPT_MIN || !rounded) return kg_alloc(n);
-    pthread_mutex_lock(&chunk_lock);
-    kg_chunk *c;
-    if (bytes > CHUNK_BYTES / 4) { /* a chunk of its own */
-        c = chunk_map((bytes + HUGE - 1) & ~(size_t)(HUGE - 1));
-    } else {
-        if (!chunk_now || chunk_now->used + bytes > chunk_now->bytes) {
-            kg_chunk *old = chunk_now;
-            chunk_now = chunk_map(CHUNK_BYTES);
-            if (old && old->live == 0) chunk_unmap(old);
-        }
-        c = chunk_now;
-    }
-    float *p = NULL;
-    if (c) {
-        p = (float *)(void *)(c->base + c->used);
-        c->used += bytes;
-        c->live++;
-    }
-    pthread_mutex_unlock(&chunk_lock);
-    if (!p) return kg_alloc(n); /* (no mapping: the heap's) */
-    *home = c;
-    return p;
-}
-
-void kg_free_kept(float *p, kg_chunk *home) {
-    if (!p) return; /* (one kept meanwhile: its block is the list's now) */
-    if (!home) {
-        free(p);
-        return;
-    }
-    pthread_mutex_lock(&chunk_lock);
-    if (--home->live == 0) {
-        if (home == chunk_now) home->used = 0;
-        else chunk_unmap(home);
-    }
-    pthread_mutex_unlock(&chunk_lock);
-}
-
-float *kg_unkept(float *p, size_t n, kg_chunk *home) {
-    if (!p || !home) return p;
-    float *h = kg_alloc(n);
-    if (h) memcpy(h, p, n * sizeof *h);
-    kg_free_kept(p, home);
-    return h;
-}
-
 static void kg_kept_del(kg_kept *k) {
     if (k->kind == KG_KEPT_ROUNDED) atomic_fetch_sub(&kg_rounded_bytes, k->M * (long long)sizeof(float));
-    kg_free_kept(k->ap, k->home);
+    free(k->ap);
     free(k);
 }
 
@@ -192,14 +60,13 @@ const kg_kept *kg_kept_find(const kg_key *q) {
 }
 
 /* Keep ap (true: the tensor owns it now). */
-bool kg_kept_add(const kg_key *q, float *ap, kg_chunk *home, bool finite) {
+bool kg_kept_add(const kg_key *q, float *ap, bool finite) {
     kg_kept *k = malloc(sizeof *k);
     if (!k) return false;
     *k = q->k;
     k->checked = q->check;
     k->finite = finite;
     k->ap = ap;
-    k->home = home;
     k->next = NULL;
     mpx_tensor *t = q->owner;
     pthread_mutex_lock(&kg_kept_lock);

@@ -19,9 +19,6 @@
  * call). A lock guards the lists
  * (a comparison's two threads may run the same node); a packing made while
  * another thread kept one is used once and freed. */
-/* A mapping kept blocks are carved from (kern_kept.c: kg_alloc_kept). */
-typedef struct kg_chunk kg_chunk;
-
 typedef struct kg_kept {
     int kind;           /* KG_KEPT_PANELS (the GEMM's [g][panel][K][6]), KG_KEPT_ROWS16 (the mv's
                          * [g][panel][K][16]), KG_KEPT_BPANELS (B's [K block][panel][kc][16]),
@@ -40,7 +37,6 @@ typedef struct kg_kept {
                             * were rounded to as packed (kg_gemm.a_fmt, b_fmt), or NULL */
     bool checked, finite; /* whether the finite check ran, and its verdict */
     float *ap;
-    kg_chunk *home;     /* where kg_alloc_kept carved ap from, or NULL: the heap's */
     struct kg_kept *next;
 } kg_kept;
 
@@ -62,10 +58,9 @@ typedef struct kg_key {
 
 /* The entry matching q kept on q->owner, or NULL. */
 const kg_kept *kg_kept_find(const kg_key *q);
-/* Keep ap, a kg_alloc_kept block (home: its *home), on q->owner (true: the
- * tensor owns it now; false: another thread kept one meanwhile, or the
- * tensor's derived slot is not this list's). */
-bool kg_kept_add(const kg_key *q, float *ap, kg_chunk *home, bool finite);
+/* Keep ap on q->owner (true: the tensor owns it now; false: another thread
+ * kept one meanwhile, or the tensor's derived slot is not this list's). */
+bool kg_kept_add(const kg_key *q, float *ap, bool finite);
 /* Whether p is t's own values (float or integer) or a rounded copy of them
  * kept on t. */
 bool kg_kept_holds(const mpx_tensor *t, const void *p);
@@ -74,18 +69,6 @@ bool kg_kept_holds(const mpx_tensor *t, const void *p);
 extern atomic_llong kg_rounded_bytes;
 /* n floats, 64-byte aligned (packings and kept copies); free() them. */
 float *kg_alloc(size_t n);
-/* n floats, 64-byte aligned, for a block meant to be kept under q
- * (kg_kept_add): apart from the heap where it holds rounded values and is
- * large enough (*home: the chunk it was carved from), else kg_alloc's
- * (*home NULL). NULL: no memory. */
-float *kg_alloc_kept(const kg_key *q, size_t n, kg_chunk **home);
-/* Releases a kg_alloc_kept block (home: its *home) that was not kept (NULL:
- * nothing). */
-void kg_free_kept(float *p, kg_chunk *home);
-/* A kg_alloc_kept block of n floats that was not kept, as a block to free():
- * itself where it is kg_alloc's, else a copy (the chunk's released); NULL:
- * no memory (released too). */
-float *kg_unkept(float *p, size_t n, kg_chunk *home);
 
 /* ---- made before the first run (mpx_k_prepare_node) ------------------------------------------
  * The graph's tensor whose own values input k of n reads (a constant's,

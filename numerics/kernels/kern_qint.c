@@ -345,7 +345,7 @@ static const void *mm_bt_raw(const mm *p, const mpx_value *b, int64_t boff, bool
         free(buf);
         return NULL;
     }
-    if (owner && kg_kept_add(&key, buf, NULL, true)) return buf;
+    if (owner && kg_kept_add(&key, buf, true)) return buf;
     *owned = buf;
     return buf;
 }

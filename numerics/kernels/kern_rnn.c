@@ -630,7 +630,7 @@ static const float *r_transposed(rnn *s) {
     float *rt = kg_alloc((size_t)n);
     if (!rt) return NULL;
     transpose_r(s, rt);
-    if (owner && kg_kept_add(&key, rt, NULL, true)) return rt;
+    if (owner && kg_kept_add(&key, rt, true)) return rt;
     s->rt_owned = rt;
     return rt;
 }
@@ -649,7 +649,7 @@ size_t kg_prep_rnn(const mpx_node *n) {
     float *rt = kg_alloc((size_t)t->nelem);
     if (!rt) return 0;
     transpose_r(&s, rt);
-    if (kg_kept_add(&key, rt, NULL, true)) return (size_t)t->nelem * sizeof(float);
+    if (kg_kept_add(&key, rt, true)) return (size_t)t->nelem * sizeof(float);
     free(rt);
     return 0;
 }

@@ -34,17 +34,16 @@ const float *mpx_k_kept_rounded(mpx_tensor *t, const mpx_format *f) {
         atomic_fetch_sub(&kg_rounded_bytes, bytes);
         return NULL;
     }
-    kg_chunk *home;
-    float *r = kg_alloc_kept(&key, (size_t)t->nelem, &home);
+    float *r = kg_alloc((size_t)t->nelem);
     if (!r) {
         atomic_fetch_sub(&kg_rounded_bytes, bytes);
         return NULL;
     }
     mpx_round_array(f, r, t->f32, (size_t)t->nelem);
-    if (kg_kept_add(&key, r, home, true)) return r;
+    if (kg_kept_add(&key, r, true)) return r;
     /* another thread kept one meanwhile (or the tensor's derived slot is
      * not the list's) */
-    kg_free_kept(r, home);
+    free(r);
     atomic_fetch_sub(&kg_rounded_bytes, bytes);
     k = kg_kept_find(&key);
     return k ? k->ap : NULL;
