@@ -427,8 +427,8 @@ __attribute__((target("avx2,fma"))) static void exp_neg_avx2(const float *x, flo
  * 4.4e-16 relative). Equal to ke_exp_neg for every non-positive float:
  * checked over all 2^31 of them (with degree 5, 30 differ, the first at
  * -0x1.e1dbe2p-8), which is what makes it the same bits, not the error
- * bound alone. Two chains of 8 doubles. Now the float form's fallback
- * (exp_neg16f below): its lanes that the float arithmetic cannot decide.
+ * bound alone. Two chains of 8 doubles: the float form's fallback
+ * (exp_neg16f below), for its lanes that the float arithmetic cannot decide.
  * The clamp at -110 is a max, which keeps a NaN (a NaN's table index is
  * garbage, its result NaN). exp_tab16: 2^(j/16) rounded to double (the
  * nearest), less j << 48 in its bits, so that adding t's bits << 48 (k <<

@@ -722,7 +722,7 @@ static kg_result kg_run(const kg_gemm *j, int nt) {
          * items wanted, rather than blocks of rows, each of which packs its
          * band's B again: bands of 256 columns or more, or of 64 where A is
          * small (a narrow band streams all of A once; the convolutions'
-         * rule below is 256 alike). 1x1 convolutions with few input
+         * rule above is 256 alike). 1x1 convolutions with few input
          * channels, two threads, medians of the fastest tenth: 16 -> 72 on
          * 56 x 56, 7 bands of 448 columns in 2 row blocks -> 9 bands of
          * 384, 0.049 -> 0.044 ms with the other core busy, 0.028 -> 0.025
