@@ -25,6 +25,7 @@
 
 #include <immintrin.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Portable: uint32 sums (wrapping is defined for unsigned), each product
  * exact in int32 (|a*b| <= 2^30). */
@@ -223,9 +224,10 @@ void mpx_k_igemm_nt(const int16_t *A, const int16_t *B, int64_t M, int64_t N, in
  * and adds the four products (each within [-32640, 32385], their sum
  * within 2^17) to a 32-bit lane, wrapping: the same residues modulo 2^32
  * as the 16-bit core's, four times the terms an instruction, half the
- * bytes of B to stream. AVX512-VNNI on 64-byte vectors, or AVX-VNNI's VEX
- * form on 32-byte ones (the tiles written once, for either width). The
- * tiles' sums reduced to eight lanes each for block_simd. */
+ * bytes of B to stream. AVX-VNNI's VEX form on 32-byte vectors takes the
+ * tiles below (a row of A against a row of B, each sum reduced to eight
+ * lanes for block_simd; written as a macro of the vector width); AVX512-VNNI
+ * takes the column panels further down. */
 /* The prefetching tile for 8-bit rows up to 4 KB (K = 3072, a BERT-style
  * encoder's second feed-forward product: a few percent faster on Zen 5
  * with it than without). */
@@ -299,33 +301,10 @@ void mpx_k_igemm_nt(const int16_t *A, const int16_t *B, int64_t M, int64_t N, in
     }                                                                                                               \
     static const simd_core core8_##W = {tile8_3x4_pf_##W, tile8_3x4_##W, tile8_1x4_##W, dot8_##W, 1, PFMAX};
 
-/* v kept in a register: GCC otherwise read each row of B three times as
- * the products' memory operands, 15 loads a step where 7 do (the loads,
- * not the products, then set the pace: 340 against 235 GMAC/s a thread on
- * Zen 5, 64 x 768 x 768). Not on 32-byte vectors: AVX-VNNI has 16
- * registers, the tile's twelve sums and three rows of A leave one for B. */
-#define IN_REG(v) __asm__("" : "+v"(v))
-#define NO_REG(v) (void)(v)
-
-/* The four sums of a..d's lanes, in order: pairs of lanes added within
- * each 128-bit quarter (unpacks: AVX-512 has no horizontal add), then the
- * quarters. */
-__attribute__((target("avx2,avx512f"))) static inline __m128i red4_512(__m512i a, __m512i b, __m512i c, __m512i d) {
-    const __m512i ab = _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
-    const __m512i cd = _mm512_add_epi32(_mm512_unpacklo_epi32(c, d), _mm512_unpackhi_epi32(c, d));
-    const __m512i q = _mm512_add_epi32(_mm512_unpacklo_epi64(ab, cd), _mm512_unpackhi_epi64(ab, cd));
-    const __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(q), _mm512_extracti64x4_epi64(q, 1));
-    return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-}
-
 /* (the next four rows of B prefetched as the 16-bit tile does: a step's
  * share, four times the vector's bytes, from p) */
-#define LD64(p) _mm512_loadu_si512((const void *)(p))
 #define PF256(p) _mm_prefetch((p), _MM_HINT_T0), _mm_prefetch((p) + 64, _MM_HINT_T0)
-#define PF512(p) PF256(p), PF256((p) + 128)
-IG8_TILES(512, __attribute__((target("avx2,avx512f,avx512vnni"))), __m512i, LD64, _mm512_dpbusd_epi32,
-          _mm512_setzero_si512(), _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1)),
-          PF512, red4_512, IN_REG)
+#define NO_REG(v) (void)(v)
 IG8_TILES(256, __attribute__((target("avx2,avxvnni"))), __m256i, LD16, _mm256_dpbusd_avx_epi32,
           _mm256_setzero_si256(), v, PF256, hsum4_avx2, NO_REG)
 
@@ -339,7 +318,97 @@ int mpx_k_igemm8_path(void) {
     return mpx_cpu_has_avxvnni() ? 1 : 0;
 }
 
+/* ---- AVX512-VNNI: B's columns in the lanes ----------------------------------------------
+ * The tiles above take a row of A against a row of B (B^T's rows: the
+ * matrix's columns), so each of their sums ends as sixteen lanes to add up:
+ * for a quantised encoder's 768 terms, twelve products a sum against about
+ * three shuffles and adds and the sums' trip through memory, a fifth of the
+ * tile's time (perf, Zen 5). Here B comes in panels of 16 columns, four
+ * terms of a column in each 32-bit lane ([N/16][Kp/4][16][4]:
+ * mpx_k_igemm8_panels), so a vector of B is four terms of 16 columns and
+ * four bytes of a row of A, broadcast, multiply it: each lane sums its own
+ * column and a tile's sums are stored as they are, one row of C a vector.
+ * A tile is 6 rows of A by 4 panels (64 columns): 24 sums, four vectors of B
+ * loaded and six of A broadcast a step of four terms (the float core's
+ * shape, kern_gemm_body.h). Sums modulo 2^32 as everywhere in this file. */
+#define LT_TGT __attribute__((target("avx2,avx512f,avx512vnni")))
+enum { LT_MR = 6, LT_NV = 4 };
+/* (the tile's loops over rows and panels unrolled, so that its sums are
+ * registers: left as loops, GCC and Clang kept them in memory) */
+#if defined(__clang__)
+#define LT_UNROLL _Pragma("clang loop unroll(full)")
+#else
+#define LT_UNROLL _Pragma("GCC unroll 8")
+#endif
+
+void mpx_k_igemm8_panels(const int8_t *rows, int64_t N, int64_t Kp, int8_t *dst) {
+    const int64_t np = (N + 15) / 16;
+    for (int64_t p = 0; p < np; p++)
+        for (int64_t l = 0; l < 16; l++) {
+            const int64_t n = p * 16 + l;
+            int8_t *d = dst + p * 16 * Kp + l * 4;
+            for (int64_t k = 0; k < Kp; k += 4, d += 64)
+                if (n < N) memcpy(d, rows + n * Kp + k, 4);
+                else memset(d, 0, 4);
+        }
+}
+
+/* mr rows of A (rows of Kp bytes) against nv panels of B (pst bytes apart)
+ * into C; the last panel's columns under mask. Constant mr and nv (the
+ * calls below) unroll it into named registers. */
+LT_TGT __attribute__((always_inline)) static inline void lt_body(const uint8_t *A, const int8_t *B, int64_t Kp,
+                                                                 int64_t pst, int32_t *C, int64_t ldc, int mr,
+                                                                 int nv, __mmask16 last) {
+    __m512i acc[LT_MR][LT_NV];
+    LT_UNROLL for (int m = 0; m < mr; m++)
+        LT_UNROLL for (int v = 0; v < nv; v++) acc[m][v] = _mm512_setzero_si512();
+    for (int64_t k = 0; k < Kp; k += 4) {
+        __m512i b[LT_NV];
+        LT_UNROLL for (int v = 0; v < nv; v++) b[v] = _mm512_loadu_si512((const void *)(B + v * pst + k * 16));
+        LT_UNROLL for (int m = 0; m < mr; m++) {
+            int32_t a4;
+            memcpy(&a4, A + m * Kp + k, 4);
+            const __m512i a = _mm512_set1_epi32(a4);
+            LT_UNROLL for (int v = 0; v < nv; v++) acc[m][v] = _mm512_dpbusd_epi32(acc[m][v], a, b[v]);
+        }
+    }
+    LT_UNROLL for (int m = 0; m < mr; m++)
+        LT_UNROLL for (int v = 0; v < nv; v++)
+            if (v == nv - 1) _mm512_mask_storeu_epi32(C + m * ldc + 16 * v, last, acc[m][v]);
+            else _mm512_storeu_si512((void *)(C + m * ldc + 16 * v), acc[m][v]);
+}
+
+typedef void (*lt_fn)(const uint8_t *A, const int8_t *B, int64_t Kp, int64_t pst, int32_t *C, int64_t ldc,
+                      __mmask16 last);
+#define LT_FN(mr, nv)                                                                                        \
+    LT_TGT __attribute__((noinline)) static void lt_##mr##_##nv(const uint8_t *A, const int8_t *B, int64_t Kp, \
+                                                                int64_t pst, int32_t *C, int64_t ldc,      \
+                                                                __mmask16 last) {                         \
+        lt_body(A, B, Kp, pst, C, ldc, mr, nv, last);                                                       \
+    }
+#define LT_ROW(mr) LT_FN(mr, 1) LT_FN(mr, 2) LT_FN(mr, 3) LT_FN(mr, 4)
+LT_ROW(1) LT_ROW(2) LT_ROW(3) LT_ROW(4) LT_ROW(5) LT_ROW(6)
+static const lt_fn lt_tiles[LT_MR][LT_NV] = {
+    {lt_1_1, lt_1_2, lt_1_3, lt_1_4}, {lt_2_1, lt_2_2, lt_2_3, lt_2_4}, {lt_3_1, lt_3_2, lt_3_3, lt_3_4},
+    {lt_4_1, lt_4_2, lt_4_3, lt_4_4}, {lt_5_1, lt_5_2, lt_5_3, lt_5_4}, {lt_6_1, lt_6_2, lt_6_3, lt_6_4}};
+
+/* Every row of A against 64 columns before the next 64: the four panels
+ * (64 x Kp bytes) stay in L2 while the rows stream past them. */
+static void lt_gemm(const uint8_t *A, const int8_t *B, int64_t M, int64_t N, int64_t Kp, int32_t *C, int64_t ldc) {
+    const int64_t pst = 16 * Kp;
+    for (int64_t n0 = 0; n0 < N; n0 += 16 * LT_NV) {
+        if (mpx_k_cancelled()) return;
+        const int64_t cols = N - n0 < 16 * LT_NV ? N - n0 : 16 * LT_NV, nv = (cols + 15) / 16;
+        const __mmask16 last = (__mmask16)(cols % 16 ? (1u << (cols % 16)) - 1 : 0xffffu);
+        for (int64_t m0 = 0; m0 < M; m0 += LT_MR) {
+            const int64_t mr = M - m0 < LT_MR ? M - m0 : LT_MR;
+            lt_tiles[mr - 1][nv - 1](A + m0 * Kp, B + n0 * Kp, Kp, pst, C + m0 * ldc + n0, ldc, last);
+        }
+    }
+}
+
 void mpx_k_igemm8_nt(const uint8_t *A, const int8_t *B, int64_t M, int64_t N, int64_t Kp, int32_t *C, int64_t ldc,
                      int path) {
-    igemm_panels(path == 2 ? &core8_512 : &core8_256, A, B, M, N, Kp, 1, C, ldc);
+    if (path == 2) lt_gemm(A, B, M, N, Kp, C, ldc);
+    else igemm_panels(&core8_256, A, B, M, N, Kp, 1, C, ldc);
 }

@@ -28,7 +28,8 @@ typedef struct kg_kept {
                          * matrix at offset ga transposed to 16-bit rows, kern_qint.c: M rows
                          * of K values, each padded to a multiple of 16), KG_KEPT_IGEMM_BT8
                          * (the same as 8-bit rows less aks, padded to 64, then the rows'
-                         * sums, uint32) or KG_KEPT_ROUNDED
+                         * sums, uint32), KG_KEPT_IGEMM_BT8P (the same with the rows in
+                         * AVX512-VNNI's panels of 16, mpx_k_igemm8_panels) or KG_KEPT_ROUNDED
                          * (the tensor's values rounded to fmt) */
     const void *a;      /* the values packed (A's, or B's for KG_KEPT_BPANELS; the tensor's own
                          * for KG_KEPT_ROUNDED; its int64 values for KG_KEPT_IGEMM_BT) */
@@ -46,7 +47,7 @@ typedef struct kg_kept {
 enum { GEMM_KEPT_T_MIN_M = 16 };
 
 enum { KG_KEPT_PANELS = 0, KG_KEPT_ROWS16 = 1, KG_KEPT_BPANELS = 2, KG_KEPT_ROUNDED = 3, KG_KEPT_BTPANELS = 4,
-       KG_KEPT_RNN_RT = 5, KG_KEPT_IGEMM_BT = 6, KG_KEPT_IGEMM_BT8 = 7 };
+       KG_KEPT_RNN_RT = 5, KG_KEPT_IGEMM_BT = 6, KG_KEPT_IGEMM_BT8 = 7, KG_KEPT_IGEMM_BT8P = 8 };
 
 /* What a packing is looked up by: its kind, values and layout, the tensor
  * that owns the values, and whether it must have been checked finite. */

@@ -75,9 +75,16 @@ void mpx_k_igemm_nt(const int16_t *A, const int16_t *B, int64_t M, int64_t N, in
 bool mpx_k_igemm_avx2(void);
 /* The same sums of unsigned bytes A times signed bytes B (Kp a multiple of
  * 64), on the VNNI build path (1: AVX-VNNI, 2: AVX512-VNNI) that
- * mpx_k_igemm8_path gives (0: neither; then not to be called). */
+ * mpx_k_igemm8_path gives (0: neither; then not to be called). On path 1 B
+ * is N rows of Kp; on path 2 it is those rows in panels of 16
+ * (mpx_k_igemm8_panels), and N columns from B's start are read, so a call on
+ * columns from n0 passes B + n0 * Kp with n0 a multiple of 16. */
 void mpx_k_igemm8_nt(const uint8_t *A, const int8_t *B, int64_t M, int64_t N, int64_t Kp, int32_t *C, int64_t ldc,
                      int path);
 int mpx_k_igemm8_path(void);
+/* N rows of Kp bytes (B^T) into path 2's panels at dst: panel p, the
+ * rows 16p..16p+15, as [Kp/4][16][4] (four terms of a row in each 32-bit
+ * lane; rows past N zeros); (N + 15) / 16 * 16 * Kp bytes. */
+void mpx_k_igemm8_panels(const int8_t *rows, int64_t N, int64_t Kp, int8_t *dst);
 
 #endif

@@ -311,30 +311,36 @@ static bool pack_bt_all(const int64_t *b, int64_t K, int64_t N, int64_t Kp, cons
     return !j.bad;
 }
 
-/* B's matrix at offset boff packed raw (16-bit), or less off8 (8-bit,
- * with its rows' sums after them) when eight: kept on owner (a constant B)
- * under the offset, else made for this call into *owned. NULL: out of
- * memory (*oom) or a value does not fit. */
+/* The rows of B^T the 8-bit core on path8 reads before their sums: N, or on
+ * AVX512-VNNI N rounded up to its panels of 16 (mpx_k_igemm8_panels). */
+static int64_t bt8_rows(int64_t N, int path8) { return path8 == 2 ? (N + 15) / 16 * 16 : N; }
+
 /* The key B's raw rows are kept under on owner, and their bytes (8-bit:
- * the rows then their N sums, uint32; 16-bit: the rows). */
-static kg_key bt_raw_key(const mm *p, const mpx_value *b, int64_t boff, bool eight, int64_t off8, mpx_tensor *owner) {
-    return (kg_key){.k = {.kind = eight ? KG_KEPT_IGEMM_BT8 : KG_KEPT_IGEMM_BT, .a = b->i, .M = p->N, .K = p->K,
-                          .ga = boff, .aks = eight ? off8 : 0},
+ * the rows, in panels on path 2, then their N sums, uint32; 16-bit: the
+ * rows). path8: the 8-bit core's path, 0 for the 16-bit one. */
+static kg_key bt_raw_key(const mm *p, const mpx_value *b, int64_t boff, int path8, int64_t off8, mpx_tensor *owner) {
+    const int kind = path8 == 2 ? KG_KEPT_IGEMM_BT8P : path8 ? KG_KEPT_IGEMM_BT8 : KG_KEPT_IGEMM_BT;
+    return (kg_key){.k = {.kind = kind, .a = b->i, .M = p->N, .K = p->K, .ga = boff, .aks = path8 ? off8 : 0},
                     .owner = owner};
 }
 
-static int64_t bt_raw_bytes(const mm *p, bool eight) {
-    return eight ? p->N * pad64(p->K) + p->N * 4 : p->N * pad16(p->K) * 2;
+static int64_t bt_raw_bytes(const mm *p, int path8) {
+    return path8 ? bt8_rows(p->N, path8) * pad64(p->K) + p->N * 4 : p->N * pad16(p->K) * 2;
 }
 
-static const void *mm_bt_raw(const mm *p, const mpx_value *b, int64_t boff, bool eight, int64_t off8,
+/* B's matrix at offset boff packed raw (16-bit), or less off8 (8-bit,
+ * with its rows' sums after them) on path8: kept on owner (a constant B)
+ * under the offset, else made for this call into *owned. NULL: out of
+ * memory (*oom) or a value does not fit. */
+static const void *mm_bt_raw(const mm *p, const mpx_value *b, int64_t boff, int path8, int64_t off8,
                              mpx_tensor *owner, float **owned, bool *oom) {
+    const bool eight = path8 != 0;
     const int64_t Kp = eight ? pad64(p->K) : pad16(p->K);
-    const kg_key key = bt_raw_key(p, b, boff, eight, off8, owner);
+    const kg_key key = bt_raw_key(p, b, boff, path8, off8, owner);
     const kg_kept *kept = owner ? kg_kept_find(&key) : NULL;
     if (kept) return kept->ap;
     /* (the values in the kept list's float buffers, 64-byte aligned) */
-    const int64_t bytes = bt_raw_bytes(p, eight);
+    const int64_t bytes = bt_raw_bytes(p, eight ? 1 : 0);
     float *buf = kg_alloc((size_t)(bytes / 4 + 1));
     if (!buf) {
         *oom = true;
@@ -344,6 +350,20 @@ static const void *mm_bt_raw(const mm *p, const mpx_value *b, int64_t boff, bool
                      eight ? (int8_t *)(void *)buf : NULL, oom)) {
         free(buf);
         return NULL;
+    }
+    if (path8 == 2) { /* the rows into panels, the sums after them (a copy: made once for a constant) */
+        float *pan = kg_alloc((size_t)(bt_raw_bytes(p, 2) / 4 + 1));
+        if (!pan) {
+            free(buf);
+            *oom = true;
+            return NULL;
+        }
+        const int8_t *rows = (const int8_t *)(void *)buf;
+        int8_t *dst = (int8_t *)(void *)pan;
+        mpx_k_igemm8_panels(rows, p->N, Kp, dst);
+        memcpy(dst + bt8_rows(p->N, 2) * Kp, rows + p->N * Kp, (size_t)p->N * 4);
+        free(buf);
+        buf = pan;
     }
     if (owner && kg_kept_add(&key, buf, true)) return buf;
     *owned = buf;
@@ -441,7 +461,7 @@ static void fix8_row(const int32_t *src, const uint32_t *csum, const int64_t *zb
 static void mm_fix8(const mm_job *j, int64_t r0, int64_t rr, int64_t c0, int64_t cn, const int32_t *C) {
     const mm *p = j->p;
     const int64_t N = p->N, M = p->M;
-    const uint32_t *csum = (const uint32_t *)(const void *)((const int8_t *)j->bt + N * j->Kp) + c0;
+    const uint32_t *csum = (const uint32_t *)(const void *)((const int8_t *)j->bt + bt8_rows(N, j->path8) * j->Kp) + c0;
     const mpx_value *zb = j->zb;
     const bool zb_one = !zb || zb->n == 1;
     const uint32_t zb0 = (uint32_t)(zp_at(zb, 0) - j->offb);
@@ -541,7 +561,7 @@ static mm_result mm_packed(const mm *p, const mpx_value *a, const mpx_value *b, 
         bool oom = false;
         const void *bt = NULL;
         if (raw) {
-            bt = mm_bt_raw(p, b, p->boff[q0], path8 != 0, offb, b_owner, &owned, &oom);
+            bt = mm_bt_raw(p, b, p->boff[q0], path8, offb, b_owner, &owned, &oom);
         } else {
             owned = kg_alloc((size_t)((p->N * Kp + 1) / 2 + 1));
             oom = !owned;
@@ -593,13 +613,13 @@ size_t kg_prep_qmm(const mpx_node *n) {
     if (!is8(&b) || (!path8 && !fits16_type(&b))) return 0;
     const mm p = {.K = t->dims[0], .N = t->dims[1]};
     const int64_t offb = b.dtype == MPX_DT_UINT8 ? 128 : 0;
-    const kg_key key = bt_raw_key(&p, &b, 0, path8 != 0, offb, t);
+    const kg_key key = bt_raw_key(&p, &b, 0, path8, offb, t);
     if (kg_kept_find(&key)) return 0;
     float *owned = NULL;
     bool oom = false;
-    const void *bt = mm_bt_raw(&p, &b, 0, path8 != 0, offb, t, &owned, &oom);
+    const void *bt = mm_bt_raw(&p, &b, 0, path8, offb, t, &owned, &oom);
     free(owned); /* (not kept: another thread kept one meanwhile) */
-    return bt && !owned ? (size_t)bt_raw_bytes(&p, path8 != 0) : 0;
+    return bt && !owned ? (size_t)bt_raw_bytes(&p, path8) : 0;
 }
 
 mpx_status mpx_k_matmul_integer(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
