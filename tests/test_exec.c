@@ -722,6 +722,17 @@ static void test_fused_chain(void) {
     chain_inputs(in, 11);
     const mpx_format *fmts[3] = {NULL, &mpx_format_fp16, &mpx_format_bf16};
     for (int f = 0; f < 3; f++) check_fused(g, fmts[f], in, "fused chain");
+    /* The profile's times (mpx_run_opts.node_ms): the chain's shared by the
+     * nodes it ran, none for the Constant inside it, which is not run. */
+    double ms[16];
+    for (int i = 0; i < 16; i++) ms[i] = -1.0;
+    mpx_run_opts ot = {.stream = true, .node_ms = ms};
+    mpx_run *rt = NULL;
+    CHECK(g->n_nodes <= 16 && mpx_run_graph(g, NULL, in, &ot, &rt, &err) == MPX_OK);
+    bool shared = ms[4] == 0.0 && ms[0] > 0.0;
+    for (int i = 1; i < 9; i++) shared = shared && (i == 4 || ms[i] == ms[0]);
+    CHECK_MSG(shared, "chain times %g %g %g %g (k6) %g %g", ms[0], ms[1], ms[3], ms[4], ms[5], ms[8]);
+    mpx_run_free(rt);
     for (int k = 0; k < 3; k++) mpx_value_free(&in[k]);
     mpx_graph_free(g);
 

@@ -782,9 +782,15 @@ mpx_status mpx_run_graph(const mpx_graph *g, const mpx_assign *a, const mpx_valu
             }
         }
         i = end;
-        if (opts && opts->node_ms) { /* the frees are the run's cost too */
-            const double dt = (now_ms() - t_node) / (end - first + 1);
-            for (int k = first; k <= end; k++) opts->node_ms[k] = dt;
+        if (opts && opts->node_ms) {
+            /* The frees are the run's cost too. A chain's time is shared
+             * equally by the nodes it ran, not the Constant nodes inside
+             * it, which are not run: mpx_bench's profile leaves those out,
+             * and with them their shares (a hard-swish chain's sixth). */
+            int ran = 0;
+            for (int k = first; k <= end; k++) ran += !skipped(g->nodes[k]);
+            const double dt = (now_ms() - t_node) / (ran > 0 ? ran : 1);
+            for (int k = first; k <= end; k++) opts->node_ms[k] = skipped(g->nodes[k]) ? 0.0 : dt;
         }
     }
     free(needed);
