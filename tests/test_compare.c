@@ -8,6 +8,7 @@
  * incremental cache: re-runs after recolouring a late or an early node, or
  * nothing, are bit for bit full runs. */
 #include "check.h"
+#include "compare_internal.h"
 #include "graph_build.h"
 #include "mpx_numerics.h"
 
@@ -1147,9 +1148,10 @@ static void fill_weights(mpx_graph *g, uint64_t seed) {
  * it packs them, its other routes from the rounded copy): the figures and
  * kept outputs are bit for bit those of whole runs, which round every weight
  * as they start, on every route (a 3x3 and a 1x1 convolution on the core, a
- * depthwise one, one whose weight overflows fp16 and takes the general loop,
- * Gemm with transB on few and on many rows and without, MatMul by a matrix,
- * a batch of matrices and a vector, a weight another op reads too), for
+ * 3x3 one on its lanes route, a depthwise one, one whose weight overflows
+ * fp16 and takes the general loop, Gemm with transB on few and on many rows
+ * and without, MatMul of a batch and of one matrix by a matrix, by a batch
+ * of matrices and by a vector, a weight another op reads too), for
  * fp16 and bf16, fp16 accumulation, weights held in bf16 and read in fp16,
  * and weights held in fp32 and read in fp16. The weights packed that way
  * keep no rounded copy: the process's kept copies grow by every other float
@@ -1158,14 +1160,17 @@ static void fill_weights(mpx_graph *g, uint64_t seed) {
  * comparisons go to cs[WR_RUNS]; returns the graph. */
 enum { WR_RUNS = 5 };
 
-static mpx_graph *weights_run(bool no_kept, mpx_compare **cs) {
-    if (no_kept) setenv("MPX_KERN_NOKEPT", "1", 1);
+/* The graph of weights_run and prepared_runs: inputs x, y, z, q in in[4].
+ * c5's 32 output channels on a 10 x 10 map take the core's lanes route
+ * (its weights kept as 16-row panels) where c1's 16 take the grid. */
+static mpx_graph *weights_graph(mpx_value in[4]) {
     mpx_graph *g = mpx_graph_new("t.json");
     g->opset = 13;
     node(g, "c1", "Conv", "x:f:1x8x10x10 w1#f:16x8x3x3 b1#f:16", "t1", "pads=[1,1,1,1]");
     node(g, "dw", "Conv", "t1 w2#f:16x1x3x3", "t2", "pads=[1,1,1,1] group=16");
     node(g, "c3", "Conv", "t2 w3#f:16x16x1x1", "t3", "");
     node(g, "c4", "Conv", "t3 w4#f:4x16x3x3", "t4", "");
+    node(g, "c5", "Conv", "t1 w5#f:32x16x3x3", "t5", "pads=[1,1,1,1]");
     node(g, "rs", "Reshape", "t4 s=i[1,256]", "r", "");
     node(g, "g1", "Gemm", "r wg1#f:32x256 bg1#f:32", "u1", "transB=1");
     node(g, "g2", "Gemm", "u1 wg2#f:32x16", "u2", "");
@@ -1173,23 +1178,31 @@ static mpx_graph *weights_run(bool no_kept, mpx_compare **cs) {
     node(g, "m1", "MatMul", "z:f:2x20x24 wm1#f:24x36", "v1", "");
     node(g, "m2", "MatMul", "z wm2#f:2x24x8", "v2", "");
     node(g, "m3", "MatMul", "y wv#f:24", "v3", "");
+    node(g, "m4", "MatMul", "y wm4#f:24x40", "v5", "");
     node(g, "rw", "Add", "wm1 q:f:24x36", "v4", "");
     fill_weights(g, 11);
     T(g, "w4")->f32[5] = 1e6f; /* inf in fp16, finite in bf16 */
-    finish(g, "u2 u3 v1 v2 v3 v4");
+    finish(g, "u2 u3 v1 v2 v3 v4 t5 v5");
     int64_t dx[4] = {1, 8, 10, 10}, dy[2] = {20, 24}, dz[3] = {2, 20, 24}, dq[2] = {24, 36};
-    mpx_value in[4];
     mpx_value_alloc(&in[0], MPX_DT_FLOAT, 4, dx, NULL);
     mpx_value_alloc(&in[1], MPX_DT_FLOAT, 2, dy, NULL);
     mpx_value_alloc(&in[2], MPX_DT_FLOAT, 3, dz, NULL);
     mpx_value_alloc(&in[3], MPX_DT_FLOAT, 2, dq, NULL);
     for (int k = 0; k < 4; k++) gb_fill_normal(&in[k], 21 + (uint64_t)k);
+    return g;
+}
+
+static mpx_graph *weights_run(bool no_kept, mpx_compare **cs) {
+    if (no_kept) setenv("MPX_KERN_NOKEPT", "1", 1);
+    mpx_value in[4];
+    mpx_graph *g = weights_graph(in);
     /* the weights the core packs rounded: no copy kept of them */
     size_t other = 0;
     for (int i = 0; i < g->n_tensors; i++) {
         const mpx_tensor *t = g->tensors[i];
         const char *nm = t->name;
-        bool packed = !strcmp(nm, "w1") || !strcmp(nm, "w3") || !strcmp(nm, "wg1") || !strcmp(nm, "wg3");
+        bool packed = !strcmp(nm, "w1") || !strcmp(nm, "w3") || !strcmp(nm, "w5") || !strcmp(nm, "wg1") ||
+                      !strcmp(nm, "wg3") || !strcmp(nm, "wm4");
         if (t->f32 && t->nelem > 0 && !packed) other += (size_t)t->nelem * sizeof(float);
     }
     mpx_assign *as[WR_RUNS] = {
@@ -1248,6 +1261,132 @@ static void test_weights_unrounded(void) {
     }
     mpx_graph_free(g);
     mpx_graph_free(h);
+}
+
+/* ---- a run's forms made before its values (compare.c: mpx_cmp_prepare) ---------------------- */
+
+enum { PR_RUNS = 7 };
+
+/* The plans prepared_runs takes in turn on weights_graph: held bf16 and
+ * read fp16 (first, so that no earlier plan's forms stand in for its own),
+ * fp16, bf16, fp16 accumulation, held fp32 and read fp16, then
+ * recoloured (c1 and m4 red, c5 and g1 computing in bf16 where they read
+ * fp16 weights), then fp16 again. */
+static mpx_assign *prepared_plan(const mpx_graph *g, int v) {
+    static const int uni[PR_RUNS] = {1, 0, 1, 0, 0, 0, 0};
+    mpx_assign *a = mpx_assign_uniform(g, uni[v] ? &mpx_format_bf16 : &mpx_format_fp16,
+                                       v == 3 ? &mpx_format_fp16 : NULL, false);
+    for (int i = 0; a && i < g->n_nodes; i++) {
+        const char *nm = g->nodes[i]->name;
+        if (v == 0 && a->node[i].compute) a->node[i].compute = &mpx_format_fp16;
+        if (v == 5 && (!strcmp(nm, "c1") || !strcmp(nm, "m4"))) a->node[i] = (mpx_node_prec){0};
+        if (v == 5 && (!strcmp(nm, "c5") || !strcmp(nm, "g1"))) a->node[i].compute = &mpx_format_bf16;
+    }
+    for (int i = 0; a && v == 4 && i < g->n_tensors; i++) a->tensor[i] = NULL;
+    return a;
+}
+
+/* The plans of prepared_plan in turn on a graph of their own, each
+ * comparison's kept forms made first as run_stream makes them (the
+ * reference's, then the candidate's, from their start values), then the
+ * comparison with MPX_CMP_NOPREP=1: it must make none (else the prepared
+ * forms were not the ones its run reads: another key, a route missed, a
+ * recolour's new formats left out), and its figures and outputs are whole
+ * runs' bit for bit. made[v]: the forms made for plan v before its run
+ * (by its start and the prepare); the comparisons go to cs. */
+static mpx_graph *prepared_runs(size_t *made, mpx_compare **cs) {
+    mpx_value in[4];
+    mpx_graph *g = weights_graph(in);
+    const int nt = g->n_tensors;
+    mpx_compare_opts o = {0};
+    bool *keep = calloc((size_t)nt, sizeof *keep);
+    mpx_value *ref = calloc((size_t)nt, sizeof *ref), *cand = calloc((size_t)nt, sizeof *cand);
+    CHECK(keep && ref && cand);
+    for (int t = 0; keep && t < nt; t++) keep[t] = mpx_cmp_kept(g, &o, t);
+    for (int v = 0; v < PR_RUNS && keep && ref && cand; v++) {
+        mpx_assign *a = prepared_plan(g, v);
+        CHECK(a != NULL);
+        /* (the start keeps the rounded copies of weights held low that
+         * something reads as they are held: counted as the run's) */
+        const size_t m0 = mpx_numerics_kept_made(), kept0 = mpx_numerics_kept_rounded_bytes();
+        CHECK(mpx_exec_start(g, NULL, in, ref, &err) == MPX_OK);
+        CHECK(mpx_exec_start_some(g, a, in, NULL, keep, cand, &err) == MPX_OK);
+        const size_t ms = mpx_numerics_kept_made();
+        size_t p = mpx_cmp_prepare(g, NULL, ref, NULL) + mpx_cmp_prepare(g, a, cand, NULL);
+        CHECK_MSG(p == mpx_numerics_kept_made() - ms, "plan %d: %zu forms prepared, %zu made", v, p,
+                  mpx_numerics_kept_made() - ms);
+        CHECK_MSG(mpx_cmp_prepare(g, NULL, ref, NULL) + mpx_cmp_prepare(g, a, cand, NULL) == 0,
+                  "plan %d: prepared again", v);
+        for (int t = 0; t < nt; t++) mpx_value_free(&ref[t]), mpx_value_free(&cand[t]);
+        made[v] = mpx_numerics_kept_made() - m0;
+        const size_t m1 = mpx_numerics_kept_made();
+        setenv("MPX_CMP_NOPREP", "1", 1);
+        cs[v] = COMPARE(g, a, in, &o);
+        unsetenv("MPX_CMP_NOPREP");
+        CHECK_MSG(mpx_numerics_kept_made() == m1, "plan %d: its run made %zu forms the prepare did not", v,
+                  mpx_numerics_kept_made() - m1);
+        if (mpx_env_on("MPX_KERN_NOKEPT")) CHECK(mpx_numerics_kept_rounded_bytes() == kept0);
+        CHECK_EQUAL(g, a, in, cs[v], false);
+        mpx_assign_free(a);
+    }
+    free(keep), free(ref), free(cand);
+    for (int k = 0; k < 4; k++) mpx_value_free(&in[k]);
+    return g;
+}
+
+/* The same plans on a graph of their own with nothing prepared (each
+ * comparison makes its forms as it runs): counts[v] forms each, results to
+ * cs; with prep, through mpx_compare_run as a session runs them, cached
+ * (the recolour runs incrementally; *k the cache). Returns the graph. */
+static mpx_graph *unprepared_runs(bool prep, size_t *counts, mpx_compare **cs, mpx_compare_cache **kp) {
+    mpx_value in[4];
+    mpx_graph *g = weights_graph(in);
+    mpx_compare_cache *k = *kp = prep ? mpx_compare_cache_new(0) : NULL;
+    mpx_compare_opts o = {.cache = k};
+    if (!prep) setenv("MPX_CMP_NOPREP", "1", 1);
+    for (int v = 0; v < PR_RUNS; v++) {
+        mpx_assign *a = prepared_plan(g, v);
+        const size_t m0 = mpx_numerics_kept_made();
+        cs[v] = COMPARE(g, a, in, &o);
+        counts[v] = mpx_numerics_kept_made() - m0;
+        CHECK_EQUAL(g, a, in, cs[v], false);
+        mpx_assign_free(a);
+    }
+    unsetenv("MPX_CMP_NOPREP");
+    for (int q = 0; q < 4; q++) mpx_value_free(&in[q]);
+    return g;
+}
+
+/* A comparison's kept forms (rounded copies, packings in the rounded
+ * format, the reference's packings) made before its values are the forms
+ * its run makes without them, no more and no fewer, under each plan in
+ * turn (a recolour, bf16 then fp16 for one weight), and the results are
+ * the same bits; also with no rounded copy kept at all (MPX_KERN_NOKEPT:
+ * the budget reached at once). */
+static void test_prepared_forms(void) {
+    for (int no_kept = 0; no_kept < 2; no_kept++) {
+        if (no_kept) setenv("MPX_KERN_NOKEPT", "1", 1);
+        size_t made[PR_RUNS] = {0}, plain[PR_RUNS] = {0}, session[PR_RUNS] = {0};
+        mpx_compare *a[PR_RUNS] = {0}, *b[PR_RUNS] = {0}, *c[PR_RUNS] = {0};
+        mpx_compare_cache *k0, *k;
+        mpx_graph *g = prepared_runs(made, a), *h = unprepared_runs(false, plain, b, &k0),
+                  *j = unprepared_runs(true, session, c, &k);
+        for (int v = 0; v < PR_RUNS; v++) {
+            CHECK_MSG(made[v] == plain[v], "kept %d, plan %d: %zu forms prepared, a run makes %zu", !no_kept, v,
+                      made[v], plain[v]);
+            CHECK_MSG(session[v] == plain[v], "kept %d, plan %d: %zu forms made in a session, a run makes %zu",
+                      !no_kept, v, session[v], plain[v]);
+            bool same = a[v] && b[v] && c[v] && a[v]->n_layers == b[v]->n_layers && c[v]->n_layers == b[v]->n_layers;
+            for (int i = 0; same && i < b[v]->n_layers; i++)
+                same = memcmp(&a[v]->layers[i].m, &b[v]->layers[i].m, sizeof b[v]->layers[i].m) == 0 &&
+                       memcmp(&c[v]->layers[i].m, &b[v]->layers[i].m, sizeof b[v]->layers[i].m) == 0;
+            CHECK_MSG(same, "kept %d, plan %d: figures differ with forms prepared", !no_kept, v);
+            mpx_compare_free(a[v]), mpx_compare_free(b[v]), mpx_compare_free(c[v]);
+        }
+        mpx_compare_cache_free(k);
+        mpx_graph_free(g), mpx_graph_free(h), mpx_graph_free(j);
+        unsetenv("MPX_KERN_NOKEPT");
+    }
 }
 
 /* ---- steps writing over inputs no later job reads ------------------------------------------ */
@@ -1622,6 +1761,7 @@ int main(void) {
     test_cache_lean_identity();
     test_measure();
     test_weights_unrounded();
+    test_prepared_forms();
     test_inplace();
     test_concat_grows();
     test_shared();

@@ -9,6 +9,9 @@
 static pthread_mutex_t kg_kept_lock = PTHREAD_MUTEX_INITIALIZER;
 
 atomic_llong kg_rounded_bytes; /* the kept rounded copies' bytes (mpx_k_kept_rounded) */
+static atomic_size_t kg_made;  /* forms kept so far in the process (mpx_numerics_kept_made) */
+
+size_t mpx_numerics_kept_made(void) { return atomic_load(&kg_made); }
 
 float *kg_alloc(size_t n) {
     size_t bytes = (n ? n : 1) * sizeof(float);
@@ -94,6 +97,7 @@ bool kg_kept_add(const kg_key *q, float *ap, bool finite) {
     }
     pthread_mutex_unlock(&kg_kept_lock);
     if (!ok) free(k);
+    else if (k->kind != KG_KEPT_PREPARED) atomic_fetch_add(&kg_made, 1);
     return ok;
 }
 
@@ -182,4 +186,107 @@ size_t mpx_k_prepare_node(const mpx_node *n) {
     case MPX_OP_MatMulInteger: return kg_prep_qmm(n);
     default: return 0;
     }
+}
+
+/* ---- a run's forms, made before a comparison's values ------------------------------------------
+ * A candidate's first run made the weights' rounded copies and their
+ * packings in the rounded format as it reached each node (and the
+ * reference's first run its convolutions' packings), in the heap between
+ * its values, where they stay for the model's life; the next run's values,
+ * the same sizes in another order, no longer fit the holes between them,
+ * and the heap grew again (a process's second report took 1.5-2x its later
+ * ones). Made before the run's values instead (compare.c), as the fp32
+ * packings of products are made at load, they lie together below them. */
+
+size_t mpx_k_prepare_rounded(mpx_tensor *t, const mpx_format *f) {
+    const size_t before = atomic_load(&kg_made);
+    (void)mpx_k_kept_rounded(t, f); /* (within its budget, as a run's) */
+    return atomic_load(&kg_made) - before;
+}
+
+/* The mark that node n's prepare call on these values under (in_round,
+ * acc, round) ran, kept on w, a constant whose values (or kept rounded
+ * copy) v it was handed: a later comparison's prepare skips the call (a
+ * kernel call on zeros costs its passes over them, a convolution's padded
+ * copy of its input). Keyed by what the kernel's choice of route reads
+ * besides the weights: the node, its first input's size (the shapes
+ * bound) and the accumulation. */
+static kg_key prep_mark(const mpx_node *n, mpx_tensor *w, const float *v, const mpx_format *f, const mpx_accum *acc,
+                        const mpx_format *round) {
+    const mpx_tensor *x = n->n_inputs > 0 ? n->inputs[0] : NULL;
+    return (kg_key){.k = {.kind = KG_KEPT_PREPARED, .a = v, .M = n->index, .K = x ? x->nelem : -1,
+                          .G = round && round->kind == MPX_FMT_FP16, .ams = acc->block, .aks = acc->flags,
+                          .ga = (int64_t)(intptr_t)acc->fmt, .fmt = f},
+                    .owner = w};
+}
+
+/* t's inferred shape (one_row: every axis but the last cut to 1) in v,
+ * its values left for the caller; false where it is not known ahead. */
+static bool prep_shape(const mpx_tensor *t, bool one_row, mpx_value *v) {
+    if (t->dtype != MPX_DT_FLOAT || t->rank < 0 || t->rank > MPX_MAX_RANK || t->nelem < 0) return false;
+    *v = (mpx_value){.dtype = t->dtype, .rank = t->rank, .n = 1, .borrowed = true};
+    for (int i = 0; i < t->rank; i++) {
+        if (t->dims[i] < 0) return false;
+        v->dims[i] = one_row && i < t->rank - 1 ? 1 : t->dims[i];
+        v->n *= v->dims[i];
+    }
+    return true;
+}
+
+size_t mpx_k_prepare_reads(const mpx_node *n, const mpx_accum *acc, const mpx_format *round,
+                           const mpx_format *const *in_round, const mpx_value *const *given, float **zero,
+                           size_t *zero_n) {
+    enum { MAX_IN = 8 };
+    const mpx_kernel_fn fn = mpx_kernel_for_node(n);
+    const int ni = n->n_inputs, no = n->n_outputs;
+    if (!fn || ni > MAX_IN || no > MAX_IN || n->body || mpx_node_is_f64(n)) return 0;
+    int w = -1; /* the input the kernel reads rounded itself, or would (kernels.def): its weights */
+    for (int k = 0; k < ni && w < 0; k++)
+        if (given[k] && given[k]->f && n->inputs[k] && mpx_kernel_reads_rounded(n->op, k) &&
+            kg_kept_holds(n->inputs[k], given[k]->f))
+            w = k;
+    if (w < 0) return 0;
+    const kg_key mark = prep_mark(n, n->inputs[w], given[w]->f, in_round ? in_round[w] : NULL, acc, round);
+    if (kg_kept_find(&mark)) return 0;
+    /* A MatMul packs its B inside its batch's work items, which a
+     * cancelled scope skips: it runs instead, on one row of A (a row's
+     * product; its B kept as for any rows: the core's route for a constant B
+     * does not depend on them, as mpx_k_prepare_node's one-row products). */
+    const bool one_row = n->op == MPX_OP_MatMul;
+    mpx_value zeros[MAX_IN], outs[MAX_IN];
+    const mpx_value *ins[MAX_IN] = {0};
+    size_t most = 1;
+    for (int k = 0; k < ni; k++) {
+        if (given[k] || !n->inputs[k]) {
+            ins[k] = given[k];
+            continue;
+        }
+        if (!prep_shape(n->inputs[k], one_row, &zeros[k])) return 0;
+        if ((size_t)zeros[k].n > most) most = (size_t)zeros[k].n;
+        ins[k] = &zeros[k];
+    }
+    if (most > *zero_n) { /* (one buffer of zeros for every input) */
+        free(*zero);
+        *zero_n = (*zero = calloc(most, sizeof **zero)) ? most : 0;
+        if (!*zero) return 0;
+    }
+    for (int k = 0; k < ni; k++)
+        if (ins[k] == &zeros[k]) zeros[k].f = *zero;
+    for (int j = 0; j < no; j++) outs[j] = (mpx_value){.n = -1};
+    /* The kernel as the run calls it (exec.c's context for the node), on
+     * zeros: the same routes (they depend on the shapes, the weights and
+     * the accumulation, not on the values), so the same forms under the
+     * same keys. Its product is skipped: a cancelled scope stops the
+     * kernels' work items (mpx_k_parallel_stoppable), and the GEMM core
+     * packs and keeps a constant before its items run. */
+    static const volatile int stop = 1;
+    mpx_error e = {0};
+    const mpx_kctx kc = {.node = n, .acc = *acc, .round = round, .err = &e, .in_round = in_round};
+    const size_t before = atomic_load(&kg_made);
+    const volatile int *scope = mpx_k_cancel_scope(one_row ? NULL : &stop);
+    (void)fn(&kc, ins, ni, outs, no); /* (cancelled: its outputs are not values) */
+    mpx_k_cancel_scope(scope);
+    for (int j = 0; j < no; j++) mpx_value_free(&outs[j]);
+    (void)kg_kept_add(&mark, NULL, true);
+    return atomic_load(&kg_made) - before;
 }

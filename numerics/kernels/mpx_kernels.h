@@ -168,6 +168,28 @@ mpx_kernel_fn mpx_kernel_for_node(const mpx_node *n);
 /* Fill c->err naming the node and op, return st. */
 mpx_status mpx_kernel_error(const mpx_kctx *c, mpx_status st, const char *fmt, ...);
 
+/* A run's forms made before its values (kern_kept.c; a comparison makes
+ * them at its start: run/compare.c). mpx_k_prepare_rounded: t's values
+ * rounded to f, kept on t (as a run keeps them for a node that reads them
+ * rounded in place), within the kept copies' budget. mpx_k_prepare_reads:
+ * what n's kernel keeps of the constants a run hands it (given[k]: the
+ * value of input k, a constant's own or its kept rounded copy, NULL for
+ * any other input) with their formats (in_round, as mpx_kctx.in_round; may
+ * be NULL) under accumulation acc and compute format round: the GEMM
+ * core's packings, in the rounded format too, and the rounded copies a
+ * route reads in place. Its kernel is called as the run calls it, on
+ * zeros of its other inputs' inferred shapes, its work items skipped; once
+ * per node and formats (a mark kept on the weights), nothing where a shape
+ * is not known. *zero, *zero_n: the zeros, grown as needed (start NULL, 0;
+ * the caller frees *zero). Both return the count of forms made. */
+size_t mpx_k_prepare_rounded(mpx_tensor *t, const mpx_format *f);
+size_t mpx_k_prepare_reads(const mpx_node *n, const mpx_accum *acc, const mpx_format *round,
+                           const mpx_format *const *in_round, const mpx_value *const *given, float **zero,
+                           size_t *zero_n);
+/* The count of forms kept on constants so far in the process (packings,
+ * rounded copies): what the tests hold the prepared forms to. */
+size_t mpx_numerics_kept_made(void);
+
 #ifdef __cplusplus
 }
 #endif
