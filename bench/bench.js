@@ -63,7 +63,8 @@
 // of the original ones reliably, so the groups come from the optimised
 // graph itself (optimizedModelFilePath, read by bench/onnx_nodes.py; formGroups
 // below): an original node belongs to the ORT node that produces one of its
-// outputs (through ReorderInput/ReorderOutput; an NCHWc node stands for the
+// outputs (through ReorderInput/ReorderOutput and the Reshapes around a Gemm
+// ORT made of a MatMul and its Add; an NCHWc node stands for the
 // tensor its name gives, a "<node>/<Kind>Fusion/" for that node's output);
 // a node ORT fused away joins the elementwise ORT node after it when that
 // node reads its input (or its fused-away predecessors'), else its
@@ -168,6 +169,11 @@ function onnxNodes(file) {
 }
 
 const isReorder = (n) => n.domain === 'com.microsoft.nchwc' && /^Reorder(Input|Output)$/.test(n.op);
+// The Reshapes ORT's MatMul+Add fusion puts around the Gemm it makes of a
+// 3-D MatMul and its bias Add: the last one outputs the Add's tensor, which
+// the Gemm computed, so they pass their tensor through as the reorders do
+// (else the Add formed a group of its own against a Reshape's time).
+const isGemmReshape = (n) => n.op === 'Reshape' && /^gemm_(input|output)_reshape/.test(n.name);
 
 // Ops ORT folds into the node before them (Conv/Gemm/MatMul + BatchNormalization,
 // activations, a residual Add as the Conv's sum input, the Cast and Mul after
@@ -180,7 +186,7 @@ function formGroups(orig, optim) {
   const parent = new Map();
   const find = (t) => { while (parent.has(t) && parent.get(t) !== t) t = parent.get(t); return t; };
   const union = (a, b) => { const ra = find(a), rb = find(b); if (ra !== rb) parent.set(ra, rb); };
-  for (const n of optim) if (isReorder(n)) union(n.outputs[0], n.inputs[0]);
+  for (const n of optim) if (isReorder(n) || isGemmReshape(n)) union(n.outputs[0], n.inputs[0]);
   // An NCHWc node's output is a blocked tensor of its own; the node is named
   // after an original tensor inside its group ("<tensor>_nchwc": the one
   // before an activation fused later).
@@ -195,7 +201,8 @@ function formGroups(orig, optim) {
     if (mm && origOut.get(mm[1]) && n.outputs[0]) union(n.outputs[0], origOut.get(mm[1]));
   }
   const producer = new Map(); // root tensor -> ORT node name
-  for (const n of optim) if (!isReorder(n)) for (const t of n.outputs) if (t) producer.set(find(t), n.name);
+  for (const n of optim)
+    if (!isReorder(n) && !isGemmReshape(n)) for (const t of n.outputs) if (t) producer.set(find(t), n.name);
   const made = new Map(), consumers = new Map();
   orig.forEach((n, i) => {
     n.outputs.forEach((t) => { if (t) made.set(t, i); });
@@ -280,7 +287,8 @@ function formGroups(orig, optim) {
       if (!c) break;
       m = c;
     }
-    ortGroup.set(n.name, m.name);
+    // (a Gemm's Reshape counts in the Gemm's group, as its tensor does)
+    ortGroup.set(n.name, isGemmReshape(m) ? producer.get(find(m.outputs[0])) || m.name : m.name);
   }
   return { byOutput, ortGroup };
 }
@@ -412,8 +420,9 @@ async function profileMode() {
   p(`ORT's whole run with profiling on: median ${median(ortWall).toFixed(3)} ms`);
   p('');
   p('Groups: ORT\'s optimised graph (optimizedModelFilePath) names the tensors each of its nodes produces; an original');
-  p('node belongs to the ORT node producing one of its outputs (through ReorderInput/ReorderOutput; an NCHWc node by its');
-  p('name, "<tensor>_nchwc", a fusion\'s by "<node>/<Kind>Fusion/"); a node ORT fused away joins the elementwise ORT node');
+  p('node belongs to the ORT node producing one of its outputs (through ReorderInput/ReorderOutput and the Reshapes around');
+  p('a Gemm made of a MatMul and its Add; an NCHWc node by its name, "<tensor>_nchwc", a fusion\'s by "<node>/<Kind>Fusion/");');
+  p('a node ORT fused away joins the elementwise ORT node');
   p('after it when that node reads its input or its fused-away predecessors\' (QuickGelu, Gelu), else its producer\'s group');
   p('if it is of a kind ORT folds into the node before it (BatchNormalization, activations, Add, Mul, Cast, ...), else its');
   p('first consumer\'s; an ORT node that computes no original tensor counts in the group that reads it. A row sums the');
