@@ -774,6 +774,28 @@ static void test_fused_chain(void) {
     for (int k = 0; k < 3; k++) mpx_value_free(&in[k]);
     mpx_graph_free(g);
 
+    /* GELU as exporters write it (Div by sqrt 2, Erf, Add 1, Mul by x, Mul
+     * by 0.5): Erf runs in run_direct too, through Erf's own map; its
+     * input's NaN, infinities, -0, values past erf's saturation (|x| >
+     * 3.95 after the Div) and tiny ones among the inputs. */
+    g = mpx_graph_new("t.json");
+    g->opset = 13;
+    node(g, "dv", "Div", "x:f:1x8x128x128 r2=f1.4142135", "t0", "");
+    node(g, "ef", "Erf", "t0", "t1", "");
+    node(g, "a1", "Add", "t1 one=f1", "t2", "");
+    node(g, "m1", "Mul", "x t2", "t3", "");
+    node(g, "m2", "Mul", "t3 half=f0.5", "t4", "");
+    finish(g, "t4");
+    CHECK(mpx_fuse_span(g, 0) == 5);
+    chain_inputs(in, 41);
+    for (int64_t k = 0; k < in[0].n; k += 5) in[0].f[k] *= 4.0f; /* (beyond the saturation too) */
+    in[0].f[5] = NAN, in[0].f[77] = INFINITY, in[0].f[999] = -INFINITY, in[0].f[1234] = -0.0f;
+    in[0].f[2000] = 5.6f, in[0].f[2017] = -5.59f, in[0].f[3000] = 1e-30f, in[0].f[3001] = -1e-38f;
+    check_fused(g, NULL, in, "GELU chain");
+    check_fused(g, &mpx_format_fp16, in, "GELU chain");
+    for (int k = 0; k < 3; k++) mpx_value_free(&in[k]);
+    mpx_graph_free(g);
+
     /* Relu's, Clip's and HardSwish's selects in run_direct, 8 lanes a step:
      * -0 (kept: -0 < 0 is false), NaN (kept), values at Clip's bounds and
      * beyond, at HardSwish's bends and beyond. */

@@ -320,6 +320,7 @@ void mpx_k_sigmoid_map(const float *x, float *y, int64_t n) {
 int mpx_k_vec_now(void) { return (int)ke_vec_now(); }
 
 void mpx_k_sigmoid_map_vec(const float *x, float *y, int64_t n, int vec) { ke_sigmoid_map(x, y, n, (ke_vec)vec); }
+void mpx_k_erf_map_vec(const float *x, float *y, int64_t n, int vec) { ke_erf_map(x, y, n, (ke_vec)vec); }
 
 void ke_sigmoid_map(const float *x, float *y, int64_t n, ke_vec vec) {
 #if defined(__x86_64__) && defined(__GNUC__)

@@ -301,6 +301,8 @@ void mpx_k_tanh_map(const float *x, float *y, int64_t n);
  * (ke_vec_now), read once by the caller: fuse.c, once a group. */
 int mpx_k_vec_now(void);
 void mpx_k_sigmoid_map_vec(const float *x, float *y, int64_t n, int vec);
+/* Erf's fp32 map in vector form vec, as mpx_k_sigmoid_map_vec (kern_elem.c's ke_erf_map). */
+void mpx_k_erf_map_vec(const float *x, float *y, int64_t n, int vec);
 void mpx_k_bn_row(const float *x, float *y, int64_t n, float mean, float var, float eps, float scale, float bias);
 /* HardSwish over n values (kern_elem.c), x t with t = x / 6 + 1/2 clamped
  * to [0, 1]: its kernel's map and fuse.c's plain chains. */

@@ -162,7 +162,7 @@ typedef struct fin {
 } fin;
 
 /* The ops a plain chain runs without the executor (run_direct). */
-typedef enum fop { FOP_NONE, FOP_ADD, FOP_SUB, FOP_MUL, FOP_DIV, FOP_CLIP, FOP_RELU, FOP_SIGMOID, FOP_BN, FOP_HARDSWISH } fop;
+typedef enum fop { FOP_NONE, FOP_ADD, FOP_SUB, FOP_MUL, FOP_DIV, FOP_CLIP, FOP_RELU, FOP_SIGMOID, FOP_BN, FOP_HARDSWISH, FOP_ERF } fop;
 
 typedef struct fnode {
     const mpx_node *n;
@@ -185,7 +185,7 @@ typedef struct fgroup {
     mpx_value *outs;   /* [count]: whole outputs written (n = -1 when not needed) */
     float **scratch;   /* [nt]: count x tile floats per thread for the other outputs */
     bool direct;       /* every node plain fp32 arithmetic: run_direct */
-    int vec;           /* Sigmoid's vector form (mpx_k_vec_now: the environment read once a group) */
+    int vec;           /* Sigmoid's and Erf's vector form (mpx_k_vec_now: the environment read once a group) */
     int nt;
     mpx_error *errs;   /* [nt] */
     mpx_status *st;    /* [nt] */
@@ -217,7 +217,7 @@ static void view(mpx_value *v, mpx_dtype dt, float *data, int64_t n, int rank) {
 /* ---- a plain fp32 chain, without the executor ------------------------------------------
  * Why: where nothing is rounded (the fp32 forward, a comparison's reference)
  * and every node is an IEEE operation per element (Add, Sub, Mul, Div, Clip,
- * Relu; Sigmoid, HardSwish and inference BatchNormalization through the functions
+ * Relu; Sigmoid, Erf, HardSwish and inference BatchNormalization through the functions
  * their kernels run), the executor's per-node, per-tile step (views, kernel lookup,
  * output values) and the tile's trips through L2 cost more than the
  * arithmetic: rec's forward spent a quarter of its time in these chains
@@ -297,7 +297,7 @@ static void direct_op(fop op, float lo, float hi, const float *a, int64_t sa, co
         for (; i < n; i++) y[i] = a[i * sa] < 0.0f ? 0.0f : a[i * sa];
         break;
     }
-    case FOP_SIGMOID: case FOP_BN: case FOP_HARDSWISH: case FOP_NONE: break; /* (run_direct's own calls) */
+    case FOP_SIGMOID: case FOP_BN: case FOP_HARDSWISH: case FOP_ERF: case FOP_NONE: break; /* (run_direct's own calls) */
     }
 #undef DROW
 }
@@ -323,7 +323,7 @@ static void run_direct(fgroup *f, int tid, int64_t start, int64_t len) {
             const float *src[5] = {NULL};
             int64_t step[5] = {0};
             const int nin = fn->op == FOP_BN                                                                 ? 5
-                            : fn->op == FOP_CLIP || fn->op == FOP_RELU || fn->op == FOP_SIGMOID || fn->op == FOP_HARDSWISH ? 1
+                            : fn->op == FOP_CLIP || fn->op == FOP_RELU || fn->op == FOP_SIGMOID || fn->op == FOP_HARDSWISH || fn->op == FOP_ERF ? 1
                                                                                                                             : 2;
             for (int j = 0; j < nin; j++) {
                 const fin *in = &fn->in[j];
@@ -346,6 +346,8 @@ static void run_direct(fgroup *f, int tid, int64_t start, int64_t len) {
                 mpx_k_bn_row(src[0], y, n, *src[3], *src[4], fn->eps, *src[1], *src[2]);
             else if (fn->op == FOP_HARDSWISH) /* (a run too, as Sigmoid's) */
                 mpx_k_hard_swish_row(src[0], y, n);
+            else if (fn->op == FOP_ERF) /* (a run too: GELU's Div, Erf, Add, Mul) */
+                mpx_k_erf_map_vec(src[0], y, n, f->vec);
             else
                 direct_op(fn->op, fn->lo, fn->hi, src[0], step[0], src[1], step[1], y, n);
         }
@@ -371,6 +373,7 @@ static fop direct_of(const fgroup *f, const fnode *fn) {
     case MPX_OP_Relu: return n->n_inputs == 1 ? FOP_RELU : FOP_NONE;
     case MPX_OP_HardSwish: return n->n_inputs == 1 && (!fn->in[0].ext || fn->in[0].o.full) ? FOP_HARDSWISH : FOP_NONE;
     case MPX_OP_Sigmoid: return n->n_inputs == 1 && (!fn->in[0].ext || fn->in[0].o.full) ? FOP_SIGMOID : FOP_NONE;
+    case MPX_OP_Erf: return n->n_inputs == 1 && (!fn->in[0].ext || fn->in[0].o.full) ? FOP_ERF : FOP_NONE;
     case MPX_OP_BatchNormalization: /* inference (node_ok): X a run, the parameters per channel */
         for (int j = 1; j < 5; j++)
             if (!fn->in[j].ext || fn->in[j].scalar) return FOP_NONE;
