@@ -1026,7 +1026,7 @@ size_t mpx_cmp_prepare(const mpx_graph *g, const mpx_assign *a, const mpx_value 
                 packs = packs || (reads && (!cf || cf == tf || held));
                 continue;
             }
-            const mpx_format *one = !tf ? cf : !cf || cf == tf ? tf : NULL;
+            const mpx_format *one = mpx_exec_one_rounding(tf, cf);
             if (reads && (one || !a)) {
                 rd[j] = one;
                 packs = true;

@@ -101,6 +101,10 @@ static const mpx_format *tensor_fmt(const mpx_assign *a, const mpx_tensor *t) {
     return a ? low(a->tensor[t->index]) : NULL;
 }
 
+const mpx_format *mpx_exec_one_rounding(const mpx_format *tf, const mpx_format *cf) {
+    return !tf ? cf : !cf || cf == tf ? tf : NULL;
+}
+
 /* mpx_round_array on both cores for large arrays: rounding is a pass over
  * memory, and one core's loads leave half the bandwidth idle (a candidate's
  * activations were rounded on one thread: a tenth of ResNet-18's report).
@@ -467,7 +471,7 @@ static mpx_status exec_node(const mpx_node *n, const mpx_assign *a, const mpx_va
         const bool own = src->f && src->f == t->f32 && !src->is_seq;
         const mpx_format *tf = own && !ref_inputs ? tensor_fmt(a, t) : NULL;
         if (own && (tf || cf)) {
-            const mpx_format *one = !tf ? cf : !cf || cf == tf ? tf : NULL; /* NULL: tf, then cf */
+            const mpx_format *one = mpx_exec_one_rounding(tf, cf); /* NULL: tf, then cf */
             if (one && mpx_kernel_reads_rounded(n->op, j)) {
                 rd[j] = one;
                 any_rd = true;

@@ -37,6 +37,14 @@ static inline bool mpx_value_own_floats(const mpx_value *v) {
  * rounded (a NULL, or the node and its outputs in fp32). */
 bool mpx_exec_node_plain(const mpx_assign *a, const mpx_node *n);
 
+/* The one format a weight's own values are rounded to for a node that
+ * reads them, held in tf (the tensor's low format, or NULL) and read in cf
+ * (the node's low compute format, or NULL): tf or cf where only one is set
+ * or both are the same, else NULL (two roundings: tf's copy, then cf).
+ * exec_node's rule, which a comparison's preparing (compare.c) follows to
+ * make the same kept forms. */
+const mpx_format *mpx_exec_one_rounding(const mpx_format *tf, const mpx_format *cf);
+
 /* mpx_exec_node with a body probe (mpx_kctx.probe) for a node that has a
  * body; mpx_exec_node is this with NULL. */
 mpx_status mpx_exec_node_probe(const mpx_node *n, const mpx_assign *a, const mpx_value *vals, bool ref_inputs,
