@@ -10,7 +10,12 @@
  * after its job returned. The jobs are small and separated by pauses
  * longer than the workers' spin, so workers are often asleep when a job
  * starts, the case the handshake is for; two callers at once are tried
- * too (the second runs its items on its own thread). */
+ * too (the second runs its items on its own thread).
+ *
+ * Each thread has a home range of the items (kern_threads.c) and takes
+ * from another's only when its own is empty: a job whose first half is
+ * slow shows the second thread taking items of the first half's range
+ * (else the job would take twice as long), every item still once. */
 #include "check.h"
 #include "kern_internal.h"
 
@@ -44,8 +49,8 @@ static void pause_us(long us) {
 }
 
 /* n_jobs jobs of 1..16 items, every fourth of 1..300 (items are claimed
- * in runs of a share of those left: kern_threads.c kg_par_loop), on nt
- * threads; false when an item ran other than once. */
+ * in runs of a share of those left in a home range: kern_threads.c
+ * kg_par_loop), on nt threads; false when an item ran other than once. */
 static bool run_jobs(int n_jobs, int nt, unsigned seed) {
     bool ok = true;
     for (int r = 0; r < n_jobs; r++) {
@@ -147,6 +152,38 @@ static void check_nested(void) {
     CHECK_MSG(shared, "a job of one item: its inner job never ran on a second thread");
 }
 
+/* A job of 64 items whose first 32 (thread 0's home range on two
+ * threads) take 200 us each and the others nothing: thread 1 empties its
+ * own range at once and must take from the back of thread 0's. */
+typedef struct steal {
+    atomic_int runs[64];
+    atomic_int stolen; /* items of range 0 run by thread 1 */
+} steal;
+
+static void steal_item(void *ctx, int tid, long i) {
+    steal *s = ctx;
+    if (i < 32) {
+        pause_us(200);
+        if (tid == 1) atomic_fetch_add(&s->stolen, 1);
+    }
+    atomic_fetch_add(&s->runs[i], 1);
+}
+
+static void check_stealing(void) {
+    bool seen = false;
+    /* the worker may be asleep when a job starts (then the caller runs
+     * every item itself): tried until it joined, at most 50 jobs */
+    for (int r = 0; r < 50 && !seen; r++) {
+        steal s;
+        for (int i = 0; i < 64; i++) atomic_init(&s.runs[i], 0);
+        atomic_init(&s.stolen, 0);
+        mpx_k_parallel(64, 2, steal_item, &s);
+        for (int i = 0; i < 64; i++) CHECK_MSG(atomic_load(&s.runs[i]) == 1, "item %d ran %d times", i, atomic_load(&s.runs[i]));
+        seen = atomic_load(&s.stolen) > 0;
+    }
+    CHECK_MSG(seen, "thread 1 never took an item of thread 0's range once its own was empty");
+}
+
 static void *second_caller(void *arg) {
     *(bool *)arg = run_jobs(300, 2, 7u);
     return NULL;
@@ -154,6 +191,7 @@ static void *second_caller(void *arg) {
 
 int main(void) {
     check_nested();
+    check_stealing();
     CHECK_MSG(run_jobs(2000, 2, 1u), "two threads: an item ran other than once");
     CHECK_MSG(run_jobs(500, 4, 2u), "four threads: an item ran other than once");
     bool other = false;

@@ -58,25 +58,58 @@ typedef struct kg_bnext {
 /* Panels a micro-kernel call takes of `left` (4, 2 or 1). */
 static int kg_group(int64_t left) { return left >= 4 ? 4 : left >= 2 ? 2 : 1; }
 
-/* How long the items of a split take on nt threads, each taking the next
- * item when it is free (mpx_k_parallel's order: items are (group, band,
- * row block), the row block fastest), in units x panels: OH units (grid
- * rows, or 64-column groups for kg_col_split) in bands of R, and nmb
- * blocks of A's mpan row panels. */
-static int64_t kg_makespan(int64_t mpan, int64_t nmb, int64_t G, int64_t OH, int64_t R, int nt) {
-    const int64_t mpb = kg_cdiv(mpan, nmb), nb = kg_cdiv(OH, R);
-    int64_t load[8] = {0};
-    for (int64_t g = 0; g < G; g++)
-        for (int64_t b = 0; b < nb; b++)
-            for (int64_t m = 0; m * mpb < mpan; m++) {
-                const int64_t rows = b + 1 < nb ? R : OH - b * R;
-                const int64_t pans = (m + 1) * mpb <= mpan ? mpb : mpan - m * mpb;
-                int t = 0;
-                for (int u = 1; u < nt; u++) t = load[u] < load[t] ? u : t;
-                load[t] += rows * pans;
-            }
+/* How long the items of a split take on nt threads as mpx_k_parallel
+ * runs them (kern_threads.c): thread t takes its home range's items
+ * (items * t / nt on) from the front, a quarter of what is left at a
+ * time (at least one), and a thread whose range is empty takes the same
+ * from the back of the range with the most left. Items are (group, band,
+ * row block), the row block fastest (amajor: the band fastest); a cost is
+ * units x panels: OH units (grid rows, or 64-column groups for
+ * kg_col_split) in bands of R, and nmb blocks of A's mpan row panels. */
+typedef struct {
+    int64_t mpan, mpb, nmbr, nb, OH, R;
+    bool amajor; /* items (group, row block, band), the band fastest (kg_ctx.amajor) */
+} kg_split;
+
+static int64_t kg_item_cost(const kg_split *sp, int64_t i) {
+    const int64_t per_g = sp->nb * sp->nmbr;
+    const int64_t b = sp->amajor ? i % per_g % sp->nb : i / sp->nmbr % sp->nb;
+    const int64_t m = sp->amajor ? i % per_g / sp->nb : i % sp->nmbr;
+    const int64_t rows = b + 1 < sp->nb ? sp->R : sp->OH - b * sp->R;
+    const int64_t pans = (m + 1) * sp->mpb <= sp->mpan ? sp->mpb : sp->mpan - m * sp->mpb;
+    return rows * pans;
+}
+
+static int64_t kg_makespan(int64_t mpan, int64_t nmb, int64_t G, int64_t OH, int64_t R, int nt, bool amajor) {
+    const kg_split sp = {.mpan = mpan, .mpb = kg_cdiv(mpan, nmb), .nb = kg_cdiv(OH, R), .OH = OH, .R = R,
+                         .nmbr = kg_cdiv(mpan, kg_cdiv(mpan, nmb)), .amajor = amajor};
+    const int64_t n = G * sp.nb * sp.nmbr;
+    if (nt > n) nt = (int)n;
+    int64_t lo[8], hi[8], busy[8];
+    bool idle[8];
+    for (int t = 0; t < nt; t++) lo[t] = n * t / nt, hi[t] = n * (t + 1) / nt, busy[t] = 0, idle[t] = false;
+    for (;;) {
+        int t = -1; /* the thread free first */
+        for (int u = 0; u < nt; u++)
+            if (!idle[u] && (t < 0 || busy[u] < busy[t])) t = u;
+        if (t < 0) break;
+        if (lo[t] < hi[t]) {
+            const int64_t k = (hi[t] - lo[t]) / 4 > 1 ? (hi[t] - lo[t]) / 4 : 1;
+            for (int64_t i = 0; i < k; i++) busy[t] += kg_item_cost(&sp, lo[t]++);
+            continue;
+        }
+        int v = -1;
+        for (int u = 0; u < nt; u++)
+            if (hi[u] - lo[u] > 0 && (v < 0 || hi[u] - lo[u] > hi[v] - lo[v])) v = u;
+        if (v < 0) {
+            idle[t] = true;
+            continue;
+        }
+        const int64_t k = (hi[v] - lo[v]) / 4 > 1 ? (hi[v] - lo[v]) / 4 : 1;
+        for (int64_t i = 0; i < k; i++) busy[t] += kg_item_cost(&sp, --hi[v]);
+    }
     int64_t most = 0;
-    for (int u = 0; u < nt; u++) most = load[u] > most ? load[u] : most;
+    for (int u = 0; u < nt; u++) most = busy[u] > most ? busy[u] : most;
     return most;
 }
 
@@ -90,7 +123,7 @@ static int64_t kg_row_blocks(int64_t mpan, int64_t G, int64_t OH, int64_t R, int
     const int64_t hi = want < mpan / 4 ? want : mpan / 4;
     for (int64_t nmb = 1; nmb <= hi; nmb++) {
         if (kg_cdiv(mpan, kg_cdiv(mpan, nmb)) != nmb) continue; /* the same split as a smaller count */
-        const int64_t t = kg_makespan(mpan, nmb, G, OH, R, nt);
+        const int64_t t = kg_makespan(mpan, nmb, G, OH, R, nt, false);
         if (best_t < 0 || t <= best_t) best = nmb, best_t = t;
     }
     return best;
@@ -109,14 +142,14 @@ static int64_t kg_row_blocks(int64_t mpan, int64_t G, int64_t OH, int64_t R, int
  * thread made a 128 x 28 x 28 3x3 convolution 1.5x slower on two); ties:
  * the fewest items (each re-reads A's or B's share from L2). Row blocks
  * only where the bands alone are fewer than 4 items a thread. */
-static void kg_col_split(int64_t N, int64_t mpan, int64_t G, int nt, int64_t *icols, int64_t *nmb) {
+static void kg_col_split(int64_t N, int64_t mpan, int64_t G, int nt, bool amajor, int64_t *icols, int64_t *nmb) {
     const int64_t ngr = kg_cdiv(N, 4 * KG_NR), lo = ngr < 4 ? ngr : 4, hi = ngr < 8 ? ngr : 8;
     int64_t best_t = -1, best_items = 0;
     for (int64_t gpb = lo; gpb <= hi; gpb++) {
-        const int64_t bands = G * kg_cdiv(ngr, gpb), want = kg_cdiv(4 * nt, bands);
+        const int64_t bands = G * kg_cdiv(ngr, gpb), w4 = kg_cdiv(4 * nt, bands), want = amajor && w4 < nt ? nt : w4;
         for (int64_t m = 1; m <= (want < mpan / 4 ? want : mpan / 4) || m == 1; m++) {
             if (kg_cdiv(mpan, kg_cdiv(mpan, m)) != m) continue; /* the same split as a smaller count */
-            const int64_t t = kg_makespan(mpan, m, G, ngr, gpb, nt), items = bands * m;
+            const int64_t t = kg_makespan(mpan, m, G, ngr, gpb, nt, amajor), items = bands * m;
             const bool few = items < 4 * nt, best_few = best_items < 4 * nt;
             if (best_t < 0 || (best_few && !few) ||
                 (few == best_few && (t < best_t || (t == best_t && items < best_items)))) {
@@ -452,6 +485,24 @@ static bool kg_shared_make(const kg_conv *v, int64_t G, kg_ctx *x) {
     return x->shared != NULL;
 }
 
+/* The fill's bands (kg_ctx.frow) for a product of `items` items on nt
+ * threads: thread t's home items (kern_threads.c: items * t / nt on)
+ * begin at grid row r_t, so its fill takes rows r_t .. r_(t+1) - 1 (the
+ * last thread's to the copy's end), in 4 bands for the balancing. */
+static void kg_fill_bands(kg_ctx *x, long items, int nt) {
+    const int64_t Wq = x->j->conv->Wq;
+    int64_t r[9];
+    for (int t = 0; t < nt; t++) {
+        const int64_t first = (int64_t)(items * t / nt), q = first / x->nmb * x->icols;
+        r[t] = q / Wq < x->srows ? q / Wq : x->srows;
+    }
+    r[nt] = x->srows;
+    x->fnb = 4 * nt;
+    for (int t = 0; t < nt; t++)
+        for (int s = 0; s < 4; s++) x->frow[4 * t + s] = r[t] + (r[t + 1] - r[t]) * s / 4;
+    x->frow[4 * nt] = x->srows;
+}
+
 /* The offsets of a convolution's terms in its padded, phase-split copy
  * (x->schan, x->splane set). */
 static void kg_conv_boff(const kg_conv *v, const kg_ctx *x, int64_t *boff) {
@@ -700,7 +751,15 @@ static kg_result kg_run(const kg_gemm *j, int nt) {
         }
         if (R < 1) R = 1;
         x.icols = R * v->Wq;
-        if (shared && x.avx512) kg_col_split(N, mpan, j->G, nt, &x.icols, &x.nmb);
+        /* Which operand the threads split (kg_ctx.amajor): A's rows where
+         * A is the larger (each thread then reads half of A and all of
+         * B), else B's columns (all of A, and the half of B its own fill
+         * wrote). Two 128 x 28 x 28 3x3 convolutions (A 590 KB, B 460),
+         * two threads, interleaved medians: B's columns 1.66 ms, A's rows
+         * 1.50, the shared counter's order before home ranges 1.46. */
+        x.amajor = shared && x.avx512 && j->G == 1 && nt > 1 && (double)M * (double)K > kg_shared_floats(v, 1);
+        if (shared && x.avx512) kg_col_split(N, mpan, j->G, nt, x.amajor, &x.icols, &x.nmb);
+        if (x.amajor && x.nmb < nt) x.amajor = false;
         if (shared) {
             ok = kg_shared_make(v, j->G, &x) && ok;
         } else { /* per-item strips of the band's rows */
@@ -760,7 +819,10 @@ static kg_result kg_run(const kg_gemm *j, int nt) {
             ok = (x.strip[t] = calloc((size_t)(j->conv->cig * x.schan + 16), sizeof(float))) != NULL;
         if (ok && tiled) ok = (x.tile[t] = kg_alloc((size_t)(x.mpb * KG_MR * x.ldt))) != NULL;
     }
-    if (ok && x.shared) mpx_k_parallel((long)(j->G * j->conv->cig), nt, kg_fill_fn, &x);
+    if (ok && x.shared) {
+        if (j->G == 1 && nt > 1 && !x.amajor) kg_fill_bands(&x, items, nt);
+        mpx_k_parallel(x.fnb ? (long)x.fnb * (long)j->conv->cig : (long)(j->G * j->conv->cig), nt, kg_fill_fn, &x);
+    }
     if (ok && (kept || x.alies)) { /* A packed and kept, or read where it lies */
         if (kept) x.ap = kept->ap;
         bad = kept && j->finite_a && !kept->finite;

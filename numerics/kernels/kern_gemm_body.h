@@ -624,8 +624,10 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(panel_places)(c
 static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
     const kg_gemm *j = x->j;
     const int64_t M = j->M, N = j->N, K = j->K, mpan = (M + KG_MR - 1) / KG_MR;
-    const int64_t per_g = x->nqb * x->nmb, g = item / per_g, q0 = (item % per_g / x->nmb) * x->icols;
-    const int64_t mb = item % x->nmb, i0 = mb * x->mpb, i1 = i0 + x->mpb < mpan ? i0 + x->mpb : mpan;
+    const int64_t per_g = x->nqb * x->nmb, g = item / per_g;
+    const int64_t q0 = (x->amajor ? item % per_g % x->nqb : item % per_g / x->nmb) * x->icols;
+    const int64_t mb = x->amajor ? item % per_g / x->nqb : item % x->nmb;
+    const int64_t i0 = mb * x->mpb, i1 = i0 + x->mpb < mpan ? i0 + x->mpb : mpan;
     const int64_t q1 = q0 + x->icols < N ? q0 + x->icols : N;
     const float *apg = x->alies ? NULL : x->ap + g * mpan * KG_MR * K; /* (alies: A where it lies) */
     float *c = j->c + g * j->gc;
@@ -878,12 +880,18 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
         }
 }
 
-/* Channel ch (of all groups') of a convolution's input, whole, into the
- * shared strip. */
-static KG_TARGET void KG_F(fill_chan)(const kg_ctx *x, int tid, long ch) {
+/* Item `item` of the shared copy's fill: a channel (of all groups'),
+ * whole, or with bands (kg_ctx.fnb) band item / cig's rows of channel
+ * item % cig. */
+static KG_TARGET void KG_F(fill_chan)(const kg_ctx *x, int tid, long item) {
     (void)tid;
     const kg_conv *v = x->j->conv;
-    KG_F(fill)(v, v->x + ch * v->H * v->W, 0, x->srows, x->shared + ch * x->schan, x->splane);
+    if (!x->fnb) {
+        KG_F(fill)(v, v->x + item * v->H * v->W, 0, x->srows, x->shared + item * x->schan, x->splane);
+        return;
+    }
+    const int64_t b = item / v->cig, ch = item % v->cig, r0 = x->frow[b], nr = x->frow[b + 1] - r0;
+    if (nr > 0) KG_F(fill)(v, v->x + ch * v->H * v->W, r0, nr, x->shared + ch * x->schan + r0 * v->Wq, x->splane);
 }
 
 static KG_TARGET void KG_F(mv16)(int64_t K, const float *a16, const float *b, const int64_t *boff,

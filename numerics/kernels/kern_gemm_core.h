@@ -101,6 +101,19 @@ typedef struct kg_ctx {
      * rows the taps reach below a band twice (15% of ResNet-18's forward).
      * NULL: per-item strips (an input too large for one copy). */
     float *shared;
+    /* The shared copy's fill by bands of rows (fnb of them, band b rows
+     * frow[b] .. frow[b + 1] - 1 of every channel, an item a band's
+     * channel, band by band), cut where the threads' home ranges of the
+     * product's items begin (kern_threads.c): each thread fills the rows
+     * its own items read, and reads them from its own cache (0: an item a
+     * channel, grouped convolutions, whose items go by group). */
+    int64_t frow[8 * 4 + 1];
+    int fnb;
+    /* Items (group, row block, band), the band fastest, so that a thread's
+     * home range is blocks of A's rows across every band (kern_gemm.c
+     * kg_run: where A is larger than the input's copy); else (group,
+     * band, row block). */
+    bool amajor;
     float *bp[8], *strip[8];
     /* This call's K block (KG_KC_CONV for a convolution outside the AVX-512
      * build, else KG_KC) and the floats between panels of B packed per

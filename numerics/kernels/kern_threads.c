@@ -25,9 +25,16 @@ int kg_threads(void) {
     return 2;
 }
 
+/* A thread's home range of a job's items, [lo, hi) packed in one word
+ * (lo in the low half) so that one compare-and-swap claims from either end;
+ * each on its own cache line. */
+typedef struct {
+    _Alignas(64) atomic_ullong lohi;
+} kg_range;
+
 typedef struct kg_par {
-    atomic_long next;
-    long n;
+    kg_range r[8];
+    long n, base; /* items base .. base + n - 1 (kg_parallel's slices) */
     void (*fn)(void *ctx, int tid, long item);
     void *ctx;
     /* A job that may stop early (mpx_k_parallel_stoppable): the caller's
@@ -36,7 +43,7 @@ typedef struct kg_par {
     bool stoppable;
     const volatile int *scope;
     atomic_bool stopped;
-    int nt; /* the threads the job runs on (kg_par_loop's chunks) */
+    int nt; /* the threads the job runs on (the home ranges) */
 } kg_par;
 
 /* ---- cancellation ------------------------------------------------------------
@@ -76,35 +83,84 @@ typedef struct kg_worker {
  * attention products, 12 small ones a MatMul, would pay that each). */
 static _Thread_local bool kg_in_job;
 
-/* Items are claimed in runs (guided self-scheduling): a claim takes the
- * remaining items / (2 nt), at least one, so the first claims are long
- * and the last ones single items that even out the threads' ends. One
- * claim an item made every item a trip of the counter's cache line
- * between the cores, and on the KVM machines of the benchmark the two
- * vCPUs share no cache: a line goes from one to the other in 230-390 ns
- * (a ping-pong of two threads, 460-780 ns a round trip), where a
- * convolution's input copy (kg_fill_fn) has a few hundred items of
- * 0.1-3 us each: with a claim an item that copy took longer on two
- * threads than on one. Runs also keep neighbouring items, and the memory
- * they touch, on one thread. ResNet-18's forward on two threads, five
- * interleaved processes each: median of their fastest runs 15.9 -> 14.5
- * ms, of their medians 17.4 -> 15.8. Which thread runs an item never
- * changes a result. */
+/* Each thread has a home range of the items, the t-th of nt equal
+ * contiguous ranges, and takes its own items from the front, a quarter of
+ * what is left at a time (at least one item: the last ones singly, so
+ * the threads' ends even out); a thread whose range is empty takes from
+ * the back of the range with the most left, the same quarter, so the
+ * threads still finish together when one of them is late or slowed.
+ *
+ * Why home ranges: on the KVM machines of the benchmark the two vCPUs
+ * share no cache, and a line goes from one to the other in 230-390 ns.
+ * With one shared counter every claim moved its line between the cores,
+ * and which thread ran which items changed from one job to the next, so
+ * a convolution's input copy, its product and the next node's reads each
+ * found half their data in the other core's cache. With home ranges a
+ * job's claims touch a line its owner alone uses, and the items of
+ * consecutive jobs over the same data (a convolution's column bands and
+ * the input rows they read: kern_gemm.c kg_fill_bands) stay on one core.
+ * Two threads, Zen 5, interleaved processes' medians: two 64 x 56 x 56
+ * 3x3 convolutions 1.80 -> 1.60 ms, MobileNetV3-Small 1.87 -> 1.71,
+ * EfficientNet-B0 8.0 -> 7.5, BERT-style 17.7 -> 16.6, ViT-B/16 124 ->
+ * 116. Which thread runs an item never changes a result. */
+static inline unsigned long long kg_pack(unsigned long lo, unsigned long hi) {
+    return (unsigned long long)lo | (unsigned long long)hi << 32;
+}
+
+static void kg_ranges_init(kg_par *p) {
+    for (int t = 0; t < 8; t++) {
+        const long lo = t < p->nt ? p->n * t / p->nt : p->n, hi = t < p->nt ? p->n * (t + 1) / p->nt : p->n;
+        atomic_init(&p->r[t].lohi, kg_pack((unsigned long)lo, (unsigned long)hi));
+    }
+}
+
+/* Claims items [*at, *at + *run) from range t, from the front (own) or the
+ * back (a thief's run); false when it was empty. */
+static bool kg_claim(kg_par *p, int t, bool front, long *at, long *run) {
+    unsigned long long w = atomic_load_explicit(&p->r[t].lohi, memory_order_relaxed);
+    for (;;) {
+        const long lo = (long)(w & 0xffffffffu), hi = (long)(w >> 32);
+        if (lo >= hi) return false;
+        const long k = (hi - lo) / 4 > 1 ? (hi - lo) / 4 : 1;
+        const unsigned long long nw = front ? kg_pack((unsigned long)(lo + k), (unsigned long)hi)
+                                            : kg_pack((unsigned long)lo, (unsigned long)(hi - k));
+        if (atomic_compare_exchange_weak(&p->r[t].lohi, &w, nw)) {
+            *at = front ? lo : hi - k;
+            *run = k;
+            return true;
+        }
+    }
+}
+
+static void kg_stop_all(kg_par *p) {
+    atomic_store(&p->stopped, true);
+    for (int t = 0; t < p->nt; t++) atomic_store(&p->r[t].lohi, kg_pack(0, 0)); /* the others take no more */
+}
+
 static void kg_par_loop(kg_par *p, int tid) {
-    const long per = 2L * (p->nt > 1 ? p->nt : 1);
-    long at = atomic_load_explicit(&p->next, memory_order_relaxed);
-    while (at < p->n) {
-        const long run = (p->n - at) / per > 1 ? (p->n - at) / per : 1;
-        if (!atomic_compare_exchange_weak(&p->next, &at, at + run)) continue; /* (at reloaded) */
+    const int nt = p->nt > 1 ? p->nt : 1;
+    const int home = tid < nt ? tid : 0;
+    for (;;) {
+        long at, run;
+        if (!kg_claim(p, home, true, &at, &run)) {
+            /* the victim: the range with the most left */
+            int v = -1;
+            long most = 0;
+            for (int t = 0; t < nt; t++) {
+                const unsigned long long w = atomic_load_explicit(&p->r[t].lohi, memory_order_relaxed);
+                const long left = (long)(w >> 32) - (long)(w & 0xffffffffu);
+                if (left > most) most = left, v = t;
+            }
+            if (v < 0) return;
+            if (!kg_claim(p, v, false, &at, &run)) continue;
+        }
         for (long i = at; i < at + run; i++) {
             if (p->stoppable && kg_flags_set(p->scope)) {
-                atomic_store(&p->stopped, true);
-                atomic_store(&p->next, p->n); /* the other threads take no more either */
+                kg_stop_all(p);
                 return;
             }
-            p->fn(p->ctx, tid, i);
+            p->fn(p->ctx, tid, p->base + i);
         }
-        at = atomic_load_explicit(&p->next, memory_order_relaxed);
     }
 }
 
@@ -305,11 +361,13 @@ static bool kg_pool_run(kg_par *p, int nt) {
 }
 
 /* p's items on up to nt threads (the caller's among them). */
-static void kg_parallel(kg_par *p, int nt) {
+static void kg_parallel_slice(kg_par *p, int nt) {
     const long n = p->n;
     if (nt > n) nt = (int)n;
     if (nt > KG_POOL_MAX + 1) nt = KG_POOL_MAX + 1;
-    p->nt = nt;
+    p->nt = nt < 1 ? 1 : nt;
+    if (nt < 2 || kg_in_job) p->nt = 1;
+    kg_ranges_init(p);
     if (nt < 2 || kg_in_job) {
         kg_par_loop(p, 0);
         return;
@@ -331,18 +389,28 @@ static void kg_parallel(kg_par *p, int nt) {
     for (int t = 0; t < started; t++) pthread_join(w[t].th, NULL);
 }
 
+/* The home ranges pack item numbers in 32 bits: a job of more items
+ * (none so far: items are rows, tiles or channels) runs in slices. */
+static void kg_parallel(kg_par *p, int nt) {
+    const long n = p->n, slice = 0x7fffffffL;
+    for (long b = 0; b < n && !atomic_load(&p->stopped); b += slice) {
+        p->base = b;
+        p->n = n - b < slice ? n - b : slice;
+        kg_parallel_slice(p, nt);
+    }
+    p->n = n;
+}
+
 /* fn(ctx, tid, item) for every item < n, on up to nt threads (tid < nt).
  * Shared with the elementwise kernels as mpx_k_parallel (kern_internal.h). */
 void mpx_k_parallel(long n, int nt, void (*fn)(void *, int, long), void *ctx) {
     kg_par p = {.n = n, .fn = fn, .ctx = ctx, .scope = kg_scope};
-    atomic_init(&p.next, 0);
     atomic_init(&p.stopped, false);
     kg_parallel(&p, nt);
 }
 
 bool mpx_k_parallel_stoppable(long n, int nt, void (*fn)(void *, int, long), void *ctx) {
     kg_par p = {.n = n, .fn = fn, .ctx = ctx, .stoppable = true, .scope = kg_scope};
-    atomic_init(&p.next, 0);
     atomic_init(&p.stopped, false);
     kg_parallel(&p, nt);
     return !atomic_load(&p.stopped);
