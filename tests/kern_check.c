@@ -279,7 +279,10 @@ static void check(const char *what, const mpx_node *node, int n_in, const mpx_va
  * path (kern_depthwise.c kg_dw16_fn: 16 channels in the lanes; the lanes'
  * 16 x 16 moves, slide16_row, taps16_row): small maps, maps up to 56 wide,
  * and 5x5 kernels on wider ones. */
-static void conv_case(int idx, bool transpose, bool big, bool dwide, bool dnarrow, bool pw, bool wide_a) {
+/* kind: the shapes of a code path drawn on purpose (CK_*) */
+enum { CK_ANY, CK_WIDE_A, CK_NARROW };
+
+static void conv_case(int idx, bool transpose, bool big, bool dwide, bool dnarrow, bool pw, int kind) {
     cparams p = {.nsp = dwide || dnarrow || mpx_rng_unit(&rng) >= 0.2 ? 2 : 1, .transpose = transpose};
     p.N = rnd(1, 2);
     p.G = mpx_rng_unit(&rng) < 0.6 ? 1 : rnd(2, 4);
@@ -321,7 +324,15 @@ static void conv_case(int idx, bool transpose, bool big, bool dwide, bool dnarro
     if (mpx_rng_unit(&rng) < 0.3) p.pt = p.pb = p.pl = p.pr = 0;
     if (transpose && mpx_rng_unit(&rng) < 0.7) p.pt = p.pb = p.pl = p.pr = 0;
     p.bias = mpx_rng_unit(&rng) < 0.6;
-    if (wide_a) { /* more weights than input: the threads split A's rows (kern_gemm.c kg_ctx.amajor) */
+    if (kind == CK_NARROW) { /* the output channels in the lanes (kern_gemm.c kg_lanes_run) */
+        p.nsp = 2, p.G = 1;
+        cig = p.C = rnd(4, 40), mg = p.M = rnd(32, 90);
+        p.KH = rnd(1, 3), p.KW = rnd(1, 3), p.sh = rnd(1, 2), p.sw = rnd(1, 2);
+        p.dh = mpx_rng_unit(&rng) < 0.2 ? 2 : 1, p.dw = mpx_rng_unit(&rng) < 0.2 ? 2 : 1;
+        p.pt = rnd(0, 2), p.pb = rnd(0, 2), p.pl = rnd(0, 2), p.pr = rnd(0, 2);
+        p.H = rnd(5, 22) * p.sh, p.W = rnd(5, 22) * p.sw;
+    }
+    if (kind == CK_WIDE_A) { /* more weights than input: the threads split A's rows (kern_gemm.c kg_ctx.amajor) */
         p.nsp = 2, p.G = 1, p.KH = p.KW = 3, p.sh = p.sw = 1, p.dh = p.dw = 1;
         p.pt = p.pb = p.pl = p.pr = 1;
         cig = p.C = rnd(8, 24), mg = p.M = rnd(130, 200);
@@ -586,23 +597,27 @@ int main(int argc, char **argv) {
     for (int i = 0; i < cases; i++) {
         const bool big = i % 10 == 9;
         const double u = mpx_rng_unit(&rng);
-        if (u < 0.55) conv_case(i, false, big, false, false, false, false);
-        else if (u < 0.75) conv_case(i, true, big, false, false, false, false);
+        if (u < 0.55) conv_case(i, false, big, false, false, false, CK_ANY);
+        else if (u < 0.75) conv_case(i, true, big, false, false, false, CK_ANY);
         else matmul_case(i, big);
     }
-    for (int i = 0; i < cases / 10; i++) conv_case(i, false, false, true, false, false, false);
-    for (int i = 0; i < cases / 5; i++) conv_case(i, false, false, false, true, false, false);
+    for (int i = 0; i < cases / 10; i++) conv_case(i, false, false, true, false, false, CK_ANY);
+    for (int i = 0; i < cases / 5; i++) conv_case(i, false, false, false, true, false, CK_ANY);
     /* 1x1 convolutions with few input channels on maps of 2000 to 4300
      * outputs, odd widths and heights (N odd: a partial last panel): on two
      * threads the GEMM core cuts them into narrower bands rather than
      * blocks of rows (kern_gemm.c kg_run) */
-    for (int i = 0; i < cases / 15; i++) conv_case(i, false, false, false, false, true, false);
+    for (int i = 0; i < cases / 15; i++) conv_case(i, false, false, false, false, true, CK_ANY);
     /* 3x3 convolutions with more weights than input values (a ResNet's
      * 28 x 28 stage): on two threads and more each thread takes its own
      * blocks of A's rows across every band (kern_gemm.c kg_ctx.amajor);
      * the others split B's columns and fill the input copy by the bands
      * of rows their items read (kg_fill_bands) */
-    for (int i = 0; i < cases / 30; i++) conv_case(i, false, false, false, false, false, true);
+    for (int i = 0; i < cases / 30; i++) conv_case(i, false, false, false, false, false, CK_WIDE_A);
+    /* convolutions on maps of at most 512 outputs and 32 channels or more
+     * (a ResNet's last two stages): the output channels in the lanes
+     * (kern_gemm.c kg_lanes_run), on the threads by blocks of channels */
+    for (int i = 0; i < cases / 10; i++) conv_case(i, false, false, false, false, false, CK_NARROW);
     for (int i = 0; i < cases / 10; i++) rnn_case(i, i % 4 == 3);
     for (int i = 0; i < cases / 10; i++) attn_case(i, i % 4 == 3);
     mpx_graph_free(G);
