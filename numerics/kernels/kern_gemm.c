@@ -87,15 +87,15 @@ static int64_t kg_makespan(int64_t mpan, int64_t nmb, int64_t G, int64_t OH, int
     if (nt > n) nt = (int)n;
     int64_t lo[8], hi[8], busy[8];
     bool idle[8];
-    for (int t = 0; t < nt; t++) lo[t] = n * t / nt, hi[t] = n * (t + 1) / nt, busy[t] = 0, idle[t] = false;
+    for (int t = 0; t < nt; t++)
+        lo[t] = kg_home_first(n, t, nt), hi[t] = kg_home_first(n, t + 1, nt), busy[t] = 0, idle[t] = false;
     for (;;) {
         int t = -1; /* the thread free first */
         for (int u = 0; u < nt; u++)
             if (!idle[u] && (t < 0 || busy[u] < busy[t])) t = u;
         if (t < 0) break;
         if (lo[t] < hi[t]) {
-            const int64_t k = (hi[t] - lo[t]) / 4 > 1 ? (hi[t] - lo[t]) / 4 : 1;
-            for (int64_t i = 0; i < k; i++) busy[t] += kg_item_cost(&sp, lo[t]++);
+            for (int64_t i = 0, k = kg_claim_run(hi[t] - lo[t]); i < k; i++) busy[t] += kg_item_cost(&sp, lo[t]++);
             continue;
         }
         int v = -1;
@@ -105,8 +105,7 @@ static int64_t kg_makespan(int64_t mpan, int64_t nmb, int64_t G, int64_t OH, int
             idle[t] = true;
             continue;
         }
-        const int64_t k = (hi[v] - lo[v]) / 4 > 1 ? (hi[v] - lo[v]) / 4 : 1;
-        for (int64_t i = 0; i < k; i++) busy[t] += kg_item_cost(&sp, --hi[v]);
+        for (int64_t i = 0, k = kg_claim_run(hi[v] - lo[v]); i < k; i++) busy[t] += kg_item_cost(&sp, --hi[v]);
     }
     int64_t most = 0;
     for (int u = 0; u < nt; u++) most = busy[u] > most ? busy[u] : most;
@@ -488,19 +487,19 @@ static bool kg_shared_make(const kg_conv *v, int64_t G, kg_ctx *x) {
 /* The fill's bands (kg_ctx.frow) for a product of `items` items on nt
  * threads: thread t's home items (kern_threads.c: items * t / nt on)
  * begin at grid row r_t, so its fill takes rows r_t .. r_(t+1) - 1 (the
- * last thread's to the copy's end), in 4 bands for the balancing. */
+ * last thread's to the copy's end), in KG_FILL_SUB bands for the balancing. */
 static void kg_fill_bands(kg_ctx *x, long items, int nt) {
     const int64_t Wq = x->j->conv->Wq;
     int64_t r[9];
     for (int t = 0; t < nt; t++) {
-        const int64_t first = (int64_t)(items * t / nt), q = first / x->nmb * x->icols;
+        const int64_t q = kg_home_first(items, t, nt) / x->nmb * x->icols;
         r[t] = q / Wq < x->srows ? q / Wq : x->srows;
     }
     r[nt] = x->srows;
-    x->fnb = 4 * nt;
+    x->fnb = KG_FILL_SUB * nt;
     for (int t = 0; t < nt; t++)
-        for (int s = 0; s < 4; s++) x->frow[4 * t + s] = r[t] + (r[t + 1] - r[t]) * s / 4;
-    x->frow[4 * nt] = x->srows;
+        for (int s = 0; s < KG_FILL_SUB; s++) x->frow[KG_FILL_SUB * t + s] = r[t] + (r[t + 1] - r[t]) * s / KG_FILL_SUB;
+    x->frow[KG_FILL_SUB * nt] = x->srows;
 }
 
 /* The offsets of a convolution's terms in its padded, phase-split copy

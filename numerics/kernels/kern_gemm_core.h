@@ -84,6 +84,10 @@ typedef int32_t v8i __attribute__((vector_size(32)));
  * and inlined into AVX2 code keeps its baseline lowering (a broadcast became
  * two halves and four inserts). */
 
+/* Bands of the shared copy's fill a thread (kg_ctx.frow): several, so that
+ * a thread whose range empties first can take some of another's. */
+enum { KG_FILL_SUB = 4 };
+
 /* What one call's work items share. Per-thread buffers are indexed by the
  * thread's number. */
 typedef struct kg_ctx {
@@ -107,7 +111,7 @@ typedef struct kg_ctx {
      * product's items begin (kern_threads.c): each thread fills the rows
      * its own items read, and reads them from its own cache (0: an item a
      * channel, grouped convolutions, whose items go by group). */
-    int64_t frow[8 * 4 + 1];
+    int64_t frow[8 * KG_FILL_SUB + 1];
     int fnb;
     /* Items (group, row block, band), the band fastest, so that a thread's
      * home range is blocks of A's rows across every band (kern_gemm.c

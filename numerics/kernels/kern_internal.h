@@ -115,11 +115,23 @@ void mpx_k_bwalk_run(const mpx_k_bwalk *w, void *ctx, mpx_k_row_fn fn);
 
 /* ---- threads ------------------------------------------------------------------ */
 
-/* fn(ctx, tid, item) for every item < n on up to nt threads (tid < nt); the
- * items are handed out one by one, so they may take different times. Called
- * from an item of a job on two or more threads, it runs every item on the
- * calling thread (the other threads are busy with the outer job). */
+/* fn(ctx, tid, item) for every item < n on up to nt threads (tid < nt).
+ * Thread t's home range is items kg_home_first(n, t, nt) up to
+ * kg_home_first(n, t + 1, nt), which it claims from the front, a
+ * kg_claim_run of what is left at a time; a thread whose range is empty
+ * claims the same from the back of the range with the most left
+ * (kern_threads.c), so items may take different times. Called from an item
+ * of a job on two or more threads, it runs every item on the calling thread
+ * (the other threads are busy with the outer job). */
 void mpx_k_parallel(long n, int nt, void (*fn)(void *, int, long), void *ctx);
+/* The first item of thread t's home range in a job of n items on nt
+ * threads; kg_home_first(n, nt, nt) is n. */
+static inline int64_t kg_home_first(int64_t n, int t, int nt) { return n * t / nt; }
+/* How many items one claim takes of a range with `left` of them: a quarter,
+ * at least one (the last ones singly, so the threads' ends even out). The
+ * pool and the GEMM core's model of it (kern_gemm.c kg_makespan) both use
+ * this. */
+static inline int64_t kg_claim_run(int64_t left) { return left / 4 > 1 ? left / 4 : 1; }
 /* mpx_k_parallel for a job that may stop early: no item starts once a
  * cancel is asked for (mpx_k_cancelled, read before each item); false when
  * an item was left out. Only for work whose results are the node's own

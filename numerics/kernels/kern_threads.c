@@ -109,7 +109,8 @@ static inline unsigned long long kg_pack(unsigned long lo, unsigned long hi) {
 
 static void kg_ranges_init(kg_par *p) {
     for (int t = 0; t < 8; t++) {
-        const long lo = t < p->nt ? p->n * t / p->nt : p->n, hi = t < p->nt ? p->n * (t + 1) / p->nt : p->n;
+        const long lo = t < p->nt ? (long)kg_home_first(p->n, t, p->nt) : p->n;
+        const long hi = t < p->nt ? (long)kg_home_first(p->n, t + 1, p->nt) : p->n;
         atomic_init(&p->r[t].lohi, kg_pack((unsigned long)lo, (unsigned long)hi));
     }
 }
@@ -121,7 +122,7 @@ static bool kg_claim(kg_par *p, int t, bool front, long *at, long *run) {
     for (;;) {
         const long lo = (long)(w & 0xffffffffu), hi = (long)(w >> 32);
         if (lo >= hi) return false;
-        const long k = (hi - lo) / 4 > 1 ? (hi - lo) / 4 : 1;
+        const long k = (long)kg_claim_run(hi - lo);
         const unsigned long long nw = front ? kg_pack((unsigned long)(lo + k), (unsigned long)hi)
                                             : kg_pack((unsigned long)lo, (unsigned long)(hi - k));
         if (atomic_compare_exchange_weak(&p->r[t].lohi, &w, nw)) {
@@ -365,10 +366,10 @@ static void kg_parallel_slice(kg_par *p, int nt) {
     const long n = p->n;
     if (nt > n) nt = (int)n;
     if (nt > KG_POOL_MAX + 1) nt = KG_POOL_MAX + 1;
-    p->nt = nt < 1 ? 1 : nt;
-    if (nt < 2 || kg_in_job) p->nt = 1;
+    const bool alone = nt < 2 || kg_in_job;
+    p->nt = alone ? 1 : nt;
     kg_ranges_init(p);
-    if (nt < 2 || kg_in_job) {
+    if (alone) {
         kg_par_loop(p, 0);
         return;
     }
