@@ -1246,6 +1246,14 @@ static float row_max(const float *x, int64_t D) {
  * may be x (the executor's dying input, softmax()): each value is read
  * before its place is written. */
 enum { SM_ROWS = 32, SM_LONG = 1024 };
+/* Values of a Softmax from which its slices go to the kernel threads. A
+ * value costs some 1-2 ns on one thread (the exponential, the maximum, the
+ * sum and the division), twenty times an Add's, so the elementwise ops'
+ * threshold (1 << 16, kern_binary.c) kept BERT-style's Softmax nodes (12
+ * heads x 64 x 64 = 49,152 values) on one thread: 2.6x ONNX Runtime's time
+ * on two (AMD Zen 3). From 8,192 values (about 10 us of work) the second
+ * thread's hand-off costs less than the half it takes. */
+enum { SM_PAR_MIN = 1 << 13 };
 
 #if defined(__x86_64__) && defined(__GNUC__)
 /* The fp32 sums of nr contiguous slices of D (nr <= SM_ROWS) as sm_rows'
@@ -1499,8 +1507,8 @@ static mpx_status softmax(const mpx_kctx *c, const mpx_value *const *in, int n_i
     const long rows = (long)(outer * inner);
     const ke_vec vec = ke_vec_now();
     sm_job j = {c, x->f, out[0].f, D, inner, form, vec, rows, D <= SM_LONG ? SM_ROWS : vec != KE_VEC_NONE ? 1 : 8};
-    /* rows are independent: on the kernel threads when there is work enough */
-    const int nt = (double)rows * (double)D > 65536.0 ? kg_threads() : 1;
+    /* rows are independent: on the kernel threads from SM_PAR_MIN values */
+    const int nt = (double)rows * (double)D >= SM_PAR_MIN ? kg_threads() : 1;
     if (sleef)
         mpx_k_parallel(rows, nt, sm_sleef_row, &j);
     else if (inner == 1 && form != SM_HARD && mpx_acc_is_fp32(&c->acc))
