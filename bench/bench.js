@@ -66,8 +66,9 @@
 // outputs (through ReorderInput/ReorderOutput and the Reshapes around a Gemm
 // ORT made of a MatMul and its Add; an NCHWc node stands for the
 // tensor its name gives, a "<node>/<Kind>Fusion/" for that node's output);
-// a node ORT fused away joins the elementwise ORT node after it when that
-// node reads its input (or its fused-away predecessors'), else its
+// a node ORT fused away joins the elementwise (or LayerNormalization) ORT
+// node after it when that node reads its input (or its fused-away
+// predecessors'; a residual Add in SkipLayerNormalization), else its
 // producer's group if it is of a kind ORT folds into the node before it
 // (FOLLOWERS), else its first consumer's. A group's label is its original nodes' kinds in order
 // ("Conv[dw]" a depthwise Conv); the table sums groups of the same label.
@@ -181,6 +182,9 @@ const isGemmReshape = (n) => n.op === 'Reshape' && /^gemm_(input|output)_reshape
 const FOLLOWERS = new Set(['BatchNormalization', 'Relu', 'Clip', 'HardSwish', 'HardSigmoid', 'Sigmoid',
   'LeakyRelu', 'Tanh', 'Add', 'Sum', 'Mul', 'Div', 'Cast', 'Sqrt', 'Erf', 'Identity']);
 
+// Consumers whose ORT node may have taken in the follower before them.
+const INTO = new Set([...FOLLOWERS, 'LayerNormalization']);
+
 // Groups: original node (by its first output) -> ORT node name. See the top.
 function formGroups(orig, optim) {
   const parent = new Map();
@@ -231,9 +235,11 @@ function formGroups(orig, optim) {
   const intoConsumer = (i) => {
     const g = fromConsumer(i);
     if (g === null || !reads.get(g)) return null;
-    // (only into an elementwise consumer's: a pool after a Conv with a fused
-    // activation reads the tensor the NCHWc Conv is named after too)
-    if (!orig[i].outputs.some((t) => (consumers.get(t) || []).some((c) => group[c] === g && FOLLOWERS.has(orig[c].op))))
+    // (only into an elementwise consumer's, or a LayerNormalization's, which
+    // ORT's SkipLayerNormalization computes with the residual Add before it:
+    // a pool after a Conv with a fused activation reads the tensor the NCHWc
+    // Conv is named after too)
+    if (!orig[i].outputs.some((t) => (consumers.get(t) || []).some((c) => group[c] === g && INTO.has(orig[c].op))))
       return null;
     // the ORT node reads what this node, or the ungrouped nodes before it,
     // read (GELU's Add(1, Erf(Div(x))): Gelu reads x)
@@ -422,8 +428,8 @@ async function profileMode() {
   p('Groups: ORT\'s optimised graph (optimizedModelFilePath) names the tensors each of its nodes produces; an original');
   p('node belongs to the ORT node producing one of its outputs (through ReorderInput/ReorderOutput and the Reshapes around');
   p('a Gemm made of a MatMul and its Add; an NCHWc node by its name, "<tensor>_nchwc", a fusion\'s by "<node>/<Kind>Fusion/");');
-  p('a node ORT fused away joins the elementwise ORT node');
-  p('after it when that node reads its input or its fused-away predecessors\' (QuickGelu, Gelu), else its producer\'s group');
+  p('a node ORT fused away joins the elementwise or LayerNormalization ORT node');
+  p('after it when that node reads its input or its fused-away predecessors\' (QuickGelu, Gelu, SkipLayerNormalization), else its producer\'s group');
   p('if it is of a kind ORT folds into the node before it (BatchNormalization, activations, Add, Mul, Cast, ...), else its');
   p('first consumer\'s; an ORT node that computes no original tensor counts in the group that reads it. A row sums the');
   p('groups of one label: the kinds of their original nodes, in order, once each ("Conv[dw]": a depthwise Conv); "count"');
