@@ -361,13 +361,12 @@ static void exp_neg_clones(const float *x, float m, float *y, int64_t n) {
  * vector 4 lanes of double, step by step across the 2 nv chains: the
  * operations of ke_exp_neg in its order (the clamp as a max, which keeps a
  * NaN; each fma one FMA instruction), so the same bits (a NaN's too, as
- * the AVX2 clone of the loop gives it). Why: one chain is about 16
- * dependent fused multiply-adds, and GCC's vectorised loop runs the two
- * halves of one vector at a time, too few chains to fill the FMA units:
- * eight side by side took about a quarter less time on rows of 197 (AMD
- * Zen 3). A table-driven e^x of lower degree with a rounding test, falling
- * back here for the hard cases, was no faster there: with the test's
- * integer operations it issues as many instructions. */
+ * the AVX2 clone of the loop gives it). exp_neg8f below takes it, one
+ * vector out of line, for the lanes its rounding test leaves. As the whole
+ * AVX2 form, four vectors side by side (one chain is about 16 dependent
+ * fused multiply-adds; eight chains took a quarter less time than GCC's
+ * vectorised loop, which runs two), it took 1.02 ns a value on rows of
+ * 197 where exp_neg8f takes 0.88 (AMD EPYC Zen 3). */
 #define KE_UNROLL16 _Pragma("GCC unroll 16")
 static inline __attribute__((target("avx2,fma"), always_inline)) void exp_neg8xn(const float *x, __m256 m, float *y,
                                                                                   const int nv) {
@@ -399,24 +398,6 @@ static inline __attribute__((target("avx2,fma"), always_inline)) void exp_neg8xn
     }
     KE_UNROLL16 for (int i = 0; i < nv; i++)
         _mm256_storeu_ps(y + 8 * i, _mm256_set_m128(_mm256_cvtpd_ps(p[2 * i + 1]), _mm256_cvtpd_ps(p[2 * i])));
-}
-
-/* 32 elements at a time, then 8, the last few as 8 lanes loaded and
- * stored under a mask (the other lanes hold 0, their values not stored),
- * not one by one with ke_exp_neg: Softmax's rows of 13 took 1.4 times as
- * long so. x may be y. */
-__attribute__((target("avx2,fma"))) static void exp_neg_avx2(const float *x, float m, float *y, int64_t n) {
-    const __m256 mv = _mm256_set1_ps(m);
-    int64_t k = 0;
-    for (; k + 32 <= n; k += 32) exp_neg8xn(x + k, mv, y + k, 4);
-    for (; k + 8 <= n; k += 8) exp_neg8xn(x + k, mv, y + k, 1);
-    if (k < n) {
-        const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - k)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-        float t[8];
-        _mm256_storeu_ps(t, _mm256_maskload_ps(x + k, mask));
-        exp_neg8xn(t, mv, t, 1);
-        _mm256_maskstore_ps(y + k, mask, _mm256_loadu_ps(t));
-    }
 }
 
 /* ke_exp_neg's value on 16 lanes (AVX-512F) in double by another route to
@@ -572,6 +553,121 @@ __attribute__((target("avx512f"))) static void exp_neg_avx512(const float *x, fl
     case 2: exp_neg16f(x + k, mv, y + k, 2, last, tab); break;
     case 3: exp_neg16f(x + k, mv, y + k, 3, last, tab); break;
     case 4: exp_neg16f(x + k, mv, y + k, 4, last, tab); break;
+    default: break; /* nothing left */
+    }
+}
+
+/* exp_neg16f's method on AVX2 (8 float lanes a __m256, where the double
+ * form has 4): AVX2 has no 32-entry permute (permutevar8x32 reads 8
+ * entries), so the table is 2^(j/16), j = k mod 16, the even entries of
+ * exp_tab32_hi and _lo, picked by two permutes and a blend on j's bit 3
+ * (hi and lo: four permutes, two blends); x = k ln2/16 + r with |r| <=
+ * ln2/32 (exp_neg16f's constants scaled by 2: the same bits), and e^r = 1
+ * + rh + u with one term more, u = rl + r^2 (1/2 + r/6 + r^2/24 +
+ * r^3/120): truncation 2^-42.7 at |r| = ln2/32, where with degree 4 it
+ * would be 2^-34.5, a quarter of the bound there. The rounding test as in
+ * exp_neg16f, with its bound E = 2^-39 + 2^-21.5 r^2, measured for this
+ * form over every float x in [-87, 0]: the error of s + lo is at most 0.84
+ * E (at -0x1.90204ap+3), 2^-21.8 r^2 at worst for |r| > 2^-9. The lanes
+ * left (0.012% of the floats in [-87, 0]; on Softmax-like rows, logits
+ * spread over +-14, 0.6% of the vectors hold one), those below -87 and NaN
+ * go to exp_neg8xn's double form (exp_neg8_hard), whose results are
+ * ke_exp_neg's; below -104, +0. What makes these the same bits is the long
+ * test over all 2^31 non-positive floats (test_kern_elem_exp_neg_all: 0
+ * differ; with 2^-22.5 r^2 in E 14 do, and the sampled test's hard inputs
+ * hold them; with 2^-22, none). Why: ke_exp_neg_map on one thread, AMD
+ * EPYC Zen 3, 0.88 ns a value against 1.02 for exp_neg8xn on rows of 197,
+ * 0.89 against 0.96 on rows of 64 (medians of 10 interleaved processes).
+ * Not the halving its operations promise (some 37 a vector of 8, about 10
+ * cycles on Zen 3's four FP pipes; it takes some 17): the permutes issue
+ * on one pipe, GCC spills with 16 ymm registers, and a vector's chain is
+ * some 45 dependent cycles. Measured and no faster: 2^(j/8) by one permute
+ * each with degree 6 (its wider r makes 3% of vectors hard), 2^(j/32) by
+ * four permutes and three blends each (1.13 ns on rows of 197), AVX2's
+ * gather (1.3 to 1.9), the vectors' steps interleaved 2 or 4 at a time,
+ * and e^r by Estrin's scheme. */
+#define EXP8_EA 0x1p-39f
+#define EXP8_EB 0x1.6a09e6p-22f
+
+/* x's lanes in `hard` (a compare's all-ones lanes) from exp_neg8xn, those
+ * below -104 as +0 (without it when no other lane needs it); e's other
+ * lanes kept. Out of line, as exp_neg16_hard. */
+__attribute__((target("avx2,fma"), noinline, cold)) static __m256 exp_neg8_hard(__m256 x, __m256 e, __m256 hard) {
+    const __m256 zero = _mm256_and_ps(hard, _mm256_cmp_ps(x, _mm256_set1_ps(-104.0f), _CMP_LT_OQ));
+    e = _mm256_andnot_ps(zero, e);
+    hard = _mm256_andnot_ps(zero, hard);
+    if (!_mm256_movemask_ps(hard)) return e;
+    float t[8];
+    _mm256_storeu_ps(t, x);
+    exp_neg8xn(t, _mm256_setzero_ps(), t, 1); /* ke_exp_neg(t - 0): t - 0 is t, -0 and NaN included */
+    return _mm256_blendv_ps(e, _mm256_loadu_ps(t), hard);
+}
+
+/* nv vectors of x - m (nv <= 4) side by side; with `tail`, the last loaded
+ * and stored under `last` (its other lanes m, computed as e^0, never hard,
+ * and dropped); every vector is read before any is written (x may be y).
+ * tab: 2^(j/16) for j < 8 and j >= 8, hi then lo. */
+static inline __attribute__((target("avx2,fma"), always_inline)) void exp_neg8f(const float *x, __m256 m, float *y,
+                                                                               const int nv, const bool tail,
+                                                                               __m256i last, const __m256 tab[4]) {
+    enum { C = 4 };
+    const __m256 shift = _mm256_set1_ps(0x1.8p23f);
+    __m256 v[C], e[C], hard[C];
+    KE_UNROLL16 for (int i = 0; i < nv; i++) {
+        const __m256 xi = tail && i == nv - 1
+                              ? _mm256_blendv_ps(m, _mm256_maskload_ps(x + 8 * i, last), _mm256_castsi256_ps(last))
+                              : _mm256_loadu_ps(x + 8 * i);
+        v[i] = _mm256_sub_ps(xi, m);
+        const __m256 t = _mm256_fmadd_ps(v[i], _mm256_set1_ps(0x1.715476p+4f /* 16/ln2 */), shift);
+        const __m256 kd = _mm256_sub_ps(t, shift);
+        const __m256 rh = _mm256_fnmadd_ps(kd, _mm256_set1_ps(0x1.62e430p-5f /* c_hi */), v[i]);
+        const __m256 rl = _mm256_mul_ps(kd, _mm256_set1_ps(0x1.05c610p-33f /* -c_lo */));
+        const __m256 r = _mm256_add_ps(rh, rl);
+        __m256 q = _mm256_fmadd_ps(r, _mm256_set1_ps(1.0f / 120.0f), _mm256_set1_ps(1.0f / 24.0f));
+        q = _mm256_fmadd_ps(r, q, _mm256_set1_ps(1.0f / 6.0f));
+        q = _mm256_fmadd_ps(r, q, _mm256_set1_ps(0.5f));
+        const __m256 r2 = _mm256_mul_ps(r, r), u = _mm256_fmadd_ps(r2, q, rl);
+        const __m256i ti = _mm256_castps_si256(t);
+        const __m256 b3 = _mm256_castsi256_ps(_mm256_slli_epi32(ti, 28)); /* j's bit 3 as the sign */
+        const __m256 th = _mm256_blendv_ps(_mm256_permutevar8x32_ps(tab[0], ti), _mm256_permutevar8x32_ps(tab[1], ti), b3);
+        const __m256 tl = _mm256_blendv_ps(_mm256_permutevar8x32_ps(tab[2], ti), _mm256_permutevar8x32_ps(tab[3], ti), b3);
+        const __m256 s = _mm256_fmadd_ps(th, rh, th);
+        const __m256 lo = _mm256_fmadd_ps(th, u, _mm256_add_ps(_mm256_fmadd_ps(th, rh, _mm256_sub_ps(th, s)),
+                                                               _mm256_fmadd_ps(tl, rh, tl)));
+        const __m256 eb = _mm256_fmadd_ps(r2, _mm256_set1_ps(EXP8_EB), _mm256_set1_ps(EXP8_EA));
+        const __m256 up = _mm256_add_ps(s, _mm256_add_ps(lo, eb)), down = _mm256_add_ps(s, _mm256_sub_ps(lo, eb));
+        hard[i] = _mm256_or_ps(_mm256_cmp_ps(up, down, _CMP_NEQ_UQ), _mm256_cmp_ps(v[i], _mm256_set1_ps(-87.0f), _CMP_NGE_UQ));
+        /* 2^(k >> 4): t's bits less j, shifted into the exponent */
+        const __m256i sc = _mm256_slli_epi32(_mm256_andnot_si256(_mm256_set1_epi32(15), ti), 19);
+        e[i] = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(up), sc));
+    }
+    KE_UNROLL16 for (int i = 0; i < nv; i++) {
+        if (__builtin_expect(_mm256_movemask_ps(hard[i]) != 0, 0)) e[i] = exp_neg8_hard(v[i], e[i], hard[i]);
+        if (tail && i == nv - 1) _mm256_maskstore_ps(y + 8 * i, last, e[i]);
+        else _mm256_storeu_ps(y + 8 * i, e[i]);
+    }
+}
+
+/* 32 elements at a time, then the rest (up to 31) in one call of 1 to 4
+ * vectors side by side, the last under a mask (exp_neg_avx512 says why
+ * not one vector a call). x may be y. */
+__attribute__((target("avx2,fma"))) static void exp_neg_avx2(const float *x, float m, float *y, int64_t n) {
+    const __m256 mv = _mm256_set1_ps(m);
+#define KE_EVEN(t, o) _mm256_setr_ps(t[o], t[o + 2], t[o + 4], t[o + 6], t[o + 8], t[o + 10], t[o + 12], t[o + 14])
+    const __m256 tab[4] = {KE_EVEN(exp_tab32_hi, 0), KE_EVEN(exp_tab32_hi, 16), KE_EVEN(exp_tab32_lo, 0),
+                           KE_EVEN(exp_tab32_lo, 16)};
+#undef KE_EVEN
+    const __m256i all = _mm256_set1_epi32(-1);
+    int64_t k = 0;
+    for (; k + 32 <= n; k += 32) exp_neg8f(x + k, mv, y + k, 4, false, all, tab);
+    const int64_t left = n - k;
+    const __m256i last = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(left % 8 ? left % 8 : 8)),
+                                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    switch ((left + 7) / 8) {
+    case 1: exp_neg8f(x + k, mv, y + k, 1, true, last, tab); break;
+    case 2: exp_neg8f(x + k, mv, y + k, 2, true, last, tab); break;
+    case 3: exp_neg8f(x + k, mv, y + k, 3, true, last, tab); break;
+    case 4: exp_neg8f(x + k, mv, y + k, 4, true, last, tab); break;
     default: break; /* nothing left */
     }
 }

@@ -121,7 +121,9 @@ static inline void ke_wrap_all(mpx_value *v) {
  * and the Taylor coefficients 1/12! (the first p) then 1/11! .. 1/0!. (The
  * AVX-512 form, exp_neg16f, reaches the same floats in float arithmetic
  * with a rounding test, and exp_neg16d for the lanes it leaves, through
- * tables of 2^(j/32) and 2^(j/16) and shorter polynomials: see there.) */
+ * tables of 2^(j/32) and 2^(j/16) and shorter polynomials; the AVX2 form,
+ * exp_neg8f, likewise with 2^(j/16), exp_neg8xn taking its lanes left:
+ * see there.) */
 #define KE_EXP_NEG_SHIFT 0x1.8p52
 #define KE_EXP_NEG_LOG2E 0x1.71547652b82fep0
 #define KE_EXP_NEG_LN2_HI 0x1.62e42fefa39efp-1
