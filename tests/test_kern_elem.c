@@ -425,7 +425,8 @@ static void test_sigmoid_map(void) {
 }
 
 /* ke_erf_map in each form this CPU has (kern_elem.c: AVX-512's 64, 32
- * and masked 16-lane steps, the clones) against ke_erf (this file's copy:
+ * and masked 16-lane steps, AVX2's 32 and 1-4 vectors of 8 with the last
+ * masked, the clones) against ke_erf (this file's copy:
  * libm's fmaf); the specials: the neighbours of 0.9 and 3.95, where the
  * sides meet; infinities, NaN, zeros, the largest x whose x^2 is finite.
  * The Erf node takes the CPU's best form. */
@@ -434,8 +435,10 @@ static void test_erf_map(void) {
                                      -3.95f, NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-45f, -1e-45f, 1.0f,
                                      -2.5f, 0x1.fffffep63f, -0x1p64f, 1e30f, 0.5f, 3.9f};
     const row_map m = {"ke_erf_map", "ke_erf", ke_erf_map, ke_erf, 0.11f, specials, sizeof specials / sizeof specials[0]};
-    if (ke_vec_now() == KE_VEC_AVX512) test_row_map_in(&m, KE_VEC_AVX512, "AVX-512");
+    const ke_vec best = ke_vec_now();
+    if (best == KE_VEC_AVX512) test_row_map_in(&m, KE_VEC_AVX512, "AVX-512");
     else printf("test_erf_map: the AVX-512 form not run: this CPU has no AVX-512F\n");
+    if (best >= KE_VEC_AVX2) test_row_map_in(&m, KE_VEC_AVX2, "AVX2");
     test_row_map_in(&m, KE_VEC_NONE, "clones");
 }
 

@@ -170,8 +170,8 @@ void ke_exp_neg_map(const float *x, float m, float *y, int64_t n, ke_vec vec);
 void ke_sigmoid_map(const float *x, float *y, int64_t n, ke_vec vec);
 
 /* y[k] = ke_erf(x[k]) over an array, in form vec where vec names one this
- * CPU has (kern_elem.c: a 16-lane form for AVX-512F, GCC's clones
- * otherwise). */
+ * CPU has (kern_elem.c: a 16-lane form for AVX-512F, an 8-lane one for
+ * AVX2 with FMA, GCC's clones otherwise). */
 void ke_erf_map(const float *x, float *y, int64_t n, ke_vec vec);
 
 /* Softmax of one contiguous row x[0..D) into y as PyTorch 1.13's AVX2
