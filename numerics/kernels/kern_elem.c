@@ -345,6 +345,13 @@ static inline __attribute__((target("avx2,fma"), always_inline)) void erf8xn(con
     }
 }
 
+/* The AVX2 maps' mask of their last vector, after the whole blocks of 32:
+ * of the `left` values (at most 31) in 1 to 4 vectors, the last vector's
+ * lanes below left % 8, or all 8 where left is a multiple of 8. */
+static inline __attribute__((target("avx2"), always_inline)) __m256i ke_last8(int64_t left) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(left % 8 ? left % 8 : 8)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
 /* ke_erf over an array on AVX2: 32 lanes at a time, then the rest (at
  * most 31) in one call of 1 to 4 vectors, the last under a mask. */
 __attribute__((target("avx2,fma"))) static void erf_avx2(const float *x, float *y, int64_t n) {
@@ -352,8 +359,7 @@ __attribute__((target("avx2,fma"))) static void erf_avx2(const float *x, float *
     int64_t k = 0;
     for (; k + 32 <= n; k += 32) erf8xn(x + k, y + k, 4, all);
     const int64_t left = n - k;
-    const int64_t tail = left % 8 ? left % 8 : 8;
-    const __m256i last = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)tail), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256i last = ke_last8(left);
     switch ((left + 7) / 8) {
     case 1: erf8xn(x + k, y + k, 1, last); break;
     case 2: erf8xn(x + k, y + k, 2, last); break;
@@ -732,8 +738,7 @@ __attribute__((target("avx2,fma"))) static void exp_neg_avx2(const float *x, flo
     int64_t k = 0;
     for (; k + 32 <= n; k += 32) exp_neg8f(x + k, mv, y + k, 4, false, all, tab);
     const int64_t left = n - k;
-    const __m256i last = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(left % 8 ? left % 8 : 8)),
-                                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256i last = ke_last8(left);
     switch ((left + 7) / 8) {
     case 1: exp_neg8f(x + k, mv, y + k, 1, true, last, tab); break;
     case 2: exp_neg8f(x + k, mv, y + k, 2, true, last, tab); break;
