@@ -819,7 +819,11 @@ static kg_result kg_run(const kg_gemm *j, int nt) {
         if (ok && tiled) ok = (x.tile[t] = kg_alloc((size_t)(x.mpb * KG_MR * x.ldt))) != NULL;
     }
     if (ok && x.shared) {
-        if (j->G == 1 && nt > 1 && !x.amajor) kg_fill_bands(&x, items, nt);
+        /* (By channels where the bands are fewer than the threads: every
+         * item then reads all of B, and the bands would give one thread
+         * the whole fill while the other waits: ResNet's 1x1 stride-2
+         * convolutions, one band in 8 blocks of rows.) */
+        if (j->G == 1 && nt > 1 && !x.amajor && x.nqb >= nt) kg_fill_bands(&x, items, nt);
         mpx_k_parallel(x.fnb ? (long)x.fnb * (long)j->conv->cig : (long)(j->G * j->conv->cig), nt, kg_fill_fn, &x);
     }
     if (ok && (kept || x.alies)) { /* A packed and kept, or read where it lies */
