@@ -601,8 +601,22 @@ static kg_result kg_lanes_run(const kg_gemm *j, int nt) {
     }
     float *own = NULL;
     const float *a16 = kg_rows16(j, &own, &finite);
-    x.t_pix_w = kg_alloc((size_t)(K * x.t_npp * KG_MR));
-    ok = ok && a16 && x.t_pix_w;
+    /* The AVX-512 build reads each output's terms where they lie (ukro:
+     * output q's place t_at[q], a term's shift boff[k]); the AVX2 build
+     * packs them in 6-output panels first (kg_tpix_fn), as its kernel
+     * reads its A. */
+    const bool lie = x.avx512;
+    int64_t *at = NULL;
+    if (lie) {
+        const int64_t OW = j->gvalid, Wq = v ? v->Wq : OW;
+        if ((at = malloc((size_t)x.t_n * sizeof *at)) != NULL)
+            for (int64_t q = 0; q < x.t_n; q++) at[q] = q / OW * Wq + q % OW;
+        ok = ok && at;
+    } else {
+        x.t_pix_w = kg_alloc((size_t)(K * x.t_npp * KG_MR));
+        ok = ok && x.t_pix_w;
+    }
+    ok = ok && a16;
     for (int t = 0; ok && t < nt; t++)
         ok = (x.tile[t] = kg_alloc((size_t)(x.t_npp * KG_MR * x.t_cpi * KG_NR))) != NULL;
     if (ok && finite) {
@@ -614,9 +628,14 @@ static kg_result kg_lanes_run(const kg_gemm *j, int nt) {
             x.boff = boff;
             mpx_k_parallel((long)v->cig, nt, kg_fill_fn, &x);
         }
-        mpx_k_parallel((long)kg_cdiv(K, x.t_kc), nt, kg_tpix_fn, &x);
+        if (lie) {
+            x.t_from = v ? x.shared : j->b;
+            x.t_at = at;
+        } else
+            mpx_k_parallel((long)kg_cdiv(K, x.t_kc), nt, kg_tpix_fn, &x);
         mpx_k_parallel_stoppable(items, nt, kg_tlanes_fn, &x);
     }
+    free(at);
     free(x.t_pix_w);
     kg_free_bufs(&x);
     free(boff);

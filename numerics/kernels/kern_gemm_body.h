@@ -177,14 +177,16 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16)(const in
  * not seen coming (a ResNet's last stage, 9 MB of weights and 49 columns,
  * runs at about two thirds of the rate without it).
  * ar (or NULL): A's rows where they lie, row i's term k at ar[i][k], in
- * place of the packed panel a (ukrl below). */
+ * place of the packed panel a (ukrl below), or at ar[i][aoff[k]] where
+ * aoff is given (ukro below). */
 static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16d)(const int MR, const int NP, int64_t kc,
                                                                const float *restrict a,
                                                                const float *restrict bq,
                                                                const int64_t *restrict boff, int64_t pstride,
                                                                float *const *cr, bool first,
                                                                const float *bias, const float *anext,
-                                                               const __mmask16 tail, const float *const *ar) {
+                                                               const __mmask16 tail, const float *const *ar,
+                                                               const int64_t *aoff) {
     const v16f z = {0};
     for (int64_t k0 = 0; k0 < kc; k0 += MPX_ACC_FP32_BLOCK) {
         const int64_t k1 = k0 + MPX_ACC_FP32_BLOCK < kc ? k0 + MPX_ACC_FP32_BLOCK : kc;
@@ -203,7 +205,7 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(ukr16d)(const i
             for (int p = 0; p < NP; p++) memcpy(&bv[p], bk + p * ps, sizeof bv[p]);
 #pragma GCC unroll 6
             for (int i = 0; i < MR; i++) {
-                const __m512 ai = (__m512)KG_F(splat16)(ar ? ar[i][k] : ak[i]);
+                const __m512 ai = (__m512)KG_F(splat16)(ar ? ar[i][aoff ? aoff[k] : k] : ak[i]);
 #pragma GCC unroll 4
                 for (int p = 0; p < NP; p++) c[i][p] = (v16f)_mm512_fmadd_ps(ai, (__m512)bv[p], (__m512)c[i][p]);
             }
@@ -234,7 +236,7 @@ typedef void (*KG_F(ukrd_fn))(int64_t kc, const float *a, const float *bq, const
     static KG_TARGET void KG_F(ukrd_##MR##_##NP)(int64_t kc, const float *a, const float *bq, const int64_t *boff,  \
                                                int64_t pstride, float *const *cr, bool first, const float *bias, \
                                                const float *anext, __mmask16 tail) {                             \
-        KG_F(ukr16d)(MR, NP, kc, a, bq, boff, pstride, cr, first, bias, anext, tail, NULL);                    \
+        KG_F(ukr16d)(MR, NP, kc, a, bq, boff, pstride, cr, first, bias, anext, tail, NULL, NULL);              \
     }
 #define KG_UKRD_MR(MR) KG_UKRD_DEF(MR, 1) KG_UKRD_DEF(MR, 2) KG_UKRD_DEF(MR, 4)
 KG_PER_MR(KG_UKRD_MR)
@@ -257,7 +259,7 @@ typedef void (*KG_F(ukrl_fn))(int64_t kc, const float *const *ar, const float *b
     static KG_TARGET void KG_F(ukrl_##MR##_##NP)(int64_t kc, const float *const *ar, const float *bq,            \
                                                int64_t pstride, float *const *cr, bool first, const float *bias, \
                                                __mmask16 tail) {                                                 \
-        KG_F(ukr16d)(MR, NP, kc, NULL, bq, NULL, pstride, cr, first, bias, NULL, tail, ar);                     \
+        KG_F(ukr16d)(MR, NP, kc, NULL, bq, NULL, pstride, cr, first, bias, NULL, tail, ar, NULL);               \
     }
 #define KG_UKRL_MR(MR) KG_UKRL_DEF(MR, 1) KG_UKRL_DEF(MR, 2) KG_UKRL_DEF(MR, 4)
 KG_PER_MR(KG_UKRL_MR)
@@ -267,6 +269,33 @@ KG_PER_MR(KG_UKRL_MR)
 static const KG_F(ukrl_fn) KG_F(ukrl_table)[KG_MR][3] = {KG_UKRL_ROW(1), KG_UKRL_ROW(2), KG_UKRL_ROW(3),
                                                            KG_UKRL_ROW(4), KG_UKRL_ROW(5), KG_UKRL_ROW(6)};
 #undef KG_UKRL_ROW
+
+/* ukr16d with A's row i's term k at ar[i][aoff[k]]: a narrow map's
+ * outputs (lanes_item, whose "rows" are 6 outputs) read where they lie in
+ * the convolution's shared copy, term k a fixed shift of each output's
+ * place, or in a 1x1 convolution's input itself. The same values as the
+ * packing of 6-output panels (kg_tpix_fn) put before every call, in the
+ * same order, so the same bits, without that pass: it was 4.4% of
+ * ResNet-18's forward's CPU time on two threads (perf), and its 14 x 14
+ * and 7 x 7 convolutions take 6.45-6.69 ms a forward against 6.86-7.00
+ * (Zen 5, two threads, three interleaved profiles). The AVX2 build keeps
+ * the packing (its kernel reads A packed). */
+typedef void (*KG_F(ukro_fn))(int64_t kc, const float *const *ar, const int64_t *aoff, const float *bq,
+                              int64_t pstride, float *const *cr, bool first, __mmask16 tail);
+#define KG_UKRO_DEF(MR, NP)                                                                                     \
+    static KG_TARGET void KG_F(ukro_##MR##_##NP)(int64_t kc, const float *const *ar, const int64_t *aoff,        \
+                                               const float *bq, int64_t pstride, float *const *cr, bool first,   \
+                                               __mmask16 tail) {                                                 \
+        KG_F(ukr16d)(MR, NP, kc, NULL, bq, NULL, pstride, cr, first, NULL, NULL, tail, ar, aoff);               \
+    }
+#define KG_UKRO_MR(MR) KG_UKRO_DEF(MR, 1) KG_UKRO_DEF(MR, 2) KG_UKRO_DEF(MR, 4)
+KG_PER_MR(KG_UKRO_MR)
+#undef KG_UKRO_MR
+#undef KG_UKRO_DEF
+#define KG_UKRO_ROW(MR) {KG_F(ukro_##MR##_1), KG_F(ukro_##MR##_2), KG_F(ukro_##MR##_4)}
+static const KG_F(ukro_fn) KG_F(ukro_table)[KG_MR][3] = {KG_UKRO_ROW(1), KG_UKRO_ROW(2), KG_UKRO_ROW(3),
+                                                           KG_UKRO_ROW(4), KG_UKRO_ROW(5), KG_UKRO_ROW(6)};
+#undef KG_UKRO_ROW
 
 /* The rounded modes on 16 lanes: ukr's rounded branch (each product an fp32
  * product, every addition rounded to the format, the bias one more rounded
@@ -908,7 +937,8 @@ static KG_TARGET void KG_F(mv16)(int64_t K, const float *a16, const float *b, co
 /* ---- a narrow map's convolution, output channels in the lanes --------------------------------
  * Item: t_cpi 16-channel panels of C's rows. The micro-kernel (AVX-512:
  * ukr16d, AVX2: ukr) with the roles turned: its 6 "rows" are 6 outputs
- * (x->t_pix's panels), its panels 16 output channels (A kept in 16-row
+ * (AVX-512: read where they lie, ukro; AVX2: x->t_pix's packed panels),
+ * its panels 16 output channels (A kept in 16-row
  * panels, read as packed B), so each lane's sum
  * is one output value's, its terms in the same order and blocks as on the
  * grid: the same bits. Summed into the thread's tile ([output][channel]),
@@ -923,7 +953,7 @@ static KG_TARGET void KG_F(lanes_item)(const kg_ctx *x, int tid, long item) {
     float *tile = x->tile[tid];
     for (int64_t k0 = 0; k0 < K; k0 += x->t_kc) {
         const int64_t kc = K - k0 < x->t_kc ? K - k0 : x->t_kc;
-        const float *pix = x->t_pix + k0 * npp * KG_MR;
+        const float *pix = x->t_pix ? x->t_pix + k0 * npp * KG_MR : NULL;
         for (int64_t cp = cp0; cp < cp1;) {
 #if KG_SIMD == 2
             const int np = kg_group(cp1 - cp);
@@ -957,10 +987,16 @@ static KG_TARGET void KG_F(lanes_item)(const kg_ctx *x, int tid, long item) {
                 const int mr = (int)(N - pp * KG_MR < KG_MR ? N - pp * KG_MR : KG_MR);
                 float *cr[KG_MR];
                 for (int r = 0; r < mr; r++) cr[r] = tile + (pp * KG_MR + r) * ldt + (cp - cp0) * KG_NR;
-                const float *ap = pix + pp * kc * KG_MR;
+                const float *ap = pix ? pix + pp * kc * KG_MR : NULL;
 #if KG_SIMD == 2
-                KG_F(ukrd_table)[mr - 1][np == 4 ? 2 : np - 1](kc, ap, w, NULL, K * KG_NR, cr, k0 == 0, NULL,
-                                                                pp + 1 < npp ? ap + kc * KG_MR : NULL, tmask);
+                if (!pix) {
+                    const float *ar[KG_MR];
+                    for (int r = 0; r < mr; r++) ar[r] = x->t_from + x->t_at[pp * KG_MR + r];
+                    KG_F(ukro_table)[mr - 1][np == 4 ? 2 : np - 1](kc, ar, x->boff + k0, w, K * KG_NR, cr, k0 == 0,
+                                                                    tmask);
+                } else
+                    KG_F(ukrd_table)[mr - 1][np == 4 ? 2 : np - 1](kc, ap, w, NULL, K * KG_NR, cr, k0 == 0, NULL,
+                                                                    pp + 1 < npp ? ap + kc * KG_MR : NULL, tmask);
 #else
                 KG_F(ukr_table)[KG_FP32][mr - 1](kc, ap, w, cr, k0 == 0, NULL);
 #endif

@@ -142,6 +142,10 @@ typedef struct kg_ctx {
     const float *t_w16, *t_pix;
     float *t_pix_w;
     int64_t t_n, t_npp, t_cpi, t_kc; /* t_kc: terms a K block */
+    /* Or (t_pix NULL, the AVX-512 build) the outputs' terms where they lie:
+     * output q's term k at t_from[t_at[q] + boff[k]] (ukro). */
+    const float *t_from;
+    const int64_t *t_at;
     bool avx2, avx512;
     bool alies; /* A read where it lies, not packed (kg_run; ap NULL) */
     bool h16; /* fp16 accumulation of fp16 operands on AVX512-FP16 (ukrh) */
