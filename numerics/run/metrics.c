@@ -83,14 +83,18 @@ static int64_t lanes_portable(lanes *L, const float *rf, const float *cf, int64_
  * finite float's square is below 2^256) and the caller starts again on the
  * checking path. Checking every block cost a compare, a mask test and a
  * branch per block, on the report's hottest loop. L[q] is candidate q's
- * lanes (zero on entry); nc is a constant in each caller, so the loops over
- * the candidates unroll and every sum stays in a register. */
+ * lanes (zero on entry); nc is a constant in each caller, and the loops
+ * over the candidates are unrolled by pragma so that every sum stays in a
+ * register: GCC 12 left them rolled for two candidates, and each sum went
+ * through the stack on every block (PP-OCRv4 det's report, Zen 5: the
+ * metrics 151-155 thread-ms, 80-98 unrolled; the report 278-294 ms, 237-258). */
 __attribute__((target("avx512f,avx512dq"), always_inline)) static inline int64_t
 lanes512_body(lanes *L, const float *rf, const float *const *cf, const float *tiny, int64_t n, int nc) {
     const __m512 zf = _mm512_setzero_ps();
     __m512d rr = _mm512_setzero_pd(), se[MANY], sa[MANY], cc[MANY], cr[MANY], mx[MANY];
     __m512 am = zf, tinyv[MANY];
     int64_t sub[MANY], unf[MANY], k = 0;
+    _Pragma("GCC unroll 8")
     for (int q = 0; q < nc; q++) {
         se[q] = sa[q] = cc[q] = cr[q] = mx[q] = _mm512_setzero_pd();
         tinyv[q] = _mm512_set1_ps(tiny[q]);
@@ -125,6 +129,7 @@ lanes512_body(lanes *L, const float *rf, const float *const *cf, const float *ti
                       x1 = _mm512_cvtps_pd(_mm512_extractf32x8_ps(xf, 1));
         rr = _mm512_fmadd_pd(x0, x0, rr);
         rr = _mm512_fmadd_pd(x1, x1, rr);
+        _Pragma("GCC unroll 8")
         for (int q = 0; q < nc; q++) {
             const __m512 yf = _mm512_loadu_ps(cf[q] + k);
             COUNTS(q, xf, yf, 0xffff);
@@ -137,6 +142,7 @@ lanes512_body(lanes *L, const float *rf, const float *const *cf, const float *ti
         am = _mm512_mask_max_ps(am, 0xff, _mm512_abs_ps(xf), am);
         const __m512d x0 = _mm512_cvtps_pd(_mm512_castps512_ps256(xf));
         rr = _mm512_fmadd_pd(x0, x0, rr);
+        _Pragma("GCC unroll 8")
         for (int q = 0; q < nc; q++) {
             const __m512 yf = _mm512_castps256_ps512(_mm256_loadu_ps(cf[q] + k));
             COUNTS(q, xf, yf, 0xff);
@@ -150,6 +156,7 @@ lanes512_body(lanes *L, const float *rf, const float *const *cf, const float *ti
     _mm512_storeu_pd(chk, rr);
     for (int l = 0; l < ML; l++)
         if (!isfinite(chk[l])) return -1;
+    _Pragma("GCC unroll 8")
     for (int q = 0; q < nc; q++) {
         _mm512_storeu_pd(chk, cc[q]);
         for (int l = 0; l < ML; l++)
@@ -157,6 +164,7 @@ lanes512_body(lanes *L, const float *rf, const float *const *cf, const float *ti
     }
     float amf[2 * ML];
     _mm512_storeu_ps(amf, am);
+    _Pragma("GCC unroll 8")
     for (int q = 0; q < nc; q++) {
         _mm512_storeu_pd(L[q].rr, rr);
         _mm512_storeu_pd(L[q].se, se[q]);
@@ -230,6 +238,7 @@ counts_avx2(const float *rf, const float *const *cf, int nc, const float *tiny, 
                  absf = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     __m256i cs[MANY], cu[MANY];
     __m256 tv[MANY];
+    _Pragma("GCC unroll 8")
     for (int q = 0; q < nc; q++) {
         cs[q] = cu[q] = _mm256_setzero_si256();
         tv[q] = _mm256_set1_ps(tiny[q]);
@@ -249,6 +258,7 @@ counts_avx2(const float *rf, const float *const *cf, int nc, const float *tiny, 
         rr0 = _mm256_fmadd_pd(x0, x0, rr0);
         rr1 = _mm256_fmadd_pd(x1, x1, rr1);
         const __m256 xnz = _mm256_cmp_ps(xf, zf, _CMP_NEQ_OQ);
+        _Pragma("GCC unroll 8")
         for (int q = 0; q < nc; q++) {
             const __m256 yf = _mm256_loadu_ps(cf[q] + k), ayf = _mm256_and_ps(yf, absf);
             const __m256 s = _mm256_and_ps(_mm256_cmp_ps(ayf, zf, _CMP_NEQ_OQ), _mm256_cmp_ps(ayf, tv[q], _CMP_LT_OQ));
@@ -260,6 +270,7 @@ counts_avx2(const float *rf, const float *const *cf, int nc, const float *tiny, 
     *am = m;
     rr[0] = rr0;
     rr[1] = rr1;
+    _Pragma("GCC unroll 8")
     for (int q = 0; q < nc; q++) { /* at most CHUNK / ML a lane: no overflow */
         L[q].sub[0] += hsum_epi32(cs[q]);
         L[q].unf[0] += hsum_epi32(cu[q]);
@@ -272,9 +283,11 @@ __attribute__((target("avx2,fma"), always_inline)) static inline void
 sums_avx2(lanes *L, const float *rf, const float *const *cf, const int NC, int64_t k0, int64_t k1) {
     const __m256d absd = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
     __m256d mx[2];
+    _Pragma("GCC unroll 8")
     for (int q = 0; q < NC; q++) mx[q] = _mm256_max_pd(_mm256_loadu_pd(L[q].mx), _mm256_loadu_pd(L[q].mx + 4));
     for (int h = 0; h < 2; h++) {
         __m256d se[2], sa[2], cc[2], cr[2];
+        _Pragma("GCC unroll 8")
         for (int q = 0; q < NC; q++) {
             se[q] = _mm256_loadu_pd(L[q].se + 4 * h);
             sa[q] = _mm256_loadu_pd(L[q].sa + 4 * h);
@@ -283,6 +296,7 @@ sums_avx2(lanes *L, const float *rf, const float *const *cf, const int NC, int64
         }
         for (int64_t k = k0 + 4 * h; k < k1; k += ML) {
             const __m256d x = _mm256_cvtps_pd(_mm_loadu_ps(rf + k));
+            _Pragma("GCC unroll 8")
             for (int q = 0; q < NC; q++) {
                 const __m256d y = _mm256_cvtps_pd(_mm_loadu_ps(cf[q] + k));
                 const __m256d d = _mm256_sub_pd(y, x), ad = _mm256_and_pd(d, absd);
@@ -293,6 +307,7 @@ sums_avx2(lanes *L, const float *rf, const float *const *cf, const int NC, int64
                 cr[q] = _mm256_fmadd_pd(x, y, cr[q]);
             }
         }
+        _Pragma("GCC unroll 8")
         for (int q = 0; q < NC; q++) {
             _mm256_storeu_pd(L[q].se + 4 * h, se[q]);
             _mm256_storeu_pd(L[q].sa + 4 * h, sa[q]);
@@ -300,6 +315,7 @@ sums_avx2(lanes *L, const float *rf, const float *const *cf, const int NC, int64
             _mm256_storeu_pd(L[q].cr + 4 * h, cr[q]);
         }
     }
+    _Pragma("GCC unroll 8")
     for (int q = 0; q < NC; q++) _mm256_storeu_pd(L[q].mx, mx[q]); /* lanes 4-7 stay 0 */
 }
 
@@ -331,6 +347,7 @@ lanes_avx2_body(lanes *L, const float *rf, const float *const *cf, const float *
             if (!isfinite(L[q].cc[l])) return -1;
     float amf[ML];
     _mm256_storeu_ps(amf, am);
+    _Pragma("GCC unroll 8")
     for (int q = 0; q < nc; q++) {
         memcpy(L[q].rr, rrs, sizeof rrs);
         for (int l = 0; l < ML; l++) L[q].amax[l] = (double)amf[l];
@@ -338,9 +355,11 @@ lanes_avx2_body(lanes *L, const float *rf, const float *const *cf, const float *
     return end;
 }
 
-/* nc a constant in each body, so the loops over the candidates unroll and
- * their counts stay in registers (two candidates of 64 K elements in L2:
- * 1.21-1.51 -> 0.81-1.00 ns an element, the same hour). */
+/* nc a constant in each body, so the loops over the candidates unroll (by
+ * pragma: GCC 12 did not by itself) and their counts and sums stay in
+ * registers (two candidates of 64 K elements in L2: 1.21-1.51 -> 0.81-1.00
+ * ns an element, the same hour; PP-OCRv4 det's report on this path, Zen 5:
+ * the metrics 339-362 thread-ms rolled, 151-167 unrolled). */
 __attribute__((target("avx2,fma"))) static int64_t lanes_avx2(lanes *L, const float *rf, const float *const *cf,
                                                            const float *tiny, int64_t n, int nc, bool check) {
     switch (nc) {
