@@ -573,13 +573,15 @@ static bool kg_lanes_worth(const kg_gemm *j, int nt) {
     if (v && kg_shared_floats(v, 1) > (double)KG_SHARED_MAX) return false;
     /* Where the items would each hold one 16-channel panel (kg_lanes_run
      * halves t_cpi until there are two items a thread: M at most 96 on
-     * two threads), every call keeps 6 sums in flight, too few to cover the
-     * fused multiply-add's latency; the grid's calls keep 24. Zen 5, two
-     * threads: EfficientNet-B0's 480 -> 80 1x1 convolutions on 14 x 14
-     * 0.128 -> 0.086 ms, MobileNetV3-Small's convolutions 1.61 -> 1.55 ms
-     * a forward, the direction classifier's 0.62 -> 0.59 (node medians of
-     * three interleaved profiles). */
-    if (kg_cdiv(kg_cdiv(M, KG_NR), 2) < 2 * (int64_t)nt) return false;
+     * two threads), every AVX-512 call keeps 6 sums in flight, too few to
+     * cover the fused multiply-add's latency; the grid's calls keep 24.
+     * Zen 5, two threads: EfficientNet-B0's 480 -> 80 1x1 convolutions on
+     * 14 x 14 0.128 -> 0.086 ms, MobileNetV3-Small's convolutions 1.61 ->
+     * 1.55 ms a forward, the direction classifier's 0.62 -> 0.59 (node
+     * medians of three interleaved profiles). The AVX2 build's calls keep
+     * 12 sums either way, and its grid was the slower (MobileNetV3-Small's
+     * 576 -> 96 on 7 x 7, 0.047 against 0.080 ms on the AVX2 path there). */
+    if (kg_use_avx512() && kg_cdiv(kg_cdiv(M, KG_NR), 2) < 2 * (int64_t)nt) return false;
     const double grid = (double)(kg_cdiv(M, KG_MR) * KG_MR) * (double)(kg_cdiv(cols, KG_NR) * KG_NR);
     const double lanes = (double)(kg_cdiv(M, KG_NR) * KG_NR) * (double)(kg_cdiv(N, KG_MR) * KG_MR);
     return lanes * 100.0 < grid * 92.0;
