@@ -474,10 +474,26 @@ static double kg_shared_floats(const kg_conv *v, int64_t G) {
  * rest is written whole by the fill, every row of every phase plane, so
  * it is not cleared first: that was a pass over the copy per
  * convolution.) */
+/* The phase planes a channel's copy spans: up to the last one some tap
+ * reads (phase (ph, pw) is plane ph sw + pw; the fill writes only the
+ * planes taps read, as kern_gemm_vec.h's fill_phases finds them). A 1x1
+ * convolution at stride 2 (ResNet's downsampling) reads one of four: its
+ * copy was four times the floats it fills, every call a fresh block of
+ * that size between the planes it used. */
+static int64_t kg_phase_planes(const kg_conv *v) {
+    if (v->sh > 32 || v->sw > 32) return v->sh * v->sw;
+    int64_t mh = 0, mw = 0;
+    for (int64_t t = 0; t < v->KH && t < v->sh; t++)
+        if (t * v->dh % v->sh > mh) mh = t * v->dh % v->sh;
+    for (int64_t t = 0; t < v->KW && t < v->sw; t++)
+        if (t * v->dw % v->sw > mw) mw = t * v->dw % v->sw;
+    return mh * v->sw + mw + 1;
+}
+
 static bool kg_shared_make(const kg_conv *v, int64_t G, kg_ctx *x) {
     x->srows = v->OH + (v->KH - 1) * v->dh / v->sh + 1;
     x->splane = x->srows * v->Wq;
-    x->schan = v->sh * v->sw * x->splane;
+    x->schan = kg_phase_planes(v) * x->splane;
     const size_t body = (size_t)(G * v->cig * x->schan);
     x->shared = malloc((body + 80) * sizeof(float));
     if (x->shared) memset(x->shared + body, 0, 80 * sizeof(float));
@@ -794,7 +810,7 @@ static kg_result kg_run(const kg_gemm *j, int nt) {
         } else { /* per-item strips of the band's rows */
             x.srows = R + (v->KH - 1) * v->dh / v->sh + 1;
             x.splane = x.srows * v->Wq;
-            x.schan = v->sh * v->sw * x.splane;
+            x.schan = kg_phase_planes(v) * x.splane;
         }
         boff = malloc((size_t)K * sizeof *boff);
         ok = ok && boff;

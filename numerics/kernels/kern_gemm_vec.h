@@ -85,6 +85,15 @@ static inline KG_TARGET void KG_F(fill_cols)(const kg_conv *v, int64_t pw, int64
     *jlo = lo, *jhi = hi;
 }
 
+/* The stride phases some tap reads, as bits (phase p: bit p; every phase
+ * where there are more than 32): tap k's phase is k d % s. */
+static inline KG_TARGET __attribute__((always_inline)) uint32_t KG_F(fill_phases)(int64_t k, int64_t d, int64_t s) {
+    if (s > 32) return 0xffffffffu;
+    uint32_t m = 0;
+    for (int64_t t = 0; t < k && t < s; t++) m |= 1u << (t * d % s);
+    return m;
+}
+
 /* fill's rows at column stride 2 where both phases' pads are within a
  * vector of each end and the input is at least 16 wide: an input row read
  * once, 16 columns a step, its even columns to one phase's row and its odd
@@ -101,8 +110,12 @@ static KG_TARGET void KG_F(fill_sw2)(const kg_conv *v, const float *xc, int64_t 
      * phase pe, an odd one to po */
     const int64_t ce = (v->pl - pe) / 2, co = (1 + v->pl - po) / 2;
     const int64_t tl = (W - 16) & ~(int64_t)1; /* the last block, even as every block's start */
+    /* only the row phases some tap reads, as fill's loop (the copy may end
+     * before the others' planes: kern_gemm.c kg_phase_planes) */
+    const uint32_t hs = KG_F(fill_phases)(v->KH, v->dh, v->sh);
     for (int64_t i = 0; i < nr; i++)
         for (int64_t ph = 0; ph < v->sh; ph++) {
+            if (ph < 32 && !(hs >> ph & 1u)) continue;
             const int64_t ir = (r0 + i) * v->sh + ph - v->pt;
             float *row0 = dst + ph * 2 * plane + i * Wq, *row1 = row0 + plane;
             if (ir < 0 || ir >= v->H) {
@@ -147,14 +160,6 @@ static KG_TARGET void KG_F(fill_sw2)(const kg_conv *v, const float *xc, int64_t 
         }
 }
 
-/* The stride phases some tap reads, as bits (phase p: bit p; every phase
- * where there are more than 32): tap k's phase is k d % s. */
-static inline KG_TARGET __attribute__((always_inline)) uint32_t KG_F(fill_phases)(int64_t k, int64_t d, int64_t s) {
-    if (s > 32) return 0xffffffffu;
-    uint32_t m = 0;
-    for (int64_t t = 0; t < k && t < s; t++) m |= 1u << (t * d % s);
-    return m;
-}
 
 static KG_TARGET void KG_F(fill)(const kg_conv *v, const float *xc, int64_t r0, int64_t nr,
                                  float *dst, int64_t plane) {
