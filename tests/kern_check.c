@@ -327,7 +327,7 @@ static void conv_case(int idx, bool transpose, bool big, bool dwide, bool dnarro
     if (kind == CK_NARROW) { /* the output channels in the lanes (kern_gemm.c kg_lanes_run) */
         p.nsp = 2, p.G = 1;
         /* (M above 96 half the time: on two threads kern_gemm.c takes the
-         * lanes only from 112 output channels, 7 panels of 16) */
+         * lanes only from 97 output channels, 7 panels of 16) */
         cig = p.C = rnd(4, 40), mg = p.M = idx % 2 ? rnd(97, 180) : rnd(32, 90);
         p.KH = rnd(1, 3), p.KW = rnd(1, 3), p.sh = rnd(1, 2), p.sw = rnd(1, 2);
         p.dh = mpx_rng_unit(&rng) < 0.2 ? 2 : 1, p.dw = mpx_rng_unit(&rng) < 0.2 ? 2 : 1;

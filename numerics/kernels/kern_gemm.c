@@ -468,28 +468,25 @@ static double kg_shared_floats(const kg_conv *v, int64_t G) {
     return (double)G * (double)v->cig * (double)(v->sh * v->sw * full * v->Wq);
 }
 
+/* The phase planes a channel's copy spans: up to the last one some tap
+ * reads (phase (ph, pw) is plane ph sw + pw; the fills write only the
+ * planes taps read, kg_fill_phases). A 1x1 convolution at stride 2
+ * (ResNet's downsampling) reads one of four: its copy was four times the
+ * floats it fills, every call a fresh block of that size between the
+ * planes it used. */
+static int64_t kg_phase_planes(const kg_conv *v) {
+    if (v->sh > 32 || v->sw > 32) return v->sh * v->sw;
+    const uint32_t hs = kg_fill_phases(v->KH, v->dh, v->sh), ws = kg_fill_phases(v->KW, v->dw, v->sw);
+    return (31 - __builtin_clz(hs)) * v->sw + (31 - __builtin_clz(ws)) + 1;
+}
+
 /* Allocate that copy (x->shared) and set its shape (x->srows, splane,
  * schan); false: out of memory. The kg_fill_fn pass fills it. (+ 80: a
  * 64-column group's reads past the last row's end, dropped; zeroed. The
- * rest is written whole by the fill, every row of every phase plane, so
+ * rest is written whole by the fill, every row of every phase plane a tap
+ * reads (the others are never read but past a row's end, dropped), so
  * it is not cleared first: that was a pass over the copy per
  * convolution.) */
-/* The phase planes a channel's copy spans: up to the last one some tap
- * reads (phase (ph, pw) is plane ph sw + pw; the fill writes only the
- * planes taps read, as kern_gemm_vec.h's fill_phases finds them). A 1x1
- * convolution at stride 2 (ResNet's downsampling) reads one of four: its
- * copy was four times the floats it fills, every call a fresh block of
- * that size between the planes it used. */
-static int64_t kg_phase_planes(const kg_conv *v) {
-    if (v->sh > 32 || v->sw > 32) return v->sh * v->sw;
-    int64_t mh = 0, mw = 0;
-    for (int64_t t = 0; t < v->KH && t < v->sh; t++)
-        if (t * v->dh % v->sh > mh) mh = t * v->dh % v->sh;
-    for (int64_t t = 0; t < v->KW && t < v->sw; t++)
-        if (t * v->dw % v->sw > mw) mw = t * v->dw % v->sw;
-    return mh * v->sw + mw + 1;
-}
-
 static bool kg_shared_make(const kg_conv *v, int64_t G, kg_ctx *x) {
     x->srows = v->OH + (v->KH - 1) * v->dh / v->sh + 1;
     x->splane = x->srows * v->Wq;

@@ -152,6 +152,17 @@ typedef struct kg_ctx {
     unsigned char *a_bad;  /* [thread]: the packing pass met a non-finite A value */
 } kg_ctx;
 
+/* The stride phases some tap of a kernel k taps wide reads, dilation d,
+ * stride s, as bits (phase p: bit p; every phase where there are more than
+ * 32): tap t's phase is t d % s. The fills write only these phases' planes
+ * (kern_gemm_vec.h) and a copy spans them (kern_gemm.c kg_phase_planes). */
+static inline uint32_t kg_fill_phases(int64_t k, int64_t d, int64_t s) {
+    if (s > 32) return 0xffffffffu;
+    uint32_t m = 0;
+    for (int64_t t = 0; t < k && t < s; t++) m |= 1u << (t * d % s);
+    return m;
+}
+
 static inline int64_t kg_cdiv(int64_t a, int64_t b) { /* ceil(a / b), b > 0 */
     int64_t q = a / b;
     return (a % b != 0 && a > 0) ? q + 1 : q;

@@ -85,15 +85,6 @@ static inline KG_TARGET void KG_F(fill_cols)(const kg_conv *v, int64_t pw, int64
     *jlo = lo, *jhi = hi;
 }
 
-/* The stride phases some tap reads, as bits (phase p: bit p; every phase
- * where there are more than 32): tap k's phase is k d % s. */
-static inline KG_TARGET __attribute__((always_inline)) uint32_t KG_F(fill_phases)(int64_t k, int64_t d, int64_t s) {
-    if (s > 32) return 0xffffffffu;
-    uint32_t m = 0;
-    for (int64_t t = 0; t < k && t < s; t++) m |= 1u << (t * d % s);
-    return m;
-}
-
 /* fill's rows at column stride 2 where both phases' pads are within a
  * vector of each end and the input is at least 16 wide: an input row read
  * once, 16 columns a step, its even columns to one phase's row and its odd
@@ -112,7 +103,7 @@ static KG_TARGET void KG_F(fill_sw2)(const kg_conv *v, const float *xc, int64_t 
     const int64_t tl = (W - 16) & ~(int64_t)1; /* the last block, even as every block's start */
     /* only the row phases some tap reads, as fill's loop (the copy may end
      * before the others' planes: kern_gemm.c kg_phase_planes) */
-    const uint32_t hs = KG_F(fill_phases)(v->KH, v->dh, v->sh);
+    const uint32_t hs = kg_fill_phases(v->KH, v->dh, v->sh);
     for (int64_t i = 0; i < nr; i++)
         for (int64_t ph = 0; ph < v->sh; ph++) {
             if (ph < 32 && !(hs >> ph & 1u)) continue;
@@ -160,7 +151,6 @@ static KG_TARGET void KG_F(fill_sw2)(const kg_conv *v, const float *xc, int64_t 
         }
 }
 
-
 static KG_TARGET void KG_F(fill)(const kg_conv *v, const float *xc, int64_t r0, int64_t nr,
                                  float *dst, int64_t plane) {
     /* Column jj of phase pw reads input column jj sw + pw - pl, inside the
@@ -170,7 +160,7 @@ static KG_TARGET void KG_F(fill)(const kg_conv *v, const float *xc, int64_t r0, 
     /* Only the phases some tap reads are filled (the others' planes are
      * never read): a 1x1 convolution at stride 2 (ResNet's downsampling)
      * reads one of its four, and filling all four was a third of its time. */
-    const uint32_t hs = KG_F(fill_phases)(v->KH, v->dh, v->sh), ws = KG_F(fill_phases)(v->KW, v->dw, v->sw);
+    const uint32_t hs = kg_fill_phases(v->KH, v->dh, v->sh), ws = kg_fill_phases(v->KW, v->dw, v->sw);
     if (v->sw == 2 && (ws & 3u) == 3u && v->W >= 16 && v->Wq >= 8 && jlo[0] <= 8 && jlo[1] <= 8 && v->Wq - jhi[0] <= 8 &&
         v->Wq - jhi[1] <= 8 && kg_cdiv(v->W + v->pl, 2) <= v->Wq && kg_cdiv(v->W + v->pl - 1, 2) <= v->Wq) {
         KG_F(fill_sw2)(v, xc, r0, nr, dst, plane);
