@@ -204,7 +204,7 @@ static void test_cancel_inside_product(void) {
 int main(void) {
     if (getenv("MPX_CANCEL_SMALL")) M = 1024, K = 1024, N = 2048;
     /* A comparison makes the weights' kept forms at its start, before its
-     * values (compare.c: mpx_cmp_prepare; whole packings, not stoppable),
+     * values (exec.c: mpx_exec_prepare_forms; whole packings, not stoppable),
      * and the CPU that takes can reach the quarter of a product after
      * which the watcher cancels: the cancel then lands before the product,
      * at the node's start, which is not what this test is about. Without

@@ -1263,7 +1263,7 @@ static void test_weights_unrounded(void) {
     mpx_graph_free(h);
 }
 
-/* ---- a run's forms made before its values (compare.c: mpx_cmp_prepare) ---------------------- */
+/* ---- a run's forms made before its values (exec.c: mpx_exec_prepare_forms) ---------------------- */
 
 enum { PR_RUNS = 7 };
 
@@ -1312,10 +1312,10 @@ static mpx_graph *prepared_runs(size_t *made, mpx_compare **cs) {
         CHECK(mpx_exec_start(g, NULL, in, ref, &err) == MPX_OK);
         CHECK(mpx_exec_start_some(g, a, in, NULL, keep, cand, &err) == MPX_OK);
         const size_t ms = mpx_numerics_kept_made();
-        size_t p = mpx_cmp_prepare(g, NULL, ref, NULL) + mpx_cmp_prepare(g, a, cand, NULL);
+        size_t p = mpx_exec_prepare_forms(g, NULL, ref, NULL) + mpx_exec_prepare_forms(g, a, cand, NULL);
         CHECK_MSG(p == mpx_numerics_kept_made() - ms, "plan %d: %zu forms prepared, %zu made", v, p,
                   mpx_numerics_kept_made() - ms);
-        CHECK_MSG(mpx_cmp_prepare(g, NULL, ref, NULL) + mpx_cmp_prepare(g, a, cand, NULL) == 0,
+        CHECK_MSG(mpx_exec_prepare_forms(g, NULL, ref, NULL) + mpx_exec_prepare_forms(g, a, cand, NULL) == 0,
                   "plan %d: prepared again", v);
         for (int t = 0; t < nt; t++) mpx_value_free(&ref[t]), mpx_value_free(&cand[t]);
         made[v] = mpx_numerics_kept_made() - m0;

@@ -1286,50 +1286,56 @@ static void test_kept_weights(void) {
 /* Weights prepared before any run (mpx_exec_prepare, as `load` does): the
  * packings a fp32 run keeps (a MatMul's B, a Gemm's transB weights, a
  * GRU's W panels and R transposed, a MatMulInteger's B in the integer
- * core's rows) are on their tensors at once; the runs find them (no entry
+ * core's rows, a convolution's weights, a one-row Gemm's weights as the
+ * matrix-vector route keeps them) are on their tensors at once; the runs find them (no entry
  * added: a new one would go to the list's head) and give the bits of a
  * graph whose weights arrive as inputs, packed per call. */
 static void test_prepared_weights(void) {
-    static const char *w_names[] = {"bm", "u", "gw", "gr", "qb"};
+    static const char *w_names[] = {"bm", "u", "gw", "gr", "qb", "cw", "u1"};
+    enum { NW = 7, NH = 13, NO = 7 };
     mpx_graph *g = mpx_graph_new(""), *h = mpx_graph_new("");
     node(g, "mm", "MatMul", "a:f:2x37x200 bm#f:200x70", "p", "");
     node(g, "m", "Gemm", "v:f:20x40 u#f:30x40 bb#f:30", "z", "transB=1");
     node(g, "gru", "GRU", "gx:f:6x1x8 gw#f:1x48x8 gr#f:1x48x16", "gy gyh", "hidden_size=16");
     node(g, "q", "MatMulInteger", "qa:u:8x64 qb#u:64x32", "qy", "");
-    finish(g, "p z gy qy");
+    node(g, "c", "Conv", "cx:f:1x3x9x9 cw#f:5x3x3x3", "cy", "");
+    node(g, "m1", "Gemm", "v1:f:1x40 u1#f:30x40", "z1", "transB=1");
+    finish(g, "p z gy qy cy z1");
     node(h, "mm", "MatMul", "a:f:2x37x200 bm:f:200x70", "p", "");
     node(h, "m", "Gemm", "v:f:20x40 u:f:30x40 bb#f:30", "z", "transB=1");
     node(h, "gru", "GRU", "gx:f:6x1x8 gw:f:1x48x8 gr:f:1x48x16", "gy gyh", "hidden_size=16");
     node(h, "q", "MatMulInteger", "qa:u:8x64 qb:u:64x32", "qy", "");
-    finish(h, "p z gy qy");
-    /* g's inputs a, v, gx, qa; h's a, bm, v, u, gx, gw, gr, qa, qb */
-    mpx_value hv[9];
-    const int w_at[5] = {1, 3, 5, 6, 8};
-    for (int i = 0; i < 9; i++) {
+    node(h, "c", "Conv", "cx:f:1x3x9x9 cw:f:5x3x3x3", "cy", "");
+    node(h, "m1", "Gemm", "v1:f:1x40 u1:f:30x40", "z1", "transB=1");
+    finish(h, "p z gy qy cy z1");
+    /* g's inputs a, v, gx, qa, cx, v1; h's a, bm, v, u, gx, gw, gr, qa, qb, cx, cw, v1, u1 */
+    mpx_value hv[NH];
+    const int w_at[NW] = {1, 3, 5, 6, 8, 10, 12};
+    for (int i = 0; i < NH; i++) {
         const mpx_tensor *t = h->inputs[i];
         mpx_value_alloc(&hv[i], t->dtype, t->rank, t->dims, NULL);
         if (hv[i].f) gb_fill_normal(&hv[i], (uint64_t)(20 + i));
         for (int64_t k = 0; !hv[i].f && k < hv[i].n; k++) hv[i].i[k] = (k * 37 + i) % 256;
     }
-    for (int w = 0; w < 5; w++) {
+    for (int w = 0; w < NW; w++) {
         mpx_tensor *t = T(g, w_names[w]);
         const mpx_value *v = &hv[w_at[w]];
         if (t->f32) memcpy(t->f32, v->f, (size_t)v->n * sizeof(float));
         else memcpy(t->i64, v->i, (size_t)v->n * sizeof(int64_t));
     }
-    mpx_value in[4] = {hv[0], hv[2], hv[4], hv[7]};
+    mpx_value in[6] = {hv[0], hv[2], hv[4], hv[7], hv[9], hv[11]};
     CHECK_MSG(mpx_exec_prepare(g) > 0, "weights prepared");
-    void *kept[5];
-    for (int w = 0; w < 5; w++) {
+    void *kept[NW];
+    for (int w = 0; w < NW; w++) {
         kept[w] = T(g, w_names[w])->derived;
         CHECK_MSG(kept[w] != NULL, "%s: its packing made before any run", w_names[w]);
     }
     CHECK_MSG(mpx_exec_prepare(g) == 0, "prepared again: nothing more made");
     mpx_run *r1 = RUN(g, NULL, in, NULL), *r2 = RUN(g, NULL, in, NULL), *r3 = RUN(h, NULL, hv, NULL);
-    for (int w = 0; w < 5; w++)
+    for (int w = 0; w < NW; w++)
         CHECK_MSG(T(g, w_names[w])->derived == kept[w], "%s: the runs read the prepared packing", w_names[w]);
-    static const char *outs[] = {"p", "z", "gy", "gyh", "qy"};
-    for (int k = 0; r1 && r2 && r3 && k < 5; k++) {
+    static const char *outs[NO] = {"p", "z", "gy", "gyh", "qy", "cy", "z1"};
+    for (int k = 0; r1 && r2 && r3 && k < NO; k++) {
         const mpx_value *a = val(r1, outs[k]), *b = val(r2, outs[k]), *c = val(r3, outs[k]);
         const size_t bytes = a && a->f ? sizeof(float) : sizeof(int64_t);
         const void *pa = a ? (a->f ? (void *)a->f : (void *)a->i) : NULL, *pb = b ? (b->f ? (void *)b->f : (void *)b->i) : NULL,
@@ -1340,7 +1346,7 @@ static void test_prepared_weights(void) {
     }
     CHECK_MSG(r1 && r2 && r3, "prepared weights: the runs ran");
     mpx_run_free(r1), mpx_run_free(r2), mpx_run_free(r3);
-    for (int i = 0; i < 9; i++) mpx_value_free(&hv[i]);
+    for (int i = 0; i < NH; i++) mpx_value_free(&hv[i]);
     mpx_graph_free(g);
     mpx_graph_free(h);
 }

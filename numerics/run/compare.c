@@ -985,61 +985,6 @@ static bool plan_shared(stream *s) {
     return ok;
 }
 
-/* Run a's kept forms of the weights its steps read (a NULL: the
- * reference's), made before its values (kern_kept.c: mpx_k_prepare_rounded
- * and mpx_k_prepare_reads say why): for each node that runs (runs[i],
- * NULL: every node) and each constant input, what exec_node (exec.c) hands
- * its kernel. A start value vals holds that is the graph's own
- * (mpx_exec_start_some left it unrounded) is read in the tensor's format,
- * else the node's compute format, one of them where both are low and the
- * same (else the tensor's rounded copy, rounded again per call); where the
- * kernel reads that input rounded itself (kernels.def) it gets the values
- * with the format, and keeps its packing in it; any other reads the copy
- * kept on the tensor. A start value that is the tensor's rounded copy is
- * handed as it is where no compute format rounds it again, and the
- * kernel keeps its packing of it. The run finds these forms under the same
- * keys; a form not made here (a shape not known ahead) the run makes as
- * before. MPX_CMP_NOPREP=1: none made here (to compare). */
-size_t mpx_cmp_prepare(const mpx_graph *g, const mpx_assign *a, const mpx_value *vals, const bool *runs) {
-    if (mpx_env_on("MPX_CMP_NOPREP")) return 0;
-    enum { FEW = 8 };
-    float *zero = NULL;
-    size_t zero_n = 0, made = 0;
-    for (int i = 0; i < g->n_nodes; i++) {
-        const mpx_node *n = g->nodes[i];
-        if ((runs && !runs[i]) || mpx_exec_skipped(n) || n->body || n->guard || n->n_inputs > FEW) continue;
-        static const mpx_node_prec fp32 = {0};
-        const mpx_node_prec *p = a ? &a->node[n->index] : &fp32;
-        const mpx_format *cf = mpx_cmp_is_low(p->compute) ? p->compute : NULL;
-        const mpx_format *rd[FEW] = {0};
-        const mpx_value *given[FEW] = {0};
-        bool packs = false;
-        for (int j = 0; j < n->n_inputs; j++) {
-            mpx_tensor *t = n->inputs[j];
-            const mpx_value *v = t ? &vals[t->index] : NULL;
-            if (!v || !t->f32 || !(t->flags & MPX_T_CONSTANT) || v->n < 0 || v->is_seq || !v->f) continue;
-            given[j] = v;
-            const bool reads = mpx_kernel_reads_rounded(n->op, j);
-            const mpx_format *tf = a && mpx_cmp_is_low(a->tensor[t->index]) ? a->tensor[t->index] : NULL;
-            if (v->f != t->f32) { /* held in tf, a copy made at the start */
-                const bool held = j < 64 && ((p->held >> j) & 1u);
-                packs = packs || (reads && (!cf || cf == tf || held));
-                continue;
-            }
-            const mpx_format *one = mpx_exec_one_rounding(tf, cf);
-            if (reads && (one || !a)) {
-                rd[j] = one;
-                packs = true;
-            } else if (one || tf) {
-                made += mpx_k_prepare_rounded(t, one ? one : tf);
-            }
-        }
-        if (packs) made += mpx_k_prepare_reads(n, &p->acc, cf, rd, given, &zero, &zero_n);
-    }
-    free(zero);
-    return made;
-}
-
 /* The streamed full run of nc candidates (k: the cache, for one candidate). */
 static mpx_status run_stream(const mpx_graph *g, const mpx_assign *const *a, int nc,
                              const mpx_value *inputs, const mpx_compare_opts *opts,
@@ -1103,8 +1048,8 @@ static mpx_status run_stream(const mpx_graph *g, const mpx_assign *const *a, int
     /* The weights' forms the runs will keep, made now, below their values
      * (the reference's too: a convolution's packing is made at its first
      * run, not at load) */
-    (void)mpx_cmp_prepare(g, NULL, s.ref, NULL);
-    for (int q = 0; q < nc; q++) (void)mpx_cmp_prepare(g, a[q], s.cand[q], NULL);
+    (void)mpx_exec_prepare_forms(g, NULL, s.ref, NULL);
+    for (int q = 0; q < nc; q++) (void)mpx_exec_prepare_forms(g, a[q], s.cand[q], NULL);
     if (!plan_shared(&s)) {
         st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
         goto fail;

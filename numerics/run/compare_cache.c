@@ -718,7 +718,7 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
      * recolour's new formats), before the values they make. */
     bool *runs = mpx_cmp_alloc_n(nn, sizeof *runs);
     for (int i = 0; runs && i < nn; i++) runs[i] = (dirty[i] && !share[i]) || regen[i];
-    if (runs) (void)mpx_cmp_prepare(g, a, cand, runs);
+    if (runs) (void)mpx_exec_prepare_forms(g, a, cand, runs);
     free(runs);
     size_t live = 0, peak;
     for (int t = 0; t < nt; t++) live += mpx_value_bytes(&ref[t]) + mpx_value_bytes(&cand[t]);

@@ -74,11 +74,6 @@ size_t mpx_cmp_outs_bytes(const mpx_value *outs, int n);
  * on the same inputs: fp32 compute and accumulation, no output or tensor
  * format, no body (so, on the reference's inputs, the reference's bits). */
 bool mpx_cmp_rounds_nothing(const mpx_assign *a, const mpx_node *n);
-/* Run a's kept forms of its weights (a NULL: the reference's; rounded
- * copies, packings, in the rounded format too) for the nodes marked in
- * runs (NULL: all), made before its run's values from its start values
- * vals (mpx_exec_start_some); the count of forms made. */
-size_t mpx_cmp_prepare(const mpx_graph *g, const mpx_assign *a, const mpx_value *vals, const bool *runs);
 
 /* compare_cache.c */
 /* Whether the run takes tensor t's metrics (opts->measure), and a layer

@@ -295,11 +295,87 @@ static double now_ms(void) {
 
 bool mpx_exec_skipped(const mpx_node *n) { return n && skipped(n); }
 
+/* Run a's kept forms of the weights its steps read (a NULL: the
+ * reference's), made before its values (kern_kept.c: mpx_k_prepare_rounded
+ * and mpx_k_prepare_reads say why): for each node that runs (runs[i],
+ * NULL: every node) and each constant input, what exec_node (exec.c) hands
+ * its kernel. A start value vals holds that is the graph's own
+ * (mpx_exec_start_some left it unrounded) is read in the tensor's format,
+ * else the node's compute format, one of them where both are low and the
+ * same (else the tensor's rounded copy, rounded again per call); where the
+ * kernel reads that input rounded itself (kernels.def) it gets the values
+ * with the format, and keeps its packing in it; any other reads the copy
+ * kept on the tensor. A start value that is the tensor's rounded copy is
+ * handed as it is where no compute format rounds it again, and the
+ * kernel keeps its packing of it. The run finds these forms under the same
+ * keys; a form not made here (a shape not known ahead) the run makes as
+ * before. MPX_CMP_NOPREP=1: none made here (to compare). */
+size_t mpx_exec_prepare_forms(const mpx_graph *g, const mpx_assign *a, const mpx_value *vals, const bool *runs) {
+    if (mpx_env_on("MPX_CMP_NOPREP")) return 0;
+    enum { FEW = 8 };
+    float *zero = NULL;
+    size_t zero_n = 0, made = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const mpx_node *n = g->nodes[i];
+        if ((runs && !runs[i]) || mpx_exec_skipped(n) || n->body || n->guard || n->n_inputs > FEW) continue;
+        static const mpx_node_prec fp32 = {0};
+        const mpx_node_prec *p = a ? &a->node[n->index] : &fp32;
+        const mpx_format *cf = low(p->compute) ? p->compute : NULL;
+        const mpx_format *rd[FEW] = {0};
+        const mpx_value *given[FEW] = {0};
+        bool packs = false;
+        for (int j = 0; j < n->n_inputs; j++) {
+            mpx_tensor *t = n->inputs[j];
+            const mpx_value *v = t ? &vals[t->index] : NULL;
+            if (!v || !t->f32 || !(t->flags & MPX_T_CONSTANT) || v->n < 0 || v->is_seq || !v->f) continue;
+            given[j] = v;
+            const bool reads = mpx_kernel_reads_rounded(n->op, j);
+            const mpx_format *tf = a && low(a->tensor[t->index]) ? a->tensor[t->index] : NULL;
+            if (v->f != t->f32) { /* held in tf, a copy made at the start */
+                const bool held = j < 64 && ((p->held >> j) & 1u);
+                packs = packs || (reads && (!cf || cf == tf || held));
+                continue;
+            }
+            const mpx_format *one = mpx_exec_one_rounding(tf, cf);
+            if (reads && (one || !a)) {
+                rd[j] = one;
+                packs = true;
+            } else if (one || tf) {
+                made += mpx_k_prepare_rounded(t, one ? one : tf);
+            }
+        }
+        if (packs) made += mpx_k_prepare_reads(n, &p->acc, cf, rd, given, &zero, &zero_n);
+    }
+    free(zero);
+    return made;
+}
+
+/* At load, what the first fp32 run would make beside mpx_k_prepare_node's
+ * forms: the reference's, as a comparison's start makes them
+ * (mpx_exec_prepare_forms on the constants' own values), which are the
+ * convolutions' packings and a one-column product's kept rows (a
+ * classifier's weights, an SE block's: MobileNetV3-Small's first run made
+ * them at 2.3 ms, ten times its products); ONNX Runtime packs its weights
+ * when a session is created too. Nothing where a shape is not known. */
+static size_t prepare_reference(const mpx_graph *g) {
+    mpx_value *vals = malloc((size_t)(g->n_tensors ? g->n_tensors : 1) * sizeof *vals);
+    if (!vals) return 0;
+    for (int t = 0; t < g->n_tensors; t++) {
+        const mpx_tensor *x = g->tensors[t];
+        vals[t] = (mpx_value){.n = -1};
+        if (x && x->f32 && (x->flags & MPX_T_CONSTANT)) mpx_value_view(&vals[t], x);
+    }
+    const size_t made = mpx_exec_prepare_forms(g, NULL, vals, NULL);
+    free(vals); /* (views: nothing of their own) */
+    return made;
+}
+
 size_t mpx_exec_prepare(const mpx_graph *g) {
     mpx_run_start_threads();
     size_t bytes = 0;
     for (int i = 0; g && i < g->n_nodes; i++)
         if (!skipped(g->nodes[i])) bytes += mpx_k_prepare_node(g->nodes[i]);
+    if (g) (void)prepare_reference(g);
     return bytes;
 }
 

@@ -33,6 +33,12 @@ static inline bool mpx_value_own_floats(const mpx_value *v) {
     return !v->borrowed && !v->is_seq && v->f && v->n > 0;
 }
 
+/* Run a's kept forms of its weights (a NULL: the reference's; rounded
+ * copies, packings, in the rounded format too) for the nodes marked in
+ * runs (NULL: all), made before its run's values from its start values
+ * vals (mpx_exec_start_some); the count of forms made. */
+size_t mpx_exec_prepare_forms(const mpx_graph *g, const mpx_assign *a, const mpx_value *vals, const bool *runs);
+
 /* Whether running n under a converts nothing: no input or output of it is
  * rounded (a NULL, or the node and its outputs in fp32). */
 bool mpx_exec_node_plain(const mpx_assign *a, const mpx_node *n);
