@@ -80,6 +80,15 @@ static uint64_t le(const uint8_t *p, size_t n) {
 static void decode_raw(mpx_tensor *t, const uint8_t *p) {
     size_t es = mpx_dtype_size(t->dtype);
     const bool flt = mpx_dtype_is_float(t->dtype);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* float32 on a little-endian host: the bytes are the values (the loop
+     * below, a byte at a time through the element table, was a tenth of
+     * loading ViT-B/16's 344 MB) */
+    if (t->dtype == MPX_DT_FLOAT && t->f32 && !t->f64 && t->nelem > 0) {
+        memcpy(t->f32, p, (size_t)t->nelem * sizeof(float));
+        return;
+    }
+#endif
     for (int64_t i = 0; i < t->nelem; i++, p += es) {
         uint64_t v = le(p, es);
         if (t->f64) {
