@@ -307,13 +307,14 @@ static kg_key kg_key_a(const kg_gemm *j, int kind) {
                     .owner = j->a_owner, .check = j->finite_a};
 }
 
+/* B's kept packing is fp32 whatever format the call reads B in (kg_run
+ * rounds each chunk of it as it is read: gemm_item). */
 static kg_key kg_key_b(const kg_gemm *j, int64_t ldb) {
     if (j->b_ldt)
         return (kg_key){.k = {.kind = KG_KEPT_BTPANELS, .a = j->b, .M = j->N, .K = j->K, .G = 1, .ams = 1,
-                              .aks = j->b_ldt, .fmt = j->b_fmt},
+                              .aks = j->b_ldt},
                         .owner = j->b_owner};
-    return (kg_key){.k = {.kind = KG_KEPT_BPANELS, .a = j->b, .M = j->N, .K = j->K, .G = 1, .ams = ldb, .aks = 1,
-                          .fmt = j->b_fmt},
+    return (kg_key){.k = {.kind = KG_KEPT_BPANELS, .a = j->b, .M = j->N, .K = j->K, .G = 1, .ams = ldb, .aks = 1},
                     .owner = j->b_owner};
 }
 
@@ -333,18 +334,12 @@ static void kg_bpack_fn(void *ctx, int tid, long item) {
     const int64_t K = w->j->K, N = w->j->N, k0 = (int64_t)item * KG_KC, kc = K - k0 < KG_KC ? K - k0 : KG_KC;
     float *blk = w->dst + k0 * w->npad;
     const int64_t ldt = w->j->b_ldt;
-    const mpx_format *f = w->j->b_fmt;
-    /* A rounded packing (a candidate's weights) is rounded as it is made,
-     * each panel while it is in L1, or each row of B on its way in:
-     * rounding is elementwise and zeros stay zeros, so the bits are those
-     * of rounding the block after (a pass over it from memory). */
     if (ldt) { /* B given transposed: a column of the panel is a run of W's row */
         for (int64_t q = 0; q < w->npad; q += KG_NR) {
             float *d = blk + q * kc;
             const int64_t n = N - q < KG_NR ? N - q : KG_NR;
             for (int64_t l = 0; l < KG_NR; l++)
                 for (int64_t k = 0; k < kc; k++) d[k * KG_NR + l] = l < n ? w->j->b[(q + l) * ldt + k0 + k] : 0.0f;
-            if (f) mpx_round_array(f, d, d, (size_t)(kc * KG_NR));
         }
         return;
     }
@@ -352,21 +347,14 @@ static void kg_bpack_fn(void *ctx, int tid, long item) {
      * in order (panel by panel, B is read down a column of rows N floats
      * apart, one scalar load at a time: most of a transformer's first run,
      * when every weight is packed). */
-    float *row = f ? malloc((size_t)N * sizeof *row) : NULL;
     const int64_t full = N / KG_NR * KG_NR;
     for (int64_t k = 0; k < kc; k++) {
         const float *src = w->j->b + (k0 + k) * w->ldb;
-        if (row) {
-            mpx_round_array(f, row, src, (size_t)N);
-            src = row;
-        }
         float *d = blk + k * KG_NR;
         for (int64_t q = 0; q < full; q += KG_NR) memcpy(d + q * kc, src + q, KG_NR * sizeof *d);
         for (int64_t q = full; q < w->npad; q += KG_NR)
             for (int64_t l = 0; l < KG_NR; l++) d[q * kc + l] = q + l < N ? src[q + l] : 0.0f;
     }
-    if (f && !row) mpx_round_array(f, blk, blk, (size_t)(kc * w->npad)); /* (no room for a row) */
-    free(row);
 }
 
 /* B's kept packing for this product, made and kept on first use; NULL where
@@ -443,20 +431,23 @@ static const float *kg_rows16(const kg_gemm *j, float **owned, bool *finite) {
     float *ap = kg_alloc((size_t)(j->G * np16 * K * 16));
     if (!ap) return NULL;
     /* Read A along its unit stride: a weight matrix's rows (aks 1, the
-     * usual layout: a classifier's, an SE block's) a row at a time, each
-     * k's 16 lanes of the panel (K x 64 bytes, L2's) filled in 16 passes;
-     * rows apart by ams read 16 at a time per k missed the cache on every
-     * value (MobileNetV3-Small's two classifier matrices: 2.3 ms of a
-     * session's first run, ten times the products). */
+     * usual layout: a classifier's, an SE block's) in 16 x 16 blocks, a
+     * block's line of each row into its 1 KB of the panel (L1's); rows
+     * apart by ams read 16 at a time per k missed the cache on every value
+     * (MobileNetV3-Small's two classifier matrices: 2.3 ms of a session's
+     * first run, ten times the products). */
     const bool by_rows = j->aks == 1 && j->ams != 1;
     for (int64_t g = 0; g < j->G; g++)
         for (int64_t p = 0; p < np16; p++) {
             float *d = ap + (g * np16 + p) * K * 16;
             const float *ag = j->a + g * j->ga;
-            for (int64_t r = 0; by_rows && r < 16; r++) {
-                const int64_t m = p * 16 + r;
-                const float *row = m < M ? ag + m * j->ams : NULL;
-                for (int64_t k = 0; k < K; k++) d[k * 16 + r] = row ? row[k] : 0.0f;
+            for (int64_t k0 = 0; by_rows && k0 < K; k0 += 16) {
+                const int64_t k1 = k0 + 16 < K ? k0 + 16 : K;
+                for (int64_t r = 0; r < 16; r++) {
+                    const int64_t m = p * 16 + r;
+                    const float *row = m < M ? ag + m * j->ams : NULL;
+                    for (int64_t k = k0; k < k1; k++) d[k * 16 + r] = row ? row[k] : 0.0f;
+                }
             }
             for (int64_t k = 0; !by_rows && k < K; k++)
                 for (int64_t r = 0; r < 16; r++) {
@@ -867,6 +858,7 @@ static kg_result kg_run(const kg_gemm *j, int nt) {
     const int64_t kcm = K < x.kc ? K : x.kc, colm = (x.icols + KG_NR - 1) / KG_NR * KG_NR;
     const int64_t bpn = (kcm * colm < KG_PACK ? kcm * colm : KG_PACK) + colm / KG_NR * x.bpad;
     if (ok) x.kb = kg_kept_b(j, nt, &x.kb_npad);
+    x.kb_fmt = x.kb ? j->b_fmt : NULL;
     ok = ok && (x.kb || !j->b_ldt); /* (B given transposed is read from its packing only) */
     for (int t = 0; ok && t < nt; t++) {
         ok = (x.bp[t] = kg_alloc((size_t)bpn)) != NULL;

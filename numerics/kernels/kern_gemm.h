@@ -211,13 +211,15 @@ typedef struct kg_gemm {
     int64_t b_ldt;
     /* With a_owner (b_owner): A (B) is that constant's own values, handed
      * unrounded, and the product reads them rounded to this format (a
-     * candidate's weights: mpx_kctx.in_round). Each value is rounded as it
-     * is packed, and the packing is kept under the format too, so no
-     * rounded copy of the weights is held beside it (two formats' copies
-     * were twice the weights' bytes in a report). Rounding is per value, so
-     * the packing is the same bits as a packing of the rounded copy; a path
-     * that reads B where it lies takes the kept rounded copy instead
-     * (mpx_k_kept_rounded). NULL: the values as they are. */
+     * candidate's weights: mpx_kctx.in_round). A is rounded as it is
+     * packed, and its packing kept under the format; B's packing is the
+     * fp32 one, each chunk of it rounded as an item reads it (kern_gemm_core.h:
+     * kb_fmt), so no rounded copy of the weights is held beside it and no
+     * packing per format (two formats' were twice the weights' bytes in a
+     * report). Rounding is per value, so the products read the same bits as
+     * from a packing of the rounded copy; a path that reads B where it lies
+     * takes the kept rounded copy instead (mpx_k_kept_rounded). NULL: the
+     * values as they are. */
     const mpx_format *a_fmt, *b_fmt;
 } kg_gemm;
 

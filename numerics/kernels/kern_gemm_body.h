@@ -751,6 +751,10 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
             /* The chunk's panels: B's kept packing (x->kb: [K block][panel][kc][16],
              * the same order), or packed here. */
             const float *bch = x->kb ? x->kb + k0 * x->kb_npad + qa * kc : bp;
+            if (x->kb_fmt) { /* the kept fp32 chunk, rounded into bp (kg_ctx.kb_fmt) */
+                mpx_round_array(x->kb_fmt, bp, bch, (size_t)(kg_cdiv(qb - qa, KG_NR) * KG_NR * kc));
+                bch = bp;
+            }
             /* floats from one panel of the chunk to the next (KG_BPAD) */
             const int64_t pstr = kc * KG_NR + (x->kb ? 0 : x->bpad);
             for (int64_t k = 0; !x->kb && k < kc; k++) {
@@ -821,7 +825,7 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
                     /* the next group's panels, when B is kept (they follow these) */
                     const int64_t nq = q + np * KG_NR < qb ? qb - (q + np * KG_NR) : 0;
                     KG_F(panel_rows)(j, ukrs, np, i0, i1, kc, apg ? apg + k0 * KG_MR : NULL, bpp, NULL, c + cq,
-                                     j->crow, 0, first, bs, x->kb && nq ? bpp + np * KG_NR * kc : NULL,
+                                     j->crow, 0, first, bs, x->kb && !x->kb_fmt && nq ? bpp + np * KG_NR * kc : NULL,
                                      (nq < 4 * KG_NR ? nq : 4 * KG_NR) * kc, tail, NULL,
                                      x->alies ? j->a + g * j->ga + k0 : NULL);
                     q += (np - 1) * KG_NR;

@@ -135,6 +135,14 @@ typedef struct kg_ctx {
      * with the last panel's padding), or NULL: packed per chunk into bp. */
     const float *kb;
     int64_t kb_npad;
+    /* With kb, the format the call reads B in (a candidate's weights,
+     * kg_gemm.b_fmt), or NULL. The packing is kept in fp32 only, and each
+     * chunk of it is rounded into bp as an item reaches it: rounding is per
+     * value, so the products read the bits a rounded packing would hold,
+     * and no packing per format is kept beside the fp32 one (ViT-B/16's
+     * were 324 MB a format, first touched in a session's first run, at
+     * 1.4-3 ms a MB on a KVM machine). */
+    const mpx_format *kb_fmt;
     /* A narrow map's convolution with the output channels in the lanes
      * (kg_lanes_run): A kept in 16-row panels ([panel][K][16]), the
      * outputs' terms in 6-output panels ([K block][panel][kc][6]), N

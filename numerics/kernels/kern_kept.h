@@ -36,7 +36,8 @@ typedef struct kg_kept {
                          * for KG_KEPT_ROUNDED; its int64 values for KG_KEPT_IGEMM_BT) */
     int64_t M, K, G, ams, aks, ga; /* their layout (for B: N, K, 1, ldb, 1, 0) */
     const mpx_format *fmt; /* KG_KEPT_ROUNDED: the format; a packing: the format its values
-                            * were rounded to as packed (kg_gemm.a_fmt, b_fmt), or NULL */
+                            * were rounded to as packed (kg_gemm.a_fmt: A's panels), or NULL
+                            * (B's packings are fp32 only: kern_gemm_core.h, kb_fmt) */
     bool checked, finite; /* whether the finite check ran, and its verdict */
     float *ap;
     struct kg_kept *next;
