@@ -1263,44 +1263,51 @@ static void test_weights_unrounded(void) {
     mpx_graph_free(h);
 }
 
-/* A product's constant B is packed once, in fp32: its fp16 and bf16
- * candidates read that packing, rounding each chunk as they go, and keep no
- * packing of their own (a report's two formats had kept one each, twice
- * the weights' bytes, all of it fresh memory for a session's first run);
- * their figures are whole runs' (which round the weights as they start),
- * bit for bit. A MatMul and a Gemm with transB, on enough rows that the
- * core keeps B's packing. */
-static void test_b_packing_shared(void) {
+/* A product's constant weights are packed once, in fp32: the fp16 and
+ * bf16 candidates read that packing, rounding each part as they reach it,
+ * and keep no packing of their own (a report's two formats had kept one
+ * each, twice the weights' bytes, all of it fresh memory for a session's
+ * first run); their figures are whole runs' (which round the weights as
+ * they start), bit for bit. A MatMul's B and a Gemm's transB B, on enough
+ * rows that the core keeps B's packing; a convolution's A on the core's
+ * grid (16 output channels) and on its lanes route (32 on a 10 x 10 map). */
+static void test_packing_shared(void) {
     mpx_graph *g = mpx_graph_new("t.json");
     g->opset = 13;
     node(g, "m", "MatMul", "x:f:40x64 wb#f:64x72", "y", "");
     node(g, "gm", "Gemm", "y wt#f:48x72", "z", "transB=1");
+    node(g, "c1", "Conv", "xc:f:1x8x10x10 w1#f:16x8x3x3", "t1", "pads=[1,1,1,1]");
+    node(g, "c5", "Conv", "t1 w5#f:32x16x3x3", "t5", "pads=[1,1,1,1]");
     fill_weights(g, 5);
-    finish(g, "z");
-    int64_t dx[2] = {40, 64};
-    mpx_value in;
-    mpx_value_alloc(&in, MPX_DT_FLOAT, 2, dx, NULL);
-    gb_fill_normal(&in, 9);
+    finish(g, "z t5");
+    int64_t dx[2] = {40, 64}, dc[4] = {1, 8, 10, 10};
+    mpx_value in[2];
+    mpx_value_alloc(&in[0], MPX_DT_FLOAT, 2, dx, NULL);
+    mpx_value_alloc(&in[1], MPX_DT_FLOAT, 4, dc, NULL);
+    gb_fill_normal(&in[0], 9);
+    gb_fill_normal(&in[1], 10);
     mpx_compare_opts o = {0};
     mpx_assign *f32 = mpx_assign_uniform(g, &mpx_format_fp32, NULL, false);
-    mpx_compare *c0 = COMPARE(g, f32, &in, &o);
-    CHECK_MSG(T(g, "wb")->derived && T(g, "wt")->derived, "the reference kept both packings");
+    mpx_compare *c0 = COMPARE(g, f32, in, &o);
+    CHECK_MSG(T(g, "wb")->derived && T(g, "wt")->derived && T(g, "w1")->derived && T(g, "w5")->derived,
+              "the reference kept every packing");
     const mpx_format *fs[2] = {&mpx_format_fp16, &mpx_format_bf16};
     for (int q = 0; q < 2; q++) {
         mpx_assign *a = mpx_assign_uniform(g, fs[q], NULL, false);
         const size_t made = mpx_numerics_kept_made();
-        mpx_compare *c = COMPARE(g, a, &in, &o);
+        mpx_compare *c = COMPARE(g, a, in, &o);
         CHECK_MSG(mpx_numerics_kept_made() == made, "%s: %zu forms kept beside the fp32 packings", fs[q]->name,
                   mpx_numerics_kept_made() - made);
         /* (the whole runs it is held to round the weights as copies, and
          * keep those and their packings: after the check above) */
-        CHECK_EQUAL(g, a, &in, c, false);
+        CHECK_EQUAL(g, a, in, c, false);
         mpx_compare_free(c);
         mpx_assign_free(a);
     }
     mpx_compare_free(c0);
     mpx_assign_free(f32);
-    mpx_value_free(&in);
+    mpx_value_free(&in[0]);
+    mpx_value_free(&in[1]);
     mpx_graph_free(g);
 }
 
@@ -1802,7 +1809,7 @@ int main(void) {
     test_cache_lean_identity();
     test_measure();
     test_weights_unrounded();
-    test_b_packing_shared();
+    test_packing_shared();
     test_prepared_forms();
     test_inplace();
     test_concat_grows();

@@ -39,10 +39,14 @@ typedef struct kg_rows {
     const int64_t *crow;
 } kg_rows;
 
-static inline kg_rows kg_rows_of(const kg_gemm *j, const float *apg, int64_t k0, const float *bs, int64_t i) {
-    const int64_t M = j->M, K = j->K;
+/* Row panel i of an item whose first is i0: its A at apk + (i - i0) * 6 ask
+ * (apk: panel i0's terms of this K block; ask: terms from one panel to
+ * the next, K in the kept panels, the block's in a rounded copy). */
+static inline kg_rows kg_rows_of(const kg_gemm *j, const float *apk, int64_t ask, int64_t i0, const float *bs,
+                                 int64_t i) {
+    const int64_t M = j->M;
     return (kg_rows){.mr = (int)(M - i * KG_MR < KG_MR ? M - i * KG_MR : KG_MR),
-                     .ap = apg + i * KG_MR * K + k0 * KG_MR,
+                     .ap = apk + (i - i0) * KG_MR * ask,
                      .bi = bs ? bs + i * KG_MR : NULL,
                      .crow = j->crow + i * KG_MR};
 }
@@ -223,6 +227,7 @@ void kg_free_bufs(kg_ctx *x) {
         free(x->bp[t]);
         free(x->strip[t]);
         free(x->tile[t]);
+        free(x->abuf[t]);
     }
 }
 /* No early exit, so the loop vectorises (kern_gemm.h). */
@@ -263,7 +268,8 @@ static void kg_pack_a_fn(void *ctx, int tid, long p) {
     else
         for (int64_t k = 0; k < K; k++)
             for (int r = 0; r < KG_MR; r++) dst[k * KG_MR + r] = src[r][k * step[r]];
-    if (j->a_fmt) mpx_round_array(j->a_fmt, dst, dst, (size_t)(KG_MR * K)); /* (zeros stay zeros) */
+    /* (zeros stay zeros; with ka_fmt the fp32 panels are kept and rounded per item) */
+    if (j->a_fmt && !x->ka_fmt) mpx_round_array(j->a_fmt, dst, dst, (size_t)(KG_MR * K));
     if (j->finite_a && !kg_all_finite(dst, KG_MR * K)) x->a_bad[tid] = 1;
 }
 
@@ -413,6 +419,28 @@ static void kg_mv16_fn(void *ctx, int tid, long item) {
     for (int64_t r = 0; j->bias && r < n; r++) bias16[r] = j->bias[g * j->gbias + i0 + r];
     w->f(K, w->ap + (g * np16 + p) * K * 16, j->b + g * j->gb, j->boff, j->bias ? bias16 : NULL, out);
     for (int64_t r = 0; r < n; r++) j->c[g * j->gc + j->crow[i0 + r]] = out[r];
+}
+
+/* Whether A's values (n floats of a kept fp32 packing of them at ap, any
+ * layout: zeros pad it) are all finite once rounded to f (fp16 turns a
+ * weight past 65504 into inf, which the core declines as it declines an
+ * infinite weight: a padding tap's 0 * inf), found once and kept on A's
+ * constant as an entry with no values (KG_KEPT_FINITE). */
+static bool kg_a_finite_in(const kg_gemm *j, const float *ap, int64_t n, const mpx_format *f) {
+    kg_key vkey = kg_key_a(j, KG_KEPT_FINITE);
+    vkey.k.fmt = f;
+    vkey.check = false;
+    const kg_kept *v = kg_kept_find(&vkey);
+    if (v) return v->finite;
+    float buf[1024];
+    bool fin = true;
+    for (int64_t o = 0; o < n && fin; o += 1024) {
+        const int64_t m = n - o < 1024 ? n - o : 1024;
+        mpx_round_array(f, buf, ap + o, (size_t)m);
+        fin = kg_all_finite(buf, m);
+    }
+    (void)kg_kept_add(&vkey, NULL, fin); /* (found again by the next call; lost on out of memory) */
+    return fin;
 }
 
 /* A in 16-row panels ([g][panel][K][16], the rows as lanes), kept on the
@@ -628,7 +656,14 @@ static kg_result kg_lanes_run(const kg_gemm *j, int nt) {
         ok = (boff = malloc((size_t)K * sizeof *boff)) != NULL && ok;
     }
     float *own = NULL;
-    const float *a16 = kg_rows16(j, &own, &finite);
+    /* A candidate's weights (a_fmt): the fp32 panels, each item's rounded
+     * per K block into its buffer (kg_ctx.ka_fmt), none kept per format */
+    kg_gemm j32 = *j;
+    x.ka_fmt = j->a_fmt && j->a_owner ? j->a_fmt : NULL;
+    if (x.ka_fmt) j32.a_fmt = NULL;
+    const float *a16 = kg_rows16(&j32, &own, &finite);
+    if (a16 && finite && x.ka_fmt && j->finite_a)
+        finite = kg_a_finite_in(j, a16, j->G * np16 * K * 16, x.ka_fmt);
     /* The AVX-512 build reads each output's terms where they lie (ukro:
      * output q's place t_at[q], a term's shift boff[k]); the AVX2 build
      * packs them in 6-output panels first (kg_tpix_fn), as its kernel
@@ -645,8 +680,10 @@ static kg_result kg_lanes_run(const kg_gemm *j, int nt) {
         ok = ok && x.t_pix_w;
     }
     ok = ok && a16;
-    for (int t = 0; ok && t < nt; t++)
+    for (int t = 0; ok && t < nt; t++) {
         ok = (x.tile[t] = kg_alloc((size_t)(x.t_npp * KG_MR * x.t_cpi * KG_NR))) != NULL;
+        if (ok && x.ka_fmt) ok = (x.abuf[t] = kg_alloc((size_t)(x.t_cpi * KG_NR * x.t_kc))) != NULL;
+    }
     if (ok && finite) {
         x.t_w16 = a16;
         x.t_pix = x.t_pix_w;
@@ -750,7 +787,13 @@ static kg_result kg_run(const kg_gemm *j, int nt) {
     unsigned char a_bad[8] = {0};
     kg_ctx x = {.j = j, .avx2 = kg_use_avx2(), .avx512 = kg_use_avx512(), .h16 = kg_use_h16(j->mode, j->f16), .a_bad = a_bad};
     int64_t *boff = NULL;
-    const kg_key akey = kg_key_a(j, KG_KEPT_PANELS);
+    /* A constant's A read in a low format (a candidate's weights) reads its
+     * fp32 panels, rounded per item (kg_ctx.ka_fmt), as B is read (kb_fmt):
+     * no panels kept per format. (Not for the fp16 FMA kernel, whose
+     * operands the executor rounded.) */
+    x.ka_fmt = j->a_fmt && j->a_owner && !x.h16 ? j->a_fmt : NULL;
+    kg_key akey = kg_key_a(j, KG_KEPT_PANELS);
+    if (x.ka_fmt) akey.k.fmt = NULL;
     const kg_kept *kept = j->a_owner ? kg_kept_find(&akey) : NULL;
     /* A read where it lies (ukrl): an fp32 product's A whose terms are runs,
      * kept nowhere (a packing would be made once and kept), not rounded
@@ -865,6 +908,7 @@ static kg_result kg_run(const kg_gemm *j, int nt) {
         if (ok && j->conv && !x.shared) /* zeroed: columns past the last grid row are read (and dropped) */
             ok = (x.strip[t] = calloc((size_t)(j->conv->cig * x.schan + 16), sizeof(float))) != NULL;
         if (ok && tiled) ok = (x.tile[t] = kg_alloc((size_t)(x.mpb * KG_MR * x.ldt))) != NULL;
+        if (ok && x.ka_fmt) ok = (x.abuf[t] = kg_alloc((size_t)(x.mpb * KG_MR * (x.kc + MPX_ACC_FP32_BLOCK)))) != NULL;
     }
     if (ok && x.shared) {
         /* (By channels where the bands are fewer than the threads: every
@@ -877,16 +921,19 @@ static kg_result kg_run(const kg_gemm *j, int nt) {
     if (ok && (kept || x.alies)) { /* A packed and kept, or read where it lies */
         if (kept) x.ap = kept->ap;
         bad = kept && j->finite_a && !kept->finite;
+        bad = bad || (kept && x.ka_fmt && j->finite_a && !kg_a_finite_in(j, kept->ap, j->G * mpan * KG_MR * K, x.ka_fmt));
         if (!bad) mpx_k_parallel_stoppable(items, nt, kg_gemm_fn, &x);
     } else if (ok) {
         /* Pack A, a panel an item, on the same threads (ResNet-18's last
          * convolutions pack 9 MB each call). */
         x.ap = x.ap_w = ap;
         mpx_k_parallel((long)(j->G * mpan), nt, kg_pack_a_fn, &x);
-        for (int t = 0; t < 8; t++) bad = bad || a_bad[t];
+        bool fbad = false; /* (the packing's own verdict, kept with it) */
+        for (int t = 0; t < 8; t++) fbad = fbad || a_bad[t];
+        bad = fbad || (x.ka_fmt && j->finite_a && !kg_a_finite_in(j, ap, j->G * mpan * KG_MR * K, x.ka_fmt));
         if (!bad) mpx_k_parallel_stoppable(items, nt, kg_gemm_fn, &x);
         /* Kept with the finite check's verdict, when it ran. */
-        if (j->a_owner && kg_kept_add(&akey, ap, !bad)) ap = NULL;
+        if (j->a_owner && kg_kept_add(&akey, ap, !fbad)) ap = NULL;
     }
     kg_free_bufs(&x);
     free(boff);

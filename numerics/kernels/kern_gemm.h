@@ -211,15 +211,19 @@ typedef struct kg_gemm {
     int64_t b_ldt;
     /* With a_owner (b_owner): A (B) is that constant's own values, handed
      * unrounded, and the product reads them rounded to this format (a
-     * candidate's weights: mpx_kctx.in_round). A is rounded as it is
-     * packed, and its packing kept under the format; B's packing is the
-     * fp32 one, each chunk of it rounded as an item reads it (kern_gemm_core.h:
-     * kb_fmt), so no rounded copy of the weights is held beside it and no
-     * packing per format (two formats' were twice the weights' bytes in a
-     * report). Rounding is per value, so the products read the same bits as
-     * from a packing of the rounded copy; a path that reads B where it lies
-     * takes the kept rounded copy instead (mpx_k_kept_rounded). NULL: the
-     * values as they are. */
+     * candidate's weights: mpx_kctx.in_round). The packing kept is the
+     * fp32 one, and each item rounds the part of it it reads, a K block at
+     * a time, into a buffer of its own (kern_gemm_core.h: kb_fmt, ka_fmt),
+     * so no rounded copy of the weights is held beside it and no packing
+     * per format (a report's two formats' were twice the weights' bytes,
+     * a sweep's every format's another copy, and all of it fresh memory for
+     * a session's first run); whether A's values stay finite in the format
+     * is found once and kept (KG_KEPT_FINITE). Rounding is per value, so
+     * the products read the same bits as from a packing of the rounded
+     * copy. The matrix-vector route's 16-row panels and the fp16 FMA
+     * kernel's A are rounded as packed and kept per format; a path that
+     * reads B where it lies takes the kept rounded copy instead
+     * (mpx_k_kept_rounded). NULL: the values as they are. */
     const mpx_format *a_fmt, *b_fmt;
 } kg_gemm;
 

@@ -560,8 +560,8 @@ static const KG_F(ukr_fn) KG_F(ukrh1_table)[KG_MR] = KG_MR_TABLE(ukrh1);
 
 /* ---- one work item of a GEMM: group g, columns [q0, q0 + icols) ------------------------ */
 
-/* The item's rows of A (panels i0 .. i1; apk: their terms from this K
- * block's first) against np panels of B: packed (bq, panels kc * 16 apart;
+/* The item's rows of A (panels i0 .. i1; apk: panel i0's terms from this
+ * K block's first, the next panel's ask * 6 floats on) against np panels of B: packed (bq, panels kc * 16 apart;
  * boff NULL) or where it lies (bq + boff[k], the AVX-512 fp32 build only).
  * Row r of A's panel i writes C at cbase + crow[i * 6 + r], or with crow
  * NULL at cbase + ((i - i0) * 6 + r) * ldt (the item's tile); ag (or
@@ -571,9 +571,9 @@ static const KG_F(ukr_fn) KG_F(ukrh1_table)[KG_MR] = KG_MR_TABLE(ukrh1);
  * lies: any row count), the others a panel a call. */
 static inline KG_TARGET __attribute__((always_inline)) void KG_F(panel_rows)(
     const kg_gemm *j, const KG_F(ukr_fn) *ukrs, int np, int64_t i0, int64_t i1, int64_t kc, const float *apk,
-    const float *bq, const int64_t *boff, float *cbase, const int64_t *crow, int64_t ldt, bool first,
+    int64_t ask, const float *bq, const int64_t *boff, float *cbase, const int64_t *crow, int64_t ldt, bool first,
     const float *bs, const float *bnext, int64_t bnext_n, int tail, const kg_bnext *bw, const float *ag) {
-    const int64_t M = j->M, K = j->K;
+    const int64_t M = j->M;
     /* bnext (or NULL): bnext_n floats of B the next call of this item reads,
      * fetched into L2 a share a row panel (kept weights come from memory,
      * and a panel row's calls are too few for the prefetchers to run ahead
@@ -586,7 +586,7 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(panel_rows)(
 #endif
     for (int64_t i = i0; i < i1; i++) {
         const int mr = (int)(M - i * KG_MR < KG_MR ? M - i * KG_MR : KG_MR);
-        const float *ap = apk + i * KG_MR * K;
+        const float *ap = apk ? apk + (i - i0) * KG_MR * ask : NULL;
         const float *bi = bs ? bs + i * KG_MR : NULL;
         float *cr[KG_MR];
         for (int r = 0; r < mr; r++) cr[r] = cbase + (crow ? crow[i * KG_MR + r] : ((i - i0) * KG_MR + r) * ldt);
@@ -605,7 +605,7 @@ static inline KG_TARGET __attribute__((always_inline)) void KG_F(panel_rows)(
         }
         if (boff || j->mode == KG_FP32) { /* any rows, np panels a call (ukr16d) */
             KG_F(ukrd_table)[mr - 1][np == 4 ? 2 : np - 1](kc, ap, bq, boff, boff ? KG_NR : kc * KG_NR, cr, first, bi,
-                                                            i + 1 < i1 ? ap + KG_MR * K : NULL, tmask);
+                                                            i + 1 < i1 ? ap + KG_MR * ask : NULL, tmask);
             continue;
         }
 #if KG_HAVE_H16
@@ -716,6 +716,17 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
         const bool first = k0 == 0;
         const float *bs = k0 + kc == K ? bias : NULL;
         const int64_t *boff = x->boff + k0;
+        /* A's panels i0 .. i1 for this K block: the kept ones (apk, K terms
+         * apart), or with ka_fmt those rounded into abuf (kc apart) */
+        const float *apk = apg ? apg + i0 * KG_MR * K + k0 * KG_MR : NULL;
+        int64_t ask = K;
+        if (x->ka_fmt && apk) {
+            float *ab = x->abuf[tid];
+            for (int64_t i = i0; i < i1; i++)
+                mpx_round_array(x->ka_fmt, ab + (i - i0) * KG_MR * kc, apk + (i - i0) * KG_MR * K, (size_t)(KG_MR * kc));
+            apk = ab;
+            ask = kc;
+        }
 #if KG_SIMD == 2
         if (lies) {
             /* B where it lies (ukr16d): 64 columns a call, into the tile
@@ -733,7 +744,7 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
                 const int64_t kn0 = more ? k0 : k0 + kc;
                 const kg_bnext bw = {.b = src + ((more ? q + np * KG_NR : q0) - qshift), .off = x->boff + kn0,
                                      .kc = K - kn0 < x->kc ? K - kn0 : x->kc};
-                KG_F(panel_rows)(j, ukrs, np, i0, i1, kc, apg + k0 * KG_MR, src + (q - qshift), boff,
+                KG_F(panel_rows)(j, ukrs, np, i0, i1, kc, apk, ask, src + (q - qshift), boff,
                                  tile ? tile + (q - q0) : c + q, tile ? NULL : j->crow, x->ldt, first, bs, NULL, 0,
                                  tail, kn0 < K ? &bw : NULL, NULL);
                 q += np * KG_NR;
@@ -776,11 +787,11 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
                     /* (several panels a call in the AVX-512 build: ukr16d, ukr16rp) */
                     const int np = KG_SIMD == 2 ? kg_group(kg_cdiv(qb - q, KG_NR)) : 1;
                     if (KG_F(panel_in_c)(j, q, q1))
-                        KG_F(panel_rows)(j, ukrs, 1, i0, i1, kc, apg + k0 * KG_MR, bch + (q - qa) / KG_NR * pstr, NULL,
+                        KG_F(panel_rows)(j, ukrs, 1, i0, i1, kc, apk, ask, bch + (q - qa) / KG_NR * pstr, NULL,
                                          c + q / j->gw * j->rs + q % j->gw, j->crow, 0, first, bs, NULL, 0, KG_NR,
                                          NULL, NULL);
                     else
-                        KG_F(panel_rows)(j, ukrs, np, i0, i1, kc, apg + k0 * KG_MR, bch + (q - qa) / KG_NR * pstr, NULL,
+                        KG_F(panel_rows)(j, ukrs, np, i0, i1, kc, apk, ask, bch + (q - qa) / KG_NR * pstr, NULL,
                                          tile + (q - q0), NULL, x->ldt, first, bs, NULL, 0, KG_NR, NULL, NULL);
                     q += np * KG_NR;
                 }
@@ -796,7 +807,7 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
                  * far apart, and its stores waited on memory. */
                 const int64_t qe = qa + (qb - qa) / KG_NR * KG_NR;
                 for (int64_t i = i0; i < i1; i++) {
-                    const kg_rows p = kg_rows_of(j, apg, k0, bs, i);
+                    const kg_rows p = kg_rows_of(j, apk, ask, i0, bs, i);
                     float *cr[KG_MR];
                     for (int64_t q = qa; q < qe; q += KG_NR) {
                         for (int r = 0; r < p.mr; r++) cr[r] = c + p.crow[r] + q;
@@ -824,7 +835,7 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
                     const int tail = np * KG_NR > left ? (int)(left - (np - 1) * KG_NR) : KG_NR;
                     /* the next group's panels, when B is kept (they follow these) */
                     const int64_t nq = q + np * KG_NR < qb ? qb - (q + np * KG_NR) : 0;
-                    KG_F(panel_rows)(j, ukrs, np, i0, i1, kc, apg ? apg + k0 * KG_MR : NULL, bpp, NULL, c + cq,
+                    KG_F(panel_rows)(j, ukrs, np, i0, i1, kc, apk, ask, bpp, NULL, c + cq,
                                      j->crow, 0, first, bs, x->kb && !x->kb_fmt && nq ? bpp + np * KG_NR * kc : NULL,
                                      (nq < 4 * KG_NR ? nq : 4 * KG_NR) * kc, tail, NULL,
                                      x->alies ? j->a + g * j->ga + k0 : NULL);
@@ -837,7 +848,7 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
                 int64_t at[KG_NR];
                 if (!direct) KG_F(panel_places)(j, q, ncols, at);
                 for (int64_t i = i0; i < i1; i++) {
-                    const kg_rows p = kg_rows_of(j, apg, k0, bs, i);
+                    const kg_rows p = kg_rows_of(j, apk, ask, i0, bs, i);
                     float *cr[KG_MR];
                     if (direct) {
                         for (int r = 0; r < p.mr; r++) cr[r] = c + p.crow[r] + cq;
@@ -958,6 +969,18 @@ static KG_TARGET void KG_F(lanes_item)(const kg_ctx *x, int tid, long item) {
     for (int64_t k0 = 0; k0 < K; k0 += x->t_kc) {
         const int64_t kc = K - k0 < x->t_kc ? K - k0 : x->t_kc;
         const float *pix = x->t_pix ? x->t_pix + k0 * npp * KG_MR : NULL;
+        /* The item's panels of this K block: kept (K * 16 floats apart), or
+         * with ka_fmt rounded into abuf (kc * 16 apart) */
+        const float *wk = x->t_w16 + cp0 * K * KG_NR + k0 * KG_NR;
+        int64_t wst = K * KG_NR;
+        if (x->ka_fmt) {
+            float *ab = x->abuf[tid];
+            for (int64_t cp = cp0; cp < cp1; cp++)
+                mpx_round_array(x->ka_fmt, ab + (cp - cp0) * kc * KG_NR, wk + (cp - cp0) * K * KG_NR,
+                                (size_t)(kc * KG_NR));
+            wk = ab;
+            wst = kc * KG_NR;
+        }
         for (int64_t cp = cp0; cp < cp1;) {
 #if KG_SIMD == 2
             const int np = kg_group(cp1 - cp);
@@ -970,7 +993,7 @@ static KG_TARGET void KG_F(lanes_item)(const kg_ctx *x, int tid, long item) {
              * packing's zeros, summed and not copied out */
             const int np = 1;
 #endif
-            const float *w = x->t_w16 + cp * K * KG_NR + k0 * KG_NR;
+            const float *w = wk + (cp - cp0) * wst;
 #if KG_SIMD == 1
             /* The weights of the next panel (or of the next K block's
              * first), a line a term, fetched a share a call: the kept
@@ -979,7 +1002,7 @@ static KG_TARGET void KG_F(lanes_item)(const kg_ctx *x, int tid, long item) {
              * call had waited on all of its block. With it a 512 x 7 x 7
              * 3x3 convolution takes about 0.7 of the time on one thread. */
             const bool same = cp + np < cp1;
-            const float *wn = same ? w + np * K * KG_NR : x->t_w16 + cp0 * K * KG_NR + (k0 + kc) * KG_NR;
+            const float *wn = x->t_w16 + (same ? (cp + np) * K * KG_NR + k0 * KG_NR : cp0 * K * KG_NR + (k0 + kc) * KG_NR);
             const int64_t wlines = same ? kc : K - (k0 + kc) < x->t_kc ? K - (k0 + kc) : x->t_kc;
             const int64_t wshare = wlines / npp + 1;
 #endif
@@ -996,10 +1019,10 @@ static KG_TARGET void KG_F(lanes_item)(const kg_ctx *x, int tid, long item) {
                 if (!pix) {
                     const float *ar[KG_MR];
                     for (int r = 0; r < mr; r++) ar[r] = x->t_from + x->t_at[pp * KG_MR + r];
-                    KG_F(ukro_table)[mr - 1][np == 4 ? 2 : np - 1](kc, ar, x->boff + k0, w, K * KG_NR, cr, k0 == 0,
+                    KG_F(ukro_table)[mr - 1][np == 4 ? 2 : np - 1](kc, ar, x->boff + k0, w, wst, cr, k0 == 0,
                                                                     tmask);
                 } else
-                    KG_F(ukrd_table)[mr - 1][np == 4 ? 2 : np - 1](kc, ap, w, NULL, K * KG_NR, cr, k0 == 0, NULL,
+                    KG_F(ukrd_table)[mr - 1][np == 4 ? 2 : np - 1](kc, ap, w, NULL, wst, cr, k0 == 0, NULL,
                                                                     pp + 1 < npp ? ap + kc * KG_MR : NULL, tmask);
 #else
                 KG_F(ukr_table)[KG_FP32][mr - 1](kc, ap, w, cr, k0 == 0, NULL);

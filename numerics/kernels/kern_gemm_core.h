@@ -143,6 +143,12 @@ typedef struct kg_ctx {
      * were 324 MB a format, first touched in a session's first run, at
      * 1.4-3 ms a MB on a KVM machine). */
     const mpx_format *kb_fmt;
+    /* The same for A (a convolution's weights): ap is A's kept fp32 panels
+     * and each item rounds its rows' panels of each K block into abuf[tid]
+     * (mpb panels of up to kc + MPX_ACC_FP32_BLOCK terms) before its
+     * products read them; NULL: ap read as it is. */
+    const mpx_format *ka_fmt;
+    float *abuf[8];
     /* A narrow map's convolution with the output channels in the lanes
      * (kg_lanes_run): A kept in 16-row panels ([panel][K][16]), the
      * outputs' terms in 6-output panels ([K block][panel][kc][6]), N

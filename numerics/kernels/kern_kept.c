@@ -97,7 +97,7 @@ bool kg_kept_add(const kg_key *q, float *ap, bool finite) {
     }
     pthread_mutex_unlock(&kg_kept_lock);
     if (!ok) free(k);
-    else if (k->kind != KG_KEPT_PREPARED) atomic_fetch_add(&kg_made, 1);
+    else if (k->kind != KG_KEPT_PREPARED && k->kind != KG_KEPT_FINITE) atomic_fetch_add(&kg_made, 1);
     return ok;
 }
 

@@ -30,7 +30,9 @@ typedef struct kg_kept {
                          * (the same as 8-bit rows less aks, padded to 64, then the rows'
                          * sums, uint32), KG_KEPT_IGEMM_BT8P (the same with the rows in
                          * AVX512-VNNI's panels of 16, mpx_k_igemm8_panels), KG_KEPT_ROUNDED
-                         * (the tensor's values rounded to fmt) or KG_KEPT_PREPARED (no
+                         * (the tensor's values rounded to fmt), KG_KEPT_FINITE (no values:
+                         * whether A's panels rounded to fmt are all finite, in `finite`;
+                         * kern_gemm.c) or KG_KEPT_PREPARED (no
                          * values: mpx_k_prepare_reads made node M's forms, below) */
     const void *a;      /* the values packed (A's, or B's for KG_KEPT_BPANELS; the tensor's own
                          * for KG_KEPT_ROUNDED; its int64 values for KG_KEPT_IGEMM_BT) */
@@ -50,7 +52,7 @@ enum { GEMM_KEPT_T_MIN_M = 16 };
 
 enum { KG_KEPT_PANELS = 0, KG_KEPT_ROWS16 = 1, KG_KEPT_BPANELS = 2, KG_KEPT_ROUNDED = 3, KG_KEPT_BTPANELS = 4,
        KG_KEPT_RNN_RT = 5, KG_KEPT_IGEMM_BT = 6, KG_KEPT_IGEMM_BT8 = 7, KG_KEPT_IGEMM_BT8P = 8,
-       KG_KEPT_PREPARED = 9 };
+       KG_KEPT_PREPARED = 9, KG_KEPT_FINITE = 10 };
 
 /* What a packing is looked up by: its kind, values and layout, the tensor
  * that owns the values, and whether it must have been checked finite. */

@@ -176,8 +176,9 @@ mpx_status mpx_kernel_error(const mpx_kctx *c, mpx_status st, const char *fmt, .
  * value of input k, a constant's own or its kept rounded copy, NULL for
  * any other input) with their formats (in_round, as mpx_kctx.in_round; may
  * be NULL) under accumulation acc and compute format round: the GEMM
- * core's packings, in the rounded format too, and the rounded copies a
- * route reads in place. Its kernel is called as the run calls it, on
+ * core's packings (fp32; a matrix-vector product's in the rounded format
+ * too), whether its weights stay finite in the format, and the rounded
+ * copies a route reads in place. Its kernel is called as the run calls it, on
  * zeros of its other inputs' inferred shapes, its work items skipped; once
  * per node and formats (a mark kept on the weights), nothing where a shape
  * is not known. *zero, *zero_n: the zeros, grown as needed (start NULL, 0;

@@ -500,11 +500,13 @@ mpx_status mpx_exec_check(const mpx_graph *g, const mpx_assign *a, const mpx_val
                           mpx_error *err);
 /* A node that is not run: every output is a constant the graph holds. */
 bool mpx_exec_skipped(const mpx_node *n);
-/* The kept forms of g's weights a first run would make (mpx_k_prepare_node
- * on every node that runs), made now: what `load` does after inferring
- * shapes, so that a session's first run does not pack its weights. About
- * the bytes kept (memory a run would have taken, now taken at once). The
- * run's threads are started too (mpx_run_start_threads). */
+/* The kept forms of g's weights a first fp32 run would make (mpx_k_prepare_node
+ * on every node that runs, then the reference's forms a comparison's
+ * start makes: convolutions' packings, one-column products' panels), made
+ * now: what `load` does after inferring shapes, so that a session's first
+ * run does not pack its weights. About the bytes of the first kind kept
+ * (memory a run would have taken, now taken at once; the second kind is
+ * not counted). The run's threads are started too (mpx_run_start_threads). */
 size_t mpx_exec_prepare(const mpx_graph *g);
 /* Starts the threads runs and comparisons use (the kernels' pool and a
  * comparison's second job thread; both are kept for the process) now,

@@ -34,7 +34,7 @@ static inline bool mpx_value_own_floats(const mpx_value *v) {
 }
 
 /* Run a's kept forms of its weights (a NULL: the reference's; rounded
- * copies, packings, in the rounded format too) for the nodes marked in
+ * copies, packings: mpx_k_prepare_reads) for the nodes marked in
  * runs (NULL: all), made before its run's values from its start values
  * vals (mpx_exec_start_some); the count of forms made. */
 size_t mpx_exec_prepare_forms(const mpx_graph *g, const mpx_assign *a, const mpx_value *vals, const bool *runs);
