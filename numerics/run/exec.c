@@ -304,8 +304,9 @@ bool mpx_exec_skipped(const mpx_node *n) { return n && skipped(n); }
  * else the node's compute format, one of them where both are low and the
  * same (else the tensor's rounded copy, rounded again per call); where the
  * kernel reads that input rounded itself (kernels.def) it gets the values
- * with the format, and keeps its packing in it; any other reads the copy
- * kept on the tensor. A start value that is the tensor's rounded copy is
+ * with the format and makes what it keeps of them (its fp32 packing, which
+ * it rounds as it reads: kern_gemm.h); any other reads the copy kept on the
+ * tensor. A start value that is the tensor's rounded copy is
  * handed as it is where no compute format rounds it again, and the
  * kernel keeps its packing of it. The run finds these forms under the same
  * keys; a form not made here (a shape not known ahead) the run makes as
@@ -320,7 +321,7 @@ size_t mpx_exec_prepare_forms(const mpx_graph *g, const mpx_assign *a, const mpx
         if ((runs && !runs[i]) || mpx_exec_skipped(n) || n->body || n->guard || n->n_inputs > FEW) continue;
         static const mpx_node_prec fp32 = {0};
         const mpx_node_prec *p = a ? &a->node[n->index] : &fp32;
-        const mpx_format *cf = low(p->compute) ? p->compute : NULL;
+        const mpx_format *cf = low(p->compute);
         const mpx_format *rd[FEW] = {0};
         const mpx_value *given[FEW] = {0};
         bool packs = false;
@@ -330,7 +331,7 @@ size_t mpx_exec_prepare_forms(const mpx_graph *g, const mpx_assign *a, const mpx
             if (!v || !t->f32 || !(t->flags & MPX_T_CONSTANT) || v->n < 0 || v->is_seq || !v->f) continue;
             given[j] = v;
             const bool reads = mpx_kernel_reads_rounded(n->op, j);
-            const mpx_format *tf = a && low(a->tensor[t->index]) ? a->tensor[t->index] : NULL;
+            const mpx_format *tf = a ? low(a->tensor[t->index]) : NULL;
             if (v->f != t->f32) { /* held in tf, a copy made at the start */
                 const bool held = j < 64 && ((p->held >> j) & 1u);
                 packs = packs || (reads && (!cf || cf == tf || held));
