@@ -129,7 +129,7 @@ ls -l "$WORK"/*.dot "$WORK"/*.svg "$WORK"/*.html | awk '{print "viz_browser:", $
 W=1280
 H=3400
 t0=$(date +%s)
-timeout 180 "$BROWSER" --headless --no-sandbox --disable-gpu --user-data-dir="$WORK/profile" \
+timeout 180 "$BROWSER" --headless --no-sandbox --disable-gpu --user-data-dir="$WORK/profile-det-png" \
   --hide-scrollbars --window-size=$W,$H --screenshot="$WORK/det.png" "file://$WORK/det.html" \
   >"$WORK/chromium.log" 2>&1 || fail "chromium failed: $(tail -3 "$WORK/chromium.log")"
 echo "viz_browser: screenshot in $(($(date +%s) - t0)) s: $WORK/det.png"
@@ -141,7 +141,7 @@ echo "viz_browser: screenshot in $(($(date +%s) - t0)) s: $WORK/det.png"
 # The pages as a reviewer opens them, 1400 px wide.
 dom() { # $1 page, $2 URL suffix, $3 name: the DOM after the script ran
   t0=$(date +%s%N)
-  timeout 120 "$BROWSER" --headless --no-sandbox --disable-gpu --user-data-dir="$WORK/profile" \
+  timeout 120 "$BROWSER" --headless --no-sandbox --disable-gpu --user-data-dir="$WORK/profile-dom-$3" \
     --window-size=1400,900 --enable-logging=stderr --v=0 --dump-dom "file://$WORK/$1$2" \
     >"$WORK/$3.dom" 2>"$WORK/$3.log" || fail "chromium on $1$2: $(tail -3 "$WORK/$3.log")"
   echo "viz_browser: $1$2 loaded and run in $((($(date +%s%N) - t0) / 1000000)) ms"
@@ -188,10 +188,22 @@ want tiny-first 'data-view="detail"'
 dom tiny.html "#find=/backbone/stage1/se/Mul" tiny-find
 want tiny-find 'data-found="n'
 shot() { # $1 page with URL suffix, $2 png name
+  # Each screenshot has a profile of its own: a browser sharing the last
+  # one's profile can find it still locked by that one's exiting processes
+  # and hand its work over instead of doing it. A headless browser that
+  # crashes on a loaded machine (no screenshot, non-zero exit) is tried once
+  # more; a page that breaks it does so twice and fails with its log.
   t0=$(date +%s%N)
-  timeout 120 "$BROWSER" --headless --no-sandbox --disable-gpu --user-data-dir="$WORK/profile" --hide-scrollbars \
-    --window-size=1400,900 --screenshot="$WORK/$2" "file://$WORK/$1" >"$WORK/chromium.log" 2>&1 ||
-    fail "chromium screenshot of $1 failed"
+  for try in 1 2; do
+    rm -f "$WORK/$2"
+    rc=0
+    timeout 120 "$BROWSER" --headless --no-sandbox --disable-gpu --user-data-dir="$WORK/profile-shot-$2-$try" \
+      --hide-scrollbars --window-size=1400,900 --screenshot="$WORK/$2" "file://$WORK/$1" \
+      >"$WORK/chromium-$2.log" 2>&1 || rc=$?
+    [ $rc -eq 0 ] && [ -s "$WORK/$2" ] && break
+    echo "viz_browser: screenshot of $1, try $try: exit $rc: $(tail -3 "$WORK/chromium-$2.log")"
+    [ $try -eq 2 ] && fail "chromium screenshot of $1 failed twice (exit $rc): $(tail -3 "$WORK/chromium-$2.log")"
+  done
   echo "viz_browser: first screen of $1 in $((($(date +%s%N) - t0) / 1000000)) ms: $WORK/$2"
 }
 shot det.html first-det.png
