@@ -981,6 +981,18 @@ static KG_TARGET void KG_F(lanes_item)(const kg_ctx *x, int tid, long item) {
             wk = ab;
             wst = kc * KG_NR;
         }
+#if KG_SIMD == 2
+        /* With ka_fmt the next K block's kept weights (a line a term a
+         * panel) are fetched a share a call: the rounding pass above reads
+         * them all before any call, and from memory (ResNet-18's last
+         * stage: 9 MB a convolution), where the kernel reading them in
+         * place overlaps that wait with its sums. */
+        const int64_t kn = x->ka_fmt && k0 + kc < K ? (K - (k0 + kc) < x->t_kc ? K - (k0 + kc) : x->t_kc) : 0;
+        const float *wn = x->t_w16 + cp0 * K * KG_NR + (k0 + kc) * KG_NR;
+        const int64_t nlines = kn * (cp1 - cp0), ncalls = kg_cdiv(cp1 - cp0, 4) * npp;
+        const int64_t nshare = nlines / ncalls + 1;
+        int64_t ncall = 0;
+#endif
         for (int64_t cp = cp0; cp < cp1;) {
 #if KG_SIMD == 2
             const int np = kg_group(cp1 - cp);
@@ -1016,6 +1028,9 @@ static KG_TARGET void KG_F(lanes_item)(const kg_ctx *x, int tid, long item) {
                 for (int r = 0; r < mr; r++) cr[r] = tile + (pp * KG_MR + r) * ldt + (cp - cp0) * KG_NR;
                 const float *ap = pix ? pix + pp * kc * KG_MR : NULL;
 #if KG_SIMD == 2
+                for (int64_t l = ncall * nshare; l < nlines && l < (ncall + 1) * nshare; l++)
+                    __builtin_prefetch(wn + l / kn * K * KG_NR + l % kn * KG_NR, 0, 2);
+                ncall++;
                 if (!pix) {
                     const float *ar[KG_MR];
                     for (int r = 0; r < mr; r++) ar[r] = x->t_from + x->t_at[pp * KG_MR + r];
