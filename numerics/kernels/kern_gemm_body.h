@@ -966,6 +966,17 @@ static KG_TARGET void KG_F(lanes_item)(const kg_ctx *x, int tid, long item) {
     const int64_t np16 = (M + KG_NR - 1) / KG_NR, cp0 = item * cpi, cp1 = cp0 + cpi < np16 ? cp0 + cpi : np16;
     const int64_t ldt = cpi * KG_NR;
     float *tile = x->tile[tid];
+#if KG_SIMD == 2
+    const float *from = x->t_from;
+    if (x->t_copy[tid]) { /* the thread's own copy, filled by its first item */
+        const kg_conv *v = j->conv;
+        if (!x->t_filled[tid])
+            for (int64_t ci = 0; ci < v->cig; ci++)
+                KG_F(fill)(v, v->x + ci * v->H * v->W, 0, x->srows, x->t_copy[tid] + ci * x->schan, x->splane);
+        x->t_filled[tid] = 1;
+        from = x->t_copy[tid];
+    }
+#endif
     for (int64_t k0 = 0; k0 < K; k0 += x->t_kc) {
         const int64_t kc = K - k0 < x->t_kc ? K - k0 : x->t_kc;
         const float *pix = x->t_pix ? x->t_pix + k0 * npp * KG_MR : NULL;
@@ -1033,7 +1044,7 @@ static KG_TARGET void KG_F(lanes_item)(const kg_ctx *x, int tid, long item) {
                 ncall++;
                 if (!pix) {
                     const float *ar[KG_MR];
-                    for (int r = 0; r < mr; r++) ar[r] = x->t_from + x->t_at[pp * KG_MR + r];
+                    for (int r = 0; r < mr; r++) ar[r] = from + x->t_at[pp * KG_MR + r];
                     KG_F(ukro_table)[mr - 1][np == 4 ? 2 : np - 1](kc, ar, x->boff + k0, w, wst, cr, k0 == 0,
                                                                     tmask);
                 } else

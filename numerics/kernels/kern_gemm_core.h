@@ -160,6 +160,15 @@ typedef struct kg_ctx {
      * output q's term k at t_from[t_at[q] + boff[k]] (ukro). */
     const float *t_from;
     const int64_t *t_at;
+    /* Or each thread's own copy of a convolution's input (t_copy[tid],
+     * filled by the thread's first item: t_filled[tid]), where the items
+     * split the output channels and so each reads every input row: from a
+     * copy the two threads had filled half each, half of every item's
+     * reads crossed to the other core's cache (the two vCPUs share none),
+     * and a stride-2 convolution reads four times the input a stride-1 one
+     * does per output. NULL: t_from. */
+    float *t_copy[8];
+    unsigned char *t_filled;
     bool avx2, avx512;
     bool alies; /* A read where it lies, not packed (kg_run; ap NULL) */
     bool h16; /* fp16 accumulation of fp16 operands on AVX512-FP16 (ukrh) */
