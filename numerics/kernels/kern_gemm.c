@@ -692,9 +692,12 @@ static kg_result kg_lanes_run(const kg_gemm *j, int nt) {
      * again: a kernel of several taps (each input value read by each tap
      * that reaches it; a 1x1 convolution's runs were as fast from the
      * shared copy, and the second fill cost it 3-4%), its copy small enough
-     * to stay in L2 beside an item's weights. Zen 5, two threads, fp32:
-     * 128 -> 256 3x3 stride 2 on 28 x 28 0.61 -> 0.46 ms, 256 -> 512 on
-     * 14 x 14 0.64 -> 0.53, 256 -> 256 stride 1 on 14 x 14 0.77 -> 0.71. */
+     * to stay in L2 beside an item's weights. Zen 5 (KVM), two threads,
+     * fp32, while its two vCPUs shared no cache: 128 -> 256 3x3 stride 2 on
+     * 28 x 28 0.61 -> 0.46 ms, 256 -> 512 on 14 x 14 0.64 -> 0.53, 256 ->
+     * 256 stride 1 on 14 x 14 0.77 -> 0.71, ResNet-18's forward 14.1 ->
+     * 13.6; while they shared one (the host moves them), 0.34 -> 0.33,
+     * 0.39 -> 0.40, 0.64 -> 0.64 and 11.94 -> 12.00: the same within noise. */
     unsigned char filled[8] = {0};
     const bool own_copy = ok && lie && v && nt > 1 && v->KH * v->KW > 1 &&
                           (double)v->cig * (double)x.schan <= KG_OWN_COPY_MAX;

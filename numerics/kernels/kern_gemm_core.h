@@ -164,7 +164,7 @@ typedef struct kg_ctx {
      * filled by the thread's first item: t_filled[tid]), where the items
      * split the output channels and so each reads every input row: from a
      * copy the two threads had filled half each, half of every item's
-     * reads crossed to the other core's cache (the two vCPUs share none),
+     * reads crossed to the other core's cache (where two vCPUs share no cache),
      * and a stride-2 convolution reads four times the input a stride-1 one
      * does per output. NULL: t_from. */
     float *t_copy[8];
