@@ -31,7 +31,8 @@
  *            filled by the untimed first report, so only the recoloured node
  *            and what depends on it are recomputed. Repetitions alternate
  *            between the recoloured plan and the first one (each is one
- *            late-layer recolour away from the cache's state)
+ *            late-layer recolour away from the cache's state); its JSON
+ *            adds the last repetition's thread_ms as the report's
  *   run      the REPL's `run` as a user runs it: the default fp16 plan
  *            (planning timed too), one mpx_compare_run of the fp32 reference
  *            and the fp16 candidate with every layer's metrics, through a
@@ -643,9 +644,10 @@ int main(int argc, char **argv) {
     else if (strcmp(mode, "rerun") == 0)
         snprintf(b.extra, sizeof b.extra,
                  ", \"recoloured\": \"%s\", \"node_index\": %d, \"nodes\": %d, \"incremental\": %s, "
-                 "\"nodes_recomputed\": %d, \"cache_mb\": %.1f",
+                 "\"nodes_recomputed\": %d, \"cache_mb\": %.1f, "
+                 "\"thread_ms\": {\"ref\": %.1f, \"fp16\": %.1f, \"metrics\": %.1f}",
                  late->name, late->index, g->n_nodes, b.incremental ? "true" : "false", b.n_run,
-                 (double)b.cache_bytes / 1048576.0);
+                 (double)b.cache_bytes / 1048576.0, b.job_ms[0], b.job_ms[1], b.job_ms[3]);
     printf("{\"mode\": \"%s\", \"model\": \"%s\", \"shape\": \"%s\", \"load_ms\": %.3f, "
            "\"prepare_ms\": %.3f, \"prepared_mb\": %.1f, \"median_ms\": %.3f, \"ms\": [",
            mode, pos[0], pos[1], load_ms, prepare_ms, (double)prepared / 1048576.0, median(b.ms, b.n_ms));
