@@ -645,7 +645,7 @@ int main(int argc, char **argv) {
         snprintf(b.extra, sizeof b.extra,
                  ", \"recoloured\": \"%s\", \"node_index\": %d, \"nodes\": %d, \"incremental\": %s, "
                  "\"nodes_recomputed\": %d, \"cache_mb\": %.1f, "
-                 "\"thread_ms\": {\"ref\": %.1f, \"fp16\": %.1f, \"metrics\": %.1f}",
+                 "\"thread_ms\": {\"ref\": %.3f, \"fp16\": %.3f, \"metrics\": %.3f}",
                  late->name, late->index, g->n_nodes, b.incremental ? "true" : "false", b.n_run,
                  (double)b.cache_bytes / 1048576.0, b.job_ms[0], b.job_ms[1], b.job_ms[3]);
     printf("{\"mode\": \"%s\", \"model\": \"%s\", \"shape\": \"%s\", \"load_ms\": %.3f, "

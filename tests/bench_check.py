@@ -76,6 +76,19 @@ if rc == 0:
     check(r["mode"] == "run" and len(r["ms"]) == 2 and r["layers"] > 0, "run gives its samples and layers: %s" % r)
     check(r["nodes_run"] == r["layers"] and r["worst_rel_l2_fp16"] > 0,
           "each run is a first run (nothing from a cache) with fp16 errors: %s" % r)
+# rerun: the recoloured plan through the session's cache, only what depends
+# on the recoloured node run again, with where its time went
+rc, out, err = run(src + "/examples/tiny_cnn.json", "1x3x32x32", "rerun", "--repeat", "2", "--warmup", "0",
+                   "--image", "none")
+check(rc == 0, "rerun on tiny_cnn exits 0 (%d: %s)" % (rc, err))
+if rc == 0:
+    r = json.loads(out.strip().splitlines()[-1])
+    check(r["mode"] == "rerun" and len(r["ms"]) == 2 and r["incremental"] is True,
+          "rerun gives its samples, incremental: %s" % r)
+    check(0 < r["nodes_recomputed"] < r["nodes"], "rerun recomputes some nodes, not all: %s" % r)
+    t = r.get("thread_ms", {})
+    check(set(t) == {"ref", "fp16", "metrics"} and all(v >= 0 for v in t.values()),
+          "rerun gives its thread_ms split: %s" % t)
 
 print("bench_check: %s" % ("ok" if fails == 0 else "%d failed" % fails))
 sys.exit(1 if fails else 0)
