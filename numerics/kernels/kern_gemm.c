@@ -228,6 +228,7 @@ void kg_free_bufs(kg_ctx *x) {
         free(x->strip[t]);
         free(x->tile[t]);
         free(x->abuf[t]);
+        free(x->t_copy[t]);
     }
 }
 /* No early exit, so the loop vectorises (kern_gemm.h). */
@@ -522,13 +523,17 @@ static int64_t kg_phase_planes(const kg_conv *v) {
  * reads (the others are never read but past a row's end, dropped), so
  * it is not cleared first: that was a pass over the copy per
  * convolution.) */
+static float *kg_copy_alloc(size_t body) {
+    float *c = malloc((body + 80) * sizeof(float));
+    if (c) memset(c + body, 0, 80 * sizeof(float));
+    return c;
+}
+
 static bool kg_shared_make(const kg_conv *v, int64_t G, kg_ctx *x) {
     x->srows = v->OH + (v->KH - 1) * v->dh / v->sh + 1;
     x->splane = x->srows * v->Wq;
     x->schan = kg_phase_planes(v) * x->splane;
-    const size_t body = (size_t)(G * v->cig * x->schan);
-    x->shared = malloc((body + 80) * sizeof(float));
-    if (x->shared) memset(x->shared + body, 0, 80 * sizeof(float));
+    x->shared = kg_copy_alloc((size_t)(G * v->cig * x->schan));
     return x->shared != NULL;
 }
 
@@ -702,14 +707,10 @@ static kg_result kg_lanes_run(const kg_gemm *j, int nt) {
     const bool own_copy = ok && lie && v && nt > 1 && v->KH * v->KW > 1 &&
                           (double)v->cig * (double)x.schan <= KG_OWN_COPY_MAX;
     if (own_copy) {
-        const size_t body = (size_t)(v->cig * x.schan);
         x.t_copy[0] = x.shared;
         x.shared = NULL;
         x.t_filled = filled;
-        for (int t = 1; ok && t < nt; t++) {
-            ok = (x.t_copy[t] = malloc((body + 80) * sizeof(float))) != NULL;
-            if (ok) memset(x.t_copy[t] + body, 0, 80 * sizeof(float));
-        }
+        for (int t = 1; ok && t < nt; t++) ok = (x.t_copy[t] = kg_copy_alloc((size_t)(v->cig * x.schan))) != NULL;
     }
     if (ok && finite) {
         x.t_w16 = a16;
@@ -729,7 +730,6 @@ static kg_result kg_lanes_run(const kg_gemm *j, int nt) {
     }
     free(at);
     free(x.t_pix_w);
-    for (int t = 0; own_copy && t < nt; t++) free(x.t_copy[t]);
     kg_free_bufs(&x);
     free(boff);
     free(own);

@@ -933,11 +933,18 @@ static KG_TARGET void KG_F(gemm_item)(const kg_ctx *x, int tid, long item) {
 /* Item `item` of the shared copy's fill: a channel (of all groups'),
  * whole, or with bands (kg_ctx.fnb) band item / cig's rows of channel
  * item % cig. */
+/* Channel ch of the convolution's input (group-major: group g's ch is
+ * g * cig + ch), every row, into its place in a whole copy. */
+static inline KG_TARGET void KG_F(fill_whole)(const kg_ctx *x, float *copy, int64_t ch) {
+    const kg_conv *v = x->j->conv;
+    KG_F(fill)(v, v->x + ch * v->H * v->W, 0, x->srows, copy + ch * x->schan, x->splane);
+}
+
 static KG_TARGET void KG_F(fill_chan)(const kg_ctx *x, int tid, long item) {
     (void)tid;
     const kg_conv *v = x->j->conv;
     if (!x->fnb) {
-        KG_F(fill)(v, v->x + item * v->H * v->W, 0, x->srows, x->shared + item * x->schan, x->splane);
+        KG_F(fill_whole)(x, x->shared, item);
         return;
     }
     const int64_t b = item / v->cig, ch = item % v->cig, r0 = x->frow[b], nr = x->frow[b + 1] - r0;
@@ -969,10 +976,7 @@ static KG_TARGET void KG_F(lanes_item)(const kg_ctx *x, int tid, long item) {
 #if KG_SIMD == 2
     const float *from = x->t_from;
     if (x->t_copy[tid]) { /* the thread's own copy, filled by its first item */
-        const kg_conv *v = j->conv;
-        if (!x->t_filled[tid])
-            for (int64_t ci = 0; ci < v->cig; ci++)
-                KG_F(fill)(v, v->x + ci * v->H * v->W, 0, x->srows, x->t_copy[tid] + ci * x->schan, x->splane);
+        for (int64_t ci = 0; !x->t_filled[tid] && ci < j->conv->cig; ci++) KG_F(fill_whole)(x, x->t_copy[tid], ci);
         x->t_filled[tid] = 1;
         from = x->t_copy[tid];
     }
