@@ -213,9 +213,11 @@ int kg_mode_of(const mpx_accum *m) {
  * core's work): the pool's workers spin between jobs and the caller never
  * waits for a sleeping one, so a second thread pays from there; a higher
  * threshold leaves most of a small network's convolutions (MobileNetV3-
- * Small's) on one core. */
+ * Small's) on one core. One, too, while a comparison's two job threads are
+ * both busy (kg_alone_now): the call then runs alone, and a split planned
+ * for two (row blocks, narrower bands) would only cost it. */
 int kg_threads_for(double macs) {
-    return macs < 2.5e5 ? 1 : kg_threads();
+    return macs < 2.5e5 || kg_alone_now() ? 1 : kg_threads();
 }
 /* ---- GEMM ------------------------------------------------------------------------------------- */
 

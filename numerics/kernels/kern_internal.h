@@ -153,11 +153,18 @@ bool mpx_k_cancelled(void);
  * (false) running kernels at the same time (compare_jobs.c's second job
  * thread): the pool's threads then sleep between jobs instead of spinning. */
 void mpx_k_concurrent(bool enter);
+/* Such a thread (either job thread) starts (true) or ends (false) a job:
+ * while two are in one, parallel calls run on their callers' threads alone
+ * (kern_threads.c). */
+void mpx_k_busy(bool enter);
 /* Starts the pool's workers a kernel may use now (a session's start, as a
  * runtime starts its thread pool), rather than at the first parallel job. */
 void mpx_k_start_threads(void);
 /* How many threads a kernel may use (kern_gemm.c: 2, or MPX_KERN_THREADS). */
 int kg_threads(void);
+/* Whether a parallel call made now runs on its caller's thread alone (two
+ * job threads busy: mpx_k_busy), so a product planned now plans for one. */
+bool kg_alone_now(void);
 
 /* ---- helpers ------------------------------------------------------------------ */
 

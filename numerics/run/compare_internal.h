@@ -54,6 +54,7 @@ typedef struct sched {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     atomic_long finished;             /* bumped by every job done and every wake: what a waiting thread watches */
+    bool two;                         /* run on two job threads: each job counted busy (mpx_k_busy) */
 } sched;
 
 double mpx_cmp_now_ms(void);

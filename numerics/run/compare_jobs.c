@@ -58,7 +58,9 @@ static void loop(sched *s, int thread) {
         j->thread = thread;
         pthread_mutex_unlock(&s->mu);
         double t0 = mpx_cmp_now_ms();
+        if (s->two) mpx_k_busy(true);
         s->run(s->ctx, j);
+        if (s->two) mpx_k_busy(false);
         j->ms = mpx_cmp_now_ms() - t0;
         pthread_mutex_lock(&s->mu);
         s->done(s->ctx, j);
@@ -177,8 +179,10 @@ bool mpx_cmp_sched_run(sched *s, bool two_threads) {
     /* Without a worker (one thread asked for, or none could start) the
      * same loop runs here alone. */
     pthread_t th;
+    s->two = two_threads; /* (read by the worker from its start) */
     const bool kept = two_threads && keeper_serve(s);
     const bool own = two_threads && !kept && pthread_create(&th, NULL, worker, s) == 0;
+    if (!kept && !own) s->two = false; /* (alone: no other thread reads it) */
     if (kept || own) mpx_k_concurrent(true);
     loop(s, 0);
     if (kept) keeper_wait();
