@@ -332,6 +332,11 @@ static void conv_case(int idx, bool transpose, bool big, bool dwide, bool dnarro
         p.KH = rnd(1, 3), p.KW = rnd(1, 3), p.sh = rnd(1, 2), p.sw = rnd(1, 2);
         p.dh = mpx_rng_unit(&rng) < 0.2 ? 2 : 1, p.dw = mpx_rng_unit(&rng) < 0.2 ? 2 : 1;
         p.pt = rnd(0, 2), p.pb = rnd(0, 2), p.pl = rnd(0, 2), p.pr = rnd(0, 2);
+        if (idx % 4 == 3) { /* 1x1 at stride 2, no padding read before: terms read in the input itself
+                               (kern_gemm.c kg_lanes_direct); with padding below or right, not */
+            p.KH = p.KW = 1, p.pt = p.pl = 0, p.sh = 2, p.sw = rnd(1, 2);
+            if (mpx_rng_unit(&rng) < 0.6) p.pb = p.pr = 0;
+        }
         p.H = rnd(5, 22) * p.sh, p.W = rnd(5, 22) * p.sw;
     }
     if (kind == CK_WIDE_A) { /* more weights than input: the threads split A's rows (kern_gemm.c kg_ctx.amajor) */
