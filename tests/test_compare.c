@@ -173,7 +173,7 @@ static void test_model(const char *file, const int64_t *dims, int rank) {
     for (int k = 0; k < 4; k++) {
         for (int local = 0; local < 2; local++) {
             /* One thread for the local runs, a worker for the others. */
-            mpx_compare_opts o = {.local = local, .threads = local ? 1 : 0};
+            mpx_compare_opts o = {.local = local, .threads = local ? 1 : 2};
             mpx_compare *c = COMPARE(g, as[k], &x, &o);
             size_t whole = CHECK_EQUAL(g, as[k], &x, c, local);
             if (c) {
@@ -200,7 +200,7 @@ static void test_model(const char *file, const int64_t *dims, int rank) {
     /* All four candidates against one shared reference: each result is the
      * single run's, layer for layer and bit for bit, kept values too. */
     for (int local = 0; local < 2; local++)
-        for (int threads = 0; threads < 2; threads++) {
+        for (int threads = 1; threads <= 2; threads++) {
             mpx_compare_opts o = {.local = local, .threads = threads};
             mpx_compare *many[4] = {0};
             mpx_error_clear(&err);
@@ -259,7 +259,7 @@ static void test_chain_equal(void) {
     mpx_assign *b = mpx_assign_uniform(g, &mpx_format_fp8e4m3_sat, NULL, true);
     for (int v = 0; v < 4; v++) {
         bool local = v & 1;
-        mpx_compare_opts o = {.local = local, .threads = v < 2 ? 1 : 0};
+        mpx_compare_opts o = {.local = local, .threads = v < 2 ? 1 : 2};
         mpx_compare *c = COMPARE(g, a, &x, &o);
         CHECK_EQUAL(g, a, &x, c, local);
         if (c) {
@@ -455,7 +455,7 @@ static void test_chain_memory(void) {
     mpx_assign *h = mpx_assign_uniform(g, &mpx_format_fp16, NULL, false);
     const size_t act = 1000 * sizeof(float);
     for (int run = 0; run < 4; run++) {
-        const int threads = run % 2;
+        const int threads = run % 2 + 1;
         const bool inplace = run < 2;
         if (!inplace) setenv("MPX_CMP_NOINPLACE", "1", 1);
         mpx_compare_opts o = {.threads = threads};
@@ -484,7 +484,7 @@ static void test_chain_memory(void) {
     keep[T(g, "t4")->index] = true;
     mpx_compare_opts o = {.keep = keep, .local = true};
     mpx_compare *c = NULL;
-    for (int threads = 1; threads >= 0; threads--) {
+    for (int threads = 1; threads <= 2; threads++) {
     mpx_compare_free(c);
     o.threads = threads;
     c = COMPARE(g, h, &x, &o);
@@ -581,7 +581,7 @@ static void test_cancel_progress(void) {
     CHECK(log.calls == 0);
 
     /* Cancelled by the progress callback after the second node. */
-    for (int threads = 0; threads < 2; threads++) {
+    for (int threads = 1; threads <= 2; threads++) {
         cancel = 0;
         o.threads = threads;
         log = (progress_log){.increasing = true, .cancel = &cancel, .cancel_at = 2};
@@ -613,7 +613,7 @@ static void test_errors(void) {
     mpx_assign *h = mpx_assign_uniform(g, &mpx_format_fp16, NULL, false);
     mpx_compare_opts o = {.local = true};
     mpx_compare *c;
-    for (int threads = 0; threads < 2; threads++) {
+    for (int threads = 1; threads <= 2; threads++) {
         o.threads = threads;
         c = (mpx_compare *)&err; /* must come back NULL */
         mpx_error_clear(&err);
@@ -730,7 +730,7 @@ static void check_cache(const mpx_graph *g, mpx_value *x, const bool *keep) {
     int all = run_nodes(g), late = float_node(g, true), early = float_node(g, false);
     CHECK(late >= 0 && early >= 0);
     if (late < 0 || early < 0) return;
-    for (int threads = 0; threads < 2; threads++) {
+    for (int threads = 1; threads <= 2; threads++) {
         mpx_compare_cache *k = mpx_compare_cache_new(0);
         mpx_assign *a = mpx_assign_uniform(g, &mpx_format_fp16, NULL, false);
         CHECK(CACHED_RUN(g, a, x, k, keep, threads, 0) == all);
@@ -941,7 +941,7 @@ static void test_cache_lean(void) {
     gb_fill_normal(&x, 13);
     const size_t one = (size_t)4 * 128 * 128 * sizeof(float);
     int all = run_nodes(g), c1 = T(g, "y")->producer->index, r1 = T(g, "u4")->producer->index, m1 = T(g, "u1")->producer->index;
-    for (int threads = 0; threads < 2; threads++) {
+    for (int threads = 1; threads <= 2; threads++) {
         mpx_compare_cache *k = mpx_compare_cache_new(0);
         mpx_assign *a = mpx_assign_uniform(g, &mpx_format_fp16, NULL, false);
         CHECK(CACHED_RUN(g, a, &x, k, NULL, threads, 0) == all);
@@ -1009,7 +1009,7 @@ static void test_measure(void) {
     CHECK(outs && late >= 0 && early >= 0 && second >= 0);
     if (!outs || late < 0 || early < 0 || second < 0) goto done;
     for (int i = 0; i < g->n_outputs; i++) outs[g->outputs[i]->index] = true;
-    for (int threads = 0; threads < 2; threads++) {
+    for (int threads = 1; threads <= 2; threads++) {
         mpx_assign *a = mpx_assign_uniform(g, &mpx_format_fp16, NULL, false);
         /* Without a cache: outputs measured, the rest left out. */
         mpx_compare_opts o = {.measure = outs, .threads = threads};
@@ -1517,7 +1517,7 @@ static void test_inplace(void) {
     for (int64_t k = 0; k < x.n; k++) x.f[k] *= 4.0f;
     const size_t act = (size_t)x.n * sizeof(float);
     for (int local = 0; local < 2; local++)
-        for (int threads = 0; threads < 2; threads++) {
+        for (int threads = 1; threads <= 2; threads++) {
             size_t in, out;
             inplace_runs("pointwise", g, &x, local, threads, &in, &out);
             /* the hard-swish and the unary chain: two values a run at the
@@ -1569,7 +1569,7 @@ static void test_concat_grows(void) {
     for (int full = 0; full < 2; full++) {
         mpx_graph *g = concat_graph(full);
         for (int local = 0; local < 2; local++)
-            for (int threads = 0; threads < 2; threads++) {
+            for (int threads = 1; threads <= 2; threads++) {
                 size_t in, out;
                 inplace_runs(full ? "joins" : "skip join", g, &x, local, threads, &in, &out);
                 /* on one thread: each candidate's join grows, and the

@@ -985,6 +985,29 @@ static bool plan_shared(stream *s) {
     return ok;
 }
 
+/* Whether a comparison's jobs run on two job threads (opts->threads 0:
+ * by the model's size). A second job thread pays where a model's work is
+ * large enough to overlap one node's jobs with another's; below
+ * CMP_TWO_MACS multiply-adds a forward its hand-offs cost more than the
+ * overlap gains, and the jobs run on the calling thread, each node's
+ * kernels still on the kernels' pool (mpx_k_busy: one job thread busy).
+ * Zen 5, two vCPUs, a report (interleaved processes' medians, two job
+ * threads -> one): the GRU 0.45 -> 0.29 ms, the LSTM 1.30 -> 0.76, the
+ * direction classifier 7.44 -> 5.49, rec (0.70 G multiply-adds) 72.3 ->
+ * 63.7, BERT-style (1.84 G) 66.0 -> 62.9, EfficientNet-B0 (0.39 G) 47.2 ->
+ * 46.5, ResNet-18 (1.82 G) 46.4 -> 46.4, MobileNetV3-Small 9.8 -> 9.9, det
+ * (2.30 G) 246 -> 243; UNet (9.2 G) 279 -> 322 and ViT-B/16 (17.6 G) 526 ->
+ * 540 the other way. A REPL run's first (7): the GRU 1.14 -> 0.89 ms, the
+ * LSTM 1.40 -> 1.10, the direction classifier 8.9 -> 5.6. */
+#define CMP_TWO_MACS 4e9
+
+static bool two_job_threads(const mpx_graph *g, const mpx_compare_opts *opts) {
+    if (opts->threads == 1) return false;
+    if (opts->threads >= 2) return true;
+    const int64_t macs = mpx_graph_macs(g);
+    return macs < 0 || (double)macs >= CMP_TWO_MACS;
+}
+
 /* The streamed full run of nc candidates (k: the cache, for one candidate). */
 static mpx_status run_stream(const mpx_graph *g, const mpx_assign *const *a, int nc,
                              const mpx_value *inputs, const mpx_compare_opts *opts,
@@ -1064,7 +1087,7 @@ static mpx_status run_stream(const mpx_graph *g, const mpx_assign *const *a, int
         if (s.uses[i] == 0 && !s.keep[i]) drop(&s, i);
 
     s.sched = (sched){.ctx = &s, .pick = pick, .over = over, .run = run, .done = done, .tick = tick};
-    if (!mpx_cmp_sched_run(&s.sched, opts->threads != 1)) {
+    if (!mpx_cmp_sched_run(&s.sched, two_job_threads(g, opts))) {
         st = mpx_error_set(err, MPX_E_NOMEM, "cannot make the comparison's lock");
         goto fail;
     }

@@ -268,14 +268,16 @@ typedef struct mpx_compare_opts {
     /* Called between nodes (may be NULL): done of total nodes. */
     void (*progress)(void *ctx, int done, int total);
     void *progress_ctx;
-    /* 1: everything on the calling thread, node by node. Otherwise (0,
-     * the default) a second thread shares the work: each node's reference,
-     * candidate and local steps and its metrics are jobs that run as soon
-     * as their inputs exist, a few nodes ahead of the first unfinished one
-     * where a thread would otherwise wait (results are the same bits either
-     * way; the progress callback is called on the caller's thread, and the
-     * run ends at the node after the one it was last told of when cancel is
-     * set). */
+    /* 1: everything on the calling thread, node by node. 2: a second
+     * thread shares the work: each node's reference, candidate and local
+     * steps and its metrics are jobs that run as soon as their inputs
+     * exist, a few nodes ahead of the first unfinished one where a thread
+     * would otherwise wait. 0 (the default): two where one forward has at
+     * least 4 G multiply-adds, else one (compare.c two_job_threads). Either
+     * way each node's kernels may use the kernels' threads, results are the
+     * same bits, the progress callback is called on the caller's thread,
+     * and the run ends at the node after the one it was last told of when
+     * cancel is set. */
     int threads;
     /* An incremental cache (may be NULL; see mpx_compare_cache_new). A run
      * with a cache keeps the computed values in it (within its budget; a
