@@ -388,7 +388,7 @@ static void kg_parallel_slice(kg_par *p, int nt) {
     const long n = p->n;
     if (nt > n) nt = (int)n;
     if (nt > KG_POOL_MAX + 1) nt = KG_POOL_MAX + 1;
-    const bool alone = nt < 2 || kg_in_job || atomic_load(&kg_busy) > 1;
+    const bool alone = nt < 2 || kg_in_job || kg_alone_now();
     p->nt = alone ? 1 : nt;
     kg_ranges_init(p);
     if (alone) {
