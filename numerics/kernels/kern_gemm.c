@@ -796,7 +796,7 @@ kg_result kg_gemm_run(const kg_gemm *j) {
     return res;
 }
 
-enum { KG_MV_PAR_MIN = 1 << 18 }; /* multiply-adds of a kept-A matrix-vector product worth two threads */
+enum { KG_MV_PAR_MIN = 1 << 19 }; /* multiply-adds of a kept-A matrix-vector product worth two threads */
 /* Floats of A (M x K) small enough that narrow bands of a product, each
  * reading all of A, cost less than blocks of rows (kg_run): 64 KiB, L2's
  * share a band reads again, where a 1x1 convolution's B packed again per
@@ -814,19 +814,20 @@ static kg_result kg_run(const kg_gemm *j, int nt) {
         if (!a16) return KG_NOMEM;
         kg_mv16 w = {.j = j, .ap = a16, .f = KG_PICK(kg_lanes_fn, mv16)};
         /* (a large A is read from memory at the speed of both cores' loads:
-         * a classifier's 1000 x 1024 weights are 4 MB a run.) From 2^18
-         * multiply-adds on the threads: the suite's classifiers (1000 x 512,
-         * 1024 x 576, 1000 x 1024, 1000 x 1280) are 0.1-0.2 ms on one
-         * thread, and MobileNetV3-Small's two of them were a ninth of its
-         * forward (Zen 5, two threads, interleaved medians of 9 processes:
-         * the forward 2.44 -> 2.03 ms, the report 12.5 -> 11.4, against the
-         * calling thread alone up to 1.4 M). On a shared machine a worker
-         * woken for it may be preempted inside an item and the caller waits
-         * for it: with three busy processes beside it on the two cores
-         * MobileNetV3-Small's forward took 6.57 ms against 6.30 (at a load
-         * average of 11, ResNet-18's classifier alone took 0.5-5.6 ms
-         * against 0.16-0.24 on one thread); a quiet machine is the case
-         * this is tuned for. */
+         * a classifier's 1000 x 1024 weights are 4 MB a run.) From 2^19
+         * multiply-adds (2 MB of A) on the threads: MobileNetV3-Small's two
+         * classifier products (1024 x 576, 1000 x 1024) were a ninth of its
+         * forward on one thread (Zen 5, two threads, paired processes: the
+         * forward 0.88-0.92 of its time with them on the calling thread
+         * alone up to 1.4 M). ResNet-18's 1000 x 512 stays on the calling
+         * thread: on two, its node took 0.20-0.22 ms in the quantised
+         * ResNet-18 against 0.09-0.16 on one (profile medians). On a shared
+         * machine a worker woken for a product may be preempted inside an
+         * item and the caller waits for it: with three busy processes
+         * beside it on the two cores MobileNetV3-Small's forward took 6.57
+         * ms against 6.30 (at a load average of 11, ResNet-18's classifier
+         * alone took 0.5-5.6 ms against 0.16-0.24 on one thread); a quiet
+         * machine is the case this is tuned for. */
         if (finite) mpx_k_parallel_stoppable((long)(j->G * ((M + 15) / 16)), (double)j->G * (double)M * (double)K > KG_MV_PAR_MIN ? kg_threads() : 1,
                                    kg_mv16_fn, &w);
         free(own);
