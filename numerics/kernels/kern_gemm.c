@@ -819,7 +819,7 @@ static kg_result kg_run(const kg_gemm *j, int nt) {
          * classifier products (1024 x 576, 1000 x 1024) were a ninth of its
          * forward on one thread (Zen 5, two threads, paired processes: the
          * forward 0.88-0.92 of its time with them on the calling thread
-         * alone up to 1.4 M). ResNet-18's 1000 x 512 stays on the calling
+         * alone). ResNet-18's 1000 x 512 stays on the calling
          * thread: on two, its node took 0.20-0.22 ms in the quantised
          * ResNet-18 against 0.09-0.16 on one (profile medians). On a shared
          * machine a worker woken for a product may be preempted inside an
