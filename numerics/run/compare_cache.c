@@ -515,8 +515,9 @@ static size_t take_outs(const mpx_node *n, size_t scratch, mpx_value *outs, mpx_
 }
 
 /* The run from the cache k (which fits g and the inputs). MPX_OK with *out
- * NULL: a value it needs is not cached, run in full. The cache changes only
- * when the run succeeds. */
+ * NULL: a value it needs is not cached, run in full. A run that fails
+ * leaves the cache describing the run before it, less the candidate values
+ * a run that cannot be undone had let go of (below). */
 mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, const mpx_assign *a,
                                   const mpx_value *inputs, const mpx_compare_opts *opts,
                                   mpx_compare **out, mpx_error *err) {
@@ -529,6 +530,7 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
          *layer = mpx_cmp_alloc_n(nt, sizeof *layer), *want = mpx_cmp_alloc_n(nt, sizeof *want),
          *regen = mpx_cmp_alloc_n(nn, sizeof *regen), *rregen = mpx_cmp_alloc_n(nn, sizeof *rregen),
          *hold = mpx_cmp_alloc_n(nt, sizeof *hold), *same = mpx_cmp_alloc_n(nt, sizeof *same),
+         *inner = mpx_cmp_alloc_n(nt, sizeof *inner), *whole = mpx_cmp_alloc_n(nt, sizeof *whole),
          *share = mpx_cmp_alloc_n(nn, sizeof *share);
     int *last = mpx_cmp_alloc_n(nt, sizeof *last); /* a remade value's last reader; -1: not remade */
     mpx_value *ref = mpx_cmp_alloc_values(nt), *cand = mpx_cmp_alloc_values(nt), *outs = mpx_cmp_alloc_values(max_out);
@@ -542,7 +544,7 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
         c->ref = mpx_cmp_alloc_values(nt);
         c->cand = mpx_cmp_alloc_values(nt);
     }
-    if (!dirty || !changed || !layer || !want || !regen || !rregen || !hold || !same || !share || !last || !ref || !cand || !outs || !c || !c->layers ||
+    if (!dirty || !changed || !layer || !want || !regen || !rregen || !hold || !same || !inner || !whole || !share || !last || !ref || !cand || !outs || !c || !c->layers ||
         !c->ref || !c->cand) {
         st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
         goto done;
@@ -660,8 +662,31 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
             if (k->rank[t->index] < k->evict && !hold[t->index] && i > last[t->index]) last[t->index] = i;
         }
     }
+    /* A candidate value made again only for other values made again (the
+     * Add and BatchNormalization before the Relu that feeds a recoloured
+     * ConvTranspose, when full runs left all three out) is passed through:
+     * freed after its last reader, not given to the cache, and not written
+     * whole where its readers run as one chain (below). Given to the cache,
+     * such values took memory the process had never touched: det's first
+     * re-run after recolouring its last ConvTranspose made three values of
+     * 9.8 MB and grew the process by 18 MB for the one it needed. A later
+     * run that needs one makes it again, as now. */
     for (int i = 0; i < nn; i++) {
         const mpx_node *n = g->nodes[i];
+        for (int j = 0; regen[i] && !dirty[i] && j < n->n_outputs; j++) {
+            const mpx_tensor *t = n->outputs[j];
+            if (t && k->rank[t->index] >= 0 && !hold[t->index] && !mpx_cmp_kept(g, opts, t->index))
+                inner[t->index] = true;
+        }
+        for (int j = 0; dirty[i] && !share[i] && j < n->n_inputs; j++)
+            if (n->inputs[j]) inner[n->inputs[j]->index] = false;
+    }
+    for (int i = 0; i < nn; i++) {
+        const mpx_node *n = g->nodes[i];
+        for (int j = 0; regen[i] && !dirty[i] && j < n->n_outputs; j++) {
+            const mpx_tensor *t = n->outputs[j];
+            if (t && inner[t->index] && last[t->index] < i) last[t->index] = i;
+        }
         for (int j = 0; ((dirty[i] && !share[i]) || regen[i]) && j < n->n_inputs; j++) {
             const mpx_tensor *t = n->inputs[j];
             if (t && last[t->index] >= 0 && i > last[t->index]) last[t->index] = i;
@@ -688,6 +713,31 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
         }
     }
     if (!ok) goto done;
+    /* A run nobody may undo lets go of the candidate values it will replace
+     * (the dirty nodes' outputs: only dirty nodes read them, and they read
+     * the new ones) before it makes any, so the heap hands their blocks to
+     * the new values of the same sizes. Made while the old ones were held,
+     * the new values took memory the process had never touched, which the
+     * host backs as it is first written: a re-run of the quantised BERT-style
+     * encoder after recolouring its last layer's Gemm grew the process by
+     * 6 MB and took 17-32 ms instead of 3-4 on this virtual machine. Should
+     * the run then fail, the cache lacks those values as it lacks ones
+     * dropped over budget: a later run that reads one makes it again from
+     * its producer under the recorded plan (the same bits). Not where a
+     * tensor has two writers (a clean one may have written the value). */
+    bool one_writer = !opts->undoable;
+    for (int i = 0; i < nn && one_writer; i++)
+        for (int j = 0; j < g->nodes[i]->n_outputs && one_writer; j++)
+            one_writer = !g->nodes[i]->outputs[j] || g->nodes[i]->outputs[j]->producer == g->nodes[i];
+    for (int i = 0; i < nn && one_writer; i++) {
+        const mpx_node *n = g->nodes[i];
+        for (int j = 0; dirty[i] && j < n->n_outputs; j++) {
+            const mpx_tensor *t = n->outputs[j];
+            if (!t || k->cand[t->index].n < 0 || k->cand[t->index].borrowed) continue;
+            k->bytes -= mpx_value_bytes(&k->cand[t->index]);
+            mpx_value_free(&k->cand[t->index]);
+        }
+    }
 
     /* Only the constants and inputs the dirty nodes read, and the kept
      * ones, are made (rounding every weight again cost more than
@@ -786,13 +836,18 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
          * went 11.4 -> 10.7 s (MPX_FUSE=0 against 1). */
         int span = fuse ? mpx_fuse_span(g, i) : 0, end = i + span - 1;
         for (int q = i; span >= 2 && q <= end; q++)
-            if ((!dirty[q] || share[q]) && !mpx_exec_skipped(g->nodes[q])) span = 0;
+            if (!((dirty[q] && !share[q]) || (regen[q] && !dirty[q])) && !mpx_exec_skipped(g->nodes[q])) span = 0;
         if (span >= 2) {
             size_t before = 0, after = 0;
             for (int q = i; q <= end; q++)
-                if (!mpx_exec_skipped(g->nodes[q]))
-                    before += mpx_value_bytes(&cand[g->nodes[q]->outputs[0]->index]);
-            if (mpx_fuse_run(g, a, i, span, cand, changed, NULL, err) == MPX_OK) {
+                if (!mpx_exec_skipped(g->nodes[q])) {
+                    const int t = g->nodes[q]->outputs[0]->index;
+                    before += mpx_value_bytes(&cand[t]);
+                    /* written whole: what the run or the cache keeps, and
+                     * what a node after the chain reads */
+                    whole[t] = !inner[t] || last[t] > end;
+                }
+            if (mpx_fuse_run(g, a, i, span, cand, whole, NULL, err) == MPX_OK) {
                 for (int q = i; q <= end; q++)
                     if (!mpx_exec_skipped(g->nodes[q])) {
                         after += mpx_value_bytes(&cand[g->nodes[q]->outputs[0]->index]);
@@ -906,6 +961,8 @@ done:
     free(rregen);
     free(hold);
     free(same);
+    free(inner);
+    free(whole);
     free(share);
     free(last);
     mpx_compare_free(c);
