@@ -472,7 +472,8 @@ void mpx_metric_set(mpx_metrics *m, mpx_metric_id id, double v);
  * in full. A full run does not give it the outputs of pointwise nodes,
  * Concats and Resizes of 64 KB and more (at most eight in a row): they are the cheapest to make
  * again, and a later run that needs one makes it (reference or candidate)
- * from the values held and keeps it when the budget has room; keeping every
+ * from the values held and keeps it when the budget has room (not those made
+ * only to make it: they are freed after their last reader); keeping every
  * value made a session's first run pay for hundreds of MB of fresh memory.
  * Peak memory of a cached run is about
  * the budget plus a run without it. NULL on out of memory. */
@@ -485,7 +486,10 @@ void mpx_compare_cache_free(mpx_compare_cache *k);
 size_t mpx_compare_cache_bytes(const mpx_compare_cache *k);
 /* Back to the run before the last one, when the last was an incremental
  * run made with opts.undoable; false (nothing changes) otherwise. Either way
- * the cache describes a run it can continue from. */
+ * the cache describes a run it can continue from. (A run not made undoable
+ * frees the candidate values it replaces before making the new ones; if it
+ * fails, the cache describes the run before it without them, and a later
+ * run that reads one makes it again.) */
 bool mpx_compare_cache_undo(mpx_compare_cache *k);
 
 
