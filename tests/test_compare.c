@@ -959,11 +959,25 @@ static void test_cache_lean(void) {
                   mpx_compare_cache_bytes(k), 5 * one);
         a->node[c1].acc.fmt = &mpx_format_bf16;
         CHECK(CACHED_RUN(g, a, &x, k, NULL, threads, 1) == 1);
-        /* r1: the references of r1's and m2's outputs made again (from u3)
-         * and kept, their candidates recomputed. */
+        /* r1: the references of r1's and m2's outputs made again (from u3),
+         * their candidates recomputed, and all four passed through (a run
+         * that cannot be undone keeps no lean value, as a full run), u5's
+         * old candidate let go: u3 and y are left. */
         make_red(g, a, r1);
         CHECK(CACHED_RUN(g, a, &x, k, NULL, threads, 1) == 3);
-        CHECK(mpx_compare_cache_bytes(k) == 8 * one);
+        CHECK_MSG(mpx_compare_cache_bytes(k) == 4 * one, "cache holds %zu bytes, want %zu",
+                  mpx_compare_cache_bytes(k), 4 * one);
+        /* An undoable run (a search's trial) keeps them for the next trial. */
+        a->node[r1].acc.fmt = &mpx_format_bf16;
+        {
+            mpx_compare_opts o = {.cache = k, .threads = threads, .undoable = true};
+            mpx_compare *c = compare_(__LINE__, g, a, &x, &o);
+            CHECK(c && c->incremental && c->n_run == 3);
+            if (c) check_equal_(__LINE__, g, a, &x, c, false);
+            mpx_compare_free(c);
+        }
+        CHECK_MSG(mpx_compare_cache_bytes(k) == 8 * one, "cache holds %zu bytes, want %zu",
+                  mpx_compare_cache_bytes(k), 8 * one);
         make_red(g, a, m1);
         CHECK(CACHED_RUN(g, a, &x, k, NULL, threads, 1) == all);
         CHECK(CACHED_RUN(g, a, &x, k, NULL, threads, 1) == 0);

@@ -531,8 +531,11 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
          *regen = mpx_cmp_alloc_n(nn, sizeof *regen), *rregen = mpx_cmp_alloc_n(nn, sizeof *rregen),
          *hold = mpx_cmp_alloc_n(nt, sizeof *hold), *same = mpx_cmp_alloc_n(nt, sizeof *same),
          *inner = mpx_cmp_alloc_n(nt, sizeof *inner), *whole = mpx_cmp_alloc_n(nt, sizeof *whole),
+         *pass = mpx_cmp_alloc_n(nt, sizeof *pass),
          *share = mpx_cmp_alloc_n(nn, sizeof *share);
     int *last = mpx_cmp_alloc_n(nt, sizeof *last); /* a remade value's last reader; -1: not remade */
+    int *plast = mpx_cmp_alloc_n(nt, sizeof *plast), *porder = mpx_cmp_alloc_n(nt, sizeof *porder);
+    int *lfirst = mpx_cmp_alloc_n(nn, sizeof *lfirst); /* a node's first layer; -1: none */
     mpx_value *ref = mpx_cmp_alloc_values(nt), *cand = mpx_cmp_alloc_values(nt), *outs = mpx_cmp_alloc_values(max_out);
     mpx_compare *c = calloc(1, sizeof *c);
     mpx_status st = MPX_OK;
@@ -544,7 +547,7 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
         c->ref = mpx_cmp_alloc_values(nt);
         c->cand = mpx_cmp_alloc_values(nt);
     }
-    if (!dirty || !changed || !layer || !want || !regen || !rregen || !hold || !same || !inner || !whole || !share || !last || !ref || !cand || !outs || !c || !c->layers ||
+    if (!dirty || !changed || !layer || !want || !regen || !rregen || !hold || !same || !inner || !whole || !pass || !plast || !porder || !lfirst || !share || !last || !ref || !cand || !outs || !c || !c->layers ||
         !c->ref || !c->cand) {
         st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
         goto done;
@@ -725,11 +728,11 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
      * dropped over budget: a later run that reads one makes it again from
      * its producer under the recorded plan (the same bits). Not where a
      * tensor has two writers (a clean one may have written the value). */
-    bool one_writer = !opts->undoable;
-    for (int i = 0; i < nn && one_writer; i++)
-        for (int j = 0; j < g->nodes[i]->n_outputs && one_writer; j++)
-            one_writer = !g->nodes[i]->outputs[j] || g->nodes[i]->outputs[j]->producer == g->nodes[i];
-    for (int i = 0; i < nn && one_writer; i++) {
+    bool let_go = !opts->undoable;
+    for (int i = 0; i < nn && let_go; i++)
+        for (int j = 0; j < g->nodes[i]->n_outputs && let_go; j++)
+            let_go = !g->nodes[i]->outputs[j] || g->nodes[i]->outputs[j]->producer == g->nodes[i];
+    for (int i = 0; i < nn && let_go; i++) {
         const mpx_node *n = g->nodes[i];
         for (int j = 0; dirty[i] && j < n->n_outputs; j++) {
             const mpx_tensor *t = n->outputs[j];
@@ -782,44 +785,111 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
     /* The run's own cancel reaches inside the kernels too (put back at done). */
     scope = mpx_k_cancel_scope(opts->cancel);
     scoped = true;
-    /* Reference values made again first (they read reference values only),
-     * node by node as the stream's reference steps run. */
-    for (int i = 0; i < nn; i++) {
-        const mpx_node *n = g->nodes[i];
-        if (!rregen[i]) continue;
-        if (opts->cancel && *opts->cancel) {
-            st = mpx_error_set(err, MPX_E_CANCELLED, "run cancelled at node \"%s\" (%d of %d)",
-                               n->name, i + 1, nn);
-            goto done;
+    /* Layers: the cached ones, the dirty nodes' measured again (as each
+     * node is made, below), and those measured now that were left out
+     * before (at the end). */
+    for (int i = 0; i < nn; i++) lfirst[i] = -1;
+    for (int i = 0; i < k->n_layers; i++) {
+        mpx_layer *L = &c->layers[c->n_layers++];
+        *L = k->layers[i];
+        L->fmt = fmt_of(a, L->tensor);
+        if (lfirst[L->node] < 0) lfirst[L->node] = i; /* (a node's layers are together, in node order) */
+        if (!mpx_cmp_measured(opts, L->tensor) && dirty[L->node]) mpx_cmp_set_unmeasured(L);
+    }
+    /* A run that cannot be undone passes through the values full runs leave
+     * out of the cache (lean) that its recomputed nodes make, candidate and
+     * reference: each is freed once its last reader has run and its layer
+     * is measured, and none is given to the cache, as a full run keeps none.
+     * Kept to the end, the quantised BERT-style encoder's first re-run after
+     * recolouring its last layer's Gemm held 14 MB of them at once, more
+     * than its heap had free, and took memory the host backs as it is first
+     * written (5 to 54 ms where later re-runs take 3 to 4). So the reference
+     * values are made as the run reaches them, not all first, and the
+     * layers are measured node by node. Searches' trials (undoable) keep
+     * them: the next trial of the same layers reads them. */
+    int n_pass = 0, next_free = 0, rnext = 0;
+    if (let_go) {
+        for (int t = 0; t < nt; t++) plast[t] = -1;
+        for (int i = 0; i < nn; i++) {
+            const mpx_node *n = g->nodes[i];
+            const bool makes = rregen[i] || (dirty[i] && !share[i]) || regen[i];
+            for (int j = 0; makes && j < n->n_inputs; j++)
+                if (n->inputs[j] && plast[n->inputs[j]->index] < i) plast[n->inputs[j]->index] = i;
+            for (int j = 0; (rregen[i] || dirty[i]) && j < n->n_outputs; j++) {
+                const mpx_tensor *t = n->outputs[j];
+                if (!t || !k->lean[t->index] || hold[t->index] || mpx_cmp_kept(g, opts, t->index)) continue;
+                if (plast[t->index] < i) plast[t->index] = i;
+                pass[t->index] = true;
+            }
         }
-        size_t scratch = 0;
-        double t2 = mpx_cmp_now_ms();
-        st = mpx_exec_node(n, NULL, ref, false, outs, &scratch, err);
-        c->ms_ref += mpx_cmp_now_ms() - t2;
-        if (st != MPX_OK) goto done;
-        live = take_outs(n, scratch, outs, ref, live, &peak);
-        if (!dirty[i] && !regen[i]) c->n_run++;
+        /* the passed-through values by their last reader, to free in order */
+        for (int i = 0; i < nn; i++) { /* (plast[t] is t's producer or a node reading it) */
+            const mpx_node *n = g->nodes[i];
+            for (int j = 0; j < n->n_inputs + n->n_outputs; j++) {
+                const mpx_tensor *t = j < n->n_inputs ? n->inputs[j] : n->outputs[j - n->n_inputs];
+                bool seen = false;
+                for (int x = 0; x < j && !seen; x++)
+                    seen = (x < n->n_inputs ? n->inputs[x] : n->outputs[x - n->n_inputs]) == t;
+                if (t && !seen && pass[t->index] && plast[t->index] == i) porder[n_pass++] = t->index;
+            }
+        }
     }
     /* Candidate values that are the reference's (same: a shared node's
      * outputs, a clean one's the cache marked, constants and inputs held in
      * fp32) read the reference's value, for the nodes that compute, the
      * metrics and the kept copies. Where the reference's is absent, a
      * shared node's output is absent too (not the cache's old value: no
-     * node reads it, its producer runs after all where one would, above),
-     * and a clean one's stays the value the cache holds, if any (made again
-     * when the reference's was not at hand: the same bits). */
+     * node reads it, its producer runs after all where one would), and a
+     * clean one's stays the value the cache holds, if any (made again when
+     * the reference's was not at hand: the same bits). Here for the values
+     * at hand, and for those made again as each is made. */
     for (int t = 0; t < nt; t++)
         if (same[t] && (ref[t].n >= 0 || changed[t]) && (cand[t].n < 0 || cand[t].borrowed)) {
             mpx_value_free(&cand[t]);
             if (ref[t].n >= 0) view(&cand[t], &ref[t]);
         }
-    for (int i = 0; i < nn; i++) {
-        const mpx_node *n = g->nodes[i];
-        if (!dirty[i] && !regen[i]) continue;
+    for (int i = 0; i <= nn; i++) {
+        const mpx_node *n = i < nn ? g->nodes[i] : NULL;
+        const bool makes = n && (dirty[i] || regen[i]);
+        int span = makes && !share[i] && fuse ? mpx_fuse_span(g, i) : 0, end = makes ? i + (span > 1 ? span : 1) - 1 : i;
+        for (int q = i; span >= 2 && q <= end; q++)
+            if (!((dirty[q] && !share[q]) || (regen[q] && !dirty[q])) && !mpx_exec_skipped(g->nodes[q])) span = 0;
+        if (span < 2) end = i;
+        /* Reference values made again up to here (they read reference
+         * values only), node by node as the stream's reference steps run. */
+        for (; rnext < nn && (rnext <= end || i == nn); rnext++) {
+            const mpx_node *r = g->nodes[rnext];
+            if (!rregen[rnext]) continue;
+            if (opts->cancel && *opts->cancel) {
+                st = mpx_error_set(err, MPX_E_CANCELLED, "run cancelled at node \"%s\" (%d of %d)",
+                                   r->name, rnext + 1, nn);
+                goto done;
+            }
+            size_t scratch = 0;
+            double t2 = mpx_cmp_now_ms();
+            st = mpx_exec_node(r, NULL, ref, false, outs, &scratch, err);
+            c->ms_ref += mpx_cmp_now_ms() - t2;
+            if (st != MPX_OK) goto done;
+            live = take_outs(r, scratch, outs, ref, live, &peak);
+            if (!dirty[rnext] && !regen[rnext]) c->n_run++;
+            for (int j = 0; j < r->n_outputs; j++) {
+                const mpx_tensor *o = r->outputs[j];
+                if (!o) continue;
+                const int t = o->index;
+                if (same[t] && (ref[t].n >= 0 || changed[t]) && (cand[t].n < 0 || cand[t].borrowed)) {
+                    mpx_value_free(&cand[t]);
+                    if (ref[t].n >= 0) view(&cand[t], &ref[t]);
+                }
+            }
+        }
+        if (!makes) {
+            if (i == nn) end = nn - 1;
+            goto measured;
+        }
         if (share[i]) { /* (its outputs are the reference's: above) */
             c->n_run++; /* (counted as a full run counts them: mpx_compare's n_shared) */
             c->n_shared++;
-            continue;
+            goto measured;
         }
         if (opts->cancel && *opts->cancel) {
             st = mpx_error_set(err, MPX_E_CANCELLED, "run cancelled at node \"%s\" (%d of %d)",
@@ -834,9 +904,6 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
          * less per node. A search evaluation that recomputes det's candidate
          * spent a third of its time in such nodes one by one; det's search
          * went 11.4 -> 10.7 s (MPX_FUSE=0 against 1). */
-        int span = fuse ? mpx_fuse_span(g, i) : 0, end = i + span - 1;
-        for (int q = i; span >= 2 && q <= end; q++)
-            if (!((dirty[q] && !share[q]) || (regen[q] && !dirty[q])) && !mpx_exec_skipped(g->nodes[q])) span = 0;
         if (span >= 2) {
             size_t before = 0, after = 0;
             for (int q = i; q <= end; q++)
@@ -857,14 +924,14 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
                 if (live > peak) peak = live;
                 c->ms_cand += mpx_cmp_now_ms() - t2;
                 live -= free_remade(g, opts, i, end, last, cand);
-                i = end;
-                continue;
+                goto measured;
             }
             if (mpx_k_cancelled()) { /* (the chain's values are dropped, as a node's are) */
                 st = mpx_error_set(err, MPX_E_CANCELLED, "run cancelled at node \"%s\" (%d of %d)", n->name, i + 1, nn);
                 goto done;
             }
             if (err) mpx_error_clear(err); /* nothing changed: node by node, with its own message */
+            end = i;
         }
         st = mpx_exec_node(n, a, cand, false, outs, &scratch, err);
         c->ms_cand += mpx_cmp_now_ms() - t2;
@@ -872,18 +939,40 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
         live = take_outs(n, scratch, outs, cand, live, &peak);
         c->n_run++;
         live -= free_remade(g, opts, i, i, last, cand);
-    }
-    /* Layers: the cached ones, the dirty nodes' measured again, and those
-     * measured now that were left out before. */
-    for (int i = 0; i < k->n_layers; i++) {
-        mpx_layer *L = &c->layers[c->n_layers++];
-        *L = k->layers[i];
-        L->fmt = fmt_of(a, L->tensor);
-        if (!mpx_cmp_measured(opts, L->tensor)) {
-            if (dirty[L->node]) mpx_cmp_set_unmeasured(L);
-            continue;
+    measured:
+        /* The dirty nodes' measured layers, then the values passed through
+         * that nothing reads any more. */
+        for (int q = i; q <= end && q < nn; q++) {
+            const mpx_node *m = g->nodes[q];
+            for (int x = lfirst[q]; dirty[q] && x >= 0 && x < c->n_layers && c->layers[x].node == q; x++) {
+                mpx_layer *L = &c->layers[x];
+                const mpx_tensor *t = g->tensors[L->tensor];
+                if (!mpx_cmp_measured(opts, L->tensor)) continue;
+                L->unmeasured = false;
+                double t3 = mpx_cmp_now_ms();
+                mpx_error e;
+                mpx_error_clear(&e);
+                st = mpx_metrics_compute(&ref[t->index], &cand[t->index], L->fmt, &L->m, &e);
+                c->ms_metrics += mpx_cmp_now_ms() - t3;
+                if (st != MPX_OK) {
+                    st = mpx_error_set(err, st, "node \"%s\" (%s): output \"%s\": %s", m->name, m->op_type,
+                                       t->name, e.msg);
+                    goto done;
+                }
+            }
         }
-        if (!dirty[L->node] && !L->unmeasured) continue;
+        for (; next_free < n_pass && plast[porder[next_free]] <= end; next_free++) {
+            const int t = porder[next_free];
+            live -= mpx_value_bytes(&cand[t]) + mpx_value_bytes(&ref[t]);
+            mpx_value_free(&cand[t]);
+            mpx_value_free(&ref[t]);
+        }
+        if (span >= 2) i = end;
+    }
+    /* Layers measured now that were left out before. */
+    for (int i = 0; i < c->n_layers; i++) {
+        mpx_layer *L = &c->layers[i];
+        if (dirty[L->node] || !L->unmeasured || !mpx_cmp_measured(opts, L->tensor)) continue;
         L->unmeasured = false;
         const mpx_tensor *t = g->tensors[L->tensor];
         double t2 = mpx_cmp_now_ms();
@@ -963,6 +1052,10 @@ done:
     free(same);
     free(inner);
     free(whole);
+    free(pass);
+    free(plast);
+    free(porder);
+    free(lfirst);
     free(share);
     free(last);
     mpx_compare_free(c);
