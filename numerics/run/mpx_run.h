@@ -472,8 +472,9 @@ void mpx_metric_set(mpx_metrics *m, mpx_metric_id id, double v);
  * in full. A full run does not give it the outputs of pointwise nodes,
  * Concats and Resizes of 64 KB and more (at most eight in a row): they are the cheapest to make
  * again, and a later run that needs one makes it (reference or candidate)
- * from the values held and keeps it when the budget has room (not those made
- * only to make it: they are freed after their last reader); keeping every
+ * from the values held; an undoable run (a search's trial) keeps it when the
+ * budget has room (not those made only to make it), a run that cannot be
+ * undone frees it after its last reader, as a full run does; keeping every
  * value made a session's first run pay for hundreds of MB of fresh memory.
  * Peak memory of a cached run is about
  * the budget plus a run without it. NULL on out of memory. */
