@@ -925,6 +925,39 @@ static void test_cache_lean_identity(void) {
     mpx_graph_free(g);
 }
 
+/* DynamicQuantizeLinear's tensor is lean (a pass to make again), its scale
+ * and zero point not: a full run keeps the other values but the quantised
+ * one (int64 here, twice a float's bytes), and a recolour reading it makes
+ * it again. */
+static void test_cache_lean_quant(void) {
+    mpx_graph *g = mpx_graph_new("lean_q.json");
+    g->opset = 13;
+    node(g, "dql", "DynamicQuantizeLinear", "x:f:1x4x128x128", "q s z", "");
+    node(g, "deq", "DequantizeLinear", "q s z", "u", "");
+    node(g, "sm", "Softmax", "u", "v", "");
+    node(g, "r1", "Relu", "v", "y", "");
+    finish(g, "y");
+    int64_t d[4] = {1, 4, 128, 128};
+    mpx_value x;
+    mpx_value_alloc(&x, MPX_DT_FLOAT, 4, d, NULL);
+    gb_fill_normal(&x, 19);
+    const size_t one = (size_t)4 * 128 * 128 * sizeof(float);
+    int all = run_nodes(g), deq = T(g, "u")->producer->index;
+    mpx_compare_cache *k = mpx_compare_cache_new(0);
+    mpx_assign *a = mpx_assign_uniform(g, &mpx_format_fp16, NULL, false);
+    CHECK(CACHED_RUN(g, a, &x, k, NULL, 1, 0) == all);
+    CHECK(mpx_cmp_cache_lean(k, T(g, "q")->index) && !mpx_cmp_cache_lean(k, T(g, "s")->index));
+    /* held: u, v and y, each reference and candidate, the scale and zero point */
+    const size_t held = mpx_compare_cache_bytes(k);
+    CHECK_MSG(held >= 6 * one && held < 6 * one + 64, "cache holds %zu bytes, want %zu and the scalars", held, 6 * one);
+    make_red(g, a, deq);
+    CHECK(CACHED_RUN(g, a, &x, k, NULL, 1, 1) == all);
+    mpx_compare_cache_free(k);
+    mpx_assign_free(a);
+    mpx_value_free(&x);
+    mpx_graph_free(g);
+}
+
 static void test_cache_lean(void) {
     mpx_graph *g = mpx_graph_new("lean.json");
     g->opset = 13;
@@ -1823,6 +1856,7 @@ int main(void) {
     test_cache();
     test_cache_lean();
     test_cache_lean_identity();
+    test_cache_lean_quant();
     test_measure();
     test_weights_unrounded();
     test_packing_shared();

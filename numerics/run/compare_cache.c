@@ -247,6 +247,7 @@ static bool lean_op(mpx_op op) {
     switch (op) {
     case MPX_OP_Concat: case MPX_OP_Resize: case MPX_OP_Reshape: case MPX_OP_Flatten: case MPX_OP_Squeeze:
     case MPX_OP_Unsqueeze: case MPX_OP_Transpose: case MPX_OP_Slice: case MPX_OP_Identity:
+    case MPX_OP_DynamicQuantizeLinear:
         return true;
     default:
         return mpx_kernel_pointwise(op);
@@ -268,7 +269,11 @@ static bool cache_plan_lean(mpx_compare_cache *k, const mpx_graph *g) {
     }
     for (int i = 0; ok && plain && i < g->n_nodes; i++) {
         const mpx_node *n = g->nodes[i];
-        if (mpx_exec_skipped(n) || !lean_op(n->op) || n->n_outputs != 1 || !n->outputs[0]) continue;
+        /* (DynamicQuantizeLinear: its first output, the tensor; its scale
+         * and zero point are one value each) */
+        if (mpx_exec_skipped(n) || !lean_op(n->op) || !n->outputs[0] ||
+            (n->n_outputs != 1 && n->op != MPX_OP_DynamicQuantizeLinear))
+            continue;
         const mpx_tensor *o = n->outputs[0];
         if (est_bytes(o) < LEAN_MIN_BYTES || o->producer != n || (o->flags & MPX_T_OUTPUT)) continue;
         int d = 0;
