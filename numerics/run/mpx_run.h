@@ -470,7 +470,8 @@ void mpx_metric_set(mpx_metrics *m, mpx_metric_id id, double v);
  * needing a dropped candidate value makes it again from the values still
  * held (candidate work only), one needing a dropped reference value runs
  * in full. A full run does not give it the outputs of pointwise nodes,
- * Concats and Resizes of 64 KB and more (at most eight in a row): they are the cheapest to make
+ * Concats, Resizes, element moves and DynamicQuantizeLinear of 64 KB and
+ * more (at most eight in a row): they are the cheapest to make
  * again, and a later run that needs one makes it (reference or candidate)
  * from the values held; an undoable run (a search's trial) keeps it when the
  * budget has room (not those made only to make it), a run that cannot be
