@@ -521,6 +521,22 @@ static size_t take_outs(const mpx_node *n, size_t scratch, mpx_value *outs, mpx_
     return live;
 }
 
+/* Layer L's figures from the run's values of its tensor, the time they
+ * took added to c's; an error names the node and the output. */
+static mpx_status measure_layer(const mpx_graph *g, mpx_compare *c, mpx_layer *L, const mpx_value *ref,
+                                const mpx_value *cand, mpx_error *err) {
+    const mpx_tensor *t = g->tensors[L->tensor];
+    L->unmeasured = false;
+    double t0 = mpx_cmp_now_ms();
+    mpx_error e;
+    mpx_error_clear(&e);
+    mpx_status st = mpx_metrics_compute(&ref[t->index], &cand[t->index], L->fmt, &L->m, &e);
+    c->ms_metrics += mpx_cmp_now_ms() - t0;
+    if (st == MPX_OK) return MPX_OK;
+    const mpx_node *n = g->nodes[L->node];
+    return mpx_error_set(err, st, "node \"%s\" (%s): output \"%s\": %s", n->name, n->op_type, t->name, e.msg);
+}
+
 /* The run from the cache k (which fits g and the inputs). MPX_OK with *out
  * NULL: a value it needs is not cached, run in full. A run that fails
  * leaves the cache describing the run before it, less the candidate values
@@ -949,25 +965,11 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
     measured:
         /* The dirty nodes' measured layers, then the values passed through
          * that nothing reads any more. */
-        for (int q = i; q <= end && q < nn; q++) {
-            const mpx_node *m = g->nodes[q];
-            for (int x = lfirst[q]; dirty[q] && x >= 0 && x < c->n_layers && c->layers[x].node == q; x++) {
-                mpx_layer *L = &c->layers[x];
-                const mpx_tensor *t = g->tensors[L->tensor];
-                if (!mpx_cmp_measured(opts, L->tensor)) continue;
-                L->unmeasured = false;
-                double t3 = mpx_cmp_now_ms();
-                mpx_error e;
-                mpx_error_clear(&e);
-                st = mpx_metrics_compute(&ref[t->index], &cand[t->index], L->fmt, &L->m, &e);
-                c->ms_metrics += mpx_cmp_now_ms() - t3;
-                if (st != MPX_OK) {
-                    st = mpx_error_set(err, st, "node \"%s\" (%s): output \"%s\": %s", m->name, m->op_type,
-                                       t->name, e.msg);
+        for (int q = i; q <= end && q < nn; q++)
+            for (int x = lfirst[q]; dirty[q] && x >= 0 && x < c->n_layers && c->layers[x].node == q; x++)
+                if (mpx_cmp_measured(opts, c->layers[x].tensor) &&
+                    (st = measure_layer(g, c, &c->layers[x], ref, cand, err)) != MPX_OK)
                     goto done;
-                }
-            }
-        }
         for (; next_free < n_pass && plast[porder[next_free]] <= end; next_free++) {
             const int t = porder[next_free];
             live -= mpx_value_bytes(&cand[t]) + mpx_value_bytes(&ref[t]);
@@ -980,19 +982,7 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
     for (int i = 0; i < c->n_layers; i++) {
         mpx_layer *L = &c->layers[i];
         if (dirty[L->node] || !L->unmeasured || !mpx_cmp_measured(opts, L->tensor)) continue;
-        L->unmeasured = false;
-        const mpx_tensor *t = g->tensors[L->tensor];
-        double t2 = mpx_cmp_now_ms();
-        mpx_error e;
-        mpx_error_clear(&e);
-        st = mpx_metrics_compute(&ref[t->index], &cand[t->index], L->fmt, &L->m, &e);
-        c->ms_metrics += mpx_cmp_now_ms() - t2;
-        if (st != MPX_OK) {
-            const mpx_node *n = g->nodes[L->node];
-            st = mpx_error_set(err, st, "node \"%s\" (%s): output \"%s\": %s", n->name, n->op_type,
-                               t->name, e.msg);
-            goto done;
-        }
+        if ((st = measure_layer(g, c, L, ref, cand, err)) != MPX_OK) goto done;
     }
     /* Kept values: copies of what the cache holds, inputs and constants as
      * mpx_exec_start made them. */
