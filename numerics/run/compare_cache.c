@@ -875,8 +875,13 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
         const mpx_node *n = i < nn ? g->nodes[i] : NULL;
         const bool makes = n && (dirty[i] || regen[i]);
         int span = makes && !share[i] && fuse ? mpx_fuse_span(g, i) : 0, end = makes ? i + (span > 1 ? span : 1) - 1 : i;
-        for (int q = i; span >= 2 && q <= end; q++)
+        /* (not where a value is passed through: the chain's outputs would
+         * all be held at once until its layers are measured) */
+        for (int q = i; span >= 2 && q <= end; q++) {
             if (!((dirty[q] && !share[q]) || (regen[q] && !dirty[q])) && !mpx_exec_skipped(g->nodes[q])) span = 0;
+            for (int j = 0; span >= 2 && j < g->nodes[q]->n_outputs; j++)
+                if (g->nodes[q]->outputs[j] && pass[g->nodes[q]->outputs[j]->index]) span = 0;
+        }
         if (span < 2) end = i;
         /* Reference values made again up to here (they read reference
          * values only), node by node as the stream's reference steps run. */
