@@ -2,7 +2,9 @@
  * compare.c streams the reference and candidates node by node,
  * compare_jobs.c runs the stream's jobs (each node's steps and metrics) on
  * the calling thread and a worker as their inputs become ready,
- * compare_cache.c keeps values between runs for incremental comparisons.
+ * compare_cache.c keeps values between runs for incremental comparisons,
+ * compare_incremental.c runs from them (their shared state:
+ * compare_cache_internal.h).
  * A stream owns its jobs and worker for one mpx_compare_run call; the cache is
  * owned by the caller (mpx_compare_cache_new). */
 #ifndef MPX_COMPARE_INTERNAL_H
@@ -76,7 +78,7 @@ size_t mpx_cmp_outs_bytes(const mpx_value *outs, int n);
  * format, no body (so, on the reference's inputs, the reference's bits). */
 bool mpx_cmp_rounds_nothing(const mpx_assign *a, const mpx_node *n);
 
-/* compare_cache.c */
+/* compare_cache.c, compare_incremental.c */
 /* Whether the run takes tensor t's metrics (opts->measure), and a layer
  * marked as left out. */
 bool mpx_cmp_measured(const mpx_compare_opts *opts, int t);
