@@ -14,6 +14,15 @@ static void view(mpx_value *dst, const mpx_value *src) {
     if (dst->n >= 0) dst->borrowed = true;
 }
 
+/* Tensor t's candidate value is the reference's (same): a view of the
+ * reference's where that is at hand; where it is absent and t changed
+ * (a shared node's output), absent too (compare the run below). */
+static void read_same(int t, const bool *same, const bool *changed, const mpx_value *ref, mpx_value *cand) {
+    if (!same[t] || (ref[t].n < 0 && !changed[t]) || (cand[t].n >= 0 && !cand[t].borrowed)) return;
+    mpx_value_free(&cand[t]);
+    if (ref[t].n >= 0) view(&cand[t], &ref[t]);
+}
+
 /* Frees the remade values (last[t] >= 0) that nodes lo..hi read for the
  * last time, unless kept; their bytes. */
 static size_t free_remade(const mpx_graph *g, const mpx_compare_opts *opts, int lo, int hi, int *last,
@@ -115,7 +124,7 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
          *pass = mpx_cmp_alloc_n(nt, sizeof *pass),
          *share = mpx_cmp_alloc_n(nn, sizeof *share);
     int *last = mpx_cmp_alloc_n(nt, sizeof *last); /* a remade value's last reader; -1: not remade */
-    int *plast = mpx_cmp_alloc_n(nt, sizeof *plast), *porder = mpx_cmp_alloc_n(nt, sizeof *porder);
+    int *plast = mpx_cmp_alloc_n(nt, sizeof *plast); /* a passed-through value's last reader */
     int *lfirst = mpx_cmp_alloc_n(nn, sizeof *lfirst); /* a node's first layer; -1: none */
     mpx_value *ref = mpx_cmp_alloc_values(nt), *cand = mpx_cmp_alloc_values(nt), *outs = mpx_cmp_alloc_values(max_out);
     mpx_compare *c = calloc(1, sizeof *c);
@@ -128,7 +137,7 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
         c->ref = mpx_cmp_alloc_values(nt);
         c->cand = mpx_cmp_alloc_values(nt);
     }
-    if (!dirty || !changed || !layer || !want || !regen || !rregen || !hold || !same || !inner || !whole || !pass || !plast || !porder || !lfirst || !share || !last || !ref || !cand || !outs || !c || !c->layers ||
+    if (!dirty || !changed || !layer || !want || !regen || !rregen || !hold || !same || !inner || !whole || !pass || !plast || !lfirst || !share || !last || !ref || !cand || !outs || !c || !c->layers ||
         !c->ref || !c->cand) {
         st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
         goto done;
@@ -164,10 +173,11 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
      * producer, run after all when it was to share (the same bits), or
      * made again as a clean node's (regen). Not where a tensor has two
      * writers. */
-    bool can_share = !mpx_env_on("MPX_CMP_NOSHARE");
-    for (int i = 0; i < nn && can_share; i++)
+    bool one_writer = true; /* every tensor written by its producer alone */
+    for (int i = 0; i < nn && one_writer; i++)
         for (int j = 0; j < g->nodes[i]->n_outputs; j++)
-            if (g->nodes[i]->outputs[j] && g->nodes[i]->outputs[j]->producer != g->nodes[i]) can_share = false;
+            if (g->nodes[i]->outputs[j] && g->nodes[i]->outputs[j]->producer != g->nodes[i]) one_writer = false;
+    const bool can_share = one_writer && !mpx_env_on("MPX_CMP_NOSHARE");
     for (int t = 0; t < nt && can_share; t++) {
         const mpx_tensor *tt = g->tensors[t];
         same[t] = (!tt->producer || mpx_exec_skipped(tt->producer)) && !mpx_cmp_fmt_of(a, t);
@@ -309,10 +319,7 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
      * dropped over budget: a later run that reads one makes it again from
      * its producer under the recorded plan (the same bits). Not where a
      * tensor has two writers (a clean one may have written the value). */
-    bool let_go = !opts->undoable;
-    for (int i = 0; i < nn && let_go; i++)
-        for (int j = 0; j < g->nodes[i]->n_outputs && let_go; j++)
-            let_go = !g->nodes[i]->outputs[j] || g->nodes[i]->outputs[j]->producer == g->nodes[i];
+    const bool let_go = one_writer && !opts->undoable;
     for (int i = 0; i < nn && let_go; i++) {
         const mpx_node *n = g->nodes[i];
         for (int j = 0; dirty[i] && j < n->n_outputs; j++) {
@@ -388,7 +395,7 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
      * values are made as the run reaches them, not all first, and the
      * layers are measured node by node. Searches' trials (undoable) keep
      * them: the next trial of the same layers reads them. */
-    int n_pass = 0, next_free = 0, rnext = 0;
+    int rnext = 0;
     if (let_go) {
         for (int t = 0; t < nt; t++) plast[t] = -1;
         for (int i = 0; i < nn; i++) {
@@ -403,17 +410,6 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
                 pass[t->index] = true;
             }
         }
-        /* the passed-through values by their last reader, to free in order */
-        for (int i = 0; i < nn; i++) { /* (plast[t] is t's producer or a node reading it) */
-            const mpx_node *n = g->nodes[i];
-            for (int j = 0; j < n->n_inputs + n->n_outputs; j++) {
-                const mpx_tensor *t = j < n->n_inputs ? n->inputs[j] : n->outputs[j - n->n_inputs];
-                bool seen = false;
-                for (int x = 0; x < j && !seen; x++)
-                    seen = (x < n->n_inputs ? n->inputs[x] : n->outputs[x - n->n_inputs]) == t;
-                if (t && !seen && pass[t->index] && plast[t->index] == i) porder[n_pass++] = t->index;
-            }
-        }
     }
     /* Candidate values that are the reference's (same: a shared node's
      * outputs, a clean one's the cache marked, constants and inputs held in
@@ -424,11 +420,7 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
      * clean one's stays the value the cache holds, if any (made again when
      * the reference's was not at hand: the same bits). Here for the values
      * at hand, and for those made again as each is made. */
-    for (int t = 0; t < nt; t++)
-        if (same[t] && (ref[t].n >= 0 || changed[t]) && (cand[t].n < 0 || cand[t].borrowed)) {
-            mpx_value_free(&cand[t]);
-            if (ref[t].n >= 0) view(&cand[t], &ref[t]);
-        }
+    for (int t = 0; t < nt; t++) read_same(t, same, changed, ref, cand);
     for (int i = 0; i <= nn; i++) {
         const mpx_node *n = i < nn ? g->nodes[i] : NULL;
         const bool makes = n && (dirty[i] || regen[i]);
@@ -458,15 +450,8 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
             if (st != MPX_OK) goto done;
             live = take_outs(r, scratch, outs, ref, live, &peak);
             if (!dirty[rnext] && !regen[rnext]) c->n_run++;
-            for (int j = 0; j < r->n_outputs; j++) {
-                const mpx_tensor *o = r->outputs[j];
-                if (!o) continue;
-                const int t = o->index;
-                if (same[t] && (ref[t].n >= 0 || changed[t]) && (cand[t].n < 0 || cand[t].borrowed)) {
-                    mpx_value_free(&cand[t]);
-                    if (ref[t].n >= 0) view(&cand[t], &ref[t]);
-                }
-            }
+            for (int j = 0; j < r->n_outputs; j++)
+                if (r->outputs[j]) read_same(r->outputs[j]->index, same, changed, ref, cand);
         }
         if (!makes) {
             if (i == nn) end = nn - 1;
@@ -533,11 +518,15 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
                 if (mpx_cmp_measured(opts, c->layers[x].tensor) &&
                     (st = measure_layer(g, c, &c->layers[x], ref, cand, err)) != MPX_OK)
                     goto done;
-        for (; next_free < n_pass && plast[porder[next_free]] <= end; next_free++) {
-            const int t = porder[next_free];
-            live -= mpx_value_bytes(&cand[t]) + mpx_value_bytes(&ref[t]);
-            mpx_value_free(&cand[t]);
-            mpx_value_free(&ref[t]);
+        for (int q = i; q <= end && q < nn; q++) { /* (plast[t]: t's producer or a node reading it) */
+            const mpx_node *m = g->nodes[q];
+            for (int j = 0; j < m->n_inputs + m->n_outputs; j++) {
+                const mpx_tensor *o = j < m->n_inputs ? m->inputs[j] : m->outputs[j - m->n_inputs];
+                if (!o || !pass[o->index] || plast[o->index] != q) continue;
+                live -= mpx_value_bytes(&cand[o->index]) + mpx_value_bytes(&ref[o->index]);
+                mpx_value_free(&cand[o->index]); /* (a second time for an input read twice: nothing) */
+                mpx_value_free(&ref[o->index]);
+            }
         }
         if (span >= 2) i = end;
     }
@@ -614,7 +603,6 @@ done:
     free(whole);
     free(pass);
     free(plast);
-    free(porder);
     free(lfirst);
     free(share);
     free(last);
