@@ -1278,17 +1278,19 @@ static void test_norm(void) {
     /* LayerNormalization's fp32 sums bit for bit in their documented order
      * (each row's terms in order, blocks of 64 summed from 0 and added to
      * the running sum, a partial last one too): 15 rows of 200 (the kernel
-     * takes rows 8 at a time: a partial group), Scale and B one value per
-     * place; Scale broadcast over rows too ([1]: the general path); 303
-     * rows of 256 (2^16 values or more: groups of rows on the kernel
-     * threads); 9 rows of 1100 (longer than the rows the kernel copies
-     * transposed, kern_norm.c's LN_T); and 15 rows of 200 without B. */
-    for (int variant = 0; variant < 5; variant++) {
-        static const char *const xs[5] = {"3x5x200", "3x5x200", "3x101x256", "3x3x1100", "3x5x200"};
-        static const char *const ss[5] = {"200", "1", "256", "1100", "200"};
-        static const int64_t Rs[5] = {15, 15, 303, 9, 15}, Ds[5] = {200, 200, 256, 1100, 200};
-        static const char *const what[5] = {"Scale [200]", "Scale [1]", "303 rows of 256", "9 rows of 1100",
-                                            "no B"};
+     * takes rows 16 at a time, 8 or 16 a vector: partial groups; the rows'
+     * last values under a mask), Scale and B one value per place; Scale
+     * broadcast over rows too ([1]: the general path); 303 rows of 256 (2^16
+     * values or more: groups of rows on the kernel threads); 9 rows of 1100
+     * (longer than the rows the portable build copies transposed,
+     * kern_norm.c's LN_T); 15 rows of 200 without B; 21 rows of 7 (fewer
+     * values than a vector's lanes). */
+    for (int variant = 0; variant < 6; variant++) {
+        static const char *const xs[6] = {"3x5x200", "3x5x200", "3x101x256", "3x3x1100", "3x5x200", "3x7x7"};
+        static const char *const ss[6] = {"200", "1", "256", "1100", "200", "7"};
+        static const int64_t Rs[6] = {15, 15, 303, 9, 15, 21}, Ds[6] = {200, 200, 256, 1100, 200, 7};
+        static const char *const what[6] = {"Scale [200]", "Scale [1]", "303 rows of 256", "9 rows of 1100",
+                                            "no B", "21 rows of 7"};
         const int64_t R = Rs[variant], D = Ds[variant];
         const bool has_b = variant != 4;
         mpx_value nx = vrand(xs[variant]), ns = vrand(ss[variant]), nb = vrand(ss[variant == 1 ? 0 : variant]),

@@ -206,6 +206,126 @@ fail:
     return st;
 }
 
+/* ---- fp32 sums of rows, the rows in the vector lanes --------------------------------- */
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* The fp32 sums of nr contiguous rows of D (mpx_acc's fp32 sum term by term:
+ * blocks of MPX_ACC_FP32_BLOCK from 0 added to the running sum, a partial
+ * last block too), 8 rows at a time with the transposed copy in registers:
+ * 8 rows of 8 values loaded (the block's last few under a mask where D is
+ * not a multiple of 8), transposed (lane i of column vector k: row i's k-th
+ * value), the columns added to the block's lanes in k order, each block
+ * added to the running sums. With mean (one value a row), the terms are
+ * (x - mean)^2, the difference and the square each rounded (the variance's
+ * sum). The same additions in the same order, lane by lane, so the same
+ * bits as the row alone. Why: a row's sum is a chain of dependent
+ * additions, and GCC leaves a strided loop over rows scalar; the
+ * element-by-element copy into a transposed buffer was a quarter of
+ * Softmax's time on ViT-B/16's rows of 197, this a fifth of that. Lanes
+ * past nr read row 0 of their group, their sums unused. */
+static inline __attribute__((target("avx2"), always_inline)) void rows_sums8(const float *y, int64_t D, int nr,
+                                                                           const float *mean, float *sum) {
+    for (int g = 0; g < nr; g += 8) {
+        const float *p[8];
+        float ml[8] = {0};
+        for (int i = 0; i < 8; i++) p[i] = y + (int64_t)(g + i < nr ? g + i : g) * D;
+        for (int i = 0; mean && i < 8 && g + i < nr; i++) ml[i] = mean[g + i];
+        const __m256 mv = _mm256_loadu_ps(ml);
+        __m256 s = _mm256_setzero_ps();
+        for (int64_t k0 = 0; k0 < D; k0 += MPX_ACC_FP32_BLOCK) {
+            const int64_t kn = D - k0 < MPX_ACC_FP32_BLOCK ? D - k0 : MPX_ACC_FP32_BLOCK;
+            __m256 b = _mm256_setzero_ps(), r[8], c[8];
+            int64_t k = 0;
+            int left = 8;
+            for (; k < kn; k += 8) {
+                if (k + 8 <= kn) {
+                    KS_UNROLL8 for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(p[i] + k0 + k);
+                } else {
+                    left = (int)(kn - k);
+                    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(left), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+                    KS_UNROLL8 for (int i = 0; i < 8; i++) r[i] = _mm256_maskload_ps(p[i] + k0 + k, mask);
+                }
+                ks_transpose8(r, c);
+                if (mean)
+                    KS_UNROLL8 for (int q = 0; q < 8; q++) {
+                        const __m256 d = _mm256_sub_ps(c[q], mv);
+                        c[q] = _mm256_mul_ps(d, d);
+                    }
+                if (left == 8)
+                    KS_UNROLL8 for (int q = 0; q < 8; q++) b = _mm256_add_ps(b, c[q]);
+                else
+                    for (int q = 0; q < left; q++) b = _mm256_add_ps(b, c[q]);
+            }
+            s = _mm256_add_ps(s, b);
+        }
+        float sl[8];
+        _mm256_storeu_ps(sl, s);
+        for (int i = 0; i < 8 && g + i < nr; i++) sum[g + i] = sl[i];
+    }
+}
+
+/* The same sums on AVX-512F, 16 rows at a time with 16 x 16 transposes:
+ * lane i of column vector q is row i's value k + q, the columns added in
+ * q order, so each lane's additions are rows_sums8's (and the
+ * definition's), in the same order. A third fewer shuffles a value than
+ * the 8 x 8 transposes (64 for 256 values, 24 for 64). */
+static inline __attribute__((target("avx512f"), always_inline)) void rows_sums16(const float *y, int64_t D, int nr,
+                                                                               const float *mean, float *sum) {
+    for (int g = 0; g < nr; g += 16) {
+        const float *p[16];
+        float ml[16] = {0};
+        for (int i = 0; i < 16; i++) p[i] = y + (int64_t)(g + i < nr ? g + i : g) * D;
+        for (int i = 0; mean && i < 16 && g + i < nr; i++) ml[i] = mean[g + i];
+        const __m512 mv = _mm512_loadu_ps(ml);
+        __m512 s = _mm512_setzero_ps();
+        for (int64_t k0 = 0; k0 < D; k0 += MPX_ACC_FP32_BLOCK) {
+            const int64_t kn = D - k0 < MPX_ACC_FP32_BLOCK ? D - k0 : MPX_ACC_FP32_BLOCK;
+            __m512 b = _mm512_setzero_ps(), r[16], c[16];
+            int64_t k = 0;
+            int left = 16;
+            for (; k < kn; k += 16) {
+                if (k + 16 <= kn) {
+                    KS_UNROLL16 for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(p[i] + k0 + k);
+                } else {
+                    left = (int)(kn - k);
+                    const __mmask16 mask = (__mmask16)((1u << left) - 1u);
+                    KS_UNROLL16 for (int i = 0; i < 16; i++) r[i] = _mm512_maskz_loadu_ps(mask, p[i] + k0 + k);
+                }
+                ks_transpose16(r, c);
+                if (mean)
+                    KS_UNROLL16 for (int q = 0; q < 16; q++) {
+                        const __m512 d = _mm512_sub_ps(c[q], mv);
+                        c[q] = _mm512_mul_ps(d, d);
+                    }
+                if (left == 16)
+                    KS_UNROLL16 for (int q = 0; q < 16; q++) b = _mm512_add_ps(b, c[q]);
+                else
+                    for (int q = 0; q < left; q++) b = _mm512_add_ps(b, c[q]);
+            }
+            s = _mm512_add_ps(s, b);
+        }
+        float sl[16];
+        _mm512_storeu_ps(sl, s);
+        for (int i = 0; i < 16 && g + i < nr; i++) sum[g + i] = sl[i];
+    }
+}
+
+/* The plain sums (Softmax's) and the variance's, each compiled once. */
+__attribute__((target("avx2"))) static void sm_sums_avx2(const float *y, int64_t D, int nr, float *sum) {
+    rows_sums8(y, D, nr, NULL, sum);
+}
+__attribute__((target("avx512f"))) static void sm_sums_avx512(const float *y, int64_t D, int nr, float *sum) {
+    rows_sums16(y, D, nr, NULL, sum);
+}
+__attribute__((target("avx2"))) static void sq_sums_avx2(const float *y, int64_t D, int nr, const float *mean, float *sum) {
+    rows_sums8(y, D, nr, mean, sum);
+}
+__attribute__((target("avx512f"))) static void sq_sums_avx512(const float *y, int64_t D, int nr, const float *mean,
+                                                              float *sum) {
+    rows_sums16(y, D, nr, mean, sum);
+}
+#endif
+
 /* ---- LayerNormalization ------------------------------------------------------------ */
 
 /* Element strides of p (unidirectionally broadcast to x's shape), or an
@@ -241,118 +361,141 @@ static bool ln_plain(const mpx_value *x, int ax, const int64_t *st) {
     return true;
 }
 
-/* LayerNormalization with fp32 sums and plain Scale and B: LN_ROWS rows at
- * a time, each row's two sums the mpx_acc fp32 sums term by term (blocks
- * of MPX_ACC_FP32_BLOCK summed from 0, added to the running sum, a partial
- * last block added as one), so the same bits. Why: a row's sum is one chain
- * of dependent additions, 4 cycles each; eight rows' chains side by side
- * keep the adders busy (BERT-style's LayerNormalizations ran at 3.6 ns a
- * value), and the scale's place is k, not an odometer over X's dims. Rows
- * of up to LN_T values are first copied transposed (xt[k][i]: the eight
- * rows' k-th values side by side), so the eight chains are one vector's
- * lanes, each lane the same additions in the same order as its row alone
- * (GCC leaves the strided loop over rows scalar: 2.5 ns a value on
- * ViT-B/16's LayerNormalizations); longer rows take that loop. */
-enum { LN_ROWS = 8, LN_T = 1024 };
+/* LayerNormalization with fp32 sums and plain Scale and B, LN_ROWS rows an
+ * item: each row's two sums the mpx_acc fp32 sums term by term (blocks of
+ * MPX_ACC_FP32_BLOCK summed from 0, added to the running sum, a partial
+ * last block added as one), so the same bits as the general loop; the
+ * scale's place is k, not an odometer over X's dims. A row's sum is one
+ * chain of dependent additions, 4 cycles each, so the rows' chains run
+ * side by side as vector lanes: on AVX-512 and AVX2 with the rows
+ * transposed in registers (rows_sums16, rows_sums8); ViT-B/16's 197 x 768
+ * LayerNormalizations took 2.0x ONNX Runtime's time with the element by
+ * element transposed copy below, which the portable build keeps (rows of up
+ * to LN_T values copied transposed, xt[k][i]: eight rows' k-th values side
+ * by side; GCC leaves the strided loop over rows scalar, the path of longer
+ * rows there). */
+enum { LN_ROWS = 16, LN_T = 1024, LN_LANES = 8 };
 
 /* The eight lanes' sums of xt[k][i] (sq: of (xt[k][i] - mean[i])^2, the
  * difference and the square each rounded, as the scalar loop does). */
 static inline __attribute__((always_inline)) void ln_sums_t(const float *xt, int64_t D, bool sq, const float *mean, float *sum) {
-    float blk[LN_ROWS] = {0};
+    float blk[LN_LANES] = {0};
     int nblk = 0;
-    for (int i = 0; i < LN_ROWS; i++) sum[i] = 0.0f;
+    for (int i = 0; i < LN_LANES; i++) sum[i] = 0.0f;
     for (int64_t k = 0; k < D; k++) {
-        const float *v = xt + k * LN_ROWS;
+        const float *v = xt + k * LN_LANES;
         if (sq)
-            for (int i = 0; i < LN_ROWS; i++) {
+            for (int i = 0; i < LN_LANES; i++) {
                 const float d = v[i] - mean[i];
                 blk[i] += d * d;
             }
         else
-            for (int i = 0; i < LN_ROWS; i++) blk[i] += v[i];
+            for (int i = 0; i < LN_LANES; i++) blk[i] += v[i];
         if (++nblk == MPX_ACC_FP32_BLOCK) {
-            for (int i = 0; i < LN_ROWS; i++) sum[i] += blk[i], blk[i] = 0.0f;
+            for (int i = 0; i < LN_LANES; i++) sum[i] += blk[i], blk[i] = 0.0f;
             nblk = 0;
         }
     }
     if (nblk > 0)
-        for (int i = 0; i < LN_ROWS; i++) sum[i] += blk[i];
+        for (int i = 0; i < LN_LANES; i++) sum[i] += blk[i];
 }
 
-MPX_K_CLONES("avx512f", "avx2", "default")
-static void ln_rows_fp32(const float *x, int64_t rows, int64_t D, float eps, const float *sc, const float *b,
-                         float *y, float *mean_out, float *inv_out) {
-    float xt[LN_T * LN_ROWS];
-    for (int64_t r0 = 0; r0 < rows; r0 += LN_ROWS) {
-        const int nr = (int)(rows - r0 < LN_ROWS ? rows - r0 : LN_ROWS);
-        const float *xr = x + r0 * D;
-        float mean[LN_ROWS] = {0}, inv[LN_ROWS] = {0};
-        if (D <= LN_T) {
-            /* rows past the last are zeros: their lanes' figures unused */
-            for (int i = 0; i < LN_ROWS; i++)
-                for (int64_t k = 0; k < D; k++) xt[k * LN_ROWS + i] = i < nr ? xr[i * D + k] : 0.0f;
-            float sum[LN_ROWS];
-            ln_sums_t(xt, D, false, mean, sum);
-            for (int i = 0; i < LN_ROWS; i++) mean[i] = sum[i] / (float)D;
-            ln_sums_t(xt, D, true, mean, sum);
-            for (int i = 0; i < LN_ROWS; i++) inv[i] = 1.0f / sqrtf(sum[i] / (float)D + eps);
-        } else {
-            for (int pass = 0; pass < 2; pass++) {
-                float sum[LN_ROWS] = {0}, blk[LN_ROWS] = {0};
-                int nblk = 0;
-                for (int64_t k = 0; k < D; k++) {
-                    for (int i = 0; i < nr; i++) {
-                        const float v = xr[i * D + k];
-                        if (pass == 0) {
-                            blk[i] += v;
-                        } else {
-                            const float d = v - mean[i];
-                            blk[i] += d * d;
-                        }
-                    }
-                    if (++nblk == MPX_ACC_FP32_BLOCK) {
-                        for (int i = 0; i < nr; i++) sum[i] += blk[i], blk[i] = 0.0f;
-                        nblk = 0;
-                    }
+/* mean[i] and inv[i] = 1 / sqrt(var + eps) of nr <= LN_LANES rows, without
+ * vector instructions of the CPU's own. */
+static void ln_stats_portable(const float *xr, int nr, int64_t D, float eps, float *mean, float *inv) {
+    float xt[LN_T * LN_LANES];
+    float m[LN_LANES] = {0};
+    if (D <= LN_T) {
+        /* rows past the last are zeros: their lanes' figures unused */
+        for (int i = 0; i < LN_LANES; i++)
+            for (int64_t k = 0; k < D; k++) xt[k * LN_LANES + i] = i < nr ? xr[i * D + k] : 0.0f;
+        float sum[LN_LANES];
+        ln_sums_t(xt, D, false, m, sum);
+        for (int i = 0; i < LN_LANES; i++) m[i] = sum[i] / (float)D;
+        ln_sums_t(xt, D, true, m, sum);
+        for (int i = 0; i < nr; i++) mean[i] = m[i], inv[i] = 1.0f / sqrtf(sum[i] / (float)D + eps);
+        return;
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        float sum[LN_LANES] = {0}, blk[LN_LANES] = {0};
+        int nblk = 0;
+        for (int64_t k = 0; k < D; k++) {
+            for (int i = 0; i < nr; i++) {
+                const float v = xr[i * D + k];
+                if (pass == 0) {
+                    blk[i] += v;
+                } else {
+                    const float d = v - m[i];
+                    blk[i] += d * d;
                 }
-                for (int i = 0; i < nr; i++) {
-                    if (nblk > 0) sum[i] += blk[i];
-                    if (pass == 0) mean[i] = sum[i] / (float)D;
-                    else inv[i] = 1.0f / sqrtf(sum[i] / (float)D + eps);
-                }
+            }
+            if (++nblk == MPX_ACC_FP32_BLOCK) {
+                for (int i = 0; i < nr; i++) sum[i] += blk[i], blk[i] = 0.0f;
+                nblk = 0;
             }
         }
         for (int i = 0; i < nr; i++) {
-            const float *xi = xr + i * D;
-            float *yi = y + (r0 + i) * D;
-            const float mi = mean[i], ii = inv[i];
-            if (b)
-                for (int64_t k = 0; k < D; k++) yi[k] = (xi[k] - mi) * ii * sc[k] + b[k];
-            else
-                for (int64_t k = 0; k < D; k++) yi[k] = (xi[k] - mi) * ii * sc[k];
-            if (mean_out) mean_out[r0 + i] = mean[i];
-            if (inv_out) inv_out[r0 + i] = inv[i];
+            if (nblk > 0) sum[i] += blk[i];
+            if (pass == 0) m[i] = mean[i] = sum[i] / (float)D;
+            else inv[i] = 1.0f / sqrtf(sum[i] / (float)D + eps);
         }
     }
 }
 
-/* ln_rows_fp32 over LN_ROWS rows an item, on the kernel threads where there
- * are 2^16 values or more (each row's figures are its own: the same bits on
- * any thread count). ViT-B/16's 197 x 768 LayerNormalizations had run on
- * one thread. */
+/* y = (x - mean) * inv * scale (+ b) over nr rows, in the formula's order. */
+MPX_K_CLONES("avx512f", "avx2", "default")
+static void ln_apply(const float *x, int nr, int64_t D, const float *mean, const float *inv, const float *sc,
+                     const float *b, float *y) {
+    for (int i = 0; i < nr; i++) {
+        const float *xi = x + i * D;
+        float *yi = y + i * D;
+        const float mi = mean[i], ii = inv[i];
+        if (b)
+            for (int64_t k = 0; k < D; k++) yi[k] = (xi[k] - mi) * ii * sc[k] + b[k];
+        else
+            for (int64_t k = 0; k < D; k++) yi[k] = (xi[k] - mi) * ii * sc[k];
+    }
+}
+
+/* LN_ROWS rows an item on the kernel threads where there are 2^16 values
+ * or more (each row's figures are its own: the same bits on any thread
+ * count and any vector form). ViT-B/16's 197 x 768 LayerNormalizations had
+ * run on one thread. */
 typedef struct ln_job {
     const float *x, *sc, *b;
     int64_t rows, D;
     float eps;
+    ke_vec vec;
     float *y, *mean_out, *inv_out;
 } ln_job;
 
 static void ln_item(void *ctx, int tid, long item) {
     (void)tid;
     const ln_job *j = ctx;
-    const int64_t r0 = (int64_t)item * LN_ROWS, nr = j->rows - r0 < LN_ROWS ? j->rows - r0 : LN_ROWS;
-    ln_rows_fp32(j->x + r0 * j->D, nr, j->D, j->eps, j->sc, j->b, j->y + r0 * j->D,
-                 j->mean_out ? j->mean_out + r0 : NULL, j->inv_out ? j->inv_out + r0 : NULL);
+    const int64_t D = j->D, r0 = (int64_t)item * LN_ROWS;
+    const int nr = (int)(j->rows - r0 < LN_ROWS ? j->rows - r0 : LN_ROWS);
+    const float *x = j->x + r0 * D;
+    float mean[LN_ROWS] = {0}, inv[LN_ROWS] = {0}, sum[LN_ROWS] = {0};
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (j->vec != KE_VEC_NONE) {
+        if (j->vec == KE_VEC_AVX512) sm_sums_avx512(x, D, nr, sum);
+        else sm_sums_avx2(x, D, nr, sum);
+        for (int i = 0; i < nr; i++) mean[i] = sum[i] / (float)D;
+        if (j->vec == KE_VEC_AVX512) sq_sums_avx512(x, D, nr, mean, sum);
+        else sq_sums_avx2(x, D, nr, mean, sum);
+        for (int i = 0; i < nr; i++) inv[i] = 1.0f / sqrtf(sum[i] / (float)D + j->eps);
+    } else
+#endif
+    {
+        (void)sum;
+        for (int g = 0; g < nr; g += LN_LANES)
+            ln_stats_portable(x + g * D, nr - g < LN_LANES ? nr - g : LN_LANES, D, j->eps, mean + g, inv + g);
+    }
+    ln_apply(x, nr, D, mean, inv, j->sc, j->b, j->y + r0 * D);
+    for (int i = 0; i < nr; i++) {
+        if (j->mean_out) j->mean_out[r0 + i] = mean[i];
+        if (j->inv_out) j->inv_out[r0 + i] = inv[i];
+    }
 }
 
 /* The accum rule's welford (MPX_ACC_WELFORD): a row's statistics as
@@ -471,8 +614,13 @@ static mpx_status ln_setup(const mpx_kctx *c, const mpx_value *const *in, int n_
     if (!mpx_dtype_is_float(sdt)) sdt = MPX_DT_FLOAT;
     if (f64 && sdt != MPX_DT_DOUBLE) sdt = MPX_DT_FLOAT; /* (held as fp32 values) */
     a->want[0] = true, a->want[1] = kn_wants_out(c, n_out, 1), a->want[2] = kn_wants_out(c, n_out, 2);
+    /* Y not cleared (every element is written, each row's values read
+     * before its places are written: Y may be a dying X the executor
+     * offers, kernels.def's MPX_KERNEL_TAKES_INPUT0); the statistics of
+     * an X with no values (D = 0) are never written, so cleared */
     for (int i = 0; i < 3; i++)
-        if (a->want[i] && (st = mpx_k_alloc(c, &out[i], i ? sdt : x->dtype, x->rank, i ? md : x->dims))) {
+        if (a->want[i] && (st = (i == 0 && !f64 ? mpx_k_alloc_raw : mpx_k_alloc)(c, &out[i], i ? sdt : x->dtype, x->rank,
+                                                                              i ? md : x->dims))) {
             for (int k = 0; k < i; k++)
                 if (a->want[k]) mpx_value_free(&out[k]);
             return st;
@@ -494,7 +642,7 @@ mpx_status mpx_k_layer_normalization(const mpx_kctx *c, const mpx_value *const *
     const bool *want = la.want;
     if (mpx_acc_is_fp32(&c->acc) && ln_plain(x, ax, ss) && (!b || ln_plain(x, ax, bs))) {
         ln_job j = {.x = x->f, .sc = sc->f, .b = b ? b->f : NULL, .rows = rows, .D = D, .eps = eps,
-                    .y = out[0].f, .mean_out = want[1] ? out[1].f : NULL, .inv_out = want[2] ? out[2].f : NULL};
+                    .vec = ke_vec_now(), .y = out[0].f, .mean_out = want[1] ? out[1].f : NULL, .inv_out = want[2] ? out[2].f : NULL};
         mpx_k_parallel((long)((rows + LN_ROWS - 1) / LN_ROWS), x->n >= (1 << 16) ? kg_threads() : 1, ln_item, &j);
         return MPX_OK;
     }
@@ -1256,79 +1404,6 @@ enum { SM_ROWS = 32, SM_LONG = 1024 };
 enum { SM_PAR_MIN = 1 << 13 };
 
 #if defined(__x86_64__) && defined(__GNUC__)
-/* The fp32 sums of nr contiguous slices of D (nr <= SM_ROWS) as sm_rows'
- * transposed copies give them, 8 slices at a time with the copy in
- * registers: 8 rows of 8 values loaded (the block's last few under a mask
- * where D is not a multiple of 8), transposed (lane i of column vector k:
- * slice i's k-th value), the columns added to the block's lanes in k
- * order, each block added to the running sums. The same additions in the
- * same order, lane by lane, so the same bits. Why: the element-by-element
- * copy into et[] was a quarter of Softmax's time on ViT-B/16's rows of
- * 197, this a fifth of that. Lanes past nr read slice 0 of their group,
- * their sums unused. */
-__attribute__((target("avx2"))) static void sm_sums_avx2(const float *y, int64_t D, int nr, float *sum) {
-    for (int g = 0; g < nr; g += 8) {
-        const float *p[8];
-        for (int i = 0; i < 8; i++) p[i] = y + (int64_t)(g + i < nr ? g + i : g) * D;
-        __m256 s = _mm256_setzero_ps();
-        for (int64_t k0 = 0; k0 < D; k0 += MPX_ACC_FP32_BLOCK) {
-            const int64_t kn = D - k0 < MPX_ACC_FP32_BLOCK ? D - k0 : MPX_ACC_FP32_BLOCK;
-            __m256 b = _mm256_setzero_ps(), r[8], c[8];
-            int64_t k = 0;
-            for (; k + 8 <= kn; k += 8) {
-                KS_UNROLL8 for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(p[i] + k0 + k);
-                ks_transpose8(r, c);
-                KS_UNROLL8 for (int q = 0; q < 8; q++) b = _mm256_add_ps(b, c[q]);
-            }
-            if (k < kn) {
-                const int left = (int)(kn - k);
-                const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(left), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-                KS_UNROLL8 for (int i = 0; i < 8; i++) r[i] = _mm256_maskload_ps(p[i] + k0 + k, mask);
-                ks_transpose8(r, c);
-                for (int q = 0; q < left; q++) b = _mm256_add_ps(b, c[q]);
-            }
-            s = _mm256_add_ps(s, b);
-        }
-        float sl[8];
-        _mm256_storeu_ps(sl, s);
-        for (int i = 0; i < 8 && g + i < nr; i++) sum[g + i] = sl[i];
-    }
-}
-
-/* The same sums on AVX-512F, 16 slices at a time with 16 x 16 transposes:
- * lane i of column vector q is slice i's value k + q, the columns added in
- * q order, so each lane's additions are sm_sums_avx2's (and the
- * definition's), in the same order. A third fewer shuffles a value than
- * the 8 x 8 transposes (64 for 256 values, 24 for 64). */
-__attribute__((target("avx512f"))) static void sm_sums_avx512(const float *y, int64_t D, int nr, float *sum) {
-    for (int g = 0; g < nr; g += 16) {
-        const float *p[16];
-        for (int i = 0; i < 16; i++) p[i] = y + (int64_t)(g + i < nr ? g + i : g) * D;
-        __m512 s = _mm512_setzero_ps();
-        for (int64_t k0 = 0; k0 < D; k0 += MPX_ACC_FP32_BLOCK) {
-            const int64_t kn = D - k0 < MPX_ACC_FP32_BLOCK ? D - k0 : MPX_ACC_FP32_BLOCK;
-            __m512 b = _mm512_setzero_ps(), r[16], c[16];
-            int64_t k = 0;
-            for (; k + 16 <= kn; k += 16) {
-                KS_UNROLL16 for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(p[i] + k0 + k);
-                ks_transpose16(r, c);
-                KS_UNROLL16 for (int q = 0; q < 16; q++) b = _mm512_add_ps(b, c[q]);
-            }
-            if (k < kn) {
-                const int left = (int)(kn - k);
-                const __mmask16 mask = (__mmask16)((1u << left) - 1u);
-                KS_UNROLL16 for (int i = 0; i < 16; i++) r[i] = _mm512_maskz_loadu_ps(mask, p[i] + k0 + k);
-                ks_transpose16(r, c);
-                for (int q = 0; q < left; q++) b = _mm512_add_ps(b, c[q]);
-            }
-            s = _mm512_add_ps(s, b);
-        }
-        float sl[16];
-        _mm512_storeu_ps(sl, s);
-        for (int i = 0; i < 16 && g + i < nr; i++) sum[g + i] = sl[i];
-    }
-}
-
 /* The fp32 sum of one slice longer than SM_LONG with its blocks of
  * MPX_ACC_FP32_BLOCK as the lanes of sums (AVX-512 or AVX2: sm_sums_avx512
  * or _avx2 on the block's values as if each were a slice of its own): the
