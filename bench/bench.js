@@ -141,6 +141,37 @@ function readNpyF32(file) {
   return { dims, data: new Float32Array(bytes.buffer) };
 }
 
+// ONNX Runtime's intra-op pool threads spin after a run before they sleep
+// (about 50 ms on the 2-vCPU EPYC VM; /proc/self/stat's CPU time grew at
+// two CPUs' rate that long after the last run): an mpx process started
+// then shares the CPUs with them, and a small model's whole measurement
+// (load, warm-up, 3 runs of 1.5 ms) fell inside that window (MobileNetV3-
+// Small's forward 2.2-6.0 ms there against 1.5 alone). So before each mpx
+// process, this waits until this process's threads (ORT's among them) have
+// used under a tenth of a CPU over 20 ms (their run times from each
+// thread's /proc/self/task/<tid>/schedstat), for at most 5 s.
+function threadsCpuNs() {
+  let ns = 0;
+  for (const t of fs.readdirSync('/proc/self/task')) {
+    try {
+      ns += Number(fs.readFileSync(`/proc/self/task/${t}/schedstat`, 'utf8').split(' ')[0]);
+    } catch (e) { /* a thread that ended */ }
+  }
+  return ns;
+}
+
+async function ortSettle() {
+  if (!fs.existsSync('/proc/self/task')) return;
+  const t0 = performance.now();
+  let prev = threadsCpuNs();
+  while (performance.now() - t0 < 5000) {
+    await new Promise((r) => setTimeout(r, 20));
+    const now = threadsCpuNs();
+    if (now - prev < 2e6) return;
+    prev = now;
+  }
+}
+
 function runMpx(modelPath, m, mode, reps, warmup, env) {
   const a = [modelPath, m.shape, mode, '--image', m.image, '--repeat', String(reps), '--warmup', String(warmup)];
   const r = spawnSync(mpxBench, a, { encoding: 'utf8', env: { ...process.env, ...(env || {}) }, maxBuffer: 1 << 24 });
@@ -156,6 +187,7 @@ async function timeOrt(session, feeds, reps) {
     await session.run(feeds);
     t.push(performance.now() - t0);
   }
+  await ortSettle();
   return t;
 }
 
@@ -340,6 +372,7 @@ async function profileMode() {
       await sess.run(feeds);
       ortWall.push(performance.now() - t0);
     }
+    await ortSettle();
     process.stderr.write('.');
     const jf = path.join(work, `${stem}_mpx_profile.json`);
     const r = spawnSync(mpxBench, [modelPath, m.shape, 'profile', '--image', m.image, '--repeat', String(opt['mpx-reps']),
