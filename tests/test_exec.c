@@ -995,10 +995,10 @@ static void note_where(void *ctx, const mpx_tensor *t, const mpx_value *v) {
     if (t->index < 32) w->at[t->index] = v->f;
 }
 
-/* Reshape, Flatten, Unsqueeze, Squeeze, Identity and Softmax of a streamed
- * run take over a data input that dies at them (kernels.def's
- * MPX_KERNEL_TAKES_INPUT0, exec.c's dying_input): the output is the
- * input's buffer, nothing copied; an input a later node
+/* Reshape, Flatten, Unsqueeze, Squeeze, Identity, Softmax and
+ * LayerNormalization of a streamed run take over a data input that dies at
+ * them (kernels.def's MPX_KERNEL_TAKES_INPUT0, exec.c's dying_input): the
+ * output is the input's buffer, nothing copied; an input a later node
  * still reads (b, by the Add) is copied and left as it was, and LogSoftmax
  * (which reads its input again after writing) is not offered its. The same
  * bits as node by node, fp32 and fp16. */
@@ -1014,7 +1014,8 @@ static void test_streamed_reshape(void) {
     node(g, "id", "Identity", "f", "h", "");
     node(g, "sm", "Softmax", "h", "s1", "");
     node(g, "ls", "LogSoftmax", "s1", "s2", "");
-    node(g, "tr", "Transpose", "s2", "z", "perm=[1,0]");
+    node(g, "ln", "LayerNormalization", "s2 lsc#f:64 lb#f:64", "s3", "");
+    node(g, "tr", "Transpose", "s3", "z", "perm=[1,0]");
     finish(g, "z");
     CHECK(g->n_tensors <= 32 && mpx_fuse_span(g, 0) == 0);
     int64_t d[4] = {1, 4, 8, 8};
@@ -1030,10 +1031,11 @@ static void test_streamed_reshape(void) {
     const float *a = w.at[T(g, "a")->index], *b = w.at[T(g, "b")->index], *c = w.at[T(g, "c")->index];
     const float *dd = w.at[T(g, "d")->index], *e = w.at[T(g, "e")->index], *f = w.at[T(g, "f")->index];
     const float *h = w.at[T(g, "h")->index], *s1 = w.at[T(g, "s1")->index], *s2 = w.at[T(g, "s2")->index];
-    CHECK_MSG(a && b == a && c != b && dd && e == dd && f == e && h == f && s1 == h && s2 && s2 != s1,
-              "the buffers: a %p b %p c %p d %p e %p f %p h %p s1 %p s2 %p", (const void *)a, (const void *)b,
+    const float *s3 = w.at[T(g, "s3")->index];
+    CHECK_MSG(a && b == a && c != b && dd && e == dd && f == e && h == f && s1 == h && s2 && s2 != s1 && s3 == s2,
+              "the buffers: a %p b %p c %p d %p e %p f %p h %p s1 %p s2 %p s3 %p", (const void *)a, (const void *)b,
               (const void *)c, (const void *)dd, (const void *)e, (const void *)f, (const void *)h,
-              (const void *)s1, (const void *)s2);
+              (const void *)s1, (const void *)s2, (const void *)s3);
     mpx_run_free(r);
     /* mpx_run_opts.node_ms: every node's time (mpx_bench's profile) */
     double ms[32];
