@@ -45,14 +45,19 @@
 //                      [--only det,rec,cls] [--rounds 3] [--ort-reps 10]
 //                      [--mpx-reps 3] [--heavy-reps 1] [--ort-threads 2]
 //                      [--out FILE] [--work DIR] [--suite DIR]
-//        node bench.js ... --profile MODEL [--shape AxBxC] [--rounds 3] [--mpx-reps 5] [--alone 1]
+//        node bench.js ... --profile MODEL [--shape AxBxC] [--rounds 3] [--mpx-reps N] [--alone 1]
 //
 // --profile MODEL (a model's key: det, rec, cls or a suite model's name; or a
 // file.onnx with --shape): the per-op comparison with ONNX Runtime instead of
 // the table above. mpx: `mpx_bench profile` (every node timed as the fp32
 // forward runs it: mpx_run_graph streaming, a node writing over an input
 // that dies at it, a chain of elementwise nodes by tiles sharing its time;
-// --mpx-reps runs a round, each node's samples; --alone 1: every node on
+// --mpx-reps runs a round, each node's samples, by default as many as
+// ORT's --ort-reps, after 3 untimed runs in its fresh process: ORT's one
+// session stays warm through every round, and 5 runs after one untimed
+// left a small model's medians to the host's slow spells (MobileNetV3-
+// Small's node sum 2.1-3.7 ms from process to process, 2.1 over 100
+// runs); --alone 1: every node on
 // its own instead, into fresh memory, mpx_bench profile --alone). ORT: the
 // same model, input and session options with enableProfiling: its
 // Chrome-trace JSON has one event per node of ORT's optimised graph a run
@@ -92,7 +97,7 @@ for (let i = 0; i < args.length; i++) {
   opt[args[i].slice(2)] = args[++i];
 }
 for (const k of ['rounds', 'ort-reps', 'mpx-reps', 'heavy-reps', 'ort-threads']) opt[k] = Number(opt[k]);
-if (opt.profile && !args.includes('--mpx-reps')) opt['mpx-reps'] = 5;
+if (opt.profile && !args.includes('--mpx-reps')) opt['mpx-reps'] = opt['ort-reps'];
 for (const k of ['build', 'ort', 'models', 'py', 'root'])
   if (!opt[k]) { console.error(`bench.js: --${k} is required`); process.exit(2); }
 const work = opt.work || path.join(opt.build, 'bench');
@@ -376,7 +381,7 @@ async function profileMode() {
     process.stderr.write('.');
     const jf = path.join(work, `${stem}_mpx_profile.json`);
     const r = spawnSync(mpxBench, [modelPath, m.shape, 'profile', '--image', m.image, '--repeat', String(opt['mpx-reps']),
-      '--warmup', '1', '--top', '0', '--out', jf, ...(opt.alone ? ['--alone'] : [])],
+      '--warmup', '3', '--top', '0', '--out', jf, ...(opt.alone ? ['--alone'] : [])],
       { encoding: 'utf8', maxBuffer: 1 << 24 });
     if (r.status !== 0) throw new Error(`mpx_bench profile failed (${r.status}): ${r.stderr}`);
     for (const n of JSON.parse(fs.readFileSync(jf, 'utf8')).nodes) {
