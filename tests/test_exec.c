@@ -1288,13 +1288,14 @@ static void test_kept_weights(void) {
 /* Weights prepared before any run (mpx_exec_prepare, as `load` does): the
  * packings a fp32 run keeps (a MatMul's B, a Gemm's transB weights, a
  * GRU's W panels and R transposed, a MatMulInteger's B in the integer
- * core's rows, a convolution's weights, a one-row Gemm's weights as the
+ * core's rows, a ConvInteger's weights as its 16-bit rows, a convolution's
+ * weights, a one-row Gemm's weights as the
  * matrix-vector route keeps them) are on their tensors at once; the runs find them (no entry
  * added: a new one would go to the list's head) and give the bits of a
  * graph whose weights arrive as inputs, packed per call. */
 static void test_prepared_weights(void) {
-    static const char *w_names[] = {"bm", "u", "gw", "gr", "qb", "cw", "u1"};
-    enum { NW = 7, NH = 13, NO = 7 };
+    static const char *w_names[] = {"bm", "u", "gw", "gr", "qb", "cw", "u1", "iw"};
+    enum { NW = 8, NH = 15, NO = 8 };
     mpx_graph *g = mpx_graph_new(""), *h = mpx_graph_new("");
     node(g, "mm", "MatMul", "a:f:2x37x200 bm#f:200x70", "p", "");
     node(g, "m", "Gemm", "v:f:20x40 u#f:30x40 bb#f:30", "z", "transB=1");
@@ -1302,17 +1303,19 @@ static void test_prepared_weights(void) {
     node(g, "q", "MatMulInteger", "qa:u:8x64 qb#u:64x32", "qy", "");
     node(g, "c", "Conv", "cx:f:1x3x9x9 cw#f:5x3x3x3", "cy", "");
     node(g, "m1", "Gemm", "v1:f:1x40 u1#f:30x40", "z1", "transB=1");
-    finish(g, "p z gy qy cy z1");
+    node(g, "ci", "ConvInteger", "ix:u:1x4x7x7 iw#u:6x4x3x3", "iy", "");
+    finish(g, "p z gy qy cy z1 iy");
     node(h, "mm", "MatMul", "a:f:2x37x200 bm:f:200x70", "p", "");
     node(h, "m", "Gemm", "v:f:20x40 u:f:30x40 bb#f:30", "z", "transB=1");
     node(h, "gru", "GRU", "gx:f:6x1x8 gw:f:1x48x8 gr:f:1x48x16", "gy gyh", "hidden_size=16");
     node(h, "q", "MatMulInteger", "qa:u:8x64 qb:u:64x32", "qy", "");
     node(h, "c", "Conv", "cx:f:1x3x9x9 cw:f:5x3x3x3", "cy", "");
     node(h, "m1", "Gemm", "v1:f:1x40 u1:f:30x40", "z1", "transB=1");
-    finish(h, "p z gy qy cy z1");
-    /* g's inputs a, v, gx, qa, cx, v1; h's a, bm, v, u, gx, gw, gr, qa, qb, cx, cw, v1, u1 */
+    node(h, "ci", "ConvInteger", "ix:u:1x4x7x7 iw:u:6x4x3x3", "iy", "");
+    finish(h, "p z gy qy cy z1 iy");
+    /* g's inputs a, v, gx, qa, cx, v1, ix; h's a, bm, v, u, gx, gw, gr, qa, qb, cx, cw, v1, u1, ix, iw */
     mpx_value hv[NH];
-    const int w_at[NW] = {1, 3, 5, 6, 8, 10, 12};
+    const int w_at[NW] = {1, 3, 5, 6, 8, 10, 12, 14};
     for (int i = 0; i < NH; i++) {
         const mpx_tensor *t = h->inputs[i];
         mpx_value_alloc(&hv[i], t->dtype, t->rank, t->dims, NULL);
@@ -1325,7 +1328,7 @@ static void test_prepared_weights(void) {
         if (t->f32) memcpy(t->f32, v->f, (size_t)v->n * sizeof(float));
         else memcpy(t->i64, v->i, (size_t)v->n * sizeof(int64_t));
     }
-    mpx_value in[6] = {hv[0], hv[2], hv[4], hv[7], hv[9], hv[11]};
+    mpx_value in[7] = {hv[0], hv[2], hv[4], hv[7], hv[9], hv[11], hv[13]};
     CHECK_MSG(mpx_exec_prepare(g) > 0, "weights prepared");
     void *kept[NW];
     for (int w = 0; w < NW; w++) {
@@ -1336,7 +1339,7 @@ static void test_prepared_weights(void) {
     mpx_run *r1 = RUN(g, NULL, in, NULL), *r2 = RUN(g, NULL, in, NULL), *r3 = RUN(h, NULL, hv, NULL);
     for (int w = 0; w < NW; w++)
         CHECK_MSG(T(g, w_names[w])->derived == kept[w], "%s: the runs read the prepared packing", w_names[w]);
-    static const char *outs[NO] = {"p", "z", "gy", "gyh", "qy", "cy", "z1"};
+    static const char *outs[NO] = {"p", "z", "gy", "gyh", "qy", "cy", "z1", "iy"};
     for (int k = 0; r1 && r2 && r3 && k < NO; k++) {
         const mpx_value *a = val(r1, outs[k]), *b = val(r2, outs[k]), *c = val(r3, outs[k]);
         const size_t bytes = a && a->f ? sizeof(float) : sizeof(int64_t);

@@ -133,11 +133,13 @@ static int count_tokens(const char *s, const char *sep) {
     return n;
 }
 
-static mpx_node *mk(const char *op, int opset, const char *attrs) {
+/* A node of op (attributes "name=value ..."); n_in input slots, left
+ * empty (mk_owned fills one). */
+static mpx_node *mk_in(const char *op, int opset, const char *attrs, int n_in) {
     static int seq;
     char name[32];
     snprintf(name, sizeof name, "k%d", seq++);
-    mpx_node *n = mpx_graph_add_node(G, name, op, "", 0, 0, count_tokens(attrs, " "));
+    mpx_node *n = mpx_graph_add_node(G, name, op, "", n_in, 0, count_tokens(attrs, " "));
     n->name = "n"; /* every message names node "n" */
     n->opset = opset;
     n->op = mpx_op_from_name(op);
@@ -148,6 +150,31 @@ static mpx_node *mk(const char *op, int opset, const char *attrs) {
     for (char *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
         parse_attr(&n->attrs[k++], tok);
     return n;
+}
+
+static mpx_node *mk(const char *op, int opset, const char *attrs) { return mk_in(op, opset, attrs, 0); }
+
+/* The tensor whose values are v's (integers), as input k of n: a
+ * constant's, on which the kernels keep forms of it (kern_kept.h). Undone
+ * by unown. */
+static mpx_tensor *own(mpx_node *n, int k, const mpx_value *v) {
+    static int seq;
+    char name[32];
+    snprintf(name, sizeof name, "c%d", seq++);
+    mpx_tensor *t = n->inputs[k] = mpx_graph_tensor(G, name);
+    t->dtype = v->dtype;
+    t->rank = v->rank;
+    for (int i = 0; i < v->rank; i++) t->dims[i] = v->dims[i];
+    t->nelem = v->n;
+    t->i64 = v->i;
+    return t;
+}
+
+static void unown(mpx_tensor *t) {
+    if (t->derived_free) t->derived_free(t->derived);
+    t->derived = NULL;
+    t->derived_free = NULL;
+    t->i64 = NULL;
 }
 
 static void clear_outs(void) {
@@ -1246,38 +1273,57 @@ static void test_integer_core(void) {
             int64_t one = 1, M = grp * mg;
             mpx_value xzp = int_value(xt, 0, &one, lo, hi), wzp = int_value(xt, 1, &M, lo, hi);
             const mpx_value *ins[4] = {&x, &w, &xzp, &wzp};
-            mpx_status got = call(mk("ConvInteger", 10, attrs), 4, ins, 1);
-            CHECK_MSG(got == MPX_OK, "ConvInteger %s: %s", attrs, err.msg);
-            if (got == MPX_OK) {
-                /* naive: every output element from its definition */
-                const mpx_value *y = &out[0];
-                int64_t op = 1, kp = 1, ip = 1;
-                for (int i = 0; i < nsp; i++) op *= y->dims[2 + i], kp *= k[i], ip *= xd[2 + i];
-                for (int64_t e = 0; e < y->n && !bad; e++) {
-                    int64_t pos = e % op, m = (e / op) % M, n = e / op / M, g = m / mg, s = 0;
-                    int64_t oc[3];
-                    for (int i = nsp - 1, r = (int)pos; i >= 0; i--) oc[i] = r % y->dims[2 + i], r /= (int)y->dims[2 + i];
-                    for (int64_t ci = 0; ci < cg; ci++)
-                        for (int64_t tp = 0; tp < kp; tp++) {
-                            int64_t kc[3], xi = 0;
-                            bool in = true;
-                            for (int i = nsp - 1, r = (int)tp; i >= 0; i--) kc[i] = r % k[i], r /= (int)k[i];
-                            for (int i = 0; i < nsp; i++) {
-                                int64_t at = oc[i] * st[i] + kc[i] * dl[i] - pb[i];
-                                in = in && at >= 0 && at < xd[2 + i];
-                                xi = xi * xd[2 + i] + at;
+            /* v 0: w a plain value, a zero point per filter; 1: w a tensor's
+             * constant and one zero point for every filter, its 16-bit rows
+             * kept on the tensor; 2: again, reading them; 3: the same
+             * weights under another zero point (not the kept rows) */
+            mpx_node *kept = NULL;
+            mpx_tensor *wt = NULL;
+            mpx_status got = MPX_OK;
+            for (int v = 0; v < (wide ? 1 : 4) && !bad; v++) {
+                if (v == 1) {
+                    kept = mk_in("ConvInteger", 10, attrs, 4);
+                    wt = own(kept, 1, &w);
+                }
+                if (v == 1 || v == 3) {
+                    const int64_t z = v == 1 ? wzp.i[0] : wzp.i[0] == lo ? hi : lo;
+                    for (int64_t m = 0; m < M; m++) wzp.i[m] = z;
+                }
+                got = call(v ? kept : mk("ConvInteger", 10, attrs), 4, ins, 1);
+                CHECK_MSG(got == MPX_OK, "ConvInteger %s (v %d): %s", attrs, v, err.msg);
+                CHECK_MSG(v != 1 || wt->derived, "ConvInteger %s: the weights' rows were not kept", attrs);
+                if (got == MPX_OK) {
+                    /* naive: every output element from its definition */
+                    const mpx_value *y = &out[0];
+                    int64_t op = 1, kp = 1, ip = 1;
+                    for (int i = 0; i < nsp; i++) op *= y->dims[2 + i], kp *= k[i], ip *= xd[2 + i];
+                    for (int64_t e = 0; e < y->n && !bad; e++) {
+                        int64_t pos = e % op, m = (e / op) % M, n = e / op / M, g = m / mg, s = 0;
+                        int64_t oc[3];
+                        for (int i = nsp - 1, r = (int)pos; i >= 0; i--) oc[i] = r % y->dims[2 + i], r /= (int)y->dims[2 + i];
+                        for (int64_t ci = 0; ci < cg; ci++)
+                            for (int64_t tp = 0; tp < kp; tp++) {
+                                int64_t kc[3], xi = 0;
+                                bool in = true;
+                                for (int i = nsp - 1, r = (int)tp; i >= 0; i--) kc[i] = r % k[i], r /= (int)k[i];
+                                for (int i = 0; i < nsp; i++) {
+                                    int64_t at = oc[i] * st[i] + kc[i] * dl[i] - pb[i];
+                                    in = in && at >= 0 && at < xd[2 + i];
+                                    xi = xi * xd[2 + i] + at;
+                                }
+                                if (in)
+                                    s += (x.i[(n * grp * cg + g * cg + ci) * ip + xi] - xzp.i[0]) *
+                                         (w.i[(m * cg + ci) * kp + tp] - wzp.i[m]);
                             }
-                            if (in)
-                                s += (x.i[(n * grp * cg + g * cg + ci) * ip + xi] - xzp.i[0]) *
-                                     (w.i[(m * cg + ci) * kp + tp] - wzp.i[m]);
+                        if (y->i[e] != wrap32_ref(s)) {
+                            bad++;
+                            CHECK_MSG(false, "ConvInteger %s (build %d, v %d): element %lld is %lld, want %lld", attrs, b,
+                                      v, (long long)e, (long long)y->i[e], (long long)wrap32_ref(s));
                         }
-                    if (y->i[e] != wrap32_ref(s)) {
-                        bad++;
-                        CHECK_MSG(false, "ConvInteger %s (build %d): element %lld is %lld, want %lld", attrs, b,
-                                  (long long)e, (long long)y->i[e], (long long)wrap32_ref(s));
                     }
                 }
             }
+            if (wt) unown(wt);
             mpx_value_free(&x), mpx_value_free(&w), mpx_value_free(&xzp), mpx_value_free(&wzp);
 
             /* MatMulInteger: [B] x M x K times K x N */

@@ -184,6 +184,8 @@ size_t mpx_k_prepare_node(const mpx_node *n) {
     case MPX_OP_LSTM: case MPX_OP_GRU: case MPX_OP_RNN:
         return prep_w(kg_prep_owner(n, 1)) + kg_prep_rnn(n);
     case MPX_OP_MatMulInteger: return kg_prep_qmm(n);
+    case MPX_OP_ConvInteger: return kg_prep_qconv(n, 1, 3);
+    case MPX_OP_QLinearConv: return kg_prep_qconv(n, 3, 5);
     default: return 0;
     }
 }

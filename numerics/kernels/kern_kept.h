@@ -29,7 +29,10 @@ typedef struct kg_kept {
                          * of K values, each padded to a multiple of 16), KG_KEPT_IGEMM_BT8
                          * (the same as 8-bit rows less aks, padded to 64, then the rows'
                          * sums, uint32), KG_KEPT_IGEMM_BT8P (the same with the rows in
-                         * AVX512-VNNI's panels of 16, mpx_k_igemm8_panels), KG_KEPT_ROUNDED
+                         * AVX512-VNNI's panels of 16, mpx_k_igemm8_panels), KG_KEPT_QCONV_W
+                         * (an integer convolution's weights less their zero point, ga, as
+                         * 16-bit rows: kern_qint.c, M rows of K values padded to 16),
+                         * KG_KEPT_ROUNDED
                          * (the tensor's values rounded to fmt), KG_KEPT_FINITE (no values:
                          * whether A's panels rounded to fmt are all finite, in `finite`;
                          * kern_gemm.c) or KG_KEPT_PREPARED (no
@@ -52,7 +55,7 @@ enum { GEMM_KEPT_T_MIN_M = 16 };
 
 enum { KG_KEPT_PANELS = 0, KG_KEPT_ROWS16 = 1, KG_KEPT_BPANELS = 2, KG_KEPT_ROUNDED = 3, KG_KEPT_BTPANELS = 4,
        KG_KEPT_RNN_RT = 5, KG_KEPT_IGEMM_BT = 6, KG_KEPT_IGEMM_BT8 = 7, KG_KEPT_IGEMM_BT8P = 8,
-       KG_KEPT_PREPARED = 9, KG_KEPT_FINITE = 10 };
+       KG_KEPT_PREPARED = 9, KG_KEPT_FINITE = 10, KG_KEPT_QCONV_W = 11 };
 
 /* What a packing is looked up by: its kind, values and layout, the tensor
  * that owns the values, and whether it must have been checked finite. */
@@ -82,9 +85,12 @@ float *kg_alloc(size_t n);
  * mpx_k_value_owner finds it), or NULL. */
 mpx_tensor *kg_prep_owner(const mpx_node *n, int k);
 /* The kept forms a fp32 run of n would make: a recurrent op's R transposed
- * (kern_rnn.c), a MatMulInteger's B in the integer core's rows
- * (kern_qint.c). Bytes made (0: none, kept already, or no memory). */
+ * (kern_rnn.c), a MatMulInteger's B in the integer core's rows, a
+ * ConvInteger's or QLinearConv's weights (input w, zero point input zp)
+ * less their zero point (kern_qint.c). Bytes made (0: none, kept already,
+ * or no memory). */
 size_t kg_prep_rnn(const mpx_node *n);
 size_t kg_prep_qmm(const mpx_node *n);
+size_t kg_prep_qconv(const mpx_node *n, int w, int zp);
 
 #endif

@@ -14,7 +14,9 @@
  * The sums go through the 16-bit integer core (kern_igemm.c: packed rows,
  * AVX2 where the CPU has it, on the kernel threads) whenever every operand
  * (MatMulInteger's B: its raw values) less its zero point fits 16 bits, as
- * it does for 8-bit types; the direct loops remain for the rest (16-bit
+ * it does for 8-bit types (a constant B's packing, a convolution's constant
+ * weights less a zero point shared by every filter, kept on their tensor
+ * and made at load: kern_kept.h); the direct loops remain for the rest (16-bit
  * operands far from their zero point). Both give the same int32 sums (the
  * core sums modulo 2^32, which is what the wrap to int32 keeps of the
  * exact sum; tests/test_qint.c holds the matrix products to the direct
@@ -830,23 +832,89 @@ static void dw_item(void *ctx, int tid, long item) {
     free(sum);
 }
 
-/* The packed path: false when an operand does not fit 16 bits (*oom set
- * when memory ran out). */
-static bool conv_packed(const qconv *q, const mpx_value *x, const mpx_value *w, const mpx_value *xzp,
-                        const mpx_value *wzp, int64_t *acc, bool *oom) {
-    const kn_window *win = q->win;
-    int nsp = win->nsp;
-    int16_t *xs = malloc((size_t)(q->N * q->C * q->ip + 1) * sizeof *xs);
-    int16_t *ws = calloc((size_t)(q->M * q->Kp + 1), sizeof *ws);
-    int64_t *tap = malloc((size_t)(nsp * q->kp + 1) * sizeof *tap);
-    bool fits = xs && ws && tap;
-    *oom = !fits;
-    int64_t zx = zp_at(xzp, 0);
-    for (int64_t k = 0; fits && k < q->N * q->C * q->ip; k++) fits = to16(x->i[k], zx, &xs[k]);
+/* The weights less their zero point, w - w_zp[m], as the packed path's
+ * 16-bit operand: M rows of Kp values, zeros past K. A constant w's (owner,
+ * its tensor) are kept on it under the zero point where that is one value
+ * for every filter (absent or per tensor, as quantize_dynamic writes it),
+ * as runtimes prepare weights once: made afresh, they read every int64
+ * weight each call (the quantised ResNet-18: 88 MB a forward, a sixth of
+ * its time). Else made for this call into *owned, which the caller frees.
+ * NULL: a value does not fit 16 bits, or out of memory (*oom). */
+static kg_key conv_weights_key(const qconv *q, const mpx_value *w, const mpx_value *wzp, mpx_tensor *owner,
+                                bool *keep) {
+    bool one = true;
+    for (int64_t m = 1; wzp && m < q->M && one; m++) one = zp_at(wzp, m) == zp_at(wzp, 0);
+    *keep = owner && one;
+    return (kg_key){.k = {.kind = KG_KEPT_QCONV_W, .a = w->i, .M = q->M, .K = q->K, .ga = zp_at(wzp, 0)},
+                    .owner = owner};
+}
+
+static const int16_t *conv_weights(const qconv *q, const mpx_value *w, const mpx_value *wzp, mpx_tensor *owner,
+                                   int16_t **owned, bool *oom) {
+    bool keep;
+    const kg_key key = conv_weights_key(q, w, wzp, owner, &keep);
+    const kg_kept *kept = keep ? kg_kept_find(&key) : NULL;
+    if (kept) return (const int16_t *)kept->ap;
+    /* (16-bit values in the kept list's float buffers, 64-byte aligned) */
+    const size_t n16 = (size_t)(q->M * q->Kp);
+    float *buf = kg_alloc(n16 / 2 + 1);
+    if (!buf) {
+        *oom = true;
+        return NULL;
+    }
+    int16_t *ws = (int16_t *)buf;
+    memset(ws, 0, n16 * sizeof *ws);
+    bool fits = true;
     for (int64_t m = 0; fits && m < q->M; m++) {
-        int64_t zw = zp_at(wzp, m);
+        const int64_t zw = zp_at(wzp, m);
         for (int64_t k = 0; fits && k < q->K; k++) fits = to16(w->i[m * q->K + k], zw, &ws[m * q->Kp + k]);
     }
+    if (!fits) {
+        free(buf);
+        return NULL;
+    }
+    if (keep && kg_kept_add(&key, buf, true)) return ws;
+    *owned = ws; /* (not kept: no owner, or another thread kept one meanwhile) */
+    return ws;
+}
+
+size_t kg_prep_qconv(const mpx_node *n, int wi, int zi) {
+    mpx_tensor *t = kg_prep_owner(n, wi);
+    if (!t || !t->i64 || t->rank < 3 || t->dims[0] < 1 || t->nelem < t->dims[0]) return 0;
+    mpx_value w, z;
+    mpx_value_view(&w, t);
+    const mpx_value *wzp = NULL;
+    if (zi < n->n_inputs && n->inputs[zi]) { /* a zero point the run would read from elsewhere: none made */
+        mpx_tensor *zt = kg_prep_owner(n, zi);
+        if (!zt || !zt->i64 || (zt->nelem != 1 && zt->nelem != t->dims[0])) return 0;
+        mpx_value_view(&z, zt);
+        wzp = &z;
+    }
+    const qconv q = {.M = t->dims[0], .K = t->nelem / t->dims[0], .Kp = pad16(t->nelem / t->dims[0])};
+    bool keep;
+    const kg_key key = conv_weights_key(&q, &w, wzp, t, &keep);
+    if (!keep || kg_kept_find(&key)) return 0;
+    int16_t *owned = NULL;
+    bool oom = false;
+    const int16_t *ws = conv_weights(&q, &w, wzp, t, &owned, &oom);
+    free(owned);
+    return ws && !owned ? (size_t)(q.M * q.Kp) * sizeof *ws : 0;
+}
+
+/* The packed path: false when an operand does not fit 16 bits (*oom set
+ * when memory ran out). w_owner: the tensor a constant w's values are
+ * (conv_weights keeps its operand there), or NULL. */
+static bool conv_packed(const qconv *q, const mpx_value *x, const mpx_value *w, const mpx_value *xzp,
+                        const mpx_value *wzp, mpx_tensor *w_owner, int64_t *acc, bool *oom) {
+    const kn_window *win = q->win;
+    int nsp = win->nsp;
+    int16_t *xs = malloc((size_t)(q->N * q->C * q->ip + 1) * sizeof *xs), *ws_owned = NULL;
+    int64_t *tap = malloc((size_t)(nsp * q->kp + 1) * sizeof *tap);
+    *oom = !xs || !tap;
+    const int16_t *ws = *oom ? NULL : conv_weights(q, w, wzp, w_owner, &ws_owned, oom);
+    bool fits = ws != NULL;
+    int64_t zx = zp_at(xzp, 0);
+    for (int64_t k = 0; fits && k < q->N * q->C * q->ip; k++) fits = to16(x->i[k], zx, &xs[k]);
     if (fits) {
         for (int64_t t = 0; t < q->kp; t++)
             for (int64_t i = nsp - 1, r = t; i >= 0; i--) {
@@ -864,13 +932,13 @@ static bool conv_packed(const qconv *q, const mpx_value *x, const mpx_value *w, 
             if (j.oom) *oom = true;
         }
     }
-    free(xs), free(ws), free(tap);
+    free(xs), free(ws_owned), free(tap);
     return fits && !*oom;
 }
 
 /* The int64 sums of (x - x_zp) and (w - w_zp[m]) into acc (N x M x out
  * plane), each as its int32 wrap (see the top of the file). */
-static mpx_status conv_int(const mpx_kctx *c, const mpx_value *x, const mpx_value *w, const mpx_value *xzp,
+static mpx_status conv_int(const mpx_kctx *c, const mpx_value *x, const mpx_value *w, int wk, const mpx_value *xzp,
                            const mpx_value *wzp, kn_window *win, int64_t **acc_out, int64_t *ydims) {
     char s1[160], s2[160];
     mpx_status st;
@@ -892,7 +960,7 @@ static mpx_status conv_int(const mpx_kctx *c, const mpx_value *x, const mpx_valu
     int64_t *acc;
     if ((st = kn_scratch(c, (size_t)(N * M * q.op), sizeof *acc, (void **)&acc))) return st;
     bool oom = false;
-    if (!conv_packed(&q, x, w, xzp, wzp, acc, &oom)) {
+    if (!conv_packed(&q, x, w, xzp, wzp, mpx_k_value_owner(c, wk, w->i), acc, &oom)) {
         if (oom) {
             free(acc);
             return mpx_kernel_error(c, MPX_E_NOMEM, "out of memory");
@@ -912,7 +980,7 @@ mpx_status mpx_k_conv_integer(const mpx_kctx *c, const mpx_value *const *in, int
     if (st) return st;
     kn_window win;
     int64_t *acc = NULL, yd[MPX_MAX_RANK];
-    if ((st = conv_int(c, x, w, kn_opt(in, n_in, 2), kn_opt(in, n_in, 3), &win, &acc, yd))) return st;
+    if ((st = conv_int(c, x, w, 1, kn_opt(in, n_in, 2), kn_opt(in, n_in, 3), &win, &acc, yd))) return st;
     if (!(st = mpx_k_alloc_raw(c, &out[0], MPX_DT_INT32, x->rank, yd)))
         for (int64_t k = 0; k < out[0].n; k++) out[0].i[k] = wrap32(acc[k]);
     free(acc);
@@ -936,7 +1004,7 @@ mpx_status mpx_k_qlinear_conv(const mpx_kctx *c, const mpx_value *const *in, int
         return mpx_kernel_error(c, MPX_E_SHAPE, "B must hold %lld int32 values, one per output channel", (long long)M);
     kn_window win;
     int64_t *acc = NULL, yd[MPX_MAX_RANK];
-    if ((st = conv_int(c, x, w, kn_opt(in, n_in, 2), kn_opt(in, n_in, 5), &win, &acc, yd))) return st;
+    if ((st = conv_int(c, x, w, 3, kn_opt(in, n_in, 2), kn_opt(in, n_in, 5), &win, &acc, yd))) return st;
     mpx_dtype yt = yzp ? yzp->dtype : MPX_DT_UINT8;
     int64_t lo, hi, op = 1;
     int_range(yt, &lo, &hi);
