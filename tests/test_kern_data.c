@@ -134,7 +134,7 @@ static int count_tokens(const char *s, const char *sep) {
 }
 
 /* A node of op (attributes "name=value ..."); n_in input slots, left
- * empty (mk_owned fills one). */
+ * empty (own fills one). */
 static mpx_node *mk_in(const char *op, int opset, const char *attrs, int n_in) {
     static int seq;
     char name[32];
