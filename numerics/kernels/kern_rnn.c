@@ -38,11 +38,12 @@
  * projection of every step runs on the GEMM core as one product and the
  * hidden terms are summed across rows, because a step at a time left the
  * recurrence several times slower than the product it contains. A step's
- * H terms are a small matrix-vector product: on AVX2 with the block sums
- * in registers (rt_terms_avx2), R transposed once and kept on its tensor,
- * the directions and batch rows on the threads (one direction each in a
- * bidirectional layer: no hand-off per step), and where nothing rounds the
- * gates' activations go over all units at once (Sigmoid vectorised); the
+ * H terms are a small matrix-vector product: on AVX-512F or AVX2 with the
+ * block sums in registers (rt_terms_avx512, rt_terms_avx2), R transposed
+ * once and kept on its tensor, the directions and batch rows on the
+ * threads (one direction each in a bidirectional layer: no hand-off per
+ * step), and where nothing rounds a step's gates go over all units at once
+ * (lstm_gates_f32, gru_step_f32; Sigmoid and Tanh vectorised); the
  * same operations in the same order as row by row and element by element,
  * so the same bits in every plan (test_rnn).
  *
@@ -112,12 +113,13 @@ static float act_apply(const act *a, float x) {
     return x;
 }
 
-/* act_apply over x[0 .. n), in place: Sigmoid and Tanh 8 or 16 lanes at
- * a time (mpx_k_sigmoid_map, mpx_k_tanh_map: ke_sigmoid's and ke_tanh's
- * bits), the others element by element. */
-static void act_map(const act *a, float *x, int64_t n) {
+/* act_apply over x[0 .. n), in place: Sigmoid in vector form vec (read
+ * once a node: ke_sigmoid_map, 16 lanes on AVX-512) and Tanh 8 or 16 lanes
+ * at a time (mpx_k_tanh_map), ke_sigmoid's and ke_tanh's bits; the others
+ * element by element. */
+static void act_map(const act *a, float *x, int64_t n, ke_vec vec) {
     if (a->fn == A_SIGMOID) {
-        mpx_k_sigmoid_map(x, x, n);
+        ke_sigmoid_map(x, x, n, vec);
         return;
     }
     if (a->fn == A_TANH) {
@@ -178,7 +180,8 @@ typedef struct rnn {
      * two hidden-gate parts, the blocks (see rnn_kernel). */
     void *scratch;
     int64_t per_row;
-    bool avx2; /* the H terms on AVX2 (rt_terms_avx2) */
+    bool avx2, avx512; /* the H terms on AVX2 (rt_terms_avx2) or AVX-512F (rt_terms_avx512) */
+    ke_vec vec;        /* Sigmoid's vector form (act_map) */
     /* X.W^T of every step and direction from the GEMM core
      * ([dirs][seq * batch][gates * hid], rows in X's order), or NULL when the
      * node's accumulation is one the core does not do (per-block rounding,
@@ -275,6 +278,48 @@ __attribute__((target("avx2,fma"))) static void rt_terms_avx2(const float *RT, i
             out[q] += b;
         }
 }
+
+/* rt_panel_avx2 on 16 lanes: the rows [q, q + 16 nb), the last register's
+ * lanes outside `last` neither read nor written, the same operations per
+ * row (a multiply, then an add: no fused multiply-add), so the same bits.
+ * Why: a GRU's (hidden 128) step spent 40% of its time in the 8-lane
+ * form; a 16-lane register holds twice the rows for the same loads,
+ * multiplies and adds. */
+__attribute__((target("avx512f"), always_inline)) static inline void
+rt_panel_avx512(const float *RT, int64_t ld, const float *v, int64_t H, int64_t q, float *out, const int nb,
+                __mmask16 last) {
+    __m512 o[8], b[8];
+#pragma GCC unroll 8
+    for (int j = 0; j < nb; j++) o[j] = _mm512_maskz_loadu_ps(j == nb - 1 ? last : 0xffff, out + q + 16 * j);
+    for (int64_t k0 = 0; k0 < H; k0 += MPX_ACC_FP32_BLOCK) {
+        int64_t k1 = H - k0 < MPX_ACC_FP32_BLOCK ? H : k0 + MPX_ACC_FP32_BLOCK;
+#pragma GCC unroll 8
+        for (int j = 0; j < nb; j++) b[j] = _mm512_setzero_ps();
+        for (int64_t k = k0; k < k1; k++) {
+            const __m512 hk = _mm512_set1_ps(v[k]);
+            const float *rr = RT + k * ld + q;
+#pragma GCC unroll 8
+            for (int j = 0; j < nb; j++)
+                b[j] = _mm512_add_ps(
+                    b[j], _mm512_mul_ps(hk, _mm512_maskz_loadu_ps(j == nb - 1 ? last : 0xffff, rr + 16 * j)));
+        }
+#pragma GCC unroll 8
+        for (int j = 0; j < nb; j++) o[j] = _mm512_add_ps(o[j], b[j]);
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < nb; j++) _mm512_mask_storeu_ps(out + q + 16 * j, j == nb - 1 ? last : 0xffff, o[j]);
+}
+
+/* rt_terms on AVX-512F: 128 rows at a time, then 64, then 16, then the
+ * last few under a mask. */
+__attribute__((target("avx512f"))) static void rt_terms_avx512(const float *RT, int64_t ld, const float *v,
+                                                                int64_t H, int64_t nq, float *out) {
+    int64_t q = 0;
+    for (; q + 128 <= nq; q += 128) rt_panel_avx512(RT, ld, v, H, q, out, 8, 0xffff);
+    for (; q + 64 <= nq; q += 64) rt_panel_avx512(RT, ld, v, H, q, out, 4, 0xffff);
+    for (; q + 16 <= nq; q += 16) rt_panel_avx512(RT, ld, v, H, q, out, 1, 0xffff);
+    if (q < nq) rt_panel_avx512(RT, ld, v, H, q, out, 1, (__mmask16)((1u << (nq - q)) - 1u));
+}
 #endif
 
 /* Gate rows q0 .. q0 + nq - 1 of direction d at one step: with_x: the X
@@ -290,6 +335,10 @@ static void gate_sums(const rnn *s, int64_t d, bool with_x, const float *xwrow, 
         if (!v) return;
         const float *RT = s->rt + d * H * GH + q0;
 #if KG_HAVE_X86
+        if (s->avx512) {
+            rt_terms_avx512(RT, GH, v, H, nq, out);
+            return;
+        }
         if (s->avx2) {
             rt_terms_avx2(RT, GH, v, H, nq, out);
             return;
@@ -358,18 +407,62 @@ static void lstm_gates_f32(const rnn *s, const act *A, const float *P, float *g,
     }
     for (int64_t q = 0; s->has_clip && q < 4 * H; q++)
         if (!P || q < H || q >= 2 * H) g[q] = clipped(s, g[q]);
-    act_map(&A[0], g, H);
-    if (!s->input_forget) act_map(&A[0], g + 2 * H, H);
-    act_map(&A[1], g + 3 * H, H);
+    act_map(&A[0], g, H, s->vec);
+    if (!s->input_forget) act_map(&A[0], g + 2 * H, H, s->vec);
+    act_map(&A[1], g + 3 * H, H, s->vec);
     for (int64_t j = 0; j < H; j++) {
         const float ig = g[j], fg = s->input_forget ? 1.0f - ig : g[2 * H + j];
         cs[j] = fg * cs[j] + ig * g[3 * H + j];
     }
     for (int64_t j = 0; P && j < H; j++) g[H + j] = clipped(s, g[H + j] + P[H + j] * cs[j]);
-    act_map(&A[0], g + H, H);
+    act_map(&A[0], g + H, H, s->vec);
     memcpy(tc, cs, (size_t)H * sizeof *tc);
-    act_map(&A[2], tc, H);
+    act_map(&A[2], tc, H, s->vec);
     for (int64_t j = 0; j < H; j++) hn[j] = g[H + j] * tc[j];
+}
+
+/* clipped over x[0 .. n), in place. */
+static void clip_map(const rnn *s, float *x, int64_t n) {
+    if (!s->has_clip) return;
+    const float c = s->clip;
+    for (int64_t q = 0; q < n; q++) x[q] = x[q] < -c ? -c : x[q] > c ? c : x[q];
+}
+
+/* A GRU step where nothing rounds, after the z and r gates' sums (g[0 ..
+ * 2H)): run_row's GRU branch with every rounding the identity, each loop
+ * plain over arrays (the same operations on the same values in the same
+ * order, so the same bits: test_rnn) where run_row's element loops call
+ * rnd and clipped per value. Why: those loops were a sixth of a GRU's
+ * (hidden 128) time, scalar with a call and two branches a value. */
+static void gru_step_f32(const rnn *s, int64_t d, const act *A, const float *xwrow, const float *xt,
+                         const float *Wb, const float *Rb, const float *h, float *g, float *rh, float *hs, float *hx,
+                         float *hn, float *blk) {
+    const int64_t H = s->hid;
+    if (Wb)
+        for (int64_t q = 0; q < 2 * H; q++) g[q] = g[q] + Wb[q] + Rb[q];
+    clip_map(s, g, 2 * H);
+    act_map(&A[0], g, 2 * H, s->vec);
+    const float *r = g + H;
+    if (s->linear_before_reset) { /* r . (H.Rh^T + Rbh): the H part alone, then the X part alone */
+        gate_sums(s, d, false, NULL, NULL, h, 2 * H, H, hs, blk);
+        gate_sums(s, d, true, xwrow, xt, NULL, 2 * H, H, hx, blk);
+        if (Wb) {
+            const float *wh = Wb + 2 * H, *rbh = Rb + 2 * H;
+            for (int64_t j = 0; j < H; j++) hx[j] = hx[j] + wh[j] + r[j] * (hs[j] + rbh[j]);
+        } else {
+            for (int64_t j = 0; j < H; j++) hx[j] = hx[j] + 0.0f + r[j] * (hs[j] + 0.0f);
+        }
+    } else { /* (r . H).Rh^T */
+        for (int64_t k = 0; k < H; k++) rh[k] = r[k] * h[k];
+        gate_sums(s, d, true, xwrow, xt, rh, 2 * H, H, hx, blk);
+        if (Wb) {
+            const float *wh = Wb + 2 * H, *rbh = Rb + 2 * H;
+            for (int64_t j = 0; j < H; j++) hx[j] = hx[j] + wh[j] + rbh[j];
+        }
+    }
+    clip_map(s, hx, H);
+    act_map(&A[1], hx, H, s->vec);
+    for (int64_t j = 0; j < H; j++) hn[j] = (1.0f - g[j]) * hx[j] + g[j] * h[j];
 }
 
 /* One direction d over one batch row b; scratch: its own s->per_row floats. */
@@ -411,14 +504,16 @@ static void run_row(const rnn *s, int64_t d, int64_t b, float *scratch) {
                     cs[j] = cn;
                 }
             }
-        } else if (s->kind == K_GRU) { /* gates z, r, h */
+        } else if (s->kind == K_GRU && f32) { /* gates z, r, h; nothing rounds */
+            gate_sums(s, d, true, xwrow, xt, h, 0, 2 * H, g, blk);
+            gru_step_f32(s, d, A, xwrow, xt, Wb, Rb, h, g, rh, hs, hx, hn, blk);
+        } else if (s->kind == K_GRU) { /* gates z, r, h, each rounded where a runtime rounds it */
             gate_sums(s, d, true, xwrow, xt, h, 0, 2 * H, g, blk);
             for (int64_t q = 0; q < 2 * H; q++) {
                 float v = g[q];
                 if (Wb) v = v + Wb[q] + Rb[q];
-                g[q] = f32 ? clipped(s, v) : rnd(cf, act_apply(&A[0], clipped(s, rnd(cf, v))));
+                g[q] = rnd(cf, act_apply(&A[0], clipped(s, rnd(cf, v))));
             }
-            if (f32) act_map(&A[0], g, 2 * H);
             for (int64_t k = 0; k < H; k++) rh[k] = rnd(cf, g[H + k] * h[k]);
             if (s->linear_before_reset) { /* the H part alone, then the X part alone */
                 gate_sums(s, d, false, NULL, NULL, h, 2 * H, H, hs, blk);
@@ -435,22 +530,25 @@ static void run_row(const rnn *s, int64_t d, int64_t b, float *scratch) {
                     v = hx[j];
                     if (Wb) v = v + Wb[2 * H + j] + Rb[2 * H + j];
                 }
-                /* fp32: the activation over all units at once below */
-                hx[j] = f32 ? clipped(s, v) : rnd(cf, act_apply(&A[1], clipped(s, rnd(cf, v))));
+                hx[j] = rnd(cf, act_apply(&A[1], clipped(s, rnd(cf, v))));
             }
-            if (f32) act_map(&A[1], hx, H);
             for (int64_t j = 0; j < H; j++) {
                 float hh = hx[j], z = g[j];
                 hn[j] = rnd(sf, (1.0f - z) * hh + z * h[j]);
             }
+        } else if (f32) { /* RNN, nothing rounds: as below, over arrays (gru_step_f32 says why) */
+            gate_sums(s, d, true, xwrow, xt, h, 0, H, hn, blk);
+            if (Wb)
+                for (int64_t j = 0; j < H; j++) hn[j] = hn[j] + Wb[j] + Rb[j];
+            clip_map(s, hn, H);
+            act_map(&A[0], hn, H, s->vec);
         } else {
             gate_sums(s, d, true, xwrow, xt, h, 0, H, hx, blk);
             for (int64_t j = 0; j < H; j++) {
                 float v = hx[j];
                 if (Wb) v = v + Wb[j] + Rb[j];
-                hn[j] = f32 ? clipped(s, v) : rnd(sf, act_apply(&A[0], clipped(s, rnd(cf, v))));
+                hn[j] = rnd(sf, act_apply(&A[0], clipped(s, rnd(cf, v))));
             }
-            if (f32) act_map(&A[0], hn, H);
         }
         memcpy(h, hn, (size_t)H * sizeof *h);
         if (yt) memcpy(yt, h, (size_t)H * sizeof *h);
@@ -553,7 +651,7 @@ static void run_row_d(const rnn *s, int64_t d, int64_t b, double *scratch) {
                 hn[j] = rnd_d(sf, og * act_apply_d(&A[2], cn));
                 cs[j] = cn;
             }
-        } else if (s->kind == K_GRU) { /* gates z, r, h */
+        } else if (s->kind == K_GRU) { /* gates z, r, h, each rounded where a runtime rounds it */
             gate_sums_d(s, d, xt, h, 0, 2 * H, g);
             for (int64_t q = 0; q < 2 * H; q++) {
                 double v = g[q];
@@ -799,6 +897,8 @@ static mpx_status rnn_kernel(const mpx_kctx *c, const mpx_value *const *in, int 
         goto fail;
     if (!f64 && (st = project_inputs(&s))) goto fail;
     s.avx2 = !f64 && kg_use_avx2();
+    s.avx512 = !f64 && kg_use_avx512();
+    s.vec = ke_vec_now();
     /* The directions and batch rows on the threads when there is work for
      * them (a bidirectional layer: one direction each); a step's product
      * is too small to split. */
