@@ -331,7 +331,10 @@ static void gate_sums(const rnn *s, int64_t d, bool with_x, const float *xwrow, 
     const int64_t H = s->hid, GH = s->gates * H;
     const float *W = s->w + d * GH * s->in, *R = s->r + d * GH * H;
     if (s->rt && (!with_x || xwrow)) {
-        for (int64_t q = 0; q < nq; q++) out[q] = with_x ? xwrow[q0 + q] : 0.0f;
+        if (with_x) /* (a copy: a loop choosing per value ran a value at a time, 8% of a GRU's time) */
+            memcpy(out, xwrow + q0, (size_t)nq * sizeof *out);
+        else
+            memset(out, 0, (size_t)nq * sizeof *out);
         if (!v) return;
         const float *RT = s->rt + d * H * GH + q0;
 #if KG_HAVE_X86
