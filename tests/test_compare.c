@@ -359,11 +359,15 @@ static void test_local(void) {
  * and AVX2 paths (which do not check for non-finite values as they go and
  * start again on the checking path when there were any; AVX2's in chunks of
  * 1024, hence 4099 and 5003) and the portable one give the same bits, for
- * lengths around the 8- and 16-element blocks, with zeros, values below the format's normal range, infinities
- * and NaNs in the first block, the last block and the tail. */
+ * lengths around the 8- and 16-element blocks and the 65536-element pieces
+ * (metrics.c), with zeros, values below the format's normal range, infinities
+ * and NaNs in the first block, the last block (the last piece), the middle
+ * and the tail. */
 static void test_metrics_paths(void) {
     static const char *const paths[][2] = {{"MPX_KERN_AVX2", "1"}, {"MPX_KERN_PORTABLE", "1"}};
-    static const int64_t lens[] = {1, 7, 8, 9, 15, 16, 17, 23, 24, 31, 32, 33, 1000, 4099, 5003};
+    static const int64_t lens[] = {1,    7,    8,    9,    15,   16,           17,           23,
+                                   24,   31,   32,   33,   1000, 4099,         5003,         65536,
+                                   65544, 196608, 196613};
     mpx_rng rng;
     mpx_rng_init(&rng, 12345);
     int compared = 0;
@@ -420,7 +424,62 @@ static void test_metrics_paths(void) {
             mpx_value_free(&r);
             mpx_value_free(&c);
         }
-    CHECK(compared == 15 * 5 * 2);
+    CHECK(compared == 19 * 5 * 2);
+}
+
+/* rel_l2 in the documented order, by hand: per piece of 65536 elements,
+ * eight lanes (element k of the piece in lane k % 8, whole blocks of eight,
+ * fused multiply-adds from zero), the pieces' lanes added in piece order,
+ * the lanes added ((0+1)+(2+3)) + ((4+5)+(6+7)), then the tail shorter than
+ * a block one element at a time. mpx_metrics_compute must give these bits
+ * whatever the CPU path and the number of threads taking the pieces. */
+static double rel_l2_by_hand(const float *x, const float *y, int64_t n) {
+    enum { P = 65536 };
+    double se[8] = {0}, rr[8] = {0};
+    const int64_t body = n - n % 8;
+    for (int64_t k0 = 0; k0 < body; k0 += P) {
+        double pse[8] = {0}, prr[8] = {0};
+        for (int64_t k = k0; k < body && k < k0 + P; k++) {
+            const double a = x[k], d = (double)y[k] - a;
+            pse[k % 8] = fma(d, d, pse[k % 8]);
+            prr[k % 8] = fma(a, a, prr[k % 8]);
+        }
+        for (int l = 0; l < 8; l++) se[l] = se[l] + pse[l], rr[l] = rr[l] + prr[l];
+    }
+    double s = ((se[0] + se[1]) + (se[2] + se[3])) + ((se[4] + se[5]) + (se[6] + se[7]));
+    double r = ((rr[0] + rr[1]) + (rr[2] + rr[3])) + ((rr[4] + rr[5]) + (rr[6] + rr[7]));
+    for (int64_t k = body; k < n; k++) {
+        const double a = x[k], d = (double)y[k] - a;
+        s = fma(d, d, s);
+        r = fma(a, a, r);
+    }
+    return sqrt(s) / sqrt(r);
+}
+
+static void test_metrics_pieces(void) {
+    static const int64_t lens[] = {100, 65536, 65541, 3 * 65536 + 3, 7 * 65536 + 16};
+    mpx_rng rng;
+    mpx_rng_init(&rng, 777);
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+        int64_t n = lens[li];
+        mpx_value r = fvalue(1, &n, NULL), c = fvalue(1, &n, NULL), c2 = fvalue(1, &n, NULL);
+        for (int64_t k = 0; k < n; k++) {
+            r.f[k] = (float)(mpx_rng_unit(&rng) * 8.0 - 4.0) * (k % 1000 == 0 ? 1000.0f : 1.0f);
+            c.f[k] = mpx_round_scalar(&mpx_format_fp16, r.f[k]);
+            c2.f[k] = mpx_round_scalar(&mpx_format_bf16, r.f[k]);
+        }
+        mpx_metrics m, mm[2];
+        CHECK(mpx_metrics_compute(&r, &c, &mpx_format_fp16, &m, &err) == MPX_OK);
+        const double want = rel_l2_by_hand(r.f, c.f, n);
+        CHECK_MSG(m.rel_l2 == want, "n %lld: rel_l2 %.17g, by hand %.17g", (long long)n, m.rel_l2, want);
+        const mpx_value *cs[2] = {&c, &c2};
+        const mpx_format *fs[2] = {&mpx_format_fp16, &mpx_format_bf16};
+        CHECK(mpx_metrics_compute_many(&r, cs, fs, 2, mm, &err) == MPX_OK);
+        CHECK(mm[0].rel_l2 == want && mm[1].rel_l2 == rel_l2_by_hand(r.f, c2.f, n));
+        mpx_value_free(&r);
+        mpx_value_free(&c);
+        mpx_value_free(&c2);
+    }
 }
 
 /* ---- memory: keep, freeing after the last reader ------------------------------------------- */
@@ -1850,6 +1909,7 @@ int main(void) {
     test_overflow();
     test_local();
     test_metrics_paths();
+    test_metrics_pieces();
     test_chain_memory();
     test_cancel_progress();
     test_errors();

@@ -439,6 +439,117 @@ static int64_t lanes_checked(lanes *L, const float *rf, const float *cf, int64_t
     return lanes_portable(L, rf, cf, n, tiny);
 }
 
+/* ---- pieces ------------------------------------------------------------------------
+ * The lanes of a tensor are taken piece by piece: piece p is elements
+ * [p PIECE, (p + 1) PIECE), its lanes summed from zero as above, and the
+ * pieces' lanes added lane by lane in piece order; the lanes stop at the
+ * first block holding a non-finite value (or at a tail shorter than a
+ * block, in the last piece) and the general loop (finish) takes the rest.
+ * A tensor of one piece gets the lanes of the whole. Why: the pieces of a
+ * large tensor go to the kernels' threads. A report computes its figures on
+ * one job thread below 4 G multiply-adds a forward (compare_jobs.c), where
+ * they were a third of its time (PP-OCRv4 det's report on Zen 5: 110 of 317
+ * ms, rec's 30 of 77) with the pool's second thread idle; the order is
+ * fixed by the pieces, not by the threads, so the figures are the same on
+ * any number of them (test_compare's metrics_paths). */
+enum { PIECE = 1 << 16 };
+
+static void lanes_add(lanes *to, const lanes *from) {
+    for (int l = 0; l < ML; l++) {
+        to->se[l] = to->se[l] + from->se[l];
+        to->sa[l] = to->sa[l] + from->sa[l];
+        to->rr[l] = to->rr[l] + from->rr[l];
+        to->cc[l] = to->cc[l] + from->cc[l];
+        to->cr[l] = to->cr[l] + from->cr[l];
+        to->mx[l] = from->mx[l] > to->mx[l] ? from->mx[l] : to->mx[l];
+        to->amax[l] = from->amax[l] > to->amax[l] ? from->amax[l] : to->amax[l];
+        to->sub[l] += from->sub[l];
+        to->unf[l] += from->unf[l];
+    }
+}
+
+static int64_t pieces_of(int64_t n) { return n > 0 ? (n + PIECE - 1) / PIECE : 1; }
+
+/* The pieces' unchecked passes on the kernels' threads: piece p's lanes of
+ * candidate q in L[p MANY + q], where it stopped in stop[p] (-1: a
+ * non-finite value, or no pass on this CPU). */
+typedef struct piece_job {
+    const float *rf;
+    const float *const *cf;
+    const float *tiny;
+    int64_t n;
+    int nc;
+    lanes *L;
+    int64_t *stop;
+} piece_job;
+
+/* Piece p's unchecked pass into L[0 .. nc): where it stopped in the piece, or -1. */
+static int64_t piece_run(const piece_job *j, int64_t p, lanes *L) {
+    const int64_t k0 = p * PIECE, len = j->n - k0 < PIECE ? j->n - k0 : PIECE;
+    const float *cf[MANY];
+    for (int q = 0; q < j->nc; q++) cf[q] = j->cf[q] + k0;
+    memset(L, 0, (size_t)j->nc * sizeof *L);
+    return lanes_unchecked(L, j->rf + k0, cf, j->tiny, len, j->nc);
+}
+
+static void piece_item(void *ctx, int tid, long p) {
+    (void)tid;
+    const piece_job *j = ctx;
+    j->stop[p] = piece_run(j, p, j->L + (size_t)p * MANY);
+}
+
+/* Whether piece p's pass went through (a piece before the last ends on a
+ * whole block: it stops early only at a non-finite value). */
+static bool piece_whole(int64_t n, int64_t p, int64_t stop) {
+    const int64_t len = n - p * PIECE < PIECE ? n - p * PIECE : PIECE;
+    return stop >= 0 && (p + 1 == pieces_of(n) || stop == len);
+}
+
+/* lanes_unchecked piece by piece (L[q] zero on entry): where the lanes
+ * stopped, or -1 as lanes_unchecked. */
+static int64_t pieces_unchecked(lanes *L, const float *rf, const float *const *cf, const float *tiny, int64_t n,
+                                int nc) {
+    const int64_t np = pieces_of(n);
+    if (np == 1) return lanes_unchecked(L, rf, cf, tiny, n, nc);
+    piece_job j = {.rf = rf, .cf = cf, .tiny = tiny, .n = n, .nc = nc};
+    j.L = malloc((size_t)np * MANY * sizeof *j.L);
+    j.stop = malloc((size_t)np * sizeof *j.stop);
+    int64_t k = -1;
+    if (j.L && j.stop) {
+        mpx_k_parallel((long)np, kg_threads(), piece_item, &j);
+        for (int64_t p = 0; p < np && piece_whole(n, p, j.stop[p]); p++) {
+            for (int q = 0; q < nc; q++) lanes_add(&L[q], &j.L[p * MANY + q]);
+            k = p + 1 == np ? p * PIECE + j.stop[p] : -1;
+        }
+    } else { /* no memory for every piece's lanes: one piece at a time, here */
+        lanes one[MANY];
+        for (int64_t p = 0; p < np; p++) {
+            const int64_t stop = piece_run(&j, p, one);
+            if (!piece_whole(n, p, stop)) break;
+            for (int q = 0; q < nc; q++) lanes_add(&L[q], &one[q]);
+            k = p + 1 == np ? p * PIECE + stop : -1;
+        }
+    }
+    free(j.L);
+    free(j.stop);
+    return k;
+}
+
+/* lanes_checked piece by piece (L zero on entry): where the lanes stopped. */
+static int64_t pieces_checked(lanes *L, const float *rf, const float *cf, int64_t n, float tiny) {
+    const int64_t np = pieces_of(n);
+    if (np == 1) return lanes_checked(L, rf, cf, n, tiny);
+    for (int64_t p = 0; p < np; p++) {
+        const int64_t k0 = p * PIECE, len = n - k0 < PIECE ? n - k0 : PIECE;
+        lanes one;
+        memset(&one, 0, sizeof one);
+        const int64_t s = lanes_checked(&one, rf + k0, cf + k0, len, tiny);
+        lanes_add(L, &one);
+        if (s < len) return k0 + s;
+    }
+    return n;
+}
+
 /* The count and the reference's largest magnitude, both paths; a pair with
  * a non-finite value where the other is not (an overflow, a NaN made) has
  * infinite distances and no angle. Returns bad: the caller stops there. */
@@ -582,10 +693,10 @@ mpx_status mpx_metrics_compute(const mpx_value *r, const mpx_value *c, const mpx
     memset(&L, 0, sizeof L);
     const float tiny = f->min_normal;
     const float *cf = c->f;
-    int64_t k = lanes_unchecked(&L, r->f, &cf, &tiny, r->n, 1);
+    int64_t k = pieces_unchecked(&L, r->f, &cf, &tiny, r->n, 1);
     if (k < 0) { /* not taken, or a non-finite value */
         memset(&L, 0, sizeof L);
-        k = lanes_checked(&L, r->f, c->f, r->n, tiny);
+        k = pieces_checked(&L, r->f, c->f, r->n, tiny);
     }
     finish(r, c, f, &L, k, m);
     return MPX_OK;
@@ -607,7 +718,7 @@ mpx_status mpx_metrics_compute_many(const mpx_value *r, const mpx_value *const *
             tiny[q] = (fmt && fmt[q] ? fmt[q] : &mpx_format_fp32)->min_normal;
         }
         memset(L, 0, sizeof L);
-        const int64_t k = lanes_unchecked(L, r->f, cf, tiny, r->n, nc);
+        const int64_t k = pieces_unchecked(L, r->f, cf, tiny, r->n, nc);
         if (k >= 0) {
             for (int q = 0; q < nc; q++) {
                 memset(&m[q], 0, sizeof m[q]);
