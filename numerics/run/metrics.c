@@ -470,6 +470,9 @@ static void lanes_add(lanes *to, const lanes *from) {
 
 static int64_t pieces_of(int64_t n) { return n > 0 ? (n + PIECE - 1) / PIECE : 1; }
 
+/* Piece p's length in a tensor of n elements. */
+static int64_t piece_len(int64_t n, int64_t p) { return n - p * PIECE < PIECE ? n - p * PIECE : PIECE; }
+
 /* The pieces' unchecked passes on the kernels' threads: piece p's lanes of
  * candidate q in L[p MANY + q], where it stopped in stop[p] (-1: a
  * non-finite value, or no pass on this CPU). */
@@ -485,11 +488,11 @@ typedef struct piece_job {
 
 /* Piece p's unchecked pass into L[0 .. nc): where it stopped in the piece, or -1. */
 static int64_t piece_run(const piece_job *j, int64_t p, lanes *L) {
-    const int64_t k0 = p * PIECE, len = j->n - k0 < PIECE ? j->n - k0 : PIECE;
+    const int64_t k0 = p * PIECE;
     const float *cf[MANY];
     for (int q = 0; q < j->nc; q++) cf[q] = j->cf[q] + k0;
     memset(L, 0, (size_t)j->nc * sizeof *L);
-    return lanes_unchecked(L, j->rf + k0, cf, j->tiny, len, j->nc);
+    return lanes_unchecked(L, j->rf + k0, cf, j->tiny, piece_len(j->n, p), j->nc);
 }
 
 static void piece_item(void *ctx, int tid, long p) {
@@ -501,12 +504,12 @@ static void piece_item(void *ctx, int tid, long p) {
 /* Whether piece p's pass went through (a piece before the last ends on a
  * whole block: it stops early only at a non-finite value). */
 static bool piece_whole(int64_t n, int64_t p, int64_t stop) {
-    const int64_t len = n - p * PIECE < PIECE ? n - p * PIECE : PIECE;
-    return stop >= 0 && (p + 1 == pieces_of(n) || stop == len);
+    return stop >= 0 && (p + 1 == pieces_of(n) || stop == piece_len(n, p));
 }
 
 /* lanes_unchecked piece by piece (L[q] zero on entry): where the lanes
- * stopped, or -1 as lanes_unchecked. */
+ * stopped, or -1 as lanes_unchecked, and without memory for the pieces'
+ * lanes (the checking path then takes them one at a time: the same bits). */
 static int64_t pieces_unchecked(lanes *L, const float *rf, const float *const *cf, const float *tiny, int64_t n,
                                 int nc) {
     const int64_t np = pieces_of(n);
@@ -521,14 +524,6 @@ static int64_t pieces_unchecked(lanes *L, const float *rf, const float *const *c
             for (int q = 0; q < nc; q++) lanes_add(&L[q], &j.L[p * MANY + q]);
             k = p + 1 == np ? p * PIECE + j.stop[p] : -1;
         }
-    } else { /* no memory for every piece's lanes: one piece at a time, here */
-        lanes one[MANY];
-        for (int64_t p = 0; p < np; p++) {
-            const int64_t stop = piece_run(&j, p, one);
-            if (!piece_whole(n, p, stop)) break;
-            for (int q = 0; q < nc; q++) lanes_add(&L[q], &one[q]);
-            k = p + 1 == np ? p * PIECE + stop : -1;
-        }
     }
     free(j.L);
     free(j.stop);
@@ -540,7 +535,7 @@ static int64_t pieces_checked(lanes *L, const float *rf, const float *cf, int64_
     const int64_t np = pieces_of(n);
     if (np == 1) return lanes_checked(L, rf, cf, n, tiny);
     for (int64_t p = 0; p < np; p++) {
-        const int64_t k0 = p * PIECE, len = n - k0 < PIECE ? n - k0 : PIECE;
+        const int64_t k0 = p * PIECE, len = piece_len(n, p);
         lanes one;
         memset(&one, 0, sizeof one);
         const int64_t s = lanes_checked(&one, rf + k0, cf + k0, len, tiny);
