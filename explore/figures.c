@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,7 +207,8 @@ static mpx_status stat_figure(const mpx_figure_ctx *x, const char *fig, mpx_stat
 }
 
 /* Which layers a <what>.<metric> figure reads, what being the part before
- * the last dot (written to what[n], *metric after it): every model output
+ * the metric's dot (mpx_figure_metric_dot; written to what[n], *metric after
+ * it): every model output
  * ("output"), every layer ("worst") or one tensor or node's (its tensor
  * index). mpx_figure_read reads them and mpx_cond_measure asks for them, from
  * this one reading. */
@@ -228,9 +230,24 @@ static int output_figure(const mpx_graph *g, const char *fig, char *what, size_t
     return FIG_NOT_OUTPUT;
 }
 
+/* (a name may hold "@" too: the "@" counts only when a number follows it
+ * to the end, as a threshold does) */
+const char *mpx_figure_metric_dot(const char *fig) {
+    const char *at = strrchr(fig, '@'), *end = fig + strlen(fig);
+    if (at && at[1]) {
+        char *e;
+        (void)strtod(at + 1, &e);
+        if (e != at + 1 && *e == '\0') end = at;
+    }
+    const char *dot = NULL;
+    for (const char *c = fig; c < end; c++)
+        if (*c == '.') dot = c;
+    return dot;
+}
+
 static int layer_figure(const mpx_graph *g, const char *fig, char *what, size_t n, const char **metric) {
     if (strncmp(fig, "out[", 4) == 0) return output_figure(g, fig, what, n, metric);
-    const char *dot = strrchr(fig, '.');
+    const char *dot = mpx_figure_metric_dot(fig);
     if (!dot || dot == fig || !dot[1]) return FIG_NONE;
     snprintf(what, n, "%.*s", (int)(dot - fig), fig);
     *metric = dot + 1;
@@ -562,6 +579,19 @@ mpx_status mpx_cond_eval(const mpx_figure_ctx *x, const mpx_cond *c, double *got
 }
 
 const char *mpx_cond_op(const mpx_clause *cl) { return cmp_ops[cl->op]; }
+
+/* Why more digits: a share of 0.99974 printed "1" beside ">= 1" reads as a
+ * clause that holds. */
+const char *mpx_clause_got_text(const mpx_clause *cl, double got, int digits, char *buf, size_t n) {
+    for (int d = digits < 1 ? 1 : digits;; d++) {
+        snprintf(buf, n, "%.*g", d, got);
+        const double shown = strtod(buf, NULL);
+        if (d >= 17 || !isfinite(got) || shown == got) break;
+        const bool same_side = (shown < cl->want) == (got < cl->want) && (shown > cl->want) == (got > cl->want);
+        if (same_side && shown != cl->want) break;
+    }
+    return buf;
+}
 
 const char *mpx_cond_output_ambiguity(const mpx_graph *g, const mpx_cond *c) {
     bool named = false;

@@ -84,6 +84,10 @@ int64_t mpx_figure_weights_overflow(const mpx_plan *p);
  * report and plan show) or else a tensor; NULL when neither. Nodes first:
  * exported models reuse names across nodes and tensors. */
 const mpx_tensor *mpx_figure_find_tensor(const mpx_graph *g, const char *name);
+/* The dot before a <what>.<metric> figure's metric, or NULL: the last dot,
+ * except in a task figure whose threshold holds one (output.iou@0.5), where
+ * it is the last dot before the "@". */
+const char *mpx_figure_metric_dot(const char *fig);
 /* "; did you mean <metric>?" or "" into buf for a mistyped metric name
  * (extra: also absmax and local). Returns buf. */
 const char *mpx_figure_metric_hint(const char *typed, bool extra, char *buf, size_t n);
@@ -132,6 +136,10 @@ const char *mpx_cond_output_ambiguity(const mpx_graph *g, const mpx_cond *c);
 mpx_status mpx_cond_eval(const mpx_figure_ctx *x, const mpx_cond *c, double *got, int *failed, mpx_error *err);
 /* The operator of a clause as written ("<=", ...). */
 const char *mpx_cond_op(const mpx_clause *cl);
+/* got, a value of cl's figure, as text: digits significant digits, or as
+ * many more as it takes to show it on its side of cl's number (never equal
+ * to it unless it is). Returns buf. */
+const char *mpx_clause_got_text(const mpx_clause *cl, double got, int digits, char *buf, size_t n);
 
 /* ---- search (explore/search.c) -----------------------------------------------
  * The nodes to keep in fp32 so that a condition holds, with as much of the

@@ -189,17 +189,18 @@ static mpx_status evaluate(search *x, const bool *set, bool local, bool *holds, 
         /* A run cancelled inside gives no verdict: the evaluation is listed
          * as interrupted, neither holding nor failing, and nothing of it is
          * remembered (memo, best set). */
-        if (st == MPX_E_CANCELLED) {
-            x->end = MPX_SEARCH_INTERRUPTED;
-            if (x->log) {
-                cJSON *e = cJSON_CreateObject(), *names = cJSON_AddArrayToObject(e, "set");
-                for (int i = 0; i < x->n_cand; i++)
-                    if (set[i]) cJSON_AddItemToArray(names, cJSON_CreateString(x->g->nodes[x->cand[i]]->name));
-                cJSON_AddBoolToObject(e, "interrupted", true);
-                cJSON_AddNumberToObject(e, "ms", now_ms() - t);
-                if (local) cJSON_AddBoolToObject(e, "local", true);
-                cJSON_AddItemToArray(x->log, e);
-            }
+        /* A failed one (an --eval command's error, a run out of memory) is
+         * listed with its error, also without a verdict. */
+        if (st == MPX_E_CANCELLED) x->end = MPX_SEARCH_INTERRUPTED;
+        if (x->log) {
+            cJSON *e = cJSON_CreateObject(), *names = cJSON_AddArrayToObject(e, "set");
+            for (int i = 0; i < x->n_cand; i++)
+                if (set[i]) cJSON_AddItemToArray(names, cJSON_CreateString(x->g->nodes[x->cand[i]]->name));
+            if (st == MPX_E_CANCELLED) cJSON_AddBoolToObject(e, "interrupted", true);
+            else cJSON_AddStringToObject(e, "error", err->msg);
+            cJSON_AddNumberToObject(e, "ms", now_ms() - t);
+            if (local) cJSON_AddBoolToObject(e, "local", true);
+            cJSON_AddItemToArray(x->log, e);
         }
         mpx_plan_free(p);
         mpx_compare_free(c);
@@ -1239,8 +1240,11 @@ char *mpx_search_json(mpx_search *x, const mpx_search_result *r, const char *err
         for (int i = 0; i < x->cond.n; i++) add_exact(f, x->cond.c[i].fig, r->got[i]);
         cJSON_AddNumberToObject(root, "low_macs_pct", r->low_macs_pct);
         cJSON_AddNumberToObject(root, "low_cost_pct", r->low_cost_pct);
-    } else {
+    } else { /* the same keys, null: a script reads d["figures"] whatever the end */
         cJSON_AddNullToObject(root, "fp32");
+        cJSON_AddNullToObject(root, "figures");
+        cJSON_AddNullToObject(root, "low_macs_pct");
+        cJSON_AddNullToObject(root, "low_cost_pct");
     }
     cJSON_AddBoolToObject(root, "applied", applied && r->k > 0);
     if (v) {

@@ -48,6 +48,11 @@ static mpx_status validate(mpx_session *s, const mpx_search *x, const mpx_cond *
     if (!st) {
         mpx_figure_ctx fc = {.plan = p, .cmp = c, .eval = eval ? repl_eval_figure : NULL, .eval_ctx = eval};
         st = mpx_cond_eval(&fc, cond, v->got, &failed, err);
+        /* The clauses after a failing one too: the held-out figures are
+         * what the user reads, not a verdict alone (the run is done; eval's
+         * command ran once for the comparison). */
+        for (int i = failed + 1; !st && failed >= 0 && i < cond->n; i++)
+            st = mpx_figure_read(&fc, cond->c[i].fig, &v->got[i], err);
     }
     if (st) {
         char msg[sizeof err->msg];
@@ -85,9 +90,11 @@ static void summary(const mpx_session *s, const mpx_cond *cond, const mpx_search
         }
         if (o < sizeof line) o += (size_t)snprintf(line + o, sizeof line - o, ")");
     }
+    char v[40];
     for (int i = 0; i < cond->n && o < sizeof line; i++)
-        o += (size_t)snprintf(line + o, sizeof line - o, "; %s %.3g %s %s", cond->c[i].fig, r->got[i],
-                              mpx_cond_op(&cond->c[i]), cond->c[i].num);
+        o += (size_t)snprintf(line + o, sizeof line - o, "; %s %s %s %s", cond->c[i].fig,
+                              mpx_clause_got_text(&cond->c[i], r->got[i], 3, v, sizeof v), mpx_cond_op(&cond->c[i]),
+                              cond->c[i].num);
     if (o < sizeof line)
         o += (size_t)snprintf(line + o, sizeof line - o, "; %.1f%% of MACs in %s (%.1f%% of cost); %d evaluation%s",
                               r->low_macs_pct, mpx_format_name(s->plan->opts.target), r->low_cost_pct, r->n_evals,
@@ -130,6 +137,8 @@ mpx_status repl_cmd_search(mpx_session *s, const mpx_cmd_args *args, mpx_error *
             evals = true;
         }
     }
+    /* The JSON's file before any run: a typo there would cost the search */
+    if (json_path && (st = repl_check_target(s, json_path, err))) return st;
     if (hv.spec) {
         char line[1024], *w[16];
         int nw = 0;
@@ -154,7 +163,7 @@ mpx_status repl_cmd_search(mpx_session *s, const mpx_cmd_args *args, mpx_error *
             }
         }
     }
-    if (eval_cmd && (st = repl_eval_new(eval_cmd, eval_timeout, &eval, err))) {
+    if (eval_cmd && (st = repl_eval_new(eval_cmd, eval_timeout, s->cancel, &eval, err))) {
         repl_data_free(hv.data);
         return st;
     }
@@ -228,8 +237,10 @@ mpx_status repl_cmd_search(mpx_session *s, const mpx_cmd_args *args, mpx_error *
     }
     if (hv.validated && r.end == MPX_SEARCH_DONE) {
         fprintf(human, "search: on the held-out samples (%s, %d): ", hv.spec, repl_data_count(hv.data));
+        char v[40];
         for (int i = 0; i < cond.n; i++)
-            fprintf(human, "%s%s %.3g", i ? "; " : "", cond.c[i].fig, hv.got[i]);
+            fprintf(human, "%s%s %s", i ? "; " : "", cond.c[i].fig,
+                    mpx_clause_got_text(&cond.c[i], hv.got[i], 3, v, sizeof v));
         fprintf(human, hv.holds ? "; %s holds there too\n"
                                 : "; %s does NOT hold there: the plan meets it on the search's samples only\n",
                 cond.text);

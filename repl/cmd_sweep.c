@@ -109,6 +109,17 @@ static mpx_status outputs_of(const mpx_cmd_args *args, outputs *o, mpx_error *er
     return MPX_OK;
 }
 
+/* The files, checked before the points run. */
+static mpx_status check_outputs(const mpx_session *s, const outputs *o, mpx_error *err) {
+    const char *files[3] = {o->json, o->csv, o->plot};
+    for (int k = 0; k < 3; k++)
+        if (files[k]) {
+            mpx_status st = repl_check_target(s, files[k], err);
+            if (st) return st;
+        }
+    return MPX_OK;
+}
+
 /* sweep <name> in v1,v2,... : <command> [options] */
 mpx_status repl_cmd_sweep(mpx_session *s, const mpx_cmd_args *args, mpx_error *err) {
     mpx_status st = repl_need_model(s, err);
@@ -128,7 +139,7 @@ mpx_status repl_cmd_sweep(mpx_session *s, const mpx_cmd_args *args, mpx_error *e
         o += (size_t)snprintf(command + o, o < sizeof command ? sizeof command - o : 0, "%s%s", a > colon + 1 ? " " : "",
                               w[a]);
     outputs out;
-    if ((st = outputs_of(args, &out, err))) return st;
+    if ((st = outputs_of(args, &out, err)) || (st = check_outputs(s, &out, err))) return st;
     int sk = args->opt[SWEEP_SHARD].given ? (int)args->opt[SWEEP_SHARD].i : 0;
     int sn = args->opt[SWEEP_SHARD].given ? (int)args->opt[SWEEP_SHARD].n : 0;
     mpx_sweep *d = malloc(sizeof *d);
@@ -218,6 +229,7 @@ mpx_status repl_cmd_merge(mpx_session *s, const mpx_cmd_args *args, mpx_error *e
     if (samples) return repl_merge_samples(s, args, err);
     outputs out;
     mpx_status st = outputs_of(args, &out, err);
+    if (!st) st = check_outputs(s, &out, err);
     if (st) return st;
     mpx_sweep *d = calloc(1, sizeof *d);
     if (!d) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");

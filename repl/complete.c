@@ -281,7 +281,7 @@ void repl_complete_rule(const char *text, int pos, char **w) {
 void repl_complete_condition(const char *text, int pos, char **w) {
     if (!(pos == 1 || is(w[pos - 1], "and"))) return;
     const mpx_graph *g = completing ? completing->graph : NULL;
-    const char *dot = strrchr(text, '.');
+    const char *dot = mpx_figure_metric_dot(text);
     bool in_out = strncmp(text, "out[", 4) == 0;
     if (in_out && !strstr(text, "].")) dot = NULL; /* still in the output's name (which may hold dots) */
     if (dot) {

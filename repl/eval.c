@@ -34,6 +34,7 @@
 struct repl_eval {
     char *command;
     double timeout_s;
+    const volatile int *cancel; /* the session's Ctrl-C flag, or NULL */
     char dir[512];
     const mpx_compare *done_for; /* the comparison whose figures `got` holds */
     cJSON *got;                  /* a number or an object of numbers */
@@ -47,7 +48,8 @@ static void file_name(const char *name, char *buf, size_t n) {
     if (!o || strcmp(buf, ".") == 0 || strcmp(buf, "..") == 0) snprintf(buf, n, "output_");
 }
 
-mpx_status repl_eval_new(const char *command, double timeout_s, repl_eval **out, mpx_error *err) {
+mpx_status repl_eval_new(const char *command, double timeout_s, const volatile int *cancel, repl_eval **out,
+                         mpx_error *err) {
     *out = NULL;
     if (!command || !command[0]) return mpx_error_set(err, MPX_E_ARG, "--eval: give the command to run, quoted");
     repl_eval *e = calloc(1, sizeof *e);
@@ -56,6 +58,7 @@ mpx_status repl_eval_new(const char *command, double timeout_s, repl_eval **out,
         return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     }
     e->timeout_s = timeout_s;
+    e->cancel = cancel;
     const char *tmp = getenv("TMPDIR");
     snprintf(e->dir, sizeof e->dir, "%s/mpx-eval-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
     char sub[600];
@@ -134,8 +137,15 @@ static mpx_status run_command(repl_eval *e, int n_samples, char **text, mpx_erro
             timed_out = true;
             break;
         }
+        /* Ctrl-C (or a script's SIGINT/SIGTERM) stops the command as the
+         * timeout does; the wait is in slices so that a signal landing
+         * just before poll is seen within one. */
+        if (e->cancel && *e->cancel) {
+            st = mpx_error_set(err, MPX_E_CANCELLED, "--eval: %s stopped: interrupted", e->command);
+            break;
+        }
         struct pollfd p = {.fd = fd[0], .events = POLLIN};
-        int r = poll(&p, 1, left > 1e9 ? 1000000000 : (int)left + 1);
+        int r = poll(&p, 1, left > 100 ? 100 : (int)left + 1);
         if (r < 0 && errno == EINTR) continue;
         if (r == 0) continue; /* the deadline is checked above */
         if (n + 1 >= cap) {
@@ -187,7 +197,20 @@ static mpx_status parse_output(const repl_eval *e, const char *text, cJSON **out
     while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
     if (!*p) return mpx_error_set(err, MPX_E_INVALID, "--eval: %s printed nothing; print one number or one JSON object "
                                   "of numbers", e->command);
-    cJSON *j = cJSON_Parse(p);
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithOpts(p, &end, 0);
+    /* one value and nothing after it: "1,5" (a decimal comma), "1 0.2" or
+     * "1abc" read as 1 would be a figure the command did not mean */
+    if (j && end) {
+        const char *t = end + strspn(end, " \t\r\n");
+        if (*t) {
+            cJSON_Delete(j);
+            int len = (int)strcspn(p, "\r\n");
+            return mpx_error_set(err, MPX_E_INVALID, "--eval: %s printed \"%.*s\"%s: text after its first value; print "
+                                 "one number or one JSON object of numbers", e->command, len < 60 ? len : 60, p,
+                                 p[(size_t)len + strspn(p + len, " \t\r\n")] ? " and more lines" : "");
+        }
+    }
     if (!j || !(cJSON_IsNumber(j) || cJSON_IsObject(j))) {
         cJSON_Delete(j);
         /* A bare nan or inf is no JSON: say what it is. */

@@ -89,8 +89,9 @@ mpx_status repl_cmd_assert(mpx_session *s, const mpx_cmd_args *args, mpx_error *
     if ((st = mpx_cond_eval(&x, &c, got, &failed, err))) return st;
     if (failed >= 0) {
         const mpx_clause *cl = &c.c[failed];
-        return mpx_error_set(err, MPX_E_ASSERT, "assert failed: %s %s %s, but %s = %.6g", cl->fig, mpx_cond_op(cl),
-                             cl->num, cl->fig, got[failed]);
+        char v[40];
+        return mpx_error_set(err, MPX_E_ASSERT, "assert failed: %s %s %s, but %s = %s", cl->fig, mpx_cond_op(cl),
+                             cl->num, cl->fig, mpx_clause_got_text(cl, got[failed], 6, v, sizeof v));
     }
     return MPX_OK;
 }

@@ -61,6 +61,29 @@ static void on_fatal(int sig) {
     raise(sig);
 }
 
+/* A script run (no person at a prompt): the first SIGINT, SIGTERM or SIGHUP
+ * stops the command under way as Ctrl-C at a prompt does (a search reports
+ * its best plan and writes its --json, an --eval folder is removed), the
+ * script stops there, and mpx then ends by that signal (exit status 128 +
+ * sig, as a shell expects). A second signal ends mpx at once (on_fatal):
+ * the way out of a command that never looks at the flag. */
+static volatile sig_atomic_t stop_sig;
+
+static void on_stop(int sig) {
+    if (stop_sig) on_fatal(sig);
+    stop_sig = sig;
+    interrupted++;
+}
+
+static void catch_stop(int sig) {
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    sa.sa_handler = on_stop;
+    if (sigaction(sig, NULL, &old) == 0 && old.sa_handler == SIG_IGN) return;
+    sigaction(sig, &sa, NULL);
+}
+
 static void catch_fatal(int sig) {
     struct sigaction sa, old;
     memset(&sa, 0, sizeof sa);
@@ -488,12 +511,18 @@ int main(int argc, char **argv) {
 
     bool ran = optind < argc || inline_cmds;
     bool prompt = isatty(STDIN_FILENO) && (stay || !ran);
-    /* Ctrl-C is ours only when a person is at a prompt (it stops the command
-     * and returns there); a plain script run keeps the default: Ctrl-C ends it. */
-    if (prompt) catch_signals();
-    else catch_fatal(SIGINT);
-    catch_fatal(SIGTERM);
-    catch_fatal(SIGHUP);
+    /* At a prompt Ctrl-C stops the command and returns there, and SIGTERM
+     * or SIGHUP end mpx; a script run stops its command and then ends by
+     * the signal (on_stop). */
+    if (prompt) {
+        catch_signals();
+        catch_fatal(SIGTERM);
+        catch_fatal(SIGHUP);
+    } else {
+        catch_stop(SIGINT);
+        catch_stop(SIGTERM);
+        catch_stop(SIGHUP);
+    }
 
     int rc = MPX_EXIT_OK;
     for (int i = optind; i < argc && !s.quit && !interrupted; i++) {
@@ -514,5 +543,10 @@ int main(int argc, char **argv) {
     if (s.assert_failed && rc == MPX_EXIT_OK) rc = MPX_EXIT_ASSERT;
     if (s.info != stderr) fclose(s.info);
     mpx_session_free(&s);
+    if (stop_sig) {
+        fflush(NULL);
+        signal(stop_sig, SIG_DFL);
+        raise(stop_sig);
+    }
     return rc;
 }

@@ -72,6 +72,10 @@ mpx_status repl_make_parent(const mpx_session *s, const char *path, mpx_error *e
 mpx_status repl_make_parent_noted(const mpx_session *s, const char *path, char *made, size_t made_n,
                                   mpx_error *err);
 void repl_unmake_parent(const char *path, const char *made);
+/* Whether path could be written, checked before a long command (search,
+ * sweep) so that a typo costs nothing: repl_make_parent's refusals, and a
+ * folder that exists but cannot be written; nothing is created. */
+mpx_status repl_check_target(const mpx_session *s, const char *path, mpx_error *err);
 /* For a path that does not exist: "; did you mean <path>?" naming the
  * existing path whose parts are each the closest entry of their folder to
  * the part typed (mpx_name_hint's rule), else "" (into buf). */
@@ -307,7 +311,10 @@ const char *repl_name_tail(const mpx_graph *g, const char *typed, bool nodes, bo
 /* search --eval (eval.c): the user's command, run once per evaluation on the
  * outputs written as .npy; its figures are eval and eval.<key>. */
 typedef struct repl_eval repl_eval;
-mpx_status repl_eval_new(const char *command, double timeout_s, repl_eval **out, mpx_error *err);
+/* cancel: the session's Ctrl-C flag (NULL: none); set, it stops the
+ * command under way (MPX_E_CANCELLED). */
+mpx_status repl_eval_new(const char *command, double timeout_s, const volatile int *cancel, repl_eval **out,
+                         mpx_error *err);
 void repl_eval_free(repl_eval *e);
 /* Figure fig ("eval" or "eval.<key>") of comparison c: the command runs
  * once per comparison (its answer is kept for the other figures of c). */

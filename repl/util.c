@@ -108,6 +108,33 @@ mpx_status repl_make_parent_noted(const mpx_session *s, const char *path, char *
     return MPX_OK;
 }
 
+mpx_status repl_check_target(const mpx_session *s, const char *path, mpx_error *err) {
+    mpx_status st = mpx_file_check_target(path, s ? s->guard : NULL, err);
+    if (st) return st;
+    char dir[1024];
+    if (strlen(path) >= sizeof dir) return mpx_error_set(err, MPX_E_ARG, "path too long: %s", path);
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) dir[1] = '\0';
+    else *slash = '\0';
+    /* the nearest folder that exists: the rest repl_make_parent makes
+     * when the path is below the current folder */
+    struct stat sb;
+    while (stat(dir, &sb) != 0) {
+        if (!below_cwd(path))
+            return mpx_error_set(err, MPX_E_IO, "cannot write %s: the folder %s does not exist (mpx creates folders "
+                                 "only below the current one)", path, dir);
+        char *up = strrchr(dir, '/');
+        if (up) *up = '\0';
+        else snprintf(dir, sizeof dir, ".");
+    }
+    if (!S_ISDIR(sb.st_mode)) return mpx_error_set(err, MPX_E_IO, "cannot write %s: %s is not a folder", path, dir);
+    if (access(dir, W_OK | X_OK) != 0)
+        return mpx_error_set(err, MPX_E_IO, "cannot write %s: the folder %s: %s", path, dir, strerror(errno));
+    return MPX_OK;
+}
+
 void repl_unmake_parent(const char *path, const char *made) {
     if (!made || !*made) return;
     char dir[1024];

@@ -54,16 +54,41 @@ bad() { # command, expected text in the error, extra options
   [ "$status" != 0 ] || { echo "eval_check: --eval \"$1\" did not fail"; fail=1; }
   grep -qF -- "$2" "$tmp/bad.err" || { echo "eval_check: --eval \"$1\": want \"$2\" in: $(cat "$tmp/bad.err")"; fail=1; }
   grep -q "# search" "$tmp/bad.out" && { echo "eval_check: --eval \"$1\" applied rules"; fail=1; }
-  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(d["ended"] != "failed" or d["fp32"] is not None)' "$tmp/bad.json" ||
-    { echo "eval_check: --eval \"$1\": the JSON does not say failed"; fail=1; }
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); ev=d["evaluations"]; sys.exit(d["ended"] != "failed" or d["fp32"] is not None or not ev or "holds" in ev[-1] or sys.argv[2] not in ev[-1].get("error", ""))' "$tmp/bad.json" "$2" ||
+    { echo "eval_check: --eval \"$1\": the JSON does not say failed, with the failed evaluation and its error: $(cat "$tmp/bad.json")"; fail=1; }
 }
 bad "no_such_command_mpx" "no_such_command_mpx: command not found"
 bad "exit 3" "exit 3 failed (exit status 3)"
 bad "true" "true printed nothing"
 bad "echo nan" "echo nan printed nan, not a finite number"
+bad "echo 1,5" "echo 1,5 printed \"1,5\": text after its first value"
+bad "echo 1; echo 2" "printed \"1\" and more lines: text after its first value"
 bad "echo twelve" "echo twelve printed \"twelve\", not a number nor a JSON object of numbers"
 bad "python3 tests/eval_npy.py side" "printed an object; name one of its figures: eval.<key>"
 bad "sleep 30" "sleep 30 ran past --eval-timeout 0.2 s and was stopped" "--eval-timeout 0.2"
+# A script run stopped by SIGINT or SIGTERM (a CI job's timeout) while its
+# command runs: the search stops as Ctrl-C stops it at a prompt (the JSON
+# written, ended interrupted; the command stopped; the folder removed), then
+# mpx ends by the signal (exit status 128 + its number).
+for sig in INT TERM; do
+  rm -f "$tmp/started" "$tmp/sig.json"
+  # (a background job of a script starts with SIGINT ignored: restored first)
+  python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \
+    "$MPX" -c "$S; search eval < 1 --eval \"touch $tmp/started; sleep 47.25\" --eval-timeout 600 --json $tmp/sig.json" >"$tmp/sig.out" 2>"$tmp/sig.err" &
+  pid=$!
+  n=0
+  while [ ! -e "$tmp/started" ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
+  kill -s $sig $pid
+  status=0
+  wait $pid || status=$?
+  want=130
+  [ $sig = TERM ] && want=143
+  [ "$status" = $want ] || { echo "eval_check: SIG$sig: exit status $status, not $want: $(cat "$tmp/sig.err")"; fail=1; }
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(d["ended"] != "interrupted" or d["applied"])' "$tmp/sig.json" ||
+    { echo "eval_check: SIG$sig: the JSON does not say interrupted: $(cat "$tmp/sig.json" 2>&1)"; fail=1; }
+  [ -z "$(ls "$tmp" | grep mpx-eval || true)" ] || { echo "eval_check: SIG$sig: the eval folder was left behind"; fail=1; }
+  pgrep -f "sleep 47.25" >/dev/null && { echo "eval_check: SIG$sig: the --eval command still runs"; pkill -f "sleep 47.25"; fail=1; }
+done
 # figures of a command need the command
 out=$("$MPX" -c "$S; search eval < 1" 2>&1 || true)
 case "$out" in *"eval is the figure of a command: search ... --eval"*) ;; *) echo "eval_check: eval without --eval: $out"; fail=1 ;; esac

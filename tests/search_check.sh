@@ -114,6 +114,9 @@ if str(d.get("applied")).lower() != applied: errs.append("applied %r, want %s" %
 if len(d.get("evaluations", [])) != d.get("n_evaluations", -1) + d.get("n_unchanged", 0):
     errs.append("%d evaluations logged, %d counted" % (len(d.get("evaluations", [])), d.get("n_evaluations", -1)))
 if ended != "done" and not d.get("error"): errs.append("no error message")
+for k in ("fp32", "figures", "low_macs_pct", "low_cost_pct"):
+    if k not in d: errs.append("no key %s" % k)
+    elif best != "yes" and d[k] is not None: errs.append("%s %r without a plan, want null" % (k, d[k]))
 if best == "yes":
     held = [e for e in d["evaluations"] if e["holds"]]
     top = max(held, key=lambda e: e["low_cost_pct"])
@@ -143,6 +146,16 @@ check_json "$tmp/noplan.json" no_plan no false || fail=1
 # --time: checked before every evaluation; a microsecond is over before the first.
 "$MPX" -c "$BASE; search $COND --time 1e-6 --json $tmp/time.json" >/dev/null 2>&1 && { echo "search_check: --time 1e-6 succeeded"; fail=1; }
 check_json "$tmp/time.json" time no false || fail=1
+# --json's file is checked before any evaluation: a missing folder, the
+# loaded model itself, a folder: refused at once.
+for target in /nonexistent_mpx_dir/x.json examples/tiny_cnn.json examples; do
+  out=$("$MPX" -c "$BASE; search $COND --json $target" 2>&1) && { echo "search_check: --json $target passed"; fail=1; }
+  case "$out" in
+    *"does not exist"* | *"the model this session loaded"* | *"is a folder"*) ;;
+    *) echo "search_check: --json $target: $out"; fail=1 ;;
+  esac
+  case "$out" in *"evaluation"*) echo "search_check: --json $target: evaluated before refusing: $out"; fail=1 ;; esac
+done
 # stdout: the JSON alone.
 for q in "" -q; do
   "$MPX" $q -c "$BASE; search $COND --json" 2>/dev/null | python3 -c 'import json,sys; json.load(sys.stdin)' ||

@@ -45,5 +45,15 @@ out=$("$MPX" merge "$tmp/s1.json" "$tmp/s2.json" "$tmp/s3.json" --csv "$tmp/quie
 [ -z "$out" ] || { echo "sweep_check: merge --csv to a file printed: $out"; fail=1; }
 "$MPX" -q -c "$S; $C --plot $tmp/quiet.svg --table" | grep -q "%MACs" || { echo "sweep_check: --table printed no table"; fail=1; }
 "$MPX" -q -c "$S; $C" | grep -q "%MACs" || { echo "sweep_check: a bare sweep printed no table"; fail=1; }
+# Output files are checked before the points run: a missing folder, the
+# loaded model itself: refused at once, nothing swept.
+for target in "--json /nonexistent_mpx_dir/s.json" "--plot examples/tiny_cnn.json"; do
+  out=$("$MPX" -c "$S; $C $target" 2>&1) && { echo "sweep_check: sweep $target passed"; fail=1; }
+  case "$out" in
+    *"does not exist"* | *"the model this session loaded"*) ;;
+    *) echo "sweep_check: sweep $target: $out"; fail=1 ;;
+  esac
+  case "$out" in *"points in"*) echo "sweep_check: sweep $target ran its points before refusing"; fail=1 ;; esac
+done
 [ $fail = 0 ] && echo "sweep_check: ok"
 exit $fail

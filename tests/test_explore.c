@@ -436,8 +436,31 @@ static void test_datasets(const mpx_graph *g) {
     rmdir(dir);
 }
 
+/* A figure's value beside its clause: 3 digits, more where those would put
+ * it on the number or across it; the metric after the last dot before a
+ * threshold's "@". */
+static void test_figure_text(void) {
+    mpx_cond c;
+    char b[40];
+    CHECK_MSG(cond_of("output.top1 >= 1", &c) == MPX_OK, "%s", err.msg);
+    CHECK_MSG(strcmp(mpx_clause_got_text(&c.c[0], 0.99974, 3, b, sizeof b), "0.9997") == 0, "got %s", b);
+    CHECK_MSG(strcmp(mpx_clause_got_text(&c.c[0], 0.9999997, 3, b, sizeof b), "0.9999997") == 0, "got %s", b);
+    CHECK_MSG(strcmp(mpx_clause_got_text(&c.c[0], 1, 3, b, sizeof b), "1") == 0, "got %s", b);
+    CHECK_MSG(strcmp(mpx_clause_got_text(&c.c[0], 0.98765, 3, b, sizeof b), "0.988") == 0, "got %s", b);
+    CHECK_MSG(cond_of("output.rel_l2 < 1e-3", &c) == MPX_OK, "%s", err.msg);
+    CHECK_MSG(strcmp(mpx_clause_got_text(&c.c[0], 0.00099951, 3, b, sizeof b), "0.0009995") == 0, "got %s", b);
+    CHECK_MSG(strcmp(mpx_clause_got_text(&c.c[0], 0.0010004, 3, b, sizeof b), "0.0010004") == 0, "got %s", b);
+    CHECK_MSG(strcmp(mpx_clause_got_text(&c.c[0], 0.012345, 3, b, sizeof b), "0.0123") == 0, "got %s", b);
+    CHECK(strcmp(mpx_figure_metric_dot("output.iou@0.5"), ".iou@0.5") == 0);
+    CHECK(strcmp(mpx_figure_metric_dot("a.b.sign_agree@-1e-9"), ".sign_agree@-1e-9") == 0);
+    CHECK(strcmp(mpx_figure_metric_dot("x@1.5.rel_l2"), ".rel_l2") == 0); /* "@" in a name */
+    CHECK(strcmp(mpx_figure_metric_dot("p2o.Conv.5.rel_l2"), ".rel_l2") == 0);
+    CHECK(mpx_figure_metric_dot("casts") == NULL);
+}
+
 int main(void) {
     mpx_numerics_init();
+    test_figure_text();
     static const int64_t d[4] = {1, 3, 32, 32};
     mpx_graph *g = gb_load_example("tiny_cnn.json", 4, d, &err);
     CHECK_MSG(g != NULL, "%s", err.msg);
