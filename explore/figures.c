@@ -208,10 +208,9 @@ static mpx_status stat_figure(const mpx_figure_ctx *x, const char *fig, mpx_stat
 
 /* Which layers a <what>.<metric> figure reads, what being the part before
  * the metric's dot (mpx_figure_metric_dot; written to what[n], *metric after
- * it): every model output
- * ("output"), every layer ("worst") or one tensor or node's (its tensor
- * index). mpx_figure_read reads them and mpx_cond_measure asks for them, from
- * this one reading. */
+ * it): every model output ("output"), every layer ("worst") or one tensor or
+ * node's (its tensor index). mpx_figure_read reads them and mpx_cond_measure
+ * asks for them, from this one reading. */
 enum {
     FIG_OUTPUTS = -1, FIG_ALL = -2, FIG_NONE = -3 /* no <what>.<metric> */, FIG_UNKNOWN = -4 /* no such name */,
     FIG_NOT_OUTPUT = -5 /* out[<name>] naming no model output */
