@@ -126,6 +126,14 @@ mpx_status mpx_file_check_target(const char *path, const mpx_file_guard *g, mpx_
     struct stat st;
     if (stat(path, &st) != 0) return MPX_OK; /* nothing there (or a dangling link: replaced, not followed) */
     if (S_ISDIR(st.st_mode)) return mpx_error_set(err, MPX_E_IO, "cannot write %s: it is a folder", path);
+    /* A device, FIFO or socket (also through a link: /dev/stdout): the
+     * rename that puts a written file in place would replace it (as root,
+     * /dev/null itself) instead of writing into it. */
+    if (!S_ISREG(st.st_mode))
+        return mpx_error_set(err, MPX_E_IO, "cannot write %s: it is %s, not a regular file (mpx writes a file whole "
+                             "and renames it into place; commands that print leave the file name out)", path,
+                             S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : S_ISFIFO(st.st_mode) ? "a FIFO"
+                             : S_ISSOCK(st.st_mode) ? "a socket" : "a special file");
     const guard_id *id = find_id(g, st.st_dev, st.st_ino);
     if (id) {
         if (strcmp(id->path, path) == 0)
@@ -208,10 +216,12 @@ mpx_status mpx_file_open_write(const char *path, const mpx_file_guard *g, mpx_ou
         return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     }
     /* "<dir>/.<name>.XXXXXX": beside the target (same file system for the
-     * rename), hidden, and unique per writer. */
+     * rename), hidden, and unique per writer; the name cut where the whole
+     * would pass the file system's limit (a 250-character name is valid). */
     const char *slash = strrchr(path, '/');
-    size_t dl = slash ? (size_t)(slash - path) + 1 : 0;
-    snprintf(o->tmp, n + 16, "%.*s.%s.XXXXXX", (int)dl, path, path + dl);
+    size_t dl = slash ? (size_t)(slash - path) + 1 : 0, bl = strlen(path + dl);
+    enum { NAME_LIMIT = 255 - 8 /* "." and ".XXXXXX" */ };
+    snprintf(o->tmp, n + 16, "%.*s.%.*s.XXXXXX", (int)dl, path, (int)(bl < NAME_LIMIT ? bl : NAME_LIMIT), path + dl);
     o->fd = mkostemp(o->tmp, O_CLOEXEC);
     if (o->fd < 0) {
         int e = errno;

@@ -98,6 +98,15 @@ mpx_status repl_cmd_export(mpx_session *s, const mpx_cmd_args *args, mpx_error *
      * folder only); an export refused after that takes them back out. */
     char made[1024] = "";
     if (file && (st = repl_make_parent_noted(s, file, made, sizeof made, err))) return st;
+    /* --json onto the model or its external data would leave one of them
+     * lost and the command said to have written both */
+    char data_path[4096 + 8];
+    snprintf(data_path, sizeof data_path, "%s.data", file ? file : "");
+    const char *targets[3] = {file, json_file, external && file ? data_path : NULL};
+    if ((st = repl_distinct_targets(targets, 3, err))) {
+        repl_unmake_parent(file, made);
+        return st;
+    }
     mpx_export_summary x;
     double t0 = repl_now_ms();
     st = mpx_export_onnx(s->plan, file, force, external, s->guard, &x, err);

@@ -117,7 +117,7 @@ static mpx_status check_outputs(const mpx_session *s, const outputs *o, mpx_erro
             mpx_status st = repl_check_target(s, files[k], err);
             if (st) return st;
         }
-    return MPX_OK;
+    return repl_distinct_targets(files, 3, err);
 }
 
 /* sweep <name> in v1,v2,... : <command> [options] */

@@ -225,24 +225,60 @@ static void history_open(void) {
     }
     /* libedit's read_history returns a count on success, so check the file
      * first: a missing one is a first session, anything else a warning. */
+    struct stat sb;
+    if (stat(hist_path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+        hist_warned = true;
+        fprintf(stderr, "mpx: warning: history %s is not a regular file (history is not kept)\n", hist_path);
+        return;
+    }
     FILE *f = fopen(hist_path, "r");
     if (!f) {
         if (errno != ENOENT) hist_warn("read", errno);
         return;
     }
+    /* A file that is not libedit's history (MPX_HISTORY naming the model, a
+     * typo) is never written over: history is then not kept. */
+    char head[16] = "";
+    const bool empty = !fgets(head, sizeof head, f);
     fclose(f);
+    if (!empty && strcmp(head, "_HiStOrY_V2_\n") != 0) {
+        hist_warned = true;
+        fprintf(stderr, "mpx: warning: %s is not a history file (libedit's \"_HiStOrY_V2_\" first line): it is left "
+                "as it is and history is not kept\n", hist_path);
+        return;
+    }
     read_history(hist_path);
 }
 
-/* Written after every line, so a crash or a kill keeps what was typed. */
-static void history_add(const char *line) {
+/* Written after every line, so a crash or a kill keeps what was typed:
+ * whole or not at all (a temporary file beside it, renamed over it), and
+ * never over a file the session read. */
+static void history_add(const mpx_session *s, const char *line) {
     /* Skip a repeat of the previous line (Up-Enter loops). */
     HIST_ENTRY *last = history_length > 0 ? history_get(history_base + history_length - 1) : NULL;
     if (last && last->line && strcmp(last->line, line) == 0) return;
     add_history(line);
     if (!hist_path[0] || hist_warned) return;
-    int e = write_history(hist_path);
-    if (e) hist_warn("write", e);
+    mpx_error err;
+    if (mpx_file_check_target(hist_path, s->guard, &err)) {
+        hist_warned = true;
+        fprintf(stderr, "mpx: warning: history %s: %s (history is not kept)\n", hist_path, err.msg);
+        return;
+    }
+    char tmp[sizeof hist_path + 16];
+    snprintf(tmp, sizeof tmp, "%s.XXXXXX", hist_path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        hist_warn("write", errno);
+        return;
+    }
+    close(fd);
+    int e = write_history(tmp);
+    if (!e && rename(tmp, hist_path) != 0) e = errno;
+    if (e) {
+        unlink(tmp);
+        hist_warn("write", e);
+    }
 }
 
 /* ---- tab completion (repl/complete.c gathers, libedit shows) -------------------- */
@@ -419,7 +455,7 @@ static void interactive(mpx_session *s) {
             continue;
         }
         pending = NULL;
-        if (cmd[strspn(cmd, " \t")]) history_add(cmd);
+        if (cmd[strspn(cmd, " \t")]) history_add(s, cmd);
         interrupted = 0;
         in_command = 1;
         run_typed(s, cmd);

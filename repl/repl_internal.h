@@ -76,6 +76,9 @@ void repl_unmake_parent(const char *path, const char *made);
  * sweep) so that a typo costs nothing: repl_make_parent's refusals, and a
  * folder that exists but cannot be written; nothing is created. */
 mpx_status repl_check_target(const mpx_session *s, const char *path, mpx_error *err);
+/* Refused when two of the n files one command writes (NULL: none) are one
+ * file, by name or spelling (their folders must exist) or by identity. */
+mpx_status repl_distinct_targets(const char *const *paths, int n, mpx_error *err);
 /* For a path that does not exist: "; did you mean <path>?" naming the
  * existing path whose parts are each the closest entry of their folder to
  * the part typed (mpx_name_hint's rule), else "" (into buf). */

@@ -204,14 +204,15 @@ int repl_run_file(mpx_session *s, const char *path) {
         return MPX_EXIT_USAGE;
     }
     mpx_error perr;
-    if (repl_protect(s, path, "a script this session runs", &perr)) {
+    if (repl_protect(s, path, "a script this session ran", &perr)) {
         fclose(f);
         fprintf(stderr, "error: %s\n", perr.msg);
         return MPX_EXIT_ERROR;
     }
+    /* protected for the rest of the session, as every file it read: a
+     * `save` over a script it ran would lose the script */
     int rc = repl_run_stream(s, path, f);
     fclose(f);
-    mpx_file_guard_drop(s->guard, path); /* written over only while it runs */
     return rc;
 }
 
@@ -282,14 +283,13 @@ mpx_status repl_source(mpx_session *s, const char *path, mpx_error *err) {
     FILE *f = open_script(path, &oerr);
     char why[1600];
     if (!f) return mpx_error_set(err, oerr.status, "source: %s", mpx_error_format(&oerr, why, sizeof why));
-    mpx_status pst = repl_protect(s, path, "a script this session runs", err);
+    mpx_status pst = repl_protect(s, path, "a script this session ran", err);
     if (pst) {
         fclose(f);
         return pst;
     }
     int rc = repl_run_stream(s, path, f);
     fclose(f);
-    mpx_file_guard_drop(s->guard, path); /* a saved script may be saved again once sourced */
     if (rc == MPX_EXIT_OK) return MPX_OK;
     /* The inner runner printed the error(s) with the inner file's lines. */
     mpx_error_clear(err);

@@ -1,11 +1,16 @@
 /* util.c - what the commands share that is not session state: parsing
  * numbers, shapes and k/n shards, the clock, exact
  * JSON numbers, and writing an output file (or stdout) safely. */
+/* realpath() is XSI: the build's _POSIX_C_SOURCE alone does not declare it. */
+#ifndef _XOPEN_SOURCE
+#define _XOPEN_SOURCE 700
+#endif
 #include "repl_internal.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,6 +137,38 @@ mpx_status repl_check_target(const mpx_session *s, const char *path, mpx_error *
     if (!S_ISDIR(sb.st_mode)) return mpx_error_set(err, MPX_E_IO, "cannot write %s: %s is not a folder", path, dir);
     if (access(dir, W_OK | X_OK) != 0)
         return mpx_error_set(err, MPX_E_IO, "cannot write %s: the folder %s: %s", path, dir, strerror(errno));
+    return MPX_OK;
+}
+
+/* A path as its folder's real path and its name: two spellings of one
+ * target (./x, dir/../x, a linked folder) come out the same. The folder
+ * must exist (after repl_make_parent); else the path as given. */
+static void target_key(const char *path, char *key, size_t n) {
+    char dir[1024], real[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    const char *base = slash ? path + (slash - dir) + 1 : path;
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) dir[1] = '\0';
+    else *slash = '\0';
+    if (realpath(dir, real)) snprintf(key, n, "%s/%s", real, base);
+    else snprintf(key, n, "%s", path);
+}
+
+mpx_status repl_distinct_targets(const char *const *paths, int n, mpx_error *err) {
+    char a[PATH_MAX + 256], b[PATH_MAX + 256];
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; paths[i] && j < n; j++) {
+            if (!paths[j]) continue;
+            target_key(paths[i], a, sizeof a);
+            target_key(paths[j], b, sizeof b);
+            struct stat si, sj;
+            const bool same = strcmp(a, b) == 0 || (stat(paths[i], &si) == 0 && stat(paths[j], &sj) == 0 &&
+                                                     si.st_dev == sj.st_dev && si.st_ino == sj.st_ino);
+            if (same)
+                return mpx_error_set(err, MPX_E_ARG, "%s and %s are one file: the command writes both; give each "
+                                     "its own name", paths[i], paths[j]);
+        }
     return MPX_OK;
 }
 

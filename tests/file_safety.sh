@@ -66,6 +66,16 @@ st=0
 "$MPX" self.mpx >/dev/null 2>&1 || st=$?
 [ $st != 0 ] && cmp -s self.mpx self.orig && ok "a script cannot save over itself" ||
   fail "save over the running script: status $st"
+# ... also after it ran (sourced, or named before -c): for the rest of the session
+printf 'load m.json\n' >ran.mpx
+cp ran.mpx ran.orig
+for how in "-c 'source ran.mpx; save ran.mpx'" "ran.mpx -c 'save ./ran.mpx'"; do
+  st=0
+  out=$(eval "\"\$MPX\" $how" 2>&1) || st=$?
+  [ $st != 0 ] && grep -q "a script this session ran" <<<"$out" && cmp -s ran.mpx ran.orig ||
+    fail "save over a script the session ran ($how): status $st, $out"
+done
+ok "a script the session ran cannot be saved over"
 "$MPX" -q -c 'load m.json; input x shape 1x3x8x8; run; tensor x --save in.npy' >/dev/null || fail "writing in.npy"
 cp in.npy in.orig
 st=0
@@ -96,7 +106,47 @@ st=0
 "$MPX" -c 'load m.json; colour Conv green; export x.onnx --force --json m.json' >/dev/null 2>&1 || st=$?
 [ $st != 0 ] && [ ! -e x.onnx ] && cmp -s m.json m.orig && ok "export --json <the model> writes nothing" ||
   fail "export --json <the model>: status $st, x.onnx $( [ -e x.onnx ] && echo written || echo absent)"
+# ... and the files one export writes are distinct: --json onto the model
+# written, or onto its external data
+for how in "g.onnx --json g.onnx" "h.onnx --external --json ./h.onnx.data"; do
+  rm -f g.onnx h.onnx h.onnx.data
+  st=0
+  out=$("$MPX" -c "load m.json; colour Conv green; export $how" 2>&1) || st=$?
+  [ $st != 0 ] && grep -q "are one file" <<<"$out" && [ ! -e g.onnx ] && [ ! -e h.onnx ] ||
+    fail "export $how: status $st, $out"
+done
+ok "export refuses --json onto the model or its external data"
+
+# 4b. A device, FIFO or socket (also through a link): refused, not replaced
+# by a regular file (as root a write to /dev/null would replace the device).
+mkfifo fifo.out
+ln -s /dev/null null.out
+for cmd in 'svg fifo.out' 'plan --json null.out' 'save null.out' 'export fifo.out --force'; do
+  st=0
+  out=$("$MPX" -c "load m.json; $cmd" 2>&1) || st=$?
+  [ $st != 0 ] && grep -q "not a regular file" <<<"$out" || fail "'$cmd': status $st, $out"
+done
+[ -p fifo.out ] && [ -L null.out ] && [ -c /dev/null ] && ok "a FIFO and a link to a device are refused as targets" ||
+  fail "a FIFO or a link to a device was replaced"
+rm -f fifo.out null.out
 no_temp "refusals"
+
+# 4c. The prompt's history file (MPX_HISTORY) is libedit's or nothing: a
+# file that is not one (the model, a script) is left as it is, and history
+# is written whole beside it (a session at a prompt: script(1) gives the pty).
+if command -v script >/dev/null; then
+  printf 'load m.json\n' >hist.mpx
+  for h in m.json hist.mpx; do
+    cp "$h" hist.orig
+    (sleep 0.5; echo info; sleep 0.5; echo quit) | MPX_HISTORY="$PWD/$h" script -qc "$MPX -i hist.mpx" /dev/null >hist.out 2>&1
+    cmp -s "$h" hist.orig && grep -aq "is not a history file" hist.out || fail "MPX_HISTORY=$h: $(cat hist.out)"
+  done
+  rm -f new.hist
+  (sleep 0.5; echo info; sleep 0.5; echo quit) | MPX_HISTORY="$PWD/new.hist" script -qc "$MPX -i hist.mpx" /dev/null >hist.out 2>&1
+  [ "$(head -1 new.hist 2>/dev/null)" = _HiStOrY_V2_ ] && grep -q '^info$' new.hist ||
+    fail "a new history file: $(cat new.hist 2>&1)"
+  ok "the history file is never written over a file that is not one"
+fi
 
 # 5. A full disk (a file size limit: the write fails with EFBIG): the old
 # file stays, no temporary file. SIGXFSZ is ignored so that the write fails
