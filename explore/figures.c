@@ -494,10 +494,18 @@ mpx_status mpx_cond_parse(const char *cmd, int argc, char **argv, mpx_cond *c, m
         size_t o = 0;
         clause[0] = '\0';
         int first = a;
-        for (; a < argc && strcmp(argv[a], "and") != 0; a++)
+        for (; a < argc && strcmp(argv[a], "and") != 0; a++) {
+            if (strcmp(argv[a], "or") == 0 || strcmp(argv[a], "not") == 0)
+                return mpx_error_set(err, MPX_E_ARG, "%s: \"%s\" is not part of a condition: its clauses are joined by "
+                                     "and, and all of them must hold", cmd, argv[a]);
             o += (size_t)snprintf(clause + o, o < sizeof clause ? sizeof clause - o : 0, "%s", argv[a]);
+        }
         if (o >= sizeof clause) return mpx_error_set(err, MPX_E_ARG, "%s: expression too long", cmd);
         int end = a;
+        /* a last "and" with nothing after it: a gate with a clause lost in
+         * an edit must not pass */
+        if (a == argc - 1)
+            return mpx_error_set(err, MPX_E_ARG, "%s: nothing after the last \"and\": give its clause or remove it", cmd);
         a++; /* past "and" */
         char *at = NULL;
         int op = -1;

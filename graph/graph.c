@@ -498,8 +498,47 @@ static void describe_cycle(const mpx_graph *g, const bool *placed, char *buf, si
     free(path);
 }
 
+/* The length of the UTF-8 sequence at p with no control character (C0,
+ * DEL, C1), or 0. */
+static int name_char(const unsigned char *p) {
+    if (p[0] < 0x20 || p[0] == 0x7f) return 0;
+    if (p[0] < 0x80) return 1;
+    const int n = p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 && p[0] < 0xe0 ? 2 : 0;
+    for (int k = 1; k < n; k++)
+        if ((p[k] & 0xc0) != 0x80) return 0;
+    if (n == 2 && p[0] == 0xc2 && p[1] < 0xa0) return 0; /* C1 controls */
+    if (n == 3 && ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0))) return 0; /* overlong, surrogate */
+    if (n == 4 && ((p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90))) return 0;
+    return n;
+}
+
+/* Names go into JSON, SVG and HTML (which must be UTF-8) and onto the
+ * terminal (where an escape sequence would act): a name that is not UTF-8
+ * or holds a control character is refused at load, shown escaped. */
+static mpx_status check_name(mpx_graph *g, const char *what, const char *name, mpx_error *err) {
+    const unsigned char *p = (const unsigned char *)name;
+    size_t at = 0;
+    int n;
+    while (p[at] && (n = name_char(p + at)) > 0) at += (size_t)n;
+    if (!p[at]) return MPX_OK;
+    char shown[160];
+    size_t o = 0;
+    for (size_t k = 0; p[k] && o + 5 < sizeof shown; k++)
+        o += (size_t)(p[k] >= 0x20 && p[k] < 0x7f ? snprintf(shown + o, sizeof shown - o, "%c", p[k])
+                                                   : snprintf(shown + o, sizeof shown - o, "\\x%02x", p[k]));
+    return fail(g, err, MPX_E_INVALID, "%s \"%s\" holds %s at byte %zu: rename it in the model", what, shown,
+                p[at] < 0x20 || p[at] == 0x7f ? "a control character" : "bytes that are not UTF-8 text", at + 1);
+}
+
 mpx_status mpx_graph_finalize(mpx_graph *g, mpx_error *err) {
     mpx_status st = MPX_OK;
+    for (int i = 0; i < g->n_nodes; i++)
+        if ((st = check_name(g, "node name", g->nodes[i]->name, err)) ||
+            (st = check_name(g, "op type", g->nodes[i]->op_type, err)) ||
+            (g->nodes[i]->domain && (st = check_name(g, "op domain", g->nodes[i]->domain, err))))
+            return st;
+    for (int i = 0; i < g->n_tensors; i++)
+        if ((st = check_name(g, "tensor name", g->tensors[i]->name, err))) return st;
     /* Ops and producers. */
     for (int i = 0; i < g->n_nodes; i++) {
         mpx_node *n = g->nodes[i];

@@ -173,4 +173,19 @@ grep -Eq '^loops +1 +seconds one Loop' loop_budget.out || fail "loop_budget: the
 grep -q "output y: rel_l2" loop_budget.err || fail "loop_budget: the run after the budget's stop did not run: $(cat loop_budget.err)"
 ok
 
+# ---- names that are not UTF-8 text or hold control characters --------------
+# They would go raw into JSON, SVG and HTML (which must be UTF-8) and onto the
+# terminal (an escape sequence acts there): refused at load, shown escaped.
+"$PY" - <<'PYEOF'
+import json
+m = json.load(open("tiny_cnn.json"))
+m["nodes"][0]["name"] = "a\nb\u001b[31mRED"
+json.dump(m, open("ctl_name.json", "w"))
+raw = open("tiny_cnn.json", "rb").read()
+first = json.loads(raw)["nodes"][0]["name"].encode()
+open("bad_utf8.json", "wb").write(raw.replace(b'"' + first + b'"', b'"\xff\xfe' + first + b'"', 1))
+PYEOF
+run name_control 1 'node name "a\\x0ab\\x1b\[31mRED" holds a control character at byte 2: rename it' -c 'load ctl_name.json'
+run name_utf8 1 'holds bytes that are not UTF-8 text at byte 1' -c 'load bad_utf8.json'
+
 echo "hostile_inputs: $n checks passed"
