@@ -182,6 +182,18 @@ bool mpx_path_has_dotdot(const char *path);
  * filled (MPX_E_IO, file = path): "cannot open: why", or "a FIFO, not a
  * regular file" (a folder, a device, a socket). */
 int mpx_file_open_read(const char *path, bool allow_pipe, mpx_error *err);
+/* The memory budget (files.c; process-wide, in bytes): what a file read may
+ * claim before anything is allocated for it (a model's external data, an
+ * .npz member's size, an image's width x height, a sound's frames), so that a small compressed file cannot
+ * take the machine's memory. Default: half the machine's physical memory
+ * (sysconf), 1 GiB when that is unknown. mpx_set_memory_budget(0) restores
+ * the default. */
+void mpx_set_memory_budget(uint64_t bytes);
+uint64_t mpx_memory_budget(void);
+/* MPX_E_LIMIT naming path and what claims bytes, when bytes exceed the
+ * budget ("x.npz: 4.0 GB claimed for its members, more than the memory
+ * budget of 7.8 GB (set memory <MB>)"); MPX_OK otherwise. */
+mpx_status mpx_check_budget(const char *path, const char *what, uint64_t bytes, mpx_error *err);
 /* The library's version, "0.1.0" (graph/version.c). */
 const char *mpx_version(void);
 

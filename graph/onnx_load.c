@@ -52,6 +52,10 @@ typedef struct ctx {
         int first[2], last[2];
     } ifs[MPX_MAX_SUBGRAPH_DEPTH + 1];
     int nest; /* Loop/Scan bodies around this graph */
+    /* The external data read so far, bodies' included (shared through the
+     * copies a body's load makes), held to the memory budget: a small model
+     * may name a huge, sparse file. */
+    uint64_t *ext_bytes;
 } ctx;
 
 static mpx_status fail(ctx *c, mpx_status st, const char *fmt, ...)
@@ -255,6 +259,9 @@ static mpx_status read_external(ctx *c, const char *what, const Onnx__TensorProt
                   "%s: external data file \"%s\" is too short: %lld bytes, need %llu at offset "
                   "%llu", what, loc, (long long)sb.st_size, (unsigned long long)len,
                   (unsigned long long)off);
+    } else if (c->ext_bytes && (st = mpx_check_budget(c->path, "its initializers' external data",
+                                                       *c->ext_bytes + want, c->err))) {
+        /* (err filled, naming the model) */
     } else if (!(buf = malloc(want ? want : 1))) {
         st = fail(c, MPX_E_NOMEM, "%s: out of memory for %zu bytes", what, want);
     } else {
@@ -275,6 +282,7 @@ static mpx_status read_external(ctx *c, const char *what, const Onnx__TensorProt
         free(buf);
         return st;
     }
+    if (c->ext_bytes) *c->ext_bytes += want;
     *out = buf;
     return MPX_OK;
 }
@@ -1139,7 +1147,8 @@ static mpx_status check_nesting(ctx *c, const uint8_t *buf, size_t len) {
 
 mpx_graph *mpx_graph_load_onnx_buffer(const uint8_t *buf, size_t len, const char *path,
                                       const char *dir, mpx_error *err) {
-    ctx c = {.path = path ? path : "", .dir = dir, .err = err};
+    uint64_t ext_bytes = 0;
+    ctx c = {.path = path ? path : "", .dir = dir, .err = err, .ext_bytes = &ext_bytes};
     if (!buf && len) {
         mpx_error_set(err, MPX_E_ARG, "no buffer");
         return NULL;

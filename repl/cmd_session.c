@@ -41,7 +41,7 @@ static const setting settings[] = {
                    "MB of the last run's values kept so a re-run recomputes only what changed (0: off)"},
     [SET_PAGER] = {"pager", "on|off", 0, 1, "long output at the prompt through $PAGER (default less -FRX)"},
     [SET_MEMORY] = {"memory", NULL, 0, MEMORY_MAX,
-                    "MB a file read may claim: .npz members, images, audio (0: half the machine's memory)"},
+                    "MB a file read may claim: external data, .npz members, images, audio (0: half the machine's memory)"},
     [SET_LOOPS] = {"loops", NULL, 0, LOOPS_MAX,
                    "seconds one Loop, Scan or SequenceMap node may spend on its iterations (0: no limit)"},
 };

@@ -188,4 +188,20 @@ PYEOF
 run name_control 1 'node name "a\\x0ab\\x1b\[31mRED" holds a control character at byte 2: rename it' -c 'load ctl_name.json'
 run name_utf8 1 'holds bytes that are not UTF-8 text at byte 1' -c 'load bad_utf8.json'
 
+# ---- external data: held to the memory budget (a 300-byte model naming a
+# sparse file of 2 GB would take 2 GB before anything checks it) -----------
+truncate -s 3G sparse.bin
+"$PY" - <<'PYEOF'
+import onnx
+from onnx import helper as h, TensorProto as T
+t = onnx.TensorProto(name="w", data_type=T.FLOAT, dims=[1 << 14, 1 << 15], data_location=T.EXTERNAL)
+e = t.external_data.add(); e.key, e.value = "location", "sparse.bin"
+g = h.make_graph([h.make_node("Add", ["x", "w"], ["y"])], "g", [h.make_tensor_value_info("x", T.FLOAT, [1, 1 << 15])],
+                 [h.make_tensor_value_info("y", T.FLOAT, [1 << 14, 1 << 15])], [t])
+open("sparse.onnx", "wb").write(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]).SerializeToString())
+PYEOF
+run ext_budget 1 "sparse.onnx: 2.0 GB claimed for its initializers' external data, more than the memory budget of 100.0 MB \\(set memory <MB>\\)" \
+  -c 'set memory 100; load sparse.onnx'
+rm -f sparse.bin
+
 echo "hostile_inputs: $n checks passed"

@@ -218,18 +218,6 @@ typedef struct mpx_value {
     struct mpx_value *seq;
 } mpx_value;
 
-/* The memory budget (process-wide, in bytes): what a file read may claim
- * before anything is allocated for it (an .npz member's size, an image's
- * width x height, a sound's frames), so that a small compressed file cannot
- * take the machine's memory. Default: half the machine's physical memory
- * (sysconf), 1 GiB when that is unknown. mpx_set_memory_budget(0) restores
- * the default. */
-void mpx_set_memory_budget(uint64_t bytes);
-uint64_t mpx_memory_budget(void);
-/* MPX_E_LIMIT naming path and what claims bytes, when bytes exceed the
- * budget ("x.npz: 4.0 GB claimed for its members, more than the memory
- * budget of 7.8 GB (set memory <MB>)"); MPX_OK otherwise. */
-mpx_status mpx_check_budget(const char *path, const char *what, uint64_t bytes, mpx_error *err);
 
 /* Allocate (zero-filled) for dtype and shape; refuses > MPX_MAX_ELEMS. */
 mpx_status mpx_value_alloc(mpx_value *v, mpx_dtype dtype, int rank, const int64_t *dims,

@@ -372,39 +372,3 @@ size_t mpx_value_bytes(const mpx_value *v) {
     return 0;
 }
 
-/* ---- the memory budget ----------------------------------------------------------- */
-
-static _Atomic uint64_t budget;
-
-static uint64_t default_budget(void) {
-    long pages = sysconf(_SC_PHYS_PAGES), ps = sysconf(_SC_PAGESIZE);
-    if (pages <= 0 || ps <= 0) return (uint64_t)1 << 30;
-    return (uint64_t)pages * (uint64_t)ps / 2;
-}
-
-void mpx_set_memory_budget(uint64_t bytes) { atomic_store(&budget, bytes ? bytes : default_budget()); }
-
-uint64_t mpx_memory_budget(void) {
-    uint64_t b = atomic_load(&budget);
-    if (!b) {
-        b = default_budget();
-        atomic_store(&budget, b);
-    }
-    return b;
-}
-
-static void human(char *buf, size_t n, uint64_t bytes) {
-    if (bytes >= (uint64_t)1 << 30) snprintf(buf, n, "%.1f GB", (double)bytes / (double)(1u << 30));
-    else if (bytes >= (uint64_t)1 << 20) snprintf(buf, n, "%.1f MB", (double)bytes / (double)(1u << 20));
-    else snprintf(buf, n, "%llu bytes", (unsigned long long)bytes);
-}
-
-mpx_status mpx_check_budget(const char *path, const char *what, uint64_t bytes, mpx_error *err) {
-    uint64_t b = mpx_memory_budget();
-    if (bytes <= b) return MPX_OK;
-    char claim[32], limit[32];
-    human(claim, sizeof claim, bytes);
-    human(limit, sizeof limit, b);
-    return mpx_error_at(err, MPX_E_LIMIT, path, 0, 0,
-                        "%s claimed for %s, more than the memory budget of %s (set memory <MB>)", claim, what, limit);
-}
