@@ -93,6 +93,33 @@ static mpx_status value_shape(mpx_value *v, mpx_dtype dtype, int rank, const int
     return MPX_OK;
 }
 
+/* A value too big for the memory the machine has free is refused before
+ * it is allocated: malloc would succeed (Linux overcommits) and the first
+ * touch of its pages would wake the OOM killer, which may take another
+ * process too (a Loop doubling a tensor each trip: 26 trips to 8 GB). Only
+ * large blocks ask (/proc/meminfo is read per call, a few microseconds). */
+enum { BIG_BLOCK = 64 << 20 };
+
+static mpx_status fits_memory(size_t bytes, int64_t n, mpx_error *err) {
+#ifdef __linux__
+    if (bytes < BIG_BLOCK) return MPX_OK;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return MPX_OK;
+    char line[128];
+    unsigned long long kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
+    fclose(f);
+    if (!kb || bytes / 1024 <= kb) return MPX_OK;
+    return mpx_error_set(err, MPX_E_NOMEM, "out of memory: a value of %lld elements (%.1f GB) is more than the %.1f GB "
+                         "of memory the machine has available", (long long)n, (double)bytes / (1 << 30),
+                         (double)kb / (1 << 20));
+#else
+    (void)bytes, (void)n, (void)err;
+    return MPX_OK;
+#endif
+}
+
 static mpx_status value_alloc(mpx_value *v, mpx_dtype dtype, int rank, const int64_t *dims,
                               bool zero, mpx_error *err) {
     mpx_status st = value_shape(v, dtype, rank, dims, err);
@@ -102,6 +129,10 @@ static mpx_status value_alloc(mpx_value *v, mpx_dtype dtype, int rank, const int
     size_t cnt = n ? (size_t)n : 1u;
     const bool dbl = dtype == MPX_DT_DOUBLE, flt = !dbl && mpx_dtype_is_float(dtype);
     size_t each = dbl ? sizeof *v->d : flt ? sizeof *v->f : sizeof *v->i;
+    if (cnt <= SIZE_MAX / each && (st = fits_memory(cnt * each, n, err))) {
+        v->n = -1;
+        return st;
+    }
     void *p;
     if (!zero) {
         /* malloc of memory the heap reuses is not cleared: calloc's memset
@@ -212,6 +243,7 @@ mpx_status mpx_value_alloc_mapped(mpx_value *v, int rank, const int64_t *dims, m
     mpx_status st = value_shape(&w, MPX_DT_FLOAT, rank, dims, err);
     if (st != MPX_OK) return st;
     size_t bytes = (uint64_t)w.n <= SIZE_MAX / sizeof *w.f ? page_round((size_t)(w.n ? w.n : 1) * sizeof *w.f) : 0;
+    if (bytes && (st = fits_memory(bytes, w.n, err))) return st;
     size_t got = 0;
     void *p = bytes ? map_take(bytes, &got) : NULL;
     if (p) {
@@ -244,6 +276,8 @@ mpx_status mpx_value_grow(mpx_value *v, int64_t n, mpx_error *err) {
 #ifdef MPX_HAVE_MREMAP
     size_t bytes = page_round((size_t)(n ? n : 1) * sizeof *v->f);
     if (bytes <= v->mapped) return MPX_OK;
+    mpx_status st = fits_memory(bytes - v->mapped, n, err);
+    if (st) return st;
     void *p = bytes ? mremap(v->f, v->mapped, bytes, MREMAP_MAYMOVE) : MAP_FAILED;
     if (p == MAP_FAILED)
         return mpx_error_set(err, MPX_E_NOMEM, "out of memory growing %lld elements to %lld", (long long)v->n,
