@@ -159,6 +159,22 @@ grep -q 'id="view-model"' chain.html && ! grep -q 'id="view-detail"' chain.html 
 ok
 run svg_huge_fold 0 'wrote chain.svg: 19 nodes \(100000 ops, 16 chains\)' -c "load chain.json; svg chain.svg --fold"
 run svg_huge_around 0 'wrote part.svg' -c "load chain.json; svg part.svg --around Relu_500 3"
+# 12000 Relus side by side into one Sum: nothing folds together, so the
+# model view is as large; html keeps its page without a drawing, and svg
+# --fold does not send the user back to --fold
+"$PY" - <<'PYEOF'
+import json
+n = 12000
+nodes = [{"op": "Relu", "inputs": ["x"], "outputs": ["r%d" % i]} for i in range(n)]
+nodes.append({"op": "Sum", "inputs": ["r%d" % i for i in range(n)], "outputs": ["y"]})
+json.dump({"format": "mpx-model", "version": 1, "name": "wide", "opset": 17,
+           "inputs": [{"name": "x", "type": "float32", "shape": [4]}],
+           "outputs": [{"name": "y", "type": "float32", "shape": [4]}], "nodes": nodes}, open("wide12k.json", "w"))
+PYEOF
+run html_wide 0 'wrote wide.html' -c "load wide12k.json; html wide.html"
+grep -q 'and so is the model view' wide.html && ! grep -q 'id="view-model"' wide.html || fail "html_wide: $(grep -o 'The model has[^.]*' wide.html)"
+ok
+run svg_wide_fold 1 'draw a part \(--around <node> <depth>\) \(this model view folds no further\)' -c "load wide12k.json; svg wide.svg --fold"
 
 # ---- a Loop that would run for hours (item 10): the loop budget ------------
 # A million trips of a 256 x 256 x 256 product; `set loops 1` stops the node

@@ -1671,8 +1671,10 @@ mpx_status mpx_viz_svg(const mpx_plan *plan, const mpx_viz_opts *o, char **out, 
     if (!st && v.st.nodes > MPX_VIZ_LAYOUT_MAX_NODES)
         st = mpx_error_set(err, MPX_E_LIMIT,
                            "%d nodes to draw, more than mpx gives Graphviz to lay out (%d): draw a part "
-                           "(--around <node> <depth>) or, with svg, the model-level view (--fold)",
-                           v.st.nodes, MPX_VIZ_LAYOUT_MAX_NODES);
+                           "(--around <node> <depth>)%s",
+                           v.st.nodes, MPX_VIZ_LAYOUT_MAX_NODES,
+                           o && o->fold ? " (this model view folds no further)"
+                                        : " or, with svg, the model-level view (--fold)");
     if (!st) {
         gvc = shared_context();
         if (!gvc) st = mpx_error_set(err, MPX_E_NOMEM, "graphviz: cannot make a context: %s", vz_gv_last());

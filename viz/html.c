@@ -707,7 +707,17 @@ mpx_status mpx_viz_html(const mpx_viz_page *pg, char **out, mpx_viz_stats *stats
     mo.collapse = false;
     mo.legend = false; /* the page explains the colours beside it */
     mo.title = "";     /* and names the model in its header */
-    if (want_model && (st = mpx_viz_svg(p, &mo, &msvg, &mst, err))) goto out;
+    /* a model with nothing to fold (100k parallel nodes): the model view is
+     * too large too, and the page keeps its tables without a drawing */
+    bool model_too_big = false;
+    if (want_model && (st = mpx_viz_svg(p, &mo, &msvg, &mst, err))) {
+        if (st != MPX_E_LIMIT || !too_big) goto out;
+        model_too_big = true;
+        st = MPX_OK;
+        mpx_error_clear(err);
+        free(msvg);
+        msvg = NULL;
+    }
     if (msvg && !mst.scopes && mo.fold_by == MPX_VIZ_FOLD_AUTO && mst.nodes > MPX_VIZ_PAGE_MAX_BOXES) {
         /* regions of one format each make too many boxes for a first screen
          * (a plan that alternates formats): regions of any formats, the
@@ -840,8 +850,10 @@ mpx_status mpx_viz_html(const mpx_viz_page *pg, char **out, mpx_viz_stats *stats
                   gst.op_nodes);
     if (too_big)
         vz_printf(&b, "The model has %d nodes to draw, more than mpx lays out whole (%d): the detailed graph is left "
-                      "out (draw a part with <code>svg --around</code>). ",
-                  gst.nodes, MPX_VIZ_LAYOUT_MAX_NODES);
+                      "out%s (draw a part with <code>svg --around</code>). ",
+                  gst.nodes, MPX_VIZ_LAYOUT_MAX_NODES,
+                  model_too_big ? ", and so is the model view, whose boxes are as many (nodes with nothing to fold "
+                                  "together)" : "");
     vz_put(&b, "Drag to pan, wheel to zoom. Fill: colour (green always low, gray low when its inputs are, clear "
                "follows its inputs, red fp32); hexagons are runtime casts; a double border marks a rule");
     if (go.overlay) vz_put(&b, "; border colour and width: the run's rel_l2 (blue small, dark red large, purple "
