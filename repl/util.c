@@ -76,6 +76,10 @@ mpx_status repl_make_parent(const mpx_session *s, const char *path, mpx_error *e
 mpx_status repl_make_parent_noted(const mpx_session *s, const char *path, char *made, size_t made_n,
                                   mpx_error *err) {
     if (made && made_n) made[0] = '\0';
+    /* "-" is no stdout here: a file of that name is never what was meant */
+    if (strcmp(path, "-") == 0)
+        return mpx_error_set(err, MPX_E_ARG, "\"-\" as a file name: commands that print do so with the file name "
+                             "left out; name a file (./- if you mean one called -)");
     /* A file the session read (the model, its external data, a script, an
      * input), by any name, before any folder is made for it. */
     mpx_status guarded = mpx_file_check_target(path, s ? s->guard : NULL, err);
@@ -114,6 +118,7 @@ mpx_status repl_make_parent_noted(const mpx_session *s, const char *path, char *
 }
 
 mpx_status repl_check_target(const mpx_session *s, const char *path, mpx_error *err) {
+    if (strcmp(path, "-") == 0) return repl_make_parent(s, path, err); /* its refusal */
     mpx_status st = mpx_file_check_target(path, s ? s->guard : NULL, err);
     if (st) return st;
     char dir[1024];

@@ -89,10 +89,18 @@ static mpx_status read_member(const char *path, zip_t *za, zip_uint64_t i, mpx_n
     /* libzip checks the CRC when a read reaches the member's end: one more
      * read must give 0 bytes, or the error (ZIP_ER_CRC). */
     unsigned char extra;
-    if (zf && got >= 0 && (zip_uint64_t)got == zs.size && zip_fread(zf, &extra, 1) != 0) got = -1;
+    bool longer = false;
+    if (zf && got >= 0 && (zip_uint64_t)got == zs.size) {
+        const zip_int64_t k = zip_fread(zf, &extra, 1);
+        longer = k > 0;
+        if (k != 0) got = -1;
+    }
     bool bad = !zf || got < 0 || (zip_uint64_t)got != zs.size;
     char why[200] = "";
-    if (bad && zf && got >= 0)
+    if (longer)
+        snprintf(why, sizeof why, "it holds more than the %llu bytes the archive declares for it",
+                 (unsigned long long)zs.size);
+    else if (bad && zf && got >= 0)
         snprintf(why, sizeof why, "the archive gives %llu bytes, the member holds %lld", (unsigned long long)zs.size,
                  (long long)got);
     else if (bad)

@@ -214,9 +214,13 @@ static mpx_status check(const mpx_graph *g, const mpx_assign *a, const mpx_value
                                  "and runs no float64 node in float32 (docs/float64.md lists the float64 ops; "
                                  "a Cast to float32 before it in the model runs it in float32)",
                                  n->name, n->op_type, n->op_type);
-        if (!skipped(n) && !mpx_kernel_for(n->op))
-            return mpx_error_set(err, MPX_E_UNSUPPORTED, "node \"%s\" (%s): no kernel for %s",
-                                 n->name, n->op_type, n->op_type);
+        if (!skipped(n) && !mpx_kernel_for(n->op)) {
+            /* an op of another domain is not ONNX's op of that name */
+            const bool other = n->domain && *n->domain && strcmp(n->domain, "ai.onnx") != 0;
+            return mpx_error_set(err, MPX_E_UNSUPPORTED, "node \"%s\" (%s%s%s): no kernel for %s%s%s", n->name,
+                                 other ? n->domain : "", other ? ":" : "", n->op_type, n->op_type,
+                                 other ? " of domain " : "", other ? n->domain : "");
+        }
     }
     if (g->n_inputs > 0 && !inputs)
         return mpx_error_set(err, MPX_E_ARG, "no input values given (the model has %d inputs)",
