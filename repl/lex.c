@@ -190,6 +190,13 @@ int repl_read_line(FILE *in, char **buf, size_t *cap, size_t *len) {
             *buf = g;
             *cap = grown;
         }
+        /* A lone CR ends a line too (a script saved with old Mac line
+         * endings ran as one line); CR LF is one end, the CR dropped. */
+        if (ch == '\r') {
+            const int next = getc(in);
+            if (next != '\n' && next != EOF) ungetc(next, in);
+            ch = '\n';
+        }
         (*buf)[n++] = (char)ch;
         if (ch == '\n') break;
     }

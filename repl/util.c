@@ -69,6 +69,15 @@ double repl_now_ms(void) {
 /* Below the current folder: relative, and no ".." step. */
 static bool below_cwd(const char *path) { return path[0] != '/' && !mpx_path_has_dotdot(path); }
 
+/* An existing folder, where it is once links are followed: the current
+ * folder or below it. */
+static bool really_below_cwd(const char *dir) {
+    char cwd[PATH_MAX], real[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd) || !realpath(dir, real)) return false;
+    const size_t n = strlen(cwd);
+    return strncmp(real, cwd, n) == 0 && (real[n] == '\0' || real[n] == '/' || (n == 1 && cwd[0] == '/'));
+}
+
 mpx_status repl_make_parent(const mpx_session *s, const char *path, mpx_error *err) {
     return repl_make_parent_noted(s, path, NULL, 0, err);
 }
@@ -92,7 +101,7 @@ mpx_status repl_make_parent_noted(const mpx_session *s, const char *path, char *
     *slash = '\0';
     /* mkdir -p, but only below the current folder: a typo in an absolute
      * path must not grow folders under / or $HOME (`svg /nonexisting/x.svg`). */
-    bool may_create = below_cwd(path);
+    bool may_create = below_cwd(path), parent_below = true;
     for (char *p = dir + 1;; p++) {
         if (*p == '/' || !*p) {
             char c = *p;
@@ -101,7 +110,11 @@ mpx_status repl_make_parent_noted(const mpx_session *s, const char *path, char *
             if (stat(dir, &st) == 0) {
                 if (!S_ISDIR(st.st_mode))
                     return mpx_error_set(err, MPX_E_IO, "cannot write %s: %s is not a folder", path, dir);
-            } else if (!may_create) {
+                /* the folder a missing one would be made in: below the
+                 * current folder where it really is, not only by its name (a
+                 * link out_link -> ../elsewhere) */
+                parent_below = may_create && really_below_cwd(dir);
+            } else if (!may_create || !parent_below) {
                 return mpx_error_set(err, MPX_E_IO,
                                      "cannot write %s: the folder %s does not exist (mpx creates folders "
                                      "only below the current one)", path, dir);

@@ -59,6 +59,16 @@ done
 rm -f link.out
 ok "svg, html, save, report, plan, tensor --save, export refuse a link to the model"
 
+# 1b. Folders are made below the current folder only, where they really
+# are: not through a link that leads out of it.
+mkdir -p ../fs_outside
+ln -s ../fs_outside out_link
+st=0
+out=$("$MPX" -c 'load m.json; svg out_link/newdir/a.svg' 2>&1) || st=$?
+[ $st != 0 ] && [ ! -e ../fs_outside/newdir ] && grep -q "creates folders only below the current one" <<<"$out" &&
+  ok "no folder made through a link out of the current folder" || fail "a folder through a link: status $st, $out"
+rm -rf out_link ../fs_outside
+
 # 2. Scripts and input files are files the session read.
 printf 'load m.json\nsave self.mpx\n' >self.mpx
 cp self.mpx self.orig
