@@ -360,6 +360,10 @@ struct mpx_node {
     int n_explicit;
 };
 
+/* The newest opset of ONNX's default domain whose ops the registry follows
+ * (docs/op-coverage.md); a newer model is read as this one's. */
+#define MPX_OPSET_NEWEST 23
+
 struct mpx_graph {
     mpx_arena *arena;
     const char *path;      /* the file it came from ("" if built in memory) */

@@ -36,6 +36,9 @@ mpx_status repl_cmd_load(mpx_session *s, const mpx_cmd_args *args, mpx_error *er
     fprintf(s->info, "loaded %s: %d nodes, %d tensors, %s params, opset %d%s (%.1f ms)\n", path,
             g->n_nodes, g->n_tensors, mpx_count_str(mpx_graph_param_count(g), p, sizeof p),
             g->opset_file ? g->opset_file : g->opset, os, t1 - t0);
+    if (g->opset > MPX_OPSET_NEWEST)
+        fprintf(s->info, "warning: %s imports opset %d, newer than the newest mpx follows (%d): its ops are read as "
+                "opset %d defines them\n", path, g->opset, MPX_OPSET_NEWEST, MPX_OPSET_NEWEST);
     for (int i = 0; i < g->n_inputs; i++) {
         char sh[256];
         fprintf(s->info, "  input  %s %s %s\n", g->inputs[i]->name, mpx_dtype_name(g->inputs[i]->dtype),

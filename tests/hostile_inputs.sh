@@ -220,4 +220,14 @@ run ext_budget 1 "sparse.onnx: 2.0 GB claimed for its initializers' external dat
   -c 'set memory 100; load sparse.onnx'
 rm -f sparse.bin
 
+# ---- an opset newer than mpx follows: read, with a warning saying how ----
+"$PY" - <<'PYEOF'
+from onnx import helper as h, TensorProto as T
+g = h.make_graph([h.make_node("Relu", ["x"], ["y"])], "g", [h.make_tensor_value_info("x", T.FLOAT, [4])],
+                 [h.make_tensor_value_info("y", T.FLOAT, [4])])
+open("opset99.onnx", "wb").write(h.make_model(g, opset_imports=[h.make_opsetid("", 99)]).SerializeToString())
+PYEOF
+run opset_newer 0 'warning: opset99.onnx imports opset 99, newer than the newest mpx follows \(23\): its ops are read as opset 23 defines them' \
+  -c 'load opset99.onnx; input x const 1; run'
+
 echo "hostile_inputs: $n checks passed"
