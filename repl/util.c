@@ -89,6 +89,12 @@ mpx_status repl_make_parent_noted(const mpx_session *s, const char *path, char *
     if (strcmp(path, "-") == 0)
         return mpx_error_set(err, MPX_E_ARG, "\"-\" as a file name: commands that print do so with the file name "
                              "left out; name a file (./- if you mean one called -)");
+    /* "~/x" typed at the prompt or in a script: no shell expanded it, and
+     * a folder named "~" made here is never what was meant */
+    struct stat tilde;
+    if (strncmp(path, "~/", 2) == 0 && stat("~", &tilde) != 0)
+        return mpx_error_set(err, MPX_E_ARG, "cannot write %s: mpx does not expand ~ (a shell does); give the "
+                             "folder's path (e.g. $HOME's, from /)", path);
     /* A file the session read (the model, its external data, a script, an
      * input), by any name, before any folder is made for it. */
     mpx_status guarded = mpx_file_check_target(path, s ? s->guard : NULL, err);
