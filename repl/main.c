@@ -75,24 +75,18 @@ static void on_stop(int sig) {
     interrupted++;
 }
 
-static void catch_stop(int sig) {
+static void catch_with(int sig, void (*handler)(int)) {
     struct sigaction sa, old;
     memset(&sa, 0, sizeof sa);
     sigemptyset(&sa.sa_mask);
-    sa.sa_handler = on_stop;
-    if (sigaction(sig, NULL, &old) == 0 && old.sa_handler == SIG_IGN) return;
-    sigaction(sig, &sa, NULL);
-}
-
-static void catch_fatal(int sig) {
-    struct sigaction sa, old;
-    memset(&sa, 0, sizeof sa);
-    sigemptyset(&sa.sa_mask);
-    sa.sa_handler = on_fatal;
+    sa.sa_handler = handler;
     /* A signal ignored by whoever started mpx (nohup) stays ignored. */
     if (sigaction(sig, NULL, &old) == 0 && old.sa_handler == SIG_IGN) return;
     sigaction(sig, &sa, NULL);
 }
+
+static void catch_stop(int sig) { catch_with(sig, on_stop); }
+static void catch_fatal(int sig) { catch_with(sig, on_fatal); }
 
 static void on_sigwinch(int sig) {
     (void)sig;
