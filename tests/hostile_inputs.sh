@@ -227,6 +227,15 @@ g = h.make_graph([h.make_node("Relu", ["x"], ["y"])], "g", [h.make_tensor_value_
                  [h.make_tensor_value_info("y", T.FLOAT, [4])])
 open("opset99.onnx", "wb").write(h.make_model(g, opset_imports=[h.make_opsetid("", 99)]).SerializeToString())
 PYEOF
+# an initializer of a type mpx holds no values of: named as what it is
+"$PY" - <<'PYEOF'
+from onnx import helper as h, TensorProto as T
+s = h.make_tensor("s", T.STRING, [2], [b"a", b"b"])
+g = h.make_graph([h.make_node("Identity", ["s"], ["y"])], "g", [], [h.make_tensor_value_info("y", T.STRING, [2])], [s])
+open("string_init.onnx", "wb").write(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]).SerializeToString())
+PYEOF
+run string_init 1 'node "Identity_0" \(Identity\): its input "s" is an initializer of type string, which mpx holds no values of' \
+  -c 'load string_init.onnx; run'
 run opset_newer 0 'warning: opset99.onnx imports opset 99, newer than the newest mpx follows \(23\): its ops are read as opset 23 defines them' \
   -c 'load opset99.onnx; input x const 1; run'
 

@@ -272,7 +272,13 @@ static mpx_status check(const mpx_graph *g, const mpx_assign *a, const mpx_value
         for (int j = 0; j < n->n_inputs && st == MPX_OK; j++) {
             const mpx_tensor *t = n->inputs[j];
             if (!t) continue;
-            if (!avail[t->index])
+            if (!avail[t->index] && (t->flags & MPX_T_INITIALIZER))
+                /* an initializer of an element type mpx holds no values of
+                 * (string, complex) */
+                st = mpx_error_set(err, MPX_E_UNSUPPORTED,
+                                   "node \"%s\" (%s): its input \"%s\" is an initializer of type %s, which mpx holds "
+                                   "no values of", n->name, n->op_type, t->name, mpx_dtype_name(t->dtype));
+            else if (!avail[t->index])
                 st =
                     mpx_error_set(err, MPX_E_INVALID,
                                   "node \"%s\" (%s): input \"%s\" has no value (not a model input, "
