@@ -192,6 +192,7 @@ mpx_status mpx_shards_compare(const mpx_shards *S, const mpx_graph *g, mpx_compa
     c->layers = calloc((size_t)(nl ? nl : 1), sizeof *c->layers);
     c->ref = calloc((size_t)(g->n_tensors ? g->n_tensors : 1), sizeof *c->ref);
     c->cand = calloc((size_t)(g->n_tensors ? g->n_tensors : 1), sizeof *c->cand);
+    c->n_values = g->n_tensors;
     c->samples = mpx_samples_new();
     mpx_status st = c->layers && c->ref && c->cand && c->samples ? MPX_OK : mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     for (int i = 0; !st && i < g->n_tensors; i++) c->ref[i].n = c->cand[i].n = -1; /* nothing kept */

@@ -342,10 +342,8 @@ static mpx_status parse_random(int argc, char **argv, mpx_input_spec *sp, mpx_er
             (st = mpx_explore_parse_number(argv[a + 1], sp->kind == MPX_INPUT_NORMAL ? "std" : "high", &sp->b, err)))
             return st;
         a += 2;
-        if (sp->kind == MPX_INPUT_NORMAL && !(sp->b >= 0))
-            return mpx_error_set(err, MPX_E_ARG, "std %s is negative", argv[a - 1]);
-        if (sp->kind == MPX_INPUT_UNIFORM && !(sp->b > sp->a))
-            return mpx_error_set(err, MPX_E_ARG, "uniform range [%s, %s) is empty", argv[a - 2], argv[a - 1]);
+        if ((st = mpx_fill_check(sp->kind == MPX_INPUT_NORMAL ? MPX_FILL_NORMAL : MPX_FILL_UNIFORM, sp->a, sp->b, err)))
+            return st;
     }
     if (a + 1 < argc && strcmp(argv[a], "seed") == 0) {
         if ((st = parse_seed(argv[a + 1], &sp->seed, err))) return st;
@@ -486,7 +484,7 @@ mpx_status repl_cmd_input(mpx_session *s, const mpx_cmd_args *args, mpx_error *e
     } else if (strcmp(kind, "const") == 0) {
         if (argc != 4) return repl_usage_error(err, argv[0], "const takes one value");
         if ((st = mpx_explore_parse_number(argv[3], "const", &sp.a, err))) return st;
-        if (!isfinite(sp.a)) return mpx_error_set(err, MPX_E_ARG, "const: %s is not finite", argv[3]);
+        if ((st = mpx_fill_check(MPX_FILL_CONST, sp.a, 0, err))) return st;
         sp.kind = MPX_INPUT_CONST;
     } else if (strcmp(kind, "files") == 0) {
         if (argc < 5) return repl_usage_error(err, argv[0], "files takes '<glob>' npy|image|audio [options]");

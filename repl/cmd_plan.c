@@ -192,7 +192,7 @@ static const char *accum_cell(const mpx_plan_node *pn, char *buf, size_t n) {
 static void print_scope(mpx_session *s, const mpx_scopes *sc, const mpx_scope_figures *f, int k, int depth, int w) {
     const mpx_scope *x = &sc->s[k];
     const mpx_scope_figures *e = &f[k];
-    char name[256], fmts[64] = "", cols[48], casts[24], worst[96] = "-";
+    char name[256], fmts[64] = "", cols[48], casts[24], worst[112] = "-";
     snprintf(name, sizeof name, "%*s%s", 2 * depth, "", x->label[0] ? x->label : "(model)");
     size_t n = 0;
     for (int q = 0; q < e->n_formats && q < 2 && n < sizeof fmts; q++)

@@ -56,7 +56,7 @@ int main(void) {
 #undef T
 #define T mpx_compare
     S(WHOLE) F(g) F(n_layers) F(layers) F(ref) F(cand) F(ms_ref) F(ms_cand) F(ms_local) F(ms_metrics)
-    F(peak_bytes) F(n_run) F(incremental) F(samples) F(n_body) F(body) F(n_shared)
+    F(peak_bytes) F(n_run) F(incremental) F(samples) F(n_body) F(body) F(n_shared) F(n_values)
 #undef T
 #define T mpx_compare_opts
     S(WHOLE) F(local) F(keep) F(cancel) F(progress) F(progress_ctx) F(threads) F(cache) F(measure) F(undoable)

@@ -255,6 +255,11 @@ mpx_status mpx_value_copy(mpx_value *dst, const mpx_value *src, mpx_error *err);
  * integer value: floor). The same values on every machine, for every client. */
 typedef enum mpx_fill_kind { MPX_FILL_NORMAL, MPX_FILL_UNIFORM, MPX_FILL_CONST } mpx_fill_kind;
 void mpx_value_fill(mpx_value *v, mpx_fill_kind kind, double a, double b, uint64_t seed);
+/* Whether a fill's parameters make values: finite, std >= 0, low < high.
+ * MPX_E_ARG naming the one at fault ("std -1 is negative", "uniform range
+ * [2, 1) is empty", "const: inf is not finite"). Every client asks it
+ * before mpx_value_fill. */
+mpx_status mpx_fill_check(mpx_fill_kind kind, double a, double b, mpx_error *err);
 /* A float value (from a file, a fill) held as dtype wants it: fp32 values
  * moved into float64 storage (exact) for a float64 dtype, float64 values
  * rounded to the nearest fp32 for any other float dtype; v->dtype becomes

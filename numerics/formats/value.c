@@ -406,3 +406,18 @@ size_t mpx_value_bytes(const mpx_value *v) {
     return 0;
 }
 
+mpx_status mpx_fill_check(mpx_fill_kind kind, double a, double b, mpx_error *err) {
+    switch (kind) {
+    case MPX_FILL_CONST:
+        return isfinite(a) ? MPX_OK : mpx_error_set(err, MPX_E_ARG, "const: %g is not finite", a);
+    case MPX_FILL_NORMAL:
+        if (!isfinite(a)) return mpx_error_set(err, MPX_E_ARG, "mean %g is not finite", a);
+        if (!isfinite(b)) return mpx_error_set(err, MPX_E_ARG, "std %g is not finite", b);
+        return b >= 0 ? MPX_OK : mpx_error_set(err, MPX_E_ARG, "std %g is negative", b);
+    case MPX_FILL_UNIFORM:
+        if (!isfinite(a) || !isfinite(b))
+            return mpx_error_set(err, MPX_E_ARG, "uniform range [%g, %g) is not finite", a, b);
+        return b > a ? MPX_OK : mpx_error_set(err, MPX_E_ARG, "uniform range [%g, %g) is empty", a, b);
+    }
+    return mpx_error_set(err, MPX_E_ARG, "unknown fill kind %d", (int)kind);
+}

@@ -27,9 +27,9 @@
 void mpx_compare_free(mpx_compare *c) {
     if (!c) return;
     if (c->ref)
-        for (int i = 0; i < c->g->n_tensors; i++) mpx_value_free(&c->ref[i]);
+        for (int i = 0; i < c->n_values; i++) mpx_value_free(&c->ref[i]);
     if (c->cand)
-        for (int i = 0; i < c->g->n_tensors; i++) mpx_value_free(&c->cand[i]);
+        for (int i = 0; i < c->n_values; i++) mpx_value_free(&c->cand[i]);
     free(c->ref);
     free(c->cand);
     free(c->layers);
@@ -1105,6 +1105,7 @@ static mpx_status run_stream(const mpx_graph *g, const mpx_assign *const *a, int
         if (!s.keep[i]) drop(&s, i);
     for (int q = 1; q < nc; q++) {
         s.c[q]->ref = mpx_cmp_alloc_values(nt);
+        s.c[q]->n_values = nt;
         if (!s.c[q]->ref) {
             st = mpx_error_set(err, MPX_E_NOMEM, "out of memory");
             goto fail;
@@ -1117,6 +1118,7 @@ static mpx_status run_stream(const mpx_graph *g, const mpx_assign *const *a, int
         s.c[q]->peak_bytes = s.peak;
         s.c[q]->body = mpx_body_finish(&s.sink[q], &s.c[q]->n_body);
         s.c[q]->cand = s.cand[q];
+        s.c[q]->n_values = nt;
         s.cand[q] = NULL;
         out[q] = s.c[q];
         s.c[q] = NULL;

@@ -136,6 +136,7 @@ mpx_status mpx_cmp_run_incremental(mpx_compare_cache *k, const mpx_graph *g, con
         c->layers = mpx_cmp_alloc_n(k->n_layers, sizeof *c->layers);
         c->ref = mpx_cmp_alloc_values(nt);
         c->cand = mpx_cmp_alloc_values(nt);
+        c->n_values = nt;
     }
     if (!dirty || !changed || !layer || !want || !regen || !rregen || !hold || !same || !inner || !whole || !pass || !plast || !lfirst || !share || !last || !ref || !cand || !outs || !c || !c->layers ||
         !c->ref || !c->cand) {

@@ -347,6 +347,11 @@ typedef struct mpx_compare {
      * inputs whose candidate values are the reference's, such as every
      * node of a plan that rounds nothing. The same bits either way. */
     int n_shared;
+    /* The length of ref and cand (g->n_tensors when made): what
+     * mpx_compare_free reads instead of g, which a caller may free first
+     * (Python's collector frees a session's graph and its runs in any
+     * order). */
+    int n_values;
 } mpx_compare;
 
 /* Runs the fp32 reference and the candidate assignment a (NULL: fp32) side by

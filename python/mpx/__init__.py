@@ -16,7 +16,7 @@ writers as the program, so a notebook or a CI job gets the figures
 Errors are mpx.Error, carrying mpx's message. See help(mpx.Session),
 help(mpx.Plan), help(mpx.Run) and docs/python.md.
 """
-from ._session import Error, Plan, Run, SearchResult, Session, formats, metrics, version
+from ._session import Error, Plan, Records, Run, SearchResult, Session, formats, metrics, version
 
 __version__ = version()
-__all__ = ["Error", "Session", "Plan", "Run", "SearchResult", "version", "formats", "metrics"]
+__all__ = ["Error", "Session", "Plan", "Run", "Records", "SearchResult", "version", "formats", "metrics"]

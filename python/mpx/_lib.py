@@ -95,7 +95,8 @@ class Compare(Structure):  # mpx_compare
     _fields_ = [("g", c_void_p), ("n_layers", c_int), ("layers", POINTER(Layer)), ("ref", POINTER(Value)),
                 ("cand", POINTER(Value)), ("ms_ref", c_double), ("ms_cand", c_double), ("ms_local", c_double),
                 ("ms_metrics", c_double), ("peak_bytes", c_size_t), ("n_run", c_int), ("incremental", c_bool),
-                ("samples", c_void_p), ("n_body", c_int), ("body", c_void_p), ("n_shared", c_int)]
+                ("samples", c_void_p), ("n_body", c_int), ("body", c_void_p), ("n_shared", c_int),
+                ("n_values", c_int)]
 
 
 PROGRESS = CFUNCTYPE(None, c_void_p, c_int, c_int)
@@ -236,6 +237,7 @@ format_at = _fn("mpx_format_at", _P, c_size_t)
 value_alloc = _fn("mpx_value_alloc", c_int, POINTER(Value), c_int, c_int, POINTER(c_int64), E)
 value_free = _fn("mpx_value_free", None, POINTER(Value))
 value_fill = _fn("mpx_value_fill", None, POINTER(Value), c_int, c_double, c_double, c_uint64)
+fill_check = _fn("mpx_fill_check", c_int, c_int, c_double, c_double, POINTER(Error_))
 FILL = {"normal": 0, "uniform": 1, "const": 2}  # mpx_fill_kind
 npy_read = _fn("mpx_npy_read", c_int, c_char_p, POINTER(Value), E)
 npy_write = _fn("mpx_npy_write", c_int, c_char_p, _P, POINTER(Value), E)

@@ -219,13 +219,29 @@ def _pair(c, t, name):
     return _value_to_array(c.ref[t.index]), _value_to_array(c.cand[t.index])
 
 
+class Records(list):
+    """Rows (report(), nodes()): a list of dicts, the same type whether or
+    not pandas is installed, so code written on one machine runs on the
+    next (a DataFrame iterates over its column names). frame() is the
+    pandas DataFrame of it; a notebook shows it as that table."""
+
+    def frame(self):
+        try:
+            import pandas  # optional: not a dependency
+        except ImportError:
+            raise Error("frame() needs pandas (Debian: python3-pandas)") from None
+        return pandas.DataFrame(list(self))
+
+    def _repr_html_(self):
+        try:
+            import pandas  # noqa: F401
+        except ImportError:
+            return None
+        return self.frame()._repr_html_()
+
+
 def _records(rows):
-    """rows as a pandas DataFrame when pandas is installed, else the list."""
-    try:
-        import pandas  # optional: not a dependency
-    except ImportError:
-        return rows
-    return pandas.DataFrame(rows)
+    return Records(rows)
 
 
 def _write(path, text, guard):
@@ -318,7 +334,7 @@ class Plan:
         apply); and order (the node's index), the
         default's source and low (computes narrower than fp32). changed: only the nodes a rule
         decided or whose colour differs from its default (`plan --changed`).
-        A pandas DataFrame when pandas is installed."""
+        Records: a list of dicts; .frame() the pandas DataFrame."""
         g, p, rows = self._graph.g, self._p, []
         for i in range(p.n_nodes):
             if changed and not L.plan_node_changed(self._ptr, i):
@@ -553,6 +569,7 @@ class Run:
     def __init__(self, session, ptr, plan, local, label):
         self._session = session
         self._graph = session._graph
+        self._specs = dict(session._specs)  # what the inputs held (tensor() reruns on them)
         self._ptr = ptr
         self.plan = plan
         self.local = local
@@ -597,8 +614,8 @@ class Run:
         output), every metric of mpx's table (metrics()), and with a local
         run (run(local=True)) the same as local_<metric>: the node's own
         error. sort=<metric> puts the worst first (local=True: by the local
-        figure); top=<n> keeps the first n. A pandas DataFrame when pandas is
-        installed, else a list of dicts."""
+        figure); top=<n> keeps the first n. Records: a list of dicts;
+        .frame() the pandas DataFrame."""
         rows = self._rows()
         if sort is not None:
             idx = c_int()
@@ -614,6 +631,8 @@ class Run:
                 return float("inf") if v != v else (-v if low_worse else v)
             rows.sort(key=badness, reverse=True)
         if top is not None:
+            if isinstance(top, bool) or not isinstance(top, int) or top < 0:
+                raise Error("report: top is a count of rows (an int >= 0), not %r" % (top,))
             rows = rows[:top]
         return _records(rows)
 
@@ -639,13 +658,20 @@ class Run:
         of a tensor (or of a node's first output) as NumPy arrays (float32
         for float tensors: mpx holds every format's values as fp32; int64
         otherwise). Model outputs are kept by every run; another tensor is
-        taken from a fresh run of this run's plan that keeps it."""
+        taken from a fresh run of this run's plan that keeps it, refused once
+        the session's inputs changed (run(keep=[...]) keeps it in the run)."""
         t = _find_tensor(self._graph, name)
         c = self._c
         if c.ref[t.index].n >= 0:
             return _pair(c, t, name)
         with self._session._use():
             self.plan._check_current()
+            # the rerun computes on the session's inputs: only while they are
+            # this run's (input() makes a new spec each call)
+            now = self._session._specs
+            if now.keys() != self._specs.keys() or any(now[k] is not self._specs[k] for k in now):
+                raise Error('tensor "%s": this run did not keep it, and the session\'s inputs changed since it ran; '
+                            'run(keep=["%s"]) keeps it' % (name, name))
             keep = (c_bool * self._graph.g.n_tensors)()
             keep[t.index] = True
             fresh = self._session._compare(self.plan, False, keep, None)
@@ -914,20 +940,20 @@ class Session:
         if a.dtype.kind == "f":
             if want_int:
                 raise Error("%s holds float values (%s) but input %s is %s (integer)" % (source, a.dtype, tname, dt))
-            a = np.ascontiguousarray(a, dtype=fdt)
+            want = fdt
         elif a.dtype.kind in "iub":
-            if not want_int:
-                if not convert:
-                    raise Error("%s holds %s values but input %s is %s; pass convert=True to convert each integer "
-                                "to the nearest %s" % (source, a.dtype, tname, dt, dt))
-                a = np.ascontiguousarray(a, dtype=fdt)
-            else:
-                a = np.ascontiguousarray(a, dtype=np.int64)
+            if not want_int and not convert:
+                raise Error("%s holds %s values but input %s is %s; pass convert=True to convert each integer "
+                            "to the nearest %s" % (source, a.dtype, tname, dt, dt))
+            want = fdt if not want_int else np.int64
         else:
             raise Error("%s holds %s values; input %s is %s" % (source, a.dtype, tname, dt))
         if a.ndim > L.MAX_RANK:
             raise Error("%s has rank %d; mpx takes at most %d" % (source, a.ndim, L.MAX_RANK))
-        return np.array(a, copy=True)  # the session's own copy: later changes to the caller's array do not leak in
+        # the session's own C-ordered copy (later changes to the caller's
+        # array do not leak in); np.array keeps a 0-d array's rank, where
+        # np.ascontiguousarray makes it (1,)
+        return np.array(a, dtype=want, order="C", copy=True)
 
     def _decode(self, t, path, opts):
         p = os.fsencode(path)
@@ -1032,6 +1058,8 @@ class Session:
                 spec = ("fill", r[0], pa, pb, 0)
             elif self._specs.get(name, ("",))[0] == "fill":
                 spec = self._specs[name]  # a new shape keeps the values' kind
+            err = L.Error_()
+            _check(L.fill_check(L.FILL[spec[1]], spec[2], spec[3], byref(err)), err)  # as the program refuses them
             if int(seed) < 0:
                 raise Error("input %s: seed must be >= 0, not %d" % (name, seed))
             if random is not None or const is not None or seed:
@@ -1250,7 +1278,7 @@ class Session:
             kp = None
             if keep:
                 kp = (c_bool * g.n_tensors)()
-                for name in keep:
+                for name in ([keep] if isinstance(keep, str) else keep):  # one name, or several
                     kp[self._find_tensor(name).index] = True
             plan = self._plan
             out = self._compare(plan, bool(local), kp, progress)

@@ -438,6 +438,66 @@ class BadInput(unittest.TestCase):
             s.run().report(sort="rel")
 
 
+class NewUserFindings(unittest.TestCase):
+    """What a first user of the package hit: each a refusal the program
+    makes too, or the type and values a user's code relies on."""
+
+    def test_fill_parameters_refused_as_the_program_refuses_them(self):
+        s = session()
+        for kw, msg in ((dict(random=("uniform", 1, 0)), r"uniform range \[1, 0\) is empty"),
+                        (dict(random=("normal", 0, -1)), "std -1 is negative"),
+                        (dict(random=("normal", float("nan"), 1)), "mean nan is not finite"),
+                        (dict(const=float("inf")), "const: inf is not finite")):
+            with self.assertRaisesRegex(mpx.Error, msg):
+                s.input("x", shape=(1, 3, 64, 64), **kw)
+        self.assertEqual(figures(s.run()), figures(session().run()))  # the refusals changed nothing
+
+    def test_a_run_does_not_read_tensors_of_later_inputs(self):
+        s = session()
+        r1 = s.run()
+        kept = r1.tensor("s1.out")
+        self.assertTrue(np.array_equal(kept[0], r1.tensor("s1.out")[0]))
+        s.input("x", shape=(1, 3, 64, 64), random=("normal", 0, 2), seed=7)
+        with self.assertRaisesRegex(mpx.Error, r'this run did not keep it.*run\(keep=\["s1.out"\]\)'):
+            r1.tensor("s1.out")
+        r2 = s.run(keep="s1.out")  # one name as a string
+        self.assertFalse(np.array_equal(kept[0], r2.tensor("s1.out")[0]))
+
+    def test_records_are_lists_of_dicts_and_top_is_a_count(self):
+        r = session().run()
+        rows = r.report(top=3)
+        self.assertIsInstance(rows, list)
+        self.assertIsInstance(rows, mpx.Records)
+        self.assertEqual(len(rows), 3)
+        self.assertIn("rel_l2", rows[0])
+        for bad in (-1, "3", 1.5):
+            with self.assertRaisesRegex(mpx.Error, "top is a count"):
+                r.report(top=bad)
+
+    def test_a_0d_array_for_a_scalar_input(self):
+        from onnx import helper as h, TensorProto as T
+        path = os.path.join(work("scalar"), "scalar.onnx")
+        g = h.make_graph([h.make_node("Mul", ["x", "k"], ["y"])], "g",
+                         [h.make_tensor_value_info("x", T.FLOAT, [4]), h.make_tensor_value_info("k", T.FLOAT, [])],
+                         [h.make_tensor_value_info("y", T.FLOAT, [4])])
+        with open(path, "wb") as f:
+            f.write(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]).SerializeToString())
+        s = mpx.Session(path)
+        s.input("k", np.array(3.0, np.float32))
+        s.input("x", np.arange(4, dtype=np.float32))
+        ref, _ = s.run().tensor("y")
+        self.assertEqual(ref.tolist(), [0.0, 3.0, 6.0, 9.0])
+
+    def test_dropping_a_session_with_its_runs_in_any_order(self):
+        import gc
+        for _ in range(3):  # a cycle (session <-> run) the collector frees in its own order
+            s = session()
+            r = s.run()
+            r.report()
+            del s, r
+            gc.collect()
+
+
 class Search(unittest.TestCase):
     """Session.search is libmpx's search (explore/) with the session as its
     host: the program's result for the same session, the rules applied as
