@@ -278,8 +278,10 @@ mpx_status repl_cmd_plan(mpx_session *s, const mpx_cmd_args *args, mpx_error *er
         cJSON_AddNumberToObject(cnt, "weights_converted", p->counts.weights_converted);
         cJSON_AddNumberToObject(cnt, "weight_bytes_before", (double)p->counts.weight_bytes_before);
         cJSON_AddNumberToObject(cnt, "weight_bytes_after", (double)p->counts.weight_bytes_after);
-        cJSON_AddNumberToObject(cnt, "low_macs_pct", p->counts.low_macs_pct);
-        cJSON_AddNumberToObject(cnt, "low_cost_pct", p->counts.low_cost_pct);
+        /* every digit (cJSON's own printing keeps 15 where they read back
+         * within its epsilon): a figure another client compares */
+        mpx_explore_json_exact(cnt, "low_macs_pct", p->counts.low_macs_pct, "null");
+        mpx_explore_json_exact(cnt, "low_cost_pct", p->counts.low_cost_pct, "null");
         cJSON *nodes = cJSON_AddArrayToObject(root, "nodes");
         for (int i = 0; i < g->n_nodes; i++) {
             const mpx_plan_node *pn = &p->nodes[i];

@@ -433,8 +433,9 @@ mpx_status repl_cmd_compare(mpx_session *s, const mpx_cmd_args *args, mpx_error 
             cJSON *e = cJSON_CreateObject();
             cJSON_AddStringToObject(e, "target", fmts[i]->name);
             cJSON_AddNumberToObject(e, "casts", plans[i]->counts.casts);
-            cJSON_AddNumberToObject(e, "low_macs_pct", plans[i]->counts.low_macs_pct);
-            cJSON_AddNumberToObject(e, "low_cost_pct", plans[i]->counts.low_cost_pct);
+            /* every digit, as plan --json's */
+            mpx_explore_json_exact(e, "low_macs_pct", plans[i]->counts.low_macs_pct, "null");
+            mpx_explore_json_exact(e, "low_cost_pct", plans[i]->counts.low_cost_pct, "null");
             if (t.worst_out) cJSON_AddItemToObject(e, "output", repl_metrics_json(&t.worst_out->m));
             if (w) {
                 cJSON_AddStringToObject(e, "worst_tensor", layer_name(g, w));
@@ -446,7 +447,7 @@ mpx_status repl_cmd_compare(mpx_session *s, const mpx_cmd_args *args, mpx_error 
             cJSON_AddNumberToObject(e, "weights_flushed", w_flushed);
             if (own) {
                 cJSON_AddStringToObject(e, "worst_own_tensor", layer_name(g, own));
-                cJSON_AddNumberToObject(e, "worst_own_local_rel_l2", own->local.rel_l2);
+                mpx_explore_json_exact(e, "worst_own_local_rel_l2", own->local.rel_l2, "null");
             }
             cJSON_AddItemToArray(root, e);
         } else {
