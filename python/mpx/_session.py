@@ -601,6 +601,8 @@ class Run:
             for k, name in enumerate(_METRICS):
                 v = L.metric_value(byref(Ly.m), k)
                 r[name] = int(v) if name in _COUNTS else v
+            # and the two facts the program's report --json adds beside them
+            r["n"], r["absmax_ref"] = int(Ly.m.n), Ly.m.absmax_ref
             if Ly.has_local:
                 for k, name in enumerate(_METRICS):
                     v = L.metric_value(byref(Ly.local), k)
@@ -808,7 +810,10 @@ class Session:
 
     def close(self):
         """Free the session's model, plan and caches. Further calls raise
-        mpx.Error; plans and runs already taken stay readable."""
+        mpx.Error (close() again does nothing, as a file's); plans and runs
+        already taken stay readable."""
+        if getattr(self, "_closed", False):
+            return
         with self._use():
             self._free()
 
