@@ -52,7 +52,9 @@ static void metrics_of(const cJSON *o, mpx_metrics *m) {
 
 /* The fields every shard must share, compared with the first's. */
 static mpx_status same_as_first(const shard *a, const shard *b, mpx_error *err) {
-    static const char *const keys[] = {"model", "target"};
+    /* the model by its content (workers may hold it in other folders); the
+     * session (inputs, data set and its order, keep-io, rules) by its id */
+    static const char *const keys[] = {"model_id", "target"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         const char *x = str_of(a->root, keys[i]), *y = str_of(b->root, keys[i]);
         if (!x || !y || strcmp(x, y) != 0)
@@ -65,6 +67,11 @@ static mpx_status same_as_first(const shard *a, const shard *b, mpx_error *err) 
     free(ra);
     free(rb);
     if (!same) return mpx_error_set(err, MPX_E_INVALID, "merge: %s ran other rules than %s", b->path, a->path);
+    const char *sa = str_of(a->root, "session_id"), *sb = str_of(b->root, "session_id");
+    if (!sa || !sb || strcmp(sa, sb) != 0)
+        return mpx_error_set(err, MPX_E_INVALID, "merge: %s ran from another session than %s (its inputs, data set or "
+                             "its order, or keep-io differ: session %s, not %s)", b->path, a->path, sb ? sb : "none",
+                             sa ? sa : "none");
     if (num_of(cJSON_GetObjectItemCaseSensitive(a->root, "n_samples_total")) !=
         num_of(cJSON_GetObjectItemCaseSensitive(b->root, "n_samples_total")))
         return mpx_error_set(err, MPX_E_INVALID, "merge: %s is of a data set of another size than %s", b->path, a->path);
@@ -89,6 +96,7 @@ void mpx_shards_free(mpx_shards *S) {
 int mpx_shards_count(const mpx_shards *S) { return S ? S->n : 0; }
 const char *mpx_shards_model(const mpx_shards *S) { return S->model; }
 const char *mpx_shards_target(const mpx_shards *S) { return S->target; }
+const char *mpx_shards_session_id(const mpx_shards *S) { return str_of(S->sh[0].root, "session_id"); }
 int mpx_shards_total(const mpx_shards *S) { return S->total; }
 
 mpx_status mpx_shards_parse(int n, const char *const *paths, const char *const *texts, mpx_shards **out,
@@ -123,6 +131,18 @@ mpx_status mpx_shards_parse(int n, const char *const *paths, const char *const *
             !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(sh->root, "sample_ids"))) {
             st = mpx_error_set(err, MPX_E_INVALID, "merge: %s is not the report --json of a run over a data set",
                                paths[i]);
+            break;
+        }
+        /* local figures (run --local) are each shard's worst alone: no
+         * merge gives the unsharded run's, so none is made */
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sh->root, "local"))) {
+            st = mpx_error_set(err, MPX_E_INVALID, "merge: %s ran with local figures (run --local), which shards cannot "
+                               "join into the whole data set's; run the shards without --local", paths[i]);
+            break;
+        }
+        if (!str_of(sh->root, "model_id") || !str_of(sh->root, "session_id")) {
+            st = mpx_error_set(err, MPX_E_INVALID, "merge: %s names no model_id and session_id (written by an older "
+                               "mpx): write the shards again with this one", paths[i]);
             break;
         }
         const char *fig = str_of(sh->root, "figures");

@@ -138,6 +138,7 @@ void mpx_shards_free(mpx_shards *sh);
 int mpx_shards_count(const mpx_shards *sh);
 const char *mpx_shards_model(const mpx_shards *sh);  /* the model file the shards ran */
 const char *mpx_shards_target(const mpx_shards *sh); /* the target format's name, "fp32" for none */
+const char *mpx_shards_session_id(const mpx_shards *sh); /* the session they ran from (all share it) */
 int mpx_shards_total(const mpx_shards *sh);          /* samples in the whole data set */
 /* The comparison over g (the model the shards ran), and the data set of the
  * samples' labels (mpx_dataset_of_labels). */

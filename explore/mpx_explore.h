@@ -334,6 +334,13 @@ struct mpx_sweep {
     char model[1024];       /* the model file (shards of one sweep name the same) */
     char target[32];        /* the base options' target format */
     mpx_sweep_point pts[MPX_SWEEP_MAX_POINTS];
+    /* What the points ran on, set by the client before mpx_sweep_json and
+     * compared by mpx_sweep_merge ("" where a client gives none: then the
+     * path and target alone): model_id the model file's content (size and
+     * CRC-32, the same whatever folder a worker has it in), session_id the
+     * session's inputs, data set, keep-io and rules (a CRC-32 of them). */
+    char model_id[48];
+    char session_id[16];
 };
 
 /* Fill d from name, the command (with $name) and values "v1,v2,...".

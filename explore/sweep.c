@@ -128,6 +128,8 @@ char *mpx_sweep_json(const mpx_sweep *d, const char *shard) {
     for (int i = 0; i < d->n; i++) cJSON_AddItemToArray(vals, cJSON_CreateString(d->values[i]));
     cJSON_AddStringToObject(sw, "model", d->model);
     cJSON_AddStringToObject(sw, "target", d->target);
+    if (d->model_id[0]) cJSON_AddStringToObject(sw, "model_id", d->model_id);
+    if (d->session_id[0]) cJSON_AddStringToObject(sw, "session_id", d->session_id);
     if (shard) cJSON_AddStringToObject(sw, "shard", shard);
     cJSON *pts = cJSON_AddArrayToObject(root, "points");
     for (int i = 0; i < d->n; i++) {
@@ -181,6 +183,8 @@ static mpx_status merge_one(const char *path, const cJSON *root, mpx_sweep *d, b
         snprintf(d->command, sizeof d->command, "%s", cmd);
         snprintf(d->model, sizeof d->model, "%s", model);
         snprintf(d->target, sizeof d->target, "%s", target);
+        snprintf(d->model_id, sizeof d->model_id, "%s", str_of(sw, "model_id") ? str_of(sw, "model_id") : "");
+        snprintf(d->session_id, sizeof d->session_id, "%s", str_of(sw, "session_id") ? str_of(sw, "session_id") : "");
         d->n = nv;
         for (int i = 0; i < nv; i++) {
             const cJSON *v = cJSON_GetArrayItem(vals, i);
@@ -193,9 +197,17 @@ static mpx_status merge_one(const char *path, const cJSON *root, mpx_sweep *d, b
             same = cJSON_IsString(v) && strcmp(v->valuestring, d->values[i]) == 0;
         }
         if (!same) return mpx_error_set(err, MPX_E_INVALID, "merge: %s is another sweep (%s: %s)", path, name, cmd);
-        if (strcmp(d->model, model) != 0)
-            return mpx_error_set(err, MPX_E_INVALID, "merge: %s is a sweep of another model (%s, not %s)", path, model,
-                                 d->model);
+        /* the model by its content where the shards carry it (workers may
+         * hold it in other folders), else by its path */
+        const char *mid = str_of(sw, "model_id") ? str_of(sw, "model_id") : "";
+        const char *sid = str_of(sw, "session_id") ? str_of(sw, "session_id") : "";
+        if (d->model_id[0] || mid[0] ? strcmp(d->model_id, mid) != 0 : strcmp(d->model, model) != 0)
+            return mpx_error_set(err, MPX_E_INVALID, "merge: %s is a sweep of another model (%s, %s; not %s, %s)", path,
+                                 model, mid[0] ? mid : "no content id", d->model, d->model_id[0] ? d->model_id : "no content id");
+        if (strcmp(d->session_id, sid) != 0)
+            return mpx_error_set(err, MPX_E_INVALID, "merge: %s ran from another session than the first shard (its "
+                                 "inputs, data set, keep-io or rules differ; session %s, not %s)", path,
+                                 sid[0] ? sid : "unknown", d->session_id[0] ? d->session_id : "unknown");
         if (strcmp(d->target, target) != 0)
             return mpx_error_set(err, MPX_E_INVALID, "merge: %s is a sweep with target %s, not %s", path, target,
                                  d->target);

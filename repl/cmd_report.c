@@ -255,6 +255,15 @@ static char *report_json(mpx_session *s, const report_view *v, mpx_error *err) {
         /* What a shard's merge checks: the same model, plan and data set. */
         cJSON_AddStringToObject(root, "kind", "mpx-samples");
         cJSON_AddStringToObject(root, "model", s->model_path);
+        char sid[16];
+        mpx_error ierr;
+        cJSON_AddStringToObject(root, "model_id", s->model_id);
+        /* merged shards' samples (no command makes them again): the session
+         * the shards ran from, so that the merged report is theirs byte for byte */
+        if (!repl_data_replay(s->data) && s->merged_session_id[0])
+            cJSON_AddStringToObject(root, "session_id", s->merged_session_id);
+        else if (!repl_session_id(s, sid, sizeof sid, &ierr))
+            cJSON_AddStringToObject(root, "session_id", sid);
         cJSON_AddNumberToObject(root, "n_samples_total", repl_data_count(s->data));
         cJSON *ru = cJSON_AddArrayToObject(root, "rules");
         const mpx_rules *rr = mpx_history_rules(s->hist);

@@ -7,6 +7,8 @@
  * command or an undone rule never reaches the file. */
 #include "repl_internal.h"
 
+#include <zlib.h>
+
 #include <assert.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -309,6 +311,26 @@ static mpx_status save_text(const mpx_session *s, sbuf *b, int *n_cmds, mpx_erro
     if (b->oom) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     *n_cmds = n;
     return MPX_OK;
+}
+
+/* The session's id for shards (repl_internal.h): save's script without its
+ * comments, load line and settings (none of which changes a figure), as a
+ * CRC-32. */
+mpx_status repl_session_id(const mpx_session *s, char *out, size_t n, mpx_error *err) {
+    sbuf b = {NULL, 0, 0, false};
+    int cmds = 0;
+    mpx_status st = save_text(s, &b, &cmds, err);
+    uLong crc = crc32(0L, Z_NULL, 0);
+    for (const char *line = b.p; !st && line && *line;) {
+        const char *end = strchr(line, '\n');
+        const size_t len = end ? (size_t)(end - line) + 1 : strlen(line);
+        if (line[0] != '#' && strncmp(line, "load ", 5) != 0 && strncmp(line, "set ", 4) != 0)
+            crc = crc32(crc, (const Bytef *)line, (uInt)len);
+        line += len;
+    }
+    free(b.p);
+    if (!st) snprintf(out, n, "%08lx", (unsigned long)crc);
+    return st;
 }
 
 /* save [<file.mpx>]: without a file, print the script. */

@@ -41,6 +41,7 @@ mpx_status repl_merge_samples(mpx_session *s, const mpx_cmd_args *args, mpx_erro
     if (!st) {
         const char *target = mpx_shards_target(sh);
         repl_set_data(s, d);
+        snprintf(s->merged_session_id, sizeof s->merged_session_id, "%s", mpx_shards_session_id(sh));
         fprintf(s->info, "merge: %d shard%s, %d samples of %s\n", n, n == 1 ? "" : "s", mpx_shards_total(sh),
                 mpx_shards_model(sh));
         st = repl_take_run(s, c, strcmp(target, "fp32") == 0 ? NULL : mpx_format_by_name(target), false, NULL, err);

@@ -79,6 +79,12 @@ mpx_status repl_check_target(const mpx_session *s, const char *path, mpx_error *
 /* Refused when two of the n files one command writes (NULL: none) are one
  * file, by name or spelling (their folders must exist) or by identity. */
 mpx_status repl_distinct_targets(const char *const *paths, int n, mpx_error *err);
+/* Shards' ids (merged shards must share them): a file's content as "<size>
+ * bytes, crc32 <hex>" (the model: the same in any folder), and the session's
+ * inputs, data set, keep-io, target and rules as a CRC-32 of save's lines
+ * for them. */
+mpx_status repl_file_id(const char *path, char *out, size_t n, mpx_error *err);
+mpx_status repl_session_id(const mpx_session *s, char *out, size_t n, mpx_error *err);
 /* For a path that does not exist: "; did you mean <path>?" naming the
  * existing path whose parts are each the closest entry of their folder to
  * the part typed (mpx_name_hint's rule), else "" (into buf). */

@@ -265,6 +265,8 @@ mpx_status repl_set_graph(mpx_session *s, mpx_graph *g, const char *path, mpx_er
     mpx_graph_free(s->graph);
     s->graph = g;
     snprintf(s->model_path, sizeof s->model_path, "%s", path);
+    mpx_error ierr;
+    if (repl_file_id(path, s->model_id, sizeof s->model_id, &ierr)) s->model_id[0] = '\0';
     repl_after_plan_change(s);
     return MPX_OK;
 }

@@ -17,6 +17,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
+#include <unistd.h>
 
 mpx_status repl_parse_shard(const char *text, const char *opt, int *k, int *n, mpx_error *err) {
     int a = 0, b = 0;
@@ -208,6 +210,29 @@ void repl_unmake_parent(const char *path, const char *made) {
         *slash = '\0';
         if (rmdir(dir) != 0) break;
     }
+}
+
+mpx_status repl_file_id(const char *path, char *out, size_t n, mpx_error *err) {
+    int fd = mpx_file_open_read(path, false, err);
+    if (fd < 0) return err->status;
+    uLong crc = crc32(0L, Z_NULL, 0);
+    unsigned long long size = 0;
+    unsigned char buf[1 << 16];
+    for (;;) {
+        const ssize_t k = read(fd, buf, sizeof buf);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) {
+            const int e = errno;
+            close(fd);
+            return mpx_error_set(err, MPX_E_IO, "%s: %s", path, strerror(e));
+        }
+        if (k == 0) break;
+        crc = crc32(crc, buf, (uInt)k);
+        size += (unsigned long long)k;
+    }
+    close(fd);
+    snprintf(out, n, "%llu bytes, crc32 %08lx", size, (unsigned long)crc);
+    return MPX_OK;
 }
 
 const char *repl_path_tail(const char *path, char *buf, size_t n) {

@@ -20,7 +20,7 @@ set -eu
 RUNTIME="cmake make gcc pkg-config
 libgraphviz-dev libcjson-dev libfp16-dev libprotobuf-c-dev protobuf-c-compiler
 libonnx-dev libedit-dev
-libpng-dev libjpeg62-turbo-dev libsndfile1-dev libsamplerate0-dev libzip-dev"
+libpng-dev libjpeg62-turbo-dev libsndfile1-dev libsamplerate0-dev libzip-dev zlib1g-dev"
 # Sleef (x86-64 builds link it; the installed mpx then needs libsleef3, which
 # libsleef-dev brings): the accum option sleef-lanes calls Sleef's exp as
 # PyTorch's softmax does (numerics/kernels/kern_sleef.c).

@@ -139,7 +139,7 @@ int main(void) {
     F(worst_rel_l2) F(overflow) F(underflow) F(weights_overflow)
 #undef T
 #define T mpx_sweep
-    S(WHOLE) F(name) F(command) F(n) F(values) F(model) F(target) F(pts)
+    S(WHOLE) F(name) F(command) F(n) F(values) F(model) F(target) F(pts) F(model_id) F(session_id)
 #undef T
     return 0;
 }

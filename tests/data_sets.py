@@ -194,6 +194,23 @@ check(r.returncode == 1 and "sample 1 is in" in r.stderr, "merge with a shard tw
 ok("load %s; data %s/npz; colour Conv red; run --samples 2/3; report --json %s/other.json" % (MODEL, W, W), "other rules")
 r = subprocess.run([MPX, "merge", W + "/shard1.json", W + "/other.json", W + "/shard3.json"], capture_output=True, text=True)
 check(r.returncode == 1 and "ran other rules than" in r.stderr, "merge of shards of other rules: " + r.stderr)
+# another order of the data set (shuffle), keep-io off, local figures: each
+# refused, where they merged into a report of the wrong samples or dropped
+# the local figures
+for what, cmd, msg in (("shuffled", "data %s/npz shuffle 3; run --samples 2/3" % W, "ran from another session than"),
+                       ("keep-io off", "data %s/npz; keep-io off; run --samples 2/3" % W, "ran from another session than"),
+                       ("local", "data %s/npz; run --local --samples 2/3" % W, "ran with local figures")):
+    ok("load %s; %s; report --json %s/odd.json" % (MODEL, cmd, W), what)
+    r = subprocess.run([MPX, "merge", W + "/shard1.json", W + "/odd.json", W + "/shard3.json"], capture_output=True, text=True)
+    check(r.returncode == 1 and msg in r.stderr, "merge with a shard %s: %s" % (what, r.stderr))
+# the model by its content: the same file in another folder merges
+os.makedirs(W + "/elsewhere", exist_ok=True)
+shutil.copy(MODEL, W + "/elsewhere/model" + os.path.splitext(MODEL)[1])
+ok("load %s/elsewhere/model%s; data %s/npz; run --samples 2/3; report --json %s/moved.json" %
+   (W, os.path.splitext(MODEL)[1], W, W), "the model from another folder")
+r = subprocess.run([MPX, "merge", W + "/shard1.json", W + "/moved.json", W + "/shard3.json", "--json", W + "/merged2.json"],
+                   capture_output=True, text=True)
+check(r.returncode == 0, "merge with the same model from another folder: " + r.stderr)
 r = mpx("load %s; data %s/npz; merge %s; run" % (MODEL, W, shards))
 check(r.returncode == 1 and "came from merged shards" in r.stderr, "a run after a merge: " + r.stderr)
 r = mpx("load %s; run --samples 1/2" % MODEL)

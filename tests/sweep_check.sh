@@ -45,6 +45,30 @@ out=$("$MPX" merge "$tmp/s1.json" "$tmp/s2.json" "$tmp/s3.json" --csv "$tmp/quie
 [ -z "$out" ] || { echo "sweep_check: merge --csv to a file printed: $out"; fail=1; }
 "$MPX" -q -c "$S; $C --plot $tmp/quiet.svg --table" | grep -q "%MACs" || { echo "sweep_check: --table printed no table"; fail=1; }
 "$MPX" -q -c "$S; $C" | grep -q "%MACs" || { echo "sweep_check: a bare sweep printed no table"; fail=1; }
+# Shards are of one model by its content (a worker may hold it in another
+# folder) and of one session: another model under the same name, an extra
+# rule or another input seed is refused, where each merged silently.
+mkdir -p "$tmp/A" "$tmp/B"
+cp examples/tiny_cnn.json "$tmp/A/m.json"
+cp examples/tiny_cnn.json "$tmp/B/m.json"
+SA="load $tmp/A/m.json; input x shape 1x3x64x64; input x random normal 0 1 seed 5"
+SB="load $tmp/B/m.json; input x shape 1x3x64x64; input x random normal 0 1 seed 5"
+"$MPX" -c "$SA; $C --shard 1/2 --json $tmp/a1.json" >/dev/null
+"$MPX" -c "$SB; $C --shard 2/2 --json $tmp/b2.json" >/dev/null
+"$MPX" merge "$tmp/a1.json" "$tmp/b2.json" --json "$tmp/ab.json" >/dev/null 2>&1 ||
+  { echo "sweep_check: the same model from another folder did not merge"; fail=1; }
+python3 -c 'import json,sys; a,b=(json.load(open(p)) for p in sys.argv[1:3]); sys.exit(a["points"] != b["points"])' "$tmp/ab.json" "$tmp/full.json" ||
+  { echo "sweep_check: shards from two folders differ from the unsharded sweep"; fail=1; }
+cp examples/tiny_transformer.json "$tmp/B/m.json"
+"$MPX" -c "load $tmp/B/m.json; $C --shard 2/2 --json $tmp/other_model.json" >/dev/null 2>&1 || true
+"$MPX" -c "$S; colour name:/head/* red; $C --shard 2/3 --json $tmp/rule2.json" >/dev/null
+"$MPX" -c "load examples/tiny_cnn.json; input x shape 1x3x64x64; input x random normal 0 1 seed 6; $C --shard 2/3 --json $tmp/seed2.json" >/dev/null
+for bad in other_model:"another model" rule2:"another session" seed2:"another session"; do
+  f=${bad%%:*} msg=${bad#*:}
+  [ -s "$tmp/$f.json" ] || { echo "sweep_check: no shard $f"; fail=1; continue; }
+  out=$("$MPX" merge "$tmp/s1.json" "$tmp/$f.json" "$tmp/s3.json" 2>&1) && { echo "sweep_check: a shard $f merged"; fail=1; }
+  case "$out" in *"$msg"*) ;; *) echo "sweep_check: shard $f: $out"; fail=1 ;; esac
+done
 # Output files are checked before the points run: a missing folder, the
 # loaded model itself: refused at once, nothing swept.
 for target in "--json /nonexistent_mpx_dir/s.json" "--plot examples/tiny_cnn.json"; do

@@ -419,7 +419,7 @@ class SweepPoint(Structure):  # mpx_sweep_point
 class Sweep(Structure):  # mpx_sweep (a plain value: the package allocates it)
     _fields_ = [("name", c_char * 64), ("command", c_char * 2048), ("n", c_int),
                 ("values", (c_char * 64) * SWEEP_MAX_POINTS), ("model", c_char * 1024), ("target", c_char * 32),
-                ("pts", SweepPoint * SWEEP_MAX_POINTS)]
+                ("pts", SweepPoint * SWEEP_MAX_POINTS), ("model_id", c_char * 48), ("session_id", c_char * 16)]
 
 
 sweep_define = _fn("mpx_sweep_define", c_int, POINTER(Sweep), c_char_p, c_char_p, c_char_p, c_char_p, _P, E)

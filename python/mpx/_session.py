@@ -240,6 +240,20 @@ class Records(list):
         return self.frame()._repr_html_()
 
 
+def _file_id(path):
+    """A model file's content as the program names it in shards
+    (repl_file_id): its size and CRC-32; "" when it cannot be read."""
+    import zlib
+    crc, size = 0, 0
+    try:
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 16), b""):
+                crc, size = zlib.crc32(chunk, crc), size + len(chunk)
+    except OSError:
+        return ""
+    return "%d bytes, crc32 %08x" % (size, crc)
+
+
 def _records(rows):
     return Records(rows)
 
@@ -1506,6 +1520,7 @@ class Session:
             o = L.history_opts(self._hist)
             _check(L.sweep_define(byref(d), str(name).encode(), command.encode(), values.encode(),
                                   os.fsencode(self.model), o.contents.target, byref(err)), err)
+            d.model_id = _file_id(self.model).encode()  # as the program's (its shards merge by content)
             flag = c_int(0)
             host = _Host(self, flag, progress)
             try:
