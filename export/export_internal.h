@@ -69,7 +69,7 @@ typedef struct ex {
     Onnx__NodeProto **site;      /* per file order: the node's proto */
     int *site_scope;             /* per file order: the scope holding it */
     int *t_scope;                /* per tensor: the scope defining it */
-    const char *accum_note, *accum_value;
+    const char *accum_value; /* the model metadata's mpx.accumulate */
     int upgrade_from;            /* the opset raised from (0: not raised) */
     mpx_export_summary sum;
 } ex;

@@ -164,13 +164,17 @@ mpx_status mpx_export_onnx(const mpx_plan *p, const char *path, bool force, bool
     e.sum.accum = p->opts.accum;
     e.sum.accum_block = p->opts.accum_block;
     e.sum.keep_io = p->opts.keep_io;
-    char note[96], value[64];
-    if (p->opts.accum_block > 0)
-        snprintf(value, sizeof value, "%s block %d", mpx_format_name(p->opts.accum), p->opts.accum_block);
-    else
-        snprintf(value, sizeof value, "%s", mpx_format_name(p->opts.accum));
-    snprintf(note, sizeof note, "mpx: accumulate %s", value);
-    e.accum_note = note;
+    /* the model's metadata: the default accumulation, and how many low
+     * nodes an accum rule gave another (each node's doc string names its own) */
+    char value[128];
+    int other = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        other += p->nodes[i].low && p->nodes[i].accum && p->nodes[i].accum != p->opts.accum;
+    size_t vo = (size_t)snprintf(value, sizeof value, "%s", mpx_format_name(p->opts.accum));
+    if (p->opts.accum_block > 0 && vo < sizeof value)
+        vo += (size_t)snprintf(value + vo, sizeof value - vo, " block %d", p->opts.accum_block);
+    if (other && vo < sizeof value)
+        snprintf(value + vo, sizeof value - vo, "; %d node%s another (their doc strings)", other, other == 1 ? "" : "s");
     e.accum_value = value;
     /* ONNX has no way to say how a sum is ordered or rounded: the accum
      * rules' options are named in the summary, never silently dropped. */

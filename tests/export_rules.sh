@@ -34,5 +34,19 @@ diff = [(k, fa[k], fb.get(k)) for k in fa if fa[k][0] is not None and fb.get(k) 
 assert not diff, diff[:5]
 print(f"export_rules: {len(fa)} nodes with the same formats after the round trip ({len(red)} set by rules)")
 PY
+# The accumulation an accum rule gives nodes is what their doc strings say,
+# and the model's metadata counts them (both said the default, fp32).
+"$MPX" -q -c "load $REC; input x shape 1x3x48x320; accum Conv fp16; export $W/acc.onnx" ||
+  no "export with an accum rule"
+"$PY" - "$W/acc.onnx" <<'PY' || no "the accumulation of accum-ruled nodes in the export"
+import onnx, sys
+m = onnx.load(sys.argv[1])
+meta = {p.key: p.value for p in m.metadata_props}
+conv = [n.doc_string for n in m.graph.node if n.op_type == "Conv"]
+mm = [n.doc_string for n in m.graph.node if n.op_type == "MatMul"]
+assert conv and all("mpx: accumulate fp16" in d for d in conv), conv[:3]
+assert mm and all("mpx: accumulate fp32" in d for d in mm), mm[:3]
+assert meta["mpx.accumulate"].startswith("fp32; %d nodes another" % len(conv)), meta
+PY
 [ $fail = 0 ] && echo "export_rules: ok"
 exit $fail
