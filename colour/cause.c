@@ -107,6 +107,27 @@ mpx_status mpx_plan_nonfinite_cause(const mpx_plan *p, const mpx_compare *c, con
             return MPX_OK;
         }
     }
+    /* an input whose fp32 values do not fit the format the node converts it
+     * into (a model input, or an fp32 node's output, arriving at a low node):
+     * the conversion makes the infinities, not the node */
+    if (pn->is_float && pn->low && k->fmt)
+        for (int i = 0; i < n->n_inputs; i++) {
+            const mpx_tensor *t = n->inputs[i];
+            if (!t || !mpx_dtype_is_float(t->dtype) || (t->flags & (MPX_T_INITIALIZER | MPX_T_CONSTANT))) continue;
+            const mpx_layer *in = layer_of(c, t->index);
+            double amax = in ? in->m.absmax_ref : -1;
+            if (!in && c->ref && t->index < c->n_values && c->ref[t->index].n > 0 && c->ref[t->index].f) {
+                const mpx_value *v = &c->ref[t->index];
+                for (int64_t j = 0; j < v->n; j++) amax = fabs((double)v->f[j]) > amax ? fabs((double)v->f[j]) : amax;
+            }
+            if (amax > (double)k->fmt->max_finite) {
+                k->kind = MPX_NONFINITE_CONVERSION;
+                k->input = t->index;
+                k->input_format = k->fmt;
+                k->input_absmax = amax;
+                return MPX_OK;
+            }
+        }
     for (int i = 0; i < n->n_inputs; i++) {
         const mpx_tensor *t = n->inputs[i];
         const mpx_layer *in = t ? layer_of(c, t->index) : NULL;
@@ -157,6 +178,12 @@ size_t mpx_nonfinite_cause_text(const mpx_plan *p, const mpx_nonfinite_cause *k,
         mpx_text_printf_(&o, ": they come from ");
         break;
     case MPX_NONFINITE_CONSTANT: mpx_text_printf_(&o, "the cause is its "); break;
+    case MPX_NONFINITE_CONVERSION:
+        mpx_text_printf_(&o, "its input \"%s\" holds values up to %.6g in fp32, beyond %s's largest finite %.6g: "
+                             "they overflow where it is converted into %s for this node",
+                         g->tensors[k->input]->name, k->input_absmax, fname(k->input_format),
+                         (double)k->input_format->max_finite, fname(k->input_format));
+        return o.len;
     case MPX_NONFINITE_INSIDE:
         mpx_text_printf_(&o, "its inputs are finite and none underflowed, so the non-finite values come from "
                              "inside its own arithmetic in %s (an intermediate beyond %.6g)",

@@ -408,7 +408,8 @@ typedef enum mpx_nonfinite_kind {
     MPX_NONFINITE_CONSTANT,  /* a constant it reads overflows or flushes to zero in that format */
     MPX_NONFINITE_INPUT,     /* an input already holds non-finite values where fp32 is finite */
     MPX_NONFINITE_UNDERFLOW, /* an input has values non-zero in fp32 and zero in the run (Log, a division) */
-    MPX_NONFINITE_INSIDE     /* finite inputs that did not underflow: its own arithmetic */
+    MPX_NONFINITE_INSIDE,    /* finite inputs that did not underflow: its own arithmetic */
+    MPX_NONFINITE_CONVERSION /* an input's fp32 values exceed the format it is converted into for the node */
 } mpx_nonfinite_kind;
 
 typedef struct mpx_nonfinite_cause {
@@ -428,12 +429,15 @@ typedef struct mpx_nonfinite_cause {
     int64_t constant_count, constant_n;
     double constant_value;
     int tensor;              /* the layer's tensor (index): its reference values are float64 or fp32 */
+    double input_absmax;     /* CONVERSION: the input's largest |fp32 value| (input, input_format: into what) */
 } mpx_nonfinite_cause;
 
 /* Why layer L of c, a run of plan p, holds values that are non-finite where
  * the fp32 reference is finite (its overflow count): values too large for
  * the format only when the fp32 ones are; otherwise a constant the node
  * reads that the conversion damages, an input already non-finite, an input
+ * too large for the format it is converted into for the node (a model
+ * input's values beyond fp16 arriving at a low node), an input
  * that underflowed (and the flushed constant upstream that made it so, when
  * there is one), or the node's own arithmetic. */
 mpx_status mpx_plan_nonfinite_cause(const mpx_plan *p, const mpx_compare *c, const mpx_layer *L,

@@ -349,6 +349,11 @@ mpx_status repl_cmd_run(mpx_session *s, const mpx_cmd_args *args, mpx_error *err
     if (!keep) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     const mpx_opt_value *kv = &args->opt[RUN_KEEP];
     for (int k = 0; k < kv->count && !st; k++) st = parse_keep(s->graph, kv->all[k], keep, err);
+    /* One input (no data set): its float model inputs are kept too, a copy
+     * the size of the input, so that an overflow where an input meets a low
+     * node is laid at the conversion, not at the node (colour/cause.c). */
+    for (int i = 0; !s->data && i < s->graph->n_inputs; i++)
+        if (mpx_dtype_is_float(s->graph->inputs[i]->dtype)) keep[s->graph->inputs[i]->index] = true;
     const mpx_opt_value *sv = &args->opt[RUN_SAMPLES];
     int shard_k = sv->given ? (int)sv->i - 1 : 0, shard_n = sv->given ? (int)sv->n : 1;
     if (!st && shard_n > 1 && !s->data) st = mpx_error_set(err, MPX_E_ARG, "--samples %d/%d: no data set (see: help data)",
