@@ -80,7 +80,10 @@ esac
   echo "run"
   i=0
   grep '^input ' "$WORK/names.txt" | cut -d' ' -f2- | while IFS= read -r n; do
-    echo "tensor $n --save $WORK/in_$i.npy"
+    # the reference's values: the original model gets the input unrounded
+    # (with keep-io off the candidate's input is the fp16-rounded one, which
+    # verify_export.py makes again for an fp16 input of the export)
+    echo "tensor $n --save-ref $WORK/in_$i.npy"
     i=$((i + 1))
   done
   k=0
