@@ -33,9 +33,9 @@ static void print_line(FILE *out, const char *path, const mpx_export_summary *x,
     else if (x->opset != x->opset_before)
         fprintf(out, " (raised from %d)", x->opset_before);
     fprintf(out, ", keep-io %s", x->keep_io ? "on" : "off");
-    fprintf(out, "; accumulation not expressible in ONNX (plan: %s", mpx_format_name(x->accum));
+    fprintf(out, "; accumulation not expressible in ONNX (plan's default: %s", mpx_format_name(x->accum));
     if (x->accum_block > 0) fprintf(out, " block %d", x->accum_block);
-    fprintf(out, ", in metadata mpx.accumulate; the runtime decides)");
+    fprintf(out, ", in metadata mpx.accumulate and each low node's doc string; the runtime decides)");
     if (x->n_accum_options)
         fprintf(out, "; accum options not expressible in ONNX, not in the file: %d node%s: %s", x->n_accum_options,
                 x->n_accum_options == 1 ? "" : "s", x->accum_options);
@@ -115,11 +115,13 @@ mpx_status repl_cmd_export(mpx_session *s, const mpx_cmd_args *args, mpx_error *
         repl_unmake_parent(file, made);
         return st;
     }
+    /* the summary and its warnings (weights that overflow, options the
+     * file cannot hold) on stderr whether or not --json is asked too */
+    print_line(s->info, file, &x, ms);
     if (json) {
         char *text = json_text(file, &x);
         if (!text) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
         return repl_emit(s, text, json_file, err);
     }
-    print_line(s->info, file, &x, ms);
     return MPX_OK;
 }

@@ -156,9 +156,13 @@ mpx_status repl_cmd_sweep(mpx_session *s, const mpx_cmd_args *args, mpx_error *e
     char shard[32];
     snprintf(shard, sizeof shard, "%d/%d", sk, sn);
     if (!st) st = emit(s, d, &out, sn ? shard : NULL, err);
-    if (!st && !(out.want_json && !out.json) && !(out.want_csv && !out.csv))
-        fprintf(s->info, "  %d point%s in %.0f ms%s\n", d->n, d->n == 1 ? "" : "s", repl_now_ms() - t0,
-                sn ? " (this shard's only)" : "");
+    int ran = 0;
+    for (int i = 0; i < d->n; i++) ran += d->pts[i].done;
+    if (!st && !(out.want_json && !out.json) && !(out.want_csv && !out.csv)) {
+        if (sn) fprintf(s->info, "  %d of %d point%s (shard %s) in %.0f ms\n", ran, d->n, d->n == 1 ? "" : "s", shard,
+                        repl_now_ms() - t0);
+        else fprintf(s->info, "  %d point%s in %.0f ms\n", d->n, d->n == 1 ? "" : "s", repl_now_ms() - t0);
+    }
     free(d);
     return st;
 }

@@ -467,7 +467,7 @@ static void interactive(mpx_session *s) {
 
 static void usage(FILE *to) { fputs(repl_usage_text, to); }
 
-static int merge_main(int argc, char **argv) {
+static int merge_main(int argc, char **argv, bool quiet) {
     size_t n = 16;
     for (int i = 1; i < argc; i++) n += 2 * strlen(argv[i]) + 3;
     char *line = malloc(n);
@@ -487,11 +487,13 @@ static int merge_main(int argc, char **argv) {
     catch_fatal(SIGHUP);
     mpx_session s;
     mpx_session_init(&s, stdout);
-    s.info = stderr;
+    s.info = quiet ? fopen("/dev/null", "w") : stderr;
+    if (!s.info) s.info = stderr;
     mpx_error err;
     mpx_error_clear(&err);
     mpx_status st = mpx_session_exec(&s, line, &err);
     if (st) repl_print_error(&s, NULL, 0, &err);
+    if (s.info != stderr) fclose(s.info);
     mpx_session_free(&s);
     free(line);
     /* The command line is merge's whole argument list: an argument error
@@ -505,7 +507,9 @@ int main(int argc, char **argv) {
     mpx_numerics_keep_memory(); /* runs again and again: keep freed activations */
     /* `mpx merge a.json b.json ...`: the shards of a sweep joined (the same
      * as the command `merge`), for schedulers that run shards as processes. */
-    if (argc >= 2 && strcmp(argv[1], "merge") == 0) return merge_main(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "merge") == 0) return merge_main(argc, argv, false);
+    if (argc >= 3 && (strcmp(argv[1], "-q") == 0 || strcmp(argv[1], "--quiet") == 0) && strcmp(argv[2], "merge") == 0)
+        return merge_main(argc - 1, argv + 1, true);
     bool stay = false;
     const char *inline_cmds = NULL;
     bool quiet = false;

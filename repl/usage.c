@@ -4,7 +4,7 @@
 
 const char repl_usage_text[] =
     "usage: mpx [options] [script.mpx ...]\n"
-    "       mpx merge <shard.json> ... [--json [file] | --csv [file]] [--plot file.svg]\n"
+    "       mpx [-q] merge <shard.json> ... [--json [file] | --csv [file]] [--plot file.svg] [--table]\n"
     "  (no arguments)        interactive session on a terminal; commands from stdin otherwise\n"
     "  script.mpx            run the script(s), then exit\n"
     "  -c, --command 'a; b'  run the commands (after the scripts), then exit\n"
