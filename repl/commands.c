@@ -531,10 +531,13 @@ static const mpx_command commands[] = {
      repl_cmd_sweep, MPX_ARGS_GRAMMAR, -1, {MPX_WORD_TEXT}, NULL, sweep_opts, repl_complete_sweep},
     {"merge", "<shard.json> ...",
      "join the JSON shards of a sweep, or of a run over a data set",
-     "The shards must be of one sweep (name, command, values, model, target) and\n"
-     "together hold every point once; the result is what the unsharded sweep gives.\n"
-     "Shards of a data set (run --samples k/n, then report --json) become the last\n"
-     "run, as the unsharded run gives it (the model loaded if need be): report,\n"
+     "The shards must be of one sweep (name, command, values, target), of one\n"
+     "model by its content (model_id: the file's size and CRC-32, whatever folder it\n"
+     "was in) and of one session (session_id: a CRC-32 of save's lines for the\n"
+     "inputs, data set and its order, keep-io, target and rules), and together hold\n"
+     "every point once; the result is what the unsharded sweep gives. Shards of a\n"
+     "data set (run --samples k/n, then report --json; not run --local) become the\n"
+     "last run, as the unsharded run gives it (the model loaded if need be): report,\n"
      "assert and --json/--csv (the report's) then work on all samples. A sweep's\n"
      "table is printed when no --json, --csv or --plot is given, or with --table.\n"
      "Also `mpx merge a.json b.json ...` from the shell.",
