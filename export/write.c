@@ -15,15 +15,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char *dir_of(const char *path, char *buf, size_t n) {
-    snprintf(buf, n, "%s", path);
-    char *slash = strrchr(buf, '/');
-    if (!slash) snprintf(buf, n, ".");
-    else if (slash == buf) buf[1] = '\0';
-    else *slash = '\0';
-    return buf;
-}
-
 /* The loaded model and the files its load read, whether or not the caller's
  * guard holds them (a program using libmpx may pass none). */
 static mpx_status check_read(const mpx_graph *g, const mpx_file_guard *guard, const char *path, mpx_error *err) {
@@ -43,7 +34,7 @@ static mpx_status check_path(const mpx_graph *g, const mpx_file_guard *guard, co
     if (rd) return rd;
     char dir[1024];
     struct stat sd, sp;
-    dir_of(path, dir, sizeof dir);
+    if (!mpx_path_folder(path, dir, sizeof dir)) return mpx_error_set(err, MPX_E_ARG, "path too long: %s", path);
     if (stat(dir, &sd) != 0)
         return mpx_error_set(err, MPX_E_IO, "cannot export to %s: the folder %s does not exist (create it first)",
                              path, dir);

@@ -76,6 +76,16 @@ mpx_graph *mpx_load_in_folder(void *buf, size_t len, const char *path, mpx_buffe
     return g;
 }
 
+const char *mpx_path_folder(const char *path, char *buf, size_t n) {
+    if (!n || strlen(path) >= n) return NULL;
+    snprintf(buf, n, "%s", path);
+    char *slash = strrchr(buf, '/');
+    if (!slash) snprintf(buf, n, ".");
+    else if (slash == buf) buf[1] = '\0';
+    else *slash = '\0';
+    return buf;
+}
+
 bool mpx_path_has_dotdot(const char *path) {
     for (const char *s = path; *s;) {
         size_t n = strcspn(s, "/");

@@ -175,6 +175,9 @@ mpx_op mpx_op_from_name_ci(const char *op_type);
 /* Whether a path has a ".." step (files.c): a path that may leave the folder
  * it is relative to (JSON side files, output folders). */
 bool mpx_path_has_dotdot(const char *path);
+/* The folder part of path into buf[n] (files.c): "." for a bare name, "/"
+ * for a file in the root. Returns buf, or NULL when path does not fit. */
+const char *mpx_path_folder(const char *path, char *buf, size_t n);
 /* Every reader's way to open a file it is given (files.c): open path for
  * reading without blocking (a FIFO without a writer, a device), then refuse
  * anything but a regular file, or also a FIFO or pipe when allow_pipe (a

@@ -68,18 +68,6 @@ double repl_now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* The folder part of path into dir[n]: "." for a bare name, "/" for a
- * file in the root. false: too long. */
-static bool folder_of(const char *path, char *dir, size_t n) {
-    if (strlen(path) >= n) return false;
-    snprintf(dir, n, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash) snprintf(dir, n, ".");
-    else if (slash == dir) dir[1] = '\0';
-    else *slash = '\0';
-    return true;
-}
-
 /* Below the current folder: relative, and no ".." step. */
 static bool below_cwd(const char *path) { return path[0] != '/' && !mpx_path_has_dotdot(path); }
 
@@ -155,7 +143,7 @@ mpx_status repl_check_target(const mpx_session *s, const char *path, mpx_error *
     mpx_status st = mpx_file_check_target(path, s ? s->guard : NULL, err);
     if (st) return st;
     char dir[1024];
-    if (!folder_of(path, dir, sizeof dir)) return mpx_error_set(err, MPX_E_ARG, "path too long: %s", path);
+    if (!mpx_path_folder(path, dir, sizeof dir)) return mpx_error_set(err, MPX_E_ARG, "path too long: %s", path);
     /* the nearest folder that exists: the rest repl_make_parent makes
      * when the path is below the current folder */
     struct stat sb;
@@ -179,7 +167,7 @@ mpx_status repl_check_target(const mpx_session *s, const char *path, mpx_error *
 static void target_key(const char *path, char *key, size_t n) {
     char dir[1024], real[PATH_MAX];
     const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
-    if (folder_of(path, dir, sizeof dir) && realpath(dir, real)) snprintf(key, n, "%s/%s", real, base);
+    if (mpx_path_folder(path, dir, sizeof dir) && realpath(dir, real)) snprintf(key, n, "%s/%s", real, base);
     else snprintf(key, n, "%s", path);
 }
 
