@@ -80,12 +80,13 @@ static bool really_below_cwd(const char *dir) {
     return strncmp(real, cwd, n) == 0 && (real[n] == '\0' || real[n] == '/' || (n == 1 && cwd[0] == '/'));
 }
 
-mpx_status repl_make_parent(const mpx_session *s, const char *path, mpx_error *err) {
-    return repl_make_parent_noted(s, path, NULL, 0, err);
-}
-
-mpx_status repl_make_parent_noted(const mpx_session *s, const char *path, char *made, size_t made_n,
-                                  mpx_error *err) {
+/* What repl_make_parent and repl_check_target share: the refusals, then
+ * each folder of path from the top; create: make the missing ones (noting
+ * the topmost in made), else stop at the first missing one and check that
+ * the deepest existing folder can be written (the dry run before a long
+ * command). */
+static mpx_status target_walk(const mpx_session *s, const char *path, bool create, char *made, size_t made_n,
+                              mpx_error *err) {
     if (made && made_n) made[0] = '\0';
     /* "-" is no stdout here: a file of that name is never what was meant */
     if (strcmp(path, "-") == 0)
@@ -102,15 +103,12 @@ mpx_status repl_make_parent_noted(const mpx_session *s, const char *path, char *
     mpx_status guarded = mpx_file_check_target(path, s ? s->guard : NULL, err);
     if (guarded) return guarded;
     char dir[1024];
-    if (strlen(path) >= sizeof dir) return mpx_error_set(err, MPX_E_ARG, "path too long: %s", path);
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash || slash == dir) return MPX_OK;
-    *slash = '\0';
+    if (!mpx_path_folder(path, dir, sizeof dir)) return mpx_error_set(err, MPX_E_ARG, "path too long: %s", path);
     /* mkdir -p, but only below the current folder: a typo in an absolute
      * path must not grow folders under / or $HOME (`svg /nonexisting/x.svg`). */
     bool may_create = below_cwd(path), parent_below = true;
-    for (char *p = dir + 1;; p++) {
+    char last[1024] = "."; /* the deepest folder that exists */
+    for (char *p = dir + 1; strcmp(dir, ".") != 0 && strcmp(dir, "/") != 0; p++) {
         if (*p == '/' || !*p) {
             char c = *p;
             *p = '\0';
@@ -122,10 +120,13 @@ mpx_status repl_make_parent_noted(const mpx_session *s, const char *path, char *
                  * current folder where it really is, not only by its name (a
                  * link out_link -> ../elsewhere) */
                 parent_below = may_create && really_below_cwd(dir);
+                snprintf(last, sizeof last, "%s", dir);
             } else if (!may_create || !parent_below) {
                 return mpx_error_set(err, MPX_E_IO,
                                      "cannot write %s: the folder %s does not exist (mpx creates folders "
                                      "only below the current one)", path, dir);
+            } else if (!create) {
+                break; /* made by the write itself */
             } else if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
                 return mpx_error_set(err, MPX_E_IO, "cannot create folder %s for %s: %s", dir, path, strerror(errno));
             } else if (made && made_n && !made[0]) {
@@ -135,30 +136,23 @@ mpx_status repl_make_parent_noted(const mpx_session *s, const char *path, char *
             if (!c) break;
         }
     }
+    if (!create && strcmp(dir, "/") == 0) snprintf(last, sizeof last, "/");
+    if (!create && access(last, W_OK | X_OK) != 0)
+        return mpx_error_set(err, MPX_E_IO, "cannot write %s: the folder %s: %s", path, last, strerror(errno));
     return MPX_OK;
 }
 
+mpx_status repl_make_parent(const mpx_session *s, const char *path, mpx_error *err) {
+    return target_walk(s, path, true, NULL, 0, err);
+}
+
+mpx_status repl_make_parent_noted(const mpx_session *s, const char *path, char *made, size_t made_n,
+                                  mpx_error *err) {
+    return target_walk(s, path, true, made, made_n, err);
+}
+
 mpx_status repl_check_target(const mpx_session *s, const char *path, mpx_error *err) {
-    if (strcmp(path, "-") == 0) return repl_make_parent(s, path, err); /* its refusal */
-    mpx_status st = mpx_file_check_target(path, s ? s->guard : NULL, err);
-    if (st) return st;
-    char dir[1024];
-    if (!mpx_path_folder(path, dir, sizeof dir)) return mpx_error_set(err, MPX_E_ARG, "path too long: %s", path);
-    /* the nearest folder that exists: the rest repl_make_parent makes
-     * when the path is below the current folder */
-    struct stat sb;
-    while (stat(dir, &sb) != 0) {
-        if (!below_cwd(path))
-            return mpx_error_set(err, MPX_E_IO, "cannot write %s: the folder %s does not exist (mpx creates folders "
-                                 "only below the current one)", path, dir);
-        char *up = strrchr(dir, '/');
-        if (up) *up = '\0';
-        else snprintf(dir, sizeof dir, ".");
-    }
-    if (!S_ISDIR(sb.st_mode)) return mpx_error_set(err, MPX_E_IO, "cannot write %s: %s is not a folder", path, dir);
-    if (access(dir, W_OK | X_OK) != 0)
-        return mpx_error_set(err, MPX_E_IO, "cannot write %s: the folder %s: %s", path, dir, strerror(errno));
-    return MPX_OK;
+    return target_walk(s, path, false, NULL, 0, err);
 }
 
 /* A path as its folder's real path and its name: two spellings of one

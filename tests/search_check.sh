@@ -148,10 +148,10 @@ check_json "$tmp/noplan.json" no_plan no false || fail=1
 check_json "$tmp/time.json" time no false || fail=1
 # --json's file is checked before any evaluation: a missing folder, the
 # loaded model itself, a folder: refused at once.
-for target in /nonexistent_mpx_dir/x.json examples/tiny_cnn.json examples; do
+for target in /nonexistent_mpx_dir/x.json examples/tiny_cnn.json examples '~/x.json'; do
   out=$("$MPX" -c "$BASE; search $COND --json $target" 2>&1) && { echo "search_check: --json $target passed"; fail=1; }
   case "$out" in
-    *"does not exist"* | *"the model this session loaded"* | *"is a folder"*) ;;
+    *"does not exist"* | *"the model this session loaded"* | *"is a folder"* | *"does not expand ~"*) ;;
     *) echo "search_check: --json $target: $out"; fail=1 ;;
   esac
   case "$out" in *"evaluation"*) echo "search_check: --json $target: evaluated before refusing: $out"; fail=1 ;; esac
