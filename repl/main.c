@@ -245,33 +245,32 @@ static void history_open(void) {
 }
 
 /* Written after every line, so a crash or a kill keeps what was typed:
- * whole or not at all (a temporary file beside it, renamed over it), and
- * never over a file the session read. */
+ * whole or not at all, and never over a file the session read. */
 static void history_add(const mpx_session *s, const char *line) {
     /* Skip a repeat of the previous line (Up-Enter loops). */
     HIST_ENTRY *last = history_length > 0 ? history_get(history_base + history_length - 1) : NULL;
     if (last && last->line && strcmp(last->line, line) == 0) return;
     add_history(line);
     if (!hist_path[0] || hist_warned) return;
+    /* the one safe write path (graph/file_write.c: the guard, a temporary
+     * file a signal removes, the rename); libedit writes by name, so it is
+     * given the temporary file's descriptor as a path */
     mpx_error err;
-    if (mpx_file_check_target(hist_path, s->guard, &err)) {
+    mpx_out_file *o = NULL;
+    FILE *fs = NULL;
+    mpx_status st = mpx_file_open_write(hist_path, s->guard, &o, &err);
+    if (!st && !(fs = mpx_out_file_stream(o))) st = mpx_error_set(&err, MPX_E_NOMEM, "out of memory");
+    if (!st) {
+        char fdpath[64];
+        snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fileno(fs));
+        if (fchmod(fileno(fs), 0600) != 0 || write_history(fdpath) != 0) /* what was typed is private */
+            st = mpx_error_set(&err, MPX_E_IO, "cannot write %s: %s", hist_path, strerror(errno ? errno : EIO));
+    }
+    if (!st) st = mpx_out_file_commit(o, s->guard, &err);
+    else mpx_out_file_abort(o);
+    if (st) {
         hist_warned = true;
         fprintf(stderr, "mpx: warning: history %s: %s (history is not kept)\n", hist_path, err.msg);
-        return;
-    }
-    char tmp[sizeof hist_path + 16];
-    snprintf(tmp, sizeof tmp, "%s.XXXXXX", hist_path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        hist_warn("write", errno);
-        return;
-    }
-    close(fd);
-    int e = write_history(tmp);
-    if (!e && rename(tmp, hist_path) != 0) e = errno;
-    if (e) {
-        unlink(tmp);
-        hist_warn("write", e);
     }
 }
 
