@@ -257,7 +257,7 @@ static char *report_json(mpx_session *s, const report_view *v, mpx_error *err) {
         cJSON_AddStringToObject(root, "model", s->model_path);
         char sid[16];
         mpx_error ierr;
-        cJSON_AddStringToObject(root, "model_id", s->model_id);
+        cJSON_AddStringToObject(root, "model_id", repl_model_id(s));
         /* merged shards' samples (no command makes them again): the session
          * the shards ran from, so that the merged report is theirs byte for byte */
         if (!repl_data_replay(s->data) && s->merged_session_id[0])

@@ -146,7 +146,7 @@ mpx_status repl_cmd_sweep(mpx_session *s, const mpx_cmd_args *args, mpx_error *e
     if (!d) return mpx_error_set(err, MPX_E_NOMEM, "out of memory");
     st = mpx_sweep_define(d, w[0], command, w[2], s->model_path, mpx_history_opts(s->hist)->target, err);
     if (!st) {
-        snprintf(d->model_id, sizeof d->model_id, "%s", s->model_id);
+        snprintf(d->model_id, sizeof d->model_id, "%s", repl_model_id(s));
         st = repl_session_id(s, d->session_id, sizeof d->session_id, err);
     }
     double t0 = repl_now_ms();

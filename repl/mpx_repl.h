@@ -51,7 +51,7 @@ typedef struct mpx_input_spec {
 typedef struct mpx_session {
     mpx_graph *graph;
     char model_path[1024];
-    char model_id[48];       /* the model file's content when loaded (repl_file_id); "" unknown */
+    char model_id[48];       /* the model file's content (repl_model_id); "" not made yet */
     char merged_session_id[16]; /* the session merged shards ran from, while their samples are the data set */
 
     /* Inputs, in the order they were set (replayed by `save`). */

@@ -85,6 +85,9 @@ mpx_status repl_distinct_targets(const char *const *paths, int n, mpx_error *err
  * for them. */
 mpx_status repl_file_id(const char *path, char *out, size_t n, mpx_error *err);
 mpx_status repl_session_id(const mpx_session *s, char *out, size_t n, mpx_error *err);
+/* The loaded model's repl_file_id, made on first use and kept until the
+ * next load; "" when the file cannot be read. */
+const char *repl_model_id(mpx_session *s);
 /* For a path that does not exist: "; did you mean <path>?" naming the
  * existing path whose parts are each the closest entry of their folder to
  * the part typed (mpx_name_hint's rule), else "" (into buf). */

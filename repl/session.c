@@ -265,9 +265,17 @@ mpx_status repl_set_graph(mpx_session *s, mpx_graph *g, const char *path, mpx_er
     mpx_graph_free(s->graph);
     s->graph = g;
     snprintf(s->model_path, sizeof s->model_path, "%s", path);
-    mpx_error ierr;
-    if (repl_file_id(path, s->model_id, sizeof s->model_id, &ierr)) s->model_id[0] = '\0';
+    s->model_id[0] = '\0'; /* made when a shard first needs it (repl_model_id) */
     repl_after_plan_change(s);
     return MPX_OK;
+}
+
+/* The file is read again for its CRC only here, when a shard is written,
+ * not at every load (a model of a GB read twice). */
+const char *repl_model_id(mpx_session *s) {
+    mpx_error err;
+    if (!s->model_id[0] && s->graph && repl_file_id(s->model_path, s->model_id, sizeof s->model_id, &err))
+        s->model_id[0] = '\0';
+    return s->model_id;
 }
 
