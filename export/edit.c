@@ -500,11 +500,11 @@ static mpx_status edit_node(ex *e, const mpx_node *n, mpx_error *err) {
     if (pn->low && n->op != MPX_OP_Cast && (n->cost.k != 1 || e->p->opts.accum_block > 0)) {
         /* the node's own accumulation (an accum rule's), not the default's */
         char note[96];
-        const mpx_format *acc = pn->accum ? pn->accum : e->p->opts.accum;
         if (e->p->opts.accum_block > 0)
-            snprintf(note, sizeof note, "mpx: accumulate %s block %d", mpx_format_name(acc), e->p->opts.accum_block);
+            snprintf(note, sizeof note, "mpx: accumulate %s block %d", mpx_format_name(pn->accum),
+                     e->p->opts.accum_block);
         else
-            snprintf(note, sizeof note, "mpx: accumulate %s", mpx_format_name(acc));
+            snprintf(note, sizeof note, "mpx: accumulate %s", mpx_format_name(pn->accum));
         const char *old = np->doc_string ? np->doc_string : "";
         if (!strstr(old, "mpx: accumulate")) {
             size_t len = strlen(old) + strlen(note) + 2;

@@ -160,7 +160,7 @@ mpx_status mpx_export_onnx(const mpx_plan *p, const char *path, bool force, bool
     char value[128];
     int other = 0;
     for (int i = 0; i < g->n_nodes; i++)
-        other += p->nodes[i].low && p->nodes[i].accum && p->nodes[i].accum != p->opts.accum;
+        other += p->nodes[i].low && p->nodes[i].accum != p->opts.accum; /* (a low node is a float one: accum set) */
     size_t vo = (size_t)snprintf(value, sizeof value, "%s", mpx_format_name(p->opts.accum));
     if (p->opts.accum_block > 0 && vo < sizeof value)
         vo += (size_t)snprintf(value + vo, sizeof value - vo, " block %d", p->opts.accum_block);

@@ -195,8 +195,8 @@ ok("load %s; data %s/npz; colour Conv red; run --samples 2/3; report --json %s/o
 r = subprocess.run([MPX, "merge", W + "/shard1.json", W + "/other.json", W + "/shard3.json"], capture_output=True, text=True)
 check(r.returncode == 1 and "ran other rules than" in r.stderr, "merge of shards of other rules: " + r.stderr)
 # another order of the data set (shuffle), keep-io off, local figures: each
-# refused, where they merged into a report of the wrong samples or dropped
-# the local figures
+# refused (merged, they would give a report over the wrong samples, or
+# without the local figures)
 for what, cmd, msg in (("shuffled", "data %s/npz shuffle 3; run --samples 2/3" % W, "ran from another session than"),
                        ("keep-io off", "data %s/npz; keep-io off; run --samples 2/3" % W, "ran from another session than"),
                        ("local", "data %s/npz; run --local --samples 2/3" % W, "ran with local figures")):

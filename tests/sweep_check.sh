@@ -47,7 +47,8 @@ out=$("$MPX" merge "$tmp/s1.json" "$tmp/s2.json" "$tmp/s3.json" --csv "$tmp/quie
 "$MPX" -q -c "$S; $C" | grep -q "%MACs" || { echo "sweep_check: a bare sweep printed no table"; fail=1; }
 # Shards are of one model by its content (a worker may hold it in another
 # folder) and of one session: another model under the same name, an extra
-# rule or another input seed is refused, where each merged silently.
+# rule or another input seed is refused (merged, it would pass for the
+# unsharded sweep).
 mkdir -p "$tmp/A" "$tmp/B"
 cp examples/tiny_cnn.json "$tmp/A/m.json"
 cp examples/tiny_cnn.json "$tmp/B/m.json"
