@@ -203,6 +203,12 @@ for what, cmd, msg in (("shuffled", "data %s/npz shuffle 3; run --samples 2/3" %
     ok("load %s; %s; report --json %s/odd.json" % (MODEL, cmd, W), what)
     r = subprocess.run([MPX, "merge", W + "/shard1.json", W + "/odd.json", W + "/shard3.json"], capture_output=True, text=True)
     check(r.returncode == 1 and msg in r.stderr, "merge with a shard %s: %s" % (what, r.stderr))
+# a shard without the ids (an older mpx's) is refused, naming them
+old = json.load(open(W + "/shard2.json"))
+del old["model_id"], old["session_id"]
+json.dump(old, open(W + "/old2.json", "w"))
+r = subprocess.run([MPX, "merge", W + "/shard1.json", W + "/old2.json", W + "/shard3.json"], capture_output=True, text=True)
+check(r.returncode == 1 and "names no model_id and session_id" in r.stderr, "merge with a shard without ids: " + r.stderr)
 # the model by its content: the same file in another folder merges
 os.makedirs(W + "/elsewhere", exist_ok=True)
 shutil.copy(MODEL, W + "/elsewhere/model" + os.path.splitext(MODEL)[1])
