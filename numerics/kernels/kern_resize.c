@@ -316,6 +316,141 @@ static mpx_status nearest_rows(const mpx_kctx *c, const rs_axis *ax, int r, cons
     return MPX_OK;
 }
 
+/* ---- linear and cubic, float: the last two axes apart -------------------------------
+ * interp's sums, computed once each instead of once per output element:
+ * along the last axis, every input row of a plane that an output row reads
+ * becomes a row of the output's width (its sums as interp makes them for
+ * axis r - 1), then each output row is the sum over its terms along axis
+ * r - 2 of those rows (interp's sums for that axis, over the same values).
+ * The same mpx_acc calls in the same order on the same values: the same
+ * bits. Taken when every outer axis passes its value through (one term of
+ * weight 1: the batch and channel axes) and every coordinate has a term
+ * (not tf_crop_and_resize's outside). Why: interp walked the recursion,
+ * its term tables and an mpx_acc for every output element, about 25 ns an
+ * element; a 2x bilinear upsampling of 32 x 112 x 112 took 80 ms where
+ * ONNX Runtime takes 1.2 (AMD EPYC Zen 3). */
+enum { RS_SEP_MAX_THREADS = 64 };
+
+typedef struct rs_sep {
+    const mpx_kctx *c;
+    const rs_axis *ax;
+    int r;
+    const float *x;
+    float *y;
+    int64_t hin, win, hout, wout;
+    const unsigned char *need; /* [hin]: an output row reads input row h */
+    float *buf[RS_SEP_MAX_THREADS]; /* per thread: [hin][wout], the rows along the last axis */
+} rs_sep;
+
+/* The sum of n terms w_j * v_j in fp32 as mpx_acc adds them (n < MPX_ACC_FP32_BLOCK:
+ * one block from +0, then added to the running sum from +0). */
+static inline float rs_sum_fp32(int n, const rs_term *t, const float *v, int64_t div) {
+    float b = 0.0f;
+    for (int j = 0; j < n; j++) b += t[j].w * v[t[j].off / div];
+    return 0.0f + b;
+}
+
+static void sep_item(void *vc, int tid, long item) {
+    const rs_sep *s = vc;
+    const rs_axis *ah = &s->ax[s->r - 2], *aw = &s->ax[s->r - 1];
+    const bool fp32 = mpx_acc_is_fp32(&s->c->acc);
+    /* the plane's input offset: the outer axes' single terms */
+    int64_t base = 0, rest = item;
+    for (int i = s->r - 3; i >= 0; i--) {
+        const rs_axis *a = &s->ax[i];
+        base += a->t[4 * (rest % a->out)].off;
+        rest /= a->out;
+    }
+    const float *xp = s->x + base;
+    float *t = s->buf[tid], *yp = s->y + (int64_t)item * s->hout * s->wout;
+    for (int64_t h = 0; h < s->hin; h++) {
+        if (!s->need[h]) continue;
+        const float *xr = xp + h * s->win;
+        float *tr = t + h * s->wout;
+        for (int64_t k = 0; k < s->wout; k++) {
+            const rs_term *tk = aw->t + 4 * k;
+            const int n = aw->nt[k];
+            if (n == 1 && tk[0].w == 1.0f) {
+                tr[k] = xr[tk[0].off];
+            } else if (fp32) {
+                tr[k] = rs_sum_fp32(n, tk, xr, 1);
+            } else {
+                mpx_acc acc;
+                mpx_acc_init(&acc, &s->c->acc, 0.0f);
+                for (int j = 0; j < n; j++) mpx_acc_add(&acc, tk[j].w * xr[tk[j].off]);
+                tr[k] = mpx_acc_result(&acc);
+            }
+        }
+    }
+    const int64_t W = s->wout;
+    for (int64_t oh = 0; oh < s->hout; oh++) {
+        const rs_term *th = ah->t + 4 * oh;
+        const int n = ah->nt[oh];
+        float *yr = yp + oh * W;
+        if (n == 1 && th[0].w == 1.0f) {
+            memcpy(yr, t + th[0].off / ah->stride * W, (size_t)W * sizeof *yr);
+        } else if (fp32 && n == 2) { /* rs_sum_fp32's steps, a row at a time (vectorised) */
+            const float w0 = th[0].w, w1 = th[1].w;
+            const float *r0 = t + th[0].off / ah->stride * W, *r1 = t + th[1].off / ah->stride * W;
+            for (int64_t k = 0; k < W; k++) {
+                float b = 0.0f;
+                b += w0 * r0[k];
+                b += w1 * r1[k];
+                yr[k] = 0.0f + b;
+            }
+        } else {
+            for (int64_t k = 0; k < W; k++) {
+                if (fp32) {
+                    float b = 0.0f;
+                    for (int j = 0; j < n; j++) b += th[j].w * t[th[j].off / ah->stride * W + k];
+                    yr[k] = 0.0f + b;
+                } else {
+                    mpx_acc acc;
+                    mpx_acc_init(&acc, &s->c->acc, 0.0f);
+                    for (int j = 0; j < n; j++) mpx_acc_add(&acc, th[j].w * t[th[j].off / ah->stride * W + k]);
+                    yr[k] = mpx_acc_result(&acc);
+                }
+            }
+        }
+    }
+}
+
+/* Whether sep_rows computes this resize: rank >= 2, every coordinate of
+ * every axis with a term, the outer axes' one term of weight 1. */
+static bool sep_fits(const rs_axis *ax, int r) {
+    if (r < 2) return false;
+    for (int i = 0; i < r; i++)
+        for (int64_t k = 0; k < ax[i].out; k++) {
+            if (ax[i].nt[k] == 0) return false;
+            if (i < r - 2 && !(ax[i].nt[k] == 1 && ax[i].t[4 * k].w == 1.0f)) return false;
+        }
+    return true;
+}
+
+static mpx_status sep_rows(const mpx_kctx *c, const rs_axis *ax, int r, const float *x, float *y,
+                           int64_t total) {
+    const rs_axis *ah = &ax[r - 2], *aw = &ax[r - 1];
+    rs_sep s = {.c = c, .ax = ax, .r = r, .x = x, .y = y, .hin = ah->in, .win = aw->in, .hout = ah->out,
+                .wout = aw->out};
+    int nt = total >= (1 << 16) ? kg_threads() : 1;
+    if (nt > RS_SEP_MAX_THREADS) nt = RS_SEP_MAX_THREADS;
+    unsigned char *need = NULL;
+    mpx_status st = kn_scratch(c, (size_t)s.hin, 1, (void **)&need);
+    for (int i = 0; !st && i < nt; i++) st = kn_scratch(c, (size_t)(s.hin * s.wout), sizeof(float), (void **)&s.buf[i]);
+    if (!st) {
+        memset(need, 0, (size_t)s.hin);
+        for (int64_t k = 0; k < ah->out; k++)
+            for (int j = 0; j < ah->nt[k]; j++) need[ah->t[4 * k + j].off / ah->stride] = 1;
+        s.need = need;
+        const int64_t planes = total / (s.hout * s.wout);
+        if (!mpx_k_parallel_stoppable((long)planes, nt, sep_item, &s))
+            st = mpx_kernel_error(c, MPX_E_CANCELLED, "cancelled");
+    }
+    for (int i = 0; i < nt; i++) free(s.buf[i]);
+    free(need);
+    return st;
+}
+
 static mpx_status resize(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
                          int n_out, bool upsample, bool f64) {
     static const char *const modes[] = {"nearest", "linear", "cubic"};
@@ -378,6 +513,10 @@ static mpx_status resize(const mpx_kctx *c, const mpx_value *const *in, int n_in
     }
     if (o.mode == RS_NEAREST && is_float && !is_double) {
         st = nearest_rows(c, ax, r, x->f, out[0].f, total, extrap);
+        goto done;
+    }
+    if (o.mode != RS_NEAREST && is_float && !is_double && sep_fits(ax, r)) {
+        st = sep_rows(c, ax, r, x->f, out[0].f, total);
         goto done;
     }
     int64_t oc[MPX_MAX_RANK] = {0}, last = ax[r - 1].out;
