@@ -597,6 +597,132 @@ static void attn_case(int idx, bool big) {
     mpx_value_free(&v);
 }
 
+/* InstanceNormalization (kern_norm.c): each plane's mean and variance sums
+ * in index order as mpx_acc adds them (fp32: blocks of 64 from 0, each
+ * added to the running sum; the vector paths sum blocks side by side),
+ * then y = scale (x - mean) / sqrt(var / S + eps) + B. Planes from a few
+ * values to tens of thousands (partial last blocks, the threads). */
+static void inorm_case(int idx) {
+    const int64_t N = rnd(1, 2), C = rnd(1, 5), H = rnd(1, 12), W = idx % 3 == 2 ? rnd(500, 3000) : rnd(1, 90);
+    const bool exact = mpx_rng_unit(&rng) < 0.5;
+    int64_t xd[4] = {N, C, H, W}, cd[1] = {C};
+    mpx_value x = value(4, xd, exact), sc = value(1, cd, false), b = value(1, cd, false);
+    mpx_node *n = mpx_graph_add_node(G, "in", "InstanceNormalization", "", 3, 1, 0);
+    n->op = mpx_op_from_name("InstanceNormalization");
+    n->opset = 6;
+    n->outputs[0] = mpx_graph_tensor(G, "y");
+    const mpx_value *in[3] = {&x, &sc, &b};
+    char what[160];
+    snprintf(what, sizeof what, "case %d InstanceNormalization %lldx%lldx%lldx%lld exact %d", idx, (long long)N,
+             (long long)C, (long long)H, (long long)W, exact);
+    const int64_t S = H * W;
+    for (int acc = 0; acc < N_ACCS; acc++) {
+        mpx_value r;
+        mpx_value_alloc(&r, MPX_DT_FLOAT, 4, xd, NULL);
+        for (int64_t p = 0; p < N * C; p++) {
+            const float *xp = x.f + p * S;
+            racc a;
+            ra_init(&a, ACCS[acc].f, ACCS[acc].block);
+            for (int64_t k = 0; k < S; k++) ra_add(&a, true, xp[k], 1.0f);
+            const float mean = ra_result(&a, NULL) / (float)S;
+            ra_init(&a, ACCS[acc].f, ACCS[acc].block);
+            for (int64_t k = 0; k < S; k++) {
+                const float d = xp[k] - mean;
+                ra_add(&a, true, d * d, 1.0f);
+            }
+            const float den = sqrtf(ra_result(&a, NULL) / (float)S + 1e-5f);
+            for (int64_t k = 0; k < S; k++) r.f[p * S + k] = sc.f[p % C] * (xp[k] - mean) / den + b.f[p % C];
+        }
+        check(what, n, 3, in, acc, &r);
+        mpx_value_free(&r);
+    }
+    mpx_value_free(&x);
+    mpx_value_free(&sc);
+    mpx_value_free(&b);
+}
+
+/* One axis of a linear half_pixel Resize (kern_resize.c axis_terms): the
+ * fp32 source coordinate, its two neighbours' weights (one of weight 1 on a
+ * whole coordinate; a weight of 0 is no term), indices clamped. */
+static int rz_terms(int64_t in, float scale, int64_t x, int64_t *at, float *w) {
+    const float xo = ((float)x + 0.5f) / scale - 0.5f;
+    const double fl = floor((double)xo), r = (double)xo - fl;
+    const int64_t x0 = (int64_t)fl;
+#define RZ_CLAMP(i) ((i) < 0 ? 0 : (i) >= in ? in - 1 : (i))
+    if (r == 0.0) {
+        at[0] = RZ_CLAMP(x0), w[0] = 1.0f;
+        return 1;
+    }
+    int n = 0;
+    if (1.0 - r != 0.0) at[n] = RZ_CLAMP(x0), w[n++] = (float)(1.0 - r);
+    at[n] = RZ_CLAMP(x0 + 1), w[n++] = (float)r;
+#undef RZ_CLAMP
+    return n;
+}
+
+/* Resize, linear, half_pixel (kern_resize.c): the sum along the last axis,
+ * then along the one before over those sums, each a sum of fp32 products
+ * (weight x value) through mpx_acc; one term of weight 1 passes its value. */
+static void resize_case(int idx) {
+    static const float scales[] = {0.5f, 0.75f, 1.0f, 1.5f, 2.0f, 3.0f};
+    const int64_t N = rnd(1, 2), C = rnd(1, 3), H = rnd(1, 40), W = rnd(1, 40);
+    const float sh = scales[rnd(0, 5)], sw = scales[rnd(0, 5)];
+    const int64_t OH = (int64_t)floorf((float)H * sh), OW = (int64_t)floorf((float)W * sw);
+    if (OH < 1 || OW < 1) return;
+    int64_t xd[4] = {N, C, H, W}, sd[1] = {4}, yd[4] = {N, C, OH, OW};
+    mpx_value x = value(4, xd, mpx_rng_unit(&rng) < 0.5), s;
+    mpx_value_alloc(&s, MPX_DT_FLOAT, 1, sd, NULL);
+    s.f[0] = 1.0f, s.f[1] = 1.0f, s.f[2] = sh, s.f[3] = sw;
+    mpx_node *n = mpx_graph_add_node(G, "rz", "Resize", "", 3, 1, 1);
+    n->op = mpx_op_from_name("Resize");
+    n->opset = 13;
+    n->outputs[0] = mpx_graph_tensor(G, "y");
+    n->attrs[0].name = "mode";
+    n->attrs[0].type = MPX_ATTR_STRING;
+    n->attrs[0].s = "linear";
+    const mpx_value *in[3] = {&x, NULL, &s};
+    char what[160];
+    snprintf(what, sizeof what, "case %d Resize linear %lldx%lldx%lldx%lld scales %g %g", idx, (long long)N,
+             (long long)C, (long long)H, (long long)W, (double)sh, (double)sw);
+    for (int acc = 0; acc < N_ACCS; acc++) {
+        mpx_value r;
+        mpx_value_alloc(&r, MPX_DT_FLOAT, 4, yd, NULL);
+        for (int64_t p = 0; p < N * C; p++)
+            for (int64_t oh = 0; oh < OH; oh++) {
+                int64_t ah[2], aw[2];
+                float wh[2], ww[2];
+                const int nh = rz_terms(H, sh, oh, ah, wh);
+                for (int64_t ow = 0; ow < OW; ow++) {
+                    const int nw = rz_terms(W, sw, ow, aw, ww);
+                    float row[2];
+                    for (int i = 0; i < nh; i++) {
+                        const float *xr = x.f + (p * H + ah[i]) * W;
+                        if (nw == 1 && ww[0] == 1.0f) {
+                            row[i] = xr[aw[0]];
+                            continue;
+                        }
+                        racc a;
+                        ra_init(&a, ACCS[acc].f, ACCS[acc].block);
+                        for (int j = 0; j < nw; j++) ra_add(&a, true, ww[j] * xr[aw[j]], 1.0f);
+                        row[i] = ra_result(&a, NULL);
+                    }
+                    float v = row[0];
+                    if (!(nh == 1 && wh[0] == 1.0f)) {
+                        racc a;
+                        ra_init(&a, ACCS[acc].f, ACCS[acc].block);
+                        for (int i = 0; i < nh; i++) ra_add(&a, true, wh[i] * row[i], 1.0f);
+                        v = ra_result(&a, NULL);
+                    }
+                    r.f[(p * OH + oh) * OW + ow] = v;
+                }
+            }
+        check(what, n, 3, in, acc, &r);
+        mpx_value_free(&r);
+    }
+    mpx_value_free(&x);
+    mpx_value_free(&s);
+}
+
 int main(int argc, char **argv) {
     int cases = argc > 1 ? atoi(argv[1]) : 300;
     mpx_rng_init(&rng, argc > 2 ? strtoull(argv[2], NULL, 10) : 20240612);
@@ -627,6 +753,8 @@ int main(int argc, char **argv) {
     for (int i = 0; i < cases / 10; i++) conv_case(i, false, false, false, false, false, CK_NARROW);
     for (int i = 0; i < cases / 10; i++) rnn_case(i, i % 4 == 3);
     for (int i = 0; i < cases / 10; i++) attn_case(i, i % 4 == 3);
+    for (int i = 0; i < cases / 10; i++) inorm_case(i);
+    for (int i = 0; i < cases / 5; i++) resize_case(i);
     mpx_graph_free(G);
     printf("kern_check: %d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;

@@ -721,6 +721,126 @@ static mpx_status in_setup(const mpx_kctx *c, const mpx_value *const *in, int n_
     return MPX_OK;
 }
 
+/* One plane's sum of its S terms (sq: of (x - mean)^2, the difference and
+ * the square each rounded) as the mpx_acc fp32 sum adds them: blocks of
+ * MPX_ACC_FP32_BLOCK summed from +0, each added in order to the running sum
+ * from +0, a partial last block too. IN_LANES blocks at a time are summed
+ * side by side, each lane its block's additions in order, so the same bits.
+ * Why: one chain of dependent additions through mpx_acc_add was about 7 ns
+ * an element; a GroupNorm exported as InstanceNormalization over 32 planes
+ * of 16384 took 3.8 ms where ONNX Runtime takes 0.4 (AMD EPYC Zen 3). */
+enum { IN_LANES = 8, IN_PAR_MIN = 1 << 15 };
+
+MPX_K_CLONES("avx512f", "avx2", "default")
+static float in_plane_sum(const float *x, int64_t S, bool sq, float mean) {
+    enum { B = MPX_ACC_FP32_BLOCK };
+    const int64_t nfull = S / B;
+    float s = 0.0f;
+    int64_t b = 0;
+    for (; b + IN_LANES <= nfull; b += IN_LANES) {
+        float blk[IN_LANES] = {0};
+        const float *xb = x + b * B;
+        for (int64_t k = 0; k < B; k++)
+            for (int i = 0; i < IN_LANES; i++) {
+                const float v = xb[i * B + k];
+                if (sq) {
+                    const float d = v - mean;
+                    blk[i] += d * d;
+                } else {
+                    blk[i] += v;
+                }
+            }
+        for (int i = 0; i < IN_LANES; i++) s += blk[i];
+    }
+    for (; b * B < S; b++) { /* the blocks left, the last perhaps partial */
+        const int64_t n = S - b * B < B ? S - b * B : B;
+        float blk = 0.0f;
+        for (int64_t k = 0; k < n; k++) {
+            const float v = x[b * B + k];
+            if (sq) {
+                const float d = v - mean;
+                blk += d * d;
+            } else {
+                blk += v;
+            }
+        }
+        s += blk;
+    }
+    return s;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* in_plane_sum on AVX-512 or AVX2: the blocks as rows of rows_sums16/8
+ * (sq_sums_*: each block's sum from +0 in its lane, plain with mean NULL),
+ * each block's sum then added in order to the running sum; a block sum is
+ * 0 + b there, which is b for every b but -0, and adding +0 rather than -0
+ * to a running sum that starts at +0 and is never -0 changes nothing (as
+ * sm_long_sum). */
+typedef void (*in_sums_fn)(const float *, int64_t, int, const float *, float *);
+static float in_plane_sum_vec(const float *x, int64_t S, bool sq, float mean, in_sums_fn sums) {
+    enum { B = MPX_ACC_FP32_BLOCK, L = 16 };
+    float m[L], bs[L], s = 0.0f;
+    for (int i = 0; i < L; i++) m[i] = mean;
+    const int64_t nfull = S / B;
+    for (int64_t g = 0; g < nfull; g += L) {
+        const int n = (int)(nfull - g < L ? nfull - g : L);
+        sums(x + g * B, B, n, sq ? m : NULL, bs);
+        for (int i = 0; i < n; i++) s += bs[i];
+    }
+    if (nfull * B < S) {
+        sums(x + nfull * B, S - nfull * B, 1, sq ? m : NULL, bs);
+        s += bs[0];
+    }
+    return s;
+}
+#endif
+
+typedef struct in_job {
+    ke_vec vec;
+    const mpx_kctx *c;
+    const float *x, *sc, *b;
+    float *y;
+    int64_t C, S;
+    float eps;
+} in_job;
+
+/* Plane p (batch item, channel): its mean and variance through mpx_acc in
+ * index order (in_plane_sum where the accumulation is fp32), then y. */
+static void in_plane(void *ctx, int tid, long p) {
+    (void)tid;
+    const in_job *j = ctx;
+    const int64_t S = j->S, ch = p % j->C;
+    const float *xp = j->x + p * S;
+    float *yp = j->y + p * S;
+    float mean, var;
+    if (mpx_acc_is_fp32(&j->c->acc)) {
+#if defined(__x86_64__) && defined(__GNUC__)
+        if (j->vec == KE_VEC_AVX512 || j->vec == KE_VEC_AVX2) {
+            const in_sums_fn f = j->vec == KE_VEC_AVX512 ? sq_sums_avx512 : sq_sums_avx2;
+            mean = in_plane_sum_vec(xp, S, false, 0.0f, f) / (float)S;
+            var = in_plane_sum_vec(xp, S, true, mean, f);
+        } else
+#endif
+        {
+            mean = in_plane_sum(xp, S, false, 0.0f) / (float)S;
+            var = in_plane_sum(xp, S, true, mean);
+        }
+    } else {
+        mpx_acc a;
+        mpx_acc_init(&a, &j->c->acc, 0.0f);
+        for (int64_t k = 0; k < S; k++) mpx_acc_add(&a, xp[k]);
+        mean = mpx_acc_result(&a) / (float)S;
+        mpx_acc_init(&a, &j->c->acc, 0.0f);
+        for (int64_t k = 0; k < S; k++) {
+            float d = xp[k] - mean;
+            mpx_acc_add(&a, d * d);
+        }
+        var = mpx_acc_result(&a);
+    }
+    const float den = sqrtf(var / (float)S + j->eps), sc = j->sc[ch], b = j->b[ch];
+    for (int64_t k = 0; k < S; k++) yp[k] = sc * (xp[k] - mean) / den + b;
+}
+
 mpx_status mpx_k_instance_normalization(const mpx_kctx *c, const mpx_value *const *in, int n_in,
                                         mpx_value *out, int n_out) {
     const mpx_value *x, *sc, *b;
@@ -730,22 +850,9 @@ mpx_status mpx_k_instance_normalization(const mpx_kctx *c, const mpx_value *cons
     const int64_t N = x->dims[0], C = x->dims[1];
     float eps = mpx_node_attr_float(c->node, "epsilon", 1e-5f);
     if ((st = mpx_k_alloc(c, &out[0], x->dtype, x->rank, x->dims))) return st;
-    for (int64_t p = 0; p < N * C; p++) {
-        const float *xp = x->f + p * S;
-        float *yp = out[0].f + p * S;
-        int64_t ch = p % C;
-        mpx_acc a;
-        mpx_acc_init(&a, &c->acc, 0.0f);
-        for (int64_t k = 0; k < S; k++) mpx_acc_add(&a, xp[k]);
-        float mean = mpx_acc_result(&a) / (float)S;
-        mpx_acc_init(&a, &c->acc, 0.0f);
-        for (int64_t k = 0; k < S; k++) {
-            float d = xp[k] - mean;
-            mpx_acc_add(&a, d * d);
-        }
-        float den = sqrtf(mpx_acc_result(&a) / (float)S + eps);
-        for (int64_t k = 0; k < S; k++) yp[k] = sc->f[ch] * (xp[k] - mean) / den + b->f[ch];
-    }
+    if (S == 0) return MPX_OK;
+    in_job j = {.vec = ke_vec_now(), .c = c, .x = x->f, .sc = sc->f, .b = b->f, .y = out[0].f, .C = C, .S = S, .eps = eps};
+    mpx_k_parallel((long)(N * C), x->n >= IN_PAR_MIN ? kg_threads() : 1, in_plane, &j);
     return MPX_OK;
 }
 
