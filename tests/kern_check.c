@@ -723,6 +723,67 @@ static void resize_case(int idx) {
     mpx_value_free(&s);
 }
 
+/* Einsum of two operands that is a batched matrix product (kern_einsum.c
+ * ein_matmul): each output element's terms in the order of the summed
+ * labels, row-major by first appearance, summed as MatMul sums (fp32: each
+ * product fused into its block of 64). */
+static void einsum_case(int idx) {
+    static const char *const eqs[] = {"btd,bsd->bts", "bts,bsd->btd", "btd,ed->bte", "ij,kj->ik",
+                                      "bij,bjk->bik", "ijk,jkl->li", "abc,dc->dab", "i,i->"};
+    const char *eq = eqs[idx % 8];
+    int64_t sz[26];
+    for (int l = 0; l < 26; l++) sz[l] = idx % 10 == 9 && idx % 8 != 5 ? rnd(1, 64) : rnd(1, 20);
+    const char *arrow = strstr(eq, "->"), *comma = strchr(eq, ',');
+    const char *terms[3] = {eq, comma + 1, arrow + 2};
+    const int lens[3] = {(int)(comma - eq), (int)(arrow - comma - 1), (int)strlen(arrow + 2)};
+    int64_t d[3][8];
+    for (int t = 0; t < 3; t++)
+        for (int p = 0; p < lens[t]; p++) d[t][p] = sz[terms[t][p] - 'a'];
+    const bool exact = mpx_rng_unit(&rng) < 0.5;
+    mpx_value a = value(lens[0], d[0], exact), b = value(lens[1], d[1], exact);
+    mpx_node *n = mpx_graph_add_node(G, "ein", "Einsum", "", 2, 1, 1);
+    n->op = mpx_op_from_name("Einsum");
+    n->opset = 12;
+    n->outputs[0] = mpx_graph_tensor(G, "y");
+    n->attrs[0].name = "equation";
+    n->attrs[0].type = MPX_ATTR_STRING;
+    n->attrs[0].s = eq;
+    const mpx_value *in[2] = {&a, &b};
+    /* the summed labels by first appearance */
+    char sum[8];
+    int ns = 0;
+    for (const char *q = eq; q < arrow; q++)
+        if (*q != ',' && !strchr(terms[2], *q) && !memchr(sum, *q, (size_t)ns)) sum[ns++] = *q;
+    char what[160];
+    snprintf(what, sizeof what, "case %d Einsum %s exact %d", idx, eq, exact);
+    for (int acc = 0; acc < N_ACCS; acc++) {
+        mpx_value r;
+        mpx_value_alloc(&r, MPX_DT_FLOAT, lens[2], d[2], NULL);
+        int64_t at[26] = {0};
+        for (int64_t y = 0; y < r.n; y++) {
+            int64_t rest = y;
+            for (int p = lens[2] - 1; p >= 0; p--) at[terms[2][p] - 'a'] = rest % d[2][p], rest /= d[2][p];
+            int64_t K = 1;
+            for (int i = 0; i < ns; i++) K *= sz[sum[i] - 'a'];
+            racc s;
+            ra_init(&s, ACCS[acc].f, ACCS[acc].block);
+            for (int64_t k = 0; k < K; k++) {
+                int64_t kr = k;
+                for (int i = ns - 1; i >= 0; i--) at[sum[i] - 'a'] = kr % sz[sum[i] - 'a'], kr /= sz[sum[i] - 'a'];
+                int64_t oa = 0, ob = 0;
+                for (int p = 0; p < lens[0]; p++) oa = oa * d[0][p] + at[terms[0][p] - 'a'];
+                for (int p = 0; p < lens[1]; p++) ob = ob * d[1][p] + at[terms[1][p] - 'a'];
+                ra_add(&s, true, a.f[oa], b.f[ob]);
+            }
+            r.f[y] = ra_result(&s, NULL);
+        }
+        check(what, n, 2, in, acc, &r);
+        mpx_value_free(&r);
+    }
+    mpx_value_free(&a);
+    mpx_value_free(&b);
+}
+
 int main(int argc, char **argv) {
     int cases = argc > 1 ? atoi(argv[1]) : 300;
     mpx_rng_init(&rng, argc > 2 ? strtoull(argv[2], NULL, 10) : 20240612);
@@ -755,6 +816,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < cases / 10; i++) attn_case(i, i % 4 == 3);
     for (int i = 0; i < cases / 10; i++) inorm_case(i);
     for (int i = 0; i < cases / 5; i++) resize_case(i);
+    for (int i = 0; i < cases / 5; i++) einsum_case(i);
     mpx_graph_free(G);
     printf("kern_check: %d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;
