@@ -13,7 +13,7 @@
  *    column), a tap in the padding keeping its place in its block (kern_nn.c's
  *    header), each term one fused multiply-add into its block (C99 fmaf: the
  *    product not rounded on its own), the block added to the running sum.
- * Shapes are random (1-D and 2-D, strides, dilations, pads, groups,
+ * Shapes are random (1-D, 2-D and 3-D, strides, dilations, pads, groups,
  * depthwise, several images, sizes that reach the threads) and so are the
  * values: half the cases fp16-exact, half arbitrary fp32 so that products
  * are inexact. Run it also with MPX_KERN_PORTABLE=1 (the baseline-ISA build
@@ -597,6 +597,77 @@ static void attn_case(int idx, bool big) {
     mpx_value_free(&v);
 }
 
+/* A 3-D Conv (kern_nn.c conv3_fast: 2-D ones per output depth over the
+ * (input channel, kernel depth) planes): terms (input channel, kernel
+ * depth, row, column) in row-major order, a tap in the padding keeping its
+ * place in its fp32 block of 64 and no term in a rounded sum, then the bias. */
+static void conv3_case(int idx) {
+    const int64_t N = rnd(1, 2), Gr = mpx_rng_unit(&rng) < 0.7 ? 1 : rnd(2, 3);
+    const bool dwise = mpx_rng_unit(&rng) < 0.2;
+    const int64_t cig = dwise ? 1 : rnd(1, 8), mg = dwise ? 1 : rnd(1, 12), Gd = dwise ? rnd(1, 8) : Gr;
+    const int64_t C = cig * Gd, M = mg * Gd;
+    int64_t in[3], k[3], st[3], dl[3], pb[3], pe[3], out[3];
+    for (int i = 0; i < 3; i++) {
+        in[i] = i == 0 ? rnd(1, 6) : rnd(1, 14), k[i] = rnd(1, 3), st[i] = rnd(1, 2), dl[i] = rnd(1, 2);
+        pb[i] = rnd(0, 2), pe[i] = rnd(0, 2);
+        out[i] = (in[i] + pb[i] + pe[i] - (k[i] - 1) * dl[i] - 1) / st[i] + 1;
+        if (in[i] + pb[i] + pe[i] - (k[i] - 1) * dl[i] - 1 < 0 || out[i] < 1) return;
+    }
+    const bool exact = mpx_rng_unit(&rng) < 0.5, bias = mpx_rng_unit(&rng) < 0.5;
+    int64_t xd[5] = {N, C, in[0], in[1], in[2]}, wd[5] = {M, cig, k[0], k[1], k[2]}, bd[1] = {M},
+            yd[5] = {N, M, out[0], out[1], out[2]};
+    mpx_value x = value(5, xd, exact), w = value(5, wd, exact), b = value(1, bd, exact);
+    mpx_node *n = mpx_graph_add_node(G, "conv3", "Conv", "", 3, 1, 4);
+    n->op = mpx_op_from_name("Conv");
+    n->opset = 13;
+    n->outputs[0] = mpx_graph_tensor(G, "y");
+    int64_t pads[6] = {pb[0], pb[1], pb[2], pe[0], pe[1], pe[2]};
+    add_ints(&n->attrs[0], "strides", 3, st);
+    add_ints(&n->attrs[1], "dilations", 3, dl);
+    add_ints(&n->attrs[2], "pads", 6, pads);
+    add_int(&n->attrs[3], "group", Gd);
+    const mpx_value *ins[3] = {&x, &w, bias ? &b : NULL};
+    char what[200];
+    snprintf(what, sizeof what, "case %d Conv 3-D C%lld M%lld G%lld in %lldx%lldx%lld k %lldx%lldx%lld bias %d exact %d",
+             idx, (long long)C, (long long)M, (long long)Gd, (long long)in[0], (long long)in[1], (long long)in[2],
+             (long long)k[0], (long long)k[1], (long long)k[2], bias, exact);
+    for (int a = 0; a < N_ACCS; a++) {
+        mpx_value r;
+        mpx_value_alloc(&r, MPX_DT_FLOAT, 5, yd, NULL);
+        int64_t y = 0;
+        for (int64_t nn = 0; nn < N; nn++)
+            for (int64_t m = 0; m < M; m++)
+                for (int64_t o0 = 0; o0 < out[0]; o0++)
+                    for (int64_t o1 = 0; o1 < out[1]; o1++)
+                        for (int64_t o2 = 0; o2 < out[2]; o2++) {
+                            racc acc;
+                            ra_init(&acc, ACCS[a].f, ACCS[a].block);
+                            const int64_t g = m / mg;
+                            for (int64_t ci = 0; ci < cig; ci++)
+                                for (int64_t k0 = 0; k0 < k[0]; k0++)
+                                    for (int64_t k1 = 0; k1 < k[1]; k1++)
+                                        for (int64_t k2 = 0; k2 < k[2]; k2++) {
+                                            const int64_t i0 = o0 * st[0] - pb[0] + k0 * dl[0];
+                                            const int64_t i1 = o1 * st[1] - pb[1] + k1 * dl[1];
+                                            const int64_t i2 = o2 * st[2] - pb[2] + k2 * dl[2];
+                                            const bool inside = i0 >= 0 && i0 < in[0] && i1 >= 0 && i1 < in[1] &&
+                                                                i2 >= 0 && i2 < in[2];
+                                            const int64_t c = g * cig + ci;
+                                            ra_add(&acc, inside,
+                                                   inside ? x.f[(((nn * C + c) * in[0] + i0) * in[1] + i1) * in[2] + i2]
+                                                          : 0.0f,
+                                                   w.f[(((m * cig + ci) * k[0] + k0) * k[1] + k1) * k[2] + k2]);
+                                        }
+                            r.f[y++] = ra_result(&acc, bias ? &b.f[m] : NULL);
+                        }
+        check(what, n, 3, ins, a, &r);
+        mpx_value_free(&r);
+    }
+    mpx_value_free(&x);
+    mpx_value_free(&w);
+    mpx_value_free(&b);
+}
+
 /* InstanceNormalization (kern_norm.c): each plane's mean and variance sums
  * in index order as mpx_acc adds them (fp32: blocks of 64 from 0, each
  * added to the running sum; the vector paths sum blocks side by side),
@@ -814,6 +885,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < cases / 10; i++) conv_case(i, false, false, false, false, false, CK_NARROW);
     for (int i = 0; i < cases / 10; i++) rnn_case(i, i % 4 == 3);
     for (int i = 0; i < cases / 10; i++) attn_case(i, i % 4 == 3);
+    for (int i = 0; i < cases / 5; i++) conv3_case(i);
     for (int i = 0; i < cases / 10; i++) inorm_case(i);
     for (int i = 0; i < cases / 5; i++) resize_case(i);
     for (int i = 0; i < cases / 5; i++) einsum_case(i);
