@@ -417,6 +417,37 @@ def biasadd(out_dir):
     print(name, "2x3x8", "BiasAdd", name + "_ref")
 
 
+def fast_paths(out_dir):
+    """The shapes that take kern_resize.c's separable linear path,
+    kern_norm.c's long InstanceNormalization planes, kern_einsum.c's MatMul
+    route, kern_nn.c's 3-D Conv on the GEMM core and kern_pool.c's 3-D
+    MaxPool by planes, each against ONNX Runtime."""
+    single("maxpool3d_pads_ceil", "MaxPool", out_dir, (1, 3, 5, 9, 10), 13, kernel_shape=[2, 3, 3],
+           strides=[2, 2, 1], pads=[1, 1, 0, 0, 1, 1], ceil_mode=1)
+    single("maxpool3d_dil", "MaxPool", out_dir, (2, 2, 6, 7, 8), 13, kernel_shape=[3, 2, 2], dilations=[2, 1, 2])
+    single("conv3d_pads_strides", "Conv", out_dir, (1, 4, 5, 9, 8), 13, [((6, 4, 3, 3, 3), 0.3, 0.0), ((6,), 0.2, 0.0)],
+           strides=[2, 1, 2], pads=[1, 1, 0, 1, 0, 1], dilations=[1, 2, 1])
+    single("conv3d_groups", "Conv", out_dir, (2, 6, 4, 6, 6), 13, [((4, 3, 2, 3, 3), 0.3, 0.0)], group=2,
+           pads=[0, 1, 1, 1, 1, 1])
+    single("conv3d_depthwise", "Conv", out_dir, (1, 5, 4, 7, 7), 13, [((5, 1, 3, 3, 3), 0.3, 0.0)], group=5,
+           pads=[1, 1, 1, 1, 1, 1])
+    single("instancenorm_long", "InstanceNormalization", out_dir, (2, 3, 37, 61), 13,
+           [((3,), 0.5, 1.0), ((3,), 0.3, 0.0)], epsilon=1e-4)
+    single("einsum_btd_ed", "Einsum", out_dir, (2, 7, 70), 12, [((9, 70), 0.3, 0.0)], equation="btd,ed->bte")
+    single("einsum_perm", "Einsum", out_dir, (3, 5, 4), 12, [((5, 4, 6), 0.3, 0.0)], equation="ijk,jkl->li")
+    single("einsum_bts", "Einsum", out_dir, (2, 6, 8), 12, [((2, 5, 8), 0.3, 0.0)], equation="btd,bsd->bst")
+    # in x scale whole: ORT's align_corners maps onto the output's length,
+    # the operator text onto in x scale (kern_resize.c)
+    for ct in ("half_pixel", "align_corners", "pytorch_half_pixel", "asymmetric"):
+        chain("resize_linear_" + ct, out_dir, (1, 3, 8, 12), [
+            helper.make_node("Resize", ["X", "", "scales"], ["Y"], mode="linear",
+                             coordinate_transformation_mode=ct)],
+            [arr("scales", [1, 1, 2.5, 0.75], np.float32)])
+    chain("resize_cubic_sizes", out_dir, (2, 2, 11, 7), [
+        helper.make_node("Resize", ["X", "", "", "sizes"], ["Y"], mode="cubic")],
+        [arr("sizes", [2, 2, 20, 16], np.int64)])
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -432,6 +463,7 @@ def main():
     model("gru_acts", "GRU", out, activations=["Sigmoid", "Relu"], init_h=True)
     model("rnn_bidir_lens", "RNN", out, dirs=2, lens=[3, 5, 4], init_h=True, activations=["Tanh", "Relu"])
     model("rnn_affine", "RNN", out, activations=["ScaledTanh"], activation_alpha=[0.7], activation_beta=[1.3])
+    fast_paths(out)
     single("lpnorm_p2_axis1", "LpNormalization", out, (3, 4, 5), 17, axis=1, p=2)
     single("lpnorm_p1", "LpNormalization", out, (3, 4, 5), 17, axis=-1, p=1)
     single("globallppool_p3", "GlobalLpPool", out, (2, 3, 4, 5), 17, p=3)

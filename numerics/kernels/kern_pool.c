@@ -649,6 +649,51 @@ static void avg2d_item(void *ctx, int tid, long item) {
     }
 }
 
+/* 3-D MaxPool without indices: every input depth plane pooled over rows
+ * and columns by max2d_plane, then each output the first of its depth
+ * taps inside the input and any later one strictly greater. The same value
+ * as the taps in row-major order (depth, row, column): a window's row and
+ * column taps inside the input are the same at every depth, so each
+ * depth's plane result is its first such tap or a later strictly greater
+ * one, and the first strictly greatest of those is the window's (a NaN
+ * first tap stays, later NaNs are skipped, of equal values the first is
+ * kept, as the whole walk). Why: the general walk took 16 ms for a video
+ * model's 1x3x3 pool over 32 x 8 x 56 x 56, ONNX Runtime 0.4. */
+static mpx_status max3d(const mpx_value *x, const kn_window *w, float *y, int64_t planes) {
+    const int64_t D = w->in[0], OD = w->out[0], oplane = w->out[1] * w->out[2];
+    kn_window w2 = *w;
+    w2.nsp = 2;
+    for (int i = 0; i < 2; i++) {
+        w2.in[i] = w->in[i + 1], w2.out[i] = w->out[i + 1], w2.k[i] = w->k[i + 1];
+        w2.s[i] = w->s[i + 1], w2.d[i] = w->d[i + 1], w2.pb[i] = w->pb[i + 1], w2.pe[i] = w->pe[i + 1];
+    }
+    float *t = malloc((size_t)(planes * D * oplane) * sizeof *t);
+    if (!t) return MPX_E_NOMEM;
+    pool2d m = {.w = &w2, .x = x->f, .y = t, .H = w2.in[0], .W = w2.in[1], .OH = w2.out[0], .OW = w2.out[1],
+                .avx2 = pool_avx2(), .avx512 = pool_avx512()};
+    const int64_t n2 = planes * D;
+    mpx_k_parallel((long)n2, n2 * oplane * w2.k[0] * w2.k[1] < 100000 ? 1 : kg_threads(), max2d_plane, &m);
+    for (int64_t pc = 0; pc < planes; pc++)
+        for (int64_t od = 0; od < OD; od++) {
+            float *yo = y + (pc * OD + od) * oplane;
+            bool any = false;
+            for (int64_t kd = 0; kd < w->k[0]; kd++) {
+                const int64_t id = od * w->s[0] - w->pb[0] + kd * w->d[0];
+                if (id < 0 || id >= D) continue;
+                const float *tp = t + (pc * D + id) * oplane;
+                if (!any)
+                    memcpy(yo, tp, (size_t)oplane * sizeof *yo);
+                else
+                    for (int64_t k = 0; k < oplane; k++) yo[k] = tp[k] > yo[k] ? tp[k] : yo[k];
+                any = true;
+            }
+            if (!any)
+                for (int64_t k = 0; k < oplane; k++) yo[k] = -FLT_MAX;
+        }
+    free(t);
+    return MPX_OK;
+}
+
 static mpx_status pool(const mpx_kctx *c, const mpx_value *const *in, int n_in, mpx_value *out,
                        int n_out, pool_kind kind) {
     const bool is_max = kind == POOL_MAX;
@@ -684,6 +729,12 @@ static mpx_status pool(const mpx_kctx *c, const mpx_value *const *in, int n_in, 
         mpx_k_parallel((long)planes, planes * out_plane * w.k[0] * w.k[1] < 100000 ? 1 : kg_threads(), max2d_plane,
                        &m);
         return MPX_OK;
+    }
+    if (is_max && nsp == 3 && x->f && !want_idx) {
+        st = max3d(x, &w, out[0].f, planes);
+        if (st == MPX_E_NOMEM) st = mpx_kernel_error(c, st, "out of memory for the pool's rows");
+        if (st) mpx_value_free(&out[0]);
+        return st;
     }
     const int64_t low_i = int_lowest(x->dtype);
     win_tab tab;
