@@ -179,7 +179,7 @@ static mpx_value ref_conv(const cparams *p, const mpx_value *x, const mpx_value 
 
 /* ConvTranspose: terms (input channel, tap) that reach the output, in order. */
 static mpx_value ref_convt(const cparams *p, const mpx_value *x, const mpx_value *w,
-                           const mpx_value *b, const mpx_format *f, int block) {
+                           const mpx_value *b, const mpx_format *f, int block, bool phases) {
     int64_t dims[4] = {p->N, p->M, p->nsp == 2 ? p->OH : p->OW, p->OW};
     mpx_value y;
     mpx_value_alloc(&y, MPX_DT_FLOAT, 2 + p->nsp, dims, NULL);
@@ -197,7 +197,14 @@ static mpx_value ref_convt(const cparams *p, const mpx_value *x, const mpx_value
                                 const int64_t nh = oh + p->pt - kh * p->dh, nw = ow + p->pl - kw * p->dw;
                                 const bool in = nh >= 0 && nh % p->sh == 0 && nh / p->sh < p->H &&
                                                 nw >= 0 && nw % p->sw == 0 && nw / p->sw < p->W;
-                                if (!in) continue; /* not a term, not a position */
+                                /* phases (kern_nn.c convt_phases): a tap of the output's
+                                 * phase whose input falls outside keeps its place */
+                                const bool aligned = (nh % p->sh + p->sh) % p->sh == 0 &&
+                                                     (nw % p->sw + p->sw) % p->sw == 0;
+                                if (!in) {
+                                    if (phases && aligned) ra_add(&a, false, 0.0f, 0.0f);
+                                    continue; /* not a term */
+                                }
                                 const int64_t c = g * cig + ci;
                                 ra_add(&a, true,
                                        x->f[((n * p->C + c) * p->H + nh / p->sh) * p->W + nw / p->sw],
@@ -316,6 +323,10 @@ static void conv_case(int idx, bool transpose, bool big, bool dwide, bool dnarro
         p.KH = p.sh = p.nsp == 2 ? rnd(1, 3) : 1;
         p.KW = p.sw = rnd(1, 3);
         p.dh = p.dw = 1;
+    } else if (transpose && mpx_rng_unit(&rng) < 0.7) { /* overlapping taps: by phases (kern_nn.c convt_phases) */
+        p.sh = p.nsp == 2 ? rnd(1, 3) : 1, p.sw = rnd(1, 3);
+        p.KH = p.nsp == 2 ? p.sh + rnd(0, 3) : 1, p.KW = p.sw + rnd(0, 3);
+        p.dh = p.dw = 1;
     }
     p.pt = p.nsp == 2 ? rnd(0, 3) : 0, p.pb = p.nsp == 2 ? rnd(0, 3) : 0;
     p.pl = rnd(0, 3), p.pr = rnd(0, 3);
@@ -388,13 +399,15 @@ static void conv_case(int idx, bool transpose, bool big, bool dwide, bool dnarro
              (long long)p.KH, (long long)p.KW, (long long)p.sh, (long long)p.sw, (long long)p.dh,
              (long long)p.dw, (long long)p.pt, (long long)p.pl, (long long)p.pb, (long long)p.pr,
              p.bias, exact);
-    /* fp32 through the general path (ConvTranspose that overlaps) has its
-     * own row order; only the fast paths' order is checked for fp32. */
-    const bool fast_t = !transpose || (p.KH == p.sh && p.KW == p.sw && p.dh == 1 && p.dw == 1 &&
-                                       p.pt + p.pb + p.pl + p.pr == 0);
+    /* fp32 through the general path (ConvTranspose with dilations, or a
+     * kernel shorter than its stride) has its own row order; only the fast
+     * paths' order is checked for fp32 (kernel = stride without padding,
+     * and the phases: kernel >= stride, no dilation). */
+    const bool phases = transpose && p.dh == 1 && p.dw == 1 && p.KH >= p.sh && p.KW >= p.sw;
+    const bool fast_t = !transpose || phases;
     for (int a = 0; a < N_ACCS; a++) {
         if (a == 0 && !fast_t) continue;
-        mpx_value r = transpose ? ref_convt(&p, &x, &w, p.bias ? &b : NULL, ACCS[a].f, ACCS[a].block)
+        mpx_value r = transpose ? ref_convt(&p, &x, &w, p.bias ? &b : NULL, ACCS[a].f, ACCS[a].block, phases)
                                 : ref_conv(&p, &x, &w, p.bias ? &b : NULL, ACCS[a].f, ACCS[a].block);
         check(what, n, 3, in, a, &r);
         mpx_value_free(&r);

@@ -431,6 +431,12 @@ def fast_paths(out_dir):
            pads=[0, 1, 1, 1, 1, 1])
     single("conv3d_depthwise", "Conv", out_dir, (1, 5, 4, 7, 7), 13, [((5, 1, 3, 3, 3), 0.3, 0.0)], group=5,
            pads=[1, 1, 1, 1, 1, 1])
+    single("convtranspose_k4s2p1", "ConvTranspose", out_dir, (1, 6, 7, 9), 13,
+           [((6, 5, 4, 4), 0.3, 0.0), ((5,), 0.2, 0.0)], strides=[2, 2], pads=[1, 1, 1, 1])
+    single("convtranspose_groups_outpad", "ConvTranspose", out_dir, (2, 4, 5, 6), 13, [((4, 3, 3, 5), 0.3, 0.0)],
+           group=2, strides=[2, 3], pads=[0, 1, 2, 0], output_padding=[1, 2])
+    single("convtranspose_1d", "ConvTranspose", out_dir, (1, 3, 11), 13, [((3, 4, 5), 0.3, 0.0)], strides=[3],
+           pads=[2, 1])
     single("instancenorm_long", "InstanceNormalization", out_dir, (2, 3, 37, 61), 13,
            [((3,), 0.5, 1.0), ((3,), 0.3, 0.0)], epsilon=1e-4)
     single("einsum_btd_ed", "Einsum", out_dir, (2, 7, 70), 12, [((9, 70), 0.3, 0.0)], equation="btd,ed->bte")
